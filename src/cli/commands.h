@@ -1,0 +1,64 @@
+#pragma once
+// The kwb subcommands. Each sends its request through WorkerSupervisor (the one owner of worker
+// processes), prints a table or JSON, and returns the process exit code documented in docs/cli.md.
+
+#include "core/workersupervisor.h"
+
+#include <QString>
+
+namespace kwb::cli {
+
+enum ExitCode {
+    ExitSuccess = 0,    ///< done; for eval: the candidate is correct
+    ExitNotCorrect = 1, ///< eval: any other status, timeout and crashed included
+    ExitUsage = 2,      ///< bad command line, unreadable candidate file
+    ExitWorker = 3,     ///< worker not found, could not start, protocol error, internal error
+    ExitBadRequest = 4, ///< unknown task or a request the worker refused
+};
+
+struct GlobalOptions
+{
+    QString worker;   ///< --worker; empty: $KWB_WORKER, then next to kwb
+    QString tasksDir; ///< --tasks-dir; empty: the worker's default
+};
+
+struct AnalyzeOptions
+{
+    QString task;
+    QString scale = QStringLiteral("full");
+    bool json = false;
+};
+
+struct EvalOptions
+{
+    QString task;
+    QString candidateFile;
+    QString profile = QStringLiteral("kernelbench");
+    QString scale = QStringLiteral("full");
+    QString arch;          ///< empty: the device's
+    int trials = 0;        ///< timing trials; 0: the profile's
+    double timeoutS = 240; ///< the supervisor's wall-clock limit
+    bool json = false;
+};
+
+/// Owns the supervisor for one kwb run: finds the worker and sends requests to it.
+class Session
+{
+public:
+    explicit Session(GlobalOptions options);
+    /// Finds kwb-worker. Returns ExitSuccess, or ExitWorker after printing why (as JSON if asked).
+    int locateWorker(bool json);
+    WorkerSupervisor& supervisor() { return m_supervisor; }
+    const GlobalOptions& options() const { return m_options; }
+
+private:
+    GlobalOptions m_options;
+    WorkerSupervisor m_supervisor;
+};
+
+int runTasks(Session& session, bool json);
+int runAnalyze(Session& session, const AnalyzeOptions& options);
+int runEval(Session& session, const EvalOptions& options);
+int runDevice(Session& session, bool json, bool ceilings);
+
+} // namespace kwb::cli

@@ -1,0 +1,102 @@
+// kwb: the workbench without a window. Every subcommand goes through WorkerSupervisor, like the
+// GUI, so a hung or crashing candidate ends as a status here too. Exit codes: docs/cli.md.
+
+#include "commands.h"
+
+#include <QCoreApplication>
+#include <QRegularExpression>
+
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+using namespace kwb::cli;
+
+int main(int argc, char** argv)
+{
+    QCoreApplication application(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("kwb"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(KWB_VERSION));
+
+    CLI::App app{"kwb: Kernel Workbench on the command line (tasks, roofline analysis, candidate evaluation).\n"
+                 "Exit codes: 0 success (eval: correct), 1 candidate not correct, 2 usage error,\n"
+                 "3 worker could not start or broke the protocol, 4 unknown task or bad request."};
+    app.set_version_flag("--version", std::string("kwb ") + KWB_VERSION);
+    app.require_subcommand(1);
+    app.fallthrough(); // global options may come after the subcommand
+
+    std::string worker;
+    std::string tasksDir;
+    app.add_option("--worker", worker, "kwb-worker to run (default: $KWB_WORKER, else next to kwb)");
+    app.add_option("--tasks-dir", tasksDir, "directory of task files (default: the worker's)");
+
+    bool json = false;
+    const auto addJson = [&json](CLI::App* command) {
+        command->add_flag("--json", json, "print JSON instead of a table");
+    };
+
+    CLI::App* tasks = app.add_subcommand("tasks", "list the tasks and any broken task files");
+    addJson(tasks);
+
+    std::string analyzeTask;
+    std::string analyzeScale = "full";
+    CLI::App* analyze =
+        app.add_subcommand("analyze", "FLOPs, bytes (unfused and fused) and intensity of a task's reference");
+    analyze->add_option("TASK", analyzeTask, "task id, e.g. L2/1")->required();
+    analyze->add_option("--scale", analyzeScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
+    addJson(analyze);
+
+    EvalOptions eval;
+    std::string evalTask, candidate, profile = "kernelbench", evalScale = "full", arch;
+    CLI::App* evalCommand = app.add_subcommand("eval", "evaluate a candidate answer (Markdown) against a task");
+    evalCommand->add_option("TASK", evalTask, "task id, e.g. L2/1")->required();
+    evalCommand->add_option("CANDIDATE", candidate, "the model's answer, a Markdown file")->required();
+    evalCommand->add_option("--timeout", eval.timeoutS, "wall-clock limit in seconds (default 240)")
+        ->check(CLI::Range(0.001, 1e6)); // the supervisor's timer counts int milliseconds
+    evalCommand->add_option("--profile", profile, "protocol profile: kernelbench or kernelbench-v0.1")
+        ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
+    evalCommand->add_option("--scale", evalScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
+    evalCommand->add_option("--trials", eval.trials, "timing trials (default: the profile's)")
+        ->check(CLI::PositiveNumber);
+    evalCommand->add_option("--arch", arch, "compile for this architecture (sm_XY) when there is no GPU")
+        ->check([](const std::string& value) {
+            return QString::fromStdString(value).contains(QRegularExpression(QStringLiteral("^sm_[0-9]{2,3}a?$")))
+                       ? std::string()
+                       : std::string("expected sm_XY, e.g. sm_90");
+        });
+    addJson(evalCommand);
+
+    bool noCeilings = false;
+    CLI::App* device = app.add_subcommand("device", "the GPU the worker sees, with measured ceilings");
+    device->add_flag("--no-ceilings", noCeilings, "skip measuring bandwidth and FLOP ceilings");
+    addJson(device);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        const int code = app.exit(error); // prints help, the version, or the error with a hint
+        return code == 0 ? ExitSuccess : ExitUsage;
+    }
+
+    Session session(GlobalOptions{QString::fromStdString(worker), QString::fromStdString(tasksDir)});
+    if (const int code = session.locateWorker(json))
+        return code;
+
+    if (tasks->parsed())
+        return runTasks(session, json);
+    if (analyze->parsed())
+        return runAnalyze(
+            session, AnalyzeOptions{QString::fromStdString(analyzeTask), QString::fromStdString(analyzeScale), json});
+    if (evalCommand->parsed()) {
+        eval.task = QString::fromStdString(evalTask);
+        eval.candidateFile = QString::fromStdString(candidate);
+        eval.profile = QString::fromStdString(profile);
+        eval.scale = QString::fromStdString(evalScale);
+        eval.arch = QString::fromStdString(arch);
+        eval.json = json;
+        return runEval(session, eval);
+    }
+    if (device->parsed())
+        return runDevice(session, json, !noCeilings);
+    return ExitUsage;
+}

@@ -1,0 +1,583 @@
+#include "workersupervisor.h"
+
+#include <QEventLoop>
+#include <QJsonDocument>
+#include <QJsonValue>
+#include <QPointer>
+
+#include <csignal>
+
+namespace kwb {
+
+namespace {
+
+QString signalName(int signal)
+{
+    switch (signal) {
+    case SIGHUP: return QStringLiteral("SIGHUP");
+    case SIGINT: return QStringLiteral("SIGINT");
+    case SIGQUIT: return QStringLiteral("SIGQUIT");
+    case SIGILL: return QStringLiteral("SIGILL");
+    case SIGTRAP: return QStringLiteral("SIGTRAP");
+    case SIGABRT: return QStringLiteral("SIGABRT");
+    case SIGBUS: return QStringLiteral("SIGBUS");
+    case SIGFPE: return QStringLiteral("SIGFPE");
+    case SIGKILL: return QStringLiteral("SIGKILL");
+    case SIGSEGV: return QStringLiteral("SIGSEGV");
+    case SIGPIPE: return QStringLiteral("SIGPIPE");
+    case SIGALRM: return QStringLiteral("SIGALRM");
+    case SIGTERM: return QStringLiteral("SIGTERM");
+    case SIGXCPU: return QStringLiteral("SIGXCPU");
+    case SIGXFSZ: return QStringLiteral("SIGXFSZ");
+    default: return QStringLiteral("signal %1").arg(signal);
+    }
+}
+
+QString seconds(int ms)
+{
+    return QString::number(ms / 1000.0, 'g', 4) + QStringLiteral(" s");
+}
+
+// The last non-empty line of a log: where a loader or an assertion says why a program died.
+QString lastLine(const QByteArray& log)
+{
+    const QList<QByteArray> lines = log.trimmed().split('\n');
+    return lines.isEmpty() ? QString() : QString::fromUtf8(lines.last().trimmed()).left(500);
+}
+
+const QString kHelloType = QStringLiteral("hello");
+const QString kEvaluateType = QStringLiteral("evaluate");
+const QString kShutdownType = QStringLiteral("shutdown");
+
+} // namespace
+
+WorkerSupervisor::WorkerSupervisor(QObject* parent)
+    : QObject(parent)
+    , m_environment(QProcessEnvironment::systemEnvironment())
+{
+    m_requestTimer.setSingleShot(true);
+    m_requestTimer.setTimerType(Qt::PreciseTimer); // a limit must not fire early (coarse timers may by 5 %)
+    m_stopTimer.setSingleShot(true);
+    m_stopTimer.setTimerType(Qt::PreciseTimer); // the grace period is a promise too
+    connect(&m_requestTimer, &QTimer::timeout, this, &WorkerSupervisor::onRequestTimeout);
+    connect(&m_stopTimer, &QTimer::timeout, this, &WorkerSupervisor::onStopTimer);
+}
+
+WorkerSupervisor::~WorkerSupervisor()
+{
+    if (!m_process)
+        return;
+    QProcess* process = m_process;
+    m_process = nullptr;
+    process->disconnect(this);
+    if (process->state() != QProcess::NotRunning) {
+        // EOF first: a worker between requests ends cleanly and releases its CUDA context.
+        process->closeWriteChannel();
+        if (!process->waitForFinished(m_state == WorkerState::Idle ? 1000 : 0)) {
+            process->kill();
+            process->waitForFinished(m_killGraceMs);
+        }
+    }
+    delete process;
+}
+
+void WorkerSupervisor::setProgram(const QString& program, const QStringList& arguments)
+{
+    m_program = program;
+    m_arguments = arguments;
+}
+
+qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
+{
+    const qint64 id = ++m_nextId;
+    Pending pending;
+    pending.id = id;
+    pending.type = request.value(QLatin1String("type")).toString();
+    pending.timeoutMs = timeoutMs < 0 ? m_defaultTimeoutMs : timeoutMs;
+    if (pending.type.isEmpty()) {
+        failLater(id, FailureStatus::BadRequest, QStringLiteral("the request has no \"type\""));
+        return id;
+    }
+    QJsonObject withId = request;
+    withId.insert(QLatin1String("id"), id);
+    QString error;
+    pending.line = ProtocolCodec::encodeRequest(withId, &error);
+    if (pending.line.isEmpty()) {
+        failLater(id, FailureStatus::BadRequest, error);
+        return id;
+    }
+    m_queue.append(pending);
+    scheduleDispatch();
+    return id;
+}
+
+bool WorkerSupervisor::cancelRequest(qint64 id)
+{
+    if (m_active && m_active->request.id == id && !m_active->answered) {
+        abortWorker(FailureStatus::Cancelled, QStringLiteral("cancelled while running"));
+        return true;
+    }
+    for (qsizetype i = 0; i < m_queue.size(); ++i) {
+        if (m_queue.at(i).id == id) {
+            m_queue.removeAt(i);
+            failLater(id, FailureStatus::Cancelled, QStringLiteral("cancelled before it started"));
+            return true;
+        }
+    }
+    return false;
+}
+
+void WorkerSupervisor::cancelAll()
+{
+    const QList<Pending> queued = m_queue;
+    m_queue.clear();
+    for (const Pending& pending : queued)
+        failLater(pending.id, FailureStatus::Cancelled, QStringLiteral("cancelled before it started"));
+    if (m_active && !m_active->answered)
+        abortWorker(FailureStatus::Cancelled, QStringLiteral("cancelled while running"));
+}
+
+void WorkerSupervisor::stopWorker()
+{
+    if (m_process && m_state == WorkerState::Idle)
+        retireWorker();
+}
+
+void WorkerSupervisor::failLater(qint64 id, const QString& status, const QString& message)
+{
+    // Queued, so that a caller connecting after sendRequest() still sees the failure, and a slot
+    // that sends or cancels does not re-enter the supervisor.
+    QMetaObject::invokeMethod(
+        this, [this, id, status, message] { Q_EMIT requestFailed(id, status, message); }, Qt::QueuedConnection);
+}
+
+void WorkerSupervisor::scheduleDispatch()
+{
+    if (m_dispatchScheduled)
+        return;
+    m_dispatchScheduled = true;
+    QMetaObject::invokeMethod(this, &WorkerSupervisor::dispatch, Qt::QueuedConnection);
+}
+
+void WorkerSupervisor::dispatch()
+{
+    m_dispatchScheduled = false;
+    // A worker on its way out still holds the GPU: the next request waits until it has ended.
+    if (m_active || m_queue.isEmpty() || m_state == WorkerState::Stopping)
+        return;
+    m_active = Active();
+    m_active->request = m_queue.takeFirst();
+    m_stderr.clear();
+    m_stderrDropped = 0;
+    m_requestTimer.start(m_active->request.timeoutMs);
+    Q_EMIT requestStarted(m_active->request.id);
+    if (!m_active)
+        return; // cancelled from a slot
+    if (m_state == WorkerState::None)
+        startWorker();
+    else if (m_state == WorkerState::Idle)
+        writeActiveRequest();
+}
+
+void WorkerSupervisor::startWorker()
+{
+    if (m_program.isEmpty()) {
+        const qint64 id = m_active->request.id;
+        m_requestTimer.stop();
+        m_active.reset();
+        emitStderr(id);
+        failLater(id, FailureStatus::StartFailed, QStringLiteral("no worker program was set"));
+        scheduleDispatch();
+        return;
+    }
+    auto* process = new QProcess(this);
+    m_process = process;
+    m_state = WorkerState::Starting;
+    m_stopStage = StopStage::None;
+    m_pid = 0;
+    m_hello = QJsonObject();
+    m_decoder.reset();
+    process->setProgram(m_program);
+    process->setArguments(m_arguments);
+    process->setProcessEnvironment(m_environment);
+    process->setProcessChannelMode(QProcess::SeparateChannels);
+    // Each connection names its process, so a late signal of a replaced worker is recognised.
+    connect(process, &QProcess::started, this, [this, process] { onStarted(process); });
+    connect(process, &QProcess::readyReadStandardOutput, this, [this, process] { onStandardOutput(process); });
+    connect(process, &QProcess::readyReadStandardError, this, [this, process] { onStandardError(process); });
+    connect(process, &QProcess::errorOccurred, this,
+            [this, process](QProcess::ProcessError error) { onErrorOccurred(process, error); });
+    connect(process, &QProcess::finished, this, [this, process](int exitCode, QProcess::ExitStatus exitStatus) {
+        onFinished(process, exitCode, exitStatus);
+    });
+    process->start(QIODevice::ReadWrite);
+}
+
+void WorkerSupervisor::onStarted(QProcess* process)
+{
+    if (process != m_process || m_state != WorkerState::Starting)
+        return;
+    m_pid = process->processId();
+    m_state = WorkerState::Handshaking;
+    m_handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
+    QJsonObject hello{{QLatin1String("id"), m_handshakeId}, {QLatin1String("type"), kHelloType}};
+    process->write(ProtocolCodec::encodeRequest(hello));
+}
+
+void WorkerSupervisor::writeActiveRequest()
+{
+    Q_ASSERT(m_active && m_process && m_state == WorkerState::Idle);
+    m_state = WorkerState::Busy;
+    m_active->sent = true;
+    m_process->write(m_active->request.line);
+    m_active->request.line.clear(); // up to 16 MiB: QProcess has its own copy now
+}
+
+void WorkerSupervisor::onStandardOutput(QProcess* process)
+{
+    if (process != m_process)
+        return;
+    feedDecoder(process->readAllStandardOutput());
+}
+
+void WorkerSupervisor::feedDecoder(const QByteArray& bytes)
+{
+    if (bytes.isEmpty() || m_state == WorkerState::Stopping || m_decoder.hasFailed())
+        return;
+    m_decoder.feed(bytes);
+    // Lines decoded before a broken one are still good answers.
+    for (const QJsonObject& response : m_decoder.takeResponses()) {
+        handleResponse(response);
+        if (m_state == WorkerState::Stopping || !m_process)
+            return;
+    }
+    if (m_decoder.hasFailed())
+        abortWorker(FailureStatus::ProtocolError, m_decoder.errorString());
+}
+
+void WorkerSupervisor::handleResponse(const QJsonObject& response)
+{
+    const QJsonValue id = response.value(QLatin1String("id"));
+    if (m_state == WorkerState::Handshaking) {
+        if (id != QJsonValue(m_handshakeId)) {
+            abortWorker(FailureStatus::ProtocolError,
+                        QStringLiteral("the worker answered something else before hello"));
+            return;
+        }
+        const QString refusal = ProtocolCodec::checkHello(response);
+        if (!refusal.isEmpty()) {
+            abortWorker(FailureStatus::ProtocolError, refusal);
+            return;
+        }
+        m_hello = response;
+        m_state = WorkerState::Idle;
+        Q_EMIT workerAvailable(m_pid, m_hello);
+        if (m_active && m_process && m_state == WorkerState::Idle)
+            writeActiveRequest();
+        return;
+    }
+    if (m_state == WorkerState::Busy && m_active && m_active->sent && !m_active->answered) {
+        if (id == QJsonValue(m_active->request.id)) {
+            acceptResponse(response);
+            return;
+        }
+        if (id.isNull()) {
+            // The worker could not read our line; it goes on reading, so only this request fails.
+            const qint64 activeId = m_active->request.id;
+            m_requestTimer.stop();
+            m_active.reset();
+            m_state = WorkerState::Idle;
+            emitStderr(activeId);
+            Q_EMIT requestFailed(activeId, FailureStatus::ProtocolError,
+                                 QStringLiteral("the worker could not read the request: %1 (%2)")
+                                     .arg(ProtocolCodec::errorMessage(response), ProtocolCodec::errorCode(response)));
+            scheduleDispatch();
+            return;
+        }
+    }
+    // An answer nobody asked for means the stream is out of step with the requests.
+    abortWorker(FailureStatus::ProtocolError,
+                QStringLiteral("the worker sent a response with unexpected id %1")
+                    .arg(QString::fromUtf8(
+                        QJsonDocument(QJsonObject{{QLatin1String("id"), id}}).toJson(QJsonDocument::Compact))));
+}
+
+void WorkerSupervisor::acceptResponse(const QJsonObject& response)
+{
+    m_requestTimer.stop();
+    m_active->answered = true;
+    m_active->response = response;
+    // Delivered one event-loop turn later: what the worker wrote to stderr just before its answer
+    // is usually readable already, and its pipe is read in this turn, after the response's.
+    const qint64 id = m_active->request.id;
+    QMetaObject::invokeMethod(
+        this,
+        [this, id] {
+            if (m_active && m_active->request.id == id && m_active->answered)
+                completeActive();
+        },
+        Qt::QueuedConnection);
+}
+
+void WorkerSupervisor::completeActive()
+{
+    const qint64 id = m_active->request.id;
+    const QJsonObject response = m_active->response;
+    const bool evaluate = m_active->request.type == kEvaluateType;
+    if (m_process)
+        onStandardError(m_process); // what Qt has buffered belongs to this request too
+    m_active.reset();
+    if (m_state == WorkerState::Busy)
+        m_state = WorkerState::Idle;
+    emitStderr(id);
+
+    // The worker says its CUDA context is unusable (sticky error) and exits after answering.
+    const bool unhealthy = response.value(QLatin1String("worker_healthy")) == QJsonValue(false);
+    if (m_state == WorkerState::Idle && (unhealthy || (evaluate && m_isolation == Isolation::FreshPerRequest)))
+        retireWorker();
+    scheduleDispatch();
+    Q_EMIT responseAvailable(id, response);
+}
+
+void WorkerSupervisor::onStandardError(QProcess* process)
+{
+    if (process != m_process || !process)
+        return;
+    const QByteArray bytes = process->readAllStandardError();
+    if (m_active)
+        appendStderr(bytes);
+    // Between requests nobody owns the output; reading it still matters, so that a chatty worker
+    // never blocks on a full pipe.
+}
+
+void WorkerSupervisor::appendStderr(const QByteArray& bytes)
+{
+    if (bytes.size() >= m_stderrLimit) {
+        m_stderrDropped += m_stderr.size() + (bytes.size() - m_stderrLimit);
+        m_stderr = bytes.right(m_stderrLimit);
+        return;
+    }
+    m_stderr.append(bytes);
+    if (m_stderr.size() > m_stderrLimit) {
+        const qsizetype excess = m_stderr.size() - m_stderrLimit;
+        m_stderrDropped += excess;
+        m_stderr.remove(0, excess);
+    }
+}
+
+void WorkerSupervisor::emitStderr(qint64 id)
+{
+    const QByteArray tail = m_stderr;
+    const qint64 dropped = m_stderrDropped;
+    m_stderr.clear();
+    m_stderrDropped = 0;
+    Q_EMIT stderrAvailable(id, tail, dropped);
+}
+
+void WorkerSupervisor::onRequestTimeout()
+{
+    if (!m_active)
+        return;
+    const QString limit = seconds(m_active->request.timeoutMs);
+    // `timeout` is a verdict on the request (a candidate that runs too long); a worker that never
+    // got as far as answering hello has not started, whatever the request was.
+    if (m_state == WorkerState::Starting || m_state == WorkerState::Handshaking)
+        abortWorker(FailureStatus::StartFailed,
+                    QStringLiteral("the worker did not answer hello within the wall-clock limit of %1").arg(limit));
+    else
+        abortWorker(FailureStatus::Timeout, QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
+}
+
+void WorkerSupervisor::abortWorker(const QString& status, const QString& message)
+{
+    m_requestTimer.stop();
+    // An answered request keeps its answer even if the worker misbehaves right after it.
+    if (m_active && !m_active->answered && m_active->failStatus.isEmpty()) {
+        m_active->failStatus = status;
+        m_active->failMessage = message;
+    }
+    if (!m_process) {
+        // Nothing to end (the worker had not been started): fail right away.
+        if (m_active && !m_active->answered) {
+            const Active active = *m_active;
+            m_active.reset();
+            emitStderr(active.request.id);
+            failLater(active.request.id, active.failStatus, active.failMessage);
+            scheduleDispatch();
+        }
+        return;
+    }
+    if (m_state == WorkerState::Stopping && m_stopStage >= StopStage::Terminate)
+        return;
+    m_state = WorkerState::Stopping;
+    m_stopStage = StopStage::Terminate;
+    m_process->terminate();
+    m_stopTimer.start(m_killGraceMs);
+}
+
+void WorkerSupervisor::retireWorker()
+{
+    if (!m_process || m_state == WorkerState::Stopping)
+        return;
+    m_state = WorkerState::Stopping;
+    m_stopStage = StopStage::EndOfInput;
+    m_process->closeWriteChannel(); // EOF: the protocol's way to end a worker with exit code 0
+    m_stopTimer.start(m_killGraceMs);
+}
+
+void WorkerSupervisor::onStopTimer()
+{
+    if (!m_process)
+        return;
+    if (m_stopStage == StopStage::EndOfInput) {
+        m_stopStage = StopStage::Terminate;
+        m_process->terminate();
+        m_stopTimer.start(m_killGraceMs);
+    } else if (m_stopStage == StopStage::Terminate) {
+        // A kernel stuck on the GPU or a worker ignoring SIGTERM: nothing is left to ask nicely.
+        m_stopStage = StopStage::Kill;
+        m_process->kill();
+    }
+}
+
+void WorkerSupervisor::onErrorOccurred(QProcess* process, QProcess::ProcessError error)
+{
+    if (process != m_process || error != QProcess::FailedToStart)
+        return; // other errors are followed by finished(), which handles them
+    const QString message = QStringLiteral("could not start the worker %1: %2").arg(m_program, process->errorString());
+    const qint64 pid = m_pid;
+    releaseProcess();
+    m_requestTimer.stop();
+    if (m_active) {
+        const qint64 id = m_active->request.id;
+        const QString status = m_active->failStatus.isEmpty() ? FailureStatus::StartFailed : m_active->failStatus;
+        m_active.reset();
+        emitStderr(id);
+        Q_EMIT requestFailed(id, status, message);
+    }
+    Q_EMIT workerFinished(pid, message);
+    scheduleDispatch();
+}
+
+void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus)
+{
+    if (process != m_process)
+        return;
+    // Whatever is still buffered was written before the worker ended: a worker that answers and
+    // then exits (worker_healthy: false) must not be taken for a crash.
+    feedDecoder(process->readAllStandardOutput());
+    onStandardError(process);
+
+    const WorkerState stateAtEnd = m_state;
+    const StopStage stopStage = m_stopStage;
+    const qint64 pid = m_pid;
+    // Qt reports the signal number as the exit code of a CrashExit on Unix.
+    QString description = exitStatus == QProcess::CrashExit
+                              ? QStringLiteral("killed by signal %1 (%2)").arg(exitCode).arg(signalName(exitCode))
+                              : QStringLiteral("exited with code %1").arg(exitCode);
+    if (exitStatus == QProcess::CrashExit && stopStage == StopStage::Kill)
+        description += QStringLiteral(" after ignoring SIGTERM for %1").arg(seconds(m_killGraceMs));
+    else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::Terminate && exitCode == SIGTERM)
+        description = QStringLiteral("terminated (SIGTERM)");
+    releaseProcess();
+
+    if (m_active) {
+        const Active active = *m_active;
+        m_active.reset();
+        m_requestTimer.stop();
+        const qint64 id = active.request.id;
+        const QByteArray stderrTail = m_stderr;
+        emitStderr(id);
+        if (active.answered) {
+            Q_EMIT responseAvailable(id, active.response);
+        } else if (!active.failStatus.isEmpty()) {
+            Q_EMIT requestFailed(id, active.failStatus, active.failMessage + QStringLiteral("; worker ") + description);
+        } else if (stateAtEnd == WorkerState::Starting || stateAtEnd == WorkerState::Handshaking) {
+            QString message = QStringLiteral("the worker %1 before answering hello").arg(description);
+            const QString why = lastLine(stderrTail);
+            if (!why.isEmpty())
+                message += QStringLiteral(": ") + why;
+            Q_EMIT requestFailed(id, FailureStatus::StartFailed, message);
+        } else if (active.request.type == kShutdownType && exitStatus == QProcess::NormalExit && exitCode == 0) {
+            Q_EMIT responseAvailable(id, QJsonObject{{QLatin1String("id"), id},
+                                                     {QLatin1String("type"), kShutdownType},
+                                                     {QLatin1String("ok"), true}});
+        } else {
+            Q_EMIT requestFailed(id, FailureStatus::Crashed,
+                                 QStringLiteral("the worker %1 during the request").arg(description));
+        }
+    }
+    Q_EMIT workerFinished(pid, description);
+    scheduleDispatch();
+}
+
+void WorkerSupervisor::releaseProcess()
+{
+    m_stopTimer.stop();
+    if (m_process) {
+        m_process->disconnect(this);
+        // Never delete a QProcess inside one of its own signals: we are in one right now.
+        m_process->deleteLater();
+    }
+    m_process = nullptr;
+    m_pid = 0;
+    m_state = WorkerState::None;
+    m_stopStage = StopStage::None;
+    m_hello = QJsonObject();
+}
+
+WorkerSupervisor::Outcome WorkerSupervisor::run(const QJsonObject& request, int timeoutMs)
+{
+    Outcome outcome;
+    bool done = false;
+    QEventLoop loop;
+    const qint64 id = sendRequest(request, timeoutMs);
+    const auto finish = [&] {
+        done = true;
+        loop.quit();
+    };
+    const QMetaObject::Connection onResponse =
+        connect(this, &WorkerSupervisor::responseAvailable, &loop, [&](qint64 doneId, const QJsonObject& response) {
+            if (doneId != id)
+                return;
+            outcome.response = response;
+            finish();
+        });
+    const QMetaObject::Connection onFailure =
+        connect(this, &WorkerSupervisor::requestFailed, &loop,
+                [&](qint64 doneId, const QString& status, const QString& message) {
+                    if (doneId != id)
+                        return;
+                    outcome.status = status;
+                    outcome.message = message;
+                    finish();
+                });
+    const QMetaObject::Connection onStderr = connect(this, &WorkerSupervisor::stderrAvailable, &loop,
+                                                     [&](qint64 doneId, const QByteArray& tail, qint64 dropped) {
+                                                         if (doneId != id)
+                                                             return;
+                                                         outcome.stderrTail = tail;
+                                                         outcome.stderrDroppedBytes = dropped;
+                                                     });
+    if (!done)
+        loop.exec();
+    disconnect(onResponse);
+    disconnect(onFailure);
+    disconnect(onStderr);
+    return outcome;
+}
+
+QJsonObject WorkerSupervisor::runOne(const QJsonObject& request, int timeoutMs, QString* error)
+{
+    Outcome outcome = run(request, timeoutMs);
+    if (!outcome.hasResponse()) {
+        if (error)
+            *error = outcome.status + QStringLiteral(": ") + outcome.message;
+        return {};
+    }
+    if (error)
+        error->clear();
+    return outcome.response;
+}
+
+} // namespace kwb

@@ -1,0 +1,201 @@
+#pragma once
+// The one owner of kwb-worker processes (docs/protocol.md). Pages and the CLI never touch
+// QProcess: they send requests here and listen to the signals, in the shape of hotspot's
+// PerfParser. Everything runs on the thread that owns the supervisor, through signals and slots;
+// there are no threads or locks inside.
+//
+// One supervisor runs one worker at a time, so one supervisor per GPU (give each its own
+// CUDA_VISIBLE_DEVICES through setProcessEnvironment()); timings need the GPU to themselves.
+
+#include "core/protocolcodec.h"
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QList>
+#include <QObject>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+
+#include <optional>
+
+namespace kwb {
+
+/// The statuses with which a request can fail without a response. `timeout` and `crashed` are
+/// also evaluation statuses (docs/protocol.md: "the supervisor adds timeout and crashed").
+namespace FailureStatus {
+inline const QString Timeout = QStringLiteral("timeout");              ///< wall-clock limit reached
+inline const QString Crashed = QStringLiteral("crashed");              ///< worker died mid-request
+inline const QString ProtocolError = QStringLiteral("protocol_error"); ///< broken line, newer protocol, …
+inline const QString StartFailed = QStringLiteral("start_failed");     ///< no worker, it died or hung before hello
+inline const QString BadRequest = QStringLiteral("bad_request");       ///< refused before it reached a worker
+inline const QString Cancelled = QStringLiteral("cancelled");
+} // namespace FailureStatus
+
+class WorkerSupervisor : public QObject
+{
+    Q_OBJECT
+public:
+    /// When a worker is replaced by a fresh one. Whatever the mode, a worker is replaced after a
+    /// crash, a timeout, a protocol error and a response with "worker_healthy": false.
+    enum class Isolation {
+        FreshPerRequest,   ///< every `evaluate` gets a worker that has evaluated nothing before
+        ReuseWhileHealthy, ///< keep one worker while it stays healthy (faster, less isolated)
+    };
+    Q_ENUM(Isolation)
+
+    /// How one request ended, for run().
+    struct Outcome
+    {
+        QJsonObject response; ///< the worker's response (it may say ok: false); empty on failure
+        QString status;       ///< empty when there is a response, else a FailureStatus
+        QString message;
+        QByteArray stderrTail; ///< the worker's stderr during the request, last stderrLimit() bytes
+        qint64 stderrDroppedBytes = 0;
+        bool hasResponse() const { return status.isEmpty(); }
+    };
+
+    static constexpr int kDefaultTimeoutMs = 240 * 1000; // as in the study
+    static constexpr int kDefaultKillGraceMs = 2000;
+    static constexpr qsizetype kDefaultStderrLimit = qsizetype(1) << 20;
+
+    explicit WorkerSupervisor(QObject* parent = nullptr);
+    /// Ends a running worker (EOF, then kill) and drops pending requests without signals.
+    ~WorkerSupervisor() override;
+
+    void setProgram(const QString& program, const QStringList& arguments = {});
+    QString program() const { return m_program; }
+    /// The worker's environment (default: this process's), e.g. with CUDA_VISIBLE_DEVICES set.
+    void setProcessEnvironment(const QProcessEnvironment& environment) { m_environment = environment; }
+    void setIsolation(Isolation isolation) { m_isolation = isolation; }
+    Isolation isolation() const { return m_isolation; }
+    /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
+    /// included) to its response.
+    void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
+    int defaultTimeout() const { return m_defaultTimeoutMs; }
+    /// How long a worker has to end after SIGTERM (or after EOF, when retired) before SIGKILL.
+    void setKillGracePeriod(int ms) { m_killGraceMs = ms; }
+    /// How much of the worker's stderr is kept per request (the tail).
+    void setStderrLimit(qsizetype bytes) { m_stderrLimit = bytes; }
+    qsizetype stderrLimit() const { return m_stderrLimit; }
+
+    /// Queues a request and returns its id, which replaces any "id" the object had. Requests run
+    /// one at a time in order. Each ends in exactly one responseAvailable() or requestFailed(),
+    /// always emitted later from the event loop, never from inside this call. timeoutMs < 0 means
+    /// defaultTimeout().
+    qint64 sendRequest(const QJsonObject& request, int timeoutMs = -1);
+    /// Cancels a queued or running request (a running one ends its worker). It then fails with
+    /// status `cancelled`. Returns false when the id is not pending.
+    bool cancelRequest(qint64 id);
+    void cancelAll();
+    /// Retires an idle worker (EOF on its stdin); a later request starts a fresh one.
+    void stopWorker();
+
+    /// The running worker's process id, 0 when none runs.
+    qint64 workerPid() const { return m_pid; }
+    /// The hello response of the running worker (empty before the handshake).
+    QJsonObject workerHello() const { return m_hello; }
+    /// Requests queued or running.
+    int pendingCount() const { return int(m_queue.size()) + (m_active ? 1 : 0); }
+
+    /// Blocking convenience for the CLI: runs one request to its end in a local event loop. Not
+    /// for the GUI thread, whose event loop must stay the only one.
+    Outcome run(const QJsonObject& request, int timeoutMs = -1);
+    /// run() reduced to a response; on failure returns an empty object and sets *error to
+    /// "status: message". An `ok: false` response is returned as a response.
+    QJsonObject runOne(const QJsonObject& request, int timeoutMs, QString* error);
+
+Q_SIGNALS:
+    /// A request was taken from the queue (its wall-clock limit starts now).
+    void requestStarted(qint64 id);
+    /// The worker answered request `id` (the response may still say ok: false).
+    void responseAvailable(qint64 id, const QJsonObject& response);
+    /// Request `id` ended without a response; status is a FailureStatus.
+    void requestFailed(qint64 id, const QString& status, const QString& message);
+    /// The worker's stderr while request `id` ran (the last stderrLimit() bytes, and how many
+    /// bytes before them were dropped). Emitted just before the request's final signal, for every
+    /// request that was taken from the queue.
+    void stderrAvailable(qint64 id, const QByteArray& tail, qint64 droppedBytes);
+    /// A fresh worker passed the hello handshake.
+    void workerAvailable(qint64 pid, const QJsonObject& hello);
+    /// A worker ended; description says how ("exited with code 0", "killed by signal 11 (SIGSEGV)").
+    void workerFinished(qint64 pid, const QString& description);
+
+private:
+    enum class WorkerState { None, Starting, Handshaking, Idle, Busy, Stopping };
+    enum class StopStage { None, EndOfInput, Terminate, Kill };
+
+    struct Pending
+    {
+        qint64 id = 0;
+        QString type;
+        QByteArray line;
+        int timeoutMs = 0;
+    };
+    struct Active
+    {
+        Pending request;
+        bool sent = false;
+        bool answered = false; // the response is in, its delivery waits one event-loop turn
+        QJsonObject response;
+        QString failStatus; // set when the supervisor ends the worker on purpose
+        QString failMessage;
+    };
+
+    void scheduleDispatch();
+    void dispatch();
+    void startWorker();
+    void writeActiveRequest();
+    void onStarted(QProcess* process);
+    void onStandardOutput(QProcess* process);
+    void onStandardError(QProcess* process);
+    void onErrorOccurred(QProcess* process, QProcess::ProcessError error);
+    void onFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus);
+    void onRequestTimeout();
+    void onStopTimer();
+    void feedDecoder(const QByteArray& bytes);
+    void handleResponse(const QJsonObject& response);
+    void acceptResponse(const QJsonObject& response);
+    void completeActive();
+    /// Ends the worker at once (SIGTERM, SIGKILL after the grace period); the active request,
+    /// if any, then fails with status and message.
+    void abortWorker(const QString& status, const QString& message);
+    /// Ends the worker gently (EOF; SIGTERM and SIGKILL after grace periods).
+    void retireWorker();
+    void releaseProcess();
+    void appendStderr(const QByteArray& bytes);
+    void failLater(qint64 id, const QString& status, const QString& message);
+    void emitStderr(qint64 id);
+
+    QString m_program;
+    QStringList m_arguments;
+    QProcessEnvironment m_environment;
+    Isolation m_isolation = Isolation::FreshPerRequest;
+    int m_defaultTimeoutMs = kDefaultTimeoutMs;
+    int m_killGraceMs = kDefaultKillGraceMs;
+    qsizetype m_stderrLimit = kDefaultStderrLimit;
+
+    qint64 m_nextId = 0;
+    QList<Pending> m_queue;
+    std::optional<Active> m_active;
+    bool m_dispatchScheduled = false;
+
+    QProcess* m_process = nullptr;
+    qint64 m_pid = 0;
+    WorkerState m_state = WorkerState::None;
+    StopStage m_stopStage = StopStage::None;
+    ResponseDecoder m_decoder;
+    QJsonObject m_hello;
+    int m_handshakeCount = 0;
+    QString m_handshakeId;
+
+    QByteArray m_stderr;
+    qint64 m_stderrDropped = 0;
+
+    QTimer m_requestTimer;
+    QTimer m_stopTimer;
+};
+
+} // namespace kwb

@@ -1,0 +1,54 @@
+#pragma once
+// Kernel timings from CUPTI activity records (CONCURRENT_KERNEL), each mapped to the operation
+// that launched it through external correlation ids.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kwb {
+
+struct KernelRecord {
+    std::string name;  // demangled
+    uint64_t startNs = 0, endNs = 0;
+    uint32_t correlationId = 0;
+    uint64_t externalId = 0;  // the innermost pushExternalId at launch time; 0 if none
+    uint32_t gridX = 0, gridY = 0, gridZ = 0, blockX = 0, blockY = 0, blockZ = 0;
+};
+
+// CUPTI's activity callbacks are per process, so one tracer runs at a time; start() on a second
+// one fails. Synchronize the device before stop() or take(), or kernels still running are lost.
+class KernelTracer {
+public:
+    KernelTracer() = default;
+    ~KernelTracer();  // stops if running
+    KernelTracer(const KernelTracer&) = delete;
+    KernelTracer& operator=(const KernelTracer&) = delete;
+
+    // Enables kernel, external-correlation and (because CUPTI emits correlation records only next
+    // to API records) driver and runtime API activity. False with a reason: no GPU, CUPTI error,
+    // another tracer running.
+    bool start(std::string* err);
+    void stop();  // disables tracing and flushes what was recorded
+    bool running() const { return m_running; }
+
+    // Kernels recorded so far (flushing first when still running), in completion order;
+    // the tracer's store is emptied.
+    std::vector<KernelRecord> take();
+
+    // Records dropped by CUPTI for lack of buffer space since start().
+    uint64_t droppedRecords() const;
+
+    // Brackets the launches of one operation: kernels launched in between carry `id`.
+    // False when CUPTI refuses (e.g. no GPU) or, for pop, when nothing was pushed.
+    static bool pushExternalId(uint64_t id);
+    static bool popExternalId();
+
+private:
+    bool m_running = false;
+};
+
+// "void foo<float>(float*, int)" from "_Z3fooIfEvPfi"; the name itself when it is not mangled.
+std::string demangleKernelName(const char* name);
+
+}  // namespace kwb

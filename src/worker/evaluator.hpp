@@ -1,0 +1,67 @@
+#pragma once
+// Evaluation of tasks and candidates (docs/protocol.md). The interface is torch-free so that
+// the request dispatcher and tests do not pay for torch headers.
+#include "task.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+namespace kwb {
+
+/// A named set of evaluation settings, recorded with every result (ARCHITECTURE.md §6).
+struct ProtocolProfile {
+    std::string name;
+    double atol = 1e-4;
+    double rtol = 1e-4;
+    bool tf32 = false;
+    bool l2Flush = true;
+    int correctnessTrials = 5;
+    int timingTrials = 100;
+    int warmup = 3;
+    std::string statistic = "mean";
+    nlohmann::json toJson() const;
+};
+
+std::optional<ProtocolProfile> findProtocolProfile(const std::string& name);
+
+/// Seed of correctness trial k (0-based) from the run's base seed. Trial inputs differ from the
+/// timing inputs (drawn under the base seed itself).
+uint64_t trialSeed(uint64_t baseSeed, int trial);
+
+/// The libtorch version this worker was built against.
+std::string torchVersion();
+
+class Evaluator {
+public:
+    Evaluator();
+
+    /// "cuda" when a CUDA device can be used, else "cpu"; `why` says why not.
+    bool cudaAvailable(std::string* why = nullptr) const;
+
+    /// Compiles the task's forward as TorchScript; returns an error message or "".
+    std::string validateTask(const Task& task) const;
+
+    /// Per-op shapes, FLOPs and bytes from shapes only (nothing runs).
+    nlohmann::json analyze(const Task& task, Scale scale) const;
+
+    /// Runs the reference once (tests, smoke checks): output shape, dtype and summary stats.
+    /// device: "cpu" or "cuda".
+    nlohmann::json runReference(const Task& task, Scale scale, const std::string& device, uint64_t seed) const;
+
+    /// The `evaluate` request (docs/protocol.md). Never throws for candidate faults: those are
+    /// statuses. Sets healthy() to false after a sticky CUDA error.
+    nlohmann::json evaluate(const Task& task, const nlohmann::json& request);
+
+    /// The `profile` request: the reference's kernels by CUDA time, mapped to top-level ops.
+    nlohmann::json profile(const Task& task, const nlohmann::json& request);
+
+    /// False once the CUDA context is unusable (the worker must exit after answering).
+    bool healthy() const { return m_healthy; }
+
+private:
+    bool m_healthy = true;
+};
+
+} // namespace kwb

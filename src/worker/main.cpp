@@ -1,0 +1,40 @@
+// kwb-worker: evaluates tasks and candidates for the workbench. Speaks docs/protocol.md.
+#include "protocol.hpp"
+#include "worker.hpp"
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+
+int main(int argc, char** argv)
+{
+    // First, before anything can print: responses get a private descriptor, fd 1 becomes stderr.
+    const int protocolFd = kwb::protocol::takeOverStdout();
+    if (protocolFd < 0) {
+        std::cerr << "kwb-worker: cannot set up the protocol descriptor\n";
+        return 2;
+    }
+    std::string tasksDir;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--tasks-dir" && i + 1 < argc) {
+            tasksDir = argv[++i];
+        } else if (a == "--version") {
+            std::string v = std::string("kwb-worker ") + KWB_VERSION + " protocol " + std::to_string(kwb::protocol::kVersion) + "\n";
+            (void)!::write(protocolFd, v.data(), v.size());
+            return 0;
+        } else if (a == "--help" || a == "-h") {
+            std::cerr << "usage: kwb-worker [--tasks-dir DIR]\n"
+                         "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n";
+            return 0;
+        } else {
+            std::cerr << "kwb-worker: unknown argument '" << a << "' (try --help)\n";
+            return 2;
+        }
+    }
+    if (tasksDir.empty())
+        tasksDir = kwb::defaultTasksDir(argv[0]);
+    kwb::Worker worker(protocolFd, tasksDir);
+    return worker.run();
+}

@@ -1,0 +1,125 @@
+#include "protocol.hpp"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace kwb::protocol {
+
+bool LineReader::fill()
+{
+    if (m_eof)
+        return false;
+    if (m_pos > 0) {
+        m_buf.erase(0, m_pos);
+        m_pos = 0;
+    }
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = ::read(m_fd, chunk, sizeof chunk);
+        if (n > 0) {
+            m_buf.append(chunk, static_cast<std::size_t>(n));
+            return true;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        m_eof = true;
+        return false;
+    }
+}
+
+std::optional<std::string> LineReader::next(bool* tooLong)
+{
+    *tooLong = false;
+    std::size_t scanned = 0; // bytes after m_pos already known to hold no '\n'
+    for (;;) {
+        std::size_t nl = m_buf.find('\n', m_pos + scanned);
+        if (nl != std::string::npos) {
+            if (nl - m_pos > m_max)
+                *tooLong = true;
+            std::string line = *tooLong ? std::string() : m_buf.substr(m_pos, nl - m_pos);
+            m_pos = nl + 1;
+            return line;
+        }
+        scanned = m_buf.size() - m_pos;
+        if (scanned > m_max) {
+            // Drop what we have of an oversized line; keep reading to its end.
+            *tooLong = true;
+            m_buf.erase(m_pos);
+            scanned = 0;
+        }
+        if (!fill()) { // fill() compacts the buffer: m_pos becomes 0, 'scanned' stays valid
+            if (m_buf.size() > m_pos) {
+                std::string line = *tooLong ? std::string() : m_buf.substr(m_pos);
+                m_buf.clear();
+                m_pos = 0;
+                return line;
+            }
+            if (*tooLong)
+                return std::string();
+            return std::nullopt;
+        }
+    }
+}
+
+int takeOverStdout()
+{
+    int fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return -1;
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    return fd;
+}
+
+static void cutStrings(nlohmann::json& j, std::size_t limit)
+{
+    if (j.is_string()) {
+        auto& s = j.get_ref<std::string&>();
+        if (s.size() > limit)
+            s = truncateLog(s, limit);
+    } else if (j.is_structured()) {
+        for (auto& v : j)
+            cutStrings(v, limit);
+    }
+}
+
+bool writeResponse(int fd, nlohmann::json response)
+{
+    std::string line = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (line.size() + 1 > kMaxLineBytes) {
+        cutStrings(response, 256u << 10);
+        response["truncated"] = true;
+        line = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    line.push_back('\n');
+    const char* p = line.data();
+    std::size_t left = line.size();
+    while (left > 0) {
+        ssize_t n = ::write(fd, p, left);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return false;
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, const std::string& code,
+                             const std::string& message)
+{
+    return {{"id", id}, {"type", type}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
+}
+
+std::string truncateLog(const std::string& log, std::size_t maxBytes)
+{
+    if (log.size() <= maxBytes)
+        return log;
+    const std::size_t keep = maxBytes / 2;
+    return log.substr(0, keep) + "\n[... " + std::to_string(log.size() - 2 * keep) + " bytes cut ...]\n" +
+           log.substr(log.size() - keep);
+}
+
+} // namespace kwb::protocol

@@ -1,0 +1,226 @@
+#include "worker.hpp"
+
+#include "device_info.hpp"
+#include "nvrtc_compiler.hpp"
+#include "protocol.hpp"
+#include "candidate_parser.hpp"
+#include "cuda_driver.hpp"
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#ifndef KWB_VERSION
+#define KWB_VERSION "0.0.0"
+#endif
+
+namespace kwb {
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+struct RequestError : std::runtime_error {
+    RequestError(std::string c, const std::string& m) : std::runtime_error(m), code(std::move(c)) {}
+    std::string code;
+};
+} // namespace
+
+std::string defaultTasksDir(const std::string& argv0)
+{
+    if (const char* env = std::getenv("KWB_TASKS_DIR"); env && *env)
+        return env;
+    std::error_code ec;
+    fs::path exe = fs::canonical("/proc/self/exe", ec);
+    if (ec)
+        exe = fs::absolute(argv0, ec);
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "kernel-workbench" / "tasks";
+    if (fs::is_directory(installed, ec))
+        return installed.string();
+#ifdef KWB_SOURCE_DATA_DIR
+    return std::string(KWB_SOURCE_DATA_DIR) + "/tasks";
+#else
+    return "tasks";
+#endif
+}
+
+Worker::Worker(int protocolFd, std::string tasksDir) : m_fd(protocolFd), m_tasksDir(std::move(tasksDir)) {}
+
+const TaskSet& Worker::tasks()
+{
+    if (!m_tasks)
+        m_tasks = std::make_unique<TaskSet>(loadTaskDir(m_tasksDir));
+    return *m_tasks;
+}
+
+const Task& Worker::task(const json& request)
+{
+    if (!request.contains("task") || !request["task"].is_string())
+        throw RequestError("bad_request", "missing string field 'task' (e.g. \"L2/1\")");
+    const std::string id = request["task"];
+    if (const Task* t = tasks().find(id))
+        return *t;
+    for (const auto& e : tasks().errors)
+        if (e.path.find(id) != std::string::npos)
+            throw RequestError("task_error", e.toString());
+    throw RequestError("unknown_task", "no task '" + id + "' in " + m_tasksDir);
+}
+
+json Worker::hello()
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    cudaGetLastError();
+    std::string driverWhy;
+    const bool driver = CudaDriver::get(&driverWhy) != nullptr;
+    int rt = 0;
+    cudaRuntimeGetVersion(&rt);
+    return {{"protocol", protocol::kVersion},
+            {"worker", KWB_VERSION},
+            {"torch", torchVersion()},
+            {"cuda_runtime", std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10)},
+            {"nvrtc", nvrtcVersionString()},
+            {"cuda_device_count", e == cudaSuccess ? count : 0},
+            {"cuda_error", e == cudaSuccess ? "" : cudaGetErrorString(e)},
+            {"driver", driver ? "ok" : driverWhy},
+            {"tasks_dir", m_tasksDir}};
+}
+
+json Worker::listTasks(const json& request)
+{
+    if (request.contains("tasks_dir")) {
+        m_tasksDir = request["tasks_dir"].get<std::string>();
+        m_tasks.reset();
+    }
+    const TaskSet& set = tasks();
+    json out = {{"tasks", json::array()}, {"errors", json::array()}};
+    for (const auto& e : set.errors)
+        out["errors"].push_back({{"path", e.path}, {"field", e.field}, {"message", e.message}});
+    const bool validate = request.value("validate", false);
+    for (const auto& t : set.tasks) {
+        if (validate) {
+            const std::string err = m_evaluator.validateTask(t);
+            if (!err.empty()) {
+                out["errors"].push_back({{"path", t.path}, {"field", "forward"}, {"message", "TorchScript does not compile: " + err}});
+                continue;
+            }
+        }
+        out["tasks"].push_back(toJson(t));
+    }
+    return out;
+}
+
+json Worker::compileOnly(const json& request)
+{
+    const std::string source = request.value("cuda", std::string());
+    std::string arch = request.value("arch", std::string());
+    if (arch.empty()) {
+        json facts = deviceFacts(0);
+        arch = facts.value("arch", std::string("sm_90"));
+    }
+    CompileResult r = compileCuda(source, arch);
+    return {{"ok_compile", r.ok}, {"log", r.log}, {"arch", r.arch}, {"ms", r.ms}, {"cubin_bytes", r.cubin.size()},
+            {"kernels", [&] {
+                 json k = json::array();
+                 for (const auto& d : findKernels(source))
+                     k.push_back(d.name);
+                 return k;
+             }()}};
+}
+
+json Worker::handle(const json& request)
+{
+    const json id = request.contains("id") ? request["id"] : json(nullptr);
+    const std::string type = request.contains("type") && request["type"].is_string() ? request["type"].get<std::string>() : "";
+    try {
+        json body;
+        if (type == "hello") {
+            body = hello();
+        } else if (type == "tasks") {
+            body = listTasks(request);
+        } else if (type == "device") {
+            body = deviceFacts(0);
+            if (request.value("ceilings", false) && body.value("available", false))
+                body["ceilings"] = measureCeilings(0);
+        } else if (type == "analyze") {
+            body = m_evaluator.analyze(task(request), parseScale(request.value("scale", std::string("full"))));
+        } else if (type == "profile") {
+            const Task& t = task(request);
+            std::string why;
+            if (!m_evaluator.cudaAvailable(&why))
+                throw RequestError("no_device", "profiling needs a CUDA device: " + why);
+            body = m_evaluator.profile(t, request);
+        } else if (type == "evaluate") {
+            const Task& t = task(request);
+            if (!request.contains("answer") && !request.contains("python"))
+                throw RequestError("bad_request", "evaluate needs 'answer' (Markdown) or 'python' (and optionally 'cuda')");
+            body = m_evaluator.evaluate(t, request);
+        } else if (type == "compile") {
+            body = compileOnly(request);
+        } else if (type == "run_reference") {
+            body = m_evaluator.runReference(task(request), parseScale(request.value("scale", std::string("smoke"))),
+                                            request.value("device", std::string("cpu")), request.value("seed", uint64_t(42)));
+        } else if (type == "shutdown") {
+            m_shutdown = true;
+            body = json::object();
+        } else if (type.empty()) {
+            throw RequestError("bad_request", "missing string field 'type'");
+        } else {
+            throw RequestError("unknown_type", "unknown request type '" + type + "'");
+        }
+        body["id"] = id;
+        body["type"] = type;
+        body["ok"] = true;
+        if (!m_evaluator.healthy())
+            body["worker_healthy"] = false;
+        return body;
+    } catch (const RequestError& e) {
+        return protocol::errorResponse(id, type, e.code, e.what());
+    } catch (const TaskLoadError& e) {
+        return protocol::errorResponse(id, type, "task_error", e.toString());
+    } catch (const std::invalid_argument& e) {
+        return protocol::errorResponse(id, type, "bad_request", e.what());
+    } catch (const nlohmann::json::exception& e) {
+        return protocol::errorResponse(id, type, "bad_request", std::string("bad field: ") + e.what());
+    } catch (const std::exception& e) {
+        return protocol::errorResponse(id, type, "internal", e.what());
+    }
+}
+
+int Worker::run()
+{
+    protocol::LineReader reader(0);
+    for (;;) {
+        bool tooLong = false;
+        auto line = reader.next(&tooLong);
+        if (!line)
+            return 0;
+        json response;
+        if (tooLong) {
+            response = protocol::errorResponse(nullptr, "", "line_too_long",
+                                               "request line exceeds " + std::to_string(protocol::kMaxLineBytes) + " bytes");
+        } else if (line->find_first_not_of(" \t\r") == std::string::npos) {
+            continue;
+        } else {
+            json request = json::parse(*line, nullptr, false);
+            if (request.is_discarded())
+                response = protocol::errorResponse(nullptr, "", "bad_json", "request is not valid JSON");
+            else if (!request.is_object())
+                response = protocol::errorResponse(nullptr, "", "bad_request", "request must be a JSON object");
+            else
+                response = handle(request);
+        }
+        if (!protocol::writeResponse(m_fd, response))
+            return 2; // the reader is gone
+        if (m_shutdown)
+            return 0;
+        if (!m_evaluator.healthy()) {
+            std::cerr << "kwb-worker: CUDA context is unusable after a sticky error; exiting\n";
+            return 3;
+        }
+    }
+}
+
+} // namespace kwb

@@ -1,0 +1,322 @@
+// A stand-in for kwb-worker that misbehaves on request, so the supervisor's time-outs, restarts
+// and limits are tested on any machine (no GPU, no libtorch). It speaks docs/protocol.md, reading
+// requests with std::getline and writing with stdio: QtCore only for JSON, no event loop, so it
+// behaves like the real worker does while a kernel runs (it does not read its input).
+//
+// What it does with a request is its "mode": the request's "fake" field, else a marker
+// "fake: MODE" in an evaluate request's answer (so `kwb eval` can be tested with a candidate
+// file), else --mode / $FAKEWORKER_MODE, else "answer". Modes:
+//   answer            a correct response for the request's type (with "pid")
+//   slow              answer after "delay_ms" (default 300) milliseconds
+//   hang              never answer
+//   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
+//   abort / segv      die by SIGABRT / SIGSEGV
+//   exit              exit with code 3 without answering
+//   flood             write "flood_bytes" (default 5 MiB) to stderr, then answer
+//   broken            write a line that is not JSON
+//   huge_line         write more than 16 MiB without a newline
+//   unhealthy         answer with "worker_healthy": false, then exit 0 (a sticky CUDA error)
+//   wrong_id          answer with another request's id
+// Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
+// --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
+// start, like a worker whose libtorch is missing). Evaluate answers take their status from a
+// marker "status: NAME" in the answer (default correct). Analyze of a task other than L1/1 or
+// L2/1 answers unknown_task; device answers "no GPU" when $FAKEWORKER_NO_DEVICE is set. Other
+// arguments (--tasks-dir DIR) are ignored.
+
+#include <QByteArray>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
+#include <QString>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+int g_protocol = 1;
+QString g_mode = QStringLiteral("answer");
+QString g_helloMode = QStringLiteral("answer");
+
+void writeLine(const QJsonObject& object)
+{
+    QByteArray line = QJsonDocument(object).toJson(QJsonDocument::Compact);
+    line.append('\n');
+    std::fwrite(line.constData(), 1, size_t(line.size()), stdout);
+    std::fflush(stdout);
+}
+
+[[noreturn]] void hangForever()
+{
+    for (;;)
+        ::pause();
+}
+
+[[noreturn]] void dieBy(int signal)
+{
+    // A sanitizer's handler would turn the signal into an exit code: take the default action.
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    std::_Exit(99);
+}
+
+QJsonObject envelope(const QJsonObject& request)
+{
+    return QJsonObject{{QStringLiteral("id"), request.value(QStringLiteral("id"))},
+                       {QStringLiteral("type"), request.value(QStringLiteral("type"))},
+                       {QStringLiteral("ok"), true},
+                       {QStringLiteral("pid"), qint64(::getpid())}};
+}
+
+QJsonObject errorResponse(const QJsonObject& request, const QString& code, const QString& message)
+{
+    QJsonObject response = envelope(request);
+    response.insert(QStringLiteral("ok"), false);
+    response.insert(QStringLiteral("error"),
+                    QJsonObject{{QStringLiteral("code"), code}, {QStringLiteral("message"), message}});
+    return response;
+}
+
+QString marker(const QString& text, const QString& name)
+{
+    const QRegularExpression re(name + QStringLiteral(":\\s*([a-z_0-9]+)"));
+    const QRegularExpressionMatch match = re.match(text);
+    return match.hasMatch() ? match.captured(1) : QString();
+}
+
+QJsonObject task(const QString& id, int level, const QString& title)
+{
+    return QJsonObject{{QStringLiteral("id"), id},
+                       {QStringLiteral("level"), level},
+                       {QStringLiteral("number"), 1},
+                       {QStringLiteral("title"), title},
+                       {QStringLiteral("dims"), QJsonArray{}}};
+}
+
+QJsonObject answer(const QJsonObject& request)
+{
+    const QString type = request.value(QStringLiteral("type")).toString();
+    QJsonObject response = envelope(request);
+    if (type == QLatin1String("hello")) {
+        response.insert(QStringLiteral("protocol"), g_protocol);
+        response.insert(QStringLiteral("worker"), QStringLiteral("fake-0.1"));
+        response.insert(QStringLiteral("torch"), QStringLiteral("none"));
+        response.insert(QStringLiteral("cuda_device_count"), 0);
+        response.insert(QStringLiteral("driver"), QStringLiteral("fake worker, no driver"));
+        // Lets the tests see the environment the supervisor gave the worker.
+        response.insert(QStringLiteral("cuda_visible_devices"), qEnvironmentVariable("CUDA_VISIBLE_DEVICES"));
+    } else if (type == QLatin1String("device")) {
+        if (qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE")) {
+            response.insert(QStringLiteral("available"), false);
+            response.insert(QStringLiteral("reason"), QStringLiteral("no NVIDIA driver (fake)"));
+        } else {
+            response.insert(QStringLiteral("available"), true);
+            response.insert(QStringLiteral("name"), QStringLiteral("Fake H200"));
+            response.insert(QStringLiteral("cc"), QStringLiteral("9.0"));
+            response.insert(QStringLiteral("arch"), QStringLiteral("sm_90"));
+            response.insert(QStringLiteral("sm_count"), 132);
+            response.insert(QStringLiteral("l2_bytes"), 62914560.0);
+            response.insert(QStringLiteral("memory_bytes"), 150117679104.0);
+            response.insert(QStringLiteral("sm_clock_khz"), 1980000);
+            response.insert(QStringLiteral("memory_clock_khz"), 2619000);
+            response.insert(QStringLiteral("hbm_theoretical_gbps"), 4800.0);
+        }
+    } else if (type == QLatin1String("tasks")) {
+        response.insert(QStringLiteral("tasks"),
+                        QJsonArray{task(QStringLiteral("L1/1"), 1, QStringLiteral("Square matmul")),
+                                   task(QStringLiteral("L2/1"), 2, QStringLiteral("Conv2d, ReLU, bias add"))});
+        response.insert(QStringLiteral("errors"), QJsonArray{});
+    } else if (type == QLatin1String("analyze")) {
+        const QString id = request.value(QStringLiteral("task")).toString();
+        if (id != QLatin1String("L1/1") && id != QLatin1String("L2/1"))
+            return errorResponse(request, QStringLiteral("unknown_task"), QStringLiteral("no task ") + id);
+        const QJsonObject op{{QStringLiteral("index"), 0},
+                             {QStringLiteral("op"), QStringLiteral("matmul")},
+                             {QStringLiteral("category"), QStringLiteral("gemm")},
+                             {QStringLiteral("inputs"), QJsonArray{QJsonArray{4096, 4096}, QJsonArray{4096, 4096}}},
+                             {QStringLiteral("output"), QJsonArray{4096, 4096}},
+                             {QStringLiteral("flops"), 137438953472.0},
+                             {QStringLiteral("bytes"), 201326592.0}};
+        response.insert(QStringLiteral("task"), id);
+        response.insert(QStringLiteral("scale"),
+                        request.value(QStringLiteral("scale")).toString(QStringLiteral("full")));
+        response.insert(QStringLiteral("ops"), QJsonArray{op});
+        response.insert(QStringLiteral("output_shape"), QJsonArray{4096, 4096});
+        response.insert(QStringLiteral("flops"), 137438953472.0);
+        response.insert(QStringLiteral("bytes_unfused"), 201326592.0);
+        response.insert(QStringLiteral("bytes_fused"), 201326592.0);
+        response.insert(QStringLiteral("intensity_unfused"), 682.7);
+        response.insert(QStringLiteral("intensity_fused"), 682.7);
+    } else if (type == QLatin1String("evaluate")) {
+        const QString answerText = request.value(QStringLiteral("answer")).toString();
+        QString status = marker(answerText, QStringLiteral("status"));
+        if (status.isEmpty())
+            status = QStringLiteral("correct");
+        const bool compiled = status != QLatin1String("compile_error") && status != QLatin1String("format_error");
+        response.insert(QStringLiteral("status"), status);
+        response.insert(QStringLiteral("stage"),
+                        status == QLatin1String("correct") ? QStringLiteral("done") : QStringLiteral("compile"));
+        response.insert(QStringLiteral("message"), QString());
+        response.insert(
+            QStringLiteral("compile"),
+            QJsonObject{
+                {QStringLiteral("ok"), compiled},
+                {QStringLiteral("log"),
+                 compiled ? QString() : QStringLiteral("kernel.cu(3): error: identifier \"x\" is undefined")},
+                {QStringLiteral("ms"), 35.2},
+                {QStringLiteral("arch"), request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90"))},
+                {QStringLiteral("kernels"), QJsonArray{QStringLiteral("bias_relu")}}});
+        if (compiled) {
+            response.insert(QStringLiteral("correctness"),
+                            QJsonObject{{QStringLiteral("trials"), 5},
+                                        {QStringLiteral("passed"), status == QLatin1String("correct") ? 5 : 0},
+                                        {QStringLiteral("max_abs_diff"), 1.2e-6},
+                                        {QStringLiteral("max_rel_diff"), 3e-7},
+                                        {QStringLiteral("atol"), 1e-4},
+                                        {QStringLiteral("rtol"), 1e-4}});
+            const QJsonObject timing{
+                {QStringLiteral("mean_ms"), 0.370},
+                {QStringLiteral("median_ms"), 0.369},
+                {QStringLiteral("std_ms"), 0.004},
+                {QStringLiteral("min_ms"), 0.365},
+                {QStringLiteral("max_ms"), 0.390},
+                {QStringLiteral("trials"), request.value(QStringLiteral("timing_trials")).toInt(100)}};
+            QJsonObject reference = timing;
+            reference.insert(QStringLiteral("mean_ms"), 0.393);
+            response.insert(QStringLiteral("timing"), QJsonObject{{QStringLiteral("candidate"), timing},
+                                                                  {QStringLiteral("reference"), reference}});
+            response.insert(QStringLiteral("speedup"), 0.393 / 0.370);
+        }
+        response.insert(
+            QStringLiteral("profile"),
+            QJsonObject{{QStringLiteral("name"),
+                         request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench"))}});
+        response.insert(QStringLiteral("echo"), request); // lets tests see what the client sent
+    } else {
+        return errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type ") + type);
+    }
+    return response;
+}
+
+void serve(const QJsonObject& request)
+{
+    QString mode = request.value(QStringLiteral("fake")).toString();
+    if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("evaluate"))
+        mode = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("fake"));
+    if (mode.isEmpty())
+        mode = g_mode;
+
+    if (mode == QLatin1String("hang")) {
+        hangForever();
+    } else if (mode == QLatin1String("hang_ignore_term")) {
+        std::signal(SIGTERM, SIG_IGN);
+        hangForever();
+    } else if (mode == QLatin1String("abort")) {
+        dieBy(SIGABRT);
+    } else if (mode == QLatin1String("segv")) {
+        dieBy(SIGSEGV);
+    } else if (mode == QLatin1String("exit")) {
+        std::fputs("fake worker: leaving in the middle of a request\n", stderr);
+        std::_Exit(3);
+    } else if (mode == QLatin1String("broken")) {
+        std::fputs("this is not { json\n", stdout);
+        std::fflush(stdout);
+        return;
+    } else if (mode == QLatin1String("huge_line")) {
+        const std::string chunk(1 << 20, 'x');
+        std::fputs("{\"id\":1,\"pad\":\"", stdout);
+        for (int i = 0; i < 17; ++i)
+            std::fwrite(chunk.data(), 1, chunk.size(), stdout);
+        std::fflush(stdout);
+        hangForever();
+    } else if (mode == QLatin1String("flood")) {
+        const qint64 total = request.value(QStringLiteral("flood_bytes")).toInteger(5 << 20);
+        std::string line(99, 'e');
+        line.push_back('\n');
+        for (qint64 written = 0; written < total; written += qint64(line.size()))
+            std::fwrite(line.data(), 1, line.size(), stderr);
+        std::fputs("FLOOD-END\n", stderr);
+        std::fflush(stderr);
+    } else if (mode == QLatin1String("slow")) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(request.value(QStringLiteral("delay_ms")).toInt(300)));
+    } else if (mode == QLatin1String("unhealthy")) {
+        QJsonObject response = answer(request);
+        response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
+        response.insert(QStringLiteral("worker_healthy"), false);
+        writeLine(response);
+        std::exit(0);
+    } else if (mode == QLatin1String("wrong_id")) {
+        QJsonObject response = answer(request);
+        response.insert(QStringLiteral("id"), 987654);
+        writeLine(response);
+        return;
+    }
+    std::fprintf(stderr, "fake worker %d: served %s\n", int(::getpid()),
+                 request.value(QStringLiteral("type")).toString().toUtf8().constData());
+    writeLine(answer(request));
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (const char* mode = std::getenv("FAKEWORKER_MODE"))
+        g_mode = QString::fromUtf8(mode);
+    if (const char* protocol = std::getenv("FAKEWORKER_PROTOCOL"))
+        g_protocol = std::atoi(protocol);
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const std::string option = argv[i];
+        const QString value = QString::fromUtf8(argv[i + 1]);
+        if (option == "--protocol")
+            g_protocol = value.toInt();
+        else if (option == "--mode")
+            g_mode = value;
+        else if (option == "--hello")
+            g_helloMode = value;
+    }
+
+    if (g_helloMode == QLatin1String("exit_127")) {
+        // What the dynamic loader prints when the real worker's libtorch is missing.
+        std::fputs("kwb-worker: error while loading shared libraries: libtorch_cpu.so: cannot open "
+                   "shared object file: No such file or directory\n",
+                   stderr);
+        return 127;
+    }
+
+    std::string line;
+    while (std::getline(std::cin, line)) {
+        QJsonParseError error;
+        const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(line), &error);
+        if (!document.isObject()) {
+            writeLine(
+                QJsonObject{{QStringLiteral("id"), QJsonValue::Null},
+                            {QStringLiteral("type"), QString()},
+                            {QStringLiteral("ok"), false},
+                            {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("bad_json")},
+                                                                  {QStringLiteral("message"), error.errorString()}}}});
+            continue;
+        }
+        const QJsonObject request = document.object();
+        const QString type = request.value(QStringLiteral("type")).toString();
+        if (type == QLatin1String("shutdown"))
+            return 0;
+        if (type == QLatin1String("hello")) {
+            if (g_helloMode == QLatin1String("hang"))
+                hangForever();
+            if (g_helloMode == QLatin1String("segv"))
+                dieBy(SIGSEGV);
+            writeLine(answer(request));
+            continue;
+        }
+        serve(request);
+    }
+    return 0;
+}

@@ -1,0 +1,165 @@
+// kwb end to end against the fake worker: output and the exit codes documented in docs/cli.md.
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+class TestCli : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+    QString candidate(const QString& name, const QString& markers)
+    {
+        const QString path = m_dir.filePath(name);
+        QFile file(path);
+        if (file.open(QIODevice::WriteOnly))
+            file.write(
+                QStringLiteral("Here is the kernel.\n<!-- %1 -->\n```cuda\nextern \"C\" __global__ void k() {}\n```\n"
+                               "```python\ndef forward(x):\n    return x\n```\n")
+                    .arg(markers)
+                    .toUtf8());
+        return path;
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void exitCodes_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QStringList>("environment"); // NAME=VALUE for the fake worker
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("expected"); // in stdout or stderr
+
+        const QString worker = QStringLiteral("--worker=" KWB_FAKEWORKER);
+        const QString correct = candidate(QStringLiteral("correct.md"), QStringLiteral("status: correct"));
+        const QString compileError = candidate(QStringLiteral("compile.md"), QStringLiteral("status: compile_error"));
+        const QString hang = candidate(QStringLiteral("hang.md"), QStringLiteral("fake: hang"));
+        const QString segv = candidate(QStringLiteral("segv.md"), QStringLiteral("fake: segv"));
+
+        QTest::newRow("version") << QStringList{QStringLiteral("--version")} << QStringList() << 0
+                                 << QStringLiteral("kwb 0.");
+        QTest::newRow("help") << QStringList{QStringLiteral("--help")} << QStringList() << 0
+                              << QStringLiteral("Exit codes");
+        QTest::newRow("no subcommand") << QStringList() << QStringList() << 2 << QString();
+        QTest::newRow("unknown subcommand") << QStringList{QStringLiteral("bogus")} << QStringList() << 2 << QString();
+        QTest::newRow("eval without candidate") << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1")}
+                                                << QStringList() << 2 << QStringLiteral("CANDIDATE");
+        QTest::newRow("bad profile") << QStringList{worker,  QStringLiteral("eval"),      QStringLiteral("L1/1"),
+                                                    correct, QStringLiteral("--profile"), QStringLiteral("fastest")}
+                                     << QStringList() << 2 << QString();
+        QTest::newRow("bad arch") << QStringList{worker,  QStringLiteral("eval"),   QStringLiteral("L1/1"),
+                                                 correct, QStringLiteral("--arch"), QStringLiteral("90")}
+                                  << QStringList() << 2 << QStringLiteral("sm_XY");
+        QTest::newRow("unreadable candidate") << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"),
+                                                             m_dir.filePath(QStringLiteral("missing.md"))}
+                                              << QStringList() << 2 << QStringLiteral("cannot read candidate");
+        QTest::newRow("worker not found")
+            << QStringList{QStringLiteral("--worker=/nonexistent/kwb-worker"), QStringLiteral("tasks")} << QStringList()
+            << 3 << QStringLiteral("does not exist");
+        QTest::newRow("newer protocol") << QStringList{worker, QStringLiteral("tasks")}
+                                        << QStringList{QStringLiteral("FAKEWORKER_PROTOCOL=2")} << 3
+                                        << QStringLiteral("newer");
+        QTest::newRow("worker dies at start")
+            << QStringList{worker, QStringLiteral("device")} << QStringList{QStringLiteral("FAKEWORKER_MODE=exit")} << 3
+            << QStringLiteral("crashed");
+        QTest::newRow("tasks") << QStringList{worker, QStringLiteral("tasks")} << QStringList() << 0
+                               << QStringLiteral("Conv2d, ReLU, bias add");
+        QTest::newRow("analyze") << QStringList{worker, QStringLiteral("analyze"), QStringLiteral("L1/1")}
+                                 << QStringList() << 0 << QStringLiteral("137.4 GFLOP");
+        QTest::newRow("analyze unknown task") << QStringList{worker, QStringLiteral("analyze"), QStringLiteral("L9/9")}
+                                              << QStringList() << 4 << QStringLiteral("unknown_task");
+        QTest::newRow("eval correct") << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), correct}
+                                      << QStringList() << 0 << QStringLiteral("status       correct");
+        QTest::newRow("eval compile error")
+            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), compileError} << QStringList() << 1
+            << QStringLiteral("compile log:");
+        QTest::newRow("eval timeout") << QStringList{worker, QStringLiteral("eval"),      QStringLiteral("L1/1"),
+                                                     hang,   QStringLiteral("--timeout"), QStringLiteral("1")}
+                                      << QStringList() << 1 << QStringLiteral("status   timeout");
+        QTest::newRow("eval crash") << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), segv}
+                                    << QStringList() << 1 << QStringLiteral("SIGSEGV");
+        QTest::newRow("device") << QStringList{worker, QStringLiteral("device")} << QStringList() << 0
+                                << QStringLiteral("Fake H200");
+        QTest::newRow("no device") << QStringList{worker, QStringLiteral("device")}
+                                   << QStringList{QStringLiteral("FAKEWORKER_NO_DEVICE=1")} << 0
+                                   << QStringLiteral("no GPU");
+        QTest::newRow("worker from environment")
+            << QStringList{QStringLiteral("tasks")} << QStringList{QStringLiteral("KWB_WORKER=" KWB_FAKEWORKER)} << 0
+            << QStringLiteral("L2/1");
+    }
+
+    void exitCodes()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(QStringList, environment);
+        QFETCH(int, exitCode);
+        QFETCH(QString, expected);
+
+        QProcess kwb;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("KWB_WORKER"));
+        for (const QString& entry : environment)
+            env.insert(entry.section(QLatin1Char('='), 0, 0), entry.section(QLatin1Char('='), 1));
+        kwb.setProcessEnvironment(env);
+        QElapsedTimer clock;
+        clock.start();
+        kwb.start(QStringLiteral(KWB_CLI), arguments);
+        QVERIFY(kwb.waitForFinished(30000));
+        const QString output = QString::fromUtf8(kwb.readAllStandardOutput() + kwb.readAllStandardError());
+        QCOMPARE(kwb.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(kwb.exitCode() == exitCode,
+                 qPrintable(QStringLiteral("exit %1, output:\n%2").arg(kwb.exitCode()).arg(output)));
+        QVERIFY2(output.contains(expected), qPrintable(output));
+        if (QByteArray(QTest::currentDataTag()) == "eval timeout")
+            QVERIFY2(clock.elapsed() < 1000 + 2000 + 3000, qPrintable(QString::number(clock.elapsed())));
+    }
+
+    void evalJsonFields()
+    {
+        const QString path = candidate(QStringLiteral("json.md"), QStringLiteral("status: incorrect"));
+        QProcess kwb;
+        kwb.start(QStringLiteral(KWB_CLI),
+                  {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L2/1"), path,
+                   QStringLiteral("--json"), QStringLiteral("--trials"), QStringLiteral("7"),
+                   QStringLiteral("--profile"), QStringLiteral("kernelbench-v0.1"), QStringLiteral("--arch"),
+                   QStringLiteral("sm_80"), QStringLiteral("--scale"), QStringLiteral("smoke")});
+        QVERIFY(kwb.waitForFinished(30000));
+        QCOMPARE(kwb.exitCode(), 1);
+        const QJsonObject result = QJsonDocument::fromJson(kwb.readAllStandardOutput()).object();
+        QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("incorrect"));
+        for (const char* field : {"compile_log", "speedup", "max_abs_diff", "worker_stderr", "response"})
+            QVERIFY2(result.contains(QLatin1String(field)), field);
+        QVERIFY(result.value(QLatin1String("speedup")).isDouble());
+        // What the CLI asked the worker for (the fake echoes the request).
+        const QJsonObject sent =
+            result.value(QLatin1String("response")).toObject().value(QLatin1String("echo")).toObject();
+        QCOMPARE(sent.value(QLatin1String("timing_trials")).toInt(), 7);
+        QCOMPARE(sent.value(QLatin1String("profile")).toString(), QStringLiteral("kernelbench-v0.1"));
+        QCOMPARE(sent.value(QLatin1String("arch")).toString(), QStringLiteral("sm_80"));
+        QCOMPARE(sent.value(QLatin1String("scale")).toString(), QStringLiteral("smoke"));
+        QVERIFY(sent.value(QLatin1String("answer")).toString().contains(QLatin1String("__global__")));
+    }
+
+    void analyzeJsonFields()
+    {
+        QProcess kwb;
+        kwb.start(QStringLiteral(KWB_CLI), {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("analyze"),
+                                            QStringLiteral("L1/1"), QStringLiteral("--json")});
+        QVERIFY(kwb.waitForFinished(30000));
+        QCOMPARE(kwb.exitCode(), 0);
+        const QJsonObject result = QJsonDocument::fromJson(kwb.readAllStandardOutput()).object();
+        for (const char* field :
+             {"flops", "bytes_unfused", "bytes_fused", "intensity_unfused", "intensity_fused", "ops"})
+            QVERIFY2(result.contains(QLatin1String(field)), field);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,198 @@
+// The client side of docs/protocol.md: encoding, line splitting, limits, the terminal error state,
+// the version check, and the golden responses under tests/protocol/ that the worker's tests
+// produce from the same files.
+
+#include "core/protocolcodec.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTest>
+
+using namespace kwb;
+
+class TestProtocolCodec : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void encodeIsOneCompactLine()
+    {
+        const QJsonObject request{{QStringLiteral("id"), 7},
+                                  {QStringLiteral("type"), QStringLiteral("evaluate")},
+                                  {QStringLiteral("answer"), QStringLiteral("line one\nline two\n```cuda\n```")}};
+        QString error;
+        const QByteArray line = ProtocolCodec::encodeRequest(request, &error);
+        QVERIFY(error.isEmpty());
+        QVERIFY(line.endsWith('\n'));
+        QCOMPARE(line.count('\n'), 1); // newlines inside strings are escaped
+        QCOMPARE(QJsonDocument::fromJson(line).object(), request);
+    }
+
+    void encodeRefusesOversizedRequest()
+    {
+        const QJsonObject request{{QStringLiteral("type"), QStringLiteral("evaluate")},
+                                  {QStringLiteral("answer"), QString(kMaxLineBytes, QLatin1Char('a'))}};
+        QString error;
+        QVERIFY(ProtocolCodec::encodeRequest(request, &error).isEmpty());
+        QVERIFY2(error.contains(QLatin1String("16.0 MiB")), qPrintable(error));
+    }
+
+    void decodeSplitsLines_data()
+    {
+        QTest::addColumn<QList<QByteArray>>("chunks");
+        QTest::addColumn<int>("responses");
+
+        QTest::newRow("one line") << QList<QByteArray>{"{\"id\":1,\"ok\":true}\n"} << 1;
+        QTest::newRow("two lines in one chunk") << QList<QByteArray>{"{\"id\":1}\n{\"id\":2}\n"} << 2;
+        QTest::newRow("line split across chunks") << QList<QByteArray>{"{\"id\":", "1,\"ok\":", "true}", "\n"} << 1;
+        QTest::newRow("unfinished line waits") << QList<QByteArray>{"{\"id\":1}\n{\"id\":"} << 1;
+        QTest::newRow("CRLF tolerated") << QList<QByteArray>{"{\"id\":1}\r\n"} << 1;
+        QTest::newRow("blank lines skipped") << QList<QByteArray>{"\n\n{\"id\":1}\n\n"} << 1;
+        QTest::newRow("UTF-8 text") << QList<QByteArray>{"{\"log\":\"\xc3\xa9\xe2\x9c\x93\"}\n"} << 1;
+    }
+
+    void decodeSplitsLines()
+    {
+        QFETCH(QList<QByteArray>, chunks);
+        QFETCH(int, responses);
+        ResponseDecoder decoder;
+        QList<QJsonObject> decoded;
+        for (const QByteArray& chunk : chunks) {
+            QVERIFY(decoder.feed(chunk));
+            decoded += decoder.takeResponses();
+        }
+        QVERIFY(!decoder.hasFailed());
+        QCOMPARE(decoded.size(), responses);
+    }
+
+    void decodeFailsTerminally_data()
+    {
+        QTest::addColumn<QByteArray>("input");
+        QTest::addColumn<int>("goodBefore");
+        QTest::addColumn<QString>("reason");
+
+        QTest::newRow("not JSON") << QByteArray("this is not { json\n") << 0 << QStringLiteral("broken response line");
+        QTest::newRow("array, not object") << QByteArray("[1,2]\n") << 0 << QStringLiteral("not an object");
+        QTest::newRow("number (Qt rejects bare scalars)")
+            << QByteArray("42\n") << 0 << QStringLiteral("broken response line");
+        QTest::newRow("truncated object") << QByteArray("{\"id\":1,\n") << 0 << QStringLiteral("broken response line");
+        QTest::newRow("good line, then a broken one")
+            << QByteArray("{\"id\":1}\n{oops}\n{\"id\":2}\n") << 1 << QStringLiteral("broken response line");
+    }
+
+    void decodeFailsTerminally()
+    {
+        QFETCH(QByteArray, input);
+        QFETCH(int, goodBefore);
+        QFETCH(QString, reason);
+        ResponseDecoder decoder;
+        QVERIFY(!decoder.feed(input));
+        QVERIFY(decoder.hasFailed());
+        QVERIFY2(decoder.errorString().contains(reason), qPrintable(decoder.errorString()));
+        QCOMPARE(decoder.takeResponses().size(), goodBefore);
+        // Terminal: a valid line afterwards is not decoded.
+        QVERIFY(!decoder.feed("{\"id\":3}\n"));
+        QVERIFY(decoder.takeResponses().isEmpty());
+        decoder.reset();
+        QVERIFY(decoder.feed("{\"id\":3}\n"));
+        QCOMPARE(decoder.takeResponses().size(), 1);
+    }
+
+    void decodeEnforcesLineLimit()
+    {
+        ResponseDecoder decoder(64);
+        QVERIFY(decoder.feed("{\"id\":1}\n"));
+        QVERIFY(!decoder.feed(QByteArray(70, 'x'))); // no newline yet, already over the limit
+        QVERIFY(decoder.errorString().contains(QLatin1String("exceeds the limit")));
+
+        ResponseDecoder whole(64);
+        QVERIFY(!whole.feed("{\"pad\":\"" + QByteArray(80, 'x') + "\"}\n"));
+        QVERIFY(whole.hasFailed());
+
+        ResponseDecoder exact(16);
+        QVERIFY(exact.feed("{\"a\":\"1234567\"}\n")); // 15 bytes and the newline: at the limit
+        QCOMPARE(exact.takeResponses().size(), 1);
+    }
+
+    void defaultLimitIs16MiB()
+    {
+        QCOMPARE(kMaxLineBytes, qsizetype(16) * 1024 * 1024);
+        ResponseDecoder decoder;
+        const QByteArray big = "{\"log\":\"" + QByteArray(15 * 1024 * 1024, 'x') + "\"}\n";
+        QVERIFY(decoder.feed(big));
+        QCOMPARE(decoder.takeResponses().size(), 1);
+    }
+
+    void helloVersionCheck_data()
+    {
+        QTest::addColumn<QByteArray>("hello");
+        QTest::addColumn<QString>("refusal"); // empty: accepted
+
+        QTest::newRow("protocol 1") << QByteArray(R"({"id":1,"type":"hello","ok":true,"protocol":1})") << QString();
+        QTest::newRow("newer protocol") << QByteArray(R"({"id":1,"type":"hello","ok":true,"protocol":2})")
+                                        << QStringLiteral("newer than this program's protocol 1");
+        QTest::newRow("no protocol") << QByteArray(R"({"id":1,"type":"hello","ok":true})")
+                                     << QStringLiteral("states no protocol version");
+        QTest::newRow("protocol as text") << QByteArray(R"({"id":1,"type":"hello","ok":true,"protocol":"1"})")
+                                          << QStringLiteral("states no protocol version");
+        QTest::newRow("protocol 0") << QByteArray(R"({"id":1,"type":"hello","ok":true,"protocol":0})")
+                                    << QStringLiteral("invalid protocol version");
+        QTest::newRow("not ok")
+            << QByteArray(R"({"id":1,"type":"hello","ok":false,"error":{"code":"internal","message":"no tasks dir"}})")
+            << QStringLiteral("refused hello: no tasks dir");
+    }
+
+    void helloVersionCheck()
+    {
+        QFETCH(QByteArray, hello);
+        QFETCH(QString, refusal);
+        const QString result = ProtocolCodec::checkHello(QJsonDocument::fromJson(hello).object());
+        if (refusal.isEmpty())
+            QVERIFY2(result.isEmpty(), qPrintable(result));
+        else
+            QVERIFY2(result.contains(refusal), qPrintable(result));
+    }
+
+    void errorFields()
+    {
+        const QJsonObject response =
+            QJsonDocument::fromJson(
+                R"({"id":4,"type":"analyze","ok":false,"error":{"code":"unknown_task","message":"no task L9/9"}})")
+                .object();
+        QCOMPARE(ProtocolCodec::errorCode(response), QStringLiteral("unknown_task"));
+        QCOMPARE(ProtocolCodec::errorMessage(response), QStringLiteral("no task L9/9"));
+        QVERIFY(ProtocolCodec::errorCode(QJsonObject{{QStringLiteral("ok"), true}}).isEmpty());
+    }
+
+    // docs/protocol.md: "the core's tests decode each response" of the shared golden files.
+    void goldenResponsesDecode()
+    {
+        const QDir dir(QStringLiteral(KWB_PROTOCOL_GOLDEN_DIR));
+        const QStringList files = dir.entryList({QStringLiteral("*.response.json")}, QDir::Files, QDir::Name);
+        if (files.isEmpty())
+            QSKIP("no golden files under tests/protocol/ yet");
+        for (const QString& name : files) {
+            QFile file(dir.filePath(name));
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            // A golden file may be pretty-printed; on the wire it is one compact line.
+            const QJsonDocument document = QJsonDocument::fromJson(file.readAll());
+            QVERIFY2(document.isObject(), qPrintable(name));
+            ResponseDecoder decoder;
+            QVERIFY2(decoder.feed(document.toJson(QJsonDocument::Compact) + '\n'), qPrintable(name));
+            const QList<QJsonObject> responses = decoder.takeResponses();
+            QCOMPARE(responses.size(), 1);
+            const QJsonObject response = responses.first();
+            QVERIFY2(response.contains(QLatin1String("id")), qPrintable(name));
+            QVERIFY2(response.value(QLatin1String("ok")).isBool(), qPrintable(name));
+            if (!response.value(QLatin1String("ok")).toBool())
+                QVERIFY2(!ProtocolCodec::errorCode(response).isEmpty(), qPrintable(name));
+            if (response.value(QLatin1String("type")) == QLatin1String("hello"))
+                QVERIFY2(ProtocolCodec::checkHello(response).isEmpty(), qPrintable(name));
+        }
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProtocolCodec)
+#include "tst_protocolcodec.moc"

@@ -1,0 +1,458 @@
+// WorkerSupervisor against the fake worker (fakeworker.cpp): every way a worker can misbehave
+// must end the request with the right status, and the next request must run on a good worker.
+// Limits are short (hundreds of milliseconds) so the whole suite stays fast.
+
+#include "core/workersupervisor.h"
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QSignalSpy>
+#include <QTest>
+
+#include <csignal>
+#include <memory>
+#include <sys/types.h>
+
+using namespace kwb;
+
+namespace {
+
+constexpr int kWaitMs = 15000; // generous: CI machines are slow and shared
+
+struct Ending
+{
+    bool ended = false;
+    bool hasResponse = false;
+    QJsonObject response;
+    QString status;
+    QString message;
+    QByteArray stderrTail;
+    qint64 stderrDropped = -1;
+    qint64 elapsedMs = 0;
+};
+
+// Waits for request `id` to end, through the supervisor's signals.
+Ending waitForEnd(WorkerSupervisor& supervisor, qint64 id, int timeoutMs = kWaitMs)
+{
+    Ending ending;
+    QElapsedTimer clock;
+    clock.start();
+    QObject context;
+    QObject::connect(&supervisor, &WorkerSupervisor::responseAvailable, &context,
+                     [&](qint64 doneId, const QJsonObject& response) {
+                         if (doneId != id)
+                             return;
+                         ending.ended = ending.hasResponse = true;
+                         ending.response = response;
+                     });
+    QObject::connect(&supervisor, &WorkerSupervisor::requestFailed, &context,
+                     [&](qint64 doneId, const QString& status, const QString& message) {
+                         if (doneId != id)
+                             return;
+                         ending.ended = true;
+                         ending.status = status;
+                         ending.message = message;
+                     });
+    QObject::connect(&supervisor, &WorkerSupervisor::stderrAvailable, &context,
+                     [&](qint64 doneId, const QByteArray& tail, qint64 dropped) {
+                         if (doneId != id)
+                             return;
+                         ending.stderrTail = tail;
+                         ending.stderrDropped = dropped;
+                     });
+    (void)QTest::qWaitFor([&] { return ending.ended; }, timeoutMs); // callers check ending.ended
+    ending.elapsedMs = clock.elapsed();
+    return ending;
+}
+
+QJsonObject request(const QString& type, const QString& fakeMode = QString())
+{
+    QJsonObject object{{QStringLiteral("type"), type}};
+    if (!fakeMode.isEmpty())
+        object.insert(QStringLiteral("fake"), fakeMode);
+    return object;
+}
+
+QJsonObject evaluate(const QString& fakeMode = QString())
+{
+    QJsonObject object = request(QStringLiteral("evaluate"), fakeMode);
+    object.insert(QStringLiteral("task"), QStringLiteral("L1/1"));
+    object.insert(QStringLiteral("answer"), QStringLiteral("```cuda\n```\n```python\n```"));
+    return object;
+}
+
+qint64 pidOf(const Ending& ending)
+{
+    return ending.response.value(QLatin1String("pid")).toInteger();
+}
+
+} // namespace
+
+class TestWorkerSupervisor : public QObject
+{
+    Q_OBJECT
+
+    std::unique_ptr<WorkerSupervisor>
+    makeSupervisor(const QStringList& arguments = {},
+                   WorkerSupervisor::Isolation isolation = WorkerSupervisor::Isolation::ReuseWhileHealthy)
+    {
+        auto supervisor = std::make_unique<WorkerSupervisor>();
+        supervisor->setProgram(QStringLiteral(KWB_FAKEWORKER), arguments);
+        supervisor->setIsolation(isolation);
+        supervisor->setKillGracePeriod(500);
+        return supervisor;
+    }
+
+    // The request after a failure must succeed, on a worker other than `previousPid`.
+    void verifyFreshWorkerAnswers(WorkerSupervisor& supervisor, qint64 previousPid)
+    {
+        const Ending next = waitForEnd(supervisor, supervisor.sendRequest(evaluate()));
+        QVERIFY2(next.hasResponse, qPrintable(next.status + QLatin1String(": ") + next.message));
+        QCOMPARE(next.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QVERIFY(pidOf(next) > 0);
+        QVERIFY(pidOf(next) != previousPid);
+    }
+
+private Q_SLOTS:
+    void defaults()
+    {
+        WorkerSupervisor supervisor;
+        QCOMPARE(supervisor.defaultTimeout(), 240 * 1000);
+        QCOMPARE(WorkerSupervisor::kDefaultKillGraceMs, 2000);
+        QCOMPARE(supervisor.stderrLimit(), qsizetype(1) << 20);
+        QCOMPARE(supervisor.isolation(), WorkerSupervisor::Isolation::FreshPerRequest);
+        QCOMPARE(supervisor.workerPid(), qint64(0));
+    }
+
+    void answersAfterHandshake()
+    {
+        auto supervisor = makeSupervisor();
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QSignalSpy started(supervisor.get(), &WorkerSupervisor::requestStarted);
+        const qint64 id = supervisor->sendRequest(request(QStringLiteral("tasks")));
+        const Ending ending = waitForEnd(*supervisor, id);
+        QVERIFY(ending.hasResponse);
+        QCOMPARE(ending.response.value(QLatin1String("id")).toInteger(), id);
+        QCOMPARE(ending.response.value(QLatin1String("type")).toString(), QStringLiteral("tasks"));
+        QCOMPARE(ending.response.value(QLatin1String("tasks")).toArray().size(), 2);
+        QCOMPARE(started.size(), 1);
+        QCOMPARE(started.first().first().toLongLong(), id);
+        QCOMPARE(available.size(), 1);
+        QCOMPARE(available.first().at(0).toLongLong(), pidOf(ending));
+        QCOMPARE(available.first().at(1).toJsonObject().value(QLatin1String("protocol")).toInt(), 1);
+        QCOMPARE(supervisor->workerPid(), pidOf(ending));
+        QVERIFY(ending.stderrTail.contains("served tasks"));
+        QCOMPARE(ending.stderrDropped, qint64(0));
+    }
+
+    void requestsRunInOrder()
+    {
+        auto supervisor = makeSupervisor();
+        QSignalSpy responses(supervisor.get(), &WorkerSupervisor::responseAvailable);
+        const qint64 first = supervisor->sendRequest(request(QStringLiteral("tasks")));
+        const qint64 second = supervisor->sendRequest(request(QStringLiteral("device")));
+        const qint64 third = supervisor->sendRequest(request(QStringLiteral("analyze"), QString()));
+        QCOMPARE(supervisor->pendingCount(), 3);
+        QVERIFY(first < second && second < third);
+        QTRY_COMPARE_WITH_TIMEOUT(responses.size(), 3, kWaitMs);
+        QCOMPARE(responses.at(0).at(0).toLongLong(), first);
+        QCOMPARE(responses.at(1).at(0).toLongLong(), second);
+        QCOMPARE(responses.at(2).at(0).toLongLong(), third);
+        // The worker refusing a request is a response, not a failure.
+        const QJsonObject refused = responses.at(2).at(1).toJsonObject();
+        QCOMPARE(refused.value(QLatin1String("ok")).toBool(true), false);
+        QCOMPARE(ProtocolCodec::errorCode(refused), QStringLiteral("unknown_task"));
+        QCOMPARE(supervisor->pendingCount(), 0);
+    }
+
+    void signalsNeverComeFromInsideSendRequest()
+    {
+        auto supervisor = makeSupervisor();
+        QSignalSpy failed(supervisor.get(), &WorkerSupervisor::requestFailed);
+        const qint64 id = supervisor->sendRequest(QJsonObject{{QStringLiteral("no_type"), 1}});
+        QCOMPARE(failed.size(), 0);
+        QTRY_COMPARE(failed.size(), 1);
+        QCOMPARE(failed.first().at(0).toLongLong(), id);
+        QCOMPARE(failed.first().at(1).toString(), FailureStatus::BadRequest);
+    }
+
+    void oversizedRequestIsRefused()
+    {
+        auto supervisor = makeSupervisor();
+        QJsonObject big = evaluate();
+        big.insert(QStringLiteral("answer"), QString(kMaxLineBytes, QLatin1Char('x')));
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(big));
+        QCOMPARE(ending.status, FailureStatus::BadRequest);
+        QVERIFY2(ending.message.contains(QLatin1String("line limit")), qPrintable(ending.message));
+        QCOMPARE(supervisor->workerPid(), qint64(0)); // never reached a worker
+    }
+
+    void timeoutThenFreshWorker()
+    {
+        auto supervisor = makeSupervisor();
+        const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY(warm.hasResponse);
+
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang")), 500));
+        QCOMPARE(ending.status, FailureStatus::Timeout);
+        QVERIFY2(ending.message.contains(QLatin1String("wall-clock limit of 0.5 s")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("terminated (SIGTERM)")), qPrintable(ending.message));
+        QVERIFY2(ending.elapsedMs >= 500, qPrintable(QString::number(ending.elapsedMs)));
+        QVERIFY2(ending.elapsedMs < 500 + 3000, qPrintable(QString::number(ending.elapsedMs)));
+        verifyFreshWorkerAnswers(*supervisor, pidOf(warm));
+    }
+
+    void killAfterGraceWhenSigtermIgnored()
+    {
+        auto supervisor = makeSupervisor();
+        supervisor->setKillGracePeriod(400);
+        const Ending ending =
+            waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 300));
+        QCOMPARE(ending.status, FailureStatus::Timeout);
+        QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("after ignoring SIGTERM for 0.4 s")),
+                 qPrintable(ending.message));
+        QVERIFY2(ending.elapsedMs >= 700, qPrintable(QString::number(ending.elapsedMs)));
+        verifyFreshWorkerAnswers(*supervisor, 0);
+    }
+
+    void crashIsReported_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("abort") << QStringLiteral("abort")
+                               << QStringLiteral("killed by signal %1 (SIGABRT)").arg(SIGABRT);
+        QTest::newRow("segfault") << QStringLiteral("segv")
+                                  << QStringLiteral("killed by signal %1 (SIGSEGV)").arg(SIGSEGV);
+        QTest::newRow("exit mid-request") << QStringLiteral("exit") << QStringLiteral("exited with code 3");
+    }
+
+    void crashIsReported()
+    {
+        QFETCH(QString, mode);
+        QFETCH(QString, expected);
+        auto supervisor = makeSupervisor();
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        QVERIFY(warm.hasResponse);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode)));
+        QCOMPARE(ending.status, FailureStatus::Crashed);
+        QVERIFY2(ending.message.contains(expected), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("during the request")), qPrintable(ending.message));
+        QCOMPARE(finished.size(), 1);
+        QCOMPARE(finished.first().at(0).toLongLong(), pidOf(warm));
+        if (mode == QLatin1String("exit"))
+            QVERIFY(ending.stderrTail.contains("leaving in the middle of a request"));
+        verifyFreshWorkerAnswers(*supervisor, pidOf(warm));
+    }
+
+    void stderrFloodIsLimited()
+    {
+        auto supervisor = makeSupervisor();
+        QJsonObject flood = evaluate(QStringLiteral("flood"));
+        const qint64 floodBytes = qint64(6) << 20;
+        flood.insert(QStringLiteral("flood_bytes"), floodBytes);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(flood, 10000));
+        // The worker could write megabytes and still answer: the supervisor drains stderr as it comes.
+        QVERIFY2(ending.hasResponse, qPrintable(ending.message));
+        QVERIFY(ending.stderrTail.size() <= supervisor->stderrLimit());
+        QVERIFY(ending.stderrTail.size() > supervisor->stderrLimit() / 2);
+        QVERIFY(ending.stderrDropped >= floodBytes - supervisor->stderrLimit() - 65536);
+        QVERIFY(ending.stderrTail.startsWith('e') || ending.stderrTail.startsWith('\n'));
+
+        // A single read larger than the limit is cut too.
+        supervisor->setStderrLimit(1000);
+        flood.insert(QStringLiteral("flood_bytes"), 200000);
+        const Ending small = waitForEnd(*supervisor, supervisor->sendRequest(flood, 10000));
+        QVERIFY(small.hasResponse);
+        QVERIFY(small.stderrTail.size() <= 1000);
+        QVERIFY(small.stderrDropped > 0);
+    }
+
+    void brokenLineIsProtocolError_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("not JSON") << QStringLiteral("broken") << QStringLiteral("broken response line");
+        QTest::newRow("line over 16 MiB")
+            << QStringLiteral("huge_line") << QStringLiteral("exceeds the limit of 16.0 MiB");
+        QTest::newRow("unexpected id") << QStringLiteral("wrong_id") << QStringLiteral("unexpected id");
+    }
+
+    void brokenLineIsProtocolError()
+    {
+        QFETCH(QString, mode);
+        QFETCH(QString, expected);
+        auto supervisor = makeSupervisor();
+        const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        QVERIFY(warm.hasResponse);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode)));
+        QCOMPARE(ending.status, FailureStatus::ProtocolError);
+        QVERIFY2(ending.message.contains(expected), qPrintable(ending.message));
+        verifyFreshWorkerAnswers(*supervisor, pidOf(warm));
+    }
+
+    void unhealthyWorkerIsReplaced()
+    {
+        auto supervisor = makeSupervisor(); // reuse mode: only the health flag forces a new worker
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("unhealthy"))));
+        QVERIFY2(ending.hasResponse, qPrintable(ending.message)); // answered, then exited: not a crash
+        QCOMPARE(ending.response.value(QLatin1String("status")).toString(), QStringLiteral("runtime_error"));
+        QCOMPARE(ending.response.value(QLatin1String("worker_healthy")).toBool(true), false);
+        verifyFreshWorkerAnswers(*supervisor, pidOf(ending));
+    }
+
+    void isolationModes_data()
+    {
+        QTest::addColumn<WorkerSupervisor::Isolation>("isolation");
+        QTest::addColumn<int>("distinctPids");
+        QTest::newRow("reuse while healthy") << WorkerSupervisor::Isolation::ReuseWhileHealthy << 1;
+        QTest::newRow("fresh per request") << WorkerSupervisor::Isolation::FreshPerRequest << 3;
+    }
+
+    void isolationModes()
+    {
+        QFETCH(WorkerSupervisor::Isolation, isolation);
+        QFETCH(int, distinctPids);
+        auto supervisor = makeSupervisor({}, isolation);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QSet<qint64> pids;
+        for (int i = 0; i < 3; ++i) {
+            const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+            QVERIFY2(ending.hasResponse, qPrintable(ending.message));
+            pids.insert(pidOf(ending));
+        }
+        QCOMPARE(pids.size(), distinctPids);
+        QCOMPARE(available.size(), distinctPids);
+    }
+
+    void freshModeReusesForCheapRequests()
+    {
+        // Only evaluate needs a clean process; hello, tasks, device and analyze share one.
+        auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("device"))));
+        const Ending evaluated = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        const Ending after = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        QVERIFY(first.hasResponse && second.hasResponse && evaluated.hasResponse && after.hasResponse);
+        QCOMPARE(pidOf(second), pidOf(first));
+        QCOMPARE(pidOf(evaluated), pidOf(first));
+        QVERIFY(pidOf(after) != pidOf(evaluated));
+    }
+
+    void newerProtocolIsRefused()
+    {
+        auto supervisor = makeSupervisor({QStringLiteral("--protocol"), QStringLiteral("2")});
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QCOMPARE(ending.status, FailureStatus::ProtocolError);
+        QVERIFY2(ending.message.contains(QLatin1String("protocol 2, newer than this program's protocol 1")),
+                 qPrintable(ending.message));
+        QCOMPARE(available.size(), 0);
+    }
+
+    void startFailures_data()
+    {
+        QTest::addColumn<QString>("program");
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QString>("status");
+        QTest::addColumn<QString>("expected");
+        const QString fake = QStringLiteral(KWB_FAKEWORKER);
+        QTest::newRow("no such program") << QStringLiteral("/nonexistent/kwb-worker") << QStringList()
+                                         << FailureStatus::StartFailed << QStringLiteral("could not start the worker");
+        QTest::newRow("loader error") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("exit_127")}
+                                      << FailureStatus::StartFailed
+                                      << QStringLiteral("exited with code 127 before answering hello: "
+                                                        "kwb-worker: error while loading shared libraries");
+        QTest::newRow("crash in hello") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("segv")}
+                                        << FailureStatus::StartFailed << QStringLiteral("SIGSEGV");
+        QTest::newRow("hang in hello") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("hang")}
+                                       << FailureStatus::StartFailed
+                                       << QStringLiteral("did not answer hello within the wall-clock limit of 0.5 s");
+    }
+
+    void startFailures()
+    {
+        QFETCH(QString, program);
+        QFETCH(QStringList, arguments);
+        QFETCH(QString, status);
+        QFETCH(QString, expected);
+        auto supervisor = makeSupervisor();
+        supervisor->setProgram(program, arguments);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(), 500));
+        QCOMPARE(ending.status, status);
+        QVERIFY2(ending.message.contains(expected), qPrintable(ending.message));
+        // The supervisor stays usable: the next request tries again.
+        supervisor->setProgram(QStringLiteral(KWB_FAKEWORKER));
+        verifyFreshWorkerAnswers(*supervisor, 0);
+    }
+
+    void cancellation()
+    {
+        auto supervisor = makeSupervisor();
+        QSignalSpy started(supervisor.get(), &WorkerSupervisor::requestStarted);
+        const qint64 running = supervisor->sendRequest(evaluate(QStringLiteral("hang")), 60000);
+        const qint64 queued = supervisor->sendRequest(evaluate(), 60000);
+        QTRY_COMPARE(started.size(), 1);
+
+        QVERIFY(supervisor->cancelRequest(queued));
+        const Ending queuedEnd = waitForEnd(*supervisor, queued, 2000);
+        QCOMPARE(queuedEnd.status, FailureStatus::Cancelled);
+        QVERIFY(queuedEnd.message.contains(QLatin1String("before it started")));
+
+        QTRY_VERIFY(supervisor->workerPid() != 0); // the hang has reached the worker
+        QVERIFY(supervisor->cancelRequest(running));
+        const Ending runningEnd = waitForEnd(*supervisor, running, 5000);
+        QCOMPARE(runningEnd.status, FailureStatus::Cancelled);
+        QVERIFY(runningEnd.elapsedMs < 3000);
+        QVERIFY(!supervisor->cancelRequest(running));
+        verifyFreshWorkerAnswers(*supervisor, 0);
+    }
+
+    void environmentReachesWorker()
+    {
+        auto supervisor = makeSupervisor();
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QStringLiteral("3"));
+        supervisor->setProcessEnvironment(environment);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        QVERIFY(ending.hasResponse);
+        QCOMPARE(supervisor->workerHello().value(QLatin1String("cuda_visible_devices")).toString(),
+                 QStringLiteral("3"));
+    }
+
+    void runOneBlocks()
+    {
+        auto supervisor = makeSupervisor();
+        QString error;
+        const QJsonObject response = supervisor->runOne(request(QStringLiteral("device")), 5000, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(response.value(QLatin1String("name")).toString(), QStringLiteral("Fake H200"));
+
+        const QJsonObject none = supervisor->runOne(evaluate(QStringLiteral("hang")), 300, &error);
+        QVERIFY(none.isEmpty());
+        QVERIFY2(error.startsWith(QLatin1String("timeout: ")), qPrintable(error));
+
+        const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(QStringLiteral("exit")), 5000);
+        QCOMPARE(outcome.status, FailureStatus::Crashed);
+        QVERIFY(outcome.stderrTail.contains("leaving in the middle"));
+    }
+
+    void destructionEndsWorker()
+    {
+        auto supervisor = makeSupervisor();
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 60000);
+        QTRY_COMPARE_WITH_TIMEOUT(available.size(), 1, kWaitMs);
+        const qint64 pid = supervisor->workerPid();
+        QVERIFY(pid > 0);
+        QElapsedTimer clock;
+        clock.start();
+        supervisor.reset();
+        QVERIFY(clock.elapsed() < 3000);
+        QCOMPARE(::kill(pid_t(pid), 0), -1); // gone and reaped
+    }
+};
+
+QTEST_GUILESS_MAIN(TestWorkerSupervisor)
+#include "tst_workersupervisor.moc"

@@ -1,0 +1,594 @@
+// Static analysis of reference forwards (src/worker/analyze.{hpp,cpp}): shapes, FLOPs and bytes
+// against hand-computed values, errors, and every task file under tasks/ at full scale against
+// the facts sheet (shared/design/kernelbench-tasks.md §3.3, §4.1, §5.1, §6).
+#include "analyze.hpp"
+#include "task.hpp"
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/jit.h>
+
+// libtorch 1.13 (Debian) pulls in glog, whose CHECK macros clash with doctest's.
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#ifndef KWB_SOURCE_DIR
+#define KWB_SOURCE_DIR "."
+#endif
+
+using kwb::AnalyzeError;
+using kwb::ArgInfo;
+using Shape = std::vector<int64_t>;
+using Json = nlohmann::json;
+
+namespace {
+
+// The graph calls helper functions of its CompilationUnit until it is inlined, so the unit must
+// outlive the analysis: keep it with the graph.
+struct Compiled {
+    std::shared_ptr<torch::jit::CompilationUnit> cu;
+    std::shared_ptr<torch::jit::Graph> graph;
+};
+
+Compiled graphOf(const std::string& source) {
+    auto cu = torch::jit::compile(source);
+    auto graph = torch::jit::toGraphFunction(cu->get_function("forward")).graph();
+    return {cu, graph};
+}
+
+ArgInfo tensor(Shape s, int elemBytes = 4) {
+    ArgInfo a;
+    a.kind = ArgInfo::Tensor;
+    a.shape = std::move(s);
+    a.elemBytes = elemBytes;
+    return a;
+}
+
+ArgInfo number(double v) {
+    ArgInfo a;
+    a.kind = ArgInfo::Float;
+    a.value = v;
+    return a;
+}
+
+ArgInfo params(std::map<std::string, Shape> d = {}) {
+    ArgInfo a;
+    a.kind = ArgInfo::ParamDict;
+    a.dict = std::move(d);
+    return a;
+}
+
+Json analyze(const std::string& src, const std::vector<ArgInfo>& args) {
+    const Compiled c = graphOf(src);
+    return kwb::analyzeGraph(c.graph, args);
+}
+
+int64_t I(const Json& j) { return j.get<int64_t>(); }
+Shape S(const Json& j) { return j.get<Shape>(); }
+
+std::string errorOf(const std::string& src, const std::vector<ArgInfo>& args) {
+    try {
+        analyze(src, args);
+    } catch (const AnalyzeError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("L1/1: square GEMM 4096^3") {
+    const auto r = analyze(R"(
+def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.matmul(A, B)
+)",
+                           {tensor({4096, 4096}), tensor({4096, 4096}), params()});
+    // 2·4096³ = 137,438,953,472 FLOPs; bytes 4·3·4096² = 201,326,592 (fused = unfused: one op).
+    CHECK(I(r["flops"]) == 137438953472LL);
+    CHECK(I(r["bytes_fused"]) == 201326592LL);
+    CHECK(I(r["bytes_unfused"]) == 201326592LL);
+    CHECK(S(r["output_shape"]) == Shape{4096, 4096});
+    CHECK(I(r["op_count"]) == 1);
+    CHECK(r["ops"][0]["op"] == "aten::matmul");
+    CHECK(r["ops"][0]["category"] == "matmul");
+    CHECK(S(r["ops"][0]["inputs"][1]) == Shape{4096, 4096});
+    CHECK(r["intensity_fused"].get<double>() == doctest::Approx(682.67).epsilon(1e-4));  // 2N³/(12N²) = N/6
+    CHECK(I(r["memory_bound_ops"]) == 0);
+}
+
+TEST_CASE("L1/4: GEMV (2048 x 1048576)·(1048576 x 1)") {
+    const auto r = analyze(R"(
+def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.matmul(A, B)
+)",
+                           {tensor({2048, 1048576}), tensor({1048576, 1}), params()});
+    // 2·M·K·N = 2·2048·1048576·1 = 4,294,967,296
+    CHECK(I(r["flops"]) == 4294967296LL);
+    // 4·(2048·1048576 + 1048576 + 2048) = 4·2,148,534,272 = 8,594,137,088
+    CHECK(I(r["bytes_fused"]) == 8594137088LL);
+    CHECK(I(r["bytes_unfused"]) == 8594137088LL);
+    CHECK(S(r["output_shape"]) == Shape{2048, 1});
+    CHECK(I(r["memory_bound_ops"]) == 1);  // 0.5 FLOP/B
+    // The same with a 1-D vector: (M, K)·(K,) -> (M,)
+    const auto v = analyze(R"(
+def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.matmul(A, B)
+)",
+                           {tensor({2048, 1048576}), tensor({1048576}), params()});
+    CHECK(S(v["output_shape"]) == Shape{2048});
+    CHECK(I(v["flops"]) == 4294967296LL);
+}
+
+TEST_CASE("L1/5: matrix times a Python float") {
+    const auto r = analyze(R"(
+def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:
+    return A * s
+)",
+                           {tensor({65536, 16384}), number(3.14), params()});
+    // 65536·16384 = 1,073,741,824 multiplies; read + write 2·4·1,073,741,824 = 8,589,934,592 B;
+    // s is a Python number: 0 bytes.
+    CHECK(I(r["flops"]) == 1073741824LL);
+    CHECK(I(r["bytes_unfused"]) == 8589934592LL);
+    CHECK(I(r["bytes_fused"]) == 8589934592LL);
+    CHECK(r["ops"][0]["op"] == "aten::mul");
+    CHECK(r["ops"][0]["category"] == "elementwise");
+    CHECK(r["ops"][0]["inputs"].size() == 1);
+    CHECK(r["intensity_fused"].get<double>() == doctest::Approx(0.125));
+}
+
+TEST_CASE("L2/1: conv2d 64->128 k3, relu, bias add") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    y = torch.conv2d(x, p["conv.weight"], p["conv.bias"])
+    y = torch.relu(y)
+    return y + p["bias"]
+)",
+                           {tensor({128, 64, 128, 128}),
+                            params({{"conv.weight", {128, 64, 3, 3}}, {"conv.bias", {128}}, {"bias", {128, 1, 1}}})});
+    // conv out (128, 128, 126, 126) = 260,112,384 elements
+    // MAC = 260,112,384 · 64 · 9 = 149,824,733,184 (sheet: 1.498e11)
+    // conv FLOPs = 2·MAC + bias 260,112,384 = 299,909,578,752
+    // relu 260,112,384; add 260,112,384 -> total 300,429,803,520 (sheet 300.2 G without the conv bias)
+    CHECK(S(r["output_shape"]) == Shape{128, 128, 126, 126});
+    REQUIRE(r["ops"].size() == 3);
+    CHECK(r["ops"][0]["op"] == "aten::conv2d");
+    CHECK(r["ops"][0]["category"] == "conv");
+    CHECK(I(r["ops"][0]["flops"]) == 299909578752LL);
+    CHECK((I(r["ops"][0]["flops"]) - 260112384LL) / 2 == 149824733184LL);
+    CHECK(I(r["flops"]) == 300429803520LL);
+    // bytes: x 134,217,728·4 = 536,870,912; weight 73,728·4 = 294,912; conv.bias 512; bias 512;
+    // out 260,112,384·4 = 1,040,449,536.
+    // conv 536,870,912 + 294,912 + 512 + 1,040,449,536 = 1,577,615,872
+    // relu 2·1,040,449,536 = 2,080,899,072; add 2·1,040,449,536 + 512 = 2,080,899,584
+    CHECK(I(r["ops"][0]["bytes"]) == 1577615872LL);
+    CHECK(I(r["ops"][1]["bytes"]) == 2080899072LL);
+    CHECK(I(r["ops"][2]["bytes"]) == 2080899584LL);
+    CHECK(I(r["bytes_unfused"]) == 5739414528LL);
+    // fused: 536,870,912 + params 73,984·4 = 295,936 + 1,040,449,536 = 1,577,616,384
+    CHECK(I(r["bytes_fused"]) == 1577616384LL);
+    CHECK(I(r["param_bytes"]) == 295936);
+    CHECK(r["params_used"].size() == 3);
+    CHECK(I(r["memory_bound_ops"]) == 2);  // relu and add: 1 FLOP per 8 B
+    CHECK(I(r["ops"][1]["line"]) == 4);
+}
+
+TEST_CASE("L2/2: conv_transpose2d stride 2 + five element-wise ops") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    x = torch.conv_transpose2d(x, p["conv_transpose.weight"], p["conv_transpose.bias"], 2, 1, 1)
+    x = x + p["bias"]
+    x = torch.clamp(x, min=0.0, max=1.0)
+    x = x * 2.0
+    x = torch.clamp(x, min=0.0, max=1.0)
+    x = x / 2.0
+    return x
+)",
+                           {tensor({128, 64, 128, 128}),
+                            params({{"conv_transpose.weight", {64, 64, 3, 3}},
+                                    {"conv_transpose.bias", {64}},
+                                    {"bias", {64, 1, 1}}})});
+    // H_out = (128-1)·2 - 2·1 + (3-1) + 1 + 1 = 256 -> (128, 64, 256, 256) = 536,870,912 elements
+    CHECK(S(r["output_shape"]) == Shape{128, 64, 256, 256});
+    REQUIRE(r["ops"].size() == 6);
+    // MAC (scatter form) = in_elems·(C_out/groups)·9 = 134,217,728·64·9 = 77,309,411,328 (sheet 7.73e10)
+    // conv FLOPs = 2·MAC + bias = 154,618,822,656 + 536,870,912 = 155,155,693,568
+    CHECK(I(r["ops"][0]["flops"]) == 155155693568LL);
+    // + 5 element-wise ops · 536,870,912 = 2,684,354,560 -> 157,840,048,128 (sheet 157.3 G w/o bias)
+    CHECK(I(r["flops"]) == 157840048128LL);
+    // unfused: conv 536,870,912 + 147,456 + 256 + 2,147,483,648 = 2,684,502,272
+    //          add 2·2,147,483,648 + 256 = 4,294,967,552; clamp, mul, clamp, div 4·4,294,967,296
+    //          = 17,179,869,184 -> 24,159,339,008
+    CHECK(I(r["ops"][0]["bytes"]) == 2684502272LL);
+    CHECK(I(r["bytes_unfused"]) == 24159339008LL);
+    // fused: 536,870,912 + 36,992·4 = 147,968 + 2,147,483,648 = 2,684,502,528
+    CHECK(I(r["bytes_fused"]) == 2684502528LL);
+    // unfused / fused = 24,159,339,008 / 2,684,502,528 = 8.9995...: the chain costs 9x the traffic
+    const double ratio = double(I(r["bytes_unfused"])) / double(I(r["bytes_fused"]));
+    CHECK(ratio == doctest::Approx(8.99957).epsilon(1e-5));
+    CHECK(I(r["memory_bound_ops"]) == 5);
+    for (int i = 1; i < 6; ++i) CHECK(r["ops"][i]["category"] == "elementwise");
+}
+
+TEST_CASE("L2/8: conv3d, div, max_pool3d, adaptive_avg_pool3d, add, sum over channels") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    x = torch.conv3d(x, p["conv.weight"], p["conv.bias"])
+    x = x / 2.0
+    x = torch.max_pool3d(x, [2, 2, 2], [2, 2, 2])
+    x = torch.adaptive_avg_pool3d(x, [1, 1, 1])
+    x = x + p["bias"]
+    return torch.sum(x, dim=[1])
+)",
+                           {tensor({128, 8, 16, 64, 64}),
+                            params({{"conv.weight", {16, 8, 3, 3, 3}}, {"conv.bias", {16}}, {"bias", {16, 1, 1, 1}}})});
+    CHECK(S(r["output_shape"]) == Shape{128, 1, 1, 1});
+    REQUIRE(r["ops"].size() == 6);
+    // conv out (128, 16, 14, 62, 62) = 110,215,168; MAC = 110,215,168·8·27 = 23,806,476,288 (sheet 2.38e10)
+    CHECK(S(r["ops"][0]["output"]) == Shape{128, 16, 14, 62, 62});
+    CHECK(I(r["ops"][0]["flops"]) == 2 * 23806476288LL + 110215168LL);
+    CHECK(S(r["ops"][2]["output"]) == Shape{128, 16, 7, 31, 31});  // 13,776,896 elements
+    CHECK(S(r["ops"][3]["output"]) == Shape{128, 16, 1, 1, 1});
+    CHECK(r["ops"][2]["category"] == "pool");
+    CHECK(r["ops"][5]["category"] == "reduction");
+    // FLOPs: conv 47,723,167,744; div 110,215,168; max pool (1 per input) 110,215,168;
+    // adaptive pool 13,776,896; add 2,048; sum 2,048 -> 47,957,379,072 (sheet 47.85 G w/o conv bias)
+    CHECK(I(r["flops"]) == 47957379072LL);
+    // bytes: conv 268,435,456 + 13,824 + 64 + 440,860,672 = 709,310,016; div 881,721,344;
+    // pool 440,860,672 + 55,107,584 = 495,968,256; adaptive 55,107,584 + 8,192 = 55,115,776;
+    // add 8,192 + 64 + 8,192 = 16,448; sum 8,192 + 512 = 8,704 -> 2,142,140,544
+    CHECK(I(r["bytes_unfused"]) == 2142140544LL);
+    // fused: 268,435,456 + (3,456 + 16 + 16)·4 + 512 = 268,449,920
+    CHECK(I(r["bytes_fused"]) == 268449920LL);
+}
+
+TEST_CASE("L3/4: LeNet-5 with view(-1, 400)") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    x = torch.relu(torch.conv2d(x, p["conv1.weight"], p["conv1.bias"]))
+    x = torch.max_pool2d(x, kernel_size=[2, 2], stride=[2, 2])
+    x = torch.relu(torch.conv2d(x, p["conv2.weight"], p["conv2.bias"]))
+    x = torch.max_pool2d(x, kernel_size=[2, 2], stride=[2, 2])
+    x = x.view(-1, 400)
+    x = torch.relu(torch.linear(x, p["fc1.weight"], p["fc1.bias"]))
+    x = torch.relu(torch.linear(x, p["fc2.weight"], p["fc2.bias"]))
+    return torch.linear(x, p["fc3.weight"], p["fc3.bias"])
+)",
+                           {tensor({4096, 1, 32, 32}),
+                            params({{"conv1.weight", {6, 1, 5, 5}},
+                                    {"conv1.bias", {6}},
+                                    {"conv2.weight", {16, 6, 5, 5}},
+                                    {"conv2.bias", {16}},
+                                    {"fc1.weight", {120, 400}},
+                                    {"fc1.bias", {120}},
+                                    {"fc2.weight", {84, 120}},
+                                    {"fc2.bias", {84}},
+                                    {"fc3.weight", {20, 84}},
+                                    {"fc3.bias", {20}}})});
+    CHECK(S(r["output_shape"]) == Shape{4096, 20});
+    // conv, relu, pool, conv, relu, pool, view, linear, relu, linear, relu, linear
+    REQUIRE(I(r["op_count"]) == 12);
+    CHECK(r["ops"][6]["op"] == "aten::view");
+    CHECK(r["ops"][6]["category"] == "view");
+    CHECK(S(r["ops"][6]["output"]) == Shape{4096, 400});
+    CHECK(I(r["ops"][6]["bytes"]) == 0);
+    CHECK(I(r["ops"][6]["flops"]) == 0);
+    // Per sample: MACs 117,600 + 240,000 + 48,000 + 10,080 + 1,680 = 417,360 (sheet) -> 834,720 FLOPs;
+    // conv1 bias/relu/pool 3·4,704; conv2 3·1,600; fc1 bias+relu 2·120; fc2 2·84; fc3 bias 20
+    // = 19,340 -> 854,060 per sample · 4096 = 3,498,229,760 (sheet 3.419 G counts only the MACs)
+    CHECK(I(r["flops"]) == 3498229760LL);
+    // fused: input 4096·1024·4 = 16,777,216 + params 62,556·4 = 250,224 + output 4096·20·4 = 327,680
+    CHECK(I(r["bytes_fused"]) == 17355120LL);
+}
+
+TEST_CASE("broadcasting and its errors") {
+    const char* src = R"(
+def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return x + y
+)";
+    // (8, 1, 5) + (4, 1) -> (8, 4, 5): 160 adds; bytes 4·(40 + 4 + 160) = 816
+    const auto r = analyze(src, {tensor({8, 1, 5}), tensor({4, 1}), params()});
+    CHECK(S(r["output_shape"]) == Shape{8, 4, 5});
+    CHECK(I(r["flops"]) == 160);
+    CHECK(I(r["bytes_unfused"]) == 816);
+    const std::string e = errorOf(src, {tensor({3, 4}), tensor({5}), params()});
+    CHECK(e.find("do not broadcast") != std::string::npos);
+    CHECK(e.find("(3, 4)") != std::string::npos);
+    CHECK(e.find("line 3") != std::string::npos);
+    // A 0-d parameter (L2/3's sum_weight) and a per-channel bias
+    const auto z = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return (x + p["s"]) * p["b"]
+)",
+                           {tensor({2, 3, 4, 5}), params({{"s", {}}, {"b", {3, 1, 1}}})});
+    CHECK(S(z["output_shape"]) == Shape{2, 3, 4, 5});
+    CHECK(I(z["ops"][0]["bytes"]) == 4 * (120 + 1 + 120));
+}
+
+TEST_CASE("unsupported op: error names the op and the line") {
+    const std::string e = errorOf(R"(
+def forward(a: Tensor, b: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    c = torch.relu(a)
+    return torch.einsum("ij,jk->ik", [c, b])
+)",
+                                  {tensor({4, 5}), tensor({5, 6}), params()});
+    CHECK(e.find("unsupported op aten::einsum") != std::string::npos);
+    CHECK(e.find("line 4") != std::string::npos);
+    CHECK(e.find("torch.einsum") != std::string::npos);
+}
+
+TEST_CASE("control flow: data-dependent loop and if are errors, static ones are followed") {
+    const std::string loop = errorOf(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    while bool(torch.sum(x) > 0.0):
+        x = x - 1.0
+    return x
+)",
+                                     {tensor({4, 4}), params()});
+    CHECK(loop.find("prim::Loop") != std::string::npos);
+    CHECK(loop.find("line 3") != std::string::npos);
+    const std::string branch = errorOf(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    if bool(torch.sum(x) > 0.0):
+        x = torch.relu(x)
+    return x
+)",
+                                       {tensor({4, 4}), params()});
+    CHECK(branch.find("prim::If") != std::string::npos);
+    // A loop with a static trip count runs its body three times; an `if` on a shape is known.
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    for i in range(3):
+        x = torch.relu(x)
+    if x.size(1) > 3:
+        x = torch.sigmoid(x)
+    else:
+        x = torch.tanh(x)
+    return x
+)",
+                           {tensor({4, 8}), params()});
+    REQUIRE(I(r["op_count"]) == 4);
+    CHECK(r["ops"][2]["op"] == "aten::relu");
+    CHECK(r["ops"][3]["op"] == "aten::sigmoid");
+    CHECK(I(r["flops"]) == 3 * 32 + 3 * 32);  // relu 1/elem ×3, sigmoid 3/elem
+}
+
+TEST_CASE("helpers are inlined and sizes are tracked through arithmetic") {
+    const auto r = analyze(R"(
+def block(x: Tensor, p: Dict[str, Tensor], name: str) -> Tensor:
+    return torch.relu(torch.conv2d(x, p[name + ".weight"], p[name + ".bias"], 2, 1, 2))
+
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    y = block(x, p, "c")
+    n = x.size(0)
+    h = y.size(2) * y.size(3)
+    y = y.reshape(n // 2, 2, -1, h)
+    y = y.flatten(1, 2)
+    return torch.transpose(y, 1, 2).contiguous()
+)",
+                           {tensor({4, 3, 32, 32}), params({{"c.weight", {8, 3, 3, 3}}, {"c.bias", {8}}})});
+    // conv stride 2, padding 1, dilation 2: floor((32 + 2 - 2·2 - 1)/2) + 1 = 15 -> (4, 8, 15, 15)
+    CHECK(S(r["ops"][0]["output"]) == Shape{4, 8, 15, 15});
+    // reshape(2, 2, -1, 225) -> (2, 2, 8, 225); flatten(1, 2) -> (2, 16, 225); transpose -> (2, 225, 16)
+    CHECK(S(r["output_shape"]) == Shape{2, 225, 16});
+    // transpose made it non-contiguous, so contiguous() copies: 2·7,200·4 bytes, category data
+    const Json& last = r["ops"].back();
+    CHECK(last["op"] == "aten::contiguous");
+    CHECK(last["category"] == "data");
+    CHECK(I(last["bytes"]) == 2 * 7200 * 4);
+    CHECK(I(r["ops"][2]["bytes"]) == 0);  // reshape of a contiguous tensor is a view
+}
+
+TEST_CASE("output-size rules: pools, adaptive pools, matmul broadcasting, reductions, cat") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, a: Tensor, b: Tensor, p: Dict[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+    y = torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], True)
+    z = torch.avg_pool2d(x, [3, 3], [2, 2], [1, 1])
+    w = torch.adaptive_avg_pool2d(x, [2, 3])
+    m = torch.matmul(a, b)
+    s = torch.softmax(m, -1)
+    q = torch.mean(s, [1, 3], True)
+    c = torch.cat([y, z], 1)
+    st = torch.stack([w, w], 0)
+    return torch.layer_norm(c, [3, 3], None, None, 1e-5, True), st, q
+)",
+                           {tensor({1, 2, 5, 5}), tensor({2, 1, 3, 4}), tensor({5, 4, 6}), params()});
+    const Json& ops = r["ops"];
+    CHECK(S(ops[0]["output"]) == Shape{1, 2, 3, 3});  // ceil_mode: ceil((5-2)/2)+1 = 3
+    CHECK(S(ops[1]["output"]) == Shape{1, 2, 3, 3});  // floor((5+2-3)/2)+1 = 3
+    CHECK(S(ops[2]["output"]) == Shape{1, 2, 2, 3});
+    CHECK(S(ops[3]["output"]) == Shape{2, 5, 3, 6});  // batch (2,1) x (5,) -> (2,5)
+    CHECK(I(ops[3]["flops"]) == 2 * 10 * 3 * 4 * 6);
+    CHECK(I(ops[4]["flops"]) == 5 * 180);
+    CHECK(S(ops[5]["output"]) == Shape{2, 1, 3, 1});
+    CHECK(S(ops[6]["output"]) == Shape{1, 4, 3, 3});
+    CHECK(I(ops[6]["flops"]) == 0);
+    CHECK(I(ops[6]["bytes"]) == 4 * (18 + 18 + 36));
+    CHECK(S(ops[7]["output"]) == Shape{2, 1, 2, 2, 3});
+    CHECK(I(ops[8]["flops"]) == 7 * 36);
+    REQUIRE(r["output_shapes"].size() == 3);
+    CHECK(S(r["output_shapes"][0]) == Shape{1, 4, 3, 3});
+    CHECK(S(r["output_shapes"][2]) == Shape{2, 1, 3, 1});
+    // fused: inputs 4·(50 + 24 + 120) + outputs 4·(36 + 24 + 6)
+    CHECK(I(r["bytes_fused"]) == 4 * (50 + 24 + 120) + 4 * (36 + 24 + 6));
+    // Mismatches are errors, not guesses.
+    CHECK(errorOf(R"(
+def forward(a: Tensor, b: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.mm(a, b)
+)",
+                  {tensor({3, 4}), tensor({5, 6}), params()})
+              .find("inner dimensions differ") != std::string::npos);
+    CHECK(errorOf(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.conv2d(x, p["w"])
+)",
+                  {tensor({1, 3, 8, 8}), params({{"w", {4, 5, 3, 3}}})})
+              .find("channels") != std::string::npos);
+    CHECK(errorOf(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.relu(p["missing"] + x)
+)",
+                  {tensor({2}), params()})
+              .find("'missing'") != std::string::npos);
+}
+
+TEST_CASE("batch_norm, linear without bias, in-place ops") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    y = torch.batch_norm(x, p["bn.weight"], p["bn.bias"], p["bn.running_mean"], p["bn.running_var"], True, 0.1, 1e-5, True)
+    y = torch.relu_(y)
+    y = y.flatten(1)
+    return torch.linear(y, p["fc.weight"])
+)",
+                           {tensor({2, 4, 3, 3}),
+                            params({{"bn.weight", {4}},
+                                    {"bn.bias", {4}},
+                                    {"bn.running_mean", {4}},
+                                    {"bn.running_var", {4}},
+                                    {"fc.weight", {10, 36}}})});
+    CHECK(S(r["output_shape"]) == Shape{2, 10});
+    CHECK(I(r["ops"][0]["flops"]) == 7 * 72);
+    CHECK(I(r["ops"][0]["bytes"]) == 4 * (72 + 16 + 72));
+    CHECK(r["ops"][0]["category"] == "norm");
+    CHECK(I(r["ops"][1]["bytes"]) == 4 * 2 * 72);  // relu_ reads and writes like relu
+    CHECK(I(r["ops"][3]["flops"]) == 2 * 2 * 36 * 10);
+}
+
+TEST_CASE("lists, tuples, chunk/split, slicing and factories") {
+    const auto r = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    a, b = torch.chunk(x, 2, 1)
+    parts = torch.split(x, [1, 3], 1)
+    n = x.shape[0]
+    z = torch.zeros([n, 2])
+    return torch.cat([a * b, parts[1][:, :2], z.unsqueeze(0).squeeze(0)], 1)
+)",
+                           {tensor({4, 4}), params()});
+    CHECK(S(r["output_shape"]) == Shape{4, 6});
+    std::vector<std::string> names;
+    for (const auto& op : r["ops"]) names.push_back(op["op"].get<std::string>());
+    CHECK(I(r["ops"][0]["output_count"]) == 2);  // chunk: two views, 0 bytes
+    CHECK(I(r["ops"][0]["bytes"]) == 0);
+    CHECK(std::count(names.begin(), names.end(), "aten::cat") == 1);
+    CHECK(std::count(names.begin(), names.end(), "aten::zeros") == 1);
+    const Json& cat = r["ops"].back();
+    CHECK(I(cat["bytes"]) == 4 * (8 + 8 + 8 + 24));
+    CHECK(cat["inputs"].size() == 3);
+}
+
+// ---- every task file at full scale against the facts sheet -------------------------------------
+
+namespace {
+
+struct SheetRow {
+    Shape output;
+    double gflop;     // sheet §3.3 / §4.1 / §5.1
+    double minBytes;  // sheet "min bytes" (decimal units)
+};
+
+const std::map<std::string, SheetRow>& sheet() {
+    static const std::map<std::string, SheetRow> rows = {
+        {"L1/1", {{4096, 4096}, 137.4, 201.3e6}},
+        {"L1/2", {{2048, 4096}, 137.4, 234.9e6}},
+        {"L1/3", {{128, 512, 2048}, 274.9, 1.88e9}},
+        {"L1/4", {{2048, 1}, 4.295, 8.59e9}},
+        {"L1/5", {{65536, 16384}, 1.074, 8.59e9}},
+        {"L1/6", {{256, 256}, 68.72, 1.07e9}},
+        {"L1/7", {{32768, 32768}, 137.4, 4.31e9}},
+        {"L1/8", {{8205, 5921}, 286.5, 361.0e6}},
+        {"L1/9", {{32768, 32768}, 68.72, 4.30e9}},
+        {"L1/10", {{16, 1024, 768}, 51.54, 190.8e6}},
+        {"L2/1", {{128, 128, 126, 126}, 300.2, 1.58e9}},
+        {"L2/2", {{128, 64, 256, 256}, 157.3, 2.68e9}},
+        {"L2/3", {{32, 64, 16, 32, 32}, 60.53, 201.5e6}},
+        {"L2/4", {{64, 128, 254, 254}, 613.1, 3.19e9}},
+        {"L2/5", {{32, 64, 513, 513}, 276.0, 2.69e9}},
+        {"L2/6", {{128, 16, 3, 7, 7}, 4.338, 26.4e6}},
+        {"L2/7", {{64, 32, 30, 62, 62}, 104.4, 1.21e9}},
+        {"L2/8", {{128, 1, 1, 1}, 47.85, 268.4e6}},
+        {"L2/9", {{1024, 8192}, 137.5, 335.6e6}},
+        {"L2/10", {{128, 64, 1, 1}, 619.3, 2.15e9}},
+        {"L3/1", {{128, 8192}, 171.8, 2.70e9}},
+        {"L3/2", {{128, 16384}, 549.8, 8.61e9}},
+        {"L3/3", {{1024, 8192}, 66.57, 197.2e6}},
+        {"L3/4", {{4096, 20}, 3.419, 17.4e6}},
+        {"L3/5", {{1024, 1000}, 2325, 870.2e6}},
+        {"L3/6", {{10, 512, 224, 224}, 376.9, 1.99e9}},
+        {"L3/7", {{10, 1000}, 31.65, 34.1e6}},
+        {"L3/8", {{10, 64, 224, 224}, 38.92, 134.6e6}},
+        {"L3/9", {{2, 1000}, 7.256, 48.0e6}},
+        {"L3/10", {{10, 1000}, 156.0, 184.3e6}},
+    };
+    return rows;
+}
+
+std::vector<ArgInfo> argsFor(const kwb::Task& t, kwb::Scale s) {
+    std::vector<ArgInfo> args;
+    for (size_t i = 0; i < t.inputs.size(); ++i) {
+        const auto& in = t.inputs[i];
+        ArgInfo a;
+        if (in.isTensor()) {
+            a.kind = ArgInfo::Tensor;
+            a.shape = t.inputShape(i, s);
+            a.elemBytes = kwb::dtypeSize(in.dtype);
+        } else {
+            a.kind = in.kind == "int" ? ArgInfo::Int : ArgInfo::Float;
+            a.value = in.value;
+        }
+        args.push_back(a);
+    }
+    ArgInfo p;
+    p.kind = ArgInfo::ParamDict;
+    for (size_t i = 0; i < t.params.size(); ++i) p.dict[t.params[i].name] = t.paramShape(i, s);
+    args.push_back(p);
+    return args;
+}
+
+}  // namespace
+
+TEST_CASE("every task file: full-scale analysis matches the facts sheet") {
+    const kwb::TaskSet set = kwb::loadTaskDir(std::string(KWB_SOURCE_DIR) + "/tasks");
+    for (const auto& e : set.errors) FAIL_CHECK("task file error: " << e.toString());
+    REQUIRE(set.tasks.size() >= 30);
+    std::printf("\n%-6s %12s %12s %7s   %12s %12s %7s   %s\n", "task", "GFLOP", "sheet", "diff", "fused MB",
+                "sheet MB", "diff", "unfused/fused");
+    for (const kwb::Task& t : set.tasks) {
+        CAPTURE(t.id);
+        Json r;
+        try {
+            const Compiled c = graphOf(t.forward);
+            r = kwb::analyzeGraph(c.graph, argsFor(t, kwb::Scale::Full));
+            kwb::analyzeGraph(c.graph, argsFor(t, kwb::Scale::Smoke));
+        } catch (const std::exception& e) {
+            FAIL_CHECK(t.id << ": " << e.what());
+            continue;
+        }
+        auto it = sheet().find(t.id);
+        if (it == sheet().end()) {
+            MESSAGE(t.id << ": not in the facts sheet; analysed without a reference");
+            continue;
+        }
+        const SheetRow& row = it->second;
+        CHECK(S(r["output_shape"]) == row.output);
+        const double gflop = double(I(r["flops"])) / 1e9;
+        const double dF = (gflop - row.gflop) / row.gflop;
+        const double mb = double(I(r["bytes_fused"])) / 1e6;
+        const double dB = (mb - row.minBytes / 1e6) / (row.minBytes / 1e6);
+        std::printf("%-6s %12.4g %12.4g %+6.2f%%   %12.1f %12.1f %+6.2f%%   %.2f\n", t.id.c_str(), gflop, row.gflop,
+                    100 * dF, mb, row.minBytes / 1e6, 100 * dB,
+                    double(I(r["bytes_unfused"])) / double(I(r["bytes_fused"])));
+        CHECK(std::fabs(dF) < 0.05);
+        CHECK(std::fabs(dB) < 0.05);
+    }
+}

@@ -1,0 +1,118 @@
+// GPU test (label gpu): every fixture candidate in tests/fixtures/candidates/manifest.toml is
+// evaluated by a real kwb-worker on the GPU and must get the status the manifest expects. A worker
+// that times out or dies is replaced, and the next candidate must still be evaluated right.
+// Exits 77 (skipped) where there is no CUDA device.
+#include "worker_client.hpp"
+
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using json = nlohmann::json;
+using kwb::test::WorkerClient;
+
+namespace {
+std::string readFile(const std::string& p)
+{
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+int envInt(const char* name, int fallback)
+{
+    const char* v = std::getenv(name);
+    return v && *v ? std::atoi(v) : fallback;
+}
+} // namespace
+
+int main()
+{
+    const std::string src = KWB_SOURCE_DIR;
+    const std::string dir = src + "/tests/fixtures/candidates/";
+    const std::string workerPath = kwb::test::findWorker(KWB_WORKER_PATH);
+    const std::vector<std::string> args = {"--tasks-dir", src + "/tasks"};
+    WorkerClient worker(workerPath, args);
+    std::string err;
+    if (!worker.start(&err)) {
+        std::cerr << "cannot start " << workerPath << ": " << err << "\n";
+        return 1;
+    }
+    auto hello = worker.request({{"type", "hello"}}, 60);
+    if (hello.outcome != WorkerClient::Outcome::Ok) {
+        std::cerr << "worker did not answer hello\n" << worker.stderrText();
+        return 1;
+    }
+    if (hello.response.value("cuda_device_count", 0) == 0 || hello.response.value("driver", std::string()) != "ok") {
+        std::cout << "SKIP: no CUDA device (" << hello.response.value("cuda_error", std::string())
+                  << "; driver: " << hello.response.value("driver", std::string()) << ")\n";
+        return 77;
+    }
+    auto device = worker.request({{"type", "device"}}, 60);
+    std::cout << "device: " << device.response.value("name", std::string("?")) << " " << device.response.value("arch", std::string())
+              << ", torch " << hello.response.value("torch", std::string()) << "\n";
+
+    const std::string only = std::getenv("KWB_GPU_ONLY") ? std::getenv("KWB_GPU_ONLY") : "";
+    const int timingTrials = envInt("KWB_GPU_TIMING_TRIALS", 10);
+    auto manifest = toml::parse_file(dir + "manifest.toml");
+    json results = json::array();
+    int pass = 0, fail = 0;
+    std::printf("%-36s %-6s %-14s %-14s %9s %10s %8s\n", "candidate", "task", "expected", "got", "speedup", "max_abs", "wall_s");
+    for (auto& node : *manifest["candidate"].as_array()) {
+        auto& c = *node.as_table();
+        const std::string file = c["file"].value_or(std::string());
+        const std::string task = c["task"].value_or(std::string());
+        const std::string expect = c["expect"].value_or(std::string());
+        if (!only.empty() && file.find(only) == std::string::npos)
+            continue;
+        const double timeout = c["timeout"].value_or(expect == "timeout" ? 20.0 : 300.0);
+        if (!worker.running() && !worker.start(&err)) {
+            std::cerr << "cannot restart the worker: " << err << "\n";
+            return 1;
+        }
+        json req = {{"type", "evaluate"}, {"task", task}, {"answer", readFile(dir + file)},
+                    {"timing_trials", timingTrials}, {"warmup", 2}};
+        auto reply = worker.request(req, timeout);
+        std::string got;
+        json r = reply.response.is_object() ? reply.response : json::object();
+        if (reply.outcome == WorkerClient::Outcome::Timeout)
+            got = "timeout";
+        else if (reply.outcome == WorkerClient::Outcome::Exited)
+            got = "crashed";
+        else if (reply.outcome == WorkerClient::Outcome::BrokenLine)
+            got = "protocol_error";
+        else
+            got = r.value("ok", false) ? r.value("status", std::string("?")) : "error:" + r.value("error", json::object()).value("code", std::string());
+        // The worker exits after answering when its CUDA context is poisoned; the next candidate
+        // gets a fresh one (what the supervisor does in the product).
+        if (r.contains("worker_healthy") && r["worker_healthy"] == false)
+            worker.stop();
+        const bool ok = got == expect;
+        ok ? ++pass : ++fail;
+        const double speedup = r.contains("speedup") && r["speedup"].is_number() ? r["speedup"].get<double>() : 0.0;
+        const double maxAbs = r.contains("correctness") ? r["correctness"].value("max_abs_diff", 0.0) : 0.0;
+        std::printf("%-36s %-6s %-14s %-14s %9.3f %10.2e %8.1f %s\n", file.c_str(), task.c_str(), expect.c_str(), got.c_str(),
+                    speedup, maxAbs, reply.ms / 1000.0, ok ? "ok" : "FAIL");
+        if (!ok) {
+            std::cout << "  message: " << r.value("message", std::string()) << "\n";
+            if (r.contains("compile"))
+                std::cout << "  compile log: " << r["compile"].value("log", std::string()).substr(0, 2000) << "\n";
+            if (r.contains("error"))
+                std::cout << "  error: " << r["error"].dump() << "\n";
+            const std::string& e = worker.stderrText();
+            std::cout << "  worker stderr (tail): " << e.substr(e.size() > 1500 ? e.size() - 1500 : 0) << "\n";
+        }
+        std::fflush(stdout);
+        r.erase("compile");
+        results.push_back({{"file", file}, {"task", task}, {"expect", expect}, {"got", got}, {"wall_ms", reply.ms}, {"response", r}});
+    }
+    std::printf("%d passed, %d failed\n", pass, fail);
+    if (const char* out = std::getenv("KWB_GPU_RESULTS"); out && *out)
+        std::ofstream(out) << results.dump(1) << "\n";
+    return fail == 0 ? 0 : 1;
+}

@@ -1,0 +1,386 @@
+// The torch side of the worker on a CPU: TorchScript host (resolver, sandbox, executor settings),
+// every task's reference at smoke scale, and evaluation up to the launch. One file, because every
+// file that includes torch headers costs ~30 s to compile.
+#include "evaluator.hpp"
+#include "script_host.hpp"
+#include "task.hpp"
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
+#include <torch/torch.h>
+// glog (pulled in by libtorch 1.13) defines CHECK macros that clash with doctest's.
+#undef CHECK
+#undef CHECK_EQ
+#undef CHECK_NE
+#undef CHECK_LT
+#undef CHECK_LE
+#undef CHECK_GT
+#undef CHECK_GE
+#include <doctest/doctest.h>
+
+#define TOML_HEADER_ONLY 1
+#include <toml++/toml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using json = nlohmann::json;
+using namespace kwb;
+
+namespace {
+
+const std::string kSource = KWB_SOURCE_DIR;
+
+const TaskSet& allTasks()
+{
+    static TaskSet set = loadTaskDir(kSource + "/tasks");
+    return set;
+}
+
+std::string readFile(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+at::Tensor runScript(const std::string& src, std::vector<c10::IValue> args)
+{
+    auto cu = compileScript(src);
+    return forwardFunction(*cu)(std::move(args)).toTensor();
+}
+
+std::set<std::string> nodeKinds(const torch::jit::Graph& g)
+{
+    std::set<std::string> kinds;
+    std::vector<const torch::jit::Block*> todo{g.block()};
+    while (!todo.empty()) {
+        auto* b = todo.back();
+        todo.pop_back();
+        for (auto* n : b->nodes()) {
+            kinds.insert(n->kind().toQualString());
+            for (auto* sub : n->blocks())
+                todo.push_back(sub);
+        }
+    }
+    return kinds;
+}
+
+Task inlineTask(const std::string& forward, std::vector<int64_t> shape)
+{
+    Task t;
+    t.id = "T/1";
+    t.level = 1;
+    t.number = 1;
+    t.title = "test";
+    t.forward = forward;
+    std::vector<std::string> dims;
+    for (size_t i = 0; i < shape.size(); ++i) {
+        t.dims.push_back({"d" + std::to_string(i), shape[i]});
+        dims.push_back("d" + std::to_string(i));
+    }
+    InputSpec x;
+    x.name = "x";
+    x.shape = dims;
+    t.inputs.push_back(x);
+    return t;
+}
+
+json evalCpu(Evaluator& ev, const Task& task, const std::string& answer, json extra = json::object())
+{
+    json req = {{"answer", answer}, {"device", "cpu"}, {"scale", "smoke"}, {"timing_trials", 3}, {"warmup", 1}};
+    req.update(extra);
+    return ev.evaluate(task, req);
+}
+
+std::string answerFor(const std::string& python)
+{
+    return "Here is my answer.\n\n```python\n" + python + "\n```\n";
+}
+
+} // namespace
+
+TEST_CASE("tasks: every forward compiles, runs at smoke scale on the CPU, and matches analyze's shapes")
+{
+    const TaskSet& set = allTasks();
+    REQUIRE(set.errors.empty());
+    REQUIRE(set.tasks.size() == 30);
+    Evaluator ev;
+    for (const Task& t : set.tasks) {
+        CAPTURE(t.id);
+        CHECK(ev.validateTask(t) == "");
+        json ref = ev.runReference(t, Scale::Smoke, "cpu", 42);
+        CHECK(ref["finite"].get<bool>());
+        json an = ev.analyze(t, Scale::Smoke);
+        CHECK(an["output_shape"] == ref["output_shape"]);
+        CHECK(an["flops"].get<double>() > 0);
+        CHECK(an["bytes_unfused"].get<double>() >= an["bytes_fused"].get<double>());
+    }
+}
+
+TEST_CASE("tasks: a forward that is not TorchScript is reported with the frontend's message")
+{
+    Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x, 1, 2, 3)\n", {4});
+    Evaluator ev;
+    const std::string err = ev.validateTask(t);
+    CHECK(err.find("relu") != std::string::npos);
+}
+
+TEST_CASE("resolver: F.*, torch.nn.functional.* and imports")
+{
+    auto x = torch::randn({2, 3, 4, 4});
+    const std::string src = R"(
+import torch
+import torch.nn.functional as F
+def forward(x: Tensor) -> Tensor:
+    a = F.relu(x, inplace=True)
+    b = torch.nn.functional.gelu(x)
+    c = F.leaky_relu(x, 0.2)
+    return a + b + c
+)";
+    auto out = runScript(src, {x});
+    // dtype names, and a block without a final newline
+    auto d = runScript("def forward(x: Tensor) -> Tensor:\n    return x.to(torch.float64) + torch.zeros([1], dtype=torch.float64)", {x});
+    CHECK((d.scalar_type() == at::kDouble));
+    auto expect = torch::relu(x) + torch::gelu(x) + torch::leaky_relu(x, 0.2);
+    CHECK(torch::allclose(out, expect));
+
+    // F.batch_norm takes (input, running_mean, running_var, weight, bias, training, momentum, eps):
+    // a different order from aten::batch_norm. The prelude maps it.
+    auto w = torch::rand({3}) + 0.5, b = torch::rand({3}), rm = torch::zeros({3}), rv = torch::ones({3});
+    const std::string bn = R"(
+def forward(x: Tensor, rm: Tensor, rv: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    return F.batch_norm(x, rm, rv, w, b, True, 0.1, 1e-5)
+)";
+    auto rm2 = rm.clone(), rv2 = rv.clone();
+    auto got = runScript(bn, {x, rm, rv, w, b});
+    auto want = torch::batch_norm(x, w, b, rm2, rv2, true, 0.1, 1e-5, false);
+    CHECK(torch::allclose(got, want, 1e-5, 1e-6));
+    CHECK(torch::allclose(rm, rm2)); // the running stats were updated in place, as torch does
+
+    CHECK_THROWS_WITH_AS(compileScript("def forward(x: Tensor) -> Tensor:\n    return torch.nn.ReLU()(x)\n"),
+                         doctest::Contains("torch.nn.ReLU"), ScriptError);
+    CHECK_THROWS_AS(compileScript("def forward(x: Tensor) -> Tensor:\n    return x +\n"), ScriptError);
+    CHECK_THROWS_AS(forwardFunction(*compileScript("def other(x: Tensor) -> Tensor:\n    return x\n")), ScriptError);
+}
+
+TEST_CASE("sandbox: console, threads, files, RNG are refused; tensor code passes")
+{
+    struct Case {
+        const char* src;
+        const char* op;
+    };
+    const Case refused[] = {
+        {"def forward(x: Tensor) -> Tensor:\n    print(x)\n    return x\n", "prim::Print"},
+        {"def f(x: Tensor) -> Tensor:\n    return x + 1\n"
+         "def forward(x: Tensor) -> Tensor:\n    fut = torch.jit._fork(f, x)\n    return torch.jit._wait(fut)\n",
+         "prim::fork"},
+        {"def forward(x: Tensor) -> Tensor:\n    return x + torch.rand_like(x)\n", "aten::rand_like"},
+        {"def forward(x: Tensor) -> Tensor:\n    torch.manual_seed(3)\n    return x\n", "aten::manual_seed"},
+        {"def forward(x: Tensor) -> Tensor:\n    while True:\n        print(1)\n    return x\n", "prim::Print"},
+    };
+    for (const auto& c : refused) {
+        const std::string source = c.src;
+        CAPTURE(source);
+        std::shared_ptr<torch::jit::CompilationUnit> cu;
+        try {
+            cu = compileScript(c.src);
+        } catch (const ScriptError& e) {
+            // torch.jit._fork is spelled differently across versions; if it does not compile,
+            // it cannot run either.
+            const std::string msg = std::string("did not compile: ") + e.what();
+            MESSAGE(msg);
+            continue;
+        }
+        auto v = checkSandbox(*inlinedGraph(forwardFunction(*cu)));
+        REQUIRE(!v.empty());
+        bool found = false;
+        for (const auto& x : v)
+            found = found || x.op == c.op;
+        CHECK(found);
+        CHECK(v[0].where.rfind("line ", 0) == 0);
+    }
+    auto ok = compileScript(R"(
+def helper(y: Tensor, n: int) -> Tensor:
+    return torch.clamp(y, 0.0, 1.0) * float(n)
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    y = torch.conv2d(x, p["w"], p["b"])
+    n = y.numel()
+    out = torch.empty_like(y)
+    if n > 10:
+        out = helper(y, n // 2)
+    return out.view(-1).contiguous()
+)");
+    CHECK(checkSandbox(*inlinedGraph(forwardFunction(*ok))).empty());
+    std::string why;
+    CHECK_FALSE(isAllowedOp("aten::from_file", &why));
+    CHECK(why.find("file") != std::string::npos);
+    CHECK_FALSE(isAllowedOp("aten::some_future_op", &why));
+    CHECK(why.find("allowlist") != std::string::npos);
+    CHECK(isAllowedOp("kb::launch", nullptr));
+}
+
+TEST_CASE("graph executor: optimisation off, so no fusion groups and no profiling instrumentation")
+{
+    configureScriptRuntime();
+    REQUIRE_FALSE(torch::jit::getGraphExecutorOptimize());
+    const std::string chain = "def forward(x: Tensor) -> Tensor:\n"
+                              "    y = x + 1.0\n    y = torch.clamp(y, 0.0, 1.0)\n    y = y * 2.0\n    return y / 2.0\n";
+    auto x = torch::rand({64, 64});
+    const std::set<std::string> optimised = {"prim::FusionGroup", "prim::TensorExprGroup", "prim::CudaFusionGroup",
+                                             "prim::profile", "prim::TypeCheck", "prim::DifferentiableGraph"};
+
+    // Control: with the optimising executor the executed graph is instrumented (prim::profile),
+    // so this test can tell the two apart.
+    torch::jit::setGraphExecutorOptimize(true);
+    {
+        auto cu = compileScript(chain);
+        auto& fn = forwardFunction(*cu);
+        fn({x});
+        auto g = torch::jit::lastExecutedOptimizedGraph();
+        REQUIRE(g);
+        auto kinds = nodeKinds(*g);
+        bool instrumented = false;
+        for (const auto& k : optimised)
+            instrumented = instrumented || kinds.count(k);
+        CHECK(instrumented);
+    }
+    torch::jit::setGraphExecutorOptimize(false);
+    {
+        auto cu = compileScript(chain);
+        auto& fn = forwardFunction(*cu);
+        for (int i = 0; i < 5; ++i)
+            fn({x});
+        auto g = torch::jit::lastExecutedOptimizedGraph();
+        REQUIRE(g);
+        for (const auto& k : nodeKinds(*g)) {
+            CAPTURE(k);
+            CHECK(optimised.count(k) == 0);
+        }
+    }
+}
+
+TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale")
+{
+    const Task* t = allTasks().find("L2/1");
+    REQUIRE(t);
+    Evaluator ev;
+    const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
+
+    json r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                            "    return F.relu(y) + p[\"bias\"]\n"));
+    CHECK(r["status"] == "correct");
+    CHECK(r["correctness"]["passed"] == 5);
+    CHECK(r["correctness"]["deterministic"] == true);
+    CHECK(r["torch_only"] == true);
+    CHECK(r["speedup"].get<double>() > 0);
+    CHECK(r["timing"]["candidate"]["trials"] == 3);
+    CHECK(r["profile"]["name"] == "kernelbench");
+    CHECK(r["profile"]["tf32"] == false);
+    CHECK(r["profile"]["graph_optimize"] == false);
+
+    r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                       "    return torch.relu(y + p[\"bias\"])\n"));
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["correctness"]["failure"]["reason"].get<std::string>().find("differ beyond atol/rtol") != std::string::npos);
+
+    r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                       "    y = torch.relu(y) + p[\"bias\"]\n    y[0, 0, 0, 0] = float('nan')\n    return y\n"));
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("NaN") != std::string::npos);
+
+    r = evalCpu(ev, *t, answerFor(sig + "    return torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])[:, :, 1:, :]\n"));
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("shape") != std::string::npos);
+
+    r = evalCpu(ev, *t, answerFor(sig + "    return torch.conv2d(x, p[\"conv.weight\"][:, :3], p[\"conv.bias\"])\n"));
+    CHECK(r["status"] == "runtime_error");
+
+    r = evalCpu(ev, *t, answerFor(sig + "    return torch.relu(x +\n"));
+    CHECK(r["status"] == "compile_error");
+    CHECK(r["compile"]["log"].get<std::string>().find("TorchScript") != std::string::npos);
+
+    r = evalCpu(ev, *t, answerFor(sig + "    print(x)\n    return x\n"));
+    CHECK(r["status"] == "rejected");
+    CHECK(r["sandbox"][0]["op"] == "prim::Print");
+
+    r = evalCpu(ev, *t, answerFor("def forward(x: Tensor) -> Tensor:\n    return x\n"));
+    CHECK(r["status"] == "format_error");
+    CHECK(r["format_error"]["code"] == "signature_mismatch");
+
+    // A kernel cannot run without a GPU: the launch says why instead of crashing.
+    r = evalCpu(ev, *t, "```cuda\nextern \"C\" __global__ void k(float* y, int n) { }\n```\n" +
+                            answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                            "    kb.launch(\"k\", [1], [32], y, y.numel())\n    return y\n"));
+    CHECK(r["status"] == "runtime_error");
+    CHECK(r["message"].get<std::string>().find("no compiled CUDA module") != std::string::npos);
+    CHECK(r["torch_only"] == false);
+
+    CHECK_THROWS_AS(ev.evaluate(*t, {{"answer", "x"}, {"profile", "nope"}}), std::invalid_argument);
+}
+
+TEST_CASE("evaluate: a degenerate reference is flagged")
+{
+    Evaluator ev;
+    Task zero = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x - 10.0)\n", {64, 64});
+    json r = ev.evaluate(zero, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.zeros_like(x)\n")},
+                                {"device", "cpu"}, {"time", false}});
+    CHECK(r["status"] == "correct");
+    REQUIRE(r["degenerate"].is_object());
+    CHECK(r["degenerate"]["kind"] == "all_zero");
+
+    Task constant = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 0.0 + 3.0\n", {16});
+    r = ev.evaluate(constant, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 0.0 + 3.0\n")},
+                               {"device", "cpu"}, {"time", false}});
+    CHECK(r["degenerate"]["kind"] == "constant");
+
+    Task healthy = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {16});
+    r = ev.evaluate(healthy, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x + x\n")},
+                              {"device", "cpu"}, {"time", false}});
+    CHECK(r["status"] == "correct");
+    CHECK(r["degenerate"].is_null());
+}
+
+TEST_CASE("evaluate without a device: every fixture candidate gets the status the manifest expects up to the launch")
+{
+    const std::string dir = kSource + "/tests/fixtures/candidates/";
+    auto manifest = toml::parse_file(dir + "manifest.toml");
+    auto* list = manifest["candidate"].as_array();
+    REQUIRE(list);
+    Evaluator ev;
+    int checked = 0;
+    for (auto& node : *list) {
+        auto& c = *node.as_table();
+        const std::string file = c["file"].value_or(std::string());
+        const std::string taskId = c["task"].value_or(std::string());
+        const std::string expect = c["expect"].value_or(std::string());
+        CAPTURE(file);
+        const Task* t = allTasks().find(taskId);
+        REQUIRE(t);
+        json r = ev.evaluate(*t, {{"answer", readFile(dir + file)}, {"device", "none"}, {"arch", "sm_90"}});
+        // Without a device, what runs (correct, incorrect, runtime_error, timeout) stops at
+        // no_device; what is decided before the launch must already be right.
+        const std::set<std::string> decidedLater = {"correct", "incorrect", "runtime_error", "timeout", "crashed"};
+        if (decidedLater.count(expect))
+            CHECK(r["status"] == "no_device");
+        else
+            CHECK(r["status"] == expect);
+        if (c["custom_kernels"].value_or(false) && r["status"] == "no_device")
+            CHECK(r["torch_only"] == false);
+        ++checked;
+    }
+    CHECK(checked >= 30);
+}
+
+TEST_CASE("trial seeds are distinct and reproducible")
+{
+    std::set<uint64_t> seeds;
+    for (int k = 0; k < 100; ++k)
+        seeds.insert(trialSeed(42, k));
+    CHECK(seeds.size() == 100);
+    CHECK(trialSeed(42, 3) == trialSeed(42, 3));
+    CHECK(trialSeed(42, 0) != trialSeed(43, 0));
+}
