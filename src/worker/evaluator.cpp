@@ -801,11 +801,13 @@ json Evaluator::evaluate(const Task& task, const json& req)
         if (cuda) {
             KernelTracer tracer;
             std::string err;
+            auto args = cloneArgs(timingInputs, params, task, true); // before tracing: clones are not the candidate's
+            syncCuda();
             if (tracer.start(&err)) {
                 const int before = launchCtx.launches;
                 c10::IValue outV;
                 std::string runErr;
-                runCandidate(cloneArgs(timingInputs, params, task, true), &outV, &runErr);
+                runCandidate(std::move(args), &outV, &runErr);
                 tracer.stop();
                 res["kernels"] = kernelSummary(tracer.take(), kernelNames);
                 res["custom_launches"] = launchCtx.launches - before;
@@ -886,7 +888,9 @@ json Evaluator::profile(const Task& task, const json& req)
 
     // Per op index within one forward: name, time, kernel count; per kernel name: time.
     std::map<size_t, std::tuple<std::string, uint64_t, int>> ops;
-    std::map<std::string, std::tuple<uint64_t, int, size_t>> kernels;
+    // Per (op index, kernel name): time, calls. One kernel (an elementwise add, say) can serve
+    // several ops; each op keeps its own row.
+    std::map<std::pair<size_t, std::string>, std::pair<uint64_t, int>> kernels;
     uint64_t total = 0;
     for (int t = 0; t < trials; ++t) {
         auto args = cloneArgs(inputs, params, task, false);
@@ -909,10 +913,9 @@ json Evaluator::profile(const Task& task, const json& req)
             std::get<0>(o) = opName;
             std::get<1>(o) += ns;
             std::get<2>(o) += 1;
-            auto& k = kernels[r.name];
-            std::get<0>(k) += ns;
-            std::get<1>(k) += 1;
-            std::get<2>(k) = opIndex;
+            auto& k = kernels[{opIndex, r.name}];
+            k.first += ns;
+            k.second += 1;
             total += ns;
         }
     }
@@ -923,14 +926,14 @@ json Evaluator::profile(const Task& task, const json& req)
                           {"time_ns", std::get<1>(o) / uint64_t(trials)},
                           {"kernels", std::get<2>(o) / trials},
                           {"share", total ? double(std::get<1>(o)) / double(total) : 0.0}});
-    for (const auto& [name, k] : kernels) {
-        const size_t opIndex = std::get<2>(k);
-        kernelsOut.push_back({{"name", name},
+    for (const auto& [key, k] : kernels) {
+        const size_t opIndex = key.first;
+        kernelsOut.push_back({{"name", key.second},
                               {"op", ops.count(opIndex) ? std::get<0>(ops[opIndex]) : "(no op)"},
                               {"op_index", opIndex == 0 ? -1 : int64_t(opIndex) - 1},
-                              {"calls", std::get<1>(k) / trials},
-                              {"time_ns", std::get<0>(k) / uint64_t(trials)},
-                              {"share", total ? double(std::get<0>(k)) / double(total) : 0.0}});
+                              {"calls", k.second / trials},
+                              {"time_ns", k.first / uint64_t(trials)},
+                              {"share", total ? double(k.first) / double(total) : 0.0}});
     }
     auto byTime = [](const json& a, const json& b) { return a["time_ns"] > b["time_ns"]; };
     std::sort(opsOut.begin(), opsOut.end(), byTime);
