@@ -261,6 +261,8 @@ int runEval(Session& session, const EvalOptions& options)
         request.insert(QStringLiteral("timing_trials"), options.trials);
     if (!options.arch.isEmpty())
         request.insert(QStringLiteral("arch"), options.arch);
+    if (!options.device.isEmpty())
+        request.insert(QStringLiteral("device"), options.device);
 
     const int timeoutMs = int(std::lround(options.timeoutS * 1000.0));
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);

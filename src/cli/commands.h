@@ -36,6 +36,7 @@ struct EvalOptions
     QString profile = QStringLiteral("kernelbench");
     QString scale = QStringLiteral("full");
     QString arch;          ///< empty: the device's
+    QString device;        ///< empty: the GPU if there is one; "cpu" (smoke tests) or "none"
     int trials = 0;        ///< timing trials; 0: the profile's
     double timeoutS = 240; ///< the supervisor's wall-clock limit
     bool json = false;

@@ -47,7 +47,7 @@ int main(int argc, char** argv)
     addJson(analyze);
 
     EvalOptions eval;
-    std::string evalTask, candidate, profile = "kernelbench", evalScale = "full", arch;
+    std::string evalTask, candidate, profile = "kernelbench", evalScale = "full", arch, evalDevice;
     CLI::App* evalCommand = app.add_subcommand("eval", "evaluate a candidate answer (Markdown) against a task");
     evalCommand->add_option("TASK", evalTask, "task id, e.g. L2/1")->required();
     evalCommand->add_option("CANDIDATE", candidate, "the model's answer, a Markdown file")->required();
@@ -64,6 +64,10 @@ int main(int argc, char** argv)
                        ? std::string()
                        : std::string("expected sm_XY, e.g. sm_90");
         });
+    evalCommand->add_option("--device", evalDevice,
+                            "cuda (default where there is a GPU), cpu (torch-only candidates at smoke scale), "
+                            "or none (stop after the sandbox check)")
+        ->check(CLI::IsMember({"cuda", "cpu", "none"}));
     addJson(evalCommand);
 
     bool noCeilings = false;
@@ -93,6 +97,7 @@ int main(int argc, char** argv)
         eval.profile = QString::fromStdString(profile);
         eval.scale = QString::fromStdString(evalScale);
         eval.arch = QString::fromStdString(arch);
+        eval.device = QString::fromStdString(evalDevice);
         eval.json = json;
         return runEval(session, eval);
     }

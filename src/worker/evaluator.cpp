@@ -6,6 +6,7 @@
 #include "cupti_tracer.hpp"
 #include "device_info.hpp"
 #include "nvrtc_compiler.hpp"
+#include "protocol.hpp"
 #include "script_host.hpp"
 
 #include <ATen/Context.h>
@@ -92,7 +93,8 @@ ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t 
     return dict;
 }
 
-std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed)
+std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed,
+                                   const std::string& generatorOverride = {})
 {
     torch::manual_seed(seed);
     std::vector<c10::IValue> inputs;
@@ -105,7 +107,9 @@ std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device de
         } else {
             const auto opts = at::TensorOptions().dtype(scalarType(in.dtype)).device(device);
             const auto shape = task.inputShape(i, scale);
-            inputs.emplace_back(in.generator == "randn" ? torch::randn(shape, opts) : torch::rand(shape, opts));
+            const std::string& gen = generatorOverride.empty() ? in.generator : generatorOverride;
+            const bool floating = at::isFloatingType(scalarType(in.dtype));
+            inputs.emplace_back(gen == "randn" && floating ? torch::randn(shape, opts) : torch::rand(shape, opts));
         }
     }
     return inputs;
@@ -127,6 +131,20 @@ std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const
     }
     stack.emplace_back(copy);
     return stack;
+}
+
+/// The name of the argument (input or parameter) whose storage the output shares, or "".
+std::string aliasedArgument(const at::Tensor& out, const std::vector<c10::IValue>& args, const Task& task)
+{
+    for (size_t i = 0; i < args.size() && i < task.inputs.size(); ++i)
+        if (args[i].isTensor() && out.is_alias_of(args[i].toTensor()))
+            return task.inputs[i].name;
+    if (!args.empty() && args.back().isGenericDict()) {
+        for (const auto& entry : args.back().toGenericDict())
+            if (entry.value().isTensor() && out.is_alias_of(entry.value().toTensor()))
+                return entry.key().toStringRef();
+    }
+    return {};
 }
 
 struct CudaFault {
@@ -378,6 +396,7 @@ json ProtocolProfile::toJson() const
             {"warmup", warmup},
             {"timing_stat", statistic},
             {"input_generator", "rand"},
+            {"range_trial", rangeTrial ? json{{"generator", "randn"}, {"atol", rangeTolerance}, {"rtol", rangeTolerance}} : json(nullptr)},
             {"graph_optimize", false}};
 }
 
@@ -583,7 +602,17 @@ json Evaluator::evaluate(const Task& task, const json& req)
     const std::string arch = device == "cuda" ? currentArch() : req.value("arch", std::string("sm_90"));
     CompileResult cr;
     json compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", kernelNames}, {"ms", 0.0}};
-    if (cand.hasCuda) {
+    std::vector<char> shippedCubin;
+    const bool useShipped = cand.hasCuda && req.contains("cubin_b64") && req.value("cubin_arch", std::string()) == arch &&
+                            protocol::decodeBase64(req.at("cubin_b64").get<std::string>(), &shippedCubin) && !shippedCubin.empty();
+    if (useShipped) {
+        // Compiled ahead by another worker (compile request): the GPU stage only loads it.
+        cr.ok = true;
+        cr.arch = arch;
+        cr.cubin = std::move(shippedCubin);
+        compile["cached"] = true;
+        compile["log"] = req.value("compile_log", std::string());
+    } else if (cand.hasCuda) {
         cr = compileCuda(cand.cuda, arch);
         compile["ok"] = cr.ok;
         compile["log"] = cr.log;
@@ -722,6 +751,22 @@ json Evaluator::evaluate(const Task& task, const json& req)
                 return finish("runtime_error", "reference", "the reference itself failed: " + f.message);
         }
         res["degenerate"] = degenerateCheck(refOutputs);
+        // The range trial's reference: N(0,1) inputs. Skipped where the reference itself is not
+        // finite on them (a task defined only on [0,1) would be).
+        const uint64_t rangeSeed = trialSeed(seed, prof.correctnessTrials);
+        at::Tensor rangeRef;
+        std::string rangeSkipped;
+        if (prof.rangeTrial) {
+            auto inputs = makeInputs(task, scale, dev, rangeSeed, "randn");
+            at::Tensor out = refFn(cloneArgs(inputs, params, task, true)).toTensor();
+            rangeRef = out.to(at::kCPU);
+            if (cuda)
+                out.fill_(std::numeric_limits<float>::quiet_NaN());
+            if (!torch::isfinite(rangeRef).all().item<bool>()) {
+                rangeSkipped = "the reference is not finite on N(0,1) inputs";
+                rangeRef = at::Tensor();
+            }
+        }
         stageMs["reference"] = msSince(t0);
 
         // 6. correctness
@@ -734,11 +779,22 @@ json Evaluator::evaluate(const Task& task, const json& req)
             auto inputs = makeInputs(task, scale, dev, trialSeed(seed, k));
             c10::IValue outV;
             std::string err;
-            if (!runCandidate(cloneArgs(inputs, params, task, true), &outV, &err)) {
+            auto args = cloneArgs(inputs, params, task, true);
+            const auto argsSeen = args; // shares the tensors: for the aliasing check below
+            if (!runCandidate(std::move(args), &outV, &err)) {
                 corr["failure"] = {{"trial", k}, {"reason", err}};
                 res["correctness"] = corr;
                 stageMs["correctness"] = msSince(t0);
                 return finish("runtime_error", "correctness", err);
+            }
+            if (outV.isTensor()) {
+                const std::string aliased = aliasedArgument(outV.toTensor(), argsSeen, task);
+                if (!aliased.empty()) {
+                    corr["failure"] = {{"trial", k}, {"reason", "the output shares memory with the argument '" + aliased +
+                                                                    "' (returns an input or a view of one); forward must return a new tensor"}};
+                    res["correctness"] = corr;
+                    return finish("incorrect", "correctness", corr["failure"]["reason"]);
+                }
             }
             if (!outV.isTensor()) {
                 corr["failure"] = {{"trial", k}, {"reason", "forward returned " + outV.tagKind() + ", expected a Tensor"}};
@@ -790,6 +846,38 @@ json Evaluator::evaluate(const Task& task, const json& req)
                     return finish("incorrect", "correctness", corr["failure"]["reason"]);
                 }
             }
+        }
+        if (prof.rangeTrial) {
+            json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
+            if (!rangeRef.defined()) {
+                range["skipped"] = rangeSkipped;
+            } else {
+                auto inputs = makeInputs(task, scale, dev, rangeSeed, "randn");
+                c10::IValue outV;
+                std::string err;
+                if (!runCandidate(cloneArgs(inputs, params, task, true), &outV, &err)) {
+                    corr["failure"] = {{"trial", "range"}, {"reason", err}};
+                    res["correctness"] = corr;
+                    return finish("runtime_error", "correctness", "range trial (N(0,1) inputs): " + err);
+                }
+                Comparison c;
+                if (outV.isTensor()) {
+                    c = compareOutputs(outV.toTensor(), rangeRef, prof.rangeTolerance, prof.rangeTolerance);
+                } else {
+                    c.ok = false;
+                    c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
+                }
+                range["passed"] = c.ok;
+                range["max_abs_diff"] = c.maxAbs;
+                if (!c.ok) {
+                    corr["range_trial"] = range;
+                    corr["failure"] = {{"trial", "range"}, {"reason", c.reason}};
+                    res["correctness"] = corr;
+                    return finish("incorrect", "correctness",
+                                  "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
+                }
+            }
+            corr["range_trial"] = range;
         }
         res["correctness"] = corr;
         stageMs["correctness"] = msSince(t0);

@@ -21,6 +21,11 @@ struct ProtocolProfile {
     int timingTrials = 100;
     int warmup = 3;
     std::string statistic = "mean";
+    /// One extra correctness trial on N(0,1) inputs, at a looser tolerance: catches candidates
+    /// that are right only on the profile's U[0,1) inputs, without failing correct kernels whose
+    /// summation order differs (N(0,1) inputs cancel; U[0,1) inputs do not).
+    bool rangeTrial = true;
+    double rangeTolerance = 1e-2;
     nlohmann::json toJson() const;
 };
 

@@ -1,6 +1,7 @@
 #include "protocol.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -111,6 +112,73 @@ nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, 
                              const std::string& message)
 {
     return {{"id", id}, {"type", type}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
+}
+
+namespace {
+const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}
+
+std::string encodeBase64(const std::vector<char>& bytes)
+{
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+        for (int s = 18; s >= 0; s -= 6)
+            out.push_back(kAlphabet[(v >> s) & 63]);
+    }
+    if (i < bytes.size()) {
+        uint32_t v = uint8_t(bytes[i]) << 16;
+        if (i + 1 < bytes.size())
+            v |= uint8_t(bytes[i + 1]) << 8;
+        out.push_back(kAlphabet[(v >> 18) & 63]);
+        out.push_back(kAlphabet[(v >> 12) & 63]);
+        out.push_back(i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=');
+        out.push_back('=');
+    }
+    return out;
+}
+
+bool decodeBase64(const std::string& text, std::vector<char>* bytes)
+{
+    bytes->clear();
+    if (text.size() % 4 != 0)
+        return false;
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z')
+            return c - 'A';
+        if (c >= 'a' && c <= 'z')
+            return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+            return c - '0' + 52;
+        if (c == '+')
+            return 62;
+        if (c == '/')
+            return 63;
+        return -1;
+    };
+    for (std::size_t i = 0; i < text.size(); i += 4) {
+        int v[4];
+        int pad = 0;
+        for (int k = 0; k < 4; ++k) {
+            const char c = text[i + k];
+            if (c == '=' && i + 4 == text.size() && k >= 2) {
+                v[k] = 0;
+                ++pad;
+                continue;
+            }
+            if (pad > 0 || (v[k] = value(c)) < 0)
+                return false;
+        }
+        const uint32_t w = (uint32_t(v[0]) << 18) | (uint32_t(v[1]) << 12) | (uint32_t(v[2]) << 6) | uint32_t(v[3]);
+        bytes->push_back(char((w >> 16) & 0xFF));
+        if (pad < 2)
+            bytes->push_back(char((w >> 8) & 0xFF));
+        if (pad < 1)
+            bytes->push_back(char(w & 0xFF));
+    }
+    return true;
 }
 
 std::string truncateLog(const std::string& log, std::size_t maxBytes)

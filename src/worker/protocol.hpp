@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kwb::protocol {
 
@@ -37,6 +38,10 @@ bool writeResponse(int fd, nlohmann::json response);
 
 nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, const std::string& code,
                              const std::string& message);
+
+/// Base64 (RFC 4648) for binary fields such as a compiled cubin. decode returns false on bad input.
+std::string encodeBase64(const std::vector<char>& bytes);
+bool decodeBase64(const std::string& text, std::vector<char>* bytes);
 
 /// Cuts a log to at most maxBytes, keeping the head and the tail, and says so in the text.
 std::string truncateLog(const std::string& log, std::size_t maxBytes);

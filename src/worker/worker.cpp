@@ -121,13 +121,16 @@ json Worker::compileOnly(const json& request)
         arch = facts.value("arch", std::string("sm_90"));
     }
     CompileResult r = compileCuda(source, arch);
-    return {{"ok_compile", r.ok}, {"log", r.log}, {"arch", r.arch}, {"ms", r.ms}, {"cubin_bytes", r.cubin.size()},
+    json out = {{"ok_compile", r.ok}, {"log", r.log}, {"arch", r.arch}, {"ms", r.ms}, {"cubin_bytes", r.cubin.size()},
             {"kernels", [&] {
                  json k = json::array();
                  for (const auto& d : findKernels(source))
                      k.push_back(d.name);
                  return k;
              }()}};
+    if (request.value("return_cubin", false) && r.ok)
+        out["cubin_b64"] = protocol::encodeBase64(r.cubin);
+    return out;
 }
 
 json Worker::handle(const json& request)

@@ -68,8 +68,14 @@ int main()
         const std::string file = c["file"].value_or(std::string());
         const std::string task = c["task"].value_or(std::string());
         const std::string expect = c["expect"].value_or(std::string());
-        if (!only.empty() && file.find(only) == std::string::npos)
-            continue;
+        if (!only.empty()) { // KWB_GPU_ONLY: comma-separated substrings of the file path
+            bool wanted = false;
+            std::stringstream list(only);
+            for (std::string part; std::getline(list, part, ',');)
+                wanted = wanted || (!part.empty() && file.find(part) != std::string::npos);
+            if (!wanted)
+                continue;
+        }
         const double timeout = c["timeout"].value_or(expect == "timeout" ? 20.0 : 300.0);
         if (!worker.running() && !worker.start(&err)) {
             std::cerr << "cannot restart the worker: " << err << "\n";

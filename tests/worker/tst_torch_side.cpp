@@ -375,6 +375,30 @@ TEST_CASE("evaluate without a device: every fixture candidate gets the status th
     CHECK(checked >= 30);
 }
 
+TEST_CASE("evaluate: an output that aliases an input, and a candidate right only on [0,1)")
+{
+    Evaluator ev;
+    Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.abs(x)\n", {32, 32});
+    // abs(x) == x on U[0,1): passes the profile's trials, fails the N(0,1) range trial.
+    json r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 1.0\n")},
+                             {"device", "cpu"}, {"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("N(0,1)") != std::string::npos);
+    CHECK(r["correctness"]["passed"] == 5);
+    CHECK(r["correctness"]["range_trial"]["passed"] == false);
+
+    r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.abs(x)\n")},
+                        {"device", "cpu"}, {"time", false}});
+    CHECK(r["status"] == "correct");
+    CHECK(r["correctness"]["range_trial"]["passed"] == true);
+
+    // Computing in place into the input and returning it: refused, outputs must be new tensors.
+    r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x.abs_().view(-1).view(32, 32)\n")},
+                        {"device", "cpu"}, {"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("shares memory with the argument 'x'") != std::string::npos);
+}
+
 TEST_CASE("trial seeds are distinct and reproducible")
 {
     std::set<uint64_t> seeds;

@@ -123,3 +123,44 @@ TEST_CASE("stdout noise from the worker's libraries cannot reach the protocol st
     worker.stop();
     CHECK_FALSE(worker.running());
 }
+
+TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without compiling again")
+{
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE(worker.start(&err));
+    const std::string answer = readFile(kSource + "/tests/fixtures/candidates/reference/L2_01.md");
+    const std::string cuda = answer.substr(answer.find("```cuda") + 8, answer.find("```", answer.find("```cuda") + 8) - answer.find("```cuda") - 8);
+    auto compiled = worker.request({{"type", "compile"}, {"cuda", cuda}, {"arch", "sm_90"}, {"return_cubin", true}}, 120);
+    REQUIRE(compiled.outcome == WorkerClient::Outcome::Ok);
+    REQUIRE(compiled.response["ok_compile"] == true);
+    const std::string cubin = compiled.response["cubin_b64"];
+    CHECK(cubin.rfind("f0VMR", 0) == 0); // base64 of "\x7fELF"
+
+    auto shipped = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
+                                   {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_90"}}, 120);
+    REQUIRE(shipped.outcome == WorkerClient::Outcome::Ok);
+    CHECK(shipped.response["status"] == "no_device");
+    CHECK(shipped.response["compile"]["cached"] == true);
+
+    // A cubin for another architecture is not used: the worker compiles for its own.
+    auto other = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
+                                 {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_80"}}, 120);
+    REQUIRE(other.outcome == WorkerClient::Outcome::Ok);
+    CHECK_FALSE(other.response["compile"].contains("cached"));
+}
+
+TEST_CASE("a 10 MB answer is a format error, and the worker goes on")
+{
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE(worker.start(&err));
+    std::string answer = "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n";
+    answer += std::string(10u << 20, 'x');
+    auto reply = worker.request({{"type", "evaluate"}, {"task", "L1/5"}, {"answer", answer}, {"device", "none"}}, 120);
+    REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
+    CHECK(reply.response["status"] == "format_error");
+    CHECK(reply.response["format_error"]["code"] == "too_large");
+    reply = worker.request({{"type", "hello"}}, 60);
+    CHECK(reply.response["ok"] == true);
+}
