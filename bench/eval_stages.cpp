@@ -23,16 +23,10 @@
 #include <sstream>
 
 using json = nlohmann::json;
+using kwb::test::readFile;
 using kwb::test::WorkerClient;
 
 namespace {
-std::string readFile(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 double num(const json& j, const char* key)
 {
     return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;

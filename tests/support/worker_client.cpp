@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <sstream>
 #include <poll.h>
 #include <sys/wait.h>
 #include <thread>
@@ -191,6 +193,14 @@ WorkerClient::Reply WorkerClient::requestLine(const std::string& text, double ti
     kill();
     reply.outcome = Outcome::Exited;
     return reply;
+}
+
+std::string readFile(const std::string& path)
+{
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
 }
 
 std::string findWorker(const std::string& fallback)

@@ -47,6 +47,9 @@ private:
     int m_nextId = 1;
 };
 
+/// The whole file as text ("" if it cannot be read).
+std::string readFile(const std::string& path);
+
 /// kwb-worker next to this test binary's build tree (bin/), or $KWB_WORKER.
 std::string findWorker(const std::string& fallback);
 

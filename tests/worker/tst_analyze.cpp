@@ -7,15 +7,7 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/jit.h>
 
-// libtorch 1.13 (Debian) pulls in glog, whose CHECK macros clash with doctest's.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "doctest_after_torch.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -14,16 +14,10 @@
 #include <sstream>
 
 using json = nlohmann::json;
+using kwb::test::readFile;
 using kwb::test::WorkerClient;
 
 namespace {
-std::string readFile(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 int envInt(const char* name, int fallback)
 {
     const char* v = std::getenv(name);

@@ -9,15 +9,7 @@
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/torch.h>
-// glog (pulled in by libtorch 1.13) defines CHECK macros that clash with doctest's.
-#undef CHECK
-#undef CHECK_EQ
-#undef CHECK_NE
-#undef CHECK_LT
-#undef CHECK_LE
-#undef CHECK_GT
-#undef CHECK_GE
-#include <doctest/doctest.h>
+#include "doctest_after_torch.hpp"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>

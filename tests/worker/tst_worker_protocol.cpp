@@ -11,19 +11,13 @@
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+using kwb::test::readFile;
 using kwb::test::WorkerClient;
 
 namespace {
 
 const std::string kSource = KWB_SOURCE_DIR;
 
-std::string readFile(const fs::path& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 // Whether `actual` has every field of `expected`, recursively; reports the first difference.
 bool matches(const json& expected, const json& actual, const std::string& path, std::string* why)
@@ -80,7 +74,7 @@ TEST_CASE("golden request/response files")
     REQUIRE(worker.start(&err));
     for (const auto& req : requests) {
         CAPTURE(req.filename().string());
-        std::string line = readFile(req);
+        std::string line = readFile(req.string());
         while (!line.empty() && line.back() == '\n')
             line.pop_back();
         // Sent raw, malformed ones too: the worker must survive them.
@@ -88,7 +82,7 @@ TEST_CASE("golden request/response files")
         REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
         fs::path expectedPath = req;
         expectedPath.replace_extension(".response.json");
-        json expected = json::parse(readFile(expectedPath));
+        json expected = json::parse(readFile(expectedPath.string()));
         std::string why;
         CHECK_MESSAGE(matches(expected, reply.response, "response", &why), why << "\nfull: " << reply.response.dump());
     }
