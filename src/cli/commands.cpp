@@ -116,6 +116,9 @@ Session::Session(GlobalOptions options)
     : m_options(std::move(options))
 {
     m_supervisor.setIsolation(WorkerSupervisor::Isolation::FreshPerRequest);
+    // One command, at most one evaluation: a spare would only load libtorch beside the candidate
+    // and be killed at exit.
+    m_supervisor.setSpareWorker(false);
 }
 
 int Session::locateWorker(bool json)
@@ -330,6 +333,13 @@ int runEval(Session& session, const EvalOptions& options)
         QStringList kernels;
         for (const QJsonValue& kernel : compile.value(QLatin1String("kernels")).toArray())
             kernels << kernel.toString();
+        // A terminal line, not a dump: an answer may declare thousands of kernels.
+        constexpr int shownKernels = 8;
+        if (kernels.size() > shownKernels) {
+            const qsizetype more = kernels.size() - shownKernels;
+            kernels = kernels.mid(0, shownKernels);
+            kernels << QStringLiteral("… and %1 more").arg(more);
+        }
         if (!kernels.isEmpty())
             line += QStringLiteral(", kernels: ") + kernels.join(QStringLiteral(", "));
         table.add(QStringLiteral("compile"), line);

@@ -65,6 +65,14 @@ WorkerSupervisor::WorkerSupervisor(QObject* parent)
 
 WorkerSupervisor::~WorkerSupervisor()
 {
+    if (QProcess* spare = m_spare.process) {
+        // It holds no GPU and no request: no need to ask nicely.
+        m_spare = Spare();
+        spare->disconnect(this);
+        spare->kill();
+        spare->waitForFinished(m_killGraceMs);
+        delete spare;
+    }
     if (!m_process)
         return;
     QProcess* process = m_process;
@@ -85,6 +93,27 @@ void WorkerSupervisor::setProgram(const QString& program, const QStringList& arg
 {
     m_program = program;
     m_arguments = arguments;
+    discardSpare(); // started as another program
+}
+
+void WorkerSupervisor::setProcessEnvironment(const QProcessEnvironment& environment)
+{
+    m_environment = environment;
+    discardSpare(); // it may see another GPU
+}
+
+void WorkerSupervisor::setIsolation(Isolation isolation)
+{
+    m_isolation = isolation;
+    if (!spareWanted())
+        discardSpare();
+}
+
+void WorkerSupervisor::setSpareWorker(bool enabled)
+{
+    m_spareEnabled = enabled;
+    if (!spareWanted())
+        discardSpare();
 }
 
 qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
@@ -139,6 +168,7 @@ void WorkerSupervisor::cancelAll()
 
 void WorkerSupervisor::stopWorker()
 {
+    discardSpare();
     if (m_process && m_state == WorkerState::Idle)
         retireWorker();
 }
@@ -173,10 +203,22 @@ void WorkerSupervisor::dispatch()
     Q_EMIT requestStarted(m_active->request.id);
     if (!m_active)
         return; // cancelled from a slot
-    if (m_state == WorkerState::None)
+    if (m_state == WorkerState::None && m_spare.process)
+        promoteSpare();
+    else if (m_state == WorkerState::None)
         startWorker();
     else if (m_state == WorkerState::Idle)
         writeActiveRequest();
+}
+
+QProcess* WorkerSupervisor::createProcess()
+{
+    auto* process = new QProcess(this);
+    process->setProgram(m_program);
+    process->setArguments(m_arguments);
+    process->setProcessEnvironment(m_environment);
+    process->setProcessChannelMode(QProcess::SeparateChannels);
+    return process;
 }
 
 void WorkerSupervisor::startWorker()
@@ -190,17 +232,19 @@ void WorkerSupervisor::startWorker()
         scheduleDispatch();
         return;
     }
-    auto* process = new QProcess(this);
+    QProcess* process = createProcess();
     m_process = process;
     m_state = WorkerState::Starting;
     m_stopStage = StopStage::None;
     m_pid = 0;
     m_hello = QJsonObject();
     m_decoder.reset();
-    process->setProgram(m_program);
-    process->setArguments(m_arguments);
-    process->setProcessEnvironment(m_environment);
-    process->setProcessChannelMode(QProcess::SeparateChannels);
+    connectWorker(process);
+    process->start(QIODevice::ReadWrite);
+}
+
+void WorkerSupervisor::connectWorker(QProcess* process)
+{
     // Each connection names its process, so a late signal of a replaced worker is recognised.
     connect(process, &QProcess::started, this, [this, process] { onStarted(process); });
     connect(process, &QProcess::readyReadStandardOutput, this, [this, process] { onStandardOutput(process); });
@@ -210,7 +254,120 @@ void WorkerSupervisor::startWorker()
     connect(process, &QProcess::finished, this, [this, process](int exitCode, QProcess::ExitStatus exitStatus) {
         onFinished(process, exitCode, exitStatus);
     });
+}
+
+bool WorkerSupervisor::spareWanted() const
+{
+    // Reuse mode keeps its worker, so a spare would only sit there holding memory.
+    return m_spareEnabled && m_isolation == Isolation::FreshPerRequest && !m_program.isEmpty();
+}
+
+void WorkerSupervisor::startSpare()
+{
+    if (!spareWanted() || m_spare.process)
+        return;
+    QProcess* process = createProcess();
+    m_spare = Spare();
+    m_spare.process = process;
+    m_spare.state = WorkerState::Starting;
+    connect(process, &QProcess::started, this, [this, process] { onSpareStarted(process); });
+    connect(process, &QProcess::readyReadStandardOutput, this, [this, process] { onSpareOutput(process); });
+    // Nobody owns a spare's stderr (a loader warning, libtorch's banner); it is read so that the
+    // pipe never fills up, and dropped.
+    connect(process, &QProcess::readyReadStandardError, this, [process] { process->readAllStandardError(); });
+    connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError error) {
+        if (error == QProcess::FailedToStart && process == m_spare.process)
+            discardSpare(); // the next request tries a cold start and reports why it fails
+    });
+    connect(process, &QProcess::finished, this, [this, process] { onSpareFinished(process); });
     process->start(QIODevice::ReadWrite);
+}
+
+void WorkerSupervisor::onSpareStarted(QProcess* process)
+{
+    if (process != m_spare.process || m_spare.state != WorkerState::Starting)
+        return;
+    m_spare.pid = process->processId();
+    m_spare.state = WorkerState::Handshaking;
+    m_spare.handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
+    // hello and nothing else: the worker creates no CUDA context for it, so the spare does not
+    // touch the GPU that the running candidate is being timed on.
+    const QJsonObject hello{{QLatin1String("id"), m_spare.handshakeId}, {QLatin1String("type"), kHelloType}};
+    process->write(ProtocolCodec::encodeRequest(hello));
+}
+
+void WorkerSupervisor::onSpareOutput(QProcess* process)
+{
+    if (process != m_spare.process)
+        return;
+    m_spare.decoder.feed(process->readAllStandardOutput());
+    const QList<QJsonObject> responses = m_spare.decoder.takeResponses();
+    // One hello answer is all a spare may say; anything else and it is not trusted to take over.
+    const bool good = !m_spare.decoder.hasFailed() && responses.size() <= 1 &&
+                      (responses.isEmpty() ||
+                       (m_spare.state == WorkerState::Handshaking &&
+                        responses.first().value(QLatin1String("id")) == QJsonValue(m_spare.handshakeId) &&
+                        ProtocolCodec::checkHello(responses.first()).isEmpty()));
+    if (!good) {
+        discardSpare();
+        return;
+    }
+    if (!responses.isEmpty()) {
+        m_spare.hello = responses.first();
+        m_spare.state = WorkerState::Idle;
+    }
+}
+
+void WorkerSupervisor::onSpareFinished(QProcess* process)
+{
+    if (process != m_spare.process)
+        return;
+    // Replaced lazily: the next evaluation starts another one.
+    process->disconnect(this);
+    process->deleteLater(); // never inside its own signal
+    m_spare = Spare();
+}
+
+void WorkerSupervisor::discardSpare()
+{
+    QProcess* process = m_spare.process;
+    m_spare = Spare();
+    if (!process)
+        return;
+    process->disconnect(this);
+    if (process->state() == QProcess::NotRunning) {
+        process->deleteLater();
+        return;
+    }
+    process->kill();
+    // Reaped when it has gone; deleting a running QProcess would block until it has.
+    connect(process, &QProcess::finished, process, &QObject::deleteLater);
+}
+
+void WorkerSupervisor::promoteSpare()
+{
+    Spare spare = m_spare;
+    m_spare = Spare();
+    QProcess* process = spare.process;
+    process->disconnect(this);
+    process->readAllStandardError(); // from before this request: nobody's
+    m_process = process;
+    m_pid = spare.pid;
+    m_stopStage = StopStage::None;
+    m_decoder = spare.decoder;
+    m_handshakeId = spare.handshakeId;
+    m_hello = QJsonObject();
+    connectWorker(process);
+    if (spare.state != WorkerState::Idle) {
+        // Still starting: the request waits for its hello like after a cold start.
+        m_state = spare.state;
+        return;
+    }
+    m_hello = spare.hello;
+    m_state = WorkerState::Idle;
+    Q_EMIT workerAvailable(m_pid, m_hello);
+    if (m_active && m_process == process && m_state == WorkerState::Idle)
+        writeActiveRequest();
 }
 
 void WorkerSupervisor::onStarted(QProcess* process)
@@ -231,6 +388,9 @@ void WorkerSupervisor::writeActiveRequest()
     m_active->sent = true;
     m_process->write(m_active->request.line);
     m_active->request.line.clear(); // up to 16 MiB: QProcess has its own copy now
+    // This worker is retired after the evaluation: its successor loads meanwhile.
+    if (m_active->request.type == kEvaluateType)
+        startSpare();
 }
 
 void WorkerSupervisor::onStandardOutput(QProcess* process)

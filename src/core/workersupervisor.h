@@ -6,6 +6,8 @@
 //
 // One supervisor runs one worker at a time, so one supervisor per GPU (give each its own
 // CUDA_VISIBLE_DEVICES through setProcessEnvironment()); timings need the GPU to themselves.
+// In FreshPerRequest mode it also keeps a spare: while an evaluation runs, the next worker starts
+// and answers hello (which creates no CUDA context), so the next request skips the process start.
 
 #include "core/protocolcodec.h"
 
@@ -68,9 +70,14 @@ public:
     void setProgram(const QString& program, const QStringList& arguments = {});
     QString program() const { return m_program; }
     /// The worker's environment (default: this process's), e.g. with CUDA_VISIBLE_DEVICES set.
-    void setProcessEnvironment(const QProcessEnvironment& environment) { m_environment = environment; }
-    void setIsolation(Isolation isolation) { m_isolation = isolation; }
+    void setProcessEnvironment(const QProcessEnvironment& environment);
+    void setIsolation(Isolation isolation);
     Isolation isolation() const { return m_isolation; }
+    /// Whether to start the next worker ahead, while an `evaluate` runs (FreshPerRequest mode
+    /// only; on by default). The spare is sent `hello` and nothing else until it takes over; a
+    /// spare that dies is replaced when the next evaluation starts.
+    void setSpareWorker(bool enabled);
+    bool spareWorker() const { return m_spareEnabled; }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
     void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
@@ -90,11 +97,15 @@ public:
     /// status `cancelled`. Returns false when the id is not pending.
     bool cancelRequest(qint64 id);
     void cancelAll();
-    /// Retires an idle worker (EOF on its stdin); a later request starts a fresh one.
+    /// Retires an idle worker (EOF on its stdin) and ends the spare; a later request starts a
+    /// fresh one.
     void stopWorker();
 
     /// The running worker's process id, 0 when none runs.
     qint64 workerPid() const { return m_pid; }
+    /// The spare worker's process id (0 when there is none) and whether it has answered hello.
+    qint64 spareWorkerPid() const { return m_spare.pid; }
+    bool spareWorkerReady() const { return m_spare.process && m_spare.state == WorkerState::Idle; }
     /// The hello response of the running worker (empty before the handshake).
     QJsonObject workerHello() const { return m_hello; }
     /// Requests queued or running.
@@ -144,9 +155,32 @@ private:
         QString failMessage;
     };
 
+    /// A worker started ahead (see setSpareWorker()). Its state uses Starting, Handshaking and
+    /// Idle (hello answered) only.
+    struct Spare
+    {
+        QProcess* process = nullptr;
+        qint64 pid = 0;
+        WorkerState state = WorkerState::None;
+        ResponseDecoder decoder;
+        QString handshakeId;
+        QJsonObject hello;
+    };
+
     void scheduleDispatch();
     void dispatch();
+    QProcess* createProcess();
+    void connectWorker(QProcess* process);
     void startWorker();
+    bool spareWanted() const;
+    void startSpare();
+    void onSpareStarted(QProcess* process);
+    void onSpareOutput(QProcess* process);
+    void onSpareFinished(QProcess* process);
+    /// Ends the spare (it holds no GPU and no request, so SIGKILL is fine) and forgets it.
+    void discardSpare();
+    /// Makes the spare the worker; the active request is then written once it has said hello.
+    void promoteSpare();
     void writeActiveRequest();
     void onStarted(QProcess* process);
     void onStandardOutput(QProcess* process);
@@ -190,6 +224,9 @@ private:
     QJsonObject m_hello;
     int m_handshakeCount = 0;
     QString m_handshakeId;
+
+    bool m_spareEnabled = true;
+    Spare m_spare;
 
     QByteArray m_stderr;
     qint64 m_stderrDropped = 0;

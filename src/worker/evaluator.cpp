@@ -603,7 +603,10 @@ json Evaluator::evaluate(const Task& task, const json& req)
     CompileResult cr;
     json compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", kernelNames}, {"ms", 0.0}};
     std::vector<char> shippedCubin;
+    // Used only for this architecture and for exactly this source (the hash the compile request
+    // returned), so a client whose block extraction drifts from the parser cannot swap kernels.
     const bool useShipped = cand.hasCuda && req.contains("cubin_b64") && req.value("cubin_arch", std::string()) == arch &&
+                            req.value("cubin_source_hash", std::string()) == protocol::sourceHash(cand.cuda) &&
                             protocol::decodeBase64(req.at("cubin_b64").get<std::string>(), &shippedCubin) && !shippedCubin.empty();
     if (useShipped) {
         // Compiled ahead by another worker (compile request): the GPU stage only loads it.

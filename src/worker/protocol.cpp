@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -179,6 +180,18 @@ bool decodeBase64(const std::string& text, std::vector<char>* bytes)
             bytes->push_back(char(w & 0xFF));
     }
     return true;
+}
+
+std::string sourceHash(const std::string& text)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : text) {
+        h ^= c;
+        h *= 0x100000001b3ull;
+    }
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+    return out;
 }
 
 std::string truncateLog(const std::string& log, std::size_t maxBytes)

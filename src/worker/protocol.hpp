@@ -43,6 +43,9 @@ nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, 
 std::string encodeBase64(const std::vector<char>& bytes);
 bool decodeBase64(const std::string& text, std::vector<char>* bytes);
 
+/// FNV-1a 64-bit of a text, as 16 hex digits: ties a compiled-ahead cubin to the exact source.
+std::string sourceHash(const std::string& text);
+
 /// Cuts a log to at most maxBytes, keeping the head and the tail, and says so in the text.
 std::string truncateLog(const std::string& log, std::size_t maxBytes);
 

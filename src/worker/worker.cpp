@@ -128,6 +128,7 @@ json Worker::compileOnly(const json& request)
                      k.push_back(d.name);
                  return k;
              }()}};
+    out["source_hash"] = protocol::sourceHash(source);
     if (request.value("return_cubin", false) && r.ok)
         out["cubin_b64"] = protocol::encodeBase64(r.cubin);
     return out;

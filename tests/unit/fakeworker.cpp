@@ -19,12 +19,22 @@
 //   wrong_id          answer with another request's id
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
-// start, like a worker whose libtorch is missing). Evaluate answers take their status from a
+// start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
+// (sleep before answering hello, like the real worker loading libtorch). `compile` answers with a
+// fake cubin (ok_compile false when the source holds "compile_error"); an evaluate's response says
+// whether it carried one ("cubin_received", and compile.cached). Every response carries "pid",
+// "cuda_visible_devices" (null when unset), "started_ms" (when the process started),
+// "received_ms" and "answered_ms" (epoch milliseconds) and "requests_seen" (lines read so far,
+// hello included), so tests can see which process served what, and when. A compile request's mode
+// may come from a marker "nvrtc: MODE" in its source. With $FAKEWORKER_LOG set, every worker
+// appends a line {"pid","type","cuda_visible_devices","ms"} per request read to that file, so
+// tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate answers take their status from a
 // marker "status: NAME" in the answer (default correct). Analyze of a task other than L1/1 or
 // L2/1 answers unknown_task; device answers "no GPU" when $FAKEWORKER_NO_DEVICE is set. Other
 // arguments (--tasks-dir DIR) are ignored.
 
 #include <QByteArray>
+#include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -45,9 +55,20 @@ namespace {
 int g_protocol = 1;
 QString g_mode = QStringLiteral("answer");
 QString g_helloMode = QStringLiteral("answer");
+int g_helloDelayMs = 0;
+qint64 g_startedMs = 0;
+qint64 g_receivedMs = 0;
+int g_requestsSeen = 0;
 
-void writeLine(const QJsonObject& object)
+qint64 nowMs()
 {
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+void writeLine(QJsonObject object)
+{
+    if (object.contains(QStringLiteral("pid")))
+        object.insert(QStringLiteral("answered_ms"), nowMs());
     QByteArray line = QJsonDocument(object).toJson(QJsonDocument::Compact);
     line.append('\n');
     std::fwrite(line.constData(), 1, size_t(line.size()), stdout);
@@ -68,12 +89,40 @@ void writeLine(const QJsonObject& object)
     std::_Exit(99);
 }
 
+void logRequest(const QByteArray& line)
+{
+    const char* path = std::getenv("FAKEWORKER_LOG");
+    if (!path)
+        return;
+    const QJsonObject request = QJsonDocument::fromJson(line).object();
+    const QJsonObject entry{{QStringLiteral("pid"), qint64(::getpid())},
+                            {QStringLiteral("type"), request.value(QStringLiteral("type"))},
+                            {QStringLiteral("cuda_visible_devices"),
+                             qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
+                                 ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
+                                 : QJsonValue(QJsonValue::Null)},
+                            {QStringLiteral("ms"), g_receivedMs}};
+    // One short write in append mode: lines of concurrent workers do not interleave.
+    const QByteArray text = QJsonDocument(entry).toJson(QJsonDocument::Compact) + '\n';
+    if (std::FILE* file = std::fopen(path, "a")) {
+        std::fwrite(text.constData(), 1, size_t(text.size()), file);
+        std::fclose(file);
+    }
+}
+
 QJsonObject envelope(const QJsonObject& request)
 {
     return QJsonObject{{QStringLiteral("id"), request.value(QStringLiteral("id"))},
                        {QStringLiteral("type"), request.value(QStringLiteral("type"))},
                        {QStringLiteral("ok"), true},
-                       {QStringLiteral("pid"), qint64(::getpid())}};
+                       {QStringLiteral("pid"), qint64(::getpid())},
+                       {QStringLiteral("cuda_visible_devices"),
+                        qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
+                            ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
+                            : QJsonValue(QJsonValue::Null)},
+                       {QStringLiteral("started_ms"), g_startedMs},
+                       {QStringLiteral("received_ms"), g_receivedMs},
+                       {QStringLiteral("requests_seen"), g_requestsSeen}};
 }
 
 QJsonObject errorResponse(const QJsonObject& request, const QString& code, const QString& message)
@@ -111,8 +160,19 @@ QJsonObject answer(const QJsonObject& request)
         response.insert(QStringLiteral("torch"), QStringLiteral("none"));
         response.insert(QStringLiteral("cuda_device_count"), 0);
         response.insert(QStringLiteral("driver"), QStringLiteral("fake worker, no driver"));
-        // Lets the tests see the environment the supervisor gave the worker.
-        response.insert(QStringLiteral("cuda_visible_devices"), qEnvironmentVariable("CUDA_VISIBLE_DEVICES"));
+    } else if (type == QLatin1String("compile")) {
+        const QString source = request.value(QStringLiteral("cuda")).toString();
+        const bool ok = !source.contains(QLatin1String("compile_error"));
+        const QString arch = request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90"));
+        response.insert(QStringLiteral("ok_compile"), ok);
+        response.insert(QStringLiteral("log"), ok ? QString() : QStringLiteral("kernel.cu(1): error: fake"));
+        response.insert(QStringLiteral("arch"), arch);
+        response.insert(QStringLiteral("ms"), 1.0);
+        response.insert(QStringLiteral("source_hash"), QStringLiteral("fake-%1").arg(qHash(source), 0, 16));
+        if (ok && request.value(QStringLiteral("return_cubin")).toBool()) {
+            const QByteArray cubin = "FAKECUBIN " + arch.toUtf8() + ' ' + source.toUtf8();
+            response.insert(QStringLiteral("cubin_b64"), QString::fromLatin1(cubin.toBase64()));
+        }
     } else if (type == QLatin1String("device")) {
         if (qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE")) {
             response.insert(QStringLiteral("available"), false);
@@ -199,6 +259,13 @@ QJsonObject answer(const QJsonObject& request)
             QStringLiteral("profile"),
             QJsonObject{{QStringLiteral("name"),
                          request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench"))}});
+        const bool cubin = request.contains(QStringLiteral("cubin_b64"));
+        response.insert(QStringLiteral("cubin_received"), cubin);
+        if (cubin) {
+            QJsonObject compile = response.value(QStringLiteral("compile")).toObject();
+            compile.insert(QStringLiteral("cached"), true);
+            response.insert(QStringLiteral("compile"), compile);
+        }
         response.insert(QStringLiteral("echo"), request); // lets tests see what the client sent
     } else {
         return errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type ") + type);
@@ -211,6 +278,8 @@ void serve(const QJsonObject& request)
     QString mode = request.value(QStringLiteral("fake")).toString();
     if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("evaluate"))
         mode = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("fake"));
+    if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("compile"))
+        mode = marker(request.value(QStringLiteral("cuda")).toString(), QStringLiteral("nvrtc"));
     if (mode.isEmpty())
         mode = g_mode;
 
@@ -268,6 +337,9 @@ void serve(const QJsonObject& request)
 
 int main(int argc, char** argv)
 {
+    g_startedMs = nowMs();
+    if (const char* delay = std::getenv("FAKEWORKER_HELLO_DELAY_MS"))
+        g_helloDelayMs = std::atoi(delay);
     if (const char* mode = std::getenv("FAKEWORKER_MODE"))
         g_mode = QString::fromUtf8(mode);
     if (const char* protocol = std::getenv("FAKEWORKER_PROTOCOL"))
@@ -281,6 +353,8 @@ int main(int argc, char** argv)
             g_mode = value;
         else if (option == "--hello")
             g_helloMode = value;
+        else if (option == "--hello-delay")
+            g_helloDelayMs = value.toInt();
     }
 
     if (g_helloMode == QLatin1String("exit_127")) {
@@ -293,6 +367,9 @@ int main(int argc, char** argv)
 
     std::string line;
     while (std::getline(std::cin, line)) {
+        g_receivedMs = nowMs();
+        ++g_requestsSeen;
+        logRequest(QByteArray::fromStdString(line));
         QJsonParseError error;
         const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(line), &error);
         if (!document.isObject()) {
@@ -313,6 +390,8 @@ int main(int argc, char** argv)
                 hangForever();
             if (g_helloMode == QLatin1String("segv"))
                 dieBy(SIGSEGV);
+            if (g_helloDelayMs > 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(g_helloDelayMs));
             writeLine(answer(request));
             continue;
         }

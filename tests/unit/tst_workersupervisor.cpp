@@ -4,6 +4,7 @@
 
 #include "core/workersupervisor.h"
 
+#include <QDateTime>
 #include <QElapsedTimer>
 #include <QJsonArray>
 #include <QSignalSpy>
@@ -338,6 +339,79 @@ private Q_SLOTS:
         QCOMPARE(pidOf(second), pidOf(first));
         QCOMPARE(pidOf(evaluated), pidOf(first));
         QVERIFY(pidOf(after) != pidOf(evaluated));
+    }
+
+    void spareWorkerTakesOver()
+    {
+        // Every fake worker needs 500 ms for hello, like the real one loading libtorch.
+        auto supervisor = makeSupervisor({QStringLiteral("--hello-delay"), QStringLiteral("500")},
+                                         WorkerSupervisor::Isolation::FreshPerRequest);
+        QVERIFY(supervisor->spareWorker());
+        QJsonObject slow = evaluate(QStringLiteral("slow"));
+        slow.insert(QStringLiteral("delay_ms"), 1000); // long enough for the spare to say hello
+        const Ending cold = waitForEnd(*supervisor, supervisor->sendRequest(slow));
+        QVERIFY2(cold.hasResponse, qPrintable(cold.message));
+        QVERIFY2(cold.elapsedMs >= 500 + 1000, qPrintable(QString::number(cold.elapsedMs)));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        QVERIFY(sparePid > 0 && sparePid != pidOf(cold));
+
+        const qint64 sentAtMs = QDateTime::currentMSecsSinceEpoch();
+        const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(warm.hasResponse, qPrintable(warm.message));
+        QCOMPARE(pidOf(warm), sparePid);
+        QVERIFY(warm.response.value(QLatin1String("started_ms")).toInteger() < sentAtMs);
+        // The spare was sent hello and nothing else before the evaluation.
+        QCOMPARE(warm.response.value(QLatin1String("requests_seen")).toInt(), 2);
+        // No process start and no 500 ms hello: only the old worker's exit and one round trip.
+        qInfo("cold start and 1000 ms evaluation: %lld ms; next request on the spare: %lld ms", cold.elapsedMs,
+              warm.elapsedMs);
+        QVERIFY2(warm.elapsedMs < 250, qPrintable(QString::number(warm.elapsedMs)));
+    }
+
+    void deadSpareIsReplacedLazily()
+    {
+        auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY(first.hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        QCOMPARE(::kill(pid_t(sparePid), SIGKILL), 0);
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->spareWorkerPid(), qint64(0), kWaitMs);
+        // The next request starts cold, and a new spare starts while it runs.
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QVERIFY(pidOf(second) != sparePid && pidOf(second) != pidOf(first));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        for (const QList<QVariant>& ending : finished)
+            QVERIFY(ending.first().toLongLong() != sparePid); // a spare that never served is not announced
+    }
+
+    void spareOnlyWhereWanted()
+    {
+        // Reuse mode keeps its worker; cheap requests never retire one; the option turns it off.
+        auto reuse = makeSupervisor();
+        QVERIFY(waitForEnd(*reuse, reuse->sendRequest(evaluate())).hasResponse);
+        auto cheap = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        QVERIFY(waitForEnd(*cheap, cheap->sendRequest(request(QStringLiteral("tasks")))).hasResponse);
+        auto off = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        off->setSpareWorker(false);
+        QVERIFY(waitForEnd(*off, off->sendRequest(evaluate())).hasResponse);
+        QTest::qWait(200);
+        QCOMPARE(reuse->spareWorkerPid(), qint64(0));
+        QCOMPARE(cheap->spareWorkerPid(), qint64(0));
+        QCOMPARE(off->spareWorkerPid(), qint64(0));
+    }
+
+    void spareEndsWithSupervisor()
+    {
+        auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        supervisor.reset();
+        QCOMPARE(::kill(pid_t(sparePid), 0), -1); // gone and reaped
     }
 
     void newerProtocolIsRefused()

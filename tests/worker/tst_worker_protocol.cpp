@@ -131,17 +131,27 @@ TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without
     const std::string cubin = compiled.response["cubin_b64"];
     CHECK(cubin.rfind("f0VMR", 0) == 0); // base64 of "\x7fELF"
 
+    const std::string hash = compiled.response["source_hash"];
     auto shipped = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
-                                   {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_90"}}, 120);
+                                   {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_90"},
+                                   {"cubin_source_hash", hash}}, 120);
     REQUIRE(shipped.outcome == WorkerClient::Outcome::Ok);
     CHECK(shipped.response["status"] == "no_device");
     CHECK(shipped.response["compile"]["cached"] == true);
 
     // A cubin for another architecture is not used: the worker compiles for its own.
     auto other = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
-                                 {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_80"}}, 120);
+                                 {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_80"},
+                                 {"cubin_source_hash", hash}}, 120);
     REQUIRE(other.outcome == WorkerClient::Outcome::Ok);
     CHECK_FALSE(other.response["compile"].contains("cached"));
+
+    // Nor is a cubin for another source (a client whose block extraction drifted).
+    auto drifted = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
+                                   {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_90"},
+                                   {"cubin_source_hash", "0000000000000000"}}, 120);
+    REQUIRE(drifted.outcome == WorkerClient::Outcome::Ok);
+    CHECK_FALSE(drifted.response["compile"].contains("cached"));
 }
 
 TEST_CASE("a 10 MB answer is a format error, and the worker goes on")

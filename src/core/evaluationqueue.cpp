@@ -1,0 +1,599 @@
+#include "evaluationqueue.h"
+
+#include <QDateTime>
+#include <QJsonValue>
+#include <QThread>
+
+#include <algorithm>
+#include <utility>
+
+namespace kwb {
+
+namespace {
+
+const QString kVisibleDevices = QStringLiteral("CUDA_VISIBLE_DEVICES");
+
+// The fence scan of src/worker/candidate_parser.cpp, ported line for line, so that what is
+// compiled ahead is byte for byte what the worker would compile. Its whitespace is ASCII only.
+bool isAsciiSpace(QChar c)
+{
+    return c == u' ' || c == u'\t' || c == u'\r' || c == u'\n' || c == u'\f' || c == u'\v';
+}
+
+QString trimAscii(const QString& s)
+{
+    qsizetype b = 0;
+    qsizetype e = s.size();
+    while (b < e && isAsciiSpace(s.at(b)))
+        ++b;
+    while (e > b && isAsciiSpace(s.at(e - 1)))
+        --e;
+    return s.mid(b, e - b);
+}
+
+qsizetype leadingWhitespace(const QString& line)
+{
+    qsizetype i = 0;
+    while (i < line.size() && (line.at(i) == u' ' || line.at(i) == u'\t'))
+        ++i;
+    return i;
+}
+
+bool openingFence(const QString& line, QChar* ch, qsizetype* len, QString* info)
+{
+    const qsizetype i = leadingWhitespace(line);
+    if (i >= line.size() || (line.at(i) != u'`' && line.at(i) != u'~'))
+        return false;
+    const QChar c = line.at(i);
+    qsizetype j = i;
+    while (j < line.size() && line.at(j) == c)
+        ++j;
+    if (j - i < 3)
+        return false;
+    const QString rest = line.mid(j);
+    if (c == u'`' && rest.contains(u'`'))
+        return false; // inline code, not a fence
+    *ch = c;
+    *len = j - i;
+    *info = trimAscii(rest);
+    return true;
+}
+
+bool closingFence(const QString& line, QChar ch, qsizetype len)
+{
+    const qsizetype i = leadingWhitespace(line);
+    qsizetype j = i;
+    while (j < line.size() && line.at(j) == ch)
+        ++j;
+    return j - i >= len && trimAscii(line.mid(j)).isEmpty();
+}
+
+QString tagOf(const QString& info)
+{
+    QString word;
+    for (QChar c : info) {
+        if (isAsciiSpace(c))
+            break;
+        word += c;
+    }
+    while (!word.isEmpty() && (word.front() == u'{' || word.front() == u'.'))
+        word.remove(0, 1);
+    for (qsizetype k = 0; k < word.size(); ++k) {
+        if (word.at(k) == u':' || word.at(k) == u',' || word.at(k) == u'}') {
+            word.truncate(k);
+            break;
+        }
+    }
+    // std::tolower in the worker: ASCII letters only
+    for (QChar& c : word) {
+        if (c >= u'A' && c <= u'Z')
+            c = QChar(c.unicode() + ('a' - 'A'));
+    }
+    return word;
+}
+
+QString stripIndent(const QString& line, qsizetype indent)
+{
+    qsizetype i = 0;
+    while (i < indent && i < line.size() && (line.at(i) == u' ' || line.at(i) == u'\t'))
+        ++i;
+    return line.mid(i);
+}
+
+struct Scan
+{
+    QStringList cudaBlocks;
+    bool unclosed = false;
+};
+
+void scanFences(const QStringList& lines, Scan* out, int depth = 0)
+{
+    qsizetype i = 0;
+    while (i < lines.size()) {
+        QChar ch;
+        qsizetype len = 0;
+        QString info;
+        if (!openingFence(lines.at(i), &ch, &len, &info)) {
+            ++i;
+            continue;
+        }
+        const QString tag = tagOf(info);
+        const qsizetype indent = leadingWhitespace(lines.at(i));
+        qsizetype j = i + 1;
+        QStringList content;
+        while (j < lines.size() && !closingFence(lines.at(j), ch, len))
+            content.append(stripIndent(lines.at(j++), indent));
+        const bool closed = j < lines.size();
+        if (!closed)
+            out->unclosed = true;
+        if ((tag == QLatin1String("markdown") || tag == QLatin1String("md")) && depth < 4) {
+            scanFences(content, out, depth + 1);
+        } else if (tag == QLatin1String("cuda")) {
+            QString text = content.join(u'\n');
+            if (!content.isEmpty())
+                text += u'\n';
+            out->cudaBlocks.append(text);
+        }
+        i = closed ? j + 1 : lines.size();
+    }
+}
+
+qint64 nowMs()
+{
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+} // namespace
+
+QString EvaluationQueue::extractCudaBlock(const QString& answer)
+{
+    QStringList lines = answer.split(u'\n');
+    for (QString& line : lines) {
+        if (line.endsWith(u'\r'))
+            line.chop(1);
+    }
+    Scan scan;
+    scanFences(lines, &scan);
+    // Anything the worker would refuse or read otherwise is left to it.
+    if (scan.unclosed || scan.cudaBlocks.size() != 1)
+        return {};
+    return scan.cudaBlocks.first();
+}
+
+EvaluationQueue::EvaluationQueue(const QList<int>& gpuOrdinals, QObject* parent)
+    : QObject(parent)
+    , m_gpuOrdinals(gpuOrdinals.isEmpty() ? QList<int>{0} : gpuOrdinals)
+    , m_environment(QProcessEnvironment::systemEnvironment())
+    , m_compileWorkerCount(std::max(1, QThread::idealThreadCount() - 1))
+{
+    for (int index = 0; index < m_gpuOrdinals.size(); ++index) {
+        Gpu gpu;
+        gpu.ordinal = m_gpuOrdinals.at(index);
+        gpu.supervisor = new WorkerSupervisor(this);
+        gpu.supervisor->setIsolation(WorkerSupervisor::Isolation::FreshPerRequest);
+        WorkerSupervisor* supervisor = gpu.supervisor;
+        connect(supervisor, &WorkerSupervisor::responseAvailable, this,
+                [this, index](qint64 requestId, const QJsonObject& response) {
+                    onGpuResponse(index, requestId, response);
+                });
+        connect(supervisor, &WorkerSupervisor::requestFailed, this,
+                [this, index](qint64 requestId, const QString& status, const QString& message) {
+                    onGpuFailure(index, requestId, status, message);
+                });
+        connect(supervisor, &WorkerSupervisor::stderrAvailable, this,
+                [this, index](qint64 requestId, const QByteArray& tail, qint64 dropped) {
+                    const Gpu& gpu = m_gpus.at(index);
+                    const qsizetype jobIndex = indexOfJob(gpu.runningJob);
+                    if (jobIndex >= 0 && m_jobs.at(jobIndex).gpuRequest == requestId)
+                        Q_EMIT jobStderrAvailable(gpu.runningJob, tail, dropped);
+                });
+        m_gpus.append(gpu);
+    }
+    setProcessEnvironment(m_environment);
+    m_compileWaitTimer.setSingleShot(true);
+    connect(&m_compileWaitTimer, &QTimer::timeout, this, &EvaluationQueue::scheduleWork);
+}
+
+EvaluationQueue::~EvaluationQueue()
+{
+    // The supervisors end their workers without signals; deleting them here, not in ~QObject,
+    // keeps any late signal away from a half-destroyed queue.
+    for (Gpu& gpu : m_gpus) {
+        gpu.supervisor->disconnect(this);
+        delete gpu.supervisor;
+    }
+    for (Compiler& compiler : m_compilers) {
+        compiler.supervisor->disconnect(this);
+        delete compiler.supervisor;
+    }
+}
+
+void EvaluationQueue::setProgram(const QString& program, const QStringList& arguments)
+{
+    m_program = program;
+    m_arguments = arguments;
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        gpu.supervisor->setProgram(program, arguments);
+    for (const Compiler& compiler : std::as_const(m_compilers))
+        compiler.supervisor->setProgram(program, arguments);
+}
+
+void EvaluationQueue::setProcessEnvironment(const QProcessEnvironment& environment)
+{
+    m_environment = environment;
+    for (const Gpu& gpu : std::as_const(m_gpus)) {
+        QProcessEnvironment own = environment;
+        own.insert(kVisibleDevices, QString::number(gpu.ordinal));
+        gpu.supervisor->setProcessEnvironment(own);
+    }
+    QProcessEnvironment noGpu = environment;
+    noGpu.insert(kVisibleDevices, QString()); // empty: CUDA sees no device at all
+    for (const Compiler& compiler : std::as_const(m_compilers))
+        compiler.supervisor->setProcessEnvironment(noGpu);
+}
+
+void EvaluationQueue::setIsolation(WorkerSupervisor::Isolation isolation)
+{
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        gpu.supervisor->setIsolation(isolation);
+}
+
+void EvaluationQueue::setTimeout(int ms)
+{
+    m_timeoutMs = ms;
+}
+
+void EvaluationQueue::setKillGracePeriod(int ms)
+{
+    m_killGraceMs = ms;
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        gpu.supervisor->setKillGracePeriod(ms);
+    for (const Compiler& compiler : std::as_const(m_compilers))
+        compiler.supervisor->setKillGracePeriod(ms);
+}
+
+void EvaluationQueue::setStderrLimit(qsizetype bytes)
+{
+    m_stderrLimit = bytes;
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        gpu.supervisor->setStderrLimit(bytes);
+}
+
+void EvaluationQueue::setCompileWorkerCount(int count)
+{
+    m_compileWorkerCount = std::max(0, count);
+    while (m_compilers.size() > m_compileWorkerCount && m_compilers.last().job == 0) {
+        Compiler compiler = m_compilers.takeLast();
+        compiler.supervisor->disconnect(this);
+        delete compiler.supervisor;
+    }
+}
+
+qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, const QJsonObject& options)
+{
+    const qint64 id = ++m_nextId;
+    Job job;
+    job.id = id;
+    job.task = taskId;
+    job.answer = answer;
+    job.options = options;
+    job.timeoutMs = options.value(QLatin1String("timeout_ms")).toInt(-1);
+    job.options.remove(QLatin1String("timeout_ms"));
+    if (m_compileWorkerCount > 0) {
+        job.cuda = extractCudaBlock(answer);
+        if (!job.cuda.isEmpty())
+            job.compile = CompileState::Waiting;
+    }
+    if (m_jobs.isEmpty()) {
+        // A new batch: say how the last one ended before counting from zero.
+        if (m_progressScheduled) {
+            m_progressScheduled = false;
+            Q_EMIT jobProgress(m_done, m_total);
+        }
+        m_done = 0;
+        m_total = 0;
+    }
+    m_jobs.append(job);
+    ++m_total;
+    noteProgress();
+    scheduleWork();
+    return id;
+}
+
+bool EvaluationQueue::cancel(qint64 id)
+{
+    const qsizetype index = indexOfJob(id);
+    if (index < 0)
+        return false;
+    const Job& job = m_jobs.at(index);
+    if (job.gpu >= 0) // its supervisor ends the worker and reports `cancelled`
+        return m_gpus.at(job.gpu).supervisor->cancelRequest(job.gpuRequest);
+    // A compile in flight finishes on its own worker (cancelling would cost that worker's
+    // restart); its result finds no job and is dropped.
+    m_jobs.removeAt(index);
+    ++m_done;
+    failLater(id, FailureStatus::Cancelled, QStringLiteral("cancelled before it started"));
+    return true;
+}
+
+void EvaluationQueue::cancelAll()
+{
+    const QList<Job> jobs = m_jobs;
+    for (const Job& job : jobs)
+        cancel(job.id);
+}
+
+void EvaluationQueue::failLater(qint64 id, const QString& status, const QString& message)
+{
+    QMetaObject::invokeMethod(
+        this,
+        [this, id, status, message] {
+            Q_EMIT jobFailed(id, status, message);
+            noteProgress();
+        },
+        Qt::QueuedConnection);
+}
+
+void EvaluationQueue::noteProgress()
+{
+    if (m_progressScheduled)
+        return;
+    m_progressScheduled = true;
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+            if (!m_progressScheduled)
+                return; // already said by submit()
+            m_progressScheduled = false;
+            Q_EMIT jobProgress(m_done, m_total);
+        },
+        Qt::QueuedConnection);
+}
+
+void EvaluationQueue::scheduleWork()
+{
+    if (m_workScheduled)
+        return;
+    m_workScheduled = true;
+    QMetaObject::invokeMethod(this, &EvaluationQueue::work, Qt::QueuedConnection);
+}
+
+qsizetype EvaluationQueue::indexOfJob(qint64 id) const
+{
+    if (id == 0)
+        return -1;
+    for (qsizetype i = 0; i < m_jobs.size(); ++i) {
+        if (m_jobs.at(i).id == id)
+            return i;
+    }
+    return -1;
+}
+
+QString EvaluationQueue::archFor(const Job& job) const
+{
+    const QString own = job.options.value(QLatin1String("arch")).toString();
+    return own.isEmpty() ? m_arch : own;
+}
+
+void EvaluationQueue::requestArch()
+{
+    if (m_archAsked || !m_arch.isEmpty() || m_compileWorkerCount <= 0)
+        return;
+    const bool wanted = std::any_of(m_jobs.cbegin(), m_jobs.cend(), [this](const Job& job) {
+        return job.compile == CompileState::Waiting && archFor(job).isEmpty();
+    });
+    if (!wanted)
+        return;
+    m_archAsked = true; // once: a machine without a GPU will not grow one
+    m_deviceRequest = m_gpus.first().supervisor->sendRequest(
+        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}}, m_timeoutMs);
+}
+
+void EvaluationQueue::work()
+{
+    m_workScheduled = false;
+    requestArch();
+
+    // GPUs first, so a job whose compile has not started never waits for one. Jobs go out in
+    // submission order: none overtakes the head, not even one with its cubin ready.
+    QList<qint64> started;
+    for (int g = 0; g < m_gpus.size(); ++g) {
+        if (m_gpus.at(g).runningJob != 0)
+            continue;
+        qsizetype next = -1;
+        for (qsizetype i = 0; i < m_jobs.size() && next < 0; ++i) {
+            if (m_jobs.at(i).gpu < 0)
+                next = i;
+        }
+        if (next < 0)
+            break;
+        Job& job = m_jobs[next];
+        if (job.compile == CompileState::Running) {
+            // Its compile will usually be done before a worker could have compiled it itself.
+            const qint64 now = nowMs();
+            if (job.waitSinceMs < 0)
+                job.waitSinceMs = now;
+            const qint64 left = job.waitSinceMs + m_compileWaitMs - now;
+            if (left > 0) {
+                m_compileWaitTimer.start(int(left));
+                break;
+            }
+        }
+        if (dispatchToGpu(g, next))
+            started.append(job.id);
+    }
+    startCompiles();
+    for (qint64 id : std::as_const(started))
+        Q_EMIT jobStarted(id);
+}
+
+bool EvaluationQueue::dispatchToGpu(int gpuIndex, qsizetype jobIndex)
+{
+    Job& job = m_jobs[jobIndex];
+    QJsonObject request = job.options;
+    request.insert(QStringLiteral("type"), QStringLiteral("evaluate"));
+    request.insert(QStringLiteral("task"), job.task);
+    request.insert(QStringLiteral("answer"), job.answer);
+    if (job.compile == CompileState::Done && !job.cubin.isEmpty()) {
+        QJsonObject withCubin = request;
+        withCubin.insert(QStringLiteral("cubin_b64"), job.cubin);
+        withCubin.insert(QStringLiteral("cubin_arch"), job.cubinArch);
+        withCubin.insert(QStringLiteral("cubin_source_hash"), job.cubinSourceHash);
+        withCubin.insert(QStringLiteral("compile_log"), job.compileLog);
+        // A cubin must never cost a job its evaluation: past the line limit it is left out.
+        if (!ProtocolCodec::encodeRequest(withCubin).isEmpty())
+            request = withCubin;
+    }
+    job.compile = CompileState::Done; // a compile still running is no longer waited for
+    job.gpu = gpuIndex;
+    Gpu& gpu = m_gpus[gpuIndex];
+    gpu.runningJob = job.id;
+    job.gpuRequest = gpu.supervisor->sendRequest(request, job.timeoutMs < 0 ? m_timeoutMs : job.timeoutMs);
+    // The supervisor holds the request now; the answer and the module can be up to 16 MiB.
+    job.answer.clear();
+    job.cubin.clear();
+    job.cuda.clear();
+    return true;
+}
+
+void EvaluationQueue::ensureCompilers()
+{
+    QProcessEnvironment noGpu = m_environment;
+    noGpu.insert(kVisibleDevices, QString());
+    while (m_compilers.size() < m_compileWorkerCount) {
+        const int index = int(m_compilers.size());
+        Compiler compiler;
+        compiler.supervisor = new WorkerSupervisor(this);
+        // Compiling leaves nothing behind that could spoil the next compile: keep the worker.
+        compiler.supervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        compiler.supervisor->setProgram(m_program, m_arguments);
+        compiler.supervisor->setProcessEnvironment(noGpu);
+        compiler.supervisor->setKillGracePeriod(m_killGraceMs);
+        connect(compiler.supervisor, &WorkerSupervisor::responseAvailable, this,
+                [this, index](qint64 requestId, const QJsonObject& response) {
+                    onCompileResponse(index, requestId, response);
+                });
+        connect(compiler.supervisor, &WorkerSupervisor::requestFailed, this,
+                [this, index](qint64 requestId) { onCompileFailure(index, requestId); });
+        m_compilers.append(compiler);
+    }
+}
+
+void EvaluationQueue::startCompiles()
+{
+    if (m_compileWorkerCount <= 0)
+        return;
+    int considered = 0;
+    for (Job& job : m_jobs) {
+        if (job.gpu >= 0)
+            continue;
+        if (++considered > kCompileLookahead)
+            break;
+        if (job.compile != CompileState::Waiting)
+            continue;
+        const QString arch = archFor(job);
+        if (arch.isEmpty())
+            continue; // the device answer is still to come
+        ensureCompilers();
+        // The lowest free index, so that few compile workers start when few jobs wait.
+        qsizetype free = -1;
+        for (qsizetype c = 0; c < m_compilers.size() && free < 0; ++c) {
+            if (m_compilers.at(c).job == 0)
+                free = c;
+        }
+        if (free < 0)
+            break;
+        const QJsonObject request{{QStringLiteral("type"), QStringLiteral("compile")},
+                                  {QStringLiteral("cuda"), job.cuda},
+                                  {QStringLiteral("arch"), arch},
+                                  {QStringLiteral("return_cubin"), true}};
+        job.compile = CompileState::Running;
+        job.cubinArch = arch;
+        m_compilers[free].job = job.id;
+        job.compileRequest = m_compilers.at(free).supervisor->sendRequest(request, m_compileTimeoutMs);
+    }
+}
+
+void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response)
+{
+    const qint64 jobId = std::exchange(m_compilers[compilerIndex].job, 0);
+    const qsizetype index = indexOfJob(jobId);
+    if (index >= 0) {
+        Job& job = m_jobs[index];
+        if (job.compileRequest == requestId && job.compile == CompileState::Running && job.gpu < 0) {
+            job.compile = CompileState::Done;
+            // A failed compile attaches nothing: the GPU worker compiles again and reports
+            // compile_error with its log, as for any other candidate.
+            const QString cubin = response.value(QLatin1String("cubin_b64")).toString();
+            if (response.value(QLatin1String("ok")).toBool() && response.value(QLatin1String("ok_compile")).toBool() &&
+                !cubin.isEmpty()) {
+                job.cubin = cubin;
+                job.cubinArch = response.value(QLatin1String("arch")).toString(job.cubinArch);
+                job.compileLog = response.value(QLatin1String("log")).toString();
+                job.cubinSourceHash = response.value(QLatin1String("source_hash")).toString();
+            }
+        }
+    }
+    scheduleWork();
+}
+
+void EvaluationQueue::onCompileFailure(int compilerIndex, qint64 requestId)
+{
+    const qint64 jobId = std::exchange(m_compilers[compilerIndex].job, 0);
+    const qsizetype index = indexOfJob(jobId);
+    if (index >= 0 && m_jobs.at(index).compileRequest == requestId && m_jobs.at(index).compile == CompileState::Running)
+        m_jobs[index].compile = CompileState::Done; // evaluated uncompiled; the GPU worker decides
+    scheduleWork();
+}
+
+void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response)
+{
+    if (gpuIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
+        m_deviceRequest = 0;
+        if (response.value(QLatin1String("ok")).toBool() && response.value(QLatin1String("available")).toBool())
+            m_arch = response.value(QLatin1String("arch")).toString();
+        scheduleWork();
+        return;
+    }
+    Gpu& gpu = m_gpus[gpuIndex];
+    const qsizetype index = indexOfJob(gpu.runningJob);
+    if (index < 0 || m_jobs.at(index).gpuRequest != requestId)
+        return;
+    const qint64 id = gpu.runningJob;
+    m_jobs.removeAt(index);
+    gpu.runningJob = 0;
+    ++m_done;
+    scheduleWork();
+    if (!response.value(QLatin1String("ok")).toBool()) {
+        // The worker refused the request (an unknown task): no verdict on the candidate.
+        const QString code = ProtocolCodec::errorCode(response);
+        Q_EMIT jobFailed(id, code.isEmpty() ? FailureStatus::BadRequest : code, ProtocolCodec::errorMessage(response));
+    } else {
+        QJsonObject result = response;
+        result.insert(QStringLiteral("gpu"), gpu.ordinal);
+        Q_EMIT jobFinished(id, result);
+    }
+    noteProgress();
+}
+
+void EvaluationQueue::onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message)
+{
+    if (gpuIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
+        m_deviceRequest = 0; // compile-ahead stays off, except for jobs that name their arch
+        scheduleWork();
+        return;
+    }
+    Gpu& gpu = m_gpus[gpuIndex];
+    const qsizetype index = indexOfJob(gpu.runningJob);
+    if (index < 0 || m_jobs.at(index).gpuRequest != requestId)
+        return;
+    const qint64 id = gpu.runningJob;
+    m_jobs.removeAt(index);
+    gpu.runningJob = 0;
+    ++m_done;
+    scheduleWork();
+    Q_EMIT jobFailed(id, status, message);
+    noteProgress();
+}
+
+} // namespace kwb

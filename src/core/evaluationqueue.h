@@ -1,0 +1,168 @@
+#pragma once
+// A queue of `evaluate` jobs over one WorkerSupervisor per GPU, with compile-ahead: while the GPUs
+// evaluate, CPU-only workers compile the CUDA blocks of queued jobs (`compile` with
+// `return_cubin`), and the job's evaluate request carries the module (`cubin_b64`, `cubin_arch`),
+// so the GPU stage only loads it (docs/protocol.md). Everything runs on the owning thread through
+// signals and slots, like WorkerSupervisor; the parallelism is in the worker processes.
+//
+// Every submitted job ends in exactly one jobFinished() or jobFailed(), emitted from the event
+// loop, never from inside submit() or cancel().
+
+#include "core/workersupervisor.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QObject>
+#include <QProcessEnvironment>
+#include <QString>
+#include <QStringList>
+#include <QTimer>
+
+namespace kwb {
+
+class EvaluationQueue : public QObject
+{
+    Q_OBJECT
+public:
+    static constexpr int kDefaultCompileTimeoutMs = 60 * 1000;
+    /// How long an idle GPU waits for a compile that is already running before it evaluates
+    /// the job uncompiled (the worker then compiles it itself).
+    static constexpr int kDefaultCompileWaitMs = 10 * 1000;
+    /// How many queued jobs, counted from the head, are compiled ahead (cubins are held in memory).
+    static constexpr int kCompileLookahead = 32;
+
+    /// One supervisor per GPU ordinal; each worker sees only its GPU (CUDA_VISIBLE_DEVICES).
+    explicit EvaluationQueue(const QList<int>& gpuOrdinals = {0}, QObject* parent = nullptr);
+    ~EvaluationQueue() override;
+
+    // Settings: call them before submit().
+    void setProgram(const QString& program, const QStringList& arguments = {});
+    /// The base environment of every worker (default: this process's); CUDA_VISIBLE_DEVICES is
+    /// set per worker on top of it.
+    void setProcessEnvironment(const QProcessEnvironment& environment);
+    void setIsolation(WorkerSupervisor::Isolation isolation);
+    /// The wall-clock limit of an evaluation whose options name no "timeout_ms".
+    void setTimeout(int ms);
+    void setKillGracePeriod(int ms);
+    void setStderrLimit(qsizetype bytes);
+    /// CPU compile workers; 0 turns compile-ahead off. Default max(1, idealThreadCount - 1).
+    void setCompileWorkerCount(int count);
+    int compileWorkerCount() const { return m_compileWorkerCount; }
+    void setCompileTimeout(int ms) { m_compileTimeoutMs = ms; }
+    void setCompileWaitLimit(int ms) { m_compileWaitMs = ms; }
+    /// The GPUs' architecture ("sm_90") for compile-ahead. Without it the queue asks the first
+    /// GPU's worker once (`device`); a job's options may name its own "arch".
+    void setArch(const QString& arch) { m_arch = arch; }
+    QString arch() const { return m_arch; }
+    QList<int> gpuOrdinals() const { return m_gpuOrdinals; }
+    /// The supervisor of the GPU at `index` in gpuOrdinals() (for status displays and tests).
+    WorkerSupervisor* gpuSupervisor(int index) const { return m_gpus.value(index).supervisor; }
+
+    /// Queues an evaluation of `answer` for task `taskId` and returns its job id (rising).
+    /// `options` are evaluate fields (profile, scale, seed, timing_trials, device, arch, …) plus
+    /// "timeout_ms", the job's wall-clock limit, which the queue keeps for itself.
+    qint64 submit(const QString& taskId, const QString& answer, const QJsonObject& options = {});
+    /// Cancels a queued or running job; it then fails with status `cancelled`. Returns false when
+    /// the id is not pending.
+    bool cancel(qint64 id);
+    void cancelAll();
+    /// Jobs queued or running.
+    int pendingCount() const { return int(m_jobs.size()); }
+
+    /// The source of the answer's one ```cuda block, as the worker's parser would take it, or an
+    /// empty string when there is none or the answer is anything but plain (two cuda blocks, an
+    /// unclosed fence): the worker's parser is the authority, this only decides what to compile
+    /// ahead.
+    static QString extractCudaBlock(const QString& answer);
+
+Q_SIGNALS:
+    /// The job was handed to a GPU's supervisor.
+    void jobStarted(qint64 id);
+    /// Jobs ended and jobs submitted since the queue was last empty; coalesced to one signal per
+    /// event-loop turn.
+    void jobProgress(int done, int total);
+    /// The worker's evaluate response (its "status" says correct, incorrect, compile_error, …),
+    /// with "gpu": the ordinal it ran on.
+    void jobFinished(qint64 id, const QJsonObject& result);
+    /// The job ended without a response: status is a FailureStatus (timeout, crashed,
+    /// start_failed, cancelled, …) or the error code of a worker that refused the request.
+    void jobFailed(qint64 id, const QString& status, const QString& message);
+    /// The GPU worker's stderr while the job ran, just before its final signal.
+    void jobStderrAvailable(qint64 id, const QByteArray& tail, qint64 droppedBytes);
+
+private:
+    enum class CompileState { None, Waiting, Running, Done };
+
+    struct Job
+    {
+        qint64 id = 0;
+        QString task;
+        QString answer;
+        QJsonObject options;
+        int timeoutMs = -1;
+        QString cuda; // empty: nothing to compile ahead
+        CompileState compile = CompileState::None;
+        qint64 compileRequest = 0;
+        QString cubin;
+        QString cubinArch;
+        QString cubinSourceHash; ///< the worker's hash of the compiled source: it loads the cubin only for that source
+        QString compileLog;
+        qint64 waitSinceMs = -1; // when an idle GPU first waited for its running compile
+        int gpu = -1;            // index into m_gpus once dispatched
+        qint64 gpuRequest = 0;
+    };
+    struct Gpu
+    {
+        int ordinal = 0;
+        WorkerSupervisor* supervisor = nullptr;
+        qint64 runningJob = 0;
+    };
+    struct Compiler
+    {
+        WorkerSupervisor* supervisor = nullptr;
+        qint64 job = 0;
+    };
+
+    void scheduleWork();
+    void work();
+    bool dispatchToGpu(int gpuIndex, qsizetype jobIndex);
+    void startCompiles();
+    void ensureCompilers();
+    QString archFor(const Job& job) const;
+    void requestArch();
+    qsizetype indexOfJob(qint64 id) const;
+    void onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response);
+    void onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message);
+    void onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response);
+    void onCompileFailure(int compilerIndex, qint64 requestId);
+    void failLater(qint64 id, const QString& status, const QString& message);
+    void noteProgress();
+
+    QList<int> m_gpuOrdinals;
+    QList<Gpu> m_gpus;
+    QList<Compiler> m_compilers;
+    QString m_program;
+    QStringList m_arguments;
+    QProcessEnvironment m_environment;
+    int m_killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
+    int m_timeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
+    qsizetype m_stderrLimit = WorkerSupervisor::kDefaultStderrLimit;
+    int m_compileWorkerCount = 1;
+    int m_compileTimeoutMs = kDefaultCompileTimeoutMs;
+    int m_compileWaitMs = kDefaultCompileWaitMs;
+
+    QString m_arch;
+    qint64 m_deviceRequest = 0; // the `device` request asking for m_arch, while it runs
+    bool m_archAsked = false;
+
+    qint64 m_nextId = 0;
+    QList<Job> m_jobs; // queued and running, in submission order
+    bool m_workScheduled = false;
+    QTimer m_compileWaitTimer;
+
+    int m_done = 0;
+    int m_total = 0;
+    bool m_progressScheduled = false;
+};
+
+} // namespace kwb

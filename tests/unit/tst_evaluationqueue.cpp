@@ -1,0 +1,373 @@
+// EvaluationQueue against the fake worker (fakeworker.cpp): order, one job per GPU, each GPU's
+// worker on its own CUDA_VISIBLE_DEVICES, compile-ahead in CPU-only workers, time-outs and
+// cancellation. Every fake worker appends the requests it reads to a log file, so the tests also
+// see requests whose answers the queue keeps to itself (compiles, the spare's hello).
+
+#include "core/evaluationqueue.h"
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace kwb;
+
+namespace {
+
+constexpr int kWaitMs = 15000;
+
+struct Recorder
+{
+    QList<qint64> started;
+    QMap<qint64, qint64> startedAtMs;
+    QList<qint64> ended; // in the order they ended
+    QMap<qint64, QJsonObject> results;
+    QMap<qint64, QString> failures; // id -> status
+    QMap<qint64, QString> messages;
+    QMap<qint64, qint64> endedAtMs;
+    QList<QPair<int, int>> progress;
+
+    explicit Recorder(EvaluationQueue& queue)
+    {
+        QObject::connect(&queue, &EvaluationQueue::jobStarted, &context, [this](qint64 id) {
+            started.append(id);
+            startedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
+        });
+        QObject::connect(&queue, &EvaluationQueue::jobFinished, &context, [this](qint64 id, const QJsonObject& result) {
+            ended.append(id);
+            results.insert(id, result);
+            endedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
+        });
+        QObject::connect(&queue, &EvaluationQueue::jobFailed, &context,
+                         [this](qint64 id, const QString& status, const QString& message) {
+                             ended.append(id);
+                             failures.insert(id, status);
+                             messages.insert(id, message);
+                             endedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
+                         });
+        QObject::connect(&queue, &EvaluationQueue::jobProgress, &context,
+                         [this](int done, int total) { progress.append({done, total}); });
+    }
+    bool waitForEnded(int count) { return QTest::qWaitFor([&] { return ended.size() >= count; }, kWaitMs); }
+    QJsonObject echo(qint64 id) const { return results.value(id).value(QLatin1String("echo")).toObject(); }
+
+    QObject context;
+};
+
+// A candidate in the real format; `prose` lands outside the blocks (fake worker markers).
+QString answer(const QString& prose = QString(), const QString& kernelComment = QString())
+{
+    return QStringLiteral("Here it is. %1\n\n```cuda\n__global__ void k(float* y) { y[0] = 1.0f; } // %2\n```\n\n"
+                          "```python\ndef forward(x):\n    return kb.launch(\"k\", x)\n```\n")
+        .arg(prose, kernelComment);
+}
+
+QJsonObject slowOptions(int delayMs)
+{
+    return QJsonObject{{QStringLiteral("delay_ms"), delayMs}};
+}
+
+} // namespace
+
+class TestEvaluationQueue : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString m_log;
+
+    std::unique_ptr<EvaluationQueue> makeQueue(const QList<int>& ordinals = {0}, int compileWorkers = 2)
+    {
+        auto queue = std::make_unique<EvaluationQueue>(ordinals);
+        queue->setProgram(QStringLiteral(KWB_FAKEWORKER));
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("FAKEWORKER_LOG"), m_log);
+        queue->setProcessEnvironment(environment);
+        queue->setKillGracePeriod(300);
+        queue->setCompileWorkerCount(compileWorkers);
+        return queue;
+    }
+
+    // What the fake workers read, in the order they read it.
+    QList<QJsonObject> logged() const
+    {
+        QFile file(m_log);
+        QList<QJsonObject> entries;
+        if (!file.open(QIODevice::ReadOnly))
+            return entries;
+        for (const QByteArray& line : file.readAll().split('\n')) {
+            if (!line.isEmpty())
+                entries.append(QJsonDocument::fromJson(line).object());
+        }
+        return entries;
+    }
+
+private Q_SLOTS:
+    void init()
+    {
+        QVERIFY(m_dir.isValid());
+        m_log = m_dir.filePath(QStringLiteral("requests-%1.jsonl").arg(QTest::currentTestFunction()));
+        QFile::remove(m_log);
+    }
+
+    void extractCudaBlock_data()
+    {
+        QTest::addColumn<QString>("answer");
+        QTest::addColumn<QString>("expected");
+        const QString code = QStringLiteral("__global__ void k() {}\n");
+        QTest::newRow("plain") << QStringLiteral("text\n```cuda\n__global__ void k() {}\n```\n```python\nx\n```\n")
+                               << code;
+        QTest::newRow("CRLF") << QStringLiteral("```cuda\r\n__global__ void k() {}\r\n```\r\n") << code;
+        QTest::newRow("tag with info") << QStringLiteral("```CUDA title=k.cu\n__global__ void k() {}\n```\n") << code;
+        QTest::newRow("tilde fence") << QStringLiteral("~~~cuda\n__global__ void k() {}\n~~~\n") << code;
+        QTest::newRow("in a list item") << QStringLiteral("1. kernel:\n   ```cuda\n   __global__ void k() {}\n   ```\n")
+                                        << code;
+        QTest::newRow("markdown wrapper")
+            << QStringLiteral("````markdown\n```cuda\n__global__ void k() {}\n```\n````\n") << code;
+        QTest::newRow("longer closing fence") << QStringLiteral("```cuda\n__global__ void k() {}\n`````\n") << code;
+        QTest::newRow("inline code is no fence")
+            << QStringLiteral("use ```cuda``` then\n```cuda\n__global__ void k() {}\n```\n") << code;
+        QTest::newRow("no cuda block") << QStringLiteral("```python\nx\n```\n") << QString();
+        QTest::newRow("two cuda blocks") << QStringLiteral("```cuda\na\n```\n```cuda\nb\n```\n") << QString();
+        QTest::newRow("unclosed") << QStringLiteral("```cuda\n__global__ void k() {}\n") << QString();
+        QTest::newRow("cpp is not cuda") << QStringLiteral("```cpp\n__global__ void k() {}\n```\n") << QString();
+    }
+
+    void extractCudaBlock()
+    {
+        QFETCH(QString, answer);
+        QFETCH(QString, expected);
+        QCOMPARE(EvaluationQueue::extractCudaBlock(answer), expected);
+    }
+
+    void jobsFinishInSubmissionOrder()
+    {
+        auto queue = makeQueue({0}, 1);
+        Recorder recorder(*queue);
+        QList<qint64> ids;
+        for (int i = 0; i < 4; ++i)
+            ids.append(queue->submit(QStringLiteral("L1/1"), answer(), slowOptions(50)));
+        QVERIFY(ids[0] < ids[1] && ids[1] < ids[2] && ids[2] < ids[3]);
+        QCOMPARE(queue->pendingCount(), 4);
+        QVERIFY(recorder.started.isEmpty()); // nothing from inside submit()
+        QVERIFY(recorder.waitForEnded(4));
+        QCOMPARE(recorder.started, ids);
+        QCOMPARE(recorder.ended, ids);
+        for (qint64 id : ids) {
+            const QJsonObject result = recorder.results.value(id);
+            QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+            QCOMPARE(result.value(QLatin1String("gpu")).toInt(), 0);
+            QCOMPARE(result.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("0"));
+            QCOMPARE(recorder.echo(id).value(QLatin1String("task")).toString(), QStringLiteral("L1/1"));
+        }
+        // Fresh worker per job (the default): four processes.
+        QSet<qint64> pids;
+        for (qint64 id : ids)
+            pids.insert(recorder.results.value(id).value(QLatin1String("pid")).toInteger());
+        QCOMPARE(pids.size(), 4);
+        QCOMPARE(queue->pendingCount(), 0);
+
+        // Progress: never backwards, ends at 4 of 4.
+        QTRY_VERIFY(!recorder.progress.isEmpty() && recorder.progress.last() == qMakePair(4, 4));
+        for (qsizetype i = 1; i < recorder.progress.size(); ++i)
+            QVERIFY(recorder.progress.at(i).first >= recorder.progress.at(i - 1).first);
+        QVERIFY(recorder.progress.size() <= 1 + 4); // submissions coalesce
+
+        // A new batch counts from zero.
+        const qint64 next = queue->submit(QStringLiteral("L1/1"), answer());
+        QVERIFY(recorder.waitForEnded(5));
+        QVERIFY(recorder.results.contains(next));
+        QTRY_COMPARE(recorder.progress.last(), qMakePair(1, 1));
+    }
+
+    void twoGpusRunConcurrently()
+    {
+        auto queue = makeQueue({0, 1}, 0);
+        Recorder recorder(*queue);
+        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
+        const qint64 second = queue->submit(QStringLiteral("L2/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
+        QVERIFY(recorder.waitForEnded(2));
+        const QJsonObject a = recorder.results.value(first);
+        const QJsonObject b = recorder.results.value(second);
+        QVERIFY2(!a.isEmpty() && !b.isEmpty(), qPrintable(recorder.messages.value(first) + recorder.messages.value(second)));
+        // Each worker saw only its own GPU, and the result says which.
+        QCOMPARE(a.value(QLatin1String("gpu")).toInt(), 0);
+        QCOMPARE(b.value(QLatin1String("gpu")).toInt(), 1);
+        QCOMPARE(a.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("0"));
+        QCOMPARE(b.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("1"));
+        // Both ran at the same time: each was read before the other was answered.
+        const qint64 lastReceived = std::max(a.value(QLatin1String("received_ms")).toInteger(),
+                                             b.value(QLatin1String("received_ms")).toInteger());
+        const qint64 firstAnswered = std::min(a.value(QLatin1String("answered_ms")).toInteger(),
+                                              b.value(QLatin1String("answered_ms")).toInteger());
+        QVERIFY2(lastReceived < firstAnswered, qPrintable(QStringLiteral("%1 %2").arg(lastReceived).arg(firstAnswered)));
+        QCOMPARE(queue->gpuOrdinals(), (QList<int>{0, 1}));
+    }
+
+    void compileAheadAttachesCubins()
+    {
+        auto queue = makeQueue({0}, 2);
+        Recorder recorder(*queue);
+        QList<qint64> ids;
+        for (int i = 0; i < 4; ++i)
+            ids.append(queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow"), QString::number(i)),
+                                     slowOptions(300)));
+        QVERIFY(recorder.waitForEnded(4));
+        QCOMPARE(recorder.ended, ids);
+        QCOMPARE(queue->arch(), QStringLiteral("sm_90")); // asked the GPU worker once
+
+        // The first job found the GPU idle and went uncompiled rather than wait.
+        QCOMPARE(recorder.results.value(ids[0]).value(QLatin1String("cubin_received")).toBool(), false);
+        for (int i = 1; i < 4; ++i) {
+            const QJsonObject echo = recorder.echo(ids[i]);
+            QVERIFY2(echo.contains(QLatin1String("cubin_b64")), qPrintable(QString::number(i)));
+            QCOMPARE(echo.value(QLatin1String("cubin_arch")).toString(), QStringLiteral("sm_90"));
+            QVERIFY(echo.contains(QLatin1String("compile_log")));
+            // The compile's source hash travels with the cubin, so the worker can refuse a mismatch.
+            QVERIFY(echo.value(QLatin1String("cubin_source_hash")).toString().startsWith(QLatin1String("fake-")));
+            // The module is the one compiled from this job's own cuda block.
+            const QByteArray cubin = QByteArray::fromBase64(echo.value(QLatin1String("cubin_b64")).toString().toLatin1());
+            const QString source = EvaluationQueue::extractCudaBlock(answer(QStringLiteral("fake: slow"), QString::number(i)));
+            QCOMPARE(QString::fromUtf8(cubin), QStringLiteral("FAKECUBIN sm_90 ") + source);
+            const QJsonObject compile = recorder.results.value(ids[i]).value(QLatin1String("compile")).toObject();
+            QCOMPARE(compile.value(QLatin1String("cached")).toBool(), true);
+        }
+
+        // Compiles ran in workers that see no GPU; the GPU worker only answered hello, device and
+        // evaluate; one `device` request in all.
+        int compiles = 0;
+        int devices = 0;
+        for (const QJsonObject& entry : logged()) {
+            const QString type = entry.value(QLatin1String("type")).toString();
+            const QJsonValue visible = entry.value(QLatin1String("cuda_visible_devices"));
+            if (type == QLatin1String("compile")) {
+                ++compiles;
+                QVERIFY(visible.isString());
+                QCOMPARE(visible.toString(), QString());
+            } else if (type == QLatin1String("evaluate") || type == QLatin1String("device")) {
+                devices += type == QLatin1String("device");
+                QCOMPARE(visible.toString(), QStringLiteral("0"));
+            }
+        }
+        QCOMPARE(devices, 1);
+        QCOMPARE(compiles, 3); // the first job's compile never started
+    }
+
+    void compileFailureStillEvaluates()
+    {
+        auto queue = makeQueue({0}, 1);
+        queue->setArch(QStringLiteral("sm_90")); // no device request needed
+        Recorder recorder(*queue);
+        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
+        const qint64 broken = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("status: compile_error"),
+                                                                           QStringLiteral("compile_error")));
+        QVERIFY(recorder.waitForEnded(2));
+        QCOMPARE(recorder.results.value(first).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        // Not a job failure: the GPU worker compiles again and says compile_error itself.
+        QVERIFY(!recorder.failures.contains(broken));
+        QCOMPARE(recorder.results.value(broken).value(QLatin1String("status")).toString(), QStringLiteral("compile_error"));
+        QCOMPARE(recorder.results.value(broken).value(QLatin1String("cubin_received")).toBool(), false);
+        int compiles = 0;
+        int devices = 0;
+        for (const QJsonObject& entry : logged()) {
+            compiles += entry.value(QLatin1String("type")).toString() == QLatin1String("compile");
+            devices += entry.value(QLatin1String("type")).toString() == QLatin1String("device");
+        }
+        QCOMPARE(compiles, 1);
+        QCOMPARE(devices, 0);
+    }
+
+    void idleGpuWaitsForRunningCompileOnlySoLong()
+    {
+        auto queue = makeQueue({0}, 1);
+        queue->setArch(QStringLiteral("sm_90"));
+        queue->setCompileWaitLimit(400);
+        queue->setCompileTimeout(10000);
+        Recorder recorder(*queue);
+        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(200));
+        // Its compile hangs (a source that takes minutes in NVRTC): once the GPU is free, the job
+        // waits the limit, then goes uncompiled.
+        const qint64 second = queue->submit(QStringLiteral("L1/1"), answer(QString(), QStringLiteral("nvrtc: hang")));
+        QVERIFY(recorder.waitForEnded(2));
+        QCOMPARE(recorder.ended, (QList<qint64>{first, second}));
+        QCOMPARE(recorder.results.value(second).value(QLatin1String("cubin_received")).toBool(), false);
+        const qint64 waited = recorder.startedAtMs.value(second) - recorder.endedAtMs.value(first);
+        QVERIFY2(waited >= 300 && waited < 3000, qPrintable(QString::number(waited)));
+    }
+
+    void hangingJobTimesOut()
+    {
+        auto queue = makeQueue({0}, 1);
+        Recorder recorder(*queue);
+        const qint64 hang = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")),
+                                          QJsonObject{{QStringLiteral("timeout_ms"), 500}});
+        const qint64 next = queue->submit(QStringLiteral("L1/1"), answer());
+        QVERIFY(recorder.waitForEnded(2));
+        QCOMPARE(recorder.ended, (QList<qint64>{hang, next}));
+        QCOMPARE(recorder.failures.value(hang), FailureStatus::Timeout);
+        QVERIFY2(recorder.messages.value(hang).contains(QLatin1String("0.5 s")), qPrintable(recorder.messages.value(hang)));
+        QVERIFY(!recorder.echo(hang).contains(QLatin1String("timeout_ms")));
+        QCOMPARE(recorder.results.value(next).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QTRY_COMPARE(recorder.progress.last(), qMakePair(2, 2));
+    }
+
+    void cancelQueuedAndRunning()
+    {
+        auto queue = makeQueue({0}, 1);
+        Recorder recorder(*queue);
+        const qint64 running = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")),
+                                             QJsonObject{{QStringLiteral("timeout_ms"), 60000}});
+        const qint64 queued = queue->submit(QStringLiteral("L1/1"), answer());
+        const qint64 last = queue->submit(QStringLiteral("L1/1"), answer());
+        QTRY_COMPARE(recorder.started, QList<qint64>{running});
+
+        QVERIFY(queue->cancel(queued));
+        QVERIFY(!queue->cancel(queued));
+        QVERIFY(!recorder.failures.contains(queued)); // from the event loop, not from cancel()
+        QTRY_COMPARE(recorder.failures.value(queued), FailureStatus::Cancelled);
+        QVERIFY(recorder.messages.value(queued).contains(QLatin1String("before it started")));
+
+        QTest::qWait(200); // let the hang reach the worker
+        QVERIFY(queue->cancel(running));
+        QVERIFY(recorder.waitForEnded(3));
+        QCOMPARE(recorder.failures.value(running), FailureStatus::Cancelled);
+        QCOMPARE(recorder.results.value(last).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QVERIFY(!recorder.started.contains(queued));
+        QVERIFY(!queue->cancel(12345));
+        QTRY_COMPARE(recorder.progress.last(), qMakePair(3, 3));
+    }
+
+    void cancelAll()
+    {
+        auto queue = makeQueue({0}, 1);
+        Recorder recorder(*queue);
+        QList<qint64> ids;
+        ids.append(queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))));
+        ids.append(queue->submit(QStringLiteral("L1/1"), answer()));
+        ids.append(queue->submit(QStringLiteral("L1/1"), answer()));
+        QTRY_COMPARE(recorder.started.size(), 1);
+        QTest::qWait(200);
+        queue->cancelAll();
+        QVERIFY(recorder.waitForEnded(3));
+        for (qint64 id : ids)
+            QCOMPARE(recorder.failures.value(id), FailureStatus::Cancelled);
+        QCOMPARE(queue->pendingCount(), 0);
+    }
+
+    void refusedRequestIsJobFailure()
+    {
+        auto queue = makeQueue({0}, 0);
+        Recorder recorder(*queue);
+        // A request the worker cannot serve (here: too large for a line) is no verdict on a candidate.
+        const qint64 id = queue->submit(QStringLiteral("L1/1"), QString(kMaxLineBytes, QLatin1Char('x')));
+        QVERIFY(recorder.waitForEnded(1));
+        QCOMPARE(recorder.failures.value(id), FailureStatus::BadRequest);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestEvaluationQueue)
+#include "tst_evaluationqueue.moc"
