@@ -1,0 +1,749 @@
+#include "core/promptrenderer.h"
+
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonValue>
+
+#include <kainjow/mustache.hpp>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kwb {
+
+namespace {
+
+namespace mu = kainjow::mustache;
+
+// ---- the check: our own walk of the tags -----------------------------------------------------
+// The renderer is kainjow's; this walk mirrors its rules (scopes, truthiness of the converted
+// data, default delimiters) to find what it would leave silently empty.
+
+struct Problem
+{
+    QString file;
+    int line = 0;
+    QString variable;
+    QString what;
+};
+
+struct Node
+{
+    enum Kind { Text, Var, Section, Inverted, End, Partial, Comment };
+    Kind kind = Text;
+    std::string name;
+    int line = 0;
+    std::vector<Node> children;
+};
+
+struct Parsed
+{
+    std::vector<Node> nodes;
+    std::optional<Problem> problem;
+};
+
+std::string trimmed(const std::string& s)
+{
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos)
+        return {};
+    const auto e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+Parsed parseTags(const std::string& s, const QString& file)
+{
+    Parsed out;
+    struct Open
+    {
+        Node node;
+        std::vector<Node>* parent;
+    };
+    std::vector<Node> root;
+    std::vector<Open> stack;
+    auto current = [&]() -> std::vector<Node>& { return stack.empty() ? root : stack.back().node.children; };
+    auto fail = [&](int line, const std::string& name, const QString& what) {
+        out.problem = Problem{file, line, q(name), what};
+        return out;
+    };
+
+    size_t pos = 0;
+    int line = 1;
+    size_t counted = 0; // line counts newlines in s[0, counted)
+    auto lineAt = [&](size_t p) {
+        for (; counted < p; ++counted)
+            if (s[counted] == '\n')
+                ++line;
+        return line;
+    };
+    while (true) {
+        const size_t open = s.find("{{", pos);
+        if (open == std::string::npos)
+            break;
+        const int tagLine = lineAt(open);
+        const bool triple = s.compare(open, 3, "{{{") == 0;
+        const size_t contentStart = open + (triple ? 3 : 2);
+        const size_t close = s.find(triple ? "}}}" : "}}", contentStart);
+        if (close == std::string::npos)
+            return fail(tagLine, {}, QStringLiteral("a tag opened here is never closed"));
+        std::string contents = trimmed(s.substr(contentStart, close - contentStart));
+        pos = close + (triple ? 3 : 2);
+
+        Node node;
+        node.line = tagLine;
+        if (triple) {
+            node.kind = Node::Var;
+            node.name = contents;
+        } else if (contents.empty()) {
+            return fail(tagLine, {}, QStringLiteral("an empty tag {{}}"));
+        } else {
+            const char c = contents.front();
+            std::string rest = trimmed(contents.substr(1));
+            switch (c) {
+            case '#': node.kind = Node::Section; node.name = rest; break;
+            case '^': node.kind = Node::Inverted; node.name = rest; break;
+            case '/': node.kind = Node::End; node.name = rest; break;
+            case '>': node.kind = Node::Partial; node.name = rest; break;
+            case '&': node.kind = Node::Var; node.name = rest; break;
+            case '!': node.kind = Node::Comment; break;
+            case '=':
+                return fail(tagLine, {}, QStringLiteral("set-delimiter tags ({{=...=}}) are not supported"));
+            default: node.kind = Node::Var; node.name = contents; break;
+            }
+        }
+        if (node.kind != Node::Comment && node.name.empty())
+            return fail(tagLine, {}, QStringLiteral("a tag without a name"));
+
+        if (node.kind == Node::Section || node.kind == Node::Inverted) {
+            stack.push_back({std::move(node), nullptr});
+        } else if (node.kind == Node::End) {
+            if (stack.empty())
+                return fail(tagLine, node.name,
+                            QStringLiteral("{{/%1}} closes a section that was never opened").arg(q(node.name)));
+            if (stack.back().node.name != node.name)
+                return fail(tagLine, node.name,
+                            QStringLiteral("{{/%1}} closes section '%2' opened on line %3")
+                                .arg(q(node.name), q(stack.back().node.name))
+                                .arg(stack.back().node.line));
+            Node done = std::move(stack.back().node);
+            stack.pop_back();
+            current().push_back(std::move(done));
+        } else {
+            current().push_back(std::move(node));
+        }
+    }
+    if (!stack.empty()) {
+        const Node& n = stack.back().node;
+        return fail(n.line, n.name, QStringLiteral("section '%1' is never closed").arg(q(n.name)));
+    }
+    out.nodes = std::move(root);
+    return out;
+}
+
+// kainjow's truthiness of the data toData() makes: null and "" become false.
+bool truthy(const QJsonValue& v)
+{
+    switch (v.type()) {
+    case QJsonValue::Null:
+    case QJsonValue::Undefined: return false;
+    case QJsonValue::Bool: return v.toBool();
+    case QJsonValue::String: return !v.toString().isEmpty();
+    case QJsonValue::Array: return !v.toArray().isEmpty();
+    default: return true;
+    }
+}
+
+// kainjow's context::get: "." is the innermost scope; a dotted name must resolve fully in one scope.
+std::optional<QJsonValue> resolve(const std::string& name, const std::vector<QJsonValue>& scopes)
+{
+    if (name == ".")
+        return scopes.back();
+    const QStringList parts = q(name).split(QLatin1Char('.'));
+    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+        QJsonValue cur = *it;
+        bool found = true;
+        for (const QString& part : parts) {
+            if (!cur.isObject() || !cur.toObject().contains(part)) {
+                found = false;
+                break;
+            }
+            cur = cur.toObject().value(part);
+        }
+        if (found)
+            return cur;
+    }
+    return std::nullopt;
+}
+
+class Checker
+{
+public:
+    Checker(QString dir, bool strict) : m_dir(std::move(dir)), m_strict(strict) {}
+
+    QString display(const QString& path) const
+    {
+        const QString rel = QDir(m_dir).relativeFilePath(path);
+        return rel.startsWith(QLatin1String("..")) ? path : rel;
+    }
+
+    /// Reads and parses a file; partials are kept for the renderer.
+    std::optional<Problem> load(const QString& path, std::string* text, Parsed* parsed)
+    {
+        QFile f(path);
+        if (!f.open(QIODevice::ReadOnly))
+            return Problem{display(path), 0, {}, QStringLiteral("cannot read the template: %1").arg(f.errorString())};
+        *text = f.readAll().toStdString();
+        *parsed = parseTags(*text, display(path));
+        return parsed->problem;
+    }
+
+    /// Structure over every branch: each partial exists and parses, nesting is bounded.
+    std::optional<Problem> loadPartials(const std::vector<Node>& nodes, const QString& file, int depth)
+    {
+        for (const Node& n : nodes) {
+            if (n.kind == Node::Partial) {
+                if (m_partials.count(n.name) == 0) {
+                    if (depth >= 8)
+                        return Problem{file, n.line, q(n.name), QStringLiteral("partials nest more than 8 deep")};
+                    const QString path = QDir(m_dir).filePath(QStringLiteral("partials/%1.mustache").arg(q(n.name)));
+                    if (!QFileInfo::exists(path))
+                        return Problem{file, n.line, q(n.name),
+                                       QStringLiteral("partial '%1' not found (looked for %2)")
+                                           .arg(q(n.name), display(path))};
+                    Loaded& l = m_partials[n.name];
+                    l.file = display(path);
+                    if (auto p = load(path, &l.text, &l.parsed))
+                        return p;
+                    if (auto p = loadPartials(l.parsed.nodes, l.file, depth + 1))
+                        return p;
+                }
+            }
+            if (auto p = loadPartials(n.children, file, depth))
+                return p;
+        }
+        return std::nullopt;
+    }
+
+    /// Names along the path the renderer takes with this context.
+    std::optional<Problem> walk(const std::vector<Node>& nodes, std::vector<QJsonValue>& scopes, const QString& file)
+    {
+        for (const Node& n : nodes) {
+            switch (n.kind) {
+            case Node::Var:
+                if (m_strict && !resolve(n.name, scopes))
+                    return Problem{file, n.line, q(n.name),
+                                   QStringLiteral("unknown variable '%1' (not in the context)").arg(q(n.name))};
+                break;
+            case Node::Section:
+            case Node::Inverted: {
+                const auto v = resolve(n.name, scopes);
+                if (!v) {
+                    if (m_strict)
+                        return Problem{file, n.line, q(n.name),
+                                       QStringLiteral("unknown section '%1' (not in the context)").arg(q(n.name))};
+                    if (n.kind == Node::Inverted)
+                        if (auto p = walk(n.children, scopes, file))
+                            return p;
+                    break;
+                }
+                if (n.kind == Node::Inverted) {
+                    if (!truthy(*v))
+                        if (auto p = walk(n.children, scopes, file))
+                            return p;
+                    break;
+                }
+                if (!truthy(*v))
+                    break;
+                const QJsonArray items = v->isArray() ? v->toArray() : QJsonArray{*v};
+                for (const QJsonValue& item : items) {
+                    scopes.push_back(item);
+                    auto p = walk(n.children, scopes, file);
+                    scopes.pop_back();
+                    if (p)
+                        return p;
+                }
+                break;
+            }
+            case Node::Partial: {
+                const Loaded& l = m_partials.at(n.name);
+                if (auto p = walk(l.parsed.nodes, scopes, l.file))
+                    return p;
+                break;
+            }
+            default: break;
+            }
+        }
+        return std::nullopt;
+    }
+
+    struct Loaded
+    {
+        QString file;
+        std::string text;
+        Parsed parsed;
+    };
+    std::map<std::string, Loaded> m_partials;
+
+private:
+    QString m_dir;
+    bool m_strict;
+};
+
+// ---- conversion to kainjow's data --------------------------------------------------------------
+
+QString numberText(double d)
+{
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+        return QString::number(static_cast<qint64>(d));
+    return QString::number(d, 'g', 6);
+}
+
+mu::data toData(const QJsonValue& v)
+{
+    switch (v.type()) {
+    case QJsonValue::Bool: return mu::data(v.toBool());
+    case QJsonValue::Double: return mu::data(numberText(v.toDouble()).toStdString());
+    case QJsonValue::String: {
+        const QString s = v.toString();
+        return s.isEmpty() ? mu::data(false) : mu::data(s.toStdString());
+    }
+    case QJsonValue::Array: {
+        mu::data list{mu::data::type::list};
+        for (const QJsonValue& item : v.toArray())
+            list.push_back(toData(item));
+        return list;
+    }
+    case QJsonValue::Object: {
+        mu::data obj{mu::data::type::object};
+        const QJsonObject o = v.toObject();
+        for (auto it = o.begin(); it != o.end(); ++it)
+            obj.set(it.key().toStdString(), toData(it.value()));
+        return obj;
+    }
+    default: return mu::data(false);
+    }
+}
+
+/// kainjow's context, with partials from files instead of from the data.
+class FileContext : public mu::basic_context<std::string>
+{
+public:
+    FileContext(const mu::data* root, const std::unordered_map<std::string, mu::data>* partials)
+        : m_inner(root), m_partials(partials)
+    {
+    }
+    void push(const mu::data* data) override { m_inner.push(data); }
+    void pop() override { m_inner.pop(); }
+    const mu::data* get(const std::string& name) const override { return m_inner.get(name); }
+    const mu::data* get_partial(const std::string& name) const override
+    {
+        const auto it = m_partials->find(name);
+        return it == m_partials->end() ? nullptr : &it->second;
+    }
+
+private:
+    mu::context<std::string> m_inner;
+    const std::unordered_map<std::string, mu::data>* m_partials;
+};
+
+PromptRenderer::RenderResult failure(const Problem& p)
+{
+    PromptRenderer::RenderResult r;
+    r.ok = false;
+    r.file = p.file;
+    r.line = p.line;
+    r.variable = p.variable;
+    r.error = p.line > 0 ? QStringLiteral("%1:%2: %3").arg(p.file).arg(p.line).arg(p.what)
+                         : QStringLiteral("%1: %2").arg(p.file, p.what);
+    return r;
+}
+
+// ---- formatting for buildContext ---------------------------------------------------------------
+
+QString shapeText(const QJsonValue& v)
+{
+    const QJsonArray a = v.toArray();
+    if (a.isEmpty())
+        return QStringLiteral("scalar");
+    QStringList parts;
+    for (const QJsonValue& d : a)
+        parts << numberText(d.toDouble());
+    return parts.join(QChar(0x00D7)); // ×
+}
+
+QString scaled(double v, const QStringList& units, const QString& sep)
+{
+    int i = 0;
+    while (std::fabs(v) >= 1000.0 && i + 1 < units.size()) {
+        v /= 1000.0;
+        ++i;
+    }
+    return QString::number(v, 'f', (i == 0 || v >= 100) ? 0 : (v >= 10 ? 1 : 2)) + sep + units.at(i);
+}
+
+QString flopsText(double f)
+{
+    return scaled(f, {QStringLiteral("FLOP"), QStringLiteral("kFLOP"), QStringLiteral("MFLOP"),
+                      QStringLiteral("GFLOP"), QStringLiteral("TFLOP"), QStringLiteral("PFLOP")},
+                  QStringLiteral(" "));
+}
+
+QString bytesText(double b)
+{
+    return scaled(b, {QStringLiteral("B"), QStringLiteral("kB"), QStringLiteral("MB"), QStringLiteral("GB"),
+                      QStringLiteral("TB")},
+                  QStringLiteral(" "));
+}
+
+QString timeText(double ns)
+{
+    if (ns < 1e3)
+        return QString::number(ns, 'f', 0) + QStringLiteral(" ns");
+    if (ns < 1e6)
+        return QString::number(ns / 1e3, 'f', 1) + QStringLiteral(" µs");
+    if (ns < 1e9)
+        return QString::number(ns / 1e6, 'f', 3) + QStringLiteral(" ms");
+    return QString::number(ns / 1e9, 'f', 3) + QStringLiteral(" s");
+}
+
+QString intensityText(double i) { return QString::number(i, 'f', i < 10 ? 2 : 1) + QStringLiteral(" FLOP/byte"); }
+
+QJsonValue orFalse(const QString& s) { return s.isEmpty() ? QJsonValue(false) : QJsonValue(s); }
+
+/// "def forward(...) -> Tensor:" from the reference, joined onto one line.
+QString forwardSignature(const QString& forward)
+{
+    const qsizetype start = forward.indexOf(QLatin1String("def forward"));
+    if (start < 0)
+        return {};
+    int depth = 0;
+    bool seenParams = false;
+    for (qsizetype i = start; i < forward.size(); ++i) {
+        const QChar c = forward.at(i);
+        if (c == QLatin1Char('(') || c == QLatin1Char('[')) {
+            ++depth;
+        } else if (c == QLatin1Char(')') || c == QLatin1Char(']')) {
+            --depth;
+            if (depth == 0 && c == QLatin1Char(')'))
+                seenParams = true;
+        } else if (c == QLatin1Char(':') && depth == 0 && seenParams) {
+            return forward.mid(start, i - start + 1).simplified().replace(QLatin1String("( "), QLatin1String("("));
+        }
+    }
+    return {};
+}
+
+/// FP32 lanes per SM, for a theoretical peak where the worker measured no ceiling.
+int fp32LanesPerSm(const QString& cc)
+{
+    const QStringList p = cc.split(QLatin1Char('.'));
+    if (p.size() != 2)
+        return 0;
+    const int major = p.at(0).toInt(), minor = p.at(1).toInt();
+    if (major == 7 || (major == 8 && minor == 0))
+        return 64;
+    if (major >= 8)
+        return 128;
+    return 0;
+}
+
+/// Skipped sections and included partials leave runs of blank lines: outside fenced code blocks
+/// (whose lines a compiler log may count) they shrink to one; no blank lines lead, one newline ends.
+QString tidy(const QString& text)
+{
+    QStringList out;
+    QString fence; // the open fence's marker ("```", "````", "~~~"), empty outside code blocks
+    for (const QString& line : text.split(QLatin1Char('\n'))) {
+        const QString t = line.trimmed();
+        const bool blank = t.isEmpty();
+        if (fence.isEmpty()) {
+            if (blank && (out.isEmpty() || out.constLast().trimmed().isEmpty()))
+                continue;
+            if (t.startsWith(QLatin1String("```")) || t.startsWith(QLatin1String("~~~"))) {
+                qsizetype n = 0;
+                while (n < t.size() && t.at(n) == t.at(0))
+                    ++n;
+                fence = t.left(n);
+            }
+        } else if (t.size() >= fence.size() && t == QString(t.size(), fence.at(0))) {
+            fence.clear();
+        }
+        out << line;
+    }
+    while (!out.isEmpty() && out.constLast().trimmed().isEmpty())
+        out.removeLast();
+    return out.isEmpty() ? QString() : out.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
+} // namespace
+
+// ---- PromptRenderer ----------------------------------------------------------------------------
+
+PromptRenderer::PromptRenderer(QString promptsDir) : m_dir(std::move(promptsDir)) {}
+
+QStringList PromptRenderer::templates() const
+{
+    QStringList out;
+    const QDir dir(m_dir);
+    QDirIterator it(m_dir, {QStringLiteral("*.mustache")}, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        const QString rel = dir.relativeFilePath(it.next());
+        if (!rel.startsWith(QLatin1String("partials/")))
+            out << rel;
+    }
+    out.sort();
+    return out;
+}
+
+PromptRenderer::RenderResult PromptRenderer::render(const QString& templatePath, const QJsonObject& context) const
+{
+    const QString path = QFileInfo(templatePath).isAbsolute() ? templatePath : QDir(m_dir).filePath(templatePath);
+    Checker checker(m_dir, m_strict);
+    std::string text;
+    Parsed parsed;
+    if (auto p = checker.load(path, &text, &parsed))
+        return failure(*p);
+    const QString file = checker.display(path);
+    if (auto p = checker.loadPartials(parsed.nodes, file, 0))
+        return failure(*p);
+    std::vector<QJsonValue> scopes{QJsonValue(context)};
+    if (auto p = checker.walk(parsed.nodes, scopes, file))
+        return failure(*p);
+
+    std::unordered_map<std::string, mu::data> partials;
+    for (const auto& [name, loaded] : checker.m_partials)
+        partials.emplace(name, mu::data(loaded.text));
+    const mu::data root = toData(context);
+    FileContext ctx(&root, &partials);
+    mu::mustache tmpl(text);
+    tmpl.set_custom_escape([](const std::string& s) { return s; }); // prompts are not HTML
+    std::string out;
+    if (tmpl.is_valid())
+        out = tmpl.render(ctx);
+    if (!tmpl.is_valid()) // our check should have caught it; keep the library's words
+        return failure(Problem{file, 0, {}, QStringLiteral("Mustache: %1").arg(q(tmpl.error_message()))});
+
+    RenderResult r;
+    r.ok = true;
+    r.text = tidy(QString::fromStdString(out));
+    return r;
+}
+
+QString PromptRenderer::rooflineRule()
+{
+    return QStringLiteral(
+        "Do not reimplement matmul or conv; fuse the epilogue. Matrix multiplies and convolutions are "
+        "compute-bound and cuBLAS/cuDNN already run them near the GPU's limit: keep them as torch calls. "
+        "The elementwise ops after them (bias, activation, scaling, clamp) are memory-bound: each one reads and "
+        "writes the whole tensor, so one custom kernel that does them all in a single pass saves memory traffic "
+        "and launches.");
+}
+
+QJsonObject PromptRenderer::buildContext(const QJsonObject& task, const QJsonObject& analyze,
+                                         const QJsonObject& profile, const QJsonObject& device,
+                                         const QJsonObject& feedback)
+{
+    QJsonObject c;
+
+    // Task
+    const QString reference = task.value(QLatin1String("forward")).toString().trimmed();
+    QString id = task.value(QLatin1String("id")).toString();
+    if (id.isEmpty())
+        id = analyze.value(QLatin1String("task")).toString();
+    c[QStringLiteral("task_id")] = id;
+    c[QStringLiteral("task_title")] = task.value(QLatin1String("title")).toString();
+    c[QStringLiteral("task_level")] = numberText(task.value(QLatin1String("level")).toDouble());
+    c[QStringLiteral("task_number")] = numberText(task.value(QLatin1String("number")).toDouble());
+    c[QStringLiteral("task_description")] = orFalse(task.value(QLatin1String("description")).toString().trimmed());
+    c[QStringLiteral("task_source")] = orFalse(task.value(QLatin1String("source")).toString());
+    c[QStringLiteral("reference")] = reference;
+    c[QStringLiteral("signature")] = forwardSignature(reference);
+
+    QJsonArray inputs;
+    for (const QJsonValue& v : task.value(QLatin1String("inputs")).toArray()) {
+        const QJsonObject in = v.toObject();
+        const bool tensor = in.contains(QLatin1String("full"));
+        inputs.append(QJsonObject{
+            {QStringLiteral("name"), in.value(QLatin1String("name")).toString()},
+            {QStringLiteral("shape"), tensor ? shapeText(in.value(QLatin1String("full"))) : QStringLiteral("scalar")},
+            {QStringLiteral("dtype"), tensor ? in.value(QLatin1String("dtype")).toString()
+                                             : in.value(QLatin1String("kind")).toString()},
+        });
+    }
+    c[QStringLiteral("inputs")] = inputs;
+    QJsonArray params;
+    for (const QJsonValue& v : task.value(QLatin1String("params")).toArray()) {
+        const QJsonObject p = v.toObject();
+        params.append(QJsonObject{
+            {QStringLiteral("name"), p.value(QLatin1String("name")).toString()},
+            {QStringLiteral("shape"), shapeText(p.value(QLatin1String("full")))},
+        });
+    }
+    c[QStringLiteral("params")] = params;
+
+    // Op chain (analyze); views move no data and are left out.
+    QJsonArray ops, libraryOps, fusableOps;
+    QStringList chain;
+    for (const QJsonValue& v : analyze.value(QLatin1String("ops")).toArray()) {
+        const QJsonObject o = v.toObject();
+        const QString category = o.value(QLatin1String("category")).toString();
+        if (category == QLatin1String("view"))
+            continue;
+        const QString name = o.value(QLatin1String("op")).toString();
+        const QJsonObject entry{
+            {QStringLiteral("index"), numberText(o.value(QLatin1String("index")).toDouble())},
+            {QStringLiteral("op"), name},
+            {QStringLiteral("category"), category},
+            {QStringLiteral("shape"), shapeText(o.value(QLatin1String("output")))},
+            {QStringLiteral("flops"), flopsText(o.value(QLatin1String("flops")).toDouble())},
+            {QStringLiteral("bytes"), bytesText(o.value(QLatin1String("bytes")).toDouble())},
+        };
+        ops.append(entry);
+        chain << name;
+        if (category == QLatin1String("matmul") || category == QLatin1String("conv"))
+            libraryOps.append(entry);
+        else
+            fusableOps.append(entry);
+    }
+    c[QStringLiteral("ops")] = ops;
+    c[QStringLiteral("library_ops")] = libraryOps;
+    c[QStringLiteral("fusable_ops")] = fusableOps;
+    c[QStringLiteral("op_chain")] = orFalse(chain.join(QStringLiteral(" → ")));
+    const bool analyzed = analyze.contains(QLatin1String("flops"));
+    const double flops = analyze.value(QLatin1String("flops")).toDouble();
+    const double bytesUnfused = analyze.value(QLatin1String("bytes_unfused")).toDouble();
+    const double bytesFused = analyze.value(QLatin1String("bytes_fused")).toDouble();
+    auto intensity = [&](const char* key, double bytes) {
+        const QJsonValue given = analyze.value(QLatin1String(key));
+        if (given.isDouble())
+            return given.toDouble();
+        return bytes > 0 ? flops / bytes : 0.0;
+    };
+    const double intensityFused = intensity("intensity_fused", bytesFused);
+    c[QStringLiteral("output_shape")] = analyze.contains(QLatin1String("output_shape"))
+                                            ? QJsonValue(shapeText(analyze.value(QLatin1String("output_shape"))))
+                                            : QJsonValue(false);
+    c[QStringLiteral("flops")] = analyzed ? QJsonValue(flopsText(flops)) : QJsonValue(false);
+    c[QStringLiteral("bytes_unfused")] = analyzed ? QJsonValue(bytesText(bytesUnfused)) : QJsonValue(false);
+    c[QStringLiteral("bytes_fused")] = analyzed ? QJsonValue(bytesText(bytesFused)) : QJsonValue(false);
+    c[QStringLiteral("intensity_unfused")] =
+        analyzed ? QJsonValue(intensityText(intensity("intensity_unfused", bytesUnfused))) : QJsonValue(false);
+    c[QStringLiteral("intensity_fused")] = analyzed ? QJsonValue(intensityText(intensityFused)) : QJsonValue(false);
+
+    // Profile: the top five ops by CUDA time.
+    QJsonArray topOps;
+    for (const QJsonValue& v : profile.value(QLatin1String("ops")).toArray()) {
+        if (topOps.size() == 5)
+            break;
+        const QJsonObject o = v.toObject();
+        topOps.append(QJsonObject{
+            {QStringLiteral("op"), o.value(QLatin1String("op")).toString()},
+            {QStringLiteral("share"),
+             QString::number(100.0 * o.value(QLatin1String("share")).toDouble(), 'f', 1) + QStringLiteral(" %")},
+            {QStringLiteral("time"), timeText(o.value(QLatin1String("time_ns")).toDouble())},
+            {QStringLiteral("kernels"), numberText(o.value(QLatin1String("kernels")).toDouble())},
+        });
+    }
+    c[QStringLiteral("top_ops")] = topOps;
+    c[QStringLiteral("profile_total")] = profile.contains(QLatin1String("total_ns"))
+                                             ? QJsonValue(timeText(profile.value(QLatin1String("total_ns")).toDouble()))
+                                             : QJsonValue(false);
+    c[QStringLiteral("roofline_rule")] = rooflineRule();
+
+    // Device
+    QJsonValue deviceValue(false), verdict(false);
+    if (device.value(QLatin1String("available")).toBool()) {
+        const QJsonObject ceilings = device.value(QLatin1String("ceilings")).toObject();
+        double gbps = ceilings.value(QLatin1String("hbm_copy_gbps")).toDouble();
+        QString gbpsNote = QStringLiteral("measured copy");
+        if (gbps <= 0) {
+            gbps = device.value(QLatin1String("hbm_theoretical_gbps")).toDouble();
+            gbpsNote = QStringLiteral("theoretical");
+        }
+        double gflops = ceilings.value(QLatin1String("fp32_fma_gflops")).toDouble();
+        QString gflopsNote = QStringLiteral("measured FMA");
+        const QString cc = device.value(QLatin1String("cc")).toString();
+        if (gflops <= 0) {
+            gflops = device.value(QLatin1String("sm_count")).toDouble() * fp32LanesPerSm(cc) * 2.0 *
+                     device.value(QLatin1String("sm_clock_khz")).toDouble() * 1e-6;
+            gflopsNote = QStringLiteral("theoretical");
+        }
+        const bool ridgeKnown = gbps > 0 && gflops > 0;
+        const double ridge = ridgeKnown ? gflops / gbps : 0.0;
+        const QString unknown = QStringLiteral("unknown");
+        deviceValue = QJsonObject{
+            {QStringLiteral("name"), device.value(QLatin1String("name")).toString()},
+            {QStringLiteral("arch"), device.value(QLatin1String("arch")).toString()},
+            {QStringLiteral("cc"), cc},
+            {QStringLiteral("sm_count"), numberText(device.value(QLatin1String("sm_count")).toDouble())},
+            {QStringLiteral("hbm_gbps"),
+             gbps > 0 ? QStringLiteral("%1 GB/s (%2)").arg(QString::number(gbps, 'f', 0), gbpsNote) : unknown},
+            {QStringLiteral("fp32_tflops"),
+             gflops > 0 ? QStringLiteral("%1 TFLOP/s (%2)").arg(QString::number(gflops / 1000.0, 'f', 1), gflopsNote)
+                        : unknown},
+            {QStringLiteral("ridge_point"), ridgeKnown ? intensityText(ridge) : unknown},
+        };
+        if (ridgeKnown && analyzed && bytesFused > 0)
+            verdict = intensityFused >= ridge
+                          ? QStringLiteral("compute-bound: even fused, the task does %1, above the ridge point of %2")
+                                .arg(intensityText(intensityFused), intensityText(ridge))
+                          : QStringLiteral("memory-bound: even fused, the task does %1, below the ridge point of %2")
+                                .arg(intensityText(intensityFused), intensityText(ridge));
+    }
+    c[QStringLiteral("device")] = deviceValue;
+    c[QStringLiteral("roofline_verdict")] = verdict;
+
+    // Previous answer and its evaluation
+    QJsonValue feedbackValue(false);
+    c[QStringLiteral("previous_answer")] = orFalse(feedback.value(QLatin1String("answer")).toString().trimmed());
+    if (!feedback.isEmpty()) {
+        QString message = feedback.value(QLatin1String("message")).toString();
+        if (message.isEmpty())
+            message = feedback.value(QLatin1String("error")).toObject().value(QLatin1String("message")).toString();
+        const QJsonObject correctness = feedback.value(QLatin1String("correctness")).toObject();
+        QString correctnessText;
+        if (!correctness.isEmpty())
+            correctnessText = QStringLiteral("passed %1 of %2 trials; max abs diff %3 (atol %4), max rel diff %5 (rtol %6)")
+                                  .arg(numberText(correctness.value(QLatin1String("passed")).toDouble()),
+                                       numberText(correctness.value(QLatin1String("trials")).toDouble()),
+                                       numberText(correctness.value(QLatin1String("max_abs_diff")).toDouble()),
+                                       numberText(correctness.value(QLatin1String("atol")).toDouble()),
+                                       numberText(correctness.value(QLatin1String("max_rel_diff")).toDouble()),
+                                       numberText(correctness.value(QLatin1String("rtol")).toDouble()));
+        const QJsonValue speedup = feedback.value(QLatin1String("speedup"));
+        feedbackValue = QJsonObject{
+            {QStringLiteral("status"), feedback.value(QLatin1String("status")).toString()},
+            {QStringLiteral("stage"), orFalse(feedback.value(QLatin1String("stage")).toString())},
+            {QStringLiteral("message"), orFalse(message.trimmed())},
+            {QStringLiteral("compile_log"),
+             orFalse(feedback.value(QLatin1String("compile")).toObject().value(QLatin1String("log")).toString().trimmed())},
+            {QStringLiteral("correctness"), orFalse(correctnessText)},
+            {QStringLiteral("speedup"),
+             speedup.isDouble() ? QJsonValue(QString::number(speedup.toDouble(), 'f', 2) + QChar(0x00D7))
+                                : QJsonValue(false)},
+            {QStringLiteral("log"), orFalse(feedback.value(QLatin1String("log")).toString().trimmed())},
+        };
+    }
+    c[QStringLiteral("feedback")] = feedbackValue;
+
+    // Filled by the regime (the outputs of earlier roles, the turn).
+    c[QStringLiteral("analysis")] = false;
+    c[QStringLiteral("research")] = false;
+    c[QStringLiteral("diagnosis")] = false;
+    c[QStringLiteral("critique")] = false;
+    c[QStringLiteral("turn")] = QStringLiteral("1");
+    c[QStringLiteral("max_turns")] = QStringLiteral("1");
+    return c;
+}
+
+} // namespace kwb

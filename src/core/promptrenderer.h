@@ -1,0 +1,58 @@
+// Prompt templates (prompts/, docs/prompts.md): Mustache files rendered with the packaged kainjow
+// library, checked first by our own walk of their tags, because the library renders a missing
+// name or a missing partial as nothing, and a prompt with a silent hole is a wrong experiment.
+#pragma once
+
+#include <QJsonObject>
+#include <QString>
+#include <QStringList>
+
+namespace kwb {
+
+class PromptRenderer
+{
+public:
+    struct RenderResult
+    {
+        bool ok = false;
+        QString text;     ///< the rendered prompt (empty on error)
+        QString error;    ///< "file:line: what", for people and logs
+        QString file;     ///< the template or partial the error is in, relative to the prompts dir
+        int line = 0;     ///< 1-based line in that file, 0 when the error has no line
+        QString variable; ///< the tag's name (variable, section or partial), when there is one
+    };
+
+    /// promptsDir holds the regime folders and partials/ (`{{> name}}` reads partials/name.mustache).
+    explicit PromptRenderer(QString promptsDir);
+
+    QString promptsDir() const { return m_dir; }
+
+    /// Strict (the default): a tag that would render and names nothing in the context is an error.
+    /// Otherwise it renders empty, as Mustache does. Unbalanced sections and missing partials are
+    /// errors either way.
+    void setStrict(bool strict) { m_strict = strict; }
+    bool strict() const { return m_strict; }
+
+    /// templatePath is relative to the prompts dir ("agent/generator.mustache") or absolute.
+    /// Nothing is HTML-escaped: `{{x}}` and `{{{x}}}` both insert x as it is.
+    RenderResult render(const QString& templatePath, const QJsonObject& context) const;
+
+    /// Every template under the prompts dir, relative paths, sorted; partials/ left out.
+    QStringList templates() const;
+
+    /// The context of docs/prompts.md from the worker's responses (docs/protocol.md): a task as
+    /// `tasks` lists it, `analyze`, `profile` and `device` responses (any may be empty) and, for a
+    /// retry, the `evaluate` response of the previous answer with the answer itself under
+    /// "answer". Every documented name is present: what is unknown is false (sections skip it).
+    static QJsonObject buildContext(const QJsonObject& task, const QJsonObject& analyze, const QJsonObject& profile,
+                                    const QJsonObject& device, const QJsonObject& feedback = {});
+
+    /// The roofline rule the profiling-guided and competence-matched prompts state.
+    static QString rooflineRule();
+
+private:
+    QString m_dir;
+    bool m_strict = true;
+};
+
+} // namespace kwb

@@ -1,0 +1,323 @@
+#include "core/runstats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace kwb {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// Uniform in [0, n), without modulo bias, the same on every platform (std's distributions are
+/// implementation-defined; the engine is not).
+class IndexDraw
+{
+public:
+    explicit IndexDraw(std::uint64_t seed)
+        : m_engine(seed)
+    {
+    }
+    std::size_t below(std::size_t n)
+    {
+        const std::uint64_t bound = n;
+        const std::uint64_t threshold = (0 - bound) % bound; // 2^64 mod n
+        for (;;) {
+            const std::uint64_t r = m_engine();
+            if (r >= threshold)
+                return std::size_t(r % bound);
+        }
+    }
+
+private:
+    std::mt19937_64 m_engine;
+};
+
+/// Percentile of sorted values, linear between order statistics (Hyndman–Fan type 7).
+double percentile(const std::vector<double>& sorted, double p)
+{
+    if (sorted.empty())
+        return kNaN;
+    const double h = (double(sorted.size()) - 1.0) * p;
+    const std::size_t lo = std::size_t(std::floor(h));
+    const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+    return sorted[lo] + (h - double(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+/// The point value with the percentile interval of the finite replicate values.
+Estimate interval(double value, std::vector<double> replicates, double confidence)
+{
+    replicates.erase(std::remove_if(replicates.begin(), replicates.end(), [](double v) { return !std::isfinite(v); }),
+                     replicates.end());
+    std::sort(replicates.begin(), replicates.end());
+    const double alpha = 1.0 - confidence;
+    Estimate estimate;
+    estimate.value = value;
+    if (!std::isfinite(value) || replicates.empty()) {
+        estimate.low = estimate.high = std::isfinite(value) ? value : kNaN;
+        return estimate;
+    }
+    estimate.low = percentile(replicates, alpha / 2.0);
+    estimate.high = percentile(replicates, 1.0 - alpha / 2.0);
+    return estimate;
+}
+
+/// Sums over a multiset of tasks; the same code serves the point estimate and every resample.
+struct Tally
+{
+    int tasks = 0;
+    int correct = 0;
+    int fast1 = 0;
+    int compiled = 0;
+    double logSum = 0.0;
+    int logCount = 0;
+
+    void add(const TaskOutcome& outcome)
+    {
+        ++tasks;
+        if (outcome.correct()) {
+            ++correct;
+            if (std::isfinite(outcome.speedup) && outcome.speedup > 0.0) {
+                logSum += std::log(outcome.speedup);
+                ++logCount;
+            }
+        }
+        if (outcome.fast1())
+            ++fast1;
+        if (outcome.compiled)
+            ++compiled;
+    }
+    double pct(int count) const { return tasks > 0 ? 100.0 * count / tasks : kNaN; }
+    double geomean() const { return logCount > 0 ? std::exp(logSum / logCount) : kNaN; }
+};
+
+double logChoose(int n, int k)
+{
+    return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+}
+
+} // namespace
+
+bool TaskOutcome::correct() const
+{
+    return status == QLatin1String("correct");
+}
+
+bool TaskOutcome::fast1() const
+{
+    return correct() && std::isfinite(speedup) && speedup > 1.0;
+}
+
+bool Estimate::isValid() const
+{
+    return std::isfinite(value);
+}
+
+Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOptions& options)
+{
+    Tally point;
+    for (const TaskOutcome& outcome : outcomes)
+        point.add(outcome);
+
+    std::vector<double> correct, fast1, compiled, geomean;
+    const std::size_t n = std::size_t(outcomes.size());
+    if (n > 0 && options.resamples > 0) {
+        IndexDraw draw(options.seed);
+        correct.reserve(std::size_t(options.resamples));
+        fast1.reserve(std::size_t(options.resamples));
+        compiled.reserve(std::size_t(options.resamples));
+        geomean.reserve(std::size_t(options.resamples));
+        for (int r = 0; r < options.resamples; ++r) {
+            Tally tally;
+            for (std::size_t i = 0; i < n; ++i)
+                tally.add(outcomes.at(qsizetype(draw.below(n))));
+            correct.push_back(tally.pct(tally.correct));
+            fast1.push_back(tally.pct(tally.fast1));
+            compiled.push_back(tally.pct(tally.compiled));
+            geomean.push_back(tally.geomean());
+        }
+    }
+
+    Metrics metrics;
+    metrics.tasks = point.tasks;
+    metrics.correct = point.correct;
+    metrics.fast1 = point.fast1;
+    metrics.compiled = point.compiled;
+    metrics.geomeanCount = point.logCount;
+    metrics.correctPct = interval(point.pct(point.correct), std::move(correct), options.confidence);
+    metrics.fast1Pct = interval(point.pct(point.fast1), std::move(fast1), options.confidence);
+    metrics.compiledPct = interval(point.pct(point.compiled), std::move(compiled), options.confidence);
+    metrics.geomeanSpeedup = interval(point.geomean(), std::move(geomean), options.confidence);
+    return metrics;
+}
+
+RunSummary summarize(const QList<TaskOutcome>& outcomes, const BootstrapOptions& options)
+{
+    RunSummary summary;
+    summary.overall = computeMetrics(outcomes, options);
+    QMap<int, QList<TaskOutcome>> byLevel;
+    for (const TaskOutcome& outcome : outcomes)
+        byLevel[outcome.level].append(outcome);
+    for (auto it = byLevel.cbegin(); it != byLevel.cend(); ++it)
+        summary.perLevel.insert(it.key(), computeMetrics(it.value(), options));
+    return summary;
+}
+
+PairedComparison comparePaired(const QList<TaskOutcome>& a, const QList<TaskOutcome>& b,
+                               const BootstrapOptions& options)
+{
+    PairedComparison comparison;
+    QMap<QString, bool> correctA, correctB;
+    for (const TaskOutcome& outcome : a)
+        correctA.insert(outcome.task, outcome.correct());
+    for (const TaskOutcome& outcome : b)
+        correctB.insert(outcome.task, outcome.correct());
+
+    // Sorted by task (QMap order), so the resamples do not depend on the order of the input.
+    std::vector<std::pair<bool, bool>> pairs;
+    for (auto it = correctA.cbegin(); it != correctA.cend(); ++it) {
+        const auto other = correctB.constFind(it.key());
+        if (other == correctB.cend()) {
+            comparison.missingInB.append(it.key());
+            continue;
+        }
+        pairs.emplace_back(it.value(), other.value());
+    }
+    for (auto it = correctB.cbegin(); it != correctB.cend(); ++it) {
+        if (!correctA.contains(it.key()))
+            comparison.missingInA.append(it.key());
+    }
+
+    int correctCountA = 0, correctCountB = 0;
+    for (const auto& [inA, inB] : pairs) {
+        correctCountA += inA;
+        correctCountB += inB;
+        if (inA && inB)
+            ++comparison.both;
+        else if (inA)
+            ++comparison.onlyA;
+        else if (inB)
+            ++comparison.onlyB;
+        else
+            ++comparison.neither;
+    }
+    const std::size_t n = pairs.size();
+    comparison.tasks = int(n);
+
+    std::vector<double> pctA, pctB, difference;
+    if (n > 0 && options.resamples > 0) {
+        IndexDraw draw(options.seed);
+        for (int r = 0; r < options.resamples; ++r) {
+            int countA = 0, countB = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const auto& pair = pairs[draw.below(n)];
+                countA += pair.first;
+                countB += pair.second;
+            }
+            pctA.push_back(100.0 * countA / double(n));
+            pctB.push_back(100.0 * countB / double(n));
+            difference.push_back(100.0 * (countA - countB) / double(n));
+        }
+    }
+    const double pointA = n > 0 ? 100.0 * correctCountA / double(n) : kNaN;
+    const double pointB = n > 0 ? 100.0 * correctCountB / double(n) : kNaN;
+    comparison.correctPctA = interval(pointA, std::move(pctA), options.confidence);
+    comparison.correctPctB = interval(pointB, std::move(pctB), options.confidence);
+    comparison.differencePct = interval(pointA - pointB, std::move(difference), options.confidence);
+
+    // Under "no difference" each discordant task is A's or B's with probability 1/2.
+    const int discordant = comparison.onlyA + comparison.onlyB;
+    if (discordant > 0) {
+        const int smaller = std::min(comparison.onlyA, comparison.onlyB);
+        double tail = 0.0;
+        for (int i = 0; i <= smaller; ++i)
+            tail += std::exp(logChoose(discordant, i) - discordant * std::log(2.0));
+        comparison.signTestP = std::min(1.0, 2.0 * tail);
+    }
+    return comparison;
+}
+
+double passAtN(int k, int c, int n)
+{
+    if (n < 1 || n > k || c < 0 || c > k)
+        return kNaN;
+    if (k - c < n)
+        return 1.0; // every n-subset holds a correct sample
+    // 1 − C(k−c, n)/C(k, n) = 1 − Π_{i=k−c+1}^{k} (1 − n/i), without large binomials.
+    double allWrong = 1.0;
+    for (int i = k - c + 1; i <= k; ++i)
+        allWrong *= 1.0 - double(n) / double(i);
+    return 1.0 - allWrong;
+}
+
+QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList<int>& ns,
+                                 const BootstrapOptions& options)
+{
+    QList<BestOfNPoint> curve;
+    for (const int n : ns) {
+        std::vector<double> values;
+        for (const SampleOutcomes& task : tasks) {
+            const int k = int(task.correct.size());
+            if (k < n)
+                continue;
+            const int c = int(std::count(task.correct.cbegin(), task.correct.cend(), true));
+            values.push_back(passAtN(k, c, n));
+        }
+        BestOfNPoint point;
+        point.n = n;
+        point.tasks = int(values.size());
+        double sum = 0.0;
+        for (double v : values)
+            sum += v;
+        const double mean = values.empty() ? kNaN : 100.0 * sum / double(values.size());
+
+        std::vector<double> replicates;
+        if (!values.empty() && options.resamples > 0) {
+            IndexDraw draw(options.seed);
+            for (int r = 0; r < options.resamples; ++r) {
+                double resampled = 0.0;
+                for (std::size_t i = 0; i < values.size(); ++i)
+                    resampled += values[draw.below(values.size())];
+                replicates.push_back(100.0 * resampled / double(values.size()));
+            }
+        }
+        point.passPct = interval(mean, std::move(replicates), options.confidence);
+        curve.append(point);
+    }
+    return curve;
+}
+
+RoutingEstimate estimateRouting(const QMap<QString, QList<TaskOutcome>>& runsByRegime,
+                                const QMap<int, QString>& regimeForLevel, const BootstrapOptions& options)
+{
+    RoutingEstimate estimate;
+    estimate.routing = regimeForLevel;
+    QList<TaskOutcome> picked;
+    for (auto it = regimeForLevel.cbegin(); it != regimeForLevel.cend(); ++it) {
+        const auto run = runsByRegime.constFind(it.value());
+        if (run == runsByRegime.cend()) {
+            estimate.problems.append(
+                QStringLiteral("level %1 is routed to %2, which has no run").arg(it.key()).arg(it.value()));
+            continue;
+        }
+        QList<TaskOutcome> level;
+        for (const TaskOutcome& outcome : run.value()) {
+            if (outcome.level == it.key())
+                level.append(outcome);
+        }
+        if (level.isEmpty()) {
+            estimate.problems.append(
+                QStringLiteral("the %1 run has no tasks of level %2").arg(it.value()).arg(it.key()));
+            continue;
+        }
+        estimate.perLevel.insert(it.key(), computeMetrics(level, options));
+        picked.append(level);
+    }
+    estimate.combined = computeMetrics(picked, options);
+    return estimate;
+}
+
+} // namespace kwb

@@ -1,0 +1,134 @@
+#pragma once
+// The study's metrics (Tables I–II of "Correct First, Fast Second") and the statistics that say
+// how far to trust them: 95 % bootstrap confidence intervals over tasks, paired comparisons of two
+// runs on the same tasks, the best-of-n curve and the routing estimate. Pure functions on value
+// lists; which candidate of a task counts (selection per regime) is decided before this, and the
+// report formats the numbers.
+//
+// Percentages are in percent (0–100). An estimate over no tasks is NaN (Estimate::isValid()).
+// The bootstrap draws from std::mt19937_64 (fully specified by the standard) with its own
+// unbiased index draw, so a seed gives the same intervals on every platform.
+
+#include <QList>
+#include <QMap>
+#include <QString>
+#include <QStringList>
+
+#include <cstdint>
+
+namespace kwb {
+
+/// The outcome of one task in one run: the status and speedup of the candidate selected for it.
+struct TaskOutcome
+{
+    QString task;  ///< "L2/1"
+    int level = 0; ///< 1, 2 or 3
+    QString status; ///< "correct" counts as correct; anything else does not
+    double speedup = 0.0; ///< reference time / candidate time; <= 0 or NaN when not timed
+    bool compiled = false;
+
+    bool correct() const;
+    /// KernelBench's fast_1: correct and strictly faster than the reference.
+    bool fast1() const;
+};
+
+struct BootstrapOptions
+{
+    int resamples = 2000;
+    std::uint64_t seed = 20261109;
+    double confidence = 0.95;
+};
+
+/// A point estimate with its bootstrap percentile interval.
+struct Estimate
+{
+    double value = 0.0;
+    double low = 0.0;
+    double high = 0.0;
+
+    bool isValid() const;
+};
+
+struct Metrics
+{
+    int tasks = 0;
+    int correct = 0;  ///< "solved" in the study's per-level column
+    int fast1 = 0;
+    int compiled = 0;
+    Estimate correctPct;
+    Estimate fast1Pct;    ///< over ALL tasks, not over the correct ones
+    Estimate compiledPct;
+    /// Geometric mean of the speedups of correct kernels (those with a positive finite speedup);
+    /// its interval comes from the resamples that hold at least one such kernel.
+    Estimate geomeanSpeedup;
+    int geomeanCount = 0; ///< correct kernels that entered the geometric mean
+};
+
+struct RunSummary
+{
+    Metrics overall;
+    QMap<int, Metrics> perLevel; ///< level -> metrics over that level's tasks (resampled within it)
+};
+
+/// The metrics of one run, overall and per level.
+RunSummary summarize(const QList<TaskOutcome>& outcomes, const BootstrapOptions& options = {});
+/// The metrics of a set of tasks (no per-level split).
+Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOptions& options = {});
+
+/// Run A against run B on the tasks they share.
+struct PairedComparison
+{
+    int tasks = 0;    ///< tasks in both runs
+    int onlyA = 0;    ///< correct in A, not in B
+    int onlyB = 0;
+    int both = 0;
+    int neither = 0;
+    Estimate correctPctA;
+    Estimate correctPctB;
+    /// correct % of A minus correct % of B (percentage points), with a paired bootstrap interval
+    /// (the same resampled tasks on both sides).
+    Estimate differencePct;
+    /// Exact two-sided sign (McNemar) test on the discordant tasks: onlyA against onlyB.
+    double signTestP = 1.0;
+    QStringList missingInA; ///< tasks of B that A does not have
+    QStringList missingInB;
+};
+
+PairedComparison comparePaired(const QList<TaskOutcome>& a, const QList<TaskOutcome>& b,
+                               const BootstrapOptions& options = {});
+
+/// For the best-of-n curve: one task's per-sample correctness (k independent samples).
+struct SampleOutcomes
+{
+    QString task;
+    int level = 0;
+    QList<bool> correct;
+};
+
+/// The unbiased estimator of P(at least one correct among n of k samples, c of them correct):
+/// 1 − C(k−c, n) / C(k, n). NaN when n > k or n < 1.
+double passAtN(int k, int c, int n);
+
+struct BestOfNPoint
+{
+    int n = 0;
+    int tasks = 0;     ///< tasks with at least n samples (the others are left out of this point)
+    Estimate passPct;  ///< mean of pass@n over those tasks, in percent
+};
+
+QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList<int>& ns = {1, 2, 4, 8},
+                                 const BootstrapOptions& options = {});
+
+/// Routing: each level's tasks are taken from the run of the regime chosen for that level.
+struct RoutingEstimate
+{
+    QMap<int, QString> routing;   ///< level -> regime, as given
+    Metrics combined;             ///< over the tasks the routing picked
+    QMap<int, Metrics> perLevel;
+    QStringList problems;         ///< a level routed to a regime without a run, a level with no tasks
+};
+
+RoutingEstimate estimateRouting(const QMap<QString, QList<TaskOutcome>>& runsByRegime,
+                                const QMap<int, QString>& regimeForLevel, const BootstrapOptions& options = {});
+
+} // namespace kwb

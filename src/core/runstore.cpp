@@ -1,0 +1,637 @@
+#include "core/runstore.h"
+
+#include <QAtomicInteger>
+#include <QCryptographicHash>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QVariant>
+
+namespace kwb {
+
+namespace {
+
+QAtomicInteger<quint64> s_connectionCounter;
+
+QString nowText()
+{
+    return QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs);
+}
+
+QDateTime parseTime(const QString& text)
+{
+    // Stored with a trailing Z, so this reads back as UTC.
+    return QDateTime::fromString(text, Qt::ISODateWithMs);
+}
+
+QString jsonText(const QJsonObject& object)
+{
+    return QString::fromUtf8(QJsonDocument(object).toJson(QJsonDocument::Compact));
+}
+
+QJsonObject jsonObject(const QString& text)
+{
+    return QJsonDocument::fromJson(text.toUtf8()).object();
+}
+
+/// A null QString binds as SQL NULL; the text columns are NOT NULL and take '' instead.
+QString text(const QString& value)
+{
+    return value.isNull() ? QStringLiteral("") : value;
+}
+
+QVariant optionalValue(const std::optional<qint64>& value)
+{
+    return value ? QVariant(*value) : QVariant(QMetaType::fromType<qint64>());
+}
+
+QVariant optionalValue(const std::optional<double>& value)
+{
+    return value ? QVariant(*value) : QVariant(QMetaType::fromType<double>());
+}
+
+std::optional<double> optionalDouble(const QVariant& value)
+{
+    if (value.isNull())
+        return std::nullopt;
+    return value.toDouble();
+}
+
+std::optional<qint64> optionalInt(const QVariant& value)
+{
+    if (value.isNull())
+        return std::nullopt;
+    return value.toLongLong();
+}
+
+std::optional<double> jsonNumber(const QJsonValue& value)
+{
+    if (!value.isDouble())
+        return std::nullopt;
+    return value.toDouble();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+QString sha256Hex(const QString& text)
+{
+    return QString::fromLatin1(QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256).toHex());
+}
+
+size_t qHash(const UnitKey& key, size_t seed) noexcept
+{
+    return qHashMulti(seed, key.task, key.turn, key.sample, key.role);
+}
+
+QJsonObject RunConfig::toJson() const
+{
+    QJsonObject templatesJson;
+    for (auto it = templates.cbegin(); it != templates.cend(); ++it) {
+        templatesJson.insert(it.key(), QJsonObject{{QStringLiteral("text"), it.value()},
+                                                   {QStringLiteral("sha256"), sha256Hex(it.value())}});
+    }
+    QJsonObject json = extra;
+    json.insert(QStringLiteral("model"), model);
+    json.insert(QStringLiteral("endpoint"), endpoint);
+    json.insert(QStringLiteral("templates"), templatesJson);
+    json.insert(QStringLiteral("seeds"), seeds);
+    json.insert(QStringLiteral("protocol_profile"), protocolProfile);
+    json.insert(QStringLiteral("gpu"), gpu);
+    json.insert(QStringLiteral("versions"), versions);
+    return json;
+}
+
+RunConfig RunConfig::fromJson(const QJsonObject& json)
+{
+    RunConfig config;
+    config.model = json.value(QLatin1String("model")).toString();
+    config.endpoint = json.value(QLatin1String("endpoint")).toString();
+    const QJsonObject templatesJson = json.value(QLatin1String("templates")).toObject();
+    for (auto it = templatesJson.begin(); it != templatesJson.end(); ++it)
+        config.templates.insert(it.key(), it.value().toObject().value(QLatin1String("text")).toString());
+    config.seeds = json.value(QLatin1String("seeds")).toObject();
+    config.protocolProfile = json.value(QLatin1String("protocol_profile")).toString();
+    config.gpu = json.value(QLatin1String("gpu")).toObject();
+    config.versions = json.value(QLatin1String("versions")).toObject();
+    config.extra = json;
+    for (const char* key : {"model", "endpoint", "templates", "seeds", "protocol_profile", "gpu", "versions"})
+        config.extra.remove(QLatin1String(key));
+    return config;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+QList<RunStore::Migration> RunStore::migrations()
+{
+    // Append only: a released migration never changes, a schema change is a new entry.
+    return {
+        {1,
+         {
+             QStringLiteral("CREATE TABLE runs ("
+                            " id INTEGER PRIMARY KEY,"
+                            " name TEXT NOT NULL,"
+                            " created TEXT NOT NULL,"
+                            " regime TEXT NOT NULL,"
+                            " config TEXT NOT NULL,"
+                            " status TEXT NOT NULL DEFAULT 'running'"
+                            "  CHECK (status IN ('running', 'finished', 'cancelled')))"),
+             QStringLiteral("CREATE TABLE prompts ("
+                            " id INTEGER PRIMARY KEY,"
+                            " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+                            " task TEXT NOT NULL,"
+                            " turn INTEGER NOT NULL,"
+                            " sample INTEGER NOT NULL,"
+                            " role TEXT NOT NULL,"
+                            " text TEXT NOT NULL,"
+                            " template_hash TEXT NOT NULL DEFAULT '',"
+                            " created TEXT NOT NULL)"),
+             QStringLiteral("CREATE INDEX prompts_unit ON prompts(run_id, task, turn, sample, role)"),
+             QStringLiteral("CREATE TABLE responses ("
+                            " id INTEGER PRIMARY KEY,"
+                            " prompt_id INTEGER NOT NULL REFERENCES prompts(id) ON DELETE CASCADE,"
+                            " text TEXT NOT NULL DEFAULT '',"
+                            " tokens_in INTEGER,"
+                            " tokens_out INTEGER,"
+                            " latency_ms INTEGER,"
+                            " error TEXT,"
+                            " created TEXT NOT NULL)"),
+             QStringLiteral("CREATE INDEX responses_prompt ON responses(prompt_id)"),
+             QStringLiteral("CREATE TABLE candidates ("
+                            " id INTEGER PRIMARY KEY,"
+                            " response_id INTEGER NOT NULL REFERENCES responses(id) ON DELETE CASCADE,"
+                            " task TEXT NOT NULL,"
+                            " turn INTEGER NOT NULL,"
+                            " sample INTEGER NOT NULL,"
+                            " cuda TEXT NOT NULL DEFAULT '',"
+                            " python TEXT NOT NULL DEFAULT '',"
+                            " parsed_ok INTEGER NOT NULL CHECK (parsed_ok IN (0, 1)),"
+                            " created TEXT NOT NULL)"),
+             QStringLiteral("CREATE INDEX candidates_response ON candidates(response_id)"),
+             QStringLiteral("CREATE TABLE evaluations ("
+                            " id INTEGER PRIMARY KEY,"
+                            " candidate_id INTEGER NOT NULL REFERENCES candidates(id) ON DELETE CASCADE,"
+                            " status TEXT NOT NULL,"
+                            " speedup REAL,"
+                            " max_abs_diff REAL,"
+                            " result TEXT NOT NULL,"
+                            " created TEXT NOT NULL)"),
+             QStringLiteral("CREATE INDEX evaluations_candidate ON evaluations(candidate_id)"),
+         }},
+    };
+}
+
+int RunStore::schemaVersion()
+{
+    return migrations().constLast().version;
+}
+
+RunStore::RunStore()
+    : m_connection(QStringLiteral("kwb-runstore-%1").arg(++s_connectionCounter))
+{
+}
+
+RunStore::~RunStore()
+{
+    close();
+}
+
+bool RunStore::fail(const QString& message) const
+{
+    m_error = message;
+    return false;
+}
+
+bool RunStore::execOrFail(QSqlQuery& query, const QString& what) const
+{
+    if (query.exec())
+        return true;
+    return fail(QStringLiteral("%1: %2").arg(what, query.lastError().text()));
+}
+
+bool RunStore::open(const QString& path)
+{
+    return open(path, migrations());
+}
+
+bool RunStore::open(const QString& path, const QList<Migration>& migrationList)
+{
+    close();
+    m_error.clear();
+    m_path = path;
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), m_connection);
+        if (!db.isValid()) {
+            QSqlDatabase::removeDatabase(m_connection);
+            return fail(QStringLiteral("the Qt SQLite driver (QSQLITE) is not available"));
+        }
+        db.setDatabaseName(path);
+        // Wait for a writer in another process rather than failing at once.
+        db.setConnectOptions(QStringLiteral("QSQLITE_BUSY_TIMEOUT=5000"));
+        if (!db.open()) {
+            const QString why = db.lastError().text();
+            db = QSqlDatabase();
+            QSqlDatabase::removeDatabase(m_connection);
+            return fail(QStringLiteral("cannot open run store %1: %2").arg(path, why));
+        }
+    }
+    bool ok = true;
+    {
+        QSqlDatabase db = QSqlDatabase::database(m_connection, false);
+        QSqlQuery query(db);
+        // Reading the version first also tells a SQLite file from anything else.
+        if (!query.exec(QStringLiteral("PRAGMA user_version")) || !query.next()) {
+            ok = fail(QStringLiteral("%1 is not a run store (SQLite): %2").arg(path, query.lastError().text()));
+        } else {
+            const int version = query.value(0).toInt();
+            const int newest = migrationList.isEmpty() ? 0 : migrationList.constLast().version;
+            query.finish();
+            if (version > newest) {
+                ok = fail(QStringLiteral("run store %1 has schema version %2, newer than this build of Kernel "
+                                         "Workbench supports (%3): open it with a newer kwb")
+                              .arg(path)
+                              .arg(version)
+                              .arg(newest));
+            }
+        }
+        // journal_mode and foreign_keys cannot change inside a transaction: set them first.
+        if (ok && (!query.exec(QStringLiteral("PRAGMA journal_mode=WAL")) || !query.next() ||
+                   query.value(0).toString().compare(QLatin1String("wal"), Qt::CaseInsensitive) != 0)) {
+            ok = fail(QStringLiteral("cannot switch %1 to WAL mode: %2").arg(path, query.lastError().text()));
+        }
+        query.finish();
+        if (ok && !query.exec(QStringLiteral("PRAGMA synchronous=NORMAL")))
+            ok = fail(QStringLiteral("PRAGMA synchronous: %1").arg(query.lastError().text()));
+        if (ok && !query.exec(QStringLiteral("PRAGMA foreign_keys=ON")))
+            ok = fail(QStringLiteral("PRAGMA foreign_keys: %1").arg(query.lastError().text()));
+    }
+    if (ok)
+        ok = migrate(migrationList);
+    if (!ok) {
+        const QString error = m_error;
+        close();
+        m_error = error;
+    }
+    return ok;
+}
+
+bool RunStore::migrate(const QList<Migration>& migrationList)
+{
+    QSqlDatabase db = QSqlDatabase::database(m_connection, false);
+    const int current = fileSchemaVersion();
+    for (const Migration& migration : migrationList) {
+        if (migration.version <= current)
+            continue;
+        if (!db.transaction())
+            return fail(QStringLiteral("migration to schema %1: %2").arg(migration.version).arg(db.lastError().text()));
+        bool ok = true;
+        QString why;
+        {
+            QSqlQuery query(db);
+            for (const QString& statement : migration.statements) {
+                if (!query.exec(statement)) {
+                    ok = false;
+                    why = QStringLiteral("%1 (in: %2)").arg(query.lastError().text(), statement);
+                    break;
+                }
+            }
+            // user_version lives in the file header and is part of the transaction.
+            if (ok && !query.exec(QStringLiteral("PRAGMA user_version=%1").arg(migration.version))) {
+                ok = false;
+                why = query.lastError().text();
+            }
+        }
+        if (!ok) {
+            db.rollback();
+            return fail(QStringLiteral("migration of %1 to schema %2 failed, file left at schema %3: %4")
+                            .arg(m_path)
+                            .arg(migration.version)
+                            .arg(current)
+                            .arg(why));
+        }
+        if (!db.commit())
+            return fail(QStringLiteral("migration to schema %1: %2").arg(migration.version).arg(db.lastError().text()));
+    }
+    return true;
+}
+
+void RunStore::close()
+{
+    if (!QSqlDatabase::contains(m_connection))
+        return;
+    {
+        QSqlDatabase db = QSqlDatabase::database(m_connection, false);
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(m_connection);
+}
+
+bool RunStore::isOpen() const
+{
+    return QSqlDatabase::contains(m_connection) && QSqlDatabase::database(m_connection, false).isOpen();
+}
+
+int RunStore::fileSchemaVersion() const
+{
+    if (!isOpen())
+        return -1;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    if (!query.exec(QStringLiteral("PRAGMA user_version")) || !query.next())
+        return -1;
+    return query.value(0).toInt();
+}
+
+QString RunStore::journalMode() const
+{
+    if (!isOpen())
+        return QString();
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    if (!query.exec(QStringLiteral("PRAGMA journal_mode")) || !query.next())
+        return QString();
+    return query.value(0).toString().toLower();
+}
+
+QString RunStore::integrityCheck() const
+{
+    if (!isOpen())
+        return QStringLiteral("not open");
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    if (!query.exec(QStringLiteral("PRAGMA integrity_check")))
+        return query.lastError().text();
+    QStringList lines;
+    while (query.next())
+        lines.append(query.value(0).toString());
+    return lines.join(QLatin1Char('\n'));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::optional<qint64> RunStore::createRun(const QString& name, const QString& regime, const QJsonObject& config)
+{
+    if (!isOpen()) {
+        fail(QStringLiteral("run store not open"));
+        return std::nullopt;
+    }
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("INSERT INTO runs (name, created, regime, config, status) VALUES (?, ?, ?, ?, ?)"));
+    query.addBindValue(text(name));
+    query.addBindValue(nowText());
+    query.addBindValue(text(regime));
+    query.addBindValue(jsonText(config));
+    query.addBindValue(RunStatus::Running);
+    if (!execOrFail(query, QStringLiteral("create run")))
+        return std::nullopt;
+    return query.lastInsertId().toLongLong();
+}
+
+bool RunStore::setRunStatus(qint64 runId, const QString& status)
+{
+    if (!isOpen())
+        return fail(QStringLiteral("run store not open"));
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("UPDATE runs SET status = ? WHERE id = ?"));
+    query.addBindValue(status);
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("set run status")))
+        return false;
+    if (query.numRowsAffected() != 1)
+        return fail(QStringLiteral("set run status: no run %1").arg(runId));
+    return true;
+}
+
+std::optional<qint64> RunStore::addPrompt(const PromptRecord& prompt)
+{
+    if (!isOpen()) {
+        fail(QStringLiteral("run store not open"));
+        return std::nullopt;
+    }
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("INSERT INTO prompts (run_id, task, turn, sample, role, text, template_hash, created)"
+                                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    query.addBindValue(prompt.runId);
+    query.addBindValue(text(prompt.task));
+    query.addBindValue(prompt.turn);
+    query.addBindValue(prompt.sample);
+    query.addBindValue(text(prompt.role));
+    query.addBindValue(text(prompt.text));
+    query.addBindValue(text(prompt.templateHash));
+    query.addBindValue(nowText());
+    if (!execOrFail(query, QStringLiteral("add prompt")))
+        return std::nullopt;
+    return query.lastInsertId().toLongLong();
+}
+
+std::optional<qint64> RunStore::addResponse(const ResponseRecord& response)
+{
+    if (!isOpen()) {
+        fail(QStringLiteral("run store not open"));
+        return std::nullopt;
+    }
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("INSERT INTO responses (prompt_id, text, tokens_in, tokens_out, latency_ms, error,"
+                                 " created) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    query.addBindValue(response.promptId);
+    query.addBindValue(text(response.text));
+    query.addBindValue(optionalValue(response.tokensIn));
+    query.addBindValue(optionalValue(response.tokensOut));
+    query.addBindValue(optionalValue(response.latencyMs));
+    query.addBindValue(response.error.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(response.error));
+    query.addBindValue(nowText());
+    if (!execOrFail(query, QStringLiteral("add response")))
+        return std::nullopt;
+    return query.lastInsertId().toLongLong();
+}
+
+std::optional<qint64> RunStore::addCandidate(const CandidateRecord& candidate)
+{
+    if (!isOpen()) {
+        fail(QStringLiteral("run store not open"));
+        return std::nullopt;
+    }
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("INSERT INTO candidates (response_id, task, turn, sample, cuda, python, parsed_ok,"
+                                 " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    query.addBindValue(candidate.responseId);
+    query.addBindValue(text(candidate.task));
+    query.addBindValue(candidate.turn);
+    query.addBindValue(candidate.sample);
+    query.addBindValue(text(candidate.cuda));
+    query.addBindValue(text(candidate.python));
+    query.addBindValue(candidate.parsedOk ? 1 : 0);
+    query.addBindValue(nowText());
+    if (!execOrFail(query, QStringLiteral("add candidate")))
+        return std::nullopt;
+    return query.lastInsertId().toLongLong();
+}
+
+std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObject& result)
+{
+    if (!isOpen()) {
+        fail(QStringLiteral("run store not open"));
+        return std::nullopt;
+    }
+    const QString status = result.value(QLatin1String("status")).toString();
+    if (status.isEmpty()) {
+        fail(QStringLiteral("add evaluation: the result has no status"));
+        return std::nullopt;
+    }
+    const std::optional<double> speedup = jsonNumber(result.value(QLatin1String("speedup")));
+    const std::optional<double> maxAbsDiff =
+        jsonNumber(result.value(QLatin1String("correctness")).toObject().value(QLatin1String("max_abs_diff")));
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created)"
+                                 " VALUES (?, ?, ?, ?, ?, ?)"));
+    query.addBindValue(candidateId);
+    query.addBindValue(status);
+    query.addBindValue(optionalValue(speedup));
+    query.addBindValue(optionalValue(maxAbsDiff));
+    query.addBindValue(jsonText(result));
+    query.addBindValue(nowText());
+    if (!execOrFail(query, QStringLiteral("add evaluation")))
+        return std::nullopt;
+    return query.lastInsertId().toLongLong();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+const QString kRunColumns = QStringLiteral("id, name, created, regime, config, status");
+
+RunInfo runFromQuery(const QSqlQuery& query)
+{
+    RunInfo info;
+    info.id = query.value(0).toLongLong();
+    info.name = query.value(1).toString();
+    info.created = parseTime(query.value(2).toString());
+    info.regime = query.value(3).toString();
+    info.config = jsonObject(query.value(4).toString());
+    info.status = query.value(5).toString();
+    return info;
+}
+
+} // namespace
+
+QList<RunInfo> RunStore::runs() const
+{
+    QList<RunInfo> list;
+    if (!isOpen())
+        return list;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT %1 FROM runs ORDER BY id").arg(kRunColumns));
+    if (!execOrFail(query, QStringLiteral("list runs")))
+        return list;
+    while (query.next())
+        list.append(runFromQuery(query));
+    return list;
+}
+
+std::optional<RunInfo> RunStore::run(qint64 runId) const
+{
+    if (!isOpen())
+        return std::nullopt;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("SELECT %1 FROM runs WHERE id = ?").arg(kRunColumns));
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("read run")) || !query.next())
+        return std::nullopt;
+    return runFromQuery(query);
+}
+
+QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const
+{
+    QList<EvaluationRecord> list;
+    if (!isOpen())
+        return list;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral(
+        "SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
+        "       e.status, e.speedup, e.max_abs_diff, e.result, e.created"
+        " FROM evaluations e"
+        " JOIN candidates c ON c.id = e.candidate_id"
+        " JOIN responses r ON r.id = c.response_id"
+        " JOIN prompts p ON p.id = r.prompt_id"
+        " WHERE p.run_id = ? ORDER BY e.id"));
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("list evaluations")))
+        return list;
+    while (query.next()) {
+        EvaluationRecord record;
+        record.id = query.value(0).toLongLong();
+        record.candidateId = query.value(1).toLongLong();
+        record.responseId = query.value(2).toLongLong();
+        record.promptId = query.value(3).toLongLong();
+        record.task = query.value(4).toString();
+        record.turn = query.value(5).toInt();
+        record.sample = query.value(6).toInt();
+        record.role = query.value(7).toString();
+        record.status = query.value(8).toString();
+        record.speedup = optionalDouble(query.value(9));
+        record.maxAbsDiff = optionalDouble(query.value(10));
+        record.result = jsonObject(query.value(11).toString());
+        record.created = parseTime(query.value(12).toString());
+        list.append(record);
+    }
+    return list;
+}
+
+QSet<UnitKey> RunStore::completedUnits(qint64 runId) const
+{
+    QSet<UnitKey> units;
+    if (!isOpen())
+        return units;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT DISTINCT p.task, p.turn, p.sample, p.role"
+                                 " FROM evaluations e"
+                                 " JOIN candidates c ON c.id = e.candidate_id"
+                                 " JOIN responses r ON r.id = c.response_id"
+                                 " JOIN prompts p ON p.id = r.prompt_id"
+                                 " WHERE p.run_id = ?"));
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("completed units")))
+        return units;
+    while (query.next()) {
+        units.insert(UnitKey{query.value(0).toString(), query.value(1).toInt(), query.value(2).toInt(),
+                             query.value(3).toString()});
+    }
+    return units;
+}
+
+QHash<UnitKey, ResponseRecord> RunStore::answeredUnits(qint64 runId) const
+{
+    QHash<UnitKey, ResponseRecord> units;
+    if (!isOpen())
+        return units;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    // Ordered by id, so the latest response of a unit wins.
+    query.prepare(QStringLiteral("SELECT p.task, p.turn, p.sample, p.role,"
+                                 "       r.id, r.prompt_id, r.text, r.tokens_in, r.tokens_out, r.latency_ms"
+                                 " FROM responses r JOIN prompts p ON p.id = r.prompt_id"
+                                 " WHERE p.run_id = ? AND r.error IS NULL ORDER BY r.id"));
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("answered units")))
+        return units;
+    while (query.next()) {
+        ResponseRecord response;
+        response.id = query.value(4).toLongLong();
+        response.promptId = query.value(5).toLongLong();
+        response.text = query.value(6).toString();
+        response.tokensIn = optionalInt(query.value(7));
+        response.tokensOut = optionalInt(query.value(8));
+        response.latencyMs = optionalInt(query.value(9));
+        units.insert(UnitKey{query.value(0).toString(), query.value(1).toInt(), query.value(2).toInt(),
+                             query.value(3).toString()},
+                     response);
+    }
+    return units;
+}
+
+} // namespace kwb

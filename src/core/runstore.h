@@ -1,0 +1,210 @@
+#pragma once
+// The run store: one SQLite file (Qt SQL, QSQLITE driver) holding each run's whole configuration
+// and every prompt, response, parsed candidate and evaluation, each committed as it finishes, so a
+// killed run loses at most the item in flight and resumes without repeating finished work.
+//
+// The file is opened in WAL mode with synchronous=NORMAL (a committed row survives the process
+// being killed; only a power loss may drop the last transactions) and foreign keys on. The schema
+// carries its version in `PRAGMA user_version`; opening applies the missing migrations in order,
+// each in its own transaction, and refuses a file written by a newer build.
+//
+// A RunStore owns one connection with a name of its own, so several stores (and threads, one
+// store each) can be open at once. Use a store only from the thread that opened it (a Qt SQL
+// rule).
+
+#include <QDateTime>
+#include <QHash>
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QSet>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+class QSqlQuery;
+
+namespace kwb {
+
+namespace RunStatus {
+inline const QString Running = QStringLiteral("running");
+inline const QString Finished = QStringLiteral("finished");
+inline const QString Cancelled = QStringLiteral("cancelled");
+} // namespace RunStatus
+
+/// What a run was made with. toJson() is what the store keeps in runs.config; each template is
+/// stored with its text and the SHA-256 of that text (UTF-8), so a report can tell two runs made
+/// with different wording apart.
+struct RunConfig
+{
+    QString model;
+    QString endpoint;
+    QMap<QString, QString> templates; ///< template name (e.g. "agent/analyzer") -> its text
+    QJsonObject seeds;                ///< e.g. {"model": 1234, "evaluation": 42}
+    QString protocolProfile;          ///< "kernelbench", …
+    QJsonObject gpu;                  ///< the worker's `device` response, or a part of it
+    QJsonObject versions;             ///< kwb, worker, torch, CUDA, …
+    QJsonObject extra;                ///< anything else the regime wants kept (n, temperature, switches)
+
+    QJsonObject toJson() const;
+    static RunConfig fromJson(const QJsonObject& json);
+};
+
+/// SHA-256 of the UTF-8 text, lowercase hex.
+QString sha256Hex(const QString& text);
+
+struct RunInfo
+{
+    qint64 id = 0;
+    QString name;
+    QDateTime created; ///< UTC
+    QString regime;
+    QJsonObject config;
+    QString status; ///< a RunStatus
+};
+
+struct PromptRecord
+{
+    qint64 id = 0; ///< set by the store
+    qint64 runId = 0;
+    QString task; ///< "L2/1"
+    int turn = 0;
+    int sample = 0;
+    QString role; ///< "generator", "analyzer", "zero_shot", …
+    QString text;
+    QString templateHash;
+};
+
+struct ResponseRecord
+{
+    qint64 id = 0;
+    qint64 promptId = 0;
+    QString text;
+    std::optional<qint64> tokensIn;
+    std::optional<qint64> tokensOut;
+    std::optional<qint64> latencyMs;
+    QString error; ///< empty when the request succeeded
+};
+
+struct CandidateRecord
+{
+    qint64 id = 0;
+    qint64 responseId = 0;
+    QString task;
+    int turn = 0;
+    int sample = 0;
+    QString cuda;
+    QString python;
+    bool parsedOk = false;
+};
+
+/// One evaluation with the unit it belongs to (joined from its candidate and prompt).
+struct EvaluationRecord
+{
+    qint64 id = 0;
+    qint64 candidateId = 0;
+    qint64 responseId = 0;
+    qint64 promptId = 0;
+    QString task;
+    int turn = 0;
+    int sample = 0;
+    QString role;
+    QString status; ///< docs/protocol.md, plus the supervisor's timeout/crashed
+    std::optional<double> speedup;
+    std::optional<double> maxAbsDiff;
+    QJsonObject result; ///< the whole evaluate response (or the supervisor's failure)
+    QDateTime created;  ///< UTC
+};
+
+/// A unit of work in a run: one prompt of one role for one sample of one turn of one task.
+struct UnitKey
+{
+    QString task;
+    int turn = 0;
+    int sample = 0;
+    QString role;
+
+    friend bool operator==(const UnitKey& a, const UnitKey& b)
+    {
+        return a.turn == b.turn && a.sample == b.sample && a.task == b.task && a.role == b.role;
+    }
+    friend bool operator!=(const UnitKey& a, const UnitKey& b) { return !(a == b); }
+};
+size_t qHash(const UnitKey& key, size_t seed = 0) noexcept;
+
+class RunStore
+{
+public:
+    /// One schema step: the statements that take a file from version-1 to version.
+    struct Migration
+    {
+        int version = 0;
+        QStringList statements;
+    };
+
+    RunStore();
+    ~RunStore();
+    RunStore(const RunStore&) = delete;
+    RunStore& operator=(const RunStore&) = delete;
+
+    /// The migrations this build knows, in order; the last one's version is schemaVersion().
+    static QList<Migration> migrations();
+    static int schemaVersion();
+
+    /// Opens (or creates) the file and brings its schema up to date. False on failure, with
+    /// errorString() saying why (a file of a newer version is refused and left untouched).
+    bool open(const QString& path);
+    /// open() with another migration list: for tests of the migration machinery.
+    bool open(const QString& path, const QList<Migration>& migrations);
+    void close();
+    bool isOpen() const;
+    QString path() const { return m_path; }
+    QString errorString() const { return m_error; }
+
+    /// The file's `user_version` (0 for a new file before migration), -1 when not open.
+    int fileSchemaVersion() const;
+    /// `PRAGMA journal_mode` ("wal" once open).
+    QString journalMode() const;
+    /// `PRAGMA integrity_check` joined by newlines ("ok" for a sound file).
+    QString integrityCheck() const;
+
+    // Inserts. Each runs in its own transaction (autocommit) and returns the new row's id, or
+    // nullopt with errorString() set.
+    std::optional<qint64> createRun(const QString& name, const QString& regime, const QJsonObject& config);
+    std::optional<qint64> createRun(const QString& name, const QString& regime, const RunConfig& config)
+    {
+        return createRun(name, regime, config.toJson());
+    }
+    bool setRunStatus(qint64 runId, const QString& status);
+    std::optional<qint64> addPrompt(const PromptRecord& prompt);
+    std::optional<qint64> addResponse(const ResponseRecord& response);
+    std::optional<qint64> addCandidate(const CandidateRecord& candidate);
+    /// Stores an evaluate response (docs/protocol.md) for a candidate: status, speedup and
+    /// correctness.max_abs_diff are pulled out into columns, the whole object is kept as JSON.
+    /// A failure without a response is stored as {"status": "timeout", "message": …}.
+    std::optional<qint64> addEvaluation(qint64 candidateId, const QJsonObject& result);
+
+    // Queries.
+    QList<RunInfo> runs() const;
+    std::optional<RunInfo> run(qint64 runId) const;
+    /// Every evaluation of a run, in insertion order.
+    QList<EvaluationRecord> evaluations(qint64 runId) const;
+    /// The units of a run with at least one evaluated candidate: `kwb run --resume` skips them.
+    /// A candidate that failed to parse counts once its format_error evaluation is stored.
+    QSet<UnitKey> completedUnits(qint64 runId) const;
+    /// The units of a run whose model request succeeded (a response without error), with the
+    /// latest such response: resume reuses them (e.g. the analyzer's text) instead of asking again.
+    QHash<UnitKey, ResponseRecord> answeredUnits(qint64 runId) const;
+
+private:
+    bool fail(const QString& message) const;
+    bool execOrFail(QSqlQuery& query, const QString& what) const;
+    bool migrate(const QList<Migration>& migrations);
+
+    QString m_connection;
+    QString m_path;
+    mutable QString m_error;
+};
+
+} // namespace kwb

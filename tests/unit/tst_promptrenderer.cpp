@@ -1,0 +1,408 @@
+// Prompt templates (prompts/, docs/prompts.md): every shipped template renders for a context that
+// buildContext makes from worker-shaped JSON, pins the candidate format, and a template error names
+// its file, line and variable.
+
+#include "core/promptrenderer.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace kwb;
+
+namespace {
+
+QJsonObject parse(const char* json)
+{
+    QJsonParseError err;
+    const QJsonDocument doc = QJsonDocument::fromJson(QByteArray(json), &err);
+    if (err.error != QJsonParseError::NoError)
+        qFatal("fixture JSON: %s", qPrintable(err.errorString()));
+    return doc.object();
+}
+
+// L2/1 as the worker reports it (`tasks`, `analyze`, `profile`, `device`), trimmed by hand.
+const char* kTask = R"({"id":"L2/1","level":2,"number":1,"title":"Conv2d, ReLU, bias add",
+ "source":"level2/1_Conv2D_ReLU_BiasAdd.py","description":"Conv2d (64 -> 128, kernel 3), ReLU, then a per-channel bias.",
+ "forward":"\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    x = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"], [1, 1], [0, 0], [1, 1], 1)\n    x = torch.relu(x)\n    return x + p[\"bias\"]\n",
+ "dims":[{"name":"N","full":128,"smoke":2}],
+ "inputs":[{"name":"x","kind":"tensor","shape":["N","C_in","H","W"],"full":[128,64,128,128],"smoke":[2,64,12,12],"dtype":"float32","generator":"rand"}],
+ "params":[{"name":"conv.weight","shape":["C_out","C_in","K","K"],"full":[128,64,3,3]},
+           {"name":"conv.bias","shape":["C_out"],"full":[128]},
+           {"name":"bias","shape":["C_out",1,1],"full":[128,1,1]}]})";
+
+const char* kAnalyze = R"({"task":"L2/1","scale":"full","output_shape":[128,128,126,126],
+ "ops":[{"index":0,"op":"aten::conv2d","category":"conv","inputs":[[128,64,128,128],[128,64,3,3],[128]],"output":[128,128,126,126],"flops":239767683072,"bytes":654311424},
+        {"index":1,"op":"aten::relu","category":"elementwise","inputs":[[128,128,126,126]],"output":[128,128,126,126],"flops":260112384,"bytes":2080899072},
+        {"index":2,"op":"aten::add","category":"elementwise","inputs":[[128,128,126,126],[128,1,1]],"output":[128,128,126,126],"flops":260112384,"bytes":2080899584}],
+ "flops":240287907840,"bytes_unfused":4816110080,"bytes_fused":1575010816,"intensity_unfused":49.89,"intensity_fused":152.56})";
+
+const char* kProfile = R"({"task":"L2/1","total_ns":9120000,
+ "ops":[{"index":0,"op":"aten::conv2d","time_ns":7413000,"share":0.8128,"kernels":2},
+        {"index":2,"op":"aten::add","time_ns":860000,"share":0.0943,"kernels":1},
+        {"index":1,"op":"aten::relu","time_ns":847000,"share":0.0929,"kernels":1}],"kernels":[]})";
+
+const char* kDevice = R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch":"sm_90","sm_count":132,
+ "sm_clock_khz":1980000,"hbm_theoretical_gbps":4800,
+ "ceilings":{"hbm_copy_gbps":4010.5,"fp32_fma_gflops":51200.0}})";
+
+const char* kFeedback = R"({"status":"compile_error","stage":"compile","message":"NVRTC failed: 1 error",
+ "compile":{"ok":false,"log":"candidate.cu(3): error: identifier \"INFINITY\" is undefined","arch":"sm_90"},
+ "answer":"```cuda\nextern \"C\" __global__ void k(float* y) { y[0] = INFINITY; }\n```\n\n```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n```"})";
+
+QString promptsDir() { return QStringLiteral(KWB_PROMPTS_DIR); }
+
+QString readText(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QString::fromUtf8(f.readAll());
+}
+
+void writeText(const QString& path, const QString& text)
+{
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(text.toUtf8());
+}
+
+/// The manifest's template files and whether the role answers in the candidate format.
+QList<QPair<QString, bool>> manifestTemplates()
+{
+    QList<QPair<QString, bool>> out;
+    const QRegularExpression re(
+        QStringLiteral(R"re(file\s*=\s*"([^"]+\.mustache)"\s*,\s*output\s*=\s*"(answer|notes)")re"));
+    auto it = re.globalMatch(readText(promptsDir() + QStringLiteral("/manifest.toml")));
+    while (it.hasNext()) {
+        const auto m = it.next();
+        out.append({m.captured(1), m.captured(2) == QStringLiteral("answer")});
+    }
+    return out;
+}
+
+} // namespace
+
+class TestPromptRenderer : public QObject
+{
+    Q_OBJECT
+
+    QJsonObject m_full;    // every source, a retry turn with agent notes filled in
+    QJsonObject m_minimal; // a task only: no analysis, profile, device or feedback
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        m_full = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice),
+                                              parse(kFeedback));
+        m_full[QStringLiteral("analysis")] = QStringLiteral("1. **Op chain**: conv2d, relu, add.");
+        m_full[QStringLiteral("research")] = QStringLiteral("- torch.conv2d(input, weight, bias, stride, padding)");
+        m_full[QStringLiteral("critique")] = QStringLiteral("1. Replace torch.conv2d with a tiled kernel.");
+        m_full[QStringLiteral("turn")] = QStringLiteral("2");
+        m_full[QStringLiteral("max_turns")] = QStringLiteral("3");
+        m_minimal = PromptRenderer::buildContext(parse(kTask), {}, {}, {});
+    }
+
+    void manifestListsEveryTemplate()
+    {
+        QStringList listed;
+        for (const auto& t : manifestTemplates())
+            listed << t.first;
+        listed.sort();
+        QCOMPARE(listed.size(), 12);
+        QCOMPARE(PromptRenderer(promptsDir()).templates(), listed);
+    }
+
+    void shippedTemplateRenders_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<bool>("answer");
+        QTest::addColumn<bool>("full");
+        for (const auto& t : manifestTemplates()) {
+            QTest::newRow(qPrintable(t.first + QStringLiteral(" full"))) << t.first << t.second << true;
+            QTest::newRow(qPrintable(t.first + QStringLiteral(" minimal"))) << t.first << t.second << false;
+        }
+    }
+
+    void shippedTemplateRenders()
+    {
+        QFETCH(QString, file);
+        QFETCH(bool, answer);
+        QFETCH(bool, full);
+        const PromptRenderer renderer(promptsDir());
+        QVERIFY(renderer.strict());
+        const auto r = renderer.render(file, full ? m_full : m_minimal);
+        QVERIFY2(r.ok, qPrintable(r.error));
+        QVERIFY(r.error.isEmpty());
+        const QString& text = r.text;
+        // KWB_PROMPT_DUMP_DIR=/tmp/prompts keeps each rendering, for reading the prompts as the model sees them.
+        if (const QString dump = qEnvironmentVariable("KWB_PROMPT_DUMP_DIR"); !dump.isEmpty())
+            writeText(QDir(dump).filePath(QString(file).replace(QLatin1Char('/'), QLatin1Char('_')) +
+                                          (full ? QStringLiteral(".full.md") : QStringLiteral(".minimal.md"))),
+                      text);
+        QVERIFY(!text.contains(QStringLiteral("{{")));
+        QVERIFY(!text.startsWith(QLatin1Char('\n')));
+        QVERIFY2(text.contains(QStringLiteral("Task L2/1: Conv2d, ReLU, bias add")), qPrintable(text));
+        // not HTML-escaped
+        QVERIFY(text.contains(QStringLiteral("x = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"]")));
+        QVERIFY(!text.contains(QStringLiteral("&quot;")));
+        QVERIFY(text.contains(QStringLiteral("- `x`: float32, shape 128×64×128×128")));
+        if (answer) {
+            QVERIFY(text.contains(QStringLiteral("```cuda\n")));
+            QVERIFY(text.contains(QStringLiteral("```python\n")));
+            QVERIFY(text.contains(QStringLiteral("kb.launch(\"")));
+            QVERIFY(text.contains(QStringLiteral("extern \"C\" __global__")));
+            QVERIFY(text.contains(QStringLiteral("`def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:`")));
+        } else {
+            QVERIFY(!text.contains(QStringLiteral("## Answer format")));
+        }
+    }
+
+    // The partial carries docs/candidate-format.md's example word for word.
+    void candidateFormatFaithful()
+    {
+        const QString doc = readText(QStringLiteral(KWB_PROMPTS_DIR "/../docs/candidate-format.md"));
+        const qsizetype start = doc.indexOf(QStringLiteral("````markdown\n"));
+        QVERIFY(start >= 0);
+        const qsizetype body = start + QStringLiteral("````markdown\n").size();
+        const qsizetype end = doc.indexOf(QStringLiteral("\n````"), body);
+        QVERIFY(end > body);
+        const QString example = doc.mid(body, end - body);
+        QVERIFY(example.contains(QStringLiteral("kb.launch(\"bias_relu\"")));
+        const auto r = PromptRenderer(promptsDir()).render(QStringLiteral("agent/generator.mustache"), m_full);
+        QVERIFY2(r.ok, qPrintable(r.error));
+        QVERIFY(r.text.contains(example));
+        for (const char* line : {"kb.launch_smem(\"name\"", "cannot open source file", "__int_as_float(0x7f800000)",
+                                 "p: Dict[str, Tensor]", "load_inline"})
+            QVERIFY2(r.text.contains(QLatin1String(line)), line);
+    }
+
+    void buildContextFormats()
+    {
+        const QJsonObject& c = m_full;
+        QCOMPARE(c.value(QStringLiteral("task_id")).toString(), QStringLiteral("L2/1"));
+        QCOMPARE(c.value(QStringLiteral("task_level")).toString(), QStringLiteral("2"));
+        QCOMPARE(c.value(QStringLiteral("signature")).toString(),
+                 QStringLiteral("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:"));
+        QCOMPARE(c.value(QStringLiteral("output_shape")).toString(), QStringLiteral("128×128×126×126"));
+        QCOMPARE(c.value(QStringLiteral("op_chain")).toString(),
+                 QStringLiteral("aten::conv2d → aten::relu → aten::add"));
+        QCOMPARE(c.value(QStringLiteral("flops")).toString(), QStringLiteral("240 GFLOP"));
+        QCOMPARE(c.value(QStringLiteral("bytes_fused")).toString(), QStringLiteral("1.58 GB"));
+        QCOMPARE(c.value(QStringLiteral("intensity_fused")).toString(), QStringLiteral("152.6 FLOP/byte"));
+        const QJsonArray ops = c.value(QStringLiteral("ops")).toArray();
+        QCOMPARE(ops.size(), 3);
+        QCOMPARE(ops.at(0).toObject().value(QStringLiteral("shape")).toString(), QStringLiteral("128×128×126×126"));
+        QCOMPARE(ops.at(0).toObject().value(QStringLiteral("category")).toString(), QStringLiteral("conv"));
+        QCOMPARE(c.value(QStringLiteral("library_ops")).toArray().size(), 1);
+        QCOMPARE(c.value(QStringLiteral("fusable_ops")).toArray().size(), 2);
+        const QJsonObject top = c.value(QStringLiteral("top_ops")).toArray().at(0).toObject();
+        QCOMPARE(top.value(QStringLiteral("op")).toString(), QStringLiteral("aten::conv2d"));
+        QCOMPARE(top.value(QStringLiteral("share")).toString(), QStringLiteral("81.3 %"));
+        QCOMPARE(top.value(QStringLiteral("time")).toString(), QStringLiteral("7.413 ms"));
+        QVERIFY(c.value(QStringLiteral("roofline_rule"))
+                    .toString()
+                    .contains(QStringLiteral("Do not reimplement matmul or conv; fuse the epilogue.")));
+        const QJsonObject dev = c.value(QStringLiteral("device")).toObject();
+        QCOMPARE(dev.value(QStringLiteral("sm_count")).toString(), QStringLiteral("132"));
+        QCOMPARE(dev.value(QStringLiteral("hbm_gbps")).toString(), QStringLiteral("4011 GB/s (measured copy)"));
+        QCOMPARE(dev.value(QStringLiteral("fp32_tflops")).toString(), QStringLiteral("51.2 TFLOP/s (measured FMA)"));
+        QCOMPARE(dev.value(QStringLiteral("ridge_point")).toString(), QStringLiteral("12.8 FLOP/byte"));
+        QVERIFY(c.value(QStringLiteral("roofline_verdict")).toString().startsWith(QStringLiteral("compute-bound")));
+        const QJsonObject fb = c.value(QStringLiteral("feedback")).toObject();
+        QCOMPARE(fb.value(QStringLiteral("status")).toString(), QStringLiteral("compile_error"));
+        QVERIFY(fb.value(QStringLiteral("compile_log")).toString().contains(QStringLiteral("INFINITY")));
+        QCOMPARE(fb.value(QStringLiteral("speedup")), QJsonValue(false));
+        QVERIFY(c.value(QStringLiteral("previous_answer")).toString().startsWith(QStringLiteral("```cuda")));
+
+        // Without a device, analysis, profile or feedback: the names exist and are false.
+        for (const char* key : {"device", "top_ops", "profile_total", "flops", "feedback", "previous_answer",
+                                "analysis", "research", "diagnosis", "critique", "roofline_verdict"})
+            QVERIFY2(m_minimal.contains(QLatin1String(key)) && !m_minimal.value(QLatin1String(key)).toBool(), key);
+        // A device without measured ceilings: theoretical peaks.
+        const QJsonObject bare = PromptRenderer::buildContext(
+            parse(kTask), parse(kAnalyze), {},
+            parse(R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch":"sm_90","sm_count":132,
+                      "sm_clock_khz":1980000,"hbm_theoretical_gbps":4800})"));
+        QCOMPARE(bare.value(QStringLiteral("device")).toObject().value(QStringLiteral("fp32_tflops")).toString(),
+                 QStringLiteral("66.9 TFLOP/s (theoretical)"));
+    }
+
+    void renderedFacts()
+    {
+        const PromptRenderer renderer(promptsDir());
+        const auto guided = renderer.render(QStringLiteral("profiling-guided/generator.mustache"), m_full);
+        QVERIFY2(guided.ok, qPrintable(guided.error));
+        QVERIFY(guided.text.contains(QStringLiteral("- `aten::conv2d`: 81.3 % (7.413 ms, 2 kernel launches)")));
+        QVERIFY(guided.text.contains(QStringLiteral("Rule: Do not reimplement matmul or conv; fuse the epilogue.")));
+        QVERIFY(guided.text.contains(QStringLiteral("GPU: NVIDIA H200 (sm_90, 132 SMs)")));
+        const auto retry = renderer.render(QStringLiteral("iterative/retry.mustache"), m_full);
+        QVERIFY2(retry.ok, qPrintable(retry.error));
+        QVERIFY(retry.text.contains(QStringLiteral("Status: compile_error (stopped at stage: compile)")));
+        QVERIFY(retry.text.contains(QStringLiteral("identifier \"INFINITY\" is undefined")));
+        QVERIFY(retry.text.contains(QStringLiteral("This is attempt 2 of 3.")));
+        QVERIFY(retry.text.contains(QStringLiteral("y[0] = INFINITY;")));
+        const auto analyzer = renderer.render(QStringLiteral("agent/analyzer.mustache"), m_full);
+        QVERIFY(analyzer.text.contains(QStringLiteral("- 0. `aten::conv2d` (conv): output 128×128×126×126")));
+    }
+
+    // The study's two agent wordings differ: the repair puts correctness first and keeps torch for
+    // the heavy compute; the pilot asks every role for custom tiled CUDA.
+    void competenceMatchedVersusPilot()
+    {
+        const PromptRenderer renderer(promptsDir());
+        const auto agent = renderer.render(QStringLiteral("agent/generator.mustache"), m_full);
+        const auto pilot = renderer.render(QStringLiteral("pilot-v1/generator.mustache"), m_full);
+        QVERIFY2(agent.ok, qPrintable(agent.error));
+        QVERIFY2(pilot.ok, qPrintable(pilot.error));
+        QVERIFY(agent.text.contains(QStringLiteral("Correct first"), Qt::CaseInsensitive));
+        QVERIFY(agent.text.contains(QStringLiteral("Reuse torch for the heavy compute")));
+        QVERIFY(agent.text.contains(QStringLiteral("Fuse only the memory-bound epilogue")));
+        QVERIFY(agent.text.contains(QStringLiteral("Escalate only after that")));
+        QVERIFY(!agent.text.contains(QStringLiteral("Do not call torch")));
+        QVERIFY(pilot.text.contains(QStringLiteral("custom tiled CUDA kernels for every operator")));
+        QVERIFY(pilot.text.contains(QStringLiteral("Do not call torch, cuBLAS or cuDNN")));
+        QVERIFY(!pilot.text.contains(QStringLiteral("correct first"), Qt::CaseInsensitive));
+        for (const char* role : {"analyzer", "researcher", "critic"}) {
+            const auto r = renderer.render(QStringLiteral("pilot-v1/%1.mustache").arg(QLatin1String(role)), m_full);
+            QVERIFY2(r.ok, qPrintable(r.error));
+            QVERIFY2(r.text.contains(QStringLiteral("tiled")), role);
+        }
+        const auto critic = renderer.render(QStringLiteral("pilot-v1/critic.mustache"), m_full);
+        QVERIFY(critic.text.contains(QStringLiteral("Always ask for more")));
+    }
+
+    // With the triager on, the generator gets its diagnosis instead of the raw report.
+    void diagnosisReplacesRawReport()
+    {
+        QJsonObject c = m_full;
+        const PromptRenderer renderer(promptsDir());
+        auto raw = renderer.render(QStringLiteral("agent/generator.mustache"), c);
+        QVERIFY(raw.text.contains(QStringLiteral("## What the evaluator reported")));
+        QVERIFY(!raw.text.contains(QStringLiteral("## Diagnosis")));
+        c[QStringLiteral("diagnosis")] = QStringLiteral("3. **Smallest fix**: use __int_as_float(0x7f800000).");
+        const auto triaged = renderer.render(QStringLiteral("agent/generator.mustache"), c);
+        QVERIFY(!triaged.text.contains(QStringLiteral("## What the evaluator reported")));
+        QVERIFY(triaged.text.contains(QStringLiteral("## Diagnosis of your previous answer")));
+        QVERIFY(triaged.text.contains(QStringLiteral("## Your previous answer")));
+    }
+
+    void errors_data()
+    {
+        QTest::addColumn<QString>("main");     // main.mustache
+        QTest::addColumn<QString>("partial");  // partials/part.mustache, when not empty
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<int>("line");
+        QTest::addColumn<QString>("variable");
+        QTest::addColumn<QString>("words");
+
+        QTest::newRow("unknown variable") << QStringLiteral("Task {{task_id}}\n\nUse {{ nope }} here.\n") << QString()
+                                          << "main.mustache" << 3 << "nope" << "unknown variable 'nope'";
+        QTest::newRow("unknown variable, triple") << QStringLiteral("a\n{{{refrence}}}\n") << QString() << "main.mustache"
+                                                  << 2 << "refrence" << "unknown variable";
+        QTest::newRow("unknown field inside a list") << QStringLiteral("{{#top_ops}}\n- {{op}} {{percent}}\n{{/top_ops}}\n")
+                                                     << QString() << "main.mustache" << 2 << "percent"
+                                                     << "unknown variable";
+        QTest::newRow("unknown dotted name") << QStringLiteral("{{device.name}}\n{{device.hbm}}\n") << QString()
+                                             << "main.mustache" << 2 << "device.hbm" << "unknown variable";
+        QTest::newRow("unknown section") << QStringLiteral("x\n{{#feedbak}}y{{/feedbak}}\n") << QString()
+                                         << "main.mustache" << 2 << "feedbak" << "unknown section";
+        QTest::newRow("unknown inverted section") << QStringLiteral("{{^devise}}no GPU{{/devise}}\n") << QString()
+                                                  << "main.mustache" << 1 << "devise" << "unknown section";
+        QTest::newRow("unclosed section") << QStringLiteral("a\nb\n{{#ops}}\n{{op}}\n") << QString() << "main.mustache"
+                                          << 3 << "ops" << "never closed";
+        QTest::newRow("mismatched close") << QStringLiteral("{{#ops}}\n{{op}}\n{{/top_ops}}\n") << QString()
+                                          << "main.mustache" << 3 << "top_ops" << "opened on line 1";
+        QTest::newRow("close without open") << QStringLiteral("a\n{{/ops}}\n") << QString() << "main.mustache" << 2
+                                            << "ops" << "never opened";
+        QTest::newRow("unclosed tag") << QStringLiteral("a\nb {{task_id\n") << QString() << "main.mustache" << 2 << ""
+                                      << "never closed";
+        QTest::newRow("missing partial") << QStringLiteral("a\n\n{{> candidate_fromat}}\n") << QString()
+                                         << "main.mustache" << 3 << "candidate_fromat" << "not found";
+        QTest::newRow("missing partial in a skipped branch")
+            << QStringLiteral("{{#feedback}}\n{{> gone}}\n{{/feedback}}\n") << QString() << "main.mustache" << 2
+            << "gone" << "not found";
+        QTest::newRow("unknown variable in a partial") << QStringLiteral("a\n{{> part}}\n") << QStringLiteral("x\ny {{oops}}\n")
+                                                       << "partials/part.mustache" << 2 << "oops" << "unknown variable";
+        QTest::newRow("unbalanced partial") << QStringLiteral("{{> part}}\n") << QStringLiteral("{{#ops}}\n")
+                                            << "partials/part.mustache" << 1 << "ops" << "never closed";
+    }
+
+    void errors()
+    {
+        QFETCH(QString, main);
+        QFETCH(QString, partial);
+        QFETCH(QString, file);
+        QFETCH(int, line);
+        QFETCH(QString, variable);
+        QFETCH(QString, words);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeText(dir.filePath(QStringLiteral("main.mustache")), main);
+        if (!partial.isEmpty())
+            writeText(dir.filePath(QStringLiteral("partials/part.mustache")), partial);
+        const auto r = PromptRenderer(dir.path()).render(QStringLiteral("main.mustache"), m_full);
+        QVERIFY(!r.ok);
+        QVERIFY(r.text.isEmpty());
+        QCOMPARE(r.file, file);
+        QCOMPARE(r.line, line);
+        QCOMPARE(r.variable, variable);
+        QVERIFY2(r.error.startsWith(QStringLiteral("%1:%2: ").arg(file).arg(line)), qPrintable(r.error));
+        QVERIFY2(r.error.contains(words), qPrintable(r.error));
+        if (!variable.isEmpty())
+            QVERIFY2(r.error.contains(variable), qPrintable(r.error));
+    }
+
+    void missingTemplate()
+    {
+        const auto r = PromptRenderer(promptsDir()).render(QStringLiteral("nowhere/generator.mustache"), m_full);
+        QVERIFY(!r.ok);
+        QCOMPARE(r.file, QStringLiteral("nowhere/generator.mustache"));
+        QVERIFY(r.error.contains(QStringLiteral("cannot read")));
+    }
+
+    // Outside strict mode a missing name renders empty, as Mustache does; structure errors remain.
+    void lenientMode()
+    {
+        QTemporaryDir dir;
+        writeText(dir.filePath(QStringLiteral("a.mustache")), QStringLiteral("[{{nope}}]{{#gone}}x{{/gone}}{{^gone}}y{{/gone}}\n"));
+        writeText(dir.filePath(QStringLiteral("b.mustache")), QStringLiteral("{{#ops}}\n"));
+        PromptRenderer renderer(dir.path());
+        renderer.setStrict(false);
+        const auto a = renderer.render(QStringLiteral("a.mustache"), m_minimal);
+        QVERIFY2(a.ok, qPrintable(a.error));
+        QCOMPARE(a.text, QStringLiteral("[]y\n"));
+        QVERIFY(!renderer.render(QStringLiteral("b.mustache"), m_minimal).ok);
+    }
+
+    // Sections over lists, values that are false, and no escaping.
+    void mustacheSemantics()
+    {
+        QTemporaryDir dir;
+        writeText(dir.filePath(QStringLiteral("t.mustache")),
+                  QStringLiteral("{{#items}}\n- {{name}} of {{title}}\n{{/items}}\n{{^empty}}none{{/empty}} <{{code}}>\n"));
+        const QJsonObject c{{QStringLiteral("title"), QStringLiteral("T")},
+                            {QStringLiteral("items"), QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("a")}},
+                                                                 QJsonObject{{QStringLiteral("name"), 2}}}},
+                            {QStringLiteral("empty"), QJsonArray{}},
+                            {QStringLiteral("code"), QStringLiteral("a < b && \"c\"")}};
+        const auto r = PromptRenderer(dir.path()).render(QStringLiteral("t.mustache"), c);
+        QVERIFY2(r.ok, qPrintable(r.error));
+        QCOMPARE(r.text, QStringLiteral("- a of T\n- 2 of T\nnone <a < b && \"c\">\n"));
+
+        // Blank runs shrink outside code blocks only: a compile log counts the lines inside them.
+        writeText(dir.filePath(QStringLiteral("b.mustache")), QStringLiteral("\n\na\n\n\n\nb\n{{code}}\n\n\n"));
+        const QJsonObject code{{QStringLiteral("code"), QStringLiteral("````markdown\n```cuda\nx\n\n\ny\n```\n````")}};
+        const auto b = PromptRenderer(dir.path()).render(QStringLiteral("b.mustache"), code);
+        QVERIFY2(b.ok, qPrintable(b.error));
+        QCOMPARE(b.text, QStringLiteral("a\n\nb\n````markdown\n```cuda\nx\n\n\ny\n```\n````\n"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPromptRenderer)
+#include "tst_promptrenderer.moc"

@@ -1,0 +1,441 @@
+// RunStore: create, reopen, WAL, migrations (and a failed one rolled back), refusal of a newer
+// file, every insert visible after reopening, the resume API, and a writer killed with SIGKILL
+// mid-run: every row it reported committed is there and the file passes integrity_check.
+//
+// The killed writer is this test binary started again with `--child-writer FILE`.
+
+#include "core/runstore.h"
+
+#include <QCoreApplication>
+#include <QFile>
+#include <QJsonArray>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cstdio>
+
+using namespace kwb;
+
+namespace {
+
+QJsonObject evaluation(const QString& status, double speedup, double maxAbsDiff)
+{
+    return QJsonObject{{QStringLiteral("status"), status},
+                       {QStringLiteral("speedup"), speedup},
+                       {QStringLiteral("correctness"), QJsonObject{{QStringLiteral("max_abs_diff"), maxAbsDiff}}}};
+}
+
+struct Chain
+{
+    qint64 prompt = 0, response = 0, candidate = 0, evaluation = 0;
+};
+
+// A prompt, its response, the parsed candidate and (when status is given) its evaluation.
+std::optional<Chain> addChain(RunStore& store, qint64 runId, const QString& task, int turn, int sample,
+                              const QString& role, const QString& status = QString())
+{
+    Chain chain;
+    const auto prompt = store.addPrompt({0, runId, task, turn, sample, role, QStringLiteral("prompt %1").arg(sample),
+                                         sha256Hex(QStringLiteral("template"))});
+    if (!prompt)
+        return std::nullopt;
+    chain.prompt = *prompt;
+    const auto response = store.addResponse(
+        {0, chain.prompt, QStringLiteral("answer %1").arg(sample), 100 + sample, 200 + sample, 1500, QString()});
+    if (!response)
+        return std::nullopt;
+    chain.response = *response;
+    const auto candidate = store.addCandidate({0, chain.response, task, turn, sample, QStringLiteral("__global__ k"),
+                                               QStringLiteral("def forward(x): ..."), true});
+    if (!candidate)
+        return std::nullopt;
+    chain.candidate = *candidate;
+    if (!status.isEmpty()) {
+        const auto evaluationId = store.addEvaluation(chain.candidate, evaluation(status, 1.25, 3e-6));
+        if (!evaluationId)
+            return std::nullopt;
+        chain.evaluation = *evaluationId;
+    }
+    return chain;
+}
+
+// The writer the kill test ends: it commits chain after chain and reports each evaluation id on
+// stdout once its insert returned (so the parent knows it is on disk as far as SQLite can say).
+int childWriter(const QString& path)
+{
+    RunStore store;
+    if (!store.open(path)) {
+        std::fprintf(stderr, "%s\n", qPrintable(store.errorString()));
+        return 2;
+    }
+    const auto runId = store.createRun(QStringLiteral("killed"), QStringLiteral("zero_shot"), QJsonObject());
+    if (!runId)
+        return 3;
+    std::printf("run %lld\n", static_cast<long long>(*runId));
+    std::fflush(stdout);
+    const QString bulk(4096, QLatin1Char('x')); // big enough that pages spill while the kill lands
+    for (int i = 0; i < 1000000; ++i) {
+        const auto prompt = store.addPrompt({0, *runId, QStringLiteral("L1/%1").arg(i), 0, 0,
+                                             QStringLiteral("generator"), bulk, QString()});
+        if (!prompt)
+            return 4;
+        const auto response = store.addResponse({0, *prompt, bulk, 1, 2, 3, QString()});
+        if (!response)
+            return 5;
+        const auto candidate =
+            store.addCandidate({0, *response, QStringLiteral("L1/%1").arg(i), 0, 0, bulk, bulk, true});
+        if (!candidate)
+            return 6;
+        const auto evaluationId = store.addEvaluation(*candidate, evaluation(QStringLiteral("correct"), 1.0, 0.0));
+        if (!evaluationId)
+            return 7;
+        std::printf("committed %lld\n", static_cast<long long>(*evaluationId));
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
+} // namespace
+
+class TestRunStore : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+
+    QString dbPath(const QString& name = QString()) const
+    {
+        return m_dir.filePath((name.isEmpty() ? QString::fromLatin1(QTest::currentTestFunction()) : name) +
+                              QStringLiteral(".kwbrun"));
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void createAndReopen()
+    {
+        const QString path = dbPath();
+        RunConfig config;
+        config.model = QStringLiteral("qwen2.5-coder-7b-instruct");
+        config.endpoint = QStringLiteral("http://127.0.0.1:8080/v1");
+        config.templates.insert(QStringLiteral("zero_shot"), QStringLiteral("abc"));
+        config.seeds = QJsonObject{{QStringLiteral("model"), 1234}};
+        config.protocolProfile = QStringLiteral("kernelbench");
+        config.gpu = QJsonObject{{QStringLiteral("name"), QStringLiteral("NVIDIA H200")}};
+        config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)}};
+        config.extra = QJsonObject{{QStringLiteral("n"), 4}};
+        qint64 runId = 0;
+        Chain chain;
+        {
+            RunStore store;
+            QVERIFY2(store.open(path), qPrintable(store.errorString()));
+            QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+            QCOMPARE(store.journalMode(), QStringLiteral("wal"));
+            QVERIFY(store.runs().isEmpty());
+            const auto id = store.createRun(QStringLiteral("first"), QStringLiteral("zero_shot"), config);
+            QVERIFY2(id, qPrintable(store.errorString()));
+            runId = *id;
+            const auto added = addChain(store, runId, QStringLiteral("L2/1"), 0, 0, QStringLiteral("generator"),
+                                        QStringLiteral("correct"));
+            QVERIFY2(added, qPrintable(store.errorString()));
+            chain = *added;
+            // Foreign keys are on: a prompt of a run that does not exist is refused.
+            QVERIFY(!store.addPrompt({0, runId + 100, QStringLiteral("L1/1"), 0, 0, QStringLiteral("generator"),
+                                      QStringLiteral("x"), QString()}));
+            QVERIFY(store.errorString().contains(QLatin1String("FOREIGN KEY"), Qt::CaseInsensitive));
+            // The status column only takes the three states.
+            QVERIFY(!store.setRunStatus(runId, QStringLiteral("exploded")));
+            QVERIFY(!store.setRunStatus(runId + 100, RunStatus::Finished));
+            QVERIFY(store.setRunStatus(runId, RunStatus::Finished));
+        }
+        // A second instance (another connection) sees everything.
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.journalMode(), QStringLiteral("wal"));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        const RunInfo info = runs.first();
+        QCOMPARE(info.id, runId);
+        QCOMPARE(info.name, QStringLiteral("first"));
+        QCOMPARE(info.regime, QStringLiteral("zero_shot"));
+        QCOMPARE(info.status, RunStatus::Finished);
+        QVERIFY(info.created.isValid());
+        QCOMPARE(info.created.timeSpec(), Qt::UTC);
+        QVERIFY(qAbs(info.created.secsTo(QDateTime::currentDateTimeUtc())) < 60);
+        // The whole configuration, each template with the SHA-256 of its text (FIPS 180-2's "abc").
+        QCOMPARE(info.config, config.toJson());
+        QCOMPARE(info.config[QLatin1String("templates")][QLatin1String("zero_shot")][QLatin1String("sha256")].toString(),
+                 QStringLiteral("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        QCOMPARE(info.config[QLatin1String("n")].toInt(), 4);
+        const RunConfig back = RunConfig::fromJson(info.config);
+        QCOMPARE(back.model, config.model);
+        QCOMPARE(back.templates, config.templates);
+        QCOMPARE(back.extra, config.extra);
+        QCOMPARE(back.gpu, config.gpu);
+
+        QVERIFY(store.run(runId));
+        QCOMPARE(store.run(runId)->name, QStringLiteral("first"));
+        QVERIFY(!store.run(runId + 1));
+
+        const QList<EvaluationRecord> evaluations = store.evaluations(runId);
+        QCOMPARE(evaluations.size(), 1);
+        const EvaluationRecord& e = evaluations.first();
+        QCOMPARE(e.id, chain.evaluation);
+        QCOMPARE(e.candidateId, chain.candidate);
+        QCOMPARE(e.responseId, chain.response);
+        QCOMPARE(e.promptId, chain.prompt);
+        QCOMPARE(e.task, QStringLiteral("L2/1"));
+        QCOMPARE(e.role, QStringLiteral("generator"));
+        QCOMPARE(e.status, QStringLiteral("correct"));
+        QVERIFY(e.speedup && *e.speedup == 1.25);
+        QVERIFY(e.maxAbsDiff && *e.maxAbsDiff == 3e-6);
+        QCOMPARE(e.result, evaluation(QStringLiteral("correct"), 1.25, 3e-6));
+        QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
+    }
+
+    void evaluationWithoutNumbers()
+    {
+        RunStore store;
+        QVERIFY2(store.open(dbPath()), qPrintable(store.errorString()));
+        const auto runId = store.createRun(QStringLiteral("r"), QStringLiteral("agent"), QJsonObject());
+        QVERIFY(runId);
+        const auto chain = addChain(store, *runId, QStringLiteral("L1/1"), 0, 0, QStringLiteral("generator"));
+        QVERIFY(chain);
+        // A supervisor failure: no speedup, no correctness block.
+        const QJsonObject timeout{{QStringLiteral("status"), QStringLiteral("timeout")},
+                                  {QStringLiteral("message"), QStringLiteral("240 s")}};
+        QVERIFY(store.addEvaluation(chain->candidate, timeout));
+        QVERIFY(!store.addEvaluation(chain->candidate, QJsonObject{})); // no status: refused
+        const auto list = store.evaluations(*runId);
+        QCOMPARE(list.size(), 1);
+        QVERIFY(!list.first().speedup);
+        QVERIFY(!list.first().maxAbsDiff);
+        QCOMPARE(list.first().status, QStringLiteral("timeout"));
+        // A response that failed keeps its error; unknown numbers stay NULL.
+        const auto prompt = store.addPrompt(
+            {0, *runId, QStringLiteral("L1/2"), 0, 0, QStringLiteral("generator"), QStringLiteral("p"), QString()});
+        QVERIFY(prompt);
+        QVERIFY(store.addResponse({0, *prompt, QString(), std::nullopt, std::nullopt, 30000,
+                                   QStringLiteral("HTTP 500")}));
+    }
+
+    void twoStoresAtOnce()
+    {
+        RunStore a, b;
+        QVERIFY(a.open(dbPath(QStringLiteral("a"))));
+        QVERIFY(b.open(dbPath(QStringLiteral("b"))));
+        QVERIFY(a.createRun(QStringLiteral("in a"), QStringLiteral("x"), QJsonObject()));
+        QCOMPARE(a.runs().size(), 1);
+        QCOMPARE(b.runs().size(), 0);
+        // The same file through two connections (two processes would be the same).
+        RunStore c;
+        QVERIFY(c.open(dbPath(QStringLiteral("a"))));
+        QCOMPARE(c.runs().size(), 1);
+        QVERIFY(c.createRun(QStringLiteral("in a too"), QStringLiteral("x"), QJsonObject()));
+        QCOMPARE(a.runs().size(), 2);
+    }
+
+    void migrations()
+    {
+        const QString path = dbPath();
+        const QList<RunStore::Migration> current = RunStore::migrations();
+        QList<RunStore::Migration> next = current;
+        next.append({RunStore::schemaVersion() + 1,
+                     {QStringLiteral("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''"),
+                      QStringLiteral("CREATE INDEX runs_note ON runs(note)")}});
+        {
+            RunStore store;
+            QVERIFY(store.open(path));
+            QVERIFY(store.createRun(QStringLiteral("kept"), QStringLiteral("guided"), QJsonObject()));
+        }
+        {
+            // The newer build migrates the file and keeps the data.
+            RunStore store;
+            QVERIFY2(store.open(path, next), qPrintable(store.errorString()));
+            QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion() + 1);
+            QCOMPARE(store.runs().size(), 1);
+            QCOMPARE(store.runs().first().name, QStringLiteral("kept"));
+        }
+        {
+            // A broken migration is rolled back whole: the file stays at its version, the first
+            // statement's column does not appear, and the error names the step.
+            QList<RunStore::Migration> broken = next;
+            broken.append({RunStore::schemaVersion() + 2,
+                           {QStringLiteral("ALTER TABLE runs ADD COLUMN half TEXT"),
+                            QStringLiteral("THIS IS NOT SQL")}});
+            RunStore store;
+            QVERIFY(!store.open(path, broken));
+            QVERIFY(!store.isOpen());
+            QVERIFY2(store.errorString().contains(QStringLiteral("schema %1").arg(RunStore::schemaVersion() + 2)),
+                     qPrintable(store.errorString()));
+        }
+        {
+            RunStore store;
+            QVERIFY(store.open(path, next));
+            QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion() + 1);
+            QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
+        }
+    }
+
+    void newerVersionRefused()
+    {
+        const QString path = dbPath();
+        QList<RunStore::Migration> future = RunStore::migrations();
+        future.append({RunStore::schemaVersion() + 1, {QStringLiteral("CREATE TABLE later (id INTEGER)")}});
+        {
+            RunStore store;
+            QVERIFY(store.open(path, future));
+        }
+        RunStore store;
+        QVERIFY(!store.open(path));
+        QVERIFY(!store.isOpen());
+        QVERIFY2(store.errorString().contains(QLatin1String("newer")), qPrintable(store.errorString()));
+        QVERIFY(store.errorString().contains(QString::number(RunStore::schemaVersion() + 1)));
+        // The file is left as it was.
+        QVERIFY(store.open(path, future));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion() + 1);
+    }
+
+    void notADatabase()
+    {
+        const QString path = dbPath();
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray(8192, 'j'));
+        file.close();
+        RunStore store;
+        QVERIFY(!store.open(path));
+        QVERIFY2(store.errorString().contains(QLatin1String("not a run store")), qPrintable(store.errorString()));
+        QVERIFY(!store.open(m_dir.filePath(QStringLiteral("no/such/dir/x.kwbrun"))));
+        QVERIFY(!store.errorString().isEmpty());
+    }
+
+    void resumeUnits()
+    {
+        RunStore store;
+        QVERIFY(store.open(dbPath()));
+        const auto runId = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), QJsonObject());
+        const auto other = store.createRun(QStringLiteral("other"), QStringLiteral("agent"), QJsonObject());
+        QVERIFY(runId && other);
+        const QString task = QStringLiteral("L2/3");
+        const QString generator = QStringLiteral("generator");
+        // Turn 0: the analyzer answered (no candidate); samples 0 and 2 were evaluated, sample 1
+        // was parsed but not evaluated (killed there), sample 3 has only its prompt.
+        const auto analyzerPrompt = store.addPrompt(
+            {0, *runId, task, 0, 0, QStringLiteral("analyzer"), QStringLiteral("analyse"), QString()});
+        QVERIFY(analyzerPrompt);
+        QVERIFY(store.addResponse({0, *analyzerPrompt, QStringLiteral("the chain is conv, bias, relu"), 10, 20, 30,
+                                   QString()}));
+        QVERIFY(addChain(store, *runId, task, 0, 0, generator, QStringLiteral("correct")));
+        QVERIFY(addChain(store, *runId, task, 0, 1, generator));
+        QVERIFY(addChain(store, *runId, task, 0, 2, generator, QStringLiteral("compile_error")));
+        QVERIFY(store.addPrompt({0, *runId, task, 0, 3, generator, QStringLiteral("p"), QString()}));
+        // Sample 4's request failed: not answered.
+        const auto failedPrompt = store.addPrompt({0, *runId, task, 0, 4, generator, QStringLiteral("p"), QString()});
+        QVERIFY(failedPrompt);
+        QVERIFY(store.addResponse({0, *failedPrompt, QString(), std::nullopt, std::nullopt, 5, QStringLiteral("refused")}));
+        // Another run's work is not this run's.
+        QVERIFY(addChain(store, *other, task, 0, 3, generator, QStringLiteral("correct")));
+
+        const QSet<UnitKey> done = store.completedUnits(*runId);
+        QCOMPARE(done, (QSet<UnitKey>{{task, 0, 0, generator}, {task, 0, 2, generator}}));
+        QCOMPARE(store.completedUnits(*other), (QSet<UnitKey>{{task, 0, 3, generator}}));
+
+        const QHash<UnitKey, ResponseRecord> answered = store.answeredUnits(*runId);
+        QCOMPARE(answered.size(), 4); // analyzer, samples 0, 1, 2
+        const UnitKey analyzer{task, 0, 0, QStringLiteral("analyzer")};
+        QVERIFY(answered.contains(analyzer));
+        QCOMPARE(answered[analyzer].text, QStringLiteral("the chain is conv, bias, relu"));
+        QCOMPARE(answered[analyzer].tokensOut, std::optional<qint64>(20));
+        QVERIFY(answered.contains(UnitKey{task, 0, 1, generator}));
+        QVERIFY(!answered.contains(UnitKey{task, 0, 3, generator}));
+        QVERIFY(!answered.contains(UnitKey{task, 0, 4, generator}));
+
+        // After a reopen the same.
+        store.close();
+        QVERIFY(store.open(dbPath()));
+        QCOMPARE(store.completedUnits(*runId).size(), 2);
+        QCOMPARE(store.evaluations(*runId).size(), 2);
+    }
+
+    void killedWriter_data()
+    {
+        // Three writers killed one after another into the same file, each after a different
+        // number of committed units, so the kill lands at different points of the insert cycle.
+        QTest::addColumn<int>("killAfter");
+        QTest::newRow("after 100") << 100;
+        QTest::newRow("after 257") << 257;
+        QTest::newRow("after 401") << 401;
+    }
+
+    void killedWriter()
+    {
+        QFETCH(int, killAfter);
+        const QString path = dbPath(QStringLiteral("killed"));
+        QProcess child;
+        child.setProcessChannelMode(QProcess::SeparateChannels);
+        child.start(QCoreApplication::applicationFilePath(), {QStringLiteral("--child-writer"), path});
+        QVERIFY2(child.waitForStarted(10000), qPrintable(child.errorString()));
+
+        qint64 runId = 0;
+        QList<qint64> committed;
+        QByteArray pending;
+        auto consume = [&] {
+            pending += child.readAllStandardOutput();
+            qsizetype newline;
+            while ((newline = pending.indexOf('\n')) >= 0) {
+                const QByteArray line = pending.left(newline);
+                pending.remove(0, newline + 1);
+                if (line.startsWith("run "))
+                    runId = line.mid(4).toLongLong();
+                else if (line.startsWith("committed "))
+                    committed.append(line.mid(10).toLongLong());
+            }
+        };
+        QDeadlineTimer deadline(60000);
+        while (committed.size() < killAfter && !deadline.hasExpired() && child.state() == QProcess::Running) {
+            child.waitForReadyRead(1000);
+            consume();
+        }
+        QVERIFY2(committed.size() >= killAfter, child.readAllStandardError().constData());
+        child.kill(); // SIGKILL, in the middle of some insert
+        QVERIFY(child.waitForFinished(10000));
+        consume();
+        QCOMPARE(child.exitStatus(), QProcess::CrashExit);
+        QVERIFY(runId > 0);
+
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
+        QCOMPARE(store.journalMode(), QStringLiteral("wal"));
+        const QList<EvaluationRecord> evaluations = store.evaluations(runId);
+        QSet<qint64> stored;
+        for (const EvaluationRecord& e : evaluations)
+            stored.insert(e.id);
+        for (const qint64 id : committed)
+            QVERIFY2(stored.contains(id), qPrintable(QStringLiteral("evaluation %1 reported but missing").arg(id)));
+        // At most the unit in flight is lost (its evaluation may have committed unreported).
+        QVERIFY(evaluations.size() >= committed.size());
+        QVERIFY(evaluations.size() <= committed.size() + 1);
+        QCOMPARE(store.completedUnits(runId).size(), evaluations.size());
+        // A resumed run appends to the same file.
+        const auto chain =
+            addChain(store, runId, QStringLiteral("L3/1"), 0, 0, QStringLiteral("generator"), QStringLiteral("correct"));
+        QVERIFY2(chain, qPrintable(store.errorString()));
+        QCOMPARE(store.evaluations(runId).size(), evaluations.size() + 1);
+        QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
+    }
+};
+
+int main(int argc, char* argv[])
+{
+    QCoreApplication app(argc, argv);
+    if (argc == 3 && qstrcmp(argv[1], "--child-writer") == 0)
+        return childWriter(QString::fromLocal8Bit(argv[2]));
+    TestRunStore test;
+    QTEST_SET_MAIN_SOURCE_PATH
+    return QTest::qExec(&test, argc, argv);
+}
+
+#include "tst_runstore.moc"
