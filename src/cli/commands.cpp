@@ -3,9 +3,12 @@
 #include "textformat.h"
 
 #include "core/protocolcodec.h"
+#include "core/report.h"
+#include "core/runstore.h"
 #include "core/workerlocator.h"
 
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QTextStream>
@@ -431,6 +434,72 @@ int runDevice(Session& session, bool json, bool ceilings)
     }
     out() << table.render();
     out().flush();
+    return ExitSuccess;
+}
+
+int runReport(const ReportCommandOptions& options)
+{
+    const bool json = options.format == QLatin1String("json");
+    const auto refuse = [json](const QString& code, const QString& message) {
+        err() << "kwb report: " << message << '\n';
+        err().flush();
+        if (json) {
+            printJson({{QStringLiteral("ok"), false},
+                       {QStringLiteral("error"),
+                        QJsonObject{{QStringLiteral("code"), code}, {QStringLiteral("message"), message}}}});
+        }
+        return ExitBadRequest;
+    };
+
+    QList<qint64> runIds;
+    if (!options.runs.trimmed().isEmpty()) {
+        for (const QString& part : options.runs.split(QLatin1Char(','))) {
+            bool ok = false;
+            const qint64 id = part.trimmed().toLongLong(&ok);
+            if (!ok || id <= 0) {
+                err() << "kwb report: --runs: expected run ids separated by commas, got \"" << options.runs << "\"\n";
+                return ExitUsage;
+            }
+            if (!runIds.contains(id))
+                runIds.append(id);
+        }
+    }
+
+    // RunStore::open creates a missing file: a report must not.
+    const QFileInfo info(options.database);
+    if (!info.exists() || !info.isFile())
+        return refuse(QStringLiteral("bad_database"), QStringLiteral("no such database: %1").arg(options.database));
+    RunStore store;
+    if (!store.open(options.database))
+        return refuse(QStringLiteral("bad_database"),
+                      QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
+
+    QString error;
+    const std::optional<Report> report = buildReport(store, runIds, ReportOptions{}, &error);
+    if (!report)
+        return refuse(QStringLiteral("unknown_run"), error);
+
+    QString text;
+    if (options.format == QLatin1String("csv")) {
+        text = reportCsv(*report);
+    } else if (json) {
+        QJsonObject object = reportJson(*report);
+        object.insert(QStringLiteral("ok"), true);
+        text = QString::fromUtf8(QJsonDocument(object).toJson(QJsonDocument::Indented));
+    } else {
+        text = reportMarkdown(*report);
+    }
+
+    if (options.outFile.isEmpty()) {
+        out() << text;
+        out().flush();
+        return ExitSuccess;
+    }
+    QFile file(options.outFile);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Truncate) || file.write(text.toUtf8()) < 0 || !file.flush()) {
+        err() << "kwb report: cannot write " << options.outFile << ": " << file.errorString() << '\n';
+        return ExitUsage;
+    }
     return ExitSuccess;
 }
 

@@ -42,6 +42,18 @@ struct EvalOptions
     bool json = false;
 };
 
+struct ReportCommandOptions
+{
+    QString database;       ///< --db
+    QString runs;           ///< --runs "1,3"; empty: every run
+    QString format = QStringLiteral("markdown"); ///< markdown, csv or json
+    QString outFile;        ///< --out; empty: stdout
+};
+
+/// `kwb report`: needs no worker. ExitUsage for a bad --runs list or an unwritable --out,
+/// ExitBadRequest for a missing or unreadable database or an unknown run.
+int runReport(const ReportCommandOptions& options);
+
 /// Owns the supervisor for one kwb run: finds the worker and sends requests to it.
 class Session
 {

@@ -20,7 +20,8 @@ int main(int argc, char** argv)
 
     CLI::App app{"kwb: Kernel Workbench on the command line (tasks, roofline analysis, candidate evaluation).\n"
                  "Exit codes: 0 success (eval: correct), 1 candidate not correct, 2 usage error,\n"
-                 "3 worker could not start or broke the protocol, 4 unknown task or bad request."};
+                 "3 worker could not start or broke the protocol, 4 unknown task or bad request\n"
+                 "(report: missing or unreadable database, unknown run)."};
     app.set_version_flag("--version", std::string("kwb ") + KWB_VERSION);
     app.require_subcommand(1);
     app.fallthrough(); // global options may come after the subcommand
@@ -75,11 +76,29 @@ int main(int argc, char** argv)
     device->add_flag("--no-ceilings", noCeilings, "skip measuring bandwidth and FLOP ceilings");
     addJson(device);
 
+    ReportCommandOptions reportOptions;
+    std::string reportDb, reportRuns, reportFormat = "markdown", reportOut;
+    CLI::App* report = app.add_subcommand(
+        "report", "the study's tables for stored runs: correct/fast_1/compiled % with intervals, paired comparisons");
+    report->add_option("--db", reportDb, "the run store (SQLite file)")->required();
+    report->add_option("--runs", reportRuns, "run ids, comma-separated (default: every run)");
+    report->add_option("--format", reportFormat, "markdown (default), csv or json")
+        ->check(CLI::IsMember({"markdown", "csv", "json"}));
+    report->add_option("--out", reportOut, "write to this file instead of stdout");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
         const int code = app.exit(error); // prints help, the version, or the error with a hint
         return code == 0 ? ExitSuccess : ExitUsage;
+    }
+
+    if (report->parsed()) { // reads the run store only: no worker
+        reportOptions.database = QString::fromStdString(reportDb);
+        reportOptions.runs = QString::fromStdString(reportRuns);
+        reportOptions.format = QString::fromStdString(reportFormat);
+        reportOptions.outFile = QString::fromStdString(reportOut);
+        return runReport(reportOptions);
     }
 
     Session session(GlobalOptions{QString::fromStdString(worker), QString::fromStdString(tasksDir)});

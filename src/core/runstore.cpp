@@ -634,4 +634,23 @@ QHash<UnitKey, ResponseRecord> RunStore::answeredUnits(qint64 runId) const
     return units;
 }
 
+RunUsage RunStore::usage(qint64 runId) const
+{
+    RunUsage usage;
+    if (!isOpen())
+        return usage;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT COUNT(*), SUM(r.tokens_in), SUM(r.tokens_out), SUM(r.latency_ms)"
+                                 " FROM responses r JOIN prompts p ON p.id = r.prompt_id WHERE p.run_id = ?"));
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("usage totals")) || !query.next())
+        return usage;
+    usage.responses = query.value(0).toInt();
+    usage.tokensIn = optionalInt(query.value(1)); // SUM over no non-NULL values is NULL
+    usage.tokensOut = optionalInt(query.value(2));
+    usage.latencyMs = optionalInt(query.value(3));
+    return usage;
+}
+
 } // namespace kwb

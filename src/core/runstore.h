@@ -117,6 +117,16 @@ struct EvaluationRecord
     QDateTime created;  ///< UTC
 };
 
+/// What a run's model requests cost: sums over its responses (failed requests included). A sum is
+/// absent when no response of the run recorded that number.
+struct RunUsage
+{
+    int responses = 0;
+    std::optional<qint64> tokensIn;
+    std::optional<qint64> tokensOut;
+    std::optional<qint64> latencyMs; ///< model time: the requests' latencies added up
+};
+
 /// A unit of work in a run: one prompt of one role for one sample of one turn of one task.
 struct UnitKey
 {
@@ -196,6 +206,8 @@ public:
     /// The units of a run whose model request succeeded (a response without error), with the
     /// latest such response: resume reuses them (e.g. the analyzer's text) instead of asking again.
     QHash<UnitKey, ResponseRecord> answeredUnits(qint64 runId) const;
+    /// Token and model-time totals of a run's responses (for reports).
+    RunUsage usage(qint64 runId) const;
 
 private:
     bool fail(const QString& message) const;

@@ -1,0 +1,281 @@
+#include "core/regime.h"
+
+#include <QJsonArray>
+
+namespace kwb {
+
+namespace {
+
+const QString kAblateBestOfN = QStringLiteral("best_of_n");
+const QString kAblateFeedbackAnalyzer = QStringLiteral("feedback_analyzer");
+const QString kAblateMonotone = QStringLiteral("monotone");
+const QString kAblateCompetence = QStringLiteral("competence_matched");
+
+QString file(const QString& regime, const QString& role)
+{
+    return regime + QLatin1Char('/') + role + QStringLiteral(".mustache");
+}
+
+} // namespace
+
+QString toString(FeedbackMode mode)
+{
+    switch (mode) {
+    case FeedbackMode::None: return QStringLiteral("none");
+    case FeedbackMode::RawLog: return QStringLiteral("raw_log");
+    case FeedbackMode::Rewrite: return QStringLiteral("rewrite");
+    }
+    return {};
+}
+
+QString toString(SelectionMode mode)
+{
+    return mode == SelectionMode::Monotone ? QStringLiteral("monotone") : QStringLiteral("last");
+}
+
+std::optional<FeedbackMode> feedbackModeFromString(const QString& text)
+{
+    for (const FeedbackMode m : {FeedbackMode::None, FeedbackMode::RawLog, FeedbackMode::Rewrite})
+        if (toString(m) == text)
+            return m;
+    return std::nullopt;
+}
+
+std::optional<SelectionMode> selectionModeFromString(const QString& text)
+{
+    for (const SelectionMode m : {SelectionMode::Monotone, SelectionMode::Last})
+        if (toString(m) == text)
+            return m;
+    return std::nullopt;
+}
+
+QStringList Ablations::offNames() const
+{
+    QStringList out;
+    if (!bestOfN)
+        out << kAblateBestOfN;
+    if (!feedbackAnalyzer)
+        out << kAblateFeedbackAnalyzer;
+    if (!monotone)
+        out << kAblateMonotone;
+    if (!competenceMatched)
+        out << kAblateCompetence;
+    return out;
+}
+
+Ablations Ablations::fromOffNames(const QStringList& names, QString* unknown)
+{
+    Ablations a;
+    for (const QString& name : names) {
+        if (name == kAblateBestOfN)
+            a.bestOfN = false;
+        else if (name == kAblateFeedbackAnalyzer)
+            a.feedbackAnalyzer = false;
+        else if (name == kAblateMonotone)
+            a.monotone = false;
+        else if (name == kAblateCompetence)
+            a.competenceMatched = false;
+        else if (unknown)
+            *unknown = name;
+    }
+    return a;
+}
+
+QString Regime::answerRole(int turn) const
+{
+    return turn > 1 && roles.contains(RegimeRole::Retry) ? RegimeRole::Retry : RegimeRole::Generator;
+}
+
+QString Regime::answerTemplate(int turn) const
+{
+    return roles.value(answerRole(turn));
+}
+
+QString Regime::rewriteRole() const
+{
+    if (roles.contains(RegimeRole::Triager))
+        return RegimeRole::Triager;
+    if (roles.contains(RegimeRole::Critic))
+        return RegimeRole::Critic;
+    return {};
+}
+
+Regime Regime::withAblations(const Ablations& ablations) const
+{
+    Regime r = *this;
+    if (!ablations.bestOfN)
+        r.n = 1;
+    if (!ablations.feedbackAnalyzer && r.feedback == FeedbackMode::Rewrite)
+        r.feedback = FeedbackMode::RawLog;
+    if (!ablations.monotone)
+        r.selection = SelectionMode::Last;
+    if (!ablations.competenceMatched) {
+        // The agent's competence-matched wording gives way to the pilot's; the triager becomes
+        // the pilot's critic (the pilot generator reads `critique`, not `diagnosis`).
+        QMap<QString, QString> roles;
+        for (auto it = r.roles.cbegin(); it != r.roles.cend(); ++it) {
+            if (!it.value().startsWith(QLatin1String("agent/"))) {
+                roles.insert(it.key(), it.value());
+                continue;
+            }
+            const QString role = it.key() == RegimeRole::Triager ? RegimeRole::Critic : it.key();
+            roles.insert(role, file(QStringLiteral("pilot-v1"), role));
+        }
+        r.roles = roles;
+    }
+    for (const QString& name : ablations.offNames())
+        if (!r.ablated.contains(name))
+            r.ablated << name;
+    return r;
+}
+
+QJsonObject Regime::toJson() const
+{
+    QJsonObject rolesJson;
+    for (auto it = roles.cbegin(); it != roles.cend(); ++it)
+        rolesJson.insert(it.key(), it.value());
+    QJsonObject o{{QStringLiteral("name"), name},
+                  {QStringLiteral("description"), description},
+                  {QStringLiteral("roles"), rolesJson},
+                  {QStringLiteral("n"), n},
+                  {QStringLiteral("turns"), turns},
+                  {QStringLiteral("feedback"), toString(feedback)},
+                  {QStringLiteral("selection"), toString(selection)},
+                  {QStringLiteral("use_profile"), useProfile},
+                  {QStringLiteral("stop_when_correct"), stopWhenCorrect},
+                  {QStringLiteral("ablated"), QJsonArray::fromStringList(ablated)}};
+    if (temperature)
+        o.insert(QStringLiteral("temperature"), *temperature);
+    return o;
+}
+
+std::optional<Regime> Regime::fromJson(const QJsonObject& json, QString* error)
+{
+    auto fail = [error](const QString& message) -> std::optional<Regime> {
+        if (error)
+            *error = message;
+        return std::nullopt;
+    };
+    Regime r;
+    r.name = json.value(QLatin1String("name")).toString();
+    r.description = json.value(QLatin1String("description")).toString();
+    const QJsonObject rolesJson = json.value(QLatin1String("roles")).toObject();
+    for (auto it = rolesJson.begin(); it != rolesJson.end(); ++it)
+        r.roles.insert(it.key(), it.value().toString());
+    r.n = json.value(QLatin1String("n")).toInt(1);
+    r.turns = json.value(QLatin1String("turns")).toInt(1);
+    if (json.value(QLatin1String("temperature")).isDouble())
+        r.temperature = json.value(QLatin1String("temperature")).toDouble();
+    const auto feedback =
+        feedbackModeFromString(json.value(QLatin1String("feedback")).toString(QStringLiteral("none")));
+    if (!feedback)
+        return fail(
+            QStringLiteral("regime: unknown feedback mode '%1'").arg(json.value(QLatin1String("feedback")).toString()));
+    r.feedback = *feedback;
+    const auto selection =
+        selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone")));
+    if (!selection)
+        return fail(
+            QStringLiteral("regime: unknown selection '%1'").arg(json.value(QLatin1String("selection")).toString()));
+    r.selection = *selection;
+    r.useProfile = json.value(QLatin1String("use_profile")).toBool(false);
+    r.stopWhenCorrect = json.value(QLatin1String("stop_when_correct")).toBool(true);
+    for (const QJsonValue& v : json.value(QLatin1String("ablated")).toArray())
+        r.ablated << v.toString();
+    if (r.name.isEmpty())
+        return fail(QStringLiteral("regime: no name"));
+    if (!r.roles.contains(RegimeRole::Generator))
+        return fail(QStringLiteral("regime %1: no generator role").arg(r.name));
+    if (r.n < 1 || r.turns < 1)
+        return fail(QStringLiteral("regime %1: n and turns must be at least 1").arg(r.name));
+    return r;
+}
+
+QStringList Regime::builtinNames()
+{
+    return {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"), QStringLiteral("iterative"),
+            QStringLiteral("agent"), QStringLiteral("pilot-v1")};
+}
+
+std::optional<Regime> Regime::builtin(const QString& name)
+{
+    Regime r;
+    r.name = name;
+    if (name == QLatin1String("zero-shot")) {
+        r.description = QStringLiteral("KernelBench-style zero-shot: the task and the answer format");
+        r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));
+    } else if (name == QLatin1String("profiling-guided")) {
+        r.description = QStringLiteral("Zero-shot plus the top operators by CUDA time and the roofline rule");
+        r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));
+        r.useProfile = true;
+    } else if (name == QLatin1String("iterative")) {
+        r.description = QStringLiteral("Zero-shot first turn, then retries on the evaluator's raw report (3 turns)");
+        r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));
+        r.roles.insert(RegimeRole::Retry, file(name, RegimeRole::Retry));
+        r.turns = 3;
+        r.feedback = FeedbackMode::RawLog;
+    } else if (name == QLatin1String("agent")) {
+        r.description = QStringLiteral("The repaired agent: competence-matched prompts, best-of-4 at T=0.7, "
+                                       "3 turns, monotone selection");
+        for (const QString& role :
+             {RegimeRole::Analyzer, RegimeRole::Researcher, RegimeRole::Generator, RegimeRole::Triager})
+            r.roles.insert(role, file(name, role));
+        r.n = 4;
+        r.temperature = 0.7;
+        r.turns = 3;
+        r.feedback = FeedbackMode::Rewrite;
+        r.useProfile = true; // the analyzer reads the top operators
+    } else if (name == QLatin1String("pilot-v1")) {
+        r.description = QStringLiteral("The pilot agent: custom tiled CUDA everywhere, a critic asking for more, "
+                                       "the last turn wins");
+        for (const QString& role :
+             {RegimeRole::Analyzer, RegimeRole::Researcher, RegimeRole::Generator, RegimeRole::Critic})
+            r.roles.insert(role, file(name, role));
+        r.turns = 3;
+        r.feedback = FeedbackMode::Rewrite;
+        r.selection = SelectionMode::Last;
+        r.stopWhenCorrect = false; // the critic always asks for more optimisation
+    } else {
+        return std::nullopt;
+    }
+    return r;
+}
+
+bool operator==(const Regime& a, const Regime& b)
+{
+    return a.toJson() == b.toJson();
+}
+
+Routing Routing::studyEstimate()
+{
+    Routing r;
+    r.byLevel.insert(1, QStringLiteral("profiling-guided"));
+    r.byLevel.insert(2, QStringLiteral("agent"));
+    r.byLevel.insert(3, QStringLiteral("profiling-guided"));
+    r.fallback = QStringLiteral("profiling-guided");
+    return r;
+}
+
+QJsonObject Routing::toJson() const
+{
+    QJsonObject levels;
+    for (auto it = byLevel.cbegin(); it != byLevel.cend(); ++it)
+        levels.insert(QString::number(it.key()), it.value());
+    return QJsonObject{{QStringLiteral("levels"), levels}, {QStringLiteral("fallback"), fallback}};
+}
+
+Routing Routing::fromJson(const QJsonObject& json)
+{
+    Routing r;
+    const QJsonObject levels = json.value(QLatin1String("levels")).toObject();
+    for (auto it = levels.begin(); it != levels.end(); ++it) {
+        bool ok = false;
+        const int level = it.key().toInt(&ok);
+        if (ok)
+            r.byLevel.insert(level, it.value().toString());
+    }
+    r.fallback = json.value(QLatin1String("fallback")).toString();
+    return r;
+}
+
+} // namespace kwb

@@ -1,0 +1,588 @@
+#include "core/report.h"
+
+#include <QJsonArray>
+#include <QRegularExpression>
+#include <QSet>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace kwb {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+QString noiseCaveat()
+{
+    return QStringLiteral("Gaps of one or two tasks are within noise (the study's caveat): read the 95 % "
+                          "intervals and the sign-test p before the point values.");
+}
+
+QString routingCaveat()
+{
+    return QStringLiteral("Routing takes each level from the run that solved most of its tasks, chosen after "
+                          "seeing these results: an optimistic, in-sample estimate.");
+}
+
+// ---- number formatting ----------------------------------------------------------------------
+
+QString fixed(double value, int decimals)
+{
+    return std::isfinite(value) ? QString::number(value, 'f', decimals) : QStringLiteral("-");
+}
+
+/// "50.0 [16.7, 83.3]", "-" when there is no value.
+QString withInterval(const Estimate& estimate, int decimals)
+{
+    if (!estimate.isValid())
+        return QStringLiteral("-");
+    return QStringLiteral("%1 [%2, %3]")
+        .arg(fixed(estimate.value, decimals), fixed(estimate.low, decimals), fixed(estimate.high, decimals));
+}
+
+QString count(const std::optional<qint64>& value)
+{
+    return value ? QString::number(*value) : QStringLiteral("-");
+}
+
+QString seconds(const std::optional<qint64>& ms)
+{
+    return ms ? QStringLiteral("%1 s").arg(QString::number(double(*ms) / 1000.0, 'f', 1)) : QStringLiteral("-");
+}
+
+QJsonValue jsonNumber(double value)
+{
+    return std::isfinite(value) ? QJsonValue(value) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonValue jsonCount(const std::optional<qint64>& value)
+{
+    return value ? QJsonValue(double(*value)) : QJsonValue(QJsonValue::Null);
+}
+
+QJsonObject estimateJson(const Estimate& estimate)
+{
+    return {{QStringLiteral("value"), jsonNumber(estimate.value)},
+            {QStringLiteral("low"), jsonNumber(estimate.isValid() ? estimate.low : kNaN)},
+            {QStringLiteral("high"), jsonNumber(estimate.isValid() ? estimate.high : kNaN)}};
+}
+
+QJsonObject metricsJson(const Metrics& metrics)
+{
+    return {{QStringLiteral("tasks"), metrics.tasks},
+            {QStringLiteral("correct"), metrics.correct},
+            {QStringLiteral("fast1"), metrics.fast1},
+            {QStringLiteral("compiled"), metrics.compiled},
+            {QStringLiteral("correct_pct"), estimateJson(metrics.correctPct)},
+            {QStringLiteral("fast1_pct"), estimateJson(metrics.fast1Pct)},
+            {QStringLiteral("compiled_pct"), estimateJson(metrics.compiledPct)},
+            {QStringLiteral("geomean_speedup"), estimateJson(metrics.geomeanSpeedup)},
+            {QStringLiteral("geomean_count"), metrics.geomeanCount}};
+}
+
+// ---- CSV --------------------------------------------------------------------------------------
+
+QString csvCell(const QString& cell)
+{
+    if (!cell.contains(QLatin1Char(',')) && !cell.contains(QLatin1Char('"')) && !cell.contains(QLatin1Char('\n'))
+        && !cell.contains(QLatin1Char('\r')))
+        return cell;
+    QString quoted = cell;
+    quoted.replace(QStringLiteral("\""), QStringLiteral("\"\""));
+    return QLatin1Char('"') + quoted + QLatin1Char('"');
+}
+
+QString csvNumber(double value)
+{
+    return std::isfinite(value) ? QString::number(value, 'g', 12) : QString();
+}
+
+class CsvWriter
+{
+public:
+    CsvWriter() { row({QStringLiteral("section"), QStringLiteral("run"), QStringLiteral("run_b"),
+                       QStringLiteral("level"), QStringLiteral("metric"), QStringLiteral("value"),
+                       QStringLiteral("low"), QStringLiteral("high")}); }
+
+    void row(const QStringList& cells)
+    {
+        QStringList quoted;
+        for (const QString& cell : cells)
+            quoted.append(csvCell(cell));
+        m_text += quoted.join(QLatin1Char(',')) + QStringLiteral("\r\n");
+    }
+    void value(const QString& section, const QString& run, const QString& runB, const QString& level,
+               const QString& metric, const QString& value)
+    {
+        row({section, run, runB, level, metric, value, QString(), QString()});
+    }
+    void estimate(const QString& section, const QString& run, const QString& runB, const QString& level,
+                  const QString& metric, const Estimate& estimate)
+    {
+        const bool valid = estimate.isValid();
+        row({section, run, runB, level, metric, csvNumber(estimate.value), valid ? csvNumber(estimate.low) : QString(),
+             valid ? csvNumber(estimate.high) : QString()});
+    }
+    void metrics(const QString& section, const QString& run, const QString& level, const Metrics& metrics)
+    {
+        value(section, run, QString(), level, QStringLiteral("tasks"), QString::number(metrics.tasks));
+        value(section, run, QString(), level, QStringLiteral("correct"), QString::number(metrics.correct));
+        estimate(section, run, QString(), level, QStringLiteral("correct_pct"), metrics.correctPct);
+        value(section, run, QString(), level, QStringLiteral("fast1"), QString::number(metrics.fast1));
+        estimate(section, run, QString(), level, QStringLiteral("fast1_pct"), metrics.fast1Pct);
+        value(section, run, QString(), level, QStringLiteral("compiled"), QString::number(metrics.compiled));
+        estimate(section, run, QString(), level, QStringLiteral("compiled_pct"), metrics.compiledPct);
+        estimate(section, run, QString(), level, QStringLiteral("geomean_speedup"), metrics.geomeanSpeedup);
+        value(section, run, QString(), level, QStringLiteral("geomean_count"), QString::number(metrics.geomeanCount));
+    }
+    QString text() const { return m_text; }
+
+private:
+    QString m_text;
+};
+
+QString optionalText(const std::optional<qint64>& value)
+{
+    return value ? QString::number(*value) : QString();
+}
+
+// ---- Markdown ---------------------------------------------------------------------------------
+
+QString mdCell(QString cell)
+{
+    cell.replace(QLatin1Char('|'), QStringLiteral("\\|"));
+    cell.replace(QLatin1Char('\n'), QLatin1Char(' '));
+    return cell;
+}
+
+QString mdRow(const QStringList& cells)
+{
+    QStringList escaped;
+    for (const QString& cell : cells)
+        escaped.append(mdCell(cell));
+    return QStringLiteral("| ") + escaped.join(QStringLiteral(" | ")) + QStringLiteral(" |\n");
+}
+
+/// The header and its rule: the first `textColumns` left-aligned, the numbers after them right.
+QString mdHeader(const QStringList& cells, int textColumns)
+{
+    QString text = mdRow(cells);
+    QStringList rule;
+    for (int i = 0; i < cells.size(); ++i)
+        rule.append(i < textColumns ? QStringLiteral("---") : QStringLiteral("--:"));
+    return text + QStringLiteral("|") + rule.join(QLatin1Char('|')) + QStringLiteral("|\n");
+}
+
+QString geomeanCell(const Metrics& metrics)
+{
+    if (!metrics.geomeanSpeedup.isValid())
+        return QStringLiteral("-");
+    return QStringLiteral("%1 (%2)").arg(withInterval(metrics.geomeanSpeedup, 2)).arg(metrics.geomeanCount);
+}
+
+const RunReport* findRun(const Report& report, qint64 id)
+{
+    for (const RunReport& run : report.runs) {
+        if (run.run.id == id)
+            return &run;
+    }
+    return nullptr;
+}
+
+/// The selection key's order: is `a` strictly better than `b`?
+bool better(const TaskOutcome& a, const TaskOutcome& b)
+{
+    if (a.correct() != b.correct())
+        return a.correct();
+    if (a.compiled != b.compiled)
+        return a.compiled;
+    const double sa = std::isfinite(a.speedup) ? a.speedup : -std::numeric_limits<double>::infinity();
+    const double sb = std::isfinite(b.speedup) ? b.speedup : -std::numeric_limits<double>::infinity();
+    return sa > sb;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+bool statusImpliesCompiled(const QString& status)
+{
+    static const QSet<QString> compiled = {QStringLiteral("rejected"), QStringLiteral("runtime_error"),
+                                           QStringLiteral("incorrect"), QStringLiteral("correct"),
+                                           QStringLiteral("no_device")};
+    return compiled.contains(status);
+}
+
+int taskLevel(const QString& task)
+{
+    static const QRegularExpression pattern(QStringLiteral("^L(\\d+)/"));
+    const QRegularExpressionMatch match = pattern.match(task);
+    return match.hasMatch() ? match.captured(1).toInt() : 0;
+}
+
+TaskOutcome outcomeOf(const EvaluationRecord& evaluation)
+{
+    TaskOutcome outcome;
+    outcome.task = evaluation.task;
+    outcome.level = taskLevel(evaluation.task);
+    outcome.status = evaluation.status;
+    outcome.speedup = evaluation.speedup.value_or(kNaN);
+    const QJsonValue compile = evaluation.result.value(QLatin1String("compile"));
+    outcome.compiled = statusImpliesCompiled(evaluation.status)
+                       || compile.toObject().value(QLatin1String("ok")).toBool(false);
+    return outcome;
+}
+
+std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex)
+{
+    // Monotone selection over everything the run tried for the task: a correct kernel beats any
+    // incorrect one, a compiled one beats one that never compiled, and among equals the faster
+    // wins (a missing speedup counts as slowest). Only a strictly better evaluation replaces the
+    // current choice, so ties keep the earliest one.
+    std::optional<TaskOutcome> best;
+    for (int i = 0; i < evaluations.size(); ++i) {
+        const TaskOutcome outcome = outcomeOf(evaluations.at(i));
+        if (!best || better(outcome, *best)) {
+            best = outcome;
+            if (chosenIndex)
+                *chosenIndex = i;
+        }
+    }
+    return best;
+}
+
+QString RunReport::label() const
+{
+    return QStringLiteral("#%1 %2").arg(run.id).arg(run.regime);
+}
+
+std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& runIds, const ReportOptions& options,
+                                  QString* error)
+{
+    const auto failWith = [error](const QString& message) -> std::optional<Report> {
+        if (error)
+            *error = message;
+        return std::nullopt;
+    };
+    if (!store.isOpen())
+        return failWith(QStringLiteral("the run store is not open"));
+
+    QList<RunInfo> infos;
+    if (runIds.isEmpty()) {
+        infos = store.runs();
+        if (!store.errorString().isEmpty() && infos.isEmpty())
+            return failWith(store.errorString());
+    } else {
+        for (const qint64 id : runIds) {
+            const std::optional<RunInfo> info = store.run(id);
+            if (!info)
+                return failWith(QStringLiteral("unknown run %1 in %2").arg(id).arg(store.path()));
+            infos.append(*info);
+        }
+    }
+
+    Report report;
+    report.database = store.path();
+    QSet<int> levels;
+    for (const RunInfo& info : infos) {
+        RunReport run;
+        run.run = info;
+        const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
+        run.evaluations = int(evaluations.size());
+        QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
+        for (const EvaluationRecord& evaluation : evaluations)
+            byTask[evaluation.task].append(evaluation);
+        for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
+            int chosen = -1;
+            if (const std::optional<TaskOutcome> outcome = selectOutcome(it.value(), &chosen)) {
+                run.outcomes.append(*outcome);
+                run.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
+                levels.insert(outcome->level);
+            }
+        }
+        run.summary = summarize(run.outcomes, options.bootstrap);
+        run.usage = store.usage(info.id);
+        report.runs.append(run);
+    }
+    report.levels = QList<int>(levels.cbegin(), levels.cend());
+    std::sort(report.levels.begin(), report.levels.end());
+
+    for (int i = 0; i < report.runs.size(); ++i) {
+        for (int j = i + 1; j < report.runs.size(); ++j) {
+            PairReport pair;
+            pair.runA = report.runs.at(i).run.id;
+            pair.runB = report.runs.at(j).run.id;
+            pair.comparison = comparePaired(report.runs.at(i).outcomes, report.runs.at(j).outcomes, options.bootstrap);
+            report.pairs.append(pair);
+        }
+    }
+
+    // Routing: each level from the run that solved most of its tasks (the first such run on a tie).
+    if (report.runs.size() >= 2 && !report.levels.isEmpty()) {
+        RoutingReport routing;
+        QMap<QString, QList<TaskOutcome>> byLabel;
+        QMap<int, QString> labelForLevel;
+        for (const int level : std::as_const(report.levels)) {
+            const RunReport* bestRun = nullptr;
+            int bestCorrect = -1;
+            for (const RunReport& run : std::as_const(report.runs)) {
+                const auto metrics = run.summary.perLevel.constFind(level);
+                if (metrics == run.summary.perLevel.cend() || metrics->tasks == 0)
+                    continue;
+                if (metrics->correct > bestCorrect) {
+                    bestCorrect = metrics->correct;
+                    bestRun = &run;
+                }
+            }
+            if (!bestRun)
+                continue;
+            routing.runForLevel.insert(level, bestRun->run.id);
+            labelForLevel.insert(level, bestRun->label());
+            byLabel.insert(bestRun->label(), bestRun->outcomes);
+        }
+        routing.estimate = estimateRouting(byLabel, labelForLevel, options.bootstrap);
+        report.routing = routing;
+    }
+    return report;
+}
+
+QString reportMarkdown(const Report& report)
+{
+    QString md = QStringLiteral("# Kernel Workbench report\n\n");
+    md += QStringLiteral("Database: `%1`. Each task counts once, by its best evaluation (correct, then compiled, "
+                         "then speedup). Percentages over tasks with 95 % bootstrap intervals in brackets.\n\n")
+              .arg(report.database);
+    if (report.runs.isEmpty())
+        return md + QStringLiteral("No runs.\n");
+
+    md += QStringLiteral("## Runs\n\n");
+    QStringList header = {QStringLiteral("run"),        QStringLiteral("regime"),
+                          QStringLiteral("name"),       QStringLiteral("status"),
+                          QStringLiteral("tasks"),      QStringLiteral("correct %"),
+                          QStringLiteral("fast_1 %"),   QStringLiteral("compiled %")};
+    for (const int level : report.levels)
+        header.append(QStringLiteral("solved L%1").arg(level));
+    header << QStringLiteral("geomean speedup (n)") << QStringLiteral("tokens in / out")
+           << QStringLiteral("model time");
+    md += mdHeader(header, 4);
+    for (const RunReport& run : report.runs) {
+        const Metrics& m = run.summary.overall;
+        QStringList cells = {QStringLiteral("#%1").arg(run.run.id), run.run.regime, run.run.name, run.run.status,
+                             QString::number(m.tasks), withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1),
+                             withInterval(m.compiledPct, 1)};
+        for (const int level : report.levels) {
+            const auto it = run.summary.perLevel.constFind(level);
+            cells.append(it == run.summary.perLevel.cend() ? QStringLiteral("-")
+                                                           : QStringLiteral("%1/%2").arg(it->correct).arg(it->tasks));
+        }
+        cells << geomeanCell(m)
+              << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
+              << seconds(run.usage.latencyMs);
+        md += mdRow(cells);
+    }
+
+    md += QStringLiteral("\n## Per level\n\n");
+    md += mdHeader({QStringLiteral("run"), QStringLiteral("level"), QStringLiteral("tasks"),
+                    QStringLiteral("correct %"), QStringLiteral("fast_1 %"), QStringLiteral("compiled %"),
+                    QStringLiteral("geomean speedup (n)")},
+                   2);
+    for (const RunReport& run : report.runs) {
+        for (auto it = run.summary.perLevel.cbegin(); it != run.summary.perLevel.cend(); ++it) {
+            const Metrics& m = it.value();
+            md += mdRow({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
+                         withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1), withInterval(m.compiledPct, 1),
+                         geomeanCell(m)});
+        }
+    }
+
+    if (!report.pairs.isEmpty()) {
+        md += QStringLiteral("\n## Paired comparisons (tasks in both runs)\n\n");
+        md += mdHeader({QStringLiteral("A"), QStringLiteral("B"), QStringLiteral("tasks"),
+                        QStringLiteral("A correct %"), QStringLiteral("B correct %"),
+                        QStringLiteral("A − B, points"), QStringLiteral("only A"), QStringLiteral("only B"),
+                        QStringLiteral("both"), QStringLiteral("neither"), QStringLiteral("sign-test p")},
+                       2);
+        QStringList missing;
+        for (const PairReport& pair : report.pairs) {
+            const RunReport* a = findRun(report, pair.runA);
+            const RunReport* b = findRun(report, pair.runB);
+            const PairedComparison& c = pair.comparison;
+            md += mdRow({a->label(), b->label(), QString::number(c.tasks), fixed(c.correctPctA.value, 1),
+                         fixed(c.correctPctB.value, 1), withInterval(c.differencePct, 1), QString::number(c.onlyA),
+                         QString::number(c.onlyB), QString::number(c.both), QString::number(c.neither),
+                         fixed(c.signTestP, 3)});
+            if (!c.missingInA.isEmpty() || !c.missingInB.isEmpty())
+                missing.append(QStringLiteral("%1 vs %2: %3 task(s) only in %2, %4 only in %1")
+                                   .arg(a->label(), b->label())
+                                   .arg(c.missingInA.size())
+                                   .arg(c.missingInB.size()));
+        }
+        if (!missing.isEmpty())
+            md += QStringLiteral("\nLeft out of the comparison: ") + missing.join(QStringLiteral("; "))
+                  + QStringLiteral(".\n");
+    }
+
+    if (report.routing) {
+        const RoutingReport& routing = *report.routing;
+        md += QStringLiteral("\n## Routing estimate\n\n") + routingCaveat() + QStringLiteral("\n\n");
+        md += mdHeader({QStringLiteral("level"), QStringLiteral("run"), QStringLiteral("tasks"),
+                        QStringLiteral("solved"), QStringLiteral("correct %")},
+                       2);
+        for (auto it = routing.runForLevel.cbegin(); it != routing.runForLevel.cend(); ++it) {
+            const auto metrics = routing.estimate.perLevel.constFind(it.key());
+            if (metrics == routing.estimate.perLevel.cend())
+                continue;
+            md += mdRow({QStringLiteral("L%1").arg(it.key()), findRun(report, it.value())->label(),
+                         QString::number(metrics->tasks), QString::number(metrics->correct),
+                         withInterval(metrics->correctPct, 1)});
+        }
+        const Metrics& combined = routing.estimate.combined;
+        md += mdRow({QStringLiteral("all"), QStringLiteral("routed"), QString::number(combined.tasks),
+                     QString::number(combined.correct), withInterval(combined.correctPct, 1)});
+        if (!routing.estimate.problems.isEmpty()) {
+            md += QStringLiteral("\n");
+            for (const QString& problem : routing.estimate.problems)
+                md += QStringLiteral("- ") + problem + QStringLiteral("\n");
+        }
+    }
+
+    md += QStringLiteral("\n") + noiseCaveat() + QStringLiteral("\n");
+    return md;
+}
+
+QString reportCsv(const Report& report)
+{
+    CsvWriter csv;
+    const QString run = QStringLiteral("run");
+    for (const RunReport& r : report.runs) {
+        const QString id = QString::number(r.run.id);
+        csv.metrics(run, id, QStringLiteral("all"), r.summary.overall);
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("evaluations"),
+                  QString::number(r.evaluations));
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("responses"),
+                  QString::number(r.usage.responses));
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("tokens_in"), optionalText(r.usage.tokensIn));
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("tokens_out"),
+                  optionalText(r.usage.tokensOut));
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("model_time_ms"),
+                  optionalText(r.usage.latencyMs));
+        for (auto it = r.summary.perLevel.cbegin(); it != r.summary.perLevel.cend(); ++it)
+            csv.metrics(run, id, QString::number(it.key()), it.value());
+    }
+    const QString paired = QStringLiteral("paired");
+    for (const PairReport& pair : report.pairs) {
+        const QString a = QString::number(pair.runA), b = QString::number(pair.runB), all = QStringLiteral("all");
+        const PairedComparison& c = pair.comparison;
+        csv.value(paired, a, b, all, QStringLiteral("tasks"), QString::number(c.tasks));
+        csv.value(paired, a, b, all, QStringLiteral("both"), QString::number(c.both));
+        csv.value(paired, a, b, all, QStringLiteral("only_a"), QString::number(c.onlyA));
+        csv.value(paired, a, b, all, QStringLiteral("only_b"), QString::number(c.onlyB));
+        csv.value(paired, a, b, all, QStringLiteral("neither"), QString::number(c.neither));
+        csv.estimate(paired, a, b, all, QStringLiteral("correct_pct_a"), c.correctPctA);
+        csv.estimate(paired, a, b, all, QStringLiteral("correct_pct_b"), c.correctPctB);
+        csv.estimate(paired, a, b, all, QStringLiteral("difference_pct"), c.differencePct);
+        csv.value(paired, a, b, all, QStringLiteral("sign_test_p"), csvNumber(c.signTestP));
+    }
+    if (report.routing) {
+        const QString routing = QStringLiteral("routing");
+        for (auto it = report.routing->runForLevel.cbegin(); it != report.routing->runForLevel.cend(); ++it) {
+            const auto metrics = report.routing->estimate.perLevel.constFind(it.key());
+            if (metrics == report.routing->estimate.perLevel.cend())
+                continue;
+            const QString id = QString::number(it.value()), level = QString::number(it.key());
+            csv.value(routing, id, QString(), level, QStringLiteral("tasks"), QString::number(metrics->tasks));
+            csv.value(routing, id, QString(), level, QStringLiteral("correct"), QString::number(metrics->correct));
+            csv.estimate(routing, id, QString(), level, QStringLiteral("correct_pct"), metrics->correctPct);
+        }
+        const Metrics& combined = report.routing->estimate.combined;
+        csv.value(routing, QString(), QString(), QStringLiteral("all"), QStringLiteral("tasks"),
+                  QString::number(combined.tasks));
+        csv.value(routing, QString(), QString(), QStringLiteral("all"), QStringLiteral("correct"),
+                  QString::number(combined.correct));
+        csv.estimate(routing, QString(), QString(), QStringLiteral("all"), QStringLiteral("correct_pct"),
+                     combined.correctPct);
+    }
+    return csv.text();
+}
+
+QJsonObject reportJson(const Report& report)
+{
+    QJsonArray runs;
+    for (const RunReport& r : report.runs) {
+        QJsonObject levels;
+        for (auto it = r.summary.perLevel.cbegin(); it != r.summary.perLevel.cend(); ++it)
+            levels.insert(QString::number(it.key()), metricsJson(it.value()));
+        QJsonArray outcomes;
+        for (const TaskOutcome& outcome : r.outcomes) {
+            outcomes.append(QJsonObject{{QStringLiteral("task"), outcome.task},
+                                        {QStringLiteral("level"), outcome.level},
+                                        {QStringLiteral("status"), outcome.status},
+                                        {QStringLiteral("compiled"), outcome.compiled},
+                                        {QStringLiteral("speedup"), jsonNumber(outcome.speedup)},
+                                        {QStringLiteral("evaluation_id"),
+                                         double(r.chosenEvaluation.value(outcome.task))}});
+        }
+        runs.append(QJsonObject{
+            {QStringLiteral("id"), double(r.run.id)},
+            {QStringLiteral("name"), r.run.name},
+            {QStringLiteral("regime"), r.run.regime},
+            {QStringLiteral("status"), r.run.status},
+            {QStringLiteral("created"), r.run.created.toString(Qt::ISODateWithMs)},
+            {QStringLiteral("evaluations"), r.evaluations},
+            {QStringLiteral("overall"), metricsJson(r.summary.overall)},
+            {QStringLiteral("levels"), levels},
+            {QStringLiteral("usage"),
+             QJsonObject{{QStringLiteral("responses"), r.usage.responses},
+                         {QStringLiteral("tokens_in"), jsonCount(r.usage.tokensIn)},
+                         {QStringLiteral("tokens_out"), jsonCount(r.usage.tokensOut)},
+                         {QStringLiteral("model_time_ms"), jsonCount(r.usage.latencyMs)}}},
+            {QStringLiteral("outcomes"), outcomes},
+        });
+    }
+
+    QJsonArray comparisons;
+    for (const PairReport& pair : report.pairs) {
+        const PairedComparison& c = pair.comparison;
+        comparisons.append(QJsonObject{
+            {QStringLiteral("run_a"), double(pair.runA)},
+            {QStringLiteral("run_b"), double(pair.runB)},
+            {QStringLiteral("tasks"), c.tasks},
+            {QStringLiteral("both"), c.both},
+            {QStringLiteral("only_a"), c.onlyA},
+            {QStringLiteral("only_b"), c.onlyB},
+            {QStringLiteral("neither"), c.neither},
+            {QStringLiteral("correct_pct_a"), estimateJson(c.correctPctA)},
+            {QStringLiteral("correct_pct_b"), estimateJson(c.correctPctB)},
+            {QStringLiteral("difference_pct"), estimateJson(c.differencePct)},
+            {QStringLiteral("sign_test_p"), jsonNumber(c.signTestP)},
+            {QStringLiteral("missing_in_a"), QJsonArray::fromStringList(c.missingInA)},
+            {QStringLiteral("missing_in_b"), QJsonArray::fromStringList(c.missingInB)},
+        });
+    }
+
+    QJsonValue routing(QJsonValue::Null);
+    if (report.routing) {
+        QJsonObject levels;
+        for (auto it = report.routing->runForLevel.cbegin(); it != report.routing->runForLevel.cend(); ++it) {
+            QJsonObject level{{QStringLiteral("run"), double(it.value())}};
+            const auto metrics = report.routing->estimate.perLevel.constFind(it.key());
+            if (metrics != report.routing->estimate.perLevel.cend())
+                level.insert(QStringLiteral("metrics"), metricsJson(*metrics));
+            levels.insert(QString::number(it.key()), level);
+        }
+        routing = QJsonObject{{QStringLiteral("levels"), levels},
+                              {QStringLiteral("combined"), metricsJson(report.routing->estimate.combined)},
+                              {QStringLiteral("problems"), QJsonArray::fromStringList(report.routing->estimate.problems)},
+                              {QStringLiteral("note"), routingCaveat()}};
+    }
+
+    return {{QStringLiteral("database"), report.database},
+            {QStringLiteral("runs"), runs},
+            {QStringLiteral("comparisons"), comparisons},
+            {QStringLiteral("routing"), routing},
+            {QStringLiteral("notes"), QJsonArray{noiseCaveat()}}};
+}
+
+} // namespace kwb

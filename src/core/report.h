@@ -1,0 +1,105 @@
+#pragma once
+// `kwb report`: the study's Tables I–II for runs of a RunStore, with the statistics that say how
+// far to trust them (runstats.h), rendered as Markdown, CSV or JSON.
+//
+// Per run: each task's selected outcome (selectOutcome: the best evaluation of the task by the
+// monotone key), then correct %, fast_1 % and compiled % with 95 % bootstrap intervals over
+// tasks, solved per level, the geometric-mean speedup of correct kernels, and token and model-time
+// totals. Between each pair of runs: the paired comparison on the tasks both have. With two or
+// more runs: the routing estimate, each level taken from the run that solved most of it.
+//
+// A run's tasks are the tasks with at least one stored evaluation; a task never evaluated is not
+// counted (it is neither correct nor wrong).
+
+#include "core/runstats.h"
+#include "core/runstore.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QString>
+
+#include <optional>
+
+namespace kwb {
+
+/// Evaluation statuses that imply the candidate compiled (docs/protocol.md: the sandbox check
+/// and everything after it come after the compile).
+bool statusImpliesCompiled(const QString& status);
+
+/// The level of a task id ("L2/1" -> 2); 0 when the id has no level.
+int taskLevel(const QString& task);
+
+/// One evaluation as a TaskOutcome: compiled from the status, or from the response's
+/// compile.ok where the status says nothing (timeout, crashed); a missing speedup is NaN.
+TaskOutcome outcomeOf(const EvaluationRecord& evaluation);
+
+/// The outcome that counts for a task in a run: the best of its evaluations by the monotone
+/// key (correct, then compiled, then speedup), whatever turn or sample it came from, so a broken
+/// later attempt never hides a working earlier one. Ties keep the earliest evaluation.
+/// Empty list: nullopt. `chosenIndex` (if given) receives the index of the chosen evaluation.
+std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex = nullptr);
+
+struct ReportOptions
+{
+    BootstrapOptions bootstrap;
+};
+
+struct RunReport
+{
+    RunInfo run;
+    QList<TaskOutcome> outcomes;       ///< one per task, sorted by task id
+    QMap<QString, qint64> chosenEvaluation; ///< task -> id of the evaluation selected for it
+    int evaluations = 0;               ///< evaluations stored for the run
+    RunSummary summary;
+    RunUsage usage;
+
+    /// "#3 agent", the run's name in tables.
+    QString label() const;
+};
+
+struct PairReport
+{
+    qint64 runA = 0;
+    qint64 runB = 0;
+    PairedComparison comparison;
+};
+
+struct RoutingReport
+{
+    QMap<int, qint64> runForLevel; ///< level -> the run whose outcomes are taken for it
+    RoutingEstimate estimate;      ///< keyed by run label
+};
+
+struct Report
+{
+    QString database;
+    QList<RunReport> runs;
+    QList<PairReport> pairs; ///< every pair (i < j) in the order of `runs`
+    std::optional<RoutingReport> routing;
+    QList<int> levels;       ///< the levels any run has, ascending
+};
+
+/// Builds the report of the given runs (in that order; empty: every run of the store). Returns
+/// nullopt with `error` set for a run id the store does not have, or a store that is not open.
+std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& runIds, const ReportOptions& options,
+                                  QString* error);
+
+/// Markdown: a run table (Tables I–II columns), a per-level table, the paired comparisons, the
+/// routing estimate and the noise caveat.
+QString reportMarkdown(const Report& report);
+
+/// CSV, one long table: header `section,run,run_b,level,metric,value,low,high` (RFC 4180
+/// quoting). section `run` (level `all` or a number; metrics tasks, correct, correct_pct, fast1,
+/// fast1_pct, compiled, compiled_pct, geomean_speedup, geomean_count, and for level `all` also
+/// evaluations, responses, tokens_in, tokens_out, model_time_ms), `paired` (run vs run_b: tasks,
+/// both, only_a, only_b, neither, correct_pct_a, correct_pct_b, difference_pct, sign_test_p) and
+/// `routing` (run: the run chosen for the level; level `all` for the combined estimate). low/high
+/// are the 95 % interval where the metric has one; a missing number is an empty cell.
+QString reportCsv(const Report& report);
+
+/// JSON: {"database", "runs": [...], "comparisons": [...], "routing": {...}|null, "notes"}.
+/// See docs/cli.md.
+QJsonObject reportJson(const Report& report);
+
+} // namespace kwb

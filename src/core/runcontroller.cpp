@@ -1,0 +1,489 @@
+#include "core/runcontroller.h"
+
+#include "core/evaluationqueue.h"
+#include "core/llmclient.h"
+
+#include <QDir>
+#include <QFile>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include <algorithm>
+
+namespace kwb {
+
+namespace {
+
+/// The body of the answer's first ```python block, empty when there is none.
+QString extractPythonBlock(const QString& answer)
+{
+    static const QRegularExpression re(QStringLiteral("```python[^\\n]*\\n(.*?)```"),
+                                       QRegularExpression::DotMatchesEverythingOption);
+    const auto m = re.match(answer);
+    return m.hasMatch() ? m.captured(1) : QString();
+}
+
+QJsonValue textOrFalse(const QString& text)
+{
+    return text.isEmpty() ? QJsonValue(false) : QJsonValue(text);
+}
+
+} // namespace
+
+QString RunTaskInput::id() const
+{
+    const QString id = task.value(QLatin1String("id")).toString();
+    return id.isEmpty() ? analyze.value(QLatin1String("task")).toString() : id;
+}
+
+int RunTaskInput::level() const
+{
+    const int level = task.value(QLatin1String("level")).toInt(0);
+    if (level > 0)
+        return level;
+    // "L2/1"
+    const QString tid = id();
+    if (tid.startsWith(QLatin1Char('L')))
+        return tid.mid(1, tid.indexOf(QLatin1Char('/')) - 1).toInt();
+    return 0;
+}
+
+RunController::RunController(LlmClient* llm, EvaluationQueue* queue, RunStore* store, const QString& promptsDir,
+                             QObject* parent)
+    : QObject(parent)
+    , m_llm(llm)
+    , m_queue(queue)
+    , m_store(store)
+    , m_renderer(promptsDir)
+{
+    connect(m_llm, &LlmClient::completionFinished, this, &RunController::onCompletionFinished);
+    connect(m_llm, &LlmClient::completionFailed, this, &RunController::onCompletionFailed);
+    connect(m_queue, &EvaluationQueue::jobFinished, this, &RunController::onJobFinished);
+    connect(m_queue, &EvaluationQueue::jobFailed, this, &RunController::onJobFailed);
+}
+
+RunController::~RunController() = default;
+
+bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
+{
+    if (m_running || !m_regime.isValid())
+        return false;
+    for (const Regime& r : std::as_const(m_levelRegimes))
+        if (!r.isValid())
+            return false;
+    m_runId = runId;
+    m_tasks = tasks;
+    m_next = 0;
+    m_done = 0;
+    m_running = true;
+    m_cancelled = false;
+    m_selected.clear();
+    m_storedEvaluations.clear();
+    for (const EvaluationRecord& e : m_store->evaluations(runId))
+        m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
+    m_storedAnswers = m_store->answeredUnits(runId);
+    QTimer::singleShot(0, this, [this] {
+        Q_EMIT progress(0, int(m_tasks.size()));
+        pump();
+    });
+    return true;
+}
+
+void RunController::cancel()
+{
+    if (!m_running || m_cancelled)
+        return;
+    m_cancelled = true;
+    const auto requests = m_requestTask.keys();
+    const auto jobs = m_jobTask.keys();
+    m_requestTask.clear();
+    m_jobTask.clear();
+    for (qint64 id : requests)
+        m_llm->cancel(id);
+    for (qint64 id : jobs)
+        m_queue->cancel(id);
+    m_active.clear();
+    m_store->setRunStatus(m_runId, RunStatus::Cancelled);
+    QTimer::singleShot(0, this, [this] {
+        m_running = false;
+        Q_EMIT runFinished(true);
+    });
+}
+
+RunController::TaskState* RunController::stateFor(int index)
+{
+    const auto it = m_active.find(index);
+    return it == m_active.end() ? nullptr : it->second.get();
+}
+
+void RunController::pump()
+{
+    if (m_cancelled)
+        return;
+    while (int(m_active.size()) < m_maxInFlight && m_next < m_tasks.size())
+        startTask(m_next++);
+    maybeFinishRun();
+}
+
+void RunController::maybeFinishRun()
+{
+    if (!m_running || m_cancelled || !m_active.empty() || m_next < m_tasks.size())
+        return;
+    m_running = false;
+    m_store->setRunStatus(m_runId, RunStatus::Finished);
+    Q_EMIT runFinished(false);
+}
+
+void RunController::startTask(int index)
+{
+    auto state = std::make_unique<TaskState>();
+    state->index = index;
+    state->input = m_tasks[index];
+    state->regime = regimeFor(state->input);
+    for (const QString& role : {RegimeRole::Analyzer, RegimeRole::Researcher})
+        if (state->regime.roles.contains(role))
+            state->notesQueue << role;
+    TaskState* s = state.get();
+    m_active[index] = std::move(state);
+    Q_EMIT taskStarted(s->input.id());
+    advance(s);
+}
+
+QJsonObject RunController::context(const TaskState* state) const
+{
+    const RunTaskInput& in = state->input;
+    QJsonObject c = PromptRenderer::buildContext(
+        in.task, in.analyze, state->regime.useProfile ? in.profile : QJsonObject(), in.device, state->feedback);
+    c.insert(QStringLiteral("analysis"), textOrFalse(state->analysis));
+    c.insert(QStringLiteral("research"), textOrFalse(state->research));
+    const bool critic = state->regime.rewriteRole() == RegimeRole::Critic;
+    const bool rewrite = state->regime.feedback == FeedbackMode::Rewrite;
+    c.insert(QStringLiteral("diagnosis"), textOrFalse(rewrite && !critic ? state->rewrite : QString()));
+    c.insert(QStringLiteral("critique"), textOrFalse(rewrite && critic ? state->rewrite : QString()));
+    c.insert(QStringLiteral("turn"), QString::number(state->turn));
+    c.insert(QStringLiteral("max_turns"), QString::number(state->regime.turns));
+    return c;
+}
+
+QString RunController::templateHash(const QString& templatePath)
+{
+    const auto it = m_templateHashes.constFind(templatePath);
+    if (it != m_templateHashes.cend())
+        return *it;
+    QFile f(QDir(m_renderer.promptsDir()).filePath(templatePath));
+    const QString hash = f.open(QIODevice::ReadOnly) ? sha256Hex(QString::fromUtf8(f.readAll())) : QString();
+    m_templateHashes.insert(templatePath, hash);
+    return hash;
+}
+
+bool RunController::renderFor(TaskState* state, const QString& role, QString* text)
+{
+    const QString path = role == state->regime.answerRole(state->turn) ? state->regime.answerTemplate(state->turn)
+                                                                       : state->regime.roles.value(role);
+    const auto r = m_renderer.render(path, context(state));
+    if (!r.ok) {
+        finishTask(state, r.error);
+        return false;
+    }
+    state->llmTemplate = path;
+    *text = r.text;
+    return true;
+}
+
+void RunController::requestModel(TaskState* state, const QString& role, const QString& prompt,
+                                 const QList<int>& samples)
+{
+    LlmSettings settings = m_llm->settings();
+    settings.n = int(samples.size());
+    if (state->regime.temperature)
+        settings.temperature = state->regime.temperature;
+    state->llmRole = role;
+    state->llmPrompt = prompt;
+    state->llmSamples = samples;
+    state->llmRequest = m_llm->complete({ChatMessage{QStringLiteral("user"), prompt}}, settings);
+    m_requestTask.insert(state->llmRequest, state->index);
+    ++m_modelRequests;
+}
+
+void RunController::advance(TaskState* state)
+{
+    const QString tid = state->input.id();
+    while (!state->notesQueue.isEmpty()) {
+        const QString role = state->notesQueue.takeFirst();
+        const auto stored = m_storedAnswers.constFind(UnitKey{tid, state->turn, 0, role});
+        QString text;
+        if (stored != m_storedAnswers.cend()) {
+            text = stored->text;
+        } else {
+            QString prompt;
+            if (!renderFor(state, role, &prompt))
+                return;
+            requestModel(state, role, prompt, {0});
+            return; // continues in onCompletionFinished
+        }
+        if (role == RegimeRole::Analyzer)
+            state->analysis = text;
+        else if (role == RegimeRole::Researcher)
+            state->research = text;
+        else
+            state->rewrite = text;
+    }
+    generate(state);
+}
+
+void RunController::generate(TaskState* state)
+{
+    const QString tid = state->input.id();
+    const QString role = state->regime.answerRole(state->turn);
+    QList<int> missing;
+    for (int sample = 0; sample < state->regime.n; ++sample) {
+        const UnitKey key{tid, state->turn, sample, role};
+        const auto evaluated = m_storedEvaluations.constFind(key);
+        if (evaluated != m_storedEvaluations.cend()) {
+            CandidateOutcome c = CandidateOutcome::fromEvaluation(evaluated->result, state->turn, sample);
+            c.candidateId = evaluated->candidateId;
+            c.answer = m_storedAnswers.value(key).text;
+            while (state->turns.size() < state->turn)
+                state->turns.append(QList<CandidateOutcome>());
+            state->turns[state->turn - 1].append(c);
+            continue;
+        }
+        const auto answered = m_storedAnswers.constFind(key);
+        if (answered != m_storedAnswers.cend()) {
+            submitCandidate(state, sample, answered->id, answered->text);
+            continue;
+        }
+        missing << sample;
+    }
+    if (!missing.isEmpty()) {
+        QString prompt;
+        if (!renderFor(state, role, &prompt))
+            return;
+        requestModel(state, role, prompt, missing);
+        return;
+    }
+    maybeTurnDone(state);
+}
+
+void RunController::submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer)
+{
+    CandidateRecord cand;
+    cand.responseId = responseId;
+    cand.task = state->input.id();
+    cand.turn = state->turn;
+    cand.sample = sample;
+    cand.cuda = EvaluationQueue::extractCudaBlock(answer);
+    cand.python = extractPythonBlock(answer);
+    cand.parsedOk = !cand.python.isEmpty();
+    const auto candidateId = m_store->addCandidate(cand);
+    if (!candidateId) {
+        Q_EMIT taskError(cand.task, m_store->errorString());
+        return;
+    }
+    const qint64 job = m_queue->submit(cand.task, answer, m_evalOptions);
+    m_jobTask.insert(job, state->index);
+    state->jobs.insert(job, PendingEval{sample, *candidateId, answer});
+    ++m_evaluationsSubmitted;
+}
+
+void RunController::onCompletionFinished(qint64 requestId, const QVector<Completion>& completions)
+{
+    const auto it = m_requestTask.find(requestId);
+    if (it == m_requestTask.end())
+        return;
+    TaskState* state = stateFor(*it);
+    m_requestTask.erase(it);
+    if (!state)
+        return;
+    state->llmRequest = 0;
+    const QString tid = state->input.id();
+    const QString role = state->llmRole;
+    const bool answerRole = role == state->regime.answerRole(state->turn);
+    QList<QPair<int, qint64>> toSubmit; // sample -> response id
+    QStringList texts;
+    for (int i = 0; i < state->llmSamples.size(); ++i) {
+        const int sample = state->llmSamples[i];
+        const QString text = i < completions.size() ? completions[i].text : QString();
+        PromptRecord p;
+        p.runId = m_runId;
+        p.task = tid;
+        p.turn = state->turn;
+        p.sample = sample;
+        p.role = role;
+        p.text = state->llmPrompt;
+        p.templateHash = templateHash(state->llmTemplate);
+        const auto promptId = m_store->addPrompt(p);
+        if (!promptId)
+            return finishTask(state, m_store->errorString());
+        ResponseRecord r;
+        r.promptId = *promptId;
+        r.text = text;
+        if (i < completions.size()) {
+            const Completion& c = completions[i];
+            // With the server's n, one call's usage covers every choice: kept on the first only,
+            // so sums over responses stay right.
+            const bool countTokens = !c.usageShared || i == 0;
+            if (countTokens && c.promptTokens >= 0)
+                r.tokensIn = c.promptTokens;
+            if (countTokens && c.completionTokens >= 0)
+                r.tokensOut = c.completionTokens;
+            if (c.totalMs >= 0)
+                r.latencyMs = c.totalMs;
+        } else {
+            r.error = QStringLiteral("the server returned fewer choices than asked");
+        }
+        const auto responseId = m_store->addResponse(r);
+        if (!responseId)
+            return finishTask(state, m_store->errorString());
+        if (r.error.isEmpty())
+            toSubmit.append({sample, *responseId});
+        texts << text;
+    }
+    Q_EMIT roleAnswered(tid, state->turn, role, int(state->llmSamples.size()));
+    if (!answerRole) {
+        const QString text = texts.value(0);
+        if (role == RegimeRole::Analyzer)
+            state->analysis = text;
+        else if (role == RegimeRole::Researcher)
+            state->research = text;
+        else
+            state->rewrite = text;
+        advance(state);
+        return;
+    }
+    for (const auto& [sample, responseId] : toSubmit)
+        submitCandidate(state, sample, responseId, texts.value(state->llmSamples.indexOf(sample)));
+    maybeTurnDone(state);
+}
+
+void RunController::onCompletionFailed(qint64 requestId, const QString& kind, const QString& message)
+{
+    const auto it = m_requestTask.find(requestId);
+    if (it == m_requestTask.end())
+        return;
+    TaskState* state = stateFor(*it);
+    m_requestTask.erase(it);
+    if (!state)
+        return;
+    state->llmRequest = 0;
+    const QString error = kind + QStringLiteral(": ") + message;
+    // The failed request is kept (prompt and error) for the record; its units stay open, so a
+    // resume asks again.
+    for (int sample : std::as_const(state->llmSamples)) {
+        PromptRecord p;
+        p.runId = m_runId;
+        p.task = state->input.id();
+        p.turn = state->turn;
+        p.sample = sample;
+        p.role = state->llmRole;
+        p.text = state->llmPrompt;
+        p.templateHash = templateHash(state->llmTemplate);
+        if (const auto promptId = m_store->addPrompt(p)) {
+            ResponseRecord r;
+            r.promptId = *promptId;
+            r.error = error;
+            m_store->addResponse(r);
+        }
+    }
+    finishTask(state, QStringLiteral("model request failed (%1)").arg(error));
+}
+
+void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
+{
+    const auto it = m_jobTask.find(jobId);
+    if (it == m_jobTask.end())
+        return;
+    TaskState* state = stateFor(*it);
+    m_jobTask.erase(it);
+    if (!state)
+        return;
+    const PendingEval pending = state->jobs.take(jobId);
+    m_store->addEvaluation(pending.candidateId, result);
+    CandidateOutcome c = CandidateOutcome::fromEvaluation(result, state->turn, pending.sample);
+    c.candidateId = pending.candidateId;
+    c.answer = pending.answer;
+    recordOutcome(state, c);
+}
+
+void RunController::onJobFailed(qint64 jobId, const QString& status, const QString& message)
+{
+    onJobFinished(jobId, QJsonObject{{QStringLiteral("status"), status}, {QStringLiteral("message"), message}});
+}
+
+void RunController::recordOutcome(TaskState* state, const CandidateOutcome& outcome)
+{
+    while (state->turns.size() < state->turn)
+        state->turns.append(QList<CandidateOutcome>());
+    state->turns[state->turn - 1].append(outcome);
+    Q_EMIT candidateEvaluated(state->input.id(), outcome.turn, outcome.sample, outcome.status);
+    maybeTurnDone(state);
+}
+
+void RunController::maybeTurnDone(TaskState* state)
+{
+    if (state->llmRequest != 0 || !state->jobs.isEmpty())
+        return;
+    turnDone(state);
+}
+
+void RunController::turnDone(TaskState* state)
+{
+    while (state->turns.size() < state->turn)
+        state->turns.append(QList<CandidateOutcome>());
+    auto& outcomes = state->turns[state->turn - 1];
+    std::sort(outcomes.begin(), outcomes.end(),
+              [](const CandidateOutcome& a, const CandidateOutcome& b) { return a.sample < b.sample; });
+    const auto chosen = selectAcrossTurns(state->turns, state->regime.selection);
+    bool anyCorrect = false;
+    for (const auto& turn : std::as_const(state->turns))
+        for (const auto& c : turn)
+            anyCorrect = anyCorrect || c.correct();
+    const bool last = state->turn >= state->regime.turns || state->regime.feedback == FeedbackMode::None ||
+                      (state->regime.stopWhenCorrect && anyCorrect) || !chosen || outcomes.isEmpty();
+    if (last)
+        return finishTask(state);
+    QJsonObject feedback = chosen->result;
+    feedback.insert(QStringLiteral("answer"), chosen->answer);
+    state->feedback = feedback;
+    state->rewrite.clear();
+    ++state->turn;
+    if (state->regime.feedback == FeedbackMode::Rewrite && !state->regime.rewriteRole().isEmpty())
+        state->notesQueue << state->regime.rewriteRole();
+    advance(state);
+}
+
+void RunController::finishTask(TaskState* state, const QString& error)
+{
+    const QString tid = state->input.id();
+    const int index = state->index;
+    // Cancel what the task still has in flight (only after an error).
+    for (auto it = m_requestTask.begin(); it != m_requestTask.end();) {
+        if (*it == index) {
+            m_llm->cancel(it.key());
+            it = m_requestTask.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    for (auto it = m_jobTask.begin(); it != m_jobTask.end();) {
+        if (*it == index) {
+            m_queue->cancel(it.key());
+            it = m_jobTask.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (!error.isEmpty())
+        Q_EMIT taskError(tid, error);
+    const auto chosen = selectAcrossTurns(state->turns, state->regime.selection);
+    if (chosen)
+        m_selected.insert(tid, *chosen);
+    m_active.erase(index); // state is gone from here on
+    ++m_done;
+    Q_EMIT taskFinished(tid, chosen ? chosen->status : QStringLiteral("no_candidate"));
+    Q_EMIT progress(m_done, int(m_tasks.size()));
+    // Start the next task from the event loop: finishTask can run deep inside advance().
+    QTimer::singleShot(0, this, [this] { pump(); });
+}
+
+} // namespace kwb

@@ -1,0 +1,182 @@
+#pragma once
+// RunController drives one run of a regime (regime.h) over tasks: per task and turn it renders the
+// role prompts (PromptRenderer), asks the model (LlmClient) for the regime's n answers, submits
+// each to the evaluator (EvaluationQueue), feeds the result back as the regime says and selects
+// the task's candidate (selection.h). Every prompt, response, candidate and evaluation goes into
+// the RunStore as it finishes.
+//
+// Generation and evaluation overlap: up to maxTasksInFlight() tasks run at once, so the model
+// writes for one task while the GPU evaluates another's candidates. Within a task the turns are
+// sequential (a turn needs the previous turn's evaluation).
+//
+// Resume: start() on an existing run skips every unit RunStore::completedUnits() reports (its
+// stored evaluation is used instead) and reuses stored model answers (answeredUnits()) instead of
+// asking again, so turn decisions come out as they did before the run was killed.
+//
+// Turn logic. Turn 1: analyzer, then researcher (where the regime has them, one answer each),
+// then the answer role (generator) with n samples. Turns 2…turns (only with feedback): the
+// triager or critic first when feedback is Rewrite, then the answer role (`retry` where the regime
+// has one) with `feedback` = the evaluation of the candidate selected so far plus its answer. A
+// task stops early when stopWhenCorrect and a candidate is correct.
+//
+// Everything runs on the owner's thread, driven by the client's and the queue's signals; the
+// controller reacts only to requests and jobs it started itself.
+
+#include "core/promptrenderer.h"
+#include "core/regime.h"
+#include "core/runstore.h"
+#include "core/selection.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QObject>
+#include <QString>
+#include <QVector>
+
+#include <map>
+#include <memory>
+
+namespace kwb {
+
+class EvaluationQueue;
+class LlmClient;
+struct Completion;
+
+/// One task of a run, with the worker's facts about it (any but `task` may be empty).
+struct RunTaskInput
+{
+    QJsonObject task;    ///< a `tasks` entry: id, level, title, forward, inputs, params, …
+    QJsonObject analyze; ///< the `analyze` response
+    QJsonObject profile; ///< the `profile` response (used only when the regime's useProfile)
+    QJsonObject device;  ///< the `device` response
+
+    QString id() const;
+    int level() const;
+};
+
+class RunController : public QObject
+{
+    Q_OBJECT
+public:
+    RunController(LlmClient* llm, EvaluationQueue* queue, RunStore* store, const QString& promptsDir,
+                  QObject* parent = nullptr);
+    ~RunController() override;
+
+    /// The regime of every task whose level has no regime of its own.
+    void setRegime(const Regime& regime) { m_regime = regime; }
+    const Regime& regime() const { return m_regime; }
+    /// Routing: tasks of this level run under this regime instead.
+    void setRegimeForLevel(int level, const Regime& regime) { m_levelRegimes.insert(level, regime); }
+    Regime regimeFor(const RunTaskInput& task) const { return m_levelRegimes.value(task.level(), m_regime); }
+
+    void setMaxTasksInFlight(int count) { m_maxInFlight = qMax(1, count); }
+    int maxTasksInFlight() const { return m_maxInFlight; }
+    /// Fields added to every evaluate request (scale, timing_trials, timeout_ms, …).
+    void setEvaluationOptions(const QJsonObject& options) { m_evalOptions = options; }
+
+    /// Runs the tasks into run `runId` of the store (created by the caller; for a resume, the same
+    /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
+    /// emitted from the event loop.
+    bool start(qint64 runId, const QList<RunTaskInput>& tasks);
+    /// Cancels the model requests and evaluations in flight, marks the run cancelled and ends in
+    /// runFinished(true) from the event loop. What was committed stays: the run can resume.
+    void cancel();
+    bool isRunning() const { return m_running; }
+
+    /// The selected candidate per task of the run so far (tasks without any candidate are absent).
+    QMap<QString, CandidateOutcome> selected() const { return m_selected; }
+    /// Model requests and evaluations this controller started (resumed units are not counted).
+    int modelRequests() const { return m_modelRequests; }
+    int evaluationsSubmitted() const { return m_evaluationsSubmitted; }
+
+Q_SIGNALS:
+    void taskStarted(const QString& task);
+    /// A model answer for a role arrived (notes or a candidate).
+    void roleAnswered(const QString& task, int turn, const QString& role, int samples);
+    void candidateEvaluated(const QString& task, int turn, int sample, const QString& status);
+    /// The task ended; status is the selected candidate's status, or "no_candidate".
+    void taskFinished(const QString& task, const QString& status);
+    /// A prompt would not render, the model failed for a notes role or the store refused a row.
+    void taskError(const QString& task, const QString& message);
+    void progress(int tasksDone, int tasksTotal);
+    void runFinished(bool cancelled);
+
+private:
+    struct PendingEval
+    {
+        int sample = 0;
+        qint64 candidateId = 0;
+        QString answer;
+    };
+    struct TaskState
+    {
+        int index = 0;
+        RunTaskInput input;
+        Regime regime;
+        int turn = 1;
+        QStringList notesQueue; ///< notes roles still to answer this turn
+        QString analysis;
+        QString research;
+        QString rewrite; ///< this turn's triager/critic output
+        QJsonObject feedback;
+        QList<QList<CandidateOutcome>> turns;
+        // the model request in flight
+        qint64 llmRequest = 0;
+        QString llmRole;
+        QString llmPrompt;
+        QString llmTemplate;
+        QList<int> llmSamples; ///< for the answer role: the samples the completions stand for
+        QHash<qint64, PendingEval> jobs;
+        bool failed = false;
+    };
+
+    void pump();
+    void startTask(int index);
+    void advance(TaskState* state);
+    void generate(TaskState* state);
+    void turnDone(TaskState* state);
+    void finishTask(TaskState* state, const QString& error = QString());
+    void maybeFinishRun();
+    QJsonObject context(const TaskState* state) const;
+    bool renderFor(TaskState* state, const QString& role, QString* text);
+    void requestModel(TaskState* state, const QString& role, const QString& prompt, const QList<int>& samples);
+    void submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer);
+    void recordOutcome(TaskState* state, const CandidateOutcome& outcome);
+    void maybeTurnDone(TaskState* state);
+    QString templateHash(const QString& templatePath);
+    TaskState* stateFor(int index);
+
+    void onCompletionFinished(qint64 requestId, const QVector<kwb::Completion>& completions);
+    void onCompletionFailed(qint64 requestId, const QString& kind, const QString& message);
+    void onJobFinished(qint64 jobId, const QJsonObject& result);
+    void onJobFailed(qint64 jobId, const QString& status, const QString& message);
+
+    LlmClient* m_llm = nullptr;
+    EvaluationQueue* m_queue = nullptr;
+    RunStore* m_store = nullptr;
+    PromptRenderer m_renderer;
+    Regime m_regime;
+    QMap<int, Regime> m_levelRegimes;
+    int m_maxInFlight = 2;
+    QJsonObject m_evalOptions;
+
+    qint64 m_runId = 0;
+    QList<RunTaskInput> m_tasks;
+    int m_next = 0;
+    int m_done = 0;
+    bool m_running = false;
+    bool m_cancelled = false;
+    std::map<int, std::unique_ptr<TaskState>> m_active;
+    QHash<qint64, int> m_requestTask; ///< model request -> task index
+    QHash<qint64, int> m_jobTask;     ///< evaluation job -> task index
+    QHash<UnitKey, EvaluationRecord> m_storedEvaluations;
+    QHash<UnitKey, ResponseRecord> m_storedAnswers;
+    QHash<QString, QString> m_templateHashes;
+    QMap<QString, CandidateOutcome> m_selected;
+    int m_modelRequests = 0;
+    int m_evaluationsSubmitted = 0;
+};
+
+} // namespace kwb

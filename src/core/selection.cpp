@@ -1,0 +1,80 @@
+#include "core/selection.h"
+
+#include <QMap>
+
+#include <cmath>
+
+namespace kwb {
+
+CandidateOutcome CandidateOutcome::fromEvaluation(const QJsonObject& result, int turn, int sample)
+{
+    CandidateOutcome c;
+    c.turn = turn;
+    c.sample = sample;
+    c.result = result;
+    c.status = result.value(QLatin1String("status")).toString();
+    const QJsonValue compileOk = result.value(QLatin1String("compile")).toObject().value(QLatin1String("ok"));
+    if (compileOk.isBool()) {
+        c.compiled = compileOk.toBool();
+    } else {
+        static const QStringList pastCompile = {QStringLiteral("correct"), QStringLiteral("incorrect"),
+                                                QStringLiteral("runtime_error"), QStringLiteral("rejected"),
+                                                QStringLiteral("no_device")};
+        c.compiled = pastCompile.contains(c.status);
+    }
+    if (c.correct())
+        c.compiled = true;
+    const QJsonValue speedup = result.value(QLatin1String("speedup"));
+    if (speedup.isDouble() && std::isfinite(speedup.toDouble()) && speedup.toDouble() > 0)
+        c.speedup = speedup.toDouble();
+    return c;
+}
+
+bool betterThan(const CandidateOutcome& a, const CandidateOutcome& b)
+{
+    if (a.correct() != b.correct())
+        return a.correct();
+    if (a.compiled != b.compiled)
+        return a.compiled;
+    if (a.speedup.has_value() != b.speedup.has_value())
+        return a.speedup.has_value();
+    return a.speedup && *a.speedup > *b.speedup;
+}
+
+std::optional<int> bestIndex(const QList<CandidateOutcome>& candidates)
+{
+    if (candidates.isEmpty())
+        return std::nullopt;
+    int best = 0;
+    for (int i = 1; i < candidates.size(); ++i)
+        if (betterThan(candidates[i], candidates[best]))
+            best = i;
+    return best;
+}
+
+std::optional<CandidateOutcome> selectAcrossTurns(const QList<QList<CandidateOutcome>>& turns, SelectionMode mode)
+{
+    std::optional<CandidateOutcome> chosen;
+    for (const auto& turn : turns) {
+        const auto i = bestIndex(turn);
+        if (!i)
+            continue;
+        const CandidateOutcome& best = turn[*i];
+        if (mode == SelectionMode::Last || !chosen || betterThan(best, *chosen))
+            chosen = best;
+    }
+    return chosen;
+}
+
+std::optional<CandidateOutcome> selectForTask(const QList<CandidateOutcome>& candidates, SelectionMode mode)
+{
+    QMap<int, QList<CandidateOutcome>> byTurn;
+    for (const auto& c : candidates)
+        byTurn[c.turn].append(c);
+    QList<QList<CandidateOutcome>> turns;
+    for (auto it = byTurn.cbegin(); it != byTurn.cend(); ++it)
+        turns.append(it.value());
+    return selectAcrossTurns(turns, mode);
+}
+
+} // namespace kwb

@@ -1,0 +1,51 @@
+#pragma once
+// Selection (ARCHITECTURE.md §8): which candidate counts for a task. Pure functions.
+//
+// Candidates are ranked by the monotone key: correct first, then compiled, then speedup (higher
+// is better; an untimed candidate ranks below a timed one). Within a turn the best candidate wins
+// (ties: the lower sample). Across turns, Monotone keeps the best so far, so a later turn replaces
+// it only when strictly better (a broken retry never displaces a working kernel); Last takes the
+// best of the last turn that has candidates, as the study's pilot did.
+
+#include "core/regime.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+
+#include <optional>
+
+namespace kwb {
+
+struct CandidateOutcome
+{
+    int turn = 1;
+    int sample = 0;
+    QString status; ///< the evaluator's status (docs/protocol.md), or the supervisor's timeout/crashed
+    bool compiled = false;
+    std::optional<double> speedup;
+    qint64 candidateId = 0; ///< RunStore row, 0 when not stored
+    QString answer;         ///< the model's answer, for feedback
+    QJsonObject result;     ///< the whole evaluate response
+
+    bool correct() const { return status == QLatin1String("correct"); }
+
+    /// From an evaluate response (or a supervisor failure {"status", "message"}): compiled is
+    /// `compile.ok` where the response has it, else true for statuses past the compile stage
+    /// (correct, incorrect, runtime_error, rejected, no_device).
+    static CandidateOutcome fromEvaluation(const QJsonObject& result, int turn = 1, int sample = 0);
+};
+
+/// True when a ranks strictly above b on the monotone key.
+bool betterThan(const CandidateOutcome& a, const CandidateOutcome& b);
+
+/// The index of the best candidate (ties: the first), nullopt for an empty list.
+std::optional<int> bestIndex(const QList<CandidateOutcome>& candidates);
+
+/// The candidate of a task over its turns (turns[0] is turn 1; a turn may be empty).
+std::optional<CandidateOutcome> selectAcrossTurns(const QList<QList<CandidateOutcome>>& turns, SelectionMode mode);
+
+/// The same over a flat list: candidates are grouped by their `turn`.
+std::optional<CandidateOutcome> selectForTask(const QList<CandidateOutcome>& candidates, SelectionMode mode);
+
+} // namespace kwb

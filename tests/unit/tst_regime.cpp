@@ -1,0 +1,160 @@
+// Regimes as data (src/core/regime.h): the built-ins carry the study's settings, every template
+// they name exists, ablations change what they should, JSON round-trips, routing.
+
+#include "core/regime.h"
+
+#include <QFileInfo>
+#include <QTest>
+
+using namespace kwb;
+
+class TestRegime : public QObject
+{
+    Q_OBJECT
+
+    static Regime builtin(const char* name) { return *Regime::builtin(QString::fromLatin1(name)); }
+
+private Q_SLOTS:
+    void builtinsMatchTheStudy()
+    {
+        QCOMPARE(Regime::builtinNames().size(), 5);
+        const Regime zero = builtin("zero-shot");
+        QCOMPARE(zero.n, 1);
+        QCOMPARE(zero.turns, 1);
+        QCOMPARE(toString(zero.feedback), toString(FeedbackMode::None));
+        QVERIFY(!zero.useProfile);
+        QCOMPARE(zero.roles.keys(), QStringList{RegimeRole::Generator});
+
+        const Regime guided = builtin("profiling-guided");
+        QCOMPARE(guided.n, 1);
+        QCOMPARE(guided.turns, 1);
+        QVERIFY(guided.useProfile);
+
+        const Regime iterative = builtin("iterative");
+        QCOMPARE(iterative.n, 1);
+        QCOMPARE(iterative.turns, 3);
+        QCOMPARE(toString(iterative.feedback), toString(FeedbackMode::RawLog));
+        QVERIFY(iterative.stopWhenCorrect);
+        QCOMPARE(iterative.answerTemplate(1), QStringLiteral("iterative/generator.mustache"));
+        QCOMPARE(iterative.answerTemplate(2), QStringLiteral("iterative/retry.mustache"));
+
+        const Regime agent = builtin("agent");
+        QCOMPARE(agent.n, 4);
+        QCOMPARE(*agent.temperature, 0.7);
+        QCOMPARE(agent.turns, 3);
+        QCOMPARE(toString(agent.selection), toString(SelectionMode::Monotone));
+        QCOMPARE(toString(agent.feedback), toString(FeedbackMode::Rewrite));
+        QCOMPARE(agent.rewriteRole(), RegimeRole::Triager);
+        QStringList agentRoles{RegimeRole::Analyzer, RegimeRole::Researcher, RegimeRole::Generator,
+                               RegimeRole::Triager};
+        agentRoles.sort();
+        QCOMPARE(agent.roles.keys(), agentRoles);
+        QCOMPARE(agent.answerTemplate(2), QStringLiteral("agent/generator.mustache"));
+
+        const Regime pilot = builtin("pilot-v1");
+        QCOMPARE(pilot.n, 1);
+        QCOMPARE(toString(pilot.selection), toString(SelectionMode::Last));
+        QCOMPARE(pilot.rewriteRole(), RegimeRole::Critic);
+        QVERIFY(!pilot.stopWhenCorrect);
+        QVERIFY(!Regime::builtin(QStringLiteral("nope")).has_value());
+    }
+
+    void everyTemplateExists()
+    {
+        for (const QString& name : Regime::builtinNames()) {
+            const Regime r = *Regime::builtin(name);
+            QVERIFY(r.isValid());
+            for (const QString& path : r.roles)
+                QVERIFY2(QFileInfo::exists(QStringLiteral(KWB_PROMPTS_DIR "/") + path), qPrintable(path));
+        }
+        const Regime ablated =
+            builtin("agent").withAblations(Ablations::fromOffNames({QStringLiteral("competence_matched")}));
+        for (const QString& path : ablated.roles)
+            QVERIFY2(QFileInfo::exists(QStringLiteral(KWB_PROMPTS_DIR "/") + path), qPrintable(path));
+    }
+
+    void ablations()
+    {
+        const Regime agent = builtin("agent");
+        QVERIFY(agent.withAblations({}) == agent);
+
+        Ablations a;
+        a.bestOfN = false;
+        const Regime n1 = agent.withAblations(a);
+        QCOMPARE(n1.n, 1);
+        QCOMPARE(n1.turns, 3);
+        QCOMPARE(n1.ablated, QStringList{QStringLiteral("best_of_n")});
+
+        a = {};
+        a.feedbackAnalyzer = false;
+        const Regime raw = agent.withAblations(a);
+        QCOMPARE(toString(raw.feedback), toString(FeedbackMode::RawLog));
+        QCOMPARE(raw.n, 4);
+
+        a = {};
+        a.monotone = false;
+        QCOMPARE(toString(agent.withAblations(a).selection), toString(SelectionMode::Last));
+
+        a = {};
+        a.competenceMatched = false;
+        const Regime pilotWords = agent.withAblations(a);
+        QCOMPARE(pilotWords.roles.value(RegimeRole::Generator), QStringLiteral("pilot-v1/generator.mustache"));
+        QCOMPARE(pilotWords.roles.value(RegimeRole::Analyzer), QStringLiteral("pilot-v1/analyzer.mustache"));
+        QCOMPARE(pilotWords.roles.value(RegimeRole::Critic), QStringLiteral("pilot-v1/critic.mustache"));
+        QVERIFY(!pilotWords.roles.contains(RegimeRole::Triager));
+        QCOMPARE(pilotWords.n, 4);
+        QCOMPARE(toString(pilotWords.selection), toString(SelectionMode::Monotone));
+        // no agent/ templates: nothing to swap
+        QCOMPARE(builtin("zero-shot").withAblations(a).roles, builtin("zero-shot").roles);
+
+        QString unknown;
+        const Ablations parsed =
+            Ablations::fromOffNames({QStringLiteral("monotone"), QStringLiteral("bogus")}, &unknown);
+        QVERIFY(!parsed.monotone);
+        QVERIFY(parsed.bestOfN);
+        QCOMPARE(unknown, QStringLiteral("bogus"));
+        QCOMPARE(parsed.offNames(), QStringList{QStringLiteral("monotone")});
+    }
+
+    void jsonRoundTrip()
+    {
+        for (const QString& name : Regime::builtinNames()) {
+            const Regime r = *Regime::builtin(name);
+            const auto back = Regime::fromJson(r.toJson());
+            QVERIFY(back);
+            QVERIFY(*back == r);
+        }
+        Ablations a;
+        a.bestOfN = false;
+        const Regime ablated = builtin("agent").withAblations(a);
+        QVERIFY(*Regime::fromJson(ablated.toJson()) == ablated);
+
+        QString error;
+        QJsonObject bad = builtin("zero-shot").toJson();
+        bad.insert(QStringLiteral("feedback"), QStringLiteral("psychic"));
+        QVERIFY(!Regime::fromJson(bad, &error));
+        QVERIFY(error.contains(QStringLiteral("psychic")));
+        bad = builtin("zero-shot").toJson();
+        bad.insert(QStringLiteral("roles"), QJsonObject{});
+        QVERIFY(!Regime::fromJson(bad, &error));
+        bad = builtin("zero-shot").toJson();
+        bad.insert(QStringLiteral("n"), 0);
+        QVERIFY(!Regime::fromJson(bad, &error));
+    }
+
+    void routing()
+    {
+        const Routing r = Routing::studyEstimate();
+        QCOMPARE(r.regimeFor(1), QStringLiteral("profiling-guided"));
+        QCOMPARE(r.regimeFor(2), QStringLiteral("agent"));
+        QCOMPARE(r.regimeFor(3), QStringLiteral("profiling-guided"));
+        const Routing back = Routing::fromJson(r.toJson());
+        QCOMPARE(back.byLevel, r.byLevel);
+        QCOMPARE(back.fallback, r.fallback);
+        for (const QString& name : r.byLevel)
+            QVERIFY(Regime::builtin(name).has_value());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRegime)
+#include "tst_regime.moc"

@@ -1,0 +1,476 @@
+// kwb report on a fixture run store whose numbers are worked out by hand below: the selected
+// outcome per task (monotone key), Tables I–II columns, paired comparison, routing estimate,
+// usage totals, and the three renderings (Markdown cells, CSV rows, JSON fields); then the same
+// through the kwb binary (`kwb report`), with its exit codes.
+//
+// Run #1 "A", regime zero_shot (finished), one evaluation per task, each response 100 tokens in,
+// 50 out, 1000 ms:
+//   L1/1 correct 2.0 | L1/2 correct 0.5 | L2/1 compile_error | L2/2 incorrect | L3/1 correct 1.0 |
+//   L3/2 format_error
+//   correct 3/6 = 50.0 %, fast_1 1/6 = 16.7 % (only 2.0 > 1), compiled 4/6 = 66.7 % (3 correct +
+//   incorrect), solved L1 2/2, L2 0/2, L3 1/2, geomean (2 · 0.5 · 1)^(1/3) = 1.00 over 3;
+//   tokens 600 / 300, model time 6000 ms.
+// Run #2 "B", regime agent (running), ten evaluations; responses 10 tokens in, 20 out, 500 ms,
+// except the last (a failed request: no tokens, no latency):
+//   L1/1 t0 correct 1.0, t1 compile_error        -> correct 1.0 (a broken later turn never wins)
+//   L1/2 t0 incorrect, t1 correct 2.0, t2 correct 4.0 -> correct 4.0 (speedup breaks the tie)
+//   L2/1 t0 compile_error, t1 incorrect          -> incorrect (compiled beats not compiled)
+//   L2/2 t0 correct 2.0                          -> correct 2.0
+//   L3/1 t0 runtime_error                        -> runtime_error (compiled)
+//   L3/2 t0 timeout                              -> timeout (not compiled)
+//   correct 3/6 = 50.0 %, fast_1 2/6 = 33.3 % (4.0 and 2.0), compiled 5/6 = 83.3 %, solved L1 2/2,
+//   L2 1/2, L3 0/2, geomean (1 · 4 · 2)^(1/3) = 2.00 over 3; 10 responses, tokens 90 / 180,
+//   model time 4500 ms.
+// Paired #1 vs #2 on 6 tasks: both L1/1, L1/2 = 2; only A L3/1 = 1; only B L2/2 = 1; neither
+//   L2/1, L3/2 = 2; difference 0.0 points; sign test on 1 vs 1: 2 · P(X <= 1 | n = 2) = 1.5 -> 1.
+// Routing: L1 tie 2 vs 2 -> #1 (first); L2 #2 (1 vs 0); L3 #1 (1 vs 0); combined 4/6 = 66.7 %.
+
+#include "core/report.h"
+#include "core/runstore.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <cmath>
+
+using namespace kwb;
+
+namespace {
+
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+
+struct Fixture
+{
+    qint64 runA = 0;
+    qint64 runB = 0;
+    qint64 evalBL12Fast = 0; ///< the evaluation that L1/2 of run B selects
+};
+
+qint64 addEvaluation(RunStore& store, qint64 runId, const QString& task, int turn, const QString& status,
+                     double speedup, bool usage, qint64 tokensIn, qint64 tokensOut, qint64 latencyMs)
+{
+    PromptRecord prompt;
+    prompt.runId = runId;
+    prompt.task = task;
+    prompt.turn = turn;
+    prompt.role = QStringLiteral("generator");
+    prompt.text = QStringLiteral("write a kernel");
+    const auto promptId = store.addPrompt(prompt);
+    ResponseRecord response;
+    response.promptId = promptId.value_or(0);
+    response.text = QStringLiteral("answer");
+    if (usage) {
+        response.tokensIn = tokensIn;
+        response.tokensOut = tokensOut;
+        response.latencyMs = latencyMs;
+    } else {
+        response.error = QStringLiteral("connection refused");
+    }
+    const auto responseId = store.addResponse(response);
+    CandidateRecord candidate;
+    candidate.responseId = responseId.value_or(0);
+    candidate.task = task;
+    candidate.turn = turn;
+    candidate.parsedOk = status != QLatin1String("format_error");
+    const auto candidateId = store.addCandidate(candidate);
+    QJsonObject result{{QStringLiteral("status"), status}};
+    if (!std::isnan(speedup))
+        result.insert(QStringLiteral("speedup"), speedup);
+    const auto evaluationId = store.addEvaluation(candidateId.value_or(0), result);
+    if (!promptId || !responseId || !candidateId || !evaluationId)
+        qFatal("fixture: %s", qPrintable(store.errorString()));
+    return *evaluationId;
+}
+
+Fixture buildFixture(RunStore& store)
+{
+    Fixture f;
+    f.runA = store.createRun(QStringLiteral("A"), QStringLiteral("zero_shot"), QJsonObject{}).value_or(0);
+    f.runB = store.createRun(QStringLiteral("B"), QStringLiteral("agent"), QJsonObject{}).value_or(0);
+    store.setRunStatus(f.runA, RunStatus::Finished);
+    const auto a = [&](const char* task, const char* status, double speedup) {
+        addEvaluation(store, f.runA, QString::fromLatin1(task), 0, QString::fromLatin1(status), speedup, true, 100, 50,
+                      1000);
+    };
+    a("L1/1", "correct", 2.0);
+    a("L1/2", "correct", 0.5);
+    a("L2/1", "compile_error", kNone);
+    a("L2/2", "incorrect", 0.0);
+    a("L3/1", "correct", 1.0);
+    a("L3/2", "format_error", kNone);
+    const auto b = [&](const char* task, int turn, const char* status, double speedup, bool usage = true) {
+        return addEvaluation(store, f.runB, QString::fromLatin1(task), turn, QString::fromLatin1(status), speedup,
+                             usage, 10, 20, 500);
+    };
+    b("L1/1", 0, "correct", 1.0);
+    b("L1/1", 1, "compile_error", kNone);
+    b("L1/2", 0, "incorrect", 0.0);
+    b("L1/2", 1, "correct", 2.0);
+    f.evalBL12Fast = b("L1/2", 2, "correct", 4.0);
+    b("L2/1", 0, "compile_error", kNone);
+    b("L2/1", 1, "incorrect", 0.0);
+    b("L2/2", 0, "correct", 2.0);
+    b("L3/1", 0, "runtime_error", kNone);
+    b("L3/2", 0, "timeout", kNone, false);
+    return f;
+}
+
+QString interval(const Estimate& e, int decimals)
+{
+    return QStringLiteral("%1 [%2, %3]")
+        .arg(QString::number(e.value, 'f', decimals), QString::number(e.low, 'f', decimals),
+             QString::number(e.high, 'f', decimals));
+}
+
+} // namespace
+
+class TestReport : public QObject
+{
+    Q_OBJECT
+
+private:
+    QTemporaryDir m_dir;
+    QString m_db;
+    RunStore m_store;
+    Fixture m_fixture;
+
+    Report report(const QList<qint64>& ids = {})
+    {
+        QString error;
+        const std::optional<Report> built = buildReport(m_store, ids, ReportOptions{}, &error);
+        if (!built)
+            qFatal("buildReport: %s", qPrintable(error));
+        return *built;
+    }
+
+    QProcess* runKwb(const QStringList& arguments)
+    {
+        auto* kwb = new QProcess(this);
+        kwb->start(QStringLiteral(KWB_CLI), arguments);
+        if (!kwb->waitForFinished(30000))
+            qFatal("kwb did not finish");
+        return kwb;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        if (qEnvironmentVariableIsSet("KWB_KEEP_FIXTURE")) { // to look at the fixture with kwb report
+            m_dir.setAutoRemove(false);
+            qInfo("fixture kept in %s", qPrintable(m_dir.path()));
+        }
+        m_db = m_dir.filePath(QStringLiteral("runs.sqlite"));
+        QVERIFY2(m_store.open(m_db), qPrintable(m_store.errorString()));
+        m_fixture = buildFixture(m_store);
+        QCOMPARE(m_fixture.runA, 1);
+        QCOMPARE(m_fixture.runB, 2);
+    }
+
+    void selection()
+    {
+        EvaluationRecord broken, working, faster, timedOutCompiled;
+        broken.task = working.task = faster.task = timedOutCompiled.task = QStringLiteral("L2/3");
+        broken.status = QStringLiteral("compile_error");
+        working.status = faster.status = QStringLiteral("correct");
+        working.speedup = 1.5;
+        faster.speedup = 1.5; // a tie keeps the earlier one
+        timedOutCompiled.status = QStringLiteral("timeout");
+        timedOutCompiled.result = QJsonObject{{QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true}}}};
+
+        int chosen = -1;
+        const auto outcome = selectOutcome({broken, working, faster}, &chosen);
+        QVERIFY(outcome);
+        QCOMPARE(chosen, 1);
+        QCOMPARE(outcome->level, 2);
+        QVERIFY(outcome->correct());
+        QVERIFY(!selectOutcome({}));
+        // timeout after a successful compile beats a compile error
+        QVERIFY(selectOutcome({broken, timedOutCompiled}, &chosen)->compiled);
+        QCOMPARE(chosen, 1);
+        QCOMPARE(taskLevel(QStringLiteral("L3/10")), 3);
+        QCOMPARE(taskLevel(QStringLiteral("custom")), 0);
+    }
+
+    void numbers()
+    {
+        const Report r = report();
+        QCOMPARE(r.runs.size(), 2);
+        QCOMPARE(r.levels, (QList<int>{1, 2, 3}));
+        const RunReport& a = r.runs.at(0);
+        const RunReport& b = r.runs.at(1);
+        QCOMPARE(a.run.id, m_fixture.runA);
+        QCOMPARE(a.summary.overall.tasks, 6);
+        QCOMPARE(a.summary.overall.correct, 3);
+        QCOMPARE(a.summary.overall.fast1, 1);
+        QCOMPARE(a.summary.overall.compiled, 4);
+        QCOMPARE(a.summary.overall.correctPct.value, 50.0);
+        QVERIFY(std::abs(a.summary.overall.geomeanSpeedup.value - 1.0) < 1e-12);
+        QCOMPARE(a.summary.perLevel.value(1).correct, 2);
+        QCOMPARE(a.summary.perLevel.value(2).correct, 0);
+        QCOMPARE(a.summary.perLevel.value(3).correct, 1);
+        QCOMPARE(a.usage.responses, 6);
+        QCOMPARE(a.usage.tokensIn.value_or(-1), 600);
+        QCOMPARE(a.usage.tokensOut.value_or(-1), 300);
+        QCOMPARE(a.usage.latencyMs.value_or(-1), 6000);
+
+        QCOMPARE(b.evaluations, 10);
+        QCOMPARE(b.summary.overall.correct, 3);
+        QCOMPARE(b.summary.overall.fast1, 2);
+        QCOMPARE(b.summary.overall.compiled, 5);
+        QVERIFY(std::abs(b.summary.overall.geomeanSpeedup.value - 2.0) < 1e-12);
+        QCOMPARE(b.summary.perLevel.value(2).correct, 1);
+        QCOMPARE(b.summary.perLevel.value(3).correct, 0);
+        QCOMPARE(b.chosenEvaluation.value(QStringLiteral("L1/2")), m_fixture.evalBL12Fast);
+        QCOMPARE(b.outcomes.at(0).status, QStringLiteral("correct")); // L1/1: turn 1 broke, turn 0 counts
+        QCOMPARE(b.outcomes.at(2).status, QStringLiteral("incorrect")); // L2/1
+        QCOMPARE(b.usage.responses, 10);
+        QCOMPARE(b.usage.tokensIn.value_or(-1), 90);
+        QCOMPARE(b.usage.latencyMs.value_or(-1), 4500);
+
+        // The intervals are runstats' on the hand-listed outcomes (same seed): selection fed it
+        // exactly these.
+        const QList<TaskOutcome> expectedA = {
+            {QStringLiteral("L1/1"), 1, QStringLiteral("correct"), 2.0, true},
+            {QStringLiteral("L1/2"), 1, QStringLiteral("correct"), 0.5, true},
+            {QStringLiteral("L2/1"), 2, QStringLiteral("compile_error"), kNone, false},
+            {QStringLiteral("L2/2"), 2, QStringLiteral("incorrect"), 0.0, true},
+            {QStringLiteral("L3/1"), 3, QStringLiteral("correct"), 1.0, true},
+            {QStringLiteral("L3/2"), 3, QStringLiteral("format_error"), kNone, false},
+        };
+        const Metrics m = computeMetrics(expectedA);
+        QCOMPARE(a.summary.overall.correctPct.low, m.correctPct.low);
+        QCOMPARE(a.summary.overall.correctPct.high, m.correctPct.high);
+        QCOMPARE(a.summary.overall.fast1Pct.high, m.fast1Pct.high);
+        QVERIFY(m.correctPct.low < 50.0 && m.correctPct.high > 50.0);
+
+        QCOMPARE(r.pairs.size(), 1);
+        const PairedComparison& c = r.pairs.at(0).comparison;
+        QCOMPARE(c.tasks, 6);
+        QCOMPARE(c.both, 2);
+        QCOMPARE(c.onlyA, 1);
+        QCOMPARE(c.onlyB, 1);
+        QCOMPARE(c.neither, 2);
+        QCOMPARE(c.differencePct.value, 0.0);
+        QCOMPARE(c.signTestP, 1.0);
+
+        QVERIFY(r.routing);
+        QCOMPARE(r.routing->runForLevel, (QMap<int, qint64>{{1, 1}, {2, 2}, {3, 1}}));
+        QCOMPARE(r.routing->estimate.combined.tasks, 6);
+        QCOMPARE(r.routing->estimate.combined.correct, 4);
+        QVERIFY(r.routing->estimate.problems.isEmpty());
+    }
+
+    void onlyOneRun()
+    {
+        const Report r = report({m_fixture.runB});
+        QCOMPARE(r.runs.size(), 1);
+        QVERIFY(r.pairs.isEmpty());
+        QVERIFY(!r.routing);
+    }
+
+    void unknownRun()
+    {
+        QString error;
+        QVERIFY(!buildReport(m_store, {1, 99}, ReportOptions{}, &error));
+        QVERIFY2(error.contains(QStringLiteral("unknown run 99")), qPrintable(error));
+        RunStore closed;
+        QVERIFY(!buildReport(closed, {}, ReportOptions{}, &error));
+    }
+
+    void markdown()
+    {
+        const Report r = report();
+        const QString md = reportMarkdown(r);
+        const Metrics& a = r.runs.at(0).summary.overall;
+        const Metrics& b = r.runs.at(1).summary.overall;
+        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 (3) "
+                                            "| 600 / 300 | 6.0 s |\n")
+                                 .arg(interval(a.correctPct, 1), interval(a.fast1Pct, 1), interval(a.compiledPct, 1),
+                                      interval(a.geomeanSpeedup, 2));
+        QVERIFY2(md.contains(rowA), qPrintable(md + QStringLiteral("\nwanted:\n") + rowA));
+        QVERIFY(rowA.contains(QStringLiteral("| 50.0 [")) && rowA.contains(QStringLiteral("| 16.7 ["))
+                && rowA.contains(QStringLiteral("| 66.7 [")) && rowA.contains(QStringLiteral("| 1.00 [")));
+        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 (3) "
+                                            "| 90 / 180 | 4.5 s |\n")
+                                 .arg(interval(b.correctPct, 1), interval(b.fast1Pct, 1), interval(b.compiledPct, 1),
+                                      interval(b.geomeanSpeedup, 2));
+        QVERIFY2(md.contains(rowB), qPrintable(md + QStringLiteral("\nwanted:\n") + rowB));
+        QVERIFY(rowB.contains(QStringLiteral("| 33.3 [")) && rowB.contains(QStringLiteral("| 83.3 ["))
+                && rowB.contains(QStringLiteral("| 2.00 [")));
+        const PairedComparison& c = r.pairs.at(0).comparison;
+        const QString pair = QStringLiteral("| #1 zero_shot | #2 agent | 6 | 50.0 | 50.0 | %1 | 1 | 1 | 2 | 2 | 1.000 |\n")
+                                 .arg(interval(c.differencePct, 1));
+        QVERIFY2(md.contains(pair), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| L2 | #2 agent | 2 | 1 | ")), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| all | routed | 6 | 4 | 66.7 [")), qPrintable(md));
+        QVERIFY(md.contains(QStringLiteral("within noise")));
+        QVERIFY(md.contains(QStringLiteral("| #2 agent | L3 | 2 | 0.0 [0.0, 0.0] |")));
+    }
+
+    void csv()
+    {
+        const QString text = reportCsv(report());
+        const QStringList rows = text.split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+        QCOMPARE(rows.first(), QStringLiteral("section,run,run_b,level,metric,value,low,high"));
+        for (const char* expected :
+             {"run,1,,all,tasks,6,,", "run,1,,all,correct,3,,", "run,1,,all,fast1,1,,", "run,1,,all,compiled,4,,",
+              "run,1,,all,geomean_count,3,,", "run,1,,all,tokens_in,600,,", "run,1,,all,model_time_ms,6000,,",
+              "run,1,,3,correct,1,,", "run,2,,all,evaluations,10,,", "run,2,,all,responses,10,,",
+              "run,2,,all,tokens_out,180,,", "run,2,,all,model_time_ms,4500,,", "run,2,,2,correct,1,,",
+              "paired,1,2,all,tasks,6,,", "paired,1,2,all,only_a,1,,", "paired,1,2,all,only_b,1,,",
+              "paired,1,2,all,both,2,,", "paired,1,2,all,neither,2,,", "paired,1,2,all,sign_test_p,1,,",
+              "routing,1,,1,correct,2,,", "routing,2,,2,correct,1,,", "routing,1,,3,correct,1,,",
+              "routing,,,all,correct,4,,"}) {
+            QVERIFY2(rows.contains(QString::fromLatin1(expected)), expected);
+        }
+        const auto startsWith = [&rows](const char* prefix) {
+            for (const QString& row : rows) {
+                if (row.startsWith(QString::fromLatin1(prefix)))
+                    return row;
+            }
+            return QString();
+        };
+        QVERIFY(!startsWith("run,1,,all,correct_pct,50,").isEmpty());
+        QVERIFY(!startsWith("run,1,,all,fast1_pct,16.6666666667,").isEmpty());
+        QVERIFY(!startsWith("run,2,,all,compiled_pct,83.3333333333,").isEmpty());
+        QVERIFY(!startsWith("run,2,,all,geomean_speedup,2,").isEmpty());
+        QVERIFY(!startsWith("paired,1,2,all,difference_pct,0,").isEmpty());
+        const QStringList interval = startsWith("run,1,,all,correct_pct,").split(QLatin1Char(','));
+        QCOMPARE(interval.size(), 8);
+        QVERIFY(interval.at(6).toDouble() < 50.0 && interval.at(7).toDouble() > 50.0);
+    }
+
+    void json()
+    {
+        const QJsonObject json = reportJson(report());
+        QCOMPARE(json.value(QStringLiteral("database")).toString(), m_db);
+        const QJsonArray runs = json.value(QStringLiteral("runs")).toArray();
+        QCOMPARE(runs.size(), 2);
+        const QJsonObject a = runs.at(0).toObject();
+        QCOMPARE(a.value(QStringLiteral("regime")).toString(), QStringLiteral("zero_shot"));
+        const QJsonObject overallA = a.value(QStringLiteral("overall")).toObject();
+        QCOMPARE(overallA.value(QStringLiteral("correct")).toInt(), 3);
+        QCOMPARE(overallA.value(QStringLiteral("correct_pct")).toObject().value(QStringLiteral("value")).toDouble(), 50.0);
+        QVERIFY(std::abs(overallA.value(QStringLiteral("geomean_speedup")).toObject().value(QStringLiteral("value")).toDouble()
+                         - 1.0)
+                < 1e-12);
+        QCOMPARE(a.value(QStringLiteral("levels")).toObject().value(QStringLiteral("3")).toObject()
+                     .value(QStringLiteral("correct")).toInt(),
+                 1);
+        QCOMPARE(a.value(QStringLiteral("usage")).toObject().value(QStringLiteral("tokens_in")).toInt(), 600);
+        const QJsonObject b = runs.at(1).toObject();
+        QCOMPARE(b.value(QStringLiteral("overall")).toObject().value(QStringLiteral("fast1")).toInt(), 2);
+        QCOMPARE(b.value(QStringLiteral("overall")).toObject().value(QStringLiteral("compiled")).toInt(), 5);
+        const QJsonObject l12 = b.value(QStringLiteral("outcomes")).toArray().at(1).toObject();
+        QCOMPARE(l12.value(QStringLiteral("task")).toString(), QStringLiteral("L1/2"));
+        QCOMPARE(l12.value(QStringLiteral("speedup")).toDouble(), 4.0);
+        QCOMPARE(qint64(l12.value(QStringLiteral("evaluation_id")).toDouble()), m_fixture.evalBL12Fast);
+        const QJsonObject l32 = b.value(QStringLiteral("outcomes")).toArray().at(5).toObject();
+        QCOMPARE(l32.value(QStringLiteral("status")).toString(), QStringLiteral("timeout"));
+        QVERIFY(l32.value(QStringLiteral("speedup")).isNull());
+
+        const QJsonObject pair = json.value(QStringLiteral("comparisons")).toArray().at(0).toObject();
+        QCOMPARE(pair.value(QStringLiteral("only_a")).toInt(), 1);
+        QCOMPARE(pair.value(QStringLiteral("only_b")).toInt(), 1);
+        QCOMPARE(pair.value(QStringLiteral("sign_test_p")).toDouble(), 1.0);
+        QCOMPARE(pair.value(QStringLiteral("difference_pct")).toObject().value(QStringLiteral("value")).toDouble(), 0.0);
+
+        const QJsonObject routing = json.value(QStringLiteral("routing")).toObject();
+        QCOMPARE(routing.value(QStringLiteral("levels")).toObject().value(QStringLiteral("2")).toObject()
+                     .value(QStringLiteral("run")).toInt(),
+                 2);
+        QCOMPARE(routing.value(QStringLiteral("combined")).toObject().value(QStringLiteral("correct")).toInt(), 4);
+        QVERIFY(json.value(QStringLiteral("notes")).toArray().size() == 1);
+    }
+
+    void cliJson()
+    {
+        QProcess* kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db, QStringLiteral("--format"),
+                                QStringLiteral("json")});
+        QCOMPARE(kwb->exitCode(), 0);
+        const QJsonObject json = QJsonDocument::fromJson(kwb->readAllStandardOutput()).object();
+        QCOMPARE(json.value(QStringLiteral("ok")).toBool(), true);
+        QCOMPARE(json.value(QStringLiteral("runs")).toArray().size(), 2);
+        QCOMPARE(json.value(QStringLiteral("comparisons")).toArray().at(0).toObject()
+                     .value(QStringLiteral("both")).toInt(),
+                 2);
+
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db, QStringLiteral("--runs"),
+                      QStringLiteral("2"), QStringLiteral("--format"), QStringLiteral("json")});
+        QCOMPARE(kwb->exitCode(), 0);
+        const QJsonObject one = QJsonDocument::fromJson(kwb->readAllStandardOutput()).object();
+        QCOMPARE(one.value(QStringLiteral("runs")).toArray().size(), 1);
+        QVERIFY(one.value(QStringLiteral("routing")).isNull());
+    }
+
+    void cliMarkdownAndCsv()
+    {
+        QProcess* kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db});
+        QCOMPARE(kwb->exitCode(), 0);
+        const QString md = QString::fromUtf8(kwb->readAllStandardOutput());
+        QVERIFY2(md.contains(QStringLiteral("| #1 | zero_shot | A | finished | 6 | 50.0 [")), qPrintable(md));
+
+        const QString csvPath = m_dir.filePath(QStringLiteral("report.csv"));
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db, QStringLiteral("--runs"),
+                      QStringLiteral("1,2"), QStringLiteral("--format"), QStringLiteral("csv"), QStringLiteral("--out"),
+                      csvPath});
+        QCOMPARE(kwb->exitCode(), 0);
+        QVERIFY(kwb->readAllStandardOutput().isEmpty());
+        QFile file(csvPath);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray csv = file.readAll();
+        QVERIFY(csv.startsWith("section,run,run_b,level,metric,value,low,high\r\n"));
+        QVERIFY(csv.contains("\r\npaired,1,2,all,only_a,1,,\r\n"));
+    }
+
+    void cliErrors_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("unknown run") << QStringList{QStringLiteral("--runs"), QStringLiteral("1,7"),
+                                                    QStringLiteral("--format"), QStringLiteral("json")}
+                                     << 4 << QStringLiteral("\"unknown_run\"");
+        QTest::newRow("bad run list") << QStringList{QStringLiteral("--runs"), QStringLiteral("1,x")} << 2
+                                      << QStringLiteral("--runs");
+        QTest::newRow("bad format") << QStringList{QStringLiteral("--format"), QStringLiteral("html")} << 2
+                                    << QStringLiteral("html");
+    }
+
+    void cliErrors()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(int, exitCode);
+        QFETCH(QString, expected);
+        QProcess* kwb = runKwb(QStringList{QStringLiteral("report"), QStringLiteral("--db"), m_db} + arguments);
+        const QString output = QString::fromUtf8(kwb->readAllStandardOutput() + kwb->readAllStandardError());
+        QCOMPARE(kwb->exitCode(), exitCode);
+        QVERIFY2(output.contains(expected), qPrintable(output));
+    }
+
+    void cliMissingDatabase()
+    {
+        const QString missing = m_dir.filePath(QStringLiteral("missing.sqlite"));
+        QProcess* kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), missing});
+        QCOMPARE(kwb->exitCode(), 4);
+        QVERIFY(!QFile::exists(missing)); // a report never creates a store
+
+        const QString garbage = m_dir.filePath(QStringLiteral("garbage.sqlite"));
+        QFile file(garbage);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray(4096, 'x'));
+        file.close();
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), garbage});
+        QCOMPARE(kwb->exitCode(), 4);
+
+        kwb = runKwb({QStringLiteral("report")}); // --db is required
+        QCOMPARE(kwb->exitCode(), 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestReport)
+#include "tst_report.moc"

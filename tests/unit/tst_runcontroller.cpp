@@ -1,0 +1,390 @@
+// RunController against the scripted OpenAI-compatible server (scriptedllmserver.h) and the fake
+// worker (fakeworker.cpp, which takes an evaluation's status from a "status: NAME" marker in the
+// answer): each regime's turn logic, the rows in the run store, selection across turns, tasks in
+// flight at once, and resume.
+
+#include "core/evaluationqueue.h"
+#include "core/llmclient.h"
+#include "core/runcontroller.h"
+#include "core/runstore.h"
+#include "scriptedllmserver.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+using namespace kwb;
+using kwb::test::ScriptedLlmServer;
+
+namespace {
+
+QJsonObject parse(const char* json)
+{
+    return QJsonDocument::fromJson(QByteArray(json)).object();
+}
+
+// L2/1 as the worker reports it, trimmed (as in tst_promptrenderer).
+const char* kTask = R"({"id":"L2/1","level":2,"number":1,"title":"Conv2d, ReLU, bias add",
+ "source":"level2/1_Conv2D_ReLU_BiasAdd.py","description":"Conv2d, ReLU, then a per-channel bias.",
+ "forward":"\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    x = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"], [1, 1], [0, 0], [1, 1], 1)\n    x = torch.relu(x)\n    return x + p[\"bias\"]\n",
+ "inputs":[{"name":"x","kind":"tensor","shape":["N","C_in","H","W"],"full":[128,64,128,128],"dtype":"float32"}],
+ "params":[{"name":"conv.weight","shape":["C_out","C_in","K","K"],"full":[128,64,3,3]},
+           {"name":"conv.bias","shape":["C_out"],"full":[128]},
+           {"name":"bias","shape":["C_out",1,1],"full":[128,1,1]}]})";
+
+const char* kAnalyze = R"({"task":"L2/1","scale":"full","output_shape":[128,128,126,126],
+ "ops":[{"index":0,"op":"aten::conv2d","category":"conv","output":[128,128,126,126],"flops":239767683072,"bytes":654311424},
+        {"index":1,"op":"aten::relu","category":"elementwise","output":[128,128,126,126],"flops":260112384,"bytes":2080899072}],
+ "flops":240287907840,"bytes_unfused":4816110080,"bytes_fused":1575010816,"intensity_unfused":49.89,"intensity_fused":152.56})";
+
+const char* kProfile = R"({"task":"L2/1","total_ns":9120000,
+ "ops":[{"index":0,"op":"aten::conv2d","time_ns":7413000,"share":0.8128,"kernels":2}],"kernels":[]})";
+
+const char* kDevice = R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch":"sm_90","sm_count":132,
+ "sm_clock_khz":1980000,"hbm_theoretical_gbps":4800})";
+
+RunTaskInput taskInput(const QString& id = QStringLiteral("L2/1"))
+{
+    RunTaskInput t{parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice)};
+    t.task.insert(QStringLiteral("id"), id);
+    t.task.insert(QStringLiteral("level"), id.mid(1, 1).toInt());
+    return t;
+}
+
+/// An answer in the candidate format whose evaluation the fake worker makes `status`.
+QString answer(const QString& tag, const QString& status)
+{
+    return QStringLiteral("%1 status: %2\n\n```cuda\nextern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n```\n\n"
+                          "```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n```\n")
+        .arg(tag, status);
+}
+
+ScriptedLlmServer::Reply reply(const QStringList& texts)
+{
+    ScriptedLlmServer::Reply r;
+    r.texts = texts;
+    return r;
+}
+
+QString userPrompt(const QJsonObject& request)
+{
+    return request.value(QLatin1String("messages"))
+        .toArray()
+        .last()
+        .toObject()
+        .value(QLatin1String("content"))
+        .toString();
+}
+
+} // namespace
+
+class TestRunController : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<ScriptedLlmServer> m_server;
+    std::unique_ptr<LlmClient> m_llm;
+    std::unique_ptr<EvaluationQueue> m_queue;
+    std::unique_ptr<RunStore> m_store;
+    int m_dbCount = 0;
+
+    /// A controller over fresh server, client, queue and store.
+    std::unique_ptr<RunController> setUp(const Regime& regime, bool freshStore = true)
+    {
+        m_server = std::make_unique<ScriptedLlmServer>();
+        if (!m_server->start())
+            qFatal("scripted server did not start");
+        m_server->setDefaultReply(reply({answer(QStringLiteral("default"), QStringLiteral("correct"))}));
+        m_llm = std::make_unique<LlmClient>();
+        LlmSettings s;
+        s.baseUrl = m_server->baseUrl();
+        s.serverSupportsN = true;
+        s.maxRetries = 0;
+        s.timeoutMs = 20000;
+        m_llm->setSettings(s);
+        m_queue = std::make_unique<EvaluationQueue>(QList<int>{0});
+        m_queue->setProgram(QStringLiteral(KWB_FAKEWORKER));
+        m_queue->setCompileWorkerCount(0);
+        m_queue->setKillGracePeriod(300);
+        if (freshStore) {
+            m_store = std::make_unique<RunStore>();
+            if (!m_store->open(m_dir.filePath(QStringLiteral("run%1.sqlite").arg(++m_dbCount))))
+                qFatal("store: %s", qPrintable(m_store->errorString()));
+        }
+        auto controller =
+            std::make_unique<RunController>(m_llm.get(), m_queue.get(), m_store.get(), QStringLiteral(KWB_PROMPTS_DIR));
+        controller->setRegime(regime);
+        return controller;
+    }
+
+    qint64 newRun(const Regime& regime)
+    {
+        const auto id = m_store->createRun(QStringLiteral("test"), regime.name,
+                                           QJsonObject{{QStringLiteral("regime"), regime.toJson()}});
+        if (!id)
+            qFatal("createRun: %s", qPrintable(m_store->errorString()));
+        return *id;
+    }
+
+    static bool runToEnd(RunController& controller, qint64 runId, const QList<RunTaskInput>& tasks)
+    {
+        QSignalSpy finished(&controller, &RunController::runFinished);
+        QSignalSpy errors(&controller, &RunController::taskError);
+        if (!controller.start(runId, tasks))
+            return false;
+        if (!finished.wait(60000))
+            return false;
+        for (const auto& e : errors)
+            qWarning("task error: %s: %s", qPrintable(e.at(0).toString()), qPrintable(e.at(1).toString()));
+        return errors.isEmpty() && !finished.first().first().toBool();
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void zeroShotIsOneCall()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        auto c = setUp(regime);
+        m_server->enqueue(reply({answer(QStringLiteral("only"), QStringLiteral("incorrect"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(m_server->requests().size(), 1);
+        QCOMPARE(m_server->requests().first().value(QLatin1String("n")).toInt(1), 1);
+        QVERIFY(userPrompt(m_server->requests().first()).contains(QStringLiteral("L2/1")));
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 1);
+        QCOMPARE(evals.first().status, QStringLiteral("incorrect"));
+        QCOMPARE(evals.first().role, RegimeRole::Generator);
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).status, QStringLiteral("incorrect"));
+        QCOMPARE(m_store->run(run)->status, RunStatus::Finished);
+        QCOMPARE(m_store->completedUnits(run).size(), 1);
+    }
+
+    void iterativeStopsWhenCorrect()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        auto c = setUp(regime);
+        m_server->enqueue(reply({answer(QStringLiteral("first-try"), QStringLiteral("compile_error"))}));
+        m_server->enqueue(reply({answer(QStringLiteral("second-try"), QStringLiteral("correct"))}));
+        m_server->enqueue(reply({answer(QStringLiteral("third-try"), QStringLiteral("incorrect"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(m_server->requests().size(), 2);
+        const QString retry = userPrompt(m_server->requests().at(1));
+        QVERIFY2(retry.contains(QStringLiteral("identifier \"x\" is undefined")), qPrintable(retry)); // the raw log
+        QVERIFY(retry.contains(QStringLiteral("first-try"))); // the previous answer
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 2);
+        QCOMPARE(evals.at(1).turn, 2);
+        QCOMPARE(evals.at(1).role, RegimeRole::Retry);
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).turn, 2);
+    }
+
+    void iterativeUsesThreeTurnsOnErrors()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        auto c = setUp(regime);
+        m_server->setDefaultReply(reply({answer(QStringLiteral("broken"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(m_server->requests().size(), 3);
+        QCOMPARE(m_store->evaluations(run).size(), 3);
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).status, QStringLiteral("compile_error"));
+    }
+
+    void agentSendsFourCandidates()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        auto c = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS: conv then relu")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH: torch.conv2d")}));
+        m_server->enqueue(reply({answer(QStringLiteral("s0"), QStringLiteral("compile_error")),
+                                 answer(QStringLiteral("s1"), QStringLiteral("incorrect")),
+                                 answer(QStringLiteral("s2"), QStringLiteral("correct")),
+                                 answer(QStringLiteral("s3"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 3); // analyzer, researcher, generator; correct at turn 1: done
+        QVERIFY(userPrompt(requests.at(1)).contains(QStringLiteral("ANALYSIS: conv then relu")));
+        const QString gen = userPrompt(requests.at(2));
+        QVERIFY(gen.contains(QStringLiteral("ANALYSIS: conv then relu")));
+        QVERIFY(gen.contains(QStringLiteral("RESEARCH: torch.conv2d")));
+        QCOMPARE(requests.at(2).value(QLatin1String("n")).toInt(), 4);
+        QCOMPARE(requests.at(2).value(QLatin1String("temperature")).toDouble(), 0.7);
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 4);
+        const auto chosen = c->selected().value(QStringLiteral("L2/1"));
+        QCOMPARE(chosen.sample, 2);
+        QCOMPARE(chosen.status, QStringLiteral("correct"));
+        // analyzer and researcher answers are stored too
+        QVERIFY(m_store->answeredUnits(run).contains(UnitKey{QStringLiteral("L2/1"), 1, 0, RegimeRole::Analyzer}));
+    }
+
+    void agentTriagesThenRetries()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        auto c = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({answer(QStringLiteral("t1"), QStringLiteral("incorrect"))})); // x4
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS: smallest fix")}));
+        m_server->enqueue(reply({answer(QStringLiteral("t2"), QStringLiteral("compile_error"))}));
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS 2")}));
+        m_server->enqueue(reply({answer(QStringLiteral("t3"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 7);
+        QVERIFY(userPrompt(requests.at(3)).contains(QStringLiteral("t1"))); // the triager sees the answer
+        QVERIFY(userPrompt(requests.at(4)).contains(QStringLiteral("DIAGNOSIS: smallest fix")));
+        QCOMPARE(m_store->evaluations(run).size(), 12);
+        // monotone: the broken later turns do not displace the compiled first one
+        const auto chosen = c->selected().value(QStringLiteral("L2/1"));
+        QCOMPARE(chosen.turn, 1);
+        QCOMPARE(chosen.status, QStringLiteral("incorrect"));
+    }
+
+    void pilotLastTurnWins()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("pilot-v1"));
+        auto c = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({answer(QStringLiteral("p1"), QStringLiteral("correct"))}));
+        m_server->enqueue(reply({QStringLiteral("CRITIQUE: tile the conv")}));
+        m_server->enqueue(reply({answer(QStringLiteral("p2"), QStringLiteral("incorrect"))}));
+        m_server->enqueue(reply({QStringLiteral("CRITIQUE 2")}));
+        m_server->enqueue(reply({answer(QStringLiteral("p3"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 7); // a correct turn 1 does not stop the pilot
+        QVERIFY(userPrompt(requests.at(4)).contains(QStringLiteral("CRITIQUE: tile the conv")));
+        const auto chosen = c->selected().value(QStringLiteral("L2/1"));
+        QCOMPARE(chosen.turn, 3);
+        QCOMPARE(chosen.status, QStringLiteral("compile_error"));
+    }
+
+    void feedbackAnalyzerOffSendsRawError()
+    {
+        Ablations a;
+        a.feedbackAnalyzer = false;
+        a.bestOfN = false;
+        const Regime regime = Regime::builtin(QStringLiteral("agent"))->withAblations(a);
+        auto c = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({answer(QStringLiteral("r1"), QStringLiteral("compile_error"))}));
+        m_server->enqueue(reply({answer(QStringLiteral("r2"), QStringLiteral("correct"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 4); // no triager
+        QCOMPARE(requests.at(2).value(QLatin1String("n")).toInt(1), 1);
+        QVERIFY(userPrompt(requests.at(3)).contains(QStringLiteral("identifier \"x\" is undefined")));
+    }
+
+    void tasksOverlapAndResumeSkipsDoneUnits()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        auto c = setUp(regime);
+        c->setMaxTasksInFlight(2);
+        QList<QString> events;
+        connect(c.get(), &RunController::taskStarted, this,
+                [&events](const QString& t) { events << QStringLiteral("start ") + t; });
+        connect(c.get(), &RunController::taskFinished, this,
+                [&events](const QString& t, const QString&) { events << QStringLiteral("end ") + t; });
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput(QStringLiteral("L1/1")), taskInput(QStringLiteral("L2/1"))}));
+        QCOMPARE(events.size(), 4);
+        QVERIFY(events.at(0).startsWith(QLatin1String("start")));
+        QVERIFY(events.at(1).startsWith(QLatin1String("start"))); // both in flight before either ended
+        QCOMPARE(m_server->requests().size(), 2);
+        QCOMPARE(m_store->evaluations(run).size(), 2);
+
+        // Resume with a third task: only that one is asked for and evaluated.
+        c.reset();
+        auto again = setUp(regime, false);
+        QVERIFY(runToEnd(
+            *again, run,
+            {taskInput(QStringLiteral("L1/1")), taskInput(QStringLiteral("L2/1")), taskInput(QStringLiteral("L3/1"))}));
+        QCOMPARE(m_server->requests().size(), 1);
+        QCOMPARE(again->modelRequests(), 1);
+        QCOMPARE(again->evaluationsSubmitted(), 1);
+        QCOMPARE(m_store->evaluations(run).size(), 3);
+        QCOMPARE(again->selected().size(), 3);
+        QCOMPARE(again->selected().value(QStringLiteral("L1/1")).status, QStringLiteral("correct"));
+    }
+
+    void resumeContinuesAtTheNextTurn()
+    {
+        // Turn 1 of an iterative run was answered and evaluated before the process was killed.
+        const Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        auto c = setUp(regime);
+        const qint64 run = newRun(regime);
+        const QString stored = answer(QStringLiteral("stored-turn-one"), QStringLiteral("compile_error"));
+        PromptRecord p;
+        p.runId = run;
+        p.task = QStringLiteral("L2/1");
+        p.turn = 1;
+        p.role = RegimeRole::Generator;
+        p.text = QStringLiteral("prompt");
+        ResponseRecord r;
+        r.promptId = *m_store->addPrompt(p);
+        r.text = stored;
+        CandidateRecord cand;
+        cand.responseId = *m_store->addResponse(r);
+        cand.task = p.task;
+        cand.turn = 1;
+        const qint64 candidateId = *m_store->addCandidate(cand);
+        QVERIFY(m_store->addEvaluation(
+            candidateId, QJsonObject{{QStringLiteral("status"), QStringLiteral("compile_error")},
+                                     {QStringLiteral("compile"),
+                                      QJsonObject{{QStringLiteral("ok"), false},
+                                                  {QStringLiteral("log"), QStringLiteral("STORED-LOG")}}}}));
+        m_server->enqueue(reply({answer(QStringLiteral("turn-two"), QStringLiteral("correct"))}));
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(m_server->requests().size(), 1); // turn 1 is not asked again
+        const QString retry = userPrompt(m_server->requests().first());
+        QVERIFY(retry.contains(QStringLiteral("stored-turn-one")));
+        QVERIFY(retry.contains(QStringLiteral("STORED-LOG")));
+        QCOMPARE(c->evaluationsSubmitted(), 1);
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).turn, 2);
+    }
+
+    void routingPerLevel()
+    {
+        auto c = setUp(*Regime::builtin(QStringLiteral("zero-shot")));
+        c->setRegimeForLevel(2, *Regime::builtin(QStringLiteral("iterative")));
+        QCOMPARE(c->regimeFor(taskInput(QStringLiteral("L1/1"))).name, QStringLiteral("zero-shot"));
+        QCOMPARE(c->regimeFor(taskInput(QStringLiteral("L2/1"))).name, QStringLiteral("iterative"));
+    }
+
+    void cancelStopsAndMarksRun()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        auto c = setUp(regime);
+        ScriptedLlmServer::Reply slow = reply({answer(QStringLiteral("slow"), QStringLiteral("correct"))});
+        slow.delayMs = 3000;
+        m_server->setDefaultReply(slow);
+        const qint64 run = newRun(regime);
+        QSignalSpy finished(c.get(), &RunController::runFinished);
+        QVERIFY(c->start(run, {taskInput()}));
+        QTest::qWait(200);
+        c->cancel();
+        QVERIFY(finished.wait(10000));
+        QVERIFY(finished.first().first().toBool());
+        QCOMPARE(m_store->run(run)->status, RunStatus::Cancelled);
+        QCOMPARE(m_store->evaluations(run).size(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRunController)
+#include "tst_runcontroller.moc"
