@@ -14,6 +14,7 @@ enum ExitCode {
     ExitUsage = 2,      ///< bad command line, unreadable candidate file
     ExitWorker = 3,     ///< worker not found, could not start, protocol error, internal error
     ExitBadRequest = 4, ///< unknown task or a request the worker refused
+    ExitInterrupted = 130, ///< run: stopped by Ctrl-C (SIGINT); the run can resume
 };
 
 struct GlobalOptions
@@ -73,5 +74,38 @@ int runTasks(Session& session, bool json);
 int runAnalyze(Session& session, const AnalyzeOptions& options);
 int runEval(Session& session, const EvalOptions& options);
 int runDevice(Session& session, bool json, bool ceilings);
+
+} // namespace kwb::cli
+
+namespace kwb::cli {
+
+struct RunCommandOptions
+{
+    QString regime;               ///< --regime NAME (empty with --routing or --resume)
+    QString routing;              ///< --routing study
+    QString tasks;                ///< --tasks L1:1-10,L2:1-10
+    QString endpoint;             ///< --endpoint URL (default http://127.0.0.1:8080/v1)
+    QString model;                ///< --model NAME
+    QString database;             ///< --db FILE
+    int n = 0;                    ///< --n; 0: the regime's
+    int turns = 0;                ///< --turns; 0: the regime's
+    double temperature = -1;      ///< --temperature; < 0: the regime's
+    QString apiKey;               ///< --api-key (never stored); empty: $KWB_API_KEY
+    double timeoutS = 240;        ///< evaluation wall-clock limit
+    QString profile = QStringLiteral("kernelbench");
+    QString scale = QStringLiteral("full");
+    QString ablate;               ///< --ablate best-of-n,feedback-analyzer,monotone,competence
+    qint64 resume = 0;            ///< --resume RUN_ID
+    QString promptsDir;           ///< --prompts DIR; empty: $KWB_PROMPTS_DIR, the install's, the source tree's
+    bool json = false;
+};
+
+/// A task spec "L1:1-10,L2:3,L3:1-2" (also "L2/1") as task ids in order, without repeats; an
+/// empty list and *error for a malformed spec.
+QStringList parseTaskSpec(const QString& spec, QString* error);
+
+/// `kwb run`: runs a regime (or the study's routing) over tasks into a run store. Exit codes in
+/// docs/cli.md; 130 after Ctrl-C (the run is marked cancelled and can be resumed).
+int runRun(Session& session, const RunCommandOptions& options);
 
 } // namespace kwb::cli

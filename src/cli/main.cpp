@@ -21,7 +21,7 @@ int main(int argc, char** argv)
     CLI::App app{"kwb: Kernel Workbench on the command line (tasks, roofline analysis, candidate evaluation).\n"
                  "Exit codes: 0 success (eval: correct), 1 candidate not correct, 2 usage error,\n"
                  "3 worker could not start or broke the protocol, 4 unknown task or bad request\n"
-                 "(report: missing or unreadable database, unknown run)."};
+                 "(report: missing or unreadable database, unknown run), 130 run interrupted by Ctrl-C."};
     app.set_version_flag("--version", std::string("kwb ") + KWB_VERSION);
     app.require_subcommand(1);
     app.fallthrough(); // global options may come after the subcommand
@@ -86,6 +86,42 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"markdown", "csv", "json"}));
     report->add_option("--out", reportOut, "write to this file instead of stdout");
 
+    RunCommandOptions runOptions;
+    std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = "kernelbench",
+                runScale = "full", runAblate, runPrompts;
+    CLI::App* runCommand = app.add_subcommand(
+        "run", "run a regime (or the study's routing) over tasks against a model server into a run store");
+    CLI::Option* regimeOption = runCommand->add_option("--regime", runRegime,
+                                                       "zero-shot, profiling-guided, iterative, agent or pilot-v1");
+    CLI::Option* routingOption =
+        runCommand->add_option("--routing", runRouting, "study: a regime per level (L1, L3 guided; L2 agent)")
+            ->check(CLI::IsMember({"study"}));
+    regimeOption->excludes(routingOption);
+    runCommand->add_option("--tasks", runTaskSpec, "tasks, e.g. L1:1-10,L2:1-10,L3:1-10 (or L2/1)");
+    runCommand->add_option("--endpoint", runEndpoint,
+                           "OpenAI-compatible base URL (default http://127.0.0.1:8080/v1)");
+    runCommand->add_option("--model", runModel, "model name sent to the server");
+    runCommand->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();
+    runCommand->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")
+        ->check(CLI::Range(1, 64));
+    runCommand->add_option("--turns", runOptions.turns, "turns at most (default: the regime's)")
+        ->check(CLI::Range(1, 32));
+    runCommand->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
+        ->check(CLI::Range(0.0, 2.0));
+    runCommand->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
+    runCommand->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default 240)")
+        ->check(CLI::Range(0.001, 1e6));
+    runCommand->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
+        ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
+    runCommand->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
+    runCommand->add_option("--ablate", runAblate,
+                           "switch parts off: best-of-n,feedback-analyzer,monotone,competence");
+    runCommand->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
+        ->check(CLI::PositiveNumber);
+    runCommand->add_option("--prompts", runPrompts,
+                           "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's)");
+    addJson(runCommand);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
@@ -99,6 +135,23 @@ int main(int argc, char** argv)
         reportOptions.format = QString::fromStdString(reportFormat);
         reportOptions.outFile = QString::fromStdString(reportOut);
         return runReport(reportOptions);
+    }
+
+    if (runCommand->parsed() && runOptions.resume == 0) {
+        std::string missing;
+        if (runRegime.empty() && runRouting.empty())
+            missing = "--regime or --routing";
+        else if (runTaskSpec.empty())
+            missing = "--tasks";
+        if (!missing.empty()) {
+            std::cerr << "kwb run: " << missing << " is required (unless --resume)\n";
+            return ExitUsage;
+        }
+        QString specError;
+        if (parseTaskSpec(QString::fromStdString(runTaskSpec), &specError).isEmpty()) {
+            std::cerr << "kwb run: " << specError.toStdString() << '\n';
+            return ExitUsage;
+        }
     }
 
     Session session(GlobalOptions{QString::fromStdString(worker), QString::fromStdString(tasksDir)});
@@ -122,5 +175,20 @@ int main(int argc, char** argv)
     }
     if (device->parsed())
         return runDevice(session, json, !noCeilings);
+    if (runCommand->parsed()) {
+        runOptions.regime = QString::fromStdString(runRegime);
+        runOptions.routing = QString::fromStdString(runRouting);
+        runOptions.tasks = QString::fromStdString(runTaskSpec);
+        runOptions.endpoint = QString::fromStdString(runEndpoint);
+        runOptions.model = QString::fromStdString(runModel);
+        runOptions.database = QString::fromStdString(runDb);
+        runOptions.apiKey = QString::fromStdString(runApiKey);
+        runOptions.profile = QString::fromStdString(runProfile);
+        runOptions.scale = QString::fromStdString(runScale);
+        runOptions.ablate = QString::fromStdString(runAblate);
+        runOptions.promptsDir = QString::fromStdString(runPrompts);
+        runOptions.json = json;
+        return runRun(session, runOptions);
+    }
     return ExitUsage;
 }

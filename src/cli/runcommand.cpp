@@ -1,0 +1,552 @@
+// `kwb run`: a regime (or the study's routing) over tasks into a run store, with a progress line,
+// a clean stop on Ctrl-C and `--resume`. Exit codes: docs/cli.md.
+
+#include "commands.h"
+
+#include "core/evaluationqueue.h"
+#include "core/llmclient.h"
+#include "core/protocolcodec.h"
+#include "core/regime.h"
+#include "core/runcontroller.h"
+#include "core/runstore.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QDirIterator>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QRegularExpression>
+#include <QSet>
+#include <QTextStream>
+#include <QTimer>
+
+#include <atomic>
+#include <csignal>
+#include <unistd.h>
+
+namespace kwb::cli {
+
+namespace {
+
+constexpr int kEvaluationSeed = 42;
+constexpr int kProfileTrials = 5;
+
+QTextStream& out()
+{
+    static QTextStream stream(stdout);
+    return stream;
+}
+
+QTextStream& err()
+{
+    static QTextStream stream(stderr);
+    return stream;
+}
+
+std::atomic<int> g_interrupts{0};
+
+extern "C" void onSigint(int)
+{
+    if (g_interrupts.fetch_add(1) >= 1) {
+        // A second Ctrl-C: the user does not want to wait for the clean stop.
+        std::signal(SIGINT, SIG_DFL);
+        std::raise(SIGINT);
+    }
+}
+
+QString defaultPromptsDir()
+{
+    const QString env = qEnvironmentVariable("KWB_PROMPTS_DIR");
+    if (!env.isEmpty())
+        return env;
+    const QString installed =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../share/kernel-workbench/prompts"));
+    if (QFileInfo(installed).isDir())
+        return QDir::cleanPath(installed);
+    return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
+}
+
+int fail(bool json, int code, const QString& errorCode, const QString& message)
+{
+    err() << "kwb run: " << message << '\n';
+    err().flush();
+    if (json) {
+        out() << QString::fromUtf8(
+            QJsonDocument(QJsonObject{{QStringLiteral("ok"), false},
+                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCode},
+                                                                            {QStringLiteral("message"), message}}}})
+                .toJson(QJsonDocument::Indented));
+        out().flush();
+    }
+    return code;
+}
+
+/// The worker's response, or an empty object with *error set ("status: message").
+QJsonObject ask(WorkerSupervisor& supervisor, const QJsonObject& request, QString* error, int timeoutMs = -1)
+{
+    const WorkerSupervisor::Outcome outcome = supervisor.run(request, timeoutMs);
+    if (!outcome.hasResponse()) {
+        *error = outcome.status + QStringLiteral(": ") + outcome.message;
+        return {};
+    }
+    if (!outcome.response.value(QLatin1String("ok")).toBool()) {
+        *error = ProtocolCodec::errorCode(outcome.response) + QStringLiteral(": ") +
+                 ProtocolCodec::errorMessage(outcome.response);
+        return {};
+    }
+    QJsonObject response = outcome.response;
+    for (const char* key : {"id", "type", "ok"})
+        response.remove(QLatin1String(key));
+    return response;
+}
+
+QString elapsedText(qint64 ms)
+{
+    const qint64 s = ms / 1000;
+    return s >= 3600 ? QStringLiteral("%1:%2:%3")
+                           .arg(s / 3600)
+                           .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
+                           .arg(s % 60, 2, 10, QLatin1Char('0'))
+                     : QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+}
+
+/// The ablation names of the command line (best-of-n, feedback-analyzer, monotone, competence)
+/// as Ablations::offNames() spells them.
+QStringList ablationNames(const QString& list, QString* unknown)
+{
+    QStringList names;
+    for (QString name : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        name = name.trimmed().replace(QLatin1Char('-'), QLatin1Char('_'));
+        if (name == QLatin1String("competence"))
+            name = QStringLiteral("competence_matched");
+        names << name;
+    }
+    QString bad;
+    Ablations::fromOffNames(names, &bad);
+    if (!bad.isEmpty())
+        *unknown = bad;
+    return names;
+}
+
+} // namespace
+
+QStringList parseTaskSpec(const QString& spec, QString* error)
+{
+    static const QRegularExpression range(QStringLiteral("^L([0-9]+):([0-9]+)(?:-([0-9]+))?$"));
+    static const QRegularExpression single(QStringLiteral("^L([0-9]+)/([0-9]+)$"));
+    QStringList ids;
+    const QStringList parts = spec.split(QLatin1Char(','));
+    for (const QString& raw : parts) {
+        const QString part = raw.trimmed();
+        int level = 0, from = 0, to = 0;
+        if (const auto m = range.match(part); m.hasMatch()) {
+            level = m.captured(1).toInt();
+            from = m.captured(2).toInt();
+            to = m.captured(3).isEmpty() ? from : m.captured(3).toInt();
+        } else if (const auto m2 = single.match(part); m2.hasMatch()) {
+            level = m2.captured(1).toInt();
+            from = to = m2.captured(2).toInt();
+        } else {
+            *error = QStringLiteral("--tasks: \"%1\" is not LEVEL:FROM-TO, LEVEL:N or LEVEL/N (e.g. L1:1-10,L2:3)")
+                         .arg(part);
+            return {};
+        }
+        if (level < 1 || from < 1 || to < from || to - from > 100000) {
+            *error =
+                QStringLiteral("--tasks: \"%1\": levels and task numbers start at 1 and a range goes up").arg(part);
+            return {};
+        }
+        for (int i = from; i <= to; ++i) {
+            const QString id = QStringLiteral("L%1/%2").arg(level).arg(i);
+            if (!ids.contains(id))
+                ids << id;
+        }
+    }
+    if (ids.isEmpty())
+        *error = QStringLiteral("--tasks: no task named");
+    return ids;
+}
+
+int runRun(Session& session, const RunCommandOptions& options)
+{
+    const bool json = options.json;
+    const QString promptsDir = options.promptsDir.isEmpty() ? defaultPromptsDir() : options.promptsDir;
+    if (!QFileInfo(promptsDir).isDir())
+        return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
+                    QStringLiteral("no prompts directory %1 (--prompts DIR)").arg(promptsDir));
+
+    if (options.resume > 0 && !QFileInfo(options.database).isFile()) // a resume never creates a database
+        return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
+                    QStringLiteral("no such database: %1").arg(options.database));
+    RunStore store;
+    if (!store.open(options.database))
+        return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
+                    QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
+
+    // What the run is: from the command line, or from the stored configuration on resume.
+    Regime regime;
+    std::optional<Routing> routing;
+    QStringList taskIds;
+    QString endpoint = options.endpoint.isEmpty() ? QStringLiteral("http://127.0.0.1:8080/v1") : options.endpoint;
+    QString model = options.model;
+    QString profile = options.profile;
+    QString scale = options.scale;
+    double timeoutS = options.timeoutS;
+    QMap<int, Regime> levelRegimes;
+    qint64 runId = 0;
+
+    if (options.resume > 0) {
+        const std::optional<RunInfo> info = store.run(options.resume);
+        if (!info)
+            return fail(json, ExitBadRequest, QStringLiteral("unknown_run"),
+                        QStringLiteral("no run %1 in %2").arg(options.resume).arg(options.database));
+        if (!options.regime.isEmpty() || !options.routing.isEmpty() || !options.tasks.isEmpty())
+            err() << "kwb run: --resume uses the run's stored regime and tasks; --regime, --routing and --tasks "
+                     "are ignored\n";
+        if (info->status == RunStatus::Finished)
+            err() << "kwb run: run " << info->id << " is finished; looking for anything left to do\n";
+        const RunConfig config = RunConfig::fromJson(info->config);
+        const QJsonObject extra = config.extra;
+        QString error;
+        const std::optional<Regime> stored = Regime::fromJson(extra.value(QLatin1String("regime")).toObject(), &error);
+        if (!stored)
+            return fail(json, ExitBadRequest, QStringLiteral("bad_run"),
+                        QStringLiteral("run %1 has no usable regime: %2").arg(info->id).arg(error));
+        regime = *stored;
+        const QJsonObject levels = extra.value(QLatin1String("level_regimes")).toObject();
+        for (auto it = levels.begin(); it != levels.end(); ++it) {
+            const std::optional<Regime> r = Regime::fromJson(it.value().toObject(), &error);
+            if (!r)
+                return fail(json, ExitBadRequest, QStringLiteral("bad_run"),
+                            QStringLiteral("run %1: level %2: %3").arg(info->id).arg(it.key(), error));
+            levelRegimes.insert(it.key().toInt(), *r);
+        }
+        for (const QJsonValue& v : extra.value(QLatin1String("tasks")).toArray())
+            taskIds << v.toString();
+        if (options.endpoint.isEmpty())
+            endpoint = config.endpoint;
+        if (options.model.isEmpty())
+            model = config.model;
+        profile = config.protocolProfile.isEmpty() ? profile : config.protocolProfile;
+        scale = extra.value(QLatin1String("scale")).toString(scale);
+        timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(timeoutS);
+        runId = info->id;
+    } else {
+        QString error;
+        taskIds = parseTaskSpec(options.tasks, &error);
+        if (taskIds.isEmpty())
+            return fail(json, ExitUsage, QStringLiteral("bad_tasks"), error);
+        QString unknown;
+        const Ablations ablations = Ablations::fromOffNames(ablationNames(options.ablate, &unknown));
+        if (!unknown.isEmpty())
+            return fail(json, ExitUsage, QStringLiteral("bad_ablation"),
+                        QStringLiteral("--ablate: unknown switch \"%1\" (best-of-n, feedback-analyzer, monotone, "
+                                       "competence)")
+                            .arg(unknown));
+        const auto configure = [&](const QString& name, Regime* out) -> bool {
+            const std::optional<Regime> builtin = Regime::builtin(name);
+            if (!builtin)
+                return false;
+            Regime r = builtin->withAblations(ablations);
+            if (options.n > 0)
+                r.n = options.n;
+            if (options.turns > 0)
+                r.turns = options.turns;
+            if (options.temperature >= 0)
+                r.temperature = options.temperature;
+            *out = r;
+            return true;
+        };
+        if (!options.routing.isEmpty()) {
+            routing = Routing::studyEstimate();
+            if (!configure(routing->fallback, &regime))
+                return fail(json, ExitUsage, QStringLiteral("bad_regime"), QStringLiteral("routing: bad fallback"));
+            for (auto it = routing->byLevel.begin(); it != routing->byLevel.end(); ++it) {
+                Regime r;
+                if (!configure(it.value(), &r))
+                    return fail(json, ExitUsage, QStringLiteral("bad_regime"),
+                                QStringLiteral("routing: unknown regime %1").arg(it.value()));
+                levelRegimes.insert(it.key(), r);
+            }
+        } else if (!configure(options.regime, &regime)) {
+            return fail(json, ExitUsage, QStringLiteral("bad_regime"),
+                        QStringLiteral("--regime: unknown regime \"%1\" (%2)")
+                            .arg(options.regime, Regime::builtinNames().join(QStringLiteral(", "))));
+        }
+    }
+    if (taskIds.isEmpty())
+        return fail(json, ExitBadRequest, QStringLiteral("bad_run"), QStringLiteral("the run names no tasks"));
+
+    // The worker's facts: tasks, device, analyze (and profile where a regime wants it).
+    WorkerSupervisor& supervisor = session.supervisor();
+    QJsonObject hello;
+    QObject::connect(&supervisor, &WorkerSupervisor::workerAvailable, &supervisor,
+                     [&hello](qint64, const QJsonObject& h) { hello = h; });
+    QString error;
+    QJsonObject tasksRequest{{QStringLiteral("type"), QStringLiteral("tasks")}};
+    if (!session.options().tasksDir.isEmpty())
+        tasksRequest.insert(QStringLiteral("tasks_dir"), session.options().tasksDir);
+    const QJsonObject tasksResponse = ask(supervisor, tasksRequest, &error);
+    if (tasksResponse.isEmpty())
+        return fail(json, ExitWorker, QStringLiteral("worker"), QStringLiteral("tasks: ") + error);
+    QHash<QString, QJsonObject> known;
+    for (const QJsonValue& v : tasksResponse.value(QLatin1String("tasks")).toArray())
+        known.insert(v.toObject().value(QLatin1String("id")).toString(), v.toObject());
+    QStringList unknownTasks;
+    for (const QString& id : std::as_const(taskIds))
+        if (!known.contains(id))
+            unknownTasks << id;
+    if (!unknownTasks.isEmpty())
+        return fail(json, ExitBadRequest, QStringLiteral("unknown_task"),
+                    QStringLiteral("unknown task%1: %2")
+                        .arg(unknownTasks.size() > 1 ? QStringLiteral("s") : QString(),
+                             unknownTasks.join(QStringLiteral(", "))));
+
+    QJsonObject device = ask(
+        supervisor,
+        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}}, &error);
+    if (device.isEmpty())
+        err() << "kwb run: device: " << error << " (going on without device facts)\n";
+    const bool gpu = device.value(QLatin1String("available")).toBool();
+    bool wantProfile = regime.useProfile;
+    for (const Regime& r : std::as_const(levelRegimes))
+        wantProfile = wantProfile || r.useProfile;
+
+    QList<RunTaskInput> inputs;
+    for (const QString& id : std::as_const(taskIds)) {
+        RunTaskInput input;
+        input.task = known.value(id);
+        input.device = device;
+        input.analyze = ask(supervisor,
+                            QJsonObject{{QStringLiteral("type"), QStringLiteral("analyze")},
+                                        {QStringLiteral("task"), id},
+                                        {QStringLiteral("scale"), scale}},
+                            &error);
+        if (input.analyze.isEmpty())
+            err() << "kwb run: analyze " << id << ": " << error << '\n';
+        const Regime& r = levelRegimes.value(input.level(), regime);
+        if (r.useProfile && gpu) {
+            input.profile = ask(supervisor,
+                                QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
+                                            {QStringLiteral("task"), id},
+                                            {QStringLiteral("scale"), scale},
+                                            {QStringLiteral("trials"), kProfileTrials}},
+                                &error);
+            if (input.profile.isEmpty())
+                err() << "kwb run: profile " << id << ": " << error << " (the prompt goes without it)\n";
+        }
+        inputs << input;
+    }
+    err().flush();
+
+    // A new run keeps its whole configuration.
+    if (runId == 0) {
+        RunConfig config;
+        config.model = model;
+        config.endpoint = endpoint;
+        QSet<QString> files;
+        QList<Regime> used{regime};
+        used += levelRegimes.values();
+        for (const Regime& r : std::as_const(used))
+            for (const QString& file : r.roles)
+                files.insert(file);
+        QDirIterator partials(QDir(promptsDir).filePath(QStringLiteral("partials")), {QStringLiteral("*.mustache")},
+                              QDir::Files);
+        while (partials.hasNext())
+            files.insert(QStringLiteral("partials/") + QFileInfo(partials.next()).fileName());
+        for (const QString& file : std::as_const(files)) {
+            QFile f(QDir(promptsDir).filePath(file));
+            if (!f.open(QIODevice::ReadOnly))
+                return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
+                            QStringLiteral("cannot read template %1 in %2").arg(file, promptsDir));
+            QString name = file;
+            name.chop(name.endsWith(QLatin1String(".mustache")) ? 9 : 0);
+            config.templates.insert(name, QString::fromUtf8(f.readAll()));
+        }
+        config.seeds = QJsonObject{{QStringLiteral("evaluation"), kEvaluationSeed},
+                                   {QStringLiteral("model"), QJsonValue(QJsonValue::Null)}};
+        config.protocolProfile = profile;
+        config.gpu = device;
+        config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
+                                      {QStringLiteral("worker"), hello.value(QLatin1String("worker"))},
+                                      {QStringLiteral("torch"), hello.value(QLatin1String("torch"))},
+                                      {QStringLiteral("driver"), hello.value(QLatin1String("driver"))},
+                                      {QStringLiteral("protocol"), hello.value(QLatin1String("protocol"))},
+                                      {QStringLiteral("qt"), QString::fromLatin1(qVersion())}};
+        QJsonObject levels;
+        for (auto it = levelRegimes.begin(); it != levelRegimes.end(); ++it)
+            levels.insert(QString::number(it.key()), it.value().toJson());
+        config.extra = QJsonObject{{QStringLiteral("regime"), regime.toJson()},
+                                   {QStringLiteral("level_regimes"), levels},
+                                   {QStringLiteral("routing"), routing ? QJsonValue(routing->toJson()) : QJsonValue()},
+                                   {QStringLiteral("tasks"), QJsonArray::fromStringList(taskIds)},
+                                   {QStringLiteral("task_spec"), options.tasks},
+                                   {QStringLiteral("scale"), scale},
+                                   {QStringLiteral("timeout_s"), timeoutS},
+                                   {QStringLiteral("prompts_dir"), QDir(promptsDir).absolutePath()}};
+        const QString regimeName = routing ? QStringLiteral("routing") : regime.name;
+        const std::optional<qint64> id =
+            store.createRun(QStringLiteral("%1 %2").arg(regimeName, options.tasks), regimeName, config);
+        if (!id)
+            return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
+                        QStringLiteral("cannot create the run: ") + store.errorString());
+        runId = *id;
+    } else {
+        store.setRunStatus(runId, RunStatus::Running);
+    }
+
+    // The model and the evaluator.
+    LlmClient llm;
+    LlmSettings settings;
+    settings.baseUrl = QUrl(endpoint);
+    settings.model = model;
+    settings.apiKey = options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey;
+    llm.setSettings(settings);
+
+    EvaluationQueue queue(QList<int>{0});
+    QStringList workerArguments;
+    if (!session.options().tasksDir.isEmpty())
+        workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
+    queue.setProgram(supervisor.program(), workerArguments);
+    queue.setTimeout(int(timeoutS * 1000.0));
+    queue.setCompileWorkerCount(1);
+    if (!device.value(QLatin1String("arch")).toString().isEmpty())
+        queue.setArch(device.value(QLatin1String("arch")).toString());
+
+    RunController controller(&llm, &queue, &store, promptsDir);
+    controller.setRegime(regime);
+    for (auto it = levelRegimes.begin(); it != levelRegimes.end(); ++it)
+        controller.setRegimeForLevel(it.key(), it.value());
+    controller.setEvaluationOptions(QJsonObject{{QStringLiteral("profile"), profile},
+                                                {QStringLiteral("scale"), scale},
+                                                {QStringLiteral("seed"), kEvaluationSeed}});
+
+    // Progress on stderr, one line, rate-limited.
+    const bool tty = ::isatty(STDERR_FILENO) == 1;
+    QElapsedTimer clock;
+    clock.start();
+    int done = 0, total = int(inputs.size()), evaluated = 0, correct = 0;
+    qint64 lastPrint = -100000;
+    const auto printProgress = [&](bool force) {
+        const qint64 now = clock.elapsed();
+        if (!force && now - lastPrint < (tty ? 250 : 5000))
+            return;
+        lastPrint = now;
+        constexpr int width = 24;
+        const int filled = total > 0 ? done * width / total : width;
+        const QString line = QStringLiteral("[%1%2] %3/%4 tasks, %5 candidates evaluated, %6 correct, %7")
+                                 .arg(QString(filled, QLatin1Char('#')), QString(width - filled, QLatin1Char('.')))
+                                 .arg(done)
+                                 .arg(total)
+                                 .arg(evaluated)
+                                 .arg(correct)
+                                 .arg(elapsedText(now));
+        err() << (tty ? QStringLiteral("\r\033[K") : QString()) << line << (tty ? "" : "\n");
+        err().flush();
+    };
+    QStringList taskErrors;
+    QObject::connect(&controller, &RunController::progress, &controller, [&](int d, int t) {
+        done = d;
+        total = t;
+        printProgress(false);
+    });
+    QObject::connect(&controller, &RunController::candidateEvaluated, &controller,
+                     [&](const QString&, int, int, const QString& status) {
+                         ++evaluated;
+                         if (status == QLatin1String("correct"))
+                             ++correct;
+                         printProgress(false);
+                     });
+    QObject::connect(
+        &controller, &RunController::taskError, &controller,
+        [&](const QString& task, const QString& message) { taskErrors << task + QStringLiteral(": ") + message; });
+    QTimer ticker;
+    ticker.setInterval(tty ? 1000 : 5000);
+    QObject::connect(&ticker, &QTimer::timeout, &controller, [&] { printProgress(false); });
+    ticker.start();
+
+    // Ctrl-C: the handler only counts; a timer turns it into cancel() on the event loop.
+    g_interrupts = 0;
+    struct sigaction action = {};
+    action.sa_handler = onSigint;
+    sigemptyset(&action.sa_mask);
+    struct sigaction previous = {};
+    sigaction(SIGINT, &action, &previous);
+    QTimer sigintPoll;
+    sigintPoll.setInterval(50);
+    QObject::connect(&sigintPoll, &QTimer::timeout, &controller, [&] {
+        if (g_interrupts.load() > 0 && controller.isRunning()) {
+            sigintPoll.stop();
+            if (tty)
+                err() << '\n';
+            err() << "kwb run: interrupted, stopping (Ctrl-C again to quit at once)\n";
+            err().flush();
+            controller.cancel();
+        }
+    });
+    sigintPoll.start();
+
+    QEventLoop loop;
+    bool cancelled = false;
+    QObject::connect(&controller, &RunController::runFinished, &loop, [&](bool c) {
+        cancelled = c;
+        loop.quit();
+    });
+    if (!controller.start(runId, inputs)) {
+        sigaction(SIGINT, &previous, nullptr);
+        return fail(json, ExitUsage, QStringLiteral("bad_regime"), QStringLiteral("the regime is not valid"));
+    }
+    loop.exec();
+    ticker.stop();
+    sigintPoll.stop();
+    queue.cancelAll();
+    printProgress(true);
+    if (tty)
+        err() << '\n';
+
+    const auto selected = controller.selected();
+    int correctTasks = 0, compiledTasks = 0;
+    for (const CandidateOutcome& o : selected) {
+        correctTasks += o.correct() ? 1 : 0;
+        compiledTasks += o.compiled ? 1 : 0;
+    }
+    for (const QString& e : std::as_const(taskErrors))
+        err() << "kwb run: task error: " << e << '\n';
+    const QString dbArg = options.database;
+    const QString reportCommand = QStringLiteral("kwb report --db %1 --runs %2").arg(dbArg).arg(runId);
+    const QString resumeCommand = QStringLiteral("kwb run --db %1 --resume %2").arg(dbArg).arg(runId);
+    if (cancelled) {
+        err() << "kwb run: run " << runId << " cancelled after " << done << '/' << total << " tasks; resume with:\n  "
+              << resumeCommand << '\n';
+    } else {
+        err() << "kwb run: run " << runId << " finished: " << correctTasks << '/' << total << " tasks correct, "
+              << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated in "
+              << elapsedText(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
+    }
+    err().flush();
+    if (json) {
+        out() << QString::fromUtf8(
+            QJsonDocument(
+                QJsonObject{{QStringLiteral("ok"), true},
+                            {QStringLiteral("run"), runId},
+                            {QStringLiteral("status"), cancelled ? RunStatus::Cancelled : RunStatus::Finished},
+                            {QStringLiteral("tasks"), total},
+                            {QStringLiteral("tasks_done"), done},
+                            {QStringLiteral("correct"), correctTasks},
+                            {QStringLiteral("compiled"), compiledTasks},
+                            {QStringLiteral("candidates_evaluated"), evaluated},
+                            {QStringLiteral("task_errors"), QJsonArray::fromStringList(taskErrors)},
+                            {QStringLiteral("report"), reportCommand},
+                            {QStringLiteral("resume"), resumeCommand}})
+                .toJson(QJsonDocument::Indented));
+        out().flush();
+    }
+    sigaction(SIGINT, &previous, nullptr);
+    return cancelled ? ExitInterrupted : ExitSuccess;
+}
+
+} // namespace kwb::cli

@@ -1,0 +1,251 @@
+// `kwb run` end to end: kwb (a child process) against the scripted OpenAI-compatible server
+// (scriptedllmserver.h, in this process) and the fake worker (fakeworker.cpp, which knows L1/1 and
+// L2/1 and takes an evaluation's status from a "status: NAME" marker in the answer). The rows land
+// in the run store; Ctrl-C (SIGINT) cancels cleanly and --resume finishes without repeating work.
+
+#include "core/regime.h"
+#include "core/runstore.h"
+#include "scriptedllmserver.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <csignal>
+#include <memory>
+
+using namespace kwb;
+using kwb::test::ScriptedLlmServer;
+
+namespace {
+
+QString answer(const QString& status)
+{
+    return QStringLiteral("status: %1\n\n```cuda\nextern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n```\n\n"
+                          "```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n```\n")
+        .arg(status);
+}
+
+ScriptedLlmServer::Reply reply(const QString& status, int delayMs = 0)
+{
+    ScriptedLlmServer::Reply r;
+    r.texts = {answer(status)};
+    r.delayMs = delayMs;
+    return r;
+}
+
+struct Result
+{
+    int exitCode = -1;
+    QString out;
+    QString err;
+};
+
+} // namespace
+
+class TestCliRun : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<ScriptedLlmServer> m_server;
+    int m_dbCount = 0;
+
+    QString newDb() { return m_dir.filePath(QStringLiteral("runs%1.sqlite").arg(++m_dbCount)); }
+
+    QStringList base() const
+    {
+        return {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("--tasks-dir"),
+                QStringLiteral(KWB_SOURCE_DIR "/tasks"), QStringLiteral("run")};
+    }
+
+    QStringList runArgs(const QString& db, const QString& tasks = QStringLiteral("L1:1,L2:1")) const
+    {
+        return base() + QStringList{QStringLiteral("--regime"),   QStringLiteral("zero-shot"),
+                                    QStringLiteral("--tasks"),    tasks,
+                                    QStringLiteral("--endpoint"), m_server->baseUrl().toString(),
+                                    QStringLiteral("--model"),    QStringLiteral("m"),
+                                    QStringLiteral("--db"),       db};
+    }
+
+    /// Runs kwb with the event loop spinning, so the scripted server in this process answers.
+    static Result runKwb(const QStringList& arguments, int timeoutMs = 60000)
+    {
+        QProcess kwb;
+        QSignalSpy finished(&kwb, &QProcess::finished);
+        kwb.start(QStringLiteral(KWB_CLI), arguments);
+        Result r;
+        if (!kwb.waitForStarted(10000) || !finished.wait(timeoutMs)) {
+            kwb.kill();
+            kwb.waitForFinished(5000);
+            return r;
+        }
+        r.exitCode = kwb.exitStatus() == QProcess::NormalExit ? kwb.exitCode() : -1;
+        r.out = QString::fromUtf8(kwb.readAllStandardOutput());
+        r.err = QString::fromUtf8(kwb.readAllStandardError());
+        return r;
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void init()
+    {
+        m_server = std::make_unique<ScriptedLlmServer>();
+        QVERIFY(m_server->start());
+        m_server->setDefaultReply(reply(QStringLiteral("correct")));
+    }
+
+    void cleanup() { m_server.reset(); }
+
+    void zeroShotRunFillsTheStore()
+    {
+        m_server->enqueue(reply(QStringLiteral("compile_error")));
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db) << QStringLiteral("--json"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QCOMPARE(m_server->requests().size(), 2);
+        QCOMPARE(m_server->requests().first().value(QLatin1String("model")).toString(), QStringLiteral("m"));
+
+        const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(summary.value(QLatin1String("tasks")).toInt(), 2);
+        QCOMPARE(summary.value(QLatin1String("correct")).toInt(), 1);
+        QCOMPARE(summary.value(QLatin1String("compiled")).toInt(), 1);
+        QCOMPARE(summary.value(QLatin1String("candidates_evaluated")).toInt(), 2);
+        QVERIFY(summary.value(QLatin1String("report")).toString().contains(QStringLiteral("kwb report --db")));
+        QVERIFY2(r.err.contains(QStringLiteral("2/2 tasks")), qPrintable(r.err)); // the progress line
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs.first().status, RunStatus::Finished);
+        QCOMPARE(runs.first().regime, QStringLiteral("zero-shot"));
+        const auto evals = store.evaluations(runs.first().id);
+        QCOMPARE(evals.size(), 2);
+        QStringList statuses;
+        for (const EvaluationRecord& e : evals)
+            statuses << e.task + QLatin1Char('=') + e.status;
+        statuses.sort();
+        QCOMPARE(statuses, (QStringList{QStringLiteral("L1/1=compile_error"), QStringLiteral("L2/1=correct")}));
+        // The whole configuration.
+        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        QCOMPARE(config.model, QStringLiteral("m"));
+        QCOMPARE(config.endpoint, m_server->baseUrl().toString());
+        QVERIFY(config.templates.contains(QStringLiteral("zero-shot/generator")));
+        QVERIFY(config.templates.contains(QStringLiteral("partials/candidate_format")));
+        QVERIFY(runs.first()
+                    .config.value(QLatin1String("templates"))
+                    .toObject()
+                    .value(QLatin1String("zero-shot/generator"))
+                    .toObject()
+                    .value(QLatin1String("sha256"))
+                    .toString()
+                    .size() == 64);
+        QCOMPARE(config.protocolProfile, QStringLiteral("kernelbench"));
+        QCOMPARE(config.gpu.value(QLatin1String("name")).toString(), QStringLiteral("Fake H200"));
+        QCOMPARE(config.versions.value(QLatin1String("worker")).toString(), QStringLiteral("fake-0.1"));
+        QCOMPARE(config.extra.value(QLatin1String("tasks")).toArray().size(), 2);
+        QVERIFY(Regime::fromJson(config.extra.value(QLatin1String("regime")).toObject()).has_value());
+    }
+
+    void badArguments_data()
+    {
+        QTest::addColumn<QString>("tasks");
+        QTest::addColumn<QString>("regime");
+        QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("malformed spec") << QStringLiteral("L1:a-3") << QStringLiteral("zero-shot") << 2
+                                        << QStringLiteral("--tasks");
+        QTest::newRow("backwards range") << QStringLiteral("L1:3-1") << QStringLiteral("zero-shot") << 2
+                                         << QStringLiteral("--tasks");
+        QTest::newRow("empty item") << QStringLiteral("L1:1,,L2:1") << QStringLiteral("zero-shot") << 2
+                                    << QStringLiteral("--tasks");
+        QTest::newRow("unknown task") << QStringLiteral("L1:1-2") << QStringLiteral("zero-shot") << 4
+                                      << QStringLiteral("unknown task: L1/2");
+        QTest::newRow("unknown regime") << QStringLiteral("L1:1") << QStringLiteral("fastest") << 2
+                                        << QStringLiteral("unknown regime");
+    }
+
+    void badArguments()
+    {
+        QFETCH(QString, tasks);
+        QFETCH(QString, regime);
+        QFETCH(int, exitCode);
+        QFETCH(QString, expected);
+        QStringList args = runArgs(newDb(), tasks);
+        args[args.indexOf(QStringLiteral("zero-shot"))] = regime;
+        const Result r = runKwb(args);
+        QVERIFY2(r.exitCode == exitCode, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        QCOMPARE(m_server->requests().size(), 0);
+    }
+
+    void resumeOfUnknownRun()
+    {
+        const QString db = newDb();
+        QVERIFY(runKwb(runArgs(db)).exitCode == 0);
+        const Result r =
+            runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QStringLiteral("9"));
+        QCOMPARE(r.exitCode, 4);
+        const Result missing = runKwb(base() << QStringLiteral("--db") << m_dir.filePath(QStringLiteral("none.sqlite"))
+                                             << QStringLiteral("--resume") << QStringLiteral("1"));
+        QCOMPARE(missing.exitCode, 4);
+        QVERIFY(!QFile::exists(m_dir.filePath(QStringLiteral("none.sqlite"))));
+    }
+
+    void sigintCancelsAndResumeFinishes()
+    {
+        // The first task's answer comes at once, the second's only after the interrupt.
+        m_server->enqueue(reply(QStringLiteral("correct")));
+        m_server->setDefaultReply(reply(QStringLiteral("correct"), 20000));
+        const QString db = newDb();
+        QStringList args = runArgs(db);
+        QProcess kwb;
+        QSignalSpy finished(&kwb, &QProcess::finished);
+        kwb.start(QStringLiteral(KWB_CLI), args << QStringLiteral("--turns") << QStringLiteral("1"));
+        QVERIFY(kwb.waitForStarted(10000));
+        QTRY_VERIFY_WITH_TIMEOUT(m_server->requests().size() >= 2, 30000);
+        {
+            RunStore store; // wait for the first evaluation to be committed
+            QVERIFY(store.open(db));
+            QTRY_VERIFY_WITH_TIMEOUT(!store.runs().isEmpty() && store.evaluations(store.runs().first().id).size() == 1,
+                                     30000);
+        }
+        ::kill(pid_t(kwb.processId()), SIGINT);
+        QVERIFY(finished.wait(20000));
+        const QString err = QString::fromUtf8(kwb.readAllStandardError());
+        QCOMPARE(kwb.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(kwb.exitCode() == 130, qPrintable(QStringLiteral("exit %1\n%2").arg(kwb.exitCode()).arg(err)));
+        QVERIFY2(err.contains(QStringLiteral("--resume 1")), qPrintable(err));
+        {
+            RunStore store;
+            QVERIFY(store.open(db));
+            QCOMPARE(store.run(1)->status, RunStatus::Cancelled);
+            QCOMPARE(store.evaluations(1).size(), 1);
+        }
+
+        // Resume: only the unfinished task is asked for again, with the stored configuration.
+        m_server->setDefaultReply(reply(QStringLiteral("incorrect")));
+        const int before = int(m_server->requests().size());
+        const Result r = runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume")
+                                       << QStringLiteral("1") << QStringLiteral("--json"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QCOMPARE(int(m_server->requests().size()) - before, 1);
+        QCOMPARE(m_server->requests().last().value(QLatin1String("model")).toString(), QStringLiteral("m"));
+        const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(summary.value(QLatin1String("correct")).toInt(), 1);
+        QCOMPARE(summary.value(QLatin1String("compiled")).toInt(), 2);
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.runs().size(), 1);
+        QCOMPARE(store.run(1)->status, RunStatus::Finished);
+        QCOMPARE(store.evaluations(1).size(), 2);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliRun)
+#include "tst_cli_run.moc"
