@@ -235,14 +235,19 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation)
     return outcome;
 }
 
-std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex)
+std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins)
 {
+    int lastTurn = 0;
+    for (const EvaluationRecord& e : evaluations)
+        lastTurn = std::max(lastTurn, e.turn);
     // Monotone selection over everything the run tried for the task: a correct kernel beats any
     // incorrect one, a compiled one beats one that never compiled, and among equals the faster
     // wins (a missing speedup counts as slowest). Only a strictly better evaluation replaces the
     // current choice, so ties keep the earliest one.
     std::optional<TaskOutcome> best;
     for (int i = 0; i < evaluations.size(); ++i) {
+        if (lastTurnWins && evaluations.at(i).turn != lastTurn)
+            continue;
         const TaskOutcome outcome = outcomeOf(evaluations.at(i));
         if (!best || better(outcome, *best)) {
             best = outcome;
@@ -294,9 +299,12 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
         for (const EvaluationRecord& evaluation : evaluations)
             byTask[evaluation.task].append(evaluation);
+        // The run's own selection rule, as `kwb run` stored it with the regime.
+        const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString() ==
+                                  QLatin1String("last");
         for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
             int chosen = -1;
-            if (const std::optional<TaskOutcome> outcome = selectOutcome(it.value(), &chosen)) {
+            if (const std::optional<TaskOutcome> outcome = selectOutcome(it.value(), &chosen, lastTurnWins)) {
                 run.outcomes.append(*outcome);
                 run.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
                 levels.insert(outcome->level);

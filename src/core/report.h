@@ -37,8 +37,11 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation);
 /// The outcome that counts for a task in a run: the best of its evaluations by the monotone
 /// key (correct, then compiled, then speedup), whatever turn or sample it came from, so a broken
 /// later attempt never hides a working earlier one. Ties keep the earliest evaluation.
+/// With lastTurnWins (a regime whose selection is "last", like pilot v1), only the evaluations of
+/// the last turn compete, as that regime itself would have chosen.
 /// Empty list: nullopt. `chosenIndex` (if given) receives the index of the chosen evaluation.
-std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex = nullptr);
+std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex = nullptr,
+                                         bool lastTurnWins = false);
 
 struct ReportOptions
 {

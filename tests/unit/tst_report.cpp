@@ -191,6 +191,13 @@ private Q_SLOTS:
         // timeout after a successful compile beats a compile error
         QVERIFY(selectOutcome({broken, timedOutCompiled}, &chosen)->compiled);
         QCOMPARE(chosen, 1);
+        // "last" selection (pilot v1): only the last turn competes, so a broken last turn counts.
+        EvaluationRecord lastBroken = broken;
+        working.turn = 1;
+        lastBroken.turn = 2;
+        QVERIFY(selectOutcome({working, lastBroken}, &chosen)->correct());
+        QVERIFY(!selectOutcome({working, lastBroken}, &chosen, true)->correct());
+        QCOMPARE(chosen, 1);
         QCOMPARE(taskLevel(QStringLiteral("L3/10")), 3);
         QCOMPARE(taskLevel(QStringLiteral("custom")), 0);
     }
