@@ -18,11 +18,8 @@
 
 namespace kwb::cli {
 
-namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr int kStderrLinesShown = 20;
-
+// One stream per descriptor for the whole program: two buffered streams on stdout would
+// interleave their output out of order.
 QTextStream& out()
 {
     static QTextStream stream(stdout);
@@ -34,6 +31,13 @@ QTextStream& err()
     static QTextStream stream(stderr);
     return stream;
 }
+
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr int kStderrLinesShown = 20;
+
 
 void printJson(const QJsonObject& object)
 {

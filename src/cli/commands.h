@@ -1,4 +1,6 @@
 #pragma once
+
+#include <QTextStream>
 // The kwb subcommands. Each sends its request through WorkerSupervisor (the one owner of worker
 // processes), prints a table or JSON, and returns the process exit code documented in docs/cli.md.
 
@@ -7,6 +9,10 @@
 #include <QString>
 
 namespace kwb::cli {
+
+/// The program's stdout and stderr text streams (flush before exiting or handing over to Qt).
+QTextStream& out();
+QTextStream& err();
 
 enum ExitCode {
     ExitSuccess = 0,    ///< done; for eval: the candidate is correct

@@ -35,17 +35,6 @@ namespace {
 constexpr int kEvaluationSeed = 42;
 constexpr int kProfileTrials = 5;
 
-QTextStream& out()
-{
-    static QTextStream stream(stdout);
-    return stream;
-}
-
-QTextStream& err()
-{
-    static QTextStream stream(stderr);
-    return stream;
-}
 
 std::atomic<int> g_interrupts{0};
 
