@@ -555,25 +555,34 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonO
         scheduleWork();
         return;
     }
-    Gpu& gpu = m_gpus[gpuIndex];
-    const qsizetype index = indexOfJob(gpu.runningJob);
-    if (index < 0 || m_jobs.at(index).gpuRequest != requestId)
+    const qint64 id = retireRunningJob(gpuIndex, requestId);
+    if (id == 0)
         return;
-    const qint64 id = gpu.runningJob;
-    m_jobs.removeAt(index);
-    gpu.runningJob = 0;
-    ++m_done;
-    scheduleWork();
     if (!response.value(QLatin1String("ok")).toBool()) {
         // The worker refused the request (an unknown task): no verdict on the candidate.
         const QString code = ProtocolCodec::errorCode(response);
         Q_EMIT jobFailed(id, code.isEmpty() ? FailureStatus::BadRequest : code, ProtocolCodec::errorMessage(response));
     } else {
         QJsonObject result = response;
-        result.insert(QStringLiteral("gpu"), gpu.ordinal);
+        result.insert(QStringLiteral("gpu"), m_gpus[gpuIndex].ordinal);
         Q_EMIT jobFinished(id, result);
     }
     noteProgress();
+}
+
+qint64 EvaluationQueue::retireRunningJob(int gpuIndex, qint64 requestId)
+{
+    // Only the answer to the job the GPU is running counts; anything else is stale.
+    Gpu& gpu = m_gpus[gpuIndex];
+    const qsizetype index = indexOfJob(gpu.runningJob);
+    if (index < 0 || m_jobs.at(index).gpuRequest != requestId)
+        return 0;
+    const qint64 id = gpu.runningJob;
+    m_jobs.removeAt(index);
+    gpu.runningJob = 0;
+    ++m_done;
+    scheduleWork();
+    return id;
 }
 
 void EvaluationQueue::onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message)
@@ -583,15 +592,9 @@ void EvaluationQueue::onGpuFailure(int gpuIndex, qint64 requestId, const QString
         scheduleWork();
         return;
     }
-    Gpu& gpu = m_gpus[gpuIndex];
-    const qsizetype index = indexOfJob(gpu.runningJob);
-    if (index < 0 || m_jobs.at(index).gpuRequest != requestId)
+    const qint64 id = retireRunningJob(gpuIndex, requestId);
+    if (id == 0)
         return;
-    const qint64 id = gpu.runningJob;
-    m_jobs.removeAt(index);
-    gpu.runningJob = 0;
-    ++m_done;
-    scheduleWork();
     Q_EMIT jobFailed(id, status, message);
     noteProgress();
 }

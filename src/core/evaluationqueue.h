@@ -131,6 +131,8 @@ private:
     QString archFor(const Job& job) const;
     void requestArch();
     qsizetype indexOfJob(qint64 id) const;
+    /// Ends the GPU's running job if requestId is its request: returns the job id, else 0.
+    qint64 retireRunningJob(int gpuIndex, qint64 requestId);
     void onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response);
     void onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message);
     void onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response);

@@ -221,14 +221,21 @@ void RunController::advance(TaskState* state)
             requestModel(state, role, prompt, {0});
             return; // continues in onCompletionFinished
         }
-        if (role == RegimeRole::Analyzer)
-            state->analysis = text;
-        else if (role == RegimeRole::Researcher)
-            state->research = text;
-        else
-            state->rewrite = text;
+        storeNotes(state, role, text);
     }
     generate(state);
+}
+
+void RunController::storeNotes(TaskState* state, const QString& role, const QString& text)
+{
+    // A notes role's text feeds the next prompt: the analyzer's and researcher's within the turn,
+    // the triager's or critic's as the rewrite of the feedback.
+    if (role == RegimeRole::Analyzer)
+        state->analysis = text;
+    else if (role == RegimeRole::Researcher)
+        state->research = text;
+    else
+        state->rewrite = text;
 }
 
 void RunController::generate(TaskState* state)
@@ -342,12 +349,7 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
     Q_EMIT roleAnswered(tid, state->turn, role, int(state->llmSamples.size()));
     if (!answerRole) {
         const QString text = texts.value(0);
-        if (role == RegimeRole::Analyzer)
-            state->analysis = text;
-        else if (role == RegimeRole::Researcher)
-            state->research = text;
-        else
-            state->rewrite = text;
+        storeNotes(state, role, text);
         advance(state);
         return;
     }

@@ -136,6 +136,7 @@ private:
     void startTask(int index);
     void advance(TaskState* state);
     void generate(TaskState* state);
+    void storeNotes(TaskState* state, const QString& role, const QString& text);
     void turnDone(TaskState* state);
     void finishTask(TaskState* state, const QString& error = QString());
     void maybeFinishRun();
