@@ -314,6 +314,7 @@ json deviceFacts(int ordinal) {
         j["memory_bus_bits"] = busBits;
         // DDR: two transfers per memory clock
         j["hbm_theoretical_gbs"] = 2.0 * memClock * 1e3 * (busBits / 8.0) / 1e9;
+        j["hbm_theoretical_gbps"] = j["hbm_theoretical_gbs"]; // the documented name (docs/protocol.md)
         j["max_threads_per_sm"] = p.maxThreadsPerMultiProcessor;
         j["smem_per_sm"] = static_cast<unsigned long long>(p.sharedMemPerMultiprocessor);
         j["smem_per_block_optin"] = static_cast<unsigned long long>(p.sharedMemPerBlockOptin);
@@ -398,6 +399,16 @@ json measureCeilings(int ordinal) {
                      "GFLOP/s = 2*16*16*8 per mma_sync / time." + hopperNote};
         return measurePeak(k, facts, ordinal, stream->s);
     });
+    // The documented flat summary (docs/protocol.md: hbm_copy_gbps, fp32_fma_gflops, …): the best
+    // of each measurement, absent where it failed. The objects above keep the detail.
+    const auto best = [&](const char* key, const char* field, const char* flat) {
+        if (out.contains(key) && out[key].is_object() && out[key].contains(field) && out[key][field].is_number())
+            out[flat] = out[key][field];
+    };
+    best("hbm_copy", "gbs_best", "hbm_copy_gbps");
+    best("fp32_fma", "gflops_best", "fp32_fma_gflops");
+    best("tensor_bf16", "gflops_best", "tensor_bf16_gflops");
+    best("tensor_tf32", "gflops_best", "tensor_tf32_gflops");
     return out;
 }
 

@@ -393,6 +393,23 @@ TEST_CASE("evaluate: an output that aliases an input, and a candidate right only
     CHECK(r["message"].get<std::string>().find("shares memory with the argument 'x'") != std::string::npos);
 }
 
+TEST_CASE("evaluate: a candidate that writes to its inputs is refused, a BatchNorm buffer update is not")
+{
+    Evaluator ev;
+    Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {32, 32});
+    json r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+                                                  "    y = x * 2.0\n    x.mul_(0.0)\n    return y\n")},
+                             {"device", "cpu"}, {"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("changed its argument 'x'") != std::string::npos);
+
+    // Training-mode BatchNorm updates its running buffers: that is the task, not a side effect.
+    const Task* bn = allTasks().find("L3/8");
+    REQUIRE(bn);
+    r = ev.evaluate(*bn, {{"answer", answerFor(bn->forward)}, {"device", "cpu"}, {"scale", "smoke"}, {"time", false}});
+    CHECK(r["status"] == "correct");
+}
+
 TEST_CASE("trial seeds are distinct and reproducible")
 {
     std::set<uint64_t> seeds;
