@@ -103,8 +103,14 @@ struct RunCommandOptions
     QString ablate;               ///< --ablate best-of-n,feedback-analyzer,monotone,competence
     qint64 resume = 0;            ///< --resume RUN_ID
     QString promptsDir;           ///< --prompts DIR; empty: $KWB_PROMPTS_DIR, the install's, the source tree's
+    int timingTrials = 0;         ///< --timing-trials; 0: the profile's
+    QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
+    QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
     bool json = false;
 };
+
+/// "1,2,4,8" as ascending distinct n >= 1; empty with *error for anything else.
+QList<int> parseSweepNs(const QString& text, QString* error);
 
 /// A task spec "L1:1-10,L2:3,L3:1-2" (also "L2/1") as task ids in order, without repeats; an
 /// empty list and *error for a malformed spec.

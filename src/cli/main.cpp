@@ -89,38 +89,58 @@ int main(int argc, char** argv)
     RunCommandOptions runOptions;
     std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = "kernelbench",
                 runScale = "full", runAblate, runPrompts;
+    std::string runIsolation = "fresh", sweepNs = "1,2,4,8";
+    // `run` and `sweep` take the same options; only one of them is parsed.
+    const auto addRunOptions = [&](CLI::App* command, bool sweep) {
+        CLI::Option* regimeOption = command->add_option("--regime", runRegime,
+                                                         "zero-shot, profiling-guided, iterative, agent or pilot-v1");
+        if (!sweep) {
+            CLI::Option* routingOption =
+                command->add_option("--routing", runRouting, "study: a regime per level (L1, L3 guided; L2 agent)")
+                    ->check(CLI::IsMember({"study"}));
+            regimeOption->excludes(routingOption);
+        }
+        command->add_option("--tasks", runTaskSpec, "tasks, e.g. L1:1-10,L2:1-10,L3:1-10 (or L2/1)");
+        command->add_option("--endpoint", runEndpoint, "OpenAI-compatible base URL (default http://127.0.0.1:8080/v1)");
+        command->add_option("--model", runModel, "model name sent to the server");
+        command->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();
+        if (sweep)
+            command->add_option("--n", sweepNs, "the n of the curve, e.g. 1,2,4,8: one run samples max(n) per task")
+                ->capture_default_str();
+        else
+            command->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")->check(CLI::Range(1, 64));
+        command->add_option("--turns", runOptions.turns,
+                            sweep ? "turns at most (default 1: the curve is over the first turn's samples)"
+                                  : "turns at most (default: the regime's)")
+            ->check(CLI::Range(1, 32));
+        command->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
+            ->check(CLI::Range(0.0, 2.0));
+        command->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
+        command->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default 240)")
+            ->check(CLI::Range(0.001, 1e6));
+        command->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
+            ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
+        command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
+        command->add_option("--timing-trials", runOptions.timingTrials,
+                            "timed runs per candidate and reference (default: the profile's, 100)")
+            ->check(CLI::Range(1, 10000));
+        command->add_option("--isolation", runIsolation,
+                            "fresh: a new worker per candidate (default); reuse: keep a healthy worker")
+            ->check(CLI::IsMember({"fresh", "reuse"}));
+        command->add_option("--ablate", runAblate, "switch parts off: best-of-n,feedback-analyzer,monotone,competence");
+        if (!sweep)
+            command->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
+                ->check(CLI::PositiveNumber);
+        command->add_option("--prompts", runPrompts,
+                            "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's)");
+        addJson(command);
+    };
     CLI::App* runCommand = app.add_subcommand(
         "run", "run a regime (or the study's routing) over tasks against a model server into a run store");
-    CLI::Option* regimeOption = runCommand->add_option("--regime", runRegime,
-                                                       "zero-shot, profiling-guided, iterative, agent or pilot-v1");
-    CLI::Option* routingOption =
-        runCommand->add_option("--routing", runRouting, "study: a regime per level (L1, L3 guided; L2 agent)")
-            ->check(CLI::IsMember({"study"}));
-    regimeOption->excludes(routingOption);
-    runCommand->add_option("--tasks", runTaskSpec, "tasks, e.g. L1:1-10,L2:1-10,L3:1-10 (or L2/1)");
-    runCommand->add_option("--endpoint", runEndpoint,
-                           "OpenAI-compatible base URL (default http://127.0.0.1:8080/v1)");
-    runCommand->add_option("--model", runModel, "model name sent to the server");
-    runCommand->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();
-    runCommand->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")
-        ->check(CLI::Range(1, 64));
-    runCommand->add_option("--turns", runOptions.turns, "turns at most (default: the regime's)")
-        ->check(CLI::Range(1, 32));
-    runCommand->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
-        ->check(CLI::Range(0.0, 2.0));
-    runCommand->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
-    runCommand->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default 240)")
-        ->check(CLI::Range(0.001, 1e6));
-    runCommand->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
-        ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
-    runCommand->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
-    runCommand->add_option("--ablate", runAblate,
-                           "switch parts off: best-of-n,feedback-analyzer,monotone,competence");
-    runCommand->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
-        ->check(CLI::PositiveNumber);
-    runCommand->add_option("--prompts", runPrompts,
-                           "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's)");
-    addJson(runCommand);
+    addRunOptions(runCommand, false);
+    CLI::App* sweepCommand = app.add_subcommand(
+        "sweep", "best-of-n curve: one run sampling max(n) candidates per task, correct % at each n (pass@n)");
+    addRunOptions(sweepCommand, true);
 
     try {
         app.parse(argc, argv);
@@ -137,14 +157,23 @@ int main(int argc, char** argv)
         return runReport(reportOptions);
     }
 
-    if (runCommand->parsed() && runOptions.resume == 0) {
+    if (sweepCommand->parsed()) {
+        QString nsError;
+        runOptions.sweepNs = parseSweepNs(QString::fromStdString(sweepNs), &nsError);
+        if (runOptions.sweepNs.isEmpty()) {
+            std::cerr << "kwb sweep: " << nsError.toStdString() << '\n';
+            return ExitUsage;
+        }
+    }
+    if ((runCommand->parsed() && runOptions.resume == 0) || sweepCommand->parsed()) {
         std::string missing;
         if (runRegime.empty() && runRouting.empty())
             missing = "--regime or --routing";
         else if (runTaskSpec.empty())
             missing = "--tasks";
         if (!missing.empty()) {
-            std::cerr << "kwb run: " << missing << " is required (unless --resume)\n";
+            std::cerr << (sweepCommand->parsed() ? "kwb sweep: " : "kwb run: ") << missing
+                      << (sweepCommand->parsed() ? " is required\n" : " is required (unless --resume)\n");
             return ExitUsage;
         }
         QString specError;
@@ -175,7 +204,8 @@ int main(int argc, char** argv)
     }
     if (device->parsed())
         return runDevice(session, json, !noCeilings);
-    if (runCommand->parsed()) {
+    if (runCommand->parsed() || sweepCommand->parsed()) {
+        runOptions.isolation = QString::fromStdString(runIsolation);
         runOptions.regime = QString::fromStdString(runRegime);
         runOptions.routing = QString::fromStdString(runRouting);
         runOptions.tasks = QString::fromStdString(runTaskSpec);

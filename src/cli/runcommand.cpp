@@ -7,6 +7,7 @@
 #include "core/llmclient.h"
 #include "core/protocolcodec.h"
 #include "core/regime.h"
+#include "core/report.h"
 #include "core/runcontroller.h"
 #include "core/runstore.h"
 
@@ -24,6 +25,7 @@
 #include <QTextStream>
 #include <QTimer>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <unistd.h>
@@ -31,6 +33,14 @@
 namespace kwb::cli {
 
 namespace {
+
+QJsonArray intArray(const QList<int>& values)
+{
+    QJsonArray array;
+    for (const int v : values)
+        array.append(v);
+    return array;
+}
 
 constexpr int kEvaluationSeed = 42;
 constexpr int kProfileTrials = 5;
@@ -123,6 +133,26 @@ QStringList ablationNames(const QString& list, QString* unknown)
 
 } // namespace
 
+QList<int> parseSweepNs(const QString& text, QString* error)
+{
+    QList<int> ns;
+    for (const QString& part : text.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        bool ok = false;
+        const int n = part.trimmed().toInt(&ok);
+        if (!ok || n < 1 || n > 64) {
+            if (error)
+                *error = QStringLiteral("--n: \"%1\" is not a number from 1 to 64 (e.g. --n 1,2,4,8)").arg(part);
+            return {};
+        }
+        if (!ns.contains(n))
+            ns.append(n);
+    }
+    std::sort(ns.begin(), ns.end());
+    if (ns.isEmpty() && error)
+        *error = QStringLiteral("--n: no n given (e.g. --n 1,2,4,8)");
+    return ns;
+}
+
 QStringList parseTaskSpec(const QString& spec, QString* error)
 {
     static const QRegularExpression range(QStringLiteral("^L([0-9]+):([0-9]+)(?:-([0-9]+))?$"));
@@ -185,6 +215,9 @@ int runRun(Session& session, const RunCommandOptions& options)
     QString profile = options.profile;
     QString scale = options.scale;
     double timeoutS = options.timeoutS;
+    int timingTrials = options.timingTrials;
+    QString isolation = options.isolation;
+    QList<int> sweepNs = options.sweepNs;
     QMap<int, Regime> levelRegimes;
     qint64 runId = 0;
 
@@ -223,6 +256,11 @@ int runRun(Session& session, const RunCommandOptions& options)
         profile = config.protocolProfile.isEmpty() ? profile : config.protocolProfile;
         scale = extra.value(QLatin1String("scale")).toString(scale);
         timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(timeoutS);
+        if (timingTrials == 0)
+            timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
+        isolation = extra.value(QLatin1String("isolation")).toString(isolation);
+        for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
+            sweepNs << v.toInt();
         runId = info->id;
     } else {
         QString error;
@@ -245,6 +283,11 @@ int runRun(Session& session, const RunCommandOptions& options)
                 r.n = options.n;
             if (options.turns > 0)
                 r.turns = options.turns;
+            if (!options.sweepNs.isEmpty()) { // the curve is over the first turn's samples
+                r.n = options.sweepNs.last();
+                if (options.turns <= 0)
+                    r.turns = 1;
+            }
             if (options.temperature >= 0)
                 r.temperature = options.temperature;
             *out = r;
@@ -376,10 +419,18 @@ int runRun(Session& session, const RunCommandOptions& options)
                                    {QStringLiteral("task_spec"), options.tasks},
                                    {QStringLiteral("scale"), scale},
                                    {QStringLiteral("timeout_s"), timeoutS},
+                                   {QStringLiteral("timing_trials"), timingTrials > 0 ? QJsonValue(timingTrials) : QJsonValue()},
+                                   {QStringLiteral("isolation"), isolation},
+                                   {QStringLiteral("sweep"), sweepNs.isEmpty() ? QJsonValue()
+                                                                               : QJsonValue(QJsonObject{{QStringLiteral("ns"), intArray(sweepNs)}})},
                                    {QStringLiteral("prompts_dir"), QDir(promptsDir).absolutePath()}};
         const QString regimeName = routing ? QStringLiteral("routing") : regime.name;
-        const std::optional<qint64> id =
-            store.createRun(QStringLiteral("%1 %2").arg(regimeName, options.tasks), regimeName, config);
+        QString runName = QStringLiteral("%1 %2").arg(regimeName, options.tasks);
+        if (!sweepNs.isEmpty())
+            runName = QStringLiteral("%1 sweep n=%2 %3").arg(regimeName).arg(regime.n).arg(options.tasks);
+        else if (!regime.ablated.isEmpty())
+            runName = QStringLiteral("%1 -%2 %3").arg(regimeName, regime.ablated.join(QStringLiteral(",-")), options.tasks);
+        const std::optional<qint64> id = store.createRun(runName, regimeName, config);
         if (!id)
             return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
                         QStringLiteral("cannot create the run: ") + store.errorString());
@@ -402,6 +453,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
     queue.setProgram(supervisor.program(), workerArguments);
     queue.setTimeout(int(timeoutS * 1000.0));
+    queue.setIsolation(isolation == QLatin1String("reuse") ? WorkerSupervisor::Isolation::ReuseWhileHealthy
+                                                           : WorkerSupervisor::Isolation::FreshPerRequest);
     queue.setCompileWorkerCount(1);
     if (!device.value(QLatin1String("arch")).toString().isEmpty())
         queue.setArch(device.value(QLatin1String("arch")).toString());
@@ -410,9 +463,12 @@ int runRun(Session& session, const RunCommandOptions& options)
     controller.setRegime(regime);
     for (auto it = levelRegimes.begin(); it != levelRegimes.end(); ++it)
         controller.setRegimeForLevel(it.key(), it.value());
-    controller.setEvaluationOptions(QJsonObject{{QStringLiteral("profile"), profile},
-                                                {QStringLiteral("scale"), scale},
-                                                {QStringLiteral("seed"), kEvaluationSeed}});
+    QJsonObject evaluationOptions{{QStringLiteral("profile"), profile},
+                                  {QStringLiteral("scale"), scale},
+                                  {QStringLiteral("seed"), kEvaluationSeed}};
+    if (timingTrials > 0)
+        evaluationOptions.insert(QStringLiteral("timing_trials"), timingTrials);
+    controller.setEvaluationOptions(evaluationOptions);
 
     // Progress on stderr, one line, rate-limited.
     const bool tty = ::isatty(STDERR_FILENO) == 1;
@@ -515,6 +571,34 @@ int runRun(Session& session, const RunCommandOptions& options)
         err() << "kwb run: run " << runId << " finished: " << correctTasks << '/' << total << " tasks correct, "
               << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated in "
               << elapsedText(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
+    }
+    if (!sweepNs.isEmpty() && !cancelled) {
+        // The curve, from what the store now holds for this run.
+        ReportOptions reportOptions;
+        QString reportError;
+        const std::optional<Report> report = buildReport(store, {runId}, reportOptions, &reportError);
+        if (report && !report->runs.isEmpty() && report->runs.first().bestOfN) {
+            const BestOfNReport& curve = *report->runs.first().bestOfN;
+            const auto line = [&](const QString& level, const QList<BestOfNPoint>& points) {
+                QStringList cells;
+                for (const BestOfNPoint& p : points)
+                    if (sweepNs.contains(p.n))
+                        cells << QStringLiteral("n=%1 %2 % [%3–%4]")
+                                     .arg(p.n)
+                                     .arg(p.passPct.value, 0, 'f', 1)
+                                     .arg(p.passPct.low, 0, 'f', 0)
+                                     .arg(p.passPct.high, 0, 'f', 0);
+                err() << "  " << level << ": " << cells.join(QStringLiteral(", ")) << '\n';
+            };
+            err() << "kwb sweep: best-of-n, correct % over the first turn's " << curve.samples
+                  << " samples per task (95 % intervals over tasks):\n";
+            line(QStringLiteral("all"), curve.overall);
+            for (auto it = curve.perLevel.cbegin(); it != curve.perLevel.cend(); ++it)
+                line(QStringLiteral("L%1").arg(it.key()), it.value());
+        } else {
+            err() << "kwb sweep: no curve: " << (report ? QStringLiteral("fewer than two samples per task") : reportError)
+                  << '\n';
+        }
     }
     err().flush();
     if (json) {

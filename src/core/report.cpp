@@ -84,6 +84,24 @@ QJsonObject metricsJson(const Metrics& metrics)
 
 // ---- CSV --------------------------------------------------------------------------------------
 
+QJsonObject bestOfNJson(const BestOfNReport& curve)
+{
+    const auto points = [](const QList<BestOfNPoint>& list) {
+        QJsonArray out;
+        for (const BestOfNPoint& p : list)
+            out.append(QJsonObject{{QStringLiteral("n"), p.n},
+                                   {QStringLiteral("tasks"), p.tasks},
+                                   {QStringLiteral("correct_pct"), estimateJson(p.passPct)}});
+        return out;
+    };
+    QJsonObject levels;
+    for (auto it = curve.perLevel.cbegin(); it != curve.perLevel.cend(); ++it)
+        levels.insert(QString::number(it.key()), points(it.value()));
+    return {{QStringLiteral("samples"), curve.samples},
+            {QStringLiteral("overall"), points(curve.overall)},
+            {QStringLiteral("levels"), levels}};
+}
+
 QString csvCell(const QString& cell)
 {
     if (!cell.contains(QLatin1Char(',')) && !cell.contains(QLatin1Char('"')) && !cell.contains(QLatin1Char('\n'))
@@ -258,6 +276,45 @@ std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluati
     return best;
 }
 
+std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluations, const BootstrapOptions& options)
+{
+    // Per task: its first turn, and per sample of that turn whether it was correct.
+    QMap<QString, int> firstTurn;
+    for (const EvaluationRecord& e : evaluations) {
+        const auto it = firstTurn.constFind(e.task);
+        if (it == firstTurn.cend() || e.turn < *it)
+            firstTurn.insert(e.task, e.turn);
+    }
+    QMap<QString, QMap<int, bool>> samples;
+    for (const EvaluationRecord& e : evaluations) {
+        if (e.turn != firstTurn.value(e.task))
+            continue;
+        bool& correct = samples[e.task][e.sample];
+        correct = correct || e.status == QLatin1String("correct");
+    }
+    BestOfNReport report;
+    QList<SampleOutcomes> all;
+    QMap<int, QList<SampleOutcomes>> byLevel;
+    for (auto it = samples.cbegin(); it != samples.cend(); ++it) {
+        SampleOutcomes s;
+        s.task = it.key();
+        s.level = taskLevel(it.key());
+        s.correct = it.value().values();
+        report.samples = std::max(report.samples, int(s.correct.size()));
+        all.append(s);
+        byLevel[s.level].append(s);
+    }
+    if (report.samples < 2)
+        return std::nullopt;
+    QList<int> ns;
+    for (int n = 1; n <= report.samples; n *= 2)
+        ns.append(n);
+    report.overall = bestOfNCurve(all, ns, options);
+    for (auto it = byLevel.cbegin(); it != byLevel.cend(); ++it)
+        report.perLevel.insert(it.key(), bestOfNCurve(it.value(), ns, options));
+    return report;
+}
+
 QString RunReport::label() const
 {
     return QStringLiteral("#%1 %2").arg(run.id).arg(run.regime);
@@ -312,6 +369,9 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         }
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
+        for (const QJsonValue& v : info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("ablated")).toArray())
+            run.ablated.append(v.toString());
+        run.bestOfN = bestOfNFor(evaluations, options.bootstrap);
         report.runs.append(run);
     }
     report.levels = QList<int>(levels.cbegin(), levels.cend());
@@ -325,6 +385,24 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             pair.comparison = comparePaired(report.runs.at(i).outcomes, report.runs.at(j).outcomes, options.bootstrap);
             report.pairs.append(pair);
         }
+    }
+
+    // Ablations: each run with switches off against the first full run of the same regime.
+    for (const RunReport& run : std::as_const(report.runs)) {
+        if (run.ablated.isEmpty())
+            continue;
+        AblationRow row;
+        row.run = run.run.id;
+        row.regime = run.run.regime;
+        row.switchedOff = run.ablated;
+        for (const RunReport& other : std::as_const(report.runs)) {
+            if (other.ablated.isEmpty() && other.run.regime == run.run.regime) {
+                row.baseline = other.run.id;
+                row.comparison = comparePaired(run.outcomes, other.outcomes, options.bootstrap);
+                break;
+            }
+        }
+        report.ablations.append(row);
     }
 
     // Routing: each level from the run that solved most of its tasks (the first such run on a tie).
@@ -432,6 +510,51 @@ QString reportMarkdown(const Report& report)
                   + QStringLiteral(".\n");
     }
 
+    if (!report.ablations.isEmpty()) {
+        md += QStringLiteral("\n## Ablations (each against the full regime, paired on shared tasks)\n\n");
+        md += mdHeader({QStringLiteral("run"), QStringLiteral("switched off"), QStringLiteral("against"),
+                        QStringLiteral("tasks"), QStringLiteral("correct %"), QStringLiteral("fast_1 %"),
+                        QStringLiteral("full correct %"), QStringLiteral("change, points"), QStringLiteral("sign-test p")},
+                       3);
+        for (const AblationRow& row : report.ablations) {
+            const RunReport* run = findRun(report, row.run);
+            const RunReport* base = row.baseline ? findRun(report, row.baseline) : nullptr;
+            const Metrics& m = run->summary.overall;
+            if (!row.comparison || !base) {
+                md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), QStringLiteral("no full run"),
+                             QString::number(m.tasks), withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1),
+                             QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("-")});
+                continue;
+            }
+            const PairedComparison& c = *row.comparison;
+            md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), base->label(), QString::number(c.tasks),
+                         withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1), fixed(c.correctPctB.value, 1),
+                         withInterval(c.differencePct, 1), fixed(c.signTestP, 3)});
+        }
+    }
+
+    bool anyCurve = false;
+    for (const RunReport& run : report.runs)
+        anyCurve = anyCurve || run.bestOfN.has_value();
+    if (anyCurve) {
+        md += QStringLiteral("\n## Best-of-n (first turn; unbiased pass@n over each task's samples)\n\n");
+        md += mdHeader({QStringLiteral("run"), QStringLiteral("level"), QStringLiteral("n"), QStringLiteral("tasks"),
+                        QStringLiteral("correct %")},
+                       2);
+        for (const RunReport& run : report.runs) {
+            if (!run.bestOfN)
+                continue;
+            const auto rows = [&](const QString& level, const QList<BestOfNPoint>& curve) {
+                for (const BestOfNPoint& p : curve)
+                    md += mdRow({run.label(), level, QString::number(p.n), QString::number(p.tasks),
+                                 withInterval(p.passPct, 1)});
+            };
+            rows(QStringLiteral("all"), run.bestOfN->overall);
+            for (auto it = run.bestOfN->perLevel.cbegin(); it != run.bestOfN->perLevel.cend(); ++it)
+                rows(QStringLiteral("L%1").arg(it.key()), it.value());
+        }
+    }
+
     if (report.routing) {
         const RoutingReport& routing = *report.routing;
         md += QStringLiteral("\n## Routing estimate\n\n") + routingCaveat() + QStringLiteral("\n\n");
@@ -493,6 +616,34 @@ QString reportCsv(const Report& report)
         csv.estimate(paired, a, b, all, QStringLiteral("difference_pct"), c.differencePct);
         csv.value(paired, a, b, all, QStringLiteral("sign_test_p"), csvNumber(c.signTestP));
     }
+    const QString ablation = QStringLiteral("ablation");
+    for (const AblationRow& row : report.ablations) {
+        const QString a = QString::number(row.run), b = row.baseline ? QString::number(row.baseline) : QString();
+        const QString all = QStringLiteral("all");
+        csv.value(ablation, a, b, all, QStringLiteral("switched_off"), row.switchedOff.join(QLatin1Char('+')));
+        if (!row.comparison)
+            continue;
+        csv.value(ablation, a, b, all, QStringLiteral("tasks"), QString::number(row.comparison->tasks));
+        csv.estimate(ablation, a, b, all, QStringLiteral("correct_pct"), row.comparison->correctPctA);
+        csv.estimate(ablation, a, b, all, QStringLiteral("baseline_correct_pct"), row.comparison->correctPctB);
+        csv.estimate(ablation, a, b, all, QStringLiteral("difference_pct"), row.comparison->differencePct);
+        csv.value(ablation, a, b, all, QStringLiteral("sign_test_p"), csvNumber(row.comparison->signTestP));
+    }
+    const QString bestOfN = QStringLiteral("best_of_n");
+    for (const RunReport& r : report.runs) {
+        if (!r.bestOfN)
+            continue;
+        const QString id = QString::number(r.run.id);
+        const auto points = [&](const QString& level, const QList<BestOfNPoint>& curve) {
+            for (const BestOfNPoint& p : curve) {
+                csv.value(bestOfN, id, QString(), level, QStringLiteral("tasks_n%1").arg(p.n), QString::number(p.tasks));
+                csv.estimate(bestOfN, id, QString(), level, QStringLiteral("correct_pct_n%1").arg(p.n), p.passPct);
+            }
+        };
+        points(QStringLiteral("all"), r.bestOfN->overall);
+        for (auto it = r.bestOfN->perLevel.cbegin(); it != r.bestOfN->perLevel.cend(); ++it)
+            points(QString::number(it.key()), it.value());
+    }
     if (report.routing) {
         const QString routing = QStringLiteral("routing");
         for (auto it = report.routing->runForLevel.cbegin(); it != report.routing->runForLevel.cend(); ++it) {
@@ -547,6 +698,8 @@ QJsonObject reportJson(const Report& report)
                          {QStringLiteral("tokens_out"), jsonCount(r.usage.tokensOut)},
                          {QStringLiteral("model_time_ms"), jsonCount(r.usage.latencyMs)}}},
             {QStringLiteral("outcomes"), outcomes},
+            {QStringLiteral("ablated"), QJsonArray::fromStringList(r.ablated)},
+            {QStringLiteral("best_of_n"), r.bestOfN ? QJsonValue(bestOfNJson(*r.bestOfN)) : QJsonValue()},
         });
     }
 
@@ -586,8 +739,25 @@ QJsonObject reportJson(const Report& report)
                               {QStringLiteral("note"), routingCaveat()}};
     }
 
+    QJsonArray ablations;
+    for (const AblationRow& row : report.ablations) {
+        QJsonObject a{{QStringLiteral("run"), double(row.run)},
+                      {QStringLiteral("baseline"), row.baseline ? QJsonValue(double(row.baseline)) : QJsonValue()},
+                      {QStringLiteral("regime"), row.regime},
+                      {QStringLiteral("switched_off"), QJsonArray::fromStringList(row.switchedOff)}};
+        if (row.comparison) {
+            a.insert(QStringLiteral("tasks"), row.comparison->tasks);
+            a.insert(QStringLiteral("correct_pct"), estimateJson(row.comparison->correctPctA));
+            a.insert(QStringLiteral("baseline_correct_pct"), estimateJson(row.comparison->correctPctB));
+            a.insert(QStringLiteral("difference_pct"), estimateJson(row.comparison->differencePct));
+            a.insert(QStringLiteral("sign_test_p"), jsonNumber(row.comparison->signTestP));
+        }
+        ablations.append(a);
+    }
+
     return {{QStringLiteral("database"), report.database},
             {QStringLiteral("runs"), runs},
+            {QStringLiteral("ablations"), ablations},
             {QStringLiteral("comparisons"), comparisons},
             {QStringLiteral("routing"), routing},
             {QStringLiteral("notes"), QJsonArray{noiseCaveat()}}};

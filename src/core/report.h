@@ -48,6 +48,16 @@ struct ReportOptions
     BootstrapOptions bootstrap;
 };
 
+/// The best-of-n curve of one run: correct % against n, from the first turn's samples of each
+/// task through the unbiased pass@n estimator (runstats.h), so one run with n = 8 samples per
+/// task gives the points n = 1, 2, 4, 8 (`kwb sweep` makes such runs).
+struct BestOfNReport
+{
+    int samples = 0;                           ///< the most first-turn samples any task has
+    QList<BestOfNPoint> overall;
+    QMap<int, QList<BestOfNPoint>> perLevel;   ///< level -> curve over that level's tasks
+};
+
 struct RunReport
 {
     RunInfo run;
@@ -56,6 +66,8 @@ struct RunReport
     int evaluations = 0;               ///< evaluations stored for the run
     RunSummary summary;
     RunUsage usage;
+    QStringList ablated;                ///< switches that were off (Ablations::offNames), from the stored regime
+    std::optional<BestOfNReport> bestOfN; ///< runs with at least two first-turn samples per task
 
     /// "#3 agent", the run's name in tables.
     QString label() const;
@@ -74,12 +86,24 @@ struct RoutingReport
     RoutingEstimate estimate;      ///< keyed by run label
 };
 
+/// One row of the ablation table: a run with switches off against the run of the same regime
+/// with every switch on (the first such run in the report), paired on their shared tasks.
+struct AblationRow
+{
+    qint64 run = 0;
+    qint64 baseline = 0; ///< 0 when the report has no full run of that regime
+    QString regime;
+    QStringList switchedOff;
+    std::optional<PairedComparison> comparison; ///< ablated (A) against baseline (B)
+};
+
 struct Report
 {
     QString database;
     QList<RunReport> runs;
     QList<PairReport> pairs; ///< every pair (i < j) in the order of `runs`
     std::optional<RoutingReport> routing;
+    QList<AblationRow> ablations; ///< one per run with switches off
     QList<int> levels;       ///< the levels any run has, ascending
 };
 
@@ -88,8 +112,11 @@ struct Report
 std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& runIds, const ReportOptions& options,
                                   QString* error);
 
+/// The first-turn best-of-n curve of a run's evaluations (nullopt when no task has two samples).
+std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluations, const BootstrapOptions& options);
+
 /// Markdown: a run table (Tables I–II columns), a per-level table, the paired comparisons, the
-/// routing estimate and the noise caveat.
+/// ablation table, the best-of-n curves, the routing estimate and the noise caveat.
 QString reportMarkdown(const Report& report);
 
 /// CSV, one long table: header `section,run,run_b,level,metric,value,low,high` (RFC 4180

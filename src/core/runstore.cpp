@@ -543,7 +543,33 @@ std::optional<RunInfo> RunStore::run(qint64 runId) const
     return runFromQuery(query);
 }
 
+std::optional<CandidateRecord> RunStore::candidate(qint64 candidateId) const
+{
+    if (!isOpen())
+        return std::nullopt;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("SELECT id, response_id, task, turn, sample, cuda, python, parsed_ok FROM candidates WHERE id = ?"));
+    query.addBindValue(candidateId);
+    if (!execOrFail(query, QStringLiteral("read candidate")) || !query.next())
+        return std::nullopt;
+    CandidateRecord c;
+    c.id = query.value(0).toLongLong();
+    c.responseId = query.value(1).toLongLong();
+    c.task = query.value(2).toString();
+    c.turn = query.value(3).toInt();
+    c.sample = query.value(4).toInt();
+    c.cuda = query.value(5).toString();
+    c.python = query.value(6).toString();
+    c.parsedOk = query.value(7).toInt() != 0;
+    return c;
+}
+
 QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const
+{
+    return evaluationsAfter(runId, 0);
+}
+
+QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId) const
 {
     QList<EvaluationRecord> list;
     if (!isOpen())
@@ -557,8 +583,9 @@ QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const
         " JOIN candidates c ON c.id = e.candidate_id"
         " JOIN responses r ON r.id = c.response_id"
         " JOIN prompts p ON p.id = r.prompt_id"
-        " WHERE p.run_id = ? ORDER BY e.id"));
+        " WHERE p.run_id = ? AND e.id > ? ORDER BY e.id"));
     query.addBindValue(runId);
+    query.addBindValue(afterId);
     if (!execOrFail(query, QStringLiteral("list evaluations")))
         return list;
     while (query.next()) {
@@ -577,6 +604,39 @@ QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const
         record.result = jsonObject(query.value(11).toString());
         record.created = parseTime(query.value(12).toString());
         list.append(record);
+    }
+    return list;
+}
+
+QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId) const
+{
+    QList<UnitResponse> list;
+    if (!isOpen())
+        return list;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT p.task, p.turn, p.sample, p.role,"
+                                 "       r.id, r.prompt_id, r.text, r.tokens_in, r.tokens_out, r.latency_ms, r.error,"
+                                 "       r.created"
+                                 " FROM responses r JOIN prompts p ON p.id = r.prompt_id"
+                                 " WHERE p.run_id = ? AND r.id > ? ORDER BY r.id"));
+    query.addBindValue(runId);
+    query.addBindValue(afterId);
+    if (!execOrFail(query, QStringLiteral("list responses")))
+        return list;
+    while (query.next()) {
+        UnitResponse row;
+        row.unit = UnitKey{query.value(0).toString(), query.value(1).toInt(), query.value(2).toInt(),
+                           query.value(3).toString()};
+        row.response.id = query.value(4).toLongLong();
+        row.response.promptId = query.value(5).toLongLong();
+        row.response.text = query.value(6).toString();
+        row.response.tokensIn = optionalInt(query.value(7));
+        row.response.tokensOut = optionalInt(query.value(8));
+        row.response.latencyMs = optionalInt(query.value(9));
+        row.response.error = query.value(10).toString();
+        row.created = parseTime(query.value(11).toString());
+        list.append(row);
     }
     return list;
 }

@@ -143,6 +143,15 @@ struct UnitKey
 };
 size_t qHash(const UnitKey& key, size_t seed = 0) noexcept;
 
+/// A stored model answer (or a failed request, with its error) and the unit it answers, joined
+/// from its prompt.
+struct UnitResponse
+{
+    UnitKey unit;
+    ResponseRecord response;
+    QDateTime created; ///< UTC
+};
+
 class RunStore
 {
 public:
@@ -200,6 +209,14 @@ public:
     std::optional<RunInfo> run(qint64 runId) const;
     /// Every evaluation of a run, in insertion order.
     QList<EvaluationRecord> evaluations(qint64 runId) const;
+    /// One candidate with its code (the diff view), nullopt for an unknown id.
+    std::optional<CandidateRecord> candidate(qint64 candidateId) const;
+    /// The evaluations of a run stored after the one with id `afterId`, in insertion order (a live
+    /// view appends them without reading the whole run again).
+    QList<EvaluationRecord> evaluationsAfter(qint64 runId, qint64 afterId) const;
+    /// The responses of a run with an id above `afterId` (0: all), failed requests included, in
+    /// insertion order.
+    QList<UnitResponse> responses(qint64 runId, qint64 afterId = 0) const;
     /// The units of a run with at least one evaluated candidate: `kwb run --resume` skips them.
     /// A candidate that failed to parse counts once its format_error evaluation is stored.
     QSet<UnitKey> completedUnits(qint64 runId) const;

@@ -159,7 +159,7 @@ void ScriptedLlmServer::handle(QTcpSocket* socket, const QByteArray& method, con
     m_connections[socket].counted = true;
     ++m_active;
     m_maxConcurrent = std::max(m_maxConcurrent, m_active);
-    const Reply reply = m_script.isEmpty() ? m_default : m_script.takeFirst();
+    const Reply reply = !m_script.isEmpty() ? m_script.takeFirst() : m_responder ? m_responder(request) : m_default;
     if (reply.delayMs > 0) {
         QTimer::singleShot(reply.delayMs, socket,
                            [this, socket, request, reply] { answerChat(socket, request, reply); });

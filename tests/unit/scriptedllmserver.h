@@ -18,6 +18,8 @@
 #include <QTcpServer>
 #include <QUrl>
 
+#include <functional>
+
 class QTcpSocket;
 
 namespace kwb::test {
@@ -69,6 +71,8 @@ public:
 
     void enqueue(const Reply& reply) { m_script.append(reply); }
     void setDefaultReply(const Reply& reply) { m_default = reply; }
+    /// Replies computed from the request, when the script is empty (instead of the default).
+    void setResponder(std::function<Reply(const QJsonObject& request)> responder) { m_responder = std::move(responder); }
     void setModels(const QStringList& models) { m_models = models; }
     /// Answer `/v1/models` with this status and error body instead (0: answer normally).
     void setModelsError(int status) { m_modelsErrorStatus = status; }
@@ -104,6 +108,7 @@ private:
     QTcpServer m_server;
     QList<Reply> m_script;
     Reply m_default;
+    std::function<Reply(const QJsonObject&)> m_responder;
     QStringList m_models = {QStringLiteral("model-a"), QStringLiteral("model-b")};
     int m_modelsErrorStatus = 0;
     QList<QJsonObject> m_requests;

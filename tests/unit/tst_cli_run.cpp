@@ -101,6 +101,49 @@ private Q_SLOTS:
 
     void cleanup() { m_server.reset(); }
 
+    void sweepPrintsTheBestOfNCurve()
+    {
+        // One correct answer among the task's 4 samples, whether the client asks for n = 4 in one
+        // request or sends 4 requests: pass@1 = 25 %, pass@2 = 1 - C(3,2)/C(4,2) = 50 %, pass@4 = 100 %.
+        m_server->setDefaultReply(reply(QStringLiteral("incorrect")));
+        ScriptedLlmServer::Reply first = reply(QStringLiteral("correct"));
+        first.texts = {answer(QStringLiteral("correct")), answer(QStringLiteral("incorrect")),
+                       answer(QStringLiteral("incorrect")), answer(QStringLiteral("incorrect"))};
+        m_server->enqueue(first);
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("run"))] = QStringLiteral("sweep");
+        args << QStringLiteral("--n") << QStringLiteral("4,1,2") << QStringLiteral("--timing-trials")
+             << QStringLiteral("7") << QStringLiteral("--isolation") << QStringLiteral("reuse");
+        const Result r = runKwb(args);
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("first turn's 4 samples")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("all: n=1 25.0 % [25–25], n=2 50.0 % [50–50], n=4 100.0 % [100–100]")),
+                 qPrintable(r.err));
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        QVERIFY(runs.first().name.contains(QStringLiteral("sweep n=4")));
+        const QJsonObject config = runs.first().config;
+        QCOMPARE(config.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(),
+                 (QJsonArray{1, 2, 4}));
+        QCOMPARE(config.value(QLatin1String("timing_trials")).toInt(), 7);
+        QCOMPARE(config.value(QLatin1String("isolation")).toString(), QStringLiteral("reuse"));
+        const QJsonObject regime = config.value(QLatin1String("regime")).toObject();
+        QCOMPARE(regime.value(QLatin1String("n")).toInt(), 4);
+        QCOMPARE(regime.value(QLatin1String("turns")).toInt(), 1);
+        QCOMPARE(store.evaluations(runs.first().id).size(), 4);
+
+        const Result bad = runKwb(base().mid(0, 3) + QStringList{QStringLiteral("sweep"), QStringLiteral("--regime"),
+                                                                 QStringLiteral("agent"), QStringLiteral("--tasks"),
+                                                                 QStringLiteral("L1:1"), QStringLiteral("--db"), db,
+                                                                 QStringLiteral("--n"), QStringLiteral("1,0")});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains(QStringLiteral("--n: \"0\"")), qPrintable(bad.err));
+    }
+
     void zeroShotRunFillsTheStore()
     {
         m_server->enqueue(reply(QStringLiteral("compile_error")));

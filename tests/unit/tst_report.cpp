@@ -477,6 +477,103 @@ private Q_SLOTS:
         kwb = runKwb({QStringLiteral("report")}); // --db is required
         QCOMPARE(kwb->exitCode(), 2);
     }
+
+    // The ablation table and the best-of-n curve, on a store of their own (numbers by hand).
+    void ablationsAndBestOfN()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("ablation.sqlite"))));
+        const auto regime = [](const QStringList& off) {
+            return QJsonObject{{QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
+                                                                     {QStringLiteral("ablated"), QJsonArray::fromStringList(off)}}}};
+        };
+        const qint64 full = store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime({})).value_or(0);
+        const qint64 noBestOfN =
+            store.createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"), regime({QStringLiteral("best_of_n")})).value_or(0);
+        const qint64 orphan = store.createRun(QStringLiteral("-monotone"), QStringLiteral("iterative"),
+                                              regime({QStringLiteral("monotone")}))
+                                  .value_or(0);
+        const auto add = [&](qint64 run, const QString& task, int sample, bool correct) {
+            PromptRecord prompt{0, run, task, 1, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
+            const qint64 promptId = store.addPrompt(prompt).value_or(0);
+            ResponseRecord response;
+            response.promptId = promptId;
+            response.text = QStringLiteral("answer");
+            const qint64 responseId = store.addResponse(response).value_or(0);
+            CandidateRecord candidate;
+            candidate.responseId = responseId;
+            candidate.task = task;
+            candidate.turn = 1;
+            candidate.sample = sample;
+            candidate.parsedOk = true;
+            const qint64 candidateId = store.addCandidate(candidate).value_or(0);
+            QVERIFY(store.addEvaluation(candidateId, QJsonObject{{QStringLiteral("status"),
+                                                                  correct ? QStringLiteral("correct") : QStringLiteral("incorrect")},
+                                                                 {QStringLiteral("speedup"), 1.0}}));
+        };
+        // full: L1/1 1 of 4 correct, L1/2 0 of 4, L2/1 2 of 4.
+        const QList<QPair<QString, QList<bool>>> samples = {
+            {QStringLiteral("L1/1"), {true, false, false, false}},
+            {QStringLiteral("L1/2"), {false, false, false, false}},
+            {QStringLiteral("L2/1"), {true, true, false, false}}};
+        for (const auto& [task, correct] : samples)
+            for (int i = 0; i < correct.size(); ++i)
+                add(full, task, i, correct[i]);
+        // -best_of_n: one sample each; only L2/1 correct. The orphan has no full run of its regime.
+        add(noBestOfN, QStringLiteral("L1/1"), 0, false);
+        add(noBestOfN, QStringLiteral("L1/2"), 0, false);
+        add(noBestOfN, QStringLiteral("L2/1"), 0, true);
+        add(orphan, QStringLiteral("L1/1"), 0, true);
+
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        QCOMPARE(r->runs.size(), 3);
+
+        // pass@n = 1 - C(k-c, n)/C(k, n): L1/1 (c=1): .25, .5, 1; L1/2: 0, 0, 0; L2/1 (c=2): .5, 5/6, 1.
+        const std::optional<BestOfNReport>& curve = r->runs[0].bestOfN;
+        QVERIFY(curve);
+        QCOMPARE(curve->samples, 4);
+        QCOMPARE(curve->overall.size(), 3);
+        QCOMPARE(curve->overall[0].n, 1);
+        QCOMPARE(curve->overall[2].n, 4);
+        QVERIFY(qAbs(curve->overall[0].passPct.value - 25.0) < 1e-9);
+        QVERIFY(qAbs(curve->overall[1].passPct.value - 100.0 * (0.5 + 5.0 / 6.0) / 3.0) < 1e-9);
+        QVERIFY(qAbs(curve->overall[2].passPct.value - 200.0 / 3.0) < 1e-9);
+        QVERIFY(qAbs(curve->perLevel.value(1)[1].passPct.value - 25.0) < 1e-9);
+        QVERIFY(qAbs(curve->perLevel.value(2)[0].passPct.value - 50.0) < 1e-9);
+        QVERIFY(!r->runs[1].bestOfN); // one sample per task: no curve
+
+        QCOMPARE(r->runs[1].ablated, QStringList{QStringLiteral("best_of_n")});
+        QCOMPARE(r->ablations.size(), 2);
+        const AblationRow& row = r->ablations[0];
+        QCOMPARE(row.run, noBestOfN);
+        QCOMPARE(row.baseline, full);
+        QVERIFY(row.comparison);
+        QCOMPARE(row.comparison->tasks, 3);
+        QCOMPARE(row.comparison->onlyB, 1); // L1/1: solved by the full run's samples only
+        QCOMPARE(row.comparison->onlyA, 0);
+        QVERIFY(qAbs(row.comparison->differencePct.value - (-100.0 / 3.0)) < 1e-9);
+        QCOMPARE(r->ablations[1].run, orphan);
+        QCOMPARE(r->ablations[1].baseline, 0);
+        QVERIFY(!r->ablations[1].comparison);
+
+        const QString md = reportMarkdown(*r);
+        QVERIFY(md.contains(QStringLiteral("## Ablations")));
+        QVERIFY(md.contains(QStringLiteral("| #2 agent | best_of_n | #1 agent | 3 |")));
+        QVERIFY(md.contains(QStringLiteral("no full run")));
+        QVERIFY(md.contains(QStringLiteral("## Best-of-n")));
+        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 66.7 [")));
+        const QString csv = reportCsv(*r);
+        QVERIFY(csv.contains(QStringLiteral("ablation,2,1,all,difference_pct,-33.3")));
+        QVERIFY(csv.contains(QStringLiteral("best_of_n,1,,all,correct_pct_n1,25")));
+        const QJsonObject json = reportJson(*r);
+        QCOMPARE(json.value(QStringLiteral("ablations")).toArray().size(), 2);
+        QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("best_of_n")).toObject()
+                     .value(QStringLiteral("samples")).toInt(),
+                 4);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestReport)

@@ -1,0 +1,259 @@
+// kwb-bench-supervisor: what the supervisor costs per candidate and how many candidates a GPU
+// gets through per minute, through the product's own EvaluationQueue (the path `kwb run` and the
+// window use), in several configurations, side by side in one process so the ratios are fair:
+//
+//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead, CUDA compiled
+//                      ahead in CPU workers (the default)
+//   fresh              a fresh worker per candidate, nothing ahead
+//   reuse+ahead        one worker kept while healthy, compile-ahead on
+//
+// Per candidate, "overhead" is the queue's wall time for the job (handed to the GPU's supervisor
+// until its result) minus the worker's own stage total (stage_ms.total): process start, hello,
+// the request's travel. A separate pass measures compile-ahead throughput alone: every cuda block
+// compiled by k CPU workers at once (compile requests, no GPU).
+//
+// Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10]
+//        [--modes fresh+spare+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
+
+#include "core/evaluationqueue.h"
+#include "core/workersupervisor.h"
+
+#include <QCommandLineParser>
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFile>
+#include <QFileInfo>
+#include <QHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QRegularExpression>
+#include <QThread>
+
+#include <algorithm>
+#include <cstdio>
+
+using namespace kwb;
+
+namespace {
+
+struct Candidate
+{
+    QString task;
+    QString file;
+    QString answer;
+};
+
+double median(QList<double> v)
+{
+    if (v.isEmpty())
+        return 0.0;
+    std::sort(v.begin(), v.end());
+    const qsizetype m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2.0;
+}
+
+QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, const QString& worker, int timingTrials)
+{
+    EvaluationQueue queue({0});
+    queue.setProgram(worker);
+    queue.setTimeout(300 * 1000);
+    const bool reuse = mode.startsWith(QLatin1String("reuse"));
+    queue.setIsolation(reuse ? WorkerSupervisor::Isolation::ReuseWhileHealthy : WorkerSupervisor::Isolation::FreshPerRequest);
+    queue.gpuSupervisor(0)->setSpareWorker(mode.contains(QLatin1String("spare")));
+    queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
+
+    QHash<qint64, QElapsedTimer> started;
+    QHash<qint64, int> index;
+    QJsonArray jobs;
+    QList<double> overheads, walls;
+    int done = 0, correct = 0, cached = 0;
+    QEventLoop loop;
+    QElapsedTimer clock;
+    QObject::connect(&queue, &EvaluationQueue::jobStarted, &queue, [&](qint64 id) { started[id].start(); });
+    const auto finish = [&](qint64 id, const QString& status, const QJsonObject& result) {
+        const double wall = started.contains(id) ? double(started[id].nsecsElapsed()) / 1e6 : 0.0;
+        const double workerMs = result.value(QLatin1String("stage_ms")).toObject().value(QLatin1String("total")).toDouble();
+        const Candidate& c = candidates.at(index.value(id));
+        const bool wasCached = result.value(QLatin1String("compile")).toObject().value(QLatin1String("cached")).toBool();
+        cached += wasCached ? 1 : 0;
+        correct += status == QLatin1String("correct") ? 1 : 0;
+        if (workerMs > 0) {
+            overheads << wall - workerMs;
+            walls << wall;
+        }
+        jobs.append(QJsonObject{{QStringLiteral("task"), c.task},
+                                {QStringLiteral("file"), c.file},
+                                {QStringLiteral("status"), status},
+                                {QStringLiteral("wall_ms"), wall},
+                                {QStringLiteral("worker_ms"), workerMs},
+                                {QStringLiteral("overhead_ms"), workerMs > 0 ? wall - workerMs : 0.0},
+                                {QStringLiteral("compile_cached"), wasCached},
+                                {QStringLiteral("speedup"), result.value(QLatin1String("speedup"))}});
+        std::fprintf(stderr, "  %-18s %-8s %-14s wall %8.0f ms  worker %8.0f ms%s\n", qPrintable(mode), qPrintable(c.task),
+                     qPrintable(status), wall, workerMs, wasCached ? "  (cubin compiled ahead)" : "");
+        if (++done == candidates.size())
+            loop.quit();
+    };
+    QObject::connect(&queue, &EvaluationQueue::jobFinished, &queue, [&](qint64 id, const QJsonObject& result) {
+        finish(id, result.value(QLatin1String("status")).toString(), result);
+    });
+    QObject::connect(&queue, &EvaluationQueue::jobFailed, &queue,
+                     [&](qint64 id, const QString& status, const QString&) { finish(id, status, QJsonObject()); });
+    clock.start();
+    for (int i = 0; i < candidates.size(); ++i) {
+        const qint64 id = queue.submit(candidates[i].task, candidates[i].answer,
+                                       QJsonObject{{QStringLiteral("timing_trials"), timingTrials}});
+        index.insert(id, i);
+    }
+    loop.exec();
+    const double totalS = double(clock.nsecsElapsed()) / 1e9;
+    return QJsonObject{{QStringLiteral("mode"), mode},
+                       {QStringLiteral("candidates"), int(candidates.size())},
+                       {QStringLiteral("correct"), correct},
+                       {QStringLiteral("compiled_ahead"), cached},
+                       {QStringLiteral("total_s"), totalS},
+                       {QStringLiteral("candidates_per_minute"), candidates.size() * 60.0 / totalS},
+                       {QStringLiteral("median_overhead_ms"), median(overheads)},
+                       {QStringLiteral("median_wall_ms"), median(walls)},
+                       {QStringLiteral("jobs"), jobs}};
+}
+
+/// Compile-ahead alone: every cuda block compiled by `workers` CPU workers at once.
+QJsonObject compileThroughput(const QList<Candidate>& candidates, const QString& worker, int workers)
+{
+    QList<QString> sources;
+    for (const Candidate& c : candidates) {
+        const QString cuda = EvaluationQueue::extractCudaBlock(c.answer);
+        if (!cuda.isEmpty())
+            sources << cuda;
+    }
+    QList<WorkerSupervisor*> pool;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QString()); // CPU-only, as the queue's compilers
+    for (int i = 0; i < workers; ++i) {
+        auto* s = new WorkerSupervisor;
+        s->setProgram(worker);
+        s->setProcessEnvironment(env);
+        s->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        pool << s;
+    }
+    int next = 0, done = 0, ok = 0;
+    QList<double> ms;
+    QEventLoop loop;
+    QElapsedTimer clock;
+    clock.start();
+    std::function<void(WorkerSupervisor*)> feed = [&](WorkerSupervisor* s) {
+        if (next >= sources.size())
+            return;
+        s->sendRequest(QJsonObject{{QStringLiteral("type"), QStringLiteral("compile")},
+                                   {QStringLiteral("cuda"), sources[next++]},
+                                   {QStringLiteral("arch"), QStringLiteral("sm_90")},
+                                   {QStringLiteral("return_cubin"), true}});
+    };
+    for (WorkerSupervisor* s : pool) {
+        QObject::connect(s, &WorkerSupervisor::responseAvailable, s, [&, s](qint64, const QJsonObject& r) {
+            ok += r.value(QLatin1String("ok_compile")).toBool() ? 1 : 0;
+            ms << r.value(QLatin1String("ms")).toDouble();
+            if (++done == sources.size())
+                loop.quit();
+            else
+                feed(s);
+        });
+        QObject::connect(s, &WorkerSupervisor::requestFailed, s, [&, s](qint64, const QString&, const QString&) {
+            if (++done == sources.size())
+                loop.quit();
+            else
+                feed(s);
+        });
+        feed(s);
+    }
+    loop.exec();
+    const double totalS = double(clock.nsecsElapsed()) / 1e9;
+    qDeleteAll(pool);
+    return QJsonObject{{QStringLiteral("workers"), workers},
+                       {QStringLiteral("blocks"), int(sources.size())},
+                       {QStringLiteral("compiled"), ok},
+                       {QStringLiteral("total_s"), totalS},
+                       {QStringLiteral("blocks_per_minute"), sources.size() * 60.0 / totalS},
+                       {QStringLiteral("median_nvrtc_ms"), median(ms)}};
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QCoreApplication app(argc, argv);
+    QCommandLineParser parser;
+    parser.addHelpOption();
+    const QCommandLineOption workerOption(QStringLiteral("worker"), QStringLiteral("kwb-worker"), QStringLiteral("PATH"));
+    const QCommandLineOption candidatesOption(QStringLiteral("candidates"), QStringLiteral("tests/fixtures/candidates"),
+                                              QStringLiteral("DIR"));
+    const QCommandLineOption tasksOption(QStringLiteral("tasks"), QStringLiteral("levels (default L1,L2)"),
+                                         QStringLiteral("LIST"), QStringLiteral("L1,L2"));
+    const QCommandLineOption trialsOption(QStringLiteral("timing-trials"), QStringLiteral("default 10"),
+                                          QStringLiteral("N"), QStringLiteral("10"));
+    const QCommandLineOption modesOption(QStringLiteral("modes"), QStringLiteral("configurations"), QStringLiteral("LIST"),
+                                         QStringLiteral("fresh+spare+ahead,fresh,reuse+ahead"));
+    const QCommandLineOption compileOption(QStringLiteral("compile-workers"), QStringLiteral("e.g. 1,4"),
+                                           QStringLiteral("LIST"), QStringLiteral("1,4"));
+    const QCommandLineOption jsonOption(QStringLiteral("json"), QStringLiteral("write results"), QStringLiteral("FILE"));
+    parser.addOptions({workerOption, candidatesOption, tasksOption, trialsOption, modesOption, compileOption, jsonOption});
+    parser.process(app);
+
+    const QString worker = parser.value(workerOption);
+    const QDir dir(parser.value(candidatesOption) + QStringLiteral("/reference"));
+    if (worker.isEmpty() || !QFileInfo(worker).isExecutable() || !dir.exists()) {
+        std::fprintf(stderr, "kwb-bench-supervisor: --worker PATH and --candidates DIR (with reference/) are required\n");
+        return 2;
+    }
+    const QStringList levels = parser.value(tasksOption).split(QLatin1Char(','));
+    QList<Candidate> candidates;
+    static const QRegularExpression stem(QStringLiteral("^L(\\d)_(\\d\\d)\\.md$"));
+    for (const QString& file : dir.entryList({QStringLiteral("L*.md")}, QDir::Files, QDir::Name)) {
+        const QRegularExpressionMatch m = stem.match(file);
+        if (!m.hasMatch() || !levels.contains(QStringLiteral("L") + m.captured(1)))
+            continue; // the _b variants are left out: one candidate per task
+        QFile f(dir.filePath(file));
+        if (!f.open(QIODevice::ReadOnly))
+            continue;
+        candidates << Candidate{QStringLiteral("L%1/%2").arg(m.captured(1)).arg(m.captured(2).toInt()), file,
+                                QString::fromUtf8(f.readAll())};
+    }
+    std::fprintf(stderr, "kwb-bench-supervisor: %d candidates, timing trials %d\n", int(candidates.size()),
+                 parser.value(trialsOption).toInt());
+
+    QJsonArray modes, compiles;
+    for (const QString& mode : parser.value(modesOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
+        modes.append(runMode(mode, candidates, worker, parser.value(trialsOption).toInt()));
+    for (const QString& k : parser.value(compileOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
+        compiles.append(compileThroughput(candidates, worker, k.toInt()));
+
+    std::printf("| mode | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms |\n");
+    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (const QJsonValue& v : std::as_const(modes)) {
+        const QJsonObject m = v.toObject();
+        std::printf("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.0f |\n", qPrintable(m.value(QLatin1String("mode")).toString()),
+                    m.value(QLatin1String("candidates")).toInt(), m.value(QLatin1String("correct")).toInt(),
+                    m.value(QLatin1String("compiled_ahead")).toInt(), m.value(QLatin1String("total_s")).toDouble(),
+                    m.value(QLatin1String("candidates_per_minute")).toDouble(),
+                    m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble());
+    }
+    std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
+    for (const QJsonValue& v : std::as_const(compiles)) {
+        const QJsonObject c = v.toObject();
+        std::printf("| %d | %d | %d | %.2f | %.0f | %.0f |\n", c.value(QLatin1String("workers")).toInt(),
+                    c.value(QLatin1String("blocks")).toInt(), c.value(QLatin1String("compiled")).toInt(),
+                    c.value(QLatin1String("total_s")).toDouble(), c.value(QLatin1String("blocks_per_minute")).toDouble(),
+                    c.value(QLatin1String("median_nvrtc_ms")).toDouble());
+    }
+    if (parser.isSet(jsonOption)) {
+        QFile out(parser.value(jsonOption));
+        if (out.open(QIODevice::WriteOnly))
+            out.write(QJsonDocument(QJsonObject{{QStringLiteral("modes"), modes}, {QStringLiteral("compile"), compiles}})
+                          .toJson(QJsonDocument::Indented));
+    }
+    return 0;
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
+# results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
+# run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
+#   scripts/device-session.sh build gpu-tests eval-timeout bench study
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+root=$PWD
+bundle=/tmp/kwb-bundle
+worker=$root/build-gpu/bin/kwb-worker
+log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/session.log"; }
+
+need_bundle() {
+  [[ -x $bundle/run ]] || tar xf build-carry/qt-bundle.tar.xz -C /tmp
+}
+
+for step in "$@"; do
+  case $step in
+  build)
+    log build
+    TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+    cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWB_BUILD_GUI=OFF \
+      -DCMAKE_PREFIX_PATH="$root/.deps/root/usr;$TP" > "$OUT/build.log" 2>&1 &&
+      cmake --build build-gpu -j16 >> "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
+    git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
+    ;;
+  gpu-tests)
+    log gpu-tests
+    KWB_GPU_TIMING_TRIALS=${KWB_GPU_TIMING_TRIALS:-5} KWB_GPU_RESULTS=$OUT/gpu-candidates.json \
+      timeout 540 ./build-gpu/bin/tst_gpu_candidates > "$OUT/gpu-tests.txt" 2>&1
+    echo "rc=$?" >> "$OUT/gpu-tests.txt"; tail -5 "$OUT/gpu-tests.txt"
+    ;;
+  eval-timeout)
+    log eval-timeout
+    need_bundle
+    c=tests/fixtures/candidates
+    { echo "# kwb eval of an endless kernel with --timeout 10, then a reference candidate"
+      s=$(date +%s.%N); $bundle/run kwb --worker "$worker" eval L2/6 $c/adversarial/endless_kernel.md --timeout 10; echo "exit $?"
+      e=$(date +%s.%N); echo "wall_s $(python3 -c "print(round($e - $s, 2))")"
+      s=$(date +%s.%N); $bundle/run kwb --worker "$worker" eval L2/6 $c/reference/L2_06.md --trials 20; echo "exit $?"
+      e=$(date +%s.%N); echo "wall_s $(python3 -c "print(round($e - $s, 2))")"
+    } > "$OUT/eval-timeout.txt" 2>&1
+    cat "$OUT/eval-timeout.txt" | grep -E "status|wall_s|exit"
+    ;;
+  bench)
+    log bench
+    need_bundle
+    timeout 540 $bundle/run kwb-bench-supervisor --worker "$worker" --candidates tests/fixtures/candidates \
+      --tasks L1,L2 --timing-trials 10 --json "$OUT/supervisor.json" > "$OUT/supervisor.md" 2> "$OUT/supervisor.log"
+    cat "$OUT/supervisor.md"
+    ;;
+  study)
+    # Every regime over the 30 tasks against the fixture server (tests/tools/fixture_llm_server.cpp).
+    log study
+    need_bundle
+    db=$OUT/study.db
+    # A study split over several calls continues the carried database.
+    [[ -f build-carry/study.db && ! -f $db ]] && cp build-carry/study.db "$db"
+    for regime in ${STUDY_REGIMES:-zero-shot profiling-guided iterative agent pilot-v1}; do
+      $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --log "$OUT/llm-$regime.log" > /tmp/llm.url &
+      pid=$!; sleep 1
+      log "study $regime"
+      timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" run --regime "$regime" \
+        --tasks L1:1-10,L2:1-10,L3:1-10 --endpoint "$(cat /tmp/llm.url)" --model fixture-model --db "$db" \
+        --prompts "$root/prompts" --timing-trials ${STUDY_TRIALS:-10} --isolation ${STUDY_ISOLATION:-reuse} \
+        ${STUDY_EXTRA:-} > "$OUT/study-$regime.txt" 2>&1
+      echo "rc=$?" >> "$OUT/study-$regime.txt"; tail -3 "$OUT/study-$regime.txt"
+      kill $pid; wait $pid 2>/dev/null
+    done
+    $bundle/run kwb report --db "$db" > "$OUT/study-report.md" 2>&1
+    $bundle/run kwb report --db "$db" --format json > "$OUT/study-report.json" 2>&1
+    ;;
+  ablations|sweep)
+    # The agent with one part switched off at a time, or its best-of-n sweep, into the same
+    # database as `study` (fixture server restarted per run: its counters are its only state).
+    need_bundle
+    db=$OUT/study.db
+    [[ -f build-carry/study.db && ! -f $db ]] && cp build-carry/study.db "$db"
+    if [[ $step == ablations ]]; then runs="best-of-n feedback-analyzer monotone competence"; else runs=sweep; fi
+    for r in $runs; do
+      $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --log "$OUT/llm-$r.log" > /tmp/llm.url &
+      pid=$!; sleep 1
+      log "$step $r"
+      if [[ $r == sweep ]]; then cmd=(sweep --regime agent --n 1,2,4,8); else cmd=(run --regime agent --ablate "$r"); fi
+      timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${cmd[@]}" \
+        --tasks L1:1-10,L2:1-10,L3:1-10 --endpoint "$(cat /tmp/llm.url)" --model fixture-model --db "$db" \
+        --prompts "$root/prompts" --timing-trials ${STUDY_TRIALS:-10} --isolation ${STUDY_ISOLATION:-reuse} \
+        > "$OUT/$step-$r.txt" 2>&1
+      echo "rc=$?" >> "$OUT/$step-$r.txt"; tail -8 "$OUT/$step-$r.txt"
+      kill $pid; wait $pid 2>/dev/null
+    done
+    $bundle/run kwb report --db "$db" > "$OUT/study-report.md" 2>&1
+    $bundle/run kwb report --db "$db" --format json > "$OUT/study-report.json" 2>&1
+    ;;
+  device)
+    log device
+    need_bundle
+    $bundle/run kwb --worker "$worker" device --json > "$OUT/device.json" 2>&1
+    $bundle/run kwb --worker "$worker" device > "$OUT/device.txt" 2>&1
+    cat "$OUT/device.txt"
+    ;;
+  eval-stages)
+    log eval-stages
+    ./build-gpu/bin/kwb-bench-eval-stages --only "${STAGES_ONLY:-L1_}" --json "$OUT/eval-stages.json" > "$OUT/eval-stages.md" 2>&1
+    tail -15 "$OUT/eval-stages.md"
+    ;;
+  pack)
+    # The machine returns only a few files: everything goes back as one archive.
+    log pack
+    tar -C "$OUT" -czf /tmp/results.tar.gz --exclude results.tar.gz . && mv /tmp/results.tar.gz "$OUT/results.tar.gz"
+    find "$OUT" -mindepth 1 ! -name results.tar.gz -delete
+    ;;
+  *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
+log done
