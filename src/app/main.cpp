@@ -4,7 +4,9 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QIcon>
+#include <QSettings>
 #include <QTimer>
 
 #include <cstdio>
@@ -23,8 +25,18 @@ int main(int argc, char** argv)
         QStringLiteral("Close after the GPU probe has ended, or after <ms> at most "
                        "(for smoke tests)."),
         QStringLiteral("ms"));
+    const QCommandLineOption openOption(QStringLiteral("open"), QStringLiteral("Open this run database (kwb run --db)."),
+                                        QStringLiteral("runs.db"));
+    const QCommandLineOption screenshotsOption(
+        QStringLiteral("screenshots"),
+        QStringLiteral("Write a PNG of every page into <dir> and exit (with --open, pictures of that database)."),
+        QStringLiteral("dir"));
     parser.addOption(workerOption);
     parser.addOption(quitAfterOption);
+    parser.addOption(openOption);
+    parser.addOption(screenshotsOption);
+    parser.addPositionalArgument(QStringLiteral("runs.db"), QStringLiteral("Run database to open (as --open)."),
+                                 QStringLiteral("[runs.db]"));
 
     // --version and --help before QApplication exists, so they work without a display.
     for (int i = 1; i < argc; ++i) {
@@ -55,8 +67,42 @@ int main(int argc, char** argv)
         return 2;
     }
 
+    const bool screenshots = parser.isSet(screenshotsOption);
     kwb::app::MainWindow window(parser.value(workerOption));
+    if (screenshots)
+        window.resize(1440, 900); // the same pictures on every machine, whatever was saved
     window.show();
+
+    QString database = parser.value(openOption);
+    if (database.isEmpty() && !parser.positionalArguments().isEmpty())
+        database = parser.positionalArguments().first();
+    if (database.isEmpty() && !screenshots) { // pick up where the last session was
+        const QString last = QSettings().value(QStringLiteral("lastDatabase")).toString();
+        if (QFileInfo::exists(last))
+            database = last;
+    }
+    if (!database.isEmpty()) {
+        QString error;
+        if (!window.openDatabase(database, &error)) {
+            std::fprintf(stderr, "kernel-workbench: cannot open %s: %s\n", qPrintable(database), qPrintable(error));
+            if (screenshots)
+                return 1;
+        }
+    }
+
+    if (screenshots) {
+        const QString dir = parser.value(screenshotsOption);
+        int code = 1;
+        QTimer::singleShot(0, &window, [&] {
+            QString error;
+            code = window.writeScreenshots(dir, 180 * 1000, &error) ? 0 : 1;
+            if (code)
+                std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(error));
+            application.exit(code);
+        });
+        application.exec();
+        return code;
+    }
 
     if (parser.isSet(quitAfterOption)) {
         bool ok = false;

@@ -1,19 +1,57 @@
 #include "mainwindow.h"
 
+#include "app/analysispages.h"
+#include "app/charts/bestofnchart.h"
+#include "app/charts/chartexport.h"
+#include "app/charts/rooflinechart.h"
+#include "app/charts/rooflinepage.h"
+#include "app/charts/trafficchart.h"
+#include "app/editor/candidatediffview.h"
+#include "app/editor/prompteditorpage.h"
+#include "app/editor/syntaxhighlighting.h"
+#include "app/runs/launchpage.h"
+#include "app/runs/resultspage.h"
+#include "app/runs/runmanager.h"
+#include "app/runs/runmonitorpage.h"
+#include "app/runs/runsession.h"
+#include "app/tasks/taskspage.h"
+#include "app/workbenchdata.h"
+#include "core/gputable.h"
 #include "core/protocolcodec.h"
+#include "core/runstore.h"
+#include "core/taskcatalog.h"
 #include "core/workerlocator.h"
 #include "core/workersupervisor.h"
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QHBoxLayout>
+#include <QImage>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QKeySequence>
 #include <QLabel>
+#include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPointer>
+#include <QSettings>
+#include <QStackedWidget>
 #include <QStatusBar>
-#include <QVBoxLayout>
+#include <QThread>
+#include <QTimer>
+#include <QVariant>
+
+#include <cstdio>
+
+Q_DECLARE_METATYPE(QList<kwb::app::RooflinePoint>)
 
 namespace kwb::app {
 
@@ -37,37 +75,55 @@ QString gpuSummary(const QJsonObject& device)
     return text;
 }
 
+/// Runs the event loop until `done` holds or `ms` pass; true when it held.
+template <typename Predicate>
+bool waitFor(Predicate done, int ms)
+{
+    QElapsedTimer clock;
+    clock.start();
+    while (!done()) {
+        if (clock.elapsed() > ms)
+            return false;
+        QEventLoop loop;
+        QTimer::singleShot(50, &loop, &QEventLoop::quit);
+        loop.exec();
+    }
+    return true;
+}
+
+void settle(int ms)
+{
+    QEventLoop loop;
+    QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+    loop.exec();
+}
+
+constexpr int kMaxRecent = 8;
+
 } // namespace
 
 MainWindow::MainWindow(const QString& workerPath, QWidget* parent)
     : QMainWindow(parent)
 {
+    qRegisterMetaType<QList<RooflinePoint>>();
     setWindowTitle(tr("Kernel Workbench"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/kernel-workbench.svg")));
-    resize(1100, 720);
+    resize(1400, 880);
 
-    auto* central = new QWidget(this);
-    auto* layout = new QVBoxLayout(central);
-    auto* heading = new QLabel(tr("<h2>Kernel Workbench</h2>"), central);
-    m_summary = new QLabel(tr("How a small language model writes CUDA kernels for KernelBench tasks, and which "
-                              "interaction around it makes it succeed.<br><br>"
-                              "Evaluate a candidate from a terminal with <tt>kwb eval TASK ANSWER.md</tt>; "
-                              "the task, run and roofline pages will open here."),
-                           central);
-    m_summary->setWordWrap(true);
-    m_summary->setTextFormat(Qt::RichText);
-    layout->addWidget(heading);
-    layout->addWidget(m_summary);
-    layout->addStretch(1);
-    setCentralWidget(central);
+    m_catalog = new TaskCatalog(this);
+    m_runs = new RunManager(this);
 
     m_workerLabel = new QLabel(this);
     m_deviceLabel = new QLabel(this);
+    m_databaseLabel = new QLabel(tr("No run database"), this);
     statusBar()->addWidget(m_workerLabel, 1);
+    statusBar()->addPermanentWidget(m_databaseLabel);
     statusBar()->addPermanentWidget(m_deviceLabel);
 
+    buildPages();
     setupMenus();
-    probeWorker(workerPath);
+    startWorker(workerPath);
+    restoreSettings();
 }
 
 MainWindow::~MainWindow() = default;
@@ -82,13 +138,130 @@ QString MainWindow::deviceStatus() const
     return m_deviceLabel->text();
 }
 
+void MainWindow::addPage(const QString& name, const QString& title, const QString& icon, QWidget* page)
+{
+    auto* item = new QListWidgetItem(QIcon::fromTheme(icon), title, m_sidebar);
+    item->setData(Qt::UserRole, name);
+    item->setToolTip(tr("%1 (Ctrl+%2)").arg(title).arg(m_pageNames.size() + 1));
+    page->setObjectName(name);
+    m_stack->addWidget(page);
+    m_pageNames << name;
+}
+
+void MainWindow::buildPages()
+{
+    auto* central = new QWidget(this);
+    auto* layout = new QHBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+    m_sidebar = new QListWidget(central);
+    m_sidebar->setFrameShape(QFrame::NoFrame);
+    m_sidebar->setUniformItemSizes(true);
+    m_sidebar->setFixedWidth(150);
+    m_sidebar->setSpacing(2);
+    m_stack = new QStackedWidget(central);
+    layout->addWidget(m_sidebar);
+    layout->addWidget(m_stack, 1);
+    setCentralWidget(central);
+
+    m_tasksPage = new TasksPage(m_catalog, m_stack);
+    m_tasksPage->setHighlighterFactory([](QTextDocument* document) { return createHighlighter(document, Language::Python); });
+    m_promptsPage = new PromptEditorPage(defaultPromptsDir(), TemplateSet::userSetsRoot(), m_stack);
+    m_launchPage = new LaunchPage(m_runs, m_stack);
+    m_launchPage->setPromptsDir(defaultPromptsDir());
+    m_monitorPage = new RunMonitorPage(m_runs, m_stack);
+    m_resultsPage = new ResultsPage(m_stack);
+    m_rooflinePage = new RooflinePage(m_stack);
+    m_trafficPage = new TrafficPage(m_catalog, m_stack);
+    m_bestOfNPage = new BestOfNPage(m_stack);
+    m_diffPage = new DiffPage(m_stack);
+
+    addPage(QStringLiteral("tasks"), tr("Tasks"), QStringLiteral("view-list-details"), m_tasksPage);
+    addPage(QStringLiteral("prompts"), tr("Prompts"), QStringLiteral("document-edit"), m_promptsPage);
+    addPage(QStringLiteral("launch"), tr("Launch"), QStringLiteral("media-playback-start"), m_launchPage);
+    addPage(QStringLiteral("monitor"), tr("Monitor"), QStringLiteral("utilities-system-monitor"), m_monitorPage);
+    addPage(QStringLiteral("results"), tr("Results"), QStringLiteral("x-office-spreadsheet"), m_resultsPage);
+    addPage(QStringLiteral("roofline"), tr("Roofline"), QStringLiteral("office-chart-line"), m_rooflinePage);
+    addPage(QStringLiteral("traffic"), tr("HBM traffic"), QStringLiteral("office-chart-bar"), m_trafficPage);
+    addPage(QStringLiteral("bestofn"), tr("Best-of-n"), QStringLiteral("office-chart-area"), m_bestOfNPage);
+    addPage(QStringLiteral("diff"), tr("Diff"), QStringLiteral("document-compare"), m_diffPage);
+    connect(m_sidebar, &QListWidget::currentRowChanged, m_stack, &QStackedWidget::setCurrentIndex);
+    m_sidebar->setCurrentRow(0);
+
+    // Pages that point at each other.
+    const auto openTask = [this](const QString& id) {
+        m_tasksPage->showTask(id);
+        showPage(QStringLiteral("tasks"));
+    };
+    connect(m_rooflinePage, &RooflinePage::taskActivated, this, openTask);
+    connect(m_tasksPage, &TasksPage::currentTaskChanged, this, [this](const QString& id) {
+        m_trafficPage->showTask(id);
+        m_promptsPage->setPreviewTask(id);
+    });
+    connect(m_resultsPage, &ResultsPage::runActivated, this, [this](const QString& db, qint64 run) {
+        QString error;
+        if (m_monitorPage->openRun(db, run, &error))
+            showPage(QStringLiteral("monitor"));
+        else
+            statusBar()->showMessage(error, 8000);
+    });
+    connect(m_monitorPage, &RunMonitorPage::resumeRequested, this, [this](const QString& db, qint64 run) {
+        QString error;
+        if (!m_launchPage->resumeRun(db, run, &error))
+            QMessageBox::warning(this, tr("Resume run"), error);
+    });
+    connect(m_launchPage, &LaunchPage::runSubmitted, this, [this](bool startedNow) {
+        if (startedNow)
+            showPage(QStringLiteral("monitor"));
+    });
+    connect(m_runs, &RunManager::sessionFinished, this, [this] {
+        m_resultsPage->refresh();
+        refreshChartData();
+    });
+    connect(m_resultsPage, &ResultsPage::reportReady, this, [this] {
+        if (m_resultsPage->report())
+            m_bestOfNPage->setCurves(bestOfNSeries(*m_resultsPage->report()));
+    });
+    connect(m_catalog, &TaskCatalog::stateChanged, this, &MainWindow::onCatalogState);
+    connect(m_catalog, &TaskCatalog::taskUpdated, this, [this](const QString& id) {
+        const TaskInfo* t = m_catalog->task(id);
+        if (t && t->hasAnalysis())
+            m_promptsPage->setTaskData(t->json, t->analysisJson);
+    });
+}
+
 void MainWindow::setupMenus()
 {
     QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(QIcon::fromTheme(QStringLiteral("document-open")), tr("&Open Run Database…"));
+    open->setShortcut(QKeySequence::Open);
+    connect(open, &QAction::triggered, this, &MainWindow::chooseDatabase);
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    updateRecentMenu();
+    file->addSeparator();
+    QAction* exportChart = file->addAction(QIcon::fromTheme(QStringLiteral("document-export")), tr("&Export Chart…"));
+    exportChart->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    exportChart->setToolTip(tr("Write the current page's chart as PNG or SVG"));
+    connect(exportChart, &QAction::triggered, this, &MainWindow::exportCurrentChart);
+    QAction* refresh = file->addAction(QIcon::fromTheme(QStringLiteral("view-refresh")), tr("Re&load Database"));
+    refresh->setShortcut(QKeySequence::Refresh);
+    connect(refresh, &QAction::triggered, this, [this] {
+        if (!m_database.isEmpty())
+            openDatabase(m_database);
+    });
+    file->addSeparator();
     QAction* quit = file->addAction(QIcon::fromTheme(QStringLiteral("application-exit")), tr("&Quit"));
     quit->setShortcut(QKeySequence::Quit);
     quit->setMenuRole(QAction::QuitRole);
-    connect(quit, &QAction::triggered, qApp, &QApplication::closeAllWindows);
+    connect(quit, &QAction::triggered, this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < m_pageNames.size(); ++i) {
+        QAction* a = view->addAction(m_sidebar->item(i)->icon(), m_sidebar->item(i)->text());
+        if (i < 9)
+            a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+        connect(a, &QAction::triggered, this, [this, i] { m_sidebar->setCurrentRow(i); });
+    }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* about = help->addAction(tr("&About Kernel Workbench"));
@@ -99,16 +272,22 @@ void MainWindow::setupMenus()
     connect(aboutQt, &QAction::triggered, qApp, &QApplication::aboutQt);
 }
 
-void MainWindow::probeWorker(const QString& workerPath)
+void MainWindow::startWorker(const QString& workerPath)
 {
     const WorkerLocator::Result found = WorkerLocator::locate(workerPath);
     if (!found.found()) {
         setWorkerStatus(tr("Worker: not found"), found.error);
         setDeviceStatus(tr("GPU: unknown"));
+        m_catalog->setUnavailable(found.error);
+        m_deviceDone = true;
         // Emitted later, so a caller that connects after construction still sees it.
         QMetaObject::invokeMethod(this, &MainWindow::deviceProbeFinished, Qt::QueuedConnection);
         return;
     }
+    m_workerProgram = found.program;
+    RunSessionEnvironment env;
+    env.workerProgram = found.program;
+    m_runs->setDefaultEnvironment(env);
     setWorkerStatus(tr("Worker: starting %1 …").arg(QFileInfo(found.program).fileName()), found.program);
     setDeviceStatus(tr("GPU: asking the worker …"));
 
@@ -131,12 +310,13 @@ void MainWindow::probeWorker(const QString& workerPath)
     connect(m_supervisor, &WorkerSupervisor::responseAvailable, this, [this](qint64 id, const QJsonObject& response) {
         if (id != m_deviceRequest)
             return;
-        if (response.value(QLatin1String("ok")).toBool())
+        if (response.value(QLatin1String("ok")).toBool()) {
             setDeviceStatus(tr("GPU: %1").arg(gpuSummary(response)));
-        else
+            onDevice(response);
+        } else {
             setDeviceStatus(tr("GPU: unknown"), ProtocolCodec::errorMessage(response));
-        // An idle worker would hold a CUDA context and hundreds of MB for nothing.
-        m_supervisor->stopWorker();
+        }
+        m_deviceDone = true;
         Q_EMIT deviceProbeFinished();
     });
     connect(m_supervisor, &WorkerSupervisor::requestFailed, this,
@@ -145,10 +325,307 @@ void MainWindow::probeWorker(const QString& workerPath)
                     return;
                 setWorkerStatus(tr("Worker: %1").arg(status), found.program + QStringLiteral(": ") + message);
                 setDeviceStatus(tr("GPU: unknown"), message);
+                m_deviceDone = true;
                 Q_EMIT deviceProbeFinished();
             });
+    // The measured ceilings run small kernels for a few seconds: wanted for the roofline.
     m_deviceRequest = m_supervisor->sendRequest(
-        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}});
+        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), true}});
+    // The catalog's tasks and analyze requests queue behind it on the same worker.
+    m_catalog->setSupervisor(m_supervisor);
+    m_catalog->load();
+}
+
+void MainWindow::onDevice(const QJsonObject& device)
+{
+    m_liveDevice = device;
+    if (device.value(QLatin1String("available")).toBool()) {
+        m_rooflinePage->setCurrentDevice(device);
+        m_promptsPage->setDevice(device);
+        const GpuRoofs roofs = fromDeviceResponse(device);
+        if (roofs.isValid())
+            m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
+    }
+}
+
+void MainWindow::onCatalogState()
+{
+    const TaskCatalog::State state = m_catalog->state();
+    if (state == TaskCatalog::State::Ready || state == TaskCatalog::State::Failed) {
+        // An idle worker holds libtorch (and, after the probe, a CUDA context) for nothing.
+        if (m_supervisor && m_deviceDone)
+            m_supervisor->stopWorker();
+    }
+    if (state != TaskCatalog::State::Ready)
+        return;
+    QList<QPair<QString, QString>> tasks;
+    QStringList ids;
+    for (const TaskInfo& t : m_catalog->tasks()) {
+        tasks.append({t.id, t.title});
+        ids << t.id;
+    }
+    m_launchPage->setTaskCatalog(tasks);
+    m_diffPage->setTasks(ids);
+    refreshChartData();
+}
+
+bool MainWindow::openDatabase(const QString& path, QString* error)
+{
+    // Tried first on a store of its own, so a file that cannot be opened leaves the open one alone.
+    QString why;
+    {
+        RunStore probe;
+        if (!QFileInfo(path).isFile())
+            why = tr("no such file");
+        else if (!probe.open(path))
+            why = probe.errorString();
+    }
+    if (!why.isEmpty() || !m_resultsPage->setDatabase(path, &why) || !m_diffPage->setDatabase(path, &why)) {
+        if (error)
+            *error = why;
+        statusBar()->showMessage(tr("Cannot open %1: %2").arg(path, why), 10000);
+        return false;
+    }
+    m_database = QFileInfo(path).absoluteFilePath();
+    if (m_resultsPage->checkedRuns().isEmpty()) { // a fresh file: every run in the tables
+        RunStore store;
+        QList<qint64> ids;
+        if (store.open(m_database))
+            for (const RunInfo& run : store.runs())
+                ids << run.id;
+        m_resultsPage->setCheckedRuns(ids);
+    }
+    m_launchPage->setDatabasePath(m_database);
+    m_databaseLabel->setText(tr("Runs: %1").arg(QFileInfo(path).fileName()));
+    m_databaseLabel->setToolTip(m_database);
+    setWindowTitle(tr("%1 — Kernel Workbench").arg(QFileInfo(path).fileName()));
+    QSettings settings;
+    QStringList recent = settings.value(QStringLiteral("recentDatabases")).toStringList();
+    recent.removeAll(m_database);
+    recent.prepend(m_database);
+    settings.setValue(QStringLiteral("recentDatabases"), QStringList(recent.mid(0, kMaxRecent)));
+    updateRecentMenu();
+    refreshChartData();
+    return true;
+}
+
+void MainWindow::refreshChartData()
+{
+    if (m_database.isEmpty())
+        return;
+    // The scan reads every evaluation of the file: on a thread, with a connection of its own.
+    ++m_chartJobs;
+    const QString path = m_database;
+    QPointer<MainWindow> self(this);
+    QThread* thread = QThread::create([self, path] {
+        RunStore store;
+        if (!store.open(path))
+            return;
+        const QJsonObject runDevice = latestRunDevice(store);
+        const QHash<QString, TaskTimes> times =
+            taskTimesFromStore(store, runDevice.value(QLatin1String("name")).toString());
+        QMetaObject::invokeMethod(
+            qApp,
+            [self, runDevice, times] {
+                if (!self)
+                    return;
+                QList<RooflinePoint> points = rooflinePoints(self->m_catalog->tasks(), times);
+                self->applyChartData(runDevice, QVariant::fromValue(points));
+            },
+            Qt::QueuedConnection);
+    });
+    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
+    connect(thread, &QThread::finished, this, [this] { --m_chartJobs; });
+    thread->start();
+}
+
+void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& points)
+{
+    m_runDevice = runDevice;
+    const bool live = m_liveDevice.value(QLatin1String("available")).toBool();
+    if (!runDevice.isEmpty()) {
+        // Times were measured on the database's GPU: place the tasks against its roofs.
+        m_rooflinePage->setCurrentDevice(runDevice, live && m_liveDevice.value(QLatin1String("name")) == runDevice.value(QLatin1String("name"))
+                                                        ? QString()
+                                                        : tr("Run database"));
+        m_rooflinePage->selectGpu(QStringLiteral("current"));
+        m_catalog->loadEagerTimes(m_database, runDevice.value(QLatin1String("name")).toString());
+        const GpuRoofs roofs = fromDeviceResponse(runDevice);
+        if (roofs.isValid())
+            m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
+        if (!live)
+            m_promptsPage->setDevice(runDevice);
+    }
+    m_rooflinePage->setPoints(points.value<QList<RooflinePoint>>());
+    Q_EMIT chartDataUpdated();
+}
+
+void MainWindow::chooseDatabase()
+{
+    const QString start = m_database.isEmpty() ? QDir::homePath() : QFileInfo(m_database).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Run Database"), start,
+                                                      tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!openDatabase(path, &error))
+        QMessageBox::warning(this, tr("Open Run Database"), tr("Cannot open %1:\n%2").arg(path, error));
+}
+
+void MainWindow::updateRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList recent = QSettings().value(QStringLiteral("recentDatabases")).toStringList();
+    for (const QString& path : recent) {
+        QAction* a = m_recentMenu->addAction(QFileInfo(path).fileName());
+        a->setToolTip(path);
+        a->setEnabled(QFileInfo::exists(path));
+        connect(a, &QAction::triggered, this, [this, path] { openDatabase(path); });
+    }
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+QWidget* MainWindow::currentChartWidget() const
+{
+    const QString page = currentPage();
+    if (page == QLatin1String("roofline"))
+        return m_rooflinePage->chart();
+    if (page == QLatin1String("traffic"))
+        return m_trafficPage->chart();
+    if (page == QLatin1String("bestofn"))
+        return m_bestOfNPage->chart();
+    return nullptr;
+}
+
+void MainWindow::exportCurrentChart()
+{
+    QWidget* chart = currentChartWidget();
+    if (!chart) {
+        statusBar()->showMessage(tr("This page has no chart: the roofline, HBM traffic and best-of-n pages do."), 6000);
+        return;
+    }
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Chart"), QDir::home().filePath(currentPage() + QStringLiteral(".svg")),
+                                                      tr("SVG (*.svg);;PNG (*.png)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!exportChart(chart, path, &error))
+        QMessageBox::warning(this, tr("Export Chart"), error);
+    else
+        statusBar()->showMessage(tr("Wrote %1").arg(path), 5000);
+}
+
+QStringList MainWindow::pageNames() const
+{
+    return m_pageNames;
+}
+
+QWidget* MainWindow::page(const QString& name) const
+{
+    const int i = int(m_pageNames.indexOf(name));
+    return i >= 0 ? m_stack->widget(i) : nullptr;
+}
+
+void MainWindow::showPage(const QString& name)
+{
+    const int i = int(m_pageNames.indexOf(name));
+    if (i >= 0)
+        m_sidebar->setCurrentRow(i);
+}
+
+QString MainWindow::currentPage() const
+{
+    return m_pageNames.value(m_stack->currentIndex());
+}
+
+bool MainWindow::writeScreenshots(const QString& dir, int waitMs, QString* error)
+{
+    if (!QDir().mkpath(dir)) {
+        if (error)
+            *error = tr("cannot create %1").arg(dir);
+        return false;
+    }
+    const auto warn = [](const QString& what) { std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(what)); };
+    const auto catalogDone = [this] {
+        return m_catalog->state() == TaskCatalog::State::Ready || m_catalog->state() == TaskCatalog::State::Failed;
+    };
+    if (!waitFor([&] { return m_deviceDone && catalogDone(); }, waitMs))
+        warn(tr("the worker did not finish (device %1, catalog state %2)").arg(m_deviceDone).arg(int(m_catalog->state())));
+    if (m_catalog->state() == TaskCatalog::State::Failed)
+        warn(tr("no task catalog: %1").arg(m_catalog->errorMessage()));
+    if (!m_database.isEmpty()) {
+        if (!waitFor([&] { return m_chartJobs == 0 && m_resultsPage->report().has_value() && !m_resultsPage->isBuilding(); }, waitMs))
+            warn(tr("the results report was not ready"));
+    }
+
+    // A state worth a picture on every page.
+    const QString task = QStringLiteral("L2/1");
+    m_tasksPage->showTask(task);
+    m_trafficPage->showTask(task);
+    m_promptsPage->setPreviewTask(task);
+    m_promptsPage->openTemplate(defaultPromptsDir(), QStringLiteral("agent/generator.mustache"));
+    m_promptsPage->renderPreviewNow();
+    if (!m_database.isEmpty()) {
+        RunStore store;
+        if (store.open(m_database)) {
+            qint64 agent = 0;
+            for (const RunInfo& run : store.runs())
+                if (run.regime == QLatin1String("agent") && run.config.value(QLatin1String("regime")).toObject()
+                                                                 .value(QLatin1String("ablated")).toArray().isEmpty()) {
+                    agent = run.id;
+                    break;
+                }
+            if (agent && !m_monitorPage->openRun(m_database, agent))
+                warn(tr("cannot open run %1 in the monitor").arg(agent));
+        }
+        if (!m_diffPage->showTask(task))
+            warn(tr("fewer than two candidates of %1 for the diff").arg(task));
+    }
+
+    int n = 0;
+    for (const QString& name : std::as_const(m_pageNames)) {
+        showPage(name);
+        settle(400); // layout, chart animations off, deferred paints
+        const QImage image = m_stack->currentWidget()->window()->grab().toImage();
+        const QString file = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(++n, 2, 10, QLatin1Char('0')).arg(name));
+        if (!image.save(file)) {
+            if (error)
+                *error = tr("cannot write %1").arg(file);
+            return false;
+        }
+        std::printf("%s\n", qPrintable(file));
+    }
+    std::fflush(stdout);
+    return true;
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (m_promptsPage->isModified()) {
+        const auto answer = QMessageBox::question(this, tr("Unsaved template"),
+                                                  tr("The template %1 has unsaved changes. Save them before closing?")
+                                                      .arg(m_promptsPage->currentTemplate()),
+                                                  QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+        if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && !m_promptsPage->save())) {
+            event->ignore();
+            return;
+        }
+    }
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/page"), currentPage());
+    if (!m_database.isEmpty())
+        settings.setValue(QStringLiteral("lastDatabase"), m_database);
+    event->accept();
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("tasks")).toString());
 }
 
 void MainWindow::setWorkerStatus(const QString& text, const QString& tooltip)
@@ -171,9 +648,10 @@ void MainWindow::showAbout()
                        tr("<h3>Kernel Workbench %1</h3>"
                           "<p>A workbench for studying how small language models write CUDA kernels for "
                           "KernelBench tasks: prompts, regimes, evaluation and the roofline.</p>"
-                          "<p>Worker protocol %2.</p>")
+                          "<p>Worker protocol %2. Syntax highlighting: %3.</p>")
                            .arg(QStringLiteral(KWB_VERSION))
-                           .arg(kProtocolVersion));
+                           .arg(kProtocolVersion)
+                           .arg(highlighterBackend()));
 }
 
 } // namespace kwb::app

@@ -1,17 +1,36 @@
 #pragma once
-// The workbench's main window. For now it shows which worker it found and which GPU that worker
-// reports; the pages (tasks, runs, roofline) attach here later. It talks to workers only through
-// WorkerSupervisor and never waits on one: the UI stays responsive while a worker loads libtorch.
+// The workbench's main window: a sidebar of pages (tasks, prompts, launch, monitor, results,
+// roofline, traffic, best-of-n, diff) over one stack, a worker for facts (device, tasks, analyze)
+// and an open run database that every page reads. Nothing here waits on a worker, the network or
+// a report: the pages and the catalog work through signals, reports and store scans run on
+// threads of their own.
 
+#include <QJsonObject>
 #include <QMainWindow>
+#include <QStringList>
 
 class QLabel;
+class QListWidget;
+class QMenu;
+class QStackedWidget;
 
 namespace kwb {
+class TaskCatalog;
 class WorkerSupervisor;
-}
+} // namespace kwb
 
 namespace kwb::app {
+
+class BestOfNPage;
+class DiffPage;
+class LaunchPage;
+class PromptEditorPage;
+class ResultsPage;
+class RooflinePage;
+class RunManager;
+class RunMonitorPage;
+class TasksPage;
+class TrafficPage;
 
 class MainWindow : public QMainWindow
 {
@@ -25,22 +44,79 @@ public:
     QString workerStatus() const;
     QString deviceStatus() const;
 
+    /// Opens a run database for every page; false with *error when it cannot be opened.
+    bool openDatabase(const QString& path, QString* error = nullptr);
+    QString database() const { return m_database; }
+
+    /// The pages' names ("tasks", "prompts", …), in sidebar order.
+    QStringList pageNames() const;
+    QWidget* page(const QString& name) const;
+    void showPage(const QString& name);
+    QString currentPage() const;
+
+    /// Puts each page in a state worth a picture (a task with data, a template, a run, a pair of
+    /// candidates) and writes DIR/<n>-<page>.png for every page. Waits (event loop running) for the
+    /// catalog, the device probe and the results report, at most `waitMs`. False with *error when
+    /// a picture cannot be written; missing data is reported on stderr, not an error.
+    bool writeScreenshots(const QString& dir, int waitMs, QString* error = nullptr);
+
+    TaskCatalog* catalog() const { return m_catalog; }
+
 Q_SIGNALS:
     /// The device probe has ended, with an answer or a failure.
     void deviceProbeFinished();
+    /// The data the charts draw was recomputed (after the catalog or the database changed).
+    void chartDataUpdated();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
 
 private:
+    void buildPages();
+    void addPage(const QString& name, const QString& title, const QString& icon, QWidget* page);
     void setupMenus();
-    void probeWorker(const QString& workerPath);
+    void startWorker(const QString& workerPath);
+    void onDevice(const QJsonObject& device);
+    void onCatalogState();
+    void chooseDatabase();
+    void exportCurrentChart();
+    void refreshChartData();
+    void applyChartData(const QJsonObject& runDevice, const QVariant& points);
+    void updateRecentMenu();
     void setWorkerStatus(const QString& text, const QString& tooltip = QString());
     void setDeviceStatus(const QString& text, const QString& tooltip = QString());
     void showAbout();
+    void restoreSettings();
+    QWidget* currentChartWidget() const;
 
     WorkerSupervisor* m_supervisor = nullptr;
-    QLabel* m_summary = nullptr;
+    TaskCatalog* m_catalog = nullptr;
+    RunManager* m_runs = nullptr;
+    qint64 m_deviceRequest = 0;
+    QJsonObject m_liveDevice;   ///< from this machine's worker (available or not)
+    QJsonObject m_runDevice;    ///< the GPU the open database was measured on
+    bool m_deviceDone = false;
+    int m_chartJobs = 0;        ///< store scans running
+    QString m_database;
+    QString m_workerProgram;
+
+    QListWidget* m_sidebar = nullptr;
+    QStackedWidget* m_stack = nullptr;
+    QStringList m_pageNames;
     QLabel* m_workerLabel = nullptr;
     QLabel* m_deviceLabel = nullptr;
-    qint64 m_deviceRequest = 0;
+    QLabel* m_databaseLabel = nullptr;
+    QMenu* m_recentMenu = nullptr;
+
+    TasksPage* m_tasksPage = nullptr;
+    PromptEditorPage* m_promptsPage = nullptr;
+    LaunchPage* m_launchPage = nullptr;
+    RunMonitorPage* m_monitorPage = nullptr;
+    ResultsPage* m_resultsPage = nullptr;
+    RooflinePage* m_rooflinePage = nullptr;
+    TrafficPage* m_trafficPage = nullptr;
+    BestOfNPage* m_bestOfNPage = nullptr;
+    DiffPage* m_diffPage = nullptr;
 };
 
 } // namespace kwb::app

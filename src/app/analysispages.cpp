@@ -1,0 +1,250 @@
+#include "app/analysispages.h"
+
+#include "app/charts/trafficchart.h"
+#include "app/editor/candidatediffview.h"
+#include "core/runstore.h"
+#include "core/taskcatalog.h"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSignalBlocker>
+#include <QVBoxLayout>
+
+namespace kwb::app {
+
+TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
+    : QWidget(parent)
+    , m_catalog(catalog)
+{
+    auto* layout = new QVBoxLayout(this);
+    auto* top = new QHBoxLayout;
+    m_task = new QComboBox(this);
+    m_task->setMinimumContentsLength(40);
+    m_task->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    top->addWidget(new QLabel(tr("Task:"), this));
+    top->addWidget(m_task);
+    top->addStretch(1);
+    layout->addLayout(top);
+    m_note = new QLabel(tr("Unfused, every operator reads its inputs from HBM and writes its output back; one fused "
+                           "kernel reads the inputs once and writes the result once. Bytes are computed from the "
+                           "shapes (analyze)."),
+                        this);
+    m_note->setWordWrap(true);
+    layout->addWidget(m_note);
+    m_chart = new TrafficChart(this);
+    layout->addWidget(m_chart, 1);
+
+    connect(m_task, &QComboBox::currentIndexChanged, this, &TrafficPage::update);
+    connect(m_catalog, &TaskCatalog::tasksReset, this, &TrafficPage::fillTasks);
+    connect(m_catalog, &TaskCatalog::taskUpdated, this, [this](const QString& id) {
+        if (id == currentTask())
+            update();
+    });
+    fillTasks();
+}
+
+void TrafficPage::fillTasks()
+{
+    const QString keep = m_wanted.isEmpty() ? currentTask() : m_wanted;
+    {
+        const QSignalBlocker block(m_task);
+        m_task->clear();
+        for (const TaskInfo& t : m_catalog->tasks())
+            m_task->addItem(QStringLiteral("%1  %2").arg(t.id, t.title), t.id);
+    }
+    const int i = m_task->findData(keep);
+    m_task->setCurrentIndex(i >= 0 ? i : 0);
+    update();
+}
+
+bool TrafficPage::showTask(const QString& id)
+{
+    m_wanted = id;
+    const int i = m_task->findData(id);
+    if (i < 0)
+        return false;
+    m_task->setCurrentIndex(i);
+    update();
+    return true;
+}
+
+QString TrafficPage::currentTask() const
+{
+    return m_task->currentData().toString();
+}
+
+void TrafficPage::update()
+{
+    const TaskInfo* task = m_catalog->task(currentTask());
+    if (!task || !task->hasAnalysis()) {
+        m_chart->setAnalysis(QJsonObject());
+        return;
+    }
+    m_chart->setAnalysis(task->analysisJson);
+}
+
+BestOfNPage::BestOfNPage(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    m_note = new QLabel(tr("Correct % of tasks against the number of candidates n, for the runs checked on the "
+                           "Results page that have several first-turn samples per task (kwb sweep --n 1,2,4,8): the "
+                           "unbiased pass@n estimator per task, averaged over tasks, with 95 % bootstrap intervals "
+                           "over tasks."),
+                        this);
+    m_note->setWordWrap(true);
+    layout->addWidget(m_note);
+    m_chart = new BestOfNChart(this);
+    layout->addWidget(m_chart, 1);
+}
+
+void BestOfNPage::setCurves(const QList<BestOfNSeries>& curves)
+{
+    m_chart->setCurves(curves);
+}
+
+DiffPage::DiffPage(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    auto* form = new QFormLayout;
+    m_task = new QComboBox(this);
+    m_left = new QComboBox(this);
+    m_right = new QComboBox(this);
+    for (QComboBox* c : {m_left, m_right}) {
+        c->setMinimumContentsLength(50);
+        c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    }
+    form->addRow(tr("Task:"), m_task);
+    form->addRow(tr("Left:"), m_left);
+    form->addRow(tr("Right:"), m_right);
+    layout->addLayout(form);
+    m_note = new QLabel(tr("No run database open: File > Open Run Database…"), this);
+    m_note->setWordWrap(true);
+    layout->addWidget(m_note);
+    m_view = new CandidateDiffView(this);
+    layout->addWidget(m_view, 1);
+    connect(m_task, &QComboBox::currentIndexChanged, this, &DiffPage::loadTask);
+    connect(m_left, &QComboBox::currentIndexChanged, this, &DiffPage::showPair);
+    connect(m_right, &QComboBox::currentIndexChanged, this, &DiffPage::showPair);
+}
+
+DiffPage::~DiffPage() = default;
+
+bool DiffPage::setDatabase(const QString& path, QString* error)
+{
+    auto store = std::make_unique<RunStore>();
+    if (!store->open(path)) {
+        if (error)
+            *error = store->errorString();
+        return false;
+    }
+    m_store = std::move(store);
+    loadTask();
+    return true;
+}
+
+void DiffPage::setTasks(const QStringList& ids)
+{
+    const QString keep = m_task->currentText();
+    {
+        const QSignalBlocker block(m_task);
+        m_task->clear();
+        m_task->addItems(ids);
+    }
+    const int i = m_task->findText(keep);
+    m_task->setCurrentIndex(i >= 0 ? i : 0);
+    loadTask();
+}
+
+bool DiffPage::showTask(const QString& id)
+{
+    const int i = m_task->findText(id);
+    if (i < 0)
+        return false;
+    {
+        const QSignalBlocker block(m_task);
+        m_task->setCurrentIndex(i);
+    }
+    loadTask();
+    if (m_entries.size() < 2)
+        return false;
+    int failing = -1, correct = -1;
+    for (int k = 0; k < m_entries.size(); ++k) {
+        const bool ok = m_entries[k].evaluation.status == QLatin1String("correct");
+        if (ok && correct < 0)
+            correct = k;
+        if (!ok && failing < 0)
+            failing = k;
+    }
+    if (failing >= 0 && correct >= 0)
+        return selectPair(failing, correct);
+    return selectPair(0, 1);
+}
+
+bool DiffPage::selectPair(int left, int right)
+{
+    if (left < 0 || right < 0 || left >= m_entries.size() || right >= m_entries.size())
+        return false;
+    {
+        const QSignalBlocker a(m_left), b(m_right);
+        m_left->setCurrentIndex(left);
+        m_right->setCurrentIndex(right);
+    }
+    showPair();
+    return true;
+}
+
+void DiffPage::loadTask()
+{
+    m_entries.clear();
+    {
+        const QSignalBlocker a(m_left), b(m_right);
+        m_left->clear();
+        m_right->clear();
+    }
+    if (!m_store) {
+        m_view->clear();
+        return;
+    }
+    m_entries = candidatesOfTask(*m_store, m_task->currentText());
+    {
+        const QSignalBlocker a(m_left), b(m_right);
+        for (const CandidateEntry& e : std::as_const(m_entries)) {
+            m_left->addItem(e.label());
+            m_right->addItem(e.label());
+        }
+        m_left->setCurrentIndex(0);
+        m_right->setCurrentIndex(m_entries.size() > 1 ? 1 : 0);
+    }
+    m_note->setText(m_entries.isEmpty() ? tr("No evaluated candidate of %1 in this database.").arg(m_task->currentText())
+                                        : tr("%n evaluated candidate(s) of this task in the database.", nullptr,
+                                             int(m_entries.size())));
+    showPair();
+}
+
+void DiffPage::showPair()
+{
+    const int l = m_left->currentIndex(), r = m_right->currentIndex();
+    if (!m_store || l < 0 || r < 0 || l >= m_entries.size() || r >= m_entries.size()) {
+        m_view->clear();
+        return;
+    }
+    const auto side = [this](const CandidateEntry& e) {
+        CandidateSide s;
+        s.label = QStringLiteral("%1  %2").arg(e.evaluation.task, e.label());
+        if (const std::optional<CandidateRecord> c = m_store->candidate(e.evaluation.candidateId)) {
+            s.cuda = c->cuda;
+            s.python = c->python;
+        }
+        s.status = e.evaluation.status;
+        s.speedup = e.evaluation.speedup;
+        s.evaluation = e.evaluation.result;
+        return s;
+    };
+    m_view->setCandidates(side(m_entries[l]), side(m_entries[r]));
+}
+
+} // namespace kwb::app

@@ -1,0 +1,90 @@
+#pragma once
+// Three pages of the window built around one widget each: the fused-vs-unfused traffic of a
+// task, the best-of-n curves, and the diff of two candidates picked from a run store.
+
+#include "app/charts/bestofnchart.h"
+#include "app/workbenchdata.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QComboBox;
+class QLabel;
+
+namespace kwb {
+class RunStore;
+class TaskCatalog;
+} // namespace kwb
+
+namespace kwb::app {
+
+class CandidateDiffView;
+class TrafficChart;
+
+/// A task picker over the catalog and the TrafficChart of the chosen task.
+class TrafficPage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit TrafficPage(TaskCatalog* catalog, QWidget* parent = nullptr);
+    bool showTask(const QString& id);
+    QString currentTask() const;
+    TrafficChart* chart() const { return m_chart; }
+
+private:
+    void fillTasks();
+    void update();
+
+    TaskCatalog* m_catalog;
+    QComboBox* m_task;
+    QLabel* m_note;
+    TrafficChart* m_chart;
+    QString m_wanted;
+};
+
+/// The best-of-n chart with a line on how its points are made.
+class BestOfNPage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit BestOfNPage(QWidget* parent = nullptr);
+    void setCurves(const QList<BestOfNSeries>& curves);
+    BestOfNChart* chart() const { return m_chart; }
+
+private:
+    BestOfNChart* m_chart;
+    QLabel* m_note;
+};
+
+/// Two candidates of a task, from any runs of a store, side by side.
+class DiffPage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit DiffPage(QWidget* parent = nullptr);
+    ~DiffPage() override;
+    /// Opens its own connection to the store (read only use).
+    bool setDatabase(const QString& path, QString* error = nullptr);
+    void setTasks(const QStringList& ids);
+    /// Selects the task and a telling pair: the first failing candidate against the first correct
+    /// one (or the first two). False when the task has fewer than two candidates.
+    bool showTask(const QString& id);
+    bool selectPair(int left, int right);
+    const QList<CandidateEntry>& candidates() const { return m_entries; }
+    CandidateDiffView* view() const { return m_view; }
+
+private:
+    void loadTask();
+    void showPair();
+
+    std::unique_ptr<RunStore> m_store;
+    QComboBox* m_task;
+    QComboBox* m_left;
+    QComboBox* m_right;
+    QLabel* m_note;
+    CandidateDiffView* m_view;
+    QList<CandidateEntry> m_entries;
+};
+
+} // namespace kwb::app

@@ -1,0 +1,310 @@
+#include "app/charts/bestofnchart.h"
+
+#include "app/charts/chartformat.h"
+
+#include <QCategoryAxis>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QCursor>
+#include <QGraphicsPathItem>
+#include <QGraphicsSimpleTextItem>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLegend>
+#include <QLineSeries>
+#include <QPainterPath>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace kwb::app {
+
+namespace {
+
+constexpr qreal kErrorBarZ = 5.5;
+constexpr double kAxisPad = 0.35; // log2 units either side of the first and last n
+
+} // namespace
+
+bool BestOfNChart::drawable(const BestOfNPoint& p)
+{
+    return p.n >= 1 && p.tasks > 0 && std::isfinite(p.passPct.value);
+}
+
+BestOfNChart::BestOfNChart(QWidget* parent)
+    : QWidget(parent)
+{
+    setObjectName(QStringLiteral("best-of-n"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* bar = new QHBoxLayout;
+    bar->setContentsMargins(6, 4, 6, 0);
+    auto* label = new QLabel(QStringLiteral("&Level:"), this);
+    m_levelCombo = new QComboBox(this);
+    m_levelCombo->setObjectName(QStringLiteral("levelFilter"));
+    m_levelCombo->addItem(QStringLiteral("All levels (pooled)"), 0);
+    for (int level = 1; level <= 3; ++level)
+        m_levelCombo->addItem(QStringLiteral("Level %1").arg(level), level);
+    label->setBuddy(m_levelCombo);
+    bar->addWidget(label);
+    bar->addWidget(m_levelCombo);
+    bar->addStretch(1);
+    layout->addLayout(bar);
+
+    auto* chart = new QChart;
+    chart->setTheme(QChart::ChartThemeLight);
+    chart->setAnimationOptions(QChart::NoAnimation);
+    chart->setTitle(QStringLiteral("<b>Best-of-n</b>: tasks solved with n samples per task (95 % bootstrap interval)"));
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart->setMargins(QMargins(6, 6, 6, 6));
+    m_view = new QChartView(chart, this);
+    m_view->setRenderHint(QPainter::Antialiasing);
+    m_view->setMinimumSize(420, 300);
+    layout->addWidget(m_view, 1);
+
+    m_axisY = new QValueAxis(this);
+    m_axisY->setRange(0.0, 100.0);
+    m_axisY->setTickCount(6);
+    m_axisY->setMinorTickCount(1);
+    m_axisY->setLabelFormat(QStringLiteral("%.0f"));
+    m_axisY->setTitleText(QStringLiteral("correct %"));
+    chart->addAxis(m_axisY, Qt::AlignLeft);
+
+    m_emptyItem = new QGraphicsSimpleTextItem(chart);
+    m_emptyItem->setBrush(QColor(0x55, 0x55, 0x55));
+    m_emptyItem->setZValue(kErrorBarZ + 1);
+
+    connect(m_levelCombo, qOverload<int>(&QComboBox::currentIndexChanged), this,
+            [this](int index) { setLevelFilter(m_levelCombo->itemData(index).toInt()); });
+    connect(chart, &QChart::plotAreaChanged, this, [this] { relayoutOverlay(); });
+    addExportActions(this, {m_view});
+    rebuild();
+}
+
+BestOfNChart::~BestOfNChart() = default;
+
+QChart* BestOfNChart::chart() const
+{
+    return m_view->chart();
+}
+
+void BestOfNChart::setCurves(const QList<BestOfNSeries>& curves)
+{
+    m_curves = curves;
+    rebuild();
+}
+
+void BestOfNChart::setLevelFilter(int level)
+{
+    level = std::clamp(level, 0, 3);
+    const int index = m_levelCombo->findData(level);
+    if (m_levelCombo->currentIndex() != index) {
+        const QSignalBlocker block(m_levelCombo);
+        m_levelCombo->setCurrentIndex(index);
+    }
+    if (level == m_level)
+        return;
+    m_level = level;
+    rebuild();
+    Q_EMIT levelFilterChanged(level);
+}
+
+QList<BestOfNSeries> BestOfNChart::visibleCurves() const
+{
+    QList<BestOfNSeries> out;
+    for (const BestOfNSeries& s : m_curves) {
+        if (s.level == m_level)
+            out.append(s);
+    }
+    return out;
+}
+
+void BestOfNChart::rebuild()
+{
+    QChart* c = chart();
+    c->removeAllSeries();
+    m_lines.clear();
+    m_drawn.clear();
+    qDeleteAll(m_errorItems);
+    m_errorItems.clear();
+    if (m_axisX) {
+        c->removeAxis(m_axisX);
+        delete m_axisX;
+    }
+
+    const QList<BestOfNSeries> visible = visibleCurves();
+    // The x axis: log2(n), a tick labelled n at every n any visible curve has (1, 2, 4, 8 by
+    // default, so an empty chart still shows the study's axis).
+    std::set<int> ns;
+    for (const BestOfNSeries& s : visible)
+        for (const BestOfNPoint& p : s.points)
+            if (drawable(p))
+                ns.insert(p.n);
+    if (ns.empty())
+        ns = {1, 2, 4, 8};
+    m_axisX = new QCategoryAxis(this);
+    m_axisX->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    m_axisX->setTitleText(QStringLiteral("n, samples per task (log₂ scale)"));
+    const double first = std::log2(*ns.begin()), last = std::log2(*ns.rbegin());
+    m_axisX->setStartValue(first - kAxisPad);
+    for (int n : ns)
+        m_axisX->append(QString::number(n), std::log2(n));
+    m_axisX->setRange(first - kAxisPad, last + kAxisPad);
+    c->addAxis(m_axisX, Qt::AlignBottom);
+
+    // Curves side by side at each n, so their error bars do not hide each other.
+    const int k = static_cast<int>(visible.size());
+    const double spread = std::min(0.3, 0.06 * std::max(0, k - 1));
+    for (int i = 0; i < k; ++i) {
+        const BestOfNSeries& s = visible.at(i);
+        const double offset = k > 1 ? -spread / 2 + spread * i / (k - 1) : 0.0;
+        auto* line = new QLineSeries;
+        line->setName(s.label);
+        line->setObjectName(QStringLiteral("curve:%1").arg(i));
+        const QColor color = seriesColor(i);
+        line->setPen(QPen(color, 2.2));
+        line->setPointsVisible(true);
+        line->setMarkerSize(8.0);
+        Drawn d;
+        d.curve = i;
+        QList<int> order;
+        for (int j = 0; j < s.points.size(); ++j)
+            order.append(j);
+        std::stable_sort(order.begin(), order.end(),
+                         [&s](int a, int b) { return s.points.at(a).n < s.points.at(b).n; });
+        for (int j : order) {
+            const BestOfNPoint& p = s.points.at(j);
+            if (!drawable(p))
+                continue;
+            const double x = std::log2(p.n) + offset;
+            line->append(x, p.passPct.value);
+            d.pointIndex.append(j);
+            const bool interval = std::isfinite(p.passPct.low) && std::isfinite(p.passPct.high);
+            d.low.append(QPointF(x, interval ? p.passPct.low : p.passPct.value));
+            d.high.append(QPointF(x, interval ? p.passPct.high : p.passPct.value));
+        }
+        c->addSeries(line);
+        line->attachAxis(m_axisX);
+        line->attachAxis(m_axisY);
+        m_lines.append(line);
+        m_drawn.append(d);
+        auto* bars = new QGraphicsPathItem(c);
+        bars->setPen(QPen(color.darker(110), 1.4));
+        bars->setZValue(kErrorBarZ);
+        m_errorItems.append(bars);
+        connect(line, &QLineSeries::hovered, this, [this, i](const QPointF& value, bool state) {
+            if (!state) {
+                QToolTip::hideText();
+                return;
+            }
+            const Drawn& dd = m_drawn.at(i);
+            int nearest = -1;
+            double best = 0.25; // log2 units: only near a point
+            for (int j = 0; j < dd.low.size(); ++j) {
+                const double dx = std::fabs(dd.low.at(j).x() - value.x());
+                if (dx < best) {
+                    best = dx;
+                    nearest = j;
+                }
+            }
+            if (nearest >= 0)
+                QToolTip::showText(QCursor::pos(), toolTipText(i, dd.pointIndex.at(nearest)), m_view);
+        });
+    }
+    m_emptyItem->setText(emptyText());
+    m_emptyItem->setVisible(!emptyText().isEmpty());
+    relayoutOverlay();
+}
+
+void BestOfNChart::relayoutOverlay()
+{
+    QChart* c = chart();
+    const QRectF plot = c->plotArea();
+    for (int i = 0; i < m_errorItems.size() && i < m_lines.size(); ++i) {
+        const Drawn& d = m_drawn.at(i);
+        QPainterPath path;
+        const qreal cap = 4.0;
+        for (int j = 0; j < d.low.size(); ++j) {
+            const QPointF lo = c->mapToPosition(d.low.at(j), m_lines.at(i));
+            const QPointF hi = c->mapToPosition(d.high.at(j), m_lines.at(i));
+            path.moveTo(lo);
+            path.lineTo(hi);
+            path.moveTo(lo - QPointF(cap, 0));
+            path.lineTo(lo + QPointF(cap, 0));
+            path.moveTo(hi - QPointF(cap, 0));
+            path.lineTo(hi + QPointF(cap, 0));
+        }
+        m_errorItems.at(i)->setPath(path);
+    }
+    if (m_emptyItem->isVisible() && !plot.isEmpty())
+        centreText(m_emptyItem, plot);
+}
+
+QList<QList<QPair<QPointF, QPointF>>> BestOfNChart::errorBars() const
+{
+    QList<QList<QPair<QPointF, QPointF>>> out;
+    for (const Drawn& d : m_drawn) {
+        QList<QPair<QPointF, QPointF>> bars;
+        for (int j = 0; j < d.low.size(); ++j)
+            bars.append({d.low.at(j), d.high.at(j)});
+        out.append(bars);
+    }
+    return out;
+}
+
+QString BestOfNChart::toolTipText(int curve, int pointIndex) const
+{
+    const QList<BestOfNSeries> visible = visibleCurves();
+    if (curve < 0 || curve >= visible.size())
+        return QString();
+    const BestOfNSeries& s = visible.at(curve);
+    if (pointIndex < 0 || pointIndex >= s.points.size())
+        return QString();
+    const BestOfNPoint& p = s.points.at(pointIndex);
+    QStringList lines;
+    lines << QStringLiteral("<b>%1</b> · %2")
+                 .arg(s.label.toHtmlEscaped(),
+                      s.level == 0 ? QStringLiteral("all levels") : QStringLiteral("level %1").arg(s.level));
+    lines << QStringLiteral("n = %1: %2 % correct").arg(p.n).arg(QString::number(p.passPct.value, 'f', 1));
+    if (std::isfinite(p.passPct.low) && std::isfinite(p.passPct.high))
+        lines << QStringLiteral("95 % interval %1–%2 %")
+                     .arg(QString::number(p.passPct.low, 'f', 1), QString::number(p.passPct.high, 'f', 1));
+    lines << QStringLiteral("%1 task%2 with at least %3 sample%4")
+                 .arg(p.tasks)
+                 .arg(p.tasks == 1 ? QString() : QStringLiteral("s"))
+                 .arg(p.n)
+                 .arg(p.n == 1 ? QString() : QStringLiteral("s"));
+    return lines.join(QStringLiteral("<br>"));
+}
+
+QString BestOfNChart::emptyText() const
+{
+    if (m_curves.isEmpty())
+        return QStringLiteral("No best-of-n curves yet: open a run with several samples per task\n"
+                              "(File > Open run database…).");
+    bool any = false;
+    for (const BestOfNSeries& s : visibleCurves())
+        for (const BestOfNPoint& p : s.points)
+            any = any || drawable(p);
+    if (!any)
+        return m_level == 0 ? QStringLiteral("No pooled curve: the runs have best-of-n points per level only.")
+                            : QStringLiteral("No curve for level %1 in the open runs.").arg(m_level);
+    return QString();
+}
+
+QSize BestOfNChart::exportSize() const
+{
+    return m_view->viewport()->size();
+}
+
+void BestOfNChart::renderExport(QPainter* painter, const QRectF& target)
+{
+    m_view->render(painter, target, m_view->viewport()->rect());
+}
+
+} // namespace kwb::app

@@ -1,0 +1,95 @@
+#pragma once
+// Best-of-n: the share of tasks solved (correct %, y) when n samples per task are drawn and the
+// best kept, for n = 1, 2, 4, 8 (x, log2-spaced), one line per regime, with 95 % bootstrap
+// intervals as error bars. A level filter shows the pooled curves (all levels) or one level's.
+
+#include "app/charts/chartexport.h"
+#include "core/runstats.h"
+
+#include <QList>
+#include <QPointF>
+#include <QString>
+#include <QWidget>
+
+class QCategoryAxis;
+class QChart;
+class QChartView;
+class QComboBox;
+class QGraphicsPathItem;
+class QGraphicsSimpleTextItem;
+class QLineSeries;
+class QValueAxis;
+
+namespace kwb::app {
+
+/// One curve: a regime (or any label) at one level. The points are core's best-of-n points
+/// (core/runstats.h: bestOfNCurve()): n, the tasks that have at least n samples, and passPct
+/// (value, low, high in percent). A point with no tasks or an invalid estimate is not drawn.
+struct BestOfNSeries
+{
+    QString label; ///< "agent", "zero-shot", …
+    int level = 0; ///< 0 = all levels pooled; 1, 2, 3 = that level only
+    QList<BestOfNPoint> points;
+};
+
+class BestOfNChart
+    : public QWidget
+    , public ExportableChart
+{
+    Q_OBJECT
+public:
+    explicit BestOfNChart(QWidget* parent = nullptr);
+    ~BestOfNChart() override;
+
+    void setCurves(const QList<BestOfNSeries>& curves);
+    const QList<BestOfNSeries>& curves() const { return m_curves; }
+    /// 0: the pooled curves (level 0); 1–3: that level's curves. Also set by the combo.
+    void setLevelFilter(int level);
+    int levelFilter() const { return m_level; }
+    /// The curves the filter shows, in the order given; the chart's line series follow it.
+    QList<BestOfNSeries> visibleCurves() const;
+
+    QChart* chart() const;
+    QChartView* chartView() const { return m_view; }
+    QComboBox* levelCombo() const { return m_levelCombo; }
+    /// The line series drawn for visibleCurves(), in the same order.
+    QList<QLineSeries*> curveSeries() const { return m_lines; }
+    /// The error bars as drawn, per visible curve: (n, low %) → (n, high %) in data coordinates
+    /// (n as on the axis, log2 with the curve's small sideways offset).
+    QList<QList<QPair<QPointF, QPointF>>> errorBars() const;
+    /// The tooltip of point `pointIndex` of visible curve `curve`.
+    QString toolTipText(int curve, int pointIndex) const;
+    /// The text shown when no curve is drawn ("" when one is).
+    QString emptyText() const;
+
+    QSize exportSize() const override;
+    void renderExport(QPainter* painter, const QRectF& target) override;
+
+Q_SIGNALS:
+    void levelFilterChanged(int level);
+
+private:
+    struct Drawn
+    {
+        int curve = -1;           ///< index into visibleCurves()
+        QList<int> pointIndex;    ///< drawn point -> index into that curve's points
+        QList<QPointF> low, high; ///< data coordinates of each drawn point's interval
+    };
+
+    void rebuild();
+    void relayoutOverlay();
+    static bool drawable(const BestOfNPoint& p);
+
+    QList<BestOfNSeries> m_curves;
+    int m_level = 0;
+    QComboBox* m_levelCombo = nullptr;
+    QChartView* m_view = nullptr;
+    QCategoryAxis* m_axisX = nullptr;
+    QValueAxis* m_axisY = nullptr;
+    QList<QLineSeries*> m_lines;
+    QList<Drawn> m_drawn;
+    QList<QGraphicsPathItem*> m_errorItems;
+    QGraphicsSimpleTextItem* m_emptyItem = nullptr;
+};
+
+} // namespace kwb::app

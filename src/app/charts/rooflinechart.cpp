@@ -1,0 +1,613 @@
+#include "app/charts/rooflinechart.h"
+
+#include "app/charts/chartexport.h"
+#include "app/charts/chartformat.h"
+
+#include <QChart>
+#include <QCursor>
+#include <QGraphicsPathItem>
+#include <QGraphicsSimpleTextItem>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QPainterPath>
+#include <QScatterSeries>
+#include <QToolTip>
+#include <QtMath>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace kwb::app {
+
+namespace {
+
+// Above the series (ChartPresenter draws series at z 4–5) and below the legend.
+constexpr qreal kArrowZ = 5.5;
+constexpr qreal kLabelZ = 6.0;
+constexpr qreal kMarkerSize = 11.0;
+
+double decadeFloor(double v)
+{
+    return std::pow(10.0, std::floor(std::log10(v)));
+}
+
+double decadeCeil(double v)
+{
+    return std::pow(10.0, std::ceil(std::log10(v)));
+}
+
+bool positiveFinite(double v)
+{
+    return std::isfinite(v) && v > 0;
+}
+
+QScatterSeries::MarkerShape shapeForLevel(int level)
+{
+    switch (level) {
+    case 1: return QScatterSeries::MarkerShapeCircle;
+    case 2: return QScatterSeries::MarkerShapeRectangle;
+    case 3: return QScatterSeries::MarkerShapeTriangle;
+    default: return QScatterSeries::MarkerShapeRotatedRectangle;
+    }
+}
+
+QString levelName(int level)
+{
+    return level >= 1 ? QStringLiteral("L%1").arg(level) : QStringLiteral("other");
+}
+
+QColor roofColor(const Roof& roof)
+{
+    switch (roof.kind) {
+    case Roof::Kind::Memory: return QColor(0x2c, 0x3e, 0x50);
+    case Roof::Kind::Fp32: return QColor(0xc0, 0x39, 0x2b);
+    case Roof::Kind::Tf32Tensor: return QColor(0x8e, 0x44, 0xad);
+    case Roof::Kind::Bf16Tensor:
+    case Roof::Kind::Fp16Tensor: return QColor(0x27, 0x60, 0x9e);
+    }
+    return Qt::black;
+}
+
+QString compactRoofText(const Roof& roof)
+{
+    return roof.kind == Roof::Kind::Memory ? QStringLiteral("%1 %2").arg(roof.label, humanBandwidth(roof.value))
+                                           : QStringLiteral("%1 %2").arg(roof.label, humanGflops(roof.value));
+}
+
+} // namespace
+
+RooflineChart::RooflineChart(QWidget* parent)
+    : QChartView(new QChart, parent)
+{
+    setObjectName(QStringLiteral("roofline"));
+    setRenderHint(QPainter::Antialiasing);
+    setMinimumSize(480, 360);
+    QChart* c = chart();
+    c->setTheme(QChart::ChartThemeLight);
+    c->setAnimationOptions(QChart::NoAnimation);
+    c->legend()->setAlignment(Qt::AlignBottom);
+    c->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
+    c->setMargins(QMargins(6, 6, 6, 6));
+
+    m_axisX = new QLogValueAxis(this);
+    m_axisX->setBase(10.0);
+    m_axisX->setLabelFormat(QStringLiteral("%g"));
+    m_axisX->setTitleText(QStringLiteral("arithmetic intensity (FLOP per HBM byte)"));
+    m_axisX->setMinorTickCount(8);
+    m_axisY = new QLogValueAxis(this);
+    m_axisY->setBase(10.0);
+    m_axisY->setTitleText(QStringLiteral("GFLOP/s"));
+    m_axisY->setMinorTickCount(8);
+    for (QLogValueAxis* axis : {m_axisX, m_axisY}) {
+        QPen minor = axis->minorGridLinePen();
+        minor.setColor(QColor(0, 0, 0, 18));
+        axis->setMinorGridLinePen(minor);
+    }
+    c->addAxis(m_axisX, Qt::AlignBottom);
+    c->addAxis(m_axisY, Qt::AlignLeft);
+
+    m_emptyItem = new QGraphicsSimpleTextItem(c);
+    m_emptyItem->setZValue(kLabelZ);
+    m_emptyItem->setBrush(QColor(0x55, 0x55, 0x55));
+    m_noteItem = new QGraphicsSimpleTextItem(c);
+    m_noteItem->setZValue(kLabelZ);
+    m_noteItem->setBrush(QColor(0x55, 0x55, 0x55));
+    QFont small = m_noteItem->font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    m_noteItem->setFont(small);
+
+    connect(c, &QChart::plotAreaChanged, this, [this] { relayoutOverlay(); });
+    addExportActions(this);
+    rebuild();
+}
+
+RooflineChart::~RooflineChart() = default;
+
+void RooflineChart::setRoofs(const GpuRoofs& roofs)
+{
+    m_roofs = roofs;
+    rebuild();
+}
+
+void RooflineChart::setPoints(const QList<RooflinePoint>& points)
+{
+    m_points.clear();
+    m_skipped = 0;
+    for (const RooflinePoint& p : points) {
+        // A point off the log axes (no intensity, not timed) cannot be placed; a candidate that
+        // cannot be placed is dropped while its reference stays.
+        if (!positiveFinite(p.intensity) || !positiveFinite(p.referenceGflops)) {
+            ++m_skipped;
+            continue;
+        }
+        RooflinePoint q = p;
+        if (q.candidateGflops && !positiveFinite(*q.candidateGflops))
+            q.candidateGflops.reset();
+        if (q.candidateIntensity && !positiveFinite(*q.candidateIntensity))
+            q.candidateIntensity.reset();
+        m_points.append(q);
+    }
+    rebuild();
+}
+
+void RooflineChart::rebuild()
+{
+    QChart* c = chart();
+    m_seriesPoints.clear();
+    m_roofSeries.clear();
+    c->removeAllSeries();
+    clearOverlay();
+    updateRanges();
+    rebuildRoofs();
+    rebuildPoints();
+    m_axisX->setRange(m_xMin, m_xMax);
+    m_axisY->setRange(m_yMin, m_yMax);
+    m_axisY->setLabelFormat(m_yMin < 1.0 ? QStringLiteral("%g") : QStringLiteral("%.0f"));
+
+    if (m_roofs.isValid()) {
+        const Roof* mem = m_roofs.primaryMemory();
+        c->setTitle(QStringLiteral("<b>%1</b>: %2, FP32 %3, FP32 ridge %4")
+                        .arg(m_roofs.name.toHtmlEscaped(), mem->label + QLatin1Char(' ') + humanBandwidth(mem->value),
+                             humanGflops(m_roofs.fp32Gflops()), intensityText(m_roofs.fp32RidgeIntensity())));
+    } else {
+        c->setTitle(m_roofs.name.isEmpty() ? QStringLiteral("Roofline") : m_roofs.name.toHtmlEscaped());
+    }
+    m_emptyItem->setText(emptyText());
+    m_emptyItem->setVisible(!emptyText().isEmpty());
+    relayoutOverlay();
+}
+
+void RooflineChart::updateRanges()
+{
+    double xLo = 0.01, xHi = 100.0, yLo = std::numeric_limits<double>::infinity(), yHi = 0.0;
+    const double bw = m_roofs.bandwidthGBps();
+    for (const Roof& r : std::as_const(m_roofs.roofs)) {
+        if (!r.isCompute() || !positiveFinite(r.value))
+            continue;
+        yHi = std::max(yHi, r.value * 1.6);
+        if (positiveFinite(bw))
+            xHi = std::max(xHi, r.value / bw * 3.0);
+    }
+    for (const RooflinePoint& p : m_points) {
+        for (double x : {p.intensity, p.candidateX()}) {
+            xLo = std::min(xLo, x / 1.5);
+            xHi = std::max(xHi, x * 1.5);
+        }
+        yLo = std::min(yLo, p.referenceGflops / 1.5);
+        yHi = std::max(yHi, p.referenceGflops * 1.5);
+        if (p.candidateGflops) {
+            yLo = std::min(yLo, *p.candidateGflops / 1.5);
+            yHi = std::max(yHi, *p.candidateGflops * 1.5);
+        }
+    }
+    m_xMin = decadeFloor(xLo);
+    m_xMax = decadeCeil(xHi);
+    if (positiveFinite(bw))
+        yLo = std::min(yLo, bw * m_xMin);
+    if (!positiveFinite(yLo))
+        yLo = 1.0;
+    if (!positiveFinite(yHi))
+        yHi = 1e6;
+    m_yMin = decadeFloor(yLo);
+    m_yMax = decadeCeil(std::max(yHi, m_yMin * 10.0));
+}
+
+void RooflineChart::rebuildRoofs()
+{
+    if (!m_roofs.isValid())
+        return;
+    QChart* c = chart();
+    const Roof memory = *m_roofs.primaryMemory();
+    const Roof fp32 = *m_roofs.primaryFp32();
+    const double bw = memory.value;
+
+    auto addLine = [&](const Roof& roof, const QList<QPointF>& pts, Qt::PenStyle style, qreal width,
+                       const QString& name) {
+        auto* s = new QLineSeries;
+        s->setName(name);
+        s->setObjectName(name);
+        s->append(pts);
+        QPen pen(roofColor(roof), width, style);
+        pen.setCapStyle(Qt::FlatCap);
+        s->setPen(pen);
+        c->addSeries(s);
+        s->attachAxis(m_axisX);
+        s->attachAxis(m_axisY);
+        if (auto markers = c->legend()->markers(s); !markers.isEmpty())
+            markers.first()->setVisible(false);
+        m_roofSeries.insert(s, roof);
+        connect(s, &QLineSeries::hovered, this, [this, s](const QPointF&, bool state) {
+            if (state)
+                QToolTip::showText(QCursor::pos(), roofToolTip(m_roofSeries.value(s)), this);
+            else
+                QToolTip::hideText();
+        });
+        return s;
+    };
+    auto addLabel = [&](const QString& text, const QColor& color, QPointF anchor, bool alongDiagonal, bool alignRight) {
+        RoofLabel l;
+        l.item = new QGraphicsSimpleTextItem(text, c);
+        l.item->setBrush(color.darker(115));
+        l.item->setZValue(kLabelZ);
+        l.anchor = anchor;
+        l.alongDiagonal = alongDiagonal;
+        l.alignRight = alignRight;
+        m_roofLabels.append(l);
+    };
+
+    // The memory roof: the diagonal up to the FP32 ridge, then dashed on to the highest tensor
+    // ridge, where only tensor-core kernels can follow it.
+    const double ridgeFp32 = fp32.value / bw;
+    double topPeak = fp32.value;
+    for (const Roof& r : std::as_const(m_roofs.roofs))
+        if (r.isTensor())
+            topPeak = std::max(topPeak, r.value);
+    addLine(memory, {QPointF(m_xMin, bw * m_xMin), QPointF(ridgeFp32, fp32.value)}, Qt::SolidLine, 2.2,
+            QStringLiteral("roof:memory"));
+    if (topPeak > fp32.value)
+        addLine(memory, {QPointF(ridgeFp32, fp32.value), QPointF(topPeak / bw, topPeak)}, Qt::DashLine, 1.4,
+                QStringLiteral("roof:memory:tensor"));
+    // Its label sits above the highest memory roof (a theoretical one runs just above the measured
+    // one), where no kernel can be.
+    double topBandwidth = bw;
+    for (const Roof& r : std::as_const(m_roofs.roofs))
+        if (r.kind == Roof::Kind::Memory)
+            topBandwidth = std::max(topBandwidth, r.value);
+    const double labelX = m_xMin * std::pow(ridgeFp32 / m_xMin, 0.12);
+    addLabel(compactRoofText(memory) + QStringLiteral(" (%1)").arg(memory.originText()), roofColor(memory),
+             QPointF(labelX, topBandwidth * labelX), true, false);
+
+    // The FP32 roof bounds the study's fp32 kernels.
+    addLine(fp32, {QPointF(ridgeFp32, fp32.value), QPointF(m_xMax, fp32.value)}, Qt::SolidLine, 2.2,
+            QStringLiteral("roof:fp32"));
+    addLabel(
+        QStringLiteral("%1 (%2), ridge %3").arg(compactRoofText(fp32), fp32.originText(), intensityText(ridgeFp32)),
+        roofColor(fp32), QPointF(m_xMax, fp32.value), false, true);
+
+    // Tensor-core roofs: dashed, and only where they apply.
+    int tensorIndex = 0;
+    for (const Roof& r : std::as_const(m_roofs.roofs)) {
+        if (!r.isTensor() || !positiveFinite(r.value))
+            continue;
+        const double ridge = r.value / bw;
+        addLine(r, {QPointF(ridge, r.value), QPointF(m_xMax, r.value)}, Qt::DashLine, 1.6,
+                QStringLiteral("roof:tensor:%1").arg(tensorIndex++));
+        addLabel(QStringLiteral("%1 (%2), ridge %3: only kernels on tensor cores")
+                     .arg(compactRoofText(r), r.originText(), intensityText(ridge)),
+                 roofColor(r), QPointF(m_xMax, r.value), false, true);
+    }
+
+    // Secondary (theoretical) roofs: dotted, named in a note rather than on the line, since they
+    // sit within a few per cent of the measured ones.
+    QStringList dotted;
+    int secondary = 0;
+    for (Roof::Kind kind : {Roof::Kind::Memory, Roof::Kind::Fp32}) {
+        const QList<Roof> all = m_roofs.roofsOf(kind);
+        for (int i = 1; i < all.size(); ++i) {
+            const Roof& r = all.at(i);
+            QList<QPointF> pts;
+            if (kind == Roof::Kind::Memory)
+                pts = {QPointF(m_xMin, r.value * m_xMin), QPointF(fp32.value / r.value, fp32.value)};
+            else
+                pts = {QPointF(r.value / bw, r.value), QPointF(m_xMax, r.value)};
+            addLine(r, pts, Qt::DotLine, 1.4, QStringLiteral("roof:secondary:%1").arg(secondary++));
+            dotted << QStringLiteral("%1 (%2)").arg(compactRoofText(r), r.originText());
+        }
+    }
+    m_noteItem->setText(dotted.isEmpty() ? QString() : QStringLiteral("dotted: ") + dotted.join(QStringLiteral(", ")));
+
+    // Ridge points: where each compute roof meets the memory roof.
+    auto* ridges = new QScatterSeries;
+    ridges->setName(QStringLiteral("ridge points"));
+    ridges->setObjectName(QStringLiteral("ridges"));
+    ridges->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
+    ridges->setMarkerSize(8.0);
+    ridges->setColor(Qt::white);
+    ridges->setBorderColor(QColor(0x2c, 0x3e, 0x50));
+    ridges->append(ridgeFp32, fp32.value);
+    for (const Roof& r : std::as_const(m_roofs.roofs)) {
+        if (r.isTensor() && positiveFinite(r.value))
+            ridges->append(r.value / bw, r.value);
+    }
+    c->addSeries(ridges);
+    ridges->attachAxis(m_axisX);
+    ridges->attachAxis(m_axisY);
+    if (auto markers = c->legend()->markers(ridges); !markers.isEmpty())
+        markers.first()->setVisible(false);
+}
+
+void RooflineChart::rebuildPoints()
+{
+    QChart* c = chart();
+    // Levels in order, each with a reference and a candidate series.
+    std::map<int, QList<int>> byLevel;
+    for (int i = 0; i < m_points.size(); ++i)
+        byLevel[m_points.at(i).level >= 1 && m_points.at(i).level <= 3 ? m_points.at(i).level : 0].append(i);
+
+    for (const auto& [level, indices] : byLevel) {
+        for (bool candidate : {false, true}) {
+            auto* s = new QScatterSeries;
+            const QString role = candidate ? QStringLiteral("best candidate") : QStringLiteral("eager reference");
+            s->setName(QStringLiteral("%1 %2").arg(levelName(level), role));
+            s->setObjectName(
+                QStringLiteral("points:%1:%2")
+                    .arg(levelName(level), candidate ? QStringLiteral("candidate") : QStringLiteral("reference")));
+            s->setMarkerShape(shapeForLevel(level));
+            s->setMarkerSize(kMarkerSize);
+            const QColor color = candidate ? candidateColor() : referenceColor();
+            s->setColor(candidate ? color : QColor(Qt::white));
+            s->setPen(QPen(candidate ? color.darker(130) : color, 1.6));
+            QList<PointRef> refs;
+            for (int i : indices) {
+                const RooflinePoint& p = m_points.at(i);
+                if (candidate && !p.candidateGflops)
+                    continue;
+                s->append(candidate ? QPointF(p.candidateX(), *p.candidateGflops)
+                                    : QPointF(p.intensity, p.referenceGflops));
+                refs.append(PointRef{i, candidate});
+            }
+            if (refs.isEmpty()) {
+                delete s;
+                continue;
+            }
+            c->addSeries(s);
+            s->attachAxis(m_axisX);
+            s->attachAxis(m_axisY);
+            m_seriesPoints.insert(s, refs);
+            connect(s, &QScatterSeries::hovered, this,
+                    [this, s](const QPointF& value, bool state) { onPointHovered(s, value, state); });
+            connect(s, &QScatterSeries::clicked, this, [this, s](const QPointF& value) { onPointClicked(s, value); });
+        }
+    }
+
+    // Arrows from each reference to its candidate.
+    for (int i = 0; i < m_points.size(); ++i) {
+        const RooflinePoint& p = m_points.at(i);
+        if (!p.candidateGflops)
+            continue;
+        auto* arrow = new QGraphicsPathItem(c);
+        const bool faster = *p.candidateGflops >= p.referenceGflops;
+        QColor color = faster ? candidateColor() : QColor(0xc0, 0x39, 0x2b);
+        color.setAlpha(190);
+        arrow->setPen(QPen(color, 1.4, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+        arrow->setBrush(color);
+        arrow->setZValue(kArrowZ);
+        arrow->setToolTip(QStringLiteral("%1: %2× the reference's GFLOP/s")
+                              .arg(p.task, QString::number(*p.candidateGflops / p.referenceGflops, 'f', 2)));
+        m_arrowItems.append(arrow);
+        m_arrowPoints.append(i);
+    }
+}
+
+void RooflineChart::clearOverlay()
+{
+    for (const RoofLabel& l : std::as_const(m_roofLabels))
+        delete l.item;
+    m_roofLabels.clear();
+    qDeleteAll(m_arrowItems);
+    m_arrowItems.clear();
+    m_arrowPoints.clear();
+    m_noteItem->setText(QString());
+}
+
+void RooflineChart::relayoutOverlay()
+{
+    QChart* c = chart();
+    const QRectF plot = c->plotArea();
+    if (plot.isEmpty())
+        return;
+    QXYSeries* anySeries = nullptr;
+    for (QAbstractSeries* s : c->series()) {
+        anySeries = qobject_cast<QXYSeries*>(s);
+        if (anySeries)
+            break;
+    }
+    auto toPixel = [&](const QPointF& v) { return anySeries ? c->mapToPosition(v, anySeries) : QPointF(); };
+
+    for (const RoofLabel& l : std::as_const(m_roofLabels)) {
+        if (!anySeries)
+            break;
+        const QRectF box = l.item->boundingRect();
+        const QPointF at = toPixel(l.anchor);
+        l.item->setRotation(0);
+        if (l.alongDiagonal) {
+            // Along the memory roof, just above it, at its on-screen slope.
+            const QPointF further = toPixel(QPointF(l.anchor.x() * 10.0, l.anchor.y() * 10.0));
+            const qreal angle = qRadiansToDegrees(std::atan2(further.y() - at.y(), further.x() - at.x()));
+            l.item->setTransformOriginPoint(0, box.height());
+            l.item->setPos(at - QPointF(0, box.height() + 2));
+            l.item->setRotation(angle);
+        } else {
+            qreal x = l.alignRight ? at.x() - box.width() - 4 : at.x() + 4;
+            x = std::clamp(x, plot.left() + 2, std::max(plot.left() + 2, plot.right() - box.width() - 2));
+            l.item->setPos(x, at.y() - box.height() - 1);
+        }
+        l.item->setVisible(plot.contains(at) || l.alignRight);
+    }
+
+    for (int a = 0; a < m_arrowItems.size(); ++a) {
+        const RooflinePoint& p = m_points.at(m_arrowPoints.at(a));
+        const QPointF from = toPixel(QPointF(p.intensity, p.referenceGflops));
+        const QPointF to = toPixel(QPointF(p.candidateX(), *p.candidateGflops));
+        const QLineF line(from, to);
+        // Between the markers' edges; too short to see between two markers: no arrow.
+        const qreal gap = kMarkerSize / 2.0 + 1.5;
+        if (!anySeries || line.length() < 2 * gap + 6) {
+            m_arrowItems.at(a)->setPath(QPainterPath());
+            continue;
+        }
+        const QPointF unit = (to - from) / line.length();
+        const QPointF start = from + unit * gap, tip = to - unit * gap;
+        const QPointF normal(-unit.y(), unit.x());
+        const qreal head = 7.0;
+        QPainterPath path(start);
+        path.lineTo(tip - unit * head * 0.8);
+        QPolygonF arrowHead;
+        arrowHead << tip << tip - unit * head + normal * head * 0.45 << tip - unit * head - normal * head * 0.45 << tip;
+        path.addPolygon(arrowHead);
+        m_arrowItems.at(a)->setPath(path);
+    }
+
+    if (m_emptyItem->isVisible())
+        centreText(m_emptyItem, plot);
+    m_noteItem->setPos(plot.left() + 6, plot.bottom() - m_noteItem->boundingRect().height() - 4);
+}
+
+QString RooflineChart::emptyText() const
+{
+    if (!m_roofs.isValid()) {
+        return m_roofs.citation.isEmpty() ? QStringLiteral("No GPU chosen: pick one to draw its roofs.")
+                                          : QStringLiteral("No roofs to draw: %1.").arg(m_roofs.citation);
+    }
+    if (m_points.isEmpty()) {
+        QString text = QStringLiteral("No tasks placed yet: open a run with timed candidates\n"
+                                      "(File > Open run database…).");
+        if (m_skipped > 0)
+            text += QStringLiteral("\n%1 task(s) had no intensity or time to place.").arg(m_skipped);
+        return text;
+    }
+    return QString();
+}
+
+RooflineChart::PointRef RooflineChart::pointAt(QXYSeries* series, const QPointF& value) const
+{
+    const QList<PointRef> refs = m_seriesPoints.value(series);
+    const QList<QPointF> pts = series->points();
+    PointRef best;
+    double bestDistance = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < pts.size() && i < refs.size(); ++i) {
+        // Distance in decades: the axes are logarithmic.
+        const double dx = std::log10(pts.at(i).x()) - std::log10(value.x());
+        const double dy = std::log10(pts.at(i).y()) - std::log10(value.y());
+        const double d = dx * dx + dy * dy;
+        if (d < bestDistance) {
+            bestDistance = d;
+            best = refs.at(i);
+        }
+    }
+    return best;
+}
+
+void RooflineChart::onPointHovered(QXYSeries* series, const QPointF& value, bool state)
+{
+    if (!state) {
+        QToolTip::hideText();
+        return;
+    }
+    const PointRef ref = pointAt(series, value);
+    if (ref.index >= 0)
+        QToolTip::showText(QCursor::pos(), toolTipText(ref.index, ref.candidate), this);
+}
+
+void RooflineChart::onPointClicked(QXYSeries* series, const QPointF& value)
+{
+    const PointRef ref = pointAt(series, value);
+    if (ref.index >= 0)
+        Q_EMIT taskActivated(m_points.at(ref.index).task);
+}
+
+QString RooflineChart::toolTipText(int pointIndex, bool candidate) const
+{
+    if (pointIndex < 0 || pointIndex >= m_points.size())
+        return QString();
+    const RooflinePoint& p = m_points.at(pointIndex);
+    if (candidate && !p.candidateGflops)
+        return QString();
+    const double x = candidate ? p.candidateX() : p.intensity;
+    const double y = candidate ? *p.candidateGflops : p.referenceGflops;
+    QStringList lines;
+    lines << QStringLiteral("<b>%1</b> · %2")
+                 .arg(p.task.toHtmlEscaped(),
+                      candidate ? QStringLiteral("best candidate") : QStringLiteral("eager reference"));
+    lines << QStringLiteral("intensity %1").arg(intensityText(x));
+    if (m_roofs.isValid()) {
+        const double roof = m_roofs.attainableGflops(x);
+        const double ridge = m_roofs.fp32RidgeIntensity();
+        const bool memoryBound = x < ridge;
+        lines << QStringLiteral("%1: %2 % of the roof here (%3)")
+                     .arg(humanGflops(y), QString::number(100.0 * y / roof, 'f', 1), humanGflops(roof));
+        lines << (memoryBound ? QStringLiteral("bound: memory (below the FP32 ridge at %1)")
+                              : QStringLiteral("bound: compute (above the FP32 ridge at %1)"))
+                     .arg(intensityText(ridge));
+    } else {
+        lines << humanGflops(y);
+    }
+    if (candidate) {
+        lines << QStringLiteral("%1× the reference's GFLOP/s").arg(QString::number(y / p.referenceGflops, 'f', 2));
+        if (p.candidateIntensity)
+            lines << QStringLiteral("reference intensity %1").arg(intensityText(p.intensity));
+    }
+    if (!p.detail.isEmpty())
+        lines << p.detail.toHtmlEscaped();
+    return lines.join(QStringLiteral("<br>"));
+}
+
+QPoint RooflineChart::viewportPosition(int pointIndex, bool candidate) const
+{
+    if (pointIndex < 0 || pointIndex >= m_points.size())
+        return QPoint(-1, -1);
+    const RooflinePoint& p = m_points.at(pointIndex);
+    if (candidate && !p.candidateGflops)
+        return QPoint(-1, -1);
+    const QPointF value =
+        candidate ? QPointF(p.candidateX(), *p.candidateGflops) : QPointF(p.intensity, p.referenceGflops);
+    for (auto it = m_seriesPoints.cbegin(); it != m_seriesPoints.cend(); ++it) {
+        for (const PointRef& r : it.value()) {
+            if (r.index == pointIndex && r.candidate == candidate) {
+                const QPointF inChart = chart()->mapToPosition(value, it.key());
+                return mapFromScene(chart()->mapToScene(inChart));
+            }
+        }
+    }
+    return QPoint(-1, -1);
+}
+
+QList<QPair<QPointF, QPointF>> RooflineChart::arrows() const
+{
+    QList<QPair<QPointF, QPointF>> out;
+    for (int i : m_arrowPoints) {
+        const RooflinePoint& p = m_points.at(i);
+        out.append({QPointF(p.intensity, p.referenceGflops), QPointF(p.candidateX(), *p.candidateGflops)});
+    }
+    return out;
+}
+
+QString RooflineChart::roofToolTip(const Roof& roof) const
+{
+    QStringList lines{QStringLiteral("<b>%1</b>").arg(roof.displayText().toHtmlEscaped())};
+    if (roof.isCompute() && m_roofs.bandwidthGBps() > 0)
+        lines << QStringLiteral("ridge point %1").arg(intensityText(m_roofs.ridgeIntensity(roof.value)));
+    if (roof.isTensor())
+        lines << QStringLiteral("Bounds only kernels that run on tensor cores; the study's fp32 kernels (TF32 off) "
+                                "are bound by the FP32 roof.");
+    if (!roof.note.isEmpty())
+        lines << roof.note.toHtmlEscaped();
+    return QStringLiteral("<p style='white-space:pre-wrap; max-width:420px'>%1</p>")
+        .arg(lines.join(QStringLiteral("<br>")));
+}
+
+} // namespace kwb::app

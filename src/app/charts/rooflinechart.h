@@ -1,0 +1,117 @@
+#pragma once
+// The roofline: arithmetic intensity (FLOP per HBM byte, x) against GFLOP/s (y), both
+// logarithmic, under one GPU's roofs. The memory roof is the diagonal bandwidth × intensity, the
+// FP32 roof the flat line that bounds fp32 kernels; tensor-core roofs are drawn dashed because
+// they bound only kernels that run on tensor cores. Each task is placed twice: its eager
+// reference and its best candidate, joined by an arrow (green when the candidate is faster).
+// Hover a point for its numbers; click it to activate its task.
+
+#include "core/gputable.h"
+
+#include <QChartView>
+#include <QHash>
+#include <QList>
+#include <QPointF>
+#include <QString>
+
+#include <optional>
+
+class QGraphicsPathItem;
+class QGraphicsSimpleTextItem;
+class QLogValueAxis;
+class QScatterSeries;
+class QXYSeries;
+
+namespace kwb::app {
+
+/// One task on the roofline. FLOPs are the task's (analyze's `flops`); GFLOP/s is FLOPs / time,
+/// so reference and candidate GFLOP/s compare as their times do.
+struct RooflinePoint
+{
+    QString task;                          ///< "L2/1"
+    int level = 0;                         ///< 1, 2 or 3: the marker's shape
+    double intensity = 0.0;                ///< FLOP/byte of the eager reference (analyze: intensity_unfused)
+    double referenceGflops = 0.0;          ///< FLOPs / eager reference time
+    std::optional<double> candidateGflops; ///< FLOPs / best correct candidate's time; empty: none
+    /// FLOP/byte of the candidate where it moves fewer bytes than the reference (a fused kernel:
+    /// analyze's intensity_fused); empty: the same as `intensity`.
+    std::optional<double> candidateIntensity;
+    QString detail; ///< one more tooltip line (regime, speedup, status…); may be empty
+
+    double candidateX() const { return candidateIntensity.value_or(intensity); }
+};
+
+class RooflineChart : public QChartView
+{
+    Q_OBJECT
+public:
+    explicit RooflineChart(QWidget* parent = nullptr);
+    ~RooflineChart() override;
+
+    /// Redraws every roof and ridge point for these roofs; the points stay.
+    void setRoofs(const GpuRoofs& roofs);
+    const GpuRoofs& roofs() const { return m_roofs; }
+    /// Places these tasks (points without a positive intensity or reference GFLOP/s are left out,
+    /// and counted by skippedPoints()).
+    void setPoints(const QList<RooflinePoint>& points);
+    const QList<RooflinePoint>& points() const { return m_points; }
+    int skippedPoints() const { return m_skipped; }
+
+    /// The tooltip text of a point (index into points()), for its reference or its candidate.
+    QString toolTipText(int pointIndex, bool candidate) const;
+    /// Where a point's marker is, in viewport coordinates (for tests and for pointing at a task).
+    QPoint viewportPosition(int pointIndex, bool candidate) const;
+    /// The arrows as drawn: (reference, candidate) in data coordinates, one per point with a
+    /// candidate, in points() order.
+    QList<QPair<QPointF, QPointF>> arrows() const;
+    /// The text shown when there is nothing to place ("" when there are points).
+    QString emptyText() const;
+
+    /// The roof the chart uses to rate a kernel: min(bandwidth × intensity, FP32 peak).
+    double attainableGflops(double intensity) const { return m_roofs.attainableGflops(intensity); }
+
+Q_SIGNALS:
+    /// A point was clicked (reference or candidate).
+    void taskActivated(const QString& task);
+
+private:
+    struct PointRef
+    {
+        int index = -1;
+        bool candidate = false;
+    };
+    struct RoofLabel
+    {
+        QGraphicsSimpleTextItem* item = nullptr;
+        QPointF anchor; ///< data coordinates
+        bool alongDiagonal = false;
+        bool alignRight = false;
+    };
+
+    void rebuild();
+    void rebuildRoofs();
+    void rebuildPoints();
+    void updateRanges();
+    void relayoutOverlay();
+    void clearOverlay();
+    PointRef pointAt(QXYSeries* series, const QPointF& value) const;
+    void onPointHovered(QXYSeries* series, const QPointF& value, bool state);
+    void onPointClicked(QXYSeries* series, const QPointF& value);
+    QString roofToolTip(const Roof& roof) const;
+
+    GpuRoofs m_roofs;
+    QList<RooflinePoint> m_points;
+    int m_skipped = 0;
+    QLogValueAxis* m_axisX = nullptr;
+    QLogValueAxis* m_axisY = nullptr;
+    double m_xMin = 0.01, m_xMax = 1000.0, m_yMin = 1.0, m_yMax = 1e6;
+    QHash<QXYSeries*, QList<PointRef>> m_seriesPoints;
+    QHash<QXYSeries*, Roof> m_roofSeries;
+    QList<RoofLabel> m_roofLabels;
+    QList<QGraphicsPathItem*> m_arrowItems;
+    QList<int> m_arrowPoints; ///< point index of each arrow item
+    QGraphicsSimpleTextItem* m_emptyItem = nullptr;
+    QGraphicsSimpleTextItem* m_noteItem = nullptr; ///< names the dotted (theoretical) roofs
+};
+
+} // namespace kwb::app

@@ -1,0 +1,117 @@
+#pragma once
+// The HBM traffic of one task, unfused against fused, drawn as the study draws it: the op chain
+// as a row of ops, each with the bytes it reads from and writes to HBM when it runs as its own
+// kernel (every op reads its inputs and writes its output), and beside it one fused kernel that
+// reads the task's inputs and parameters once and writes its output once. The numbers are the
+// worker's `analyze` response (analytic, from shapes). Where a `profile` of the eager reference
+// is given, each op also shows its measured time and the bytes that time would move at the
+// device's bandwidth: an op whose implied bytes match its analytic bytes runs at the memory roof;
+// one far above spends its time on compute.
+
+#include "app/charts/chartexport.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+#include <QWidget>
+
+#include <optional>
+
+class QScrollArea;
+
+namespace kwb::app {
+
+/// One op of the analysed forward that moves bytes.
+struct TrafficOp
+{
+    int index = 0;    ///< analyze's op index
+    QString op;       ///< "aten::conv2d"
+    QString category; ///< "conv", "elementwise", …
+    double flops = 0.0;
+    qint64 bytes = 0;      ///< analyze's `bytes`: reads + writes when the op runs alone
+    qint64 readBytes = 0;  ///< its tensor inputs (bytes split by element counts, see below)
+    qint64 writeBytes = 0; ///< its output
+    QList<QList<qint64>> inputs;
+    QList<qint64> output;
+    std::optional<double> measuredNs; ///< from a profile: mean time of the op's kernels
+    int kernels = 0;                  ///< from a profile: kernels the op launched
+
+    /// "conv2d": the op without its namespace.
+    QString shortName() const;
+};
+
+/// The analysis reduced to what the chart draws. Byte totals are the response's own (the sum of
+/// the ops' bytes is bytes_unfused), so the chart never recomputes what the worker defined.
+struct TrafficBreakdown
+{
+    QString task;
+    QString scale;
+    QList<TrafficOp> ops; ///< ops that move bytes, in program order
+    int zeroByteOps = 0;  ///< view and shape ops (0 bytes), not drawn
+    qint64 unfusedBytes = 0;
+    qint64 fusedBytes = 0;
+    qint64 fusedReadBytes = 0;  ///< inputs + parameters, each once
+    qint64 fusedWriteBytes = 0; ///< the output, once
+    double flops = 0.0;
+    QString error; ///< why the response cannot be drawn; empty when it can
+
+    bool isValid() const { return error.isEmpty() && !ops.isEmpty(); }
+    /// bytes_unfused / bytes_fused: how many times less HBM traffic one fused kernel moves.
+    double ratio() const;
+};
+
+/// Reads an `analyze` response (docs/protocol.md §analyze). An op's `bytes` counts each tensor
+/// input once and its output once at one element size; the split into reads and writes follows
+/// the element counts of its input and output shapes. Fused reads are input_bytes + param_bytes
+/// and fused writes output_bytes where the response has them.
+TrafficBreakdown trafficBreakdown(const QJsonObject& analyze);
+
+class TrafficCanvas;
+
+class TrafficChart
+    : public QWidget
+    , public ExportableChart
+{
+    Q_OBJECT
+public:
+    explicit TrafficChart(QWidget* parent = nullptr);
+    ~TrafficChart() override;
+
+    /// The worker's `analyze` response for one task; clears the measured data (set it after).
+    void setAnalysis(const QJsonObject& analyze);
+    /// The worker's `profile` response for the same task (ops with index, op, time_ns, kernels)
+    /// and the bandwidth to convert time into bytes, with its origin ("measured copy",
+    /// "theoretical"). Profile ops are matched to analysed ops by index where the op names agree,
+    /// otherwise by the order of ops of the same name. An empty profile clears the measured data.
+    void setMeasured(const QJsonObject& profile, double bandwidthGBps, const QString& bandwidthOrigin);
+    void clearMeasured();
+
+    const TrafficBreakdown& breakdown() const { return m_breakdown; }
+    bool hasMeasured() const { return m_bandwidthGBps > 0; }
+    double bandwidthGBps() const { return m_bandwidthGBps; }
+    /// Measured time of profile ops that match no analysed op (launched outside any op, or ops
+    /// the analysis does not list), in ns.
+    double unmatchedMeasuredNs() const { return m_unmatchedNs; }
+    /// Bytes the op's measured time moves at the bandwidth; nullopt without a measurement.
+    std::optional<double> impliedBytes(int opPosition) const;
+    /// The tooltip of the op at this position in breakdown().ops (-1: the fused kernel).
+    QString opToolTip(int opPosition) const;
+    /// The one-line summary shown at the top ("unfused 5.74 GB, fused 1.58 GB: 3.64× …").
+    QString summaryText() const;
+    /// What the chart shows when it has nothing to draw ("" when it draws).
+    QString emptyText() const;
+
+    QSize exportSize() const override;
+    void renderExport(QPainter* painter, const QRectF& target) override;
+
+private:
+    friend class TrafficCanvas;
+    TrafficBreakdown m_breakdown;
+    double m_bandwidthGBps = 0.0;
+    QString m_bandwidthOrigin;
+    double m_unmatchedNs = 0.0;
+    QScrollArea* m_scroll = nullptr;
+    TrafficCanvas* m_canvas = nullptr;
+};
+
+} // namespace kwb::app

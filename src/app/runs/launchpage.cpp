@@ -1,0 +1,785 @@
+#include "app/runs/launchpage.h"
+
+#include "app/runs/reporttables.h"
+#include "app/runs/runmanager.h"
+#include "core/llmclient.h"
+#include "core/report.h"
+
+#include <QButtonGroup>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMap>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTreeWidget>
+#include <QUrl>
+#include <QVBoxLayout>
+
+namespace kwb::app {
+
+namespace {
+
+constexpr int kLevels = 3;
+constexpr int kTasksPerLevel = 10;
+
+QList<QPair<QString, QString>> defaultCatalog()
+{
+    QList<QPair<QString, QString>> tasks;
+    for (int level = 1; level <= kLevels; ++level)
+        for (int i = 1; i <= kTasksPerLevel; ++i)
+            tasks.append({QStringLiteral("L%1/%2").arg(level).arg(i), QString()});
+    return tasks;
+}
+
+QComboBox* regimeCombo(QWidget* parent, const QString& name)
+{
+    auto* combo = new QComboBox(parent);
+    combo->setObjectName(name);
+    for (const QString& regime : Regime::builtinNames()) {
+        combo->addItem(regime, regime);
+        combo->setItemData(combo->count() - 1, Regime::builtin(regime)->description, Qt::ToolTipRole);
+    }
+    return combo;
+}
+
+QString regimeSummary(const Regime& r)
+{
+    QStringList parts;
+    parts << QObject::tr("n = %1").arg(r.n) << counted(r.turns, QObject::tr("turn"), QObject::tr("turns"));
+    parts << (r.temperature ? QObject::tr("T = %1").arg(*r.temperature) : QObject::tr("server's temperature"));
+    parts << QObject::tr("feedback: %1").arg(toString(r.feedback));
+    parts << QObject::tr("selection: %1").arg(toString(r.selection));
+    if (r.useProfile)
+        parts << QObject::tr("profile in the prompt");
+    if (!r.ablated.isEmpty())
+        parts << QObject::tr("off: %1").arg(r.ablated.join(QStringLiteral(", ")));
+    return parts.join(QStringLiteral(" · "));
+}
+
+} // namespace
+
+LaunchPage::LaunchPage(RunManager* manager, QWidget* parent)
+    : QWidget(parent)
+    , m_manager(manager)
+    , m_promptsDir(defaultPromptsDir())
+{
+    m_probe = new LlmClient(this);
+    connect(m_probe, &LlmClient::modelsAvailable, this, [this](const QStringList& models) {
+        m_probing = false;
+        m_test->setEnabled(true);
+        const QString current = m_model->currentText();
+        m_model->clear();
+        m_model->addItems(models);
+        m_model->setCurrentText(models.contains(current) || models.isEmpty() ? current : models.first());
+        m_connectionStatus = models.isEmpty() ? tr("Connected; the server lists no models")
+                                              : tr("Connected: %1").arg(counted(models.size(), tr("model"), tr("models")));
+        m_connection->setText(m_connectionStatus);
+        m_connection->setToolTip(models.join(QLatin1Char('\n')));
+        m_connection->setStyleSheet(QStringLiteral("color: #1b7f3b;"));
+        Q_EMIT connectionTested(true);
+    });
+    connect(m_probe, &LlmClient::modelsFailed, this, [this](const QString& message) {
+        m_probing = false;
+        m_test->setEnabled(true);
+        m_connectionStatus = tr("Failed: %1").arg(message);
+        m_connection->setText(m_connectionStatus);
+        m_connection->setToolTip(message);
+        m_connection->setStyleSheet(QStringLiteral("color: #b01e1e;"));
+        Q_EMIT connectionTested(false);
+    });
+
+    buildUi();
+    fillTaskTree(defaultCatalog());
+    setRegime(QStringLiteral("agent"));
+    const QString dataDir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    m_database->setText(QDir(dataDir.isEmpty() ? QDir::homePath() : dataDir).filePath(QStringLiteral("runs.db")));
+    if (qEnvironmentVariableIsSet("KWB_API_KEY"))
+        m_apiKey->setPlaceholderText(tr("from $KWB_API_KEY"));
+
+    connect(m_manager, &RunManager::sessionStarted, this, [this](RunSession* session) {
+        connect(session, &RunSession::progressChanged, this, &LaunchPage::updateRunControls);
+        connect(session, &RunSession::preparing, this, &LaunchPage::updateRunControls);
+        updateRunControls();
+    });
+    connect(m_manager, &RunManager::currentStateChanged, this, &LaunchPage::updateRunControls);
+    connect(m_manager, &RunManager::queueChanged, this, &LaunchPage::updateQueueList);
+    updateRunControls();
+    updateQueueList();
+    updateRegimeSummary();
+}
+
+LaunchPage::~LaunchPage() = default;
+
+void LaunchPage::buildUi()
+{
+    auto* layout = new QHBoxLayout(this);
+    layout->addWidget(buildTasksBox(), 2);
+    layout->addWidget(buildRegimeBox(), 3);
+    auto* right = new QVBoxLayout;
+    right->addWidget(buildServerBox());
+    right->addWidget(buildEvaluationBox());
+    right->addWidget(buildControlBox(), 1);
+    layout->addLayout(right, 3);
+}
+
+QWidget* LaunchPage::buildTasksBox()
+{
+    auto* box = new QGroupBox(tr("Tasks"), this);
+    auto* layout = new QVBoxLayout(box);
+    m_allTasks = new QCheckBox(tr("All tasks"), box);
+    m_allTasks->setObjectName(QStringLiteral("allTasks"));
+    m_allTasks->setTristate(true);
+    connect(m_allTasks, &QCheckBox::clicked, this, [this] {
+        // A click on a partly checked box checks everything.
+        const Qt::CheckState state = m_allTasks->checkState() == Qt::Unchecked ? Qt::Unchecked : Qt::Checked;
+        const QSignalBlocker blocker(m_tasks);
+        for (int i = 0; i < m_tasks->topLevelItemCount(); ++i) {
+            QTreeWidgetItem* level = m_tasks->topLevelItem(i);
+            for (int j = 0; j < level->childCount(); ++j)
+                level->child(j)->setCheckState(0, state);
+            level->setCheckState(0, state);
+        }
+        updateTaskSummary();
+    });
+    layout->addWidget(m_allTasks);
+    m_tasks = new QTreeWidget(box);
+    m_tasks->setObjectName(QStringLiteral("taskTree"));
+    m_tasks->setHeaderLabels({tr("Task"), tr("Title")});
+    m_tasks->setRootIsDecorated(true);
+    m_tasks->setUniformRowHeights(true);
+    m_tasks->header()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    connect(m_tasks, &QTreeWidget::itemChanged, this, [this](QTreeWidgetItem*, int column) {
+        if (column == 0)
+            updateTaskSummary();
+    });
+    layout->addWidget(m_tasks, 1);
+    m_taskSummary = new QLabel(box);
+    m_taskSummary->setObjectName(QStringLiteral("taskSummary"));
+    m_taskSummary->setWordWrap(true);
+    layout->addWidget(m_taskSummary);
+    return box;
+}
+
+QWidget* LaunchPage::buildRegimeBox()
+{
+    auto* box = new QGroupBox(tr("Regime"), this);
+    auto* layout = new QVBoxLayout(box);
+    auto* group = new QButtonGroup(box);
+    m_single = new QRadioButton(tr("One regime for every task"), box);
+    m_single->setObjectName(QStringLiteral("singleRegime"));
+    m_routed = new QRadioButton(tr("A regime per level (routing)"), box);
+    m_routed->setObjectName(QStringLiteral("routedRegime"));
+    group->addButton(m_single);
+    group->addButton(m_routed);
+    m_single->setChecked(true);
+
+    layout->addWidget(m_single);
+    m_regime = regimeCombo(box, QStringLiteral("regimeCombo"));
+    layout->addWidget(m_regime);
+    m_regimeDescription = new QLabel(box);
+    m_regimeDescription->setObjectName(QStringLiteral("regimeDescription"));
+    m_regimeDescription->setWordWrap(true);
+    m_regimeDescription->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    layout->addWidget(m_regimeDescription);
+
+    layout->addWidget(m_routed);
+    auto* routing = new QFormLayout;
+    for (int level = 1; level <= kLevels; ++level) {
+        QComboBox* combo = regimeCombo(box, QStringLiteral("routingL%1").arg(level));
+        m_levelRegimes.append(combo);
+        routing->addRow(tr("Level %1").arg(level), combo);
+        connect(combo, &QComboBox::currentIndexChanged, this, &LaunchPage::updateRegimeSummary);
+    }
+    m_fallback = regimeCombo(box, QStringLiteral("routingFallback"));
+    routing->addRow(tr("Other levels"), m_fallback);
+    connect(m_fallback, &QComboBox::currentIndexChanged, this, &LaunchPage::updateRegimeSummary);
+    auto* study = new QPushButton(tr("The study's routing (L1, L3 profiling-guided; L2 agent)"), box);
+    study->setObjectName(QStringLiteral("studyRouting"));
+    connect(study, &QPushButton::clicked, this, [this] { setRouting(Routing::studyEstimate()); });
+    routing->addRow(study);
+    layout->addLayout(routing);
+
+    auto* ablations = new QGroupBox(tr("Ablations: switch a part off"), box);
+    auto* ablationLayout = new QVBoxLayout(ablations);
+    m_offBestOfN = new QCheckBox(tr("Best-of-n off (n = 1)"), ablations);
+    m_offBestOfN->setObjectName(QStringLiteral("ablateBestOfN"));
+    m_offFeedbackAnalyzer = new QCheckBox(tr("Feedback analyzer off (the raw log goes back)"), ablations);
+    m_offFeedbackAnalyzer->setObjectName(QStringLiteral("ablateFeedbackAnalyzer"));
+    m_offMonotone = new QCheckBox(tr("Monotone selection off (the last turn wins)"), ablations);
+    m_offMonotone->setObjectName(QStringLiteral("ablateMonotone"));
+    m_offCompetence = new QCheckBox(tr("Competence-matched prompts off (the pilot's wording)"), ablations);
+    m_offCompetence->setObjectName(QStringLiteral("ablateCompetence"));
+    for (QCheckBox* check : {m_offBestOfN, m_offFeedbackAnalyzer, m_offMonotone, m_offCompetence}) {
+        ablationLayout->addWidget(check);
+        connect(check, &QCheckBox::toggled, this, &LaunchPage::updateRegimeSummary);
+    }
+    layout->addWidget(ablations);
+
+    auto* overrides = new QFormLayout;
+    m_n = new QSpinBox(box);
+    m_n->setObjectName(QStringLiteral("nSpin"));
+    m_n->setRange(0, 64);
+    m_n->setSpecialValueText(tr("the regime's"));
+    m_turns = new QSpinBox(box);
+    m_turns->setObjectName(QStringLiteral("turnsSpin"));
+    m_turns->setRange(0, 10);
+    m_turns->setSpecialValueText(tr("the regime's"));
+    m_temperature = new QDoubleSpinBox(box);
+    m_temperature->setObjectName(QStringLiteral("temperatureSpin"));
+    m_temperature->setRange(-0.1, 2.0);
+    m_temperature->setSingleStep(0.1);
+    m_temperature->setDecimals(2);
+    m_temperature->setValue(-0.1);
+    m_temperature->setSpecialValueText(tr("the regime's"));
+    overrides->addRow(tr("Candidates per turn (n)"), m_n);
+    overrides->addRow(tr("Turns"), m_turns);
+    overrides->addRow(tr("Temperature"), m_temperature);
+    layout->addLayout(overrides);
+    connect(m_n, &QSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
+    connect(m_turns, &QSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
+    connect(m_temperature, &QDoubleSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
+
+    m_effective = new QLabel(box);
+    m_effective->setObjectName(QStringLiteral("effectiveRegime"));
+    m_effective->setWordWrap(true);
+    m_effective->setTextFormat(Qt::RichText);
+    layout->addWidget(m_effective);
+    layout->addStretch(1);
+
+    connect(m_regime, &QComboBox::currentIndexChanged, this, &LaunchPage::updateRegimeSummary);
+    connect(m_single, &QRadioButton::toggled, this, &LaunchPage::updateRegimeSummary);
+    return box;
+}
+
+QWidget* LaunchPage::buildServerBox()
+{
+    auto* box = new QGroupBox(tr("Model server (OpenAI-compatible)"), this);
+    auto* form = new QFormLayout(box);
+    m_endpoint = new QLineEdit(QStringLiteral("http://127.0.0.1:8080/v1"), box);
+    m_endpoint->setObjectName(QStringLiteral("endpointEdit"));
+    m_apiKey = new QLineEdit(box);
+    m_apiKey->setObjectName(QStringLiteral("apiKeyEdit"));
+    m_apiKey->setEchoMode(QLineEdit::Password);
+    m_apiKey->setToolTip(tr("Sent as a bearer token; never stored in the run database"));
+    m_model = new QComboBox(box);
+    m_model->setObjectName(QStringLiteral("modelCombo"));
+    m_model->setEditable(true);
+    m_model->setToolTip(tr("Empty: the server's only model (llama.cpp serves one and needs no name)"));
+    m_test = new QPushButton(tr("Test connection"), box);
+    m_test->setObjectName(QStringLiteral("testConnection"));
+    connect(m_test, &QPushButton::clicked, this, &LaunchPage::testConnection);
+    m_connection = new QLabel(box);
+    m_connection->setObjectName(QStringLiteral("connectionStatus"));
+    m_connection->setWordWrap(true);
+    m_stream = new QCheckBox(tr("Stream answers (the monitor shows text as it arrives)"), box);
+    m_stream->setObjectName(QStringLiteral("streamCheck"));
+    m_stream->setChecked(true);
+    auto* testRow = new QHBoxLayout;
+    testRow->addWidget(m_test);
+    testRow->addWidget(m_connection, 1);
+    form->addRow(tr("Endpoint"), m_endpoint);
+    form->addRow(tr("API key"), m_apiKey);
+    form->addRow(tr("Model"), m_model);
+    form->addRow(testRow);
+    form->addRow(m_stream);
+    return box;
+}
+
+QWidget* LaunchPage::buildEvaluationBox()
+{
+    auto* box = new QGroupBox(tr("Evaluation and storage"), this);
+    auto* form = new QFormLayout(box);
+    m_profile = new QComboBox(box);
+    m_profile->setObjectName(QStringLiteral("profileCombo"));
+    m_profile->addItem(QStringLiteral("kernelbench"));
+    m_profile->setItemData(0, tr("atol = rtol = 1e-4, L2 flush, TF32 off"), Qt::ToolTipRole);
+    m_profile->addItem(QStringLiteral("kernelbench-v0.1"));
+    m_profile->setItemData(1, tr("atol = rtol = 1e-2, no L2 flush"), Qt::ToolTipRole);
+    m_scale = new QComboBox(box);
+    m_scale->setObjectName(QStringLiteral("scaleCombo"));
+    m_scale->addItem(QStringLiteral("full"));
+    m_scale->addItem(QStringLiteral("smoke"));
+    m_timeout = new QDoubleSpinBox(box);
+    m_timeout->setObjectName(QStringLiteral("timeoutSpin"));
+    m_timeout->setRange(1, 3600);
+    m_timeout->setDecimals(0);
+    m_timeout->setSuffix(tr(" s"));
+    m_timeout->setValue(240);
+    m_timingTrials = new QSpinBox(box);
+    m_timingTrials->setObjectName(QStringLiteral("timingTrialsSpin"));
+    m_timingTrials->setRange(0, 10000);
+    m_timingTrials->setSpecialValueText(tr("the profile's"));
+    m_isolation = new QComboBox(box);
+    m_isolation->setObjectName(QStringLiteral("isolationCombo"));
+    m_isolation->addItem(tr("A fresh worker per candidate"), QStringLiteral("fresh"));
+    m_isolation->addItem(tr("Reuse a healthy worker (faster, less isolated)"), QStringLiteral("reuse"));
+    m_database = new QLineEdit(box);
+    m_database->setObjectName(QStringLiteral("databaseEdit"));
+    auto* browse = new QPushButton(tr("Browse…"), box);
+    connect(browse, &QPushButton::clicked, this, &LaunchPage::chooseDatabase);
+    auto* dbRow = new QHBoxLayout;
+    dbRow->addWidget(m_database, 1);
+    dbRow->addWidget(browse);
+    form->addRow(tr("Protocol profile"), m_profile);
+    form->addRow(tr("Scale"), m_scale);
+    form->addRow(tr("Evaluation time-out"), m_timeout);
+    form->addRow(tr("Timing trials"), m_timingTrials);
+    form->addRow(tr("Worker isolation"), m_isolation);
+    form->addRow(tr("Database"), dbRow);
+    return box;
+}
+
+QWidget* LaunchPage::buildControlBox()
+{
+    auto* box = new QGroupBox(tr("Run"), this);
+    auto* layout = new QVBoxLayout(box);
+    auto* buttons = new QHBoxLayout;
+    m_start = new QPushButton(tr("Start"), box);
+    m_start->setObjectName(QStringLiteral("startButton"));
+    m_start->setDefault(true);
+    m_queue = new QPushButton(tr("Add to queue"), box);
+    m_queue->setObjectName(QStringLiteral("queueButton"));
+    m_pause = new QPushButton(tr("Pause"), box);
+    m_pause->setObjectName(QStringLiteral("pauseButton"));
+    m_pause->setToolTip(tr("Let the model requests in flight finish, then stop; Resume continues the run where it "
+                           "stopped (kwb run --resume)"));
+    m_cancel = new QPushButton(tr("Cancel"), box);
+    m_cancel->setObjectName(QStringLiteral("cancelButton"));
+    m_cancel->setToolTip(tr("Stop now; what was stored stays and the run can be resumed"));
+    buttons->addWidget(m_start);
+    buttons->addWidget(m_queue);
+    buttons->addStretch(1);
+    buttons->addWidget(m_pause);
+    buttons->addWidget(m_cancel);
+    layout->addLayout(buttons);
+    connect(m_start, &QPushButton::clicked, this, [this] { start(); });
+    connect(m_queue, &QPushButton::clicked, this, [this] { enqueue(); });
+    connect(m_pause, &QPushButton::clicked, this, [this] {
+        RunSession* session = m_manager->current();
+        if (!session)
+            return;
+        if (session->state() == RunSession::State::Paused)
+            session->resume();
+        else
+            session->pause();
+    });
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (RunSession* session = m_manager->current())
+            session->cancel();
+    });
+
+    m_runState = new QLabel(box);
+    m_runState->setObjectName(QStringLiteral("runState"));
+    m_runState->setWordWrap(true);
+    layout->addWidget(m_runState);
+    m_message = new QLabel(box);
+    m_message->setObjectName(QStringLiteral("launchMessage"));
+    m_message->setWordWrap(true);
+    layout->addWidget(m_message);
+
+    layout->addWidget(new QLabel(tr("Queued runs (the next starts when a run finishes):"), box));
+    m_queueList = new QListWidget(box);
+    m_queueList->setObjectName(QStringLiteral("queueList"));
+    layout->addWidget(m_queueList, 1);
+    auto* queueButtons = new QHBoxLayout;
+    m_removeQueued = new QPushButton(tr("Remove"), box);
+    m_startNext = new QPushButton(tr("Start next"), box);
+    m_startNext->setObjectName(QStringLiteral("startNextButton"));
+    queueButtons->addWidget(m_removeQueued);
+    queueButtons->addWidget(m_startNext);
+    queueButtons->addStretch(1);
+    layout->addLayout(queueButtons);
+    connect(m_removeQueued, &QPushButton::clicked, this, [this] { m_manager->removeQueued(m_queueList->currentRow()); });
+    connect(m_startNext, &QPushButton::clicked, this, [this] { m_manager->startNext(); });
+    connect(m_queueList, &QListWidget::currentRowChanged, this, &LaunchPage::updateQueueList);
+    return box;
+}
+
+// ---- tasks ------------------------------------------------------------------------------------
+
+void LaunchPage::setTaskCatalog(const QList<QPair<QString, QString>>& tasks)
+{
+    const QStringList selected = selectedTasks();
+    fillTaskTree(tasks);
+    setSelectedTasks(selected);
+}
+
+void LaunchPage::fillTaskTree(const QList<QPair<QString, QString>>& tasks)
+{
+    const QSignalBlocker blocker(m_tasks);
+    m_tasks->clear();
+    m_taskItems.clear();
+    QMap<int, QTreeWidgetItem*> levels;
+    for (const auto& [id, title] : tasks) {
+        const int level = taskLevel(id);
+        QTreeWidgetItem* parent = levels.value(level);
+        if (!parent) {
+            parent = new QTreeWidgetItem(m_tasks, {level > 0 ? tr("Level %1").arg(level) : tr("Other")});
+            parent->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsAutoTristate);
+            parent->setCheckState(0, Qt::Unchecked);
+            levels.insert(level, parent);
+        }
+        auto* item = new QTreeWidgetItem(parent, {id, title});
+        item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemNeverHasChildren);
+        item->setCheckState(0, Qt::Unchecked);
+        m_taskItems.insert(id, item);
+    }
+    m_tasks->expandAll();
+    updateTaskSummary();
+}
+
+void LaunchPage::setSelectedTasks(const QStringList& taskIds)
+{
+    {
+        const QSignalBlocker blocker(m_tasks);
+        for (auto it = m_taskItems.begin(); it != m_taskItems.end(); ++it)
+            it.value()->setCheckState(0, taskIds.contains(it.key()) ? Qt::Checked : Qt::Unchecked);
+    }
+    // Auto-tristate parents follow their children only through itemChanged, which was blocked.
+    for (int i = 0; i < m_tasks->topLevelItemCount(); ++i) {
+        QTreeWidgetItem* level = m_tasks->topLevelItem(i);
+        int checked = 0;
+        for (int j = 0; j < level->childCount(); ++j)
+            checked += level->child(j)->checkState(0) == Qt::Checked ? 1 : 0;
+        const QSignalBlocker blocker(m_tasks);
+        level->setData(0, Qt::CheckStateRole,
+                       checked == 0 ? Qt::Unchecked : checked == level->childCount() ? Qt::Checked : Qt::PartiallyChecked);
+    }
+    updateTaskSummary();
+}
+
+QStringList LaunchPage::selectedTasks() const
+{
+    QStringList ids;
+    for (int i = 0; i < m_tasks->topLevelItemCount(); ++i) {
+        const QTreeWidgetItem* level = m_tasks->topLevelItem(i);
+        for (int j = 0; j < level->childCount(); ++j)
+            if (level->child(j)->checkState(0) == Qt::Checked)
+                ids << level->child(j)->text(0);
+    }
+    return ids;
+}
+
+void LaunchPage::updateTaskSummary()
+{
+    const QStringList ids = selectedTasks();
+    const int total = int(m_taskItems.size());
+    {
+        const QSignalBlocker blocker(m_allTasks);
+        m_allTasks->setCheckState(ids.isEmpty() ? Qt::Unchecked
+                                  : ids.size() == total ? Qt::Checked
+                                                        : Qt::PartiallyChecked);
+    }
+    m_taskSummary->setText(ids.isEmpty() ? tr("No task chosen")
+                                         : tr("%1: %2").arg(counted(ids.size(), tr("task"), tr("tasks")), taskSpecFor(ids)));
+}
+
+// ---- regime -----------------------------------------------------------------------------------
+
+void LaunchPage::setRegime(const QString& name)
+{
+    m_single->setChecked(true);
+    m_regime->setCurrentIndex(m_regime->findData(name));
+    updateRegimeSummary();
+}
+
+void LaunchPage::setRouting(const Routing& routing)
+{
+    m_routed->setChecked(true);
+    for (int level = 1; level <= kLevels; ++level)
+        m_levelRegimes.at(level - 1)->setCurrentIndex(m_levelRegimes.at(level - 1)->findData(routing.regimeFor(level)));
+    m_fallback->setCurrentIndex(m_fallback->findData(routing.fallback));
+    updateRegimeSummary();
+}
+
+void LaunchPage::setAblations(const Ablations& ablations)
+{
+    m_offBestOfN->setChecked(!ablations.bestOfN);
+    m_offFeedbackAnalyzer->setChecked(!ablations.feedbackAnalyzer);
+    m_offMonotone->setChecked(!ablations.monotone);
+    m_offCompetence->setChecked(!ablations.competenceMatched);
+}
+
+void LaunchPage::updateRegimeSummary()
+{
+    const bool routed = m_routed->isChecked();
+    m_regime->setEnabled(!routed);
+    for (QComboBox* combo : std::as_const(m_levelRegimes))
+        combo->setEnabled(routed);
+    m_fallback->setEnabled(routed);
+    if (const auto regime = Regime::builtin(m_regime->currentData().toString()))
+        m_regimeDescription->setText(regime->description);
+
+    QString error;
+    RunRequest r = request();
+    if (r.taskIds.isEmpty())
+        r.taskIds = {QStringLiteral("L1/1")}; // the summary is about the regime, not the tasks
+    const std::optional<RunPlan> p = planRun(r, &error);
+    if (!p) {
+        m_effective->setText(error.toHtmlEscaped());
+        return;
+    }
+    QString text;
+    if (p->routing) {
+        for (auto it = p->levelRegimes.cbegin(); it != p->levelRegimes.cend(); ++it)
+            text += tr("<b>L%1 %2</b>: %3<br>").arg(it.key()).arg(it.value().name, regimeSummary(it.value()).toHtmlEscaped());
+        text += tr("<b>other %1</b>: %2").arg(p->regime.name, regimeSummary(p->regime).toHtmlEscaped());
+    } else {
+        text = tr("<b>%1</b>: %2").arg(p->regime.name, regimeSummary(p->regime).toHtmlEscaped());
+    }
+    m_effective->setText(text);
+}
+
+// ---- the request ------------------------------------------------------------------------------
+
+RunRequest LaunchPage::request() const
+{
+    RunRequest r;
+    r.taskIds = selectedTasks();
+    r.taskSpec = taskSpecFor(r.taskIds);
+    r.regime = m_regime->currentData().toString();
+    if (m_routed->isChecked()) {
+        Routing routing;
+        for (int level = 1; level <= kLevels; ++level)
+            routing.byLevel.insert(level, m_levelRegimes.at(level - 1)->currentData().toString());
+        routing.fallback = m_fallback->currentData().toString();
+        r.routing = routing;
+    }
+    r.ablations.bestOfN = !m_offBestOfN->isChecked();
+    r.ablations.feedbackAnalyzer = !m_offFeedbackAnalyzer->isChecked();
+    r.ablations.monotone = !m_offMonotone->isChecked();
+    r.ablations.competenceMatched = !m_offCompetence->isChecked();
+    r.n = m_n->value();
+    r.turns = m_turns->value();
+    r.temperature = m_temperature->value() < 0 ? -1 : m_temperature->value();
+    r.endpoint = m_endpoint->text().trimmed();
+    r.model = m_model->currentText().trimmed();
+    r.profile = m_profile->currentText();
+    r.scale = m_scale->currentText();
+    r.timeoutS = m_timeout->value();
+    r.timingTrials = m_timingTrials->value();
+    r.isolation = m_isolation->currentData().toString();
+    r.promptsDir = m_promptsDir;
+    return r;
+}
+
+std::optional<RunPlan> LaunchPage::plan(QString* error) const
+{
+    const RunRequest r = request();
+    const QUrl url(r.endpoint);
+    if (!url.isValid() || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https"))) {
+        if (error)
+            *error = tr("the endpoint \"%1\" is not an http(s) URL").arg(r.endpoint);
+        return std::nullopt;
+    }
+    return planRun(r, error);
+}
+
+RunSessionEnvironment LaunchPage::environment() const
+{
+    RunSessionEnvironment env = m_manager->defaultEnvironment();
+    env.databasePath = databasePath();
+    env.apiKey = m_apiKey->text().isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : m_apiKey->text();
+    env.stream = m_stream->isChecked();
+    return env;
+}
+
+void LaunchPage::setDatabasePath(const QString& path)
+{
+    m_database->setText(path);
+}
+
+QString LaunchPage::databasePath() const
+{
+    return m_database->text().trimmed();
+}
+
+void LaunchPage::setEndpoint(const QString& url)
+{
+    m_endpoint->setText(url);
+}
+
+void LaunchPage::setModel(const QString& model)
+{
+    m_model->setCurrentText(model);
+}
+
+void LaunchPage::setApiKey(const QString& key)
+{
+    m_apiKey->setText(key);
+}
+
+bool LaunchPage::start()
+{
+    QString error;
+    const std::optional<RunPlan> p = plan(&error);
+    if (!p) {
+        showMessage(tr("Cannot start: %1").arg(error), true);
+        return false;
+    }
+    const RunSessionEnvironment env = environment();
+    if (env.databasePath.isEmpty()) {
+        showMessage(tr("Cannot start: choose a database file"), true);
+        return false;
+    }
+    QDir().mkpath(QFileInfo(env.databasePath).absolutePath());
+    const bool now = m_manager->submit(*p, env);
+    showMessage(now ? tr("Started %1").arg(p->runName())
+                    : tr("Queued %1 behind the running run").arg(p->runName()),
+                false);
+    Q_EMIT runSubmitted(now);
+    return true;
+}
+
+bool LaunchPage::enqueue()
+{
+    QString error;
+    const std::optional<RunPlan> p = plan(&error);
+    if (!p) {
+        showMessage(tr("Cannot queue: %1").arg(error), true);
+        return false;
+    }
+    const RunSessionEnvironment env = environment();
+    QDir().mkpath(QFileInfo(env.databasePath).absolutePath());
+    m_manager->enqueue(*p, env);
+    showMessage(tr("Queued %1").arg(p->runName()), false);
+    if (!m_manager->isBusy())
+        m_manager->startNext();
+    Q_EMIT runSubmitted(false);
+    return true;
+}
+
+bool LaunchPage::resumeRun(const QString& databasePath, qint64 runId, QString* error)
+{
+    const auto failWith = [&](const QString& message) {
+        showMessage(tr("Cannot resume run %1: %2").arg(runId).arg(message), true);
+        if (error)
+            *error = message;
+        return false;
+    };
+    RunStore store;
+    if (!QFileInfo(databasePath).isFile() || !store.open(databasePath))
+        return failWith(store.errorString().isEmpty() ? tr("no such database %1").arg(databasePath) : store.errorString());
+    const std::optional<RunInfo> info = store.run(runId);
+    if (!info)
+        return failWith(tr("no run %1 in %2").arg(runId).arg(databasePath));
+    QString why;
+    std::optional<RunPlan> p = planResume(*info, &why);
+    if (!p)
+        return failWith(why);
+    if (p->promptsDir.isEmpty() || !QFileInfo(p->promptsDir).isDir())
+        p->promptsDir = m_promptsDir;
+    RunSessionEnvironment env = environment();
+    env.databasePath = databasePath;
+    const bool now = m_manager->submit(*p, env);
+    showMessage(now ? tr("Resuming run %1").arg(runId) : tr("Run %1 queued to resume").arg(runId), false);
+    Q_EMIT runSubmitted(now);
+    return true;
+}
+
+// ---- connection test --------------------------------------------------------------------------
+
+void LaunchPage::testConnection()
+{
+    if (m_probing)
+        return;
+    const QUrl url(m_endpoint->text().trimmed());
+    if (!url.isValid() || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https"))) {
+        m_connectionStatus = tr("Failed: \"%1\" is not an http(s) URL").arg(m_endpoint->text());
+        m_connection->setText(m_connectionStatus);
+        m_connection->setStyleSheet(QStringLiteral("color: #b01e1e;"));
+        Q_EMIT connectionTested(false);
+        return;
+    }
+    LlmSettings settings;
+    settings.baseUrl = url;
+    settings.apiKey = m_apiKey->text().isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : m_apiKey->text();
+    settings.timeoutMs = 10 * 1000; // a listing is quick; do not wait an answer's five minutes
+    m_probe->setSettings(settings);
+    m_probing = true;
+    m_test->setEnabled(false);
+    m_connectionStatus.clear();
+    m_connection->setText(tr("Asking %1/models …").arg(url.toString()));
+    m_connection->setStyleSheet(QString());
+    m_probe->listModels();
+}
+
+QString LaunchPage::connectionStatus() const
+{
+    return m_connectionStatus;
+}
+
+// ---- run controls -----------------------------------------------------------------------------
+
+void LaunchPage::updateRunControls()
+{
+    RunSession* session = m_manager->current();
+    const bool busy = m_manager->isBusy();
+    const RunSession::State state = session ? session->state() : RunSession::State::Idle;
+    m_pause->setEnabled(session && (state == RunSession::State::Running || state == RunSession::State::Paused));
+    m_pause->setText(state == RunSession::State::Paused ? tr("Resume") : tr("Pause"));
+    m_cancel->setEnabled(busy);
+    m_start->setText(busy ? tr("Start after the running run") : tr("Start"));
+    if (!session) {
+        m_runState->setText(tr("No run yet."));
+    } else {
+        QString text = tr("Run %1: <b>%2</b>").arg(session->label().toHtmlEscaped(), RunSession::stateText(state));
+        if (state == RunSession::State::Running || state == RunSession::State::Pausing)
+            text += tr(", %1/%2 tasks").arg(session->tasksDone()).arg(session->tasksTotal());
+        if (state == RunSession::State::Failed)
+            text += QStringLiteral(": ") + session->errorString().toHtmlEscaped();
+        m_runState->setText(text);
+    }
+    updateQueueList();
+}
+
+void LaunchPage::updateQueueList()
+{
+    const QList<QueuedRun> queued = m_manager->queued();
+    QStringList labels;
+    for (const QueuedRun& run : queued)
+        labels << run.label();
+    QStringList shown;
+    for (int i = 0; i < m_queueList->count(); ++i)
+        shown << m_queueList->item(i)->text();
+    if (labels != shown) { // rebuilt only when it changed, so the selection stays
+        const QSignalBlocker blocker(m_queueList);
+        const int row = m_queueList->currentRow();
+        m_queueList->clear();
+        m_queueList->addItems(labels);
+        m_queueList->setCurrentRow(qMin(row, m_queueList->count() - 1));
+    }
+    m_removeQueued->setEnabled(m_queueList->currentRow() >= 0);
+    m_startNext->setEnabled(!queued.isEmpty() && !m_manager->isBusy());
+}
+
+void LaunchPage::showMessage(const QString& text, bool error)
+{
+    m_message->setText(text);
+    m_message->setStyleSheet(error ? QStringLiteral("color: #b01e1e;") : QString());
+}
+
+void LaunchPage::chooseDatabase()
+{
+    const QString path = QFileDialog::getSaveFileName(this, tr("Run database"), databasePath(),
+                                                      tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"),
+                                                      nullptr, QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty())
+        m_database->setText(path);
+}
+
+} // namespace kwb::app

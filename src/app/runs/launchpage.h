@@ -1,0 +1,162 @@
+#pragma once
+// The launch page: what `kwb run` takes on its command line, as widgets. Tasks (a checkable tree
+// of levels and task numbers), one regime or a regime per level (the study's routing as a
+// preset), the ablation switches, n / turns / temperature overrides, the model server (endpoint,
+// API key, model with "Test connection", which lists the server's models without blocking), the
+// protocol profile, scale and time-out, and the database file. Start runs it now (or queues it
+// behind the running one), Add to queue queues it; Pause / Resume and Cancel act on the running
+// run. The plan is made by core's planRun() (core/runlaunch.h), the function `kwb run` is to use
+// as well, so the page and the command line build the same RunController configuration.
+
+#include "app/runs/runsession.h"
+#include "core/runlaunch.h"
+
+#include <QHash>
+#include <QPointer>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <optional>
+
+class QButtonGroup;
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPushButton;
+class QRadioButton;
+class QSpinBox;
+class QTreeWidget;
+class QTreeWidgetItem;
+
+namespace kwb {
+class LlmClient;
+}
+
+namespace kwb::app {
+
+class RunManager;
+
+class LaunchPage : public QWidget
+{
+    Q_OBJECT
+public:
+    /// manager: where runs are started and queued (not owned).
+    explicit LaunchPage(RunManager* manager, QWidget* parent = nullptr);
+    ~LaunchPage() override;
+
+    // Setters the main window (or a test) uses.
+    /// The tasks to offer, as id -> title; default: L1..L3 × 1..10 without titles. Keeps the checks
+    /// of ids that stay.
+    void setTaskCatalog(const QList<QPair<QString, QString>>& tasks);
+    void setSelectedTasks(const QStringList& taskIds);
+    QStringList selectedTasks() const;
+    void setDatabasePath(const QString& path);
+    QString databasePath() const;
+    void setEndpoint(const QString& url);
+    void setModel(const QString& model);
+    void setApiKey(const QString& key);
+    void setPromptsDir(const QString& dir) { m_promptsDir = dir; }
+    /// One regime for every task.
+    void setRegime(const QString& name);
+    /// A regime per level (levels without one use the fallback).
+    void setRouting(const Routing& routing);
+    void setAblations(const Ablations& ablations);
+
+    /// The request the widgets describe (what `kwb run`'s options would say).
+    RunRequest request() const;
+    /// planRun(request()): nullopt with *error for no tasks, an unknown regime or a bad endpoint.
+    std::optional<RunPlan> plan(QString* error = nullptr) const;
+    /// The manager's defaults with the page's database, API key and streaming.
+    RunSessionEnvironment environment() const;
+
+    /// Start: runs the plan now, or queues it when a run is going on. False (with the reason shown
+    /// on the page) when the plan is not valid.
+    bool start();
+    /// Add to queue.
+    bool enqueue();
+    /// Resumes a stored run of a database (its own configuration; the page's API key and
+    /// streaming): now, or queued behind the running run. False when the run cannot be read.
+    bool resumeRun(const QString& databasePath, qint64 runId, QString* error = nullptr);
+    /// Asks the endpoint for its models (GET /models); the answer fills the model list or shows the
+    /// error next to the button.
+    void testConnection();
+    /// The connection test's last verdict ("" while none has run).
+    QString connectionStatus() const;
+
+Q_SIGNALS:
+    /// testConnection() has its answer.
+    void connectionTested(bool ok);
+    /// A run was submitted (started or queued).
+    void runSubmitted(bool startedNow);
+
+private:
+    void buildUi();
+    QWidget* buildTasksBox();
+    QWidget* buildRegimeBox();
+    QWidget* buildServerBox();
+    QWidget* buildEvaluationBox();
+    QWidget* buildControlBox();
+    void fillTaskTree(const QList<QPair<QString, QString>>& tasks);
+    void updateTaskSummary();
+    void updateRegimeSummary();
+    void updateRunControls();
+    void updateQueueList();
+    void showMessage(const QString& text, bool error);
+    void chooseDatabase();
+
+    RunManager* m_manager = nullptr;
+    QString m_promptsDir;
+    LlmClient* m_probe = nullptr;
+    bool m_probing = false;
+    QString m_connectionStatus;
+
+    QTreeWidget* m_tasks = nullptr;
+    QHash<QString, QTreeWidgetItem*> m_taskItems;
+    QLabel* m_taskSummary = nullptr;
+    QCheckBox* m_allTasks = nullptr;
+
+    QRadioButton* m_single = nullptr;
+    QRadioButton* m_routed = nullptr;
+    QComboBox* m_regime = nullptr;
+    QLabel* m_regimeDescription = nullptr;
+    QList<QComboBox*> m_levelRegimes; ///< L1, L2, L3
+    QComboBox* m_fallback = nullptr;
+    QCheckBox* m_offBestOfN = nullptr;
+    QCheckBox* m_offFeedbackAnalyzer = nullptr;
+    QCheckBox* m_offMonotone = nullptr;
+    QCheckBox* m_offCompetence = nullptr;
+    QSpinBox* m_n = nullptr;
+    QSpinBox* m_turns = nullptr;
+    QDoubleSpinBox* m_temperature = nullptr;
+    QLabel* m_effective = nullptr;
+
+    QLineEdit* m_endpoint = nullptr;
+    QLineEdit* m_apiKey = nullptr;
+    QComboBox* m_model = nullptr;
+    QPushButton* m_test = nullptr;
+    QLabel* m_connection = nullptr;
+    QCheckBox* m_stream = nullptr;
+
+    QComboBox* m_profile = nullptr;
+    QComboBox* m_scale = nullptr;
+    QDoubleSpinBox* m_timeout = nullptr;
+    QSpinBox* m_timingTrials = nullptr;
+    QComboBox* m_isolation = nullptr;
+    QLineEdit* m_database = nullptr;
+
+    QPushButton* m_start = nullptr;
+    QPushButton* m_queue = nullptr;
+    QPushButton* m_pause = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QLabel* m_message = nullptr;
+    QLabel* m_runState = nullptr;
+    QListWidget* m_queueList = nullptr;
+    QPushButton* m_removeQueued = nullptr;
+    QPushButton* m_startNext = nullptr;
+};
+
+} // namespace kwb::app

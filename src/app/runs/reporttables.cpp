@@ -1,0 +1,258 @@
+#include "app/runs/reporttables.h"
+
+#include <QCoreApplication>
+
+#include <cmath>
+
+namespace kwb::app {
+
+namespace {
+
+const QString kNone = QStringLiteral("–");
+
+QString tr(const char* text)
+{
+    return QCoreApplication::translate("kwb::app::ReportTables", text);
+}
+
+QString fixed(double value, int decimals)
+{
+    return std::isfinite(value) ? QString::number(value, 'f', decimals) : kNone;
+}
+
+const RunReport* findRun(const Report& report, qint64 id)
+{
+    for (const RunReport& run : report.runs)
+        if (run.run.id == id)
+            return &run;
+    return nullptr;
+}
+
+QString runLabel(const Report& report, qint64 id)
+{
+    const RunReport* run = findRun(report, id);
+    return run ? run->label() : QStringLiteral("#%1").arg(id);
+}
+
+QString pointsCell(const Estimate& estimate)
+{
+    if (!estimate.isValid())
+        return kNone;
+    const auto sign = [](double v) { return v > 0 ? QStringLiteral("+") : QString(); };
+    return QStringLiteral("%1%2 [%3%4 to %5%6]")
+        .arg(sign(estimate.value), fixed(estimate.value, 1), sign(estimate.low), fixed(estimate.low, 0),
+             sign(estimate.high), fixed(estimate.high, 0));
+}
+
+QString missingNote(const PairedComparison& c, const QString& a, const QString& b)
+{
+    if (c.missingInA.isEmpty() && c.missingInB.isEmpty())
+        return QString();
+    return tr("Left out: %1 only in %2, %3 only in %4")
+        .arg(counted(c.missingInA.size(), tr("task"), tr("tasks")), b,
+             counted(c.missingInB.size(), tr("task"), tr("tasks")), a);
+}
+
+QStringList emptyTips(int n)
+{
+    return QStringList(n, QString());
+}
+
+} // namespace
+
+QString counted(qint64 n, const QString& one, const QString& many)
+{
+    return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
+}
+
+QString percentCell(const Estimate& estimate)
+{
+    if (!estimate.isValid())
+        return kNone;
+    return QStringLiteral("%1 % [%2–%3]")
+        .arg(fixed(estimate.value, 1))
+        .arg(qRound(estimate.low))
+        .arg(qRound(estimate.high));
+}
+
+QString speedupCell(const Metrics& metrics)
+{
+    if (!metrics.geomeanSpeedup.isValid() || metrics.geomeanCount == 0)
+        return kNone;
+    const Estimate& e = metrics.geomeanSpeedup;
+    return QStringLiteral("%1× [%2–%3] (n = %4)")
+        .arg(fixed(e.value, 2), fixed(e.low, 2), fixed(e.high, 2))
+        .arg(metrics.geomeanCount);
+}
+
+QString countCell(const std::optional<qint64>& value)
+{
+    return value ? QString::number(*value) : kNone;
+}
+
+QString durationCell(const std::optional<qint64>& ms)
+{
+    if (!ms)
+        return kNone;
+    const double s = double(*ms) / 1000.0;
+    if (s < 60)
+        return QStringLiteral("%1 s").arg(s, 0, 'f', 1);
+    const qint64 whole = qRound64(s);
+    if (whole < 3600)
+        return QStringLiteral("%1 min %2 s").arg(whole / 60).arg(whole % 60);
+    return QStringLiteral("%1 h %2 min").arg(whole / 3600).arg(whole / 60 % 60);
+}
+
+QString pValueCell(double p)
+{
+    if (!std::isfinite(p))
+        return kNone;
+    return p < 0.001 ? QStringLiteral("< 0.001") : QString::number(p, 'f', 3);
+}
+
+TextTable runTable(const Report& report)
+{
+    TextTable table;
+    table.headers = {tr("Run"),                          tr("Status"),         tr("Tasks"),
+                     tr("Correct %"),  tr("fast_1 %"),   tr("Compiled %"),     tr("Geomean speedup"),
+                     tr("Tokens in / out"), tr("Model time")};
+    table.textColumns = 2;
+    for (const RunReport& run : report.runs) {
+        const Metrics& m = run.summary.overall;
+        table.rows.append({run.label(), run.run.status, QString::number(m.tasks),
+                           percentCell(m.correctPct), percentCell(m.fast1Pct), percentCell(m.compiledPct),
+                           speedupCell(m),
+                           QStringLiteral("%1 / %2").arg(countCell(run.usage.tokensIn), countCell(run.usage.tokensOut)),
+                           durationCell(run.usage.latencyMs)});
+        QStringList tips = emptyTips(int(table.headers.size()));
+        tips[0] = tr("%1, created %2, %3 evaluations")
+                      .arg(run.run.name, run.run.created.toLocalTime().toString(Qt::ISODate))
+                      .arg(run.evaluations);
+        tips[3] = tr("%1 of %2 tasks correct; 95 % bootstrap interval over tasks").arg(m.correct).arg(m.tasks);
+        tips[4] = tr("%1 of %2 tasks correct and faster than the reference").arg(m.fast1).arg(m.tasks);
+        tips[5] = tr("%1 of %2 tasks compiled").arg(m.compiled).arg(m.tasks);
+        tips[6] = tr("Geometric mean over the %1 correct kernel(s) with a timed speedup").arg(m.geomeanCount);
+        tips[8] = tr("The model requests' latencies added up (%1 responses)").arg(run.usage.responses);
+        table.tooltips.append(tips);
+    }
+    return table;
+}
+
+TextTable levelTable(const Report& report)
+{
+    TextTable table;
+    table.headers = {tr("Run")};
+    for (const int level : report.levels)
+        table.headers << tr("L%1 solved").arg(level) << tr("L%1 correct %").arg(level);
+    table.textColumns = 1;
+    for (const RunReport& run : report.runs) {
+        QStringList cells = {run.label()};
+        QStringList tips = emptyTips(int(table.headers.size()));
+        for (const int level : report.levels) {
+            const auto it = run.summary.perLevel.constFind(level);
+            if (it == run.summary.perLevel.cend() || it->tasks == 0) {
+                cells << kNone << kNone;
+                continue;
+            }
+            tips[cells.size()] = tr("fast_1 %1, compiled %2").arg(percentCell(it->fast1Pct), percentCell(it->compiledPct));
+            cells << QStringLiteral("%1/%2").arg(it->correct).arg(it->tasks) << percentCell(it->correctPct);
+        }
+        table.rows.append(cells);
+        table.tooltips.append(tips);
+    }
+    return table;
+}
+
+TextTable pairTable(const Report& report)
+{
+    TextTable table;
+    table.headers = {tr("A"),      tr("B"),      tr("Tasks"), tr("A correct %"), tr("B correct %"),
+                     tr("A − B, points [95 %]"), tr("Only A"), tr("Only B"), tr("Both"), tr("Neither"),
+                     tr("Sign-test p")};
+    table.textColumns = 2;
+    for (const PairReport& pair : report.pairs) {
+        const PairedComparison& c = pair.comparison;
+        const QString a = runLabel(report, pair.runA), b = runLabel(report, pair.runB);
+        table.rows.append({a, b, QString::number(c.tasks), fixed(c.correctPctA.value, 1),
+                           fixed(c.correctPctB.value, 1), pointsCell(c.differencePct), QString::number(c.onlyA),
+                           QString::number(c.onlyB), QString::number(c.both), QString::number(c.neither),
+                           pValueCell(c.signTestP)});
+        QStringList tips = emptyTips(int(table.headers.size()));
+        tips[2] = missingNote(c, a, b);
+        tips[10] = tr("Exact two-sided sign test on the %1 discordant task(s)").arg(c.onlyA + c.onlyB);
+        table.tooltips.append(tips);
+    }
+    return table;
+}
+
+TextTable routingTable(const Report& report)
+{
+    TextTable table;
+    table.headers = {tr("Level"), tr("Run"), tr("Tasks"), tr("Solved"), tr("Correct %")};
+    table.textColumns = 2;
+    if (!report.routing)
+        return table;
+    const RoutingReport& routing = *report.routing;
+    for (auto it = routing.runForLevel.cbegin(); it != routing.runForLevel.cend(); ++it) {
+        const auto metrics = routing.estimate.perLevel.constFind(it.key());
+        if (metrics == routing.estimate.perLevel.cend())
+            continue;
+        table.rows.append({QStringLiteral("L%1").arg(it.key()), runLabel(report, it.value()),
+                           QString::number(metrics->tasks), QString::number(metrics->correct),
+                           percentCell(metrics->correctPct)});
+        table.tooltips.append(emptyTips(int(table.headers.size())));
+    }
+    const Metrics& combined = routing.estimate.combined;
+    table.rows.append({tr("all"), tr("routed"), QString::number(combined.tasks), QString::number(combined.correct),
+                       percentCell(combined.correctPct)});
+    QStringList tips = emptyTips(int(table.headers.size()));
+    tips[1] = routing.estimate.problems.join(QLatin1Char('\n'));
+    table.tooltips.append(tips);
+    return table;
+}
+
+TextTable ablationTable(const Report& report)
+{
+    TextTable table;
+    table.headers = {tr("Run"),           tr("Switched off"),   tr("Against"),
+                     tr("Tasks"),         tr("Correct %"),      tr("Full correct %"),
+                     tr("Change, points [95 %]"), tr("Sign-test p")};
+    table.textColumns = 3;
+    for (const kwb::AblationRow& row : report.ablations) {
+        const RunReport* run = findRun(report, row.run);
+        const QString label = runLabel(report, row.run);
+        const QString off = row.switchedOff.join(QStringLiteral(", "));
+        QStringList tips = emptyTips(int(table.headers.size()));
+        if (!row.comparison || row.baseline == 0) {
+            const Metrics m = run ? run->summary.overall : Metrics{};
+            table.rows.append({label, off, tr("no full run selected"), QString::number(m.tasks),
+                               fixed(m.correctPct.value, 1), kNone, kNone, kNone});
+            tips[2] = tr("Check a run of %1 with every part on to compare against").arg(row.regime);
+        } else {
+            // Core pairs the ablated run (A) against the full one (B): a negative change is what the
+            // switched-off part was worth.
+            const PairedComparison& c = *row.comparison;
+            const QString baseline = runLabel(report, row.baseline);
+            table.rows.append({label, off, baseline, QString::number(c.tasks), fixed(c.correctPctA.value, 1),
+                               fixed(c.correctPctB.value, 1), pointsCell(c.differencePct), pValueCell(c.signTestP)});
+            tips[3] = missingNote(c, label, baseline);
+            tips[7] = tr("Exact two-sided sign test on the %1 discordant task(s)").arg(c.onlyA + c.onlyB);
+        }
+        table.tooltips.append(tips);
+    }
+    return table;
+}
+
+QString noiseCaveatText()
+{
+    return tr("Gaps of one or two tasks are within noise (the study's caveat): read the 95 % intervals and the "
+              "sign-test p before the point values.");
+}
+
+QString routingCaveatText()
+{
+    return tr("Routing takes each level from the run that solved most of its tasks, chosen after seeing these "
+              "results: an optimistic, in-sample estimate.");
+}
+
+} // namespace kwb::app

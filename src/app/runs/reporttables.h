@@ -1,0 +1,61 @@
+#pragma once
+// The results page's tables as text cells, built from core's Report (report.h): one function per
+// table, so each QTableView of the page is fed from one place and the tests check the same cells
+// the user reads. Numbers are formatted for reading ("66.7 % [33–100]"); the exports keep core's
+// own formats.
+
+#include "core/report.h"
+
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+namespace kwb::app {
+
+/// A table: column headers, then rows of cells (every row has headers.size() cells), and a
+/// tooltip per cell where one helps (same shape as rows, may be empty).
+struct TextTable
+{
+    QStringList headers;
+    QList<QStringList> rows;
+    QList<QStringList> tooltips;
+    int textColumns = 1; ///< left-aligned columns from the left; the others are numbers (right-aligned)
+};
+
+/// "1 task", "3 tasks": a count with its noun (English plurals; the page is not translated yet).
+QString counted(qint64 n, const QString& one, const QString& many);
+
+/// "66.7 % [33–100]": the value with one decimal, the 95 % interval in whole percent; "–" when
+/// there is no value (no task).
+QString percentCell(const Estimate& estimate);
+/// "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
+QString speedupCell(const Metrics& metrics);
+/// The number, "–" when absent.
+QString countCell(const std::optional<qint64>& value);
+/// "3.4 s", "12 min 5 s", "–" when absent.
+QString durationCell(const std::optional<qint64>& ms);
+/// "0.031", "< 0.001".
+QString pValueCell(double p);
+
+/// Table I: per run tasks, correct %, fast_1 %, compiled % (each with its interval), the
+/// geometric-mean speedup, tokens and model time.
+TextTable runTable(const Report& report);
+/// Table II: per run and level solved (correct / tasks) and correct % with its interval.
+TextTable levelTable(const Report& report);
+/// Every pair of runs on the tasks both have: correct % of each, the difference with its paired
+/// interval, the discordant counts and the sign-test p.
+TextTable pairTable(const Report& report);
+/// The routing estimate: per level the run it takes, then the combined row. Empty rows for fewer
+/// than two runs.
+TextTable routingTable(const Report& report);
+
+/// The ablation table: every run with parts switched off against the first run of the same regime
+/// with every part on, on the tasks both have (core's Report::ablations, the one source of these
+/// rows): correct % of each, the change in points with its paired interval, and the sign-test p.
+TextTable ablationTable(const Report& report);
+
+/// The study's caveats, shown under the tables they qualify.
+QString noiseCaveatText();
+QString routingCaveatText();
+
+} // namespace kwb::app

@@ -1,0 +1,473 @@
+#include "app/runs/resultspage.h"
+
+#include "app/runs/reporttables.h"
+#include "app/runs/runlistmodel.h"
+#include "core/runstore.h"
+
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStandardItemModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QThread>
+#include <QTimer>
+#include <QVBoxLayout>
+
+namespace kwb::app {
+
+namespace {
+
+QTableView* makeTable(QStandardItemModel* model, const QString& name, QWidget* parent)
+{
+    auto* view = new QTableView(parent);
+    view->setObjectName(name);
+    view->setModel(model);
+    view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view->setAlternatingRowColors(true);
+    view->setWordWrap(false);
+    view->verticalHeader()->hide();
+    view->horizontalHeader()->setStretchLastSection(false);
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    return view;
+}
+
+QLabel* noteLabel(const QString& text, QWidget* parent)
+{
+    auto* label = new QLabel(text, parent);
+    label->setWordWrap(true);
+    label->setStyleSheet(QStringLiteral("color: palette(dark);"));
+    return label;
+}
+
+struct ReportResult
+{
+    std::optional<Report> report;
+    QString error;
+};
+
+} // namespace
+
+ResultsPage::ResultsPage(QWidget* parent)
+    : QWidget(parent)
+    , m_runs(new RunListModel(this))
+{
+    buildUi();
+    connect(m_runs, &RunListModel::checkedRunsChanged, this, &ResultsPage::scheduleReport);
+    showEmptyState(tr("No run database open: File > Open run database…"));
+    updateActions();
+}
+
+ResultsPage::~ResultsPage()
+{
+    // A report thread reads the database for a moment; let it end rather than kill it mid-query.
+    for (QThread* thread : std::as_const(m_threads)) {
+        thread->disconnect(this);
+        thread->wait();
+        delete thread;
+    }
+}
+
+void ResultsPage::buildUi()
+{
+    auto* layout = new QVBoxLayout(this);
+
+    auto* top = new QHBoxLayout;
+    m_databaseLabel = new QLabel(this);
+    m_databaseLabel->setObjectName(QStringLiteral("databaseLabel"));
+    m_databaseLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* open = new QPushButton(tr("Open database…"), this);
+    open->setObjectName(QStringLiteral("openDatabase"));
+    auto* refreshButton = new QPushButton(tr("Refresh"), this);
+    refreshButton->setObjectName(QStringLiteral("refresh"));
+    m_exportCsv = new QPushButton(tr("Export CSV…"), this);
+    m_exportCsv->setObjectName(QStringLiteral("exportCsv"));
+    m_exportJson = new QPushButton(tr("Export JSON…"), this);
+    m_exportJson->setObjectName(QStringLiteral("exportJson"));
+    m_exportMarkdown = new QPushButton(tr("Export Markdown…"), this);
+    m_exportMarkdown->setObjectName(QStringLiteral("exportMarkdown"));
+    top->addWidget(m_databaseLabel, 1);
+    top->addWidget(open);
+    top->addWidget(refreshButton);
+    top->addSpacing(16);
+    top->addWidget(m_exportCsv);
+    top->addWidget(m_exportJson);
+    top->addWidget(m_exportMarkdown);
+    layout->addLayout(top);
+    connect(open, &QPushButton::clicked, this, &ResultsPage::chooseDatabase);
+    connect(refreshButton, &QPushButton::clicked, this, &ResultsPage::refresh);
+    connect(m_exportCsv, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Csv); });
+    connect(m_exportJson, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Json); });
+    connect(m_exportMarkdown, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Markdown); });
+
+    auto* splitter = new QSplitter(Qt::Horizontal, this);
+    layout->addWidget(splitter, 1);
+
+    // Left: the runs, checkable.
+    auto* runsBox = new QGroupBox(tr("Runs (check to compare)"), splitter);
+    auto* runsLayout = new QVBoxLayout(runsBox);
+    m_runsStack = new QStackedWidget(runsBox);
+    m_runsEmpty = new QLabel(runsBox);
+    m_runsEmpty->setObjectName(QStringLiteral("runsEmpty"));
+    m_runsEmpty->setWordWrap(true);
+    m_runsEmpty->setAlignment(Qt::AlignCenter);
+    auto* sorted = new QSortFilterProxyModel(this);
+    sorted->setSourceModel(m_runs);
+    sorted->setSortRole(RunListModel::SortRole);
+    m_runList = new QTableView(runsBox);
+    m_runList->setObjectName(QStringLiteral("runList"));
+    m_runList->setModel(sorted);
+    m_runList->setSortingEnabled(true);
+    m_runList->sortByColumn(RunListModel::IdColumn, Qt::AscendingOrder);
+    m_runList->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_runList->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_runList->verticalHeader()->hide();
+    m_runList->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_runList->horizontalHeader()->setSectionResizeMode(RunListModel::NameColumn, QHeaderView::Stretch);
+    m_runList->setWordWrap(false);
+    m_runList->setColumnHidden(RunListModel::CreatedColumn, true);
+    m_runList->setColumnHidden(RunListModel::RegimeColumn, true); // the name starts with it
+    m_runList->setColumnHidden(RunListModel::TasksColumn, true);  // in the correct column's tooltip
+    connect(m_runList, &QTableView::doubleClicked, this, [this, sorted](const QModelIndex& index) {
+        const qint64 id = sorted->mapToSource(index).data(RunListModel::RunIdRole).toLongLong();
+        if (id > 0)
+            Q_EMIT runActivated(m_databasePath, id);
+    });
+    m_runsStack->addWidget(m_runsEmpty);
+    m_runsStack->addWidget(m_runList);
+    runsLayout->addWidget(m_runsStack, 1);
+    auto* checkButtons = new QHBoxLayout;
+    auto* all = new QPushButton(tr("Check all"), runsBox);
+    auto* none = new QPushButton(tr("Check none"), runsBox);
+    connect(all, &QPushButton::clicked, this, [this] { m_runs->setAllChecked(true); });
+    connect(none, &QPushButton::clicked, this, [this] { m_runs->setAllChecked(false); });
+    checkButtons->addWidget(all);
+    checkButtons->addWidget(none);
+    checkButtons->addStretch(1);
+    runsLayout->addLayout(checkButtons);
+
+    // Right: the tables.
+    m_tablesStack = new QStackedWidget(splitter);
+    m_tablesEmpty = new QLabel(m_tablesStack);
+    m_tablesEmpty->setObjectName(QStringLiteral("tablesEmpty"));
+    m_tablesEmpty->setAlignment(Qt::AlignCenter);
+    m_tablesEmpty->setWordWrap(true);
+    auto* tables = new QSplitter(Qt::Vertical, m_tablesStack);
+    m_tablesStack->addWidget(m_tablesEmpty);
+    m_tablesStack->addWidget(tables);
+
+    m_runTableModel = new QStandardItemModel(this);
+    m_levelTableModel = new QStandardItemModel(this);
+    m_pairTableModel = new QStandardItemModel(this);
+    m_routingTableModel = new QStandardItemModel(this);
+    m_ablationTableModel = new QStandardItemModel(this);
+
+    // Table I over Table II: each has a row per run and needs the width for its columns.
+    auto* tableOne = new QGroupBox(tr("Table I: per run"), tables);
+    auto* tableOneLayout = new QVBoxLayout(tableOne);
+    m_runTable = makeTable(m_runTableModel, QStringLiteral("runTable"), tableOne);
+    tableOneLayout->addWidget(m_runTable);
+    auto* tableTwo = new QGroupBox(tr("Table II: per level"), tables);
+    auto* tableTwoLayout = new QVBoxLayout(tableTwo);
+    m_levelTable = makeTable(m_levelTableModel, QStringLiteral("levelTable"), tableTwo);
+    tableTwoLayout->addWidget(m_levelTable);
+
+    m_detailTabs = new QTabWidget(tables);
+    m_detailTabs->setObjectName(QStringLiteral("detailTabs"));
+    auto* pairs = new QWidget(m_detailTabs);
+    auto* pairsLayout = new QVBoxLayout(pairs);
+    m_pairTable = makeTable(m_pairTableModel, QStringLiteral("pairTable"), pairs);
+    pairsLayout->addWidget(m_pairTable, 1);
+    auto* noise = noteLabel(noiseCaveatText(), pairs);
+    noise->setObjectName(QStringLiteral("noiseCaveat"));
+    pairsLayout->addWidget(noise);
+    m_detailTabs->addTab(pairs, tr("Paired comparisons"));
+
+    auto* routing = new QWidget(m_detailTabs);
+    auto* routingLayout = new QVBoxLayout(routing);
+    m_routingTable = makeTable(m_routingTableModel, QStringLiteral("routingTable"), routing);
+    routingLayout->addWidget(m_routingTable, 1);
+    m_routingNote = noteLabel(routingCaveatText(), routing);
+    m_routingNote->setObjectName(QStringLiteral("routingNote"));
+    routingLayout->addWidget(m_routingNote);
+    m_detailTabs->addTab(routing, tr("Routing estimate"));
+
+    auto* ablations = new QWidget(m_detailTabs);
+    auto* ablationLayout = new QVBoxLayout(ablations);
+    m_ablationTable = makeTable(m_ablationTableModel, QStringLiteral("ablationTable"), ablations);
+    ablationLayout->addWidget(m_ablationTable, 1);
+    m_ablationNote = noteLabel(QString(), ablations);
+    m_ablationNote->setObjectName(QStringLiteral("ablationNote"));
+    ablationLayout->addWidget(m_ablationNote);
+    m_detailTabs->addTab(ablations, tr("Ablations"));
+
+    tables->setStretchFactor(0, 2);
+    tables->setStretchFactor(1, 2);
+    tables->setStretchFactor(2, 3);
+    splitter->setStretchFactor(0, 1);
+    splitter->setStretchFactor(1, 4);
+    splitter->setSizes({300, 980});
+
+    m_statusLabel = new QLabel(this);
+    m_statusLabel->setObjectName(QStringLiteral("statusLabel"));
+    layout->addWidget(m_statusLabel);
+}
+
+bool ResultsPage::setDatabase(const QString& path, QString* error)
+{
+    m_report.reset();
+    ++m_generation; // a report still being built is for the old database
+    m_databasePath = path;
+    m_store.reset();
+    m_runs->clear();
+    if (path.isEmpty()) {
+        m_databaseLabel->clear();
+        showEmptyState(tr("No run database open: File > Open run database…"));
+        updateActions();
+        Q_EMIT databaseChanged(path);
+        return true;
+    }
+    auto store = std::make_unique<RunStore>();
+    if (!QFileInfo(path).isFile() || !store->open(path)) {
+        const QString why = QFileInfo(path).isFile() ? store->errorString() : tr("no such file: %1").arg(path);
+        m_databaseLabel->setText(tr("Database: %1").arg(QDir::toNativeSeparators(path)));
+        showEmptyState(tr("Cannot open the run database: %1").arg(why));
+        if (error)
+            *error = why;
+        updateActions();
+        return false;
+    }
+    m_store = std::move(store);
+    m_databaseLabel->setText(tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
+    m_databaseLabel->setToolTip(QFileInfo(path).absoluteFilePath());
+    m_runs->reload(*m_store);
+    m_runs->setAllChecked(true);
+    scheduleReport();
+    Q_EMIT databaseChanged(path);
+    return true;
+}
+
+void ResultsPage::refresh()
+{
+    if (!m_store)
+        return;
+    m_runs->reload(*m_store);
+    scheduleReport();
+}
+
+QList<qint64> ResultsPage::checkedRuns() const
+{
+    return m_runs->checkedRunIds();
+}
+
+void ResultsPage::setCheckedRuns(const QList<qint64>& runIds)
+{
+    const QSignalBlocker blocker(m_runs);
+    m_runs->setAllChecked(false);
+    for (qint64 id : runIds)
+        m_runs->setChecked(id, true);
+    scheduleReport();
+}
+
+void ResultsPage::setBootstrapOptions(const BootstrapOptions& options)
+{
+    m_bootstrap = options;
+    scheduleReport();
+}
+
+void ResultsPage::scheduleReport()
+{
+    // Check marks often change several at a time: one report per event-loop turn.
+    if (m_reportScheduled)
+        return;
+    m_reportScheduled = true;
+    QTimer::singleShot(0, this, [this] {
+        m_reportScheduled = false;
+        startReport();
+    });
+}
+
+void ResultsPage::startReport()
+{
+    const int generation = ++m_generation;
+    if (!m_store) {
+        updateActions();
+        return;
+    }
+    if (m_runs->rowCount() == 0) {
+        m_report.reset();
+        showEmptyState(tr("No runs in %1 yet: start one on the Launch page.").arg(QFileInfo(m_databasePath).fileName()));
+        updateActions();
+        Q_EMIT reportReady();
+        return;
+    }
+    m_runsStack->setCurrentWidget(m_runList);
+    const QList<qint64> ids = m_runs->checkedRunIds();
+    if (ids.isEmpty()) {
+        m_report.reset();
+        m_tablesEmpty->setText(tr("Check one or more runs on the left to see their tables."));
+        m_tablesStack->setCurrentWidget(m_tablesEmpty);
+        m_statusLabel->clear();
+        updateActions();
+        Q_EMIT reportReady();
+        return;
+    }
+    auto result = std::make_shared<ReportResult>();
+    const QString path = m_databasePath;
+    const ReportOptions options{m_bootstrap};
+    QThread* thread = QThread::create([result, path, ids, options] {
+        RunStore store; // its own connection, in this thread
+        if (!store.open(path)) {
+            result->error = store.errorString();
+            return;
+        }
+        result->report = buildReport(store, ids, options, &result->error);
+    });
+    m_threads.append(thread);
+    ++m_building;
+    m_statusLabel->setText(tr("Computing the report of %1 …").arg(counted(ids.size(), tr("run"), tr("runs"))));
+    updateActions();
+    connect(thread, &QThread::finished, this, [this, thread, result, generation] {
+        m_threads.removeOne(thread);
+        thread->deleteLater();
+        --m_building;
+        if (generation == m_generation)
+            showReport(result->report, result->error);
+        updateActions();
+    });
+    thread->start();
+}
+
+void ResultsPage::showEmptyState(const QString& text)
+{
+    m_runsEmpty->setText(text);
+    m_runsStack->setCurrentWidget(m_runsEmpty);
+    m_tablesEmpty->setText(text);
+    m_tablesStack->setCurrentWidget(m_tablesEmpty);
+    m_statusLabel->clear();
+}
+
+void ResultsPage::fill(QStandardItemModel* model, QTableView* view, const TextTable& table)
+{
+    model->clear();
+    model->setColumnCount(int(table.headers.size()));
+    model->setHorizontalHeaderLabels(table.headers);
+    for (int r = 0; r < table.rows.size(); ++r) {
+        QList<QStandardItem*> items;
+        const QStringList& row = table.rows.at(r);
+        for (int c = 0; c < row.size(); ++c) {
+            auto* item = new QStandardItem(row.at(c));
+            item->setEditable(false);
+            if (c >= table.textColumns)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            const QString tip = table.tooltips.value(r).value(c);
+            if (!tip.isEmpty())
+                item->setToolTip(tip);
+            items.append(item);
+        }
+        model->appendRow(items);
+    }
+    view->resizeColumnsToContents();
+}
+
+void ResultsPage::showReport(const std::optional<Report>& report, const QString& error)
+{
+    m_report = report;
+    if (!report) {
+        m_tablesEmpty->setText(tr("The report could not be built: %1").arg(error));
+        m_tablesStack->setCurrentWidget(m_tablesEmpty);
+        m_statusLabel->setText(error);
+        Q_EMIT reportReady();
+        return;
+    }
+    fill(m_runTableModel, m_runTable, runTable(*report));
+    fill(m_levelTableModel, m_levelTable, levelTable(*report));
+    fill(m_pairTableModel, m_pairTable, pairTable(*report));
+    fill(m_routingTableModel, m_routingTable, routingTable(*report));
+    fill(m_ablationTableModel, m_ablationTable, ablationTable(*report));
+    m_routingNote->setText(report->routing ? routingCaveatText()
+                                           : tr("The routing estimate needs two or more runs: check another run."));
+    m_ablationNote->setText(
+        m_ablationTableModel->rowCount() > 0
+            ? tr("Each run with a part switched off against the same regime with every part on, on the tasks both "
+                 "have. ") + noiseCaveatText()
+            : tr("No checked run has a part switched off (Launch page: ablation switches)."));
+    m_tablesStack->setCurrentIndex(1);
+    m_statusLabel->setText(tr("%1 compared; 95 % bootstrap intervals over tasks (%2 resamples, seed %3).")
+                               .arg(counted(report->runs.size(), tr("run"), tr("runs")))
+                               .arg(m_bootstrap.resamples)
+                               .arg(m_bootstrap.seed));
+    Q_EMIT reportReady();
+}
+
+bool ResultsPage::exportTo(const QString& path, ExportFormat format, QString* error) const
+{
+    if (!m_report) {
+        if (error)
+            *error = tr("no report to export: check one or more runs");
+        return false;
+    }
+    QByteArray bytes;
+    switch (format) {
+    case ExportFormat::Csv: bytes = reportCsv(*m_report).toUtf8(); break;
+    case ExportFormat::Json: bytes = QJsonDocument(reportJson(*m_report)).toJson(QJsonDocument::Indented); break;
+    case ExportFormat::Markdown: bytes = reportMarkdown(*m_report).toUtf8(); break;
+    }
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
+        if (error)
+            *error = tr("cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    return true;
+}
+
+void ResultsPage::chooseDatabase()
+{
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(m_databasePath).path(),
+                                                      tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"));
+    if (!path.isEmpty())
+        setDatabase(path);
+}
+
+void ResultsPage::exportWithDialog(ExportFormat format)
+{
+    QString suffix, filter;
+    switch (format) {
+    case ExportFormat::Csv: suffix = QStringLiteral("csv"); filter = tr("CSV (*.csv)"); break;
+    case ExportFormat::Json: suffix = QStringLiteral("json"); filter = tr("JSON (*.json)"); break;
+    case ExportFormat::Markdown: suffix = QStringLiteral("md"); filter = tr("Markdown (*.md)"); break;
+    }
+    const QString base = QFileInfo(m_databasePath).completeBaseName();
+    const QString suggested =
+        QDir(QFileInfo(m_databasePath).path()).filePath(QStringLiteral("%1-report.%2").arg(base, suffix));
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), suggested, filter);
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (exportTo(path, format, &error))
+        m_statusLabel->setText(tr("Report written to %1").arg(QDir::toNativeSeparators(path)));
+    else
+        m_statusLabel->setText(error);
+}
+
+void ResultsPage::updateActions()
+{
+    const bool ready = m_report.has_value() && m_building == 0;
+    m_exportCsv->setEnabled(ready);
+    m_exportJson->setEnabled(ready);
+    m_exportMarkdown->setEnabled(ready);
+}
+
+} // namespace kwb::app

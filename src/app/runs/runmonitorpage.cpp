@@ -1,0 +1,529 @@
+#include "app/runs/runmonitorpage.h"
+
+#include "app/runs/reporttables.h"
+#include "app/runs/runmanager.h"
+#include "app/runs/runsession.h"
+#include "app/runs/runtreemodel.h"
+
+#include <QCheckBox>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTabWidget>
+#include <QTimer>
+#include <QTreeView>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace kwb::app {
+
+namespace {
+
+QString clockText(qint64 ms)
+{
+    const qint64 s = ms / 1000;
+    return s >= 3600 ? QStringLiteral("%1:%2:%3")
+                           .arg(s / 3600)
+                           .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
+                           .arg(s % 60, 2, 10, QLatin1Char('0'))
+                     : QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+}
+
+bool isInfrastructureStatus(const QString& status)
+{
+    return status == QLatin1String("timeout") || status == QLatin1String("crashed")
+           || status == QLatin1String("start_failed") || status == QLatin1String("protocol_error")
+           || status == QLatin1String("bad_request");
+}
+
+QPlainTextEdit* monospaceView(const QString& name, QWidget* parent)
+{
+    auto* view = new QPlainTextEdit(parent);
+    view->setObjectName(name);
+    view->setReadOnly(true);
+    view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    view->setLineWrapMode(QPlainTextEdit::NoWrap);
+    return view;
+}
+
+} // namespace
+
+RunMonitorPage::RunMonitorPage(RunManager* manager, QWidget* parent)
+    : QWidget(parent)
+    , m_manager(manager)
+    , m_model(new RunTreeModel(this))
+{
+    qRegisterMetaType<RunProblem>();
+    buildUi();
+    m_tick = new QTimer(this);
+    m_tick->setInterval(1000);
+    connect(m_tick, &QTimer::timeout, this, &RunMonitorPage::updateProgress);
+    if (m_manager) {
+        connect(m_manager, &RunManager::sessionStarted, this, &RunMonitorPage::setSession);
+        if (m_manager->current())
+            setSession(m_manager->current());
+    }
+}
+
+RunMonitorPage::~RunMonitorPage() = default;
+
+void RunMonitorPage::buildUi()
+{
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    m_stack = new QStackedWidget(this);
+    outer->addWidget(m_stack);
+
+    m_empty = new QLabel(tr("No run to show: start one on the Launch page, or double-click a run on the Results page "
+                            "to open it."),
+                         m_stack);
+    m_empty->setObjectName(QStringLiteral("monitorEmpty"));
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    m_stack->addWidget(m_empty);
+
+    auto* page = new QWidget(m_stack);
+    m_stack->addWidget(page);
+    auto* layout = new QVBoxLayout(page);
+
+    auto* header = new QHBoxLayout;
+    m_title = new QLabel(page);
+    m_title->setObjectName(QStringLiteral("runTitle"));
+    m_title->setTextFormat(Qt::RichText);
+    m_state = new QLabel(page);
+    m_state->setObjectName(QStringLiteral("runStateLabel"));
+    m_pause = new QPushButton(tr("Pause"), page);
+    m_pause->setObjectName(QStringLiteral("monitorPause"));
+    m_cancel = new QPushButton(tr("Cancel"), page);
+    m_cancel->setObjectName(QStringLiteral("monitorCancel"));
+    m_resume = new QPushButton(tr("Resume run"), page);
+    m_resume->setObjectName(QStringLiteral("monitorResume"));
+    m_resume->setToolTip(tr("Continue this run where it stopped (finished units are kept)"));
+    header->addWidget(m_title, 1);
+    header->addWidget(m_state);
+    header->addWidget(m_pause);
+    header->addWidget(m_cancel);
+    header->addWidget(m_resume);
+    layout->addLayout(header);
+    connect(m_pause, &QPushButton::clicked, this, [this] {
+        if (!m_session)
+            return;
+        if (m_session->state() == RunSession::State::Paused)
+            m_session->resume();
+        else
+            m_session->pause();
+    });
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (m_session)
+            m_session->cancel();
+    });
+    connect(m_resume, &QPushButton::clicked, this, [this] {
+        if (!m_openedPath.isEmpty() && m_openedRunId > 0)
+            Q_EMIT resumeRequested(m_openedPath, m_openedRunId);
+    });
+
+    auto* progressRow = new QHBoxLayout;
+    m_progress = new QProgressBar(page);
+    m_progress->setObjectName(QStringLiteral("progressBar"));
+    m_progress->setFormat(tr("%v/%m tasks"));
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    m_progressText = new QLabel(page);
+    m_progressText->setObjectName(QStringLiteral("progressText"));
+    m_follow = new QCheckBox(tr("Follow live output"), page);
+    m_follow->setObjectName(QStringLiteral("followLive"));
+    m_follow->setChecked(true);
+    connect(m_follow, &QCheckBox::toggled, this, [this](bool on) { m_followLive = on; });
+    progressRow->addWidget(m_progress, 1);
+    progressRow->addWidget(m_progressText, 2);
+    progressRow->addWidget(m_follow);
+    layout->addLayout(progressRow);
+
+    auto* vertical = new QSplitter(Qt::Vertical, page);
+    layout->addWidget(vertical, 1);
+    auto* horizontal = new QSplitter(Qt::Horizontal, vertical);
+
+    m_tree = new QTreeView(horizontal);
+    m_tree->setObjectName(QStringLiteral("runTree"));
+    m_tree->setModel(m_model);
+    m_tree->setUniformRowHeights(true);
+    m_tree->setAlternatingRowColors(true);
+    m_tree->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_tree->header()->setSectionResizeMode(RunTreeModel::ItemColumn, QHeaderView::Stretch);
+    m_tree->header()->setStretchLastSection(false);
+    connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &RunMonitorPage::showDetails);
+    connect(m_tree, &QTreeView::clicked, this, [this] { m_follow->setChecked(false); });
+    connect(m_model, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& parent, int first, int last) {
+        // New turns and samples are what the user watches for: show them.
+        if (parent.isValid())
+            m_tree->expand(parent);
+        for (int row = first; row <= last; ++row)
+            m_tree->expand(m_model->index(row, 0, parent));
+    });
+    connect(m_model, &QAbstractItemModel::modelReset, this, [this] { m_tree->expandToDepth(1); });
+    connect(m_model, &QAbstractItemModel::dataChanged, this,
+            [this](const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles) {
+                if (roles == QList<int>{RunTreeModel::TextRole})
+                    return; // streamed text: appended by onStreamed
+                const QModelIndex current = m_tree->currentIndex();
+                if (current.isValid() && current.parent() == topLeft.parent() && current.row() >= topLeft.row()
+                    && current.row() <= bottomRight.row())
+                    showDetails();
+            });
+
+    auto* details = new QWidget(horizontal);
+    auto* detailsLayout = new QVBoxLayout(details);
+    detailsLayout->setContentsMargins(0, 0, 0, 0);
+    m_unitHeader = new QLabel(tr("Select a sample to see the model's text, its compile log and evaluation."), details);
+    m_unitHeader->setObjectName(QStringLiteral("unitHeader"));
+    m_unitHeader->setWordWrap(true);
+    m_unitHeader->setTextFormat(Qt::RichText);
+    detailsLayout->addWidget(m_unitHeader);
+    m_tabs = new QTabWidget(details);
+    m_tabs->setObjectName(QStringLiteral("detailTabs"));
+    m_text = monospaceView(QStringLiteral("modelText"), m_tabs);
+    m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_compileLog = monospaceView(QStringLiteral("compileLog"), m_tabs);
+    m_evaluation = monospaceView(QStringLiteral("evaluationText"), m_tabs);
+    m_tabs->addTab(m_text, tr("Model text"));
+    m_tabs->addTab(m_compileLog, tr("Compile log"));
+    m_tabs->addTab(m_evaluation, tr("Evaluation"));
+    detailsLayout->addWidget(m_tabs, 1);
+    horizontal->setStretchFactor(0, 3);
+    horizontal->setStretchFactor(1, 2);
+
+    auto* problems = new QWidget(vertical);
+    auto* problemsLayout = new QVBoxLayout(problems);
+    problemsLayout->setContentsMargins(0, 0, 0, 0);
+    m_problemsTitle = new QLabel(problems);
+    m_problemsTitle->setObjectName(QStringLiteral("problemsTitle"));
+    problemsLayout->addWidget(m_problemsTitle);
+    m_problems = new QTreeWidget(problems);
+    m_problems->setObjectName(QStringLiteral("problemList"));
+    m_problems->setHeaderLabels({tr("Time"), tr("Task"), tr("Source"), tr("Problem")});
+    m_problems->setRootIsDecorated(false);
+    m_problems->setUniformRowHeights(true);
+    m_problems->setMinimumHeight(90);
+    m_problems->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_problems->header()->setStretchLastSection(true);
+    problemsLayout->addWidget(m_problems, 1);
+    vertical->addWidget(horizontal);
+    vertical->addWidget(problems);
+    vertical->setStretchFactor(0, 4);
+    vertical->setStretchFactor(1, 1);
+    vertical->setCollapsible(1, false); // problems stay in view
+    m_problemsTitle->setText(tr("Problems: none"));
+}
+
+void RunMonitorPage::detachSession()
+{
+    if (m_session)
+        m_session->disconnect(this);
+    m_session = nullptr;
+    m_tick->stop();
+}
+
+void RunMonitorPage::clear()
+{
+    detachSession();
+    m_openedStore.reset();
+    m_openedPath.clear();
+    m_openedRunId = 0;
+    m_model->setLive(false);
+    m_model->clear();
+    m_problems->clear();
+    m_problemsTitle->setText(tr("Problems: none"));
+    m_text->clear();
+    m_compileLog->clear();
+    m_evaluation->clear();
+    m_stack->setCurrentWidget(m_empty);
+}
+
+void RunMonitorPage::setSession(RunSession* session)
+{
+    clear();
+    if (!session)
+        return;
+    m_session = session;
+    m_stack->setCurrentIndex(1);
+    connect(session, &RunSession::runReady, this, &RunMonitorPage::onRunReady);
+    connect(session, &RunSession::stateChanged, this, &RunMonitorPage::onStateChanged);
+    connect(session, &RunSession::progressChanged, this, &RunMonitorPage::updateProgress);
+    connect(session, &RunSession::countsChanged, this, &RunMonitorPage::updateProgress);
+    connect(session, &RunSession::preparing, this, &RunMonitorPage::updateProgress);
+    connect(session, &RunSession::responseStored, m_model, &RunTreeModel::appendResponse);
+    connect(session, &RunSession::evaluationStored, m_model, &RunTreeModel::appendEvaluation);
+    connect(session, &RunSession::generationStarted, this, [this](const UnitKey& unit) {
+        m_model->setGenerating(unit, true);
+        if (m_followLive && unit.sample == 0)
+            selectUnit(unit);
+    });
+    connect(session, &RunSession::generationEnded, this, [this](const UnitKey& unit) {
+        m_model->setGenerating(unit, false);
+        m_model->removeLiveOnly(unit);
+    });
+    connect(session, &RunSession::textStreamed, this, &RunMonitorPage::onStreamed);
+    connect(session, &RunSession::problem, this, &RunMonitorPage::addProblem);
+    if (session->runId() > 0)
+        onRunReady(session->runId());
+    onStateChanged();
+}
+
+void RunMonitorPage::onRunReady(qint64 runId)
+{
+    if (!m_session)
+        return;
+    m_model->setLive(true);
+    m_model->load(m_session->store(), runId);
+    updateHeader();
+}
+
+void RunMonitorPage::onStateChanged()
+{
+    if (m_session) {
+        const bool running = m_session->isActive();
+        m_model->setLive(running);
+        if (running)
+            m_tick->start();
+        else
+            m_tick->stop();
+    }
+    updateHeader();
+    updateProgress();
+}
+
+void RunMonitorPage::updateHeader()
+{
+    if (m_session) {
+        const RunSession::State state = m_session->state();
+        m_title->setText(tr("<b>Run %1</b> · %2").arg(m_session->label().toHtmlEscaped(),
+                                                      QFileInfo(m_session->environment().databasePath).fileName()));
+        QString stateText = RunSession::stateText(state);
+        if (state == RunSession::State::Failed)
+            stateText += QStringLiteral(": ") + m_session->errorString();
+        m_state->setText(stateText);
+        m_pause->setVisible(true);
+        m_cancel->setVisible(true);
+        m_resume->setVisible(false);
+        m_pause->setEnabled(state == RunSession::State::Running || state == RunSession::State::Paused);
+        m_pause->setText(state == RunSession::State::Paused ? tr("Resume") : tr("Pause"));
+        m_cancel->setEnabled(m_session->isActive() || state == RunSession::State::Paused);
+        return;
+    }
+    if (m_openedStore) {
+        m_title->setText(tr("<b>Run #%1 %2</b> · %3")
+                             .arg(m_openedInfo.id)
+                             .arg(m_openedInfo.name.toHtmlEscaped(), QFileInfo(m_openedPath).fileName()));
+        m_state->setText(m_openedInfo.status);
+        m_pause->setVisible(false);
+        m_cancel->setVisible(false);
+        m_resume->setVisible(m_openedInfo.status != RunStatus::Finished);
+    }
+}
+
+QString RunMonitorPage::progressText() const
+{
+    return m_progressText->text();
+}
+
+void RunMonitorPage::updateProgress()
+{
+    if (m_session) {
+        const RunSession::State state = m_session->state();
+        if (state == RunSession::State::Preparing && m_session->runId() == 0) {
+            m_progress->setRange(0, 0); // busy: the worker is asked for the tasks' facts
+            m_progressText->setText(tr("Asking the worker for the tasks' facts … (%1 elapsed)")
+                                        .arg(clockText(m_session->activeMs())));
+            return;
+        }
+        const int total = qMax(1, m_session->tasksTotal());
+        m_progress->setRange(0, total);
+        m_progress->setValue(qMin(m_session->tasksDone(), total));
+        QString text = tr("%1/%2 tasks · %3 candidates evaluated (%4 correct) · %5 elapsed")
+                           .arg(m_session->tasksDone())
+                           .arg(m_session->tasksTotal())
+                           .arg(m_session->candidatesEvaluated())
+                           .arg(m_session->candidatesCorrect())
+                           .arg(clockText(m_session->activeMs()));
+        if (m_session->isActive()) {
+            const std::optional<qint64> left = m_session->estimatedRemainingMs();
+            text += left ? tr(" · about %1 left").arg(clockText(*left)) : tr(" · time left: after the first task");
+            if (m_session->requestsInFlight() > 0)
+                text += tr(" · %1 in flight").arg(counted(m_session->requestsInFlight(), tr("model request"), tr("model requests")));
+        }
+        m_progressText->setText(text);
+        return;
+    }
+    if (m_openedStore) {
+        const int done = m_model->taskCount();
+        const int total = qMax(m_openedTotal, done);
+        m_progress->setRange(0, qMax(1, total));
+        m_progress->setValue(done);
+        m_progressText->setText(tr("%1/%2 tasks have candidates · %3").arg(done).arg(total).arg(m_openedInfo.status));
+    }
+}
+
+void RunMonitorPage::addProblem(const RunProblem& problem)
+{
+    auto* item = new QTreeWidgetItem(m_problems, {problem.time.toString(QStringLiteral("HH:mm:ss")), problem.task,
+                                                  problem.source, problem.message});
+    item->setToolTip(3, problem.message);
+    item->setForeground(3, problem.error ? QColor(0xb0, 0x1e, 0x1e) : QColor(0xb3, 0x5c, 0x00));
+    item->setData(0, Qt::UserRole, problem.error);
+    m_problems->scrollToItem(item);
+    int errors = 0;
+    for (int i = 0; i < m_problems->topLevelItemCount(); ++i)
+        errors += m_problems->topLevelItem(i)->data(0, Qt::UserRole).toBool() ? 1 : 0;
+    const int warnings = m_problems->topLevelItemCount() - errors;
+    m_problemsTitle->setText(tr("Problems: %1, %2").arg(counted(errors, tr("error"), tr("errors")), counted(warnings, tr("warning"), tr("warnings"))));
+}
+
+int RunMonitorPage::problemCount() const
+{
+    return m_problems->topLevelItemCount();
+}
+
+bool RunMonitorPage::openRun(const QString& databasePath, qint64 runId, QString* error)
+{
+    clear();
+    auto store = std::make_unique<RunStore>();
+    const auto failWith = [&](const QString& message) {
+        m_empty->setText(tr("Cannot open run %1 of %2: %3").arg(runId).arg(databasePath, message));
+        if (error)
+            *error = message;
+        return false;
+    };
+    if (!QFileInfo(databasePath).isFile())
+        return failWith(tr("no such file"));
+    if (!store->open(databasePath))
+        return failWith(store->errorString());
+    const std::optional<RunInfo> info = store->run(runId);
+    if (!info)
+        return failWith(tr("no such run"));
+    m_openedStore = std::move(store);
+    m_openedPath = databasePath;
+    m_openedRunId = runId;
+    m_openedInfo = *info;
+    m_openedTotal = int(info->config.value(QLatin1String("tasks")).toArray().size());
+    m_model->setLive(false);
+    m_model->load(*m_openedStore, runId);
+    loadStoredProblems(*m_openedStore, runId);
+    m_stack->setCurrentIndex(1);
+    updateHeader();
+    updateProgress();
+    return true;
+}
+
+void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
+{
+    for (const UnitResponse& r : store.responses(runId)) {
+        if (r.response.error.isEmpty())
+            continue;
+        addProblem(RunProblem{r.created.toLocalTime(), true, r.unit.task, QStringLiteral("model"),
+                              tr("turn %1 %2: %3").arg(r.unit.turn).arg(r.unit.role, r.response.error)});
+    }
+    for (const EvaluationRecord& e : store.evaluations(runId)) {
+        if (!isInfrastructureStatus(e.status))
+            continue;
+        addProblem(RunProblem{e.created.toLocalTime(), true, e.task, QStringLiteral("evaluation"),
+                              tr("turn %1 sample %2: %3: %4")
+                                  .arg(e.turn)
+                                  .arg(e.sample)
+                                  .arg(e.status, e.result.value(QLatin1String("message")).toString())});
+    }
+}
+
+void RunMonitorPage::selectUnit(const UnitKey& unit)
+{
+    const QModelIndex index = m_model->indexOf(unit);
+    if (!index.isValid())
+        return;
+    m_tree->expand(index.parent());
+    m_tree->setCurrentIndex(index);
+    m_tree->scrollTo(index);
+}
+
+void RunMonitorPage::setFollowLive(bool follow)
+{
+    m_follow->setChecked(follow);
+}
+
+std::optional<UnitKey> RunMonitorPage::currentUnit() const
+{
+    return m_model->unitKey(m_tree->currentIndex());
+}
+
+void RunMonitorPage::showDetails()
+{
+    const QModelIndex index = m_tree->currentIndex();
+    const RunTreeUnit* unit = m_model->unit(index);
+    if (!unit) {
+        m_text->clear();
+        m_compileLog->clear();
+        m_evaluation->clear();
+        if (index.isValid())
+            m_unitHeader->setText(tr("<b>%1</b>: %2. Select a sample to see its text.")
+                                      .arg(index.data(RunTreeModel::TaskRole).toString(),
+                                           m_model->index(index.row(), RunTreeModel::StatusColumn, index.parent())
+                                               .data()
+                                               .toString()));
+        return;
+    }
+    const QString status = m_model->index(index.row(), RunTreeModel::StatusColumn, index.parent()).data().toString();
+    QString header = tr("<b>%1</b> · turn %2 · %3 · sample %4 · <b>%5</b>")
+                         .arg(index.data(RunTreeModel::TaskRole).toString())
+                         .arg(index.data(RunTreeModel::TurnRole).toInt())
+                         .arg(unit->role)
+                         .arg(unit->sample)
+                         .arg(status.toHtmlEscaped());
+    if (unit->speedup)
+        header += tr(" · speedup %1×").arg(*unit->speedup, 0, 'f', 2);
+    const QString message = index.data(RunTreeModel::MessageRole).toString();
+    if (!message.isEmpty())
+        header += QStringLiteral("<br>") + message.toHtmlEscaped();
+    m_unitHeader->setText(header);
+
+    // Keep the reader's place in a long answer unless they were at the end.
+    QScrollBar* bar = m_text->verticalScrollBar();
+    const bool atEnd = bar->value() >= bar->maximum() - 2;
+    const int position = bar->value();
+    if (m_text->toPlainText() != unit->text) {
+        m_text->setPlainText(unit->text);
+        bar->setValue(atEnd ? bar->maximum() : position);
+    }
+    const QString log = index.data(RunTreeModel::CompileLogRole).toString();
+    m_compileLog->setPlainText(log.isEmpty() ? (unit->result.isEmpty() ? tr("(not evaluated yet)")
+                                                                       : tr("(the compiler said nothing)"))
+                                             : log);
+    m_evaluation->setPlainText(unit->result.isEmpty()
+                                   ? QString()
+                                   : QString::fromUtf8(QJsonDocument(unit->result).toJson(QJsonDocument::Indented)));
+}
+
+void RunMonitorPage::onStreamed(const UnitKey& unit, const QString& chunk)
+{
+    m_model->appendStreamedText(unit, chunk);
+    if (currentUnit() != unit)
+        return;
+    QScrollBar* bar = m_text->verticalScrollBar();
+    const bool atEnd = bar->value() >= bar->maximum() - 2;
+    QTextCursor cursor(m_text->document());
+    cursor.movePosition(QTextCursor::End);
+    cursor.insertText(chunk);
+    if (atEnd)
+        bar->setValue(bar->maximum());
+}
+
+} // namespace kwb::app

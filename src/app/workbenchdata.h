@@ -1,0 +1,58 @@
+#pragma once
+// What the window's charts draw, taken from a run store and the task catalog: plain functions, so
+// they are tested without widgets and can run on a thread with a store of its own.
+
+#include "app/charts/bestofnchart.h"
+#include "app/charts/rooflinechart.h"
+#include "core/report.h"
+#include "core/runstore.h"
+#include "core/taskcatalog.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+
+#include <optional>
+
+namespace kwb::app {
+
+/// One task's measured times in a store: the eager reference and its best correct candidate.
+struct TaskTimes
+{
+    double eagerMs = 0;                    ///< the reference's mean time, from the latest evaluation that timed it
+    std::optional<double> bestCandidateMs; ///< the fastest correct candidate's mean time
+    bool bestCandidateCustom = false;      ///< that candidate launched kernels of its own (it may fuse)
+    qint64 bestEvaluation = 0;             ///< its evaluation id
+    QString bestLabel;                     ///< "#4 agent, turn 1, sample 2"
+};
+
+/// Per task, from every run of the store whose GPU is `gpuName` (empty: any GPU).
+QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QString& gpuName = QString());
+
+/// The `device` response a run of the store was made with (the latest run that names a GPU), or
+/// an empty object. Lets the window place tasks on the GPU a database was measured on, also on a
+/// machine without one.
+QJsonObject latestRunDevice(const RunStore& store);
+
+/// Roofline points: every analysed task with an eager time, at its unfused intensity; its best
+/// correct candidate at the fused intensity when it launched kernels of its own (the most it can
+/// have saved), else at the same intensity.
+QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QString, TaskTimes>& times);
+
+/// Best-of-n curves of the report's runs that have one: overall and per level, labelled by run.
+QList<BestOfNSeries> bestOfNSeries(const Report& report);
+
+/// One evaluated candidate of a task, for the diff view's pickers.
+struct CandidateEntry
+{
+    qint64 runId = 0;
+    QString regime;
+    EvaluationRecord evaluation;
+    QString label() const; ///< "#4 agent · turn 1 · sample 2 · correct 1.22×"
+};
+
+/// Every evaluated candidate of `task` in the store, by run, then turn, then sample.
+QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task);
+
+} // namespace kwb::app

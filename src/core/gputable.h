@@ -1,0 +1,98 @@
+#pragma once
+// The roofs of a GPU for the roofline: memory bandwidth and compute peaks, from a built-in table of
+// vendor datasheet peaks (gpuTable()) or from the worker's `device` response for the GPU this
+// machine has (fromDeviceResponse()).
+//
+// A roofline bounds a kernel of arithmetic intensity I (FLOP per HBM byte) at
+// min(bandwidth · I, compute peak). Which compute peak applies depends on the kernel: the FP32
+// (non-tensor) roof bounds the study's fp32 kernels (the kernelbench profile turns TF32 off), while
+// the tensor-core roofs apply only to kernels that run on tensor cores. So a GpuRoofs keeps every
+// roof with its kind and origin, and says which memory and FP32 roof are the primary ones
+// (measured where there is a measurement).
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+
+namespace kwb {
+
+struct Roof
+{
+    enum class Kind {
+        Memory,     ///< HBM (or GDDR) bandwidth, GB/s
+        Fp32,       ///< FP32 FMA on the CUDA cores, GFLOP/s
+        Tf32Tensor, ///< tensor cores, TF32 inputs, dense, GFLOP/s
+        Bf16Tensor, ///< tensor cores, BF16 inputs (FP16 runs at the same rate where both exist)
+        Fp16Tensor, ///< tensor cores, FP16 inputs, on GPUs without BF16 (Volta)
+    };
+    enum class Origin {
+        Datasheet,   ///< the vendor's published peak
+        Theoretical, ///< computed from the device's own clocks and widths
+        Measured,    ///< measured on this machine by the worker
+    };
+
+    Kind kind = Kind::Memory;
+    Origin origin = Origin::Datasheet;
+    double value = 0.0; ///< GB/s for Memory, GFLOP/s otherwise
+    QString label;      ///< "FP32", "TF32 tensor", "HBM", …; origin is not part of it
+    QString note;       ///< where the number comes from (method of a measurement, datasheet caveat)
+
+    bool isCompute() const { return kind != Kind::Memory; }
+    bool isTensor() const { return kind == Kind::Tf32Tensor || kind == Kind::Bf16Tensor || kind == Kind::Fp16Tensor; }
+    /// "measured", "theoretical" or "datasheet".
+    QString originText() const;
+    /// "FP32 66.9 TFLOP/s (measured)", "HBM 4.27 TB/s (measured)".
+    QString displayText() const;
+};
+
+struct GpuRoofs
+{
+    QString key;      ///< stable id: "v100-sxm2-32gb", …; "current" for the device response
+    QString name;     ///< "NVIDIA H200 SXM 141GB"
+    QString citation; ///< where the numbers come from
+    int smCount = 0;
+    qint64 l2Bytes = 0;
+    QList<Roof> roofs; ///< every roof; order within a kind: primary first
+
+    /// A GPU is drawable with a memory roof and at least one compute roof.
+    bool isValid() const;
+
+    /// The memory roof the chart's diagonal uses: measured where there is one, else the first.
+    /// nullptr when there is none.
+    const Roof* primaryMemory() const;
+    /// The FP32 roof that bounds fp32 kernels: measured where there is one, else the first.
+    const Roof* primaryFp32() const;
+    /// Every roof of one kind, primary first.
+    QList<Roof> roofsOf(Roof::Kind kind) const;
+
+    double bandwidthGBps() const;
+    double fp32Gflops() const;
+    /// The ridge point of a compute peak against the primary memory roof, in FLOP/byte.
+    double ridgeIntensity(double computeGflops) const;
+    /// The ridge point of the FP32 roof: kernels below it are memory-bound.
+    double fp32RidgeIntensity() const;
+    /// The attainable GFLOP/s at an intensity under the primary memory and FP32 roofs.
+    double attainableGflops(double intensity) const;
+};
+
+/// The built-in table: V100 SXM2 32GB, A100 SXM 80GB, H100 SXM, H200 SXM, L40S, RTX 4090.
+/// Vendor datasheet peaks; tensor-core peaks dense (without 2:4 sparsity).
+const QList<GpuRoofs>& gpuTable();
+/// The table entry with this key; nullptr if none.
+const GpuRoofs* findGpu(const QString& key);
+
+/// The roofs of "the current GPU" from the worker's `device` response (docs/protocol.md §device).
+/// Measured ceilings come first (origin Measured) and the theoretical numbers follow where the
+/// response has them: HBM from the memory clock and bus width, FP32 from SMs × lanes × 2 × clock.
+/// Reads the documented flat keys (hbm_theoretical_gbps, ceilings.hbm_copy_gbps,
+/// ceilings.fp32_fma_gflops, ceilings.tensor_bf16_gflops, ceilings.tensor_tf32_gflops) and the
+/// worker's nested form (hbm_theoretical_gbs, ceilings.hbm_copy.gbs_best,
+/// ceilings.fp32_fma.gflops_best, ceilings.tensor_bf16.gflops_best, …, with a "method" each).
+/// A response without a GPU ("available": false) gives roofs that are not valid, with the reason
+/// in `citation`.
+GpuRoofs fromDeviceResponse(const QJsonObject& device);
+
+/// FP32 FMA lanes (CUDA cores) per SM for a compute capability such as "8.6"; 0 when unknown.
+int fp32FmaLanesPerSm(const QString& computeCapability);
+
+} // namespace kwb

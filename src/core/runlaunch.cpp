@@ -1,0 +1,498 @@
+#include "core/runlaunch.h"
+
+#include "core/evaluationqueue.h"
+#include "core/llmclient.h"
+#include "core/protocolcodec.h"
+#include "core/workersupervisor.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include <algorithm>
+
+namespace kwb {
+
+QStringList parseTaskSpec(const QString& spec, QString* error)
+{
+    static const QRegularExpression range(QStringLiteral("^L([0-9]+):([0-9]+)(?:-([0-9]+))?$"));
+    static const QRegularExpression single(QStringLiteral("^L([0-9]+)/([0-9]+)$"));
+    QStringList ids;
+    const QStringList parts = spec.split(QLatin1Char(','));
+    for (const QString& raw : parts) {
+        const QString part = raw.trimmed();
+        int level = 0, from = 0, to = 0;
+        if (const auto m = range.match(part); m.hasMatch()) {
+            level = m.captured(1).toInt();
+            from = m.captured(2).toInt();
+            to = m.captured(3).isEmpty() ? from : m.captured(3).toInt();
+        } else if (const auto m2 = single.match(part); m2.hasMatch()) {
+            level = m2.captured(1).toInt();
+            from = to = m2.captured(2).toInt();
+        } else {
+            *error = QStringLiteral("--tasks: \"%1\" is not LEVEL:FROM-TO, LEVEL:N or LEVEL/N (e.g. L1:1-10,L2:3)")
+                         .arg(part);
+            return {};
+        }
+        if (level < 1 || from < 1 || to < from || to - from > 100000) {
+            *error =
+                QStringLiteral("--tasks: \"%1\": levels and task numbers start at 1 and a range goes up").arg(part);
+            return {};
+        }
+        for (int i = from; i <= to; ++i) {
+            const QString id = QStringLiteral("L%1/%2").arg(level).arg(i);
+            if (!ids.contains(id))
+                ids << id;
+        }
+    }
+    if (ids.isEmpty())
+        *error = QStringLiteral("--tasks: no task named");
+    return ids;
+}
+
+QString taskSpecFor(const QStringList& taskIds)
+{
+    static const QRegularExpression idPattern(QStringLiteral("^L([0-9]+)/([0-9]+)$"));
+    QStringList parts;
+    int level = -1, from = 0, to = 0;
+    const auto flush = [&] {
+        if (level < 0)
+            return;
+        parts << (from == to ? QStringLiteral("L%1:%2").arg(level).arg(from)
+                             : QStringLiteral("L%1:%2-%3").arg(level).arg(from).arg(to));
+        level = -1;
+    };
+    for (const QString& id : taskIds) {
+        const auto m = idPattern.match(id);
+        if (!m.hasMatch()) { // not a KernelBench id: named as it is (parseTaskSpec will refuse it)
+            flush();
+            parts << id;
+            continue;
+        }
+        const int l = m.captured(1).toInt(), number = m.captured(2).toInt();
+        if (l == level && number == to + 1) {
+            to = number;
+            continue;
+        }
+        flush();
+        level = l;
+        from = to = number;
+    }
+    flush();
+    return parts.join(QLatin1Char(','));
+}
+
+Ablations ablationsFromList(const QString& list, QString* unknown)
+{
+    QStringList names;
+    for (QString name : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        name = name.trimmed().replace(QLatin1Char('-'), QLatin1Char('_'));
+        if (name == QLatin1String("competence"))
+            name = QStringLiteral("competence_matched");
+        names << name;
+    }
+    return Ablations::fromOffNames(names, unknown);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+QString RunPlan::regimeLabel() const
+{
+    return routing ? QStringLiteral("routing") : regime.name;
+}
+
+QString RunPlan::runName() const
+{
+    if (!sweepNs.isEmpty())
+        return QStringLiteral("%1 sweep n=%2 %3").arg(regimeLabel()).arg(regime.n).arg(taskSpec);
+    if (!regime.ablated.isEmpty())
+        return QStringLiteral("%1 -%2 %3").arg(regimeLabel(), regime.ablated.join(QStringLiteral(",-")), taskSpec);
+    return QStringLiteral("%1 %2").arg(regimeLabel(), taskSpec);
+}
+
+bool RunPlan::wantsProfile() const
+{
+    bool wants = regime.useProfile;
+    for (const Regime& r : levelRegimes)
+        wants = wants || r.useProfile;
+    return wants;
+}
+
+std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
+{
+    const auto failWith = [error](const QString& message) -> std::optional<RunPlan> {
+        if (error)
+            *error = message;
+        return std::nullopt;
+    };
+    if (request.taskIds.isEmpty())
+        return failWith(QStringLiteral("no task chosen"));
+    const auto configure = [&](const QString& name) -> std::optional<Regime> {
+        const std::optional<Regime> builtin = Regime::builtin(name);
+        if (!builtin)
+            return std::nullopt;
+        Regime r = builtin->withAblations(request.ablations);
+        if (request.n > 0)
+            r.n = request.n;
+        if (request.turns > 0)
+            r.turns = request.turns;
+        if (!request.sweepNs.isEmpty()) { // the curve is over the first turn's samples
+            r.n = *std::max_element(request.sweepNs.cbegin(), request.sweepNs.cend());
+            if (request.turns <= 0)
+                r.turns = 1;
+        }
+        if (request.temperature >= 0)
+            r.temperature = request.temperature;
+        return r;
+    };
+    RunPlan plan;
+    if (request.routing) {
+        plan.routing = request.routing;
+        const std::optional<Regime> fallback = configure(request.routing->fallback);
+        if (!fallback)
+            return failWith(QStringLiteral("routing: unknown fallback regime \"%1\"").arg(request.routing->fallback));
+        plan.regime = *fallback;
+        for (auto it = request.routing->byLevel.cbegin(); it != request.routing->byLevel.cend(); ++it) {
+            const std::optional<Regime> r = configure(it.value());
+            if (!r)
+                return failWith(QStringLiteral("routing: unknown regime \"%1\" for level %2").arg(it.value()).arg(it.key()));
+            plan.levelRegimes.insert(it.key(), *r);
+        }
+    } else {
+        const std::optional<Regime> r = configure(request.regime);
+        if (!r)
+            return failWith(QStringLiteral("unknown regime \"%1\" (%2)")
+                                .arg(request.regime, Regime::builtinNames().join(QStringLiteral(", "))));
+        plan.regime = *r;
+    }
+    plan.taskIds = request.taskIds;
+    plan.taskSpec = request.taskSpec.isEmpty() ? taskSpecFor(request.taskIds) : request.taskSpec;
+    plan.endpoint = request.endpoint.isEmpty() ? QStringLiteral("http://127.0.0.1:8080/v1") : request.endpoint;
+    plan.model = request.model;
+    plan.profile = request.profile;
+    plan.scale = request.scale;
+    plan.timeoutS = request.timeoutS;
+    plan.timingTrials = request.timingTrials;
+    plan.isolation = request.isolation;
+    plan.sweepNs = request.sweepNs;
+    std::sort(plan.sweepNs.begin(), plan.sweepNs.end());
+    plan.promptsDir = request.promptsDir;
+    return plan;
+}
+
+std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
+{
+    const auto failWith = [error](const QString& message) -> std::optional<RunPlan> {
+        if (error)
+            *error = message;
+        return std::nullopt;
+    };
+    const RunConfig config = RunConfig::fromJson(run.config);
+    const QJsonObject& extra = config.extra;
+    QString why;
+    const std::optional<Regime> stored = Regime::fromJson(extra.value(QLatin1String("regime")).toObject(), &why);
+    if (!stored)
+        return failWith(QStringLiteral("run %1 has no usable regime: %2").arg(run.id).arg(why));
+    RunPlan plan;
+    plan.regime = *stored;
+    const QJsonObject levels = extra.value(QLatin1String("level_regimes")).toObject();
+    for (auto it = levels.begin(); it != levels.end(); ++it) {
+        const std::optional<Regime> r = Regime::fromJson(it.value().toObject(), &why);
+        if (!r)
+            return failWith(QStringLiteral("run %1: level %2: %3").arg(run.id).arg(it.key(), why));
+        plan.levelRegimes.insert(it.key().toInt(), *r);
+    }
+    if (extra.value(QLatin1String("routing")).isObject())
+        plan.routing = Routing::fromJson(extra.value(QLatin1String("routing")).toObject());
+    for (const QJsonValue& v : extra.value(QLatin1String("tasks")).toArray())
+        plan.taskIds << v.toString();
+    if (plan.taskIds.isEmpty())
+        return failWith(QStringLiteral("run %1 names no tasks").arg(run.id));
+    plan.taskSpec = extra.value(QLatin1String("task_spec")).toString(taskSpecFor(plan.taskIds));
+    plan.endpoint = config.endpoint;
+    plan.model = config.model;
+    plan.profile = config.protocolProfile.isEmpty() ? QStringLiteral("kernelbench") : config.protocolProfile;
+    plan.scale = extra.value(QLatin1String("scale")).toString(QStringLiteral("full"));
+    plan.timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(240);
+    plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
+    plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
+    for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
+        plan.sweepNs << v.toInt();
+    plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
+    plan.resumeRunId = run.id;
+    return plan;
+}
+
+std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
+                                      QString* error)
+{
+    RunConfig config;
+    config.model = plan.model;
+    config.endpoint = plan.endpoint;
+    QSet<QString> files;
+    QList<Regime> used{plan.regime};
+    used += plan.levelRegimes.values();
+    for (const Regime& r : std::as_const(used))
+        for (const QString& file : r.roles)
+            files.insert(file);
+    QDirIterator partials(QDir(plan.promptsDir).filePath(QStringLiteral("partials")), {QStringLiteral("*.mustache")},
+                          QDir::Files);
+    while (partials.hasNext())
+        files.insert(QStringLiteral("partials/") + QFileInfo(partials.next()).fileName());
+    for (const QString& file : std::as_const(files)) {
+        QFile f(QDir(plan.promptsDir).filePath(file));
+        if (!f.open(QIODevice::ReadOnly)) {
+            if (error)
+                *error = QStringLiteral("cannot read template %1 in %2").arg(file, plan.promptsDir);
+            return std::nullopt;
+        }
+        QString name = file;
+        name.chop(name.endsWith(QLatin1String(".mustache")) ? 9 : 0);
+        config.templates.insert(name, QString::fromUtf8(f.readAll()));
+    }
+    config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed},
+                               {QStringLiteral("model"), QJsonValue(QJsonValue::Null)}};
+    config.protocolProfile = plan.profile;
+    config.gpu = device;
+    config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
+                                  {QStringLiteral("worker"), hello.value(QLatin1String("worker"))},
+                                  {QStringLiteral("torch"), hello.value(QLatin1String("torch"))},
+                                  {QStringLiteral("driver"), hello.value(QLatin1String("driver"))},
+                                  {QStringLiteral("protocol"), hello.value(QLatin1String("protocol"))},
+                                  {QStringLiteral("qt"), QString::fromLatin1(qVersion())}};
+    QJsonObject levels;
+    for (auto it = plan.levelRegimes.cbegin(); it != plan.levelRegimes.cend(); ++it)
+        levels.insert(QString::number(it.key()), it.value().toJson());
+    QJsonArray sweep;
+    for (const int n : plan.sweepNs)
+        sweep.append(n);
+    config.extra =
+        QJsonObject{{QStringLiteral("regime"), plan.regime.toJson()},
+                    {QStringLiteral("level_regimes"), levels},
+                    {QStringLiteral("routing"), plan.routing ? QJsonValue(plan.routing->toJson()) : QJsonValue()},
+                    {QStringLiteral("tasks"), QJsonArray::fromStringList(plan.taskIds)},
+                    {QStringLiteral("task_spec"), plan.taskSpec},
+                    {QStringLiteral("scale"), plan.scale},
+                    {QStringLiteral("timeout_s"), plan.timeoutS},
+                    {QStringLiteral("timing_trials"),
+                     plan.timingTrials > 0 ? QJsonValue(plan.timingTrials) : QJsonValue()},
+                    {QStringLiteral("isolation"), plan.isolation},
+                    {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
+                    {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()}};
+    return config;
+}
+
+LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey)
+{
+    LlmSettings settings;
+    settings.baseUrl = QUrl(plan.endpoint);
+    settings.model = plan.model;
+    settings.apiKey = apiKey;
+    return settings;
+}
+
+QJsonObject evaluationOptionsFor(const RunPlan& plan)
+{
+    QJsonObject options{{QStringLiteral("profile"), plan.profile},
+                        {QStringLiteral("scale"), plan.scale},
+                        {QStringLiteral("seed"), kRunEvaluationSeed}};
+    if (plan.timingTrials > 0)
+        options.insert(QStringLiteral("timing_trials"), plan.timingTrials);
+    return options;
+}
+
+void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
+                    const RunPlan& plan, const QJsonObject& device)
+{
+    queue.setProgram(workerProgram, workerArguments);
+    queue.setTimeout(int(plan.timeoutS * 1000.0));
+    queue.setIsolation(plan.isolation == QLatin1String("reuse") ? WorkerSupervisor::Isolation::ReuseWhileHealthy
+                                                                : WorkerSupervisor::Isolation::FreshPerRequest);
+    queue.setCompileWorkerCount(1);
+    const QString arch = device.value(QLatin1String("arch")).toString();
+    if (!arch.isEmpty())
+        queue.setArch(arch);
+}
+
+void configureController(RunController& controller, const RunPlan& plan)
+{
+    controller.setRegime(plan.regime);
+    for (auto it = plan.levelRegimes.cbegin(); it != plan.levelRegimes.cend(); ++it)
+        controller.setRegimeForLevel(it.key(), it.value());
+    controller.setEvaluationOptions(evaluationOptionsFor(plan));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+RunFactsLoader::RunFactsLoader(WorkerSupervisor* supervisor, QObject* parent)
+    : QObject(parent)
+    , m_supervisor(supervisor)
+{
+    connect(m_supervisor, &WorkerSupervisor::responseAvailable, this, &RunFactsLoader::onResponse);
+    connect(m_supervisor, &WorkerSupervisor::requestFailed, this, &RunFactsLoader::onFailure);
+    connect(m_supervisor, &WorkerSupervisor::workerAvailable, this,
+            [this](qint64, const QJsonObject& hello) { m_hello = hello; });
+}
+
+RunFactsLoader::~RunFactsLoader()
+{
+    abort();
+}
+
+void RunFactsLoader::load(const RunPlan& plan, const QString& tasksDir)
+{
+    if (m_loading)
+        return;
+    m_plan = plan;
+    m_loading = true;
+    m_pending.clear();
+    m_inputs.clear();
+    m_device = QJsonObject();
+    m_hello = m_supervisor->workerHello();
+    m_done = 0;
+    m_total = 2; // tasks and device; analyze and profile are counted once the tasks are known
+    QJsonObject request{{QStringLiteral("type"), QStringLiteral("tasks")}};
+    if (!tasksDir.isEmpty())
+        request.insert(QStringLiteral("tasks_dir"), tasksDir);
+    send(Kind::Tasks, request);
+    Q_EMIT progress(m_done, m_total);
+}
+
+void RunFactsLoader::abort()
+{
+    if (!m_loading)
+        return;
+    m_loading = false;
+    const auto ids = m_pending.keys();
+    m_pending.clear();
+    for (qint64 id : ids)
+        m_supervisor->cancelRequest(id);
+}
+
+void RunFactsLoader::send(Kind kind, const QJsonObject& request, int index)
+{
+    m_pending.insert(m_supervisor->sendRequest(request), Pending{kind, index});
+}
+
+void RunFactsLoader::onResponse(qint64 id, const QJsonObject& response)
+{
+    const auto it = m_pending.find(id);
+    if (it == m_pending.end())
+        return;
+    const Pending pending = *it;
+    m_pending.erase(it);
+    if (!response.value(QLatin1String("ok")).toBool()) {
+        handle(pending, {},
+               ProtocolCodec::errorCode(response) + QStringLiteral(": ") + ProtocolCodec::errorMessage(response));
+        return;
+    }
+    QJsonObject clean = response;
+    for (const char* key : {"id", "type", "ok"})
+        clean.remove(QLatin1String(key));
+    handle(pending, clean, QString());
+}
+
+void RunFactsLoader::onFailure(qint64 id, const QString& status, const QString& message)
+{
+    const auto it = m_pending.find(id);
+    if (it == m_pending.end())
+        return;
+    const Pending pending = *it;
+    m_pending.erase(it);
+    handle(pending, {}, status + QStringLiteral(": ") + message);
+}
+
+void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response, const QString& error)
+{
+    if (!m_loading)
+        return;
+    if (m_hello.isEmpty())
+        m_hello = m_supervisor->workerHello();
+    ++m_done;
+    switch (pending.kind) {
+    case Kind::Tasks: {
+        if (!error.isEmpty())
+            return failLoading(QStringLiteral("tasks: ") + error);
+        QHash<QString, QJsonObject> known;
+        for (const QJsonValue& v : response.value(QLatin1String("tasks")).toArray())
+            known.insert(v.toObject().value(QLatin1String("id")).toString(), v.toObject());
+        QStringList unknown;
+        for (const QString& id : std::as_const(m_plan.taskIds)) {
+            if (!known.contains(id))
+                unknown << id;
+            RunTaskInput input;
+            input.task = known.value(id);
+            m_inputs << input;
+        }
+        if (!unknown.isEmpty())
+            return failLoading(QStringLiteral("unknown task%1: %2")
+                                   .arg(unknown.size() > 1 ? QStringLiteral("s") : QString(),
+                                        unknown.join(QStringLiteral(", "))));
+        send(Kind::Device,
+             QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}});
+        break;
+    }
+    case Kind::Device: {
+        if (!error.isEmpty())
+            Q_EMIT warning(QStringLiteral("device: %1 (going on without device facts)").arg(error));
+        m_device = response;
+        const bool gpu = m_device.value(QLatin1String("available")).toBool();
+        for (int i = 0; i < m_inputs.size(); ++i) {
+            RunTaskInput& input = m_inputs[i];
+            input.device = m_device;
+            const QString id = m_plan.taskIds.at(i);
+            send(Kind::Analyze,
+                 QJsonObject{{QStringLiteral("type"), QStringLiteral("analyze")},
+                             {QStringLiteral("task"), id},
+                             {QStringLiteral("scale"), m_plan.scale}},
+                 i);
+            ++m_total;
+            if (gpu && m_plan.regimeForLevel(input.level()).useProfile) {
+                send(Kind::Profile,
+                     QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
+                                 {QStringLiteral("task"), id},
+                                 {QStringLiteral("scale"), m_plan.scale},
+                                 {QStringLiteral("trials"), kRunProfileTrials}},
+                     i);
+                ++m_total;
+            }
+        }
+        break;
+    }
+    case Kind::Analyze:
+        if (!error.isEmpty())
+            Q_EMIT warning(QStringLiteral("analyze %1: %2").arg(m_plan.taskIds.value(pending.index), error));
+        else
+            m_inputs[pending.index].analyze = response;
+        break;
+    case Kind::Profile:
+        if (!error.isEmpty())
+            Q_EMIT warning(QStringLiteral("profile %1: %2 (the prompt goes without it)")
+                               .arg(m_plan.taskIds.value(pending.index), error));
+        else
+            m_inputs[pending.index].profile = response;
+        break;
+    }
+    Q_EMIT progress(m_done, m_total);
+    if (m_pending.isEmpty())
+        finishLoading();
+}
+
+void RunFactsLoader::finishLoading()
+{
+    m_loading = false;
+    Q_EMIT loaded(m_inputs, m_device, m_hello);
+}
+
+void RunFactsLoader::failLoading(const QString& message)
+{
+    abort();
+    Q_EMIT failed(message);
+}
+
+} // namespace kwb

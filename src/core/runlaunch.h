@@ -1,0 +1,177 @@
+#pragma once
+// What `kwb run` and the workbench's launch page share: from a request (tasks, regime or routing,
+// ablations, overrides, model server, evaluation settings) to a RunPlan, from a plan to the
+// configuration a new run stores, the model client's settings, the evaluation options and the
+// RunController and EvaluationQueue set-up; and RunFactsLoader, which asks the worker for the
+// task facts a run's prompts need (tasks, device, analyze, profile) without blocking, so the GUI
+// thread's event loop keeps turning while a worker loads libtorch.
+//
+// A resumed run takes its plan from the stored configuration (planResume), so it runs with the
+// regimes, tasks, profile, scale and time-out it was started with.
+
+#include "core/regime.h"
+#include "core/runcontroller.h"
+#include "core/runstore.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QObject>
+#include <QSet>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace kwb {
+
+class EvaluationQueue;
+class WorkerSupervisor;
+struct LlmSettings;
+
+/// The seed of every evaluation (the worker's input and weight draws), as the study used.
+constexpr int kRunEvaluationSeed = 42;
+/// CUPTI trials of a task's `profile` request for the prompts of regimes that use it.
+constexpr int kRunProfileTrials = 5;
+
+/// A task spec "L1:1-10,L2:3" (also "L2/1") as task ids in order, without repeats; an empty list
+/// and *error (naming the option as `--tasks`) for a malformed spec.
+QStringList parseTaskSpec(const QString& spec, QString* error);
+/// The shortest spec naming exactly these ids, in their order ("L1:1-3,L2:5"); ranges are made of
+/// consecutive numbers of one level.
+QString taskSpecFor(const QStringList& taskIds);
+/// The command line's ablation names (best-of-n, feedback-analyzer, monotone, competence; `_`
+/// for `-` also works) as Ablations; *unknown receives a name that is none of them.
+Ablations ablationsFromList(const QString& list, QString* unknown = nullptr);
+
+/// What a new run is asked to be.
+struct RunRequest
+{
+    QStringList taskIds;
+    QString taskSpec; ///< as the user wrote it (kept in the run's configuration and name); empty: taskSpecFor(taskIds)
+    QString regime;   ///< a built-in regime (regime.h); the routing's fallback is used when routing is set
+    std::optional<Routing> routing;
+    Ablations ablations;
+    int n = 0;               ///< 0: the regime's
+    int turns = 0;           ///< 0: the regime's
+    double temperature = -1; ///< < 0: the regime's
+    QString endpoint = QStringLiteral("http://127.0.0.1:8080/v1");
+    QString model;
+    QString profile = QStringLiteral("kernelbench"); ///< the protocol profile
+    QString scale = QStringLiteral("full");
+    double timeoutS = 240; ///< an evaluation's wall-clock limit
+    int timingTrials = 0;  ///< 0: the profile's
+    QString isolation = QStringLiteral("fresh"); ///< "fresh" (a worker per candidate) or "reuse"
+    /// `kwb sweep`: the n of the best-of-n curve; one run samples max(n) per task on one turn
+    /// (unless turns says otherwise). Empty: a plain run.
+    QList<int> sweepNs;
+    QString promptsDir;
+};
+
+/// A run ready to start: the regimes resolved, the tasks listed.
+struct RunPlan
+{
+    Regime regime;                 ///< tasks whose level has no regime of its own (with routing: the fallback)
+    QMap<int, Regime> levelRegimes; ///< routing: level -> its regime
+    std::optional<Routing> routing;
+    QStringList taskIds;
+    QString taskSpec;
+    QString endpoint;
+    QString model;
+    QString profile;
+    QString scale;
+    double timeoutS = 240;
+    int timingTrials = 0;
+    QString isolation = QStringLiteral("fresh");
+    QList<int> sweepNs;
+    QString promptsDir;
+    qint64 resumeRunId = 0; ///< 0: a new run
+
+    /// "routing" for a routed run, else the regime's name (the run's `regime` column).
+    QString regimeLabel() const;
+    /// The name a new run gets: "agent L2:1-10", "agent -best_of_n L2:1-10", "agent sweep n=8 L2:1-10".
+    QString runName() const;
+    Regime regimeForLevel(int level) const { return levelRegimes.value(level, regime); }
+    /// Whether any task's regime puts the worker's profile into its prompts.
+    bool wantsProfile() const;
+};
+
+/// Resolves a request: built-in regimes with the ablations and the n/turns/temperature overrides
+/// applied, per level for routing. nullopt with *error for no tasks or an unknown regime.
+std::optional<RunPlan> planRun(const RunRequest& request, QString* error);
+/// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale and
+/// time-out), for resuming it. nullopt with *error when the configuration lacks a usable regime.
+std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
+
+/// The configuration a new run keeps: the templates its regimes use (and every partial) read from
+/// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),
+/// and the plan itself in `extra` (regime, level_regimes, routing, tasks, task_spec, scale,
+/// timeout_s, timing_trials, isolation, sweep, prompts_dir). nullopt with *error for a template that cannot be read.
+std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
+                                      QString* error);
+
+/// The model client's settings for the plan's endpoint and model. The API key is never stored.
+LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
+/// The fields every evaluate request of the run carries: profile, scale, seed (and timing_trials
+/// when set).
+QJsonObject evaluationOptionsFor(const RunPlan& plan);
+/// Worker program, time-out, isolation, one compile worker, and the device's arch for compile-ahead.
+void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
+                    const RunPlan& plan, const QJsonObject& device);
+/// Regimes per level and evaluation options.
+void configureController(RunController& controller, const RunPlan& plan);
+
+/// Asks the worker for a run's task facts without blocking: `tasks` (checking that every id of
+/// the plan exists), `device`, then `analyze` for every task and `profile` where the task's regime
+/// uses it and a GPU is there. Ends in exactly one loaded() or failed(), emitted from the event
+/// loop. A failed device, analyze or profile request is a warning(): the prompt goes without it,
+/// as `kwb run` does.
+class RunFactsLoader : public QObject
+{
+    Q_OBJECT
+public:
+    explicit RunFactsLoader(WorkerSupervisor* supervisor, QObject* parent = nullptr);
+    ~RunFactsLoader() override;
+
+    /// tasksDir: the worker's --tasks-dir (empty: its default). Ignored while loading.
+    void load(const RunPlan& plan, const QString& tasksDir = QString());
+    /// Cancels the requests in flight; no further signal.
+    void abort();
+    bool isLoading() const { return m_loading; }
+
+Q_SIGNALS:
+    /// Requests answered so far and requests known to be needed.
+    void progress(int done, int total);
+    void warning(const QString& message);
+    /// inputs in the plan's task order; hello is the worker's handshake answer.
+    void loaded(const QList<kwb::RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello);
+    void failed(const QString& message);
+
+private:
+    enum class Kind { Tasks, Device, Analyze, Profile };
+    struct Pending
+    {
+        Kind kind = Kind::Tasks;
+        int index = -1; ///< into m_inputs
+    };
+
+    void onResponse(qint64 id, const QJsonObject& response);
+    void onFailure(qint64 id, const QString& status, const QString& message);
+    void handle(const Pending& pending, const QJsonObject& response, const QString& error);
+    void send(Kind kind, const QJsonObject& request, int index = -1);
+    void finishLoading();
+    void failLoading(const QString& message);
+
+    WorkerSupervisor* m_supervisor = nullptr;
+    RunPlan m_plan;
+    bool m_loading = false;
+    QHash<qint64, Pending> m_pending;
+    QList<RunTaskInput> m_inputs;
+    QJsonObject m_device;
+    QJsonObject m_hello;
+    int m_done = 0;
+    int m_total = 0;
+};
+
+} // namespace kwb

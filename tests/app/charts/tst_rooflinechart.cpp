@@ -1,0 +1,358 @@
+// The roofline chart and page: what the roof series hold, where points land, the tooltips, the
+// click that activates a task, the GPU chooser.
+#include "chartstestdata.h"
+
+#include "app/charts/rooflinechart.h"
+#include "app/charts/rooflinepage.h"
+
+#include <QAbstractItemView>
+#include <QChart>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QSignalSpy>
+#include <QStandardItemModel>
+#include <QTest>
+#include <QToolTip>
+
+#include <cmath>
+
+using namespace kwb;
+using namespace kwb::app;
+
+namespace {
+
+QXYSeries* seriesNamed(QChart* chart, const QString& objectName)
+{
+    for (QAbstractSeries* s : chart->series())
+        if (s->objectName() == objectName)
+            return qobject_cast<QXYSeries*>(s);
+    return nullptr;
+}
+
+bool near(double a, double b, double relative = 1e-9)
+{
+    return std::fabs(a - b) <= relative * std::max(std::fabs(a), std::fabs(b));
+}
+
+RooflinePoint point(const QString& task, int level, double intensity, double gflops)
+{
+    RooflinePoint p;
+    p.task = task;
+    p.level = level;
+    p.intensity = intensity;
+    p.referenceGflops = gflops;
+    return p;
+}
+
+/// Two tasks: an elementwise level-1 task without a candidate, a fused level-2 task with one.
+QList<RooflinePoint> studyPoints()
+{
+    RooflinePoint l1 = point(QStringLiteral("L1/19"), 1, 0.25, 100.0);
+    RooflinePoint l2 = point(QStringLiteral("L2/1"), 2, 0.5, 150.0);
+    l2.candidateGflops = 600.0;
+    l2.candidateIntensity = 2.0; // fused: fewer bytes, same FLOPs
+    l2.detail = QStringLiteral("agent, sample 3");
+    return {l1, l2};
+}
+
+} // namespace
+
+class TestRooflineChart : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void roofsOfV100()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        QChart* c = chart.chart();
+
+        // The memory roof: y = 900 GB/s × x, up to the FP32 ridge.
+        QXYSeries* memory = seriesNamed(c, QStringLiteral("roof:memory"));
+        QVERIFY(memory);
+        QCOMPARE(memory->count(), 2);
+        for (const QPointF& p : memory->points())
+            QVERIFY2(near(p.y(), 900.0 * p.x()), qPrintable(QStringLiteral("%1,%2").arg(p.x()).arg(p.y())));
+        const double ridge = 15700.0 / 900.0;
+        QVERIFY(near(memory->at(1).x(), ridge));
+
+        // The FP32 roof: flat at 15.7 TFLOP/s from the ridge to the right edge.
+        QXYSeries* fp32 = seriesNamed(c, QStringLiteral("roof:fp32"));
+        QVERIFY(fp32);
+        QVERIFY(near(fp32->at(0).x(), ridge));
+        for (const QPointF& p : fp32->points())
+            QCOMPARE(p.y(), 15700.0);
+
+        // The FP16 tensor roof: dashed, from its own ridge; the memory roof goes on dashed to it.
+        QXYSeries* tensor = seriesNamed(c, QStringLiteral("roof:tensor:0"));
+        QVERIFY(tensor);
+        QCOMPARE(tensor->pen().style(), Qt::DashLine);
+        QCOMPARE(fp32->pen().style(), Qt::SolidLine);
+        QVERIFY(near(tensor->at(0).x(), 125000.0 / 900.0));
+        QCOMPARE(tensor->at(0).y(), 125000.0);
+        QVERIFY(!seriesNamed(c, QStringLiteral("roof:tensor:1")));
+        QXYSeries* memoryOn = seriesNamed(c, QStringLiteral("roof:memory:tensor"));
+        QVERIFY(memoryOn);
+        QCOMPARE(memoryOn->pen().style(), Qt::DashLine);
+        QVERIFY(near(memoryOn->at(1).y(), 900.0 * memoryOn->at(1).x()));
+
+        // Ridge points: peak / bandwidth for FP32 and for the tensor roof.
+        QXYSeries* ridges = seriesNamed(c, QStringLiteral("ridges"));
+        QVERIFY(ridges);
+        QCOMPARE(ridges->count(), 2);
+        QVERIFY(near(ridges->at(0).x(), ridge));
+        QCOMPARE(ridges->at(0).y(), 15700.0);
+        QVERIFY(near(ridges->at(1).x(), 125000.0 / 900.0));
+
+        // Log-log axes that hold every ridge.
+        const auto xs = c->axes(Qt::Horizontal);
+        QCOMPARE(xs.size(), 1);
+        auto* x = qobject_cast<QLogValueAxis*>(xs.first());
+        auto* y = qobject_cast<QLogValueAxis*>(c->axes(Qt::Vertical).first());
+        QVERIFY(x && y);
+        QVERIFY(x->min() <= 0.01 && x->max() >= 3 * 125000.0 / 900.0);
+        QVERIFY(y->max() > 125000.0);
+        QVERIFY(c->title().contains(QLatin1String("V100")));
+        QVERIFY(chart.emptyText().contains(QLatin1String("No tasks placed")));
+    }
+
+    void setRoofsRedraws()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(studyPoints());
+        chart.setRoofs(*findGpu(QStringLiteral("h200-sxm-141gb")));
+        QChart* c = chart.chart();
+        for (const QPointF& p : seriesNamed(c, QStringLiteral("roof:memory"))->points())
+            QVERIFY(near(p.y(), 4800.0 * p.x()));
+        QCOMPARE(seriesNamed(c, QStringLiteral("roof:fp32"))->at(0).y(), 67000.0);
+        QVERIFY(seriesNamed(c, QStringLiteral("roof:tensor:0")));
+        QVERIFY(seriesNamed(c, QStringLiteral("roof:tensor:1")));
+        QCOMPARE(seriesNamed(c, QStringLiteral("ridges"))->count(), 3);
+        // Points survive a change of GPU.
+        QCOMPARE(seriesNamed(c, QStringLiteral("points:L2:candidate"))->count(), 1);
+        QVERIFY(c->title().contains(QLatin1String("H200")));
+    }
+
+    void measuredRoofsWithTheoreticalOnesDotted()
+    {
+        RooflineChart chart;
+        chart.setRoofs(fromDeviceResponse(loadChartData(QStringLiteral("device_h200.json"))));
+        QChart* c = chart.chart();
+        QXYSeries* memory = seriesNamed(c, QStringLiteral("roof:memory"));
+        QVERIFY(near(memory->at(0).y() / memory->at(0).x(), 4265.890857861522, 1e-6));
+        int dotted = 0;
+        for (QAbstractSeries* s : c->series())
+            if (s->objectName().startsWith(QLatin1String("roof:secondary:"))) {
+                QCOMPARE(qobject_cast<QXYSeries*>(s)->pen().style(), Qt::DotLine);
+                ++dotted;
+            }
+        QCOMPARE(dotted, 2); // theoretical HBM and theoretical FP32
+        QVERIFY(c->title().contains(QLatin1String("HBM copy")));
+    }
+
+    void pointsAndArrows()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        QList<RooflinePoint> points = studyPoints();
+        points.append(point(QStringLiteral("L3/1"), 3, 0.0, 10.0)); // no intensity: cannot be placed
+        chart.setPoints(points);
+        QCOMPARE(chart.points().size(), 2);
+        QCOMPARE(chart.skippedPoints(), 1);
+        QChart* c = chart.chart();
+
+        auto* l1 = qobject_cast<QScatterSeries*>(seriesNamed(c, QStringLiteral("points:L1:reference")));
+        QVERIFY(l1);
+        QCOMPARE(l1->points(), QList<QPointF>{QPointF(0.25, 100.0)});
+        QCOMPARE(l1->markerShape(), QScatterSeries::MarkerShapeCircle);
+        QVERIFY(!seriesNamed(c, QStringLiteral("points:L1:candidate"))); // L1/19 has no candidate
+        auto* l2 = qobject_cast<QScatterSeries*>(seriesNamed(c, QStringLiteral("points:L2:reference")));
+        QCOMPARE(l2->markerShape(), QScatterSeries::MarkerShapeRectangle);
+        QCOMPARE(l2->points(), QList<QPointF>{QPointF(0.5, 150.0)});
+        // The candidate sits at its own (fused) intensity.
+        QCOMPARE(seriesNamed(c, QStringLiteral("points:L2:candidate"))->points(), QList<QPointF>{QPointF(2.0, 600.0)});
+        QVERIFY(!seriesNamed(c, QStringLiteral("points:L3:reference")));
+
+        const auto arrows = chart.arrows();
+        QCOMPARE(arrows.size(), 1);
+        QCOMPARE(arrows.first().first, QPointF(0.5, 150.0));
+        QCOMPARE(arrows.first().second, QPointF(2.0, 600.0));
+        QVERIFY(chart.emptyText().isEmpty());
+
+        // Where the points land on screen: intensity grows to the right, GFLOP/s upwards.
+        chart.resize(800, 560);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        const QPoint a = chart.viewportPosition(0, false), b = chart.viewportPosition(1, false);
+        const QPoint cand = chart.viewportPosition(1, true);
+        QVERIFY(chart.viewport()->rect().contains(a));
+        QVERIFY(a.x() < b.x() && b.x() < cand.x());
+        QVERIFY(a.y() > b.y() && b.y() > cand.y());
+        // One decade of intensity is as wide as the plot's width over its decades.
+        const auto* x = qobject_cast<QLogValueAxis*>(c->axes(Qt::Horizontal).first());
+        const double decades = std::log10(x->max()) - std::log10(x->min());
+        const double expected = c->plotArea().width() * std::log10(2.0 / 0.5) / decades;
+        QVERIFY(std::abs((cand.x() - b.x()) - expected) <= 2.0);
+        QCOMPARE(chart.viewportPosition(0, true), QPoint(-1, -1));
+    }
+
+    void toolTips()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(studyPoints());
+
+        // 100 GFLOP/s at 0.25 FLOP/B under a 900 GB/s roof: 225 GFLOP/s attainable, 44.4 %.
+        const QString ref = chart.toolTipText(0, false);
+        QVERIFY2(ref.contains(QLatin1String("L1/19")), qPrintable(ref));
+        QVERIFY(ref.contains(QLatin1String("eager reference")));
+        QVERIFY(ref.contains(QLatin1String("intensity 0.25 FLOP/B")));
+        QVERIFY2(ref.contains(QLatin1String("100 GFLOP/s: 44.4 % of the roof here (225 GFLOP/s)")), qPrintable(ref));
+        QVERIFY(ref.contains(QLatin1String("bound: memory")));
+
+        const QString cand = chart.toolTipText(1, true);
+        QVERIFY2(cand.contains(QLatin1String("best candidate")), qPrintable(cand));
+        QVERIFY(cand.contains(QLatin1String("intensity 2.00 FLOP/B")));
+        QVERIFY2(cand.contains(QLatin1String("600 GFLOP/s: 33.3 % of the roof here (1.80 TFLOP/s)")), qPrintable(cand));
+        QVERIFY(cand.contains(QStringLiteral("4.00× the reference's GFLOP/s")));
+        QVERIFY(cand.contains(QLatin1String("agent, sample 3")));
+        QVERIFY(chart.toolTipText(0, true).isEmpty()); // no candidate
+        QVERIFY(chart.toolTipText(7, false).isEmpty());
+
+        // Above the ridge: compute-bound, rated against the FP32 roof.
+        chart.setPoints({point(QStringLiteral("L1/1"), 1, 682.7, 12560.0)});
+        const QString gemm = chart.toolTipText(0, false);
+        QVERIFY2(gemm.contains(QLatin1String("80.0 % of the roof here (15.7 TFLOP/s)")), qPrintable(gemm));
+        QVERIFY(gemm.contains(QLatin1String("bound: compute")));
+    }
+
+    void clickActivatesTheTask()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(studyPoints());
+        chart.resize(800, 560);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        QSignalSpy spy(&chart, &RooflineChart::taskActivated);
+
+        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(1, true));
+        QCOMPARE(spy.size(), 1);
+        QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("L2/1"));
+        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(0, false));
+        QCOMPARE(spy.size(), 2);
+        QCOMPARE(spy.at(1).at(0).toString(), QStringLiteral("L1/19"));
+        // Empty plot area: nothing.
+        const QRectF plot = chart.chart()->plotArea();
+        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {},
+                          chart.mapFromScene(chart.chart()->mapToScene(plot.topLeft() + QPointF(8, 8))));
+        QCOMPARE(spy.size(), 2);
+    }
+
+    void hoverShowsTheTooltip()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(studyPoints());
+        chart.resize(800, 560);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        const QPoint at = chart.viewportPosition(1, true);
+        QTest::mouseMove(chart.viewport(), at - QPoint(30, 30));
+        QTest::mouseMove(chart.viewport(), at);
+        QTRY_VERIFY(QToolTip::isVisible());
+        QCOMPARE(QToolTip::text(), chart.toolTipText(1, true));
+        QToolTip::hideText();
+    }
+
+    void emptyStates()
+    {
+        RooflineChart chart;
+        QVERIFY(chart.emptyText().contains(QLatin1String("No GPU")));
+        chart.setRoofs(fromDeviceResponse(QJsonObject{{QStringLiteral("available"), false},
+                                                      {QStringLiteral("reason"), QStringLiteral("no CUDA device")}}));
+        QVERIFY2(chart.emptyText().contains(QLatin1String("no CUDA device")), qPrintable(chart.emptyText()));
+        QVERIFY(chart.chart()->series().isEmpty());
+    }
+
+    void pageChoosesTheGpu()
+    {
+        RooflinePage page;
+        QComboBox* combo = page.gpuCombo();
+        QCOMPARE(combo->count(), static_cast<int>(gpuTable().size()));
+        QCOMPARE(page.selectedGpuKey(), QStringLiteral("v100-sxm2-32gb")); // the study's framing
+        QCOMPARE(page.selectedRoofs().name, QStringLiteral("NVIDIA V100 SXM2 32GB"));
+        QVERIFY2(page.helpText().contains(QLatin1String("memory-bound")), qPrintable(page.helpText()));
+        QVERIFY(page.helpText().contains(QLatin1String("compute-bound")));
+        QVERIFY2(page.helpText().contains(QLatin1String("17.4 FLOP/B")), qPrintable(page.helpText()));
+
+        // The worker reports this machine's GPU: it is added first and shown.
+        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")));
+        QCOMPARE(combo->count(), static_cast<int>(gpuTable().size()) + 1);
+        QCOMPARE(combo->itemData(0).toString(), QStringLiteral("current"));
+        QVERIFY(combo->itemText(0).contains(QLatin1String("NVIDIA H200")));
+        QCOMPARE(page.selectedGpuKey(), QStringLiteral("current"));
+        QCOMPARE(page.chart()->roofs().name, QStringLiteral("NVIDIA H200"));
+        QVERIFY(page.helpText().contains(QLatin1String("15.3 FLOP/B")));
+
+        QVERIFY(page.selectGpu(QStringLiteral("h100-sxm-80gb")));
+        QCOMPARE(page.chart()->roofs().bandwidthGBps(), 3350.0);
+        QVERIFY(!page.selectGpu(QStringLiteral("no-such-gpu")));
+        QCOMPARE(page.selectedGpuKey(), QStringLiteral("h100-sxm-80gb"));
+    }
+
+    void aUsersChoiceOutlivesALaterDeviceResponse()
+    {
+        RooflinePage page;
+        page.resize(900, 650);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        // The user picks the next GPU with the keyboard.
+        page.gpuCombo()->setFocus();
+        QTest::keyClick(page.gpuCombo(), Qt::Key_Down);
+        const QString chosen = page.selectedGpuKey();
+        QVERIFY(chosen != QLatin1String("v100-sxm2-32gb"));
+        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")));
+        QCOMPARE(page.selectedGpuKey(), chosen);
+        QVERIFY(page.selectGpu(QStringLiteral("current")));
+        QCOMPARE(page.chart()->roofs().key, QStringLiteral("current"));
+    }
+
+    void pageWithoutAGpu()
+    {
+        RooflinePage page;
+        page.setCurrentDevice(QJsonObject{{QStringLiteral("available"), false},
+                                          {QStringLiteral("reason"), QStringLiteral("no CUDA device")}});
+        QComboBox* combo = page.gpuCombo();
+        QCOMPARE(combo->itemData(0).toString(), QStringLiteral("current"));
+        auto* model = qobject_cast<QStandardItemModel*>(combo->model());
+        QVERIFY(!model->item(0)->isEnabled());
+        QVERIFY(!page.selectGpu(QStringLiteral("current")));
+        QCOMPARE(page.selectedGpuKey(), QStringLiteral("v100-sxm2-32gb"));
+        // A GPU appears later (another worker): the entry becomes usable and is shown.
+        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")));
+        QVERIFY(model->item(0)->isEnabled());
+        QCOMPARE(page.selectedGpuKey(), QStringLiteral("current"));
+    }
+
+    void pageForwardsTaskActivation()
+    {
+        RooflinePage page;
+        page.setPoints(studyPoints());
+        page.resize(900, 650);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QSignalSpy spy(&page, &RooflinePage::taskActivated);
+        RooflineChart* chart = page.chart();
+        QTest::mouseClick(chart->viewport(), Qt::LeftButton, {}, chart->viewportPosition(1, false));
+        QCOMPARE(spy.size(), 1);
+        QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("L2/1"));
+    }
+};
+
+QTEST_MAIN(TestRooflineChart)
+#include "tst_rooflinechart.moc"

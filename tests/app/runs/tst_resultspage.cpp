@@ -1,0 +1,245 @@
+// ResultsPage on the fixture database: the tables show the numbers the fixture put in, the check
+// marks choose the runs, the exports write core's three formats, the ablation table pairs the
+// ablated run with its full regime, and the page renders to a non-uniform PNG.
+
+#include "app/runs/reporttables.h"
+#include "app/runs/resultspage.h"
+#include "app/runs/runlistmodel.h"
+#include "grabcheck.h"
+#include "runfixture.h"
+
+#include <QFile>
+#include <cmath>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace kwb;
+using namespace kwb::app;
+using namespace kwb::test;
+
+class TestResultsPage : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString m_db;
+    Fixture m_fixture;
+
+    static QString cell(const QTableView* view, int row, const QString& header)
+    {
+        const QAbstractItemModel* model = view->model();
+        for (int c = 0; c < model->columnCount(); ++c)
+            if (model->headerData(c, Qt::Horizontal).toString() == header)
+                return model->index(row, c).data().toString();
+        return QStringLiteral("<no column %1>").arg(header);
+    }
+
+    static int rowOf(const QTableView* view, const QString& firstCell)
+    {
+        for (int r = 0; r < view->model()->rowCount(); ++r)
+            if (view->model()->index(r, 0).data().toString() == firstCell)
+                return r;
+        return -1;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath(QStringLiteral("fixture.db"));
+        RunStore store;
+        QVERIFY(store.open(m_db));
+        const auto fixture = writeFixture(store);
+        QVERIFY(fixture);
+        m_fixture = *fixture;
+    }
+
+    void cellFormats()
+    {
+        QCOMPARE(percentCell(Estimate{60.0, 33.3, 86.7}), QStringLiteral("60.0 % [33–87]"));
+        QCOMPARE(percentCell(Estimate{std::nan(""), 0, 0}), QStringLiteral("–"));
+        QCOMPARE(pValueCell(0.0312), QStringLiteral("0.031"));
+        QCOMPARE(pValueCell(0.0001), QStringLiteral("< 0.001"));
+        QCOMPARE(durationCell(3400), QStringLiteral("3.4 s"));
+        QCOMPARE(durationCell(725000), QStringLiteral("12 min 5 s"));
+        QCOMPARE(durationCell(std::nullopt), QStringLiteral("–"));
+    }
+
+    void emptyStates()
+    {
+        ResultsPage page;
+        QVERIFY(page.findChild<QLabel*>(QStringLiteral("tablesEmpty"))->text().contains(QStringLiteral("File > Open run database")));
+        QString error;
+        QVERIFY(!page.setDatabase(m_dir.filePath(QStringLiteral("missing.db")), &error));
+        QVERIFY(error.contains(QStringLiteral("no such file")));
+        QVERIFY(!page.exportTo(m_dir.filePath(QStringLiteral("x.csv")), ResultsPage::ExportFormat::Csv, &error));
+    }
+
+    void tablesShowTheFixture()
+    {
+        ResultsPage page;
+        page.setBootstrapOptions(BootstrapOptions{500, 7, 0.95});
+        QSignalSpy ready(&page, &ResultsPage::reportReady);
+        QVERIFY(page.setDatabase(m_db));
+        QVERIFY(ready.wait(20000));
+        QVERIFY(page.report());
+        QCOMPARE(page.checkedRuns().size(), 3);
+
+        const auto* runs = page.findChild<QTableView*>(QStringLiteral("runTable"));
+        QCOMPARE(runs->model()->rowCount(), 3);
+        const int agent = rowOf(runs, QStringLiteral("#%1 agent").arg(m_fixture.agent));
+        const int zeroShot = rowOf(runs, QStringLiteral("#%1 zero-shot").arg(m_fixture.zeroShot));
+        QVERIFY(agent >= 0 && zeroShot >= 0);
+        QCOMPARE(cell(runs, agent, QStringLiteral("Tasks")), QStringLiteral("3"));
+        QVERIFY2(cell(runs, agent, QStringLiteral("Correct %")).startsWith(QStringLiteral("66.7 % [")),
+                 qPrintable(cell(runs, agent, QStringLiteral("Correct %"))));
+        QVERIFY(cell(runs, zeroShot, QStringLiteral("Correct %")).startsWith(QStringLiteral("33.3 % [")));
+        // fast_1: agent's L1/1 (1.5×) only; L1/2's correct kernel is slower than the reference.
+        QVERIFY(cell(runs, agent, QStringLiteral("fast_1 %")).startsWith(QStringLiteral("33.3 % [")));
+        // Compiled: every task but L2/1's compile error.
+        QVERIFY(cell(runs, agent, QStringLiteral("Compiled %")).startsWith(QStringLiteral("66.7 % [")));
+        QVERIFY(cell(runs, zeroShot, QStringLiteral("Compiled %")).startsWith(QStringLiteral("100.0 % [100–100]")));
+        // Geometric mean of 1.5 and 0.8.
+        QVERIFY2(cell(runs, agent, QStringLiteral("Geomean speedup")).startsWith(QStringLiteral("1.10× [")),
+                 qPrintable(cell(runs, agent, QStringLiteral("Geomean speedup"))));
+        QVERIFY(cell(runs, agent, QStringLiteral("Geomean speedup")).endsWith(QStringLiteral("(n = 2)")));
+        QCOMPARE(cell(runs, agent, QStringLiteral("Tokens in / out")), QStringLiteral("700 / 350")); // 7 answers
+        QCOMPARE(cell(runs, agent, QStringLiteral("Model time")), QStringLiteral("14.0 s"));
+
+        const auto* levels = page.findChild<QTableView*>(QStringLiteral("levelTable"));
+        QCOMPARE(cell(levels, agent, QStringLiteral("L1 solved")), QStringLiteral("2/2"));
+        QCOMPARE(cell(levels, agent, QStringLiteral("L2 solved")), QStringLiteral("0/1"));
+        QCOMPARE(cell(levels, zeroShot, QStringLiteral("L1 solved")), QStringLiteral("1/2"));
+        QVERIFY(cell(levels, agent, QStringLiteral("L1 correct %")).startsWith(QStringLiteral("100.0 %")));
+
+        const auto* pairs = page.findChild<QTableView*>(QStringLiteral("pairTable"));
+        QCOMPARE(pairs->model()->rowCount(), 3);
+        QCOMPARE(cell(pairs, 0, QStringLiteral("A")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
+        QCOMPARE(cell(pairs, 0, QStringLiteral("B")), QStringLiteral("#%1 zero-shot").arg(m_fixture.zeroShot));
+        QCOMPARE(cell(pairs, 0, QStringLiteral("Only A")), QStringLiteral("1"));  // L1/2
+        QCOMPARE(cell(pairs, 0, QStringLiteral("Only B")), QStringLiteral("0"));
+        QCOMPARE(cell(pairs, 0, QStringLiteral("Both")), QStringLiteral("1"));    // L1/1
+        QCOMPARE(cell(pairs, 0, QStringLiteral("Sign-test p")), QStringLiteral("1.000"));
+        QVERIFY(cell(pairs, 0, QStringLiteral("A − B, points [95 %]")).startsWith(QStringLiteral("+33.3 [")));
+        QVERIFY(page.findChild<QLabel*>(QStringLiteral("noiseCaveat"))->text().contains(QStringLiteral("noise")));
+
+        const auto* routing = page.findChild<QTableView*>(QStringLiteral("routingTable"));
+        QCOMPARE(routing->model()->rowCount(), 3); // L1, L2, all
+        QCOMPARE(cell(routing, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
+        QCOMPARE(cell(routing, 2, QStringLiteral("Level")), QStringLiteral("all"));
+        QCOMPARE(cell(routing, 2, QStringLiteral("Solved")), QStringLiteral("2"));
+
+        // The ablated run (best_of_n off) against the agent run with every part on.
+        const auto* ablations = page.findChild<QTableView*>(QStringLiteral("ablationTable"));
+        QCOMPARE(ablations->model()->rowCount(), 1);
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Switched off")), QStringLiteral("best_of_n"));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent").arg(m_fixture.ablated));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Against")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Tasks")), QStringLiteral("3"));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Correct %")), QStringLiteral("33.3"));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Full correct %")), QStringLiteral("66.7"));
+        QVERIFY(cell(ablations, 0, QStringLiteral("Change, points [95 %]")).startsWith(QStringLiteral("-33.3 [")));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Sign-test p")), QStringLiteral("1.000"));
+
+        // Unchecking runs rebuilds the tables for the rest; the ablation pair loses its baseline.
+        QSignalSpy rebuilt(&page, &ResultsPage::reportReady);
+        page.setCheckedRuns({m_fixture.zeroShot, m_fixture.ablated});
+        QVERIFY(rebuilt.wait(20000));
+        QCOMPARE(runs->model()->rowCount(), 2);
+        QCOMPARE(pairs->model()->rowCount(), 1);
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Against")), QStringLiteral("no full run selected"));
+
+        page.setCheckedRuns({m_fixture.zeroShot});
+        QVERIFY(rebuilt.wait(20000));
+        QCOMPARE(routing->model()->rowCount(), 0); // one run: no routing estimate
+        QVERIFY(page.findChild<QLabel*>(QStringLiteral("routingNote"))->text().contains(QStringLiteral("two or more")));
+
+        page.setCheckedRuns({});
+        QVERIFY(rebuilt.wait(20000));
+        QVERIFY(!page.report());
+        QVERIFY(page.findChild<QLabel*>(QStringLiteral("tablesEmpty"))->text().contains(QStringLiteral("Check one")));
+    }
+
+    void exportsWriteTheThreeFormats()
+    {
+        ResultsPage page;
+        page.setBootstrapOptions(BootstrapOptions{200, 7, 0.95});
+        QSignalSpy ready(&page, &ResultsPage::reportReady);
+        QVERIFY(page.setDatabase(m_db));
+        QVERIFY(ready.wait(20000));
+        QVERIFY(page.report());
+
+        const QString csv = m_dir.filePath(QStringLiteral("report.csv"));
+        const QString json = m_dir.filePath(QStringLiteral("report.json"));
+        const QString md = m_dir.filePath(QStringLiteral("report.md"));
+        QString error;
+        QVERIFY2(page.exportTo(csv, ResultsPage::ExportFormat::Csv, &error), qPrintable(error));
+        QVERIFY(page.exportTo(json, ResultsPage::ExportFormat::Json, &error));
+        QVERIFY(page.exportTo(md, ResultsPage::ExportFormat::Markdown, &error));
+
+        QFile csvFile(csv);
+        QVERIFY(csvFile.open(QIODevice::ReadOnly));
+        const QString csvText = QString::fromUtf8(csvFile.readAll());
+        QVERIFY(csvText.startsWith(QStringLiteral("section,run,run_b,level,metric,value,low,high\r\n")));
+        QVERIFY(csvText.contains(QStringLiteral("run,%1,,all,correct,2,,\r\n").arg(m_fixture.agent)));
+
+        QFile jsonFile(json);
+        QVERIFY(jsonFile.open(QIODevice::ReadOnly));
+        const QJsonObject object = QJsonDocument::fromJson(jsonFile.readAll()).object();
+        QCOMPARE(object.value(QLatin1String("runs")).toArray().size(), 3);
+        QCOMPARE(object.value(QLatin1String("comparisons")).toArray().size(), 3);
+        QCOMPARE(object.value(QLatin1String("runs")).toArray().first().toObject().value(QLatin1String("overall"))
+                     .toObject().value(QLatin1String("correct")).toInt(),
+                 2);
+
+        QFile mdFile(md);
+        QVERIFY(mdFile.open(QIODevice::ReadOnly));
+        const QString mdText = QString::fromUtf8(mdFile.readAll());
+        QVERIFY(mdText.startsWith(QStringLiteral("# Kernel Workbench report")));
+        QVERIFY(mdText.contains(QStringLiteral("## Paired comparisons")));
+
+        QVERIFY(!page.exportTo(m_dir.filePath(QStringLiteral("no/such/dir/report.csv")), ResultsPage::ExportFormat::Csv,
+                               &error));
+        QVERIFY(error.contains(QStringLiteral("cannot write")));
+    }
+
+    void doubleClickOpensARun()
+    {
+        ResultsPage page;
+        QVERIFY(page.setDatabase(m_db));
+        QSignalSpy activated(&page, &ResultsPage::runActivated);
+        auto* list = page.findChild<QTableView*>(QStringLiteral("runList"));
+        page.resize(1280, 800);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        const QModelIndex second = list->model()->index(1, RunListModel::NameColumn);
+        list->scrollTo(second);
+        // A view takes a double click as one on the item pressed first.
+        QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, list->visualRect(second).center());
+        QTest::mouseDClick(list->viewport(), Qt::LeftButton, {}, list->visualRect(second).center());
+        QCOMPARE(activated.size(), 1);
+        QCOMPARE(activated.first().at(0).toString(), m_db);
+        QCOMPARE(activated.first().at(1).toLongLong(), m_fixture.zeroShot);
+    }
+
+    void grabsToAPng()
+    {
+        ResultsPage page;
+        page.setBootstrapOptions(BootstrapOptions{200, 7, 0.95});
+        QSignalSpy ready(&page, &ResultsPage::reportReady);
+        QVERIFY(page.setDatabase(m_db));
+        QVERIFY(ready.wait(20000));
+        const QImage image = grabPage(&page, QStringLiteral("resultspage"));
+        QVERIFY(!image.isNull());
+        QCOMPARE(image.size(), QSize(1280, 800) * page.devicePixelRatio());
+        QVERIFY2(distinctColours(image) > 8, qPrintable(QString::number(distinctColours(image))));
+    }
+};
+
+QTEST_MAIN(TestResultsPage)
+#include "tst_resultspage.moc"

@@ -1,0 +1,252 @@
+// core/runlaunch: task specs, ablation names, plans (new and resumed), the stored configuration,
+// and RunFactsLoader against the fake worker, which answers without ever blocking the caller.
+
+#include "core/runlaunch.h"
+#include "core/workersupervisor.h"
+
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+using namespace kwb;
+
+class TestRunLaunch : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void taskSpecs()
+    {
+        QString error;
+        const QStringList ids = parseTaskSpec(QStringLiteral("L1:1-3, L2:5,L1/2,L3:10"), &error);
+        QCOMPARE(ids, (QStringList{QStringLiteral("L1/1"), QStringLiteral("L1/2"), QStringLiteral("L1/3"),
+                                   QStringLiteral("L2/5"), QStringLiteral("L3/10")}));
+        QVERIFY(parseTaskSpec(QStringLiteral("L1:3-1"), &error).isEmpty());
+        QVERIFY(error.contains(QStringLiteral("range goes up")));
+        QVERIFY(parseTaskSpec(QStringLiteral("level one"), &error).isEmpty());
+
+        QCOMPARE(taskSpecFor(ids), QStringLiteral("L1:1-3,L2:5,L3:10"));
+        QCOMPARE(taskSpecFor({QStringLiteral("L1/1"), QStringLiteral("L1/3"), QStringLiteral("L1/4")}),
+                 QStringLiteral("L1:1,L1:3-4"));
+        QCOMPARE(taskSpecFor({}), QString());
+        // The spec a page writes reads back to the same tasks.
+        const QStringList picked{QStringLiteral("L2/1"), QStringLiteral("L2/2"), QStringLiteral("L3/7")};
+        QCOMPARE(parseTaskSpec(taskSpecFor(picked), &error), picked);
+    }
+
+    void ablationNames()
+    {
+        QString unknown;
+        const Ablations a = ablationsFromList(QStringLiteral("best-of-n, competence,monotone"), &unknown);
+        QVERIFY(unknown.isEmpty());
+        QVERIFY(!a.bestOfN && !a.competenceMatched && !a.monotone && a.feedbackAnalyzer);
+        ablationsFromList(QStringLiteral("feedback_analyzer,warp-speed"), &unknown);
+        QCOMPARE(unknown, QStringLiteral("warp_speed"));
+    }
+
+    void plansApplyOverridesAndAblations()
+    {
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L2/1"), QStringLiteral("L2/2")};
+        request.regime = QStringLiteral("agent");
+        request.ablations.feedbackAnalyzer = false;
+        request.turns = 2;
+        request.temperature = 0.2;
+        QString error;
+        const auto plan = planRun(request, &error);
+        QVERIFY2(plan, qPrintable(error));
+        Regime expected = Regime::builtin(QStringLiteral("agent"))->withAblations(request.ablations);
+        expected.turns = 2;
+        expected.temperature = 0.2;
+        QCOMPARE(plan->regime, expected);
+        QVERIFY(plan->regime.feedback == FeedbackMode::RawLog);
+        QCOMPARE(plan->regime.n, 4);
+        QCOMPARE(plan->taskSpec, QStringLiteral("L2:1-2"));
+        QCOMPARE(plan->runName(), QStringLiteral("agent -feedback_analyzer L2:1-2"));
+        QVERIFY(plan->wantsProfile());
+
+        request.routing = Routing::studyEstimate();
+        const auto routed = planRun(request, &error);
+        QVERIFY(routed);
+        QCOMPARE(routed->regimeLabel(), QStringLiteral("routing"));
+        QCOMPARE(routed->levelRegimes.value(2).name, QStringLiteral("agent"));
+        QCOMPARE(routed->levelRegimes.value(2).turns, 2);
+        QCOMPARE(routed->regimeForLevel(1).name, QStringLiteral("profiling-guided"));
+        QCOMPARE(routed->regimeForLevel(7).name, QStringLiteral("profiling-guided")); // the fallback
+
+        request.routing.reset();
+        request.regime = QStringLiteral("no-such-regime");
+        QVERIFY(!planRun(request, &error));
+        QVERIFY(error.contains(QStringLiteral("zero-shot")));
+        request.regime = QStringLiteral("zero-shot");
+        request.taskIds.clear();
+        QVERIFY(!planRun(request, &error));
+    }
+
+    void sweepsSampleTheLargestNOnOneTurn()
+    {
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1")};
+        request.regime = QStringLiteral("agent");
+        request.sweepNs = {4, 1, 2};
+        request.promptsDir = QStringLiteral(KWB_PROMPTS_DIR);
+        QString error;
+        const auto plan = planRun(request, &error);
+        QVERIFY(plan);
+        QCOMPARE(plan->regime.n, 4);
+        QCOMPARE(plan->regime.turns, 1);
+        QCOMPARE(plan->sweepNs, (QList<int>{1, 2, 4}));
+        QCOMPARE(plan->runName(), QStringLiteral("agent sweep n=4 L1:1"));
+        const auto config = runConfigFor(*plan, {}, {}, &error);
+        QVERIFY(config);
+        QCOMPARE(config->extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(),
+                 (QJsonArray{1, 2, 4}));
+        QVERIFY(config->extra.value(QLatin1String("timing_trials")).isNull());
+        QCOMPARE(config->extra.value(QLatin1String("isolation")).toString(), QStringLiteral("fresh"));
+
+        request.sweepNs.clear();
+        request.ablations.bestOfN = false;
+        request.ablations.monotone = false;
+        QCOMPARE(planRun(request, &error)->runName(), QStringLiteral("agent -best_of_n,-monotone L1:1"));
+    }
+
+    void storedConfigurationResumesToTheSamePlan()
+    {
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1"), QStringLiteral("L2/1")};
+        request.routing = Routing::studyEstimate();
+        request.n = 2;
+        request.endpoint = QStringLiteral("http://example.invalid:9/v1");
+        request.model = QStringLiteral("qwen");
+        request.profile = QStringLiteral("kernelbench-v0.1");
+        request.scale = QStringLiteral("smoke");
+        request.timeoutS = 30;
+        request.timingTrials = 12;
+        request.isolation = QStringLiteral("reuse");
+        request.promptsDir = QStringLiteral(KWB_PROMPTS_DIR);
+        QString error;
+        const auto plan = planRun(request, &error);
+        QVERIFY(plan);
+        const QJsonObject device{{QStringLiteral("available"), true}, {QStringLiteral("arch"), QStringLiteral("sm_90")}};
+        const QJsonObject hello{{QStringLiteral("worker"), QStringLiteral("kwb-worker 0.1")}, {QStringLiteral("protocol"), 1}};
+        const auto config = runConfigFor(*plan, device, hello, &error);
+        QVERIFY2(config, qPrintable(error));
+        QVERIFY(config->templates.contains(QStringLiteral("agent/triager")));
+        QVERIFY(config->templates.contains(QStringLiteral("profiling-guided/generator")));
+        QVERIFY(config->templates.contains(QStringLiteral("partials/candidate_format")));
+        QCOMPARE(config->versions.value(QLatin1String("worker")).toString(), QStringLiteral("kwb-worker 0.1"));
+        QCOMPARE(config->seeds.value(QLatin1String("evaluation")).toInt(), kRunEvaluationSeed);
+        QCOMPARE(config->extra.value(QLatin1String("task_spec")).toString(), QStringLiteral("L1:1,L2:1"));
+
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("runs.db"))));
+        const auto id = store.createRun(plan->runName(), plan->regimeLabel(), *config);
+        QVERIFY(id);
+        const auto resumed = planResume(*store.run(*id), &error);
+        QVERIFY2(resumed, qPrintable(error));
+        QCOMPARE(resumed->resumeRunId, *id);
+        QCOMPARE(resumed->regime, plan->regime);
+        QCOMPARE(resumed->levelRegimes, plan->levelRegimes);
+        QVERIFY(resumed->routing);
+        QCOMPARE(resumed->routing->byLevel, plan->routing->byLevel);
+        QCOMPARE(resumed->taskIds, plan->taskIds);
+        QCOMPARE(resumed->endpoint, plan->endpoint);
+        QCOMPARE(resumed->model, plan->model);
+        QCOMPARE(resumed->profile, plan->profile);
+        QCOMPARE(resumed->scale, plan->scale);
+        QCOMPARE(resumed->timeoutS, 30.0);
+        QCOMPARE(resumed->timingTrials, 12);
+        QCOMPARE(resumed->isolation, QStringLiteral("reuse"));
+        QVERIFY(resumed->sweepNs.isEmpty());
+        QCOMPARE(evaluationOptionsFor(*resumed).value(QLatin1String("timing_trials")).toInt(), 12);
+        QCOMPARE(evaluationOptionsFor(*resumed), evaluationOptionsFor(*plan));
+
+        const auto broken = store.createRun(QStringLiteral("x"), QStringLiteral("x"), QJsonObject{});
+        QVERIFY(!planResume(*store.run(*broken), &error));
+        QVERIFY(error.contains(QStringLiteral("no usable regime")));
+
+        RunPlan missing = *plan;
+        missing.promptsDir = dir.filePath(QStringLiteral("nowhere"));
+        QVERIFY(!runConfigFor(missing, device, hello, &error));
+        QVERIFY(error.contains(QStringLiteral("cannot read template")));
+    }
+
+    void factsLoaderAsksTheWorker()
+    {
+        WorkerSupervisor supervisor;
+        supervisor.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        supervisor.setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        RunFactsLoader loader(&supervisor);
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L2/1"), QStringLiteral("L1/1")};
+        request.regime = QStringLiteral("profiling-guided"); // wants `profile` (the fake worker has a "GPU")
+        const auto plan = planRun(request, nullptr);
+        QVERIFY(plan);
+        QSignalSpy loaded(&loader, &RunFactsLoader::loaded);
+        QSignalSpy warnings(&loader, &RunFactsLoader::warning);
+        loader.load(*plan);
+        QVERIFY(loader.isLoading());
+        QVERIFY(loaded.wait(30000));
+        const auto inputs = loaded.first().at(0).value<QList<RunTaskInput>>();
+        QCOMPARE(inputs.size(), 2);
+        QCOMPARE(inputs.at(0).id(), QStringLiteral("L2/1"));
+        QCOMPARE(inputs.at(0).level(), 2);
+        QCOMPARE(inputs.at(0).analyze.value(QLatin1String("task")).toString(), QStringLiteral("L2/1"));
+        QCOMPARE(inputs.at(1).device.value(QLatin1String("name")).toString(), QStringLiteral("Fake H200"));
+        QCOMPARE(loaded.first().at(2).toJsonObject().value(QLatin1String("worker")).toString(), QStringLiteral("fake-0.1"));
+        // The fake worker does not know `profile`: a warning each, and the prompts go without it.
+        QCOMPARE(warnings.size(), 2);
+        QVERIFY(warnings.first().first().toString().startsWith(QStringLiteral("profile L2/1")));
+        QVERIFY(!loader.isLoading());
+    }
+
+    void factsLoaderFailsOnUnknownTasks()
+    {
+        WorkerSupervisor supervisor;
+        supervisor.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        RunFactsLoader loader(&supervisor);
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1"), QStringLiteral("L3/9")};
+        request.regime = QStringLiteral("zero-shot");
+        QSignalSpy failed(&loader, &RunFactsLoader::failed);
+        QSignalSpy loaded(&loader, &RunFactsLoader::loaded);
+        loader.load(*planRun(request, nullptr));
+        QVERIFY(failed.wait(30000));
+        QCOMPARE(failed.first().first().toString(), QStringLiteral("unknown task: L3/9"));
+        QVERIFY(loaded.isEmpty());
+    }
+
+    void aHangingWorkerNeverBlocks()
+    {
+        // The worker hangs on every request: the loader fails on the supervisor's time-out while
+        // the caller's event loop keeps turning.
+        WorkerSupervisor supervisor;
+        supervisor.setProgram(QStringLiteral(KWB_FAKEWORKER), {QStringLiteral("--mode"), QStringLiteral("hang")});
+        supervisor.setDefaultTimeout(1500);
+        supervisor.setKillGracePeriod(200);
+        RunFactsLoader loader(&supervisor);
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1")};
+        request.regime = QStringLiteral("zero-shot");
+        int ticks = 0;
+        QTimer ticker;
+        connect(&ticker, &QTimer::timeout, this, [&ticks] { ++ticks; });
+        ticker.start(20);
+        QSignalSpy failed(&loader, &RunFactsLoader::failed);
+        QElapsedTimer clock;
+        clock.start();
+        loader.load(*planRun(request, nullptr));
+        QVERIFY(clock.elapsed() < 200); // load() only sends
+        QVERIFY(failed.wait(30000));
+        QVERIFY2(failed.first().first().toString().startsWith(QStringLiteral("tasks: timeout")),
+                 qPrintable(failed.first().first().toString()));
+        QVERIFY2(ticks >= 40, qPrintable(QString::number(ticks)));
+    }
+};
+
+QTEST_MAIN(TestRunLaunch)
+#include "tst_runlaunch.moc"

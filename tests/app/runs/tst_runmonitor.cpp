@@ -1,0 +1,424 @@
+// RunMonitorPage and RunSession during real RunController runs against the scripted
+// OpenAI-compatible server (streaming) and the fake worker: rows appear as units are asked and
+// evaluated, progress moves, the selected unit's text streams in and every streamed piece lands on
+// the unit whose stored answer it is; a hanging candidate does not stop the event loop; Pause waits
+// for the request in flight and Resume finishes without asking the model again; a failed request
+// and a time-out show in the problem list; a stored run opens with its problems.
+
+#include "app/runs/runmanager.h"
+#include "app/runs/runmonitorpage.h"
+#include "app/runs/runsession.h"
+#include "app/runs/runtreemodel.h"
+#include "core/evaluationqueue.h"
+#include "core/runstore.h"
+#include "grabcheck.h"
+#include "runfixture.h"
+#include "scriptedllmserver.h"
+
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QTreeView>
+#include <QTreeWidget>
+
+#include <memory>
+
+using namespace kwb;
+using namespace kwb::app;
+using kwb::test::ScriptedLlmServer;
+
+namespace {
+
+QString answer(const QString& tag, const QString& status, const QString& extra = QString())
+{
+    return QStringLiteral("%1 status: %2 %3\n\n```cuda\nextern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n"
+                          "```\n\n```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n"
+                          "```\n")
+        .arg(tag, status, extra);
+}
+
+ScriptedLlmServer::Reply streamed(const QString& text, int chunkDelayMs = 10)
+{
+    ScriptedLlmServer::Reply r;
+    r.texts = {text};
+    r.chunkChars = 12;
+    r.chunkDelayMs = chunkDelayMs;
+    return r;
+}
+
+} // namespace
+
+class TestRunMonitor : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<ScriptedLlmServer> m_server;
+    int m_dbCount = 0;
+
+    RunSessionEnvironment environment()
+    {
+        RunSessionEnvironment env;
+        env.databasePath = m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount));
+        env.workerProgram = QStringLiteral(KWB_FAKEWORKER);
+        env.compileWorkers = 0;
+        env.killGraceMs = 300;
+        env.maxRetries = 0;
+        env.requestTimeoutMs = 20000;
+        env.stream = true;
+        return env;
+    }
+
+    RunPlan plan(const QString& regime, const QStringList& tasks, int n = 0, int turns = 0, double timeoutS = 60)
+    {
+        RunRequest request;
+        request.taskIds = tasks;
+        request.regime = regime;
+        request.n = n;
+        request.turns = turns;
+        request.endpoint = m_server->baseUrl().toString();
+        request.model = QStringLiteral("m");
+        request.timeoutS = timeoutS;
+        request.promptsDir = QStringLiteral(KWB_PROMPTS_DIR);
+        QString error;
+        const auto p = planRun(request, &error);
+        if (!p)
+            qFatal("plan: %s", qPrintable(error));
+        return *p;
+    }
+
+    template<typename T>
+    static T* child(QWidget& page, const char* name)
+    {
+        T* widget = page.findChild<T*>(QString::fromLatin1(name));
+        if (!widget)
+            qFatal("no widget %s", name);
+        return widget;
+    }
+
+    static bool waitFinished(RunSession* session, int ms = 60000)
+    {
+        if (session->isOver())
+            return true;
+        QSignalSpy finished(session, &RunSession::finished);
+        return finished.wait(ms);
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void init()
+    {
+        m_server = std::make_unique<ScriptedLlmServer>();
+        QVERIFY(m_server->start());
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("default"), QStringLiteral("correct"))));
+    }
+
+    void cleanup() { m_server.reset(); }
+
+    void emptyState()
+    {
+        RunMonitorPage page(nullptr);
+        QVERIFY(child<QLabel>(page, "monitorEmpty")->isVisibleTo(&page));
+        QVERIFY(child<QLabel>(page, "monitorEmpty")->text().contains(QStringLiteral("Launch page")));
+    }
+
+    void liveRunShowsRowsStreamingAndProgress()
+    {
+        m_server->setDefaultReply(
+            streamed(answer(QStringLiteral("streamed answer with enough text to arrive in many pieces"),
+                            QStringLiteral("correct")),
+                     15));
+        RunManager manager;
+        RunMonitorPage page(&manager);
+        page.resize(1280, 800);
+        page.show();
+        RunSessionEnvironment env = environment();
+        env.maxTasksInFlight = 1; // one task after the other, so progress passes 1/2
+        RunTreeModel* model = page.treeModel();
+        int resetsAfterRows = 0;
+        bool rowsSeen = false;
+        connect(model, &QAbstractItemModel::modelReset, this, [&] { resetsAfterRows += rowsSeen ? 1 : 0; });
+        connect(model, &QAbstractItemModel::rowsInserted, this, [&] { rowsSeen = true; });
+        QSignalSpy inserted(model, &QAbstractItemModel::rowsInserted);
+        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
+        RunSession* session = manager.current();
+        QCOMPARE(page.session(), session);
+
+        // While a unit generates, the text view shows what has arrived of its answer.
+        auto* text = child<QPlainTextEdit>(page, "modelText");
+        auto* tree = child<QTreeView>(page, "runTree");
+        int partialSeen = 0;
+        QList<int> progressSeen;
+        connect(session, &RunSession::textStreamed, this, [&](const UnitKey& unit, const QString&) {
+            const QModelIndex current = tree->currentIndex();
+            if (model->unitKey(current) == unit && current.siblingAtColumn(RunTreeModel::StatusColumn).data().toString()
+                                                       == QStringLiteral("generating…")
+                && !text->toPlainText().isEmpty() && text->toPlainText() == current.data(RunTreeModel::TextRole).toString())
+                ++partialSeen;
+        });
+        auto* bar = child<QProgressBar>(page, "progressBar");
+        connect(session, &RunSession::progressChanged, this, [&] { progressSeen << bar->value(); });
+
+        QVERIFY(waitFinished(session));
+        QCOMPARE(session->state(), RunSession::State::Finished);
+        QVERIFY2(partialSeen >= 3, qPrintable(QString::number(partialSeen)));
+        QVERIFY2(progressSeen.contains(1) && progressSeen.last() == 2,
+                 qPrintable(QStringLiteral("%1").arg(progressSeen.size())));
+        QCOMPARE(bar->value(), 2);
+        QCOMPARE(bar->maximum(), 2);
+        QVERIFY2(page.progressText().startsWith(QStringLiteral("2/2 tasks · 2 candidates evaluated (2 correct)")),
+                 qPrintable(page.progressText()));
+
+        // Rows came one by one: no reset once the first row was there.
+        QCOMPARE(resetsAfterRows, 0);
+        QVERIFY(inserted.size() >= 6); // two tasks, their turns and their samples
+        QCOMPARE(model->taskCount(), 2);
+        const QModelIndex l11 = model->indexOfTask(QStringLiteral("L1/1"));
+        QCOMPARE(l11.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(), QStringLiteral("correct"));
+        QCOMPARE(l11.siblingAtColumn(RunTreeModel::SpeedupColumn).data().toString(), QStringLiteral("1.06×"));
+
+        // The selected (last followed) unit shows the stored answer, its compile log and evaluation.
+        const std::optional<UnitKey> selected = model->unitKey(tree->currentIndex());
+        QVERIFY(selected);
+        RunStore store;
+        QVERIFY(store.open(env.databasePath));
+        QString stored;
+        for (const UnitResponse& r : store.responses(session->runId()))
+            if (r.unit == *selected)
+                stored = r.response.text;
+        QVERIFY(!stored.isEmpty());
+        QCOMPARE(text->toPlainText(), stored);
+        QVERIFY(child<QPlainTextEdit>(page, "evaluationText")->toPlainText().contains(QStringLiteral("\"status\": \"correct\"")));
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("speedup 1.06×")));
+        QCOMPARE(page.problemCount(), 0);
+
+        const QImage image = kwb::test::grabPage(&page, QStringLiteral("runmonitorpage"));
+        QVERIFY(!image.isNull());
+        QVERIFY(kwb::test::distinctColours(image) > 8);
+    }
+
+    void streamedTextLandsOnItsUnit_data()
+    {
+        QTest::addColumn<QString>("regime");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("turns");
+        QTest::addColumn<QString>("firstStatus");
+        QTest::newRow("iterative: a retry on turn 2") << QStringLiteral("iterative") << 2 << 2 << QStringLiteral("compile_error");
+        QTest::newRow("agent: notes roles, then samples") << QStringLiteral("agent") << 2 << 1 << QStringLiteral("correct");
+    }
+
+    void streamedTextLandsOnItsUnit()
+    {
+        QFETCH(QString, regime);
+        QFETCH(int, n);
+        QFETCH(int, turns);
+        QFETCH(QString, firstStatus);
+        // Every HTTP call gets a text of its own, so a piece given to the wrong unit shows.
+        for (int i = 0; i < 40; ++i)
+            m_server->enqueue(streamed(answer(QStringLiteral("reply-%1").arg(i), i < 4 ? firstStatus : QStringLiteral("correct")), 3));
+        RunSession session(plan(regime, {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, n, turns), environment());
+        QHash<UnitKey, QString> streamedText;
+        int started = 0;
+        connect(&session, &RunSession::textStreamed, this,
+                [&](const UnitKey& unit, const QString& chunk) { streamedText[unit] += chunk; });
+        connect(&session, &RunSession::generationStarted, this, [&] { ++started; });
+        QStringList problems;
+        connect(&session, &RunSession::problem, this, [&](const RunProblem& p) {
+            if (p.error) // the fake worker has no `profile`: a warning for the agent's tasks
+                problems << p.message;
+        });
+        session.start();
+        QVERIFY(waitFinished(&session));
+        QVERIFY2(session.state() == RunSession::State::Finished, qPrintable(problems.join(QLatin1Char('\n'))));
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+
+        RunStore store;
+        QVERIFY(store.open(session.environment().databasePath));
+        const QList<UnitResponse> responses = store.responses(session.runId());
+        QVERIFY(responses.size() >= 4);
+        QCOMPARE(started, int(responses.size()));
+        QCOMPARE(streamedText.size(), responses.size());
+        for (const UnitResponse& r : responses)
+            QVERIFY2(streamedText.value(r.unit) == r.response.text,
+                     qPrintable(QStringLiteral("%1 turn %2 %3 sample %4: streamed \"%5\", stored \"%6\"")
+                                    .arg(r.unit.task)
+                                    .arg(r.unit.turn)
+                                    .arg(r.unit.role)
+                                    .arg(r.unit.sample)
+                                    .arg(streamedText.value(r.unit).left(12), r.response.text.left(12))));
+        if (regime == QLatin1String("iterative")) {
+            QCOMPARE(store.evaluations(session.runId()).size(), 8); // 2 tasks × 2 samples × 2 turns
+        } else {
+            QSet<QString> roles;
+            for (const UnitResponse& r : responses)
+                roles.insert(r.unit.role);
+            QCOMPARE(roles, (QSet<QString>{QStringLiteral("analyzer"), QStringLiteral("researcher"),
+                                           QStringLiteral("generator")}));
+        }
+    }
+
+    void hangingCandidateDoesNotBlockTheUi()
+    {
+        // The fake worker hangs on this answer; the evaluation's time-out (2 s) ends it.
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("hangs"), QStringLiteral("correct"),
+                                                  QStringLiteral("fake: hang"))));
+        RunManager manager;
+        RunMonitorPage page(&manager);
+        page.resize(1280, 800);
+        page.show();
+        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")}, 0, 0, 2.0), environment()));
+        RunSession* session = manager.current();
+        // Wait until the candidate is with the worker.
+        QTRY_VERIFY_WITH_TIMEOUT(session->evaluationQueue() && session->evaluationQueue()->pendingCount() == 1, 20000);
+        int ticks = 0;
+        QTimer ticker;
+        connect(&ticker, &QTimer::timeout, this, [&ticks] { ++ticks; });
+        ticker.start(25);
+        const QString before = page.progressText();
+        QStringList texts{before};
+        QTimer sampler;
+        connect(&sampler, &QTimer::timeout, this, [&] {
+            if (texts.last() != page.progressText())
+                texts << page.progressText();
+        });
+        sampler.start(100);
+        QVERIFY(waitFinished(session, 30000));
+        ticker.stop();
+        QVERIFY2(ticks >= 40, qPrintable(QString::number(ticks))); // ~2 s at 25 ms while the worker hung
+        QVERIFY2(texts.size() >= 2, qPrintable(texts.join(QLatin1Char('|')))); // the elapsed time kept moving
+        QCOMPARE(session->state(), RunSession::State::Finished);
+        const QModelIndex task = page.treeModel()->indexOfTask(QStringLiteral("L1/1"));
+        QCOMPARE(task.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(), QStringLiteral("timeout"));
+        auto* problems = child<QTreeWidget>(page, "problemList");
+        QCOMPARE(problems->topLevelItemCount(), 1);
+        QCOMPARE(problems->topLevelItem(0)->text(1), QStringLiteral("L1/1"));
+        QCOMPARE(problems->topLevelItem(0)->text(2), QStringLiteral("evaluation"));
+        QVERIFY(problems->topLevelItem(0)->text(3).contains(QStringLiteral("timeout")));
+        QVERIFY(child<QLabel>(page, "problemsTitle")->text().startsWith(QStringLiteral("Problems: 1 error")));
+    }
+
+    void pauseWaitsForTheRequestThenResumes()
+    {
+        ScriptedLlmServer::Reply slow = streamed(answer(QStringLiteral("first"), QStringLiteral("correct")), 0);
+        slow.delayMs = 800;
+        m_server->enqueue(slow);
+        RunManager manager;
+        RunMonitorPage page(&manager);
+        page.resize(1280, 800);
+        page.show();
+        RunSessionEnvironment env = environment();
+        env.maxTasksInFlight = 1;
+        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
+        RunSession* session = manager.current();
+        QTRY_COMPARE_WITH_TIMEOUT(session->requestsInFlight(), 1, 20000);
+        auto* pause = child<QPushButton>(page, "monitorPause");
+        QVERIFY(pause->isEnabled());
+        QTest::mouseClick(pause, Qt::LeftButton);
+        QCOMPARE(session->state(), RunSession::State::Pausing);
+        QTRY_COMPARE_WITH_TIMEOUT(session->state(), RunSession::State::Paused, 20000);
+        QCOMPARE(m_server->requests().size(), 1); // the answer in flight was waited for, nothing new asked
+        QCOMPARE(pause->text(), QStringLiteral("Resume"));
+        QVERIFY(manager.isBusy()); // a paused run holds the queue
+
+        RunStore store;
+        QVERIFY(store.open(env.databasePath));
+        QCOMPARE(store.run(session->runId())->status, RunStatus::Cancelled);
+        QCOMPARE(store.responses(session->runId()).size(), 1); // the answer is kept
+
+        QTest::mouseClick(pause, Qt::LeftButton);
+        QCOMPARE(session->state(), RunSession::State::Running);
+        QVERIFY(waitFinished(session));
+        QCOMPARE(session->state(), RunSession::State::Finished);
+        QCOMPARE(m_server->requests().size(), 2); // L1/1's stored answer was evaluated without asking again
+        QCOMPARE(store.run(session->runId())->status, RunStatus::Finished);
+        QCOMPARE(store.evaluations(session->runId()).size(), 2);
+        QCOMPARE(page.treeModel()->taskCount(), 2);
+        QCOMPARE(page.treeModel()->unitCount(), 2);
+    }
+
+    void cancelStopsAndFailedRequestsAreListed()
+    {
+        ScriptedLlmServer::Reply error;
+        error.action = ScriptedLlmServer::Action::HttpError;
+        error.status = 500;
+        m_server->enqueue(error);
+        ScriptedLlmServer::Reply slow = streamed(answer(QStringLiteral("late"), QStringLiteral("correct")));
+        slow.delayMs = 5000;
+        m_server->setDefaultReply(slow);
+        RunManager manager;
+        RunMonitorPage page(&manager);
+        page.resize(1280, 800);
+        page.show();
+        RunSessionEnvironment env = environment();
+        env.maxTasksInFlight = 1;
+        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
+        RunSession* session = manager.current();
+        auto* problems = child<QTreeWidget>(page, "problemList");
+        // The 500 fails L1/1's request (no retries here): a model problem and a task error.
+        QTRY_VERIFY_WITH_TIMEOUT(problems->topLevelItemCount() >= 2, 20000);
+        QCOMPARE(problems->topLevelItem(0)->text(2), QStringLiteral("model"));
+        QVERIFY(problems->topLevelItem(0)->text(3).contains(QStringLiteral("http")));
+        QCOMPARE(problems->topLevelItem(0)->text(1), QStringLiteral("L1/1"));
+        const QModelIndex failed = page.treeModel()->indexOf(UnitKey{QStringLiteral("L1/1"), 1, 0, QStringLiteral("generator")});
+        QVERIFY(failed.isValid());
+        QCOMPARE(failed.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(), QStringLiteral("request failed"));
+
+        // L2/1's answer takes 5 s: cancel it.
+        QTRY_COMPARE_WITH_TIMEOUT(session->requestsInFlight(), 1, 20000);
+        QTest::mouseClick(child<QPushButton>(page, "monitorCancel"), Qt::LeftButton);
+        QVERIFY(waitFinished(session, 10000));
+        QCOMPARE(session->state(), RunSession::State::Cancelled);
+        QVERIFY(!manager.isBusy());
+        // The unit that was generating is gone (nothing of it was stored).
+        QVERIFY(!page.treeModel()->indexOf(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")}).isValid());
+        RunStore store;
+        QVERIFY(store.open(env.databasePath));
+        QCOMPARE(store.run(session->runId())->status, RunStatus::Cancelled);
+    }
+
+    void opensAStoredRun()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("fixture.db"));
+        kwb::test::Fixture fixture;
+        {
+            RunStore store;
+            QVERIFY(store.open(db));
+            const auto written = kwb::test::writeFixture(store);
+            QVERIFY(written);
+            fixture = *written;
+        }
+        RunMonitorPage page(nullptr);
+        page.resize(1280, 800);
+        page.show();
+        QString error;
+        QVERIFY(!page.openRun(db, 999, &error));
+        QCOMPARE(error, QStringLiteral("no such run"));
+        QVERIFY(page.openRun(db, fixture.agent, &error));
+        QCOMPARE(page.treeModel()->taskCount(), 3);
+        QCOMPARE(page.treeModel()->unitCount(), 8);
+        QVERIFY(!page.treeModel()->isLive());
+        QCOMPARE(page.problemCount(), 1); // the failed request
+        QVERIFY(child<QTreeWidget>(page, "problemList")->topLevelItem(0)->text(3).contains(QStringLiteral("500")));
+        QVERIFY(!child<QPushButton>(page, "monitorResume")->isVisibleTo(&page)); // finished
+        QVERIFY(page.progressText().startsWith(QStringLiteral("3/3 tasks")));
+        page.selectUnit(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});
+        QCOMPARE(child<QPlainTextEdit>(page, "compileLog")->toPlainText(), QStringLiteral("kernel.cu(3): error: fixture"));
+        QCOMPARE(child<QPlainTextEdit>(page, "modelText")->toPlainText(), QStringLiteral("L2/1 turn 1 generator sample 0"));
+
+        QVERIFY(page.openRun(db, fixture.ablated));
+        QVERIFY(child<QPushButton>(page, "monitorResume")->isVisibleTo(&page)); // cancelled: can resume
+        QSignalSpy resume(&page, &RunMonitorPage::resumeRequested);
+        QTest::mouseClick(child<QPushButton>(page, "monitorResume"), Qt::LeftButton);
+        QCOMPARE(resume.size(), 1);
+        QCOMPARE(resume.first().at(1).toLongLong(), fixture.ablated);
+    }
+};
+
+QTEST_MAIN(TestRunMonitor)
+#include "tst_runmonitor.moc"

@@ -1,0 +1,461 @@
+// TasksPage and TaskDetailView, driven as a user would (typing in the search field, choosing
+// filters, double-clicking) and checked by what they show: figures from real analyze responses,
+// eager times and achieved rates, empty and failure states, a highlighter from the factory, and a
+// grab that renders offscreen.
+
+#include "taskfixtures.h"
+
+#include "app/tasks/taskdetailview.h"
+#include "app/tasks/taskfilterproxymodel.h"
+#include "app/tasks/tasklistmodel.h"
+#include "app/tasks/taskspage.h"
+#include "core/taskcatalog.h"
+#include "core/workersupervisor.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSet>
+#include <QSignalSpy>
+#include <QSyntaxHighlighter>
+#include <QTabWidget>
+#include <QTest>
+#include <QTextLayout>
+#include <QTreeView>
+#include <QTreeWidget>
+
+using namespace kwb;
+using namespace kwb::app;
+using namespace kwb::test;
+
+namespace {
+
+QString labelText(const QWidget& root, const char* objectName)
+{
+    const auto* label = root.findChild<QLabel*>(QLatin1String(objectName));
+    if (!label)
+        qFatal("no label %s", objectName);
+    return label->text();
+}
+
+// Colours "def" and "return" like a keyword; counts the blocks it coloured.
+class KeywordHighlighter : public QSyntaxHighlighter
+{
+public:
+    using QSyntaxHighlighter::QSyntaxHighlighter;
+    int blocks = 0;
+
+protected:
+    void highlightBlock(const QString& text) override
+    {
+        ++blocks;
+        static const QRegularExpression keyword(QStringLiteral("\\b(def|return)\\b"));
+        QTextCharFormat format;
+        format.setFontWeight(QFont::Bold);
+        for (auto it = keyword.globalMatch(text); it.hasNext();) {
+            const QRegularExpressionMatch m = it.next();
+            setFormat(int(m.capturedStart()), int(m.capturedLength()), format);
+        }
+    }
+};
+
+QStringList viewIds(const QTreeView& view)
+{
+    QStringList ids;
+    const QAbstractItemModel* model = view.model();
+    for (int level = 0; level < model->rowCount(); ++level) {
+        const QModelIndex parent = model->index(level, 0);
+        for (int row = 0; row < model->rowCount(parent); ++row)
+            ids << model->index(row, 0, parent).data(TaskListModel::TaskIdRole).toString();
+    }
+    return ids;
+}
+
+} // namespace
+
+class TestTasksPage : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void detailFromGoldenAnalyzeResponse();
+    void detailOpChainShapesAndCode();
+    void eagerTimeAndRoofs();
+    void searchFieldAndFilters();
+    void doubleClickActivatesAndShowTaskSelects();
+    void highlighterFactory();
+    void failedCatalogShowsWhyAndRetries();
+    void loadErrorsAndProgress();
+    void liveLoadFromReplayWorker();
+    void grabsToANonUniformImage();
+};
+
+void TestTasksPage::detailFromGoldenAnalyzeResponse()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog, false);
+    TaskDetailView detail(&catalog);
+    detail.showTask(QStringLiteral("L1/1"));
+    // Not analysed yet: the figures say so.
+    QCOMPARE(labelText(detail, "flopsValue"), QStringLiteral("–"));
+    QVERIFY(labelText(detail, "analysisNote").startsWith(QLatin1String("Analysing")));
+
+    QVERIFY(catalog.applyAnalyzeResponse(goldenResponse("06_analyze_l1_1.response.json")));
+    QCOMPARE(labelText(detail, "title"), QStringLiteral("L1/1  Square matrix multiplication"));
+    QCOMPARE(labelText(detail, "flopsValue"), QStringLiteral("137.4 GFLOP"));
+    QCOMPARE(labelText(detail, "bytesUnfusedValue"), QStringLiteral("201.3 MB"));
+    QCOMPARE(labelText(detail, "bytesFusedValue"), QStringLiteral("201.3 MB"));
+    QCOMPARE(labelText(detail, "intensityUnfusedValue"), QStringLiteral("682.7 FLOP/B"));
+    QCOMPARE(labelText(detail, "intensityFusedValue"), QStringLiteral("682.7 FLOP/B"));
+    QCOMPARE(detail.findChild<QLabel*>(QStringLiteral("flopsValue"))->toolTip(),
+             QStringLiteral("137\u2009438\u2009953\u2009472 FLOP"));
+    QVERIFY(detail.findChild<QLabel*>(QStringLiteral("analysisNote"))->isHidden());
+    // The golden file carries totals only: the op table says so instead of staying blank.
+    const auto* ops = detail.findChild<QTreeWidget*>(QStringLiteral("opChain"));
+    QCOMPARE(ops->topLevelItemCount(), 1);
+    QCOMPARE(ops->topLevelItem(0)->text(1), QStringLiteral("The analysis lists no ops (1 in total)"));
+}
+
+void TestTasksPage::detailOpChainShapesAndCode()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    TaskDetailView detail(&catalog);
+    QCOMPARE(labelText(detail, "emptyState"),
+             QStringLiteral("Select a task on the left to see its shapes, op chain and reference code."));
+    detail.showTask(QStringLiteral("L2/1"));
+
+    QCOMPARE(labelText(detail, "flopsValue"), QStringLiteral("300.4 GFLOP"));
+    QCOMPARE(labelText(detail, "bytesUnfusedValue"), QStringLiteral("5.74 GB"));
+    QCOMPARE(labelText(detail, "bytesFusedValue"), QStringLiteral("1.58 GB"));
+    QCOMPARE(labelText(detail, "intensityUnfusedValue"), QStringLiteral("52.3 FLOP/B"));
+    QCOMPARE(labelText(detail, "intensityFusedValue"), QStringLiteral("190.4 FLOP/B"));
+    QVERIFY(labelText(detail, "subtitle").contains(QLatin1String("KernelBench level2/1_Conv2D_ReLU_BiasAdd.py")));
+    QVERIFY(labelText(detail, "description").startsWith(QLatin1String("Conv2d (64 -> 128")));
+
+    const auto* tabs = detail.findChild<QTabWidget*>();
+    QCOMPARE(tabs->tabText(0), QStringLiteral("Op chain (3)"));
+    const auto* ops = detail.findChild<QTreeWidget*>(QStringLiteral("opChain"));
+    QCOMPARE(ops->topLevelItemCount(), 4); // three ops and the total
+    const QTreeWidgetItem* conv = ops->topLevelItem(0);
+    QCOMPARE(conv->text(1), QStringLiteral("conv2d"));
+    QCOMPARE(conv->text(2), QStringLiteral("conv"));
+    QCOMPARE(conv->text(3), QStringLiteral("299.9 GFLOP"));
+    QCOMPARE(conv->text(4), QStringLiteral("1.58 GB"));
+    QCOMPARE(conv->text(5), QStringLiteral("190.1"));
+    QCOMPARE(conv->text(6), QStringLiteral("27 %")); // 1.578 of 5.739 GB op by op
+    QCOMPARE(conv->text(7), QStringLiteral("128×128×126×126"));
+    QCOMPARE(conv->text(8), QStringLiteral("128×64×128×128, 128×64×3×3, 128"));
+    QVERIFY(conv->toolTip(0).contains(QLatin1String("line 2: x = torch.conv2d(")));
+    const QTreeWidgetItem* total = ops->topLevelItem(3);
+    QCOMPARE(total->text(1), QStringLiteral("Total"));
+    QCOMPARE(total->text(3), QStringLiteral("300.4 GFLOP"));
+    QCOMPARE(total->text(4), QStringLiteral("5.74 GB"));
+    QCOMPARE(total->text(5), QStringLiteral("52.3"));
+
+    const auto* shapes = detail.findChild<QTreeWidget*>(QStringLiteral("shapes"));
+    QCOMPARE(shapes->topLevelItem(0)->text(0), QStringLiteral("Dimensions (6)"));
+    QCOMPARE(shapes->topLevelItem(0)->child(0)->text(0), QStringLiteral("N"));
+    QCOMPARE(shapes->topLevelItem(0)->child(0)->text(2), QStringLiteral("128"));
+    QCOMPARE(shapes->topLevelItem(0)->child(0)->text(3), QStringLiteral("2"));
+    const QTreeWidgetItem* x = shapes->topLevelItem(1)->child(0);
+    QCOMPARE(x->text(0), QStringLiteral("x"));
+    QCOMPARE(x->text(1), QStringLiteral("N×C_in×H×W"));
+    QCOMPARE(x->text(2), QStringLiteral("128×64×128×128"));
+    QCOMPARE(x->text(3), QStringLiteral("2×64×12×12"));
+    QCOMPARE(x->text(4), QStringLiteral("float32, rand"));
+    QCOMPARE(shapes->topLevelItem(2)->text(0), QStringLiteral("Parameters (3)"));
+    QCOMPARE(shapes->topLevelItem(3)->child(0)->text(2), QStringLiteral("128×128×126×126"));
+
+    const auto* code = detail.findChild<QPlainTextEdit*>(QStringLiteral("referenceCode"));
+    QCOMPARE(code->toPlainText(), catalog.task(QStringLiteral("L2/1"))->forward);
+    QVERIFY(code->isReadOnly());
+
+    detail.showTask(QStringLiteral("L9/9"));
+    QVERIFY(labelText(detail, "emptyState").startsWith(QLatin1String("Select a task")));
+}
+
+void TestTasksPage::eagerTimeAndRoofs()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    TaskDetailView detail(&catalog);
+    detail.showTask(QStringLiteral("L2/1"));
+    QCOMPARE(labelText(detail, "eagerValue"), QStringLiteral("not measured on this GPU yet"));
+    QCOMPARE(labelText(detail, "achievedValue"), QStringLiteral("–"));
+    QCOMPARE(labelText(detail, "boundValue"), QStringLiteral("unknown: no roofs for the current GPU"));
+
+    EagerTime time;
+    time.meanMs = 2.0;
+    time.runId = 7;
+    catalog.setEagerTimes(QHash<QString, EagerTime>{{QStringLiteral("L2/1"), time}}, QStringLiteral("NVIDIA H200"));
+    QCOMPARE(labelText(detail, "eagerValue"), QStringLiteral("2.00 ms (mean), run 7"));
+    // 300.43 GFLOP and 1.578 GB (fused) in 2 ms.
+    QCOMPARE(labelText(detail, "achievedValue"), QStringLiteral("150.2 TFLOP/s, 788.8 GB/s effective"));
+
+    detail.setRoofs(66900, 4800, QStringLiteral("NVIDIA H200"));
+    QCOMPARE(labelText(detail, "boundValue"),
+             QStringLiteral("compute: 190.4 FLOP/B fused is at or above the ridge point, 13.9 FLOP/B"));
+    // 300.4 GFLOP at 66.9 TFLOP/s: 4.49 ms; 1.58 GB at 4.8 TB/s: 0.329 ms.
+    QCOMPARE(labelText(detail, "floorValue"),
+             QStringLiteral("4.49 ms (compute 4.49 ms at 66.90 TFLOP/s, memory 0.329 ms at 4.80 TB/s)"));
+    // The eager time beats the FP32 floor: cuDNN ran the conv on tensor cores (TF32).
+    QCOMPARE(labelText(detail, "achievedValue"),
+             QStringLiteral("150.2 TFLOP/s, 788.8 GB/s effective (225 % of the compute peak, 16 % of the bandwidth)"));
+
+    detail.showTask(QStringLiteral("L1/4"));
+    QVERIFY(labelText(detail, "boundValue").startsWith(QLatin1String("memory: 0.5 FLOP/B fused")));
+    QCOMPARE(labelText(detail, "eagerValue"), QStringLiteral("not measured on this GPU yet"));
+    detail.clearRoofs();
+    QCOMPARE(labelText(detail, "floorValue"), QStringLiteral("–"));
+}
+
+void TestTasksPage::searchFieldAndFilters()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    TasksPage page(&catalog);
+    const auto* view = page.findChild<QTreeView*>(QStringLiteral("taskList"));
+    auto* search = page.findChild<QLineEdit*>(QStringLiteral("search"));
+    QCOMPARE(viewIds(*view).size(), 9);
+    QCOMPARE(labelText(page, "taskCount"), QStringLiteral("9 tasks"));
+
+    QTest::keyClicks(search, QStringLiteral("conv"));
+    QCOMPARE(viewIds(*view), (QStringList{QStringLiteral("L2/1"), QStringLiteral("L2/2"), QStringLiteral("L2/6"),
+                                          QStringLiteral("L3/4")}));
+    QCOMPARE(labelText(page, "taskCount"), QStringLiteral("4 of 9 tasks match"));
+
+    auto* level = page.findChild<QComboBox*>(QStringLiteral("levelFilter"));
+    QCOMPARE(level->count(), 4);
+    QCOMPARE(level->itemText(3), QStringLiteral("Level 3 (2)"));
+    level->setCurrentIndex(level->findData(3));
+    QCOMPARE(viewIds(*view), QStringList{QStringLiteral("L3/4")});
+
+    // Nothing left: the empty state says why and offers to clear.
+    QTest::keyClicks(search, QStringLiteral("transpose"));
+    auto* empty = page.findChild<QLabel*>(QStringLiteral("listEmptyState"));
+    QVERIFY(empty->isVisibleTo(&page));
+    QVERIFY2(empty->text().contains(QStringLiteral("No task matches “convtranspose”")), qPrintable(empty->text()));
+    QMetaObject::invokeMethod(empty, "linkActivated", Q_ARG(QString, QStringLiteral("clear")));
+    QCOMPARE(search->text(), QString());
+    QCOMPARE(level->currentIndex(), 0);
+    QCOMPARE(viewIds(*view).size(), 9);
+
+    auto* category = page.findChild<QComboBox*>(QStringLiteral("categoryFilter"));
+    QCOMPARE(category->itemData(1).toString(), QStringLiteral("matmul"));
+    QCOMPARE(category->itemText(1), QStringLiteral("Matmul, linear (5)"));
+    QCOMPARE(category->findData(QStringLiteral("norm")), -1); // offered only where a task has one
+    category->setCurrentIndex(category->findData(QStringLiteral("pool")));
+    QCOMPARE(viewIds(*view), (QStringList{QStringLiteral("L2/6"), QStringLiteral("L3/4")}));
+    category->setCurrentIndex(0);
+
+    auto* bound = page.findChild<QComboBox*>(QStringLiteral("boundFilter"));
+    QVERIFY(!bound->isEnabled());
+    page.setRoofs(66900, 4800, QStringLiteral("NVIDIA H200"));
+    QVERIFY(bound->isEnabled());
+    bound->setCurrentIndex(1);
+    QCOMPARE(viewIds(*view), (QStringList{QStringLiteral("L1/4"), QStringLiteral("L1/5")}));
+    page.clearRoofs();
+    QVERIFY(!bound->isEnabled());
+    QCOMPARE(viewIds(*view).size(), 9);
+}
+
+void TestTasksPage::doubleClickActivatesAndShowTaskSelects()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    TasksPage page(&catalog);
+    page.resize(1200, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    auto* view = page.findChild<QTreeView*>(QStringLiteral("taskList"));
+    QSignalSpy activated(&page, &TasksPage::taskActivated);
+    QSignalSpy current(&page, &TasksPage::currentTaskChanged);
+
+    QVERIFY(page.showTask(QStringLiteral("L2/6")));
+    QCOMPARE(page.currentTaskId(), QStringLiteral("L2/6"));
+    QCOMPARE(current.count(), 1);
+    QCOMPARE(labelText(page, "title"), QStringLiteral("L2/6  Conv3d, softmax over channels, MaxPool3d, MaxPool3d"));
+    QCOMPARE(view->currentIndex().data(TaskListModel::TaskIdRole).toString(), QStringLiteral("L2/6"));
+
+    const QModelIndex l19 = page.proxyModel()->mapFromSource(page.model()->indexOfTask(QStringLiteral("L3/1")));
+    view->scrollTo(l19);
+    const QPoint at = view->visualRect(l19).center();
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, at);
+    QCOMPARE(page.currentTaskId(), QStringLiteral("L3/1"));
+    QTest::mouseDClick(view->viewport(), Qt::LeftButton, {}, at);
+    QCOMPARE(activated.count(), 1);
+    QCOMPARE(activated.first().at(0).toString(), QStringLiteral("L3/1"));
+
+    // Clicking a level heading neither activates nor changes the task shown.
+    const QPoint heading = view->visualRect(page.proxyModel()->index(0, 0)).center();
+    QTest::mouseDClick(view->viewport(), Qt::LeftButton, {}, heading);
+    QCOMPARE(activated.count(), 1);
+    QCOMPARE(page.currentTaskId(), QStringLiteral("L3/1"));
+
+    // The roofline's click on a task the search hides: the filters go, the task shows.
+    auto* search = page.findChild<QLineEdit*>(QStringLiteral("search"));
+    QTest::keyClicks(search, QStringLiteral("matrix"));
+    QVERIFY(page.showTask(QStringLiteral("L2/9")));
+    QCOMPARE(search->text(), QString());
+    QCOMPARE(page.currentTaskId(), QStringLiteral("L2/9"));
+    QCOMPARE(view->currentIndex().data(TaskListModel::TaskIdRole).toString(), QStringLiteral("L2/9"));
+    QVERIFY(!page.showTask(QStringLiteral("L9/9")));
+    QCOMPARE(page.currentTaskId(), QStringLiteral("L2/9"));
+
+    // A new task list keeps the task shown when it still exists.
+    QVERIFY(catalog.applyTasksResponse(recordedTasks()));
+    QCOMPARE(page.currentTaskId(), QStringLiteral("L2/9"));
+    QCOMPARE(view->currentIndex().data(TaskListModel::TaskIdRole).toString(), QStringLiteral("L2/9"));
+    // ...and goes back to the empty state when it does not.
+    QVERIFY(catalog.applyTasksResponse(recordedBadTasks()));
+    QCOMPARE(page.currentTaskId(), QString());
+    QVERIFY(labelText(page, "emptyState").startsWith(QLatin1String("Select a task")));
+}
+
+void TestTasksPage::highlighterFactory()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    TasksPage page(&catalog);
+    QTextDocument* seen = nullptr;
+    QPointer<KeywordHighlighter> made;
+    page.setHighlighterFactory([&](QTextDocument* document) {
+        seen = document;
+        made = new KeywordHighlighter(document);
+        return made.data();
+    });
+    QCOMPARE(seen, page.detailView()->codeDocument());
+    QVERIFY(made);
+    QVERIFY(page.showTask(QStringLiteral("L2/1")));
+    QVERIFY(made->blocks >= 4);
+    const QTextBlock first = seen->firstBlock();
+    QVERIFY(first.text().startsWith(QLatin1String("def forward")));
+    const QList<QTextLayout::FormatRange> formats = first.layout()->formats();
+    QCOMPARE(formats.size(), 1);
+    QCOMPARE(formats.first().start, 0);
+    QCOMPARE(formats.first().length, 3);
+
+    // Another factory replaces the first highlighter; an empty one leaves the code plain.
+    page.setHighlighterFactory({});
+    QVERIFY(!made);
+    QVERIFY(page.showTask(QStringLiteral("L1/1")));
+    QVERIFY(seen->firstBlock().layout()->formats().isEmpty());
+}
+
+void TestTasksPage::failedCatalogShowsWhyAndRetries()
+{
+    WorkerSupervisor supervisor;
+    supervisor.setProgram(QStringLiteral("/nonexistent/kwb-worker"));
+    TaskCatalog catalog;
+    catalog.setSupervisor(&supervisor);
+    TasksPage page(&catalog);
+    auto* empty = page.findChild<QLabel*>(QStringLiteral("listEmptyState"));
+    QVERIFY(empty->text().contains(QLatin1String("Ask the worker")));
+
+    catalog.load();
+    QVERIFY(empty->text().contains(QLatin1String("Asking the worker for its tasks")));
+    QVERIFY(QTest::qWaitFor([&] { return catalog.state() == TaskCatalog::State::Failed; }, 10000));
+    QVERIFY(empty->isVisibleTo(&page));
+    QVERIFY2(empty->text().contains(QLatin1String("could not get the tasks from the worker (start_failed")),
+             qPrintable(empty->text()));
+    QVERIFY(empty->text().contains(QLatin1String("Try again")));
+
+    // The link asks again (and fails again, without hanging).
+    QSignalSpy states(&catalog, &TaskCatalog::stateChanged);
+    QMetaObject::invokeMethod(empty, "linkActivated", Q_ARG(QString, QStringLiteral("load")));
+    QCOMPARE(catalog.state(), TaskCatalog::State::LoadingTasks);
+    QVERIFY(QTest::qWaitFor([&] { return catalog.state() == TaskCatalog::State::Failed; }, 10000));
+
+    // No worker at all (not found): the reason the window gives is what the page shows.
+    TaskCatalog orphan;
+    TasksPage orphanPage(&orphan);
+    orphan.setUnavailable(QStringLiteral("kwb-worker not found: $KWB_WORKER is unset and bin/ has none"));
+    QVERIFY(QTest::qWaitFor([&] { return orphan.state() == TaskCatalog::State::Failed; }, 2000));
+    QVERIFY(orphanPage.findChild<QLabel*>(QStringLiteral("listEmptyState"))
+                ->text()
+                .contains(QLatin1String("kwb-worker not found: $KWB_WORKER is unset")));
+}
+
+void TestTasksPage::loadErrorsAndProgress()
+{
+    TaskCatalog catalog;
+    TasksPage page(&catalog);
+    auto* errors = page.findChild<QLabel*>(QStringLiteral("loadErrors"));
+    QVERIFY(errors->isHidden());
+    QVERIFY(catalog.applyTasksResponse(recordedBadTasks()));
+    QVERIFY(!errors->isHidden());
+    QVERIFY(errors->text().contains(QLatin1String("20 task files could not be loaded")));
+    QVERIFY(errors->text().contains(QLatin1String("bad_syntax.toml")));
+    QVERIFY(errors->text().contains(QLatin1String("and 16 more")));
+    QVERIFY(errors->toolTip().contains(QLatin1String("unknown_dtype.toml: inputs[0].dtype: unknown dtype 'float31'")));
+    QVERIFY(catalog.applyTasksResponse(recordedTasks()));
+    QVERIFY(errors->isHidden());
+}
+
+void TestTasksPage::liveLoadFromReplayWorker()
+{
+    WorkerSupervisor supervisor;
+    supervisor.setProgram(QStringLiteral(KWB_REPLAYWORKER),
+                          replayArguments({QStringLiteral("--crash-on-analyze"), QStringLiteral("L2/2")}));
+    supervisor.setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+    TaskCatalog catalog;
+    catalog.setSupervisor(&supervisor);
+    TasksPage page(&catalog);
+    page.resize(1200, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    catalog.load();
+    QVERIFY(QTest::qWaitFor([&] { return catalog.state() == TaskCatalog::State::Ready; }, 20000));
+    QCOMPARE(labelText(page, "taskCount"), QStringLiteral("9 tasks"));
+    // One analysis crashed the worker: the banner says so and offers a reload.
+    QCOMPARE(labelText(page, "stateText"), QStringLiteral("1 of 9 tasks could not be analysed (the Ops column says why)"));
+    QVERIFY(page.findChild<QPushButton*>()->isVisible());
+    const QModelIndex ops = page.model()->indexOfTask(QStringLiteral("L2/2"), TaskListModel::OpsColumn);
+    QCOMPARE(ops.data().toString(), QStringLiteral("analysis failed"));
+    QVERIFY(ops.data(Qt::ToolTipRole).toString().startsWith(QLatin1String("crashed")));
+    QVERIFY(page.showTask(QStringLiteral("L2/2")));
+    QVERIFY(labelText(page, "analysisNote").startsWith(QLatin1String("The worker could not analyse this task: crashed")));
+}
+
+void TestTasksPage::grabsToANonUniformImage()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    catalog.setEagerTimes(QHash<QString, double>{{QStringLiteral("L2/1"), 2.0}, {QStringLiteral("L1/1"), 0.93}},
+                          QStringLiteral("NVIDIA H200"));
+    TasksPage page(&catalog);
+    page.setRoofs(66900, 4800, QStringLiteral("NVIDIA H200"));
+    page.resize(1280, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    QVERIFY(page.showTask(QStringLiteral("L2/1")));
+    QCoreApplication::processEvents();
+
+    const QImage image = page.grab().toImage();
+    QCOMPARE(image.size(), QSize(1280, 800) * page.devicePixelRatio());
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 2)
+        for (int x = 0; x < image.width(); x += 2)
+            colours.insert(image.pixel(x, y));
+    QVERIFY2(colours.size() > 8, qPrintable(QStringLiteral("%1 colours").arg(colours.size())));
+
+    // Every part laid out with room: list, search and detail are visible and not squeezed.
+    const auto* view = page.findChild<QTreeView*>(QStringLiteral("taskList"));
+    QVERIFY(view->isVisible());
+    QVERIFY(view->height() > 300);
+    QVERIFY(page.findChild<QTreeWidget*>(QStringLiteral("opChain"))->isVisible());
+    QVERIFY(page.findChild<QLabel*>(QStringLiteral("flopsValue"))->isVisible());
+
+    const QString path = QDir(QStringLiteral(KWB_TASKS_TEST_OUTPUT)).filePath(QStringLiteral("tasks_page.png"));
+    QVERIFY(image.save(path));
+    qInfo("screenshot: %s", qPrintable(path));
+}
+
+QTEST_MAIN(TestTasksPage)
+#include "tst_taskspage.moc"

@@ -1,0 +1,116 @@
+// The window as a user meets it: every page present, the catalog from a (replay) worker, a run
+// database opened, the charts fed from it, and the screenshot mode writing a picture per page.
+
+#include "app/analysispages.h"
+#include "app/charts/bestofnchart.h"
+#include "app/charts/rooflinechart.h"
+#include "app/charts/rooflinepage.h"
+#include "app/editor/candidatediffview.h"
+#include "app/mainwindow.h"
+#include "app/runs/resultspage.h"
+#include "core/taskcatalog.h"
+#include "windowfixture.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QImage>
+#include <QSet>
+#include <QSignalSpy>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace kwb;
+using namespace kwb::app;
+
+class TestMainWindow : public QObject
+{
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    QString m_db;
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QStandardPaths::setTestModeEnabled(true); // settings and user prompt sets out of the home
+        qputenv("KWB_REPLAY_TASKS", KWB_TASKS_TEST_DATA "/tasks.json");
+        qputenv("KWB_REPLAY_ANALYSES", KWB_TASKS_TEST_DATA "/analyze.json");
+        m_db = m_dir.filePath(QStringLiteral("runs.db"));
+        RunStore store;
+        QVERIFY(store.open(m_db));
+        kwb::test::writeWindowFixture(store);
+    }
+
+    void pagesAndData()
+    {
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.resize(1440, 900);
+        window.show();
+        QCOMPARE(window.pageNames(), (QStringList{QStringLiteral("tasks"), QStringLiteral("prompts"), QStringLiteral("launch"),
+                                                  QStringLiteral("monitor"), QStringLiteral("results"), QStringLiteral("roofline"),
+                                                  QStringLiteral("traffic"), QStringLiteral("bestofn"), QStringLiteral("diff")}));
+        QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+        QCOMPARE(window.catalog()->taskCount(), 9);
+
+        QSignalSpy charts(&window, &MainWindow::chartDataUpdated);
+        QString error;
+        QVERIFY2(window.openDatabase(m_db, &error), qPrintable(error));
+        QVERIFY(!window.openDatabase(m_dir.filePath(QStringLiteral("no/such/dir/x.db")), &error));
+        QVERIFY(!error.isEmpty());
+        QTRY_VERIFY_WITH_TIMEOUT(charts.count() >= 1, 30000);
+
+        // The roofline places the two tasks with times, against the database's GPU.
+        auto* roofline = qobject_cast<RooflinePage*>(window.page(QStringLiteral("roofline")));
+        QVERIFY(roofline);
+        QTRY_COMPARE(roofline->chart()->points().size(), 2);
+        QCOMPARE(roofline->selectedGpuKey(), QStringLiteral("current"));
+        QVERIFY(roofline->gpuCombo()->currentText().contains(QStringLiteral("H200")));
+
+        // Best-of-n from the agent run's four samples per task.
+        auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+        QTRY_VERIFY_WITH_TIMEOUT(results->report().has_value(), 30000);
+        QCOMPARE(results->report()->runs.size(), 2);
+        QVERIFY(results->report()->runs[1].bestOfN.has_value());
+        auto* bestOfN = qobject_cast<BestOfNPage*>(window.page(QStringLiteral("bestofn")));
+        QTRY_VERIFY_WITH_TIMEOUT(!bestOfN->chart()->curves().isEmpty(), 30000);
+
+        // The diff: a failing against a correct candidate of L2/1.
+        auto* diff = qobject_cast<DiffPage*>(window.page(QStringLiteral("diff")));
+        QVERIFY(diff->showTask(QStringLiteral("L2/1")));
+        QVERIFY(diff->view()->hasCandidates());
+        QVERIFY(diff->view()->changeCount() > 0);
+
+        // Ctrl+6 goes to the roofline.
+        QTest::keyClick(&window, Qt::Key_6, Qt::ControlModifier);
+        QCOMPARE(window.currentPage(), QStringLiteral("roofline"));
+    }
+
+    void screenshots()
+    {
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.resize(1440, 900);
+        window.show();
+        QVERIFY(window.openDatabase(m_db));
+        const QString dir = QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/screenshots");
+        QDir(dir).removeRecursively();
+        QString error;
+        QVERIFY2(window.writeScreenshots(dir, 60000, &error), qPrintable(error));
+        const QStringList files = QDir(dir).entryList({QStringLiteral("*.png")}, QDir::Files, QDir::Name);
+        QCOMPARE(files.size(), 9);
+        QCOMPARE(files.first(), QStringLiteral("01-tasks.png"));
+        QCOMPARE(files.last(), QStringLiteral("09-diff.png"));
+        for (const QString& f : files) {
+            const QImage image(QDir(dir).filePath(f));
+            QVERIFY2(image.width() >= 1400 && image.height() >= 850, qPrintable(f));
+            QSet<QRgb> colours;
+            for (int y = 0; y < image.height(); y += 7)
+                for (int x = 0; x < image.width(); x += 7)
+                    colours.insert(image.pixel(x, y));
+            QVERIFY2(colours.size() > 20, qPrintable(QStringLiteral("%1: %2 colours").arg(f).arg(colours.size())));
+        }
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"

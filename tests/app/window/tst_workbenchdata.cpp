@@ -1,0 +1,130 @@
+// The store scans behind the window's charts (src/app/workbenchdata.h), on windowfixture.h's
+// database, numbers by hand.
+
+#include "app/workbenchdata.h"
+#include "windowfixture.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+
+using namespace kwb;
+using namespace kwb::app;
+
+namespace {
+
+QJsonObject recorded(const QString& file, const QString& task)
+{
+    QFile f(QStringLiteral(KWB_TASKS_TEST_DATA "/") + file);
+    f.open(QIODevice::ReadOnly);
+    const QJsonDocument doc = QJsonDocument::fromJson(f.readAll());
+    const QJsonArray list = doc.isArray() ? doc.array() : doc.object().value(QStringLiteral("tasks")).toArray();
+    for (const QJsonValue& v : list) {
+        const QJsonObject o = v.toObject();
+        if (o.value(QStringLiteral("task")).toString() == task || o.value(QStringLiteral("id")).toString() == task)
+            return o;
+    }
+    return {};
+}
+
+TaskInfo analysedTask(const QString& id)
+{
+    TaskInfo t = TaskInfo::fromJson(recorded(QStringLiteral("tasks.json"), id));
+    t.analysisJson = recorded(QStringLiteral("analyze.json"), id);
+    t.analysis = TaskAnalysis::fromJson(t.analysisJson);
+    t.analysisState = TaskInfo::Analysis::Done;
+    return t;
+}
+
+} // namespace
+
+class TestWorkbenchData : public QObject
+{
+    Q_OBJECT
+    QTemporaryDir m_dir;
+    RunStore m_store;
+    kwb::test::WindowFixture m_fixture;
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_store.open(m_dir.filePath(QStringLiteral("runs.db"))));
+        m_fixture = kwb::test::writeWindowFixture(m_store);
+    }
+
+    void taskTimes()
+    {
+        const QHash<QString, TaskTimes> times = taskTimesFromStore(m_store, QStringLiteral("NVIDIA H200"));
+        QCOMPARE(times.size(), 2);
+        const TaskTimes l11 = times.value(QStringLiteral("L1/1"));
+        QCOMPARE(l11.eagerMs, 2.67); // the latest evaluation that timed the reference
+        QVERIFY(l11.bestCandidateMs);
+        QCOMPARE(*l11.bestCandidateMs, 2.65); // the fastest correct one, whatever its run
+        QVERIFY(!l11.bestCandidateCustom);
+        QCOMPARE(l11.bestLabel, QStringLiteral("#2 agent, turn 1, sample 3"));
+        const TaskTimes l21 = times.value(QStringLiteral("L2/1"));
+        QCOMPARE(l21.eagerMs, 9.11);
+        QCOMPARE(*l21.bestCandidateMs, 8.51);
+        QVERIFY(l21.bestCandidateCustom);
+        QVERIFY(taskTimesFromStore(m_store, QStringLiteral("Tesla V100")).isEmpty());
+        QCOMPARE(taskTimesFromStore(m_store).size(), 2);
+    }
+
+    void runDevice()
+    {
+        QCOMPARE(latestRunDevice(m_store).value(QStringLiteral("name")).toString(), QStringLiteral("NVIDIA H200"));
+        QTemporaryDir dir;
+        RunStore empty;
+        QVERIFY(empty.open(dir.filePath(QStringLiteral("e.db"))));
+        QVERIFY(latestRunDevice(empty).isEmpty());
+    }
+
+    void roofline()
+    {
+        const QList<TaskInfo> tasks = {analysedTask(QStringLiteral("L1/1")), analysedTask(QStringLiteral("L2/1")),
+                                       analysedTask(QStringLiteral("L1/4"))}; // L1/4: no times, left out
+        QVERIFY(tasks[1].hasAnalysis());
+        const QList<RooflinePoint> points = rooflinePoints(tasks, taskTimesFromStore(m_store));
+        QCOMPARE(points.size(), 2);
+        const QJsonObject a = tasks[1].analysisJson;
+        const RooflinePoint& p = points[1];
+        QCOMPARE(p.task, QStringLiteral("L2/1"));
+        QCOMPARE(p.level, 2);
+        QCOMPARE(p.intensity, a.value(QStringLiteral("intensity_unfused")).toDouble());
+        QVERIFY(qAbs(p.referenceGflops - a.value(QStringLiteral("flops")).toDouble() / 9.11e-3 / 1e9) < 1e-6);
+        QVERIFY(p.candidateGflops);
+        QVERIFY(qAbs(*p.candidateGflops - a.value(QStringLiteral("flops")).toDouble() / 8.51e-3 / 1e9) < 1e-6);
+        // It launched kernels of its own: drawn at the fused intensity.
+        QCOMPARE(*p.candidateIntensity, a.value(QStringLiteral("intensity_fused")).toDouble());
+        QVERIFY(!points[0].candidateIntensity); // torch only: same intensity
+        QVERIFY(p.detail.contains(QStringLiteral("best candidate 8.510 ms")));
+    }
+
+    void candidates()
+    {
+        const QList<CandidateEntry> entries = candidatesOfTask(m_store, QStringLiteral("L2/1"));
+        QCOMPARE(entries.size(), 5);
+        QCOMPARE(entries[0].runId, m_fixture.zeroShot);
+        QCOMPARE(entries[0].label(), QStringLiteral("#1 zero-shot · turn 1 · sample 0 · compile_error"));
+        QCOMPARE(entries[2].label(), QStringLiteral("#2 agent · turn 1 · sample 1 · correct 1.07×"));
+        QVERIFY(m_store.candidate(entries[2].evaluation.candidateId)->cuda.contains(QStringLiteral("fmaxf")));
+        QVERIFY(candidatesOfTask(m_store, QStringLiteral("L3/1")).isEmpty());
+    }
+
+    void bestOfN()
+    {
+        QString error;
+        const std::optional<Report> report = buildReport(m_store, {}, ReportOptions{}, &error);
+        QVERIFY2(report, qPrintable(error));
+        const QList<BestOfNSeries> series = bestOfNSeries(*report);
+        QCOMPARE(series.size(), 3); // the agent run: all levels, L1, L2; zero-shot has one sample
+        QCOMPARE(series[0].label, QStringLiteral("#2 agent"));
+        QCOMPARE(series[0].level, 0);
+        QCOMPARE(series[0].points.size(), 3); // n = 1, 2, 4
+        // L1/1: 2 of 4 correct, L2/1: 2 of 4: pass@1 = 50 %.
+        QVERIFY(qAbs(series[0].points[0].passPct.value - 50.0) < 1e-9);
+        QVERIFY(qAbs(series[0].points[2].passPct.value - 100.0) < 1e-9);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestWorkbenchData)
+#include "tst_workbenchdata.moc"
