@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/runlaunch.h"
+
 #include <QTextStream>
 // The kwb subcommands. Each sends its request through WorkerSupervisor (the one owner of worker
 // processes), prints a table or JSON, and returns the process exit code documented in docs/cli.md.
@@ -112,9 +114,8 @@ struct RunCommandOptions
 /// "1,2,4,8" as ascending distinct n >= 1; empty with *error for anything else.
 QList<int> parseSweepNs(const QString& text, QString* error);
 
-/// A task spec "L1:1-10,L2:3,L3:1-2" (also "L2/1") as task ids in order, without repeats; an
-/// empty list and *error for a malformed spec.
-QStringList parseTaskSpec(const QString& spec, QString* error);
+/// Task specs ("L1:1-10,L2:3"): kwb::parseTaskSpec in core/runlaunch.h, shared with the window.
+using kwb::parseTaskSpec;
 
 /// `kwb run`: runs a regime (or the study's routing) over tasks into a run store. Exit codes in
 /// docs/cli.md; 130 after Ctrl-C (the run is marked cancelled and can be resumed).

@@ -7,6 +7,7 @@
 #include "core/llmclient.h"
 #include "core/protocolcodec.h"
 #include "core/regime.h"
+#include "core/runlaunch.h"
 #include "core/report.h"
 #include "core/runcontroller.h"
 #include "core/runstore.h"
@@ -57,18 +58,6 @@ extern "C" void onSigint(int)
     }
 }
 
-QString defaultPromptsDir()
-{
-    const QString env = qEnvironmentVariable("KWB_PROMPTS_DIR");
-    if (!env.isEmpty())
-        return env;
-    const QString installed =
-        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../share/kernel-workbench/prompts"));
-    if (QFileInfo(installed).isDir())
-        return QDir::cleanPath(installed);
-    return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
-}
-
 int fail(bool json, int code, const QString& errorCode, const QString& message)
 {
     err() << "kwb run: " << message << '\n';
@@ -103,34 +92,6 @@ QJsonObject ask(WorkerSupervisor& supervisor, const QJsonObject& request, QStrin
     return response;
 }
 
-QString elapsedText(qint64 ms)
-{
-    const qint64 s = ms / 1000;
-    return s >= 3600 ? QStringLiteral("%1:%2:%3")
-                           .arg(s / 3600)
-                           .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
-                           .arg(s % 60, 2, 10, QLatin1Char('0'))
-                     : QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
-}
-
-/// The ablation names of the command line (best-of-n, feedback-analyzer, monotone, competence)
-/// as Ablations::offNames() spells them.
-QStringList ablationNames(const QString& list, QString* unknown)
-{
-    QStringList names;
-    for (QString name : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-        name = name.trimmed().replace(QLatin1Char('-'), QLatin1Char('_'));
-        if (name == QLatin1String("competence"))
-            name = QStringLiteral("competence_matched");
-        names << name;
-    }
-    QString bad;
-    Ablations::fromOffNames(names, &bad);
-    if (!bad.isEmpty())
-        *unknown = bad;
-    return names;
-}
-
 } // namespace
 
 QList<int> parseSweepNs(const QString& text, QString* error)
@@ -153,42 +114,6 @@ QList<int> parseSweepNs(const QString& text, QString* error)
     return ns;
 }
 
-QStringList parseTaskSpec(const QString& spec, QString* error)
-{
-    static const QRegularExpression range(QStringLiteral("^L([0-9]+):([0-9]+)(?:-([0-9]+))?$"));
-    static const QRegularExpression single(QStringLiteral("^L([0-9]+)/([0-9]+)$"));
-    QStringList ids;
-    const QStringList parts = spec.split(QLatin1Char(','));
-    for (const QString& raw : parts) {
-        const QString part = raw.trimmed();
-        int level = 0, from = 0, to = 0;
-        if (const auto m = range.match(part); m.hasMatch()) {
-            level = m.captured(1).toInt();
-            from = m.captured(2).toInt();
-            to = m.captured(3).isEmpty() ? from : m.captured(3).toInt();
-        } else if (const auto m2 = single.match(part); m2.hasMatch()) {
-            level = m2.captured(1).toInt();
-            from = to = m2.captured(2).toInt();
-        } else {
-            *error = QStringLiteral("--tasks: \"%1\" is not LEVEL:FROM-TO, LEVEL:N or LEVEL/N (e.g. L1:1-10,L2:3)")
-                         .arg(part);
-            return {};
-        }
-        if (level < 1 || from < 1 || to < from || to - from > 100000) {
-            *error =
-                QStringLiteral("--tasks: \"%1\": levels and task numbers start at 1 and a range goes up").arg(part);
-            return {};
-        }
-        for (int i = from; i <= to; ++i) {
-            const QString id = QStringLiteral("L%1/%2").arg(level).arg(i);
-            if (!ids.contains(id))
-                ids << id;
-        }
-    }
-    if (ids.isEmpty())
-        *error = QStringLiteral("--tasks: no task named");
-    return ids;
-}
 
 int runRun(Session& session, const RunCommandOptions& options)
 {
@@ -268,7 +193,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         if (taskIds.isEmpty())
             return fail(json, ExitUsage, QStringLiteral("bad_tasks"), error);
         QString unknown;
-        const Ablations ablations = Ablations::fromOffNames(ablationNames(options.ablate, &unknown));
+        const Ablations ablations = ablationsFromList(options.ablate, &unknown);
         if (!unknown.isEmpty())
             return fail(json, ExitUsage, QStringLiteral("bad_ablation"),
                         QStringLiteral("--ablate: unknown switch \"%1\" (best-of-n, feedback-analyzer, monotone, "
@@ -489,7 +414,7 @@ int runRun(Session& session, const RunCommandOptions& options)
                                  .arg(total)
                                  .arg(evaluated)
                                  .arg(correct)
-                                 .arg(elapsedText(now));
+                                 .arg(elapsedClock(now));
         err() << (tty ? QStringLiteral("\r\033[K") : QString()) << line << (tty ? "" : "\n");
         err().flush();
     };
@@ -570,7 +495,7 @@ int runRun(Session& session, const RunCommandOptions& options)
     } else {
         err() << "kwb run: run " << runId << " finished: " << correctTasks << '/' << total << " tasks correct, "
               << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated in "
-              << elapsedText(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
+              << elapsedClock(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
     }
     if (!sweepNs.isEmpty() && !cancelled) {
         // The curve, from what the store now holds for this run.

@@ -55,6 +55,28 @@ QStringList parseTaskSpec(const QString& spec, QString* error)
     return ids;
 }
 
+QString defaultPromptsDir()
+{
+    const QString env = qEnvironmentVariable("KWB_PROMPTS_DIR");
+    if (!env.isEmpty())
+        return env;
+    const QString installed =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../share/kernel-workbench/prompts"));
+    if (QFileInfo(installed).isDir())
+        return QDir::cleanPath(installed);
+    return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
+}
+
+QString elapsedClock(qint64 ms)
+{
+    const qint64 s = ms / 1000;
+    return s >= 3600 ? QStringLiteral("%1:%2:%3")
+                           .arg(s / 3600)
+                           .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
+                           .arg(s % 60, 2, 10, QLatin1Char('0'))
+                     : QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+}
+
 QString taskSpecFor(const QStringList& taskIds)
 {
     static const QRegularExpression idPattern(QStringLiteral("^L([0-9]+)/([0-9]+)$"));

@@ -38,6 +38,13 @@ constexpr int kRunProfileTrials = 5;
 /// A task spec "L1:1-10,L2:3" (also "L2/1") as task ids in order, without repeats; an empty list
 /// and *error (naming the option as `--tasks`) for a malformed spec.
 QStringList parseTaskSpec(const QString& spec, QString* error);
+
+/// The shipped prompt templates: $KWB_PROMPTS_DIR, the installed share/kernel-workbench/prompts
+/// next to the program, else the source tree's prompts/ (kwb and the window look alike).
+QString defaultPromptsDir();
+
+/// Elapsed time as a clock: "4:07", or "1:02:03" past an hour.
+QString elapsedClock(qint64 ms);
 /// The shortest spec naming exactly these ids, in their order ("L1:1-3,L2:5"); ranges are made of
 /// consecutive numbers of one level.
 QString taskSpecFor(const QStringList& taskIds);

@@ -4,6 +4,7 @@
 #include "app/runs/runmanager.h"
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
+#include "core/runlaunch.h"
 
 #include <QCheckBox>
 #include <QFileInfo>
@@ -30,22 +31,6 @@ namespace kwb::app {
 
 namespace {
 
-QString clockText(qint64 ms)
-{
-    const qint64 s = ms / 1000;
-    return s >= 3600 ? QStringLiteral("%1:%2:%3")
-                           .arg(s / 3600)
-                           .arg(s / 60 % 60, 2, 10, QLatin1Char('0'))
-                           .arg(s % 60, 2, 10, QLatin1Char('0'))
-                     : QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
-}
-
-bool isInfrastructureStatus(const QString& status)
-{
-    return status == QLatin1String("timeout") || status == QLatin1String("crashed")
-           || status == QLatin1String("start_failed") || status == QLatin1String("protocol_error")
-           || status == QLatin1String("bad_request");
-}
 
 QPlainTextEdit* monospaceView(const QString& name, QWidget* parent)
 {
@@ -345,7 +330,7 @@ void RunMonitorPage::updateProgress()
         if (state == RunSession::State::Preparing && m_session->runId() == 0) {
             m_progress->setRange(0, 0); // busy: the worker is asked for the tasks' facts
             m_progressText->setText(tr("Asking the worker for the tasks' facts … (%1 elapsed)")
-                                        .arg(clockText(m_session->activeMs())));
+                                        .arg(elapsedClock(m_session->activeMs())));
             return;
         }
         const int total = qMax(1, m_session->tasksTotal());
@@ -356,10 +341,10 @@ void RunMonitorPage::updateProgress()
                            .arg(m_session->tasksTotal())
                            .arg(m_session->candidatesEvaluated())
                            .arg(m_session->candidatesCorrect())
-                           .arg(clockText(m_session->activeMs()));
+                           .arg(elapsedClock(m_session->activeMs()));
         if (m_session->isActive()) {
             const std::optional<qint64> left = m_session->estimatedRemainingMs();
-            text += left ? tr(" · about %1 left").arg(clockText(*left)) : tr(" · time left: after the first task");
+            text += left ? tr(" · about %1 left").arg(elapsedClock(*left)) : tr(" · time left: after the first task");
             if (m_session->requestsInFlight() > 0)
                 text += tr(" · %1 in flight").arg(counted(m_session->requestsInFlight(), tr("model request"), tr("model requests")));
         }

@@ -13,8 +13,6 @@
 
 namespace kwb::app {
 
-namespace {
-
 /// Evaluation statuses that say something went wrong around the candidate, not in it.
 bool isInfrastructureStatus(const QString& status)
 {
@@ -23,19 +21,9 @@ bool isInfrastructureStatus(const QString& status)
            || status == QLatin1String("bad_request");
 }
 
-} // namespace
+namespace {
 
-QString defaultPromptsDir()
-{
-    const QString env = qEnvironmentVariable("KWB_PROMPTS_DIR");
-    if (!env.isEmpty())
-        return env;
-    const QString installed =
-        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("../share/kernel-workbench/prompts"));
-    if (QFileInfo(installed).isDir())
-        return QDir::cleanPath(installed);
-    return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
-}
+} // namespace
 
 RunSession::RunSession(const RunPlan& plan, const RunSessionEnvironment& environment, QObject* parent)
     : QObject(parent)

@@ -44,9 +44,11 @@ class WorkerSupervisor;
 
 namespace kwb::app {
 
-/// The prompts directory: $KWB_PROMPTS_DIR, the installed share/kernel-workbench/prompts, else the
-/// source tree's prompts/ (as `kwb run` looks for it).
-QString defaultPromptsDir();
+using kwb::defaultPromptsDir; // core/runlaunch.h
+
+/// Evaluation statuses that say something went wrong around the candidate (timeout, crashed,
+/// start_failed, protocol_error, bad_request), not in it: the monitor lists them as problems.
+bool isInfrastructureStatus(const QString& status);
 
 /// Where and how a run executes (what is not part of the run's stored configuration).
 struct RunSessionEnvironment
