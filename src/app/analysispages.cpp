@@ -9,6 +9,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 
@@ -25,6 +26,10 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     m_task->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     top->addWidget(new QLabel(tr("Task:"), this));
     top->addWidget(m_task);
+    m_measure = new QPushButton(tr("Measure on this GPU"), this);
+    m_measure->setToolTip(tr("Profile the eager reference with CUPTI and draw each op's measured time as the bytes "
+                             "it would move at the GPU's bandwidth"));
+    top->addWidget(m_measure);
     top->addStretch(1);
     layout->addLayout(top);
     m_note = new QLabel(tr("Unfused, every operator reads its inputs from HBM and writes its output back; one fused "
@@ -37,6 +42,11 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     layout->addWidget(m_chart, 1);
 
     connect(m_task, &QComboBox::currentIndexChanged, this, &TrafficPage::update);
+    connect(m_measure, &QPushButton::clicked, this, [this] {
+        m_pending = currentTask();
+        update();
+        Q_EMIT measureRequested(m_pending);
+    });
     connect(m_catalog, &TaskCatalog::tasksReset, this, &TrafficPage::fillTasks);
     connect(m_catalog, &TaskCatalog::taskUpdated, this, [this](const QString& id) {
         if (id == currentTask())
@@ -75,14 +85,57 @@ QString TrafficPage::currentTask() const
     return m_task->currentData().toString();
 }
 
+void TrafficPage::setMeasureAvailable(bool available, const QString& why)
+{
+    m_measureAvailable = available;
+    m_measureWhy = why;
+    update();
+}
+
+void TrafficPage::setProfile(const QString& task, const QJsonObject& profile, double bandwidthGBps, const QString& origin)
+{
+    m_measured.insert(task, Measured{profile, bandwidthGBps, origin});
+    if (m_pending == task)
+        m_pending.clear();
+    if (task == currentTask())
+        update();
+}
+
+void TrafficPage::setProfileFailed(const QString& task, const QString& message)
+{
+    if (m_pending == task)
+        m_pending.clear();
+    update();
+    if (task == currentTask())
+        m_note->setText(tr("Profiling %1 failed: %2").arg(task, message));
+}
+
 void TrafficPage::update()
 {
-    const TaskInfo* task = m_catalog->task(currentTask());
+    const QString id = currentTask();
+    const bool busy = !m_pending.isEmpty();
+    m_measure->setEnabled(m_measureAvailable && !busy && !id.isEmpty());
+    m_measure->setText(busy ? tr("Measuring %1 …").arg(m_pending) : tr("Measure on this GPU"));
+    if (!m_measureAvailable && !m_measureWhy.isEmpty())
+        m_measure->setToolTip(tr("Needs a GPU: %1").arg(m_measureWhy));
+    const TaskInfo* task = m_catalog->task(id);
     if (!task || !task->hasAnalysis()) {
         m_chart->setAnalysis(QJsonObject());
         return;
     }
-    m_chart->setAnalysis(task->analysisJson);
+    m_chart->setAnalysis(task->analysisJson); // clears any measurement
+    const auto measured = m_measured.constFind(id);
+    if (measured != m_measured.cend() && measured->bandwidthGBps > 0) {
+        m_chart->setMeasured(measured->profile, measured->bandwidthGBps, measured->origin);
+        m_note->setText(tr("Analytic bytes from the shapes, and each op's time measured with CUPTI on this GPU, "
+                           "drawn as the bytes it would move at %1 GB/s (%2).")
+                            .arg(measured->bandwidthGBps, 0, 'f', 0)
+                            .arg(measured->origin));
+    } else {
+        m_note->setText(tr("Unfused, every operator reads its inputs from HBM and writes its output back; one fused "
+                           "kernel reads the inputs once and writes the result once. Bytes are computed from the "
+                           "shapes (analyze); \"Measure on this GPU\" adds each op's measured time."));
+    }
 }
 
 BestOfNPage::BestOfNPage(QWidget* parent)

@@ -5,12 +5,15 @@
 #include "app/charts/bestofnchart.h"
 #include "app/workbenchdata.h"
 
+#include <QHash>
+#include <QJsonObject>
 #include <QWidget>
 
 #include <memory>
 
 class QComboBox;
 class QLabel;
+class QPushButton;
 
 namespace kwb {
 class RunStore;
@@ -32,15 +35,37 @@ public:
     QString currentTask() const;
     TrafficChart* chart() const { return m_chart; }
 
+    /// Whether "Measure on this GPU" can run (a worker with a GPU), and why not otherwise.
+    void setMeasureAvailable(bool available, const QString& why = QString());
+    /// A `profile` response for `task` (kept per task), drawn against `bandwidthGBps`.
+    void setProfile(const QString& task, const QJsonObject& profile, double bandwidthGBps, const QString& origin);
+    /// The profile request for `task` failed.
+    void setProfileFailed(const QString& task, const QString& message);
+
+Q_SIGNALS:
+    /// The user asked for the current task's kernels to be profiled on this machine's GPU.
+    void measureRequested(const QString& task);
+
 private:
+    struct Measured
+    {
+        QJsonObject profile;
+        double bandwidthGBps = 0;
+        QString origin;
+    };
     void fillTasks();
     void update();
 
     TaskCatalog* m_catalog;
     QComboBox* m_task;
+    QPushButton* m_measure;
     QLabel* m_note;
     TrafficChart* m_chart;
     QString m_wanted;
+    QHash<QString, Measured> m_measured;
+    bool m_measureAvailable = false;
+    QString m_measureWhy;
+    QString m_pending; ///< the task being profiled
 };
 
 /// The best-of-n chart with a line on how its points are made.

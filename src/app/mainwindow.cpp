@@ -223,6 +223,7 @@ void MainWindow::buildPages()
             m_bestOfNPage->setCurves(bestOfNSeries(*m_resultsPage->report()));
     });
     connect(m_catalog, &TaskCatalog::stateChanged, this, &MainWindow::onCatalogState);
+    connect(m_trafficPage, &TrafficPage::measureRequested, this, &MainWindow::measureTraffic);
     connect(m_catalog, &TaskCatalog::taskUpdated, this, [this](const QString& id) {
         const TaskInfo* t = m_catalog->task(id);
         if (t && t->hasAnalysis())
@@ -277,6 +278,7 @@ void MainWindow::startWorker(const QString& workerPath)
     const WorkerLocator::Result found = WorkerLocator::locate(workerPath);
     if (!found.found()) {
         setWorkerStatus(tr("Worker: not found"), found.error);
+        m_trafficPage->setMeasureAvailable(false, tr("no worker found"));
         setDeviceStatus(tr("GPU: unknown"));
         m_catalog->setUnavailable(found.error);
         m_deviceDone = true;
@@ -308,6 +310,19 @@ void MainWindow::startWorker(const QString& workerPath)
                 setWorkerStatus(text, tr("%1 (found %2), pid %3").arg(found.program, found.origin).arg(pid));
             });
     connect(m_supervisor, &WorkerSupervisor::responseAvailable, this, [this](qint64 id, const QJsonObject& response) {
+        if (m_profileRequests.contains(id)) {
+            const QString task = m_profileRequests.take(id);
+            if (!response.value(QLatin1String("ok")).toBool()) {
+                m_trafficPage->setProfileFailed(task, ProtocolCodec::errorMessage(response));
+                return;
+            }
+            const GpuRoofs roofs = fromDeviceResponse(m_liveDevice);
+            const Roof* memory = roofs.primaryMemory();
+            m_trafficPage->setProfile(task, response, roofs.bandwidthGBps(),
+                                      memory && memory->origin == Roof::Origin::Measured ? tr("measured copy bandwidth")
+                                                                                         : tr("theoretical bandwidth"));
+            return;
+        }
         if (id != m_deviceRequest)
             return;
         if (response.value(QLatin1String("ok")).toBool()) {
@@ -321,6 +336,10 @@ void MainWindow::startWorker(const QString& workerPath)
     });
     connect(m_supervisor, &WorkerSupervisor::requestFailed, this,
             [this, found](qint64 id, const QString& status, const QString& message) {
+                if (m_profileRequests.contains(id)) {
+                    m_trafficPage->setProfileFailed(m_profileRequests.take(id), status + QStringLiteral(": ") + message);
+                    return;
+                }
                 if (id != m_deviceRequest)
                     return;
                 setWorkerStatus(tr("Worker: %1").arg(status), found.program + QStringLiteral(": ") + message);
@@ -336,10 +355,26 @@ void MainWindow::startWorker(const QString& workerPath)
     m_catalog->load();
 }
 
+void MainWindow::measureTraffic(const QString& task)
+{
+    if (!m_supervisor || !m_liveDevice.value(QLatin1String("available")).toBool()) {
+        m_trafficPage->setProfileFailed(task, tr("no GPU on this machine"));
+        return;
+    }
+    const qint64 id = m_supervisor->sendRequest(QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
+                                                            {QStringLiteral("task"), task},
+                                                            {QStringLiteral("scale"), QStringLiteral("full")},
+                                                            {QStringLiteral("trials"), 5}},
+                                                120 * 1000);
+    m_profileRequests.insert(id, task);
+}
+
 void MainWindow::onDevice(const QJsonObject& device)
 {
     m_liveDevice = device;
-    if (device.value(QLatin1String("available")).toBool()) {
+    const bool available = device.value(QLatin1String("available")).toBool();
+    m_trafficPage->setMeasureAvailable(available, device.value(QLatin1String("reason")).toString());
+    if (available) {
         m_rooflinePage->setCurrentDevice(device);
         m_promptsPage->setDevice(device);
         const GpuRoofs roofs = fromDeviceResponse(device);

@@ -5,6 +5,7 @@
 // a report: the pages and the catalog work through signals, reports and store scans run on
 // threads of their own.
 
+#include <QHash>
 #include <QJsonObject>
 #include <QMainWindow>
 #include <QStringList>
@@ -77,6 +78,7 @@ private:
     void setupMenus();
     void startWorker(const QString& workerPath);
     void onDevice(const QJsonObject& device);
+    void measureTraffic(const QString& task);
     void onCatalogState();
     void chooseDatabase();
     void exportCurrentChart();
@@ -93,6 +95,7 @@ private:
     TaskCatalog* m_catalog = nullptr;
     RunManager* m_runs = nullptr;
     qint64 m_deviceRequest = 0;
+    QHash<qint64, QString> m_profileRequests; ///< request id -> task (HBM traffic page)
     QJsonObject m_liveDevice;   ///< from this machine's worker (available or not)
     QJsonObject m_runDevice;    ///< the GPU the open database was measured on
     bool m_deviceDone = false;

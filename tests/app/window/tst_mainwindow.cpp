@@ -6,6 +6,7 @@
 #include "app/charts/rooflinechart.h"
 #include "app/charts/rooflinepage.h"
 #include "app/editor/candidatediffview.h"
+#include "app/charts/trafficchart.h"
 #include "app/mainwindow.h"
 #include "app/runs/resultspage.h"
 #include "core/taskcatalog.h"
@@ -15,6 +16,8 @@
 #include <QComboBox>
 #include <QDir>
 #include <QImage>
+#include <QLabel>
+#include <QPushButton>
 #include <QSet>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -84,6 +87,49 @@ private Q_SLOTS:
         // Ctrl+6 goes to the roofline.
         QTest::keyClick(&window, Qt::Key_6, Qt::ControlModifier);
         QCOMPARE(window.currentPage(), QStringLiteral("roofline"));
+    }
+
+    void trafficMeasurement()
+    {
+        const auto json = [](const QString& path) {
+            QFile f(path);
+            f.open(QIODevice::ReadOnly);
+            return QJsonDocument::fromJson(f.readAll());
+        };
+        TaskCatalog catalog;
+        QVERIFY(catalog.applyTasksResponse(json(QStringLiteral(KWB_TASKS_TEST_DATA "/tasks.json")).object()));
+        for (const QJsonValue& v : json(QStringLiteral(KWB_TASKS_TEST_DATA "/analyze.json")).array())
+            catalog.applyAnalyzeResponse(v.toObject());
+        TrafficPage page(&catalog);
+        page.resize(1200, 800);
+        page.show();
+        QVERIFY(page.showTask(QStringLiteral("L2/1")));
+        auto* button = page.findChild<QPushButton*>();
+        QVERIFY(button);
+        QVERIFY(!button->isEnabled()); // no GPU known yet
+        page.setMeasureAvailable(false, QStringLiteral("no CUDA driver"));
+        QVERIFY(button->toolTip().contains(QStringLiteral("no CUDA driver")));
+        page.setMeasureAvailable(true);
+        QVERIFY(button->isEnabled());
+        QSignalSpy asked(&page, &TrafficPage::measureRequested);
+        QTest::mouseClick(button, Qt::LeftButton);
+        QCOMPARE(asked.count(), 1);
+        QCOMPARE(asked.first().first().toString(), QStringLiteral("L2/1"));
+        QVERIFY(!button->isEnabled()); // one measurement at a time
+        QVERIFY(!page.chart()->hasMeasured());
+        page.setProfile(QStringLiteral("L2/1"), json(QStringLiteral(KWB_CHARTS_TEST_DATA "/profile_L2_1.json")).object(),
+                        4239.0, QStringLiteral("measured copy bandwidth"));
+        QVERIFY(page.chart()->hasMeasured());
+        QVERIFY(button->isEnabled());
+        // Another task shows its own (none), and coming back shows the kept measurement.
+        QVERIFY(page.showTask(QStringLiteral("L1/1")));
+        QVERIFY(!page.chart()->hasMeasured());
+        QVERIFY(page.showTask(QStringLiteral("L2/1")));
+        QVERIFY(page.chart()->hasMeasured());
+        QTest::mouseClick(button, Qt::LeftButton);
+        page.setProfileFailed(QStringLiteral("L2/1"), QStringLiteral("no_device: profiling needs a CUDA device"));
+        QVERIFY(button->isEnabled());
+        QVERIFY(page.findChildren<QLabel*>().size() > 0);
     }
 
     void screenshots()
