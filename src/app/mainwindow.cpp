@@ -422,14 +422,6 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
         return false;
     }
     m_database = QFileInfo(path).absoluteFilePath();
-    if (m_resultsPage->checkedRuns().isEmpty()) { // a fresh file: every run in the tables
-        RunStore store;
-        QList<qint64> ids;
-        if (store.open(m_database))
-            for (const RunInfo& run : store.runs())
-                ids << run.id;
-        m_resultsPage->setCheckedRuns(ids);
-    }
     m_launchPage->setDatabasePath(m_database);
     m_databaseLabel->setText(tr("Runs: %1").arg(QFileInfo(path).fileName()));
     m_databaseLabel->setToolTip(m_database);

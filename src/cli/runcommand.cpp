@@ -13,16 +13,11 @@
 #include "core/runstore.h"
 
 #include <QCoreApplication>
-#include <QDir>
-#include <QDirIterator>
 #include <QElapsedTimer>
 #include <QEventLoop>
-#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QRegularExpression>
-#include <QSet>
 #include <QTextStream>
 #include <QTimer>
 
@@ -35,16 +30,7 @@ namespace kwb::cli {
 
 namespace {
 
-QJsonArray intArray(const QList<int>& values)
-{
-    QJsonArray array;
-    for (const int v : values)
-        array.append(v);
-    return array;
-}
 
-constexpr int kEvaluationSeed = 42;
-constexpr int kProfileTrials = 5;
 
 
 std::atomic<int> g_interrupts{0};
@@ -131,21 +117,9 @@ int runRun(Session& session, const RunCommandOptions& options)
         return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
                     QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
 
-    // What the run is: from the command line, or from the stored configuration on resume.
-    Regime regime;
-    std::optional<Routing> routing;
-    QStringList taskIds;
-    QString endpoint = options.endpoint.isEmpty() ? QStringLiteral("http://127.0.0.1:8080/v1") : options.endpoint;
-    QString model = options.model;
-    QString profile = options.profile;
-    QString scale = options.scale;
-    double timeoutS = options.timeoutS;
-    int timingTrials = options.timingTrials;
-    QString isolation = options.isolation;
-    QList<int> sweepNs = options.sweepNs;
-    QMap<int, Regime> levelRegimes;
-    qint64 runId = 0;
-
+    // What the run is: from the command line, or from the stored configuration on resume
+    // (core/runlaunch.h, which the window's Launch page uses too).
+    RunPlan plan;
     if (options.resume > 0) {
         const std::optional<RunInfo> info = store.run(options.resume);
         if (!info)
@@ -156,87 +130,53 @@ int runRun(Session& session, const RunCommandOptions& options)
                      "are ignored\n";
         if (info->status == RunStatus::Finished)
             err() << "kwb run: run " << info->id << " is finished; looking for anything left to do\n";
-        const RunConfig config = RunConfig::fromJson(info->config);
-        const QJsonObject extra = config.extra;
         QString error;
-        const std::optional<Regime> stored = Regime::fromJson(extra.value(QLatin1String("regime")).toObject(), &error);
-        if (!stored)
-            return fail(json, ExitBadRequest, QStringLiteral("bad_run"),
-                        QStringLiteral("run %1 has no usable regime: %2").arg(info->id).arg(error));
-        regime = *stored;
-        const QJsonObject levels = extra.value(QLatin1String("level_regimes")).toObject();
-        for (auto it = levels.begin(); it != levels.end(); ++it) {
-            const std::optional<Regime> r = Regime::fromJson(it.value().toObject(), &error);
-            if (!r)
-                return fail(json, ExitBadRequest, QStringLiteral("bad_run"),
-                            QStringLiteral("run %1: level %2: %3").arg(info->id).arg(it.key(), error));
-            levelRegimes.insert(it.key().toInt(), *r);
-        }
-        for (const QJsonValue& v : extra.value(QLatin1String("tasks")).toArray())
-            taskIds << v.toString();
-        if (options.endpoint.isEmpty())
-            endpoint = config.endpoint;
-        if (options.model.isEmpty())
-            model = config.model;
-        profile = config.protocolProfile.isEmpty() ? profile : config.protocolProfile;
-        scale = extra.value(QLatin1String("scale")).toString(scale);
-        timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(timeoutS);
-        if (timingTrials == 0)
-            timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
-        isolation = extra.value(QLatin1String("isolation")).toString(isolation);
-        for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
-            sweepNs << v.toInt();
-        runId = info->id;
+        std::optional<RunPlan> resumed = planResume(*info, &error);
+        if (!resumed)
+            return fail(json, ExitBadRequest, QStringLiteral("bad_run"), error);
+        plan = *resumed;
+        // The command line may point a resumed run at another server or model, or time it differently.
+        if (!options.endpoint.isEmpty())
+            plan.endpoint = options.endpoint;
+        if (!options.model.isEmpty())
+            plan.model = options.model;
+        if (options.timingTrials > 0)
+            plan.timingTrials = options.timingTrials;
     } else {
         QString error;
-        taskIds = parseTaskSpec(options.tasks, &error);
-        if (taskIds.isEmpty())
+        RunRequest request;
+        request.taskIds = parseTaskSpec(options.tasks, &error);
+        if (request.taskIds.isEmpty())
             return fail(json, ExitUsage, QStringLiteral("bad_tasks"), error);
         QString unknown;
-        const Ablations ablations = ablationsFromList(options.ablate, &unknown);
+        request.ablations = ablationsFromList(options.ablate, &unknown);
         if (!unknown.isEmpty())
             return fail(json, ExitUsage, QStringLiteral("bad_ablation"),
                         QStringLiteral("--ablate: unknown switch \"%1\" (best-of-n, feedback-analyzer, monotone, "
                                        "competence)")
                             .arg(unknown));
-        const auto configure = [&](const QString& name, Regime* out) -> bool {
-            const std::optional<Regime> builtin = Regime::builtin(name);
-            if (!builtin)
-                return false;
-            Regime r = builtin->withAblations(ablations);
-            if (options.n > 0)
-                r.n = options.n;
-            if (options.turns > 0)
-                r.turns = options.turns;
-            if (!options.sweepNs.isEmpty()) { // the curve is over the first turn's samples
-                r.n = options.sweepNs.last();
-                if (options.turns <= 0)
-                    r.turns = 1;
-            }
-            if (options.temperature >= 0)
-                r.temperature = options.temperature;
-            *out = r;
-            return true;
-        };
-        if (!options.routing.isEmpty()) {
-            routing = Routing::studyEstimate();
-            if (!configure(routing->fallback, &regime))
-                return fail(json, ExitUsage, QStringLiteral("bad_regime"), QStringLiteral("routing: bad fallback"));
-            for (auto it = routing->byLevel.begin(); it != routing->byLevel.end(); ++it) {
-                Regime r;
-                if (!configure(it.value(), &r))
-                    return fail(json, ExitUsage, QStringLiteral("bad_regime"),
-                                QStringLiteral("routing: unknown regime %1").arg(it.value()));
-                levelRegimes.insert(it.key(), r);
-            }
-        } else if (!configure(options.regime, &regime)) {
+        request.taskSpec = options.tasks;
+        request.regime = options.regime;
+        if (!options.routing.isEmpty())
+            request.routing = Routing::studyEstimate();
+        request.n = options.n;
+        request.turns = options.turns;
+        request.temperature = options.temperature;
+        request.endpoint = options.endpoint;
+        request.model = options.model;
+        request.profile = options.profile;
+        request.scale = options.scale;
+        request.timeoutS = options.timeoutS;
+        request.timingTrials = options.timingTrials;
+        request.isolation = options.isolation;
+        request.sweepNs = options.sweepNs;
+        std::optional<RunPlan> planned = planRun(request, &error);
+        if (!planned)
             return fail(json, ExitUsage, QStringLiteral("bad_regime"),
-                        QStringLiteral("--regime: unknown regime \"%1\" (%2)")
-                            .arg(options.regime, Regime::builtinNames().join(QStringLiteral(", "))));
-        }
+                        request.routing ? error : QStringLiteral("--regime: ") + error);
+        plan = *planned;
     }
-    if (taskIds.isEmpty())
-        return fail(json, ExitBadRequest, QStringLiteral("bad_run"), QStringLiteral("the run names no tasks"));
+    plan.promptsDir = promptsDir;
 
     // The worker's facts: tasks, device, analyze (and profile where a regime wants it).
     WorkerSupervisor& supervisor = session.supervisor();
@@ -254,7 +194,7 @@ int runRun(Session& session, const RunCommandOptions& options)
     for (const QJsonValue& v : tasksResponse.value(QLatin1String("tasks")).toArray())
         known.insert(v.toObject().value(QLatin1String("id")).toString(), v.toObject());
     QStringList unknownTasks;
-    for (const QString& id : std::as_const(taskIds))
+    for (const QString& id : std::as_const(plan.taskIds))
         if (!known.contains(id))
             unknownTasks << id;
     if (!unknownTasks.isEmpty())
@@ -269,29 +209,25 @@ int runRun(Session& session, const RunCommandOptions& options)
     if (device.isEmpty())
         err() << "kwb run: device: " << error << " (going on without device facts)\n";
     const bool gpu = device.value(QLatin1String("available")).toBool();
-    bool wantProfile = regime.useProfile;
-    for (const Regime& r : std::as_const(levelRegimes))
-        wantProfile = wantProfile || r.useProfile;
 
     QList<RunTaskInput> inputs;
-    for (const QString& id : std::as_const(taskIds)) {
+    for (const QString& id : std::as_const(plan.taskIds)) {
         RunTaskInput input;
         input.task = known.value(id);
         input.device = device;
         input.analyze = ask(supervisor,
                             QJsonObject{{QStringLiteral("type"), QStringLiteral("analyze")},
                                         {QStringLiteral("task"), id},
-                                        {QStringLiteral("scale"), scale}},
+                                        {QStringLiteral("scale"), plan.scale}},
                             &error);
         if (input.analyze.isEmpty())
             err() << "kwb run: analyze " << id << ": " << error << '\n';
-        const Regime& r = levelRegimes.value(input.level(), regime);
-        if (r.useProfile && gpu) {
+        if (plan.regimeForLevel(input.level()).useProfile && gpu) {
             input.profile = ask(supervisor,
                                 QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
                                             {QStringLiteral("task"), id},
-                                            {QStringLiteral("scale"), scale},
-                                            {QStringLiteral("trials"), kProfileTrials}},
+                                            {QStringLiteral("scale"), plan.scale},
+                                            {QStringLiteral("trials"), kRunProfileTrials}},
                                 &error);
             if (input.profile.isEmpty())
                 err() << "kwb run: profile " << id << ": " << error << " (the prompt goes without it)\n";
@@ -301,61 +237,12 @@ int runRun(Session& session, const RunCommandOptions& options)
     err().flush();
 
     // A new run keeps its whole configuration.
+    qint64 runId = plan.resumeRunId;
     if (runId == 0) {
-        RunConfig config;
-        config.model = model;
-        config.endpoint = endpoint;
-        QSet<QString> files;
-        QList<Regime> used{regime};
-        used += levelRegimes.values();
-        for (const Regime& r : std::as_const(used))
-            for (const QString& file : r.roles)
-                files.insert(file);
-        QDirIterator partials(QDir(promptsDir).filePath(QStringLiteral("partials")), {QStringLiteral("*.mustache")},
-                              QDir::Files);
-        while (partials.hasNext())
-            files.insert(QStringLiteral("partials/") + QFileInfo(partials.next()).fileName());
-        for (const QString& file : std::as_const(files)) {
-            QFile f(QDir(promptsDir).filePath(file));
-            if (!f.open(QIODevice::ReadOnly))
-                return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
-                            QStringLiteral("cannot read template %1 in %2").arg(file, promptsDir));
-            QString name = file;
-            name.chop(name.endsWith(QLatin1String(".mustache")) ? 9 : 0);
-            config.templates.insert(name, QString::fromUtf8(f.readAll()));
-        }
-        config.seeds = QJsonObject{{QStringLiteral("evaluation"), kEvaluationSeed},
-                                   {QStringLiteral("model"), QJsonValue(QJsonValue::Null)}};
-        config.protocolProfile = profile;
-        config.gpu = device;
-        config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
-                                      {QStringLiteral("worker"), hello.value(QLatin1String("worker"))},
-                                      {QStringLiteral("torch"), hello.value(QLatin1String("torch"))},
-                                      {QStringLiteral("driver"), hello.value(QLatin1String("driver"))},
-                                      {QStringLiteral("protocol"), hello.value(QLatin1String("protocol"))},
-                                      {QStringLiteral("qt"), QString::fromLatin1(qVersion())}};
-        QJsonObject levels;
-        for (auto it = levelRegimes.begin(); it != levelRegimes.end(); ++it)
-            levels.insert(QString::number(it.key()), it.value().toJson());
-        config.extra = QJsonObject{{QStringLiteral("regime"), regime.toJson()},
-                                   {QStringLiteral("level_regimes"), levels},
-                                   {QStringLiteral("routing"), routing ? QJsonValue(routing->toJson()) : QJsonValue()},
-                                   {QStringLiteral("tasks"), QJsonArray::fromStringList(taskIds)},
-                                   {QStringLiteral("task_spec"), options.tasks},
-                                   {QStringLiteral("scale"), scale},
-                                   {QStringLiteral("timeout_s"), timeoutS},
-                                   {QStringLiteral("timing_trials"), timingTrials > 0 ? QJsonValue(timingTrials) : QJsonValue()},
-                                   {QStringLiteral("isolation"), isolation},
-                                   {QStringLiteral("sweep"), sweepNs.isEmpty() ? QJsonValue()
-                                                                               : QJsonValue(QJsonObject{{QStringLiteral("ns"), intArray(sweepNs)}})},
-                                   {QStringLiteral("prompts_dir"), QDir(promptsDir).absolutePath()}};
-        const QString regimeName = routing ? QStringLiteral("routing") : regime.name;
-        QString runName = QStringLiteral("%1 %2").arg(regimeName, options.tasks);
-        if (!sweepNs.isEmpty())
-            runName = QStringLiteral("%1 sweep n=%2 %3").arg(regimeName).arg(regime.n).arg(options.tasks);
-        else if (!regime.ablated.isEmpty())
-            runName = QStringLiteral("%1 -%2 %3").arg(regimeName, regime.ablated.join(QStringLiteral(",-")), options.tasks);
-        const std::optional<qint64> id = store.createRun(runName, regimeName, config);
+        const std::optional<RunConfig> config = runConfigFor(plan, device, hello, &error);
+        if (!config)
+            return fail(json, ExitUsage, QStringLiteral("bad_prompts"), error);
+        const std::optional<qint64> id = store.createRun(plan.runName(), plan.regimeLabel(), *config);
         if (!id)
             return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
                         QStringLiteral("cannot create the run: ") + store.errorString());
@@ -366,34 +253,17 @@ int runRun(Session& session, const RunCommandOptions& options)
 
     // The model and the evaluator.
     LlmClient llm;
-    LlmSettings settings;
-    settings.baseUrl = QUrl(endpoint);
-    settings.model = model;
-    settings.apiKey = options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey;
-    llm.setSettings(settings);
+    llm.setSettings(llmSettingsFor(plan, options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey));
 
     EvaluationQueue queue(QList<int>{0});
     QStringList workerArguments;
     if (!session.options().tasksDir.isEmpty())
         workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
-    queue.setProgram(supervisor.program(), workerArguments);
-    queue.setTimeout(int(timeoutS * 1000.0));
-    queue.setIsolation(isolation == QLatin1String("reuse") ? WorkerSupervisor::Isolation::ReuseWhileHealthy
-                                                           : WorkerSupervisor::Isolation::FreshPerRequest);
-    queue.setCompileWorkerCount(1);
-    if (!device.value(QLatin1String("arch")).toString().isEmpty())
-        queue.setArch(device.value(QLatin1String("arch")).toString());
+    configureQueue(queue, supervisor.program(), workerArguments, plan, device);
 
-    RunController controller(&llm, &queue, &store, promptsDir);
-    controller.setRegime(regime);
-    for (auto it = levelRegimes.begin(); it != levelRegimes.end(); ++it)
-        controller.setRegimeForLevel(it.key(), it.value());
-    QJsonObject evaluationOptions{{QStringLiteral("profile"), profile},
-                                  {QStringLiteral("scale"), scale},
-                                  {QStringLiteral("seed"), kEvaluationSeed}};
-    if (timingTrials > 0)
-        evaluationOptions.insert(QStringLiteral("timing_trials"), timingTrials);
-    controller.setEvaluationOptions(evaluationOptions);
+    RunController controller(&llm, &queue, &store, plan.promptsDir);
+    configureController(controller, plan);
+    const QList<int> sweepNs = plan.sweepNs;
 
     // Progress on stderr, one line, rate-limited.
     const bool tty = ::isatty(STDERR_FILENO) == 1;
