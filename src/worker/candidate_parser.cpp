@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace kwb {
 namespace {
@@ -49,10 +50,27 @@ std::string joinLines(const std::vector<int>& lines) {
     return joinNames(s, ", ") + " and " + last;
 }
 
-// 1-based line number of byte offset `pos` in `s`.
-int lineAt(const std::string& s, size_t pos) {
-    return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<long>(std::min(pos, s.size())), '\n'));
-}
+// 1-based line numbers of byte offsets in `s`. Offsets asked for in increasing order cost one
+// pass over the text in all (counting from 0 each time made many sites quadratic).
+class LineCounter {
+public:
+    explicit LineCounter(const std::string& s) : m_s(s) {}
+    int at(size_t pos) {
+        pos = std::min(pos, m_s.size());
+        if (pos < m_pos) {
+            m_pos = 0;
+            m_line = 1;
+        }
+        m_line += static_cast<int>(std::count(m_s.begin() + static_cast<long>(m_pos), m_s.begin() + static_cast<long>(pos), '\n'));
+        m_pos = pos;
+        return m_line;
+    }
+
+private:
+    const std::string& m_s;
+    size_t m_pos = 0;
+    int m_line = 1;
+};
 
 // ---------------------------------------------------------------------------------------------
 // Markdown fences (CommonMark rules, made lenient about indentation because models put blocks
@@ -459,17 +477,26 @@ std::vector<Token> tokenize(const std::string& s) {
 
 bool isPunct(const Token& t, const char* p) { return t.kind == Token::Punct && t.text == p; }
 
-// Index of the token closing the bracket opened at `open`, or t.size().
-size_t matchToken(const std::vector<Token>& t, size_t open) {
-    const std::string o = t[open].text;
-    const std::string c = o == "(" ? ")" : o == "[" ? "]" : o == "{" ? "}" : ">";
-    int depth = 0;
-    for (size_t i = open; i < t.size(); ++i) {
-        if (t[i].kind != Token::Punct) continue;
-        if (t[i].text == o) ++depth;
-        else if (t[i].text == c && --depth == 0) return i;
+// For every '(', '[' and '{' token the index of the token closing it (each kind counted on its
+// own), t.size() where none does; other tokens get t.size() too. One pass with explicit stacks:
+// matching from each opening bracket in turn was quadratic, and the nesting depth is the input's.
+std::vector<size_t> matchBrackets(const std::vector<Token>& t) {
+    std::vector<size_t> match(t.size(), t.size());
+    std::vector<size_t> open[3];
+    for (size_t i = 0; i < t.size(); ++i) {
+        if (t[i].kind != Token::Punct || t[i].text.size() != 1) continue;
+        const char c = t[i].text[0];
+        const int kind = c == '(' || c == ')' ? 0 : c == '[' || c == ']' ? 1 : c == '{' || c == '}' ? 2 : -1;
+        if (kind < 0) continue;
+        std::vector<size_t>& st = open[kind];
+        if (c == '(' || c == '[' || c == '{') {
+            st.push_back(i);
+        } else if (!st.empty()) {
+            match[st.back()] = i;
+            st.pop_back();
+        }
     }
-    return t.size();
+    return match;
 }
 
 struct BaseType {
@@ -590,25 +617,63 @@ struct FoundKernel {
     bool hasBody = false;
 };
 
+bool isAttribute(const Token& t) {
+    return t.kind == Token::Ident &&
+           (t.text == "__launch_bounds__" || t.text == "__cluster_dims__" || t.text == "__maxnreg__" ||
+            t.text == "__attribute__" || t.text == "alignas" || t.text == "__declspec");
+}
+bool endsDeclaration(const Token& t) {
+    return t.kind == Token::Punct && (t.text == ";" || t.text == "{" || t.text == "}");
+}
+
+// Every look-ahead below is a table filled in one backward pass, so the scan stays linear in
+// the number of tokens whatever the source (a kernel's searches used to run to the end of the
+// source for each __global__).
 std::vector<FoundKernel> scanKernels(const std::string& cuda) {
     const std::vector<Token> t = tokenize(stripCppComments(cuda));
+    const size_t n = t.size();
+    const std::vector<size_t> match = matchBrackets(t);
+    // nameParen[j]: the '(' that a kernel-name search starting at token j stops at (skipping
+    // attributes' and [[...]] arguments), or n when it meets the end of the declaration first.
+    // nextEnd[j]: the first ';', '{' or '}' at or after j, or n.
+    // templates[j]: how many "template" tokens come before token j.
+    std::vector<size_t> nameParen(n + 1, n), nextEnd(n + 1, n), templates(n + 1, 0);
+    for (size_t j = 0; j < n; ++j)
+        templates[j + 1] = templates[j] + (t[j].kind == Token::Ident && t[j].text == "template");
+    for (size_t j = n; j-- > 0;) {
+        nextEnd[j] = endsDeclaration(t[j]) ? j : nextEnd[j + 1];
+        if (endsDeclaration(t[j]))
+            nameParen[j] = n;
+        else if (isAttribute(t[j]) && j + 1 < n && isPunct(t[j + 1], "("))
+            nameParen[j] = match[j + 1] < n ? nameParen[match[j + 1] + 1] : n;
+        else if (isPunct(t[j], "[") && j + 1 < n && isPunct(t[j + 1], "["))
+            nameParen[j] = match[j] < n ? nameParen[match[j] + 1] : n;
+        else if (isPunct(t[j], "("))
+            nameParen[j] = j;
+        else
+            nameParen[j] = nameParen[j + 1];
+    }
     std::vector<FoundKernel> found;
+    std::unordered_map<std::string, size_t> foundByName;
     std::vector<bool> braces;  // per open '{': is it an extern "C" { block
+    size_t externBraces = 0;   // how many of them are
     bool pendingExternC = false;
     size_t declStart = 0;  // first token of the current declaration
-    for (size_t i = 0; i < t.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
         const Token& tk = t[i];
-        if (tk.kind == Token::Punct && (tk.text == ";" || tk.text == "{" || tk.text == "}")) {
+        if (endsDeclaration(tk)) {
             if (tk.text == "{") {
                 braces.push_back(pendingExternC);
+                externBraces += pendingExternC;
             } else if (tk.text == "}" && !braces.empty()) {
+                externBraces -= braces.back();
                 braces.pop_back();
             }
             pendingExternC = false;
             declStart = i + 1;
             continue;
         }
-        if (tk.kind == Token::Ident && tk.text == "extern" && i + 1 < t.size() && t[i + 1].kind == Token::String &&
+        if (tk.kind == Token::Ident && tk.text == "extern" && i + 1 < n && t[i + 1].kind == Token::String &&
             t[i + 1].text == "C") {
             pendingExternC = true;
             continue;
@@ -617,35 +682,14 @@ std::vector<FoundKernel> scanKernels(const std::string& cuda) {
 
         FoundKernel k;
         k.decl.line = tk.line;
-        k.decl.externC = pendingExternC || std::find(braces.begin(), braces.end(), true) != braces.end();
-        for (size_t j = declStart; j < i; ++j)
-            if (t[j].kind == Token::Ident && t[j].text == "template") k.isTemplate = true;
+        k.decl.externC = pendingExternC || externBraces > 0;
+        k.isTemplate = templates[i] > templates[declStart];
         // the name is the identifier before the first '(' that is not an attribute's
-        size_t j = i + 1;
-        size_t open = t.size();
-        while (j < t.size()) {
-            if (t[j].kind == Token::Punct && (t[j].text == ";" || t[j].text == "{" || t[j].text == "}")) break;
-            if (t[j].kind == Token::Ident &&
-                (t[j].text == "__launch_bounds__" || t[j].text == "__cluster_dims__" || t[j].text == "__maxnreg__" ||
-                 t[j].text == "__attribute__" || t[j].text == "alignas" || t[j].text == "__declspec") &&
-                j + 1 < t.size() && isPunct(t[j + 1], "(")) {
-                j = matchToken(t, j + 1) + 1;
-                continue;
-            }
-            if (isPunct(t[j], "[") && j + 1 < t.size() && isPunct(t[j + 1], "[")) {
-                j = matchToken(t, j) + 1;
-                continue;
-            }
-            if (isPunct(t[j], "(")) {
-                open = j;
-                break;
-            }
-            ++j;
-        }
-        if (open >= t.size() || open == 0 || t[open - 1].kind != Token::Ident) continue;
+        const size_t open = nameParen[i + 1];
+        if (open >= n || t[open - 1].kind != Token::Ident) continue;
         k.decl.name = t[open - 1].text;
-        size_t close = matchToken(t, open);
-        if (close >= t.size()) continue;
+        const size_t close = match[open];
+        if (close >= n) continue;
         // parameters, split at top-level commas
         size_t b = open + 1;
         int depth = 0;
@@ -660,21 +704,18 @@ std::vector<FoundKernel> scanKernels(const std::string& cuda) {
                 b = q + 1;
             }
         }
-        for (size_t q = close + 1; q < t.size(); ++q) {
-            if (isPunct(t[q], "{")) {
-                k.hasBody = true;
-                break;
-            }
-            if (isPunct(t[q], ";") || isPunct(t[q], "}")) break;
-        }
+        const size_t end = nextEnd[close + 1];
+        k.hasBody = end < n && isPunct(t[end], "{");
         // a prototype followed by its definition counts once
-        auto same = std::find_if(found.begin(), found.end(), [&](const FoundKernel& f) { return f.decl.name == k.decl.name; });
-        if (same == found.end()) {
+        auto same = foundByName.find(k.decl.name);
+        if (same == foundByName.end()) {
+            foundByName.emplace(k.decl.name, found.size());
             found.push_back(std::move(k));
         } else {
-            bool externC = same->decl.externC || k.decl.externC;
-            if (k.hasBody && !same->hasBody) *same = std::move(k);
-            same->decl.externC = externC;
+            FoundKernel& f = found[same->second];
+            bool externC = f.decl.externC || k.decl.externC;
+            if (k.hasBody && !f.hasBody) f = std::move(k);
+            f.decl.externC = externC;
         }
         i = close;
     }
@@ -687,6 +728,7 @@ std::vector<FoundKernel> scanKernels(const std::string& cuda) {
 std::vector<LaunchSite> findLaunches(const std::string& python) {
     std::vector<LaunchSite> out;
     const std::string m = maskPython(python);
+    LineCounter lines(python);
     size_t pos = 0;
     while ((pos = m.find("kb", pos)) != std::string::npos) {
         size_t start = pos;
@@ -699,15 +741,16 @@ std::vector<LaunchSite> findLaunches(const std::string& python) {
         while (i < m.size() && (m[i] == ' ' || m[i] == '\t')) ++i;
         size_t nameStart = i;
         while (i < m.size() && isIdentChar(m[i])) ++i;
-        std::string fn = m.substr(nameStart, i - nameStart);
-        if (fn != "launch" && fn != "launch_smem") continue;
+        const bool launch = m.compare(nameStart, i - nameStart, "launch") == 0;
+        const bool smem = m.compare(nameStart, i - nameStart, "launch_smem") == 0;
+        if (!launch && !smem) continue;
         while (i < m.size() && isSpace(m[i])) ++i;
         if (i >= m.size() || m[i] != '(') continue;
         ++i;
         while (i < m.size() && isSpace(m[i])) ++i;
         LaunchSite site;
-        site.smem = fn == "launch_smem";
-        site.line = lineAt(python, start);
+        site.smem = smem;
+        site.line = lines.at(start);
         if (i < m.size() && (m[i] == '"' || m[i] == '\'')) {
             char q = m[i];
             size_t j = i + 1;
@@ -961,13 +1004,15 @@ ParseResult parseAnswer(const std::string& markdown, const std::vector<SigParam>
     std::vector<std::string> launchable;
     for (const KernelDecl& k : c.kernels)
         if (k.externC) launchable.push_back(k.name);
+    std::unordered_map<std::string, const FoundKernel*> kernelByName;  // scanKernels' names are unique
+    for (const FoundKernel& k : allKernels) kernelByName.emplace(k.decl.name, &k);
     for (const LaunchSite& s : c.launches) {
         if (s.kernel.empty()) continue;  // not a literal: checked when it runs
         const int at = answerLine(s.line);
         const std::string call = s.smem ? "kb.launch_smem" : "kb.launch";
-        auto k = std::find_if(allKernels.begin(), allKernels.end(),
-                              [&](const FoundKernel& f) { return f.decl.name == s.kernel; });
-        if (k != allKernels.end() && k->isTemplate)
+        const auto byName = kernelByName.find(s.kernel);
+        const FoundKernel* k = byName == kernelByName.end() ? nullptr : byName->second;
+        if (k && k->isTemplate)
             return fail(makeError("not_extern_c",
                                   "the kernel \"" + s.kernel + "\" (line " + std::to_string(c.cudaLine + k->decl.line - 1) +
                                       ") is a template, launched by " + call + " at line " + std::to_string(at) +
@@ -975,14 +1020,14 @@ ParseResult parseAnswer(const std::string& markdown, const std::vector<SigParam>
                                       "write extern \"C\" __global__ void " + s.kernel +
                                       "(...) with concrete types (e.g. float).",
                                   c.cudaLine + k->decl.line - 1));
-        if (k != allKernels.end() && !k->decl.externC)
+        if (k && !k->decl.externC)
             return fail(makeError("not_extern_c",
                                   "the kernel \"" + s.kernel + "\" (line " + std::to_string(c.cudaLine + k->decl.line - 1) +
                                       ") is launched by " + call + " at line " + std::to_string(at) +
                                       " but is declared without extern \"C\", so its compiled name is C++-mangled and "
                                       "cannot be found. Declare it as extern \"C\" __global__ void " + s.kernel + "(...).",
                                   c.cudaLine + k->decl.line - 1));
-        if (k == allKernels.end()) {
+        if (!k) {
             std::string msg = call + " at line " + std::to_string(at) + " names the kernel \"" + s.kernel + "\", but ";
             if (!c.hasCuda)
                 msg += "the answer has no ```cuda block. Put the kernel in one ```cuda block as extern \"C\" "

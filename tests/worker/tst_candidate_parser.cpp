@@ -1,4 +1,5 @@
 // Candidate-format parser: every error code, line numbers, the documented example.
+#include "answer_shapes.hpp"
 #include "candidate_parser.hpp"
 
 #include <doctest/doctest.h>
@@ -298,4 +299,87 @@ TEST_CASE("parseForwardSignature") {
     CHECK(s[0].name == "x");
 
     CHECK(formatSignature(kSig) == "def forward(x: Tensor, p: Dict[str, Tensor])");
+}
+
+// The parser's scans are linear and it keeps no recursion whose depth the answer sets: every shape
+// at the size limit returns (the ctest TIMEOUT is what fails the quadratic scans of old: 1 MiB of
+// "__global__ " took minutes) and gives the same results a short answer would.
+TEST_CASE("answers of the largest size in adversarial shapes are parsed") {
+    for (const auto& [name, answer] : test::answerShapes()) {
+        CAPTURE(name);
+        REQUIRE(answer.size() <= kMaxAnswerBytes);
+        const ParseResult r = parseAnswer(answer, kSig);
+        CHECK((r.ok || r.error.has_value()));
+        (void)findKernels(r.candidate.cuda);
+    }
+}
+
+TEST_CASE("kernels and launches found in answers of the largest size") {
+    const auto shapes = test::answerShapes();
+    auto answer = [&](const std::string& name) {
+        for (const auto& s : shapes)
+            if (s.first == name) return s.second;
+        FAIL("no shape " << name);
+        return std::string();
+    };
+    // every copy of the realistic answer is a distinct extern "C" kernel launched once, in order
+    ParseResult r = parseAnswer(answer("realistic answer repeated"), kSig);
+    REQUIRE(r.ok);
+    REQUIRE(r.candidate.kernels.size() > 1000);
+    CHECK(r.candidate.launches.size() == r.candidate.kernels.size());
+    CHECK(r.candidate.kernels.back().name == "bias_relu_" + std::to_string(r.candidate.kernels.size() - 1));
+    CHECK(r.candidate.kernels.back().line == 5 * static_cast<int>(r.candidate.kernels.size()) - 3);
+    CHECK(r.candidate.kernels.back().params.size() == 5);
+    CHECK(r.candidate.launches.back().line == static_cast<int>(r.candidate.launches.size()) + 1);
+
+    // one launch a line: the line numbers count on
+    r = parseAnswer(answer("kb.launch(\"k\") lines"), kSig);
+    REQUIRE(r.ok);
+    REQUIRE(r.candidate.launches.size() > 10000);
+    for (size_t i = 0; i < r.candidate.launches.size(); i += 997) CHECK(r.candidate.launches[i].line == int(i) + 2);
+
+    // packed on one line: each kb.launch( is a site, all on python line 2
+    r = parseAnswer(answer("kb.launch( packed"), kSig);
+    REQUIRE(r.ok);
+    CHECK(r.candidate.launches.size() > 100000);
+    CHECK(r.candidate.launches.back().line == 2);
+
+    // "__global__ __global__ ..." holds no kernel; prototypes of one name count once
+    r = parseAnswer(answer("__global__ repeated"), kSig);
+    CHECK(r.candidate.kernels.empty());
+    r = parseAnswer(answer("__global__ void k() repeated (prototypes, no body)"), kSig);
+    REQUIRE(r.candidate.kernels.size() == 1);
+    CHECK(r.candidate.kernels[0].name == "k");
+
+    // an unclosed parameter list is no kernel; a deep but closed one is, with one parameter
+    r = parseAnswer(answer("( in a kernel signature"), kSig);
+    CHECK(r.candidate.kernels.empty());
+    r = parseAnswer(answer("nested ( ) in a kernel signature"), kSig);
+    CHECK(r.candidate.kernels.empty());  // a single ')' closes only the innermost '('
+    r = parseAnswer(answer("[ in a kernel signature"), kSig);
+    CHECK(r.candidate.kernels.empty());
+
+    // unclosed brackets in def forward are reported, not followed
+    r = parseAnswer(answer("( in def forward"), kSig);
+    REQUIRE(r.error);
+    CHECK(r.error->code == "missing_forward");
+    CHECK(r.error->message.find("never closed") != std::string::npos);
+}
+
+TEST_CASE("deeply nested but balanced brackets in a kernel signature and in forward") {
+    const std::string deep = std::string(200000, '(') + std::string(200000, ')');
+    std::string cuda = "extern \"C\" __global__ void k(float* a" + std::string(100000, '[') + std::string(100000, ']') +
+                       ", int n = " + deep + ") {}\n";
+    auto kernels = findKernels(cuda);
+    REQUIRE(kernels.size() == 1);
+    CHECK(kernels[0].name == "k");
+    REQUIRE(kernels[0].params.size() == 2);
+    CHECK(kernels[0].params[0].kind == KernelParam::Pointer);
+    CHECK(kernels[0].params[1].name == "n");
+
+    std::string err;
+    auto sig = parseForwardSignature("def forward(x: Tensor, s: float = " + deep + "):\n  return x\n", &err);
+    CHECK(err.empty());
+    REQUIRE(sig.size() == 2);
+    CHECK(sig[1].name == "s");
 }
