@@ -277,6 +277,25 @@ const char* fmaPeakKernelSource() { return kFmaSource; }
 const char* wmmaBf16KernelSource() { return kWmmaBf16Source; }
 const char* wmmaTf32KernelSource() { return kWmmaTf32Source; }
 
+int cudaDeviceCount() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+bool useCudaDevice(int ordinal, std::string* why) {
+    int current = -1;
+    if (cudaGetDevice(&current) == cudaSuccess && current == ordinal) return true;  // no context made here
+    const cudaError_t e = cudaSetDevice(ordinal);
+    if (e == cudaSuccess) return true;
+    cudaGetLastError();
+    if (why) *why = std::string("cudaSetDevice(") + std::to_string(ordinal) + "): " + cudaGetErrorString(e);
+    return false;
+}
+
 json deviceFacts(int ordinal) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);

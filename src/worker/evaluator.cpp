@@ -593,8 +593,10 @@ json Evaluator::evaluate(const Task& task, const json& req)
     const bool doTime = req.value("time", true);
     std::string noCudaWhy;
     const bool haveCuda = cudaAvailable(&noCudaWhy);
-    std::string device = req.value("device", std::string(haveCuda ? "cuda" : "none"));
-    if (device == "cuda" && !haveCuda)
+    const protocol::Device requested = protocol::parseDevice(
+        req, protocol::kDeviceCuda | protocol::kDeviceCpu | protocol::kDeviceNone, cudaDeviceCount());
+    std::string device = requested.kind == protocol::Device::Cpu ? "cpu" : requested.kind == protocol::Device::None ? "none" : "cuda";
+    if (device == "cuda" && !(haveCuda && useCudaDevice(requested.ordinal, &noCudaWhy)))
         device = "none";
     res["task"] = task.id;
     res["profile"] = prof.toJson();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fcntl.h>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace kwb::protocol {
@@ -113,6 +114,147 @@ nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, 
                              const std::string& message)
 {
     return {{"id", id}, {"type", type}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
+}
+
+bool nestedDeeperThan(const std::string& text, int maxDepth)
+{
+    int depth = 0;
+    bool inString = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (inString) {
+            if (c == '\\')
+                ++i; // the escaped character cannot end the string
+            else if (c == '"')
+                inString = false;
+        } else if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > maxDepth)
+                return true;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return false;
+}
+
+std::string describeValue(const nlohmann::json& value, std::size_t maxBytes)
+{
+    if (value.is_array())
+        return "an array";
+    if (value.is_object())
+        return "an object";
+    if (value.is_string()) {
+        const auto& s = value.get_ref<const std::string&>();
+        if (s.size() <= maxBytes)
+            return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        return nlohmann::json(s.substr(0, maxBytes)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+               " (cut; " + std::to_string(s.size()) + " bytes)";
+    }
+    return value.dump(); // a number, true/false or null: short
+}
+
+namespace {
+
+// Whether `v` is an integer (written 5 or 5.0) in [lo, hi].
+bool integerIn(const nlohmann::json& v, double lo, double hi)
+{
+    if (v.is_number_integer() || v.is_number_unsigned() || v.is_number_float()) {
+        const double d = v.get<double>();
+        return d >= lo && d <= hi && d == static_cast<double>(static_cast<long long>(d));
+    }
+    return false;
+}
+
+} // namespace
+
+nlohmann::json echoedId(const nlohmann::json& request)
+{
+    if (!request.contains("id"))
+        return nullptr;
+    const auto& id = request["id"];
+    if (id.is_number() || (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes))
+        return id;
+    return nullptr;
+}
+
+std::string echoedType(const nlohmann::json& request)
+{
+    if (request.contains("type") && request["type"].is_string() &&
+        request["type"].get_ref<const std::string&>().size() <= kMaxTypeBytes)
+        return request["type"].get<std::string>();
+    return "";
+}
+
+std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
+{
+    if (request.contains("id")) {
+        const auto& id = request["id"];
+        if (!(id.is_string() || id.is_number() || id.is_null()))
+            return RequestProblem{"bad_request", "id must be a string, a number or null, not " + describeValue(id)};
+        if (id.is_string() && id.get_ref<const std::string&>().size() > kMaxIdBytes)
+            return RequestProblem{"bad_request", "id is a string of " + std::to_string(id.get_ref<const std::string&>().size()) +
+                                                     " bytes; at most " + std::to_string(kMaxIdBytes) + " are echoed"};
+    }
+    if (request.contains("type") && request["type"].is_string() &&
+        request["type"].get_ref<const std::string&>().size() > kMaxTypeBytes)
+        return RequestProblem{"bad_request", "unknown request type " + describeValue(request["type"])};
+    // Counts a request may set, with what a run can need; a count beyond is a mistake or an
+    // attempt to hold the GPU (hours of trials) or memory (one set of outputs per trial).
+    struct Count {
+        const char* field;
+        int lo, hi;
+    };
+    static const Count kCounts[] = {
+        {"correctness_trials", 1, 100}, {"timing_trials", 1, 10000}, {"warmup", 0, 1000}, {"trials", 1, 1000}};
+    for (const Count& c : kCounts) {
+        if (request.contains(c.field) && !integerIn(request[c.field], c.lo, c.hi))
+            return RequestProblem{"bad_request", std::string(c.field) + " must be an integer from " + std::to_string(c.lo) +
+                                                     " to " + std::to_string(c.hi) + ", not " +
+                                                     describeValue(request[c.field])};
+    }
+    return std::nullopt;
+}
+
+Device parseDevice(const nlohmann::json& request, unsigned allowed, int cudaDeviceCount)
+{
+    Device d;
+    if (!request.contains("device"))
+        return d;
+    const auto& v = request["device"];
+    const std::string s = v.is_string() ? v.get<std::string>() : std::string();
+    if (s == "cuda") {
+        d.kind = Device::Cuda;
+    } else if (s == "cpu") {
+        d.kind = Device::Cpu;
+    } else if (s == "none") {
+        d.kind = Device::None;
+    } else if (s.size() > 5 && s.size() <= 8 && s.compare(0, 5, "cuda:") == 0 &&
+               s.find_first_not_of("0123456789", 5) == std::string::npos) {
+        d.kind = Device::Cuda;
+        d.ordinal = std::stoi(s.substr(5)); // at most 3 digits
+        if (d.ordinal >= cudaDeviceCount)
+            d.kind = Device::Absent; // out of range: refused below
+    }
+    const unsigned form = d.kind == Device::Cuda   ? unsigned(kDeviceCuda)
+                          : d.kind == Device::Cpu  ? unsigned(kDeviceCpu)
+                          : d.kind == Device::None ? unsigned(kDeviceNone)
+                                                   : 0u;
+    if (form & allowed)
+        return d;
+    std::string forms;
+    auto add = [&](const std::string& f) { forms += (forms.empty() ? "" : ", ") + f; };
+    if (allowed & kDeviceCuda) {
+        add("\"cuda\"");
+        add(cudaDeviceCount > 0 ? "\"cuda:N\" with 0 <= N < " + std::to_string(cudaDeviceCount)
+                                : std::string("\"cuda:N\" (none here: this worker sees no CUDA device)"));
+    }
+    if (allowed & kDeviceCpu)
+        add("\"cpu\"");
+    if (allowed & kDeviceNone)
+        add("\"none\"");
+    throw std::invalid_argument("device " + describeValue(v) + " is not one of the forms allowed here: " + forms);
 }
 
 namespace {

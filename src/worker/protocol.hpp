@@ -36,6 +36,49 @@ int takeOverStdout();
 /// so the line stays under kMaxLineBytes.
 bool writeResponse(int fd, nlohmann::json response);
 
+/// Requests deeper than this (arrays and objects inside each other) are refused before they are
+/// parsed: nlohmann's writer recurses once per level, and a deep `id` echoed back crashed it.
+constexpr int kMaxRequestDepth = 64;
+/// An `id` is echoed in every response: a string of at most this many bytes, a number or null.
+constexpr std::size_t kMaxIdBytes = 256;
+/// So is `type`: known types are short.
+constexpr std::size_t kMaxTypeBytes = 64;
+
+/// Whether a JSON text nests arrays/objects more than maxDepth deep, counted outside strings in
+/// one pass (no parsing, no recursion; stops at the first level too deep).
+bool nestedDeeperThan(const std::string& text, int maxDepth);
+
+/// What a response may echo of the request: its `id` when that is valid (else null) and its
+/// `type` when that is a string of at most kMaxTypeBytes (else "").
+nlohmann::json echoedId(const nlohmann::json& request);
+std::string echoedType(const nlohmann::json& request);
+
+/// What a request-level check reports before any work: the error code and message.
+struct RequestProblem {
+    std::string code, message;
+};
+
+/// The checks every request gets before it is handled (docs/protocol.md "Framing and limits"):
+/// `id` a string of at most kMaxIdBytes, a number or null; `type` a string of at most
+/// kMaxTypeBytes; the trial counts (correctness_trials 1..100, timing_trials 1..10000,
+/// warmup 0..1000, trials 1..1000) integers in range. Returns nullopt when all hold.
+std::optional<RequestProblem> checkRequest(const nlohmann::json& request);
+
+/// The request's "device" field: the one place it is read. Forms: "cuda" (the first GPU, or
+/// no_device where there is none), "cuda:N" with 0 <= N < cudaDeviceCount, "cpu", "none"; a
+/// request type takes those of `allowed` (DeviceForm bits). Anything else throws
+/// std::invalid_argument (a bad_request) naming the value and the forms allowed.
+enum DeviceForm : unsigned { kDeviceCuda = 1, kDeviceCpu = 2, kDeviceNone = 4 };
+struct Device {
+    enum Kind { Absent, Cuda, Cpu, None } kind = Absent;
+    int ordinal = 0;  // Cuda: N of "cuda:N", 0 for "cuda"
+};
+Device parseDevice(const nlohmann::json& request, unsigned allowed, int cudaDeviceCount);
+
+/// A request value for an error message: strings quoted and cut to maxBytes, scalars as JSON,
+/// arrays and objects by kind (a message never echoes an unbounded value).
+std::string describeValue(const nlohmann::json& value, std::size_t maxBytes = 64);
+
 nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, const std::string& code,
                              const std::string& message);
 

@@ -65,7 +65,7 @@ const Task& Worker::task(const json& request)
     for (const auto& e : tasks().errors)
         if (e.path.find(id) != std::string::npos)
             throw RequestError("task_error", e.toString());
-    throw RequestError("unknown_task", "no task '" + id + "' in " + m_tasksDir);
+    throw RequestError("unknown_task", "no task " + protocol::describeValue(id) + " in " + m_tasksDir);
 }
 
 json Worker::hello()
@@ -136,8 +136,11 @@ json Worker::compileOnly(const json& request)
 
 json Worker::handle(const json& request)
 {
-    const json id = request.contains("id") ? request["id"] : json(nullptr);
-    const std::string type = request.contains("type") && request["type"].is_string() ? request["type"].get<std::string>() : "";
+    // Only a bounded id and type are echoed: a deep or huge one must not reach the writer.
+    const json id = protocol::echoedId(request);
+    const std::string type = protocol::echoedType(request);
+    if (auto problem = protocol::checkRequest(request))
+        return protocol::errorResponse(id, type, problem->code, problem->message);
     try {
         json body;
         if (type == "hello") {
@@ -164,15 +167,23 @@ json Worker::handle(const json& request)
         } else if (type == "compile") {
             body = compileOnly(request);
         } else if (type == "run_reference") {
-            body = m_evaluator.runReference(task(request), parseScale(request.value("scale", std::string("smoke"))),
-                                            request.value("device", std::string("cpu")), request.value("seed", uint64_t(42)));
+            const protocol::Device device =
+                protocol::parseDevice(request, protocol::kDeviceCuda | protocol::kDeviceCpu, cudaDeviceCount());
+            const Task& t = task(request);
+            std::string why;
+            if (device.kind == protocol::Device::Cuda &&
+                !(m_evaluator.cudaAvailable(&why) && useCudaDevice(device.ordinal, &why)))
+                throw RequestError("no_device", "run_reference on cuda needs a CUDA device: " + why);
+            body = m_evaluator.runReference(t, parseScale(request.value("scale", std::string("smoke"))),
+                                            device.kind == protocol::Device::Cuda ? "cuda" : "cpu",
+                                            request.value("seed", uint64_t(42)));
         } else if (type == "shutdown") {
             m_shutdown = true;
             body = json::object();
         } else if (type.empty()) {
             throw RequestError("bad_request", "missing string field 'type'");
         } else {
-            throw RequestError("unknown_type", "unknown request type '" + type + "'");
+            throw RequestError("unknown_type", "unknown request type '" + type + "'"); // type: bounded above
         }
         body["id"] = id;
         body["type"] = type;
@@ -206,7 +217,12 @@ int Worker::run()
             response = protocol::errorResponse(nullptr, "", "line_too_long",
                                                "request line exceeds " + std::to_string(protocol::kMaxLineBytes) + " bytes");
         } else if (line->find_first_not_of(" \t\r") == std::string::npos) {
-            continue;
+            // Every line gets a response, so a client waiting on one never stalls.
+            response = protocol::errorResponse(nullptr, "", "bad_request", "empty request");
+        } else if (protocol::nestedDeeperThan(*line, protocol::kMaxRequestDepth)) {
+            response = protocol::errorResponse(nullptr, "", "bad_request",
+                                               "request nested deeper than " + std::to_string(protocol::kMaxRequestDepth) +
+                                                   " levels");
         } else {
             json request = json::parse(*line, nullptr, false);
             if (request.is_discarded())

@@ -5,9 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <poll.h>
 #include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
@@ -168,3 +174,172 @@ TEST_CASE("a 10 MB answer is a format error, and the worker goes on")
     reply = worker.request({{"type", "hello"}}, 60);
     CHECK(reply.response["ok"] == true);
 }
+
+// ---- requests that must get a bad_request before any work (docs/protocol.md, docs/security.md)
+
+namespace {
+
+// One worker for a series of requests; each must be answered (the worker stays up).
+struct ProtocolWorker {
+    WorkerClient client{kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"}};
+    ProtocolWorker()
+    {
+        std::string err;
+        REQUIRE_MESSAGE(client.start(&err), err);
+    }
+    json line(const std::string& text)
+    {
+        auto reply = client.requestLine(text, 120);
+        REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
+        // and it still serves the next request
+        auto hello = client.requestLine(R"({"id":"next","type":"hello"})", 60);
+        REQUIRE(hello.outcome == WorkerClient::Outcome::Ok);
+        CHECK(hello.response["id"] == "next");
+        return reply.response;
+    }
+    json request(const json& req) { return line(req.dump()); }
+};
+
+void checkBadRequest(const json& r, const std::vector<std::string>& mentions)
+{
+    CAPTURE(r.dump());
+    CHECK(r["ok"] == false);
+    REQUIRE(r.contains("error"));
+    CHECK(r["error"]["code"] == "bad_request");
+    const std::string message = r["error"].value("message", "");
+    CHECK(message.size() < 400);
+    for (const auto& m : mentions)
+        CHECK_MESSAGE(message.find(m) != std::string::npos, "message lacks " << m);
+}
+
+// An evaluate that would otherwise run (answer "x" is a format error at once): any refusal comes
+// from the field under test.
+json evaluateWith(const std::string& field, const json& value)
+{
+    return {{"id", 7}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", "x"}, {field, value}};
+}
+
+std::string nested(std::size_t depth, const std::string& inner = "1")
+{
+    return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+} // namespace
+
+TEST_CASE("an id nested 100,000 deep is refused, the worker survives")
+{
+    ProtocolWorker w;
+    const json r = w.line(R"({"id":)" + nested(100000) + R"(,"type":"hello"})");
+    checkBadRequest(r, {"nested deeper than 64"});
+    CHECK(r["id"].is_null());
+}
+
+TEST_CASE("a body nested deeper than 64 is refused; 64 levels in a string are fine")
+{
+    ProtocolWorker w;
+    json r = w.line(R"({"id":1,"type":"hello","x":)" + nested(100000) + "}");
+    checkBadRequest(r, {"nested deeper than 64"});
+    r = w.line(R"({"id":1,"type":"hello","x":)" + nested(65) + "}");
+    checkBadRequest(r, {"nested deeper than 64"});
+    r = w.line(R"({"id":1,"type":"hello","x":)" + nested(63) + "}"); // the object is level 1
+    CHECK(r["ok"] == true);
+    r = w.line(R"({"id":1,"type":"hello","x":")" + std::string(100000, '[') + R"(\"["})"); // brackets in a string
+    CHECK(r["ok"] == true);
+}
+
+TEST_CASE("an id that is not a string, a number or null is refused with id null")
+{
+    ProtocolWorker w;
+    for (const std::string id : {"[1]", R"({"a":1})", "true", R"([[["x"]]])"}) {
+        CAPTURE(id);
+        const json r = w.line(R"({"id":)" + id + R"(,"type":"hello"})");
+        checkBadRequest(r, {"id must be a string, a number or null"});
+        CHECK(r["id"].is_null());
+    }
+    const json r = w.request({{"id", std::string(100000, 'i')}, {"type", "hello"}});
+    checkBadRequest(r, {"id is a string of 100000 bytes"});
+    CHECK(r["id"].is_null());
+    const json t = w.request({{"id", 3}, {"type", std::string(100000, 't')}});
+    checkBadRequest(t, {"unknown request type", "cut"});
+    CHECK(t["type"] == "");
+    CHECK(w.request({{"id", nullptr}, {"type", "hello"}})["ok"] == true);
+    CHECK(w.request({{"id", 1.5}, {"type", "hello"}})["id"] == 1.5);
+}
+
+TEST_CASE("a whitespace-only or empty line gets a response")
+{
+    ProtocolWorker w;
+    for (const std::string line : {"", " ", "\t", "\r", "  \t \r"}) {
+        CAPTURE(json(line).dump());
+        const json r = w.line(line);
+        checkBadRequest(r, {"empty request"});
+        CHECK(r["id"].is_null());
+    }
+}
+
+TEST_CASE("device values: an ordinal past the GPUs this worker sees, unknown names, non-strings")
+{
+    ProtocolWorker w;
+    checkBadRequest(w.request(evaluateWith("device", "cuda:7")), {"\"cuda:7\"", "\"cuda:N\"", "\"cpu\"", "\"none\""});
+    checkBadRequest(w.request(evaluateWith("device", "cuda:abc")), {"\"cuda:abc\"", "\"cuda:N\""});
+    checkBadRequest(w.request(evaluateWith("device", "cuda:-1")), {"\"cuda:-1\""});
+    checkBadRequest(w.request(evaluateWith("device", "cuda:")), {"\"cuda:\""});
+    checkBadRequest(w.request(evaluateWith("device", "tpu")), {"\"tpu\"", "\"cuda\""});
+    checkBadRequest(w.request(evaluateWith("device", "CPU")), {"\"CPU\""});
+    checkBadRequest(w.request(evaluateWith("device", 12)), {"device 12", "\"cpu\""});
+    checkBadRequest(w.request(evaluateWith("device", json::array({"cuda"}))), {"an array"});
+    checkBadRequest(w.request(evaluateWith("device", std::string(1u << 20, 'd'))), {"1048576 bytes", "\"none\""});
+    // run_reference takes no "none"
+    checkBadRequest(w.request({{"type", "run_reference"}, {"task", "L1/5"}, {"device", "none"}}), {"\"none\"", "\"cpu\""});
+    checkBadRequest(w.request({{"type", "run_reference"}, {"task", "L1/5"}, {"device", "cuda:9"}}), {"\"cuda:9\""});
+}
+
+TEST_CASE("device values that exist are served as before; cuda:0 without a GPU is refused")
+{
+    ProtocolWorker w;
+    const json hello = w.request({{"type", "hello"}});
+    const int gpus = hello["cuda_device_count"];
+    const json none = w.request(evaluateWith("device", "none"));
+    CHECK(none["ok"] == true);
+    CHECK(none["device"] == "none");
+    CHECK(none["status"] == "format_error");
+    const json cpu = w.request(evaluateWith("device", "cpu"));
+    CHECK(cpu["ok"] == true);
+    CHECK(cpu["device"] == "cpu");
+    // plain "cuda" (and no device at all) without a GPU: compile-only, no_device when it gets there
+    const json cuda = w.request(evaluateWith("device", "cuda"));
+    CHECK(cuda["ok"] == true);
+    CHECK(cuda["device"] == (gpus > 0 ? "cuda" : "none"));
+    json absent = evaluateWith("device", "cuda");
+    absent.erase("device");
+    CHECK(w.request(absent)["device"] == (gpus > 0 ? "cuda" : "none"));
+    const json cuda0 = w.request(evaluateWith("device", "cuda:0"));
+    if (gpus > 0)
+        CHECK(cuda0["device"] == "cuda");
+    else
+        checkBadRequest(cuda0, {"\"cuda:0\"", "no CUDA device"});
+    const json ref = w.request({{"type", "run_reference"}, {"task", "L1/5"}, {"scale", "smoke"}, {"device", "cuda"}});
+    if (gpus == 0)
+        CHECK(ref["error"]["code"] == "no_device");
+}
+
+TEST_CASE("trial counts out of range are refused, naming the field and the range")
+{
+    ProtocolWorker w;
+    checkBadRequest(w.request(evaluateWith("correctness_trials", 0)), {"correctness_trials", "1 to 100"});
+    checkBadRequest(w.request(evaluateWith("correctness_trials", 101)), {"correctness_trials", "1 to 100"});
+    checkBadRequest(w.request(evaluateWith("timing_trials", 1000000000)), {"timing_trials", "1 to 10000"});
+    checkBadRequest(w.request(evaluateWith("timing_trials", 1e300)), {"timing_trials", "1 to 10000"});
+    checkBadRequest(w.request(evaluateWith("timing_trials", 2.5)), {"timing_trials", "1 to 10000"});
+    checkBadRequest(w.request(evaluateWith("timing_trials", "100")), {"timing_trials", "1 to 10000"});
+    checkBadRequest(w.request(evaluateWith("warmup", -1)), {"warmup", "0 to 1000"});
+    checkBadRequest(w.request(evaluateWith("warmup", 100000)), {"warmup", "0 to 1000"});
+    checkBadRequest(w.request({{"type", "profile"}, {"task", "L1/5"}, {"trials", 1000000}}), {"trials", "1 to 1000"});
+    // in range: served
+    json ok = evaluateWith("timing_trials", 10000);
+    ok["correctness_trials"] = 100;
+    ok["warmup"] = 0;
+    ok["device"] = "none";
+    CHECK(w.request(ok)["ok"] == true);
+}
+
