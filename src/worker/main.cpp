@@ -1,4 +1,5 @@
 // kwb-worker: evaluates tasks and candidates for the workbench. Speaks docs/protocol.md.
+#include "parent_watch.hpp"
 #include "protocol.hpp"
 #include "worker.hpp"
 
@@ -9,7 +10,9 @@
 
 int main(int argc, char** argv)
 {
-    // First, before anything can print: responses get a private descriptor, fd 1 becomes stderr.
+    // Before anything else: a worker whose parent is gone ends, busy or not.
+    kwb::watchParent();
+    // Then, before anything can print: responses get a private descriptor, fd 1 becomes stderr.
     const int protocolFd = kwb::protocol::takeOverStdout();
     if (protocolFd < 0) {
         std::cerr << "kwb-worker: cannot set up the protocol descriptor\n";

@@ -343,3 +343,85 @@ TEST_CASE("trial counts out of range are refused, naming the field and the range
     CHECK(w.request(ok)["ok"] == true);
 }
 
+// ---- no orphans
+
+namespace {
+
+bool processGone(pid_t pid)
+{
+    // Gone, or a zombie waiting for whoever it was re-parented to.
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text;
+    if (!std::getline(stat, text))
+        return true;
+    const auto close = text.rfind(')');
+    return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'Z' || text[close + 2] == 'X');
+}
+
+} // namespace
+
+TEST_CASE("a worker whose parent is killed with SIGKILL ends within seconds, its stdin still open")
+{
+    // test -> intermediate -> kwb-worker. This test keeps the worker's stdin and stdout open,
+    // so the worker sees no EOF: only the parent watch can end it.
+    int in[2], out[2], report[2];
+    REQUIRE(::pipe(in) == 0);
+    REQUIRE(::pipe(out) == 0);
+    REQUIRE(::pipe(report) == 0);
+    const std::string worker = kwb::test::findWorker(KWB_WORKER_PATH);
+    const std::string tasks = kSource + "/tasks";
+    const pid_t intermediate = ::fork();
+    REQUIRE(intermediate >= 0);
+    if (intermediate == 0) {
+        const pid_t w = ::fork();
+        if (w == 0) {
+            ::dup2(in[0], 0);
+            ::dup2(out[1], 1);
+            for (int fd : {in[0], in[1], out[0], out[1], report[0], report[1]})
+                ::close(fd);
+            ::execl(worker.c_str(), worker.c_str(), "--tasks-dir", tasks.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        (void)!::write(report[1], &w, sizeof w);
+        for (;;)
+            ::pause();
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(report[1]);
+    pid_t workerPid = -1;
+    REQUIRE(::read(report[0], &workerPid, sizeof workerPid) == sizeof workerPid);
+    ::close(report[0]);
+    REQUIRE(workerPid > 0);
+
+    // the worker is up and serving (so its watch is armed), then waits in read()
+    const std::string hello = "{\"id\":1,\"type\":\"hello\"}\n";
+    REQUIRE(::write(in[1], hello.data(), hello.size()) == static_cast<ssize_t>(hello.size()));
+    std::string got;
+    char buf[4096];
+    const auto t0 = std::chrono::steady_clock::now();
+    while (got.find('\n') == std::string::npos && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120)) {
+        pollfd p{out[0], POLLIN, 0};
+        if (::poll(&p, 1, 1000) > 0) {
+            const ssize_t n = ::read(out[0], buf, sizeof buf);
+            if (n <= 0)
+                break;
+            got.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+    REQUIRE(got.find("\"hello\"") != std::string::npos);
+    CHECK_FALSE(processGone(workerPid));
+
+    ::kill(intermediate, SIGKILL);
+    ::waitpid(intermediate, nullptr, 0);
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) { // 10 s: generous, it takes ~0.2 s
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        gone = processGone(workerPid);
+    }
+    CHECK_MESSAGE(gone, "kwb-worker " << workerPid << " outlived its parent");
+    if (!gone)
+        ::kill(workerPid, SIGKILL);
+    ::close(in[1]);
+    ::close(out[0]);
+}
