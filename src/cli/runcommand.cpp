@@ -142,6 +142,8 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.model = options.model;
         if (options.timingTrials > 0)
             plan.timingTrials = options.timingTrials;
+        if (options.modelTimeoutS > 0)
+            plan.modelTimeoutS = options.modelTimeoutS;
     } else {
         QString error;
         RunRequest request;
@@ -167,6 +169,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.profile = options.profile;
         request.scale = options.scale;
         request.timeoutS = options.timeoutS;
+        request.modelTimeoutS = options.modelTimeoutS;
         request.timingTrials = options.timingTrials;
         request.isolation = options.isolation;
         request.sweepNs = options.sweepNs;
@@ -236,6 +239,24 @@ int runRun(Session& session, const RunCommandOptions& options)
     }
     err().flush();
 
+    // The model and the evaluator.
+    LlmClient llm;
+    llm.setSettings(llmSettingsFor(plan, options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey));
+
+    EvaluationQueue queue(QList<int>{0});
+    QStringList workerArguments;
+    if (!session.options().tasksDir.isEmpty())
+        workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
+    configureQueue(queue, supervisor.program(), workerArguments, plan, device);
+
+    RunController controller(&llm, &queue, &store, plan.promptsDir);
+    configureController(controller, plan);
+    const QList<int> sweepNs = plan.sweepNs;
+
+    // Every template renders for every task before a model request (or a run row) is spent.
+    if (const QString problem = controller.checkTemplates(inputs); !problem.isEmpty())
+        return fail(json, ExitUsage, QStringLiteral("bad_prompts"), QStringLiteral("template: ") + problem);
+
     // A new run keeps its whole configuration.
     qint64 runId = plan.resumeRunId;
     if (runId == 0) {
@@ -250,20 +271,6 @@ int runRun(Session& session, const RunCommandOptions& options)
     } else {
         store.setRunStatus(runId, RunStatus::Running);
     }
-
-    // The model and the evaluator.
-    LlmClient llm;
-    llm.setSettings(llmSettingsFor(plan, options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey));
-
-    EvaluationQueue queue(QList<int>{0});
-    QStringList workerArguments;
-    if (!session.options().tasksDir.isEmpty())
-        workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
-    configureQueue(queue, supervisor.program(), workerArguments, plan, device);
-
-    RunController controller(&llm, &queue, &store, plan.promptsDir);
-    configureController(controller, plan);
-    const QList<int> sweepNs = plan.sweepNs;
 
     // Progress on stderr, one line, rate-limited.
     const bool tty = ::isatty(STDERR_FILENO) == 1;

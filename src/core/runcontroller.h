@@ -80,6 +80,11 @@ public:
     /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
     /// emitted from the event loop.
     bool start(qint64 runId, const QList<RunTaskInput>& tasks);
+    /// Renders every template the tasks' regimes use, with each task's own context: turn 1, and
+    /// for a regime with later turns turn 2 with feedback (and the notes of earlier roles filled
+    /// in), so a template error is found before any model request is spent. Empty when every
+    /// one renders, else "TASK: FILE:LINE: what" for the first that does not.
+    QString checkTemplates(const QList<RunTaskInput>& tasks) const;
     /// Cancels the model requests and evaluations in flight, marks the run cancelled and ends in
     /// runFinished(true) from the event loop. What was committed stays: the run can resume.
     void cancel();
