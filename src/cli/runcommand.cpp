@@ -239,22 +239,8 @@ int runRun(Session& session, const RunCommandOptions& options)
     }
     err().flush();
 
-    // The model and the evaluator.
-    LlmClient llm;
-    llm.setSettings(llmSettingsFor(plan, options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey));
-
-    EvaluationQueue queue(QList<int>{0});
-    QStringList workerArguments;
-    if (!session.options().tasksDir.isEmpty())
-        workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
-    configureQueue(queue, supervisor.program(), workerArguments, plan, device);
-
-    RunController controller(&llm, &queue, &store, plan.promptsDir);
-    configureController(controller, plan);
-    const QList<int> sweepNs = plan.sweepNs;
-
     // Every template renders for every task before a model request (or a run row) is spent.
-    if (const QString problem = controller.checkTemplates(inputs); !problem.isEmpty())
+    if (const QString problem = checkRunTemplates(plan, inputs); !problem.isEmpty())
         return fail(json, ExitUsage, QStringLiteral("bad_prompts"), QStringLiteral("template: ") + problem);
 
     // A new run keeps its whole configuration.
@@ -271,6 +257,20 @@ int runRun(Session& session, const RunCommandOptions& options)
     } else {
         store.setRunStatus(runId, RunStatus::Running);
     }
+
+    // The model and the evaluator.
+    LlmClient llm;
+    llm.setSettings(llmSettingsFor(plan, options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey));
+
+    EvaluationQueue queue(QList<int>{0});
+    QStringList workerArguments;
+    if (!session.options().tasksDir.isEmpty())
+        workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
+    configureQueue(queue, supervisor.program(), workerArguments, plan, device);
+
+    RunController controller(&llm, &queue, &store, plan.promptsDir);
+    configureController(controller, plan);
+    const QList<int> sweepNs = plan.sweepNs;
 
     // Progress on stderr, one line, rate-limited.
     const bool tty = ::isatty(STDERR_FILENO) == 1;

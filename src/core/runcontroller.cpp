@@ -89,17 +89,19 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     return true;
 }
 
-QString RunController::checkTemplates(const QList<RunTaskInput>& tasks) const
+QString RunController::checkTemplates(const QString& promptsDir, const Regime& fallback,
+                                      const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks)
 {
+    const PromptRenderer renderer(promptsDir);
     for (const RunTaskInput& input : tasks) {
         TaskState state;
         state.input = input;
-        state.regime = regimeFor(input);
+        state.regime = levelRegimes.value(input.level(), fallback);
         const Regime& regime = state.regime;
         // Every section a later turn may open: the notes of earlier roles and a failed candidate.
         const QString placeholder = QStringLiteral("(checked before the run)");
         const auto render = [&](const QString& path) -> QString {
-            const auto r = m_renderer.render(path, context(&state));
+            const auto r = renderer.render(path, context(&state));
             return r.ok ? QString() : input.id() + QStringLiteral(": ") + r.error;
         };
         state.turn = 1;
@@ -199,7 +201,7 @@ void RunController::startTask(int index)
     advance(s);
 }
 
-QJsonObject RunController::context(const TaskState* state) const
+QJsonObject RunController::context(const TaskState* state)
 {
     const RunTaskInput& in = state->input;
     QJsonObject c = PromptRenderer::buildContext(

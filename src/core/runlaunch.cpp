@@ -362,6 +362,11 @@ void configureController(RunController& controller, const RunPlan& plan)
     controller.setEvaluationOptions(evaluationOptionsFor(plan));
 }
 
+QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs)
+{
+    return RunController::checkTemplates(plan.promptsDir, plan.regime, plan.levelRegimes, inputs);
+}
+
 // ---------------------------------------------------------------------------------------------
 
 RunFactsLoader::RunFactsLoader(WorkerSupervisor* supervisor, QObject* parent)

@@ -134,6 +134,10 @@ void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const 
                     const RunPlan& plan, const QJsonObject& device);
 /// Regimes per level and evaluation options.
 void configureController(RunController& controller, const RunPlan& plan);
+/// Every template the plan's regimes use renders for every task (RunController::checkTemplates):
+/// empty, or "TASK: FILE:LINE: what". Run before the run is made, so a template error costs no
+/// model request.
+QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs);
 
 /// Asks the worker for a run's task facts without blocking: `tasks` (checking that every id of
 /// the plan exists), `device`, then `analyze` for every task and `profile` where the task's regime
