@@ -100,6 +100,7 @@ struct RunCommandOptions
     double temperature = -1;      ///< --temperature; < 0: the regime's
     QString apiKey;               ///< --api-key (never stored); empty: $KWB_API_KEY
     double timeoutS = 240;        ///< evaluation wall-clock limit
+    double modelTimeoutS = 0;     ///< --model-timeout: a model request's total limit; 0: the default (or the stored run's)
     QString profile = QStringLiteral("kernelbench");
     QString scale = QStringLiteral("full");
     QString ablate;               ///< --ablate best-of-n,feedback-analyzer,monotone,competence

@@ -3,12 +3,15 @@
 
 #include "commands.h"
 
+#include "core/llmclient.h"
+
 #include <QCoreApplication>
 #include <QRegularExpression>
 
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
 
 using namespace kwb::cli;
 
@@ -118,6 +121,10 @@ int main(int argc, char** argv)
         command->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
         command->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default 240)")
             ->check(CLI::Range(0.001, 1e6));
+        command->add_option("--model-timeout", runOptions.modelTimeoutS,
+                            "a model request's total limit in seconds, retries included (default " +
+                                std::to_string(kwb::kDefaultModelDeadlineMs / 1000) + ")")
+            ->check(CLI::Range(1.0, 86400.0));
         command->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
             ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
         command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));

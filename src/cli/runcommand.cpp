@@ -142,6 +142,8 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.model = options.model;
         if (options.timingTrials > 0)
             plan.timingTrials = options.timingTrials;
+        if (options.modelTimeoutS > 0)
+            plan.modelTimeoutS = options.modelTimeoutS;
     } else {
         QString error;
         RunRequest request;
@@ -167,6 +169,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.profile = options.profile;
         request.scale = options.scale;
         request.timeoutS = options.timeoutS;
+        request.modelTimeoutS = options.modelTimeoutS;
         request.timingTrials = options.timingTrials;
         request.isolation = options.isolation;
         request.sweepNs = options.sweepNs;
@@ -235,6 +238,10 @@ int runRun(Session& session, const RunCommandOptions& options)
         inputs << input;
     }
     err().flush();
+
+    // Every template renders for every task before a model request (or a run row) is spent.
+    if (const QString problem = checkRunTemplates(plan, inputs); !problem.isEmpty())
+        return fail(json, ExitUsage, QStringLiteral("bad_prompts"), QStringLiteral("template: ") + problem);
 
     // A new run keeps its whole configuration.
     qint64 runId = plan.resumeRunId;

@@ -1,5 +1,7 @@
 #include "llmclient.h"
 
+#include "core/secrets.h"
+
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -17,8 +19,11 @@ namespace kwb {
 
 namespace {
 
-// An answer is text; anything near this size is a broken server, not a model.
-constexpr qsizetype kMaxBodyBytes = qsizetype(64) << 20;
+// In JSON one byte of text may take up to six ("\u001f"); the rest of a body is small.
+constexpr qsizetype kJsonEscapeFactor = 6;
+constexpr qsizetype kEnvelopeBytes = qsizetype(64) << 10;
+// What a too_large message keeps of the text: enough to recognise it, never the answer.
+constexpr int kTooLargeHeadChars = 200;
 
 QString excerpt(const QByteArray& bytes, int maxChars = 300)
 {
@@ -87,10 +92,18 @@ LlmClient::LlmClient(QObject* parent)
 
 LlmClient::~LlmClient()
 {
-    for (auto& entry : m_requests)
+    for (auto& entry : m_requests) {
         for (auto& call : entry.second->calls)
             dropCall(call.get());
+        stopDeadline(entry.second.get());
+    }
     m_requests.clear();
+}
+
+void LlmClient::setSettings(const LlmSettings& settings)
+{
+    m_settings = settings;
+    secrets::remember(settings.apiKey);
 }
 
 QUrl LlmClient::endpoint(const LlmSettings& settings, const QString& path) const
@@ -172,6 +185,7 @@ qint64 LlmClient::complete(const QList<ChatMessage>& messages)
 
 qint64 LlmClient::complete(const QList<ChatMessage>& messages, const LlmSettings& settings)
 {
+    secrets::remember(settings.apiKey); // never shown to the model, never stored
     const qint64 id = ++m_nextId;
     auto request = std::make_unique<Request>();
     request->id = id;
@@ -191,6 +205,13 @@ qint64 LlmClient::complete(const QList<ChatMessage>& messages, const LlmSettings
         return id;
     }
 
+    request->age.start();
+    if (settings.deadlineMs > 0) {
+        request->deadlineTimer = new QTimer(this);
+        request->deadlineTimer->setSingleShot(true);
+        connect(request->deadlineTimer, &QTimer::timeout, this, [this, id] { onDeadline(id); });
+        request->deadlineTimer->start(settings.deadlineMs);
+    }
     const bool oneCall = settings.n == 1 || settings.serverSupportsN;
     const int callCount = oneCall ? 1 : settings.n;
     request->completions.resize(settings.n);
@@ -292,7 +313,11 @@ void LlmClient::startAttempt(Call* call)
     });
     connect(call->reply, &QNetworkReply::readyRead, this, [this, call] { onReadyRead(call); });
     connect(call->reply, &QNetworkReply::finished, this, [this, call] { onFinished(call); });
-    call->idleTimer->start(std::max(1, settings.timeoutMs));
+    qint64 idle = std::max(1, settings.timeoutMs);
+    const qint64 left = remainingMs(request);
+    if (left >= 0) // the deadline ends the request anyway; the idle limit must not outlast it
+        idle = std::clamp<qint64>(left, 1, idle);
+    call->idleTimer->start(int(idle));
 }
 
 void LlmClient::noteHeaders(Call* call)
@@ -322,9 +347,12 @@ void LlmClient::onReadyRead(Call* call)
         return;
     }
     call->raw += bytes;
-    if (call->raw.size() > kMaxBodyBytes)
-        attemptFailed(call, LlmFailure::InvalidResponse,
-                      QStringLiteral("the response is larger than %1 MiB").arg(kMaxBodyBytes >> 20), false);
+    const LlmSettings& settings = findRequest(call->requestId)->settings;
+    if (call->raw.size() > rawLimit(settings, call->choices)) {
+        // Stop reading: the rest of the body is never held.
+        const QString head = QString::fromUtf8(call->raw.left(kTooLargeHeadChars * 4));
+        attemptFailed(call, LlmFailure::TooLarge, tooLargeMessage(settings, call->raw.size(), head), false);
+    }
 }
 
 bool LlmClient::feedSse(Call* call, const QByteArray& bytes)
@@ -338,8 +366,14 @@ bool LlmClient::feedSse(Call* call, const QByteArray& bytes)
         if (!endLine(call, std::move(line)))
             return false;
     }
-    if (call->lineBuffer.size() > kMaxBodyBytes) {
-        attemptFailed(call, LlmFailure::InvalidResponse, QStringLiteral("an event-stream line is too long"), false);
+    const LlmSettings& settings = findRequest(call->requestId)->settings;
+    const qsizetype pending = std::max(call->lineBuffer.size(), call->eventData.size());
+    if (pending > rawLimit(settings, call->choices)) {
+        // One event longer than any answer within the limit could need.
+        const QByteArray& bytes = call->lineBuffer.size() >= call->eventData.size() ? call->lineBuffer : call->eventData;
+        attemptFailed(call, LlmFailure::TooLarge,
+                      tooLargeMessage(settings, pending, QString::fromUtf8(bytes.left(kTooLargeHeadChars * 4))),
+                      false);
         return false;
     }
     return true;
@@ -400,9 +434,9 @@ bool LlmClient::dispatchEvent(Call* call)
         return false;
     }
     QList<QPair<int, QString>> pieces;
-    QString error;
-    if (!absorbChunk(call, object, true, &pieces, &error)) {
-        attemptFailed(call, LlmFailure::InvalidResponse, error + partialText(call), false);
+    QString error, kind;
+    if (!absorbChunk(call, object, true, &pieces, &error, &kind)) {
+        attemptFailed(call, kind, kind == LlmFailure::TooLarge ? error : error + partialText(call), false);
         return false;
     }
     return emitText(call->requestId, pieces);
@@ -419,8 +453,10 @@ bool LlmClient::emitText(qint64 requestId, const QList<QPair<int, QString>>& pie
 }
 
 bool LlmClient::absorbChunk(Call* call, const QJsonObject& object, bool streamed, QList<QPair<int, QString>>* pieces,
-                            QString* error)
+                            QString* error, QString* kind)
 {
+    *kind = LlmFailure::InvalidResponse;
+    const LlmSettings& settings = findRequest(call->requestId)->settings;
     const QJsonValue usage = object.value(QStringLiteral("usage"));
     if (usage.isObject()) {
         call->promptTokens = usage.toObject().value(QStringLiteral("prompt_tokens")).toInt(-1);
@@ -442,13 +478,25 @@ bool LlmClient::absorbChunk(Call* call, const QJsonObject& object, bool streamed
         QString text;
         if (streamed) {
             text = choice.value(QStringLiteral("delta")).toObject().value(QStringLiteral("content")).toString();
-            state.text += text;
+            state.bytes += text.toUtf8().size();
         } else {
             const QJsonValue message = choice.value(QStringLiteral("message"));
             text = message.isObject() ? message.toObject().value(QStringLiteral("content")).toString()
                                       : choice.value(QStringLiteral("text")).toString(); // legacy completions shape
-            state.text = text;
+            state.bytes = text.toUtf8().size();
         }
+        if (state.bytes > settings.maxAnswerBytes) {
+            *kind = LlmFailure::TooLarge;
+            *error = tooLargeMessage(settings, state.bytes,
+                                     streamed ? state.text.left(kTooLargeHeadChars) + text.left(kTooLargeHeadChars)
+                                              : text.left(kTooLargeHeadChars + 1));
+            state.text.clear(); // neither kept nor shown
+            return false;
+        }
+        if (streamed)
+            state.text += text;
+        else
+            state.text = text;
         const QString finish = choice.value(QStringLiteral("finish_reason")).toString();
         if (!finish.isEmpty())
             state.finishReason = finish;
@@ -499,6 +547,13 @@ void LlmClient::onFinished(Call* call)
     }
 
     call->raw += rest;
+    if (call->raw.size() > rawLimit(findRequest(call->requestId)->settings, call->choices)) {
+        const LlmSettings& settings = findRequest(call->requestId)->settings;
+        attemptFailed(call, LlmFailure::TooLarge,
+                      tooLargeMessage(settings, call->raw.size(), QString::fromUtf8(call->raw.left(kTooLargeHeadChars * 4))),
+                      false);
+        return;
+    }
     if (status >= 400) {
         const QString message = QStringLiteral("HTTP %1 %2 from %3: %4")
                                     .arg(QString::number(status), reason, url, errorMessageFromBody(call->raw));
@@ -536,9 +591,10 @@ void LlmClient::onFinished(Call* call)
         return;
     }
     QList<QPair<int, QString>> pieces;
-    QString problem;
-    if (!absorbChunk(call, object, false, &pieces, &problem)) {
-        attemptFailed(call, LlmFailure::InvalidResponse, problem, false);
+    QString problem, kind;
+    call->raw.clear(); // parsed: the body is not needed any more
+    if (!absorbChunk(call, object, false, &pieces, &problem, &kind)) {
+        attemptFailed(call, kind, problem, false);
         return;
     }
     const Request* request = findRequest(call->requestId);
@@ -565,6 +621,62 @@ void LlmClient::onIdleTimeout(Call* call)
                       message + QStringLiteral(" in the middle of the stream") + partialText(call), false);
     else
         attemptFailed(call, LlmFailure::Timeout, message, true);
+}
+
+void LlmClient::onDeadline(qint64 requestId)
+{
+    Request* request = findRequest(requestId);
+    if (!request)
+        return;
+    int attempts = 0;
+    bool receiving = false;
+    for (const auto& call : request->calls) {
+        attempts = std::max(attempts, call->attempt);
+        receiving = receiving || (call->reply && call->firstByteMs >= 0);
+    }
+    const QString url = endpoint(request->settings, QStringLiteral("/chat/completions")).toString();
+    failRequest(requestId, LlmFailure::Timeout,
+                QStringLiteral("no complete answer from %1 within the model time-out of %2 (%3 attempt%4; %5)")
+                    .arg(url, seconds(request->settings.deadlineMs))
+                    .arg(attempts)
+                    .arg(attempts == 1 ? QString() : QStringLiteral("s"))
+                    .arg(receiving ? QStringLiteral("the server was still sending")
+                                   : QStringLiteral("the server had sent nothing")));
+}
+
+void LlmClient::stopDeadline(Request* request)
+{
+    if (!request->deadlineTimer)
+        return;
+    QTimer* timer = std::exchange(request->deadlineTimer, nullptr);
+    timer->stop();
+    timer->disconnect(this);
+    timer->deleteLater(); // we may be inside its timeout()
+}
+
+qint64 LlmClient::remainingMs(const Request* request) const
+{
+    if (request->settings.deadlineMs <= 0)
+        return -1;
+    return std::max<qint64>(0, request->settings.deadlineMs - request->age.elapsed());
+}
+
+qsizetype LlmClient::rawLimit(const LlmSettings& settings, int choices)
+{
+    return qsizetype(std::max(1, choices)) * std::max<qsizetype>(0, settings.maxAnswerBytes) * kJsonEscapeFactor +
+           kEnvelopeBytes;
+}
+
+QString LlmClient::tooLargeMessage(const LlmSettings& settings, qsizetype seen, const QString& head)
+{
+    QString start = head.left(kTooLargeHeadChars).simplified();
+    if (head.size() > kTooLargeHeadChars)
+        start += QStringLiteral("…");
+    return QStringLiteral("the answer is over the limit of %1 bytes (%2 bytes had arrived when it was refused; "
+                          "it is not kept); it starts: %3")
+        .arg(settings.maxAnswerBytes)
+        .arg(seen)
+        .arg(start);
 }
 
 void LlmClient::releaseReply(Call* call)
@@ -635,6 +747,16 @@ void LlmClient::attemptFailed(Call* call, const QString& kind, const QString& me
             const qint64 jitter = QRandomGenerator::global()->bounded(base / 2 + 1);
             delay = int(std::min<qint64>(base + jitter, settings.retryMaxDelayMs));
         }
+        const qint64 left = remainingMs(request);
+        if (left >= 0 && delay >= left) {
+            failRequest(requestId, kind,
+                        message + QStringLiteral(" (after %1 attempt%2; no time left for another within the model "
+                                                 "time-out of %3)")
+                                      .arg(call->attempt)
+                                      .arg(call->attempt > 1 ? QStringLiteral("s") : QString())
+                                      .arg(seconds(settings.deadlineMs)));
+            return;
+        }
         call->backoffTimer->start(std::max(0, delay));
         pump(); // the slot is free while this call waits
         Q_EMIT retryScheduled(requestId, call->attempt + 1, delay, message);
@@ -683,6 +805,7 @@ void LlmClient::callSucceeded(Call* call)
     const auto it = m_requests.find(requestId);
     std::unique_ptr<Request> finished = std::move(it->second);
     m_requests.erase(it);
+    stopDeadline(finished.get());
     pump();
     Q_EMIT completionFinished(requestId, finished->completions);
 }
@@ -696,6 +819,7 @@ void LlmClient::failRequest(qint64 requestId, const QString& kind, const QString
     m_requests.erase(it);
     for (auto& call : request->calls) // the siblings' candidates are of no use alone
         dropCall(call.get());
+    stopDeadline(request.get());
     pump();
     if (queued) {
         QMetaObject::invokeMethod(

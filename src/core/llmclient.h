@@ -11,6 +11,9 @@
 // exponential backoff and jitter on 429 (honouring Retry-After), 5xx, refused or reset
 // connections and time-outs; never on other 4xx. A streamed call that has already shown text is
 // not retried (its text would appear twice): it fails as truncated and keeps its partial text.
+// A request has a total deadline (LlmSettings::deadlineMs: connecting, waiting, reading and every
+// retry), so a server that trickles bytes or never answers costs at most that; an answer over
+// LlmSettings::maxAnswerBytes is refused while it arrives (too_large) and never handed on.
 //
 // Every request ends in exactly one completionFinished() or completionFailed(), always emitted
 // from the event loop, never from inside complete() or cancel().
@@ -37,16 +40,26 @@ class QTimer;
 
 namespace kwb {
 
+/// The longest answer a model may give, in UTF-8 bytes: the candidate format's limit (the
+/// worker's kMaxAnswerBytes in src/worker/candidate_parser.hpp, docs/candidate-format.md), so an
+/// answer the worker would refuse as too_large is refused here before it is stored or reused.
+constexpr qsizetype kMaxAnswerBytes = qsizetype(1) << 20;
+/// A model request's total time (connect, first byte, whole answer, retries) unless the run sets
+/// another (`--model-timeout`, the Launch page's "Model time-out").
+constexpr int kDefaultModelDeadlineMs = 300 * 1000;
+
 /// The kinds with which a completion request fails (the `kind` of completionFailed()).
 namespace LlmFailure {
 inline const QString Http = QStringLiteral("http"); ///< an HTTP error status (after retries, where they apply)
 inline const QString Connection = QStringLiteral("connection"); ///< refused, reset, host not found, … (after retries)
-inline const QString Timeout = QStringLiteral("timeout");       ///< no bytes for LlmSettings::timeoutMs (after retries)
+/// no bytes for LlmSettings::timeoutMs (after retries), or no whole answer within deadlineMs
+inline const QString Timeout = QStringLiteral("timeout");
 inline const QString InvalidResponse = QStringLiteral("invalid_response"); ///< not JSON, no choices, too few choices
 inline const QString ServerError = QStringLiteral("server_error"); ///< a 200 answer or stream event carrying an `error`
 inline const QString Truncated = QStringLiteral("truncated");      ///< a stream ended without `data: [DONE]`
 inline const QString Cancelled = QStringLiteral("cancelled");
 inline const QString BadRequest = QStringLiteral("bad_request"); ///< refused before anything was sent
+inline const QString TooLarge = QStringLiteral("too_large"); ///< an answer over LlmSettings::maxAnswerBytes
 } // namespace LlmFailure
 
 struct LlmSettings
@@ -71,7 +84,12 @@ struct LlmSettings
     bool streamUsage = true;
     /// A call fails (or is retried) when no bytes arrive for this long. Without streaming the
     /// server sends nothing until the whole answer is written, so this must cover a full answer.
+    /// Capped by what is left of deadlineMs.
     int timeoutMs = 300 * 1000;
+    /// The whole request, retries included, ends within this (0: no deadline).
+    int deadlineMs = kDefaultModelDeadlineMs;
+    /// A candidate's text longer than this (UTF-8 bytes) fails the request as too_large.
+    qsizetype maxAnswerBytes = kMaxAnswerBytes;
     int maxRetries = 3;          ///< retries per HTTP call, after its first attempt
     int retryBaseDelayMs = 1000; ///< first backoff; doubles per retry, plus up to 50 % jitter
     int retryMaxDelayMs = 30 * 1000;
@@ -110,7 +128,8 @@ public:
     /// Aborts calls in flight; pending requests end without signals.
     ~LlmClient() override;
 
-    void setSettings(const LlmSettings& settings) { m_settings = settings; }
+    /// The API key joins the secrets the workbench scrubs (core/secrets.h).
+    void setSettings(const LlmSettings& settings);
     const LlmSettings& settings() const { return m_settings; }
 
     /// Starts a request with settings() and returns its id (rising, from 1).
@@ -151,6 +170,7 @@ private:
     {
         QString text;
         QString finishReason;
+        qsizetype bytes = 0; ///< UTF-8 size of text, counted as it arrives
     };
     /// One HTTP call: all n candidates (server n) or one of them.
     struct Call
@@ -190,6 +210,8 @@ private:
         std::vector<std::unique_ptr<Call>> calls;
         QVector<Completion> completions;
         int callsLeft = 0;
+        QTimer* deadlineTimer = nullptr;
+        QElapsedTimer age; ///< since complete()
     };
 
     Request* findRequest(qint64 id);
@@ -199,6 +221,16 @@ private:
     void onReadyRead(Call* call);
     void onFinished(Call* call);
     void onIdleTimeout(Call* call);
+    void onDeadline(qint64 requestId);
+    /// Stops and releases the request's deadline timer (the request is ending).
+    void stopDeadline(Request* request);
+    /// Time left of the request's deadline in ms; -1 when it has none.
+    qint64 remainingMs(const Request* request) const;
+    /// The most bytes one HTTP body (or event-stream line) for `choices` candidates may take:
+    /// the text limit with room for JSON escapes and the envelope.
+    static qsizetype rawLimit(const LlmSettings& settings, int choices);
+    /// The too_large message: the limit, what arrived, and a short head of the text.
+    static QString tooLargeMessage(const LlmSettings& settings, qsizetype seen, const QString& head);
     void noteHeaders(Call* call);
     // These return false when the request is gone (failed, or cancelled by a slot): the caller
     // must then not touch the call again.
@@ -208,8 +240,9 @@ private:
     bool emitText(qint64 requestId, const QList<QPair<int, QString>>& pieces);
     /// Takes a chat.completion(.chunk) object into the call's state and appends the text pieces
     /// to show to *pieces; false with *error set when it is unusable.
+    /// *kind is the failure kind (invalid_response or too_large).
     bool absorbChunk(Call* call, const QJsonObject& object, bool streamed, QList<QPair<int, QString>>* pieces,
-                     QString* error);
+                     QString* error, QString* kind);
     void releaseReply(Call* call);
     /// Stops everything the call holds (queue place, reply, timers).
     void dropCall(Call* call);

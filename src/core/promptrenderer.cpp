@@ -1,5 +1,7 @@
 #include "core/promptrenderer.h"
 
+#include "core/secrets.h"
+
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
@@ -10,6 +12,7 @@
 #include <kainjow/mustache.hpp>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +25,11 @@ namespace kwb {
 namespace {
 
 namespace mu = kainjow::mustache;
+
+// The renderer (kainjow's and our walk) recurses once per section and per partial: both are
+// bounded, whatever the template text, so no template can exhaust the stack.
+constexpr int kMaxPartialDepth = 8;
+constexpr int kMaxSectionDepth = 64;
 
 // ---- the check: our own walk of the tags -----------------------------------------------------
 // The renderer is kainjow's; this walk mirrors its rules (scopes, truthiness of the converted
@@ -125,6 +133,8 @@ Parsed parseTags(const std::string& s, const QString& file)
             return fail(tagLine, {}, QStringLiteral("a tag without a name"));
 
         if (node.kind == Node::Section || node.kind == Node::Inverted) {
+            if (int(stack.size()) >= kMaxSectionDepth)
+                return fail(tagLine, node.name, QStringLiteral("sections nest more than %1 deep").arg(kMaxSectionDepth));
             stack.push_back({std::move(node), nullptr});
         } else if (node.kind == Node::End) {
             if (stack.empty())
@@ -207,30 +217,72 @@ public:
         return parsed->problem;
     }
 
-    /// Structure over every branch: each partial exists and parses, nesting is bounded.
-    std::optional<Problem> loadPartials(const std::vector<Node>& nodes, const QString& file, int depth)
+    /// Structure over every branch: each partial exists and parses, partials include no cycle
+    /// ("partial cycle: a > b > a") and nest at most kMaxPartialDepth deep. `chain` is the
+    /// partials being included, outermost first; *height receives how deep the partials under
+    /// these nodes nest (0: none).
+    std::optional<Problem> loadPartials(const std::vector<Node>& nodes, const QString& file,
+                                        std::vector<std::string>& chain, int* height = nullptr)
     {
+        int deepest = 0;
         for (const Node& n : nodes) {
+            int below = 0;
             if (n.kind == Node::Partial) {
-                if (m_partials.count(n.name) == 0) {
-                    if (depth >= 8)
-                        return Problem{file, n.line, q(n.name), QStringLiteral("partials nest more than 8 deep")};
-                    const QString path = QDir(m_dir).filePath(QStringLiteral("partials/%1.mustache").arg(q(n.name)));
-                    if (!QFileInfo::exists(path))
-                        return Problem{file, n.line, q(n.name),
-                                       QStringLiteral("partial '%1' not found (looked for %2)")
-                                           .arg(q(n.name), display(path))};
-                    Loaded& l = m_partials[n.name];
-                    l.file = display(path);
-                    if (auto p = load(path, &l.text, &l.parsed))
-                        return p;
-                    if (auto p = loadPartials(l.parsed.nodes, l.file, depth + 1))
-                        return p;
-                }
-            }
-            if (auto p = loadPartials(n.children, file, depth))
+                if (auto p = includePartial(n, file, chain, &below))
+                    return p;
+            } else if (auto p = loadPartials(n.children, file, chain, &below)) {
                 return p;
+            }
+            deepest = std::max(deepest, below);
         }
+        if (height)
+            *height = deepest;
+        return std::nullopt;
+    }
+
+    std::optional<Problem> includePartial(const Node& n, const QString& file, std::vector<std::string>& chain,
+                                          int* height)
+    {
+        const auto seen = std::find(chain.begin(), chain.end(), n.name);
+        if (seen != chain.end()) {
+            QStringList names;
+            for (auto it = seen; it != chain.end(); ++it)
+                names << q(*it);
+            names << q(n.name);
+            return Problem{file, n.line, q(n.name),
+                           QStringLiteral("partial cycle: %1").arg(names.join(QStringLiteral(" > ")))};
+        }
+        const auto known = m_height.find(n.name);
+        if (known != m_height.end()) { // checked whole before: no cycle below it, its height known
+            *height = known->second;
+        } else {
+            if (m_partials.count(n.name) == 0) {
+                const QString path = QDir(m_dir).filePath(QStringLiteral("partials/%1.mustache").arg(q(n.name)));
+                if (!QFileInfo::exists(path))
+                    return Problem{file, n.line, q(n.name),
+                                   QStringLiteral("partial '%1' not found (looked for %2)")
+                                       .arg(q(n.name), display(path))};
+                Loaded& l = m_partials[n.name];
+                l.file = display(path);
+                if (auto p = load(path, &l.text, &l.parsed))
+                    return p;
+            }
+            if (int(chain.size()) >= kMaxPartialDepth)
+                return Problem{file, n.line, q(n.name),
+                               QStringLiteral("partials nest more than %1 deep").arg(kMaxPartialDepth)};
+            const Loaded& l = m_partials.at(n.name);
+            int below = 0;
+            chain.push_back(n.name);
+            auto p = loadPartials(l.parsed.nodes, l.file, chain, &below);
+            chain.pop_back();
+            if (p)
+                return p;
+            *height = below + 1;
+            m_height[n.name] = *height; // each partial is walked once, however often it is included
+        }
+        if (int(chain.size()) + *height > kMaxPartialDepth)
+            return Problem{file, n.line, q(n.name),
+                           QStringLiteral("partials nest more than %1 deep").arg(kMaxPartialDepth)};
         return std::nullopt;
     }
 
@@ -295,6 +347,7 @@ public:
     std::map<std::string, Loaded> m_partials;
 
 private:
+    std::map<std::string, int> m_height; ///< partials checked whole: how deep they nest
     QString m_dir;
     bool m_strict;
 };
@@ -505,6 +558,22 @@ QStringList PromptRenderer::templates() const
     return out;
 }
 
+PromptRenderer::RenderResult PromptRenderer::check(const QString& templatePath) const
+{
+    const QString path = QFileInfo(templatePath).isAbsolute() ? templatePath : QDir(m_dir).filePath(templatePath);
+    Checker checker(m_dir, m_strict);
+    std::string text;
+    Parsed parsed;
+    if (auto p = checker.load(path, &text, &parsed))
+        return failure(*p);
+    std::vector<std::string> chain;
+    if (auto p = checker.loadPartials(parsed.nodes, checker.display(path), chain))
+        return failure(*p);
+    RenderResult r;
+    r.ok = true;
+    return r;
+}
+
 PromptRenderer::RenderResult PromptRenderer::render(const QString& templatePath, const QJsonObject& context) const
 {
     const QString path = QFileInfo(templatePath).isAbsolute() ? templatePath : QDir(m_dir).filePath(templatePath);
@@ -514,7 +583,8 @@ PromptRenderer::RenderResult PromptRenderer::render(const QString& templatePath,
     if (auto p = checker.load(path, &text, &parsed))
         return failure(*p);
     const QString file = checker.display(path);
-    if (auto p = checker.loadPartials(parsed.nodes, file, 0))
+    std::vector<std::string> chain;
+    if (auto p = checker.loadPartials(parsed.nodes, file, chain))
         return failure(*p);
     std::vector<QJsonValue> scopes{QJsonValue(context)};
     if (auto p = checker.walk(parsed.nodes, scopes, file))
@@ -535,7 +605,7 @@ PromptRenderer::RenderResult PromptRenderer::render(const QString& templatePath,
 
     RenderResult r;
     r.ok = true;
-    r.text = tidy(QString::fromStdString(out));
+    r.text = secrets::scrub(tidy(QString::fromStdString(out))); // what the model is shown
     return r;
 }
 

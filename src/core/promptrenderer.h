@@ -37,6 +37,11 @@ public:
     /// Nothing is HTML-escaped: `{{x}}` and `{{{x}}}` both insert x as it is.
     RenderResult render(const QString& templatePath, const QJsonObject& context) const;
 
+    /// The structure alone, for any context: the tags balance, every partial exists, partials
+    /// include no cycle ("partial cycle: a > b > a") and sections and partials nest within bounds.
+    /// render() checks this first; a template set checks it for every template when loaded.
+    RenderResult check(const QString& templatePath) const;
+
     /// Every template under the prompts dir, relative paths, sorted; partials/ left out.
     QStringList templates() const;
 

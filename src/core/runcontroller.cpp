@@ -89,6 +89,58 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     return true;
 }
 
+QString RunController::checkTemplates(const QString& promptsDir, const Regime& fallback,
+                                      const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks)
+{
+    const PromptRenderer renderer(promptsDir);
+    for (const RunTaskInput& input : tasks) {
+        TaskState state;
+        state.input = input;
+        state.regime = levelRegimes.value(input.level(), fallback);
+        const Regime& regime = state.regime;
+        // Every section a later turn may open: the notes of earlier roles and a failed candidate.
+        const QString placeholder = QStringLiteral("(checked before the run)");
+        const auto render = [&](const QString& path) -> QString {
+            const auto r = renderer.render(path, context(&state));
+            return r.ok ? QString() : input.id() + QStringLiteral(": ") + r.error;
+        };
+        state.turn = 1;
+        for (const QString& role : {RegimeRole::Analyzer, RegimeRole::Researcher})
+            if (regime.roles.contains(role))
+                if (const QString e = render(regime.roles.value(role)); !e.isEmpty())
+                    return e;
+        if (regime.roles.contains(RegimeRole::Analyzer))
+            state.analysis = placeholder;
+        if (regime.roles.contains(RegimeRole::Researcher))
+            state.research = placeholder;
+        if (const QString e = render(regime.answerTemplate(1)); !e.isEmpty())
+            return e;
+        if (regime.turns < 2 || regime.feedback == FeedbackMode::None)
+            continue;
+        state.turn = 2;
+        state.feedback = QJsonObject{
+            {QStringLiteral("status"), QStringLiteral("incorrect")},
+            {QStringLiteral("stage"), QStringLiteral("correctness")},
+            {QStringLiteral("message"), placeholder},
+            {QStringLiteral("log"), placeholder},
+            {QStringLiteral("compile"), QJsonObject{{QStringLiteral("log"), placeholder}}},
+            {QStringLiteral("correctness"),
+             QJsonObject{{QStringLiteral("passed"), 0}, {QStringLiteral("trials"), 1}}},
+            {QStringLiteral("speedup"), 1.0},
+            {QStringLiteral("answer"), placeholder},
+        };
+        const QString rewrite = regime.feedback == FeedbackMode::Rewrite ? regime.rewriteRole() : QString();
+        if (!rewrite.isEmpty()) {
+            if (const QString e = render(regime.roles.value(rewrite)); !e.isEmpty())
+                return e;
+            state.rewrite = placeholder;
+        }
+        if (const QString e = render(regime.answerTemplate(2)); !e.isEmpty())
+            return e;
+    }
+    return {};
+}
+
 void RunController::cancel()
 {
     if (!m_running || m_cancelled)
@@ -149,7 +201,7 @@ void RunController::startTask(int index)
     advance(s);
 }
 
-QJsonObject RunController::context(const TaskState* state) const
+QJsonObject RunController::context(const TaskState* state)
 {
     const RunTaskInput& in = state->input;
     QJsonObject c = PromptRenderer::buildContext(

@@ -80,6 +80,13 @@ public:
     /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
     /// emitted from the event loop.
     bool start(qint64 runId, const QList<RunTaskInput>& tasks);
+    /// Renders every template the tasks' regimes use (templates from promptsDir; a task's level
+    /// picks its regime from levelRegimes, else `regime`), with each task's own context: turn 1,
+    /// and for a regime with later turns turn 2 with feedback (and the notes of earlier roles
+    /// filled in), so a template error is found before any model request is spent. Empty when
+    /// every one renders, else "TASK: FILE:LINE: what" for the first that does not.
+    static QString checkTemplates(const QString& promptsDir, const Regime& regime,
+                                  const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks);
     /// Cancels the model requests and evaluations in flight, marks the run cancelled and ends in
     /// runFinished(true) from the event loop. What was committed stays: the run can resume.
     void cancel();
@@ -140,7 +147,7 @@ private:
     void turnDone(TaskState* state);
     void finishTask(TaskState* state, const QString& error = QString());
     void maybeFinishRun();
-    QJsonObject context(const TaskState* state) const;
+    static QJsonObject context(const TaskState* state);
     bool renderFor(TaskState* state, const QString& role, QString* text);
     void requestModel(TaskState* state, const QString& role, const QString& prompt, const QList<int>& samples);
     void submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer);

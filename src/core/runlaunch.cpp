@@ -15,6 +15,7 @@
 #include <QTimer>
 
 #include <algorithm>
+#include <limits>
 
 namespace kwb {
 
@@ -121,6 +122,11 @@ Ablations ablationsFromList(const QString& list, QString* unknown)
     return Ablations::fromOffNames(names, unknown);
 }
 
+double defaultModelTimeoutS()
+{
+    return kDefaultModelDeadlineMs / 1000.0;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 QString RunPlan::regimeLabel() const
@@ -199,6 +205,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.profile = request.profile;
     plan.scale = request.scale;
     plan.timeoutS = request.timeoutS;
+    plan.modelTimeoutS = request.modelTimeoutS > 0 ? request.modelTimeoutS : defaultModelTimeoutS();
     plan.timingTrials = request.timingTrials;
     plan.isolation = request.isolation;
     plan.sweepNs = request.sweepNs;
@@ -241,6 +248,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.profile = config.protocolProfile.isEmpty() ? QStringLiteral("kernelbench") : config.protocolProfile;
     plan.scale = extra.value(QLatin1String("scale")).toString(QStringLiteral("full"));
     plan.timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(240);
+    plan.modelTimeoutS = extra.value(QLatin1String("model_timeout_s")).toDouble(defaultModelTimeoutS());
     plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
     plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
     for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
@@ -301,6 +309,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("task_spec"), plan.taskSpec},
                     {QStringLiteral("scale"), plan.scale},
                     {QStringLiteral("timeout_s"), plan.timeoutS},
+                    {QStringLiteral("model_timeout_s"), plan.modelTimeoutS},
                     {QStringLiteral("timing_trials"),
                      plan.timingTrials > 0 ? QJsonValue(plan.timingTrials) : QJsonValue()},
                     {QStringLiteral("isolation"), plan.isolation},
@@ -315,6 +324,10 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey)
     settings.baseUrl = QUrl(plan.endpoint);
     settings.model = plan.model;
     settings.apiKey = apiKey;
+    const double deadlineMs = plan.modelTimeoutS > 0 ? plan.modelTimeoutS * 1000.0 : kDefaultModelDeadlineMs;
+    settings.deadlineMs = int(std::clamp(deadlineMs, 1.0, double(std::numeric_limits<int>::max())));
+    // Without streaming nothing arrives before the whole answer: the idle limit is the deadline's.
+    settings.timeoutMs = settings.deadlineMs;
     return settings;
 }
 
@@ -347,6 +360,11 @@ void configureController(RunController& controller, const RunPlan& plan)
     for (auto it = plan.levelRegimes.cbegin(); it != plan.levelRegimes.cend(); ++it)
         controller.setRegimeForLevel(it.key(), it.value());
     controller.setEvaluationOptions(evaluationOptionsFor(plan));
+}
+
+QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs)
+{
+    return RunController::checkTemplates(plan.promptsDir, plan.regime, plan.levelRegimes, inputs);
 }
 
 // ---------------------------------------------------------------------------------------------

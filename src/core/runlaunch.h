@@ -52,6 +52,9 @@ QString taskSpecFor(const QStringList& taskIds);
 /// for `-` also works) as Ablations; *unknown receives a name that is none of them.
 Ablations ablationsFromList(const QString& list, QString* unknown = nullptr);
 
+/// kDefaultModelDeadlineMs (core/llmclient.h) in seconds: a run's model time-out unless set.
+double defaultModelTimeoutS();
+
 /// What a new run is asked to be.
 struct RunRequest
 {
@@ -68,6 +71,7 @@ struct RunRequest
     QString profile = QStringLiteral("kernelbench"); ///< the protocol profile
     QString scale = QStringLiteral("full");
     double timeoutS = 240; ///< an evaluation's wall-clock limit
+    double modelTimeoutS = 0; ///< a model request's total limit, retries included; <= 0: kDefaultModelDeadlineMs
     int timingTrials = 0;  ///< 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< "fresh" (a worker per candidate) or "reuse"
     /// `kwb sweep`: the n of the best-of-n curve; one run samples max(n) per task on one turn
@@ -89,6 +93,7 @@ struct RunPlan
     QString profile;
     QString scale;
     double timeoutS = 240;
+    double modelTimeoutS = defaultModelTimeoutS(); ///< a model request's total limit, retries included
     int timingTrials = 0;
     QString isolation = QStringLiteral("fresh");
     QList<int> sweepNs;
@@ -108,17 +113,18 @@ struct RunPlan
 /// applied, per level for routing. nullopt with *error for no tasks or an unknown regime.
 std::optional<RunPlan> planRun(const RunRequest& request, QString* error);
 /// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale and
-/// time-out), for resuming it. nullopt with *error when the configuration lacks a usable regime.
+/// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime.
 std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 
 /// The configuration a new run keeps: the templates its regimes use (and every partial) read from
 /// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),
 /// and the plan itself in `extra` (regime, level_regimes, routing, tasks, task_spec, scale,
-/// timeout_s, timing_trials, isolation, sweep, prompts_dir). nullopt with *error for a template that cannot be read.
+/// timeout_s, model_timeout_s, timing_trials, isolation, sweep, prompts_dir). nullopt with *error for a template that cannot be read.
 std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
                                       QString* error);
 
-/// The model client's settings for the plan's endpoint and model. The API key is never stored.
+/// The model client's settings for the plan's endpoint, model and model time-out (the request's
+/// deadline). The API key is never stored.
 LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
 /// The fields every evaluate request of the run carries: profile, scale, seed (and timing_trials
 /// when set).
@@ -128,6 +134,10 @@ void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const 
                     const RunPlan& plan, const QJsonObject& device);
 /// Regimes per level and evaluation options.
 void configureController(RunController& controller, const RunPlan& plan);
+/// Every template the plan's regimes use renders for every task (RunController::checkTemplates):
+/// empty, or "TASK: FILE:LINE: what". Run before the run is made, so a template error costs no
+/// model request.
+QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs);
 
 /// Asks the worker for a run's task facts without blocking: `tasks` (checking that every id of
 /// the plan exists), `device`, then `analyze` for every task and `profile` where the task's regime

@@ -1,5 +1,7 @@
 #include "core/runstore.h"
 
+#include "core/secrets.h"
+
 #include <QAtomicInteger>
 #include <QCryptographicHash>
 #include <QFileInfo>
@@ -417,7 +419,7 @@ std::optional<qint64> RunStore::addPrompt(const PromptRecord& prompt)
     query.addBindValue(prompt.turn);
     query.addBindValue(prompt.sample);
     query.addBindValue(text(prompt.role));
-    query.addBindValue(text(prompt.text));
+    query.addBindValue(text(secrets::scrub(prompt.text)));
     query.addBindValue(text(prompt.templateHash));
     query.addBindValue(nowText());
     if (!execOrFail(query, QStringLiteral("add prompt")))
@@ -435,11 +437,12 @@ std::optional<qint64> RunStore::addResponse(const ResponseRecord& response)
     query.prepare(QStringLiteral("INSERT INTO responses (prompt_id, text, tokens_in, tokens_out, latency_ms, error,"
                                  " created) VALUES (?, ?, ?, ?, ?, ?, ?)"));
     query.addBindValue(response.promptId);
-    query.addBindValue(text(response.text));
+    query.addBindValue(text(secrets::scrub(response.text)));
     query.addBindValue(optionalValue(response.tokensIn));
     query.addBindValue(optionalValue(response.tokensOut));
     query.addBindValue(optionalValue(response.latencyMs));
-    query.addBindValue(response.error.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(response.error));
+    query.addBindValue(response.error.isEmpty() ? QVariant(QMetaType::fromType<QString>())
+                                                 : QVariant(secrets::scrub(response.error)));
     query.addBindValue(nowText());
     if (!execOrFail(query, QStringLiteral("add response")))
         return std::nullopt;
@@ -459,8 +462,8 @@ std::optional<qint64> RunStore::addCandidate(const CandidateRecord& candidate)
     query.addBindValue(text(candidate.task));
     query.addBindValue(candidate.turn);
     query.addBindValue(candidate.sample);
-    query.addBindValue(text(candidate.cuda));
-    query.addBindValue(text(candidate.python));
+    query.addBindValue(text(secrets::scrub(candidate.cuda)));
+    query.addBindValue(text(secrets::scrub(candidate.python)));
     query.addBindValue(candidate.parsedOk ? 1 : 0);
     query.addBindValue(nowText());
     if (!execOrFail(query, QStringLiteral("add candidate")))
@@ -489,7 +492,7 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
     query.addBindValue(status);
     query.addBindValue(optionalValue(speedup));
     query.addBindValue(optionalValue(maxAbsDiff));
-    query.addBindValue(jsonText(result));
+    query.addBindValue(jsonText(secrets::scrub(result))); // logs may quote the environment
     query.addBindValue(nowText());
     if (!execOrFail(query, QStringLiteral("add evaluation")))
         return std::nullopt;

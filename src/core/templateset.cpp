@@ -1,5 +1,7 @@
 #include "core/templateset.h"
 
+#include "core/promptrenderer.h"
+
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
@@ -158,6 +160,18 @@ QString TemplateSet::filePath(const QString& templatePath) const
     if (!isSafeTemplatePath(templatePath))
         return {};
     return QDir(m_dir).filePath(templatePath);
+}
+
+QStringList TemplateSet::check() const
+{
+    QStringList problems;
+    const PromptRenderer renderer(m_dir);
+    for (const QString& templatePath : templates()) {
+        const PromptRenderer::RenderResult r = renderer.check(templatePath);
+        if (!r.ok)
+            problems << r.error;
+    }
+    return problems;
 }
 
 std::optional<QString> TemplateSet::load(const QString& templatePath, QString* error) const

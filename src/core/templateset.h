@@ -48,6 +48,11 @@ public:
     /// Absolute path of a template of this set (it need not exist). Empty for a path that leaves the set.
     QString filePath(const QString& templatePath) const;
 
+    /// Checks every template's structure (PromptRenderer::check: balanced tags, existing
+    /// partials, no partial cycle, bounded nesting): one "file:line: what" per broken template,
+    /// empty when all are sound. Run when a set is loaded, before it renders anything.
+    QStringList check() const;
+
     /// The template's text (UTF-8).
     std::optional<QString> load(const QString& templatePath, QString* error = nullptr) const;
     /// Writes the template atomically (QSaveFile), creating its folder. Refused for a read-only set,

@@ -95,6 +95,7 @@ void ScriptedLlmServer::onNewConnection()
     while (QTcpSocket* socket = m_server.nextPendingConnection()) {
         m_connections.insert(socket, Connection());
         connect(socket, &QTcpSocket::readyRead, this, [this, socket] { onReadyRead(socket); });
+        connect(socket, &QTcpSocket::bytesWritten, this, [this](qint64 bytes) { m_bytesWritten += bytes; });
         connect(socket, &QTcpSocket::disconnected, this, [this, socket] {
             release(socket);
             m_connections.remove(socket);
@@ -185,6 +186,22 @@ void ScriptedLlmServer::answerChat(QTcpSocket* socket, const QJsonObject& reques
     case Action::InvalidJson:
         sendSimple(socket, 200, "application/json", R"({"choices": [{"index": 0, "message": )");
         return;
+    case Action::Silent: return; // the connection stays open until the client gives up
+    case Action::Trickle: {
+        const bool stream = request.value(QStringLiteral("stream")).toBool();
+        // A body that never ends: whitespace is valid before JSON; ':' lines are SSE comments.
+        socket->write(QByteArray("HTTP/1.1 200 OK\r\nContent-Type: ") +
+                      (stream ? "text/event-stream" : "application/json") +
+                      "\r\nContent-Length: 100000000\r\nConnection: close\r\n\r\n");
+        auto* timer = new QTimer(socket);
+        auto sent = std::make_shared<qint64>(0);
+        QObject::connect(timer, &QTimer::timeout, socket, [socket, stream, sent] {
+            socket->write(stream ? (*sent % 2 == 0 ? ":" : "\n") : " ");
+            ++*sent;
+        });
+        timer->start(std::max(1, reply.trickleMs));
+        return;
+    }
     case Action::EmptyChoices:
         sendSimple(socket, 200, "application/json",
                    R"({"id":"chatcmpl-empty","object":"chat.completion","choices":[],)"

@@ -36,6 +36,8 @@ public:
         EmptyChoices, ///< 200 with `"choices": []`
         Truncate,     ///< an event stream that ends cleanly but without `data: [DONE]`
         StreamError,  ///< an event stream whose second event is `{"error": …}`
+        Trickle,      ///< 200 headers, then one byte every trickleMs for ever (never a whole answer)
+        Silent,       ///< accept the request and never answer
     };
 
     struct Reply
@@ -57,6 +59,7 @@ public:
         int status = 500;           ///< HttpError
         QByteArray body;            ///< HttpError (default: an OpenAI-style error object)
         int retryAfter = -1;        ///< HttpError: Retry-After seconds
+        int trickleMs = 100;        ///< Trickle: pause between bytes
     };
 
     explicit ScriptedLlmServer(QObject* parent = nullptr);
@@ -85,6 +88,8 @@ public:
     /// The most requests that were being answered at the same time.
     int maxConcurrent() const { return m_maxConcurrent; }
     int activeCount() const { return m_active; }
+    /// Bytes written to clients so far, all connections (a client that stops reading stops this).
+    qint64 bytesWritten() const { return m_bytesWritten; }
 
 private:
     struct Connection
@@ -117,6 +122,7 @@ private:
     QMap<QTcpSocket*, Connection> m_connections;
     int m_active = 0;
     int m_maxConcurrent = 0;
+    qint64 m_bytesWritten = 0;
 };
 
 } // namespace kwb::test

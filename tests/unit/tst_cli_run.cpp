@@ -7,6 +7,10 @@
 #include "core/runstore.h"
 #include "scriptedllmserver.h"
 
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
@@ -193,6 +197,91 @@ private Q_SLOTS:
         QCOMPARE(config.versions.value(QLatin1String("worker")).toString(), QStringLiteral("fake-0.1"));
         QCOMPARE(config.extra.value(QLatin1String("tasks")).toArray().size(), 2);
         QVERIFY(Regime::fromJson(config.extra.value(QLatin1String("regime")).toObject()).has_value());
+    }
+
+    // A server that accepts and never answers: --model-timeout ends the request (retries
+    // included) after 2 s instead of 5 minutes per attempt, and the run reports it for the task.
+    void modelTimeoutEndsASilentServer()
+    {
+        ScriptedLlmServer::Reply silent;
+        silent.action = ScriptedLlmServer::Action::Silent;
+        m_server->setDefaultReply(silent);
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1"))
+                                    << QStringLiteral("--model-timeout") << QStringLiteral("2") << QStringLiteral("--json"),
+                                60000); // generous: the point is that it ends
+        QVERIFY2(r.exitCode >= 0, qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("model time-out of 2 s")), qPrintable(r.err));
+        const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        const QJsonArray taskErrors = summary.value(QLatin1String("task_errors")).toArray();
+        QCOMPARE(taskErrors.size(), 1);
+        QVERIFY2(taskErrors.first().toString().contains(QStringLiteral("L1/1: model request failed (timeout")),
+                 qPrintable(taskErrors.first().toString()));
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        QCOMPARE(config.extra.value(QLatin1String("model_timeout_s")).toDouble(), 2.0); // kept for a resume
+        const QList<UnitResponse> responses = store.responses(runs.first().id);
+        QCOMPARE(responses.size(), 1);
+        QVERIFY2(responses.first().response.error.startsWith(QStringLiteral("timeout: ")),
+                 qPrintable(responses.first().response.error));
+        QCOMPARE(store.evaluations(runs.first().id).size(), 0);
+    }
+
+    // A template that does not render for a task (any turn, any role of the regime), or a set
+    // whose partials include each other, stops `kwb run` before the first model request and
+    // before a run row is made.
+    void templateErrorsCostNoRequest_data()
+    {
+        QTest::addColumn<QString>("regime");
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("append");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("agent generator, after the analyzer and researcher")
+            << QStringLiteral("agent") << QStringLiteral("agent/generator.mustache") << QStringLiteral("{{nope}}\n")
+            << QStringLiteral("unknown variable 'nope'");
+        QTest::newRow("iterative retry, turn 2 only")
+            << QStringLiteral("iterative") << QStringLiteral("iterative/retry.mustache")
+            << QStringLiteral("{{#feedback}}{{nope}}{{/feedback}}\n") << QStringLiteral("unknown variable 'nope'");
+        QTest::newRow("partial cycle") << QStringLiteral("zero-shot") << QStringLiteral("partials/task.mustache")
+                                       << QStringLiteral("{{> task}}\n") << QStringLiteral("partial cycle: task > task");
+    }
+
+    void templateErrorsCostNoRequest()
+    {
+        QFETCH(QString, regime);
+        QFETCH(QString, file);
+        QFETCH(QString, append);
+        QFETCH(QString, words);
+        QTemporaryDir prompts;
+        QVERIFY(prompts.isValid());
+        const QDir source(QStringLiteral(KWB_SOURCE_DIR "/prompts"));
+        QDirIterator it(source.path(), QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString from = it.next();
+            const QString to = QDir(prompts.path()).filePath(source.relativeFilePath(from));
+            QVERIFY(QDir().mkpath(QFileInfo(to).absolutePath()));
+            QVERIFY(QFile::copy(from, to));
+        }
+        QFile target(QDir(prompts.path()).filePath(file));
+        QVERIFY(target.open(QIODevice::Append));
+        target.write(append.toUtf8());
+        target.close();
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("zero-shot"))] = regime;
+        args << QStringLiteral("--prompts") << prompts.path();
+        const Result r = runKwb(args);
+        QVERIFY2(r.exitCode == 2, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("template: L1/1: ")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(words), qPrintable(r.err));
+        QCOMPARE(m_server->requests().size(), 0);
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.runs().size(), 0);
     }
 
     void badArguments_data()

@@ -105,6 +105,13 @@ private Q_SLOTS:
     void noRetryOn4xx();
     void connectionRefused();
     void slowAnswerTimesOut();
+    void tricklingServerEndsAtTheDeadline_data();
+    void tricklingServerEndsAtTheDeadline();
+    void silentServerRetriesWithinTheDeadline();
+    void deadlineDefault();
+    void oversizeAnswerIsRefused_data();
+    void oversizeAnswerIsRefused();
+    void answerAtTheLimitIsKept();
     void invalidJson();
     void emptyChoices();
     void truncatedStream();
@@ -603,6 +610,140 @@ void TestLlmClient::slowAnswerTimesOut()
     QCOMPARE(spies.kind(), LlmFailure::Timeout);
     QVERIFY2(spies.message().contains(QLatin1String("no response")), qPrintable(spies.message()));
     QVERIFY2(elapsed >= 250 && elapsed < 2500, qPrintable(QString::number(elapsed)));
+}
+
+void TestLlmClient::tricklingServerEndsAtTheDeadline_data()
+{
+    QTest::addColumn<bool>("stream");
+    QTest::newRow("plain") << false;
+    QTest::newRow("stream") << true;
+}
+
+void TestLlmClient::tricklingServerEndsAtTheDeadline()
+{
+    // One byte every 50 ms keeps any idle timer from firing; only the total deadline ends it.
+    QFETCH(bool, stream);
+    ScriptedLlmServer server;
+    QVERIFY(server.start());
+    ScriptedLlmServer::Reply trickle = fault(ScriptedLlmServer::Action::Trickle);
+    trickle.trickleMs = 50;
+    server.setDefaultReply(trickle);
+    LlmClient client;
+    LlmSettings settings = testSettings(server);
+    settings.stream = stream;
+    settings.timeoutMs = 1000;
+    settings.deadlineMs = 2000;
+    client.setSettings(settings);
+    Spies spies(client);
+    client.complete(kMessages);
+    // The bound is 10x the deadline: the point is that it ends, not how precisely.
+    QVERIFY(spies.waitForEnd(20000));
+    QCOMPARE(spies.kind(), LlmFailure::Timeout);
+    QVERIFY2(spies.message().contains(QLatin1String("model time-out of 2 s")), qPrintable(spies.message()));
+    QVERIFY2(spies.message().contains(QLatin1String("still sending")), qPrintable(spies.message()));
+    QCOMPARE(spies.finished.count(), 0);
+    QCOMPARE(spies.failed.count(), 1);
+}
+
+void TestLlmClient::silentServerRetriesWithinTheDeadline()
+{
+    // A server that accepts and never answers: each attempt's idle limit (300 ms) passes, it is
+    // retried, and the deadline (1.5 s) ends the whole request however many retries are allowed.
+    ScriptedLlmServer server;
+    QVERIFY(server.start());
+    server.setDefaultReply(fault(ScriptedLlmServer::Action::Silent));
+    LlmClient client;
+    LlmSettings settings = testSettings(server);
+    settings.timeoutMs = 300;
+    settings.deadlineMs = 1500;
+    settings.maxRetries = 1000;
+    client.setSettings(settings);
+    Spies spies(client);
+    client.complete(kMessages);
+    QVERIFY(spies.waitForEnd(15000));
+    QCOMPARE(spies.kind(), LlmFailure::Timeout);
+    QVERIFY2(spies.message().contains(QLatin1String("1.5 s")), qPrintable(spies.message()));
+    QVERIFY(spies.retries.count() >= 1); // retried inside the deadline
+    QVERIFY(server.requests().size() >= 2);
+    QVERIFY(server.requests().size() < 1000);
+    // Nothing is left running.
+    QTest::qWait(400);
+    QCOMPARE(spies.failed.count(), 1);
+    QCOMPARE(client.pendingCount(), 0);
+}
+
+void TestLlmClient::deadlineDefault()
+{
+    const LlmSettings settings;
+    QCOMPARE(settings.deadlineMs, kDefaultModelDeadlineMs);
+    QCOMPARE(settings.maxAnswerBytes, kMaxAnswerBytes);
+    QCOMPARE(kMaxAnswerBytes, qsizetype(1) << 20); // the candidate format's limit (docs/candidate-format.md)
+}
+
+void TestLlmClient::oversizeAnswerIsRefused_data()
+{
+    QTest::addColumn<bool>("stream");
+    QTest::addColumn<int>("mebibytes");
+    // 3 MiB of text fits the body bound and is refused once read; 24 MiB is refused mid-body.
+    QTest::newRow("plain, read whole") << false << 3;
+    QTest::newRow("plain, stopped mid-body") << false << 24;
+    QTest::newRow("stream") << true << 24;
+}
+
+void TestLlmClient::oversizeAnswerIsRefused()
+{
+    QFETCH(bool, stream);
+    QFETCH(int, mebibytes);
+    ScriptedLlmServer server;
+    QVERIFY(server.start());
+    ScriptedLlmServer::Reply big;
+    big.texts = {QStringLiteral("BIGANSWER ") + QString(mebibytes << 20, QLatin1Char('x'))};
+    big.chunkChars = 64 << 10;
+    server.setDefaultReply(big);
+    LlmClient client;
+    LlmSettings settings = testSettings(server); // the default limit: 1 MiB
+    settings.stream = stream;
+    settings.timeoutMs = 20000;
+    client.setSettings(settings);
+    Spies spies(client);
+    client.complete(kMessages);
+    QVERIFY(spies.waitForEnd(30000));
+    QCOMPARE(spies.kind(), LlmFailure::TooLarge);
+    QCOMPARE(server.requests().size(), 1); // not retried
+    const QString message = spies.message();
+    QVERIFY2(message.contains(QLatin1String("over the limit of 1048576 bytes")), qPrintable(message.left(500)));
+    // A short head, never the answer: the message stays small whatever the answer's size.
+    QVERIFY2(message.size() < 1000, qPrintable(QString::number(message.size())));
+    if (!stream)
+        QVERIFY2(message.contains(QLatin1String("BIGANSWER")) || message.contains(QLatin1String("choices")),
+                 qPrintable(message));
+    else
+        QVERIFY2(message.contains(QLatin1String("BIGANSWER")), qPrintable(message));
+    // The client stopped reading: the server could not hand over the rest (at most what the
+    // client read before refusing, about the bound, plus the loopback's buffers).
+    if (mebibytes > 8)
+        QVERIFY2(server.bytesWritten() < qint64(mebibytes - 4) << 20, qPrintable(QString::number(server.bytesWritten())));
+    // Streamed text shown before the limit is at most the limit.
+    qsizetype shown = 0;
+    for (const QList<QVariant>& arguments : spies.text)
+        shown += arguments.at(2).toString().toUtf8().size();
+    QVERIFY(shown <= kMaxAnswerBytes);
+}
+
+void TestLlmClient::answerAtTheLimitIsKept()
+{
+    ScriptedLlmServer server;
+    QVERIFY(server.start());
+    ScriptedLlmServer::Reply full;
+    full.texts = {QString(int(kMaxAnswerBytes), QLatin1Char('y'))};
+    server.setDefaultReply(full);
+    LlmClient client;
+    client.setSettings(testSettings(server));
+    Spies spies(client);
+    client.complete(kMessages);
+    QVERIFY(spies.waitForEnd());
+    QCOMPARE(spies.failed.count(), 0);
+    QCOMPARE(spies.completions().value(0).text.size(), qsizetype(kMaxAnswerBytes));
 }
 
 void TestLlmClient::invalidJson()

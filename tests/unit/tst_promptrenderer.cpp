@@ -3,6 +3,9 @@
 // its file, line and variable.
 
 #include "core/promptrenderer.h"
+#include "core/runstore.h"
+#include "core/secrets.h"
+#include "core/templateset.h"
 
 #include <QDir>
 #include <QFile>
@@ -401,6 +404,162 @@ private Q_SLOTS:
         const auto b = PromptRenderer(dir.path()).render(QStringLiteral("b.mustache"), code);
         QVERIFY2(b.ok, qPrintable(b.error));
         QCOMPARE(b.text, QStringLiteral("a\n\nb\n````markdown\n```cuda\nx\n\n\ny\n```\n````\n"));
+    }
+
+    // A partial that includes itself, two or three that include each other, in a branch the
+    // context skips or not: an error naming the cycle, found before anything renders (the
+    // library itself would recurse until the stack overflows).
+    void partialCycles_data()
+    {
+        QTest::addColumn<QStringList>("files"); // name=text pairs; main.mustache includes {{> a}}
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("words");
+        QTest::newRow("self") << QStringList{QStringLiteral("a=x {{> a}}\n")} << "partials/a.mustache"
+                              << "partial cycle: a > a";
+        QTest::newRow("mutual") << QStringList{QStringLiteral("a=\n{{> b}}\n"), QStringLiteral("b=y\n{{> a}}\n")}
+                                << "partials/b.mustache" << "partial cycle: a > b > a";
+        QTest::newRow("three") << QStringList{QStringLiteral("a={{> b}}"), QStringLiteral("b={{> c}}"),
+                                              QStringLiteral("c={{> a}}")}
+                               << "partials/c.mustache" << "partial cycle: a > b > c > a";
+        QTest::newRow("cycle below the top") << QStringList{QStringLiteral("a={{> b}}"), QStringLiteral("b={{> c}}"),
+                                                            QStringLiteral("c={{> b}}")}
+                                             << "partials/c.mustache" << "partial cycle: b > c > b";
+        QTest::newRow("in a skipped branch")
+            << QStringList{QStringLiteral("a={{^task_id}}{{> a}}{{/task_id}}")} << "partials/a.mustache"
+            << "partial cycle: a > a";
+        QTest::newRow("inside a list section")
+            << QStringList{QStringLiteral("a={{#ops}}{{> b}}{{/ops}}"), QStringLiteral("b={{#ops}}{{> a}}{{/ops}}")}
+            << "partials/b.mustache" << "partial cycle: a > b > a";
+        QStringList chain;
+        for (int i = 0; i < 20; ++i)
+            chain << QStringLiteral("%1={{> %2}}").arg(i == 0 ? QStringLiteral("a") : QStringLiteral("p%1").arg(i))
+                         .arg(QStringLiteral("p%1").arg(i + 1));
+        chain << QStringLiteral("p20=end");
+        QTest::newRow("too deep") << chain << "partials/p7.mustache" << "partials nest more than 8 deep";
+        const QString deep = QString(QStringLiteral("{{#ops}}")).repeated(10000) + QString(QStringLiteral("{{/ops}}")).repeated(10000);
+        QTest::newRow("sections too deep") << QStringList{QStringLiteral("a=") + deep} << "partials/a.mustache"
+                                           << "sections nest more than 64 deep";
+    }
+
+    void partialCycles()
+    {
+        QFETCH(QStringList, files);
+        QFETCH(QString, file);
+        QFETCH(QString, words);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeText(dir.filePath(QStringLiteral("agent/main.mustache")), QStringLiteral("Task {{task_id}}\n{{> a}}\n"));
+        for (const QString& entry : std::as_const(files)) {
+            const qsizetype eq = entry.indexOf(QLatin1Char('='));
+            writeText(dir.filePath(QStringLiteral("partials/%1.mustache").arg(entry.left(eq))), entry.mid(eq + 1));
+        }
+        const PromptRenderer renderer(dir.path());
+        const auto r = renderer.render(QStringLiteral("agent/main.mustache"), m_full);
+        QVERIFY(!r.ok);
+        QVERIFY(r.text.isEmpty());
+        QCOMPARE(r.file, file);
+        QVERIFY2(r.error.contains(words), qPrintable(r.error));
+        // The structure check alone (no context) says the same, and so does the set when loaded.
+        const auto c = renderer.check(QStringLiteral("agent/main.mustache"));
+        QVERIFY(!c.ok);
+        QVERIFY2(c.error.contains(words), qPrintable(c.error));
+        const QStringList problems = TemplateSet(dir.path()).check();
+        QVERIFY(!problems.isEmpty());
+        QVERIFY2(problems.first().contains(words), qPrintable(problems.join(QLatin1Char('\n'))));
+    }
+
+    // A partial included many times over (a wide DAG, no cycle) is fine and is walked once per
+    // include path only as deep as the bound: 10 includes per level over 7 levels render at once.
+    void sharedPartialsAreNoCycle()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeText(dir.filePath(QStringLiteral("main.mustache")), QStringLiteral("{{> p0}}"));
+        for (int level = 0; level < 7; ++level)
+            writeText(dir.filePath(QStringLiteral("partials/p%1.mustache").arg(level)),
+                      QString(QStringLiteral("{{> p%1}}").arg(level + 1)).repeated(level < 5 ? 10 : 1));
+        writeText(dir.filePath(QStringLiteral("partials/p7.mustache")), QStringLiteral("x"));
+        const PromptRenderer renderer(dir.path());
+        const auto c = renderer.check(QStringLiteral("main.mustache"));
+        QVERIFY2(c.ok, qPrintable(c.error));
+        QVERIFY(TemplateSet(dir.path()).check().isEmpty());
+        // The shipped set is sound too.
+        QCOMPARE(TemplateSet::shipped(promptsDir()).check(), QStringList());
+    }
+
+    // What the model is shown never holds a credential the workbench knows, wherever it came
+    // from (a compile log quoting /proc/self/environ here), and neither does the run store.
+    void secretsAreScrubbed()
+    {
+        const QString envKey = QStringLiteral("sk-env-7f3a9c1e5b");
+        const QString settingsKey = QStringLiteral("sk-settings-24d8b0");
+        qputenv("KWB_API_KEY", envKey.toUtf8());
+        secrets::remember(settingsKey);
+        const QString log = QStringLiteral("PATH=/usr/bin KWB_API_KEY=%1 OTHER=%2\n").arg(envKey, settingsKey);
+        QJsonObject feedback = parse(kFeedback);
+        QJsonObject compile = feedback.value(QStringLiteral("compile")).toObject();
+        compile.insert(QStringLiteral("log"), log);
+        feedback.insert(QStringLiteral("compile"), compile);
+        feedback.insert(QStringLiteral("message"), QStringLiteral("key %1").arg(envKey));
+        const QJsonObject context =
+            PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), QJsonObject(), parse(kDevice), feedback);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        writeText(dir.filePath(QStringLiteral("t.mustache")),
+                  QStringLiteral("{{#feedback}}{{message}}\n{{compile_log}}{{/feedback}}\n"));
+        const auto r = PromptRenderer(dir.path()).render(QStringLiteral("t.mustache"), context);
+        QVERIFY2(r.ok, qPrintable(r.error));
+        QVERIFY2(!r.text.contains(envKey) && !r.text.contains(settingsKey), qPrintable(r.text));
+        QVERIFY2(r.text.contains(QStringLiteral("KWB_API_KEY=[redacted]")), qPrintable(r.text));
+        QVERIFY2(r.text.contains(QStringLiteral("OTHER=[redacted]")), qPrintable(r.text));
+        // The shipped retry prompt, which shows the compile log, too.
+        const auto retry = PromptRenderer(promptsDir()).render(QStringLiteral("iterative/retry.mustache"), context);
+        QVERIFY2(retry.ok, qPrintable(retry.error));
+        QVERIFY(retry.text.contains(QStringLiteral("[redacted]")));
+        QVERIFY(!retry.text.contains(envKey) && !retry.text.contains(settingsKey));
+
+        // The run store: the prompt, the response, the candidate and the evaluation's log.
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("runs.sqlite"))));
+        const auto run = store.createRun(QStringLiteral("r"), QStringLiteral("iterative"), QJsonObject());
+        QVERIFY(run);
+        PromptRecord prompt;
+        prompt.runId = *run;
+        prompt.task = QStringLiteral("L2/1");
+        prompt.turn = 2;
+        prompt.role = QStringLiteral("retry");
+        prompt.text = log;
+        const auto promptId = store.addPrompt(prompt);
+        QVERIFY(promptId);
+        ResponseRecord response;
+        response.promptId = *promptId;
+        response.text = QStringLiteral("echo %1").arg(settingsKey);
+        const auto responseId = store.addResponse(response);
+        QVERIFY(responseId);
+        CandidateRecord candidate;
+        candidate.responseId = *responseId;
+        candidate.task = prompt.task;
+        candidate.turn = 2;
+        candidate.cuda = QStringLiteral("// %1").arg(envKey);
+        const auto candidateId = store.addCandidate(candidate);
+        QVERIFY(candidateId);
+        QVERIFY(store.addEvaluation(*candidateId, feedback));
+        const QList<EvaluationRecord> evaluations = store.evaluations(*run);
+        QCOMPARE(evaluations.size(), 1);
+        const QString stored = QString::fromUtf8(QJsonDocument(evaluations.first().result).toJson());
+        QVERIFY2(!stored.contains(envKey) && !stored.contains(settingsKey), qPrintable(stored));
+        QVERIFY(stored.contains(QStringLiteral("[redacted]")));
+        QCOMPARE(evaluations.first().result.value(QStringLiteral("status")).toString(), QStringLiteral("compile_error"));
+        const QList<UnitResponse> responses = store.responses(*run);
+        QCOMPARE(responses.size(), 1);
+        QVERIFY(!responses.first().response.text.contains(settingsKey));
+        store.close();
+        QFile db(dir.filePath(QStringLiteral("runs.sqlite")));
+        QVERIFY(db.open(QIODevice::ReadOnly));
+        const QByteArray bytes = db.readAll();
+        QVERIFY(!bytes.contains(envKey.toUtf8()));
+        QVERIFY(!bytes.contains(settingsKey.toUtf8()));
+        qunsetenv("KWB_API_KEY");
     }
 };
 

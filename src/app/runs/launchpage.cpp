@@ -288,12 +288,21 @@ QWidget* LaunchPage::buildServerBox()
     m_stream = new QCheckBox(tr("Stream answers (the monitor shows text as it arrives)"), box);
     m_stream->setObjectName(QStringLiteral("streamCheck"));
     m_stream->setChecked(true);
+    m_modelTimeout = new QDoubleSpinBox(box);
+    m_modelTimeout->setObjectName(QStringLiteral("modelTimeoutSpin"));
+    m_modelTimeout->setRange(1, 86400);
+    m_modelTimeout->setDecimals(0);
+    m_modelTimeout->setSuffix(tr(" s"));
+    m_modelTimeout->setValue(defaultModelTimeoutS());
+    m_modelTimeout->setToolTip(tr("A model request's total time, retries included: a silent or trickling "
+                                  "server fails the request as a time-out after this"));
     auto* testRow = new QHBoxLayout;
     testRow->addWidget(m_test);
     testRow->addWidget(m_connection, 1);
     form->addRow(tr("Endpoint"), m_endpoint);
     form->addRow(tr("API key"), m_apiKey);
     form->addRow(tr("Model"), m_model);
+    form->addRow(tr("Model time-out"), m_modelTimeout);
     form->addRow(testRow);
     form->addRow(m_stream);
     return box;
@@ -571,6 +580,7 @@ RunRequest LaunchPage::request() const
     r.profile = m_profile->currentText();
     r.scale = m_scale->currentText();
     r.timeoutS = m_timeout->value();
+    r.modelTimeoutS = m_modelTimeout->value();
     r.timingTrials = m_timingTrials->value();
     r.isolation = m_isolation->currentData().toString();
     r.promptsDir = m_promptsDir;

@@ -144,6 +144,7 @@ private:
     QComboBox* m_profile = nullptr;
     QComboBox* m_scale = nullptr;
     QDoubleSpinBox* m_timeout = nullptr;
+    QDoubleSpinBox* m_modelTimeout = nullptr;
     QSpinBox* m_timingTrials = nullptr;
     QComboBox* m_isolation = nullptr;
     QLineEdit* m_database = nullptr;

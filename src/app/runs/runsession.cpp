@@ -222,6 +222,10 @@ void RunSession::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonObj
     for (const RunTaskInput& input : inputs)
         m_levelOf.insert(input.id(), input.level());
 
+    // Every template renders for every task before a model request (or a run row) is spent.
+    if (const QString problem = checkRunTemplates(m_plan, inputs); !problem.isEmpty())
+        return fail(tr("template: %1").arg(problem));
+
     if (m_plan.resumeRunId > 0) {
         m_runId = m_plan.resumeRunId;
         m_store.setRunStatus(m_runId, RunStatus::Running);

@@ -5,6 +5,7 @@
 
 #include "app/runs/launchpage.h"
 #include "app/runs/runmanager.h"
+#include "core/llmclient.h"
 #include "core/runstore.h"
 #include "grabcheck.h"
 #include "scriptedllmserver.h"
@@ -110,6 +111,8 @@ private Q_SLOTS:
         child<QComboBox>(page, "profileCombo")->setCurrentText(QStringLiteral("kernelbench-v0.1"));
         child<QComboBox>(page, "scaleCombo")->setCurrentText(QStringLiteral("smoke"));
         child<QDoubleSpinBox>(page, "timeoutSpin")->setValue(90);
+        QCOMPARE(child<QDoubleSpinBox>(page, "modelTimeoutSpin")->value(), defaultModelTimeoutS());
+        child<QDoubleSpinBox>(page, "modelTimeoutSpin")->setValue(45);
         child<QSpinBox>(page, "timingTrialsSpin")->setValue(20);
         auto* isolation = child<QComboBox>(page, "isolationCombo");
         isolation->setCurrentIndex(isolation->findData(QStringLiteral("reuse")));
@@ -133,6 +136,7 @@ private Q_SLOTS:
         cli.profile = QStringLiteral("kernelbench-v0.1");
         cli.scale = QStringLiteral("smoke");
         cli.timeoutS = 90;
+        cli.modelTimeoutS = 45; // --model-timeout 45
         cli.timingTrials = 20;
         cli.isolation = QStringLiteral("reuse");
         cli.promptsDir = QStringLiteral(KWB_PROMPTS_DIR);
@@ -152,6 +156,8 @@ private Q_SLOTS:
         QCOMPARE(plan->profile, expected->profile);
         QCOMPARE(plan->scale, expected->scale);
         QCOMPARE(plan->timeoutS, 90.0);
+        QCOMPARE(plan->modelTimeoutS, expected->modelTimeoutS);
+        QCOMPARE(llmSettingsFor(*plan, QString()).deadlineMs, 45000);
         QCOMPARE(plan->timingTrials, 20);
         QCOMPARE(plan->isolation, QStringLiteral("reuse"));
         QCOMPARE(plan->runName(), QStringLiteral("iterative -monotone L1:1-2,L2:3"));
