@@ -35,6 +35,10 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
     using L = HostCodeLimits;
     const std::size_t n = s.size();
     std::vector<std::size_t> indents{0};
+    // elif branches open at each indentation level: the parser nests each elif inside the if it
+    // continues (a chain of ~3,200 overflowed the stack), so they count as nested blocks.
+    std::vector<int> elifs{0};
+    int elifSum = 0;
     int line = 1, depth = 0, ops = 0, statementLine = 1;
     std::size_t statementStart = 0;
     bool lineStart = true;  // at the start of a physical line that begins a statement
@@ -50,12 +54,29 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
             if (!blank) {
                 if (w > indents.back()) {
                     indents.push_back(w);
-                    if (int(indents.size()) - 1 > L::kMaxIndentLevels)
-                        return limitIssue("nests blocks deeper than " + std::to_string(L::kMaxIndentLevels) + " levels", line);
+                    elifs.push_back(0);
                 } else {
-                    while (indents.size() > 1 && w < indents.back())
+                    while (indents.size() > 1 && w < indents.back()) {
                         indents.pop_back();
+                        elifSum -= elifs.back();
+                        elifs.pop_back();
+                    }
                 }
+                std::size_t k = j;
+                while (k < n && isIdentChar(s[k]))
+                    ++k;
+                const std::string word = s.substr(j, k - j);
+                if (word == "elif") {
+                    ++elifs.back();
+                    ++elifSum;
+                } else if (word != "else") {
+                    elifSum -= elifs.back();
+                    elifs.back() = 0;
+                }
+                if (int(indents.size()) - 1 + elifSum > L::kMaxBlockDepth)
+                    return limitIssue("nests blocks deeper than " + std::to_string(L::kMaxBlockDepth) +
+                                          " levels (each elif nests one more)",
+                                      line);
             }
             statementStart = j;
             statementLine = line;

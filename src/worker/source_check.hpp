@@ -16,20 +16,20 @@ struct SourceIssue {
 };
 
 // Bounds on the shape of host code, far above honest code (the 30 task references and the
-// reference candidates reach depth 4, 9 operators in a statement, 199-character lines and 2
-// indentation levels) and far below what overflows the 8 MiB stack in TorchScript's recursive
+// fixture candidates reach bracket depth 4, 19 operators in a statement as counted here,
+// 213-character statements and 2 indentation levels) and far below what overflows the 8 MiB stack in TorchScript's recursive
 // parser and emitter (measured: ~2,800 nested brackets, ~5,200 unary minus, ~8,700 `+` terms,
-// ~1,400 indentation levels; docs/sandbox.md).
+// ~1,400 indentation levels, ~3,200 elif branches; docs/sandbox.md).
 struct HostCodeLimits {
     static constexpr int kMaxBracketDepth = 100;        // ( [ { open at once
     static constexpr int kMaxOperators = 1000;          // operators in one statement (logical line)
     static constexpr int kMaxLogicalLine = 20000;       // characters in one statement
-    static constexpr int kMaxIndentLevels = 50;         // nested blocks
+    static constexpr int kMaxBlockDepth = 50;           // nested blocks, each elif counting as one
 };
 
 // The shape of TorchScript host code: bracket nesting, operators per statement (binary, unary,
 // keyword operators, attribute access and calls/subscripts, so chains like `x.a.b.c` or
-// `- - - x` count), statement length and indentation depth. Strings and comments are skipped.
+// `- - - x` count), statement length and block depth (indentation, plus elif chains). Strings and comments are skipped.
 std::optional<SourceIssue> checkHostCodeShape(const std::string& python);
 
 // Blanks every `import ...` / `from ... import ...` line (the C++ frontend has none), keeping the

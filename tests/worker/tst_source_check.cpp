@@ -93,6 +93,20 @@ TEST_CASE("host code shape: the inputs that crashed the worker get a clean refus
     REQUIRE(deep);
     CHECK(deep->message.find("nests blocks deeper than 50 levels") != std::string::npos);
     CHECK(deep->line == 52);  // the 51st nested block
+    // an elif chain nests like blocks (3,250 branches crashed the worker)
+    std::string chain = kSig + "    if x:\n        x = x + 1\n";
+    for (int i = 0; i < 3250; ++i)
+        chain += "    elif x:\n        x = x + 1\n";
+    chain += "    else:\n        x = x + 2\n    return x\n";
+    auto elifs = checkHostCodeShape(chain);
+    REQUIRE(elifs);
+    CHECK(elifs->message.find("each elif nests one more") != std::string::npos);
+    CHECK(elifs->line == 3 + 2 * 49);  // the body of the 49th elif: forward, 49 elifs, the body
+    // chains that end do not add up
+    std::string chains = kSig;
+    for (int i = 0; i < 100; ++i)
+        chains += "    if x:\n        x = x + 1\n    elif x:\n        x = x + 1\n    elif x:\n        x = x + 1\n    else:\n        x = x\n    x = x + 1\n";
+    CHECK(issueCode(chains + "    return x\n") == "");
     // a statement continued over many lines inside brackets is still one statement
     CHECK(issueCode(kSig + "    y = [\n" + repeat("        x + 1,\n", 1200) + "    ]\n    return x\n").find("operators") !=
           std::string::npos);

@@ -527,6 +527,12 @@ TEST_CASE("pre-checks: inputs that overflowed the stack get a format_error, at t
         {sum + "\n", "operators"},
         {kL15 + "    return A\n    y = " + std::string((1 << 20) - 200, '['), "brackets deeper"},
         {kL15 + "    return " + std::string(6000, '-') + "A\n", "operators"},
+        {kL15 + "    if s > 0.0:\n        A = A + 1\n" + [] {
+             std::string e;
+             for (int i = 0; i < 3300; ++i)
+                 e += "    elif s > 1.0:\n        A = A + 1\n";
+             return e;
+         }() + "    return A\n", "nests blocks"},
     };
     for (const auto& c : cases) {
         CAPTURE(c[1]);
