@@ -12,7 +12,11 @@
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 
+#include <pthread.h>
+
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <mutex>
 #include <cctype>
 #include <sstream>
@@ -520,6 +524,40 @@ void checkParsedSource(const jit::TreeRef& root)
     }
 }
 
+// Runs `work` on a thread with a large stack and waits for it. TorchScript's frontend recurses
+// per nesting level, and compiling a call to a function defined further down compiles that
+// function inside the call: along a call chain the depths add up (ten functions near the shape
+// limits, each calling the next, overflowed the 8 MiB main stack). The pages are only touched as
+// the recursion reaches them.
+void runOnLargeStack(const std::function<void()>& work)
+{
+    constexpr std::size_t kStackBytes = std::size_t(256) << 20;
+    struct Job {
+        const std::function<void()>* work;
+        std::exception_ptr error;
+    } job{&work, nullptr};
+    auto body = [](void* p) -> void* {
+        auto* j = static_cast<Job*>(p);
+        try {
+            (*j->work)();
+        } catch (...) {
+            j->error = std::current_exception();
+        }
+        return nullptr;
+    };
+    pthread_attr_t attr;
+    pthread_t thread;
+    bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, kStackBytes) == 0 &&
+                   pthread_create(&thread, &attr, body, &job) == 0;
+    pthread_attr_destroy(&attr);
+    if (started)
+        pthread_join(thread, nullptr);
+    else
+        body(&job); // no thread to be had: the shape limits still hold on this stack for one function
+    if (job.error)
+        std::rethrow_exception(job.error);
+}
+
 } // namespace
 
 ScriptRejected::ScriptRejected(std::string op_, std::string reason_, int line_)
@@ -561,23 +599,25 @@ std::shared_ptr<jit::CompilationUnit> compileScript(const std::string& source)
         throw ScriptFormatError(issue->code, issue->message, issue->line);
     // The frontend wants a final newline ("expected newline but found 'eof'"); answers often lack it.
     const std::string text = blankImportLines(source) + "\n";
-    try {
-        // Parsed as define parses it (top-level functions only; the C++ frontend has no classes,
-        // decorators or module-level statements), then checked, before define runs anything.
-        jit::Parser parser(std::make_shared<jit::Source>(text));
-        while (parser.lexer().cur().kind != jit::TK_EOF)
-            checkParsedSource(parser.parseFunction(/*is_method=*/false));
-    } catch (const ScriptError&) {
-        throw;
-    } catch (const std::exception& e) {
-        throw ScriptError(e.what());
-    }
     auto cu = std::make_shared<jit::CompilationUnit>();
-    try {
-        cu->define(c10::nullopt, text, std::make_shared<KbResolver>(), nullptr);
-    } catch (const std::exception& e) {
-        throw ScriptError(e.what());
-    }
+    runOnLargeStack([&] {
+        try {
+            // Parsed as define parses it (top-level functions only; the C++ frontend has no classes,
+            // decorators or module-level statements), then checked, before define runs anything.
+            jit::Parser parser(std::make_shared<jit::Source>(text));
+            while (parser.lexer().cur().kind != jit::TK_EOF)
+                checkParsedSource(parser.parseFunction(/*is_method=*/false));
+        } catch (const ScriptError&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw ScriptError(e.what());
+        }
+        try {
+            cu->define(c10::nullopt, text, std::make_shared<KbResolver>(), nullptr);
+        } catch (const std::exception& e) {
+            throw ScriptError(e.what());
+        }
+    });
     return cu;
 }
 

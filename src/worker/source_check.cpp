@@ -22,7 +22,7 @@ SourceIssue limitIssue(const std::string& what, int line)
 {
     return {"host_code_limit",
             "host code " + what + " (python block line " + std::to_string(line) +
-                "); split it into several statements or helper functions (docs/sandbox.md)",
+                "); write it more simply (the limits are in docs/sandbox.md)",
             line};
 }
 
@@ -39,6 +39,7 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
     // continues (a chain of ~3,200 overflowed the stack), so they count as nested blocks.
     std::vector<int> elifs{0};
     int elifSum = 0;
+    int functions = 0;
     int line = 1, depth = 0, ops = 0, statementLine = 1;
     std::size_t statementStart = 0;
     bool lineStart = true;  // at the start of a physical line that begins a statement
@@ -66,6 +67,8 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
                 while (k < n && isIdentChar(s[k]))
                     ++k;
                 const std::string word = s.substr(j, k - j);
+                if (word == "def" && ++functions > L::kMaxFunctions)
+                    return limitIssue("defines more than " + std::to_string(L::kMaxFunctions) + " functions", line);
                 if (word == "elif") {
                     ++elifs.back();
                     ++elifSum;
@@ -451,6 +454,7 @@ std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::
             }
         }
         // Operators that reach the file system from any line.
+        int lineMentionsInclude = -1;
         for (std::size_t p = b; p < e;) {
             if (c.literal[p] || !isIdentChar(t[p]) || (p > 0 && isIdentChar(t[p - 1]))) {
                 ++p;
@@ -470,9 +474,16 @@ std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::
                     return issue(word + " must test a header as (<name>) or (\"name\")", p);
                 if (const std::string why = includeProblem(header, quoted, dirs); !why.empty())
                     return issue("__has_include: " + why, p);
-            } else if (word == "__has_embed" || word == "_Pragma") {
-                if (word == "__has_embed" || t.substr(q, e - q).find("include") != std::string::npos)
-                    return issue(word + " is refused in the cuda block", p);
+            } else if (word == "__has_embed") {
+                return issue(word + " is refused in the cuda block", p);
+            } else if (word == "_Pragma") {
+                if (lineMentionsInclude < 0) {  // once per line, so the scan stays linear
+                    static const std::string inc = "include";
+                    const auto end = t.begin() + std::ptrdiff_t(e);
+                    lineMentionsInclude = std::search(t.begin() + std::ptrdiff_t(b), end, inc.begin(), inc.end()) != end;
+                }
+                if (lineMentionsInclude)
+                    return issue(word + " is refused in the cuda block when it concerns includes", p);
             }
             p = q;
         }

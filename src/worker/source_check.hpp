@@ -25,11 +25,16 @@ struct HostCodeLimits {
     static constexpr int kMaxOperators = 1000;          // operators in one statement (logical line)
     static constexpr int kMaxLogicalLine = 20000;       // characters in one statement
     static constexpr int kMaxBlockDepth = 50;           // nested blocks, each elif counting as one
+    // Functions (nested ones too): compiling a call to a function defined later compiles that
+    // one inside the call, so the frontend's recursion adds up along a call chain (compileScript
+    // runs on a large stack for that; this bounds the sum). Honest answers have up to 8.
+    static constexpr int kMaxFunctions = 100;
 };
 
 // The shape of TorchScript host code: bracket nesting, operators per statement (binary, unary,
 // keyword operators, attribute access and calls/subscripts, so chains like `x.a.b.c` or
-// `- - - x` count), statement length and block depth (indentation, plus elif chains). Strings and comments are skipped.
+// `- - - x` count), statement length, block depth (indentation, plus elif chains) and the
+// number of functions. Strings and comments are skipped.
 std::optional<SourceIssue> checkHostCodeShape(const std::string& python);
 
 // Blanks every `import ...` / `from ... import ...` line (the C++ frontend has none), keeping the

@@ -107,6 +107,10 @@ TEST_CASE("host code shape: the inputs that crashed the worker get a clean refus
     for (int i = 0; i < 100; ++i)
         chains += "    if x:\n        x = x + 1\n    elif x:\n        x = x + 1\n    elif x:\n        x = x + 1\n    else:\n        x = x\n    x = x + 1\n";
     CHECK(issueCode(chains + "    return x\n") == "");
+    // functions, nested ones included
+    CHECK(issueCode(repeat("def f(x: int) -> int:\n    def g(y: int) -> int:\n        return y\n    return x\n", 51))
+              .find("defines more than 100 functions") != std::string::npos);
+    CHECK(issueCode(repeat("def f(x: int) -> int:\n    return x\n", 100)) == "");
     // a statement continued over many lines inside brackets is still one statement
     CHECK(issueCode(kSig + "    y = [\n" + repeat("        x + 1,\n", 1200) + "    ]\n    return x\n").find("operators") !=
           std::string::npos);
@@ -204,6 +208,7 @@ TEST_CASE("cuda includes: only existing files under the toolkit folders, by plai
         "const long long n = 1'000'000; const char c = '\"';\n",
         "#pragma unroll\n#define SQ(x) ((x) * (x))\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n#elif 1\n#else\n#endif\n#\n",
         "#if __has_include(<toolkit_a.h>)\n#endif\n",
+        "#define UNROLL _Pragma(\"unroll\")\n",
     };
     for (const char* f : fine) {
         const std::string src = std::string(f) + kKernel;

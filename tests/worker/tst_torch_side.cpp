@@ -557,6 +557,24 @@ TEST_CASE("pre-checks: inputs that overflowed the stack get a format_error, at t
     atLimits += std::string(53, ' ') + "y = " + expr + "y\n    return y * s\n";
     REQUIRE_FALSE(checkHostCodeShape(atLimits));
     CHECK(status(atLimits).rfind("no_device", 0) == 0);
+
+    // A call to a function defined further down compiles it inside the call, so the depths add up
+    // along a call chain: at 08b8dde ten functions like these, each calling the next from deep
+    // inside, overflowed the stack. compileScript runs on a large stack.
+    std::string chain = kL15 + "    return f0(A, s)\n";
+    const int n = 20;
+    for (int i = 0; i < n; ++i) {
+        chain += "def f" + std::to_string(i) + "(x: Tensor, s: float) -> Tensor:\n";
+        for (int d = 0; d < 45; ++d)
+            chain += std::string(std::size_t(4 + d), ' ') + "if s > 0.0:\n";
+        const std::string call = i + 1 < n ? "f" + std::to_string(i + 1) + "(x, s)" : "x";
+        std::string e = std::string(90, '(') + call + std::string(90, ')');
+        for (int k = 0; k < 800; ++k)
+            e += " + x";
+        chain += std::string(49, ' ') + "x = " + e + "\n    return x\n";
+    }
+    REQUIRE_FALSE(checkHostCodeShape(chain));
+    CHECK(status(chain).rfind("no_device", 0) == 0);
 }
 
 TEST_CASE("pre-checks: an include outside the toolkit is rejected, by evaluate and by compile-ahead cubins")
