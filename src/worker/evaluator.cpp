@@ -643,7 +643,10 @@ json Evaluator::evaluate(const Task& task, const json& req)
     const bool useShipped = cand.hasCuda && req.contains("cubin_b64") && req.value("cubin_arch", std::string()) == arch &&
                             req.value("cubin_source_hash", std::string()) == protocol::sourceHash(cand.cuda) &&
                             protocol::decodeBase64(req.at("cubin_b64").get<std::string>(), &shippedCubin) && !shippedCubin.empty();
-    if (useShipped) {
+    // NVRTC sees only sources that pass checkCudaForNvrtc; a cubin compiled ahead passed it there,
+    // and is held to it here too (the same source).
+    const auto refusedCuda = !cand.hasCuda ? std::nullopt : useShipped ? checkCudaForNvrtc(cand.cuda) : std::nullopt;
+    if (useShipped && !refusedCuda) {
         // Compiled ahead by another worker (compile request): the GPU stage only loads it.
         cr.ok = true;
         cr.arch = arch;
@@ -651,11 +654,21 @@ json Evaluator::evaluate(const Task& task, const json& req)
         compile["cached"] = true;
         compile["log"] = req.value("compile_log", std::string());
     } else if (cand.hasCuda) {
-        cr = compileCuda(cand.cuda, arch);
+        cr = refusedCuda ? CompileResult{} : compileCuda(cand.cuda, arch);
+        if (refusedCuda)
+            cr.refused = refusedCuda;
         compile["ok"] = cr.ok;
         compile["log"] = cr.log;
         compile["ms"] = cr.ms;
         compile["options"] = cr.options;
+        if (cr.refused) {
+            compile["log"] = "";
+            res["compile"] = compile;
+            stageMs["compile"] = msSince(t0);
+            const std::string where = "cuda block line " + std::to_string(cr.refused->line);
+            res["sandbox"] = json::array({{{"op", "#include"}, {"reason", cr.refused->message}, {"where", where}}});
+            return finish("rejected", "sandbox", cr.refused->message + " (" + where + ")");
+        }
         if (!cr.ok) {
             res["compile"] = compile;
             stageMs["compile"] = msSince(t0);
@@ -667,6 +680,19 @@ json Evaluator::evaluate(const Task& task, const json& req)
     try {
         candUnit = compileScript(cand.python);
         candFn = &forwardFunction(*candUnit);
+    } catch (const ScriptFormatError& e) {
+        // The shape bounds (nesting, statement size): the answer's form, not its TorchScript.
+        stageMs["compile"] = msSince(t0);
+        const int line = e.line > 0 ? cand.pythonLine + e.line - 1 : 0;
+        res["format_error"] = {{"code", e.code}, {"message", e.what()}, {"line", line}};
+        return finish("format_error", "parse", e.what());
+    } catch (const ScriptRejected& e) {
+        // Refused by the sandbox before compiling: as the graph check's refusals below.
+        res["compile"] = compile;
+        stageMs["compile"] = msSince(t0);
+        const std::string where = e.line > 0 ? "line " + std::to_string(e.line) : "";
+        res["sandbox"] = json::array({{{"op", e.op}, {"reason", e.reason}, {"where", where}}});
+        return finish("rejected", "sandbox", e.what());
     } catch (const std::exception& e) {
         compile["ok"] = false;
         compile["log"] = compile["log"].get<std::string>() + "TorchScript (line numbers count from the python block, "

@@ -86,6 +86,10 @@ std::vector<std::string> nvrtcIncludeDirs() {
     return out;
 }
 
+std::optional<SourceIssue> checkCudaForNvrtc(const std::string& source) {
+    return checkCudaSource(source, nvrtcIncludeDirs());
+}
+
 CompileResult compileCuda(const std::string& source, const std::string& arch,
                           const std::vector<std::string>& extraOptions) {
     CompileResult r;
@@ -105,6 +109,16 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
         return finish();
     }
 
+    if ((r.refused = checkCudaForNvrtc(source))) {
+        r.log = "refused before compiling (cuda block line " + std::to_string(r.refused->line) + "): " +
+                r.refused->message + "\n";
+        return finish();
+    }
+
+    // Not --no-source-include: it also stops toolkit headers from finding their own siblings
+    // (crt/mma.h includes "mma.hpp", cooperative_groups/details/driver_abi.h "info.h"). The
+    // candidate's own includes are checked above instead, quoted ones against the working
+    // directory that NVRTC searches first for them.
     r.options = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device"};
     for (const std::string& d : nvrtcIncludeDirs()) r.options.push_back("--include-path=" + d);
     r.options.insert(r.options.end(), extraOptions.begin(), extraOptions.end());

@@ -1,6 +1,9 @@
 #pragma once
 // Run-time compilation of a candidate's ```cuda block with NVRTC. Needs no GPU and no driver.
 
+#include "source_check.hpp"
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,9 +16,18 @@ struct CompileResult {
     std::vector<char> cubin;
     double ms = 0;      // wall time of create + compile + cubin extraction
     std::vector<std::string> options;  // as passed to nvrtcCompileProgram
+    /// Set when the source was refused before NVRTC ran (checkCudaForNvrtc); `log` says why too.
+    std::optional<SourceIssue> refused;
 };
 
+// The pre-check every CUDA source passes before NVRTC sees it (checkCudaSource against
+// nvrtcIncludeDirs()): NVRTC resolves #include by itself, so an unchecked `#include "/etc/passwd"`
+// prints the file in the compile log. compileCuda applies it; callers that skip NVRTC (a cubin
+// compiled ahead) call it themselves.
+std::optional<SourceIssue> checkCudaForNvrtc(const std::string& source);
+
 // Compiles `source` (program name "candidate.cu") to a cubin for `arch` ("sm_90", "sm_90a").
+// Refused (r.refused set, NVRTC not run) when checkCudaForNvrtc finds a problem.
 // Options: --gpu-architecture=<arch> --std=c++17 -default-device, the CUDA include directories
 // (so cuda_fp16.h, cuda_bf16.h and mma.h resolve), then `extraOptions`.
 // The include directories are the build's KWB_CUDA_INCLUDE_DIR; the environment variable

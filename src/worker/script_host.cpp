@@ -1,17 +1,24 @@
 #include "script_host.hpp"
 
 #include "cuda_driver.hpp"
+#include "source_check.hpp"
 
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/frontend/lexer.h>
+#include <torch/csrc/jit/frontend/parser.h>
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/csrc/jit/frontend/sugared_value.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/custom_operator.h>
 
+#include <pthread.h>
+
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <mutex>
-#include <regex>
+#include <cctype>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -408,13 +415,163 @@ void collectViolations(const jit::Block* block, std::vector<SandboxViolation>& o
     }
 }
 
-std::string blankImports(const std::string& source)
+// ---- checks on the parsed source, before define ------------------------------------------
+// CompilationUnit::define runs code while it compiles: each parameter's default value is
+// evaluated (evaluateDefaults compiles and runs it), and constant propagation runs ops whose
+// inputs are constants (a call with constant arguments, such as torch.save("x", "/path"), whose
+// schema has no side effects). So the graph check after compilation is too late for anything
+// that reaches files: the parsed source is checked first.
+
+// A name as the sandbox compares it: lower case, leading underscores dropped, so `print` matches
+// prim::Print and `torch.jit._fork` prim::fork.
+std::string normalisedName(const std::string& name)
 {
-    // Keeps line numbers: each import line becomes an empty line.
-    static const std::regex importLine(R"(^[ \t]*(import|from)[ \t]+[A-Za-z_][^\n]*$)", std::regex::multiline);
-    return std::regex_replace(source, importLine, "");
+    std::size_t b = name.find_first_not_of('_');
+    std::string out = b == std::string::npos ? std::string() : name.substr(b);
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
 }
 
+// deniedOps() by unqualified, normalised name: the names a source must not even mention.
+const std::unordered_map<std::string, std::string>& deniedNames()
+{
+    static const std::unordered_map<std::string, std::string> names = [] {
+        std::unordered_map<std::string, std::string> m;
+        for (const auto& [op, reason] : deniedOps())
+            m.emplace(normalisedName(op.substr(op.find("::") + 2)), op);
+        return m;
+    }();
+    return names;
+}
+
+int lineOf(const jit::TreeRef& t)
+{
+    const auto& r = t->range();
+    return r.source() ? int(r.source()->lineno_for_offset(r.start())) + 1 : 0;
+}
+
+// Literal defaults only: numbers, strings, True/False/None, a negated number, and tuples or lists
+// of those (as deep as the source's bracket limit allows).
+bool isLiteral(const jit::TreeRef& e)
+{
+    switch (e->kind()) {
+    case jit::TK_CONST:
+    case jit::TK_STRINGLITERAL:
+    case jit::TK_TRUE:
+    case jit::TK_FALSE:
+    case jit::TK_NONE:
+        return true;
+    case jit::TK_UNARY_MINUS:
+    case '-':
+        return e->trees().size() == 1 && e->trees()[0]->kind() == jit::TK_CONST;
+    case jit::TK_TUPLE_LITERAL:
+    case jit::TK_LIST_LITERAL:
+        for (const auto& list : e->trees())
+            for (const auto& x : list->trees())
+                if (!isLiteral(x))
+                    return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+[[noreturn]] void refuse(const std::string& op, const std::string& reason, int line)
+{
+    throw ScriptRejected(op, reason, line);
+}
+
+void checkDenied(const std::string& name, int line)
+{
+    const auto& denied = deniedNames();
+    if (auto it = denied.find(normalisedName(name)); it != denied.end())
+        refuse(it->second, "'" + name + "' " + deniedOps().at(it->second) + " (refused before compiling)", line);
+}
+
+// Walks the whole tree without recursion (its depth is bounded by checkHostCodeShape anyway).
+void checkParsedSource(const jit::TreeRef& root)
+{
+    std::vector<jit::TreeRef> todo{root};
+    while (!todo.empty()) {
+        jit::TreeRef t = todo.back();
+        todo.pop_back();
+        switch (t->kind()) {
+        case jit::TK_PARAM: {
+            const jit::Param param(t);
+            if (param.defaultValue().present() && !isLiteral(param.defaultValue().get()))
+                refuse("default value", "the default of parameter '" + param.ident().name() +
+                                            "' is not a literal: defaults are evaluated while compiling, before the "
+                                            "sandbox check; use a number, string, True/False/None or a tuple of those",
+                       lineOf(t));
+            break;
+        }
+        case jit::TK_APPLY: {
+            const jit::Apply apply(t);
+            if (apply.callee().kind() == jit::TK_VAR)
+                checkDenied(jit::Var(apply.callee()).name().name(), lineOf(t));
+            break;
+        }
+        case '.': // Select: x.name
+            checkDenied(jit::Select(t).selector().name(), lineOf(t));
+            break;
+        default:
+            break;
+        }
+        // reversed, so the walk meets the source's nodes in order (the first refusal is the first in the text)
+        for (auto it = t->trees().rbegin(); it != t->trees().rend(); ++it)
+            todo.push_back(*it);
+    }
+}
+
+// Runs `work` on a thread with a large stack and waits for it. TorchScript's frontend recurses
+// per nesting level, and compiling a call to a function defined further down compiles that
+// function inside the call: along a call chain the depths add up (ten functions near the shape
+// limits, each calling the next, overflowed the 8 MiB main stack). The pages are only touched as
+// the recursion reaches them.
+void runOnLargeStack(const std::function<void()>& work)
+{
+    constexpr std::size_t kStackBytes = std::size_t(256) << 20;
+    struct Job {
+        const std::function<void()>* work;
+        std::exception_ptr error;
+    } job{&work, nullptr};
+    auto body = [](void* p) -> void* {
+        auto* j = static_cast<Job*>(p);
+        try {
+            (*j->work)();
+        } catch (...) {
+            j->error = std::current_exception();
+        }
+        return nullptr;
+    };
+    pthread_attr_t attr;
+    pthread_t thread;
+    bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, kStackBytes) == 0 &&
+                   pthread_create(&thread, &attr, body, &job) == 0;
+    pthread_attr_destroy(&attr);
+    if (started)
+        pthread_join(thread, nullptr);
+    else
+        body(&job); // no thread to be had: the shape limits still hold on this stack for one function
+    if (job.error)
+        std::rethrow_exception(job.error);
+}
+
+} // namespace
+
+ScriptRejected::ScriptRejected(std::string op_, std::string reason_, int line_)
+    : ScriptError(op_ + " is not allowed in host code: " + reason_ + (line_ > 0 ? " (line " + std::to_string(line_) + ")" : "")),
+      op(std::move(op_)), reason(std::move(reason_)), line(line_)
+{
+}
+
+ScriptFormatError::ScriptFormatError(std::string code_, const std::string& message, int line_)
+    : ScriptError(message), code(std::move(code_)), line(line_)
+{
+}
+
+namespace {
 } // namespace
 
 void configureScriptRuntime()
@@ -437,13 +594,30 @@ void configureScriptRuntime()
 std::shared_ptr<jit::CompilationUnit> compileScript(const std::string& source)
 {
     configureScriptRuntime();
+    // Linear bounds first: torch's parser and emitter recurse, and deep input overflows the stack.
+    if (auto issue = checkHostCodeShape(source))
+        throw ScriptFormatError(issue->code, issue->message, issue->line);
+    // The frontend wants a final newline ("expected newline but found 'eof'"); answers often lack it.
+    const std::string text = blankImportLines(source) + "\n";
     auto cu = std::make_shared<jit::CompilationUnit>();
-    try {
-        // The frontend wants a final newline ("expected newline but found 'eof'"); answers often lack it.
-        cu->define(c10::nullopt, blankImports(source) + "\n", std::make_shared<KbResolver>(), nullptr);
-    } catch (const std::exception& e) {
-        throw ScriptError(e.what());
-    }
+    runOnLargeStack([&] {
+        try {
+            // Parsed as define parses it (top-level functions only; the C++ frontend has no classes,
+            // decorators or module-level statements), then checked, before define runs anything.
+            jit::Parser parser(std::make_shared<jit::Source>(text));
+            while (parser.lexer().cur().kind != jit::TK_EOF)
+                checkParsedSource(parser.parseFunction(/*is_method=*/false));
+        } catch (const ScriptError&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw ScriptError(e.what());
+        }
+        try {
+            cu->define(c10::nullopt, text, std::make_shared<KbResolver>(), nullptr);
+        } catch (const std::exception& e) {
+            throw ScriptError(e.what());
+        }
+    });
     return cu;
 }
 

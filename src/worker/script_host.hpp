@@ -19,6 +19,22 @@ struct ScriptError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// The source was refused by the sandbox before compiling (status `rejected`): a denied op named
+/// anywhere in it, or a default value that is not a literal.
+struct ScriptRejected : ScriptError {
+    ScriptRejected(std::string op, std::string reason, int line);
+    std::string op;      // the denied op ("aten::save") or "default value"
+    std::string reason;
+    int line = 0;        // 1-based line in the compiled source, 0 if unknown
+};
+
+/// The source's shape is out of bounds (checkHostCodeShape: status `format_error`).
+struct ScriptFormatError : ScriptError {
+    ScriptFormatError(std::string code, const std::string& message, int line);
+    std::string code;    // "host_code_limit"
+    int line = 0;        // 1-based line in the compiled source
+};
+
 /// Once per process: graph executor optimisation off (no fusion groups, see docs/decisions.md),
 /// kb operators registered. Idempotent.
 void configureScriptRuntime();
@@ -26,7 +42,10 @@ void configureScriptRuntime();
 /// Compiles TorchScript host code. `import`/`from` lines are blanked (models write them; the C++
 /// frontend has no imports) so line numbers in errors still match the answer's block.
 /// Names resolved: torch (aten builtins, plus torch.nn.functional), F, math, kb.
-/// Throws ScriptError with the frontend's message.
+/// Before the frontend compiles (and so runs default values and constant ops), the source is
+/// checked: its shape (ScriptFormatError), then its parse tree (ScriptRejected: a denied op's name
+/// anywhere, a default value that is not a literal). Throws ScriptError with the frontend's
+/// message otherwise.
 std::shared_ptr<torch::jit::CompilationUnit> compileScript(const std::string& source);
 
 /// The `forward` function of a compiled unit; throws ScriptError if there is none.

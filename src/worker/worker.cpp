@@ -129,6 +129,8 @@ json Worker::compileOnly(const json& request)
                  return k;
              }()}};
     out["source_hash"] = protocol::sourceHash(source);
+    if (r.refused) // checkCudaForNvrtc: NVRTC did not run (an include outside the toolkit, …)
+        out["refused"] = {{"code", r.refused->code}, {"message", r.refused->message}, {"line", r.refused->line}};
     if (request.value("return_cubin", false) && r.ok)
         out["cubin_b64"] = protocol::encodeBase64(r.cubin);
     return out;

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -127,4 +128,54 @@ TEST_CASE("the ceiling kernels of device_info compile") {
             CHECK(isElf(r.cubin));
         }
     }
+}
+
+TEST_CASE("includes outside the toolkit are refused before NVRTC runs: nothing of the file reaches the log") {
+    // At 08b8dde NVRTC opened these and printed their lines (or the worker's environment) in the log.
+    for (const char* inc : {"#include \"/etc/passwd\"", "#include </etc/passwd>", "#include \"/proc/self/environ\"",
+                            "#include \"../../../../../../../../etc/passwd\"", "#define F \"/etc/passwd\"\n#include F",
+                            "#inc\\\nlude \"/etc/passwd\"", "%:include \"/etc/passwd\"",
+                            "#if __has_include(\"/etc/passwd\")\n#endif"}) {
+        CAPTURE(inc);
+        CompileResult r = compileCuda(std::string(inc) + "\n" + kBiasRelu, "sm_90");
+        INFO(r.log);
+        CHECK_FALSE(r.ok);
+        REQUIRE(r.refused);
+        CHECK(r.refused->code == "include_refused");
+        CHECK(r.log.find("refused before compiling") != std::string::npos);
+        CHECK(r.log.find("root:") == std::string::npos);
+        CHECK(r.log.find("PATH=") == std::string::npos);
+        CHECK(r.options.empty());  // NVRTC was not called
+        CHECK(checkCudaForNvrtc(std::string(inc) + "\n" + kBiasRelu));
+    }
+    // A quoted name that exists in the working directory, which NVRTC searches first for "name".
+    const char* probe = "kwb_tst_nvrtc_cwd_probe.h";
+    { std::FILE* f = std::fopen(probe, "w"); REQUIRE(f); std::fputs("#error secret_in_cwd\n", f); std::fclose(f); }
+    CompileResult cwd = compileCuda(std::string("#include \"") + probe + "\"\n" + kBiasRelu, "sm_90");
+    std::remove(probe);
+    INFO(cwd.log);
+    CHECK_FALSE(cwd.ok);
+    REQUIRE(cwd.refused);
+    CHECK(cwd.log.find("secret_in_cwd") == std::string::npos);
+}
+
+TEST_CASE("toolkit headers that honest kernels include still compile, quoted or not") {
+    const char* src = R"(
+#include <cuda_fp16.h>
+#include "cuda_bf16.h"
+#include <mma.h>
+#include <cooperative_groups.h>
+#include <cuda/std/cstdint>
+namespace cg = cooperative_groups;
+extern "C" __global__ void k(__half* y, const __nv_bfloat16* b, int n) {
+    cg::thread_block tb = cg::this_thread_block();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = __float2half(__bfloat162float(b[i]) + float(tb.thread_rank()) * 0.f);
+}
+)";
+    CHECK_FALSE(checkCudaForNvrtc(src));
+    CompileResult r = compileCuda(src, "sm_90");
+    INFO(r.log);
+    CHECK(r.ok);
+    CHECK_FALSE(r.refused);
 }

@@ -1,8 +1,11 @@
 // The torch side of the worker on a CPU: TorchScript host (resolver, sandbox, executor settings),
 // every task's reference at smoke scale, and evaluation up to the launch. One file, because every
 // file that includes torch headers costs ~30 s to compile.
+#include "candidate_parser.hpp"
 #include "evaluator.hpp"
+#include "protocol.hpp"
 #include "script_host.hpp"
+#include "source_check.hpp"
 #include "task.hpp"
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -13,6 +16,9 @@
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -174,26 +180,25 @@ TEST_CASE("sandbox: console, threads, files, RNG are refused; tensor code passes
         {"def forward(x: Tensor) -> Tensor:\n    torch.manual_seed(3)\n    return x\n", "aten::manual_seed"},
         {"def forward(x: Tensor) -> Tensor:\n    while True:\n        print(1)\n    return x\n", "prim::Print"},
     };
+    // Denied names are refused in the parsed source, before anything compiles.
     for (const auto& c : refused) {
         const std::string source = c.src;
         CAPTURE(source);
-        std::shared_ptr<torch::jit::CompilationUnit> cu;
         try {
-            cu = compileScript(c.src);
-        } catch (const ScriptError& e) {
-            // torch.jit._fork is spelled differently across versions; if it does not compile,
-            // it cannot run either.
-            const std::string msg = std::string("did not compile: ") + e.what();
-            MESSAGE(msg);
-            continue;
+            compileScript(c.src);
+            FAIL("compiled");
+        } catch (const ScriptRejected& e) {
+            CHECK(e.op == c.op);
+            CHECK(e.line >= 2);
         }
+    }
+    // The graph check after compilation still refuses what is neither denied by name nor allowed.
+    {
+        auto cu = compileScript("def forward(x: Tensor) -> Tensor:\n    return torch.histc(x)\n");
         auto v = checkSandbox(*inlinedGraph(forwardFunction(*cu)));
-        REQUIRE(!v.empty());
-        bool found = false;
-        for (const auto& x : v)
-            found = found || x.op == c.op;
-        CHECK(found);
-        CHECK(v[0].where.rfind("line ", 0) == 0);
+        REQUIRE(v.size() == 1);
+        CHECK(v[0].op == "aten::histc");
+        CHECK(v[0].where == "line 2");
     }
     auto ok = compileScript(R"(
 def helper(y: Tensor, n: int) -> Tensor:
@@ -418,4 +423,187 @@ TEST_CASE("trial seeds are distinct and reproducible")
     CHECK(seeds.size() == 100);
     CHECK(trialSeed(42, 3) == trialSeed(42, 3));
     CHECK(trialSeed(42, 0) != trialSeed(43, 0));
+}
+
+// ---- issue 9: nothing from a candidate runs, reads or includes anything before it is checked ----
+
+namespace {
+bool fileExists(const std::string& p)
+{
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0;
+}
+const std::string kL15 = "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n";
+} // namespace
+
+TEST_CASE("pre-checks: a default value that writes or reads a file is refused before compiling")
+{
+    const Task* t = allTasks().find("L1/5");
+    REQUIRE(t);
+    Evaluator ev;
+    const std::string target = "/tmp/kwb_tst_torch_side_owned_" + std::to_string(::getpid());
+    std::remove(target.c_str());
+    // At 08b8dde TorchScript evaluated this default while compiling: the file was written and the
+    // answer came back no_device.
+    json r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    return A * s\n"
+                                                          "def h(x: int = len([torch.save(\"owned\", \"" + target + "\")])) -> int:\n"
+                                                          "    return x\n")},
+                              {"device", "none"}});
+    CHECK(r["status"] == "rejected");
+    CHECK(r["sandbox"][0]["op"] == "default value");
+    CHECK(r["sandbox"][0]["where"] == "line 3");
+    CHECK_FALSE(fileExists(target));
+    // ... also in a nested function's default
+    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    def g(y: int = len([torch.save(\"owned\", \"" + target + "\")])) -> int:\n"
+                                                     "        return y\n    return A * s\n")},
+                         {"device", "none"}});
+    CHECK(r["status"] == "rejected");
+    CHECK_FALSE(fileExists(target));
+    // At 08b8dde the KeyError put /etc/passwd's text into the compile log.
+    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    return A * s\n"
+                                                     "def h(x: int = {\"a\": 1}[\"\".join([chr(int(b)) for b in torch.from_file(\"/etc/passwd\", False, 4096, dtype=torch.uint8)])]) -> int:\n"
+                                                     "    return x\n")},
+                         {"device", "none"}});
+    CHECK(r["status"] == "rejected");
+    CHECK(r.dump().find("root:") == std::string::npos);
+    // Literal defaults are fine.
+    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    return A * s\n"
+                                                     "def h(a: int = -1, b: str = \"x\", c: Optional[int] = None, d: bool = True, "
+                                                     "e: float = 1e-5, f: List[int] = [1, -2], g: Tuple[int, float] = (1, 2.0)) -> int:\n"
+                                                     "    return a\n")},
+                         {"device", "none"}});
+    CHECK(r["status"] == "no_device");
+}
+
+TEST_CASE("pre-checks: a denied call is refused anywhere in the source, also in code forward never calls")
+{
+    const Task* t = allTasks().find("L1/5");
+    REQUIRE(t);
+    Evaluator ev;
+    const std::string target = "/tmp/kwb_tst_torch_side_helper_" + std::to_string(::getpid());
+    // At 08b8dde only forward's inlined graph was checked: an uncalled helper passed (no_device).
+    json r = ev.evaluate(*t, {{"answer", answerFor("def unused(x: Tensor) -> Tensor:\n    torch.save(x, \"" + target + "\")\n    return x\n" +
+                                                   kL15 + "    return A * s\n")},
+                              {"device", "none"}});
+    CHECK(r["status"] == "rejected");
+    CHECK(r["sandbox"][0]["op"] == "aten::save");
+    CHECK(r["sandbox"][0]["where"] == "line 2");
+    CHECK(r["message"].get<std::string>().find("writes a file") != std::string::npos);
+    CHECK_FALSE(fileExists(target));
+    for (const char* body : {"    x = torch.from_file(\"/etc/passwd\")\n", "    A.set_(A)\n", "    torch.manual_seed(1)\n",
+                             "    B = torch.jit._fork(torch.relu, A)\n"}) {
+        CAPTURE(body);
+        r = ev.evaluate(*t, {{"answer", answerFor(kL15 + body + "    return A * s\n")}, {"device", "none"}});
+        CHECK(r["status"] == "rejected");
+    }
+    // What the C++ frontend does not accept cannot run at definition time: decorators, classes and
+    // module-level statements are parse errors.
+    for (const std::string src : {"@torch.jit.script\n" + kL15 + "    return A * s\n",
+                                  "class C:\n    x = 1\n" + kL15 + "    return A * s\n",
+                                  "y = torch.zeros([1])\n" + kL15 + "    return A * s\n"}) {
+        CAPTURE(src);
+        CHECK_THROWS_AS(compileScript(src), ScriptError);
+        r = ev.evaluate(*t, {{"answer", answerFor(src)}, {"device", "none"}});
+        CHECK(r["status"] == "compile_error");
+    }
+}
+
+TEST_CASE("pre-checks: inputs that overflowed the stack get a format_error, at the sizes that crashed")
+{
+    const Task* t = allTasks().find("L1/5");
+    REQUIRE(t);
+    Evaluator ev;
+    auto status = [&](const std::string& python) {
+        json r = ev.evaluate(*t, {{"python", python}, {"device", "none"}});
+        return r["status"].get<std::string>() + ": " + r["message"].get<std::string>() +
+               (r["format_error"].is_object() ? " @" + std::to_string(r["format_error"]["line"].get<int>()) : "");
+    };
+    std::string sum = kL15 + "    return A";
+    for (int i = 1; i < 30000; ++i)
+        sum += " + A";
+    const std::string cases[][2] = {
+        {"import " + std::string(30000, 'a') + "\n" + kL15 + "    return A * s\n", "longer than"},
+        {kL15 + "    return " + std::string(10000, '(') + "A" + std::string(10000, ')') + "\n", "brackets deeper"},
+        {sum + "\n", "operators"},
+        {kL15 + "    return A\n    y = " + std::string((1 << 20) - 200, '['), "brackets deeper"},
+        {kL15 + "    return " + std::string(6000, '-') + "A\n", "operators"},
+        {kL15 + "    if s > 0.0:\n        A = A + 1\n" + [] {
+             std::string e;
+             for (int i = 0; i < 3300; ++i)
+                 e += "    elif s > 1.0:\n        A = A + 1\n";
+             return e;
+         }() + "    return A\n", "nests blocks"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c[1]);
+        const std::string got = status(c[0]);
+        CAPTURE(got);
+        CHECK(got.rfind("format_error: host code ", 0) == 0);
+        CHECK(got.find(c[1]) != std::string::npos);
+    }
+    // the line is the answer's (the python block opens on answer line 2 here)
+    CHECK(status(kL15 + "    return " + std::string(200, '(') + "A" + std::string(200, ')') + "\n").find("@3") != std::string::npos);
+    // The 30,000-character import line alone (under the statement limit it is blanked by a linear
+    // scan: the former std::regex overflowed the stack on it).
+    CHECK(status("import " + std::string(19000, 'a') + "\n" + kL15 + "    return A * s\n").rfind("no_device", 0) == 0);
+
+    // Code at every limit at once still compiles: the limits leave the recursive frontend room.
+    std::string atLimits = kL15 + "    y = A\n";
+    for (int i = 0; i < 49; ++i)
+        atLimits += std::string(std::size_t(4 + i), ' ') + "if s > 0.0:\n";
+    std::string expr = std::string(HostCodeLimits::kMaxBracketDepth, '(') + "y" + std::string(HostCodeLimits::kMaxBracketDepth, ')');
+    for (int i = 0; i < HostCodeLimits::kMaxOperators - HostCodeLimits::kMaxBracketDepth - 1; ++i)
+        expr += "-";
+    atLimits += std::string(53, ' ') + "y = " + expr + "y\n    return y * s\n";
+    REQUIRE_FALSE(checkHostCodeShape(atLimits));
+    CHECK(status(atLimits).rfind("no_device", 0) == 0);
+
+    // A call to a function defined further down compiles it inside the call, so the depths add up
+    // along a call chain: at 08b8dde ten functions like these, each calling the next from deep
+    // inside, overflowed the stack. compileScript runs on a large stack.
+    std::string chain = kL15 + "    return f0(A, s)\n";
+    const int n = 20;
+    for (int i = 0; i < n; ++i) {
+        chain += "def f" + std::to_string(i) + "(x: Tensor, s: float) -> Tensor:\n";
+        for (int d = 0; d < 45; ++d)
+            chain += std::string(std::size_t(4 + d), ' ') + "if s > 0.0:\n";
+        const std::string call = i + 1 < n ? "f" + std::to_string(i + 1) + "(x, s)" : "x";
+        std::string e = std::string(90, '(') + call + std::string(90, ')');
+        for (int k = 0; k < 800; ++k)
+            e += " + x";
+        chain += std::string(49, ' ') + "x = " + e + "\n    return x\n";
+    }
+    REQUIRE_FALSE(checkHostCodeShape(chain));
+    CHECK(status(chain).rfind("no_device", 0) == 0);
+}
+
+TEST_CASE("pre-checks: an include outside the toolkit is rejected, by evaluate and by compile-ahead cubins")
+{
+    const Task* t = allTasks().find("L1/5");
+    REQUIRE(t);
+    Evaluator ev;
+    const std::string py = kL15 + "    y = torch.empty_like(A)\n    kb.launch(\"k\", [1], [32], y)\n    return y\n";
+    const std::string kernel = "extern \"C\" __global__ void k(float* y) { }\n";
+    // the cuda block as the parser extracts it from a request's "cuda" (the hash is of that)
+    auto block = [&](const std::string& cuda) {
+        return parseAnswer("```cuda\n" + cuda + "\n```\n```python\n" + py + "\n```\n",
+                           parseForwardSignature(t->forward, nullptr)).candidate.cuda;
+    };
+    for (const std::string inc : {"#include \"/etc/passwd\"\n", "#include \"/proc/self/environ\"\n", "#define P \"/etc/passwd\"\n#include P\n"}) {
+        CAPTURE(inc);
+        json r = ev.evaluate(*t, {{"cuda", inc + kernel}, {"python", py}, {"device", "none"}});
+        CHECK(r["status"] == "rejected");
+        CHECK(r["sandbox"][0]["op"] == "#include");
+        CHECK(r.dump().find("root:") == std::string::npos);
+        CHECK(r.dump().find("PATH=") == std::string::npos);
+        // a cubin shipped for this source (compiled ahead) is held to the same check
+        r = ev.evaluate(*t, {{"cuda", inc + kernel}, {"python", py}, {"device", "none"}, {"arch", "sm_90"},
+                             {"cubin_b64", "AAAA"}, {"cubin_arch", "sm_90"},
+                             {"cubin_source_hash", protocol::sourceHash(block(inc + kernel))}});
+        CHECK(r["status"] == "rejected");
+    }
+    // control: the same request without the include takes the compile-ahead path
+    json r = ev.evaluate(*t, {{"cuda", kernel}, {"python", py}, {"device", "none"}, {"arch", "sm_90"},
+                              {"cubin_b64", "AAAA"}, {"cubin_arch", "sm_90"}, {"cubin_source_hash", protocol::sourceHash(block(kernel))}});
+    CHECK(r["compile"].value("cached", false));
 }

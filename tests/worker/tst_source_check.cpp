@@ -1,0 +1,234 @@
+// Source pre-checks (source_check.cpp): the shape bounds of host code, import blanking, and the
+// CUDA include check against a toolkit folder made for the test. No torch, no NVRTC.
+#include "source_check.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace kwb;
+
+namespace {
+
+const std::string kSig = "def forward(x: Tensor) -> Tensor:\n";
+
+std::string repeat(const std::string& s, int n)
+{
+    std::string out;
+    out.reserve(s.size() * std::size_t(n));
+    for (int i = 0; i < n; ++i)
+        out += s;
+    return out;
+}
+
+std::string issueCode(const std::string& py)
+{
+    auto r = checkHostCodeShape(py);
+    return r ? r->code + ": " + r->message : std::string();
+}
+
+// A fake toolkit: <dir>/toolkit_a.h, <dir>/sub/toolkit_b.h, and a symlink leading out of it.
+struct FakeToolkit {
+    std::string dir;
+    FakeToolkit()
+    {
+        char tmpl[] = "/tmp/kwb_tst_source_check_XXXXXX";
+        dir = ::mkdtemp(tmpl);
+        ::mkdir((dir + "/sub").c_str(), 0755);
+        std::ofstream(dir + "/toolkit_a.h") << "// a\n";
+        std::ofstream(dir + "/sub/toolkit_b.h") << "// b\n";
+        (void)::symlink("/etc/passwd", (dir + "/leak.h").c_str());
+    }
+    ~FakeToolkit()
+    {
+        std::remove((dir + "/leak.h").c_str());
+        std::remove((dir + "/sub/toolkit_b.h").c_str());
+        std::remove((dir + "/toolkit_a.h").c_str());
+        ::rmdir((dir + "/sub").c_str());
+        ::rmdir(dir.c_str());
+    }
+};
+
+std::string cudaProblem(const std::string& src, const FakeToolkit& tk)
+{
+    auto r = checkCudaSource(src, {tk.dir});
+    return r ? r->message : std::string();
+}
+
+const char* kKernel = "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n";
+
+}  // namespace
+
+TEST_CASE("host code shape: the inputs that crashed the worker get a clean refusal, at the sizes seen")
+{
+    // 10,000 nested parentheses, 30,000 `+` terms, 1 MiB of `[`, and 30,000-character statements.
+    const std::string parens = kSig + "    return " + repeat("(", 10000) + "x" + repeat(")", 10000) + "\n";
+    CHECK(issueCode(parens).find("nests brackets deeper than 100") != std::string::npos);
+    std::string sum = kSig + "    return x";
+    for (int i = 1; i < 30000; ++i)
+        sum += " + x";
+    CHECK(issueCode(sum + "\n").find("more than 1000 operators") != std::string::npos);
+    CHECK(issueCode(kSig + "    return x\n" + std::string(1 << 20, '[')).find("nests brackets") != std::string::npos);
+    CHECK(issueCode("import " + std::string(30000, 'a') + "\n" + kSig + "    return x\n").find("longer than 20000") !=
+          std::string::npos);
+    // unary chains, keyword operators, attribute and call chains, ternaries, deep blocks
+    CHECK(issueCode(kSig + "    return " + repeat("- ", 6000) + "x\n").find("operators") != std::string::npos);
+    CHECK(issueCode(kSig + "    return " + std::string(6000, '-') + "x\n").find("operators") != std::string::npos);
+    CHECK(issueCode(kSig + "    b = " + repeat("not ", 12000) + "True\n").find("operators") != std::string::npos);
+    CHECK(issueCode(kSig + "    return x" + repeat(".relu()", 15000) + "\n").find("operators") != std::string::npos);
+    CHECK(issueCode(kSig + "    return x" + repeat("[0]", 14000) + "\n").find("operators") != std::string::npos);
+    CHECK(issueCode(kSig + "    return " + repeat("x if True else ", 21000) + "x\n").find("operators") != std::string::npos);
+    std::string blocks = kSig;
+    for (int i = 0; i < 60; ++i)
+        blocks += std::string(std::size_t(4 + i), ' ') + "if True:\n";
+    blocks += std::string(64, ' ') + "x = x + 1\n    return x\n";
+    auto deep = checkHostCodeShape(blocks);
+    REQUIRE(deep);
+    CHECK(deep->message.find("nests blocks deeper than 50 levels") != std::string::npos);
+    CHECK(deep->line == 52);  // the 51st nested block
+    // an elif chain nests like blocks (3,250 branches crashed the worker)
+    std::string chain = kSig + "    if x:\n        x = x + 1\n";
+    for (int i = 0; i < 3250; ++i)
+        chain += "    elif x:\n        x = x + 1\n";
+    chain += "    else:\n        x = x + 2\n    return x\n";
+    auto elifs = checkHostCodeShape(chain);
+    REQUIRE(elifs);
+    CHECK(elifs->message.find("each elif nests one more") != std::string::npos);
+    CHECK(elifs->line == 3 + 2 * 49);  // the body of the 49th elif: forward, 49 elifs, the body
+    // chains that end do not add up
+    std::string chains = kSig;
+    for (int i = 0; i < 100; ++i)
+        chains += "    if x:\n        x = x + 1\n    elif x:\n        x = x + 1\n    elif x:\n        x = x + 1\n    else:\n        x = x\n    x = x + 1\n";
+    CHECK(issueCode(chains + "    return x\n") == "");
+    // functions, nested ones included
+    CHECK(issueCode(repeat("def f(x: int) -> int:\n    def g(y: int) -> int:\n        return y\n    return x\n", 51))
+              .find("defines more than 100 functions") != std::string::npos);
+    CHECK(issueCode(repeat("def f(x: int) -> int:\n    return x\n", 100)) == "");
+    // a statement continued over many lines inside brackets is still one statement
+    CHECK(issueCode(kSig + "    y = [\n" + repeat("        x + 1,\n", 1200) + "    ]\n    return x\n").find("operators") !=
+          std::string::npos);
+}
+
+TEST_CASE("host code shape: honest code passes, up to the limits; strings and comments do not count")
+{
+    CHECK(issueCode(kSig + "    return torch.relu(x) + 1.0\n") == "");
+    // every limit reached at once, but none exceeded
+    std::string atLimits = kSig;
+    for (int i = 0; i < 49; ++i)
+        atLimits += std::string(std::size_t(4 + i), ' ') + "if True:\n";
+    std::string expr = repeat("(", 99) + "x" + repeat(")", 99);  // 99 operators (the brackets)
+    for (int i = 0; i < 400; ++i)
+        expr += " + x";                                             // 400
+    atLimits += std::string(53, ' ') + "x = " + expr + "\n    return x\n";
+    CHECK(issueCode(atLimits) == "");
+    // brackets, operators and keywords inside strings and comments are text
+    CHECK(issueCode(kSig + "    s = \"" + std::string(5000, '(') + "\"  # " + std::string(5000, '[') +
+                    "\n    t = '''" + repeat("- not ", 2000) + "'''\n    return x\n") == "");
+    // separate statements each have their own count
+    CHECK(issueCode(kSig + repeat("    x = x + x + x + x\n", 5000) + "    return x\n") == "");
+}
+
+TEST_CASE("import lines are blanked by a linear scan, keeping line numbers")
+{
+    const std::string src = "import torch\n  from torch import nn\nimportant = 1\nfrom_x = 2\nimport\n" + kSig + "    return x";
+    CHECK(blankImportLines(src) == "\n\nimportant = 1\nfrom_x = 2\nimport\n" + kSig + "    return x");
+    // The std::regex it replaces overflowed the stack on a 30,000-character import line.
+    const std::string huge = "import " + std::string(1 << 20, 'a') + "\n" + kSig;
+    CHECK(blankImportLines(huge) == "\n" + kSig);
+}
+
+TEST_CASE("cuda includes: only existing files under the toolkit folders, by plain relative names")
+{
+    FakeToolkit tk;
+    CHECK(cudaProblem(std::string("#include <toolkit_a.h>\n#include \"sub/toolkit_b.h\"\n") + kKernel, tk) == "");
+    CHECK(cudaProblem(std::string("#  include   <toolkit_a.h>   // fine\n") + kKernel, tk) == "");
+
+    struct Case {
+        const char* src;
+        const char* why;
+    };
+    const Case refused[] = {
+        {"#include \"/etc/passwd\"\n", "#include \"/etc/passwd\" is outside the CUDA toolkit's include folders"},
+        {"#include \"/proc/self/environ\"\n", "\"/proc/self/environ\" is outside"},
+        {"#include \"../../../etc/passwd\"\n", "\"../../../etc/passwd\" is outside"},
+        {"#include <sub/../toolkit_a.h>\n", "is outside"},
+        {"#include <no_such_header.h>\n", "<no_such_header.h> is outside"},
+        {"#include <leak.h>\n", "<leak.h> is outside"},  // a symlink leading out of the folder
+        {"#define P \"/etc/passwd\"\n#include P\n", "computed includes"},
+        {"#define P <toolkit_a.h>\n#include P\n", "computed includes"},
+        {"#include \"toolkit_a.h\" extra\n", "computed includes"},
+        {"#inc\\\nlude \"/etc/passwd\"\n", "\"/etc/passwd\" is outside"},
+        {"#include \\\n\"/etc/passwd\"\n", "\"/etc/passwd\" is outside"},
+        {"#inc\\  \nlude \"/etc/passwd\"\n", "#inc is refused"},  // backslash, spaces, newline: read both ways
+        {"// x \\  \n#include \"/etc/passwd\"\n", "is outside"},
+        {"%:include \"/etc/passwd\"\n", "is outside"},
+        {"%: include <../x>\n", "is outside"},
+        {"#/* c */include /* c */ \"/etc/passwd\"\n", "is outside"},
+        {"# /* a\n */ include \"/etc/passwd\"\n", "is outside"},  // the comment's newline does not end the directive
+        {"#include_next <toolkit_a.h>\n", "#include_next is refused"},
+        {"#import \"/etc/passwd\"\n", "#import is refused"},
+        {"#embed \"/etc/passwd\"\n", "#embed is refused"},
+        {"#line 1 \"/etc/passwd\"\n", "#line is refused"},
+        {"# 1 \"/etc/passwd\"\n", "is refused"},
+        {"#if __has_include(\"/etc/passwd\")\n#endif\n", "__has_include: \"/etc/passwd\" is outside"},
+        {"#if __has_include(P)\n#endif\n", "__has_include must test a header"},
+        {"#if __has_include_next(<toolkit_a.h>)\n#endif\n", "__has_include_next must test"},
+        {"_Pragma(\"include_alias(\\\"a\\\", \\\"/etc/passwd\\\")\")\n", "_Pragma is refused"},
+        {"#pragma include_alias(\"a.h\", \"/etc/passwd\")\n", "concerns includes"},
+        {"?\?=include \"/etc/passwd\"\n", "trigraph"},
+        {"/* never closed\n#include \"/etc/passwd\"\n", "unterminated /* comment"},
+        {"const char* s = R\"x(never closed\n#include \"/etc/passwd\"\n", "unterminated raw string"},
+    };
+    for (const auto& c : refused) {
+        const std::string src = std::string(c.src) + kKernel;
+        CAPTURE(src);
+        const std::string why = cudaProblem(src, tk);
+        CAPTURE(why);
+        CHECK(why.find(c.why) != std::string::npos);
+    }
+    // line numbers are the source's, splices and comments included
+    auto r = checkCudaSource(std::string("// one\n/* two\n three */\n#define A \\\n  1\n#include \"/etc/passwd\"\n") + kKernel, {tk.dir});
+    REQUIRE(r);
+    CHECK(r->line == 6);
+    CHECK(r->code == "include_refused");
+
+    // Text that only looks like a directive: literals, raw strings, comments, digit separators.
+    const char* fine[] = {
+        "const char* s = \"#include \\\"/etc/passwd\\\"\";\n",
+        "const char* s = R\"x(\n#include \"/etc/passwd\"\n)x\";\n",
+        "// #include \"/etc/passwd\"\n",
+        "/*\n#include \"/etc/passwd\"\n*/\n",
+        "const long long n = 1'000'000; const char c = '\"';\n",
+        "#pragma unroll\n#define SQ(x) ((x) * (x))\n#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800\n#elif 1\n#else\n#endif\n#\n",
+        "#if __has_include(<toolkit_a.h>)\n#endif\n",
+        "#define UNROLL _Pragma(\"unroll\")\n",
+    };
+    for (const char* f : fine) {
+        const std::string src = std::string(f) + kKernel;
+        CAPTURE(src);
+        CHECK(cudaProblem(src, tk) == "");
+    }
+}
+
+TEST_CASE("cuda includes: a quoted name that exists in the working directory is refused")
+{
+    // NVRTC searches the working directory (the directory of "candidate.cu") first for "name".
+    FakeToolkit tk;
+    char cwd[4096];
+    REQUIRE(::getcwd(cwd, sizeof cwd));
+    const std::string probe = "kwb_tst_source_check_cwd_probe.h";
+    std::ofstream(tk.dir + "/" + probe) << "// toolkit copy\n";
+    std::ofstream(probe) << "secret\n";
+    CHECK(cudaProblem("#include \"" + probe + "\"\n" + kKernel, tk).find("working directory") != std::string::npos);
+    CHECK(cudaProblem("#include <" + probe + ">\n" + kKernel, tk) == "");  // <name> skips the working directory
+    std::remove(probe.c_str());
+    CHECK(cudaProblem("#include \"" + probe + "\"\n" + kKernel, tk) == "");
+    std::remove((tk.dir + "/" + probe).c_str());
+}
