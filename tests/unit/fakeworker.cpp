@@ -11,12 +11,14 @@
 //   hang              never answer
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
 //   abort / segv      die by SIGABRT / SIGSEGV
+//   sigkill           die by SIGKILL, as if killed from outside (the OOM killer)
 //   exit              exit with code 3 without answering
 //   flood             write "flood_bytes" (default 5 MiB) to stderr, then answer
 //   broken            write a line that is not JSON
 //   huge_line         write more than 16 MiB without a newline
 //   unhealthy         answer with "worker_healthy": false, then exit 0 (a sticky CUDA error)
 //   wrong_id          answer with another request's id
+// A request of type "env" (not in the protocol) answers {"environment": {NAME: VALUE, …}}.
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
 // start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
@@ -49,6 +51,8 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace {
 
@@ -215,6 +219,16 @@ QJsonObject answer(const QJsonObject& request)
         response.insert(QStringLiteral("bytes_fused"), 201326592.0);
         response.insert(QStringLiteral("intensity_unfused"), 682.7);
         response.insert(QStringLiteral("intensity_fused"), 682.7);
+    } else if (type == QLatin1String("env")) {
+        // Not in the protocol: what the worker's environment holds, for the supervisor's tests.
+        QJsonObject environment;
+        for (char** entry = environ; *entry; ++entry) {
+            const QString text = QString::fromLocal8Bit(*entry);
+            const qsizetype equals = text.indexOf(QLatin1Char('='));
+            if (equals > 0)
+                environment.insert(text.left(equals), text.mid(equals + 1));
+        }
+        response.insert(QStringLiteral("environment"), environment);
     } else if (type == QLatin1String("evaluate")) {
         const QString answerText = request.value(QStringLiteral("answer")).toString();
         QString status = marker(answerText, QStringLiteral("status"));
@@ -292,6 +306,9 @@ void serve(const QJsonObject& request)
         dieBy(SIGABRT);
     } else if (mode == QLatin1String("segv")) {
         dieBy(SIGSEGV);
+    } else if (mode == QLatin1String("sigkill")) {
+        dieBy(SIGKILL); // as the OOM killer or another process would end it
+
     } else if (mode == QLatin1String("exit")) {
         std::fputs("fake worker: leaving in the middle of a request\n", stderr);
         std::_Exit(3);
