@@ -79,8 +79,11 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     m_cancelled = false;
     m_selected.clear();
     m_storedEvaluations.clear();
+    // A machine failure (worker_lost, start_failed) says nothing about the candidate: its unit is
+    // evaluated again, from the stored answer.
     for (const EvaluationRecord& e : m_store->evaluations(runId))
-        m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
+        if (!FailureStatus::isMachineFailure(e.status))
+            m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
     m_storedAnswers = m_store->answeredUnits(runId);
     QTimer::singleShot(0, this, [this] {
         Q_EMIT progress(0, int(m_tasks.size()));

@@ -1,5 +1,7 @@
 #include "core/runstore.h"
 
+#include "core/workersupervisor.h"
+
 #include <QAtomicInteger>
 #include <QCryptographicHash>
 #include <QFileInfo>
@@ -648,7 +650,7 @@ QSet<UnitKey> RunStore::completedUnits(qint64 runId) const
         return units;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT DISTINCT p.task, p.turn, p.sample, p.role"
+    query.prepare(QStringLiteral("SELECT DISTINCT p.task, p.turn, p.sample, p.role, e.status"
                                  " FROM evaluations e"
                                  " JOIN candidates c ON c.id = e.candidate_id"
                                  " JOIN responses r ON r.id = c.response_id"
@@ -658,6 +660,8 @@ QSet<UnitKey> RunStore::completedUnits(qint64 runId) const
     if (!execOrFail(query, QStringLiteral("completed units")))
         return units;
     while (query.next()) {
+        if (FailureStatus::isMachineFailure(query.value(4).toString()))
+            continue; // says nothing about the candidate: evaluated again
         units.insert(UnitKey{query.value(0).toString(), query.value(1).toInt(), query.value(2).toInt(),
                              query.value(3).toString()});
     }
