@@ -12,6 +12,7 @@
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
 //   abort / segv      die by SIGABRT / SIGSEGV
 //   sigkill           die by SIGKILL, as if killed from outside (the OOM killer)
+//   sigkill_once      like sigkill when the file $FAKEWORKER_ONCE does not exist (it creates it), else answer
 //   exit              exit with code 3 without answering
 //   flood             write "flood_bytes" (default 5 MiB) to stderr, then answer
 //   broken            write a line that is not JSON
@@ -37,6 +38,7 @@
 
 #include <QByteArray>
 #include <QDateTime>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -308,6 +310,15 @@ void serve(const QJsonObject& request)
         dieBy(SIGSEGV);
     } else if (mode == QLatin1String("sigkill")) {
         dieBy(SIGKILL); // as the OOM killer or another process would end it
+    } else if (mode == QLatin1String("sigkill_once")) {
+        // Killed the first time only: the file named by $FAKEWORKER_ONCE remembers it.
+        const char* path = std::getenv("FAKEWORKER_ONCE");
+        if (path && !QFile::exists(QString::fromLocal8Bit(path))) {
+            QFile file(QString::fromLocal8Bit(path));
+            (void)file.open(QIODevice::WriteOnly);
+            file.close();
+            dieBy(SIGKILL);
+        }
 
     } else if (mode == QLatin1String("exit")) {
         std::fputs("fake worker: leaving in the middle of a request\n", stderr);
