@@ -369,7 +369,76 @@ QList<UnfinishedUnit> unfinishedUnits(const QList<UnitResponse>& responses, cons
 
 QList<UnfinishedUnit> unfinishedUnits(const RunStore& store, qint64 runId)
 {
-    return unfinishedUnits(store.responses(runId), store.evaluations(runId));
+    return unfinishedUnits(store.responses(runId, 0, false), store.evaluations(runId));
+}
+
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<EvaluationRecord>& evaluations)
+{
+    RunOutcomes result;
+    const QList<UnitResponse> responses = store.responses(info.id, 0, false);
+    // Every task the run was asked to do: named by its configuration, prompted or evaluated.
+    QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
+    for (const QJsonValue& task : info.config.value(QLatin1String("tasks")).toArray())
+        if (!task.toString().isEmpty())
+            byTask.insert(task.toString(), {});
+    for (const UnitResponse& response : responses)
+        if (!byTask.contains(response.unit.task))
+            byTask.insert(response.unit.task, {});
+    for (const EvaluationRecord& evaluation : evaluations)
+        byTask[evaluation.task].append(evaluation);
+    // Why a task without an evaluation has none: its first failed request, else whether it
+    // got an answer at all.
+    QHash<QString, QString> requestFailure;
+    QSet<QString> answered;
+    for (const UnfinishedUnit& unit : unfinishedUnits(responses, evaluations))
+        if (unit.kind == UnevaluatedKind::ModelRequestFailed && !requestFailure.contains(unit.unit.task))
+            requestFailure.insert(unit.unit.task, unit.reason);
+    for (const UnitResponse& response : responses)
+        if (response.response.error.isEmpty())
+            answered.insert(response.unit.task);
+    // The run's own selection rule, as `kwb run` stored it with the regime.
+    const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString() ==
+                              QLatin1String("last");
+    for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
+        int chosen = -1;
+        const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins);
+        TaskOutcome outcome;
+        UnevaluatedTask missing{it.key(), taskLevel(it.key()), QString(), QString()};
+        if (selected) {
+            outcome = *selected;
+            result.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
+            if (FailureStatus::isMachineFailure(outcome.status)) {
+                missing.kind = UnevaluatedKind::MachineFailure;
+                missing.reason = machineFailureReason(it.value().at(chosen));
+            }
+        } else {
+            // No evaluation at all: a failure (neither correct nor compiled), with its reason.
+            if (requestFailure.contains(it.key())) {
+                missing.kind = UnevaluatedKind::ModelRequestFailed;
+                missing.reason = requestFailure.value(it.key());
+            } else if (answered.contains(it.key())) {
+                missing.kind = UnevaluatedKind::NotEvaluated;
+                missing.reason = QStringLiteral("not evaluated: the run stopped before the evaluation");
+            } else {
+                missing.kind = UnevaluatedKind::NotStarted;
+                missing.reason = QStringLiteral("not started: the run stopped before the task");
+            }
+            outcome.task = it.key();
+            outcome.level = missing.level;
+            outcome.status = missing.kind;
+            outcome.speedup = kNaN;
+            outcome.compiled = false;
+        }
+        if (!missing.kind.isEmpty())
+            result.unevaluated.append(missing);
+        result.outcomes.append(outcome);
+    }
+    return result;
+}
+
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info)
+{
+    return runOutcomes(store, info, store.evaluations(info.id));
 }
 
 QString RunReport::label() const
@@ -409,66 +478,13 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         RunReport run;
         run.run = info;
         const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
-        const QList<UnitResponse> responses = store.responses(info.id);
+        RunOutcomes outcomes = runOutcomes(store, info, evaluations);
         run.evaluations = int(evaluations.size());
-        // Every task the run was asked to do: named by its configuration, prompted or evaluated.
-        QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
-        for (const QJsonValue& task : info.config.value(QLatin1String("tasks")).toArray())
-            if (!task.toString().isEmpty())
-                byTask.insert(task.toString(), {});
-        for (const UnitResponse& response : responses)
-            if (!byTask.contains(response.unit.task))
-                byTask.insert(response.unit.task, {});
-        for (const EvaluationRecord& evaluation : evaluations)
-            byTask[evaluation.task].append(evaluation);
-        // Why a task without an evaluation has none: its first failed request, else whether it
-        // got an answer at all.
-        QHash<QString, QString> requestFailure;
-        QSet<QString> answered;
-        for (const UnfinishedUnit& unit : unfinishedUnits(responses, evaluations))
-            if (unit.kind == UnevaluatedKind::ModelRequestFailed && !requestFailure.contains(unit.unit.task))
-                requestFailure.insert(unit.unit.task, unit.reason);
-        for (const UnitResponse& response : responses)
-            if (response.response.error.isEmpty())
-                answered.insert(response.unit.task);
-        // The run's own selection rule, as `kwb run` stored it with the regime.
-        const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString() ==
-                                  QLatin1String("last");
-        for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
-            int chosen = -1;
-            const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins);
-            TaskOutcome outcome;
-            UnevaluatedTask missing{it.key(), taskLevel(it.key()), QString(), QString()};
-            if (selected) {
-                outcome = *selected;
-                run.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
-                if (FailureStatus::isMachineFailure(outcome.status)) {
-                    missing.kind = UnevaluatedKind::MachineFailure;
-                    missing.reason = machineFailureReason(it.value().at(chosen));
-                }
-            } else {
-                // No evaluation at all: a failure (neither correct nor compiled), with its reason.
-                if (requestFailure.contains(it.key())) {
-                    missing.kind = UnevaluatedKind::ModelRequestFailed;
-                    missing.reason = requestFailure.value(it.key());
-                } else if (answered.contains(it.key())) {
-                    missing.kind = UnevaluatedKind::NotEvaluated;
-                    missing.reason = QStringLiteral("not evaluated: the run stopped before the evaluation");
-                } else {
-                    missing.kind = UnevaluatedKind::NotStarted;
-                    missing.reason = QStringLiteral("not started: the run stopped before the task");
-                }
-                outcome.task = it.key();
-                outcome.level = missing.level;
-                outcome.status = missing.kind;
-                outcome.speedup = kNaN;
-                outcome.compiled = false;
-            }
-            if (!missing.kind.isEmpty())
-                run.unevaluated.append(missing);
-            run.outcomes.append(outcome);
+        run.outcomes = outcomes.outcomes;
+        run.chosenEvaluation = outcomes.chosenEvaluation;
+        run.unevaluated = outcomes.unevaluated;
+        for (const TaskOutcome& outcome : std::as_const(run.outcomes))
             levels.insert(outcome.level);
-        }
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
         for (const QJsonValue& v : info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("ablated")).toArray())

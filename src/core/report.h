@@ -78,6 +78,18 @@ struct UnfinishedUnit
 QList<UnfinishedUnit> unfinishedUnits(const QList<UnitResponse>& responses, const QList<EvaluationRecord>& evaluations);
 QList<UnfinishedUnit> unfinishedUnits(const RunStore& store, qint64 runId);
 
+/// Every task of a run with the outcome that counts for it (selectOutcome, or a failure for a
+/// task without an evaluation), sorted by task id: what buildReport and the window's run list count.
+struct RunOutcomes
+{
+    QList<TaskOutcome> outcomes;
+    QMap<QString, qint64> chosenEvaluation; ///< task -> id of the evaluation selected for it
+    QList<UnevaluatedTask> unevaluated;
+};
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& run);
+/// The same with the run's evaluations already read.
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& run, const QList<EvaluationRecord>& evaluations);
+
 struct ReportOptions
 {
     BootstrapOptions bootstrap;

@@ -610,7 +610,7 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
     return list;
 }
 
-QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId) const
+QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId, bool withText) const
 {
     QList<UnitResponse> list;
     if (!isOpen())
@@ -618,7 +618,9 @@ QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId) const
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT p.task, p.turn, p.sample, p.role,"
-                                 "       r.id, r.prompt_id, r.text, r.tokens_in, r.tokens_out, r.latency_ms, r.error,"
+                                 "       r.id, r.prompt_id, %1, r.tokens_in, r.tokens_out, r.latency_ms, r.error,")
+                      .arg(withText ? QStringLiteral("r.text") : QStringLiteral("''"))
+                  + QStringLiteral(
                                  "       r.created"
                                  " FROM responses r JOIN prompts p ON p.id = r.prompt_id"
                                  " WHERE p.run_id = ? AND r.id > ? ORDER BY r.id"));
