@@ -400,6 +400,28 @@ private Q_SLOTS:
         QCOMPARE(again->evaluationsSubmitted(), 0);
     }
 
+    void machineFailureStopsTheTask()
+    {
+        // The worker is SIGKILLed during every evaluation (fake: sigkill): turn 1 says nothing about
+        // the candidate, so no turn 2 is asked with `worker_lost` as its feedback.
+        const Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        auto c = setUp(regime);
+        m_server->setDefaultReply(
+            reply({QStringLiteral("fake: sigkill\n") + answer(QStringLiteral("killed"), QStringLiteral("correct"))}));
+        const qint64 run = newRun(regime);
+        QSignalSpy finished(c.get(), &RunController::runFinished);
+        QSignalSpy errors(c.get(), &RunController::taskError);
+        QVERIFY(c->start(run, {taskInput()}));
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(m_server->requests().size(), 1);
+        QCOMPARE(errors.size(), 1);
+        QVERIFY2(errors.first().at(1).toString().contains(QLatin1String("machine failure (worker_lost)")),
+                 qPrintable(errors.first().at(1).toString()));
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 1);
+        QCOMPARE(evals.first().status, FailureStatus::WorkerLost);
+    }
+
     void routingPerLevel()
     {
         auto c = setUp(*Regime::builtin(QStringLiteral("zero-shot")));
