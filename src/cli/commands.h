@@ -22,6 +22,7 @@ enum ExitCode {
     ExitUsage = 2,      ///< bad command line, unreadable candidate file
     ExitWorker = 3,     ///< worker not found, could not start, protocol error, internal error
     ExitBadRequest = 4, ///< unknown task or a request the worker refused
+    ExitIncomplete = 5, ///< run/sweep: done, but a task or unit has no evaluation (resume to retry)
     ExitInterrupted = 130, ///< run: stopped by Ctrl-C (SIGINT); the run can resume
 };
 

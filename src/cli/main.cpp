@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "core/llmclient.h"
+#include "core/triallimits.h"
 
 #include <QCoreApplication>
 #include <QRegularExpression>
@@ -12,6 +13,7 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 
 using namespace kwb::cli;
 
@@ -60,8 +62,16 @@ int main(int argc, char** argv)
     evalCommand->add_option("--profile", profile, "protocol profile: kernelbench or kernelbench-v0.1")
         ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
     evalCommand->add_option("--scale", evalScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
-    evalCommand->add_option("--trials", eval.trials, "timing trials (default: the profile's)")
-        ->check(CLI::PositiveNumber);
+    // Trial counts are checked after parsing (below), for a plain message with the range.
+    struct BoundedCount
+    {
+        CLI::Option* option;
+        const int* value;
+        kwb::CountRange range;
+    };
+    std::vector<BoundedCount> boundedCounts;
+    boundedCounts.push_back({evalCommand->add_option("--trials", eval.trials, "timing trials (default: the profile's, 100)"),
+                             &eval.trials, kwb::TrialLimits::Timing});
     evalCommand->add_option("--arch", arch, "compile for this architecture (sm_XY) when there is no GPU")
         ->check([](const std::string& value) {
             return QString::fromStdString(value).contains(QRegularExpression(QStringLiteral("^sm_[0-9]{2,3}a?$")))
@@ -128,9 +138,9 @@ int main(int argc, char** argv)
         command->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
             ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
         command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
-        command->add_option("--timing-trials", runOptions.timingTrials,
-                            "timed runs per candidate and reference (default: the profile's, 100)")
-            ->check(CLI::Range(1, 10000));
+        boundedCounts.push_back({command->add_option("--timing-trials", runOptions.timingTrials,
+                                                     "timed runs per candidate and reference (default: the profile's, 100)"),
+                                 &runOptions.timingTrials, kwb::TrialLimits::Timing});
         command->add_option("--isolation", runIsolation,
                             "fresh: a new worker per candidate (default); reuse: keep a healthy worker")
             ->check(CLI::IsMember({"fresh", "reuse"}));
@@ -154,6 +164,16 @@ int main(int argc, char** argv)
     } catch (const CLI::ParseError& error) {
         const int code = app.exit(error); // prints help, the version, or the error with a hint
         return code == 0 ? ExitSuccess : ExitUsage;
+    }
+    for (const BoundedCount& bounded : boundedCounts) {
+        if (bounded.option->count() == 0)
+            continue;
+        const QString error = kwb::countRangeError(QString::fromStdString(bounded.option->get_name()), *bounded.value,
+                                                   bounded.range);
+        if (!error.isEmpty()) {
+            std::cerr << "kwb: " << error.toStdString() << '\n';
+            return ExitUsage;
+        }
     }
 
     if (report->parsed()) { // reads the run store only: no worker

@@ -374,11 +374,39 @@ int runRun(Session& session, const RunCommandOptions& options)
               << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated in "
               << elapsedClock(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
     }
+    // What the store now holds for this run: the curve of a sweep, and whether anything is left
+    // without an evaluation (a failed model request, a machine failure, a task never reached).
+    ReportOptions reportOptions;
+    QString reportError;
+    const std::optional<Report> report =
+        cancelled ? std::nullopt : buildReport(store, {runId}, reportOptions, &reportError);
+    QStringList incomplete;
+    if (report && !report->runs.isEmpty()) {
+        for (const UnevaluatedTask& task : report->runs.first().unevaluated)
+            incomplete << task.task + QStringLiteral(": ") + task.reason;
+    }
+    if (!cancelled) {
+        for (const UnfinishedUnit& unit : unfinishedUnits(store, runId)) {
+            const QString line = QStringLiteral("%1 turn %2 sample %3 %4: %5")
+                                     .arg(unit.unit.task)
+                                     .arg(unit.unit.turn)
+                                     .arg(unit.unit.sample)
+                                     .arg(unit.unit.role, unit.reason);
+            // A task without any evaluation is listed once, by the task.
+            if (!std::any_of(incomplete.cbegin(), incomplete.cend(),
+                             [&](const QString& t) { return t.startsWith(unit.unit.task + QStringLiteral(": ")); }))
+                incomplete << line;
+        }
+        if (!incomplete.isEmpty() || !taskErrors.isEmpty()) {
+            err() << "kwb run: run " << runId << " is incomplete (exit code " << int(ExitIncomplete) << "); without an "
+                  << "evaluation:\n";
+            for (const QString& line : std::as_const(incomplete))
+                err() << "  " << line << '\n';
+            err() << "  retry with: " << resumeCommand << '\n';
+        }
+    }
+    const bool isIncomplete = !cancelled && (!incomplete.isEmpty() || !taskErrors.isEmpty());
     if (!sweepNs.isEmpty() && !cancelled) {
-        // The curve, from what the store now holds for this run.
-        ReportOptions reportOptions;
-        QString reportError;
-        const std::optional<Report> report = buildReport(store, {runId}, reportOptions, &reportError);
         if (report && !report->runs.isEmpty() && report->runs.first().bestOfN) {
             const BestOfNReport& curve = *report->runs.first().bestOfN;
             const auto line = [&](const QString& level, const QList<BestOfNPoint>& points) {
@@ -415,13 +443,15 @@ int runRun(Session& session, const RunCommandOptions& options)
                             {QStringLiteral("compiled"), compiledTasks},
                             {QStringLiteral("candidates_evaluated"), evaluated},
                             {QStringLiteral("task_errors"), QJsonArray::fromStringList(taskErrors)},
+                            {QStringLiteral("complete"), !cancelled && !isIncomplete},
+                            {QStringLiteral("unevaluated"), QJsonArray::fromStringList(incomplete)},
                             {QStringLiteral("report"), reportCommand},
                             {QStringLiteral("resume"), resumeCommand}})
                 .toJson(QJsonDocument::Indented));
         out().flush();
     }
     sigaction(SIGINT, &previous, nullptr);
-    return cancelled ? ExitInterrupted : ExitSuccess;
+    return cancelled ? ExitInterrupted : isIncomplete ? ExitIncomplete : ExitSuccess;
 }
 
 } // namespace kwb::cli

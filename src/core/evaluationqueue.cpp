@@ -163,7 +163,7 @@ QString EvaluationQueue::extractCudaBlock(const QString& answer)
 EvaluationQueue::EvaluationQueue(const QList<int>& gpuOrdinals, QObject* parent)
     : QObject(parent)
     , m_gpuOrdinals(gpuOrdinals.isEmpty() ? QList<int>{0} : gpuOrdinals)
-    , m_environment(QProcessEnvironment::systemEnvironment())
+    , m_environment(workerEnvironment())
     , m_compileWorkerCount(std::max(1, QThread::idealThreadCount() - 1))
 {
     for (int index = 0; index < m_gpuOrdinals.size(); ++index) {

@@ -37,7 +37,7 @@ public:
 
     // Settings: call them before submit().
     void setProgram(const QString& program, const QStringList& arguments = {});
-    /// The base environment of every worker (default: this process's); CUDA_VISIBLE_DEVICES is
+    /// The base environment of every worker (default: workerEnvironment()); CUDA_VISIBLE_DEVICES is
     /// set per worker on top of it.
     void setProcessEnvironment(const QProcessEnvironment& environment);
     void setIsolation(WorkerSupervisor::Isolation isolation);

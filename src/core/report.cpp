@@ -1,5 +1,7 @@
 #include "core/report.h"
 
+#include "core/workersupervisor.h"
+
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QSet>
@@ -216,6 +218,10 @@ bool better(const TaskOutcome& a, const TaskOutcome& b)
         return a.correct();
     if (a.compiled != b.compiled)
         return a.compiled;
+    // Any verdict on the candidate says more than a machine failure, which says nothing.
+    const bool machineA = FailureStatus::isMachineFailure(a.status);
+    if (machineA != FailureStatus::isMachineFailure(b.status))
+        return !machineA;
     const double sa = std::isfinite(a.speedup) ? a.speedup : -std::numeric_limits<double>::infinity();
     const double sb = std::isfinite(b.speedup) ? b.speedup : -std::numeric_limits<double>::infinity();
     return sa > sb;
@@ -315,6 +321,126 @@ std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluatio
     return report;
 }
 
+namespace {
+
+QString machineFailureReason(const EvaluationRecord& evaluation)
+{
+    const QString message = evaluation.result.value(QLatin1String("message")).toString();
+    return QStringLiteral("not evaluated: machine failure (%1%2)")
+        .arg(evaluation.status, message.isEmpty() ? QString() : QStringLiteral(": ") + message);
+}
+
+QString modelFailureReason(const QString& error)
+{
+    return QStringLiteral("model request failed: ") + error;
+}
+
+} // namespace
+
+QList<UnfinishedUnit> unfinishedUnits(const QList<UnitResponse>& responses, const QList<EvaluationRecord>& evaluations)
+{
+    // The latest response of each unit (responses come in id order), and its evaluations.
+    QList<UnitKey> order;
+    QHash<UnitKey, ResponseRecord> latest;
+    for (const UnitResponse& r : responses) {
+        if (!latest.contains(r.unit))
+            order.append(r.unit);
+        latest.insert(r.unit, r.response);
+    }
+    QHash<UnitKey, QList<EvaluationRecord>> evaluated;
+    for (const EvaluationRecord& e : evaluations)
+        evaluated[UnitKey{e.task, e.turn, e.sample, e.role}].append(e);
+    QList<UnfinishedUnit> units;
+    for (const UnitKey& unit : std::as_const(order)) {
+        const ResponseRecord& response = latest.value(unit);
+        const QList<EvaluationRecord> list = evaluated.value(unit);
+        if (!response.error.isEmpty() && list.isEmpty()) {
+            units.append({unit, UnevaluatedKind::ModelRequestFailed, modelFailureReason(response.error)});
+            continue;
+        }
+        const bool allMachine = !list.isEmpty() && std::all_of(list.cbegin(), list.cend(), [](const EvaluationRecord& e) {
+            return FailureStatus::isMachineFailure(e.status);
+        });
+        if (allMachine)
+            units.append({unit, UnevaluatedKind::MachineFailure, machineFailureReason(list.last())});
+    }
+    return units;
+}
+
+QList<UnfinishedUnit> unfinishedUnits(const RunStore& store, qint64 runId)
+{
+    return unfinishedUnits(store.responses(runId, 0, false), store.evaluations(runId));
+}
+
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<EvaluationRecord>& evaluations)
+{
+    RunOutcomes result;
+    const QList<UnitResponse> responses = store.responses(info.id, 0, false);
+    // Every task the run was asked to do: named by its configuration, prompted or evaluated.
+    QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
+    for (const QJsonValue& task : info.config.value(QLatin1String("tasks")).toArray())
+        if (!task.toString().isEmpty())
+            byTask.insert(task.toString(), {});
+    for (const UnitResponse& response : responses)
+        if (!byTask.contains(response.unit.task))
+            byTask.insert(response.unit.task, {});
+    for (const EvaluationRecord& evaluation : evaluations)
+        byTask[evaluation.task].append(evaluation);
+    // Why a task without an evaluation has none: its first failed request, else whether it
+    // got an answer at all.
+    QHash<QString, QString> requestFailure;
+    QSet<QString> answered;
+    for (const UnfinishedUnit& unit : unfinishedUnits(responses, evaluations))
+        if (unit.kind == UnevaluatedKind::ModelRequestFailed && !requestFailure.contains(unit.unit.task))
+            requestFailure.insert(unit.unit.task, unit.reason);
+    for (const UnitResponse& response : responses)
+        if (response.response.error.isEmpty())
+            answered.insert(response.unit.task);
+    // The run's own selection rule, as `kwb run` stored it with the regime.
+    const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString() ==
+                              QLatin1String("last");
+    for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
+        int chosen = -1;
+        const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins);
+        TaskOutcome outcome;
+        UnevaluatedTask missing{it.key(), taskLevel(it.key()), QString(), QString()};
+        if (selected) {
+            outcome = *selected;
+            result.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
+            if (FailureStatus::isMachineFailure(outcome.status)) {
+                missing.kind = UnevaluatedKind::MachineFailure;
+                missing.reason = machineFailureReason(it.value().at(chosen));
+            }
+        } else {
+            // No evaluation at all: a failure (neither correct nor compiled), with its reason.
+            if (requestFailure.contains(it.key())) {
+                missing.kind = UnevaluatedKind::ModelRequestFailed;
+                missing.reason = requestFailure.value(it.key());
+            } else if (answered.contains(it.key())) {
+                missing.kind = UnevaluatedKind::NotEvaluated;
+                missing.reason = QStringLiteral("not evaluated: the run stopped before the evaluation");
+            } else {
+                missing.kind = UnevaluatedKind::NotStarted;
+                missing.reason = QStringLiteral("not started: the run stopped before the task");
+            }
+            outcome.task = it.key();
+            outcome.level = missing.level;
+            outcome.status = missing.kind;
+            outcome.speedup = kNaN;
+            outcome.compiled = false;
+        }
+        if (!missing.kind.isEmpty())
+            result.unevaluated.append(missing);
+        result.outcomes.append(outcome);
+    }
+    return result;
+}
+
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info)
+{
+    return runOutcomes(store, info, store.evaluations(info.id));
+}
+
 QString RunReport::label() const
 {
     return QStringLiteral("#%1 %2").arg(run.id).arg(run.regime);
@@ -352,21 +478,13 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         RunReport run;
         run.run = info;
         const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
+        RunOutcomes outcomes = runOutcomes(store, info, evaluations);
         run.evaluations = int(evaluations.size());
-        QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
-        for (const EvaluationRecord& evaluation : evaluations)
-            byTask[evaluation.task].append(evaluation);
-        // The run's own selection rule, as `kwb run` stored it with the regime.
-        const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString() ==
-                                  QLatin1String("last");
-        for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
-            int chosen = -1;
-            if (const std::optional<TaskOutcome> outcome = selectOutcome(it.value(), &chosen, lastTurnWins)) {
-                run.outcomes.append(*outcome);
-                run.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
-                levels.insert(outcome->level);
-            }
-        }
+        run.outcomes = outcomes.outcomes;
+        run.chosenEvaluation = outcomes.chosenEvaluation;
+        run.unevaluated = outcomes.unevaluated;
+        for (const TaskOutcome& outcome : std::as_const(run.outcomes))
+            levels.insert(outcome.level);
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
         for (const QJsonValue& v : info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("ablated")).toArray())
@@ -481,6 +599,17 @@ QString reportMarkdown(const Report& report)
                          withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1), withInterval(m.compiledPct, 1),
                          geomeanCell(m)});
         }
+    }
+
+    bool anyUnevaluated = false;
+    for (const RunReport& run : report.runs)
+        anyUnevaluated = anyUnevaluated || !run.unevaluated.isEmpty();
+    if (anyUnevaluated) {
+        md += QStringLiteral("\n## Tasks without an evaluation (counted as failures)\n\n");
+        md += mdHeader({QStringLiteral("run"), QStringLiteral("task"), QStringLiteral("reason")}, 3);
+        for (const RunReport& run : report.runs)
+            for (const UnevaluatedTask& task : run.unevaluated)
+                md += mdRow({run.label(), task.task, task.reason});
     }
 
     if (!report.pairs.isEmpty()) {
@@ -599,9 +728,15 @@ QString reportCsv(const Report& report)
                   optionalText(r.usage.tokensOut));
         csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("model_time_ms"),
                   optionalText(r.usage.latencyMs));
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("unevaluated"),
+                  QString::number(r.unevaluated.size()));
         for (auto it = r.summary.perLevel.cbegin(); it != r.summary.perLevel.cend(); ++it)
             csv.metrics(run, id, QString::number(it.key()), it.value());
     }
+    for (const RunReport& r : report.runs)
+        for (const UnevaluatedTask& task : r.unevaluated)
+            csv.value(QStringLiteral("unevaluated"), QString::number(r.run.id), QString(), QString::number(task.level),
+                      task.task, task.reason);
     const QString paired = QStringLiteral("paired");
     for (const PairReport& pair : report.pairs) {
         const QString a = QString::number(pair.runA), b = QString::number(pair.runB), all = QStringLiteral("all");
@@ -675,14 +810,22 @@ QJsonObject reportJson(const Report& report)
             levels.insert(QString::number(it.key()), metricsJson(it.value()));
         QJsonArray outcomes;
         for (const TaskOutcome& outcome : r.outcomes) {
+            const auto chosen = r.chosenEvaluation.constFind(outcome.task);
             outcomes.append(QJsonObject{{QStringLiteral("task"), outcome.task},
                                         {QStringLiteral("level"), outcome.level},
                                         {QStringLiteral("status"), outcome.status},
                                         {QStringLiteral("compiled"), outcome.compiled},
                                         {QStringLiteral("speedup"), jsonNumber(outcome.speedup)},
-                                        {QStringLiteral("evaluation_id"),
-                                         double(r.chosenEvaluation.value(outcome.task))}});
+                                        {QStringLiteral("evaluation_id"), chosen == r.chosenEvaluation.cend()
+                                                                              ? QJsonValue()
+                                                                              : QJsonValue(double(*chosen))}});
         }
+        QJsonArray unevaluated;
+        for (const UnevaluatedTask& task : r.unevaluated)
+            unevaluated.append(QJsonObject{{QStringLiteral("task"), task.task},
+                                           {QStringLiteral("level"), task.level},
+                                           {QStringLiteral("kind"), task.kind},
+                                           {QStringLiteral("reason"), task.reason}});
         runs.append(QJsonObject{
             {QStringLiteral("id"), double(r.run.id)},
             {QStringLiteral("name"), r.run.name},
@@ -698,6 +841,7 @@ QJsonObject reportJson(const Report& report)
                          {QStringLiteral("tokens_out"), jsonCount(r.usage.tokensOut)},
                          {QStringLiteral("model_time_ms"), jsonCount(r.usage.latencyMs)}}},
             {QStringLiteral("outcomes"), outcomes},
+            {QStringLiteral("unevaluated"), unevaluated},
             {QStringLiteral("ablated"), QJsonArray::fromStringList(r.ablated)},
             {QStringLiteral("best_of_n"), r.bestOfN ? QJsonValue(bestOfNJson(*r.bestOfN)) : QJsonValue()},
         });

@@ -8,8 +8,11 @@
 // totals. Between each pair of runs: the paired comparison on the tasks both have. With two or
 // more runs: the routing estimate, each level taken from the run that solved most of it.
 //
-// A run's tasks are the tasks with at least one stored evaluation; a task never evaluated is not
-// counted (it is neither correct nor wrong).
+// A run's tasks are every task it was asked to do: the tasks its configuration names (`kwb run`
+// stores them), those with a stored prompt and those with an evaluation. A task without an
+// evaluation that says something about a candidate (its model request failed, its evaluations were
+// all machine failures, or it was never reached) counts as a failure, neither correct nor
+// compiled, and is listed with the reason (RunReport::unevaluated).
 
 #include "core/runstats.h"
 #include "core/runstore.h"
@@ -35,13 +38,57 @@ int taskLevel(const QString& task);
 TaskOutcome outcomeOf(const EvaluationRecord& evaluation);
 
 /// The outcome that counts for a task in a run: the best of its evaluations by the monotone
-/// key (correct, then compiled, then speedup), whatever turn or sample it came from, so a broken
-/// later attempt never hides a working earlier one. Ties keep the earliest evaluation.
+/// key (correct, then compiled, then a verdict on the candidate over a machine failure, then
+/// speedup), whatever turn or sample it came from, so a broken later attempt never hides a working
+/// earlier one. Ties keep the earliest evaluation.
 /// With lastTurnWins (a regime whose selection is "last", like pilot v1), only the evaluations of
 /// the last turn compete, as that regime itself would have chosen.
 /// Empty list: nullopt. `chosenIndex` (if given) receives the index of the chosen evaluation.
 std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex = nullptr,
                                          bool lastTurnWins = false);
+
+/// Why a task or a unit has no evaluation (UnevaluatedTask::kind, UnfinishedUnit::kind).
+namespace UnevaluatedKind {
+inline const QString ModelRequestFailed = QStringLiteral("model_request_failed"); ///< the model request failed
+inline const QString MachineFailure = QStringLiteral("machine_failure"); ///< evaluated only into machine failures
+inline const QString NotEvaluated = QStringLiteral("not_evaluated"); ///< answered, the run stopped before the evaluation
+inline const QString NotStarted = QStringLiteral("not_started");     ///< named by the run, never asked for
+} // namespace UnevaluatedKind
+
+/// A task of a run that has no evaluation of a candidate; it counts as a failure.
+struct UnevaluatedTask
+{
+    QString task;
+    int level = 0;
+    QString kind;   ///< an UnevaluatedKind
+    QString reason; ///< "model request failed: http_error: HTTP 500 …", "not evaluated: machine failure (worker_lost: …)"
+};
+
+/// A unit of a run without a usable result: its latest model request failed, or every
+/// evaluation of its answer ended in a machine failure (FailureStatus::isMachineFailure).
+/// `kwb run --resume` asks or evaluates such units again.
+struct UnfinishedUnit
+{
+    UnitKey unit;
+    QString kind;   ///< UnevaluatedKind::ModelRequestFailed or MachineFailure
+    QString reason;
+};
+
+/// The unfinished units of a run, in the order of their first response.
+QList<UnfinishedUnit> unfinishedUnits(const QList<UnitResponse>& responses, const QList<EvaluationRecord>& evaluations);
+QList<UnfinishedUnit> unfinishedUnits(const RunStore& store, qint64 runId);
+
+/// Every task of a run with the outcome that counts for it (selectOutcome, or a failure for a
+/// task without an evaluation), sorted by task id: what buildReport and the window's run list count.
+struct RunOutcomes
+{
+    QList<TaskOutcome> outcomes;
+    QMap<QString, qint64> chosenEvaluation; ///< task -> id of the evaluation selected for it
+    QList<UnevaluatedTask> unevaluated;
+};
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& run);
+/// The same with the run's evaluations already read.
+RunOutcomes runOutcomes(const RunStore& store, const RunInfo& run, const QList<EvaluationRecord>& evaluations);
 
 struct ReportOptions
 {
@@ -61,7 +108,8 @@ struct BestOfNReport
 struct RunReport
 {
     RunInfo run;
-    QList<TaskOutcome> outcomes;       ///< one per task, sorted by task id
+    QList<TaskOutcome> outcomes;       ///< one per task of the run (unevaluated ones as failures), sorted by task id
+    QList<UnevaluatedTask> unevaluated; ///< the tasks without an evaluation of a candidate, sorted by task id
     QMap<QString, qint64> chosenEvaluation; ///< task -> id of the evaluation selected for it
     int evaluations = 0;               ///< evaluations stored for the run
     RunSummary summary;
@@ -124,7 +172,9 @@ QString reportMarkdown(const Report& report);
 /// fast1_pct, compiled, compiled_pct, geomean_speedup, geomean_count, and for level `all` also
 /// evaluations, responses, tokens_in, tokens_out, model_time_ms), `paired` (run vs run_b: tasks,
 /// both, only_a, only_b, neither, correct_pct_a, correct_pct_b, difference_pct, sign_test_p) and
-/// `routing` (run: the run chosen for the level; level `all` for the combined estimate). low/high
+/// `routing` (run: the run chosen for the level; level `all` for the combined estimate) and
+/// `unevaluated` (run, the task's level, metric: the task id, value: the reason; the run's section
+/// also has the metric `unevaluated`, their count). low/high
 /// are the 95 % interval where the metric has one; a missing number is an empty cell.
 QString reportCsv(const Report& report);
 

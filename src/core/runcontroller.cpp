@@ -79,8 +79,11 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     m_cancelled = false;
     m_selected.clear();
     m_storedEvaluations.clear();
+    // A machine failure (worker_lost, start_failed) says nothing about the candidate: its unit is
+    // evaluated again, from the stored answer.
     for (const EvaluationRecord& e : m_store->evaluations(runId))
-        m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
+        if (!FailureStatus::isMachineFailure(e.status))
+            m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
     m_storedAnswers = m_store->answeredUnits(runId);
     QTimer::singleShot(0, this, [this] {
         Q_EMIT progress(0, int(m_tasks.size()));
@@ -487,6 +490,16 @@ void RunController::turnDone(TaskState* state)
     auto& outcomes = state->turns[state->turn - 1];
     std::sort(outcomes.begin(), outcomes.end(),
               [](const CandidateOutcome& a, const CandidateOutcome& b) { return a.sample < b.sample; });
+    // A turn whose every evaluation was a machine failure has nothing to feed back: the task stops
+    // here, so that a resume evaluates the answers again instead of the model being told
+    // `worker_lost`.
+    if (!outcomes.isEmpty() && std::all_of(outcomes.cbegin(), outcomes.cend(), [](const CandidateOutcome& c) {
+            return FailureStatus::isMachineFailure(c.status);
+        }))
+        return finishTask(state, QStringLiteral("turn %1 was not evaluated: machine failure (%2); resume the run to "
+                                                "evaluate it again")
+                                     .arg(state->turn)
+                                     .arg(outcomes.first().status));
     const auto chosen = selectAcrossTurns(state->turns, state->regime.selection);
     bool anyCorrect = false;
     for (const auto& turn : std::as_const(state->turns))

@@ -1,6 +1,7 @@
 #include "core/runstore.h"
 
 #include "core/secrets.h"
+#include "core/workersupervisor.h"
 
 #include <QAtomicInteger>
 #include <QCryptographicHash>
@@ -611,7 +612,7 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
     return list;
 }
 
-QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId) const
+QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId, bool withText) const
 {
     QList<UnitResponse> list;
     if (!isOpen())
@@ -619,7 +620,9 @@ QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId) const
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT p.task, p.turn, p.sample, p.role,"
-                                 "       r.id, r.prompt_id, r.text, r.tokens_in, r.tokens_out, r.latency_ms, r.error,"
+                                 "       r.id, r.prompt_id, %1, r.tokens_in, r.tokens_out, r.latency_ms, r.error,")
+                      .arg(withText ? QStringLiteral("r.text") : QStringLiteral("''"))
+                  + QStringLiteral(
                                  "       r.created"
                                  " FROM responses r JOIN prompts p ON p.id = r.prompt_id"
                                  " WHERE p.run_id = ? AND r.id > ? ORDER BY r.id"));
@@ -651,7 +654,7 @@ QSet<UnitKey> RunStore::completedUnits(qint64 runId) const
         return units;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT DISTINCT p.task, p.turn, p.sample, p.role"
+    query.prepare(QStringLiteral("SELECT DISTINCT p.task, p.turn, p.sample, p.role, e.status"
                                  " FROM evaluations e"
                                  " JOIN candidates c ON c.id = e.candidate_id"
                                  " JOIN responses r ON r.id = c.response_id"
@@ -661,6 +664,8 @@ QSet<UnitKey> RunStore::completedUnits(qint64 runId) const
     if (!execOrFail(query, QStringLiteral("completed units")))
         return units;
     while (query.next()) {
+        if (FailureStatus::isMachineFailure(query.value(4).toString()))
+            continue; // says nothing about the candidate: evaluated again
         units.insert(UnitKey{query.value(0).toString(), query.value(1).toInt(), query.value(2).toInt(),
                              query.value(3).toString()});
     }

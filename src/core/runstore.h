@@ -215,10 +215,11 @@ public:
     /// view appends them without reading the whole run again).
     QList<EvaluationRecord> evaluationsAfter(qint64 runId, qint64 afterId) const;
     /// The responses of a run with an id above `afterId` (0: all), failed requests included, in
-    /// insertion order.
-    QList<UnitResponse> responses(qint64 runId, qint64 afterId = 0) const;
+    /// insertion order; without their text unless withText (a report needs only the errors).
+    QList<UnitResponse> responses(qint64 runId, qint64 afterId = 0, bool withText = true) const;
     /// The units of a run with at least one evaluated candidate: `kwb run --resume` skips them.
-    /// A candidate that failed to parse counts once its format_error evaluation is stored.
+    /// A candidate that failed to parse counts once its format_error evaluation is stored; an
+    /// evaluation that ended in a machine failure (FailureStatus::isMachineFailure) does not count.
     QSet<UnitKey> completedUnits(qint64 runId) const;
     /// The units of a run whose model request succeeded (a response without error), with the
     /// latest such response: resume reuses them (e.g. the analyzer's text) instead of asking again.

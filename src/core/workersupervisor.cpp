@@ -33,6 +33,13 @@ QString signalName(int signal)
     }
 }
 
+// The signals that end a process from outside. The sandbox gives a candidate's code no way to
+// send them (no kill, no process control), unlike SIGSEGV or SIGABRT, which its kernel can cause.
+bool endedFromOutside(int signal)
+{
+    return signal == SIGKILL || signal == SIGTERM || signal == SIGINT || signal == SIGHUP || signal == SIGQUIT;
+}
+
 QString seconds(int ms)
 {
     return QString::number(ms / 1000.0, 'g', 4) + QStringLiteral(" s");
@@ -49,11 +56,59 @@ const QString kHelloType = QStringLiteral("hello");
 const QString kEvaluateType = QStringLiteral("evaluate");
 const QString kShutdownType = QStringLiteral("shutdown");
 
+bool looksSecret(const QString& name)
+{
+    const QString upper = name.toUpper();
+    for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
+        if (upper.contains(QLatin1String(word)))
+            return true;
+    }
+    return false;
+}
+
+bool workerNeeds(const QString& name)
+{
+    static const QStringList names = {
+        QStringLiteral("PATH"),          QStringLiteral("HOME"), // CUDA's JIT cache lives in ~/.nv
+        QStringLiteral("TMPDIR"),        QStringLiteral("TZ"),
+        QStringLiteral("LANG"),          QStringLiteral("LANGUAGE"),
+        QStringLiteral("LD_LIBRARY_PATH"), // libtorch and the toolkit outside the loader's paths
+        QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
+        QStringLiteral("ASAN_OPTIONS"),  QStringLiteral("UBSAN_OPTIONS"),
+        QStringLiteral("LSAN_OPTIONS"),  QStringLiteral("TSAN_OPTIONS")};
+    // The device (CUDA_VISIBLE_DEVICES, CUDA_CACHE_PATH, container NVIDIA_*), the libraries'
+    // switches (CUBLAS_WORKSPACE_CONFIG, PYTORCH_CUDA_ALLOC_CONF, OMP_NUM_THREADS) and the locale.
+    static const QStringList prefixes = {QStringLiteral("LC_"),     QStringLiteral("CUDA_"),
+                                         QStringLiteral("NVIDIA_"), QStringLiteral("CUBLAS_"),
+                                         QStringLiteral("CUDNN_"),  QStringLiteral("TORCH_"),
+                                         QStringLiteral("PYTORCH_"), QStringLiteral("OMP_")};
+    if (names.contains(name))
+        return true;
+    for (const QString& prefix : prefixes) {
+        if (name.startsWith(prefix))
+            return true;
+    }
+    return false;
+}
+
 } // namespace
+
+QProcessEnvironment workerEnvironment(const QProcessEnvironment& from)
+{
+    QStringList listed;
+    for (const QString& name : from.value(QStringLiteral("KWB_WORKER_ENV")).split(QLatin1Char(','), Qt::SkipEmptyParts))
+        listed.append(name.trimmed());
+    QProcessEnvironment environment;
+    for (const QString& name : from.keys()) {
+        if ((workerNeeds(name) || listed.contains(name)) && !looksSecret(name))
+            environment.insert(name, from.value(name));
+    }
+    return environment;
+}
 
 WorkerSupervisor::WorkerSupervisor(QObject* parent)
     : QObject(parent)
-    , m_environment(QProcessEnvironment::systemEnvironment())
+    , m_environment(workerEnvironment())
 {
     m_requestTimer.setSingleShot(true);
     m_requestTimer.setTimerType(Qt::PreciseTimer); // a limit must not fire early (coarse timers may by 5 %)
@@ -662,6 +717,12 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
             Q_EMIT responseAvailable(id, QJsonObject{{QLatin1String("id"), id},
                                                      {QLatin1String("type"), kShutdownType},
                                                      {QLatin1String("ok"), true}});
+        } else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && endedFromOutside(exitCode)) {
+            // The supervisor sent nothing (failStatus is empty and it was not stopping the worker).
+            Q_EMIT requestFailed(id, FailureStatus::WorkerLost,
+                                 QStringLiteral("the worker was %1 during the request, not by kwb (the OOM killer or "
+                                                "another process): a failure of the machine, not of the candidate")
+                                     .arg(description));
         } else {
             Q_EMIT requestFailed(id, FailureStatus::Crashed,
                                  QStringLiteral("the worker %1 during the request").arg(description));

@@ -29,12 +29,36 @@ namespace kwb {
 /// also evaluation statuses (docs/protocol.md: "the supervisor adds timeout and crashed").
 namespace FailureStatus {
 inline const QString Timeout = QStringLiteral("timeout");              ///< wall-clock limit reached
-inline const QString Crashed = QStringLiteral("crashed");              ///< worker died mid-request
+inline const QString Crashed = QStringLiteral("crashed");              ///< worker died mid-request (the candidate's doing)
+inline const QString WorkerLost = QStringLiteral("worker_lost");       ///< worker ended from outside mid-request (the machine's)
 inline const QString ProtocolError = QStringLiteral("protocol_error"); ///< broken line, newer protocol, …
 inline const QString StartFailed = QStringLiteral("start_failed");     ///< no worker, it died or hung before hello
 inline const QString BadRequest = QStringLiteral("bad_request");       ///< refused before it reached a worker
 inline const QString Cancelled = QStringLiteral("cancelled");
+
+/// The machine's failures, as opposed to the candidate's: the request says nothing about the
+/// candidate, so `kwb run --resume` evaluates it again and a report lists its task as not
+/// evaluated. `start_failed`: no worker answered hello. `worker_lost`: the worker, busy with the
+/// request, was ended by a signal that the supervisor did not send and that a candidate's code
+/// cannot raise through the sandbox: SIGKILL (the OOM killer, `kill -9`), SIGTERM, SIGINT, SIGHUP,
+/// SIGQUIT. A worker that dies by any other signal or exits (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, an
+/// exit code) during a request is `crashed`: the candidate's code was running in it. The
+/// supervisor's own ends (time-out, cancel, protocol error) keep their status. A worker that dies
+/// between requests fails no request: the next one starts a fresh worker.
+inline bool isMachineFailure(const QString& status)
+{
+    return status == StartFailed || status == WorkerLost;
+}
 } // namespace FailureStatus
+
+/// The environment a worker starts with: only what kwb-worker, libtorch, NVRTC and the CUDA driver
+/// read (PATH, HOME, TMPDIR, TZ, LANG, LANGUAGE, LC_*, LD_LIBRARY_PATH, KWB_TASKS_DIR,
+/// KWB_CUDA_INCLUDE_DIR, the sanitizers' *SAN_OPTIONS, and CUDA_*, NVIDIA_*, CUBLAS_*, CUDNN_*,
+/// TORCH_*, PYTORCH_*, OMP_*), plus the names listed in $KWB_WORKER_ENV (comma-separated), taken
+/// from `from`. Model code runs in the worker, so nothing else of kwb's environment reaches it:
+/// no API key (KWB_API_KEY, OPENAI_API_KEY), no user variable, and no name that looks like a
+/// secret (containing KEY, TOKEN, SECRET, PASSWORD, PASSWD or CREDENTIAL), even when listed.
+QProcessEnvironment workerEnvironment(const QProcessEnvironment& from = QProcessEnvironment::systemEnvironment());
 
 class WorkerSupervisor : public QObject
 {
@@ -69,7 +93,8 @@ public:
 
     void setProgram(const QString& program, const QStringList& arguments = {});
     QString program() const { return m_program; }
-    /// The worker's environment (default: this process's), e.g. with CUDA_VISIBLE_DEVICES set.
+    /// The worker's environment, used as given (default: workerEnvironment()), e.g. with
+    /// CUDA_VISIBLE_DEVICES set.
     void setProcessEnvironment(const QProcessEnvironment& environment);
     void setIsolation(Isolation isolation);
     Isolation isolation() const { return m_isolation; }

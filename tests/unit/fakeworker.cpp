@@ -11,12 +11,15 @@
 //   hang              never answer
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
 //   abort / segv      die by SIGABRT / SIGSEGV
+//   sigkill           die by SIGKILL, as if killed from outside (the OOM killer)
+//   sigkill_once      like sigkill when the file $FAKEWORKER_ONCE does not exist (it creates it), else answer
 //   exit              exit with code 3 without answering
 //   flood             write "flood_bytes" (default 5 MiB) to stderr, then answer
 //   broken            write a line that is not JSON
 //   huge_line         write more than 16 MiB without a newline
 //   unhealthy         answer with "worker_healthy": false, then exit 0 (a sticky CUDA error)
 //   wrong_id          answer with another request's id
+// A request of type "env" (not in the protocol) answers {"environment": {NAME: VALUE, …}}.
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
 // start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
@@ -35,6 +38,7 @@
 
 #include <QByteArray>
 #include <QDateTime>
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -49,6 +53,8 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+
+extern char** environ;
 
 namespace {
 
@@ -215,6 +221,16 @@ QJsonObject answer(const QJsonObject& request)
         response.insert(QStringLiteral("bytes_fused"), 201326592.0);
         response.insert(QStringLiteral("intensity_unfused"), 682.7);
         response.insert(QStringLiteral("intensity_fused"), 682.7);
+    } else if (type == QLatin1String("env")) {
+        // Not in the protocol: what the worker's environment holds, for the supervisor's tests.
+        QJsonObject environment;
+        for (char** entry = environ; *entry; ++entry) {
+            const QString text = QString::fromLocal8Bit(*entry);
+            const qsizetype equals = text.indexOf(QLatin1Char('='));
+            if (equals > 0)
+                environment.insert(text.left(equals), text.mid(equals + 1));
+        }
+        response.insert(QStringLiteral("environment"), environment);
     } else if (type == QLatin1String("evaluate")) {
         const QString answerText = request.value(QStringLiteral("answer")).toString();
         QString status = marker(answerText, QStringLiteral("status"));
@@ -292,6 +308,18 @@ void serve(const QJsonObject& request)
         dieBy(SIGABRT);
     } else if (mode == QLatin1String("segv")) {
         dieBy(SIGSEGV);
+    } else if (mode == QLatin1String("sigkill")) {
+        dieBy(SIGKILL); // as the OOM killer or another process would end it
+    } else if (mode == QLatin1String("sigkill_once")) {
+        // Killed the first time only: the file named by $FAKEWORKER_ONCE remembers it.
+        const char* path = std::getenv("FAKEWORKER_ONCE");
+        if (path && !QFile::exists(QString::fromLocal8Bit(path))) {
+            QFile file(QString::fromLocal8Bit(path));
+            (void)file.open(QIODevice::WriteOnly);
+            file.close();
+            dieBy(SIGKILL);
+        }
+
     } else if (mode == QLatin1String("exit")) {
         std::fputs("fake worker: leaving in the middle of a request\n", stderr);
         std::_Exit(3);

@@ -105,8 +105,13 @@ private Q_SLOTS:
         QProcess kwb;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.remove(QStringLiteral("KWB_WORKER"));
-        for (const QString& entry : environment)
+        QStringList passed;
+        for (const QString& entry : environment) {
             env.insert(entry.section(QLatin1Char('='), 0, 0), entry.section(QLatin1Char('='), 1));
+            passed << entry.section(QLatin1Char('='), 0, 0);
+        }
+        // The worker gets only what it needs (workerEnvironment()): the fake worker's switches by name.
+        env.insert(QStringLiteral("KWB_WORKER_ENV"), passed.join(QLatin1Char(',')));
         kwb.setProcessEnvironment(env);
         QElapsedTimer clock;
         clock.start();

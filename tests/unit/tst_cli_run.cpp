@@ -76,9 +76,11 @@ class TestCliRun : public QObject
     }
 
     /// Runs kwb with the event loop spinning, so the scripted server in this process answers.
-    static Result runKwb(const QStringList& arguments, int timeoutMs = 60000)
+    static Result runKwb(const QStringList& arguments, int timeoutMs = 60000,
+                         const QProcessEnvironment& environment = QProcessEnvironment::systemEnvironment())
     {
         QProcess kwb;
+        kwb.setProcessEnvironment(environment);
         QSignalSpy finished(&kwb, &QProcess::finished);
         kwb.start(QStringLiteral(KWB_CLI), arguments);
         Result r;
@@ -312,6 +314,112 @@ private Q_SLOTS:
         args[args.indexOf(QStringLiteral("zero-shot"))] = regime;
         const Result r = runKwb(args);
         QVERIFY2(r.exitCode == exitCode, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        QCOMPARE(m_server->requests().size(), 0);
+    }
+
+    void failedModelRequestMakesTheRunIncomplete()
+    {
+        // One task's request fails (HTTP 400, not retried): the run is incomplete, exit code 5, and
+        // the task stays in the report's denominator with its reason; a resume completes it.
+        ScriptedLlmServer::Reply refused;
+        refused.action = ScriptedLlmServer::Action::HttpError;
+        refused.status = 400;
+        m_server->setResponder([refused](const QJsonObject& request) {
+            const QString prompt = request.value(QLatin1String("messages")).toArray().last().toObject()
+                                       .value(QLatin1String("content")).toString();
+            return prompt.contains(QLatin1String("Task L2/1")) ? refused : reply(QStringLiteral("correct"));
+        });
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db) << QStringLiteral("--json"));
+        QVERIFY2(r.exitCode == 5, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("is incomplete")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("L2/1: model request failed: http")), qPrintable(r.err));
+        const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(summary.value(QLatin1String("complete")).toBool(true), false);
+        QCOMPARE(summary.value(QLatin1String("unevaluated")).toArray().size(), 1);
+
+        const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
+                                      QStringLiteral("json")});
+        QCOMPARE(report.exitCode, 0);
+        const QJsonObject run =
+            QJsonDocument::fromJson(report.out.toUtf8()).object().value(QLatin1String("runs")).toArray().first().toObject();
+        QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("tasks")).toInt(), 2);
+        QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("compiled")).toInt(), 1);
+        const QJsonObject missing = run.value(QLatin1String("unevaluated")).toArray().first().toObject();
+        QCOMPARE(missing.value(QLatin1String("task")).toString(), QStringLiteral("L2/1"));
+        QCOMPARE(missing.value(QLatin1String("kind")).toString(), QStringLiteral("model_request_failed"));
+
+        m_server->setResponder([](const QJsonObject&) { return reply(QStringLiteral("correct")); });
+        const Result resumed = runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QStringLiteral("1"));
+        QVERIFY2(resumed.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
+        QVERIFY2(!resumed.err.contains(QStringLiteral("incomplete")), qPrintable(resumed.err));
+    }
+
+    void resumeEvaluatesAMachineFailureAgain()
+    {
+        // The worker is killed from outside (SIGKILL) while it evaluates: worker_lost, the machine's
+        // failure, not the candidate's. The run is incomplete; the resume evaluates the stored answer
+        // again, without asking the model.
+        m_server->setDefaultReply([] {
+            ScriptedLlmServer::Reply r = reply(QStringLiteral("correct"));
+            r.texts = {QStringLiteral("fake: sigkill_once\n") + answer(QStringLiteral("correct"))};
+            return r;
+        }());
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("FAKEWORKER_ONCE"), m_dir.filePath(QStringLiteral("killed-once")));
+        environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_ONCE"));
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1")), 60000, environment);
+        QVERIFY2(r.exitCode == 5, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("machine failure (worker_lost")), qPrintable(r.err));
+        {
+            RunStore store;
+            QVERIFY(store.open(db));
+            const QList<EvaluationRecord> evaluations = store.evaluations(1);
+            QCOMPARE(evaluations.size(), 1);
+            QCOMPARE(evaluations.first().status, QStringLiteral("worker_lost"));
+            QVERIFY(store.completedUnits(1).isEmpty());
+        }
+        const int asked = int(m_server->requests().size());
+        const Result resumed =
+            runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QStringLiteral("1"), 60000,
+                   environment);
+        QVERIFY2(resumed.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
+        QCOMPARE(int(m_server->requests().size()), asked);
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<EvaluationRecord> evaluations = store.evaluations(1);
+        QCOMPARE(evaluations.size(), 2);
+        QCOMPARE(evaluations.last().status, QStringLiteral("correct"));
+    }
+
+    void trialCountsAreBounded_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QString>("expected");
+        const QString candidate = QStringLiteral(KWB_SOURCE_DIR "/README.md"); // never read: refused before
+        const QStringList eval{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"),
+                               candidate, QStringLiteral("--trials")};
+        QTest::newRow("eval --trials 0") << (eval + QStringList{QStringLiteral("0")})
+                                         << QStringLiteral("--trials must be between 1 and 10000, got 0");
+        QTest::newRow("eval --trials 10001") << (eval + QStringList{QStringLiteral("10001")})
+                                             << QStringLiteral("--trials must be between 1 and 10000, got 10001");
+        QTest::newRow("run --timing-trials 0") << QStringList{QStringLiteral("--timing-trials"), QStringLiteral("0")}
+                                               << QStringLiteral("--timing-trials must be between 1 and 10000, got 0");
+        QTest::newRow("run --timing-trials 10001")
+            << QStringList{QStringLiteral("--timing-trials"), QStringLiteral("10001")}
+            << QStringLiteral("--timing-trials must be between 1 and 10000, got 10001");
+    }
+
+    void trialCountsAreBounded()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(QString, expected);
+        if (!arguments.contains(QStringLiteral("eval")))
+            arguments = runArgs(newDb(), QStringLiteral("L1:1")) + arguments;
+        const Result r = runKwb(arguments);
+        QVERIFY2(r.exitCode == 2, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
         QCOMPARE(m_server->requests().size(), 0);
     }

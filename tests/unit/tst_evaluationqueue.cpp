@@ -9,6 +9,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSignalSpy>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -366,6 +367,37 @@ private Q_SLOTS:
         const qint64 id = queue->submit(QStringLiteral("L1/1"), QString(kMaxLineBytes, QLatin1Char('x')));
         QVERIFY(recorder.waitForEnded(1));
         QCOMPARE(recorder.failures.value(id), FailureStatus::BadRequest);
+    }
+
+    void workersGetTheMinimalEnvironment()
+    {
+        // The queue's own default, not a test's: kwb's API key never reaches a GPU worker.
+        qputenv("KWB_API_KEY", "sk-queue-secret");
+        qputenv("FOO", "user variable");
+        const auto unset = qScopeGuard([] {
+            qunsetenv("KWB_API_KEY");
+            qunsetenv("FOO");
+        });
+        EvaluationQueue queue(QList<int>{2});
+        queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        QString error;
+        const QJsonObject response =
+            queue.gpuSupervisor(0)->runOne(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, 15000, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        const QJsonObject environment = response.value(QLatin1String("environment")).toObject();
+        QVERIFY(!environment.contains(QLatin1String("KWB_API_KEY")));
+        QVERIFY(!environment.contains(QLatin1String("FOO")));
+        QCOMPARE(environment.value(QLatin1String("PATH")).toString(), qEnvironmentVariable("PATH"));
+        QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("2"));
+    }
+
+    void workerKilledFromOutsideIsAMachineFailure()
+    {
+        auto queue = makeQueue({0}, 0);
+        Recorder recorder(*queue);
+        const qint64 id = queue->submit(QStringLiteral("L1/1"), QStringLiteral("fake: sigkill"));
+        QVERIFY(recorder.waitForEnded(1));
+        QCOMPARE(recorder.failures.value(id), FailureStatus::WorkerLost);
     }
 };
 

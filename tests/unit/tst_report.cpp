@@ -479,6 +479,97 @@ private Q_SLOTS:
     }
 
     // The ablation table and the best-of-n curve, on a store of their own (numbers by hand).
+    void tasksWithoutAnEvaluationCount()
+    {
+        // A 10-task run: 7 evaluated (4 correct, 3 incorrect: all compiled), L1/8 whose model request
+        // failed, L1/9 whose only evaluation is a machine failure, L1/10 never reached. L1/6 had a
+        // machine failure too, then a real evaluation on resume. Denominator 10, compiled 70 %.
+        RunStore store;
+        QVERIFY(store.open(m_dir.filePath(QStringLiteral("unevaluated.sqlite"))));
+        QJsonArray tasks;
+        for (int i = 1; i <= 10; ++i)
+            tasks.append(QStringLiteral("L1/%1").arg(i));
+        const qint64 run =
+            store.createRun(QStringLiteral("ten"), QStringLiteral("zero_shot"), QJsonObject{{QStringLiteral("tasks"), tasks}})
+                .value_or(0);
+        QVERIFY(run > 0);
+        const auto evaluate = [&](const QString& task, const QJsonObject& result) {
+            PromptRecord prompt{0, run, task, 1, 0, QStringLiteral("generator"), QStringLiteral("write"), QString()};
+            ResponseRecord response;
+            response.promptId = store.addPrompt(prompt).value_or(0);
+            response.text = QStringLiteral("answer");
+            CandidateRecord candidate;
+            candidate.responseId = store.addResponse(response).value_or(0);
+            candidate.task = task;
+            candidate.turn = 1;
+            QVERIFY(store.addEvaluation(store.addCandidate(candidate).value_or(0), result));
+        };
+        const QJsonObject lost{{QStringLiteral("status"), QStringLiteral("worker_lost")},
+                               {QStringLiteral("message"), QStringLiteral("the worker was killed by signal 9 (SIGKILL)")}};
+        for (int i = 1; i <= 7; ++i) {
+            if (i == 6)
+                evaluate(QStringLiteral("L1/6"), lost);
+            evaluate(QStringLiteral("L1/%1").arg(i),
+                     QJsonObject{{QStringLiteral("status"), i <= 4 ? QStringLiteral("correct") : QStringLiteral("incorrect")},
+                                 {QStringLiteral("speedup"), 1.5}});
+        }
+        PromptRecord failedPrompt{0, run, QStringLiteral("L1/8"), 1, 0, QStringLiteral("generator"),
+                                  QStringLiteral("write"), QString()};
+        ResponseRecord failed;
+        failed.promptId = store.addPrompt(failedPrompt).value_or(0);
+        failed.error = QStringLiteral("http_error: HTTP 500 from the server");
+        QVERIFY(store.addResponse(failed));
+        evaluate(QStringLiteral("L1/9"), lost);
+
+        QString error;
+        const std::optional<Report> report = buildReport(store, {run}, ReportOptions{}, &error);
+        QVERIFY2(report, qPrintable(error));
+        const RunReport& r = report->runs.first();
+        QCOMPARE(r.summary.overall.tasks, 10);
+        QCOMPARE(r.summary.overall.correct, 4);
+        QCOMPARE(r.summary.overall.compiled, 7);
+        QCOMPARE(r.summary.overall.compiledPct.value, 70.0);
+        QCOMPARE(r.summary.overall.correctPct.value, 40.0);
+        QCOMPARE(r.unevaluated.size(), 3);
+        QCOMPARE(r.unevaluated.at(0).task, QStringLiteral("L1/10"));
+        QCOMPARE(r.unevaluated.at(0).kind, UnevaluatedKind::NotStarted);
+        QCOMPARE(r.unevaluated.at(1).task, QStringLiteral("L1/8"));
+        QCOMPARE(r.unevaluated.at(1).kind, UnevaluatedKind::ModelRequestFailed);
+        QCOMPARE(r.unevaluated.at(1).reason, QStringLiteral("model request failed: http_error: HTTP 500 from the server"));
+        QCOMPARE(r.unevaluated.at(2).task, QStringLiteral("L1/9"));
+        QCOMPARE(r.unevaluated.at(2).kind, UnevaluatedKind::MachineFailure);
+        QVERIFY2(r.unevaluated.at(2).reason.startsWith(QLatin1String("not evaluated: machine failure (worker_lost: ")),
+                 qPrintable(r.unevaluated.at(2).reason));
+
+        // The units a resume would do again: L1/8's request and L1/9's evaluation, not L1/6's.
+        const QList<UnfinishedUnit> units = unfinishedUnits(store, run);
+        QCOMPARE(units.size(), 2);
+        QCOMPARE(units.at(0).unit.task, QStringLiteral("L1/8"));
+        QCOMPARE(units.at(1).unit.task, QStringLiteral("L1/9"));
+
+        const QString md = reportMarkdown(*report);
+        QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | ten | finished | 10 |").arg(run))
+                     || md.contains(QStringLiteral("| ten | running | 10 |")),
+                 qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("## Tasks without an evaluation")), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | L1/8 | model request failed: http_error: HTTP 500 from the server |")
+                                 .arg(run)),
+                 qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| L1/10 | not started")), qPrintable(md));
+        const QString csv = reportCsv(*report);
+        QVERIFY2(csv.contains(QStringLiteral("run,%1,,all,tasks,10,,\r\n").arg(run)), qPrintable(csv));
+        QVERIFY2(csv.contains(QStringLiteral("run,%1,,all,unevaluated,3,,\r\n").arg(run)), qPrintable(csv));
+        QVERIFY2(csv.contains(QStringLiteral("unevaluated,%1,,1,L1/8,model request failed: http_error: HTTP 500 from the server,,\r\n")
+                                  .arg(run)),
+                 qPrintable(csv));
+        const QJsonObject json = reportJson(*report).value(QLatin1String("runs")).toArray().first().toObject();
+        QCOMPARE(json.value(QLatin1String("overall")).toObject().value(QLatin1String("tasks")).toInt(), 10);
+        const QJsonArray unevaluated = json.value(QLatin1String("unevaluated")).toArray();
+        QCOMPARE(unevaluated.size(), 3);
+        QCOMPARE(unevaluated.at(2).toObject().value(QLatin1String("kind")).toString(), UnevaluatedKind::MachineFailure);
+        QCOMPARE(json.value(QLatin1String("outcomes")).toArray().size(), 10);
+    }
+
     void ablationsAndBestOfN()
     {
         QTemporaryDir dir;

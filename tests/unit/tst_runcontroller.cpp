@@ -359,6 +359,69 @@ private Q_SLOTS:
         QCOMPARE(c->selected().value(QStringLiteral("L2/1")).turn, 2);
     }
 
+    void resumeEvaluatesMachineFailuresAgain()
+    {
+        // The stored answer's evaluation ended in a machine failure (the worker was killed from
+        // outside): the unit is not complete, and the resume evaluates the same answer again
+        // without asking the model.
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        auto c = setUp(regime);
+        const qint64 run = newRun(regime);
+        PromptRecord p;
+        p.runId = run;
+        p.task = QStringLiteral("L2/1");
+        p.turn = 1;
+        p.role = RegimeRole::Generator;
+        p.text = QStringLiteral("prompt");
+        ResponseRecord r;
+        r.promptId = *m_store->addPrompt(p);
+        r.text = answer(QStringLiteral("stored"), QStringLiteral("correct"));
+        CandidateRecord cand;
+        cand.responseId = *m_store->addResponse(r);
+        cand.task = p.task;
+        cand.turn = 1;
+        QVERIFY(m_store->addEvaluation(*m_store->addCandidate(cand),
+                                       QJsonObject{{QStringLiteral("status"), FailureStatus::WorkerLost},
+                                                   {QStringLiteral("message"), QStringLiteral("killed by signal 9")}}));
+        QVERIFY(m_store->completedUnits(run).isEmpty());
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(m_server->requests().size(), 0);
+        QCOMPARE(c->evaluationsSubmitted(), 1);
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 2);
+        QCOMPARE(evals.last().status, QStringLiteral("correct"));
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).status, QStringLiteral("correct"));
+        QCOMPARE(m_store->completedUnits(run).size(), 1);
+
+        // Evaluated now: a second resume has nothing left to do.
+        c.reset();
+        auto again = setUp(regime, false);
+        QVERIFY(runToEnd(*again, run, {taskInput()}));
+        QCOMPARE(again->evaluationsSubmitted(), 0);
+    }
+
+    void machineFailureStopsTheTask()
+    {
+        // The worker is SIGKILLed during every evaluation (fake: sigkill): turn 1 says nothing about
+        // the candidate, so no turn 2 is asked with `worker_lost` as its feedback.
+        const Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        auto c = setUp(regime);
+        m_server->setDefaultReply(
+            reply({QStringLiteral("fake: sigkill\n") + answer(QStringLiteral("killed"), QStringLiteral("correct"))}));
+        const qint64 run = newRun(regime);
+        QSignalSpy finished(c.get(), &RunController::runFinished);
+        QSignalSpy errors(c.get(), &RunController::taskError);
+        QVERIFY(c->start(run, {taskInput()}));
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(m_server->requests().size(), 1);
+        QCOMPARE(errors.size(), 1);
+        QVERIFY2(errors.first().at(1).toString().contains(QLatin1String("machine failure (worker_lost)")),
+                 qPrintable(errors.first().at(1).toString()));
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 1);
+        QCOMPARE(evals.first().status, FailureStatus::WorkerLost);
+    }
+
     void routingPerLevel()
     {
         auto c = setUp(*Regime::builtin(QStringLiteral("zero-shot")));

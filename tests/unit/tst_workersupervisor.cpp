@@ -7,6 +7,7 @@
 #include <QDateTime>
 #include <QElapsedTimer>
 #include <QJsonArray>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -493,6 +494,96 @@ private Q_SLOTS:
         QVERIFY(ending.hasResponse);
         QCOMPARE(supervisor->workerHello().value(QLatin1String("cuda_visible_devices")).toString(),
                  QStringLiteral("3"));
+    }
+
+    void workerEnvironmentIsMinimal()
+    {
+        // Model code runs in the worker: kwb's secrets and the user's variables stay out of it.
+        qputenv("KWB_API_KEY", "sk-kwb-secret");
+        qputenv("OPENAI_API_KEY", "sk-openai-secret");
+        qputenv("FOO", "user variable");
+        qputenv("BAR", "listed");
+        qputenv("GITHUB_TOKEN", "ghp-listed-but-secret");
+        qputenv("CUDA_VISIBLE_DEVICES", "5");
+        qputenv("KWB_WORKER_ENV", "BAR,GITHUB_TOKEN");
+        const auto unset = qScopeGuard([] {
+            for (const char* name : {"KWB_API_KEY", "OPENAI_API_KEY", "FOO", "BAR", "GITHUB_TOKEN",
+                                     "CUDA_VISIBLE_DEVICES", "KWB_WORKER_ENV"})
+                qunsetenv(name);
+        });
+        QVERIFY(qEnvironmentVariableIsSet("PATH"));
+        auto supervisor = makeSupervisor(); // its default environment is taken now
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("env"))));
+        QVERIFY2(ending.hasResponse, qPrintable(ending.status + QLatin1String(": ") + ending.message));
+        const QJsonObject environment = ending.response.value(QLatin1String("environment")).toObject();
+        QVERIFY(!environment.isEmpty());
+        for (const char* name : {"KWB_API_KEY", "OPENAI_API_KEY", "FOO", "GITHUB_TOKEN", "KWB_WORKER_ENV"})
+            QVERIFY2(!environment.contains(QLatin1String(name)), name);
+        QCOMPARE(environment.value(QLatin1String("PATH")).toString(), qEnvironmentVariable("PATH"));
+        QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("5"));
+        QCOMPARE(environment.value(QLatin1String("BAR")).toString(), QStringLiteral("listed"));
+
+        // The function itself, on a made-up environment.
+        QProcessEnvironment from;
+        from.insert(QStringLiteral("PATH"), QStringLiteral("/usr/bin"));
+        from.insert(QStringLiteral("LC_ALL"), QStringLiteral("C.UTF-8"));
+        from.insert(QStringLiteral("LD_LIBRARY_PATH"), QStringLiteral("/opt/torch/lib"));
+        from.insert(QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("/tasks"));
+        from.insert(QStringLiteral("PYTORCH_CUDA_ALLOC_CONF"), QStringLiteral("expandable_segments:True"));
+        from.insert(QStringLiteral("KWB_API_KEY"), QStringLiteral("sk"));
+        from.insert(QStringLiteral("AWS_SECRET_ACCESS_KEY"), QStringLiteral("x"));
+        from.insert(QStringLiteral("CUDA_AUTH_TOKEN"), QStringLiteral("x")); // an allowed prefix, a secret's name
+        from.insert(QStringLiteral("SSH_AUTH_SOCK"), QStringLiteral("/tmp/agent"));
+        QCOMPARE(workerEnvironment(from).keys(),
+                 (QStringList{QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("LC_ALL"),
+                              QStringLiteral("LD_LIBRARY_PATH"), QStringLiteral("PATH"),
+                              QStringLiteral("PYTORCH_CUDA_ALLOC_CONF")}));
+    }
+
+    void deathFromOutsideIsTheMachines_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<int>("outsideSignal"); // 0: the worker dies by itself (mode)
+        QTest::addColumn<QString>("status");
+        QTest::newRow("SIGKILL mid-request") << QStringLiteral("sigkill") << 0 << FailureStatus::WorkerLost;
+        QTest::newRow("kill -9 from outside") << QStringLiteral("hang") << int(SIGKILL) << FailureStatus::WorkerLost;
+        QTest::newRow("SIGTERM from outside") << QStringLiteral("hang") << int(SIGTERM) << FailureStatus::WorkerLost;
+        QTest::newRow("segfault mid-request") << QStringLiteral("segv") << 0 << FailureStatus::Crashed;
+        QTest::newRow("SIGSEGV from outside") << QStringLiteral("hang") << int(SIGSEGV) << FailureStatus::Crashed;
+    }
+
+    void deathFromOutsideIsTheMachines()
+    {
+        QFETCH(QString, mode);
+        QFETCH(int, outsideSignal);
+        QFETCH(QString, status);
+        auto supervisor = makeSupervisor();
+        const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        QVERIFY(warm.hasResponse);
+        QSignalSpy started(supervisor.get(), &WorkerSupervisor::requestStarted);
+        const qint64 id = supervisor->sendRequest(evaluate(mode));
+        if (outsideSignal != 0) {
+            // The idle worker gets the request as soon as it is dispatched; then another process kills it.
+            QVERIFY(started.wait(kWaitMs));
+            QCOMPARE(supervisor->workerPid(), pidOf(warm));
+            QTest::qWait(50); // let the worker read the line (a signal before it would end it just the same)
+            QCOMPARE(::kill(pid_t(pidOf(warm)), outsideSignal), 0);
+        }
+        const Ending ending = waitForEnd(*supervisor, id);
+        QVERIFY(ending.ended);
+        QCOMPARE(ending.status, status);
+        QCOMPARE(FailureStatus::isMachineFailure(ending.status), status == FailureStatus::WorkerLost);
+        verifyFreshWorkerAnswers(*supervisor, pidOf(warm));
+    }
+
+    void timeoutKillIsNotWorkerLost()
+    {
+        // The supervisor's own SIGKILL (a worker ignoring SIGTERM past the grace period) is a timeout.
+        auto supervisor = makeSupervisor();
+        supervisor->setKillGracePeriod(200);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 300));
+        QCOMPARE(ending.status, FailureStatus::Timeout);
+        QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
     }
 
     void runOneBlocks()

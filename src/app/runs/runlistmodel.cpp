@@ -13,18 +13,10 @@ RunListEntry runListEntry(const RunStore& store, const RunInfo& info)
     entry.info = info;
     const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
     entry.evaluations = int(evaluations.size());
-    QMap<QString, QList<EvaluationRecord>> byTask;
-    for (const EvaluationRecord& e : evaluations)
-        byTask[e.task].append(e);
-    // The same rule as the report: a regime that selects from the last turn is scored by it.
-    const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString()
-                              == QLatin1String("last");
-    for (const QList<EvaluationRecord>& list : std::as_const(byTask)) {
-        const std::optional<TaskOutcome> outcome = selectOutcome(list, nullptr, lastTurnWins);
-        if (!outcome)
-            continue;
+    // The report's own count (core/report.h): every task asked, those without an evaluation as failures.
+    for (const TaskOutcome& outcome : runOutcomes(store, info, evaluations).outcomes) {
         ++entry.tasks;
-        entry.correct += outcome->correct() ? 1 : 0;
+        entry.correct += outcome.correct() ? 1 : 0;
     }
     return entry;
 }

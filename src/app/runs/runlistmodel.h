@@ -18,7 +18,7 @@ namespace kwb::app {
 struct RunListEntry
 {
     RunInfo info;
-    int tasks = 0;   ///< tasks with at least one evaluation
+    int tasks = 0;   ///< every task the run was asked to do (report.h's runOutcomes)
     int correct = 0; ///< tasks whose selected evaluation is correct (report.h's selectOutcome)
     int evaluations = 0;
 };

@@ -39,6 +39,8 @@ private Q_SLOTS:
         QStandardPaths::setTestModeEnabled(true); // settings and user prompt sets out of the home
         qputenv("KWB_REPLAY_TASKS", KWB_TASKS_TEST_DATA "/tasks.json");
         qputenv("KWB_REPLAY_ANALYSES", KWB_TASKS_TEST_DATA "/analyze.json");
+        // Workers get a minimal environment (workerEnvironment()): the replay worker's data by name.
+        qputenv("KWB_WORKER_ENV", "KWB_REPLAY_TASKS,KWB_REPLAY_ANALYSES");
         m_db = m_dir.filePath(QStringLiteral("runs.db"));
         RunStore store;
         QVERIFY(store.open(m_db));
