@@ -15,8 +15,8 @@
 // Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10]
 //        [--modes fresh+spare+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
 
-#include "core/evaluationqueue.h"
-#include "core/workersupervisor.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>

@@ -2,8 +2,8 @@
 
 #include "app/charts/trafficchart.h"
 #include "app/editor/candidatediffview.h"
-#include "core/runstore.h"
-#include "core/taskcatalog.h"
+#include "core/store/runstore.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QComboBox>
 #include <QFormLayout>

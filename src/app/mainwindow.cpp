@@ -16,12 +16,12 @@
 #include "app/runs/runsession.h"
 #include "app/tasks/taskspage.h"
 #include "app/workbenchdata.h"
-#include "core/gputable.h"
-#include "core/protocolcodec.h"
-#include "core/runstore.h"
-#include "core/taskcatalog.h"
-#include "core/workerlocator.h"
-#include "core/workersupervisor.h"
+#include "core/tasks/gputable.h"
+#include "core/protocol/protocolcodec.h"
+#include "core/store/runstore.h"
+#include "core/tasks/taskcatalog.h"
+#include "core/workers/workerlocator.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QAction>
 #include <QApplication>

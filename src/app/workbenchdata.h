@@ -4,9 +4,9 @@
 
 #include "app/charts/bestofnchart.h"
 #include "app/charts/rooflinechart.h"
-#include "core/report.h"
-#include "core/runstore.h"
-#include "core/taskcatalog.h"
+#include "core/study/report.h"
+#include "core/store/runstore.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QHash>
 #include <QJsonObject>

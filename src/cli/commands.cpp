@@ -2,10 +2,10 @@
 
 #include "textformat.h"
 
-#include "core/protocolcodec.h"
-#include "core/report.h"
-#include "core/runstore.h"
-#include "core/workerlocator.h"
+#include "core/protocol/protocolcodec.h"
+#include "core/study/report.h"
+#include "core/store/runstore.h"
+#include "core/workers/workerlocator.h"
 
 #include <QFile>
 #include <QFileInfo>

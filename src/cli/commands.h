@@ -1,12 +1,12 @@
 #pragma once
 
-#include "core/runlaunch.h"
+#include "core/run/runlaunch.h"
 
 #include <QTextStream>
 // The kwb subcommands. Each sends its request through WorkerSupervisor (the one owner of worker
 // processes), prints a table or JSON, and returns the process exit code documented in docs/cli.md.
 
-#include "core/workersupervisor.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QString>
 
@@ -116,7 +116,7 @@ struct RunCommandOptions
 /// "1,2,4,8" as ascending distinct n >= 1; empty with *error for anything else.
 QList<int> parseSweepNs(const QString& text, QString* error);
 
-/// Task specs ("L1:1-10,L2:3"): kwb::parseTaskSpec in core/runlaunch.h, shared with the window.
+/// Task specs ("L1:1-10,L2:3"): kwb::parseTaskSpec in core/run/runlaunch.h, shared with the window.
 using kwb::parseTaskSpec;
 
 /// `kwb run`: runs a regime (or the study's routing) over tasks into a run store. Exit codes in

@@ -3,8 +3,8 @@
 
 #include "commands.h"
 
-#include "core/llmclient.h"
-#include "core/triallimits.h"
+#include "core/model/llmclient.h"
+#include "core/protocol/triallimits.h"
 
 #include <QCoreApplication>
 #include <QRegularExpression>

@@ -3,14 +3,14 @@
 
 #include "commands.h"
 
-#include "core/evaluationqueue.h"
-#include "core/llmclient.h"
-#include "core/protocolcodec.h"
-#include "core/regime.h"
-#include "core/runlaunch.h"
-#include "core/report.h"
-#include "core/runcontroller.h"
-#include "core/runstore.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/model/llmclient.h"
+#include "core/protocol/protocolcodec.h"
+#include "core/run/regime.h"
+#include "core/run/runlaunch.h"
+#include "core/study/report.h"
+#include "core/run/runcontroller.h"
+#include "core/store/runstore.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -118,7 +118,7 @@ int runRun(Session& session, const RunCommandOptions& options)
                     QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
 
     // What the run is: from the command line, or from the stored configuration on resume
-    // (core/runlaunch.h, which the window's Launch page uses too).
+    // (core/run/runlaunch.h, which the window's Launch page uses too).
     RunPlan plan;
     if (options.resume > 0) {
         const std::optional<RunInfo> info = store.run(options.resume);

@@ -3,8 +3,8 @@
 // L2/1 and takes an evaluation's status from a "status: NAME" marker in the answer). The rows land
 // in the run store; Ctrl-C (SIGINT) cancels cleanly and --resume finishes without repeating work.
 
-#include "core/regime.h"
-#include "core/runstore.h"
+#include "core/run/regime.h"
+#include "core/store/runstore.h"
 #include "scriptedllmserver.h"
 
 #include <QDir>

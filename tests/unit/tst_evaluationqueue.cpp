@@ -3,7 +3,7 @@
 // cancellation. Every fake worker appends the requests it reads to a log file, so the tests also
 // see requests whose answers the queue keeps to itself (compiles, the spare's hello).
 
-#include "core/evaluationqueue.h"
+#include "core/workers/evaluationqueue.h"
 
 #include <QFile>
 #include <QJsonArray>

@@ -3,7 +3,7 @@
 // the server can script. Delays are tens or hundreds of milliseconds so the suite stays fast;
 // timing assertions are one-sided and loose.
 
-#include "core/llmclient.h"
+#include "core/model/llmclient.h"
 #include "scriptedllmserver.h"
 
 #include <QElapsedTimer>

@@ -2,10 +2,10 @@
 // buildContext makes from worker-shaped JSON, pins the candidate format, and a template error names
 // its file, line and variable.
 
-#include "core/promptrenderer.h"
-#include "core/runstore.h"
-#include "core/secrets.h"
-#include "core/templateset.h"
+#include "core/prompts/promptrenderer.h"
+#include "core/store/runstore.h"
+#include "core/model/secrets.h"
+#include "core/prompts/templateset.h"
 
 #include <QDir>
 #include <QFile>

@@ -2,7 +2,7 @@
 // the version check, and the golden responses under tests/protocol/ that the worker's tests
 // produce from the same files.
 
-#include "core/protocolcodec.h"
+#include "core/protocol/protocolcodec.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,7 +1,7 @@
-// Regimes as data (src/core/regime.h): the built-ins carry the study's settings, every template
+// Regimes as data (src/core/run/regime.h): the built-ins carry the study's settings, every template
 // they name exists, ablations change what they should, JSON round-trips, routing.
 
-#include "core/regime.h"
+#include "core/run/regime.h"
 
 #include <QFileInfo>
 #include <QTest>

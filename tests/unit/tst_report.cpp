@@ -25,8 +25,8 @@
 //   L2/1, L3/2 = 2; difference 0.0 points; sign test on 1 vs 1: 2 · P(X <= 1 | n = 2) = 1.5 -> 1.
 // Routing: L1 tie 2 vs 2 -> #1 (first); L2 #2 (1 vs 0); L3 #1 (1 vs 0); combined 4/6 = 66.7 %.
 
-#include "core/report.h"
-#include "core/runstore.h"
+#include "core/study/report.h"
+#include "core/store/runstore.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -3,10 +3,10 @@
 // answer): each regime's turn logic, the rows in the run store, selection across turns, tasks in
 // flight at once, and resume.
 
-#include "core/evaluationqueue.h"
-#include "core/llmclient.h"
-#include "core/runcontroller.h"
-#include "core/runstore.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/model/llmclient.h"
+#include "core/run/runcontroller.h"
+#include "core/store/runstore.h"
 #include "scriptedllmserver.h"
 
 #include <QJsonArray>

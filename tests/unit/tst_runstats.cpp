@@ -3,7 +3,7 @@
 // reproduces them), paired comparisons, pass@n and the best-of-n curve, and the routing estimate
 // (the study's own Table I counts give its 53 %).
 
-#include "core/runstats.h"
+#include "core/study/runstats.h"
 
 #include <QTest>
 

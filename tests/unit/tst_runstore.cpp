@@ -4,7 +4,7 @@
 //
 // The killed writer is this test binary started again with `--child-writer FILE`.
 
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
 #include <QCoreApplication>
 #include <QFile>

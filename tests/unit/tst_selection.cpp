@@ -1,8 +1,8 @@
-// Selection (src/core/selection.h): the monotone key (correct, then compiled, then speedup), the
+// Selection (src/core/run/selection.h): the monotone key (correct, then compiled, then speedup), the
 // best of a turn, and the choice across turns: monotone keeps a working earlier kernel against a
 // broken later one, "last" does not.
 
-#include "core/selection.h"
+#include "core/run/selection.h"
 
 #include <QTest>
 

@@ -1,7 +1,7 @@
 // Where kwb and kernel-workbench find kwb-worker: --worker, then $KWB_WORKER, then next to the
 // program; an explicit choice that does not work is an error, never a silent fallback.
 
-#include "core/workerlocator.h"
+#include "core/workers/workerlocator.h"
 
 #include <QFile>
 #include <QTemporaryDir>

@@ -2,7 +2,7 @@
 // must end the request with the right status, and the next request must run on a good worker.
 // Limits are short (hundreds of milliseconds) so the whole suite stays fast.
 
-#include "core/workersupervisor.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>

@@ -4,7 +4,7 @@
 // intervals as error bars. A level filter shows the pooled curves (all levels) or one level's.
 
 #include "app/charts/chartexport.h"
-#include "core/runstats.h"
+#include "core/study/runstats.h"
 
 #include <QList>
 #include <QPointF>
@@ -23,7 +23,7 @@ class QValueAxis;
 namespace kwb::app {
 
 /// One curve: a regime (or any label) at one level. The points are core's best-of-n points
-/// (core/runstats.h: bestOfNCurve()): n, the tasks that have at least n samples, and passPct
+/// (core/study/runstats.h: bestOfNCurve()): n, the tasks that have at least n samples, and passPct
 /// (value, low, high in percent). A point with no tasks or an invalid estimate is not drawn.
 struct BestOfNSeries
 {

@@ -6,7 +6,7 @@
 // reference and its best candidate, joined by an arrow (green when the candidate is faster).
 // Hover a point for its numbers; click it to activate its task.
 
-#include "core/gputable.h"
+#include "core/tasks/gputable.h"
 
 #include <QChartView>
 #include <QHash>

@@ -4,7 +4,7 @@
 // and two sentences that say how to read it.
 
 #include "app/charts/rooflinechart.h"
-#include "core/gputable.h"
+#include "core/tasks/gputable.h"
 
 #include <QJsonObject>
 #include <QList>

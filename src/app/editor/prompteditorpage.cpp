@@ -3,8 +3,8 @@
 #include "app/editor/codeeditor.h"
 #include "app/editor/sidebysidediffview.h"
 #include "app/editor/syntaxhighlighting.h"
-#include "core/promptrenderer.h"
-#include "core/regime.h"
+#include "core/prompts/promptrenderer.h"
+#include "core/run/regime.h"
 
 #include <QAction>
 #include <QComboBox>

@@ -13,7 +13,7 @@
 // Nothing here is modal: switching away from unsaved changes, naming a new set and errors are
 // bars inside the page.
 
-#include "core/templateset.h"
+#include "core/prompts/templateset.h"
 
 #include <QHash>
 #include <QJsonObject>

@@ -1,11 +1,11 @@
 #pragma once
-// Two texts side by side, aligned row by row (core/textdiff.h): a line missing on one side shows
+// Two texts side by side, aligned row by row (core/study/textdiff.h): a line missing on one side shows
 // as a hatched filler there, so both columns always have the same rows and scroll together.
 // Deleted lines are red on the left, inserted green on the right, a changed pair both, with the
 // differing tokens in a stronger shade. The current change carries an accent bar in both gutters.
 
 #include "app/editor/syntaxhighlighting.h"
-#include "core/textdiff.h"
+#include "core/study/textdiff.h"
 
 #include <QWidget>
 

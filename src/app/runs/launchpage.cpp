@@ -2,8 +2,8 @@
 
 #include "app/runs/reporttables.h"
 #include "app/runs/runmanager.h"
-#include "core/llmclient.h"
-#include "core/report.h"
+#include "core/model/llmclient.h"
+#include "core/study/report.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>

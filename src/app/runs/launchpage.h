@@ -5,11 +5,11 @@
 // API key, model with "Test connection", which lists the server's models without blocking), the
 // protocol profile, scale and time-out, and the database file. Start runs it now (or queues it
 // behind the running one), Add to queue queues it; Pause / Resume and Cancel act on the running
-// run. The plan is made by core's planRun() (core/runlaunch.h), the function `kwb run` is to use
+// run. The plan is made by core's planRun() (core/run/runlaunch.h), the function `kwb run` is to use
 // as well, so the page and the command line build the same RunController configuration.
 
 #include "app/runs/runsession.h"
-#include "core/runlaunch.h"
+#include "core/run/runlaunch.h"
 
 #include <QHash>
 #include <QPointer>

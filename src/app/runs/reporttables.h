@@ -4,7 +4,7 @@
 // the user reads. Numbers are formatted for reading ("66.7 % [33–100]"); the exports keep core's
 // own formats.
 
-#include "core/report.h"
+#include "core/study/report.h"
 
 #include <QList>
 #include <QString>

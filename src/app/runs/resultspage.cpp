@@ -2,7 +2,7 @@
 
 #include "app/runs/reporttables.h"
 #include "app/runs/runlistmodel.h"
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
 #include <QDir>
 #include <QFileDialog>

@@ -9,7 +9,7 @@
 // The report (SQL and bootstrap resamples) is built on a thread of its own with its own
 // connection to the database, so a large database never stalls the window.
 
-#include "core/report.h"
+#include "core/study/report.h"
 
 #include <QList>
 #include <QString>

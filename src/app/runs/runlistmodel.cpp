@@ -1,6 +1,6 @@
 #include "app/runs/runlistmodel.h"
 
-#include "core/report.h"
+#include "core/study/report.h"
 
 #include <QJsonObject>
 #include <QMap>
@@ -13,7 +13,7 @@ RunListEntry runListEntry(const RunStore& store, const RunInfo& info)
     entry.info = info;
     const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
     entry.evaluations = int(evaluations.size());
-    // The report's own count (core/report.h): every task asked, those without an evaluation as failures.
+    // The report's own count (core/study/report.h): every task asked, those without an evaluation as failures.
     for (const TaskOutcome& outcome : runOutcomes(store, info, evaluations).outcomes) {
         ++entry.tasks;
         entry.correct += outcome.correct() ? 1 : 0;

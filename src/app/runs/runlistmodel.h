@@ -6,7 +6,7 @@
 // inserts for new runs, removals for deleted ones), so a view's selection and the check marks
 // survive a refresh while a run is going on.
 
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
 #include <QAbstractTableModel>
 #include <QList>

@@ -4,7 +4,7 @@
 #include "app/runs/runmanager.h"
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
-#include "core/runlaunch.h"
+#include "core/run/runlaunch.h"
 
 #include <QCheckBox>
 #include <QFileInfo>

@@ -6,7 +6,7 @@
 // crashed workers, task errors). Everything arrives through RunSession's signals; the page never
 // waits on the model or a worker.
 
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
 #include <QPointer>
 #include <QString>

@@ -1,10 +1,10 @@
 #include "app/runs/runsession.h"
 
-#include "core/evaluationqueue.h"
-#include "core/llmclient.h"
-#include "core/report.h"
-#include "core/runcontroller.h"
-#include "core/workersupervisor.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/model/llmclient.h"
+#include "core/study/report.h"
+#include "core/run/runcontroller.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -1,7 +1,7 @@
 #pragma once
 // One run of the workbench, as `kwb run` does it but without ever blocking the GUI thread: the
 // worker's task facts are asked for asynchronously (RunFactsLoader), the run is created (or
-// resumed) in the store with the same configuration `kwb run` writes (core/runlaunch.h), and a
+// resumed) in the store with the same configuration `kwb run` writes (core/run/runlaunch.h), and a
 // RunController drives it. The session reports what the monitor shows: rows as the store gets
 // them, the model's streamed text per unit, problems, progress and time left.
 //
@@ -20,8 +20,8 @@
 // the regime and the units already answered. A prediction that turns out wrong (the stored
 // response names another unit) only moves the live text: the stored rows are always the store's.
 
-#include "core/runlaunch.h"
-#include "core/runstore.h"
+#include "core/run/runlaunch.h"
+#include "core/store/runstore.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -44,7 +44,7 @@ class WorkerSupervisor;
 
 namespace kwb::app {
 
-using kwb::defaultPromptsDir; // core/runlaunch.h
+using kwb::defaultPromptsDir; // core/run/runlaunch.h
 
 /// Evaluation statuses that say something went wrong around the candidate (timeout, crashed,
 /// start_failed, protocol_error, bad_request), not in it: the monitor lists them as problems.

@@ -1,8 +1,8 @@
 #include "app/runs/runtreemodel.h"
 
 #include "app/runs/reporttables.h"
-#include "core/regime.h"
-#include "core/selection.h"
+#include "core/run/regime.h"
+#include "core/run/selection.h"
 
 #include <QBrush>
 #include <QColor>

@@ -8,7 +8,7 @@
 // A task's and a turn's row show the best of their units by the monotone key (correct, then
 // compiled, then speedup: selection.h), and the tokens and latency added up.
 
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
 #include <QAbstractItemModel>
 #include <QJsonObject>

@@ -2,7 +2,7 @@
 
 #include "app/tasks/taskformat.h"
 #include "app/tasks/tasklistmodel.h"
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QFontDatabase>
 #include <QFrame>

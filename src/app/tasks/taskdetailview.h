@@ -3,7 +3,7 @@
 // where it sits against the current GPU's roofs, the eager reference time measured there, the op
 // chain op by op, the shapes at both scales and the reference forward.
 
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QPointer>
 #include <QString>

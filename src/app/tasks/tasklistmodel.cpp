@@ -1,7 +1,7 @@
 #include "app/tasks/tasklistmodel.h"
 
 #include "app/tasks/taskformat.h"
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QFont>
 #include <QStringList>

@@ -3,7 +3,7 @@
 // follows the catalog live: a new task list resets it, an analysis or an eager time that arrives
 // changes the row's cells in place.
 
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QAbstractItemModel>
 #include <QList>

@@ -5,7 +5,7 @@
 // reads the catalog: loading runs in the catalog, in the background, and the page shows its state.
 
 #include "app/tasks/taskdetailview.h"
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QPointer>
 #include <QWidget>

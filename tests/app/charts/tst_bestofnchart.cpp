@@ -1,7 +1,7 @@
 // The best-of-n chart: its log2 axis, one line per regime, error bars, the level filter.
 #include "app/charts/bestofnchart.h"
 
-#include "core/runstats.h"
+#include "core/study/runstats.h"
 
 #include <QCategoryAxis>
 #include <QChart>

@@ -2,7 +2,7 @@
 // response, in the worker's nested form and in the documented flat form.
 #include "chartstestdata.h"
 
-#include "core/gputable.h"
+#include "core/tasks/gputable.h"
 
 #include <QJsonArray>
 #include <QSet>

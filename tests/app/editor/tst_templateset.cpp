@@ -3,8 +3,8 @@
 // the set; compare names what differs from the shipped set; a saved set renders with
 // PromptRenderer like prompts/ does.
 
-#include "core/promptrenderer.h"
-#include "core/templateset.h"
+#include "core/prompts/promptrenderer.h"
+#include "core/prompts/templateset.h"
 
 #include <QDir>
 #include <QFile>

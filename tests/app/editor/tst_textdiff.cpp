@@ -2,7 +2,7 @@
 // guard, and on random texts a minimal script (as many equal rows as the longest common
 // subsequence) whose rows rebuild both sides.
 
-#include "core/textdiff.h"
+#include "core/study/textdiff.h"
 
 #include <QRandomGenerator>
 #include <QTest>

@@ -5,8 +5,8 @@
 
 #include "app/runs/launchpage.h"
 #include "app/runs/runmanager.h"
-#include "core/llmclient.h"
-#include "core/runstore.h"
+#include "core/model/llmclient.h"
+#include "core/store/runstore.h"
 #include "grabcheck.h"
 #include "scriptedllmserver.h"
 

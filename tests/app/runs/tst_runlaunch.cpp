@@ -1,8 +1,8 @@
 // core/runlaunch: task specs, ablation names, plans (new and resumed), the stored configuration,
 // and RunFactsLoader against the fake worker, which answers without ever blocking the caller.
 
-#include "core/runlaunch.h"
-#include "core/workersupervisor.h"
+#include "core/run/runlaunch.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QElapsedTimer>
 #include <QJsonArray>

@@ -2,7 +2,7 @@
 // Recorded worker responses for the tasks tests (data/record.py writes them from a real
 // kwb-worker) and the protocol's golden files.
 
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QFile>
 #include <QJsonArray>

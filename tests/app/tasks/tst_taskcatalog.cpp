@@ -4,9 +4,9 @@
 
 #include "taskfixtures.h"
 
-#include "core/runstore.h"
-#include "core/taskcatalog.h"
-#include "core/workersupervisor.h"
+#include "core/store/runstore.h"
+#include "core/tasks/taskcatalog.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QElapsedTimer>
 #include <QSignalSpy>

@@ -6,7 +6,7 @@
 
 #include "app/tasks/taskfilterproxymodel.h"
 #include "app/tasks/tasklistmodel.h"
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>

@@ -9,8 +9,8 @@
 #include "app/tasks/taskfilterproxymodel.h"
 #include "app/tasks/tasklistmodel.h"
 #include "app/tasks/taskspage.h"
-#include "core/taskcatalog.h"
-#include "core/workersupervisor.h"
+#include "core/tasks/taskcatalog.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QComboBox>
 #include <QDir>

@@ -9,7 +9,7 @@
 #include "app/charts/trafficchart.h"
 #include "app/mainwindow.h"
 #include "app/runs/resultspage.h"
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 #include "windowfixture.h"
 
 #include <QApplication>

@@ -3,7 +3,7 @@
 // device response of tests/app/charts/data), tasks L1/1 and L2/1, with timings, a failing and a
 // correct candidate per task, and first-turn samples for a best-of-n curve.
 
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
 #include <QFile>
 #include <QJsonArray>

@@ -1,6 +1,6 @@
-#include "core/templateset.h"
+#include "core/prompts/templateset.h"
 
-#include "core/promptrenderer.h"
+#include "core/prompts/promptrenderer.h"
 
 #include <QDir>
 #include <QDirIterator>

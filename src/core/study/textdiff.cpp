@@ -1,4 +1,4 @@
-#include "core/textdiff.h"
+#include "core/study/textdiff.h"
 
 #include <QHash>
 

@@ -1,4 +1,4 @@
-#include "core/runstats.h"
+#include "core/study/runstats.h"
 
 #include <algorithm>
 #include <cmath>

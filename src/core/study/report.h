@@ -14,8 +14,8 @@
 // all machine failures, or it was never reached) counts as a failure, neither correct nor
 // compiled, and is listed with the reason (RunReport::unevaluated).
 
-#include "core/runstats.h"
-#include "core/runstore.h"
+#include "core/study/runstats.h"
+#include "core/store/runstore.h"
 
 #include <QJsonObject>
 #include <QList>

@@ -1,6 +1,6 @@
-#include "core/promptrenderer.h"
+#include "core/prompts/promptrenderer.h"
 
-#include "core/secrets.h"
+#include "core/model/secrets.h"
 
 #include <QDir>
 #include <QDirIterator>

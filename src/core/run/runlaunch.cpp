@@ -1,9 +1,9 @@
-#include "core/runlaunch.h"
+#include "core/run/runlaunch.h"
 
-#include "core/evaluationqueue.h"
-#include "core/llmclient.h"
-#include "core/protocolcodec.h"
-#include "core/workersupervisor.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/model/llmclient.h"
+#include "core/protocol/protocolcodec.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -9,9 +9,9 @@
 // A resumed run takes its plan from the stored configuration (planResume), so it runs with the
 // regimes, tasks, profile, scale and time-out it was started with.
 
-#include "core/regime.h"
-#include "core/runcontroller.h"
-#include "core/runstore.h"
+#include "core/run/regime.h"
+#include "core/run/runcontroller.h"
+#include "core/store/runstore.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -52,7 +52,7 @@ QString taskSpecFor(const QStringList& taskIds);
 /// for `-` also works) as Ablations; *unknown receives a name that is none of them.
 Ablations ablationsFromList(const QString& list, QString* unknown = nullptr);
 
-/// kDefaultModelDeadlineMs (core/llmclient.h) in seconds: a run's model time-out unless set.
+/// kDefaultModelDeadlineMs (core/model/llmclient.h) in seconds: a run's model time-out unless set.
 double defaultModelTimeoutS();
 
 /// What a new run is asked to be.

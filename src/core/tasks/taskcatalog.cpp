@@ -1,8 +1,8 @@
-#include "core/taskcatalog.h"
+#include "core/tasks/taskcatalog.h"
 
-#include "core/protocolcodec.h"
-#include "core/runstore.h"
-#include "core/workersupervisor.h"
+#include "core/protocol/protocolcodec.h"
+#include "core/store/runstore.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QFileInfo>
 #include <QJsonArray>

@@ -1,6 +1,6 @@
 #include "llmclient.h"
 
-#include "core/secrets.h"
+#include "core/model/secrets.h"
 
 #include <QDateTime>
 #include <QJsonArray>

@@ -6,7 +6,7 @@
 // arrives as a signal; a worker that cannot start, hangs or crashes ends in a state with a
 // message, never in a hang.
 
-#include "core/workersupervisor.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QDateTime>
 #include <QHash>

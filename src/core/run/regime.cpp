@@ -1,4 +1,4 @@
-#include "core/regime.h"
+#include "core/run/regime.h"
 
 #include <QJsonArray>
 

@@ -128,7 +128,7 @@ public:
     /// Aborts calls in flight; pending requests end without signals.
     ~LlmClient() override;
 
-    /// The API key joins the secrets the workbench scrubs (core/secrets.h).
+    /// The API key joins the secrets the workbench scrubs (core/model/secrets.h).
     void setSettings(const LlmSettings& settings);
     const LlmSettings& settings() const { return m_settings; }
 

@@ -1,4 +1,4 @@
-#include "core/gputable.h"
+#include "core/tasks/gputable.h"
 
 #include <QJsonValue>
 #include <QStringList>

@@ -1,7 +1,7 @@
-#include "core/runcontroller.h"
+#include "core/run/runcontroller.h"
 
-#include "core/evaluationqueue.h"
-#include "core/llmclient.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/model/llmclient.h"
 
 #include <QDir>
 #include <QFile>

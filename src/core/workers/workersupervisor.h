@@ -9,7 +9,7 @@
 // In FreshPerRequest mode it also keeps a spare: while an evaluation runs, the next worker starts
 // and answers hello (which creates no CUDA context), so the next request skips the process start.
 
-#include "core/protocolcodec.h"
+#include "core/protocol/protocolcodec.h"
 
 #include <QByteArray>
 #include <QJsonObject>

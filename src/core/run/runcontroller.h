@@ -24,10 +24,10 @@
 // Everything runs on the owner's thread, driven by the client's and the queue's signals; the
 // controller reacts only to requests and jobs it started itself.
 
-#include "core/promptrenderer.h"
-#include "core/regime.h"
-#include "core/runstore.h"
-#include "core/selection.h"
+#include "core/prompts/promptrenderer.h"
+#include "core/run/regime.h"
+#include "core/store/runstore.h"
+#include "core/run/selection.h"
 
 #include <QHash>
 #include <QJsonObject>

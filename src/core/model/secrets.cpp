@@ -1,4 +1,4 @@
-#include "core/secrets.h"
+#include "core/model/secrets.h"
 
 #include <QJsonArray>
 #include <QMutex>

@@ -7,7 +7,7 @@
 // it only when strictly better (a broken retry never displaces a working kernel); Last takes the
 // best of the last turn that has candidates, as the study's pilot did.
 
-#include "core/regime.h"
+#include "core/run/regime.h"
 
 #include <QJsonObject>
 #include <QList>

@@ -1,6 +1,6 @@
-#include "core/report.h"
+#include "core/study/report.h"
 
-#include "core/workersupervisor.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QJsonArray>
 #include <QRegularExpression>

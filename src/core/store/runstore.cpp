@@ -1,7 +1,7 @@
-#include "core/runstore.h"
+#include "core/store/runstore.h"
 
-#include "core/secrets.h"
-#include "core/workersupervisor.h"
+#include "core/model/secrets.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QAtomicInteger>
 #include <QCryptographicHash>

@@ -8,7 +8,7 @@
 // Every submitted job ends in exactly one jobFinished() or jobFailed(), emitted from the event
 // loop, never from inside submit() or cancel().
 
-#include "core/workersupervisor.h"
+#include "core/workers/workersupervisor.h"
 
 #include <QJsonObject>
 #include <QList>

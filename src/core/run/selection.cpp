@@ -1,4 +1,4 @@
-#include "core/selection.h"
+#include "core/run/selection.h"
 
 #include <QMap>
 
