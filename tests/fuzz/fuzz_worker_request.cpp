@@ -8,13 +8,16 @@
 //  - evaluate: "device":"none" (parse, TorchScript compile, sandbox check; nothing runs), and a
 //    cubin "compiled ahead" for exactly its cuda block, so NVRTC is skipped (the evaluator loads a
 //    shipped cubin only on a GPU);
-//  - compile: an empty "cuda" (the request's handling, not NVRTC, is under test);
-//  - run_reference: smoke scale on the CPU (the shipped references, not model output);
+//  - compile: an architecture NVRTC does not know, so the request is handled (kernel names,
+//    source hash, errors) but NVRTC, a third-party compiler taking ~100 ms a call, never runs;
+//  - analyze, run_reference: a task that names a shipped one becomes L1/5 (the references are
+//    not model output, and L3's take seconds); run_reference at smoke scale on the CPU;
 //  - tasks: no "validate" (compiles every reference) and no "tasks_dir" (would walk the disk);
 //  - device: no "ceilings".
 // Every other line, invalid or deeply nested JSON included, goes to the worker byte for byte.
 #include "candidate_parser.hpp"
 #include "protocol.hpp"
+#include "task.hpp"
 #include "worker.hpp"
 
 #include <nlohmann/json.hpp>
@@ -26,6 +29,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <memory>
+#include <set>
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,6 +44,7 @@ constexpr int kMaxRewriteDepth = 32; // deeper lines are passed on untouched (th
 int g_stdin = -1;
 int g_devnull = -1;
 std::unique_ptr<kwb::Worker> g_worker;
+std::set<std::string> g_taskIds; // the shipped tasks
 
 std::string tasksDir() { return std::string(KWB_SOURCE_DIR) + "/tasks"; }
 
@@ -97,10 +102,14 @@ std::string cheapened(const std::string& line)
                 r["cubin_b64"] = kwb::protocol::encodeBase64(std::vector<char>{'\x7f', 'E', 'L', 'F'});
             }
         } else if (type == "compile") {
-            r["cuda"] = "";
-        } else if (type == "run_reference") {
-            r["scale"] = "smoke";
-            r["device"] = "cpu";
+            r["arch"] = "sm_1";
+        } else if (type == "analyze" || type == "run_reference") {
+            if (r.contains("task") && r["task"].is_string() && g_taskIds.count(r["task"].get<std::string>()))
+                r["task"] = "L1/5";
+            if (type == "run_reference") {
+                r["scale"] = "smoke";
+                r["device"] = "cpu";
+            }
         } else if (type == "tasks") {
             r.erase("validate");
         } else if (type == "device") {
@@ -121,6 +130,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
         std::perror("fuzz_worker_request: setting up stdin and /dev/null");
         std::abort();
     }
+    for (const kwb::Task& t : kwb::loadTaskDir(tasksDir()).tasks)
+        g_taskIds.insert(t.id);
     g_worker = std::make_unique<kwb::Worker>(g_devnull, tasksDir());
     return 0;
 }
@@ -146,6 +157,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     (void)g_worker->run();
     // After a shutdown request the worker answers nothing more: start a fresh one.
     if (lines.find("shutdown") != std::string::npos)
-        g_worker = std::make_unique<kwb::Worker>(g_devnull, tasksDir());
+        for (const kwb::Task& t : kwb::loadTaskDir(tasksDir()).tasks)
+        g_taskIds.insert(t.id);
+    g_worker = std::make_unique<kwb::Worker>(g_devnull, tasksDir());
     return 0;
 }
