@@ -60,9 +60,12 @@ for t in "${built[@]}"; do
   corp=$(find "$run/corpus" -type f | wc -l)
   corpkb=$(( $(du -sk "$run/corpus" | cut -f1) ))
   rate=$(( ${execs:-0} / (elapsed > 0 ? elapsed : 1) ))
-  artifacts=$(cd "$run/artifacts" && ls -1 2>/dev/null | tr '\n' ' ')
+  # per kind (crash-, timeout-, oom-, leak-, slow-unit-), with the first three names
+  kinds=$(cd "$run/artifacts" && ls -1 | sed 's/-[0-9a-f]*$//' | sort | uniq -c | awk '{s = s (NR > 1 ? ", " : "") $1 " " $2} END {print s}')
+  first=$(cd "$run/artifacts" && ls -1 | head -3 | tr '\n' ' ')
   nart=$(ls -1 "$run/artifacts" | wc -l)
-  rows+=("| \`$t\` | $elapsed | ${execs:-?} | $rate | ${cov:-?} | ${ft:-?} | $corp ($corpkb KiB) | $nart${artifacts:+: $artifacts}|")
+  more=$(( nart > 3 ? nart - 3 : 0 ))
+  rows+=("| \`$t\` | $elapsed | ${execs:-?} | $rate | ${cov:-?} | ${ft:-?} | $corp ($corpkb KiB) | ${kinds:-0}${first:+: $first}$( ((more)) && echo "and $more more" || true) |")
   echo "   execs ${execs:-?}, cov ${cov:-?}, ft ${ft:-?}, corpus $corp, artifacts $nart (log: $log)" >&2
 done
 
