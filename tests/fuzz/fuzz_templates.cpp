@@ -13,13 +13,14 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QString>
-#include <QTemporaryDir>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
-#include <memory>
+#include <unistd.h>
 
 using namespace kwb;
 
@@ -58,7 +59,7 @@ const char* kFeedback = R"({"status":"compile_error","stage":"compile","message"
  "compile":{"ok":false,"log":"candidate.cu(3): error: identifier \"INFINITY\" is undefined","arch":"sm_90"},
  "answer":"```cuda\nextern \"C\" __global__ void k(float* y) { y[0] = INFINITY; }\n```\n\n```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n```"})";
 
-std::unique_ptr<QTemporaryDir> g_dir;
+QString g_dir; // this process's set
 QJsonObject g_context;
 
 void writeOrRemove(const QString& path, const char* data, std::size_t size, bool present)
@@ -77,12 +78,21 @@ void writeOrRemove(const QString& path, const char* data, std::size_t size, bool
 
 extern "C" int LLVMFuzzerInitialize(int*, char***)
 {
-    // /dev/shm when there is one: the set is rewritten for every input.
+    // /dev/shm when there is one: the set is rewritten for every input. A crashing run leaves
+    // its folder behind (that is what fuzzing is for), so the folders of dead runs go first.
     const QString base = QDir(QStringLiteral("/dev/shm")).exists() ? QStringLiteral("/dev/shm") : QDir::tempPath();
-    g_dir = std::make_unique<QTemporaryDir>(base + QStringLiteral("/kwb-fuzz-templates-XXXXXX"));
-    if (!g_dir->isValid() || !QDir(g_dir->path()).mkpath(QStringLiteral("zero-shot")) ||
-        !QDir(g_dir->path()).mkpath(QStringLiteral("partials")))
+    const QString prefix = QStringLiteral("kwb-fuzz-templates-");
+    for (const QString& stale : QDir(base).entryList({prefix + QStringLiteral("*")}, QDir::Dirs)) {
+        bool isPid = false;
+        const qint64 pid = stale.mid(prefix.size()).toLongLong(&isPid);
+        if (isPid && pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+            QDir(base + QLatin1Char('/') + stale).removeRecursively();
+    }
+    g_dir = base + QLatin1Char('/') + prefix + QString::number(::getpid());
+    QDir(g_dir).removeRecursively();
+    if (!QDir(g_dir).mkpath(QStringLiteral("zero-shot")) || !QDir(g_dir).mkpath(QStringLiteral("partials")))
         std::abort();
+    std::atexit([] { QDir(g_dir).removeRecursively(); });
     g_context = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice),
                                              parse(kFeedback));
     return 0;
@@ -91,7 +101,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     const char* text = reinterpret_cast<const char*>(data);
-    const QDir dir(g_dir->path());
+    const QDir dir(g_dir);
     std::size_t pos = 0;
     bool more = true; // a piece starts at pos
     for (int i = -1; i < kPartialCount; ++i) {
@@ -107,10 +117,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         pos = pieceEnd + 1;
     }
 
-    const TemplateSet set(g_dir->path());
+    const TemplateSet set(g_dir);
     for (const QString& t : set.templates())
         (void)set.load(t);
-    PromptRenderer renderer(g_dir->path());
+    PromptRenderer renderer(g_dir);
     (void)renderer.render(kRole, g_context);
     renderer.setStrict(false);
     (void)renderer.render(kRole, g_context);
