@@ -1,0 +1,5 @@
+def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:
+    c = torch.empty_like(A)
+    n = A.numel()
+    kb.launch("scale_f4", [1056], [256], A, c, s, n)
+    return c

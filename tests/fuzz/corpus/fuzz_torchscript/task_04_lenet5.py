@@ -1,0 +1,11 @@
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    x = torch.conv2d(x, p["conv1.weight"], p["conv1.bias"], [1, 1], [0, 0], [1, 1], 1)
+    x = torch.relu(x)
+    x = torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    x = torch.conv2d(x, p["conv2.weight"], p["conv2.bias"], [1, 1], [0, 0], [1, 1], 1)
+    x = torch.relu(x)
+    x = torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False)
+    x = x.view([-1, 400])
+    x = torch.relu(torch.linear(x, p["fc1.weight"], p["fc1.bias"]))
+    x = torch.relu(torch.linear(x, p["fc2.weight"], p["fc2.bias"]))
+    return torch.linear(x, p["fc3.weight"], p["fc3.bias"])
