@@ -93,13 +93,14 @@ int main(int argc, char** argv)
     if (screenshots) {
         const QString dir = parser.value(screenshotsOption);
         int code = 1;
-        QTimer::singleShot(0, &window, [&] {
-            QString error;
-            code = window.writeScreenshots(dir, 180 * 1000, &error) ? 0 : 1;
-            if (code)
-                std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(error));
-            application.exit(code);
-        });
+        QObject::connect(&window, &kwb::app::MainWindow::screenshotsFinished, &application,
+                         [&](bool ok, const QString& error) {
+                             code = ok ? 0 : 1;
+                             if (!ok)
+                                 std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(error));
+                             application.exit(code);
+                         });
+        window.writeScreenshots(dir, 180 * 1000);
         application.exec();
         return code;
     }

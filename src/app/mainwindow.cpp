@@ -20,6 +20,7 @@
 #include "core/protocol/protocolcodec.h"
 #include "core/store/runstore.h"
 #include "core/tasks/taskcatalog.h"
+#include "core/workers/jobtracker.h"
 #include "core/workers/workerlocator.h"
 #include "core/workers/workersupervisor.h"
 
@@ -29,7 +30,6 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
-#include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -41,11 +41,9 @@
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QPointer>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
-#include <QThread>
 #include <QTimer>
 #include <QVariant>
 
@@ -75,27 +73,17 @@ QString gpuSummary(const QJsonObject& device)
     return text;
 }
 
-/// Runs the event loop until `done` holds or `ms` pass; true when it held.
-template <typename Predicate>
-bool waitFor(Predicate done, int ms)
+// The window's job slots: a newer job of a slot drops the older one's result.
+const QString kChartsSlot = QStringLiteral("charts");
+const QString kDeviceSlot = QStringLiteral("device");
+QString profileSlot(const QString& task)
 {
-    QElapsedTimer clock;
-    clock.start();
-    while (!done()) {
-        if (clock.elapsed() > ms)
-            return false;
-        QEventLoop loop;
-        QTimer::singleShot(50, &loop, &QEventLoop::quit);
-        loop.exec();
-    }
-    return true;
+    return QStringLiteral("profile/") + task;
 }
 
-void settle(int ms)
+void warnScreenshots(const QString& what)
 {
-    QEventLoop loop;
-    QTimer::singleShot(ms, &loop, &QEventLoop::quit);
-    loop.exec();
+    std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(what));
 }
 
 constexpr int kMaxRecent = 8;
@@ -110,6 +98,7 @@ MainWindow::MainWindow(const QString& workerPath, QWidget* parent)
     setWindowIcon(QIcon(QStringLiteral(":/icons/kernel-workbench.svg")));
     resize(1400, 880);
 
+    m_jobs = new JobTracker(this);
     m_catalog = new TaskCatalog(this);
     m_runs = new RunManager(this);
 
@@ -126,7 +115,13 @@ MainWindow::MainWindow(const QString& workerPath, QWidget* parent)
     restoreSettings();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow()
+{
+    // First, while every page still stands: pending results are dropped and a store scan still
+    // running is waited for (it only reads), so nothing is delivered into a half-destroyed window.
+    delete m_jobs;
+    m_jobs = nullptr;
+}
 
 QString MainWindow::workerStatus() const
 {
@@ -309,47 +304,23 @@ void MainWindow::startWorker(const QString& workerPath)
                     text += tr(", torch %1").arg(hello.value(QLatin1String("torch")).toString());
                 setWorkerStatus(text, tr("%1 (found %2), pid %3").arg(found.program, found.origin).arg(pid));
             });
-    connect(m_supervisor, &WorkerSupervisor::responseAvailable, this, [this](qint64 id, const QJsonObject& response) {
-        if (m_profileRequests.contains(id)) {
-            const QString task = m_profileRequests.take(id);
-            if (!response.value(QLatin1String("ok")).toBool()) {
-                m_trafficPage->setProfileFailed(task, ProtocolCodec::errorMessage(response));
-                return;
-            }
-            const GpuRoofs roofs = fromDeviceResponse(m_liveDevice);
-            const Roof* memory = roofs.primaryMemory();
-            m_trafficPage->setProfile(task, response, roofs.bandwidthGBps(),
-                                      memory && memory->origin == Roof::Origin::Measured ? tr("measured copy bandwidth")
-                                                                                         : tr("theoretical bandwidth"));
-            return;
-        }
-        if (id != m_deviceRequest)
-            return;
-        if (response.value(QLatin1String("ok")).toBool()) {
-            setDeviceStatus(tr("GPU: %1").arg(gpuSummary(response)));
-            onDevice(response);
-        } else {
-            setDeviceStatus(tr("GPU: unknown"), ProtocolCodec::errorMessage(response));
-        }
-        m_deviceDone = true;
-        Q_EMIT deviceProbeFinished();
-    });
-    connect(m_supervisor, &WorkerSupervisor::requestFailed, this,
-            [this, found](qint64 id, const QString& status, const QString& message) {
-                if (m_profileRequests.contains(id)) {
-                    m_trafficPage->setProfileFailed(m_profileRequests.take(id), status + QStringLiteral(": ") + message);
-                    return;
-                }
-                if (id != m_deviceRequest)
-                    return;
-                setWorkerStatus(tr("Worker: %1").arg(status), found.program + QStringLiteral(": ") + message);
-                setDeviceStatus(tr("GPU: unknown"), message);
-                m_deviceDone = true;
-                Q_EMIT deviceProbeFinished();
-            });
     // The measured ceilings run small kernels for a few seconds: wanted for the roofline.
-    m_deviceRequest = m_supervisor->sendRequest(
-        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), true}});
+    m_jobs->request(kDeviceSlot, m_supervisor,
+                    QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), true}}, -1,
+                    [this, found](const WorkerReply& reply) {
+                        const QJsonObject& response = reply.response;
+                        if (!reply.answered()) {
+                            setWorkerStatus(tr("Worker: %1").arg(reply.status), found.program + QStringLiteral(": ") + reply.message);
+                            setDeviceStatus(tr("GPU: unknown"), reply.message);
+                        } else if (response.value(QLatin1String("ok")).toBool()) {
+                            setDeviceStatus(tr("GPU: %1").arg(gpuSummary(response)));
+                            onDevice(response);
+                        } else {
+                            setDeviceStatus(tr("GPU: unknown"), ProtocolCodec::errorMessage(response));
+                        }
+                        m_deviceDone = true;
+                        Q_EMIT deviceProbeFinished();
+                    });
     // The catalog's tasks and analyze requests queue behind it on the same worker.
     m_catalog->setSupervisor(m_supervisor);
     m_catalog->load();
@@ -361,12 +332,29 @@ void MainWindow::measureTraffic(const QString& task)
         m_trafficPage->setProfileFailed(task, tr("no GPU on this machine"));
         return;
     }
-    const qint64 id = m_supervisor->sendRequest(QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
-                                                            {QStringLiteral("task"), task},
-                                                            {QStringLiteral("scale"), QStringLiteral("full")},
-                                                            {QStringLiteral("trials"), 5}},
-                                                120 * 1000);
-    m_profileRequests.insert(id, task);
+    // A slot per task: measuring one task again supersedes its last measurement, not another task's.
+    m_jobs->request(profileSlot(task), m_supervisor,
+                    QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
+                                {QStringLiteral("task"), task},
+                                {QStringLiteral("scale"), QStringLiteral("full")},
+                                {QStringLiteral("trials"), 5}},
+                    120 * 1000, [this, task](const WorkerReply& reply) {
+                        const QJsonObject& response = reply.response;
+                        if (!reply.answered()) {
+                            m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") + reply.message);
+                            return;
+                        }
+                        if (!response.value(QLatin1String("ok")).toBool()) {
+                            m_trafficPage->setProfileFailed(task, ProtocolCodec::errorMessage(response));
+                            return;
+                        }
+                        const GpuRoofs roofs = fromDeviceResponse(m_liveDevice);
+                        const Roof* memory = roofs.primaryMemory();
+                        m_trafficPage->setProfile(task, response, roofs.bandwidthGBps(),
+                                                  memory && memory->origin == Roof::Origin::Measured
+                                                      ? tr("measured copy bandwidth")
+                                                      : tr("theoretical bandwidth"));
+                    });
 }
 
 void MainWindow::onDevice(const QJsonObject& device)
@@ -440,30 +428,34 @@ void MainWindow::refreshChartData()
 {
     if (m_database.isEmpty())
         return;
-    // The scan reads every evaluation of the file: on a thread, with a connection of its own.
-    ++m_chartJobs;
+    // The scan reads every evaluation of the file: off the GUI thread, with a connection of its
+    // own. A newer scan (another database, a finished run, the catalog ready) drops this one's
+    // result, so the charts never show a database that is no longer open.
+    struct Scan
+    {
+        bool opened = false;
+        QJsonObject runDevice;
+        QHash<QString, TaskTimes> times;
+    };
     const QString path = m_database;
-    QPointer<MainWindow> self(this);
-    QThread* thread = QThread::create([self, path] {
-        RunStore store;
-        if (!store.open(path))
-            return;
-        const QJsonObject runDevice = latestRunDevice(store);
-        const QHash<QString, TaskTimes> times =
-            taskTimesFromStore(store, runDevice.value(QLatin1String("name")).toString());
-        QMetaObject::invokeMethod(
-            qApp,
-            [self, runDevice, times] {
-                if (!self)
-                    return;
-                QList<RooflinePoint> points = rooflinePoints(self->m_catalog->tasks(), times);
-                self->applyChartData(runDevice, QVariant::fromValue(points));
-            },
-            Qt::QueuedConnection);
-    });
-    connect(thread, &QThread::finished, thread, &QObject::deleteLater);
-    connect(thread, &QThread::finished, this, [this] { --m_chartJobs; });
-    thread->start();
+    m_jobs->run(
+        kChartsSlot,
+        [path] {
+            Scan scan;
+            RunStore store;
+            if (!store.open(path))
+                return scan;
+            scan.opened = true;
+            scan.runDevice = latestRunDevice(store);
+            scan.times = taskTimesFromStore(store, scan.runDevice.value(QLatin1String("name")).toString());
+            return scan;
+        },
+        [this](Scan&& scan) {
+            if (!scan.opened)
+                return;
+            const QList<RooflinePoint> points = rooflinePoints(m_catalog->tasks(), scan.times);
+            applyChartData(scan.runDevice, QVariant::fromValue(points));
+        });
 }
 
 void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& points)
@@ -565,26 +557,56 @@ QString MainWindow::currentPage() const
     return m_pageNames.value(m_stack->currentIndex());
 }
 
-bool MainWindow::writeScreenshots(const QString& dir, int waitMs, QString* error)
+void MainWindow::writeScreenshots(const QString& dir, int waitMs)
 {
     if (!QDir().mkpath(dir)) {
-        if (error)
-            *error = tr("cannot create %1").arg(dir);
-        return false;
+        // From the event loop, never inside this call, like every other ending.
+        QMetaObject::invokeMethod(
+            this, [this, dir] { Q_EMIT screenshotsFinished(false, tr("cannot create %1").arg(dir)); }, Qt::QueuedConnection);
+        return;
     }
-    const auto warn = [](const QString& what) { std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(what)); };
     const auto catalogDone = [this] {
         return m_catalog->state() == TaskCatalog::State::Ready || m_catalog->state() == TaskCatalog::State::Failed;
     };
-    if (!waitFor([&] { return m_deviceDone && catalogDone(); }, waitMs))
-        warn(tr("the worker did not finish (device %1, catalog state %2)").arg(m_deviceDone).arg(int(m_catalog->state())));
-    if (m_catalog->state() == TaskCatalog::State::Failed)
-        warn(tr("no task catalog: %1").arg(m_catalog->errorMessage()));
-    if (!m_database.isEmpty()) {
-        if (!waitFor([&] { return m_chartJobs == 0 && m_resultsPage->report().has_value() && !m_resultsPage->isBuilding(); }, waitMs))
-            warn(tr("the results report was not ready"));
-    }
+    whenReady([this, catalogDone] { return m_deviceDone && catalogDone(); }, waitMs, [this, dir, waitMs](bool ready) {
+        if (!ready)
+            warnScreenshots(tr("the worker did not finish (device %1, catalog state %2)").arg(m_deviceDone).arg(int(m_catalog->state())));
+        if (m_catalog->state() == TaskCatalog::State::Failed)
+            warnScreenshots(tr("no task catalog: %1").arg(m_catalog->errorMessage()));
+        if (m_database.isEmpty()) {
+            stageScreenshots(dir);
+            return;
+        }
+        whenReady([this] { return !m_jobs->isBusy(kChartsSlot) && m_resultsPage->report().has_value() && !m_resultsPage->isBuilding(); },
+                  waitMs, [this, dir](bool reportReady) {
+                      if (!reportReady)
+                          warnScreenshots(tr("the results report was not ready"));
+                      stageScreenshots(dir);
+                  });
+    });
+}
 
+void MainWindow::whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then)
+{
+    // Polled from the window's event loop, the only one: no loop of its own to re-enter.
+    auto* timer = new QTimer(this);
+    timer->setInterval(50);
+    QElapsedTimer clock;
+    clock.start();
+    connect(timer, &QTimer::timeout, this, [timer, clock, waitMs, ready = std::move(ready), then = std::move(then)] {
+        const bool done = ready();
+        if (!done && clock.elapsed() <= waitMs)
+            return;
+        timer->stop();
+        timer->deleteLater(); // not inside its own signal
+        then(done);
+    });
+    timer->start();
+}
+
+void MainWindow::stageScreenshots(const QString& dir)
+{
+    const auto warn = warnScreenshots;
     // A state worth a picture on every page.
     const QString task = QStringLiteral("L2/1");
     m_tasksPage->showTask(task);
@@ -609,21 +631,29 @@ bool MainWindow::writeScreenshots(const QString& dir, int waitMs, QString* error
             warn(tr("fewer than two candidates of %1 for the diff").arg(task));
     }
 
-    int n = 0;
-    for (const QString& name : std::as_const(m_pageNames)) {
-        showPage(name);
-        settle(400); // layout, chart animations off, deferred paints
+    grabScreenshot(dir, 0);
+}
+
+void MainWindow::grabScreenshot(const QString& dir, int index)
+{
+    if (index >= m_pageNames.size()) {
+        std::fflush(stdout);
+        Q_EMIT screenshotsFinished(true, QString());
+        return;
+    }
+    const QString name = m_pageNames.at(index);
+    showPage(name);
+    // Layout, chart animations off, deferred paints: the picture after 400 ms of the event loop.
+    QTimer::singleShot(400, this, [this, dir, index, name] {
         const QImage image = m_stack->currentWidget()->window()->grab().toImage();
-        const QString file = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(++n, 2, 10, QLatin1Char('0')).arg(name));
+        const QString file = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(index + 1, 2, 10, QLatin1Char('0')).arg(name));
         if (!image.save(file)) {
-            if (error)
-                *error = tr("cannot write %1").arg(file);
-            return false;
+            Q_EMIT screenshotsFinished(false, tr("cannot write %1").arg(file));
+            return;
         }
         std::printf("%s\n", qPrintable(file));
-    }
-    std::fflush(stdout);
-    return true;
+        grabScreenshot(dir, index + 1);
+    });
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

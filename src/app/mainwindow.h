@@ -2,13 +2,16 @@
 // The workbench's main window: a sidebar of pages (tasks, prompts, launch, monitor, results,
 // roofline, traffic, best-of-n, diff) over one stack, a worker for facts (device, tasks, analyze)
 // and an open run database that every page reads. Nothing here waits on a worker, the network or
-// a report: the pages and the catalog work through signals, reports and store scans run on
-// threads of their own.
+// a report: the pages and the catalog work through signals; store scans, reports and worker
+// requests are JobTracker jobs, whose results are dropped once a newer job of their slot (another
+// database, another measurement of a task) has started.
 
 #include <QHash>
 #include <QJsonObject>
 #include <QMainWindow>
 #include <QStringList>
+
+#include <functional>
 
 class QLabel;
 class QListWidget;
@@ -16,6 +19,7 @@ class QMenu;
 class QStackedWidget;
 
 namespace kwb {
+class JobTracker;
 class TaskCatalog;
 class WorkerSupervisor;
 } // namespace kwb
@@ -56,18 +60,22 @@ public:
     QString currentPage() const;
 
     /// Puts each page in a state worth a picture (a task with data, a template, a run, a pair of
-    /// candidates) and writes DIR/<n>-<page>.png for every page. Waits (event loop running) for the
-    /// catalog, the device probe and the results report, at most `waitMs`. False with *error when
-    /// a picture cannot be written; missing data is reported on stderr, not an error.
-    bool writeScreenshots(const QString& dir, int waitMs, QString* error = nullptr);
+    /// candidates) and writes DIR/<n>-<page>.png for every page. Returns at once: it waits, from
+    /// the event loop, for the catalog, the device probe and the results report (at most `waitMs`
+    /// each), then ends in screenshotsFinished(). Missing data is reported on stderr, not an error.
+    void writeScreenshots(const QString& dir, int waitMs);
 
     TaskCatalog* catalog() const { return m_catalog; }
+    /// The window's background jobs (slots "charts", "device", "profile/<task>").
+    JobTracker* jobs() const { return m_jobs; }
 
 Q_SIGNALS:
     /// The device probe has ended, with an answer or a failure.
     void deviceProbeFinished();
     /// The data the charts draw was recomputed (after the catalog or the database changed).
     void chartDataUpdated();
+    /// writeScreenshots() has ended: ok, or the picture that could not be written in error.
+    void screenshotsFinished(bool ok, const QString& error);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -90,16 +98,18 @@ private:
     void showAbout();
     void restoreSettings();
     QWidget* currentChartWidget() const;
+    /// Calls then(true) once ready() holds, or then(false) after waitMs.
+    void whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then);
+    void stageScreenshots(const QString& dir);
+    void grabScreenshot(const QString& dir, int index);
 
+    JobTracker* m_jobs = nullptr;
     WorkerSupervisor* m_supervisor = nullptr;
     TaskCatalog* m_catalog = nullptr;
     RunManager* m_runs = nullptr;
-    qint64 m_deviceRequest = 0;
-    QHash<qint64, QString> m_profileRequests; ///< request id -> task (HBM traffic page)
     QJsonObject m_liveDevice;   ///< from this machine's worker (available or not)
     QJsonObject m_runDevice;    ///< the GPU the open database was measured on
     bool m_deviceDone = false;
-    int m_chartJobs = 0;        ///< store scans running
     QString m_database;
     QString m_workerProgram;
 

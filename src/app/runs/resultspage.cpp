@@ -3,6 +3,7 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/runlistmodel.h"
 #include "core/store/runstore.h"
+#include "core/workers/jobtracker.h"
 
 #include <QDir>
 #include <QFileDialog>
@@ -20,7 +21,6 @@
 #include <QStandardItemModel>
 #include <QTabWidget>
 #include <QTableView>
-#include <QThread>
 #include <QTimer>
 #include <QVBoxLayout>
 
@@ -57,11 +57,14 @@ struct ReportResult
     QString error;
 };
 
+const QString kReportSlot = QStringLiteral("report");
+
 } // namespace
 
 ResultsPage::ResultsPage(QWidget* parent)
     : QWidget(parent)
     , m_runs(new RunListModel(this))
+    , m_jobs(new JobTracker(this))
 {
     buildUi();
     connect(m_runs, &RunListModel::checkedRunsChanged, this, &ResultsPage::scheduleReport);
@@ -71,12 +74,15 @@ ResultsPage::ResultsPage(QWidget* parent)
 
 ResultsPage::~ResultsPage()
 {
-    // A report thread reads the database for a moment; let it end rather than kill it mid-query.
-    for (QThread* thread : std::as_const(m_threads)) {
-        thread->disconnect(this);
-        thread->wait();
-        delete thread;
-    }
+    // A report being built reads the database for a moment: the tracker drops its result and
+    // lets it end rather than kill it mid-query, before the page's widgets go.
+    delete m_jobs;
+    m_jobs = nullptr;
+}
+
+bool ResultsPage::isBuilding() const
+{
+    return m_jobs && m_jobs->isBusy(kReportSlot);
 }
 
 void ResultsPage::buildUi()
@@ -227,7 +233,7 @@ void ResultsPage::buildUi()
 bool ResultsPage::setDatabase(const QString& path, QString* error)
 {
     m_report.reset();
-    ++m_generation; // a report still being built is for the old database
+    m_jobs->cancel(kReportSlot); // a report still being built is for the old database
     m_databasePath = path;
     m_store.reset();
     m_runs->clear();
@@ -300,7 +306,7 @@ void ResultsPage::scheduleReport()
 
 void ResultsPage::startReport()
 {
-    const int generation = ++m_generation;
+    m_jobs->cancel(kReportSlot); // whatever is shown next, a report still being built is stale
     if (!m_store) {
         updateActions();
         return;
@@ -323,30 +329,25 @@ void ResultsPage::startReport()
         Q_EMIT reportReady();
         return;
     }
-    auto result = std::make_shared<ReportResult>();
     const QString path = m_databasePath;
     const ReportOptions options{m_bootstrap};
-    QThread* thread = QThread::create([result, path, ids, options] {
-        RunStore store; // its own connection, in this thread
-        if (!store.open(path)) {
-            result->error = store.errorString();
-            return;
-        }
-        result->report = buildReport(store, ids, options, &result->error);
-    });
-    m_threads.append(thread);
-    ++m_building;
+    m_jobs->run(
+        kReportSlot,
+        [path, ids, options] {
+            ReportResult result;
+            RunStore store; // its own connection, in the pool's thread
+            if (!store.open(path))
+                result.error = store.errorString();
+            else
+                result.report = buildReport(store, ids, options, &result.error);
+            return result;
+        },
+        [this](ReportResult&& result) {
+            showReport(result.report, result.error);
+            updateActions();
+        });
     m_statusLabel->setText(tr("Computing the report of %1 …").arg(counted(ids.size(), tr("run"), tr("runs"))));
     updateActions();
-    connect(thread, &QThread::finished, this, [this, thread, result, generation] {
-        m_threads.removeOne(thread);
-        thread->deleteLater();
-        --m_building;
-        if (generation == m_generation)
-            showReport(result->report, result->error);
-        updateActions();
-    });
-    thread->start();
 }
 
 void ResultsPage::showEmptyState(const QString& text)
@@ -464,7 +465,7 @@ void ResultsPage::exportWithDialog(ExportFormat format)
 
 void ResultsPage::updateActions()
 {
-    const bool ready = m_report.has_value() && m_building == 0;
+    const bool ready = m_report.has_value() && !isBuilding();
     m_exportCsv->setEnabled(ready);
     m_exportJson->setEnabled(ready);
     m_exportMarkdown->setEnabled(ready);

@@ -6,8 +6,9 @@
 // caveat, the routing estimate, and the ablation table. Export writes core's CSV, JSON or
 // Markdown of the same report.
 //
-// The report (SQL and bootstrap resamples) is built on a thread of its own with its own
-// connection to the database, so a large database never stalls the window.
+// The report (SQL and bootstrap resamples) is built by a JobTracker job with its own connection
+// to the database, so a large database never stalls the window; a report superseded by newer
+// check marks or another database is dropped.
 
 #include "core/study/report.h"
 
@@ -24,11 +25,10 @@ class QStackedWidget;
 class QStandardItemModel;
 class QTableView;
 class QTabWidget;
-class QThread;
-
 namespace kwb {
+class JobTracker;
 class RunStore;
-}
+} // namespace kwb
 
 namespace kwb::app {
 
@@ -58,7 +58,7 @@ public:
 
     /// The report of the checked runs, once built (nullopt before, or with no run checked).
     const std::optional<Report>& report() const { return m_report; }
-    bool isBuilding() const { return m_building > 0; }
+    bool isBuilding() const;
     /// Writes the current report in the format; false with *error when there is none or the
     /// file cannot be written.
     bool exportTo(const QString& path, ExportFormat format, QString* error = nullptr) const;
@@ -88,10 +88,8 @@ private:
     RunListModel* m_runs = nullptr;
     BootstrapOptions m_bootstrap;
     std::optional<Report> m_report;
-    int m_building = 0;
-    int m_generation = 0;
+    JobTracker* m_jobs = nullptr; ///< builds the report (slot "report")
     bool m_reportScheduled = false;
-    QList<QThread*> m_threads;
 
     QLabel* m_databaseLabel = nullptr;
     QLabel* m_statusLabel = nullptr;

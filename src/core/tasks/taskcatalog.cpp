@@ -2,13 +2,13 @@
 
 #include "core/protocol/protocolcodec.h"
 #include "core/store/runstore.h"
+#include "core/workers/jobtracker.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QMetaObject>
 #include <QSet>
-#include <QThread>
 
 #include <memory>
 #include <utility>
@@ -142,19 +142,18 @@ QString TaskLoadError::toString() const
     return text + (text.isEmpty() ? QString() : QStringLiteral(": ")) + message;
 }
 
+namespace {
+const QString kEagerSlot = QStringLiteral("eager");
+}
+
 TaskCatalog::TaskCatalog(QObject* parent)
     : QObject(parent)
+    , m_jobs(new JobTracker(this))
 {
 }
 
-TaskCatalog::~TaskCatalog()
-{
-    // The readers post into this object; they only read a file, so waiting is short.
-    for (QThread* thread : std::as_const(m_eagerThreads)) {
-        thread->wait();
-        delete thread;
-    }
-}
+// The tracker, a child, waits for a reader still running; it only reads a file, so that is short.
+TaskCatalog::~TaskCatalog() = default;
 
 void TaskCatalog::setSupervisor(WorkerSupervisor* supervisor)
 {
@@ -409,7 +408,7 @@ void TaskCatalog::setEagerTimes(const QHash<QString, double>& meanMs, const QStr
 
 void TaskCatalog::setEagerTimes(const QHash<QString, EagerTime>& times, const QString& gpuName)
 {
-    ++m_eagerGeneration; // a reader still running must not overwrite times set by hand
+    m_jobs->cancel(kEagerSlot); // a reader still running must not overwrite times set by hand
     m_eager = times;
     m_eagerGpu = gpuName;
     m_eagerError.clear();
@@ -457,8 +456,8 @@ QHash<QString, EagerTime> TaskCatalog::eagerTimesFromStore(const RunStore& store
 
 void TaskCatalog::loadEagerTimes(const QString& databasePath, const QString& gpuName)
 {
-    const int generation = ++m_eagerGeneration;
     if (gpuName.isEmpty() || !QFileInfo(databasePath).isFile()) {
+        m_jobs->cancel(kEagerSlot);
         m_eager.clear();
         m_eagerGpu = gpuName;
         m_eagerError = gpuName.isEmpty() ? tr("no GPU to look up eager times for")
@@ -471,27 +470,23 @@ void TaskCatalog::loadEagerTimes(const QString& databasePath, const QString& gpu
         QHash<QString, EagerTime> times;
         QString error;
     };
-    auto result = std::make_shared<Result>();
-    QThread* thread = QThread::create([result, databasePath, gpuName] {
-        RunStore store;
-        if (!store.open(databasePath)) {
-            result->error = store.errorString();
-            return;
-        }
-        result->times = eagerTimesFromStore(store, gpuName);
-    });
-    m_eagerThreads.append(thread);
-    connect(thread, &QThread::finished, this, [this, thread, result, generation, gpuName] {
-        m_eagerThreads.removeOne(thread);
-        thread->deleteLater();
-        if (generation != m_eagerGeneration)
-            return;
-        m_eager = result->times;
-        m_eagerGpu = gpuName;
-        m_eagerError = result->error;
-        Q_EMIT eagerTimesChanged();
-    });
-    thread->start();
+    m_jobs->run(
+        kEagerSlot,
+        [databasePath, gpuName] {
+            Result result;
+            RunStore store; // a connection of its own, in the pool's thread
+            if (!store.open(databasePath))
+                result.error = store.errorString();
+            else
+                result.times = eagerTimesFromStore(store, gpuName);
+            return result;
+        },
+        [this, gpuName](Result&& result) {
+            m_eager = std::move(result.times);
+            m_eagerGpu = gpuName;
+            m_eagerError = result.error;
+            Q_EMIT eagerTimesChanged();
+        });
 }
 
 } // namespace kwb

@@ -20,10 +20,9 @@
 
 #include <optional>
 
-class QThread;
-
 namespace kwb {
 
+class JobTracker;
 class RunStore;
 
 /// A named dimension of a task, at both scales.
@@ -247,8 +246,7 @@ private:
     QHash<QString, EagerTime> m_eager;
     QString m_eagerGpu;
     QString m_eagerError;
-    QList<QThread*> m_eagerThreads; ///< readers still running (waited for on destruction)
-    int m_eagerGeneration = 0;
+    JobTracker* m_jobs = nullptr; ///< the eager-time readers (slot "eager"; waited for on destruction)
 };
 
 } // namespace kwb

@@ -10,11 +10,13 @@
 #include "app/mainwindow.h"
 #include "app/runs/resultspage.h"
 #include "core/tasks/taskcatalog.h"
+#include "core/workers/jobtracker.h"
 #include "windowfixture.h"
 
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QFileInfo>
 #include <QImage>
 #include <QLabel>
 #include <QPushButton>
@@ -91,6 +93,49 @@ private Q_SLOTS:
         QCOMPARE(window.currentPage(), QStringLiteral("roofline"));
     }
 
+    // Open A, then at once B: A's store scan must not reach the charts, whether it ends before or
+    // after B's (it used to be applied, so A's tasks appeared on the roofline with B open).
+    void anotherDatabaseDropsTheFirstsCharts()
+    {
+        const QString empty = m_dir.filePath(QStringLiteral("empty.db"));
+        {
+            RunStore store;
+            QVERIFY(store.open(empty));
+        }
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+        auto* roofline = qobject_cast<RooflinePage*>(window.page(QStringLiteral("roofline")));
+        QVERIFY(roofline);
+        QList<qsizetype> shown; // roofline points at each update of the charts
+        connect(&window, &MainWindow::chartDataUpdated, this, [&] { shown << roofline->chart()->points().size(); });
+        QVERIFY(window.openDatabase(m_db)); // two tasks with times
+        QVERIFY(window.openDatabase(empty)); // none
+        QTRY_VERIFY_WITH_TIMEOUT(!shown.isEmpty(), 30000);
+        // Both scans have ended and every queued result has been handled.
+        QVERIFY(window.jobs()->waitForFunctions(30000));
+        QCoreApplication::sendPostedEvents();
+        QCoreApplication::sendPostedEvents();
+        QCOMPARE(shown, QList<qsizetype>{0});
+        QCOMPARE(window.database(), QFileInfo(empty).absoluteFilePath());
+    }
+
+    // Closing (and destroying) the window while its scan and report run: their results are
+    // dropped, the threads end, nothing reaches a destroyed page.
+    void closeWhileJobsRun()
+    {
+        auto* window = new MainWindow(QStringLiteral(KWB_REPLAYWORKER));
+        window->show();
+        QTRY_VERIFY_WITH_TIMEOUT(window->catalog()->state() == TaskCatalog::State::Ready, 60000);
+        QSignalSpy charts(window, &MainWindow::chartDataUpdated);
+        QVERIFY(window->openDatabase(m_db));
+        QVERIFY(window->jobs()->isBusy(QStringLiteral("charts")));
+        window->close();
+        delete window;
+        QCoreApplication::sendPostedEvents();
+        QCOMPARE(charts.count(), 0);
+    }
+
     void trafficMeasurement()
     {
         const auto json = [](const QString& path) {
@@ -142,8 +187,11 @@ private Q_SLOTS:
         QVERIFY(window.openDatabase(m_db));
         const QString dir = QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/screenshots");
         QDir(dir).removeRecursively();
-        QString error;
-        QVERIFY2(window.writeScreenshots(dir, 60000, &error), qPrintable(error));
+        QSignalSpy finished(&window, &MainWindow::screenshotsFinished);
+        window.writeScreenshots(dir, 60000);
+        QVERIFY(finished.isEmpty()); // from the event loop, which this call does not run
+        QVERIFY(finished.wait(120000));
+        QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(1).toString()));
         const QStringList files = QDir(dir).entryList({QStringLiteral("*.png")}, QDir::Files, QDir::Name);
         QCOMPARE(files.size(), 9);
         QCOMPARE(files.first(), QStringLiteral("01-tasks.png"));
