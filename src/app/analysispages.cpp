@@ -2,6 +2,7 @@
 
 #include "app/charts/trafficchart.h"
 #include "app/editor/candidatediffview.h"
+#include "core/protocol/evaluationstatus.h"
 #include "core/store/runstore.h"
 #include "core/tasks/taskcatalog.h"
 
@@ -226,7 +227,7 @@ bool DiffPage::showTask(const QString& id)
         return false;
     int failing = -1, correct = -1;
     for (int k = 0; k < m_entries.size(); ++k) {
-        const bool ok = m_entries[k].evaluation.status == QLatin1String("correct");
+        const bool ok = evaluationStatusFromWire(m_entries[k].evaluation.status) == EvaluationStatus::Correct;
         if (ok && correct < 0)
             correct = k;
         if (!ok && failing < 0)

@@ -1,5 +1,7 @@
 #include "app/workbenchdata.h"
 
+#include "core/protocol/workerresponses.h"
+
 #include <QJsonArray>
 
 #include <algorithm>
@@ -8,15 +10,19 @@ namespace kwb::app {
 
 namespace {
 
-double meanMs(const QJsonObject& result, const char* which)
+double meanMs(const std::optional<TimingStats>& timing)
 {
-    return result.value(QLatin1String("timing")).toObject().value(QLatin1String(which)).toObject()
-        .value(QLatin1String("mean_ms")).toDouble();
+    return timing ? timing->meanMs : 0.0;
+}
+
+DeviceFacts runDevice(const RunInfo& run)
+{
+    return decodeDeviceFacts(RunConfig::fromJson(run.config).gpu);
 }
 
 QString runGpuName(const RunInfo& run)
 {
-    return run.config.value(QLatin1String("gpu")).toObject().value(QLatin1String("name")).toString();
+    return runDevice(run).name;
 }
 
 } // namespace
@@ -28,23 +34,24 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
     for (const RunInfo& run : store.runs()) {
         if (!gpuName.isEmpty() && runGpuName(run) != gpuName)
             continue;
-        for (const EvaluationRecord& e : store.evaluations(run.id)) {
-            const double eager = meanMs(e.result, "reference");
+        for (const EvaluationRecord& record : store.evaluations(run.id)) {
+            const EvaluationResult e = record.evaluation();
+            const double eager = meanMs(e.timing.reference);
             if (eager <= 0)
                 continue;
-            TaskTimes& t = times[e.task];
-            if (e.id > eagerFrom.value(e.task)) { // the latest measurement of the reference
+            TaskTimes& t = times[record.task];
+            if (record.id > eagerFrom.value(record.task)) { // the latest measurement of the reference
                 t.eagerMs = eager;
-                eagerFrom.insert(e.task, e.id);
+                eagerFrom.insert(record.task, record.id);
             }
-            const double candidate = meanMs(e.result, "candidate");
-            if (e.status != QLatin1String("correct") || candidate <= 0)
+            const double candidate = meanMs(e.timing.candidate);
+            if (!e.isCorrect() || candidate <= 0)
                 continue;
             if (!t.bestCandidateMs || candidate < *t.bestCandidateMs) {
                 t.bestCandidateMs = candidate;
-                t.bestCandidateCustom = e.result.value(QLatin1String("custom_launches")).toInt() > 0;
-                t.bestEvaluation = e.id;
-                t.bestLabel = QStringLiteral("#%1 %2, turn %3, sample %4").arg(run.id).arg(run.regime).arg(e.turn).arg(e.sample);
+                t.bestCandidateCustom = e.customLaunches.value_or(0) > 0;
+                t.bestEvaluation = record.id;
+                t.bestLabel = QStringLiteral("#%1 %2, turn %3, sample %4").arg(run.id).arg(run.regime).arg(record.turn).arg(record.sample);
             }
         }
     }
@@ -55,9 +62,9 @@ QJsonObject latestRunDevice(const RunStore& store)
 {
     const QList<RunInfo> runs = store.runs();
     for (auto it = runs.crbegin(); it != runs.crend(); ++it) {
-        const QJsonObject gpu = it->config.value(QLatin1String("gpu")).toObject();
-        if (gpu.value(QLatin1String("available")).toBool() && !gpu.value(QLatin1String("name")).toString().isEmpty())
-            return gpu;
+        const DeviceFacts gpu = runDevice(*it);
+        if (gpu.available && !gpu.name.isEmpty())
+            return gpu.raw;
     }
     return {};
 }
@@ -69,9 +76,9 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
         const auto t = times.constFind(task.id);
         if (!task.hasAnalysis() || t == times.cend() || t->eagerMs <= 0)
             continue;
-        const QJsonObject& a = task.analysisJson;
-        const double flops = a.value(QLatin1String("flops")).toDouble();
-        const double unfused = a.value(QLatin1String("intensity_unfused")).toDouble();
+        const TaskAnalysis& a = task.analysis;
+        const double flops = a.flops;
+        const double unfused = a.intensityUnfused;
         if (flops <= 0 || unfused <= 0)
             continue;
         RooflinePoint p;
@@ -82,7 +89,7 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
         QString detail = QStringLiteral("%1 — eager %2 ms").arg(task.title).arg(t->eagerMs, 0, 'f', 3);
         if (t->bestCandidateMs) {
             p.candidateGflops = flops / (*t->bestCandidateMs * 1e-3) / 1e9;
-            const double fused = a.value(QLatin1String("intensity_fused")).toDouble();
+            const double fused = a.intensityFused;
             if (t->bestCandidateCustom && fused > 0)
                 p.candidateIntensity = fused;
             detail += QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
@@ -119,7 +126,7 @@ QString CandidateEntry::label() const
                        .arg(evaluation.turn)
                        .arg(evaluation.sample)
                        .arg(evaluation.status);
-    if (evaluation.speedup && evaluation.status == QLatin1String("correct"))
+    if (evaluation.speedup && evaluationStatusFromWire(evaluation.status) == EvaluationStatus::Correct)
         text += QStringLiteral(" %1×").arg(*evaluation.speedup, 0, 'f', 2);
     return text;
 }

@@ -3,6 +3,7 @@
 #include "textformat.h"
 
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerresponses.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
 #include "core/workers/workerlocator.h"
@@ -45,11 +46,6 @@ void printJson(const QJsonObject& object)
     out().flush();
 }
 
-double number(const QJsonValue& value)
-{
-    return value.isDouble() ? value.toDouble() : kNaN;
-}
-
 QJsonValue numberOrNull(double value)
 {
     return std::isnan(value) ? QJsonValue(QJsonValue::Null) : QJsonValue(value);
@@ -79,7 +75,7 @@ void printWorkerStderr(const WorkerSupervisor::Outcome& outcome)
 /// (and as JSON on stdout when asked). Returns ExitSuccess when the response is usable.
 int reportFailure(const WorkerSupervisor::Outcome& outcome, bool json)
 {
-    if (outcome.hasResponse() && outcome.response.value(QLatin1String("ok")).toBool())
+    if (outcome.hasResponse() && decodeHeader(outcome.response).ok)
         return ExitSuccess;
     QString status;
     QString message;
@@ -87,10 +83,11 @@ int reportFailure(const WorkerSupervisor::Outcome& outcome, bool json)
     if (!outcome.hasResponse()) {
         status = outcome.status;
         message = outcome.message;
-        code = status == FailureStatus::BadRequest ? ExitBadRequest : ExitWorker;
+        code = evaluationStatusFromWire(status) == EvaluationStatus::BadRequest ? ExitBadRequest : ExitWorker;
     } else {
-        status = ProtocolCodec::errorCode(outcome.response);
-        message = ProtocolCodec::errorMessage(outcome.response);
+        const ResponseHeader header = decodeHeader(outcome.response);
+        status = header.errorCode;
+        message = header.errorMessage;
         // The worker refused the request (unknown task, bad field, no device for it): the
         // caller's mistake. `internal` is the worker's own.
         code = status == QLatin1String("internal") ? ExitWorker : ExitBadRequest;
@@ -110,11 +107,35 @@ int reportFailure(const WorkerSupervisor::Outcome& outcome, bool json)
     return code;
 }
 
-QString intensity(double flops, double bytes, const QJsonValue& given)
+/// An intensity the decoder gave (from the response, or flops / bytes); NaN where neither is known.
+double knownIntensity(double intensity, double bytes)
 {
-    const double value = given.isDouble() ? given.toDouble() : (bytes > 0 ? flops / bytes : kNaN);
+    return bytes > 0 || intensity != 0 ? intensity : kNaN;
+}
+
+QString intensity(double value)
+{
     return std::isnan(value) ? QStringLiteral("-")
                              : QString::number(value, 'f', value < 10 ? 2 : 1) + QStringLiteral(" FLOP/B");
+}
+
+/// A device fact for a table: NaN (shown "-") where the response has none.
+double known(double value)
+{
+    return value > 0 ? value : kNaN;
+}
+
+QJsonValue optionalJson(const std::optional<double>& value)
+{
+    return value ? QJsonValue(*value) : QJsonValue(QJsonValue::Undefined);
+}
+
+QJsonValue shapeJson(const QList<qint64>& shape)
+{
+    QJsonArray array;
+    for (const qint64 d : shape)
+        array.append(double(d));
+    return array;
 }
 
 } // namespace
@@ -156,40 +177,36 @@ int runTasks(Session& session, bool json)
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request);
     if (const int code = reportFailure(outcome, json))
         return code;
-    const QJsonObject& response = outcome.response;
+    const TaskList list = decodeTaskList(outcome.response);
     if (json) {
-        printJson(QJsonObject{{QStringLiteral("ok"), true},
-                              {QStringLiteral("tasks"), response.value(QLatin1String("tasks"))},
-                              {QStringLiteral("errors"), response.value(QLatin1String("errors"))}});
+        QJsonArray tasks, errors;
+        for (const TaskSpec& task : list.tasks)
+            tasks.append(task.json);
+        for (const TaskLoadError& e : list.errors)
+            errors.append(QJsonObject{{QStringLiteral("path"), e.path},
+                                      {QStringLiteral("field"), e.field},
+                                      {QStringLiteral("message"), e.message}});
+        printJson(QJsonObject{{QStringLiteral("ok"), true}, {QStringLiteral("tasks"), tasks}, {QStringLiteral("errors"), errors}});
         return ExitSuccess;
     }
     TextTable table(
         {QStringLiteral("ID"), QStringLiteral("LEVEL"), QStringLiteral("TITLE"), QStringLiteral("DIMENSIONS")});
     table.setRightAligned(1);
-    const QJsonArray tasks = response.value(QLatin1String("tasks")).toArray();
-    for (const QJsonValue& value : tasks) {
-        const QJsonObject task = value.toObject();
+    const QList<TaskSpec>& tasks = list.tasks;
+    for (const TaskSpec& task : tasks) {
         QStringList dims;
-        for (const QJsonValue& dim : task.value(QLatin1String("dims")).toArray()) {
-            const QJsonObject d = dim.toObject();
-            dims << d.value(QLatin1String("name")).toString() + QLatin1Char('=') +
-                        numberOrDash(d.value(QLatin1String("full")), 10);
-        }
-        table.addRow({task.value(QLatin1String("id")).toString(), numberOrDash(task.value(QLatin1String("level"))),
-                      task.value(QLatin1String("title")).toString(), dims.join(QLatin1Char(' '))});
+        for (const TaskDim& d : task.dims)
+            dims << d.name + QLatin1Char('=') + numberOrDash(double(d.full), 10);
+        table.addRow({task.id, numberOrDash(task.level), task.title, dims.join(QLatin1Char(' '))});
     }
     out() << table.render();
-    const QJsonArray errors = response.value(QLatin1String("errors")).toArray();
+    const QList<TaskLoadError>& errors = list.errors;
     out() << '\n' << tasks.size() << (tasks.size() == 1 ? " task" : " tasks");
     if (!errors.isEmpty())
         out() << ", " << errors.size() << (errors.size() == 1 ? " broken file" : " broken files");
     out() << '\n';
-    for (const QJsonValue& value : errors) {
-        const QJsonObject error = value.toObject();
-        out() << "  " << error.value(QLatin1String("path")).toString() << ": "
-              << error.value(QLatin1String("field")).toString() << ": "
-              << error.value(QLatin1String("message")).toString() << '\n';
-    }
+    for (const TaskLoadError& error : errors)
+        out() << "  " << error.path << ": " << error.field << ": " << error.message << '\n';
     out().flush();
     return ExitSuccess;
 }
@@ -203,24 +220,25 @@ int runAnalyze(Session& session, const AnalyzeOptions& options)
     if (const int code = reportFailure(outcome, options.json))
         return code;
     QJsonObject response = outcome.response;
-    const double flops = number(response.value(QLatin1String("flops")));
-    const double unfused = number(response.value(QLatin1String("bytes_unfused")));
-    const double fused = number(response.value(QLatin1String("bytes_fused")));
+    const AnalyzeResult a = decodeAnalyze(response);
+    const double flops = a.flops;
+    const double unfused = a.bytesUnfused;
+    const double fused = a.bytesFused;
+    const double intensityUnfused = knownIntensity(a.intensityUnfused, unfused);
+    const double intensityFused = knownIntensity(a.intensityFused, fused);
     if (options.json) {
         response.remove(QStringLiteral("id"));
         response.remove(QStringLiteral("type"));
-        if (!response.contains(QLatin1String("intensity_unfused")))
-            response.insert(QStringLiteral("intensity_unfused"), numberOrNull(unfused > 0 ? flops / unfused : kNaN));
-        if (!response.contains(QLatin1String("intensity_fused")))
-            response.insert(QStringLiteral("intensity_fused"), numberOrNull(fused > 0 ? flops / fused : kNaN));
+        // The decoder computes what older workers left out; the raw response is printed with it.
+        response.insert(QStringLiteral("intensity_unfused"), numberOrNull(intensityUnfused));
+        response.insert(QStringLiteral("intensity_fused"), numberOrNull(intensityFused));
         printJson(response);
         return ExitSuccess;
     }
     KeyValueList summary;
-    summary.add(QStringLiteral("task"),
-                response.value(QLatin1String("task")).toString(options.task) + QStringLiteral(" (scale ") +
-                    response.value(QLatin1String("scale")).toString(options.scale) + QLatin1Char(')'));
-    summary.add(QStringLiteral("output"), shape(response.value(QLatin1String("output_shape"))));
+    summary.add(QStringLiteral("task"), (a.task.isEmpty() ? options.task : a.task) + QStringLiteral(" (scale ") +
+                                            (a.scale.isEmpty() ? options.scale : a.scale) + QLatin1Char(')'));
+    summary.add(QStringLiteral("output"), shape(shapeJson(a.outputShape)));
     summary.add(QStringLiteral("FLOPs"), siValue(flops, QStringLiteral("FLOP")));
     summary.add(QStringLiteral("bytes unfused"),
                 siValue(unfused, QStringLiteral("B")) +
@@ -229,20 +247,17 @@ int runAnalyze(Session& session, const AnalyzeOptions& options)
                 siValue(fused, QStringLiteral("B")) + QStringLiteral("  (task inputs, parameters and outputs only)"));
     summary.add(
         QStringLiteral("intensity"),
-        intensity(flops, unfused, response.value(QLatin1String("intensity_unfused"))) + QStringLiteral(" unfused, ") +
-            intensity(flops, fused, response.value(QLatin1String("intensity_fused"))) + QStringLiteral(" fused"));
+        intensity(intensityUnfused) + QStringLiteral(" unfused, ") + intensity(intensityFused) + QStringLiteral(" fused"));
     out() << summary.render() << '\n';
 
     TextTable ops({QStringLiteral("#"), QStringLiteral("OP"), QStringLiteral("CATEGORY"), QStringLiteral("OUTPUT"),
                    QStringLiteral("FLOPS"), QStringLiteral("BYTES"), QStringLiteral("FLOP/B")});
     for (int column : {0, 4, 5, 6})
         ops.setRightAligned(column);
-    for (const QJsonValue& value : response.value(QLatin1String("ops")).toArray()) {
-        const QJsonObject op = value.toObject();
-        const double opFlops = number(op.value(QLatin1String("flops")));
-        const double opBytes = number(op.value(QLatin1String("bytes")));
-        ops.addRow({numberOrDash(op.value(QLatin1String("index"))), op.value(QLatin1String("op")).toString(),
-                    op.value(QLatin1String("category")).toString(), shape(op.value(QLatin1String("output"))),
+    for (const TaskOp& op : a.ops) {
+        const double opFlops = op.flops;
+        const double opBytes = op.bytes;
+        ops.addRow({numberOrDash(op.index), op.op, op.category, shape(shapeJson(op.output)),
                     std::isnan(opFlops) ? QStringLiteral("-") : siValue(opFlops, QStringLiteral("FLOP")),
                     std::isnan(opBytes) ? QStringLiteral("-") : siValue(opBytes, QStringLiteral("B")),
                     opBytes > 0 ? QString::number(opFlops / opBytes, 'f', 2) : QStringLiteral("-")});
@@ -279,25 +294,23 @@ int runEval(Session& session, const EvalOptions& options)
 
     // A timeout or a crash is the candidate's result, like a compile error; a worker that cannot
     // start, or a refused request, is not.
-    const bool candidateFailure = !outcome.hasResponse() && (outcome.status == FailureStatus::Timeout ||
-                                                             outcome.status == FailureStatus::Crashed);
+    const EvaluationStatus failure = evaluationStatusFromWire(outcome.status);
+    const bool candidateFailure =
+        !outcome.hasResponse() && (failure == EvaluationStatus::Timeout || failure == EvaluationStatus::Crashed);
     if (!candidateFailure) {
         if (const int code = reportFailure(outcome, options.json))
             return code;
     }
 
     const QJsonObject& response = outcome.response;
-    const QString status = candidateFailure ? outcome.status : response.value(QLatin1String("status")).toString();
-    const QString message = candidateFailure ? outcome.message : response.value(QLatin1String("message")).toString();
-    const QJsonObject compile = response.value(QLatin1String("compile")).toObject();
-    const QJsonObject correctness = response.value(QLatin1String("correctness")).toObject();
-    const QJsonObject timing = response.value(QLatin1String("timing")).toObject();
-    const QJsonObject candidateTiming = timing.value(QLatin1String("candidate")).toObject();
-    const QJsonObject referenceTiming = timing.value(QLatin1String("reference")).toObject();
-    const QString compileLog = compile.value(QLatin1String("log")).toString();
-    const double speedup = number(response.value(QLatin1String("speedup")));
-    const double maxAbsDiff = number(correctness.value(QLatin1String("max_abs_diff")));
-    const int exitCode = status == QLatin1String("correct") ? ExitSuccess : ExitNotCorrect;
+    const EvaluationResult e = candidateFailure ? decodeEvaluation(failureResult(outcome.status, outcome.message))
+                                                : decodeEvaluation(response);
+    const QString status = e.statusName;
+    const QString message = e.message;
+    const QString compileLog = e.compile ? e.compile->log : QString();
+    const double speedup = e.speedup.value_or(kNaN);
+    const double maxAbsDiff = e.correctness && e.correctness->maxAbsDiff ? *e.correctness->maxAbsDiff : kNaN;
+    const int exitCode = e.isCorrect() ? ExitSuccess : ExitNotCorrect;
 
     if (options.json) {
         QJsonObject result{
@@ -305,14 +318,13 @@ int runEval(Session& session, const EvalOptions& options)
             {QStringLiteral("task"), options.task},
             {QStringLiteral("candidate"), options.candidateFile},
             {QStringLiteral("status"), status},
-            {QStringLiteral("stage"),
-             candidateFailure ? QJsonValue(QJsonValue::Null) : response.value(QLatin1String("stage"))},
+            {QStringLiteral("stage"), candidateFailure || e.stage.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(e.stage)},
             {QStringLiteral("message"), message},
             {QStringLiteral("compile_log"), compileLog},
             {QStringLiteral("speedup"), numberOrNull(speedup)},
             {QStringLiteral("max_abs_diff"), numberOrNull(maxAbsDiff)},
-            {QStringLiteral("reference_ms"), numberOrNull(number(referenceTiming.value(QLatin1String("mean_ms"))))},
-            {QStringLiteral("candidate_ms"), numberOrNull(number(candidateTiming.value(QLatin1String("mean_ms"))))},
+            {QStringLiteral("reference_ms"), numberOrNull(e.timing.reference ? e.timing.reference->meanMs : kNaN)},
+            {QStringLiteral("candidate_ms"), numberOrNull(e.timing.candidate ? e.timing.candidate->meanMs : kNaN)},
             {QStringLiteral("profile"), options.profile},
             {QStringLiteral("scale"), options.scale},
             {QStringLiteral("timeout_s"), options.timeoutS},
@@ -328,18 +340,16 @@ int runEval(Session& session, const EvalOptions& options)
     table.add(QStringLiteral("task"), options.task + QStringLiteral("  (profile ") + options.profile +
                                           QStringLiteral(", scale ") + options.scale + QLatin1Char(')'));
     if (!candidateFailure)
-        table.add(QStringLiteral("stage"), response.value(QLatin1String("stage")).toString());
+        table.add(QStringLiteral("stage"), e.stage);
     if (!message.isEmpty())
         table.add(QStringLiteral("message"), message);
-    if (!compile.isEmpty()) {
-        QString line = compile.value(QLatin1String("ok")).toBool() ? QStringLiteral("ok") : QStringLiteral("failed");
-        if (compile.value(QLatin1String("ms")).isDouble())
-            line += QStringLiteral(" in ") + milliseconds(compile.value(QLatin1String("ms")).toDouble());
-        if (!compile.value(QLatin1String("arch")).toString().isEmpty())
-            line += QStringLiteral(" for ") + compile.value(QLatin1String("arch")).toString();
-        QStringList kernels;
-        for (const QJsonValue& kernel : compile.value(QLatin1String("kernels")).toArray())
-            kernels << kernel.toString();
+    if (const std::optional<CompileInfo>& compile = e.compile) {
+        QString line = compile->ok ? QStringLiteral("ok") : QStringLiteral("failed");
+        if (compile->ms)
+            line += QStringLiteral(" in ") + milliseconds(*compile->ms);
+        if (!compile->arch.isEmpty())
+            line += QStringLiteral(" for ") + compile->arch;
+        QStringList kernels = compile->kernels;
         // A terminal line, not a dump: an answer may declare thousands of kernels.
         constexpr int shownKernels = 8;
         if (kernels.size() > shownKernels) {
@@ -351,35 +361,29 @@ int runEval(Session& session, const EvalOptions& options)
             line += QStringLiteral(", kernels: ") + kernels.join(QStringLiteral(", "));
         table.add(QStringLiteral("compile"), line);
     }
-    if (!correctness.isEmpty()) {
+    if (const std::optional<CorrectnessInfo>& c = e.correctness) {
         table.add(QStringLiteral("correctness"),
                   QStringLiteral("%1/%2 trials passed, max abs diff %3, max rel diff %4 (atol %5, rtol %6)")
-                      .arg(numberOrDash(correctness.value(QLatin1String("passed"))),
-                           numberOrDash(correctness.value(QLatin1String("trials"))),
-                           numberOrDash(correctness.value(QLatin1String("max_abs_diff")), 3),
-                           numberOrDash(correctness.value(QLatin1String("max_rel_diff")), 3),
-                           numberOrDash(correctness.value(QLatin1String("atol")), 3),
-                           numberOrDash(correctness.value(QLatin1String("rtol")), 3)));
+                      .arg(numberOrDash(c->passed), numberOrDash(c->trials), numberOrDash(optionalJson(c->maxAbsDiff), 3),
+                           numberOrDash(optionalJson(c->maxRelDiff), 3), numberOrDash(optionalJson(c->atol), 3),
+                           numberOrDash(optionalJson(c->rtol), 3)));
     }
-    const auto timingLine = [](const QJsonObject& t) {
-        return milliseconds(number(t.value(QLatin1String("mean_ms")))) + QStringLiteral(" mean  (median ") +
-               milliseconds(number(t.value(QLatin1String("median_ms")))) + QStringLiteral(", std ") +
-               milliseconds(number(t.value(QLatin1String("std_ms")))) + QStringLiteral(", ") +
-               numberOrDash(t.value(QLatin1String("trials"))) + QStringLiteral(" trials)");
+    const auto timingLine = [](const TimingStats& t) {
+        return milliseconds(t.meanMs) + QStringLiteral(" mean  (median ") + milliseconds(t.medianMs) +
+               QStringLiteral(", std ") + milliseconds(t.stdMs) + QStringLiteral(", ") + numberOrDash(t.trials) +
+               QStringLiteral(" trials)");
     };
-    if (!referenceTiming.isEmpty())
-        table.add(QStringLiteral("reference"), timingLine(referenceTiming));
-    if (!candidateTiming.isEmpty())
-        table.add(QStringLiteral("candidate"), timingLine(candidateTiming));
+    if (e.timing.reference)
+        table.add(QStringLiteral("reference"), timingLine(*e.timing.reference));
+    if (e.timing.candidate)
+        table.add(QStringLiteral("candidate"), timingLine(*e.timing.candidate));
     if (!std::isnan(speedup))
         table.add(QStringLiteral("speedup"), QString::number(speedup, 'f', 2) + QLatin1Char('x'));
-    if (response.value(QLatin1String("torch_only")).toBool())
+    if (e.torchOnly)
         table.add(QStringLiteral("note"), QStringLiteral("torch-only: the candidate launched no custom kernel"));
-    const QJsonObject degenerate = response.value(QLatin1String("degenerate")).toObject();
-    if (!degenerate.isEmpty())
-        table.add(QStringLiteral("warning"),
-                  QStringLiteral("degenerate reference (") + degenerate.value(QLatin1String("kind")).toString() +
-                      QStringLiteral("): ") + degenerate.value(QLatin1String("message")).toString());
+    if (e.degenerate)
+        table.add(QStringLiteral("warning"), QStringLiteral("degenerate reference (") + e.degenerate->kind +
+                                                 QStringLiteral("): ") + e.degenerate->message);
     out() << table.render();
     if (!compileLog.isEmpty())
         out() << "\ncompile log:\n" << compileLog << (compileLog.endsWith(QLatin1Char('\n')) ? "" : "\n");
@@ -404,37 +408,30 @@ int runDevice(Session& session, bool json, bool ceilings)
         printJson(response);
         return ExitSuccess;
     }
-    if (!response.value(QLatin1String("available")).toBool()) {
-        out() << "no GPU: " << response.value(QLatin1String("reason")).toString(QStringLiteral("no reason given"))
-              << '\n';
+    const DeviceFacts device = decodeDeviceFacts(response);
+    if (!device.available) {
+        out() << "no GPU: " << (device.reason.isEmpty() ? QStringLiteral("no reason given") : device.reason) << '\n';
         out().flush();
         return ExitSuccess;
     }
-    const auto value = [&response](const char* key) { return number(response.value(QLatin1String(key))); };
     KeyValueList table;
-    table.add(QStringLiteral("GPU"), response.value(QLatin1String("name")).toString());
-    table.add(QStringLiteral("compute capability"),
-              response.value(QLatin1String("cc")).toString() + QStringLiteral(" (") +
-                  response.value(QLatin1String("arch")).toString() + QLatin1Char(')'));
-    table.add(QStringLiteral("SMs"), numberOrDash(response.value(QLatin1String("sm_count"))));
-    table.add(QStringLiteral("L2 cache"), siValue(value("l2_bytes"), QStringLiteral("B")));
-    table.add(QStringLiteral("memory"), siValue(value("memory_bytes"), QStringLiteral("B")));
-    table.add(QStringLiteral("SM clock"), siValue(value("sm_clock_khz") * 1e3, QStringLiteral("Hz")));
-    table.add(QStringLiteral("memory clock"), siValue(value("memory_clock_khz") * 1e3, QStringLiteral("Hz")));
-    table.add(QStringLiteral("HBM (theoretical)"), siValue(value("hbm_theoretical_gbps") * 1e9, QStringLiteral("B/s")));
-    const QJsonObject measured = response.value(QLatin1String("ceilings")).toObject();
-    const auto ceiling = [&measured](const char* key) { return number(measured.value(QLatin1String(key))); };
-    if (!measured.isEmpty()) {
-        table.add(QStringLiteral("HBM copy (measured)"),
-                  siValue(ceiling("hbm_copy_gbps") * 1e9, QStringLiteral("B/s")));
-        table.add(QStringLiteral("FP32 FMA (measured)"),
-                  siValue(ceiling("fp32_fma_gflops") * 1e9, QStringLiteral("FLOP/s")));
-        if (measured.contains(QLatin1String("tensor_bf16_gflops")))
+    table.add(QStringLiteral("GPU"), device.name);
+    table.add(QStringLiteral("compute capability"), device.cc + QStringLiteral(" (") + device.arch + QLatin1Char(')'));
+    table.add(QStringLiteral("SMs"), numberOrDash(device.smCount));
+    table.add(QStringLiteral("L2 cache"), siValue(known(double(device.l2Bytes)), QStringLiteral("B")));
+    table.add(QStringLiteral("memory"), siValue(known(double(device.memoryBytes)), QStringLiteral("B")));
+    table.add(QStringLiteral("SM clock"), siValue(known(device.smClockKhz * 1e3), QStringLiteral("Hz")));
+    table.add(QStringLiteral("memory clock"), siValue(known(device.memoryClockKhz * 1e3), QStringLiteral("Hz")));
+    table.add(QStringLiteral("HBM (theoretical)"), siValue(known(device.hbmTheoreticalGBps * 1e9), QStringLiteral("B/s")));
+    if (device.hasCeilings) {
+        table.add(QStringLiteral("HBM copy (measured)"), siValue(known(device.hbmCopy.value * 1e9), QStringLiteral("B/s")));
+        table.add(QStringLiteral("FP32 FMA (measured)"), siValue(known(device.fp32Fma.value * 1e9), QStringLiteral("FLOP/s")));
+        if (device.tensorBf16.present())
             table.add(QStringLiteral("BF16 tensor (measured)"),
-                      siValue(ceiling("tensor_bf16_gflops") * 1e9, QStringLiteral("FLOP/s")));
-        if (measured.contains(QLatin1String("tensor_tf32_gflops")))
+                      siValue(known(device.tensorBf16.value * 1e9), QStringLiteral("FLOP/s")));
+        if (device.tensorTf32.present())
             table.add(QStringLiteral("TF32 tensor (measured)"),
-                      siValue(ceiling("tensor_tf32_gflops") * 1e9, QStringLiteral("FLOP/s")));
+                      siValue(known(device.tensorTf32.value * 1e9), QStringLiteral("FLOP/s")));
     }
     out() << table.render();
     out().flush();

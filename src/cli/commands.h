@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/protocol/defaults.h"
 #include "core/run/runlaunch.h"
 
 #include <QTextStream>
@@ -43,12 +44,12 @@ struct EvalOptions
 {
     QString task;
     QString candidateFile;
-    QString profile = QStringLiteral("kernelbench");
-    QString scale = QStringLiteral("full");
+    QString profile = defaults::profile();
+    QString scale = defaults::scale();
     QString arch;          ///< empty: the device's
     QString device;        ///< empty: the GPU if there is one; "cpu" (smoke tests) or "none"
     int trials = 0;        ///< timing trials; 0: the profile's
-    double timeoutS = 240; ///< the supervisor's wall-clock limit
+    double timeoutS = defaults::kEvaluationTimeoutS; ///< the supervisor's wall-clock limit
     bool json = false;
 };
 
@@ -93,17 +94,17 @@ struct RunCommandOptions
     QString regime;               ///< --regime NAME (empty with --routing or --resume)
     QString routing;              ///< --routing study
     QString tasks;                ///< --tasks L1:1-10,L2:1-10
-    QString endpoint;             ///< --endpoint URL (default http://127.0.0.1:8080/v1)
+    QString endpoint;             ///< --endpoint URL (default defaults::kEndpoint)
     QString model;                ///< --model NAME
     QString database;             ///< --db FILE
     int n = 0;                    ///< --n; 0: the regime's
     int turns = 0;                ///< --turns; 0: the regime's
     double temperature = -1;      ///< --temperature; < 0: the regime's
     QString apiKey;               ///< --api-key (never stored); empty: $KWB_API_KEY
-    double timeoutS = 240;        ///< evaluation wall-clock limit
+    double timeoutS = defaults::kEvaluationTimeoutS; ///< evaluation wall-clock limit
     double modelTimeoutS = 0;     ///< --model-timeout: a model request's total limit; 0: the default (or the stored run's)
-    QString profile = QStringLiteral("kernelbench");
-    QString scale = QStringLiteral("full");
+    QString profile = defaults::profile();
+    QString scale = defaults::scale();
     QString ablate;               ///< --ablate best-of-n,feedback-analyzer,monotone,competence
     qint64 resume = 0;            ///< --resume RUN_ID
     QString promptsDir;           ///< --prompts DIR; empty: $KWB_PROMPTS_DIR, the install's, the source tree's

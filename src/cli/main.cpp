@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "core/model/llmclient.h"
+#include "core/protocol/defaults.h"
 #include "core/protocol/triallimits.h"
 
 #include <QCoreApplication>
@@ -52,15 +53,17 @@ int main(int argc, char** argv)
     analyze->add_option("--scale", analyzeScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
     addJson(analyze);
 
+    const std::vector<std::string> knownProfiles(std::begin(kwb::defaults::kKnownProfiles),
+                                                 std::end(kwb::defaults::kKnownProfiles));
     EvalOptions eval;
-    std::string evalTask, candidate, profile = "kernelbench", evalScale = "full", arch, evalDevice;
+    std::string evalTask, candidate, profile = kwb::defaults::kProfile, evalScale = kwb::defaults::kScale, arch, evalDevice;
     CLI::App* evalCommand = app.add_subcommand("eval", "evaluate a candidate answer (Markdown) against a task");
     evalCommand->add_option("TASK", evalTask, "task id, e.g. L2/1")->required();
     evalCommand->add_option("CANDIDATE", candidate, "the model's answer, a Markdown file")->required();
-    evalCommand->add_option("--timeout", eval.timeoutS, "wall-clock limit in seconds (default 240)")
+    evalCommand->add_option("--timeout", eval.timeoutS, "wall-clock limit in seconds (default " + std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
         ->check(CLI::Range(0.001, 1e6)); // the supervisor's timer counts int milliseconds
     evalCommand->add_option("--profile", profile, "protocol profile: kernelbench or kernelbench-v0.1")
-        ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
+        ->check(CLI::IsMember(knownProfiles));
     evalCommand->add_option("--scale", evalScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
     // Trial counts are checked after parsing (below), for a plain message with the range.
     struct BoundedCount
@@ -100,8 +103,8 @@ int main(int argc, char** argv)
     report->add_option("--out", reportOut, "write to this file instead of stdout");
 
     RunCommandOptions runOptions;
-    std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = "kernelbench",
-                runScale = "full", runAblate, runPrompts;
+    std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
+                runScale = kwb::defaults::kScale, runAblate, runPrompts;
     std::string runIsolation = "fresh", sweepNs = "1,2,4,8";
     // `run` and `sweep` take the same options; only one of them is parsed.
     const auto addRunOptions = [&](CLI::App* command, bool sweep) {
@@ -114,7 +117,7 @@ int main(int argc, char** argv)
             regimeOption->excludes(routingOption);
         }
         command->add_option("--tasks", runTaskSpec, "tasks, e.g. L1:1-10,L2:1-10,L3:1-10 (or L2/1)");
-        command->add_option("--endpoint", runEndpoint, "OpenAI-compatible base URL (default http://127.0.0.1:8080/v1)");
+        command->add_option("--endpoint", runEndpoint, std::string("OpenAI-compatible base URL (default ") + kwb::defaults::kEndpoint + ")");
         command->add_option("--model", runModel, "model name sent to the server");
         command->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();
         if (sweep)
@@ -129,14 +132,15 @@ int main(int argc, char** argv)
         command->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
             ->check(CLI::Range(0.0, 2.0));
         command->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
-        command->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default 240)")
+        command->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default " +
+                                std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
             ->check(CLI::Range(0.001, 1e6));
         command->add_option("--model-timeout", runOptions.modelTimeoutS,
                             "a model request's total limit in seconds, retries included (default " +
                                 std::to_string(kwb::kDefaultModelDeadlineMs / 1000) + ")")
             ->check(CLI::Range(1.0, 86400.0));
         command->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
-            ->check(CLI::IsMember({"kernelbench", "kernelbench-v0.1"}));
+            ->check(CLI::IsMember(knownProfiles));
         command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
         boundedCounts.push_back({command->add_option("--timing-trials", runOptions.timingTrials,
                                                      "timed runs per candidate and reference (default: the profile's, 100)"),

@@ -6,6 +6,7 @@
 #include "core/workers/evaluationqueue.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerresponses.h"
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/study/report.h"
@@ -67,9 +68,8 @@ QJsonObject ask(WorkerSupervisor& supervisor, const QJsonObject& request, QStrin
         *error = outcome.status + QStringLiteral(": ") + outcome.message;
         return {};
     }
-    if (!outcome.response.value(QLatin1String("ok")).toBool()) {
-        *error = ProtocolCodec::errorCode(outcome.response) + QStringLiteral(": ") +
-                 ProtocolCodec::errorMessage(outcome.response);
+    if (const ResponseHeader header = decodeHeader(outcome.response); !header.ok) {
+        *error = header.errorCode + QStringLiteral(": ") + header.errorMessage;
         return {};
     }
     QJsonObject response = outcome.response;
@@ -194,8 +194,8 @@ int runRun(Session& session, const RunCommandOptions& options)
     if (tasksResponse.isEmpty())
         return fail(json, ExitWorker, QStringLiteral("worker"), QStringLiteral("tasks: ") + error);
     QHash<QString, QJsonObject> known;
-    for (const QJsonValue& v : tasksResponse.value(QLatin1String("tasks")).toArray())
-        known.insert(v.toObject().value(QLatin1String("id")).toString(), v.toObject());
+    for (const TaskSpec& task : decodeTaskList(tasksResponse).tasks)
+        known.insert(task.id, task.json);
     QStringList unknownTasks;
     for (const QString& id : std::as_const(plan.taskIds))
         if (!known.contains(id))
@@ -211,7 +211,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}}, &error);
     if (device.isEmpty())
         err() << "kwb run: device: " << error << " (going on without device facts)\n";
-    const bool gpu = device.value(QLatin1String("available")).toBool();
+    const bool gpu = decodeDeviceFacts(device).available;
 
     QList<RunTaskInput> inputs;
     for (const QString& id : std::as_const(plan.taskIds)) {
@@ -304,7 +304,7 @@ int runRun(Session& session, const RunCommandOptions& options)
     QObject::connect(&controller, &RunController::candidateEvaluated, &controller,
                      [&](const QString&, int, int, const QString& status) {
                          ++evaluated;
-                         if (status == QLatin1String("correct"))
+                         if (evaluationStatusFromWire(status) == EvaluationStatus::Correct)
                              ++correct;
                          printProgress(false);
                      });

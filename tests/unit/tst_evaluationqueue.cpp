@@ -309,7 +309,7 @@ private Q_SLOTS:
         const qint64 next = queue->submit(QStringLiteral("L1/1"), answer());
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.ended, (QList<qint64>{hang, next}));
-        QCOMPARE(recorder.failures.value(hang), FailureStatus::Timeout);
+        QCOMPARE(recorder.failures.value(hang), wireName(EvaluationStatus::Timeout));
         QVERIFY2(recorder.messages.value(hang).contains(QLatin1String("0.5 s")), qPrintable(recorder.messages.value(hang)));
         QVERIFY(!recorder.echo(hang).contains(QLatin1String("timeout_ms")));
         QCOMPARE(recorder.results.value(next).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
@@ -329,13 +329,13 @@ private Q_SLOTS:
         QVERIFY(queue->cancel(queued));
         QVERIFY(!queue->cancel(queued));
         QVERIFY(!recorder.failures.contains(queued)); // from the event loop, not from cancel()
-        QTRY_COMPARE(recorder.failures.value(queued), FailureStatus::Cancelled);
+        QTRY_COMPARE(recorder.failures.value(queued), wireName(EvaluationStatus::Cancelled));
         QVERIFY(recorder.messages.value(queued).contains(QLatin1String("before it started")));
 
         QTest::qWait(200); // let the hang reach the worker
         QVERIFY(queue->cancel(running));
         QVERIFY(recorder.waitForEnded(3));
-        QCOMPARE(recorder.failures.value(running), FailureStatus::Cancelled);
+        QCOMPARE(recorder.failures.value(running), wireName(EvaluationStatus::Cancelled));
         QCOMPARE(recorder.results.value(last).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         QVERIFY(!recorder.started.contains(queued));
         QVERIFY(!queue->cancel(12345));
@@ -355,7 +355,7 @@ private Q_SLOTS:
         queue->cancelAll();
         QVERIFY(recorder.waitForEnded(3));
         for (qint64 id : ids)
-            QCOMPARE(recorder.failures.value(id), FailureStatus::Cancelled);
+            QCOMPARE(recorder.failures.value(id), wireName(EvaluationStatus::Cancelled));
         QCOMPARE(queue->pendingCount(), 0);
     }
 
@@ -366,7 +366,7 @@ private Q_SLOTS:
         // A request the worker cannot serve (here: too large for a line) is no verdict on a candidate.
         const qint64 id = queue->submit(QStringLiteral("L1/1"), QString(kMaxLineBytes, QLatin1Char('x')));
         QVERIFY(recorder.waitForEnded(1));
-        QCOMPARE(recorder.failures.value(id), FailureStatus::BadRequest);
+        QCOMPARE(recorder.failures.value(id), wireName(EvaluationStatus::BadRequest));
     }
 
     void workersGetTheMinimalEnvironment()
@@ -397,7 +397,7 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         const qint64 id = queue->submit(QStringLiteral("L1/1"), QStringLiteral("fake: sigkill"));
         QVERIFY(recorder.waitForEnded(1));
-        QCOMPARE(recorder.failures.value(id), FailureStatus::WorkerLost);
+        QCOMPARE(recorder.failures.value(id), wireName(EvaluationStatus::WorkerLost));
     }
 };
 

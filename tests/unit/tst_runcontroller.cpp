@@ -161,7 +161,7 @@ private Q_SLOTS:
         QCOMPARE(evals.size(), 1);
         QCOMPARE(evals.first().status, QStringLiteral("incorrect"));
         QCOMPARE(evals.first().role, RegimeRole::Generator);
-        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).status, QStringLiteral("incorrect"));
+        QCOMPARE(wireName(c->selected().value(QStringLiteral("L2/1")).status), QStringLiteral("incorrect"));
         QCOMPARE(m_store->run(run)->status, RunStatus::Finished);
         QCOMPARE(m_store->completedUnits(run).size(), 1);
     }
@@ -195,7 +195,7 @@ private Q_SLOTS:
         QVERIFY(runToEnd(*c, run, {taskInput()}));
         QCOMPARE(m_server->requests().size(), 3);
         QCOMPARE(m_store->evaluations(run).size(), 3);
-        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).status, QStringLiteral("compile_error"));
+        QCOMPARE(wireName(c->selected().value(QStringLiteral("L2/1")).status), QStringLiteral("compile_error"));
     }
 
     void agentSendsFourCandidates()
@@ -222,7 +222,7 @@ private Q_SLOTS:
         QCOMPARE(evals.size(), 4);
         const auto chosen = c->selected().value(QStringLiteral("L2/1"));
         QCOMPARE(chosen.sample, 2);
-        QCOMPARE(chosen.status, QStringLiteral("correct"));
+        QCOMPARE(wireName(chosen.status), QStringLiteral("correct"));
         // analyzer and researcher answers are stored too
         QVERIFY(m_store->answeredUnits(run).contains(UnitKey{QStringLiteral("L2/1"), 1, 0, RegimeRole::Analyzer}));
     }
@@ -248,7 +248,7 @@ private Q_SLOTS:
         // monotone: the broken later turns do not displace the compiled first one
         const auto chosen = c->selected().value(QStringLiteral("L2/1"));
         QCOMPARE(chosen.turn, 1);
-        QCOMPARE(chosen.status, QStringLiteral("incorrect"));
+        QCOMPARE(wireName(chosen.status), QStringLiteral("incorrect"));
     }
 
     void pilotLastTurnWins()
@@ -269,7 +269,7 @@ private Q_SLOTS:
         QVERIFY(userPrompt(requests.at(4)).contains(QStringLiteral("CRITIQUE: tile the conv")));
         const auto chosen = c->selected().value(QStringLiteral("L2/1"));
         QCOMPARE(chosen.turn, 3);
-        QCOMPARE(chosen.status, QStringLiteral("compile_error"));
+        QCOMPARE(wireName(chosen.status), QStringLiteral("compile_error"));
     }
 
     void feedbackAnalyzerOffSendsRawError()
@@ -320,7 +320,7 @@ private Q_SLOTS:
         QCOMPARE(again->evaluationsSubmitted(), 1);
         QCOMPARE(m_store->evaluations(run).size(), 3);
         QCOMPARE(again->selected().size(), 3);
-        QCOMPARE(again->selected().value(QStringLiteral("L1/1")).status, QStringLiteral("correct"));
+        QCOMPARE(wireName(again->selected().value(QStringLiteral("L1/1")).status), QStringLiteral("correct"));
     }
 
     void resumeContinuesAtTheNextTurn()
@@ -381,7 +381,7 @@ private Q_SLOTS:
         cand.task = p.task;
         cand.turn = 1;
         QVERIFY(m_store->addEvaluation(*m_store->addCandidate(cand),
-                                       QJsonObject{{QStringLiteral("status"), FailureStatus::WorkerLost},
+                                       QJsonObject{{QStringLiteral("status"), wireName(EvaluationStatus::WorkerLost)},
                                                    {QStringLiteral("message"), QStringLiteral("killed by signal 9")}}));
         QVERIFY(m_store->completedUnits(run).isEmpty());
         QVERIFY(runToEnd(*c, run, {taskInput()}));
@@ -390,7 +390,7 @@ private Q_SLOTS:
         const auto evals = m_store->evaluations(run);
         QCOMPARE(evals.size(), 2);
         QCOMPARE(evals.last().status, QStringLiteral("correct"));
-        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).status, QStringLiteral("correct"));
+        QCOMPARE(wireName(c->selected().value(QStringLiteral("L2/1")).status), QStringLiteral("correct"));
         QCOMPARE(m_store->completedUnits(run).size(), 1);
 
         // Evaluated now: a second resume has nothing left to do.
@@ -419,7 +419,7 @@ private Q_SLOTS:
                  qPrintable(errors.first().at(1).toString()));
         const auto evals = m_store->evaluations(run);
         QCOMPARE(evals.size(), 1);
-        QCOMPARE(evals.first().status, FailureStatus::WorkerLost);
+        QCOMPARE(evals.first().status, wireName(EvaluationStatus::WorkerLost));
     }
 
     void routingPerLevel()

@@ -175,7 +175,7 @@ private Q_SLOTS:
         QCOMPARE(failed.size(), 0);
         QTRY_COMPARE(failed.size(), 1);
         QCOMPARE(failed.first().at(0).toLongLong(), id);
-        QCOMPARE(failed.first().at(1).toString(), FailureStatus::BadRequest);
+        QCOMPARE(failed.first().at(1).toString(), wireName(EvaluationStatus::BadRequest));
     }
 
     void oversizedRequestIsRefused()
@@ -184,7 +184,7 @@ private Q_SLOTS:
         QJsonObject big = evaluate();
         big.insert(QStringLiteral("answer"), QString(kMaxLineBytes, QLatin1Char('x')));
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(big));
-        QCOMPARE(ending.status, FailureStatus::BadRequest);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::BadRequest));
         QVERIFY2(ending.message.contains(QLatin1String("line limit")), qPrintable(ending.message));
         QCOMPARE(supervisor->workerPid(), qint64(0)); // never reached a worker
     }
@@ -196,7 +196,7 @@ private Q_SLOTS:
         QVERIFY(warm.hasResponse);
 
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang")), 500));
-        QCOMPARE(ending.status, FailureStatus::Timeout);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
         QVERIFY2(ending.message.contains(QLatin1String("wall-clock limit of 0.5 s")), qPrintable(ending.message));
         QVERIFY2(ending.message.contains(QLatin1String("terminated (SIGTERM)")), qPrintable(ending.message));
         QVERIFY2(ending.elapsedMs >= 500, qPrintable(QString::number(ending.elapsedMs)));
@@ -210,7 +210,7 @@ private Q_SLOTS:
         supervisor->setKillGracePeriod(400);
         const Ending ending =
             waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 300));
-        QCOMPARE(ending.status, FailureStatus::Timeout);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
         QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
         QVERIFY2(ending.message.contains(QLatin1String("after ignoring SIGTERM for 0.4 s")),
                  qPrintable(ending.message));
@@ -238,7 +238,7 @@ private Q_SLOTS:
         const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
         QVERIFY(warm.hasResponse);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode)));
-        QCOMPARE(ending.status, FailureStatus::Crashed);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::Crashed));
         QVERIFY2(ending.message.contains(expected), qPrintable(ending.message));
         QVERIFY2(ending.message.contains(QLatin1String("during the request")), qPrintable(ending.message));
         QCOMPARE(finished.size(), 1);
@@ -289,7 +289,7 @@ private Q_SLOTS:
         const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
         QVERIFY(warm.hasResponse);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode)));
-        QCOMPARE(ending.status, FailureStatus::ProtocolError);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::ProtocolError));
         QVERIFY2(ending.message.contains(expected), qPrintable(ending.message));
         verifyFreshWorkerAnswers(*supervisor, pidOf(warm));
     }
@@ -420,7 +420,7 @@ private Q_SLOTS:
         auto supervisor = makeSupervisor({QStringLiteral("--protocol"), QStringLiteral("2")});
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
-        QCOMPARE(ending.status, FailureStatus::ProtocolError);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::ProtocolError));
         QVERIFY2(ending.message.contains(QLatin1String("protocol 2, newer than this program's protocol 1")),
                  qPrintable(ending.message));
         QCOMPARE(available.size(), 0);
@@ -434,15 +434,15 @@ private Q_SLOTS:
         QTest::addColumn<QString>("expected");
         const QString fake = QStringLiteral(KWB_FAKEWORKER);
         QTest::newRow("no such program") << QStringLiteral("/nonexistent/kwb-worker") << QStringList()
-                                         << FailureStatus::StartFailed << QStringLiteral("could not start the worker");
+                                         << wireName(EvaluationStatus::StartFailed) << QStringLiteral("could not start the worker");
         QTest::newRow("loader error") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("exit_127")}
-                                      << FailureStatus::StartFailed
+                                      << wireName(EvaluationStatus::StartFailed)
                                       << QStringLiteral("exited with code 127 before answering hello: "
                                                         "kwb-worker: error while loading shared libraries");
         QTest::newRow("crash in hello") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("segv")}
-                                        << FailureStatus::StartFailed << QStringLiteral("SIGSEGV");
+                                        << wireName(EvaluationStatus::StartFailed) << QStringLiteral("SIGSEGV");
         QTest::newRow("hang in hello") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("hang")}
-                                       << FailureStatus::StartFailed
+                                       << wireName(EvaluationStatus::StartFailed)
                                        << QStringLiteral("did not answer hello within the wall-clock limit of 0.5 s");
     }
 
@@ -472,13 +472,13 @@ private Q_SLOTS:
 
         QVERIFY(supervisor->cancelRequest(queued));
         const Ending queuedEnd = waitForEnd(*supervisor, queued, 2000);
-        QCOMPARE(queuedEnd.status, FailureStatus::Cancelled);
+        QCOMPARE(queuedEnd.status, wireName(EvaluationStatus::Cancelled));
         QVERIFY(queuedEnd.message.contains(QLatin1String("before it started")));
 
         QTRY_VERIFY(supervisor->workerPid() != 0); // the hang has reached the worker
         QVERIFY(supervisor->cancelRequest(running));
         const Ending runningEnd = waitForEnd(*supervisor, running, 5000);
-        QCOMPARE(runningEnd.status, FailureStatus::Cancelled);
+        QCOMPARE(runningEnd.status, wireName(EvaluationStatus::Cancelled));
         QVERIFY(runningEnd.elapsedMs < 3000);
         QVERIFY(!supervisor->cancelRequest(running));
         verifyFreshWorkerAnswers(*supervisor, 0);
@@ -545,11 +545,11 @@ private Q_SLOTS:
         QTest::addColumn<QString>("mode");
         QTest::addColumn<int>("outsideSignal"); // 0: the worker dies by itself (mode)
         QTest::addColumn<QString>("status");
-        QTest::newRow("SIGKILL mid-request") << QStringLiteral("sigkill") << 0 << FailureStatus::WorkerLost;
-        QTest::newRow("kill -9 from outside") << QStringLiteral("hang") << int(SIGKILL) << FailureStatus::WorkerLost;
-        QTest::newRow("SIGTERM from outside") << QStringLiteral("hang") << int(SIGTERM) << FailureStatus::WorkerLost;
-        QTest::newRow("segfault mid-request") << QStringLiteral("segv") << 0 << FailureStatus::Crashed;
-        QTest::newRow("SIGSEGV from outside") << QStringLiteral("hang") << int(SIGSEGV) << FailureStatus::Crashed;
+        QTest::newRow("SIGKILL mid-request") << QStringLiteral("sigkill") << 0 << wireName(EvaluationStatus::WorkerLost);
+        QTest::newRow("kill -9 from outside") << QStringLiteral("hang") << int(SIGKILL) << wireName(EvaluationStatus::WorkerLost);
+        QTest::newRow("SIGTERM from outside") << QStringLiteral("hang") << int(SIGTERM) << wireName(EvaluationStatus::WorkerLost);
+        QTest::newRow("segfault mid-request") << QStringLiteral("segv") << 0 << wireName(EvaluationStatus::Crashed);
+        QTest::newRow("SIGSEGV from outside") << QStringLiteral("hang") << int(SIGSEGV) << wireName(EvaluationStatus::Crashed);
     }
 
     void deathFromOutsideIsTheMachines()
@@ -572,7 +572,7 @@ private Q_SLOTS:
         const Ending ending = waitForEnd(*supervisor, id);
         QVERIFY(ending.ended);
         QCOMPARE(ending.status, status);
-        QCOMPARE(FailureStatus::isMachineFailure(ending.status), status == FailureStatus::WorkerLost);
+        QCOMPARE(isMachineFailure(ending.status), status == wireName(EvaluationStatus::WorkerLost));
         verifyFreshWorkerAnswers(*supervisor, pidOf(warm));
     }
 
@@ -582,7 +582,7 @@ private Q_SLOTS:
         auto supervisor = makeSupervisor();
         supervisor->setKillGracePeriod(200);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 300));
-        QCOMPARE(ending.status, FailureStatus::Timeout);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
         QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
     }
 
@@ -599,7 +599,7 @@ private Q_SLOTS:
         QVERIFY2(error.startsWith(QLatin1String("timeout: ")), qPrintable(error));
 
         const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(QStringLiteral("exit")), 5000);
-        QCOMPARE(outcome.status, FailureStatus::Crashed);
+        QCOMPARE(outcome.status, wireName(EvaluationStatus::Crashed));
         QVERIFY(outcome.stderrTail.contains("leaving in the middle"));
     }
 

@@ -1,6 +1,7 @@
 #include "app/editor/candidatediffview.h"
 
 #include "app/editor/codeeditor.h"
+#include "core/protocol/evaluationstatus.h"
 #include "app/editor/sidebysidediffview.h"
 
 #include <QAction>
@@ -30,19 +31,10 @@ QString number(const QJsonValue& v)
     return QStringLiteral("?");
 }
 
-QString statusColour(const QString& status)
+/// The status table's colour (core/protocol/evaluationstatus.h), for rich text.
+QString statusColourText(const QString& status)
 {
-    if (status == QLatin1String("correct"))
-        return QStringLiteral("#1a7f37");
-    if (status == QLatin1String("incorrect") || status == QLatin1String("runtime_error"))
-        return QStringLiteral("#cf222e");
-    if (status == QLatin1String("compile_error") || status == QLatin1String("format_error"))
-        return QStringLiteral("#bc4c00");
-    if (status == QLatin1String("rejected"))
-        return QStringLiteral("#8250df");
-    if (status == QLatin1String("timeout") || status == QLatin1String("crashed"))
-        return QStringLiteral("#a40e26");
-    return QStringLiteral("#6e7781");
+    return statusColourName(evaluationStatusFromWire(status));
 }
 
 QString plural(int n, const char* one, const char* many)
@@ -326,7 +318,7 @@ void CandidateDiffView::fillHeader(Header* header, const CandidateSide& side)
     header->status->setText(status);
     header->status->setStyleSheet(QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; "
                                                  "padding: 1px 6px; }")
-                                      .arg(statusColour(side.status)));
+                                      .arg(statusColourText(side.status)));
     header->speedup->setText(side.speedup ? QStringLiteral("%1× vs eager").arg(QString::number(*side.speedup, 'f', 2))
                                           : tr("no timing"));
 }

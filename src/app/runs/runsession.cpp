@@ -1,5 +1,6 @@
 #include "app/runs/runsession.h"
 
+#include "core/protocol/evaluationstatus.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/model/llmclient.h"
 #include "core/study/report.h"
@@ -16,9 +17,14 @@ namespace kwb::app {
 /// Evaluation statuses that say something went wrong around the candidate, not in it.
 bool isInfrastructureStatus(const QString& status)
 {
-    return status == QLatin1String("timeout") || status == QLatin1String("crashed")
-           || status == QLatin1String("start_failed") || status == QLatin1String("protocol_error")
-           || status == QLatin1String("bad_request");
+    switch (evaluationStatusFromWire(status)) {
+    case EvaluationStatus::Timeout:
+    case EvaluationStatus::Crashed:
+    case EvaluationStatus::StartFailed:
+    case EvaluationStatus::ProtocolError:
+    case EvaluationStatus::BadRequest: return true;
+    default: return false;
+    }
 }
 
 namespace {
@@ -469,7 +475,7 @@ void RunSession::onCandidateEvaluated(const QString& task, int turn, int, const 
 {
     settle();
     ++m_evaluated;
-    if (status == QLatin1String("correct"))
+    if (evaluationStatusFromWire(status) == EvaluationStatus::Correct)
         ++m_correct;
     syncStore();
     Q_EMIT countsChanged();

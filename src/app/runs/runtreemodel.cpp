@@ -2,6 +2,7 @@
 
 #include "app/runs/reporttables.h"
 #include "core/run/regime.h"
+#include "core/protocol/evaluationstatus.h"
 #include "core/run/selection.h"
 
 #include <QBrush>
@@ -72,7 +73,7 @@ void addOptional(std::optional<qint64>& sum, const std::optional<qint64>& value)
 CandidateOutcome outcomeOf(const RunTreeUnit& unit)
 {
     CandidateOutcome outcome = CandidateOutcome::fromEvaluation(unit.result, 1, unit.sample);
-    outcome.status = unit.status;
+    outcome.status = evaluationStatusFromWire(unit.status);
     outcome.speedup = unit.speedup;
     return outcome;
 }
@@ -84,17 +85,15 @@ QString tokensText(const std::optional<qint64>& in, const std::optional<qint64>&
     return QStringLiteral("%1 / %2").arg(countCell(in), countCell(out));
 }
 
+/// The status table's colour (core/protocol/evaluationstatus.h); none for what is not a status
+/// ("request failed", a model request's failure, keeps the warning colour it had).
 QColor statusColor(const QString& status)
 {
-    if (status == QLatin1String("correct"))
-        return QColor(0x1b, 0x7f, 0x3b);
-    if (status == QLatin1String("timeout") || status == QLatin1String("crashed")
-        || status == QLatin1String("start_failed") || status == QLatin1String("request failed"))
-        return QColor(0xb3, 0x5c, 0x00);
-    if (status == QLatin1String("incorrect") || status == QLatin1String("compile_error")
-        || status == QLatin1String("runtime_error") || status == QLatin1String("rejected")
-        || status == QLatin1String("format_error"))
-        return QColor(0xb0, 0x1e, 0x1e);
+    const EvaluationStatus known = evaluationStatusFromWire(status);
+    if (known != EvaluationStatus::Unknown)
+        return QColor::fromRgba(statusColour(known));
+    if (status == QLatin1String("request failed"))
+        return QColor::fromRgba(statusColour(EvaluationStatus::Timeout));
     return QColor();
 }
 

@@ -1,6 +1,7 @@
 #include "core/prompts/promptrenderer.h"
 
 #include "core/model/secrets.h"
+#include "core/protocol/workerresponses.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -423,14 +424,13 @@ PromptRenderer::RenderResult failure(const Problem& p)
 
 // ---- formatting for buildContext ---------------------------------------------------------------
 
-QString shapeText(const QJsonValue& v)
+QString shapeText(const QList<qint64>& shape)
 {
-    const QJsonArray a = v.toArray();
-    if (a.isEmpty())
+    if (shape.isEmpty())
         return QStringLiteral("scalar");
     QStringList parts;
-    for (const QJsonValue& d : a)
-        parts << numberText(d.toDouble());
+    for (const qint64 d : shape)
+        parts << numberText(double(d));
     return parts.join(QChar(0x00D7)); // ×
 }
 
@@ -494,20 +494,6 @@ QString forwardSignature(const QString& forward)
         }
     }
     return {};
-}
-
-/// FP32 lanes per SM, for a theoretical peak where the worker measured no ceiling.
-int fp32LanesPerSm(const QString& cc)
-{
-    const QStringList p = cc.split(QLatin1Char('.'));
-    if (p.size() != 2)
-        return 0;
-    const int major = p.at(0).toInt(), minor = p.at(1).toInt();
-    if (major == 7 || (major == 8 && minor == 0))
-        return 64;
-    if (major >= 8)
-        return 128;
-    return 0;
 }
 
 /// Skipped sections and included partials leave runs of blank lines: outside fenced code blocks
@@ -619,68 +605,59 @@ QString PromptRenderer::rooflineRule()
         "and launches.");
 }
 
-QJsonObject PromptRenderer::buildContext(const QJsonObject& task, const QJsonObject& analyze,
-                                         const QJsonObject& profile, const QJsonObject& device,
-                                         const QJsonObject& feedback)
+QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJsonObject& analyzeJson,
+                                         const QJsonObject& profileJson, const QJsonObject& deviceJson,
+                                         const QJsonObject& feedbackJson)
 {
     QJsonObject c;
+    const TaskSpec task = decodeTaskSpec(taskJson);
+    const AnalyzeResult analyze = decodeAnalyze(analyzeJson);
+    const ProfileResult profile = decodeProfile(profileJson);
+    const DeviceFacts device = decodeDeviceFacts(deviceJson);
 
     // Task
-    const QString reference = task.value(QLatin1String("forward")).toString().trimmed();
-    QString id = task.value(QLatin1String("id")).toString();
-    if (id.isEmpty())
-        id = analyze.value(QLatin1String("task")).toString();
-    c[QStringLiteral("task_id")] = id;
-    c[QStringLiteral("task_title")] = task.value(QLatin1String("title")).toString();
-    c[QStringLiteral("task_level")] = numberText(task.value(QLatin1String("level")).toDouble());
-    c[QStringLiteral("task_number")] = numberText(task.value(QLatin1String("number")).toDouble());
-    c[QStringLiteral("task_description")] = orFalse(task.value(QLatin1String("description")).toString().trimmed());
-    c[QStringLiteral("task_source")] = orFalse(task.value(QLatin1String("source")).toString());
+    const QString reference = task.forward.trimmed();
+    c[QStringLiteral("task_id")] = task.id.isEmpty() ? analyze.task : task.id;
+    c[QStringLiteral("task_title")] = task.title;
+    c[QStringLiteral("task_level")] = numberText(task.level);
+    c[QStringLiteral("task_number")] = numberText(task.number);
+    c[QStringLiteral("task_description")] = orFalse(task.description.trimmed());
+    c[QStringLiteral("task_source")] = orFalse(task.source);
     c[QStringLiteral("reference")] = reference;
     c[QStringLiteral("signature")] = forwardSignature(reference);
 
     QJsonArray inputs;
-    for (const QJsonValue& v : task.value(QLatin1String("inputs")).toArray()) {
-        const QJsonObject in = v.toObject();
-        const bool tensor = in.contains(QLatin1String("full"));
+    for (const TaskTensor& in : task.inputs) {
+        const bool tensor = in.isTensor();
         inputs.append(QJsonObject{
-            {QStringLiteral("name"), in.value(QLatin1String("name")).toString()},
-            {QStringLiteral("shape"), tensor ? shapeText(in.value(QLatin1String("full"))) : QStringLiteral("scalar")},
-            {QStringLiteral("dtype"), tensor ? in.value(QLatin1String("dtype")).toString()
-                                             : in.value(QLatin1String("kind")).toString()},
+            {QStringLiteral("name"), in.name},
+            {QStringLiteral("shape"), tensor ? shapeText(in.full) : QStringLiteral("scalar")},
+            {QStringLiteral("dtype"), tensor ? in.dtype : in.kind},
         });
     }
     c[QStringLiteral("inputs")] = inputs;
     QJsonArray params;
-    for (const QJsonValue& v : task.value(QLatin1String("params")).toArray()) {
-        const QJsonObject p = v.toObject();
-        params.append(QJsonObject{
-            {QStringLiteral("name"), p.value(QLatin1String("name")).toString()},
-            {QStringLiteral("shape"), shapeText(p.value(QLatin1String("full")))},
-        });
-    }
+    for (const TaskTensor& p : task.params)
+        params.append(QJsonObject{{QStringLiteral("name"), p.name}, {QStringLiteral("shape"), shapeText(p.full)}});
     c[QStringLiteral("params")] = params;
 
     // Op chain (analyze); views move no data and are left out.
     QJsonArray ops, libraryOps, fusableOps;
     QStringList chain;
-    for (const QJsonValue& v : analyze.value(QLatin1String("ops")).toArray()) {
-        const QJsonObject o = v.toObject();
-        const QString category = o.value(QLatin1String("category")).toString();
-        if (category == QLatin1String("view"))
+    for (const TaskOp& o : analyze.ops) {
+        if (o.category == QLatin1String("view"))
             continue;
-        const QString name = o.value(QLatin1String("op")).toString();
         const QJsonObject entry{
-            {QStringLiteral("index"), numberText(o.value(QLatin1String("index")).toDouble())},
-            {QStringLiteral("op"), name},
-            {QStringLiteral("category"), category},
-            {QStringLiteral("shape"), shapeText(o.value(QLatin1String("output")))},
-            {QStringLiteral("flops"), flopsText(o.value(QLatin1String("flops")).toDouble())},
-            {QStringLiteral("bytes"), bytesText(o.value(QLatin1String("bytes")).toDouble())},
+            {QStringLiteral("index"), numberText(o.index)},
+            {QStringLiteral("op"), o.op},
+            {QStringLiteral("category"), o.category},
+            {QStringLiteral("shape"), shapeText(o.output)},
+            {QStringLiteral("flops"), flopsText(o.flops)},
+            {QStringLiteral("bytes"), bytesText(o.bytes)},
         };
         ops.append(entry);
-        chain << name;
-        if (category == QLatin1String("matmul") || category == QLatin1String("conv"))
+        chain << o.op;
+        if (o.category == QLatin1String("matmul") || o.category == QLatin1String("conv"))
             libraryOps.append(entry);
         else
             fusableOps.append(entry);
@@ -689,73 +666,46 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& task, const QJsonObj
     c[QStringLiteral("library_ops")] = libraryOps;
     c[QStringLiteral("fusable_ops")] = fusableOps;
     c[QStringLiteral("op_chain")] = orFalse(chain.join(QStringLiteral(" → ")));
-    const bool analyzed = analyze.contains(QLatin1String("flops"));
-    const double flops = analyze.value(QLatin1String("flops")).toDouble();
-    const double bytesUnfused = analyze.value(QLatin1String("bytes_unfused")).toDouble();
-    const double bytesFused = analyze.value(QLatin1String("bytes_fused")).toDouble();
-    auto intensity = [&](const char* key, double bytes) {
-        const QJsonValue given = analyze.value(QLatin1String(key));
-        if (given.isDouble())
-            return given.toDouble();
-        return bytes > 0 ? flops / bytes : 0.0;
-    };
-    const double intensityFused = intensity("intensity_fused", bytesFused);
-    c[QStringLiteral("output_shape")] = analyze.contains(QLatin1String("output_shape"))
-                                            ? QJsonValue(shapeText(analyze.value(QLatin1String("output_shape"))))
-                                            : QJsonValue(false);
-    c[QStringLiteral("flops")] = analyzed ? QJsonValue(flopsText(flops)) : QJsonValue(false);
-    c[QStringLiteral("bytes_unfused")] = analyzed ? QJsonValue(bytesText(bytesUnfused)) : QJsonValue(false);
-    c[QStringLiteral("bytes_fused")] = analyzed ? QJsonValue(bytesText(bytesFused)) : QJsonValue(false);
-    c[QStringLiteral("intensity_unfused")] =
-        analyzed ? QJsonValue(intensityText(intensity("intensity_unfused", bytesUnfused))) : QJsonValue(false);
-    c[QStringLiteral("intensity_fused")] = analyzed ? QJsonValue(intensityText(intensityFused)) : QJsonValue(false);
+    const bool analyzed = analyze.hasTotals;
+    c[QStringLiteral("output_shape")] = analyze.hasOutputShape ? QJsonValue(shapeText(analyze.outputShape)) : QJsonValue(false);
+    c[QStringLiteral("flops")] = analyzed ? QJsonValue(flopsText(analyze.flops)) : QJsonValue(false);
+    c[QStringLiteral("bytes_unfused")] = analyzed ? QJsonValue(bytesText(analyze.bytesUnfused)) : QJsonValue(false);
+    c[QStringLiteral("bytes_fused")] = analyzed ? QJsonValue(bytesText(analyze.bytesFused)) : QJsonValue(false);
+    c[QStringLiteral("intensity_unfused")] = analyzed ? QJsonValue(intensityText(analyze.intensityUnfused)) : QJsonValue(false);
+    c[QStringLiteral("intensity_fused")] = analyzed ? QJsonValue(intensityText(analyze.intensityFused)) : QJsonValue(false);
 
     // Profile: the top five ops by CUDA time.
     QJsonArray topOps;
-    for (const QJsonValue& v : profile.value(QLatin1String("ops")).toArray()) {
+    for (const ProfileOp& o : profile.ops) {
         if (topOps.size() == 5)
             break;
-        const QJsonObject o = v.toObject();
         topOps.append(QJsonObject{
-            {QStringLiteral("op"), o.value(QLatin1String("op")).toString()},
-            {QStringLiteral("share"),
-             QString::number(100.0 * o.value(QLatin1String("share")).toDouble(), 'f', 1) + QStringLiteral(" %")},
-            {QStringLiteral("time"), timeText(o.value(QLatin1String("time_ns")).toDouble())},
-            {QStringLiteral("kernels"), numberText(o.value(QLatin1String("kernels")).toDouble())},
+            {QStringLiteral("op"), o.op},
+            {QStringLiteral("share"), QString::number(100.0 * o.share, 'f', 1) + QStringLiteral(" %")},
+            {QStringLiteral("time"), timeText(o.timeNs)},
+            {QStringLiteral("kernels"), numberText(o.kernels)},
         });
     }
     c[QStringLiteral("top_ops")] = topOps;
-    c[QStringLiteral("profile_total")] = profile.contains(QLatin1String("total_ns"))
-                                             ? QJsonValue(timeText(profile.value(QLatin1String("total_ns")).toDouble()))
-                                             : QJsonValue(false);
+    c[QStringLiteral("profile_total")] = profile.totalNs ? QJsonValue(timeText(*profile.totalNs)) : QJsonValue(false);
     c[QStringLiteral("roofline_rule")] = rooflineRule();
 
-    // Device
+    // Device: measured ceilings where the worker measured them, else the theoretical figures
+    // (DeviceFacts reads both spellings of the theoretical bandwidth).
     QJsonValue deviceValue(false), verdict(false);
-    if (device.value(QLatin1String("available")).toBool()) {
-        const QJsonObject ceilings = device.value(QLatin1String("ceilings")).toObject();
-        double gbps = ceilings.value(QLatin1String("hbm_copy_gbps")).toDouble();
-        QString gbpsNote = QStringLiteral("measured copy");
-        if (gbps <= 0) {
-            gbps = device.value(QLatin1String("hbm_theoretical_gbps")).toDouble();
-            gbpsNote = QStringLiteral("theoretical");
-        }
-        double gflops = ceilings.value(QLatin1String("fp32_fma_gflops")).toDouble();
-        QString gflopsNote = QStringLiteral("measured FMA");
-        const QString cc = device.value(QLatin1String("cc")).toString();
-        if (gflops <= 0) {
-            gflops = device.value(QLatin1String("sm_count")).toDouble() * fp32LanesPerSm(cc) * 2.0 *
-                     device.value(QLatin1String("sm_clock_khz")).toDouble() * 1e-6;
-            gflopsNote = QStringLiteral("theoretical");
-        }
+    if (device.available) {
+        const double gbps = device.bandwidthGBps();
+        const QString gbpsNote = device.hbmCopy.present() ? QStringLiteral("measured copy") : QStringLiteral("theoretical");
+        const double gflops = device.fp32Gflops();
+        const QString gflopsNote = device.fp32Fma.present() ? QStringLiteral("measured FMA") : QStringLiteral("theoretical");
         const bool ridgeKnown = gbps > 0 && gflops > 0;
         const double ridge = ridgeKnown ? gflops / gbps : 0.0;
         const QString unknown = QStringLiteral("unknown");
         deviceValue = QJsonObject{
-            {QStringLiteral("name"), device.value(QLatin1String("name")).toString()},
-            {QStringLiteral("arch"), device.value(QLatin1String("arch")).toString()},
-            {QStringLiteral("cc"), cc},
-            {QStringLiteral("sm_count"), numberText(device.value(QLatin1String("sm_count")).toDouble())},
+            {QStringLiteral("name"), device.name},
+            {QStringLiteral("arch"), device.arch},
+            {QStringLiteral("cc"), device.cc},
+            {QStringLiteral("sm_count"), numberText(device.smCount)},
             {QStringLiteral("hbm_gbps"),
              gbps > 0 ? QStringLiteral("%1 GB/s (%2)").arg(QString::number(gbps, 'f', 0), gbpsNote) : unknown},
             {QStringLiteral("fp32_tflops"),
@@ -763,45 +713,37 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& task, const QJsonObj
                         : unknown},
             {QStringLiteral("ridge_point"), ridgeKnown ? intensityText(ridge) : unknown},
         };
-        if (ridgeKnown && analyzed && bytesFused > 0)
-            verdict = intensityFused >= ridge
+        if (ridgeKnown && analyzed && analyze.bytesFused > 0)
+            verdict = analyze.intensityFused >= ridge
                           ? QStringLiteral("compute-bound: even fused, the task does %1, above the ridge point of %2")
-                                .arg(intensityText(intensityFused), intensityText(ridge))
+                                .arg(intensityText(analyze.intensityFused), intensityText(ridge))
                           : QStringLiteral("memory-bound: even fused, the task does %1, below the ridge point of %2")
-                                .arg(intensityText(intensityFused), intensityText(ridge));
+                                .arg(intensityText(analyze.intensityFused), intensityText(ridge));
     }
     c[QStringLiteral("device")] = deviceValue;
     c[QStringLiteral("roofline_verdict")] = verdict;
 
     // Previous answer and its evaluation
     QJsonValue feedbackValue(false);
-    c[QStringLiteral("previous_answer")] = orFalse(feedback.value(QLatin1String("answer")).toString().trimmed());
-    if (!feedback.isEmpty()) {
-        QString message = feedback.value(QLatin1String("message")).toString();
-        if (message.isEmpty())
-            message = feedback.value(QLatin1String("error")).toObject().value(QLatin1String("message")).toString();
-        const QJsonObject correctness = feedback.value(QLatin1String("correctness")).toObject();
+    c[QStringLiteral("previous_answer")] = orFalse(feedbackJson.value(kFeedbackAnswerKey).toString().trimmed());
+    if (!feedbackJson.isEmpty()) {
+        const EvaluationResult feedback = decodeEvaluation(feedbackJson);
         QString correctnessText;
-        if (!correctness.isEmpty())
+        if (const std::optional<CorrectnessInfo>& k = feedback.correctness)
             correctnessText = QStringLiteral("passed %1 of %2 trials; max abs diff %3 (atol %4), max rel diff %5 (rtol %6)")
-                                  .arg(numberText(correctness.value(QLatin1String("passed")).toDouble()),
-                                       numberText(correctness.value(QLatin1String("trials")).toDouble()),
-                                       numberText(correctness.value(QLatin1String("max_abs_diff")).toDouble()),
-                                       numberText(correctness.value(QLatin1String("atol")).toDouble()),
-                                       numberText(correctness.value(QLatin1String("max_rel_diff")).toDouble()),
-                                       numberText(correctness.value(QLatin1String("rtol")).toDouble()));
-        const QJsonValue speedup = feedback.value(QLatin1String("speedup"));
+                                  .arg(numberText(k->passed), numberText(k->trials),
+                                       numberText(k->maxAbsDiff.value_or(0)), numberText(k->atol.value_or(0)),
+                                       numberText(k->maxRelDiff.value_or(0)), numberText(k->rtol.value_or(0)));
         feedbackValue = QJsonObject{
-            {QStringLiteral("status"), feedback.value(QLatin1String("status")).toString()},
-            {QStringLiteral("stage"), orFalse(feedback.value(QLatin1String("stage")).toString())},
-            {QStringLiteral("message"), orFalse(message.trimmed())},
-            {QStringLiteral("compile_log"),
-             orFalse(feedback.value(QLatin1String("compile")).toObject().value(QLatin1String("log")).toString().trimmed())},
+            {QStringLiteral("status"), feedback.statusName},
+            {QStringLiteral("stage"), orFalse(feedback.stage)},
+            {QStringLiteral("message"), orFalse(feedback.messageOrError().trimmed())},
+            {QStringLiteral("compile_log"), orFalse(feedback.compile ? feedback.compile->log.trimmed() : QString())},
             {QStringLiteral("correctness"), orFalse(correctnessText)},
-            {QStringLiteral("speedup"),
-             speedup.isDouble() ? QJsonValue(QString::number(speedup.toDouble(), 'f', 2) + QChar(0x00D7))
-                                : QJsonValue(false)},
-            {QStringLiteral("log"), orFalse(feedback.value(QLatin1String("log")).toString().trimmed())},
+            {QStringLiteral("speedup"), feedback.speedup
+                                            ? QJsonValue(QString::number(*feedback.speedup, 'f', 2) + QChar(0x00D7))
+                                            : QJsonValue(false)},
+            {QStringLiteral("log"), orFalse(feedback.log.trimmed())},
         };
     }
     c[QStringLiteral("feedback")] = feedbackValue;

@@ -9,6 +9,10 @@
 
 namespace kwb {
 
+/// Where buildContext()'s feedback object carries the previous answer: the run adds it to the
+/// `evaluate` response (it is the client's key, not the worker's).
+inline const QString kFeedbackAnswerKey = QStringLiteral("answer");
+
 class PromptRenderer
 {
 public:
@@ -48,7 +52,7 @@ public:
     /// The context of docs/prompts.md from the worker's responses (docs/protocol.md): a task as
     /// `tasks` lists it, `analyze`, `profile` and `device` responses (any may be empty) and, for a
     /// retry, the `evaluate` response of the previous answer with the answer itself under
-    /// "answer". Every documented name is present: what is unknown is false (sections skip it).
+    /// kFeedbackAnswerKey. Every documented name is present: what is unknown is false (sections skip it).
     static QJsonObject buildContext(const QJsonObject& task, const QJsonObject& analyze, const QJsonObject& profile,
                                     const QJsonObject& device, const QJsonObject& feedback = {});
 

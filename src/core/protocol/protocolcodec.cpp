@@ -1,5 +1,7 @@
 #include "protocolcodec.h"
 
+#include "core/protocol/workerresponses.h"
+
 #include <QJsonDocument>
 #include <QJsonParseError>
 #include <QJsonValue>
@@ -41,33 +43,33 @@ QByteArray encodeRequest(const QJsonObject& request, QString* error)
 
 QString checkHello(const QJsonObject& hello)
 {
-    if (hello.value(QLatin1String("ok")) != QJsonValue(true)) {
+    const HelloInfo info = decodeHello(hello);
+    if (!info.ok) {
         const QString message = errorMessage(hello);
         return QStringLiteral("the worker refused hello: %1")
             .arg(message.isEmpty() ? QStringLiteral("no reason given") : message);
     }
-    const QJsonValue protocol = hello.value(QLatin1String("protocol"));
-    if (!protocol.isDouble())
+    if (!info.protocol)
         return QStringLiteral("the worker's hello states no protocol version: is it a kwb-worker?");
-    const int version = protocol.toInt(-1);
+    const int version = *info.protocol;
     if (version > kProtocolVersion)
         return QStringLiteral("the worker speaks protocol %1, newer than this program's protocol %2: "
                               "use a workbench as new as the worker")
             .arg(version)
             .arg(kProtocolVersion);
     if (version < 1)
-        return QStringLiteral("the worker states an invalid protocol version %1").arg(protocol.toDouble());
+        return QStringLiteral("the worker states an invalid protocol version %1").arg(version);
     return {};
 }
 
 QString errorCode(const QJsonObject& response)
 {
-    return response.value(QLatin1String("error")).toObject().value(QLatin1String("code")).toString();
+    return decodeHeader(response).errorCode;
 }
 
 QString errorMessage(const QJsonObject& response)
 {
-    return response.value(QLatin1String("error")).toObject().value(QLatin1String("message")).toString();
+    return decodeHeader(response).errorMessage;
 }
 
 } // namespace ProtocolCodec

@@ -1,5 +1,6 @@
 #include "core/run/runcontroller.h"
 
+#include "core/protocol/workerresponses.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/model/llmclient.h"
 
@@ -32,13 +33,13 @@ QJsonValue textOrFalse(const QString& text)
 
 QString RunTaskInput::id() const
 {
-    const QString id = task.value(QLatin1String("id")).toString();
-    return id.isEmpty() ? analyze.value(QLatin1String("task")).toString() : id;
+    const QString id = decodeTaskSpec(task).id;
+    return id.isEmpty() ? decodeAnalyze(analyze).task : id;
 }
 
 int RunTaskInput::level() const
 {
-    const int level = task.value(QLatin1String("level")).toInt(0);
+    const int level = decodeTaskSpec(task).level;
     if (level > 0)
         return level;
     // "L2/1"
@@ -82,7 +83,7 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     // A machine failure (worker_lost, start_failed) says nothing about the candidate: its unit is
     // evaluated again, from the stored answer.
     for (const EvaluationRecord& e : m_store->evaluations(runId))
-        if (!FailureStatus::isMachineFailure(e.status))
+        if (!isMachineFailure(e.status))
             m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
     m_storedAnswers = m_store->answeredUnits(runId);
     QTimer::singleShot(0, this, [this] {
@@ -122,7 +123,7 @@ QString RunController::checkTemplates(const QString& promptsDir, const Regime& f
             continue;
         state.turn = 2;
         state.feedback = QJsonObject{
-            {QStringLiteral("status"), QStringLiteral("incorrect")},
+            {QStringLiteral("status"), wireName(EvaluationStatus::Incorrect)},
             {QStringLiteral("stage"), QStringLiteral("correctness")},
             {QStringLiteral("message"), placeholder},
             {QStringLiteral("log"), placeholder},
@@ -130,7 +131,7 @@ QString RunController::checkTemplates(const QString& promptsDir, const Regime& f
             {QStringLiteral("correctness"),
              QJsonObject{{QStringLiteral("passed"), 0}, {QStringLiteral("trials"), 1}}},
             {QStringLiteral("speedup"), 1.0},
-            {QStringLiteral("answer"), placeholder},
+            {kFeedbackAnswerKey, placeholder},
         };
         const QString rewrite = regime.feedback == FeedbackMode::Rewrite ? regime.rewriteRole() : QString();
         if (!rewrite.isEmpty()) {
@@ -464,7 +465,7 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
 
 void RunController::onJobFailed(qint64 jobId, const QString& status, const QString& message)
 {
-    onJobFinished(jobId, QJsonObject{{QStringLiteral("status"), status}, {QStringLiteral("message"), message}});
+    onJobFinished(jobId, failureResult(status, message));
 }
 
 void RunController::recordOutcome(TaskState* state, const CandidateOutcome& outcome)
@@ -472,7 +473,7 @@ void RunController::recordOutcome(TaskState* state, const CandidateOutcome& outc
     while (state->turns.size() < state->turn)
         state->turns.append(QList<CandidateOutcome>());
     state->turns[state->turn - 1].append(outcome);
-    Q_EMIT candidateEvaluated(state->input.id(), outcome.turn, outcome.sample, outcome.status);
+    Q_EMIT candidateEvaluated(state->input.id(), outcome.turn, outcome.sample, wireName(outcome.status));
     maybeTurnDone(state);
 }
 
@@ -494,12 +495,12 @@ void RunController::turnDone(TaskState* state)
     // here, so that a resume evaluates the answers again instead of the model being told
     // `worker_lost`.
     if (!outcomes.isEmpty() && std::all_of(outcomes.cbegin(), outcomes.cend(), [](const CandidateOutcome& c) {
-            return FailureStatus::isMachineFailure(c.status);
+            return isMachineFailure(c.status);
         }))
         return finishTask(state, QStringLiteral("turn %1 was not evaluated: machine failure (%2); resume the run to "
                                                 "evaluate it again")
                                      .arg(state->turn)
-                                     .arg(outcomes.first().status));
+                                     .arg(wireName(outcomes.first().status)));
     const auto chosen = selectAcrossTurns(state->turns, state->regime.selection);
     bool anyCorrect = false;
     for (const auto& turn : std::as_const(state->turns))
@@ -510,7 +511,7 @@ void RunController::turnDone(TaskState* state)
     if (last)
         return finishTask(state);
     QJsonObject feedback = chosen->result;
-    feedback.insert(QStringLiteral("answer"), chosen->answer);
+    feedback.insert(kFeedbackAnswerKey, chosen->answer);
     state->feedback = feedback;
     state->rewrite.clear();
     ++state->turn;
@@ -547,7 +548,7 @@ void RunController::finishTask(TaskState* state, const QString& error)
         m_selected.insert(tid, *chosen);
     m_active.erase(index); // state is gone from here on
     ++m_done;
-    Q_EMIT taskFinished(tid, chosen ? chosen->status : QStringLiteral("no_candidate"));
+    Q_EMIT taskFinished(tid, chosen ? wireName(chosen->status) : QStringLiteral("no_candidate"));
     Q_EMIT progress(m_done, int(m_tasks.size()));
     // Start the next task from the event loop: finishTask can run deep inside advance().
     QTimer::singleShot(0, this, [this] { pump(); });

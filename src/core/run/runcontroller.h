@@ -12,7 +12,7 @@
 // Resume: start() on an existing run skips every unit RunStore::completedUnits() reports (its
 // stored evaluation is used instead) and reuses stored model answers (answeredUnits()) instead of
 // asking again, so turn decisions come out as they did before the run was killed. A unit whose
-// evaluation ended in a machine failure (FailureStatus::isMachineFailure) is not complete: its
+// evaluation ended in a machine failure (wireName(EvaluationStatus::isMachineFailure)) is not complete: its
 // stored answer is evaluated again.
 //
 // Turn logic. Turn 1: analyzer, then researcher (where the regime has them, one answer each),

@@ -3,6 +3,7 @@
 #include "core/workers/evaluationqueue.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerresponses.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QCoreApplication>
@@ -200,7 +201,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     }
     plan.taskIds = request.taskIds;
     plan.taskSpec = request.taskSpec.isEmpty() ? taskSpecFor(request.taskIds) : request.taskSpec;
-    plan.endpoint = request.endpoint.isEmpty() ? QStringLiteral("http://127.0.0.1:8080/v1") : request.endpoint;
+    plan.endpoint = request.endpoint.isEmpty() ? defaults::endpoint() : request.endpoint;
     plan.model = request.model;
     plan.profile = request.profile;
     plan.scale = request.scale;
@@ -245,9 +246,9 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.taskSpec = extra.value(QLatin1String("task_spec")).toString(taskSpecFor(plan.taskIds));
     plan.endpoint = config.endpoint;
     plan.model = config.model;
-    plan.profile = config.protocolProfile.isEmpty() ? QStringLiteral("kernelbench") : config.protocolProfile;
-    plan.scale = extra.value(QLatin1String("scale")).toString(QStringLiteral("full"));
-    plan.timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(240);
+    plan.profile = config.protocolProfile.isEmpty() ? defaults::profile() : config.protocolProfile;
+    plan.scale = extra.value(QLatin1String("scale")).toString(defaults::scale());
+    plan.timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(defaults::kEvaluationTimeoutS);
     plan.modelTimeoutS = extra.value(QLatin1String("model_timeout_s")).toDouble(defaultModelTimeoutS());
     plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
     plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
@@ -290,11 +291,17 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
     config.protocolProfile = plan.profile;
     config.gpu = device;
     config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
-                                  {QStringLiteral("worker"), hello.value(QLatin1String("worker"))},
-                                  {QStringLiteral("torch"), hello.value(QLatin1String("torch"))},
-                                  {QStringLiteral("driver"), hello.value(QLatin1String("driver"))},
-                                  {QStringLiteral("protocol"), hello.value(QLatin1String("protocol"))},
                                   {QStringLiteral("qt"), QString::fromLatin1(qVersion())}};
+    const HelloInfo info = decodeHello(hello);
+    const auto version = [&](const char* name, const QString& value) {
+        if (!value.isEmpty())
+            config.versions.insert(QLatin1String(name), value);
+    };
+    version("worker", info.worker);
+    version("torch", info.torch);
+    version("driver", info.driver);
+    if (info.protocol)
+        config.versions.insert(QStringLiteral("protocol"), *info.protocol);
     QJsonObject levels;
     for (auto it = plan.levelRegimes.cbegin(); it != plan.levelRegimes.cend(); ++it)
         levels.insert(QString::number(it.key()), it.value().toJson());
@@ -349,7 +356,7 @@ void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const 
     queue.setIsolation(plan.isolation == QLatin1String("reuse") ? WorkerSupervisor::Isolation::ReuseWhileHealthy
                                                                 : WorkerSupervisor::Isolation::FreshPerRequest);
     queue.setCompileWorkerCount(1);
-    const QString arch = device.value(QLatin1String("arch")).toString();
+    const QString arch = decodeDeviceFacts(device).arch;
     if (!arch.isEmpty())
         queue.setArch(arch);
 }
@@ -426,9 +433,8 @@ void RunFactsLoader::onResponse(qint64 id, const QJsonObject& response)
         return;
     const Pending pending = *it;
     m_pending.erase(it);
-    if (!response.value(QLatin1String("ok")).toBool()) {
-        handle(pending, {},
-               ProtocolCodec::errorCode(response) + QStringLiteral(": ") + ProtocolCodec::errorMessage(response));
+    if (const ResponseHeader header = decodeHeader(response); !header.ok) {
+        handle(pending, {}, header.errorCode + QStringLiteral(": ") + header.errorMessage);
         return;
     }
     QJsonObject clean = response;
@@ -459,8 +465,8 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
         if (!error.isEmpty())
             return failLoading(QStringLiteral("tasks: ") + error);
         QHash<QString, QJsonObject> known;
-        for (const QJsonValue& v : response.value(QLatin1String("tasks")).toArray())
-            known.insert(v.toObject().value(QLatin1String("id")).toString(), v.toObject());
+        for (const TaskSpec& task : decodeTaskList(response).tasks)
+            known.insert(task.id, task.json);
         QStringList unknown;
         for (const QString& id : std::as_const(m_plan.taskIds)) {
             if (!known.contains(id))
@@ -481,7 +487,7 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
         if (!error.isEmpty())
             Q_EMIT warning(QStringLiteral("device: %1 (going on without device facts)").arg(error));
         m_device = response;
-        const bool gpu = m_device.value(QLatin1String("available")).toBool();
+        const bool gpu = decodeDeviceFacts(m_device).available;
         for (int i = 0; i < m_inputs.size(); ++i) {
             RunTaskInput& input = m_inputs[i];
             input.device = m_device;

@@ -9,6 +9,7 @@
 // A resumed run takes its plan from the stored configuration (planResume), so it runs with the
 // regimes, tasks, profile, scale and time-out it was started with.
 
+#include "core/protocol/defaults.h"
 #include "core/run/regime.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
@@ -66,11 +67,11 @@ struct RunRequest
     int n = 0;               ///< 0: the regime's
     int turns = 0;           ///< 0: the regime's
     double temperature = -1; ///< < 0: the regime's
-    QString endpoint = QStringLiteral("http://127.0.0.1:8080/v1");
+    QString endpoint = defaults::endpoint();
     QString model;
-    QString profile = QStringLiteral("kernelbench"); ///< the protocol profile
-    QString scale = QStringLiteral("full");
-    double timeoutS = 240; ///< an evaluation's wall-clock limit
+    QString profile = defaults::profile(); ///< the protocol profile
+    QString scale = defaults::scale();
+    double timeoutS = defaults::kEvaluationTimeoutS; ///< an evaluation's wall-clock limit
     double modelTimeoutS = 0; ///< a model request's total limit, retries included; <= 0: kDefaultModelDeadlineMs
     int timingTrials = 0;  ///< 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< "fresh" (a worker per candidate) or "reuse"
@@ -92,7 +93,7 @@ struct RunPlan
     QString model;
     QString profile;
     QString scale;
-    double timeoutS = 240;
+    double timeoutS = defaults::kEvaluationTimeoutS;
     double modelTimeoutS = defaultModelTimeoutS(); ///< a model request's total limit, retries included
     int timingTrials = 0;
     QString isolation = QStringLiteral("fresh");

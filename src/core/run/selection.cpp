@@ -12,21 +12,10 @@ CandidateOutcome CandidateOutcome::fromEvaluation(const QJsonObject& result, int
     c.turn = turn;
     c.sample = sample;
     c.result = result;
-    c.status = result.value(QLatin1String("status")).toString();
-    const QJsonValue compileOk = result.value(QLatin1String("compile")).toObject().value(QLatin1String("ok"));
-    if (compileOk.isBool()) {
-        c.compiled = compileOk.toBool();
-    } else {
-        static const QStringList pastCompile = {QStringLiteral("correct"), QStringLiteral("incorrect"),
-                                                QStringLiteral("runtime_error"), QStringLiteral("rejected"),
-                                                QStringLiteral("no_device")};
-        c.compiled = pastCompile.contains(c.status);
-    }
-    if (c.correct())
-        c.compiled = true;
-    const QJsonValue speedup = result.value(QLatin1String("speedup"));
-    if (speedup.isDouble() && std::isfinite(speedup.toDouble()) && speedup.toDouble() > 0)
-        c.speedup = speedup.toDouble();
+    const EvaluationResult e = decodeEvaluation(result);
+    c.status = e.status;
+    c.compiled = e.compiled();
+    c.speedup = e.positiveSpeedup();
     return c;
 }
 

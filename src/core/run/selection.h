@@ -7,6 +7,7 @@
 // it only when strictly better (a broken retry never displaces a working kernel); Last takes the
 // best of the last turn that has candidates, as the study's pilot did.
 
+#include "core/protocol/evaluationresult.h"
 #include "core/run/regime.h"
 
 #include <QJsonObject>
@@ -21,18 +22,17 @@ struct CandidateOutcome
 {
     int turn = 1;
     int sample = 0;
-    QString status; ///< the evaluator's status (docs/protocol.md), or the supervisor's timeout/crashed
+    EvaluationStatus status = EvaluationStatus::Unknown; ///< the evaluator's, or the supervisor's timeout/crashed
     bool compiled = false;
     std::optional<double> speedup;
     qint64 candidateId = 0; ///< RunStore row, 0 when not stored
     QString answer;         ///< the model's answer, for feedback
     QJsonObject result;     ///< the whole evaluate response
 
-    bool correct() const { return status == QLatin1String("correct"); }
+    bool correct() const { return status == EvaluationStatus::Correct; }
 
     /// From an evaluate response (or a supervisor failure {"status", "message"}): compiled is
-    /// `compile.ok` where the response has it, else true for statuses past the compile stage
-    /// (correct, incorrect, runtime_error, rejected, no_device).
+    /// EvaluationResult::compiled().
     static CandidateOutcome fromEvaluation(const QJsonObject& result, int turn = 1, int sample = 0);
 };
 

@@ -1,7 +1,7 @@
 #include "core/store/runstore.h"
 
 #include "core/model/secrets.h"
-#include "core/workers/workersupervisor.h"
+#include "core/protocol/evaluationresult.h"
 
 #include <QAtomicInteger>
 #include <QCryptographicHash>
@@ -68,13 +68,6 @@ std::optional<qint64> optionalInt(const QVariant& value)
     if (value.isNull())
         return std::nullopt;
     return value.toLongLong();
-}
-
-std::optional<double> jsonNumber(const QJsonValue& value)
-{
-    if (!value.isDouble())
-        return std::nullopt;
-    return value.toDouble();
 }
 
 } // namespace
@@ -478,14 +471,16 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
         fail(QStringLiteral("run store not open"));
         return std::nullopt;
     }
-    const QString status = result.value(QLatin1String("status")).toString();
+    const EvaluationResult decoded = decodeEvaluation(result);
+    const QString status = decoded.statusName;
     if (status.isEmpty()) {
         fail(QStringLiteral("add evaluation: the result has no status"));
         return std::nullopt;
     }
-    const std::optional<double> speedup = jsonNumber(result.value(QLatin1String("speedup")));
-    const std::optional<double> maxAbsDiff =
-        jsonNumber(result.value(QLatin1String("correctness")).toObject().value(QLatin1String("max_abs_diff")));
+    const std::optional<double> speedup = decoded.speedup;
+    std::optional<double> maxAbsDiff;
+    if (decoded.correctness)
+        maxAbsDiff = decoded.correctness->maxAbsDiff;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created)"
                                  " VALUES (?, ?, ?, ?, ?, ?)"));
@@ -664,7 +659,7 @@ QSet<UnitKey> RunStore::completedUnits(qint64 runId) const
     if (!execOrFail(query, QStringLiteral("completed units")))
         return units;
     while (query.next()) {
-        if (FailureStatus::isMachineFailure(query.value(4).toString()))
+        if (isMachineFailure(query.value(4).toString()))
             continue; // says nothing about the candidate: evaluated again
         units.insert(UnitKey{query.value(0).toString(), query.value(1).toInt(), query.value(2).toInt(),
                              query.value(3).toString()});

@@ -12,6 +12,8 @@
 // store each) can be open at once. Use a store only from the thread that opened it (a Qt SQL
 // rule).
 
+#include "core/protocol/evaluationresult.h"
+
 #include <QDateTime>
 #include <QHash>
 #include <QJsonObject>
@@ -115,6 +117,9 @@ struct EvaluationRecord
     std::optional<double> maxAbsDiff;
     QJsonObject result; ///< the whole evaluate response (or the supervisor's failure)
     QDateTime created;  ///< UTC
+
+    /// The result, decoded (core/protocol/evaluationresult.h).
+    EvaluationResult evaluation() const { return decodeEvaluation(result); }
 };
 
 /// What a run's model requests cost: sums over its responses (failed requests included). A sum is
@@ -219,7 +224,7 @@ public:
     QList<UnitResponse> responses(qint64 runId, qint64 afterId = 0, bool withText = true) const;
     /// The units of a run with at least one evaluated candidate: `kwb run --resume` skips them.
     /// A candidate that failed to parse counts once its format_error evaluation is stored; an
-    /// evaluation that ended in a machine failure (FailureStatus::isMachineFailure) does not count.
+    /// evaluation that ended in a machine failure (wireName(EvaluationStatus::isMachineFailure)) does not count.
     QSet<UnitKey> completedUnits(qint64 runId) const;
     /// The units of a run whose model request succeeded (a response without error), with the
     /// latest such response: resume reuses them (e.g. the analyzer's text) instead of asking again.

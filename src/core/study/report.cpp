@@ -219,8 +219,8 @@ bool better(const TaskOutcome& a, const TaskOutcome& b)
     if (a.compiled != b.compiled)
         return a.compiled;
     // Any verdict on the candidate says more than a machine failure, which says nothing.
-    const bool machineA = FailureStatus::isMachineFailure(a.status);
-    if (machineA != FailureStatus::isMachineFailure(b.status))
+    const bool machineA = isMachineFailure(a.status);
+    if (machineA != isMachineFailure(b.status))
         return !machineA;
     const double sa = std::isfinite(a.speedup) ? a.speedup : -std::numeric_limits<double>::infinity();
     const double sb = std::isfinite(b.speedup) ? b.speedup : -std::numeric_limits<double>::infinity();
@@ -233,10 +233,7 @@ bool better(const TaskOutcome& a, const TaskOutcome& b)
 
 bool statusImpliesCompiled(const QString& status)
 {
-    static const QSet<QString> compiled = {QStringLiteral("rejected"), QStringLiteral("runtime_error"),
-                                           QStringLiteral("incorrect"), QStringLiteral("correct"),
-                                           QStringLiteral("no_device")};
-    return compiled.contains(status);
+    return statusCompiled(evaluationStatusFromWire(status));
 }
 
 int taskLevel(const QString& task)
@@ -253,9 +250,7 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation)
     outcome.level = taskLevel(evaluation.task);
     outcome.status = evaluation.status;
     outcome.speedup = evaluation.speedup.value_or(kNaN);
-    const QJsonValue compile = evaluation.result.value(QLatin1String("compile"));
-    outcome.compiled = statusImpliesCompiled(evaluation.status)
-                       || compile.toObject().value(QLatin1String("ok")).toBool(false);
+    outcome.compiled = evaluation.evaluation().compiled();
     return outcome;
 }
 
@@ -296,7 +291,7 @@ std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluatio
         if (e.turn != firstTurn.value(e.task))
             continue;
         bool& correct = samples[e.task][e.sample];
-        correct = correct || e.status == QLatin1String("correct");
+        correct = correct || evaluationStatusFromWire(e.status) == EvaluationStatus::Correct;
     }
     BestOfNReport report;
     QList<SampleOutcomes> all;
@@ -325,7 +320,7 @@ namespace {
 
 QString machineFailureReason(const EvaluationRecord& evaluation)
 {
-    const QString message = evaluation.result.value(QLatin1String("message")).toString();
+    const QString message = evaluation.evaluation().message;
     return QStringLiteral("not evaluated: machine failure (%1%2)")
         .arg(evaluation.status, message.isEmpty() ? QString() : QStringLiteral(": ") + message);
 }
@@ -359,7 +354,7 @@ QList<UnfinishedUnit> unfinishedUnits(const QList<UnitResponse>& responses, cons
             continue;
         }
         const bool allMachine = !list.isEmpty() && std::all_of(list.cbegin(), list.cend(), [](const EvaluationRecord& e) {
-            return FailureStatus::isMachineFailure(e.status);
+            return isMachineFailure(e.status);
         });
         if (allMachine)
             units.append({unit, UnevaluatedKind::MachineFailure, machineFailureReason(list.last())});
@@ -407,7 +402,7 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
         if (selected) {
             outcome = *selected;
             result.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
-            if (FailureStatus::isMachineFailure(outcome.status)) {
+            if (isMachineFailure(outcome.status)) {
                 missing.kind = UnevaluatedKind::MachineFailure;
                 missing.reason = machineFailureReason(it.value().at(chosen));
             }

@@ -65,7 +65,7 @@ struct UnevaluatedTask
 };
 
 /// A unit of a run without a usable result: its latest model request failed, or every
-/// evaluation of its answer ended in a machine failure (FailureStatus::isMachineFailure).
+/// evaluation of its answer ended in a machine failure (wireName(EvaluationStatus::isMachineFailure)).
 /// `kwb run --resume` asks or evaluates such units again.
 struct UnfinishedUnit
 {

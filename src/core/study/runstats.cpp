@@ -1,5 +1,7 @@
 #include "core/study/runstats.h"
 
+#include "core/protocol/evaluationstatus.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -103,7 +105,7 @@ double logChoose(int n, int k)
 
 bool TaskOutcome::correct() const
 {
-    return status == QLatin1String("correct");
+    return evaluationStatusFromWire(status) == EvaluationStatus::Correct;
 }
 
 bool TaskOutcome::fast1() const

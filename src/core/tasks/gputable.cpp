@@ -148,28 +148,6 @@ QString rateText(double value, const QString& unitPerSecond)
     return QStringLiteral("%1 G%2").arg(QString::number(value, 'g', 3), unitPerSecond);
 }
 
-/// A positive finite number, or 0.
-double positive(const QJsonValue& v)
-{
-    const double d = v.toDouble();
-    return std::isfinite(d) && d > 0 ? d : 0.0;
-}
-
-/// A measured ceiling in either of the two forms the protocol has had: flat "<name>_<unit>" in
-/// `ceilings`, or an object `ceilings.<name>` with "<bestKey>" and "method" (or "error").
-double ceilingValue(const QJsonObject& ceilings, const QString& name, const QString& flatSuffix, const QString& bestKey,
-                    QString* method)
-{
-    const double flat = positive(ceilings.value(name + flatSuffix));
-    if (flat > 0)
-        return flat;
-    const QJsonObject nested = ceilings.value(name).toObject();
-    const double best = positive(nested.value(bestKey));
-    if (best > 0 && method)
-        *method = nested.value(QLatin1String("method")).toString();
-    return best;
-}
-
 } // namespace
 
 QString Roof::originText() const
@@ -278,81 +256,53 @@ const GpuRoofs* findGpu(const QString& key)
     return nullptr;
 }
 
-int fp32FmaLanesPerSm(const QString& computeCapability)
+GpuRoofs fromDeviceResponse(const QJsonObject& response)
 {
-    const QStringList p = computeCapability.split(QLatin1Char('.'));
-    if (p.size() != 2)
-        return 0;
-    bool okMajor = false, okMinor = false;
-    const int major = p.at(0).toInt(&okMajor), minor = p.at(1).toInt(&okMinor);
-    if (!okMajor || !okMinor)
-        return 0;
-    // Volta, Turing and GA100 have 64 FP32 lanes per SM; GA10x, Ada, Hopper and later 128.
-    if (major == 7 || (major == 8 && minor == 0))
-        return 64;
-    if (major >= 8)
-        return 128;
-    return 0;
+    return fromDeviceFacts(decodeDeviceFacts(response));
 }
 
-GpuRoofs fromDeviceResponse(const QJsonObject& device)
+GpuRoofs fromDeviceFacts(const DeviceFacts& device)
 {
     using K = Roof::Kind;
     using O = Roof::Origin;
     GpuRoofs g;
     g.key = QStringLiteral("current");
-    if (!device.value(QLatin1String("available")).toBool()) {
-        const QString reason = device.value(QLatin1String("reason")).toString();
+    if (!device.available) {
         g.name = QStringLiteral("no GPU");
-        g.citation = reason.isEmpty() ? QStringLiteral("the worker reports no GPU")
-                                      : QStringLiteral("the worker reports no GPU: %1").arg(reason);
+        g.citation = device.reason.isEmpty() ? QStringLiteral("the worker reports no GPU")
+                                             : QStringLiteral("the worker reports no GPU: %1").arg(device.reason);
         return g;
     }
-    g.name = device.value(QLatin1String("name")).toString(QStringLiteral("unnamed GPU"));
-    g.smCount = device.value(QLatin1String("sm_count")).toInt();
-    g.l2Bytes = static_cast<qint64>(positive(device.value(QLatin1String("l2_bytes"))));
-    const QString cc = device.value(QLatin1String("cc")).toString();
-
-    const QJsonObject ceilings = device.value(QLatin1String("ceilings")).toObject();
-    QString method;
-    const QString gbps = QStringLiteral("_gbps"), gflops = QStringLiteral("_gflops");
-    const QString bestGbs = QStringLiteral("gbs_best"), bestGflops = QStringLiteral("gflops_best");
+    g.name = device.name.isEmpty() ? QStringLiteral("unnamed GPU") : device.name;
+    g.smCount = device.smCount;
+    g.l2Bytes = device.l2Bytes;
 
     // Measured first: they are the primary roofs where present.
-    method.clear();
-    if (const double v = ceilingValue(ceilings, QStringLiteral("hbm_copy"), gbps, bestGbs, &method); v > 0)
-        g.roofs.append(roof(K::Memory, O::Measured, v, QStringLiteral("HBM copy"), method));
-    method.clear();
-    if (const double v = ceilingValue(ceilings, QStringLiteral("fp32_fma"), gflops, bestGflops, &method); v > 0)
-        g.roofs.append(roof(K::Fp32, O::Measured, v, QStringLiteral("FP32 FMA"), method));
-    method.clear();
-    if (const double v = ceilingValue(ceilings, QStringLiteral("tensor_tf32"), gflops, bestGflops, &method); v > 0)
-        g.roofs.append(roof(K::Tf32Tensor, O::Measured, v, QStringLiteral("TF32 tensor"), method));
-    method.clear();
-    if (const double v = ceilingValue(ceilings, QStringLiteral("tensor_bf16"), gflops, bestGflops, &method); v > 0)
-        g.roofs.append(roof(K::Bf16Tensor, O::Measured, v, QStringLiteral("BF16 tensor"), method));
+    const auto measured = [&](K kind, const MeasuredCeiling& c, const QString& label) {
+        if (c.present())
+            g.roofs.append(roof(kind, O::Measured, c.value, label, c.method));
+    };
+    measured(K::Memory, device.hbmCopy, QStringLiteral("HBM copy"));
+    measured(K::Fp32, device.fp32Fma, QStringLiteral("FP32 FMA"));
+    measured(K::Tf32Tensor, device.tensorTf32, QStringLiteral("TF32 tensor"));
+    measured(K::Bf16Tensor, device.tensorBf16, QStringLiteral("BF16 tensor"));
 
     // Theoretical, shown beside the measured ones.
-    double hbm = positive(device.value(QLatin1String("hbm_theoretical_gbps")));
-    if (hbm <= 0)
-        hbm = positive(device.value(QLatin1String("hbm_theoretical_gbs")));
+    const double hbm = device.hbmTheoreticalGBps;
     if (hbm > 0)
         g.roofs.append(roof(K::Memory, O::Theoretical, hbm, QStringLiteral("HBM"),
                             QStringLiteral("2 transfers per memory clock × bus width")));
-    const int lanes = fp32FmaLanesPerSm(cc);
-    const double clockKhz = positive(device.value(QLatin1String("sm_clock_khz")));
-    if (lanes > 0 && g.smCount > 0 && clockKhz > 0) {
-        // one FMA = 2 FLOPs per lane per clock; kHz·1e-6 = GHz
-        const double fp32 = g.smCount * lanes * 2.0 * clockKhz * 1e-6;
+    const int lanes = fp32FmaLanesPerSm(device.cc);
+    if (const double fp32 = device.theoreticalFp32Gflops(); fp32 > 0) {
         g.roofs.append(roof(K::Fp32, O::Theoretical, fp32, QStringLiteral("FP32"),
                             QStringLiteral("%1 SMs × %2 lanes × 2 FLOP × %3 GHz")
                                 .arg(g.smCount)
                                 .arg(lanes)
-                                .arg(QString::number(clockKhz * 1e-6, 'f', 3))));
+                                .arg(QString::number(device.smClockKhz * 1e-6, 'f', 3))));
     }
 
     QStringList from;
-    if (!ceilings.isEmpty())
+    if (device.hasCeilings)
         from << QStringLiteral("measured by the worker on this machine");
     if (hbm > 0 || lanes > 0)
         from << QStringLiteral("theoretical from the device's clocks");

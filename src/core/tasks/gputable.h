@@ -10,6 +10,8 @@
 // roof with its kind and origin, and says which memory and FP32 roof are the primary ones
 // (measured where there is a measurement).
 
+#include "core/protocol/devicefacts.h"
+
 #include <QJsonObject>
 #include <QList>
 #include <QString>
@@ -84,15 +86,12 @@ const GpuRoofs* findGpu(const QString& key);
 /// The roofs of "the current GPU" from the worker's `device` response (docs/protocol.md §device).
 /// Measured ceilings come first (origin Measured) and the theoretical numbers follow where the
 /// response has them: HBM from the memory clock and bus width, FP32 from SMs × lanes × 2 × clock.
-/// Reads the documented flat keys (hbm_theoretical_gbps, ceilings.hbm_copy_gbps,
-/// ceilings.fp32_fma_gflops, ceilings.tensor_bf16_gflops, ceilings.tensor_tf32_gflops) and the
-/// worker's nested form (hbm_theoretical_gbs, ceilings.hbm_copy.gbs_best,
-/// ceilings.fp32_fma.gflops_best, ceilings.tensor_bf16.gflops_best, …, with a "method" each).
-/// A response without a GPU ("available": false) gives roofs that are not valid, with the reason
-/// in `citation`.
+/// The response is read by decodeDeviceFacts() (core/protocol/devicefacts.h), which knows every
+/// spelling the protocol has had. A response without a GPU ("available": false) gives roofs that
+/// are not valid, with the reason in `citation`.
 GpuRoofs fromDeviceResponse(const QJsonObject& device);
+GpuRoofs fromDeviceFacts(const DeviceFacts& device);
 
-/// FP32 FMA lanes (CUDA cores) per SM for a compute capability such as "8.6"; 0 when unknown.
-int fp32FmaLanesPerSm(const QString& computeCapability);
+// fp32FmaLanesPerSm() lives in core/protocol/devicefacts.h.
 
 } // namespace kwb

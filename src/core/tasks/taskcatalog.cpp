@@ -17,86 +17,9 @@ namespace kwb {
 
 namespace {
 
-QList<qint64> shapeFromJson(const QJsonValue& value)
-{
-    QList<qint64> shape;
-    const QJsonArray array = value.toArray();
-    shape.reserve(array.size());
-    for (const QJsonValue& v : array)
-        shape.append(qint64(v.toDouble()));
-    return shape;
-}
-
-QStringList symbolicShapeFromJson(const QJsonValue& value)
-{
-    QStringList shape;
-    for (const QJsonValue& v : value.toArray())
-        shape.append(v.isString() ? v.toString() : QString::number(qint64(v.toDouble())));
-    return shape;
-}
-
-TaskTensor tensorFromJson(const QJsonObject& json)
-{
-    TaskTensor t;
-    t.name = json.value(QLatin1String("name")).toString();
-    t.kind = json.value(QLatin1String("kind")).toString(QStringLiteral("tensor"));
-    t.dtype = json.value(QLatin1String("dtype")).toString();
-    t.generator = json.value(QLatin1String("generator")).toString();
-    t.init = json.value(QLatin1String("init")).toString();
-    t.shape = symbolicShapeFromJson(json.value(QLatin1String("shape")));
-    t.full = shapeFromJson(json.value(QLatin1String("full")));
-    t.smoke = shapeFromJson(json.value(QLatin1String("smoke")));
-    t.value = json.value(QLatin1String("value"));
-    t.buffer = json.value(QLatin1String("buffer")).toBool();
-    return t;
-}
-
-std::optional<double> optionalNumber(const QJsonValue& value)
-{
-    if (value.isDouble())
-        return value.toDouble();
-    return std::nullopt;
-}
-
 const QString kAnalyze = QStringLiteral("analyze");
 
 } // namespace
-
-QString TaskOp::shortName() const
-{
-    const qsizetype colons = op.lastIndexOf(QLatin1String("::"));
-    return colons < 0 ? op : op.mid(colons + 2);
-}
-
-TaskAnalysis TaskAnalysis::fromJson(const QJsonObject& response)
-{
-    TaskAnalysis a;
-    a.scale = response.value(QLatin1String("scale")).toString();
-    for (const QJsonValue& v : response.value(QLatin1String("ops")).toArray()) {
-        const QJsonObject json = v.toObject();
-        TaskOp op;
-        op.index = json.value(QLatin1String("index")).toInt(int(a.ops.size()));
-        op.op = json.value(QLatin1String("op")).toString();
-        op.category = json.value(QLatin1String("category")).toString();
-        for (const QJsonValue& input : json.value(QLatin1String("inputs")).toArray())
-            op.inputs.append(shapeFromJson(input));
-        op.output = shapeFromJson(json.value(QLatin1String("output")));
-        op.flops = json.value(QLatin1String("flops")).toDouble();
-        op.bytes = json.value(QLatin1String("bytes")).toDouble();
-        op.line = json.value(QLatin1String("line")).toInt();
-        a.ops.append(op);
-    }
-    a.outputShape = shapeFromJson(response.value(QLatin1String("output_shape")));
-    a.flops = response.value(QLatin1String("flops")).toDouble();
-    a.bytesUnfused = response.value(QLatin1String("bytes_unfused")).toDouble();
-    a.bytesFused = response.value(QLatin1String("bytes_fused")).toDouble();
-    const QJsonValue unfused = response.value(QLatin1String("intensity_unfused"));
-    const QJsonValue fused = response.value(QLatin1String("intensity_fused"));
-    a.intensityUnfused = unfused.isDouble() ? unfused.toDouble() : (a.bytesUnfused > 0 ? a.flops / a.bytesUnfused : 0);
-    a.intensityFused = fused.isDouble() ? fused.toDouble() : (a.bytesFused > 0 ? a.flops / a.bytesFused : 0);
-    a.opCount = response.value(QLatin1String("op_count")).toInt(int(a.ops.size()));
-    return a;
-}
 
 QStringList TaskInfo::categories() const
 {
@@ -110,36 +33,8 @@ QStringList TaskInfo::categories() const
 TaskInfo TaskInfo::fromJson(const QJsonObject& json)
 {
     TaskInfo t;
-    t.json = json;
-    t.id = json.value(QLatin1String("id")).toString();
-    t.level = json.value(QLatin1String("level")).toInt();
-    t.number = json.value(QLatin1String("number")).toInt();
-    t.title = json.value(QLatin1String("title")).toString();
-    t.description = json.value(QLatin1String("description")).toString();
-    t.source = json.value(QLatin1String("source")).toString();
-    t.forward = json.value(QLatin1String("forward")).toString();
-    t.path = json.value(QLatin1String("path")).toString();
-    for (const QJsonValue& v : json.value(QLatin1String("dims")).toArray()) {
-        const QJsonObject d = v.toObject();
-        t.dims.append(TaskDim{d.value(QLatin1String("name")).toString(), qint64(d.value(QLatin1String("full")).toDouble()),
-                              qint64(d.value(QLatin1String("smoke")).toDouble())});
-    }
-    for (const QJsonValue& v : json.value(QLatin1String("inputs")).toArray())
-        t.inputs.append(tensorFromJson(v.toObject()));
-    for (const QJsonValue& v : json.value(QLatin1String("params")).toArray())
-        t.params.append(tensorFromJson(v.toObject()));
-    const QJsonObject tolerance = json.value(QLatin1String("tolerance")).toObject();
-    t.atol = optionalNumber(tolerance.value(QLatin1String("atol")));
-    t.rtol = optionalNumber(tolerance.value(QLatin1String("rtol")));
+    static_cast<TaskSpec&>(t) = decodeTaskSpec(json);
     return t;
-}
-
-QString TaskLoadError::toString() const
-{
-    QString text = path;
-    if (!field.isEmpty())
-        text += (text.isEmpty() ? QString() : QStringLiteral(": ")) + field;
-    return text + (text.isEmpty() ? QString() : QStringLiteral(": ")) + message;
 }
 
 namespace {
@@ -269,23 +164,20 @@ void TaskCatalog::finishAnalysis()
 
 bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
 {
-    if (!response.value(QLatin1String("ok")).toBool())
+    TaskList list = decodeTaskList(response);
+    if (!list.ok)
         return false;
     QList<TaskInfo> tasks;
     QHash<QString, int> index;
-    for (const QJsonValue& v : response.value(QLatin1String("tasks")).toArray()) {
-        TaskInfo task = TaskInfo::fromJson(v.toObject());
-        if (task.id.isEmpty() || index.contains(task.id))
+    for (TaskSpec& spec : list.tasks) {
+        if (spec.id.isEmpty() || index.contains(spec.id))
             continue;
+        TaskInfo task;
+        static_cast<TaskSpec&>(task) = std::move(spec);
         index.insert(task.id, int(tasks.size()));
         tasks.append(std::move(task));
     }
-    QList<TaskLoadError> errors;
-    for (const QJsonValue& v : response.value(QLatin1String("errors")).toArray()) {
-        const QJsonObject e = v.toObject();
-        errors.append(TaskLoadError{e.value(QLatin1String("path")).toString(), e.value(QLatin1String("field")).toString(),
-                                    e.value(QLatin1String("message")).toString()});
-    }
+    QList<TaskLoadError> errors = std::move(list.errors);
     m_tasks = std::move(tasks);
     m_index = std::move(index);
     m_loadErrors = std::move(errors);
@@ -298,20 +190,22 @@ bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
 
 bool TaskCatalog::applyAnalyzeResponse(const QJsonObject& response)
 {
-    const int i = indexOf(response.value(QLatin1String("task")).toString());
+    const ResponseHeader header = decodeHeader(response);
+    const TaskAnalysis analysis = decodeAnalyze(response);
+    const int i = indexOf(analysis.task);
     if (i < 0)
         return false;
     TaskInfo& task = m_tasks[i];
     const bool wasPending = task.analysisState == TaskInfo::Analysis::Pending;
-    if (response.value(QLatin1String("ok")).toBool()) {
-        task.analysis = TaskAnalysis::fromJson(response);
+    if (header.ok) {
+        task.analysis = analysis;
         task.analysisJson = response;
         task.analysisState = TaskInfo::Analysis::Done;
         task.analysisError.clear();
     } else {
         task.analysis = TaskAnalysis();
         task.analysisState = TaskInfo::Analysis::Failed;
-        task.analysisError = ProtocolCodec::errorCode(response) + QStringLiteral(": ") + ProtocolCodec::errorMessage(response);
+        task.analysisError = header.errorCode + QStringLiteral(": ") + header.errorMessage;
     }
     if (wasPending)
         ++m_analyzed;
@@ -330,7 +224,7 @@ void TaskCatalog::onResponse(qint64 id, const QJsonObject& response)
         m_tasksRequest = 0;
         if (!applyTasksResponse(response)) {
             setState(State::Failed, tr("the worker refused the tasks request: %1")
-                                        .arg(ProtocolCodec::errorMessage(response)));
+                                        .arg(decodeHeader(response).errorMessage));
             return;
         }
         if (generation != m_generation)
@@ -342,7 +236,7 @@ void TaskCatalog::onResponse(qint64 id, const QJsonObject& response)
         m_analyzeRequest = 0;
         // The worker echoes the task, but a response without one still belongs to the request.
         QJsonObject named = response;
-        if (!named.contains(QLatin1String("task")))
+        if (decodeAnalyze(response).task.isEmpty())
             named.insert(QStringLiteral("task"), m_analyzeTask);
         applyAnalyzeResponse(named);
         if (generation == m_generation)
@@ -357,14 +251,14 @@ void TaskCatalog::onFailure(qint64 id, const QString& status, const QString& mes
     const QString text = message.isEmpty() ? status : status + QStringLiteral(": ") + message;
     if (id == m_tasksRequest) {
         m_tasksRequest = 0;
-        if (status != FailureStatus::Cancelled)
+        if (evaluationStatusFromWire(status) != EvaluationStatus::Cancelled)
             setState(State::Failed, tr("could not get the tasks from the worker (%1)").arg(text));
         return;
     }
     if (id != m_analyzeRequest)
         return;
     m_analyzeRequest = 0;
-    if (status == FailureStatus::Cancelled)
+    if (evaluationStatusFromWire(status) == EvaluationStatus::Cancelled)
         return;
     const int generation = m_generation;
     const int i = indexOf(m_analyzeTask);
@@ -378,7 +272,7 @@ void TaskCatalog::onFailure(qint64 id, const QString& status, const QString& mes
     }
     if (generation != m_generation)
         return;
-    if (status == FailureStatus::StartFailed) {
+    if (evaluationStatusFromWire(status) == EvaluationStatus::StartFailed) {
         // No worker starts: asking for the other tasks would fail the same way, one by one.
         setState(State::Failed, tr("analysis stopped: the worker failed to start (%1)").arg(text));
         return;
@@ -430,16 +324,11 @@ QHash<QString, EagerTime> TaskCatalog::eagerTimesFromStore(const RunStore& store
     if (gpuName.isEmpty())
         return times;
     for (const RunInfo& run : store.runs()) {
-        const QJsonObject gpu = run.config.value(QLatin1String("gpu")).toObject();
-        if (gpu.value(QLatin1String("name")).toString() != gpuName)
+        if (decodeDeviceFacts(RunConfig::fromJson(run.config).gpu).name != gpuName)
             continue;
         for (const EvaluationRecord& e : store.evaluations(run.id)) {
-            const QJsonValue mean = e.result.value(QLatin1String("timing"))
-                                        .toObject()
-                                        .value(QLatin1String("reference"))
-                                        .toObject()
-                                        .value(QLatin1String("mean_ms"));
-            if (!mean.isDouble() || !(mean.toDouble() > 0))
+            const std::optional<TimingStats> reference = e.evaluation().timing.reference;
+            if (!reference || !(reference->meanMs > 0))
                 continue;
             const auto it = times.constFind(e.task);
             if (it != times.cend()) {
@@ -447,7 +336,7 @@ QHash<QString, EagerTime> TaskCatalog::eagerTimesFromStore(const RunStore& store
                 if (!newer)
                     continue;
             }
-            times.insert(e.task, EagerTime{mean.toDouble(), run.id, e.created});
+            times.insert(e.task, EagerTime{reference->meanMs, run.id, e.created});
             evaluationOf.insert(e.task, e.id);
         }
     }

@@ -6,6 +6,7 @@
 // arrives as a signal; a worker that cannot start, hangs or crashes ends in a state with a
 // message, never in a hang.
 
+#include "core/protocol/workerresponses.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QDateTime>
@@ -25,84 +26,16 @@ namespace kwb {
 class JobTracker;
 class RunStore;
 
-/// A named dimension of a task, at both scales.
-struct TaskDim
-{
-    QString name;
-    qint64 full = 0;
-    qint64 smoke = 0;
-};
+// TaskDim, TaskTensor, TaskOp, TaskSpec and TaskLoadError come from the protocol's decoder.
+using TaskAnalysis = AnalyzeResult;
 
-/// A forward argument or a parameter of a task.
-struct TaskTensor
-{
-    QString name;
-    QString kind;      ///< "tensor", "float" or "int"
-    QString dtype;     ///< tensors only
-    QString generator; ///< inputs: "rand" or "randn"
-    QString init;      ///< parameters: "uniform_fan_in", "randn", …
-    QStringList shape; ///< as written in the task file: dimension names or integers
-    QList<qint64> full;
-    QList<qint64> smoke;
-    QJsonValue value; ///< a scalar input's value
-    bool buffer = false;
-};
-
-/// One top-level op of a reference forward, as the worker's static analysis sees it.
-struct TaskOp
-{
-    int index = 0;
-    QString op;       ///< "aten::conv2d"
-    QString category; ///< conv, matmul, elementwise, reduction, norm, pool, view, data, …
-    QList<QList<qint64>> inputs;
-    QList<qint64> output;
-    double flops = 0;
-    double bytes = 0;
-    int line = 0; ///< line of the forward it comes from (0: unknown)
-
-    /// "conv2d" for "aten::conv2d".
-    QString shortName() const;
-};
-
-/// An `analyze` response: FLOPs and HBM bytes from shapes alone.
-struct TaskAnalysis
-{
-    QString scale;
-    QList<TaskOp> ops;
-    QList<qint64> outputShape;
-    double flops = 0;
-    double bytesUnfused = 0; ///< every op reads its inputs from and writes its output to HBM
-    double bytesFused = 0;   ///< inputs, parameters and output once: the least any kernel moves
-    double intensityUnfused = 0;
-    double intensityFused = 0;
-    int opCount = 0; ///< from the response; equals ops.size() when the ops are listed
-
-    /// Reads an `ok: true` analyze response. Intensities the response lacks are computed from
-    /// flops and bytes (older golden files carry only the totals).
-    static TaskAnalysis fromJson(const QJsonObject& response);
-};
-
-struct TaskInfo
+/// A task with its catalog state: the worker's description (TaskSpec) and its analysis.
+struct TaskInfo : TaskSpec
 {
     enum class Analysis { Pending, Done, Failed };
 
-    QString id; ///< "L2/1"
-    int level = 0;
-    int number = 0;
-    QString title;
-    QString description;
-    QString source;  ///< the KernelBench file the task re-expresses ("level2/1_Conv2D_ReLU_BiasAdd.py")
-    QString forward; ///< the reference code: a TorchScript forward
-    QString path;    ///< the task file the worker read
-    QList<TaskDim> dims;
-    QList<TaskTensor> inputs;
-    QList<TaskTensor> params;
-    std::optional<double> atol; ///< absent: the protocol profile's tolerance applies
-    std::optional<double> rtol;
-
     Analysis analysisState = Analysis::Pending;
     TaskAnalysis analysis;
-    QJsonObject json;         ///< the `tasks` entry as the worker sent it (prompt rendering wants it whole)
     QJsonObject analysisJson; ///< the `analyze` response (charts draw from it)
     QString analysisError; ///< why analysis failed
 
@@ -110,17 +43,8 @@ struct TaskInfo
     /// Op categories of the analysis, each once, in op order.
     QStringList categories() const;
 
-    /// Reads one entry of a `tasks` response.
+    /// Reads one entry of a `tasks` response (decodeTaskSpec()).
     static TaskInfo fromJson(const QJsonObject& task);
-};
-
-/// A task file the worker could not load (`errors` of the tasks response).
-struct TaskLoadError
-{
-    QString path;
-    QString field;
-    QString message;
-    QString toString() const;
 };
 
 /// The eager reference time of a task on one GPU, from the most recent evaluation that timed it.

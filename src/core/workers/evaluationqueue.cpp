@@ -1,5 +1,7 @@
 #include "evaluationqueue.h"
 
+#include "core/protocol/workerresponses.h"
+
 #include <QDateTime>
 #include <QJsonValue>
 #include <QThread>
@@ -312,7 +314,7 @@ bool EvaluationQueue::cancel(qint64 id)
     // restart); its result finds no job and is dropped.
     m_jobs.removeAt(index);
     ++m_done;
-    failLater(id, FailureStatus::Cancelled, QStringLiteral("cancelled before it started"));
+    failLater(id, wireName(EvaluationStatus::Cancelled), QStringLiteral("cancelled before it started"));
     return true;
 }
 
@@ -524,13 +526,13 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
             job.compile = CompileState::Done;
             // A failed compile attaches nothing: the GPU worker compiles again and reports
             // compile_error with its log, as for any other candidate.
-            const QString cubin = response.value(QLatin1String("cubin_b64")).toString();
-            if (response.value(QLatin1String("ok")).toBool() && response.value(QLatin1String("ok_compile")).toBool() &&
-                !cubin.isEmpty()) {
-                job.cubin = cubin;
-                job.cubinArch = response.value(QLatin1String("arch")).toString(job.cubinArch);
-                job.compileLog = response.value(QLatin1String("log")).toString();
-                job.cubinSourceHash = response.value(QLatin1String("source_hash")).toString();
+            const CompileInfo compiled = decodeCompile(response);
+            if (decodeHeader(response).ok && compiled.ok && !compiled.cubinB64.isEmpty()) {
+                job.cubin = compiled.cubinB64;
+                if (!compiled.arch.isEmpty())
+                    job.cubinArch = compiled.arch;
+                job.compileLog = compiled.log;
+                job.cubinSourceHash = compiled.sourceHash;
             }
         }
     }
@@ -550,18 +552,19 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonO
 {
     if (gpuIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
         m_deviceRequest = 0;
-        if (response.value(QLatin1String("ok")).toBool() && response.value(QLatin1String("available")).toBool())
-            m_arch = response.value(QLatin1String("arch")).toString();
+        const DeviceFacts device = decodeDeviceFacts(response);
+        if (decodeHeader(response).ok && device.available)
+            m_arch = device.arch;
         scheduleWork();
         return;
     }
     const qint64 id = retireRunningJob(gpuIndex, requestId);
     if (id == 0)
         return;
-    if (!response.value(QLatin1String("ok")).toBool()) {
+    if (const ResponseHeader header = decodeHeader(response); !header.ok) {
         // The worker refused the request (an unknown task): no verdict on the candidate.
-        const QString code = ProtocolCodec::errorCode(response);
-        Q_EMIT jobFailed(id, code.isEmpty() ? FailureStatus::BadRequest : code, ProtocolCodec::errorMessage(response));
+        Q_EMIT jobFailed(id, header.errorCode.isEmpty() ? wireName(EvaluationStatus::BadRequest) : header.errorCode,
+                         header.errorMessage);
     } else {
         QJsonObject result = response;
         result.insert(QStringLiteral("gpu"), m_gpus[gpuIndex].ordinal);

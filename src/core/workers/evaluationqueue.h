@@ -84,7 +84,7 @@ Q_SIGNALS:
     /// The worker's evaluate response (its "status" says correct, incorrect, compile_error, …),
     /// with "gpu": the ordinal it ran on.
     void jobFinished(qint64 id, const QJsonObject& result);
-    /// The job ended without a response: status is a FailureStatus (timeout, crashed,
+    /// The job ended without a response: status is an EvaluationStatus wire name (timeout, crashed,
     /// start_failed, cancelled, …) or the error code of a worker that refused the request.
     void jobFailed(qint64 id, const QString& status, const QString& message);
     /// The GPU worker's stderr while the job ran, just before its final signal.

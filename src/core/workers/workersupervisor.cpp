@@ -1,5 +1,7 @@
 #include "workersupervisor.h"
 
+#include "core/protocol/workerresponses.h"
+
 #include <QEventLoop>
 #include <QJsonDocument>
 #include <QJsonValue>
@@ -179,7 +181,7 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
     pending.type = request.value(QLatin1String("type")).toString();
     pending.timeoutMs = timeoutMs < 0 ? m_defaultTimeoutMs : timeoutMs;
     if (pending.type.isEmpty()) {
-        failLater(id, FailureStatus::BadRequest, QStringLiteral("the request has no \"type\""));
+        failLater(id, wireName(EvaluationStatus::BadRequest), QStringLiteral("the request has no \"type\""));
         return id;
     }
     QJsonObject withId = request;
@@ -187,7 +189,7 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
     QString error;
     pending.line = ProtocolCodec::encodeRequest(withId, &error);
     if (pending.line.isEmpty()) {
-        failLater(id, FailureStatus::BadRequest, error);
+        failLater(id, wireName(EvaluationStatus::BadRequest), error);
         return id;
     }
     m_queue.append(pending);
@@ -198,13 +200,13 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
 bool WorkerSupervisor::cancelRequest(qint64 id)
 {
     if (m_active && m_active->request.id == id && !m_active->answered) {
-        abortWorker(FailureStatus::Cancelled, QStringLiteral("cancelled while running"));
+        abortWorker(wireName(EvaluationStatus::Cancelled), QStringLiteral("cancelled while running"));
         return true;
     }
     for (qsizetype i = 0; i < m_queue.size(); ++i) {
         if (m_queue.at(i).id == id) {
             m_queue.removeAt(i);
-            failLater(id, FailureStatus::Cancelled, QStringLiteral("cancelled before it started"));
+            failLater(id, wireName(EvaluationStatus::Cancelled), QStringLiteral("cancelled before it started"));
             return true;
         }
     }
@@ -216,9 +218,9 @@ void WorkerSupervisor::cancelAll()
     const QList<Pending> queued = m_queue;
     m_queue.clear();
     for (const Pending& pending : queued)
-        failLater(pending.id, FailureStatus::Cancelled, QStringLiteral("cancelled before it started"));
+        failLater(pending.id, wireName(EvaluationStatus::Cancelled), QStringLiteral("cancelled before it started"));
     if (m_active && !m_active->answered)
-        abortWorker(FailureStatus::Cancelled, QStringLiteral("cancelled while running"));
+        abortWorker(wireName(EvaluationStatus::Cancelled), QStringLiteral("cancelled while running"));
 }
 
 void WorkerSupervisor::stopWorker()
@@ -283,7 +285,7 @@ void WorkerSupervisor::startWorker()
         m_requestTimer.stop();
         m_active.reset();
         emitStderr(id);
-        failLater(id, FailureStatus::StartFailed, QStringLiteral("no worker program was set"));
+        failLater(id, wireName(EvaluationStatus::StartFailed), QStringLiteral("no worker program was set"));
         scheduleDispatch();
         return;
     }
@@ -361,7 +363,7 @@ void WorkerSupervisor::onSpareOutput(QProcess* process)
     const bool good = !m_spare.decoder.hasFailed() && responses.size() <= 1 &&
                       (responses.isEmpty() ||
                        (m_spare.state == WorkerState::Handshaking &&
-                        responses.first().value(QLatin1String("id")) == QJsonValue(m_spare.handshakeId) &&
+                        decodeHeader(responses.first()).id == QJsonValue(m_spare.handshakeId) &&
                         ProtocolCodec::checkHello(responses.first()).isEmpty()));
     if (!good) {
         discardSpare();
@@ -467,21 +469,22 @@ void WorkerSupervisor::feedDecoder(const QByteArray& bytes)
             return;
     }
     if (m_decoder.hasFailed())
-        abortWorker(FailureStatus::ProtocolError, m_decoder.errorString());
+        abortWorker(wireName(EvaluationStatus::ProtocolError), m_decoder.errorString());
 }
 
 void WorkerSupervisor::handleResponse(const QJsonObject& response)
 {
-    const QJsonValue id = response.value(QLatin1String("id"));
+    const ResponseHeader header = decodeHeader(response);
+    const QJsonValue id = header.id;
     if (m_state == WorkerState::Handshaking) {
         if (id != QJsonValue(m_handshakeId)) {
-            abortWorker(FailureStatus::ProtocolError,
+            abortWorker(wireName(EvaluationStatus::ProtocolError),
                         QStringLiteral("the worker answered something else before hello"));
             return;
         }
         const QString refusal = ProtocolCodec::checkHello(response);
         if (!refusal.isEmpty()) {
-            abortWorker(FailureStatus::ProtocolError, refusal);
+            abortWorker(wireName(EvaluationStatus::ProtocolError), refusal);
             return;
         }
         m_hello = response;
@@ -503,15 +506,15 @@ void WorkerSupervisor::handleResponse(const QJsonObject& response)
             m_active.reset();
             m_state = WorkerState::Idle;
             emitStderr(activeId);
-            Q_EMIT requestFailed(activeId, FailureStatus::ProtocolError,
+            Q_EMIT requestFailed(activeId, wireName(EvaluationStatus::ProtocolError),
                                  QStringLiteral("the worker could not read the request: %1 (%2)")
-                                     .arg(ProtocolCodec::errorMessage(response), ProtocolCodec::errorCode(response)));
+                                     .arg(header.errorMessage, header.errorCode));
             scheduleDispatch();
             return;
         }
     }
     // An answer nobody asked for means the stream is out of step with the requests.
-    abortWorker(FailureStatus::ProtocolError,
+    abortWorker(wireName(EvaluationStatus::ProtocolError),
                 QStringLiteral("the worker sent a response with unexpected id %1")
                     .arg(QString::fromUtf8(
                         QJsonDocument(QJsonObject{{QLatin1String("id"), id}}).toJson(QJsonDocument::Compact))));
@@ -547,7 +550,7 @@ void WorkerSupervisor::completeActive()
     emitStderr(id);
 
     // The worker says its CUDA context is unusable (sticky error) and exits after answering.
-    const bool unhealthy = response.value(QLatin1String("worker_healthy")) == QJsonValue(false);
+    const bool unhealthy = !decodeEvaluation(response).workerHealthy;
     if (m_state == WorkerState::Idle && (unhealthy || (evaluate && m_isolation == Isolation::FreshPerRequest)))
         retireWorker();
     scheduleDispatch();
@@ -597,10 +600,10 @@ void WorkerSupervisor::onRequestTimeout()
     // `timeout` is a verdict on the request (a candidate that runs too long); a worker that never
     // got as far as answering hello has not started, whatever the request was.
     if (m_state == WorkerState::Starting || m_state == WorkerState::Handshaking)
-        abortWorker(FailureStatus::StartFailed,
+        abortWorker(wireName(EvaluationStatus::StartFailed),
                     QStringLiteral("the worker did not answer hello within the wall-clock limit of %1").arg(limit));
     else
-        abortWorker(FailureStatus::Timeout, QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
+        abortWorker(wireName(EvaluationStatus::Timeout), QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
 }
 
 void WorkerSupervisor::abortWorker(const QString& status, const QString& message)
@@ -665,7 +668,7 @@ void WorkerSupervisor::onErrorOccurred(QProcess* process, QProcess::ProcessError
     m_requestTimer.stop();
     if (m_active) {
         const qint64 id = m_active->request.id;
-        const QString status = m_active->failStatus.isEmpty() ? FailureStatus::StartFailed : m_active->failStatus;
+        const QString status = m_active->failStatus.isEmpty() ? wireName(EvaluationStatus::StartFailed) : m_active->failStatus;
         m_active.reset();
         emitStderr(id);
         Q_EMIT requestFailed(id, status, message);
@@ -712,19 +715,19 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
             const QString why = lastLine(stderrTail);
             if (!why.isEmpty())
                 message += QStringLiteral(": ") + why;
-            Q_EMIT requestFailed(id, FailureStatus::StartFailed, message);
+            Q_EMIT requestFailed(id, wireName(EvaluationStatus::StartFailed), message);
         } else if (active.request.type == kShutdownType && exitStatus == QProcess::NormalExit && exitCode == 0) {
             Q_EMIT responseAvailable(id, QJsonObject{{QLatin1String("id"), id},
                                                      {QLatin1String("type"), kShutdownType},
                                                      {QLatin1String("ok"), true}});
         } else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && endedFromOutside(exitCode)) {
             // The supervisor sent nothing (failStatus is empty and it was not stopping the worker).
-            Q_EMIT requestFailed(id, FailureStatus::WorkerLost,
+            Q_EMIT requestFailed(id, wireName(EvaluationStatus::WorkerLost),
                                  QStringLiteral("the worker was %1 during the request, not by kwb (the OOM killer or "
                                                 "another process): a failure of the machine, not of the candidate")
                                      .arg(description));
         } else {
-            Q_EMIT requestFailed(id, FailureStatus::Crashed,
+            Q_EMIT requestFailed(id, wireName(EvaluationStatus::Crashed),
                                  QStringLiteral("the worker %1 during the request").arg(description));
         }
     }

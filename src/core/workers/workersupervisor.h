@@ -9,6 +9,8 @@
 // In FreshPerRequest mode it also keeps a spare: while an evaluation runs, the next worker starts
 // and answers hello (which creates no CUDA context), so the next request skips the process start.
 
+#include "core/protocol/defaults.h"
+#include "core/protocol/evaluationstatus.h"
 #include "core/protocol/protocolcodec.h"
 
 #include <QByteArray>
@@ -25,31 +27,15 @@
 
 namespace kwb {
 
-/// The statuses with which a request can fail without a response. `timeout` and `crashed` are
-/// also evaluation statuses (docs/protocol.md: "the supervisor adds timeout and crashed").
-namespace FailureStatus {
-inline const QString Timeout = QStringLiteral("timeout");              ///< wall-clock limit reached
-inline const QString Crashed = QStringLiteral("crashed");              ///< worker died mid-request (the candidate's doing)
-inline const QString WorkerLost = QStringLiteral("worker_lost");       ///< worker ended from outside mid-request (the machine's)
-inline const QString ProtocolError = QStringLiteral("protocol_error"); ///< broken line, newer protocol, …
-inline const QString StartFailed = QStringLiteral("start_failed");     ///< no worker, it died or hung before hello
-inline const QString BadRequest = QStringLiteral("bad_request");       ///< refused before it reached a worker
-inline const QString Cancelled = QStringLiteral("cancelled");
-
-/// The machine's failures, as opposed to the candidate's: the request says nothing about the
-/// candidate, so `kwb run --resume` evaluates it again and a report lists its task as not
-/// evaluated. `start_failed`: no worker answered hello. `worker_lost`: the worker, busy with the
-/// request, was ended by a signal that the supervisor did not send and that a candidate's code
-/// cannot raise through the sandbox: SIGKILL (the OOM killer, `kill -9`), SIGTERM, SIGINT, SIGHUP,
-/// SIGQUIT. A worker that dies by any other signal or exits (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, an
-/// exit code) during a request is `crashed`: the candidate's code was running in it. The
-/// supervisor's own ends (time-out, cancel, protocol error) keep their status. A worker that dies
-/// between requests fails no request: the next one starts a fresh worker.
-inline bool isMachineFailure(const QString& status)
-{
-    return status == StartFailed || status == WorkerLost;
-}
-} // namespace FailureStatus
+// A request that ends without a response fails with an EvaluationStatus's wire name
+// (core/protocol/evaluationstatus.h): timeout, crashed, worker_lost, protocol_error,
+// start_failed, bad_request or cancelled. `worker_lost`: the worker, busy with the request, was
+// ended by a signal that the supervisor did not send and that a candidate's code cannot raise
+// through the sandbox: SIGKILL (the OOM killer, `kill -9`), SIGTERM, SIGINT, SIGHUP, SIGQUIT. A
+// worker that dies by any other signal or exits (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, an exit code)
+// during a request is `crashed`: the candidate's code was running in it. The supervisor's own
+// ends (time-out, cancel, protocol error) keep their status. A worker that dies between requests
+// fails no request: the next one starts a fresh worker.
 
 /// The environment a worker starts with: only what kwb-worker, libtorch, NVRTC and the CUDA driver
 /// read (PATH, HOME, TMPDIR, TZ, LANG, LANGUAGE, LC_*, LD_LIBRARY_PATH, KWB_TASKS_DIR,
@@ -76,14 +62,14 @@ public:
     struct Outcome
     {
         QJsonObject response; ///< the worker's response (it may say ok: false); empty on failure
-        QString status;       ///< empty when there is a response, else a FailureStatus
+        QString status;       ///< empty when there is a response, else an EvaluationStatus wire name
         QString message;
         QByteArray stderrTail; ///< the worker's stderr during the request, last stderrLimit() bytes
         qint64 stderrDroppedBytes = 0;
         bool hasResponse() const { return status.isEmpty(); }
     };
 
-    static constexpr int kDefaultTimeoutMs = 240 * 1000; // as in the study
+    static constexpr int kDefaultTimeoutMs = defaults::kEvaluationTimeoutMs;
     static constexpr int kDefaultKillGraceMs = 2000;
     static constexpr qsizetype kDefaultStderrLimit = qsizetype(1) << 20;
 
@@ -148,7 +134,7 @@ Q_SIGNALS:
     void requestStarted(qint64 id);
     /// The worker answered request `id` (the response may still say ok: false).
     void responseAvailable(qint64 id, const QJsonObject& response);
-    /// Request `id` ended without a response; status is a FailureStatus.
+    /// Request `id` ended without a response; status is an EvaluationStatus wire name.
     void requestFailed(qint64 id, const QString& status, const QString& message);
     /// The worker's stderr while request `id` ran (the last stderrLimit() bytes, and how many
     /// bytes before them were dropped). Emitted just before the request's final signal, for every

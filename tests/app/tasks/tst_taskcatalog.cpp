@@ -214,7 +214,7 @@ void TestTaskCatalog::workerMissingFails()
     f.catalog.load();
     QVERIFY(clock.elapsed() < 500);
     QVERIFY(waitForState(f.catalog, {TaskCatalog::State::Failed}, 10000));
-    QVERIFY2(f.catalog.errorMessage().contains(FailureStatus::StartFailed), qPrintable(f.catalog.errorMessage()));
+    QVERIFY2(f.catalog.errorMessage().contains(wireName(EvaluationStatus::StartFailed)), qPrintable(f.catalog.errorMessage()));
     QVERIFY(f.catalog.errorMessage().contains(QLatin1String("could not get the tasks")));
     QCOMPARE(f.catalog.taskCount(), 0);
 }
@@ -225,7 +225,7 @@ void TestTaskCatalog::workerDyingAtStartFails()
     Fixture f(QStringLiteral(KWB_FAKEWORKER), {QStringLiteral("--hello"), QStringLiteral("exit_127")});
     f.catalog.load();
     QVERIFY(waitForState(f.catalog, {TaskCatalog::State::Failed}, 10000));
-    QVERIFY2(f.catalog.errorMessage().contains(FailureStatus::StartFailed), qPrintable(f.catalog.errorMessage()));
+    QVERIFY2(f.catalog.errorMessage().contains(wireName(EvaluationStatus::StartFailed)), qPrintable(f.catalog.errorMessage()));
     QCOMPARE(f.catalog.taskCount(), 0);
 
     // The next load tries again (and fails the same way), it is not stuck.
@@ -261,7 +261,7 @@ void TestTaskCatalog::crashOnOneTaskAnalysesTheRest()
     QCOMPARE(f.catalog.state(), TaskCatalog::State::Ready);
     const TaskInfo* crashed = f.catalog.task(QStringLiteral("L2/1"));
     QCOMPARE(crashed->analysisState, TaskInfo::Analysis::Failed);
-    QVERIFY2(crashed->analysisError.startsWith(FailureStatus::Crashed), qPrintable(crashed->analysisError));
+    QVERIFY2(crashed->analysisError.startsWith(wireName(EvaluationStatus::Crashed)), qPrintable(crashed->analysisError));
     int done = 0;
     for (const TaskInfo& t : f.catalog.tasks())
         done += t.hasAnalysis() ? 1 : 0;
@@ -278,7 +278,7 @@ void TestTaskCatalog::hangOnOneTaskTimesOutAndGoesOn()
     QCOMPARE(f.catalog.state(), TaskCatalog::State::Ready);
     const TaskInfo* hung = f.catalog.task(QStringLiteral("L1/4"));
     QCOMPARE(hung->analysisState, TaskInfo::Analysis::Failed);
-    QVERIFY2(hung->analysisError.startsWith(FailureStatus::Timeout), qPrintable(hung->analysisError));
+    QVERIFY2(hung->analysisError.startsWith(wireName(EvaluationStatus::Timeout)), qPrintable(hung->analysisError));
     QVERIFY(f.catalog.task(QStringLiteral("L3/4"))->hasAnalysis());
 }
 

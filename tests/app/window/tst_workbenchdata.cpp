@@ -30,7 +30,7 @@ TaskInfo analysedTask(const QString& id)
 {
     TaskInfo t = TaskInfo::fromJson(recorded(QStringLiteral("tasks.json"), id));
     t.analysisJson = recorded(QStringLiteral("analyze.json"), id);
-    t.analysis = TaskAnalysis::fromJson(t.analysisJson);
+    t.analysis = decodeAnalyze(t.analysisJson);
     t.analysisState = TaskInfo::Analysis::Done;
     return t;
 }

@@ -1,0 +1,29 @@
+#pragma once
+// One spelling of each default that the CLI, the app and core share. Change a default here and
+// every command, page and stored-configuration reader follows.
+
+#include <QString>
+
+namespace kwb::defaults {
+
+/// An evaluation's wall-clock limit, from dispatch (worker start and hello included) to its
+/// response: as in the study.
+inline constexpr int kEvaluationTimeoutS = 240;
+inline constexpr int kEvaluationTimeoutMs = kEvaluationTimeoutS * 1000;
+
+/// The model server a run talks to when none is named: a local OpenAI-compatible server.
+inline constexpr const char kEndpoint[] = "http://127.0.0.1:8080/v1";
+inline QString endpoint() { return QString::fromLatin1(kEndpoint); }
+
+/// The protocol profile used when none is named (docs/protocol.md §Protocol profiles).
+inline constexpr const char kProfile[] = "kernelbench";
+inline QString profile() { return QString::fromLatin1(kProfile); }
+
+/// The profiles this client offers before a worker has announced its own in `hello`.
+inline constexpr const char* kKnownProfiles[] = {"kernelbench", "kernelbench-v0.1"};
+
+/// The problem scale used when none is named.
+inline constexpr const char kScale[] = "full";
+inline QString scale() { return QString::fromLatin1(kScale); }
+
+} // namespace kwb::defaults

@@ -1,0 +1,170 @@
+#include "core/protocol/evaluationresult.h"
+
+#include "core/protocol/protocoljson.h"
+
+namespace kwb {
+
+using namespace protocoljson;
+
+namespace {
+
+TimingStats timingStats(const QJsonObject& t)
+{
+    TimingStats s;
+    s.meanMs = number(t, "mean_ms");
+    s.medianMs = number(t, "median_ms");
+    s.stdMs = number(t, "std_ms");
+    s.minMs = number(t, "min_ms");
+    s.maxMs = number(t, "max_ms");
+    s.trials = integer(t, "trials");
+    return s;
+}
+
+CorrectnessInfo correctness(const QJsonObject& c)
+{
+    CorrectnessInfo info;
+    info.trials = integer(c, "trials");
+    info.passed = integer(c, "passed");
+    info.maxAbsDiff = optNumber(c, "max_abs_diff");
+    info.maxRelDiff = optNumber(c, "max_rel_diff");
+    info.atol = optNumber(c, "atol");
+    info.rtol = optNumber(c, "rtol");
+    info.deterministic = optFlag(c, "deterministic");
+    const QJsonValue failure = at(c, "failure");
+    if (failure.isObject()) {
+        const QJsonObject f = failure.toObject();
+        info.hasFailure = true;
+        const QJsonValue trial = at(f, "trial");
+        info.failureTrial = trial.isString() ? trial.toString() : QString::number(trial.toInt());
+        info.failureReason = str(f, "reason");
+    }
+    const QJsonValue range = at(c, "range_trial");
+    if (range.isObject()) {
+        const QJsonObject r = range.toObject();
+        RangeTrialInfo rt;
+        rt.generator = str(r, "generator");
+        rt.atol = optNumber(r, "atol");
+        rt.rtol = optNumber(r, "rtol");
+        rt.maxAbsDiff = optNumber(r, "max_abs_diff");
+        rt.passed = optFlag(r, "passed");
+        info.rangeTrial = rt;
+    }
+    return info;
+}
+
+} // namespace
+
+CompileInfo decodeCompile(const QJsonObject& c)
+{
+    CompileInfo info;
+    // An evaluate response says `ok`; a compile response says `ok_compile` (its `ok` is the
+    // request's).
+    const QJsonValue ok = at(c, "ok_compile").isBool() ? at(c, "ok_compile") : at(c, "ok");
+    info.okKnown = ok.isBool();
+    info.ok = ok.toBool();
+    info.log = str(c, "log");
+    info.ms = optNumber(c, "ms");
+    info.arch = str(c, "arch");
+    info.kernels = strings(c, "kernels");
+    info.cached = flag(c, "cached");
+    info.sourceHash = str(c, "source_hash");
+    info.cubinB64 = str(c, "cubin_b64");
+    const QJsonObject refused = obj(c, "refused");
+    info.refusedCode = str(refused, "code");
+    info.refusedMessage = str(refused, "message");
+    return info;
+}
+
+ProfileSettings decodeProfileSettings(const QJsonObject& p)
+{
+    ProfileSettings s;
+    s.raw = p;
+    s.name = str(p, "name");
+    s.atol = optNumber(p, "atol");
+    s.rtol = optNumber(p, "rtol");
+    s.tf32 = optFlag(p, "tf32");
+    s.l2Flush = optFlag(p, "l2_flush");
+    s.graphOptimize = optFlag(p, "graph_optimize");
+    s.inputGenerator = str(p, "input_generator");
+    s.timingStat = str(p, "timing_stat");
+    s.timingTrials = optInt(p, "timing_trials");
+    s.warmup = optInt(p, "warmup");
+    s.correctnessTrials = optInt(p, "correctness_trials");
+    return s;
+}
+
+QJsonObject failureResult(const QString& status, const QString& message)
+{
+    return QJsonObject{{QStringLiteral("status"), status}, {QStringLiteral("message"), message}};
+}
+
+EvaluationResult decodeEvaluation(const QJsonObject& r)
+{
+    EvaluationResult e;
+    e.raw = r;
+    // A stored supervisor failure has no `ok`; an evaluate response always has one.
+    e.ok = flag(r, "ok", true);
+    const QJsonObject error = obj(r, "error");
+    e.errorCode = str(error, "code");
+    e.errorMessage = str(error, "message");
+
+    e.statusName = str(r, "status");
+    e.status = evaluationStatusFromWire(e.statusName);
+    e.stage = str(r, "stage");
+    e.message = str(r, "message");
+    e.log = str(r, "log");
+
+    const QJsonValue format = at(r, "format_error");
+    if (format.isObject()) {
+        const QJsonObject f = format.toObject();
+        e.formatError = FormatErrorInfo{str(f, "code"), str(f, "message"), integer(f, "line")};
+    }
+    if (at(r, "compile").isObject())
+        e.compile = decodeCompile(obj(r, "compile"));
+    if (at(r, "correctness").isObject())
+        e.correctness = correctness(obj(r, "correctness"));
+    const QJsonObject timing = obj(r, "timing");
+    if (at(timing, "candidate").isObject())
+        e.timing.candidate = timingStats(obj(timing, "candidate"));
+    if (at(timing, "reference").isObject())
+        e.timing.reference = timingStats(obj(timing, "reference"));
+    e.speedup = optNumber(r, "speedup");
+    for (const QJsonValue& v : arr(r, "kernels")) {
+        const QJsonObject k = v.toObject();
+        e.kernels.append(KernelLaunch{str(k, "name"), integer(k, "calls"), number(k, "time_ns"), flag(k, "custom")});
+    }
+    e.customLaunches = optInt(r, "custom_launches");
+    e.torchOnly = flag(r, "torch_only");
+    const QJsonValue degenerate = at(r, "degenerate");
+    if (degenerate.isObject()) {
+        const QJsonObject d = degenerate.toObject();
+        e.degenerate = DegenerateInfo{str(d, "kind"), optNumber(d, "zero_fraction"), str(d, "message")};
+    }
+    if (at(r, "profile").isObject())
+        e.profile = decodeProfileSettings(obj(r, "profile"));
+    const QJsonObject stages = obj(r, "stage_ms");
+    for (auto it = stages.begin(); it != stages.end(); ++it)
+        if (const std::optional<double> ms = optNumber(it.value()))
+            e.stageMs.insert(it.key(), *ms);
+    e.workerHealthy = at(r, "worker_healthy") != QJsonValue(false);
+    e.referenceOutputsOn = str(r, "reference_outputs_on");
+    if (at(r, "candidate").isObject()) {
+        const QJsonObject c = obj(r, "candidate");
+        e.candidate = CandidateEcho{str(c, "cuda"), str(c, "python"), strings(c, "kernels"), str(c, "source_hash"),
+                                    integer(c, "cuda_line"), integer(c, "python_line")};
+    }
+    return e;
+}
+
+bool EvaluationResult::compiled() const
+{
+    // A status past the compile stage says so; otherwise (timeout, crashed) `compile.ok` does.
+    return statusCompiled(status) || (compile && compile->ok);
+}
+
+std::optional<double> EvaluationResult::positiveSpeedup() const
+{
+    return speedup && *speedup > 0 ? speedup : std::nullopt;
+}
+
+} // namespace kwb

@@ -1,0 +1,162 @@
+#pragma once
+// An `evaluate` response (docs/protocol.md §evaluate) as a value: decodeEvaluation() is the one
+// place that reads its keys. The supervisor's failures (a request that ended without a response,
+// stored as {"status": "timeout", "message": …}) decode to the same type, so the store, the run,
+// the reports and the pages read one thing. `raw` keeps the object as it came, for the store and
+// for exports: the run store keeps the worker's JSON, never a re-encoding of this struct.
+
+#include "core/protocol/evaluationstatus.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace kwb {
+
+/// `format_error`: the answer breaks docs/candidate-format.md.
+struct FormatErrorInfo
+{
+    QString code; ///< "no_code_block", …
+    QString message;
+    int line = 0; ///< 0: unknown
+};
+
+/// `compile` of an evaluate response, and the body of a `compile` response.
+struct CompileInfo
+{
+    bool ok = false;
+    bool okKnown = false; ///< the response said ok (or ok_compile) at all
+    QString log;
+    std::optional<double> ms;
+    QString arch;
+    QStringList kernels;
+    bool cached = false;  ///< loaded from a cubin compiled ahead
+    QString sourceHash;   ///< compile responses
+    QString cubinB64;     ///< compile responses with return_cubin
+    QString refusedCode;  ///< the CUDA pre-check refused the source (`refused.code`)
+    QString refusedMessage;
+};
+
+/// `correctness.range_trial`: the N(0,1) trial (null when skipped).
+struct RangeTrialInfo
+{
+    QString generator;
+    std::optional<double> atol, rtol, maxAbsDiff;
+    std::optional<bool> passed;
+};
+
+struct CorrectnessInfo
+{
+    int trials = 0;
+    int passed = 0;
+    std::optional<double> maxAbsDiff, maxRelDiff, atol, rtol;
+    std::optional<bool> deterministic; ///< null: not checked
+    bool hasFailure = false;
+    QString failureTrial; ///< "3", "range", …
+    QString failureReason;
+    std::optional<RangeTrialInfo> rangeTrial;
+};
+
+/// One side of `timing`.
+struct TimingStats
+{
+    double meanMs = 0, medianMs = 0, stdMs = 0, minMs = 0, maxMs = 0;
+    int trials = 0;
+};
+
+struct TimingInfo
+{
+    std::optional<TimingStats> candidate, reference;
+};
+
+/// One row of `kernels`: a kernel the candidate launched, as CUPTI saw it.
+struct KernelLaunch
+{
+    QString name;
+    int calls = 0;
+    double timeNs = 0;
+    bool custom = false; ///< one of the candidate's own kernels
+};
+
+struct DegenerateInfo
+{
+    QString kind; ///< mostly_zero, constant, input_independent
+    std::optional<double> zeroFraction;
+    QString message;
+};
+
+/// A protocol profile's settings, as `evaluate` reports them and `hello` announces them.
+struct ProfileSettings
+{
+    QString name;
+    std::optional<double> atol, rtol;
+    std::optional<bool> tf32, l2Flush, graphOptimize;
+    QString inputGenerator, timingStat;
+    std::optional<int> timingTrials, warmup, correctnessTrials;
+    QJsonObject raw;
+};
+
+/// `candidate`: what the worker's parser found in the answer (the worker is the only parser).
+struct CandidateEcho
+{
+    QString cuda, python;
+    QStringList kernels;
+    QString sourceHash;
+    int cudaLine = 0, pythonLine = 0; ///< where each block starts in the answer (0: unknown)
+};
+
+struct EvaluationResult
+{
+    /// false for an `ok: false` response (a refused request): then errorCode/errorMessage say why.
+    bool ok = true;
+    QString errorCode, errorMessage;
+
+    EvaluationStatus status = EvaluationStatus::Unknown;
+    QString statusName; ///< the wire name as received (kept for statuses this build does not know)
+    QString stage;
+    QString message;
+    QString log; ///< a supervisor failure's log (the worker's stderr), when one is stored
+
+    std::optional<FormatErrorInfo> formatError;
+    std::optional<CompileInfo> compile;
+    std::optional<CorrectnessInfo> correctness;
+    TimingInfo timing;
+    std::optional<double> speedup; ///< finite numbers only
+    QList<KernelLaunch> kernels;
+    std::optional<int> customLaunches;
+    bool torchOnly = false;
+    std::optional<DegenerateInfo> degenerate;
+    std::optional<ProfileSettings> profile;
+    QMap<QString, double> stageMs;
+    bool workerHealthy = true;
+    QString referenceOutputsOn; ///< "device", "host" or empty
+    std::optional<CandidateEcho> candidate;
+
+    QJsonObject raw; ///< the object as received
+
+    bool isCorrect() const { return status == EvaluationStatus::Correct; }
+    /// Whether the candidate got past NVRTC, in the study's sense: its status implies it
+    /// (statusCompiled(): correct, incorrect, runtime_error, rejected, no_device), or the
+    /// response's `compile.ok` says so (a timeout or crash after compiling). The one rule that
+    /// reports and selection share.
+    bool compiled() const;
+    /// A positive finite speed-up, or nullopt.
+    std::optional<double> positiveSpeedup() const;
+    /// The reason in the message, else that of an `ok: false` response.
+    QString messageOrError() const { return message.isEmpty() ? errorMessage : message; }
+};
+
+/// What the store keeps for a request that ended without a response: {"status", "message"}.
+QJsonObject failureResult(const QString& status, const QString& message);
+
+/// Decodes an `evaluate` response or a stored supervisor failure.
+EvaluationResult decodeEvaluation(const QJsonObject& response);
+/// The body of a `compile` response (`ok_compile`, `log`, `arch`, `ms`, `kernels`, …).
+CompileInfo decodeCompile(const QJsonObject& response);
+ProfileSettings decodeProfileSettings(const QJsonObject& profile);
+
+} // namespace kwb

@@ -1,0 +1,188 @@
+#pragma once
+// The worker's responses other than `evaluate` and `device` (docs/protocol.md §Requests) as
+// values, and what every response carries (id, type, ok, error). Together with
+// evaluationresult.h and devicefacts.h this is the one module that reads the protocol's keys:
+// App, CLI, the run and the reports use these types only.
+
+#include "core/protocol/devicefacts.h"
+#include "core/protocol/evaluationresult.h"
+
+#include <QJsonObject>
+#include <QJsonValue>
+#include <QList>
+#include <QString>
+#include <QStringList>
+
+#include <optional>
+
+namespace kwb {
+
+/// What every response has.
+struct ResponseHeader
+{
+    QJsonValue id;
+    QString type;
+    bool ok = false;
+    QString errorCode, errorMessage; ///< of an `ok: false` response
+};
+ResponseHeader decodeHeader(const QJsonObject& response);
+
+/// The request types this client knows the responses of.
+enum class ResponseType { Unknown, Hello, Tasks, Device, Analyze, Profile, Compile, Evaluate, RunReference, Shutdown };
+/// From the response's `type`; Unknown for a type this build does not know (or none: a response
+/// to a line that was not a request).
+ResponseType responseType(const QJsonObject& response);
+
+/// `hello`.
+struct HelloInfo
+{
+    bool ok = false;
+    std::optional<int> protocol;
+    QString worker, torch, cudaRuntime, nvrtc, driver, tasksDir;
+    int cudaDeviceCount = 0;
+    /// The protocol profiles the worker knows, with their settings (empty from workers that do
+    /// not announce them yet).
+    QList<ProfileSettings> profiles;
+    QJsonObject raw;
+
+    QStringList profileNames() const;
+    const ProfileSettings* profile(const QString& name) const;
+};
+HelloInfo decodeHello(const QJsonObject& response);
+
+/// A named dimension of a task, at both scales.
+struct TaskDim
+{
+    QString name;
+    qint64 full = 0;
+    qint64 smoke = 0;
+};
+
+/// A forward argument or a parameter of a task.
+struct TaskTensor
+{
+    QString name;
+    QString kind;      ///< "tensor", "float" or "int"
+    QString dtype;     ///< tensors only
+    QString generator; ///< inputs: "rand" or "randn"
+    QString init;      ///< parameters: "uniform_fan_in", "randn", …
+    QStringList shape; ///< as written in the task file: dimension names or integers
+    QList<qint64> full;
+    QList<qint64> smoke;
+    QJsonValue value; ///< a scalar input's value
+    bool buffer = false;
+
+    bool isTensor() const { return kind == QLatin1String("tensor"); }
+};
+
+/// One entry of a `tasks` response: the task file as the worker read it.
+struct TaskSpec
+{
+    QString id; ///< "L2/1"
+    int level = 0;
+    int number = 0;
+    QString title;
+    QString description;
+    QString source;  ///< the KernelBench file the task re-expresses ("level2/1_Conv2D_ReLU_BiasAdd.py")
+    QString forward; ///< the reference code: a TorchScript forward
+    QString path;    ///< the task file the worker read
+    QList<TaskDim> dims;
+    QList<TaskTensor> inputs;
+    QList<TaskTensor> params;
+    std::optional<double> atol; ///< absent: the protocol profile's tolerance applies
+    std::optional<double> rtol;
+    QJsonObject json; ///< the entry as the worker sent it
+};
+TaskSpec decodeTaskSpec(const QJsonObject& task);
+
+/// A task file the worker could not load (`errors` of the tasks response).
+struct TaskLoadError
+{
+    QString path;
+    QString field;
+    QString message;
+    QString toString() const;
+};
+
+/// `tasks`.
+struct TaskList
+{
+    bool ok = false;
+    QList<TaskSpec> tasks;
+    QList<TaskLoadError> errors;
+};
+TaskList decodeTaskList(const QJsonObject& response);
+
+/// One top-level op of a reference forward, as the worker's static analysis sees it.
+struct TaskOp
+{
+    int index = 0;
+    QString op;       ///< "aten::conv2d"
+    QString category; ///< conv, matmul, elementwise, reduction, norm, pool, view, data, …
+    QList<QList<qint64>> inputs;
+    QList<qint64> output;
+    double flops = 0;
+    double bytes = 0;
+    int line = 0; ///< line of the forward it comes from (0: unknown)
+
+    /// "conv2d" for "aten::conv2d".
+    QString shortName() const;
+};
+
+/// An `analyze` response: FLOPs and HBM bytes from shapes alone.
+struct AnalyzeResult
+{
+    QString task;
+    QString scale;
+    QList<TaskOp> ops;
+    QList<qint64> outputShape;
+    bool hasOutputShape = false;
+    bool hasTotals = false; ///< the response carried `flops` (a failed analysis does not)
+    double flops = 0;
+    double bytesUnfused = 0; ///< every op reads its inputs from and writes its output to HBM
+    double bytesFused = 0;   ///< inputs, parameters and output once: the least any kernel moves
+    double intensityUnfused = 0;
+    double intensityFused = 0;
+    int opCount = 0; ///< from the response; equals ops.size() when the ops are listed
+};
+/// Intensities the response lacks are computed from flops and bytes (older golden files carry
+/// only the totals).
+AnalyzeResult decodeAnalyze(const QJsonObject& response);
+
+/// `profile`: CUPTI kernel activity of the eager reference.
+struct ProfileOp
+{
+    int index = 0;
+    QString op;
+    double timeNs = 0;
+    double share = 0; ///< of total_ns, 0..1
+    int kernels = 0;
+};
+struct ProfileKernel
+{
+    QString name;
+    QString op;
+    int opIndex = -1; ///< -1: launched outside any op
+    int calls = 0;
+    double timeNs = 0;
+    double share = 0;
+};
+struct ProfileResult
+{
+    std::optional<double> totalNs;
+    QList<ProfileOp> ops;
+    QList<ProfileKernel> kernels;
+};
+ProfileResult decodeProfile(const QJsonObject& response);
+
+/// `run_reference`.
+struct ReferenceRun
+{
+    QList<qint64> outputShape;
+    QString dtype;
+    std::optional<double> min, max, mean, ms;
+    bool finite = false;
+};
+ReferenceRun decodeReferenceRun(const QJsonObject& response);
+
+} // namespace kwb

@@ -1,0 +1,286 @@
+// The protocol's one decoder (src/core/protocol): every golden response decodes into its type,
+// key fields by hand, the status table, and device facts in both spellings of the HBM key.
+
+#include "core/protocol/devicefacts.h"
+#include "core/protocol/evaluationresult.h"
+#include "core/protocol/evaluationstatus.h"
+#include "core/protocol/workerresponses.h"
+#include "core/tasks/gputable.h"
+#include "core/prompts/promptrenderer.h"
+
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QSet>
+#include <QTest>
+
+using namespace kwb;
+
+namespace {
+
+QJsonObject golden(const QString& name)
+{
+    QFile f(QDir(QStringLiteral(KWB_PROTOCOL_GOLDEN_DIR)).filePath(name));
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+QJsonObject json(const char* text)
+{
+    return QJsonDocument::fromJson(QByteArray(text)).object();
+}
+
+} // namespace
+
+class TestProtocolDecoder : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void everyGoldenResponseDecodes()
+    {
+        const QDir dir(QStringLiteral(KWB_PROTOCOL_GOLDEN_DIR));
+        const QStringList files = dir.entryList({QStringLiteral("*.response.json")}, QDir::Files, QDir::Name);
+        QVERIFY2(files.size() >= 10, qPrintable(dir.path()));
+        for (const QString& file : files) {
+            const QJsonObject r = golden(file);
+            QVERIFY2(!r.isEmpty(), qPrintable(file));
+            const ResponseHeader header = decodeHeader(r);
+            if (!header.ok) {
+                // Refusals of any request (an unknown type included) carry an error code.
+                QVERIFY2(!header.errorCode.isEmpty(), qPrintable(file));
+                continue;
+            }
+            switch (responseType(r)) {
+            case ResponseType::Hello: QVERIFY2(decodeHello(r).protocol.has_value(), qPrintable(file)); break;
+            case ResponseType::Tasks: QVERIFY2(decodeTaskList(r).ok, qPrintable(file)); break;
+            case ResponseType::Device: decodeDeviceFacts(r); break;
+            case ResponseType::Analyze: QVERIFY2(decodeAnalyze(r).flops > 0, qPrintable(file)); break;
+            case ResponseType::Profile: decodeProfile(r); break;
+            case ResponseType::Compile: QVERIFY2(decodeCompile(r).okKnown, qPrintable(file)); break;
+            case ResponseType::Evaluate: {
+                const EvaluationResult e = decodeEvaluation(r);
+                QVERIFY2(e.status != EvaluationStatus::Unknown, qPrintable(file + QStringLiteral(": ") + e.statusName));
+                QCOMPARE(e.raw, r);
+                break;
+            }
+            case ResponseType::RunReference: decodeReferenceRun(r); break;
+            case ResponseType::Shutdown: break;
+            case ResponseType::Unknown: QFAIL(qPrintable(file + QStringLiteral(": a response type the decoder does not know"))); break;
+            }
+        }
+    }
+
+    void goldenFieldsByHand()
+    {
+        const HelloInfo hello = decodeHello(golden(QStringLiteral("01_hello.response.json")));
+        QVERIFY(hello.ok);
+        QCOMPARE(*hello.protocol, 1);
+
+        const EvaluationResult format = decodeEvaluation(golden(QStringLiteral("07_evaluate_no_block.response.json")));
+        QCOMPARE(format.status, EvaluationStatus::FormatError);
+        QCOMPARE(format.stage, QStringLiteral("parse"));
+        QVERIFY(format.formatError);
+        QCOMPARE(format.formatError->code, QStringLiteral("no_code_block"));
+        QVERIFY(!format.compiled());
+
+        const EvaluationResult compile = decodeEvaluation(golden(QStringLiteral("08_evaluate_compile_error.response.json")));
+        QCOMPARE(compile.status, EvaluationStatus::CompileError);
+        QVERIFY(compile.compile);
+        QVERIFY(!compile.compile->ok);
+        QCOMPARE(compile.compile->arch, QStringLiteral("sm_90"));
+
+        const EvaluationResult noDevice = decodeEvaluation(golden(QStringLiteral("09_evaluate_no_device.response.json")));
+        QCOMPARE(noDevice.status, EvaluationStatus::NoDevice);
+        QVERIFY(noDevice.torchOnly);
+        QVERIFY(noDevice.compiled());
+        QVERIFY(noDevice.profile);
+        QCOMPARE(noDevice.profile->name, QStringLiteral("kernelbench"));
+        QCOMPARE(*noDevice.profile->atol, 1e-4);
+        QCOMPARE(*noDevice.profile->l2Flush, true);
+
+        const AnalyzeResult analyze = decodeAnalyze(golden(QStringLiteral("06_analyze_l1_1.response.json")));
+        QCOMPARE(analyze.task, QStringLiteral("L1/1"));
+        QCOMPARE(analyze.outputShape, (QList<qint64>{4096, 4096}));
+        QCOMPARE(analyze.flops, 137438953472.0);
+        QCOMPARE(analyze.intensityFused, 137438953472.0 / 201326592.0); // computed: the file has no intensities
+
+        const CompileInfo compiled = decodeCompile(golden(QStringLiteral("13_compile.response.json")));
+        QVERIFY(compiled.ok);
+        QCOMPARE(compiled.kernels, QStringList{QStringLiteral("k")});
+
+        const ResponseHeader unknown = decodeHeader(golden(QStringLiteral("02_unknown_type.response.json")));
+        QVERIFY(!unknown.ok);
+        QCOMPARE(unknown.errorCode, QStringLiteral("unknown_type"));
+    }
+
+    void fullEvaluationWithCandidateEcho()
+    {
+        const EvaluationResult e = decodeEvaluation(json(R"({"id":6,"type":"evaluate","ok":true,
+            "status":"correct","stage":"done","message":"","format_error":null,
+            "compile":{"ok":true,"log":"","ms":35.2,"arch":"sm_90","kernels":["bias_relu"],"cached":true},
+            "correctness":{"trials":5,"passed":5,"max_abs_diff":1.2e-6,"max_rel_diff":3e-7,"atol":1e-4,"rtol":1e-4,
+                           "deterministic":true,"failure":null,
+                           "range_trial":{"generator":"randn","atol":0.01,"rtol":0.01,"passed":true,"max_abs_diff":0.001}},
+            "timing":{"candidate":{"mean_ms":1.5,"median_ms":1.4,"std_ms":0.1,"min_ms":1.3,"max_ms":1.9,"trials":100},
+                      "reference":{"mean_ms":3.0,"median_ms":2.9,"std_ms":0.2,"min_ms":2.8,"max_ms":3.5,"trials":100}},
+            "speedup":2.0,"kernels":[{"name":"bias_relu","calls":1,"time_ns":1400,"custom":true}],
+            "custom_launches":1,"torch_only":false,"degenerate":null,"reference_outputs_on":"device",
+            "stage_ms":{"parse":0.1,"total":900},"worker_healthy":true,
+            "candidate":{"cuda":"__global__ void bias_relu(){}","python":"def forward(x): return x","kernels":["bias_relu"],
+                         "source_hash":"abc","cuda_line":3,"python_line":12}})"));
+        QCOMPARE(e.status, EvaluationStatus::Correct);
+        QVERIFY(e.isCorrect() && e.compiled());
+        QVERIFY(e.compile->cached);
+        QCOMPARE(*e.compile->ms, 35.2);
+        QCOMPARE(e.correctness->passed, 5);
+        QCOMPARE(*e.correctness->maxAbsDiff, 1.2e-6);
+        QCOMPARE(*e.correctness->deterministic, true);
+        QVERIFY(!e.correctness->hasFailure);
+        QVERIFY(e.correctness->rangeTrial);
+        QCOMPARE(e.correctness->rangeTrial->generator, QStringLiteral("randn"));
+        QCOMPARE(e.timing.candidate->meanMs, 1.5);
+        QCOMPARE(e.timing.reference->trials, 100);
+        QCOMPARE(*e.speedup, 2.0);
+        QCOMPARE(e.kernels.size(), 1);
+        QVERIFY(e.kernels.first().custom);
+        QCOMPARE(*e.customLaunches, 1);
+        QVERIFY(!e.degenerate);
+        QCOMPARE(e.referenceOutputsOn, QStringLiteral("device"));
+        QCOMPARE(e.stageMs.value(QStringLiteral("total")), 900.0);
+        QVERIFY(e.workerHealthy);
+        QVERIFY(e.candidate);
+        QCOMPARE(e.candidate->sourceHash, QStringLiteral("abc"));
+        QCOMPARE(e.candidate->cudaLine, 3);
+        QCOMPARE(e.candidate->pythonLine, 12);
+        QCOMPARE(e.candidate->kernels, QStringList{QStringLiteral("bias_relu")});
+
+        // Without the echo (workers before it), and a sticky fault.
+        const EvaluationResult old = decodeEvaluation(json(
+            R"({"status":"runtime_error","stage":"correctness","worker_healthy":false,
+                "correctness":{"trials":5,"passed":2,"failure":{"trial":"range","reason":"illegal address"}}})"));
+        QVERIFY(!old.candidate);
+        QVERIFY(!old.workerHealthy);
+        QCOMPARE(old.correctness->failureTrial, QStringLiteral("range"));
+        QCOMPARE(old.correctness->failureReason, QStringLiteral("illegal address"));
+    }
+
+    void supervisorFailureDecodes()
+    {
+        const EvaluationResult e = decodeEvaluation(failureResult(QStringLiteral("timeout"), QStringLiteral("no response")));
+        QCOMPARE(e.status, EvaluationStatus::Timeout);
+        QCOMPARE(e.message, QStringLiteral("no response"));
+        QVERIFY(!e.compiled());
+        QVERIFY(decodeEvaluation(json(R"({"status":"timeout","compile":{"ok":true}})")).compiled());
+        const EvaluationResult future = decodeEvaluation(json(R"({"status":"quantum_error"})"));
+        QCOMPARE(future.status, EvaluationStatus::Unknown);
+        QCOMPARE(future.statusName, QStringLiteral("quantum_error")); // kept for display
+    }
+
+    void statusTableIsComplete()
+    {
+        const QList<EvaluationStatusInfo>& table = evaluationStatusTable();
+        QCOMPARE(table.size(), int(EvaluationStatus::Cancelled) + 1);
+        QSet<QString> names;
+        for (int i = 0; i < table.size(); ++i) {
+            const EvaluationStatusInfo& info = table.at(i);
+            QCOMPARE(int(info.status), i); // one row per enumerator, in enum order
+            QVERIFY(*info.label);
+            QVERIFY((info.colour >> 24) == 0xff); // opaque
+            if (info.status == EvaluationStatus::Unknown) {
+                QCOMPARE(wireName(info.status), QString());
+                continue;
+            }
+            const QString name = wireName(info.status);
+            QVERIFY2(!names.contains(name), qPrintable(name));
+            names.insert(name);
+            QCOMPARE(evaluationStatusFromWire(name), info.status); // round trip
+        }
+        for (const char* documented : {"format_error", "compile_error", "rejected", "runtime_error", "incorrect", "correct",
+                                       "no_device", "timeout", "crashed", "start_failed", "worker_lost"})
+            QVERIFY2(names.contains(QLatin1String(documented)), documented);
+        QCOMPARE(evaluationStatusFromWire(QString()), EvaluationStatus::Unknown);
+
+        QCOMPARE(statusCategory(EvaluationStatus::Correct), StatusCategory::Success);
+        for (EvaluationStatus s : {EvaluationStatus::NoDevice, EvaluationStatus::StartFailed, EvaluationStatus::WorkerLost})
+            QCOMPARE(statusCategory(s), StatusCategory::MachineFault);
+        for (EvaluationStatus s : {EvaluationStatus::Timeout, EvaluationStatus::Crashed, EvaluationStatus::FormatError,
+                                   EvaluationStatus::CompileError, EvaluationStatus::Rejected,
+                                   EvaluationStatus::RuntimeError, EvaluationStatus::Incorrect})
+            QCOMPARE(statusCategory(s), StatusCategory::ModelFault);
+        QVERIFY(isMachineFailure(QStringLiteral("worker_lost")));
+        QVERIFY(isMachineFailure(QStringLiteral("start_failed")));
+        QVERIFY(!isMachineFailure(QStringLiteral("crashed")));
+        QCOMPARE(statusColourName(EvaluationStatus::Correct), QStringLiteral("#1a7f37"));
+    }
+
+    void deviceFactsBothSpellings_data()
+    {
+        QTest::addColumn<QByteArray>("device");
+        // What every database of the study holds: only the worker's old spelling.
+        QTest::newRow("old database: _gbs only")
+            << QByteArray(R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch":"sm_90","sm_count":132,
+                             "sm_clock_khz":1980000,"hbm_theoretical_gbs":4800.0})");
+        QTest::newRow("documented: _gbps only")
+            << QByteArray(R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch":"sm_90","sm_count":132,
+                             "sm_clock_khz":1980000,"hbm_theoretical_gbps":4800.0})");
+        QTest::newRow("both, as workers send now")
+            << QByteArray(R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch":"sm_90","sm_count":132,
+                             "sm_clock_khz":1980000,"hbm_theoretical_gbps":4800.0,"hbm_theoretical_gbs":4800.0})");
+    }
+
+    void deviceFactsBothSpellings()
+    {
+        QFETCH(QByteArray, device);
+        const QJsonObject raw = QJsonDocument::fromJson(device).object();
+        const DeviceFacts facts = decodeDeviceFacts(raw);
+        QVERIFY(facts.available);
+        QCOMPARE(facts.hbmTheoreticalGBps, 4800.0);
+        QCOMPARE(facts.bandwidthGBps(), 4800.0);
+        QCOMPARE(facts.fp32Gflops(), 132 * 128 * 2.0 * 1980000 * 1e-6);
+        QVERIFY(fromDeviceResponse(raw).isValid());
+        // The prompt states the bandwidth and ridge point (the bug: "unknown" with _gbs only).
+        const QJsonObject context = PromptRenderer::buildContext({}, {}, {}, raw);
+        const QJsonObject d = context.value(QStringLiteral("device")).toObject();
+        QVERIFY2(d.value(QStringLiteral("hbm_gbps")).toString().startsWith(QStringLiteral("4800 GB/s")),
+                 qPrintable(d.value(QStringLiteral("hbm_gbps")).toString()));
+        QVERIFY(d.value(QStringLiteral("ridge_point")).toString() != QStringLiteral("unknown"));
+    }
+
+    void deviceCeilingsFlatAndNested()
+    {
+        const DeviceFacts flat = decodeDeviceFacts(json(
+            R"({"available":true,"ceilings":{"hbm_copy_gbps":4000,"fp32_fma_gflops":60000,"tensor_bf16_gflops":700000}})"));
+        QCOMPARE(flat.hbmCopy.value, 4000.0);
+        QCOMPARE(flat.fp32Fma.value, 60000.0);
+        QCOMPARE(flat.tensorBf16.value, 700000.0);
+        QVERIFY(!flat.tensorTf32.present());
+        const DeviceFacts nested = decodeDeviceFacts(json(
+            R"({"available":true,"ceilings":{"hbm_copy":{"gbs_best":4100,"method":"memcpy"},"fp32_fma":{"gflops_best":61000}}})"));
+        QCOMPARE(nested.hbmCopy.value, 4100.0);
+        QCOMPARE(nested.hbmCopy.method, QStringLiteral("memcpy"));
+        QCOMPARE(nested.bandwidthGBps(), 4100.0);
+        QCOMPARE(nested.fp32Fma.value, 61000.0);
+        const DeviceFacts none = decodeDeviceFacts(json(R"({"available":false,"reason":"no driver"})"));
+        QVERIFY(!none.available);
+        QCOMPARE(none.reason, QStringLiteral("no driver"));
+    }
+
+    void helloProfiles()
+    {
+        const HelloInfo listed = decodeHello(json(R"({"ok":true,"protocol":1,"profiles":[
+            {"name":"kernelbench","atol":1e-4,"rtol":1e-4,"l2_flush":true,"timing_trials":100,"warmup":3},
+            {"name":"kernelbench-v0.1","atol":1e-2,"rtol":1e-2,"l2_flush":false}]})"));
+        QCOMPARE(listed.profileNames(), (QStringList{QStringLiteral("kernelbench"), QStringLiteral("kernelbench-v0.1")}));
+        QCOMPARE(*listed.profile(QStringLiteral("kernelbench-v0.1"))->atol, 1e-2);
+        QCOMPARE(*listed.profile(QStringLiteral("kernelbench"))->timingTrials, 100);
+        const HelloInfo keyed = decodeHello(json(R"({"ok":true,"protocol":1,"profiles":{"kernelbench":{"tf32":false}}})"));
+        QCOMPARE(keyed.profileNames(), QStringList{QStringLiteral("kernelbench")});
+        QCOMPARE(*keyed.profile(QStringLiteral("kernelbench"))->tf32, false);
+        QVERIFY(decodeHello(json(R"({"ok":true,"protocol":1})")).profiles.isEmpty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestProtocolDecoder)
+#include "tst_protocoldecoder.moc"
