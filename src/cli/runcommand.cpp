@@ -3,14 +3,13 @@
 
 #include "commands.h"
 
-#include "core/workers/evaluationqueue.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
+#include "core/run/headlessrun.h"
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/study/report.h"
-#include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
 
 #include <QCoreApplication>
@@ -30,9 +29,6 @@
 namespace kwb::cli {
 
 namespace {
-
-
-
 
 std::atomic<int> g_interrupts{0};
 
@@ -58,24 +54,6 @@ int fail(bool json, int code, const QString& errorCode, const QString& message)
         out().flush();
     }
     return code;
-}
-
-/// The worker's response, or an empty object with *error set ("status: message").
-QJsonObject ask(WorkerSupervisor& supervisor, const QJsonObject& request, QString* error, int timeoutMs = -1)
-{
-    const WorkerSupervisor::Outcome outcome = supervisor.run(request, timeoutMs);
-    if (!outcome.hasResponse()) {
-        *error = outcome.status + QStringLiteral(": ") + outcome.message;
-        return {};
-    }
-    if (const ResponseHeader header = decodeHeader(outcome.response); !header.ok) {
-        *error = header.errorCode + QStringLiteral(": ") + header.errorMessage;
-        return {};
-    }
-    QJsonObject response = outcome.response;
-    for (const char* key : {"id", "type", "ok"})
-        response.remove(QLatin1String(key));
-    return response;
 }
 
 } // namespace
@@ -181,102 +159,28 @@ int runRun(Session& session, const RunCommandOptions& options)
     }
     plan.promptsDir = promptsDir;
 
-    // The worker's facts: tasks, device, analyze (and profile where a regime wants it).
-    WorkerSupervisor& supervisor = session.supervisor();
-    QJsonObject hello;
-    QObject::connect(&supervisor, &WorkerSupervisor::workerAvailable, &supervisor,
-                     [&hello](qint64, const QJsonObject& h) { hello = h; });
-    QString error;
-    QJsonObject tasksRequest{{QStringLiteral("type"), QStringLiteral("tasks")}};
-    if (!session.options().tasksDir.isEmpty())
-        tasksRequest.insert(QStringLiteral("tasks_dir"), session.options().tasksDir);
-    const QJsonObject tasksResponse = ask(supervisor, tasksRequest, &error);
-    if (tasksResponse.isEmpty())
-        return fail(json, ExitWorker, QStringLiteral("worker"), QStringLiteral("tasks: ") + error);
-    QHash<QString, QJsonObject> known;
-    for (const TaskSpec& task : decodeTaskList(tasksResponse).tasks)
-        known.insert(task.id, task.json);
-    QStringList unknownTasks;
-    for (const QString& id : std::as_const(plan.taskIds))
-        if (!known.contains(id))
-            unknownTasks << id;
-    if (!unknownTasks.isEmpty())
-        return fail(json, ExitBadRequest, QStringLiteral("unknown_task"),
-                    QStringLiteral("unknown task%1: %2")
-                        .arg(unknownTasks.size() > 1 ? QStringLiteral("s") : QString(),
-                             unknownTasks.join(QStringLiteral(", "))));
-
-    QJsonObject device = ask(
-        supervisor,
-        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}}, &error);
-    if (device.isEmpty())
-        err() << "kwb run: device: " << error << " (going on without device facts)\n";
-    const bool gpu = decodeDeviceFacts(device).available;
-
-    QList<RunTaskInput> inputs;
-    for (const QString& id : std::as_const(plan.taskIds)) {
-        RunTaskInput input;
-        input.task = known.value(id);
-        input.device = device;
-        input.analyze = ask(supervisor,
-                            QJsonObject{{QStringLiteral("type"), QStringLiteral("analyze")},
-                                        {QStringLiteral("task"), id},
-                                        {QStringLiteral("scale"), plan.scale}},
-                            &error);
-        if (input.analyze.isEmpty())
-            err() << "kwb run: analyze " << id << ": " << error << '\n';
-        if (plan.regimeForLevel(input.level()).useProfile && gpu) {
-            input.profile = ask(supervisor,
-                                QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
-                                            {QStringLiteral("task"), id},
-                                            {QStringLiteral("scale"), plan.scale},
-                                            {QStringLiteral("trials"), kRunProfileTrials}},
-                                &error);
-            if (input.profile.isEmpty())
-                err() << "kwb run: profile " << id << ": " << error << " (the prompt goes without it)\n";
-        }
-        inputs << input;
-    }
-    err().flush();
-
-    // Every template renders for every task before a model request (or a run row) is spent.
-    if (const QString problem = checkRunTemplates(plan, inputs); !problem.isEmpty())
-        return fail(json, ExitUsage, QStringLiteral("bad_prompts"), QStringLiteral("template: ") + problem);
-
-    // A new run keeps its whole configuration.
-    qint64 runId = plan.resumeRunId;
-    if (runId == 0) {
-        const std::optional<RunConfig> config = runConfigFor(plan, device, hello, &error);
-        if (!config)
-            return fail(json, ExitUsage, QStringLiteral("bad_prompts"), error);
-        const std::optional<qint64> id = store.createRun(plan.runName(), plan.regimeLabel(), *config);
-        if (!id)
-            return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
-                        QStringLiteral("cannot create the run: ") + store.errorString());
-        runId = *id;
-    } else {
-        store.setRunStatus(runId, RunStatus::Running);
-    }
-
-    // The model and the evaluator.
-    LlmClient llm;
-    llm.setSettings(llmSettingsFor(plan, options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey));
-
-    EvaluationQueue queue(QList<int>{0});
-    QStringList workerArguments;
-    if (!session.options().tasksDir.isEmpty())
-        workerArguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
-    configureQueue(queue, supervisor.program(), workerArguments, plan, device);
-
-    RunController controller(&llm, &queue, &store, plan.promptsDir);
-    configureController(controller, plan);
+    // The run itself, assembled as the window's Launch page does it (core/run/headlessrun.h):
+    // the worker's facts, the template check, the run row, the queue and the controller.
+    RunEnvironment environment;
+    environment.databasePath = options.database;
+    environment.workerProgram = session.supervisor().program();
+    environment.tasksDir = session.options().tasksDir;
+    environment.apiKey = options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey;
+    // No streaming here: the idle limit of a call is its deadline (llmSettingsFor).
+    environment.stream = false;
+    environment.requestTimeoutMs = llmSettingsFor(plan, QString()).timeoutMs;
+    environment.factsTimeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
+    environment.killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
+    HeadlessRun run(plan, environment);
     const QList<int> sweepNs = plan.sweepNs;
+    QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
+        err() << "kwb run: " << message << '\n';
+        err().flush();
+    });
 
     // Progress on stderr, one line, rate-limited.
     const bool tty = ::isatty(STDERR_FILENO) == 1;
     QElapsedTimer clock;
-    clock.start();
-    int done = 0, total = int(inputs.size()), evaluated = 0, correct = 0;
     qint64 lastPrint = -100000;
     const auto printProgress = [&](bool force) {
         const qint64 now = clock.elapsed();
@@ -284,37 +188,31 @@ int runRun(Session& session, const RunCommandOptions& options)
             return;
         lastPrint = now;
         constexpr int width = 24;
+        const int done = run.tasksDone(), total = run.tasksTotal();
         const int filled = total > 0 ? done * width / total : width;
         const QString line = QStringLiteral("[%1%2] %3/%4 tasks, %5 candidates evaluated, %6 correct, %7")
                                  .arg(QString(filled, QLatin1Char('#')), QString(width - filled, QLatin1Char('.')))
                                  .arg(done)
                                  .arg(total)
-                                 .arg(evaluated)
-                                 .arg(correct)
+                                 .arg(run.candidatesEvaluated())
+                                 .arg(run.candidatesCorrect())
                                  .arg(elapsedClock(now));
         err() << (tty ? QStringLiteral("\r\033[K") : QString()) << line << (tty ? "" : "\n");
         err().flush();
     };
     QStringList taskErrors;
-    QObject::connect(&controller, &RunController::progress, &controller, [&](int d, int t) {
-        done = d;
-        total = t;
-        printProgress(false);
-    });
-    QObject::connect(&controller, &RunController::candidateEvaluated, &controller,
-                     [&](const QString&, int, int, const QString& status) {
-                         ++evaluated;
-                         if (evaluationStatusFromWire(status) == EvaluationStatus::Correct)
-                             ++correct;
-                         printProgress(false);
-                     });
+    QObject::connect(&run, &HeadlessRun::progressChanged, &run, [&] { printProgress(false); });
+    QObject::connect(&run, &HeadlessRun::countsChanged, &run, [&] { printProgress(false); });
     QObject::connect(
-        &controller, &RunController::taskError, &controller,
+        &run, &HeadlessRun::taskError, &run,
         [&](const QString& task, const QString& message) { taskErrors << task + QStringLiteral(": ") + message; });
     QTimer ticker;
     ticker.setInterval(tty ? 1000 : 5000);
-    QObject::connect(&ticker, &QTimer::timeout, &controller, [&] { printProgress(false); });
-    ticker.start();
+    QObject::connect(&ticker, &QTimer::timeout, &run, [&] { printProgress(false); });
+    QObject::connect(&run, &HeadlessRun::runReady, &run, [&] {
+        clock.start();
+        ticker.start();
+    });
 
     // Ctrl-C: the handler only counts; a timer turns it into cancel() on the event loop.
     g_interrupts = 0;
@@ -325,37 +223,58 @@ int runRun(Session& session, const RunCommandOptions& options)
     sigaction(SIGINT, &action, &previous);
     QTimer sigintPoll;
     sigintPoll.setInterval(50);
-    QObject::connect(&sigintPoll, &QTimer::timeout, &controller, [&] {
-        if (g_interrupts.load() > 0 && controller.isRunning()) {
+    QObject::connect(&sigintPoll, &QTimer::timeout, &run, [&] {
+        if (g_interrupts.load() > 0 && run.isActive()) {
             sigintPoll.stop();
-            if (tty)
+            if (tty && run.runId() > 0)
                 err() << '\n';
             err() << "kwb run: interrupted, stopping (Ctrl-C again to quit at once)\n";
             err().flush();
-            controller.cancel();
+            run.cancel();
         }
     });
     sigintPoll.start();
 
     QEventLoop loop;
-    bool cancelled = false;
-    QObject::connect(&controller, &RunController::runFinished, &loop, [&](bool c) {
-        cancelled = c;
-        loop.quit();
-    });
-    if (!controller.start(runId, inputs)) {
-        sigaction(SIGINT, &previous, nullptr);
-        return fail(json, ExitUsage, QStringLiteral("bad_regime"), QStringLiteral("the regime is not valid"));
-    }
-    loop.exec();
+    QObject::connect(&run, &HeadlessRun::finished, &loop, &QEventLoop::quit);
+    run.start();
+    if (!run.isOver())
+        loop.exec();
     ticker.stop();
     sigintPoll.stop();
-    queue.cancelAll();
+    sigaction(SIGINT, &previous, nullptr);
+    if (run.state() == HeadlessRun::State::Failed) {
+        switch (run.failure()) {
+        case HeadlessRun::Failure::Database:
+        case HeadlessRun::Failure::CreateRun:
+            return fail(json, ExitBadRequest, QStringLiteral("bad_database"), run.errorString());
+        case HeadlessRun::Failure::UnknownRun:
+            return fail(json, ExitBadRequest, QStringLiteral("unknown_run"), run.errorString());
+        case HeadlessRun::Failure::UnknownTask:
+            return fail(json, ExitBadRequest, QStringLiteral("unknown_task"), run.errorString());
+        case HeadlessRun::Failure::Templates:
+        case HeadlessRun::Failure::Configuration:
+            return fail(json, ExitUsage, QStringLiteral("bad_prompts"), run.errorString());
+        case HeadlessRun::Failure::Regime:
+            return fail(json, ExitUsage, QStringLiteral("bad_regime"), run.errorString());
+        case HeadlessRun::Failure::None:
+        case HeadlessRun::Failure::NoWorker:
+        case HeadlessRun::Failure::Worker:
+            break;
+        }
+        return fail(json, ExitWorker, QStringLiteral("worker"), run.errorString());
+    }
+    const qint64 runId = run.runId();
+    if (runId == 0) // cancelled while the worker's facts were being asked for
+        return fail(json, ExitInterrupted, QStringLiteral("interrupted"),
+                    QStringLiteral("interrupted before the run was made"));
+    const bool cancelled = run.state() == HeadlessRun::State::Cancelled;
     printProgress(true);
     if (tty)
         err() << '\n';
+    const int done = run.tasksDone(), total = run.tasksTotal(), evaluated = run.candidatesEvaluated();
 
-    const auto selected = controller.selected();
+    const auto selected = run.selected();
     int correctTasks = 0, compiledTasks = 0;
     for (const CandidateOutcome& o : selected) {
         correctTasks += o.correct() ? 1 : 0;
@@ -450,7 +369,6 @@ int runRun(Session& session, const RunCommandOptions& options)
                 .toJson(QJsonDocument::Indented));
         out().flush();
     }
-    sigaction(SIGINT, &previous, nullptr);
     return cancelled ? ExitInterrupted : isIncomplete ? ExitIncomplete : ExitSuccess;
 }
 

@@ -2,6 +2,7 @@
 // or after the newer one, results delivered on the tracker's (GUI) thread from the event loop,
 // cancellation, destruction while a function runs, and worker requests through a supervisor.
 
+#include "core/protocol/evaluationstatus.h"
 #include "core/workers/jobtracker.h"
 #include "core/workers/workersupervisor.h"
 
@@ -197,7 +198,7 @@ private Q_SLOTS:
         tracker.request(QStringLiteral("other"), &supervisor, QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("fake"), QStringLiteral("hang")}}, 300,
                         [&](const WorkerReply& reply) { status = reply.status; });
         QVERIFY(finished.wait(30000));
-        QCOMPARE(status, FailureStatus::Timeout);
+        QCOMPARE(evaluationStatusFromWire(status), EvaluationStatus::Timeout);
     }
 
     void supervisorDestroyedEndsItsJobs()

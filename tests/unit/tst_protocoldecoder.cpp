@@ -213,6 +213,16 @@ private Q_SLOTS:
         QVERIFY(isMachineFailure(QStringLiteral("start_failed")));
         QVERIFY(!isMachineFailure(QStringLiteral("crashed")));
         QCOMPARE(statusColourName(EvaluationStatus::Correct), QStringLiteral("#1a7f37"));
+
+        // `rejected` comes before NVRTC (an include outside the toolkit) or after it (the
+        // host-code sandbox): only compile.ok says whether it compiled.
+        const auto rejected = [](bool ok) {
+            return decodeEvaluation(QJsonObject{{QStringLiteral("ok"), true},
+                                                {QStringLiteral("status"), QStringLiteral("rejected")},
+                                                {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), ok}}}});
+        };
+        QVERIFY(!rejected(false).compiled());
+        QVERIFY(rejected(true).compiled());
     }
 
     void deviceFactsBothSpellings_data()

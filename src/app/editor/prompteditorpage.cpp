@@ -5,6 +5,7 @@
 #include "app/editor/syntaxhighlighting.h"
 #include "core/prompts/promptrenderer.h"
 #include "core/run/regime.h"
+#include "core/run/runcontroller.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -875,27 +876,27 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
             {QStringLiteral("answer"),
              placeholder(QStringLiteral("previous_answer"), tr("the previous turn's answer"))},
         };
-    QJsonObject c = PromptRenderer::buildContext(data.task, data.analyze, useProfile ? data.profile : QJsonObject(),
-                                                 m_device, feedback);
-
-    // What a run fills in (RunController::context): the notes of the roles before this one.
+    // The context a run renders this role with (RunController::context), with placeholders for
+    // the notes of the roles before this one.
+    Regime shown = regime ? *regime : Regime();
+    shown.useProfile = useProfile;
+    if (later)
+        shown.turns = qMax(2, shown.turns);
     auto has = [&](const QString& r) { return regime && regime->roles.contains(r); };
-    const bool analysis = has(RegimeRole::Analyzer) && (later || role != RegimeRole::Analyzer);
-    const bool research =
-        has(RegimeRole::Researcher) && (later || (role != RegimeRole::Analyzer && role != RegimeRole::Researcher));
     const QString rewriteRole = regime ? regime->rewriteRole() : QString();
-    const bool rewrite = later && regime && regime->feedback == FeedbackMode::Rewrite && role != rewriteRole;
     const bool critic = rewriteRole == RegimeRole::Critic;
-    auto fill = [&c](const QString& name, bool on, const QString& what) {
-        c.insert(name, on ? QJsonValue(placeholder(name, what)) : QJsonValue(false));
-    };
-    fill(QStringLiteral("analysis"), analysis, tr("the analyzer's notes"));
-    fill(QStringLiteral("research"), research, tr("the researcher's notes"));
-    fill(QStringLiteral("diagnosis"), rewrite && !critic, tr("the triager's diagnosis"));
-    fill(QStringLiteral("critique"), rewrite && critic, tr("the critic's notes"));
-    const int turns = regime ? regime->turns : 1;
-    c.insert(QStringLiteral("turn"), later ? QStringLiteral("2") : QStringLiteral("1"));
-    c.insert(QStringLiteral("max_turns"), QString::number(later ? qMax(2, turns) : turns));
+    TurnNotes turnNotes;
+    turnNotes.turn = later ? 2 : 1;
+    turnNotes.feedback = feedback;
+    if (has(RegimeRole::Analyzer) && (later || role != RegimeRole::Analyzer))
+        turnNotes.analysis = placeholder(QStringLiteral("analysis"), tr("the analyzer's notes"));
+    if (has(RegimeRole::Researcher) && (later || (role != RegimeRole::Analyzer && role != RegimeRole::Researcher)))
+        turnNotes.research = placeholder(QStringLiteral("research"), tr("the researcher's notes"));
+    if (later && role != rewriteRole)
+        turnNotes.rewrite = critic ? placeholder(QStringLiteral("critique"), tr("the critic's notes"))
+                                   : placeholder(QStringLiteral("diagnosis"), tr("the triager's diagnosis"));
+    const QJsonObject c = RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device}, shown,
+                                                 turnNotes);
 
     QStringList placeholders;
     for (const char* name : {"analysis", "research", "diagnosis", "critique"})

@@ -16,7 +16,9 @@ const QList<EvaluationStatusInfo> kTable = {
     {S::Correct, "correct", "correct", C::Success, true, 0xff1a7f37},
     {S::Incorrect, "incorrect", "incorrect", C::ModelFault, true, 0xffcf222e},
     {S::RuntimeError, "runtime_error", "runtime error", C::ModelFault, true, 0xffcf222e},
-    {S::Rejected, "rejected", "rejected", C::ModelFault, true, 0xff8250df},
+    // Refused before NVRTC (an include outside the toolkit) or after it (the host-code sandbox):
+    // the status alone does not say whether it compiled, `compile.ok` does.
+    {S::Rejected, "rejected", "rejected", C::ModelFault, false, 0xff8250df},
     {S::CompileError, "compile_error", "compile error", C::ModelFault, false, 0xffbc4c00},
     {S::FormatError, "format_error", "format error", C::ModelFault, false, 0xffbc4c00},
     {S::NoDevice, "no_device", "no device", C::MachineFault, true, 0xff0969da},

@@ -78,6 +78,7 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     m_done = 0;
     m_running = true;
     m_cancelled = false;
+    m_holdRequests = false;
     m_selected.clear();
     m_storedEvaluations.clear();
     // A machine failure (worker_lost, start_failed) says nothing about the candidate: its unit is
@@ -155,7 +156,7 @@ void RunController::cancel()
     m_requestTask.clear();
     m_jobTask.clear();
     for (qint64 id : requests)
-        m_llm->cancel(id);
+        cancelRequest(id);
     for (qint64 id : jobs)
         m_queue->cancel(id);
     m_active.clear();
@@ -207,17 +208,22 @@ void RunController::startTask(int index)
 
 QJsonObject RunController::context(const TaskState* state)
 {
-    const RunTaskInput& in = state->input;
-    QJsonObject c = PromptRenderer::buildContext(
-        in.task, in.analyze, state->regime.useProfile ? in.profile : QJsonObject(), in.device, state->feedback);
-    c.insert(QStringLiteral("analysis"), textOrFalse(state->analysis));
-    c.insert(QStringLiteral("research"), textOrFalse(state->research));
-    const bool critic = state->regime.rewriteRole() == RegimeRole::Critic;
-    const bool rewrite = state->regime.feedback == FeedbackMode::Rewrite;
-    c.insert(QStringLiteral("diagnosis"), textOrFalse(rewrite && !critic ? state->rewrite : QString()));
-    c.insert(QStringLiteral("critique"), textOrFalse(rewrite && critic ? state->rewrite : QString()));
-    c.insert(QStringLiteral("turn"), QString::number(state->turn));
-    c.insert(QStringLiteral("max_turns"), QString::number(state->regime.turns));
+    return context(state->input, state->regime,
+                   TurnNotes{state->turn, state->feedback, state->analysis, state->research, state->rewrite});
+}
+
+QJsonObject RunController::context(const RunTaskInput& in, const Regime& regime, const TurnNotes& notes)
+{
+    QJsonObject c = PromptRenderer::buildContext(in.task, in.analyze, regime.useProfile ? in.profile : QJsonObject(),
+                                                 in.device, notes.feedback);
+    c.insert(QStringLiteral("analysis"), textOrFalse(notes.analysis));
+    c.insert(QStringLiteral("research"), textOrFalse(notes.research));
+    const bool critic = regime.rewriteRole() == RegimeRole::Critic;
+    const bool rewrite = regime.feedback == FeedbackMode::Rewrite;
+    c.insert(QStringLiteral("diagnosis"), textOrFalse(rewrite && !critic ? notes.rewrite : QString()));
+    c.insert(QStringLiteral("critique"), textOrFalse(rewrite && critic ? notes.rewrite : QString()));
+    c.insert(QStringLiteral("turn"), QString::number(notes.turn));
+    c.insert(QStringLiteral("max_turns"), QString::number(regime.turns));
     return c;
 }
 
@@ -249,6 +255,10 @@ bool RunController::renderFor(TaskState* state, const QString& role, QString* te
 void RunController::requestModel(TaskState* state, const QString& role, const QString& prompt,
                                  const QList<int>& samples)
 {
+    if (m_holdRequests) {
+        state->llmRequest = -1; // waiting: the task's turn is not done, nothing is sent
+        return;
+    }
     LlmSettings settings = m_llm->settings();
     settings.n = int(samples.size());
     if (state->regime.temperature)
@@ -259,6 +269,21 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
     state->llmRequest = m_llm->complete({ChatMessage{QStringLiteral("user"), prompt}}, settings);
     m_requestTask.insert(state->llmRequest, state->index);
     ++m_modelRequests;
+    QList<UnitKey> units;
+    for (int sample : samples)
+        units.append(UnitKey{state->input.id(), state->turn, sample, role});
+    Q_EMIT modelRequestStarted(state->llmRequest, units);
+}
+
+void RunController::cancelRequest(qint64 requestId)
+{
+    m_llm->cancel(requestId);
+    requestEnded(requestId);
+}
+
+void RunController::requestEnded(qint64 requestId)
+{
+    Q_EMIT modelRequestEnded(requestId);
 }
 
 void RunController::advance(TaskState* state)
@@ -357,7 +382,7 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
     TaskState* state = stateFor(*it);
     m_requestTask.erase(it);
     if (!state)
-        return;
+        return requestEnded(requestId);
     state->llmRequest = 0;
     const QString tid = state->input.id();
     const QString role = state->llmRole;
@@ -376,8 +401,10 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
         p.text = state->llmPrompt;
         p.templateHash = templateHash(state->llmTemplate);
         const auto promptId = m_store->addPrompt(p);
-        if (!promptId)
+        if (!promptId) {
+            requestEnded(requestId);
             return finishTask(state, m_store->errorString());
+        }
         ResponseRecord r;
         r.promptId = *promptId;
         r.text = text;
@@ -396,12 +423,15 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
             r.error = QStringLiteral("the server returned fewer choices than asked");
         }
         const auto responseId = m_store->addResponse(r);
-        if (!responseId)
+        if (!responseId) {
+            requestEnded(requestId);
             return finishTask(state, m_store->errorString());
+        }
         if (r.error.isEmpty())
             toSubmit.append({sample, *responseId});
         texts << text;
     }
+    requestEnded(requestId);
     Q_EMIT roleAnswered(tid, state->turn, role, int(state->llmSamples.size()));
     if (!answerRole) {
         const QString text = texts.value(0);
@@ -422,7 +452,7 @@ void RunController::onCompletionFailed(qint64 requestId, const QString& kind, co
     TaskState* state = stateFor(*it);
     m_requestTask.erase(it);
     if (!state)
-        return;
+        return requestEnded(requestId);
     state->llmRequest = 0;
     const QString error = kind + QStringLiteral(": ") + message;
     // The failed request is kept (prompt and error) for the record; its units stay open, so a
@@ -443,6 +473,7 @@ void RunController::onCompletionFailed(qint64 requestId, const QString& kind, co
             m_store->addResponse(r);
         }
     }
+    requestEnded(requestId);
     finishTask(state, QStringLiteral("model request failed (%1)").arg(error));
 }
 
@@ -527,8 +558,9 @@ void RunController::finishTask(TaskState* state, const QString& error)
     // Cancel what the task still has in flight (only after an error).
     for (auto it = m_requestTask.begin(); it != m_requestTask.end();) {
         if (*it == index) {
-            m_llm->cancel(it.key());
+            const qint64 id = it.key();
             it = m_requestTask.erase(it);
+            cancelRequest(id);
         } else {
             ++it;
         }

@@ -58,6 +58,17 @@ struct RunTaskInput
     int level() const;
 };
 
+/// What a role's prompt sees besides the task's facts: the turn, the evaluation fed back and the
+/// notes of the roles before it (an empty note is not there: its template section stays closed).
+struct TurnNotes
+{
+    int turn = 1;
+    QJsonObject feedback; ///< turns 2…: the selected candidate's evaluation plus its `answer`
+    QString analysis;     ///< the analyzer's notes
+    QString research;     ///< the researcher's notes
+    QString rewrite;      ///< this turn's triager (`diagnosis`) or critic (`critique`) notes
+};
+
 class RunController : public QObject
 {
     Q_OBJECT
@@ -89,9 +100,17 @@ public:
     /// every one renders, else "TASK: FILE:LINE: what" for the first that does not.
     static QString checkTemplates(const QString& promptsDir, const Regime& regime,
                                   const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks);
+    /// The context a role's template renders with in a run: PromptRenderer::buildContext over the
+    /// task's facts (the profile only where the regime uses it) and the feedback, plus analysis,
+    /// research, diagnosis, critique, turn and max_turns. The prompt editor's preview asks this too.
+    static QJsonObject context(const RunTaskInput& input, const Regime& regime, const TurnNotes& notes);
     /// Cancels the model requests and evaluations in flight, marks the run cancelled and ends in
     /// runFinished(true) from the event loop. What was committed stays: the run can resume.
     void cancel();
+    /// Sends no further model request until the next start(): a task about to ask the model waits
+    /// (its units stay open). For a pause: the requests in flight are answered and stored, then
+    /// the owner cancels, and a resume asks for the waiting units once.
+    void holdModelRequests() { m_holdRequests = true; }
     bool isRunning() const { return m_running; }
 
     /// The selected candidate per task of the run so far (tasks without any candidate are absent).
@@ -102,6 +121,12 @@ public:
 
 Q_SIGNALS:
     void taskStarted(const QString& task);
+    /// The controller asked the model (LlmClient request `requestId`) for these units, one per
+    /// choice in order; emitted as the request is sent, before any of its text can arrive.
+    void modelRequestStarted(qint64 requestId, const QList<kwb::UnitKey>& units);
+    /// The request ended: answered (its rows are stored), failed (its prompts and errors are
+    /// stored) or cancelled by the controller.
+    void modelRequestEnded(qint64 requestId);
     /// A model answer for a role arrived (notes or a candidate).
     void roleAnswered(const QString& task, int turn, const QString& role, int samples);
     void candidateEvaluated(const QString& task, int turn, int sample, const QString& status);
@@ -150,6 +175,9 @@ private:
     void finishTask(TaskState* state, const QString& error = QString());
     void maybeFinishRun();
     static QJsonObject context(const TaskState* state);
+    /// Cancels a request this controller started and says so (modelRequestEnded).
+    void cancelRequest(qint64 requestId);
+    void requestEnded(qint64 requestId);
     bool renderFor(TaskState* state, const QString& role, QString* text);
     void requestModel(TaskState* state, const QString& role, const QString& prompt, const QList<int>& samples);
     void submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer);
@@ -178,6 +206,7 @@ private:
     int m_done = 0;
     bool m_running = false;
     bool m_cancelled = false;
+    bool m_holdRequests = false;
     std::map<int, std::unique_ptr<TaskState>> m_active;
     QHash<qint64, int> m_requestTask; ///< model request -> task index
     QHash<qint64, int> m_jobTask;     ///< evaluation job -> task index

@@ -478,7 +478,8 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
         if (!unknown.isEmpty())
             return failLoading(QStringLiteral("unknown task%1: %2")
                                    .arg(unknown.size() > 1 ? QStringLiteral("s") : QString(),
-                                        unknown.join(QStringLiteral(", "))));
+                                        unknown.join(QStringLiteral(", "))),
+                               Failure::UnknownTask);
         send(Kind::Device,
              QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}});
         break;
@@ -535,9 +536,10 @@ void RunFactsLoader::finishLoading()
     Q_EMIT loaded(m_inputs, m_device, m_hello);
 }
 
-void RunFactsLoader::failLoading(const QString& message)
+void RunFactsLoader::failLoading(const QString& message, Failure failure)
 {
     abort();
+    m_failure = failure;
     Q_EMIT failed(message);
 }
 

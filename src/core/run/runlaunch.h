@@ -157,6 +157,9 @@ public:
     /// Cancels the requests in flight; no further signal.
     void abort();
     bool isLoading() const { return m_loading; }
+    /// What the last failed() was about: the worker failing `tasks`, or a task it does not know.
+    enum class Failure { Worker, UnknownTask };
+    Failure lastFailure() const { return m_failure; }
 
 Q_SIGNALS:
     /// Requests answered so far and requests known to be needed.
@@ -179,7 +182,7 @@ private:
     void handle(const Pending& pending, const QJsonObject& response, const QString& error);
     void send(Kind kind, const QJsonObject& request, int index = -1);
     void finishLoading();
-    void failLoading(const QString& message);
+    void failLoading(const QString& message, Failure failure = Failure::Worker);
 
     WorkerSupervisor* m_supervisor = nullptr;
     RunPlan m_plan;
@@ -190,6 +193,7 @@ private:
     QJsonObject m_hello;
     int m_done = 0;
     int m_total = 0;
+    Failure m_failure = Failure::Worker;
 };
 
 } // namespace kwb

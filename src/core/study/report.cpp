@@ -231,11 +231,6 @@ bool better(const TaskOutcome& a, const TaskOutcome& b)
 
 // ---------------------------------------------------------------------------------------------
 
-bool statusImpliesCompiled(const QString& status)
-{
-    return statusCompiled(evaluationStatusFromWire(status));
-}
-
 int taskLevel(const QString& task)
 {
     static const QRegularExpression pattern(QStringLiteral("^L(\\d+)/"));

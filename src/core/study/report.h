@@ -26,10 +26,6 @@
 
 namespace kwb {
 
-/// Evaluation statuses that imply the candidate compiled (docs/protocol.md: the sandbox check
-/// and everything after it come after the compile).
-bool statusImpliesCompiled(const QString& status);
-
 /// The level of a task id ("L2/1" -> 2); 0 when the id has no level.
 int taskLevel(const QString& task);
 

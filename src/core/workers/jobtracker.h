@@ -30,7 +30,7 @@ namespace kwb {
 class WorkerSupervisor;
 
 /// How a worker request ended: with the worker's response (which may still say ok: false), or
-/// without one (status is a FailureStatus: timeout, cancelled, crashed, …).
+/// without one (status is an EvaluationStatus wire name: timeout, cancelled, crashed, …).
 struct WorkerReply
 {
     QJsonObject response;

@@ -1,0 +1,304 @@
+#include "core/run/headlessrun.h"
+
+#include "core/model/llmclient.h"
+#include "core/run/runcontroller.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/workers/workersupervisor.h"
+
+#include <QTimer>
+
+namespace kwb {
+
+HeadlessRun::HeadlessRun(const RunPlan& plan, const RunEnvironment& environment, QObject* parent)
+    : QObject(parent)
+    , m_plan(plan)
+    , m_environment(environment)
+{
+    m_llm = new LlmClient(this);
+    LlmSettings settings = llmSettingsFor(m_plan, m_environment.apiKey);
+    settings.stream = m_environment.stream;
+    settings.timeoutMs = m_environment.requestTimeoutMs;
+    settings.maxRetries = m_environment.maxRetries;
+    settings.concurrency = m_environment.llmConcurrency;
+    settings.serverSupportsN = m_environment.serverSupportsN;
+    m_llm->setSettings(settings);
+    // Connected before the RunController exists, so these slots run before the controller's: a
+    // failed request's units are still known here when it is reported.
+    connect(m_llm, &LlmClient::textAvailable, this, [this](qint64 id, int choice, const QString& chunk) {
+        const auto it = m_live.constFind(id);
+        if (it != m_live.cend() && choice >= 0 && choice < it->size())
+            Q_EMIT textStreamed(it->at(choice), chunk);
+    });
+    connect(m_llm, &LlmClient::retryScheduled, this, [this](qint64 id, int attempt, int delayMs, const QString& reason) {
+        Q_EMIT modelRetryScheduled(id, m_live.value(id), attempt, delayMs, reason);
+    });
+    connect(m_llm, &LlmClient::completionFailed, this, [this](qint64 id, const QString& kind, const QString& message) {
+        if (kind != LlmFailure::Cancelled && m_live.contains(id))
+            Q_EMIT modelRequestFailed(id, m_live.value(id), kind, message);
+    });
+}
+
+HeadlessRun::~HeadlessRun()
+{
+    if (m_controller && m_controller->isRunning())
+        m_controller->cancel();
+    if (m_queue)
+        m_queue->cancelAll();
+    if (m_facts)
+        m_facts->abort();
+}
+
+bool HeadlessRun::isActive() const
+{
+    return m_state == State::Preparing || m_state == State::Running || m_state == State::Pausing;
+}
+
+bool HeadlessRun::isOver() const
+{
+    return m_state == State::Finished || m_state == State::Cancelled || m_state == State::Failed;
+}
+
+QString HeadlessRun::label() const
+{
+    if (m_runId > 0)
+        return QStringLiteral("#%1 %2").arg(m_runId).arg(m_plan.runName());
+    return m_plan.runName();
+}
+
+QMap<QString, CandidateOutcome> HeadlessRun::selected() const
+{
+    return m_controller ? m_controller->selected() : QMap<QString, CandidateOutcome>();
+}
+
+qint64 HeadlessRun::activeMs() const
+{
+    return m_activeMsBefore + (m_activeClock.isValid() ? m_activeClock.elapsed() : 0);
+}
+
+std::optional<qint64> HeadlessRun::estimatedRemainingMs() const
+{
+    if (m_tasksDone <= 0 || m_tasksTotal <= 0)
+        return std::nullopt;
+    if (m_tasksDone >= m_tasksTotal)
+        return 0;
+    return activeMs() * (m_tasksTotal - m_tasksDone) / m_tasksDone;
+}
+
+void HeadlessRun::setState(State state)
+{
+    if (m_state == state)
+        return;
+    const bool wasActive = isActive();
+    m_state = state;
+    if (wasActive && !isActive() && m_activeClock.isValid()) {
+        m_activeMsBefore += m_activeClock.elapsed();
+        m_activeClock.invalidate();
+    } else if (!wasActive && isActive()) {
+        m_activeClock.start();
+    }
+    Q_EMIT stateChanged(state);
+    if (isOver())
+        Q_EMIT finished(state);
+}
+
+void HeadlessRun::fail(Failure failure, const QString& message)
+{
+    m_failure = failure;
+    m_error = message;
+    if (m_queue)
+        m_queue->cancelAll();
+    if (m_factsSupervisor)
+        m_factsSupervisor->stopWorker();
+    Q_EMIT failed(failure, message);
+    setState(State::Failed);
+}
+
+void HeadlessRun::failLater(Failure failure, const QString& message)
+{
+    // From the event loop, so a caller that connects after start() still sees it.
+    QTimer::singleShot(0, this, [this, failure, message] { fail(failure, message); });
+}
+
+void HeadlessRun::start()
+{
+    if (m_state != State::Idle)
+        return;
+    setState(State::Preparing);
+    if (!m_store.open(m_environment.databasePath))
+        return failLater(Failure::Database, m_store.errorString());
+    if (m_plan.resumeRunId > 0 && !m_store.run(m_plan.resumeRunId))
+        return failLater(Failure::UnknownRun, QStringLiteral("no run %1 in %2")
+                                                  .arg(m_plan.resumeRunId)
+                                                  .arg(m_environment.databasePath));
+    if (m_environment.workerProgram.isEmpty())
+        return failLater(Failure::NoWorker, QStringLiteral("no kwb-worker to evaluate with (set KWB_WORKER or --worker)"));
+    QStringList arguments = m_environment.workerArguments;
+    if (!m_environment.tasksDir.isEmpty())
+        arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;
+    m_factsSupervisor = new WorkerSupervisor(this);
+    m_factsSupervisor->setProgram(m_environment.workerProgram, arguments);
+    m_factsSupervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+    m_factsSupervisor->setDefaultTimeout(m_environment.factsTimeoutMs);
+    m_factsSupervisor->setKillGracePeriod(m_environment.killGraceMs);
+    m_facts = new RunFactsLoader(m_factsSupervisor, this);
+    connect(m_facts, &RunFactsLoader::progress, this, &HeadlessRun::preparing);
+    connect(m_facts, &RunFactsLoader::warning, this, &HeadlessRun::warning);
+    connect(m_facts, &RunFactsLoader::failed, this, [this](const QString& message) {
+        fail(m_facts->lastFailure() == RunFactsLoader::Failure::UnknownTask ? Failure::UnknownTask : Failure::Worker,
+             message);
+    });
+    connect(m_facts, &RunFactsLoader::loaded, this, &HeadlessRun::onFactsLoaded);
+    m_facts->load(m_plan, m_environment.tasksDir);
+}
+
+void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello)
+{
+    // An idle worker would hold memory (and, after `profile`, a CUDA context) for nothing.
+    m_factsSupervisor->stopWorker();
+    if (m_cancelRequested) {
+        setState(State::Cancelled);
+        return;
+    }
+    m_inputs = inputs;
+
+    // Every template renders for every task before a model request (or a run row) is spent.
+    if (const QString problem = checkRunTemplates(m_plan, inputs); !problem.isEmpty())
+        return fail(Failure::Templates, QStringLiteral("template: %1").arg(problem));
+
+    if (m_plan.resumeRunId > 0) {
+        m_runId = m_plan.resumeRunId;
+        m_store.setRunStatus(m_runId, RunStatus::Running);
+    } else {
+        // A new run keeps its whole configuration.
+        QString error;
+        const std::optional<RunConfig> config = runConfigFor(m_plan, device, hello, &error);
+        if (!config)
+            return fail(Failure::Configuration, error);
+        const std::optional<qint64> id = m_store.createRun(m_plan.runName(), m_plan.regimeLabel(), *config);
+        if (!id)
+            return fail(Failure::CreateRun, QStringLiteral("cannot create the run: %1").arg(m_store.errorString()));
+        m_runId = *id;
+    }
+
+    m_queue = new EvaluationQueue(m_environment.gpuOrdinals, this);
+    QStringList arguments = m_environment.workerArguments;
+    if (!m_environment.tasksDir.isEmpty())
+        arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;
+    configureQueue(*m_queue, m_environment.workerProgram, arguments, m_plan, device);
+    m_queue->setCompileWorkerCount(m_environment.compileWorkers);
+    m_queue->setKillGracePeriod(m_environment.killGraceMs);
+
+    m_controller = new RunController(m_llm, m_queue, &m_store, m_plan.promptsDir, this);
+    configureController(*m_controller, m_plan);
+    m_controller->setMaxTasksInFlight(m_environment.maxTasksInFlight);
+    connect(m_controller, &RunController::modelRequestStarted, this,
+            [this](qint64 id, const QList<UnitKey>& units) {
+                m_live.insert(id, units);
+                Q_EMIT modelRequestStarted(id, units);
+            });
+    connect(m_controller, &RunController::modelRequestEnded, this, &HeadlessRun::onRequestEnded);
+    connect(m_controller, &RunController::taskStarted, this, &HeadlessRun::taskStarted);
+    connect(m_controller, &RunController::roleAnswered, this, &HeadlessRun::roleAnswered);
+    connect(m_controller, &RunController::candidateEvaluated, this,
+            [this](const QString& task, int turn, int sample, const QString& status) {
+                ++m_evaluated;
+                if (status == QLatin1String("correct"))
+                    ++m_correct;
+                Q_EMIT candidateEvaluated(task, turn, sample, status);
+                Q_EMIT countsChanged();
+            });
+    connect(m_controller, &RunController::taskFinished, this, &HeadlessRun::taskFinished);
+    connect(m_controller, &RunController::taskError, this, &HeadlessRun::taskError);
+    connect(m_controller, &RunController::progress, this, [this](int done, int total) {
+        m_tasksDone = done;
+        m_tasksTotal = total;
+        Q_EMIT progressChanged(done, total);
+    });
+    connect(m_controller, &RunController::runFinished, this, &HeadlessRun::onRunFinished);
+
+    Q_EMIT runReady(m_runId);
+    startController();
+}
+
+void HeadlessRun::startController()
+{
+    m_tasksTotal = int(m_inputs.size());
+    m_tasksDone = 0;
+    if (!m_controller->start(m_runId, m_inputs))
+        return fail(Failure::Regime, QStringLiteral("the regime is not valid"));
+    setState(State::Running);
+}
+
+void HeadlessRun::pause()
+{
+    if (m_state != State::Running)
+        return;
+    setState(State::Pausing);
+    m_controller->holdModelRequests();
+    m_pauseWaits = QSet<qint64>(m_live.keyBegin(), m_live.keyEnd());
+    if (m_pauseWaits.isEmpty())
+        m_controller->cancel();
+}
+
+void HeadlessRun::resume()
+{
+    if (m_state != State::Paused)
+        return;
+    m_store.setRunStatus(m_runId, RunStatus::Running);
+    startController();
+}
+
+void HeadlessRun::cancel()
+{
+    switch (m_state) {
+    case State::Idle:
+        setState(State::Cancelled);
+        break;
+    case State::Preparing:
+        m_cancelRequested = true;
+        if (m_facts && m_facts->isLoading()) {
+            m_facts->abort();
+            m_factsSupervisor->stopWorker();
+            setState(State::Cancelled);
+        }
+        break;
+    case State::Running:
+    case State::Pausing:
+        m_cancelRequested = true;
+        m_controller->cancel(); // ends in onRunFinished(true)
+        break;
+    case State::Paused:
+        setState(State::Cancelled);
+        break;
+    default: break;
+    }
+}
+
+void HeadlessRun::onRequestEnded(qint64 id)
+{
+    const QList<UnitKey> units = m_live.take(id);
+    Q_EMIT modelRequestEnded(id, units);
+    if (m_state == State::Pausing && m_pauseWaits.remove(id) && m_pauseWaits.isEmpty()) {
+        // From the event loop: the controller is still inside its completion handler.
+        QTimer::singleShot(0, this, [this] {
+            if (m_state == State::Pausing && m_controller->isRunning())
+                m_controller->cancel();
+        });
+    }
+}
+
+void HeadlessRun::onRunFinished(bool cancelled)
+{
+    m_queue->cancelAll();
+    m_live.clear(); // the controller said each cancelled request ended
+    m_pauseWaits.clear();
+    if (!cancelled) {
+        setState(State::Finished);
+    } else if (m_state == State::Pausing && !m_cancelRequested) {
+        setState(State::Paused);
+    } else {
+        setState(State::Cancelled);
+    }
+}
+
+} // namespace kwb

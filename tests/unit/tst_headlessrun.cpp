@@ -1,0 +1,372 @@
+// HeadlessRun, the one run assembly of `kwb run`, `kwb sweep` and the window, against the scripted
+// OpenAI-compatible server (scriptedllmserver.h, streaming) and the fake worker (fakeworker.cpp,
+// which takes an evaluation's status from a "status: NAME" marker in the answer): a run completes
+// into the store; the controller's word on which request serves which unit matches the stored
+// rows (and every streamed piece lands on the unit whose stored answer it is); pause, then resume,
+// finishes without asking the model for any unit twice; cancel stops at once and keeps what was
+// committed, so a resume finishes the rest.
+
+#include "core/run/headlessrun.h"
+#include "core/run/runcontroller.h"
+#include "core/store/runstore.h"
+#include "scriptedllmserver.h"
+
+#include <QHash>
+#include <QSet>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <algorithm>
+#include <memory>
+
+using namespace kwb;
+using kwb::test::ScriptedLlmServer;
+
+namespace {
+
+QString answer(const QString& tag, const QString& status)
+{
+    return QStringLiteral("%1 status: %2\n\n```cuda\nextern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n"
+                          "```\n\n```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n"
+                          "```\n")
+        .arg(tag, status);
+}
+
+ScriptedLlmServer::Reply streamed(const QString& text, int delayMs = 0)
+{
+    ScriptedLlmServer::Reply r;
+    r.texts = {text};
+    r.chunkChars = 12;
+    r.chunkDelayMs = 2;
+    r.delayMs = delayMs;
+    return r;
+}
+
+QString describe(const UnitKey& u)
+{
+    return QStringLiteral("%1 turn %2 %3 sample %4").arg(u.task).arg(u.turn).arg(u.role).arg(u.sample);
+}
+
+/// What a run said about its model requests.
+struct RequestLog
+{
+    QHash<qint64, QList<UnitKey>> started;
+    QList<qint64> ended;
+    QHash<UnitKey, QString> text;
+
+    void watch(HeadlessRun& run)
+    {
+        QObject::connect(&run, &HeadlessRun::modelRequestStarted, &run, [this](qint64 id, const QList<UnitKey>& units) {
+            QVERIFY2(!started.contains(id), "a request id started twice");
+            started.insert(id, units);
+        });
+        QObject::connect(&run, &HeadlessRun::modelRequestEnded, &run,
+                         [this](qint64 id, const QList<UnitKey>&) { ended << id; });
+        QObject::connect(&run, &HeadlessRun::textStreamed, &run,
+                         [this](const UnitKey& unit, const QString& chunk) { text[unit] += chunk; });
+    }
+    /// Every unit any request was started for, with how often.
+    QHash<UnitKey, int> units() const
+    {
+        QHash<UnitKey, int> count;
+        for (const QList<UnitKey>& list : started)
+            for (const UnitKey& u : list)
+                ++count[u];
+        return count;
+    }
+};
+
+} // namespace
+
+class TestHeadlessRun : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    std::unique_ptr<ScriptedLlmServer> m_server;
+    int m_dbCount = 0;
+
+    RunEnvironment environment()
+    {
+        RunEnvironment env;
+        env.databasePath = m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount));
+        env.workerProgram = QStringLiteral(KWB_FAKEWORKER);
+        env.compileWorkers = 0;
+        env.killGraceMs = 300;
+        env.maxRetries = 0;
+        env.requestTimeoutMs = 20000;
+        env.stream = true;
+        return env;
+    }
+
+    RunPlan plan(const QString& regime, const QStringList& tasks, int n = 0, int turns = 0)
+    {
+        RunRequest request;
+        request.taskIds = tasks;
+        request.regime = regime;
+        request.n = n;
+        request.turns = turns;
+        request.endpoint = m_server->baseUrl().toString();
+        request.model = QStringLiteral("m");
+        request.timeoutS = 60;
+        request.promptsDir = QStringLiteral(KWB_PROMPTS_DIR);
+        QString error;
+        const auto p = planRun(request, &error);
+        if (!p)
+            qFatal("plan: %s", qPrintable(error));
+        return *p;
+    }
+
+    static bool waitFinished(HeadlessRun& run, int ms = 60000)
+    {
+        if (run.isOver())
+            return true;
+        QSignalSpy finished(&run, &HeadlessRun::finished);
+        return finished.wait(ms);
+    }
+
+    /// No unit has two answers, and the server was asked once per stored row (no request repeated).
+    void checkEachUnitAskedOnce(const RunStore& store, qint64 runId)
+    {
+        const QList<UnitResponse> responses = store.responses(runId);
+        QSet<UnitKey> seen;
+        for (const UnitResponse& r : responses) {
+            QVERIFY2(!seen.contains(r.unit), qPrintable(QStringLiteral("asked twice: ") + describe(r.unit)));
+            seen.insert(r.unit);
+        }
+        QCOMPARE(int(m_server->requests().size()), int(responses.size()));
+    }
+
+private Q_SLOTS:
+    void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void init()
+    {
+        m_server = std::make_unique<ScriptedLlmServer>();
+        QVERIFY(m_server->start());
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("default"), QStringLiteral("correct"))));
+    }
+
+    void cleanup() { m_server.reset(); }
+
+    void runCompletesAndSaysWhichRequestServesWhichUnit_data()
+    {
+        QTest::addColumn<QString>("regime");
+        QTest::addColumn<int>("n");
+        QTest::addColumn<int>("turns");
+        QTest::addColumn<QString>("firstStatus");
+        QTest::addColumn<int>("evaluations");
+        QTest::newRow("zero-shot") << QStringLiteral("zero-shot") << 1 << 1 << QStringLiteral("correct") << 2;
+        // turn 1 fails to compile everywhere: turn 2 asks `retry` with the feedback
+        QTest::newRow("iterative: a retry on turn 2") << QStringLiteral("iterative") << 2 << 2
+                                                      << QStringLiteral("compile_error") << 8;
+        QTest::newRow("agent: notes roles, then samples") << QStringLiteral("agent") << 2 << 1
+                                                          << QStringLiteral("correct") << 4;
+    }
+
+    void runCompletesAndSaysWhichRequestServesWhichUnit()
+    {
+        QFETCH(QString, regime);
+        QFETCH(int, n);
+        QFETCH(int, turns);
+        QFETCH(QString, firstStatus);
+        QFETCH(int, evaluations);
+        // Every HTTP call gets a text of its own, so a piece given to the wrong unit shows.
+        for (int i = 0; i < 40; ++i)
+            m_server->enqueue(streamed(answer(QStringLiteral("reply-%1").arg(i),
+                                              i < 4 ? firstStatus : QStringLiteral("correct"))));
+        HeadlessRun run(plan(regime, {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, n, turns), environment());
+        RequestLog log;
+        log.watch(run);
+        QList<HeadlessRun::State> states;
+        connect(&run, &HeadlessRun::stateChanged, this, [&](HeadlessRun::State s) { states << s; });
+        QStringList errors;
+        connect(&run, &HeadlessRun::taskError, this,
+                [&](const QString& task, const QString& message) { errors << task + QStringLiteral(": ") + message; });
+        QSignalSpy ready(&run, &HeadlessRun::runReady);
+        run.start();
+        QVERIFY(waitFinished(run));
+        QVERIFY2(run.state() == HeadlessRun::State::Finished, qPrintable(run.errorString()));
+        QVERIFY2(errors.isEmpty(), qPrintable(errors.join(QLatin1Char('\n'))));
+        QCOMPARE(states, (QList<HeadlessRun::State>{HeadlessRun::State::Preparing, HeadlessRun::State::Running,
+                                                    HeadlessRun::State::Finished}));
+        QCOMPARE(ready.size(), 1);
+        QCOMPARE(run.tasksDone(), 2);
+        QCOMPARE(run.tasksTotal(), 2);
+        QCOMPARE(run.candidatesEvaluated(), evaluations);
+        QCOMPARE(run.selected().size(), 2);
+        QCOMPARE(run.requestsInFlight(), 0);
+
+        RunStore store;
+        QVERIFY(store.open(run.environment().databasePath));
+        QCOMPARE(store.run(run.runId())->status, RunStatus::Finished);
+        QCOMPARE(int(store.evaluations(run.runId()).size()), evaluations);
+        const QList<UnitResponse> responses = store.responses(run.runId());
+        QVERIFY(responses.size() >= 2);
+
+        // The units the controller named are exactly the stored rows' units, each once; each
+        // request is for one task, turn and role; every request ended once.
+        const QHash<UnitKey, int> named = log.units();
+        QCOMPARE(named.size(), responses.size());
+        for (const UnitResponse& r : responses)
+            QVERIFY2(named.value(r.unit) == 1, qPrintable(describe(r.unit)));
+        for (const QList<UnitKey>& units : std::as_const(log.started)) {
+            QVERIFY(!units.isEmpty());
+            for (const UnitKey& u : units) {
+                QCOMPARE(u.task, units.first().task);
+                QCOMPARE(u.turn, units.first().turn);
+                QCOMPARE(u.role, units.first().role);
+            }
+        }
+        QCOMPARE(QSet<qint64>(log.ended.cbegin(), log.ended.cend()),
+                 QSet<qint64>(log.started.keyBegin(), log.started.keyEnd()));
+        QCOMPARE(log.ended.size(), log.started.size());
+        // Every streamed piece went to the unit whose stored answer it is.
+        for (const UnitResponse& r : responses)
+            QVERIFY2(log.text.value(r.unit) == r.response.text,
+                     qPrintable(QStringLiteral("%1: streamed \"%2\", stored \"%3\"")
+                                    .arg(describe(r.unit), log.text.value(r.unit).left(12), r.response.text.left(12))));
+        checkEachUnitAskedOnce(store, run.runId());
+    }
+
+    void pauseThenResumeAsksNothingTwice_data()
+    {
+        QTest::addColumn<QString>("regime");
+        QTest::addColumn<int>("n");
+        QTest::newRow("zero-shot: paused during the first answer") << QStringLiteral("zero-shot") << 1;
+        QTest::newRow("agent: paused during the analyzer") << QStringLiteral("agent") << 2;
+    }
+
+    void pauseThenResumeAsksNothingTwice()
+    {
+        QFETCH(QString, regime);
+        QFETCH(int, n);
+        m_server->enqueue(streamed(answer(QStringLiteral("first"), QStringLiteral("correct")), 800));
+        RunEnvironment env = environment();
+        env.maxTasksInFlight = 1;
+        HeadlessRun run(plan(regime, {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, n), env);
+        RequestLog log;
+        log.watch(run);
+        run.start();
+        QTRY_COMPARE_WITH_TIMEOUT(run.requestsInFlight(), 1, 20000);
+        const QList<UnitKey> waitedFor = log.started.values().first();
+        run.pause();
+        QCOMPARE(run.state(), HeadlessRun::State::Pausing);
+        QTRY_COMPARE_WITH_TIMEOUT(run.state(), HeadlessRun::State::Paused, 20000);
+        QCOMPARE(m_server->requests().size(), 1); // the answer in flight was waited for, nothing new asked
+        QCOMPARE(run.requestsInFlight(), 0);
+
+        RunStore store;
+        QVERIFY(store.open(env.databasePath));
+        QCOMPARE(store.run(run.runId())->status, RunStatus::Cancelled);
+        const QList<UnitResponse> kept = store.responses(run.runId());
+        QCOMPARE(kept.size(), 1); // the answer is kept
+        QCOMPARE(kept.first().unit, waitedFor.first());
+
+        run.resume();
+        QCOMPARE(run.state(), HeadlessRun::State::Running);
+        QVERIFY(waitFinished(run));
+        QCOMPARE(run.state(), HeadlessRun::State::Finished);
+        QCOMPARE(store.run(run.runId())->status, RunStatus::Finished);
+        QCOMPARE(int(store.evaluations(run.runId()).size()), 2 * n);
+        // The paused unit was not asked for again, and no other unit twice.
+        const QHash<UnitKey, int> asked = log.units();
+        QCOMPARE(asked.value(waitedFor.first()), 1);
+        for (auto it = asked.cbegin(); it != asked.cend(); ++it)
+            QVERIFY2(it.value() == 1, qPrintable(describe(it.key())));
+        checkEachUnitAskedOnce(store, run.runId());
+    }
+
+    void cancelStopsAndLosesNothing()
+    {
+        // L1/1's answer comes at once, L2/1's only after 20 s: cancel while L2/1 is asked.
+        m_server->enqueue(streamed(answer(QStringLiteral("first"), QStringLiteral("correct"))));
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("late"), QStringLiteral("correct")), 20000));
+        RunEnvironment env = environment();
+        env.maxTasksInFlight = 1;
+        const RunPlan runPlan = plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")});
+        qint64 runId = 0;
+        {
+            HeadlessRun run(runPlan, env);
+            RequestLog log;
+            log.watch(run);
+            run.start();
+            RunStore watcher;
+            QVERIFY(watcher.open(env.databasePath));
+            QTRY_VERIFY_WITH_TIMEOUT(run.runId() > 0 && watcher.evaluations(run.runId()).size() == 1, 20000);
+            QTRY_COMPARE_WITH_TIMEOUT(run.requestsInFlight(), 1, 20000);
+            const QList<qint64> ids = log.started.keys();
+            const qint64 inFlight = *std::max_element(ids.cbegin(), ids.cend()); // request ids rise
+            QCOMPARE(log.started.value(inFlight).first().task, QStringLiteral("L2/1"));
+            run.cancel();
+            QVERIFY(waitFinished(run, 15000)); // before the answer could come
+            QCOMPARE(run.state(), HeadlessRun::State::Cancelled);
+            QCOMPARE(run.requestsInFlight(), 0);
+            QVERIFY(log.ended.contains(inFlight)); // the cancelled request ended, for its unit's row to go
+            runId = run.runId();
+        }
+        RunStore store;
+        QVERIFY(store.open(env.databasePath));
+        QCOMPARE(store.run(runId)->status, RunStatus::Cancelled);
+        // What was committed stays: L1/1's prompt, answer, candidate and evaluation.
+        const QList<UnitResponse> responses = store.responses(runId);
+        QCOMPARE(responses.size(), 1);
+        QCOMPARE(responses.first().unit.task, QStringLiteral("L1/1"));
+        QCOMPARE(store.evaluations(runId).size(), 1);
+        QCOMPARE(store.completedUnits(runId).size(), 1);
+
+        // A resume asks only for L2/1.
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("resumed"), QStringLiteral("correct"))));
+        const int asked = int(m_server->requests().size());
+        QString error;
+        std::optional<RunPlan> resumed = planResume(*store.run(runId), &error);
+        QVERIFY2(resumed, qPrintable(error));
+        HeadlessRun again(*resumed, env);
+        RequestLog log;
+        log.watch(again);
+        again.start();
+        QVERIFY(waitFinished(again));
+        QCOMPARE(again.state(), HeadlessRun::State::Finished);
+        QCOMPARE(again.runId(), runId);
+        QCOMPARE(int(m_server->requests().size()) - asked, 1);
+        QCOMPARE(log.units().keys(), (QList<UnitKey>{UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")}}));
+        QCOMPARE(store.evaluations(runId).size(), 2);
+        QCOMPARE(store.run(runId)->status, RunStatus::Finished);
+    }
+
+    void failuresSayWhat_data()
+    {
+        QTest::addColumn<QStringList>("tasks");
+        QTest::addColumn<QString>("worker");
+        QTest::addColumn<int>("failure");
+        QTest::newRow("unknown task") << QStringList{QStringLiteral("L1/1"), QStringLiteral("L3/9")}
+                                      << QStringLiteral(KWB_FAKEWORKER) << int(HeadlessRun::Failure::UnknownTask);
+        QTest::newRow("no worker") << QStringList{QStringLiteral("L1/1")} << QString()
+                                   << int(HeadlessRun::Failure::NoWorker);
+    }
+
+    void failuresSayWhat()
+    {
+        QFETCH(QStringList, tasks);
+        QFETCH(QString, worker);
+        QFETCH(int, failure);
+        RunEnvironment env = environment();
+        env.workerProgram = worker;
+        HeadlessRun run(plan(QStringLiteral("zero-shot"), tasks), env);
+        QSignalSpy failed(&run, &HeadlessRun::failed);
+        run.start();
+        QVERIFY(waitFinished(run));
+        QCOMPARE(run.state(), HeadlessRun::State::Failed);
+        QCOMPARE(int(run.failure()), failure);
+        QCOMPARE(failed.size(), 1);
+        QVERIFY(!run.errorString().isEmpty());
+        QCOMPARE(m_server->requests().size(), 0);
+        RunStore store;
+        QVERIFY(store.open(env.databasePath));
+        QCOMPARE(store.runs().size(), 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestHeadlessRun)
+#include "tst_headlessrun.moc"
