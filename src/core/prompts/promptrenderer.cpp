@@ -737,7 +737,8 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& task, const QJsonObj
         double gbps = ceilings.value(QLatin1String("hbm_copy_gbps")).toDouble();
         QString gbpsNote = QStringLiteral("measured copy");
         if (gbps <= 0) {
-            gbps = device.value(QLatin1String("hbm_theoretical_gbps")).toDouble();
+            // Workers before the documented name wrote only hbm_theoretical_gbs (the study's stored facts).
+            gbps = device.value(QLatin1String("hbm_theoretical_gbps")).toDouble(device.value(QLatin1String("hbm_theoretical_gbs")).toDouble());
             gbpsNote = QStringLiteral("theoretical");
         }
         double gflops = ceilings.value(QLatin1String("fp32_fma_gflops")).toDouble();
