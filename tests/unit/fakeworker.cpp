@@ -3,10 +3,15 @@
 // requests with std::getline and writing with stdio: QtCore only for JSON, no event loop, so it
 // behaves like the real worker does while a kernel runs (it does not read its input).
 //
+// Its answers are the recorded whole responses of tests/protocol/recorded/ (README there: real
+// H200 and CPU worker responses), with the request's id, type and the fields below put in, so
+// what the tests see has the real worker's shape and cannot drift from it. The folder is baked in
+// (KWB_PROTOCOL_RECORDED_DIR); --recorded DIR or $FAKEWORKER_RECORDED_DIR overrides it.
+//
 // What it does with a request is its "mode": the request's "fake" field, else a marker
 // "fake: MODE" in an evaluate request's answer (so `kwb eval` can be tested with a candidate
 // file), else --mode / $FAKEWORKER_MODE, else "answer". Modes:
-//   answer            a correct response for the request's type (with "pid")
+//   answer            the recorded response for the request's type (with "pid")
 //   slow              answer after "delay_ms" (default 300) milliseconds
 //   hang              never answer
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
@@ -23,7 +28,7 @@
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
 // start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
-// (sleep before answering hello, like the real worker loading libtorch). `compile` answers with a
+// (sleep before answering hello, like the real worker loading libtorch). `compile` answers the recorded compile with a
 // fake cubin (ok_compile false when the source holds "compile_error"); an evaluate's response says
 // whether it carried one ("cubin_received", and compile.cached). Every response carries "pid",
 // "cuda_visible_devices" (null when unset), "started_ms" (when the process started),
@@ -31,14 +36,19 @@
 // hello included), so tests can see which process served what, and when. A compile request's mode
 // may come from a marker "nvrtc: MODE" in its source. With $FAKEWORKER_LOG set, every worker
 // appends a line {"pid","type","cuda_visible_devices","ms"} per request read to that file, so
-// tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate answers take their status from a
-// marker "status: NAME" in the answer (default correct). Analyze of a task other than L1/1 or
-// L2/1 answers unknown_task; device answers "no GPU" when $FAKEWORKER_NO_DEVICE is set. Other
-// arguments (--tasks-dir DIR) are ignored.
+// tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate
+// answers take their status from a marker "status: NAME" in the answer (default correct): the
+// recorded evaluate of that status, else the recorded incorrect one with that status put in, with
+// the request's task and profile name and the request itself under "echo". It knows the tasks with
+// a recorded analyze, L1/1 and L2/1 (`tasks` lists those of the recorded response); analyze of another answers
+// unknown_task, profile of a task without a recorded profile no_device; device answers the
+// recorded H200 (with ceilings when asked) or, when $FAKEWORKER_NO_DEVICE is set, the CPU worker's
+// "no GPU". Other arguments (--tasks-dir DIR) are ignored.
 
 #include <QByteArray>
 #include <QDateTime>
 #include <QFile>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -65,6 +75,8 @@ int g_helloDelayMs = 0;
 qint64 g_startedMs = 0;
 qint64 g_receivedMs = 0;
 int g_requestsSeen = 0;
+// tests/protocol/recorded/, baked in at build time; --recorded DIR or $FAKEWORKER_RECORDED_DIR.
+QString g_recordedDir = QStringLiteral(KWB_PROTOCOL_RECORDED_DIR);
 
 qint64 nowMs()
 {
@@ -147,82 +159,109 @@ QString marker(const QString& text, const QString& name)
     return match.hasMatch() ? match.captured(1) : QString();
 }
 
-QJsonObject task(const QString& id, int level, const QString& title)
+// The recorded whole responses (tests/protocol/recorded/, README there) this fake answers with,
+// read once each. A missing or broken file ends the fake with code 2: a test must not pass on a
+// response nobody recorded.
+QJsonObject recorded(const QString& name)
 {
-    return QJsonObject{{QStringLiteral("id"), id},
-                       {QStringLiteral("level"), level},
-                       {QStringLiteral("number"), 1},
-                       {QStringLiteral("title"), title},
-                       {QStringLiteral("dims"), QJsonArray{}}};
+    static QHash<QString, QJsonObject> cache;
+    const auto it = cache.constFind(name);
+    if (it != cache.cend())
+        return *it;
+    QFile file(g_recordedDir + QLatin1Char('/') + name + QStringLiteral(".response.json"));
+    const QJsonDocument document =
+        file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()) : QJsonDocument();
+    if (!document.isObject()) {
+        std::fprintf(stderr, "fake worker: no recorded response %s\n", qPrintable(file.fileName()));
+        std::_Exit(2);
+    }
+    return *cache.insert(name, document.object());
+}
+
+// "L2/1" -> "l2_1", as the recorded files are named.
+QString fileTask(const QString& id)
+{
+    return id.toLower().replace(QLatin1Char('/'), QLatin1Char('_'));
+}
+
+bool isRecorded(const QString& name)
+{
+    return QFile::exists(g_recordedDir + QLatin1Char('/') + name + QStringLiteral(".response.json"));
+}
+
+// The tasks this fake knows (L1/1 and L2/1): those with a recorded analyze response.
+bool knows(const QString& task)
+{
+    return !task.isEmpty() && isRecorded(QStringLiteral("analyze_%1.cpu").arg(fileTask(task)));
+}
+
+// A recorded response with this request's envelope (id, type, pid, times) put in.
+QJsonObject fromRecorded(const QJsonObject& request, const QString& name)
+{
+    QJsonObject response = recorded(name);
+    const QJsonObject env = envelope(request);
+    for (auto it = env.begin(); it != env.end(); ++it)
+        if (it.key() != QLatin1String("ok"))
+            response.insert(it.key(), it.value());
+    return response;
 }
 
 QJsonObject answer(const QJsonObject& request)
 {
     const QString type = request.value(QStringLiteral("type")).toString();
-    QJsonObject response = envelope(request);
+    const QString taskId = request.value(QStringLiteral("task")).toString();
     if (type == QLatin1String("hello")) {
+        QJsonObject response = fromRecorded(request, QStringLiteral("hello.h200"));
         response.insert(QStringLiteral("protocol"), g_protocol);
-        response.insert(QStringLiteral("worker"), QStringLiteral("fake-0.1"));
-        response.insert(QStringLiteral("torch"), QStringLiteral("none"));
-        response.insert(QStringLiteral("cuda_device_count"), 0);
-        response.insert(QStringLiteral("driver"), QStringLiteral("fake worker, no driver"));
-    } else if (type == QLatin1String("compile")) {
+        return response;
+    }
+    if (type == QLatin1String("compile")) {
+        QJsonObject response = fromRecorded(request, QStringLiteral("compile.cpu"));
         const QString source = request.value(QStringLiteral("cuda")).toString();
         const bool ok = !source.contains(QLatin1String("compile_error"));
         const QString arch = request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90"));
         response.insert(QStringLiteral("ok_compile"), ok);
         response.insert(QStringLiteral("log"), ok ? QString() : QStringLiteral("kernel.cu(1): error: fake"));
         response.insert(QStringLiteral("arch"), arch);
-        response.insert(QStringLiteral("ms"), 1.0);
         response.insert(QStringLiteral("source_hash"), QStringLiteral("fake-%1").arg(qHash(source), 0, 16));
         if (ok && request.value(QStringLiteral("return_cubin")).toBool()) {
             const QByteArray cubin = "FAKECUBIN " + arch.toUtf8() + ' ' + source.toUtf8();
             response.insert(QStringLiteral("cubin_b64"), QString::fromLatin1(cubin.toBase64()));
         }
-    } else if (type == QLatin1String("device")) {
-        if (qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE")) {
-            response.insert(QStringLiteral("available"), false);
-            response.insert(QStringLiteral("reason"), QStringLiteral("no NVIDIA driver (fake)"));
-        } else {
-            response.insert(QStringLiteral("available"), true);
-            response.insert(QStringLiteral("name"), QStringLiteral("Fake H200"));
-            response.insert(QStringLiteral("cc"), QStringLiteral("9.0"));
-            response.insert(QStringLiteral("arch"), QStringLiteral("sm_90"));
-            response.insert(QStringLiteral("sm_count"), 132);
-            response.insert(QStringLiteral("l2_bytes"), 62914560.0);
-            response.insert(QStringLiteral("memory_bytes"), 150117679104.0);
-            response.insert(QStringLiteral("sm_clock_khz"), 1980000);
-            response.insert(QStringLiteral("memory_clock_khz"), 2619000);
-            response.insert(QStringLiteral("hbm_theoretical_gbps"), 4800.0);
-        }
-    } else if (type == QLatin1String("tasks")) {
-        response.insert(QStringLiteral("tasks"),
-                        QJsonArray{task(QStringLiteral("L1/1"), 1, QStringLiteral("Square matmul")),
-                                   task(QStringLiteral("L2/1"), 2, QStringLiteral("Conv2d, ReLU, bias add"))});
-        response.insert(QStringLiteral("errors"), QJsonArray{});
-    } else if (type == QLatin1String("analyze")) {
-        const QString id = request.value(QStringLiteral("task")).toString();
-        if (id != QLatin1String("L1/1") && id != QLatin1String("L2/1"))
-            return errorResponse(request, QStringLiteral("unknown_task"), QStringLiteral("no task ") + id);
-        const QJsonObject op{{QStringLiteral("index"), 0},
-                             {QStringLiteral("op"), QStringLiteral("matmul")},
-                             {QStringLiteral("category"), QStringLiteral("gemm")},
-                             {QStringLiteral("inputs"), QJsonArray{QJsonArray{4096, 4096}, QJsonArray{4096, 4096}}},
-                             {QStringLiteral("output"), QJsonArray{4096, 4096}},
-                             {QStringLiteral("flops"), 137438953472.0},
-                             {QStringLiteral("bytes"), 201326592.0}};
-        response.insert(QStringLiteral("task"), id);
-        response.insert(QStringLiteral("scale"),
-                        request.value(QStringLiteral("scale")).toString(QStringLiteral("full")));
-        response.insert(QStringLiteral("ops"), QJsonArray{op});
-        response.insert(QStringLiteral("output_shape"), QJsonArray{4096, 4096});
-        response.insert(QStringLiteral("flops"), 137438953472.0);
-        response.insert(QStringLiteral("bytes_unfused"), 201326592.0);
-        response.insert(QStringLiteral("bytes_fused"), 201326592.0);
-        response.insert(QStringLiteral("intensity_unfused"), 682.7);
-        response.insert(QStringLiteral("intensity_fused"), 682.7);
-    } else if (type == QLatin1String("env")) {
+        return response;
+    }
+    if (type == QLatin1String("device")) {
+        if (qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE"))
+            return fromRecorded(request, QStringLiteral("device_no_gpu.cpu"));
+        return fromRecorded(request, request.value(QStringLiteral("ceilings")).toBool()
+                                         ? QStringLiteral("device_ceilings.h200")
+                                         : QStringLiteral("device.h200"));
+    }
+    if (type == QLatin1String("tasks")) {
+        QJsonObject response = fromRecorded(request, QStringLiteral("tasks.cpu"));
+        QJsonArray known;
+        for (const QJsonValue& t : response.value(QStringLiteral("tasks")).toArray())
+            if (knows(t.toObject().value(QStringLiteral("id")).toString()))
+                known.append(t);
+        response.insert(QStringLiteral("tasks"), known);
+        return response;
+    }
+    if (type == QLatin1String("analyze")) {
+        if (!knows(taskId))
+            return errorResponse(request, QStringLiteral("unknown_task"), QStringLiteral("no task ") + taskId);
+        QJsonObject response = fromRecorded(request, QStringLiteral("analyze_%1.cpu").arg(fileTask(taskId)));
+        response.insert(QStringLiteral("scale"), request.value(QStringLiteral("scale")).toString(QStringLiteral("full")));
+        return response;
+    }
+    if (type == QLatin1String("profile")) {
+        const QString name = QStringLiteral("profile_%1.h200").arg(fileTask(taskId));
+        if (!knows(taskId) || !isRecorded(name))
+            return errorResponse(request, QStringLiteral("no_device"), QStringLiteral("fake worker: no profile recorded for ") + taskId);
+        return fromRecorded(request, name);
+    }
+    if (type == QLatin1String("env")) {
         // Not in the protocol: what the worker's environment holds, for the supervisor's tests.
+        QJsonObject response = envelope(request);
         QJsonObject environment;
         for (char** entry = environ; *entry; ++entry) {
             const QString text = QString::fromLocal8Bit(*entry);
@@ -231,62 +270,40 @@ QJsonObject answer(const QJsonObject& request)
                 environment.insert(text.left(equals), text.mid(equals + 1));
         }
         response.insert(QStringLiteral("environment"), environment);
-    } else if (type == QLatin1String("evaluate")) {
-        const QString answerText = request.value(QStringLiteral("answer")).toString();
-        QString status = marker(answerText, QStringLiteral("status"));
+        return response;
+    }
+    if (type == QLatin1String("evaluate")) {
+        // The status from the answer's "status: NAME" marker: its recorded response, else the
+        // recorded incorrect one carrying that status.
+        QString status = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("status"));
         if (status.isEmpty())
             status = QStringLiteral("correct");
-        const bool compiled = status != QLatin1String("compile_error") && status != QLatin1String("format_error");
-        response.insert(QStringLiteral("status"), status);
-        response.insert(QStringLiteral("stage"),
-                        status == QLatin1String("correct") ? QStringLiteral("done") : QStringLiteral("compile"));
-        response.insert(QStringLiteral("message"), QString());
-        response.insert(
-            QStringLiteral("compile"),
-            QJsonObject{
-                {QStringLiteral("ok"), compiled},
-                {QStringLiteral("log"),
-                 compiled ? QString() : QStringLiteral("kernel.cu(3): error: identifier \"x\" is undefined")},
-                {QStringLiteral("ms"), 35.2},
-                {QStringLiteral("arch"), request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90"))},
-                {QStringLiteral("kernels"), QJsonArray{QStringLiteral("bias_relu")}}});
-        if (compiled) {
-            response.insert(QStringLiteral("correctness"),
-                            QJsonObject{{QStringLiteral("trials"), 5},
-                                        {QStringLiteral("passed"), status == QLatin1String("correct") ? 5 : 0},
-                                        {QStringLiteral("max_abs_diff"), 1.2e-6},
-                                        {QStringLiteral("max_rel_diff"), 3e-7},
-                                        {QStringLiteral("atol"), 1e-4},
-                                        {QStringLiteral("rtol"), 1e-4}});
-            const QJsonObject timing{
-                {QStringLiteral("mean_ms"), 0.370},
-                {QStringLiteral("median_ms"), 0.369},
-                {QStringLiteral("std_ms"), 0.004},
-                {QStringLiteral("min_ms"), 0.365},
-                {QStringLiteral("max_ms"), 0.390},
-                {QStringLiteral("trials"), request.value(QStringLiteral("timing_trials")).toInt(100)}};
-            QJsonObject reference = timing;
-            reference.insert(QStringLiteral("mean_ms"), 0.393);
-            response.insert(QStringLiteral("timing"), QJsonObject{{QStringLiteral("candidate"), timing},
-                                                                  {QStringLiteral("reference"), reference}});
-            response.insert(QStringLiteral("speedup"), 0.393 / 0.370);
+        const QString name = QStringLiteral("evaluate_%1.h200").arg(status);
+        const bool recordedStatus = isRecorded(name);
+        QJsonObject response = fromRecorded(request, recordedStatus ? name : QStringLiteral("evaluate_incorrect.h200"));
+        if (!recordedStatus) {
+            response.insert(QStringLiteral("status"), status);
+            response.insert(QStringLiteral("message"), QStringLiteral("fake worker: status %1 from the answer").arg(status));
         }
-        response.insert(
-            QStringLiteral("profile"),
-            QJsonObject{{QStringLiteral("name"),
-                         request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench"))}});
+        if (!taskId.isEmpty())
+            response.insert(QStringLiteral("task"), taskId);
+        QJsonObject profile = response.value(QStringLiteral("profile")).toObject();
+        profile.insert(QStringLiteral("name"), request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench")));
+        response.insert(QStringLiteral("profile"), profile);
+        // Compile-ahead: whether the request carried a cubin, and so whether the compile was cached.
         const bool cubin = request.contains(QStringLiteral("cubin_b64"));
         response.insert(QStringLiteral("cubin_received"), cubin);
-        if (cubin) {
+        if (response.contains(QStringLiteral("compile"))) {
             QJsonObject compile = response.value(QStringLiteral("compile")).toObject();
-            compile.insert(QStringLiteral("cached"), true);
+            compile.remove(QStringLiteral("cached"));
+            if (cubin)
+                compile.insert(QStringLiteral("cached"), true);
             response.insert(QStringLiteral("compile"), compile);
         }
         response.insert(QStringLiteral("echo"), request); // lets tests see what the client sent
-    } else {
-        return errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type ") + type);
+        return response;
     }
-    return response;
+    return errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type ") + type);
 }
 
 void serve(const QJsonObject& request)
@@ -370,6 +387,8 @@ int main(int argc, char** argv)
         g_helloDelayMs = std::atoi(delay);
     if (const char* mode = std::getenv("FAKEWORKER_MODE"))
         g_mode = QString::fromUtf8(mode);
+    if (const char* dir = std::getenv("FAKEWORKER_RECORDED_DIR"))
+        g_recordedDir = QString::fromLocal8Bit(dir);
     if (const char* protocol = std::getenv("FAKEWORKER_PROTOCOL"))
         g_protocol = std::atoi(protocol);
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -383,6 +402,8 @@ int main(int argc, char** argv)
             g_helloMode = value;
         else if (option == "--hello-delay")
             g_helloDelayMs = value.toInt();
+        else if (option == "--recorded")
+            g_recordedDir = value;
     }
 
     if (g_helloMode == QLatin1String("exit_127")) {

@@ -195,8 +195,8 @@ private Q_SLOTS:
                     .toString()
                     .size() == 64);
         QCOMPARE(config.protocolProfile, QStringLiteral("kernelbench"));
-        QCOMPARE(config.gpu.value(QLatin1String("name")).toString(), QStringLiteral("Fake H200"));
-        QCOMPARE(config.versions.value(QLatin1String("worker")).toString(), QStringLiteral("fake-0.1"));
+        QCOMPARE(config.gpu.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
+        QCOMPARE(config.versions.value(QLatin1String("worker")).toString(), QStringLiteral("0.1.0"));
         QCOMPARE(config.extra.value(QLatin1String("tasks")).toArray().size(), 2);
         QVERIFY(Regime::fromJson(config.extra.value(QLatin1String("regime")).toObject()).has_value());
     }

@@ -592,7 +592,7 @@ private Q_SLOTS:
         QString error;
         const QJsonObject response = supervisor->runOne(request(QStringLiteral("device")), 5000, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
-        QCOMPARE(response.value(QLatin1String("name")).toString(), QStringLiteral("Fake H200"));
+        QCOMPARE(response.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
 
         const QJsonObject none = supervisor->runOne(evaluate(QStringLiteral("hang")), 300, &error);
         QVERIFY(none.isEmpty());

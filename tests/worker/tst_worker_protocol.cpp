@@ -94,6 +94,42 @@ TEST_CASE("golden request/response files")
     }
 }
 
+// The recorded whole responses the fake worker answers with (tests/protocol/README.md): those that
+// do not depend on a GPU must still be what the worker says, every field but the tasks folder's path.
+TEST_CASE("recorded GPU-independent responses match the worker")
+{
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE(worker.start(&err));
+    const auto withoutPaths = [](json j) {
+        for (auto& t : j["tasks"])
+            t.erase("path");
+        return j;
+    };
+    int replayed = 0;
+    for (const auto& e : fs::directory_iterator(kSource + "/tests/protocol/recorded")) {
+        const std::string name = e.path().filename().string();
+        if (name.size() < 12 || name.compare(name.size() - 12, 12, ".cpu.request") != 0)
+            continue;
+        std::string line = readFile(e.path().string());
+        while (!line.empty() && line.back() == '\n')
+            line.pop_back();
+        const std::string type = json::parse(line).value("type", "");
+        if (type != "tasks" && type != "analyze")
+            continue; // compile times and device facts differ by machine and run
+        CAPTURE(name);
+        auto reply = worker.requestLine(line, 120);
+        REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
+        fs::path expectedPath = e.path();
+        expectedPath.replace_extension(".response.json"); // NAME.cpu.request -> NAME.cpu.response.json
+        const json expected = json::parse(readFile(expectedPath.string()));
+        CHECK_MESSAGE(withoutPaths(expected) == withoutPaths(reply.response),
+                      "record it again (tests/protocol/README.md): " << expectedPath.string());
+        ++replayed;
+    }
+    CHECK(replayed >= 3);
+}
+
 TEST_CASE("a line over 16 MiB is refused and the worker goes on")
 {
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});

@@ -196,11 +196,14 @@ private Q_SLOTS:
         QCOMPARE(inputs.at(0).id(), QStringLiteral("L2/1"));
         QCOMPARE(inputs.at(0).level(), 2);
         QCOMPARE(inputs.at(0).analyze.value(QLatin1String("task")).toString(), QStringLiteral("L2/1"));
-        QCOMPARE(inputs.at(1).device.value(QLatin1String("name")).toString(), QStringLiteral("Fake H200"));
-        QCOMPARE(loaded.first().at(2).toJsonObject().value(QLatin1String("worker")).toString(), QStringLiteral("fake-0.1"));
-        // The fake worker does not know `profile`: a warning each, and the prompts go without it.
-        QCOMPARE(warnings.size(), 2);
-        QVERIFY(warnings.first().first().toString().startsWith(QStringLiteral("profile L2/1")));
+        // The fake worker's answers are the recorded H200 ones (tests/protocol/recorded/).
+        QCOMPARE(inputs.at(1).device.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
+        QCOMPARE(loaded.first().at(2).toJsonObject().value(QLatin1String("worker")).toString(), QStringLiteral("0.1.0"));
+        // L2/1 has a recorded profile; L1/1 has none: a warning, and its prompts go without it.
+        QVERIFY(inputs.at(0).profile.value(QLatin1String("total_ns")).toDouble() > 0);
+        QCOMPARE(warnings.size(), 1);
+        QVERIFY2(warnings.first().first().toString().startsWith(QStringLiteral("profile L1/1")),
+                 qPrintable(warnings.first().first().toString()));
         QVERIFY(!loader.isLoading());
     }
 
