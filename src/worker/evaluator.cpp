@@ -605,7 +605,8 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     res["speedup"] = nullptr;
 }
 
-/// 1. parse: the answer (or the blocks given as `cuda` and `python`) by the candidate format.
+/// 1. parse: the answer (or the blocks given as `cuda` and `python`) by the candidate format;
+/// the blocks found are echoed as `candidate`, also when the format is broken.
 bool parseStage(Evaluation& ev)
 {
     ev.startStage("parse");
@@ -620,6 +621,7 @@ bool parseStage(Evaluation& ev)
     std::string sigError;
     const auto expected = parseForwardSignature(ev.task.forward, &sigError);
     ev.parsed = parseAnswer(answer, expected);
+    ev.res["candidate"] = protocol::candidateEcho(ev.parsed.candidate);
     ev.endStage();
     if (!ev.parsed.ok) {
         const FormatError& e = *ev.parsed.error;
