@@ -21,10 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <map>
-#include <numeric>
 
 namespace kwb {
 namespace jit = torch::jit;

@@ -157,6 +157,10 @@ json Worker::compileOnly(const json& request)
             out["cubin_b64"] = protocol::encodeBase64(r.cubin);
     }
     out["candidate"] = protocol::candidateEcho(candidate);
+    // A bare source is the client's own: echoed only up to what an answer may hold (evaluate
+    // refuses larger ones), so a response never carries a second copy of a 16 MiB request.
+    if (!request.contains("answer") && candidate.cuda.size() > kMaxAnswerBytes)
+        out["candidate"]["cuda"] = nullptr;
     if (request.contains("answer"))
         out["format_error"] = formatError;
     return out;

@@ -263,6 +263,10 @@ TEST_CASE("evaluate and compile echo the blocks the worker parsed; compile takes
     CHECK(byBlock["candidate"]["source_hash"] == c["source_hash"]);
     CHECK(byBlock["candidate"]["cuda_line"].is_null()); // a bare source has no answer lines
     CHECK(byBlock["candidate"]["python"].is_null());
+    // a bare source over 1 MiB is not sent back (evaluate would refuse it as too_large)
+    const json big = w.request({{"id", 5}, {"type", "compile"}, {"cuda", "// " + std::string((1u << 20) + 10, 'x') + "\n"}, {"arch", "sm_90"}});
+    CHECK(big["candidate"]["cuda"].is_null());
+    CHECK(big["candidate"]["source_hash"].is_string());
 
     // compile with the whole answer: the same block, found by the same parser, and its cubin is
     // taken by evaluate as compiled ahead
