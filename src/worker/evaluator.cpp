@@ -5,6 +5,7 @@
 #include "cuda_driver.hpp"
 #include "cupti_tracer.hpp"
 #include "device_info.hpp"
+#include "measure.hpp"
 #include "nvrtc_compiler.hpp"
 #include "protocol.hpp"
 #include "script_host.hpp"
@@ -20,10 +21,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <map>
-#include <numeric>
 
 namespace kwb {
 namespace jit = torch::jit;
@@ -204,78 +203,6 @@ CudaFault syncCuda()
     return f;
 }
 
-struct Stats {
-    std::vector<double> samples;
-    json toJson() const
-    {
-        json j;
-        if (samples.empty())
-            return j;
-        std::vector<double> s = samples;
-        std::sort(s.begin(), s.end());
-        const double n = double(s.size());
-        const double mean = std::accumulate(s.begin(), s.end(), 0.0) / n;
-        double var = 0;
-        for (double x : s)
-            var += (x - mean) * (x - mean);
-        const double median = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-        j["mean_ms"] = mean;
-        j["median_ms"] = median;
-        j["std_ms"] = s.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0;
-        j["min_ms"] = s.front();
-        j["max_ms"] = s.back();
-        j["trials"] = s.size();
-        return j;
-    }
-    double stat(const std::string& which) const
-    {
-        json j = toJson();
-        return which == "median" ? j.value("median_ms", 0.0) : j.value("mean_ms", 0.0);
-    }
-};
-
-/// Times fn on the legacy default stream, which is the stream torch and kb.launch use here: CUDA
-/// events around each call, an L2 flush (a buffer of twice the L2 size set to zero) before each.
-Stats timeCuda(jit::Function& fn, const std::function<std::vector<c10::IValue>()>& makeArgs, int warmup, int trials,
-               at::Tensor* flushBuffer)
-{
-    for (int i = 0; i < warmup; ++i)
-        fn(makeArgs());
-    cudaEvent_t start = nullptr, stop = nullptr;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    Stats st;
-    for (int i = 0; i < trials; ++i) {
-        auto args = makeArgs();
-        if (flushBuffer)
-            flushBuffer->zero_();
-        cudaEventRecord(start, nullptr);
-        fn(std::move(args));
-        cudaEventRecord(stop, nullptr);
-        cudaEventSynchronize(stop);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, start, stop);
-        st.samples.push_back(ms);
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return st;
-}
-
-Stats timeCpu(jit::Function& fn, const std::function<std::vector<c10::IValue>()>& makeArgs, int warmup, int trials)
-{
-    for (int i = 0; i < warmup; ++i)
-        fn(makeArgs());
-    Stats st;
-    for (int i = 0; i < trials; ++i) {
-        auto args = makeArgs();
-        auto t0 = Clock::now();
-        fn(std::move(args));
-        st.samples.push_back(msSince(t0));
-    }
-    return st;
-}
-
 /// Flags references whose output cannot tell a right candidate from a wrong one.
 json degenerateCheck(const std::vector<at::Tensor>& refs)
 {
@@ -415,40 +342,7 @@ std::string currentArch()
 
 } // namespace
 
-// ---- profiles ---------------------------------------------------------------------------------
-
-json ProtocolProfile::toJson() const
-{
-    return {{"name", name},
-            {"atol", atol},
-            {"rtol", rtol},
-            {"tf32", tf32},
-            {"l2_flush", l2Flush},
-            {"correctness_trials", correctnessTrials},
-            {"timing_trials", timingTrials},
-            {"warmup", warmup},
-            {"timing_stat", statistic},
-            {"input_generator", "rand"},
-            {"range_trial", rangeTrial ? json{{"generator", "randn"}, {"atol", rangeTolerance}, {"rtol", rangeTolerance}} : json(nullptr)},
-            {"graph_optimize", false}};
-}
-
-std::optional<ProtocolProfile> findProtocolProfile(const std::string& name)
-{
-    if (name == "kernelbench") {
-        ProtocolProfile p;
-        p.name = name;
-        return p;
-    }
-    if (name == "kernelbench-v0.1") {
-        ProtocolProfile p;
-        p.name = name;
-        p.atol = p.rtol = 1e-2;
-        p.l2Flush = false;
-        return p;
-    }
-    return std::nullopt;
-}
+// ---- seeds, versions ------------------------------------------------------------------------
 
 uint64_t trialSeed(uint64_t baseSeed, int trial)
 {
@@ -560,83 +454,189 @@ json Evaluator::runReference(const Task& task, Scale scale, const std::string& d
             {"ms", ms}};
 }
 
-json Evaluator::evaluate(const Task& task, const json& req)
-{
-    const auto tTotal = Clock::now();
+// ---- evaluate, as stages --------------------------------------------------------------------
+//
+// parse → compile → sandbox → (device) → load → reference → correctness → trace → timing. Each
+// stage is a function over one Evaluation and returns false when the evaluation ends there; every
+// end goes through Evaluation::stop, every CUDA fault check through Evaluation::checkCuda.
+
+namespace {
+
+/// One `evaluate` request on its way through the stages: its settings, the response being built,
+/// and what each stage leaves for the next.
+struct Evaluation {
+    Evaluation(const Task& t, const json& r, bool& h) : task(t), req(r), healthy(h) {}
+
+    const Task& task;
+    const json& req;
+    bool& healthy; ///< the Evaluator's: false after a sticky CUDA error
+
+    // settings
+    ProtocolProfile prof;
+    Scale scale = Scale::Full;
+    uint64_t seed = 42;
+    bool doTime = true;
+    std::string device; ///< "cuda", "cpu" or "none"
+    std::string noCudaWhy;
+    bool cuda = false;
+    at::Device dev{at::kCPU};
+
+    // the response, and the clocks of stage_ms
     json res;
     json stageMs = json::object();
-    auto finish = [&](const std::string& status, const std::string& stage, const std::string& message) {
+    const Clock::time_point tTotal = Clock::now();
+    Clock::time_point tStage;
+    std::string timedStage; ///< the stage_ms entry whose clock runs ("" between timed stages)
+
+    // parse
+    ParseResult parsed;
+    std::vector<std::string> kernelNames;
+    // compile
+    json compile;
+    CompileResult cr;
+    std::shared_ptr<jit::CompilationUnit> candUnit;
+    jit::Function* candFn = nullptr;
+    // sandbox
+    bool launchesKernels = false;
+    // load
+    std::unique_ptr<LoadedModule> module;
+    LaunchContext launchCtx;
+    // reference
+    std::shared_ptr<jit::CompilationUnit> refUnit;
+    jit::Function* refFn = nullptr;
+    ParamDict params;
+    std::vector<at::Tensor> refOutputs;
+    std::vector<int64_t> refFingerprints;
+    bool refsOnDevice = false;
+    uint64_t rangeSeed = 0;
+    at::Tensor rangeRef;
+    std::string rangeSkipped;
+    // trace, timing
+    std::vector<c10::IValue> timingInputs;
+
+    const ParsedCandidate& cand() const { return parsed.candidate; }
+
+    void startStage(const char* name)
+    {
+        timedStage = name;
+        tStage = Clock::now();
+    }
+    void endStage()
+    {
+        if (!timedStage.empty())
+            stageMs[timedStage] = msSince(tStage);
+        timedStage.clear();
+    }
+
+    /// Every end of an evaluation, failed or not: status, stage, message, and the time of the
+    /// stage it ended in. Returns false, for stages to `return stop(…)`.
+    bool stop(const std::string& status, const std::string& stage, const std::string& message)
+    {
+        endStage();
         res["status"] = status;
         res["stage"] = stage;
         res["message"] = message;
+        return false;
+    }
+
+    /// Synchronises and reports a pending CUDA error. After a sticky one (the context is unusable)
+    /// the worker is marked unhealthy and the response says so: it exits after answering.
+    CudaFault checkCuda()
+    {
+        CudaFault f = syncCuda();
+        if (f.sticky) {
+            healthy = false;
+            res["worker_healthy"] = false;
+        }
+        return f;
+    }
+
+    json response()
+    {
         stageMs["total"] = msSince(tTotal);
         res["stage_ms"] = stageMs;
         return res;
-    };
+    }
+};
 
-    const std::string profileName = req.value("profile", std::string("kernelbench"));
+/// The request's settings, the device and the response's fixed fields. Throws
+/// std::invalid_argument (a bad_request) for an unknown profile or counts out of range.
+void setUp(Evaluation& ev, const Evaluator& evaluator)
+{
+    const json& req = ev.req;
+    const std::string profileName = req.value("profile", std::string(kDefaultProfile));
     auto profile = findProtocolProfile(profileName);
     if (!profile)
-        throw std::invalid_argument("unknown protocol profile '" + profileName + "' (kernelbench, kernelbench-v0.1)");
-    ProtocolProfile prof = *profile;
-    if (task.atol)
-        prof.atol = *task.atol;
-    if (task.rtol)
-        prof.rtol = *task.rtol;
+        throw std::invalid_argument("unknown protocol profile '" + profileName + "' (" + profileNames() + ")");
+    ProtocolProfile& prof = ev.prof;
+    prof = *profile;
+    if (ev.task.atol)
+        prof.atol = *ev.task.atol;
+    if (ev.task.rtol)
+        prof.rtol = *ev.task.rtol;
     prof.correctnessTrials = req.value("correctness_trials", prof.correctnessTrials);
     prof.timingTrials = req.value("timing_trials", prof.timingTrials);
     prof.warmup = req.value("warmup", prof.warmup);
     if (prof.correctnessTrials < 1 || prof.timingTrials < 1 || prof.warmup < 0)
         throw std::invalid_argument("correctness_trials and timing_trials must be >= 1, warmup >= 0");
-    const Scale scale = parseScale(req.value("scale", std::string("full")));
-    const uint64_t seed = req.value("seed", uint64_t(42));
-    const bool doTime = req.value("time", true);
-    std::string noCudaWhy;
-    const bool haveCuda = cudaAvailable(&noCudaWhy);
+    ev.scale = parseScale(req.value("scale", std::string("full")));
+    ev.seed = req.value("seed", uint64_t(42));
+    ev.doTime = req.value("time", true);
+    const bool haveCuda = evaluator.cudaAvailable(&ev.noCudaWhy);
     const protocol::Device requested = protocol::parseDevice(
         req, protocol::kDeviceCuda | protocol::kDeviceCpu | protocol::kDeviceNone, cudaDeviceCount());
-    std::string device = requested.kind == protocol::Device::Cpu ? "cpu" : requested.kind == protocol::Device::None ? "none" : "cuda";
-    if (device == "cuda" && !(haveCuda && useCudaDevice(requested.ordinal, &noCudaWhy)))
-        device = "none";
-    res["task"] = task.id;
+    ev.device = requested.kind == protocol::Device::Cpu ? "cpu" : requested.kind == protocol::Device::None ? "none" : "cuda";
+    if (ev.device == "cuda" && !(haveCuda && useCudaDevice(requested.ordinal, &ev.noCudaWhy)))
+        ev.device = "none";
+    ev.cuda = ev.device == "cuda";
+    ev.dev = ev.cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
+
+    json& res = ev.res;
+    res["task"] = ev.task.id;
     res["profile"] = prof.toJson();
-    res["profile"]["scale"] = scale == Scale::Full ? "full" : "smoke";
-    res["profile"]["seed"] = seed;
-    res["device"] = device;
+    res["profile"]["scale"] = ev.scale == Scale::Full ? "full" : "smoke";
+    res["profile"]["seed"] = ev.seed;
+    res["device"] = ev.device;
     res["torch_only"] = false;
     res["custom_launches"] = 0;
     res["degenerate"] = nullptr;
     res["speedup"] = nullptr;
+}
 
-    // 1. parse
-    auto t0 = Clock::now();
+/// 1. parse: the answer (or the blocks given as `cuda` and `python`) by the candidate format;
+/// the blocks found are echoed as `candidate`, also when the format is broken.
+bool parseStage(Evaluation& ev)
+{
+    ev.startStage("parse");
     std::string answer;
-    if (req.contains("answer")) {
-        answer = req.at("answer").get<std::string>();
+    if (ev.req.contains("answer")) {
+        answer = ev.req.at("answer").get<std::string>();
     } else {
-        if (req.contains("cuda") && !req.at("cuda").get<std::string>().empty())
-            answer += "```cuda\n" + req.at("cuda").get<std::string>() + "\n```\n";
-        answer += "```python\n" + req.value("python", std::string()) + "\n```\n";
+        if (ev.req.contains("cuda") && !ev.req.at("cuda").get<std::string>().empty())
+            answer += "```cuda\n" + ev.req.at("cuda").get<std::string>() + "\n```\n";
+        answer += "```python\n" + ev.req.value("python", std::string()) + "\n```\n";
     }
     std::string sigError;
-    const auto expected = parseForwardSignature(task.forward, &sigError);
-    ParseResult parsed = parseAnswer(answer, expected);
-    stageMs["parse"] = msSince(t0);
-    if (!parsed.ok) {
-        res["format_error"] = {{"code", parsed.error->code}, {"message", parsed.error->message}, {"line", parsed.error->line}};
-        return finish("format_error", "parse", parsed.error->message);
+    const auto expected = parseForwardSignature(ev.task.forward, &sigError);
+    ev.parsed = parseAnswer(answer, expected);
+    ev.res["candidate"] = protocol::candidateEcho(ev.parsed.candidate);
+    ev.endStage();
+    if (!ev.parsed.ok) {
+        const FormatError& e = *ev.parsed.error;
+        ev.res["format_error"] = {{"code", e.code}, {"message", e.message}, {"line", e.line}};
+        return ev.stop("format_error", "parse", e.message);
     }
-    res["format_error"] = nullptr;
-    const ParsedCandidate& cand = parsed.candidate;
-    std::vector<std::string> kernelNames;
-    for (const auto& k : cand.kernels)
-        kernelNames.push_back(k.name);
+    ev.res["format_error"] = nullptr;
+    for (const auto& k : ev.cand().kernels)
+        ev.kernelNames.push_back(k.name);
+    return true;
+}
 
-    // 2. compile: NVRTC for the CUDA block, the TorchScript frontend for the python block
-    t0 = Clock::now();
-    const std::string arch = device == "cuda" ? currentArch() : req.value("arch", std::string("sm_90"));
-    CompileResult cr;
-    json compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", kernelNames}, {"ms", 0.0}};
+/// 2a. compile the cuda block with NVRTC, or take the cubin compiled ahead for it.
+bool compileCudaBlock(Evaluation& ev, const std::string& arch)
+{
+    const ParsedCandidate& cand = ev.cand();
+    const json& req = ev.req;
     std::vector<char> shippedCubin;
     // Used only for this architecture and for exactly this source (the hash the compile request
     // returned), so a client whose block extraction drifts from the parser cannot swap kernels.
@@ -648,64 +648,81 @@ json Evaluator::evaluate(const Task& task, const json& req)
     const auto refusedCuda = !cand.hasCuda ? std::nullopt : useShipped ? checkCudaForNvrtc(cand.cuda) : std::nullopt;
     if (useShipped && !refusedCuda) {
         // Compiled ahead by another worker (compile request): the GPU stage only loads it.
-        cr.ok = true;
-        cr.arch = arch;
-        cr.cubin = std::move(shippedCubin);
-        compile["cached"] = true;
-        compile["log"] = req.value("compile_log", std::string());
-    } else if (cand.hasCuda) {
-        cr = refusedCuda ? CompileResult{} : compileCuda(cand.cuda, arch);
-        if (refusedCuda)
-            cr.refused = refusedCuda;
-        compile["ok"] = cr.ok;
-        compile["log"] = cr.log;
-        compile["ms"] = cr.ms;
-        compile["options"] = cr.options;
-        if (cr.refused) {
-            compile["log"] = "";
-            res["compile"] = compile;
-            stageMs["compile"] = msSince(t0);
-            const std::string where = "cuda block line " + std::to_string(cr.refused->line);
-            res["sandbox"] = json::array({{{"op", "#include"}, {"reason", cr.refused->message}, {"where", where}}});
-            return finish("rejected", "sandbox", cr.refused->message + " (" + where + ")");
-        }
-        if (!cr.ok) {
-            res["compile"] = compile;
-            stageMs["compile"] = msSince(t0);
-            return finish("compile_error", "compile", "NVRTC could not compile the cuda block");
-        }
+        ev.cr.ok = true;
+        ev.cr.arch = arch;
+        ev.cr.cubin = std::move(shippedCubin);
+        ev.compile["cached"] = true;
+        ev.compile["log"] = req.value("compile_log", std::string());
+        return true;
     }
-    std::shared_ptr<jit::CompilationUnit> candUnit;
-    jit::Function* candFn = nullptr;
+    if (!cand.hasCuda)
+        return true;
+    ev.cr = refusedCuda ? CompileResult{} : compileCuda(cand.cuda, arch);
+    if (refusedCuda)
+        ev.cr.refused = refusedCuda;
+    ev.compile["ok"] = ev.cr.ok;
+    ev.compile["log"] = ev.cr.log;
+    ev.compile["ms"] = ev.cr.ms;
+    ev.compile["options"] = ev.cr.options;
+    if (ev.cr.refused) {
+        ev.compile["log"] = "";
+        ev.res["compile"] = ev.compile;
+        const std::string where = "cuda block line " + std::to_string(ev.cr.refused->line);
+        ev.res["sandbox"] = json::array({{{"op", "#include"}, {"reason", ev.cr.refused->message}, {"where", where}}});
+        return ev.stop("rejected", "sandbox", ev.cr.refused->message + " (" + where + ")");
+    }
+    if (!ev.cr.ok) {
+        ev.res["compile"] = ev.compile;
+        return ev.stop("compile_error", "compile", "NVRTC could not compile the cuda block");
+    }
+    return true;
+}
+
+/// 2b. compile the python block with the TorchScript frontend (after its pre-checks).
+bool compileHostCode(Evaluation& ev)
+{
+    const ParsedCandidate& cand = ev.cand();
     try {
-        candUnit = compileScript(cand.python);
-        candFn = &forwardFunction(*candUnit);
+        ev.candUnit = compileScript(cand.python);
+        ev.candFn = &forwardFunction(*ev.candUnit);
     } catch (const ScriptFormatError& e) {
         // The shape bounds (nesting, statement size): the answer's form, not its TorchScript.
-        stageMs["compile"] = msSince(t0);
         const int line = e.line > 0 ? cand.pythonLine + e.line - 1 : 0;
-        res["format_error"] = {{"code", e.code}, {"message", e.what()}, {"line", line}};
-        return finish("format_error", "parse", e.what());
+        ev.res["format_error"] = {{"code", e.code}, {"message", e.what()}, {"line", line}};
+        return ev.stop("format_error", "parse", e.what());
     } catch (const ScriptRejected& e) {
-        // Refused by the sandbox before compiling: as the graph check's refusals below.
-        res["compile"] = compile;
-        stageMs["compile"] = msSince(t0);
+        // Refused by the sandbox before compiling: as the graph check's refusals (sandboxStage).
+        ev.res["compile"] = ev.compile;
         const std::string where = e.line > 0 ? "line " + std::to_string(e.line) : "";
-        res["sandbox"] = json::array({{{"op", e.op}, {"reason", e.reason}, {"where", where}}});
-        return finish("rejected", "sandbox", e.what());
+        ev.res["sandbox"] = json::array({{{"op", e.op}, {"reason", e.reason}, {"where", where}}});
+        return ev.stop("rejected", "sandbox", e.what());
     } catch (const std::exception& e) {
-        compile["ok"] = false;
-        compile["log"] = compile["log"].get<std::string>() + "TorchScript (line numbers count from the python block, "
-                         "which opens on answer line " + std::to_string(cand.pythonLine) + "):\n" + e.what();
-        res["compile"] = compile;
-        stageMs["compile"] = msSince(t0);
-        return finish("compile_error", "compile", "the python block is not valid TorchScript");
+        ev.compile["ok"] = false;
+        ev.compile["log"] = ev.compile["log"].get<std::string>() + "TorchScript (line numbers count from the python block, "
+                            "which opens on answer line " + std::to_string(cand.pythonLine) + "):\n" + e.what();
+        ev.res["compile"] = ev.compile;
+        return ev.stop("compile_error", "compile", "the python block is not valid TorchScript");
     }
-    res["compile"] = compile;
-    stageMs["compile"] = msSince(t0);
+    ev.res["compile"] = ev.compile;
+    return true;
+}
 
-    // 3. sandbox
-    auto graph = inlinedGraph(*candFn);
+/// 2. compile: NVRTC for the cuda block, the TorchScript frontend for the python block.
+bool compileStage(Evaluation& ev)
+{
+    ev.startStage("compile");
+    const std::string arch = ev.cuda ? currentArch() : ev.req.value("arch", std::string("sm_90"));
+    ev.compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", ev.kernelNames}, {"ms", 0.0}};
+    if (!compileCudaBlock(ev, arch) || !compileHostCode(ev))
+        return false;
+    ev.endStage();
+    return true;
+}
+
+/// 3. sandbox: the compiled host code's graph, and the kernels it launches by name.
+bool sandboxStage(Evaluation& ev)
+{
+    auto graph = inlinedGraph(*ev.candFn);
     auto violations = checkSandbox(*graph);
     if (!violations.empty()) {
         json v = json::array();
@@ -715,339 +732,356 @@ json Evaluator::evaluate(const Task& task, const json& req)
             if (msg.empty())
                 msg = x.op + " is not allowed in host code: " + x.reason + (x.where.empty() ? "" : " (" + x.where + ")");
         }
-        res["sandbox"] = v;
-        return finish("rejected", "sandbox", msg);
+        ev.res["sandbox"] = v;
+        return ev.stop("rejected", "sandbox", msg);
     }
-    for (const auto& name : launchedKernelNames(*graph)) {
-        if (std::find(kernelNames.begin(), kernelNames.end(), name) == kernelNames.end())
-            return finish("format_error", "parse", "kb.launch names kernel '" + name + "', which the cuda block does not declare");
+    const auto launched = launchedKernelNames(*graph);
+    for (const auto& name : launched) {
+        if (std::find(ev.kernelNames.begin(), ev.kernelNames.end(), name) == ev.kernelNames.end())
+            return ev.stop("format_error", "parse", "kb.launch names kernel '" + name + "', which the cuda block does not declare");
     }
-    const bool launchesKernels = !launchedKernelNames(*graph).empty();
-    res["torch_only"] = !launchesKernels;
+    ev.launchesKernels = !launched.empty();
+    ev.res["torch_only"] = !ev.launchesKernels;
+    return true;
+}
 
-    if (device == "none")
-        return finish("no_device", "load", "compiled and passed the sandbox check; no CUDA device to run it (" + noCudaWhy + ")");
-
-    const bool cuda = device == "cuda";
-    const at::Device dev = cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
-    if (cuda) {
-        // The first CUDA use in this process creates the context: a cost of a fresh worker, kept
-        // apart from the candidate's stages.
+/// The device for the stages that run: none stops here (no_device); the first CUDA use in this
+/// process creates the context, a cost of a fresh worker kept apart from the candidate's stages.
+bool deviceStage(Evaluation& ev)
+{
+    if (ev.device == "none")
+        return ev.stop("no_device", "load", "compiled and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
+    if (ev.cuda) {
         static bool contextReady = false;
         if (!contextReady) {
-            t0 = Clock::now();
-            torch::zeros({1}, at::TensorOptions().device(dev)).add_(1);
+            ev.startStage("cuda_init");
+            torch::zeros({1}, at::TensorOptions().device(ev.dev)).add_(1);
             cudaDeviceSynchronize();
-            stageMs["cuda_init"] = msSince(t0);
+            ev.endStage();
             contextReady = true;
         }
     }
-    at::globalContext().setAllowTF32CuBLAS(prof.tf32);
-    at::globalContext().setAllowTF32CuDNN(prof.tf32);
+    at::globalContext().setAllowTF32CuBLAS(ev.prof.tf32);
+    at::globalContext().setAllowTF32CuDNN(ev.prof.tf32);
+    return true;
+}
 
-    // 4. load the module
-    t0 = Clock::now();
-    std::unique_ptr<LoadedModule> module;
-    if (cand.hasCuda && cuda) {
+/// 4. load the compiled module, and what kb.launch needs to launch its kernels.
+bool loadStage(Evaluation& ev)
+{
+    ev.startStage("load");
+    if (ev.cand().hasCuda && ev.cuda) {
         std::string err;
-        module = LoadedModule::load(cr.cubin, &err);
-        if (!module) {
-            CudaFault f = syncCuda();
-            if (f.sticky) {
-                m_healthy = false;
-                res["worker_healthy"] = false;
-            }
-            return finish("runtime_error", "load", "could not load the compiled module: " + err);
+        ev.module = LoadedModule::load(ev.cr.cubin, &err);
+        if (!ev.module) {
+            ev.checkCuda();
+            return ev.stop("runtime_error", "load", "could not load the compiled module: " + err);
         }
     }
-    stageMs["load"] = msSince(t0);
-    LaunchContext launchCtx;
-    launchCtx.module = module.get();
-    for (const auto& k : cand.kernels) {
+    ev.endStage();
+    ev.launchCtx.module = ev.module.get();
+    for (const auto& k : ev.cand().kernels) {
         std::vector<std::size_t> sizes;
         for (const auto& p : k.params)
             sizes.push_back(std::size_t(p.bytes));
-        launchCtx.declaredSizes[k.name] = sizes;
+        ev.launchCtx.declaredSizes[k.name] = sizes;
     }
-    struct LaunchScope {
-        explicit LaunchScope(LaunchContext* c) { setLaunchContext(c); }
-        ~LaunchScope() { setLaunchContext(nullptr); }
-    } launchScope(&launchCtx);
+    return true;
+}
 
-    // Runs the candidate; any exception or CUDA fault becomes a runtime_error result.
-    auto runCandidate = [&](std::vector<c10::IValue> args, c10::IValue* out, std::string* err) -> bool {
-        try {
-            *out = (*candFn)(std::move(args));
-        } catch (const std::exception& e) {
-            *err = e.what();
-        }
-        if (cuda) {
-            CudaFault f = syncCuda();
-            if (f.any) {
-                *err = (err->empty() ? "" : *err + "\n") + "CUDA error after the candidate ran: " + f.message;
-                if (f.sticky) {
-                    m_healthy = false;
-                    res["worker_healthy"] = false;
-                }
-            }
-        }
-        return err->empty();
-    };
-
+/// Runs the candidate once; an exception or a CUDA fault after it is reported through *err.
+bool runCandidate(Evaluation& ev, std::vector<c10::IValue> args, c10::IValue* out, std::string* err)
+{
     try {
-        // 5. reference outputs for every trial, taken off the device before candidate code runs
-        t0 = Clock::now();
-        auto refUnit = compileScript(task.forward);
-        jit::Function& refFn = forwardFunction(*refUnit);
-        ParamDict params = makeParams(task, scale, dev, seed);
-        std::vector<at::Tensor> refOutputs;
-        std::vector<int64_t> refFingerprints;
-        // Reference outputs stay on the GPU, alive (so the allocator cannot hand their memory to
-        // the candidate) and fingerprinted, when all of them fit easily (below); otherwise they go to host memory and their device copies are overwritten with
-        // NaN. Copying 4.29 GB outputs to the host and back took 15 s of a 20 s evaluation.
-        bool refsOnDevice = false;
-        auto keepReference = [&](at::Tensor out) {
-            if (refsOnDevice) {
-                refFingerprints.push_back(byteFingerprint(out));
-                return out;
-            }
-            at::Tensor host = out.to(at::kCPU);
-            if (cuda) // a candidate must not pass by reading the reference's leftovers
-                out.fill_(std::numeric_limits<float>::quiet_NaN());
-            return host;
-        };
-        for (int k = 0; k < prof.correctnessTrials; ++k) {
-            auto inputs = makeInputs(task, scale, dev, trialSeed(seed, k));
-            at::Tensor out = refFn(cloneArgs(inputs, params, task, true)).toTensor();
-            if (k == 0 && cuda) {
-                size_t freeBytes = 0, totalBytes = 0;
-                const double need = double(out.nbytes()) * double(prof.correctnessTrials + 1);
-                // A reused worker's caching allocator holds freed blocks that cudaMemGetInfo counts
-                // as used but that these outputs can take: a quarter of the device also qualifies.
-                refsOnDevice = cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess &&
-                               (need < double(freeBytes) / 3.0 || need < double(totalBytes) / 4.0);
-                res["reference_outputs_on"] = refsOnDevice ? "device" : "host";
-            }
-            refOutputs.push_back(keepReference(out));
-        }
-        if (cuda) {
-            CudaFault f = syncCuda();
-            if (f.any)
-                return finish("runtime_error", "reference", "the reference itself failed: " + f.message);
-        }
-        res["degenerate"] = degenerateCheck(refOutputs);
-        // The range trial's reference: N(0,1) inputs. Skipped where the reference itself is not
-        // finite on them (a task defined only on [0,1) would be).
-        const uint64_t rangeSeed = trialSeed(seed, prof.correctnessTrials);
-        at::Tensor rangeRef;
-        std::string rangeSkipped;
-        if (prof.rangeTrial) {
-            auto inputs = makeInputs(task, scale, dev, rangeSeed, "randn");
-            at::Tensor out = refFn(cloneArgs(inputs, params, task, true)).toTensor();
-            rangeRef = keepReference(out);
-            if (!torch::isfinite(rangeRef).all().item<bool>()) {
-                rangeSkipped = "the reference is not finite on N(0,1) inputs";
-                rangeRef = at::Tensor();
-            }
-        }
-        stageMs["reference"] = msSince(t0);
-
-        // 6. correctness
-        t0 = Clock::now();
-        json corr = {{"trials", prof.correctnessTrials}, {"passed", 0}, {"atol", prof.atol}, {"rtol", prof.rtol},
-                     {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}, {"deterministic", nullptr}, {"failure", nullptr}};
-        double maxAbs = 0, maxRel = 0;
-        at::Tensor firstOutput;
-        for (int k = 0; k < prof.correctnessTrials; ++k) {
-            auto inputs = makeInputs(task, scale, dev, trialSeed(seed, k));
-            c10::IValue outV;
-            std::string err;
-            auto args = cloneArgs(inputs, params, task, true);
-            const auto argsSeen = args; // shares the tensors: for the aliasing check below
-            if (!runCandidate(std::move(args), &outV, &err)) {
-                corr["failure"] = {{"trial", k}, {"reason", err}};
-                res["correctness"] = corr;
-                stageMs["correctness"] = msSince(t0);
-                return finish("runtime_error", "correctness", err);
-            }
-            if (outV.isTensor()) {
-                const std::string aliased = aliasedArgument(outV.toTensor(), argsSeen, task);
-                if (!aliased.empty()) {
-                    corr["failure"] = {{"trial", k}, {"reason", "the output shares memory with the argument '" + aliased +
-                                                                    "' (returns an input or a view of one); forward must return a new tensor"}};
-                    res["correctness"] = corr;
-                    return finish("incorrect", "correctness", corr["failure"]["reason"]);
-                }
-            }
-            if (!outV.isTensor()) {
-                corr["failure"] = {{"trial", k}, {"reason", "forward returned " + outV.tagKind() + ", expected a Tensor"}};
-                res["correctness"] = corr;
-                return finish("incorrect", "correctness", corr["failure"]["reason"]);
-            }
-            at::Tensor out = outV.toTensor();
-            if (out.device().type() != dev.type()) {
-                corr["failure"] = {{"trial", k}, {"reason", "output is on " + out.device().str() + ", expected " + dev.str()}};
-                res["correctness"] = corr;
-                return finish("incorrect", "correctness", corr["failure"]["reason"]);
-            }
-            const std::string modified = modifiedArgument(argsSeen, inputs, params, task);
-            if (!modified.empty()) {
-                corr["failure"] = {{"trial", k}, {"reason", "the candidate changed its argument '" + modified +
-                                                               "': forward must not write to its inputs"}};
-                res["correctness"] = corr;
-                return finish("incorrect", "correctness", corr["failure"]["reason"]);
-            }
-            if (refsOnDevice && byteFingerprint(refOutputs[k]) != refFingerprints[size_t(k)]) {
-                corr["failure"] = {{"trial", k}, {"reason", "the reference output, kept on the GPU, changed while the candidate ran: "
-                                                            "the candidate writes outside its own buffers"}};
-                res["correctness"] = corr;
-                return finish("incorrect", "correctness", corr["failure"]["reason"]);
-            }
-            Comparison c = compareOutputs(out, refOutputs[k], prof.atol, prof.rtol);
-            maxAbs = std::max(maxAbs, c.maxAbs);
-            maxRel = std::max(maxRel, c.maxRel);
-            corr["max_abs_diff"] = maxAbs;
-            corr["max_rel_diff"] = maxRel;
-            if (!c.ok) {
-                json failure = {{"trial", k}, {"reason", c.reason}};
-                if (!c.detail.is_null())
-                    failure["detail"] = c.detail;
-                corr["failure"] = failure;
-                res["correctness"] = corr;
-                stageMs["correctness"] = msSince(t0);
-                return finish("incorrect", "correctness", "trial " + std::to_string(k + 1) + ": " + c.reason);
-            }
-            corr["passed"] = k + 1;
-            if (k == 0)
-                firstOutput = out;
-        }
-        // Run twice on the same inputs: a racy kernel shows as a difference.
-        {
-            auto inputs = makeInputs(task, scale, dev, trialSeed(seed, 0));
-            c10::IValue outV;
-            std::string err;
-            if (!runCandidate(cloneArgs(inputs, params, task, true), &outV, &err)) {
-                corr["failure"] = {{"trial", 0}, {"reason", "second run: " + err}};
-                res["correctness"] = corr;
-                return finish("runtime_error", "correctness", err);
-            }
-            at::Tensor again = outV.toTensor();
-            const bool identical = again.sizes() == firstOutput.sizes() && torch::equal(again, firstOutput);
-            corr["deterministic"] = identical;
-            if (!identical) {
-                Comparison c = compareOutputs(again, refOutputs[0].to(dev), prof.atol, prof.rtol);
-                if (!c.ok) {
-                    corr["failure"] = {{"trial", 0}, {"reason", "nondeterministic: a second run on the same inputs gave a different, wrong result: " + c.reason}};
-                    res["correctness"] = corr;
-                    return finish("incorrect", "correctness", corr["failure"]["reason"]);
-                }
-            }
-        }
-        if (prof.rangeTrial) {
-            json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
-            if (!rangeRef.defined()) {
-                range["skipped"] = rangeSkipped;
-            } else {
-                auto inputs = makeInputs(task, scale, dev, rangeSeed, "randn");
-                c10::IValue outV;
-                std::string err;
-                if (!runCandidate(cloneArgs(inputs, params, task, true), &outV, &err)) {
-                    corr["failure"] = {{"trial", "range"}, {"reason", err}};
-                    res["correctness"] = corr;
-                    return finish("runtime_error", "correctness", "range trial (N(0,1) inputs): " + err);
-                }
-                Comparison c;
-                if (outV.isTensor()) {
-                    c = compareOutputs(outV.toTensor(), rangeRef, prof.rangeTolerance, prof.rangeTolerance);
-                } else {
-                    c.ok = false;
-                    c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
-                }
-                range["passed"] = c.ok;
-                range["max_abs_diff"] = c.maxAbs;
-                if (!c.ok) {
-                    corr["range_trial"] = range;
-                    corr["failure"] = {{"trial", "range"}, {"reason", c.reason}};
-                    res["correctness"] = corr;
-                    return finish("incorrect", "correctness",
-                                  "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
-                }
-            }
-            corr["range_trial"] = range;
-        }
-        res["correctness"] = corr;
-        stageMs["correctness"] = msSince(t0);
-        firstOutput = at::Tensor();
-        refOutputs.clear();
-
-        // 7. which kernels ran (CUPTI), on the timing inputs
-        auto timingInputs = makeInputs(task, scale, dev, seed);
-        if (cuda) {
-            KernelTracer tracer;
-            std::string err;
-            auto args = cloneArgs(timingInputs, params, task, true); // before tracing: clones are not the candidate's
-            syncCuda();
-            if (tracer.start(&err)) {
-                const int before = launchCtx.launches;
-                c10::IValue outV;
-                std::string runErr;
-                runCandidate(std::move(args), &outV, &runErr);
-                tracer.stop();
-                res["kernels"] = kernelSummary(tracer.take(), kernelNames);
-                res["custom_launches"] = launchCtx.launches - before;
-            } else {
-                res["kernels_error"] = err;
-            }
-        }
-        res["torch_only"] = !launchesKernels;
-
-        // 8. timing: the eager reference and the candidate, the same way, in this process
-        if (doTime) {
-            t0 = Clock::now();
-            auto makeArgs = [&] { return cloneArgs(timingInputs, params, task, false); };
-            Stats refStats, candStats;
-            if (cuda) {
-                at::Tensor flush;
-                if (prof.l2Flush) {
-                    const int64_t l2 = deviceFacts(0).value("l2_bytes", int64_t(64) << 20);
-                    flush = torch::empty({2 * l2}, at::TensorOptions().dtype(at::kByte).device(dev));
-                }
-                refStats = timeCuda(refFn, makeArgs, prof.warmup, prof.timingTrials, prof.l2Flush ? &flush : nullptr);
-                candStats = timeCuda(*candFn, makeArgs, prof.warmup, prof.timingTrials, prof.l2Flush ? &flush : nullptr);
-                CudaFault f = syncCuda();
-                if (f.any) {
-                    if (f.sticky) {
-                        m_healthy = false;
-                        res["worker_healthy"] = false;
-                    }
-                    return finish("runtime_error", "timing", "CUDA error while timing: " + f.message);
-                }
-            } else {
-                refStats = timeCpu(refFn, makeArgs, prof.warmup, prof.timingTrials);
-                candStats = timeCpu(*candFn, makeArgs, prof.warmup, prof.timingTrials);
-            }
-            res["timing"] = {{"reference", refStats.toJson()}, {"candidate", candStats.toJson()},
-                             {"clock", cuda ? "cuda_events" : "steady_clock"}};
-            const double c = candStats.stat(prof.statistic);
-            if (c > 0)
-                res["speedup"] = refStats.stat(prof.statistic) / c;
-            stageMs["timing"] = msSince(t0);
-        }
+        *out = (*ev.candFn)(std::move(args));
     } catch (const std::exception& e) {
-        std::string msg = e.what();
-        if (cuda) {
-            CudaFault f = syncCuda();
-            if (f.any) {
-                msg += "\nCUDA: " + f.message;
-                if (f.sticky) {
-                    m_healthy = false;
-                    res["worker_healthy"] = false;
-                }
+        *err = e.what();
+    }
+    if (ev.cuda) {
+        CudaFault f = ev.checkCuda();
+        if (f.any)
+            *err = (err->empty() ? "" : *err + "\n") + "CUDA error after the candidate ran: " + f.message;
+    }
+    return err->empty();
+}
+
+/// 5. reference outputs for every trial, taken before any candidate code runs.
+bool referenceStage(Evaluation& ev)
+{
+    ev.startStage("reference");
+    const Task& task = ev.task;
+    const ProtocolProfile& prof = ev.prof;
+    ev.refUnit = compileScript(task.forward);
+    ev.refFn = &forwardFunction(*ev.refUnit);
+    jit::Function& refFn = *ev.refFn;
+    ev.params = makeParams(task, ev.scale, ev.dev, ev.seed);
+    // Reference outputs stay on the GPU, alive (so the allocator cannot hand their memory to the
+    // candidate) and fingerprinted, when all of them fit easily (below); otherwise they go to host
+    // memory and their device copies are overwritten with NaN. Copying 4.29 GB outputs to the
+    // host and back took 15 s of a 20 s evaluation.
+    auto keepReference = [&](at::Tensor out) {
+        if (ev.refsOnDevice) {
+            ev.refFingerprints.push_back(byteFingerprint(out));
+            return out;
+        }
+        at::Tensor host = out.to(at::kCPU);
+        if (ev.cuda) // a candidate must not pass by reading the reference's leftovers
+            out.fill_(std::numeric_limits<float>::quiet_NaN());
+        return host;
+    };
+    for (int k = 0; k < prof.correctnessTrials; ++k) {
+        auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
+        at::Tensor out = refFn(cloneArgs(inputs, ev.params, task, true)).toTensor();
+        if (k == 0 && ev.cuda) {
+            size_t freeBytes = 0, totalBytes = 0;
+            const double need = double(out.nbytes()) * double(prof.correctnessTrials + 1);
+            // A reused worker's caching allocator holds freed blocks that cudaMemGetInfo counts
+            // as used but that these outputs can take: a quarter of the device also qualifies.
+            ev.refsOnDevice = cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess &&
+                              (need < double(freeBytes) / 3.0 || need < double(totalBytes) / 4.0);
+            ev.res["reference_outputs_on"] = ev.refsOnDevice ? "device" : "host";
+        }
+        ev.refOutputs.push_back(keepReference(out));
+    }
+    if (ev.cuda) {
+        CudaFault f = ev.checkCuda();
+        if (f.any)
+            return ev.stop("runtime_error", "reference", "the reference itself failed: " + f.message);
+    }
+    ev.res["degenerate"] = degenerateCheck(ev.refOutputs);
+    // The range trial's reference: N(0,1) inputs. Skipped where the reference itself is not
+    // finite on them (a task defined only on [0,1) would be).
+    ev.rangeSeed = trialSeed(ev.seed, prof.correctnessTrials);
+    if (prof.rangeTrial) {
+        auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
+        at::Tensor out = refFn(cloneArgs(inputs, ev.params, task, true)).toTensor();
+        ev.rangeRef = keepReference(out);
+        if (!torch::isfinite(ev.rangeRef).all().item<bool>()) {
+            ev.rangeSkipped = "the reference is not finite on N(0,1) inputs";
+            ev.rangeRef = at::Tensor();
+        }
+    }
+    ev.endStage();
+    return true;
+}
+
+/// The end of the correctness stage on a failed check: `failure` ({trial, reason, …}) recorded
+/// in `correctness`, then stop.
+bool failCorrectness(Evaluation& ev, json& corr, json failure, const std::string& status, const std::string& message)
+{
+    corr["failure"] = std::move(failure);
+    ev.res["correctness"] = corr;
+    return ev.stop(status, "correctness", message);
+}
+
+/// What makes a returned value wrong before its numbers are compared, or "".
+std::string outputProblem(const Evaluation& ev, const c10::IValue& outV, const std::vector<c10::IValue>& argsSeen,
+                          const std::vector<c10::IValue>& inputs)
+{
+    if (outV.isTensor()) {
+        const std::string aliased = aliasedArgument(outV.toTensor(), argsSeen, ev.task);
+        if (!aliased.empty())
+            return "the output shares memory with the argument '" + aliased +
+                   "' (returns an input or a view of one); forward must return a new tensor";
+    }
+    if (!outV.isTensor())
+        return "forward returned " + outV.tagKind() + ", expected a Tensor";
+    const at::Tensor out = outV.toTensor();
+    if (out.device().type() != ev.dev.type())
+        return "output is on " + out.device().str() + ", expected " + ev.dev.str();
+    const std::string modified = modifiedArgument(argsSeen, inputs, ev.params, ev.task);
+    if (!modified.empty())
+        return "the candidate changed its argument '" + modified + "': forward must not write to its inputs";
+    return {};
+}
+
+/// 6. correctness: the profile's trials, a second run on the first trial's inputs (races), and
+/// the range trial on N(0,1) inputs.
+bool correctnessStage(Evaluation& ev)
+{
+    ev.startStage("correctness");
+    const Task& task = ev.task;
+    const ProtocolProfile& prof = ev.prof;
+    json corr = {{"trials", prof.correctnessTrials}, {"passed", 0}, {"atol", prof.atol}, {"rtol", prof.rtol},
+                 {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}, {"deterministic", nullptr}, {"failure", nullptr}};
+    double maxAbs = 0, maxRel = 0;
+    at::Tensor firstOutput;
+    for (int k = 0; k < prof.correctnessTrials; ++k) {
+        auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
+        c10::IValue outV;
+        std::string err;
+        auto args = cloneArgs(inputs, ev.params, task, true);
+        const auto argsSeen = args; // shares the tensors: for the aliasing check
+        if (!runCandidate(ev, std::move(args), &outV, &err))
+            return failCorrectness(ev, corr, {{"trial", k}, {"reason", err}}, "runtime_error", err);
+        const std::string problem = outputProblem(ev, outV, argsSeen, inputs);
+        if (!problem.empty())
+            return failCorrectness(ev, corr, {{"trial", k}, {"reason", problem}}, "incorrect", problem);
+        at::Tensor out = outV.toTensor();
+        if (ev.refsOnDevice && byteFingerprint(ev.refOutputs[k]) != ev.refFingerprints[size_t(k)]) {
+            const std::string reason = "the reference output, kept on the GPU, changed while the candidate ran: "
+                                       "the candidate writes outside its own buffers";
+            return failCorrectness(ev, corr, {{"trial", k}, {"reason", reason}}, "incorrect", reason);
+        }
+        Comparison c = compareOutputs(out, ev.refOutputs[k], prof.atol, prof.rtol);
+        maxAbs = std::max(maxAbs, c.maxAbs);
+        maxRel = std::max(maxRel, c.maxRel);
+        corr["max_abs_diff"] = maxAbs;
+        corr["max_rel_diff"] = maxRel;
+        if (!c.ok) {
+            json failure = {{"trial", k}, {"reason", c.reason}};
+            if (!c.detail.is_null())
+                failure["detail"] = c.detail;
+            return failCorrectness(ev, corr, failure, "incorrect", "trial " + std::to_string(k + 1) + ": " + c.reason);
+        }
+        corr["passed"] = k + 1;
+        if (k == 0)
+            firstOutput = out;
+    }
+    // Run twice on the same inputs: a racy kernel shows as a difference.
+    {
+        auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, 0));
+        c10::IValue outV;
+        std::string err;
+        if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
+            return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: " + err}}, "runtime_error", err);
+        at::Tensor again = outV.toTensor();
+        const bool identical = again.sizes() == firstOutput.sizes() && torch::equal(again, firstOutput);
+        corr["deterministic"] = identical;
+        if (!identical) {
+            Comparison c = compareOutputs(again, ev.refOutputs[0].to(ev.dev), prof.atol, prof.rtol);
+            if (!c.ok) {
+                const std::string reason = "nondeterministic: a second run on the same inputs gave a different, wrong result: " + c.reason;
+                return failCorrectness(ev, corr, {{"trial", 0}, {"reason", reason}}, "incorrect", reason);
             }
         }
-        return finish("runtime_error", "correctness", msg);
     }
-    return finish("correct", "done", "");
+    if (prof.rangeTrial) {
+        json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
+        if (!ev.rangeRef.defined()) {
+            range["skipped"] = ev.rangeSkipped;
+        } else {
+            auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
+            c10::IValue outV;
+            std::string err;
+            if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
+                return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", err}}, "runtime_error",
+                                       "range trial (N(0,1) inputs): " + err);
+            Comparison c;
+            if (outV.isTensor()) {
+                c = compareOutputs(outV.toTensor(), ev.rangeRef, prof.rangeTolerance, prof.rangeTolerance);
+            } else {
+                c.ok = false;
+                c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
+            }
+            range["passed"] = c.ok;
+            range["max_abs_diff"] = c.maxAbs;
+            if (!c.ok) {
+                corr["range_trial"] = range;
+                return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", c.reason}}, "incorrect",
+                                       "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
+            }
+        }
+        corr["range_trial"] = range;
+    }
+    ev.res["correctness"] = corr;
+    ev.endStage();
+    ev.refOutputs.clear(); // the memory goes back before timing
+    return true;
+}
+
+/// 7. trace: which kernels ran (CUPTI), once on the timing inputs. Informational: never fails.
+void traceStage(Evaluation& ev)
+{
+    ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
+    if (ev.cuda) {
+        KernelTracer tracer;
+        std::string err;
+        auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
+        syncCuda();
+        if (tracer.start(&err)) {
+            const int before = ev.launchCtx.launches;
+            c10::IValue outV;
+            std::string runErr;
+            runCandidate(ev, std::move(args), &outV, &runErr);
+            tracer.stop();
+            ev.res["kernels"] = kernelSummary(tracer.take(), ev.kernelNames);
+            ev.res["custom_launches"] = ev.launchCtx.launches - before;
+        } else {
+            ev.res["kernels_error"] = err;
+        }
+    }
+    ev.res["torch_only"] = !ev.launchesKernels;
+}
+
+/// 8. timing: the eager reference and the candidate, the same way, in this process (measure.cpp).
+bool timingStage(Evaluation& ev)
+{
+    if (!ev.doTime)
+        return true;
+    ev.startStage("timing");
+    // Weights are shared across calls, inputs and buffers copied (cloneArgs), outside the timed call.
+    auto prepare = [&ev](jit::Function* fn) {
+        return [&ev, fn]() -> measure::Call {
+            auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, false);
+            return [fn, args = std::move(args)]() mutable { (*fn)(std::move(args)); };
+        };
+    };
+    measure::Settings settings;
+    settings.cuda = ev.cuda;
+    settings.warmup = ev.prof.warmup;
+    settings.trials = ev.prof.timingTrials;
+    settings.l2Flush = ev.prof.l2Flush;
+    settings.statistic = ev.prof.statistic;
+    const measure::Comparison timed = measure::compare(prepare(ev.refFn), prepare(ev.candFn), settings);
+    if (ev.cuda) {
+        CudaFault f = ev.checkCuda();
+        if (f.any)
+            return ev.stop("runtime_error", "timing", "CUDA error while timing: " + f.message);
+    }
+    ev.res["timing"] = timed.toJson();
+    if (auto s = timed.speedup(ev.prof.statistic))
+        ev.res["speedup"] = *s;
+    ev.endStage();
+    return true;
+}
+
+/// Sets the launch context kb.launch uses for as long as the candidate may run.
+struct LaunchScope {
+    explicit LaunchScope(LaunchContext* c) { setLaunchContext(c); }
+    ~LaunchScope() { setLaunchContext(nullptr); }
+    LaunchScope(const LaunchScope&) = delete;
+    LaunchScope& operator=(const LaunchScope&) = delete;
+};
+
+} // namespace
+
+json Evaluator::evaluate(const Task& task, const json& req)
+{
+    Evaluation ev(task, req, m_healthy);
+    setUp(ev, *this);
+    if (!parseStage(ev) || !compileStage(ev) || !sandboxStage(ev) || !deviceStage(ev) || !loadStage(ev))
+        return ev.response();
+    LaunchScope launchScope(&ev.launchCtx);
+    try {
+        if (!referenceStage(ev) || !correctnessStage(ev))
+            return ev.response();
+        traceStage(ev);
+        if (!timingStage(ev))
+            return ev.response();
+    } catch (const std::exception& e) {
+        // torch's own errors (out of memory, a shape the reference rejects, …) anywhere past the load
+        std::string msg = e.what();
+        if (ev.cuda) {
+            CudaFault f = ev.checkCuda();
+            if (f.any)
+                msg += "\nCUDA: " + f.message;
+        }
+        ev.stop("runtime_error", "correctness", msg);
+        return ev.response();
+    }
+    ev.stop("correct", "done", "");
+    return ev.response();
 }
 
 json Evaluator::profile(const Task& task, const json& req)

@@ -1,35 +1,14 @@
 #pragma once
 // Evaluation of tasks and candidates (docs/protocol.md). The interface is torch-free so that
 // the request dispatcher and tests do not pay for torch headers.
+#include "profiles.hpp"
 #include "task.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <optional>
 #include <string>
 
 namespace kwb {
-
-/// A named set of evaluation settings, recorded with every result (ARCHITECTURE.md §6).
-struct ProtocolProfile {
-    std::string name;
-    double atol = 1e-4;
-    double rtol = 1e-4;
-    bool tf32 = false;
-    bool l2Flush = true;
-    int correctnessTrials = 5;
-    int timingTrials = 100;
-    int warmup = 3;
-    std::string statistic = "mean";
-    /// One extra correctness trial on N(0,1) inputs, at a looser tolerance: catches candidates
-    /// that are right only on the profile's U[0,1) inputs, without failing correct kernels whose
-    /// summation order differs (N(0,1) inputs cancel; U[0,1) inputs do not).
-    bool rangeTrial = true;
-    double rangeTolerance = 1e-2;
-    nlohmann::json toJson() const;
-};
-
-std::optional<ProtocolProfile> findProtocolProfile(const std::string& name);
 
 /// Seed of correctness trial k (0-based) from the run's base seed. Trial inputs differ from the
 /// timing inputs (drawn under the base seed itself).

@@ -1,5 +1,7 @@
 #include "protocol.hpp"
 
+#include "candidate_parser.hpp"
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -322,6 +324,22 @@ bool decodeBase64(const std::string& text, std::vector<char>* bytes)
             bytes->push_back(char(w & 0xFF));
     }
     return true;
+}
+
+nlohmann::json candidateEcho(const ParsedCandidate& c)
+{
+    using json = nlohmann::json;
+    json kernels = json::array();
+    for (const KernelDecl& k : c.kernels)
+        kernels.push_back(k.name);
+    auto lineOrNull = [](int line) { return line > 0 ? json(line) : json(nullptr); };
+    // The parser sets pythonLine only where it found the python block (its content may be empty).
+    return {{"cuda", c.hasCuda ? json(c.cuda) : json(nullptr)},
+            {"python", c.pythonLine > 0 ? json(c.python) : json(nullptr)},
+            {"kernels", kernels},
+            {"source_hash", c.hasCuda ? json(sourceHash(c.cuda)) : json(nullptr)},
+            {"cuda_line", c.hasCuda ? lineOrNull(c.cudaLine) : json(nullptr)},
+            {"python_line", lineOrNull(c.pythonLine)}};
 }
 
 std::string sourceHash(const std::string& text)

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace kwb {
+struct ParsedCandidate;
+}
+
 namespace kwb::protocol {
 
 constexpr int kVersion = 1;
@@ -88,6 +92,12 @@ bool decodeBase64(const std::string& text, std::vector<char>* bytes);
 
 /// FNV-1a 64-bit of a text, as 16 hex digits: ties a compiled-ahead cubin to the exact source.
 std::string sourceHash(const std::string& text);
+
+/// The `candidate` that `evaluate` and `compile` echo: the blocks the parser found, as evaluated.
+/// {cuda, python, kernels, source_hash (of cuda, as compile-ahead checks it), cuda_line,
+/// python_line (1-based answer lines of each block's first line)}; null where a block (or, for
+/// a bare `cuda` source, the answer line) is missing.
+nlohmann::json candidateEcho(const ParsedCandidate& candidate);
 
 /// Cuts a log to at most maxBytes, keeping the head and the tail, and says so in the text.
 std::string truncateLog(const std::string& log, std::size_t maxBytes);

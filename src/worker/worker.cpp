@@ -5,6 +5,7 @@
 #include "protocol.hpp"
 #include "candidate_parser.hpp"
 #include "cuda_driver.hpp"
+#include "profiles.hpp"
 
 #include <cuda_runtime.h>
 
@@ -77,6 +78,9 @@ json Worker::hello()
     const bool driver = CudaDriver::get(&driverWhy) != nullptr;
     int rt = 0;
     cudaRuntimeGetVersion(&rt);
+    json profiles = json::array();
+    for (const ProtocolProfile& p : protocolProfiles())
+        profiles.push_back(p.toJson());
     return {{"protocol", protocol::kVersion},
             {"worker", KWB_VERSION},
             {"torch", torchVersion()},
@@ -85,7 +89,9 @@ json Worker::hello()
             {"cuda_device_count", e == cudaSuccess ? count : 0},
             {"cuda_error", e == cudaSuccess ? "" : cudaGetErrorString(e)},
             {"driver", driver ? "ok" : driverWhy},
-            {"tasks_dir", m_tasksDir}};
+            {"tasks_dir", m_tasksDir},
+            {"profiles", profiles},
+            {"default_profile", kDefaultProfile}};
 }
 
 json Worker::listTasks(const json& request)
@@ -114,25 +120,49 @@ json Worker::listTasks(const json& request)
 
 json Worker::compileOnly(const json& request)
 {
-    const std::string source = request.value("cuda", std::string());
+    // The source: a bare `cuda`, or the cuda block the parser finds in a whole `answer` (so a
+    // client compiling ahead needs no parser of its own). The signature is not checked here: no task.
+    ParsedCandidate candidate;
+    json formatError = nullptr;
+    if (request.contains("answer")) {
+        ParseResult parsed = parseAnswer(request.at("answer").get<std::string>(), {});
+        candidate = std::move(parsed.candidate);
+        if (!parsed.ok)
+            formatError = {{"code", parsed.error->code}, {"message", parsed.error->message}, {"line", parsed.error->line}};
+    } else {
+        candidate.hasCuda = true;
+        candidate.cuda = request.value("cuda", std::string());
+        candidate.kernels = findKernels(candidate.cuda);
+    }
     std::string arch = request.value("arch", std::string());
     if (arch.empty()) {
         json facts = deviceFacts(0);
         arch = facts.value("arch", std::string("sm_90"));
     }
-    CompileResult r = compileCuda(source, arch);
-    json out = {{"ok_compile", r.ok}, {"log", r.log}, {"arch", r.arch}, {"ms", r.ms}, {"cubin_bytes", r.cubin.size()},
-            {"kernels", [&] {
-                 json k = json::array();
-                 for (const auto& d : findKernels(source))
-                     k.push_back(d.name);
-                 return k;
-             }()}};
-    out["source_hash"] = protocol::sourceHash(source);
-    if (r.refused) // checkCudaForNvrtc: NVRTC did not run (an include outside the toolkit, …)
-        out["refused"] = {{"code", r.refused->code}, {"message", r.refused->message}, {"line", r.refused->line}};
-    if (request.value("return_cubin", false) && r.ok)
-        out["cubin_b64"] = protocol::encodeBase64(r.cubin);
+    json out;
+    if (!candidate.hasCuda) {
+        out = {{"ok_compile", false}, {"log", "the answer has no cuda block: nothing to compile"}, {"arch", arch},
+               {"ms", 0.0}, {"cubin_bytes", 0}, {"kernels", json::array()}, {"source_hash", nullptr}};
+    } else {
+        const std::string& source = candidate.cuda;
+        CompileResult r = compileCuda(source, arch);
+        json kernels = json::array();
+        for (const auto& d : candidate.kernels)
+            kernels.push_back(d.name);
+        out = {{"ok_compile", r.ok}, {"log", r.log}, {"arch", r.arch}, {"ms", r.ms}, {"cubin_bytes", r.cubin.size()},
+               {"kernels", kernels}, {"source_hash", protocol::sourceHash(source)}};
+        if (r.refused) // checkCudaForNvrtc: NVRTC did not run (an include outside the toolkit, …)
+            out["refused"] = {{"code", r.refused->code}, {"message", r.refused->message}, {"line", r.refused->line}};
+        if (request.value("return_cubin", false) && r.ok)
+            out["cubin_b64"] = protocol::encodeBase64(r.cubin);
+    }
+    out["candidate"] = protocol::candidateEcho(candidate);
+    // A bare source is the client's own: echoed only up to what an answer may hold (evaluate
+    // refuses larger ones), so a response never carries a second copy of a 16 MiB request.
+    if (!request.contains("answer") && candidate.cuda.size() > kMaxAnswerBytes)
+        out["candidate"]["cuda"] = nullptr;
+    if (request.contains("answer"))
+        out["format_error"] = formatError;
     return out;
 }
 

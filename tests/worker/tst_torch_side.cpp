@@ -415,6 +415,39 @@ TEST_CASE("evaluate: a candidate that writes to its inputs is refused, a BatchNo
     CHECK(r["status"] == "correct");
 }
 
+TEST_CASE("evaluate: every end records the time of its stage, and echoes the blocks it parsed")
+{
+    Evaluator ev;
+    Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {32, 32});
+    const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
+    // Ends in the correctness stage before the comparison (before issue 10 these had no stage_ms.correctness).
+    for (const std::string body : {"    return x\n", "    y = x * 2.0\n    x.mul_(0.0)\n    return y\n", "    return x * 3.0\n"}) {
+        CAPTURE(body);
+        json r = ev.evaluate(t, {{"answer", answerFor(sig + body)}, {"device", "cpu"}, {"time", false}});
+        CHECK(r["status"] == "incorrect");
+        CHECK(r["stage"] == "correctness");
+        CHECK(r["stage_ms"].contains("reference"));
+        CHECK(r["stage_ms"].contains("correctness"));
+        CHECK(r["candidate"]["python_line"] == 4); // "Here is my answer.", "", the fence
+    }
+    json r = ev.evaluate(t, {{"answer", answerFor(sig + "    return x *\n")}, {"device", "cpu"}});
+    CHECK(r["status"] == "compile_error");
+    CHECK(r["stage_ms"].contains("compile"));
+    CHECK_FALSE(r["stage_ms"].contains("load"));
+    // A format_error found while compiling (the host code's shape) echoes the blocks too.
+    r = ev.evaluate(t, {{"python", sig + "    return " + std::string(200, '(') + "x" + std::string(200, ')') + "\n"}, {"device", "none"}});
+    CHECK(r["status"] == "format_error");
+    CHECK(r["candidate"]["python_line"] == 2);
+    CHECK(r["candidate"]["python"].get<std::string>().rfind(sig, 0) == 0);
+    CHECK(r["candidate"]["cuda"].is_null());
+    // A profile from the one table is the one evaluate records, with the task's tolerance over it.
+    for (const ProtocolProfile& p : protocolProfiles()) {
+        r = ev.evaluate(t, {{"answer", "x"}, {"profile", p.name}, {"device", "none"}});
+        CHECK(r["profile"]["name"] == p.name);
+        CHECK(r["profile"]["l2_flush"] == p.l2Flush);
+    }
+}
+
 TEST_CASE("trial seeds are distinct and reproducible")
 {
     std::set<uint64_t> seeds;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <poll.h>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
 #include <thread>
@@ -261,6 +262,125 @@ std::string nested(std::size_t depth, const std::string& inner = "1")
 }
 
 } // namespace
+
+// ---- the worker is the only parser: evaluate and compile echo the blocks they found (issue 10)
+
+namespace {
+// Blocks open on answer lines 3 (cuda) and 10 (python): their first lines are 4 and 11.
+const std::string kTwoBlocks = "Scale it.\n\n```cuda\n"
+                               "extern \"C\" __global__ void scale(float* y, const float* a, float s, int n) {\n"
+                               "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a[i] * s;\n}\n"
+                               "```\nThe host code:\n```python\n"
+                               "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n"
+                               "    y = torch.empty_like(A)\n"
+                               "    kb.launch(\"scale\", [(A.numel() + 255) // 256], [256], y, A, s, A.numel())\n"
+                               "    return y\n```\n";
+} // namespace
+
+TEST_CASE("evaluate and compile echo the blocks the worker parsed; compile takes the whole answer")
+{
+    ProtocolWorker w;
+    const json ev = w.request({{"id", 1}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", kTwoBlocks},
+                               {"device", "none"}, {"arch", "sm_90"}});
+    CAPTURE(ev.dump());
+    CHECK(ev["status"] == "no_device");
+    const json& c = ev["candidate"];
+    CHECK(c["cuda_line"] == 4);
+    CHECK(c["python_line"] == 11);
+    CHECK(c["kernels"] == json::array({"scale"}));
+    CHECK(c["cuda"].get<std::string>().rfind("extern \"C\" __global__ void scale(", 0) == 0);
+    CHECK(c["python"].get<std::string>().rfind("def forward(A: Tensor", 0) == 0);
+    CHECK(c["python"].get<std::string>().find("```") == std::string::npos);
+
+    // the hash compile-ahead ties a cubin to: that of the same block sent as `cuda`
+    const json byBlock = w.request({{"id", 2}, {"type", "compile"}, {"cuda", c["cuda"]}, {"arch", "sm_90"}});
+    CHECK(byBlock["ok_compile"] == true);
+    CHECK(byBlock["source_hash"] == c["source_hash"]);
+    CHECK(byBlock["candidate"]["source_hash"] == c["source_hash"]);
+    CHECK(byBlock["candidate"]["cuda_line"].is_null()); // a bare source has no answer lines
+    CHECK(byBlock["candidate"]["python"].is_null());
+    // a bare source over 1 MiB is not sent back (evaluate would refuse it as too_large)
+    const json big = w.request({{"id", 5}, {"type", "compile"}, {"cuda", "// " + std::string((1u << 20) + 10, 'x') + "\n"}, {"arch", "sm_90"}});
+    CHECK(big["candidate"]["cuda"].is_null());
+    CHECK(big["candidate"]["source_hash"].is_string());
+
+    // compile with the whole answer: the same block, found by the same parser, and its cubin is
+    // taken by evaluate as compiled ahead
+    const json byAnswer = w.request({{"id", 3}, {"type", "compile"}, {"answer", kTwoBlocks}, {"arch", "sm_90"}, {"return_cubin", true}});
+    CAPTURE(byAnswer.dump());
+    CHECK(byAnswer["ok_compile"] == true);
+    CHECK(byAnswer["kernels"] == json::array({"scale"}));
+    CHECK(byAnswer["candidate"] == c);
+    CHECK(byAnswer["format_error"].is_null());
+    REQUIRE(byAnswer.contains("cubin_b64"));
+    const json shipped = w.request({{"id", 4}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", kTwoBlocks}, {"device", "none"},
+                                    {"arch", "sm_90"}, {"cubin_b64", byAnswer["cubin_b64"]}, {"cubin_arch", "sm_90"},
+                                    {"cubin_source_hash", byAnswer["source_hash"]}});
+    CHECK(shipped["compile"].value("cached", false));
+}
+
+TEST_CASE("a format_error echoes what the parser found, and compile says the answer is broken")
+{
+    ProtocolWorker w;
+    // a cuda block and no python block
+    const std::string cudaOnly = "```cuda\nextern \"C\" __global__ void k(float* a) { a[0] = 1.0f; }\n```\n";
+    json r = w.request({{"id", 1}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", cudaOnly}, {"device", "none"}});
+    CAPTURE(r.dump());
+    CHECK(r["status"] == "format_error");
+    CHECK(r["format_error"]["code"] == "no_python_block");
+    CHECK(r["candidate"]["cuda_line"] == 2);
+    CHECK(r["candidate"]["kernels"] == json::array({"k"}));
+    CHECK(r["candidate"]["source_hash"].is_string());
+    CHECK(r["candidate"]["python"].is_null());
+    CHECK(r["candidate"]["python_line"].is_null());
+
+    r = w.request({{"id", 2}, {"type", "compile"}, {"answer", cudaOnly}, {"arch", "sm_90"}});
+    CHECK(r["format_error"]["code"] == "no_python_block");
+    CHECK(r["ok_compile"] == true); // the cuda block it found still compiles
+    CHECK(r["candidate"]["cuda_line"] == 2);
+
+    // no block at all: nothing found, nothing compiled
+    r = w.request({{"id", 3}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", "no code"}, {"device", "none"}});
+    CHECK(r["status"] == "format_error");
+    CHECK(r["candidate"] == json{{"cuda", nullptr}, {"python", nullptr}, {"kernels", json::array()}, {"source_hash", nullptr},
+                                 {"cuda_line", nullptr}, {"python_line", nullptr}});
+    r = w.request({{"id", 4}, {"type", "compile"}, {"answer", "no code"}, {"arch", "sm_90"}});
+    CHECK(r["ok"] == true);
+    CHECK(r["ok_compile"] == false);
+    CHECK(r["format_error"]["code"] == "no_code_block");
+    CHECK(r["source_hash"].is_null());
+    CHECK_FALSE(r.contains("cubin_b64"));
+}
+
+TEST_CASE("hello announces every protocol profile with every setting, and the default")
+{
+    ProtocolWorker w;
+    const json hello = w.request({{"id", 1}, {"type", "hello"}});
+    REQUIRE(hello["profiles"].is_array());
+    REQUIRE(hello["profiles"].size() >= 1);
+    const std::vector<std::string> settings = {"name", "atol", "rtol", "tf32", "l2_flush", "input_generator", "timing_stat",
+                                               "timing_trials", "warmup", "correctness_trials", "range_trial", "graph_optimize"};
+    std::set<std::string> names;
+    for (const json& p : hello["profiles"]) {
+        CAPTURE(p.dump());
+        for (const auto& key : settings)
+            CHECK_MESSAGE(p.contains(key), "missing " << key);
+        names.insert(p["name"].get<std::string>());
+        // the settings evaluate records for the profile are the ones announced
+        const json r = w.request({{"id", 2}, {"type", "evaluate"}, {"task", "L1/5"}, {"profile", p["name"]}, {"device", "none"},
+                                  {"answer", "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n"}});
+        json recorded = r["profile"];
+        recorded.erase("scale");
+        recorded.erase("seed");
+        CHECK(recorded == p);
+    }
+    CHECK(names.size() == hello["profiles"].size()); // names unique
+    REQUIRE(hello["default_profile"].is_string());
+    CHECK(names.count(hello["default_profile"].get<std::string>()) == 1);
+    // an evaluate without a profile uses the default
+    const json r = w.request({{"id", 3}, {"type", "evaluate"}, {"task", "L1/5"}, {"device", "none"}, {"answer", "x"}});
+    CHECK(r["profile"]["name"] == hello["default_profile"]);
+}
 
 TEST_CASE("an id nested 100,000 deep is refused, the worker survives")
 {
