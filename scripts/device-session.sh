@@ -2,7 +2,7 @@
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
-#   scripts/device-session.sh build gpu-tests eval-timeout bench study
+#   scripts/device-session.sh build gpu-tests eval-timeout bench study record pack
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -105,6 +105,19 @@ for step in "$@"; do
     log eval-stages
     ./build-gpu/bin/kwb-bench-eval-stages --only "${STAGES_ONLY:-L1_}" --json "$OUT/eval-stages.json" > "$OUT/eval-stages.md" 2>&1
     tail -15 "$OUT/eval-stages.md"
+    ;;
+  record)
+    # Re-records the H200 responses of tests/protocol/recorded/*.h200.request (tests/protocol/README.md):
+    # each request sent alone to a fresh worker, pretty-printed with sorted keys as the files are kept.
+    log record
+    mkdir -p "$OUT/recorded"
+    for r in tests/protocol/recorded/*.h200.request; do
+      n=$(basename "$r" .request)
+      timeout 300 ./build-gpu/bin/kwb-worker --tasks-dir tasks < "$r" 2> "$OUT/recorded/$n.stderr" |
+        python3 -c 'import json,sys; [print(json.dumps(json.loads(l), indent=1, sort_keys=True)) for l in sys.stdin if l.strip()]' \
+        > "$OUT/recorded/$n.response.json"
+      echo "$n: $(python3 -c "import json;d=json.load(open('$OUT/recorded/$n.response.json'));print(d.get('status', d.get('ok')))" 2>&1)"
+    done
     ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.
