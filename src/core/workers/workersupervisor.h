@@ -10,6 +10,7 @@
 // and answers hello (which creates no CUDA context), so the next request skips the process start.
 
 #include "core/protocol/protocolcodec.h"
+#include "core/workers/hostlimits.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -35,6 +36,12 @@ inline const QString ProtocolError = QStringLiteral("protocol_error"); ///< brok
 inline const QString StartFailed = QStringLiteral("start_failed");     ///< no worker, it died or hung before hello
 inline const QString BadRequest = QStringLiteral("bad_request");       ///< refused before it reached a worker
 inline const QString Cancelled = QStringLiteral("cancelled");
+/// The worker went over its host-memory or host-thread limit (WorkerLimits) and was killed; the
+/// message names the limit and the peak ("host memory 16.1 GiB over the limit of 11.7 GiB").
+/// During an `evaluate` it is the candidate's doing, like `crashed` (its host code ran there);
+/// during any other request (tasks, device, analyze) it is the evaluator's: a limit set too low
+/// for the worker itself. A worker over its limits before answering hello is `start_failed`.
+inline const QString ResourceLimit = QStringLiteral("resource_limit");
 
 /// The machine's failures, as opposed to the candidate's: the request says nothing about the
 /// candidate, so `kwb run --resume` evaluates it again and a report lists its task as not
@@ -86,6 +93,8 @@ public:
     static constexpr int kDefaultTimeoutMs = 240 * 1000; // as in the study
     static constexpr int kDefaultKillGraceMs = 2000;
     static constexpr qsizetype kDefaultStderrLimit = qsizetype(1) << 20;
+    /// How often the worker's host memory and threads are read while a request runs.
+    static constexpr int kLimitPollMs = 50;
 
     explicit WorkerSupervisor(QObject* parent = nullptr);
     /// Ends a running worker (EOF, then kill) and drops pending requests without signals.
@@ -109,6 +118,16 @@ public:
     int defaultTimeout() const { return m_defaultTimeoutMs; }
     /// How long a worker has to end after SIGTERM (or after EOF, when retired) before SIGKILL.
     void setKillGracePeriod(int ms) { m_killGraceMs = ms; }
+    /// The host limits and the OS sandbox of the workers started from now on (default: the
+    /// machine's defaults, sandbox on). The limits are checked every kLimitPollMs while a request
+    /// runs, over the worker and every process under it; one over ends the request with
+    /// `resource_limit` (SIGKILL, at once: the machine's memory is at stake).
+    void setLimits(const WorkerLimits& limits);
+    WorkerLimits limits() const { return m_limits; }
+    /// The bwrap program (default: `bwrap` in PATH); tests point it elsewhere.
+    void setBubblewrapProgram(const QString& program);
+    /// The sandbox the next worker gets: "bubblewrap" or "none: <reason>" (workerlauncher.h).
+    QString sandboxStatus() const;
     /// How much of the worker's stderr is kept per request (the tail).
     void setStderrLimit(qsizetype bytes) { m_stderrLimit = bytes; }
     qsizetype stderrLimit() const { return m_stderrLimit; }
@@ -126,7 +145,8 @@ public:
     /// fresh one.
     void stopWorker();
 
-    /// The running worker's process id, 0 when none runs.
+    /// The running worker's process id, 0 when none runs. In the sandbox it is bwrap's until the
+    /// worker has answered hello, then the worker's own.
     qint64 workerPid() const { return m_pid; }
     /// The spare worker's process id (0 when there is none) and whether it has answered hello.
     qint64 spareWorkerPid() const { return m_spare.pid; }
@@ -161,7 +181,7 @@ Q_SIGNALS:
 
 private:
     enum class WorkerState { None, Starting, Handshaking, Idle, Busy, Stopping };
-    enum class StopStage { None, EndOfInput, Terminate, Kill };
+    enum class StopStage { None, EndOfInput, Terminate, Kill, KillAtOnce };
 
     struct Pending
     {
@@ -214,6 +234,10 @@ private:
     void onFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus);
     void onRequestTimeout();
     void onStopTimer();
+    void onLimitTimer();
+    /// Ends the worker and every process under it by SIGKILL at once; the active request fails
+    /// with status and message.
+    void killWorker(const QString& status, const QString& message, const QList<qint64>& tree);
     void feedDecoder(const QByteArray& bytes);
     void handleResponse(const QJsonObject& response);
     void acceptResponse(const QJsonObject& response);
@@ -231,6 +255,8 @@ private:
     QString m_program;
     QStringList m_arguments;
     QProcessEnvironment m_environment;
+    WorkerLimits m_limits;
+    QString m_bubblewrap;
     Isolation m_isolation = Isolation::FreshPerRequest;
     int m_defaultTimeoutMs = kDefaultTimeoutMs;
     int m_killGraceMs = kDefaultKillGraceMs;
@@ -258,6 +284,7 @@ private:
 
     QTimer m_requestTimer;
     QTimer m_stopTimer;
+    QTimer m_limitTimer;
 };
 
 } // namespace kwb
