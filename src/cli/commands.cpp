@@ -5,6 +5,7 @@
 #include "core/protocol/protocolcodec.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workerlocator.h"
 
 #include <QFile>
@@ -118,6 +119,16 @@ QString intensity(double flops, double bytes, const QJsonValue& given)
 }
 
 } // namespace
+
+void warnWithoutSandbox(const WorkerSupervisor& supervisor)
+{
+    const QString sandbox = supervisor.sandboxStatus();
+    if (sandbox == kSandboxBubblewrap)
+        return;
+    err() << "kwb: warning: the worker runs without the OS sandbox (network and files open to it): "
+          << sandbox.mid(sandbox.startsWith(QLatin1String("none: ")) ? 6 : 0) << '\n';
+    err().flush();
+}
 
 Session::Session(GlobalOptions options)
     : m_options(std::move(options))
@@ -280,7 +291,8 @@ int runEval(Session& session, const EvalOptions& options)
     // A timeout or a crash is the candidate's result, like a compile error; a worker that cannot
     // start, or a refused request, is not.
     const bool candidateFailure = !outcome.hasResponse() && (outcome.status == FailureStatus::Timeout ||
-                                                             outcome.status == FailureStatus::Crashed);
+                                                             outcome.status == FailureStatus::Crashed ||
+                                                             outcome.status == FailureStatus::ResourceLimit);
     if (!candidateFailure) {
         if (const int code = reportFailure(outcome, options.json))
             return code;

@@ -144,6 +144,10 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.timingTrials = options.timingTrials;
         if (options.modelTimeoutS > 0)
             plan.modelTimeoutS = options.modelTimeoutS;
+        if (options.workerLimits.hostMemoryBytes > 0)
+            plan.workerLimits.hostMemoryBytes = options.workerLimits.hostMemoryBytes;
+        if (!options.workerLimits.osSandbox)
+            plan.workerLimits.osSandbox = false;
     } else {
         QString error;
         RunRequest request;
@@ -172,6 +176,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.modelTimeoutS = options.modelTimeoutS;
         request.timingTrials = options.timingTrials;
         request.isolation = options.isolation;
+        request.workerLimits = options.workerLimits;
         request.sweepNs = options.sweepNs;
         std::optional<RunPlan> planned = planRun(request, &error);
         if (!planned)
@@ -183,6 +188,8 @@ int runRun(Session& session, const RunCommandOptions& options)
 
     // The worker's facts: tasks, device, analyze (and profile where a regime wants it).
     WorkerSupervisor& supervisor = session.supervisor();
+    supervisor.setLimits(plan.workerLimits);
+    warnWithoutSandbox(supervisor);
     QJsonObject hello;
     QObject::connect(&supervisor, &WorkerSupervisor::workerAvailable, &supervisor,
                      [&hello](qint64, const QJsonObject& h) { hello = h; });

@@ -8,12 +8,14 @@
 #include <QDateTime>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QProcess>
 #include <QJsonArray>
 #include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -703,6 +705,31 @@ private Q_SLOTS:
         QCOMPARE(byDefault.hostMemoryBytes, qint64(0));
         QCOMPARE(byDefault.osSandbox, true);
         QCOMPARE(WorkerLimits::fromJson(QJsonObject()).hostMemoryBytes, qint64(0)); // runs stored before
+    }
+
+    void processTreeIsFound()
+    {
+        QProcess shell;
+        shell.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QStringLiteral("sleep 30 & sleep 30 & wait")});
+        QVERIFY(shell.waitForStarted());
+        const qint64 pid = shell.processId();
+        QTRY_COMPARE(childProcesses(pid).size(), 2);
+        QList<qint64> children = childProcesses(pid);
+        QList<qint64> scanned = childProcessesByScan(pid);
+        std::sort(children.begin(), children.end());
+        std::sort(scanned.begin(), scanned.end());
+        QCOMPARE(scanned, children);
+        const ProcessTreeUsage usage = processTreeUsage(pid);
+        QVERIFY(usage.found);
+        QCOMPARE(usage.pids.size(), 3);
+        QCOMPARE(usage.pids.first(), pid);
+        QCOMPARE(usage.threads, 3);
+        QVERIFY(usage.rssBytes > 0 && usage.peakBytes >= usage.rssBytes);
+        QVERIFY(!processTreeUsage(0).found);
+        for (const qint64 child : children)
+            ::kill(pid_t(child), SIGKILL);
+        shell.kill();
+        shell.waitForFinished();
     }
 
     void hostMemoryOverLimitEndsRequest_data()

@@ -4,6 +4,7 @@
 #include "core/model/llmclient.h"
 #include "core/study/report.h"
 #include "core/run/runcontroller.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QCoreApplication>
@@ -201,6 +202,9 @@ void RunSession::start()
     m_factsSupervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
     m_factsSupervisor->setDefaultTimeout(m_environment.factsTimeoutMs);
     m_factsSupervisor->setKillGracePeriod(m_environment.killGraceMs);
+    m_factsSupervisor->setLimits(m_plan.workerLimits);
+    if (const QString sandbox = m_factsSupervisor->sandboxStatus(); sandbox != kSandboxBubblewrap)
+        addProblem(false, QString(), QStringLiteral("worker"), tr("the worker runs without the OS sandbox: %1").arg(sandbox));
     m_facts = new RunFactsLoader(m_factsSupervisor, this);
     connect(m_facts, &RunFactsLoader::progress, this, &RunSession::preparing);
     connect(m_facts, &RunFactsLoader::warning, this,

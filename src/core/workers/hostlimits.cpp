@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <thread>
+#include <unistd.h>
 
 namespace kwb {
 
@@ -160,10 +161,34 @@ WorkerLimits WorkerLimits::fromJson(const QJsonObject& object)
     return limits;
 }
 
+// Without /proc/PID/task/TID/children (a kernel built without CONFIG_PROC_CHILDREN): every
+// process's parent, from /proc/N/stat.
+QList<qint64> childProcessesByScan(qint64 pid)
+{
+    QList<qint64> children;
+    for (const QString& name : QDir(QStringLiteral("/proc")).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+        bool ok = false;
+        const qint64 candidate = name.toLongLong(&ok);
+        if (!ok)
+            continue;
+        const QByteArray stat = readSmallFile(QStringLiteral("/proc/%1/stat").arg(candidate));
+        const qsizetype close = stat.lastIndexOf(')'); // the command may hold spaces and parentheses
+        if (close < 0)
+            continue;
+        const QList<QByteArray> fields = stat.mid(close + 2).split(' '); // state, ppid, …
+        if (fields.size() > 1 && fields.at(1).toLongLong() == pid)
+            children.append(candidate);
+    }
+    return children;
+}
+
 QList<qint64> childProcesses(qint64 pid)
 {
     QList<qint64> children;
     const QString taskDir = QStringLiteral("/proc/%1/task").arg(pid);
+    static const bool haveChildrenFiles = QFile::exists(QStringLiteral("/proc/self/task/%1/children").arg(::getpid()));
+    if (!haveChildrenFiles)
+        return childProcessesByScan(pid);
     for (const QString& tid : QDir(taskDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
         const QList<QByteArray> words =
             readSmallFile(taskDir + QLatin1Char('/') + tid + QStringLiteral("/children")).simplified().split(' ');

@@ -64,7 +64,10 @@ struct ProcessTreeUsage
 /// Reads the process `pid` and its descendants (through /proc/PID/task/TID/children). Costs a
 /// few small file reads per process.
 ProcessTreeUsage processTreeUsage(qint64 pid);
-/// The children of `pid` (all its threads'), empty when none or unreadable.
+/// The children of `pid` (all its threads'), empty when none or unreadable. From
+/// /proc/PID/task/TID/children, else (a kernel without them) childProcessesByScan().
 QList<qint64> childProcesses(qint64 pid);
+/// The children of `pid` by the parent field of every /proc/N/stat.
+QList<qint64> childProcessesByScan(qint64 pid);
 
 } // namespace kwb

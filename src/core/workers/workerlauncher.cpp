@@ -126,6 +126,13 @@ QString sandboxStatus(const WorkerLaunchOptions& options)
     return probe.works ? kSandboxBubblewrap : QStringLiteral("none: ") + probe.reason;
 }
 
+QString workerSandboxStatus(const WorkerLimits& limits)
+{
+    WorkerLaunchOptions options;
+    options.osSandbox = limits.osSandbox;
+    return sandboxStatus(options);
+}
+
 WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
                           const QProcessEnvironment& environment, const WorkerLaunchOptions& options)
 {

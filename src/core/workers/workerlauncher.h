@@ -5,6 +5,8 @@
 // sandbox"): no network, a read-only file system except the worker's scratch folder. Launchers
 // for other machines (ssh, slurm) belong here too.
 
+#include "core/workers/hostlimits.h"
+
 #include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
@@ -48,6 +50,9 @@ bool osSandboxTurnedOffByEnvironment();
 
 /// What launchWorker() records as the sandbox for these options, without starting anything.
 QString sandboxStatus(const WorkerLaunchOptions& options);
+
+/// sandboxStatus() of a worker under these limits (bwrap from PATH): what a run records.
+QString workerSandboxStatus(const WorkerLimits& limits);
 
 /// The program, arguments and environment that start `program arguments` with `environment`
 /// under the options. In the sandbox the environment also gets TMPDIR and CUDA_CACHE_PATH in
