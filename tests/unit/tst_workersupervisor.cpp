@@ -719,6 +719,9 @@ private Q_SLOTS:
         std::sort(children.begin(), children.end());
         std::sort(scanned.begin(), scanned.end());
         QCOMPARE(scanned, children);
+        QList<qint64> mainThread = childProcesses(pid, false); // sh forks from its only thread
+        std::sort(mainThread.begin(), mainThread.end());
+        QCOMPARE(mainThread, children);
         const ProcessTreeUsage usage = processTreeUsage(pid);
         QVERIFY(usage.found);
         QCOMPARE(usage.pids.size(), 3);

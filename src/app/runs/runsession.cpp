@@ -18,7 +18,7 @@ namespace kwb::app {
 bool isInfrastructureStatus(const QString& status)
 {
     return status == QLatin1String("timeout") || status == QLatin1String("crashed")
-           || status == QLatin1String("start_failed") || status == QLatin1String("protocol_error")
+           || status == QLatin1String("resource_limit") || status == QLatin1String("start_failed") || status == QLatin1String("protocol_error")
            || status == QLatin1String("bad_request");
 }
 

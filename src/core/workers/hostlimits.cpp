@@ -182,14 +182,16 @@ QList<qint64> childProcessesByScan(qint64 pid)
     return children;
 }
 
-QList<qint64> childProcesses(qint64 pid)
+QList<qint64> childProcesses(qint64 pid, bool allThreads)
 {
     QList<qint64> children;
     const QString taskDir = QStringLiteral("/proc/%1/task").arg(pid);
     static const bool haveChildrenFiles = QFile::exists(QStringLiteral("/proc/self/task/%1/children").arg(::getpid()));
     if (!haveChildrenFiles)
         return childProcessesByScan(pid);
-    for (const QString& tid : QDir(taskDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    const QStringList threads = allThreads ? QDir(taskDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot)
+                                           : QStringList{QString::number(pid)};
+    for (const QString& tid : threads) {
         const QList<QByteArray> words =
             readSmallFile(taskDir + QLatin1Char('/') + tid + QStringLiteral("/children")).simplified().split(' ');
         for (const QByteArray& word : words) {
@@ -202,7 +204,7 @@ QList<qint64> childProcesses(qint64 pid)
     return children;
 }
 
-ProcessTreeUsage processTreeUsage(qint64 pid)
+ProcessTreeUsage processTreeUsage(qint64 pid, bool allThreads)
 {
     ProcessTreeUsage usage;
     if (pid <= 0)
@@ -222,7 +224,7 @@ ProcessTreeUsage processTreeUsage(qint64 pid)
         usage.rssBytes += rss;
         usage.peakBytes += std::max(rss, hwm);
         usage.threads += int(std::max<qint64>(0, statusField(status, "Threads")));
-        for (const qint64 child : childProcesses(current))
+        for (const qint64 child : childProcesses(current, allThreads))
             if (!queue.contains(child))
                 queue.append(child);
     }

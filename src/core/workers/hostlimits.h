@@ -61,12 +61,14 @@ struct ProcessTreeUsage
     QList<qint64> pids;    ///< the root first, then descendants (breadth-first)
 };
 
-/// Reads the process `pid` and its descendants (through /proc/PID/task/TID/children). Costs a
-/// few small file reads per process.
-ProcessTreeUsage processTreeUsage(qint64 pid);
-/// The children of `pid` (all its threads'), empty when none or unreadable. From
-/// /proc/PID/task/TID/children, else (a kernel without them) childProcessesByScan().
-QList<qint64> childProcesses(qint64 pid);
+/// Reads the process `pid` and its descendants: a few small file reads per process. With
+/// allThreads false only the children that each process's main thread started are followed
+/// (one file each; a libtorch worker has a hundred threads and more on a large machine).
+ProcessTreeUsage processTreeUsage(qint64 pid, bool allThreads = true);
+/// The children of `pid` (all its threads', or its main thread's), empty when none or
+/// unreadable. From /proc/PID/task/TID/children, else (a kernel without them)
+/// childProcessesByScan().
+QList<qint64> childProcesses(qint64 pid, bool allThreads = true);
 /// The children of `pid` by the parent field of every /proc/N/stat.
 QList<qint64> childProcessesByScan(qint64 pid);
 

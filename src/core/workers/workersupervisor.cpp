@@ -694,7 +694,8 @@ void WorkerSupervisor::onLimitTimer()
         return;
     // The started process and everything under it: bwrap and the worker, and anything the worker
     // started.
-    const ProcessTreeUsage usage = processTreeUsage(m_process->processId());
+    // Children started by other threads than a process's main one are looked for every 10th time.
+    const ProcessTreeUsage usage = processTreeUsage(m_process->processId(), ++m_limitPolls % 10 == 1);
     if (!usage.found)
         return;
     const qint64 memoryLimit = m_limits.effectiveHostMemory();

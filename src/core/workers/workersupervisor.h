@@ -285,6 +285,7 @@ private:
     QTimer m_requestTimer;
     QTimer m_stopTimer;
     QTimer m_limitTimer;
+    quint64 m_limitPolls = 0;
 };
 
 } // namespace kwb
