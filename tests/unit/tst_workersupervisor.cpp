@@ -830,6 +830,13 @@ private Q_SLOTS:
         QCOMPARE(ending.response.value(QLatin1String("write_errno")).toInt(), 0); // it ran unwrapped
         QVERIFY(QFile::exists(path));
 
+        // A bwrap that is there but fails (no user namespaces, a container): the same fallback.
+        auto failing = makeSupervisor();
+        failing->setBubblewrapProgram(QStringLiteral("/bin/false"));
+        QVERIFY2(failing->sandboxStatus().startsWith(QLatin1String("none: bwrap fails here (exit code 1)")),
+                 qPrintable(failing->sandboxStatus()));
+        QVERIFY(waitForEnd(*failing, failing->sendRequest(evaluate())).hasResponse);
+
         qputenv("KWB_OS_SANDBOX", "0");
         const auto unset = qScopeGuard([] { qunsetenv("KWB_OS_SANDBOX"); });
         QCOMPARE(makeSupervisor()->sandboxStatus(), QStringLiteral("none: turned off (KWB_OS_SANDBOX=0)"));
