@@ -30,6 +30,9 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 # dependency names: the SQLite driver (run databases) and the SVG icon engine (the icon).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libqt6sql6-sqlite, libqt6svg6")
+# bwrap is run, not linked: the worker's OS sandbox (docs/sandbox.md); without it workers run
+# unwrapped, with a warning.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bubblewrap")
 # The extended description (CPack puts the summary line first and indents the rest).
 string(CONCAT _kwb_description
     "Kernel Workbench evaluates candidate CUDA kernels for KernelBench tasks in an\n"

@@ -14,6 +14,7 @@ packages=(
   libtorch-dev
   nlohmann-json3-dev libtomlplusplus-dev libkainjow-mustache-dev libcli11-dev doctest-dev
   xvfb xauth
+  bubblewrap         # the worker's OS sandbox (docs/sandbox.md); without it workers run unwrapped, with a warning
   desktop-file-utils  # the package test validates the desktop file
 )
 

@@ -6,6 +6,7 @@
 #include "core/protocol/workerresponses.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workerlocator.h"
 
 #include <QFile>
@@ -139,6 +140,15 @@ QJsonValue shapeJson(const QList<qint64>& shape)
 }
 
 } // namespace
+
+void warnWithoutSandbox(const WorkerSupervisor& supervisor)
+{
+    const QString warning = sandboxWarning(supervisor.sandboxStatus());
+    if (warning.isEmpty())
+        return;
+    err() << "kwb: warning: " << warning << '\n';
+    err().flush();
+}
 
 Session::Session(GlobalOptions options)
     : m_options(std::move(options))
@@ -296,7 +306,8 @@ int runEval(Session& session, const EvalOptions& options)
     // start, or a refused request, is not.
     const EvaluationStatus failure = evaluationStatusFromWire(outcome.status);
     const bool candidateFailure =
-        !outcome.hasResponse() && (failure == EvaluationStatus::Timeout || failure == EvaluationStatus::Crashed);
+        !outcome.hasResponse() && (failure == EvaluationStatus::Timeout || failure == EvaluationStatus::Crashed ||
+                                    failure == EvaluationStatus::ResourceLimit);
     if (!candidateFailure) {
         if (const int code = reportFailure(outcome, options.json))
             return code;

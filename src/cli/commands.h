@@ -61,6 +61,10 @@ struct ReportCommandOptions
     QString outFile;        ///< --out; empty: stdout
 };
 
+/// Prints on stderr that the supervisor's workers run without the OS sandbox, and why, unless
+/// they run in it.
+void warnWithoutSandbox(const WorkerSupervisor& supervisor);
+
 /// `kwb report`: needs no worker. ExitUsage for a bad --runs list or an unwritable --out,
 /// ExitBadRequest for a missing or unreadable database or an unknown run.
 int runReport(const ReportCommandOptions& options);
@@ -111,6 +115,8 @@ struct RunCommandOptions
     int timingTrials = 0;         ///< --timing-trials; 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
+    /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
+    WorkerLimits workerLimits;
     bool json = false;
 };
 

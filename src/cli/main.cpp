@@ -6,6 +6,7 @@
 #include "core/model/llmclient.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/triallimits.h"
+#include "core/workers/hostlimits.h"
 
 #include <QCoreApplication>
 #include <QRegularExpression>
@@ -36,6 +37,19 @@ int main(int argc, char** argv)
     std::string tasksDir;
     app.add_option("--worker", worker, "kwb-worker to run (default: $KWB_WORKER, else next to kwb)");
     app.add_option("--tasks-dir", tasksDir, "directory of task files (default: the worker's)");
+
+    // eval, run and sweep: what the worker may take of the host, and the OS sandbox.
+    std::string maxHostMemory;
+    bool noOsSandbox = false;
+    std::vector<CLI::Option*> maxHostMemoryOptions;
+    const auto addWorkerLimits = [&](CLI::App* command) {
+        maxHostMemoryOptions.push_back(command->add_option(
+            "--max-host-memory", maxHostMemory,
+            "host memory the worker may take, e.g. 8G or 512M (default: half the machine's memory, at most all "
+            "but 4 GiB); over it the evaluation ends as resource_limit"));
+        command->add_flag("--no-os-sandbox", noOsSandbox,
+                          "run the worker without bubblewrap's sandbox (no network, read-only files), for debugging");
+    };
 
     bool json = false;
     const auto addJson = [&json](CLI::App* command) {
@@ -85,6 +99,7 @@ int main(int argc, char** argv)
                             "cuda (default where there is a GPU), cpu (torch-only candidates at smoke scale), "
                             "or none (stop after the sandbox check)")
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
+    addWorkerLimits(evalCommand);
     addJson(evalCommand);
 
     bool noCeilings = false;
@@ -154,6 +169,7 @@ int main(int argc, char** argv)
                 ->check(CLI::PositiveNumber);
         command->add_option("--prompts", runPrompts,
                             "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's)");
+        addWorkerLimits(command);
         addJson(command);
     };
     CLI::App* runCommand = app.add_subcommand(
@@ -178,6 +194,20 @@ int main(int argc, char** argv)
             std::cerr << "kwb: " << error.toStdString() << '\n';
             return ExitUsage;
         }
+    }
+
+    kwb::WorkerLimits workerLimits; // 0 bytes: the default (or, on resume, the stored run's)
+    workerLimits.osSandbox = !noOsSandbox;
+    for (const CLI::Option* option : maxHostMemoryOptions) {
+        if (option->count() == 0)
+            continue;
+        QString error;
+        const std::optional<qint64> bytes = kwb::parseByteSize(QString::fromStdString(maxHostMemory), &error);
+        if (!bytes) {
+            std::cerr << "kwb: --max-host-memory: " << error.toStdString() << '\n';
+            return ExitUsage;
+        }
+        workerLimits.hostMemoryBytes = *bytes;
     }
 
     if (report->parsed()) { // reads the run store only: no worker
@@ -231,6 +261,8 @@ int main(int argc, char** argv)
         eval.arch = QString::fromStdString(arch);
         eval.device = QString::fromStdString(evalDevice);
         eval.json = json;
+        session.supervisor().setLimits(workerLimits);
+        warnWithoutSandbox(session.supervisor());
         return runEval(session, eval);
     }
     if (device->parsed())
@@ -249,6 +281,7 @@ int main(int argc, char** argv)
         runOptions.ablate = QString::fromStdString(runAblate);
         runOptions.promptsDir = QString::fromStdString(runPrompts);
         runOptions.json = json;
+        runOptions.workerLimits = workerLimits;
         return runRun(session, runOptions);
     }
     return ExitUsage;

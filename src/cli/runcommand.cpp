@@ -122,6 +122,10 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.timingTrials = options.timingTrials;
         if (options.modelTimeoutS > 0)
             plan.modelTimeoutS = options.modelTimeoutS;
+        if (options.workerLimits.hostMemoryBytes > 0)
+            plan.workerLimits.hostMemoryBytes = options.workerLimits.hostMemoryBytes;
+        if (!options.workerLimits.osSandbox)
+            plan.workerLimits.osSandbox = false;
     } else {
         QString error;
         RunRequest request;
@@ -150,6 +154,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.modelTimeoutS = options.modelTimeoutS;
         request.timingTrials = options.timingTrials;
         request.isolation = options.isolation;
+        request.workerLimits = options.workerLimits;
         request.sweepNs = options.sweepNs;
         std::optional<RunPlan> planned = planRun(request, &error);
         if (!planned)
@@ -174,7 +179,7 @@ int runRun(Session& session, const RunCommandOptions& options)
     HeadlessRun run(plan, environment);
     const QList<int> sweepNs = plan.sweepNs;
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
-        err() << "kwb run: " << message << '\n';
+        err() << "kwb run: warning: " << message << '\n';
         err().flush();
     });
 

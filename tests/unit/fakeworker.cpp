@@ -24,6 +24,14 @@
 //   huge_line         write more than 16 MiB without a newline
 //   unhealthy         answer with "worker_healthy": false, then exit 0 (a sticky CUDA error)
 //   wrong_id          answer with another request's id
+//   alloc             allocate and touch "mib" MiB of host memory (default 256), then answer
+//   threads           start "count" sleeping threads (default 16), then answer
+//   write             try to create the file "path" (default $TMPDIR/fake-write), answer with
+//                     "write_errno" (0: written) and "write_error"
+//   connect           try a TCP connection to 127.0.0.1:"port", answer with "connect_errno" (0:
+//                     connected) and "connect_error"
+// alloc and threads hang instead of answering when "then" is "hang". In an evaluate request the
+// answer's markers "mib: N", "count: N" and "then: hang" stand for the fields.
 // A request of type "env" (not in the protocol) answers {"environment": {NAME: VALUE, …}}.
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
@@ -55,14 +63,20 @@
 #include <QRegularExpression>
 #include <QString>
 
+#include <arpa/inet.h>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 extern char** environ;
 
@@ -306,6 +320,19 @@ QJsonObject answer(const QJsonObject& request)
     return errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type ") + type);
 }
 
+// A request's field, else the evaluate answer's marker "name: value".
+QString parameter(const QJsonObject& request, const QString& name)
+{
+    const QJsonValue value = request.value(name);
+    if (value.isDouble())
+        return QString::number(value.toInteger());
+    if (value.isString())
+        return value.toString();
+    return marker(request.value(QStringLiteral("answer")).toString(), name);
+}
+
+std::vector<char*> g_held; // what `alloc` took stays taken
+
 void serve(const QJsonObject& request)
 {
     QString mode = request.value(QStringLiteral("fake")).toString();
@@ -367,6 +394,58 @@ void serve(const QJsonObject& request)
         response.insert(QStringLiteral("worker_healthy"), false);
         writeLine(response);
         std::exit(0);
+    } else if (mode == QLatin1String("alloc") || mode == QLatin1String("threads")) {
+        if (mode == QLatin1String("alloc")) {
+            const QString mib = parameter(request, QStringLiteral("mib"));
+            const qint64 total = (mib.isEmpty() ? 256 : mib.toLongLong()) << 20;
+            constexpr qint64 chunk = qint64(16) << 20;
+            for (qint64 taken = 0; taken < total; taken += chunk) {
+                auto* block = static_cast<char*>(std::malloc(size_t(chunk)));
+                if (!block)
+                    break;
+                std::memset(block, 1, size_t(chunk)); // touched: resident, not just reserved
+                g_held.push_back(block);
+            }
+        } else {
+            const QString count = parameter(request, QStringLiteral("count"));
+            for (int i = 0, n = count.isEmpty() ? 16 : count.toInt(); i < n; ++i)
+                std::thread([] { hangForever(); }).detach();
+        }
+        if (parameter(request, QStringLiteral("then")) == QLatin1String("hang"))
+            hangForever();
+    } else if (mode == QLatin1String("write")) {
+        QString path = request.value(QStringLiteral("path")).toString();
+        if (path.isEmpty())
+            path = qEnvironmentVariable("TMPDIR", QStringLiteral("/tmp")) + QStringLiteral("/fake-write");
+        const int fd = ::open(path.toLocal8Bit().constData(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        const int error = fd < 0 ? errno : 0;
+        if (fd >= 0) {
+            (void)!::write(fd, "written\n", 8);
+            ::close(fd);
+        }
+        QJsonObject response = answer(request);
+        response.insert(QStringLiteral("write_errno"), error);
+        response.insert(QStringLiteral("write_error"), QString::fromLocal8Bit(std::strerror(error)));
+        response.insert(QStringLiteral("path"), path);
+        writeLine(response);
+        return;
+    } else if (mode == QLatin1String("connect")) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(quint16(request.value(QStringLiteral("port")).toInt()));
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        int error = fd < 0 ? errno : 0;
+        if (fd >= 0) {
+            if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0)
+                error = errno;
+            ::close(fd);
+        }
+        QJsonObject response = answer(request);
+        response.insert(QStringLiteral("connect_errno"), error);
+        response.insert(QStringLiteral("connect_error"), QString::fromLocal8Bit(std::strerror(error)));
+        writeLine(response);
+        return;
     } else if (mode == QLatin1String("wrong_id")) {
         QJsonObject response = answer(request);
         response.insert(QStringLiteral("id"), 987654);

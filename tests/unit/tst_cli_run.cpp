@@ -4,6 +4,8 @@
 // in the run store; Ctrl-C (SIGINT) cancels cleanly and --resume finishes without repeating work.
 
 #include "core/run/regime.h"
+#include "core/run/runlaunch.h"
+#include "core/workers/workerlauncher.h"
 #include "core/store/runstore.h"
 #include "scriptedllmserver.h"
 
@@ -148,6 +150,60 @@ private Q_SLOTS:
                                                                  QStringLiteral("--n"), QStringLiteral("1,0")});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains(QStringLiteral("--n: \"0\"")), qPrintable(bad.err));
+    }
+
+    void workerLimitsAreStoredAndResumed()
+    {
+        // A candidate whose host code takes more memory than --max-host-memory: resource_limit, and
+        // the run goes on (the queue's workers got the limit); the limit is stored with the run and
+        // a resume plans with it.
+        m_server->setDefaultReply([] {
+            ScriptedLlmServer::Reply r = reply(QStringLiteral("correct"));
+            r.texts = {QStringLiteral("fake: alloc mib: 2048 then: hang\n") + answer(QStringLiteral("correct"))};
+            return r;
+        }());
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1"))
+                                << QStringLiteral("--max-host-memory") << QStringLiteral("200M")
+                                << QStringLiteral("--timeout") << QStringLiteral("120"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<EvaluationRecord> evaluations = store.evaluations(1);
+        QCOMPARE(evaluations.size(), 1);
+        QCOMPARE(evaluations.first().status, QStringLiteral("resource_limit"));
+        const std::optional<RunInfo> run = store.run(1);
+        QVERIFY(run);
+        const QJsonObject limits = run->config.value(QLatin1String("worker_limits")).toObject();
+        QCOMPARE(limits.value(QLatin1String("host_memory_bytes")).toDouble(), 200.0 * 1024 * 1024);
+        QCOMPARE(limits.value(QLatin1String("host_memory_default")).toBool(true), false);
+        QCOMPARE(limits.value(QLatin1String("os_sandbox")).toBool(false), true);
+        QCOMPARE(run->config.value(QLatin1String("sandbox")).toString(), workerSandboxStatus(WorkerLimits()));
+        QString error;
+        const std::optional<RunPlan> resumed = planResume(*run, &error);
+        QVERIFY2(resumed, qPrintable(error));
+        QCOMPARE(resumed->workerLimits.hostMemoryBytes, qint64(200) << 20);
+        QVERIFY(resumed->workerLimits.osSandbox);
+
+        // Without the option: the default, stored as such; --no-os-sandbox is stored and warned about.
+        m_server->setDefaultReply(reply(QStringLiteral("correct")));
+        const QString db2 = newDb();
+        const Result plain = runKwb(runArgs(db2, QStringLiteral("L1:1")) << QStringLiteral("--no-os-sandbox"));
+        QVERIFY2(plain.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(plain.exitCode).arg(plain.err)));
+        QVERIFY2(plain.err.contains(QStringLiteral("warning: the worker runs without the OS sandbox")), qPrintable(plain.err));
+        RunStore store2;
+        QVERIFY(store2.open(db2));
+        const std::optional<RunInfo> run2 = store2.run(1);
+        QVERIFY(run2);
+        const QJsonObject limits2 = run2->config.value(QLatin1String("worker_limits")).toObject();
+        QCOMPARE(limits2.value(QLatin1String("host_memory_default")).toBool(false), true);
+        QCOMPARE(limits2.value(QLatin1String("host_memory_bytes")).toDouble(), double(defaultHostMemoryLimit()));
+        QCOMPARE(run2->config.value(QLatin1String("sandbox")).toString(),
+                 QStringLiteral("none: turned off (--no-os-sandbox)"));
+        const std::optional<RunPlan> resumed2 = planResume(*run2, &error);
+        QVERIFY(resumed2);
+        QCOMPARE(resumed2->workerLimits.hostMemoryBytes, qint64(0)); // the machine's default, wherever it resumes
+        QVERIFY(!resumed2->workerLimits.osSandbox);
     }
 
     void zeroShotRunFillsTheStore()
@@ -369,6 +425,7 @@ private Q_SLOTS:
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("FAKEWORKER_ONCE"), m_dir.filePath(QStringLiteral("killed-once")));
         environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_ONCE"));
+        environment.insert(QStringLiteral("KWB_OS_SANDBOX"), QStringLiteral("0")); // the marker file is outside scratch
         const QString db = newDb();
         const Result r = runKwb(runArgs(db, QStringLiteral("L1:1")), 60000, environment);
         QVERIFY2(r.exitCode == 5, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));

@@ -88,6 +88,9 @@ class TestEvaluationQueue : public QObject
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("FAKEWORKER_LOG"), m_log);
         queue->setProcessEnvironment(environment);
+        WorkerLimits limits;
+        limits.osSandbox = false; // the fake workers write their log outside a scratch folder
+        queue->setWorkerLimits(limits);
         queue->setKillGracePeriod(300);
         queue->setCompileWorkerCount(compileWorkers);
         return queue;

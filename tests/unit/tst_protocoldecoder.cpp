@@ -181,7 +181,7 @@ private Q_SLOTS:
     void statusTableIsComplete()
     {
         const QList<EvaluationStatusInfo>& table = evaluationStatusTable();
-        QCOMPARE(table.size(), int(EvaluationStatus::Cancelled) + 1);
+        QCOMPARE(table.size(), int(EvaluationStatus::ResourceLimit) + 1);
         QSet<QString> names;
         for (int i = 0; i < table.size(); ++i) {
             const EvaluationStatusInfo& info = table.at(i);
@@ -198,7 +198,7 @@ private Q_SLOTS:
             QCOMPARE(evaluationStatusFromWire(name), info.status); // round trip
         }
         for (const char* documented : {"format_error", "compile_error", "rejected", "runtime_error", "incorrect", "correct",
-                                       "no_device", "timeout", "crashed", "start_failed", "worker_lost"})
+                                       "no_device", "timeout", "crashed", "start_failed", "worker_lost", "resource_limit"})
             QVERIFY2(names.contains(QLatin1String(documented)), documented);
         QCOMPARE(evaluationStatusFromWire(QString()), EvaluationStatus::Unknown);
 

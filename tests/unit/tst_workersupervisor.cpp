@@ -2,18 +2,28 @@
 // must end the request with the right status, and the next request must run on a good worker.
 // Limits are short (hundreds of milliseconds) so the whole suite stays fast.
 
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
 #include <QJsonArray>
 #include <QScopeGuard>
 #include <QSignalSpy>
+#include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
+#include <arpa/inet.h>
+#include <cerrno>
 #include <csignal>
 #include <memory>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 using namespace kwb;
 
@@ -75,17 +85,58 @@ QJsonObject request(const QString& type, const QString& fakeMode = QString())
     return object;
 }
 
-QJsonObject evaluate(const QString& fakeMode = QString())
+QJsonObject evaluate(const QString& fakeMode = QString(), const QJsonObject& fields = {})
 {
     QJsonObject object = request(QStringLiteral("evaluate"), fakeMode);
     object.insert(QStringLiteral("task"), QStringLiteral("L1/1"));
     object.insert(QStringLiteral("answer"), QStringLiteral("```cuda\n```\n```python\n```"));
+    for (auto it = fields.begin(); it != fields.end(); ++it)
+        object.insert(it.key(), it.value());
     return object;
 }
+
+constexpr qint64 kMiB = qint64(1) << 20;
+
+// A TCP listener on 127.0.0.1 (the kernel completes connections to it without accept()).
+struct Listener
+{
+    int fd = -1;
+    int port = 0;
+    Listener()
+    {
+        fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && ::listen(fd, 16) == 0 &&
+            ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+            port = ntohs(address.sin_port);
+    }
+    ~Listener()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
 
 qint64 pidOf(const Ending& ending)
 {
     return ending.response.value(QLatin1String("pid")).toInteger();
+}
+
+// Gone and reaped, or dead and waiting for init to reap it: in the OS sandbox the worker is
+// bwrap's child, and init's once bwrap has gone.
+bool processGone(qint64 pid)
+{
+    if (::kill(pid_t(pid), 0) == -1)
+        return true;
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return true;
+    const QByteArray text = stat.readAll();
+    const qsizetype close = text.lastIndexOf(')');
+    return close > 0 && text.mid(close + 2, 1) == "Z";
 }
 
 } // namespace
@@ -412,7 +463,7 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
         const qint64 sparePid = supervisor->spareWorkerPid();
         supervisor.reset();
-        QCOMPARE(::kill(pid_t(sparePid), 0), -1); // gone and reaped
+        QTRY_VERIFY_WITH_TIMEOUT(processGone(sparePid), 2000);
     }
 
     void newerProtocolIsRefused()
@@ -603,6 +654,277 @@ private Q_SLOTS:
         QVERIFY(outcome.stderrTail.contains("leaving in the middle"));
     }
 
+    // --- host limits (docs/protocol.md, "Host limits") -------------------------------------------
+
+    void hostLimitArithmetic()
+    {
+        constexpr qint64 GiB = qint64(1) << 30;
+        // min(half, all but 4 GiB), never under a quarter
+        QCOMPARE(defaultHostMemoryLimitFor(16 * GiB), 8 * GiB);
+        QCOMPARE(defaultHostMemoryLimitFor(24 * GiB), 12 * GiB);
+        QCOMPARE(defaultHostMemoryLimitFor(8 * GiB), 4 * GiB);
+        QCOMPARE(defaultHostMemoryLimitFor(6 * GiB), 2 * GiB);
+        QCOMPARE(defaultHostMemoryLimitFor(4 * GiB), 1 * GiB);
+        QCOMPARE(defaultHostMemoryLimitFor(128 * GiB), 64 * GiB);
+        QVERIFY(machineMemoryBytes() > 0);
+        QCOMPARE(defaultHostMemoryLimit(), defaultHostMemoryLimitFor(machineMemoryBytes()));
+        QVERIFY(defaultHostThreadLimit() >= 512);
+        QCOMPARE(WorkerLimits().effectiveHostMemory(), defaultHostMemoryLimit());
+        QCOMPARE(WorkerLimits().effectiveHostThreads(), defaultHostThreadLimit());
+        QVERIFY(WorkerLimits().osSandbox);
+
+        QCOMPARE(parseByteSize(QStringLiteral("8G")).value_or(-1), 8 * GiB);
+        QCOMPARE(parseByteSize(QStringLiteral("512M")).value_or(-1), 512 * kMiB);
+        QCOMPARE(parseByteSize(QStringLiteral("1.5GiB")).value_or(-1), 3 * GiB / 2);
+        QCOMPARE(parseByteSize(QStringLiteral("64k")).value_or(-1), qint64(64 * 1024));
+        QCOMPARE(parseByteSize(QStringLiteral("4096")).value_or(-1), qint64(4096));
+        QCOMPARE(parseByteSize(QStringLiteral(" 2 TB ")).value_or(-1), 2048 * GiB);
+        for (const char* bad : {"0", "0G", "", "-1G", "eight", "8X", "8 G G", "1e3"}) {
+            QString error;
+            QVERIFY2(!parseByteSize(QString::fromLatin1(bad), &error), bad);
+            QVERIFY2(!error.isEmpty(), bad);
+        }
+        QCOMPARE(formatBytes(qint64(16.1 * double(GiB))), QStringLiteral("16.1 GiB"));
+        QCOMPARE(formatBytes(4 * GiB), QStringLiteral("4 GiB"));
+        QCOMPARE(formatBytes(512 * kMiB), QStringLiteral("512 MiB"));
+        QCOMPARE(formatBytes(1000 * kMiB), QStringLiteral("1000 MiB"));
+        QCOMPARE(formatBytes(100), QStringLiteral("100 B"));
+
+        // Stored with a run: an explicit limit stays explicit, a default stays the default.
+        WorkerLimits set;
+        set.hostMemoryBytes = 3 * GiB;
+        set.osSandbox = false;
+        const QJsonObject stored = set.toJson();
+        QCOMPARE(stored.value(QLatin1String("host_memory_bytes")).toDouble(), double(3 * GiB));
+        QCOMPARE(stored.value(QLatin1String("host_memory_default")).toBool(), false);
+        const WorkerLimits back = WorkerLimits::fromJson(stored);
+        QCOMPARE(back.hostMemoryBytes, 3 * GiB);
+        QCOMPARE(back.hostThreads, 0);
+        QCOMPARE(back.osSandbox, false);
+        const WorkerLimits byDefault = WorkerLimits::fromJson(WorkerLimits().toJson());
+        QCOMPARE(byDefault.hostMemoryBytes, qint64(0));
+        QCOMPARE(byDefault.osSandbox, true);
+        QCOMPARE(WorkerLimits::fromJson(QJsonObject()).hostMemoryBytes, qint64(0)); // runs stored before
+    }
+
+    void processTreeIsFound()
+    {
+        QProcess shell;
+        shell.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QStringLiteral("sleep 30 & sleep 30 & wait")});
+        QVERIFY(shell.waitForStarted());
+        const qint64 pid = shell.processId();
+        QTRY_COMPARE(childProcesses(pid).size(), 2);
+        QList<qint64> children = childProcesses(pid);
+        QList<qint64> scanned = childProcessesByScan(pid);
+        std::sort(children.begin(), children.end());
+        std::sort(scanned.begin(), scanned.end());
+        QCOMPARE(scanned, children);
+        QList<qint64> mainThread = childProcesses(pid, false); // sh forks from its only thread
+        std::sort(mainThread.begin(), mainThread.end());
+        QCOMPARE(mainThread, children);
+        const ProcessTreeUsage usage = processTreeUsage(pid);
+        QVERIFY(usage.found);
+        QCOMPARE(usage.pids.size(), 3);
+        QCOMPARE(usage.pids.first(), pid);
+        QCOMPARE(usage.threads, 3);
+        QVERIFY(usage.rssBytes > 0 && usage.peakBytes >= usage.rssBytes);
+        QVERIFY(!processTreeUsage(0).found);
+        for (const qint64 child : children)
+            ::kill(pid_t(child), SIGKILL);
+        shell.kill();
+        shell.waitForFinished();
+    }
+
+    void hostMemoryOverLimitEndsRequest_data()
+    {
+        QTest::addColumn<bool>("sandbox");
+        QTest::newRow("sandbox off") << false;
+        QTest::newRow("in the sandbox where it works") << true;
+    }
+
+    void hostMemoryOverLimitEndsRequest()
+    {
+        QFETCH(bool, sandbox);
+        auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        WorkerLimits limits;
+        limits.hostMemoryBytes = 128 * kMiB;
+        limits.osSandbox = sandbox;
+        supervisor->setLimits(limits);
+        const Ending ending = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("alloc"), {{QStringLiteral("mib"), 2048},
+                                                                                   {QStringLiteral("then"), QStringLiteral("hang")}}),
+                                                 60000));
+        QVERIFY(ending.ended); // within kWaitMs, far inside the 60 s limit
+        QCOMPARE(ending.status, wireName(EvaluationStatus::ResourceLimit));
+        QVERIFY2(ending.message.startsWith(QLatin1String("host memory ")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String(" over the limit of 128 MiB")), qPrintable(ending.message));
+        QVERIFY(!isMachineFailure(ending.status));
+        qInfo("%s after %lld ms", qPrintable(ending.message), ending.elapsedMs);
+        verifyFreshWorkerAnswers(*supervisor, 0);
+    }
+
+    void hostThreadsOverCapEndRequest()
+    {
+        auto supervisor = makeSupervisor();
+        WorkerLimits limits;
+        limits.hostThreads = 32;
+        supervisor->setLimits(limits);
+        const Ending ending = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("threads"), {{QStringLiteral("count"), 100},
+                                                                                     {QStringLiteral("then"), QStringLiteral("hang")}}),
+                                                 60000));
+        QVERIFY(ending.ended);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::ResourceLimit));
+        QVERIFY2(ending.message.startsWith(QLatin1String("host threads ")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String(" over the limit of 32")), qPrintable(ending.message));
+        verifyFreshWorkerAnswers(*supervisor, 0);
+    }
+
+    void underTheLimitsIsFine()
+    {
+        auto supervisor = makeSupervisor();
+        WorkerLimits limits;
+        limits.hostMemoryBytes = 512 * kMiB;
+        limits.hostThreads = 64;
+        supervisor->setLimits(limits);
+        const Ending memory = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("alloc"), {{QStringLiteral("mib"), 64}})));
+        QVERIFY2(memory.hasResponse, qPrintable(memory.status + QLatin1String(": ") + memory.message));
+        const Ending threads = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("threads"), {{QStringLiteral("count"), 8}})));
+        QVERIFY2(threads.hasResponse, qPrintable(threads.status + QLatin1String(": ") + threads.message));
+        // Held while the worker idles (reuse mode); the next request is still under the limits.
+        QTest::qWait(3 * WorkerSupervisor::kLimitPollMs);
+        const Ending after = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(after.hasResponse, qPrintable(after.status + QLatin1String(": ") + after.message));
+        QCOMPARE(pidOf(after), pidOf(memory));
+    }
+
+    void workerOverLimitBeforeHelloIsStartFailed()
+    {
+        // The worker alone is bigger than the limit: no candidate ran, so it is the machine's.
+        auto supervisor = makeSupervisor({QStringLiteral("--hello-delay"), QStringLiteral("2000")});
+        WorkerLimits limits;
+        limits.hostMemoryBytes = 64 * 1024;
+        supervisor->setLimits(limits);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(), 60000));
+        QVERIFY(ending.ended);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::StartFailed));
+        QVERIFY2(ending.message.contains(QLatin1String("before answering hello: host memory")), qPrintable(ending.message));
+    }
+
+    // --- the OS sandbox (docs/sandbox.md, "The OS sandbox") -----------------------------------------
+
+    void sandboxFallsBackWithAWarning()
+    {
+        auto supervisor = makeSupervisor();
+        supervisor->setBubblewrapProgram(QStringLiteral("/nonexistent/bwrap"));
+        QCOMPARE(supervisor->sandboxStatus(),
+                 QStringLiteral("none: bubblewrap is not installed (/nonexistent/bwrap is not an executable)"));
+        QTemporaryDir outside;
+        QVERIFY(outside.isValid());
+        const QString path = outside.filePath(QStringLiteral("unsandboxed"));
+        const Ending ending = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"), {{QStringLiteral("path"), path}})));
+        QVERIFY2(ending.hasResponse, qPrintable(ending.status + QLatin1String(": ") + ending.message));
+        QCOMPARE(ending.response.value(QLatin1String("write_errno")).toInt(), 0); // it ran unwrapped
+        QVERIFY(QFile::exists(path));
+
+        // A bwrap that is there but fails (no user namespaces, a container): the same fallback.
+        auto failing = makeSupervisor();
+        failing->setBubblewrapProgram(QStringLiteral("/bin/false"));
+        QVERIFY2(failing->sandboxStatus().startsWith(QLatin1String("none: bwrap fails here (exit code 1)")),
+                 qPrintable(failing->sandboxStatus()));
+        QVERIFY(waitForEnd(*failing, failing->sendRequest(evaluate())).hasResponse);
+
+        qputenv("KWB_OS_SANDBOX", "0");
+        const auto unset = qScopeGuard([] { qunsetenv("KWB_OS_SANDBOX"); });
+        QCOMPARE(makeSupervisor()->sandboxStatus(), QStringLiteral("none: turned off (KWB_OS_SANDBOX=0)"));
+        WorkerLimits off;
+        off.osSandbox = false;
+        qunsetenv("KWB_OS_SANDBOX");
+        auto offSupervisor = makeSupervisor();
+        offSupervisor->setLimits(off);
+        QCOMPARE(offSupervisor->sandboxStatus(), QStringLiteral("none: turned off (--no-os-sandbox)"));
+    }
+
+    void sandboxKeepsTheFileSystemReadOnly()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        auto supervisor = makeSupervisor();
+        QCOMPARE(supervisor->sandboxStatus(), kSandboxBubblewrap);
+        QTemporaryDir outside;
+        QVERIFY(outside.isValid());
+        const QString path = outside.filePath(QStringLiteral("escaped"));
+        const Ending refused = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"), {{QStringLiteral("path"), path}})));
+        QVERIFY2(refused.hasResponse, qPrintable(refused.status + QLatin1String(": ") + refused.message));
+        QCOMPARE(refused.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        QVERIFY(!QFile::exists(path));
+        // The worker's pid is its own, not bwrap's.
+        QCOMPARE(supervisor->workerPid(), pidOf(refused));
+
+        // Its scratch folder (TMPDIR) is writable, and goes with the worker.
+        const Ending scratch = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"))));
+        QVERIFY2(scratch.hasResponse, qPrintable(scratch.status + QLatin1String(": ") + scratch.message));
+        QCOMPARE(scratch.response.value(QLatin1String("write_errno")).toInt(), 0);
+        const QString written = scratch.response.value(QLatin1String("path")).toString();
+        QVERIFY2(written.contains(QLatin1String("/kwb-worker-")), qPrintable(written));
+        QVERIFY(QFile::exists(written));
+        supervisor.reset();
+        QVERIFY(!QFile::exists(written));
+    }
+
+    void sandboxHasNoNetwork()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        Listener listener;
+        QVERIFY(listener.port > 0);
+        const QJsonObject connect = evaluate(QStringLiteral("connect"), {{QStringLiteral("port"), listener.port}});
+
+        auto unsandboxed = makeSupervisor();
+        WorkerLimits off;
+        off.osSandbox = false;
+        unsandboxed->setLimits(off);
+        const Ending reached = waitForEnd(*unsandboxed, unsandboxed->sendRequest(connect));
+        QVERIFY2(reached.hasResponse, qPrintable(reached.status + QLatin1String(": ") + reached.message));
+        QCOMPARE(reached.response.value(QLatin1String("connect_errno")).toInt(), 0); // the listener is there
+
+        auto sandboxed = makeSupervisor();
+        const Ending cut = waitForEnd(*sandboxed, sandboxed->sendRequest(connect));
+        QVERIFY2(cut.hasResponse, qPrintable(cut.status + QLatin1String(": ") + cut.message));
+        QVERIFY2(cut.response.value(QLatin1String("connect_errno")).toInt() != 0,
+                 qPrintable(cut.response.value(QLatin1String("connect_error")).toString()));
+    }
+
+    void sandboxedTimeoutEndsTheRealWorker()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        for (const QString& mode : {QStringLiteral("hang"), QStringLiteral("hang_ignore_term")}) {
+            auto supervisor = makeSupervisor();
+            supervisor->setKillGracePeriod(300);
+            qint64 worker = 0;
+            QObject::connect(supervisor.get(), &WorkerSupervisor::workerAvailable, supervisor.get(),
+                             [&worker](qint64 pid, const QJsonObject& hello) {
+                                 worker = pid;
+                                 QCOMPARE(hello.value(QLatin1String("pid")).toInteger(), pid);
+                             });
+            const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode), 1000));
+            QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
+            QVERIFY(worker > 0);
+            QTRY_VERIFY_WITH_TIMEOUT(processGone(worker), 2000);
+            QVERIFY2(ending.message.contains(mode == QLatin1String("hang") ? QLatin1String("SIGTERM")
+                                                                           : QLatin1String("SIGKILL")),
+                     qPrintable(ending.message));
+        }
+    }
+
     void destructionEndsWorker()
     {
         auto supervisor = makeSupervisor();
@@ -615,7 +937,7 @@ private Q_SLOTS:
         clock.start();
         supervisor.reset();
         QVERIFY(clock.elapsed() < 3000);
-        QCOMPARE(::kill(pid_t(pid), 0), -1); // gone and reaped
+        QTRY_VERIFY_WITH_TIMEOUT(processGone(pid), 2000);
     }
 };
 

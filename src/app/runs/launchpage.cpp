@@ -4,6 +4,7 @@
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
 #include "core/study/report.h"
+#include "core/workers/workerlauncher.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
@@ -336,6 +337,25 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_isolation->setObjectName(QStringLiteral("isolationCombo"));
     m_isolation->addItem(tr("A fresh worker per candidate"), QStringLiteral("fresh"));
     m_isolation->addItem(tr("Reuse a healthy worker (faster, less isolated)"), QStringLiteral("reuse"));
+    // What a worker may take of the host; over it an evaluation ends as resource_limit.
+    m_maxHostMemory = new QDoubleSpinBox(box);
+    m_maxHostMemory->setObjectName(QStringLiteral("maxHostMemorySpin"));
+    m_maxHostMemory->setDecimals(1);
+    m_maxHostMemory->setSingleStep(1);
+    m_maxHostMemory->setRange(0, std::max(1.0, double(machineMemoryBytes()) / double(qint64(1) << 30)));
+    m_maxHostMemory->setSuffix(tr(" GiB"));
+    m_maxHostMemory->setSpecialValueText(tr("the default (%1)").arg(formatBytes(defaultHostMemoryLimit())));
+    m_maxHostMemory->setToolTip(tr("Host memory a worker may take (the worker and everything under it); 0: half the "
+                                   "machine's memory, at most all but 4 GiB"));
+    m_osSandbox = new QCheckBox(tr("No network, read-only files (bubblewrap)"), box);
+    m_osSandbox->setObjectName(QStringLiteral("osSandboxCheck"));
+    m_osSandbox->setChecked(true);
+    {
+        const QString sandbox = workerSandboxStatus(WorkerLimits());
+        m_osSandbox->setToolTip(sandbox == kSandboxBubblewrap
+                                    ? tr("Workers run in bubblewrap's sandbox")
+                                    : tr("Not available here: workers run without it (%1)").arg(sandbox));
+    }
     m_database = new QLineEdit(box);
     m_database->setObjectName(QStringLiteral("databaseEdit"));
     auto* browse = new QPushButton(tr("Browse…"), box);
@@ -348,6 +368,8 @@ QWidget* LaunchPage::buildEvaluationBox()
     form->addRow(tr("Evaluation time-out"), m_timeout);
     form->addRow(tr("Timing trials"), m_timingTrials);
     form->addRow(tr("Worker isolation"), m_isolation);
+    form->addRow(tr("Host memory limit"), m_maxHostMemory);
+    form->addRow(tr("OS sandbox"), m_osSandbox);
     form->addRow(tr("Database"), dbRow);
     return box;
 }
@@ -583,6 +605,8 @@ RunRequest LaunchPage::request() const
     r.modelTimeoutS = m_modelTimeout->value();
     r.timingTrials = m_timingTrials->value();
     r.isolation = m_isolation->currentData().toString();
+    r.workerLimits.hostMemoryBytes = qint64(m_maxHostMemory->value() * double(qint64(1) << 30));
+    r.workerLimits.osSandbox = m_osSandbox->isChecked();
     r.promptsDir = m_promptsDir;
     return r;
 }

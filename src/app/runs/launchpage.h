@@ -147,6 +147,8 @@ private:
     QDoubleSpinBox* m_modelTimeout = nullptr;
     QSpinBox* m_timingTrials = nullptr;
     QComboBox* m_isolation = nullptr;
+    QDoubleSpinBox* m_maxHostMemory = nullptr; ///< GiB; 0: the default
+    QCheckBox* m_osSandbox = nullptr;
     QLineEdit* m_database = nullptr;
 
     QPushButton* m_start = nullptr;

@@ -5,6 +5,13 @@
 #include "core/study/report.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/run/runcontroller.h"
+#include "core/workers/workerlauncher.h"
+#include "core/workers/workersupervisor.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QTimer>
 
 namespace kwb::app {
 
@@ -14,6 +21,7 @@ bool isInfrastructureStatus(const QString& status)
     switch (evaluationStatusFromWire(status)) {
     case EvaluationStatus::Timeout:
     case EvaluationStatus::Crashed:
+    case EvaluationStatus::ResourceLimit:
     case EvaluationStatus::StartFailed:
     case EvaluationStatus::ProtocolError:
     case EvaluationStatus::BadRequest: return true;

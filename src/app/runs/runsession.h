@@ -26,7 +26,7 @@ namespace kwb::app {
 
 using kwb::defaultPromptsDir; // core/run/runlaunch.h
 
-/// Evaluation statuses that say something went wrong around the candidate (timeout, crashed,
+/// Evaluation statuses that say something went wrong around the candidate (timeout, crashed, resource_limit,
 /// start_failed, protocol_error, bad_request), not in it: the monitor lists them as problems.
 bool isInfrastructureStatus(const QString& status);
 

@@ -29,6 +29,9 @@ const QList<EvaluationStatusInfo> kTable = {
     {S::ProtocolError, "protocol_error", "protocol error", C::MachineFault, false, 0xff0969da},
     {S::BadRequest, "bad_request", "bad request", C::NotEvaluated, false, 0xff6e7781},
     {S::Cancelled, "cancelled", "cancelled", C::NotEvaluated, false, 0xff6e7781},
+    // During an evaluate the candidate's host code ran in the worker that went over the limit;
+    // over it before hello is start_failed (core/workers/workersupervisor.h).
+    {S::ResourceLimit, "resource_limit", "over a host limit", C::ModelFault, false, 0xffa40e26},
 };
 } // namespace
 

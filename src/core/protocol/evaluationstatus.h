@@ -39,6 +39,7 @@ enum class EvaluationStatus {
     ProtocolError,
     BadRequest,
     Cancelled,
+    ResourceLimit, ///< over the host-memory or thread limit (core/workers/hostlimits.h)
 };
 
 enum class StatusCategory { Success, ModelFault, MachineFault, NotEvaluated };

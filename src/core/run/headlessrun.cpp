@@ -3,6 +3,7 @@
 #include "core/model/llmclient.h"
 #include "core/run/runcontroller.h"
 #include "core/workers/evaluationqueue.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QTimer>
@@ -140,6 +141,11 @@ void HeadlessRun::start()
     m_factsSupervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
     m_factsSupervisor->setDefaultTimeout(m_environment.factsTimeoutMs);
     m_factsSupervisor->setKillGracePeriod(m_environment.killGraceMs);
+    m_factsSupervisor->setLimits(m_plan.workerLimits);
+    if (const QString text = sandboxWarning(m_factsSupervisor->sandboxStatus()); !text.isEmpty()) {
+        // From the event loop, so a caller that connects after start() still sees it.
+        QTimer::singleShot(0, this, [this, text] { Q_EMIT warning(text); });
+    }
     m_facts = new RunFactsLoader(m_factsSupervisor, this);
     connect(m_facts, &RunFactsLoader::progress, this, &HeadlessRun::preparing);
     connect(m_facts, &RunFactsLoader::warning, this, &HeadlessRun::warning);

@@ -4,6 +4,7 @@
 #include "core/model/llmclient.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QCoreApplication>
@@ -209,6 +210,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.modelTimeoutS = request.modelTimeoutS > 0 ? request.modelTimeoutS : defaultModelTimeoutS();
     plan.timingTrials = request.timingTrials;
     plan.isolation = request.isolation;
+    plan.workerLimits = request.workerLimits;
     plan.sweepNs = request.sweepNs;
     std::sort(plan.sweepNs.begin(), plan.sweepNs.end());
     plan.promptsDir = request.promptsDir;
@@ -252,6 +254,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.modelTimeoutS = extra.value(QLatin1String("model_timeout_s")).toDouble(defaultModelTimeoutS());
     plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
     plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
+    plan.workerLimits = WorkerLimits::fromJson(extra.value(QLatin1String("worker_limits")).toObject());
     for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
         plan.sweepNs << v.toInt();
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
@@ -320,6 +323,8 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("timing_trials"),
                      plan.timingTrials > 0 ? QJsonValue(plan.timingTrials) : QJsonValue()},
                     {QStringLiteral("isolation"), plan.isolation},
+                    {QStringLiteral("worker_limits"), plan.workerLimits.toJson()},
+                    {QStringLiteral("sandbox"), workerSandboxStatus(plan.workerLimits)},
                     {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()}};
     return config;
@@ -355,6 +360,7 @@ void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const 
     queue.setTimeout(int(plan.timeoutS * 1000.0));
     queue.setIsolation(plan.isolation == QLatin1String("reuse") ? WorkerSupervisor::Isolation::ReuseWhileHealthy
                                                                 : WorkerSupervisor::Isolation::FreshPerRequest);
+    queue.setWorkerLimits(plan.workerLimits);
     queue.setCompileWorkerCount(1);
     const QString arch = decodeDeviceFacts(device).arch;
     if (!arch.isEmpty())

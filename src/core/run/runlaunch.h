@@ -13,6 +13,7 @@
 #include "core/run/regime.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
+#include "core/workers/hostlimits.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -75,6 +76,7 @@ struct RunRequest
     double modelTimeoutS = 0; ///< a model request's total limit, retries included; <= 0: kDefaultModelDeadlineMs
     int timingTrials = 0;  ///< 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< "fresh" (a worker per candidate) or "reuse"
+    WorkerLimits workerLimits; ///< host memory and threads, the OS sandbox (defaults: the machine's)
     /// `kwb sweep`: the n of the best-of-n curve; one run samples max(n) per task on one turn
     /// (unless turns says otherwise). Empty: a plain run.
     QList<int> sweepNs;
@@ -97,6 +99,7 @@ struct RunPlan
     double modelTimeoutS = defaultModelTimeoutS(); ///< a model request's total limit, retries included
     int timingTrials = 0;
     QString isolation = QStringLiteral("fresh");
+    WorkerLimits workerLimits;
     QList<int> sweepNs;
     QString promptsDir;
     qint64 resumeRunId = 0; ///< 0: a new run
@@ -120,7 +123,8 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 /// The configuration a new run keeps: the templates its regimes use (and every partial) read from
 /// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),
 /// and the plan itself in `extra` (regime, level_regimes, routing, tasks, task_spec, scale,
-/// timeout_s, model_timeout_s, timing_trials, isolation, sweep, prompts_dir). nullopt with *error for a template that cannot be read.
+/// timeout_s, model_timeout_s, timing_trials, isolation, worker_limits, sweep, prompts_dir), and
+/// `sandbox`: "bubblewrap" or "none: <reason>" (core/workers/workerlauncher.h). nullopt with *error for a template that cannot be read.
 std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
                                       QString* error);
 
@@ -130,7 +134,8 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
 /// The fields every evaluate request of the run carries: profile, scale, seed (and timing_trials
 /// when set).
 QJsonObject evaluationOptionsFor(const RunPlan& plan);
-/// Worker program, time-out, isolation, one compile worker, and the device's arch for compile-ahead.
+/// Worker program, time-out, isolation, worker limits, one compile worker, and the device's arch
+/// for compile-ahead.
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
                     const RunPlan& plan, const QJsonObject& device);
 /// Regimes per level and evaluation options.

@@ -240,6 +240,15 @@ void EvaluationQueue::setIsolation(WorkerSupervisor::Isolation isolation)
         gpu.supervisor->setIsolation(isolation);
 }
 
+void EvaluationQueue::setWorkerLimits(const WorkerLimits& limits)
+{
+    m_workerLimits = limits;
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        gpu.supervisor->setLimits(limits);
+    for (const Compiler& compiler : std::as_const(m_compilers))
+        compiler.supervisor->setLimits(limits);
+}
+
 void EvaluationQueue::setTimeout(int ms)
 {
     m_timeoutMs = ms;
@@ -471,6 +480,7 @@ void EvaluationQueue::ensureCompilers()
         compiler.supervisor->setProgram(m_program, m_arguments);
         compiler.supervisor->setProcessEnvironment(noGpu);
         compiler.supervisor->setKillGracePeriod(m_killGraceMs);
+        compiler.supervisor->setLimits(m_workerLimits);
         connect(compiler.supervisor, &WorkerSupervisor::responseAvailable, this,
                 [this, index](qint64 requestId, const QJsonObject& response) {
                     onCompileResponse(index, requestId, response);

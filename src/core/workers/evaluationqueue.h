@@ -41,6 +41,8 @@ public:
     /// set per worker on top of it.
     void setProcessEnvironment(const QProcessEnvironment& environment);
     void setIsolation(WorkerSupervisor::Isolation isolation);
+    /// Host limits and the OS sandbox of every worker, GPU and compile ones.
+    void setWorkerLimits(const WorkerLimits& limits);
     /// The wall-clock limit of an evaluation whose options name no "timeout_ms".
     void setTimeout(int ms);
     void setKillGracePeriod(int ms);
@@ -146,6 +148,7 @@ private:
     QString m_program;
     QStringList m_arguments;
     QProcessEnvironment m_environment;
+    WorkerLimits m_workerLimits;
     int m_killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
     int m_timeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
     qsizetype m_stderrLimit = WorkerSupervisor::kDefaultStderrLimit;

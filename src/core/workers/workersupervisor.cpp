@@ -2,12 +2,17 @@
 
 #include "core/protocol/workerresponses.h"
 
+#include "core/workers/workerlauncher.h"
+
+#include <QDir>
 #include <QEventLoop>
 #include <QJsonDocument>
 #include <QJsonValue>
 #include <QPointer>
+#include <QTemporaryDir>
 
 #include <csignal>
+#include <sys/types.h>
 
 namespace kwb {
 
@@ -52,6 +57,48 @@ QString lastLine(const QByteArray& log)
 {
     const QList<QByteArray> lines = log.trimmed().split('\n');
     return lines.isEmpty() ? QString() : QString::fromUtf8(lines.last().trimmed()).left(500);
+}
+
+// A worker's scratch folder, the one place it may write in the OS sandbox: a child of its
+// QProcess, so it is removed with it.
+class ScratchFolder : public QObject
+{
+public:
+    explicit ScratchFolder(QObject* parent)
+        : QObject(parent)
+        , dir(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-worker-XXXXXX")))
+    {
+    }
+    QTemporaryDir dir;
+};
+
+const char* const kSandboxedProperty = "kwbSandboxed";
+
+// The worker's own pid: in the sandbox the started process is bwrap, and the worker its child.
+qint64 workerProcessId(QProcess* process)
+{
+    const qint64 started = process->processId();
+    if (started <= 0 || !process->property(kSandboxedProperty).toBool())
+        return started;
+    const QList<qint64> children = childProcesses(started);
+    return children.isEmpty() ? started : children.first();
+}
+
+// bwrap passes no signal on to the worker: SIGTERM goes to the worker itself (so it has its
+// grace period as without the sandbox), SIGKILL to both (the worker would also die with bwrap,
+// through --die-with-parent, but a moment later).
+void signalWorker(QProcess* process, int signal)
+{
+    const qint64 worker = workerProcessId(process);
+    if (worker > 0 && worker != process->processId()) {
+        ::kill(pid_t(worker), signal);
+        if (signal != SIGKILL)
+            return;
+    }
+    if (signal == SIGKILL)
+        process->kill();
+    else
+        process->terminate();
 }
 
 const QString kHelloType = QStringLiteral("hello");
@@ -116,8 +163,10 @@ WorkerSupervisor::WorkerSupervisor(QObject* parent)
     m_requestTimer.setTimerType(Qt::PreciseTimer); // a limit must not fire early (coarse timers may by 5 %)
     m_stopTimer.setSingleShot(true);
     m_stopTimer.setTimerType(Qt::PreciseTimer); // the grace period is a promise too
+    m_limitTimer.setInterval(kLimitPollMs);
     connect(&m_requestTimer, &QTimer::timeout, this, &WorkerSupervisor::onRequestTimeout);
     connect(&m_stopTimer, &QTimer::timeout, this, &WorkerSupervisor::onStopTimer);
+    connect(&m_limitTimer, &QTimer::timeout, this, &WorkerSupervisor::onLimitTimer);
 }
 
 WorkerSupervisor::~WorkerSupervisor()
@@ -126,7 +175,7 @@ WorkerSupervisor::~WorkerSupervisor()
         // It holds no GPU and no request: no need to ask nicely.
         m_spare = Spare();
         spare->disconnect(this);
-        spare->kill();
+        signalWorker(spare, SIGKILL);
         spare->waitForFinished(m_killGraceMs);
         delete spare;
     }
@@ -139,7 +188,7 @@ WorkerSupervisor::~WorkerSupervisor()
         // EOF first: a worker between requests ends cleanly and releases its CUDA context.
         process->closeWriteChannel();
         if (!process->waitForFinished(m_state == WorkerState::Idle ? 1000 : 0)) {
-            process->kill();
+            signalWorker(process, SIGKILL);
             process->waitForFinished(m_killGraceMs);
         }
     }
@@ -157,6 +206,28 @@ void WorkerSupervisor::setProcessEnvironment(const QProcessEnvironment& environm
 {
     m_environment = environment;
     discardSpare(); // it may see another GPU
+}
+
+void WorkerSupervisor::setLimits(const WorkerLimits& limits)
+{
+    const bool sandboxChanged = limits.osSandbox != m_limits.osSandbox;
+    m_limits = limits;
+    if (sandboxChanged)
+        discardSpare(); // started in the other way
+}
+
+void WorkerSupervisor::setBubblewrapProgram(const QString& program)
+{
+    m_bubblewrap = program;
+    discardSpare();
+}
+
+QString WorkerSupervisor::sandboxStatus() const
+{
+    WorkerLaunchOptions options;
+    options.osSandbox = m_limits.osSandbox;
+    options.bubblewrap = m_bubblewrap;
+    return kwb::sandboxStatus(options);
 }
 
 void WorkerSupervisor::setIsolation(Isolation isolation)
@@ -257,6 +328,7 @@ void WorkerSupervisor::dispatch()
     m_stderr.clear();
     m_stderrDropped = 0;
     m_requestTimer.start(m_active->request.timeoutMs);
+    m_limitTimer.start();
     Q_EMIT requestStarted(m_active->request.id);
     if (!m_active)
         return; // cancelled from a slot
@@ -271,10 +343,17 @@ void WorkerSupervisor::dispatch()
 QProcess* WorkerSupervisor::createProcess()
 {
     auto* process = new QProcess(this);
-    process->setProgram(m_program);
-    process->setArguments(m_arguments);
-    process->setProcessEnvironment(m_environment);
+    auto* scratch = new ScratchFolder(process);
+    WorkerLaunchOptions options;
+    options.osSandbox = m_limits.osSandbox;
+    options.bubblewrap = m_bubblewrap;
+    options.scratchDir = scratch->dir.isValid() ? scratch->dir.path() : QString();
+    const WorkerLaunch launch = launchWorker(m_program, m_arguments, m_environment, options);
+    process->setProgram(launch.program);
+    process->setArguments(launch.arguments);
+    process->setProcessEnvironment(launch.environment);
     process->setProcessChannelMode(QProcess::SeparateChannels);
+    process->setProperty(kSandboxedProperty, launch.sandboxed);
     return process;
 }
 
@@ -372,6 +451,7 @@ void WorkerSupervisor::onSpareOutput(QProcess* process)
     if (!responses.isEmpty()) {
         m_spare.hello = responses.first();
         m_spare.state = WorkerState::Idle;
+        m_spare.pid = workerProcessId(process); // it runs now: in the sandbox, bwrap's child
     }
 }
 
@@ -396,7 +476,7 @@ void WorkerSupervisor::discardSpare()
         process->deleteLater();
         return;
     }
-    process->kill();
+    signalWorker(process, SIGKILL);
     // Reaped when it has gone; deleting a running QProcess would block until it has.
     connect(process, &QProcess::finished, process, &QObject::deleteLater);
 }
@@ -489,6 +569,7 @@ void WorkerSupervisor::handleResponse(const QJsonObject& response)
         }
         m_hello = response;
         m_state = WorkerState::Idle;
+        m_pid = workerProcessId(m_process); // it runs now: in the sandbox, bwrap's child
         Q_EMIT workerAvailable(m_pid, m_hello);
         if (m_active && m_process && m_state == WorkerState::Idle)
             writeActiveRequest();
@@ -606,6 +687,56 @@ void WorkerSupervisor::onRequestTimeout()
         abortWorker(wireName(EvaluationStatus::Timeout), QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
 }
 
+void WorkerSupervisor::onLimitTimer()
+{
+    if (!m_active) {
+        m_limitTimer.stop();
+        return;
+    }
+    if (!m_process || m_active->answered || m_state == WorkerState::Starting || m_state == WorkerState::Stopping)
+        return;
+    // The started process and everything under it: bwrap and the worker, and anything the worker
+    // started.
+    // Children started by other threads than a process's main one are looked for every 10th time.
+    const ProcessTreeUsage usage = processTreeUsage(m_process->processId(), ++m_limitPolls % 10 == 1);
+    if (!usage.found)
+        return;
+    const qint64 memoryLimit = m_limits.effectiveHostMemory();
+    const int threadLimit = m_limits.effectiveHostThreads();
+    QString over;
+    if (usage.peakBytes > memoryLimit)
+        over = QStringLiteral("host memory %1 over the limit of %2").arg(formatBytes(usage.peakBytes), formatBytes(memoryLimit));
+    else if (usage.threads > threadLimit)
+        over = QStringLiteral("host threads %1 over the limit of %2").arg(usage.threads).arg(threadLimit);
+    if (over.isEmpty())
+        return;
+    // Before hello the worker itself is too big for the limit: nothing of a candidate ran yet.
+    if (m_state == WorkerState::Handshaking)
+        killWorker(wireName(EvaluationStatus::StartFailed),
+                   QStringLiteral("the worker went over its limits before answering hello: %1").arg(over), usage.pids);
+    else
+        killWorker(wireName(EvaluationStatus::ResourceLimit), over, usage.pids);
+}
+
+void WorkerSupervisor::killWorker(const QString& status, const QString& message, const QList<qint64>& tree)
+{
+    m_requestTimer.stop();
+    m_limitTimer.stop();
+    if (m_active && !m_active->answered && m_active->failStatus.isEmpty()) {
+        m_active->failStatus = status;
+        m_active->failMessage = message;
+    }
+    if (!m_process)
+        return;
+    m_state = WorkerState::Stopping;
+    m_stopStage = StopStage::KillAtOnce;
+    m_stopTimer.stop();
+    // The worker first (in the sandbox it is bwrap's child), then what the started process holds.
+    for (qsizetype i = tree.size() - 1; i >= 1; --i)
+        ::kill(pid_t(tree.at(i)), SIGKILL);
+    m_process->kill();
+}
+
 void WorkerSupervisor::abortWorker(const QString& status, const QString& message)
 {
     m_requestTimer.stop();
@@ -629,7 +760,7 @@ void WorkerSupervisor::abortWorker(const QString& status, const QString& message
         return;
     m_state = WorkerState::Stopping;
     m_stopStage = StopStage::Terminate;
-    m_process->terminate();
+    signalWorker(m_process, SIGTERM);
     m_stopTimer.start(m_killGraceMs);
 }
 
@@ -649,12 +780,12 @@ void WorkerSupervisor::onStopTimer()
         return;
     if (m_stopStage == StopStage::EndOfInput) {
         m_stopStage = StopStage::Terminate;
-        m_process->terminate();
+        signalWorker(m_process, SIGTERM);
         m_stopTimer.start(m_killGraceMs);
     } else if (m_stopStage == StopStage::Terminate) {
         // A kernel stuck on the GPU or a worker ignoring SIGTERM: nothing is left to ask nicely.
         m_stopStage = StopStage::Kill;
-        m_process->kill();
+        signalWorker(m_process, SIGKILL);
     }
 }
 
@@ -681,6 +812,13 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
 {
     if (process != m_process)
         return;
+    // bwrap passes on the worker's exit code, and 128 + the signal when the worker died by one.
+    if (process->property(kSandboxedProperty).toBool() && exitStatus == QProcess::NormalExit) {
+        if (const int signal = signalFromWrappedExitCode(exitCode)) {
+            exitStatus = QProcess::CrashExit;
+            exitCode = signal;
+        }
+    }
     // Whatever is still buffered was written before the worker ended: a worker that answers and
     // then exits (worker_healthy: false) must not be taken for a crash.
     feedDecoder(process->readAllStandardOutput());

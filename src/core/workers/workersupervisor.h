@@ -12,6 +12,7 @@
 #include "core/protocol/defaults.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/workers/hostlimits.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -29,7 +30,9 @@ namespace kwb {
 
 // A request that ends without a response fails with an EvaluationStatus's wire name
 // (core/protocol/evaluationstatus.h): timeout, crashed, worker_lost, protocol_error,
-// start_failed, bad_request or cancelled. `worker_lost`: the worker, busy with the request, was
+// start_failed, bad_request, cancelled or resource_limit (the worker went over its host-memory or
+// host-thread limit, WorkerLimits, and was killed: the message names the limit and the peak; during
+// an `evaluate` it is the candidate's doing, like `crashed`; before hello it is `start_failed`). `worker_lost`: the worker, busy with the request, was
 // ended by a signal that the supervisor did not send and that a candidate's code cannot raise
 // through the sandbox: SIGKILL (the OOM killer, `kill -9`), SIGTERM, SIGINT, SIGHUP, SIGQUIT. A
 // worker that dies by any other signal or exits (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, an exit code)
@@ -72,6 +75,8 @@ public:
     static constexpr int kDefaultTimeoutMs = defaults::kEvaluationTimeoutMs;
     static constexpr int kDefaultKillGraceMs = 2000;
     static constexpr qsizetype kDefaultStderrLimit = qsizetype(1) << 20;
+    /// How often the worker's host memory and threads are read while a request runs.
+    static constexpr int kLimitPollMs = 50;
 
     explicit WorkerSupervisor(QObject* parent = nullptr);
     /// Ends a running worker (EOF, then kill) and drops pending requests without signals.
@@ -95,6 +100,16 @@ public:
     int defaultTimeout() const { return m_defaultTimeoutMs; }
     /// How long a worker has to end after SIGTERM (or after EOF, when retired) before SIGKILL.
     void setKillGracePeriod(int ms) { m_killGraceMs = ms; }
+    /// The host limits and the OS sandbox of the workers started from now on (default: the
+    /// machine's defaults, sandbox on). The limits are checked every kLimitPollMs while a request
+    /// runs, over the worker and every process under it; one over ends the request with
+    /// `resource_limit` (SIGKILL, at once: the machine's memory is at stake).
+    void setLimits(const WorkerLimits& limits);
+    WorkerLimits limits() const { return m_limits; }
+    /// The bwrap program (default: `bwrap` in PATH); tests point it elsewhere.
+    void setBubblewrapProgram(const QString& program);
+    /// The sandbox the next worker gets: "bubblewrap" or "none: <reason>" (workerlauncher.h).
+    QString sandboxStatus() const;
     /// How much of the worker's stderr is kept per request (the tail).
     void setStderrLimit(qsizetype bytes) { m_stderrLimit = bytes; }
     qsizetype stderrLimit() const { return m_stderrLimit; }
@@ -112,7 +127,8 @@ public:
     /// fresh one.
     void stopWorker();
 
-    /// The running worker's process id, 0 when none runs.
+    /// The running worker's process id, 0 when none runs. In the sandbox it is bwrap's until the
+    /// worker has answered hello, then the worker's own.
     qint64 workerPid() const { return m_pid; }
     /// The spare worker's process id (0 when there is none) and whether it has answered hello.
     qint64 spareWorkerPid() const { return m_spare.pid; }
@@ -147,7 +163,7 @@ Q_SIGNALS:
 
 private:
     enum class WorkerState { None, Starting, Handshaking, Idle, Busy, Stopping };
-    enum class StopStage { None, EndOfInput, Terminate, Kill };
+    enum class StopStage { None, EndOfInput, Terminate, Kill, KillAtOnce };
 
     struct Pending
     {
@@ -200,6 +216,10 @@ private:
     void onFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus);
     void onRequestTimeout();
     void onStopTimer();
+    void onLimitTimer();
+    /// Ends the worker and every process under it by SIGKILL at once; the active request fails
+    /// with status and message.
+    void killWorker(const QString& status, const QString& message, const QList<qint64>& tree);
     void feedDecoder(const QByteArray& bytes);
     void handleResponse(const QJsonObject& response);
     void acceptResponse(const QJsonObject& response);
@@ -217,6 +237,8 @@ private:
     QString m_program;
     QStringList m_arguments;
     QProcessEnvironment m_environment;
+    WorkerLimits m_limits;
+    QString m_bubblewrap;
     Isolation m_isolation = Isolation::FreshPerRequest;
     int m_defaultTimeoutMs = kDefaultTimeoutMs;
     int m_killGraceMs = kDefaultKillGraceMs;
@@ -244,6 +266,8 @@ private:
 
     QTimer m_requestTimer;
     QTimer m_stopTimer;
+    QTimer m_limitTimer;
+    quint64 m_limitPolls = 0;
 };
 
 } // namespace kwb

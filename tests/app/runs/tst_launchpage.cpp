@@ -116,6 +116,10 @@ private Q_SLOTS:
         child<QSpinBox>(page, "timingTrialsSpin")->setValue(20);
         auto* isolation = child<QComboBox>(page, "isolationCombo");
         isolation->setCurrentIndex(isolation->findData(QStringLiteral("reuse")));
+        QCOMPARE(child<QDoubleSpinBox>(page, "maxHostMemorySpin")->value(), 0.0); // the default
+        QVERIFY(child<QCheckBox>(page, "osSandboxCheck")->isChecked());
+        child<QDoubleSpinBox>(page, "maxHostMemorySpin")->setValue(1.5);
+        child<QCheckBox>(page, "osSandboxCheck")->setChecked(false);
         child<QLineEdit>(page, "databaseEdit")->setText(m_dir.filePath(QStringLiteral("a.db")));
         child<QLineEdit>(page, "apiKeyEdit")->setText(QStringLiteral("secret"));
 
@@ -139,6 +143,9 @@ private Q_SLOTS:
         cli.modelTimeoutS = 45; // --model-timeout 45
         cli.timingTrials = 20;
         cli.isolation = QStringLiteral("reuse");
+        QVERIFY(parseByteSize(QStringLiteral("1.5G"))); // --max-host-memory 1.5G --no-os-sandbox
+        cli.workerLimits.hostMemoryBytes = *parseByteSize(QStringLiteral("1.5G"));
+        cli.workerLimits.osSandbox = false;
         cli.promptsDir = QStringLiteral(KWB_PROMPTS_DIR);
         const auto expected = planRun(cli, &error);
         QVERIFY(expected);
@@ -160,6 +167,8 @@ private Q_SLOTS:
         QCOMPARE(llmSettingsFor(*plan, QString()).deadlineMs, 45000);
         QCOMPARE(plan->timingTrials, 20);
         QCOMPARE(plan->isolation, QStringLiteral("reuse"));
+        QCOMPARE(plan->workerLimits.toJson(), expected->workerLimits.toJson());
+        QCOMPARE(plan->workerLimits.hostMemoryBytes, qint64(3) << 29);
         QCOMPARE(plan->runName(), QStringLiteral("iterative -monotone L1:1-2,L2:3"));
         QCOMPARE(evaluationOptionsFor(*plan).value(QLatin1String("timing_trials")).toInt(), 20);
         QCOMPARE(evaluationOptionsFor(*plan), evaluationOptionsFor(*expected));
@@ -308,7 +317,7 @@ private Q_SLOTS:
         QCOMPARE(b.protocolProfile, a.protocolProfile);
         QCOMPARE(b.extra.keys(), a.extra.keys()); // nothing `kwb run` keeps is missing, nothing is added
         for (const char* key : {"regime", "level_regimes", "routing", "tasks", "task_spec", "scale", "timeout_s",
-                                "timing_trials", "isolation", "sweep", "prompts_dir"})
+                                "timing_trials", "isolation", "worker_limits", "sandbox", "sweep", "prompts_dir"})
             QVERIFY2(b.extra.value(QLatin1String(key)) == a.extra.value(QLatin1String(key)), key);
         QCOMPARE(b.versions.value(QLatin1String("worker")), a.versions.value(QLatin1String("worker")));
         QCOMPARE(b.gpu.value(QLatin1String("name")), a.gpu.value(QLatin1String("name")));

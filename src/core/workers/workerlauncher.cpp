@@ -1,0 +1,174 @@
+#include "workerlauncher.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QHash>
+#include <QMutex>
+#include <QMutexLocker>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+
+namespace kwb {
+
+namespace {
+
+QString bubblewrapProgram(const QString& configured)
+{
+    if (!configured.isEmpty())
+        return configured;
+    return QStandardPaths::findExecutable(QStringLiteral("bwrap"));
+}
+
+// The sandbox (docs/sandbox.md, "The OS sandbox"). Not a new pid namespace: the worker keeps a
+// real pid, which the supervisor reads in /proc for the host limits, and the host's /proc (bound
+// read-only with /) is then its own view; a fresh proc mount is refused in many containers.
+QStringList bubblewrapArguments(const QString& scratchDir)
+{
+    QStringList arguments{
+        QStringLiteral("--die-with-parent"), // kwb gone: bwrap and the worker go (and the worker's own parent watch)
+        QStringLiteral("--unshare-net"),     // only a loopback of its own: no host, no network
+        QStringLiteral("--unshare-ipc"),     // no System V IPC with the host's processes
+        QStringLiteral("--new-session"),     // no controlling terminal to push input into (TIOCSTI)
+        QStringLiteral("--ro-bind"), QStringLiteral("/"), QStringLiteral("/"), // everything readable, nothing writable
+        QStringLiteral("--dev-bind"), QStringLiteral("/dev"), QStringLiteral("/dev"), // the GPU's /dev/nvidia* nodes
+        QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"), // POSIX shared memory works, privately
+    };
+    arguments << QStringLiteral("--bind") << scratchDir << scratchDir;
+    return arguments;
+}
+
+// Written inside the sandbox, where everything else is read-only.
+void pointAtScratch(QProcessEnvironment& environment, const QString& scratchDir)
+{
+    environment.insert(QStringLiteral("TMPDIR"), scratchDir);
+    // CUDA's JIT cache (~/.nv/ComputeCache by default) is read-only in the sandbox; a cache per
+    // worker also keeps one candidate's entries away from the next.
+    environment.insert(QStringLiteral("CUDA_CACHE_PATH"), QDir(scratchDir).filePath(QStringLiteral("cuda-cache")));
+}
+
+SandboxProbe runProbe(const QString& configured)
+{
+    SandboxProbe probe;
+    const QString bwrap = bubblewrapProgram(configured);
+    if (bwrap.isEmpty()) {
+        probe.reason = QStringLiteral("bubblewrap is not installed (no bwrap in PATH)");
+        return probe;
+    }
+    if (!QFileInfo(bwrap).isExecutable()) {
+        probe.reason = QStringLiteral("bubblewrap is not installed (%1 is not an executable)").arg(bwrap);
+        return probe;
+    }
+    QTemporaryDir scratch(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-probe-XXXXXX")));
+    if (!scratch.isValid()) {
+        probe.reason = QStringLiteral("no scratch folder for the probe: %1").arg(scratch.errorString());
+        return probe;
+    }
+    QString truePath = QStandardPaths::findExecutable(QStringLiteral("true"));
+    if (truePath.isEmpty())
+        truePath = QStringLiteral("/bin/true");
+    QProcess process;
+    process.setProgram(bwrap);
+    process.setArguments(bubblewrapArguments(scratch.path()) << QStringLiteral("--") << truePath);
+    process.setProcessChannelMode(QProcess::MergedChannels);
+    process.start();
+    if (!process.waitForStarted(5000)) {
+        probe.reason = QStringLiteral("%1 does not start: %2").arg(bwrap, process.errorString());
+        return probe;
+    }
+    if (!process.waitForFinished(10000)) {
+        process.kill();
+        process.waitForFinished(2000);
+        probe.reason = QStringLiteral("%1 did not finish a test run within 10 s").arg(bwrap);
+        return probe;
+    }
+    if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
+        const QList<QByteArray> lines = process.readAll().trimmed().split('\n');
+        const QString why = QString::fromUtf8(lines.isEmpty() ? QByteArray() : lines.last().trimmed()).left(300);
+        probe.reason = QStringLiteral("bwrap fails here (exit code %1)%2")
+                           .arg(process.exitCode())
+                           .arg(why.isEmpty() ? QString() : QStringLiteral(": ") + why);
+        return probe;
+    }
+    probe.works = true;
+    return probe;
+}
+
+} // namespace
+
+SandboxProbe probeBubblewrap(const QString& bubblewrap)
+{
+    static QMutex mutex;
+    static QHash<QString, SandboxProbe> probes;
+    QMutexLocker lock(&mutex);
+    const auto found = probes.constFind(bubblewrap);
+    if (found != probes.constEnd())
+        return found.value();
+    const SandboxProbe probe = runProbe(bubblewrap);
+    probes.insert(bubblewrap, probe);
+    return probe;
+}
+
+bool osSandboxTurnedOffByEnvironment()
+{
+    const QString value = qEnvironmentVariable("KWB_OS_SANDBOX").trimmed().toLower();
+    return value == QLatin1String("0") || value == QLatin1String("off") || value == QLatin1String("no") ||
+           value == QLatin1String("false");
+}
+
+QString sandboxStatus(const WorkerLaunchOptions& options)
+{
+    if (osSandboxTurnedOffByEnvironment())
+        return QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"));
+    if (!options.osSandbox)
+        return QStringLiteral("none: turned off (--no-os-sandbox)");
+    const SandboxProbe probe = probeBubblewrap(options.bubblewrap);
+    return probe.works ? kSandboxBubblewrap : QStringLiteral("none: ") + probe.reason;
+}
+
+QString workerSandboxStatus(const WorkerLimits& limits)
+{
+    WorkerLaunchOptions options;
+    options.osSandbox = limits.osSandbox;
+    return sandboxStatus(options);
+}
+
+WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
+                          const QProcessEnvironment& environment, const WorkerLaunchOptions& options)
+{
+    WorkerLaunch launch;
+    launch.program = program;
+    launch.arguments = arguments;
+    launch.environment = environment;
+    launch.sandbox = options.scratchDir.isEmpty() && options.osSandbox && !osSandboxTurnedOffByEnvironment()
+                         ? QStringLiteral("none: no scratch folder for the worker")
+                         : sandboxStatus(options);
+    if (launch.sandbox != kSandboxBubblewrap)
+        return launch;
+    // A program that cannot start is started as it is, so that the failure reads as QProcess's
+    // "could not start", not as bwrap's exit code.
+    const QString resolved = program.contains(QLatin1Char('/')) ? program : QStandardPaths::findExecutable(program);
+    if (resolved.isEmpty() || !QFileInfo(resolved).isExecutable() || QFileInfo(resolved).isDir())
+        return launch;
+    launch.sandboxed = true;
+    launch.program = bubblewrapProgram(options.bubblewrap);
+    launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--") << program;
+    launch.arguments += arguments;
+    pointAtScratch(launch.environment, options.scratchDir);
+    return launch;
+}
+
+int signalFromWrappedExitCode(int exitCode)
+{
+    return exitCode > 128 && exitCode < 128 + 65 ? exitCode - 128 : 0;
+}
+
+QString sandboxWarning(const QString& sandboxStatus)
+{
+    if (sandboxStatus == kSandboxBubblewrap)
+        return {};
+    const QString reason = sandboxStatus.startsWith(QLatin1String("none: ")) ? sandboxStatus.mid(6) : sandboxStatus;
+    return QStringLiteral("the worker runs without the OS sandbox (network and files open to it): ") + reason;
+}
+
+} // namespace kwb

@@ -1,0 +1,72 @@
+#pragma once
+// How a worker process is started: the one place that turns "run kwb-worker with these
+// arguments" into the program and arguments a QProcess starts (WorkerSupervisor calls it for
+// every worker). Today: directly, or inside bubblewrap's OS sandbox (docs/sandbox.md, "The OS
+// sandbox"): no network, a read-only file system except the worker's scratch folder. Launchers
+// for other machines (ssh, slurm) belong here too.
+
+#include "core/workers/hostlimits.h"
+
+#include <QProcessEnvironment>
+#include <QString>
+#include <QStringList>
+
+namespace kwb {
+
+/// The sandbox a run records when its workers run in bubblewrap; otherwise "none: <reason>".
+inline const QString kSandboxBubblewrap = QStringLiteral("bubblewrap");
+
+struct WorkerLaunchOptions
+{
+    bool osSandbox = true;  ///< wrap in bubblewrap where it works (and KWB_OS_SANDBOX is not 0)
+    QString bubblewrap;     ///< the bwrap program; empty: `bwrap` in PATH
+    QString scratchDir;     ///< the one writable folder (TMPDIR and CUDA's JIT cache); required for the sandbox
+};
+
+/// What to start.
+struct WorkerLaunch
+{
+    QString program;
+    QStringList arguments;
+    QProcessEnvironment environment;
+    bool sandboxed = false;
+    /// kSandboxBubblewrap, or "none: <reason>" ("none: turned off (KWB_OS_SANDBOX=0)",
+    /// "none: bubblewrap is not installed (no bwrap in PATH)", "none: bwrap fails here: …").
+    QString sandbox;
+};
+
+/// Whether bwrap starts a process in the sandbox's namespaces here (no bwrap, user namespaces
+/// disabled, a container without the rights: it does not). Probed once per bwrap program and
+/// process, by running `true` with the same options a worker gets.
+struct SandboxProbe
+{
+    bool works = false;
+    QString reason; ///< why not, for "none: <reason>"
+};
+SandboxProbe probeBubblewrap(const QString& bubblewrap = QString());
+
+/// Whether $KWB_OS_SANDBOX turns the sandbox off ("0", "off", "no", "false").
+bool osSandboxTurnedOffByEnvironment();
+
+/// What launchWorker() records as the sandbox for these options, without starting anything.
+QString sandboxStatus(const WorkerLaunchOptions& options);
+
+/// What a user is told about a worker started with `sandboxStatus`: "" under bubblewrap, else
+/// "the worker runs without the OS sandbox (network and files open to it): <reason>".
+QString sandboxWarning(const QString& sandboxStatus);
+
+/// sandboxStatus() of a worker under these limits (bwrap from PATH): what a run records.
+QString workerSandboxStatus(const WorkerLimits& limits);
+
+/// The program, arguments and environment that start `program arguments` with `environment`
+/// under the options. In the sandbox the environment also gets TMPDIR and CUDA_CACHE_PATH in
+/// the scratch folder (the rest of the file system, ~/.nv included, is read-only there).
+WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
+                          const QProcessEnvironment& environment, const WorkerLaunchOptions& options);
+
+/// bubblewrap's exit code for a child that died by a signal is 128 + the signal. Returns the
+/// signal, or 0 for an ordinary exit code. (The worker's own exit codes stay below 128, and a
+/// candidate's code cannot call exit: docs/sandbox.md.)
+int signalFromWrappedExitCode(int exitCode);
+
+} // namespace kwb
