@@ -12,6 +12,8 @@ mkdir -p "$stage/bin" "$stage/lib" "$stage/plugins/sqldrivers"
 programs=("$build/bin/kwb")
 [[ -x $build/tests/kwb-fixture-llm ]] && programs+=("$build/tests/kwb-fixture-llm")
 [[ -x $build/bin/kwb-bench-supervisor ]] && programs+=("$build/bin/kwb-bench-supervisor")
+# bubblewrap for the OS sandbox (docs/sandbox.md): the GPU machine may lack it.
+command -v bwrap >/dev/null && programs+=("$(command -v bwrap)")
 cp "${programs[@]}" "$stage/bin/"
 plugin=$(find /usr/lib -path '*qt6/plugins/sqldrivers/libqsqlite.so' | head -1)
 cp "$plugin" "$stage/plugins/sqldrivers/"

@@ -119,6 +119,25 @@ for step in "$@"; do
       echo "$n: $(python3 -c "import json;d=json.load(open('$OUT/recorded/$n.response.json'));print(d.get('status', d.get('ok')))" 2>&1)"
     done
     ;;
+  limits)
+    # The supervisor's host limits and the OS sandbox on the GPU machine, through kwb (docs/sandbox.md).
+    log limits
+    need_bundle
+    export PATH=$bundle/bin:$PATH # bwrap travels in the bundle where the machine lacks it
+    c=tests/fixtures/candidates
+    { for sb in "" --no-os-sandbox; do
+        echo "## kwb eval L2/1 reference, ${sb:-sandboxed}"
+        $bundle/run kwb --worker "$worker" eval L2/1 $c/reference/L2_01.md --trials 20 $sb --json | python3 -c \
+          'import json,sys; d=json.load(sys.stdin); print(d.get("status"), d.get("speedup"), d.get("message","")[:200])'
+      done
+      echo "## host memory hog (16 GiB) with --max-host-memory 8G"
+      s=$(date +%s.%N); $bundle/run kwb --worker "$worker" eval L1/1 $c/limits/host_memory_hog.md --max-host-memory 8G; echo "exit $?"
+      e=$(date +%s.%N); echo "wall_s $(python3 -c "print(round($e - $s, 2))")"
+      echo "## the next evaluation"
+      $bundle/run kwb --worker "$worker" eval L1/1 $c/reference/L1_01.md --trials 10; echo "exit $?"
+    } > "$OUT/limits.txt" 2>&1
+    grep -E "^##|status|exit|wall_s|warning|correct|resource" "$OUT/limits.txt" | head -40
+    ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.
     log pack
