@@ -21,8 +21,11 @@ QString bubblewrapProgram(const QString& configured)
 }
 
 // The sandbox (docs/sandbox.md, "The OS sandbox"). Not a new pid namespace: the worker keeps a
-// real pid, which the supervisor reads in /proc for the host limits, and the host's /proc (bound
-// read-only with /) is then its own view; a fresh proc mount is refused in many containers.
+// real pid, which the supervisor reads in /proc for the host limits, and the host's /proc is then
+// its own view; a fresh proc mount is refused in many containers. /proc is bound again writable:
+// under the read-only bind of / the CUDA driver's cuInit fails with CUDA_ERROR_OPERATING_SYSTEM
+// (seen on the H200, 2026-12-01: no device inside the sandbox until /proc was writable). Writing
+// /proc/sys and the like still needs capabilities, which bwrap drops.
 QStringList bubblewrapArguments(const QString& scratchDir)
 {
     QStringList arguments{
@@ -32,6 +35,7 @@ QStringList bubblewrapArguments(const QString& scratchDir)
         QStringLiteral("--new-session"),     // no controlling terminal to push input into (TIOCSTI)
         QStringLiteral("--ro-bind"), QStringLiteral("/"), QStringLiteral("/"), // everything readable, nothing writable
         QStringLiteral("--dev-bind"), QStringLiteral("/dev"), QStringLiteral("/dev"), // the GPU's /dev/nvidia* nodes
+        QStringLiteral("--bind"), QStringLiteral("/proc"), QStringLiteral("/proc"), // cuInit needs it writable (above)
         QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"), // POSIX shared memory works, privately
     };
     arguments << QStringLiteral("--bind") << scratchDir << scratchDir;
