@@ -17,7 +17,10 @@
 #include "app/tasks/taskspage.h"
 #include "app/workbenchdata.h"
 #include "core/tasks/gputable.h"
+#include "core/protocol/devicefacts.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerresponses.h"
+#include "core/run/regime.h"
 #include "core/store/runstore.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
@@ -57,19 +60,19 @@ namespace {
 
 QString gpuSummary(const QJsonObject& device)
 {
-    if (!device.value(QLatin1String("available")).toBool())
-        return QObject::tr("no GPU (%1)")
-            .arg(device.value(QLatin1String("reason")).toString(QObject::tr("no reason given")));
-    QString text = device.value(QLatin1String("name")).toString(QObject::tr("unnamed GPU"));
-    QStringList facts;
-    if (!device.value(QLatin1String("arch")).toString().isEmpty())
-        facts << device.value(QLatin1String("arch")).toString();
-    if (device.value(QLatin1String("sm_count")).isDouble())
-        facts << QObject::tr("%1 SMs").arg(device.value(QLatin1String("sm_count")).toInt());
-    if (device.value(QLatin1String("memory_bytes")).isDouble())
-        facts << QObject::tr("%1 GB").arg(device.value(QLatin1String("memory_bytes")).toDouble() / 1e9, 0, 'f', 0);
-    if (!facts.isEmpty())
-        text += QStringLiteral(" (") + facts.join(QStringLiteral(", ")) + QLatin1Char(')');
+    const DeviceFacts facts = decodeDeviceFacts(device);
+    if (!facts.available)
+        return QObject::tr("no GPU (%1)").arg(facts.reason.isEmpty() ? QObject::tr("no reason given") : facts.reason);
+    QString text = facts.name.isEmpty() ? QObject::tr("unnamed GPU") : facts.name;
+    QStringList parts;
+    if (!facts.arch.isEmpty())
+        parts << facts.arch;
+    if (facts.smCount > 0)
+        parts << QObject::tr("%1 SMs").arg(facts.smCount);
+    if (facts.memoryBytes > 0)
+        parts << QObject::tr("%1 GB").arg(double(facts.memoryBytes) / 1e9, 0, 'f', 0);
+    if (!parts.isEmpty())
+        text += QStringLiteral(" (") + parts.join(QStringLiteral(", ")) + QLatin1Char(')');
     return text;
 }
 
@@ -295,13 +298,14 @@ void MainWindow::startWorker(const QString& workerPath)
     m_supervisor->setDefaultTimeout(60 * 1000);
 
     connect(m_supervisor, &WorkerSupervisor::workerAvailable, this,
-            [this, found](qint64 pid, const QJsonObject& hello) {
-                QString text =
-                    tr("Worker: %1 %2 (protocol %3)")
-                        .arg(QFileInfo(found.program).fileName(), hello.value(QLatin1String("worker")).toString(),
-                             QString::number(hello.value(QLatin1String("protocol")).toInt()));
-                if (!hello.value(QLatin1String("torch")).toString().isEmpty())
-                    text += tr(", torch %1").arg(hello.value(QLatin1String("torch")).toString());
+            [this, found](qint64 pid, const QJsonObject& helloJson) {
+                const HelloInfo hello = decodeHello(helloJson);
+                m_launchPage->setWorkerProfiles(hello);
+                QString text = tr("Worker: %1 %2 (protocol %3)")
+                                   .arg(QFileInfo(found.program).fileName(), hello.worker,
+                                        QString::number(hello.protocol.value_or(0)));
+                if (!hello.torch.isEmpty())
+                    text += tr(", torch %1").arg(hello.torch);
                 setWorkerStatus(text, tr("%1 (found %2), pid %3").arg(found.program, found.origin).arg(pid));
             });
     // The measured ceilings run small kernels for a few seconds: wanted for the roofline.
@@ -312,7 +316,7 @@ void MainWindow::startWorker(const QString& workerPath)
                         if (!reply.answered()) {
                             setWorkerStatus(tr("Worker: %1").arg(reply.status), found.program + QStringLiteral(": ") + reply.message);
                             setDeviceStatus(tr("GPU: unknown"), reply.message);
-                        } else if (response.value(QLatin1String("ok")).toBool()) {
+                        } else if (decodeHeader(response).ok) {
                             setDeviceStatus(tr("GPU: %1").arg(gpuSummary(response)));
                             onDevice(response);
                         } else {
@@ -328,7 +332,7 @@ void MainWindow::startWorker(const QString& workerPath)
 
 void MainWindow::measureTraffic(const QString& task)
 {
-    if (!m_supervisor || !m_liveDevice.value(QLatin1String("available")).toBool()) {
+    if (!m_supervisor || !decodeDeviceFacts(m_liveDevice).available) {
         m_trafficPage->setProfileFailed(task, tr("no GPU on this machine"));
         return;
     }
@@ -344,7 +348,7 @@ void MainWindow::measureTraffic(const QString& task)
                             m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") + reply.message);
                             return;
                         }
-                        if (!response.value(QLatin1String("ok")).toBool()) {
+                        if (!decodeHeader(response).ok) {
                             m_trafficPage->setProfileFailed(task, ProtocolCodec::errorMessage(response));
                             return;
                         }
@@ -360,8 +364,9 @@ void MainWindow::measureTraffic(const QString& task)
 void MainWindow::onDevice(const QJsonObject& device)
 {
     m_liveDevice = device;
-    const bool available = device.value(QLatin1String("available")).toBool();
-    m_trafficPage->setMeasureAvailable(available, device.value(QLatin1String("reason")).toString());
+    const DeviceFacts facts = decodeDeviceFacts(device);
+    const bool available = facts.available;
+    m_trafficPage->setMeasureAvailable(available, facts.reason);
     if (available) {
         m_rooflinePage->setCurrentDevice(device);
         m_promptsPage->setDevice(device);
@@ -447,7 +452,7 @@ void MainWindow::refreshChartData()
                 return scan;
             scan.opened = true;
             scan.runDevice = latestRunDevice(store);
-            scan.times = taskTimesFromStore(store, scan.runDevice.value(QLatin1String("name")).toString());
+            scan.times = taskTimesFromStore(store, decodeDeviceFacts(scan.runDevice).name);
             return scan;
         },
         [this](Scan&& scan) {
@@ -461,14 +466,14 @@ void MainWindow::refreshChartData()
 void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& points)
 {
     m_runDevice = runDevice;
-    const bool live = m_liveDevice.value(QLatin1String("available")).toBool();
+    const DeviceFacts liveFacts = decodeDeviceFacts(m_liveDevice);
+    const bool live = liveFacts.available;
     if (!runDevice.isEmpty()) {
         // Times were measured on the database's GPU: place the tasks against its roofs.
-        m_rooflinePage->setCurrentDevice(runDevice, live && m_liveDevice.value(QLatin1String("name")) == runDevice.value(QLatin1String("name"))
-                                                        ? QString()
-                                                        : tr("Run database"));
+        const QString runGpu = decodeDeviceFacts(runDevice).name;
+        m_rooflinePage->setCurrentDevice(runDevice, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
         m_rooflinePage->selectGpu(QStringLiteral("current"));
-        m_catalog->loadEagerTimes(m_database, runDevice.value(QLatin1String("name")).toString());
+        m_catalog->loadEagerTimes(m_database, runGpu);
         const GpuRoofs roofs = fromDeviceResponse(runDevice);
         if (roofs.isValid())
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
@@ -619,8 +624,8 @@ void MainWindow::stageScreenshots(const QString& dir)
         if (store.open(m_database)) {
             qint64 agent = 0;
             for (const RunInfo& run : store.runs())
-                if (run.regime == QLatin1String("agent") && run.config.value(QLatin1String("regime")).toObject()
-                                                                 .value(QLatin1String("ablated")).toArray().isEmpty()) {
+                if (run.regime == QLatin1String("agent") &&
+                    Regime::fieldsOf(RunConfig::fromJson(run.config).regimeJson()).ablated.isEmpty()) {
                     agent = run.id;
                     break;
                 }

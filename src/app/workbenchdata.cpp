@@ -107,7 +107,7 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
         if (!run.bestOfN)
             continue;
         QString label = run.label();
-        if (run.run.config.contains(QLatin1String("sweep")) && !run.run.config.value(QLatin1String("sweep")).isNull())
+        if (RunConfig::fromJson(run.run.config).isSweep())
             label += QStringLiteral(" sweep");
         if (!run.ablated.isEmpty())
             label += QStringLiteral(" −") + run.ablated.join(QStringLiteral(", −"));

@@ -300,7 +300,25 @@ int runEval(Session& session, const EvalOptions& options)
         request.insert(QStringLiteral("device"), options.device);
 
     const int timeoutMs = int(std::lround(options.timeoutS * 1000.0));
+    // The profile is checked against the worker's own table (its hello), not a list of the CLI's.
+    HelloInfo hello;
+    const QMetaObject::Connection helloConnection =
+        QObject::connect(&session.supervisor(), &WorkerSupervisor::workerAvailable,
+                         [&hello](qint64, const QJsonObject& json) { hello = decodeHello(json); });
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);
+    QObject::disconnect(helloConnection);
+    if (outcome.hasResponse() && !decodeHeader(outcome.response).ok) {
+        // The worker refused the request: an unknown profile is a usage error, named plainly.
+        if (const QString problem = hello.unknownProfileError(options.profile); !problem.isEmpty()) {
+            if (options.json)
+                printJson(QJsonObject{{QStringLiteral("ok"), false},
+                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("bad_profile")},
+                                                                            {QStringLiteral("message"), problem}}}});
+            err() << "kwb: " << problem << '\n';
+            err().flush();
+            return ExitUsage;
+        }
+    }
 
     // A timeout or a crash is the candidate's result, like a compile error; a worker that cannot
     // start, or a refused request, is not.

@@ -67,8 +67,6 @@ int main(int argc, char** argv)
     analyze->add_option("--scale", analyzeScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
     addJson(analyze);
 
-    const std::vector<std::string> knownProfiles(std::begin(kwb::defaults::kKnownProfiles),
-                                                 std::end(kwb::defaults::kKnownProfiles));
     EvalOptions eval;
     std::string evalTask, candidate, profile = kwb::defaults::kProfile, evalScale = kwb::defaults::kScale, arch, evalDevice;
     CLI::App* evalCommand = app.add_subcommand("eval", "evaluate a candidate answer (Markdown) against a task");
@@ -76,8 +74,9 @@ int main(int argc, char** argv)
     evalCommand->add_option("CANDIDATE", candidate, "the model's answer, a Markdown file")->required();
     evalCommand->add_option("--timeout", eval.timeoutS, "wall-clock limit in seconds (default " + std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
         ->check(CLI::Range(0.001, 1e6)); // the supervisor's timer counts int milliseconds
-    evalCommand->add_option("--profile", profile, "protocol profile: kernelbench or kernelbench-v0.1")
-        ->check(CLI::IsMember(knownProfiles));
+    // Profiles are the worker's (announced in hello): checked once it has answered, not here.
+    evalCommand->add_option("--profile", profile,
+                            std::string("protocol profile, one the worker announces (default ") + kwb::defaults::kProfile + ")");
     evalCommand->add_option("--scale", evalScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
     // Trial counts are checked after parsing (below), for a plain message with the range.
     struct BoundedCount
@@ -154,8 +153,8 @@ int main(int argc, char** argv)
                             "a model request's total limit in seconds, retries included (default " +
                                 std::to_string(kwb::kDefaultModelDeadlineMs / 1000) + ")")
             ->check(CLI::Range(1.0, 86400.0));
-        command->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
-            ->check(CLI::IsMember(knownProfiles));
+        command->add_option("--profile", runProfile,
+                            std::string("protocol profile, one the worker announces (default ") + kwb::defaults::kProfile + ")");
         command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
         boundedCounts.push_back({command->add_option("--timing-trials", runOptions.timingTrials,
                                                      "timed runs per candidate and reference (default: the profile's, 100)"),

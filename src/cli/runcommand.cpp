@@ -262,6 +262,8 @@ int runRun(Session& session, const RunCommandOptions& options)
             return fail(json, ExitUsage, QStringLiteral("bad_prompts"), run.errorString());
         case HeadlessRun::Failure::Regime:
             return fail(json, ExitUsage, QStringLiteral("bad_regime"), run.errorString());
+        case HeadlessRun::Failure::Profile:
+            return fail(json, ExitUsage, QStringLiteral("bad_profile"), run.errorString());
         case HeadlessRun::Failure::None:
         case HeadlessRun::Failure::NoWorker:
         case HeadlessRun::Failure::Worker:

@@ -209,6 +209,28 @@ bool knows(const QString& task)
     return !task.isEmpty() && isRecorded(QStringLiteral("analyze_%1.cpu").arg(fileTask(task)));
 }
 
+// The worker's table of protocol profiles and its default, as the golden hello
+// (tests/protocol/01_hello.response.json) states them: the recorded H200 hello predates them.
+QJsonObject goldenHello()
+{
+    static const QJsonObject hello = [] {
+        QFile file(g_recordedDir + QStringLiteral("/../01_hello.response.json"));
+        return file.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(file.readAll()).object() : QJsonObject();
+    }();
+    return hello;
+}
+
+bool knowsProfile(const QString& name)
+{
+    const QJsonArray profiles = goldenHello().value(QStringLiteral("profiles")).toArray();
+    if (profiles.isEmpty())
+        return true; // no table to check against
+    for (const QJsonValue& p : profiles)
+        if (p.toObject().value(QStringLiteral("name")).toString() == name)
+            return true;
+    return false;
+}
+
 // A recorded response with this request's envelope (id, type, pid, times) put in.
 QJsonObject fromRecorded(const QJsonObject& request, const QString& name)
 {
@@ -227,6 +249,9 @@ QJsonObject answer(const QJsonObject& request)
     if (type == QLatin1String("hello")) {
         QJsonObject response = fromRecorded(request, QStringLiteral("hello.h200"));
         response.insert(QStringLiteral("protocol"), g_protocol);
+        for (const char* key : {"profiles", "default_profile"})
+            if (!response.contains(QLatin1String(key)) && goldenHello().contains(QLatin1String(key)))
+                response.insert(QLatin1String(key), goldenHello().value(QLatin1String(key)));
         return response;
     }
     if (type == QLatin1String("compile")) {
@@ -287,6 +312,10 @@ QJsonObject answer(const QJsonObject& request)
         return response;
     }
     if (type == QLatin1String("evaluate")) {
+        // As the worker: a profile it does not know is refused (tests/protocol/12_unknown_profile).
+        if (request.contains(QStringLiteral("profile")) && !knowsProfile(request.value(QStringLiteral("profile")).toString()))
+            return errorResponse(request, QStringLiteral("bad_request"),
+                                 QStringLiteral("unknown profile ") + request.value(QStringLiteral("profile")).toString());
         // The status from the answer's "status: NAME" marker: its recorded response, else the
         // recorded incorrect one carrying that status.
         QString status = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("status"));

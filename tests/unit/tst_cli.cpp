@@ -53,7 +53,7 @@ private Q_SLOTS:
                                                 << QStringList() << 2 << QStringLiteral("CANDIDATE");
         QTest::newRow("bad profile") << QStringList{worker,  QStringLiteral("eval"),      QStringLiteral("L1/1"),
                                                     correct, QStringLiteral("--profile"), QStringLiteral("fastest")}
-                                     << QStringList() << 2 << QString();
+                                     << QStringList() << 2 << QStringLiteral("the worker knows kernelbench");
         QTest::newRow("bad arch") << QStringList{worker,  QStringLiteral("eval"),   QStringLiteral("L1/1"),
                                                  correct, QStringLiteral("--arch"), QStringLiteral("90")}
                                   << QStringList() << 2 << QStringLiteral("sm_XY");

@@ -340,10 +340,14 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("tasks");
         QTest::addColumn<QString>("worker");
         QTest::addColumn<int>("failure");
+        QTest::addColumn<QString>("profile");
         QTest::newRow("unknown task") << QStringList{QStringLiteral("L1/1"), QStringLiteral("L3/9")}
-                                      << QStringLiteral(KWB_FAKEWORKER) << int(HeadlessRun::Failure::UnknownTask);
+                                      << QStringLiteral(KWB_FAKEWORKER) << int(HeadlessRun::Failure::UnknownTask) << QString();
         QTest::newRow("no worker") << QStringList{QStringLiteral("L1/1")} << QString()
-                                   << int(HeadlessRun::Failure::NoWorker);
+                                   << int(HeadlessRun::Failure::NoWorker) << QString();
+        // Checked against the profiles the worker announces in hello, before anything is spent.
+        QTest::newRow("unknown profile") << QStringList{QStringLiteral("L1/1")} << QStringLiteral(KWB_FAKEWORKER)
+                                         << int(HeadlessRun::Failure::Profile) << QStringLiteral("fastest");
     }
 
     void failuresSayWhat()
@@ -351,9 +355,13 @@ private Q_SLOTS:
         QFETCH(QStringList, tasks);
         QFETCH(QString, worker);
         QFETCH(int, failure);
+        QFETCH(QString, profile);
         RunEnvironment env = environment();
         env.workerProgram = worker;
-        HeadlessRun run(plan(QStringLiteral("zero-shot"), tasks), env);
+        RunPlan p = plan(QStringLiteral("zero-shot"), tasks);
+        if (!profile.isEmpty())
+            p.profile = profile;
+        HeadlessRun run(p, env);
         QSignalSpy failed(&run, &HeadlessRun::failed);
         run.start();
         QVERIFY(waitFinished(run));
@@ -361,6 +369,8 @@ private Q_SLOTS:
         QCOMPARE(int(run.failure()), failure);
         QCOMPARE(failed.size(), 1);
         QVERIFY(!run.errorString().isEmpty());
+        if (!profile.isEmpty())
+            QVERIFY2(run.errorString().contains(QLatin1String("kernelbench")), qPrintable(run.errorString()));
         QCOMPARE(m_server->requests().size(), 0);
         RunStore store;
         QVERIFY(store.open(env.databasePath));

@@ -77,6 +77,10 @@ private Q_SLOTS:
         const HelloInfo hello = decodeHello(golden(QStringLiteral("01_hello.response.json")));
         QVERIFY(hello.ok);
         QCOMPARE(*hello.protocol, 1);
+        QVERIFY(!hello.defaultProfile.isEmpty());
+        QVERIFY(hello.profile(hello.defaultProfile));
+        QVERIFY(hello.unknownProfileError(hello.defaultProfile).isEmpty());
+        QVERIFY(hello.unknownProfileError(QStringLiteral("fastest")).contains(hello.defaultProfile));
 
         const EvaluationResult format = decodeEvaluation(golden(QStringLiteral("07_evaluate_no_block.response.json")));
         QCOMPARE(format.status, EvaluationStatus::FormatError);
@@ -289,6 +293,31 @@ private Q_SLOTS:
         QCOMPARE(keyed.profileNames(), QStringList{QStringLiteral("kernelbench")});
         QCOMPARE(*keyed.profile(QStringLiteral("kernelbench"))->tf32, false);
         QVERIFY(decodeHello(json(R"({"ok":true,"protocol":1})")).profiles.isEmpty());
+        // Any name the worker announces is known, none other; a worker that announces none is
+        // not second-guessed (it refuses an unknown profile itself).
+        const HelloInfo announced = decodeHello(json(R"({"ok":true,"protocol":1,"default_profile":"kernelbench-fp32",
+            "profiles":[{"name":"kernelbench-fp32"},{"name":"kernelbench"}]})"));
+        QCOMPARE(announced.defaultProfile, QStringLiteral("kernelbench-fp32"));
+        QVERIFY(announced.unknownProfileError(QStringLiteral("kernelbench-fp32")).isEmpty());
+        QVERIFY(announced.unknownProfileError(QStringLiteral("kernelbench-v0.1"))
+                    .contains(QLatin1String("kernelbench-fp32, kernelbench")));
+        QVERIFY(decodeHello(json(R"({"ok":true,"protocol":1})")).unknownProfileError(QStringLiteral("x")).isEmpty());
+    }
+
+    void analyzeSplitAndProfileIndex()
+    {
+        const AnalyzeResult a = decodeAnalyze(json(R"({"task":"L2/1","ops":[{"index":0,"op":"aten::max",
+            "output":[2],"output_count":2,"bytes":8}],"bytes_unfused":8,"bytes_fused":6,"input_bytes":4,
+            "param_bytes":0,"output_bytes":2})"));
+        QVERIFY(a.hasOps && !a.failed && a.hasBytesUnfused);
+        QCOMPARE(a.ops.first().outputCount, 2);
+        QCOMPARE(*a.inputBytes, 4.0);
+        QCOMPARE(*a.outputBytes, 2.0);
+        const AnalyzeResult failed = decodeAnalyze(json(R"({"ok":false,"error":{"code":"task_error","message":"boom"}})"));
+        QVERIFY(failed.failed && !failed.hasOps);
+        QCOMPARE(failed.errorMessage, QStringLiteral("boom"));
+        // A profile op without an index was launched outside any top-level op.
+        QCOMPARE(decodeProfile(json(R"({"ops":[{"op":"x","time_ns":5}]})")).ops.first().index, -1);
     }
 };
 

@@ -4,6 +4,7 @@
 #include "core/run/regime.h"
 
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QTest>
 
 using namespace kwb;
@@ -15,6 +16,24 @@ class TestRegime : public QObject
     static Regime builtin(const char* name) { return *Regime::builtin(QString::fromLatin1(name)); }
 
 private Q_SLOTS:
+    void fieldsOfReadsWhatFromJsonRefuses()
+    {
+        // A stored regime fromJson would refuse (no generator role, unknown feedback): a report
+        // still sees its selection and ablations.
+        const QJsonObject stored{{QStringLiteral("name"), QStringLiteral("agent")},
+                                 {QStringLiteral("feedback"), QStringLiteral("telepathy")},
+                                 {QStringLiteral("selection"), QStringLiteral("last")},
+                                 {QStringLiteral("ablated"), QJsonArray{QStringLiteral("monotone")}}};
+        QVERIFY(!Regime::fromJson(stored));
+        const Regime r = Regime::fieldsOf(stored);
+        QVERIFY(r.selection == SelectionMode::Last);
+        QCOMPARE(r.ablated, QStringList{QStringLiteral("monotone")});
+        QVERIFY(Regime::fieldsOf(QJsonObject{}).selection == SelectionMode::Monotone);
+        // fromJson reads the same fields.
+        const Regime agent = *Regime::builtin(QStringLiteral("agent"));
+        QCOMPARE(Regime::fromJson(agent.toJson())->toJson(), Regime::fieldsOf(agent.toJson()).toJson());
+    }
+
     void builtinsMatchTheStudy()
     {
         QCOMPARE(Regime::builtinNames().size(), 5);

@@ -1,10 +1,10 @@
 #include "app/charts/trafficchart.h"
 
 #include "app/charts/chartformat.h"
+#include "core/protocol/workerresponses.h"
 
 #include <QEvent>
 #include <QHelpEvent>
-#include <QJsonArray>
 #include <QPaintEvent>
 #include <QPainter>
 #include <QPainterPath>
@@ -21,17 +21,9 @@ namespace kwb::app {
 
 namespace {
 
-qint64 jsonInt(const QJsonValue& v)
+qint64 rounded(double v)
 {
-    return static_cast<qint64>(std::llround(v.toDouble()));
-}
-
-QList<qint64> shapeOf(const QJsonValue& v)
-{
-    QList<qint64> shape;
-    for (const QJsonValue& d : v.toArray())
-        shape.append(jsonInt(d));
-    return shape;
+    return static_cast<qint64>(std::llround(v));
 }
 
 double elements(const QList<qint64>& shape)
@@ -88,31 +80,28 @@ double TrafficBreakdown::ratio() const
 
 TrafficBreakdown trafficBreakdown(const QJsonObject& analyze)
 {
+    const AnalyzeResult a = decodeAnalyze(analyze);
     TrafficBreakdown b;
-    b.task = analyze.value(QLatin1String("task")).toString();
-    b.scale = analyze.value(QLatin1String("scale")).toString();
-    if (analyze.contains(QLatin1String("error"))) {
-        const QJsonObject e = analyze.value(QLatin1String("error")).toObject();
-        b.error = QStringLiteral("the analysis failed: %1").arg(e.value(QLatin1String("message")).toString());
+    b.task = a.task;
+    b.scale = a.scale;
+    if (a.failed) {
+        b.error = QStringLiteral("the analysis failed: %1").arg(a.errorMessage);
         return b;
     }
-    const QJsonValue opsValue = analyze.value(QLatin1String("ops"));
-    if (!opsValue.isArray()) {
+    if (!a.hasOps) {
         b.error = QStringLiteral("the analysis has no op list");
         return b;
     }
     qint64 sum = 0;
-    for (const QJsonValue& v : opsValue.toArray()) {
-        const QJsonObject o = v.toObject();
+    for (const TaskOp& o : a.ops) {
         TrafficOp op;
-        op.index = o.value(QLatin1String("index")).toInt();
-        op.op = o.value(QLatin1String("op")).toString();
-        op.category = o.value(QLatin1String("category")).toString();
-        op.flops = o.value(QLatin1String("flops")).toDouble();
-        op.bytes = jsonInt(o.value(QLatin1String("bytes")));
-        for (const QJsonValue& in : o.value(QLatin1String("inputs")).toArray())
-            op.inputs.append(shapeOf(in));
-        op.output = shapeOf(o.value(QLatin1String("output")));
+        op.index = o.index;
+        op.op = o.op;
+        op.category = o.category;
+        op.flops = o.flops;
+        op.bytes = rounded(o.bytes);
+        op.inputs = o.inputs;
+        op.output = o.output;
         sum += op.bytes;
         if (op.bytes <= 0) {
             ++b.zeroByteOps;
@@ -123,25 +112,22 @@ TrafficBreakdown trafficBreakdown(const QJsonObject& analyze)
         double readElements = 0.0;
         for (const QList<qint64>& in : std::as_const(op.inputs))
             readElements += elements(in);
-        double writeElements = o.value(QLatin1String("output")).toArray().isEmpty() ? 0.0 : elements(op.output);
-        writeElements *= std::max(1, o.value(QLatin1String("output_count")).toInt(1));
+        double writeElements = op.output.isEmpty() ? 0.0 : elements(op.output);
+        writeElements *= o.outputCount;
         const double total = readElements + writeElements;
         op.writeBytes = total > 0 ? std::llround(static_cast<double>(op.bytes) * writeElements / total) : op.bytes;
         op.readBytes = op.bytes - op.writeBytes;
         b.flops += op.flops;
         b.ops.append(op);
     }
-    b.unfusedBytes =
-        analyze.contains(QLatin1String("bytes_unfused")) ? jsonInt(analyze.value(QLatin1String("bytes_unfused"))) : sum;
-    b.fusedBytes = jsonInt(analyze.value(QLatin1String("bytes_fused")));
-    if (analyze.contains(QLatin1String("flops")))
-        b.flops = analyze.value(QLatin1String("flops")).toDouble();
-    if (analyze.contains(QLatin1String("output_bytes"))) {
-        b.fusedWriteBytes = jsonInt(analyze.value(QLatin1String("output_bytes")));
-        b.fusedReadBytes = analyze.contains(QLatin1String("input_bytes"))
-                               ? jsonInt(analyze.value(QLatin1String("input_bytes"))) +
-                                     jsonInt(analyze.value(QLatin1String("param_bytes")))
-                               : b.fusedBytes - b.fusedWriteBytes;
+    b.unfusedBytes = a.hasBytesUnfused ? rounded(a.bytesUnfused) : sum;
+    b.fusedBytes = rounded(a.bytesFused);
+    if (a.hasTotals)
+        b.flops = a.flops;
+    if (a.outputBytes) {
+        b.fusedWriteBytes = rounded(*a.outputBytes);
+        b.fusedReadBytes = a.inputBytes ? rounded(*a.inputBytes) + rounded(a.paramBytes.value_or(0))
+                                        : b.fusedBytes - b.fusedWriteBytes;
     } else if (!b.ops.isEmpty()) {
         // An older response without the split: the last op's output is the task's output.
         b.fusedWriteBytes = std::min(b.fusedBytes, b.ops.last().writeBytes);
@@ -562,7 +548,7 @@ void TrafficChart::clearMeasured()
 void TrafficChart::setMeasured(const QJsonObject& profile, double bandwidthGBps, const QString& bandwidthOrigin)
 {
     clearMeasured();
-    const QJsonArray ops = profile.value(QLatin1String("ops")).toArray();
+    const QList<ProfileOp> ops = decodeProfile(profile).ops;
     if (ops.isEmpty() || !(bandwidthGBps > 0) || !std::isfinite(bandwidthGBps))
         return;
     m_bandwidthGBps = bandwidthGBps;
@@ -570,16 +556,13 @@ void TrafficChart::setMeasured(const QJsonObject& profile, double bandwidthGBps,
 
     // By index where the names agree (the worker numbers top-level ops in call order, as analyze
     // does); the rest by order among ops of the same name.
-    QList<QJsonObject> rest;
-    for (const QJsonValue& v : ops) {
-        const QJsonObject o = v.toObject();
-        const int index = o.value(QLatin1String("index")).toInt(-1);
-        const QString name = o.value(QLatin1String("op")).toString();
+    QList<ProfileOp> rest;
+    for (const ProfileOp& o : ops) {
         bool matched = false;
         for (TrafficOp& op : m_breakdown.ops) {
-            if (op.index == index && op.op == name && !op.measuredNs) {
-                op.measuredNs = o.value(QLatin1String("time_ns")).toDouble();
-                op.kernels = o.value(QLatin1String("kernels")).toInt();
+            if (op.index == o.index && op.op == o.op && !op.measuredNs) {
+                op.measuredNs = o.timeNs;
+                op.kernels = o.kernels;
                 matched = true;
                 break;
             }
@@ -587,24 +570,21 @@ void TrafficChart::setMeasured(const QJsonObject& profile, double bandwidthGBps,
         if (!matched)
             rest.append(o);
     }
-    std::sort(rest.begin(), rest.end(), [](const QJsonObject& a, const QJsonObject& b) {
-        return a.value(QLatin1String("index")).toInt(-1) < b.value(QLatin1String("index")).toInt(-1);
-    });
-    for (const QJsonObject& o : std::as_const(rest)) {
-        const QString name = o.value(QLatin1String("op")).toString();
+    std::stable_sort(rest.begin(), rest.end(), [](const ProfileOp& a, const ProfileOp& b) { return a.index < b.index; });
+    for (const ProfileOp& o : std::as_const(rest)) {
         bool matched = false;
-        if (o.value(QLatin1String("index")).toInt(-1) >= 0) {
+        if (o.index >= 0) {
             for (TrafficOp& op : m_breakdown.ops) {
-                if (op.op == name && !op.measuredNs) {
-                    op.measuredNs = o.value(QLatin1String("time_ns")).toDouble();
-                    op.kernels = o.value(QLatin1String("kernels")).toInt();
+                if (op.op == o.op && !op.measuredNs) {
+                    op.measuredNs = o.timeNs;
+                    op.kernels = o.kernels;
                     matched = true;
                     break;
                 }
             }
         }
         if (!matched)
-            m_unmatchedNs += o.value(QLatin1String("time_ns")).toDouble();
+            m_unmatchedNs += o.timeNs;
     }
     m_canvas->updateMinimumSize();
 }

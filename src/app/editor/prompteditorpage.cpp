@@ -4,6 +4,8 @@
 #include "app/editor/sidebysidediffview.h"
 #include "app/editor/syntaxhighlighting.h"
 #include "core/prompts/promptrenderer.h"
+#include "core/protocol/devicefacts.h"
+#include "core/protocol/workerresponses.h"
 #include "core/run/regime.h"
 #include "core/run/runcontroller.h"
 
@@ -700,7 +702,7 @@ void PromptEditorPage::showDiffAgainstShipped()
 
 void PromptEditorPage::setTaskData(const QJsonObject& task, const QJsonObject& analyze, const QJsonObject& profile)
 {
-    const QString id = task.value(QLatin1String("id")).toString();
+    const QString id = decodeTaskSpec(task).id;
     if (id.isEmpty())
         return;
     const bool known = m_tasks.contains(id);
@@ -710,7 +712,7 @@ void PromptEditorPage::setTaskData(const QJsonObject& task, const QJsonObject& a
         const QString current = previewTask();
         m_taskCombo->clear();
         for (const QString& t : std::as_const(m_taskOrder)) {
-            const QString title = m_tasks.value(t).task.value(QLatin1String("title")).toString();
+            const QString title = decodeTaskSpec(m_tasks.value(t).task).title;
             m_taskCombo->addItem(title.isEmpty() ? t : QStringLiteral("%1 · %2").arg(t, title), t);
         }
         const int index = m_taskCombo->findData(current.isEmpty() ? id : current);
@@ -911,7 +913,7 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
                       .arg(previewTask());
     if (!data.task.isEmpty() && useProfile && data.profile.isEmpty())
         *notes << tr("No profile for %1: top_ops is empty and profile_total false.").arg(previewTask());
-    if (m_device.isEmpty() || !m_device.value(QLatin1String("available")).toBool())
+    if (m_device.isEmpty() || !decodeDeviceFacts(m_device).available)
         *notes << tr("No GPU known: device and roofline_verdict are false.");
     if (!regime)
         *notes << tr("“%1” is not a built-in regime: rendered as a turn of a one-role regime.").arg(regimeName);

@@ -3,6 +3,8 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
+#include "core/protocol/defaults.h"
+#include "core/protocol/workerresponses.h"
 #include "core/study/report.h"
 #include "core/workers/workerlauncher.h"
 
@@ -69,6 +71,24 @@ QString regimeSummary(const Regime& r)
     if (!r.ablated.isEmpty())
         parts << QObject::tr("off: %1").arg(r.ablated.join(QStringLiteral(", ")));
     return parts.join(QStringLiteral(" · "));
+}
+
+/// A profile's tolerances and switches, from the worker's settings ("atol 1e-4, rtol 1e-4, L2
+/// flush, TF32 off").
+QString profileSummary(const ProfileSettings& p)
+{
+    QStringList parts;
+    if (p.atol)
+        parts << QStringLiteral("atol %1").arg(*p.atol, 0, 'g', 3);
+    if (p.rtol)
+        parts << QStringLiteral("rtol %1").arg(*p.rtol, 0, 'g', 3);
+    if (p.l2Flush)
+        parts << (*p.l2Flush ? QObject::tr("L2 flush") : QObject::tr("no L2 flush"));
+    if (p.tf32)
+        parts << (*p.tf32 ? QObject::tr("TF32 on") : QObject::tr("TF32 off"));
+    if (p.timingTrials)
+        parts << QObject::tr("%1 timing trials").arg(*p.timingTrials);
+    return parts.join(QStringLiteral(", "));
 }
 
 } // namespace
@@ -266,11 +286,27 @@ QWidget* LaunchPage::buildRegimeBox()
     return box;
 }
 
+void LaunchPage::setWorkerProfiles(const HelloInfo& hello)
+{
+    if (hello.profiles.isEmpty())
+        return; // a worker that does not announce its profiles: keep the known names
+    const QString current = m_profile->currentText();
+    m_profile->clear();
+    for (const ProfileSettings& p : hello.profiles) {
+        m_profile->addItem(p.name);
+        m_profile->setItemData(m_profile->count() - 1, profileSummary(p), Qt::ToolTipRole);
+    }
+    const QString wanted = m_profile->findText(current) >= 0 ? current
+                           : hello.defaultProfile.isEmpty() ? defaults::profile()
+                                                            : hello.defaultProfile;
+    m_profile->setCurrentIndex(qMax(0, m_profile->findText(wanted)));
+}
+
 QWidget* LaunchPage::buildServerBox()
 {
     auto* box = new QGroupBox(tr("Model server (OpenAI-compatible)"), this);
     auto* form = new QFormLayout(box);
-    m_endpoint = new QLineEdit(QStringLiteral("http://127.0.0.1:8080/v1"), box);
+    m_endpoint = new QLineEdit(defaults::endpoint(), box);
     m_endpoint->setObjectName(QStringLiteral("endpointEdit"));
     m_apiKey = new QLineEdit(box);
     m_apiKey->setObjectName(QStringLiteral("apiKeyEdit"));
@@ -315,10 +351,11 @@ QWidget* LaunchPage::buildEvaluationBox()
     auto* form = new QFormLayout(box);
     m_profile = new QComboBox(box);
     m_profile->setObjectName(QStringLiteral("profileCombo"));
-    m_profile->addItem(QStringLiteral("kernelbench"));
-    m_profile->setItemData(0, tr("atol = rtol = 1e-4, L2 flush, TF32 off"), Qt::ToolTipRole);
-    m_profile->addItem(QStringLiteral("kernelbench-v0.1"));
-    m_profile->setItemData(1, tr("atol = rtol = 1e-2, no L2 flush"), Qt::ToolTipRole);
+    // Until a worker has answered hello, the profiles this client knows by name; setWorkerProfiles()
+    // replaces them with the worker's own table.
+    for (const char* name : defaults::kKnownProfiles)
+        m_profile->addItem(QString::fromLatin1(name));
+    m_profile->setCurrentText(defaults::profile());
     m_scale = new QComboBox(box);
     m_scale->setObjectName(QStringLiteral("scaleCombo"));
     m_scale->addItem(QStringLiteral("full"));
@@ -328,7 +365,7 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_timeout->setRange(1, 3600);
     m_timeout->setDecimals(0);
     m_timeout->setSuffix(tr(" s"));
-    m_timeout->setValue(240);
+    m_timeout->setValue(defaults::kEvaluationTimeoutS);
     m_timingTrials = new QSpinBox(box);
     m_timingTrials->setObjectName(QStringLiteral("timingTrialsSpin"));
     m_timingTrials->setRange(0, 10000);

@@ -34,6 +34,7 @@ class QTreeWidgetItem;
 
 namespace kwb {
 class LlmClient;
+struct HelloInfo;
 }
 
 namespace kwb::app {
@@ -60,6 +61,10 @@ public:
     void setModel(const QString& model);
     void setApiKey(const QString& key);
     void setPromptsDir(const QString& dir) { m_promptsDir = dir; }
+    /// The protocol profiles the worker announced in hello (names, settings as tooltips, its
+    /// default selected unless the user chose another it also knows). A hello without profiles
+    /// leaves the list as it is.
+    void setWorkerProfiles(const HelloInfo& hello);
     /// One regime for every task.
     void setRegime(const QString& name);
     /// A regime per level (levels without one use the fallback).

@@ -4,6 +4,7 @@
 #include "app/runs/runmanager.h"
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/run/runlaunch.h"
 
 #include <QCheckBox>
@@ -401,7 +402,7 @@ bool RunMonitorPage::openRun(const QString& databasePath, qint64 runId, QString*
     m_openedPath = databasePath;
     m_openedRunId = runId;
     m_openedInfo = *info;
-    m_openedTotal = int(info->config.value(QLatin1String("tasks")).toArray().size());
+    m_openedTotal = int(RunConfig::fromJson(info->config).taskIds().size());
     m_model->setLive(false);
     m_model->load(*m_openedStore, runId);
     loadStoredProblems(*m_openedStore, runId);
@@ -420,13 +421,13 @@ void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
                               tr("turn %1 %2: %3").arg(r.unit.turn).arg(r.unit.role, r.response.error)});
     }
     for (const EvaluationRecord& e : store.evaluations(runId)) {
-        if (!isInfrastructureStatus(e.status))
+        if (!isRunProblem(e))
             continue;
         addProblem(RunProblem{e.created.toLocalTime(), true, e.task, QStringLiteral("evaluation"),
                               tr("turn %1 sample %2: %3: %4")
                                   .arg(e.turn)
                                   .arg(e.sample)
-                                  .arg(e.status, e.result.value(QLatin1String("message")).toString())});
+                                  .arg(e.status, decodeEvaluation(e.result).message)});
     }
 }
 

@@ -1,6 +1,7 @@
 #include "app/runs/runsession.h"
 
 #include "core/model/llmclient.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/study/report.h"
 #include "core/workers/evaluationqueue.h"
@@ -15,18 +16,21 @@
 
 namespace kwb::app {
 
-/// Evaluation statuses that say something went wrong around the candidate, not in it.
-bool isInfrastructureStatus(const QString& status)
+bool isRunProblem(const EvaluationRecord& evaluation)
 {
-    switch (evaluationStatusFromWire(status)) {
-    case EvaluationStatus::Timeout:
-    case EvaluationStatus::Crashed:
-    case EvaluationStatus::ResourceLimit:
-    case EvaluationStatus::StartFailed:
-    case EvaluationStatus::ProtocolError:
-    case EvaluationStatus::BadRequest: return true;
-    default: return false;
+    const EvaluationStatus status = evaluationStatusFromWire(evaluation.status);
+    switch (statusCategory(status)) {
+    case StatusCategory::MachineFault: return true;
+    case StatusCategory::NotEvaluated: return status != EvaluationStatus::Cancelled; // cancelling is the user's act
+    case StatusCategory::Success: return false;
+    case StatusCategory::ModelFault:
+        // The worker's verdicts on a candidate are the model's business. A time-out or a crash
+        // is the candidate's too by category, but the supervisor had to end the worker: a run of
+        // them usually means a machine in trouble, so the monitor shows them.
+        return status == EvaluationStatus::Timeout || status == EvaluationStatus::Crashed ||
+               status == EvaluationStatus::ResourceLimit;
     }
+    return false;
 }
 
 RunSession::RunSession(const RunPlan& plan, const RunSessionEnvironment& environment, QObject* parent)
@@ -135,12 +139,12 @@ void RunSession::syncStore()
     for (const EvaluationRecord& e : store().evaluationsAfter(runId, m_lastEvaluationId)) {
         m_lastEvaluationId = e.id;
         Q_EMIT evaluationStored(e);
-        if (isInfrastructureStatus(e.status)) {
+        if (isRunProblem(e)) {
             addProblem(true, e.task, QStringLiteral("evaluation"),
                        tr("turn %1 sample %2: %3: %4")
                            .arg(e.turn)
                            .arg(e.sample)
-                           .arg(e.status, e.result.value(QLatin1String("message")).toString()));
+                           .arg(e.status, decodeEvaluation(e.result).message));
         }
     }
 }

@@ -26,9 +26,12 @@ namespace kwb::app {
 
 using kwb::defaultPromptsDir; // core/run/runlaunch.h
 
-/// Evaluation statuses that say something went wrong around the candidate (timeout, crashed, resource_limit,
-/// start_failed, protocol_error, bad_request), not in it: the monitor lists them as problems.
-bool isInfrastructureStatus(const QString& status);
+/// Whether the monitor lists an evaluation as a problem, by the status table's category
+/// (core/protocol/evaluationstatus.h): the machine's failures and requests never evaluated
+/// (bad_request, a status this build does not know), and the two the supervisor reports when it
+/// had to end the worker (timeout, crashed, resource_limit); not the worker's verdicts on a candidate, not
+/// `cancelled`.
+bool isRunProblem(const EvaluationRecord& evaluation);
 
 /// Where and how a run executes (what is not part of the run's stored configuration).
 using RunSessionEnvironment = kwb::RunEnvironment;

@@ -2,6 +2,7 @@
 
 #include "app/runs/reporttables.h"
 #include "core/run/regime.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/run/selection.h"
 
@@ -584,7 +585,7 @@ QVariant RunTreeModel::data(const QModelIndex& index, int role) const
     case Qt::ToolTipRole:
         if (node->kind == UnitKind && index.column() == StatusColumn) {
             const QString message = node->unit.error.isEmpty()
-                                        ? node->unit.result.value(QLatin1String("message")).toString()
+                                        ? decodeEvaluation(node->unit.result).message
                                         : node->unit.error;
             return message.isEmpty() ? QVariant() : QVariant(message);
         }
@@ -599,11 +600,11 @@ QVariant RunTreeModel::data(const QModelIndex& index, int role) const
     case CompileLogRole:
         if (node->kind != UnitKind)
             return {};
-        return node->unit.result.value(QLatin1String("compile")).toObject().value(QLatin1String("log")).toString();
+        return decodeEvaluation(node->unit.result).compile.value_or(CompileInfo()).log;
     case MessageRole:
         if (node->kind != UnitKind)
             return {};
-        return node->unit.error.isEmpty() ? node->unit.result.value(QLatin1String("message")).toString()
+        return node->unit.error.isEmpty() ? decodeEvaluation(node->unit.result).message
                                           : node->unit.error;
     case ResultRole: return node->kind == UnitKind ? QVariant(node->unit.result) : QVariant();
     case SortRole: return sortValue(node, index.column());

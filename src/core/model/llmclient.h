@@ -18,6 +18,8 @@
 // Every request ends in exactly one completionFinished() or completionFailed(), always emitted
 // from the event loop, never from inside complete() or cancel().
 
+#include "core/protocol/defaults.h"
+
 #include <QElapsedTimer>
 #include <QJsonObject>
 #include <QList>
@@ -65,7 +67,7 @@ inline const QString TooLarge = QStringLiteral("too_large"); ///< an answer over
 struct LlmSettings
 {
     /// Includes the API prefix; an URL without a path gets `/v1`.
-    QUrl baseUrl = QUrl(QStringLiteral("http://127.0.0.1:8080/v1"));
+    QUrl baseUrl = QUrl(defaults::endpoint());
     QString model;  ///< sent only when set (llama.cpp serves one model and needs none)
     QString apiKey; ///< sent as `Authorization: Bearer …` when set
     // Unset sampling options are left out of the request, so the server's defaults apply.

@@ -4,6 +4,8 @@
 
 #include <QHash>
 
+#include <algorithm>
+
 namespace kwb {
 
 using namespace protocoljson;
@@ -76,6 +78,14 @@ const ProfileSettings* HelloInfo::profile(const QString& name) const
     return nullptr;
 }
 
+QString HelloInfo::unknownProfileError(const QString& name) const
+{
+    if (profiles.isEmpty() || profile(name))
+        return QString();
+    return QStringLiteral("unknown protocol profile '%1': the worker knows %2")
+        .arg(name, profileNames().join(QStringLiteral(", ")));
+}
+
 HelloInfo decodeHello(const QJsonObject& r)
 {
     HelloInfo h;
@@ -91,6 +101,7 @@ HelloInfo decodeHello(const QJsonObject& r)
     h.driver = str(r, "driver");
     h.tasksDir = str(r, "tasks_dir");
     h.cudaDeviceCount = integer(r, "cuda_device_count");
+    h.defaultProfile = str(r, "default_profile");
     // `profiles`: a list of settings objects with their names, or an object keyed by name.
     const QJsonValue profiles = at(r, "profiles");
     if (profiles.isArray()) {
@@ -173,6 +184,9 @@ AnalyzeResult decodeAnalyze(const QJsonObject& r)
     AnalyzeResult a;
     a.task = str(r, "task");
     a.scale = str(r, "scale");
+    a.failed = r.contains(QLatin1String("error"));
+    a.errorMessage = str(obj(r, "error"), "message");
+    a.hasOps = at(r, "ops").isArray();
     for (const QJsonValue& v : arr(r, "ops")) {
         const QJsonObject json = v.toObject();
         TaskOp op;
@@ -182,6 +196,7 @@ AnalyzeResult decodeAnalyze(const QJsonObject& r)
         for (const QJsonValue& input : arr(json, "inputs"))
             op.inputs.append(shape(input));
         op.output = shape(at(json, "output"));
+        op.outputCount = std::max(1, integer(json, "output_count", 1));
         op.flops = number(json, "flops");
         op.bytes = number(json, "bytes");
         op.line = integer(json, "line");
@@ -192,7 +207,11 @@ AnalyzeResult decodeAnalyze(const QJsonObject& r)
     a.hasTotals = at(r, "flops").isDouble();
     a.flops = number(r, "flops");
     a.bytesUnfused = number(r, "bytes_unfused");
+    a.hasBytesUnfused = r.contains(QLatin1String("bytes_unfused"));
     a.bytesFused = number(r, "bytes_fused");
+    a.inputBytes = optNumber(r, "input_bytes");
+    a.paramBytes = optNumber(r, "param_bytes");
+    a.outputBytes = optNumber(r, "output_bytes");
     const std::optional<double> unfused = optNumber(r, "intensity_unfused");
     const std::optional<double> fused = optNumber(r, "intensity_fused");
     a.intensityUnfused = unfused ? *unfused : (a.bytesUnfused > 0 ? a.flops / a.bytesUnfused : 0);
@@ -207,7 +226,8 @@ ProfileResult decodeProfile(const QJsonObject& r)
     p.totalNs = optNumber(r, "total_ns");
     for (const QJsonValue& v : arr(r, "ops")) {
         const QJsonObject o = v.toObject();
-        p.ops.append(ProfileOp{integer(o, "index"), str(o, "op"), number(o, "time_ns"), number(o, "share"),
+        // No index: launched outside any top-level op (-1), as for kernels' op_index.
+        p.ops.append(ProfileOp{integer(o, "index", -1), str(o, "op"), number(o, "time_ns"), number(o, "share"),
                                integer(o, "kernels")});
     }
     for (const QJsonValue& v : arr(r, "kernels")) {

@@ -43,10 +43,15 @@ struct HelloInfo
     /// The protocol profiles the worker knows, with their settings (empty from workers that do
     /// not announce them yet).
     QList<ProfileSettings> profiles;
+    QString defaultProfile; ///< the one `evaluate` uses when a request names none (empty: not announced)
     QJsonObject raw;
 
     QStringList profileNames() const;
     const ProfileSettings* profile(const QString& name) const;
+    /// "unknown protocol profile 'x': the worker knows a, b", or an empty string when the worker
+    /// knows the profile or announces none (an older worker: it refuses an unknown one itself).
+    /// The one check of a profile name: clients keep no list of their own.
+    QString unknownProfileError(const QString& name) const;
 };
 HelloInfo decodeHello(const QJsonObject& response);
 
@@ -121,6 +126,7 @@ struct TaskOp
     QString category; ///< conv, matmul, elementwise, reduction, norm, pool, view, data, …
     QList<QList<qint64>> inputs;
     QList<qint64> output;
+    int outputCount = 1; ///< outputs of the op (`output_count`, only sent when more than one)
     double flops = 0;
     double bytes = 0;
     int line = 0; ///< line of the forward it comes from (0: unknown)
@@ -134,13 +140,19 @@ struct AnalyzeResult
 {
     QString task;
     QString scale;
+    bool failed = false;  ///< the response carried an `error` (the analysis failed)
+    QString errorMessage; ///< its message
+    bool hasOps = false;  ///< the response carried an `ops` list
     QList<TaskOp> ops;
     QList<qint64> outputShape;
     bool hasOutputShape = false;
     bool hasTotals = false; ///< the response carried `flops` (a failed analysis does not)
     double flops = 0;
     double bytesUnfused = 0; ///< every op reads its inputs from and writes its output to HBM
+    bool hasBytesUnfused = false;
     double bytesFused = 0;   ///< inputs, parameters and output once: the least any kernel moves
+    /// bytes_fused split into the task's inputs, parameters and output (newer workers only).
+    std::optional<double> inputBytes, paramBytes, outputBytes;
     double intensityUnfused = 0;
     double intensityFused = 0;
     int opCount = 0; ///< from the response; equals ops.size() when the ops are listed
@@ -152,7 +164,7 @@ AnalyzeResult decodeAnalyze(const QJsonObject& response);
 /// `profile`: CUPTI kernel activity of the eager reference.
 struct ProfileOp
 {
-    int index = 0;
+    int index = -1; ///< -1: launched outside any top-level op
     QString op;
     double timeNs = 0;
     double share = 0; ///< of total_ns, 0..1

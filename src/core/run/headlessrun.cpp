@@ -1,6 +1,8 @@
 #include "core/run/headlessrun.h"
 
 #include "core/model/llmclient.h"
+#include "core/protocol/evaluationstatus.h"
+#include "core/protocol/workerresponses.h"
 #include "core/run/runcontroller.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/workerlauncher.h"
@@ -167,6 +169,10 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
     }
     m_inputs = inputs;
 
+    // The profile is checked against the worker's own table (hello), before anything is spent.
+    if (const QString problem = decodeHello(hello).unknownProfileError(m_plan.profile); !problem.isEmpty())
+        return fail(Failure::Profile, problem);
+
     // Every template renders for every task before a model request (or a run row) is spent.
     if (const QString problem = checkRunTemplates(m_plan, inputs); !problem.isEmpty())
         return fail(Failure::Templates, QStringLiteral("template: %1").arg(problem));
@@ -208,7 +214,7 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
     connect(m_controller, &RunController::candidateEvaluated, this,
             [this](const QString& task, int turn, int sample, const QString& status) {
                 ++m_evaluated;
-                if (status == QLatin1String("correct"))
+                if (evaluationStatusFromWire(status) == EvaluationStatus::Correct)
                     ++m_correct;
                 Q_EMIT candidateEvaluated(task, turn, sample, status);
                 Q_EMIT countsChanged();

@@ -76,6 +76,7 @@ public:
         Configuration, ///< the run's configuration could not be made (a template unreadable)
         CreateRun,     ///< the store refused the run row
         Regime,        ///< the controller refused a regime
+        Profile,       ///< the worker does not announce the plan's protocol profile
     };
     Q_ENUM(Failure)
 

@@ -149,13 +149,8 @@ QJsonObject Regime::toJson() const
     return o;
 }
 
-std::optional<Regime> Regime::fromJson(const QJsonObject& json, QString* error)
+Regime Regime::fieldsOf(const QJsonObject& json)
 {
-    auto fail = [error](const QString& message) -> std::optional<Regime> {
-        if (error)
-            *error = message;
-        return std::nullopt;
-    };
     Regime r;
     r.name = json.value(QLatin1String("name")).toString();
     r.description = json.value(QLatin1String("description")).toString();
@@ -166,22 +161,32 @@ std::optional<Regime> Regime::fromJson(const QJsonObject& json, QString* error)
     r.turns = json.value(QLatin1String("turns")).toInt(1);
     if (json.value(QLatin1String("temperature")).isDouble())
         r.temperature = json.value(QLatin1String("temperature")).toDouble();
-    const auto feedback =
-        feedbackModeFromString(json.value(QLatin1String("feedback")).toString(QStringLiteral("none")));
-    if (!feedback)
-        return fail(
-            QStringLiteral("regime: unknown feedback mode '%1'").arg(json.value(QLatin1String("feedback")).toString()));
-    r.feedback = *feedback;
-    const auto selection =
-        selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone")));
-    if (!selection)
-        return fail(
-            QStringLiteral("regime: unknown selection '%1'").arg(json.value(QLatin1String("selection")).toString()));
-    r.selection = *selection;
+    r.feedback = feedbackModeFromString(json.value(QLatin1String("feedback")).toString(QStringLiteral("none")))
+                     .value_or(r.feedback);
+    r.selection =
+        selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone")))
+            .value_or(r.selection);
     r.useProfile = json.value(QLatin1String("use_profile")).toBool(false);
     r.stopWhenCorrect = json.value(QLatin1String("stop_when_correct")).toBool(true);
     for (const QJsonValue& v : json.value(QLatin1String("ablated")).toArray())
         r.ablated << v.toString();
+    return r;
+}
+
+std::optional<Regime> Regime::fromJson(const QJsonObject& json, QString* error)
+{
+    auto fail = [error](const QString& message) -> std::optional<Regime> {
+        if (error)
+            *error = message;
+        return std::nullopt;
+    };
+    const Regime r = fieldsOf(json);
+    if (!feedbackModeFromString(json.value(QLatin1String("feedback")).toString(QStringLiteral("none"))))
+        return fail(
+            QStringLiteral("regime: unknown feedback mode '%1'").arg(json.value(QLatin1String("feedback")).toString()));
+    if (!selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone"))))
+        return fail(
+            QStringLiteral("regime: unknown selection '%1'").arg(json.value(QLatin1String("selection")).toString()));
     if (r.name.isEmpty())
         return fail(QStringLiteral("regime: no name"));
     if (!r.roles.contains(RegimeRole::Generator))

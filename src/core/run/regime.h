@@ -86,6 +86,9 @@ struct Regime
     QJsonObject toJson() const;
     /// False (with *error) for a missing name or generator role, n or turns below 1, an unknown mode.
     static std::optional<Regime> fromJson(const QJsonObject& json, QString* error = nullptr);
+    /// The fields of a stored regime as they are, without fromJson's checks (defaults for what is
+    /// missing or unknown): for readers of any stored run, such as reports, that only look.
+    static Regime fieldsOf(const QJsonObject& json);
 
     /// The built-in regimes by name: zero-shot, profiling-guided, iterative, agent, pilot-v1.
     static QStringList builtinNames();

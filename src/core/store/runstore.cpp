@@ -120,6 +120,25 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
     return config;
 }
 
+QStringList RunConfig::taskIds() const
+{
+    QStringList ids;
+    for (const QJsonValue& v : extra.value(QLatin1String("tasks")).toArray())
+        if (!v.toString().isEmpty())
+            ids << v.toString();
+    return ids;
+}
+
+QJsonObject RunConfig::regimeJson() const
+{
+    return extra.value(QLatin1String("regime")).toObject();
+}
+
+bool RunConfig::isSweep() const
+{
+    return extra.contains(QLatin1String("sweep")) && !extra.value(QLatin1String("sweep")).isNull();
+}
+
 // ---------------------------------------------------------------------------------------------
 
 QList<RunStore::Migration> RunStore::migrations()

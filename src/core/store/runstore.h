@@ -51,6 +51,14 @@ struct RunConfig
 
     QJsonObject toJson() const;
     static RunConfig fromJson(const QJsonObject& json);
+
+    /// The tasks the run was asked to do (`extra.tasks`), in order; empty ones dropped.
+    QStringList taskIds() const;
+    /// The regime the run was started with (`extra.regime`, as Regime::toJson wrote it): read it
+    /// with Regime::fromJson (to run it again) or Regime::fieldsOf (to look at it).
+    QJsonObject regimeJson() const;
+    /// Whether the run is a sweep (`kwb sweep`: `extra.sweep` is set).
+    bool isSweep() const;
 };
 
 /// SHA-256 of the UTF-8 text, lowercase hex.

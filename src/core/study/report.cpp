@@ -1,5 +1,7 @@
 #include "core/study/report.h"
 
+#include "core/run/regime.h"
+#include "core/store/runstore.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QJsonArray>
@@ -368,9 +370,9 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
     const QList<UnitResponse> responses = store.responses(info.id, 0, false);
     // Every task the run was asked to do: named by its configuration, prompted or evaluated.
     QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
-    for (const QJsonValue& task : info.config.value(QLatin1String("tasks")).toArray())
-        if (!task.toString().isEmpty())
-            byTask.insert(task.toString(), {});
+    const RunConfig config = RunConfig::fromJson(info.config);
+    for (const QString& task : config.taskIds())
+        byTask.insert(task, {});
     for (const UnitResponse& response : responses)
         if (!byTask.contains(response.unit.task))
             byTask.insert(response.unit.task, {});
@@ -387,8 +389,7 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
         if (response.response.error.isEmpty())
             answered.insert(response.unit.task);
     // The run's own selection rule, as `kwb run` stored it with the regime.
-    const bool lastTurnWins = info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("selection")).toString() ==
-                              QLatin1String("last");
+    const bool lastTurnWins = Regime::fieldsOf(config.regimeJson()).selection == SelectionMode::Last;
     for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
         int chosen = -1;
         const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins);
@@ -477,8 +478,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             levels.insert(outcome.level);
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
-        for (const QJsonValue& v : info.config.value(QLatin1String("regime")).toObject().value(QLatin1String("ablated")).toArray())
-            run.ablated.append(v.toString());
+        run.ablated.append(Regime::fieldsOf(RunConfig::fromJson(info.config).regimeJson()).ablated);
         run.bestOfN = bestOfNFor(evaluations, options.bootstrap);
         report.runs.append(run);
     }

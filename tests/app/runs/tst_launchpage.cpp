@@ -6,6 +6,7 @@
 #include "app/runs/launchpage.h"
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
+#include "core/protocol/workerresponses.h"
 #include "core/store/runstore.h"
 #include "grabcheck.h"
 #include "scriptedllmserver.h"
@@ -206,6 +207,36 @@ private Q_SLOTS:
         QVERIFY(!page.plan(&error));
         QVERIFY(error.contains(QStringLiteral("http(s)")));
         QVERIFY(manager.current() == nullptr);
+    }
+
+    void profilesAreTheWorkersOwn()
+    {
+        RunManager manager;
+        LaunchPage page(&manager);
+        auto* profile = child<QComboBox>(page, "profileCombo");
+        QCOMPARE(profile->currentText(), QStringLiteral("kernelbench")); // before any hello: the known names
+        // A worker announcing a profile this client has never heard of, and its own default.
+        page.setWorkerProfiles(decodeHello(QJsonObject{
+            {QStringLiteral("ok"), true},
+            {QStringLiteral("default_profile"), QStringLiteral("future-fp32")},
+            {QStringLiteral("profiles"),
+             QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("future-fp32")},
+                                    {QStringLiteral("atol"), 1e-3},
+                                    {QStringLiteral("tf32"), false}},
+                        QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-v0.1")}}}}}));
+        QCOMPARE(profile->count(), 2);
+        QCOMPARE(profile->itemText(0), QStringLiteral("future-fp32"));
+        QVERIFY(profile->itemData(0, Qt::ToolTipRole).toString().contains(QLatin1String("atol 0.001")));
+        // "kernelbench" (the selection) is not the worker's: its default is taken.
+        QCOMPARE(profile->currentText(), QStringLiteral("future-fp32"));
+        profile->setCurrentText(QStringLiteral("kernelbench-v0.1"));
+        page.setWorkerProfiles(decodeHello(QJsonObject{
+            {QStringLiteral("ok"), true},
+            {QStringLiteral("profiles"), QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("future-fp32")}},
+                                                    QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-v0.1")}}}}}));
+        QCOMPARE(profile->currentText(), QStringLiteral("kernelbench-v0.1")); // the user's choice kept
+        page.setWorkerProfiles(decodeHello(QJsonObject{{QStringLiteral("ok"), true}}));
+        QCOMPARE(profile->count(), 2); // a hello without profiles changes nothing
     }
 
     void testConnectionListsModels()

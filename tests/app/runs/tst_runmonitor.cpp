@@ -9,6 +9,7 @@
 #include "app/runs/runmonitorpage.h"
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/store/runstore.h"
 #include "grabcheck.h"
@@ -111,6 +112,34 @@ class TestRunMonitor : public QObject
 
 private Q_SLOTS:
     void initTestCase() { QVERIFY(m_dir.isValid()); }
+
+    void problemsFollowTheStatusTable()
+    {
+        const auto record = [](const char* status, bool workerResponse) {
+            EvaluationRecord e;
+            e.status = QString::fromLatin1(status);
+            e.result = workerResponse ? QJsonObject{{QStringLiteral("id"), 1},
+                                                    {QStringLiteral("type"), QStringLiteral("evaluate")},
+                                                    {QStringLiteral("ok"), true},
+                                                    {QStringLiteral("status"), e.status}}
+                                      : failureResult(e.status, QStringLiteral("why"));
+            return e;
+        };
+        // The worker's verdicts on a candidate are the model's business, not the run's problems.
+        for (const char* status : {"correct", "incorrect", "compile_error", "format_error", "runtime_error", "rejected"})
+            QVERIFY2(!isRunProblem(record(status, true)), status);
+        // The machine's failures (by the table's category) are, from the worker or the supervisor.
+        QVERIFY(isRunProblem(record("no_device", true)));
+        QVERIFY(isRunProblem(record("worker_lost", false)));
+        QVERIFY(isRunProblem(record("start_failed", false)));
+        QVERIFY(isRunProblem(record("protocol_error", false)));
+        QVERIFY(isRunProblem(record("bad_request", false)));
+        QVERIFY(isRunProblem(record("some_future_status", true)));
+        // A request the supervisor had to end is worth a look, though the category says the candidate's.
+        QVERIFY(isRunProblem(record("timeout", false)));
+        QVERIFY(isRunProblem(record("crashed", false)));
+        QVERIFY(!isRunProblem(record("cancelled", false))); // the user's own act
+    }
 
     void init()
     {
