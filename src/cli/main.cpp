@@ -62,7 +62,7 @@ int main(int argc, char** argv)
     evalCommand->add_option("CANDIDATE", candidate, "the model's answer, a Markdown file")->required();
     evalCommand->add_option("--timeout", eval.timeoutS, "wall-clock limit in seconds (default " + std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
         ->check(CLI::Range(0.001, 1e6)); // the supervisor's timer counts int milliseconds
-    evalCommand->add_option("--profile", profile, "protocol profile: kernelbench or kernelbench-v0.1")
+    evalCommand->add_option("--profile", profile, "protocol profile: kernelbench-fp32 (default), kernelbench or kernelbench-v0.1")
         ->check(CLI::IsMember(knownProfiles));
     evalCommand->add_option("--scale", evalScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
     // Trial counts are checked after parsing (below), for a plain message with the range.
@@ -139,7 +139,7 @@ int main(int argc, char** argv)
                             "a model request's total limit in seconds, retries included (default " +
                                 std::to_string(kwb::kDefaultModelDeadlineMs / 1000) + ")")
             ->check(CLI::Range(1.0, 86400.0));
-        command->add_option("--profile", runProfile, "protocol profile: kernelbench or kernelbench-v0.1")
+        command->add_option("--profile", runProfile, "protocol profile: kernelbench-fp32 (default), kernelbench or kernelbench-v0.1")
             ->check(CLI::IsMember(knownProfiles));
         command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
         boundedCounts.push_back({command->add_option("--timing-trials", runOptions.timingTrials,

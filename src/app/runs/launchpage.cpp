@@ -314,10 +314,12 @@ QWidget* LaunchPage::buildEvaluationBox()
     auto* form = new QFormLayout(box);
     m_profile = new QComboBox(box);
     m_profile->setObjectName(QStringLiteral("profileCombo"));
+    m_profile->addItem(QStringLiteral("kernelbench-fp32"));
+    m_profile->setItemData(0, tr("atol = rtol = 1e-4, L2 flush, TF32 off for cuBLAS and cuDNN (the study's FP32)"), Qt::ToolTipRole);
     m_profile->addItem(QStringLiteral("kernelbench"));
-    m_profile->setItemData(0, tr("atol = rtol = 1e-4, L2 flush, TF32 off"), Qt::ToolTipRole);
+    m_profile->setItemData(1, tr("as KernelBench runs: PyTorch's default TF32 flags (cuBLAS off, cuDNN on)"), Qt::ToolTipRole);
     m_profile->addItem(QStringLiteral("kernelbench-v0.1"));
-    m_profile->setItemData(1, tr("atol = rtol = 1e-2, no L2 flush"), Qt::ToolTipRole);
+    m_profile->setItemData(2, tr("atol = rtol = 1e-2, no L2 flush"), Qt::ToolTipRole);
     m_scale = new QComboBox(box);
     m_scale->setObjectName(QStringLiteral("scaleCombo"));
     m_scale->addItem(QStringLiteral("full"));
