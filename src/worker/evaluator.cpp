@@ -7,7 +7,9 @@
 #include "device_info.hpp"
 #include "measure.hpp"
 #include "nvrtc_compiler.hpp"
+#include "profiles.hpp"
 #include "protocol.hpp"
+#include "roofline.hpp"
 #include "script_host.hpp"
 
 #include <ATen/Context.h>
@@ -23,6 +25,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+
+#include <unistd.h>
 
 namespace kwb {
 namespace jit = torch::jit;
@@ -342,6 +347,9 @@ std::string currentArch()
 
 } // namespace
 
+/// `analyze` of a task's reference: also the roofline floor's FLOPs and bytes (timing stage).
+json analyzeTask(const Task& task, Scale scale);
+
 // ---- seeds, versions ------------------------------------------------------------------------
 
 uint64_t trialSeed(uint64_t baseSeed, int trial)
@@ -364,6 +372,13 @@ std::string torchVersion()
 Evaluator::Evaluator()
 {
     configureScriptRuntime();
+    // libtorch's own TF32 defaults, read once before any evaluation sets them: the `kernelbench`
+    // profile pins exactly these (profiles.hpp).
+    static const bool captured = [] {
+        setTorchTf32Defaults(at::globalContext().allowTF32CuBLAS(), at::globalContext().allowTF32CuDNN());
+        return true;
+    }();
+    (void)captured;
 }
 
 bool Evaluator::cudaAvailable(std::string* why) const
@@ -402,6 +417,11 @@ std::string Evaluator::validateTask(const Task& task) const
 }
 
 json Evaluator::analyze(const Task& task, Scale scale) const
+{
+    return analyzeTask(task, scale);
+}
+
+json analyzeTask(const Task& task, Scale scale)
 {
     auto cu = compileScript(task.forward);
     auto graph = inlinedGraph(forwardFunction(*cu));
@@ -505,12 +525,10 @@ struct Evaluation {
     std::shared_ptr<jit::CompilationUnit> refUnit;
     jit::Function* refFn = nullptr;
     ParamDict params;
-    std::vector<at::Tensor> refOutputs;
-    std::vector<int64_t> refFingerprints;
-    bool refsOnDevice = false;
+    std::vector<int64_t> paramPrints; ///< byte fingerprints of the parameters as made
     uint64_t rangeSeed = 0;
-    at::Tensor rangeRef;
-    std::string rangeSkipped;
+    std::vector<at::Tensor> degenerateRefs; ///< trials 0 and 1's reference outputs, for degenerateCheck
+    double outputBytes = 0;                 ///< the reference output's size (timing-set rule)
     // trace, timing
     std::vector<c10::IValue> timingInputs;
 
@@ -601,6 +619,7 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     res["custom_launches"] = 0;
     res["degenerate"] = nullptr;
     res["speedup"] = nullptr;
+    res["flags"] = json::array();
 }
 
 /// 1. parse: the answer (or the blocks given as `cuda` and `python`) by the candidate format;
@@ -761,8 +780,11 @@ bool deviceStage(Evaluation& ev)
             contextReady = true;
         }
     }
-    at::globalContext().setAllowTF32CuBLAS(ev.prof.tf32);
-    at::globalContext().setAllowTF32CuDNN(ev.prof.tf32);
+    at::globalContext().setAllowTF32CuBLAS(ev.prof.tf32CuBLAS);
+    at::globalContext().setAllowTF32CuDNN(ev.prof.tf32CuDNN);
+    // What libtorch says it now does, not what the profile asked for.
+    ev.res["precision"] = {{"allow_tf32_cublas", at::globalContext().allowTF32CuBLAS()},
+                           {"allow_tf32_cudnn", at::globalContext().allowTF32CuDNN()}};
     return true;
 }
 
@@ -805,62 +827,72 @@ bool runCandidate(Evaluation& ev, std::vector<c10::IValue> args, c10::IValue* ou
     return err->empty();
 }
 
-/// 5. reference outputs for every trial, taken before any candidate code runs.
+/// Byte fingerprints of the tensors among `values`, in order (a scalar counts as 0).
+std::vector<int64_t> fingerprints(const std::vector<c10::IValue>& values)
+{
+    std::vector<int64_t> out;
+    for (const auto& v : values)
+        out.push_back(v.isTensor() ? byteFingerprint(v.toTensor()) : 0);
+    return out;
+}
+
+std::vector<int64_t> paramFingerprints(const Evaluation& ev)
+{
+    std::vector<int64_t> out;
+    for (const ParamSpec& p : ev.task.params)
+        out.push_back(byteFingerprint(ev.params.at(p.name)));
+    return out;
+}
+
+/// Whether the evaluator's own copies of a trial's inputs (`prints`: taken before the candidate
+/// ran) and of the parameters are as they were: the reference runs on clones of them after the
+/// candidate, so a candidate writing outside its arguments into them must be caught first.
+std::string ownCopiesProblem(const Evaluation& ev, const std::vector<c10::IValue>& inputs, const std::vector<int64_t>& prints)
+{
+    if (fingerprints(inputs) != prints || paramFingerprints(ev) != ev.paramPrints)
+        return "the evaluator's own copy of the inputs or parameters changed while the candidate ran: "
+               "the candidate writes outside its own buffers";
+    return {};
+}
+
+/// The reference on fresh clones of `inputs` (weights too): run after the candidate on the same
+/// inputs, so its output is not there to be read while the candidate runs (issue 11).
+at::Tensor referenceOutput(Evaluation& ev, const std::vector<c10::IValue>& inputs)
+{
+    return (*ev.refFn)(cloneArgs(inputs, ev.params, ev.task, true)).toTensor();
+}
+
+/// Drops a reference output; on the GPU it is filled with NaN first, so the caching allocator
+/// does not hand a later candidate the block with right answers in it (torch.empty).
+void releaseReference(Evaluation& ev, at::Tensor& t)
+{
+    if (t.defined() && ev.cuda && at::isFloatingType(t.scalar_type()))
+        t.fill_(std::numeric_limits<float>::quiet_NaN());
+    t = at::Tensor();
+}
+
+/// Records `degenerate` from the reference outputs kept so far (trials 0 and 1) and releases them.
+void settleDegenerate(Evaluation& ev)
+{
+    if (ev.degenerateRefs.empty())
+        return;
+    ev.res["degenerate"] = degenerateCheck(ev.degenerateRefs);
+    for (at::Tensor& t : ev.degenerateRefs)
+        releaseReference(ev, t);
+    ev.degenerateRefs.clear();
+}
+
+/// 5. reference: the task's forward compiled and its parameters made. Its outputs are computed
+/// trial by trial after the candidate's (correctnessStage), never before.
 bool referenceStage(Evaluation& ev)
 {
     ev.startStage("reference");
-    const Task& task = ev.task;
-    const ProtocolProfile& prof = ev.prof;
-    ev.refUnit = compileScript(task.forward);
+    ev.refUnit = compileScript(ev.task.forward);
     ev.refFn = &forwardFunction(*ev.refUnit);
-    jit::Function& refFn = *ev.refFn;
-    ev.params = makeParams(task, ev.scale, ev.dev, ev.seed);
-    // Reference outputs stay on the GPU, alive (so the allocator cannot hand their memory to the
-    // candidate) and fingerprinted, when all of them fit easily (below); otherwise they go to host
-    // memory and their device copies are overwritten with NaN. Copying 4.29 GB outputs to the
-    // host and back took 15 s of a 20 s evaluation.
-    auto keepReference = [&](at::Tensor out) {
-        if (ev.refsOnDevice) {
-            ev.refFingerprints.push_back(byteFingerprint(out));
-            return out;
-        }
-        at::Tensor host = out.to(at::kCPU);
-        if (ev.cuda) // a candidate must not pass by reading the reference's leftovers
-            out.fill_(std::numeric_limits<float>::quiet_NaN());
-        return host;
-    };
-    for (int k = 0; k < prof.correctnessTrials; ++k) {
-        auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
-        at::Tensor out = refFn(cloneArgs(inputs, ev.params, task, true)).toTensor();
-        if (k == 0 && ev.cuda) {
-            size_t freeBytes = 0, totalBytes = 0;
-            const double need = double(out.nbytes()) * double(prof.correctnessTrials + 1);
-            // A reused worker's caching allocator holds freed blocks that cudaMemGetInfo counts
-            // as used but that these outputs can take: a quarter of the device also qualifies.
-            ev.refsOnDevice = cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess &&
-                              (need < double(freeBytes) / 3.0 || need < double(totalBytes) / 4.0);
-            ev.res["reference_outputs_on"] = ev.refsOnDevice ? "device" : "host";
-        }
-        ev.refOutputs.push_back(keepReference(out));
-    }
-    if (ev.cuda) {
-        CudaFault f = ev.checkCuda();
-        if (f.any)
-            return ev.stop("runtime_error", "reference", "the reference itself failed: " + f.message);
-    }
-    ev.res["degenerate"] = degenerateCheck(ev.refOutputs);
-    // The range trial's reference: N(0,1) inputs. Skipped where the reference itself is not
-    // finite on them (a task defined only on [0,1) would be).
-    ev.rangeSeed = trialSeed(ev.seed, prof.correctnessTrials);
-    if (prof.rangeTrial) {
-        auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
-        at::Tensor out = refFn(cloneArgs(inputs, ev.params, task, true)).toTensor();
-        ev.rangeRef = keepReference(out);
-        if (!torch::isfinite(ev.rangeRef).all().item<bool>()) {
-            ev.rangeSkipped = "the reference is not finite on N(0,1) inputs";
-            ev.rangeRef = at::Tensor();
-        }
-    }
+    ev.params = makeParams(ev.task, ev.scale, ev.dev, ev.seed);
+    ev.paramPrints = paramFingerprints(ev);
+    ev.rangeSeed = trialSeed(ev.seed, ev.prof.correctnessTrials);
+    ev.res["reference_outputs_on"] = "after_candidate";
     ev.endStage();
     return true;
 }
@@ -869,6 +901,7 @@ bool referenceStage(Evaluation& ev)
 /// in `correctness`, then stop.
 bool failCorrectness(Evaluation& ev, json& corr, json failure, const std::string& status, const std::string& message)
 {
+    settleDegenerate(ev);
     corr["failure"] = std::move(failure);
     ev.res["correctness"] = corr;
     return ev.stop(status, "correctness", message);
@@ -895,8 +928,22 @@ std::string outputProblem(const Evaluation& ev, const c10::IValue& outV, const s
     return {};
 }
 
+/// The reference after the candidate, with its own failure as the evaluation's end: false (and
+/// the response's end set) when the reference itself failed.
+bool runReferenceAfter(Evaluation& ev, const std::vector<c10::IValue>& inputs, at::Tensor* out)
+{
+    *out = referenceOutput(ev, inputs);
+    if (ev.cuda) {
+        CudaFault f = ev.checkCuda();
+        if (f.any)
+            return ev.stop("runtime_error", "reference", "the reference itself failed: " + f.message);
+    }
+    return true;
+}
+
 /// 6. correctness: the profile's trials, a second run on the first trial's inputs (races), and
-/// the range trial on N(0,1) inputs.
+/// the range trial on N(0,1) inputs. On each trial's inputs the candidate runs first; the
+/// reference then runs on clones of the same inputs and the two are compared.
 bool correctnessStage(Evaluation& ev)
 {
     ev.startStage("correctness");
@@ -908,22 +955,31 @@ bool correctnessStage(Evaluation& ev)
     at::Tensor firstOutput;
     for (int k = 0; k < prof.correctnessTrials; ++k) {
         auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
+        const auto prints = fingerprints(inputs);
         c10::IValue outV;
         std::string err;
         auto args = cloneArgs(inputs, ev.params, task, true);
         const auto argsSeen = args; // shares the tensors: for the aliasing check
         if (!runCandidate(ev, std::move(args), &outV, &err))
             return failCorrectness(ev, corr, {{"trial", k}, {"reason", err}}, "runtime_error", err);
-        const std::string problem = outputProblem(ev, outV, argsSeen, inputs);
+        std::string problem = outputProblem(ev, outV, argsSeen, inputs);
+        if (problem.empty())
+            problem = ownCopiesProblem(ev, inputs, prints);
         if (!problem.empty())
             return failCorrectness(ev, corr, {{"trial", k}, {"reason", problem}}, "incorrect", problem);
         at::Tensor out = outV.toTensor();
-        if (ev.refsOnDevice && byteFingerprint(ev.refOutputs[k]) != ev.refFingerprints[size_t(k)]) {
-            const std::string reason = "the reference output, kept on the GPU, changed while the candidate ran: "
-                                       "the candidate writes outside its own buffers";
-            return failCorrectness(ev, corr, {{"trial", k}, {"reason", reason}}, "incorrect", reason);
-        }
-        Comparison c = compareOutputs(out, ev.refOutputs[k], prof.atol, prof.rtol);
+        at::Tensor ref;
+        if (!runReferenceAfter(ev, inputs, &ref))
+            return false;
+        if (k == 0)
+            ev.outputBytes = double(ref.nbytes());
+        Comparison c = compareOutputs(out, ref, prof.atol, prof.rtol);
+        if (k < 2)
+            ev.degenerateRefs.push_back(ref);
+        else
+            releaseReference(ev, ref);
+        if (k == 1 || k + 1 == prof.correctnessTrials)
+            settleDegenerate(ev);
         maxAbs = std::max(maxAbs, c.maxAbs);
         maxRel = std::max(maxRel, c.maxRel);
         corr["max_abs_diff"] = maxAbs;
@@ -938,18 +994,31 @@ bool correctnessStage(Evaluation& ev)
         if (k == 0)
             firstOutput = out;
     }
-    // Run twice on the same inputs: a racy kernel shows as a difference.
+    settleDegenerate(ev);
+    // Run twice on the same inputs: a racy kernel shows as a difference. The reference of these
+    // inputs is recomputed (after the candidate) only where the two runs differ.
     {
         auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, 0));
+        const auto prints = fingerprints(inputs);
         c10::IValue outV;
         std::string err;
         if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
             return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: " + err}}, "runtime_error", err);
+        if (!outV.isTensor())
+            return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: forward returned " + outV.tagKind()}},
+                                   "incorrect", "second run: forward returned " + outV.tagKind() + ", expected a Tensor");
         at::Tensor again = outV.toTensor();
         const bool identical = again.sizes() == firstOutput.sizes() && torch::equal(again, firstOutput);
         corr["deterministic"] = identical;
         if (!identical) {
-            Comparison c = compareOutputs(again, ev.refOutputs[0].to(ev.dev), prof.atol, prof.rtol);
+            const std::string own = ownCopiesProblem(ev, inputs, prints);
+            if (!own.empty())
+                return failCorrectness(ev, corr, {{"trial", 0}, {"reason", own}}, "incorrect", own);
+            at::Tensor ref;
+            if (!runReferenceAfter(ev, inputs, &ref))
+                return false;
+            Comparison c = compareOutputs(again, ref, prof.atol, prof.rtol);
+            releaseReference(ev, ref);
             if (!c.ok) {
                 const std::string reason = "nondeterministic: a second run on the same inputs gave a different, wrong result: " + c.reason;
                 return failCorrectness(ev, corr, {{"trial", 0}, {"reason", reason}}, "incorrect", reason);
@@ -958,18 +1027,27 @@ bool correctnessStage(Evaluation& ev)
     }
     if (prof.rangeTrial) {
         json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
-        if (!ev.rangeRef.defined()) {
-            range["skipped"] = ev.rangeSkipped;
+        auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
+        const auto prints = fingerprints(inputs);
+        c10::IValue outV;
+        std::string err;
+        if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
+            return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", err}}, "runtime_error",
+                                   "range trial (N(0,1) inputs): " + err);
+        const std::string own = ownCopiesProblem(ev, inputs, prints);
+        if (!own.empty())
+            return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", own}}, "incorrect", own);
+        at::Tensor ref;
+        if (!runReferenceAfter(ev, inputs, &ref))
+            return false;
+        // Skipped where the reference itself is not finite on N(0,1) inputs (a task defined only
+        // on [0,1) would be).
+        if (!torch::isfinite(ref).all().item<bool>()) {
+            range["skipped"] = "the reference is not finite on N(0,1) inputs";
         } else {
-            auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
-            c10::IValue outV;
-            std::string err;
-            if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
-                return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", err}}, "runtime_error",
-                                       "range trial (N(0,1) inputs): " + err);
             Comparison c;
             if (outV.isTensor()) {
-                c = compareOutputs(outV.toTensor(), ev.rangeRef, prof.rangeTolerance, prof.rangeTolerance);
+                c = compareOutputs(outV.toTensor(), ref, prof.rangeTolerance, prof.rangeTolerance);
             } else {
                 c.ok = false;
                 c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
@@ -977,16 +1055,17 @@ bool correctnessStage(Evaluation& ev)
             range["passed"] = c.ok;
             range["max_abs_diff"] = c.maxAbs;
             if (!c.ok) {
+                releaseReference(ev, ref);
                 corr["range_trial"] = range;
                 return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", c.reason}}, "incorrect",
                                        "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
             }
         }
+        releaseReference(ev, ref);
         corr["range_trial"] = range;
     }
     ev.res["correctness"] = corr;
     ev.endStage();
-    ev.refOutputs.clear(); // the memory goes back before timing
     return true;
 }
 
@@ -1014,34 +1093,180 @@ void traceStage(Evaluation& ev)
     ev.res["torch_only"] = !ev.launchesKernels;
 }
 
+/// Raised from a timing prepare when a checked timed call's output differs from its reference.
+struct TimedOutputMismatch : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// Free memory for the timing sets: the device's (blocks torch's caching allocator holds count as
+/// used, so the rule errs towards fewer sets), or the host's available pages.
+double freeMemoryBytes(const Evaluation& ev)
+{
+    if (ev.cuda) {
+        size_t freeBytes = 0, totalBytes = 0;
+        if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
+            return double(freeBytes);
+        cudaGetLastError();
+        return 0;
+    }
+    const long pages = sysconf(_SC_AVPHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? double(pages) * double(size) : 0;
+}
+
+double tensorBytes(const std::vector<c10::IValue>& values)
+{
+    double bytes = 0;
+    for (const auto& v : values)
+        if (v.isTensor())
+            bytes += double(v.toTensor().nbytes());
+    return bytes;
+}
+
+/// The roofline floor of this evaluation and the flags it sets (roofline.hpp); on the CPU, or
+/// where the analysis or the device facts are missing, only the speed-up warning.
+void rooflineCheck(Evaluation& ev, const measure::Comparison& timed)
+{
+    const double candMs = timed.candidate.statistic(ev.prof.statistic);
+    const double refMs = timed.reference.statistic(ev.prof.statistic);
+    const std::optional<double> speedup = timed.speedup(ev.prof.statistic);
+    json facts;
+    int ordinal = 0;
+    if (ev.cuda && cudaGetDevice(&ordinal) == cudaSuccess)
+        facts = deviceFacts(ordinal);
+    json analysis;
+    std::string why = ev.cuda ? "" : "no roofline on the CPU";
+    if (why.empty() && !facts.value("available", false))
+        why = "no device facts: " + facts.value("reason", std::string());
+    if (why.empty()) {
+        try {
+            analysis = analyzeTask(ev.task, ev.scale);
+        } catch (const std::exception& e) {
+            why = std::string("the task's analysis failed: ") + e.what();
+        }
+    }
+    if (!why.empty()) {
+        json flags = json::array();
+        if (speedup && *speedup > roofline::kSpeedupWarning)
+            flags.push_back("speedup_over_10x");
+        ev.res["flags"] = flags;
+        ev.res["roofline"] = {{"floor_ms", nullptr}, {"reason", why}};
+        return;
+    }
+    roofline::Precision precision;
+    precision.tf32 = ev.prof.anyTf32();
+    precision.tolerance = std::max(ev.prof.atol, ev.prof.rtol);
+    precision.l2Flush = ev.prof.l2Flush;
+    for (const InputSpec& in : ev.task.inputs)
+        precision.lowPrecisionInputs = precision.lowPrecisionInputs || in.dtype == "float16" || in.dtype == "bfloat16";
+    const json& measured = roofline::measuredCeilings();
+    const json sameDevice = measured.value("ordinal", -1) == ordinal ? measured : json::object();
+    const roofline::Ceilings c = roofline::chooseCeilings(facts, sameDevice, precision);
+    const roofline::Floor floor =
+        roofline::floorOf(roofline::boundFlops(analysis), roofline::boundBytes(analysis, c, precision.l2Flush), c);
+    json a = roofline::assess(floor, c, candMs, refMs, speedup);
+    ev.res["flags"] = a["flags"];
+    ev.res["roofline"] = a["roofline"];
+}
+
 /// 8. timing: the eager reference and the candidate, the same way, in this process (measure.cpp).
+/// The calls rotate over input sets (measure::timingSetCount) so that consecutive calls never see
+/// the same inputs; the candidate's outputs of the first and last timed call on each set are
+/// checked against the reference, run after it on clones of that set.
 bool timingStage(Evaluation& ev)
 {
     if (!ev.doTime)
         return true;
     ev.startStage("timing");
+    std::vector<std::vector<c10::IValue>> sets{ev.timingInputs};
+    const double setBytes = tensorBytes(ev.timingInputs) + ev.outputBytes;
+    const int nSets = measure::timingSetCount(setBytes, freeMemoryBytes(ev));
+    for (int k = 1; k < nSets; ++k)
+        sets.push_back(makeInputs(ev.task, ev.scale, ev.dev, trialSeed(ev.seed, 1000 + k)));
+    std::vector<std::vector<int64_t>> prints;
+    for (const auto& set : sets)
+        prints.push_back(fingerprints(set));
+    const int trials = ev.prof.timingTrials;
+    std::set<int> checked;
+    for (int k = 0; k < nSets; ++k)
+        for (int call : measure::checkedCalls(k, nSets, trials))
+            checked.insert(call);
+
     // Weights are shared across calls, inputs and buffers copied (cloneArgs), outside the timed call.
-    auto prepare = [&ev](jit::Function* fn) {
-        return [&ev, fn]() -> measure::Call {
-            auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, false);
-            return [fn, args = std::move(args)]() mutable { (*fn)(std::move(args)); };
+    auto prepareRef = [&ev, &sets, nSets, warm = 0](int index) mutable -> measure::Call {
+        const int set = index < 0 ? warm++ % nSets : index % nSets;
+        auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
+        return [fn = ev.refFn, args = std::move(args)]() mutable { (*fn)(std::move(args)); };
+    };
+    at::Tensor pendingOut;
+    int pendingSet = -1, pendingCall = -1, checks = 0;
+    // Checks the output kept from the last checked call (not timed: it runs in the next prepare).
+    auto settle = [&]() {
+        if (pendingSet < 0)
+            return;
+        const int set = pendingSet, call = pendingCall;
+        pendingSet = -1;
+        at::Tensor out = pendingOut;
+        pendingOut = at::Tensor();
+        std::string reason = ownCopiesProblem(ev, sets[size_t(set)], prints[size_t(set)]);
+        if (reason.empty()) {
+            at::Tensor ref = referenceOutput(ev, sets[size_t(set)]);
+            const Comparison c = out.defined() ? compareOutputs(out, ref, ev.prof.atol, ev.prof.rtol) : Comparison{false, "no tensor output"};
+            releaseReference(ev, ref);
+            if (!c.ok)
+                reason = c.reason;
+        }
+        ++checks;
+        if (!reason.empty())
+            throw TimedOutputMismatch("output of a timed call differs from its reference: the candidate may reuse an "
+                                      "earlier result (timed call " + std::to_string(call + 1) + ", input set " +
+                                      std::to_string(set + 1) + " of " + std::to_string(nSets) + ": " + reason + ")");
+    };
+    auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
+        settle();
+        const int set = index < 0 ? warm++ % nSets : index % nSets;
+        auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
+        const bool keep = index >= 0 && checked.count(index) > 0;
+        return [&, fn = ev.candFn, args = std::move(args), keep, set, index]() mutable {
+            c10::IValue out = (*fn)(std::move(args));
+            if (keep) {
+                pendingOut = out.isTensor() ? out.toTensor() : at::Tensor();
+                pendingSet = set;
+                pendingCall = index;
+            }
         };
     };
     measure::Settings settings;
     settings.cuda = ev.cuda;
     settings.warmup = ev.prof.warmup;
-    settings.trials = ev.prof.timingTrials;
+    settings.trials = trials;
     settings.l2Flush = ev.prof.l2Flush;
     settings.statistic = ev.prof.statistic;
-    const measure::Comparison timed = measure::compare(prepare(ev.refFn), prepare(ev.candFn), settings);
+    measure::Comparison timed;
+    const auto mismatch = [&](const TimedOutputMismatch& e) {
+        ev.res["timing"] = {{"input_sets", nSets}, {"checked_calls", checks}};
+        return ev.stop("incorrect", "timing", e.what());
+    };
+    try {
+        timed = measure::compare(prepareRef, prepareCand, settings);
+    } catch (const TimedOutputMismatch& e) {
+        return mismatch(e);
+    }
     if (ev.cuda) {
-        CudaFault f = ev.checkCuda();
+        CudaFault f = ev.checkCuda(); // also: the last call's output is complete before its check
         if (f.any)
             return ev.stop("runtime_error", "timing", "CUDA error while timing: " + f.message);
     }
+    try {
+        settle();
+    } catch (const TimedOutputMismatch& e) {
+        return mismatch(e);
+    }
     ev.res["timing"] = timed.toJson();
+    ev.res["timing"]["input_sets"] = nSets;
+    ev.res["timing"]["checked_calls"] = checks;
     if (auto s = timed.speedup(ev.prof.statistic))
         ev.res["speedup"] = *s;
+    rooflineCheck(ev, timed);
     ev.endStage();
     return true;
 }

@@ -26,13 +26,13 @@ using Clock = std::chrono::steady_clock;
 Samples timeCuda(const PrepareCall& prepare, int warmup, int trials, at::Tensor* flushBuffer)
 {
     for (int i = 0; i < warmup; ++i)
-        prepare()();
+        prepare(-1)();
     cudaEvent_t start = nullptr, stop = nullptr;
     cudaEventCreate(&start);
     cudaEventCreate(&stop);
     Samples st;
     for (int i = 0; i < trials; ++i) {
-        Call call = prepare();
+        Call call = prepare(i);
         if (flushBuffer)
             flushBuffer->zero_();
         cudaEventRecord(start, nullptr);
@@ -51,10 +51,10 @@ Samples timeCuda(const PrepareCall& prepare, int warmup, int trials, at::Tensor*
 Samples timeCpu(const PrepareCall& prepare, int warmup, int trials)
 {
     for (int i = 0; i < warmup; ++i)
-        prepare()();
+        prepare(-1)();
     Samples st;
     for (int i = 0; i < trials; ++i) {
-        Call call = prepare();
+        Call call = prepare(i);
         const auto t0 = Clock::now();
         call();
         st.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());

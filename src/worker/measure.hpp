@@ -15,7 +15,40 @@ namespace kwb::measure {
 /// One call to time. Building its arguments (fresh copies of the inputs) is not timed: a
 /// `PrepareCall` does that and returns the call, which the timer then brackets.
 using Call = std::function<void()>;
-using PrepareCall = std::function<Call()>;
+/// `index` counts the timed calls from 0; warm-up calls get -1. The evaluator rotates input sets
+/// by it and checks chosen calls' outputs in the next prepare (outside the timed bracket).
+using PrepareCall = std::function<Call(int index)>;
+
+/// How many input sets the timed calls rotate over (issue 11: a candidate that remembers its last
+/// input cannot replay it when consecutive calls differ): up to 4, as many as fit in a quarter of
+/// the free device (or host) memory at `setBytes` each (its inputs and its reference output), at
+/// least 2; 1 only where two sets do not fit in the free memory at all (the response says so).
+inline int timingSetCount(double setBytes, double freeBytes)
+{
+    constexpr int kMost = 4;
+    if (setBytes <= 0)
+        return kMost;
+    const double fit = freeBytes / 4 / setBytes;
+    if (fit >= kMost)
+        return kMost;
+    if (fit >= 2)
+        return int(fit);
+    return 2 * setBytes <= freeBytes ? 2 : 1;
+}
+
+/// The timed calls (0-based) whose outputs are checked for set `set` of `sets` when calls rotate
+/// round robin over `trials` calls: the first and the last call on that set.
+inline std::vector<int> checkedCalls(int set, int sets, int trials)
+{
+    std::vector<int> out;
+    if (set >= trials)
+        return out;
+    out.push_back(set);
+    const int last = set + ((trials - 1 - set) / sets) * sets;
+    if (last != set)
+        out.push_back(last);
+    return out;
+}
 
 struct Settings {
     bool cuda = false;  ///< CUDA events on the legacy default stream; else the steady clock

@@ -2,13 +2,53 @@
 
 namespace kwb {
 
+namespace {
+
+std::vector<ProtocolProfile>& table()
+{
+    static std::vector<ProtocolProfile> profiles = [] {
+        // The study's FP32: TF32 off for cuBLAS and cuDNN (docs/decisions.md).
+        ProtocolProfile fp32;
+        fp32.name = kDefaultProfile;
+        // KernelBench as its harness runs on the device: PyTorch's default flags, as this libtorch
+        // reports them (setTorchTf32Defaults); until then PyTorch >= 1.12's: cuBLAS off, cuDNN on.
+        ProtocolProfile kernelbench = fp32;
+        kernelbench.name = "kernelbench";
+        kernelbench.tf32CuBLAS = false;
+        kernelbench.tf32CuDNN = true;
+        kernelbench.tf32FromTorchDefaults = true;
+        ProtocolProfile v01 = fp32;
+        v01.name = "kernelbench-v0.1";
+        v01.atol = v01.rtol = 1e-2;
+        v01.l2Flush = false;
+        return std::vector<ProtocolProfile>{fp32, kernelbench, v01};
+    }();
+    return profiles;
+}
+
+} // namespace
+
+void setTorchTf32Defaults(bool cublas, bool cudnn)
+{
+    for (ProtocolProfile& p : table()) {
+        if (p.tf32FromTorchDefaults) {
+            p.tf32CuBLAS = cublas;
+            p.tf32CuDNN = cudnn;
+        }
+    }
+}
+
 nlohmann::json ProtocolProfile::toJson() const
 {
     using json = nlohmann::json;
     return {{"name", name},
             {"atol", atol},
             {"rtol", rtol},
-            {"tf32", tf32},
+            // "tf32": any TF32 at all (what older clients read); the two flags say which.
+            {"tf32", anyTf32()},
+            {"tf32_cublas", tf32CuBLAS},
+            {"tf32_cudnn", tf32CuDNN},
+            {"tf32_source", tf32FromTorchDefaults ? "libtorch defaults" : "profile"},
             {"l2_flush", l2Flush},
             {"correctness_trials", correctnessTrials},
             {"timing_trials", timingTrials},
@@ -21,16 +61,7 @@ nlohmann::json ProtocolProfile::toJson() const
 
 const std::vector<ProtocolProfile>& protocolProfiles()
 {
-    static const std::vector<ProtocolProfile> table = [] {
-        ProtocolProfile kernelbench;
-        kernelbench.name = kDefaultProfile;
-        ProtocolProfile v01;
-        v01.name = "kernelbench-v0.1";
-        v01.atol = v01.rtol = 1e-2;
-        v01.l2Flush = false;
-        return std::vector<ProtocolProfile>{kernelbench, v01};
-    }();
-    return table;
+    return table();
 }
 
 std::optional<ProtocolProfile> findProtocolProfile(const std::string& name)

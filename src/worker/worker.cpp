@@ -6,6 +6,7 @@
 #include "candidate_parser.hpp"
 #include "cuda_driver.hpp"
 #include "profiles.hpp"
+#include "roofline.hpp"
 
 #include <cuda_runtime.h>
 
@@ -182,7 +183,10 @@ json Worker::handle(const json& request)
         } else if (type == "device") {
             body = deviceFacts(0);
             if (request.value("ceilings", false) && body.value("available", false))
+            {
                 body["ceilings"] = measureCeilings(0);
+                roofline::rememberMeasuredCeilings(body["ceilings"]); // later floors use them (roofline.hpp)
+            }
         } else if (type == "analyze") {
             body = m_evaluator.analyze(task(request), parseScale(request.value("scale", std::string("full"))));
         } else if (type == "profile") {

@@ -331,7 +331,7 @@ QJsonObject answer(const QJsonObject& request)
         if (!taskId.isEmpty())
             response.insert(QStringLiteral("task"), taskId);
         QJsonObject profile = response.value(QStringLiteral("profile")).toObject();
-        profile.insert(QStringLiteral("name"), request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench")));
+        profile.insert(QStringLiteral("name"), request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench-fp32")));
         response.insert(QStringLiteral("profile"), profile);
         // Compile-ahead: whether the request carried a cubin, and so whether the compile was cached.
         const bool cubin = request.contains(QStringLiteral("cubin_b64"));

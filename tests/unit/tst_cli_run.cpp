@@ -250,7 +250,7 @@ private Q_SLOTS:
                     .value(QLatin1String("sha256"))
                     .toString()
                     .size() == 64);
-        QCOMPARE(config.protocolProfile, QStringLiteral("kernelbench"));
+        QCOMPARE(config.protocolProfile, QStringLiteral("kernelbench-fp32")); // the default (defaults.h)
         QCOMPARE(config.gpu.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
         QCOMPARE(config.versions.value(QLatin1String("worker")).toString(), QStringLiteral("0.1.0"));
         QCOMPARE(config.extra.value(QLatin1String("tasks")).toArray().size(), 2);

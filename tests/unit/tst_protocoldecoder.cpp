@@ -100,7 +100,7 @@ private Q_SLOTS:
         QVERIFY(noDevice.torchOnly);
         QVERIFY(noDevice.compiled());
         QVERIFY(noDevice.profile);
-        QCOMPARE(noDevice.profile->name, QStringLiteral("kernelbench"));
+        QCOMPARE(noDevice.profile->name, QStringLiteral("kernelbench-fp32"));
         QCOMPARE(*noDevice.profile->atol, 1e-4);
         QCOMPARE(*noDevice.profile->l2Flush, true);
 

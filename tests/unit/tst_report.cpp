@@ -202,6 +202,45 @@ private Q_SLOTS:
         QCOMPARE(taskLevel(QStringLiteral("custom")), 0);
     }
 
+    void belowRooflineFloorCountsAsNotCorrect()
+    {
+        // issue 11: status correct at 20.6x, but below the roofline floor -> not correct, not
+        // fast, not in the geomean; the honest 0.9x kernel of the same task wins selection.
+        EvaluationRecord cheat, honest;
+        cheat.task = honest.task = QStringLiteral("L1/1");
+        cheat.status = honest.status = QStringLiteral("correct");
+        cheat.speedup = 20.6;
+        cheat.result = QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
+                                   {QStringLiteral("speedup"), 20.6},
+                                   {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}}};
+        honest.speedup = 0.9;
+        honest.turn = 2;
+        int chosen = -1;
+        const auto alone = selectOutcome({cheat}, &chosen);
+        QVERIFY(alone);
+        QVERIFY(!alone->correct());
+        QVERIFY(!alone->fast1());
+        QVERIFY(std::isnan(alone->speedup));
+        QVERIFY(alone->compiled);
+        const auto both = selectOutcome({cheat, honest}, &chosen);
+        QCOMPARE(chosen, 1);
+        QVERIFY(both->correct());
+        QCOMPARE(both->speedup, 0.9);
+        // correct %, fast_1 and the geomean over {cheat alone, an honest 2.0x task}: 1/2, 1/2, 2.0
+        TaskOutcome other;
+        other.task = QStringLiteral("L1/2");
+        other.level = 1;
+        other.status = QStringLiteral("correct");
+        other.speedup = 2.0;
+        other.compiled = true;
+        const Metrics m = computeMetrics({*alone, other});
+        QCOMPARE(m.correct, 1);
+        QCOMPARE(m.fast1, 1);
+        QCOMPARE(m.compiled, 2);
+        QCOMPARE(m.correctPct.value, 50.0);
+        QCOMPARE(m.geomeanSpeedup.value, 2.0);
+    }
+
     void numbers()
     {
         const Report r = report();

@@ -278,6 +278,50 @@ private Q_SLOTS:
         }
     }
 
+    void oldKernelbenchProfileReadsAsFp32()
+    {
+        // A store written at schema 1, when `kernelbench` had TF32 off: after the migration its
+        // run and its result name `kernelbench-fp32`; another profile's name is left alone.
+        const QString path = dbPath();
+        qint64 runId = 0, otherRunId = 0;
+        {
+            RunStore store;
+            QVERIFY(store.open(path, {RunStore::migrations().first()}));
+            QCOMPARE(store.fileSchemaVersion(), 1);
+            runId = store.createRun(QStringLiteral("old"), QStringLiteral("zero_shot"),
+                                    QJsonObject{{QStringLiteral("protocol_profile"), QStringLiteral("kernelbench")}})
+                        .value_or(0);
+            otherRunId = store.createRun(QStringLiteral("v01"), QStringLiteral("zero_shot"),
+                                         QJsonObject{{QStringLiteral("protocol_profile"), QStringLiteral("kernelbench-v0.1")}})
+                             .value_or(0);
+            PromptRecord prompt;
+            prompt.runId = runId;
+            prompt.task = QStringLiteral("L1/1");
+            prompt.role = QStringLiteral("generator");
+            prompt.text = QStringLiteral("p");
+            ResponseRecord response;
+            response.promptId = store.addPrompt(prompt).value_or(0);
+            CandidateRecord candidate;
+            candidate.responseId = store.addResponse(response).value_or(0);
+            candidate.task = QStringLiteral("L1/1");
+            const qint64 candidateId = store.addCandidate(candidate).value_or(0);
+            QVERIFY(store.addEvaluation(candidateId, QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
+                                                               {QStringLiteral("profile"),
+                                                                QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench")},
+                                                                            {QStringLiteral("tf32"), false}}}}));
+        }
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+        QCOMPARE(store.run(runId)->config.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-fp32"));
+        QCOMPARE(RunConfig::fromJson(store.run(runId)->config).protocolProfile, QStringLiteral("kernelbench-fp32"));
+        QCOMPARE(store.run(otherRunId)->config.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-v0.1"));
+        const QList<EvaluationRecord> evaluations = store.evaluations(runId);
+        QCOMPARE(evaluations.size(), 1);
+        QCOMPARE(evaluations.first().evaluation().profile->name, QStringLiteral("kernelbench-fp32"));
+        QCOMPARE(evaluations.first().evaluation().profile->tf32, std::optional<bool>(false));
+    }
+
     void newerVersionRefused()
     {
         const QString path = dbPath();

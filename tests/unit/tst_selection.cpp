@@ -4,6 +4,7 @@
 
 #include "core/run/selection.h"
 
+#include <QJsonArray>
 #include <QTest>
 
 using namespace kwb;
@@ -103,6 +104,42 @@ private Q_SLOTS:
         // an empty last turn (no answers) leaves the turn before it
         QCOMPARE(selectAcrossTurns({{outcome(QStringLiteral("incorrect"), 1)}, {}}, SelectionMode::Last)->turn, 1);
         QVERIFY(!selectAcrossTurns({{}, {}}, SelectionMode::Last).has_value());
+    }
+
+    void belowRooflineFloorIsNotCorrect()
+    {
+        // A correct status with a time below the roofline floor (issue 11): not correct, and its
+        // speed-up (20.6x, impossible) does not rank it above an honest, slower kernel.
+        QJsonObject impossible{{QStringLiteral("status"), QStringLiteral("correct")},
+                               {QStringLiteral("speedup"), 20.6},
+                               {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor"),
+                                                                   QStringLiteral("speedup_over_10x")}}};
+        const EvaluationResult e = decodeEvaluation(impossible);
+        QVERIFY(e.isCorrect());
+        QVERIFY(e.belowRooflineFloor());
+        QVERIFY(!e.countsAsCorrect());
+        QCOMPARE(e.flags, (QStringList{QStringLiteral("below_roofline_floor"), QStringLiteral("speedup_over_10x")}));
+        QVERIFY(!e.trustedSpeedup().has_value());
+        QCOMPARE(*e.positiveSpeedup(), 20.6);
+        // speedup_over_10x alone is KernelBench's warning, not a verdict
+        QJsonObject fastHonest = impossible;
+        fastHonest.insert(QStringLiteral("flags"), QJsonArray{QStringLiteral("speedup_over_10x")});
+        QVERIFY(decodeEvaluation(fastHonest).countsAsCorrect());
+
+        const CandidateOutcome cheat = CandidateOutcome::fromEvaluation(impossible, 1, 0);
+        const CandidateOutcome honest = outcome(QStringLiteral("correct"), 2, 0, 0.9);
+        QVERIFY(!cheat.correct());
+        QVERIFY(cheat.compiled);
+        QVERIFY(!cheat.speedup.has_value());
+        QVERIFY(betterThan(honest, cheat));
+        QVERIFY(!betterThan(cheat, honest));
+        QCOMPARE(*bestIndex({cheat, honest}), 1);
+        // monotone: the honest later turn replaces the earlier impossible one
+        QCOMPARE(selectAcrossTurns({{cheat}, {honest}}, SelectionMode::Monotone)->turn, 2);
+        // and an impossible later turn never displaces an honest earlier one
+        const CandidateOutcome cheatLater = CandidateOutcome::fromEvaluation(impossible, 2, 0);
+        QCOMPARE(selectAcrossTurns({{outcome(QStringLiteral("correct"), 1, 0, 0.9)}, {cheatLater}},
+                                   SelectionMode::Monotone)->turn, 1);
     }
 
     void flatListGroupsByTurn()

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -275,9 +276,25 @@ TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale
     CHECK(r["torch_only"] == true);
     CHECK(r["speedup"].get<double>() > 0);
     CHECK(r["timing"]["candidate"]["trials"] == 3);
-    CHECK(r["profile"]["name"] == "kernelbench");
+    CHECK(r["profile"]["name"] == "kernelbench-fp32");
     CHECK(r["profile"]["tf32"] == false);
+    CHECK(r["profile"]["tf32_cublas"] == false);
+    CHECK(r["profile"]["tf32_cudnn"] == false);
+    CHECK(r["precision"]["allow_tf32_cudnn"] == false); // what libtorch reports after the profile set it
     CHECK(r["profile"]["graph_optimize"] == false);
+    // issue 11: the timed calls rotate over input sets (3 calls: each of 2+ sets checked once or twice)
+    CHECK(r["timing"]["input_sets"].get<int>() >= 2);
+    CHECK(r["timing"]["checked_calls"].get<int>() >= 2);
+    CHECK(r["flags"].is_array());
+    CHECK(r["roofline"]["floor_ms"].is_null()); // no ceilings on the CPU
+    CHECK(r["reference_outputs_on"] == "after_candidate");
+    // kernelbench: libtorch's own defaults, recorded as libtorch reports them
+    r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                       "    return F.relu(y) + p[\"bias\"]\n"), {{"profile", "kernelbench"}, {"time", false}});
+    CHECK(r["status"] == "correct");
+    CHECK(r["profile"]["tf32_source"] == "libtorch defaults");
+    CHECK(r["precision"]["allow_tf32_cublas"] == r["profile"]["tf32_cublas"]);
+    CHECK(r["precision"]["allow_tf32_cudnn"] == r["profile"]["tf32_cudnn"]);
 
     r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
                                        "    return torch.relu(y + p[\"bias\"])\n"));
@@ -317,6 +334,31 @@ TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale
     CHECK(r["torch_only"] == false);
 
     CHECK_THROWS_AS(ev.evaluate(*t, {{"answer", "x"}, {"profile", "nope"}}), std::invalid_argument);
+}
+
+TEST_CASE("evaluate: timed calls are checked against their input set's reference (issue 11)")
+{
+    // A candidate that is right on every correctness trial but wrong on the first timing input
+    // set, which it recognises by one sampled value (seed 42 draws it; evaluate's timing set 0
+    // uses the request's seed itself). Before rotation and checks it was `correct`.
+    Evaluator ev;
+    Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {32, 32});
+    torch::manual_seed(42);
+    const float first = torch::rand({32, 32})[0][0].item<float>();
+    char value[64];
+    std::snprintf(value, sizeof value, "%.9g", double(first));
+    const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
+    const std::string cheat = sig + "    if bool(x[0, 0] == " + value + "):\n        return torch.zeros_like(x)\n    return x + x\n";
+    json r = evalCpu(ev, t, answerFor(cheat), {{"timing_trials", 8}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["stage"] == "timing");
+    CHECK(r["message"].get<std::string>().find("output of a timed call differs from its reference: the candidate may reuse an "
+                                               "earlier result") != std::string::npos);
+    CHECK(r["correctness"]["passed"] == 5);
+    // The honest candidate: every checked call agrees.
+    r = evalCpu(ev, t, answerFor(sig + "    return x + x\n"), {{"timing_trials", 8}});
+    CHECK(r["status"] == "correct");
+    CHECK(r["timing"]["checked_calls"].get<int>() == 2 * r["timing"]["input_sets"].get<int>());
 }
 
 TEST_CASE("evaluate: a degenerate reference is flagged")

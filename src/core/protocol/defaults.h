@@ -15,12 +15,13 @@ inline constexpr int kEvaluationTimeoutMs = kEvaluationTimeoutS * 1000;
 inline constexpr const char kEndpoint[] = "http://127.0.0.1:8080/v1";
 inline QString endpoint() { return QString::fromLatin1(kEndpoint); }
 
-/// The protocol profile used when none is named (docs/protocol.md §Protocol profiles).
-inline constexpr const char kProfile[] = "kernelbench";
+/// The protocol profile used when none is named (docs/protocol.md §Protocol profiles): the
+/// study's FP32 (TF32 off for cuBLAS and cuDNN; docs/decisions.md says why).
+inline constexpr const char kProfile[] = "kernelbench-fp32";
 inline QString profile() { return QString::fromLatin1(kProfile); }
 
 /// The profiles this client offers before a worker has announced its own in `hello`.
-inline constexpr const char* kKnownProfiles[] = {"kernelbench", "kernelbench-v0.1"};
+inline constexpr const char* kKnownProfiles[] = {"kernelbench-fp32", "kernelbench", "kernelbench-v0.1"};
 
 /// The problem scale used when none is named.
 inline constexpr const char kScale[] = "full";

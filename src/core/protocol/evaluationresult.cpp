@@ -153,6 +153,7 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         e.candidate = CandidateEcho{str(c, "cuda"), str(c, "python"), strings(c, "kernels"), str(c, "source_hash"),
                                     integer(c, "cuda_line"), integer(c, "python_line")};
     }
+    e.flags = strings(r, "flags");
     return e;
 }
 
@@ -165,6 +166,11 @@ bool EvaluationResult::compiled() const
 std::optional<double> EvaluationResult::positiveSpeedup() const
 {
     return speedup && *speedup > 0 ? speedup : std::nullopt;
+}
+
+std::optional<double> EvaluationResult::trustedSpeedup() const
+{
+    return belowRooflineFloor() ? std::nullopt : positiveSpeedup();
 }
 
 } // namespace kwb

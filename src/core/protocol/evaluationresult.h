@@ -135,10 +135,22 @@ struct EvaluationResult
     bool workerHealthy = true;
     QString referenceOutputsOn; ///< "device", "host" or empty
     std::optional<CandidateEcho> candidate;
+    /// `flags`: warnings that leave the status as it is ("below_roofline_floor",
+    /// "speedup_over_10x", …; docs/protocol.md §evaluate).
+    QStringList flags;
 
     QJsonObject raw; ///< the object as received
 
     bool isCorrect() const { return status == EvaluationStatus::Correct; }
+    /// The candidate's time is below the task's roofline floor on this GPU (beyond the margin
+    /// for ceiling error): physically impossible for a kernel that does the work.
+    bool belowRooflineFloor() const { return flags.contains(QStringLiteral("below_roofline_floor")); }
+    /// Correct in every count (reports, tables, curves, selection): status correct and a time
+    /// that is physically possible. The one predicate for "correct" outside the wire status.
+    bool countsAsCorrect() const { return isCorrect() && !belowRooflineFloor(); }
+    /// The speed-up that counts (reports, selection): positiveSpeedup(), none when the time is
+    /// below the roofline floor.
+    std::optional<double> trustedSpeedup() const;
     /// Whether the candidate got past NVRTC, in the study's sense: its status implies it
     /// (statusCompiled(): correct, incorrect, runtime_error, rejected, no_device), or the
     /// response's `compile.ok` says so (a timeout or crash after compiling). The one rule that

@@ -15,7 +15,8 @@ CandidateOutcome CandidateOutcome::fromEvaluation(const QJsonObject& result, int
     const EvaluationResult e = decodeEvaluation(result);
     c.status = e.status;
     c.compiled = e.compiled();
-    c.speedup = e.positiveSpeedup();
+    c.belowRooflineFloor = e.belowRooflineFloor();
+    c.speedup = e.trustedSpeedup();
     return c;
 }
 

@@ -24,12 +24,16 @@ struct CandidateOutcome
     int sample = 0;
     EvaluationStatus status = EvaluationStatus::Unknown; ///< the evaluator's, or the supervisor's timeout/crashed
     bool compiled = false;
+    /// The time is below the roofline floor (EvaluationResult::belowRooflineFloor): never correct,
+    /// and its speed-up is not one (speedup stays empty).
+    bool belowRooflineFloor = false;
     std::optional<double> speedup;
     qint64 candidateId = 0; ///< RunStore row, 0 when not stored
     QString answer;         ///< the model's answer, for feedback
     QJsonObject result;     ///< the whole evaluate response
 
-    bool correct() const { return status == EvaluationStatus::Correct; }
+    /// EvaluationResult::countsAsCorrect(): status correct and a physically possible time.
+    bool correct() const { return status == EvaluationStatus::Correct && !belowRooflineFloor; }
 
     /// From an evaluate response (or a supervisor failure {"status", "message"}): compiled is
     /// EvaluationResult::compiled().

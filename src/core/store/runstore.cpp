@@ -197,6 +197,19 @@ QList<RunStore::Migration> RunStore::migrations()
                             " created TEXT NOT NULL)"),
              QStringLiteral("CREATE INDEX evaluations_candidate ON evaluations(candidate_id)"),
          }},
+        // Issue 11: the profile that was called `kernelbench` had TF32 off; that profile is now
+        // `kernelbench-fp32`, and `kernelbench` means KernelBench's own (PyTorch's default TF32
+        // flags). Stored runs and results keep their meaning under the new name. CASE guards
+        // json_extract against a text that is not JSON (it would fail the migration).
+        {2,
+         {
+             QStringLiteral("UPDATE runs SET config = json_set(config, '$.protocol_profile', 'kernelbench-fp32')"
+                            " WHERE CASE WHEN json_valid(config) THEN"
+                            " json_extract(config, '$.protocol_profile') = 'kernelbench' ELSE 0 END"),
+             QStringLiteral("UPDATE evaluations SET result = json_set(result, '$.profile.name', 'kernelbench-fp32')"
+                            " WHERE CASE WHEN json_valid(result) THEN"
+                            " json_extract(result, '$.profile.name') = 'kernelbench' ELSE 0 END"),
+         }},
     };
 }
 

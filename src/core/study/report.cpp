@@ -246,8 +246,11 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation)
     outcome.task = evaluation.task;
     outcome.level = taskLevel(evaluation.task);
     outcome.status = evaluation.status;
-    outcome.speedup = evaluation.speedup.value_or(kNaN);
-    outcome.compiled = evaluation.evaluation().compiled();
+    const EvaluationResult decoded = evaluation.evaluation();
+    // Below the roofline floor: neither correct nor timed, for every count and for selection.
+    outcome.belowRooflineFloor = decoded.belowRooflineFloor();
+    outcome.speedup = outcome.belowRooflineFloor ? kNaN : evaluation.speedup.value_or(kNaN);
+    outcome.compiled = decoded.compiled();
     return outcome;
 }
 
@@ -288,7 +291,8 @@ std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluatio
         if (e.turn != firstTurn.value(e.task))
             continue;
         bool& correct = samples[e.task][e.sample];
-        correct = correct || evaluationStatusFromWire(e.status) == EvaluationStatus::Correct;
+        correct = correct || (evaluationStatusFromWire(e.status) == EvaluationStatus::Correct &&
+                              !e.evaluation().belowRooflineFloor());
     }
     BestOfNReport report;
     QList<SampleOutcomes> all;

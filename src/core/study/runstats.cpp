@@ -105,7 +105,7 @@ double logChoose(int n, int k)
 
 bool TaskOutcome::correct() const
 {
-    return evaluationStatusFromWire(status) == EvaluationStatus::Correct;
+    return evaluationStatusFromWire(status) == EvaluationStatus::Correct && !belowRooflineFloor;
 }
 
 bool TaskOutcome::fast1() const

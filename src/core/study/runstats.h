@@ -26,7 +26,11 @@ struct TaskOutcome
     QString status; ///< "correct" counts as correct; anything else does not
     double speedup = 0.0; ///< reference time / candidate time; <= 0 or NaN when not timed
     bool compiled = false;
+    /// The selected evaluation's time is below the roofline floor (EvaluationResult::
+    /// belowRooflineFloor): not correct, not fast, whatever its status says.
+    bool belowRooflineFloor = false;
 
+    /// EvaluationResult::countsAsCorrect(): status "correct" and not below the roofline floor.
     bool correct() const;
     /// KernelBench's fast_1: correct and strictly faster than the reference.
     bool fast1() const;
