@@ -47,8 +47,16 @@ std::optional<Chain> addChain(RunStore& store, qint64 runId, const QString& task
     if (!response)
         return std::nullopt;
     chain.response = *response;
-    const auto candidate = store.addCandidate({0, chain.response, task, turn, sample, QStringLiteral("__global__ k"),
-                                               QStringLiteral("def forward(x): ..."), true});
+    CandidateRecord record;
+    record.responseId = chain.response;
+    record.task = task;
+    record.turn = turn;
+    record.sample = sample;
+    record.cuda = QStringLiteral("__global__ k");
+    record.python = QStringLiteral("def forward(x): ...");
+    record.parsedOk = true;
+    record.blocksFrom = CandidateBlocksFrom::Client;
+    const auto candidate = store.addCandidate(record);
     if (!candidate)
         return std::nullopt;
     chain.candidate = *candidate;
@@ -84,8 +92,12 @@ int childWriter(const QString& path)
         const auto response = store.addResponse({0, *prompt, bulk, 1, 2, 3, QString()});
         if (!response)
             return 5;
-        const auto candidate =
-            store.addCandidate({0, *response, QStringLiteral("L1/%1").arg(i), 0, 0, bulk, bulk, true});
+        CandidateRecord record;
+        record.responseId = *response;
+        record.task = QStringLiteral("L1/%1").arg(i);
+        record.cuda = bulk;
+        record.python = bulk;
+        const auto candidate = store.addCandidate(record);
         if (!candidate)
             return 6;
         const auto evaluationId = store.addEvaluation(*candidate, evaluation(QStringLiteral("correct"), 1.0, 0.0));
