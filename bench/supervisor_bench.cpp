@@ -121,15 +121,13 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("jobs"), jobs}};
 }
 
-/// Compile-ahead alone: every cuda block compiled by `workers` CPU workers at once.
+/// Compile-ahead alone: every answer compiled by `workers` CPU workers at once, sent whole as the
+/// queue sends it (the worker finds the cuda block; a torch-only answer is a cheap refusal).
 QJsonObject compileThroughput(const QList<Candidate>& candidates, const QString& worker, int workers)
 {
     QList<QString> sources;
-    for (const Candidate& c : candidates) {
-        const QString cuda = EvaluationQueue::extractCudaBlock(c.answer);
-        if (!cuda.isEmpty())
-            sources << cuda;
-    }
+    for (const Candidate& c : candidates)
+        sources << c.answer;
     QList<WorkerSupervisor*> pool;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QString()); // CPU-only, as the queue's compilers
@@ -149,7 +147,7 @@ QJsonObject compileThroughput(const QList<Candidate>& candidates, const QString&
         if (next >= sources.size())
             return;
         s->sendRequest(QJsonObject{{QStringLiteral("type"), QStringLiteral("compile")},
-                                   {QStringLiteral("cuda"), sources[next++]},
+                                   {QStringLiteral("answer"), sources[next++]},
                                    {QStringLiteral("arch"), QStringLiteral("sm_90")},
                                    {QStringLiteral("return_cubin"), true}});
     };

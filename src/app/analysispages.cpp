@@ -287,16 +287,14 @@ void DiffPage::showPair()
         return;
     }
     const auto side = [this](const CandidateEntry& e) {
-        CandidateSide s;
-        s.label = QStringLiteral("%1  %2").arg(e.evaluation.task, e.label());
-        if (const std::optional<CandidateRecord> c = m_store->candidate(e.evaluation.candidateId)) {
-            s.cuda = c->cuda;
-            s.python = c->python;
-        }
-        s.status = e.evaluation.status;
-        s.speedup = e.evaluation.speedup;
-        s.evaluation = e.evaluation.result;
-        return s;
+        // The blocks the worker evaluated: its echo in the evaluation, else the store's copy of an
+        // echo; a client's parse (a database from before the echo) is not shown as the worker's.
+        const std::optional<CandidateRecord> c = m_store->candidate(e.evaluation.candidateId);
+        std::optional<CandidateEcho> stored;
+        if (c && c->blocksFrom == CandidateBlocksFrom::Worker)
+            stored = CandidateEcho{c->cuda, c->python, c->kernels, c->sourceHash, c->cudaLine, c->pythonLine};
+        return CandidateSide::make(QStringLiteral("%1  %2").arg(e.evaluation.task, e.label()), c ? c->answer : QString(),
+                                   e.evaluation.evaluation(), stored);
     };
     m_view->setCandidates(side(m_entries[l]), side(m_entries[r]));
 }

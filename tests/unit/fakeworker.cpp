@@ -37,13 +37,16 @@
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
 // start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
 // (sleep before answering hello, like the real worker loading libtorch). `compile` answers the recorded compile with a
-// fake cubin (ok_compile false when the source holds "compile_error"); an evaluate's response says
+// fake cubin (ok_compile false when the source holds "compile_error"); with `answer` it compiles
+// the cuda block of its `candidate` echo (candidateOf: the recorded echo for a recorded answer,
+// else a test-only stand-in rule) and answers a torch-only answer as the worker does (recorded
+// compile_no_cuda: ok_compile false, no hash); evaluate responses carry that echo too; an evaluate's response says
 // whether it carried one ("cubin_received", and compile.cached). Every response carries "pid",
 // "cuda_visible_devices" (null when unset), "started_ms" (when the process started),
 // "received_ms" and "answered_ms" (epoch milliseconds) and "requests_seen" (lines read so far,
 // hello included), so tests can see which process served what, and when. A compile request's mode
-// may come from a marker "nvrtc: MODE" in its source. With $FAKEWORKER_LOG set, every worker
-// appends a line {"pid","type","cuda_visible_devices","ms"} per request read to that file, so
+// may come from a marker "nvrtc: MODE" in its source (or answer). With $FAKEWORKER_LOG set, every worker
+// appends a line {"pid","type","cuda_visible_devices","ms","keys"} per request read to that file, so
 // tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate
 // answers take their status from a marker "status: NAME" in the answer (default correct): the
 // recorded evaluate of that status, else the recorded incorrect one with that status put in, with
@@ -133,7 +136,8 @@ void logRequest(const QByteArray& line)
                              qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
                                  ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
                                  : QJsonValue(QJsonValue::Null)},
-                            {QStringLiteral("ms"), g_receivedMs}};
+                            {QStringLiteral("ms"), g_receivedMs},
+                            {QStringLiteral("keys"), QJsonArray::fromStringList(request.keys())}};
     // One short write in append mode: lines of concurrent workers do not interleave.
     const QByteArray text = QJsonDocument(entry).toJson(QJsonDocument::Compact) + '\n';
     if (std::FILE* file = std::fopen(path, "a")) {
@@ -242,6 +246,57 @@ QJsonObject fromRecorded(const QJsonObject& request, const QString& name)
     return response;
 }
 
+// "fake-<hex>": the fake's stand-in for the worker's source hash (protocol::sourceHash).
+QString fakeHash(const QString& source)
+{
+    return QStringLiteral("fake-%1").arg(qHash(source), 0, 16);
+}
+
+// The `candidate` echo (docs/protocol.md §evaluate) of an answer, as this fake reports it. For the
+// answer of the recorded request `name` it is the recorded echo (the real worker's parse). For
+// any other answer it is a TEST-ONLY STAND-IN, not the candidate format: a block is the lines
+// between a line that is exactly "```cuda" (or "```python") and the next line that is exactly
+// "```"; no indentation, no ~~~, no nesting, no format checks; kernels are the names after
+// "__global__ void ". The client code under test must take whatever this says, never parse.
+QJsonObject candidateOf(const QString& answer, const QString& name)
+{
+    QFile requestFile(g_recordedDir + QLatin1Char('/') + name + QStringLiteral(".request"));
+    if (requestFile.open(QIODevice::ReadOnly)) {
+        const QJsonObject recordedRequest = QJsonDocument::fromJson(requestFile.readAll()).object();
+        const QJsonObject recordedEcho = recorded(name).value(QStringLiteral("candidate")).toObject();
+        if (recordedRequest.value(QStringLiteral("answer")).toString() == answer && !recordedEcho.isEmpty())
+            return recordedEcho;
+    }
+    const QStringList lines = answer.split(QLatin1Char('\n'));
+    auto block = [&lines](const QString& tag, int* firstLine) -> QJsonValue {
+        const qsizetype open = lines.indexOf(QStringLiteral("```") + tag);
+        if (open < 0)
+            return QJsonValue::Null;
+        const qsizetype close = lines.indexOf(QStringLiteral("```"), open + 1);
+        if (close < 0)
+            return QJsonValue::Null;
+        *firstLine = int(open) + 2;
+        QString text;
+        for (qsizetype i = open + 1; i < close; ++i)
+            text += lines.at(i) + QLatin1Char('\n');
+        return text;
+    };
+    int cudaLine = 0, pythonLine = 0;
+    const QJsonValue cuda = block(QStringLiteral("cuda"), &cudaLine);
+    const QJsonValue python = block(QStringLiteral("python"), &pythonLine);
+    QJsonArray kernels;
+    static const QRegularExpression kernel(QStringLiteral("__global__\\s+void\\s+(\\w+)"));
+    for (auto it = kernel.globalMatch(cuda.toString()); it.hasNext();)
+        kernels.append(it.next().captured(1));
+    auto lineOrNull = [](int line) { return line > 0 ? QJsonValue(line) : QJsonValue(QJsonValue::Null); };
+    return QJsonObject{{QStringLiteral("cuda"), cuda},
+                       {QStringLiteral("python"), python},
+                       {QStringLiteral("kernels"), kernels},
+                       {QStringLiteral("source_hash"), cuda.isNull() ? QJsonValue(QJsonValue::Null) : QJsonValue(fakeHash(cuda.toString()))},
+                       {QStringLiteral("cuda_line"), lineOrNull(cudaLine)},
+                       {QStringLiteral("python_line"), lineOrNull(pythonLine)}};
+}
+
 QJsonObject answer(const QJsonObject& request)
 {
     const QString type = request.value(QStringLiteral("type")).toString();
@@ -255,17 +310,38 @@ QJsonObject answer(const QJsonObject& request)
         return response;
     }
     if (type == QLatin1String("compile")) {
-        QJsonObject response = fromRecorded(request, QStringLiteral("compile.cpu"));
-        const QString source = request.value(QStringLiteral("cuda")).toString();
-        const bool ok = !source.contains(QLatin1String("compile_error"));
+        // With `answer` (compile-ahead), the cuda block is the worker's parse of it (candidateOf);
+        // with `cuda`, the source as sent.
+        const bool withAnswer = request.contains(QStringLiteral("answer"));
+        const QJsonObject candidate =
+            withAnswer ? candidateOf(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile_answer.cpu"))
+                       : QJsonObject();
+        const QString source = withAnswer ? candidate.value(QStringLiteral("cuda")).toString()
+                                          : request.value(QStringLiteral("cuda")).toString();
         const QString arch = request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90"));
+        if (withAnswer && candidate.value(QStringLiteral("cuda")).isNull()) {
+            // As the worker answers a torch-only answer: nothing compiled, no hash.
+            QJsonObject response = fromRecorded(request, QStringLiteral("compile_no_cuda.cpu"));
+            response.insert(QStringLiteral("arch"), arch);
+            response.insert(QStringLiteral("candidate"), candidate);
+            return response;
+        }
+        QJsonObject response = fromRecorded(request, withAnswer ? QStringLiteral("compile_answer.cpu")
+                                                                : QStringLiteral("compile.cpu"));
+        const bool ok = !source.contains(QLatin1String("compile_error"));
         response.insert(QStringLiteral("ok_compile"), ok);
         response.insert(QStringLiteral("log"), ok ? QString() : QStringLiteral("kernel.cu(1): error: fake"));
         response.insert(QStringLiteral("arch"), arch);
-        response.insert(QStringLiteral("source_hash"), QStringLiteral("fake-%1").arg(qHash(source), 0, 16));
+        response.insert(QStringLiteral("source_hash"), withAnswer ? candidate.value(QStringLiteral("source_hash"))
+                                                                  : QJsonValue(fakeHash(source)));
+        response.remove(QStringLiteral("cubin_b64"));
         if (ok && request.value(QStringLiteral("return_cubin")).toBool()) {
             const QByteArray cubin = "FAKECUBIN " + arch.toUtf8() + ' ' + source.toUtf8();
             response.insert(QStringLiteral("cubin_b64"), QString::fromLatin1(cubin.toBase64()));
+        }
+        if (withAnswer) {
+            response.insert(QStringLiteral("kernels"), candidate.value(QStringLiteral("kernels")));
+            response.insert(QStringLiteral("candidate"), candidate);
         }
         return response;
     }
@@ -343,6 +419,10 @@ QJsonObject answer(const QJsonObject& request)
                 compile.insert(QStringLiteral("cached"), true);
             response.insert(QStringLiteral("compile"), compile);
         }
+        // What the worker parsed: the recorded echo for the recorded answer, else the stand-in.
+        response.insert(QStringLiteral("candidate"),
+                        candidateOf(request.value(QStringLiteral("answer")).toString(),
+                                    recordedStatus ? name : QStringLiteral("evaluate_incorrect.h200")));
         response.insert(QStringLiteral("echo"), request); // lets tests see what the client sent
         return response;
     }
@@ -368,7 +448,10 @@ void serve(const QJsonObject& request)
     if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("evaluate"))
         mode = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("fake"));
     if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("compile"))
-        mode = marker(request.value(QStringLiteral("cuda")).toString(), QStringLiteral("nvrtc"));
+        mode = marker(request.value(request.contains(QStringLiteral("answer")) ? QStringLiteral("answer")
+                                                                              : QStringLiteral("cuda"))
+                          .toString(),
+                      QStringLiteral("nvrtc"));
     if (mode.isEmpty())
         mode = g_mode;
 

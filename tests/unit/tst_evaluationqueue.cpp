@@ -118,36 +118,6 @@ private Q_SLOTS:
         QFile::remove(m_log);
     }
 
-    void extractCudaBlock_data()
-    {
-        QTest::addColumn<QString>("answer");
-        QTest::addColumn<QString>("expected");
-        const QString code = QStringLiteral("__global__ void k() {}\n");
-        QTest::newRow("plain") << QStringLiteral("text\n```cuda\n__global__ void k() {}\n```\n```python\nx\n```\n")
-                               << code;
-        QTest::newRow("CRLF") << QStringLiteral("```cuda\r\n__global__ void k() {}\r\n```\r\n") << code;
-        QTest::newRow("tag with info") << QStringLiteral("```CUDA title=k.cu\n__global__ void k() {}\n```\n") << code;
-        QTest::newRow("tilde fence") << QStringLiteral("~~~cuda\n__global__ void k() {}\n~~~\n") << code;
-        QTest::newRow("in a list item") << QStringLiteral("1. kernel:\n   ```cuda\n   __global__ void k() {}\n   ```\n")
-                                        << code;
-        QTest::newRow("markdown wrapper")
-            << QStringLiteral("````markdown\n```cuda\n__global__ void k() {}\n```\n````\n") << code;
-        QTest::newRow("longer closing fence") << QStringLiteral("```cuda\n__global__ void k() {}\n`````\n") << code;
-        QTest::newRow("inline code is no fence")
-            << QStringLiteral("use ```cuda``` then\n```cuda\n__global__ void k() {}\n```\n") << code;
-        QTest::newRow("no cuda block") << QStringLiteral("```python\nx\n```\n") << QString();
-        QTest::newRow("two cuda blocks") << QStringLiteral("```cuda\na\n```\n```cuda\nb\n```\n") << QString();
-        QTest::newRow("unclosed") << QStringLiteral("```cuda\n__global__ void k() {}\n") << QString();
-        QTest::newRow("cpp is not cuda") << QStringLiteral("```cpp\n__global__ void k() {}\n```\n") << QString();
-    }
-
-    void extractCudaBlock()
-    {
-        QFETCH(QString, answer);
-        QFETCH(QString, expected);
-        QCOMPARE(EvaluationQueue::extractCudaBlock(answer), expected);
-    }
-
     void jobsFinishInSubmissionOrder()
     {
         auto queue = makeQueue({0}, 1);
@@ -231,12 +201,17 @@ private Q_SLOTS:
             QVERIFY2(echo.contains(QLatin1String("cubin_b64")), qPrintable(QString::number(i)));
             QCOMPARE(echo.value(QLatin1String("cubin_arch")).toString(), QStringLiteral("sm_90"));
             QVERIFY(echo.contains(QLatin1String("compile_log")));
-            // The compile's source hash travels with the cubin, so the worker can refuse a mismatch.
-            QVERIFY(echo.value(QLatin1String("cubin_source_hash")).toString().startsWith(QLatin1String("fake-")));
-            // The module is the one compiled from this job's own cuda block.
+            // The compile's source hash (the worker's, of the block its parser found) travels with
+            // the cubin, so the worker can refuse a mismatch: it is the hash evaluate reports for
+            // the block it parsed from the same answer.
+            const QJsonObject parsed = recorder.results.value(ids[i]).value(QLatin1String("candidate")).toObject();
+            QVERIFY(!parsed.value(QLatin1String("source_hash")).toString().isEmpty());
+            QCOMPARE(echo.value(QLatin1String("cubin_source_hash")).toString(),
+                     parsed.value(QLatin1String("source_hash")).toString());
+            // The module is the one compiled from the block the worker found in this job's answer.
             const QByteArray cubin = QByteArray::fromBase64(echo.value(QLatin1String("cubin_b64")).toString().toLatin1());
-            const QString source = EvaluationQueue::extractCudaBlock(answer(QStringLiteral("fake: slow"), QString::number(i)));
-            QCOMPARE(QString::fromUtf8(cubin), QStringLiteral("FAKECUBIN sm_90 ") + source);
+            QCOMPARE(QString::fromUtf8(cubin), QStringLiteral("FAKECUBIN sm_90 ") + parsed.value(QLatin1String("cuda")).toString());
+            QVERIFY(parsed.value(QLatin1String("cuda")).toString().contains(QStringLiteral("// %1").arg(i)));
             const QJsonObject compile = recorder.results.value(ids[i]).value(QLatin1String("compile")).toObject();
             QCOMPARE(compile.value(QLatin1String("cached")).toBool(), true);
         }
@@ -252,6 +227,11 @@ private Q_SLOTS:
                 ++compiles;
                 QVERIFY(visible.isString());
                 QCOMPARE(visible.toString(), QString());
+                // The whole answer goes to the worker, which finds the cuda block itself.
+                const QJsonArray keys = entry.value(QLatin1String("keys")).toArray();
+                QVERIFY(keys.contains(QStringLiteral("answer")));
+                QVERIFY(!keys.contains(QStringLiteral("cuda")));
+                QVERIFY(keys.contains(QStringLiteral("return_cubin")));
             } else if (type == QLatin1String("evaluate") || type == QLatin1String("device")) {
                 devices += type == QLatin1String("device");
                 QCOMPARE(visible.toString(), QStringLiteral("0"));
@@ -283,6 +263,31 @@ private Q_SLOTS:
         }
         QCOMPARE(compiles, 1);
         QCOMPARE(devices, 0);
+    }
+
+    void torchOnlyAnswerGoesWithoutCubin()
+    {
+        // No cuda block: the compile ahead says so (ok_compile false, no hash), the job is
+        // evaluated as it is, and nothing is attached.
+        auto queue = makeQueue({0}, 1);
+        queue->setArch(QStringLiteral("sm_90"));
+        Recorder recorder(*queue);
+        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
+        const QString torchOnly = QStringLiteral("cuBLAS is the ceiling here.\n\n```python\n"
+                                                 "def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+                                                 "    return torch.matmul(A, B)\n```\n");
+        const qint64 torch = queue->submit(QStringLiteral("L1/1"), torchOnly);
+        QVERIFY(recorder.waitForEnded(2));
+        QCOMPARE(recorder.ended, (QList<qint64>{first, torch}));
+        QVERIFY(!recorder.failures.contains(torch));
+        const QJsonObject result = recorder.results.value(torch);
+        QCOMPARE(result.value(QLatin1String("cubin_received")).toBool(), false);
+        QVERIFY(!recorder.echo(torch).contains(QLatin1String("cubin_source_hash")));
+        QVERIFY(result.value(QLatin1String("candidate")).toObject().value(QLatin1String("cuda")).isNull());
+        int compiles = 0;
+        for (const QJsonObject& entry : logged())
+            compiles += entry.value(QLatin1String("type")).toString() == QLatin1String("compile");
+        QCOMPARE(compiles, 1); // the torch-only answer's: the first job went uncompiled
     }
 
     void idleGpuWaitsForRunningCompileOnlySoLong()

@@ -166,6 +166,37 @@ private Q_SLOTS:
         QCOMPARE(m_store->completedUnits(run).size(), 1);
     }
 
+    void storedBlocksAreTheWorkersEcho()
+    {
+        // The prose names ```python``` inline: no fence for the worker's parser, but the regex
+        // this client used to run (```python…```) took the blank line after it as the python
+        // block. The store keeps what the worker echoed, nothing the client read itself.
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        auto c = setUp(regime);
+        const QString text = QStringLiteral("No ```python``` loop launches it. status: correct\n\n```cuda\n"
+                                            "extern \"C\" __global__ void k(float* y) { y[0] = 1.0f; }\n```\n\n"
+                                            "```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+                                            "    return x\n```\n");
+        m_server->enqueue(reply({text}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 1);
+        const std::optional<CandidateEcho> echo = evals.first().evaluation().candidate;
+        QVERIFY(echo);
+        const std::optional<CandidateRecord> stored = m_store->candidate(evals.first().candidateId);
+        QVERIFY(stored);
+        QCOMPARE(stored->blocksFrom, CandidateBlocksFrom::Worker);
+        QCOMPARE(stored->cuda, echo->cuda);
+        QCOMPARE(stored->python, echo->python);
+        QCOMPARE(stored->kernels, echo->kernels);
+        QCOMPARE(stored->sourceHash, echo->sourceHash);
+        QCOMPARE(stored->pythonLine, echo->pythonLine);
+        QVERIFY(stored->parsedOk);
+        QVERIFY(stored->python.startsWith(QLatin1String("def forward(x: Tensor")));
+        QCOMPARE(stored->answer, text);
+    }
+
     void iterativeStopsWhenCorrect()
     {
         const Regime regime = *Regime::builtin(QStringLiteral("iterative"));

@@ -9,6 +9,7 @@
 #include <QCoreApplication>
 #include <QFile>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
@@ -46,8 +47,16 @@ std::optional<Chain> addChain(RunStore& store, qint64 runId, const QString& task
     if (!response)
         return std::nullopt;
     chain.response = *response;
-    const auto candidate = store.addCandidate({0, chain.response, task, turn, sample, QStringLiteral("__global__ k"),
-                                               QStringLiteral("def forward(x): ..."), true});
+    CandidateRecord record;
+    record.responseId = chain.response;
+    record.task = task;
+    record.turn = turn;
+    record.sample = sample;
+    record.cuda = QStringLiteral("__global__ k");
+    record.python = QStringLiteral("def forward(x): ...");
+    record.parsedOk = true;
+    record.blocksFrom = CandidateBlocksFrom::Client;
+    const auto candidate = store.addCandidate(record);
     if (!candidate)
         return std::nullopt;
     chain.candidate = *candidate;
@@ -83,8 +92,12 @@ int childWriter(const QString& path)
         const auto response = store.addResponse({0, *prompt, bulk, 1, 2, 3, QString()});
         if (!response)
             return 5;
-        const auto candidate =
-            store.addCandidate({0, *response, QStringLiteral("L1/%1").arg(i), 0, 0, bulk, bulk, true});
+        CandidateRecord record;
+        record.responseId = *response;
+        record.task = QStringLiteral("L1/%1").arg(i);
+        record.cuda = bulk;
+        record.python = bulk;
+        const auto candidate = store.addCandidate(record);
         if (!candidate)
             return 6;
         const auto evaluationId = store.addEvaluation(*candidate, evaluation(QStringLiteral("correct"), 1.0, 0.0));
@@ -218,6 +231,108 @@ private Q_SLOTS:
         QVERIFY(prompt);
         QVERIFY(store.addResponse({0, *prompt, QString(), std::nullopt, std::nullopt, 30000,
                                    QStringLiteral("HTTP 500")}));
+    }
+
+    void candidateBlocksAreTheWorkersEcho()
+    {
+        // The candidate is stored before its evaluation, with no blocks (the client parses
+        // nothing); the evaluation's `candidate` echo (the recorded H200 response, its echo from
+        // the worker's parser) fills them. The answer is one a naive client scan reads otherwise:
+        // the blocks sit in a list item, indented, inside a ````markdown wrapper.
+        RunStore store;
+        QVERIFY2(store.open(dbPath()), qPrintable(store.errorString()));
+        const auto runId = store.createRun(QStringLiteral("r"), QStringLiteral("zero_shot"), QJsonObject());
+        QVERIFY(runId);
+        const auto prompt = store.addPrompt({0, *runId, QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator"),
+                                             QStringLiteral("p"), QString()});
+        const QString answer = QStringLiteral("````markdown\n1. The kernel:\n   ```cuda\n   __global__ void k() {}\n"
+                                              "   ```\n````\n");
+        const auto response = store.addResponse({0, *prompt, answer, 1, 2, 3, QString()});
+        CandidateRecord fresh;
+        fresh.responseId = *response;
+        fresh.task = QStringLiteral("L2/1");
+        fresh.turn = 1;
+        const auto candidateId = store.addCandidate(fresh);
+        QVERIFY2(candidateId, qPrintable(store.errorString()));
+        std::optional<CandidateRecord> before = store.candidate(*candidateId);
+        QVERIFY(before);
+        QCOMPARE(before->blocksFrom, CandidateBlocksFrom::None);
+        QVERIFY(before->cuda.isEmpty() && before->python.isEmpty());
+        QCOMPARE(before->answer, answer);
+
+        // An evaluation without an echo (the worker never answered) says nothing about the blocks.
+        QVERIFY(store.addEvaluation(*candidateId, QJsonObject{{QStringLiteral("status"), QStringLiteral("timeout")},
+                                                              {QStringLiteral("message"), QStringLiteral("240 s")}}));
+        QCOMPARE(store.candidate(*candidateId)->blocksFrom, CandidateBlocksFrom::None);
+        QVERIFY(store.candidate(*candidateId)->cuda.isEmpty());
+
+        QFile file(QStringLiteral(KWB_PROTOCOL_RECORDED_DIR "/evaluate_correct.h200.response.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject recorded = QJsonDocument::fromJson(file.readAll()).object();
+        const QJsonObject echo = recorded.value(QLatin1String("candidate")).toObject();
+        QVERIFY(!echo.value(QLatin1String("cuda")).toString().isEmpty());
+        QVERIFY(store.addEvaluation(*candidateId, recorded));
+        const std::optional<CandidateRecord> after = store.candidate(*candidateId);
+        QVERIFY(after);
+        QCOMPARE(after->blocksFrom, CandidateBlocksFrom::Worker);
+        QCOMPARE(after->cuda, echo.value(QLatin1String("cuda")).toString());
+        QCOMPARE(after->python, echo.value(QLatin1String("python")).toString());
+        QCOMPARE(after->kernels, QStringList{QStringLiteral("relu_bias_add")});
+        QCOMPARE(after->sourceHash, echo.value(QLatin1String("source_hash")).toString());
+        QCOMPARE(after->cudaLine, echo.value(QLatin1String("cuda_line")).toInt());
+        QCOMPARE(after->pythonLine, echo.value(QLatin1String("python_line")).toInt());
+        QVERIFY(after->parsedOk);
+        QVERIFY(!after->cuda.contains(QLatin1String("__global__ void k()"))); // not read out of the answer
+
+        // A format_error's echo: what the parser had found when it stopped, and not parsed.
+        const auto second = store.addCandidate(fresh);
+        QVERIFY(store.addEvaluation(
+            *second, QJsonObject{{QStringLiteral("status"), QStringLiteral("format_error")},
+                                 {QStringLiteral("format_error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("no_python_block")}}},
+                                 {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("cuda"), QStringLiteral("__global__ void k() {}\n")},
+                                                                           {QStringLiteral("python"), QJsonValue::Null},
+                                                                           {QStringLiteral("kernels"), QJsonArray{QStringLiteral("k")}},
+                                                                           {QStringLiteral("source_hash"), QStringLiteral("0123")},
+                                                                           {QStringLiteral("cuda_line"), 4},
+                                                                           {QStringLiteral("python_line"), QJsonValue::Null}}}}));
+        const std::optional<CandidateRecord> broken = store.candidate(*second);
+        QCOMPARE(broken->blocksFrom, CandidateBlocksFrom::Worker);
+        QVERIFY(!broken->parsedOk);
+        QCOMPARE(broken->cuda, QStringLiteral("__global__ void k() {}\n"));
+        QVERIFY(broken->python.isEmpty());
+        QCOMPARE(broken->cudaLine, 4);
+        QCOMPARE(broken->pythonLine, 0);
+    }
+
+    void schemaOneFileKeepsItsBlocks()
+    {
+        // A file written before the echo (schema 1) holds blocks a client parsed: migrating keeps
+        // them, marked as the client's.
+        const QString path = dbPath();
+        RunStore::Migration one = RunStore::migrations().first();
+        QCOMPARE(one.version, 1);
+        one.statements << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
+                       << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L2/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+                       << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
+                       << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L2/1', 1, 0, 'old cuda', 'old python', 1, '2026-11-30T00:00:00.000Z')");
+        {
+            RunStore store;
+            QVERIFY2(store.open(path, {one}), qPrintable(store.errorString()));
+            QCOMPARE(store.fileSchemaVersion(), 1);
+        }
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+        const std::optional<CandidateRecord> c = store.candidate(1);
+        QVERIFY(c);
+        QCOMPARE(c->blocksFrom, CandidateBlocksFrom::Client);
+        QCOMPARE(c->cuda, QStringLiteral("old cuda"));
+        QCOMPARE(c->python, QStringLiteral("old python"));
+        QVERIFY(c->parsedOk);
+        QVERIFY(c->kernels.isEmpty());
+        QVERIFY(c->sourceHash.isEmpty());
+        QCOMPARE(c->answer, QStringLiteral("the answer"));
+        QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
     }
 
     void twoStoresAtOnce()

@@ -8,11 +8,9 @@
 #include <QFontDatabase>
 #include <QGridLayout>
 #include <QHBoxLayout>
-#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QPlainTextEdit>
-#include <QRegularExpression>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QToolBar>
@@ -22,19 +20,9 @@ namespace kwb::app {
 
 namespace {
 
-QString number(const QJsonValue& v)
+QString number(const std::optional<double>& v)
 {
-    if (v.isDouble())
-        return QString::number(v.toDouble(), 'g', 4);
-    if (v.isString())
-        return v.toString();
-    return QStringLiteral("?");
-}
-
-/// The status table's colour (core/protocol/evaluationstatus.h), for rich text.
-QString statusColourText(const QString& status)
-{
-    return statusColourName(evaluationStatusFromWire(status));
+    return v ? QString::number(*v, 'g', 4) : QStringLiteral("?");
 }
 
 QString plural(int n, const char* one, const char* many)
@@ -42,142 +30,108 @@ QString plural(int n, const char* one, const char* many)
     return QStringLiteral("%1 %2").arg(n).arg(QLatin1String(n == 1 ? one : many));
 }
 
-} // namespace
-
-QString fencedBlock(const QString& markdown, const QString& tag)
+/// The status as people read it: the table's label, or the wire name of a status this build does
+/// not know.
+QString statusText(const EvaluationResult& e)
 {
-    static const QRegularExpression open(QStringLiteral("^\\s*(`{3,}|~{3,})\\s*([^\\s`]*)"));
-    const QStringList lines = markdown.split(QLatin1Char('\n'));
-    for (int i = 0; i < lines.size(); ++i) {
-        const QRegularExpressionMatch m = open.match(lines.at(i));
-        if (!m.hasMatch())
-            continue;
-        const QString fence = m.captured(1);
-        const QString blockTag = m.captured(2).toLower();
-        QStringList body;
-        int j = i + 1;
-        for (; j < lines.size(); ++j) {
-            const QString t = lines.at(j).trimmed();
-            if (t.size() >= fence.size() && t == QString(t.size(), fence.at(0)))
-                break;
-            body << lines.at(j);
-        }
-        QString code = body.join(QLatin1Char('\n'));
-        if (code.endsWith(QLatin1Char('\r')))
-            code.chop(1);
-        if (blockTag == tag.toLower())
-            return code;
-        // An answer wrapped in ````markdown counts as Markdown (docs/candidate-format.md).
-        if (blockTag == QLatin1String("markdown") || blockTag == QLatin1String("md")) {
-            const QString inner = fencedBlock(code, tag);
-            if (!inner.isEmpty())
-                return inner;
-        }
-        i = j;
-    }
-    return {};
+    return e.status == EvaluationStatus::Unknown && !e.statusName.isEmpty() ? e.statusName : statusLabel(e.status);
 }
 
-CandidateSide CandidateSide::fromAnswer(const QString& label, const QString& answer, const QJsonObject& evaluation)
+/// Why a side shows its answer rather than the worker's blocks.
+QString whyNoBlocks(const CandidateSide& side)
+{
+    if (!side.evaluation)
+        return QStringLiteral("not evaluated");
+    return QStringLiteral("its evaluation (%1) carries no parse from the worker").arg(statusText(*side.evaluation));
+}
+
+} // namespace
+
+CandidateSide CandidateSide::make(const QString& label, const QString& answer,
+                                  const std::optional<EvaluationResult>& evaluation,
+                                  const std::optional<CandidateEcho>& stored)
 {
     CandidateSide side;
     side.label = label;
-    side.cuda = fencedBlock(answer, QStringLiteral("cuda"));
-    side.python = fencedBlock(answer, QStringLiteral("python"));
-    side.status = evaluation.value(QLatin1String("status")).toString();
-    const QJsonValue speedup = evaluation.value(QLatin1String("speedup"));
-    if (speedup.isDouble())
-        side.speedup = speedup.toDouble();
+    side.answer = answer;
     side.evaluation = evaluation;
+    side.blocks = evaluation && evaluation->candidate ? evaluation->candidate : stored;
     return side;
 }
 
-QString CandidateSide::evaluationReport(const QJsonObject& e)
+QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& evaluation)
 {
-    if (e.isEmpty())
+    if (!evaluation)
         return QStringLiteral("Not evaluated: no evaluation is stored for this candidate.");
+    const EvaluationResult& e = *evaluation;
     QStringList out;
-    const QString status = e.value(QLatin1String("status")).toString();
-    const QString stage = e.value(QLatin1String("stage")).toString();
-    out << (stage.isEmpty() ? QStringLiteral("status: %1").arg(status)
-                            : QStringLiteral("status: %1 (stopped at: %2)").arg(status, stage));
-    const QString message = e.value(QLatin1String("message")).toString().trimmed();
+    const QString status = statusText(e);
+    out << (e.stage.isEmpty() ? QStringLiteral("status: %1").arg(status)
+                              : QStringLiteral("status: %1 (stopped at: %2)").arg(status, e.stage));
+    const QString message = e.message.trimmed();
     if (!message.isEmpty())
         out << QStringLiteral("message: %1").arg(message);
-    const QJsonObject error = e.value(QLatin1String("error")).toObject();
-    if (!error.isEmpty())
-        out << QStringLiteral("error: %1 %2")
-                   .arg(error.value(QLatin1String("code")).toString(), error.value(QLatin1String("message")).toString())
-                   .trimmed();
+    if (!e.errorCode.isEmpty() || !e.errorMessage.isEmpty())
+        out << QStringLiteral("error: %1 %2").arg(e.errorCode, e.errorMessage).trimmed();
 
-    const QJsonObject format = e.value(QLatin1String("format_error")).toObject();
-    if (!format.isEmpty()) {
-        QString line = QStringLiteral("format error: %1").arg(format.value(QLatin1String("code")).toString());
-        if (format.value(QLatin1String("line")).toInt() > 0)
-            line += QStringLiteral(" (answer line %1)").arg(format.value(QLatin1String("line")).toInt());
-        const QString what = format.value(QLatin1String("message")).toString();
-        if (!what.isEmpty() && what != message)
-            line += QStringLiteral(": ") + what;
+    if (e.formatError) {
+        QString line = QStringLiteral("format error: %1").arg(e.formatError->code);
+        if (e.formatError->line > 0)
+            line += QStringLiteral(" (answer line %1)").arg(e.formatError->line);
+        if (!e.formatError->message.isEmpty() && e.formatError->message != message)
+            line += QStringLiteral(": ") + e.formatError->message;
         out << line;
     }
 
-    const QJsonObject compile = e.value(QLatin1String("compile")).toObject();
-    const QString log = compile.value(QLatin1String("log")).toString().trimmed();
-    if (!log.isEmpty()) {
-        const QString arch = compile.value(QLatin1String("arch")).toString();
-        out << QString()
-            << (arch.isEmpty() ? QStringLiteral("compile log (NVRTC):")
-                               : QStringLiteral("compile log (NVRTC, %1):").arg(arch));
-        out << log;
-    } else if (compile.contains(QLatin1String("ok")) && !compile.value(QLatin1String("ok")).toBool()) {
-        out << QStringLiteral("compile: failed, no log");
+    if (e.compile) {
+        const QString log = e.compile->log.trimmed();
+        if (!log.isEmpty()) {
+            out << QString()
+                << (e.compile->arch.isEmpty() ? QStringLiteral("compile log (NVRTC):")
+                                              : QStringLiteral("compile log (NVRTC, %1):").arg(e.compile->arch));
+            out << log;
+        } else if (e.compile->okKnown && !e.compile->ok) {
+            out << QStringLiteral("compile: failed, no log");
+        }
     }
 
-    const QJsonObject correctness = e.value(QLatin1String("correctness")).toObject();
-    if (!correctness.isEmpty()) {
+    if (e.correctness) {
+        const CorrectnessInfo& c = *e.correctness;
         out << QString()
             << QStringLiteral(
                    "correctness: passed %1 of %2 trials; max abs diff %3 (atol %4), max rel diff %5 (rtol %6)")
-                   .arg(number(correctness.value(QLatin1String("passed"))),
-                        number(correctness.value(QLatin1String("trials"))),
-                        number(correctness.value(QLatin1String("max_abs_diff"))),
-                        number(correctness.value(QLatin1String("atol"))),
-                        number(correctness.value(QLatin1String("max_rel_diff"))),
-                        number(correctness.value(QLatin1String("rtol"))));
-        const QJsonObject failure = correctness.value(QLatin1String("failure")).toObject();
-        if (!failure.isEmpty()) {
-            const QJsonValue trial = failure.value(QLatin1String("trial"));
-            const QString which = trial.isDouble() ? QString::number(trial.toInt() + 1) : trial.toString();
-            out << QStringLiteral("failure (trial %1): %2")
-                       .arg(which, failure.value(QLatin1String("reason")).toString());
-            const QJsonValue detail = failure.value(QLatin1String("detail"));
-            if (detail.isObject())
+                   .arg(QString::number(c.passed), QString::number(c.trials), number(c.maxAbsDiff), number(c.atol),
+                        number(c.maxRelDiff), number(c.rtol));
+        if (c.hasFailure) {
+            // The worker counts trials from 0; "range" names the N(0,1) trial.
+            bool numeric = false;
+            const int trial = c.failureTrial.toInt(&numeric);
+            const QString which = numeric ? QString::number(trial + 1) : c.failureTrial;
+            out << QStringLiteral("failure (trial %1): %2").arg(which, c.failureReason);
+            if (c.failureDetail.isObject())
                 out << QStringLiteral("detail: %1")
-                           .arg(QString::fromUtf8(QJsonDocument(detail.toObject()).toJson(QJsonDocument::Compact)));
-            else if (!detail.isNull() && !detail.isUndefined())
-                out << QStringLiteral("detail: %1").arg(detail.toVariant().toString());
+                           .arg(QString::fromUtf8(
+                               QJsonDocument(c.failureDetail.toObject()).toJson(QJsonDocument::Compact)));
+            else if (!c.failureDetail.isNull() && !c.failureDetail.isUndefined())
+                out << QStringLiteral("detail: %1").arg(c.failureDetail.toVariant().toString());
         }
     }
-    const QJsonObject degenerate = e.value(QLatin1String("degenerate")).toObject();
-    if (!degenerate.isEmpty())
-        out << QStringLiteral("degenerate reference (%1): %2")
-                   .arg(degenerate.value(QLatin1String("kind")).toString(),
-                        degenerate.value(QLatin1String("message")).toString());
+    if (e.degenerate)
+        out << QStringLiteral("degenerate reference (%1): %2").arg(e.degenerate->kind, e.degenerate->message);
 
-    const QJsonObject timing = e.value(QLatin1String("timing")).toObject();
-    if (!timing.isEmpty()) {
-        const QJsonObject cand = timing.value(QLatin1String("candidate")).toObject();
-        const QJsonObject ref = timing.value(QLatin1String("reference")).toObject();
+    if (e.timing.candidate || e.timing.reference) {
+        const auto mean = [](const std::optional<TimingStats>& t) {
+            return t ? QString::number(t->meanMs, 'g', 4) : QStringLiteral("?");
+        };
         out << QString()
-            << QStringLiteral("timing (mean): candidate %1 ms, reference %2 ms")
-                   .arg(number(cand.value(QLatin1String("mean_ms"))), number(ref.value(QLatin1String("mean_ms"))));
+            << QStringLiteral("timing (mean): candidate %1 ms, reference %2 ms").arg(mean(e.timing.candidate),
+                                                                                     mean(e.timing.reference));
     }
-    const QJsonValue speedup = e.value(QLatin1String("speedup"));
-    if (speedup.isDouble())
-        out << QStringLiteral("speedup: %1×").arg(QString::number(speedup.toDouble(), 'f', 2));
-    if (e.value(QLatin1String("torch_only")).toBool())
+    if (e.speedup)
+        out << QStringLiteral("speedup: %1×").arg(QString::number(*e.speedup, 'f', 2));
+    if (e.torchOnly)
         out << QStringLiteral("torch only: no custom kernel ran");
-    const QString stderrTail = e.value(QLatin1String("log")).toString().trimmed();
+    const QString stderrTail = e.log.trimmed();
     if (!stderrTail.isEmpty())
         out << QString() << QStringLiteral("worker log:") << stderrTail;
     return out.join(QLatin1Char('\n'));
@@ -229,6 +183,11 @@ CandidateDiffView::CandidateDiffView(QWidget* parent)
     toolbar->addWidget(spacer);
     toolbar->addWidget(m_changes);
     layout->addWidget(toolbar);
+
+    m_source = new QLabel(page);
+    m_source->setObjectName(QStringLiteral("blocksSource"));
+    m_source->setWordWrap(true);
+    layout->addWidget(m_source);
 
     auto* headers = new QHBoxLayout;
     headers->setSpacing(4);
@@ -314,13 +273,15 @@ void CandidateDiffView::fillHeader(Header* header, const CandidateSide& side)
 {
     header->label->setText(side.label.isEmpty() ? tr("(unnamed candidate)") : side.label);
     header->label->setToolTip(side.label);
-    const QString status = side.status.isEmpty() ? tr("not evaluated") : side.status;
-    header->status->setText(status);
+    const EvaluationStatus status = side.evaluation ? side.evaluation->status : EvaluationStatus::Unknown;
+    header->status->setText(side.evaluation ? statusText(*side.evaluation) : tr("not evaluated"));
+    header->status->setToolTip(side.evaluation ? categoryLabel(statusCategory(status)) : QString());
     header->status->setStyleSheet(QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; "
                                                  "padding: 1px 6px; }")
-                                      .arg(statusColourText(side.status)));
-    header->speedup->setText(side.speedup ? QStringLiteral("%1× vs eager").arg(QString::number(*side.speedup, 'f', 2))
-                                          : tr("no timing"));
+                                      .arg(statusColourName(status)));
+    const std::optional<double> speedup = side.evaluation ? side.evaluation->speedup : std::nullopt;
+    header->speedup->setText(speedup ? QStringLiteral("%1× vs eager").arg(QString::number(*speedup, 'f', 2))
+                                     : tr("no timing"));
 }
 
 void CandidateDiffView::setCandidates(const CandidateSide& left, const CandidateSide& right)
@@ -329,8 +290,29 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
     fillHeader(&m_leftHeader, left);
     fillHeader(&m_rightHeader, right);
 
-    m_cudaDiff->setTexts(left.cuda, right.cuda, Language::Cuda);
-    m_pythonDiff->setTexts(left.python, right.python, Language::Python);
+    // The worker's blocks where both sides have them; else the whole answers, said so.
+    m_answers = !left.blocks || !right.blocks;
+    const QString leftCuda = m_answers ? left.answer : left.blocks->cuda;
+    const QString rightCuda = m_answers ? right.answer : right.blocks->cuda;
+    const QString leftPython = m_answers ? QString() : left.blocks->python;
+    const QString rightPython = m_answers ? QString() : right.blocks->python;
+    m_cudaDiff->setTexts(leftCuda, rightCuda, m_answers ? Language::Markdown : Language::Cuda);
+    m_pythonDiff->setTexts(leftPython, rightPython, Language::Python);
+    if (m_answers) {
+        QStringList why;
+        if (!left.blocks)
+            why << tr("left: %1").arg(whyNoBlocks(left));
+        if (!right.blocks)
+            why << tr("right: %1").arg(whyNoBlocks(right));
+        m_source->setText(tr("No parse by the worker is stored for %1 (%2), so the whole answers are compared, "
+                             "not the blocks the worker evaluated.")
+                              .arg(left.blocks ? tr("the right candidate")
+                                               : right.blocks ? tr("the left candidate") : tr("either candidate"),
+                                   why.join(QStringLiteral("; "))));
+    } else {
+        m_source->setText(tr("The cuda and python blocks as the worker parsed them from each answer and evaluated "
+                             "them (its candidate echo)."));
+    }
     auto caption = [](const QString& name, const SideBySideDiffView* diff, bool leftHas, bool rightHas) {
         if (!leftHas && !rightHas)
             return QStringLiteral("%1: neither candidate has one").arg(name);
@@ -343,13 +325,16 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
             text += QStringLiteral(" (none on the right)");
         return text;
     };
-    const bool anyCuda = !left.cuda.isEmpty() || !right.cuda.isEmpty();
-    m_cudaCaption->setText(caption(tr("CUDA block"), m_cudaDiff, !left.cuda.isEmpty(), !right.cuda.isEmpty()) +
-                           (anyCuda ? QString() : tr(" (torch-only candidates)")));
+    const bool anyCuda = !leftCuda.isEmpty() || !rightCuda.isEmpty();
+    m_cudaCaption->setText(
+        caption(m_answers ? tr("Answer (Markdown)") : tr("CUDA block"), m_cudaDiff, !leftCuda.isEmpty(),
+                !rightCuda.isEmpty()) +
+        (anyCuda || m_answers ? QString() : tr(" (torch-only candidates)")));
     m_cudaDiff->setVisible(anyCuda);
-    const bool anyPython = !left.python.isEmpty() || !right.python.isEmpty();
-    m_pythonCaption->setText(
-        caption(tr("Python block (TorchScript)"), m_pythonDiff, !left.python.isEmpty(), !right.python.isEmpty()));
+    const bool anyPython = !leftPython.isEmpty() || !rightPython.isEmpty();
+    m_pythonCaption->setText(m_answers ? tr("Python block: see the answers above")
+                                       : caption(tr("Python block (TorchScript)"), m_pythonDiff, !leftPython.isEmpty(),
+                                                 !rightPython.isEmpty()));
     m_pythonDiff->setVisible(anyPython);
 
     m_leftLog->setPlainText(CandidateSide::evaluationReport(left.evaluation));
@@ -383,6 +368,8 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
 void CandidateDiffView::clear()
 {
     m_hasCandidates = false;
+    m_answers = false;
+    m_source->clear();
     m_cudaDiff->clear();
     m_pythonDiff->clear();
     m_leftLog->clear();
@@ -425,6 +412,11 @@ bool CandidateDiffView::previousChange()
     return m_current > 0 && setCurrentChange(m_current - 1);
 }
 
+QString CandidateDiffView::sourceNote() const
+{
+    return m_source->text();
+}
+
 QString CandidateDiffView::changeSummary() const
 {
     return m_changes->text();
@@ -444,7 +436,9 @@ void CandidateDiffView::updateNavigation()
         m_position->setText(tr("change %1 of %2 (%3)")
                                 .arg(m_current + 1)
                                 .arg(count)
-                                .arg(m_current < m_cudaDiff->changeCount() ? tr("CUDA") : tr("Python")));
+                                .arg(m_current >= m_cudaDiff->changeCount() ? tr("Python")
+                                     : m_answers                             ? tr("answer")
+                                                                             : tr("CUDA")));
     m_previous->setEnabled(m_hasCandidates && m_current > 0);
     m_next->setEnabled(m_hasCandidates && m_current + 1 < count);
 }

@@ -4,8 +4,14 @@
 // evaluator said (compile log, correctness failure, message: docs/protocol.md §evaluate).
 // Changes are counted over both blocks and stepped through with F7 / Shift+F7 (or Alt+Down /
 // Alt+Up).
+//
+// The blocks are the ones the worker parsed out of each answer and evaluated (its `candidate`
+// echo, kept by the run store): the view parses nothing. Where a side has no echo (not evaluated,
+// an evaluation that ended without the worker's answer, a database from before the echo) the
+// whole answers are compared instead, and a note above the diff says so.
 
-#include <QJsonObject>
+#include "core/protocol/evaluationresult.h"
+
 #include <QString>
 #include <QWidget>
 
@@ -24,21 +30,20 @@ class SideBySideDiffView;
 struct CandidateSide
 {
     QString label; ///< who it is: task, run, regime, turn, sample
-    QString cuda;  ///< the answer's cuda block (empty: none, a torch-only candidate)
-    QString python;
-    QString status; ///< the evaluation's status ("correct", "compile_error", …), empty when not evaluated
-    std::optional<double> speedup;
-    QJsonObject evaluation; ///< the evaluate response (or a supervisor failure with status and message)
+    /// The blocks the worker found in the answer and evaluated (cuda empty: a torch-only
+    /// candidate); nullopt when no echo of its parse exists.
+    std::optional<CandidateEcho> blocks;
+    QString answer; ///< the model's whole answer, compared where a side has no blocks
+    std::optional<EvaluationResult> evaluation; ///< nullopt: not evaluated
 
-    /// A side from a model's whole answer: its first ```cuda and ```python blocks (fences as in
-    /// docs/candidate-format.md), status and speedup from the evaluation.
-    static CandidateSide fromAnswer(const QString& label, const QString& answer, const QJsonObject& evaluation = {});
+    /// A side from a model's answer and its evaluation: the blocks of the evaluation's
+    /// `candidate` echo, else `stored` (the run store's copy of an echo), else none.
+    static CandidateSide make(const QString& label, const QString& answer,
+                              const std::optional<EvaluationResult>& evaluation,
+                              const std::optional<CandidateEcho>& stored = std::nullopt);
     /// The evaluator's report as the log pane shows it.
-    static QString evaluationReport(const QJsonObject& evaluation);
+    static QString evaluationReport(const std::optional<EvaluationResult>& evaluation);
 };
-
-/// The code of the first fenced block whose tag is `tag` (case-insensitive), or an empty string.
-QString fencedBlock(const QString& markdown, const QString& tag);
 
 class CandidateDiffView : public QWidget
 {
@@ -50,6 +55,12 @@ public:
     /// Back to the empty state.
     void clear();
     bool hasCandidates() const;
+
+    /// Whether the whole answers are compared (a side has no echo of the worker's parse); the
+    /// first diff (cudaDiff()) then holds the answers and the python diff is empty.
+    bool showsAnswers() const { return m_answers; }
+    /// The note above the diffs: where the compared code comes from.
+    QString sourceNote() const;
 
     /// Changes over both blocks (cuda first, then python).
     int changeCount() const;
@@ -84,6 +95,7 @@ private:
 
     QStackedWidget* m_stack = nullptr;
     QLabel* m_empty = nullptr;
+    QLabel* m_source = nullptr;
     Header m_leftHeader, m_rightHeader;
     QLabel* m_cudaCaption = nullptr;
     QLabel* m_pythonCaption = nullptr;
@@ -99,6 +111,7 @@ private:
     QAction* m_previous = nullptr;
     int m_current = -1;
     bool m_hasCandidates = false;
+    bool m_answers = false;
 };
 
 } // namespace kwb::app

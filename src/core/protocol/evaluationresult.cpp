@@ -37,6 +37,7 @@ CorrectnessInfo correctness(const QJsonObject& c)
         const QJsonValue trial = at(f, "trial");
         info.failureTrial = trial.isString() ? trial.toString() : QString::number(trial.toInt());
         info.failureReason = str(f, "reason");
+        info.failureDetail = at(f, "detail");
     }
     const QJsonValue range = at(c, "range_trial");
     if (range.isObject()) {

@@ -8,6 +8,7 @@
 #include "core/protocol/evaluationstatus.h"
 
 #include <QJsonObject>
+#include <QJsonValue>
 #include <QList>
 #include <QMap>
 #include <QString>
@@ -58,6 +59,7 @@ struct CorrectnessInfo
     bool hasFailure = false;
     QString failureTrial; ///< "3", "range", …
     QString failureReason;
+    QJsonValue failureDetail; ///< `failure.detail` as sent (where the outputs differ), for display
     std::optional<RangeTrialInfo> rangeTrial;
 };
 

@@ -6,7 +6,6 @@
 
 #include <QDir>
 #include <QFile>
-#include <QRegularExpression>
 #include <QTimer>
 
 #include <algorithm>
@@ -14,15 +13,6 @@
 namespace kwb {
 
 namespace {
-
-/// The body of the answer's first ```python block, empty when there is none.
-QString extractPythonBlock(const QString& answer)
-{
-    static const QRegularExpression re(QStringLiteral("```python[^\\n]*\\n(.*?)```"),
-                                       QRegularExpression::DotMatchesEverythingOption);
-    const auto m = re.match(answer);
-    return m.hasMatch() ? m.captured(1) : QString();
-}
 
 QJsonValue textOrFalse(const QString& text)
 {
@@ -360,9 +350,8 @@ void RunController::submitCandidate(TaskState* state, int sample, qint64 respons
     cand.task = state->input.id();
     cand.turn = state->turn;
     cand.sample = sample;
-    cand.cuda = EvaluationQueue::extractCudaBlock(answer);
-    cand.python = extractPythonBlock(answer);
-    cand.parsedOk = !cand.python.isEmpty();
+    // No blocks yet: the store fills them from the worker's echo when the evaluation arrives
+    // (the worker is the only parser of the candidate format).
     const auto candidateId = m_store->addCandidate(cand);
     if (!candidateId) {
         Q_EMIT taskError(cand.task, m_store->errorString());

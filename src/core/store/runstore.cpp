@@ -56,6 +56,40 @@ QVariant optionalValue(const std::optional<double>& value)
     return value ? QVariant(*value) : QVariant(QMetaType::fromType<double>());
 }
 
+QString blocksFromText(CandidateBlocksFrom from)
+{
+    switch (from) {
+    case CandidateBlocksFrom::Worker:
+        return QStringLiteral("worker");
+    case CandidateBlocksFrom::Client:
+        return QStringLiteral("client");
+    case CandidateBlocksFrom::None:
+        break;
+    }
+    return QStringLiteral("none");
+}
+
+CandidateBlocksFrom blocksFromValue(const QString& text)
+{
+    if (text == QLatin1String("worker"))
+        return CandidateBlocksFrom::Worker;
+    if (text == QLatin1String("client"))
+        return CandidateBlocksFrom::Client;
+    return CandidateBlocksFrom::None;
+}
+
+QVariant lineValue(int line)
+{
+    return line > 0 ? QVariant(line) : QVariant(QMetaType::fromType<int>());
+}
+
+QVariant kernelsValue(CandidateBlocksFrom from, const QStringList& kernels)
+{
+    if (from == CandidateBlocksFrom::None)
+        return QVariant(QMetaType::fromType<QString>());
+    return QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(kernels)).toJson(QJsonDocument::Compact));
+}
+
 std::optional<double> optionalDouble(const QVariant& value)
 {
     if (value.isNull())
@@ -209,6 +243,17 @@ QList<RunStore::Migration> RunStore::migrations()
              QStringLiteral("UPDATE evaluations SET result = json_set(result, '$.profile.name', 'kernelbench-fp32')"
                             " WHERE CASE WHEN json_valid(result) THEN"
                             " json_extract(result, '$.profile.name') = 'kernelbench' ELSE 0 END"),
+         }},
+        // The worker is the only parser of the candidate format: candidates keep its echo. Rows
+        // written before keep their client-parsed blocks, marked 'client'.
+        {3,
+         {
+             QStringLiteral("ALTER TABLE candidates ADD COLUMN blocks_from TEXT NOT NULL DEFAULT 'client'"
+                            " CHECK (blocks_from IN ('none', 'worker', 'client'))"),
+             QStringLiteral("ALTER TABLE candidates ADD COLUMN kernels TEXT"), // a JSON array; NULL: unknown
+             QStringLiteral("ALTER TABLE candidates ADD COLUMN source_hash TEXT"),
+             QStringLiteral("ALTER TABLE candidates ADD COLUMN cuda_line INTEGER"),
+             QStringLiteral("ALTER TABLE candidates ADD COLUMN python_line INTEGER"),
          }},
     };
 }
@@ -483,7 +528,8 @@ std::optional<qint64> RunStore::addCandidate(const CandidateRecord& candidate)
     }
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.prepare(QStringLiteral("INSERT INTO candidates (response_id, task, turn, sample, cuda, python, parsed_ok,"
-                                 " created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+                                 " blocks_from, kernels, source_hash, cuda_line, python_line, created)"
+                                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     query.addBindValue(candidate.responseId);
     query.addBindValue(text(candidate.task));
     query.addBindValue(candidate.turn);
@@ -491,6 +537,11 @@ std::optional<qint64> RunStore::addCandidate(const CandidateRecord& candidate)
     query.addBindValue(text(secrets::scrub(candidate.cuda)));
     query.addBindValue(text(secrets::scrub(candidate.python)));
     query.addBindValue(candidate.parsedOk ? 1 : 0);
+    query.addBindValue(blocksFromText(candidate.blocksFrom));
+    query.addBindValue(kernelsValue(candidate.blocksFrom, candidate.kernels));
+    query.addBindValue(candidate.sourceHash.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(candidate.sourceHash));
+    query.addBindValue(lineValue(candidate.cudaLine));
+    query.addBindValue(lineValue(candidate.pythonLine));
     query.addBindValue(nowText());
     if (!execOrFail(query, QStringLiteral("add candidate")))
         return std::nullopt;
@@ -513,7 +564,13 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
     std::optional<double> maxAbsDiff;
     if (decoded.correctness)
         maxAbsDiff = decoded.correctness->maxAbsDiff;
-    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    QSqlDatabase db = QSqlDatabase::database(m_connection, false);
+    // The evaluation and the candidate's blocks from its echo commit together or not at all.
+    if (!db.transaction()) {
+        fail(QStringLiteral("add evaluation: %1").arg(db.lastError().text()));
+        return std::nullopt;
+    }
+    QSqlQuery query(db);
     query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created)"
                                  " VALUES (?, ?, ?, ?, ?, ?)"));
     query.addBindValue(candidateId);
@@ -522,9 +579,35 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
     query.addBindValue(optionalValue(maxAbsDiff));
     query.addBindValue(jsonText(secrets::scrub(result))); // logs may quote the environment
     query.addBindValue(nowText());
-    if (!execOrFail(query, QStringLiteral("add evaluation")))
+    bool ok = execOrFail(query, QStringLiteral("add evaluation"));
+    const qint64 evaluationId = query.lastInsertId().toLongLong();
+    if (ok && decoded.candidate) {
+        // What the worker evaluated, as it parsed it: it passed the format unless it said
+        // format_error (whose echo holds what the parser had found when it stopped).
+        const CandidateEcho& echo = *decoded.candidate;
+        const bool parsedOk = decoded.status != EvaluationStatus::FormatError && !decoded.formatError;
+        QSqlQuery update(db);
+        update.prepare(QStringLiteral("UPDATE candidates SET cuda = ?, python = ?, parsed_ok = ?, blocks_from = 'worker',"
+                                      " kernels = ?, source_hash = ?, cuda_line = ?, python_line = ? WHERE id = ?"));
+        update.addBindValue(text(secrets::scrub(echo.cuda)));
+        update.addBindValue(text(secrets::scrub(echo.python)));
+        update.addBindValue(parsedOk ? 1 : 0);
+        update.addBindValue(kernelsValue(CandidateBlocksFrom::Worker, echo.kernels));
+        update.addBindValue(echo.sourceHash.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(echo.sourceHash));
+        update.addBindValue(lineValue(echo.cudaLine));
+        update.addBindValue(lineValue(echo.pythonLine));
+        update.addBindValue(candidateId);
+        ok = execOrFail(update, QStringLiteral("store the worker's parse of the candidate"));
+    }
+    if (!ok) {
+        db.rollback();
         return std::nullopt;
-    return query.lastInsertId().toLongLong();
+    }
+    if (!db.commit()) {
+        fail(QStringLiteral("add evaluation: %1").arg(db.lastError().text()));
+        return std::nullopt;
+    }
+    return evaluationId;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -579,7 +662,9 @@ std::optional<CandidateRecord> RunStore::candidate(qint64 candidateId) const
     if (!isOpen())
         return std::nullopt;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
-    query.prepare(QStringLiteral("SELECT id, response_id, task, turn, sample, cuda, python, parsed_ok FROM candidates WHERE id = ?"));
+    query.prepare(QStringLiteral("SELECT c.id, c.response_id, c.task, c.turn, c.sample, c.cuda, c.python, c.parsed_ok,"
+                                 " c.blocks_from, c.kernels, c.source_hash, c.cuda_line, c.python_line, r.text"
+                                 " FROM candidates c LEFT JOIN responses r ON r.id = c.response_id WHERE c.id = ?"));
     query.addBindValue(candidateId);
     if (!execOrFail(query, QStringLiteral("read candidate")) || !query.next())
         return std::nullopt;
@@ -592,6 +677,13 @@ std::optional<CandidateRecord> RunStore::candidate(qint64 candidateId) const
     c.cuda = query.value(5).toString();
     c.python = query.value(6).toString();
     c.parsedOk = query.value(7).toInt() != 0;
+    c.blocksFrom = blocksFromValue(query.value(8).toString());
+    for (const QJsonValue& k : QJsonDocument::fromJson(query.value(9).toString().toUtf8()).array())
+        c.kernels.append(k.toString());
+    c.sourceHash = query.value(10).toString();
+    c.cudaLine = query.value(11).toInt();
+    c.pythonLine = query.value(12).toInt();
+    c.answer = query.value(13).toString();
     return c;
 }
 

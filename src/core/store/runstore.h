@@ -97,6 +97,17 @@ struct ResponseRecord
     QString error; ///< empty when the request succeeded
 };
 
+/// Who read a candidate's blocks out of its answer (candidates.blocks_from).
+enum class CandidateBlocksFrom {
+    None,   ///< nobody yet: the answer was never evaluated, or no evaluation echoed its parse (a
+            ///< timeout, a crash): blocks empty, parsedOk meaningless
+    Worker, ///< the worker's `candidate` echo of the evaluation (docs/protocol.md): what it evaluated
+    Client, ///< a client's own parse, kept from a file written before schema 2 (or given by a caller)
+};
+
+/// A candidate: the model answer it comes from and the blocks found in it. A run adds it before
+/// evaluating (blocks empty, blocksFrom None); addEvaluation() fills the blocks from the worker's
+/// echo. The client parses nothing (one parser of the candidate format: the worker's).
 struct CandidateRecord
 {
     qint64 id = 0;
@@ -104,9 +115,14 @@ struct CandidateRecord
     QString task;
     int turn = 0;
     int sample = 0;
-    QString cuda;
-    QString python;
-    bool parsedOk = false;
+    QString cuda;   ///< the cuda block (empty: none, or not known)
+    QString python; ///< the python block
+    bool parsedOk = false; ///< the answer is in the candidate format (no format_error)
+    CandidateBlocksFrom blocksFrom = CandidateBlocksFrom::None;
+    QStringList kernels;  ///< the cuda block's __global__ kernels (Worker only)
+    QString sourceHash;   ///< the worker's hash of the cuda block (Worker only)
+    int cudaLine = 0, pythonLine = 0; ///< answer lines where the blocks start (0: unknown)
+    QString answer; ///< read only: the model's whole answer (its response text), filled by candidate()
 };
 
 /// One evaluation with the unit it belongs to (joined from its candidate and prompt).
@@ -215,6 +231,9 @@ public:
     /// Stores an evaluate response (docs/protocol.md) for a candidate: status, speedup and
     /// correctness.max_abs_diff are pulled out into columns, the whole object is kept as JSON.
     /// A failure without a response is stored as {"status": "timeout", "message": …}.
+    /// When the response echoes the worker's parse (`candidate`), the candidate's blocks, kernels,
+    /// hash, lines and parsedOk become that echo (blocksFrom Worker), in the same transaction; an
+    /// evaluation without an echo leaves the candidate as it was.
     std::optional<qint64> addEvaluation(qint64 candidateId, const QJsonObject& result);
 
     // Queries.
@@ -222,7 +241,7 @@ public:
     std::optional<RunInfo> run(qint64 runId) const;
     /// Every evaluation of a run, in insertion order.
     QList<EvaluationRecord> evaluations(qint64 runId) const;
-    /// One candidate with its code (the diff view), nullopt for an unknown id.
+    /// One candidate with its code and its answer (the diff view), nullopt for an unknown id.
     std::optional<CandidateRecord> candidate(qint64 candidateId) const;
     /// The evaluations of a run stored after the one with id `afterId`, in insertion order (a live
     /// view appends them without reading the whole run again).

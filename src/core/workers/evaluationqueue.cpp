@@ -15,152 +15,12 @@ namespace {
 
 const QString kVisibleDevices = QStringLiteral("CUDA_VISIBLE_DEVICES");
 
-// The fence scan of src/worker/candidate_parser.cpp, ported line for line, so that what is
-// compiled ahead is byte for byte what the worker would compile. Its whitespace is ASCII only.
-bool isAsciiSpace(QChar c)
-{
-    return c == u' ' || c == u'\t' || c == u'\r' || c == u'\n' || c == u'\f' || c == u'\v';
-}
-
-QString trimAscii(const QString& s)
-{
-    qsizetype b = 0;
-    qsizetype e = s.size();
-    while (b < e && isAsciiSpace(s.at(b)))
-        ++b;
-    while (e > b && isAsciiSpace(s.at(e - 1)))
-        --e;
-    return s.mid(b, e - b);
-}
-
-qsizetype leadingWhitespace(const QString& line)
-{
-    qsizetype i = 0;
-    while (i < line.size() && (line.at(i) == u' ' || line.at(i) == u'\t'))
-        ++i;
-    return i;
-}
-
-bool openingFence(const QString& line, QChar* ch, qsizetype* len, QString* info)
-{
-    const qsizetype i = leadingWhitespace(line);
-    if (i >= line.size() || (line.at(i) != u'`' && line.at(i) != u'~'))
-        return false;
-    const QChar c = line.at(i);
-    qsizetype j = i;
-    while (j < line.size() && line.at(j) == c)
-        ++j;
-    if (j - i < 3)
-        return false;
-    const QString rest = line.mid(j);
-    if (c == u'`' && rest.contains(u'`'))
-        return false; // inline code, not a fence
-    *ch = c;
-    *len = j - i;
-    *info = trimAscii(rest);
-    return true;
-}
-
-bool closingFence(const QString& line, QChar ch, qsizetype len)
-{
-    const qsizetype i = leadingWhitespace(line);
-    qsizetype j = i;
-    while (j < line.size() && line.at(j) == ch)
-        ++j;
-    return j - i >= len && trimAscii(line.mid(j)).isEmpty();
-}
-
-QString tagOf(const QString& info)
-{
-    QString word;
-    for (QChar c : info) {
-        if (isAsciiSpace(c))
-            break;
-        word += c;
-    }
-    while (!word.isEmpty() && (word.front() == u'{' || word.front() == u'.'))
-        word.remove(0, 1);
-    for (qsizetype k = 0; k < word.size(); ++k) {
-        if (word.at(k) == u':' || word.at(k) == u',' || word.at(k) == u'}') {
-            word.truncate(k);
-            break;
-        }
-    }
-    // std::tolower in the worker: ASCII letters only
-    for (QChar& c : word) {
-        if (c >= u'A' && c <= u'Z')
-            c = QChar(c.unicode() + ('a' - 'A'));
-    }
-    return word;
-}
-
-QString stripIndent(const QString& line, qsizetype indent)
-{
-    qsizetype i = 0;
-    while (i < indent && i < line.size() && (line.at(i) == u' ' || line.at(i) == u'\t'))
-        ++i;
-    return line.mid(i);
-}
-
-struct Scan
-{
-    QStringList cudaBlocks;
-    bool unclosed = false;
-};
-
-void scanFences(const QStringList& lines, Scan* out, int depth = 0)
-{
-    qsizetype i = 0;
-    while (i < lines.size()) {
-        QChar ch;
-        qsizetype len = 0;
-        QString info;
-        if (!openingFence(lines.at(i), &ch, &len, &info)) {
-            ++i;
-            continue;
-        }
-        const QString tag = tagOf(info);
-        const qsizetype indent = leadingWhitespace(lines.at(i));
-        qsizetype j = i + 1;
-        QStringList content;
-        while (j < lines.size() && !closingFence(lines.at(j), ch, len))
-            content.append(stripIndent(lines.at(j++), indent));
-        const bool closed = j < lines.size();
-        if (!closed)
-            out->unclosed = true;
-        if ((tag == QLatin1String("markdown") || tag == QLatin1String("md")) && depth < 4) {
-            scanFences(content, out, depth + 1);
-        } else if (tag == QLatin1String("cuda")) {
-            QString text = content.join(u'\n');
-            if (!content.isEmpty())
-                text += u'\n';
-            out->cudaBlocks.append(text);
-        }
-        i = closed ? j + 1 : lines.size();
-    }
-}
-
 qint64 nowMs()
 {
     return QDateTime::currentMSecsSinceEpoch();
 }
 
 } // namespace
-
-QString EvaluationQueue::extractCudaBlock(const QString& answer)
-{
-    QStringList lines = answer.split(u'\n');
-    for (QString& line : lines) {
-        if (line.endsWith(u'\r'))
-            line.chop(1);
-    }
-    Scan scan;
-    scanFences(lines, &scan);
-    // Anything the worker would refuse or read otherwise is left to it.
-    if (scan.unclosed || scan.cudaBlocks.size() != 1)
-        return {};
-    return scan.cudaBlocks.first();
-}
 
 EvaluationQueue::EvaluationQueue(const QList<int>& gpuOrdinals, QObject* parent)
     : QObject(parent)
@@ -290,11 +150,10 @@ qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, con
     job.options = options;
     job.timeoutMs = options.value(QLatin1String("timeout_ms")).toInt(-1);
     job.options.remove(QLatin1String("timeout_ms"));
-    if (m_compileWorkerCount > 0) {
-        job.cuda = extractCudaBlock(answer);
-        if (!job.cuda.isEmpty())
-            job.compile = CompileState::Waiting;
-    }
+    // Every answer is compiled ahead: the worker's parser finds its cuda block (the client has
+    // no parser of its own); a torch-only answer costs one cheap compile that returns nothing.
+    if (m_compileWorkerCount > 0)
+        job.compile = CompileState::Waiting;
     if (m_jobs.isEmpty()) {
         // A new batch: say how the last one ended before counting from zero.
         if (m_progressScheduled) {
@@ -463,7 +322,6 @@ bool EvaluationQueue::dispatchToGpu(int gpuIndex, qsizetype jobIndex)
     // The supervisor holds the request now; the answer and the module can be up to 16 MiB.
     job.answer.clear();
     job.cubin.clear();
-    job.cuda.clear();
     return true;
 }
 
@@ -516,7 +374,7 @@ void EvaluationQueue::startCompiles()
         if (free < 0)
             break;
         const QJsonObject request{{QStringLiteral("type"), QStringLiteral("compile")},
-                                  {QStringLiteral("cuda"), job.cuda},
+                                  {QStringLiteral("answer"), job.answer},
                                   {QStringLiteral("arch"), arch},
                                   {QStringLiteral("return_cubin"), true}};
         job.compile = CompileState::Running;
@@ -534,10 +392,13 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
         Job& job = m_jobs[index];
         if (job.compileRequest == requestId && job.compile == CompileState::Running && job.gpu < 0) {
             job.compile = CompileState::Done;
-            // A failed compile attaches nothing: the GPU worker compiles again and reports
-            // compile_error with its log, as for any other candidate.
+            // A failed compile, or an answer without a cuda block (ok_compile false, no hash),
+            // attaches nothing: the GPU worker parses and compiles again and reports what it
+            // found, as for any other candidate. The hash is the worker's, of the block its
+            // parser found: evaluate loads the module only for that same block.
             const CompileInfo compiled = decodeCompile(response);
-            if (decodeHeader(response).ok && compiled.ok && !compiled.cubinB64.isEmpty()) {
+            if (decodeHeader(response).ok && compiled.ok && !compiled.cubinB64.isEmpty() &&
+                !compiled.sourceHash.isEmpty()) {
                 job.cubin = compiled.cubinB64;
                 if (!compiled.arch.isEmpty())
                     job.cubinArch = compiled.arch;

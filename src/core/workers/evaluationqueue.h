@@ -1,8 +1,10 @@
 #pragma once
 // A queue of `evaluate` jobs over one WorkerSupervisor per GPU, with compile-ahead: while the GPUs
-// evaluate, CPU-only workers compile the CUDA blocks of queued jobs (`compile` with
-// `return_cubin`), and the job's evaluate request carries the module (`cubin_b64`, `cubin_arch`),
-// so the GPU stage only loads it (docs/protocol.md). Everything runs on the owning thread through
+// evaluate, CPU-only workers compile queued jobs' answers (`compile` with the whole `answer` and
+// `return_cubin`: the worker's parser finds the cuda block, the queue parses nothing), and the
+// job's evaluate request carries the module with the `source_hash` that compile returned
+// (`cubin_b64`, `cubin_arch`, `cubin_source_hash`), so the GPU stage only loads it
+// (docs/protocol.md). Everything runs on the owning thread through
 // signals and slots, like WorkerSupervisor; the parallelism is in the worker processes.
 //
 // Every submitted job ends in exactly one jobFinished() or jobFailed(), emitted from the event
@@ -71,12 +73,6 @@ public:
     /// Jobs queued or running.
     int pendingCount() const { return int(m_jobs.size()); }
 
-    /// The source of the answer's one ```cuda block, as the worker's parser would take it, or an
-    /// empty string when there is none or the answer is anything but plain (two cuda blocks, an
-    /// unclosed fence): the worker's parser is the authority, this only decides what to compile
-    /// ahead.
-    static QString extractCudaBlock(const QString& answer);
-
 Q_SIGNALS:
     /// The job was handed to a GPU's supervisor.
     void jobStarted(qint64 id);
@@ -102,8 +98,7 @@ private:
         QString answer;
         QJsonObject options;
         int timeoutMs = -1;
-        QString cuda; // empty: nothing to compile ahead
-        CompileState compile = CompileState::None;
+        CompileState compile = CompileState::None; ///< None: compile-ahead is off
         qint64 compileRequest = 0;
         QString cubin;
         QString cubinArch;

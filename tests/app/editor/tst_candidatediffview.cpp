@@ -1,9 +1,12 @@
 // CandidateDiffView on two fixture candidates for task L2/1: the reference answer
-// (reference/L2_01.md) against the plausible wrong one (failing/wrong_result.md). Hand-checked
-// with `diff -u` of their blocks: the cuda blocks differ in 2 hunks (the header comment and the
-// signature; the kernel body), the python blocks in 1 (the launch set-up): 3 changes. The view
-// counts them, steps through them with the API and with F7 / Shift+F7, shows each side's header
-// and evaluation, and renders offscreen.
+// (reference/L2_01.md) against the plausible wrong one (failing/wrong_result.md), each with its
+// recorded H200 evaluation (tests/protocol/recorded: those are the requests' answers), whose
+// `candidate` echo holds the blocks the worker parsed. Hand-checked with `diff -u` of their
+// blocks: the cuda blocks differ in 2 hunks (the header comment and the signature; the kernel
+// body), the python blocks in 1 (the launch set-up): 3 changes. The view counts them, steps
+// through them with the API and with F7 / Shift+F7, shows each side's header and evaluation,
+// says where the blocks come from, compares whole answers where no echo exists, and renders
+// offscreen.
 
 #include "app/editor/candidatediffview.h"
 #include "app/editor/codeeditor.h"
@@ -20,38 +23,30 @@
 #include <QSignalSpy>
 #include <QTest>
 
+using namespace kwb;
 using namespace kwb::app;
 
 namespace {
 
+QByteArray readFile(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        qFatal("cannot read %s", qPrintable(path));
+    return f.readAll();
+}
+
 QString fixture(const QString& relative)
 {
-    QFile f(QDir(QStringLiteral(KWB_FIXTURES_DIR)).filePath(relative));
-    if (!f.open(QIODevice::ReadOnly))
-        qFatal("cannot read fixture %s", qPrintable(relative));
-    return QString::fromUtf8(f.readAll());
+    return QString::fromUtf8(readFile(QDir(QStringLiteral(KWB_FIXTURES_DIR)).filePath(relative)));
 }
 
-QJsonObject json(const char* text)
+/// A recorded worker response (tests/protocol/recorded/NAME.response.json), decoded.
+EvaluationResult recorded(const QString& name)
 {
-    return QJsonDocument::fromJson(QByteArray(text)).object();
+    const QString path = QDir(QStringLiteral(KWB_FIXTURES_DIR "/../protocol/recorded")).filePath(name + QStringLiteral(".response.json"));
+    return decodeEvaluation(QJsonDocument::fromJson(readFile(path)).object());
 }
-
-// Quotes inside the JSON strings are written \u0022: moc 6.4 misreads \" in a raw string literal
-// and then finds no test class.
-// Evaluations shaped as docs/protocol.md §evaluate gives them.
-const char* kCorrect = R"({"status":"correct","stage":"done","message":"","format_error":null,
- "compile":{"ok":true,"log":"","ms":35.2,"arch":"sm_90","kernels":["relu_bias_add"]},
- "correctness":{"trials":5,"passed":5,"max_abs_diff":1.2e-6,"max_rel_diff":3e-7,"atol":1e-4,"rtol":1e-4,"deterministic":true,"failure":null},
- "timing":{"candidate":{"mean_ms":8.52},"reference":{"mean_ms":9.12}},"speedup":1.0704})";
-
-const char* kIncorrect = R"({"status":"incorrect","stage":"correctness","message":"trial 1: values differ",
- "compile":{"ok":true,"log":"","arch":"sm_90"},
- "correctness":{"trials":5,"passed":0,"max_abs_diff":0.53,"max_rel_diff":1.0,"atol":1e-4,"rtol":1e-4,
-   "failure":{"trial":0,"reason":"values differ","detail":{"index":[0,1,0,0],"expected":0.12,"got":0.65}}}})";
-
-const char* kCompileError = R"({"status":"compile_error","stage":"compile","message":"NVRTC failed: 1 error",
- "compile":{"ok":false,"log":"candidate.cu(8): error: no operator \u0022*\u0022 matches these operands","arch":"sm_90"}})";
 
 /// Distinct colours in the image: a blank or single-colour grab has one or two.
 int distinctColours(const QImage& image)
@@ -75,32 +70,36 @@ class TestCandidateDiffView : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        m_reference =
-            CandidateSide::fromAnswer(QStringLiteral("L2/1 · run 3 · agent · turn 1 · sample 2"),
-                                      fixture(QStringLiteral("candidates/reference/L2_01.md")), json(kCorrect));
-        m_wrong =
-            CandidateSide::fromAnswer(QStringLiteral("L2/1 · run 3 · agent · turn 1 · sample 3"),
-                                      fixture(QStringLiteral("candidates/failing/wrong_result.md")), json(kIncorrect));
+        m_reference = CandidateSide::make(QStringLiteral("L2/1 · run 3 · agent · turn 1 · sample 2"),
+                                          fixture(QStringLiteral("candidates/reference/L2_01.md")),
+                                          recorded(QStringLiteral("evaluate_correct.h200")));
+        m_wrong = CandidateSide::make(QStringLiteral("L2/1 · run 3 · agent · turn 1 · sample 3"),
+                                      fixture(QStringLiteral("candidates/failing/wrong_result.md")),
+                                      recorded(QStringLiteral("evaluate_incorrect.h200")));
     }
 
-    void answersSplitIntoBlocks()
+    void sidesTakeTheWorkersBlocks()
     {
-        QVERIFY(m_reference.cuda.startsWith(QLatin1String("// y[n,c,h,w] = max(y, 0) + bias[c]")));
-        QVERIFY(m_reference.cuda.endsWith(QLatin1String("\n}")));
-        QCOMPARE(m_reference.cuda.count(QLatin1Char('\n')) + 1, 26);
-        QVERIFY(
-            m_reference.python.startsWith(QLatin1String("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:")));
-        QCOMPARE(m_wrong.python.count(QLatin1Char('\n')) + 1, 6);
-        QCOMPARE(m_reference.status, QStringLiteral("correct"));
-        QVERIFY(m_reference.speedup.has_value());
-        QCOMPARE(*m_reference.speedup, 1.0704);
-        QCOMPARE(m_wrong.status, QStringLiteral("incorrect"));
-        QVERIFY(!m_wrong.speedup.has_value());
-        // A block wrapped in ````markdown counts; a missing block is empty.
-        QCOMPARE(fencedBlock(QStringLiteral("````markdown\n```python\nx = 1\n```\n````\n"), QStringLiteral("python")),
-                 QStringLiteral("x = 1"));
-        QCOMPARE(fencedBlock(fixture(QStringLiteral("candidates/failing/no_code_block.md")), QStringLiteral("cuda")),
-                 QString());
+        // The blocks are the evaluation's echo, as the worker parsed them (with their last newline).
+        QVERIFY(m_reference.blocks);
+        QCOMPARE(m_reference.blocks->cuda, m_reference.evaluation->candidate->cuda);
+        QVERIFY(m_reference.blocks->cuda.startsWith(QLatin1String("// y[n,c,h,w] = max(y, 0) + bias[c]")));
+        QVERIFY(m_reference.blocks->cuda.endsWith(QLatin1String("\n}\n")));
+        QCOMPARE(m_reference.blocks->cuda.count(QLatin1Char('\n')), 26);
+        QVERIFY(m_reference.blocks->python.startsWith(
+            QLatin1String("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:")));
+        QCOMPARE(m_wrong.blocks->python.count(QLatin1Char('\n')), 6);
+        QCOMPARE(m_reference.evaluation->status, EvaluationStatus::Correct);
+        QVERIFY(m_reference.evaluation->speedup.has_value());
+        QCOMPARE(m_wrong.evaluation->status, EvaluationStatus::Incorrect);
+        QVERIFY(!m_wrong.evaluation->speedup.has_value());
+        // Without an echo in the evaluation the store's copy of one serves; without either, none.
+        const CandidateEcho stored{QStringLiteral("__global__ void s() {}\n"), QString(), {}, QString(), 3, 0};
+        const CandidateSide timedOut = CandidateSide::make(
+            QStringLiteral("t"), QStringLiteral("```cuda\nx\n```\n"),
+            decodeEvaluation(failureResult(QStringLiteral("timeout"), QStringLiteral("240 s"))), stored);
+        QCOMPARE(timedOut.blocks->cuda, stored.cuda);
+        QVERIFY(!CandidateSide::make(QStringLiteral("n"), QStringLiteral("```cuda\nx\n```\n"), std::nullopt).blocks);
     }
 
     void emptyStateBeforeCandidates()
@@ -130,6 +129,8 @@ private Q_SLOTS:
 
         // Both sides have one row per aligned line: 26 reference lines, and the body's 20 lines
         // against 4 leave fillers on the right.
+        QVERIFY(!view.showsAnswers());
+        QVERIFY2(view.sourceNote().contains(QLatin1String("as the worker parsed them")), qPrintable(view.sourceNote()));
         const auto& cuda = view.cudaDiff()->diff();
         QCOMPARE(view.cudaDiff()->leftEditor()->blockCount(), int(cuda.rows.size()));
         QCOMPARE(view.cudaDiff()->rightEditor()->blockCount(), int(cuda.rows.size()));
@@ -222,26 +223,28 @@ private Q_SLOTS:
     void headersAndLogsShowTheEvaluation()
     {
         CandidateDiffView view;
-        const CandidateSide failing = CandidateSide::fromAnswer(
+        const CandidateSide failing = CandidateSide::make(
             QStringLiteral("L1/5 · compile error"), fixture(QStringLiteral("candidates/failing/compile_error.md")),
-            json(kCompileError));
+            recorded(QStringLiteral("evaluate_compile_error.h200")));
         view.setCandidates(m_wrong, failing);
         QStringList labels;
         for (QLabel* l : view.findChildren<QLabel*>())
             labels << l->text();
         QVERIFY(labels.contains(QStringLiteral("L2/1 · run 3 · agent · turn 1 · sample 3")));
+        // The status table's labels.
         QVERIFY(labels.contains(QStringLiteral("incorrect")));
-        QVERIFY(labels.contains(QStringLiteral("compile_error")));
+        QVERIFY(labels.contains(QStringLiteral("compile error")));
         QVERIFY(labels.contains(QStringLiteral("no timing")));
 
         const QString left = view.leftLog()->toPlainText();
         QVERIFY2(left.contains(QLatin1String("status: incorrect (stopped at: correctness)")), qPrintable(left));
-        QVERIFY(left.contains(QLatin1String("passed 0 of 5 trials; max abs diff 0.53 (atol 0.0001)")));
-        QVERIFY(left.contains(QLatin1String("failure (trial 1): values differ")));
-        QVERIFY(left.contains(QLatin1String("\"expected\":0.12")));
+        QVERIFY(left.contains(QLatin1String("passed 0 of 5 trials; max abs diff 3.923 (atol 0.0001)")));
+        QVERIFY(left.contains(QLatin1String("failure (trial 1): 258080256 of 260112384 elements differ")));
+        QVERIFY(left.contains(QLatin1String("\"expected\":-0.2030501365661621")));
         const QString right = view.rightLog()->toPlainText();
+        QVERIFY2(right.contains(QLatin1String("status: compile error (stopped at: compile)")), qPrintable(right));
         QVERIFY(right.contains(QLatin1String("compile log (NVRTC, sm_90):")));
-        QVERIFY(right.contains(QLatin1String("candidate.cu(8): error: no operator \"*\" matches these operands")));
+        QVERIFY(right.contains(QLatin1String("candidate.cu(7): error: no operator \"*\" matches these operands")));
 
         view.setCandidates(m_reference, m_wrong);
         QVERIFY(view.leftLog()->toPlainText().contains(QStringLiteral("speedup: 1.07×")));
@@ -249,15 +252,49 @@ private Q_SLOTS:
         for (QLabel* l : view.findChildren<QLabel*>())
             labels << l->text();
         QVERIFY(labels.contains(QStringLiteral("1.07× vs eager")));
-        QVERIFY(CandidateSide::evaluationReport({}).startsWith(QLatin1String("Not evaluated")));
+        QVERIFY(CandidateSide::evaluationReport(std::nullopt).startsWith(QLatin1String("Not evaluated")));
+    }
+
+    void withoutAnEchoTheAnswersAreCompared()
+    {
+        // The right side timed out: the worker never answered, so no parse of its answer exists.
+        // The view compares the whole answers and says why; it does not parse them itself.
+        CandidateDiffView view;
+        const CandidateSide timedOut = CandidateSide::make(
+            QStringLiteral("L2/1 · timeout"), fixture(QStringLiteral("candidates/failing/wrong_result.md")),
+            decodeEvaluation(failureResult(QStringLiteral("timeout"), QStringLiteral("240 s"))));
+        QVERIFY(!timedOut.blocks);
+        view.setCandidates(m_reference, timedOut);
+        QVERIFY(view.showsAnswers());
+        const QString note = view.sourceNote();
+        QVERIFY2(note.contains(QLatin1String("No parse by the worker is stored for the right candidate")), qPrintable(note));
+        QVERIFY(note.contains(QLatin1String("whole answers are compared")));
+        QVERIFY(note.contains(QLatin1String("timeout")));
+        // The first diff holds the answers, Markdown and all; the python diff is empty.
+        QVERIFY(m_reference.answer.endsWith(QLatin1Char('\n')));
+        QCOMPARE(view.cudaDiff()->diff().leftLineCount, int(m_reference.answer.count(QLatin1Char('\n'))));
+        QVERIFY(view.cudaDiff()->leftEditor()->toPlainText().contains(QLatin1String("```cuda")));
+        QCOMPARE(view.pythonDiff()->changeCount(), 0);
+        QVERIFY(view.changeCount() > 0);
+        QVERIFY(view.rightLog()->toPlainText().contains(QLatin1String("status: timeout")));
+
+        // Neither evaluated: both named.
+        view.setCandidates(CandidateSide::make(QStringLiteral("a"), QStringLiteral("one\n"), std::nullopt),
+                           CandidateSide::make(QStringLiteral("b"), QStringLiteral("two\n"), std::nullopt));
+        QVERIFY(view.sourceNote().contains(QLatin1String("either candidate")));
+        QVERIFY(view.sourceNote().contains(QLatin1String("left: not evaluated; right: not evaluated")));
+
+        // Back to blocks once both have an echo.
+        view.setCandidates(m_reference, m_wrong);
+        QVERIFY(!view.showsAnswers());
     }
 
     void torchOnlyCandidateHidesTheCudaDiff()
     {
         CandidateDiffView view;
         CandidateSide a = m_reference, b = m_wrong;
-        a.cuda.clear();
-        b.cuda.clear();
+        a.blocks->cuda.clear();
+        b.blocks->cuda.clear();
         view.resize(900, 600);
         view.show();
         view.setCandidates(a, b);

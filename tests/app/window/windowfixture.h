@@ -44,11 +44,16 @@ inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int
     c.task = task;
     c.turn = turn;
     c.sample = sample;
-    c.cuda = cuda;
-    c.python = QStringLiteral("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n");
-    c.parsedOk = true;
     const qint64 candidateId = store.addCandidate(c).value_or(0);
+    // The blocks come from the worker's echo, as in a real run (the store fills the candidate).
+    const QJsonObject echo{{QStringLiteral("cuda"), cuda},
+                           {QStringLiteral("python"), QStringLiteral("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n")},
+                           {QStringLiteral("kernels"), QJsonArray{QStringLiteral("bias_relu")}},
+                           {QStringLiteral("source_hash"), QStringLiteral("%1").arg(qHash(cuda), 16, 16, QLatin1Char('0'))},
+                           {QStringLiteral("cuda_line"), 2},
+                           {QStringLiteral("python_line"), QJsonValue::Null}};
     QJsonObject result{{QStringLiteral("status"), status},
+                       {QStringLiteral("candidate"), echo},
                        {QStringLiteral("custom_launches"), customLaunches},
                        {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), status != QLatin1String("compile_error")},
                                                                {QStringLiteral("log"), status == QLatin1String("compile_error")
