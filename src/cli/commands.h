@@ -24,6 +24,7 @@ enum ExitCode {
     ExitWorker = 3,     ///< worker not found, could not start, protocol error, internal error
     ExitBadRequest = 4, ///< unknown task or a request the worker refused
     ExitIncomplete = 5, ///< run/sweep: done, but a task or unit has no evaluation (resume to retry)
+    ExitNoEvaluator = 6, ///< run/sweep: no GPU can evaluate and --compile-only was not given; nothing was asked
     ExitInterrupted = 130, ///< run: stopped by Ctrl-C (SIGINT); the run can resume
 };
 
@@ -111,6 +112,8 @@ struct RunCommandOptions
     int timingTrials = 0;         ///< --timing-trials; 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
+    bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
+    int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     bool json = false;
 };
 
