@@ -429,15 +429,18 @@ void EvaluationQueue::work()
             }
         }
         Gpu& gpu = m_gpus[g];
-        if (needsGpu(job) && !gpu.leaseHeld) {
-            if (gpu.lease == 0) // onLeaseGranted() schedules the work again
-                gpu.lease = GpuLeases::instance()->request(
-                    gpu.ordinal, QStringLiteral("evaluate job %1 %2 (pid %3)")
-                                     .arg(job.id)
-                                     .arg(job.task)
-                                     .arg(QCoreApplication::applicationPid()));
-            continue;
+        if (needsGpu(job) && gpu.lease == 0) {
+            const QString holder = QStringLiteral("evaluate job %1 %2 (pid %3)")
+                                       .arg(job.id)
+                                       .arg(job.task)
+                                       .arg(QCoreApplication::applicationPid());
+            gpu.lease = GpuLeases::instance()->tryAcquire(gpu.ordinal, holder);
+            gpu.leaseHeld = gpu.lease != 0;
+            if (!gpu.leaseHeld) // onLeaseGranted() schedules the work again
+                gpu.lease = GpuLeases::instance()->request(gpu.ordinal, holder);
         }
+        if (needsGpu(job) && !gpu.leaseHeld)
+            continue;
         if (dispatchToGpu(g, next))
             started.append(job.id);
     }

@@ -60,6 +60,19 @@ qint64 GpuLeases::request(int gpu, const QString& holder)
     return id;
 }
 
+qint64 GpuLeases::tryAcquire(int gpu, const QString& holder)
+{
+    Gpu& state = m_gpus[gpu];
+    if (state.holder != 0 || !state.waiting.isEmpty() || !takeLock(gpu, state))
+        return 0;
+    const Ticket t{++m_next, gpu, holder};
+    state.holder = t.id;
+    m_held.insert(t.id, t);
+    log("grant", gpu, holder);
+    Q_EMIT heldChanged(gpu, true);
+    return t.id;
+}
+
 void GpuLeases::release(qint64 ticket)
 {
     const auto held = m_held.find(ticket);

@@ -39,6 +39,9 @@ public:
     /// Asks for the GPU. granted(ticket, gpu) follows from the event loop once it is held (never
     /// from inside request()). `holder` names the job in the log ("eval job 3 L1/1").
     qint64 request(int gpu, const QString& holder);
+    /// The lease at once when the GPU is free here and in other processes and nobody waits for
+    /// it: a held ticket (no granted() signal), else 0 (then request() queues for it).
+    qint64 tryAcquire(int gpu, const QString& holder);
     /// Gives a held lease back, or withdraws a request not granted yet. Unknown tickets are ignored.
     void release(qint64 ticket);
     /// Whether this process holds the GPU's lease now.
