@@ -6,8 +6,10 @@
 #include "core/protocol/workerresponses.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "core/workers/gpulease.h"
 #include "core/workers/workerlocator.h"
 
+#include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -290,7 +292,14 @@ int runEval(Session& session, const EvalOptions& options)
         request.insert(QStringLiteral("device"), options.device);
 
     const int timeoutMs = int(std::lround(options.timeoutS * 1000.0));
+    // One owner per GPU (core/workers/gpulease.h): no other kwb or window job times on it meanwhile.
+    const bool onGpu = options.device != QLatin1String("none") && options.device != QLatin1String("cpu");
+    const qint64 lease = onGpu ? GpuLeases::instance()->acquire(0, QStringLiteral("kwb eval %1 (pid %2)")
+                                                                       .arg(options.task)
+                                                                       .arg(QCoreApplication::applicationPid()))
+                               : 0;
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);
+    GpuLeases::instance()->release(lease);
 
     // A timeout or a crash is the candidate's result, like a compile error; a worker that cannot
     // start, or a refused request, is not.
@@ -398,7 +407,12 @@ int runDevice(Session& session, bool json, bool ceilings)
 {
     const QJsonObject request{{QStringLiteral("type"), QStringLiteral("device")},
                               {QStringLiteral("ceilings"), ceilings}};
+    // The ceilings run kernels on the GPU: not while another job times there (core/workers/gpulease.h).
+    const qint64 lease = ceilings ? GpuLeases::instance()->acquire(
+                                        0, QStringLiteral("kwb device --ceilings (pid %1)").arg(QCoreApplication::applicationPid()))
+                                  : 0;
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request);
+    GpuLeases::instance()->release(lease);
     if (const int code = reportFailure(outcome, json))
         return code;
     QJsonObject response = outcome.response;

@@ -147,6 +147,9 @@ private:
     QDoubleSpinBox* m_modelTimeout = nullptr;
     QSpinBox* m_timingTrials = nullptr;
     QComboBox* m_isolation = nullptr;
+    QCheckBox* m_compileOnly = nullptr;
+    QCheckBox* m_pauseGeneration = nullptr;
+    bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;
 
     QPushButton* m_start = nullptr;

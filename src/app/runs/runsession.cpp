@@ -9,13 +9,14 @@
 namespace kwb::app {
 
 /// Evaluation statuses that say something went wrong around the candidate, not in it.
-bool isInfrastructureStatus(const QString& status)
+bool isInfrastructureStatus(const QString& status, bool compileOnly)
 {
-    switch (evaluationStatusFromWire(status)) {
+    const EvaluationStatus s = evaluationStatusFromWire(status);
+    if (isMachineFault(s, compileOnly))
+        return true;
+    switch (s) {
     case EvaluationStatus::Timeout:
     case EvaluationStatus::Crashed:
-    case EvaluationStatus::StartFailed:
-    case EvaluationStatus::ProtocolError:
     case EvaluationStatus::BadRequest: return true;
     default: return false;
     }
@@ -127,7 +128,7 @@ void RunSession::syncStore()
     for (const EvaluationRecord& e : store().evaluationsAfter(runId, m_lastEvaluationId)) {
         m_lastEvaluationId = e.id;
         Q_EMIT evaluationStored(e);
-        if (isInfrastructureStatus(e.status)) {
+        if (isInfrastructureStatus(e.status, m_run->plan().compileOnly)) {
             addProblem(true, e.task, QStringLiteral("evaluation"),
                        tr("turn %1 sample %2: %3: %4")
                            .arg(e.turn)

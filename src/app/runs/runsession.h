@@ -26,9 +26,11 @@ namespace kwb::app {
 
 using kwb::defaultPromptsDir; // core/run/runlaunch.h
 
-/// Evaluation statuses that say something went wrong around the candidate (timeout, crashed,
-/// start_failed, protocol_error, bad_request), not in it: the monitor lists them as problems.
-bool isInfrastructureStatus(const QString& status);
+/// Evaluation statuses that say something went wrong around the candidate, not in it: the
+/// machine's faults by the status table's category (isMachineFault: no_device outside a
+/// compile-only run, start_failed, worker_lost, protocol_error), plus timeout, crashed and
+/// bad_request. The monitor lists them as problems.
+bool isInfrastructureStatus(const QString& status, bool compileOnly = false);
 
 /// Where and how a run executes (what is not part of the run's stored configuration).
 using RunSessionEnvironment = kwb::RunEnvironment;

@@ -2,11 +2,14 @@
 
 #include <QDateTime>
 #include <QDir>
+#include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QtGlobal>
+
+#include <memory>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -71,6 +74,45 @@ qint64 GpuLeases::tryAcquire(int gpu, const QString& holder)
     log("grant", gpu, holder);
     Q_EMIT heldChanged(gpu, true);
     return t.id;
+}
+
+qint64 GpuLeases::acquire(int gpu, const QString& holder)
+{
+    if (const qint64 ticket = tryAcquire(gpu, holder))
+        return ticket;
+    const qint64 ticket = request(gpu, holder);
+    QEventLoop loop;
+    const QMetaObject::Connection connection = connect(this, &GpuLeases::granted, &loop, [&loop, ticket](qint64 t) {
+        if (t == ticket)
+            loop.quit();
+    });
+    loop.exec();
+    disconnect(connection);
+    return ticket;
+}
+
+void GpuLeases::whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64)> work)
+{
+    if (const qint64 ticket = tryAcquire(gpu, holder))
+        return work(ticket);
+    const qint64 ticket = request(gpu, holder);
+    auto connection = std::make_shared<QMetaObject::Connection>();
+    *connection = connect(this, &GpuLeases::granted, context, [connection, ticket, work](qint64 t) {
+        if (t != ticket)
+            return;
+        QObject::disconnect(*connection);
+        work(ticket);
+    });
+    // A context that goes before the grant withdraws its request; a held one is the job's to give back.
+    connect(context, &QObject::destroyed, this, [this, ticket] {
+        if (!isGranted(ticket))
+            release(ticket);
+    });
+}
+
+std::shared_ptr<const void> GpuLeases::guard(qint64 ticket)
+{
+    return std::shared_ptr<const void>(nullptr, [ticket](const void*) { instance()->release(ticket); });
 }
 
 void GpuLeases::release(qint64 ticket)

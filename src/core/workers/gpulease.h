@@ -25,6 +25,9 @@
 #include <QString>
 #include <QTimer>
 
+#include <functional>
+#include <memory>
+
 namespace kwb {
 
 class GpuLeases : public QObject
@@ -42,6 +45,15 @@ public:
     /// The lease at once when the GPU is free here and in other processes and nobody waits for
     /// it: a held ticket (no granted() signal), else 0 (then request() queues for it).
     qint64 tryAcquire(int gpu, const QString& holder);
+    /// Waits (a local event loop) until the lease is held and returns its ticket: for the command
+    /// line's one-request commands (`kwb eval`, `kwb device --ceilings`).
+    qint64 acquire(int gpu, const QString& holder);
+    /// Calls work(ticket) once the lease is held (at once when free); work's job gives the ticket
+    /// back when it ends. When context goes first, the request is withdrawn (or the lease given back).
+    void whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64 ticket)> work);
+    /// A handle that gives the ticket back when its last copy goes: captured by a callback that
+    /// may be dropped without being called (a superseded JobTracker job), the lease still returns.
+    static std::shared_ptr<const void> guard(qint64 ticket);
     /// Gives a held lease back, or withdraws a request not granted yet. Unknown tickets are ignored.
     void release(qint64 ticket);
     /// Whether this process holds the GPU's lease now.
