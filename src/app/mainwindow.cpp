@@ -16,6 +16,7 @@
 #include "app/runs/runsession.h"
 #include "app/tasks/taskspage.h"
 #include "app/workbenchdata.h"
+#include "core/workers/gpulease.h"
 #include "core/tasks/gputable.h"
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/protocolcodec.h"
@@ -308,10 +309,12 @@ void MainWindow::startWorker(const QString& workerPath)
                     text += tr(", torch %1").arg(hello.torch);
                 setWorkerStatus(text, tr("%1 (found %2), pid %3").arg(found.program, found.origin).arg(pid));
             });
-    // The measured ceilings run small kernels for a few seconds: wanted for the roofline.
+    // The measured ceilings run small kernels for a few seconds: wanted for the roofline. They take
+    // the GPU's lease (core/workers/gpulease.h), so they never overlap a run's timings.
+    GpuLeases::instance()->whenHeld(0, QStringLiteral("window: device ceilings"), this, [this, found](qint64 lease) {
     m_jobs->request(kDeviceSlot, m_supervisor,
                     QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), true}}, -1,
-                    [this, found](const WorkerReply& reply) {
+                    [this, found, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
                         const QJsonObject& response = reply.response;
                         if (!reply.answered()) {
                             setWorkerStatus(tr("Worker: %1").arg(reply.status), found.program + QStringLiteral(": ") + reply.message);
@@ -325,6 +328,7 @@ void MainWindow::startWorker(const QString& workerPath)
                         m_deviceDone = true;
                         Q_EMIT deviceProbeFinished();
                     });
+    });
     // The catalog's tasks and analyze requests queue behind it on the same worker.
     m_catalog->setSupervisor(m_supervisor);
     m_catalog->load();
@@ -337,12 +341,14 @@ void MainWindow::measureTraffic(const QString& task)
         return;
     }
     // A slot per task: measuring one task again supersedes its last measurement, not another task's.
+    // The measurement takes the GPU's lease, so it never overlaps a run's timings.
+    GpuLeases::instance()->whenHeld(0, QStringLiteral("window: traffic of %1").arg(task), this, [this, task](qint64 lease) {
     m_jobs->request(profileSlot(task), m_supervisor,
                     QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
                                 {QStringLiteral("task"), task},
                                 {QStringLiteral("scale"), QStringLiteral("full")},
                                 {QStringLiteral("trials"), 5}},
-                    120 * 1000, [this, task](const WorkerReply& reply) {
+                    120 * 1000, [this, task, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
                         const QJsonObject& response = reply.response;
                         if (!reply.answered()) {
                             m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") + reply.message);
@@ -359,6 +365,7 @@ void MainWindow::measureTraffic(const QString& task)
                                                       ? tr("measured copy bandwidth")
                                                       : tr("theoretical bandwidth"));
                     });
+    });
 }
 
 void MainWindow::onDevice(const QJsonObject& device)

@@ -7,8 +7,10 @@
 #include "core/study/report.h"
 #include "core/store/runstore.h"
 #include "core/workers/workerlauncher.h"
+#include "core/workers/gpulease.h"
 #include "core/workers/workerlocator.h"
 
+#include <QCoreApplication>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -305,7 +307,14 @@ int runEval(Session& session, const EvalOptions& options)
     const QMetaObject::Connection helloConnection =
         QObject::connect(&session.supervisor(), &WorkerSupervisor::workerAvailable,
                          [&hello](qint64, const QJsonObject& json) { hello = decodeHello(json); });
+    // One owner per GPU (core/workers/gpulease.h): no other kwb or window job times on it meanwhile.
+    const bool onGpu = options.device != QLatin1String("none") && options.device != QLatin1String("cpu");
+    const qint64 lease = onGpu ? GpuLeases::instance()->acquire(0, QStringLiteral("kwb eval %1 (pid %2)")
+                                                                       .arg(options.task)
+                                                                       .arg(QCoreApplication::applicationPid()))
+                               : 0;
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);
+    GpuLeases::instance()->release(lease);
     QObject::disconnect(helloConnection);
     if (outcome.hasResponse() && !decodeHeader(outcome.response).ok) {
         // The worker refused the request: an unknown profile is a usage error, named plainly.
@@ -427,7 +436,12 @@ int runDevice(Session& session, bool json, bool ceilings)
 {
     const QJsonObject request{{QStringLiteral("type"), QStringLiteral("device")},
                               {QStringLiteral("ceilings"), ceilings}};
+    // The ceilings run kernels on the GPU: not while another job times there (core/workers/gpulease.h).
+    const qint64 lease = ceilings ? GpuLeases::instance()->acquire(
+                                        0, QStringLiteral("kwb device --ceilings (pid %1)").arg(QCoreApplication::applicationPid()))
+                                  : 0;
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request);
+    GpuLeases::instance()->release(lease);
     if (const int code = reportFailure(outcome, json))
         return code;
     QJsonObject response = outcome.response;

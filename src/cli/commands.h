@@ -24,6 +24,7 @@ enum ExitCode {
     ExitWorker = 3,     ///< worker not found, could not start, protocol error, internal error
     ExitBadRequest = 4, ///< unknown task or a request the worker refused
     ExitIncomplete = 5, ///< run/sweep: done, but a task or unit has no evaluation (resume to retry)
+    ExitNoEvaluator = 6, ///< run/sweep: no GPU can evaluate and --compile-only was not given; nothing was asked
     ExitInterrupted = 130, ///< run: stopped by Ctrl-C (SIGINT); the run can resume
 };
 
@@ -117,6 +118,8 @@ struct RunCommandOptions
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
     /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
     WorkerLimits workerLimits;
+    bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
+    int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     bool json = false;
 };
 

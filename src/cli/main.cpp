@@ -121,6 +121,7 @@ int main(int argc, char** argv)
                 runScale = kwb::defaults::kScale, runAblate, runPrompts;
     std::string runIsolation = "fresh", sweepNs = "1,2,4,8";
     // `run` and `sweep` take the same options; only one of them is parsed.
+    bool runPauseOn = false, runPauseOff = false;
     const auto addRunOptions = [&](CLI::App* command, bool sweep) {
         CLI::Option* regimeOption = command->add_option("--regime", runRegime,
                                                          "zero-shot, profiling-guided, iterative, agent or pilot-v1");
@@ -163,6 +164,14 @@ int main(int argc, char** argv)
                             "fresh: a new worker per candidate (default); reuse: keep a healthy worker")
             ->check(CLI::IsMember({"fresh", "reuse"}));
         command->add_option("--ablate", runAblate, "switch parts off: best-of-n,feedback-analyzer,monotone,competence");
+        command->add_flag("--compile-only", runOptions.compileOnly,
+                          "evaluate without a GPU: compile and sandbox check only; correctness is not measured "
+                          "(stored with the run)");
+        command->add_flag("--pause-generation-while-timing", runPauseOn,
+                          "send no new model request while a candidate is on the GPU (default: on for an endpoint "
+                          "on this machine)");
+        command->add_flag("--no-pause-generation-while-timing", runPauseOff,
+                          "let the model generate while a candidate is timed");
         if (!sweep)
             command->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
                 ->check(CLI::PositiveNumber);
@@ -268,6 +277,8 @@ int main(int argc, char** argv)
         return runDevice(session, json, !noCeilings);
     if (runCommand->parsed() || sweepCommand->parsed()) {
         runOptions.isolation = QString::fromStdString(runIsolation);
+        if (runPauseOn || runPauseOff)
+            runOptions.pauseGenerationWhileTiming = runPauseOn && !runPauseOff ? 1 : 0;
         runOptions.regime = QString::fromStdString(runRegime);
         runOptions.routing = QString::fromStdString(runRouting);
         runOptions.tasks = QString::fromStdString(runTaskSpec);

@@ -126,6 +126,8 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.workerLimits.hostMemoryBytes = options.workerLimits.hostMemoryBytes;
         if (!options.workerLimits.osSandbox)
             plan.workerLimits.osSandbox = false;
+        if (options.pauseGenerationWhileTiming >= 0)
+            plan.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
     } else {
         QString error;
         RunRequest request;
@@ -156,6 +158,9 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.isolation = options.isolation;
         request.workerLimits = options.workerLimits;
         request.sweepNs = options.sweepNs;
+        request.compileOnly = options.compileOnly;
+        if (options.pauseGenerationWhileTiming >= 0)
+            request.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
         std::optional<RunPlan> planned = planRun(request, &error);
         if (!planned)
             return fail(json, ExitUsage, QStringLiteral("bad_regime"),
@@ -264,6 +269,8 @@ int runRun(Session& session, const RunCommandOptions& options)
             return fail(json, ExitUsage, QStringLiteral("bad_regime"), run.errorString());
         case HeadlessRun::Failure::Profile:
             return fail(json, ExitUsage, QStringLiteral("bad_profile"), run.errorString());
+        case HeadlessRun::Failure::NoEvaluator:
+            return fail(json, ExitNoEvaluator, QStringLiteral("no_evaluator"), run.errorString());
         case HeadlessRun::Failure::None:
         case HeadlessRun::Failure::NoWorker:
         case HeadlessRun::Failure::Worker:
@@ -285,7 +292,7 @@ int runRun(Session& session, const RunCommandOptions& options)
     int correctTasks = 0, compiledTasks = 0;
     for (const CandidateOutcome& o : selected) {
         correctTasks += o.correct() ? 1 : 0;
-        compiledTasks += o.compiled ? 1 : 0;
+        compiledTasks += o.compiled && !isMachineFault(o.status, plan.compileOnly) ? 1 : 0; // not evaluated: not compiled
     }
     for (const QString& e : std::as_const(taskErrors))
         err() << "kwb run: task error: " << e << '\n';
@@ -296,7 +303,9 @@ int runRun(Session& session, const RunCommandOptions& options)
         err() << "kwb run: run " << runId << " cancelled after " << done << '/' << total << " tasks; resume with:\n  "
               << resumeCommand << '\n';
     } else {
-        err() << "kwb run: run " << runId << " finished: " << correctTasks << '/' << total << " tasks correct, "
+        err() << "kwb run: run " << runId << " finished: "
+              << (plan.compileOnly ? QStringLiteral("compile-only: correctness not measured, ")
+                                   : QStringLiteral("%1/%2 tasks correct, ").arg(correctTasks).arg(total))
               << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated in "
               << elapsedClock(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
     }
@@ -365,7 +374,8 @@ int runRun(Session& session, const RunCommandOptions& options)
                             {QStringLiteral("status"), cancelled ? RunStatus::Cancelled : RunStatus::Finished},
                             {QStringLiteral("tasks"), total},
                             {QStringLiteral("tasks_done"), done},
-                            {QStringLiteral("correct"), correctTasks},
+                            {QStringLiteral("correct"), plan.compileOnly ? QJsonValue() : QJsonValue(correctTasks)},
+                            {QStringLiteral("compile_only"), plan.compileOnly},
                             {QStringLiteral("compiled"), compiledTasks},
                             {QStringLiteral("candidates_evaluated"), evaluated},
                             {QStringLiteral("task_errors"), QJsonArray::fromStringList(taskErrors)},

@@ -54,7 +54,8 @@
 // a recorded analyze, L1/1 and L2/1 (`tasks` lists those of the recorded response); analyze of another answers
 // unknown_task, profile of a task without a recorded profile no_device; device answers the
 // recorded H200 (with ceilings when asked) or, when $FAKEWORKER_NO_DEVICE is set, the CPU worker's
-// "no GPU". Other arguments (--tasks-dir DIR) are ignored.
+// "no GPU" (hello then says cuda_device_count 0 and a driver problem, and an evaluate without a
+// status marker answers no_device, as does one with "device": "none"). Other arguments (--tasks-dir DIR) are ignored.
 
 #include <QByteArray>
 #include <QDateTime>
@@ -307,6 +308,10 @@ QJsonObject answer(const QJsonObject& request)
         for (const char* key : {"profiles", "default_profile"})
             if (!response.contains(QLatin1String(key)) && goldenHello().contains(QLatin1String(key)))
                 response.insert(QLatin1String(key), goldenHello().value(QLatin1String(key)));
+        if (qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE")) { // as the CPU worker's hello says it
+            response.insert(QStringLiteral("cuda_device_count"), 0);
+            response.insert(QStringLiteral("driver"), QStringLiteral("CUDA driver not found (fake worker)"));
+        }
         return response;
     }
     if (type == QLatin1String("compile")) {
@@ -395,8 +400,12 @@ QJsonObject answer(const QJsonObject& request)
         // The status from the answer's "status: NAME" marker: its recorded response, else the
         // recorded incorrect one carrying that status.
         QString status = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("status"));
+        // "device": "none" stops after the sandbox check, as the real worker does: nothing runs.
+        if (request.value(QStringLiteral("device")) == QLatin1String("none"))
+            status = QStringLiteral("no_device");
         if (status.isEmpty())
-            status = QStringLiteral("correct");
+            status = qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE") ? QStringLiteral("no_device")
+                                                                       : QStringLiteral("correct");
         const QString name = QStringLiteral("evaluate_%1.h200").arg(status);
         const bool recordedStatus = isRecorded(name);
         QJsonObject response = fromRecorded(request, recordedStatus ? name : QStringLiteral("evaluate_incorrect.h200"));

@@ -451,6 +451,175 @@ private Q_SLOTS:
         QCOMPARE(evaluations.last().status, QStringLiteral("correct"));
     }
 
+    static QProcessEnvironment noGpuEnvironment()
+    {
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("FAKEWORKER_NO_DEVICE"), QStringLiteral("1"));
+        environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_NO_DEVICE"));
+        return environment;
+    }
+
+    // Issue 11, item 6: without a GPU (the worker's hello: cuda_device_count 0) `kwb run` and
+    // `kwb sweep` refuse before any model request and before a run row, with exit code 6.
+    void noGpuRefusesTheRun_data()
+    {
+        QTest::addColumn<QString>("command");
+        QTest::newRow("run") << QStringLiteral("run");
+        QTest::newRow("sweep") << QStringLiteral("sweep");
+    }
+
+    void noGpuRefusesTheRun()
+    {
+        QFETCH(QString, command);
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("run"))] = command;
+        if (command == QLatin1String("sweep"))
+            args << QStringLiteral("--n") << QStringLiteral("1,2");
+        const Result r = runKwb(args << QStringLiteral("--json"), 60000, noGpuEnvironment());
+        QVERIFY2(r.exitCode == 6, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("no GPU can evaluate: the worker sees no CUDA device")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("--compile-only")), qPrintable(r.err));
+        QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value(QLatin1String("error")).toObject()
+                     .value(QLatin1String("code")).toString(),
+                 QStringLiteral("no_evaluator"));
+        QCOMPARE(m_server->requests().size(), 0);
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.runs().size(), 0);
+    }
+
+    // --compile-only runs without a GPU: evaluate carries "device": "none", the run stores
+    // compile_only, the summary and the report say correctness was not measured (never 0 %).
+    void compileOnlyRunsWithoutAGpu()
+    {
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db) << QStringLiteral("--compile-only") << QStringLiteral("--json"), 60000,
+                                noGpuEnvironment());
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("compile-only: correctness not measured")), qPrintable(r.err));
+        const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QVERIFY(summary.value(QLatin1String("correct")).isNull());
+        QCOMPARE(summary.value(QLatin1String("compile_only")).toBool(), true);
+        QCOMPARE(summary.value(QLatin1String("compiled")).toInt(), 2);
+        QCOMPARE(m_server->requests().size(), 2); // one per task: nothing to fix after a clean compile
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs.first().config.value(QLatin1String("compile_only")).toBool(), true);
+        const QList<EvaluationRecord> evaluations = store.evaluations(runs.first().id);
+        QCOMPARE(evaluations.size(), 2);
+        for (const EvaluationRecord& e : evaluations) {
+            QCOMPARE(e.status, QStringLiteral("no_device"));
+            QCOMPARE(e.result.value(QLatin1String("echo")).toObject().value(QLatin1String("device")).toString(),
+                     QStringLiteral("none"));
+        }
+
+        const Result md = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+        QCOMPARE(md.exitCode, 0);
+        QVERIFY2(md.out.contains(QStringLiteral("is compile-only: correctness not measured")), qPrintable(md.out));
+        QVERIFY2(md.out.contains(QStringLiteral("| not measured |")), qPrintable(md.out));
+        QVERIFY2(!md.out.contains(QStringLiteral("| 0.0 [")), qPrintable(md.out)); // no 0 % correct
+        const Result json = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
+                                    QStringLiteral("json")});
+        const QJsonObject run =
+            QJsonDocument::fromJson(json.out.toUtf8()).object().value(QLatin1String("runs")).toArray().first().toObject();
+        QCOMPARE(run.value(QLatin1String("compile_only")).toBool(), true);
+        QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("compiled")).toInt(), 2);
+        QVERIFY(run.value(QLatin1String("unevaluated")).toArray().isEmpty());
+    }
+
+    static QString promptOf(const QJsonObject& request)
+    {
+        return request.value(QLatin1String("messages")).toArray().last().toObject().value(QLatin1String("content")).toString();
+    }
+
+    // A machine fault is never the model's error: with one candidate at no_device and one at
+    // compile_error, turn 2 is asked to fix the compile error, never the no_device one.
+    void machineFaultIsNotFedBack()
+    {
+        // One request per sample (the scripted server does not announce n).
+        m_server->enqueue(reply(QStringLiteral("no_device")));
+        m_server->enqueue(reply(QStringLiteral("compile_error")));
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("iterative");
+        args << QStringLiteral("--n") << QStringLiteral("2") << QStringLiteral("--turns") << QStringLiteral("2");
+        const Result r = runKwb(args);
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        const QList<QJsonObject> requests = m_server->requests();
+        QCOMPARE(requests.size(), 4); // two samples on each of two turns
+        for (const QJsonObject& request : requests.mid(2)) {
+            const QString retry = promptOf(request);
+            QVERIFY2(retry.contains(QStringLiteral("Status: compile_error")), qPrintable(retry));
+            QVERIFY2(!retry.contains(QStringLiteral("no_device")), qPrintable(retry));
+        }
+    }
+
+    // A turn of nothing but machine faults asks the model nothing more; the report lists the task
+    // as not evaluated (a failure, not compiled), and the run is incomplete.
+    void allMachineFaultsStopTheTask()
+    {
+        m_server->setDefaultReply(reply(QStringLiteral("no_device")));
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("iterative");
+        const Result r = runKwb(args);
+        QVERIFY2(r.exitCode == 5, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QCOMPARE(m_server->requests().size(), 1);
+        const Result json = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
+                                    QStringLiteral("json")});
+        const QJsonObject run =
+            QJsonDocument::fromJson(json.out.toUtf8()).object().value(QLatin1String("runs")).toArray().first().toObject();
+        QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("tasks")).toInt(), 1);
+        QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("compiled")).toInt(), 0);
+        QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("correct")).toInt(), 0);
+        const QJsonArray missing = run.value(QLatin1String("unevaluated")).toArray();
+        QCOMPARE(missing.size(), 1);
+        QCOMPARE(missing.first().toObject().value(QLatin1String("kind")).toString(), QStringLiteral("machine_failure"));
+        QVERIFY(missing.first().toObject().value(QLatin1String("reason")).toString().contains(QStringLiteral("no_device")));
+        const Result md = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+        QVERIFY2(md.out.contains(QStringLiteral("Not evaluated:")), qPrintable(md.out));
+    }
+
+    // Every evaluation took GPU 0's lease (the log says grant and release) and records whether
+    // generation paused while it timed: on by default for the local scripted server, off when asked.
+    void leaseLogAndPauseSetting()
+    {
+        const QString log = m_dir.filePath(QStringLiteral("leases-cli.log"));
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("KWB_GPU_LEASE_LOG"), log);
+        for (const bool pause : {true, false}) {
+            QFile::remove(log);
+            const QString db = newDb();
+            QStringList args = runArgs(db, QStringLiteral("L1:1"));
+            if (!pause)
+                args << QStringLiteral("--no-pause-generation-while-timing");
+            const Result r = runKwb(args, 60000, environment);
+            QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+            RunStore store;
+            QVERIFY(store.open(db));
+            const QList<RunInfo> runs = store.runs();
+            QCOMPARE(runs.first().config.value(QLatin1String("pause_generation_while_timing")).toBool(!pause), pause);
+            const QList<EvaluationRecord> evaluations = store.evaluations(runs.first().id);
+            QCOMPARE(evaluations.size(), 1);
+            QCOMPARE(evaluations.first().result.value(QLatin1String("generation_paused")).toBool(!pause), pause);
+            QFile file(log);
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            QStringList events;
+            for (const QByteArray& line : file.readAll().split('\n'))
+                if (!line.isEmpty()) {
+                    const QJsonObject o = QJsonDocument::fromJson(line).object();
+                    QCOMPARE(o.value(QLatin1String("gpu")).toInt(-1), 0);
+                    QVERIFY(o.value(QLatin1String("holder")).toString().contains(QStringLiteral("evaluate job")));
+                    events << o.value(QLatin1String("event")).toString();
+                }
+            QCOMPARE(events, (QStringList{QStringLiteral("grant"), QStringLiteral("release")})); // free: taken at once
+        }
+    }
+
     void trialCountsAreBounded_data()
     {
         QTest::addColumn<QStringList>("arguments");

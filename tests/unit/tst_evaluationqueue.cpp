@@ -4,16 +4,24 @@
 // see requests whose answers the queue keeps to itself (compiles, the spare's hello).
 
 #include "core/workers/evaluationqueue.h"
+#include "core/workers/gpulease.h"
 
+#include <QDir>
+#include <QDateTime>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QSignalSpy>
 #include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <memory>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 using namespace kwb;
 
@@ -116,6 +124,107 @@ private Q_SLOTS:
         QVERIFY(m_dir.isValid());
         m_log = m_dir.filePath(QStringLiteral("requests-%1.jsonl").arg(QTest::currentTestFunction()));
         QFile::remove(m_log);
+    }
+
+    // Issue 11, item 7: two queues on the same GPU (two runs, or a run and the window) never have
+    // a request on it at once: each fake worker says when it read and when it answered its request,
+    // and those spans do not overlap. The lease log has a release between any two grants of GPU 0.
+    void twoQueuesOnOneGpuNeverOverlap()
+    {
+        const QString leaseLog = m_dir.filePath(QStringLiteral("leases-overlap.log"));
+        qputenv("KWB_GPU_LEASE_LOG", leaseLog.toUtf8());
+        auto cleanupEnv = qScopeGuard([] { qunsetenv("KWB_GPU_LEASE_LOG"); });
+        auto a = makeQueue({0}, 0);
+        auto b = makeQueue({0}, 0);
+        Recorder ra(*a), rb(*b);
+        for (int i = 0; i < 2; ++i) {
+            a->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(150));
+            b->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(150));
+        }
+        QVERIFY(QTest::qWaitFor([&] { return ra.ended.size() == 2 && rb.ended.size() == 2; }, kWaitMs));
+        QList<QPair<qint64, qint64>> spans;
+        for (const Recorder* r : {&ra, &rb}) {
+            QVERIFY2(r->failures.isEmpty(), qPrintable(r->messages.values().join(QLatin1Char(';'))));
+            for (const QJsonObject& result : r->results)
+                spans.append({qint64(result.value(QLatin1String("received_ms")).toDouble()),
+                              qint64(result.value(QLatin1String("answered_ms")).toDouble())});
+        }
+        QCOMPARE(spans.size(), 4);
+        std::sort(spans.begin(), spans.end());
+        for (int i = 1; i < spans.size(); ++i)
+            QVERIFY2(spans.at(i).first >= spans.at(i - 1).second,
+                     qPrintable(QStringLiteral("request %1 read at %2, before request %3 answered at %4")
+                                    .arg(i)
+                                    .arg(spans.at(i).first)
+                                    .arg(i - 1)
+                                    .arg(spans.at(i - 1).second)));
+
+        QFile file(leaseLog);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        int grants = 0, held = 0;
+        for (const QByteArray& line : file.readAll().split('\n')) {
+            if (line.isEmpty())
+                continue;
+            const QJsonObject o = QJsonDocument::fromJson(line).object();
+            QCOMPARE(o.value(QLatin1String("gpu")).toInt(-1), 0);
+            QVERIFY(o.value(QLatin1String("ms")).toDouble() > 0);
+            const QString event = o.value(QLatin1String("event")).toString();
+            if (event == QLatin1String("grant")) {
+                QCOMPARE(held, 0);
+                ++held;
+                ++grants;
+            } else if (event == QLatin1String("release")) {
+                QCOMPARE(held, 1);
+                --held;
+            }
+        }
+        QCOMPARE(grants, 4);
+        QCOMPARE(held, 0);
+    }
+
+    // Across processes: while another process holds GPU 0's lock file, no job goes to GPU 0; once
+    // it lets go, the job runs (and was read after the other process ended).
+    void anotherProcessHoldingTheGpuBlocksIt()
+    {
+        const QString lock = QDir(GpuLeases::lockDirectory()).filePath(QStringLiteral("gpu0.lock"));
+        QVERIFY(QDir().mkpath(GpuLeases::lockDirectory()));
+        QProcess holder;
+        holder.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QStringLiteral("exec 9>\"$0\"; flock -x 9; exec sleep 60"), lock});
+        QVERIFY(holder.waitForStarted(5000));
+        // Wait until the other process has the lock.
+        QVERIFY(QTest::qWaitFor([&] {
+            const int fd = ::open(QFile::encodeName(lock).constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+            const bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+            if (fd >= 0)
+                ::close(fd); // also drops the lock if we got it
+            return !free;
+        }, kWaitMs));
+        auto queue = makeQueue({0}, 0);
+        Recorder recorder(*queue);
+        queue->submit(QStringLiteral("L1/1"), answer());
+        for (int i = 0; i < 30; ++i)
+            QTest::qWait(10);
+        QVERIFY(recorder.started.isEmpty());
+        QVERIFY(!GpuLeases::instance()->isHeld(0));
+        const qint64 releasedMs = QDateTime::currentMSecsSinceEpoch();
+        holder.kill();
+        QVERIFY(holder.waitForFinished(5000));
+        QVERIFY(recorder.waitForEnded(1));
+        QVERIFY(recorder.failures.isEmpty());
+        QVERIFY(qint64(recorder.results.first().value(QLatin1String("received_ms")).toDouble()) >= releasedMs);
+    }
+
+    // A job that does not run on the GPU ("device": "none", compile-only) takes no lease.
+    void compileOnlyJobsTakeNoLease()
+    {
+        const qint64 ticket = GpuLeases::instance()->request(0, QStringLiteral("test"));
+        QTRY_VERIFY(GpuLeases::instance()->isGranted(ticket));
+        auto releaseLater = qScopeGuard([ticket] { GpuLeases::instance()->release(ticket); });
+        auto queue = makeQueue({0}, 0);
+        Recorder recorder(*queue);
+        queue->submit(QStringLiteral("L1/1"), answer(), QJsonObject{{QStringLiteral("device"), QStringLiteral("none")}});
+        QVERIFY(recorder.waitForEnded(1));
+        QCOMPARE(recorder.results.first().value(QLatin1String("status")).toString(), QStringLiteral("no_device"));
     }
 
     void jobsFinishInSubmissionOrder()

@@ -9,6 +9,7 @@
 #include "core/run/headlessrun.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
+#include "core/workers/gpulease.h"
 #include "scriptedllmserver.h"
 
 #include <QHash>
@@ -236,6 +237,54 @@ private Q_SLOTS:
         QTest::addColumn<int>("n");
         QTest::newRow("zero-shot: paused during the first answer") << QStringLiteral("zero-shot") << 1;
         QTest::newRow("agent: paused during the analyzer") << QStringLiteral("agent") << 2;
+    }
+
+    // Issue 11, item 7: with the model server on this machine (the scripted one, 127.0.0.1) the
+    // run sends no model request while a job of this process holds the run's GPU (here the test
+    // itself, standing in for a measurement, then the run's own evaluations); with the setting off
+    // it does. Checked on every request start, so no time limit decides it.
+    void noModelRequestStartsWhileTheGpuIsHeld()
+    {
+        QFETCH(bool, pause);
+        GpuLeases* leases = GpuLeases::instance();
+        const qint64 ticket = leases->request(0, QStringLiteral("test: a measurement"));
+        QTRY_VERIFY(leases->isGranted(ticket));
+
+        RunPlan p = plan(QStringLiteral("iterative"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 1, 2);
+        QCOMPARE(p.pauseGenerationWhileTiming, true); // on by default for a local endpoint
+        p.pauseGenerationWhileTiming = pause;
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("t"), QStringLiteral("compile_error"))));
+        HeadlessRun run(p, environment());
+        int startedWhileHeld = 0;
+        connect(&run, &HeadlessRun::modelRequestStarted, this, [&] { startedWhileHeld += leases->isHeld(0) ? 1 : 0; });
+        run.start();
+        QTRY_COMPARE_WITH_TIMEOUT(run.state(), HeadlessRun::State::Running, 30000);
+        if (pause) {
+            // The run is running and has asked nothing; its tasks wait for the GPU to be free.
+            for (int i = 0; i < 20; ++i)
+                QTest::qWait(10);
+            QCOMPARE(int(m_server->requests().size()), 0);
+            QVERIFY(run.controller()->isGenerationPaused());
+        } else {
+            QTRY_VERIFY_WITH_TIMEOUT(m_server->requests().size() > 0, 30000);
+        }
+        leases->release(ticket);
+        QVERIFY(waitFinished(run));
+        QCOMPARE(run.state(), HeadlessRun::State::Finished);
+        QCOMPARE(int(m_server->requests().size()), 4); // two tasks, two turns
+        if (pause)
+            QCOMPARE(startedWhileHeld, 0);
+        else
+            QVERIFY(startedWhileHeld > 0);
+        for (const EvaluationRecord& e : run.store().evaluations(run.runId()))
+            QCOMPARE(e.result.value(QLatin1String("generation_paused")).toBool(!pause), pause);
+    }
+
+    void noModelRequestStartsWhileTheGpuIsHeld_data()
+    {
+        QTest::addColumn<bool>("pause");
+        QTest::newRow("paused (default for a local endpoint)") << true;
+        QTest::newRow("not paused") << false;
     }
 
     void pauseThenResumeAsksNothingTwice()

@@ -12,6 +12,10 @@
 #include <QJsonDocument>
 #include <QProcess>
 #include <QTemporaryDir>
+#include <QJsonDocument>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
 #include <QTest>
 
 #include <cstdio>
@@ -398,32 +402,20 @@ private Q_SLOTS:
         // A store written at schema 1, when `kernelbench` had TF32 off: after the migration its
         // run and its result name `kernelbench-fp32`; another profile's name is left alone.
         const QString path = dbPath();
-        qint64 runId = 0, otherRunId = 0;
+        const qint64 runId = 1, otherRunId = 2;
         {
+            // Rows as a schema-1 store wrote them (today's add* functions fill later columns).
+            RunStore::Migration one = RunStore::migrations().first();
+            one.statements
+                << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{\"protocol_profile\":\"kernelbench\"}')")
+                << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (2, 'v01', '2026-11-30T00:00:00.000Z', 'zero_shot', '{\"protocol_profile\":\"kernelbench-v0.1\"}')")
+                << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L1/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+                << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
+                << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L1/1', 1, 0, '', '', 1, '2026-11-30T00:00:00.000Z')")
+                << QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created) VALUES (1, 'correct', NULL, NULL, '{\"status\":\"correct\",\"profile\":{\"name\":\"kernelbench\",\"tf32\":false}}', '2026-11-30T00:00:00.000Z')");
             RunStore store;
-            QVERIFY(store.open(path, {RunStore::migrations().first()}));
+            QVERIFY2(store.open(path, {one}), qPrintable(store.errorString()));
             QCOMPARE(store.fileSchemaVersion(), 1);
-            runId = store.createRun(QStringLiteral("old"), QStringLiteral("zero_shot"),
-                                    QJsonObject{{QStringLiteral("protocol_profile"), QStringLiteral("kernelbench")}})
-                        .value_or(0);
-            otherRunId = store.createRun(QStringLiteral("v01"), QStringLiteral("zero_shot"),
-                                         QJsonObject{{QStringLiteral("protocol_profile"), QStringLiteral("kernelbench-v0.1")}})
-                             .value_or(0);
-            PromptRecord prompt;
-            prompt.runId = runId;
-            prompt.task = QStringLiteral("L1/1");
-            prompt.role = QStringLiteral("generator");
-            prompt.text = QStringLiteral("p");
-            ResponseRecord response;
-            response.promptId = store.addPrompt(prompt).value_or(0);
-            CandidateRecord candidate;
-            candidate.responseId = store.addResponse(response).value_or(0);
-            candidate.task = QStringLiteral("L1/1");
-            const qint64 candidateId = store.addCandidate(candidate).value_or(0);
-            QVERIFY(store.addEvaluation(candidateId, QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
-                                                               {QStringLiteral("profile"),
-                                                                QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench")},
-                                                                            {QStringLiteral("tf32"), false}}}}));
         }
         RunStore store;
         QVERIFY2(store.open(path), qPrintable(store.errorString()));

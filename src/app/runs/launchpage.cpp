@@ -407,6 +407,23 @@ QWidget* LaunchPage::buildEvaluationBox()
     form->addRow(tr("Worker isolation"), m_isolation);
     form->addRow(tr("Host memory limit"), m_maxHostMemory);
     form->addRow(tr("OS sandbox"), m_osSandbox);
+    m_compileOnly = new QCheckBox(tr("Compile only: no GPU, correctness not measured"), box);
+    m_compileOnly->setObjectName(QStringLiteral("compileOnlyCheck"));
+    m_compileOnly->setToolTip(tr("Evaluate with device \"none\": compile and sandbox check only. Without it a run "
+                                 "does not start on a machine without a GPU."));
+    form->addRow(m_compileOnly);
+    m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);
+    m_pauseGeneration->setObjectName(QStringLiteral("pauseGenerationCheck"));
+    m_pauseGeneration->setToolTip(tr("No new model request while an evaluation holds the GPU (requests already "
+                                     "sent go on). On by default for a model server on this machine, which may "
+                                     "share the GPU. Recorded with each evaluation."));
+    m_pauseGeneration->setChecked(isLocalEndpoint(m_endpoint->text().trimmed()));
+    connect(m_pauseGeneration, &QCheckBox::clicked, this, [this] { m_pauseGenerationTouched = true; });
+    connect(m_endpoint, &QLineEdit::textChanged, this, [this](const QString& text) {
+        if (!m_pauseGenerationTouched)
+            m_pauseGeneration->setChecked(isLocalEndpoint(text.trimmed()));
+    });
+    form->addRow(m_pauseGeneration);
     form->addRow(tr("Database"), dbRow);
     return box;
 }
@@ -644,6 +661,8 @@ RunRequest LaunchPage::request() const
     r.isolation = m_isolation->currentData().toString();
     r.workerLimits.hostMemoryBytes = qint64(m_maxHostMemory->value() * double(qint64(1) << 30));
     r.workerLimits.osSandbox = m_osSandbox->isChecked();
+    r.compileOnly = m_compileOnly->isChecked();
+    r.pauseGenerationWhileTiming = m_pauseGeneration->isChecked();
     r.promptsDir = m_promptsDir;
     return r;
 }

@@ -154,6 +154,9 @@ private:
     QComboBox* m_isolation = nullptr;
     QDoubleSpinBox* m_maxHostMemory = nullptr; ///< GiB; 0: the default
     QCheckBox* m_osSandbox = nullptr;
+    QCheckBox* m_compileOnly = nullptr;
+    QCheckBox* m_pauseGeneration = nullptr;
+    bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;
 
     QPushButton* m_start = nullptr;

@@ -420,8 +420,10 @@ void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
         addProblem(RunProblem{r.created.toLocalTime(), true, r.unit.task, QStringLiteral("model"),
                               tr("turn %1 %2: %3").arg(r.unit.turn).arg(r.unit.role, r.response.error)});
     }
+    const std::optional<RunInfo> info = store.run(runId);
+    const bool compileOnly = info && info->config.value(QLatin1String("compile_only")).toBool(false);
     for (const EvaluationRecord& e : store.evaluations(runId)) {
-        if (!isRunProblem(e))
+        if (!isRunProblem(e, compileOnly))
             continue;
         addProblem(RunProblem{e.created.toLocalTime(), true, e.task, QStringLiteral("evaluation"),
                               tr("turn %1 sample %2: %3: %4")

@@ -16,11 +16,13 @@
 
 namespace kwb::app {
 
-bool isRunProblem(const EvaluationRecord& evaluation)
+bool isRunProblem(const EvaluationRecord& evaluation, bool compileOnly)
 {
     const EvaluationStatus status = evaluationStatusFromWire(evaluation.status);
+    if (isMachineFault(status, compileOnly))
+        return true;
     switch (statusCategory(status)) {
-    case StatusCategory::MachineFault: return true;
+    case StatusCategory::MachineFault: return false; // no_device in a compile-only run: its verdict
     case StatusCategory::NotEvaluated: return status != EvaluationStatus::Cancelled; // cancelling is the user's act
     case StatusCategory::Success: return false;
     case StatusCategory::ModelFault:
@@ -139,7 +141,7 @@ void RunSession::syncStore()
     for (const EvaluationRecord& e : store().evaluationsAfter(runId, m_lastEvaluationId)) {
         m_lastEvaluationId = e.id;
         Q_EMIT evaluationStored(e);
-        if (isRunProblem(e)) {
+        if (isRunProblem(e, m_run->plan().compileOnly)) {
             addProblem(true, e.task, QStringLiteral("evaluation"),
                        tr("turn %1 sample %2: %3: %4")
                            .arg(e.turn)

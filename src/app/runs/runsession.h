@@ -27,11 +27,12 @@ namespace kwb::app {
 using kwb::defaultPromptsDir; // core/run/runlaunch.h
 
 /// Whether the monitor lists an evaluation as a problem, by the status table's category
-/// (core/protocol/evaluationstatus.h): the machine's failures and requests never evaluated
-/// (bad_request, a status this build does not know), and the two the supervisor reports when it
-/// had to end the worker (timeout, crashed, resource_limit); not the worker's verdicts on a candidate, not
-/// `cancelled`.
-bool isRunProblem(const EvaluationRecord& evaluation);
+/// (core/protocol/evaluationstatus.h): the machine's faults (isMachineFault: no_device outside a
+/// compile-only run, start_failed, worker_lost, protocol_error), requests never evaluated
+/// (bad_request, a status this build does not know), and the ones the supervisor reports when it
+/// had to end the worker (timeout, crashed, resource_limit); not the worker's verdicts on a
+/// candidate, not `cancelled`.
+bool isRunProblem(const EvaluationRecord& evaluation, bool compileOnly = false);
 
 /// Where and how a run executes (what is not part of the run's stored configuration).
 using RunSessionEnvironment = kwb::RunEnvironment;

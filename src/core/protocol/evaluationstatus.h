@@ -79,4 +79,17 @@ QString categoryLabel(StatusCategory category);
 bool isMachineFailure(EvaluationStatus status);
 inline bool isMachineFailure(const QString& wire) { return isMachineFailure(evaluationStatusFromWire(wire)); }
 
+/// Whether an evaluation says nothing about the candidate because the machine failed it (category
+/// MachineFault): it is "not evaluated", never fed back to the model as its error, never counted as
+/// compiled or failed. In a compile-only run (evaluated with "device": "none") `no_device` is the
+/// expected end and the candidate's verdict ("compiled and passed the sandbox check"), not a fault.
+inline bool isMachineFault(EvaluationStatus status, bool compileOnly = false)
+{
+    return statusCategory(status) == StatusCategory::MachineFault && !(compileOnly && status == EvaluationStatus::NoDevice);
+}
+inline bool isMachineFault(const QString& wire, bool compileOnly = false)
+{
+    return isMachineFault(evaluationStatusFromWire(wire), compileOnly);
+}
+
 } // namespace kwb

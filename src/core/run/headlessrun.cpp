@@ -6,6 +6,7 @@
 #include "core/run/runcontroller.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/workerlauncher.h"
+#include "core/workers/gpulease.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QTimer>
@@ -172,6 +173,14 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
     // The profile is checked against the worker's own table (hello), before anything is spent.
     if (const QString problem = decodeHello(hello).unknownProfileError(m_plan.profile); !problem.isEmpty())
         return fail(Failure::Profile, problem);
+    // A run needs an evaluator: without a GPU only a compile-only run goes on.
+    if (!m_plan.compileOnly)
+        if (const QString why = noEvaluatorReason(hello, device); !why.isEmpty())
+            return fail(Failure::NoEvaluator,
+                        QStringLiteral("no GPU can evaluate: %1; nothing was asked of the model. Use a machine "
+                                       "with a GPU, or run compile-only (--compile-only) to check that answers "
+                                       "compile and pass the sandbox, without measuring correctness")
+                            .arg(why));
 
     // Every template renders for every task before a model request (or a run row) is spent.
     if (const QString problem = checkRunTemplates(m_plan, inputs); !problem.isEmpty())
@@ -203,6 +212,9 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
     m_controller = new RunController(m_llm, m_queue, &m_store, m_plan.promptsDir, this);
     configureController(*m_controller, m_plan);
     m_controller->setMaxTasksInFlight(m_environment.maxTasksInFlight);
+    m_controller->setPauseGenerationWhileTiming(m_plan.pauseGenerationWhileTiming);
+    if (m_plan.pauseGenerationWhileTiming)
+        connect(GpuLeases::instance(), &GpuLeases::heldChanged, m_controller, [this](int, bool) { updateGenerationPause(); });
     connect(m_controller, &RunController::modelRequestStarted, this,
             [this](qint64 id, const QList<UnitKey>& units) {
                 m_live.insert(id, units);
@@ -232,12 +244,24 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
     startController();
 }
 
+void HeadlessRun::updateGenerationPause()
+{
+    // Paused while anything in this process holds one of the run's GPUs: its own evaluations, and
+    // the window's ceilings or traffic measurements.
+    bool held = false;
+    for (const int gpu : std::as_const(m_environment.gpuOrdinals))
+        held = held || GpuLeases::instance()->isHeld(gpu);
+    if (m_controller)
+        m_controller->setGenerationPaused(m_plan.pauseGenerationWhileTiming && held);
+}
+
 void HeadlessRun::startController()
 {
     m_tasksTotal = int(m_inputs.size());
     m_tasksDone = 0;
     if (!m_controller->start(m_runId, m_inputs))
         return fail(Failure::Regime, QStringLiteral("the regime is not valid"));
+    updateGenerationPause();
     setState(State::Running);
 }
 

@@ -9,6 +9,14 @@
 // as it asks the model), so streamed text, retries and failures are given to their units here
 // without anybody predicting the controller's turn logic.
 //
+// A run needs an evaluator: once the facts are loaded, a run that is not compile-only fails with
+// NoEvaluator when the worker's hello says no GPU can evaluate (noEvaluatorReason), before any
+// model request. While the plan's pauseGenerationWhileTiming is on, the controller sends no new
+// model request while a job of this process holds the lease of one of the run's GPUs (an
+// evaluation, or the window's ceilings or traffic measurement: core/workers/gpulease.h); requests
+// already in flight go on (their stream is read as it comes). Leases of other processes do not
+// pause it.
+//
 // Pause: the controller sends no new model request (RunController::holdModelRequests), the run
 // waits until the requests in flight when Pause was pressed have been answered (their answers are
 // stored), then cancels the controller; what was committed stays, and resume() starts the
@@ -77,6 +85,7 @@ public:
         CreateRun,     ///< the store refused the run row
         Regime,        ///< the controller refused a regime
         Profile,       ///< the worker does not announce the plan's protocol profile
+        NoEvaluator,   ///< no GPU can evaluate and the run is not compile-only (no model request was sent)
     };
     Q_ENUM(Failure)
 
@@ -168,6 +177,7 @@ private:
     void failLater(Failure failure, const QString& message);
     void onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello);
     void startController();
+    void updateGenerationPause();
     void onRequestEnded(qint64 id);
     void onRunFinished(bool cancelled);
 

@@ -71,10 +71,11 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     m_holdRequests = false;
     m_selected.clear();
     m_storedEvaluations.clear();
-    // A machine failure (worker_lost, start_failed) says nothing about the candidate: its unit is
-    // evaluated again, from the stored answer.
+    // A machine fault (no_device outside a compile-only run, start_failed, worker_lost,
+    // protocol_error) says nothing about the candidate: its unit is evaluated again, from the
+    // stored answer.
     for (const EvaluationRecord& e : m_store->evaluations(runId))
-        if (!isMachineFailure(e.status))
+        if (!isMachineFault(e.status, isCompileOnly()))
             m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
     m_storedAnswers = m_store->answeredUnits(runId);
     QTimer::singleShot(0, this, [this] {
@@ -249,13 +250,19 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
         state->llmRequest = -1; // waiting: the task's turn is not done, nothing is sent
         return;
     }
+    state->llmRole = role;
+    state->llmPrompt = prompt;
+    state->llmSamples = samples;
+    if (m_generationPaused) {
+        state->llmRequest = -1; // sent by setGenerationPaused(false)
+        state->deferred = true;
+        return;
+    }
+    state->deferred = false;
     LlmSettings settings = m_llm->settings();
     settings.n = int(samples.size());
     if (state->regime.temperature)
         settings.temperature = state->regime.temperature;
-    state->llmRole = role;
-    state->llmPrompt = prompt;
-    state->llmSamples = samples;
     state->llmRequest = m_llm->complete({ChatMessage{QStringLiteral("user"), prompt}}, settings);
     m_requestTask.insert(state->llmRequest, state->index);
     ++m_modelRequests;
@@ -263,6 +270,19 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
     for (int sample : samples)
         units.append(UnitKey{state->input.id(), state->turn, sample, role});
     Q_EMIT modelRequestStarted(state->llmRequest, units);
+}
+
+void RunController::setGenerationPaused(bool paused)
+{
+    m_generationPaused = paused;
+    if (paused || !m_running)
+        return;
+    QList<TaskState*> waiting;
+    for (auto& [index, state] : m_active)
+        if (state->deferred)
+            waiting.append(state.get());
+    for (TaskState* state : std::as_const(waiting))
+        requestModel(state, state->llmRole, state->llmPrompt, state->llmSamples);
 }
 
 void RunController::cancelRequest(qint64 requestId)
@@ -476,7 +496,9 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
     if (!state)
         return;
     const PendingEval pending = state->jobs.take(jobId);
-    m_store->addEvaluation(pending.candidateId, result);
+    QJsonObject stored = result;
+    stored.insert(QStringLiteral("generation_paused"), m_pauseGenerationWhileTiming);
+    m_store->addEvaluation(pending.candidateId, stored);
     CandidateOutcome c = CandidateOutcome::fromEvaluation(result, state->turn, pending.sample);
     c.candidateId = pending.candidateId;
     c.answer = pending.answer;
@@ -511,23 +533,28 @@ void RunController::turnDone(TaskState* state)
     auto& outcomes = state->turns[state->turn - 1];
     std::sort(outcomes.begin(), outcomes.end(),
               [](const CandidateOutcome& a, const CandidateOutcome& b) { return a.sample < b.sample; });
-    // A turn whose every evaluation was a machine failure has nothing to feed back: the task stops
-    // here, so that a resume evaluates the answers again instead of the model being told
-    // `worker_lost`.
-    if (!outcomes.isEmpty() && std::all_of(outcomes.cbegin(), outcomes.cend(), [](const CandidateOutcome& c) {
-            return isMachineFailure(c.status);
+    // A machine fault (no_device, start_failed, worker_lost, protocol_error: the status table's
+    // category) says nothing about the candidate: it is never fed back to the model as its error.
+    // A turn with nothing but machine faults ends the task, so that a resume evaluates the answers
+    // again instead of the model being asked to fix `no_device`.
+    const bool compileOnly = isCompileOnly();
+    if (!outcomes.isEmpty() && std::all_of(outcomes.cbegin(), outcomes.cend(), [compileOnly](const CandidateOutcome& c) {
+            return isMachineFault(c.status, compileOnly);
         }))
         return finishTask(state, QStringLiteral("turn %1 was not evaluated: machine failure (%2); resume the run to "
                                                 "evaluate it again")
                                      .arg(state->turn)
                                      .arg(wireName(outcomes.first().status)));
-    const auto chosen = selectAcrossTurns(state->turns, state->regime.selection);
+    const auto chosen = selectJudged(state);
     bool anyCorrect = false;
     for (const auto& turn : std::as_const(state->turns))
         for (const auto& c : turn)
             anyCorrect = anyCorrect || c.correct();
+    // Compile-only: a candidate that compiled and passed the sandbox check has nothing to fix.
+    const bool passedCompileOnly = compileOnly && chosen && chosen->status == EvaluationStatus::NoDevice;
     const bool last = state->turn >= state->regime.turns || state->regime.feedback == FeedbackMode::None ||
-                      (state->regime.stopWhenCorrect && anyCorrect) || !chosen || outcomes.isEmpty();
+                      (state->regime.stopWhenCorrect && anyCorrect) || !chosen || outcomes.isEmpty() ||
+                      passedCompileOnly;
     if (last)
         return finishTask(state);
     QJsonObject feedback = chosen->result;
@@ -538,6 +565,28 @@ void RunController::turnDone(TaskState* state)
     if (state->regime.feedback == FeedbackMode::Rewrite && !state->regime.rewriteRole().isEmpty())
         state->notesQueue << state->regime.rewriteRole();
     advance(state);
+}
+
+bool RunController::isCompileOnly() const
+{
+    return m_evalOptions.value(QLatin1String("device")).toString() == QLatin1String("none");
+}
+
+std::optional<CandidateOutcome> RunController::selectJudged(const TaskState* state) const
+{
+    // Only candidates with a verdict compete; machine faults only where there is nothing else.
+    const bool compileOnly = isCompileOnly();
+    QList<QList<CandidateOutcome>> judged;
+    bool any = false;
+    for (const auto& turn : state->turns) {
+        QList<CandidateOutcome> kept;
+        for (const CandidateOutcome& c : turn)
+            if (!isMachineFault(c.status, compileOnly))
+                kept.append(c);
+        any = any || !kept.isEmpty();
+        judged.append(kept);
+    }
+    return selectAcrossTurns(any ? judged : state->turns, state->regime.selection);
 }
 
 void RunController::finishTask(TaskState* state, const QString& error)
@@ -564,7 +613,7 @@ void RunController::finishTask(TaskState* state, const QString& error)
     }
     if (!error.isEmpty())
         Q_EMIT taskError(tid, error);
-    const auto chosen = selectAcrossTurns(state->turns, state->regime.selection);
+    const auto chosen = selectJudged(state);
     if (chosen)
         m_selected.insert(tid, *chosen);
     m_active.erase(index); // state is gone from here on

@@ -111,6 +111,13 @@ public:
     /// (its units stay open). For a pause: the requests in flight are answered and stored, then
     /// the owner cancels, and a resume asks for the waiting units once.
     void holdModelRequests() { m_holdRequests = true; }
+    /// While paused, a task about to ask the model waits (requests already sent go on); unpausing
+    /// sends what waited. HeadlessRun pauses while an evaluation holds a GPU's lease.
+    void setGenerationPaused(bool paused);
+    bool isGenerationPaused() const { return m_generationPaused; }
+    /// Recorded with every evaluation as `generation_paused` (whether the run pauses generation
+    /// while timing).
+    void setPauseGenerationWhileTiming(bool on) { m_pauseGenerationWhileTiming = on; }
     bool isRunning() const { return m_running; }
 
     /// The selected candidate per task of the run so far (tasks without any candidate are absent).
@@ -164,6 +171,7 @@ private:
         QList<int> llmSamples; ///< for the answer role: the samples the completions stand for
         QHash<qint64, PendingEval> jobs;
         bool failed = false;
+        bool deferred = false; ///< a model request waits for generation to be unpaused
     };
 
     void pump();
@@ -173,6 +181,11 @@ private:
     void storeNotes(TaskState* state, const QString& role, const QString& text);
     void turnDone(TaskState* state);
     void finishTask(TaskState* state, const QString& error = QString());
+    /// Evaluated with "device" "none" (a compile-only run).
+    bool isCompileOnly() const;
+    /// selectAcrossTurns over the candidates that are not machine faults (all of them when every
+    /// one is): what is fed back and what the task keeps.
+    std::optional<CandidateOutcome> selectJudged(const TaskState* state) const;
     void maybeFinishRun();
     static QJsonObject context(const TaskState* state);
     /// Cancels a request this controller started and says so (modelRequestEnded).
@@ -207,6 +220,8 @@ private:
     bool m_running = false;
     bool m_cancelled = false;
     bool m_holdRequests = false;
+    bool m_generationPaused = false;
+    bool m_pauseGenerationWhileTiming = false;
     std::map<int, std::unique_ptr<TaskState>> m_active;
     QHash<qint64, int> m_requestTask; ///< model request -> task index
     QHash<qint64, int> m_jobTask;     ///< evaluation job -> task index

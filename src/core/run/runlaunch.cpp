@@ -12,6 +12,8 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QHostAddress>
+#include <QUrl>
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QTimer>
@@ -214,7 +216,34 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.sweepNs = request.sweepNs;
     std::sort(plan.sweepNs.begin(), plan.sweepNs.end());
     plan.promptsDir = request.promptsDir;
+    plan.compileOnly = request.compileOnly;
+    plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     return plan;
+}
+
+bool isLocalEndpoint(const QString& url)
+{
+    const QString host = QUrl(url).host().toLower();
+    if (host == QLatin1String("localhost") || host.endsWith(QLatin1String(".localhost")))
+        return true;
+    QHostAddress address;
+    return address.setAddress(host) && address.isLoopback();
+}
+
+QString noEvaluatorReason(const QJsonObject& hello, const QJsonObject& device)
+{
+    const HelloInfo info = decodeHello(hello);
+    if (info.ok) {
+        if (info.cudaDeviceCount <= 0)
+            return QStringLiteral("the worker sees no CUDA device (driver: %1)")
+                .arg(info.driver.isEmpty() ? QStringLiteral("unknown") : info.driver);
+        if (info.driver != QLatin1String("ok"))
+            return QStringLiteral("the CUDA driver is not usable: %1").arg(info.driver);
+        return QString();
+    }
+    if (!device.isEmpty() && !decodeDeviceFacts(device).available)
+        return QStringLiteral("the worker reports no GPU");
+    return QString();
 }
 
 std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
@@ -259,6 +288,9 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
         plan.sweepNs << v.toInt();
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
     plan.resumeRunId = run.id;
+    plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
+    plan.pauseGenerationWhileTiming =
+        extra.value(QLatin1String("pause_generation_while_timing")).toBool(isLocalEndpoint(plan.endpoint));
     return plan;
 }
 
@@ -326,7 +358,9 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("worker_limits"), plan.workerLimits.toJson()},
                     {QStringLiteral("sandbox"), workerSandboxStatus(plan.workerLimits)},
                     {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
-                    {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()}};
+                    {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
+                    {QStringLiteral("compile_only"), plan.compileOnly},
+                    {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming}};
     return config;
 }
 
@@ -350,6 +384,8 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan)
                         {QStringLiteral("seed"), kRunEvaluationSeed}};
     if (plan.timingTrials > 0)
         options.insert(QStringLiteral("timing_trials"), plan.timingTrials);
+    if (plan.compileOnly) // stops after the sandbox check, even where a GPU exists (docs/protocol.md)
+        options.insert(QStringLiteral("device"), QStringLiteral("none"));
     return options;
 }
 

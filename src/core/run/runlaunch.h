@@ -81,7 +81,18 @@ struct RunRequest
     /// (unless turns says otherwise). Empty: a plain run.
     QList<int> sweepNs;
     QString promptsDir;
+    /// Evaluate with "device" "none": compile and sandbox check only, for a machine without a GPU.
+    bool compileOnly = false;
+    /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
+    /// endpoint is on this machine (isLocalEndpoint), where the model server may share the GPU.
+    std::optional<bool> pauseGenerationWhileTiming;
 };
+
+/// Whether the URL's host is this machine: localhost, 127.0.0.0/8 or ::1.
+bool isLocalEndpoint(const QString& url);
+/// Why no GPU of the worker can evaluate, from its hello (cuda_device_count, driver) and, where
+/// the hello says nothing, its `device` answer; empty when one can.
+QString noEvaluatorReason(const QJsonObject& hello, const QJsonObject& device);
 
 /// A run ready to start: the regimes resolved, the tasks listed.
 struct RunPlan
@@ -103,6 +114,8 @@ struct RunPlan
     QList<int> sweepNs;
     QString promptsDir;
     qint64 resumeRunId = 0; ///< 0: a new run
+    bool compileOnly = false;                ///< stored as `compile_only`
+    bool pauseGenerationWhileTiming = false; ///< stored as `pause_generation_while_timing`
 
     /// "routing" for a routed run, else the regime's name (the run's `regime` column).
     QString regimeLabel() const;
@@ -123,8 +136,9 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 /// The configuration a new run keeps: the templates its regimes use (and every partial) read from
 /// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),
 /// and the plan itself in `extra` (regime, level_regimes, routing, tasks, task_spec, scale,
-/// timeout_s, model_timeout_s, timing_trials, isolation, worker_limits, sweep, prompts_dir), and
-/// `sandbox`: "bubblewrap" or "none: <reason>" (core/workers/workerlauncher.h). nullopt with *error for a template that cannot be read.
+/// timeout_s, model_timeout_s, timing_trials, isolation, worker_limits, sweep, prompts_dir,
+/// compile_only, pause_generation_while_timing), and `sandbox`: "bubblewrap" or "none: <reason>"
+/// (core/workers/workerlauncher.h). nullopt with *error for a template that cannot be read.
 std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
                                       QString* error);
 
@@ -132,7 +146,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
 /// deadline). The API key is never stored.
 LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
 /// The fields every evaluate request of the run carries: profile, scale, seed (and timing_trials
-/// when set).
+/// when set; "device": "none" for a compile-only run).
 QJsonObject evaluationOptionsFor(const RunPlan& plan);
 /// Worker program, time-out, isolation, worker limits, one compile worker, and the device's arch
 /// for compile-ahead.

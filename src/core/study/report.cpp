@@ -220,9 +220,10 @@ bool better(const TaskOutcome& a, const TaskOutcome& b)
         return a.correct();
     if (a.compiled != b.compiled)
         return a.compiled;
-    // Any verdict on the candidate says more than a machine failure, which says nothing.
-    const bool machineA = isMachineFailure(a.status);
-    if (machineA != isMachineFailure(b.status))
+    // Any verdict on the candidate says more than a machine fault, which says nothing (a machine
+    // fault never counts as compiled: outcomeOf).
+    const bool machineA = isMachineFault(a.status);
+    if (machineA != isMachineFault(b.status))
         return !machineA;
     const double sa = std::isfinite(a.speedup) ? a.speedup : -std::numeric_limits<double>::infinity();
     const double sb = std::isfinite(b.speedup) ? b.speedup : -std::numeric_limits<double>::infinity();
@@ -240,7 +241,7 @@ int taskLevel(const QString& task)
     return match.hasMatch() ? match.captured(1).toInt() : 0;
 }
 
-TaskOutcome outcomeOf(const EvaluationRecord& evaluation)
+TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly)
 {
     TaskOutcome outcome;
     outcome.task = evaluation.task;
@@ -250,11 +251,18 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation)
     // Below the roofline floor: neither correct nor timed, for every count and for selection.
     outcome.belowRooflineFloor = decoded.belowRooflineFloor();
     outcome.speedup = outcome.belowRooflineFloor ? kNaN : evaluation.speedup.value_or(kNaN);
-    outcome.compiled = decoded.compiled();
+    // A machine fault is not evaluated: neither compiled nor a verdict.
+    outcome.compiled = !isMachineFault(evaluation.status, compileOnly) && decoded.compiled();
     return outcome;
 }
 
-std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins)
+bool isCompileOnlyRun(const RunInfo& run)
+{
+    return run.config.value(QLatin1String("compile_only")).toBool(false);
+}
+
+std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins,
+                                         bool compileOnly)
 {
     int lastTurn = 0;
     for (const EvaluationRecord& e : evaluations)
@@ -267,7 +275,7 @@ std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluati
     for (int i = 0; i < evaluations.size(); ++i) {
         if (lastTurnWins && evaluations.at(i).turn != lastTurn)
             continue;
-        const TaskOutcome outcome = outcomeOf(evaluations.at(i));
+        const TaskOutcome outcome = outcomeOf(evaluations.at(i), compileOnly);
         if (!best || better(outcome, *best)) {
             best = outcome;
             if (chosenIndex)
@@ -394,15 +402,16 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
             answered.insert(response.unit.task);
     // The run's own selection rule, as `kwb run` stored it with the regime.
     const bool lastTurnWins = Regime::fieldsOf(config.regimeJson()).selection == SelectionMode::Last;
+    const bool compileOnly = isCompileOnlyRun(info);
     for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
         int chosen = -1;
-        const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins);
+        const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins, compileOnly);
         TaskOutcome outcome;
         UnevaluatedTask missing{it.key(), taskLevel(it.key()), QString(), QString()};
         if (selected) {
             outcome = *selected;
             result.chosenEvaluation.insert(it.key(), it.value().at(chosen).id);
-            if (isMachineFailure(outcome.status)) {
+            if (isMachineFault(outcome.status, compileOnly)) {
                 missing.kind = UnevaluatedKind::MachineFailure;
                 missing.reason = machineFailureReason(it.value().at(chosen));
             }
@@ -474,6 +483,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         run.run = info;
         const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
         RunOutcomes outcomes = runOutcomes(store, info, evaluations);
+        run.compileOnly = isCompileOnlyRun(info);
         run.evaluations = int(evaluations.size());
         run.outcomes = outcomes.outcomes;
         run.chosenEvaluation = outcomes.chosenEvaluation;
@@ -567,15 +577,18 @@ QString reportMarkdown(const Report& report)
     md += mdHeader(header, 4);
     for (const RunReport& run : report.runs) {
         const Metrics& m = run.summary.overall;
+        const QString notMeasured = QStringLiteral("not measured");
         QStringList cells = {QStringLiteral("#%1").arg(run.run.id), run.run.regime, run.run.name, run.run.status,
-                             QString::number(m.tasks), withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1),
+                             QString::number(m.tasks), run.compileOnly ? notMeasured : withInterval(m.correctPct, 1),
+                             run.compileOnly ? notMeasured : withInterval(m.fast1Pct, 1),
                              withInterval(m.compiledPct, 1)};
         for (const int level : report.levels) {
             const auto it = run.summary.perLevel.constFind(level);
             cells.append(it == run.summary.perLevel.cend() ? QStringLiteral("-")
+                         : run.compileOnly                 ? notMeasured
                                                            : QStringLiteral("%1/%2").arg(it->correct).arg(it->tasks));
         }
-        cells << geomeanCell(m)
+        cells << (run.compileOnly ? notMeasured : geomeanCell(m))
               << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
               << seconds(run.usage.latencyMs);
         md += mdRow(cells);
@@ -589,17 +602,28 @@ QString reportMarkdown(const Report& report)
     for (const RunReport& run : report.runs) {
         for (auto it = run.summary.perLevel.cbegin(); it != run.summary.perLevel.cend(); ++it) {
             const Metrics& m = it.value();
+            const QString notMeasured = QStringLiteral("not measured");
             md += mdRow({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
-                         withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1), withInterval(m.compiledPct, 1),
-                         geomeanCell(m)});
+                         run.compileOnly ? notMeasured : withInterval(m.correctPct, 1),
+                         run.compileOnly ? notMeasured : withInterval(m.fast1Pct, 1), withInterval(m.compiledPct, 1),
+                         run.compileOnly ? notMeasured : geomeanCell(m)});
         }
     }
+    for (const RunReport& run : report.runs)
+        if (run.compileOnly)
+            md += QStringLiteral("\n%1 is compile-only: correctness not measured (evaluated with `\"device\": "
+                                 "\"none\"`: compiled and sandbox-checked only, nothing ran on a GPU).\n")
+                      .arg(run.label());
 
     bool anyUnevaluated = false;
     for (const RunReport& run : report.runs)
         anyUnevaluated = anyUnevaluated || !run.unevaluated.isEmpty();
     if (anyUnevaluated) {
-        md += QStringLiteral("\n## Tasks without an evaluation (counted as failures)\n\n");
+        md += QStringLiteral("\n## Tasks without an evaluation (counted as failures)\n\n"
+                             "Not evaluated: nothing is known about these candidates (the model request failed, the "
+                             "machine failed the evaluation: no_device, start_failed, worker_lost, protocol_error, or "
+                             "the run stopped first). They are neither correct nor compiled; each counts as a failure "
+                             "in the percentages above.\n\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("task"), QStringLiteral("reason")}, 3);
         for (const RunReport& run : report.runs)
             for (const UnevaluatedTask& task : run.unevaluated)
@@ -827,6 +851,9 @@ QJsonObject reportJson(const Report& report)
             {QStringLiteral("status"), r.run.status},
             {QStringLiteral("created"), r.run.created.toString(Qt::ISODateWithMs)},
             {QStringLiteral("evaluations"), r.evaluations},
+            {QStringLiteral("compile_only"), r.compileOnly},
+            {QStringLiteral("note"), r.compileOnly ? QJsonValue(QStringLiteral("compile-only: correctness not measured"))
+                                                   : QJsonValue()},
             {QStringLiteral("overall"), metricsJson(r.summary.overall)},
             {QStringLiteral("levels"), levels},
             {QStringLiteral("usage"),

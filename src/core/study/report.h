@@ -31,7 +31,12 @@ int taskLevel(const QString& task);
 
 /// One evaluation as a TaskOutcome: compiled from the status, or from the response's
 /// compile.ok where the status says nothing (timeout, crashed); a missing speedup is NaN.
-TaskOutcome outcomeOf(const EvaluationRecord& evaluation);
+/// A machine fault (isMachineFault: no_device outside a compile-only run, start_failed,
+/// worker_lost, protocol_error) never counts as compiled.
+TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly = false);
+/// Whether the run was made compile-only (`compile_only` in its configuration): evaluated with
+/// "device" "none", so correctness was not measured.
+bool isCompileOnlyRun(const RunInfo& run);
 
 /// The outcome that counts for a task in a run: the best of its evaluations by the monotone
 /// key (correct, then compiled, then a verdict on the candidate over a machine failure, then
@@ -41,7 +46,7 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation);
 /// the last turn compete, as that regime itself would have chosen.
 /// Empty list: nullopt. `chosenIndex` (if given) receives the index of the chosen evaluation.
 std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex = nullptr,
-                                         bool lastTurnWins = false);
+                                         bool lastTurnWins = false, bool compileOnly = false);
 
 /// Why a task or a unit has no evaluation (UnevaluatedTask::kind, UnfinishedUnit::kind).
 namespace UnevaluatedKind {
@@ -112,6 +117,9 @@ struct RunReport
     RunUsage usage;
     QStringList ablated;                ///< switches that were off (Ablations::offNames), from the stored regime
     std::optional<BestOfNReport> bestOfN; ///< runs with at least two first-turn samples per task
+    /// A compile-only run (isCompileOnlyRun): its correct, fast_1 and speedup numbers say nothing
+    /// and are shown as "not measured", never as 0 %.
+    bool compileOnly = false;
 
     /// "#3 agent", the run's name in tables.
     QString label() const;

@@ -1,7 +1,10 @@
 #include "evaluationqueue.h"
 
+#include "core/workers/gpulease.h"
+
 #include "core/protocol/workerresponses.h"
 
+#include <QCoreApplication>
 #include <QDateTime>
 #include <QJsonValue>
 #include <QThread>
@@ -52,12 +55,16 @@ EvaluationQueue::EvaluationQueue(const QList<int>& gpuOrdinals, QObject* parent)
         m_gpus.append(gpu);
     }
     setProcessEnvironment(m_environment);
+    connect(GpuLeases::instance(), &GpuLeases::granted, this,
+            [this](qint64 ticket, int) { onLeaseGranted(ticket); });
     m_compileWaitTimer.setSingleShot(true);
     connect(&m_compileWaitTimer, &QTimer::timeout, this, &EvaluationQueue::scheduleWork);
 }
 
 EvaluationQueue::~EvaluationQueue()
 {
+    for (int g = 0; g < m_gpus.size(); ++g)
+        releaseLease(g);
     // The supervisors end their workers without signals; deleting them here, not in ~QObject,
     // keeps any late signal away from a half-destroyed queue.
     for (Gpu& gpu : m_gpus) {
@@ -289,9 +296,31 @@ void EvaluationQueue::work()
                 break;
             }
         }
+        Gpu& gpu = m_gpus[g];
+        if (needsGpu(job) && gpu.lease == 0) {
+            const QString holder = QStringLiteral("evaluate job %1 %2 (pid %3)")
+                                       .arg(job.id)
+                                       .arg(job.task)
+                                       .arg(QCoreApplication::applicationPid());
+            gpu.lease = GpuLeases::instance()->tryAcquire(gpu.ordinal, holder);
+            gpu.leaseHeld = gpu.lease != 0;
+            if (!gpu.leaseHeld) // onLeaseGranted() schedules the work again
+                gpu.lease = GpuLeases::instance()->request(gpu.ordinal, holder);
+        }
+        if (needsGpu(job) && !gpu.leaseHeld)
+            continue;
         if (dispatchToGpu(g, next))
             started.append(job.id);
     }
+    // A lease granted to a GPU that has nothing left to run goes back at once.
+    for (int g = 0; g < m_gpus.size(); ++g)
+        if (m_gpus.at(g).runningJob == 0 && m_gpus.at(g).lease != 0) {
+            bool waiting = false;
+            for (const Job& job : std::as_const(m_jobs))
+                waiting = waiting || job.gpu < 0;
+            if (!waiting)
+                releaseLease(g);
+        }
     startCompiles();
     for (qint64 id : std::as_const(started))
         Q_EMIT jobStarted(id);
@@ -454,6 +483,7 @@ qint64 EvaluationQueue::retireRunningJob(int gpuIndex, qint64 requestId)
     const qint64 id = gpu.runningJob;
     m_jobs.removeAt(index);
     gpu.runningJob = 0;
+    releaseLease(gpuIndex);
     ++m_done;
     scheduleWork();
     return id;
@@ -471,6 +501,32 @@ void EvaluationQueue::onGpuFailure(int gpuIndex, qint64 requestId, const QString
         return;
     Q_EMIT jobFailed(id, status, message);
     noteProgress();
+}
+
+bool EvaluationQueue::needsGpu(const Job& job)
+{
+    const QString device = job.options.value(QLatin1String("device")).toString();
+    return device != QLatin1String("none") && device != QLatin1String("cpu");
+}
+
+void EvaluationQueue::onLeaseGranted(qint64 ticket)
+{
+    for (Gpu& gpu : m_gpus) {
+        if (gpu.lease != ticket || gpu.leaseHeld)
+            continue;
+        gpu.leaseHeld = true;
+        scheduleWork();
+    }
+}
+
+void EvaluationQueue::releaseLease(int gpuIndex)
+{
+    Gpu& gpu = m_gpus[gpuIndex];
+    if (gpu.lease == 0)
+        return;
+    GpuLeases::instance()->release(gpu.lease);
+    gpu.lease = 0;
+    gpu.leaseHeld = false;
 }
 
 } // namespace kwb

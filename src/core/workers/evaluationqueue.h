@@ -9,6 +9,10 @@
 //
 // Every submitted job ends in exactly one jobFinished() or jobFailed(), emitted from the event
 // loop, never from inside submit() or cancel().
+//
+// One owner per GPU: a job is sent to its GPU's worker only once the queue holds that GPU's lease
+// (core/workers/gpulease.h), and the lease is given back as its request ends, so no other queue,
+// process or measurement runs on that GPU meanwhile. Jobs with "device" "none" or "cpu" take none.
 
 #include "core/workers/workersupervisor.h"
 
@@ -113,6 +117,8 @@ private:
         int ordinal = 0;
         WorkerSupervisor* supervisor = nullptr;
         qint64 runningJob = 0;
+        qint64 lease = 0;        ///< the GpuLeases ticket asked for or held, 0: none
+        bool leaseHeld = false;
     };
     struct Compiler
     {
@@ -136,6 +142,10 @@ private:
     void onCompileFailure(int compilerIndex, qint64 requestId);
     void failLater(qint64 id, const QString& status, const QString& message);
     void noteProgress();
+    void onLeaseGranted(qint64 ticket);
+    void releaseLease(int gpuIndex);
+    /// Whether the job runs on its GPU (not "device" "none" or "cpu"), and so needs the lease.
+    static bool needsGpu(const Job& job);
 
     QList<int> m_gpuOrdinals;
     QList<Gpu> m_gpus;

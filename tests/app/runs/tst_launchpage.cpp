@@ -214,7 +214,7 @@ private Q_SLOTS:
         RunManager manager;
         LaunchPage page(&manager);
         auto* profile = child<QComboBox>(page, "profileCombo");
-        QCOMPARE(profile->currentText(), QStringLiteral("kernelbench")); // before any hello: the known names
+        QCOMPARE(profile->currentText(), QStringLiteral("kernelbench-fp32")); // before any hello: the known names, the default
         // A worker announcing a profile this client has never heard of, and its own default.
         page.setWorkerProfiles(decodeHello(QJsonObject{
             {QStringLiteral("ok"), true},

@@ -18,6 +18,51 @@ class TestRunLaunch : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
+    void localEndpoints_data()
+    {
+        QTest::addColumn<QString>("url");
+        QTest::addColumn<bool>("local");
+        QTest::newRow("localhost") << QStringLiteral("http://localhost:8080/v1") << true;
+        QTest::newRow("LOCALHOST") << QStringLiteral("http://LOCALHOST/v1") << true;
+        QTest::newRow("127.0.0.1") << QStringLiteral("http://127.0.0.1:8080/v1") << true;
+        QTest::newRow("127.8.9.10") << QStringLiteral("https://127.8.9.10/v1") << true;
+        QTest::newRow("::1") << QStringLiteral("http://[::1]:8080/v1") << true;
+        QTest::newRow("LAN") << QStringLiteral("http://192.168.1.5:8080/v1") << false;
+        QTest::newRow("remote name") << QStringLiteral("https://api.example.com/v1") << false;
+        QTest::newRow("128.0.0.1") << QStringLiteral("http://128.0.0.1/v1") << false;
+        QTest::newRow("localhost lookalike") << QStringLiteral("http://localhost.example.com/v1") << false;
+    }
+
+    // The pause-generation default: on exactly for a server on this machine.
+    void localEndpoints()
+    {
+        QFETCH(QString, url);
+        QFETCH(bool, local);
+        QCOMPARE(isLocalEndpoint(url), local);
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1")};
+        request.regime = QStringLiteral("zero-shot");
+        request.endpoint = url;
+        QString error;
+        QCOMPARE(planRun(request, &error)->pauseGenerationWhileTiming, local);
+        request.pauseGenerationWhileTiming = !local;
+        QCOMPARE(planRun(request, &error)->pauseGenerationWhileTiming, !local);
+    }
+
+    void noEvaluatorFromHello()
+    {
+        const QJsonObject gpu{{QStringLiteral("ok"), true}, {QStringLiteral("protocol"), 1},
+                              {QStringLiteral("cuda_device_count"), 1}, {QStringLiteral("driver"), QStringLiteral("ok")}};
+        QVERIFY(noEvaluatorReason(gpu, {}).isEmpty());
+        QJsonObject none = gpu;
+        none.insert(QStringLiteral("cuda_device_count"), 0);
+        none.insert(QStringLiteral("driver"), QStringLiteral("libcuda.so.1 not found"));
+        QVERIFY(noEvaluatorReason(none, {}).contains(QStringLiteral("no CUDA device (driver: libcuda.so.1 not found)")));
+        QJsonObject badDriver = gpu;
+        badDriver.insert(QStringLiteral("driver"), QStringLiteral("driver too old"));
+        QVERIFY(noEvaluatorReason(badDriver, {}).contains(QStringLiteral("driver too old")));
+    }
+
     void taskSpecs()
     {
         QString error;

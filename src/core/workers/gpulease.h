@@ -1,0 +1,101 @@
+#pragma once
+// One owner per GPU (issue 11, item 7): every job that runs on a GPU (an evaluation, the device
+// ceilings, a `profile` for the HBM-traffic page) takes that GPU's lease first and gives it back
+// when its request has ended, so timings, traffic measurements and ceilings never overlap on one
+// GPU.
+//
+// Within a process: GpuLeases::instance() grants each GPU ordinal to one holder at a time, in the
+// order asked (FIFO). Across processes (two `kwb run`s, `kwb` next to the window): the holder of a
+// GPU also holds flock(LOCK_EX) on the file gpu<N>.lock in lockDirectory(); a process that finds it
+// locked tries again every kRetryMs until it gets it (never blocking the event loop). The lock goes
+// with the process, so a killed holder never leaves a GPU locked.
+//
+// lockDirectory(): $KWB_GPU_LOCK_DIR, else $XDG_RUNTIME_DIR/kwb-gpu, else /tmp/kwb-gpu-<uid>.
+// Processes share a GPU only when they see the same directory: one user's processes do by default.
+// The ordinal is the one the host sees (the queue's CUDA_VISIBLE_DEVICES value).
+//
+// Log (for the check "no timing was taken while another job used the same GPU"): one JSON line per
+// event, {"ms": epoch ms, "event": "wait"|"grant"|"release", "gpu": N, "holder": "…", "pid": P},
+// appended to logPath(): $KWB_GPU_LEASE_LOG, else lockDirectory()/leases.log. Lines are appended
+// with one write each, so those of several processes interleave whole.
+
+#include <QHash>
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <functional>
+#include <memory>
+
+namespace kwb {
+
+class GpuLeases : public QObject
+{
+    Q_OBJECT
+public:
+    static constexpr int kRetryMs = 25;
+
+    /// The process's one broker (created on first use, on the thread that first uses it).
+    static GpuLeases* instance();
+
+    /// Asks for the GPU. granted(ticket, gpu) follows from the event loop once it is held (never
+    /// from inside request()). `holder` names the job in the log ("eval job 3 L1/1").
+    qint64 request(int gpu, const QString& holder);
+    /// The lease at once when the GPU is free here and in other processes and nobody waits for
+    /// it: a held ticket (no granted() signal), else 0 (then request() queues for it).
+    qint64 tryAcquire(int gpu, const QString& holder);
+    /// Waits (a local event loop) until the lease is held and returns its ticket: for the command
+    /// line's one-request commands (`kwb eval`, `kwb device --ceilings`).
+    qint64 acquire(int gpu, const QString& holder);
+    /// Calls work(ticket) once the lease is held (at once when free); work's job gives the ticket
+    /// back when it ends. When context goes first, the request is withdrawn (or the lease given back).
+    void whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64 ticket)> work);
+    /// A handle that gives the ticket back when its last copy goes: captured by a callback that
+    /// may be dropped without being called (a superseded JobTracker job), the lease still returns.
+    static std::shared_ptr<const void> guard(qint64 ticket);
+    /// Gives a held lease back, or withdraws a request not granted yet. Unknown tickets are ignored.
+    void release(qint64 ticket);
+    /// Whether this process holds the GPU's lease now.
+    bool isHeld(int gpu) const;
+    bool isGranted(qint64 ticket) const;
+
+    static QString lockDirectory();
+    static QString logPath();
+
+Q_SIGNALS:
+    void granted(qint64 ticket, int gpu);
+    /// A GPU's lease was taken (held true) or given back (held false) in this process.
+    void heldChanged(int gpu, bool held);
+
+private:
+    explicit GpuLeases(QObject* parent = nullptr);
+    ~GpuLeases() override;
+
+    struct Ticket
+    {
+        qint64 id = 0;
+        int gpu = 0;
+        QString holder;
+    };
+    struct Gpu
+    {
+        qint64 holder = 0;     ///< the ticket holding it, 0: none
+        int lockFd = -1;       ///< open while this process holds the GPU's lock file
+        QList<Ticket> waiting; ///< in the order asked
+    };
+
+    void schedule();
+    void grantWaiting();
+    bool takeLock(int gpu, Gpu& state);
+    void dropLock(Gpu& state);
+    void log(const char* event, int gpu, const QString& holder);
+
+    QHash<int, Gpu> m_gpus;
+    QHash<qint64, Ticket> m_held;
+    qint64 m_next = 0;
+    QTimer m_retry;
+    bool m_scheduled = false;
+};
+
+} // namespace kwb
