@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 using json = nlohmann::json;
@@ -77,6 +78,8 @@ int main()
         }
         json req = {{"type", "evaluate"}, {"task", task}, {"answer", readFile(dir + file)},
                     {"timing_trials", timingTrials}, {"warmup", 2}};
+        if (auto profile = c["profile"].value<std::string>())
+            req["profile"] = *profile;
         auto reply = worker.request(req, timeout);
         std::string got;
         json r = reply.response.is_object() ? reply.response : json::object();
@@ -96,6 +99,32 @@ int main()
         if (auto* any = c["expect_any"].as_array()) // outcomes that depend on the allocator's layout
             for (auto& a : *any)
                 ok = ok || a.value_or(std::string()) == got;
+        // Trust flags (issue 11): a `correct` result must carry the flags the manifest expects (an
+        // attack whose time is physically impossible), and an honest `correct` one none of them.
+        std::string flagNote;
+        if (ok && got == "correct") {
+            std::set<std::string> flags;
+            if (r.contains("flags") && r["flags"].is_array())
+                for (auto& f : r["flags"])
+                    if (f.is_string())
+                        flags.insert(f.get<std::string>());
+            std::set<std::string> wanted;
+            if (auto* ef = c["expect_flags"].as_array())
+                for (auto& f : *ef)
+                    wanted.insert(f.value_or(std::string()));
+            for (const char* trust : {"below_roofline_floor", "speedup_over_10x"}) {
+                const bool has = flags.count(trust) > 0;
+                if (wanted.count(trust) && !has) {
+                    ok = false;
+                    flagNote += std::string(" missing flag ") + trust;
+                } else if (!wanted.count(trust) && has) {
+                    ok = false;
+                    flagNote += std::string(" unexpected flag ") + trust;
+                }
+            }
+            if (!flagNote.empty())
+                std::cout << "  flags:" << flagNote << " (floor " << r.value("roofline_floor_ms", json()).dump() << ")\n";
+        }
         // The case must not reach the next evaluation: the sentinel, in the same worker where it
         // survived, must be correct.
         std::string sentinel;
@@ -132,7 +161,7 @@ int main()
         std::fflush(stdout);
         r.erase("compile");
         results.push_back({{"file", file}, {"task", task}, {"expect", expect}, {"got", got}, {"wall_ms", reply.ms},
-                           {"next_evaluation", sentinel}, {"stderr_bytes", worker.stderrText().size()}, {"response", r}});
+                           {"next_evaluation", sentinel}, {"flag_check", flagNote}, {"stderr_bytes", worker.stderrText().size()}, {"response", r}});
     }
     std::printf("%d passed, %d failed\n", pass, fail);
     if (const char* out = std::getenv("KWB_GPU_RESULTS"); out && *out)
