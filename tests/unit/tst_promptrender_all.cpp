@@ -306,6 +306,19 @@ private Q_SLOTS:
                                                                                       : regime.turns);
                 for (const PlannedPrompt& p : prompts) {
                     QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
+                    if (const QString dump = qEnvironmentVariable("KWB_PROMPT_DUMP_DIR"); !dump.isEmpty()) {
+                        // For reading by eye: <dump>/<regime>[-ablated]/<task>-turn<N>-<role>.txt
+                        const QString dir = QDir(dump).filePath(regime.name + (regime.ablated.isEmpty()
+                                                                                   ? QString()
+                                                                                   : QStringLiteral("-ablated")));
+                        QDir().mkpath(dir);
+                        QFile f(QDir(dir).filePath(QStringLiteral("%1-turn%2-%3.txt")
+                                                       .arg(QString(id).replace(QLatin1Char('/'), QLatin1Char('_')))
+                                                       .arg(p.turn)
+                                                       .arg(p.role)));
+                        if (f.open(QIODevice::WriteOnly))
+                            f.write(p.text.toUtf8());
+                    }
                     const int tokens = p.budgetTokens(estimateTokens(p.text), budget);
                     if (tokens > worst) {
                         worst = tokens;

@@ -195,7 +195,7 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
 void HeadlessRun::countPrompts(const QJsonObject& device, const QJsonObject& hello)
 {
     // Where the server has a tokenizer, its count decides (docs/prompts.md §Context budget); a
-    // server without one leaves it to the estimate (checkRunTemplates), with a warning.
+    // server without one leaves it to the estimate (checkRunTemplates).
     const ContextBudget budget = contextBudgetFor(m_plan);
     if (!budget.enabled())
         return createAndStart(device, hello);
@@ -228,12 +228,9 @@ void HeadlessRun::countPrompts(const QJsonObject& device, const QJsonObject& hel
         if (planned->isEmpty())
             finish(QString());
     });
-    auto warned = std::make_shared<bool>(false);
-    connect(counter, &TokenCounter::failed, this, [this, finish, warned](qint64, const QString& message) {
-        if (!*warned)
-            Q_EMIT warning(QStringLiteral("the server did not count the prompts' tokens (%1): they are estimated")
-                               .arg(message));
-        *warned = true;
+    // No warning: a server without /tokenize is common (Ollama), and every over-budget message
+    // says whether its count was the server's or the estimate.
+    connect(counter, &TokenCounter::failed, this, [this, finish](qint64, const QString&) {
         finish(checkRunTemplates(m_plan, m_inputs));
     });
     if (planned->isEmpty())
