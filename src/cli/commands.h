@@ -120,8 +120,33 @@ struct RunCommandOptions
     WorkerLimits workerLimits;
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
     int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
+    int contextTokens = defaults::kContextTokens;     ///< --context-tokens (0: no check)
+    int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens
     bool json = false;
 };
+
+/// --prompts: a directory, or the name of a shipped set ("study", "workbench-v1"); empty: the
+/// default (the study set). Empty with *error when it names neither.
+QString resolvePromptsDir(const QString& option, QString* error);
+
+struct PromptCommandOptions
+{
+    QString regime;     ///< --regime NAME
+    QString task;       ///< --task L2/1
+    int turn = 1;       ///< --turn N
+    QString role;       ///< --role ROLE; empty: the turn's answer role
+    QString promptsDir; ///< --prompts DIR or set name
+    QString ablate;     ///< --ablate, as kwb run takes it
+    QString profile = defaults::profile();
+    QString endpoint;   ///< --endpoint URL: count the tokens with the server's tokenizer
+    int contextTokens = defaults::kContextTokens;
+    int maxOutputTokens = defaults::kMaxOutputTokens;
+    bool json = false;
+};
+
+/// `kwb prompt`: renders the prompt a run would send for one task, turn and role (placeholders
+/// where earlier model texts go) and counts its tokens. Needs the worker (for the task's facts).
+int runPrompt(Session& session, const PromptCommandOptions& options);
 
 /// "1,2,4,8" as ascending distinct n >= 1; empty with *error for anything else.
 QList<int> parseSweepNs(const QString& text, QString* error);

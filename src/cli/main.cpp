@@ -176,7 +176,15 @@ int main(int argc, char** argv)
             command->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
                 ->check(CLI::PositiveNumber);
         command->add_option("--prompts", runPrompts,
-                            "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's)");
+                            "prompt templates: a directory or a shipped set, study (default) or workbench-v1");
+        command->add_option("--context-tokens", runOptions.contextTokens,
+                            "the model's context length: every prompt plus --max-tokens must fit (default " +
+                                std::to_string(kwb::defaults::kContextTokens) + "; 0: no check)")
+            ->check(CLI::Range(0, 1 << 24));
+        command->add_option("--max-tokens", runOptions.maxOutputTokens,
+                            "the most tokens an answer may take, sent as max_tokens (default " +
+                                std::to_string(kwb::defaults::kMaxOutputTokens) + ")")
+            ->check(CLI::Range(1, 1 << 24));
         addWorkerLimits(command);
         addJson(command);
     };
@@ -186,6 +194,28 @@ int main(int argc, char** argv)
     CLI::App* sweepCommand = app.add_subcommand(
         "sweep", "best-of-n curve: one run sampling max(n) candidates per task, correct % at each n (pass@n)");
     addRunOptions(sweepCommand, true);
+
+    PromptCommandOptions promptOptions;
+    std::string promptRegime, promptTask, promptRole, promptPrompts, promptAblate, promptEndpoint,
+        promptProfile = kwb::defaults::kProfile;
+    CLI::App* promptCommand = app.add_subcommand(
+        "prompt", "print the prompt a run sends for a task, turn and role, and its token count");
+    promptCommand->add_option("--regime", promptRegime, "zero-shot, profiling-guided, iterative, agent or pilot-v1")
+        ->required();
+    promptCommand->add_option("--task", promptTask, "the task, e.g. L2/1")->required();
+    promptCommand->add_option("--turn", promptOptions.turn, "the turn (default 1)")->check(CLI::Range(1, 32));
+    promptCommand->add_option("--role", promptRole, "the role (default: the turn's answer role)");
+    promptCommand->add_option("--prompts", promptPrompts,
+                              "prompt templates: a directory or a shipped set, study (default) or workbench-v1");
+    promptCommand->add_option("--ablate", promptAblate, "as kwb run takes it, e.g. competence");
+    promptCommand->add_option("--profile", promptProfile, "the protocol profile whose tolerance the prompt states");
+    promptCommand->add_option("--endpoint", promptEndpoint,
+                              "count the tokens with this server's tokenizer (POST /tokenize), else estimate");
+    promptCommand->add_option("--context-tokens", promptOptions.contextTokens, "the context to check against")
+        ->check(CLI::Range(0, 1 << 24));
+    promptCommand->add_option("--max-tokens", promptOptions.maxOutputTokens, "the answer's max_tokens")
+        ->check(CLI::Range(1, 1 << 24));
+    addJson(promptCommand);
 
     try {
         app.parse(argc, argv);
@@ -275,6 +305,17 @@ int main(int argc, char** argv)
     }
     if (device->parsed())
         return runDevice(session, json, !noCeilings);
+    if (promptCommand->parsed()) {
+        promptOptions.regime = QString::fromStdString(promptRegime);
+        promptOptions.task = QString::fromStdString(promptTask);
+        promptOptions.role = QString::fromStdString(promptRole);
+        promptOptions.promptsDir = QString::fromStdString(promptPrompts);
+        promptOptions.ablate = QString::fromStdString(promptAblate);
+        promptOptions.profile = QString::fromStdString(promptProfile);
+        promptOptions.endpoint = QString::fromStdString(promptEndpoint);
+        promptOptions.json = json;
+        return runPrompt(session, promptOptions);
+    }
     if (runCommand->parsed() || sweepCommand->parsed()) {
         runOptions.isolation = QString::fromStdString(runIsolation);
         if (runPauseOn || runPauseOff)

@@ -79,13 +79,28 @@ QList<int> parseSweepNs(const QString& text, QString* error)
 }
 
 
+QString resolvePromptsDir(const QString& option, QString* error)
+{
+    if (option.isEmpty())
+        return defaultPromptsDir();
+    if (QFileInfo(option).isDir())
+        return option;
+    const QString shipped = shippedPromptSetDir(option);
+    if (!shipped.isEmpty() && QFileInfo(shipped).isDir())
+        return shipped;
+    if (error)
+        *error = QStringLiteral("--prompts: no directory %1 and no shipped set of that name (%2)")
+                     .arg(option, shippedPromptSetNames().join(QStringLiteral(", ")));
+    return {};
+}
+
 int runRun(Session& session, const RunCommandOptions& options)
 {
     const bool json = options.json;
-    const QString promptsDir = options.promptsDir.isEmpty() ? defaultPromptsDir() : options.promptsDir;
-    if (!QFileInfo(promptsDir).isDir())
-        return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
-                    QStringLiteral("no prompts directory %1 (--prompts DIR)").arg(promptsDir));
+    QString promptsError;
+    const QString promptsDir = resolvePromptsDir(options.promptsDir, &promptsError);
+    if (promptsDir.isEmpty())
+        return fail(json, ExitUsage, QStringLiteral("bad_prompts"), promptsError);
 
     if (options.resume > 0 && !QFileInfo(options.database).isFile()) // a resume never creates a database
         return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
@@ -159,6 +174,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.workerLimits = options.workerLimits;
         request.sweepNs = options.sweepNs;
         request.compileOnly = options.compileOnly;
+        request.contextTokens = options.contextTokens;
+        request.maxOutputTokens = options.maxOutputTokens;
         if (options.pauseGenerationWhileTiming >= 0)
             request.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
         std::optional<RunPlan> planned = planRun(request, &error);

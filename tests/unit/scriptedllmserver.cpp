@@ -151,6 +151,18 @@ void ScriptedLlmServer::handle(QTcpSocket* socket, const QByteArray& method, con
                    compact({{QStringLiteral("object"), QStringLiteral("list")}, {QStringLiteral("data"), data}}));
         return;
     }
+    if (method == "POST" && path == "/tokenize" && m_tokenizer) {
+        // As vLLM answers: the count and the tokens (here only their number matters).
+        const QJsonObject request = QJsonDocument::fromJson(body).object();
+        m_tokenizeRequests.append(request);
+        const int count = m_tokenizer(request.value(QLatin1String("prompt")).toString());
+        QJsonArray tokens;
+        for (int i = 0; i < count; ++i)
+            tokens.append(i);
+        sendSimple(socket, 200, "application/json",
+                   compact({{QStringLiteral("count"), count}, {QStringLiteral("tokens"), tokens}}));
+        return;
+    }
     if (method != "POST" || path != "/v1/chat/completions") {
         sendSimple(socket, 404, "application/json", R"({"error":{"message":"no such endpoint","type":"not_found"}})");
         return;

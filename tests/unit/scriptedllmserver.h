@@ -77,6 +77,11 @@ public:
     /// Replies computed from the request, when the script is empty (instead of the default).
     void setResponder(std::function<Reply(const QJsonObject& request)> responder) { m_responder = std::move(responder); }
     void setModels(const QStringList& models) { m_models = models; }
+    /// Serve `POST /tokenize` (vLLM's and llama.cpp's, at the root) with this count of a prompt's
+    /// tokens; unset, /tokenize is 404 like a server without one.
+    void setTokenizer(std::function<int(const QString& prompt)> tokenizer) { m_tokenizer = std::move(tokenizer); }
+    /// Bodies of every /tokenize request, in arrival order.
+    QList<QJsonObject> tokenizeRequests() const { return m_tokenizeRequests; }
     /// Answer `/v1/models` with this status and error body instead (0: answer normally).
     void setModelsError(int status) { m_modelsErrorStatus = status; }
 
@@ -114,6 +119,8 @@ private:
     QList<Reply> m_script;
     Reply m_default;
     std::function<Reply(const QJsonObject&)> m_responder;
+    std::function<int(const QString&)> m_tokenizer;
+    QList<QJsonObject> m_tokenizeRequests;
     QStringList m_models = {QStringLiteral("model-a"), QStringLiteral("model-b")};
     int m_modelsErrorStatus = 0;
     QList<QJsonObject> m_requests;

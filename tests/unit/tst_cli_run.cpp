@@ -241,7 +241,7 @@ private Q_SLOTS:
         QCOMPARE(config.model, QStringLiteral("m"));
         QCOMPARE(config.endpoint, m_server->baseUrl().toString());
         QVERIFY(config.templates.contains(QStringLiteral("zero-shot/generator")));
-        QVERIFY(config.templates.contains(QStringLiteral("partials/candidate_format")));
+        QVERIFY(config.templates.contains(QStringLiteral("partials/contract")));
         QVERIFY(runs.first()
                     .config.value(QLatin1String("templates"))
                     .toObject()
@@ -289,6 +289,59 @@ private Q_SLOTS:
         QCOMPARE(store.evaluations(runs.first().id).size(), 0);
     }
 
+    // A prompt over the context budget stops `kwb run` before any model request, naming the task,
+    // turn, role and tokens (the scripted server has no /tokenize: estimated, and said so).
+    void overBudgetCostsNoRequest()
+    {
+        const QString db = newDb();
+        // 4096 max output + 64 chat template leave 40 tokens of 4200 for the prompt.
+        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1")) << QStringLiteral("--context-tokens")
+                                                                     << QStringLiteral("4200"));
+        QVERIFY2(r.exitCode == 2, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("over the context budget: task L1/1, turn 1, role generator "
+                                               "(zero-shot/generator.mustache): prompt ")),
+                 qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("tokens (estimated) + 64 chat template + 4096 max output tokens > 4200 "
+                                               "context tokens")),
+                 qPrintable(r.err));
+        QCOMPARE(m_server->requests().size(), 0);
+        // The same run with the default budget fits.
+        const Result ok = runKwb(runArgs(newDb(), QStringLiteral("L1:1")));
+        QVERIFY2(!m_server->requests().isEmpty(), qPrintable(ok.err));
+        QCOMPARE(m_server->requests().first().value(QLatin1String("max_tokens")).toInt(), 4096);
+    }
+
+    // `kwb prompt` prints what a run sends: the study set by default, the workbench set by name;
+    // placeholders and the count's kind on stderr; a turn the regime does not have is exit 2.
+    void promptPrintsWhatARunSends()
+    {
+        QStringList global = base();
+        global.removeLast(); // "run"
+        const QStringList args = global + QStringList{QStringLiteral("prompt"), QStringLiteral("--regime"),
+                                                      QStringLiteral("agent"), QStringLiteral("--task"),
+                                                      QStringLiteral("L2/1"), QStringLiteral("--turn"),
+                                                      QStringLiteral("2")};
+        const Result study = runKwb(args);
+        QVERIFY2(study.exitCode == 0, qPrintable(study.err));
+        QVERIFY(study.out.startsWith(QStringLiteral("You are the kernel writer")));
+        QVERIFY(study.out.contains(QStringLiteral("How to work: correct first, fast second.")));
+        QVERIFY(study.out.contains(QStringLiteral("(placeholder: an earlier model answer goes here)")));
+        QVERIFY(!study.out.contains(QStringLiteral("Example of a complete answer")));
+        QVERIFY2(study.err.contains(QStringLiteral("placeholders stand for 4 earlier model text(s)")), qPrintable(study.err));
+        QVERIFY2(study.err.contains(QStringLiteral("estimated: characters / 3.2")), qPrintable(study.err));
+        QVERIFY2(study.err.contains(QStringLiteral("fits")), qPrintable(study.err));
+        const Result workbench = runKwb(QStringList(args) << QStringLiteral("--prompts") << QStringLiteral("workbench-v1"));
+        QVERIFY2(workbench.exitCode == 0, qPrintable(workbench.err));
+        QVERIFY(workbench.out.contains(QStringLiteral("Example of a complete answer")));
+        QVERIFY(workbench.out != study.out);
+        const Result none = runKwb(global + QStringList{QStringLiteral("prompt"), QStringLiteral("--regime"),
+                                                         QStringLiteral("zero-shot"), QStringLiteral("--task"),
+                                                         QStringLiteral("L1/1"), QStringLiteral("--turn"),
+                                                         QStringLiteral("2")});
+        QCOMPARE(none.exitCode, 2);
+        QVERIFY2(none.err.contains(QStringLiteral("it sends: turn 1 generator")), qPrintable(none.err));
+    }
+
     // A template that does not render for a task (any turn, any role of the regime), or a set
     // whose partials include each other, stops `kwb run` before the first model request and
     // before a run row is made.
@@ -304,8 +357,8 @@ private Q_SLOTS:
         QTest::newRow("iterative retry, turn 2 only")
             << QStringLiteral("iterative") << QStringLiteral("iterative/retry.mustache")
             << QStringLiteral("{{#feedback}}{{nope}}{{/feedback}}\n") << QStringLiteral("unknown variable 'nope'");
-        QTest::newRow("partial cycle") << QStringLiteral("zero-shot") << QStringLiteral("partials/task.mustache")
-                                       << QStringLiteral("{{> task}}\n") << QStringLiteral("partial cycle: task > task");
+        QTest::newRow("partial cycle") << QStringLiteral("zero-shot") << QStringLiteral("partials/reference.mustache")
+                                       << QStringLiteral("{{> reference}}\n") << QStringLiteral("partial cycle: reference > reference");
     }
 
     void templateErrorsCostNoRequest()

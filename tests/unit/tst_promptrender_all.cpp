@@ -8,6 +8,11 @@
 // `device` responses under tests/protocol/recorded/ (both spellings, with and without ceilings).
 
 #include "core/prompts/promptrenderer.h"
+#include "core/prompts/referenceview.h"
+#include "core/prompts/tokenbudget.h"
+#include "core/protocol/defaults.h"
+#include "core/run/regime.h"
+#include "core/run/runcontroller.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -54,6 +59,41 @@ QHash<QString, QJsonObject> recordedByTask(const QString& pattern)
 // "FP32 peak {{fp32_tflops}}", "ridge point {{ridge_point}}" with the value "unknown".
 const QStringList kUnknownPhrases{QStringLiteral("memory bandwidth unknown"), QStringLiteral("FP32 peak unknown"),
                                   QStringLiteral("ridge point unknown")};
+
+/// The folded forward written out again: each `for i in range(a, b[, s]):` block repeated for
+/// every i, its `" + str(i + d) + "` and `{i + d}` pieces replaced by the numbers.
+QString unfold(const QString& folded)
+{
+    static const QRegularExpression header(QStringLiteral(R"(^(\s*)for i in range\((-?\d+), (-?\d+)(?:, (\d+))?\):$)"));
+    static const QRegularExpression piece(QStringLiteral(R"((?:" \+ str\(i(?: ([+-]) (\d+))?\) \+ "|\{i(?: ([+-]) (\d+))?\}))"));
+    const QStringList lines = folded.split(QLatin1Char('\n'));
+    QStringList out;
+    for (qsizetype k = 0; k < lines.size(); ++k) {
+        const QRegularExpressionMatch m = header.match(lines[k]);
+        if (!m.hasMatch()) {
+            out << lines[k];
+            continue;
+        }
+        const QString body = m.captured(1) + QStringLiteral("    ");
+        QStringList block;
+        while (k + 1 < lines.size() && lines[k + 1].startsWith(body))
+            block << lines[++k].mid(4);
+        const qint64 step = m.captured(4).isEmpty() ? 1 : m.captured(4).toLongLong();
+        for (qint64 i = m.captured(2).toLongLong(); i < m.captured(3).toLongLong(); i += step)
+            for (QString line : std::as_const(block)) {
+                QRegularExpressionMatch p;
+                while ((p = piece.match(line)).hasMatch()) {
+                    const bool code = p.captured(0).startsWith(QLatin1Char('"'));
+                    const QString sign = p.captured(code ? 1 : 3);
+                    const qint64 d = p.captured(code ? 2 : 4).toLongLong();
+                    line.replace(p.capturedStart(), p.capturedLength(),
+                                 QString::number(sign == QLatin1String("-") ? i - d : i + d));
+                }
+                out << line;
+            }
+    }
+    return out.join(QLatin1Char('\n'));
+}
 
 } // namespace
 
@@ -149,6 +189,149 @@ private Q_SLOTS:
             }
         }
         QCOMPARE(rendered, int(m_tasks.size() * m_devices.size() * (1 + m_feedbacks.size())));
+    }
+
+    // The compact view computes what the reference computes: written out again it is the
+    // forward, line for line, for every task; and it is what makes L3/10 fit.
+    void referenceViewUnfoldsToTheForward()
+    {
+        int foldedTasks = 0;
+        for (const QJsonValue& taskValue : std::as_const(m_tasks)) {
+            const QJsonObject task = taskValue.toObject();
+            const QString id = task.value(QLatin1String("id")).toString();
+            const QString forward = task.value(QLatin1String("forward")).toString().trimmed();
+            bool folded = false;
+            const QString view = foldForward(forward, &folded);
+            QVERIFY2(unfold(view) == forward, qPrintable(id));
+            QVERIFY2(folded == (view != forward), qPrintable(id));
+            foldedTasks += folded ? 1 : 0;
+            if (id == QLatin1String("L3/10")) {
+                QVERIFY2(folded, "L3/10's 23 bottlenecks of layer3 fold");
+                QVERIFY2(view.size() * 2 < forward.size(), qPrintable(QString::number(view.size())));
+            }
+        }
+        QVERIFY(foldedTasks >= 1);
+    }
+
+    void paramsViewNamesEveryParameter()
+    {
+        // Ranges and brace groups written out again give every name of the task, in order.
+        for (const QJsonValue& taskValue : std::as_const(m_tasks)) {
+            const QJsonObject task = taskValue.toObject();
+            QList<ReferenceParam> params;
+            QStringList names;
+            for (const QJsonValue& p : task.value(QLatin1String("params")).toArray()) {
+                params.append({p.toObject().value(QLatin1String("name")).toString(), QStringLiteral("[1]")});
+                names << params.last().name;
+            }
+            const QString view = paramsView(params);
+            QStringList listed;
+            static const QRegularExpression line(QStringLiteral("^- `(.*)`: "));
+            static const QRegularExpression range(QStringLiteral(R"(\{(\d+)\.\.(\d+)(?: step (\d+))?\})"));
+            QStringList rows = view.isEmpty() ? QStringList() : view.split(QLatin1Char('\n'));
+            // A folded run of rows: expand the ranges row by row, the block repeating in order.
+            for (qsizetype r = 0; r < rows.size(); ++r) {
+                const QString name = line.match(rows[r]).captured(1);
+                QVERIFY2(!name.isEmpty(), qPrintable(rows[r]));
+                const auto expandBraces = [](const QString& n) {
+                    const qsizetype open = n.indexOf(QLatin1Char('{'));
+                    if (open < 0 || n.at(open + 1).isDigit())
+                        return QStringList{n};
+                    QStringList out;
+                    for (const QString& leaf : n.mid(open + 1, n.indexOf(QLatin1Char('}')) - open - 1)
+                                                   .split(QStringLiteral(", ")))
+                        out << n.left(open) + leaf;
+                    return out;
+                };
+                const QRegularExpressionMatch m = range.match(name);
+                if (!m.hasMatch()) {
+                    listed << expandBraces(name);
+                    continue;
+                }
+                // The block: this row and the following rows with a range of the same count.
+                QStringList block{rows[r]};
+                const qint64 count = (m.captured(2).toLongLong() - m.captured(1).toLongLong())
+                                         / (m.captured(3).isEmpty() ? 1 : m.captured(3).toLongLong()) + 1;
+                while (r + 1 < rows.size()) {
+                    const QRegularExpressionMatch next = range.match(line.match(rows[r + 1]).captured(1));
+                    if (!next.hasMatch())
+                        break;
+                    const qint64 c = (next.captured(2).toLongLong() - next.captured(1).toLongLong())
+                                         / (next.captured(3).isEmpty() ? 1 : next.captured(3).toLongLong()) + 1;
+                    if (c != count)
+                        break;
+                    block << rows[++r];
+                }
+                for (qint64 k = 0; k < count; ++k)
+                    for (const QString& row : std::as_const(block)) {
+                        QString n = line.match(row).captured(1);
+                        QRegularExpressionMatch x;
+                        while ((x = range.match(n)).hasMatch()) {
+                            const qint64 step = x.captured(3).isEmpty() ? 1 : x.captured(3).toLongLong();
+                            n.replace(x.capturedStart(), x.capturedLength(),
+                                      QString::number(x.captured(1).toLongLong() + k * step));
+                        }
+                        listed << expandBraces(n);
+                    }
+            }
+            QCOMPARE(listed, names);
+        }
+    }
+
+    // Every regime of the study set (and the agent with the competence ablation) x every task x
+    // every turn and role fits the default budget: the prompt by the estimate plus each earlier
+    // model text it holds at the max output tokens, plus the chat template and the answer.
+    void everyStudyPromptFitsTheDefaultBudget()
+    {
+        const ContextBudget budget{defaults::kContextTokens, defaults::kMaxOutputTokens};
+        QList<Regime> regimes;
+        for (const QString& name : Regime::builtinNames())
+            regimes << *Regime::builtin(name);
+        Ablations competence;
+        competence.competenceMatched = false;
+        regimes << Regime::builtin(QStringLiteral("agent"))->withAblations(competence);
+        int checked = 0, worst = 0;
+        QString worstWhere;
+        for (const Regime& regime : std::as_const(regimes))
+            for (const QJsonValue& taskValue : std::as_const(m_tasks)) {
+                RunTaskInput input;
+                input.task = taskValue.toObject();
+                const QString id = input.id();
+                input.analyze = m_analyze.value(id);
+                input.profile = m_profile.value(id);
+                input.device = m_devices.first().second;
+                const QList<PlannedPrompt> prompts =
+                    RunController::plannedPrompts(QStringLiteral(KWB_PROMPTS_DIR), regime, input);
+                QCOMPARE(prompts.size(), regime.roles.contains(RegimeRole::Analyzer) ? 1 + 2 * regime.turns
+                                                                                      : regime.turns);
+                for (const PlannedPrompt& p : prompts) {
+                    QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
+                    if (const QString dump = qEnvironmentVariable("KWB_PROMPT_DUMP_DIR"); !dump.isEmpty()) {
+                        // For reading by eye: <dump>/<regime>[-ablated]/<task>-turn<N>-<role>.txt
+                        const QString dir = QDir(dump).filePath(regime.name + (regime.ablated.isEmpty()
+                                                                                   ? QString()
+                                                                                   : QStringLiteral("-ablated")));
+                        QDir().mkpath(dir);
+                        QFile f(QDir(dir).filePath(QStringLiteral("%1-turn%2-%3.txt")
+                                                       .arg(QString(id).replace(QLatin1Char('/'), QLatin1Char('_')))
+                                                       .arg(p.turn)
+                                                       .arg(p.role)));
+                        if (f.open(QIODevice::WriteOnly))
+                            f.write(p.text.toUtf8());
+                    }
+                    const int tokens = p.budgetTokens(estimateTokens(p.text), budget);
+                    if (tokens > worst) {
+                        worst = tokens;
+                        worstWhere = QStringLiteral("%1 %2 turn %3 %4").arg(regime.name, id).arg(p.turn).arg(p.role);
+                    }
+                    QVERIFY2(budget.fits(tokens),
+                             qPrintable(budget.overBudget(id, p.turn, p.role, p.templatePath, tokens, false)));
+                    ++checked;
+                }
+            }
+        qInfo("%d prompts; the largest: %s, %d tokens with its model texts at max output", checked,
+              qPrintable(worstWhere), worst);
+        QVERIFY(checked > 0);
     }
 };
 

@@ -78,6 +78,27 @@ private Q_SLOTS:
         QVERIFY(!Regime::builtin(QStringLiteral("nope")).has_value());
     }
 
+    // Temperature and seed are the regime's, never the server's default: 0.0 where the study
+    // gives none (KernelBench generates greedily), the agent's 0.7; one seed; both stored.
+    void temperatureAndSeedAreExplicit()
+    {
+        for (const QString& name : Regime::builtinNames()) {
+            const Regime r = *Regime::builtin(name);
+            QVERIFY2(r.temperature.has_value(), qPrintable(name));
+            QVERIFY2(r.seed.has_value(), qPrintable(name));
+            QCOMPARE(*r.seed, kRegimeModelSeed);
+            QCOMPARE(*r.temperature, name == QLatin1String("agent") ? 0.7 : 0.0);
+            const QJsonObject json = r.toJson();
+            QCOMPARE(json.value(QLatin1String("temperature")).toDouble(-1), *r.temperature);
+            QCOMPARE(json.value(QLatin1String("seed")).toInteger(), kRegimeModelSeed);
+            QCOMPARE(Regime::fromJson(json)->seed, r.seed);
+        }
+        // A run stored before regimes had a seed reads back without one.
+        QJsonObject old = builtin("zero-shot").toJson();
+        old.remove(QStringLiteral("seed"));
+        QVERIFY(!Regime::fieldsOf(old).seed.has_value());
+    }
+
     void everyTemplateExists()
     {
         for (const QString& name : Regime::builtinNames()) {

@@ -49,7 +49,7 @@ const char* kDevice = R"({"available":true,"name":"NVIDIA H200","cc":"9.0","arch
 
 RunTaskInput taskInput(const QString& id = QStringLiteral("L2/1"))
 {
-    RunTaskInput t{parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice)};
+    RunTaskInput t{parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice), {}};
     t.task.insert(QStringLiteral("id"), id);
     t.task.insert(QStringLiteral("level"), id.mid(1, 1).toInt());
     return t;

@@ -897,7 +897,7 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
     if (later && role != rewriteRole)
         turnNotes.rewrite = critic ? placeholder(QStringLiteral("critique"), tr("the critic's notes"))
                                    : placeholder(QStringLiteral("diagnosis"), tr("the triager's diagnosis"));
-    const QJsonObject c = RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device}, shown,
+    const QJsonObject c = RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device, {}}, shown,
                                                  turnNotes);
 
     QStringList placeholders;

@@ -269,6 +269,18 @@ QWidget* LaunchPage::buildRegimeBox()
     overrides->addRow(tr("Candidates per turn (n)"), m_n);
     overrides->addRow(tr("Turns"), m_turns);
     overrides->addRow(tr("Temperature"), m_temperature);
+    // The template set the run renders: the study set (the default) or the workbench's earlier
+    // wording (docs/prompts.md); another directory set with setPromptsDir() appears as its path.
+    m_promptSet = new QComboBox(box);
+    m_promptSet->setObjectName(QStringLiteral("promptSetCombo"));
+    for (const QString& name : shippedPromptSetNames())
+        m_promptSet->addItem(name == QLatin1String("study") ? tr("study (the paper's regimes)") : name,
+                             shippedPromptSetDir(name));
+    connect(m_promptSet, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (index >= 0)
+            m_promptsDir = m_promptSet->itemData(index).toString();
+    });
+    overrides->addRow(tr("Prompt set"), m_promptSet);
     layout->addLayout(overrides);
     connect(m_n, &QSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
     connect(m_turns, &QSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
@@ -284,6 +296,21 @@ QWidget* LaunchPage::buildRegimeBox()
     connect(m_regime, &QComboBox::currentIndexChanged, this, &LaunchPage::updateRegimeSummary);
     connect(m_single, &QRadioButton::toggled, this, &LaunchPage::updateRegimeSummary);
     return box;
+}
+
+void LaunchPage::setPromptsDir(const QString& dir)
+{
+    m_promptsDir = dir;
+    const QString wanted = QDir(dir).absolutePath();
+    for (int i = 0; i < m_promptSet->count(); ++i)
+        if (QDir(m_promptSet->itemData(i).toString()).absolutePath() == wanted) {
+            const QSignalBlocker block(m_promptSet);
+            m_promptSet->setCurrentIndex(i);
+            return;
+        }
+    const QSignalBlocker block(m_promptSet);
+    m_promptSet->addItem(dir, dir);
+    m_promptSet->setCurrentIndex(m_promptSet->count() - 1);
 }
 
 void LaunchPage::setWorkerProfiles(const HelloInfo& hello)
@@ -333,6 +360,15 @@ QWidget* LaunchPage::buildServerBox()
     m_modelTimeout->setValue(defaultModelTimeoutS());
     m_modelTimeout->setToolTip(tr("A model request's total time, retries included: a silent or trickling "
                                   "server fails the request as a time-out after this"));
+    m_contextTokens = new QSpinBox(box);
+    m_contextTokens->setObjectName(QStringLiteral("contextTokensSpin"));
+    m_contextTokens->setRange(0, 1 << 24);
+    m_contextTokens->setSingleStep(1024);
+    m_contextTokens->setValue(defaults::kContextTokens);
+    m_contextTokens->setSpecialValueText(tr("no check"));
+    m_contextTokens->setToolTip(tr("The model's context length: every prompt of the run, plus %1 max output tokens, "
+                                   "must fit; checked before any model request (docs/prompts.md)")
+                                    .arg(defaults::kMaxOutputTokens));
     auto* testRow = new QHBoxLayout;
     testRow->addWidget(m_test);
     testRow->addWidget(m_connection, 1);
@@ -340,6 +376,7 @@ QWidget* LaunchPage::buildServerBox()
     form->addRow(tr("API key"), m_apiKey);
     form->addRow(tr("Model"), m_model);
     form->addRow(tr("Model time-out"), m_modelTimeout);
+    form->addRow(tr("Context tokens"), m_contextTokens);
     form->addRow(testRow);
     form->addRow(m_stream);
     return box;
@@ -657,6 +694,7 @@ RunRequest LaunchPage::request() const
     r.scale = m_scale->currentText();
     r.timeoutS = m_timeout->value();
     r.modelTimeoutS = m_modelTimeout->value();
+    r.contextTokens = m_contextTokens->value();
     r.timingTrials = m_timingTrials->value();
     r.isolation = m_isolation->currentData().toString();
     r.workerLimits.hostMemoryBytes = qint64(m_maxHostMemory->value() * double(qint64(1) << 30));

@@ -60,7 +60,8 @@ public:
     void setEndpoint(const QString& url);
     void setModel(const QString& model);
     void setApiKey(const QString& key);
-    void setPromptsDir(const QString& dir) { m_promptsDir = dir; }
+    /// The template set's directory; shown in the "Prompt set" choice (added there when it is not a shipped set).
+    void setPromptsDir(const QString& dir);
     /// The protocol profiles the worker announced in hello (names, settings as tooltips, its
     /// default selected unless the user chose another it also knows). A hello without profiles
     /// leaves the list as it is.
@@ -150,6 +151,8 @@ private:
     QComboBox* m_scale = nullptr;
     QDoubleSpinBox* m_timeout = nullptr;
     QDoubleSpinBox* m_modelTimeout = nullptr;
+    QComboBox* m_promptSet = nullptr;
+    QSpinBox* m_contextTokens = nullptr; ///< the run's context budget (RunRequest::contextTokens)
     QSpinBox* m_timingTrials = nullptr;
     QComboBox* m_isolation = nullptr;
     QDoubleSpinBox* m_maxHostMemory = nullptr; ///< GiB; 0: the default

@@ -1,5 +1,7 @@
 #include "core/prompts/promptrenderer.h"
 
+#include "core/prompts/referenceview.h"
+
 #include "core/model/secrets.h"
 #include "core/protocol/workerresponses.h"
 
@@ -595,6 +597,20 @@ PromptRenderer::RenderResult PromptRenderer::render(const QString& templatePath,
     return r;
 }
 
+QString PromptRenderer::toleranceText(const QJsonObject& profile)
+{
+    const QJsonValue atol = profile.value(QLatin1String("atol"));
+    const QJsonValue rtol = profile.value(QLatin1String("rtol"));
+    if (!atol.isDouble() || !rtol.isDouble())
+        return {};
+    const QString name = profile.value(QLatin1String("name")).toString();
+    const QString tol = atol.toDouble() == rtol.toDouble()
+                            ? QStringLiteral("atol = rtol = %1").arg(numberText(atol.toDouble()))
+                            : QStringLiteral("atol = %1, rtol = %2").arg(numberText(atol.toDouble()),
+                                                                        numberText(rtol.toDouble()));
+    return name.isEmpty() ? tol : QStringLiteral("%1, profile %2").arg(tol, name);
+}
+
 QString PromptRenderer::rooflineRule()
 {
     return QStringLiteral(
@@ -607,7 +623,7 @@ QString PromptRenderer::rooflineRule()
 
 QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJsonObject& analyzeJson,
                                          const QJsonObject& profileJson, const QJsonObject& deviceJson,
-                                         const QJsonObject& feedbackJson)
+                                         const QJsonObject& feedbackJson, const QJsonObject& protocolProfileJson)
 {
     QJsonObject c;
     const TaskSpec task = decodeTaskSpec(taskJson);
@@ -640,6 +656,16 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     for (const TaskTensor& p : task.params)
         params.append(QJsonObject{{QStringLiteral("name"), p.name}, {QStringLiteral("shape"), shapeText(p.full)}});
     c[QStringLiteral("params")] = params;
+    // The compact view (referenceview.h) the study set shows.
+    bool folded = false;
+    c[QStringLiteral("reference_view")] = foldForward(reference, &folded);
+    c[QStringLiteral("reference_folded")] = folded;
+    QList<ReferenceParam> viewParams;
+    for (const TaskTensor& p : task.params)
+        viewParams.append(ReferenceParam{p.name, shapeText(p.full)});
+    c[QStringLiteral("params_view")] = orFalse(paramsView(viewParams));
+    // The run's tolerance, as the worker's hello states the profile's (clients keep no list).
+    c[QStringLiteral("tolerance")] = orFalse(toleranceText(protocolProfileJson));
 
     // Op chain (analyze); views move no data and are left out.
     QJsonArray ops, libraryOps, fusableOps;

@@ -23,6 +23,13 @@ inline QString profile() { return QString::fromLatin1(kProfile); }
 /// The profiles this client offers before a worker has announced its own in `hello`.
 inline constexpr const char* kKnownProfiles[] = {"kernelbench-fp32", "kernelbench", "kernelbench-v0.1"};
 
+/// The model's context length a run budgets its prompts against unless told otherwise
+/// (`--context-tokens`): Qwen2.5-Coder-7B-Instruct's, the study's model.
+inline constexpr int kContextTokens = 32768;
+/// The most tokens a model answer may take (`max_tokens`, `--max-tokens`): every prompt plus this
+/// must fit the context.
+inline constexpr int kMaxOutputTokens = 4096;
+
 /// The problem scale used when none is named.
 inline constexpr const char kScale[] = "full";
 inline QString scale() { return QString::fromLatin1(kScale); }

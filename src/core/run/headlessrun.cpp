@@ -1,5 +1,7 @@
 #include "core/run/headlessrun.h"
 
+#include "core/model/tokencounter.h"
+
 #include "core/model/llmclient.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/workerresponses.h"
@@ -183,9 +185,60 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
                             .arg(why));
 
     // Every template renders for every task before a model request (or a run row) is spent.
-    if (const QString problem = checkRunTemplates(m_plan, inputs); !problem.isEmpty())
+    if (const QString problem =
+            RunController::checkTemplates(m_plan.promptsDir, m_plan.regime, m_plan.levelRegimes, inputs);
+        !problem.isEmpty())
         return fail(Failure::Templates, QStringLiteral("template: %1").arg(problem));
+    countPrompts(device, hello);
+}
 
+void HeadlessRun::countPrompts(const QJsonObject& device, const QJsonObject& hello)
+{
+    // Where the server has a tokenizer, its count decides (docs/prompts.md §Context budget); a
+    // server without one leaves it to the estimate (checkRunTemplates).
+    const ContextBudget budget = contextBudgetFor(m_plan);
+    if (!budget.enabled())
+        return createAndStart(device, hello);
+    auto planned = std::make_shared<QHash<qint64, PlannedPrompt>>();
+    auto* counter = new TokenCounter(this);
+    counter->setServer(QUrl(m_plan.endpoint), m_plan.model, m_environment.apiKey);
+    for (const RunTaskInput& input : std::as_const(m_inputs))
+        for (const PlannedPrompt& p :
+             RunController::plannedPrompts(m_plan.promptsDir, m_plan.regimeForLevel(input.level()), input))
+            planned->insert(counter->count(p.text), p);
+    auto done = std::make_shared<bool>(false);
+    const auto finish = [this, counter, done, device, hello](const QString& problem) {
+        if (*done)
+            return;
+        *done = true;
+        counter->deleteLater();
+        if (!problem.isEmpty())
+            return fail(Failure::Templates, QStringLiteral("template: %1").arg(problem));
+        if (m_cancelRequested) {
+            setState(State::Cancelled);
+            return;
+        }
+        createAndStart(device, hello);
+    };
+    connect(counter, &TokenCounter::counted, this, [planned, budget, finish](qint64 id, int tokens) {
+        const PlannedPrompt p = planned->take(id);
+        const int worst = p.budgetTokens(tokens, budget);
+        if (!budget.fits(worst))
+            return finish(budget.overBudget(p.task, p.turn, p.role, p.templatePath, worst, true));
+        if (planned->isEmpty())
+            finish(QString());
+    });
+    // No warning: a server without /tokenize is common (Ollama), and every over-budget message
+    // says whether its count was the server's or the estimate.
+    connect(counter, &TokenCounter::failed, this, [this, finish](qint64, const QString&) {
+        finish(checkRunTemplates(m_plan, m_inputs));
+    });
+    if (planned->isEmpty())
+        finish(QString());
+}
+
+void HeadlessRun::createAndStart(const QJsonObject& device, const QJsonObject& hello)
+{
     if (m_plan.resumeRunId > 0) {
         m_runId = m_plan.resumeRunId;
         m_store.setRunStatus(m_runId, RunStatus::Running);

@@ -176,6 +176,10 @@ private:
     void fail(Failure failure, const QString& message);
     void failLater(Failure failure, const QString& message);
     void onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello);
+    /// Every planned prompt counted by the server's tokenizer (where it has one) against the budget.
+    void countPrompts(const QJsonObject& device, const QJsonObject& hello);
+    /// The run row (or the resumed one), the queue and the controller; then the run starts.
+    void createAndStart(const QJsonObject& device, const QJsonObject& hello);
     void startController();
     void updateGenerationPause();
     void onRequestEnded(qint64 id);

@@ -146,6 +146,8 @@ QJsonObject Regime::toJson() const
                   {QStringLiteral("ablated"), QJsonArray::fromStringList(ablated)}};
     if (temperature)
         o.insert(QStringLiteral("temperature"), *temperature);
+    if (seed)
+        o.insert(QStringLiteral("seed"), double(*seed));
     return o;
 }
 
@@ -161,6 +163,8 @@ Regime Regime::fieldsOf(const QJsonObject& json)
     r.turns = json.value(QLatin1String("turns")).toInt(1);
     if (json.value(QLatin1String("temperature")).isDouble())
         r.temperature = json.value(QLatin1String("temperature")).toDouble();
+    if (json.value(QLatin1String("seed")).isDouble())
+        r.seed = qint64(json.value(QLatin1String("seed")).toDouble());
     r.feedback = feedbackModeFromString(json.value(QLatin1String("feedback")).toString(QStringLiteral("none")))
                      .value_or(r.feedback);
     r.selection =
@@ -206,6 +210,8 @@ std::optional<Regime> Regime::builtin(const QString& name)
 {
     Regime r;
     r.name = name;
+    r.temperature = kRegimeGreedyTemperature;
+    r.seed = kRegimeModelSeed;
     if (name == QLatin1String("zero-shot")) {
         r.description = QStringLiteral("KernelBench-style zero-shot: the task and the answer format");
         r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));

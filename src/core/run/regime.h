@@ -14,6 +14,11 @@
 
 namespace kwb {
 
+/// The model seed of every built-in regime (the study ran one seed).
+constexpr qint64 kRegimeModelSeed = 42;
+/// The temperature of the built-in regimes the study gives none for, as KernelBench generates.
+constexpr double kRegimeGreedyTemperature = 0.0;
+
 /// Role names: the keys of Regime::roles (the manifest's roles, prompts/manifest.toml).
 namespace RegimeRole {
 inline const QString Analyzer = QStringLiteral("analyzer");     ///< notes -> `analysis` (turn 1)
@@ -66,7 +71,10 @@ struct Regime
     QMap<QString, QString> roles;
     int n = 1;                         ///< candidates per turn
     int turns = 1;                     ///< at most
+    /// Every built-in regime sets both (docs/prompts.md): 0.0 where the study gives none, as
+    /// KernelBench generates, the agent's 0.7. Unset only in runs stored before they were.
     std::optional<double> temperature; ///< unset: the model client's setting
+    std::optional<qint64> seed;        ///< the model's sampling seed (sample i of a request gets seed + i)
     FeedbackMode feedback = FeedbackMode::None;
     SelectionMode selection = SelectionMode::Monotone;
     bool useProfile = false;     ///< the worker's `profile` goes into the prompt context

@@ -85,54 +85,96 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     return true;
 }
 
-QString RunController::checkTemplates(const QString& promptsDir, const Regime& fallback,
-                                      const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks)
+QList<PlannedPrompt> RunController::plannedPrompts(const QString& promptsDir, const Regime& regime,
+                                                   const RunTaskInput& input)
 {
     const PromptRenderer renderer(promptsDir);
-    for (const RunTaskInput& input : tasks) {
-        TaskState state;
-        state.input = input;
-        state.regime = levelRegimes.value(input.level(), fallback);
-        const Regime& regime = state.regime;
-        // Every section a later turn may open: the notes of earlier roles and a failed candidate.
-        const QString placeholder = QStringLiteral("(checked before the run)");
-        const auto render = [&](const QString& path) -> QString {
-            const auto r = renderer.render(path, context(&state));
-            return r.ok ? QString() : input.id() + QStringLiteral(": ") + r.error;
-        };
-        state.turn = 1;
-        for (const QString& role : {RegimeRole::Analyzer, RegimeRole::Researcher})
-            if (regime.roles.contains(role))
-                if (const QString e = render(regime.roles.value(role)); !e.isEmpty())
-                    return e;
-        if (regime.roles.contains(RegimeRole::Analyzer))
-            state.analysis = placeholder;
-        if (regime.roles.contains(RegimeRole::Researcher))
-            state.research = placeholder;
-        if (const QString e = render(regime.answerTemplate(1)); !e.isEmpty())
-            return e;
-        if (regime.turns < 2 || regime.feedback == FeedbackMode::None)
+    QList<PlannedPrompt> out;
+    TaskState state;
+    state.input = input;
+    state.regime = regime;
+    // Every section a later turn may open: the notes of earlier roles and a failed candidate.
+    // A model's text is kPlaceholderModelText (it may be up to max_tokens long: budgetTokens()
+    // adds that), the evaluator's is kPlaceholderEvaluatorText.
+    const auto render = [&](const QString& role, const QString& path, int modelTexts) {
+        PlannedPrompt p;
+        p.task = input.id();
+        p.turn = state.turn;
+        p.role = role;
+        p.templatePath = path;
+        p.modelTexts = modelTexts;
+        const auto r = renderer.render(path, context(&state));
+        if (r.ok)
+            p.text = r.text;
+        else
+            p.error = r.error;
+        out.append(p);
+        return r.ok;
+    };
+    state.turn = 1;
+    int notes = 0;
+    for (const QString& role : {RegimeRole::Analyzer, RegimeRole::Researcher}) {
+        if (!regime.roles.contains(role))
             continue;
-        state.turn = 2;
+        if (!render(role, regime.roles.value(role), notes))
+            return out;
+        (role == RegimeRole::Analyzer ? state.analysis : state.research) = kPlaceholderModelText;
+        ++notes;
+    }
+    if (!render(regime.answerRole(1), regime.answerTemplate(1), notes))
+        return out;
+    if (regime.feedback == FeedbackMode::None)
+        return out;
+    const QString rewrite = regime.feedback == FeedbackMode::Rewrite ? regime.rewriteRole() : QString();
+    for (int turn = 2; turn <= regime.turns; ++turn) {
+        state.turn = turn;
+        state.rewrite.clear();
         state.feedback = QJsonObject{
             {QStringLiteral("status"), wireName(EvaluationStatus::Incorrect)},
             {QStringLiteral("stage"), QStringLiteral("correctness")},
-            {QStringLiteral("message"), placeholder},
-            {QStringLiteral("log"), placeholder},
-            {QStringLiteral("compile"), QJsonObject{{QStringLiteral("log"), placeholder}}},
+            {QStringLiteral("message"), kPlaceholderEvaluatorText},
+            {QStringLiteral("log"), kPlaceholderEvaluatorText},
+            {QStringLiteral("compile"), QJsonObject{{QStringLiteral("log"), kPlaceholderEvaluatorText}}},
             {QStringLiteral("correctness"),
              QJsonObject{{QStringLiteral("passed"), 0}, {QStringLiteral("trials"), 1}}},
             {QStringLiteral("speedup"), 1.0},
-            {kFeedbackAnswerKey, placeholder},
+            {kFeedbackAnswerKey, kPlaceholderModelText},
         };
-        const QString rewrite = regime.feedback == FeedbackMode::Rewrite ? regime.rewriteRole() : QString();
+        const int before = notes + 1; // the notes of turn 1 and the previous answer
         if (!rewrite.isEmpty()) {
-            if (const QString e = render(regime.roles.value(rewrite)); !e.isEmpty())
-                return e;
-            state.rewrite = placeholder;
+            if (!render(rewrite, regime.roles.value(rewrite), before))
+                return out;
+            state.rewrite = kPlaceholderModelText;
         }
-        if (const QString e = render(regime.answerTemplate(2)); !e.isEmpty())
-            return e;
+        if (!render(regime.answerRole(turn), regime.answerTemplate(turn), before + (rewrite.isEmpty() ? 0 : 1)))
+            return out;
+    }
+    return out;
+}
+
+int PlannedPrompt::budgetTokens(int promptTokens, const ContextBudget& budget) const
+{
+    // The placeholders' own tokens stay counted: a small over-estimate, on the safe side.
+    return promptTokens + modelTexts * budget.maxOutputTokens;
+}
+
+QString RunController::checkTemplates(const QString& promptsDir, const Regime& fallback,
+                                      const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks,
+                                      const ContextBudget& budget)
+{
+    for (const RunTaskInput& input : tasks) {
+        const Regime& regime = levelRegimes.value(input.level(), fallback);
+        for (const PlannedPrompt& p : plannedPrompts(promptsDir, regime, input)) {
+            if (!p.error.isEmpty())
+                return input.id() + QStringLiteral(": ") + p.error;
+            const int tokens = p.budgetTokens(estimateTokens(p.text), budget);
+            if (!budget.fits(tokens))
+                return budget.overBudget(p.task, p.turn, p.role, p.templatePath, tokens, false)
+                       + (p.modelTexts ? QStringLiteral(", with the %1 earlier model texts it holds at max output "
+                                                        "tokens each")
+                                             .arg(p.modelTexts)
+                                       : QString());
+        }
     }
     return {};
 }
@@ -206,7 +248,7 @@ QJsonObject RunController::context(const TaskState* state)
 QJsonObject RunController::context(const RunTaskInput& in, const Regime& regime, const TurnNotes& notes)
 {
     QJsonObject c = PromptRenderer::buildContext(in.task, in.analyze, regime.useProfile ? in.profile : QJsonObject(),
-                                                 in.device, notes.feedback);
+                                                 in.device, notes.feedback, in.protocolProfile);
     c.insert(QStringLiteral("analysis"), textOrFalse(notes.analysis));
     c.insert(QStringLiteral("research"), textOrFalse(notes.research));
     const bool critic = regime.rewriteRole() == RegimeRole::Critic;
@@ -238,6 +280,11 @@ bool RunController::renderFor(TaskState* state, const QString& role, QString* te
         finishTask(state, r.error);
         return false;
     }
+    // Measured before it is sent: over the budget, the task fails here, nothing is cut.
+    if (const int tokens = estimateTokens(r.text); !m_budget.fits(tokens)) {
+        finishTask(state, m_budget.overBudget(state->input.id(), state->turn, role, path, tokens, false));
+        return false;
+    }
     state->llmTemplate = path;
     *text = r.text;
     return true;
@@ -263,6 +310,8 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
     settings.n = int(samples.size());
     if (state->regime.temperature)
         settings.temperature = state->regime.temperature;
+    if (state->regime.seed)
+        settings.seed = state->regime.seed;
     state->llmRequest = m_llm->complete({ChatMessage{QStringLiteral("user"), prompt}}, settings);
     m_requestTask.insert(state->llmRequest, state->index);
     ++m_modelRequests;

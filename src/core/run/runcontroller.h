@@ -25,6 +25,7 @@
 // controller reacts only to requests and jobs it started itself.
 
 #include "core/prompts/promptrenderer.h"
+#include "core/prompts/tokenbudget.h"
 #include "core/run/regime.h"
 #include "core/store/runstore.h"
 #include "core/run/selection.h"
@@ -53,6 +54,9 @@ struct RunTaskInput
     QJsonObject analyze; ///< the `analyze` response
     QJsonObject profile; ///< the `profile` response (used only when the regime's useProfile)
     QJsonObject device;  ///< the `device` response
+    /// The run's protocol profile's settings as the worker's hello lists them (name, atol, rtol,
+    /// …): the tolerance the prompts state. Empty: not known (the prompts then state none).
+    QJsonObject protocolProfile;
 
     QString id() const;
     int level() const;
@@ -68,6 +72,29 @@ struct TurnNotes
     QString research;     ///< the researcher's notes
     QString rewrite;      ///< this turn's triager (`diagnosis`) or critic (`critique`) notes
 };
+
+/// A prompt a run will send, rendered before the run with placeholder notes (checkTemplates,
+/// `kwb prompt`).
+struct PlannedPrompt
+{
+    QString task;
+    int turn = 1;
+    QString role;
+    QString templatePath;
+    QString text;  ///< empty when the template failed
+    QString error; ///< "FILE:LINE: what"
+    /// How many texts of the model's it holds (earlier notes, the previous answer), each shown
+    /// as a placeholder here but up to max output tokens long in the run.
+    int modelTexts = 0;
+
+    /// The most tokens it can take in the run: promptTokens (of `text`) plus every model text at
+    /// the budget's max output tokens.
+    int budgetTokens(int promptTokens, const ContextBudget& budget) const;
+};
+
+/// What a planned prompt shows where a model's text or the evaluator's will be.
+inline const QString kPlaceholderModelText = QStringLiteral("(placeholder: an earlier model answer goes here)");
+inline const QString kPlaceholderEvaluatorText = QStringLiteral("(placeholder: the evaluator's report goes here)");
 
 class RunController : public QObject
 {
@@ -98,8 +125,18 @@ public:
     /// and for a regime with later turns turn 2 with feedback (and the notes of earlier roles
     /// filled in), so a template error is found before any model request is spent. Empty when
     /// every one renders, else "TASK: FILE:LINE: what" for the first that does not.
+    /// With a budget, also every prompt's estimated tokens (PlannedPrompt::budgetTokens) plus the
+    /// max output must fit the context: else ContextBudget::overBudget() for the first that does not.
     static QString checkTemplates(const QString& promptsDir, const Regime& regime,
-                                  const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks);
+                                  const QMap<int, Regime>& levelRegimes, const QList<RunTaskInput>& tasks,
+                                  const ContextBudget& budget = {});
+    /// Every prompt the regime renders for the task, in the run's order: the turn-1 roles, then for
+    /// each later turn (with feedback) the rewrite role and the answer role, with placeholder
+    /// notes and feedback; stops after the first that fails.
+    static QList<PlannedPrompt> plannedPrompts(const QString& promptsDir, const Regime& regime,
+                                               const RunTaskInput& input);
+    /// Every prompt is measured before it is sent; over the budget, its task fails (0: no check).
+    void setContextBudget(const ContextBudget& budget) { m_budget = budget; }
     /// The context a role's template renders with in a run: PromptRenderer::buildContext over the
     /// task's facts (the profile only where the regime uses it) and the feedback, plus analysis,
     /// research, diagnosis, critique, turn and max_turns. The prompt editor's preview asks this too.
@@ -212,6 +249,7 @@ private:
     QMap<int, Regime> m_levelRegimes;
     int m_maxInFlight = 2;
     QJsonObject m_evalOptions;
+    ContextBudget m_budget;
 
     qint64 m_runId = 0;
     QList<RunTaskInput> m_tasks;

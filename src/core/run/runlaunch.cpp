@@ -72,6 +72,21 @@ QString defaultPromptsDir()
     return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
 }
 
+QStringList shippedPromptSetNames()
+{
+    return {QStringLiteral("study"), QStringLiteral("workbench-v1")};
+}
+
+QString shippedPromptSetDir(const QString& name)
+{
+    if (name == QLatin1String("study"))
+        return defaultPromptsDir();
+    if (!shippedPromptSetNames().contains(name))
+        return {};
+    const QFileInfo study(defaultPromptsDir());
+    return study.absoluteDir().filePath(QStringLiteral("prompts-") + name);
+}
+
 QString elapsedClock(qint64 ms)
 {
     const qint64 s = ms / 1000;
@@ -218,6 +233,14 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.promptsDir = request.promptsDir;
     plan.compileOnly = request.compileOnly;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
+    if (request.contextTokens < 0 || request.maxOutputTokens < 1)
+        return failWith(QStringLiteral("context tokens must be 0 (no check) or more, max output tokens at least 1"));
+    if (request.contextTokens > 0 && request.maxOutputTokens >= request.contextTokens)
+        return failWith(QStringLiteral("max output tokens (%1) leave no room for a prompt in %2 context tokens")
+                            .arg(request.maxOutputTokens)
+                            .arg(request.contextTokens));
+    plan.contextTokens = request.contextTokens;
+    plan.maxOutputTokens = request.maxOutputTokens;
     return plan;
 }
 
@@ -291,6 +314,9 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
     plan.pauseGenerationWhileTiming =
         extra.value(QLatin1String("pause_generation_while_timing")).toBool(isLocalEndpoint(plan.endpoint));
+    // Runs stored before the budget existed ran without max_tokens and unchecked: they resume so.
+    plan.contextTokens = extra.value(QLatin1String("context_tokens")).toInt(0);
+    plan.maxOutputTokens = extra.value(QLatin1String("max_output_tokens")).toInt(0);
     return plan;
 }
 
@@ -321,8 +347,15 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
         name.chop(name.endsWith(QLatin1String(".mustache")) ? 9 : 0);
         config.templates.insert(name, QString::fromUtf8(f.readAll()));
     }
+    // The model's seed and temperature are the regime's (every built-in sets both); recorded here
+    // too so a reader of seeds sees them without decoding the regime. Routing: per level in
+    // level_regimes, the fallback's here.
     config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed},
-                               {QStringLiteral("model"), QJsonValue(QJsonValue::Null)}};
+                               {QStringLiteral("model"), plan.regime.seed ? QJsonValue(double(*plan.regime.seed))
+                                                                          : QJsonValue(QJsonValue::Null)},
+                               {QStringLiteral("temperature"), plan.regime.temperature
+                                                                   ? QJsonValue(*plan.regime.temperature)
+                                                                   : QJsonValue(QJsonValue::Null)}};
     config.protocolProfile = plan.profile;
     config.gpu = device;
     config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
@@ -360,7 +393,9 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
                     {QStringLiteral("compile_only"), plan.compileOnly},
-                    {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming}};
+                    {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming},
+                    {QStringLiteral("context_tokens"), plan.contextTokens},
+                    {QStringLiteral("max_output_tokens"), plan.maxOutputTokens}};
     return config;
 }
 
@@ -374,6 +409,7 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey)
     settings.deadlineMs = int(std::clamp(deadlineMs, 1.0, double(std::numeric_limits<int>::max())));
     // Without streaming nothing arrives before the whole answer: the idle limit is the deadline's.
     settings.timeoutMs = settings.deadlineMs;
+    settings.maxTokens = plan.maxOutputTokens;
     return settings;
 }
 
@@ -409,11 +445,18 @@ void configureController(RunController& controller, const RunPlan& plan)
     for (auto it = plan.levelRegimes.cbegin(); it != plan.levelRegimes.cend(); ++it)
         controller.setRegimeForLevel(it.key(), it.value());
     controller.setEvaluationOptions(evaluationOptionsFor(plan));
+    controller.setContextBudget(contextBudgetFor(plan));
+}
+
+ContextBudget contextBudgetFor(const RunPlan& plan)
+{
+    return ContextBudget{plan.contextTokens, plan.maxOutputTokens};
 }
 
 QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs)
 {
-    return RunController::checkTemplates(plan.promptsDir, plan.regime, plan.levelRegimes, inputs);
+    return RunController::checkTemplates(plan.promptsDir, plan.regime, plan.levelRegimes, inputs,
+                                         contextBudgetFor(plan));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -575,6 +618,13 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
 void RunFactsLoader::finishLoading()
 {
     m_loading = false;
+    const HelloInfo hello = decodeHello(m_hello);
+    if (const ProfileSettings* profile = hello.profile(m_plan.profile)) {
+        QJsonObject settings = profile->raw;
+        settings.insert(QStringLiteral("name"), profile->name); // `profiles` may be keyed by name
+        for (RunTaskInput& input : m_inputs)
+            input.protocolProfile = settings;
+    }
     Q_EMIT loaded(m_inputs, m_device, m_hello);
 }
 

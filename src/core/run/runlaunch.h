@@ -44,6 +44,11 @@ QStringList parseTaskSpec(const QString& spec, QString* error);
 /// The shipped prompt templates: $KWB_PROMPTS_DIR, the installed share/kernel-workbench/prompts
 /// next to the program, else the source tree's prompts/ (kwb and the window look alike).
 QString defaultPromptsDir();
+/// The shipped template sets by name: "study" (the default, defaultPromptsDir()) and
+/// "workbench-v1" (the earlier workbench wording, prompts-workbench-v1/ beside it).
+QStringList shippedPromptSetNames();
+/// A shipped set's directory (it need not exist); empty for an unknown name.
+QString shippedPromptSetDir(const QString& name);
 
 /// Elapsed time as a clock: "4:07", or "1:02:03" past an hour.
 QString elapsedClock(qint64 ms);
@@ -86,6 +91,9 @@ struct RunRequest
     /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
     /// endpoint is on this machine (isLocalEndpoint), where the model server may share the GPU.
     std::optional<bool> pauseGenerationWhileTiming;
+    /// The model's context length: every prompt plus maxOutputTokens must fit (0: no check).
+    int contextTokens = defaults::kContextTokens;
+    int maxOutputTokens = defaults::kMaxOutputTokens; ///< sent as max_tokens
 };
 
 /// Whether the URL's host is this machine: localhost, 127.0.0.0/8 or ::1.
@@ -116,6 +124,8 @@ struct RunPlan
     qint64 resumeRunId = 0; ///< 0: a new run
     bool compileOnly = false;                ///< stored as `compile_only`
     bool pauseGenerationWhileTiming = false; ///< stored as `pause_generation_while_timing`
+    int contextTokens = 0;   ///< stored as `context_tokens` (0: not checked)
+    int maxOutputTokens = 0; ///< stored as `max_output_tokens`, sent as max_tokens (0: not sent)
 
     /// "routing" for a routed run, else the regime's name (the run's `regime` column).
     QString regimeLabel() const;
@@ -152,7 +162,9 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan);
 /// for compile-ahead.
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
                     const RunPlan& plan, const QJsonObject& device);
-/// Regimes per level and evaluation options.
+/// The plan's context budget (its context tokens and max output tokens).
+ContextBudget contextBudgetFor(const RunPlan& plan);
+/// Regimes per level, evaluation options and the context budget.
 void configureController(RunController& controller, const RunPlan& plan);
 /// Every template the plan's regimes use renders for every task (RunController::checkTemplates):
 /// empty, or "TASK: FILE:LINE: what". Run before the run is made, so a template error costs no

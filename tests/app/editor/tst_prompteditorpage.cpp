@@ -56,9 +56,10 @@ const char* kAnalyze = R"({"task":"L2/1","scale":"full","output_shape":[128,128,
         {"index":2,"op":"aten::add","category":"elementwise","output":[128,128,126,126],"flops":260112384,"bytes":2080899584}],
  "flops":240287907840,"bytes_unfused":4816110080,"bytes_fused":1575010816})";
 
+/// The set the page is given as its shipped one: the workbench set (tests/app/editor/CMakeLists.txt).
 QString shippedDir()
 {
-    return QStringLiteral(KWB_PROMPTS_DIR);
+    return QStringLiteral(KWB_EDITOR_SET_DIR);
 }
 
 QString readText(const QString& path)

@@ -44,16 +44,16 @@ private Q_SLOTS:
         QVERIFY(shipped.exists());
         QVERIFY(shipped.isReadOnly());
         QCOMPARE(shipped.name(), QStringLiteral("shipped"));
-        // The manifest's 12 role templates (docs/prompts.md) and its 8 partials.
+        // The manifest's 12 role templates (docs/prompts.md) and its 6 partials.
         QCOMPARE(shipped.roleTemplates(), PromptRenderer(shippedDir()).templates());
         QCOMPARE(shipped.roleTemplates().size(), 12);
-        QCOMPARE(shipped.partials().size(), 8);
-        QCOMPARE(shipped.templates().size(), 20);
+        QCOMPARE(shipped.partials().size(), 6);
+        QCOMPARE(shipped.templates().size(), 18);
         QCOMPARE(shipped.templates().first(), QStringLiteral("agent/analyzer.mustache"));
         QCOMPARE(shipped.templates().last(), QStringLiteral("partials/top_ops.mustache"));
-        QVERIFY(shipped.contains(QStringLiteral("partials/task.mustache")));
+        QVERIFY(shipped.contains(QStringLiteral("partials/reference.mustache")));
         QVERIFY(!shipped.contains(QStringLiteral("agent/nothing.mustache")));
-        QVERIFY(shipped.load(QStringLiteral("zero-shot/generator.mustache"))->contains(QLatin1String("{{> task}}")));
+        QVERIFY(shipped.load(QStringLiteral("zero-shot/generator.mustache"))->contains(QLatin1String("{{> reference}}")));
         QVERIFY(shipped.compare(shipped).isEmpty());
     }
 
@@ -151,11 +151,11 @@ private Q_SLOTS:
         const auto set = TemplateSet::saveAs(shipped, QStringLiteral("diffs"), {}, root.path());
         QVERIFY(set);
         QVERIFY(set->compare(shipped).isEmpty());
-        QVERIFY(set->save(QStringLiteral("partials/task.mustache"), QStringLiteral("## {{task_id}}\n")));
+        QVERIFY(set->save(QStringLiteral("partials/reference.mustache"), QStringLiteral("## {{task_id}}\n")));
         QVERIFY(set->save(QStringLiteral("agent/extra.mustache"), QStringLiteral("extra\n")));
         QVERIFY(QFile::remove(set->filePath(QStringLiteral("pilot-v1/critic.mustache"))));
         QCOMPARE(set->compare(shipped), (QList<Diff>{{QStringLiteral("agent/extra.mustache"), Diff::Added},
-                                                     {QStringLiteral("partials/task.mustache"), Diff::Modified},
+                                                     {QStringLiteral("partials/reference.mustache"), Diff::Modified},
                                                      {QStringLiteral("pilot-v1/critic.mustache"), Diff::Removed}}));
     }
 
@@ -164,7 +164,7 @@ private Q_SLOTS:
         QTemporaryDir root;
         const auto set = TemplateSet::saveAs(
             TemplateSet::shipped(shippedDir()), QStringLiteral("render"),
-            {{QStringLiteral("partials/task.mustache"), QStringLiteral("Custom heading for {{task_id}}\n")}},
+            {{QStringLiteral("partials/reference.mustache"), QStringLiteral("Custom heading for {{task_id}}\n")}},
             root.path());
         QVERIFY(set);
         const QJsonObject context = PromptRenderer::buildContext(

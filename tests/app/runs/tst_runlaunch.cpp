@@ -181,7 +181,7 @@ private Q_SLOTS:
         QVERIFY2(config, qPrintable(error));
         QVERIFY(config->templates.contains(QStringLiteral("agent/triager")));
         QVERIFY(config->templates.contains(QStringLiteral("profiling-guided/generator")));
-        QVERIFY(config->templates.contains(QStringLiteral("partials/candidate_format")));
+        QVERIFY(config->templates.contains(QStringLiteral("partials/contract")));
         QCOMPARE(config->versions.value(QLatin1String("worker")).toString(), QStringLiteral("kwb-worker 0.1"));
         QCOMPARE(config->seeds.value(QLatin1String("evaluation")).toInt(), kRunEvaluationSeed);
         QCOMPARE(config->extra.value(QLatin1String("task_spec")).toString(), QStringLiteral("L1:1,L2:1"));
