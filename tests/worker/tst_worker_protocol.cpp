@@ -359,7 +359,8 @@ TEST_CASE("hello announces every protocol profile with every setting, and the de
     REQUIRE(hello["profiles"].is_array());
     REQUIRE(hello["profiles"].size() >= 1);
     const std::vector<std::string> settings = {"name", "atol", "rtol", "tf32", "l2_flush", "input_generator", "timing_stat",
-                                               "timing_trials", "warmup", "correctness_trials", "range_trial", "graph_optimize"};
+                                               "timing_trials", "warmup", "timing_method", "correctness_trials", "range_trial",
+                                               "graph_optimize"};
     std::set<std::string> names;
     for (const json& p : hello["profiles"]) {
         CAPTURE(p.dump());
