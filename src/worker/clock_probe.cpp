@@ -27,6 +27,11 @@ extern "C" __global__ void kwb_clock_probe(unsigned long long* out) {
 constexpr unsigned long long kMinSpanNs = 20000;
 } // namespace
 
+const char* ClockProbe::source()
+{
+    return kSource;
+}
+
 struct ClockProbe::Impl {
     std::unique_ptr<LoadedModule> module;
     unsigned long long* host = nullptr; ///< mapped pinned memory: [slot][sm][clock, ns]

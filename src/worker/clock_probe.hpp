@@ -20,6 +20,8 @@ public:
     /// After the stream has synchronised: the mean SM clock in MHz between the two probes over the
     /// SMs both saw, or 0 where it cannot be told (too short to resolve the timer, no common SM).
     double clockMhz() const;
+    /// The probe kernel's CUDA source (`kwb_clock_probe`), for tests that compile it without a GPU.
+    static const char* source();
     /// The device's default SM clock (cudaDevAttrClockRate) in MHz.
     double defaultClockMhz() const { return m_defaultMhz; }
 

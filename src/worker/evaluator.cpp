@@ -610,6 +610,13 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     if (ev.task.rtol)
         prof.rtol = *ev.task.rtol;
     prof.correctnessTrials = req.value("correctness_trials", prof.correctnessTrials);
+    for (const char* key : {"timing_target", "timing_max_ms"})
+        if (req.contains(key) && !req.at(key).is_number())
+            throw std::invalid_argument(std::string(key) + " must be a number");
+    if (req.contains("timing_method") && !req.at("timing_method").is_string())
+        throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\"");
+    if (req.contains("reuse_reference") && !req.at("reuse_reference").is_boolean())
+        throw std::invalid_argument("reuse_reference must be true or false");
     measure::Method& timing = prof.timing;
     timing.trials = req.value("timing_trials", timing.trials);
     timing.warmup = req.value("warmup", timing.warmup);

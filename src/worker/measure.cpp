@@ -144,17 +144,18 @@ void measureAdaptive(Comparison& out, Sampler& s, const PrepareCall& reference, 
     bool reuse = offered;
     std::vector<double> ref, cand, pooled;
     double gpuMs = 0;
-    int index = 0; // the timed call's index, for input rotation and output checks
+    int index = 0;    // the candidate's timed call, for input rotation and output checks
+    int refIndex = 0; // the reference's own count: with reuse it runs every kReuseStride-th pair and must still rotate
     for (int pair = 0;; ++pair) {
         const int stride = reuse ? kReuseStride : 1;
         const bool timeRef = pair % stride == 0;
         const bool refFirst = referenceFirst(pair / stride);
         double r = 0, rc = 0, c = 0, cc = 0;
         if (timeRef && refFirst)
-            r = s.sample(reference, index, &rc);
+            r = s.sample(reference, refIndex++, &rc);
         c = s.sample(candidate, index, &cc);
         if (timeRef && !refFirst)
-            r = s.sample(reference, index, &rc);
+            r = s.sample(reference, refIndex++, &rc);
         ++index;
         if (throttled(rc, defaultMhz, m.throttleThreshold) || throttled(cc, defaultMhz, m.throttleThreshold)) {
             ++out.throttled;
@@ -195,7 +196,7 @@ void measureAdaptive(Comparison& out, Sampler& s, const PrepareCall& reference, 
         }
     }
     if (reuse) {
-        out.referenceReused = int(settings.cache->ms.size());
+        out.referenceReused = pooled.empty() ? 0 : int(settings.cache->ms.size());
         out.reference.ms = pooled.empty() ? ref : pooled;
         if (pooled.empty()) // stopped before five fresh reference samples: no pooled interval
             out.interval = speedupInterval(ref, cand, false);
