@@ -1,26 +1,37 @@
-// Benchmark: where the wall time of evaluating one candidate goes.
+// Benchmark: where the wall time of evaluating one candidate goes, and how repeatable its
+// speed-up is (issue 13).
 //
 // For every reference candidate (manifest entries expected "correct"), a FRESH worker evaluates it
-// under the full protocol profile, and the table shows per task: process start (spawn to the
-// `hello` answer: loading libtorch), CUDA init (context and first allocation), compile (NVRTC +
-// TorchScript), reference (5 reference runs, outputs off the GPU), correctness (5 trials + the
-// determinism run), timing (warm-ups and trials of reference and candidate), the total wall time,
-// and the GPU-time floor: the time the GPU must spend in the forwards the protocol runs, from the
-// measured per-forward times:
-//   floor = (trials_c + warmup + timing) × t_ref + (trials_c + 2 + warmup + timing) × t_cand
-// (the +2: the determinism run and the CUPTI-traced run). wall / floor is the protocol's overhead.
+// under a protocol profile (default: the study's kernelbench-fp32, adaptive timing), and a
+// Markdown table shows per task: process start (spawn to the `hello` answer: loading libtorch),
+// CUDA init (context and first allocation), compile (NVRTC + TorchScript), reference,
+// correctness, timing, the total wall time, and the GPU-time floor: the time the GPU must spend in
+// the forwards the protocol runs, from the measured per-forward means t_ref and t_cand:
+//   correctness: trials_c × (t_ref + t_cand), the determinism run t_cand, the range trial
+//   t_ref + t_cand, the CUPTI-traced run t_cand; timing: warmup × (t_ref + t_cand) plus every
+//   timed sample (reference samples × t_ref + candidate samples × t_cand).
+// wall / floor is the protocol's overhead. Each row also says how the timing stopped, its pairs,
+// throttled samples, the speed-up's 95 % interval and whether the speed-up lies in it.
 //
-// Usage: kwb-bench-eval-stages [--only SUBSTRING] [--json FILE]
+// --repeat N: each selected candidate is measured N times, each in a fresh worker, and a second
+// table gives the speed-up's mean, standard deviation and coefficient of variation (std / mean),
+// the mean relative half-width of the interval, and how many of the N intervals hold the mean.
+//
+// Usage: kwb-bench-eval-stages [--only SUBSTRING[,SUBSTRING…]] [--profile NAME] [--repeat N] [--json FILE]
 #include "worker_client.hpp"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 using json = nlohmann::json;
 using kwb::test::readFile;
@@ -29,76 +40,190 @@ using kwb::test::WorkerClient;
 namespace {
 double num(const json& j, const char* key)
 {
-    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+    return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
+
+bool matches(const std::string& file, const std::string& only)
+{
+    if (only.empty())
+        return true;
+    std::stringstream list(only);
+    std::string part;
+    while (std::getline(list, part, ','))
+        if (!part.empty() && file.find(part) != std::string::npos)
+            return true;
+    return false;
+}
+
+struct Run {
+    bool ok = false;
+    double startMs = 0, wallMs = 0, floorMs = 0;
+    json response;
+    std::string status;
+};
+
+/// One candidate in a fresh worker: hello, evaluate, stop. `facts` receives the device's facts once.
+Run evaluateFresh(const std::string& workerPath, const std::string& src, const std::string& task,
+                  const std::string& answer, const std::string& profile, json* facts, std::string* torch)
+{
+    Run run;
+    WorkerClient worker(workerPath, {"--tasks-dir", src + "/tasks"});
+    std::string err;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!worker.start(&err)) {
+        std::fprintf(stderr, "cannot start worker: %s\n", err.c_str());
+        return run;
+    }
+    auto hello = worker.request({{"type", "hello"}}, 120);
+    run.startMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (hello.response.value("cuda_device_count", 0) == 0) {
+        run.status = "no_device";
+        return run;
+    }
+    *torch = hello.response.value("torch", std::string());
+    if (facts->is_null())
+        *facts = worker.request({{"type", "device"}}, 60).response;
+    auto reply = worker.request({{"type", "evaluate"}, {"task", task}, {"answer", answer}, {"profile", profile}}, 600);
+    run.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    run.response = reply.response;
+    run.ok = reply.outcome == WorkerClient::Outcome::Ok;
+    run.status = run.ok ? run.response.value("status", std::string("?")) : "fault";
+    const json& r = run.response;
+    if (r.contains("timing") && r["timing"].is_object()) {
+        const json& t = r["timing"];
+        const json prof = r.value("profile", json::object());
+        const double tr = num(t["reference"], "mean_ms"), tc = num(t["candidate"], "mean_ms");
+        const double ct = num(prof, "correctness_trials"), wu = num(prof, "warmup");
+        // reference samples kept (a fresh worker pools no cached ones) and candidate samples kept
+        const double nr = num(t["reference"], "trials") - num(t, "reference_reused"), nc = num(t["candidate"], "trials");
+        run.floorMs = ct * (tr + tc) + tc + (tr + tc) + tc + wu * (tr + tc) + nr * tr + nc * tc;
+    }
+    worker.stop();
+    return run;
+}
+
+std::string intervalText(const json& iv)
+{
+    if (!iv.is_object() || !iv["high"].is_number())
+        return "–";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "[%.3f, %.3f] ±%.2f %%", num(iv, "low"), num(iv, "high"), 100 * num(iv, "relative_half_width"));
+    return buf;
 }
 } // namespace
 
 int main(int argc, char** argv)
 {
-    std::string only, jsonOut;
+    std::string only, jsonOut, profile = "kernelbench-fp32";
+    int repeat = 0;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else if (!std::strcmp(argv[i], "--json") && i + 1 < argc)
             jsonOut = argv[++i];
+        else if (!std::strcmp(argv[i], "--profile") && i + 1 < argc)
+            profile = argv[++i];
+        else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = std::atoi(argv[++i]);
     }
     const std::string src = KWB_SOURCE_DIR;
     const std::string dir = src + "/tests/fixtures/candidates/";
     const std::string workerPath = kwb::test::findWorker(KWB_WORKER_PATH);
     auto manifest = toml::parse_file(dir + "manifest.toml");
-    json rows = json::array();
+    json rows = json::array(), repeats = json::array();
     json deviceFacts;
     std::string torch;
 
-    std::printf("%-8s %-7s %8s %8s %8s %8s %8s %9s %9s %9s %7s %8s\n", "task", "status", "start_ms", "cuda_ms", "compile",
-                "refer", "correct", "timing", "wall_ms", "floor_ms", "wall/fl", "speedup");
+    if (repeat <= 0) {
+        std::printf("| task | status | start ms | cuda ms | compile ms | reference ms | correctness ms | timing ms | wall ms "
+                    "| GPU floor ms | wall/floor | stop | pairs | throttled | speedup | 95 %% interval | in it |\n");
+        std::printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|---|\n");
+    } else {
+        std::printf("| task | runs | correct | mean speedup | std | CV %% | mean ±half-width %% | intervals holding the mean "
+                    "| stop reasons | mean timing ms | mean wall ms |\n|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|\n");
+    }
     for (auto& node : *manifest["candidate"].as_array()) {
         auto& c = *node.as_table();
         const std::string file = c["file"].value_or(std::string());
-        if (std::string(c["expect"].value_or(std::string())) != "correct" || (!only.empty() && file.find(only) == std::string::npos))
+        if (std::string(c["expect"].value_or(std::string())) != "correct" || !matches(file, only))
             continue;
         const std::string task = c["task"].value_or(std::string());
-        WorkerClient worker(workerPath, {"--tasks-dir", src + "/tasks"});
-        std::string err;
-        const auto t0 = std::chrono::steady_clock::now();
-        if (!worker.start(&err)) {
-            std::fprintf(stderr, "cannot start worker: %s\n", err.c_str());
-            return 1;
+        const std::string answer = readFile(dir + file);
+        if (repeat <= 0) {
+            const Run run = evaluateFresh(workerPath, src, task, answer, profile, &deviceFacts, &torch);
+            if (run.status == "no_device") {
+                std::printf("SKIP: no CUDA device\n");
+                return 77;
+            }
+            const json& r = run.response;
+            const json st = r.value("stage_ms", json::object());
+            const json t = r.value("timing", json::object());
+            const double speedup = r.contains("speedup") && r["speedup"].is_number() ? r["speedup"].get<double>() : 0.0;
+            const json iv = t.value("speedup_interval", json());
+            const bool inside = iv.is_object() && iv["high"].is_number() && speedup >= num(iv, "low") && speedup <= num(iv, "high");
+            std::printf("| %s | %s | %.0f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.3f | %s | %s |\n",
+                        task.c_str(), run.status.c_str(), run.startMs, num(st, "cuda_init"), num(st, "compile"),
+                        num(st, "reference"), num(st, "correctness"), num(st, "timing"), run.wallMs, run.floorMs,
+                        run.floorMs > 0 ? run.wallMs / run.floorMs : 0.0, t.value("stop_reason", std::string("–")).c_str(),
+                        num(t, "samples"), num(t, "throttled"), speedup, intervalText(iv).c_str(), inside ? "yes" : "no");
+            std::fflush(stdout);
+            rows.push_back({{"task", task}, {"file", file}, {"status", run.status}, {"process_start_ms", run.startMs},
+                            {"stage_ms", st}, {"wall_ms", run.wallMs}, {"gpu_floor_ms", run.floorMs}, {"speedup", speedup},
+                            {"speedup_in_interval", inside}, {"timing", t},
+                            {"kernels", r.value("kernels", json::array())}, {"degenerate", r.value("degenerate", json())}});
+            continue;
         }
-        auto hello = worker.request({{"type", "hello"}}, 120);
-        const double startMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (hello.response.value("cuda_device_count", 0) == 0) {
-            std::printf("SKIP: no CUDA device\n");
-            return 77;
+        std::vector<double> speedups, halves, timingMs, wallMs;
+        std::vector<json> intervals;
+        std::map<std::string, int> reasons;
+        int correct = 0;
+        for (int k = 0; k < repeat; ++k) {
+            const Run run = evaluateFresh(workerPath, src, task, answer, profile, &deviceFacts, &torch);
+            if (run.status == "no_device") {
+                std::printf("SKIP: no CUDA device\n");
+                return 77;
+            }
+            const json& r = run.response;
+            const json t = r.value("timing", json::object());
+            correct += run.status == "correct";
+            if (r.contains("speedup") && r["speedup"].is_number()) {
+                speedups.push_back(r["speedup"].get<double>());
+                intervals.push_back(t.value("speedup_interval", json()));
+                halves.push_back(num(intervals.back(), "relative_half_width"));
+            }
+            reasons[t.value("stop_reason", std::string("none"))]++;
+            timingMs.push_back(num(r.value("stage_ms", json::object()), "timing"));
+            wallMs.push_back(run.wallMs);
         }
-        torch = hello.response.value("torch", std::string());
-        if (deviceFacts.is_null())
-            deviceFacts = worker.request({{"type", "device"}}, 60).response;
-        auto reply = worker.request({{"type", "evaluate"}, {"task", task}, {"answer", readFile(dir + file)}}, 600);
-        const double wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        const json& r = reply.response;
-        const json st = r.value("stage_ms", json::object());
-        const json prof = r.value("profile", json::object());
-        double floorMs = 0;
-        if (r.contains("timing")) {
-            const double tr = num(r["timing"]["reference"], "mean_ms"), tc = num(r["timing"]["candidate"], "mean_ms");
-            const double ct = num(prof, "correctness_trials"), wu = num(prof, "warmup"), tt = num(prof, "timing_trials");
-            floorMs = (ct + wu + tt) * tr + (ct + 2 + wu + tt) * tc;
-        }
-        const std::string status = reply.outcome == WorkerClient::Outcome::Ok ? r.value("status", std::string("?")) : "fault";
-        const double speedup = r.contains("speedup") && r["speedup"].is_number() ? r["speedup"].get<double>() : 0.0;
-        std::printf("%-8s %-7s %8.0f %8.0f %8.1f %8.0f %8.0f %9.0f %9.0f %9.1f %7.2f %8.3f\n", task.c_str(),
-                    status.substr(0, 7).c_str(), startMs, num(st, "cuda_init"), num(st, "compile"), num(st, "reference"),
-                    num(st, "correctness"), num(st, "timing"), wallMs, floorMs, floorMs > 0 ? wallMs / floorMs : 0.0, speedup);
+        auto mean = [](const std::vector<double>& v) {
+            double s = 0;
+            for (double x : v)
+                s += x;
+            return v.empty() ? 0.0 : s / double(v.size());
+        };
+        const double m = mean(speedups);
+        double var = 0;
+        for (double x : speedups)
+            var += (x - m) * (x - m);
+        const double sd = speedups.size() > 1 ? std::sqrt(var / double(speedups.size() - 1)) : 0.0;
+        int holding = 0;
+        for (const json& iv : intervals)
+            holding += iv.is_object() && iv["high"].is_number() && num(iv, "low") <= m && m <= num(iv, "high");
+        std::string why;
+        for (const auto& [reason, n] : reasons)
+            why += (why.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+        std::printf("| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f |\n", task.c_str(), repeat, correct, m, sd,
+                    m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding, intervals.size(), why.c_str(), mean(timingMs),
+                    mean(wallMs));
         std::fflush(stdout);
-        json row = {{"task", task}, {"file", file}, {"status", status}, {"process_start_ms", startMs}, {"stage_ms", st},
-                    {"wall_ms", wallMs}, {"gpu_floor_ms", floorMs}, {"speedup", speedup},
-                    {"timing", r.value("timing", json::object())}, {"kernels", r.value("kernels", json::array())},
-                    {"degenerate", r.value("degenerate", json())}};
-        rows.push_back(row);
-        worker.stop();
+        repeats.push_back({{"task", task}, {"file", file}, {"runs", repeat}, {"correct", correct}, {"speedups", speedups},
+                           {"mean", m}, {"std", sd}, {"cv", m > 0 ? sd / m : 0.0}, {"intervals", intervals},
+                           {"stop_reasons", reasons}, {"timing_ms", timingMs}, {"wall_ms", wallMs}});
     }
     if (!jsonOut.empty())
-        std::ofstream(jsonOut) << json({{"device", deviceFacts}, {"torch", torch}, {"rows", rows}}).dump(1) << "\n";
+        std::ofstream(jsonOut) << json({{"device", deviceFacts}, {"torch", torch}, {"profile", profile}, {"rows", rows},
+                                        {"repeats", repeats}})
+                                      .dump(1)
+                               << "\n";
     return 0;
 }

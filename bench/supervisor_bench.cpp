@@ -12,7 +12,7 @@
 // the request's travel. A separate pass measures compile-ahead throughput alone: every cuda block
 // compiled by k CPU workers at once (compile requests, no GPU).
 //
-// Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10]
+// Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10 (0: the profile's)]
 //        [--modes fresh+spare+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
 
 #include "core/workers/evaluationqueue.h"
@@ -104,8 +104,9 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                      [&](qint64 id, const QString& status, const QString&) { finish(id, status, QJsonObject()); });
     clock.start();
     for (int i = 0; i < candidates.size(); ++i) {
-        const qint64 id = queue.submit(candidates[i].task, candidates[i].answer,
-                                       QJsonObject{{QStringLiteral("timing_trials"), timingTrials}});
+        // 0: the profile's own timing (the study's adaptive method), no count sent
+        const QJsonObject options = timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
+        const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
         index.insert(id, i);
     }
     loop.exec();
@@ -191,7 +192,7 @@ int main(int argc, char** argv)
                                               QStringLiteral("DIR"));
     const QCommandLineOption tasksOption(QStringLiteral("tasks"), QStringLiteral("levels (default L1,L2)"),
                                          QStringLiteral("LIST"), QStringLiteral("L1,L2"));
-    const QCommandLineOption trialsOption(QStringLiteral("timing-trials"), QStringLiteral("default 10"),
+    const QCommandLineOption trialsOption(QStringLiteral("timing-trials"), QStringLiteral("default 10; 0: the profile's own method"),
                                           QStringLiteral("N"), QStringLiteral("10"));
     const QCommandLineOption modesOption(QStringLiteral("modes"), QStringLiteral("configurations"), QStringLiteral("LIST"),
                                          QStringLiteral("fresh+spare+ahead,fresh,reuse+ahead"));

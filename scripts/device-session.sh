@@ -2,7 +2,7 @@
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
-#   scripts/device-session.sh build gpu-tests eval-timeout bench study record pack
+#   scripts/device-session.sh build gpu-tests eval-timeout bench measure study record pack
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -105,6 +105,48 @@ for step in "$@"; do
     log eval-stages
     ./build-gpu/bin/kwb-bench-eval-stages --only "${STAGES_ONLY:-L1_}" --json "$OUT/eval-stages.json" > "$OUT/eval-stages.md" 2>&1
     tail -15 "$OUT/eval-stages.md"
+    ;;
+  measure)
+    # Issue 13's benchmark, one Markdown file ($OUT/measure-bench.md, to commit under bench/results/):
+    # the 32 reference candidates each in a fresh worker (stages against the GPU-time floor, the
+    # adaptive timing's stop reason and interval), 10 re-measurements of L2/1, L1/9 and L3/9 (the
+    # speed-up's CV), and candidates/min over L1+L2 through the queue (fresh+spare+ahead, reuse+ahead)
+    # under the profile's own timing. MEASURE_PARTS picks some of "stages repeat queue" (one call's
+    # time limit); each part appends to the file.
+    log measure
+    need_bundle
+    md=$OUT/measure-bench.md
+    parts=" ${MEASURE_PARTS:-stages repeat queue} "
+    [[ -f $md ]] || { echo "# Measurement and throughput (issue 13)"
+      echo
+      echo "- machine: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || cat "$OUT/commit.txt" 2>/dev/null)"
+      echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+      echo "- profile: ${MEASURE_PROFILE:-kernelbench-fp32}; targets: L2/1 <= 1.2 s and L1/5 <= 2.0 s end to end, CV <= 1 %"
+    } > "$md"
+    [[ $parts == *" stages "* ]] && {
+      echo
+      echo "## Every reference candidate, fresh worker"
+      echo
+      timeout 300 ./build-gpu/bin/kwb-bench-eval-stages --only "${MEASURE_ONLY:-}" --profile "${MEASURE_PROFILE:-kernelbench-fp32}" \
+        --json "$OUT/measure-stages.json" 2>> "$OUT/measure.log"
+    } >> "$md"
+    [[ $parts == *" repeat "* ]] && {
+      echo
+      echo "## Repeatability: each measured ${MEASURE_REPEAT:-10} times, fresh worker each"
+      echo
+      timeout 300 ./build-gpu/bin/kwb-bench-eval-stages --only "${MEASURE_REPEAT_ONLY:-L2_01.md,L1_09.md,L3_09.md}" \
+        --repeat "${MEASURE_REPEAT:-10}" --profile "${MEASURE_PROFILE:-kernelbench-fp32}" --json "$OUT/measure-repeat.json" 2>> "$OUT/measure.log"
+    } >> "$md"
+    [[ $parts == *" queue "* ]] && {
+      echo
+      echo "## Candidates per minute over L1+L2 (the profile's own timing)"
+      echo
+      timeout 300 $bundle/run kwb-bench-supervisor --worker "$worker" --candidates tests/fixtures/candidates \
+        --tasks L1,L2 --timing-trials 0 --modes "${MEASURE_MODES:-fresh+spare+ahead,reuse+ahead}" --compile-workers 4 \
+        --json "$OUT/measure-supervisor.json" 2>> "$OUT/measure.log"
+    } >> "$md"
+    cat "$md"
     ;;
   record)
     # Re-records the H200 responses of tests/protocol/recorded/*.h200.request (tests/protocol/README.md):

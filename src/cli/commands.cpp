@@ -360,6 +360,8 @@ int runEval(Session& session, const EvalOptions& options)
             {QStringLiteral("message"), message},
             {QStringLiteral("compile_log"), compileLog},
             {QStringLiteral("speedup"), numberOrNull(speedup)},
+            {QStringLiteral("speedup_low"), numberOrNull(e.timing.interval ? e.timing.interval->low : kNaN)},
+            {QStringLiteral("speedup_high"), numberOrNull(e.timing.interval ? e.timing.interval->high : kNaN)},
             {QStringLiteral("max_abs_diff"), numberOrNull(maxAbsDiff)},
             {QStringLiteral("reference_ms"), numberOrNull(e.timing.reference ? e.timing.reference->meanMs : kNaN)},
             {QStringLiteral("candidate_ms"), numberOrNull(e.timing.candidate ? e.timing.candidate->meanMs : kNaN)},
@@ -415,8 +417,10 @@ int runEval(Session& session, const EvalOptions& options)
         table.add(QStringLiteral("reference"), timingLine(*e.timing.reference));
     if (e.timing.candidate)
         table.add(QStringLiteral("candidate"), timingLine(*e.timing.candidate));
+    if (const QString method = formatTimingMethod(e.timing); !method.isEmpty())
+        table.add(QStringLiteral("timing"), method);
     if (!std::isnan(speedup))
-        table.add(QStringLiteral("speedup"), QString::number(speedup, 'f', 2) + QLatin1Char('x'));
+        table.add(QStringLiteral("speedup"), formatSpeedup(speedup, e.timing.interval));
     if (e.torchOnly)
         table.add(QStringLiteral("note"), QStringLiteral("torch-only: the candidate launched no custom kernel"));
     if (e.degenerate)

@@ -86,7 +86,7 @@ int main(int argc, char** argv)
         kwb::CountRange range;
     };
     std::vector<BoundedCount> boundedCounts;
-    boundedCounts.push_back({evalCommand->add_option("--trials", eval.trials, "timing trials (default: the profile's, 100)"),
+    boundedCounts.push_back({evalCommand->add_option("--trials", eval.trials, "timing trials (fixed method) or the most pairs (adaptive); default: the profile's"),
                              &eval.trials, kwb::TrialLimits::Timing});
     evalCommand->add_option("--arch", arch, "compile for this architecture (sm_XY) when there is no GPU")
         ->check([](const std::string& value) {

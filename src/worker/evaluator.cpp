@@ -173,17 +173,6 @@ std::string modifiedArgument(const std::vector<c10::IValue>& args, const std::ve
     return {};
 }
 
-/// A cheap fingerprint of a tensor's bytes (their sum), taken where it lives: a reference output
-/// kept on the GPU is fingerprinted when made and checked before each comparison, so a candidate
-/// that writes outside its own buffers into it is named as such instead of just failing.
-int64_t byteFingerprint(const at::Tensor& t)
-{
-    if (t.numel() == 0)
-        return 0;
-    at::Tensor bytes = t.contiguous().view({-1}).view(at::kByte);
-    return at::sum(bytes, at::kLong).item<int64_t>();
-}
-
 struct CudaFault {
     bool any = false;
     bool sticky = false;
@@ -258,15 +247,24 @@ Comparison compareOutputs(const at::Tensor& cand, const at::Tensor& ref, double 
     const at::Tensor& a = cand;
     at::Tensor b = ref.to(cand.device());
     at::Tensor badFinite = torch::isfinite(b) & ~torch::isfinite(a);
-    const int64_t nonFinite = badFinite.sum().item<int64_t>();
     at::Tensor diff = (a - b).abs();
     at::Tensor within = diff <= (atol + rtol * b.abs());
     // NaN in diff compares false, so NaN counts as a mismatch, as allclose does (equal_nan=False).
     at::Tensor bad = ~within;
-    c.mismatches = bad.sum().item<int64_t>();
-    at::Tensor finiteDiff = torch::where(torch::isfinite(diff), diff, torch::zeros_like(diff));
-    c.maxAbs = diff.numel() ? finiteDiff.max().item<double>() : 0.0;
-    c.maxRel = diff.numel() ? (finiteDiff / (b.abs() + 1e-12)).max().item<double>() : 0.0;
+    // The four numbers the check needs, brought to the host in one copy (one synchronisation).
+    int64_t nonFinite = 0;
+    if (diff.numel()) {
+        at::Tensor finiteDiff = torch::where(torch::isfinite(diff), diff, torch::zeros_like(diff));
+        const at::Tensor summary = at::stack({badFinite.sum().to(at::kDouble), bad.sum().to(at::kDouble),
+                                              finiteDiff.max().to(at::kDouble),
+                                              (finiteDiff / (b.abs() + 1e-12)).max().to(at::kDouble)})
+                                       .to(at::kCPU);
+        const double* v = summary.data_ptr<double>();
+        nonFinite = int64_t(v[0]);
+        c.mismatches = int64_t(v[1]);
+        c.maxAbs = v[2];
+        c.maxRel = v[3];
+    }
     if (nonFinite > 0) {
         c.ok = false;
         const int64_t idx = badFinite.flatten().nonzero().index({0, 0}).item<int64_t>();
@@ -531,6 +529,25 @@ struct Evaluation {
     double outputBytes = 0;                 ///< the reference output's size (timing-set rule)
     // trace, timing
     std::vector<c10::IValue> timingInputs;
+    /// The worker's cached reference samples (Evaluator::m_referenceCache), and whether the
+    /// request lets timing use them (`reuse_reference`, default true).
+    std::vector<measure::CachedReference>* referenceCaches = nullptr;
+    bool reuseReference = true;
+
+    /// The cache entry of `key`, made (empty) where there is none; at most kCachedReferences
+    /// entries, the oldest dropped first.
+    measure::CachedReference& referenceCache(const measure::ReuseKey& key)
+    {
+        constexpr size_t kCachedReferences = 64;
+        auto& caches = *referenceCaches;
+        for (auto& c : caches)
+            if (c.key == key)
+                return c;
+        if (caches.size() >= kCachedReferences)
+            caches.erase(caches.begin());
+        caches.push_back({key, {}});
+        return caches.back();
+    }
 
     const ParsedCandidate& cand() const { return parsed.candidate; }
 
@@ -593,13 +610,29 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     if (ev.task.rtol)
         prof.rtol = *ev.task.rtol;
     prof.correctnessTrials = req.value("correctness_trials", prof.correctnessTrials);
-    prof.timingTrials = req.value("timing_trials", prof.timingTrials);
-    prof.warmup = req.value("warmup", prof.warmup);
-    if (prof.correctnessTrials < 1 || prof.timingTrials < 1 || prof.warmup < 0)
+    for (const char* key : {"timing_target", "timing_max_ms"})
+        if (req.contains(key) && !req.at(key).is_number())
+            throw std::invalid_argument(std::string(key) + " must be a number");
+    if (req.contains("timing_method") && !req.at("timing_method").is_string())
+        throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\"");
+    if (req.contains("reuse_reference") && !req.at("reuse_reference").is_boolean())
+        throw std::invalid_argument("reuse_reference must be true or false");
+    measure::Method& timing = prof.timing;
+    timing.trials = req.value("timing_trials", timing.trials);
+    timing.warmup = req.value("warmup", timing.warmup);
+    timing.kind = req.value("timing_method", timing.kind);
+    timing.target = req.value("timing_target", timing.target);
+    timing.maxWallMs = req.value("timing_max_ms", timing.maxWallMs);
+    if (prof.correctnessTrials < 1 || timing.trials < 1 || timing.warmup < 0)
         throw std::invalid_argument("correctness_trials and timing_trials must be >= 1, warmup >= 0");
+    if (timing.kind != "adaptive" && timing.kind != "fixed")
+        throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\", not \"" + timing.kind + "\"");
+    if (!(timing.target > 0 && timing.target < 1) || !(timing.maxWallMs > 0 && timing.maxWallMs <= 600000))
+        throw std::invalid_argument("timing_target must lie in (0, 1) and timing_max_ms in (0, 600000]");
     ev.scale = parseScale(req.value("scale", std::string("full")));
     ev.seed = req.value("seed", uint64_t(42));
     ev.doTime = req.value("time", true);
+    ev.reuseReference = req.value("reuse_reference", true);
     const bool haveCuda = evaluator.cudaAvailable(&ev.noCudaWhy);
     const protocol::Device requested = protocol::parseDevice(
         req, protocol::kDeviceCuda | protocol::kDeviceCpu | protocol::kDeviceNone, cudaDeviceCount());
@@ -827,21 +860,45 @@ bool runCandidate(Evaluation& ev, std::vector<c10::IValue> args, c10::IValue* ou
     return err->empty();
 }
 
+/// A cheap fingerprint of each tensor's bytes (their sum), taken where it lives, so a candidate
+/// that writes outside its own buffers into the evaluator's copies is named as such instead of
+/// just failing; an undefined tensor counts as 0. All sums come to the host in one copy:
+/// a task with dozens of parameters would otherwise synchronise once per parameter per check.
+std::vector<int64_t> byteFingerprints(const std::vector<at::Tensor>& tensors)
+{
+    std::vector<at::Tensor> sums;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        if (!tensors[i].defined() || tensors[i].numel() == 0)
+            continue;
+        sums.push_back(at::sum(tensors[i].contiguous().view({-1}).view(at::kByte), at::kLong));
+        where.push_back(i);
+    }
+    std::vector<int64_t> out(tensors.size(), 0);
+    if (sums.empty())
+        return out;
+    const at::Tensor host = at::stack(sums).to(at::kCPU);
+    const int64_t* v = host.data_ptr<int64_t>();
+    for (size_t k = 0; k < where.size(); ++k)
+        out[where[k]] = v[k];
+    return out;
+}
+
 /// Byte fingerprints of the tensors among `values`, in order (a scalar counts as 0).
 std::vector<int64_t> fingerprints(const std::vector<c10::IValue>& values)
 {
-    std::vector<int64_t> out;
+    std::vector<at::Tensor> tensors;
     for (const auto& v : values)
-        out.push_back(v.isTensor() ? byteFingerprint(v.toTensor()) : 0);
-    return out;
+        tensors.push_back(v.isTensor() ? v.toTensor() : at::Tensor());
+    return byteFingerprints(tensors);
 }
 
 std::vector<int64_t> paramFingerprints(const Evaluation& ev)
 {
-    std::vector<int64_t> out;
+    std::vector<at::Tensor> tensors;
     for (const ParamSpec& p : ev.task.params)
-        out.push_back(byteFingerprint(ev.params.at(p.name)));
-    return out;
+        tensors.push_back(ev.params.at(p.name));
+    return byteFingerprints(tensors);
 }
 
 /// Whether the evaluator's own copies of a trial's inputs (`prints`: taken before the candidate
@@ -1168,6 +1225,25 @@ void rooflineCheck(Evaluation& ev, const measure::Comparison& timed)
     ev.res["roofline"] = a["roofline"];
 }
 
+/// What a cached reference timing depends on (measure::ReuseKey): the task, scale, seed, the
+/// profile's settings as this request has them, the device and its clocks, the input sets.
+measure::ReuseKey reuseKey(const Evaluation& ev, int inputSets)
+{
+    measure::ReuseKey k;
+    k.task = ev.task.id;
+    k.scale = ev.scale == Scale::Full ? "full" : "smoke";
+    k.seed = ev.seed;
+    k.profile = ev.res.value("profile", json::object()).dump();
+    int ordinal = 0;
+    cudaGetDevice(&ordinal);
+    k.device = ordinal;
+    const json facts = deviceFacts(ordinal);
+    k.defaultClockMhz = facts.value("sm_clock_khz", 0) / 1000;
+    k.memoryClockMhz = facts.value("memory_clock_khz", 0) / 1000;
+    k.inputSets = inputSets;
+    return k;
+}
+
 /// 8. timing: the eager reference and the candidate, the same way, in this process (measure.cpp).
 /// The calls rotate over input sets (measure::timingSetCount) so that consecutive calls never see
 /// the same inputs; the candidate's outputs of the first and last timed call on each set are
@@ -1185,7 +1261,7 @@ bool timingStage(Evaluation& ev)
     std::vector<std::vector<int64_t>> prints;
     for (const auto& set : sets)
         prints.push_back(fingerprints(set));
-    const int trials = ev.prof.timingTrials;
+    const int trials = ev.prof.timing.trials;
     std::set<int> checked;
     for (int k = 0; k < nSets; ++k)
         for (int call : measure::checkedCalls(k, nSets, trials))
@@ -1200,13 +1276,18 @@ bool timingStage(Evaluation& ev)
     at::Tensor pendingOut;
     int pendingSet = -1, pendingCall = -1, checks = 0;
     // Checks the output kept from the last checked call (not timed: it runs in the next prepare).
-    auto settle = [&]() {
+    // Every timed call's output is kept until the next prepare; it is checked where the call is
+    // one of `checked`, or (force) where it is the last timed call, which the adaptive method
+    // knows only once it stopped.
+    auto settle = [&](bool force) {
         if (pendingSet < 0)
             return;
         const int set = pendingSet, call = pendingCall;
         pendingSet = -1;
         at::Tensor out = pendingOut;
         pendingOut = at::Tensor();
+        if (!force && checked.count(call) == 0)
+            return;
         std::string reason = ownCopiesProblem(ev, sets[size_t(set)], prints[size_t(set)]);
         if (reason.empty()) {
             at::Tensor ref = referenceOutput(ev, sets[size_t(set)]);
@@ -1222,10 +1303,10 @@ bool timingStage(Evaluation& ev)
                                       std::to_string(set + 1) + " of " + std::to_string(nSets) + ": " + reason + ")");
     };
     auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
-        settle();
+        settle(false);
         const int set = index < 0 ? warm++ % nSets : index % nSets;
         auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
-        const bool keep = index >= 0 && checked.count(index) > 0;
+        const bool keep = index >= 0;
         return [&, fn = ev.candFn, args = std::move(args), keep, set, index]() mutable {
             c10::IValue out = (*fn)(std::move(args));
             if (keep) {
@@ -1237,8 +1318,12 @@ bool timingStage(Evaluation& ev)
     };
     measure::Settings settings;
     settings.cuda = ev.cuda;
-    settings.warmup = ev.prof.warmup;
-    settings.trials = trials;
+    settings.method = ev.prof.timing;
+    // The reference's samples of an earlier candidate of the same key (measure::Settings::cache).
+    if (ev.reuseReference && ev.cuda && ev.prof.timing.adaptive()) {
+        settings.key = reuseKey(ev, nSets);
+        settings.cache = &ev.referenceCache(settings.key);
+    }
     settings.l2Flush = ev.prof.l2Flush;
     settings.statistic = ev.prof.statistic;
     measure::Comparison timed;
@@ -1257,7 +1342,7 @@ bool timingStage(Evaluation& ev)
             return ev.stop("runtime_error", "timing", "CUDA error while timing: " + f.message);
     }
     try {
-        settle();
+        settle(true);
     } catch (const TimedOutputMismatch& e) {
         return mismatch(e);
     }
@@ -1284,6 +1369,7 @@ struct LaunchScope {
 json Evaluator::evaluate(const Task& task, const json& req)
 {
     Evaluation ev(task, req, m_healthy);
+    ev.referenceCaches = &m_referenceCaches;
     setUp(ev, *this);
     if (!parseStage(ev) || !compileStage(ev) || !sandboxStage(ev) || !deviceStage(ev) || !loadStage(ev))
         return ev.response();

@@ -1,6 +1,7 @@
 #pragma once
 // Evaluation of tasks and candidates (docs/protocol.md). The interface is torch-free so that
 // the request dispatcher and tests do not pay for torch headers.
+#include "measure_stats.hpp"
 #include "profiles.hpp"
 #include "task.hpp"
 
@@ -46,6 +47,8 @@ public:
 
 private:
     bool m_healthy = true;
+    /// The reference's timing samples per key, reused by later candidates (measure::Settings::cache).
+    std::vector<measure::CachedReference> m_referenceCaches;
 };
 
 } // namespace kwb

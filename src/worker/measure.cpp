@@ -1,5 +1,6 @@
 #include "measure.hpp"
 
+#include "clock_probe.hpp"
 #include "device_info.hpp"
 
 // Only for the L2 flush buffer: allocated by torch's caching allocator and zeroed by its fill
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
 
 namespace kwb::measure {
@@ -21,45 +23,196 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// CUDA events around each call on the legacy default stream, which is the stream torch and
-/// kb.launch use here; the flush buffer (if any) is zeroed before each timed call.
-Samples timeCuda(const PrepareCall& prepare, int warmup, int trials, at::Tensor* flushBuffer)
+double msSince(Clock::time_point t0)
 {
-    for (int i = 0; i < warmup; ++i)
-        prepare(-1)();
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// The process's clock probe, made on first use; null (with the reason kept) where it cannot be.
+ClockProbe* processProbe(std::string* why)
+{
+    static std::string reason;
+    static std::unique_ptr<ClockProbe> probe = [] {
+        int ordinal = 0;
+        cudaGetDevice(&ordinal);
+        return ClockProbe::create(ordinal, &reason);
+    }();
+    *why = probe ? "" : reason;
+    return probe.get();
+}
+
+/// Times one call at a time: CUDA events on the legacy default stream (the stream torch and
+/// kb.launch use here), the flush buffer zeroed before each call and the clock probe around it;
+/// or the steady clock on the CPU.
+struct Sampler {
+    bool cuda = false;
+    at::Tensor* flush = nullptr;
+    ClockProbe* probe = nullptr;
     cudaEvent_t start = nullptr, stop = nullptr;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    Samples st;
-    for (int i = 0; i < trials; ++i) {
-        Call call = prepare(i);
-        if (flushBuffer)
-            flushBuffer->zero_();
+
+    Sampler(bool c, at::Tensor* f, ClockProbe* p) : cuda(c), flush(f), probe(p)
+    {
+        if (cuda) {
+            cudaEventCreate(&start);
+            cudaEventCreate(&stop);
+        }
+    }
+    ~Sampler()
+    {
+        if (cuda) {
+            cudaEventDestroy(start);
+            cudaEventDestroy(stop);
+        }
+    }
+    Sampler(const Sampler&) = delete;
+    Sampler& operator=(const Sampler&) = delete;
+
+    /// One sample of `prepare(index)`'s call: its time in ms, and the SM clock over it (0: none).
+    double sample(const PrepareCall& prepare, int index, double* clockMhz)
+    {
+        Call call = prepare(index);
+        *clockMhz = 0;
+        if (!cuda) {
+            const auto t0 = Clock::now();
+            call();
+            return msSince(t0);
+        }
+        if (flush)
+            flush->zero_();
+        if (probe)
+            probe->record(0);
         cudaEventRecord(start, nullptr);
         call();
         cudaEventRecord(stop, nullptr);
-        cudaEventSynchronize(stop);
+        if (probe)
+            probe->record(1);
+        cudaStreamSynchronize(nullptr);
         float ms = 0;
         cudaEventElapsedTime(&ms, start, stop);
-        st.ms.push_back(ms);
+        if (probe)
+            *clockMhz = probe->clockMhz();
+        return ms;
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return st;
+};
+
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-Samples timeCpu(const PrepareCall& prepare, int warmup, int trials)
+/// KernelBench's protocol: warm-ups and trials of the reference, then of the candidate. Throttled
+/// samples are counted, not dropped (the method's fidelity is its point).
+void measureFixed(Comparison& out, Sampler& s, const PrepareCall& reference, const PrepareCall& candidate,
+                  const Settings& settings, std::vector<double>* clocks)
 {
-    for (int i = 0; i < warmup; ++i)
-        prepare(-1)();
-    Samples st;
-    for (int i = 0; i < trials; ++i) {
-        Call call = prepare(i);
-        const auto t0 = Clock::now();
-        call();
-        st.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    const Method& m = settings.method;
+    const double defaultMhz = s.probe ? s.probe->defaultClockMhz() : 0;
+    for (const auto* side : {&reference, &candidate}) {
+        Samples& into = side == &reference ? out.reference : out.candidate;
+        double clk = 0;
+        for (int i = 0; i < m.warmup; ++i)
+            s.sample(*side, -1, &clk);
+        for (int i = 0; i < m.trials; ++i) {
+            into.ms.push_back(s.sample(*side, i, &clk));
+            if (clk > 0)
+                clocks->push_back(clk);
+            out.throttled += throttled(clk, defaultMhz, m.throttleThreshold);
+        }
     }
-    return st;
+    out.stop = StopReason::FixedTrials;
+    out.interval = speedupInterval(out.reference.ms, out.candidate.ms, false);
+}
+
+/// nvbench's shape: pairs of cold samples in ABBA order until stopRule says stop; a pair with a
+/// throttled sample is dropped and counted. With a matching cache only every kReuseStride-th pair
+/// times the reference (Settings::cache).
+void measureAdaptive(Comparison& out, Sampler& s, const PrepareCall& reference, const PrepareCall& candidate,
+                     const Settings& settings, std::vector<double>* clocks)
+{
+    const Method& m = settings.method;
+    const double defaultMhz = s.probe ? s.probe->defaultClockMhz() : 0;
+    const auto t0 = Clock::now();
+    double clk = 0;
+    for (int i = 0; i < m.warmup; ++i) {
+        s.sample(reference, -1, &clk);
+        s.sample(candidate, -1, &clk);
+    }
+    const bool offered = settings.cache && settings.cache->key == settings.key && !settings.cache->ms.empty();
+    bool reuse = offered;
+    std::vector<double> ref, cand, pooled;
+    double gpuMs = 0;
+    int index = 0;    // the candidate's timed call, for input rotation and output checks
+    int refIndex = 0; // the reference's own count: with reuse it runs every kReuseStride-th pair and must still rotate
+    for (int pair = 0;; ++pair) {
+        const int stride = reuse ? kReuseStride : 1;
+        const bool timeRef = pair % stride == 0;
+        const bool refFirst = referenceFirst(pair / stride);
+        double r = 0, rc = 0, c = 0, cc = 0;
+        if (timeRef && refFirst)
+            r = s.sample(reference, refIndex++, &rc);
+        c = s.sample(candidate, index, &cc);
+        if (timeRef && !refFirst)
+            r = s.sample(reference, refIndex++, &rc);
+        ++index;
+        if (throttled(rc, defaultMhz, m.throttleThreshold) || throttled(cc, defaultMhz, m.throttleThreshold)) {
+            ++out.throttled;
+        } else {
+            cand.push_back(c);
+            gpuMs += c;
+            if (cc > 0)
+                clocks->push_back(cc);
+            if (timeRef) {
+                ref.push_back(r);
+                gpuMs += r;
+                if (rc > 0)
+                    clocks->push_back(rc);
+            }
+        }
+        std::optional<SpeedupInterval> interval;
+        if (!reuse) {
+            interval = speedupInterval(ref, cand, true);
+        } else if (ref.size() >= 5) {
+            // Pooled only while the fresh reference samples agree with the cached ones; else the
+            // cache is dropped and the measurement starts again, paired in every pair.
+            if (!referenceAgrees(settings.cache->ms, ref, m.target)) {
+                reuse = false;
+                out.reuseRejected = true;
+                ref.clear();
+                cand.clear();
+                gpuMs = 0;
+                continue;
+            }
+            pooled = settings.cache->ms;
+            pooled.insert(pooled.end(), ref.begin(), ref.end());
+            interval = speedupInterval(pooled, cand, false);
+        }
+        out.stop = stopRule(m, int(cand.size()), gpuMs, msSince(t0), interval);
+        if (out.stop != StopReason::None) {
+            out.interval = interval;
+            break;
+        }
+    }
+    if (reuse) {
+        out.referenceReused = pooled.empty() ? 0 : int(settings.cache->ms.size());
+        out.reference.ms = pooled.empty() ? ref : pooled;
+        if (pooled.empty()) // stopped before five fresh reference samples: no pooled interval
+            out.interval = speedupInterval(ref, cand, false);
+    } else {
+        out.reference.ms = ref;
+    }
+    out.candidate.ms = cand;
+    if (settings.cache) {
+        // What the next candidate of this key reuses: at most the newest 4 × trials samples.
+        settings.cache->key = settings.key;
+        std::vector<double> keep = out.reference.ms;
+        const size_t most = size_t(std::max(1, 4 * m.trials));
+        if (keep.size() > most)
+            keep.erase(keep.begin(), keep.end() - long(most));
+        settings.cache->ms = keep;
+    }
 }
 
 } // namespace
@@ -94,7 +247,22 @@ double Samples::statistic(const std::string& which) const
 
 json Comparison::toJson() const
 {
-    return {{"reference", reference.toJson()}, {"candidate", candidate.toJson()}, {"clock", clock}};
+    json j = {{"reference", reference.toJson()},
+              {"candidate", candidate.toJson()},
+              {"clock", clock},
+              {"method", method},
+              {"stop_reason", stopReasonName(stop)},
+              {"samples", candidate.ms.size()},
+              {"throttled", throttled},
+              {"speedup_interval", interval ? interval->toJson() : json(nullptr)},
+              {"reference_reused", referenceReused},
+              {"reuse_rejected", reuseRejected},
+              {"wall_ms", wallMs}};
+    if (clockProbe.empty())
+        j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", medianClockMhz}};
+    else
+        j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", nullptr}, {"reason", clockProbe}};
+    return j;
 }
 
 std::optional<double> Comparison::speedup(const std::string& stat) const
@@ -108,20 +276,30 @@ std::optional<double> Comparison::speedup(const std::string& stat) const
 Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, const Settings& settings)
 {
     Comparison out;
+    out.method = settings.method.adaptive() ? "adaptive" : "fixed";
+    out.clock = settings.cuda ? "cuda_events" : "steady_clock";
+    at::Tensor flush;
+    ClockProbe* probe = nullptr;
     if (settings.cuda) {
-        out.clock = "cuda_events";
-        at::Tensor flush;
         if (settings.l2Flush) {
             const int64_t l2 = deviceFacts(0).value("l2_bytes", int64_t(64) << 20);
             flush = at::empty({2 * l2}, at::TensorOptions().dtype(at::kByte).device(at::Device(at::kCUDA)));
         }
-        out.reference = timeCuda(reference, settings.warmup, settings.trials, settings.l2Flush ? &flush : nullptr);
-        out.candidate = timeCuda(candidate, settings.warmup, settings.trials, settings.l2Flush ? &flush : nullptr);
+        probe = processProbe(&out.clockProbe);
+        if (probe)
+            out.defaultClockMhz = probe->defaultClockMhz();
     } else {
-        out.clock = "steady_clock";
-        out.reference = timeCpu(reference, settings.warmup, settings.trials);
-        out.candidate = timeCpu(candidate, settings.warmup, settings.trials);
+        out.clockProbe = "no SM clock on the CPU";
     }
+    Sampler sampler(settings.cuda, settings.cuda && settings.l2Flush ? &flush : nullptr, probe);
+    std::vector<double> clocks;
+    const auto t0 = Clock::now();
+    if (settings.method.adaptive())
+        measureAdaptive(out, sampler, reference, candidate, settings, &clocks);
+    else
+        measureFixed(out, sampler, reference, candidate, settings, &clocks);
+    out.wallMs = msSince(t0);
+    out.medianClockMhz = median(clocks);
     return out;
 }
 

@@ -1,8 +1,11 @@
 #pragma once
-// Timing of the reference and the candidate: the L2 flush, the warm-ups, the timed trials and
-// their statistics, in one unit the evaluator calls (its `timing` stage) and that a better
-// measurement (nvbench's: noise-based stopping, throttle detection) can replace. The interface is
-// torch-free: what is timed comes in as calls.
+// Timing of the reference and the candidate, in one unit the evaluator calls (its `timing`
+// stage): cold samples (the L2 flush), and either nvbench's shape (reference and candidate
+// interleaved ABBA, stopping once the speed-up's 95 % interval is within a target, throttled
+// samples dropped) or KernelBench's fixed trials (measure_stats.hpp has the arithmetic). The
+// interface is torch-free: what is timed comes in as calls.
+#include "measure_stats.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -52,11 +55,22 @@ inline std::vector<int> checkedCalls(int set, int sets, int trials)
 
 struct Settings {
     bool cuda = false;  ///< CUDA events on the legacy default stream; else the steady clock
-    int warmup = 3;     ///< untimed calls first (cuDNN/cuBLAS handles, algorithm choice, caches)
-    int trials = 100;
+    /// fixed or adaptive; its warmup (untimed calls first: cuDNN/cuBLAS handles, algorithm
+    /// choice, caches) and trials (fixed: the timed calls; adaptive: the most pairs)
+    Method method;
     bool l2Flush = true;             ///< CUDA only: a buffer of twice the L2 size zeroed before each call
     std::string statistic = "mean";  ///< "mean" or "median": what the speedup compares
+    /// Adaptive only: the reference samples of an earlier candidate under the same key, or null.
+    /// When set and its key matches, only every kReuseStride-th pair times the reference; those
+    /// fresh samples are pooled with the cached ones only while they agree (referenceAgrees),
+    /// else the measurement falls back to timing the reference in every pair. The cache is
+    /// rewritten with the reference samples this measurement ended with.
+    CachedReference* cache = nullptr;
+    ReuseKey key;
 };
+
+/// With a reused reference: one pair in this many times the reference.
+inline constexpr int kReuseStride = 4;
 
 /// The times of one series of calls, in milliseconds.
 struct Samples {
@@ -67,18 +81,29 @@ struct Samples {
     double statistic(const std::string& which) const;
 };
 
-/// The reference and the candidate, timed the same way one after the other.
+/// The reference and the candidate, timed the same way (interleaved, or one after the other).
 struct Comparison {
-    Samples reference, candidate;
+    Samples reference, candidate; ///< the samples kept (throttled ones dropped in the adaptive method)
     std::string clock;  ///< "cuda_events" or "steady_clock"
-    /// {"reference","candidate","clock"}: the response's `timing`.
+    std::string method; ///< "adaptive" or "fixed"
+    StopReason stop = StopReason::None;
+    std::optional<SpeedupInterval> interval; ///< of the mean ratio (delta method)
+    int throttled = 0;        ///< samples that ran below the throttle threshold (dropped in adaptive pairs)
+    double defaultClockMhz = 0, medianClockMhz = 0; ///< 0: not measured
+    std::string clockProbe;   ///< why the SM clock was not measured, or ""
+    int referenceReused = 0;  ///< cached reference samples pooled in (0: none)
+    bool reuseRejected = false; ///< a cache was offered but its samples disagreed with fresh ones
+    double wallMs = 0;        ///< the timing loop's wall time
+    /// {"reference","candidate","clock","method","stop_reason","samples","throttled",
+    ///  "speedup_interval",…}: the response's `timing`.
     nlohmann::json toJson() const;
     /// reference / candidate under `statistic`; none where the candidate's time is 0.
     std::optional<double> speedup(const std::string& statistic) const;
 };
 
-/// Times `reference`, then `candidate`. A CUDA fault during the calls is left pending for the
-/// caller to check (the calls are torch's and may throw; so may this).
+/// Fixed: times `reference`, then `candidate`. Adaptive: interleaves them pair by pair until the
+/// stopping rule says stop. A CUDA fault during the calls is left pending for the caller to check
+/// (the calls are torch's and may throw; so may this).
 Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, const Settings& settings);
 
 } // namespace kwb::measure

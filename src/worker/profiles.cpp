@@ -10,6 +10,9 @@ std::vector<ProtocolProfile>& table()
         // The study's FP32: TF32 off for cuBLAS and cuDNN (docs/decisions.md).
         ProtocolProfile fp32;
         fp32.name = kDefaultProfile;
+        fp32.timing.kind = "adaptive";
+        fp32.timing.trials = 1000; // adaptive: the most pairs; the target or max_wall_ms usually stops it first
+        fp32.timing.maxWallMs = 1000;
         // KernelBench as its harness runs on the device: PyTorch's default flags, as this libtorch
         // reports them (setTorchTf32Defaults); until then PyTorch >= 1.12's: cuBLAS off, cuDNN on.
         ProtocolProfile kernelbench = fp32;
@@ -17,10 +20,14 @@ std::vector<ProtocolProfile>& table()
         kernelbench.tf32CuBLAS = false;
         kernelbench.tf32CuDNN = true;
         kernelbench.tf32FromTorchDefaults = true;
+        // KernelBench's own timing, for exact fidelity: 3 warm-ups, 100 trials each, the mean.
+        kernelbench.timing = measure::Method{};
+        kernelbench.timing.kind = "fixed";
         ProtocolProfile v01 = fp32;
         v01.name = "kernelbench-v0.1";
         v01.atol = v01.rtol = 1e-2;
         v01.l2Flush = false;
+        v01.timing = kernelbench.timing;
         return std::vector<ProtocolProfile>{fp32, kernelbench, v01};
     }();
     return profiles;
@@ -51,8 +58,9 @@ nlohmann::json ProtocolProfile::toJson() const
             {"tf32_source", tf32FromTorchDefaults ? "libtorch defaults" : "profile"},
             {"l2_flush", l2Flush},
             {"correctness_trials", correctnessTrials},
-            {"timing_trials", timingTrials},
-            {"warmup", warmup},
+            {"timing_trials", timing.trials},
+            {"warmup", timing.warmup},
+            {"timing_method", timing.toJson()},
             {"timing_stat", statistic},
             {"input_generator", "rand"},
             {"range_trial", rangeTrial ? json{{"generator", "randn"}, {"atol", rangeTolerance}, {"rtol", rangeTolerance}} : json(nullptr)},

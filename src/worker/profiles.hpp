@@ -1,6 +1,8 @@
 #pragma once
 // The protocol profiles (docs/protocol.md "Protocol profiles"): the worker's one table of them.
 // `evaluate` takes a profile by name; `hello` announces the table, so no client keeps its own.
+#include "measure_stats.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -22,8 +24,9 @@ struct ProtocolProfile {
     bool tf32FromTorchDefaults = false;
     bool l2Flush = true;
     int correctnessTrials = 5;
-    int timingTrials = 100;
-    int warmup = 3;
+    /// How `timing` measures: adaptive (nvbench's shape) or KernelBench's fixed 3 warm-ups and
+    /// 100 trials; its warmup and trials are the request's `warmup` and `timing_trials`.
+    measure::Method timing;
     std::string statistic = "mean";
     /// One extra correctness trial on N(0,1) inputs, at a looser tolerance: catches candidates
     /// that are right only on the profile's U[0,1) inputs, without failing correct kernels whose

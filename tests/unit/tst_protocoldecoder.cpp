@@ -10,6 +10,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QSet>
 #include <QTest>
@@ -168,6 +169,46 @@ private Q_SLOTS:
         QVERIFY(!old.workerHealthy);
         QCOMPARE(old.correctness->failureTrial, QStringLiteral("range"));
         QCOMPARE(old.correctness->failureReason, QStringLiteral("illegal address"));
+    }
+
+    void timingMeasurementFields()
+    {
+        // issue 13: the adaptive method's stop reason, samples, throttled count and interval.
+        const QJsonObject r = QJsonDocument::fromJson(R"({"ok":true,"status":"correct","speedup":1.25,
+            "timing":{"method":"adaptive","stop_reason":"target_reached","samples":38,"throttled":2,
+                      "reference_reused":120,
+                      "speedup_interval":{"value":1.25,"low":1.2421,"high":1.2579,"level":0.95,
+                                          "relative_half_width":0.0063,"samples":38},
+                      "candidate":{"mean_ms":0.8,"trials":38},"reference":{"mean_ms":1.0,"trials":158}}})")
+                                  .object();
+        const EvaluationResult e = decodeEvaluation(r);
+        QCOMPARE(e.timing.method, QStringLiteral("adaptive"));
+        QCOMPARE(e.timing.stopReason, QStringLiteral("target_reached"));
+        QCOMPARE(e.timing.samples.value_or(-1), 38);
+        QCOMPARE(e.timing.throttled.value_or(-1), 2);
+        QCOMPARE(e.timing.referenceReused, 120);
+        QVERIFY(e.timing.interval);
+        QCOMPARE(e.timing.interval->low, 1.2421);
+        QCOMPARE(e.timing.interval->high, 1.2579);
+        QCOMPARE(e.timing.interval->relativeHalfWidth.value_or(-1), 0.0063);
+        QCOMPARE(e.timing.interval->samples, 38);
+        QCOMPARE(e.timing.candidate->trials, 38);
+        QVERIFY(e.trustedSpeedupInterval());
+        // Below the roofline floor the speed-up does not count, nor does its interval.
+        QJsonObject floor = r;
+        floor.insert(QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")});
+        QVERIFY(!decodeEvaluation(floor).trustedSpeedupInterval());
+        // An unbounded interval (one pair: high is null) is no interval; an old worker has none.
+        QJsonObject one = r;
+        QJsonObject timing = one.value(QStringLiteral("timing")).toObject();
+        timing.insert(QStringLiteral("speedup_interval"),
+                      QJsonObject{{QStringLiteral("low"), 0}, {QStringLiteral("high"), QJsonValue()}});
+        one.insert(QStringLiteral("timing"), timing);
+        QVERIFY(!decodeEvaluation(one).timing.interval);
+        const EvaluationResult old = decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}});
+        QVERIFY(!old.timing.interval);
+        QVERIFY(old.timing.method.isEmpty());
+        QVERIFY(!old.timing.samples);
     }
 
     void supervisorFailureDecodes()

@@ -241,6 +241,49 @@ private Q_SLOTS:
         QCOMPARE(m.geomeanSpeedup.value, 2.0);
     }
 
+    void fastPPlainAndClear()
+    {
+        // issue 13: four correct kernels and one wrong one. Plain fast_p counts a speed-up above
+        // p; clear fast_p only one whose interval's lower bound is above p.
+        //   1.02 [0.97, 1.07]  at parity: fast_1, not clearly
+        //   1.30 [1.25, 1.35]  clearly fast_1; fast_1.5 neither
+        //   2.50 [2.45, 2.55]  clearly fast at every threshold
+        //   0.90 (no interval: a worker before issue 13) fast_0.8, never clear
+        //   3.00 incorrect: nothing
+        const auto record = [](const char* task, const char* status, double speedup, double low, double high) {
+            EvaluationRecord e;
+            e.task = QString::fromLatin1(task);
+            e.status = QString::fromLatin1(status);
+            e.speedup = speedup;
+            QJsonObject timing;
+            if (low > 0)
+                timing.insert(QStringLiteral("speedup_interval"),
+                              QJsonObject{{QStringLiteral("low"), low}, {QStringLiteral("high"), high},
+                                          {QStringLiteral("samples"), 40}});
+            e.result = QJsonObject{{QStringLiteral("status"), e.status}, {QStringLiteral("speedup"), speedup},
+                                   {QStringLiteral("timing"), timing}};
+            return outcomeOf(e);
+        };
+        const QList<TaskOutcome> outcomes = {record("L1/1", "correct", 1.02, 0.97, 1.07),
+                                             record("L1/2", "correct", 1.30, 1.25, 1.35),
+                                             record("L1/3", "correct", 2.50, 2.45, 2.55),
+                                             record("L1/4", "correct", 0.90, 0, 0),
+                                             record("L1/5", "incorrect", 3.00, 2.9, 3.1)};
+        QCOMPARE(outcomes.at(0).speedupLow, 0.97);
+        QVERIFY(std::isnan(outcomes.at(3).speedupLow));
+        const QList<FastP> f = fastPOf(outcomes);
+        QCOMPARE(f.size(), 6);
+        const QList<int> fast{4, 4, 4, 3, 1, 1}, clear{3, 3, 3, 2, 1, 1};
+        for (int i = 0; i < f.size(); ++i) {
+            QCOMPARE(f.at(i).p, kFastPThresholds.at(i));
+            QCOMPARE(f.at(i).tasks, 5);
+            QCOMPARE(f.at(i).fast, fast.at(i));
+            QCOMPARE(f.at(i).clear, clear.at(i));
+        }
+        QCOMPARE(f.at(3).fastPct(), 60.0);  // fast_1: 3 of 5
+        QCOMPARE(f.at(3).clearPct(), 40.0); // clear fast_1: 2 of 5
+    }
+
     void numbers()
     {
         const Report r = report();

@@ -1,8 +1,10 @@
 // The driver, CUPTI and device queries answer cleanly on a machine without a GPU. Where a GPU is
 // present, the no-GPU expectations are skipped and only "nothing crashes" is checked.
+#include "clock_probe.hpp"
 #include "cuda_driver.hpp"
 #include "cupti_tracer.hpp"
 #include "device_info.hpp"
+#include "nvrtc_compiler.hpp"
 
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -96,4 +98,17 @@ TEST_CASE("deviceFacts and measureCeilings without a GPU") {
     INFO(c.dump());
     CHECK_FALSE(c.at("available").get<bool>());
     CHECK(c.at("reason") == f.at("reason"));
+}
+
+TEST_CASE("the clock probe compiles with NVRTC, and says why it cannot run without a GPU") {
+    // issue 13: the throttle detection's kernel (clock64 and %globaltimer per SM) must compile
+    // wherever the worker does, or no sample would ever be judged.
+    const CompileResult cr = compileCuda(ClockProbe::source(), "sm_90");
+    CHECK_MESSAGE(cr.ok, cr.log);
+    CHECK_FALSE(cr.cubin.empty());
+    if (!gpuPresent()) {
+        std::string why;
+        CHECK(ClockProbe::create(0, &why) == nullptr);
+        CHECK_FALSE(why.empty());
+    }
 }

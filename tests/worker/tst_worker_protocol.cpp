@@ -359,7 +359,8 @@ TEST_CASE("hello announces every protocol profile with every setting, and the de
     REQUIRE(hello["profiles"].is_array());
     REQUIRE(hello["profiles"].size() >= 1);
     const std::vector<std::string> settings = {"name", "atol", "rtol", "tf32", "l2_flush", "input_generator", "timing_stat",
-                                               "timing_trials", "warmup", "correctness_trials", "range_trial", "graph_optimize"};
+                                               "timing_trials", "warmup", "timing_method", "correctness_trials", "range_trial",
+                                               "graph_optimize"};
     std::set<std::string> names;
     for (const json& p : hello["profiles"]) {
         CAPTURE(p.dump());
@@ -491,6 +492,13 @@ TEST_CASE("trial counts out of range are refused, naming the field and the range
     checkBadRequest(w.request(evaluateWith("warmup", -1)), {"warmup", "0 to 1000"});
     checkBadRequest(w.request(evaluateWith("warmup", 100000)), {"warmup", "0 to 1000"});
     checkBadRequest(w.request({{"type", "profile"}, {"task", "L1/5"}, {"trials", 1000000}}), {"trials", "1 to 1000"});
+    // issue 13: the timing method's settings
+    checkBadRequest(w.request(evaluateWith("timing_method", "bogus")), {"timing_method", "adaptive", "fixed"});
+    checkBadRequest(w.request(evaluateWith("timing_method", 1)), {"timing_method"});
+    checkBadRequest(w.request(evaluateWith("timing_target", 1.5)), {"timing_target"});
+    checkBadRequest(w.request(evaluateWith("timing_target", "0.01")), {"timing_target", "number"});
+    checkBadRequest(w.request(evaluateWith("timing_max_ms", 0)), {"timing_max_ms"});
+    checkBadRequest(w.request(evaluateWith("reuse_reference", "yes")), {"reuse_reference"});
     // in range: served
     json ok = evaluateWith("timing_trials", 10000);
     ok["correctness_trials"] = 100;

@@ -138,6 +138,35 @@ TextTable runTable(const Report& report)
     return table;
 }
 
+TextTable fastPTable(const Report& report)
+{
+    TextTable table;
+    table.headers = {tr("Run")};
+    for (const double p : kFastPThresholds)
+        table.headers << tr("fast_%1 (plain / clear)").arg(p);
+    table.textColumns = 1;
+    for (const RunReport& run : report.runs) {
+        QStringList cells = {run.label()};
+        QStringList tips = emptyTips(int(table.headers.size()));
+        for (const FastP& f : run.fastP) {
+            tips[cells.size()] = tr("%1 of %2 tasks correct with a speed-up above %3; %4 with its interval wholly above it")
+                                     .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.clear);
+            cells << (run.compileOnly ? tr("not measured")
+                                      : QStringLiteral("%1 % / %2 %").arg(QString::number(f.fastPct(), 'f', 1),
+                                                                          QString::number(f.clearPct(), 'f', 1)));
+        }
+        table.rows.append(cells);
+        table.tooltips.append(tips);
+    }
+    return table;
+}
+
+QString fastPNoteText()
+{
+    return tr("Clear fast_p counts a speed-up only when its 95 % interval lies wholly above p: a kernel at parity "
+              "is above 1 about half the time by noise alone, never clearly.");
+}
+
 TextTable levelTable(const Report& report)
 {
     TextTable table;

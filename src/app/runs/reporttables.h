@@ -54,6 +54,11 @@ TextTable routingTable(const Report& report);
 /// rows): correct % of each, the change in points with its paired interval, and the sign-test p.
 TextTable ablationTable(const Report& report);
 
+/// fast_p at KernelBench's thresholds (kFastPThresholds): per run "60.0 % / 40.0 %", plain then
+/// clear (the speed-up's 95 % interval wholly above p).
+TextTable fastPTable(const Report& report);
+QString fastPNoteText();
+
 /// The study's caveats, shown under the tables they qualify.
 QString noiseCaveatText();
 QString routingCaveatText();

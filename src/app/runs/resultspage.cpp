@@ -217,6 +217,14 @@ void ResultsPage::buildUi()
     m_ablationNote->setObjectName(QStringLiteral("ablationNote"));
     ablationLayout->addWidget(m_ablationNote);
     m_detailTabs->addTab(ablations, tr("Ablations"));
+    // fast_p at KernelBench's thresholds, plain and clear (issue 13).
+    m_fastPTableModel = new QStandardItemModel(this);
+    auto* fastP = new QWidget(m_detailTabs);
+    auto* fastPLayout = new QVBoxLayout(fastP);
+    m_fastPTable = makeTable(m_fastPTableModel, QStringLiteral("fastPTable"), fastP);
+    fastPLayout->addWidget(m_fastPTable, 1);
+    fastPLayout->addWidget(noteLabel(fastPNoteText(), fastP));
+    m_detailTabs->addTab(fastP, tr("fast_p"));
 
     tables->setStretchFactor(0, 2);
     tables->setStretchFactor(1, 2);
@@ -397,6 +405,7 @@ void ResultsPage::showReport(const std::optional<Report>& report, const QString&
     fill(m_pairTableModel, m_pairTable, pairTable(*report));
     fill(m_routingTableModel, m_routingTable, routingTable(*report));
     fill(m_ablationTableModel, m_ablationTable, ablationTable(*report));
+    fill(m_fastPTableModel, m_fastPTable, fastPTable(*report));
     m_routingNote->setText(report->routing ? routingCaveatText()
                                            : tr("The routing estimate needs two or more runs: check another run."));
     m_ablationNote->setText(

@@ -108,6 +108,8 @@ private:
     QTableView* m_pairTable = nullptr;
     QTableView* m_routingTable = nullptr;
     QTableView* m_ablationTable = nullptr;
+    QStandardItemModel* m_fastPTableModel = nullptr;
+    QTableView* m_fastPTable = nullptr;
     QLabel* m_routingNote = nullptr;
     QLabel* m_ablationNote = nullptr;
     QTabWidget* m_detailTabs = nullptr;

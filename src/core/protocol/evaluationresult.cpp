@@ -2,6 +2,8 @@
 
 #include "core/protocol/protocoljson.h"
 
+#include <cmath>
+
 namespace kwb {
 
 using namespace protocoljson;
@@ -18,6 +20,29 @@ TimingStats timingStats(const QJsonObject& t)
     s.maxMs = number(t, "max_ms");
     s.trials = integer(t, "trials");
     return s;
+}
+
+TimingInfo timingInfo(const QJsonObject& t)
+{
+    TimingInfo info;
+    if (at(t, "candidate").isObject())
+        info.candidate = timingStats(obj(t, "candidate"));
+    if (at(t, "reference").isObject())
+        info.reference = timingStats(obj(t, "reference"));
+    info.method = str(t, "method");
+    info.stopReason = str(t, "stop_reason");
+    info.samples = optInt(t, "samples");
+    info.throttled = optInt(t, "throttled");
+    info.referenceReused = integer(t, "reference_reused");
+    const QJsonValue iv = at(t, "speedup_interval");
+    if (iv.isObject()) {
+        const QJsonObject i = iv.toObject();
+        const std::optional<double> low = optNumber(i, "low"), high = optNumber(i, "high");
+        // An unbounded interval (one sample) has no finite high: not an interval to print.
+        if (low && high)
+            info.interval = SpeedupInterval{*low, *high, optNumber(i, "relative_half_width"), integer(i, "samples")};
+    }
+    return info;
 }
 
 CorrectnessInfo correctness(const QJsonObject& c)
@@ -94,6 +119,32 @@ ProfileSettings decodeProfileSettings(const QJsonObject& p)
     return s;
 }
 
+QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& interval, int decimals)
+{
+    if (std::isnan(speedup))
+        return {};
+    QString text = QString::number(speedup, 'f', decimals) + QLatin1Char('x');
+    if (interval)
+        text += QStringLiteral(" [%1, %2]").arg(QString::number(interval->low, 'f', decimals),
+                                                QString::number(interval->high, 'f', decimals));
+    return text;
+}
+
+QString formatTimingMethod(const TimingInfo& t)
+{
+    if (t.method.isEmpty())
+        return {};
+    if (t.method == QLatin1String("fixed"))
+        return QStringLiteral("fixed: %1 trials each").arg(t.candidate ? t.candidate->trials : 0) +
+               (t.throttled.value_or(0) ? QStringLiteral(" (%1 throttled, kept)").arg(*t.throttled) : QString());
+    QString text = t.method + QStringLiteral(": ") + t.stopReason + QStringLiteral(" after %1 pairs").arg(t.samples.value_or(0));
+    if (t.throttled.value_or(0))
+        text += QStringLiteral(" (%1 throttled, dropped)").arg(*t.throttled);
+    if (t.referenceReused)
+        text += QStringLiteral(", %1 cached reference samples").arg(t.referenceReused);
+    return text;
+}
+
 QJsonObject failureResult(const QString& status, const QString& message)
 {
     return QJsonObject{{QStringLiteral("status"), status}, {QStringLiteral("message"), message}};
@@ -124,11 +175,7 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         e.compile = decodeCompile(obj(r, "compile"));
     if (at(r, "correctness").isObject())
         e.correctness = correctness(obj(r, "correctness"));
-    const QJsonObject timing = obj(r, "timing");
-    if (at(timing, "candidate").isObject())
-        e.timing.candidate = timingStats(obj(timing, "candidate"));
-    if (at(timing, "reference").isObject())
-        e.timing.reference = timingStats(obj(timing, "reference"));
+    e.timing = timingInfo(obj(r, "timing"));
     e.speedup = optNumber(r, "speedup");
     for (const QJsonValue& v : arr(r, "kernels")) {
         const QJsonObject k = v.toObject();
@@ -167,6 +214,11 @@ bool EvaluationResult::compiled() const
 std::optional<double> EvaluationResult::positiveSpeedup() const
 {
     return speedup && *speedup > 0 ? speedup : std::nullopt;
+}
+
+std::optional<SpeedupInterval> EvaluationResult::trustedSpeedupInterval() const
+{
+    return trustedSpeedup() ? timing.interval : std::nullopt;
 }
 
 std::optional<double> EvaluationResult::trustedSpeedup() const

@@ -70,9 +70,24 @@ struct TimingStats
     int trials = 0;
 };
 
+/// `timing.speedup_interval`: the 95 % interval of the speed-up (reference mean / candidate
+/// mean, delta method; docs/protocol.md §evaluate).
+struct SpeedupInterval
+{
+    double low = 0, high = 0;
+    std::optional<double> relativeHalfWidth; ///< null when the interval is unbounded
+    int samples = 0;
+};
+
 struct TimingInfo
 {
     std::optional<TimingStats> candidate, reference;
+    QString method;     ///< "adaptive" or "fixed"; empty from workers before issue 13
+    QString stopReason; ///< "target_reached", "max_samples", "max_time", "fixed_trials"
+    std::optional<int> samples;   ///< the candidate samples (pairs) kept
+    std::optional<int> throttled; ///< samples that ran throttled (dropped in the adaptive method)
+    std::optional<SpeedupInterval> interval;
+    int referenceReused = 0; ///< cached reference samples pooled in
 };
 
 /// One row of `kernels`: a kernel the candidate launched, as CUPTI saw it.
@@ -160,9 +175,19 @@ struct EvaluationResult
     bool compiled() const;
     /// A positive finite speed-up, or nullopt.
     std::optional<double> positiveSpeedup() const;
+    /// The interval of the speed-up that counts (trustedSpeedup()): none without one.
+    std::optional<SpeedupInterval> trustedSpeedupInterval() const;
     /// The reason in the message, else that of an `ok: false` response.
     QString messageOrError() const { return message.isEmpty() ? errorMessage : message; }
 };
+
+/// A speed-up as every page and table prints it: "1.25x [1.24, 1.26]" (the 95 % interval in
+/// brackets where there is one), "1.25x" without; empty for NaN.
+QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& interval, int decimals = 2);
+
+/// "adaptive: target_reached after 38 pairs (2 throttled, dropped)", "fixed: 100 trials each";
+/// empty where the response says nothing of its method (a worker before issue 13).
+QString formatTimingMethod(const TimingInfo& timing);
 
 /// What the store keeps for a request that ended without a response: {"status", "message"}.
 QJsonObject failureResult(const QString& status, const QString& message);

@@ -106,6 +106,16 @@ QJsonObject bestOfNJson(const BestOfNReport& curve)
             {QStringLiteral("levels"), levels}};
 }
 
+QJsonArray fastPJson(const QList<FastP>& rows)
+{
+    QJsonArray out;
+    for (const FastP& f : rows)
+        out.append(QJsonObject{{QStringLiteral("p"), f.p}, {QStringLiteral("tasks"), f.tasks},
+                               {QStringLiteral("fast"), f.fast}, {QStringLiteral("fast_pct"), f.fastPct()},
+                               {QStringLiteral("clear"), f.clear}, {QStringLiteral("clear_pct"), f.clearPct()}});
+    return out;
+}
+
 QString csvCell(const QString& cell)
 {
     if (!cell.contains(QLatin1Char(',')) && !cell.contains(QLatin1Char('"')) && !cell.contains(QLatin1Char('\n'))
@@ -251,9 +261,29 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly)
     // Below the roofline floor: neither correct nor timed, for every count and for selection.
     outcome.belowRooflineFloor = decoded.belowRooflineFloor();
     outcome.speedup = outcome.belowRooflineFloor ? kNaN : evaluation.speedup.value_or(kNaN);
+    if (const auto interval = decoded.trustedSpeedupInterval(); interval && std::isfinite(outcome.speedup)) {
+        outcome.speedupLow = interval->low;
+        outcome.speedupHigh = interval->high;
+    }
     // A machine fault is not evaluated: neither compiled nor a verdict.
     outcome.compiled = !isMachineFault(evaluation.status, compileOnly) && decoded.compiled();
     return outcome;
+}
+
+QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
+{
+    QList<FastP> out;
+    for (double p : kFastPThresholds) {
+        FastP f;
+        f.p = p;
+        f.tasks = int(outcomes.size());
+        for (const TaskOutcome& o : outcomes) {
+            f.fast += o.fastP(p);
+            f.clear += o.clearlyFastP(p);
+        }
+        out.append(f);
+    }
+    return out;
 }
 
 bool isCompileOnlyRun(const RunInfo& run)
@@ -494,6 +524,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         run.usage = store.usage(info.id);
         run.ablated.append(Regime::fieldsOf(RunConfig::fromJson(info.config).regimeJson()).ablated);
         run.bestOfN = bestOfNFor(evaluations, options.bootstrap);
+        run.fastP = fastPOf(run.outcomes);
         report.runs.append(run);
     }
     report.levels = QList<int>(levels.cbegin(), levels.cend());
@@ -555,6 +586,28 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
     }
     return report;
 }
+
+namespace {
+/// The fast_p table: per run, plain / clear fast_p % at KernelBench's thresholds.
+QString fastPMarkdown(const Report& report)
+{
+    QString md = QStringLiteral("\n## fast_p (plain / clear)\n\n"
+                                "fast_p: correct with a speed-up above p, over all tasks; clear: its 95 % interval "
+                                "lies wholly above p (a speed-up without an interval never counts as clear).\n\n");
+    QStringList header{QStringLiteral("run")};
+    for (double p : kFastPThresholds)
+        header << QStringLiteral("fast_%1 %").arg(p);
+    md += mdHeader(header, 1);
+    for (const RunReport& run : report.runs) {
+        QStringList row{run.label()};
+        for (const FastP& f : run.fastP)
+            row << (run.compileOnly ? QStringLiteral("not measured")
+                                    : fixed(f.fastPct(), 1) + QStringLiteral(" / ") + fixed(f.clearPct(), 1));
+        md += mdRow(row);
+    }
+    return md;
+}
+} // namespace
 
 QString reportMarkdown(const Report& report)
 {
@@ -680,6 +733,8 @@ QString reportMarkdown(const Report& report)
         }
     }
 
+    md += fastPMarkdown(report);
+
     bool anyCurve = false;
     for (const RunReport& run : report.runs)
         anyCurve = anyCurve || run.bestOfN.has_value();
@@ -782,6 +837,19 @@ QString reportCsv(const Report& report)
         csv.estimate(ablation, a, b, all, QStringLiteral("difference_pct"), row.comparison->differencePct);
         csv.value(ablation, a, b, all, QStringLiteral("sign_test_p"), csvNumber(row.comparison->signTestP));
     }
+    const QString fastP = QStringLiteral("fast_p");
+    for (const RunReport& r : report.runs) {
+        if (r.compileOnly)
+            continue;
+        const QString id = QString::number(r.run.id), all = QStringLiteral("all");
+        for (const FastP& f : r.fastP) {
+            const QString p = QString::number(f.p);
+            csv.value(fastP, id, QString(), all, QStringLiteral("fast_%1").arg(p), QString::number(f.fast));
+            csv.value(fastP, id, QString(), all, QStringLiteral("fast_%1_pct").arg(p), csvNumber(f.fastPct()));
+            csv.value(fastP, id, QString(), all, QStringLiteral("clear_fast_%1").arg(p), QString::number(f.clear));
+            csv.value(fastP, id, QString(), all, QStringLiteral("clear_fast_%1_pct").arg(p), csvNumber(f.clearPct()));
+        }
+    }
     const QString bestOfN = QStringLiteral("best_of_n");
     for (const RunReport& r : report.runs) {
         if (!r.bestOfN)
@@ -834,6 +902,8 @@ QJsonObject reportJson(const Report& report)
                                         {QStringLiteral("status"), outcome.status},
                                         {QStringLiteral("compiled"), outcome.compiled},
                                         {QStringLiteral("speedup"), jsonNumber(outcome.speedup)},
+                                        {QStringLiteral("speedup_low"), jsonNumber(outcome.speedupLow)},
+                                        {QStringLiteral("speedup_high"), jsonNumber(outcome.speedupHigh)},
                                         {QStringLiteral("evaluation_id"), chosen == r.chosenEvaluation.cend()
                                                                               ? QJsonValue()
                                                                               : QJsonValue(double(*chosen))}});
@@ -865,6 +935,7 @@ QJsonObject reportJson(const Report& report)
             {QStringLiteral("unevaluated"), unevaluated},
             {QStringLiteral("ablated"), QJsonArray::fromStringList(r.ablated)},
             {QStringLiteral("best_of_n"), r.bestOfN ? QJsonValue(bestOfNJson(*r.bestOfN)) : QJsonValue()},
+            {QStringLiteral("fast_p"), r.compileOnly ? QJsonValue() : QJsonValue(fastPJson(r.fastP))},
         });
     }
 

@@ -106,6 +106,23 @@ struct BestOfNReport
     QMap<int, QList<BestOfNPoint>> perLevel;   ///< level -> curve over that level's tasks
 };
 
+/// KernelBench's fast_p thresholds.
+inline const QList<double> kFastPThresholds = {0.0, 0.5, 0.8, 1.0, 1.5, 2.0};
+
+/// fast_p of a run's outcomes at one threshold: plain (TaskOutcome::fastP) and clear
+/// (TaskOutcome::clearlyFastP, the speed-up's interval above p), over all tasks.
+struct FastP
+{
+    double p = 0;
+    int tasks = 0;
+    int fast = 0;
+    int clear = 0;
+    double fastPct() const { return tasks ? 100.0 * fast / tasks : 0.0; }
+    double clearPct() const { return tasks ? 100.0 * clear / tasks : 0.0; }
+};
+/// One FastP per kFastPThresholds entry.
+QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes);
+
 struct RunReport
 {
     RunInfo run;
@@ -120,6 +137,7 @@ struct RunReport
     /// A compile-only run (isCompileOnlyRun): its correct, fast_1 and speedup numbers say nothing
     /// and are shown as "not measured", never as 0 %.
     bool compileOnly = false;
+    QList<FastP> fastP; ///< fastPOf(outcomes)
 
     /// "#3 agent", the run's name in tables.
     QString label() const;

@@ -113,6 +113,16 @@ bool TaskOutcome::fast1() const
     return correct() && std::isfinite(speedup) && speedup > 1.0;
 }
 
+bool TaskOutcome::fastP(double p) const
+{
+    return correct() && std::isfinite(speedup) && speedup > p;
+}
+
+bool TaskOutcome::clearlyFastP(double p) const
+{
+    return fastP(p) && std::isfinite(speedupLow) && speedupLow > p;
+}
+
 bool Estimate::isValid() const
 {
     return std::isfinite(value);

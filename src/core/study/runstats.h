@@ -15,6 +15,7 @@
 #include <QStringList>
 
 #include <cstdint>
+#include <limits>
 
 namespace kwb {
 
@@ -32,8 +33,17 @@ struct TaskOutcome
 
     /// EvaluationResult::countsAsCorrect(): status "correct" and not below the roofline floor.
     bool correct() const;
+    /// The 95 % interval of the speed-up (EvaluationResult::trustedSpeedupInterval); NaN without one.
+    double speedupLow = std::numeric_limits<double>::quiet_NaN();
+    double speedupHigh = std::numeric_limits<double>::quiet_NaN();
+
     /// KernelBench's fast_1: correct and strictly faster than the reference.
     bool fast1() const;
+    /// KernelBench's fast_p: correct and a speed-up strictly above p (fast_0 is correct).
+    bool fastP(double p) const;
+    /// The "clear" fast_p: correct and the speed-up's interval lies wholly above p (its lower
+    /// bound > p); a speed-up without an interval is never clearly fast.
+    bool clearlyFastP(double p) const;
 };
 
 struct BootstrapOptions
