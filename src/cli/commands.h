@@ -120,6 +120,7 @@ struct RunCommandOptions
     WorkerLimits workerLimits;
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
     int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
+    int stopWhenCorrect = -1;     ///< --[no-]stop-when-correct; -1: the regime's
     bool json = false;
 };
 

@@ -25,6 +25,7 @@
 //   L2/1, L3/2 = 2; difference 0.0 points; sign test on 1 vs 1: 2 · P(X <= 1 | n = 2) = 1.5 -> 1.
 // Routing: L1 tie 2 vs 2 -> #1 (first); L2 #2 (1 vs 0); L3 #1 (1 vs 0); combined 4/6 = 66.7 %.
 
+#include "core/run/regime.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
 
@@ -88,8 +89,12 @@ qint64 addEvaluation(RunStore& store, qint64 runId, const QString& task, int tur
 Fixture buildFixture(RunStore& store)
 {
     Fixture f;
-    f.runA = store.createRun(QStringLiteral("A"), QStringLiteral("zero_shot"), QJsonObject{}).value_or(0);
-    f.runB = store.createRun(QStringLiteral("B"), QStringLiteral("agent"), QJsonObject{}).value_or(0);
+    // Main regime runs (the built-in zero-shot and agent), so the routing estimate uses them.
+    const auto builtin = [](const char* name) {
+        return QJsonObject{{QStringLiteral("regime"), Regime::builtin(QString::fromLatin1(name))->toJson()}};
+    };
+    f.runA = store.createRun(QStringLiteral("A"), QStringLiteral("zero_shot"), builtin("zero-shot")).value_or(0);
+    f.runB = store.createRun(QStringLiteral("B"), QStringLiteral("agent"), builtin("agent")).value_or(0);
     store.setRunStatus(f.runA, RunStatus::Finished);
     const auto a = [&](const char* task, const char* status, double speedup) {
         addEvaluation(store, f.runA, QString::fromLatin1(task), 0, QString::fromLatin1(status), speedup, true, 100, 50,
@@ -614,15 +619,18 @@ private Q_SLOTS:
         QTemporaryDir dir;
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("ablation.sqlite"))));
-        const auto regime = [](const QStringList& off) {
-            return QJsonObject{{QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
-                                                                     {QStringLiteral("ablated"), QJsonArray::fromStringList(off)}}}};
+        // The regimes as `kwb run` stores them: the built-in one with the switches applied.
+        const auto regime = [](const char* name, const QStringList& off) {
+            return QJsonObject{{QStringLiteral("regime"), Regime::builtin(QString::fromLatin1(name))
+                                                              ->withAblations(Ablations::fromOffNames(off))
+                                                              .toJson()}};
         };
-        const qint64 full = store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime({})).value_or(0);
-        const qint64 noBestOfN =
-            store.createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"), regime({QStringLiteral("best_of_n")})).value_or(0);
+        const qint64 full = store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime("agent", {})).value_or(0);
+        const qint64 noBestOfN = store.createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"),
+                                                 regime("agent", {QStringLiteral("best_of_n")}))
+                                     .value_or(0);
         const qint64 orphan = store.createRun(QStringLiteral("-monotone"), QStringLiteral("iterative"),
-                                              regime({QStringLiteral("monotone")}))
+                                              regime("iterative", {QStringLiteral("monotone")}))
                                   .value_or(0);
         const auto add = [&](qint64 run, const QString& task, int sample, bool correct) {
             PromptRecord prompt{0, run, task, 1, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
@@ -662,7 +670,7 @@ private Q_SLOTS:
         QCOMPARE(r->runs.size(), 3);
 
         // pass@n = 1 - C(k-c, n)/C(k, n): L1/1 (c=1): .25, .5, 1; L1/2: 0, 0, 0; L2/1 (c=2): .5, 5/6, 1.
-        const std::optional<BestOfNReport>& curve = r->runs[0].bestOfN;
+        const std::optional<FirstTurnPassAtN>& curve = r->runs[0].firstTurnPassAtN;
         QVERIFY(curve);
         QCOMPARE(curve->samples, 4);
         QCOMPARE(curve->overall.size(), 3);
@@ -673,7 +681,7 @@ private Q_SLOTS:
         QVERIFY(qAbs(curve->overall[2].passPct.value - 200.0 / 3.0) < 1e-9);
         QVERIFY(qAbs(curve->perLevel.value(1)[1].passPct.value - 25.0) < 1e-9);
         QVERIFY(qAbs(curve->perLevel.value(2)[0].passPct.value - 50.0) < 1e-9);
-        QVERIFY(!r->runs[1].bestOfN); // one sample per task: no curve
+        QVERIFY(!r->runs[1].firstTurnPassAtN); // one sample per task: no curve
 
         QCOMPARE(r->runs[1].ablated, QStringList{QStringLiteral("best_of_n")});
         QCOMPARE(r->ablations.size(), 2);
@@ -692,17 +700,24 @@ private Q_SLOTS:
         const QString md = reportMarkdown(*r);
         QVERIFY(md.contains(QStringLiteral("## Ablations")));
         QVERIFY(md.contains(QStringLiteral("| #2 agent | best_of_n | #1 agent | 3 |")));
-        QVERIFY(md.contains(QStringLiteral("no full run")));
-        QVERIFY(md.contains(QStringLiteral("## Best-of-n")));
-        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 66.7 [")));
+        QVERIFY(md.contains(QStringLiteral("no baseline")));
+        QVERIFY2(md.contains(QStringLiteral("#3 iterative: no baseline: no run without ablation of iterative with the "
+                                            "same tasks, n = 1, 3 turn(s), temperature unset")),
+                 qPrintable(md));
+        // The first-turn estimate goes by its own name, and is no "Best-of-n" table (no sweep here).
+        QVERIFY(md.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")));
+        QVERIFY(!md.contains(QStringLiteral("## Best-of-n")));
+        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 0 | 66.7 [")));
         const QString csv = reportCsv(*r);
         QVERIFY(csv.contains(QStringLiteral("ablation,2,1,all,difference_pct,-33.3")));
-        QVERIFY(csv.contains(QStringLiteral("best_of_n,1,,all,correct_pct_n1,25")));
+        QVERIFY(csv.contains(QStringLiteral("first_turn_pass_at_n,1,,all,correct_pct_n1,25")));
+        QVERIFY(!csv.contains(QStringLiteral("\nbest_of_n,")));
         const QJsonObject json = reportJson(*r);
         QCOMPARE(json.value(QStringLiteral("ablations")).toArray().size(), 2);
-        QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("best_of_n")).toObject()
-                     .value(QStringLiteral("samples")).toInt(),
+        QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("first_turn_pass_at_n"))
+                     .toObject().value(QStringLiteral("samples")).toInt(),
                  4);
+        QVERIFY(json.value(QStringLiteral("best_of_n")).toArray().isEmpty());
     }
 };
 

@@ -14,6 +14,7 @@
 #include <QFileInfo>
 #include <QHostAddress>
 #include <QUrl>
+#include <QUuid>
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QTimer>
@@ -173,11 +174,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
             r.n = request.n;
         if (request.turns > 0)
             r.turns = request.turns;
-        if (!request.sweepNs.isEmpty()) { // the curve is over the first turn's samples
-            r.n = *std::max_element(request.sweepNs.cbegin(), request.sweepNs.cend());
-            if (request.turns <= 0)
-                r.turns = 1;
-        }
+        if (request.stopWhenCorrect)
+            r.stopWhenCorrect = *request.stopWhenCorrect;
         if (request.temperature >= 0)
             r.temperature = request.temperature;
         return r;
@@ -215,6 +213,9 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.workerLimits = request.workerLimits;
     plan.sweepNs = request.sweepNs;
     std::sort(plan.sweepNs.begin(), plan.sweepNs.end());
+    plan.modelSeed = request.modelSeed;
+    if (!plan.sweepNs.isEmpty() && !plan.modelSeed)
+        plan.modelSeed = kDefaultSweepModelSeed;
     plan.promptsDir = request.promptsDir;
     plan.compileOnly = request.compileOnly;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
@@ -284,8 +285,12 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
     plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
     plan.workerLimits = WorkerLimits::fromJson(extra.value(QLatin1String("worker_limits")).toObject());
-    for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
+    const QJsonObject sweep = extra.value(QLatin1String("sweep")).toObject();
+    for (const QJsonValue& v : sweep.value(QLatin1String("ns")).toArray())
         plan.sweepNs << v.toInt();
+    plan.sweepId = sweep.value(QLatin1String("id")).toString();
+    if (config.seeds.value(QLatin1String("model")).isDouble())
+        plan.modelSeed = qint64(config.seeds.value(QLatin1String("model")).toDouble());
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
     plan.resumeRunId = run.id;
     plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
@@ -322,7 +327,8 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
         config.templates.insert(name, QString::fromUtf8(f.readAll()));
     }
     config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed},
-                               {QStringLiteral("model"), QJsonValue(QJsonValue::Null)}};
+                               {QStringLiteral("model"), plan.modelSeed ? QJsonValue(double(*plan.modelSeed))
+                                                                        : QJsonValue(QJsonValue::Null)}};
     config.protocolProfile = plan.profile;
     config.gpu = device;
     config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
@@ -357,7 +363,11 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("isolation"), plan.isolation},
                     {QStringLiteral("worker_limits"), plan.workerLimits.toJson()},
                     {QStringLiteral("sandbox"), workerSandboxStatus(plan.workerLimits)},
-                    {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
+                    {QStringLiteral("sweep"),
+                     plan.sweepNs.isEmpty() ? QJsonValue()
+                                            : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep},
+                                                                     {QStringLiteral("id"), plan.sweepId},
+                                                                     {QStringLiteral("n"), plan.regime.n}})},
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
                     {QStringLiteral("compile_only"), plan.compileOnly},
                     {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming}};
@@ -374,7 +384,23 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey)
     settings.deadlineMs = int(std::clamp(deadlineMs, 1.0, double(std::numeric_limits<int>::max())));
     // Without streaming nothing arrives before the whole answer: the idle limit is the deadline's.
     settings.timeoutMs = settings.deadlineMs;
+    settings.seed = plan.modelSeed;
     return settings;
+}
+
+QList<RunPlan> sweepRunPlans(const RunPlan& plan)
+{
+    const QString id = plan.sweepId.isEmpty() ? QUuid::createUuid().toString(QUuid::WithoutBraces) : plan.sweepId;
+    QList<RunPlan> plans;
+    for (const int n : plan.sweepNs) {
+        RunPlan p = plan;
+        p.sweepId = id;
+        p.regime.n = n;
+        for (Regime& r : p.levelRegimes)
+            r.n = n;
+        plans.append(p);
+    }
+    return plans;
 }
 
 QJsonObject evaluationOptionsFor(const RunPlan& plan)
