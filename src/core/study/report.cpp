@@ -907,6 +907,11 @@ QString reportCsv(const Report& report)
                   optionalText(r.usage.latencyMs));
         csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("unevaluated"),
                   QString::number(r.unevaluated.size()));
+        const QMap<QString, int> kinds = r.unevaluatedByKind();
+        for (const QString& kind : {UnevaluatedKind::ModelRequestFailed, UnevaluatedKind::MachineFailure,
+                                    UnevaluatedKind::NotEvaluated, UnevaluatedKind::NotStarted})
+            csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("unevaluated_") + kind,
+                      QString::number(kinds.value(kind)));
         for (auto it = r.summary.perLevel.cbegin(); it != r.summary.perLevel.cend(); ++it)
             csv.metrics(run, id, QString::number(it.key()), it.value());
     }
