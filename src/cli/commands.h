@@ -116,6 +116,7 @@ struct RunCommandOptions
     int timingTrials = 0;         ///< --timing-trials; 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
+    QString sweepId;              ///< `kwb sweep --sweep ID`: continue that sweep of --db
     /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
     WorkerLimits workerLimits;
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured

@@ -119,7 +119,7 @@ int main(int argc, char** argv)
     RunCommandOptions runOptions;
     std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
                 runScale = kwb::defaults::kScale, runAblate, runPrompts;
-    std::string runIsolation = "fresh", sweepNs = "1,2,4,8";
+    std::string runIsolation = "fresh", sweepNs = "1,2,4,8", sweepId;
     // `run` and `sweep` take the same options; only one of them is parsed.
     bool runPauseOn = false, runPauseOff = false, runStopWhenCorrect = false, runNoStopWhenCorrect = false;
     const auto addRunOptions = [&](CLI::App* command, bool sweep) {
@@ -139,6 +139,10 @@ int main(int argc, char** argv)
             command->add_option("--n", sweepNs,
                                 "the n of the curve, e.g. 1,2,4,8: a run of the whole regime per n, paired seeds")
                 ->capture_default_str();
+        if (sweep)
+            command->add_option("--sweep", sweepId,
+                                "continue sweep ID of --db (same --regime, --tasks): finished runs are kept, an "
+                                "unfinished one resumed, a missing n started");
         else
             command->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")->check(CLI::Range(1, 64));
         command->add_option("--turns", runOptions.turns,
@@ -235,6 +239,7 @@ int main(int argc, char** argv)
     if (sweepCommand->parsed()) {
         QString nsError;
         runOptions.sweepNs = parseSweepNs(QString::fromStdString(sweepNs), &nsError);
+        runOptions.sweepId = QString::fromStdString(sweepId);
         if (runOptions.sweepNs.isEmpty()) {
             std::cerr << "kwb sweep: " << nsError.toStdString() << '\n';
             return ExitUsage;

@@ -151,6 +151,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.n = options.n;
         request.turns = options.turns;
         request.temperature = options.temperature;
+        if (options.stopWhenCorrect >= 0) // stored with the regime, so a resume keeps it
+            request.stopWhenCorrect = options.stopWhenCorrect == 1;
         request.endpoint = options.endpoint;
         request.model = options.model;
         request.profile = options.profile;
@@ -171,14 +173,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         plan = *planned;
     }
     plan.promptsDir = promptsDir;
-    if (plan.resumeRunId == 0 && options.stopWhenCorrect >= 0) {
-        // Stored with the regime (and so honoured on resume).
-        plan.regime.stopWhenCorrect = options.stopWhenCorrect == 1;
-        for (Regime& r : plan.levelRegimes)
-            r.stopWhenCorrect = plan.regime.stopWhenCorrect;
-    } else if (options.stopWhenCorrect >= 0) {
+    if (plan.resumeRunId > 0 && options.stopWhenCorrect >= 0)
         err() << "kwb run: --resume uses the run's stored stop-when-correct setting\n";
-    }
     if (plan.sweepNs.isEmpty() || plan.resumeRunId > 0) {
         QJsonObject summary;
         const int code = executePlan(session, options, store, plan, &summary);
@@ -190,10 +186,56 @@ int runRun(Session& session, const RunCommandOptions& options)
     }
 
     // `kwb sweep`: the whole regime once per n, the same seeds, one run each (linked by the sweep id).
+    // `--sweep ID` continues one: a finished run of an n is kept, an unfinished one resumed, a
+    // missing n started with the same id.
+    QMap<int, RunInfo> existing;
+    if (!options.sweepId.isEmpty()) {
+        plan.sweepId = options.sweepId;
+        QStringList sortedTasks = plan.taskIds;
+        sortedTasks.sort();
+        for (const RunInfo& info : store.runs()) {
+            const RunConfig config = RunConfig::fromJson(info.config);
+            const QJsonObject sweep = config.extra.value(QLatin1String("sweep")).toObject();
+            if (sweep.value(QLatin1String("id")).toString() != options.sweepId)
+                continue;
+            QStringList tasks = config.taskIds();
+            tasks.sort();
+            if (info.regime != plan.regimeLabel() || tasks != sortedTasks)
+                return fail(json, ExitUsage, QStringLiteral("bad_sweep"),
+                            QStringLiteral("--sweep %1: its runs are of %2 over %3; give the same --regime and --tasks")
+                                .arg(options.sweepId, info.regime, config.extra.value(QLatin1String("task_spec")).toString()));
+            existing.insert(sweep.value(QLatin1String("n")).toInt(), info);
+        }
+        if (existing.isEmpty())
+            return fail(json, ExitBadRequest, QStringLiteral("unknown_sweep"),
+                        QStringLiteral("no sweep %1 in %2").arg(options.sweepId, options.database));
+    }
     QJsonArray runs;
     QList<qint64> runIds;
     int code = ExitSuccess;
-    for (const RunPlan& runPlan : sweepRunPlans(plan)) {
+    for (RunPlan runPlan : sweepRunPlans(plan)) {
+        const int n = runPlan.regime.n;
+        if (existing.contains(n)) {
+            const RunInfo& info = existing[n];
+            if (info.status == RunStatus::Finished) {
+                err() << "kwb sweep: n = " << n << ": run " << info.id << " is finished, kept\n";
+                runs.append(QJsonObject{{QStringLiteral("run"), info.id}, {QStringLiteral("status"), info.status},
+                                        {QStringLiteral("kept"), true}, {QStringLiteral("sweep"), options.sweepId}});
+                runIds.append(info.id);
+                continue;
+            }
+            QString error;
+            std::optional<RunPlan> resumed = planResume(info, &error);
+            if (!resumed)
+                return fail(json, ExitBadRequest, QStringLiteral("bad_run"), error);
+            resumed->promptsDir = promptsDir;
+            if (!options.endpoint.isEmpty())
+                resumed->endpoint = options.endpoint;
+            if (!options.model.isEmpty())
+                resumed->model = options.model;
+            runPlan = *resumed;
+            err() << "kwb sweep: n = " << n << ": resuming run " << info.id << '\n';
+        }
         err() << "kwb sweep: n = " << runPlan.regime.n << " (" << runPlan.regime.turns << " turn(s))\n";
         err().flush();
         QJsonObject summary;

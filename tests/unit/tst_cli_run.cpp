@@ -176,6 +176,29 @@ private Q_SLOTS:
                  qPrintable(report.out));
         QVERIFY2(report.out.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")), qPrintable(report.out));
 
+        // `--sweep ID` continues the sweep: n = 1, 2, 4 are finished and kept, n = 8 is added to it.
+        seeds.clear();
+        QStringList more = args;
+        more[more.indexOf(QStringLiteral("4,1,2"))] = QStringLiteral("1,2,4,8");
+        more << QStringLiteral("--sweep") << sweepId;
+        const Result continued = runKwb(more, 120000);
+        QVERIFY2(continued.exitCode == 0, qPrintable(continued.err));
+        QVERIFY2(continued.err.contains(QStringLiteral("n = 4: run 3 is finished, kept")), qPrintable(continued.err));
+        const QList<RunInfo> after = store.runs();
+        QCOMPARE(after.size(), 4);
+        const QJsonObject eight = after.last().config.value(QLatin1String("sweep")).toObject();
+        QCOMPARE(eight.value(QLatin1String("id")).toString(), sweepId);
+        QCOMPARE(eight.value(QLatin1String("n")).toInt(), 8);
+        QCOMPARE(store.evaluations(after.last().id).size(), 24);
+        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 7), 3); // only the new run asked the model
+        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 1), 3);
+        QVERIFY2(continued.err.contains(QStringLiteral("n=8 100.0 %")), qPrintable(continued.err));
+        QStringList wrong = more;
+        wrong[wrong.indexOf(QStringLiteral("L1:1"))] = QStringLiteral("L2:1");
+        const Result mismatch = runKwb(wrong);
+        QCOMPARE(mismatch.exitCode, 2);
+        QVERIFY2(mismatch.err.contains(QStringLiteral("give the same --regime and --tasks")), qPrintable(mismatch.err));
+
         const Result bad = runKwb(base().mid(0, 3) + QStringList{QStringLiteral("sweep"), QStringLiteral("--regime"),
                                                                  QStringLiteral("agent"), QStringLiteral("--tasks"),
                                                                  QStringLiteral("L1:1"), QStringLiteral("--db"), db,
