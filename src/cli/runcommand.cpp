@@ -213,7 +213,11 @@ int runRun(Session& session, const RunCommandOptions& options)
     QJsonArray runs;
     QList<qint64> runIds;
     int code = ExitSuccess;
-    for (RunPlan runPlan : sweepRunPlans(plan)) {
+    const QList<RunPlan> plans = sweepRunPlans(plan);
+    if (!plans.isEmpty())
+        err() << "kwb sweep: sweep " << plans.first().sweepId << " (continue it with --sweep "
+              << plans.first().sweepId << ")\n";
+    for (RunPlan runPlan : plans) {
         const int n = runPlan.regime.n;
         if (existing.contains(n)) {
             const RunInfo& info = existing[n];
