@@ -80,10 +80,14 @@ for step in "$@"; do
     [[ -f build-carry/study.db && ! -f $db ]] && cp build-carry/study.db "$db"
     if [[ $step == ablations ]]; then runs="best-of-n feedback-analyzer monotone competence"; else runs=sweep; fi
     for r in $runs; do
-      $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --log "$OUT/llm-$r.log" > /tmp/llm.url &
+      # A sweep's runs ask with the same seeds: --stateless answers by what is asked, so one server
+      # serves every n (and a sweep continued with SWEEP_ID=... in a later call).
+      $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --log "$OUT/llm-$r.log" \
+        $([[ $r == sweep ]] && echo --stateless) > /tmp/llm.url &
       pid=$!; sleep 1
       log "$step $r"
-      if [[ $r == sweep ]]; then cmd=(sweep --regime agent --n 1,2,4,8); else cmd=(run --regime agent --ablate "$r"); fi
+      if [[ $r == sweep ]]; then cmd=(sweep --regime agent --n ${SWEEP_NS:-1,2,4,8} ${SWEEP_ID:+--sweep $SWEEP_ID});
+      else cmd=(run --regime agent --ablate "$r"); fi
       timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${cmd[@]}" \
         --tasks L1:1-10,L2:1-10,L3:1-10 --endpoint "$(cat /tmp/llm.url)" --model fixture-model --db "$db" \
         --prompts "$root/prompts" --timing-trials ${STUDY_TRIALS:-10} --isolation ${STUDY_ISOLATION:-reuse} \

@@ -143,10 +143,11 @@ BestOfNPage::BestOfNPage(QWidget* parent)
     : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
-    m_note = new QLabel(tr("Correct % of tasks against the number of candidates n, for the runs checked on the "
-                           "Results page that have several first-turn samples per task (kwb sweep --n 1,2,4,8): the "
-                           "unbiased pass@n estimator per task, averaged over tasks, with 95 % bootstrap intervals "
-                           "over tasks."),
+    m_note = new QLabel(tr("First-turn pass@n (unbiased estimator), not the study's best-of-n: for the runs checked "
+                           "on the Results page that have several first-turn samples per task, the chance that one of "
+                           "n of a task's first-turn samples is correct, averaged over every task (missing samples "
+                           "count as failures), with 95 % bootstrap intervals over tasks. The study's best-of-n (the "
+                           "whole regime once per n, kwb sweep) is in kwb report's \"Best-of-n\" table."),
                         this);
     m_note->setWordWrap(true);
     layout->addWidget(m_note);

@@ -104,15 +104,15 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
 {
     QList<BestOfNSeries> series;
     for (const RunReport& run : report.runs) {
-        if (!run.bestOfN)
+        if (!run.firstTurnPassAtN)
             continue;
         QString label = run.label();
         if (RunConfig::fromJson(run.run.config).isSweep())
             label += QStringLiteral(" sweep");
         if (!run.ablated.isEmpty())
             label += QStringLiteral(" −") + run.ablated.join(QStringLiteral(", −"));
-        series.append(BestOfNSeries{label, 0, run.bestOfN->overall});
-        for (auto it = run.bestOfN->perLevel.cbegin(); it != run.bestOfN->perLevel.cend(); ++it)
+        series.append(BestOfNSeries{label, 0, run.firstTurnPassAtN->overall});
+        for (auto it = run.firstTurnPassAtN->perLevel.cbegin(); it != run.firstTurnPassAtN->perLevel.cend(); ++it)
             series.append(BestOfNSeries{label, it.key(), it.value()});
     }
     return series;

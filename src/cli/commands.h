@@ -116,12 +116,14 @@ struct RunCommandOptions
     int timingTrials = 0;         ///< --timing-trials; 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
+    QString sweepId;              ///< `kwb sweep --sweep ID`: continue that sweep of --db
     /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
     WorkerLimits workerLimits;
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
     int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     int contextTokens = defaults::kContextTokens;     ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens
+    int stopWhenCorrect = -1;     ///< --[no-]stop-when-correct; -1: the regime's
     bool json = false;
 };
 

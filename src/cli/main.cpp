@@ -119,9 +119,9 @@ int main(int argc, char** argv)
     RunCommandOptions runOptions;
     std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
                 runScale = kwb::defaults::kScale, runAblate, runPrompts;
-    std::string runIsolation = "fresh", sweepNs = "1,2,4,8";
+    std::string runIsolation = "fresh", sweepNs = "1,2,4,8", sweepId;
     // `run` and `sweep` take the same options; only one of them is parsed.
-    bool runPauseOn = false, runPauseOff = false;
+    bool runPauseOn = false, runPauseOff = false, runStopWhenCorrect = false, runNoStopWhenCorrect = false;
     const auto addRunOptions = [&](CLI::App* command, bool sweep) {
         CLI::Option* regimeOption = command->add_option("--regime", runRegime,
                                                          "zero-shot, profiling-guided, iterative, agent or pilot-v1");
@@ -136,13 +136,17 @@ int main(int argc, char** argv)
         command->add_option("--model", runModel, "model name sent to the server");
         command->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();
         if (sweep)
-            command->add_option("--n", sweepNs, "the n of the curve, e.g. 1,2,4,8: one run samples max(n) per task")
+            command->add_option("--n", sweepNs,
+                                "the n of the curve, e.g. 1,2,4,8: a run of the whole regime per n, paired seeds")
                 ->capture_default_str();
+        if (sweep)
+            command->add_option("--sweep", sweepId,
+                                "continue sweep ID of --db (same --regime, --tasks): finished runs are kept, an "
+                                "unfinished one resumed, a missing n started");
         else
             command->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")->check(CLI::Range(1, 64));
         command->add_option("--turns", runOptions.turns,
-                            sweep ? "turns at most (default 1: the curve is over the first turn's samples)"
-                                  : "turns at most (default: the regime's)")
+                            "turns at most (default: the regime's)")
             ->check(CLI::Range(1, 32));
         command->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
             ->check(CLI::Range(0.0, 2.0));
@@ -167,6 +171,11 @@ int main(int argc, char** argv)
         command->add_flag("--compile-only", runOptions.compileOnly,
                           "evaluate without a GPU: compile and sandbox check only; correctness is not measured "
                           "(stored with the run)");
+        command->add_flag("--stop-when-correct", runStopWhenCorrect,
+                          "no further turn once a task has a correct candidate (default: the regime's; the agent "
+                          "goes on for speed; stored with the run)");
+        command->add_flag("--no-stop-when-correct", runNoStopWhenCorrect,
+                          "keep turning after a correct candidate (monotone selection keeps it)");
         command->add_flag("--pause-generation-while-timing", runPauseOn,
                           "send no new model request while a candidate is on the GPU (default: on for an endpoint "
                           "on this machine)");
@@ -192,7 +201,8 @@ int main(int argc, char** argv)
         "run", "run a regime (or the study's routing) over tasks against a model server into a run store");
     addRunOptions(runCommand, false);
     CLI::App* sweepCommand = app.add_subcommand(
-        "sweep", "best-of-n curve: one run sampling max(n) candidates per task, correct % at each n (pass@n)");
+        "sweep", "best-of-n curve as the study ran it: the whole regime once per n (n candidates per turn, "
+                 "paired seeds), correct % and compiled % at each n");
     addRunOptions(sweepCommand, true);
 
     PromptCommandOptions promptOptions;
@@ -259,6 +269,7 @@ int main(int argc, char** argv)
     if (sweepCommand->parsed()) {
         QString nsError;
         runOptions.sweepNs = parseSweepNs(QString::fromStdString(sweepNs), &nsError);
+        runOptions.sweepId = QString::fromStdString(sweepId);
         if (runOptions.sweepNs.isEmpty()) {
             std::cerr << "kwb sweep: " << nsError.toStdString() << '\n';
             return ExitUsage;
@@ -318,6 +329,12 @@ int main(int argc, char** argv)
     }
     if (runCommand->parsed() || sweepCommand->parsed()) {
         runOptions.isolation = QString::fromStdString(runIsolation);
+        if (runStopWhenCorrect && runNoStopWhenCorrect) {
+            std::cerr << "kwb: --stop-when-correct and --no-stop-when-correct exclude each other\n";
+            return ExitUsage;
+        }
+        if (runStopWhenCorrect || runNoStopWhenCorrect)
+            runOptions.stopWhenCorrect = runStopWhenCorrect ? 1 : 0;
         if (runPauseOn || runPauseOff)
             runOptions.pauseGenerationWhileTiming = runPauseOn && !runPauseOff ? 1 : 0;
         runOptions.regime = QString::fromStdString(runRegime);

@@ -56,6 +56,9 @@ int fail(bool json, int code, const QString& errorCode, const QString& message)
     return code;
 }
 
+int executePlan(Session& session, const RunCommandOptions& options, RunStore& store, const RunPlan& plan,
+                QJsonObject* summary);
+
 } // namespace
 
 QList<int> parseSweepNs(const QString& text, QString* error)
@@ -163,6 +166,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.n = options.n;
         request.turns = options.turns;
         request.temperature = options.temperature;
+        if (options.stopWhenCorrect >= 0) // stored with the regime, so a resume keeps it
+            request.stopWhenCorrect = options.stopWhenCorrect == 1;
         request.endpoint = options.endpoint;
         request.model = options.model;
         request.profile = options.profile;
@@ -185,6 +190,140 @@ int runRun(Session& session, const RunCommandOptions& options)
         plan = *planned;
     }
     plan.promptsDir = promptsDir;
+    if (plan.resumeRunId > 0 && options.stopWhenCorrect >= 0)
+        err() << "kwb run: --resume uses the run's stored stop-when-correct setting\n";
+    if (plan.sweepNs.isEmpty() || plan.resumeRunId > 0) {
+        QJsonObject summary;
+        const int code = executePlan(session, options, store, plan, &summary);
+        if (json && !summary.isEmpty()) {
+            out() << QString::fromUtf8(QJsonDocument(summary).toJson(QJsonDocument::Indented));
+            out().flush();
+        }
+        return code;
+    }
+
+    // `kwb sweep`: the whole regime once per n, the same seeds, one run each (linked by the sweep id).
+    // `--sweep ID` continues one: a finished run of an n is kept, an unfinished one resumed, a
+    // missing n started with the same id.
+    QMap<int, RunInfo> existing;
+    if (!options.sweepId.isEmpty()) {
+        plan.sweepId = options.sweepId;
+        QStringList sortedTasks = plan.taskIds;
+        sortedTasks.sort();
+        for (const RunInfo& info : store.runs()) {
+            const RunConfig config = RunConfig::fromJson(info.config);
+            const QJsonObject sweep = config.extra.value(QLatin1String("sweep")).toObject();
+            if (sweep.value(QLatin1String("id")).toString() != options.sweepId)
+                continue;
+            QStringList tasks = config.taskIds();
+            tasks.sort();
+            if (info.regime != plan.regimeLabel() || tasks != sortedTasks)
+                return fail(json, ExitUsage, QStringLiteral("bad_sweep"),
+                            QStringLiteral("--sweep %1: its runs are of %2 over %3; give the same --regime and --tasks")
+                                .arg(options.sweepId, info.regime, config.extra.value(QLatin1String("task_spec")).toString()));
+            existing.insert(sweep.value(QLatin1String("n")).toInt(), info);
+        }
+        if (existing.isEmpty())
+            return fail(json, ExitBadRequest, QStringLiteral("unknown_sweep"),
+                        QStringLiteral("no sweep %1 in %2").arg(options.sweepId, options.database));
+    }
+    QJsonArray runs;
+    QList<qint64> runIds;
+    int code = ExitSuccess;
+    const QList<RunPlan> plans = sweepRunPlans(plan);
+    if (!plans.isEmpty())
+        err() << "kwb sweep: sweep " << plans.first().sweepId << " (continue it with --sweep "
+              << plans.first().sweepId << ")\n";
+    for (RunPlan runPlan : plans) {
+        const int n = runPlan.regime.n;
+        if (existing.contains(n)) {
+            const RunInfo& info = existing[n];
+            if (info.status == RunStatus::Finished) {
+                err() << "kwb sweep: n = " << n << ": run " << info.id << " is finished, kept\n";
+                runs.append(QJsonObject{{QStringLiteral("run"), info.id}, {QStringLiteral("status"), info.status},
+                                        {QStringLiteral("kept"), true}, {QStringLiteral("sweep"), options.sweepId}});
+                runIds.append(info.id);
+                continue;
+            }
+            QString error;
+            std::optional<RunPlan> resumed = planResume(info, &error);
+            if (!resumed)
+                return fail(json, ExitBadRequest, QStringLiteral("bad_run"), error);
+            resumed->promptsDir = promptsDir;
+            if (!options.endpoint.isEmpty())
+                resumed->endpoint = options.endpoint;
+            if (!options.model.isEmpty())
+                resumed->model = options.model;
+            runPlan = *resumed;
+            err() << "kwb sweep: n = " << n << ": resuming run " << info.id << '\n';
+        }
+        err() << "kwb sweep: n = " << runPlan.regime.n << " (" << runPlan.regime.turns << " turn(s))\n";
+        err().flush();
+        QJsonObject summary;
+        const int runCode = executePlan(session, options, store, runPlan, &summary);
+        if (summary.isEmpty()) // the run could not be made: the error is out already
+            return runCode;
+        runs.append(summary);
+        runIds.append(qint64(summary.value(QLatin1String("run")).toDouble()));
+        if (runCode == ExitInterrupted) {
+            code = runCode;
+            break;
+        }
+        if (runCode != ExitSuccess)
+            code = runCode;
+    }
+    QString reportError;
+    const std::optional<Report> report = buildReport(store, runIds, ReportOptions(), &reportError);
+    if (report && !report->sweeps.isEmpty()) {
+        const SweepCurve& curve = report->sweeps.first();
+        const auto line = [&](const QString& level, const QList<SweepPoint>& points, int levelKey) {
+            QStringList cells;
+            for (const SweepPoint& p : points) {
+                const Metrics& m = levelKey == 0 ? p.overall : p.perLevel.value(levelKey);
+                cells << QStringLiteral("n=%1 %2 % [%3–%4] (compiled %5 %)")
+                             .arg(p.n)
+                             .arg(m.correctPct.value, 0, 'f', 1)
+                             .arg(m.correctPct.low, 0, 'f', 0)
+                             .arg(m.correctPct.high, 0, 'f', 0)
+                             .arg(m.compiledPct.value, 0, 'f', 1);
+            }
+            err() << "  " << level << ": " << cells.join(QStringLiteral(", ")) << '\n';
+        };
+        err() << "kwb sweep: best-of-n, correct % of the whole regime per n over all "
+              << curve.points.first().overall.tasks << " tasks (95 % intervals over tasks):\n";
+        line(QStringLiteral("all"), curve.points, 0);
+        for (const int level : std::as_const(report->levels))
+            line(QStringLiteral("L%1").arg(level), curve.points, level);
+        err() << "  report: kwb report --db " << options.database << " --runs "
+              << [&] {
+                     QStringList ids;
+                     for (qint64 id : std::as_const(runIds))
+                         ids << QString::number(id);
+                     return ids.join(QLatin1Char(','));
+                 }()
+              << '\n';
+    } else if (!report) {
+        err() << "kwb sweep: no curve: " << reportError << '\n';
+    }
+    err().flush();
+    if (json) {
+        out() << QString::fromUtf8(
+            QJsonDocument(QJsonObject{{QStringLiteral("ok"), true},
+                                      {QStringLiteral("sweep"), runs.isEmpty() ? QJsonValue()
+                                                                            : runs.first().toObject().value(QLatin1String("sweep"))},
+                                      {QStringLiteral("runs"), runs}})
+                .toJson(QJsonDocument::Indented));
+        out().flush();
+    }
+    return code;
+}
+
+namespace {
+
+int executePlan(Session& session, const RunCommandOptions& options, RunStore& store, const RunPlan& plan,
+                QJsonObject* summary)
+{
+    const bool json = options.json;
 
     // The run itself, assembled as the window's Launch page does it (core/run/headlessrun.h):
     // the worker's facts, the template check, the run row, the queue and the controller.
@@ -199,7 +338,6 @@ int runRun(Session& session, const RunCommandOptions& options)
     environment.factsTimeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
     environment.killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
     HeadlessRun run(plan, environment);
-    const QList<int> sweepNs = plan.sweepNs;
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
         err() << "kwb run: warning: " << message << '\n';
         err().flush();
@@ -358,35 +496,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         }
     }
     const bool isIncomplete = !cancelled && (!incomplete.isEmpty() || !taskErrors.isEmpty());
-    if (!sweepNs.isEmpty() && !cancelled) {
-        if (report && !report->runs.isEmpty() && report->runs.first().bestOfN) {
-            const BestOfNReport& curve = *report->runs.first().bestOfN;
-            const auto line = [&](const QString& level, const QList<BestOfNPoint>& points) {
-                QStringList cells;
-                for (const BestOfNPoint& p : points)
-                    if (sweepNs.contains(p.n))
-                        cells << QStringLiteral("n=%1 %2 % [%3–%4]")
-                                     .arg(p.n)
-                                     .arg(p.passPct.value, 0, 'f', 1)
-                                     .arg(p.passPct.low, 0, 'f', 0)
-                                     .arg(p.passPct.high, 0, 'f', 0);
-                err() << "  " << level << ": " << cells.join(QStringLiteral(", ")) << '\n';
-            };
-            err() << "kwb sweep: best-of-n, correct % over the first turn's " << curve.samples
-                  << " samples per task (95 % intervals over tasks):\n";
-            line(QStringLiteral("all"), curve.overall);
-            for (auto it = curve.perLevel.cbegin(); it != curve.perLevel.cend(); ++it)
-                line(QStringLiteral("L%1").arg(it.key()), it.value());
-        } else {
-            err() << "kwb sweep: no curve: " << (report ? QStringLiteral("fewer than two samples per task") : reportError)
-                  << '\n';
-        }
-    }
     err().flush();
-    if (json) {
-        out() << QString::fromUtf8(
-            QJsonDocument(
-                QJsonObject{{QStringLiteral("ok"), true},
+    *summary = QJsonObject{{QStringLiteral("ok"), true},
                             {QStringLiteral("run"), runId},
                             {QStringLiteral("status"), cancelled ? RunStatus::Cancelled : RunStatus::Finished},
                             {QStringLiteral("tasks"), total},
@@ -399,11 +510,12 @@ int runRun(Session& session, const RunCommandOptions& options)
                             {QStringLiteral("complete"), !cancelled && !isIncomplete},
                             {QStringLiteral("unevaluated"), QJsonArray::fromStringList(incomplete)},
                             {QStringLiteral("report"), reportCommand},
-                            {QStringLiteral("resume"), resumeCommand}})
-                .toJson(QJsonDocument::Indented));
-        out().flush();
-    }
+                            {QStringLiteral("resume"), resumeCommand}};
+    if (!plan.sweepId.isEmpty())
+        summary->insert(QStringLiteral("sweep"), plan.sweepId);
     return cancelled ? ExitInterrupted : isIncomplete ? ExitIncomplete : ExitSuccess;
 }
+
+} // namespace
 
 } // namespace kwb::cli

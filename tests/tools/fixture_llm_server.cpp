@@ -15,6 +15,12 @@
 //   tasks, as the study saw. Prompts in the pilot-v1 wording (which ask for tiled CUDA) need two more.
 // - Any other request (analyzer, researcher, triager, critic) gets a short plain-text note.
 // Restart the server (or change --seed) between runs: the per-task counters are its only state.
+// With --stateless there is no counter: k is a draw from 0 to max-need + 2, a stable hash of the
+// task, --seed, the request's seed (+ i for choice i) and the prompt, so an answer is a function
+// of what was asked. Runs that ask alike get the same answers: the runs of a `kwb sweep` (paired
+// seeds) draw the same first samples, and a sweep against one server needs no restart. Each
+// answer is then right with chance (max-need + 3 - need) / (max-need + 3): more samples and more
+// turns still solve more tasks.
 
 #include "../unit/scriptedllmserver.h"
 
@@ -108,7 +114,11 @@ int main(int argc, char** argv)
                                          QStringLiteral("MS"), QStringLiteral("30"));
     const QCommandLineOption logOption(QStringLiteral("log"), QStringLiteral("append one line per answer to FILE"),
                                        QStringLiteral("FILE"));
-    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption});
+    const QCommandLineOption statelessOption(
+        QStringLiteral("stateless"),
+        QStringLiteral("answers are a function of the task, --seed, the request's seed and the prompt (no per-task "
+                       "counter): for kwb sweep, whose runs ask with the same seeds"));
+    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption});
     parser.process(app);
 
     const QString dir = parser.value(candidatesOption);
@@ -119,6 +129,7 @@ int main(int argc, char** argv)
     const int seed = parser.value(seedOption).toInt();
     const int maxNeed = std::max(0, parser.value(maxNeedOption).toInt());
     const int delayMs = std::max(0, parser.value(delayOption).toInt());
+    const bool stateless = parser.isSet(statelessOption);
 
     // Real failing fixtures by task, from the manifest's file/task pairs.
     QHash<QString, QStringList> failingByTask;
@@ -167,8 +178,13 @@ int main(int argc, char** argv)
             const QString reference = readText(dir + QStringLiteral("/reference/") + fileStem(task) + QStringLiteral(".md"));
             const bool pilotWording = prompt.contains(QLatin1String("custom tiled CUDA kernels for every operator"));
             const int need = stableHash(task + QString::number(seed)) % (maxNeed + 1) + (pilotWording ? 2 : 0);
+            const QJsonValue requestSeed = request.value(QLatin1String("seed"));
             for (int i = 0; i < choices; ++i) {
-                const int k = answered[task]++;
+                const QString drawKey = task + QString::number(seed) + QLatin1Char('/') +
+                                        (requestSeed.isDouble() ? QString::number(requestSeed.toInteger() + i)
+                                                                : QStringLiteral("none/%1").arg(i)) +
+                                        QLatin1Char('/') + prompt;
+                const int k = stateless ? stableHash(drawKey) % (maxNeed + 3) : answered[task]++;
                 if (reference.isEmpty()) {
                     texts << QStringLiteral("I cannot write this kernel.");
                     what << QStringLiteral("no-fixture");

@@ -48,7 +48,8 @@
 // may come from a marker "nvrtc: MODE" in its source (or answer). With $FAKEWORKER_LOG set, every worker
 // appends a line {"pid","type","cuda_visible_devices","ms","keys"} per request read to that file, so
 // tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate
-// answers take their status from a marker "status: NAME" in the answer (default correct): the
+// answers take their status from a marker "status: NAME" in the answer (default correct; a marker
+// "speedup: X" sets the speed-up): the
 // recorded evaluate of that status, else the recorded incorrect one with that status put in, with
 // the request's task and profile name and the request itself under "echo". It knows the tasks with
 // a recorded analyze, L1/1 and L2/1 (`tasks` lists those of the recorded response); analyze of another answers
@@ -415,6 +416,11 @@ QJsonObject answer(const QJsonObject& request)
         }
         if (!taskId.isEmpty())
             response.insert(QStringLiteral("task"), taskId);
+        // A "speedup: X" marker sets the speed-up (selection tests: faster and slower correct kernels).
+        static const QRegularExpression speedupMarker(QStringLiteral("speedup:\\s*([0-9]+(\\.[0-9]+)?)"));
+        const QRegularExpressionMatch speedup = speedupMarker.match(request.value(QStringLiteral("answer")).toString());
+        if (speedup.hasMatch())
+            response.insert(QStringLiteral("speedup"), speedup.captured(1).toDouble());
         QJsonObject profile = response.value(QStringLiteral("profile")).toObject();
         profile.insert(QStringLiteral("name"), request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench-fp32")));
         response.insert(QStringLiteral("profile"), profile);

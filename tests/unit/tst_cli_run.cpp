@@ -109,40 +109,95 @@ private Q_SLOTS:
 
     void cleanup() { m_server.reset(); }
 
-    void sweepPrintsTheBestOfNCurve()
+    void sweepStoresOneFullRunPerN()
     {
-        // One correct answer among the task's 4 samples, whether the client asks for n = 4 in one
-        // request or sends 4 requests: pass@1 = 25 %, pass@2 = 1 - C(3,2)/C(4,2) = 50 %, pass@4 = 100 %.
-        m_server->setDefaultReply(reply(QStringLiteral("incorrect")));
-        ScriptedLlmServer::Reply first = reply(QStringLiteral("correct"));
-        first.texts = {answer(QStringLiteral("correct")), answer(QStringLiteral("incorrect")),
-                       answer(QStringLiteral("incorrect")), answer(QStringLiteral("incorrect"))};
-        m_server->enqueue(first);
+        // `kwb sweep --regime agent --n 4,1,2`: a run of the whole agent (3 turns, no stop at a
+        // correct candidate) per n, with the same seeds. The server answers correct only for the
+        // seed of sample 1 (1235 = kDefaultSweepModelSeed + 1), so by hand: n = 1 never gets it
+        // (0/1 correct), n = 2 and n = 4 do (1/1), and sample 1's seed is asked at every turn of
+        // both: 3 + 3 times; sample 3's (1237) only by n = 4: 3 times.
+        QList<qint64> seeds;
+        m_server->setResponder([&seeds](const QJsonObject& request) {
+            const qint64 seed = request.value(QLatin1String("seed")).toInteger(-1);
+            seeds << seed;
+            return reply(seed == kDefaultSweepModelSeed + 1 ? QStringLiteral("correct") : QStringLiteral("incorrect"));
+        });
         const QString db = newDb();
         QStringList args = runArgs(db, QStringLiteral("L1:1"));
         args[args.indexOf(QStringLiteral("run"))] = QStringLiteral("sweep");
+        args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("agent");
         args << QStringLiteral("--n") << QStringLiteral("4,1,2") << QStringLiteral("--timing-trials")
-             << QStringLiteral("7") << QStringLiteral("--isolation") << QStringLiteral("reuse");
-        const Result r = runKwb(args);
+             << QStringLiteral("7") << QStringLiteral("--isolation") << QStringLiteral("reuse") << QStringLiteral("--json");
+        const Result r = runKwb(args, 120000);
         QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
-        QVERIFY2(r.err.contains(QStringLiteral("first turn's 4 samples")), qPrintable(r.err));
-        QVERIFY2(r.err.contains(QStringLiteral("all: n=1 25.0 % [25–25], n=2 50.0 % [50–50], n=4 100.0 % [100–100]")),
+        QVERIFY2(r.err.contains(QStringLiteral("whole regime per n")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("all: n=1 0.0 % [0–0] (compiled 100.0 %), n=2 100.0 % [100–100] "
+                                               "(compiled 100.0 %), n=4 100.0 % [100–100]")),
                  qPrintable(r.err));
 
         RunStore store;
         QVERIFY(store.open(db));
         const QList<RunInfo> runs = store.runs();
-        QCOMPARE(runs.size(), 1);
-        QVERIFY(runs.first().name.contains(QStringLiteral("sweep n=4")));
-        const QJsonObject config = runs.first().config;
-        QCOMPARE(config.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(),
-                 (QJsonArray{1, 2, 4}));
-        QCOMPARE(config.value(QLatin1String("timing_trials")).toInt(), 7);
-        QCOMPARE(config.value(QLatin1String("isolation")).toString(), QStringLiteral("reuse"));
-        const QJsonObject regime = config.value(QLatin1String("regime")).toObject();
-        QCOMPARE(regime.value(QLatin1String("n")).toInt(), 4);
-        QCOMPARE(regime.value(QLatin1String("turns")).toInt(), 1);
-        QCOMPARE(store.evaluations(runs.first().id).size(), 4);
+        QCOMPARE(runs.size(), 3);
+        QString sweepId;
+        const QList<int> ns{1, 2, 4};
+        for (int i = 0; i < 3; ++i) {
+            const QJsonObject config = runs[i].config;
+            QVERIFY2(runs[i].name.contains(QStringLiteral("sweep n=%1").arg(ns[i])), qPrintable(runs[i].name));
+            const QJsonObject sweep = config.value(QLatin1String("sweep")).toObject();
+            QCOMPARE(sweep.value(QLatin1String("ns")).toArray(), (QJsonArray{1, 2, 4}));
+            QCOMPARE(sweep.value(QLatin1String("n")).toInt(), ns[i]);
+            if (i == 0)
+                sweepId = sweep.value(QLatin1String("id")).toString();
+            QVERIFY(!sweepId.isEmpty());
+            QCOMPARE(sweep.value(QLatin1String("id")).toString(), sweepId); // linked as one sweep
+            QCOMPARE(config.value(QLatin1String("seeds")).toObject().value(QLatin1String("model")).toInteger(),
+                     kDefaultSweepModelSeed);
+            QCOMPARE(config.value(QLatin1String("timing_trials")).toInt(), 7);
+            const QJsonObject regime = config.value(QLatin1String("regime")).toObject();
+            QCOMPARE(regime.value(QLatin1String("n")).toInt(), ns[i]);
+            QCOMPARE(regime.value(QLatin1String("turns")).toInt(), 3);
+            QCOMPARE(regime.value(QLatin1String("stop_when_correct")).toBool(true), false);
+            // Every turn ran: 3 turns of n candidates.
+            QCOMPARE(store.evaluations(runs[i].id).size(), 3 * ns[i]);
+        }
+        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 1), 6);
+        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 3), 3);
+        QVERIFY(!seeds.contains(-1));
+        const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
+        QCOMPARE(summary.value(QLatin1String("sweep")).toString(), sweepId);
+        QCOMPARE(summary.value(QLatin1String("runs")).toArray().size(), 3);
+
+        // The report: the study's curve from the three runs, the first-turn estimate by its own name.
+        const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+        QCOMPARE(report.exitCode, 0);
+        QVERIFY2(report.out.contains(QStringLiteral("## Best-of-n (the study's")), qPrintable(report.out));
+        QVERIFY2(report.out.contains(QStringLiteral("| agent %1 | all | 2 | #2 | 1 | 1 | 100.0 [").arg(sweepId.left(8))),
+                 qPrintable(report.out));
+        QVERIFY2(report.out.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")), qPrintable(report.out));
+
+        // `--sweep ID` continues the sweep: n = 1, 2, 4 are finished and kept, n = 8 is added to it.
+        seeds.clear();
+        QStringList more = args;
+        more[more.indexOf(QStringLiteral("4,1,2"))] = QStringLiteral("1,2,4,8");
+        more << QStringLiteral("--sweep") << sweepId;
+        const Result continued = runKwb(more, 120000);
+        QVERIFY2(continued.exitCode == 0, qPrintable(continued.err));
+        QVERIFY2(continued.err.contains(QStringLiteral("n = 4: run 3 is finished, kept")), qPrintable(continued.err));
+        const QList<RunInfo> after = store.runs();
+        QCOMPARE(after.size(), 4);
+        const QJsonObject eight = after.last().config.value(QLatin1String("sweep")).toObject();
+        QCOMPARE(eight.value(QLatin1String("id")).toString(), sweepId);
+        QCOMPARE(eight.value(QLatin1String("n")).toInt(), 8);
+        QCOMPARE(store.evaluations(after.last().id).size(), 24);
+        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 7), 3); // only the new run asked the model
+        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 1), 3);
+        QVERIFY2(continued.err.contains(QStringLiteral("n=8 100.0 %")), qPrintable(continued.err));
+        QStringList wrong = more;
+        wrong[wrong.indexOf(QStringLiteral("L1:1"))] = QStringLiteral("L2:1");
+        const Result mismatch = runKwb(wrong);
+        QCOMPARE(mismatch.exitCode, 2);
+        QVERIFY2(mismatch.err.contains(QStringLiteral("give the same --regime and --tasks")), qPrintable(mismatch.err));
 
         const Result bad = runKwb(base().mid(0, 3) + QStringList{QStringLiteral("sweep"), QStringLiteral("--regime"),
                                                                  QStringLiteral("agent"), QStringLiteral("--tasks"),
@@ -150,6 +205,52 @@ private Q_SLOTS:
                                                                  QStringLiteral("--n"), QStringLiteral("1,0")});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY2(bad.err.contains(QStringLiteral("--n: \"0\"")), qPrintable(bad.err));
+    }
+
+    void stopWhenCorrectIsStoredAndHonouredOnResume()
+    {
+        // `kwb run --regime agent --n 1 --stop-when-correct`: the generator's first request is
+        // refused (HTTP 400), so the run stops incomplete after the analyzer and researcher. On
+        // resume every answer is correct: with the stored setting the task ends at turn 1 (one
+        // request); the agent's default would go on to turns 2 and 3 (4 requests more).
+        ScriptedLlmServer::Reply refused;
+        refused.action = ScriptedLlmServer::Action::HttpError;
+        refused.status = 400;
+        int requests = 0;
+        m_server->setResponder([&requests, refused](const QJsonObject&) {
+            return ++requests == 3 ? refused : reply(QStringLiteral("correct"));
+        });
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("agent");
+        args << QStringLiteral("--n") << QStringLiteral("1") << QStringLiteral("--stop-when-correct");
+        const Result r = runKwb(args);
+        QVERIFY2(r.exitCode == 5, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        RunStore store;
+        QVERIFY(store.open(db));
+        const RunInfo run = store.runs().first();
+        QCOMPARE(run.config.value(QLatin1String("regime")).toObject().value(QLatin1String("stop_when_correct")).toBool(),
+                 true);
+        QCOMPARE(requests, 3);
+        const Result resumed =
+            runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QString::number(run.id));
+        QVERIFY2(resumed.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
+        QCOMPARE(requests, 4);
+        QCOMPARE(store.evaluations(run.id).size(), 1);
+
+        // Without the option the agent goes on after a correct candidate: three turns.
+        requests = 0;
+        m_server->setResponder([&requests](const QJsonObject&) {
+            ++requests;
+            return reply(QStringLiteral("correct"));
+        });
+        const QString db2 = newDb();
+        QStringList plain = runArgs(db2, QStringLiteral("L1:1"));
+        plain[plain.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("agent");
+        plain << QStringLiteral("--n") << QStringLiteral("1");
+        const Result full = runKwb(plain);
+        QVERIFY2(full.exitCode == 0, qPrintable(full.err));
+        QCOMPARE(requests, 7); // analyzer, researcher, generator, then triager + generator twice
     }
 
     void workerLimitsAreStoredAndResumed()

@@ -25,6 +25,8 @@
 //   L2/1, L3/2 = 2; difference 0.0 points; sign test on 1 vs 1: 2 · P(X <= 1 | n = 2) = 1.5 -> 1.
 // Routing: L1 tie 2 vs 2 -> #1 (first); L2 #2 (1 vs 0); L3 #1 (1 vs 0); combined 4/6 = 66.7 %.
 
+#include "core/run/regime.h"
+#include "core/run/selection.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
 
@@ -35,6 +37,7 @@
 #include <QTest>
 
 #include <cmath>
+#include <functional>
 
 using namespace kwb;
 
@@ -85,11 +88,56 @@ qint64 addEvaluation(RunStore& store, qint64 runId, const QString& task, int tur
     return *evaluationId;
 }
 
+/// An evaluation of `task` at (turn, sample) in `run` (prompt, response, candidate and evaluation).
+void addSample(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QString& status,
+               double speedup = 1.0)
+{
+    PromptRecord prompt{0, run, task, turn, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
+    ResponseRecord response;
+    response.promptId = store.addPrompt(prompt).value_or(0);
+    response.text = QStringLiteral("answer");
+    CandidateRecord candidate;
+    candidate.responseId = store.addResponse(response).value_or(0);
+    candidate.task = task;
+    candidate.turn = turn;
+    candidate.sample = sample;
+    candidate.parsedOk = true;
+    QJsonObject result{{QStringLiteral("status"), status}};
+    if (status == QLatin1String("correct") || status == QLatin1String("incorrect"))
+        result.insert(QStringLiteral("speedup"), speedup);
+    if (!store.addEvaluation(store.addCandidate(candidate).value_or(0), result))
+        qFatal("addSample: %s", qPrintable(store.errorString()));
+}
+
+/// A run's configuration as `kwb run` stores it: the regime (built in, with the switches off and
+/// the changes given), the tasks, the profile, and a sweep id and n values where given.
+QJsonObject runConfig(const QString& regimeName, const QStringList& tasks, const QStringList& off = {},
+                      const std::function<void(Regime&)>& change = {}, const QString& sweepId = QString(),
+                      const QString& profile = QStringLiteral("kernelbench-fp32"))
+{
+    Regime regime = Regime::builtin(regimeName)->withAblations(Ablations::fromOffNames(off));
+    if (change)
+        change(regime);
+    QJsonObject config{{QStringLiteral("regime"), regime.toJson()},
+                       {QStringLiteral("tasks"), QJsonArray::fromStringList(tasks)},
+                       {QStringLiteral("protocol_profile"), profile},
+                       {QStringLiteral("scale"), QStringLiteral("full")}};
+    if (!sweepId.isEmpty())
+        config.insert(QStringLiteral("sweep"), QJsonObject{{QStringLiteral("id"), sweepId},
+                                                           {QStringLiteral("ns"), QJsonArray{1, 2, 4}},
+                                                           {QStringLiteral("n"), regime.n}});
+    return config;
+}
+
 Fixture buildFixture(RunStore& store)
 {
     Fixture f;
-    f.runA = store.createRun(QStringLiteral("A"), QStringLiteral("zero_shot"), QJsonObject{}).value_or(0);
-    f.runB = store.createRun(QStringLiteral("B"), QStringLiteral("agent"), QJsonObject{}).value_or(0);
+    // Main regime runs (the built-in zero-shot and agent), so the routing estimate uses them.
+    const auto builtin = [](const char* name) {
+        return QJsonObject{{QStringLiteral("regime"), Regime::builtin(QString::fromLatin1(name))->toJson()}};
+    };
+    f.runA = store.createRun(QStringLiteral("A"), QStringLiteral("zero_shot"), builtin("zero-shot")).value_or(0);
+    f.runB = store.createRun(QStringLiteral("B"), QStringLiteral("agent"), builtin("agent")).value_or(0);
     store.setRunStatus(f.runA, RunStatus::Finished);
     const auto a = [&](const char* task, const char* status, double speedup) {
         addEvaluation(store, f.runA, QString::fromLatin1(task), 0, QString::fromLatin1(status), speedup, true, 100, 50,
@@ -644,7 +692,16 @@ private Q_SLOTS:
         QVERIFY2(csv.contains(QStringLiteral("unevaluated,%1,,1,L1/8,model request failed: http_error: HTTP 500 from the server,,\r\n")
                                   .arg(run)),
                  qPrintable(csv));
+        // How many and why: 1 without an answer, 1 machine fault, 1 not yet run.
+        QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | 10 | 3 | 1 | 1 | 0 | 1 |").arg(run)), qPrintable(md));
+        QVERIFY(csv.contains(QStringLiteral("run,%1,,all,unevaluated_model_request_failed,1,,\r\n").arg(run)));
+        QVERIFY(csv.contains(QStringLiteral("run,%1,,all,unevaluated_not_started,1,,\r\n").arg(run)));
         const QJsonObject json = reportJson(*report).value(QLatin1String("runs")).toArray().first().toObject();
+        const QJsonObject counts = json.value(QLatin1String("unevaluated_counts")).toObject();
+        QCOMPARE(counts.value(UnevaluatedKind::ModelRequestFailed).toInt(), 1);
+        QCOMPARE(counts.value(UnevaluatedKind::MachineFailure).toInt(), 1);
+        QCOMPARE(counts.value(UnevaluatedKind::NotEvaluated).toInt(), 0);
+        QCOMPARE(counts.value(UnevaluatedKind::NotStarted).toInt(), 1);
         QCOMPARE(json.value(QLatin1String("overall")).toObject().value(QLatin1String("tasks")).toInt(), 10);
         const QJsonArray unevaluated = json.value(QLatin1String("unevaluated")).toArray();
         QCOMPARE(unevaluated.size(), 3);
@@ -652,20 +709,243 @@ private Q_SLOTS:
         QCOMPARE(json.value(QLatin1String("outcomes")).toArray().size(), 10);
     }
 
+    void tieBreakIsTheControllers()
+    {
+        // Evaluations are stored as they finish: sample 2 before sample 0. Two correct kernels at
+        // the same speed: the lower sample wins, as in the run controller (selection.h), not the
+        // first stored.
+        EvaluationRecord s2, s0;
+        s2.task = s0.task = QStringLiteral("L1/1");
+        s2.turn = s0.turn = 1;
+        s2.sample = 2;
+        s0.sample = 0;
+        s2.result = s0.result = QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
+                                            {QStringLiteral("speedup"), 1.5}};
+        s2.status = s0.status = QStringLiteral("correct");
+        int chosen = -1;
+        QVERIFY(selectOutcome({s2, s0}, &chosen));
+        QCOMPARE(chosen, 1);
+        QList<CandidateOutcome> candidates{CandidateOutcome::fromEvaluation(s2.result, 1, 2),
+                                           CandidateOutcome::fromEvaluation(s0.result, 1, 0)};
+        QCOMPARE(*selectJudgedIndex(candidates, SelectionMode::Monotone), 1);
+        // Across turns a tie keeps the earlier turn, also when the later one was stored first.
+        EvaluationRecord t2 = s0;
+        t2.turn = 2;
+        QVERIFY(selectOutcome({t2, s0}, &chosen));
+        QCOMPARE(chosen, 1);
+    }
+
+    void sweepCurve()
+    {
+        // A sweep of the agent over 3 tasks at n = 1, 2, 4 (one run each, every turn), and a run of
+        // another sweep. Each point counts like any run: the selected candidate per task, every
+        // task in the denominator (L3/1 never got an answer at n = 1).
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("sweep.sqlite"))));
+        const QStringList tasks{QStringLiteral("L1/1"), QStringLiteral("L2/1"), QStringLiteral("L3/1")};
+        const auto sweepRun = [&](int n, const QString& id) {
+            return store
+                .createRun(QStringLiteral("agent sweep n=%1").arg(n), QStringLiteral("agent"),
+                           runConfig(QStringLiteral("agent"), tasks, {}, [n](Regime& r) { r.n = n; }, id))
+                .value_or(0);
+        };
+        const qint64 n4 = sweepRun(4, QStringLiteral("s1")); // stored first: the curve orders by n
+        const qint64 n1 = sweepRun(1, QStringLiteral("s1"));
+        const qint64 n2 = sweepRun(2, QStringLiteral("s1"));
+        const qint64 other = sweepRun(2, QStringLiteral("s2"));
+        // n = 1: L1/1 a compile error at turns 1-3 (not compiled), L2/1 incorrect then correct at
+        // turn 2 (compiled), L3/1 no answer: 1 of 3 correct, 1 of 3 compiled.
+        for (int t = 1; t <= 3; ++t)
+            addSample(store, n1, QStringLiteral("L1/1"), t, 0, QStringLiteral("compile_error"));
+        addSample(store, n1, QStringLiteral("L2/1"), 1, 0, QStringLiteral("incorrect"));
+        addSample(store, n1, QStringLiteral("L2/1"), 2, 0, QStringLiteral("correct"));
+        // n = 2: L1/1 sample 1 correct at turn 1; L2/1 correct at turn 2; L3/1 incorrect (compiled).
+        addSample(store, n2, QStringLiteral("L1/1"), 1, 0, QStringLiteral("compile_error"));
+        addSample(store, n2, QStringLiteral("L1/1"), 1, 1, QStringLiteral("correct"));
+        addSample(store, n2, QStringLiteral("L2/1"), 1, 0, QStringLiteral("incorrect"));
+        addSample(store, n2, QStringLiteral("L2/1"), 2, 1, QStringLiteral("correct"));
+        addSample(store, n2, QStringLiteral("L3/1"), 1, 0, QStringLiteral("incorrect"));
+        // n = 4: all three correct.
+        for (const QString& task : tasks)
+            addSample(store, n4, task, 1, 3, QStringLiteral("correct"));
+        addSample(store, other, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
+
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        QCOMPARE(r->sweeps.size(), 2);
+        const SweepCurve& curve = r->sweeps.first();
+        QCOMPARE(curve.id, QStringLiteral("s1"));
+        QCOMPARE(curve.regime, QStringLiteral("agent"));
+        QCOMPARE(curve.points.size(), 3);
+        QCOMPARE(curve.points[0].n, 1);
+        QCOMPARE(curve.points[0].run, n1);
+        QCOMPARE(curve.points[1].n, 2);
+        QCOMPARE(curve.points[2].n, 4);
+        QCOMPARE(curve.points[2].run, n4);
+        // By hand: n = 1: 1/3 correct (33.3 %), 1/3 compiled; n = 2: 2/3 correct, 3/3 compiled;
+        // n = 4: 3/3 and 3/3.
+        QCOMPARE(curve.points[0].overall.tasks, 3);
+        QCOMPARE(curve.points[0].overall.correct, 1);
+        QCOMPARE(curve.points[0].overall.compiled, 1);
+        QCOMPARE(curve.points[1].overall.correct, 2);
+        QCOMPARE(curve.points[1].overall.compiled, 3);
+        QCOMPARE(curve.points[2].overall.correct, 3);
+        QCOMPARE(curve.points[0].perLevel.value(3).tasks, 1);
+        QCOMPARE(curve.points[0].perLevel.value(3).correct, 0);
+        QCOMPARE(curve.points[1].perLevel.value(1).correct, 1);
+        QCOMPARE(r->sweeps[1].points.size(), 1);
+
+        const QString md = reportMarkdown(*r);
+        QVERIFY(md.contains(QStringLiteral("## Best-of-n (the study's: the whole regime at each n, paired seeds)")));
+        QVERIFY2(md.contains(QStringLiteral("| agent s1 | all | 1 | #%1 | 3 | 1 | 33.3 [").arg(n1)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| agent s1 | all | 2 | #%1 | 3 | 2 | 66.7 [").arg(n2)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| agent s1 | L3 | 1 | #%1 | 1 | 0 | 0.0 [").arg(n1)), qPrintable(md));
+        const QString csv = reportCsv(*r);
+        QVERIFY2(csv.contains(QStringLiteral("best_of_n,%1,,all,n,2,,\r\n").arg(n2)), qPrintable(csv));
+        QVERIFY2(csv.contains(QStringLiteral("best_of_n,%1,,all,compiled_pct,100,").arg(n2)), qPrintable(csv));
+        const QJsonArray sweeps = reportJson(*r).value(QLatin1String("best_of_n")).toArray();
+        QCOMPARE(sweeps.size(), 2);
+        const QJsonArray points = sweeps[0].toObject().value(QLatin1String("points")).toArray();
+        QCOMPARE(points.size(), 3);
+        QCOMPARE(points[1].toObject().value(QLatin1String("n")).toInt(), 2);
+        QCOMPARE(points[1].toObject().value(QLatin1String("overall")).toObject().value(QLatin1String("correct")).toInt(), 2);
+        // A sweep run is no main regime run: no routing from three sweep runs of one regime.
+        QVERIFY(!isMainRegimeRun(*store.run(n4)));
+        QVERIFY(!r->routing);
+    }
+
+    void ablationBaselineMatchesSettings()
+    {
+        // Decoys stored before the real baseline, each of which the old rule ("any unablated run of
+        // the same regime") would have taken: an `--n 1` agent run, a sweep run at n = 4, an
+        // agent run over other tasks, one at another temperature, one under another profile.
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("pairing.sqlite"))));
+        const QStringList tasks{QStringLiteral("L1/1"), QStringLiteral("L2/1")};
+        const auto make = [&](const char* name, const QJsonObject& config) {
+            return store.createRun(QString::fromLatin1(name), QStringLiteral("agent"), config).value_or(0);
+        };
+        const qint64 nOne = make("agent --n 1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.n = 1; }));
+        const qint64 sweep = make("agent sweep n=4", runConfig(QStringLiteral("agent"), tasks, {}, {}, QStringLiteral("s")));
+        const qint64 otherTasks = make("agent L1:1", runConfig(QStringLiteral("agent"), {QStringLiteral("L1/1")}));
+        const qint64 hot = make("agent T=1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.temperature = 1.0; }));
+        const qint64 fp16 = make("agent other profile", runConfig(QStringLiteral("agent"), tasks, {}, {}, QString(),
+                                                                  QStringLiteral("other-profile")));
+        const qint64 full = make("agent", runConfig(QStringLiteral("agent"), tasks));
+        const qint64 noBestOfN = make("agent -best_of_n", runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("best_of_n")}));
+        const qint64 noMonotone = make("agent -monotone", runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("monotone")}));
+        // No run matches this one: the agent at 3 turns over L3/1 only.
+        const qint64 orphan =
+            make("agent -monotone L3/1", runConfig(QStringLiteral("agent"), {QStringLiteral("L3/1")}, {QStringLiteral("monotone")}));
+        // full: L1/1 correct, L2/1 incorrect; -best_of_n: neither; -monotone: both.
+        addSample(store, full, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
+        addSample(store, full, QStringLiteral("L2/1"), 1, 0, QStringLiteral("incorrect"));
+        addSample(store, noBestOfN, QStringLiteral("L1/1"), 1, 0, QStringLiteral("incorrect"));
+        addSample(store, noMonotone, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
+        addSample(store, noMonotone, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"));
+        for (qint64 decoy : {nOne, sweep, otherTasks, hot, fp16})
+            addSample(store, decoy, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
+
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        QCOMPARE(r->ablations.size(), 3);
+        QCOMPARE(r->ablations[0].run, noBestOfN);
+        QCOMPARE(r->ablations[0].baseline, full); // not the --n 1 run, though its n is 1 too
+        QVERIFY(r->ablations[0].comparison);
+        QCOMPARE(r->ablations[0].comparison->tasks, 2);
+        QCOMPARE(r->ablations[0].comparison->onlyB, 1); // L1/1
+        QCOMPARE(r->ablations[1].run, noMonotone);
+        QCOMPARE(r->ablations[1].baseline, full);
+        QCOMPARE(r->ablations[1].comparison->onlyA, 1); // L2/1
+        QCOMPARE(r->ablations[2].run, orphan);
+        QCOMPARE(r->ablations[2].baseline, 0);
+        QVERIFY(!r->ablations[2].comparison);
+        QVERIFY2(r->ablations[2].note.contains(QStringLiteral("no baseline: no run without ablation of agent with the "
+                                                               "same tasks, n = 4, 3 turn(s), temperature 0.7")),
+                 qPrintable(r->ablations[2].note));
+        QCOMPARE(ablationBaselineKey(*store.run(noBestOfN)), ablationBaselineKey(*store.run(full)));
+        QVERIFY(ablationBaselineKey(*store.run(nOne)) != ablationBaselineKey(*store.run(full)));
+        const QJsonArray ablations = reportJson(*r).value(QLatin1String("ablations")).toArray();
+        QCOMPARE(ablations[0].toObject().value(QLatin1String("baseline")).toInteger(), full);
+        QVERIFY(ablations[2].toObject().value(QLatin1String("baseline")).isNull());
+        QVERIFY(ablations[2].toObject().value(QLatin1String("note")).toString().startsWith(QLatin1String("no baseline")));
+        const QString md = reportMarkdown(*r);
+        QVERIFY2(md.contains(QStringLiteral("| #%1 agent | best_of_n | #%2 agent | 2 |").arg(noBestOfN).arg(full)),
+                 qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| #%1 agent | monotone | no baseline |").arg(orphan)), qPrintable(md));
+    }
+
+    void routingUsesMainRegimeRuns()
+    {
+        // The study's rule over main regime runs only. L1: guided 2/2 beats zero-shot 1/2; L2: the
+        // agent 1/1. A sweep run, an ablated agent and the pilot solve L2 and more, and an agent
+        // at n = 1 solves all of L1: none of them may be chosen. Estimate: (2 + 1) / 3 = 100 %.
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("routing.sqlite"))));
+        const QStringList tasks{QStringLiteral("L1/1"), QStringLiteral("L1/2"), QStringLiteral("L2/1")};
+        const auto make = [&](const char* regime, const QJsonObject& config) {
+            return store.createRun(QString::fromLatin1(regime), QString::fromLatin1(regime), config).value_or(0);
+        };
+        const qint64 zero = make("zero-shot", runConfig(QStringLiteral("zero-shot"), tasks));
+        const qint64 guided = make("profiling-guided", runConfig(QStringLiteral("profiling-guided"), tasks));
+        const qint64 agent = make("agent", runConfig(QStringLiteral("agent"), tasks));
+        const qint64 sweep = make("agent", runConfig(QStringLiteral("agent"), tasks, {}, {}, QStringLiteral("s")));
+        const qint64 ablated = make("agent", runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("monotone")}));
+        const qint64 pilot = make("pilot-v1", runConfig(QStringLiteral("pilot-v1"), tasks));
+        const qint64 nOne = make("agent", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.n = 1; }));
+        addSample(store, zero, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
+        addSample(store, zero, QStringLiteral("L1/2"), 1, 0, QStringLiteral("incorrect"));
+        addSample(store, guided, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
+        addSample(store, guided, QStringLiteral("L1/2"), 1, 0, QStringLiteral("correct"));
+        addSample(store, agent, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"));
+        for (qint64 run : {sweep, ablated, pilot, nOne})
+            for (const QString& task : tasks)
+                addSample(store, run, task, 1, 0, QStringLiteral("correct"));
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        QVERIFY(r->routing);
+        QCOMPARE(r->routing->candidates, (QList<qint64>{zero, guided, agent}));
+        QCOMPARE(r->routing->leftOut, (QList<qint64>{sweep, ablated, pilot, nOne}));
+        QCOMPARE(r->routing->runForLevel.value(1), guided);
+        QCOMPARE(r->routing->runForLevel.value(2), agent);
+        QCOMPARE(r->routing->estimate.combined.tasks, 3);
+        QCOMPARE(r->routing->estimate.combined.correct, 3);
+        const QString md = reportMarkdown(*r);
+        QVERIFY2(md.contains(QStringLiteral("Runs used: #%1 zero-shot, #%2 profiling-guided, #%3 agent. Left out: #%4 agent")
+                                 .arg(zero)
+                                 .arg(guided)
+                                 .arg(agent)
+                                 .arg(sweep)),
+                 qPrintable(md));
+        const QJsonObject routing = reportJson(*r).value(QLatin1String("routing")).toObject();
+        QCOMPARE(routing.value(QLatin1String("runs_used")).toArray().size(), 3);
+        QCOMPARE(routing.value(QLatin1String("runs_left_out")).toArray().size(), 4);
+        QVERIFY(reportCsv(*r).contains(QStringLiteral("routing,%1,,all,candidate,0,,").arg(sweep)));
+    }
+
     void ablationsAndBestOfN()
     {
         QTemporaryDir dir;
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("ablation.sqlite"))));
-        const auto regime = [](const QStringList& off) {
-            return QJsonObject{{QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
-                                                                     {QStringLiteral("ablated"), QJsonArray::fromStringList(off)}}}};
+        // The regimes as `kwb run` stores them: the built-in one with the switches applied.
+        const auto regime = [](const char* name, const QStringList& off) {
+            return QJsonObject{{QStringLiteral("regime"), Regime::builtin(QString::fromLatin1(name))
+                                                              ->withAblations(Ablations::fromOffNames(off))
+                                                              .toJson()}};
         };
-        const qint64 full = store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime({})).value_or(0);
-        const qint64 noBestOfN =
-            store.createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"), regime({QStringLiteral("best_of_n")})).value_or(0);
+        const qint64 full = store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime("agent", {})).value_or(0);
+        const qint64 noBestOfN = store.createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"),
+                                                 regime("agent", {QStringLiteral("best_of_n")}))
+                                     .value_or(0);
         const qint64 orphan = store.createRun(QStringLiteral("-monotone"), QStringLiteral("iterative"),
-                                              regime({QStringLiteral("monotone")}))
+                                              regime("iterative", {QStringLiteral("monotone")}))
                                   .value_or(0);
         const auto add = [&](qint64 run, const QString& task, int sample, bool correct) {
             PromptRecord prompt{0, run, task, 1, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
@@ -705,7 +985,7 @@ private Q_SLOTS:
         QCOMPARE(r->runs.size(), 3);
 
         // pass@n = 1 - C(k-c, n)/C(k, n): L1/1 (c=1): .25, .5, 1; L1/2: 0, 0, 0; L2/1 (c=2): .5, 5/6, 1.
-        const std::optional<BestOfNReport>& curve = r->runs[0].bestOfN;
+        const std::optional<FirstTurnPassAtN>& curve = r->runs[0].firstTurnPassAtN;
         QVERIFY(curve);
         QCOMPARE(curve->samples, 4);
         QCOMPARE(curve->overall.size(), 3);
@@ -716,7 +996,7 @@ private Q_SLOTS:
         QVERIFY(qAbs(curve->overall[2].passPct.value - 200.0 / 3.0) < 1e-9);
         QVERIFY(qAbs(curve->perLevel.value(1)[1].passPct.value - 25.0) < 1e-9);
         QVERIFY(qAbs(curve->perLevel.value(2)[0].passPct.value - 50.0) < 1e-9);
-        QVERIFY(!r->runs[1].bestOfN); // one sample per task: no curve
+        QVERIFY(!r->runs[1].firstTurnPassAtN); // one sample per task: no curve
 
         QCOMPARE(r->runs[1].ablated, QStringList{QStringLiteral("best_of_n")});
         QCOMPARE(r->ablations.size(), 2);
@@ -735,17 +1015,24 @@ private Q_SLOTS:
         const QString md = reportMarkdown(*r);
         QVERIFY(md.contains(QStringLiteral("## Ablations")));
         QVERIFY(md.contains(QStringLiteral("| #2 agent | best_of_n | #1 agent | 3 |")));
-        QVERIFY(md.contains(QStringLiteral("no full run")));
-        QVERIFY(md.contains(QStringLiteral("## Best-of-n")));
-        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 66.7 [")));
+        QVERIFY(md.contains(QStringLiteral("no baseline")));
+        QVERIFY2(md.contains(QStringLiteral("#3 iterative: no baseline: no run without ablation of iterative with the "
+                                            "same tasks, n = 1, 3 turn(s), temperature unset")),
+                 qPrintable(md));
+        // The first-turn estimate goes by its own name, and is no "Best-of-n" table (no sweep here).
+        QVERIFY(md.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")));
+        QVERIFY(!md.contains(QStringLiteral("## Best-of-n")));
+        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 0 | 66.7 [")));
         const QString csv = reportCsv(*r);
         QVERIFY(csv.contains(QStringLiteral("ablation,2,1,all,difference_pct,-33.3")));
-        QVERIFY(csv.contains(QStringLiteral("best_of_n,1,,all,correct_pct_n1,25")));
+        QVERIFY(csv.contains(QStringLiteral("first_turn_pass_at_n,1,,all,correct_pct_n1,25")));
+        QVERIFY(!csv.contains(QStringLiteral("\nbest_of_n,")));
         const QJsonObject json = reportJson(*r);
         QCOMPARE(json.value(QStringLiteral("ablations")).toArray().size(), 2);
-        QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("best_of_n")).toObject()
-                     .value(QStringLiteral("samples")).toInt(),
+        QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("first_turn_pass_at_n"))
+                     .toObject().value(QStringLiteral("samples")).toInt(),
                  4);
+        QVERIFY(json.value(QStringLiteral("best_of_n")).toArray().isEmpty());
     }
 };
 

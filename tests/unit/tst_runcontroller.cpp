@@ -7,6 +7,7 @@
 #include "core/model/llmclient.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
+#include "core/study/report.h"
 #include "scriptedllmserver.h"
 
 #include <QJsonArray>
@@ -15,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <memory>
 
 using namespace kwb;
@@ -232,7 +234,9 @@ private Q_SLOTS:
 
     void agentSendsFourCandidates()
     {
-        const Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        // --stop-when-correct (stored with the regime): a correct candidate at turn 1 ends the task.
+        Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        regime.stopWhenCorrect = true;
         auto c = setUp(regime);
         m_server->enqueue(reply({QStringLiteral("ANALYSIS: conv then relu")}));
         m_server->enqueue(reply({QStringLiteral("RESEARCH: torch.conv2d")}));
@@ -243,7 +247,7 @@ private Q_SLOTS:
         const qint64 run = newRun(regime);
         QVERIFY(runToEnd(*c, run, {taskInput()}));
         const auto requests = m_server->requests();
-        QCOMPARE(requests.size(), 3); // analyzer, researcher, generator; correct at turn 1: done
+        QCOMPARE(requests.size(), 3); // analyzer, researcher, generator; correct at turn 1: done (stop when correct)
         QVERIFY(userPrompt(requests.at(1)).contains(QStringLiteral("ANALYSIS: conv then relu")));
         const QString gen = userPrompt(requests.at(2));
         QVERIFY(gen.contains(QStringLiteral("ANALYSIS: conv then relu")));
@@ -318,9 +322,93 @@ private Q_SLOTS:
         const qint64 run = newRun(regime);
         QVERIFY(runToEnd(*c, run, {taskInput()}));
         const auto requests = m_server->requests();
-        QCOMPARE(requests.size(), 4); // no triager
+        // No triager; r2 is correct at turn 2 and the agent goes on for speed: turn 3 (the default reply).
+        QCOMPARE(requests.size(), 5);
         QCOMPARE(requests.at(2).value(QLatin1String("n")).toInt(1), 1);
         QVERIFY(userPrompt(requests.at(3)).contains(QStringLiteral("error: no operator \"*\" matches these operands")));
+    }
+
+    void agentGoesOnAfterCorrectAndMonotoneKeepsIt_data()
+    {
+        QTest::addColumn<QString>("turn3");
+        QTest::addColumn<int>("chosenTurn");
+        QTest::addColumn<double>("chosenSpeedup");
+        // Turn 1 correct at 1.2x, turn 2 broken; turn 3 decides: slower (0.8x) or broken keeps
+        // turn 1, faster (2.0x) replaces it.
+        QTest::newRow("slower") << QStringLiteral("status: correct speedup: 0.8") << 1 << 1.2;
+        QTest::newRow("broken") << QStringLiteral("status: compile_error") << 1 << 1.2;
+        QTest::newRow("faster") << QStringLiteral("status: correct speedup: 2.0") << 3 << 2.0;
+    }
+
+    void agentGoesOnAfterCorrectAndMonotoneKeepsIt()
+    {
+        QFETCH(QString, turn3);
+        QFETCH(int, chosenTurn);
+        QFETCH(double, chosenSpeedup);
+        Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        QVERIFY(!regime.stopWhenCorrect); // the agent's default: correct first, fast second
+        regime.n = 1;
+        auto c = setUp(regime);
+        const auto text = [](const QString& tag, const QString& markers) {
+            return answer(tag, QStringLiteral("x")).replace(QStringLiteral("status: x"), markers);
+        };
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({text(QStringLiteral("t1"), QStringLiteral("status: correct speedup: 1.2"))}));
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS: correct, now fuse the epilogue")}));
+        m_server->enqueue(reply({text(QStringLiteral("t2"), QStringLiteral("status: compile_error"))}));
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS 2")}));
+        m_server->enqueue(reply({text(QStringLiteral("t3"), turn3)}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 7); // all three turns, though turn 1 was correct
+        // The triager of turn 2 is shown the correct turn-1 kernel (the selection so far).
+        QVERIFY(userPrompt(requests.at(3)).contains(QStringLiteral("t1 status: correct")));
+        // Turn 3's feedback is the selection so far: still turn 1, not the broken turn 2.
+        QVERIFY(userPrompt(requests.at(5)).contains(QStringLiteral("t1 status: correct")));
+        QCOMPARE(m_store->evaluations(run).size(), 3);
+        const auto chosen = c->selected().value(QStringLiteral("L2/1"));
+        QCOMPARE(chosen.turn, chosenTurn);
+        QVERIFY(chosen.correct());
+        QCOMPARE(*chosen.speedup, chosenSpeedup);
+        // The report keeps the same candidate (one rule, selection.h).
+        const RunInfo info = *m_store->run(run);
+        const RunOutcomes outcomes = runOutcomes(*m_store, info);
+        QCOMPARE(outcomes.outcomes.size(), 1);
+        QVERIFY(outcomes.outcomes.first().correct());
+        QCOMPARE(outcomes.outcomes.first().speedup, chosenSpeedup);
+    }
+
+    void sampleSeedsFollowTheSample()
+    {
+        // With a base seed, sample k is asked with base + k, also when only some samples are asked for.
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        auto c = setUp(regime);
+        LlmSettings s = m_llm->settings();
+        s.serverSupportsN = false; // one call per sample: each carries its own seed
+        s.seed = 100;
+        m_llm->setSettings(s);
+        Regime four = regime;
+        four.n = 4;
+        c->setRegime(four);
+        const qint64 run = newRun(four);
+        // A resumed run: samples 0 and 1 were answered before it stopped; only 2 and 3 are asked.
+        for (int sample : {0, 1}) {
+            PromptRecord prompt{0, run, QStringLiteral("L2/1"), 1, sample, RegimeRole::Generator, QStringLiteral("p"),
+                                QString()};
+            ResponseRecord response;
+            response.promptId = m_store->addPrompt(prompt).value_or(0);
+            response.text = answer(QStringLiteral("stored"), QStringLiteral("incorrect"));
+            QVERIFY(m_store->addResponse(response));
+        }
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QList<qint64> seeds;
+        for (const QJsonObject& r : m_server->requests())
+            seeds << r.value(QLatin1String("seed")).toInteger();
+        std::sort(seeds.begin(), seeds.end());
+        QCOMPARE(seeds, (QList<qint64>{102, 103})); // not 100, 101: those belong to samples 0 and 1
+        QCOMPARE(m_store->evaluations(run).size(), 4);
     }
 
     void tasksOverlapAndResumeSkipsDoneUnits()

@@ -250,10 +250,13 @@ private Q_SLOTS:
         QVERIFY(qFuzzyCompare(curve[1].passPct.value, 100.0 * 27.0 / 84.0));
         // n = 4: (55/70 + 0 + 1) / 3 = 125/210 = 59.52 %
         QVERIFY(qFuzzyCompare(curve[2].passPct.value, 100.0 * 125.0 / 210.0));
-        // n = 8: C has only 4 samples and is left out: (1 + 0) / 2 = 50 %
+        // n = 8: C has only 4 samples; it is not dropped: its 4 missing samples count as failures,
+        // and one of its 4 is correct, so C passes: (1 + 0 + 1) / 3 = 66.67 %.
         QCOMPARE(curve[3].n, 8);
-        QCOMPARE(curve[3].tasks, 2);
-        QVERIFY(qFuzzyCompare(curve[3].passPct.value, 50.0));
+        QCOMPARE(curve[3].tasks, 3);
+        QCOMPARE(curve[3].shortTasks, 1);
+        QCOMPARE(curve[2].shortTasks, 0);
+        QVERIFY(qFuzzyCompare(curve[3].passPct.value, 200.0 / 3.0));
         for (const BestOfNPoint& point : curve)
             QVERIFY(contains(point.passPct));
         // Non-decreasing in n on the same tasks.

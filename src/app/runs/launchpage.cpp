@@ -66,6 +66,8 @@ QString regimeSummary(const Regime& r)
     parts << (r.temperature ? QObject::tr("T = %1").arg(*r.temperature) : QObject::tr("server's temperature"));
     parts << QObject::tr("feedback: %1").arg(toString(r.feedback));
     parts << QObject::tr("selection: %1").arg(toString(r.selection));
+    parts << (r.stopWhenCorrect ? QObject::tr("stops at a correct candidate")
+                                : QObject::tr("goes on after a correct candidate"));
     if (r.useProfile)
         parts << QObject::tr("profile in the prompt");
     if (!r.ablated.isEmpty())
@@ -281,7 +283,15 @@ QWidget* LaunchPage::buildRegimeBox()
             m_promptsDir = m_promptSet->itemData(index).toString();
     });
     overrides->addRow(tr("Prompt set"), m_promptSet);
+    // Stored with the regime (stop_when_correct), as `kwb run --[no-]stop-when-correct`.
+    m_stopWhenCorrect = new QComboBox(box);
+    m_stopWhenCorrect->setObjectName(QStringLiteral("stopWhenCorrectCombo"));
+    m_stopWhenCorrect->addItem(tr("the regime's"), -1);
+    m_stopWhenCorrect->addItem(tr("stop at the first correct candidate"), 1);
+    m_stopWhenCorrect->addItem(tr("go on for speed (monotone keeps the correct one)"), 0);
+    overrides->addRow(tr("After a correct candidate"), m_stopWhenCorrect);
     layout->addLayout(overrides);
+    connect(m_stopWhenCorrect, &QComboBox::currentIndexChanged, this, &LaunchPage::updateRegimeSummary);
     connect(m_n, &QSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
     connect(m_turns, &QSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
     connect(m_temperature, &QDoubleSpinBox::valueChanged, this, &LaunchPage::updateRegimeSummary);
@@ -688,6 +698,8 @@ RunRequest LaunchPage::request() const
     r.n = m_n->value();
     r.turns = m_turns->value();
     r.temperature = m_temperature->value() < 0 ? -1 : m_temperature->value();
+    if (const int stop = m_stopWhenCorrect->currentData().toInt(); stop >= 0)
+        r.stopWhenCorrect = stop == 1;
     r.endpoint = m_endpoint->text().trimmed();
     r.model = m_model->currentText().trimmed();
     r.profile = m_profile->currentText();

@@ -138,6 +138,7 @@ private:
     QSpinBox* m_n = nullptr;
     QSpinBox* m_turns = nullptr;
     QDoubleSpinBox* m_temperature = nullptr;
+    QComboBox* m_stopWhenCorrect = nullptr;
     QLabel* m_effective = nullptr;
 
     QLineEdit* m_endpoint = nullptr;

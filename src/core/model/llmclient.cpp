@@ -221,7 +221,9 @@ qint64 LlmClient::complete(const QList<ChatMessage>& messages, const LlmSettings
         call->requestId = id;
         call->firstIndex = oneCall ? 0 : i;
         call->choices = oneCall ? settings.n : 1;
-        if (settings.seed)
+        if (i < settings.sampleSeeds.size())
+            call->seed = settings.sampleSeeds.at(i);
+        else if (settings.seed)
             call->seed = *settings.seed + i; // distinct seeds, or parallel candidates would be one
         call->body =
             QJsonDocument(requestBody(messages, settings, call->choices, call->seed)).toJson(QJsonDocument::Compact);

@@ -75,6 +75,9 @@ struct LlmSettings
     std::optional<double> topP;
     int maxTokens = 0; ///< 0: not sent
     std::optional<qint64> seed;
+    /// When set (one per choice), choice i is asked with sampleSeeds[i] instead of seed + i; a
+    /// server-side `n` call sends the first. RunController sets it so a sample's seed is its own.
+    QList<qint64> sampleSeeds;
     QStringList stop;
     int n = 1; ///< candidates per request
     /// Send `n` to the server (vLLM, SGLang and llama.cpp have it; Ollama does not); otherwise

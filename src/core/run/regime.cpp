@@ -236,6 +236,9 @@ std::optional<Regime> Regime::builtin(const QString& name)
         r.turns = 3;
         r.feedback = FeedbackMode::Rewrite;
         r.useProfile = true; // the analyzer reads the top operators
+        // Correct first, fast second: after a correct candidate the next turns try for speed, as
+        // the agent's prompts say; monotone selection keeps the correct one.
+        r.stopWhenCorrect = false;
     } else if (name == QLatin1String("pilot-v1")) {
         r.description = QStringLiteral("The pilot agent: custom tiled CUDA everywhere, a critic asking for more, "
                                        "the last turn wins");

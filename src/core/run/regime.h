@@ -78,7 +78,9 @@ struct Regime
     FeedbackMode feedback = FeedbackMode::None;
     SelectionMode selection = SelectionMode::Monotone;
     bool useProfile = false;     ///< the worker's `profile` goes into the prompt context
-    bool stopWhenCorrect = true; ///< no further turn once a task has a correct candidate
+    /// No further turn once a task has a correct candidate (zero-shot, guided, iterative: a retry
+    /// fixes an error). The agent and the pilot go on for speed; `--stop-when-correct` sets it.
+    bool stopWhenCorrect = true;
     QStringList ablated;         ///< the switches that are off (Ablations::offNames)
 
     bool isValid() const { return !name.isEmpty() && roles.contains(RegimeRole::Generator) && n >= 1 && turns >= 1; }

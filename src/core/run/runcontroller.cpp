@@ -308,10 +308,18 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
     state->deferred = false;
     LlmSettings settings = m_llm->settings();
     settings.n = int(samples.size());
+    // Sample k is always asked with seed base + k, whatever else the request holds (a resume's
+    // missing samples, another n of a sweep): runs of a sweep draw the same first samples.
+    // The base is the run's model seed (runlaunch: asked for, else the regime's), else this
+    // task's regime's.
+    if (!settings.seed && state->regime.seed)
+        settings.seed = state->regime.seed;
+    settings.sampleSeeds.clear();
+    if (settings.seed)
+        for (int sample : samples)
+            settings.sampleSeeds.append(*settings.seed + sample);
     if (state->regime.temperature)
         settings.temperature = state->regime.temperature;
-    if (state->regime.seed)
-        settings.seed = state->regime.seed;
     state->llmRequest = m_llm->complete({ChatMessage{QStringLiteral("user"), prompt}}, settings);
     m_requestTask.insert(state->llmRequest, state->index);
     ++m_modelRequests;
@@ -623,19 +631,13 @@ bool RunController::isCompileOnly() const
 
 std::optional<CandidateOutcome> RunController::selectJudged(const TaskState* state) const
 {
-    // Only candidates with a verdict compete; machine faults only where there is nothing else.
-    const bool compileOnly = isCompileOnly();
-    QList<QList<CandidateOutcome>> judged;
-    bool any = false;
-    for (const auto& turn : state->turns) {
-        QList<CandidateOutcome> kept;
-        for (const CandidateOutcome& c : turn)
-            if (!isMachineFault(c.status, compileOnly))
-                kept.append(c);
-        any = any || !kept.isEmpty();
-        judged.append(kept);
-    }
-    return selectAcrossTurns(any ? judged : state->turns, state->regime.selection);
+    // The rule the report applies too (selection.h): machine faults compete only where there is
+    // nothing else, ties go to the lower sample and the earlier turn.
+    QList<CandidateOutcome> all;
+    for (const auto& turn : state->turns)
+        all += turn;
+    const std::optional<int> chosen = selectJudgedIndex(all, state->regime.selection, isCompileOnly());
+    return chosen ? std::optional<CandidateOutcome>(all.at(*chosen)) : std::nullopt;
 }
 
 void RunController::finishTask(TaskState* state, const QString& error)

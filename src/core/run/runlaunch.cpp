@@ -14,6 +14,7 @@
 #include <QFileInfo>
 #include <QHostAddress>
 #include <QUrl>
+#include <QUuid>
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QTimer>
@@ -188,11 +189,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
             r.n = request.n;
         if (request.turns > 0)
             r.turns = request.turns;
-        if (!request.sweepNs.isEmpty()) { // the curve is over the first turn's samples
-            r.n = *std::max_element(request.sweepNs.cbegin(), request.sweepNs.cend());
-            if (request.turns <= 0)
-                r.turns = 1;
-        }
+        if (request.stopWhenCorrect)
+            r.stopWhenCorrect = *request.stopWhenCorrect;
         if (request.temperature >= 0)
             r.temperature = request.temperature;
         return r;
@@ -230,6 +228,10 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.workerLimits = request.workerLimits;
     plan.sweepNs = request.sweepNs;
     std::sort(plan.sweepNs.begin(), plan.sweepNs.end());
+    // One model seed per run: the one asked for, else the regime's (every built-in sets one).
+    plan.modelSeed = request.modelSeed ? request.modelSeed : plan.regime.seed;
+    if (!plan.sweepNs.isEmpty() && !plan.modelSeed)
+        plan.modelSeed = kDefaultSweepModelSeed;
     plan.promptsDir = request.promptsDir;
     plan.compileOnly = request.compileOnly;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
@@ -307,8 +309,12 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
     plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
     plan.workerLimits = WorkerLimits::fromJson(extra.value(QLatin1String("worker_limits")).toObject());
-    for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
+    const QJsonObject sweep = extra.value(QLatin1String("sweep")).toObject();
+    for (const QJsonValue& v : sweep.value(QLatin1String("ns")).toArray())
         plan.sweepNs << v.toInt();
+    plan.sweepId = sweep.value(QLatin1String("id")).toString();
+    if (config.seeds.value(QLatin1String("model")).isDouble())
+        plan.modelSeed = qint64(config.seeds.value(QLatin1String("model")).toDouble());
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
     plan.resumeRunId = run.id;
     plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
@@ -351,8 +357,8 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
     // too so a reader of seeds sees them without decoding the regime. Routing: per level in
     // level_regimes, the fallback's here.
     config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed},
-                               {QStringLiteral("model"), plan.regime.seed ? QJsonValue(double(*plan.regime.seed))
-                                                                          : QJsonValue(QJsonValue::Null)},
+                               {QStringLiteral("model"), plan.modelSeed ? QJsonValue(double(*plan.modelSeed))
+                                                                        : QJsonValue(QJsonValue::Null)},
                                {QStringLiteral("temperature"), plan.regime.temperature
                                                                    ? QJsonValue(*plan.regime.temperature)
                                                                    : QJsonValue(QJsonValue::Null)}};
@@ -390,7 +396,11 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("isolation"), plan.isolation},
                     {QStringLiteral("worker_limits"), plan.workerLimits.toJson()},
                     {QStringLiteral("sandbox"), workerSandboxStatus(plan.workerLimits)},
-                    {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
+                    {QStringLiteral("sweep"),
+                     plan.sweepNs.isEmpty() ? QJsonValue()
+                                            : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep},
+                                                                     {QStringLiteral("id"), plan.sweepId},
+                                                                     {QStringLiteral("n"), plan.regime.n}})},
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
                     {QStringLiteral("compile_only"), plan.compileOnly},
                     {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming},
@@ -410,7 +420,23 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey)
     // Without streaming nothing arrives before the whole answer: the idle limit is the deadline's.
     settings.timeoutMs = settings.deadlineMs;
     settings.maxTokens = plan.maxOutputTokens;
+    settings.seed = plan.modelSeed;
     return settings;
+}
+
+QList<RunPlan> sweepRunPlans(const RunPlan& plan)
+{
+    const QString id = plan.sweepId.isEmpty() ? QUuid::createUuid().toString(QUuid::WithoutBraces) : plan.sweepId;
+    QList<RunPlan> plans;
+    for (const int n : plan.sweepNs) {
+        RunPlan p = plan;
+        p.sweepId = id;
+        p.regime.n = n;
+        for (Regime& r : p.levelRegimes)
+            r.n = n;
+        plans.append(p);
+    }
+    return plans;
 }
 
 QJsonObject evaluationOptionsFor(const RunPlan& plan)

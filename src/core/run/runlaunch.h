@@ -82,9 +82,15 @@ struct RunRequest
     int timingTrials = 0;  ///< 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< "fresh" (a worker per candidate) or "reuse"
     WorkerLimits workerLimits; ///< host memory and threads, the OS sandbox (defaults: the machine's)
-    /// `kwb sweep`: the n of the best-of-n curve; one run samples max(n) per task on one turn
-    /// (unless turns says otherwise). Empty: a plain run.
+    /// `kwb sweep`: the n of the best-of-n curve. Each n is a run of its own of the whole regime
+    /// (all its turns) with n candidates per turn, the same model seeds (sweepRunPlans). Empty: a
+    /// plain run.
     QList<int> sweepNs;
+    /// The model's base seed (sample k of a request is asked with seed + k); nullopt: none is
+    /// sent, except in a sweep, which pairs its runs' samples with kDefaultSweepModelSeed.
+    std::optional<qint64> modelSeed;
+    /// Overrides the regime's stopWhenCorrect (`--stop-when-correct`); nullopt: the regime's.
+    std::optional<bool> stopWhenCorrect;
     QString promptsDir;
     /// Evaluate with "device" "none": compile and sandbox check only, for a machine without a GPU.
     bool compileOnly = false;
@@ -119,7 +125,9 @@ struct RunPlan
     int timingTrials = 0;
     QString isolation = QStringLiteral("fresh");
     WorkerLimits workerLimits;
-    QList<int> sweepNs;
+    QList<int> sweepNs;    ///< a sweep's n values (each run of it stores them all)
+    QString sweepId;       ///< the id its runs share (`extra.sweep.id`); empty: not a sweep
+    std::optional<qint64> modelSeed; ///< stored as `seeds.model`
     QString promptsDir;
     qint64 resumeRunId = 0; ///< 0: a new run
     bool compileOnly = false;                ///< stored as `compile_only`
@@ -136,12 +144,20 @@ struct RunPlan
     bool wantsProfile() const;
 };
 
+/// The base model seed of a sweep that names none: the same for every n, so the first k samples
+/// of each run are drawn alike.
+constexpr qint64 kDefaultSweepModelSeed = 1234;
+
 /// Resolves a request: built-in regimes with the ablations and the n/turns/temperature overrides
 /// applied, per level for routing. nullopt with *error for no tasks or an unknown regime.
 std::optional<RunPlan> planRun(const RunRequest& request, QString* error);
 /// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale and
 /// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime.
 std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
+/// A sweep's runs: one plan per n of plan.sweepNs, each the plan's whole regime (every turn) with
+/// n candidates per turn (every level's regime under routing), the same tasks, model seed and
+/// sweep id (a new one when the plan has none).
+QList<RunPlan> sweepRunPlans(const RunPlan& plan);
 
 /// The configuration a new run keeps: the templates its regimes use (and every partial) read from
 /// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),

@@ -2,6 +2,8 @@
 
 #include <QMap>
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace kwb {
@@ -65,6 +67,31 @@ std::optional<CandidateOutcome> selectForTask(const QList<CandidateOutcome>& can
     for (auto it = byTurn.cbegin(); it != byTurn.cend(); ++it)
         turns.append(it.value());
     return selectAcrossTurns(turns, mode);
+}
+
+std::optional<int> selectJudgedIndex(const QList<CandidateOutcome>& candidates, SelectionMode mode, bool compileOnly)
+{
+    bool anyJudged = false;
+    for (const CandidateOutcome& c : candidates)
+        anyJudged = anyJudged || !isMachineFault(c.status, compileOnly);
+    // turn -> indices of its competing candidates, by sample (then by position: a stable order).
+    QMap<int, QList<int>> byTurn;
+    for (int i = 0; i < candidates.size(); ++i)
+        if (!anyJudged || !isMachineFault(candidates[i].status, compileOnly))
+            byTurn[candidates[i].turn].append(i);
+    std::optional<int> chosen;
+    for (auto it = byTurn.begin(); it != byTurn.end(); ++it) {
+        QList<int>& turn = it.value();
+        std::stable_sort(turn.begin(), turn.end(),
+                         [&](int a, int b) { return candidates[a].sample < candidates[b].sample; });
+        int best = turn.first();
+        for (int i : std::as_const(turn))
+            if (betterThan(candidates[i], candidates[best]))
+                best = i;
+        if (mode == SelectionMode::Last || !chosen || betterThan(candidates[best], candidates[*chosen]))
+            chosen = best;
+    }
+    return chosen;
 }
 
 } // namespace kwb

@@ -4,8 +4,10 @@
 // Candidates are ranked by the monotone key: correct first, then compiled, then speedup (higher
 // is better; an untimed candidate ranks below a timed one). Within a turn the best candidate wins
 // (ties: the lower sample). Across turns, Monotone keeps the best so far, so a later turn replaces
-// it only when strictly better (a broken retry never displaces a working kernel); Last takes the
-// best of the last turn that has candidates, as the study's pilot did.
+// it only when strictly better (a broken retry never displaces a working kernel; ties keep the
+// earlier turn); Last takes the best of the last turn that has candidates, as the study's pilot did.
+// selectJudgedIndex() is the one rule the run controller and the report (kwb report) both apply,
+// so both pick the same candidate of a task, ties included.
 
 #include "core/protocol/evaluationresult.h"
 #include "core/run/regime.h"
@@ -51,5 +53,12 @@ std::optional<CandidateOutcome> selectAcrossTurns(const QList<QList<CandidateOut
 
 /// The same over a flat list: candidates are grouped by their `turn`.
 std::optional<CandidateOutcome> selectForTask(const QList<CandidateOutcome>& candidates, SelectionMode mode);
+
+/// The candidate a task keeps, as an index into `candidates` (any order; grouped by `turn`, ties
+/// within a turn go to the lower `sample`): selectAcrossTurns over the candidates that are not
+/// machine faults (isMachineFault: they say nothing about the candidate), or over all of them when
+/// every one is. nullopt for an empty list.
+std::optional<int> selectJudgedIndex(const QList<CandidateOutcome>& candidates, SelectionMode mode,
+                                     bool compileOnly = false);
 
 } // namespace kwb

@@ -1,6 +1,7 @@
 #include "core/study/report.h"
 
 #include "core/run/regime.h"
+#include "core/run/selection.h"
 #include "core/store/runstore.h"
 #include "core/workers/workersupervisor.h"
 
@@ -26,8 +27,10 @@ QString noiseCaveat()
 
 QString routingCaveat()
 {
-    return QStringLiteral("Routing takes each level from the run that solved most of its tasks, chosen after "
-                          "seeing these results: an optimistic, in-sample estimate.");
+    return QStringLiteral("Routing takes each level from the main regime run (zero-shot, profiling-guided, iterative "
+                          "or agent as built in; no ablation, sweep, pilot or routed run) that solved most of its "
+                          "tasks, chosen after seeing these results: an optimistic, in-sample estimate, as the "
+                          "study's 53 %.");
 }
 
 // ---- number formatting ----------------------------------------------------------------------
@@ -88,13 +91,14 @@ QJsonObject metricsJson(const Metrics& metrics)
 
 // ---- CSV --------------------------------------------------------------------------------------
 
-QJsonObject bestOfNJson(const BestOfNReport& curve)
+QJsonObject bestOfNJson(const FirstTurnPassAtN& curve)
 {
     const auto points = [](const QList<BestOfNPoint>& list) {
         QJsonArray out;
         for (const BestOfNPoint& p : list)
             out.append(QJsonObject{{QStringLiteral("n"), p.n},
                                    {QStringLiteral("tasks"), p.tasks},
+                                   {QStringLiteral("short"), p.shortTasks},
                                    {QStringLiteral("correct_pct"), estimateJson(p.passPct)}});
         return out;
     };
@@ -223,23 +227,6 @@ const RunReport* findRun(const Report& report, qint64 id)
     return nullptr;
 }
 
-/// The selection key's order: is `a` strictly better than `b`?
-bool better(const TaskOutcome& a, const TaskOutcome& b)
-{
-    if (a.correct() != b.correct())
-        return a.correct();
-    if (a.compiled != b.compiled)
-        return a.compiled;
-    // Any verdict on the candidate says more than a machine fault, which says nothing (a machine
-    // fault never counts as compiled: outcomeOf).
-    const bool machineA = isMachineFault(a.status);
-    if (machineA != isMachineFault(b.status))
-        return !machineA;
-    const double sa = std::isfinite(a.speedup) ? a.speedup : -std::numeric_limits<double>::infinity();
-    const double sb = std::isfinite(b.speedup) ? b.speedup : -std::numeric_limits<double>::infinity();
-    return sa > sb;
-}
-
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -294,28 +281,29 @@ bool isCompileOnlyRun(const RunInfo& run)
 std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins,
                                          bool compileOnly)
 {
-    int lastTurn = 0;
-    for (const EvaluationRecord& e : evaluations)
-        lastTurn = std::max(lastTurn, e.turn);
-    // Monotone selection over everything the run tried for the task: a correct kernel beats any
-    // incorrect one, a compiled one beats one that never compiled, and among equals the faster
-    // wins (a missing speedup counts as slowest). Only a strictly better evaluation replaces the
-    // current choice, so ties keep the earliest one.
-    std::optional<TaskOutcome> best;
-    for (int i = 0; i < evaluations.size(); ++i) {
-        if (lastTurnWins && evaluations.at(i).turn != lastTurn)
-            continue;
-        const TaskOutcome outcome = outcomeOf(evaluations.at(i), compileOnly);
-        if (!best || better(outcome, *best)) {
-            best = outcome;
-            if (chosenIndex)
-                *chosenIndex = i;
-        }
+    // The run controller's own rule (selection.h), so the report keeps the candidate the run kept.
+    QList<CandidateOutcome> candidates;
+    for (const EvaluationRecord& e : evaluations) {
+        // The stored status and speed-up columns are the response's own; they fill a response
+        // that lacks them (a record built by hand).
+        QJsonObject result = e.result;
+        if (!result.contains(QLatin1String("status")))
+            result.insert(QStringLiteral("status"), e.status);
+        if (!result.contains(QLatin1String("speedup")) && e.speedup)
+            result.insert(QStringLiteral("speedup"), *e.speedup);
+        candidates.append(CandidateOutcome::fromEvaluation(result, e.turn, e.sample));
     }
-    return best;
+    const std::optional<int> chosen =
+        selectJudgedIndex(candidates, lastTurnWins ? SelectionMode::Last : SelectionMode::Monotone, compileOnly);
+    if (!chosen)
+        return std::nullopt;
+    if (chosenIndex)
+        *chosenIndex = *chosen;
+    return outcomeOf(evaluations.at(*chosen), compileOnly);
 }
 
-std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluations, const BootstrapOptions& options)
+std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord>& evaluations,
+                                                    const QStringList& tasks, const BootstrapOptions& options)
 {
     // Per task: its first turn, and per sample of that turn whether it was correct.
     QMap<QString, int> firstTurn;
@@ -325,6 +313,8 @@ std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluatio
             firstTurn.insert(e.task, e.turn);
     }
     QMap<QString, QMap<int, bool>> samples;
+    for (const QString& task : tasks) // a task without a sample still counts, as a failure
+        samples.insert(task, {});
     for (const EvaluationRecord& e : evaluations) {
         if (e.turn != firstTurn.value(e.task))
             continue;
@@ -332,7 +322,7 @@ std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluatio
         correct = correct || (evaluationStatusFromWire(e.status) == EvaluationStatus::Correct &&
                               !e.evaluation().belowRooflineFloor());
     }
-    BestOfNReport report;
+    FirstTurnPassAtN report;
     QList<SampleOutcomes> all;
     QMap<int, QList<SampleOutcomes>> byLevel;
     for (auto it = samples.cbegin(); it != samples.cend(); ++it) {
@@ -480,6 +470,70 @@ QString RunReport::label() const
     return QStringLiteral("#%1 %2").arg(run.id).arg(run.regime);
 }
 
+QMap<QString, int> RunReport::unevaluatedByKind() const
+{
+    QMap<QString, int> counts;
+    for (const UnevaluatedTask& task : unevaluated)
+        ++counts[task.kind];
+    return counts;
+}
+
+namespace {
+
+QJsonObject sweepOf(const RunInfo& run)
+{
+    return RunConfig::fromJson(run.config).extra.value(QLatin1String("sweep")).toObject();
+}
+
+bool isRoutedRun(const RunInfo& run)
+{
+    return RunConfig::fromJson(run.config).extra.value(QLatin1String("routing")).isObject();
+}
+
+} // namespace
+
+bool isMainRegimeRun(const RunInfo& run)
+{
+    const RunConfig config = RunConfig::fromJson(run.config);
+    if (config.isSweep() || isRoutedRun(run))
+        return false;
+    const Regime stored = Regime::fieldsOf(config.regimeJson());
+    static const QStringList tableRegimes = {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
+                                             QStringLiteral("iterative"), QStringLiteral("agent")};
+    if (!tableRegimes.contains(stored.name) || !stored.ablated.isEmpty())
+        return false;
+    const std::optional<Regime> builtin = Regime::builtin(stored.name);
+    return builtin && stored.n == builtin->n && stored.turns == builtin->turns &&
+           stored.temperature == builtin->temperature && stored.feedback == builtin->feedback &&
+           stored.selection == builtin->selection && stored.stopWhenCorrect == builtin->stopWhenCorrect;
+}
+
+QJsonObject ablationBaselineKey(const RunInfo& run)
+{
+    const RunConfig config = RunConfig::fromJson(run.config);
+    const Regime stored = Regime::fieldsOf(config.regimeJson());
+    const std::optional<Regime> builtin = Regime::builtin(stored.name);
+    const Ablations off = Ablations::fromOffNames(stored.ablated);
+    // The value each field would have with the switch on.
+    const int n = !off.bestOfN && builtin ? builtin->n : stored.n;
+    const SelectionMode selection = !off.monotone && builtin ? builtin->selection : stored.selection;
+    const FeedbackMode feedback = !off.feedbackAnalyzer && builtin ? builtin->feedback : stored.feedback;
+    QStringList tasks = config.taskIds();
+    tasks.sort();
+    return QJsonObject{{QStringLiteral("regime"), stored.name},
+                       {QStringLiteral("tasks"), QJsonArray::fromStringList(tasks)},
+                       {QStringLiteral("n"), n},
+                       {QStringLiteral("turns"), stored.turns},
+                       {QStringLiteral("temperature"),
+                        stored.temperature ? QJsonValue(*stored.temperature) : QJsonValue(QJsonValue::Null)},
+                       {QStringLiteral("profile"), config.protocolProfile},
+                       {QStringLiteral("scale"), config.extra.value(QLatin1String("scale"))},
+                       {QStringLiteral("feedback"), toString(feedback)},
+                       {QStringLiteral("selection"), toString(selection)},
+                       {QStringLiteral("stop_when_correct"), stored.stopWhenCorrect},
+                       {QStringLiteral("compile_only"), isCompileOnlyRun(run)}};
+}
+
 std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& runIds, const ReportOptions& options,
                                   QString* error)
 {
@@ -523,7 +577,10 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
         run.ablated.append(Regime::fieldsOf(RunConfig::fromJson(info.config).regimeJson()).ablated);
-        run.bestOfN = bestOfNFor(evaluations, options.bootstrap);
+        QStringList taskIds;
+        for (const TaskOutcome& outcome : std::as_const(run.outcomes))
+            taskIds << outcome.task;
+        run.firstTurnPassAtN = firstTurnPassAtNFor(evaluations, taskIds, options.bootstrap);
         run.fastP = fastPOf(run.outcomes);
         report.runs.append(run);
     }
@@ -540,7 +597,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         }
     }
 
-    // Ablations: each run with switches off against the first full run of the same regime.
+    // Ablations: each run with switches off against the first run that differs from it only by
+    // those switches (ablationBaselineKey): never a sweep, a routed run or another n by accident.
     for (const RunReport& run : std::as_const(report.runs)) {
         if (run.ablated.isEmpty())
             continue;
@@ -548,31 +606,73 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         row.run = run.run.id;
         row.regime = run.run.regime;
         row.switchedOff = run.ablated;
+        const QJsonObject key = ablationBaselineKey(run.run);
         for (const RunReport& other : std::as_const(report.runs)) {
-            if (other.ablated.isEmpty() && other.run.regime == run.run.regime) {
-                row.baseline = other.run.id;
-                row.comparison = comparePaired(run.outcomes, other.outcomes, options.bootstrap);
-                break;
-            }
+            const RunConfig config = RunConfig::fromJson(other.run.config);
+            if (!other.ablated.isEmpty() || config.isSweep() || isRoutedRun(other.run) ||
+                ablationBaselineKey(other.run) != key)
+                continue;
+            row.baseline = other.run.id;
+            row.comparison = comparePaired(run.outcomes, other.outcomes, options.bootstrap);
+            break;
         }
+        if (!row.baseline)
+            row.note = QStringLiteral("no baseline: no run without ablation of %1 with the same tasks, n = %2, %3 "
+                                      "turn(s), temperature %4, profile %5 in this report")
+                           .arg(key.value(QLatin1String("regime")).toString())
+                           .arg(key.value(QLatin1String("n")).toInt())
+                           .arg(key.value(QLatin1String("turns")).toInt())
+                           .arg(key.value(QLatin1String("temperature")).isDouble()
+                                    ? QString::number(key.value(QLatin1String("temperature")).toDouble())
+                                    : QStringLiteral("unset"),
+                                key.value(QLatin1String("profile")).toString());
         report.ablations.append(row);
     }
 
-    // Routing: each level from the run that solved most of its tasks (the first such run on a tie).
-    if (report.runs.size() >= 2 && !report.levels.isEmpty()) {
+    // Sweeps: the runs of one `kwb sweep`, by n.
+    for (const RunReport& run : std::as_const(report.runs)) {
+        const QJsonObject sweep = sweepOf(run.run);
+        const QString id = sweep.value(QLatin1String("id")).toString();
+        if (id.isEmpty())
+            continue; // not a sweep, or one of the old single-run sweeps (first-turn pass@n only)
+        auto curve = std::find_if(report.sweeps.begin(), report.sweeps.end(),
+                                  [&](const SweepCurve& c) { return c.id == id; });
+        if (curve == report.sweeps.end()) {
+            report.sweeps.append(SweepCurve{id, run.run.regime, {}});
+            curve = report.sweeps.end() - 1;
+        }
+        const int n = Regime::fieldsOf(RunConfig::fromJson(run.run.config).regimeJson()).n;
+        curve->points.append(SweepPoint{n, run.run.id, run.summary.overall, run.summary.perLevel});
+    }
+    for (SweepCurve& curve : report.sweeps)
+        std::stable_sort(curve.points.begin(), curve.points.end(),
+                         [](const SweepPoint& a, const SweepPoint& b) { return a.n < b.n; });
+
+    // Routing, the study's rule: each level from the main regime run that solved most of its tasks
+    // (the first such run on a tie), over main regime runs of at least two regimes.
+    QList<const RunReport*> mainRuns;
+    QSet<QString> mainRegimes;
+    for (const RunReport& run : std::as_const(report.runs))
+        if (isMainRegimeRun(run.run)) {
+            mainRuns.append(&run);
+            mainRegimes.insert(run.run.regime);
+        }
+    if (mainRegimes.size() >= 2 && !report.levels.isEmpty()) {
         RoutingReport routing;
+        for (const RunReport& run : std::as_const(report.runs))
+            (mainRuns.contains(&run) ? routing.candidates : routing.leftOut).append(run.run.id);
         QMap<QString, QList<TaskOutcome>> byLabel;
         QMap<int, QString> labelForLevel;
         for (const int level : std::as_const(report.levels)) {
             const RunReport* bestRun = nullptr;
             int bestCorrect = -1;
-            for (const RunReport& run : std::as_const(report.runs)) {
-                const auto metrics = run.summary.perLevel.constFind(level);
-                if (metrics == run.summary.perLevel.cend() || metrics->tasks == 0)
+            for (const RunReport* run : std::as_const(mainRuns)) {
+                const auto metrics = run->summary.perLevel.constFind(level);
+                if (metrics == run->summary.perLevel.cend() || metrics->tasks == 0)
                     continue;
                 if (metrics->correct > bestCorrect) {
                     bestCorrect = metrics->correct;
-                    bestRun = &run;
+                    bestRun = run;
                 }
             }
             if (!bestRun)
@@ -612,8 +712,10 @@ QString fastPMarkdown(const Report& report)
 QString reportMarkdown(const Report& report)
 {
     QString md = QStringLiteral("# Kernel Workbench report\n\n");
-    md += QStringLiteral("Database: `%1`. Each task counts once, by its best evaluation (correct, then compiled, "
-                         "then speedup). Percentages over tasks with 95 % bootstrap intervals in brackets.\n\n")
+    md += QStringLiteral("Database: `%1`. Each task counts once, by the candidate the run's selection keeps (correct, "
+                         "then compiled, then speedup; ties: the lower sample, the earlier turn). Every task asked "
+                         "counts; one without an evaluation is a failure. Percentages over tasks with 95 % bootstrap "
+                         "intervals in brackets.\n\n")
               .arg(report.database);
     if (report.runs.isEmpty())
         return md + QStringLiteral("No runs.\n");
@@ -677,6 +779,19 @@ QString reportMarkdown(const Report& report)
                              "machine failed the evaluation: no_device, start_failed, worker_lost, protocol_error, or "
                              "the run stopped first). They are neither correct nor compiled; each counts as a failure "
                              "in the percentages above.\n\n");
+        md += mdHeader({QStringLiteral("run"), QStringLiteral("tasks"), QStringLiteral("not evaluated"),
+                        QStringLiteral("no answer (model request failed)"), QStringLiteral("machine fault"),
+                        QStringLiteral("answered, not evaluated"), QStringLiteral("not yet run")},
+                       1);
+        for (const RunReport& run : report.runs) {
+            const QMap<QString, int> kinds = run.unevaluatedByKind();
+            md += mdRow({run.label(), QString::number(run.outcomes.size()), QString::number(run.unevaluated.size()),
+                         QString::number(kinds.value(UnevaluatedKind::ModelRequestFailed)),
+                         QString::number(kinds.value(UnevaluatedKind::MachineFailure)),
+                         QString::number(kinds.value(UnevaluatedKind::NotEvaluated)),
+                         QString::number(kinds.value(UnevaluatedKind::NotStarted))});
+        }
+        md += QStringLiteral("\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("task"), QStringLiteral("reason")}, 3);
         for (const RunReport& run : report.runs)
             for (const UnevaluatedTask& task : run.unevaluated)
@@ -711,7 +826,8 @@ QString reportMarkdown(const Report& report)
     }
 
     if (!report.ablations.isEmpty()) {
-        md += QStringLiteral("\n## Ablations (each against the full regime, paired on shared tasks)\n\n");
+        md += QStringLiteral("\n## Ablations (each against the run that differs only by the switches, paired on "
+                             "shared tasks)\n\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("switched off"), QStringLiteral("against"),
                         QStringLiteral("tasks"), QStringLiteral("correct %"), QStringLiteral("fast_1 %"),
                         QStringLiteral("full correct %"), QStringLiteral("change, points"), QStringLiteral("sign-test p")},
@@ -721,7 +837,7 @@ QString reportMarkdown(const Report& report)
             const RunReport* base = row.baseline ? findRun(report, row.baseline) : nullptr;
             const Metrics& m = run->summary.overall;
             if (!row.comparison || !base) {
-                md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), QStringLiteral("no full run"),
+                md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), QStringLiteral("no baseline"),
                              QString::number(m.tasks), withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1),
                              QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("-")});
                 continue;
@@ -733,33 +849,76 @@ QString reportMarkdown(const Report& report)
         }
     }
 
+    for (const AblationRow& row : report.ablations)
+        if (!row.note.isEmpty())
+            md += QStringLiteral("\n- %1: %2.").arg(findRun(report, row.run)->label(), row.note);
+    for (const AblationRow& row : report.ablations)
+        if (!row.note.isEmpty()) {
+            md += QStringLiteral("\n");
+            break;
+        }
+
+    if (!report.sweeps.isEmpty()) {
+        md += QStringLiteral("\n## Best-of-n (the study's: the whole regime at each n, paired seeds)\n\n"
+                             "Each n is a run of its own: every turn, n candidates per turn, the regime's selection; "
+                             "every task counts (no evaluation: a failure).\n\n");
+        md += mdHeader({QStringLiteral("sweep"), QStringLiteral("level"), QStringLiteral("n"), QStringLiteral("run"),
+                        QStringLiteral("tasks"), QStringLiteral("correct"), QStringLiteral("correct %"),
+                        QStringLiteral("compiled"), QStringLiteral("compiled %")},
+                       2);
+        for (const SweepCurve& curve : report.sweeps) {
+            const QString name = curve.regime + QStringLiteral(" ") + curve.id.left(8);
+            const auto row = [&](const QString& level, const SweepPoint& p, const Metrics& m) {
+                md += mdRow({name, level, QString::number(p.n), QStringLiteral("#%1").arg(p.run), QString::number(m.tasks),
+                             QString::number(m.correct), withInterval(m.correctPct, 1), QString::number(m.compiled),
+                             withInterval(m.compiledPct, 1)});
+            };
+            for (const SweepPoint& p : curve.points)
+                row(QStringLiteral("all"), p, p.overall);
+            for (const int level : report.levels)
+                for (const SweepPoint& p : curve.points)
+                    if (p.perLevel.contains(level))
+                        row(QStringLiteral("L%1").arg(level), p, p.perLevel.value(level));
+        }
+    }
+
     md += fastPMarkdown(report);
 
     bool anyCurve = false;
     for (const RunReport& run : report.runs)
-        anyCurve = anyCurve || run.bestOfN.has_value();
+        anyCurve = anyCurve || run.firstTurnPassAtN.has_value();
     if (anyCurve) {
-        md += QStringLiteral("\n## Best-of-n (first turn; unbiased pass@n over each task's samples)\n\n");
+        md += QStringLiteral("\n## First-turn pass@n (unbiased estimator)\n\n"
+                             "Not the study's best-of-n: the chance that one of n of a task's first-turn samples is "
+                             "correct, averaged over every task of the run; a task with fewer than n samples counts "
+                             "its missing ones as failures (\"short\").\n\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("level"), QStringLiteral("n"), QStringLiteral("tasks"),
-                        QStringLiteral("correct %")},
+                        QStringLiteral("short"), QStringLiteral("pass@n %")},
                        2);
         for (const RunReport& run : report.runs) {
-            if (!run.bestOfN)
+            if (!run.firstTurnPassAtN)
                 continue;
             const auto rows = [&](const QString& level, const QList<BestOfNPoint>& curve) {
                 for (const BestOfNPoint& p : curve)
                     md += mdRow({run.label(), level, QString::number(p.n), QString::number(p.tasks),
-                                 withInterval(p.passPct, 1)});
+                                 QString::number(p.shortTasks), withInterval(p.passPct, 1)});
             };
-            rows(QStringLiteral("all"), run.bestOfN->overall);
-            for (auto it = run.bestOfN->perLevel.cbegin(); it != run.bestOfN->perLevel.cend(); ++it)
+            rows(QStringLiteral("all"), run.firstTurnPassAtN->overall);
+            for (auto it = run.firstTurnPassAtN->perLevel.cbegin(); it != run.firstTurnPassAtN->perLevel.cend(); ++it)
                 rows(QStringLiteral("L%1").arg(it.key()), it.value());
         }
     }
 
     if (report.routing) {
         const RoutingReport& routing = *report.routing;
+        const auto labels = [&](const QList<qint64>& ids) {
+            QStringList names;
+            for (const qint64 id : ids)
+                names << findRun(report, id)->label();
+            return names.isEmpty() ? QStringLiteral("none") : names.join(QStringLiteral(", "));
+        };
         md += QStringLiteral("\n## Routing estimate\n\n") + routingCaveat() + QStringLiteral("\n\n");
+        md += QStringLiteral("Runs used: %1. Left out: %2.\n\n").arg(labels(routing.candidates), labels(routing.leftOut));
         md += mdHeader({QStringLiteral("level"), QStringLiteral("run"), QStringLiteral("tasks"),
                         QStringLiteral("solved"), QStringLiteral("correct %")},
                        2);
@@ -803,6 +962,11 @@ QString reportCsv(const Report& report)
                   optionalText(r.usage.latencyMs));
         csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("unevaluated"),
                   QString::number(r.unevaluated.size()));
+        const QMap<QString, int> kinds = r.unevaluatedByKind();
+        for (const QString& kind : {UnevaluatedKind::ModelRequestFailed, UnevaluatedKind::MachineFailure,
+                                    UnevaluatedKind::NotEvaluated, UnevaluatedKind::NotStarted})
+            csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("unevaluated_") + kind,
+                      QString::number(kinds.value(kind)));
         for (auto it = r.summary.perLevel.cbegin(); it != r.summary.perLevel.cend(); ++it)
             csv.metrics(run, id, QString::number(it.key()), it.value());
     }
@@ -850,19 +1014,38 @@ QString reportCsv(const Report& report)
             csv.value(fastP, id, QString(), all, QStringLiteral("clear_fast_%1_pct").arg(p), csvNumber(f.clearPct()));
         }
     }
-    const QString bestOfN = QStringLiteral("best_of_n");
+    const QString sweepSection = QStringLiteral("best_of_n");
+    for (const SweepCurve& curve : report.sweeps) {
+        const auto point = [&](const QString& level, const SweepPoint& p, const Metrics& m) {
+            const QString id = QString::number(p.run);
+            csv.value(sweepSection, id, QString(), level, QStringLiteral("n"), QString::number(p.n));
+            csv.value(sweepSection, id, QString(), level, QStringLiteral("tasks"), QString::number(m.tasks));
+            csv.value(sweepSection, id, QString(), level, QStringLiteral("correct"), QString::number(m.correct));
+            csv.estimate(sweepSection, id, QString(), level, QStringLiteral("correct_pct"), m.correctPct);
+            csv.value(sweepSection, id, QString(), level, QStringLiteral("compiled"), QString::number(m.compiled));
+            csv.estimate(sweepSection, id, QString(), level, QStringLiteral("compiled_pct"), m.compiledPct);
+        };
+        for (const SweepPoint& p : curve.points) {
+            point(QStringLiteral("all"), p, p.overall);
+            for (auto it = p.perLevel.cbegin(); it != p.perLevel.cend(); ++it)
+                point(QString::number(it.key()), p, it.value());
+        }
+    }
+    const QString bestOfN = QStringLiteral("first_turn_pass_at_n");
     for (const RunReport& r : report.runs) {
-        if (!r.bestOfN)
+        if (!r.firstTurnPassAtN)
             continue;
         const QString id = QString::number(r.run.id);
         const auto points = [&](const QString& level, const QList<BestOfNPoint>& curve) {
             for (const BestOfNPoint& p : curve) {
                 csv.value(bestOfN, id, QString(), level, QStringLiteral("tasks_n%1").arg(p.n), QString::number(p.tasks));
+                csv.value(bestOfN, id, QString(), level, QStringLiteral("short_n%1").arg(p.n),
+                          QString::number(p.shortTasks));
                 csv.estimate(bestOfN, id, QString(), level, QStringLiteral("correct_pct_n%1").arg(p.n), p.passPct);
             }
         };
-        points(QStringLiteral("all"), r.bestOfN->overall);
-        for (auto it = r.bestOfN->perLevel.cbegin(); it != r.bestOfN->perLevel.cend(); ++it)
+        points(QStringLiteral("all"), r.firstTurnPassAtN->overall);
+        for (auto it = r.firstTurnPassAtN->perLevel.cbegin(); it != r.firstTurnPassAtN->perLevel.cend(); ++it)
             points(QString::number(it.key()), it.value());
     }
     if (report.routing) {
@@ -876,6 +1059,12 @@ QString reportCsv(const Report& report)
             csv.value(routing, id, QString(), level, QStringLiteral("correct"), QString::number(metrics->correct));
             csv.estimate(routing, id, QString(), level, QStringLiteral("correct_pct"), metrics->correctPct);
         }
+        for (const qint64 id : report.routing->candidates)
+            csv.value(routing, QString::number(id), QString(), QStringLiteral("all"), QStringLiteral("candidate"),
+                      QStringLiteral("1"));
+        for (const qint64 id : report.routing->leftOut)
+            csv.value(routing, QString::number(id), QString(), QStringLiteral("all"), QStringLiteral("candidate"),
+                      QStringLiteral("0"));
         const Metrics& combined = report.routing->estimate.combined;
         csv.value(routing, QString(), QString(), QStringLiteral("all"), QStringLiteral("tasks"),
                   QString::number(combined.tasks));
@@ -934,7 +1123,16 @@ QJsonObject reportJson(const Report& report)
             {QStringLiteral("outcomes"), outcomes},
             {QStringLiteral("unevaluated"), unevaluated},
             {QStringLiteral("ablated"), QJsonArray::fromStringList(r.ablated)},
-            {QStringLiteral("best_of_n"), r.bestOfN ? QJsonValue(bestOfNJson(*r.bestOfN)) : QJsonValue()},
+            {QStringLiteral("unevaluated_counts"), [&] {
+                 QJsonObject counts;
+                 const QMap<QString, int> kinds = r.unevaluatedByKind();
+                 for (const QString& kind : {UnevaluatedKind::ModelRequestFailed, UnevaluatedKind::MachineFailure,
+                                             UnevaluatedKind::NotEvaluated, UnevaluatedKind::NotStarted})
+                     counts.insert(kind, kinds.value(kind));
+                 return counts;
+             }()},
+            {QStringLiteral("first_turn_pass_at_n"),
+             r.firstTurnPassAtN ? QJsonValue(bestOfNJson(*r.firstTurnPassAtN)) : QJsonValue()},
             {QStringLiteral("fast_p"), r.compileOnly ? QJsonValue() : QJsonValue(fastPJson(r.fastP))},
         });
     }
@@ -969,7 +1167,15 @@ QJsonObject reportJson(const Report& report)
                 level.insert(QStringLiteral("metrics"), metricsJson(*metrics));
             levels.insert(QString::number(it.key()), level);
         }
+        const auto ids = [](const QList<qint64>& list) {
+            QJsonArray array;
+            for (const qint64 id : list)
+                array.append(double(id));
+            return array;
+        };
         routing = QJsonObject{{QStringLiteral("levels"), levels},
+                              {QStringLiteral("runs_used"), ids(report.routing->candidates)},
+                              {QStringLiteral("runs_left_out"), ids(report.routing->leftOut)},
                               {QStringLiteral("combined"), metricsJson(report.routing->estimate.combined)},
                               {QStringLiteral("problems"), QJsonArray::fromStringList(report.routing->estimate.problems)},
                               {QStringLiteral("note"), routingCaveat()}};
@@ -988,11 +1194,31 @@ QJsonObject reportJson(const Report& report)
             a.insert(QStringLiteral("difference_pct"), estimateJson(row.comparison->differencePct));
             a.insert(QStringLiteral("sign_test_p"), jsonNumber(row.comparison->signTestP));
         }
+        if (!row.note.isEmpty())
+            a.insert(QStringLiteral("note"), row.note);
         ablations.append(a);
+    }
+
+    QJsonArray sweeps;
+    for (const SweepCurve& curve : report.sweeps) {
+        QJsonArray points;
+        for (const SweepPoint& p : curve.points) {
+            QJsonObject levels;
+            for (auto it = p.perLevel.cbegin(); it != p.perLevel.cend(); ++it)
+                levels.insert(QString::number(it.key()), metricsJson(it.value()));
+            points.append(QJsonObject{{QStringLiteral("n"), p.n},
+                                      {QStringLiteral("run"), double(p.run)},
+                                      {QStringLiteral("overall"), metricsJson(p.overall)},
+                                      {QStringLiteral("levels"), levels}});
+        }
+        sweeps.append(QJsonObject{{QStringLiteral("sweep"), curve.id},
+                                  {QStringLiteral("regime"), curve.regime},
+                                  {QStringLiteral("points"), points}});
     }
 
     return {{QStringLiteral("database"), report.database},
             {QStringLiteral("runs"), runs},
+            {QStringLiteral("best_of_n"), sweeps},
             {QStringLiteral("ablations"), ablations},
             {QStringLiteral("comparisons"), comparisons},
             {QStringLiteral("routing"), routing},

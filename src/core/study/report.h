@@ -2,17 +2,20 @@
 // `kwb report`: the study's Tables I–II for runs of a RunStore, with the statistics that say how
 // far to trust them (runstats.h), rendered as Markdown, CSV or JSON.
 //
-// Per run: each task's selected outcome (selectOutcome: the best evaluation of the task by the
-// monotone key), then correct %, fast_1 % and compiled % with 95 % bootstrap intervals over
-// tasks, solved per level, the geometric-mean speedup of correct kernels, and token and model-time
-// totals. Between each pair of runs: the paired comparison on the tasks both have. With two or
-// more runs: the routing estimate, each level taken from the run that solved most of it.
+// Per run: each task's selected outcome (selectOutcome: the candidate the run's own selection
+// keeps, by the rule the run controller applies, selection.h), then correct %, fast_1 % and
+// compiled % with 95 % bootstrap intervals over tasks, solved per level, the geometric-mean
+// speedup of correct kernels, and token and model-time totals. Between each pair of runs: the
+// paired comparison on the tasks both have. Per sweep (`kwb sweep`: one run of the whole regime
+// per n): the best-of-n curve, correct % and compiled % per n. Per ablated run: the comparison
+// with its baseline (ablationBaselineKey). With main regime runs of two or more regimes: the
+// routing estimate (the study's rule, RoutingReport).
 //
 // A run's tasks are every task it was asked to do: the tasks its configuration names (`kwb run`
-// stores them), those with a stored prompt and those with an evaluation. A task without an
-// evaluation that says something about a candidate (its model request failed, its evaluations were
-// all machine failures, or it was never reached) counts as a failure, neither correct nor
-// compiled, and is listed with the reason (RunReport::unevaluated).
+// stores them), those with a stored prompt and those with an evaluation. Every one counts in every
+// denominator: a task without an evaluation that says something about a candidate (its model
+// request failed, its evaluations were all machine failures, or it was never reached) counts as a
+// failure, neither correct nor compiled, and is listed with the reason (RunReport::unevaluated).
 
 #include "core/study/runstats.h"
 #include "core/store/runstore.h"
@@ -38,12 +41,13 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly = fal
 /// "device" "none", so correctness was not measured.
 bool isCompileOnlyRun(const RunInfo& run);
 
-/// The outcome that counts for a task in a run: the best of its evaluations by the monotone
-/// key (correct, then compiled, then a verdict on the candidate over a machine failure, then
-/// speedup), whatever turn or sample it came from, so a broken later attempt never hides a working
-/// earlier one. Ties keep the earliest evaluation.
-/// With lastTurnWins (a regime whose selection is "last", like pilot v1), only the evaluations of
-/// the last turn compete, as that regime itself would have chosen.
+/// The outcome that counts for a task in a run: the candidate selectJudgedIndex (selection.h)
+/// keeps, the rule the run controller applied: machine faults only where nothing else was judged,
+/// then the monotone key (correct, then compiled, then speedup), best per turn (ties: the lower
+/// sample), and across turns a later turn only when strictly better (ties: the earlier turn), so
+/// a broken later attempt never hides a working earlier one.
+/// With lastTurnWins (a regime whose selection is "last", like pilot v1), the best of the last
+/// turn, as that regime itself would have chosen.
 /// Empty list: nullopt. `chosenIndex` (if given) receives the index of the chosen evaluation.
 std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex = nullptr,
                                          bool lastTurnWins = false, bool compileOnly = false);
@@ -96,10 +100,12 @@ struct ReportOptions
     BootstrapOptions bootstrap;
 };
 
-/// The best-of-n curve of one run: correct % against n, from the first turn's samples of each
-/// task through the unbiased pass@n estimator (runstats.h), so one run with n = 8 samples per
-/// task gives the points n = 1, 2, 4, 8 (`kwb sweep` makes such runs).
-struct BestOfNReport
+/// "First-turn pass@n (unbiased estimator)" of one run: from the first turn's samples of each
+/// task, the chance that at least one of n of them is correct (runstats.h passAtN), averaged over
+/// every task of the run (a task with fewer than n samples counts its missing ones as failures;
+/// BestOfNPoint::shortTasks). It is not the study's best-of-n (SweepCurve): it ignores later
+/// turns and selection.
+struct FirstTurnPassAtN
 {
     int samples = 0;                           ///< the most first-turn samples any task has
     QList<BestOfNPoint> overall;
@@ -123,6 +129,24 @@ struct FastP
 /// One FastP per kFastPThresholds entry.
 QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes);
 
+/// One n of a sweep: the run of the whole regime with n candidates per turn.
+struct SweepPoint
+{
+    int n = 0;
+    qint64 run = 0;
+    Metrics overall;            ///< correct %, compiled % … over every task of the run
+    QMap<int, Metrics> perLevel;
+};
+
+/// The study's best-of-n curve: the runs of one `kwb sweep` (the same `extra.sweep.id`), ordered
+/// by n, each counted as any run is (selection, every task in the denominator).
+struct SweepCurve
+{
+    QString id;
+    QString regime;
+    QList<SweepPoint> points;
+};
+
 struct RunReport
 {
     RunInfo run;
@@ -133,7 +157,7 @@ struct RunReport
     RunSummary summary;
     RunUsage usage;
     QStringList ablated;                ///< switches that were off (Ablations::offNames), from the stored regime
-    std::optional<BestOfNReport> bestOfN; ///< runs with at least two first-turn samples per task
+    std::optional<FirstTurnPassAtN> firstTurnPassAtN; ///< runs with at least two first-turn samples per task
     /// A compile-only run (isCompileOnlyRun): its correct, fast_1 and speedup numbers say nothing
     /// and are shown as "not measured", never as 0 %.
     bool compileOnly = false;
@@ -141,6 +165,8 @@ struct RunReport
 
     /// "#3 agent", the run's name in tables.
     QString label() const;
+    /// How many tasks have no evaluation, per UnevaluatedKind.
+    QMap<QString, int> unevaluatedByKind() const;
 };
 
 struct PairReport
@@ -150,21 +176,40 @@ struct PairReport
     PairedComparison comparison;
 };
 
+/// Whether a run is a main regime run, one of the study's Tables I–II rows: a built-in regime
+/// other than the pilot (zero-shot, profiling-guided, iterative, agent) as built in (n, turns,
+/// temperature, feedback, selection), no ablation, no routing, not part of a sweep.
+bool isMainRegimeRun(const RunInfo& run);
+
+/// The study's routing estimate: per level, the main regime run (isMainRegimeRun) that solved most
+/// of that level's tasks (ties: the first in the report), and their union. Only main regime runs
+/// are candidates; sweeps, ablations, the pilot and routed runs never are.
 struct RoutingReport
 {
     QMap<int, qint64> runForLevel; ///< level -> the run whose outcomes are taken for it
+    QList<qint64> candidates;      ///< the main regime runs it chose from, in report order
+    QList<qint64> leftOut;         ///< the report's other runs, not candidates
     RoutingEstimate estimate;      ///< keyed by run label
 };
 
-/// One row of the ablation table: a run with switches off against the run of the same regime
-/// with every switch on (the first such run in the report), paired on their shared tasks.
+/// What an ablated run is compared with: a run with the same regime, tasks, n, turns,
+/// temperature, protocol profile, scale and stop-when-correct setting that has no ablation, no
+/// routing and is not part of a sweep. The fields a switch changes are compared at the value the
+/// switch on would have given (best_of_n off: the built-in n; monotone off: the built-in
+/// selection; feedback_analyzer off: the built-in feedback), so an `--n 1` run is never the
+/// baseline of a best-of-n ablation. Two runs match when their keys are equal.
+QJsonObject ablationBaselineKey(const RunInfo& run);
+
+/// One row of the ablation table: a run with switches off against its baseline (the first run in
+/// the report whose ablationBaselineKey matches), paired on their shared tasks.
 struct AblationRow
 {
     qint64 run = 0;
-    qint64 baseline = 0; ///< 0 when the report has no full run of that regime
+    qint64 baseline = 0; ///< 0 when the report has no matching run
     QString regime;
     QStringList switchedOff;
     std::optional<PairedComparison> comparison; ///< ablated (A) against baseline (B)
+    QString note; ///< with no baseline: what run it would need
 };
 
 struct Report
@@ -174,6 +219,7 @@ struct Report
     QList<PairReport> pairs; ///< every pair (i < j) in the order of `runs`
     std::optional<RoutingReport> routing;
     QList<AblationRow> ablations; ///< one per run with switches off
+    QList<SweepCurve> sweeps;     ///< one per sweep with a run in the report, in order of first run
     QList<int> levels;       ///< the levels any run has, ascending
 };
 
@@ -182,8 +228,10 @@ struct Report
 std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& runIds, const ReportOptions& options,
                                   QString* error);
 
-/// The first-turn best-of-n curve of a run's evaluations (nullopt when no task has two samples).
-std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluations, const BootstrapOptions& options);
+/// The first-turn pass@n of a run's evaluations over `tasks` (every task of the run; a task
+/// without evaluations has no sample: pass 0); nullopt when no task has two samples.
+std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord>& evaluations,
+                                                    const QStringList& tasks, const BootstrapOptions& options);
 
 /// Markdown: a run table (Tables I–II columns), a per-level table, the paired comparisons, the
 /// ablation table, the best-of-n curves, the routing estimate and the noise caveat.

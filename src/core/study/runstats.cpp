@@ -271,15 +271,20 @@ QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList
     QList<BestOfNPoint> curve;
     for (const int n : ns) {
         std::vector<double> values;
+        int shortTasks = 0;
         for (const SampleOutcomes& task : tasks) {
             const int k = int(task.correct.size());
-            if (k < n)
-                continue;
             const int c = int(std::count(task.correct.cbegin(), task.correct.cend(), true));
+            if (k < n) { // padded to n with failures
+                ++shortTasks;
+                values.push_back(c > 0 ? 1.0 : 0.0);
+                continue;
+            }
             values.push_back(passAtN(k, c, n));
         }
         BestOfNPoint point;
         point.n = n;
+        point.shortTasks = shortTasks;
         point.tasks = int(values.size());
         double sum = 0.0;
         for (double v : values)

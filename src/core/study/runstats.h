@@ -126,10 +126,14 @@ double passAtN(int k, int c, int n);
 struct BestOfNPoint
 {
     int n = 0;
-    int tasks = 0;     ///< tasks with at least n samples (the others are left out of this point)
-    Estimate passPct;  ///< mean of pass@n over those tasks, in percent
+    int tasks = 0;      ///< every task given (a task with no sample too)
+    int shortTasks = 0; ///< tasks with fewer than n samples: their missing samples count as failures
+    Estimate passPct;   ///< mean of pass@n over all tasks, in percent
 };
 
+/// The mean pass@n over every task. A task with k < n samples is not dropped: its n − k missing
+/// samples count as failures (pass@n = 1 when one of its k is correct, else 0), as a task without
+/// an evaluation counts as a failure everywhere else.
 QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList<int>& ns = {1, 2, 4, 8},
                                  const BootstrapOptions& options = {});
 

@@ -107,6 +107,9 @@ private Q_SLOTS:
         child<QCheckBox>(page, "ablateMonotone")->setChecked(true);
         child<QSpinBox>(page, "nSpin")->setValue(2);
         child<QDoubleSpinBox>(page, "temperatureSpin")->setValue(0.3);
+        QVERIFY(Regime::builtin(QStringLiteral("iterative"))->stopWhenCorrect);
+        auto* stop = child<QComboBox>(page, "stopWhenCorrectCombo");
+        stop->setCurrentIndex(stop->findData(0)); // --no-stop-when-correct
         child<QLineEdit>(page, "endpointEdit")->setText(QStringLiteral("http://10.0.0.5:8000/v1"));
         child<QComboBox>(page, "modelCombo")->setCurrentText(QStringLiteral("qwen2.5-coder"));
         child<QComboBox>(page, "profileCombo")->setCurrentText(QStringLiteral("kernelbench-v0.1"));
@@ -136,6 +139,7 @@ private Q_SLOTS:
         cli.ablations = ablationsFromList(QStringLiteral("monotone"));
         cli.n = 2;
         cli.temperature = 0.3;
+        cli.stopWhenCorrect = false;
         cli.endpoint = QStringLiteral("http://10.0.0.5:8000/v1");
         cli.model = QStringLiteral("qwen2.5-coder");
         cli.profile = QStringLiteral("kernelbench-v0.1");
@@ -155,6 +159,7 @@ private Q_SLOTS:
         QCOMPARE(plan->regime.turns, 3);
         QVERIFY(plan->regime.selection == SelectionMode::Last);
         QCOMPARE(*plan->regime.temperature, 0.3);
+        QVERIFY(!plan->regime.stopWhenCorrect);
         QVERIFY(plan->levelRegimes.isEmpty());
         QVERIFY(!plan->routing);
         QCOMPARE(plan->taskIds, expected->taskIds);

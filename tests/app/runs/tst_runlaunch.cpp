@@ -141,11 +141,19 @@ private Q_SLOTS:
         QString error;
         const auto plan = planRun(request, &error);
         QVERIFY(plan);
-        QCOMPARE(plan->regime.n, 4);
-        QCOMPARE(plan->regime.turns, 1);
+        // The whole regime at each n: one plan per n, every turn, one sweep id and model seed.
+        QCOMPARE(plan->regime.turns, 3);
         QCOMPARE(plan->sweepNs, (QList<int>{1, 2, 4}));
-        QCOMPARE(plan->runName(), QStringLiteral("agent sweep n=4 L1:1"));
-        const auto config = runConfigFor(*plan, {}, {}, &error);
+        QCOMPARE(*plan->modelSeed, kDefaultSweepModelSeed);
+        const QList<RunPlan> plans = sweepRunPlans(*plan);
+        QCOMPARE(plans.size(), 3);
+        QCOMPARE(plans[0].regime.n, 1);
+        QCOMPARE(plans[2].regime.n, 4);
+        QCOMPARE(plans[2].regime.turns, 3);
+        QVERIFY(!plans[0].sweepId.isEmpty());
+        QCOMPARE(plans[1].sweepId, plans[0].sweepId);
+        QCOMPARE(plans[2].runName(), QStringLiteral("agent sweep n=4 L1:1"));
+        const auto config = runConfigFor(plans[2], {}, {}, &error);
         QVERIFY(config);
         QCOMPARE(config->extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(),
                  (QJsonArray{1, 2, 4}));

@@ -78,7 +78,7 @@ private Q_SLOTS:
         auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
         QTRY_VERIFY_WITH_TIMEOUT(results->report().has_value(), 30000);
         QCOMPARE(results->report()->runs.size(), 2);
-        QVERIFY(results->report()->runs[1].bestOfN.has_value());
+        QVERIFY(results->report()->runs[1].firstTurnPassAtN.has_value());
         auto* bestOfN = qobject_cast<BestOfNPage*>(window.page(QStringLiteral("bestofn")));
         QTRY_VERIFY_WITH_TIMEOUT(!bestOfN->chart()->curves().isEmpty(), 30000);
 
