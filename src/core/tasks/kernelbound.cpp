@@ -2,6 +2,8 @@
 
 #include "core/protocol/evaluationresult.h"
 
+#include <QJsonObject>
+
 #include <cmath>
 #include <limits>
 
@@ -199,6 +201,28 @@ IntensityBasis candidateBasis(const EvaluationResult& e)
         if (!k.custom && k.calls > 0)
             return IntensityBasis::LibraryEpilogue;
     return IntensityBasis::OneKernel;
+}
+
+QString notCountedReason(const EvaluationResult& e)
+{
+    if (!e.isCorrect() || e.countsAsCorrect())
+        return QString();
+    if (!e.belowRooflineFloor())
+        return QStringLiteral("flagged %1").arg(e.flags.join(QStringLiteral(", ")));
+    // The evaluation's `roofline` object (docs/protocol.md §evaluate) carries both numbers.
+    const QJsonObject r = e.raw.value(QStringLiteral("roofline")).toObject();
+    const double floorMs = r.value(QStringLiteral("floor_ms")).toDouble();
+    double measuredMs = r.value(QStringLiteral("candidate_ms")).toDouble();
+    if (!(measuredMs > 0) && e.timing.candidate)
+        measuredMs = e.timing.candidate->meanMs;
+    const double margin = r.value(QStringLiteral("margin")).toDouble();
+    if (!(floorMs > 0))
+        return QStringLiteral("its time is below the roofline floor on this GPU (below_roofline_floor): physically "
+                              "impossible for code that does the work");
+    return QStringLiteral("measured %1 ms is below the roofline floor %2 ms (less the %3 % margin for ceiling "
+                          "error) on this GPU: physically impossible for code that does the work")
+        .arg(QString::number(measuredMs, 'g', 3), QString::number(floorMs, 'g', 3),
+             QString::number(100.0 * margin, 'g', 3));
 }
 
 } // namespace kwb

@@ -90,4 +90,10 @@ TrafficModel trafficModel(const AnalyzeResult& analysis);
 /// kernels → library op + epilogue; only its own → one kernel (the most it can have saved).
 IntensityBasis candidateBasis(const EvaluationResult& evaluation);
 
+/// Why an evaluation with status correct does not count (EvaluationResult::countsAsCorrect()),
+/// in words with its numbers: "measured 0.133 ms is below the roofline floor 2.10 ms (less the
+/// 10 % margin for ceiling error) on this GPU: physically impossible for code that does the
+/// work". Empty when it counts, or is not correct at all.
+QString notCountedReason(const EvaluationResult& evaluation);
+
 } // namespace kwb
