@@ -143,9 +143,18 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
             label += QStringLiteral(" sweep");
         if (!run.ablated.isEmpty())
             label += QStringLiteral(" −") + run.ablated.join(QStringLiteral(", −"));
-        series.append(BestOfNSeries{label, 0, run.bestOfN->overall});
-        for (auto it = run.bestOfN->perLevel.cbegin(); it != run.bestOfN->perLevel.cend(); ++it)
-            series.append(BestOfNSeries{label, it.key(), it.value()});
+        // Coloured by run id, so a run keeps its colour when another is unchecked.
+        const int key = static_cast<int>(run.run.id);
+        series.append(BestOfNSeries{label, 0, run.bestOfN->overall, key, run.bestOfN->notCounted,
+                                    run.bestOfN->notCountedWhy});
+        for (auto it = run.bestOfN->perLevel.cbegin(); it != run.bestOfN->perLevel.cend(); ++it) {
+            // Per level: only that level's samples that were not counted.
+            QStringList why;
+            for (const QString& w : run.bestOfN->notCountedWhy)
+                if (w.startsWith(QStringLiteral("L%1/").arg(it.key())))
+                    why << w;
+            series.append(BestOfNSeries{label, it.key(), it.value(), key, int(why.size()), why});
+        }
     }
     return series;
 }

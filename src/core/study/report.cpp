@@ -1,5 +1,7 @@
 #include "core/study/report.h"
 
+#include "core/tasks/kernelbound.h"
+
 #include "core/run/regime.h"
 #include "core/store/runstore.h"
 #include "core/workers/workersupervisor.h"
@@ -295,14 +297,19 @@ std::optional<BestOfNReport> bestOfNFor(const QList<EvaluationRecord>& evaluatio
             firstTurn.insert(e.task, e.turn);
     }
     QMap<QString, QMap<int, bool>> samples;
+    BestOfNReport report;
     for (const EvaluationRecord& e : evaluations) {
         if (e.turn != firstTurn.value(e.task))
             continue;
         bool& correct = samples[e.task][e.sample];
-        correct = correct || (evaluationStatusFromWire(e.status) == EvaluationStatus::Correct &&
-                              !e.evaluation().belowRooflineFloor());
+        const EvaluationResult decoded = e.evaluation();
+        const bool statusCorrect = evaluationStatusFromWire(e.status) == EvaluationStatus::Correct;
+        correct = correct || (statusCorrect && !decoded.belowRooflineFloor());
+        if (statusCorrect && decoded.belowRooflineFloor()) {
+            ++report.notCounted;
+            report.notCountedWhy << QStringLiteral("%1 sample %2: %3").arg(e.task).arg(e.sample).arg(notCountedReason(decoded));
+        }
     }
-    BestOfNReport report;
     QList<SampleOutcomes> all;
     QMap<int, QList<SampleOutcomes>> byLevel;
     for (auto it = samples.cbegin(); it != samples.cend(); ++it) {
