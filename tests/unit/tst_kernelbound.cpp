@@ -33,7 +33,9 @@ private Q_SLOTS:
     {
         QCOMPARE(boundAt(9.99, 10.0), Bound::Memory);
         QCOMPARE(boundAt(10.0, 10.0), Bound::Compute); // at the ridge: compute
-        QCOMPARE(boundAt(0.0, 10.0), Bound::Unknown);
+        QCOMPARE(boundAt(0.0, 10.0), Bound::Memory); // a copy: no FLOPs at all
+        QCOMPARE(boundAt(-1.0, 10.0), Bound::Unknown);
+        QCOMPARE(boundAt(std::nan(""), 10.0), Bound::Unknown);
         QCOMPARE(boundAt(5.0, std::nan("")), Bound::Unknown);
         QVERIFY(std::isnan(ridgeIntensity(1000.0, 0.0)));
         // V100 SXM2: 15.7 TFLOP/s FP32 / 900 GB/s = 17.44 FLOP/B; the table's roofs agree.

@@ -68,7 +68,8 @@ double ridgeIntensity(double computeGflops, double bandwidthGBps)
 
 Bound boundAt(double intensity, double ridge)
 {
-    if (!positive(intensity) || !positive(ridge))
+    // 0 FLOP/B (a copy, a pure data-movement task) is as memory-bound as it gets.
+    if (!std::isfinite(intensity) || intensity < 0 || !positive(ridge))
         return Bound::Unknown;
     return intensity < ridge ? Bound::Memory : Bound::Compute;
 }
@@ -99,7 +100,7 @@ QString boundSentence(double intensity, IntensityBasis basis, double ridge)
     QString basisName = intensityBasisText(basis);
     basisName = basisName.left(basisName.indexOf(QLatin1String(" ("))); // "one kernel"
     if (bound == Bound::Unknown)
-        return positive(intensity) ? QStringLiteral("unknown: %1 (%2), no ridge point known")
+        return std::isfinite(intensity) && intensity >= 0 ? QStringLiteral("unknown: %1 (%2), no ridge point known")
                                          .arg(flopPerByteText(intensity), basisName)
                                    : QStringLiteral("unknown: no intensity");
     return QStringLiteral("%1: %2 (%3) is %4 the ridge point, %5")
@@ -133,7 +134,7 @@ double TrafficModel::bytes(IntensityBasis basis) const
 double TrafficModel::intensity(IntensityBasis basis) const
 {
     const double b = bytes(basis);
-    return positive(b) && positive(flops) ? flops / b : std::numeric_limits<double>::quiet_NaN();
+    return positive(b) && flops >= 0 ? flops / b : std::numeric_limits<double>::quiet_NaN();
 }
 
 TrafficModel trafficModel(const AnalyzeResult& a)

@@ -43,7 +43,8 @@ enum class Bound { Unknown, Memory, Compute };
 
 /// The ridge point of a compute peak against a bandwidth, FLOP/byte; NaN unless both are > 0.
 double ridgeIntensity(double computeGflops, double bandwidthGBps);
-/// Memory below the ridge, Compute at or above it; Unknown when either is not a positive number.
+/// Memory below the ridge (0 FLOP/B included), Compute at or above it; Unknown when the intensity
+/// is not a number ≥ 0 or the ridge not a positive number.
 Bound boundAt(double intensity, double ridge);
 /// The task's bound on a GPU with this ridge: its one-kernel intensity against the ridge.
 Bound taskBound(const AnalyzeResult& analysis, double ridge);
