@@ -384,7 +384,6 @@ void RooflineChart::rebuildPoints()
                 static_cast<int>(mk.role), !mk.measured}]
             .append(m);
     }
-    const QString gpu = m_roofs.name;
     for (const auto& [key, indices] : groups) {
         const auto [level, roleInt, analytic] = key;
         const auto role = static_cast<RooflineMarker::Role>(roleInt);
@@ -425,7 +424,6 @@ void RooflineChart::rebuildPoints()
                 [this, s](const QPointF& value, bool state) { onPointHovered(s, value, state); });
         connect(s, &QScatterSeries::clicked, this, [this, s](const QPointF& value) { onPointClicked(s, value); });
     }
-    Q_UNUSED(gpu);
 
     // Arrows from each reference to its candidate.
     QHash<int, QPointF> referenceAt;
