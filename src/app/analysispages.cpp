@@ -33,9 +33,10 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     top->addWidget(m_measure);
     top->addStretch(1);
     layout->addLayout(top);
-    m_note = new QLabel(tr("Unfused, every operator reads its inputs from HBM and writes its output back; one fused "
-                           "kernel reads the inputs once and writes the result once. Bytes are computed from the "
-                           "shapes (analyze)."),
+    m_note = new QLabel(tr("Unfused, every operator reads its inputs from HBM and writes its output back; library op + fused "
+                           "epilogue, each matmul/conv keeps its own traffic and the ops after it run as one pass; one "
+                           "kernel reads the inputs once and writes the result once (docs/roofline.md). Bytes are "
+                           "computed from the shapes (analyze)."),
                         this);
     m_note->setWordWrap(true);
     layout->addWidget(m_note);
@@ -133,9 +134,10 @@ void TrafficPage::update()
                             .arg(measured->bandwidthGBps, 0, 'f', 0)
                             .arg(measured->origin));
     } else {
-        m_note->setText(tr("Unfused, every operator reads its inputs from HBM and writes its output back; one fused "
-                           "kernel reads the inputs once and writes the result once. Bytes are computed from the "
-                           "shapes (analyze); \"Measure on this GPU\" adds each op's measured time."));
+        m_note->setText(tr("Unfused, every operator reads its inputs from HBM and writes its output back; library op + fused "
+                           "epilogue, each matmul/conv keeps its own traffic and the ops after it run as one pass; one "
+                           "kernel reads the inputs once and writes the result once (docs/roofline.md). Bytes are "
+                           "computed from the shapes (analyze); \"Measure on this GPU\" adds each op's measured time."));
     }
 }
 
@@ -146,8 +148,10 @@ BestOfNPage::BestOfNPage(QWidget* parent)
     m_note = new QLabel(tr("First-turn pass@n (unbiased estimator), not the study's best-of-n: for the runs checked "
                            "on the Results page that have several first-turn samples per task, the chance that one of "
                            "n of a task's first-turn samples is correct, averaged over every task (missing samples "
-                           "count as failures), with 95 % bootstrap intervals over tasks. The study's best-of-n (the "
-                           "whole regime once per n, kwb sweep) is in kwb report's \"Best-of-n\" table."),
+                           "count as failures), with 95 % bootstrap intervals over tasks. A sample whose time is "
+                           "below the roofline floor is not counted as correct; a run with such samples is ringed in "
+                           "red, and its tooltip says which and why. The study's best-of-n (the whole regime once per "
+                           "n, kwb sweep) is in kwb report's \"Best-of-n\" table."),
                         this);
     m_note->setWordWrap(true);
     layout->addWidget(m_note);

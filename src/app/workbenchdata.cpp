@@ -42,17 +42,35 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
             TaskTimes& t = times[record.task];
             if (record.id > eagerFrom.value(record.task)) { // the latest measurement of the reference
                 t.eagerMs = eager;
+                t.gpuName = runGpuName(run);
                 eagerFrom.insert(record.task, record.id);
             }
             const double candidate = meanMs(e.timing.candidate);
             if (!e.isCorrect() || candidate <= 0)
                 continue;
+            const QString label =
+                QStringLiteral("#%1 %2, turn %3, sample %4").arg(run.id).arg(run.regime).arg(record.turn).arg(record.sample);
+            if (!e.countsAsCorrect()) {
+                if (!t.notCountedMs || candidate < *t.notCountedMs) {
+                    t.notCountedMs = candidate;
+                    t.notCountedWhy = QStringLiteral("%1: %2").arg(label, notCountedReason(e));
+                }
+                continue;
+            }
             if (!t.bestCandidateMs || candidate < *t.bestCandidateMs) {
                 t.bestCandidateMs = candidate;
                 t.bestCandidateCustom = e.customLaunches.value_or(0) > 0;
+                t.bestBasis = candidateBasis(e);
                 t.bestEvaluation = record.id;
-                t.bestLabel = QStringLiteral("#%1 %2, turn %3, sample %4").arg(run.id).arg(run.regime).arg(record.turn).arg(record.sample);
+                t.bestLabel = label;
             }
+        }
+    }
+    // A time that does not count is drawn only where it beats the counted best.
+    for (TaskTimes& t : times) {
+        if (t.notCountedMs && t.bestCandidateMs && *t.notCountedMs >= *t.bestCandidateMs) {
+            t.notCountedMs.reset();
+            t.notCountedWhy.clear();
         }
     }
     return times;
@@ -77,22 +95,36 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
         if (!task.hasAnalysis() || t == times.cend() || t->eagerMs <= 0)
             continue;
         const TaskAnalysis& a = task.analysis;
-        const double flops = a.flops;
-        const double unfused = a.intensityUnfused;
-        if (flops <= 0 || unfused <= 0)
+        const TrafficModel model = trafficModel(a);
+        const double flops = model.flops;
+        const double unfused = model.intensity(IntensityBasis::EagerUnfused);
+        if (!(flops > 0) || !(unfused > 0))
             continue;
         RooflinePoint p;
         p.task = task.id;
         p.level = task.level;
         p.intensity = unfused;
+        p.measuredOn = t->gpuName;
+        p.oneKernelIntensity = model.intensity(IntensityBasis::OneKernel);
         p.referenceGflops = flops / (t->eagerMs * 1e-3) / 1e9;
         QString detail = QStringLiteral("%1 — eager %2 ms").arg(task.title).arg(t->eagerMs, 0, 'f', 3);
         if (t->bestCandidateMs) {
             p.candidateGflops = flops / (*t->bestCandidateMs * 1e-3) / 1e9;
-            const double fused = a.intensityFused;
-            if (t->bestCandidateCustom && fused > 0)
-                p.candidateIntensity = fused;
+            // A chain without a library op has no "library + epilogue" model: its own kernels
+            // next to torch's can at best be one kernel.
+            IntensityBasis basis = t->bestBasis;
+            if (basis == IntensityBasis::LibraryEpilogue && !model.libraryEpilogueBytes)
+                basis = IntensityBasis::OneKernel;
+            const double x = model.intensity(basis);
+            if (basis != IntensityBasis::EagerUnfused && x > 0) {
+                p.candidateIntensity = x;
+                p.candidateBasis = basis;
+            }
             detail += QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
+        }
+        if (t->notCountedMs) {
+            p.notCountedGflops = flops / (*t->notCountedMs * 1e-3) / 1e9;
+            p.notCountedWhy = t->notCountedWhy;
         }
         p.detail = detail;
         points.append(p);
@@ -111,9 +143,18 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
             label += QStringLiteral(" sweep");
         if (!run.ablated.isEmpty())
             label += QStringLiteral(" −") + run.ablated.join(QStringLiteral(", −"));
-        series.append(BestOfNSeries{label, 0, run.firstTurnPassAtN->overall});
-        for (auto it = run.firstTurnPassAtN->perLevel.cbegin(); it != run.firstTurnPassAtN->perLevel.cend(); ++it)
-            series.append(BestOfNSeries{label, it.key(), it.value()});
+        // Coloured by run id, so a run keeps its colour when another is unchecked.
+        const int key = static_cast<int>(run.run.id);
+        series.append(BestOfNSeries{label, 0, run.firstTurnPassAtN->overall, key, run.firstTurnPassAtN->notCounted,
+                                    run.firstTurnPassAtN->notCountedWhy});
+        for (auto it = run.firstTurnPassAtN->perLevel.cbegin(); it != run.firstTurnPassAtN->perLevel.cend(); ++it) {
+            // Per level: only that level's samples that were not counted.
+            QStringList why;
+            for (const QString& w : run.firstTurnPassAtN->notCountedWhy)
+                if (w.startsWith(QStringLiteral("L%1/").arg(it.key())))
+                    why << w;
+            series.append(BestOfNSeries{label, it.key(), it.value(), key, int(why.size()), why});
+        }
     }
     return series;
 }

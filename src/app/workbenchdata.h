@@ -6,6 +6,7 @@
 #include "app/charts/rooflinechart.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "core/tasks/kernelbound.h"
 #include "core/tasks/taskcatalog.h"
 
 #include <QHash>
@@ -25,6 +26,12 @@ struct TaskTimes
     bool bestCandidateCustom = false;      ///< that candidate launched kernels of its own (it may fuse)
     qint64 bestEvaluation = 0;             ///< its evaluation id
     QString bestLabel;                     ///< "#4 agent, turn 1, sample 2"
+    IntensityBasis bestBasis = IntensityBasis::EagerUnfused; ///< its traffic model (candidateBasis())
+    QString gpuName;                       ///< the GPU the eager time was measured on
+    /// The fastest candidate with status correct that does not count (below the roofline floor),
+    /// kept only when faster than the best counted one.
+    std::optional<double> notCountedMs;
+    QString notCountedWhy; ///< notCountedReason(), with its label
 };
 
 /// Per task, from every run of the store whose GPU is `gpuName` (empty: any GPU).
@@ -35,9 +42,10 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
 /// machine without one.
 QJsonObject latestRunDevice(const RunStore& store);
 
-/// Roofline points: every analysed task with an eager time, at its unfused intensity; its best
-/// correct candidate at the fused intensity when it launched kernels of its own (the most it can
-/// have saved), else at the same intensity.
+/// Roofline points: every analysed task with an eager time, at its eager (unfused) intensity; its
+/// best counted candidate at the intensity of the traffic model its kernels imply
+/// (core candidateBasis(): library op + fused epilogue, one kernel, or eager), marked with it; a
+/// faster candidate that does not count (below the roofline floor) with the reason.
 QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QString, TaskTimes>& times);
 
 /// Best-of-n curves of the report's runs that have one: overall and per level, labelled by run.

@@ -10,10 +10,14 @@
 #include <QGraphicsPathItem>
 #include <QGraphicsSimpleTextItem>
 #include <QHBoxLayout>
+#include <QHelpEvent>
 #include <QLabel>
 #include <QLegend>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QPainterPath>
+#include <QScatterSeries>
+#include <QTimer>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -65,11 +69,15 @@ BestOfNChart::BestOfNChart(QWidget* parent)
     m_view = new QChartView(chart, this);
     m_view->setRenderHint(QPainter::Antialiasing);
     m_view->setMinimumSize(420, 300);
+    m_view->viewport()->installEventFilter(this);
     layout->addWidget(m_view, 1);
 
     m_axisY = new QValueAxis(this);
-    m_axisY->setRange(0.0, 100.0);
-    m_axisY->setTickCount(6);
+    // A little room beyond 0 and 100 %, so a marker at either end is not cut by the plot's edge.
+    m_axisY->setRange(-4.0, 104.0);
+    m_axisY->setTickType(QValueAxis::TicksDynamic);
+    m_axisY->setTickAnchor(0.0);
+    m_axisY->setTickInterval(20.0);
     m_axisY->setMinorTickCount(1);
     m_axisY->setLabelFormat(QStringLiteral("%.0f"));
     m_axisY->setTitleText(QStringLiteral("correct %"));
@@ -164,9 +172,12 @@ void BestOfNChart::rebuild()
         const BestOfNSeries& s = visible.at(i);
         const double offset = k > 1 ? -spread / 2 + spread * i / (k - 1) : 0.0;
         auto* line = new QLineSeries;
-        line->setName(s.label);
+        line->setName(s.notCounted > 0 ? QStringLiteral("%1 (%2 not counted: below the roofline floor)")
+                                             .arg(s.label)
+                                             .arg(s.notCounted)
+                                       : s.label);
         line->setObjectName(QStringLiteral("curve:%1").arg(i));
-        const QColor color = seriesColor(i);
+        const QColor color = curveColor(i);
         line->setPen(QPen(color, 2.2));
         line->setPointsVisible(true);
         line->setMarkerSize(8.0);
@@ -192,6 +203,22 @@ void BestOfNChart::rebuild()
         line->attachAxis(m_axisX);
         line->attachAxis(m_axisY);
         m_lines.append(line);
+        if (s.notCounted > 0) {
+            // Ringed in red: this curve left out samples whose times are impossible.
+            auto* rings = new QScatterSeries;
+            rings->setObjectName(QStringLiteral("not-counted:%1").arg(i));
+            rings->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+            rings->setMarkerSize(15.0);
+            rings->setColor(Qt::transparent);
+            rings->setBorderColor(QColor(0xc0, 0x39, 0x2b));
+            rings->setPen(QPen(QColor(0xc0, 0x39, 0x2b), 1.6));
+            rings->append(line->points());
+            c->addSeries(rings);
+            rings->attachAxis(m_axisX);
+            rings->attachAxis(m_axisY);
+            if (auto markers = c->legend()->markers(rings); !markers.isEmpty())
+                markers.first()->setVisible(false);
+        }
         m_drawn.append(d);
         auto* bars = new QGraphicsPathItem(c);
         bars->setPen(QPen(color.darker(110), 1.4));
@@ -219,6 +246,75 @@ void BestOfNChart::rebuild()
     m_emptyItem->setText(emptyText());
     m_emptyItem->setVisible(!emptyText().isEmpty());
     relayoutOverlay();
+    // The new axis reaches the series' domain only when the chart lays out again, which need
+    // not move the plot area (no plotAreaChanged): place the error bars again then, so none of
+    // the previous level's stay painted.
+    if (!m_relayoutQueued) {
+        m_relayoutQueued = true;
+        QTimer::singleShot(0, this, [this] {
+            m_relayoutQueued = false;
+            relayoutOverlay();
+            m_view->viewport()->update();
+        });
+    }
+}
+
+QPoint BestOfNChart::viewportPosition(int curve, int drawn) const
+{
+    if (curve < 0 || curve >= m_lines.size() || drawn < 0 || drawn >= m_lines.at(curve)->count())
+        return QPoint(-1, -1);
+    const QPointF inChart = chart()->mapToPosition(m_lines.at(curve)->at(drawn), m_lines.at(curve));
+    return m_view->mapFromScene(chart()->mapToScene(inChart));
+}
+
+QPair<int, int> BestOfNChart::pointAt(const QPoint& viewportPos) const
+{
+    QPair<int, int> best(-1, -1);
+    double bestDistance = 8.0; // pixels: on the marker
+    for (int i = 0; i < m_lines.size(); ++i) {
+        for (int j = 0; j < m_lines.at(i)->count(); ++j) {
+            const double d = QLineF(QPointF(viewportPosition(i, j)), QPointF(viewportPos)).length();
+            if (d <= bestDistance) {
+                bestDistance = d;
+                best = {i, m_drawn.at(i).pointIndex.at(j)};
+            }
+        }
+    }
+    return best;
+}
+
+bool BestOfNChart::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_view->viewport()) {
+        if (event->type() == QEvent::ToolTip) {
+            auto* help = static_cast<QHelpEvent*>(event);
+            const auto [curve, point] = pointAt(help->pos());
+            if (curve >= 0) {
+                QToolTip::showText(help->globalPos(), toolTipText(curve, point), m_view->viewport());
+                return true;
+            }
+        } else if (event->type() == QEvent::MouseButtonPress) {
+            QToolTip::hideText();
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+QColor BestOfNChart::curveColor(int curve) const
+{
+    const QList<BestOfNSeries> visible = visibleCurves();
+    if (curve < 0 || curve >= visible.size())
+        return QColor();
+    const int key = visible.at(curve).colorKey;
+    return seriesColor(key >= 0 ? key : curve);
+}
+
+QList<QPainterPath> BestOfNChart::errorBarPaths() const
+{
+    QList<QPainterPath> out;
+    for (const QGraphicsPathItem* item : m_errorItems)
+        out.append(item->path());
+    return out;
 }
 
 void BestOfNChart::relayoutOverlay()
@@ -274,6 +370,16 @@ QString BestOfNChart::toolTipText(int curve, int pointIndex) const
     if (std::isfinite(p.passPct.low) && std::isfinite(p.passPct.high))
         lines << QStringLiteral("95 % interval %1–%2 %")
                      .arg(QString::number(p.passPct.low, 'f', 1), QString::number(p.passPct.high, 'f', 1));
+    if (s.notCounted > 0) {
+        lines << QStringLiteral("<span style='color:#c0392b'><b>%1 sample%2 not counted</b> (status correct, time "
+                                "below the roofline floor):</span>")
+                     .arg(s.notCounted)
+                     .arg(s.notCounted == 1 ? QString() : QStringLiteral("s"));
+        for (int k = 0; k < s.notCountedWhy.size() && k < 3; ++k)
+            lines << s.notCountedWhy.at(k).toHtmlEscaped();
+        if (s.notCountedWhy.size() > 3)
+            lines << QStringLiteral("… and %1 more").arg(s.notCountedWhy.size() - 3);
+    }
     lines << QStringLiteral("%1 task%2 with at least %3 sample%4")
                  .arg(p.tasks)
                  .arg(p.tasks == 1 ? QString() : QStringLiteral("s"))

@@ -17,6 +17,7 @@ class QChartView;
 class QComboBox;
 class QGraphicsPathItem;
 class QGraphicsSimpleTextItem;
+class QPainterPath;
 class QLineSeries;
 class QValueAxis;
 
@@ -30,6 +31,13 @@ struct BestOfNSeries
     QString label; ///< "agent", "zero-shot", …
     int level = 0; ///< 0 = all levels pooled; 1, 2, 3 = that level only
     QList<BestOfNPoint> points;
+    /// The colour's key (the run id): a curve keeps its colour when other runs come and go.
+    /// -1: by position among the visible curves.
+    int colorKey = -1;
+    /// Samples of this run with status correct that are not counted (below the roofline floor),
+    /// and why; the curve's markers are then ringed in red and the tooltip says so.
+    int notCounted = 0;
+    QStringList notCountedWhy;
 };
 
 class BestOfNChart
@@ -59,6 +67,15 @@ public:
     QList<QList<QPair<QPointF, QPointF>>> errorBars() const;
     /// The tooltip of point `pointIndex` of visible curve `curve`.
     QString toolTipText(int curve, int pointIndex) const;
+    /// The colour of visible curve `curve` (stable per colorKey).
+    QColor curveColor(int curve) const;
+    /// The error bars' paths as painted, per visible curve, in chart coordinates.
+    QList<QPainterPath> errorBarPaths() const;
+    /// Where drawn point `drawn` (in n order) of visible curve `curve` is, in viewport
+    /// coordinates of chartView(); (-1, -1) if none.
+    QPoint viewportPosition(int curve, int drawn) const;
+    /// The (curve, index into its points) under a viewport position, or (-1, -1).
+    QPair<int, int> pointAt(const QPoint& viewportPos) const;
     /// The text shown when no curve is drawn ("" when one is).
     QString emptyText() const;
 
@@ -67,6 +84,11 @@ public:
 
 Q_SIGNALS:
     void levelFilterChanged(int level);
+
+protected:
+    /// The view's tooltip events: the point under the cursor keeps its text (QGraphicsView alone
+    /// hides it, the points being no items with a tool tip); a press takes it away.
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     struct Drawn
@@ -89,6 +111,7 @@ private:
     QList<QLineSeries*> m_lines;
     QList<Drawn> m_drawn;
     QList<QGraphicsPathItem*> m_errorItems;
+    bool m_relayoutQueued = false;
     QGraphicsSimpleTextItem* m_emptyItem = nullptr;
 };
 

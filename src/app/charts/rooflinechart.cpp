@@ -7,6 +7,8 @@
 #include <QCursor>
 #include <QGraphicsPathItem>
 #include <QGraphicsSimpleTextItem>
+#include <QHelpEvent>
+#include <QMouseEvent>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 namespace kwb::app {
 
@@ -158,9 +161,11 @@ void RooflineChart::rebuild()
 {
     QChart* c = chart();
     m_seriesPoints.clear();
+    m_seriesMarkers.clear();
     m_roofSeries.clear();
     c->removeAllSeries();
     clearOverlay();
+    buildMarkers();
     updateRanges();
     rebuildRoofs();
     rebuildPoints();
@@ -172,7 +177,9 @@ void RooflineChart::rebuild()
         const Roof* mem = m_roofs.primaryMemory();
         c->setTitle(QStringLiteral("<b>%1</b>: %2, FP32 %3, FP32 ridge %4")
                         .arg(m_roofs.name.toHtmlEscaped(), mem->label + QLatin1Char(' ') + humanBandwidth(mem->value),
-                             humanGflops(m_roofs.fp32Gflops()), intensityText(m_roofs.fp32RidgeIntensity())));
+                             humanGflops(m_roofs.fp32Gflops()), intensityText(m_roofs.fp32RidgeIntensity())) +
+                    (placementNote().isEmpty() ? QString()
+                                               : QStringLiteral("<br><small>%1</small>").arg(placementNote().toHtmlEscaped())));
     } else {
         c->setTitle(m_roofs.name.isEmpty() ? QStringLiteral("Roofline") : m_roofs.name.toHtmlEscaped());
     }
@@ -192,17 +199,13 @@ void RooflineChart::updateRanges()
         if (positiveFinite(bw))
             xHi = std::max(xHi, r.value / bw * 3.0);
     }
-    for (const RooflinePoint& p : m_points) {
-        for (double x : {p.intensity, p.candidateX()}) {
-            xLo = std::min(xLo, x / 1.5);
-            xHi = std::max(xHi, x * 1.5);
-        }
-        yLo = std::min(yLo, p.referenceGflops / 1.5);
-        yHi = std::max(yHi, p.referenceGflops * 1.5);
-        if (p.candidateGflops) {
-            yLo = std::min(yLo, *p.candidateGflops / 1.5);
-            yHi = std::max(yHi, *p.candidateGflops * 1.5);
-        }
+    for (const RooflineMarker& mk : std::as_const(m_markers)) {
+        if (!positiveFinite(mk.at.x()) || !positiveFinite(mk.at.y()))
+            continue;
+        xLo = std::min(xLo, mk.at.x() / 1.5);
+        xHi = std::max(xHi, mk.at.x() * 1.5);
+        yLo = std::min(yLo, mk.at.y() / 1.5);
+        yHi = std::max(yHi, mk.at.y() * 1.5);
     }
     m_xMin = decadeFloor(xLo);
     m_xMax = decadeCeil(xHi);
@@ -340,66 +343,115 @@ void RooflineChart::rebuildRoofs()
         markers.first()->setVisible(false);
 }
 
+void RooflineChart::buildMarkers()
+{
+    m_markers.clear();
+    for (int i = 0; i < m_points.size(); ++i) {
+        const RooflinePoint& p = m_points.at(i);
+        const bool measured = drawsMeasured(p.measuredOn);
+        // On another GPU's roofs a measured time means nothing: place the task at what these
+        // roofs allow at its intensity.
+        auto y = [&](double x, double time) { return measured ? time : m_roofs.attainableGflops(x); };
+        if (!measured && !m_roofs.isValid())
+            continue;
+        m_markers.append(RooflineMarker{i, RooflineMarker::Role::Reference, IntensityBasis::EagerUnfused, measured,
+                                        QPointF(p.intensity, y(p.intensity, p.referenceGflops))});
+        if (p.candidateGflops)
+            m_markers.append(RooflineMarker{i, RooflineMarker::Role::Candidate,
+                                            p.candidateIntensity ? p.candidateBasis : IntensityBasis::EagerUnfused,
+                                            measured, QPointF(p.candidateX(), y(p.candidateX(), *p.candidateGflops))});
+        // A time below the floor is drawn only where it was measured; at the one-kernel
+        // intensity, the most generous placement, so a star above the roof is impossible by any
+        // traffic model.
+        if (measured && p.notCountedGflops && positiveFinite(*p.notCountedGflops)) {
+            const bool oneKernel = positiveFinite(p.oneKernelIntensity);
+            m_markers.append(RooflineMarker{i, RooflineMarker::Role::NotCounted,
+                                            oneKernel ? IntensityBasis::OneKernel : IntensityBasis::EagerUnfused, true,
+                                            QPointF(oneKernel ? p.oneKernelIntensity : p.intensity, *p.notCountedGflops)});
+        }
+    }
+}
+
 void RooflineChart::rebuildPoints()
 {
     QChart* c = chart();
-    // Levels in order, each with a reference and a candidate series.
-    std::map<int, QList<int>> byLevel;
-    for (int i = 0; i < m_points.size(); ++i)
-        byLevel[m_points.at(i).level >= 1 && m_points.at(i).level <= 3 ? m_points.at(i).level : 0].append(i);
-
-    for (const auto& [level, indices] : byLevel) {
-        for (bool candidate : {false, true}) {
-            auto* s = new QScatterSeries;
-            const QString role = candidate ? QStringLiteral("best candidate") : QStringLiteral("eager reference");
-            s->setName(QStringLiteral("%1 %2").arg(levelName(level), role));
-            s->setObjectName(
-                QStringLiteral("points:%1:%2")
-                    .arg(levelName(level), candidate ? QStringLiteral("candidate") : QStringLiteral("reference")));
+    // Series by (level, role, measured), levels in order.
+    std::map<std::tuple<int, int, bool>, QList<int>> groups;
+    for (int m = 0; m < m_markers.size(); ++m) {
+        const RooflineMarker& mk = m_markers.at(m);
+        const int level = m_points.at(mk.point).level;
+        groups[{mk.role == RooflineMarker::Role::NotCounted ? 9 : (level >= 1 && level <= 3 ? level : 0),
+                static_cast<int>(mk.role), !mk.measured}]
+            .append(m);
+    }
+    for (const auto& [key, indices] : groups) {
+        const auto [level, roleInt, analytic] = key;
+        const auto role = static_cast<RooflineMarker::Role>(roleInt);
+        const bool candidate = role == RooflineMarker::Role::Candidate;
+        auto* s = new QScatterSeries;
+        if (role == RooflineMarker::Role::NotCounted) {
+            s->setName(QStringLiteral("not counted: below the roofline floor"));
+            s->setObjectName(QStringLiteral("points:not-counted"));
+            s->setMarkerShape(QScatterSeries::MarkerShapeStar);
+            s->setMarkerSize(kMarkerSize + 5);
+            s->setColor(QColor(0xc0, 0x39, 0x2b));
+            s->setPen(QPen(QColor(0x7b, 0x24, 0x1c), 1.0));
+        } else {
+            const QString roleName = candidate ? QStringLiteral("best candidate") : QStringLiteral("eager reference");
+            s->setName(analytic ? QStringLiteral("%1 %2 (analytic: attainable on this GPU)").arg(levelName(level), roleName)
+                                : QStringLiteral("%1 %2").arg(levelName(level), roleName));
+            s->setObjectName(QStringLiteral("%1:%2:%3")
+                                 .arg(analytic ? QStringLiteral("analytic") : QStringLiteral("points"), levelName(level),
+                                      candidate ? QStringLiteral("candidate") : QStringLiteral("reference")));
             s->setMarkerShape(shapeForLevel(level));
             s->setMarkerSize(kMarkerSize);
             const QColor color = candidate ? candidateColor() : referenceColor();
-            s->setColor(candidate ? color : QColor(Qt::white));
-            s->setPen(QPen(candidate ? color.darker(130) : color, 1.6));
-            QList<PointRef> refs;
-            for (int i : indices) {
-                const RooflinePoint& p = m_points.at(i);
-                if (candidate && !p.candidateGflops)
-                    continue;
-                s->append(candidate ? QPointF(p.candidateX(), *p.candidateGflops)
-                                    : QPointF(p.intensity, p.referenceGflops));
-                refs.append(PointRef{i, candidate});
-            }
-            if (refs.isEmpty()) {
-                delete s;
-                continue;
-            }
-            c->addSeries(s);
-            s->attachAxis(m_axisX);
-            s->attachAxis(m_axisY);
-            m_seriesPoints.insert(s, refs);
-            connect(s, &QScatterSeries::hovered, this,
-                    [this, s](const QPointF& value, bool state) { onPointHovered(s, value, state); });
-            connect(s, &QScatterSeries::clicked, this, [this, s](const QPointF& value) { onPointClicked(s, value); });
+            // Measured candidates are filled; analytic markers are hollow and dashed.
+            s->setColor(candidate && !analytic ? color : QColor(Qt::white));
+            s->setPen(QPen(candidate ? color.darker(130) : color, 1.6, analytic ? Qt::DotLine : Qt::SolidLine));
         }
+        QList<PointRef> refs;
+        for (int m : indices) {
+            s->append(m_markers.at(m).at);
+            refs.append(PointRef{m_markers.at(m).point, candidate, m});
+        }
+        c->addSeries(s);
+        s->attachAxis(m_axisX);
+        s->attachAxis(m_axisY);
+        m_seriesPoints.insert(s, refs);
+        m_seriesMarkers.insert(s, indices);
+        connect(s, &QScatterSeries::hovered, this,
+                [this, s](const QPointF& value, bool state) { onPointHovered(s, value, state); });
+        connect(s, &QScatterSeries::clicked, this, [this, s](const QPointF& value) { onPointClicked(s, value); });
     }
 
     // Arrows from each reference to its candidate.
-    for (int i = 0; i < m_points.size(); ++i) {
-        const RooflinePoint& p = m_points.at(i);
-        if (!p.candidateGflops)
+    QHash<int, QPointF> referenceAt;
+    for (const RooflineMarker& mk : std::as_const(m_markers))
+        if (mk.role == RooflineMarker::Role::Reference)
+            referenceAt.insert(mk.point, mk.at);
+    for (const RooflineMarker& mk : std::as_const(m_markers)) {
+        if (mk.role != RooflineMarker::Role::Candidate || !referenceAt.contains(mk.point))
             continue;
+        const RooflinePoint& p = m_points.at(mk.point);
+        const QPointF from = referenceAt.value(mk.point);
         auto* arrow = new QGraphicsPathItem(c);
-        const bool faster = *p.candidateGflops >= p.referenceGflops;
+        const bool faster = mk.at.y() >= from.y();
         QColor color = faster ? candidateColor() : QColor(0xc0, 0x39, 0x2b);
-        color.setAlpha(190);
-        arrow->setPen(QPen(color, 1.4, Qt::SolidLine, Qt::RoundCap, Qt::RoundJoin));
+        color.setAlpha(mk.measured ? 190 : 110);
+        arrow->setPen(QPen(color, 1.4, mk.measured ? Qt::SolidLine : Qt::DashLine, Qt::RoundCap, Qt::RoundJoin));
         arrow->setBrush(color);
         arrow->setZValue(kArrowZ);
-        arrow->setToolTip(QStringLiteral("%1: %2× the reference's GFLOP/s")
-                              .arg(p.task, QString::number(*p.candidateGflops / p.referenceGflops, 'f', 2)));
+        arrow->setToolTip(mk.measured ? QStringLiteral("%1: %2× the reference's GFLOP/s, moved from %3 to %4")
+                                            .arg(p.task, QString::number(mk.at.y() / from.y(), 'f', 2),
+                                                 intensityBasisText(IntensityBasis::EagerUnfused),
+                                                 intensityBasisText(mk.basis))
+                                      : QStringLiteral("%1: from %2 to %3, attainable on %4 (analytic)")
+                                            .arg(p.task, intensityBasisText(IntensityBasis::EagerUnfused),
+                                                 intensityBasisText(mk.basis), m_roofs.name));
         m_arrowItems.append(arrow);
-        m_arrowPoints.append(i);
+        m_arrowPoints.append(mk.point);
+        m_arrowEnds.append({from, mk.at});
     }
 }
 
@@ -411,6 +463,7 @@ void RooflineChart::clearOverlay()
     qDeleteAll(m_arrowItems);
     m_arrowItems.clear();
     m_arrowPoints.clear();
+    m_arrowEnds.clear();
     m_noteItem->setText(QString());
 }
 
@@ -450,9 +503,8 @@ void RooflineChart::relayoutOverlay()
     }
 
     for (int a = 0; a < m_arrowItems.size(); ++a) {
-        const RooflinePoint& p = m_points.at(m_arrowPoints.at(a));
-        const QPointF from = toPixel(QPointF(p.intensity, p.referenceGflops));
-        const QPointF to = toPixel(QPointF(p.candidateX(), *p.candidateGflops));
+        const QPointF from = toPixel(m_arrowEnds.at(a).first);
+        const QPointF to = toPixel(m_arrowEnds.at(a).second);
         const QLineF line(from, to);
         // Between the markers' edges; too short to see between two markers: no arrow.
         const qreal gap = kMarkerSize / 2.0 + 1.5;
@@ -519,66 +571,146 @@ void RooflineChart::onPointHovered(QXYSeries* series, const QPointF& value, bool
         return;
     }
     const PointRef ref = pointAt(series, value);
-    if (ref.index >= 0)
-        QToolTip::showText(QCursor::pos(), toolTipText(ref.index, ref.candidate), this);
+    if (ref.marker >= 0)
+        QToolTip::showText(QCursor::pos(), markerToolTip(ref.marker), this);
 }
 
 void RooflineChart::onPointClicked(QXYSeries* series, const QPointF& value)
 {
     const PointRef ref = pointAt(series, value);
-    if (ref.index >= 0)
-        Q_EMIT taskActivated(m_points.at(ref.index).task);
+    if (ref.index < 0)
+        return;
+    // The task opens on another page: no tooltip of this one may stay over it.
+    QToolTip::hideText();
+    Q_EMIT taskActivated(m_points.at(ref.index).task);
 }
 
-QString RooflineChart::toolTipText(int pointIndex, bool candidate) const
+int RooflineChart::markerAt(const QPoint& viewportPos) const
 {
-    if (pointIndex < 0 || pointIndex >= m_points.size())
+    int best = -1;
+    double bestDistance = kMarkerSize / 2.0 + 3.0;
+    for (auto it = m_seriesMarkers.cbegin(); it != m_seriesMarkers.cend(); ++it) {
+        for (int m : it.value()) {
+            const QPointF inChart = chart()->mapToPosition(m_markers.at(m).at, it.key());
+            const QPointF at = mapFromScene(chart()->mapToScene(inChart));
+            const double d = QLineF(at, QPointF(viewportPos)).length();
+            if (d <= bestDistance) {
+                bestDistance = d;
+                best = m;
+            }
+        }
+    }
+    return best;
+}
+
+bool RooflineChart::viewportEvent(QEvent* event)
+{
+    // QGraphicsView answers a tooltip event from the items' own tool tips, and hides the text
+    // where an item has none: the markers' text is shown here instead, so it stays.
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const int m = markerAt(help->pos());
+        if (m >= 0) {
+            QToolTip::showText(help->globalPos(), markerToolTip(m), viewport());
+            return true;
+        }
+    }
+    return QChartView::viewportEvent(event);
+}
+
+void RooflineChart::mousePressEvent(QMouseEvent* event)
+{
+    QToolTip::hideText();
+    QChartView::mousePressEvent(event);
+}
+
+QString RooflineChart::placementNote() const
+{
+    QStringList elsewhere;
+    bool any = false;
+    for (const RooflinePoint& p : m_points) {
+        any = true;
+        if (!drawsMeasured(p.measuredOn)) {
+            const QString on = p.measuredOn.isEmpty() ? QStringLiteral("an unknown GPU") : p.measuredOn;
+            if (!elsewhere.contains(on))
+                elsewhere << on;
+        }
+    }
+    if (!any || !m_roofs.isValid())
         return QString();
-    const RooflinePoint& p = m_points.at(pointIndex);
-    if (candidate && !p.candidateGflops)
+    if (elsewhere.isEmpty())
+        return QStringLiteral("Measured on this GPU; reference at the eager (op by op) intensity, candidates at the "
+                              "intensity of what they launched (analytic traffic model, see each tooltip)");
+    return QStringLiteral("Times measured on %1 are not drawn against these roofs: each task is placed where the %2 "
+                          "roofs put it at its analytic intensity (hollow markers on the roof; no time rescaled)")
+        .arg(elsewhere.join(QStringLiteral(", ")), m_roofs.name);
+}
+
+QString RooflineChart::markerToolTip(int marker) const
+{
+    if (marker < 0 || marker >= m_markers.size())
         return QString();
-    const double x = candidate ? p.candidateX() : p.intensity;
-    const double y = candidate ? *p.candidateGflops : p.referenceGflops;
+    const RooflineMarker& mk = m_markers.at(marker);
+    const RooflinePoint& p = m_points.at(mk.point);
+    const double x = mk.at.x(), y = mk.at.y();
+    const QString role = mk.role == RooflineMarker::Role::Reference   ? QStringLiteral("eager reference")
+                         : mk.role == RooflineMarker::Role::Candidate ? QStringLiteral("best candidate")
+                                                                      : QStringLiteral("not counted");
     QStringList lines;
-    lines << QStringLiteral("<b>%1</b> · %2")
-                 .arg(p.task.toHtmlEscaped(),
-                      candidate ? QStringLiteral("best candidate") : QStringLiteral("eager reference"));
-    lines << QStringLiteral("intensity %1").arg(intensityText(x));
+    lines << QStringLiteral("<b>%1</b> · %2").arg(p.task.toHtmlEscaped(), role);
+    lines << QStringLiteral("intensity %1: %2").arg(intensityText(x), intensityBasisText(mk.basis));
+    const double ridge = m_roofs.fp32RidgeIntensity();
     if (m_roofs.isValid()) {
         const double roof = m_roofs.attainableGflops(x);
-        const double ridge = m_roofs.fp32RidgeIntensity();
-        const bool memoryBound = x < ridge;
-        lines << QStringLiteral("%1: %2 % of the roof here (%3)")
-                     .arg(humanGflops(y), QString::number(100.0 * y / roof, 'f', 1), humanGflops(roof));
-        lines << (memoryBound ? QStringLiteral("bound: memory (below the FP32 ridge at %1)")
-                              : QStringLiteral("bound: compute (above the FP32 ridge at %1)"))
-                     .arg(intensityText(ridge));
+        if (mk.measured)
+            lines << QStringLiteral("%1: %2 % of the roof here (%3), measured on %4")
+                         .arg(humanGflops(y), QString::number(100.0 * y / roof, 'f', 1), humanGflops(roof),
+                              p.measuredOn.toHtmlEscaped());
+        else
+            lines << QStringLiteral("analytic: %1 attainable on the %2 at this intensity; the times were measured on "
+                                    "%3 and are not drawn here")
+                         .arg(humanGflops(roof), m_roofs.name.toHtmlEscaped(),
+                              (p.measuredOn.isEmpty() ? QStringLiteral("an unknown GPU") : p.measuredOn).toHtmlEscaped());
+        lines << QStringLiteral("here: ") + boundSentence(x, mk.basis, ridge).toHtmlEscaped();
+        if (positiveFinite(p.oneKernelIntensity))
+            lines << QStringLiteral("task: ") +
+                         boundSentence(p.oneKernelIntensity, IntensityBasis::OneKernel, ridge).toHtmlEscaped();
     } else {
         lines << humanGflops(y);
     }
-    if (candidate) {
-        lines << QStringLiteral("%1× the reference's GFLOP/s").arg(QString::number(y / p.referenceGflops, 'f', 2));
+    if (mk.role == RooflineMarker::Role::Candidate) {
+        if (mk.measured)
+            lines << QStringLiteral("%1× the reference's GFLOP/s").arg(QString::number(y / p.referenceGflops, 'f', 2));
         if (p.candidateIntensity)
             lines << QStringLiteral("reference intensity %1").arg(intensityText(p.intensity));
     }
+    if (mk.role == RooflineMarker::Role::NotCounted)
+        lines << QStringLiteral("<span style='color:#c0392b'><b>Not counted</b>: %1</span>")
+                     .arg(p.notCountedWhy.toHtmlEscaped());
     if (!p.detail.isEmpty())
         lines << p.detail.toHtmlEscaped();
     return lines.join(QStringLiteral("<br>"));
 }
 
+QString RooflineChart::toolTipText(int pointIndex, bool candidate) const
+{
+    for (int m = 0; m < m_markers.size(); ++m) {
+        const RooflineMarker& mk = m_markers.at(m);
+        if (mk.point == pointIndex &&
+            mk.role == (candidate ? RooflineMarker::Role::Candidate : RooflineMarker::Role::Reference))
+            return markerToolTip(m);
+    }
+    return QString();
+}
+
 QPoint RooflineChart::viewportPosition(int pointIndex, bool candidate) const
 {
-    if (pointIndex < 0 || pointIndex >= m_points.size())
-        return QPoint(-1, -1);
-    const RooflinePoint& p = m_points.at(pointIndex);
-    if (candidate && !p.candidateGflops)
-        return QPoint(-1, -1);
-    const QPointF value =
-        candidate ? QPointF(p.candidateX(), *p.candidateGflops) : QPointF(p.intensity, p.referenceGflops);
-    for (auto it = m_seriesPoints.cbegin(); it != m_seriesPoints.cend(); ++it) {
-        for (const PointRef& r : it.value()) {
-            if (r.index == pointIndex && r.candidate == candidate) {
-                const QPointF inChart = chart()->mapToPosition(value, it.key());
+    for (auto it = m_seriesMarkers.cbegin(); it != m_seriesMarkers.cend(); ++it) {
+        for (int m : it.value()) {
+            const RooflineMarker& mk = m_markers.at(m);
+            if (mk.point == pointIndex &&
+                mk.role == (candidate ? RooflineMarker::Role::Candidate : RooflineMarker::Role::Reference)) {
+                const QPointF inChart = chart()->mapToPosition(mk.at, it.key());
                 return mapFromScene(chart()->mapToScene(inChart));
             }
         }
@@ -588,12 +720,7 @@ QPoint RooflineChart::viewportPosition(int pointIndex, bool candidate) const
 
 QList<QPair<QPointF, QPointF>> RooflineChart::arrows() const
 {
-    QList<QPair<QPointF, QPointF>> out;
-    for (int i : m_arrowPoints) {
-        const RooflinePoint& p = m_points.at(i);
-        out.append({QPointF(p.intensity, p.referenceGflops), QPointF(p.candidateX(), *p.candidateGflops)});
-    }
-    return out;
+    return m_arrowEnds;
 }
 
 QString RooflineChart::roofToolTip(const Roof& roof) const

@@ -3,10 +3,16 @@
 // logarithmic, under one GPU's roofs. The memory roof is the diagonal bandwidth × intensity, the
 // FP32 roof the flat line that bounds fp32 kernels; tensor-core roofs are drawn dashed because
 // they bound only kernels that run on tensor cores. Each task is placed twice: its eager
-// reference and its best candidate, joined by an arrow (green when the candidate is faster).
+// reference and its best counted candidate, joined by an arrow (green when the candidate is
+// faster). Measured times are drawn only against the roofs of the GPU they were measured on; for
+// any other GPU each task is placed analytically, at the performance that GPU's roofs allow at
+// its intensity (hollow markers on the roof; no measured time is rescaled). Each marker's
+// intensity says which traffic model it uses (core/tasks/kernelbound.h). A candidate whose time
+// is below the roofline floor (not counted anywhere) is drawn as a red star, with the reason.
 // Hover a point for its numbers; click it to activate its task.
 
 #include "core/tasks/gputable.h"
+#include "core/tasks/kernelbound.h"
 
 #include <QChartView>
 #include <QHash>
@@ -37,8 +43,30 @@ struct RooflinePoint
     /// analyze's intensity_fused); empty: the same as `intensity`.
     std::optional<double> candidateIntensity;
     QString detail; ///< one more tooltip line (regime, speedup, status…); may be empty
+    /// The GPU the times were measured on (DeviceFacts::name); measured markers are drawn only
+    /// against roofs of that name.
+    QString measuredOn;
+    /// Which traffic model candidateX() is (EagerUnfused where candidateIntensity is empty).
+    IntensityBasis candidateBasis = IntensityBasis::EagerUnfused;
+    /// The task's one-kernel intensity (its bound, core taskBound()); 0: unknown.
+    double oneKernelIntensity = 0.0;
+    /// The fastest candidate with status correct that does not count (below the roofline floor),
+    /// when it is faster than the counted one: its GFLOP/s and why it is not counted.
+    std::optional<double> notCountedGflops;
+    QString notCountedWhy;
 
     double candidateX() const { return candidateIntensity.value_or(intensity); }
+};
+
+/// One marker as the chart places it: the chart's model, for tests and tooltips.
+struct RooflineMarker
+{
+    enum class Role { Reference, Candidate, NotCounted };
+    int point = -1; ///< index into RooflineChart::points()
+    Role role = Role::Reference;
+    IntensityBasis basis = IntensityBasis::EagerUnfused;
+    bool measured = true; ///< a measured time on its own GPU; false: analytic (attainable on these roofs)
+    QPointF at;           ///< data coordinates (FLOP/B, GFLOP/s)
 };
 
 class RooflineChart : public QChartView
@@ -66,9 +94,23 @@ public:
     QList<QPair<QPointF, QPointF>> arrows() const;
     /// The text shown when there is nothing to place ("" when there are points).
     QString emptyText() const;
+    /// Every marker drawn, in series order.
+    const QList<RooflineMarker>& markers() const { return m_markers; }
+    /// Whether points measured on `gpu` are drawn as measured against the current roofs.
+    bool drawsMeasured(const QString& gpu) const { return !gpu.isEmpty() && gpu == m_roofs.name; }
+    /// The tooltip of a marker (index into markers()).
+    QString markerToolTip(int marker) const;
+    /// The marker under a viewport position (within its size), or -1.
+    int markerAt(const QPoint& viewportPos) const;
+    /// The note on how the markers are placed (names the GPU the times come from).
+    QString placementNote() const;
 
     /// The roof the chart uses to rate a kernel: min(bandwidth × intensity, FP32 peak).
     double attainableGflops(double intensity) const { return m_roofs.attainableGflops(intensity); }
+
+protected:
+    bool viewportEvent(QEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
 
 Q_SIGNALS:
     /// A point was clicked (reference or candidate).
@@ -79,6 +121,7 @@ private:
     {
         int index = -1;
         bool candidate = false;
+        int marker = -1;
     };
     struct RoofLabel
     {
@@ -90,6 +133,7 @@ private:
 
     void rebuild();
     void rebuildRoofs();
+    void buildMarkers();
     void rebuildPoints();
     void updateRanges();
     void relayoutOverlay();
@@ -106,10 +150,13 @@ private:
     QLogValueAxis* m_axisY = nullptr;
     double m_xMin = 0.01, m_xMax = 1000.0, m_yMin = 1.0, m_yMax = 1e6;
     QHash<QXYSeries*, QList<PointRef>> m_seriesPoints;
+    QList<RooflineMarker> m_markers;
+    QHash<QXYSeries*, QList<int>> m_seriesMarkers; ///< series -> marker indices
     QHash<QXYSeries*, Roof> m_roofSeries;
     QList<RoofLabel> m_roofLabels;
     QList<QGraphicsPathItem*> m_arrowItems;
     QList<int> m_arrowPoints; ///< point index of each arrow item
+    QList<QPair<QPointF, QPointF>> m_arrowEnds; ///< data coordinates of each arrow
     QGraphicsSimpleTextItem* m_emptyItem = nullptr;
     QGraphicsSimpleTextItem* m_noteItem = nullptr; ///< names the dotted (theoretical) roofs
 };

@@ -145,8 +145,12 @@ void RooflinePage::updateHelp()
         QStringLiteral("<b>How to read it.</b> Below the ridge point a kernel is memory-bound: it waits on HBM, so "
                        "fusing the epilogue (bias, activation, scaling) into one pass that saves HBM traffic pays. "
                        "Above it a kernel is compute-bound: cuBLAS and cuDNN already run it near the FP32 roof, so "
-                       "re-implementing them does not.%1 Dashed tensor-core roofs bound only kernels that use tensor "
-                       "cores; the study's fp32 kernels (TF32 off) sit under the FP32 roof.")
+                       "re-implementing them does not.%1 The dashed tensor-core roofs (drawn for every GPU that has "
+                       "them) bound only kernels that run on tensor cores; the study's fp32 kernels (TF32 off) are "
+                       "bound by the solid FP32 roof. Times are drawn only against the GPU they were measured on "
+                       "(filled markers); for another GPU each task is placed analytically, where that GPU's roofs "
+                       "put it at its intensity (hollow markers on the roof). A red star is a time below the "
+                       "roofline floor: physically impossible, so not counted anywhere.")
             .arg(ridge));
 }
 

@@ -2,6 +2,7 @@
 
 #include "app/charts/chartformat.h"
 #include "core/protocol/workerresponses.h"
+#include "core/tasks/kernelbound.h"
 
 #include <QEvent>
 #include <QHelpEvent>
@@ -133,6 +134,11 @@ TrafficBreakdown trafficBreakdown(const QJsonObject& analyze)
         b.fusedWriteBytes = std::min(b.fusedBytes, b.ops.last().writeBytes);
         b.fusedReadBytes = b.fusedBytes - b.fusedWriteBytes;
     }
+    const TrafficModel model = trafficModel(a);
+    if (model.libraryEpilogueBytes)
+        b.libraryEpilogueBytes = rounded(*model.libraryEpilogueBytes);
+    b.libraryOps = model.libraryOps;
+    b.fusedPasses = model.fusedPasses;
     if (b.ops.isEmpty())
         b.error = b.zeroByteOps > 0 ? QStringLiteral("no op of this task moves bytes")
                                     : QStringLiteral("the analysis lists no ops");
@@ -159,110 +165,187 @@ public:
 
     struct Group
     {
-        int opPosition = -1; ///< index into breakdown().ops; -1 for the fused kernel
+        int opPosition = -2; ///< index into breakdown().ops, or a TrafficChart::k… total
         QRectF column;       ///< bars and box, for hit testing
         QRectF reads;        ///< the bar's lower part
         QRectF writes;       ///< stacked on the reads
         QRectF implied;      ///< measured time × bandwidth, beside it; null without a measurement
         QRectF box;
         bool impliedClipped = false;
+        bool pinned = false; ///< a total: stays in view while the chain scrolls
+    };
+    struct Axis
+    {
+        QRectF plot; ///< y = 0 at the bottom, yMax at the top
+        double yMax = 1.0;
+        double yStep = 1.0;
     };
     struct Layout
     {
         bool compact = false;
         bool measured = false;
         qreal headerHeight = 0;
-        QRectF plot; ///< y = 0 at the bottom, yMax at the top
-        double yMax = 1.0;
-        double yStep = 1.0;
-        QList<Group> groups; ///< ops, then the fused kernel
-        qreal separatorX = 0;
-        qreal bracketY = 0;
+        Axis totals, chain;
+        qreal pin = 0;         ///< the visible left edge: pinned parts are drawn from here
+        qreal pinnedWidth = 0; ///< header column, totals and the chain's axis
+        QList<Group> groups;   ///< the totals, then the ops
         QSizeF minimum;
     };
 
-    Layout layout(const QSizeF& size) const
+    /// The totals in drawing order, with their bytes (reads, writes) and labels.
+    struct Total
+    {
+        int position;
+        qint64 reads, writes;
+        QString name;
+    };
+    QList<Total> totals() const
+    {
+        const TrafficBreakdown& b = m_chart->m_breakdown;
+        qint64 reads = 0, writes = 0;
+        for (const TrafficOp& op : b.ops) {
+            reads += op.readBytes;
+            writes += op.writeBytes;
+        }
+        QList<Total> out{{TrafficChart::kUnfusedTotal, reads, writes, QStringLiteral("unfused")}};
+        if (b.libraryEpilogueBytes)
+            out.append({TrafficChart::kLibraryEpilogue, *b.libraryEpilogueBytes, 0, QStringLiteral("library + epilogue")});
+        out.append({TrafficChart::kOneKernel, b.fusedReadBytes, b.fusedWriteBytes, QStringLiteral("one kernel")});
+        return out;
+    }
+
+    static double ratioText(double unfused, double bytes) { return bytes > 0 ? unfused / bytes : 0.0; }
+
+    QString totalSecondLine(const Total& t) const
+    {
+        const TrafficBreakdown& b = m_chart->m_breakdown;
+        const double bytes = static_cast<double>(t.reads + t.writes);
+        return t.position == TrafficChart::kUnfusedTotal
+                   ? QStringLiteral("%1 · 1×").arg(humanBytes(bytes))
+                   : QStringLiteral("%1 · %2× less")
+                         .arg(humanBytes(bytes),
+                              QString::number(ratioText(static_cast<double>(b.unfusedBytes), bytes), 'f', 1));
+    }
+
+    static Axis axisFor(double maxBar, const QRectF& plot)
+    {
+        Axis a;
+        a.plot = plot;
+        a.yStep = niceStep(maxBar / 5.0);
+        a.yMax = std::max(1.0, std::ceil(maxBar / a.yStep - 1e-9)) * a.yStep;
+        return a;
+    }
+
+    Layout layout(const QSizeF& size, qreal pin = 0) const
     {
         const TrafficBreakdown& b = m_chart->m_breakdown;
         const QFontMetricsF fm(font());
+        QFont small = font();
+        small.setPointSizeF(small.pointSizeF() * 0.85);
+        const QFontMetricsF sfm(small);
         Layout l;
+        l.pin = pin;
         const int n = static_cast<int>(b.ops.size());
         // Past a couple of dozen ops (level 3 networks) the chain is drawn dense: thin bars, names
         // turned upright, numbers in the tooltips.
         l.compact = n > 24;
         l.measured = m_chart->hasMeasured();
         const int bars = l.measured ? 2 : 1;
-        const qreal left = fm.horizontalAdvance(QStringLiteral("999 MB")) + 18, right = 16;
+        const qreal axisW = fm.horizontalAdvance(QStringLiteral("9.99 GB")) + 14, right = 16;
         qreal barW = l.compact ? 10 : 34, barGap = l.compact ? 2 : 6, pad = l.compact ? 4 : 16;
-        qreal gap = l.compact ? 6 : 30, sepGap = l.compact ? 36 : 56;
+        qreal gap = l.compact ? 6 : 30;
         auto groupWidth = [&] { return bars * barW + (bars - 1) * barGap + 2 * pad; };
-        const qreal minWidth = left + n * groupWidth() + std::max(0, n - 1) * gap + sepGap + groupWidth() + right;
+
+        // The totals: wide enough for their two lines of text, never cut.
+        const QList<Total> ts = totals();
+        qreal totalW = 2 * 34 + 6 + 16;
+        for (const Total& t : ts)
+            totalW = std::max({totalW, fm.horizontalAdvance(t.name) + 12, sfm.horizontalAdvance(totalSecondLine(t)) + 12});
+        const qreal totalGap = 10;
+        const qreal totalsLeft = axisW;
+        const qreal totalsRight = totalsLeft + ts.size() * totalW + (ts.size() - 1) * totalGap;
+        const qreal chainAxisLeft = totalsRight + 28;
+        const qreal chainLeft = chainAxisLeft + axisW;
+        l.pinnedWidth = chainLeft;
+        const qreal minWidth = chainLeft + n * groupWidth() + std::max(0, n - 1) * gap + right;
         // Wider than needed: widen bars and gaps up to 1.6×, so a short chain does not look lost.
-        const qreal s = std::clamp(size.width() / std::max<qreal>(minWidth, 1.0), 1.0, 1.6);
+        const qreal chainMin = std::max<qreal>(minWidth - chainLeft, 1.0);
+        const qreal s = std::clamp((size.width() - chainLeft) / chainMin, 1.0, 1.6);
         barW *= s;
         barGap *= s;
         pad *= s;
         gap *= s;
-        sepGap *= s;
 
         l.headerHeight = fm.height() * 1.25 + fm.height() * 2 + 22;
-        const qreal labelSpace = l.compact ? 14 : fm.horizontalAdvance(QStringLiteral("99.9 MB")) + 10;
+        const qreal labelSpace = fm.height() + sfm.horizontalAdvance(QStringLiteral("99.9 MB")) + 10;
         const qreal boxHeight =
             l.compact ? fm.horizontalAdvance(QStringLiteral("max_pool2d")) + 12 : fm.height() * 2 + 10;
         const qreal measuredHeight = l.measured && !l.compact ? fm.height() + 4 : 0;
-        const qreal bracketHeight = fm.height() + 18;
-        const qreal bottom = 8 + boxHeight + measuredHeight + bracketHeight + 4;
+        const qreal bottom = 8 + boxHeight + measuredHeight + 8;
         const qreal minPlot = 140;
         l.minimum = QSizeF(minWidth, l.headerHeight + labelSpace + minPlot + bottom);
         const qreal plotTop = l.headerHeight + labelSpace;
         const qreal plotHeight = std::max(minPlot, size.height() - plotTop - bottom);
-        l.plot = QRectF(left, plotTop, minWidth * s - left - right, plotHeight);
 
-        // The axis fits the analytic bars; a measured bar that goes beyond is cut with a break.
-        double maxBar = static_cast<double>(b.fusedReadBytes + b.fusedWriteBytes);
+        // Two scales: the totals (up to unfused) and the ops (up to the largest op).
+        double maxTotal = 0, maxOp = 0;
+        for (const Total& t : ts)
+            maxTotal = std::max(maxTotal, static_cast<double>(t.reads + t.writes));
         for (const TrafficOp& op : b.ops)
-            maxBar = std::max(maxBar, static_cast<double>(op.bytes));
-        l.yStep = niceStep(maxBar / 5.0);
-        l.yMax = std::max(1.0, std::ceil(maxBar / l.yStep - 1e-9)) * l.yStep;
+            maxOp = std::max(maxOp, static_cast<double>(op.bytes));
+        l.totals = axisFor(maxTotal, QRectF(pin + totalsLeft, plotTop, totalsRight - totalsLeft, plotHeight));
+        l.chain = axisFor(maxOp, QRectF(chainLeft, plotTop, std::max<qreal>(minWidth * 1.0, size.width()) - chainLeft - right,
+                                        plotHeight));
 
-        auto height = [&](double value) { return static_cast<qreal>(value / l.yMax) * l.plot.height(); };
-        const qreal boxTop = l.plot.bottom() + 8;
-        auto makeGroup = [&](qreal x, int position, qint64 reads, qint64 writes, std::optional<double> implied) {
+        const qreal boxTop = plotTop + plotHeight + 8;
+        auto makeGroup = [&](const Axis& axis, qreal x, qreal w, qreal bw, int position, qint64 reads, qint64 writes,
+                             std::optional<double> implied) {
             Group g;
             g.opPosition = position;
-            const qreal inner = x + pad;
+            auto height = [&](double value) { return static_cast<qreal>(value / axis.yMax) * axis.plot.height(); };
+            const qreal inner = x + (w - bw * (implied ? 2 : 1) - (implied ? barGap : 0)) / 2;
             const qreal hr = height(static_cast<double>(reads)), hw = height(static_cast<double>(writes));
-            g.reads = QRectF(inner, l.plot.bottom() - hr, barW, hr);
-            g.writes = QRectF(inner, l.plot.bottom() - hr - hw, barW, hw);
+            g.reads = QRectF(inner, axis.plot.bottom() - hr, bw, hr);
+            g.writes = QRectF(inner, axis.plot.bottom() - hr - hw, bw, hw);
             if (implied) {
                 const qreal hi = height(*implied);
-                g.implied = QRectF(inner + barW + barGap, l.plot.bottom() - hi, barW, hi);
-                const qreal ceiling = l.plot.top() - labelSpace * 0.3;
+                g.implied = QRectF(inner + bw + barGap, axis.plot.bottom() - hi, bw, hi);
+                const qreal ceiling = axis.plot.top() - labelSpace * 0.3;
                 if (g.implied.top() < ceiling) {
                     g.implied.setTop(ceiling);
                     g.impliedClipped = true;
                 }
             }
-            const qreal w = groupWidth();
             g.box = QRectF(x + 2, boxTop, w - 4, boxHeight);
-            const qreal top = l.plot.top() - labelSpace;
+            const qreal top = axis.plot.top() - labelSpace;
             g.column = QRectF(x, top, w, boxTop + boxHeight + measuredHeight - top);
             return g;
         };
-        qreal x = left;
+        std::optional<double> unfusedImplied;
+        if (l.measured) {
+            double sum = 0;
+            for (int i = 0; i < n; ++i)
+                sum += m_chart->impliedBytes(i).value_or(0.0);
+            unfusedImplied = sum + m_chart->m_unmatchedNs * m_chart->m_bandwidthGBps;
+        }
+        qreal x = pin + totalsLeft;
+        for (const Total& t : ts) {
+            Group g = makeGroup(l.totals, x, totalW, 34, t.position, t.reads, t.writes,
+                                t.position == TrafficChart::kUnfusedTotal ? unfusedImplied : std::nullopt);
+            g.pinned = true;
+            l.groups.append(g);
+            x += totalW + totalGap;
+        }
+        x = chainLeft;
         for (int i = 0; i < n; ++i) {
             const TrafficOp& op = b.ops.at(i);
-            l.groups.append(makeGroup(x, i, op.readBytes, op.writeBytes, m_chart->impliedBytes(i)));
+            l.groups.append(makeGroup(l.chain, x, groupWidth(), barW, i, op.readBytes, op.writeBytes, m_chart->impliedBytes(i)));
             x += groupWidth() + gap;
         }
-        x += sepGap - gap;
-        l.separatorX = x - sepGap / 2;
-        l.groups.append(makeGroup(x, -1, b.fusedReadBytes, b.fusedWriteBytes, std::nullopt));
-        l.bracketY = boxTop + boxHeight + measuredHeight + 8;
         return l;
     }
 
-    void paintContent(QPainter& p, const QSizeF& size) const
+    void paintContent(QPainter& p, const QSizeF& size, qreal pin = 0) const
     {
         p.setRenderHint(QPainter::Antialiasing);
         p.setRenderHint(QPainter::TextAntialiasing);
@@ -275,28 +358,149 @@ public:
         const QString empty = m_chart->emptyText();
         if (!empty.isEmpty()) {
             p.setPen(muted);
-            p.drawText(QRectF(QPointF(0, 0), size).adjusted(12, 12, -12, -12), Qt::AlignCenter | Qt::TextWordWrap,
-                       empty);
+            p.drawText(QRectF(QPointF(pin, 0), QSizeF(std::min<qreal>(size.width(), width() > 0 ? width() : size.width()),
+                                                      size.height()))
+                           .adjusted(12, 12, -12, -12),
+                       Qt::AlignCenter | Qt::TextWordWrap, empty);
             return;
         }
-        const Layout l = layout(size);
+        const Layout l = layout(size, pin);
+        QFont small = font();
+        small.setPointSizeF(small.pointSizeF() * 0.85);
+        const QFontMetricsF sfm(small);
 
-        // Header: title, summary, legend.
+        auto drawAxis = [&](const Axis& a, qreal labelsRight, qreal gridRight) {
+            for (int i = 0; i * a.yStep <= a.yMax * 1.0001; ++i) {
+                const double v = i * a.yStep;
+                const qreal gy = a.plot.bottom() - static_cast<qreal>(v / a.yMax) * a.plot.height();
+                p.setPen(QPen(QColor(0, 0, 0, i == 0 ? 120 : 28), 1));
+                p.drawLine(QPointF(labelsRight + 4, gy), QPointF(gridRight, gy));
+                p.setPen(muted);
+                const QString label = tickBytes(v);
+                p.drawText(QPointF(labelsRight - fm.horizontalAdvance(label), gy + fm.ascent() / 2 - 1), label);
+            }
+        };
+        // A value turned upright: above a bar, or inside it (white) where it fits.
+        auto upright = [&](const QRectF& bar, const QString& label, bool inside) {
+            p.save();
+            p.setFont(small);
+            p.setPen(inside ? QColor(Qt::white) : muted);
+            const qreal x = bar.center().x() + sfm.ascent() / 2 - 1;
+            if (inside)
+                p.translate(x, bar.bottom() - (bar.height() - sfm.horizontalAdvance(label)) / 2);
+            else
+                p.translate(x, bar.top() - 4);
+            p.rotate(-90);
+            p.drawText(QPointF(0, 0), label);
+            p.restore();
+        };
+        auto drawGroup = [&](int gi) {
+            const Group& g = l.groups.at(gi);
+            const bool total = g.opPosition < 0;
+            qint64 reads = 0, writes = 0;
+            QString name, second;
+            if (total) {
+                for (const Total& t : totals())
+                    if (t.position == g.opPosition) {
+                        reads = t.reads;
+                        writes = t.writes;
+                        name = t.name;
+                        second = totalSecondLine(t);
+                    }
+            } else {
+                const TrafficOp& op = b.ops.at(g.opPosition);
+                reads = op.readBytes;
+                writes = op.writeBytes;
+                name = op.shortName();
+                second = QStringLiteral("#%1 %2").arg(op.index).arg(op.category);
+            }
+            const bool oneKernel = g.opPosition == TrafficChart::kOneKernel;
+            const bool library = g.opPosition == TrafficChart::kLibraryEpilogue;
+            // The library + epilogue total has no read/write split: one colour of its own.
+            p.fillRect(g.reads, library ? QColor(0x8e, 0x6c, 0xb5) : readsColor());
+            p.fillRect(g.writes, writesColor());
+            const bool dense = l.compact && !total;
+            if (!dense)
+                upright(g.reads.united(g.writes), humanBytes(static_cast<double>(reads + writes)), false);
+            if (!g.implied.isNull() && g.implied.height() > 0) {
+                p.fillRect(g.implied, Qt::white);
+                p.fillRect(g.implied, QBrush(measuredColor(), Qt::BDiagPattern));
+                p.setBrush(Qt::NoBrush);
+                p.setPen(QPen(measuredColor(), 1));
+                p.drawRect(g.implied);
+                if (g.impliedClipped) {
+                    const qreal by = g.implied.top() + 8;
+                    p.setPen(QPen(Qt::white, 4));
+                    p.drawLine(QPointF(g.implied.left() - 2, by + 3), QPointF(g.implied.right() + 2, by - 3));
+                    p.setPen(QPen(measuredColor(), 1));
+                    p.drawLine(QPointF(g.implied.left() - 2, by + 6), QPointF(g.implied.right() + 2, by));
+                    p.drawLine(QPointF(g.implied.left() - 2, by), QPointF(g.implied.right() + 2, by - 6));
+                }
+                if (!dense && total)
+                    upright(g.implied, humanBytes(static_cast<double>(g.implied.height() / l.totals.plot.height()) *
+                                                  l.totals.yMax),
+                            false);
+                else if (!dense)
+                    upright(g.implied, humanBytes(*m_chart->impliedBytes(g.opPosition)), false);
+            }
+            p.setPen(QPen(oneKernel ? candidateColor().darker(120) : QColor(0x88, 0x88, 0x88), 1));
+            p.setBrush(oneKernel ? QColor(0xe8, 0xf6, 0xee) : (total ? QColor(0xee, 0xee, 0xf6) : QColor(0xf4, 0xf4, 0xf4)));
+            p.drawRoundedRect(g.box, 4, 4);
+            p.setBrush(Qt::NoBrush);
+            p.setPen(text);
+            if (dense) {
+                p.save();
+                p.setFont(small);
+                p.translate(g.box.center().x() + sfm.ascent() / 2 - 1, g.box.bottom() - 4);
+                p.rotate(-90);
+                p.drawText(QPointF(0, 0), sfm.elidedText(name, Qt::ElideRight, g.box.height() - 8));
+                p.restore();
+                return;
+            }
+            const qreal w = g.box.width() - 6;
+            p.drawText(QPointF(g.box.left() + 3, g.box.top() + 4 + fm.ascent()), fm.elidedText(name, Qt::ElideRight, w));
+            p.setFont(small);
+            p.setPen(muted);
+            p.drawText(QPointF(g.box.left() + 3, g.box.top() + 6 + fm.height() + sfm.ascent()),
+                       sfm.elidedText(second, Qt::ElideRight, w));
+            p.setFont(font());
+            if (l.measured && !total) {
+                const TrafficOp& op = b.ops.at(g.opPosition);
+                p.setPen(measuredColor());
+                const QString t = op.measuredNs ? humanTime(*op.measuredNs) : QStringLiteral("not measured");
+                p.drawText(QPointF(g.box.left() + 3, g.box.bottom() + 2 + fm.ascent()),
+                           fm.elidedText(t, Qt::ElideRight, g.box.width()));
+            }
+        };
+
+        // The chain first, under the pinned column.
+        const qreal pinnedRight = pin + l.pinnedWidth;
+        p.save();
+        p.setClipRect(QRectF(pinnedRight, 0, std::max<qreal>(0, size.width() - pinnedRight), size.height()));
+        drawAxis(l.chain, -1e9, l.chain.plot.right()); // grid lines only; labels are pinned
+        for (int gi = 0; gi < l.groups.size(); ++gi)
+            if (!l.groups.at(gi).pinned)
+                drawGroup(gi);
+        p.restore();
+
+        // The pinned column: header, both axes, the totals.
+        const qreal visibleWidth = width() > 0 && parentWidget() ? parentWidget()->width() : size.width();
+        p.fillRect(QRectF(pin, 0, l.pinnedWidth, size.height()), Qt::white);
+        p.fillRect(QRectF(pin, 0, std::max<qreal>(visibleWidth, l.pinnedWidth), l.headerHeight), Qt::white);
         QFont bold = font();
         bold.setBold(true);
         bold.setPointSizeF(bold.pointSizeF() * 1.15);
         p.setFont(bold);
         p.setPen(text);
-        const QString title =
-            QStringLiteral("%1 · HBM traffic: each op as its own kernel, against one fused kernel%2")
-                .arg(b.task, b.scale.isEmpty() ? QString() : QStringLiteral(" (%1 scale)").arg(b.scale));
+        const QString title = QStringLiteral("%1 · HBM traffic: unfused, library op + fused epilogue, one kernel%2")
+                                  .arg(b.task, b.scale.isEmpty() ? QString() : QStringLiteral(" (%1 scale)").arg(b.scale));
         qreal y = 6 + QFontMetricsF(bold).ascent();
-        p.drawText(QPointF(8, y), title);
+        p.drawText(QPointF(pin + 8, y), title);
         p.setFont(font());
         y += fm.height() + 4;
-        p.drawText(QPointF(8, y), m_chart->summaryText());
+        p.drawText(QPointF(pin + 8, y), m_chart->summaryText());
         y += fm.height() + 4;
-        qreal lx = 8;
+        qreal lx = pin + 8;
         auto legend = [&](const QColor& color, Qt::BrushStyle style, const QString& label) {
             const QRectF swatch(lx, y - fm.ascent() + 1, 12, fm.ascent() - 2);
             p.fillRect(swatch, Qt::white);
@@ -310,161 +514,39 @@ public:
         };
         legend(readsColor(), Qt::SolidPattern, QStringLiteral("reads (analytic)"));
         legend(writesColor(), Qt::SolidPattern, QStringLiteral("writes (analytic)"));
+        if (b.libraryEpilogueBytes)
+            legend(QColor(0x8e, 0x6c, 0xb5), Qt::SolidPattern, QStringLiteral("library op + fused epilogue (analytic)"));
         if (l.measured)
             legend(measuredColor(), Qt::BDiagPattern,
                    QStringLiteral("measured time × %1 (%2)")
                        .arg(humanBandwidth(m_chart->m_bandwidthGBps), m_chart->m_bandwidthOrigin));
-
-        // Grid and y axis.
-        for (int i = 0; i * l.yStep <= l.yMax * 1.0001; ++i) {
-            const double v = i * l.yStep;
-            const qreal gy = l.plot.bottom() - static_cast<qreal>(v / l.yMax) * l.plot.height();
-            p.setPen(QPen(QColor(0, 0, 0, i == 0 ? 120 : 28), 1));
-            p.drawLine(QPointF(l.plot.left() - 4, gy), QPointF(l.plot.right(), gy));
-            p.setPen(muted);
-            const QString label = tickBytes(v);
-            p.drawText(QPointF(l.plot.left() - 8 - fm.horizontalAdvance(label), gy + fm.ascent() / 2 - 1), label);
-        }
-
-        // Bars, boxes and the chain's arrows.
-        QFont small = font();
-        small.setPointSizeF(small.pointSizeF() * 0.85);
-        const QFontMetricsF sfm(small);
-        // A value turned upright: above a bar, or inside it (white) where it fits.
-        auto upright = [&](const QRectF& bar, const QString& label, bool inside) {
-            p.save();
-            p.setFont(small);
-            p.setPen(inside ? QColor(Qt::white) : muted);
-            const qreal x = bar.center().x() + sfm.ascent() / 2 - 1;
-            if (inside) {
-                p.translate(x, bar.bottom() - (bar.height() - sfm.horizontalAdvance(label)) / 2);
-            } else {
-                p.translate(x, bar.top() - 4);
-            }
-            p.rotate(-90);
-            p.drawText(QPointF(0, 0), label);
-            p.restore();
-        };
-        auto segmentLabel = [&](const QRectF& segment, double bytes) {
-            const QString label = humanBytes(bytes);
-            if (!l.compact && segment.height() >= sfm.horizontalAdvance(label) + 8 && segment.width() >= sfm.height())
-                upright(segment, label, true);
-        };
-        for (int gi = 0; gi < l.groups.size(); ++gi) {
-            const Group& g = l.groups.at(gi);
-            const bool fused = g.opPosition < 0;
-            const qint64 reads = fused ? b.fusedReadBytes : b.ops.at(g.opPosition).readBytes;
-            const qint64 writes = fused ? b.fusedWriteBytes : b.ops.at(g.opPosition).writeBytes;
-            p.fillRect(g.reads, readsColor());
-            p.fillRect(g.writes, writesColor());
-            segmentLabel(g.reads, static_cast<double>(reads));
-            segmentLabel(g.writes, static_cast<double>(writes));
-            if (!l.compact)
-                upright(g.reads.united(g.writes), humanBytes(static_cast<double>(reads + writes)), false);
-            if (!g.implied.isNull() && g.implied.height() > 0) {
-                p.fillRect(g.implied, Qt::white);
-                p.fillRect(g.implied, QBrush(measuredColor(), Qt::BDiagPattern));
-                p.setBrush(Qt::NoBrush);
-                p.setPen(QPen(measuredColor(), 1));
-                p.drawRect(g.implied);
-                if (g.impliedClipped) {
-                    // An axis break: the bar goes on far beyond the chart.
-                    const qreal by = g.implied.top() + 8;
-                    p.setPen(QPen(Qt::white, 4));
-                    p.drawLine(QPointF(g.implied.left() - 2, by + 3), QPointF(g.implied.right() + 2, by - 3));
-                    p.setPen(QPen(measuredColor(), 1));
-                    p.drawLine(QPointF(g.implied.left() - 2, by + 6), QPointF(g.implied.right() + 2, by));
-                    p.drawLine(QPointF(g.implied.left() - 2, by), QPointF(g.implied.right() + 2, by - 6));
-                }
-                if (!l.compact)
-                    upright(g.implied, humanBytes(*m_chart->impliedBytes(g.opPosition)), false);
-            }
-
-            // The op's box.
-            p.setPen(QPen(fused ? candidateColor().darker(120) : QColor(0x88, 0x88, 0x88), 1));
-            p.setBrush(fused ? QColor(0xe8, 0xf6, 0xee) : QColor(0xf4, 0xf4, 0xf4));
-            p.drawRoundedRect(g.box, 4, 4);
-            p.setBrush(Qt::NoBrush);
-            p.setPen(text);
-            if (l.compact) {
-                p.save();
-                p.setFont(small);
-                p.translate(g.box.center().x() + sfm.ascent() / 2 - 1, g.box.bottom() - 4);
-                p.rotate(-90);
-                const QString name = fused ? QStringLiteral("fused") : b.ops.at(g.opPosition).shortName();
-                p.drawText(QPointF(0, 0), sfm.elidedText(name, Qt::ElideRight, g.box.height() - 8));
-                p.restore();
-                continue;
-            }
-            const QString name = fused ? QStringLiteral("fused kernel") : b.ops.at(g.opPosition).shortName();
-            const QString second =
-                fused ? QStringLiteral("all %1 ops").arg(b.ops.size() + b.zeroByteOps)
-                      : QStringLiteral("#%1 %2").arg(b.ops.at(g.opPosition).index).arg(b.ops.at(g.opPosition).category);
-            const qreal w = g.box.width() - 6;
-            p.drawText(QPointF(g.box.left() + 3, g.box.top() + 4 + fm.ascent()),
-                       fm.elidedText(name, Qt::ElideRight, w));
-            p.setFont(small);
-            p.setPen(muted);
-            p.drawText(QPointF(g.box.left() + 3, g.box.top() + 6 + fm.height() + sfm.ascent()),
-                       sfm.elidedText(second, Qt::ElideRight, w));
-            p.setFont(font());
-            if (l.measured && !fused) {
-                const TrafficOp& op = b.ops.at(g.opPosition);
-                p.setPen(measuredColor());
-                const QString t = op.measuredNs ? humanTime(*op.measuredNs) : QStringLiteral("not measured");
-                p.drawText(QPointF(g.box.left() + 3, g.box.bottom() + 2 + fm.ascent()),
-                           fm.elidedText(t, Qt::ElideRight, g.box.width()));
-            }
-            // The chain: an arrow to the next op.
-            if (!fused && gi + 1 < l.groups.size() && l.groups.at(gi + 1).opPosition >= 0) {
-                const QRectF next = l.groups.at(gi + 1).box;
-                const qreal ay = g.box.center().y();
-                const QPointF a(g.box.right() + 3, ay), tip(next.left() - 3, ay);
-                p.setPen(QPen(muted, 1.2));
-                p.drawLine(a, tip - QPointF(4, 0));
-                p.setBrush(muted);
-                p.setPen(Qt::NoPen);
-                p.drawPolygon(QPolygonF({tip, tip - QPointF(6, 3.5), tip - QPointF(6, -3.5)}));
-                p.setBrush(Qt::NoBrush);
-            }
-        }
-
-        // Between the chain and the fused kernel.
+        drawAxis(l.totals, l.totals.plot.left() - 8, l.totals.plot.right());
+        drawAxis(l.chain, pinnedRight - 8, pinnedRight);
+        p.setPen(muted);
+        p.setFont(small);
+        p.drawText(QPointF(l.totals.plot.left(), l.totals.plot.top() - sfm.horizontalAdvance(QStringLiteral("99.9 MB")) - 14),
+                   QStringLiteral("totals (one scale)"));
+        p.drawText(QPointF(pinnedRight + 4, l.chain.plot.top() - sfm.horizontalAdvance(QStringLiteral("99.9 MB")) - 14),
+                   QStringLiteral("op by op, each its own kernel (own scale: up to %1)").arg(tickBytes(l.chain.yMax)));
+        p.setFont(font());
         p.setPen(QPen(QColor(0x99, 0x99, 0x99), 1, Qt::DashLine));
-        p.drawLine(QPointF(l.separatorX, l.plot.top() - 10), QPointF(l.separatorX, l.bracketY + fm.height()));
-
-        // Brackets with the totals.
-        auto bracket = [&](qreal x0, qreal x1, const QString& label, const QColor& color) {
-            const qreal by = l.bracketY;
-            p.setPen(QPen(color, 1.2));
-            p.drawLine(QPointF(x0, by), QPointF(x1, by));
-            p.drawLine(QPointF(x0, by - 5), QPointF(x0, by));
-            p.drawLine(QPointF(x1, by - 5), QPointF(x1, by));
-            p.setPen(text);
-            const QString shown = fm.elidedText(label, Qt::ElideRight, std::max<qreal>(x1 - x0, 200));
-            const qreal tx = std::max<qreal>(4, (x0 + x1) / 2 - fm.horizontalAdvance(shown) / 2);
-            p.drawText(QPointF(tx, by + 4 + fm.ascent()), shown);
-        };
-        const Group& first = l.groups.first();
-        const Group& lastOp = l.groups.at(l.groups.size() - 2);
-        const Group& fusedGroup = l.groups.last();
-        bracket(first.box.left(), lastOp.box.right(),
-                QStringLiteral("unfused: %1 op%2, each its own kernel, move %3")
-                    .arg(b.ops.size())
-                    .arg(b.ops.size() == 1 ? QString() : QStringLiteral("s"))
-                    .arg(humanBytes(static_cast<double>(b.unfusedBytes))),
-                referenceColor());
-        bracket(fusedGroup.box.left(), fusedGroup.box.right(),
-                QStringLiteral("fused: %1").arg(humanBytes(static_cast<double>(b.fusedBytes))), candidateColor());
+        p.drawLine(QPointF(pinnedRight - fm.horizontalAdvance(QStringLiteral("9.99 GB")) - 20, l.chain.plot.top() - 10),
+                   QPointF(pinnedRight - fm.horizontalAdvance(QStringLiteral("9.99 GB")) - 20, l.chain.plot.bottom() + 40));
+        for (int gi = 0; gi < l.groups.size(); ++gi)
+            if (l.groups.at(gi).pinned)
+                drawGroup(gi);
     }
+
+    qreal pinOffset() const { return std::max<qreal>(0, -pos().x()); }
 
     int positionAt(const QPoint& pos) const
     {
-        const Layout l = layout(size());
-        for (const Group& g : l.groups) {
-            if (g.column.contains(pos))
-                return g.opPosition;
-        }
+        const Layout l = layout(size(), pinOffset());
+        // The pinned totals lie over the chain: they answer first.
+        for (bool pinned : {true, false})
+            for (const Group& g : l.groups)
+                if (g.pinned == pinned && g.column.contains(pos) && (pinned || pos.x() >= l.pin + l.pinnedWidth))
+                    return g.opPosition;
         return -2;
     }
 
@@ -479,7 +561,7 @@ protected:
     void paintEvent(QPaintEvent*) override
     {
         QPainter p(this);
-        paintContent(p, size());
+        paintContent(p, size(), pinOffset());
     }
 
     bool event(QEvent* e) override
@@ -487,7 +569,7 @@ protected:
         if (e->type() == QEvent::ToolTip) {
             auto* help = static_cast<QHelpEvent*>(e);
             const int position = m_chart->m_breakdown.isValid() ? positionAt(help->pos()) : -2;
-            if (position >= -1)
+            if (position != -2)
                 QToolTip::showText(help->globalPos(), m_chart->opToolTip(position), this);
             else
                 QToolTip::hideText();
@@ -514,6 +596,8 @@ TrafficChart::TrafficChart(QWidget* parent)
     m_canvas = new TrafficCanvas(this);
     m_canvas->setObjectName(QStringLiteral("trafficCanvas"));
     m_scroll->setWidget(m_canvas);
+    // The pinned column is painted at the scroll offset: repaint all of it on every scroll.
+    connect(m_scroll->horizontalScrollBar(), &QScrollBar::valueChanged, m_canvas, qOverload<>(&QWidget::update));
     layout->addWidget(m_scroll);
     setMinimumSize(360, 300);
     addExportActions(this, {m_canvas});
@@ -605,9 +689,14 @@ QString TrafficChart::summaryText() const
     const TrafficBreakdown& b = m_breakdown;
     if (!b.isValid())
         return QString();
-    QString s = QStringLiteral("unfused %1, fused %2: unfused/fused = %3×, analytic from shapes")
-                    .arg(humanBytes(static_cast<double>(b.unfusedBytes)), humanBytes(static_cast<double>(b.fusedBytes)),
-                         QString::number(b.ratio(), 'f', 2));
+    QString s = QStringLiteral("unfused %1").arg(humanBytes(static_cast<double>(b.unfusedBytes)));
+    if (b.libraryEpilogueBytes)
+        s += QStringLiteral(", library + epilogue %1 (%2× less)")
+                 .arg(humanBytes(static_cast<double>(*b.libraryEpilogueBytes)),
+                      QString::number(static_cast<double>(b.unfusedBytes) / static_cast<double>(*b.libraryEpilogueBytes),
+                                      'f', 2));
+    s += QStringLiteral(", one kernel %1 (%2× less); analytic from shapes")
+             .arg(humanBytes(static_cast<double>(b.fusedBytes)), QString::number(b.ratio(), 'f', 2));
     if (hasMeasured()) {
         double total = m_unmatchedNs;
         for (const TrafficOp& op : b.ops)
@@ -634,8 +723,43 @@ QString TrafficChart::opToolTip(int opPosition) const
 {
     const TrafficBreakdown& b = m_breakdown;
     QStringList lines;
+    if (opPosition == kUnfusedTotal) {
+        lines << QStringLiteral("<b>Unfused</b> (analytic): every op its own kernel");
+        lines << QStringLiteral("%1 over %2 ops: each reads its inputs from HBM and writes its output back")
+                     .arg(humanBytes(static_cast<double>(b.unfusedBytes)))
+                     .arg(b.ops.size());
+        if (b.unfusedBytes > 0)
+            lines << QStringLiteral("intensity %1").arg(intensityText(b.flops / static_cast<double>(b.unfusedBytes)));
+        if (hasMeasured()) {
+            double total = m_unmatchedNs;
+            for (const TrafficOp& op : b.ops)
+                total += op.measuredNs.value_or(0.0);
+            lines << QStringLiteral("measured: the eager reference took %1; at %2 (%3) that time moves %4")
+                         .arg(humanTime(total), humanBandwidth(m_bandwidthGBps), m_bandwidthOrigin,
+                              humanBytes(total * m_bandwidthGBps));
+        }
+        return lines.join(QStringLiteral("<br>"));
+    }
+    if (opPosition == kLibraryEpilogue) {
+        if (!b.libraryEpilogueBytes)
+            return QString();
+        const double bytes = static_cast<double>(*b.libraryEpilogueBytes);
+        lines << QStringLiteral("<b>Library op + fused epilogue</b> (analytic)");
+        lines << QStringLiteral("%1 library op%2 (matmul, conv) as their own kernels, each with its own traffic, and "
+                                "%3 fused pass%4 for the ops between and after them: each pass reads its inputs once "
+                                "and writes its last output once")
+                     .arg(b.libraryOps)
+                     .arg(b.libraryOps == 1 ? QString() : QStringLiteral("s"))
+                     .arg(b.fusedPasses)
+                     .arg(b.fusedPasses == 1 ? QString() : QStringLiteral("es"));
+        lines << QStringLiteral("%1 in all: %2× less than unfused, %3× the one kernel")
+                     .arg(humanBytes(bytes), QString::number(static_cast<double>(b.unfusedBytes) / bytes, 'f', 2),
+                          QString::number(bytes / static_cast<double>(b.fusedBytes), 'f', 2));
+        lines << QStringLiteral("intensity %1").arg(intensityText(b.flops / bytes));
+        return lines.join(QStringLiteral("<br>"));
+    }
     if (opPosition < 0) {
-        lines << QStringLiteral("<b>One fused kernel</b> (analytic)");
+        lines << QStringLiteral("<b>One kernel</b> (analytic)");
         lines << QStringLiteral("reads %1: the task's inputs and parameters, once")
                      .arg(humanBytes(static_cast<double>(b.fusedReadBytes)));
         lines << QStringLiteral("writes %1: the output, once").arg(humanBytes(static_cast<double>(b.fusedWriteBytes)));
@@ -675,6 +799,22 @@ QString TrafficChart::opToolTip(int opPosition) const
         }
     }
     return lines.join(QStringLiteral("<br>"));
+}
+
+QList<QPair<int, QRectF>> TrafficChart::drawnBars() const
+{
+    QList<QPair<int, QRectF>> out;
+    if (!emptyText().isEmpty())
+        return out;
+    const auto l = m_canvas->layout(m_canvas->size(), m_canvas->pinOffset());
+    for (const auto& g : l.groups)
+        out.append({g.opPosition, g.reads.united(g.writes)});
+    return out;
+}
+
+QRect TrafficChart::visibleCanvasRect() const
+{
+    return m_canvas->visibleRegion().boundingRect();
 }
 
 QSize TrafficChart::exportSize() const

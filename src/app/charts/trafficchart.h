@@ -1,8 +1,11 @@
 #pragma once
-// The HBM traffic of one task, unfused against fused, drawn as the study draws it: the op chain
-// as a row of ops, each with the bytes it reads from and writes to HBM when it runs as its own
-// kernel (every op reads its inputs and writes its output), and beside it one fused kernel that
-// reads the task's inputs and parameters once and writes its output once. The numbers are the
+// The HBM traffic of one task. On the left, on one scale, three totals side by side: unfused
+// (every op its own kernel), library op + one fused epilogue (what a competent candidate does:
+// cuBLAS/cuDNN for the heavy ops, one pass for what follows each), and one kernel (inputs and
+// parameters read once, the output written once), each with its bytes and its ratio to unfused.
+// On the right, on its own scale, the op chain, each op with the bytes it reads and writes when
+// it runs alone. The title, legend, both axes and the totals stay in view while a long chain
+// scrolls under them. The numbers are the
 // worker's `analyze` response (analytic, from shapes). Where a `profile` of the eager reference
 // is given, each op also shows its measured time and the bytes that time would move at the
 // device's bandwidth: an op whose implied bytes match its analytic bytes runs at the memory roof;
@@ -53,6 +56,10 @@ struct TrafficBreakdown
     qint64 fusedReadBytes = 0;  ///< inputs + parameters, each once
     qint64 fusedWriteBytes = 0; ///< the output, once
     double flops = 0.0;
+    /// Library ops as their own kernels and one fused pass per run of other ops
+    /// (core trafficModel(), docs/roofline.md); empty when the chain has no library op.
+    std::optional<qint64> libraryEpilogueBytes;
+    int libraryOps = 0, fusedPasses = 0;
     QString error; ///< why the response cannot be drawn; empty when it can
 
     bool isValid() const { return error.isEmpty() && !ops.isEmpty(); }
@@ -94,12 +101,20 @@ public:
     double unmatchedMeasuredNs() const { return m_unmatchedNs; }
     /// Bytes the op's measured time moves at the bandwidth; nullopt without a measurement.
     std::optional<double> impliedBytes(int opPosition) const;
-    /// The tooltip of the op at this position in breakdown().ops (-1: the fused kernel).
+    /// Positions of the three totals drawn left of the chain (opToolTip() and the canvas).
+    static constexpr int kOneKernel = -1, kUnfusedTotal = -3, kLibraryEpilogue = -4;
+    /// The tooltip of the op at this position in breakdown().ops, or of a total (kOneKernel, …).
     QString opToolTip(int opPosition) const;
     /// The one-line summary shown at the top ("unfused 5.74 GB, fused 1.58 GB: 3.64× …").
     QString summaryText() const;
     /// What the chart shows when it has nothing to draw ("" when it draws).
     QString emptyText() const;
+
+    /// The bars as drawn now, in canvas coordinates (reads and writes together), by position
+    /// (the totals first, kUnfusedTotal, kLibraryEpilogue, kOneKernel, then the ops 0, 1, …).
+    QList<QPair<int, QRectF>> drawnBars() const;
+    /// The canvas's visible part, in canvas coordinates.
+    QRect visibleCanvasRect() const;
 
     QSize exportSize() const override;
     void renderExport(QPainter* painter, const QRectF& target) override;

@@ -1,5 +1,7 @@
 #include "app/tasks/taskdetailview.h"
 
+#include "core/tasks/kernelbound.h"
+
 #include "app/tasks/taskformat.h"
 #include "app/tasks/tasklistmodel.h"
 #include "core/tasks/taskcatalog.h"
@@ -312,8 +314,10 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
 
     const bool haveRoofs = m_computeGflops > 0 && m_bandwidthGBps > 0;
     if (haveRoofs) {
-        const double ridge = m_computeGflops / m_bandwidthGBps;
-        const bool memoryBound = a.intensityFused < ridge;
+        // The one definition (core/tasks/kernelbound.h): the task's one-kernel intensity against
+        // the FP32 ridge, as the filter, the roofline and the prompts say it.
+        const double ridge = ridgeIntensity(m_computeGflops, m_bandwidthGBps);
+        const bool memoryBound = taskBound(a, ridge) == Bound::Memory;
         m_bound->setText(memoryBound ? tr("memory: %1 FLOP/B fused is below the ridge point, %2 FLOP/B")
                                            .arg(taskformat::intensity(a.intensityFused), taskformat::intensity(ridge))
                                      : tr("compute: %1 FLOP/B fused is at or above the ridge point, %2 FLOP/B")

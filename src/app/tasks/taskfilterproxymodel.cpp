@@ -1,5 +1,7 @@
 #include "app/tasks/taskfilterproxymodel.h"
 
+#include "core/tasks/kernelbound.h"
+
 #include "app/tasks/tasklistmodel.h"
 
 #include <algorithm>
@@ -100,7 +102,7 @@ bool TaskFilterProxyModel::filterAcceptsRow(int sourceRow, const QModelIndex& so
         const QVariant intensity = item.data(TaskListModel::IntensityFusedRole);
         if (!intensity.isValid())
             return false; // not analysed yet: its side is unknown
-        const bool memoryBound = intensity.toDouble() < m_ridge;
+        const bool memoryBound = boundAt(intensity.toDouble(), m_ridge) == kwb::Bound::Memory; // core/tasks/kernelbound.h
         if (memoryBound != (m_bound == Bound::Memory))
             return false;
     }

@@ -1,5 +1,7 @@
 #include "app/tasks/taskspage.h"
 
+#include "core/tasks/kernelbound.h"
+
 #include "app/tasks/taskfilterproxymodel.h"
 #include "app/tasks/tasklistmodel.h"
 #include "core/tasks/taskcatalog.h"
@@ -242,7 +244,7 @@ void TasksPage::setRoofs(double computeGflops, double bandwidthGBps, const QStri
 {
     const bool valid = computeGflops > 0 && bandwidthGBps > 0;
     m_roofsGpu = valid ? gpuName : QString();
-    m_proxy->setRidgeIntensity(valid ? computeGflops / bandwidthGBps : 0);
+    m_proxy->setRidgeIntensity(valid ? kwb::ridgeIntensity(computeGflops, bandwidthGBps) : 0);
     m_detail->setRoofs(valid ? computeGflops : 0, valid ? bandwidthGBps : 0, m_roofsGpu);
     m_boundFilter->setEnabled(valid);
     if (valid)

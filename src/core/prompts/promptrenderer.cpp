@@ -1,6 +1,7 @@
 #include "core/prompts/promptrenderer.h"
 
 #include "core/prompts/referenceview.h"
+#include "core/tasks/kernelbound.h"
 
 #include "core/model/secrets.h"
 #include "core/protocol/workerresponses.h"
@@ -725,7 +726,7 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
         const double gflops = device.fp32Gflops();
         const QString gflopsNote = device.fp32Fma.present() ? QStringLiteral("measured FMA") : QStringLiteral("theoretical");
         const bool ridgeKnown = gbps > 0 && gflops > 0;
-        const double ridge = ridgeKnown ? gflops / gbps : 0.0;
+        const double ridge = ridgeKnown ? kwb::ridgeIntensity(gflops, gbps) : 0.0;
         const QString unknown = QStringLiteral("unknown");
         deviceValue = QJsonObject{
             {QStringLiteral("name"), device.name},
@@ -739,8 +740,10 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
                         : unknown},
             {QStringLiteral("ridge_point"), ridgeKnown ? intensityText(ridge) : unknown},
         };
-        if (ridgeKnown && analyzed && analyze.bytesFused > 0)
-            verdict = analyze.intensityFused >= ridge
+        // The task's bound as every page states it (core/tasks/kernelbound.h).
+        const Bound bound = analyzed ? taskBound(analyze, ridge) : Bound::Unknown;
+        if (ridgeKnown && analyzed && bound != Bound::Unknown)
+            verdict = bound == Bound::Compute
                           ? QStringLiteral("compute-bound: even fused, the task does %1, above the ridge point of %2")
                                 .arg(intensityText(analyze.intensityFused), intensityText(ridge))
                           : QStringLiteral("memory-bound: even fused, the task does %1, below the ridge point of %2")

@@ -1,5 +1,7 @@
 #include "core/study/report.h"
 
+#include "core/tasks/kernelbound.h"
+
 #include "core/run/regime.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
@@ -315,14 +317,19 @@ std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord
     QMap<QString, QMap<int, bool>> samples;
     for (const QString& task : tasks) // a task without a sample still counts, as a failure
         samples.insert(task, {});
+    FirstTurnPassAtN report;
     for (const EvaluationRecord& e : evaluations) {
         if (e.turn != firstTurn.value(e.task))
             continue;
         bool& correct = samples[e.task][e.sample];
-        correct = correct || (evaluationStatusFromWire(e.status) == EvaluationStatus::Correct &&
-                              !e.evaluation().belowRooflineFloor());
+        const EvaluationResult decoded = e.evaluation();
+        const bool statusCorrect = evaluationStatusFromWire(e.status) == EvaluationStatus::Correct;
+        correct = correct || (statusCorrect && !decoded.belowRooflineFloor());
+        if (statusCorrect && decoded.belowRooflineFloor()) {
+            ++report.notCounted;
+            report.notCountedWhy << QStringLiteral("%1 sample %2: %3").arg(e.task).arg(e.sample).arg(notCountedReason(decoded));
+        }
     }
-    FirstTurnPassAtN report;
     QList<SampleOutcomes> all;
     QMap<int, QList<SampleOutcomes>> byLevel;
     for (auto it = samples.cbegin(); it != samples.cend(); ++it) {

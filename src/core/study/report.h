@@ -110,6 +110,10 @@ struct FirstTurnPassAtN
     int samples = 0;                           ///< the most first-turn samples any task has
     QList<BestOfNPoint> overall;
     QMap<int, QList<BestOfNPoint>> perLevel;   ///< level -> curve over that level's tasks
+    /// First-turn samples with status correct that do not count (below the roofline floor), and
+    /// why, one line each ("L1/1 sample 3: measured … below the roofline floor …").
+    int notCounted = 0;
+    QStringList notCountedWhy;
 };
 
 /// KernelBench's fast_p thresholds.

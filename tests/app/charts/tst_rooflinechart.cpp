@@ -14,6 +14,8 @@
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QStandardItemModel>
+#include <QApplication>
+#include <QHelpEvent>
 #include <QTest>
 #include <QToolTip>
 
@@ -44,6 +46,7 @@ RooflinePoint point(const QString& task, int level, double intensity, double gfl
     p.level = level;
     p.intensity = intensity;
     p.referenceGflops = gflops;
+    p.measuredOn = QStringLiteral("NVIDIA V100 SXM2 32GB"); // the roofs most tests draw
     return p;
 }
 
@@ -54,6 +57,7 @@ QList<RooflinePoint> studyPoints()
     RooflinePoint l2 = point(QStringLiteral("L2/1"), 2, 0.5, 150.0);
     l2.candidateGflops = 600.0;
     l2.candidateIntensity = 2.0; // fused: fewer bytes, same FLOPs
+    l2.candidateBasis = IntensityBasis::OneKernel;
     l2.detail = QStringLiteral("agent, sample 3");
     return {l1, l2};
 }
@@ -132,8 +136,9 @@ private Q_SLOTS:
         QVERIFY(seriesNamed(c, QStringLiteral("roof:tensor:0")));
         QVERIFY(seriesNamed(c, QStringLiteral("roof:tensor:1")));
         QCOMPARE(seriesNamed(c, QStringLiteral("ridges"))->count(), 3);
-        // Points survive a change of GPU.
-        QCOMPARE(seriesNamed(c, QStringLiteral("points:L2:candidate"))->count(), 1);
+        // Points survive a change of GPU, placed analytically (measured on the V100).
+        QVERIFY(!seriesNamed(c, QStringLiteral("points:L2:candidate")));
+        QCOMPARE(seriesNamed(c, QStringLiteral("analytic:L2:candidate"))->count(), 1);
         QVERIFY(c->title().contains(QLatin1String("H200")));
     }
 
@@ -210,9 +215,10 @@ private Q_SLOTS:
         const QString ref = chart.toolTipText(0, false);
         QVERIFY2(ref.contains(QLatin1String("L1/19")), qPrintable(ref));
         QVERIFY(ref.contains(QLatin1String("eager reference")));
-        QVERIFY(ref.contains(QLatin1String("intensity 0.25 FLOP/B")));
+        QVERIFY(ref.contains(QLatin1String("intensity 0.25 FLOP/B: eager, op by op (analytic)")));
         QVERIFY2(ref.contains(QLatin1String("100 GFLOP/s: 44.4 % of the roof here (225 GFLOP/s)")), qPrintable(ref));
-        QVERIFY(ref.contains(QLatin1String("bound: memory")));
+        QVERIFY2(ref.contains(QLatin1String("here: memory-bound: 0.25 FLOP/B (eager, op by op) is below the ridge point")),
+                 qPrintable(ref));
 
         const QString cand = chart.toolTipText(1, true);
         QVERIFY2(cand.contains(QLatin1String("best candidate")), qPrintable(cand));
@@ -227,7 +233,7 @@ private Q_SLOTS:
         chart.setPoints({point(QStringLiteral("L1/1"), 1, 682.7, 12560.0)});
         const QString gemm = chart.toolTipText(0, false);
         QVERIFY2(gemm.contains(QLatin1String("80.0 % of the roof here (15.7 TFLOP/s)")), qPrintable(gemm));
-        QVERIFY(gemm.contains(QLatin1String("bound: compute")));
+        QVERIFY(gemm.contains(QLatin1String("here: compute-bound")));
     }
 
     void clickActivatesTheTask()
@@ -251,6 +257,87 @@ private Q_SLOTS:
         QTest::mouseClick(chart.viewport(), Qt::LeftButton, {},
                           chart.mapFromScene(chart.chart()->mapToScene(plot.topLeft() + QPointF(8, 8))));
         QCOMPARE(spy.size(), 2);
+    }
+
+    // Times measured on the H200 are never drawn against the V100's roofs: every marker there is
+    // analytic and sits on (not above) the V100's roofline.
+    void otherGpuIsAnalytic()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        QList<RooflinePoint> points = studyPoints();
+        for (RooflinePoint& p : points) {
+            p.measuredOn = QStringLiteral("NVIDIA H200");
+            p.referenceGflops *= 100; // far above any V100 roof, as H200 times are
+            if (p.candidateGflops)
+                *p.candidateGflops *= 100;
+            p.notCountedGflops = 1e6;
+            p.notCountedWhy = QStringLiteral("below the floor");
+        }
+        chart.setPoints(points);
+        const GpuRoofs& roofs = chart.roofs();
+        QCOMPARE(chart.markers().size(), 3); // two references, one candidate; no star
+        for (const RooflineMarker& m : chart.markers()) {
+            QVERIFY(!m.measured);
+            QVERIFY(m.role != RooflineMarker::Role::NotCounted);
+            QVERIFY(near(m.at.y(), roofs.attainableGflops(m.at.x())));
+        }
+        QVERIFY(!seriesNamed(chart.chart(), QStringLiteral("points:L2:reference")));
+        QVERIFY(chart.chart()->title().contains(QLatin1String("Times measured on NVIDIA H200 are not drawn")));
+        QVERIFY(chart.toolTipText(1, true).contains(QLatin1String("analytic")));
+        // Against roofs of the GPU they were measured on, the times are drawn as measured.
+        GpuRoofs h200 = *findGpu(QStringLiteral("h200-sxm-141gb"));
+        h200.name = QStringLiteral("NVIDIA H200");
+        chart.setRoofs(h200);
+        QCOMPARE(chart.markers().size(), 5);
+        QCOMPARE(chart.markers().at(0).at, QPointF(0.25, 10000.0));
+        QVERIFY(chart.markers().at(0).measured);
+    }
+
+    // A time below the roofline floor: a star at the one-kernel intensity, with the reason.
+    void notCountedIsDrawnWithItsReason()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        QList<RooflinePoint> points = studyPoints();
+        points[1].oneKernelIntensity = 3.0;
+        points[1].notCountedGflops = 50000.0;
+        points[1].notCountedWhy = QStringLiteral("measured 0.133 ms is below the roofline floor 2.1 ms");
+        chart.setPoints(points);
+        auto* stars = qobject_cast<QScatterSeries*>(seriesNamed(chart.chart(), QStringLiteral("points:not-counted")));
+        QVERIFY(stars);
+        QCOMPARE(stars->markerShape(), QScatterSeries::MarkerShapeStar);
+        QCOMPARE(stars->points(), QList<QPointF>{QPointF(3.0, 50000.0)});
+        const int star = chart.markers().size() - 1;
+        QCOMPARE(chart.markers().at(star).role, RooflineMarker::Role::NotCounted);
+        const QString tip = chart.markerToolTip(star);
+        QVERIFY2(tip.contains(QLatin1String("Not counted")) && tip.contains(QLatin1String("below the roofline floor 2.1 ms")),
+                 qPrintable(tip));
+        QVERIFY(tip.contains(QLatin1String("task: compute-bound")) == false); // 3 FLOP/B < 17.4
+        QVERIFY(tip.contains(QLatin1String("task: memory-bound: 3.00 FLOP/B (one kernel)")));
+    }
+
+    // The view's own tooltip event (the one Qt sends after the cursor rests) keeps the marker's
+    // text: QGraphicsView alone hides it, since the markers are no items with a tool tip.
+    void restingCursorKeepsTheTooltip()
+    {
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(studyPoints());
+        chart.resize(800, 560);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        for (bool candidate : {false, true}) {
+            const int index = 1;
+            const QPoint at = chart.viewportPosition(index, candidate);
+            QHelpEvent help(QEvent::ToolTip, at, chart.viewport()->mapToGlobal(at));
+            QApplication::sendEvent(chart.viewport(), &help);
+            QTRY_VERIFY(QToolTip::isVisible());
+            QCOMPARE(QToolTip::text(), chart.toolTipText(index, candidate));
+        }
+        // A click opens the task and takes the tooltip away.
+        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(1, false));
+        QTRY_VERIFY(!QToolTip::isVisible());
     }
 
     void hoverShowsTheTooltip()

@@ -99,7 +99,8 @@ private Q_SLOTS:
         QVERIFY(chart.emptyText().isEmpty());
         const QString s = chart.summaryText();
         QVERIFY2(s.contains(QLatin1String("unfused 5.74 GB")), qPrintable(s));
-        QVERIFY(s.contains(QLatin1String("fused 1.58 GB")));
+        QVERIFY(s.contains(QLatin1String("one kernel 1.58 GB")));
+        QVERIFY2(s.contains(QLatin1String("library + epilogue 3.66 GB")), qPrintable(s));
         QVERIFY(s.contains(QStringLiteral("3.64×")));
         QCOMPARE(chart.objectName(), QStringLiteral("traffic-L2_1"));
 
@@ -192,7 +193,10 @@ private Q_SLOTS:
                 seen << text;
         }
         QToolTip::hideText();
-        QCOMPARE(seen, (QStringList{chart.opToolTip(0), chart.opToolTip(1), chart.opToolTip(2), chart.opToolTip(-1)}));
+        QCOMPARE(seen, (QStringList{chart.opToolTip(TrafficChart::kUnfusedTotal), chart.opToolTip(TrafficChart::kLibraryEpilogue),
+                                    chart.opToolTip(TrafficChart::kOneKernel), chart.opToolTip(0), chart.opToolTip(1),
+                                    chart.opToolTip(2)}));
+        QVERIFY(chart.opToolTip(TrafficChart::kLibraryEpilogue).contains(QLatin1String("1 fused pass")));
     }
 
     void aLongChainScrolls()
@@ -209,6 +213,24 @@ private Q_SLOTS:
         QVERIFY(scroll->horizontalScrollBar()->maximum() > 0);
         QVERIFY(chart.exportSize().width() > 5000);
         QVERIFY(chart.summaryText().contains(QLatin1String("view op")));
+
+        // Scrolled to the end, the totals and both axes stay at the visible left edge, and the
+        // totals still answer the cursor.
+        scroll->horizontalScrollBar()->setValue(scroll->horizontalScrollBar()->maximum());
+        QCoreApplication::processEvents();
+        const QRect visible = chart.visibleCanvasRect();
+        QVERIFY(visible.left() > 1000);
+        const auto bars = chart.drawnBars();
+        QCOMPARE(bars.first().first, int(TrafficChart::kUnfusedTotal));
+        for (int i = 0; i < 3; ++i)
+            QVERIFY2(visible.contains(bars.at(i).second.center().toPoint()), qPrintable(QString::number(i)));
+        QWidget* canvas = chart.findChild<QWidget*>(QStringLiteral("trafficCanvas"));
+        const QPoint at = bars.first().second.center().toPoint();
+        QHelpEvent help(QEvent::ToolTip, at, canvas->mapToGlobal(at));
+        QCoreApplication::sendEvent(canvas, &help);
+        QTRY_VERIFY(QToolTip::isVisible());
+        QCOMPARE(QToolTip::text(), chart.opToolTip(TrafficChart::kUnfusedTotal));
+        QToolTip::hideText();
     }
 };
 

@@ -4,6 +4,7 @@
 #include "app/workbenchdata.h"
 #include "windowfixture.h"
 
+#include <QJsonArray>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -97,6 +98,51 @@ private Q_SLOTS:
         QCOMPARE(*p.candidateIntensity, a.value(QStringLiteral("intensity_fused")).toDouble());
         QVERIFY(!points[0].candidateIntensity); // torch only: same intensity
         QVERIFY(p.detail.contains(QStringLiteral("best candidate 8.510 ms")));
+    }
+
+    // The roofline's inputs: the GPU the times come from, the traffic model a candidate's
+    // kernels imply, and a faster candidate below the roofline floor kept apart with its reason
+    // (never the best).
+    void notCountedAndBasis()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("n.db"))));
+        const QJsonObject config{{QStringLiteral("gpu"), kwb::test::h200Device()},
+                                 {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
+                                                                        {QStringLiteral("n"), 2},
+                                                                        {QStringLiteral("ablated"), QJsonArray()}}}};
+        const qint64 run = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config).value_or(0);
+        const QJsonArray kernels{QJsonObject{{QStringLiteral("name"), QStringLiteral("sm90_xmma_fprop")},
+                                             {QStringLiteral("calls"), 1}, {QStringLiteral("time_ns"), 8e6},
+                                             {QStringLiteral("custom"), false}},
+                                 QJsonObject{{QStringLiteral("name"), QStringLiteral("bias_relu")},
+                                             {QStringLiteral("calls"), 1}, {QStringLiteral("time_ns"), 5e5},
+                                             {QStringLiteral("custom"), true}}};
+        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 8.51, 1, QStringLiteral("k"),
+                     QJsonObject{{QStringLiteral("kernels"), kernels}});
+        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 1, QStringLiteral("correct"), 9.11, 0.40, 1, QStringLiteral("k"),
+                     QJsonObject{{QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}},
+                                 {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 4.5},
+                                                                          {QStringLiteral("candidate_ms"), 0.40},
+                                                                          {QStringLiteral("margin"), 0.1}}}});
+        const QHash<QString, TaskTimes> times = taskTimesFromStore(store);
+        const TaskTimes& t = times.value(QStringLiteral("L2/1"));
+        QCOMPARE(*t.bestCandidateMs, 8.51); // not the impossible 0.40 ms
+        QCOMPARE(t.bestBasis, IntensityBasis::LibraryEpilogue);
+        QCOMPARE(*t.notCountedMs, 0.40);
+        QVERIFY2(t.notCountedWhy.contains(QLatin1String("measured 0.4 ms is below the roofline floor 4.5 ms")),
+                 qPrintable(t.notCountedWhy));
+        QCOMPARE(t.gpuName, decodeDeviceFacts(kwb::test::h200Device()).name);
+
+        const QList<RooflinePoint> points = rooflinePoints({analysedTask(QStringLiteral("L2/1"))}, times);
+        QCOMPARE(points.size(), 1);
+        const RooflinePoint& p = points.first();
+        QCOMPARE(p.measuredOn, t.gpuName);
+        QCOMPARE(p.candidateBasis, IntensityBasis::LibraryEpilogue);
+        const TrafficModel model = trafficModel(analysedTask(QStringLiteral("L2/1")).analysis);
+        QCOMPARE(*p.candidateIntensity, model.intensity(IntensityBasis::LibraryEpilogue));
+        QVERIFY(p.notCountedGflops && *p.notCountedGflops > *p.candidateGflops);
     }
 
     void candidates()

@@ -28,7 +28,8 @@ struct WindowFixture
 
 /// status, reference and candidate mean ms, custom launches.
 inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QString& status,
-                           double refMs, double candMs, int customLaunches, const QString& cuda)
+                           double refMs, double candMs, int customLaunches, const QString& cuda,
+                           const QJsonObject& extra = {})
 {
     PromptRecord prompt{0, run, task, turn, sample, QStringLiteral("generator"), QStringLiteral("write it"), QString()};
     const qint64 promptId = store.addPrompt(prompt).value_or(0);
@@ -65,6 +66,8 @@ inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int
                                   {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("mean_ms"), candMs}}}});
         result.insert(QStringLiteral("speedup"), refMs / candMs);
     }
+    for (auto it = extra.begin(); it != extra.end(); ++it) // flags, kernels, roofline, …
+        result.insert(it.key(), it.value());
     return store.addEvaluation(candidateId, result).value_or(0);
 }
 

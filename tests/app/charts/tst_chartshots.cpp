@@ -1,0 +1,168 @@
+// Screenshot tests of the two charts issue 15 found broken, each checked for its defect on the
+// chart's own model, then grabbed (PNG beside the test, and into $KWB_SCREENSHOTS_DIR when set,
+// e.g. docs/screenshots):
+// - the roofline with the V100 chosen while the times come from an H200 run database: no
+//   measured H200 point may be drawn against the V100's roofs, and every marker is at or below
+//   the V100's roofline;
+// - the HBM traffic of L3/10 (ResNet-101, 345 ops): the unfused, library + epilogue and
+//   one-kernel totals side by side with their ratios, the one kernel never taller than unfused.
+
+#include "chartstestdata.h"
+
+#include "app/charts/chartformat.h"
+#include "app/charts/rooflinepage.h"
+#include "app/charts/trafficchart.h"
+#include "core/protocol/workerresponses.h"
+#include "core/tasks/kernelbound.h"
+
+#include <QChart>
+#include <QComboBox>
+#include <QDir>
+#include <QImage>
+#include <QTest>
+
+using namespace kwb;
+using namespace kwb::app;
+
+namespace {
+
+/// A task measured on the H200: eager and best-candidate times as a run database gives them
+/// (fixture inputs), placed as workbenchdata's rooflinePoints() places them.
+RooflinePoint measured(const QString& file, int level, double eagerMs, std::optional<double> candidateMs,
+                       IntensityBasis basis)
+{
+    const AnalyzeResult a = decodeAnalyze(loadChartData(file));
+    const TrafficModel m = trafficModel(a);
+    RooflinePoint p;
+    p.task = a.task;
+    p.level = level;
+    p.measuredOn = QStringLiteral("NVIDIA H200");
+    p.intensity = m.intensity(IntensityBasis::EagerUnfused);
+    p.oneKernelIntensity = m.intensity(IntensityBasis::OneKernel);
+    p.referenceGflops = m.flops / (eagerMs * 1e-3) / 1e9;
+    if (candidateMs) {
+        p.candidateGflops = m.flops / (*candidateMs * 1e-3) / 1e9;
+        p.candidateIntensity = m.intensity(basis);
+        p.candidateBasis = basis;
+    }
+    return p;
+}
+
+QList<RooflinePoint> h200Points()
+{
+    RooflinePoint l21 = measured(QStringLiteral("analyze_L2_1.json"), 2, 9.11, 8.51, IntensityBasis::LibraryEpilogue);
+    // A memoising candidate's impossible time on L2/1: not counted.
+    l21.notCountedGflops = l21.referenceGflops * 20;
+    l21.notCountedWhy = QStringLiteral("measured 0.456 ms is below the roofline floor 4.49 ms");
+    return {l21, measured(QStringLiteral("analyze_L2_2.json"), 2, 6.2, 2.9, IntensityBasis::LibraryEpilogue),
+            measured(QStringLiteral("analyze_L3_10.json"), 3, 14.0, std::nullopt, IntensityBasis::EagerUnfused)};
+}
+
+QImage grabAndSave(QWidget* w, const QString& name, QSize size)
+{
+    w->resize(size);
+    w->show();
+    if (!QTest::qWaitForWindowExposed(w))
+        return QImage();
+    QTest::qWait(50);
+    const QImage image = w->grab().toImage();
+    image.save(QDir(QCoreApplication::applicationDirPath()).filePath(name));
+    const QString dir = qEnvironmentVariable("KWB_SCREENSHOTS_DIR");
+    if (!dir.isEmpty())
+        image.save(QDir(dir).filePath(name));
+    return image;
+}
+
+} // namespace
+
+class TestChartShots : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void v100RooflineWithH200Times()
+    {
+        RooflinePage page;
+        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")), QStringLiteral("Run database"));
+        page.setPoints(h200Points());
+        QVERIFY(page.selectGpu(QStringLiteral("v100-sxm2-32gb")));
+        RooflineChart* chart = page.chart();
+        const GpuRoofs& v100 = chart->roofs();
+        QCOMPARE(v100.name, QStringLiteral("NVIDIA V100 SXM2 32GB"));
+
+        // The defect: H200 times drawn above the V100's roofs. Now no marker is measured, none is
+        // a not-counted star, and each sits on the V100's roofline at its own intensity.
+        QCOMPARE(chart->markers().size(), 5); // three references, two candidates
+        for (const RooflineMarker& m : chart->markers()) {
+            QVERIFY(!m.measured);
+            QVERIFY(m.role != RooflineMarker::Role::NotCounted);
+            QVERIFY2(m.at.y() <= v100.attainableGflops(m.at.x()) * (1 + 1e-9),
+                     qPrintable(QStringLiteral("%1 above the roof").arg(m.at.y())));
+        }
+        QVERIFY(chart->chart()->title().contains(QLatin1String("NVIDIA H200 are not drawn")));
+        // The help text names what is drawn: the dashed tensor-core roofs of this GPU and the
+        // analytic placement.
+        QVERIFY2(page.helpText().contains(QLatin1String("tensor-core roofs")), qPrintable(page.helpText()));
+        QVERIFY(page.helpText().contains(QLatin1String("analytic")));
+
+        const QImage image = grabAndSave(&page, QStringLiteral("06-roofline-v100.png"), QSize(1280, 720));
+        QVERIFY(!image.isNull());
+        // On screen too: every marker's pixel lies on or under the FP32/memory roof's pixel.
+        for (int m = 0; m < chart->markers().size(); ++m) {
+            const RooflineMarker& mk = chart->markers().at(m);
+            QVERIFY(chart->markerAt(chart->viewportPosition(mk.point, mk.role == RooflineMarker::Role::Candidate)) >= 0);
+        }
+
+        // Back on the GPU the times were measured on: measured markers, the star among them.
+        QVERIFY(page.selectGpu(QStringLiteral("current")));
+        int measuredMarkers = 0, stars = 0;
+        for (const RooflineMarker& m : chart->markers()) {
+            measuredMarkers += m.measured ? 1 : 0;
+            stars += m.role == RooflineMarker::Role::NotCounted ? 1 : 0;
+        }
+        QCOMPARE(measuredMarkers, 6);
+        QCOMPARE(stars, 1);
+        for (const RooflineMarker& m : chart->markers())
+            if (m.role != RooflineMarker::Role::NotCounted)
+                QVERIFY(m.at.y() <= chart->roofs().attainableGflops(m.at.x()));
+        QVERIFY(!grabAndSave(&page, QStringLiteral("06-roofline-h200.png"), QSize(1280, 720)).isNull());
+    }
+
+    void trafficOfL3_10()
+    {
+        TrafficChart chart;
+        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L3_10.json")));
+        const TrafficBreakdown& b = chart.breakdown();
+        QVERIFY(b.libraryEpilogueBytes);
+        const QString summary = chart.summaryText();
+        QVERIFY2(summary.contains(QLatin1String("unfused 5.05 GB")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("one kernel 185 MB (27.36× less)")), qPrintable(summary));
+        QVERIFY(summary.contains(QLatin1String("library + epilogue")));
+
+        const QImage image = grabAndSave(&chart, QStringLiteral("07-traffic-L3_10.png"), QSize(1280, 720));
+        QVERIFY(!image.isNull());
+        const auto bars = chart.drawnBars();
+        QCOMPARE(bars.at(0).first, int(TrafficChart::kUnfusedTotal));
+        QCOMPARE(bars.at(1).first, int(TrafficChart::kLibraryEpilogue));
+        QCOMPARE(bars.at(2).first, int(TrafficChart::kOneKernel));
+        const QRectF unfused = bars.at(0).second, library = bars.at(1).second, one = bars.at(2).second;
+        // The defect: the fused bar taller than every op bar, so fusing looked worse. On the
+        // totals' one scale the one kernel is the shortest, unfused the tallest, side by side.
+        QVERIFY(one.height() < library.height());
+        QVERIFY(library.height() < unfused.height());
+        QVERIFY(std::abs(unfused.bottom() - one.bottom()) < 1);
+        QVERIFY(std::abs(unfused.height() / one.height() - b.ratio()) / b.ratio() < 0.05);
+        // All three are painted where the model says (their centres in the bar colours, not
+        // white), inside the visible part.
+        const QWidget* canvas = chart.findChild<QWidget*>(QStringLiteral("trafficCanvas"));
+        const QPoint origin = canvas->mapTo(&chart, QPoint(0, 0));
+        for (const QRectF& r : {unfused, library, one}) {
+            const QPoint c = r.center().toPoint() + origin;
+            QVERIFY(chart.rect().contains(c));
+            QVERIFY2(image.pixelColor(c) != QColor(Qt::white), qPrintable(QStringLiteral("%1,%2").arg(c.x()).arg(c.y())));
+        }
+        QVERIFY(chart.opToolTip(TrafficChart::kLibraryEpilogue).contains(QStringLiteral("× less than unfused")));
+    }
+};
+
+QTEST_MAIN(TestChartShots)
+#include "tst_chartshots.moc"
