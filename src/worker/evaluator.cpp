@@ -28,6 +28,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <unistd.h>
@@ -339,6 +340,16 @@ void ensureOpCallback()
     (void)registered;
 }
 
+/// Whether a traced kernel is one the candidate's source declares: its name as declared (extern "C")
+/// or demangled with its parameters ("scale_kernel(float const*, …)", a load_inline kernel).
+bool isCustomKernel(const std::string& traced, const std::vector<std::string>& customNames)
+{
+    for (const auto& k : customNames)
+        if (traced == k || (traced.size() > k.size() && traced.compare(0, k.size(), k) == 0 && traced[k.size()] == '('))
+            return true;
+    return false;
+}
+
 json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<std::string>& customNames)
 {
     std::map<std::string, std::pair<int, uint64_t>> byName;
@@ -349,7 +360,7 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
     }
     json out = json::array();
     for (const auto& [name, e] : byName) {
-        const bool custom = std::find(customNames.begin(), customNames.end(), name) != customNames.end();
+        const bool custom = isCustomKernel(name, customNames);
         out.push_back({{"name", name}, {"calls", e.first}, {"time_ns", e.second}, {"custom", custom}});
     }
     std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["time_ns"] > b["time_ns"]; });
@@ -1282,11 +1293,32 @@ bool correctnessStage(Evaluation& ev)
     return true;
 }
 
-/// 7. trace: which kernels ran (CUPTI), once on the timing inputs. Informational: never fails.
-void traceStage(Evaluation& ev)
+/// CUPTI's id of the stream the timer records its events on (the legacy default stream, where
+/// torch's ops and kb.launch run): a fill kernel's, traced alone. nullopt where it cannot be traced.
+std::optional<uint32_t> timedStreamId(at::Device dev)
+{
+    KernelTracer tracer;
+    std::string err;
+    syncCuda();
+    if (!tracer.start(&err))
+        return std::nullopt;
+    at::Tensor marker = torch::zeros({1}, at::TensorOptions().device(dev));
+    syncCuda();
+    tracer.stop();
+    const auto records = tracer.take();
+    if (records.empty())
+        return std::nullopt;
+    return records.front().streamId;
+}
+
+/// 7. trace: which kernels ran (CUPTI), once on the timing inputs. Fails only where kernels ran on
+/// a stream other than the timed one: the timer's events cannot see that work (KernelBench's
+/// "non-default stream" hack), so its times would be the launch's, not the work's.
+bool traceStage(Evaluation& ev)
 {
     ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
     if (ev.cuda) {
+        const std::optional<uint32_t> timed = timedStreamId(ev.dev);
         KernelTracer tracer;
         std::string err;
         auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
@@ -1297,13 +1329,28 @@ void traceStage(Evaluation& ev)
             std::string runErr;
             runCandidate(ev, std::move(args), &outV, &runErr);
             tracer.stop();
-            ev.res["kernels"] = kernelSummary(tracer.take(), ev.kernelNames);
+            const auto records = tracer.take();
+            ev.res["kernels"] = kernelSummary(records, ev.kernelNames);
             ev.res["custom_launches"] = ev.launchCtx.launches - before;
+            int elsewhere = 0;
+            std::string example;
+            // The candidate's own kernels only: what torch, cuBLAS and cuDNN launch is theirs.
+            for (const auto& r : records)
+                if (timed && r.streamId != *timed && isCustomKernel(r.name, ev.kernelNames) && elsewhere++ == 0)
+                    example = r.name;
+            if (elsewhere > 0) {
+                ev.res["torch_only"] = !ev.launchesKernels;
+                return ev.stop("incorrect", "timing",
+                               std::to_string(elsewhere) + " of " + std::to_string(records.size()) +
+                                   " kernels (its own) ran on a stream other than the current one (first: " + example +
+                                   "): the timer cannot see that work; launch on the current stream");
+            }
         } else {
             ev.res["kernels_error"] = err;
         }
     }
     ev.res["torch_only"] = !ev.launchesKernels;
+    return true;
 }
 
 /// Raised from a timing prepare when a checked timed call's output differs from its reference.
@@ -1513,8 +1560,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
     try {
         if (!referenceStage(ev) || !correctnessStage(ev))
             return ev.response();
-        traceStage(ev);
-        if (!timingStage(ev))
+        if (!traceStage(ev) || !timingStage(ev))
             return ev.response();
     } catch (const std::exception& e) {
         // torch's own errors (out of memory, a shape the reference rejects, …) anywhere past the load

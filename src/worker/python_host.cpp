@@ -210,7 +210,8 @@ std::string takeError() {
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
     Ref t(type), v(value), b(tb);
-    std::string name = t ? pyString(PyObject_GetAttrString(t.p, "__name__")) : "Error";
+    Ref typeName(t ? PyObject_GetAttrString(t.p, "__name__") : nullptr);
+    const std::string name = typeName ? pyString(typeName.p) : "Error";
     PyErr_Clear();
     std::string msg = name + ": " + pyString(v.p);
     // The answer's innermost line, for the model to find its mistake.

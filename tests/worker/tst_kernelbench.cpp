@@ -9,9 +9,12 @@
 #include "task.hpp"
 
 #include <doctest/doctest.h>
+#include <toml++/toml.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <unistd.h>
@@ -260,4 +263,32 @@ class ModelNew(nn.Module):
     const json z = evaluateOnCpu(t, fenced(zeroing));
     CHECK(z["status"] == "incorrect");
     CHECK(z["message"].get<std::string>().find("changed its argument 'x'") != std::string::npos);
+}
+
+TEST_CASE("fixtures: the KernelBench-format ones decided before any build get their status on the CPU")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const std::string dir = std::string(KWB_SOURCE_DIR) + "/tests/fixtures/candidates/";
+    auto manifest = toml::parse_file(dir + "kernelbench/manifest.toml");
+    int checked = 0;
+    for (auto& node : *manifest["candidate"].as_array()) {
+        auto& c = *node.as_table();
+        const std::string expect = c["expect"].value_or(std::string());
+        if (expect != "rejected" && expect != "format_error")
+            continue; // these build CUDA and run: tst_gpu_candidates on the GPU
+        const std::string file = c["file"].value_or(std::string());
+        CAPTURE(file);
+        std::ifstream in(dir + file);
+        const std::string answer((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+        Evaluator ev;
+        const json r = ev.evaluate(t, {{"answer", answer}, {"device", "none"}, {"arch", "sm_90"}});
+        CHECK(r["answer_format"] == "kernelbench");
+        CHECK(r["status"] == expect);
+        CHECK(!r["message"].get<std::string>().empty());
+        ++checked;
+    }
+    CHECK(checked == 4);
 }
