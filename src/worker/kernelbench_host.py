@@ -62,7 +62,14 @@ DENIED_ATTRIBUTES = {
     "torch.Tensor._make_subclass": "makes tensor subclasses", "torch._tensor": "torch's internals",
     "torch.overrides": "tensor subclass machinery", "torch.utils.dlpack": "tensor exchange is the evaluator's",
     "torch.compile": "compiles Python at run time", "torch.jit": "compiles Python at run time",
+    # torch's C++ bindings open files with no audit event (torch.serialization.save writes through
+    # PyTorchFileWriter): every file reader and writer is refused by name.
+    "torch.serialization": "reads and writes files", "torch.package": "reads and writes files",
+    "torch.onnx": "writes files", "torch.profiler": "writes traces", "torch.autograd.profiler": "writes traces",
+    "torch.from_file": "maps files",
 }
+# Attribute names refused on any object (a storage's from_file, …).
+DENIED_ATTRIBUTE_NAMES = {"from_file": "maps files", "_make_subclass": "makes tensor subclasses"}
 ALLOWED_CPP_EXTENSION = {"load_inline"}
 ALLOWED_DUNDERS = {"__init__"}
 DENIED_DEFS = {"__torch_function__": "a tensor subclass's dispatch hook", "__torch_dispatch__": "a tensor subclass's dispatch hook",
@@ -124,6 +131,9 @@ class _Checker(ast.NodeVisitor):
                 self.aliases[a.asname or a.name] = full
 
     def attribute_reason(self, path):
+        parts = path.split(".")
+        if parts[0] == "torch" and any(p.startswith("_") for p in parts[1:]):
+            return f"'{path}' is not allowed: torch's private internals"
         for prefix, why in DENIED_ATTRIBUTES.items():
             if path == prefix or path.startswith(prefix + "."):
                 return f"'{path}' is not allowed: {why}"
@@ -135,6 +145,8 @@ class _Checker(ast.NodeVisitor):
         return None
 
     def visit_Attribute(self, node):
+        if node.attr in DENIED_ATTRIBUTE_NAMES:
+            self.refuse(node, f"attribute '{node.attr}' is not allowed: {DENIED_ATTRIBUTE_NAMES[node.attr]}")
         if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
             self.refuse(node, f"attribute '{node.attr}': special attributes reach past the answer's own objects")
         path = self.dotted(node)

@@ -146,6 +146,9 @@ TEST_CASE("static check: each refusal with its line and reason")
         {"import torch\nx = torch.zeros(1).__class__\n", 2, "special attributes"},
         {"import torch\nsetattr(torch, 'add', None)\n", 2, "'setattr' is not allowed"},
         {"import torch\ntorch.load('w.pt')\n", 2, "'torch.load' is not allowed: reads files"},
+        {"import torch\ntorch.serialization.save(torch.zeros(1), 'w.pt')\n", 2, "'torch.serialization.save' is not allowed: reads and writes files"},
+        {"import torch\ns = torch.UntypedStorage.from_file('w', False, 4)\n", 2, "attribute 'from_file' is not allowed"},
+        {"import torch\nx = torch._utils\n", 2, "torch's private internals"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.source);
@@ -291,4 +294,36 @@ TEST_CASE("fixtures: the KernelBench-format ones decided before any build get th
         ++checked;
     }
     CHECK(checked == 4);
+}
+
+TEST_CASE("run-time sandbox: Python reached from an extension's C++ is refused while forward runs")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    // Past the static check: the C++ imports os through pybind11 while forward runs. The import
+    // resolves through the calling frame's builtins, the answer's guarded ones, and is refused
+    // there (behind it the audit hook would refuse os.system; docs/sandbox.md).
+    const fs::path target = fs::temp_directory_path() / ("kwb-tst-forbidden-" + std::to_string(::getpid()));
+    fs::remove(target);
+    const std::string module = R"(import torch
+from torch.utils.cpp_extension import load_inline
+cpp = """
+#include <torch/extension.h>
+torch::Tensor run(torch::Tensor a, double s) {
+    pybind11::module_::import("os").attr("system")(std::string("touch )" + target.string() + R"("));
+    return a * s;
+}
+"""
+ext = load_inline(name="kwb_test_system", cpp_sources=cpp, functions=["run"])
+class ModelNew(torch.nn.Module):
+    def forward(self, A, s):
+        return ext.run(A, s)
+)";
+    REQUIRE(python::checkSource(module).empty());
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
+    INFO(r.dump());
+    CHECK(r["status"] == "runtime_error");
+    CHECK(r["message"].get<std::string>().find("kwb sandbox: import of 'os' is not allowed") != std::string::npos);
+    CHECK(!fs::exists(target));
 }
