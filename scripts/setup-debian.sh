@@ -12,6 +12,7 @@ packages=(
   libxkbcommon-dev   # looked for by Qt6Gui's CMake package
   libgl-dev
   libtorch-dev
+  python3-torch python3-dev  # the worker embeds this Python (its torch is libtorch-dev's) for KernelBench-format answers
   nlohmann-json3-dev libtomlplusplus-dev libkainjow-mustache-dev libcli11-dev doctest-dev
   xvfb xauth
   bubblewrap         # the worker's OS sandbox (docs/sandbox.md); without it workers run unwrapped, with a warning

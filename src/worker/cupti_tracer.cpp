@@ -64,6 +64,7 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
             r.startNs = k->start;
             r.endNs = k->end;
             r.correlationId = k->correlationId;
+            r.streamId = k->streamId;
             r.gridX = static_cast<uint32_t>(k->gridX);
             r.gridY = static_cast<uint32_t>(k->gridY);
             r.gridZ = static_cast<uint32_t>(k->gridZ);

@@ -13,6 +13,7 @@ struct KernelRecord {
     uint64_t startNs = 0, endNs = 0;
     uint32_t correlationId = 0;
     uint64_t externalId = 0;  // the innermost pushExternalId at launch time; 0 if none
+    uint32_t streamId = 0;  // CUPTI's id of the stream it ran on
     uint32_t gridX = 0, gridY = 0, gridZ = 0, blockX = 0, blockY = 0, blockZ = 0;
 };
 

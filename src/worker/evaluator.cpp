@@ -1,6 +1,8 @@
 #include "evaluator.hpp"
 
 #include "analyze.hpp"
+#include "answer_format.hpp"
+#include "candidate_callable.hpp"
 #include "candidate_parser.hpp"
 #include "cuda_driver.hpp"
 #include "cupti_tracer.hpp"
@@ -9,6 +11,7 @@
 #include "nvrtc_compiler.hpp"
 #include "profiles.hpp"
 #include "protocol.hpp"
+#include "python_host.hpp"
 #include "roofline.hpp"
 #include "script_host.hpp"
 
@@ -25,6 +28,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <unistd.h>
@@ -137,15 +141,29 @@ std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const
     return stack;
 }
 
+/// Whether two tensors' storages share bytes: the same storage, or (a tensor that came back
+/// through DLPack has a storage object of its own) overlapping memory.
+bool sharesMemory(const at::Tensor& a, const at::Tensor& b)
+{
+    if (a.is_alias_of(b))
+        return true;
+    if (!a.has_storage() || !b.has_storage() || a.device() != b.device())
+        return false;
+    const auto* pa = static_cast<const char*>(a.storage().data_ptr().get());
+    const auto* pb = static_cast<const char*>(b.storage().data_ptr().get());
+    const size_t na = a.storage().nbytes(), nb = b.storage().nbytes();
+    return pa && pb && na && nb && pa < pb + nb && pb < pa + na;
+}
+
 /// The name of the argument (input or parameter) whose storage the output shares, or "".
 std::string aliasedArgument(const at::Tensor& out, const std::vector<c10::IValue>& args, const Task& task)
 {
     for (size_t i = 0; i < args.size() && i < task.inputs.size(); ++i)
-        if (args[i].isTensor() && out.is_alias_of(args[i].toTensor()))
+        if (args[i].isTensor() && sharesMemory(out, args[i].toTensor()))
             return task.inputs[i].name;
     if (!args.empty() && args.back().isGenericDict()) {
         for (const auto& entry : args.back().toGenericDict())
-            if (entry.value().isTensor() && out.is_alias_of(entry.value().toTensor()))
+            if (entry.value().isTensor() && sharesMemory(out, entry.value().toTensor()))
                 return entry.key().toStringRef();
     }
     return {};
@@ -320,6 +338,16 @@ void ensureOpCallback()
     (void)registered;
 }
 
+/// Whether a traced kernel is one the candidate's source declares: its name as declared (extern "C")
+/// or demangled with its parameters ("scale_kernel(float const*, …)", a load_inline kernel).
+bool isCustomKernel(const std::string& traced, const std::vector<std::string>& customNames)
+{
+    for (const auto& k : customNames)
+        if (traced == k || (traced.size() > k.size() && traced.compare(0, k.size(), k) == 0 && traced[k.size()] == '('))
+            return true;
+    return false;
+}
+
 json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<std::string>& customNames)
 {
     std::map<std::string, std::pair<int, uint64_t>> byName;
@@ -330,7 +358,7 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
     }
     json out = json::array();
     for (const auto& [name, e] : byName) {
-        const bool custom = std::find(customNames.begin(), customNames.end(), name) != customNames.end();
+        const bool custom = isCustomKernel(name, customNames);
         out.push_back({{"name", name}, {"calls", e.first}, {"time_ns", e.second}, {"custom", custom}});
     }
     std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["time_ns"] > b["time_ns"]; });
@@ -347,6 +375,26 @@ std::string currentArch()
 
 /// `analyze` of a task's reference: also the roofline floor's FLOPs and bytes (timing stage).
 json analyzeTask(const Task& task, Scale scale);
+
+namespace {
+/// The native format's candidate: its TorchScript forward, called on the arguments as given.
+class NativeCallable final : public CandidateCallable {
+public:
+    explicit NativeCallable(jit::Function& fn) : m_fn(&fn) {}
+    std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override
+    {
+        return [fn = m_fn, args = std::move(args)]() mutable { return (*fn)(std::move(args)); };
+    }
+
+private:
+    jit::Function* m_fn;
+};
+} // namespace
+
+std::unique_ptr<CandidateCallable> nativeCallable(jit::Function& forward)
+{
+    return std::make_unique<NativeCallable>(forward);
+}
 
 // ---- seeds, versions ------------------------------------------------------------------------
 
@@ -507,6 +555,8 @@ struct Evaluation {
     std::string timedStage; ///< the stage_ms entry whose clock runs ("" between timed stages)
 
     // parse
+    AnswerFormat format = AnswerFormat::Native;
+    KernelBenchSource kb; ///< the module of a KernelBench-format answer
     ParseResult parsed;
     std::vector<std::string> kernelNames;
     // compile
@@ -516,6 +566,8 @@ struct Evaluation {
     jit::Function* candFn = nullptr;
     // sandbox
     bool launchesKernels = false;
+    // the candidate as called, either front end (candidate_callable.hpp)
+    std::unique_ptr<CandidateCallable> callable;
     // load
     std::unique_ptr<LoadedModule> module;
     LaunchContext launchCtx;
@@ -657,9 +709,20 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
 
 /// 1. parse: the answer (or the blocks given as `cuda` and `python`) by the candidate format;
 /// the blocks found are echoed as `candidate`, also when the format is broken.
+bool kernelBenchParse(Evaluation& ev, const std::string& answer);
+
 bool parseStage(Evaluation& ev)
 {
     ev.startStage("parse");
+    if (ev.req.contains("answer")) {
+        const std::string& text = ev.req.at("answer").get_ref<const std::string&>();
+        ev.format = requestedAnswerFormat(ev.req).value_or(detectAnswerFormat(text));
+    } else if (requestedAnswerFormat(ev.req) == AnswerFormat::KernelBench) {
+        throw std::invalid_argument("answer_format \"kernelbench\" needs the whole answer in 'answer'");
+    }
+    ev.res["answer_format"] = answerFormatName(ev.format);
+    if (ev.format == AnswerFormat::KernelBench)
+        return kernelBenchParse(ev, ev.req.at("answer").get<std::string>());
     std::string answer;
     if (ev.req.contains("answer")) {
         answer = ev.req.at("answer").get<std::string>();
@@ -681,6 +744,167 @@ bool parseStage(Evaluation& ev)
     ev.res["format_error"] = nullptr;
     for (const auto& k : ev.cand().kernels)
         ev.kernelNames.push_back(k.name);
+    return true;
+}
+
+/// The echo of a KernelBench-format answer: its module as the python block, no cuda block, the
+/// kernels its CUDA sources declare, the module's hash.
+json kernelBenchEcho(const KernelBenchSource& kb)
+{
+    json kernels = json::array();
+    for (const auto& k : findKernels(kb.source))
+        kernels.push_back(k.name);
+    return {{"cuda", nullptr}, {"python", kb.ok ? json(kb.source) : json(nullptr)}, {"kernels", kernels},
+            {"source_hash", kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)}, {"cuda_line", nullptr},
+            {"python_line", kb.ok ? json(kb.line) : json(nullptr)}, {"answer_format", "kernelbench"}};
+}
+
+/// 1 (KernelBench format). The module's source; a worker built without Python refuses it here.
+bool kernelBenchParse(Evaluation& ev, const std::string& answer)
+{
+    ev.kb = extractKernelBenchSource(answer);
+    ev.res["candidate"] = kernelBenchEcho(ev.kb);
+    ev.endStage();
+    std::string why;
+    if (ev.kb.ok && !python::available(&why))
+        ev.kb.error = FormatError{"kernelbench_unavailable", why, 0};
+    if (ev.kb.error) {
+        const FormatError& e = *ev.kb.error;
+        ev.res["format_error"] = {{"code", e.code}, {"message", e.message}, {"line", e.line}};
+        return ev.stop("format_error", "parse", e.message);
+    }
+    ev.res["format_error"] = nullptr;
+    for (const auto& k : findKernels(ev.kb.source))
+        ev.kernelNames.push_back(k.name);
+    return true;
+}
+
+/// A module line of a KernelBench-format answer as an answer line.
+int answerLine(const Evaluation& ev, int moduleLine)
+{
+    return moduleLine > 0 ? ev.kb.line + moduleLine - 1 : 0;
+}
+
+/// The end of a KernelBench-format load that failed: the status kernelbench_host.py gave it.
+bool kernelBenchFailure(Evaluation& ev, const json& err)
+{
+    const std::string status = err.value("status", std::string("runtime_error"));
+    const std::string stage = err.value("stage", std::string("compile"));
+    std::string message = err.value("message", std::string());
+    const int line = answerLine(ev, err.value("line", 0));
+    if (status == "rejected") {
+        json v = json::array();
+        const json detail = err.contains("detail") && err["detail"].is_array() ? err["detail"] : json::array({{{"line", err.value("line", 0)}, {"reason", message}}});
+        for (const auto& r : detail)
+            v.push_back({{"op", "python"}, {"reason", r.value("reason", std::string())},
+                         {"where", r.value("line", 0) > 0 ? "answer line " + std::to_string(answerLine(ev, r.value("line", 0))) : ""}});
+        ev.res["sandbox"] = v;
+        if (line > 0)
+            message += " (answer line " + std::to_string(line) + ")";
+        ev.res["compile"] = ev.compile;
+        return ev.stop("rejected", "sandbox", message);
+    }
+    if (status == "format_error") {
+        ev.res["format_error"] = {{"code", err.value("code", std::string("missing_model_new"))}, {"message", message}, {"line", line}};
+        return ev.stop("format_error", "parse", message);
+    }
+    if (status == "compile_error") {
+        ev.compile["ok"] = false;
+        ev.compile["log"] = message;
+    }
+    ev.res["compile"] = ev.compile;
+    return ev.stop(status, stage, message);
+}
+
+/// Whether ModelNew holds the reference's parameters (names and shapes): every task parameter and
+/// buffer must be there with its shape, and ModelNew may have no learned parameter the task lacks.
+/// Buffers of its own (constants it registered) are allowed: they are not weights.
+bool parametersMatch(Evaluation& ev, const json& modelParams)
+{
+    std::map<std::string, std::pair<std::vector<int64_t>, bool>> model;
+    for (const auto& p : modelParams)
+        model[p[0].get<std::string>()] = {p[1].get<std::vector<int64_t>>(), p[2].get<bool>()};
+    std::vector<std::string> problems;
+    json reference = json::array(), theirs = json::array();
+    for (size_t i = 0; i < ev.task.params.size(); ++i) {
+        const ParamSpec& p = ev.task.params[i];
+        const auto shape = ev.task.paramShape(i, ev.scale);
+        reference.push_back({{"name", p.name}, {"shape", shape}, {"buffer", p.buffer}});
+        auto it = model.find(p.name);
+        if (it == model.end())
+            problems.push_back("missing " + p.name + " " + shapeString(shape));
+        else if (it->second.first != shape)
+            problems.push_back(p.name + " is " + shapeString(it->second.first) + ", expected " + shapeString(shape));
+    }
+    for (const auto& [name, v] : model) {
+        theirs.push_back({{"name", name}, {"shape", v.first}, {"buffer", v.second}});
+        const bool known = std::any_of(ev.task.params.begin(), ev.task.params.end(), [&](const ParamSpec& p) { return p.name == name; });
+        if (!known && !v.second)
+            problems.push_back("unexpected parameter " + name + " " + shapeString(v.first));
+    }
+    if (problems.empty())
+        return true;
+    std::string message = "ModelNew's parameters differ from the reference's: ";
+    for (size_t i = 0; i < problems.size(); ++i)
+        message += (i ? "; " : "") + problems[i];
+    message += ". The reference has";
+    for (size_t i = 0; i < reference.size(); ++i)
+        message += std::string(i ? ", " : " ") + reference[i]["name"].get<std::string>() + " " +
+                   shapeString(reference[i]["shape"].get<std::vector<int64_t>>());
+    if (reference.empty())
+        message += " none";
+    message += "; ModelNew has";
+    for (size_t i = 0; i < theirs.size(); ++i)
+        message += std::string(i ? ", " : " ") + theirs[i]["name"].get<std::string>() + " " +
+                   shapeString(theirs[i]["shape"].get<std::vector<int64_t>>());
+    if (theirs.empty())
+        message += " none";
+    ev.res["parameters"] = {{"reference", reference}, {"model", theirs}};
+    ev.res["format_error"] = {{"code", "parameter_mismatch"}, {"message", message}, {"line", 0}};
+    return ev.stop("format_error", "load", message);
+}
+
+/// 2-4 (KernelBench format). The module run (its load_inline extensions built, or taken from the
+/// cache), ModelNew(*init_inputs) built after seeding and its parameters checked; without a device
+/// only the build (no_device after it).
+bool kernelBenchLoadStage(Evaluation& ev)
+{
+    ev.startStage("compile");
+    const std::string arch = ev.cuda ? currentArch() : ev.req.value("arch", std::string("sm_90"));
+    ev.compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", ev.kernelNames}, {"ms", 0.0}};
+    const auto t0 = Clock::now();
+    json builds;
+    if (ev.device == "none") {
+        json b = python::build(ev.kb.source, arch);
+        ev.compile["ms"] = msSince(t0);
+        ev.compile["extensions"] = b["builds"];
+        if (!b.value("ok", false)) {
+            json err = b;
+            if (b.value("status", "") == "rejected")
+                err["detail"] = b["refusals"];
+            return kernelBenchFailure(ev, err);
+        }
+        ev.res["compile"] = ev.compile;
+        return ev.stop("no_device", "load", "built and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
+    }
+    KernelBenchModel m = loadKernelBenchModel(ev.kb.source, ev.task.initInputValues(ev.scale), ev.seed, ev.cuda ? "cuda" : "cpu", arch);
+    ev.compile["ms"] = msSince(t0);
+    ev.compile["extensions"] = m.builds;
+    std::string log;
+    for (const auto& b : m.builds)
+        log += "load_inline '" + b.value("name", std::string()) + "': " +
+               (b.value("cached", false) ? "taken from the cache " : "built in ") + b.value("build_dir", std::string()) + "\n";
+    ev.compile["log"] = log;
+    if (!m.callable)
+        return kernelBenchFailure(ev, m.error);
+    ev.res["compile"] = ev.compile;
+    for (const auto& b : m.builds)
+        ev.launchesKernels = ev.launchesKernels || b.value("with_cuda", false);
+    ev.res["torch_only"] = m.builds.empty();
+    if (!parametersMatch(ev, m.parameters))
+        return false;
+    ev.callable = std::move(m.callable);
+    ev.endStage();
     return true;
 }
 
@@ -848,7 +1072,7 @@ bool loadStage(Evaluation& ev)
 bool runCandidate(Evaluation& ev, std::vector<c10::IValue> args, c10::IValue* out, std::string* err)
 {
     try {
-        *out = (*ev.candFn)(std::move(args));
+        *out = ev.callable->bind(std::move(args))();
     } catch (const std::exception& e) {
         *err = e.what();
     }
@@ -1126,11 +1350,32 @@ bool correctnessStage(Evaluation& ev)
     return true;
 }
 
-/// 7. trace: which kernels ran (CUPTI), once on the timing inputs. Informational: never fails.
-void traceStage(Evaluation& ev)
+/// CUPTI's id of the stream the timer records its events on (the legacy default stream, where
+/// torch's ops and kb.launch run): a fill kernel's, traced alone. nullopt where it cannot be traced.
+std::optional<uint32_t> timedStreamId(at::Device dev)
+{
+    KernelTracer tracer;
+    std::string err;
+    syncCuda();
+    if (!tracer.start(&err))
+        return std::nullopt;
+    at::Tensor marker = torch::zeros({1}, at::TensorOptions().device(dev));
+    syncCuda();
+    tracer.stop();
+    const auto records = tracer.take();
+    if (records.empty())
+        return std::nullopt;
+    return records.front().streamId;
+}
+
+/// 7. trace: which kernels ran (CUPTI), once on the timing inputs. Fails only where kernels ran on
+/// a stream other than the timed one: the timer's events cannot see that work (KernelBench's
+/// "non-default stream" hack), so its times would be the launch's, not the work's.
+bool traceStage(Evaluation& ev)
 {
     ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
     if (ev.cuda) {
+        const std::optional<uint32_t> timed = timedStreamId(ev.dev);
         KernelTracer tracer;
         std::string err;
         auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
@@ -1141,13 +1386,28 @@ void traceStage(Evaluation& ev)
             std::string runErr;
             runCandidate(ev, std::move(args), &outV, &runErr);
             tracer.stop();
-            ev.res["kernels"] = kernelSummary(tracer.take(), ev.kernelNames);
+            const auto records = tracer.take();
+            ev.res["kernels"] = kernelSummary(records, ev.kernelNames);
             ev.res["custom_launches"] = ev.launchCtx.launches - before;
+            int elsewhere = 0;
+            std::string example;
+            // The candidate's own kernels only: what torch, cuBLAS and cuDNN launch is theirs.
+            for (const auto& r : records)
+                if (timed && r.streamId != *timed && isCustomKernel(r.name, ev.kernelNames) && elsewhere++ == 0)
+                    example = r.name;
+            if (elsewhere > 0) {
+                ev.res["torch_only"] = !ev.launchesKernels;
+                return ev.stop("incorrect", "timing",
+                               std::to_string(elsewhere) + " of " + std::to_string(records.size()) +
+                                   " kernels (its own) ran on a stream other than the current one (first: " + example +
+                                   "): the timer cannot see that work; launch on the current stream");
+            }
         } else {
             ev.res["kernels_error"] = err;
         }
     }
     ev.res["torch_only"] = !ev.launchesKernels;
+    return true;
 }
 
 /// Raised from a timing prepare when a checked timed call's output differs from its reference.
@@ -1305,10 +1565,10 @@ bool timingStage(Evaluation& ev)
     auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
         settle(false);
         const int set = index < 0 ? warm++ % nSets : index % nSets;
-        auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
+        auto call = ev.callable->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false));
         const bool keep = index >= 0;
-        return [&, fn = ev.candFn, args = std::move(args), keep, set, index]() mutable {
-            c10::IValue out = (*fn)(std::move(args));
+        return [&, call = std::move(call), keep, set, index]() mutable {
+            c10::IValue out = call();
             if (keep) {
                 pendingOut = out.isTensor() ? out.toTensor() : at::Tensor();
                 pendingSet = set;
@@ -1371,14 +1631,22 @@ json Evaluator::evaluate(const Task& task, const json& req)
     Evaluation ev(task, req, m_healthy);
     ev.referenceCaches = &m_referenceCaches;
     setUp(ev, *this);
-    if (!parseStage(ev) || !compileStage(ev) || !sandboxStage(ev) || !deviceStage(ev) || !loadStage(ev))
+    if (!parseStage(ev))
         return ev.response();
+    if (ev.format == AnswerFormat::KernelBench) {
+        // The build runs before the device is touched; a missing device stops after it.
+        if ((ev.device != "none" && !deviceStage(ev)) || !kernelBenchLoadStage(ev))
+            return ev.response();
+    } else {
+        if (!compileStage(ev) || !sandboxStage(ev) || !deviceStage(ev) || !loadStage(ev))
+            return ev.response();
+        ev.callable = nativeCallable(*ev.candFn);
+    }
     LaunchScope launchScope(&ev.launchCtx);
     try {
         if (!referenceStage(ev) || !correctnessStage(ev))
             return ev.response();
-        traceStage(ev);
-        if (!timingStage(ev))
+        if (!traceStage(ev) || !timingStage(ev))
             return ev.response();
     } catch (const std::exception& e) {
         // torch's own errors (out of memory, a shape the reference rejects, …) anywhere past the load

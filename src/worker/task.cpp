@@ -92,7 +92,7 @@ public:
         t_.path = path_;
         if (!root.contains("forward")) findMisplacedForward(root);
         checkKeys(root, "", {"id", "level", "number", "title", "source", "description", "forward", "dims",
-                             "smoke", "inputs", "params", "tolerance"});
+                             "smoke", "inputs", "params", "tolerance", "init_inputs"});
 
         t_.id = requiredString(root, "id");
         t_.level = static_cast<int>(requiredInt(root, "level", 1, 9));
@@ -111,6 +111,7 @@ public:
         readInputs(root);
         readParams(root);
         readTolerance(root);
+        readInitInputs(root);
         checkForwardSignature();
         return std::move(t_);
     }
@@ -124,6 +125,32 @@ private:
         return prefix.empty() ? key : prefix + "." + key;
     }
     static std::string index(const std::string& prefix, size_t i) { return prefix + "[" + std::to_string(i) + "]"; }
+
+    // init_inputs: KernelBench's constructor arguments (ModelNew(*init_inputs)); each entry an
+    // integer, a float, a boolean, a dimension name or an array (a tuple) of these.
+    nlohmann::json initValue(const toml::node& n, const std::string& field) {
+        if (auto v = n.value<int64_t>(); v && n.is_integer()) return *v;
+        if (auto v = n.value<double>(); v && n.is_floating_point()) return *v;
+        if (auto v = n.value<bool>(); v && n.is_boolean()) return *v;
+        if (auto v = n.value<std::string>(); v && n.is_string()) {
+            if (std::none_of(t_.dims.begin(), t_.dims.end(), [&](const auto& d) { return d.first == *v; }))
+                fail(field, "unknown dimension '" + *v + "'");
+            return {{"dim", *v}};
+        }
+        if (const toml::array* a = n.as_array()) {
+            nlohmann::json out = nlohmann::json::array();
+            for (size_t i = 0; i < a->size(); ++i) out.push_back(initValue(*a->get(i), index(field, i)));
+            return out;
+        }
+        fail(field, "must be an integer, a float, a boolean, a dimension name or an array of these, not " + typeName(n));
+    }
+    void readInitInputs(const toml::table& root) {
+        const toml::node* n = root.get("init_inputs");
+        if (!n) return;
+        const toml::array* a = n->as_array();
+        if (!a) fail("init_inputs", "must be an array, not " + typeName(*n));
+        t_.initInputs = initValue(*n, "init_inputs");
+    }
 
     // Unknown keys are errors: a typo ("fanin") would otherwise be ignored silently.
     void checkKeys(const toml::table& tbl, const std::string& prefix, std::initializer_list<const char*> allowed) {
@@ -571,10 +598,27 @@ nlohmann::json toJson(const Task& t) {
         params.push_back(o);
     }
     j["params"] = params;
+    j["init_inputs"] = t.initInputs;
     j["tolerance"] = {{"atol", t.atol ? json(*t.atol) : json(nullptr)}, {"rtol", t.rtol ? json(*t.rtol) : json(nullptr)}};
     j["parameter_count"] = {{"full", t.parameterCount(Scale::Full)}, {"smoke", t.parameterCount(Scale::Smoke)}};
     j["buffer_count"] = {{"full", t.bufferCount(Scale::Full)}, {"smoke", t.bufferCount(Scale::Smoke)}};
     return j;
 }
 
+}  // namespace kwb
+
+namespace kwb {
+namespace {
+nlohmann::json resolveInit(const Task& t, const nlohmann::json& v, Scale s) {
+    if (v.is_array()) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& e : v) out.push_back(resolveInit(t, e, s));
+        return out;
+    }
+    if (v.is_object()) return t.dim(v.at("dim").get<std::string>(), s);
+    return v;
+}
+}  // namespace
+
+nlohmann::json Task::initInputValues(Scale s) const { return resolveInit(*this, initInputs, s); }
 }  // namespace kwb

@@ -46,6 +46,11 @@ struct Task {
     std::vector<InputSpec> inputs;
     std::vector<ParamSpec> params;
     std::optional<double> atol, rtol;
+    // KernelBench's constructor arguments, as read: numbers, booleans, {"dim": name}, arrays.
+    nlohmann::json initInputs = nlohmann::json::array();
+
+    // initInputs with every dimension resolved at scale s (what ModelNew(*init_inputs) gets).
+    nlohmann::json initInputValues(Scale s) const;
 
     int64_t dim(const std::string& name, Scale s) const;  // throws std::out_of_range if unknown
     // Entries are dimension names or integer literals; throws std::out_of_range on an unknown name.

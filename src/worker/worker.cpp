@@ -3,13 +3,16 @@
 #include "device_info.hpp"
 #include "nvrtc_compiler.hpp"
 #include "protocol.hpp"
+#include "answer_format.hpp"
 #include "candidate_parser.hpp"
 #include "cuda_driver.hpp"
+#include "python_host.hpp"
 #include "profiles.hpp"
 #include "roofline.hpp"
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -119,8 +122,57 @@ json Worker::listTasks(const json& request)
     return out;
 }
 
+namespace {
+/// `compile` of a KernelBench-format answer: its module run in the embedded interpreter, so its
+/// load_inline extensions build into the shared cache (python_host.hpp) where `evaluate` finds them.
+json compileKernelBench(const std::string& answer, std::string arch)
+{
+    if (arch.empty())
+        arch = deviceFacts(0).value("arch", std::string("sm_90"));
+    KernelBenchSource kb = extractKernelBenchSource(answer);
+    json kernels = json::array();
+    for (const auto& k : findKernels(kb.source))
+        kernels.push_back(k.name);
+    json out = {{"answer_format", "kernelbench"}, {"arch", arch}, {"ms", 0.0}, {"cubin_bytes", 0}, {"kernels", kernels},
+                {"source_hash", nullptr}, {"extensions", json::array()}, {"format_error", nullptr}};
+    out["candidate"] = {{"cuda", nullptr}, {"python", kb.ok ? json(kb.source) : json(nullptr)}, {"kernels", kernels},
+                        {"source_hash", kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
+                        {"cuda_line", nullptr}, {"python_line", kb.ok ? json(kb.line) : json(nullptr)},
+                        {"answer_format", "kernelbench"}};
+    std::string why;
+    if (kb.ok && !python::available(&why))
+        kb.error = FormatError{"kernelbench_unavailable", why, 0};
+    if (kb.error) {
+        out["ok_compile"] = false;
+        out["log"] = kb.error->message;
+        out["format_error"] = {{"code", kb.error->code}, {"message", kb.error->message}, {"line", kb.error->line}};
+        return out;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    json b = python::build(kb.source, arch);
+    out["ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    out["extensions"] = b["builds"];
+    out["ok_compile"] = b.value("ok", false);
+    const std::string status = b.value("status", std::string());
+    const int line = b.value("line", 0) > 0 ? kb.line + b.value("line", 0) - 1 : 0;
+    out["log"] = b.value("message", std::string());
+    if (status == "rejected")
+        out["refused"] = {{"code", "python_refused"}, {"message", b.value("message", std::string())}, {"line", line}};
+    else if (status == "format_error")
+        out["format_error"] = {{"code", "missing_model_new"}, {"message", b.value("message", std::string())}, {"line", line}};
+    else if (!status.empty())
+        out["status"] = status; // compile_error or runtime_error, as evaluate would say
+    return out;
+}
+} // namespace
+
 json Worker::compileOnly(const json& request)
 {
+    if (request.contains("answer")) {
+        const std::string& answer = request.at("answer").get_ref<const std::string&>();
+        if (requestedAnswerFormat(request).value_or(detectAnswerFormat(answer)) == AnswerFormat::KernelBench)
+            return compileKernelBench(answer, request.value("arch", std::string()));
+    }
     // The source: a bare `cuda`, or the cuda block the parser finds in a whole `answer` (so a
     // client compiling ahead needs no parser of its own). The signature is not checked here: no task.
     ParsedCandidate candidate;

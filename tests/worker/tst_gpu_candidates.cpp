@@ -1,4 +1,5 @@
-// GPU test (label gpu): every fixture candidate in tests/fixtures/candidates/manifest.toml is
+// GPU test (label gpu): every fixture candidate in tests/fixtures/candidates/manifest.toml (and
+// kernelbench/manifest.toml, KernelBench-format answers) is
 // evaluated by a real kwb-worker on the GPU and must get the status the manifest expects. A worker
 // that times out or dies is replaced, and the next candidate must still be evaluated right.
 // Exits 77 (skipped) where there is no CUDA device.
@@ -55,6 +56,10 @@ int main()
     const std::string only = std::getenv("KWB_GPU_ONLY") ? std::getenv("KWB_GPU_ONLY") : "";
     const int timingTrials = envInt("KWB_GPU_TIMING_TRIALS", 10);
     auto manifest = toml::parse_file(dir + "manifest.toml");
+    // KernelBench-format fixtures (issue 14) after the native ones, in the same worker.
+    auto kernelbench = toml::parse_file(dir + "kernelbench/manifest.toml");
+    for (auto& node : *kernelbench["candidate"].as_array())
+        manifest["candidate"].as_array()->push_back(*node.as_table());
     json results = json::array();
     int pass = 0, fail = 0;
     std::printf("%-36s %-6s %-14s %-14s %9s %10s %8s\n", "candidate", "task", "expected", "got", "speedup", "max_abs", "wall_s");

@@ -51,6 +51,19 @@ void pointAtScratch(QProcessEnvironment& environment, const QString& scratchDir)
     environment.insert(QStringLiteral("CUDA_CACHE_PATH"), QDir(scratchDir).filePath(QStringLiteral("cuda-cache")));
 }
 
+// KernelBench-format answers build their load_inline extensions here (docs/sandbox.md): one
+// folder for every worker of this user, so an extension built by the compile pool's worker is
+// found by the GPU's, and by later runs. KWB_EXTENSION_CACHE in kwb's environment names another.
+QString extensionCacheDir(const QProcessEnvironment& environment)
+{
+    QString dir = environment.value(QStringLiteral("KWB_EXTENSION_CACHE"));
+    if (dir.isEmpty())
+        dir = QDir(QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation))
+                  .filePath(QStringLiteral("kernel-workbench/extensions"));
+    QDir().mkpath(dir);
+    return dir;
+}
+
 SandboxProbe runProbe(const QString& configured)
 {
     SandboxProbe probe;
@@ -144,6 +157,8 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.program = program;
     launch.arguments = arguments;
     launch.environment = environment;
+    const QString extensions = extensionCacheDir(environment);
+    launch.environment.insert(QStringLiteral("KWB_EXTENSION_CACHE"), extensions);
     launch.sandbox = options.scratchDir.isEmpty() && options.osSandbox && !osSandboxTurnedOffByEnvironment()
                          ? QStringLiteral("none: no scratch folder for the worker")
                          : sandboxStatus(options);
@@ -156,7 +171,9 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
         return launch;
     launch.sandboxed = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
-    launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--") << program;
+    // The extension cache is the one folder besides the scratch that the worker may write.
+    launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--bind") << extensions << extensions
+                                                               << QStringLiteral("--") << program;
     launch.arguments += arguments;
     pointAtScratch(launch.environment, options.scratchDir);
     return launch;

@@ -1,0 +1,42 @@
+#pragma once
+// The candidate as the evaluator calls it, whatever its front end: the native format's
+// TorchScript forward, or a KernelBench-format ModelNew in the embedded interpreter. Everything
+// after this seam (fresh inputs, range trial, aliasing and write checks, roofline, timing) is
+// shared. Includes ATen's IValue: only torch-side files include this.
+#include <ATen/core/ivalue.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace torch::jit {
+struct Function;
+}
+
+namespace kwb {
+
+class CandidateCallable {
+public:
+    virtual ~CandidateCallable() = default;
+    /// Takes one call's arguments (the task's inputs, then the parameter dict) outside any timer,
+    /// and returns the call itself, which runs forward (timed, for timing calls).
+    virtual std::function<c10::IValue()> bind(std::vector<c10::IValue> args) = 0;
+};
+
+std::unique_ptr<CandidateCallable> nativeCallable(torch::jit::Function& forward);
+
+/// A KernelBench-format answer loaded: its module run (extensions built or taken from the cache),
+/// ModelNew(*init_inputs) built after seeding, on `device` ("cpu" or "cuda").
+struct KernelBenchModel {
+    std::unique_ptr<CandidateCallable> callable;  // null when the load failed
+    /// On failure: {"status","stage","message","code","line","detail"} (kernelbench_host.py's AnswerError).
+    nlohmann::json error;
+    nlohmann::json builds = nlohmann::json::array();      // [{name,key,build_dir,cached,ms,with_cuda}]
+    nlohmann::json parameters = nlohmann::json::array();  // [[name, shape, is_buffer]] of the model
+};
+KernelBenchModel loadKernelBenchModel(const std::string& source, const nlohmann::json& initInputs, uint64_t seed,
+                                      const std::string& device, const std::string& arch);
+
+}  // namespace kwb
