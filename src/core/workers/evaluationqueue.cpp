@@ -92,7 +92,8 @@ void EvaluationQueue::setProcessEnvironment(const QProcessEnvironment& environme
     m_environment = environment;
     for (const Gpu& gpu : std::as_const(m_gpus)) {
         QProcessEnvironment own = environment;
-        own.insert(kVisibleDevices, QString::number(gpu.ordinal));
+        // The GPU this process calls `ordinal`, under whatever CUDA_VISIBLE_DEVICES it was given.
+        own.insert(kVisibleDevices, cudaVisibleDeviceEntry(gpu.ordinal, environment));
         gpu.supervisor->setProcessEnvironment(own);
     }
     QProcessEnvironment noGpu = environment;

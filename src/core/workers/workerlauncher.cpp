@@ -3,11 +3,15 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QHash>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMutex>
 #include <QMutexLocker>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+
+#include <optional>
 
 namespace kwb {
 
@@ -51,7 +55,42 @@ void pointAtScratch(QProcessEnvironment& environment, const QString& scratchDir)
     environment.insert(QStringLiteral("CUDA_CACHE_PATH"), QDir(scratchDir).filePath(QStringLiteral("cuda-cache")));
 }
 
-SandboxProbe runProbe(const QString& configured)
+// The worker's hello (first stdout line answering id "probe"), started as program + arguments.
+std::optional<int> helloDeviceCount(const QString& program, const QStringList& arguments,
+                                    const QProcessEnvironment& environment, QString* why)
+{
+    QProcess process;
+    process.setProgram(program);
+    process.setArguments(arguments);
+    process.setProcessEnvironment(environment);
+    process.start();
+    if (!process.waitForStarted(5000)) {
+        *why = process.errorString();
+        return std::nullopt;
+    }
+    process.write(R"({"id":"probe","type":"hello"})" "\n");
+    process.closeWriteChannel(); // the worker ends at EOF once it has answered
+    if (!process.waitForFinished(60000)) { // a real worker loads libtorch first
+        process.kill();
+        process.waitForFinished(2000);
+        *why = QStringLiteral("no answer to hello within 60 s");
+        return std::nullopt;
+    }
+    for (const QByteArray& line : process.readAllStandardOutput().split('\n')) {
+        const QJsonObject hello = QJsonDocument::fromJson(line).object();
+        if (hello.value(QLatin1String("id")).toString() == QLatin1String("probe") && hello.contains(QLatin1String("cuda_device_count")))
+            return hello.value(QLatin1String("cuda_device_count")).toInt();
+    }
+    const QList<QByteArray> lines = process.readAllStandardError().trimmed().split('\n');
+    *why = QStringLiteral("no hello (exit code %1)%2")
+               .arg(process.exitCode())
+               .arg(lines.isEmpty() || lines.last().isEmpty() ? QString()
+                                                                : QStringLiteral(": ") + QString::fromUtf8(lines.last()).left(300));
+    return std::nullopt;
+}
+
+SandboxProbe runProbe(const QString& configured, const QString& worker, const QProcessEnvironment& environment,
+                      bool checkDevices)
 {
     SandboxProbe probe;
     const QString bwrap = bubblewrapProgram(configured);
@@ -95,21 +134,64 @@ SandboxProbe runProbe(const QString& configured)
         return probe;
     }
     probe.works = true;
+    if (!checkDevices || worker.isEmpty())
+        return probe;
+    // bwrap runs, but does the GPU? (On the H200, cuInit failed in the sandbox until /proc was
+    // writable.) The worker's hello counts the devices CUDA sees: inside as many as outside.
+    QString outsideWhy;
+    const std::optional<int> outside = helloDeviceCount(worker, {}, environment, &outsideWhy);
+    if (!outside || *outside == 0)
+        return probe; // nothing to lose in the sandbox (a worker that fails outside fails on its own)
+    QProcessEnvironment inside = environment;
+    pointAtScratch(inside, scratch.path());
+    QString insideWhy;
+    const std::optional<int> sandboxed =
+        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path()) << QStringLiteral("--") << worker, inside, &insideWhy);
+    if (!sandboxed) {
+        probe.works = false;
+        probe.reason = QStringLiteral("the worker does not answer in bwrap: %1").arg(insideWhy);
+    } else if (*sandboxed < *outside) {
+        probe.works = false;
+        probe.reason = QStringLiteral("the worker sees %1 GPU(s) in bwrap and %2 outside").arg(*sandboxed).arg(*outside);
+    }
     return probe;
+}
+
+WorkerLaunchOptions withWorker(WorkerLaunchOptions options, const QString& program, const QProcessEnvironment& environment)
+{
+    if (options.worker.isEmpty()) {
+        options.worker = program.contains(QLatin1Char('/')) ? program : QStandardPaths::findExecutable(program);
+        options.workerEnvironment = environment;
+    }
+    return options;
 }
 
 } // namespace
 
-SandboxProbe probeBubblewrap(const QString& bubblewrap)
+bool hostHasNvidiaGpu()
+{
+    return !QDir(QStringLiteral("/dev")).entryList({QStringLiteral("nvidia[0-9]*")}, QDir::System).isEmpty() ||
+           !QDir(QStringLiteral("/proc/driver/nvidia/gpus")).entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty();
+}
+
+SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker, const QProcessEnvironment& environment,
+                                 bool checkDevices)
+{
+    return runProbe(bubblewrap, worker, environment, checkDevices);
+}
+
+SandboxProbe probeBubblewrap(const QString& bubblewrap, const QString& worker, const QProcessEnvironment& environment)
 {
     static QMutex mutex;
     static QHash<QString, SandboxProbe> probes;
     QMutexLocker lock(&mutex);
-    const auto found = probes.constFind(bubblewrap);
+    const bool checkDevices = !worker.isEmpty() && hostHasNvidiaGpu();
+    const QString key = bubblewrap + QLatin1Char('\n') + (checkDevices ? worker : QString());
+    const auto found = probes.constFind(key);
     if (found != probes.constEnd())
         return found.value();
-    const SandboxProbe probe = runProbe(bubblewrap);
-    probes.insert(bubblewrap, probe);
+    const SandboxProbe probe = runProbe(bubblewrap, worker, environment, checkDevices);
+    probes.insert(key, probe);
     return probe;
 }
 
@@ -126,7 +208,7 @@ QString sandboxStatus(const WorkerLaunchOptions& options)
         return QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"));
     if (!options.osSandbox)
         return QStringLiteral("none: turned off (--no-os-sandbox)");
-    const SandboxProbe probe = probeBubblewrap(options.bubblewrap);
+    const SandboxProbe probe = probeBubblewrap(options.bubblewrap, options.worker, options.workerEnvironment);
     return probe.works ? kSandboxBubblewrap : QStringLiteral("none: ") + probe.reason;
 }
 
@@ -146,7 +228,7 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.environment = environment;
     launch.sandbox = options.scratchDir.isEmpty() && options.osSandbox && !osSandboxTurnedOffByEnvironment()
                          ? QStringLiteral("none: no scratch folder for the worker")
-                         : sandboxStatus(options);
+                         : sandboxStatus(withWorker(options, program, environment));
     if (launch.sandbox != kSandboxBubblewrap)
         return launch;
     // A program that cannot start is started as it is, so that the failure reads as QProcess's

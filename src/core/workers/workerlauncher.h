@@ -21,6 +21,10 @@ struct WorkerLaunchOptions
     bool osSandbox = true;  ///< wrap in bubblewrap where it works (and KWB_OS_SANDBOX is not 0)
     QString bubblewrap;     ///< the bwrap program; empty: `bwrap` in PATH
     QString scratchDir;     ///< the one writable folder (TMPDIR and CUDA's JIT cache); required for the sandbox
+    /// The worker the probe asks for hello in and out of the sandbox where this host has an
+    /// NVIDIA GPU (empty: launchWorker()'s program); its environment.
+    QString worker;
+    QProcessEnvironment workerEnvironment;
 };
 
 /// What to start.
@@ -36,14 +40,24 @@ struct WorkerLaunch
 };
 
 /// Whether bwrap starts a process in the sandbox's namespaces here (no bwrap, user namespaces
-/// disabled, a container without the rights: it does not). Probed once per bwrap program and
-/// process, by running `true` with the same options a worker gets.
+/// disabled, a container without the rights: it does not), and, where this host has an NVIDIA
+/// GPU (hostHasNvidiaGpu()) and a worker is named, whether that worker sees in the sandbox as
+/// many CUDA devices as outside (its hello's cuda_device_count, asked both ways). Probed once per
+/// bwrap program, worker and process, by running `true` (and the worker) with the options a
+/// worker gets. A sandbox that hides the GPU does not "work": the worker then runs without it,
+/// and the run records why ("none: the worker sees 0 GPU(s) in bwrap and 1 outside").
 struct SandboxProbe
 {
     bool works = false;
     QString reason; ///< why not, for "none: <reason>"
 };
-SandboxProbe probeBubblewrap(const QString& bubblewrap = QString());
+SandboxProbe probeBubblewrap(const QString& bubblewrap = QString(), const QString& worker = QString(),
+                             const QProcessEnvironment& environment = QProcessEnvironment());
+/// The probe without the cache, the device check forced on or off (tests: no GPU needed).
+SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker,
+                                 const QProcessEnvironment& environment, bool checkDevices);
+/// /dev/nvidia<N> or /proc/driver/nvidia/gpus/* exists.
+bool hostHasNvidiaGpu();
 
 /// Whether $KWB_OS_SANDBOX turns the sandbox off ("0", "off", "no", "false").
 bool osSandboxTurnedOffByEnvironment();

@@ -4,6 +4,8 @@
 
 #include "core/workers/workerlauncher.h"
 
+#include <QStandardPaths>
+
 #include <QDir>
 #include <QEventLoop>
 #include <QJsonDocument>
@@ -227,6 +229,8 @@ QString WorkerSupervisor::sandboxStatus() const
     WorkerLaunchOptions options;
     options.osSandbox = m_limits.osSandbox;
     options.bubblewrap = m_bubblewrap;
+    options.worker = m_program.contains(QLatin1Char('/')) ? m_program : QStandardPaths::findExecutable(m_program);
+    options.workerEnvironment = m_environment;
     return kwb::sandboxStatus(options);
 }
 
