@@ -118,6 +118,7 @@ struct RunCommandOptions
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
     /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
     WorkerLimits workerLimits;
+    QList<WorkerTarget> workers; ///< --workers; empty: this machine's GPU 0
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
     int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     bool json = false;

@@ -181,6 +181,7 @@ int runRun(Session& session, const RunCommandOptions& options)
     environment.requestTimeoutMs = llmSettingsFor(plan, QString()).timeoutMs;
     environment.factsTimeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
     environment.killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
+    environment.workers = options.workers;
     HeadlessRun run(plan, environment);
     const QList<int> sweepNs = plan.sweepNs;
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {

@@ -482,7 +482,11 @@ void RunFactsLoader::send(Kind kind, const QJsonObject& request, int index)
                                .arg(QCoreApplication::applicationPid());
     ++m_waitingForLease;
     const quint64 generation = m_generation;
-    GpuLeases::instance()->whenHeld(0, holder, this, [this, kind, request, index, generation](qint64 lease) {
+    // A remote facts worker (its supervisor's target) is leased by that host's GPU.
+    const WorkerTarget target = m_supervisor->target();
+    const QString key = target.isRemote() ? target.leaseKey() : GpuLeases::keyFor(0);
+    GpuLeases::instance()->whenHeldKey(key, target.isRemote() ? -1 : 0, holder, this,
+                                       [this, kind, request, index, generation](qint64 lease) {
         if (generation != m_generation || !m_loading) {
             GpuLeases::instance()->release(lease);
             return;

@@ -166,11 +166,11 @@ qint64 GpuLeases::tryAcquireKey(const QString& key, int gpu, const QString& hold
     return t.id;
 }
 
-qint64 GpuLeases::acquire(int gpu, const QString& holder)
+qint64 GpuLeases::acquireKey(const QString& key, int gpu, const QString& holder)
 {
-    if (const qint64 ticket = tryAcquire(gpu, holder))
+    if (const qint64 ticket = tryAcquireKey(key, gpu, holder))
         return ticket;
-    const qint64 ticket = request(gpu, holder);
+    const qint64 ticket = requestKey(key, gpu, holder);
     QEventLoop loop;
     const QMetaObject::Connection connection = connect(this, &GpuLeases::granted, &loop, [&loop, ticket](qint64 t) {
         if (t == ticket)
@@ -181,11 +181,12 @@ qint64 GpuLeases::acquire(int gpu, const QString& holder)
     return ticket;
 }
 
-void GpuLeases::whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64)> work)
+void GpuLeases::whenHeldKey(const QString& key, int gpu, const QString& holder, QObject* context,
+                            std::function<void(qint64)> work)
 {
-    if (const qint64 ticket = tryAcquire(gpu, holder))
+    if (const qint64 ticket = tryAcquireKey(key, gpu, holder))
         return work(ticket);
-    const qint64 ticket = request(gpu, holder);
+    const qint64 ticket = requestKey(key, gpu, holder);
     auto connection = std::make_shared<QMetaObject::Connection>();
     *connection = connect(this, &GpuLeases::granted, context, [connection, ticket, work](qint64 t) {
         if (t != ticket)

@@ -84,10 +84,16 @@ public:
     qint64 tryAcquireKey(const QString& key, int gpu, const QString& holder);
     /// Waits (a local event loop) until the lease is held and returns its ticket: for the command
     /// line's one-request commands (`kwb eval`, `kwb device --ceilings`).
-    qint64 acquire(int gpu, const QString& holder);
+    qint64 acquire(int gpu, const QString& holder) { return acquireKey(keyFor(gpu), gpu, holder); }
+    qint64 acquireKey(const QString& key, int gpu, const QString& holder);
     /// Calls work(ticket) once the lease is held (at once when free); work's job gives the ticket
     /// back when it ends. When context goes first, the request is withdrawn (or the lease given back).
-    void whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64 ticket)> work);
+    void whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64 ticket)> work)
+    {
+        whenHeldKey(keyFor(gpu), gpu, holder, context, std::move(work));
+    }
+    void whenHeldKey(const QString& key, int gpu, const QString& holder, QObject* context,
+                     std::function<void(qint64 ticket)> work);
     /// A handle that gives the ticket back when its last copy goes: captured by a callback that
     /// may be dropped without being called (a superseded JobTracker job), the lease still returns.
     static std::shared_ptr<const void> guard(qint64 ticket);

@@ -204,6 +204,8 @@ bool osSandboxTurnedOffByEnvironment()
 
 QString sandboxStatus(const WorkerLaunchOptions& options)
 {
+    if (options.target.isRemote())
+        return launchWorker(QString(), {}, {}, options).sandbox;
     if (osSandboxTurnedOffByEnvironment())
         return QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"));
     if (!options.osSandbox)
@@ -219,9 +221,112 @@ QString workerSandboxStatus(const WorkerLimits& limits)
     return sandboxStatus(options);
 }
 
+QString shellQuote(const QString& text)
+{
+    QString quoted = text;
+    quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
+    return QLatin1Char('\'') + quoted + QLatin1Char('\'');
+}
+
+QString remoteWorkerScript()
+{
+    // The same bwrap options as here, with the remote scratch folder "$d".
+    const QString scratchMark = QStringLiteral("KWB_SCRATCH");
+    QStringList bwrap;
+    for (const QString& argument : bubblewrapArguments(scratchMark))
+        bwrap << (argument == scratchMark ? QStringLiteral("\"$d\"") : shellQuote(argument));
+    const QString options = bwrap.join(QLatin1Char(' '));
+    return QStringLiteral(
+               "sandbox=$1; gpu=$2; shift 2\n"
+               "d=$(mktemp -d \"${TMPDIR:-/tmp}/kwb-worker-XXXXXX\") || { echo \"kwb-worker: no scratch folder on "
+               "$(uname -n)\" >&2; exit 97; }\n"
+               "trap 'rm -rf \"$d\"' EXIT\n"
+               "if [ -n \"$gpu\" ]; then CUDA_VISIBLE_DEVICES=$gpu; export CUDA_VISIBLE_DEVICES; fi\n"
+               "TMPDIR=$d; CUDA_CACHE_PATH=$d/cuda-cache; export TMPDIR CUDA_CACHE_PATH\n"
+               "if [ \"$sandbox\" = 1 ] && command -v bwrap >/dev/null 2>&1 && bwrap %1 -- true >/dev/null 2>&1; then\n"
+               "  bwrap %1 -- \"$@\"\n"
+               "else\n"
+               "  if [ \"$sandbox\" = 1 ]; then echo \"kwb-worker: warning: the worker runs without the OS sandbox on "
+               "$(uname -n): bwrap is missing or fails there\" >&2; fi\n"
+               "  \"$@\"\n"
+               "fi\n")
+        .arg(options);
+}
+
+namespace {
+
+QString programFromEnvironment(const char* variable, const QString& fallback)
+{
+    const QString configured = qEnvironmentVariable(variable);
+    return configured.isEmpty() ? fallback : configured;
+}
+
+WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironment& environment,
+                          const WorkerLaunchOptions& options)
+{
+    const WorkerTarget& target = options.target;
+    WorkerLaunch launch;
+    launch.remote = true;
+    launch.exitCodeCarriesSignal = true;
+    const bool sandbox = options.osSandbox && !osSandboxTurnedOffByEnvironment();
+    launch.sandbox = sandbox ? kSandboxRemote
+                             : (osSandboxTurnedOffByEnvironment()
+                                    ? QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"))
+                                    : QStringLiteral("none: turned off (--no-os-sandbox)"));
+    // This machine's --tasks-dir means nothing there: the remote worker uses its own tasks.
+    QStringList workerArguments;
+    for (qsizetype i = 0; i < arguments.size(); ++i) {
+        if (arguments.at(i) == QLatin1String("--tasks-dir") && i + 1 < arguments.size()) {
+            ++i;
+            continue;
+        }
+        workerArguments << arguments.at(i);
+    }
+    workerArguments << QStringLiteral("--end-on-stdin-eof");
+    const QStringList scriptArguments = QStringList{QStringLiteral("kwb-worker"), sandbox ? QStringLiteral("1") : QStringLiteral("0"),
+                                                    target.kind == WorkerTarget::Kind::Slurm ? QString() : QString::number(target.gpu),
+                                                    target.remoteWorker}
+                                        + workerArguments;
+    if (target.kind == WorkerTarget::Kind::Ssh) {
+        // One string for the remote login shell; the script runs under sh whatever that shell is.
+        QStringList command{QStringLiteral("sh"), QStringLiteral("-c"), shellQuote(remoteWorkerScript())};
+        for (const QString& argument : scriptArguments)
+            command << shellQuote(argument);
+        launch.program = programFromEnvironment("KWB_SSH", QStringLiteral("ssh"));
+        launch.arguments = QStringList{QStringLiteral("-T"),
+                                       QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                       // A host that stops answering counts as lost after ~15 s.
+                                       QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=5"),
+                                       QStringLiteral("-o"), QStringLiteral("ServerAliveCountMax=3"),
+                                       target.host, command.join(QLatin1Char(' '))};
+        // The user's ssh (agent, config) runs here; nothing of this environment is sent there.
+        launch.environment = QProcessEnvironment::systemEnvironment();
+        return launch;
+    }
+    launch.program = programFromEnvironment("KWB_SRUN", QStringLiteral("srun"));
+    launch.arguments = QStringList{QStringLiteral("--partition=") + target.host, QStringLiteral("--ntasks=1"),
+                                   QStringLiteral("--gpus=1"), QStringLiteral("--quiet"),
+                                   QStringLiteral("--kill-on-bad-exit=1")};
+    if (!target.timeLimit.isEmpty())
+        launch.arguments << QStringLiteral("--time=") + target.timeLimit;
+    launch.arguments << QStringLiteral("sh") << QStringLiteral("-c") << remoteWorkerScript() << scriptArguments;
+    // srun hands its environment to the worker: the worker's own, plus what srun needs to find
+    // its allocation (SLURM_*) and its user.
+    launch.environment = environment;
+    const QProcessEnvironment system = QProcessEnvironment::systemEnvironment();
+    for (const QString& name : system.keys())
+        if (name.startsWith(QLatin1String("SLURM_")) || name == QLatin1String("USER") || name == QLatin1String("LOGNAME"))
+            launch.environment.insert(name, system.value(name));
+    return launch;
+}
+
+} // namespace
+
 WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
                           const QProcessEnvironment& environment, const WorkerLaunchOptions& options)
 {
+    if (options.target.isRemote())
+        return launchRemote(arguments, environment, options);
     WorkerLaunch launch;
     launch.program = program;
     launch.arguments = arguments;
@@ -237,6 +342,7 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     if (resolved.isEmpty() || !QFileInfo(resolved).isExecutable() || QFileInfo(resolved).isDir())
         return launch;
     launch.sandboxed = true;
+    launch.exitCodeCarriesSignal = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
     launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--") << program;
     launch.arguments += arguments;
@@ -251,8 +357,8 @@ int signalFromWrappedExitCode(int exitCode)
 
 QString sandboxWarning(const QString& sandboxStatus)
 {
-    if (sandboxStatus == kSandboxBubblewrap)
-        return {};
+    if (sandboxStatus == kSandboxBubblewrap || sandboxStatus == kSandboxRemote)
+        return {}; // a remote host that cannot sandbox says so on the worker's stderr
     const QString reason = sandboxStatus.startsWith(QLatin1String("none: ")) ? sandboxStatus.mid(6) : sandboxStatus;
     return QStringLiteral("the worker runs without the OS sandbox (network and files open to it): ") + reason;
 }
