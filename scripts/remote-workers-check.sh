@@ -11,10 +11,10 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$repo/build/release}
+build=$(cd "${1:-$repo/build/release}" && pwd)  # absolute: the worker path is used on the ssh side too
 shift || true
 kwb=$build/bin/kwb
-worker=${KWB_CHECK_WORKER:-$build/bin/kwb-worker}
+worker=$(realpath "${KWB_CHECK_WORKER:-$build/bin/kwb-worker}")
 gpu=${KWB_CHECK_GPU:-0}
 if (($# > 0)); then candidates=("$@"); else candidates=("$repo"/tests/fixtures/candidates/reference/*.md); fi
 [[ -x $kwb && -x $worker ]] || { echo "remote-workers-check: no $kwb or $worker (build first)" >&2; exit 2; }
@@ -27,6 +27,7 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/kwb-remote-check-XXXXXX")
 sshd_pid=
 cleanup() { [[ -n $sshd_pid ]] && kill "$sshd_pid" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
+[[ -n ${KWB_CHECK_DEBUG:-} ]] && trap - EXIT
 
 ssh-keygen -q -t ed25519 -N '' -f "$dir/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$dir/user_key"
@@ -62,10 +63,13 @@ if ! KWB_SSH=$dir/ssh "$dir/ssh" -T -o BatchMode=yes kwbcheck true; then
 fi
 export KWB_SSH=$dir/ssh
 
+# "STATUS SPEEDUP" of `kwb eval --json`; a failure without a verdict prints its error code.
 status_of() { python3 -c 'import json,sys
 try: r = json.load(sys.stdin)
 except Exception: print("no-json", "-"); sys.exit()
-print(r.get("status", "?"), r.get("speedup", "-"))'; }
+status = r.get("status") or (r.get("error") or {}).get("code") or "?"
+speedup = r.get("speedup")
+print(status, "-" if speedup is None else speedup)'; }
 
 echo "| candidate | task | local | ssh:127.0.0.1:$gpu | local speedup | ssh speedup |"
 echo "|---|---|---|---|---|---|"
@@ -76,7 +80,7 @@ for candidate in "${candidates[@]}"; do
   # shellcheck disable=SC2086
   read -r local_status local_speedup < <(CUDA_VISIBLE_DEVICES=$gpu "$kwb" --worker "$worker" eval "$task" "$candidate" --json ${KWB_CHECK_ARGS:-} 2>/dev/null | status_of)
   # shellcheck disable=SC2086
-  read -r ssh_status ssh_speedup < <("$kwb" --worker "$worker" eval "$task" "$candidate" --json --workers "ssh:kwbcheck:$gpu:worker=$worker" ${KWB_CHECK_ARGS:-} 2>/dev/null | status_of)
+  read -r ssh_status ssh_speedup < <("$kwb" --worker "$worker" eval "$task" "$candidate" --json --workers "ssh:kwbcheck:$gpu:worker=$worker" ${KWB_CHECK_ARGS:-} 2>"$dir/ssh-eval.err" | tee "$dir/ssh-eval.json" | status_of)
   [[ $local_status == "$ssh_status" ]] || mismatches=$((mismatches + 1))
   echo "| $name | $task | $local_status | $ssh_status | $local_speedup | $ssh_speedup |"
 done
