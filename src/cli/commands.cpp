@@ -309,10 +309,11 @@ int runEval(Session& session, const EvalOptions& options)
                          [&hello](qint64, const QJsonObject& json) { hello = decodeHello(json); });
     // One owner per GPU (core/workers/gpulease.h): no other kwb or window job times on it meanwhile.
     const bool onGpu = options.device != QLatin1String("none") && options.device != QLatin1String("cpu");
-    const qint64 lease = onGpu ? GpuLeases::instance()->acquire(0, QStringLiteral("kwb eval %1 (pid %2)")
-                                                                       .arg(options.task)
-                                                                       .arg(QCoreApplication::applicationPid()))
-                               : 0;
+    const WorkerTarget target = session.supervisor().target(); // --workers: one GPU, here or remote
+    const QString holder = QStringLiteral("kwb eval %1 (pid %2)").arg(options.task).arg(QCoreApplication::applicationPid());
+    const qint64 lease = !onGpu ? 0
+                         : target.isRemote() ? GpuLeases::instance()->acquireKey(target.leaseKey(), -1, holder)
+                                             : GpuLeases::instance()->acquire(0, holder);
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);
     GpuLeases::instance()->release(lease);
     QObject::disconnect(helloConnection);

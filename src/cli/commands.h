@@ -119,6 +119,7 @@ struct RunCommandOptions
     QString sweepId;              ///< `kwb sweep --sweep ID`: continue that sweep of --db
     /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
     WorkerLimits workerLimits;
+    QList<WorkerTarget> workers; ///< --workers; empty: this machine's GPU 0
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
     int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     int contextTokens = defaults::kContextTokens;     ///< --context-tokens (0: no check)

@@ -7,6 +7,7 @@
 #include "core/protocol/defaults.h"
 #include "core/protocol/triallimits.h"
 #include "core/workers/hostlimits.h"
+#include "core/workers/workertarget.h"
 
 #include <QCoreApplication>
 #include <QRegularExpression>
@@ -42,7 +43,13 @@ int main(int argc, char** argv)
     std::string maxHostMemory;
     bool noOsSandbox = false;
     std::vector<CLI::Option*> maxHostMemoryOptions;
+    std::string workersSpec;
+    std::vector<CLI::Option*> workersOptions;
     const auto addWorkerLimits = [&](CLI::App* command) {
+        workersOptions.push_back(command->add_option(
+            "--workers", workersSpec,
+            "where workers run (docs/remote-workers.md): local, local:0,1, ssh:HOST:0,1, "
+            "slurm:partition=P,gpus=N,time=T; several joined by ';' (default: local GPU 0)"));
         maxHostMemoryOptions.push_back(command->add_option(
             "--max-host-memory", maxHostMemory,
             "host memory the worker may take, e.g. 8G or 512M (default: half the machine's memory, at most all "
@@ -258,6 +265,24 @@ int main(int argc, char** argv)
         workerLimits.hostMemoryBytes = *bytes;
     }
 
+    QList<kwb::WorkerTarget> workers; // empty: local GPU 0, as before --workers
+    for (const CLI::Option* option : workersOptions) {
+        if (option->count() == 0)
+            continue;
+        QString error;
+        const std::optional<QList<kwb::WorkerTarget>> parsed =
+            kwb::parseWorkerSpec(QString::fromStdString(workersSpec), {0}, &error);
+        if (!parsed) {
+            std::cerr << "kwb: " << error.toStdString() << '\n';
+            return ExitUsage;
+        }
+        workers = *parsed;
+    }
+    if (evalCommand->parsed() && workers.size() > 1) {
+        std::cerr << "kwb eval: --workers names " << workers.size() << " GPUs; eval runs on one (e.g. ssh:gpu-box:0)\n";
+        return ExitUsage;
+    }
+
     if (report->parsed()) { // reads the run store only: no worker
         reportOptions.database = QString::fromStdString(reportDb);
         reportOptions.runs = QString::fromStdString(reportRuns);
@@ -311,6 +336,8 @@ int main(int argc, char** argv)
         eval.device = QString::fromStdString(evalDevice);
         eval.json = json;
         session.supervisor().setLimits(workerLimits);
+        if (!workers.isEmpty())
+            session.supervisor().setTarget(workers.first());
         warnWithoutSandbox(session.supervisor());
         return runEval(session, eval);
     }
@@ -350,6 +377,7 @@ int main(int argc, char** argv)
         runOptions.promptsDir = QString::fromStdString(runPrompts);
         runOptions.json = json;
         runOptions.workerLimits = workerLimits;
+        runOptions.workers = workers;
         return runRun(session, runOptions);
     }
     return ExitUsage;

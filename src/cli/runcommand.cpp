@@ -337,6 +337,7 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     environment.requestTimeoutMs = llmSettingsFor(plan, QString()).timeoutMs;
     environment.factsTimeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
     environment.killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
+    environment.workers = options.workers;
     HeadlessRun run(plan, environment);
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
         err() << "kwb run: warning: " << message << '\n';

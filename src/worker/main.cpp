@@ -23,13 +23,16 @@ int main(int argc, char** argv)
         const std::string a = argv[i];
         if (a == "--tasks-dir" && i + 1 < argc) {
             tasksDir = argv[++i];
+        } else if (a == "--end-on-stdin-eof") {
+            kwb::watchInputHangup(0); // a remote worker: the connection is its stdin
         } else if (a == "--version") {
             std::string v = std::string("kwb-worker ") + KWB_VERSION + " protocol " + std::to_string(kwb::protocol::kVersion) + "\n";
             (void)!::write(protocolFd, v.data(), v.size());
             return 0;
         } else if (a == "--help" || a == "-h") {
-            std::cerr << "usage: kwb-worker [--tasks-dir DIR]\n"
-                         "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n";
+            std::cerr << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof]\n"
+                         "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n"
+                         "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n";
             return 0;
         } else {
             std::cerr << "kwb-worker: unknown argument '" << a << "' (try --help)\n";

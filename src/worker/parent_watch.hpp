@@ -1,7 +1,8 @@
 #pragma once
 // The worker ends when the process that started it dies, whatever its own threads are doing: a
 // worker left busy in a long evaluation after `kill -9` of kwb must not run on (or hold the GPU)
-// as an orphan.
+// as an orphan. A remote worker (ssh, srun: docs/remote-workers.md) also ends when its stdin
+// closes: its parent there is sshd's session or slurmstepd, which outlive the connection.
 
 namespace kwb {
 
@@ -9,5 +10,13 @@ namespace kwb {
 /// every 200 ms and SIGKILLs this process once it changes (re-parenting to init or a
 /// subreaper). Call first thing in main; always on.
 void watchParent();
+
+/// Starts a detached watchdog thread that SIGKILLs this process as soon as the other end of
+/// descriptor `fd` (stdin) is closed: poll() reports POLLHUP for a pipe whose writers are gone
+/// and POLLRDHUP for a socket shut down for writing, also while requests are still unread and
+/// whatever the main thread is doing (a hung kernel). Also puts SIGHUP back to its default
+/// (ending the process) in case it was inherited as ignored. For `--end-on-stdin-eof`: a
+/// worker fed a file of requests on stdin must not use it.
+void watchInputHangup(int fd = 0);
 
 } // namespace kwb

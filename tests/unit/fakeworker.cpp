@@ -12,7 +12,8 @@
 // "fake: MODE" in an evaluate request's answer (so `kwb eval` can be tested with a candidate
 // file), else --mode / $FAKEWORKER_MODE, else "answer". Modes:
 //   answer            the recorded response for the request's type (with "pid")
-//   slow              answer after "delay_ms" (default 300) milliseconds
+//   slow              answer after "delay_ms" (default 300) milliseconds; "delay_ms_by_device":
+//                     {CUDA_VISIBLE_DEVICES value: ms} overrides it for a worker on that device
 //   hang              never answer
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
 //   abort / segv      die by SIGABRT / SIGSEGV
@@ -56,7 +57,10 @@
 // unknown_task, profile of a task without a recorded profile no_device; device answers the
 // recorded H200 (with ceilings when asked) or, when $FAKEWORKER_NO_DEVICE is set, the CPU worker's
 // "no GPU" (hello then says cuda_device_count 0 and a driver problem, and an evaluate without a
-// status marker answers no_device, as does one with "device": "none"). Other arguments (--tasks-dir DIR) are ignored.
+// status marker answers no_device, as does one with "device": "none"). --end-on-stdin-eof arms the
+// real worker's stdin watchdog (src/worker/parent_watch.cpp). Other arguments (--tasks-dir DIR) are ignored.
+
+#include "parent_watch.hpp"
 
 #include <QByteArray>
 #include <QDateTime>
@@ -514,7 +518,11 @@ void serve(const QJsonObject& request)
         std::fputs("FLOOD-END\n", stderr);
         std::fflush(stderr);
     } else if (mode == QLatin1String("slow")) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(request.value(QStringLiteral("delay_ms")).toInt(300)));
+        int delayMs = request.value(QStringLiteral("delay_ms")).toInt(300);
+        // One request, slow on one GPU only (a host lost mid-job, its job fast elsewhere).
+        const QJsonObject byDevice = request.value(QStringLiteral("delay_ms_by_device")).toObject();
+        delayMs = byDevice.value(qEnvironmentVariable("CUDA_VISIBLE_DEVICES")).toInt(delayMs);
+        std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
     } else if (mode == QLatin1String("unhealthy")) {
         QJsonObject response = answer(request);
         response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
@@ -597,6 +605,10 @@ int main(int argc, char** argv)
         g_recordedDir = QString::fromLocal8Bit(dir);
     if (const char* protocol = std::getenv("FAKEWORKER_PROTOCOL"))
         g_protocol = std::atoi(protocol);
+    // As kwb-worker: a remote worker ends itself when its stdin closes (parent_watch.hpp).
+    for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]) == "--end-on-stdin-eof")
+            kwb::watchInputHangup(0);
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string option = argv[i];
         const QString value = QString::fromUtf8(argv[i + 1]);

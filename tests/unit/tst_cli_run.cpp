@@ -763,14 +763,23 @@ private Q_SLOTS:
             QFile file(log);
             QVERIFY(file.open(QIODevice::ReadOnly));
             QStringList events;
+            QStringList facts; // the run's device facts and profiles take the same lease (issue 11, item 7)
             for (const QByteArray& line : file.readAll().split('\n'))
                 if (!line.isEmpty()) {
                     const QJsonObject o = QJsonDocument::fromJson(line).object();
                     QCOMPARE(o.value(QLatin1String("gpu")).toInt(-1), 0);
-                    QVERIFY(o.value(QLatin1String("holder")).toString().contains(QStringLiteral("evaluate job")));
-                    events << o.value(QLatin1String("event")).toString();
+                    QVERIFY(!o.value(QLatin1String("key")).toString().isEmpty());
+                    const QString holder = o.value(QLatin1String("holder")).toString();
+                    if (holder.startsWith(QLatin1String("run facts: ")))
+                        facts << holder.section(QLatin1Char(' '), 2, 2) + QLatin1Char(' ') + o.value(QLatin1String("event")).toString();
+                    else {
+                        QVERIFY2(holder.contains(QStringLiteral("evaluate job")), qPrintable(holder));
+                        events << o.value(QLatin1String("event")).toString();
+                    }
                 }
             QCOMPARE(events, (QStringList{QStringLiteral("grant"), QStringLiteral("release")})); // free: taken at once
+            QVERIFY2(facts.startsWith(QStringLiteral("device grant")) && facts.contains(QStringLiteral("device release")),
+                     qPrintable(facts.join(QStringLiteral(", "))));
         }
     }
 

@@ -182,6 +182,76 @@ private Q_SLOTS:
         QCOMPARE(held, 0);
     }
 
+    // Issue 11, item 4: a lease names the physical GPU. A fake driver folder (the layout of
+    // /proc/driver/nvidia/gpus: one folder per PCI bus id, listed here out of bus order).
+    void gpusAreIdentifiedByUuid()
+    {
+        QTemporaryDir driver;
+        QVERIFY(driver.isValid());
+        const auto addGpu = [&](const QString& bus, const QString& model, const QString& uuid) {
+            QVERIFY(QDir(driver.path()).mkpath(bus));
+            QFile file(QDir(driver.path()).filePath(bus + QStringLiteral("/information")));
+            QVERIFY(file.open(QIODevice::WriteOnly));
+            file.write(QStringLiteral("Model: \t\t %1\nIRQ:   \t 35\nGPU UUID: \t %2\nDevice Minor: \t 0\n")
+                           .arg(model, uuid).toUtf8());
+        };
+        addGpu(QStringLiteral("0000:C1:00.0"), QStringLiteral("NVIDIA H200"), QStringLiteral("GPU-cccc"));
+        addGpu(QStringLiteral("0000:18:00.0"), QStringLiteral("NVIDIA H200"), QStringLiteral("GPU-aaaa"));
+        QProcessEnvironment none;
+        QCOMPARE(identifyGpu(0, none, driver.path()).key, QStringLiteral("GPU-aaaa")); // bus order
+        QCOMPARE(identifyGpu(1, none, driver.path()).key, QStringLiteral("GPU-cccc"));
+        QVERIFY(identifyGpu(1, none, driver.path()).reason.isEmpty());
+        QProcessEnvironment swapped;
+        swapped.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QStringLiteral("1,0"));
+        QCOMPARE(identifyGpu(0, swapped, driver.path()).key, QStringLiteral("GPU-cccc"));
+        QCOMPARE(cudaVisibleDeviceEntry(0, swapped), QStringLiteral("1"));
+        QProcessEnvironment byUuid;
+        byUuid.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QStringLiteral("GPU-cccc,GPU-aaaa"));
+        QCOMPARE(identifyGpu(1, byUuid, driver.path()).key, QStringLiteral("GPU-aaaa"));
+        // A GPU the driver does not list, and no driver at all: the machine index, with the reason.
+        const GpuIdentity third = identifyGpu(2, none, driver.path());
+        QCOMPARE(third.key, QStringLiteral("gpu2"));
+        QVERIFY2(third.reason.contains(QStringLiteral("2 GPU(s)")), qPrintable(third.reason));
+        const GpuIdentity noDriver = identifyGpu(0, swapped, driver.filePath(QStringLiteral("absent")));
+        QCOMPARE(noDriver.key, QStringLiteral("gpu1"));
+        QVERIFY2(noDriver.reason.contains(QStringLiteral("no NVIDIA driver")), qPrintable(noDriver.reason));
+        // Two models: CUDA's default order (fastest first) is unknown without CUDA, PCI order is known.
+        addGpu(QStringLiteral("0000:20:00.0"), QStringLiteral("NVIDIA A100"), QStringLiteral("GPU-bbbb"));
+        const GpuIdentity mixed = identifyGpu(0, none, driver.path());
+        QCOMPARE(mixed.key, QStringLiteral("gpu0"));
+        QVERIFY2(mixed.reason.contains(QStringLiteral("CUDA_DEVICE_ORDER")), qPrintable(mixed.reason));
+        QProcessEnvironment pciOrder;
+        pciOrder.insert(QStringLiteral("CUDA_DEVICE_ORDER"), QStringLiteral("PCI_BUS_ID"));
+        QCOMPARE(identifyGpu(1, pciOrder, driver.path()).key, QStringLiteral("GPU-bbbb"));
+    }
+
+    // Two views of one GPU (CUDA_VISIBLE_DEVICES=GPU-a,GPU-b here, =GPU-b,GPU-a there): ordinal
+    // 0 of one and ordinal 1 of the other are the same GPU and exclude each other; the lock file
+    // that other processes see is named by the UUID.
+    void oneGpuUnderTwoOrdinalsHasOneLease()
+    {
+        const QByteArray saved = qgetenv("CUDA_VISIBLE_DEVICES");
+        const bool wasSet = qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES");
+        auto restore = qScopeGuard([&] {
+            if (wasSet)
+                qputenv("CUDA_VISIBLE_DEVICES", saved);
+            else
+                qunsetenv("CUDA_VISIBLE_DEVICES");
+        });
+        GpuLeases* leases = GpuLeases::instance();
+        qputenv("CUDA_VISIBLE_DEVICES", "GPU-test-aaaa,GPU-test-bbbb");
+        const qint64 first = leases->tryAcquire(0, QStringLiteral("test: view one"));
+        QVERIFY(first != 0);
+        auto releaseFirst = qScopeGuard([&] { leases->release(first); });
+        QVERIFY(QFile::exists(QDir(GpuLeases::lockDirectory()).filePath(QStringLiteral("GPU-test-aaaa.lock"))));
+        qputenv("CUDA_VISIBLE_DEVICES", "GPU-test-bbbb,GPU-test-aaaa");
+        QVERIFY(leases->isHeld(1));
+        QCOMPARE(leases->tryAcquire(1, QStringLiteral("test: view two, same GPU")), qint64(0));
+        const qint64 other = leases->tryAcquire(0, QStringLiteral("test: view two, the other GPU"));
+        QVERIFY(other != 0);
+        leases->release(other);
+    }
+
     // Across processes: while another process holds GPU 0's lock file, no job goes to GPU 0; once
     // it lets go, the job runs (and was read after the other process ended).
     void anotherProcessHoldingTheGpuBlocksIt()

@@ -247,18 +247,23 @@ private Q_SLOTS:
     {
         QFETCH(bool, pause);
         GpuLeases* leases = GpuLeases::instance();
-        const qint64 ticket = leases->request(0, QStringLiteral("test: a measurement"));
-        QTRY_VERIFY(leases->isGranted(ticket));
-
         RunPlan p = plan(QStringLiteral("iterative"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 1, 2);
         QCOMPARE(p.pauseGenerationWhileTiming, true); // on by default for a local endpoint
         p.pauseGenerationWhileTiming = pause;
         m_server->setDefaultReply(streamed(answer(QStringLiteral("t"), QStringLiteral("compile_error"))));
         HeadlessRun run(p, environment());
+        // The run's device facts and profiles take the lease themselves: the measurement takes it
+        // the moment they are all in, before the run asks the model anything.
+        qint64 ticket = 0;
+        connect(&run, &HeadlessRun::preparing, this, [&](int done, int total) {
+            if (done == total && ticket == 0)
+                ticket = leases->tryAcquire(0, QStringLiteral("test: a measurement"));
+        });
         int startedWhileHeld = 0;
         connect(&run, &HeadlessRun::modelRequestStarted, this, [&] { startedWhileHeld += leases->isHeld(0) ? 1 : 0; });
         run.start();
         QTRY_COMPARE_WITH_TIMEOUT(run.state(), HeadlessRun::State::Running, 30000);
+        QVERIFY(ticket != 0);
         if (pause) {
             // The run is running and has asked nothing; its tasks wait for the GPU to be free.
             for (int i = 0; i < 20; ++i)

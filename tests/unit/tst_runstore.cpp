@@ -308,6 +308,38 @@ private Q_SLOTS:
         QCOMPARE(broken->pythonLine, 0);
     }
 
+    // Issue 16: an evaluation records where it ran (the queue's "worker"); rows of a schema-3 file
+    // keep working, with no place recorded.
+    void evaluationsRecordWhereTheyRan()
+    {
+        const QString path = dbPath();
+        QList<RunStore::Migration> upToThree = RunStore::migrations();
+        while (!upToThree.isEmpty() && upToThree.constLast().version > 3)
+            upToThree.removeLast();
+        QCOMPARE(upToThree.constLast().version, 3);
+        upToThree.last().statements
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L2/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L2/1', 1, 0, 'c', 'p', 1, '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (1, 1, 'correct', '{\"status\":\"correct\"}', '2026-11-30T00:00:00.000Z')");
+        {
+            RunStore store;
+            QVERIFY2(store.open(path, upToThree), qPrintable(store.errorString()));
+        }
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+        QJsonObject remote = evaluation(QStringLiteral("correct"), 1.5, 0.0);
+        remote.insert(QStringLiteral("worker"), QStringLiteral("gpu-box:1"));
+        QVERIFY2(store.addEvaluation(1, remote), qPrintable(store.errorString()));
+        const QList<EvaluationRecord> evaluations = store.evaluations(1);
+        QCOMPARE(evaluations.size(), 2);
+        QCOMPARE(evaluations.at(0).worker, QString());
+        QCOMPARE(evaluations.at(0).status, QStringLiteral("correct"));
+        QCOMPARE(evaluations.at(1).worker, QStringLiteral("gpu-box:1"));
+    }
+
     void schemaOneFileKeepsItsBlocks()
     {
         // A file written before the echo (schema 1) holds blocks a client parsed: migrating keeps

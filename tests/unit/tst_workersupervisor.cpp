@@ -848,6 +848,42 @@ private Q_SLOTS:
         QCOMPARE(offSupervisor->sandboxStatus(), QStringLiteral("none: turned off (--no-os-sandbox)"));
     }
 
+    // Issue 11, item 4: a bwrap that runs but hides the GPU from the worker does not count as a
+    // sandbox. The stand-in bwrap runs its command with FAKEWORKER_NO_DEVICE set, so the fake
+    // worker's hello says 0 devices inside and the recorded H200's 1 outside.
+    void sandboxThatHidesTheGpuIsNotUsed()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const auto script = [&](const QString& name, const QByteArray& env) {
+            const QString path = dir.filePath(name);
+            QFile file(path);
+            if (!file.open(QIODevice::WriteOnly))
+                return QString();
+            file.write("#!/bin/sh\nwhile [ \"$#\" -gt 0 ] && [ \"$1\" != -- ]; do shift; done\nshift\n" + env +
+                       "exec \"$@\"\n");
+            file.close();
+            file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+            return path;
+        };
+        const QString hiding = script(QStringLiteral("bwrap-hiding"), "export FAKEWORKER_NO_DEVICE=1\n");
+        const QString passing = script(QStringLiteral("bwrap-passing"), QByteArray());
+        QVERIFY(!hiding.isEmpty() && !passing.isEmpty());
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.remove(QStringLiteral("FAKEWORKER_NO_DEVICE"));
+        const SandboxProbe hidden = probeBubblewrapOnce(hiding, QStringLiteral(KWB_FAKEWORKER), environment, true);
+        QVERIFY(!hidden.works);
+        QCOMPARE(hidden.reason, QStringLiteral("the worker sees 0 GPU(s) in bwrap and 1 outside"));
+        QVERIFY(probeBubblewrapOnce(passing, QStringLiteral(KWB_FAKEWORKER), environment, true).works);
+        // Without a GPU on the host nothing is asked: bwrap running is all there is to check.
+        QVERIFY(probeBubblewrapOnce(hiding, QStringLiteral(KWB_FAKEWORKER), environment, false).works);
+        // A worker that does not answer inside: not a sandbox either.
+        const QString broken = script(QStringLiteral("bwrap-broken"), "case \"$1\" in */true) exec \"$@\";; esac\nexit 7\n");
+        const SandboxProbe silent = probeBubblewrapOnce(broken, QStringLiteral(KWB_FAKEWORKER), environment, true);
+        QVERIFY(!silent.works);
+        QCOMPARE(silent.reason, QStringLiteral("the worker does not answer in bwrap: no hello (exit code 7)"));
+    }
+
     void sandboxKeepsTheFileSystemReadOnly()
     {
         const SandboxProbe probe = probeBubblewrap();

@@ -3,6 +3,7 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
+#include "core/workers/workertarget.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/workerresponses.h"
 #include "core/study/report.h"
@@ -454,6 +455,12 @@ QWidget* LaunchPage::buildEvaluationBox()
     form->addRow(tr("Worker isolation"), m_isolation);
     form->addRow(tr("Host memory limit"), m_maxHostMemory);
     form->addRow(tr("OS sandbox"), m_osSandbox);
+    m_workers = new QLineEdit(box); // issue 16: where the workers run (docs/remote-workers.md)
+    m_workers->setObjectName(QStringLiteral("workersEdit"));
+    m_workers->setPlaceholderText(tr("local (or ssh:gpu-box:0,1, slurm:partition=a100,gpus=4)"));
+    m_workers->setToolTip(tr("Where the run evaluates: local GPUs, GPUs of an SSH host (your own ssh config and keys), "
+                             "or a Slurm partition; several joined by ';'. Empty: this machine's GPU 0."));
+    form->addRow(tr("Workers"), m_workers);
     m_compileOnly = new QCheckBox(tr("Compile only: no GPU, correctness not measured"), box);
     m_compileOnly->setObjectName(QStringLiteral("compileOnlyCheck"));
     m_compileOnly->setToolTip(tr("Evaluate with device \"none\": compile and sandbox check only. Without it a run "
@@ -719,6 +726,14 @@ RunRequest LaunchPage::request() const
 
 std::optional<RunPlan> LaunchPage::plan(QString* error) const
 {
+    if (const QString spec = m_workers->text().trimmed(); !spec.isEmpty()) {
+        QString why;
+        if (!parseWorkerSpec(spec, m_manager->defaultEnvironment().gpuOrdinals, &why)) {
+            if (error)
+                *error = why;
+            return std::nullopt;
+        }
+    }
     const RunRequest r = request();
     const QUrl url(r.endpoint);
     if (!url.isValid() || (url.scheme() != QLatin1String("http") && url.scheme() != QLatin1String("https"))) {
@@ -735,6 +750,8 @@ RunSessionEnvironment LaunchPage::environment() const
     env.databasePath = databasePath();
     env.apiKey = m_apiKey->text().isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : m_apiKey->text();
     env.stream = m_stream->isChecked();
+    if (const QString spec = m_workers->text().trimmed(); !spec.isEmpty()) // checked in plan()
+        env.workers = parseWorkerSpec(spec, env.gpuOrdinals, nullptr).value_or(QList<WorkerTarget>());
     return env;
 }
 

@@ -158,6 +158,7 @@ private:
     QComboBox* m_isolation = nullptr;
     QDoubleSpinBox* m_maxHostMemory = nullptr; ///< GiB; 0: the default
     QCheckBox* m_osSandbox = nullptr;
+    QLineEdit* m_workers = nullptr; ///< a worker spec (core/workers/workertarget.h); empty: local
     QCheckBox* m_compileOnly = nullptr;
     QCheckBox* m_pauseGeneration = nullptr;
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides

@@ -147,6 +147,8 @@ void HeadlessRun::start()
     m_factsSupervisor->setDefaultTimeout(m_environment.factsTimeoutMs);
     m_factsSupervisor->setKillGracePeriod(m_environment.killGraceMs);
     m_factsSupervisor->setLimits(m_plan.workerLimits);
+    if (!m_environment.workers.isEmpty())
+        m_factsSupervisor->setTarget(m_environment.workers.first());
     if (const QString text = sandboxWarning(m_factsSupervisor->sandboxStatus()); !text.isEmpty()) {
         // From the event loop, so a caller that connects after start() still sees it.
         QTimer::singleShot(0, this, [this, text] { Q_EMIT warning(text); });
@@ -254,7 +256,11 @@ void HeadlessRun::createAndStart(const QJsonObject& device, const QJsonObject& h
         m_runId = *id;
     }
 
-    m_queue = new EvaluationQueue(m_environment.gpuOrdinals, this);
+    m_queue = m_environment.workers.isEmpty() ? new EvaluationQueue(m_environment.gpuOrdinals, this)
+                                              : new EvaluationQueue(m_environment.workers, this);
+    connect(m_queue, &EvaluationQueue::workerLost, this, [this](const QString& location, const QString& reason) {
+        Q_EMIT warning(QStringLiteral("worker %1 is lost, its work goes to the others: %2").arg(location, reason));
+    });
     QStringList arguments = m_environment.workerArguments;
     if (!m_environment.tasksDir.isEmpty())
         arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;

@@ -25,6 +25,7 @@
 // the model again).
 
 #include "core/run/runlaunch.h"
+#include "core/workers/workertarget.h"
 #include "core/store/runstore.h"
 
 #include <QElapsedTimer>
@@ -64,6 +65,9 @@ struct RunEnvironment
     bool serverSupportsN = false;
     int factsTimeoutMs = 120 * 1000; ///< tasks, device, analyze and profile requests
     int killGraceMs = 2000;
+    /// Where the run evaluates (`--workers`, Launch's "Workers"; workertarget.h): empty for the
+    /// local gpuOrdinals. The facts (device, profile) come from the first one's GPU.
+    QList<WorkerTarget> workers;
 };
 
 class HeadlessRun : public QObject

@@ -1,6 +1,7 @@
 #include "core/run/runlaunch.h"
 
 #include "core/workers/evaluationqueue.h"
+#include "core/workers/gpulease.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
@@ -526,15 +527,42 @@ void RunFactsLoader::abort()
     if (!m_loading)
         return;
     m_loading = false;
-    const auto ids = m_pending.keys();
+    ++m_generation; // requests still waiting for the GPU's lease give it back when granted
+    m_waitingForLease = 0;
+    const auto pending = m_pending;
     m_pending.clear();
-    for (qint64 id : ids)
-        m_supervisor->cancelRequest(id);
+    for (auto it = pending.cbegin(); it != pending.cend(); ++it) {
+        m_supervisor->cancelRequest(it.key());
+        GpuLeases::instance()->release(it->lease);
+    }
 }
 
 void RunFactsLoader::send(Kind kind, const QJsonObject& request, int index)
 {
-    m_pending.insert(m_supervisor->sendRequest(request), Pending{kind, index});
+    if (kind != Kind::Device && kind != Kind::Profile) {
+        m_pending.insert(m_supervisor->sendRequest(request), Pending{kind, index});
+        return;
+    }
+    // Device facts and profile timings run on the GPU (the facts worker's device 0, which is this
+    // process's GPU 0): they take its lease like an evaluation, so they never overlap a timing.
+    const QString holder = QStringLiteral("run facts: %1%2 (pid %3)")
+                               .arg(request.value(QLatin1String("type")).toString(),
+                                    index >= 0 ? QLatin1Char(' ') + m_plan.taskIds.value(index) : QString())
+                               .arg(QCoreApplication::applicationPid());
+    ++m_waitingForLease;
+    const quint64 generation = m_generation;
+    // A remote facts worker (its supervisor's target) is leased by that host's GPU.
+    const WorkerTarget target = m_supervisor->target();
+    const QString key = target.isRemote() ? target.leaseKey() : GpuLeases::keyFor(0);
+    GpuLeases::instance()->whenHeldKey(key, target.isRemote() ? -1 : 0, holder, this,
+                                       [this, kind, request, index, generation](qint64 lease) {
+        if (generation != m_generation || !m_loading) {
+            GpuLeases::instance()->release(lease);
+            return;
+        }
+        --m_waitingForLease;
+        m_pending.insert(m_supervisor->sendRequest(request), Pending{kind, index, lease});
+    });
 }
 
 void RunFactsLoader::onResponse(qint64 id, const QJsonObject& response)
@@ -544,6 +572,7 @@ void RunFactsLoader::onResponse(qint64 id, const QJsonObject& response)
         return;
     const Pending pending = *it;
     m_pending.erase(it);
+    GpuLeases::instance()->release(pending.lease);
     if (const ResponseHeader header = decodeHeader(response); !header.ok) {
         handle(pending, {}, header.errorCode + QStringLiteral(": ") + header.errorMessage);
         return;
@@ -561,6 +590,7 @@ void RunFactsLoader::onFailure(qint64 id, const QString& status, const QString& 
         return;
     const Pending pending = *it;
     m_pending.erase(it);
+    GpuLeases::instance()->release(pending.lease);
     handle(pending, {}, status + QStringLiteral(": ") + message);
 }
 
@@ -637,7 +667,7 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
         break;
     }
     Q_EMIT progress(m_done, m_total);
-    if (m_pending.isEmpty())
+    if (m_pending.isEmpty() && m_waitingForLease == 0)
         finishLoading();
 }
 

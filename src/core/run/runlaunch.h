@@ -189,7 +189,8 @@ QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs
 
 /// Asks the worker for a run's task facts without blocking: `tasks` (checking that every id of
 /// the plan exists), `device`, then `analyze` for every task and `profile` where the task's regime
-/// uses it and a GPU is there. Ends in exactly one loaded() or failed(), emitted from the event
+/// uses it and a GPU is there. `device` and `profile` run only while the loader holds GPU 0's lease
+/// (core/workers/gpulease.h), like an evaluation's timing. Ends in exactly one loaded() or failed(), emitted from the event
 /// loop. A failed device, analyze or profile request is a warning(): the prompt goes without it,
 /// as `kwb run` does.
 class RunFactsLoader : public QObject
@@ -222,6 +223,7 @@ private:
     {
         Kind kind = Kind::Tasks;
         int index = -1; ///< into m_inputs
+        qint64 lease = 0; ///< the GPU lease a device or profile request holds (gpulease.h)
     };
 
     void onResponse(qint64 id, const QJsonObject& response);
@@ -235,6 +237,8 @@ private:
     RunPlan m_plan;
     bool m_loading = false;
     QHash<qint64, Pending> m_pending;
+    int m_waitingForLease = 0; ///< device/profile requests not sent yet: their GPU is busy
+    quint64 m_generation = 0;  ///< counts abort()s, so a late lease grant is given back
     QList<RunTaskInput> m_inputs;
     QJsonObject m_device;
     QJsonObject m_hello;

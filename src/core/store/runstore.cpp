@@ -255,6 +255,12 @@ QList<RunStore::Migration> RunStore::migrations()
              QStringLiteral("ALTER TABLE candidates ADD COLUMN cuda_line INTEGER"),
              QStringLiteral("ALTER TABLE candidates ADD COLUMN python_line INTEGER"),
          }},
+        // Issue 16: where each evaluation ran ("local:0", "gpu-box:1", "slurm-a100:2"). NULL for
+        // rows written before, which all ran on a local GPU that nobody recorded.
+        {4,
+         {
+             QStringLiteral("ALTER TABLE evaluations ADD COLUMN worker TEXT"),
+         }},
     };
 }
 
@@ -571,14 +577,16 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
         return std::nullopt;
     }
     QSqlQuery query(db);
-    query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created)"
-                                 " VALUES (?, ?, ?, ?, ?, ?)"));
+    query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created,"
+                                 " worker) VALUES (?, ?, ?, ?, ?, ?, ?)"));
     query.addBindValue(candidateId);
     query.addBindValue(status);
     query.addBindValue(optionalValue(speedup));
     query.addBindValue(optionalValue(maxAbsDiff));
     query.addBindValue(jsonText(secrets::scrub(result))); // logs may quote the environment
     query.addBindValue(nowText());
+    const QString worker = result.value(QLatin1String("worker")).toString(); // EvaluationQueue's "where it ran"
+    query.addBindValue(worker.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(worker));
     bool ok = execOrFail(query, QStringLiteral("add evaluation"));
     const qint64 evaluationId = query.lastInsertId().toLongLong();
     if (ok && decoded.candidate) {
@@ -701,7 +709,7 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
     query.setForwardOnly(true);
     query.prepare(QStringLiteral(
         "SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
-        "       e.status, e.speedup, e.max_abs_diff, e.result, e.created"
+        "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker"
         " FROM evaluations e"
         " JOIN candidates c ON c.id = e.candidate_id"
         " JOIN responses r ON r.id = c.response_id"
@@ -726,6 +734,7 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
         record.maxAbsDiff = optionalDouble(query.value(10));
         record.result = jsonObject(query.value(11).toString());
         record.created = parseTime(query.value(12).toString());
+        record.worker = query.value(13).toString();
         list.append(record);
     }
     return list;

@@ -141,6 +141,7 @@ struct EvaluationRecord
     std::optional<double> maxAbsDiff;
     QJsonObject result; ///< the whole evaluate response (or the supervisor's failure)
     QDateTime created;  ///< UTC
+    QString worker;     ///< where it ran ("local:0", "gpu-box:1"; workertarget.h); empty: not recorded (schema < 4)
 
     /// The result, decoded (core/protocol/evaluationresult.h).
     EvaluationResult evaluation() const { return decodeEvaluation(result); }

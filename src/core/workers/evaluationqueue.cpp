@@ -25,16 +25,43 @@ qint64 nowMs()
 
 } // namespace
 
+namespace {
+
+QList<WorkerTarget> localTargets(const QList<int>& ordinals)
+{
+    QList<WorkerTarget> targets;
+    for (int ordinal : ordinals.isEmpty() ? QList<int>{0} : ordinals)
+        targets.append(WorkerTarget::local(ordinal));
+    return targets;
+}
+
+QList<int> ordinalsOf(const QList<WorkerTarget>& targets)
+{
+    QList<int> ordinals;
+    for (const WorkerTarget& target : targets)
+        ordinals.append(target.gpu);
+    return ordinals;
+}
+
+} // namespace
+
 EvaluationQueue::EvaluationQueue(const QList<int>& gpuOrdinals, QObject* parent)
+    : EvaluationQueue(localTargets(gpuOrdinals), parent)
+{
+}
+
+EvaluationQueue::EvaluationQueue(const QList<WorkerTarget>& targets, QObject* parent)
     : QObject(parent)
-    , m_gpuOrdinals(gpuOrdinals.isEmpty() ? QList<int>{0} : gpuOrdinals)
+    , m_gpuOrdinals(ordinalsOf(targets.isEmpty() ? localTargets({}) : targets))
     , m_environment(workerEnvironment())
     , m_compileWorkerCount(std::max(1, QThread::idealThreadCount() - 1))
 {
     for (int index = 0; index < m_gpuOrdinals.size(); ++index) {
         Gpu gpu;
         gpu.ordinal = m_gpuOrdinals.at(index);
+        gpu.target = targets.isEmpty() ? WorkerTarget::local(gpu.ordinal) : targets.at(index);
         gpu.supervisor = new WorkerSupervisor(this);
+        gpu.supervisor->setTarget(gpu.target);
         gpu.supervisor->setIsolation(WorkerSupervisor::Isolation::FreshPerRequest);
         WorkerSupervisor* supervisor = gpu.supervisor;
         connect(supervisor, &WorkerSupervisor::responseAvailable, this,
@@ -92,7 +119,12 @@ void EvaluationQueue::setProcessEnvironment(const QProcessEnvironment& environme
     m_environment = environment;
     for (const Gpu& gpu : std::as_const(m_gpus)) {
         QProcessEnvironment own = environment;
-        own.insert(kVisibleDevices, QString::number(gpu.ordinal));
+        // The GPU this process calls `ordinal`, under whatever CUDA_VISIBLE_DEVICES it was given;
+        // a remote worker's GPU is named there (the ssh script), or by Slurm.
+        if (gpu.target.isRemote())
+            own.remove(kVisibleDevices);
+        else
+            own.insert(kVisibleDevices, cudaVisibleDeviceEntry(gpu.ordinal, environment));
         gpu.supervisor->setProcessEnvironment(own);
     }
     QProcessEnvironment noGpu = environment;
@@ -269,13 +301,14 @@ void EvaluationQueue::requestArch()
 void EvaluationQueue::work()
 {
     m_workScheduled = false;
+    failJobsWithoutWorkers();
     requestArch();
 
     // GPUs first, so a job whose compile has not started never waits for one. Jobs go out in
     // submission order: none overtakes the head, not even one with its cubin ready.
     QList<qint64> started;
     for (int g = 0; g < m_gpus.size(); ++g) {
-        if (m_gpus.at(g).runningJob != 0)
+        if (m_gpus.at(g).runningJob != 0 || m_gpus.at(g).lost)
             continue;
         qsizetype next = -1;
         for (qsizetype i = 0; i < m_jobs.size() && next < 0; ++i) {
@@ -302,10 +335,14 @@ void EvaluationQueue::work()
                                        .arg(job.id)
                                        .arg(job.task)
                                        .arg(QCoreApplication::applicationPid());
-            gpu.lease = GpuLeases::instance()->tryAcquire(gpu.ordinal, holder);
+            GpuLeases* leases = GpuLeases::instance();
+            const QString remoteKey = gpu.target.leaseKey();
+            gpu.lease = remoteKey.isEmpty() ? leases->tryAcquire(gpu.ordinal, holder)
+                                            : leases->tryAcquireKey(remoteKey, -1, holder);
             gpu.leaseHeld = gpu.lease != 0;
             if (!gpu.leaseHeld) // onLeaseGranted() schedules the work again
-                gpu.lease = GpuLeases::instance()->request(gpu.ordinal, holder);
+                gpu.lease = remoteKey.isEmpty() ? leases->request(gpu.ordinal, holder)
+                                                : leases->requestKey(remoteKey, -1, holder);
         }
         if (needsGpu(job) && !gpu.leaseHeld)
             continue;
@@ -348,9 +385,12 @@ bool EvaluationQueue::dispatchToGpu(int gpuIndex, qsizetype jobIndex)
     Gpu& gpu = m_gpus[gpuIndex];
     gpu.runningJob = job.id;
     job.gpuRequest = gpu.supervisor->sendRequest(request, job.timeoutMs < 0 ? m_timeoutMs : job.timeoutMs);
-    // The supervisor holds the request now; the answer and the module can be up to 16 MiB.
-    job.answer.clear();
-    job.cubin.clear();
+    // The supervisor holds the request now; the answer and the module can be up to 16 MiB. A
+    // remote job keeps them: a lost host's job goes to another worker.
+    if (!gpu.target.isRemote()) {
+        job.answer.clear();
+        job.cubin.clear();
+    }
     return true;
 }
 
@@ -448,6 +488,23 @@ void EvaluationQueue::onCompileFailure(int compilerIndex, qint64 requestId)
     scheduleWork();
 }
 
+void EvaluationQueue::failJobsWithoutWorkers()
+{
+    if (std::any_of(m_gpus.cbegin(), m_gpus.cend(), [](const Gpu& g) { return !g.lost; }))
+        return;
+    QString why;
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        why += QStringLiteral("; %1: %2").arg(gpu.target.location(), gpu.lostReason);
+    const QList<Job> jobs = m_jobs;
+    for (const Job& job : jobs) {
+        if (job.gpu >= 0)
+            continue;
+        m_jobs.removeAt(indexOfJob(job.id));
+        ++m_done;
+        failLater(job.id, wireName(EvaluationStatus::WorkerLost), QStringLiteral("every worker is lost") + why);
+    }
+}
+
 void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response)
 {
     if (gpuIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
@@ -468,6 +525,7 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonO
     } else {
         QJsonObject result = response;
         result.insert(QStringLiteral("gpu"), m_gpus[gpuIndex].ordinal);
+        result.insert(QStringLiteral("worker"), m_gpus[gpuIndex].target.location());
         Q_EMIT jobFinished(id, result);
     }
     noteProgress();
@@ -496,11 +554,40 @@ void EvaluationQueue::onGpuFailure(int gpuIndex, qint64 requestId, const QString
         scheduleWork();
         return;
     }
+    if (requeueFromLostHost(gpuIndex, requestId, status, message))
+        return;
     const qint64 id = retireRunningJob(gpuIndex, requestId);
     if (id == 0)
         return;
     Q_EMIT jobFailed(id, status, message);
     noteProgress();
+}
+
+bool EvaluationQueue::requeueFromLostHost(int gpuIndex, qint64 requestId, const QString& status, const QString& message)
+{
+    Gpu& gpu = m_gpus[gpuIndex];
+    // A host is lost when ssh lost it, or when its worker could not start there at all; the
+    // candidate's own doing (a crash, a time-out) stays its verdict.
+    const bool lost = gpu.target.isRemote() &&
+                      (gpu.supervisor->connectionLost() || status == wireName(EvaluationStatus::StartFailed));
+    const qsizetype index = indexOfJob(gpu.runningJob);
+    if (!lost || index < 0 || m_jobs.at(index).gpuRequest != requestId)
+        return false;
+    gpu.lost = true;
+    gpu.lostReason = QStringLiteral("%1: %2").arg(status, message);
+    Q_EMIT workerLost(gpu.target.location(), gpu.lostReason);
+    gpu.runningJob = 0;
+    releaseLease(gpuIndex);
+    const bool anyLeft = std::any_of(m_gpus.cbegin(), m_gpus.cend(), [](const Gpu& g) { return !g.lost; });
+    if (!anyLeft)
+        return false; // nowhere to go: the job fails with what the last host said
+    // Back to the queue, where it was: nothing was evaluated, nothing is counted.
+    Job& job = m_jobs[index];
+    job.gpu = -1;
+    job.gpuRequest = 0;
+    job.compile = job.cubin.isEmpty() ? CompileState::None : CompileState::Done;
+    scheduleWork();
+    return true;
 }
 
 bool EvaluationQueue::needsGpu(const Job& job)

@@ -39,6 +39,12 @@ public:
 
     /// One supervisor per GPU ordinal; each worker sees only its GPU (CUDA_VISIBLE_DEVICES).
     explicit EvaluationQueue(const QList<int>& gpuOrdinals = {0}, QObject* parent = nullptr);
+    /// One supervisor per target (workertarget.h): local GPUs, GPUs of ssh hosts, Slurm slots.
+    /// A remote target whose host is lost (ssh lost the connection, or no worker starts there)
+    /// takes no more jobs: its running job goes back to the queue, where it was, for the others
+    /// (it was not evaluated, so nothing is counted twice). When every target is lost, the jobs
+    /// left fail with `worker_lost`. Compile-ahead stays on this machine.
+    explicit EvaluationQueue(const QList<WorkerTarget>& targets, QObject* parent);
     ~EvaluationQueue() override;
 
     // Settings: call them before submit().
@@ -84,11 +90,14 @@ Q_SIGNALS:
     /// event-loop turn.
     void jobProgress(int done, int total);
     /// The worker's evaluate response (its "status" says correct, incorrect, compile_error, …),
-    /// with "gpu": the ordinal it ran on.
+    /// with "gpu": the ordinal it ran on, and "worker": where (WorkerTarget::location(), "local:0",
+    /// "gpu-box:1").
     void jobFinished(qint64 id, const QJsonObject& result);
     /// The job ended without a response: status is an EvaluationStatus wire name (timeout, crashed,
     /// start_failed, cancelled, …) or the error code of a worker that refused the request.
     void jobFailed(qint64 id, const QString& status, const QString& message);
+    /// A remote target was lost (location, why); its running job was moved.
+    void workerLost(const QString& location, const QString& reason);
     /// The GPU worker's stderr while the job ran, just before its final signal.
     void jobStderrAvailable(qint64 id, const QByteArray& tail, qint64 droppedBytes);
 
@@ -115,6 +124,9 @@ private:
     struct Gpu
     {
         int ordinal = 0;
+        WorkerTarget target;
+        bool lost = false; ///< a remote host that is gone: no more jobs
+        QString lostReason;
         WorkerSupervisor* supervisor = nullptr;
         qint64 runningJob = 0;
         qint64 lease = 0;        ///< the GpuLeases ticket asked for or held, 0: none
@@ -138,6 +150,10 @@ private:
     qint64 retireRunningJob(int gpuIndex, qint64 requestId);
     void onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response);
     void onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message);
+    /// Moves a lost host's running job back into the queue; false when it is not that.
+    bool requeueFromLostHost(int gpuIndex, qint64 requestId, const QString& status, const QString& message);
+    /// With every target lost, fails the jobs that wait for one.
+    void failJobsWithoutWorkers();
     void onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response);
     void onCompileFailure(int compilerIndex, qint64 requestId);
     void failLater(qint64 id, const QString& status, const QString& message);

@@ -7,8 +7,10 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QtGlobal>
 
+#include <algorithm>
 #include <memory>
 
 #include <fcntl.h>
@@ -16,6 +18,89 @@
 #include <unistd.h>
 
 namespace kwb {
+
+namespace {
+
+const QString kVisibleDevices = QStringLiteral("CUDA_VISIBLE_DEVICES");
+
+struct DriverGpu
+{
+    QString busId;
+    QString uuid;
+    QString model;
+};
+
+// /proc/driver/nvidia/gpus/<bus id>/information: "Model: …", "GPU UUID: GPU-…", one per line.
+QList<DriverGpu> driverGpus(const QString& driverDir)
+{
+    QList<DriverGpu> gpus;
+    const QDir dir(driverDir);
+    for (const QString& busId : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+        QFile file(dir.filePath(busId + QStringLiteral("/information")));
+        if (!file.open(QIODevice::ReadOnly))
+            continue;
+        DriverGpu gpu;
+        gpu.busId = busId.toLower();
+        for (const QByteArray& raw : file.readAll().split('\n')) {
+            const QString line = QString::fromUtf8(raw);
+            const qsizetype colon = line.indexOf(QLatin1Char(':'));
+            if (colon < 0)
+                continue;
+            const QString name = line.left(colon).trimmed();
+            const QString value = line.mid(colon + 1).trimmed();
+            if (name == QLatin1String("GPU UUID"))
+                gpu.uuid = value;
+            else if (name == QLatin1String("Model"))
+                gpu.model = value;
+        }
+        if (gpu.uuid.startsWith(QLatin1String("GPU-")))
+            gpus.append(gpu);
+    }
+    std::sort(gpus.begin(), gpus.end(), [](const DriverGpu& a, const DriverGpu& b) { return a.busId < b.busId; });
+    return gpus;
+}
+
+} // namespace
+
+QString cudaVisibleDeviceEntry(int ordinal, const QProcessEnvironment& environment)
+{
+    if (environment.contains(kVisibleDevices)) {
+        const QStringList entries = environment.value(kVisibleDevices).split(QLatin1Char(','), Qt::SkipEmptyParts);
+        if (ordinal >= 0 && ordinal < entries.size())
+            return entries.at(ordinal).trimmed();
+    }
+    return QString::number(ordinal);
+}
+
+GpuIdentity identifyGpu(int ordinal, const QProcessEnvironment& environment, const QString& driverDir)
+{
+    const QString entry = cudaVisibleDeviceEntry(ordinal, environment);
+    if (entry.startsWith(QLatin1String("GPU-")) || entry.startsWith(QLatin1String("MIG-")))
+        return {entry, QString()};
+    bool isIndex = false;
+    const int index = entry.toInt(&isIndex);
+    if (!isIndex || index < 0)
+        return {QStringLiteral("gpu%1").arg(ordinal),
+                QStringLiteral("CUDA_VISIBLE_DEVICES entry '%1' is neither an index nor a UUID").arg(entry)};
+    const QString byIndex = QStringLiteral("gpu%1").arg(index);
+    const QList<DriverGpu> gpus = driverGpus(driverDir);
+    if (gpus.isEmpty())
+        return {byIndex, QStringLiteral("no GPU information in %1 (no NVIDIA driver here)").arg(driverDir)};
+    if (index >= gpus.size())
+        return {byIndex, QStringLiteral("%1 lists %2 GPU(s), not GPU %3").arg(driverDir).arg(gpus.size()).arg(index)};
+    bool oneModel = true;
+    for (const DriverGpu& gpu : gpus)
+        oneModel = oneModel && gpu.model == gpus.first().model;
+    if (!oneModel && environment.value(QStringLiteral("CUDA_DEVICE_ORDER")) != QLatin1String("PCI_BUS_ID"))
+        return {byIndex, QStringLiteral("the GPUs differ in model and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA's "
+                                        "order is not known without CUDA")};
+    return {gpus.at(index).uuid, QString()};
+}
+
+QString remoteGpuKey(const QString& kind, const QString& host, int gpu)
+{
+    return QStringLiteral("%1:%2:%3").arg(kind, host).arg(gpu);
+}
 
 GpuLeases* GpuLeases::instance()
 {
@@ -54,33 +139,38 @@ QString GpuLeases::logPath()
     return QDir(lockDirectory()).filePath(QStringLiteral("leases.log"));
 }
 
-qint64 GpuLeases::request(int gpu, const QString& holder)
+QString GpuLeases::keyFor(int gpu)
 {
-    const qint64 id = ++m_next;
-    m_gpus[gpu].waiting.append(Ticket{id, gpu, holder});
-    log("wait", gpu, holder);
-    schedule();
-    return id;
+    return identifyGpu(gpu, QProcessEnvironment::systemEnvironment()).key;
 }
 
-qint64 GpuLeases::tryAcquire(int gpu, const QString& holder)
+qint64 GpuLeases::requestKey(const QString& key, int gpu, const QString& holder)
 {
-    Gpu& state = m_gpus[gpu];
-    if (state.holder != 0 || !state.waiting.isEmpty() || !takeLock(gpu, state))
+    const Ticket t{++m_next, key, gpu, holder};
+    m_gpus[key].waiting.append(t);
+    log("wait", t);
+    schedule();
+    return t.id;
+}
+
+qint64 GpuLeases::tryAcquireKey(const QString& key, int gpu, const QString& holder)
+{
+    Gpu& state = m_gpus[key];
+    if (state.holder != 0 || !state.waiting.isEmpty() || !takeLock(key, state))
         return 0;
-    const Ticket t{++m_next, gpu, holder};
+    const Ticket t{++m_next, key, gpu, holder};
     state.holder = t.id;
     m_held.insert(t.id, t);
-    log("grant", gpu, holder);
+    log("grant", t);
     Q_EMIT heldChanged(gpu, true);
     return t.id;
 }
 
-qint64 GpuLeases::acquire(int gpu, const QString& holder)
+qint64 GpuLeases::acquireKey(const QString& key, int gpu, const QString& holder)
 {
-    if (const qint64 ticket = tryAcquire(gpu, holder))
+    if (const qint64 ticket = tryAcquireKey(key, gpu, holder))
         return ticket;
-    const qint64 ticket = request(gpu, holder);
+    const qint64 ticket = requestKey(key, gpu, holder);
     QEventLoop loop;
     const QMetaObject::Connection connection = connect(this, &GpuLeases::granted, &loop, [&loop, ticket](qint64 t) {
         if (t == ticket)
@@ -91,11 +181,12 @@ qint64 GpuLeases::acquire(int gpu, const QString& holder)
     return ticket;
 }
 
-void GpuLeases::whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64)> work)
+void GpuLeases::whenHeldKey(const QString& key, int gpu, const QString& holder, QObject* context,
+                            std::function<void(qint64)> work)
 {
-    if (const qint64 ticket = tryAcquire(gpu, holder))
+    if (const qint64 ticket = tryAcquireKey(key, gpu, holder))
         return work(ticket);
-    const qint64 ticket = request(gpu, holder);
+    const qint64 ticket = requestKey(key, gpu, holder);
     auto connection = std::make_shared<QMetaObject::Connection>();
     *connection = connect(this, &GpuLeases::granted, context, [connection, ticket, work](qint64 t) {
         if (t != ticket)
@@ -121,10 +212,10 @@ void GpuLeases::release(qint64 ticket)
     if (held != m_held.end()) {
         const Ticket t = *held;
         m_held.erase(held);
-        Gpu& gpu = m_gpus[t.gpu];
+        Gpu& gpu = m_gpus[t.key];
         gpu.holder = 0;
         dropLock(gpu);
-        log("release", t.gpu, t.holder);
+        log("release", t);
         Q_EMIT heldChanged(t.gpu, false);
         schedule();
         return;
@@ -133,9 +224,9 @@ void GpuLeases::release(qint64 ticket)
         gpu.waiting.removeIf([ticket](const Ticket& t) { return t.id == ticket; });
 }
 
-bool GpuLeases::isHeld(int gpu) const
+bool GpuLeases::isHeldKey(const QString& key) const
 {
-    const auto it = m_gpus.constFind(gpu);
+    const auto it = m_gpus.constFind(key);
     return it != m_gpus.cend() && it->holder != 0;
 }
 
@@ -171,7 +262,7 @@ void GpuLeases::grantWaiting()
         const Ticket t = gpu.waiting.takeFirst();
         gpu.holder = t.id;
         m_held.insert(t.id, t);
-        log("grant", t.gpu, t.holder);
+        log("grant", t);
         grants.append(t);
     }
     if (retry && !m_retry.isActive())
@@ -182,13 +273,15 @@ void GpuLeases::grantWaiting()
     }
 }
 
-bool GpuLeases::takeLock(int gpu, Gpu& state)
+bool GpuLeases::takeLock(const QString& key, Gpu& state)
 {
     if (state.lockFd >= 0)
         return true;
     const QString dir = lockDirectory();
     QDir().mkpath(dir);
-    const QByteArray path = QFile::encodeName(QDir(dir).filePath(QStringLiteral("gpu%1.lock").arg(gpu)));
+    QString name = key;
+    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_")); // "ssh:host:1": one file name
+    const QByteArray path = QFile::encodeName(QDir(dir).filePath(name + QStringLiteral(".lock")));
     const int fd = ::open(path.constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return true; // no lock directory to share: the in-process lease still holds
@@ -209,14 +302,15 @@ void GpuLeases::dropLock(Gpu& state)
     state.lockFd = -1;
 }
 
-void GpuLeases::log(const char* event, int gpu, const QString& holder)
+void GpuLeases::log(const char* event, const Ticket& ticket)
 {
     const QString path = logPath();
     QDir().mkpath(QFileInfo(path).absolutePath());
     const QByteArray line = QJsonDocument(QJsonObject{{QStringLiteral("ms"), QDateTime::currentMSecsSinceEpoch()},
                                                       {QStringLiteral("event"), QLatin1String(event)},
-                                                      {QStringLiteral("gpu"), gpu},
-                                                      {QStringLiteral("holder"), holder},
+                                                      {QStringLiteral("gpu"), ticket.gpu},
+                                                      {QStringLiteral("key"), ticket.key},
+                                                      {QStringLiteral("holder"), ticket.holder},
                                                       {QStringLiteral("pid"), qint64(::getpid())}})
                                 .toJson(QJsonDocument::Compact) +
                             '\n';

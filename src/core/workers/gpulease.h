@@ -4,24 +4,32 @@
 // when its request has ended, so timings, traffic measurements and ceilings never overlap on one
 // GPU.
 //
-// Within a process: GpuLeases::instance() grants each GPU ordinal to one holder at a time, in the
+// A lease is keyed by the physical GPU, not by the ordinal a process sees it under (two processes
+// with CUDA_VISIBLE_DEVICES=0,1 and =1,0 see one GPU under two ordinals): identifyGpu() names it
+// by its UUID where that can be known without CUDA (a UUID in CUDA_VISIBLE_DEVICES, or the
+// driver's /proc/driver/nvidia/gpus), else by its index among all of the machine's GPUs ("gpu3"),
+// with the reason. A GPU of another host (an ssh or Slurm worker) has the key remoteGpuKey().
+//
+// Within a process: GpuLeases::instance() grants each GPU to one holder at a time, in the
 // order asked (FIFO). Across processes (two `kwb run`s, `kwb` next to the window): the holder of a
-// GPU also holds flock(LOCK_EX) on the file gpu<N>.lock in lockDirectory(); a process that finds it
+// GPU also holds flock(LOCK_EX) on the file <key>.lock in lockDirectory(); a process that finds it
 // locked tries again every kRetryMs until it gets it (never blocking the event loop). The lock goes
 // with the process, so a killed holder never leaves a GPU locked.
 //
 // lockDirectory(): $KWB_GPU_LOCK_DIR, else $XDG_RUNTIME_DIR/kwb-gpu, else /tmp/kwb-gpu-<uid>.
 // Processes share a GPU only when they see the same directory: one user's processes do by default.
-// The ordinal is the one the host sees (the queue's CUDA_VISIBLE_DEVICES value).
+// An int `gpu` below is a CUDA ordinal as this process sees it (its own CUDA_VISIBLE_DEVICES).
 //
 // Log (for the check "no timing was taken while another job used the same GPU"): one JSON line per
-// event, {"ms": epoch ms, "event": "wait"|"grant"|"release", "gpu": N, "holder": "…", "pid": P},
-// appended to logPath(): $KWB_GPU_LEASE_LOG, else lockDirectory()/leases.log. Lines are appended
-// with one write each, so those of several processes interleave whole.
+// event, {"ms": epoch ms, "event": "wait"|"grant"|"release", "gpu": N (-1: a key without ordinal),
+// "key": "GPU-…"|"gpu3"|"ssh:host:1", "holder": "…", "pid": P}, appended to logPath():
+// $KWB_GPU_LEASE_LOG, else lockDirectory()/leases.log. Lines are appended with one write each, so
+// those of several processes interleave whole.
 
 #include <QHash>
 #include <QList>
 #include <QObject>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QTimer>
 
@@ -29,6 +37,29 @@
 #include <memory>
 
 namespace kwb {
+
+/// The NVIDIA driver's folder of per-GPU information files (one folder per PCI bus id).
+inline const QString kNvidiaGpusDir = QStringLiteral("/proc/driver/nvidia/gpus");
+
+/// The entry of CUDA_VISIBLE_DEVICES that CUDA ordinal `ordinal` of a process with `environment`
+/// stands for ("GPU-…", "MIG-…" or a machine index); the ordinal itself when the variable is unset
+/// or has no such entry. A worker given this value as its CUDA_VISIBLE_DEVICES sees that GPU.
+QString cudaVisibleDeviceEntry(int ordinal, const QProcessEnvironment& environment);
+
+/// Which physical GPU a CUDA ordinal names.
+struct GpuIdentity
+{
+    QString key;    ///< "GPU-<uuid>" (or "MIG-…"), else "gpu<index among the machine's GPUs>"
+    QString reason; ///< empty with a UUID; else why the index stands in for it
+};
+/// The GPU behind CUDA ordinal `ordinal` of a process with `environment`: its UUID from
+/// CUDA_VISIBLE_DEVICES, else from `driverDir` (the machine index's GPU in PCI bus order, which
+/// is CUDA's order when CUDA_DEVICE_ORDER=PCI_BUS_ID or every GPU is the same model: CUDA's
+/// default order, fastest first, breaks ties by bus id), else the machine index.
+GpuIdentity identifyGpu(int ordinal, const QProcessEnvironment& environment, const QString& driverDir = kNvidiaGpusDir);
+/// The lease key of GPU `gpu` (a CUDA ordinal there) on another host: "HOST:GPU" with the worker
+/// kind, "ssh:gpu-box:1", "slurm:a100:0".
+QString remoteGpuKey(const QString& kind, const QString& host, int gpu);
 
 class GpuLeases : public QObject
 {
@@ -39,25 +70,38 @@ public:
     /// The process's one broker (created on first use, on the thread that first uses it).
     static GpuLeases* instance();
 
+    /// The lease key of this process's CUDA ordinal (identifyGpu() with its environment).
+    static QString keyFor(int gpu);
+
     /// Asks for the GPU. granted(ticket, gpu) follows from the event loop once it is held (never
     /// from inside request()). `holder` names the job in the log ("eval job 3 L1/1").
-    qint64 request(int gpu, const QString& holder);
+    qint64 request(int gpu, const QString& holder) { return requestKey(keyFor(gpu), gpu, holder); }
+    /// request() by key (a remote GPU: ordinal -1 in the signals).
+    qint64 requestKey(const QString& key, int gpu, const QString& holder);
     /// The lease at once when the GPU is free here and in other processes and nobody waits for
     /// it: a held ticket (no granted() signal), else 0 (then request() queues for it).
-    qint64 tryAcquire(int gpu, const QString& holder);
+    qint64 tryAcquire(int gpu, const QString& holder) { return tryAcquireKey(keyFor(gpu), gpu, holder); }
+    qint64 tryAcquireKey(const QString& key, int gpu, const QString& holder);
     /// Waits (a local event loop) until the lease is held and returns its ticket: for the command
     /// line's one-request commands (`kwb eval`, `kwb device --ceilings`).
-    qint64 acquire(int gpu, const QString& holder);
+    qint64 acquire(int gpu, const QString& holder) { return acquireKey(keyFor(gpu), gpu, holder); }
+    qint64 acquireKey(const QString& key, int gpu, const QString& holder);
     /// Calls work(ticket) once the lease is held (at once when free); work's job gives the ticket
     /// back when it ends. When context goes first, the request is withdrawn (or the lease given back).
-    void whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64 ticket)> work);
+    void whenHeld(int gpu, const QString& holder, QObject* context, std::function<void(qint64 ticket)> work)
+    {
+        whenHeldKey(keyFor(gpu), gpu, holder, context, std::move(work));
+    }
+    void whenHeldKey(const QString& key, int gpu, const QString& holder, QObject* context,
+                     std::function<void(qint64 ticket)> work);
     /// A handle that gives the ticket back when its last copy goes: captured by a callback that
     /// may be dropped without being called (a superseded JobTracker job), the lease still returns.
     static std::shared_ptr<const void> guard(qint64 ticket);
     /// Gives a held lease back, or withdraws a request not granted yet. Unknown tickets are ignored.
     void release(qint64 ticket);
     /// Whether this process holds the GPU's lease now.
-    bool isHeld(int gpu) const;
+    bool isHeld(int gpu) const { return isHeldKey(keyFor(gpu)); }
+    bool isHeldKey(const QString& key) const;
     bool isGranted(qint64 ticket) const;
 
     static QString lockDirectory();
@@ -75,7 +119,8 @@ private:
     struct Ticket
     {
         qint64 id = 0;
-        int gpu = 0;
+        QString key;
+        int gpu = 0; ///< the ordinal asked for, -1 for a key without one
         QString holder;
     };
     struct Gpu
@@ -87,11 +132,11 @@ private:
 
     void schedule();
     void grantWaiting();
-    bool takeLock(int gpu, Gpu& state);
+    bool takeLock(const QString& key, Gpu& state);
     void dropLock(Gpu& state);
-    void log(const char* event, int gpu, const QString& holder);
+    void log(const char* event, const Ticket& ticket);
 
-    QHash<int, Gpu> m_gpus;
+    QHash<QString, Gpu> m_gpus;
     QHash<qint64, Ticket> m_held;
     qint64 m_next = 0;
     QTimer m_retry;

@@ -3,11 +3,15 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QHash>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QMutex>
 #include <QMutexLocker>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+
+#include <optional>
 
 namespace kwb {
 
@@ -64,7 +68,42 @@ QString extensionCacheDir(const QProcessEnvironment& environment)
     return dir;
 }
 
-SandboxProbe runProbe(const QString& configured)
+// The worker's hello (first stdout line answering id "probe"), started as program + arguments.
+std::optional<int> helloDeviceCount(const QString& program, const QStringList& arguments,
+                                    const QProcessEnvironment& environment, QString* why)
+{
+    QProcess process;
+    process.setProgram(program);
+    process.setArguments(arguments);
+    process.setProcessEnvironment(environment);
+    process.start();
+    if (!process.waitForStarted(5000)) {
+        *why = process.errorString();
+        return std::nullopt;
+    }
+    process.write(R"({"id":"probe","type":"hello"})" "\n");
+    process.closeWriteChannel(); // the worker ends at EOF once it has answered
+    if (!process.waitForFinished(60000)) { // a real worker loads libtorch first
+        process.kill();
+        process.waitForFinished(2000);
+        *why = QStringLiteral("no answer to hello within 60 s");
+        return std::nullopt;
+    }
+    for (const QByteArray& line : process.readAllStandardOutput().split('\n')) {
+        const QJsonObject hello = QJsonDocument::fromJson(line).object();
+        if (hello.value(QLatin1String("id")).toString() == QLatin1String("probe") && hello.contains(QLatin1String("cuda_device_count")))
+            return hello.value(QLatin1String("cuda_device_count")).toInt();
+    }
+    const QList<QByteArray> lines = process.readAllStandardError().trimmed().split('\n');
+    *why = QStringLiteral("no hello (exit code %1)%2")
+               .arg(process.exitCode())
+               .arg(lines.isEmpty() || lines.last().isEmpty() ? QString()
+                                                                : QStringLiteral(": ") + QString::fromUtf8(lines.last()).left(300));
+    return std::nullopt;
+}
+
+SandboxProbe runProbe(const QString& configured, const QString& worker, const QProcessEnvironment& environment,
+                      bool checkDevices)
 {
     SandboxProbe probe;
     const QString bwrap = bubblewrapProgram(configured);
@@ -108,21 +147,64 @@ SandboxProbe runProbe(const QString& configured)
         return probe;
     }
     probe.works = true;
+    if (!checkDevices || worker.isEmpty())
+        return probe;
+    // bwrap runs, but does the GPU? (On the H200, cuInit failed in the sandbox until /proc was
+    // writable.) The worker's hello counts the devices CUDA sees: inside as many as outside.
+    QString outsideWhy;
+    const std::optional<int> outside = helloDeviceCount(worker, {}, environment, &outsideWhy);
+    if (!outside || *outside == 0)
+        return probe; // nothing to lose in the sandbox (a worker that fails outside fails on its own)
+    QProcessEnvironment inside = environment;
+    pointAtScratch(inside, scratch.path());
+    QString insideWhy;
+    const std::optional<int> sandboxed =
+        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path()) << QStringLiteral("--") << worker, inside, &insideWhy);
+    if (!sandboxed) {
+        probe.works = false;
+        probe.reason = QStringLiteral("the worker does not answer in bwrap: %1").arg(insideWhy);
+    } else if (*sandboxed < *outside) {
+        probe.works = false;
+        probe.reason = QStringLiteral("the worker sees %1 GPU(s) in bwrap and %2 outside").arg(*sandboxed).arg(*outside);
+    }
     return probe;
+}
+
+WorkerLaunchOptions withWorker(WorkerLaunchOptions options, const QString& program, const QProcessEnvironment& environment)
+{
+    if (options.worker.isEmpty()) {
+        options.worker = program.contains(QLatin1Char('/')) ? program : QStandardPaths::findExecutable(program);
+        options.workerEnvironment = environment;
+    }
+    return options;
 }
 
 } // namespace
 
-SandboxProbe probeBubblewrap(const QString& bubblewrap)
+bool hostHasNvidiaGpu()
+{
+    return !QDir(QStringLiteral("/dev")).entryList({QStringLiteral("nvidia[0-9]*")}, QDir::System).isEmpty() ||
+           !QDir(QStringLiteral("/proc/driver/nvidia/gpus")).entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty();
+}
+
+SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker, const QProcessEnvironment& environment,
+                                 bool checkDevices)
+{
+    return runProbe(bubblewrap, worker, environment, checkDevices);
+}
+
+SandboxProbe probeBubblewrap(const QString& bubblewrap, const QString& worker, const QProcessEnvironment& environment)
 {
     static QMutex mutex;
     static QHash<QString, SandboxProbe> probes;
     QMutexLocker lock(&mutex);
-    const auto found = probes.constFind(bubblewrap);
+    const bool checkDevices = !worker.isEmpty() && hostHasNvidiaGpu();
+    const QString key = bubblewrap + QLatin1Char('\n') + (checkDevices ? worker : QString());
+    const auto found = probes.constFind(key);
     if (found != probes.constEnd())
         return found.value();
-    const SandboxProbe probe = runProbe(bubblewrap);
-    probes.insert(bubblewrap, probe);
+    const SandboxProbe probe = runProbe(bubblewrap, worker, environment, checkDevices);
+    probes.insert(key, probe);
     return probe;
 }
 
@@ -135,11 +217,13 @@ bool osSandboxTurnedOffByEnvironment()
 
 QString sandboxStatus(const WorkerLaunchOptions& options)
 {
+    if (options.target.isRemote())
+        return launchWorker(QString(), {}, {}, options).sandbox;
     if (osSandboxTurnedOffByEnvironment())
         return QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"));
     if (!options.osSandbox)
         return QStringLiteral("none: turned off (--no-os-sandbox)");
-    const SandboxProbe probe = probeBubblewrap(options.bubblewrap);
+    const SandboxProbe probe = probeBubblewrap(options.bubblewrap, options.worker, options.workerEnvironment);
     return probe.works ? kSandboxBubblewrap : QStringLiteral("none: ") + probe.reason;
 }
 
@@ -150,9 +234,112 @@ QString workerSandboxStatus(const WorkerLimits& limits)
     return sandboxStatus(options);
 }
 
+QString shellQuote(const QString& text)
+{
+    QString quoted = text;
+    quoted.replace(QLatin1Char('\''), QStringLiteral("'\\''"));
+    return QLatin1Char('\'') + quoted + QLatin1Char('\'');
+}
+
+QString remoteWorkerScript()
+{
+    // The same bwrap options as here, with the remote scratch folder "$d".
+    const QString scratchMark = QStringLiteral("KWB_SCRATCH");
+    QStringList bwrap;
+    for (const QString& argument : bubblewrapArguments(scratchMark))
+        bwrap << (argument == scratchMark ? QStringLiteral("\"$d\"") : shellQuote(argument));
+    const QString options = bwrap.join(QLatin1Char(' '));
+    return QStringLiteral(
+               "sandbox=$1; gpu=$2; shift 2\n"
+               "d=$(mktemp -d \"${TMPDIR:-/tmp}/kwb-worker-XXXXXX\") || { echo \"kwb-worker: no scratch folder on "
+               "$(uname -n)\" >&2; exit 97; }\n"
+               "trap 'rm -rf \"$d\"' EXIT\n"
+               "if [ -n \"$gpu\" ]; then CUDA_VISIBLE_DEVICES=$gpu; export CUDA_VISIBLE_DEVICES; fi\n"
+               "TMPDIR=$d; CUDA_CACHE_PATH=$d/cuda-cache; export TMPDIR CUDA_CACHE_PATH\n"
+               "if [ \"$sandbox\" = 1 ] && command -v bwrap >/dev/null 2>&1 && bwrap %1 -- true >/dev/null 2>&1; then\n"
+               "  bwrap %1 -- \"$@\"\n"
+               "else\n"
+               "  if [ \"$sandbox\" = 1 ]; then echo \"kwb-worker: warning: the worker runs without the OS sandbox on "
+               "$(uname -n): bwrap is missing or fails there\" >&2; fi\n"
+               "  \"$@\"\n"
+               "fi\n")
+        .arg(options);
+}
+
+namespace {
+
+QString programFromEnvironment(const char* variable, const QString& fallback)
+{
+    const QString configured = qEnvironmentVariable(variable);
+    return configured.isEmpty() ? fallback : configured;
+}
+
+WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironment& environment,
+                          const WorkerLaunchOptions& options)
+{
+    const WorkerTarget& target = options.target;
+    WorkerLaunch launch;
+    launch.remote = true;
+    launch.exitCodeCarriesSignal = true;
+    const bool sandbox = options.osSandbox && !osSandboxTurnedOffByEnvironment();
+    launch.sandbox = sandbox ? kSandboxRemote
+                             : (osSandboxTurnedOffByEnvironment()
+                                    ? QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"))
+                                    : QStringLiteral("none: turned off (--no-os-sandbox)"));
+    // This machine's --tasks-dir means nothing there: the remote worker uses its own tasks.
+    QStringList workerArguments;
+    for (qsizetype i = 0; i < arguments.size(); ++i) {
+        if (arguments.at(i) == QLatin1String("--tasks-dir") && i + 1 < arguments.size()) {
+            ++i;
+            continue;
+        }
+        workerArguments << arguments.at(i);
+    }
+    workerArguments << QStringLiteral("--end-on-stdin-eof");
+    const QStringList scriptArguments = QStringList{QStringLiteral("kwb-worker"), sandbox ? QStringLiteral("1") : QStringLiteral("0"),
+                                                    target.kind == WorkerTarget::Kind::Slurm ? QString() : QString::number(target.gpu),
+                                                    target.remoteWorker}
+                                        + workerArguments;
+    if (target.kind == WorkerTarget::Kind::Ssh) {
+        // One string for the remote login shell; the script runs under sh whatever that shell is.
+        QStringList command{QStringLiteral("sh"), QStringLiteral("-c"), shellQuote(remoteWorkerScript())};
+        for (const QString& argument : scriptArguments)
+            command << shellQuote(argument);
+        launch.program = programFromEnvironment("KWB_SSH", QStringLiteral("ssh"));
+        launch.arguments = QStringList{QStringLiteral("-T"),
+                                       QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                       // A host that stops answering counts as lost after ~15 s.
+                                       QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=5"),
+                                       QStringLiteral("-o"), QStringLiteral("ServerAliveCountMax=3"),
+                                       target.host, command.join(QLatin1Char(' '))};
+        // The user's ssh (agent, config) runs here; nothing of this environment is sent there.
+        launch.environment = QProcessEnvironment::systemEnvironment();
+        return launch;
+    }
+    launch.program = programFromEnvironment("KWB_SRUN", QStringLiteral("srun"));
+    launch.arguments = QStringList{QStringLiteral("--partition=") + target.host, QStringLiteral("--ntasks=1"),
+                                   QStringLiteral("--gpus=1"), QStringLiteral("--quiet"),
+                                   QStringLiteral("--kill-on-bad-exit=1")};
+    if (!target.timeLimit.isEmpty())
+        launch.arguments << QStringLiteral("--time=") + target.timeLimit;
+    launch.arguments << QStringLiteral("sh") << QStringLiteral("-c") << remoteWorkerScript() << scriptArguments;
+    // srun hands its environment to the worker: the worker's own, plus what srun needs to find
+    // its allocation (SLURM_*) and its user.
+    launch.environment = environment;
+    const QProcessEnvironment system = QProcessEnvironment::systemEnvironment();
+    for (const QString& name : system.keys())
+        if (name.startsWith(QLatin1String("SLURM_")) || name == QLatin1String("USER") || name == QLatin1String("LOGNAME"))
+            launch.environment.insert(name, system.value(name));
+    return launch;
+}
+
+} // namespace
+
 WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
                           const QProcessEnvironment& environment, const WorkerLaunchOptions& options)
 {
+    if (options.target.isRemote())
+        return launchRemote(arguments, environment, options);
     WorkerLaunch launch;
     launch.program = program;
     launch.arguments = arguments;
@@ -161,7 +348,7 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.environment.insert(QStringLiteral("KWB_EXTENSION_CACHE"), extensions);
     launch.sandbox = options.scratchDir.isEmpty() && options.osSandbox && !osSandboxTurnedOffByEnvironment()
                          ? QStringLiteral("none: no scratch folder for the worker")
-                         : sandboxStatus(options);
+                         : sandboxStatus(withWorker(options, program, environment));
     if (launch.sandbox != kSandboxBubblewrap)
         return launch;
     // A program that cannot start is started as it is, so that the failure reads as QProcess's
@@ -170,6 +357,7 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     if (resolved.isEmpty() || !QFileInfo(resolved).isExecutable() || QFileInfo(resolved).isDir())
         return launch;
     launch.sandboxed = true;
+    launch.exitCodeCarriesSignal = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
     // The extension cache is the one folder besides the scratch that the worker may write.
     launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--bind") << extensions << extensions
@@ -186,8 +374,8 @@ int signalFromWrappedExitCode(int exitCode)
 
 QString sandboxWarning(const QString& sandboxStatus)
 {
-    if (sandboxStatus == kSandboxBubblewrap)
-        return {};
+    if (sandboxStatus == kSandboxBubblewrap || sandboxStatus == kSandboxRemote)
+        return {}; // a remote host that cannot sandbox says so on the worker's stderr
     const QString reason = sandboxStatus.startsWith(QLatin1String("none: ")) ? sandboxStatus.mid(6) : sandboxStatus;
     return QStringLiteral("the worker runs without the OS sandbox (network and files open to it): ") + reason;
 }

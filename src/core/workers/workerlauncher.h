@@ -1,11 +1,15 @@
 #pragma once
 // How a worker process is started: the one place that turns "run kwb-worker with these
 // arguments" into the program and arguments a QProcess starts (WorkerSupervisor calls it for
-// every worker). Today: directly, or inside bubblewrap's OS sandbox (docs/sandbox.md, "The OS
-// sandbox"): no network, a read-only file system except the worker's scratch folder. Launchers
-// for other machines (ssh, slurm) belong here too.
+// every worker): directly, or inside bubblewrap's OS sandbox (docs/sandbox.md, "The OS
+// sandbox"): no network, a read-only file system except the worker's scratch folder; or on
+// another machine (docs/remote-workers.md): `ssh -T HOST` or `srun`, running a small sh script
+// there that makes a scratch folder, sets CUDA_VISIBLE_DEVICES, wraps the worker in bwrap where
+// bwrap works on that host (else says so on stderr) and starts it with --end-on-stdin-eof, so
+// the worker ends itself when the connection goes (its stdin closes), busy or not.
 
 #include "core/workers/hostlimits.h"
+#include "core/workers/workertarget.h"
 
 #include <QProcessEnvironment>
 #include <QString>
@@ -21,6 +25,12 @@ struct WorkerLaunchOptions
     bool osSandbox = true;  ///< wrap in bubblewrap where it works (and KWB_OS_SANDBOX is not 0)
     QString bubblewrap;     ///< the bwrap program; empty: `bwrap` in PATH
     QString scratchDir;     ///< the one writable folder (TMPDIR and CUDA's JIT cache); required for the sandbox
+    /// The worker the probe asks for hello in and out of the sandbox where this host has an
+    /// NVIDIA GPU (empty: launchWorker()'s program); its environment.
+    QString worker;
+    QProcessEnvironment workerEnvironment;
+    /// Where the worker runs (default: here).
+    WorkerTarget target;
 };
 
 /// What to start.
@@ -31,19 +41,48 @@ struct WorkerLaunch
     QProcessEnvironment environment;
     bool sandboxed = false;
     /// kSandboxBubblewrap, or "none: <reason>" ("none: turned off (KWB_OS_SANDBOX=0)",
-    /// "none: bubblewrap is not installed (no bwrap in PATH)", "none: bwrap fails here: …").
+    /// "none: bubblewrap is not installed (no bwrap in PATH)", "none: bwrap fails here: …"), or
+    /// for a remote worker kSandboxRemote (decided on that host, which says on stderr when not).
     QString sandbox;
+    /// The exit code of the started program says 128 + N for a worker that died by signal N
+    /// (bwrap; the remote script, whose exit code ssh and srun pass on).
+    bool exitCodeCarriesSignal = false;
+    /// The started program is ssh or srun: its own pid, memory and threads are not the worker's.
+    bool remote = false;
 };
 
+/// The sandbox a run records for remote workers with the sandbox on.
+inline const QString kSandboxRemote = QStringLiteral("remote: bubblewrap where it works on the host");
+
+/// ssh's exit code when the connection failed or was lost (the remote command's own code otherwise).
+constexpr int kSshConnectionLost = 255;
+
+/// "'text'" for a POSIX shell, any text.
+QString shellQuote(const QString& text);
+/// The sh script a remote worker runs under (see the top of this file); its arguments: sandbox
+/// ("1" or "0"), the CUDA_VISIBLE_DEVICES value ("" to keep the host's, as under Slurm), then
+/// the worker program and its arguments.
+QString remoteWorkerScript();
+
 /// Whether bwrap starts a process in the sandbox's namespaces here (no bwrap, user namespaces
-/// disabled, a container without the rights: it does not). Probed once per bwrap program and
-/// process, by running `true` with the same options a worker gets.
+/// disabled, a container without the rights: it does not), and, where this host has an NVIDIA
+/// GPU (hostHasNvidiaGpu()) and a worker is named, whether that worker sees in the sandbox as
+/// many CUDA devices as outside (its hello's cuda_device_count, asked both ways). Probed once per
+/// bwrap program, worker and process, by running `true` (and the worker) with the options a
+/// worker gets. A sandbox that hides the GPU does not "work": the worker then runs without it,
+/// and the run records why ("none: the worker sees 0 GPU(s) in bwrap and 1 outside").
 struct SandboxProbe
 {
     bool works = false;
     QString reason; ///< why not, for "none: <reason>"
 };
-SandboxProbe probeBubblewrap(const QString& bubblewrap = QString());
+SandboxProbe probeBubblewrap(const QString& bubblewrap = QString(), const QString& worker = QString(),
+                             const QProcessEnvironment& environment = QProcessEnvironment());
+/// The probe without the cache, the device check forced on or off (tests: no GPU needed).
+SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker,
+                                 const QProcessEnvironment& environment, bool checkDevices);
+/// /dev/nvidia<N> or /proc/driver/nvidia/gpus/* exists.
+bool hostHasNvidiaGpu();
 
 /// Whether $KWB_OS_SANDBOX turns the sandbox off ("0", "off", "no", "false").
 bool osSandboxTurnedOffByEnvironment();

@@ -4,6 +4,8 @@
 
 #include "core/workers/workerlauncher.h"
 
+#include <QStandardPaths>
+
 #include <QDir>
 #include <QEventLoop>
 #include <QJsonDocument>
@@ -73,6 +75,7 @@ public:
 };
 
 const char* const kSandboxedProperty = "kwbSandboxed";
+const char* const kSignalInExitCodeProperty = "kwbSignalInExitCode";
 
 // The worker's own pid: in the sandbox the started process is bwrap, and the worker its child.
 qint64 workerProcessId(QProcess* process)
@@ -222,11 +225,20 @@ void WorkerSupervisor::setBubblewrapProgram(const QString& program)
     discardSpare();
 }
 
+void WorkerSupervisor::setTarget(const WorkerTarget& target)
+{
+    m_target = target;
+    discardSpare(); // it runs elsewhere
+}
+
 QString WorkerSupervisor::sandboxStatus() const
 {
     WorkerLaunchOptions options;
     options.osSandbox = m_limits.osSandbox;
     options.bubblewrap = m_bubblewrap;
+    options.worker = m_program.contains(QLatin1Char('/')) ? m_program : QStandardPaths::findExecutable(m_program);
+    options.workerEnvironment = m_environment;
+    options.target = m_target;
     return kwb::sandboxStatus(options);
 }
 
@@ -328,7 +340,8 @@ void WorkerSupervisor::dispatch()
     m_stderr.clear();
     m_stderrDropped = 0;
     m_requestTimer.start(m_active->request.timeoutMs);
-    m_limitTimer.start();
+    if (!m_target.isRemote()) // the started process is ssh or srun there: its /proc says nothing of the worker
+        m_limitTimer.start();
     Q_EMIT requestStarted(m_active->request.id);
     if (!m_active)
         return; // cancelled from a slot
@@ -348,12 +361,14 @@ QProcess* WorkerSupervisor::createProcess()
     options.osSandbox = m_limits.osSandbox;
     options.bubblewrap = m_bubblewrap;
     options.scratchDir = scratch->dir.isValid() ? scratch->dir.path() : QString();
+    options.target = m_target;
     const WorkerLaunch launch = launchWorker(m_program, m_arguments, m_environment, options);
     process->setProgram(launch.program);
     process->setArguments(launch.arguments);
     process->setProcessEnvironment(launch.environment);
     process->setProcessChannelMode(QProcess::SeparateChannels);
     process->setProperty(kSandboxedProperty, launch.sandboxed);
+    process->setProperty(kSignalInExitCodeProperty, launch.exitCodeCarriesSignal);
     return process;
 }
 
@@ -370,6 +385,7 @@ void WorkerSupervisor::startWorker()
     }
     QProcess* process = createProcess();
     m_process = process;
+    m_connectionLost = false;
     m_state = WorkerState::Starting;
     m_stopStage = StopStage::None;
     m_pid = 0;
@@ -812,8 +828,13 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
 {
     if (process != m_process)
         return;
-    // bwrap passes on the worker's exit code, and 128 + the signal when the worker died by one.
-    if (process->property(kSandboxedProperty).toBool() && exitStatus == QProcess::NormalExit) {
+    // ssh says 255 when the connection failed or broke (the remote script's own codes stay below).
+    const bool connectionLost =
+        m_target.kind == WorkerTarget::Kind::Ssh && exitStatus == QProcess::NormalExit && exitCode == kSshConnectionLost;
+    m_connectionLost = connectionLost;
+    // bwrap passes on the worker's exit code, and 128 + the signal when the worker died by one; so
+    // does the remote script, whose code ssh and srun pass on.
+    if (process->property(kSignalInExitCodeProperty).toBool() && exitStatus == QProcess::NormalExit) {
         if (const int signal = signalFromWrappedExitCode(exitCode)) {
             exitStatus = QProcess::CrashExit;
             exitCode = signal;
@@ -858,6 +879,13 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
             Q_EMIT responseAvailable(id, QJsonObject{{QLatin1String("id"), id},
                                                      {QLatin1String("type"), kShutdownType},
                                                      {QLatin1String("ok"), true}});
+        } else if (connectionLost) {
+            QString message = QStringLiteral("lost the connection to %1 during the request (ssh exited with code %2)")
+                                  .arg(m_target.host)
+                                  .arg(kSshConnectionLost);
+            if (const QString why = lastLine(stderrTail); !why.isEmpty())
+                message += QStringLiteral(": ") + why;
+            Q_EMIT requestFailed(id, wireName(EvaluationStatus::WorkerLost), message);
         } else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && endedFromOutside(exitCode)) {
             // The supervisor sent nothing (failStatus is empty and it was not stopping the worker).
             Q_EMIT requestFailed(id, wireName(EvaluationStatus::WorkerLost),

@@ -13,6 +13,7 @@
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/workers/hostlimits.h"
+#include "core/workers/workertarget.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -106,6 +107,15 @@ public:
     /// `resource_limit` (SIGKILL, at once: the machine's memory is at stake).
     void setLimits(const WorkerLimits& limits);
     WorkerLimits limits() const { return m_limits; }
+    /// Where the workers started from now on run (default: here; workertarget.h). A remote
+    /// worker keeps the time-out, cancel, kill and restart of a local one: ending the ssh or
+    /// srun process closes the worker's stdin there, and the worker (--end-on-stdin-eof) ends
+    /// itself at once. The host limits are not polled there (docs/remote-workers.md).
+    void setTarget(const WorkerTarget& target);
+    WorkerTarget target() const { return m_target; }
+    /// Whether the last worker ended because its ssh connection failed or broke (ssh's exit code
+    /// 255): its request, if any, failed with `worker_lost` (or `start_failed` before hello).
+    bool connectionLost() const { return m_connectionLost; }
     /// The bwrap program (default: `bwrap` in PATH); tests point it elsewhere.
     void setBubblewrapProgram(const QString& program);
     /// The sandbox the next worker gets: "bubblewrap" or "none: <reason>" (workerlauncher.h).
@@ -238,6 +248,8 @@ private:
     QStringList m_arguments;
     QProcessEnvironment m_environment;
     WorkerLimits m_limits;
+    WorkerTarget m_target;
+    bool m_connectionLost = false;
     QString m_bubblewrap;
     Isolation m_isolation = Isolation::FreshPerRequest;
     int m_defaultTimeoutMs = kDefaultTimeoutMs;

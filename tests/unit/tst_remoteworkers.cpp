@@ -1,0 +1,531 @@
+// Workers over SSH and under Slurm (issue 16, docs/remote-workers.md): the worker spec parser; a
+// real sshd from Debian's openssh-server, started here on 127.0.0.1 with a host key and a user key
+// made for the test, running the fake worker through `ssh` (KWB_SSH points at a wrapper that adds
+// `-F` with the test's client config); a stand-in `srun` that checks its arguments and runs the
+// worker here; a dropped connection while the worker hangs (the remote worker must be gone); a
+// host lost mid-run whose job moves to the other worker, evaluated once.
+//
+// Without sshd (not installed, or it will not start here) the ssh tests skip and say why.
+
+#include "core/workers/evaluationqueue.h"
+#include "core/workers/gpulease.h"
+#include "core/workers/hostlimits.h"
+#include "core/workers/workerlauncher.h"
+#include "core/workers/workersupervisor.h"
+#include "core/workers/workertarget.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+using namespace kwb;
+
+namespace {
+
+constexpr int kWaitMs = 30000;
+/// How long a remote worker may take to end after its connection went: generous, never a timing claim.
+constexpr int kGoneWithinMs = 10000;
+
+QString answer(const QString& marker = QString())
+{
+    return QStringLiteral("%1\n\n```cuda\n__global__ void k(float* y) { y[0] = 1.0f; }\n```\n\n"
+                          "```python\ndef forward(x):\n    return kb.launch(\"k\", x)\n```\n")
+        .arg(marker);
+}
+
+QJsonObject evaluate(const QString& mode = QString())
+{
+    QJsonObject request{{QStringLiteral("type"), QStringLiteral("evaluate")},
+                        {QStringLiteral("task"), QStringLiteral("L1/1")},
+                        {QStringLiteral("answer"), answer()}};
+    if (!mode.isEmpty())
+        request.insert(QStringLiteral("fake"), mode);
+    return request;
+}
+
+bool writeExecutable(const QString& path, const QByteArray& text)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return false;
+    file.write(text);
+    file.close();
+    return file.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+}
+
+bool processAlive(qint64 pid)
+{
+    // A zombie is gone for our purpose (it holds no GPU, runs nothing).
+    QFile stat(QStringLiteral("/proc/%1/stat").arg(pid));
+    if (!stat.open(QIODevice::ReadOnly))
+        return false;
+    const QByteArray text = stat.readAll();
+    const qsizetype close = text.lastIndexOf(')');
+    return close > 0 && text.mid(close + 2, 1) != "Z";
+}
+
+QString exeOf(qint64 pid)
+{
+    return QFileInfo(QStringLiteral("/proc/%1/exe").arg(pid)).symLinkTarget();
+}
+
+int freePort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    int port = 0;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+        port = ntohs(address.sin_port);
+    ::close(fd);
+    return port;
+}
+
+WorkerTarget sshTarget(int gpu = 0)
+{
+    WorkerTarget target;
+    target.kind = WorkerTarget::Kind::Ssh;
+    target.host = QStringLiteral("kwbtest");
+    target.gpu = gpu;
+    target.remoteWorker = QStringLiteral(KWB_FAKEWORKER);
+    return target;
+}
+
+} // namespace
+
+class TestRemoteWorkers : public QObject
+{
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QProcess m_sshd;
+    QString m_sshdMissing; ///< why the ssh tests skip; empty when sshd runs
+
+    QString path(const QString& name) const { return m_dir.filePath(name); }
+
+    bool run(const QString& program, const QStringList& arguments, QString* why)
+    {
+        QProcess process;
+        process.setProcessChannelMode(QProcess::MergedChannels);
+        process.start(program, arguments);
+        if (!process.waitForFinished(30000) || process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
+            *why = QStringLiteral("%1 %2 failed: %3%4")
+                       .arg(program, arguments.join(QLatin1Char(' ')), process.errorString(),
+                            QString::fromLocal8Bit(process.readAll()).trimmed());
+            return false;
+        }
+        return true;
+    }
+
+    // sshd on 127.0.0.1, its own config and keys in the temporary folder, as the current user.
+    QString startSshd()
+    {
+        const QString sshd = QStandardPaths::findExecutable(
+            QStringLiteral("sshd"), {QStringLiteral("/usr/sbin"), QStringLiteral("/usr/local/sbin"), QStringLiteral("/sbin")});
+        if (sshd.isEmpty())
+            return QStringLiteral("no sshd (install openssh-server: scripts/setup-debian.sh)");
+        const QString keygen = QStandardPaths::findExecutable(QStringLiteral("ssh-keygen"));
+        const QString ssh = QStandardPaths::findExecutable(QStringLiteral("ssh"));
+        if (keygen.isEmpty() || ssh.isEmpty())
+            return QStringLiteral("no ssh or ssh-keygen (install openssh-client)");
+        // As root, sshd insists on its privilege separation folder (the package's service makes it).
+        if (::geteuid() == 0 && !QDir(QStringLiteral("/run/sshd")).exists() && !QDir().mkpath(QStringLiteral("/run/sshd")))
+            return QStringLiteral("running as root and /run/sshd is missing and cannot be made");
+        QString why;
+        for (const char* key : {"host_key", "user_key"})
+            if (!run(keygen, {QStringLiteral("-q"), QStringLiteral("-t"), QStringLiteral("ed25519"), QStringLiteral("-N"),
+                              QString(), QStringLiteral("-f"), path(QLatin1String(key))},
+                     &why))
+                return why;
+        QFile::copy(path(QStringLiteral("user_key.pub")), path(QStringLiteral("authorized_keys")));
+        const int port = freePort();
+        if (port == 0)
+            return QStringLiteral("no free port on 127.0.0.1");
+        const passwd* user = ::getpwuid(::getuid());
+        if (!user)
+            return QStringLiteral("no user name for uid %1").arg(::getuid());
+        QFile config(path(QStringLiteral("sshd_config")));
+        if (!config.open(QIODevice::WriteOnly))
+            return config.errorString();
+        config.write(QStringLiteral("Port %1\nListenAddress 127.0.0.1\nHostKey %2\nAuthorizedKeysFile %3\n"
+                                    "StrictModes no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+                                    "UsePAM no\nPidFile %4\nAllowUsers %5\n")
+                         .arg(port)
+                         .arg(path(QStringLiteral("host_key")), path(QStringLiteral("authorized_keys")),
+                              path(QStringLiteral("sshd.pid")), QString::fromLocal8Bit(user->pw_name))
+                         .toUtf8());
+        config.close();
+        QFile hostKey(path(QStringLiteral("host_key.pub")));
+        if (!hostKey.open(QIODevice::ReadOnly))
+            return hostKey.errorString();
+        const QList<QByteArray> fields = hostKey.readAll().trimmed().split(' ');
+        QFile known(path(QStringLiteral("known_hosts")));
+        if (fields.size() < 2 || !known.open(QIODevice::WriteOnly))
+            return QStringLiteral("cannot write known_hosts");
+        known.write(QStringLiteral("[127.0.0.1]:%1 ").arg(port).toUtf8() + fields.at(0) + ' ' + fields.at(1) + '\n');
+        known.close();
+        QFile client(path(QStringLiteral("ssh_config")));
+        if (!client.open(QIODevice::WriteOnly))
+            return client.errorString();
+        client.write(QStringLiteral("Host kwbtest\n  HostName 127.0.0.1\n  Port %1\n  User %2\n  IdentityFile %3\n"
+                                    "  IdentitiesOnly yes\n  UserKnownHostsFile %4\n  StrictHostKeyChecking yes\n"
+                                    "  LogLevel ERROR\n")
+                         .arg(port)
+                         .arg(QString::fromLocal8Bit(user->pw_name), path(QStringLiteral("user_key")),
+                              path(QStringLiteral("known_hosts")))
+                         .toUtf8());
+        client.close();
+        // What `ssh` is for kwb here: the user's own ssh, with the test's client config.
+        if (!writeExecutable(path(QStringLiteral("ssh")),
+                             QStringLiteral("#!/bin/sh\nexec %1 -F %2 \"$@\"\n").arg(ssh, path(QStringLiteral("ssh_config"))).toUtf8()))
+            return QStringLiteral("cannot write the ssh wrapper");
+        qputenv("KWB_SSH", path(QStringLiteral("ssh")).toUtf8());
+
+        m_sshd.setProcessChannelMode(QProcess::MergedChannels);
+        m_sshd.start(sshd, {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"), path(QStringLiteral("sshd_config"))});
+        if (!m_sshd.waitForStarted(10000))
+            return QStringLiteral("sshd does not start: %1").arg(m_sshd.errorString());
+        QByteArray log;
+        while (!log.contains("Server listening")) {
+            if (!m_sshd.waitForReadyRead(10000))
+                return QStringLiteral("sshd did not listen: %1").arg(QString::fromLocal8Bit(log + m_sshd.readAll()).trimmed());
+            log += m_sshd.readAll();
+        }
+        // Read on, so that sshd's log never fills the pipe.
+        connect(&m_sshd, &QProcess::readyRead, this, [this] { m_sshd.readAll(); });
+        if (!run(path(QStringLiteral("ssh")), {QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                              QStringLiteral("kwbtest"), QStringLiteral("true")},
+                 &why))
+            return QStringLiteral("ssh to the test's sshd fails: ") + why;
+        return {};
+    }
+
+    // The per-connection sshd processes: killing them is the host going away under the client.
+    QList<qint64> sshdSessions() const
+    {
+        QList<qint64> sessions;
+        QList<qint64> todo = childProcesses(m_sshd.processId());
+        while (!todo.isEmpty()) {
+            const qint64 pid = todo.takeFirst();
+            if (QFileInfo(exeOf(pid)).fileName() == QLatin1String("sshd")) {
+                sessions << pid;
+                todo << childProcesses(pid);
+            }
+        }
+        return sessions;
+    }
+
+    std::unique_ptr<WorkerSupervisor> remoteSupervisor(const WorkerTarget& target)
+    {
+        auto supervisor = std::make_unique<WorkerSupervisor>();
+        supervisor->setProgram(QStringLiteral(KWB_FAKEWORKER)); // here: compile-ahead's; there: target.remoteWorker
+        supervisor->setTarget(target);
+        supervisor->setSpareWorker(false);
+        supervisor->setKillGracePeriod(500);
+        return supervisor;
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_sshdMissing = startSshd();
+        if (!m_sshdMissing.isEmpty())
+            qWarning("ssh tests will skip: %s", qPrintable(m_sshdMissing));
+    }
+
+    void cleanupTestCase()
+    {
+        if (m_sshd.state() != QProcess::NotRunning) {
+            m_sshd.terminate();
+            if (!m_sshd.waitForFinished(5000))
+                m_sshd.kill();
+            m_sshd.waitForFinished(5000);
+        }
+        qunsetenv("KWB_SSH");
+        qunsetenv("KWB_SRUN");
+    }
+
+    // --- the spec --------------------------------------------------------------------------------
+
+    void specParses()
+    {
+        QString error;
+        const auto local = parseWorkerSpec(QStringLiteral("local"), {0, 1}, &error);
+        QVERIFY2(local, qPrintable(error));
+        QCOMPARE(local->size(), 2);
+        QCOMPARE(local->at(1).location(), QStringLiteral("local:1"));
+        const auto mixed = parseWorkerSpec(QStringLiteral("local:0; ssh:gpu-box:0,1:worker=/opt/kwb/bin/kwb-worker"), {0}, &error);
+        QVERIFY2(mixed, qPrintable(error));
+        QCOMPARE(mixed->size(), 3);
+        QCOMPARE(mixed->at(2).kind, WorkerTarget::Kind::Ssh);
+        QCOMPARE(mixed->at(2).host, QStringLiteral("gpu-box"));
+        QCOMPARE(mixed->at(2).gpu, 1);
+        QCOMPARE(mixed->at(2).remoteWorker, QStringLiteral("/opt/kwb/bin/kwb-worker"));
+        QCOMPARE(mixed->at(2).location(), QStringLiteral("gpu-box:1"));
+        QCOMPARE(mixed->at(2).leaseKey(), QStringLiteral("ssh:gpu-box:1"));
+        const auto slurm = parseWorkerSpec(QStringLiteral("slurm:partition=a100,gpus=4,time=2:00:00"), {0}, &error);
+        QVERIFY2(slurm, qPrintable(error));
+        QCOMPARE(slurm->size(), 4);
+        QCOMPARE(slurm->at(3).location(), QStringLiteral("slurm-a100:3"));
+        QCOMPARE(slurm->at(0).timeLimit, QStringLiteral("2:00:00"));
+        QCOMPARE(slurm->at(0).remoteWorker, QStringLiteral("kwb-worker"));
+    }
+
+    void specErrors_data()
+    {
+        QTest::addColumn<QString>("spec");
+        QTest::addColumn<QString>("error");
+        QTest::newRow("empty") << QString() << QStringLiteral("--workers: empty (e.g. local, ssh:gpu-box:0,1, slurm:partition=a100,gpus=4)");
+        QTest::newRow("unknown kind") << QStringLiteral("docker:x")
+                                      << QStringLiteral("--workers: 'docker:x' is not a worker spec (local, local:0,1, "
+                                                        "ssh:HOST:0,1, slurm:partition=NAME,gpus=N,time=T)");
+        QTest::newRow("ssh without GPUs") << QStringLiteral("ssh:gpu-box")
+                                          << QStringLiteral("--workers: 'ssh:gpu-box': ssh:HOST:GPUS needs a host and GPUs, e.g. ssh:gpu-box:0,1");
+        QTest::newRow("ssh empty GPUs") << QStringLiteral("ssh:gpu-box:") << QStringLiteral("--workers: 'ssh:gpu-box:' names no GPU (e.g. 0,1)");
+        QTest::newRow("host like an option") << QStringLiteral("ssh:-oProxyCommand=x:0")
+                                             << QStringLiteral("--workers: 'ssh:-oProxyCommand=x:0': '-oProxyCommand=x' is not a host name or ssh alias");
+        QTest::newRow("bad GPU") << QStringLiteral("local:0,x") << QStringLiteral("--workers: 'local:0,x': 'x' is not a GPU number (0, 1, …)");
+        QTest::newRow("GPU twice") << QStringLiteral("local:1,1") << QStringLiteral("--workers: 'local:1,1' names GPU 1 twice");
+        QTest::newRow("same GPU in two parts") << QStringLiteral("ssh:a:0;ssh:a:0") << QStringLiteral("--workers: GPU a:0 is named twice");
+        QTest::newRow("ssh unknown option") << QStringLiteral("ssh:a:0:port=22")
+                                            << QStringLiteral("--workers: 'ssh:a:0:port=22': unknown option 'port=22' (known: worker=PATH)");
+        QTest::newRow("slurm without partition") << QStringLiteral("slurm:gpus=2") << QStringLiteral("--workers: 'slurm:gpus=2' needs partition=NAME");
+        QTest::newRow("slurm gpus 0") << QStringLiteral("slurm:partition=a,gpus=0") << QStringLiteral("--workers: 'slurm:partition=a,gpus=0': gpus must be 1 to 64, got '0'");
+        QTest::newRow("slurm bad time") << QStringLiteral("slurm:partition=a,time=1h")
+                                        << QStringLiteral("--workers: 'slurm:partition=a,time=1h': time '1h' is not a Slurm time (MINUTES, HH:MM:SS, D-HH:MM)");
+        QTest::newRow("slurm unknown key") << QStringLiteral("slurm:partition=a,nodes=2")
+                                           << QStringLiteral("--workers: 'slurm:partition=a,nodes=2': unknown key 'nodes' (keys: partition, gpus, time, worker)");
+        QTest::newRow("slurm not key=value") << QStringLiteral("slurm:a100")
+                                             << QStringLiteral("--workers: 'slurm:a100': 'a100' is not KEY=VALUE (keys: partition, gpus, time, worker)");
+    }
+
+    void specErrors()
+    {
+        QFETCH(QString, spec);
+        QFETCH(QString, error);
+        QString got;
+        QVERIFY(!parseWorkerSpec(spec, {0}, &got));
+        QCOMPARE(got, error);
+    }
+
+    // The ssh command: the user's ssh, BatchMode (never a password prompt), the worker told to end
+    // with its connection, this machine's --tasks-dir left behind.
+    void sshCommandLine()
+    {
+        WorkerLaunchOptions options;
+        options.target = sshTarget(1);
+        options.target.remoteWorker = QStringLiteral("kwb-worker");
+        const WorkerLaunch launch = launchWorker(QStringLiteral("/here/kwb-worker"),
+                                                 {QStringLiteral("--tasks-dir"), QStringLiteral("/here/tasks")},
+                                                 QProcessEnvironment(), options);
+        QCOMPARE(launch.program, path(QStringLiteral("ssh"))); // KWB_SSH
+        QVERIFY(launch.remote && launch.exitCodeCarriesSignal);
+        QCOMPARE(launch.arguments.mid(0, 3), (QStringList{QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes")}));
+        QCOMPARE(launch.arguments.at(launch.arguments.size() - 2), QStringLiteral("kwbtest"));
+        const QString command = launch.arguments.constLast();
+        QVERIFY2(command.endsWith(QStringLiteral("'kwb-worker' '1' '1' 'kwb-worker' '--end-on-stdin-eof'")), qPrintable(command));
+        QVERIFY(!command.contains(QStringLiteral("/here/tasks")));
+        QCOMPARE(launch.sandbox, kSandboxRemote);
+    }
+
+    // --- through a real sshd ---------------------------------------------------------------------
+
+    void evaluatesThroughSsh()
+    {
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        auto supervisor = remoteSupervisor(sshTarget(1));
+        const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(), kWaitMs);
+        QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message));
+        QCOMPARE(outcome.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        // The script there gave the worker its GPU, and a worker that is not kwb's child.
+        QCOMPARE(outcome.response.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("1"));
+        QVERIFY(qint64(outcome.response.value(QLatin1String("pid")).toDouble()) != supervisor->workerPid());
+    }
+
+    // Hard limits over the network: a hung candidate's time-out, the ssh client killed, the host
+    // dropping the connection. Each time the worker there (hung, not reading its stdin) must end.
+    void droppedConnectionEndsTheHungWorker_data()
+    {
+        QTest::addColumn<QString>("how");
+        QTest::newRow("time-out") << QStringLiteral("timeout");
+        QTest::newRow("ssh client killed") << QStringLiteral("client");
+        QTest::newRow("sshd session killed") << QStringLiteral("server");
+    }
+
+    void droppedConnectionEndsTheHungWorker()
+    {
+        QFETCH(QString, how);
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        auto supervisor = remoteSupervisor(sshTarget(0));
+        qint64 remotePid = 0;
+        connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
+                [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
+        QString status;
+        QString message;
+        bool ended = false;
+        connect(supervisor.get(), &WorkerSupervisor::requestFailed, this, [&](qint64, const QString& s, const QString& m) {
+            ended = true;
+            status = s;
+            message = m;
+        });
+        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, this, [&](qint64, const QJsonObject&) { ended = true; });
+        supervisor->sendRequest(evaluate(QStringLiteral("hang")), how == QLatin1String("timeout") ? 3000 : kWaitMs);
+        QVERIFY(QTest::qWaitFor([&] { return remotePid != 0; }, kWaitMs));
+        QVERIFY(processAlive(remotePid));
+        // Hung in the request: the fake worker has read it (its stdin is empty) and sleeps.
+        QTest::qWait(300);
+        QVERIFY(!ended);
+        if (how == QLatin1String("client")) {
+            QVERIFY(::kill(pid_t(supervisor->workerPid()), SIGKILL) == 0);
+        } else if (how == QLatin1String("server")) {
+            const QList<qint64> sessions = sshdSessions();
+            QVERIFY(!sessions.isEmpty());
+            for (qint64 pid : sessions)
+                ::kill(pid_t(pid), SIGKILL);
+        }
+        QVERIFY2(QTest::qWaitFor([&] { return ended; }, kWaitMs), "the request did not end");
+        if (how == QLatin1String("timeout"))
+            QCOMPARE(status, QStringLiteral("timeout"));
+        else
+            QVERIFY2(status == QLatin1String("worker_lost"), qPrintable(status + QLatin1String(": ") + message));
+        if (how == QLatin1String("server")) {
+            QVERIFY(supervisor->connectionLost());
+            QVERIFY2(message.startsWith(QLatin1String("lost the connection to kwbtest")), qPrintable(message));
+        }
+        QVERIFY2(QTest::qWaitFor([&] { return !processAlive(remotePid); }, kGoneWithinMs),
+                 qPrintable(QStringLiteral("the remote worker %1 still runs").arg(remotePid)));
+        // The next request gets a fresh worker there.
+        const WorkerSupervisor::Outcome next = supervisor->run(evaluate(), kWaitMs);
+        QVERIFY2(next.hasResponse(), qPrintable(next.status + QLatin1String(": ") + next.message));
+    }
+
+    // A host lost mid-run: its job goes back to the queue and runs on the other worker, once;
+    // every job ends exactly once with a verdict; the lost host takes nothing more.
+    void lostHostMovesItsWork()
+    {
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        EvaluationQueue queue(QList<WorkerTarget>{sshTarget(1), WorkerTarget::local(0)}, nullptr);
+        queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        queue.setCompileWorkerCount(0);
+        queue.setKillGracePeriod(300);
+        QMap<qint64, int> endings;
+        QMap<qint64, QJsonObject> results;
+        QStringList lost;
+        connect(&queue, &EvaluationQueue::jobFinished, this, [&](qint64 id, const QJsonObject& result) {
+            ++endings[id];
+            results.insert(id, result);
+        });
+        connect(&queue, &EvaluationQueue::jobFailed, this, [&](qint64 id, const QString& status, const QString& message) {
+            ++endings[id];
+            qWarning("job %lld failed: %s: %s", id, qPrintable(status), qPrintable(message));
+        });
+        connect(&queue, &EvaluationQueue::workerLost, this, [&](const QString& location, const QString&) { lost << location; });
+        qint64 remotePid = 0;
+        connect(queue.gpuSupervisor(0), &WorkerSupervisor::workerAvailable, this,
+                [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
+        // The first job goes to the ssh worker (GPU 1 there) and takes long there only; the others
+        // queue behind.
+        const qint64 first = queue.submit(
+            QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")),
+            QJsonObject{{QStringLiteral("delay_ms"), 0}, {QStringLiteral("delay_ms_by_device"), QJsonObject{{QStringLiteral("1"), 60000}}}});
+        QList<qint64> ids{first};
+        for (int i = 0; i < 3; ++i)
+            ids << queue.submit(QStringLiteral("L1/1"), answer());
+        QVERIFY(QTest::qWaitFor([&] { return remotePid != 0; }, kWaitMs));
+        QTest::qWait(300);
+        QVERIFY(!endings.contains(first));
+        for (qint64 pid : sshdSessions())
+            ::kill(pid_t(pid), SIGKILL);
+        QVERIFY2(QTest::qWaitFor([&] { return endings.size() == ids.size(); }, kWaitMs),
+                 qPrintable(QStringLiteral("%1 of %2 jobs ended (first %3: %4; lost: %5; pending %6)")
+                                .arg(endings.size())
+                                .arg(ids.size())
+                                .arg(first)
+                                .arg(endings.contains(first) ? QStringLiteral("ended") : QStringLiteral("not ended"))
+                                .arg(lost.join(QLatin1Char(',')))
+                                .arg(queue.pendingCount())));
+        QCOMPARE(lost, QStringList{QStringLiteral("kwbtest:1")});
+        for (qint64 id : ids) {
+            QCOMPARE(endings.value(id), 1);
+            QVERIFY2(results.contains(id), qPrintable(QStringLiteral("job %1 has no verdict").arg(id)));
+            QCOMPARE(results.value(id).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        }
+        QCOMPARE(results.value(first).value(QLatin1String("worker")).toString(), QStringLiteral("local:0"));
+        QCOMPARE(queue.pendingCount(), 0);
+        QVERIFY2(QTest::qWaitFor([&] { return !processAlive(remotePid); }, kGoneWithinMs),
+                 qPrintable(QStringLiteral("the lost host's worker %1 still runs").arg(remotePid)));
+    }
+
+    // --- Slurm -----------------------------------------------------------------------------------
+
+    // A stand-in srun: it checks the options kwb gives it (partition, one task with one GPU, the
+    // time limit), sets CUDA_VISIBLE_DEVICES as Slurm does for the allocated GPU, and runs the
+    // rest (sh -c SCRIPT …) here. Anything else fails with exit 64 and says what.
+    void evaluatesUnderSrun()
+    {
+        const QString log = path(QStringLiteral("srun-arguments"));
+        const QString srun = path(QStringLiteral("srun"));
+        QVERIFY(writeExecutable(
+            srun, QStringLiteral("#!/bin/sh\n"
+                                 "printf '%s\\n' \"$@\" > %1\n"
+                                 "for expected in --partition=a100 --ntasks=1 --gpus=1 --quiet --kill-on-bad-exit=1 --time=10; do\n"
+                                 "  [ \"$1\" = \"$expected\" ] || { echo \"srun stand-in: expected $expected, got $1\" >&2; exit 64; }\n"
+                                 "  shift\n"
+                                 "done\n"
+                                 "[ \"$1\" = sh ] || { echo \"srun stand-in: expected the program, got $1\" >&2; exit 64; }\n"
+                                 "[ -z \"$KWB_API_KEY\" ] || { echo 'srun stand-in: an API key reached srun' >&2; exit 64; }\n"
+                                 "CUDA_VISIBLE_DEVICES=3; export CUDA_VISIBLE_DEVICES\n"
+                                 "exec \"$@\"\n")
+                      .arg(log)
+                      .toUtf8()));
+        qputenv("KWB_SRUN", srun.toUtf8());
+        qputenv("KWB_API_KEY", "not-for-the-worker");
+        QString error;
+        const auto targets = parseWorkerSpec(QStringLiteral("slurm:partition=a100,gpus=2,time=10,worker=" KWB_FAKEWORKER), {0}, &error);
+        QVERIFY2(targets, qPrintable(error));
+        QCOMPARE(targets->size(), 2);
+        auto supervisor = remoteSupervisor(targets->at(1));
+        supervisor->setProcessEnvironment(workerEnvironment());
+        const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(), kWaitMs);
+        qunsetenv("KWB_API_KEY");
+        QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message +
+                                                   QLatin1Char('\n') + QString::fromUtf8(outcome.stderrTail)));
+        QCOMPARE(outcome.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QCOMPARE(outcome.response.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("3")); // Slurm's, kept
+        QFile arguments(log);
+        QVERIFY(arguments.open(QIODevice::ReadOnly));
+        QVERIFY(arguments.readAll().contains("--end-on-stdin-eof"));
+
+        // A hung worker under srun: the time-out ends srun, and with it the worker.
+        qint64 remotePid = 0;
+        connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
+                [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
+        const WorkerSupervisor::Outcome hung = supervisor->run(evaluate(QStringLiteral("hang")), 2000);
+        QCOMPARE(hung.status, QStringLiteral("timeout"));
+        QVERIFY(remotePid != 0);
+        QVERIFY2(QTest::qWaitFor([&] { return !processAlive(remotePid); }, kGoneWithinMs),
+                 qPrintable(QStringLiteral("the worker %1 under srun still runs").arg(remotePid)));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteWorkers)
+#include "tst_remoteworkers.moc"
