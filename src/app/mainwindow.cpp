@@ -213,9 +213,21 @@ void MainWindow::buildPages()
         if (startedNow)
             showPage(QStringLiteral("monitor"));
     });
-    connect(m_runs, &RunManager::sessionFinished, this, [this] {
-        m_resultsPage->refresh();
+    connect(m_runs, &RunManager::sessionStarted, this, [this](RunSession* session) {
+        connect(session, &RunSession::runReady, this, [this, session] {
+            showLaunchedRun(session->environment().databasePath, session->label());
+        });
+    });
+    connect(m_runs, &RunManager::sessionFinished, this, [this](RunSession* session) {
+        showLaunchedRun(session->environment().databasePath, session->label());
         refreshChartData();
+    });
+    connect(m_resultsPage, &ResultsPage::openRequested, this, [this](const QString& path) { openDatabase(path); });
+    // The monitor shows the run selected on the Results page (the live session when it is that run).
+    connect(m_resultsPage, &ResultsPage::runSelected, this, [this](const QString& db, qint64 run) {
+        QString error;
+        if (!m_monitorPage->followRun(db, run, &error))
+            statusBar()->showMessage(error, 8000);
     });
     connect(m_resultsPage, &ResultsPage::reportReady, this, [this] {
         if (m_resultsPage->report())
@@ -422,7 +434,8 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
         return false;
     }
     m_database = QFileInfo(path).absoluteFilePath();
-    m_launchPage->setDatabasePath(m_database);
+    // The launch database stays what it was: runs tried from Launch never land in a study file
+    // because it was opened (runlaunch.h's defaultLaunchDatabase).
     m_databaseLabel->setText(tr("Runs: %1").arg(QFileInfo(path).fileName()));
     m_databaseLabel->setToolTip(m_database);
     setWindowTitle(tr("%1 — Kernel Workbench").arg(QFileInfo(path).fileName()));
@@ -434,6 +447,22 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
     updateRecentMenu();
     refreshChartData();
     return true;
+}
+
+void MainWindow::showLaunchedRun(const QString& database, const QString& runLabel)
+{
+    if (database.isEmpty())
+        return;
+    if (m_database.isEmpty()) {
+        // Nothing open yet: the launched run's database is the one to look at.
+        if (QFileInfo(database).isFile())
+            openDatabase(database);
+        return;
+    }
+    if (QFileInfo(database).absoluteFilePath() == m_database)
+        m_resultsPage->refresh();
+    else
+        m_resultsPage->offerDatabase(database, runLabel);
 }
 
 void MainWindow::refreshChartData()

@@ -52,6 +52,9 @@ public:
     /// Opens a run database for every page; false with *error when it cannot be opened.
     bool openDatabase(const QString& path, QString* error = nullptr);
     QString database() const { return m_database; }
+    /// A run launched into `database` exists (or ended): the Results page shows it: it opens that
+    /// database when none is open, refreshes when it is the open one, else offers to open it.
+    void showLaunchedRun(const QString& database, const QString& runLabel = QString());
 
     /// The pages' names ("tasks", "prompts", …), in sidebar order.
     QStringList pageNames() const;

@@ -1,6 +1,7 @@
 #include "app/workbenchdata.h"
 
 #include "core/protocol/workerresponses.h"
+#include "core/run/runname.h"
 
 #include <QJsonArray>
 
@@ -106,11 +107,7 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
     for (const RunReport& run : report.runs) {
         if (!run.bestOfN)
             continue;
-        QString label = run.label();
-        if (RunConfig::fromJson(run.run.config).isSweep())
-            label += QStringLiteral(" sweep");
-        if (!run.ablated.isEmpty())
-            label += QStringLiteral(" −") + run.ablated.join(QStringLiteral(", −"));
+        const QString label = run.label(); // names the sweep and the switches off (runname.h)
         series.append(BestOfNSeries{label, 0, run.bestOfN->overall});
         for (auto it = run.bestOfN->perLevel.cbegin(); it != run.bestOfN->perLevel.cend(); ++it)
             series.append(BestOfNSeries{label, it.key(), it.value()});
@@ -120,9 +117,8 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
 
 QString CandidateEntry::label() const
 {
-    QString text = QStringLiteral("#%1 %2 · turn %3 · sample %4 · %5")
-                       .arg(runId)
-                       .arg(regime)
+    QString text = QStringLiteral("%1 · turn %2 · sample %3 · %4")
+                       .arg(runLabel)
                        .arg(evaluation.turn)
                        .arg(evaluation.sample)
                        .arg(evaluation.status);
@@ -138,7 +134,7 @@ QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& tas
         QList<CandidateEntry> ofRun;
         for (const EvaluationRecord& e : store.evaluations(run.id))
             if (e.task == task)
-                ofRun.append(CandidateEntry{run.id, run.regime, e});
+                ofRun.append(CandidateEntry{run.id, kwb::runLabel(run), e});
         std::stable_sort(ofRun.begin(), ofRun.end(), [](const CandidateEntry& a, const CandidateEntry& b) {
             return std::make_pair(a.evaluation.turn, a.evaluation.sample) < std::make_pair(b.evaluation.turn, b.evaluation.sample);
         });

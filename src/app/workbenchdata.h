@@ -47,9 +47,9 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report);
 struct CandidateEntry
 {
     qint64 runId = 0;
-    QString regime;
+    QString runLabel; ///< core/run/runname.h's runLabel: "#7 agent −best_of_n"
     EvaluationRecord evaluation;
-    QString label() const; ///< "#4 agent · turn 1 · sample 2 · correct 1.22×"
+    QString label() const; ///< "#7 agent −best_of_n · turn 1 · sample 2 · correct 1.22×"
 };
 
 /// Every evaluated candidate of `task` in the store, by run, then turn, then sample.

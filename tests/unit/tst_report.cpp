@@ -691,7 +691,7 @@ private Q_SLOTS:
 
         const QString md = reportMarkdown(*r);
         QVERIFY(md.contains(QStringLiteral("## Ablations")));
-        QVERIFY(md.contains(QStringLiteral("| #2 agent | best_of_n | #1 agent | 3 |")));
+        QVERIFY(md.contains(QStringLiteral("| #2 agent −best_of_n | best_of_n | #1 agent | 3 |")));
         QVERIFY(md.contains(QStringLiteral("no full run")));
         QVERIFY(md.contains(QStringLiteral("## Best-of-n")));
         QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 66.7 [")));

@@ -11,6 +11,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QPushButton>
@@ -117,6 +118,31 @@ void ResultsPage::buildUi()
     connect(m_exportJson, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Json); });
     connect(m_exportMarkdown, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Markdown); });
 
+    // Where a launched run went, when that is not the database on the page.
+    m_offerBar = new QWidget(this);
+    m_offerBar->setObjectName(QStringLiteral("offerBar"));
+    auto* offerLayout = new QHBoxLayout(m_offerBar);
+    offerLayout->setContentsMargins(6, 2, 6, 2);
+    m_offerText = new QLabel(m_offerBar);
+    m_offerText->setObjectName(QStringLiteral("offerText"));
+    m_offerText->setWordWrap(true);
+    auto* openOffered = new QPushButton(tr("Open it here"), m_offerBar);
+    openOffered->setObjectName(QStringLiteral("openOffered"));
+    auto* dismiss = new QPushButton(tr("Dismiss"), m_offerBar);
+    offerLayout->addWidget(m_offerText, 1);
+    offerLayout->addWidget(openOffered);
+    offerLayout->addWidget(dismiss);
+    m_offerBar->setAutoFillBackground(true);
+    m_offerBar->setBackgroundRole(QPalette::AlternateBase);
+    m_offerBar->hide();
+    layout->addWidget(m_offerBar);
+    connect(openOffered, &QPushButton::clicked, this, [this] {
+        const QString path = m_offered;
+        offerDatabase(QString());
+        Q_EMIT openRequested(path);
+    });
+    connect(dismiss, &QPushButton::clicked, this, [this] { offerDatabase(QString()); });
+
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     layout->addWidget(splitter, 1);
 
@@ -145,6 +171,16 @@ void ResultsPage::buildUi()
     m_runList->setColumnHidden(RunListModel::CreatedColumn, true);
     m_runList->setColumnHidden(RunListModel::RegimeColumn, true); // the name starts with it
     m_runList->setColumnHidden(RunListModel::TasksColumn, true);  // in the correct column's tooltip
+    // Status and correct % are Table I's columns: the list keeps to what picks a run, so Table I
+    // gets the width at 1280×720.
+    m_runList->setColumnHidden(RunListModel::StatusColumn, true);
+    m_runList->setColumnHidden(RunListModel::CorrectColumn, true);
+    connect(m_runList->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this, sorted](const QModelIndex& current) {
+                const qint64 id = sorted->mapToSource(current).data(RunListModel::RunIdRole).toLongLong();
+                if (id > 0)
+                    Q_EMIT runSelected(m_databasePath, id);
+            });
     connect(m_runList, &QTableView::doubleClicked, this, [this, sorted](const QModelIndex& index) {
         const qint64 id = sorted->mapToSource(index).data(RunListModel::RunIdRole).toLongLong();
         if (id > 0)
@@ -169,7 +205,9 @@ void ResultsPage::buildUi()
     m_tablesEmpty->setObjectName(QStringLiteral("tablesEmpty"));
     m_tablesEmpty->setAlignment(Qt::AlignCenter);
     m_tablesEmpty->setWordWrap(true);
-    auto* tables = new QSplitter(Qt::Vertical, m_tablesStack);
+    auto* tables = new QWidget(m_tablesStack);
+    auto* tablesLayout = new QVBoxLayout(tables);
+    tablesLayout->setContentsMargins(0, 0, 0, 0);
     m_tablesStack->addWidget(m_tablesEmpty);
     m_tablesStack->addWidget(tables);
 
@@ -179,18 +217,22 @@ void ResultsPage::buildUi()
     m_routingTableModel = new QStandardItemModel(this);
     m_ablationTableModel = new QStandardItemModel(this);
 
-    // Table I over Table II: each has a row per run and needs the width for its columns.
+    // Table I on top, as tall as its rows (up to what the page leaves), the other tables in tabs
+    // under it: at 1280×720 every run of Table I stays in view (a splitter of three gave it two rows).
     auto* tableOne = new QGroupBox(tr("Table I: per run"), tables);
     auto* tableOneLayout = new QVBoxLayout(tableOne);
     m_runTable = makeTable(m_runTableModel, QStringLiteral("runTable"), tableOne);
+    m_runTable->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    m_runTable->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
     tableOneLayout->addWidget(m_runTable);
-    auto* tableTwo = new QGroupBox(tr("Table II: per level"), tables);
-    auto* tableTwoLayout = new QVBoxLayout(tableTwo);
-    m_levelTable = makeTable(m_levelTableModel, QStringLiteral("levelTable"), tableTwo);
-    tableTwoLayout->addWidget(m_levelTable);
 
     m_detailTabs = new QTabWidget(tables);
     m_detailTabs->setObjectName(QStringLiteral("detailTabs"));
+    auto* tableTwo = new QWidget(m_detailTabs);
+    auto* tableTwoLayout = new QVBoxLayout(tableTwo);
+    m_levelTable = makeTable(m_levelTableModel, QStringLiteral("levelTable"), tableTwo);
+    tableTwoLayout->addWidget(m_levelTable);
+    m_detailTabs->addTab(tableTwo, tr("Table II: per level"));
     auto* pairs = new QWidget(m_detailTabs);
     auto* pairsLayout = new QVBoxLayout(pairs);
     m_pairTable = makeTable(m_pairTableModel, QStringLiteral("pairTable"), pairs);
@@ -218,16 +260,28 @@ void ResultsPage::buildUi()
     ablationLayout->addWidget(m_ablationNote);
     m_detailTabs->addTab(ablations, tr("Ablations"));
 
-    tables->setStretchFactor(0, 2);
-    tables->setStretchFactor(1, 2);
-    tables->setStretchFactor(2, 3);
+    tablesLayout->addWidget(tableOne, 0);
+    tablesLayout->addWidget(m_detailTabs, 1);
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 4);
-    splitter->setSizes({300, 980});
+    splitter->setSizes({250, 1030});
 
     m_statusLabel = new QLabel(this);
     m_statusLabel->setObjectName(QStringLiteral("statusLabel"));
     layout->addWidget(m_statusLabel);
+}
+
+void ResultsPage::offerDatabase(const QString& path, const QString& runLabel)
+{
+    const bool shown = !path.isEmpty()
+                       && QFileInfo(path).absoluteFilePath() != QFileInfo(m_databasePath).absoluteFilePath();
+    m_offered = shown ? path : QString();
+    if (shown)
+        m_offerText->setText(tr("Run %1 is written to <b>%2</b>, not to the database shown here (%3).")
+                                 .arg(runLabel.isEmpty() ? tr("launched") : runLabel.toHtmlEscaped(),
+                                      QDir::toNativeSeparators(path).toHtmlEscaped(),
+                                      QFileInfo(m_databasePath).fileName().toHtmlEscaped()));
+    m_offerBar->setVisible(shown);
 }
 
 bool ResultsPage::setDatabase(const QString& path, QString* error)
@@ -255,9 +309,13 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
         return false;
     }
     m_store = std::move(store);
+    if (!m_offered.isEmpty() && QFileInfo(m_offered).absoluteFilePath() == QFileInfo(path).absoluteFilePath())
+        offerDatabase(QString()); // the offered file is now the one shown
     m_databaseLabel->setText(tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
     m_databaseLabel->setToolTip(QFileInfo(path).absoluteFilePath());
     m_runs->reload(*m_store);
+    m_tablesEmpty->setText(tr("Computing the report of %1 …").arg(QFileInfo(path).fileName()));
+    m_tablesStack->setCurrentWidget(m_tablesEmpty);
     m_runs->setAllChecked(true);
     scheduleReport();
     Q_EMIT databaseChanged(path);
@@ -347,6 +405,11 @@ void ResultsPage::startReport()
             updateActions();
         });
     m_statusLabel->setText(tr("Computing the report of %1 …").arg(counted(ids.size(), tr("run"), tr("runs"))));
+    if (!m_report) {
+        // Nothing shown yet: say what is happening, not "no database".
+        m_tablesEmpty->setText(m_statusLabel->text());
+        m_tablesStack->setCurrentWidget(m_tablesEmpty);
+    }
     updateActions();
 }
 

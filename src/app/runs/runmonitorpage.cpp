@@ -43,6 +43,11 @@ QPlainTextEdit* monospaceView(const QString& name, QWidget* parent)
     return view;
 }
 
+QString kNoUnitText()
+{
+    return RunMonitorPage::tr("Select a sample to see the model's text, its compile log and evaluation.");
+}
+
 } // namespace
 
 RunMonitorPage::RunMonitorPage(RunManager* manager, QWidget* parent)
@@ -172,7 +177,7 @@ void RunMonitorPage::buildUi()
     auto* details = new QWidget(horizontal);
     auto* detailsLayout = new QVBoxLayout(details);
     detailsLayout->setContentsMargins(0, 0, 0, 0);
-    m_unitHeader = new QLabel(tr("Select a sample to see the model's text, its compile log and evaluation."), details);
+    m_unitHeader = new QLabel(kNoUnitText(), details);
     m_unitHeader->setObjectName(QStringLiteral("unitHeader"));
     m_unitHeader->setWordWrap(true);
     m_unitHeader->setTextFormat(Qt::RichText);
@@ -234,6 +239,8 @@ void RunMonitorPage::clear()
     m_text->clear();
     m_compileLog->clear();
     m_evaluation->clear();
+    // The unit shown belonged to the run before: nothing of it stays (its header did).
+    m_unitHeader->setText(kNoUnitText());
     m_stack->setCurrentWidget(m_empty);
 }
 
@@ -410,6 +417,22 @@ bool RunMonitorPage::openRun(const QString& databasePath, qint64 runId, QString*
     updateHeader();
     updateProgress();
     return true;
+}
+
+bool RunMonitorPage::followRun(const QString& databasePath, qint64 runId, QString* error)
+{
+    const auto sameFile = [](const QString& a, const QString& b) {
+        return QFileInfo(a).absoluteFilePath() == QFileInfo(b).absoluteFilePath();
+    };
+    RunSession* live = m_manager ? m_manager->current() : nullptr;
+    if (live && live->runId() == runId && sameFile(live->environment().databasePath, databasePath)) {
+        if (m_session != live)
+            setSession(live);
+        return true;
+    }
+    if (!m_session && m_openedStore && m_openedRunId == runId && sameFile(m_openedPath, databasePath))
+        return true;
+    return openRun(databasePath, runId, error);
 }
 
 void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)

@@ -47,6 +47,9 @@ public:
     RunSession* session() const { return m_session; }
     /// Shows a stored run (not live). False, with the reason on the page, when it cannot be read.
     bool openRun(const QString& databasePath, qint64 runId, QString* error = nullptr);
+    /// Shows a run chosen elsewhere (the Results page): the manager's live session when it is
+    /// that run, else the stored run (openRun). Already shown: nothing changes.
+    bool followRun(const QString& databasePath, qint64 runId, QString* error = nullptr);
     /// Back to the empty state.
     void clear();
 

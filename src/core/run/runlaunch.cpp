@@ -16,6 +16,7 @@
 #include <QUrl>
 #include <QJsonArray>
 #include <QRegularExpression>
+#include <QStandardPaths>
 #include <QTimer>
 
 #include <algorithm>
@@ -70,6 +71,17 @@ QString defaultPromptsDir()
     if (QFileInfo(installed).isDir())
         return QDir::cleanPath(installed);
     return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
+}
+
+QString userDataDir()
+{
+    const QString base = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+    return QDir(base.isEmpty() ? QDir::homePath() : base).filePath(QStringLiteral("kernel-workbench"));
+}
+
+QString defaultLaunchDatabase()
+{
+    return QDir(userDataDir()).filePath(QStringLiteral("launched-runs.db"));
 }
 
 QString elapsedClock(qint64 ms)

@@ -112,10 +112,30 @@ private Q_SLOTS:
         QCOMPARE(cell(runs, agent, QStringLiteral("Model time")), QStringLiteral("14.0 s"));
 
         const auto* levels = page.findChild<QTableView*>(QStringLiteral("levelTable"));
-        QCOMPARE(cell(levels, agent, QStringLiteral("L1 solved")), QStringLiteral("2/2"));
-        QCOMPARE(cell(levels, agent, QStringLiteral("L2 solved")), QStringLiteral("0/1"));
-        QCOMPARE(cell(levels, zeroShot, QStringLiteral("L1 solved")), QStringLiteral("1/2"));
-        QVERIFY(cell(levels, agent, QStringLiteral("L1 correct %")).startsWith(QStringLiteral("100.0 %")));
+        // Table II is the export's per-level table: a row per run and level, with fast_1,
+        // compiled and the speedup per level (it had only solved and correct %).
+        const auto levelRow = [&](qint64 run, const QString& level) {
+            for (int r = 0; r < levels->model()->rowCount(); ++r)
+                if (cell(levels, r, QStringLiteral("run")).startsWith(QStringLiteral("#%1 ").arg(run))
+                    && cell(levels, r, QStringLiteral("level")) == level)
+                    return r;
+            return -1;
+        };
+        const int agentL1 = levelRow(m_fixture.agent, QStringLiteral("L1"));
+        const int agentL2 = levelRow(m_fixture.agent, QStringLiteral("L2"));
+        QVERIFY(agentL1 >= 0 && agentL2 >= 0);
+        QCOMPARE(cell(levels, agentL1, QStringLiteral("tasks")), QStringLiteral("2"));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("correct %")).startsWith(QStringLiteral("100.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("fast_1 %")).startsWith(QStringLiteral("50.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("compiled %")).startsWith(QStringLiteral("100.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("geomean speedup (n)")).endsWith(QStringLiteral("(2)")));
+        QVERIFY(cell(levels, agentL2, QStringLiteral("correct %")).startsWith(QStringLiteral("0.0 [")));
+        QVERIFY(cell(levels, levelRow(m_fixture.zeroShot, QStringLiteral("L1")), QStringLiteral("correct %"))
+                    .startsWith(QStringLiteral("50.0 [")));
+        // The same cells as the Markdown export writes.
+        const QString md = reportMarkdown(*page.report());
+        QVERIFY(md.contains(QStringLiteral("| ") + levels->model()->index(agentL1, 0).data().toString() + QStringLiteral(" | L1 | 2 | ")
+                            + cell(levels, agentL1, QStringLiteral("correct %"))));
 
         const auto* pairs = page.findChild<QTableView*>(QStringLiteral("pairTable"));
         QCOMPARE(pairs->model()->rowCount(), 3);
@@ -138,7 +158,7 @@ private Q_SLOTS:
         const auto* ablations = page.findChild<QTableView*>(QStringLiteral("ablationTable"));
         QCOMPARE(ablations->model()->rowCount(), 1);
         QCOMPARE(cell(ablations, 0, QStringLiteral("Switched off")), QStringLiteral("best_of_n"));
-        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent").arg(m_fixture.ablated));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent −best_of_n").arg(m_fixture.ablated));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Against")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Tasks")), QStringLiteral("3"));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Correct %")), QStringLiteral("33.3"));
