@@ -6,6 +6,7 @@
 #include "app/runs/runtreemodel.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/run/runlaunch.h"
+#include "core/study/evaluationsummary.h"
 
 #include <QCheckBox>
 #include <QFileInfo>
@@ -187,10 +188,20 @@ void RunMonitorPage::buildUi()
     m_text = monospaceView(QStringLiteral("modelText"), m_tabs);
     m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
     m_compileLog = monospaceView(QStringLiteral("compileLog"), m_tabs);
-    m_evaluation = monospaceView(QStringLiteral("evaluationText"), m_tabs);
+    // The evaluation in words (core/study/evaluationsummary.h), the worker's JSON behind a toggle.
+    auto* evaluationTab = new QWidget(m_tabs);
+    auto* evaluationLayout = new QVBoxLayout(evaluationTab);
+    evaluationLayout->setContentsMargins(0, 0, 0, 0);
+    m_evaluation = monospaceView(QStringLiteral("evaluationText"), evaluationTab);
+    m_evaluation->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_rawJson = new QCheckBox(tr("Show the worker's raw JSON"), evaluationTab);
+    m_rawJson->setObjectName(QStringLiteral("rawJsonToggle"));
+    connect(m_rawJson, &QCheckBox::toggled, this, &RunMonitorPage::showDetails);
+    evaluationLayout->addWidget(m_evaluation, 1);
+    evaluationLayout->addWidget(m_rawJson);
     m_tabs->addTab(m_text, tr("Model text"));
     m_tabs->addTab(m_compileLog, tr("Compile log"));
-    m_tabs->addTab(m_evaluation, tr("Evaluation"));
+    m_tabs->addTab(evaluationTab, tr("Evaluation"));
     detailsLayout->addWidget(m_tabs, 1);
     horizontal->setStretchFactor(0, 3);
     horizontal->setStretchFactor(1, 2);
@@ -501,6 +512,9 @@ void RunMonitorPage::showDetails()
                          .arg(status.toHtmlEscaped());
     if (unit->speedup)
         header += tr(" · speedup %1×").arg(*unit->speedup, 0, 'f', 2);
+    if (!unit->result.isEmpty())
+        for (const QString& reason : notCountedReasons(decodeEvaluation(unit->result)))
+            header += QStringLiteral("<br><span style=\"color:#b01e1e\">%1</span>").arg(reason.toHtmlEscaped());
     const QString message = index.data(RunTreeModel::MessageRole).toString();
     if (!message.isEmpty())
         header += QStringLiteral("<br>") + message.toHtmlEscaped();
@@ -518,9 +532,12 @@ void RunMonitorPage::showDetails()
     m_compileLog->setPlainText(log.isEmpty() ? (unit->result.isEmpty() ? tr("(not evaluated yet)")
                                                                        : tr("(the compiler said nothing)"))
                                              : log);
-    m_evaluation->setPlainText(unit->result.isEmpty()
-                                   ? QString()
-                                   : QString::fromUtf8(QJsonDocument(unit->result).toJson(QJsonDocument::Indented)));
+    if (unit->result.isEmpty())
+        m_evaluation->setPlainText(QString());
+    else if (m_rawJson->isChecked())
+        m_evaluation->setPlainText(QString::fromUtf8(QJsonDocument(unit->result).toJson(QJsonDocument::Indented)));
+    else
+        m_evaluation->setPlainText(evaluationSummary(decodeEvaluation(unit->result)));
 }
 
 void RunMonitorPage::onStreamed(const UnitKey& unit, const QString& chunk)

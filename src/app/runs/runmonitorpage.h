@@ -104,7 +104,8 @@ private:
     QTabWidget* m_tabs = nullptr;
     QPlainTextEdit* m_text = nullptr;
     QPlainTextEdit* m_compileLog = nullptr;
-    QPlainTextEdit* m_evaluation = nullptr;
+    QPlainTextEdit* m_evaluation = nullptr; ///< the summary, or the raw JSON with m_rawJson
+    QCheckBox* m_rawJson = nullptr;
     QLabel* m_problemsTitle = nullptr;
     QTreeWidget* m_problems = nullptr;
     QTimer* m_tick = nullptr;

@@ -16,6 +16,7 @@
 #include "runfixture.h"
 #include "scriptedllmserver.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -223,7 +224,15 @@ private Q_SLOTS:
                 stored = r.response.text;
         QVERIFY(!stored.isEmpty());
         QCOMPARE(text->toPlainText(), stored);
+        // The evaluation in words; the worker's JSON behind the toggle.
+        const QString summary = child<QPlainTextEdit>(page, "evaluationText")->toPlainText();
+        QVERIFY2(summary.startsWith(QStringLiteral("Status: correct")), qPrintable(summary));
+        QVERIFY(summary.contains(QStringLiteral("Speed-up: 1.07×")));
+        QVERIFY(summary.contains(QStringLiteral("atol + rtol·|ref|")));
+        QVERIFY(!summary.contains(QStringLiteral("\"status\"")));
+        child<QCheckBox>(page, "rawJsonToggle")->setChecked(true);
         QVERIFY(child<QPlainTextEdit>(page, "evaluationText")->toPlainText().contains(QStringLiteral("\"status\": \"correct\"")));
+        child<QCheckBox>(page, "rawJsonToggle")->setChecked(false);
         QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("speedup 1.07×")));
         QCOMPARE(page.problemCount(), 0);
 
@@ -440,7 +449,15 @@ private Q_SLOTS:
         QCOMPARE(child<QPlainTextEdit>(page, "compileLog")->toPlainText(), QStringLiteral("kernel.cu(3): error: fixture"));
         QCOMPARE(child<QPlainTextEdit>(page, "modelText")->toPlainText(), QStringLiteral("L2/1 turn 1 generator sample 0"));
 
-        QVERIFY(page.openRun(db, fixture.ablated));
+        // Another run: nothing of the sample shown before stays on the page (its header did).
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("L2/1")));
+        QVERIFY(page.followRun(db, fixture.agent)); // already shown: the selection stays
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("L2/1")));
+        QVERIFY(page.followRun(db, fixture.ablated)); // the run selected on the Results page
+        QVERIFY2(!child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("L2/1")),
+                 qPrintable(child<QLabel>(page, "unitHeader")->text()));
+        QVERIFY(child<QPlainTextEdit>(page, "modelText")->toPlainText().isEmpty());
+        QVERIFY(child<QLabel>(page, "runTitle")->text().contains(QStringLiteral("#%1").arg(fixture.ablated)));
         QVERIFY(child<QPushButton>(page, "monitorResume")->isVisibleTo(&page)); // cancelled: can resume
         QSignalSpy resume(&page, &RunMonitorPage::resumeRequested);
         QTest::mouseClick(child<QPushButton>(page, "monitorResume"), Qt::LeftButton);
