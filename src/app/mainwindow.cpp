@@ -406,13 +406,10 @@ void MainWindow::onCatalogState()
     if (state != TaskCatalog::State::Ready)
         return;
     QList<QPair<QString, QString>> tasks;
-    QStringList ids;
-    for (const TaskInfo& t : m_catalog->tasks()) {
+    for (const TaskInfo& t : m_catalog->tasks())
         tasks.append({t.id, t.title});
-        ids << t.id;
-    }
     m_launchPage->setTaskCatalog(tasks);
-    m_diffPage->setTasks(ids);
+    m_diffPage->setTasks(tasks);
     refreshChartData();
 }
 

@@ -151,8 +151,8 @@ CandidateDiffView::CandidateDiffView(QWidget* parent)
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(m_stack);
 
-    m_empty = new QLabel(tr("No candidates to compare.\nPick two candidates of a run (Runs page) to see their "
-                            "code side by side."),
+    m_empty = new QLabel(tr("No candidates to compare.\nPick a task with two evaluated candidates above to see "
+                            "their code side by side."),
                          this);
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);
