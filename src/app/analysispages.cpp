@@ -197,7 +197,9 @@ bool DiffPage::setDatabase(const QString& path, QString* error)
         return false;
     }
     m_store = std::move(store);
-    loadTask();
+    // The candidates of a task come from every run's evaluations: read when the page is shown,
+    // not while the window opens a large database.
+    loadTaskWhenShown();
     return true;
 }
 
@@ -213,7 +215,23 @@ void DiffPage::setTasks(const QList<QPair<QString, QString>>& tasks)
     }
     const int i = m_task->findData(keep);
     m_task->setCurrentIndex(i >= 0 ? i : 0);
-    loadTask();
+    loadTaskWhenShown();
+}
+
+void DiffPage::loadTaskWhenShown()
+{
+    m_stale = !isVisible();
+    if (!m_stale)
+        loadTask();
+}
+
+void DiffPage::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    if (m_stale) {
+        m_stale = false;
+        loadTask();
+    }
 }
 
 QString DiffPage::currentTask() const
@@ -302,6 +320,7 @@ bool DiffPage::selectPair(int left, int right)
 
 void DiffPage::loadTask()
 {
+    m_stale = false;
     m_entries.clear();
     {
         const QSignalBlocker a(m_left), b(m_right);

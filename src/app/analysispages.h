@@ -106,8 +106,12 @@ public:
     const QList<CandidateEntry>& candidates() const { return m_entries; }
     CandidateDiffView* view() const { return m_view; }
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void loadTask();
+    void loadTaskWhenShown();
     void showPair();
 
     std::unique_ptr<RunStore> m_store;
@@ -117,6 +121,7 @@ private:
     QLabel* m_note;
     CandidateDiffView* m_view;
     QList<CandidateEntry> m_entries;
+    bool m_stale = false; ///< the task's candidates are to be read once the page is shown
 };
 
 } // namespace kwb::app

@@ -1,7 +1,12 @@
 #include "app/workbenchdata.h"
 
 #include "core/protocol/workerresponses.h"
+#include "core/run/runlaunch.h"
 #include "core/run/runname.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
 
 #include <QJsonArray>
 
@@ -141,6 +146,21 @@ QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& tas
         entries += ofRun;
     }
     return entries;
+}
+
+QString exampleStudyArchive()
+{
+    const QString installed = QDir(QCoreApplication::applicationDirPath())
+                                  .filePath(QStringLiteral("../share/kernel-workbench/examples/study-h200.db.xz"));
+    if (QFileInfo(installed).isFile())
+        return QDir::cleanPath(installed);
+    const QString source = QStringLiteral(KWB_SOURCE_EXAMPLE_STUDY);
+    return QFileInfo(source).isFile() ? source : QString();
+}
+
+QString exampleStudyDatabase()
+{
+    return QDir(userDataDir()).filePath(QStringLiteral("examples/study-h200.db"));
 }
 
 } // namespace kwb::app

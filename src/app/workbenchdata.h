@@ -55,4 +55,11 @@ struct CandidateEntry
 /// Every evaluated candidate of `task` in the store, by run, then turn, then sample.
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task);
 
+/// The shipped example study (the H200 fixture-server study, 10 runs over 30 tasks), xz-packed:
+/// share/kernel-workbench/examples/study-h200.db.xz next to the program, else the source tree's
+/// bench/results copy. Empty when neither exists.
+QString exampleStudyArchive();
+/// Where the example study is unpacked on first open: userDataDir()/examples/study-h200.db.
+QString exampleStudyDatabase();
+
 } // namespace kwb::app

@@ -59,6 +59,7 @@ struct ReportResult
 };
 
 const QString kReportSlot = QStringLiteral("report");
+const QString kRunsSlot = QStringLiteral("runs");
 
 } // namespace
 
@@ -83,7 +84,7 @@ ResultsPage::~ResultsPage()
 
 bool ResultsPage::isBuilding() const
 {
-    return m_jobs && m_jobs->isBusy(kReportSlot);
+    return m_jobs && (m_jobs->isBusy(kReportSlot) || m_jobs->isBusy(kRunsSlot));
 }
 
 void ResultsPage::buildUi()
@@ -288,6 +289,7 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
 {
     m_report.reset();
     m_jobs->cancel(kReportSlot); // a report still being built is for the old database
+    m_jobs->cancel(kRunsSlot);
     m_databasePath = path;
     m_store.reset();
     m_runs->clear();
@@ -313,11 +315,11 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
         offerDatabase(QString()); // the offered file is now the one shown
     m_databaseLabel->setText(tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
     m_databaseLabel->setToolTip(QFileInfo(path).absoluteFilePath());
-    m_runs->reload(*m_store);
     m_tablesEmpty->setText(tr("Computing the report of %1 …").arg(QFileInfo(path).fileName()));
     m_tablesStack->setCurrentWidget(m_tablesEmpty);
-    m_runs->setAllChecked(true);
-    scheduleReport();
+    m_runsEmpty->setText(tr("Reading the runs of %1 …").arg(QFileInfo(path).fileName()));
+    m_runsStack->setCurrentWidget(m_runsEmpty);
+    loadRuns(true);
     Q_EMIT databaseChanged(path);
     return true;
 }
@@ -326,8 +328,28 @@ void ResultsPage::refresh()
 {
     if (!m_store)
         return;
-    m_runs->reload(*m_store);
-    scheduleReport();
+    loadRuns(false);
+}
+
+void ResultsPage::loadRuns(bool checkAll)
+{
+    // Every evaluation of the file is read for the list's counts: in the pool, with a connection
+    // of its own, so a large database or a run writing to it never stalls the window.
+    const QString path = m_databasePath;
+    m_jobs->run(
+        kRunsSlot,
+        [path] {
+            RunStore store;
+            store.open(path);
+            return RunListModel::readEntries(store);
+        },
+        [this, checkAll](QList<RunListEntry>&& entries) {
+            m_runs->setEntries(entries);
+            if (checkAll)
+                m_runs->setAllChecked(true); // schedules the report
+            scheduleReport();
+            Q_EMIT runsLoaded();
+        });
 }
 
 QList<qint64> ResultsPage::checkedRuns() const
@@ -365,8 +387,8 @@ void ResultsPage::scheduleReport()
 void ResultsPage::startReport()
 {
     m_jobs->cancel(kReportSlot); // whatever is shown next, a report still being built is stale
-    if (!m_store) {
-        updateActions();
+    if (!m_store || m_jobs->isBusy(kRunsSlot)) {
+        updateActions(); // the run list, once read, schedules the report
         return;
     }
     if (m_runs->rowCount() == 0) {

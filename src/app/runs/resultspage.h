@@ -73,6 +73,8 @@ public:
 Q_SIGNALS:
     /// A new report is on the page (also when the check marks leave none).
     void reportReady();
+    /// The run list has been read (after setDatabase() or refresh(), in the background).
+    void runsLoaded();
     void databaseChanged(const QString& path);
     /// A run was double-clicked: open it in the monitor.
     void runActivated(const QString& database, qint64 runId);
@@ -84,6 +86,8 @@ Q_SIGNALS:
 private:
     void buildUi();
     void scheduleReport();
+    /// Reads the run list in a background job; checkAll: then check every run (a database just opened).
+    void loadRuns(bool checkAll);
     void startReport();
     void showReport(const std::optional<Report>& report, const QString& error);
     void showEmptyState(const QString& text);

@@ -47,13 +47,22 @@ void RunListModel::clear()
     }
 }
 
+QList<RunListEntry> RunListModel::readEntries(const RunStore& store)
+{
+    QList<RunListEntry> entries;
+    if (store.isOpen())
+        for (const RunInfo& info : store.runs())
+            entries.append(runListEntry(store, info));
+    return entries;
+}
+
 void RunListModel::reload(const RunStore& store)
 {
-    QList<RunListEntry> fresh;
-    if (store.isOpen()) {
-        for (const RunInfo& info : store.runs())
-            fresh.append(runListEntry(store, info));
-    }
+    setEntries(readEntries(store));
+}
+
+void RunListModel::setEntries(const QList<RunListEntry>& fresh)
+{
     QSet<qint64> freshIds;
     for (const RunListEntry& e : std::as_const(fresh))
         freshIds.insert(e.info.id);

@@ -231,7 +231,9 @@ private Q_SLOTS:
     void doubleClickOpensARun()
     {
         ResultsPage page;
+        QSignalSpy loaded(&page, &ResultsPage::runsLoaded);
         QVERIFY(page.setDatabase(m_db));
+        QVERIFY(loaded.wait(20000)); // the list is read in the background
         QSignalSpy activated(&page, &ResultsPage::runActivated);
         auto* list = page.findChild<QTableView*>(QStringLiteral("runList"));
         page.resize(1280, 800);

@@ -8,8 +8,10 @@
 #include "app/editor/candidatediffview.h"
 #include "app/charts/trafficchart.h"
 #include "app/mainwindow.h"
+#include "app/workbenchdata.h"
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
+#include "app/tasks/taskspage.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
 #include "windowfixture.h"
@@ -22,6 +24,8 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSet>
+#include <QSettings>
+#include <QFile>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -115,6 +119,45 @@ private Q_SLOTS:
 
     // Open A, then at once B: A's store scan must not reach the charts, whether it ends before or
     // after B's (it used to be applied, so A's tasks appeared on the roofline with B open).
+    void firstStartWelcomesWithTheExampleStudy()
+    {
+        QSettings().clear(); // a first start: nothing remembered
+        QFile::remove(exampleStudyDatabase());
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QVERIFY(window.isWelcomeShown());
+        QCOMPARE(window.currentPage(), QStringLiteral("welcome"));
+        QCOMPARE(window.pageNames().size(), 9); // not a sidebar page
+        // No GPU from the replay worker: the Tasks page's bounds come from the GPU table, labelled.
+        QTRY_VERIFY_WITH_TIMEOUT(window.findChild<QLabel*>(QStringLiteral("welcomeStatus")) != nullptr, 1000);
+        auto* example = window.findChild<QPushButton*>(QStringLiteral("welcomeExample"));
+        QVERIFY(example && example->isEnabled());
+        QTest::mouseClick(example, Qt::LeftButton);
+        // Unpacked into the user's data dir, opened, on the Results page.
+        QTRY_COMPARE_WITH_TIMEOUT(window.database(), QFileInfo(exampleStudyDatabase()).absoluteFilePath(), 60000);
+        QVERIFY(!exampleStudyDatabase().contains(QStringLiteral("kernel-workbench/kernel-workbench")));
+        QCOMPARE(window.currentPage(), QStringLiteral("results"));
+        auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+        QTRY_COMPARE_WITH_TIMEOUT(results->checkedRuns().size(), 10, 30000);
+        QSettings().clear();
+    }
+
+    void withoutAGpuTheTasksPageUsesTheTable()
+    {
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(window.deviceStatus().startsWith(QStringLiteral("GPU: unknown")), 30000);
+        window.showPage(QStringLiteral("tasks"));
+        auto* tasks = qobject_cast<TasksPage*>(window.page(QStringLiteral("tasks")));
+        QVERIFY(tasks);
+        tasks->showTask(QStringLiteral("L2/1"));
+        bool named = false;
+        for (QLabel* label : window.page(QStringLiteral("tasks"))->findChildren<QLabel*>())
+            named = named || label->text().contains(QStringLiteral("(GPU table; no GPU here)"));
+        QVERIFY(named);
+    }
+
     void aRunLaunchedIntoAnotherFileShowsUpInResults()
     {
         const QString launched = m_dir.filePath(QStringLiteral("launched.db"));
