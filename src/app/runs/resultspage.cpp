@@ -3,6 +3,7 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/runlistmodel.h"
 #include "core/store/runstore.h"
+#include "core/study/evaluationsummary.h"
 #include "core/workers/jobtracker.h"
 
 #include <QDir>
@@ -12,6 +13,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QPushButton>
@@ -56,7 +58,27 @@ struct ReportResult
 {
     std::optional<Report> report;
     QString error;
+    QStringList notCounted; ///< "#4 agent, L1/1 turn 1 sample 0: not counted: measured …"
 };
+
+/// The evaluations of the runs that say correct but do not count (core's countsAsCorrect), each
+/// with its reason (evaluationsummary.h), so the page says why a correct-looking kernel is missing.
+QStringList notCountedEvaluations(const RunStore& store, const Report& report)
+{
+    QStringList lines;
+    for (const RunReport& run : report.runs)
+        for (const EvaluationRecord& e : store.evaluations(run.run.id)) {
+            if (!e.result.value(QLatin1String("flags")).toArray().contains(QStringLiteral("below_roofline_floor")))
+                continue; // the cheap test first: most evaluations carry no flag
+            for (const QString& reason : notCountedReasons(e.evaluation()))
+                lines << QStringLiteral("%1, %2 turn %3 sample %4: %5")
+                             .arg(run.label(), e.task)
+                             .arg(e.turn)
+                             .arg(e.sample)
+                             .arg(reason);
+        }
+    return lines;
+}
 
 const QString kReportSlot = QStringLiteral("report");
 const QString kRunsSlot = QStringLiteral("runs");
@@ -226,6 +248,13 @@ void ResultsPage::buildUi()
     m_runTable->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
     m_runTable->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
     tableOneLayout->addWidget(m_runTable);
+    // Evaluations a run stored as correct that no table counts, and why (issue 11: the window says why).
+    m_notCounted = noteLabel(QString(), tableOne);
+    m_notCounted->setObjectName(QStringLiteral("notCountedNote"));
+    m_notCounted->setStyleSheet(QStringLiteral("color: #b01e1e;"));
+    m_notCounted->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_notCounted->hide();
+    tableOneLayout->addWidget(m_notCounted);
 
     m_detailTabs = new QTabWidget(tables);
     m_detailTabs->setObjectName(QStringLiteral("detailTabs"));
@@ -420,9 +449,16 @@ void ResultsPage::startReport()
                 result.error = store.errorString();
             else
                 result.report = buildReport(store, ids, options, &result.error);
+            if (result.report)
+                result.notCounted = notCountedEvaluations(store, *result.report);
             return result;
         },
         [this](ReportResult&& result) {
+            m_notCounted->setText(result.notCounted.isEmpty()
+                                      ? QString()
+                                      : tr("Not counted as correct or fast (%1):\n").arg(result.notCounted.size())
+                                            + result.notCounted.join(QLatin1Char('\n')));
+            m_notCounted->setVisible(!result.notCounted.isEmpty());
             showReport(result.report, result.error);
             updateActions();
         });

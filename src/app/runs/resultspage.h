@@ -125,6 +125,7 @@ private:
     QTableView* m_routingTable = nullptr;
     QTableView* m_ablationTable = nullptr;
     QLabel* m_routingNote = nullptr;
+    QLabel* m_notCounted = nullptr;
     QLabel* m_ablationNote = nullptr;
     QTabWidget* m_detailTabs = nullptr;
     QPushButton* m_exportCsv = nullptr;

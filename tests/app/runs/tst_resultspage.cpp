@@ -249,6 +249,49 @@ private Q_SLOTS:
         QCOMPARE(activated.first().at(1).toLongLong(), m_fixture.zeroShot);
     }
 
+    void anEvaluationBelowTheRooflineFloorIsShownAsNotCounted()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("floor.db"));
+        {
+            RunStore store;
+            QVERIFY(store.open(db));
+            const qint64 run = kwb::test::addRun(store, QStringLiteral("zero-shot"));
+            const qint64 prompt = *store.addPrompt(PromptRecord{0, run, QStringLiteral("L1/1"), 1, 0,
+                                                                QStringLiteral("generator"), QStringLiteral("p"), QString()});
+            ResponseRecord response;
+            response.promptId = prompt;
+            response.text = QStringLiteral("answer");
+            CandidateRecord candidate;
+            candidate.responseId = *store.addResponse(response);
+            candidate.task = QStringLiteral("L1/1");
+            candidate.turn = 1;
+            const QJsonObject result{
+                {QStringLiteral("status"), QStringLiteral("correct")},
+                {QStringLiteral("speedup"), 20.6},
+                {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor"), QStringLiteral("speedup_over_10x")}},
+                {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 2.1}, {QStringLiteral("candidate_ms"), 0.133},
+                                                         {QStringLiteral("margin"), 0.1}}}};
+            QVERIFY(store.addEvaluation(*store.addCandidate(candidate), result));
+        }
+        ResultsPage page;
+        page.setBootstrapOptions(BootstrapOptions{100, 7, 0.95});
+        QSignalSpy ready(&page, &ResultsPage::reportReady);
+        QVERIFY(page.setDatabase(db));
+        QVERIFY(ready.wait(20000));
+        // Not counted in Table I (core's rule) and the page says which evaluation and why.
+        const auto* runs = page.findChild<QTableView*>(QStringLiteral("runTable"));
+        QVERIFY(cell(runs, 0, QStringLiteral("Correct %")).startsWith(QStringLiteral("0.0 %")));
+        auto* note = page.findChild<QLabel*>(QStringLiteral("notCountedNote"));
+        QVERIFY(note && !note->isHidden());
+        QVERIFY2(note->text().contains(QStringLiteral("L1/1 turn 1 sample 0: not counted: measured 0.133 ms, below the "
+                                                      "roofline floor of 2.1 ms")),
+                 qPrintable(note->text()));
+        // An honest database has no such note.
+        QVERIFY(page.setDatabase(m_db));
+        QVERIFY(ready.wait(20000));
+        QVERIFY(note->isHidden());
+    }
+
     void grabsToAPng()
     {
         ResultsPage page;
