@@ -6,6 +6,7 @@
 #include "app/runs/runtreemodel.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/run/runlaunch.h"
+#include "core/run/runname.h"
 #include "core/study/evaluationsummary.h"
 
 #include <QCheckBox>
@@ -327,9 +328,9 @@ void RunMonitorPage::updateHeader()
         return;
     }
     if (m_openedStore) {
-        m_title->setText(tr("<b>Run #%1 %2</b> · %3")
-                             .arg(m_openedInfo.id)
-                             .arg(m_openedInfo.name.toHtmlEscaped(), QFileInfo(m_openedPath).fileName()));
+        m_title->setText(tr("<b>Run %1</b> · %2")
+                             .arg(runLabel(m_openedInfo).toHtmlEscaped(), QFileInfo(m_openedPath).fileName()));
+        m_title->setToolTip(m_openedInfo.name);
         m_state->setText(m_openedInfo.status);
         m_pause->setVisible(false);
         m_cancel->setVisible(false);
