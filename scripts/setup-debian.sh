@@ -16,6 +16,7 @@ packages=(
   xvfb xauth
   bubblewrap         # the worker's OS sandbox (docs/sandbox.md); without it workers run unwrapped, with a warning
   desktop-file-utils  # the package test validates the desktop file
+  xz-utils           # unpacks the example study (welcome page) and the Results screenshot test's database
 )
 
 missing=()

@@ -154,8 +154,10 @@ void RunMonitorPage::buildUi()
     m_tree->setAlternatingRowColors(true);
     m_tree->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_tree->header()->setSectionResizeMode(RunTreeModel::ItemColumn, QHeaderView::Stretch);
-    m_tree->header()->setStretchLastSection(false);
+    // The item column as wide as its deepest row ("Sample 12" under a turn under a task): as a
+    // stretched column it was squeezed to "Sa…" and "L1/…", so rows read as overlapping or repeated.
+    m_tree->header()->setSectionResizeMode(RunTreeModel::ItemColumn, QHeaderView::ResizeToContents);
+    m_tree->header()->setStretchLastSection(true);
     connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &RunMonitorPage::showDetails);
     connect(m_tree, &QTreeView::clicked, this, [this] { m_follow->setChecked(false); });
     connect(m_model, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& parent, int first, int last) {

@@ -28,6 +28,7 @@
 #include <QTreeView>
 #include <QTreeWidget>
 
+#include <functional>
 #include <memory>
 
 using namespace kwb;
@@ -445,6 +446,24 @@ private Q_SLOTS:
         QVERIFY(child<QTreeWidget>(page, "problemList")->topLevelItem(0)->text(3).contains(QStringLiteral("500")));
         QVERIFY(!child<QPushButton>(page, "monitorResume")->isVisibleTo(&page)); // finished
         QVERIFY(page.progressText().startsWith(QStringLiteral("3/3 tasks")));
+        // Every row's item text fits its cell: none elided ("Sa…", "L1/…" read as repeated or
+        // overlapping rows when the column was stretched into what the others left).
+        {
+            auto* tree = child<QTreeView>(page, "runTree");
+            tree->expandAll();
+            QTest::qWait(50);
+            const QFontMetrics metrics(tree->font());
+            std::function<void(const QModelIndex&)> check = [&](const QModelIndex& parent) {
+                for (int r = 0; r < page.treeModel()->rowCount(parent); ++r) {
+                    const QModelIndex index = page.treeModel()->index(r, RunTreeModel::ItemColumn, parent);
+                    const QString text = index.data().toString();
+                    QVERIFY2(metrics.horizontalAdvance(text) <= tree->visualRect(index).width(),
+                             qPrintable(QStringLiteral("%1: %2 px in %3").arg(text).arg(metrics.horizontalAdvance(text)).arg(tree->visualRect(index).width())));
+                    check(index);
+                }
+            };
+            check(QModelIndex());
+        }
         page.selectUnit(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});
         QCOMPARE(child<QPlainTextEdit>(page, "compileLog")->toPlainText(), QStringLiteral("kernel.cu(3): error: fixture"));
         QCOMPARE(child<QPlainTextEdit>(page, "modelText")->toPlainText(), QStringLiteral("L2/1 turn 1 generator sample 0"));
