@@ -29,7 +29,7 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
 # Shared libraries come from dpkg-shlibdeps. Qt loads two plugins at run time that no ELF
 # dependency names: the SQLite driver (run databases) and the SVG icon engine (the icon).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libqt6sql6-sqlite, libqt6svg6")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libqt6sql6-sqlite, libqt6svg6, xz-utils") # xz: the example study, unpacked at first open
 # bwrap is run, not linked: the worker's OS sandbox (docs/sandbox.md); without it workers run
 # unwrapped, with a warning.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bubblewrap")

@@ -7,6 +7,7 @@
 #include "core/tasks/taskcatalog.h"
 
 #include <QComboBox>
+#include <tuple>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -201,26 +202,104 @@ bool DiffPage::setDatabase(const QString& path, QString* error)
         return false;
     }
     m_store = std::move(store);
-    loadTask();
+    // The candidates of a task come from every run's evaluations: read when the page is shown,
+    // not while the window opens a large database.
+    loadTaskWhenShown();
     return true;
 }
 
-void DiffPage::setTasks(const QStringList& ids)
+void DiffPage::setTasks(const QList<QPair<QString, QString>>& tasks)
 {
-    const QString keep = m_task->currentText();
+    const QString keep = currentTask();
     {
         const QSignalBlocker block(m_task);
         m_task->clear();
-        m_task->addItems(ids);
+        // By id and name ("L2/1  Conv2d, ReLU and bias"), the id as the item's data.
+        for (const auto& [id, title] : tasks)
+            m_task->addItem(title.isEmpty() ? id : QStringLiteral("%1  %2").arg(id, title), id);
     }
-    const int i = m_task->findText(keep);
+    const int i = m_task->findData(keep);
     m_task->setCurrentIndex(i >= 0 ? i : 0);
-    loadTask();
+    loadTaskWhenShown();
+}
+
+void DiffPage::loadTaskWhenShown()
+{
+    m_stale = !isVisible();
+    if (!m_stale)
+        loadTask();
+}
+
+void DiffPage::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    if (m_stale) {
+        m_stale = false;
+        loadTask();
+    }
+}
+
+QString DiffPage::currentTask() const
+{
+    return m_task->currentData().toString();
+}
+
+namespace {
+
+/// What a candidate's code is, to tell two candidates apart: the worker's hash of its blocks, else
+/// the blocks themselves.
+QString codeKey(const CandidateEntry& entry)
+{
+    const EvaluationResult e = entry.evaluation.evaluation();
+    if (!e.candidate)
+        return QStringLiteral("evaluation %1").arg(entry.evaluation.id); // nothing to compare: distinct
+    return e.candidate->sourceHash.isEmpty() ? e.candidate->cuda + QLatin1Char('\0') + e.candidate->python
+                                             : e.candidate->sourceHash;
+}
+
+} // namespace
+
+std::pair<int, int> DiffPage::defaultPair(const QList<CandidateEntry>& entries)
+{
+    if (entries.size() < 2)
+        return {0, 0};
+    // Right: the best candidate by core's rule (correct and counted, then compiled, then speed-up).
+    int best = 0;
+    const auto key = [&](int i) {
+        const EvaluationResult e = entries.at(i).evaluation.evaluation();
+        return std::make_tuple(e.countsAsCorrect(), e.compiled(), e.trustedSpeedup().value_or(0.0));
+    };
+    for (int i = 1; i < entries.size(); ++i)
+        if (key(i) > key(best))
+            best = i;
+    // Left: a candidate with other code, preferring the same run's previous turn (what the
+    // model changed to get there), then the same run, then any run; never the same code.
+    const QString bestCode = codeKey(entries.at(best));
+    const CandidateEntry& b = entries.at(best);
+    int left = -1;
+    int score = -1;
+    for (int i = 0; i < entries.size(); ++i) {
+        if (i == best || codeKey(entries.at(i)) == bestCode)
+            continue;
+        const CandidateEntry& e = entries.at(i);
+        const bool sameRun = e.runId == b.runId;
+        const int s = sameRun && e.evaluation.turn == b.evaluation.turn - 1 ? 3
+                      : sameRun && e.evaluation.turn < b.evaluation.turn   ? 2
+                      : sameRun                                            ? 1
+                                                                           : 0;
+        if (s > score) {
+            score = s;
+            left = i;
+        }
+    }
+    if (left < 0)
+        left = best == 0 ? 1 : 0; // every candidate has the same code: two of them, not one twice
+    return {left, best};
 }
 
 bool DiffPage::showTask(const QString& id)
 {
-    const int i = m_task->findText(id);
+    const int i = m_task->findData(id);
     if (i < 0)
         return false;
     {
@@ -228,19 +307,7 @@ bool DiffPage::showTask(const QString& id)
         m_task->setCurrentIndex(i);
     }
     loadTask();
-    if (m_entries.size() < 2)
-        return false;
-    int failing = -1, correct = -1;
-    for (int k = 0; k < m_entries.size(); ++k) {
-        const bool ok = evaluationStatusFromWire(m_entries[k].evaluation.status) == EvaluationStatus::Correct;
-        if (ok && correct < 0)
-            correct = k;
-        if (!ok && failing < 0)
-            failing = k;
-    }
-    if (failing >= 0 && correct >= 0)
-        return selectPair(failing, correct);
-    return selectPair(0, 1);
+    return m_entries.size() >= 2;
 }
 
 bool DiffPage::selectPair(int left, int right)
@@ -258,6 +325,7 @@ bool DiffPage::selectPair(int left, int right)
 
 void DiffPage::loadTask()
 {
+    m_stale = false;
     m_entries.clear();
     {
         const QSignalBlocker a(m_left), b(m_right);
@@ -268,17 +336,18 @@ void DiffPage::loadTask()
         m_view->clear();
         return;
     }
-    m_entries = candidatesOfTask(*m_store, m_task->currentText());
+    m_entries = candidatesOfTask(*m_store, currentTask());
     {
         const QSignalBlocker a(m_left), b(m_right);
         for (const CandidateEntry& e : std::as_const(m_entries)) {
             m_left->addItem(e.label());
             m_right->addItem(e.label());
         }
-        m_left->setCurrentIndex(0);
-        m_right->setCurrentIndex(m_entries.size() > 1 ? 1 : 0);
+        const auto [left, right] = defaultPair(m_entries);
+        m_left->setCurrentIndex(left);
+        m_right->setCurrentIndex(right);
     }
-    m_note->setText(m_entries.isEmpty() ? tr("No evaluated candidate of %1 in this database.").arg(m_task->currentText())
+    m_note->setText(m_entries.isEmpty() ? tr("No evaluated candidate of %1 in this database.").arg(currentTask())
                                         : tr("%n evaluated candidate(s) of this task in the database.", nullptr,
                                              int(m_entries.size())));
     showPair();

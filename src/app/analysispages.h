@@ -7,9 +7,11 @@
 
 #include <QHash>
 #include <QJsonObject>
+#include <QPair>
 #include <QWidget>
 
 #include <memory>
+#include <utility>
 
 class QComboBox;
 class QLabel;
@@ -91,16 +93,25 @@ public:
     ~DiffPage() override;
     /// Opens its own connection to the store (read only use).
     bool setDatabase(const QString& path, QString* error = nullptr);
-    void setTasks(const QStringList& ids);
-    /// Selects the task and a telling pair: the first failing candidate against the first correct
-    /// one (or the first two). False when the task has fewer than two candidates.
+    /// The tasks to pick from, as id -> title (shown "L2/1  title").
+    void setTasks(const QList<QPair<QString, QString>>& tasks);
+    QString currentTask() const;
+    /// Selects the task and its default pair (defaultPair). False when it has fewer than two candidates.
     bool showTask(const QString& id);
+    /// The pair shown when a task is picked, as (left, right) indexes: right the best candidate
+    /// (counted correct, compiled, speed-up), left one with other code, preferring the same run's
+    /// previous turn, then the same run; never two copies of one code when another exists.
+    static std::pair<int, int> defaultPair(const QList<CandidateEntry>& entries);
     bool selectPair(int left, int right);
     const QList<CandidateEntry>& candidates() const { return m_entries; }
     CandidateDiffView* view() const { return m_view; }
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void loadTask();
+    void loadTaskWhenShown();
     void showPair();
 
     std::unique_ptr<RunStore> m_store;
@@ -110,6 +121,7 @@ private:
     QLabel* m_note;
     CandidateDiffView* m_view;
     QList<CandidateEntry> m_entries;
+    bool m_stale = false; ///< the task's candidates are to be read once the page is shown
 };
 
 } // namespace kwb::app

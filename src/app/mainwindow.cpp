@@ -45,6 +45,10 @@
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProcess>
+#include <QPushButton>
+#include <QVBoxLayout>
+#include <QFile>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -184,7 +188,12 @@ void MainWindow::buildPages()
     addPage(QStringLiteral("traffic"), tr("HBM traffic"), QStringLiteral("office-chart-bar"), m_trafficPage);
     addPage(QStringLiteral("bestofn"), tr("Best-of-n"), QStringLiteral("office-chart-area"), m_bestOfNPage);
     addPage(QStringLiteral("diff"), tr("Diff"), QStringLiteral("document-compare"), m_diffPage);
-    connect(m_sidebar, &QListWidget::currentRowChanged, m_stack, &QStackedWidget::setCurrentIndex);
+    connect(m_sidebar, &QListWidget::currentRowChanged, m_stack, [this](int row) {
+        if (row >= 0)
+            m_stack->setCurrentIndex(row);
+    });
+    m_welcome = buildWelcome();
+    m_stack->addWidget(m_welcome); // not in the sidebar: pageNames() stay the nine pages
     m_sidebar->setCurrentRow(0);
 
     // Pages that point at each other.
@@ -213,9 +222,21 @@ void MainWindow::buildPages()
         if (startedNow)
             showPage(QStringLiteral("monitor"));
     });
-    connect(m_runs, &RunManager::sessionFinished, this, [this] {
-        m_resultsPage->refresh();
+    connect(m_runs, &RunManager::sessionStarted, this, [this](RunSession* session) {
+        connect(session, &RunSession::runReady, this, [this, session] {
+            showLaunchedRun(session->environment().databasePath, session->label());
+        });
+    });
+    connect(m_runs, &RunManager::sessionFinished, this, [this](RunSession* session) {
+        showLaunchedRun(session->environment().databasePath, session->label());
         refreshChartData();
+    });
+    connect(m_resultsPage, &ResultsPage::openRequested, this, [this](const QString& path) { openDatabase(path); });
+    // The monitor shows the run selected on the Results page (the live session when it is that run).
+    connect(m_resultsPage, &ResultsPage::runSelected, this, [this](const QString& db, qint64 run) {
+        QString error;
+        if (!m_monitorPage->followRun(db, run, &error))
+            statusBar()->showMessage(error, 8000);
     });
     connect(m_resultsPage, &ResultsPage::reportReady, this, [this] {
         if (m_resultsPage->report())
@@ -228,6 +249,133 @@ void MainWindow::buildPages()
         if (t && t->hasAnalysis())
             m_promptsPage->setTaskData(t->json, t->analysisJson);
     });
+}
+
+QWidget* MainWindow::buildWelcome()
+{
+    auto* page = new QWidget(m_stack);
+    page->setObjectName(QStringLiteral("welcome"));
+    auto* outer = new QVBoxLayout(page);
+    outer->addStretch(1);
+    auto* title = new QLabel(tr("<h2>Kernel Workbench</h2>"
+                                "<p>Study how language models write CUDA kernels for KernelBench tasks: prompts, "
+                                "regimes, evaluation on the GPU, and the study's tables and charts.</p>"
+                                "<p>Start with one of these:</p>"),
+                             page);
+    title->setWordWrap(true);
+    title->setAlignment(Qt::AlignCenter);
+    outer->addWidget(title);
+    const auto button = [&](const QString& name, const QString& text, const QString& tip) {
+        auto* b = new QPushButton(text, page);
+        b->setObjectName(name);
+        b->setToolTip(tip);
+        b->setMinimumWidth(420);
+        auto* row = new QHBoxLayout;
+        row->addStretch(1);
+        row->addWidget(b);
+        row->addStretch(1);
+        outer->addLayout(row);
+        return b;
+    };
+    QPushButton* example =
+        button(QStringLiteral("welcomeExample"), tr("Open the example study (NVIDIA H200, 10 runs × 30 tasks)"),
+               tr("The study re-run on an H200 with a fixture model server: every regime and ablation, ready for the "
+                  "Results, Roofline, Best-of-n and Diff pages. Unpacked once into %1.")
+                   .arg(QDir::toNativeSeparators(exampleStudyDatabase())));
+    example->setEnabled(!exampleStudyArchive().isEmpty());
+    QPushButton* open = button(QStringLiteral("welcomeOpen"), tr("Open a run database…"), tr("A file `kwb run` or Launch wrote"));
+    QPushButton* launch = button(QStringLiteral("welcomeLaunch"), tr("Launch a run…"),
+                                 tr("Pick tasks, a regime and a model server on the Launch page"));
+    QPushButton* tasks = button(QStringLiteral("welcomeTasks"), tr("Browse the tasks"), tr("The KernelBench tasks, their shapes and roofline bounds"));
+    m_welcomeStatus = new QLabel(page);
+    m_welcomeStatus->setObjectName(QStringLiteral("welcomeStatus"));
+    m_welcomeStatus->setAlignment(Qt::AlignCenter);
+    m_welcomeStatus->setWordWrap(true);
+    outer->addWidget(m_welcomeStatus);
+    outer->addStretch(2);
+    connect(example, &QPushButton::clicked, this, [this] {
+        QString error;
+        if (!openExampleStudy(&error))
+            m_welcomeStatus->setText(error);
+    });
+    connect(open, &QPushButton::clicked, this, &MainWindow::chooseDatabase);
+    connect(launch, &QPushButton::clicked, this, [this] { showPage(QStringLiteral("launch")); });
+    connect(tasks, &QPushButton::clicked, this, [this] { showPage(QStringLiteral("tasks")); });
+    return page;
+}
+
+void MainWindow::showWelcome()
+{
+    const QSignalBlocker block(m_sidebar);
+    m_sidebar->setCurrentRow(-1);
+    m_stack->setCurrentWidget(m_welcome);
+}
+
+bool MainWindow::isWelcomeShown() const
+{
+    return m_stack->currentWidget() == m_welcome;
+}
+
+bool MainWindow::openExampleStudy(QString* error)
+{
+    const QString target = exampleStudyDatabase();
+    if (QFileInfo(target).isFile()) {
+        const bool ok = openDatabase(target, error);
+        if (ok)
+            showPage(QStringLiteral("results"));
+        return ok;
+    }
+    const QString archive = exampleStudyArchive();
+    if (archive.isEmpty()) {
+        if (error)
+            *error = tr("the example study is not installed");
+        return false;
+    }
+    // Unpacked by xz in the background (27.8 MB from 0.3 MB): the window stays responsive, then opens it.
+    QDir().mkpath(QFileInfo(target).absolutePath());
+    const QString partial = target + QStringLiteral(".part");
+    auto* xz = new QProcess(this);
+    xz->setStandardOutputFile(partial);
+    m_welcomeStatus->setText(tr("Unpacking the example study into %1 …").arg(QDir::toNativeSeparators(target)));
+    connect(xz, &QProcess::finished, this, [this, xz, partial, target](int code, QProcess::ExitStatus status) {
+        xz->deleteLater();
+        QString why;
+        if (status != QProcess::NormalExit || code != 0)
+            why = tr("xz failed (%1): %2").arg(code).arg(QString::fromUtf8(xz->readAllStandardError()).trimmed());
+        else if (!QFile::rename(partial, target))
+            why = tr("cannot write %1").arg(target);
+        if (!why.isEmpty()) {
+            QFile::remove(partial);
+            m_welcomeStatus->setText(tr("Cannot open the example study: %1").arg(why));
+            return;
+        }
+        m_welcomeStatus->clear();
+        if (openDatabase(target, &why))
+            showPage(QStringLiteral("results"));
+        else
+            m_welcomeStatus->setText(tr("Cannot open the example study: %1").arg(why));
+    });
+    connect(xz, &QProcess::errorOccurred, this, [this, xz](QProcess::ProcessError e) {
+        if (e == QProcess::FailedToStart) {
+            m_welcomeStatus->setText(tr("Cannot unpack the example study: xz is not installed (Debian: xz-utils)"));
+            xz->deleteLater();
+        }
+    });
+    xz->start(QStringLiteral("xz"), {QStringLiteral("-dc"), archive});
+    return true;
+}
+
+void MainWindow::useTableGpuForTasks()
+{
+    if (m_tasksRoofsFromDevice)
+        return;
+    // The GPU chosen on the Roofline page when it is one of the table's, else the H200 of the
+    // shipped study; named as such, so nobody takes it for this machine's.
+    const GpuRoofs* gpu = findGpu(m_rooflinePage->selectedGpuKey());
+    if (!gpu || !gpu->isValid())
+        gpu = findGpu(QStringLiteral("h200-sxm-141gb"));
+    if (gpu && gpu->isValid())
+        m_tasksPage->setRoofs(gpu->fp32Gflops(), gpu->bandwidthGBps(), tr("%1 (GPU table; no GPU here)").arg(gpu->name));
 }
 
 void MainWindow::setupMenus()
@@ -279,6 +427,7 @@ void MainWindow::startWorker(const QString& workerPath)
         setWorkerStatus(tr("Worker: not found"), found.error);
         m_trafficPage->setMeasureAvailable(false, tr("no worker found"));
         setDeviceStatus(tr("GPU: unknown"));
+        useTableGpuForTasks();
         m_catalog->setUnavailable(found.error);
         m_deviceDone = true;
         // Emitted later, so a caller that connects after construction still sees it.
@@ -319,11 +468,13 @@ void MainWindow::startWorker(const QString& workerPath)
                         if (!reply.answered()) {
                             setWorkerStatus(tr("Worker: %1").arg(reply.status), found.program + QStringLiteral(": ") + reply.message);
                             setDeviceStatus(tr("GPU: unknown"), reply.message);
+                            useTableGpuForTasks();
                         } else if (decodeHeader(response).ok) {
                             setDeviceStatus(tr("GPU: %1").arg(gpuSummary(response)));
                             onDevice(response);
                         } else {
                             setDeviceStatus(tr("GPU: unknown"), ProtocolCodec::errorMessage(response));
+                            useTableGpuForTasks();
                         }
                         m_deviceDone = true;
                         Q_EMIT deviceProbeFinished();
@@ -378,8 +529,12 @@ void MainWindow::onDevice(const QJsonObject& device)
         m_rooflinePage->setCurrentDevice(device);
         m_promptsPage->setDevice(device);
         const GpuRoofs roofs = fromDeviceResponse(device);
-        if (roofs.isValid())
+        if (roofs.isValid()) {
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
+            m_tasksRoofsFromDevice = true;
+        }
+    } else {
+        useTableGpuForTasks();
     }
 }
 
@@ -394,13 +549,10 @@ void MainWindow::onCatalogState()
     if (state != TaskCatalog::State::Ready)
         return;
     QList<QPair<QString, QString>> tasks;
-    QStringList ids;
-    for (const TaskInfo& t : m_catalog->tasks()) {
+    for (const TaskInfo& t : m_catalog->tasks())
         tasks.append({t.id, t.title});
-        ids << t.id;
-    }
     m_launchPage->setTaskCatalog(tasks);
-    m_diffPage->setTasks(ids);
+    m_diffPage->setTasks(tasks);
     refreshChartData();
 }
 
@@ -422,7 +574,8 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
         return false;
     }
     m_database = QFileInfo(path).absoluteFilePath();
-    m_launchPage->setDatabasePath(m_database);
+    // The launch database stays what it was: runs tried from Launch never land in a study file
+    // because it was opened (runlaunch.h's defaultLaunchDatabase).
     m_databaseLabel->setText(tr("Runs: %1").arg(QFileInfo(path).fileName()));
     m_databaseLabel->setToolTip(m_database);
     setWindowTitle(tr("%1 — Kernel Workbench").arg(QFileInfo(path).fileName()));
@@ -434,6 +587,22 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
     updateRecentMenu();
     refreshChartData();
     return true;
+}
+
+void MainWindow::showLaunchedRun(const QString& database, const QString& runLabel)
+{
+    if (database.isEmpty())
+        return;
+    if (m_database.isEmpty()) {
+        // Nothing open yet: the launched run's database is the one to look at.
+        if (QFileInfo(database).isFile())
+            openDatabase(database);
+        return;
+    }
+    if (QFileInfo(database).absoluteFilePath() == m_database)
+        m_resultsPage->refresh();
+    else
+        m_resultsPage->offerDatabase(database, runLabel);
 }
 
 void MainWindow::refreshChartData()
@@ -482,8 +651,10 @@ void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& po
         m_rooflinePage->selectGpu(QStringLiteral("current"));
         m_catalog->loadEagerTimes(m_database, runGpu);
         const GpuRoofs roofs = fromDeviceResponse(runDevice);
-        if (roofs.isValid())
+        if (roofs.isValid()) {
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
+            m_tasksRoofsFromDevice = true;
+        }
         if (!live)
             m_promptsPage->setDevice(runDevice);
     }
@@ -559,6 +730,10 @@ QWidget* MainWindow::page(const QString& name) const
 
 void MainWindow::showPage(const QString& name)
 {
+    if (name == QLatin1String("welcome")) {
+        showWelcome();
+        return;
+    }
     const int i = int(m_pageNames.indexOf(name));
     if (i >= 0)
         m_sidebar->setCurrentRow(i);
@@ -566,6 +741,8 @@ void MainWindow::showPage(const QString& name)
 
 QString MainWindow::currentPage() const
 {
+    if (isWelcomeShown())
+        return QStringLiteral("welcome");
     return m_pageNames.value(m_stack->currentIndex());
 }
 
@@ -694,7 +871,12 @@ void MainWindow::restoreSettings()
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-    showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("tasks")).toString());
+    // First start (no page and no database remembered): the welcome page, with the example study.
+    if (!settings.contains(QStringLiteral("window/page")) && !settings.contains(QStringLiteral("lastDatabase"))
+        && settings.value(QStringLiteral("recentDatabases")).toStringList().isEmpty())
+        showWelcome();
+    else
+        showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("tasks")).toString());
 }
 
 void MainWindow::setWorkerStatus(const QString& text, const QString& tooltip)

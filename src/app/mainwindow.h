@@ -52,6 +52,16 @@ public:
     /// Opens a run database for every page; false with *error when it cannot be opened.
     bool openDatabase(const QString& path, QString* error = nullptr);
     QString database() const { return m_database; }
+    /// A run launched into `database` exists (or ended): the Results page shows it: it opens that
+    /// database when none is open, refreshes when it is the open one, else offers to open it.
+    void showLaunchedRun(const QString& database, const QString& runLabel = QString());
+
+    /// Unpacks the shipped example study into the user's data dir (once, in the background) and
+    /// opens it. False with *error when there is no example to open.
+    bool openExampleStudy(QString* error = nullptr);
+    /// The welcome page: shown on the first start (no page and no database remembered).
+    void showWelcome();
+    bool isWelcomeShown() const;
 
     /// The pages' names ("tasks", "prompts", …), in sidebar order.
     QStringList pageNames() const;
@@ -97,6 +107,9 @@ private:
     void setDeviceStatus(const QString& text, const QString& tooltip = QString());
     void showAbout();
     void restoreSettings();
+    QWidget* buildWelcome();
+    /// Without a GPU here or in the open database: the Tasks page's bounds from a GPU of the table.
+    void useTableGpuForTasks();
     QWidget* currentChartWidget() const;
     /// Calls then(true) once ready() holds, or then(false) after waitMs.
     void whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then);
@@ -120,6 +133,9 @@ private:
     QLabel* m_deviceLabel = nullptr;
     QLabel* m_databaseLabel = nullptr;
     QMenu* m_recentMenu = nullptr;
+    QWidget* m_welcome = nullptr;
+    QLabel* m_welcomeStatus = nullptr;
+    bool m_tasksRoofsFromDevice = false; ///< the Tasks page's bounds come from a real GPU
 
     TasksPage* m_tasksPage = nullptr;
     PromptEditorPage* m_promptsPage = nullptr;

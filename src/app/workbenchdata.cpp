@@ -1,6 +1,12 @@
 #include "app/workbenchdata.h"
 
 #include "core/protocol/workerresponses.h"
+#include "core/run/runlaunch.h"
+#include "core/run/runname.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
 
 #include <QJsonArray>
 
@@ -138,11 +144,7 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
     for (const RunReport& run : report.runs) {
         if (!run.firstTurnPassAtN)
             continue;
-        QString label = run.label();
-        if (RunConfig::fromJson(run.run.config).isSweep())
-            label += QStringLiteral(" sweep");
-        if (!run.ablated.isEmpty())
-            label += QStringLiteral(" −") + run.ablated.join(QStringLiteral(", −"));
+        const QString label = run.label(); // names the sweep and the switches off (runname.h)
         // Coloured by run id, so a run keeps its colour when another is unchecked.
         const int key = static_cast<int>(run.run.id);
         series.append(BestOfNSeries{label, 0, run.firstTurnPassAtN->overall, key, run.firstTurnPassAtN->notCounted,
@@ -161,9 +163,8 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
 
 QString CandidateEntry::label() const
 {
-    QString text = QStringLiteral("#%1 %2 · turn %3 · sample %4 · %5")
-                       .arg(runId)
-                       .arg(regime)
+    QString text = QStringLiteral("%1 · turn %2 · sample %3 · %4")
+                       .arg(runLabel)
                        .arg(evaluation.turn)
                        .arg(evaluation.sample)
                        .arg(evaluation.status);
@@ -179,13 +180,28 @@ QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& tas
         QList<CandidateEntry> ofRun;
         for (const EvaluationRecord& e : store.evaluations(run.id))
             if (e.task == task)
-                ofRun.append(CandidateEntry{run.id, run.regime, e});
+                ofRun.append(CandidateEntry{run.id, kwb::runLabel(run), e});
         std::stable_sort(ofRun.begin(), ofRun.end(), [](const CandidateEntry& a, const CandidateEntry& b) {
             return std::make_pair(a.evaluation.turn, a.evaluation.sample) < std::make_pair(b.evaluation.turn, b.evaluation.sample);
         });
         entries += ofRun;
     }
     return entries;
+}
+
+QString exampleStudyArchive()
+{
+    const QString installed = QDir(QCoreApplication::applicationDirPath())
+                                  .filePath(QStringLiteral("../share/kernel-workbench/examples/study-h200.db.xz"));
+    if (QFileInfo(installed).isFile())
+        return QDir::cleanPath(installed);
+    const QString source = QStringLiteral(KWB_SOURCE_EXAMPLE_STUDY);
+    return QFileInfo(source).isFile() ? source : QString();
+}
+
+QString exampleStudyDatabase()
+{
+    return QDir(userDataDir()).filePath(QStringLiteral("examples/study-h200.db"));
 }
 
 } // namespace kwb::app

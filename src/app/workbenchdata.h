@@ -55,12 +55,19 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report);
 struct CandidateEntry
 {
     qint64 runId = 0;
-    QString regime;
+    QString runLabel; ///< core/run/runname.h's runLabel: "#7 agent −best_of_n"
     EvaluationRecord evaluation;
-    QString label() const; ///< "#4 agent · turn 1 · sample 2 · correct 1.22×"
+    QString label() const; ///< "#7 agent −best_of_n · turn 1 · sample 2 · correct 1.22×"
 };
 
 /// Every evaluated candidate of `task` in the store, by run, then turn, then sample.
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task);
+
+/// The shipped example study (the H200 fixture-server study, 10 runs over 30 tasks), xz-packed:
+/// share/kernel-workbench/examples/study-h200.db.xz next to the program, else the source tree's
+/// bench/results copy. Empty when neither exists.
+QString exampleStudyArchive();
+/// Where the example study is unpacked on first open: userDataDir()/examples/study-h200.db.
+QString exampleStudyDatabase();
 
 } // namespace kwb::app

@@ -1014,7 +1014,7 @@ private Q_SLOTS:
 
         const QString md = reportMarkdown(*r);
         QVERIFY(md.contains(QStringLiteral("## Ablations")));
-        QVERIFY(md.contains(QStringLiteral("| #2 agent | best_of_n | #1 agent | 3 |")));
+        QVERIFY(md.contains(QStringLiteral("| #2 agent −best_of_n | best_of_n | #1 agent | 3 |")));
         QVERIFY(md.contains(QStringLiteral("no baseline")));
         QVERIFY2(md.contains(QStringLiteral("#3 iterative: no baseline: no run without ablation of iterative with the "
                                             "same tasks, n = 1, 3 turn(s), temperature unset")),

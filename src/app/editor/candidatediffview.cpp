@@ -2,6 +2,7 @@
 
 #include "app/editor/codeeditor.h"
 #include "core/protocol/evaluationstatus.h"
+#include "core/study/evaluationsummary.h"
 #include "app/editor/sidebysidediffview.h"
 
 #include <QAction>
@@ -100,8 +101,13 @@ QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& e
         out << QString()
             << QStringLiteral(
                    "correctness: passed %1 of %2 trials; max abs diff %3 (atol %4), max rel diff %5 (rtol %6)")
-                   .arg(QString::number(c.passed), QString::number(c.trials), number(c.maxAbsDiff), number(c.atol),
+                   .arg(QString::number(c.passed), QString::number(c.trials),
+                        nonFiniteOutputs(e) > 0 ? maxAbsDiffText(e) : number(c.maxAbsDiff), number(c.atol),
                         number(c.maxRelDiff), number(c.rtol));
+        // NaN outputs and the tolerance rule as the Monitor words them (core/study/evaluationsummary.h).
+        out << QStringLiteral("tolerance: an element passes when |out - ref| <= atol + rtol*|ref|");
+        for (const QString& reason : notCountedReasons(e))
+            out << reason;
         if (c.hasFailure) {
             // The worker counts trials from 0; "range" names the N(0,1) trial.
             bool numeric = false;
@@ -145,8 +151,8 @@ CandidateDiffView::CandidateDiffView(QWidget* parent)
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(m_stack);
 
-    m_empty = new QLabel(tr("No candidates to compare.\nPick two candidates of a run (Runs page) to see their "
-                            "code side by side."),
+    m_empty = new QLabel(tr("No candidates to compare.\nPick a task with two evaluated candidates above to see "
+                            "their code side by side."),
                          this);
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);

@@ -26,6 +26,8 @@
 #include <QMap>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QScrollArea>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -36,6 +38,9 @@
 namespace kwb::app {
 
 namespace {
+
+/// QSettings key of the launch database the user chose.
+const QString kLaunchDatabaseKey = QStringLiteral("launch/database");
 
 constexpr int kLevels = 3;
 constexpr int kTasksPerLevel = 10;
@@ -129,8 +134,11 @@ LaunchPage::LaunchPage(RunManager* manager, QWidget* parent)
     buildUi();
     fillTaskTree(defaultCatalog());
     setRegime(QStringLiteral("agent"));
-    const QString dataDir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    m_database->setText(QDir(dataDir.isEmpty() ? QDir::homePath() : dataDir).filePath(QStringLiteral("runs.db")));
+    // The user's last choice, else a file of its own: never the open study database (runlaunch.h).
+    m_database->setText(QSettings().value(kLaunchDatabaseKey, defaultLaunchDatabase()).toString());
+    m_database->setToolTip(tr("Where launched runs are written. The Results page offers to open it when it is not "
+                              "the database shown there."));
+    connect(m_database, &QLineEdit::editingFinished, this, [this] { setDatabasePath(databasePath()); });
     if (qEnvironmentVariableIsSet("KWB_API_KEY"))
         m_apiKey->setPlaceholderText(tr("from $KWB_API_KEY"));
 
@@ -150,7 +158,18 @@ LaunchPage::~LaunchPage() = default;
 
 void LaunchPage::buildUi()
 {
-    auto* layout = new QHBoxLayout(this);
+    // In a scroll area: the form is taller than a 1280×720 screen leaves, and the page's minimum
+    // height would otherwise be the whole window's.
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("launchScroll"));
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* content = new QWidget(scroll);
+    auto* layout = new QHBoxLayout(content);
+    scroll->setWidget(content);
+    outer->addWidget(scroll);
     layout->addWidget(buildTasksBox(), 2);
     layout->addWidget(buildRegimeBox(), 3);
     auto* right = new QVBoxLayout;
@@ -217,7 +236,9 @@ QWidget* LaunchPage::buildRegimeBox()
     m_regimeDescription = new QLabel(box);
     m_regimeDescription->setObjectName(QStringLiteral("regimeDescription"));
     m_regimeDescription->setWordWrap(true);
-    m_regimeDescription->setStyleSheet(QStringLiteral("color: palette(mid);"));
+    // Body text on the window's colours: the dimmed grey it had was hard to read.
+    m_regimeDescription->setFrameShape(QFrame::StyledPanel);
+    m_regimeDescription->setMargin(6);
     layout->addWidget(m_regimeDescription);
 
     layout->addWidget(m_routed);
@@ -758,6 +779,8 @@ RunSessionEnvironment LaunchPage::environment() const
 void LaunchPage::setDatabasePath(const QString& path)
 {
     m_database->setText(path);
+    // A choice the user made stays chosen: reopening the window or another database keeps it.
+    QSettings().setValue(kLaunchDatabaseKey, path.trimmed());
 }
 
 QString LaunchPage::databasePath() const
@@ -936,7 +959,7 @@ void LaunchPage::chooseDatabase()
                                                       tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"),
                                                       nullptr, QFileDialog::DontConfirmOverwrite);
     if (!path.isEmpty())
-        m_database->setText(path);
+        setDatabasePath(path);
 }
 
 } // namespace kwb::app

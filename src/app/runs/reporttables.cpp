@@ -90,6 +90,18 @@ QString countCell(const std::optional<qint64>& value)
     return value ? QString::number(*value) : kNone;
 }
 
+QString compactCountCell(const std::optional<qint64>& value)
+{
+    if (!value)
+        return kNone;
+    const double v = double(*value);
+    if (v < 10000)
+        return QString::number(*value);
+    if (v < 1e6)
+        return QStringLiteral("%1k").arg(v / 1e3, 0, 'f', v < 1e5 ? 1 : 0);
+    return QStringLiteral("%1 M").arg(v / 1e6, 0, 'f', v < 1e7 ? 2 : 1);
+}
+
 QString durationCell(const std::optional<qint64>& ms)
 {
     if (!ms)
@@ -122,7 +134,7 @@ TextTable runTable(const Report& report)
         table.rows.append({run.label(), run.run.status, QString::number(m.tasks),
                            percentCell(m.correctPct), percentCell(m.fast1Pct), percentCell(m.compiledPct),
                            speedupCell(m),
-                           QStringLiteral("%1 / %2").arg(countCell(run.usage.tokensIn), countCell(run.usage.tokensOut)),
+                           QStringLiteral("%1 / %2").arg(compactCountCell(run.usage.tokensIn), compactCountCell(run.usage.tokensOut)),
                            durationCell(run.usage.latencyMs)});
         QStringList tips = emptyTips(int(table.headers.size()));
         tips[0] = tr("%1, created %2, %3 evaluations")
@@ -132,6 +144,7 @@ TextTable runTable(const Report& report)
         tips[4] = tr("%1 of %2 tasks correct and faster than the reference").arg(m.fast1).arg(m.tasks);
         tips[5] = tr("%1 of %2 tasks compiled").arg(m.compiled).arg(m.tasks);
         tips[6] = tr("Geometric mean over the %1 correct kernel(s) with a timed speedup").arg(m.geomeanCount);
+        tips[7] = tr("%1 tokens in, %2 out").arg(countCell(run.usage.tokensIn), countCell(run.usage.tokensOut));
         tips[8] = tr("The model requests' latencies added up (%1 responses)").arg(run.usage.responses);
         table.tooltips.append(tips);
     }
@@ -169,25 +182,17 @@ QString fastPNoteText()
 
 TextTable levelTable(const Report& report)
 {
+    // The export's own per-level table (core's perLevelTable): one definition of its columns.
+    const ReportTable core = perLevelTable(report);
     TextTable table;
-    table.headers = {tr("Run")};
-    for (const int level : report.levels)
-        table.headers << tr("L%1 solved").arg(level) << tr("L%1 correct %").arg(level);
-    table.textColumns = 1;
-    for (const RunReport& run : report.runs) {
-        QStringList cells = {run.label()};
+    table.headers = core.headers;
+    table.rows = core.rows;
+    table.textColumns = core.textColumns;
+    for (const QStringList& row : std::as_const(core.rows)) {
         QStringList tips = emptyTips(int(table.headers.size()));
-        for (const int level : report.levels) {
-            const auto it = run.summary.perLevel.constFind(level);
-            if (it == run.summary.perLevel.cend() || it->tasks == 0) {
-                cells << kNone << kNone;
-                continue;
-            }
-            tips[cells.size()] = tr("fast_1 %1, compiled %2").arg(percentCell(it->fast1Pct), percentCell(it->compiledPct));
-            cells << QStringLiteral("%1/%2").arg(it->correct).arg(it->tasks) << percentCell(it->correctPct);
-        }
-        table.rows.append(cells);
+        tips[0] = tr("95 % bootstrap intervals over this level's tasks; fast_1: correct and faster than the reference");
         table.tooltips.append(tips);
+        Q_UNUSED(row);
     }
     return table;
 }

@@ -32,6 +32,8 @@ QString percentCell(const Estimate& estimate);
 QString speedupCell(const Metrics& metrics);
 /// The number, "–" when absent.
 QString countCell(const std::optional<qint64>& value);
+/// "950", "12.3k", "1.24 M": a count short enough for a table cell; "–" when absent.
+QString compactCountCell(const std::optional<qint64>& value);
 /// "3.4 s", "12 min 5 s", "–" when absent.
 QString durationCell(const std::optional<qint64>& ms);
 /// "0.031", "< 0.001".
@@ -40,7 +42,8 @@ QString pValueCell(double p);
 /// Table I: per run tasks, correct %, fast_1 %, compiled % (each with its interval), the
 /// geometric-mean speedup, tokens and model time.
 TextTable runTable(const Report& report);
-/// Table II: per run and level solved (correct / tasks) and correct % with its interval.
+/// Table II: core's perLevelTable (the Markdown export's per-level table): per run and level
+/// tasks, correct %, fast_1 %, compiled % with intervals and the geomean speedup.
 TextTable levelTable(const Report& report);
 /// Every pair of runs on the tasks both have: correct % of each, the difference with its paired
 /// interval, the discordant counts and the sign-test p.

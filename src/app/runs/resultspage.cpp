@@ -3,6 +3,7 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/runlistmodel.h"
 #include "core/store/runstore.h"
+#include "core/study/evaluationsummary.h"
 #include "core/workers/jobtracker.h"
 
 #include <QDir>
@@ -11,6 +12,8 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QPushButton>
@@ -55,9 +58,30 @@ struct ReportResult
 {
     std::optional<Report> report;
     QString error;
+    QStringList notCounted; ///< "#4 agent, L1/1 turn 1 sample 0: not counted: measured …"
 };
 
+/// The evaluations of the runs that say correct but do not count (core's countsAsCorrect), each
+/// with its reason (evaluationsummary.h), so the page says why a correct-looking kernel is missing.
+QStringList notCountedEvaluations(const RunStore& store, const Report& report)
+{
+    QStringList lines;
+    for (const RunReport& run : report.runs)
+        for (const EvaluationRecord& e : store.evaluations(run.run.id)) {
+            if (!e.result.value(QLatin1String("flags")).toArray().contains(QStringLiteral("below_roofline_floor")))
+                continue; // the cheap test first: most evaluations carry no flag
+            for (const QString& reason : notCountedReasons(e.evaluation()))
+                lines << QStringLiteral("%1, %2 turn %3 sample %4: %5")
+                             .arg(run.label(), e.task)
+                             .arg(e.turn)
+                             .arg(e.sample)
+                             .arg(reason);
+        }
+    return lines;
+}
+
 const QString kReportSlot = QStringLiteral("report");
+const QString kRunsSlot = QStringLiteral("runs");
 
 } // namespace
 
@@ -82,7 +106,7 @@ ResultsPage::~ResultsPage()
 
 bool ResultsPage::isBuilding() const
 {
-    return m_jobs && m_jobs->isBusy(kReportSlot);
+    return m_jobs && (m_jobs->isBusy(kReportSlot) || m_jobs->isBusy(kRunsSlot));
 }
 
 void ResultsPage::buildUi()
@@ -117,6 +141,31 @@ void ResultsPage::buildUi()
     connect(m_exportJson, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Json); });
     connect(m_exportMarkdown, &QPushButton::clicked, this, [this] { exportWithDialog(ExportFormat::Markdown); });
 
+    // Where a launched run went, when that is not the database on the page.
+    m_offerBar = new QWidget(this);
+    m_offerBar->setObjectName(QStringLiteral("offerBar"));
+    auto* offerLayout = new QHBoxLayout(m_offerBar);
+    offerLayout->setContentsMargins(6, 2, 6, 2);
+    m_offerText = new QLabel(m_offerBar);
+    m_offerText->setObjectName(QStringLiteral("offerText"));
+    m_offerText->setWordWrap(true);
+    auto* openOffered = new QPushButton(tr("Open it here"), m_offerBar);
+    openOffered->setObjectName(QStringLiteral("openOffered"));
+    auto* dismiss = new QPushButton(tr("Dismiss"), m_offerBar);
+    offerLayout->addWidget(m_offerText, 1);
+    offerLayout->addWidget(openOffered);
+    offerLayout->addWidget(dismiss);
+    m_offerBar->setAutoFillBackground(true);
+    m_offerBar->setBackgroundRole(QPalette::AlternateBase);
+    m_offerBar->hide();
+    layout->addWidget(m_offerBar);
+    connect(openOffered, &QPushButton::clicked, this, [this] {
+        const QString path = m_offered;
+        offerDatabase(QString());
+        Q_EMIT openRequested(path);
+    });
+    connect(dismiss, &QPushButton::clicked, this, [this] { offerDatabase(QString()); });
+
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     layout->addWidget(splitter, 1);
 
@@ -145,6 +194,16 @@ void ResultsPage::buildUi()
     m_runList->setColumnHidden(RunListModel::CreatedColumn, true);
     m_runList->setColumnHidden(RunListModel::RegimeColumn, true); // the name starts with it
     m_runList->setColumnHidden(RunListModel::TasksColumn, true);  // in the correct column's tooltip
+    // Status and correct % are Table I's columns: the list keeps to what picks a run, so Table I
+    // gets the width at 1280×720.
+    m_runList->setColumnHidden(RunListModel::StatusColumn, true);
+    m_runList->setColumnHidden(RunListModel::CorrectColumn, true);
+    connect(m_runList->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this, sorted](const QModelIndex& current) {
+                const qint64 id = sorted->mapToSource(current).data(RunListModel::RunIdRole).toLongLong();
+                if (id > 0)
+                    Q_EMIT runSelected(m_databasePath, id);
+            });
     connect(m_runList, &QTableView::doubleClicked, this, [this, sorted](const QModelIndex& index) {
         const qint64 id = sorted->mapToSource(index).data(RunListModel::RunIdRole).toLongLong();
         if (id > 0)
@@ -169,7 +228,9 @@ void ResultsPage::buildUi()
     m_tablesEmpty->setObjectName(QStringLiteral("tablesEmpty"));
     m_tablesEmpty->setAlignment(Qt::AlignCenter);
     m_tablesEmpty->setWordWrap(true);
-    auto* tables = new QSplitter(Qt::Vertical, m_tablesStack);
+    auto* tables = new QWidget(m_tablesStack);
+    auto* tablesLayout = new QVBoxLayout(tables);
+    tablesLayout->setContentsMargins(0, 0, 0, 0);
     m_tablesStack->addWidget(m_tablesEmpty);
     m_tablesStack->addWidget(tables);
 
@@ -179,18 +240,29 @@ void ResultsPage::buildUi()
     m_routingTableModel = new QStandardItemModel(this);
     m_ablationTableModel = new QStandardItemModel(this);
 
-    // Table I over Table II: each has a row per run and needs the width for its columns.
+    // Table I on top, as tall as its rows (up to what the page leaves), the other tables in tabs
+    // under it: at 1280×720 every run of Table I stays in view (a splitter of three gave it two rows).
     auto* tableOne = new QGroupBox(tr("Table I: per run"), tables);
     auto* tableOneLayout = new QVBoxLayout(tableOne);
     m_runTable = makeTable(m_runTableModel, QStringLiteral("runTable"), tableOne);
+    m_runTable->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    m_runTable->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
     tableOneLayout->addWidget(m_runTable);
-    auto* tableTwo = new QGroupBox(tr("Table II: per level"), tables);
-    auto* tableTwoLayout = new QVBoxLayout(tableTwo);
-    m_levelTable = makeTable(m_levelTableModel, QStringLiteral("levelTable"), tableTwo);
-    tableTwoLayout->addWidget(m_levelTable);
+    // Evaluations a run stored as correct that no table counts, and why (issue 11: the window says why).
+    m_notCounted = noteLabel(QString(), tableOne);
+    m_notCounted->setObjectName(QStringLiteral("notCountedNote"));
+    m_notCounted->setStyleSheet(QStringLiteral("color: #b01e1e;"));
+    m_notCounted->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_notCounted->hide();
+    tableOneLayout->addWidget(m_notCounted);
 
     m_detailTabs = new QTabWidget(tables);
     m_detailTabs->setObjectName(QStringLiteral("detailTabs"));
+    auto* tableTwo = new QWidget(m_detailTabs);
+    auto* tableTwoLayout = new QVBoxLayout(tableTwo);
+    m_levelTable = makeTable(m_levelTableModel, QStringLiteral("levelTable"), tableTwo);
+    tableTwoLayout->addWidget(m_levelTable);
+    m_detailTabs->addTab(tableTwo, tr("Table II: per level"));
     auto* pairs = new QWidget(m_detailTabs);
     auto* pairsLayout = new QVBoxLayout(pairs);
     m_pairTable = makeTable(m_pairTableModel, QStringLiteral("pairTable"), pairs);
@@ -226,22 +298,35 @@ void ResultsPage::buildUi()
     fastPLayout->addWidget(noteLabel(fastPNoteText(), fastP));
     m_detailTabs->addTab(fastP, tr("fast_p"));
 
-    tables->setStretchFactor(0, 2);
-    tables->setStretchFactor(1, 2);
-    tables->setStretchFactor(2, 3);
+    tablesLayout->addWidget(tableOne, 0);
+    tablesLayout->addWidget(m_detailTabs, 1);
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 4);
-    splitter->setSizes({300, 980});
+    splitter->setSizes({250, 1030});
 
     m_statusLabel = new QLabel(this);
     m_statusLabel->setObjectName(QStringLiteral("statusLabel"));
     layout->addWidget(m_statusLabel);
 }
 
+void ResultsPage::offerDatabase(const QString& path, const QString& runLabel)
+{
+    const bool shown = !path.isEmpty()
+                       && QFileInfo(path).absoluteFilePath() != QFileInfo(m_databasePath).absoluteFilePath();
+    m_offered = shown ? path : QString();
+    if (shown)
+        m_offerText->setText(tr("Run %1 is written to <b>%2</b>, not to the database shown here (%3).")
+                                 .arg(runLabel.isEmpty() ? tr("launched") : runLabel.toHtmlEscaped(),
+                                      QDir::toNativeSeparators(path).toHtmlEscaped(),
+                                      QFileInfo(m_databasePath).fileName().toHtmlEscaped()));
+    m_offerBar->setVisible(shown);
+}
+
 bool ResultsPage::setDatabase(const QString& path, QString* error)
 {
     m_report.reset();
     m_jobs->cancel(kReportSlot); // a report still being built is for the old database
+    m_jobs->cancel(kRunsSlot);
     m_databasePath = path;
     m_store.reset();
     m_runs->clear();
@@ -263,11 +348,15 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
         return false;
     }
     m_store = std::move(store);
+    if (!m_offered.isEmpty() && QFileInfo(m_offered).absoluteFilePath() == QFileInfo(path).absoluteFilePath())
+        offerDatabase(QString()); // the offered file is now the one shown
     m_databaseLabel->setText(tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
     m_databaseLabel->setToolTip(QFileInfo(path).absoluteFilePath());
-    m_runs->reload(*m_store);
-    m_runs->setAllChecked(true);
-    scheduleReport();
+    m_tablesEmpty->setText(tr("Computing the report of %1 …").arg(QFileInfo(path).fileName()));
+    m_tablesStack->setCurrentWidget(m_tablesEmpty);
+    m_runsEmpty->setText(tr("Reading the runs of %1 …").arg(QFileInfo(path).fileName()));
+    m_runsStack->setCurrentWidget(m_runsEmpty);
+    loadRuns(true);
     Q_EMIT databaseChanged(path);
     return true;
 }
@@ -276,8 +365,28 @@ void ResultsPage::refresh()
 {
     if (!m_store)
         return;
-    m_runs->reload(*m_store);
-    scheduleReport();
+    loadRuns(false);
+}
+
+void ResultsPage::loadRuns(bool checkAll)
+{
+    // Every evaluation of the file is read for the list's counts: in the pool, with a connection
+    // of its own, so a large database or a run writing to it never stalls the window.
+    const QString path = m_databasePath;
+    m_jobs->run(
+        kRunsSlot,
+        [path] {
+            RunStore store;
+            store.open(path);
+            return RunListModel::readEntries(store);
+        },
+        [this, checkAll](QList<RunListEntry>&& entries) {
+            m_runs->setEntries(entries);
+            if (checkAll)
+                m_runs->setAllChecked(true); // schedules the report
+            scheduleReport();
+            Q_EMIT runsLoaded();
+        });
 }
 
 QList<qint64> ResultsPage::checkedRuns() const
@@ -315,8 +424,8 @@ void ResultsPage::scheduleReport()
 void ResultsPage::startReport()
 {
     m_jobs->cancel(kReportSlot); // whatever is shown next, a report still being built is stale
-    if (!m_store) {
-        updateActions();
+    if (!m_store || m_jobs->isBusy(kRunsSlot)) {
+        updateActions(); // the run list, once read, schedules the report
         return;
     }
     if (m_runs->rowCount() == 0) {
@@ -348,13 +457,25 @@ void ResultsPage::startReport()
                 result.error = store.errorString();
             else
                 result.report = buildReport(store, ids, options, &result.error);
+            if (result.report)
+                result.notCounted = notCountedEvaluations(store, *result.report);
             return result;
         },
         [this](ReportResult&& result) {
+            m_notCounted->setText(result.notCounted.isEmpty()
+                                      ? QString()
+                                      : tr("Not counted as correct or fast (%1):\n").arg(result.notCounted.size())
+                                            + result.notCounted.join(QLatin1Char('\n')));
+            m_notCounted->setVisible(!result.notCounted.isEmpty());
             showReport(result.report, result.error);
             updateActions();
         });
     m_statusLabel->setText(tr("Computing the report of %1 …").arg(counted(ids.size(), tr("run"), tr("runs"))));
+    if (!m_report) {
+        // Nothing shown yet: say what is happening, not "no database".
+        m_tablesEmpty->setText(m_statusLabel->text());
+        m_tablesStack->setCurrentWidget(m_tablesEmpty);
+    }
     updateActions();
 }
 

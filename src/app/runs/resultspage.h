@@ -65,16 +65,29 @@ public:
 
     RunListModel* runListModel() const { return m_runs; }
 
+    /// A run was launched into `path`, which is not the database shown: a bar above the tables
+    /// says so and offers to open it (openRequested). Empty: the bar goes.
+    void offerDatabase(const QString& path, const QString& runLabel = QString());
+    QString offeredDatabase() const { return m_offered; }
+
 Q_SIGNALS:
     /// A new report is on the page (also when the check marks leave none).
     void reportReady();
+    /// The run list has been read (after setDatabase() or refresh(), in the background).
+    void runsLoaded();
     void databaseChanged(const QString& path);
     /// A run was double-clicked: open it in the monitor.
     void runActivated(const QString& database, qint64 runId);
+    /// A run of the list became the current one (a click or the keyboard).
+    void runSelected(const QString& database, qint64 runId);
+    /// "Open" on the bar of offerDatabase(): the window opens that database for every page.
+    void openRequested(const QString& path);
 
 private:
     void buildUi();
     void scheduleReport();
+    /// Reads the run list in a background job; checkAll: then check every run (a database just opened).
+    void loadRuns(bool checkAll);
     void startReport();
     void showReport(const std::optional<Report>& report, const QString& error);
     void showEmptyState(const QString& text);
@@ -91,6 +104,9 @@ private:
     JobTracker* m_jobs = nullptr; ///< builds the report (slot "report")
     bool m_reportScheduled = false;
 
+    QString m_offered;
+    QWidget* m_offerBar = nullptr;
+    QLabel* m_offerText = nullptr;
     QLabel* m_databaseLabel = nullptr;
     QLabel* m_statusLabel = nullptr;
     QStackedWidget* m_runsStack = nullptr;
@@ -111,6 +127,7 @@ private:
     QStandardItemModel* m_fastPTableModel = nullptr;
     QTableView* m_fastPTable = nullptr;
     QLabel* m_routingNote = nullptr;
+    QLabel* m_notCounted = nullptr;
     QLabel* m_ablationNote = nullptr;
     QTabWidget* m_detailTabs = nullptr;
     QPushButton* m_exportCsv = nullptr;

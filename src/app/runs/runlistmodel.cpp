@@ -1,5 +1,6 @@
 #include "app/runs/runlistmodel.h"
 
+#include "core/run/runname.h"
 #include "core/study/report.h"
 
 #include <QJsonObject>
@@ -46,13 +47,22 @@ void RunListModel::clear()
     }
 }
 
+QList<RunListEntry> RunListModel::readEntries(const RunStore& store)
+{
+    QList<RunListEntry> entries;
+    if (store.isOpen())
+        for (const RunInfo& info : store.runs())
+            entries.append(runListEntry(store, info));
+    return entries;
+}
+
 void RunListModel::reload(const RunStore& store)
 {
-    QList<RunListEntry> fresh;
-    if (store.isOpen()) {
-        for (const RunInfo& info : store.runs())
-            fresh.append(runListEntry(store, info));
-    }
+    setEntries(readEntries(store));
+}
+
+void RunListModel::setEntries(const QList<RunListEntry>& fresh)
+{
     QSet<qint64> freshIds;
     for (const RunListEntry& e : std::as_const(fresh))
         freshIds.insert(e.info.id);
@@ -103,7 +113,7 @@ QVariant RunListModel::displayValue(const RunListEntry& entry, int column) const
 {
     switch (column) {
     case IdColumn: return QStringLiteral("#%1").arg(entry.info.id);
-    case NameColumn: return entry.info.name;
+    case NameColumn: return runDescription(entry.info); // what sets it apart (runname.h), the stored name in the tooltip
     case RegimeColumn: return entry.info.regime;
     case CreatedColumn: return entry.info.created.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
     case StatusColumn: return entry.info.status;
@@ -146,6 +156,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
             return tr("%1 of %2 tasks correct (%3 evaluations)").arg(entry.correct).arg(entry.tasks).arg(entry.evaluations);
         if (index.column() == IdColumn)
             return tr("Check to compare this run on the results page");
+        if (index.column() == NameColumn)
+            return entry.info.name;
         return {};
     case RunIdRole: return entry.info.id;
     case SortRole: return sortValue(entry, index.column());

@@ -41,6 +41,11 @@ public:
 
     /// Reads the store's runs (an empty list when it is not open) and keeps check marks by run id.
     void reload(const RunStore& store);
+    /// The entries reload() would show: reads every evaluation of the store, so the results page
+    /// calls it in a background job with its own connection and hands the list to setEntries().
+    static QList<RunListEntry> readEntries(const RunStore& store);
+    /// Shows these entries (in id order), updating rows in place as reload() does.
+    void setEntries(const QList<RunListEntry>& entries);
     void clear();
 
     int rowCount(const QModelIndex& parent = QModelIndex()) const override;

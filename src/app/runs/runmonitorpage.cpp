@@ -6,6 +6,8 @@
 #include "app/runs/runtreemodel.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/run/runlaunch.h"
+#include "core/run/runname.h"
+#include "core/study/evaluationsummary.h"
 
 #include <QCheckBox>
 #include <QFileInfo>
@@ -41,6 +43,11 @@ QPlainTextEdit* monospaceView(const QString& name, QWidget* parent)
     view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     view->setLineWrapMode(QPlainTextEdit::NoWrap);
     return view;
+}
+
+QString kNoUnitText()
+{
+    return RunMonitorPage::tr("Select a sample to see the model's text, its compile log and evaluation.");
 }
 
 } // namespace
@@ -147,8 +154,10 @@ void RunMonitorPage::buildUi()
     m_tree->setAlternatingRowColors(true);
     m_tree->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_tree->header()->setSectionResizeMode(RunTreeModel::ItemColumn, QHeaderView::Stretch);
-    m_tree->header()->setStretchLastSection(false);
+    // The item column as wide as its deepest row ("Sample 12" under a turn under a task): as a
+    // stretched column it was squeezed to "Sa…" and "L1/…", so rows read as overlapping or repeated.
+    m_tree->header()->setSectionResizeMode(RunTreeModel::ItemColumn, QHeaderView::ResizeToContents);
+    m_tree->header()->setStretchLastSection(true);
     connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &RunMonitorPage::showDetails);
     connect(m_tree, &QTreeView::clicked, this, [this] { m_follow->setChecked(false); });
     connect(m_model, &QAbstractItemModel::rowsInserted, this, [this](const QModelIndex& parent, int first, int last) {
@@ -172,7 +181,7 @@ void RunMonitorPage::buildUi()
     auto* details = new QWidget(horizontal);
     auto* detailsLayout = new QVBoxLayout(details);
     detailsLayout->setContentsMargins(0, 0, 0, 0);
-    m_unitHeader = new QLabel(tr("Select a sample to see the model's text, its compile log and evaluation."), details);
+    m_unitHeader = new QLabel(kNoUnitText(), details);
     m_unitHeader->setObjectName(QStringLiteral("unitHeader"));
     m_unitHeader->setWordWrap(true);
     m_unitHeader->setTextFormat(Qt::RichText);
@@ -182,10 +191,20 @@ void RunMonitorPage::buildUi()
     m_text = monospaceView(QStringLiteral("modelText"), m_tabs);
     m_text->setLineWrapMode(QPlainTextEdit::WidgetWidth);
     m_compileLog = monospaceView(QStringLiteral("compileLog"), m_tabs);
-    m_evaluation = monospaceView(QStringLiteral("evaluationText"), m_tabs);
+    // The evaluation in words (core/study/evaluationsummary.h), the worker's JSON behind a toggle.
+    auto* evaluationTab = new QWidget(m_tabs);
+    auto* evaluationLayout = new QVBoxLayout(evaluationTab);
+    evaluationLayout->setContentsMargins(0, 0, 0, 0);
+    m_evaluation = monospaceView(QStringLiteral("evaluationText"), evaluationTab);
+    m_evaluation->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_rawJson = new QCheckBox(tr("Show the worker's raw JSON"), evaluationTab);
+    m_rawJson->setObjectName(QStringLiteral("rawJsonToggle"));
+    connect(m_rawJson, &QCheckBox::toggled, this, &RunMonitorPage::showDetails);
+    evaluationLayout->addWidget(m_evaluation, 1);
+    evaluationLayout->addWidget(m_rawJson);
     m_tabs->addTab(m_text, tr("Model text"));
     m_tabs->addTab(m_compileLog, tr("Compile log"));
-    m_tabs->addTab(m_evaluation, tr("Evaluation"));
+    m_tabs->addTab(evaluationTab, tr("Evaluation"));
     detailsLayout->addWidget(m_tabs, 1);
     horizontal->setStretchFactor(0, 3);
     horizontal->setStretchFactor(1, 2);
@@ -234,6 +253,8 @@ void RunMonitorPage::clear()
     m_text->clear();
     m_compileLog->clear();
     m_evaluation->clear();
+    // The unit shown belonged to the run before: nothing of it stays (its header did).
+    m_unitHeader->setText(kNoUnitText());
     m_stack->setCurrentWidget(m_empty);
 }
 
@@ -309,9 +330,9 @@ void RunMonitorPage::updateHeader()
         return;
     }
     if (m_openedStore) {
-        m_title->setText(tr("<b>Run #%1 %2</b> · %3")
-                             .arg(m_openedInfo.id)
-                             .arg(m_openedInfo.name.toHtmlEscaped(), QFileInfo(m_openedPath).fileName()));
+        m_title->setText(tr("<b>Run %1</b> · %2")
+                             .arg(runLabel(m_openedInfo).toHtmlEscaped(), QFileInfo(m_openedPath).fileName()));
+        m_title->setToolTip(m_openedInfo.name);
         m_state->setText(m_openedInfo.status);
         m_pause->setVisible(false);
         m_cancel->setVisible(false);
@@ -412,6 +433,22 @@ bool RunMonitorPage::openRun(const QString& databasePath, qint64 runId, QString*
     return true;
 }
 
+bool RunMonitorPage::followRun(const QString& databasePath, qint64 runId, QString* error)
+{
+    const auto sameFile = [](const QString& a, const QString& b) {
+        return QFileInfo(a).absoluteFilePath() == QFileInfo(b).absoluteFilePath();
+    };
+    RunSession* live = m_manager ? m_manager->current() : nullptr;
+    if (live && live->runId() == runId && sameFile(live->environment().databasePath, databasePath)) {
+        if (m_session != live)
+            setSession(live);
+        return true;
+    }
+    if (!m_session && m_openedStore && m_openedRunId == runId && sameFile(m_openedPath, databasePath))
+        return true;
+    return openRun(databasePath, runId, error);
+}
+
 void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
 {
     for (const UnitResponse& r : store.responses(runId)) {
@@ -478,6 +515,9 @@ void RunMonitorPage::showDetails()
                          .arg(status.toHtmlEscaped());
     if (unit->speedup)
         header += tr(" · speedup %1×").arg(*unit->speedup, 0, 'f', 2);
+    if (!unit->result.isEmpty())
+        for (const QString& reason : notCountedReasons(decodeEvaluation(unit->result)))
+            header += QStringLiteral("<br><span style=\"color:#b01e1e\">%1</span>").arg(reason.toHtmlEscaped());
     const QString message = index.data(RunTreeModel::MessageRole).toString();
     if (!message.isEmpty())
         header += QStringLiteral("<br>") + message.toHtmlEscaped();
@@ -495,9 +535,12 @@ void RunMonitorPage::showDetails()
     m_compileLog->setPlainText(log.isEmpty() ? (unit->result.isEmpty() ? tr("(not evaluated yet)")
                                                                        : tr("(the compiler said nothing)"))
                                              : log);
-    m_evaluation->setPlainText(unit->result.isEmpty()
-                                   ? QString()
-                                   : QString::fromUtf8(QJsonDocument(unit->result).toJson(QJsonDocument::Indented)));
+    if (unit->result.isEmpty())
+        m_evaluation->setPlainText(QString());
+    else if (m_rawJson->isChecked())
+        m_evaluation->setPlainText(QString::fromUtf8(QJsonDocument(unit->result).toJson(QJsonDocument::Indented)));
+    else
+        m_evaluation->setPlainText(evaluationSummary(decodeEvaluation(unit->result)));
 }
 
 void RunMonitorPage::onStreamed(const UnitKey& unit, const QString& chunk)

@@ -47,6 +47,9 @@ public:
     RunSession* session() const { return m_session; }
     /// Shows a stored run (not live). False, with the reason on the page, when it cannot be read.
     bool openRun(const QString& databasePath, qint64 runId, QString* error = nullptr);
+    /// Shows a run chosen elsewhere (the Results page): the manager's live session when it is
+    /// that run, else the stored run (openRun). Already shown: nothing changes.
+    bool followRun(const QString& databasePath, qint64 runId, QString* error = nullptr);
     /// Back to the empty state.
     void clear();
 
@@ -101,7 +104,8 @@ private:
     QTabWidget* m_tabs = nullptr;
     QPlainTextEdit* m_text = nullptr;
     QPlainTextEdit* m_compileLog = nullptr;
-    QPlainTextEdit* m_evaluation = nullptr;
+    QPlainTextEdit* m_evaluation = nullptr; ///< the summary, or the raw JSON with m_rawJson
+    QCheckBox* m_rawJson = nullptr;
     QLabel* m_problemsTitle = nullptr;
     QTreeWidget* m_problems = nullptr;
     QTimer* m_tick = nullptr;

@@ -5,6 +5,7 @@
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/run/selection.h"
+#include "core/study/evaluationsummary.h"
 
 #include <QBrush>
 #include <QColor>
@@ -108,6 +109,16 @@ RunTreeModel::RunTreeModel(QObject* parent)
 
 RunTreeModel::~RunTreeModel() = default;
 
+void RunTreeModel::describeEvaluation(RunTreeUnit& u)
+{
+    // Decoded once per evaluation, not per paint.
+    const EvaluationResult e = decodeEvaluation(u.result);
+    u.maxAbsDiffText = maxAbsDiffText(e);
+    if (u.maxAbsDiffText.isEmpty() && u.maxAbsDiff)
+        u.maxAbsDiffText = QString::number(*u.maxAbsDiff, 'g', 3);
+    u.notCounted = e.isCorrect() && !e.countsAsCorrect();
+}
+
 bool RunTreeModel::isAnswerRole(const QString& role)
 {
     return roleRank(role) == 3;
@@ -183,6 +194,7 @@ void RunTreeModel::load(const RunStore& store, qint64 runId)
             u.speedup = e.speedup;
             u.maxAbsDiff = e.maxAbsDiff;
             u.result = e.result;
+            describeEvaluation(u);
         }
     }
     m_live = live;
@@ -313,6 +325,7 @@ void RunTreeModel::appendEvaluation(const EvaluationRecord& evaluation)
     u.speedup = evaluation.speedup;
     u.maxAbsDiff = evaluation.maxAbsDiff;
     u.result = evaluation.result;
+    describeEvaluation(u);
     u.generating = false;
     unitChanged(node);
 }
@@ -455,7 +468,7 @@ QVariant RunTreeModel::headerData(int section, Qt::Orientation orientation, int 
 QString RunTreeModel::unitStatus(const RunTreeUnit& u) const
 {
     if (u.evaluationId != 0 || !u.status.isEmpty())
-        return u.status;
+        return u.notCounted ? u.status + QStringLiteral(" (not counted)") : u.status;
     if (!u.error.isEmpty())
         return QStringLiteral("request failed");
     if (u.generating)
@@ -505,7 +518,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
         case RoleColumn: return u.role;
         case StatusColumn: return unitStatus(u);
         case SpeedupColumn: return u.speedup ? QStringLiteral("%1×").arg(*u.speedup, 0, 'f', 2) : QString();
-        case MaxAbsDiffColumn: return u.maxAbsDiff ? QString::number(*u.maxAbsDiff, 'g', 3) : QString();
+        case MaxAbsDiffColumn: return u.maxAbsDiffText;
         case TokensColumn: return tokensText(u.tokensIn, u.tokensOut);
         case LatencyColumn: return u.latencyMs ? durationCell(u.latencyMs) : QString();
         }
@@ -526,7 +539,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
     case SpeedupColumn:
         return s.best && s.best->speedup ? QStringLiteral("%1×").arg(*s.best->speedup, 0, 'f', 2) : QString();
     case MaxAbsDiffColumn:
-        return s.best && s.best->maxAbsDiff ? QString::number(*s.best->maxAbsDiff, 'g', 3) : QString();
+        return s.best ? s.best->maxAbsDiffText : QString();
     case TokensColumn: return tokensText(s.tokensIn, s.tokensOut);
     case LatencyColumn: return s.latencyMs ? durationCell(s.latencyMs) : QString();
     }

@@ -27,6 +27,8 @@ struct RunTreeUnit
     QString status; ///< the evaluation's status; empty before an evaluation
     std::optional<double> speedup;
     std::optional<double> maxAbsDiff;
+    QString maxAbsDiffText; ///< evaluationsummary.h's: "non-finite (…)" for NaN/Inf outputs, never a bare 0
+    bool notCounted = false; ///< correct by status, not counted (below the roofline floor)
     std::optional<qint64> tokensIn;
     std::optional<qint64> tokensOut;
     std::optional<qint64> latencyMs;
@@ -99,6 +101,8 @@ public:
 
     /// Whether a role writes the answer (generator, retry, …) rather than notes (analyzer,
     /// researcher, triager, critic).
+    /// Fills the unit's texts that come from its evaluation (max |diff|, not counted).
+    static void describeEvaluation(RunTreeUnit& unit);
     static bool isAnswerRole(const QString& role);
 
 private:

@@ -6,6 +6,7 @@
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/runcontroller.h"
+#include "core/run/runname.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/gpulease.h"
@@ -66,8 +67,12 @@ bool HeadlessRun::isOver() const
 
 QString HeadlessRun::label() const
 {
-    if (m_runId > 0)
+    if (m_runId > 0) {
+        // The name every page gives the run (runname.h), from what the store holds of it.
+        if (const std::optional<RunInfo> info = m_store.run(m_runId))
+            return runLabel(*info);
         return QStringLiteral("#%1 %2").arg(m_runId).arg(m_plan.runName());
+    }
     return m_plan.runName();
 }
 

@@ -119,7 +119,7 @@ public:
     qint64 runId() const { return m_runId; }
     /// The run's own connection to the database (use from this thread only).
     const RunStore& store() const { return m_store; }
-    /// "#3 agent L2:1-10", or the plan's name before the run exists.
+    /// "#3 agent n=8" (runname.h's runLabel) once the run exists, the plan's name before.
     QString label() const;
 
     int tasksDone() const { return m_tasksDone; }

@@ -18,6 +18,7 @@
 #include <QUuid>
 #include <QJsonArray>
 #include <QRegularExpression>
+#include <QStandardPaths>
 #include <QTimer>
 
 #include <algorithm>
@@ -87,6 +88,17 @@ QString shippedPromptSetDir(const QString& name)
         return {};
     const QFileInfo study(defaultPromptsDir());
     return study.absoluteDir().filePath(QStringLiteral("prompts-") + name);
+}
+
+QString userDataDir()
+{
+    const QString base = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+    return QDir(base.isEmpty() ? QDir::homePath() : base).filePath(QStringLiteral("kernel-workbench"));
+}
+
+QString defaultLaunchDatabase()
+{
+    return QDir(userDataDir()).filePath(QStringLiteral("launched-runs.db"));
 }
 
 QString elapsedClock(qint64 ms)

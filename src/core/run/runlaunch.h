@@ -50,6 +50,14 @@ QStringList shippedPromptSetNames();
 /// A shipped set's directory (it need not exist); empty for an unknown name.
 QString shippedPromptSetDir(const QString& name);
 
+/// The workbench's folder in the user's data dir: GenericDataLocation/kernel-workbench
+/// (~/.local/share/kernel-workbench on Linux, the name once, not the organisation's and the
+/// program's). Not created.
+QString userDataDir();
+/// Where Launch writes runs unless the user picks another file: userDataDir()/launched-runs.db.
+/// Never the open study database, so trying a run does not add it to the study.
+QString defaultLaunchDatabase();
+
 /// Elapsed time as a clock: "4:07", or "1:02:03" past an hour.
 QString elapsedClock(qint64 ms);
 /// The shortest spec naming exactly these ids, in their order ("L1:1-3,L2:5"); ranges are made of

@@ -4,6 +4,7 @@
 
 #include "core/run/regime.h"
 #include "core/run/selection.h"
+#include "core/run/runname.h"
 #include "core/store/runstore.h"
 #include "core/workers/workersupervisor.h"
 
@@ -474,7 +475,7 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info)
 
 QString RunReport::label() const
 {
-    return QStringLiteral("#%1 %2").arg(run.id).arg(run.regime);
+    return runLabel(run);
 }
 
 QMap<QString, int> RunReport::unevaluatedByKind() const
@@ -715,6 +716,25 @@ QString fastPMarkdown(const Report& report)
     return md;
 }
 } // namespace
+ReportTable perLevelTable(const Report& report)
+{
+    ReportTable table;
+    table.headers = {QStringLiteral("run"),        QStringLiteral("level"),      QStringLiteral("tasks"),
+                     QStringLiteral("correct %"),  QStringLiteral("fast_1 %"),   QStringLiteral("compiled %"),
+                     QStringLiteral("geomean speedup (n)")};
+    table.textColumns = 2;
+    const QString notMeasured = QStringLiteral("not measured");
+    for (const RunReport& run : report.runs) {
+        for (auto it = run.summary.perLevel.cbegin(); it != run.summary.perLevel.cend(); ++it) {
+            const Metrics& m = it.value();
+            table.rows.append({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
+                               run.compileOnly ? notMeasured : withInterval(m.correctPct, 1),
+                               run.compileOnly ? notMeasured : withInterval(m.fast1Pct, 1),
+                               withInterval(m.compiledPct, 1), run.compileOnly ? notMeasured : geomeanCell(m)});
+        }
+    }
+    return table;
+}
 
 QString reportMarkdown(const Report& report)
 {
@@ -757,20 +777,10 @@ QString reportMarkdown(const Report& report)
     }
 
     md += QStringLiteral("\n## Per level\n\n");
-    md += mdHeader({QStringLiteral("run"), QStringLiteral("level"), QStringLiteral("tasks"),
-                    QStringLiteral("correct %"), QStringLiteral("fast_1 %"), QStringLiteral("compiled %"),
-                    QStringLiteral("geomean speedup (n)")},
-                   2);
-    for (const RunReport& run : report.runs) {
-        for (auto it = run.summary.perLevel.cbegin(); it != run.summary.perLevel.cend(); ++it) {
-            const Metrics& m = it.value();
-            const QString notMeasured = QStringLiteral("not measured");
-            md += mdRow({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
-                         run.compileOnly ? notMeasured : withInterval(m.correctPct, 1),
-                         run.compileOnly ? notMeasured : withInterval(m.fast1Pct, 1), withInterval(m.compiledPct, 1),
-                         run.compileOnly ? notMeasured : geomeanCell(m)});
-        }
-    }
+    const ReportTable levels = perLevelTable(report);
+    md += mdHeader(levels.headers, levels.textColumns);
+    for (const QStringList& row : levels.rows)
+        md += mdRow(row);
     for (const RunReport& run : report.runs)
         if (run.compileOnly)
             md += QStringLiteral("\n%1 is compile-only: correctness not measured (evaluated with `\"device\": "

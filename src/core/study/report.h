@@ -167,7 +167,7 @@ struct RunReport
     bool compileOnly = false;
     QList<FastP> fastP; ///< fastPOf(outcomes)
 
-    /// "#3 agent", the run's name in tables.
+    /// "#6 agent n=8 1 turn sweep": the run's name in tables (core/run/runname.h's runLabel).
     QString label() const;
     /// How many tasks have no evaluation, per UnevaluatedKind.
     QMap<QString, int> unevaluatedByKind() const;
@@ -236,6 +236,20 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
 /// without evaluations has no sample: pass 0); nullopt when no task has two samples.
 std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord>& evaluations,
                                                     const QStringList& tasks, const BootstrapOptions& options);
+
+/// A table of the report as text cells: what the Markdown export writes and the window shows, so
+/// both read one definition of each column.
+struct ReportTable
+{
+    QStringList headers;
+    QList<QStringList> rows;
+    int textColumns = 1; ///< left-aligned columns from the left; the others are numbers
+};
+
+/// Table II, per run and level (the levels each run has): tasks, correct %, fast_1 % and
+/// compiled % with their 95 % intervals, and the geometric-mean speedup with its count; a
+/// compile-only run's correctness columns say "not measured".
+ReportTable perLevelTable(const Report& report);
 
 /// Markdown: a run table (Tables I–II columns), a per-level table, the paired comparisons, the
 /// ablation table, the best-of-n curves, the routing estimate and the noise caveat.

@@ -4,6 +4,7 @@
 // worker), runs queue behind the running one, and the page renders to a non-uniform PNG.
 
 #include "app/runs/launchpage.h"
+#include "core/run/runlaunch.h"
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/workerresponses.h"
@@ -25,6 +26,8 @@
 #include <QSpinBox>
 #include <QTcpServer>
 #include <QTemporaryDir>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QTest>
 #include <QTreeWidget>
 
@@ -88,7 +91,30 @@ class TestLaunchPage : public QObject
     }
 
 private Q_SLOTS:
-    void initTestCase() { QVERIFY(m_dir.isValid()); }
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        QStandardPaths::setTestModeEnabled(true); // the chosen launch database is a setting
+        QSettings().remove(QStringLiteral("launch/database"));
+    }
+
+    void launchDatabaseIsAFileOfItsOwnAndStaysChosen()
+    {
+        RunManager manager;
+        {
+            LaunchPage page(&manager);
+            // Not a study database someone opened: the launch file in the user's data dir, whose
+            // path names the program once (it was …/kernel-workbench/kernel-workbench/runs.db).
+            QCOMPARE(page.databasePath(), defaultLaunchDatabase());
+            QCOMPARE(page.databasePath().count(QStringLiteral("kernel-workbench")), 1);
+            QVERIFY(page.databasePath().endsWith(QStringLiteral("/kernel-workbench/launched-runs.db")));
+            page.setDatabasePath(m_dir.filePath(QStringLiteral("mine.db")));
+        }
+        // The next window (or page) keeps the choice.
+        LaunchPage again(&manager);
+        QCOMPARE(again.databasePath(), m_dir.filePath(QStringLiteral("mine.db")));
+        QSettings().remove(QStringLiteral("launch/database"));
+    }
 
     void widgetsBuildTheCommandLinesPlan()
     {

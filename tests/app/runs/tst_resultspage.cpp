@@ -112,10 +112,30 @@ private Q_SLOTS:
         QCOMPARE(cell(runs, agent, QStringLiteral("Model time")), QStringLiteral("14.0 s"));
 
         const auto* levels = page.findChild<QTableView*>(QStringLiteral("levelTable"));
-        QCOMPARE(cell(levels, agent, QStringLiteral("L1 solved")), QStringLiteral("2/2"));
-        QCOMPARE(cell(levels, agent, QStringLiteral("L2 solved")), QStringLiteral("0/1"));
-        QCOMPARE(cell(levels, zeroShot, QStringLiteral("L1 solved")), QStringLiteral("1/2"));
-        QVERIFY(cell(levels, agent, QStringLiteral("L1 correct %")).startsWith(QStringLiteral("100.0 %")));
+        // Table II is the export's per-level table: a row per run and level, with fast_1,
+        // compiled and the speedup per level (it had only solved and correct %).
+        const auto levelRow = [&](qint64 run, const QString& level) {
+            for (int r = 0; r < levels->model()->rowCount(); ++r)
+                if (cell(levels, r, QStringLiteral("run")).startsWith(QStringLiteral("#%1 ").arg(run))
+                    && cell(levels, r, QStringLiteral("level")) == level)
+                    return r;
+            return -1;
+        };
+        const int agentL1 = levelRow(m_fixture.agent, QStringLiteral("L1"));
+        const int agentL2 = levelRow(m_fixture.agent, QStringLiteral("L2"));
+        QVERIFY(agentL1 >= 0 && agentL2 >= 0);
+        QCOMPARE(cell(levels, agentL1, QStringLiteral("tasks")), QStringLiteral("2"));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("correct %")).startsWith(QStringLiteral("100.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("fast_1 %")).startsWith(QStringLiteral("50.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("compiled %")).startsWith(QStringLiteral("100.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("geomean speedup (n)")).endsWith(QStringLiteral("(2)")));
+        QVERIFY(cell(levels, agentL2, QStringLiteral("correct %")).startsWith(QStringLiteral("0.0 [")));
+        QVERIFY(cell(levels, levelRow(m_fixture.zeroShot, QStringLiteral("L1")), QStringLiteral("correct %"))
+                    .startsWith(QStringLiteral("50.0 [")));
+        // The same cells as the Markdown export writes.
+        const QString md = reportMarkdown(*page.report());
+        QVERIFY(md.contains(QStringLiteral("| ") + levels->model()->index(agentL1, 0).data().toString() + QStringLiteral(" | L1 | 2 | ")
+                            + cell(levels, agentL1, QStringLiteral("correct %"))));
 
         const auto* pairs = page.findChild<QTableView*>(QStringLiteral("pairTable"));
         QCOMPARE(pairs->model()->rowCount(), 3);
@@ -148,7 +168,7 @@ private Q_SLOTS:
         const auto* ablations = page.findChild<QTableView*>(QStringLiteral("ablationTable"));
         QCOMPARE(ablations->model()->rowCount(), 1);
         QCOMPARE(cell(ablations, 0, QStringLiteral("Switched off")), QStringLiteral("best_of_n"));
-        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent").arg(m_fixture.ablated));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent −best_of_n").arg(m_fixture.ablated));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Against")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Tasks")), QStringLiteral("3"));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Correct %")), QStringLiteral("33.3"));
@@ -221,7 +241,9 @@ private Q_SLOTS:
     void doubleClickOpensARun()
     {
         ResultsPage page;
+        QSignalSpy loaded(&page, &ResultsPage::runsLoaded);
         QVERIFY(page.setDatabase(m_db));
+        QVERIFY(loaded.wait(20000)); // the list is read in the background
         QSignalSpy activated(&page, &ResultsPage::runActivated);
         auto* list = page.findChild<QTableView*>(QStringLiteral("runList"));
         page.resize(1280, 800);
@@ -235,6 +257,49 @@ private Q_SLOTS:
         QCOMPARE(activated.size(), 1);
         QCOMPARE(activated.first().at(0).toString(), m_db);
         QCOMPARE(activated.first().at(1).toLongLong(), m_fixture.zeroShot);
+    }
+
+    void anEvaluationBelowTheRooflineFloorIsShownAsNotCounted()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("floor.db"));
+        {
+            RunStore store;
+            QVERIFY(store.open(db));
+            const qint64 run = kwb::test::addRun(store, QStringLiteral("zero-shot"));
+            const qint64 prompt = *store.addPrompt(PromptRecord{0, run, QStringLiteral("L1/1"), 1, 0,
+                                                                QStringLiteral("generator"), QStringLiteral("p"), QString()});
+            ResponseRecord response;
+            response.promptId = prompt;
+            response.text = QStringLiteral("answer");
+            CandidateRecord candidate;
+            candidate.responseId = *store.addResponse(response);
+            candidate.task = QStringLiteral("L1/1");
+            candidate.turn = 1;
+            const QJsonObject result{
+                {QStringLiteral("status"), QStringLiteral("correct")},
+                {QStringLiteral("speedup"), 20.6},
+                {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor"), QStringLiteral("speedup_over_10x")}},
+                {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 2.1}, {QStringLiteral("candidate_ms"), 0.133},
+                                                         {QStringLiteral("margin"), 0.1}}}};
+            QVERIFY(store.addEvaluation(*store.addCandidate(candidate), result));
+        }
+        ResultsPage page;
+        page.setBootstrapOptions(BootstrapOptions{100, 7, 0.95});
+        QSignalSpy ready(&page, &ResultsPage::reportReady);
+        QVERIFY(page.setDatabase(db));
+        QVERIFY(ready.wait(20000));
+        // Not counted in Table I (core's rule) and the page says which evaluation and why.
+        const auto* runs = page.findChild<QTableView*>(QStringLiteral("runTable"));
+        QVERIFY(cell(runs, 0, QStringLiteral("Correct %")).startsWith(QStringLiteral("0.0 %")));
+        auto* note = page.findChild<QLabel*>(QStringLiteral("notCountedNote"));
+        QVERIFY(note && !note->isHidden());
+        QVERIFY2(note->text().contains(QStringLiteral("L1/1 turn 1 sample 0: not counted: measured 0.133 ms, below the "
+                                                      "roofline floor of 2.1 ms")),
+                 qPrintable(note->text()));
+        // An honest database has no such note.
+        QVERIFY(page.setDatabase(m_db));
+        QVERIFY(ready.wait(20000));
+        QVERIFY(note->isHidden());
     }
 
     void grabsToAPng()

@@ -16,6 +16,7 @@
 #include "runfixture.h"
 #include "scriptedllmserver.h"
 
+#include <QCheckBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -27,6 +28,7 @@
 #include <QTreeView>
 #include <QTreeWidget>
 
+#include <functional>
 #include <memory>
 
 using namespace kwb;
@@ -223,7 +225,15 @@ private Q_SLOTS:
                 stored = r.response.text;
         QVERIFY(!stored.isEmpty());
         QCOMPARE(text->toPlainText(), stored);
+        // The evaluation in words; the worker's JSON behind the toggle.
+        const QString summary = child<QPlainTextEdit>(page, "evaluationText")->toPlainText();
+        QVERIFY2(summary.startsWith(QStringLiteral("Status: correct")), qPrintable(summary));
+        QVERIFY(summary.contains(QStringLiteral("Speed-up: 1.07×")));
+        QVERIFY(summary.contains(QStringLiteral("atol + rtol·|ref|")));
+        QVERIFY(!summary.contains(QStringLiteral("\"status\"")));
+        child<QCheckBox>(page, "rawJsonToggle")->setChecked(true);
         QVERIFY(child<QPlainTextEdit>(page, "evaluationText")->toPlainText().contains(QStringLiteral("\"status\": \"correct\"")));
+        child<QCheckBox>(page, "rawJsonToggle")->setChecked(false);
         QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("speedup 1.07×")));
         QCOMPARE(page.problemCount(), 0);
 
@@ -436,11 +446,37 @@ private Q_SLOTS:
         QVERIFY(child<QTreeWidget>(page, "problemList")->topLevelItem(0)->text(3).contains(QStringLiteral("500")));
         QVERIFY(!child<QPushButton>(page, "monitorResume")->isVisibleTo(&page)); // finished
         QVERIFY(page.progressText().startsWith(QStringLiteral("3/3 tasks")));
+        // Every row's item text fits its cell: none elided ("Sa…", "L1/…" read as repeated or
+        // overlapping rows when the column was stretched into what the others left).
+        {
+            auto* tree = child<QTreeView>(page, "runTree");
+            tree->expandAll();
+            QTest::qWait(50);
+            const QFontMetrics metrics(tree->font());
+            std::function<void(const QModelIndex&)> check = [&](const QModelIndex& parent) {
+                for (int r = 0; r < page.treeModel()->rowCount(parent); ++r) {
+                    const QModelIndex index = page.treeModel()->index(r, RunTreeModel::ItemColumn, parent);
+                    const QString text = index.data().toString();
+                    QVERIFY2(metrics.horizontalAdvance(text) <= tree->visualRect(index).width(),
+                             qPrintable(QStringLiteral("%1: %2 px in %3").arg(text).arg(metrics.horizontalAdvance(text)).arg(tree->visualRect(index).width())));
+                    check(index);
+                }
+            };
+            check(QModelIndex());
+        }
         page.selectUnit(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});
         QCOMPARE(child<QPlainTextEdit>(page, "compileLog")->toPlainText(), QStringLiteral("kernel.cu(3): error: fixture"));
         QCOMPARE(child<QPlainTextEdit>(page, "modelText")->toPlainText(), QStringLiteral("L2/1 turn 1 generator sample 0"));
 
-        QVERIFY(page.openRun(db, fixture.ablated));
+        // Another run: nothing of the sample shown before stays on the page (its header did).
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("L2/1")));
+        QVERIFY(page.followRun(db, fixture.agent)); // already shown: the selection stays
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("L2/1")));
+        QVERIFY(page.followRun(db, fixture.ablated)); // the run selected on the Results page
+        QVERIFY2(!child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("L2/1")),
+                 qPrintable(child<QLabel>(page, "unitHeader")->text()));
+        QVERIFY(child<QPlainTextEdit>(page, "modelText")->toPlainText().isEmpty());
+        QVERIFY(child<QLabel>(page, "runTitle")->text().contains(QStringLiteral("#%1").arg(fixture.ablated)));
         QVERIFY(child<QPushButton>(page, "monitorResume")->isVisibleTo(&page)); // cancelled: can resume
         QSignalSpy resume(&page, &RunMonitorPage::resumeRequested);
         QTest::mouseClick(child<QPushButton>(page, "monitorResume"), Qt::LeftButton);

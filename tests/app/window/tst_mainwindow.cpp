@@ -8,7 +8,10 @@
 #include "app/editor/candidatediffview.h"
 #include "app/charts/trafficchart.h"
 #include "app/mainwindow.h"
+#include "app/workbenchdata.h"
+#include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
+#include "app/tasks/taskspage.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
 #include "windowfixture.h"
@@ -21,6 +24,8 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSet>
+#include <QSettings>
+#include <QFile>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -34,6 +39,7 @@ class TestMainWindow : public QObject
     Q_OBJECT
     QTemporaryDir m_dir;
     QString m_db;
+    kwb::test::WindowFixture m_fixture;
 
 private Q_SLOTS:
     void initTestCase()
@@ -46,7 +52,7 @@ private Q_SLOTS:
         m_db = m_dir.filePath(QStringLiteral("runs.db"));
         RunStore store;
         QVERIFY(store.open(m_db));
-        kwb::test::writeWindowFixture(store);
+        m_fixture = kwb::test::writeWindowFixture(store);
     }
 
     void pagesAndData()
@@ -66,6 +72,9 @@ private Q_SLOTS:
         QVERIFY(!window.openDatabase(m_dir.filePath(QStringLiteral("no/such/dir/x.db")), &error));
         QVERIFY(!error.isEmpty());
         QTRY_VERIFY_WITH_TIMEOUT(charts.count() >= 1, 30000);
+        // Opening a study database leaves Launch writing to its own file.
+        auto* launch = qobject_cast<LaunchPage*>(window.page(QStringLiteral("launch")));
+        QVERIFY(QFileInfo(launch->databasePath()).absoluteFilePath() != QFileInfo(m_db).absoluteFilePath());
 
         // The roofline places the two tasks with times, against the database's GPU.
         auto* roofline = qobject_cast<RooflinePage*>(window.page(QStringLiteral("roofline")));
@@ -87,6 +96,21 @@ private Q_SLOTS:
         QVERIFY(diff->showTask(QStringLiteral("L2/1")));
         QVERIFY(diff->view()->hasCandidates());
         QVERIFY(diff->view()->changeCount() > 0);
+        // By default two different candidates: the best on the right (agent, sample 1: correct
+        // 1.07×), one with other code on the left (the first two of the list had the same code).
+        const auto [left, right] = DiffPage::defaultPair(diff->candidates());
+        QVERIFY(left != right);
+        QCOMPARE(diff->candidates().at(right).evaluation.status, QStringLiteral("correct"));
+        QCOMPARE(diff->candidates().at(right).runId, m_fixture.agent);
+        QVERIFY(diff->candidates().at(left).evaluation.evaluation().candidate->sourceHash
+                != diff->candidates().at(right).evaluation.evaluation().candidate->sourceHash);
+        // Tasks by id and name; no page that does not exist is named.
+        auto* taskCombo = diff->findChildren<QComboBox*>().value(0);
+        QVERIFY(taskCombo);
+        QVERIFY2(taskCombo->currentText().startsWith(QStringLiteral("L2/1  ")) && taskCombo->currentText().size() > 7,
+                 qPrintable(taskCombo->currentText()));
+        for (QLabel* label : window.findChildren<QLabel*>())
+            QVERIFY2(!label->text().contains(QStringLiteral("Runs page")), qPrintable(label->text()));
 
         // Ctrl+6 goes to the roofline.
         QTest::keyClick(&window, Qt::Key_6, Qt::ControlModifier);
@@ -95,6 +119,80 @@ private Q_SLOTS:
 
     // Open A, then at once B: A's store scan must not reach the charts, whether it ends before or
     // after B's (it used to be applied, so A's tasks appeared on the roofline with B open).
+    void firstStartWelcomesWithTheExampleStudy()
+    {
+        QSettings().clear(); // a first start: nothing remembered
+        QFile::remove(exampleStudyDatabase());
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QVERIFY(window.isWelcomeShown());
+        QCOMPARE(window.currentPage(), QStringLiteral("welcome"));
+        QCOMPARE(window.pageNames().size(), 9); // not a sidebar page
+        // No GPU from the replay worker: the Tasks page's bounds come from the GPU table, labelled.
+        QTRY_VERIFY_WITH_TIMEOUT(window.findChild<QLabel*>(QStringLiteral("welcomeStatus")) != nullptr, 1000);
+        auto* example = window.findChild<QPushButton*>(QStringLiteral("welcomeExample"));
+        QVERIFY(example && example->isEnabled());
+        QTest::mouseClick(example, Qt::LeftButton);
+        // Unpacked into the user's data dir, opened, on the Results page.
+        QTRY_COMPARE_WITH_TIMEOUT(window.database(), QFileInfo(exampleStudyDatabase()).absoluteFilePath(), 60000);
+        QVERIFY(!exampleStudyDatabase().contains(QStringLiteral("kernel-workbench/kernel-workbench")));
+        QCOMPARE(window.currentPage(), QStringLiteral("results"));
+        auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+        QTRY_COMPARE_WITH_TIMEOUT(results->checkedRuns().size(), 10, 30000);
+        QSettings().clear();
+    }
+
+    void withoutAGpuTheTasksPageUsesTheTable()
+    {
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+        QTRY_VERIFY_WITH_TIMEOUT(window.deviceStatus().startsWith(QStringLiteral("GPU: unknown")), 30000);
+        window.showPage(QStringLiteral("tasks"));
+        auto* tasks = qobject_cast<TasksPage*>(window.page(QStringLiteral("tasks")));
+        QVERIFY(tasks);
+        tasks->showTask(QStringLiteral("L2/1"));
+        bool named = false;
+        for (QLabel* label : window.page(QStringLiteral("tasks"))->findChildren<QLabel*>())
+            named = named || label->text().contains(QStringLiteral("(GPU table; no GPU here)"));
+        QVERIFY(named);
+    }
+
+    void aRunLaunchedIntoAnotherFileShowsUpInResults()
+    {
+        const QString launched = m_dir.filePath(QStringLiteral("launched.db"));
+        {
+            RunStore store;
+            QVERIFY(store.open(launched));
+            QVERIFY(store.createRun(QStringLiteral("zero-shot L1:1"), QStringLiteral("zero-shot"), QJsonObject{}));
+        }
+        {
+            // Nothing open: the launched run's file is opened.
+            MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+            window.show();
+            window.showLaunchedRun(launched, QStringLiteral("#1 zero-shot"));
+            QCOMPARE(window.database(), QFileInfo(launched).absoluteFilePath());
+        }
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QVERIFY(window.openDatabase(m_db));
+        auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+        auto* bar = results->findChild<QWidget*>(QStringLiteral("offerBar"));
+        QVERIFY(bar && !bar->isVisibleTo(results));
+        // The study is open: Results offers the launch file, and its button opens it.
+        window.showLaunchedRun(launched, QStringLiteral("#1 zero-shot"));
+        QVERIFY(bar->isVisibleTo(results));
+        QCOMPARE(results->offeredDatabase(), launched);
+        QVERIFY(results->findChild<QLabel*>(QStringLiteral("offerText"))->text().contains(QStringLiteral("launched.db")));
+        QTest::mouseClick(results->findChild<QPushButton*>(QStringLiteral("openOffered")), Qt::LeftButton);
+        QCOMPARE(window.database(), QFileInfo(launched).absoluteFilePath());
+        QCOMPARE(results->database(), launched);
+        QVERIFY(!bar->isVisibleTo(results));
+        // Into the open file: no offer, the page reads it again.
+        window.showLaunchedRun(launched);
+        QVERIFY(!bar->isVisibleTo(results));
+    }
+
     void anotherDatabaseDropsTheFirstsCharts()
     {
         const QString empty = m_dir.filePath(QStringLiteral("empty.db"));

@@ -1,0 +1,93 @@
+#include "core/run/runname.h"
+
+#include "core/protocol/defaults.h"
+#include "core/run/regime.h"
+
+#include <QJsonObject>
+
+#include <cmath>
+
+namespace kwb {
+
+namespace {
+
+QString turnsText(int turns)
+{
+    return turns == 1 ? QStringLiteral("1 turn") : QStringLiteral("%1 turns").arg(turns);
+}
+
+QString templateName(QString path)
+{
+    if (path.endsWith(QLatin1String(".mustache")))
+        path.chop(9);
+    return path;
+}
+
+} // namespace
+
+QStringList runDistinctions(const RunInfo& run)
+{
+    const RunConfig config = RunConfig::fromJson(run.config);
+    const QJsonObject regimeJson = config.regimeJson();
+    QStringList parts;
+    const QString regimeName = regimeJson.value(QLatin1String("name")).toString(run.regime);
+    const Regime stored = Regime::fieldsOf(regimeJson);
+    for (const QString& off : stored.ablated)
+        parts << QStringLiteral("−") + off;
+
+    if (!regimeJson.isEmpty()) {
+        // The built-in regime with the same switches off: what this run would be without changes.
+        const std::optional<Regime> builtin = Regime::builtin(regimeName);
+        if (builtin) {
+            const Regime expected = builtin->withAblations(Ablations::fromOffNames(stored.ablated));
+            // Only what the stored regime says: an older or hand-written one without a field has
+            // nothing to say about it.
+            const auto has = [&](const char* key) { return regimeJson.contains(QLatin1String(key)); };
+            if (has("n") && stored.n != expected.n)
+                parts << QStringLiteral("n=%1").arg(stored.n);
+            if (has("turns") && stored.turns != expected.turns)
+                parts << turnsText(stored.turns);
+            if (has("temperature")
+                && (stored.temperature.has_value() != expected.temperature.has_value()
+                    || (stored.temperature && std::abs(*stored.temperature - *expected.temperature) > 1e-9)))
+                parts << (stored.temperature ? QStringLiteral("T=%1").arg(*stored.temperature) : QStringLiteral("T default"));
+            if (has("feedback") && stored.feedback != expected.feedback)
+                parts << QStringLiteral("feedback %1").arg(toString(stored.feedback));
+            if (has("selection") && stored.selection != expected.selection)
+                parts << QStringLiteral("selection %1").arg(toString(stored.selection));
+            const QString answer = stored.roles.value(RegimeRole::Generator);
+            if (has("roles") && !answer.isEmpty() && answer != expected.roles.value(RegimeRole::Generator))
+                parts << QStringLiteral("answer %1").arg(templateName(answer));
+        } else {
+            // A regime of the user's own: nothing to compare with, so its shape is the name.
+            if (regimeJson.contains(QLatin1String("n")))
+                parts << QStringLiteral("n=%1").arg(stored.n);
+            if (regimeJson.contains(QLatin1String("turns")))
+                parts << turnsText(stored.turns);
+        }
+    }
+    if (!config.protocolProfile.isEmpty() && config.protocolProfile != QLatin1String(defaults::kProfile))
+        parts << QStringLiteral("profile %1").arg(config.protocolProfile);
+    if (config.isSweep())
+        parts << QStringLiteral("sweep");
+    if (config.extra.value(QLatin1String("routing")).isObject()
+        || !config.extra.value(QLatin1String("level_regimes")).toObject().isEmpty())
+        parts << QStringLiteral("routed");
+    if (config.extra.value(QLatin1String("compile_only")).toBool(false))
+        parts << QStringLiteral("compile-only");
+    return parts;
+}
+
+QString runDescription(const RunInfo& run)
+{
+    const QString regime = run.regime.isEmpty() ? QStringLiteral("run") : run.regime;
+    const QStringList parts = runDistinctions(run);
+    return parts.isEmpty() ? regime : regime + QLatin1Char(' ') + parts.join(QLatin1Char(' '));
+}
+
+QString runLabel(const RunInfo& run)
+{
+    return QStringLiteral("#%1 %2").arg(run.id).arg(runDescription(run));
+}
+
+} // namespace kwb
