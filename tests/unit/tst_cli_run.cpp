@@ -113,14 +113,14 @@ private Q_SLOTS:
     {
         // `kwb sweep --regime agent --n 4,1,2`: a run of the whole agent (3 turns, no stop at a
         // correct candidate) per n, with the same seeds. The server answers correct only for the
-        // seed of sample 1 (1235 = kDefaultSweepModelSeed + 1), so by hand: n = 1 never gets it
+        // seed of sample 1 (43 = kRegimeModelSeed + 1, the agent's seed), so by hand: n = 1 never gets it
         // (0/1 correct), n = 2 and n = 4 do (1/1), and sample 1's seed is asked at every turn of
-        // both: 3 + 3 times; sample 3's (1237) only by n = 4: 3 times.
+        // both: 3 + 3 times; sample 3's (45) only by n = 4: 3 times.
         QList<qint64> seeds;
         m_server->setResponder([&seeds](const QJsonObject& request) {
             const qint64 seed = request.value(QLatin1String("seed")).toInteger(-1);
             seeds << seed;
-            return reply(seed == kDefaultSweepModelSeed + 1 ? QStringLiteral("correct") : QStringLiteral("incorrect"));
+            return reply(seed == kRegimeModelSeed + 1 ? QStringLiteral("correct") : QStringLiteral("incorrect"));
         });
         const QString db = newDb();
         QStringList args = runArgs(db, QStringLiteral("L1:1"));
@@ -152,7 +152,7 @@ private Q_SLOTS:
             QVERIFY(!sweepId.isEmpty());
             QCOMPARE(sweep.value(QLatin1String("id")).toString(), sweepId); // linked as one sweep
             QCOMPARE(config.value(QLatin1String("seeds")).toObject().value(QLatin1String("model")).toInteger(),
-                     kDefaultSweepModelSeed);
+                     kRegimeModelSeed);
             QCOMPARE(config.value(QLatin1String("timing_trials")).toInt(), 7);
             const QJsonObject regime = config.value(QLatin1String("regime")).toObject();
             QCOMPARE(regime.value(QLatin1String("n")).toInt(), ns[i]);
@@ -161,8 +161,8 @@ private Q_SLOTS:
             // Every turn ran: 3 turns of n candidates.
             QCOMPARE(store.evaluations(runs[i].id).size(), 3 * ns[i]);
         }
-        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 1), 6);
-        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 3), 3);
+        QCOMPARE(seeds.count(kRegimeModelSeed + 1), 6);
+        QCOMPARE(seeds.count(kRegimeModelSeed + 3), 3);
         QVERIFY(!seeds.contains(-1));
         const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
         QCOMPARE(summary.value(QLatin1String("sweep")).toString(), sweepId);
@@ -190,8 +190,8 @@ private Q_SLOTS:
         QCOMPARE(eight.value(QLatin1String("id")).toString(), sweepId);
         QCOMPARE(eight.value(QLatin1String("n")).toInt(), 8);
         QCOMPARE(store.evaluations(after.last().id).size(), 24);
-        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 7), 3); // only the new run asked the model
-        QCOMPARE(seeds.count(kDefaultSweepModelSeed + 1), 3);
+        QCOMPARE(seeds.count(kRegimeModelSeed + 7), 3); // only the new run asked the model
+        QCOMPARE(seeds.count(kRegimeModelSeed + 1), 3);
         QVERIFY2(continued.err.contains(QStringLiteral("n=8 100.0 %")), qPrintable(continued.err));
         QStringList wrong = more;
         wrong[wrong.indexOf(QStringLiteral("L1:1"))] = QStringLiteral("L2:1");

@@ -874,9 +874,9 @@ private Q_SLOTS:
         QVERIFY(ablations[2].toObject().value(QLatin1String("baseline")).isNull());
         QVERIFY(ablations[2].toObject().value(QLatin1String("note")).toString().startsWith(QLatin1String("no baseline")));
         const QString md = reportMarkdown(*r);
-        QVERIFY2(md.contains(QStringLiteral("| #%1 agent | best_of_n | #%2 agent | 2 |").arg(noBestOfN).arg(full)),
+        QVERIFY2(md.contains(QStringLiteral("| #%1 agent −best_of_n | best_of_n | #%2 agent | 2 |").arg(noBestOfN).arg(full)),
                  qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral("| #%1 agent | monotone | no baseline |").arg(orphan)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| #%1 agent −monotone | monotone | no baseline |").arg(orphan)), qPrintable(md));
     }
 
     void routingUsesMainRegimeRuns()
@@ -1016,8 +1016,8 @@ private Q_SLOTS:
         QVERIFY(md.contains(QStringLiteral("## Ablations")));
         QVERIFY(md.contains(QStringLiteral("| #2 agent −best_of_n | best_of_n | #1 agent | 3 |")));
         QVERIFY(md.contains(QStringLiteral("no baseline")));
-        QVERIFY2(md.contains(QStringLiteral("#3 iterative: no baseline: no run without ablation of iterative with the "
-                                            "same tasks, n = 1, 3 turn(s), temperature unset")),
+        QVERIFY2(md.contains(QStringLiteral("#3 iterative −monotone: no baseline: no run without ablation of iterative with the "
+                                            "same tasks, n = 1, 3 turn(s), temperature 0, profile unset")),
                  qPrintable(md));
         // The first-turn estimate goes by its own name, and is no "Best-of-n" table (no sweep here).
         QVERIFY(md.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")));

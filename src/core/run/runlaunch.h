@@ -94,8 +94,9 @@ struct RunRequest
     /// (all its turns) with n candidates per turn, the same model seeds (sweepRunPlans). Empty: a
     /// plain run.
     QList<int> sweepNs;
-    /// The model's base seed (sample k of a request is asked with seed + k); nullopt: none is
-    /// sent, except in a sweep, which pairs its runs' samples with kDefaultSweepModelSeed.
+    /// The model's base seed (sample k of a request is asked with seed + k); nullopt: the
+    /// regime's (every built-in sets kRegimeModelSeed); a sweep of a regime without one pairs its
+    /// runs' samples with kDefaultSweepModelSeed.
     std::optional<qint64> modelSeed;
     /// Overrides the regime's stopWhenCorrect (`--stop-when-correct`); nullopt: the regime's.
     std::optional<bool> stopWhenCorrect;

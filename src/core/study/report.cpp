@@ -633,7 +633,9 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
                            .arg(key.value(QLatin1String("temperature")).isDouble()
                                     ? QString::number(key.value(QLatin1String("temperature")).toDouble())
                                     : QStringLiteral("unset"),
-                                key.value(QLatin1String("profile")).toString());
+                                key.value(QLatin1String("profile")).toString().isEmpty()
+                                    ? QStringLiteral("unset")
+                                    : key.value(QLatin1String("profile")).toString());
         report.ablations.append(row);
     }
 

@@ -144,7 +144,7 @@ private Q_SLOTS:
         // The whole regime at each n: one plan per n, every turn, one sweep id and model seed.
         QCOMPARE(plan->regime.turns, 3);
         QCOMPARE(plan->sweepNs, (QList<int>{1, 2, 4}));
-        QCOMPARE(*plan->modelSeed, kDefaultSweepModelSeed);
+        QCOMPARE(*plan->modelSeed, kRegimeModelSeed);
         const QList<RunPlan> plans = sweepRunPlans(*plan);
         QCOMPARE(plans.size(), 3);
         QCOMPARE(plans[0].regime.n, 1);
