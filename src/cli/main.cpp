@@ -98,6 +98,11 @@ int main(int argc, char** argv)
                             "cuda (default where there is a GPU), cpu (torch-only candidates at smoke scale), "
                             "or none (stop after the sandbox check)")
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
+    std::string evalAnswerFormat;
+    evalCommand->add_option("--answer-format", evalAnswerFormat,
+                            "native (cuda and python blocks) or kernelbench (class ModelNew with load_inline); "
+                            "default: detected from the answer")
+        ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
     addWorkerLimits(evalCommand);
     addJson(evalCommand);
 
@@ -118,7 +123,7 @@ int main(int argc, char** argv)
 
     RunCommandOptions runOptions;
     std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
-                runScale = kwb::defaults::kScale, runAblate, runPrompts;
+                runScale = kwb::defaults::kScale, runAblate, runPrompts, runAnswerFormat;
     std::string runIsolation = "fresh", sweepNs = "1,2,4,8";
     // `run` and `sweep` take the same options; only one of them is parsed.
     bool runPauseOn = false, runPauseOff = false;
@@ -176,7 +181,12 @@ int main(int argc, char** argv)
             command->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
                 ->check(CLI::PositiveNumber);
         command->add_option("--prompts", runPrompts,
-                            "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's)");
+                            "prompt templates (default: $KWB_PROMPTS_DIR, the install's, the source tree's; "
+                            "prompts-kernelbench beside it for --answer-format kernelbench)");
+        command->add_option("--answer-format", runAnswerFormat,
+                            "native (default: cuda and python blocks) or kernelbench (class ModelNew with "
+                            "load_inline): what the prompts ask for and every evaluation expects (stored with the run)")
+            ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
         addWorkerLimits(command);
         addJson(command);
     };
@@ -186,6 +196,27 @@ int main(int argc, char** argv)
     CLI::App* sweepCommand = app.add_subcommand(
         "sweep", "best-of-n curve: one run sampling max(n) candidates per task, correct % at each n (pass@n)");
     addRunOptions(sweepCommand, true);
+
+    ImportOptions importOptions;
+    std::string importDir, importDb, importName, importProfile = kwb::defaults::kProfile,
+                importScale = kwb::defaults::kScale, importDevice;
+    CLI::App* importCommand = app.add_subcommand("import", "bring generations made elsewhere into a run store");
+    importCommand->require_subcommand(1);
+    CLI::App* importKernelBench = importCommand->add_subcommand(
+        "kernelbench", "evaluate a folder of KernelBench generations (level_L_problem_P_sample_S_kernel.py) "
+                       "for the 30 tasks into one run");
+    importKernelBench->add_option("DIR", importDir, "the folder of generations")->required();
+    importKernelBench->add_option("--db", importDb, "the run store (SQLite file; created when missing)")->required();
+    importKernelBench->add_option("--run-name", importName, "the run's name (default: import [kernelbench] DIR SPEC)");
+    importKernelBench->add_option("--profile", importProfile,
+                                  std::string("protocol profile (default ") + kwb::defaults::kProfile + ")");
+    importKernelBench->add_option("--scale", importScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
+    importKernelBench->add_option("--device", importDevice, "cuda (default where there is a GPU), cpu or none")
+        ->check(CLI::IsMember({"cuda", "cpu", "none"}));
+    importKernelBench->add_option("--timeout", importOptions.timeoutS, "wall-clock limit per generation in seconds")
+        ->check(CLI::Range(0.001, 1e6));
+    addWorkerLimits(importKernelBench);
+    addJson(importKernelBench);
 
     try {
         app.parse(argc, argv);
@@ -268,6 +299,7 @@ int main(int argc, char** argv)
         eval.scale = QString::fromStdString(evalScale);
         eval.arch = QString::fromStdString(arch);
         eval.device = QString::fromStdString(evalDevice);
+        eval.answerFormat = QString::fromStdString(evalAnswerFormat);
         eval.json = json;
         session.supervisor().setLimits(workerLimits);
         warnWithoutSandbox(session.supervisor());
@@ -275,6 +307,18 @@ int main(int argc, char** argv)
     }
     if (device->parsed())
         return runDevice(session, json, !noCeilings);
+    if (importKernelBench->parsed()) {
+        importOptions.directory = QString::fromStdString(importDir);
+        importOptions.database = QString::fromStdString(importDb);
+        importOptions.runName = QString::fromStdString(importName);
+        importOptions.profile = QString::fromStdString(importProfile);
+        importOptions.scale = QString::fromStdString(importScale);
+        importOptions.device = QString::fromStdString(importDevice);
+        importOptions.json = json;
+        session.supervisor().setLimits(workerLimits);
+        warnWithoutSandbox(session.supervisor());
+        return runImportKernelBench(session, importOptions);
+    }
     if (runCommand->parsed() || sweepCommand->parsed()) {
         runOptions.isolation = QString::fromStdString(runIsolation);
         if (runPauseOn || runPauseOff)
@@ -290,6 +334,7 @@ int main(int argc, char** argv)
         runOptions.scale = QString::fromStdString(runScale);
         runOptions.ablate = QString::fromStdString(runAblate);
         runOptions.promptsDir = QString::fromStdString(runPrompts);
+        runOptions.answerFormat = QString::fromStdString(runAnswerFormat);
         runOptions.json = json;
         runOptions.workerLimits = workerLimits;
         return runRun(session, runOptions);

@@ -82,10 +82,9 @@ QList<int> parseSweepNs(const QString& text, QString* error)
 int runRun(Session& session, const RunCommandOptions& options)
 {
     const bool json = options.json;
-    const QString promptsDir = options.promptsDir.isEmpty() ? defaultPromptsDir() : options.promptsDir;
-    if (!QFileInfo(promptsDir).isDir())
+    if (!options.promptsDir.isEmpty() && !QFileInfo(options.promptsDir).isDir())
         return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
-                    QStringLiteral("no prompts directory %1 (--prompts DIR)").arg(promptsDir));
+                    QStringLiteral("no prompts directory %1 (--prompts DIR)").arg(options.promptsDir));
 
     if (options.resume > 0 && !QFileInfo(options.database).isFile()) // a resume never creates a database
         return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
@@ -128,6 +127,10 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.workerLimits.osSandbox = false;
         if (options.pauseGenerationWhileTiming >= 0)
             plan.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
+        // The answer format is the run's: its prompts ask for it and its stored answers are in it.
+        if (!options.answerFormat.isEmpty() && options.answerFormat != plan.answerFormat)
+            err() << "kwb run: --resume keeps the run's answer format (" << plan.answerFormat << "); --answer-format "
+                  << options.answerFormat << " is ignored\n";
     } else {
         QString error;
         RunRequest request;
@@ -159,6 +162,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.workerLimits = options.workerLimits;
         request.sweepNs = options.sweepNs;
         request.compileOnly = options.compileOnly;
+        if (!options.answerFormat.isEmpty())
+            request.answerFormat = options.answerFormat;
         if (options.pauseGenerationWhileTiming >= 0)
             request.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
         std::optional<RunPlan> planned = planRun(request, &error);
@@ -167,7 +172,11 @@ int runRun(Session& session, const RunCommandOptions& options)
                         request.routing ? error : QStringLiteral("--regime: ") + error);
         plan = *planned;
     }
-    plan.promptsDir = promptsDir;
+    // Without --prompts, the set for the run's answer format (a resumed run's included).
+    plan.promptsDir = options.promptsDir.isEmpty() ? defaultPromptsDirFor(plan.answerFormat) : options.promptsDir;
+    if (!QFileInfo(plan.promptsDir).isDir())
+        return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
+                    QStringLiteral("no prompts directory %1 (--prompts DIR)").arg(plan.promptsDir));
 
     // The run itself, assembled as the window's Launch page does it (core/run/headlessrun.h):
     // the worker's facts, the template check, the run row, the queue and the controller.

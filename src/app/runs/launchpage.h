@@ -155,6 +155,7 @@ private:
     QDoubleSpinBox* m_maxHostMemory = nullptr; ///< GiB; 0: the default
     QCheckBox* m_osSandbox = nullptr;
     QCheckBox* m_compileOnly = nullptr;
+    QComboBox* m_answerFormat = nullptr;
     QCheckBox* m_pauseGeneration = nullptr;
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;

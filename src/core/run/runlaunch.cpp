@@ -72,6 +72,13 @@ QString defaultPromptsDir()
     return QStringLiteral(KWB_SOURCE_PROMPTS_DIR);
 }
 
+QString defaultPromptsDirFor(const QString& answerFormat)
+{
+    if (answerFormat != QLatin1String(defaults::kAnswerFormatKernelBench))
+        return defaultPromptsDir();
+    return QFileInfo(defaultPromptsDir()).absoluteDir().filePath(QStringLiteral("prompts-kernelbench"));
+}
+
 QString elapsedClock(qint64 ms)
 {
     const qint64 s = ms / 1000;
@@ -140,11 +147,14 @@ QString RunPlan::regimeLabel() const
 
 QString RunPlan::runName() const
 {
+    QString label = regimeLabel();
+    if (answerFormat != QLatin1String(defaults::kAnswerFormatNative))
+        label += QStringLiteral(" [%1]").arg(answerFormat);
     if (!sweepNs.isEmpty())
-        return QStringLiteral("%1 sweep n=%2 %3").arg(regimeLabel()).arg(regime.n).arg(taskSpec);
+        return QStringLiteral("%1 sweep n=%2 %3").arg(label).arg(regime.n).arg(taskSpec);
     if (!regime.ablated.isEmpty())
-        return QStringLiteral("%1 -%2 %3").arg(regimeLabel(), regime.ablated.join(QStringLiteral(",-")), taskSpec);
-    return QStringLiteral("%1 %2").arg(regimeLabel(), taskSpec);
+        return QStringLiteral("%1 -%2 %3").arg(label, regime.ablated.join(QStringLiteral(",-")), taskSpec);
+    return QStringLiteral("%1 %2").arg(label, taskSpec);
 }
 
 bool RunPlan::wantsProfile() const
@@ -164,6 +174,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     };
     if (request.taskIds.isEmpty())
         return failWith(QStringLiteral("no task chosen"));
+    if (!defaults::isAnswerFormat(request.answerFormat))
+        return failWith(QStringLiteral("unknown answer format \"%1\" (native or kernelbench)").arg(request.answerFormat));
     const auto configure = [&](const QString& name) -> std::optional<Regime> {
         const std::optional<Regime> builtin = Regime::builtin(name);
         if (!builtin)
@@ -216,6 +228,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.sweepNs = request.sweepNs;
     std::sort(plan.sweepNs.begin(), plan.sweepNs.end());
     plan.promptsDir = request.promptsDir;
+    plan.answerFormat = request.answerFormat;
     plan.compileOnly = request.compileOnly;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     return plan;
@@ -287,6 +300,10 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     for (const QJsonValue& v : extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray())
         plan.sweepNs << v.toInt();
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
+    // Runs stored before the answer format existed were native.
+    plan.answerFormat = extra.value(QLatin1String("answer_format")).toString(defaults::answerFormat());
+    if (!defaults::isAnswerFormat(plan.answerFormat))
+        return failWith(QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(plan.answerFormat));
     plan.resumeRunId = run.id;
     plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
     plan.pauseGenerationWhileTiming =
@@ -359,6 +376,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("sandbox"), workerSandboxStatus(plan.workerLimits)},
                     {QStringLiteral("sweep"), plan.sweepNs.isEmpty() ? QJsonValue() : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep}})},
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
+                    {QStringLiteral("answer_format"), plan.answerFormat},
                     {QStringLiteral("compile_only"), plan.compileOnly},
                     {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming}};
     return config;
@@ -381,7 +399,8 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan)
 {
     QJsonObject options{{QStringLiteral("profile"), plan.profile},
                         {QStringLiteral("scale"), plan.scale},
-                        {QStringLiteral("seed"), kRunEvaluationSeed}};
+                        {QStringLiteral("seed"), kRunEvaluationSeed},
+                        {QStringLiteral("answer_format"), plan.answerFormat}};
     if (plan.timingTrials > 0)
         options.insert(QStringLiteral("timing_trials"), plan.timingTrials);
     if (plan.compileOnly) // stops after the sandbox check, even where a GPU exists (docs/protocol.md)

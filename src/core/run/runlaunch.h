@@ -44,6 +44,10 @@ QStringList parseTaskSpec(const QString& spec, QString* error);
 /// The shipped prompt templates: $KWB_PROMPTS_DIR, the installed share/kernel-workbench/prompts
 /// next to the program, else the source tree's prompts/ (kwb and the window look alike).
 QString defaultPromptsDir();
+/// The template set a run in this answer format uses when none is named (the one place that
+/// decides): defaultPromptsDir() for native answers, the prompts-kernelbench/ set beside it for
+/// KernelBench's format (docs/prompts.md).
+QString defaultPromptsDirFor(const QString& answerFormat);
 
 /// Elapsed time as a clock: "4:07", or "1:02:03" past an hour.
 QString elapsedClock(qint64 ms);
@@ -81,6 +85,9 @@ struct RunRequest
     /// (unless turns says otherwise). Empty: a plain run.
     QList<int> sweepNs;
     QString promptsDir;
+    /// defaults::kAnswerFormatNative or kAnswerFormatKernelBench: sent as `answer_format` in every
+    /// compile and evaluate request of the run, stored as `answer_format`.
+    QString answerFormat = defaults::answerFormat();
     /// Evaluate with "device" "none": compile and sandbox check only, for a machine without a GPU.
     bool compileOnly = false;
     /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
@@ -113,13 +120,15 @@ struct RunPlan
     WorkerLimits workerLimits;
     QList<int> sweepNs;
     QString promptsDir;
+    QString answerFormat = defaults::answerFormat(); ///< stored as `answer_format`
     qint64 resumeRunId = 0; ///< 0: a new run
     bool compileOnly = false;                ///< stored as `compile_only`
     bool pauseGenerationWhileTiming = false; ///< stored as `pause_generation_while_timing`
 
     /// "routing" for a routed run, else the regime's name (the run's `regime` column).
     QString regimeLabel() const;
-    /// The name a new run gets: "agent L2:1-10", "agent -best_of_n L2:1-10", "agent sweep n=8 L2:1-10".
+    /// The name a new run gets: "agent L2:1-10", "agent -best_of_n L2:1-10", "agent sweep n=8 L2:1-10";
+    /// a run in KernelBench's answer format says so: "agent [kernelbench] L2:1-10".
     QString runName() const;
     Regime regimeForLevel(int level) const { return levelRegimes.value(level, regime); }
     /// Whether any task's regime puts the worker's profile into its prompts.
@@ -137,7 +146,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 /// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),
 /// and the plan itself in `extra` (regime, level_regimes, routing, tasks, task_spec, scale,
 /// timeout_s, model_timeout_s, timing_trials, isolation, worker_limits, sweep, prompts_dir,
-/// compile_only, pause_generation_while_timing), and `sandbox`: "bubblewrap" or "none: <reason>"
+/// answer_format, compile_only, pause_generation_while_timing), and `sandbox`: "bubblewrap" or "none: <reason>"
 /// (core/workers/workerlauncher.h). nullopt with *error for a template that cannot be read.
 std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
                                       QString* error);
@@ -145,8 +154,9 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
 /// The model client's settings for the plan's endpoint, model and model time-out (the request's
 /// deadline). The API key is never stored.
 LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
-/// The fields every evaluate request of the run carries: profile, scale, seed (and timing_trials
-/// when set; "device": "none" for a compile-only run).
+/// The fields every evaluate request of the run carries: profile, scale, seed, answer_format (and
+/// timing_trials when set; "device": "none" for a compile-only run). The queue's compile-ahead
+/// requests take answer_format from them too.
 QJsonObject evaluationOptionsFor(const RunPlan& plan);
 /// Worker program, time-out, isolation, worker limits, one compile worker, and the device's arch
 /// for compile-ahead.
