@@ -1,7 +1,9 @@
 // `kwb import kernelbench DIR --db FILE` with the fake worker (fakeworker.cpp: an evaluate answer's
 // "status: NAME" marker picks the recorded response): KernelBench's file naming, the files skipped
 // and why, one run whose rows are the generations as samples of turn 1, sent in KernelBench's
-// answer format.
+// answer format. And `kwb run --answer-format kernelbench` end to end against kwb-fixture-llm in
+// its kernelbench mode: the run takes the prompts-kernelbench set, is named and stored with the
+// format, and every compile and evaluate request it sends names it.
 
 #include "core/store/runstore.h"
 
@@ -114,6 +116,101 @@ private Q_SLOTS:
         }
         QCOMPARE(seen, (QStringList{QStringLiteral("L1/1#0:correct"), QStringLiteral("L1/1#1:incorrect"),
                                     QStringLiteral("L1/1#2:correct"), QStringLiteral("L2/1#0:compile_error")}));
+    }
+
+    void aRunInKernelBenchFormat()
+    {
+        QTemporaryDir tmp;
+        QProcess server;
+        server.start(QStringLiteral(KWB_FIXTURE_LLM), {QStringLiteral("--candidates"), QStringLiteral(KWB_CANDIDATES_DIR),
+                                                       QStringLiteral("--answer-format"), QStringLiteral("kernelbench"),
+                                                       QStringLiteral("--delay-ms"), QStringLiteral("0")});
+        QVERIFY(server.waitForReadyRead(10000));
+        const QString endpoint = QString::fromUtf8(server.readLine()).trimmed();
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+        const QString log = tmp.filePath(QStringLiteral("worker.jsonl"));
+        QProcess kwb;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("FAKEWORKER_LOG"), log);
+        environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_LOG")); // kwb passes it on
+        environment.remove(QStringLiteral("KWB_PROMPTS_DIR"));
+        kwb.setProcessEnvironment(environment);
+        kwb.start(QStringLiteral(KWB_CLI),
+                  {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("run"), QStringLiteral("--regime"),
+                   QStringLiteral("iterative"), QStringLiteral("--answer-format"), QStringLiteral("kernelbench"),
+                   QStringLiteral("--tasks"), QStringLiteral("L1:1,L2:1"), QStringLiteral("--endpoint"), endpoint,
+                   QStringLiteral("--model"), QStringLiteral("fixture-model"), QStringLiteral("--db"), db,
+                   QStringLiteral("--no-os-sandbox")});
+        QVERIFY(kwb.waitForFinished(120000));
+        server.kill();
+        server.waitForFinished();
+        QVERIFY2(kwb.exitCode() == 0, kwb.readAllStandardError().constData());
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs.first().name, QStringLiteral("iterative [kernelbench] L1:1,L2:1"));
+        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        QCOMPARE(config.extra.value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
+        QVERIFY(config.extra.value(QLatin1String("prompts_dir")).toString().endsWith(QLatin1String("/prompts-kernelbench")));
+        QVERIFY(config.templates.value(QStringLiteral("partials/contract")).contains(QLatin1String("class ModelNew(nn.Module)")));
+        const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
+        QVERIFY(!rows.isEmpty());
+        for (const EvaluationRecord& e : rows)
+            QVERIFY(store.candidate(e.candidateId)->answer.contains(QLatin1String("class ModelNew(nn.Module)")));
+
+        QFile requests(log);
+        QVERIFY(requests.open(QIODevice::ReadOnly));
+        int evaluates = 0;
+        for (const QByteArray& line : requests.readAll().split('\n')) {
+            const QJsonObject entry = QJsonDocument::fromJson(line).object();
+            const QString type = entry.value(QLatin1String("type")).toString();
+            if (type != QLatin1String("evaluate") && type != QLatin1String("compile"))
+                continue;
+            evaluates += type == QLatin1String("evaluate");
+            QVERIFY2(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("answer_format")), line.constData());
+        }
+        QCOMPARE(evaluates, rows.size());
+    }
+
+    void evalSendsTheFormatOnlyWhenAsked()
+    {
+        QTemporaryDir tmp;
+        const QString file = tmp.filePath(QStringLiteral("answer.py"));
+        write(file, generation(QStringLiteral("correct")));
+        QStringList sent;
+        for (const bool named : {true, false}) {
+            const QString log = tmp.filePath(named ? QStringLiteral("named.jsonl") : QStringLiteral("detected.jsonl"));
+            QProcess kwb;
+            QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+            environment.insert(QStringLiteral("FAKEWORKER_LOG"), log);
+        environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_LOG")); // kwb passes it on
+            kwb.setProcessEnvironment(environment);
+            QStringList arguments{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"),
+                                  file, QStringLiteral("--device"), QStringLiteral("cpu"), QStringLiteral("--no-os-sandbox")};
+            if (named)
+                arguments << QStringLiteral("--answer-format") << QStringLiteral("kernelbench");
+            kwb.start(QStringLiteral(KWB_CLI), arguments);
+            QVERIFY(kwb.waitForFinished(60000));
+            QCOMPARE(kwb.exitCode(), 0);
+            QFile requests(log);
+            QVERIFY(requests.open(QIODevice::ReadOnly));
+            for (const QByteArray& line : requests.readAll().split('\n')) {
+                const QJsonObject entry = QJsonDocument::fromJson(line).object();
+                if (entry.value(QLatin1String("type")).toString() == QLatin1String("evaluate"))
+                    sent << (entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("answer_format"))
+                                 ? QStringLiteral("named")
+                                 : QStringLiteral("detected"));
+            }
+        }
+        QCOMPARE(sent, (QStringList{QStringLiteral("named"), QStringLiteral("detected")}));
+
+        QProcess bad;
+        bad.start(QStringLiteral(KWB_CLI), {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"),
+                                            file, QStringLiteral("--answer-format"), QStringLiteral("triton")});
+        QVERIFY(bad.waitForFinished(60000));
+        QCOMPARE(bad.exitCode(), 2);
     }
 
     void aMissingFolderIsAUsageError()
