@@ -102,6 +102,13 @@ private Q_SLOTS:
         const std::optional<RunPlan> oldPlan = planResume(info, &error);
         QVERIFY(oldPlan);
         QCOMPARE(oldPlan->answerFormat, QStringLiteral("native"));
+
+        // An imported run (kwb import) is not resumed: there is no model to ask for what it lacks.
+        RunConfig imported = *config;
+        imported.extra.insert(QStringLiteral("import"), QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")}});
+        info.config = imported.toJson();
+        QVERIFY(!planResume(info, &error));
+        QVERIFY2(error.contains(QLatin1String("imported")), qPrintable(error));
     }
 
     void theDefaultSetFollowsTheFormat()

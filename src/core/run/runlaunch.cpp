@@ -268,6 +268,10 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     };
     const RunConfig config = RunConfig::fromJson(run.config);
     const QJsonObject& extra = config.extra;
+    // An imported run (kwb import) has no model to ask: resuming it would send prompts for the
+    // samples a folder did not have.
+    if (extra.value(QLatin1String("import")).isObject())
+        return failWith(QStringLiteral("run %1 was imported (kwb import), not generated: there is nothing to resume").arg(run.id));
     QString why;
     const std::optional<Regime> stored = Regime::fromJson(extra.value(QLatin1String("regime")).toObject(), &why);
     if (!stored)

@@ -139,7 +139,8 @@ struct RunPlan
 /// applied, per level for routing. nullopt with *error for no tasks or an unknown regime.
 std::optional<RunPlan> planRun(const RunRequest& request, QString* error);
 /// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale and
-/// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime.
+/// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime,
+/// or the run was imported (`extra.import`: kwb import).
 std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 
 /// The configuration a new run keeps: the templates its regimes use (and every partial) read from
