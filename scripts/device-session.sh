@@ -2,7 +2,7 @@
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
-#   scripts/device-session.sh build gpu-tests eval-timeout bench measure study record pack
+#   scripts/device-session.sh build gpu-tests eval-timeout bench measure study study-kernelbench record pack
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -71,6 +71,26 @@ for step in "$@"; do
     done
     $bundle/run kwb report --db "$db" > "$OUT/study-report.md" 2>&1
     $bundle/run kwb report --db "$db" --format json > "$OUT/study-report.json" 2>&1
+    ;;
+  study-kernelbench)
+    # Every regime over the 30 tasks in KernelBench's answer format (issue 14): the fixture server
+    # answers with ModelNew modules (twins, torch-only ModelNew, the study's load_inline mistakes).
+    log study-kernelbench
+    need_bundle
+    db=$OUT/study-kernelbench.db
+    for regime in ${STUDY_REGIMES:-zero-shot profiling-guided iterative agent pilot-v1}; do
+      $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --answer-format kernelbench \
+        --tasks "$root/tasks" --log "$OUT/llm-kb-$regime.log" > /tmp/llm.url &
+      pid=$!; sleep 1
+      log "study-kernelbench $regime"
+      timeout ${STUDY_TIMEOUT:-540} $bundle/run kwb --worker "$worker" run --regime "$regime" --answer-format kernelbench \
+        --tasks L1:1-10,L2:1-10,L3:1-10 --endpoint "$(cat /tmp/llm.url)" --model fixture-model --db "$db" \
+        --prompts "$root/prompts-kernelbench" --timing-trials ${STUDY_TRIALS:-10} --isolation ${STUDY_ISOLATION:-reuse} \
+        ${STUDY_EXTRA:-} > "$OUT/study-kb-$regime.txt" 2>&1
+      echo "rc=$?" >> "$OUT/study-kb-$regime.txt"; tail -3 "$OUT/study-kb-$regime.txt"
+      kill $pid; wait $pid 2>/dev/null
+    done
+    $bundle/run kwb report --db "$db" > "$OUT/study-kernelbench-report.md" 2>&1
     ;;
   ablations|sweep)
     # The agent with one part switched off at a time, or its best-of-n sweep, into the same

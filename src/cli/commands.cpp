@@ -296,6 +296,8 @@ int runEval(Session& session, const EvalOptions& options)
                         {QStringLiteral("scale"), options.scale}};
     if (options.trials > 0)
         request.insert(QStringLiteral("timing_trials"), options.trials);
+    if (!options.answerFormat.isEmpty())
+        request.insert(QStringLiteral("answer_format"), options.answerFormat);
     if (!options.arch.isEmpty())
         request.insert(QStringLiteral("arch"), options.arch);
     if (!options.device.isEmpty())

@@ -50,6 +50,7 @@ struct EvalOptions
     QString arch;          ///< empty: the device's
     QString device;        ///< empty: the GPU if there is one; "cpu" (smoke tests) or "none"
     int trials = 0;        ///< timing trials; 0: the profile's
+    QString answerFormat;  ///< --answer-format native|kernelbench; empty: the worker detects it
     double timeoutS = defaults::kEvaluationTimeoutS; ///< the supervisor's wall-clock limit
     bool json = false;
 };
@@ -112,7 +113,8 @@ struct RunCommandOptions
     QString scale = defaults::scale();
     QString ablate;               ///< --ablate best-of-n,feedback-analyzer,monotone,competence
     qint64 resume = 0;            ///< --resume RUN_ID
-    QString promptsDir;           ///< --prompts DIR; empty: $KWB_PROMPTS_DIR, the install's, the source tree's
+    QString promptsDir;           ///< --prompts DIR; empty: defaultPromptsDirFor(the answer format)
+    QString answerFormat;         ///< --answer-format native|kernelbench; empty: native (or the resumed run's)
     int timingTrials = 0;         ///< --timing-trials; 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
     QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
@@ -160,5 +162,26 @@ using kwb::parseTaskSpec;
 /// `kwb run`: runs a regime (or the study's routing) over tasks into a run store. Exit codes in
 /// docs/cli.md; 130 after Ctrl-C (the run is marked cancelled and can be resumed).
 int runRun(Session& session, const RunCommandOptions& options);
+
+} // namespace kwb::cli
+
+namespace kwb::cli {
+
+/// `kwb import kernelbench DIR --db FILE`.
+struct ImportOptions
+{
+    QString directory;  ///< DIR: the generations
+    QString database;   ///< --db FILE (created when missing)
+    QString runName;    ///< --run-name; empty: "import [kernelbench] DIRNAME SPEC"
+    QString profile = defaults::profile();
+    QString scale = defaults::scale();
+    QString device;     ///< --device cuda|cpu|none; empty: the GPU where there is one
+    double timeoutS = defaults::kEvaluationTimeoutS; ///< per generation
+    bool json = false;
+};
+
+/// Evaluates every generation of the folder into one new run (src/cli/importcommand.cpp). Exit:
+/// 0 done (whatever the statuses), 2 no such folder, 3 the worker failed, 4 the database failed.
+int runImportKernelBench(Session& session, const ImportOptions& options);
 
 } // namespace kwb::cli

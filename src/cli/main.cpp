@@ -105,6 +105,11 @@ int main(int argc, char** argv)
                             "cuda (default where there is a GPU), cpu (torch-only candidates at smoke scale), "
                             "or none (stop after the sandbox check)")
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
+    std::string evalAnswerFormat;
+    evalCommand->add_option("--answer-format", evalAnswerFormat,
+                            "native (cuda and python blocks) or kernelbench (class ModelNew with load_inline); "
+                            "default: detected from the answer")
+        ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
     addWorkerLimits(evalCommand);
     addJson(evalCommand);
 
@@ -125,7 +130,7 @@ int main(int argc, char** argv)
 
     RunCommandOptions runOptions;
     std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
-                runScale = kwb::defaults::kScale, runAblate, runPrompts;
+                runScale = kwb::defaults::kScale, runAblate, runPrompts, runAnswerFormat;
     std::string runIsolation = "fresh", sweepNs = "1,2,4,8", sweepId;
     // `run` and `sweep` take the same options; only one of them is parsed.
     bool runPauseOn = false, runPauseOff = false, runStopWhenCorrect = false, runNoStopWhenCorrect = false;
@@ -192,7 +197,8 @@ int main(int argc, char** argv)
             command->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
                 ->check(CLI::PositiveNumber);
         command->add_option("--prompts", runPrompts,
-                            "prompt templates: a directory or a shipped set, study (default) or workbench-v1");
+                            "prompt templates: a directory or a shipped set, study (default), workbench-v1 or kernelbench "
+                            "(the default for --answer-format kernelbench)");
         command->add_option("--context-tokens", runOptions.contextTokens,
                             "the model's context length: every prompt plus --max-tokens must fit (default " +
                                 std::to_string(kwb::defaults::kContextTokens) + "; 0: no check)")
@@ -201,6 +207,10 @@ int main(int argc, char** argv)
                             "the most tokens an answer may take, sent as max_tokens (default " +
                                 std::to_string(kwb::defaults::kMaxOutputTokens) + ")")
             ->check(CLI::Range(1, 1 << 24));
+        command->add_option("--answer-format", runAnswerFormat,
+                            "native (default: cuda and python blocks) or kernelbench (class ModelNew with "
+                            "load_inline): what the prompts ask for and every evaluation expects (stored with the run)")
+            ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
         addWorkerLimits(command);
         addJson(command);
     };
@@ -233,6 +243,26 @@ int main(int argc, char** argv)
     promptCommand->add_option("--max-tokens", promptOptions.maxOutputTokens, "the answer's max_tokens")
         ->check(CLI::Range(1, 1 << 24));
     addJson(promptCommand);
+    ImportOptions importOptions;
+    std::string importDir, importDb, importName, importProfile = kwb::defaults::kProfile,
+                importScale = kwb::defaults::kScale, importDevice;
+    CLI::App* importCommand = app.add_subcommand("import", "bring generations made elsewhere into a run store");
+    importCommand->require_subcommand(1);
+    CLI::App* importKernelBench = importCommand->add_subcommand(
+        "kernelbench", "evaluate a folder of KernelBench generations (level_L_problem_P_sample_S_kernel.py) "
+                       "for the 30 tasks into one run");
+    importKernelBench->add_option("DIR", importDir, "the folder of generations")->required();
+    importKernelBench->add_option("--db", importDb, "the run store (SQLite file; created when missing)")->required();
+    importKernelBench->add_option("--run-name", importName, "the run's name (default: import [kernelbench] DIR SPEC)");
+    importKernelBench->add_option("--profile", importProfile,
+                                  std::string("protocol profile (default ") + kwb::defaults::kProfile + ")");
+    importKernelBench->add_option("--scale", importScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
+    importKernelBench->add_option("--device", importDevice, "cuda (default where there is a GPU), cpu or none")
+        ->check(CLI::IsMember({"cuda", "cpu", "none"}));
+    importKernelBench->add_option("--timeout", importOptions.timeoutS, "wall-clock limit per generation in seconds")
+        ->check(CLI::Range(0.001, 1e6));
+    addWorkerLimits(importKernelBench);
+    addJson(importKernelBench);
 
     try {
         app.parse(argc, argv);
@@ -334,6 +364,7 @@ int main(int argc, char** argv)
         eval.scale = QString::fromStdString(evalScale);
         eval.arch = QString::fromStdString(arch);
         eval.device = QString::fromStdString(evalDevice);
+        eval.answerFormat = QString::fromStdString(evalAnswerFormat);
         eval.json = json;
         session.supervisor().setLimits(workerLimits);
         if (!workers.isEmpty())
@@ -353,6 +384,17 @@ int main(int argc, char** argv)
         promptOptions.endpoint = QString::fromStdString(promptEndpoint);
         promptOptions.json = json;
         return runPrompt(session, promptOptions);
+    if (importKernelBench->parsed()) {
+        importOptions.directory = QString::fromStdString(importDir);
+        importOptions.database = QString::fromStdString(importDb);
+        importOptions.runName = QString::fromStdString(importName);
+        importOptions.profile = QString::fromStdString(importProfile);
+        importOptions.scale = QString::fromStdString(importScale);
+        importOptions.device = QString::fromStdString(importDevice);
+        importOptions.json = json;
+        session.supervisor().setLimits(workerLimits);
+        warnWithoutSandbox(session.supervisor());
+        return runImportKernelBench(session, importOptions);
     }
     if (runCommand->parsed() || sweepCommand->parsed()) {
         runOptions.isolation = QString::fromStdString(runIsolation);
@@ -375,6 +417,7 @@ int main(int argc, char** argv)
         runOptions.scale = QString::fromStdString(runScale);
         runOptions.ablate = QString::fromStdString(runAblate);
         runOptions.promptsDir = QString::fromStdString(runPrompts);
+        runOptions.answerFormat = QString::fromStdString(runAnswerFormat);
         runOptions.json = json;
         runOptions.workerLimits = workerLimits;
         runOptions.workers = workers;

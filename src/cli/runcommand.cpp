@@ -100,10 +100,15 @@ QString resolvePromptsDir(const QString& option, QString* error)
 int runRun(Session& session, const RunCommandOptions& options)
 {
     const bool json = options.json;
+    // --prompts names a directory or a shipped set; without it, the set for the run's answer
+    // format (a resumed run's included), decided below once the plan is known.
     QString promptsError;
-    const QString promptsDir = resolvePromptsDir(options.promptsDir, &promptsError);
-    if (promptsDir.isEmpty())
-        return fail(json, ExitUsage, QStringLiteral("bad_prompts"), promptsError);
+    QString promptsDir;
+    if (!options.promptsDir.isEmpty()) {
+        promptsDir = resolvePromptsDir(options.promptsDir, &promptsError);
+        if (promptsDir.isEmpty())
+            return fail(json, ExitUsage, QStringLiteral("bad_prompts"), promptsError);
+    }
 
     if (options.resume > 0 && !QFileInfo(options.database).isFile()) // a resume never creates a database
         return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
@@ -146,6 +151,10 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.workerLimits.osSandbox = false;
         if (options.pauseGenerationWhileTiming >= 0)
             plan.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
+        // The answer format is the run's: its prompts ask for it and its stored answers are in it.
+        if (!options.answerFormat.isEmpty() && options.answerFormat != plan.answerFormat)
+            err() << "kwb run: --resume keeps the run's answer format (" << plan.answerFormat << "); --answer-format "
+                  << options.answerFormat << " is ignored\n";
     } else {
         QString error;
         RunRequest request;
@@ -181,6 +190,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.compileOnly = options.compileOnly;
         request.contextTokens = options.contextTokens;
         request.maxOutputTokens = options.maxOutputTokens;
+        if (!options.answerFormat.isEmpty())
+            request.answerFormat = options.answerFormat;
         if (options.pauseGenerationWhileTiming >= 0)
             request.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
         std::optional<RunPlan> planned = planRun(request, &error);
@@ -189,6 +200,11 @@ int runRun(Session& session, const RunCommandOptions& options)
                         request.routing ? error : QStringLiteral("--regime: ") + error);
         plan = *planned;
     }
+    if (promptsDir.isEmpty())
+        promptsDir = defaultPromptsDirFor(plan.answerFormat);
+    if (!QFileInfo(promptsDir).isDir())
+        return fail(json, ExitUsage, QStringLiteral("bad_prompts"),
+                    QStringLiteral("no prompts directory %1 (--prompts DIR)").arg(promptsDir));
     plan.promptsDir = promptsDir;
     if (plan.resumeRunId > 0 && options.stopWhenCorrect >= 0)
         err() << "kwb run: --resume uses the run's stored stop-when-correct setting\n";

@@ -21,6 +21,22 @@
 // seeds) draw the same first samples, and a sweep against one server needs no restart. Each
 // answer is then right with chance (max-need + 3 - need) / (max-need + 3): more samples and more
 // turns still solve more tasks.
+//
+// --answer-format kernelbench answers in KernelBench's format (a ```python block defining
+// `class ModelNew(nn.Module)`; docs/candidate-format.md), with the same need() policy:
+//   k >= need(task): the task's KernelBench twin (tests/fixtures/candidates/kernelbench/, the same
+//                    CUDA as reference/ in load_inline) where one exists, otherwise an honest
+//                    torch-only ModelNew written from the task file (--tasks DIR): the reference's
+//                    forward, called with ModelNew's own parameters and buffers, registered under
+//                    the reference's names and full-scale shapes (so at --scale smoke a task whose
+//                    parameter shapes depend on a smoke dimension is a parameter_mismatch);
+//   k <  need(task): the study's failure modes, in turn, applied to the twin (or, without one, to
+//                    the torch-only ModelNew finished by a one-kernel load_inline copy, the same
+//                    source for every task, so the extension cache builds it once): a load_inline
+//                    keyword that does not exist (extra_cuda_flags: compile_error), a function
+//                    called by another name than `functions` binds (runtime_error), and a ModelNew
+//                    signature the task does not call: a constructor argument (for a task without
+//                    init_inputs), else an extra forward argument (runtime_error).
 
 #include "../unit/scriptedllmserver.h"
 
@@ -35,6 +51,7 @@
 #include <QTextStream>
 
 #include <cstdio>
+#include <optional>
 
 namespace {
 
@@ -92,6 +109,173 @@ QString breakReference(const QString& reference, int kind)
     }
 }
 
+
+// ---- KernelBench format ------------------------------------------------------------------------
+
+/// The parts of a task file (tasks/*/*.toml) a torch-only ModelNew needs.
+struct TaskFile
+{
+    QString forward;        ///< the reference's TorchScript forward
+    QStringList inputNames; ///< forward's arguments before `p`
+    struct Param
+    {
+        QString name;
+        QList<qint64> shape; ///< full scale
+        bool buffer = false;
+    };
+    QList<Param> params;
+    bool hasInitInputs = false;
+};
+
+/// The task file of "L2/1" under tasksDir (level2/01_*.toml), read with the few rules these files
+/// follow (docs/task-format.md): a forward in triple quotes, [dims] of integers, [[params]] tables.
+std::optional<TaskFile> readTaskFile(const QString& tasksDir, const QString& task)
+{
+    const QStringList parts = task.mid(1).split(QLatin1Char('/'));
+    if (parts.size() != 2)
+        return std::nullopt;
+    const QDir levelDir(tasksDir + QStringLiteral("/level") + parts[0]);
+    const QStringList files =
+        levelDir.entryList({QStringLiteral("%1_*.toml").arg(parts[1].toInt(), 2, 10, QLatin1Char('0'))}, QDir::Files);
+    if (files.isEmpty())
+        return std::nullopt;
+    const QString text = readText(levelDir.filePath(files.first()));
+    TaskFile t;
+    static const QRegularExpression forward(QStringLiteral("forward = '''\\n([\\s\\S]*?)'''"));
+    t.forward = forward.match(text).captured(1);
+    static const QRegularExpression def(QStringLiteral("def forward\\(([^)]*)\\)"));
+    static const QRegularExpression argName(QStringLiteral("(?:^|,)\\s*([A-Za-z_][A-Za-z_0-9]*)\\s*:"));
+    for (auto it = argName.globalMatch(def.match(t.forward).captured(1)); it.hasNext();) {
+        const QString name = it.next().captured(1);
+        if (name != QLatin1String("p"))
+            t.inputNames << name;
+    }
+    static const QRegularExpression initInputs(QStringLiteral("(?m)^init_inputs\\s*="));
+    t.hasInitInputs = initInputs.match(text).hasMatch();
+    QHash<QString, qint64> dims;
+    static const QRegularExpression dimsSection(QStringLiteral("(?m)^\\[dims\\]\\n([\\s\\S]*?)(?=^\\[)"));
+    static const QRegularExpression dimLine(QStringLiteral("(?m)^([A-Za-z_][A-Za-z_0-9]*)\\s*=\\s*([0-9]+)"));
+    for (auto it = dimLine.globalMatch(dimsSection.match(text).captured(1)); it.hasNext();) {
+        const QRegularExpressionMatch m = it.next();
+        dims.insert(m.captured(1), m.captured(2).toLongLong());
+    }
+    const QStringList blocks = text.split(QStringLiteral("[[params]]"));
+    static const QRegularExpression nameLine(QStringLiteral("(?m)^name\\s*=\\s*\"([^\"]+)\""));
+    static const QRegularExpression shapeLine(QStringLiteral("(?m)^shape\\s*=\\s*\\[([^\\]]*)\\]"));
+    static const QRegularExpression bufferLine(QStringLiteral("(?m)^buffer\\s*=\\s*true"));
+    for (qsizetype i = 1; i < blocks.size(); ++i) {
+        const QString block = blocks[i].section(QStringLiteral("\n["), 0, 0); // up to the next table
+        TaskFile::Param param;
+        param.name = nameLine.match(block).captured(1);
+        for (QString d : shapeLine.match(block).captured(1).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            d = d.trimmed().remove(QLatin1Char('"'));
+            bool number = false;
+            const qint64 v = d.toLongLong(&number);
+            param.shape << (number ? v : dims.value(d, -1));
+        }
+        param.buffer = bufferLine.match(block).hasMatch();
+        if (!param.name.isEmpty())
+            t.params << param;
+    }
+    return t;
+}
+
+/// A ModelNew that computes the reference with torch: the task's forward, called with the
+/// module's own parameters and buffers under the reference's names. With `copyExtension`, the
+/// result goes through a one-kernel load_inline copy (what the failure modes below break).
+QString torchOnlyModelNew(const TaskFile& t, bool copyExtension)
+{
+    QString params;
+    for (const TaskFile::Param& p : t.params) {
+        QStringList dims;
+        for (const qint64 d : p.shape)
+            dims << QString::number(d);
+        params += QStringLiteral("    (\"%1\", (%2%3), %4),\n")
+                      .arg(p.name, dims.join(QStringLiteral(", ")), dims.size() == 1 ? QStringLiteral(",") : QString(),
+                           p.buffer ? QStringLiteral("True") : QStringLiteral("False"));
+    }
+    QString reference = t.forward;
+    reference.replace(QStringLiteral("def forward("), QStringLiteral("def reference_forward("));
+    const QString args = t.inputNames.join(QStringLiteral(", "));
+    const QString callArgs = args.isEmpty() ? QStringLiteral("p") : args + QStringLiteral(", p");
+    QString out = QStringLiteral("A ModelNew that keeps the reference's computation in torch.\n\n```python\n"
+                                 "import torch\nimport torch.nn as nn\nfrom torch import Tensor\n"
+                                 "from typing import Dict, List, Optional, Tuple\n");
+    if (copyExtension)
+        out += QStringLiteral(
+            "from torch.utils.cpp_extension import load_inline\n\n"
+            "copy_source = r\"\"\"\n#include <torch/extension.h>\n\n"
+            "__global__ void copy_kernel(const float* in, float* out, long n) {\n"
+            "    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;\n    if (i < n) out[i] = in[i];\n}\n\n"
+            "torch::Tensor copy_out(torch::Tensor x) {\n    auto y = torch::empty_like(x);\n"
+            "    long n = x.numel();\n    int threads = 256;\n    long blocks = (n + threads - 1) / threads;\n"
+            "    copy_kernel<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n    return y;\n}\n"
+            "\"\"\"\n\n"
+            "copy_ext = load_inline(name=\"kwb_fixture_copy\", cpp_sources=\"torch::Tensor copy_out(torch::Tensor x);\", "
+            "cuda_sources=copy_source, functions=[\"copy_out\"], extra_cuda_cflags=[\"-O3\"], verbose=False)\n");
+    out += QStringLiteral("\nPARAMETERS = [\n") + params + QStringLiteral("]\n\n\n") + reference.trimmed() +
+           QStringLiteral("\n\n\n"
+                          "def owner_of(root: nn.Module, dotted: str) -> nn.Module:\n"
+                          "    module = root\n"
+                          "    for part in dotted.split(\".\")[:-1]:\n"
+                          "        if part not in module._modules:\n"
+                          "            module.add_module(part, nn.Module())\n"
+                          "        module = module._modules[part]\n"
+                          "    return module\n\n\n"
+                          "class ModelNew(nn.Module):\n") +
+           (t.hasInitInputs ? QStringLiteral("    def __init__(self, *init_inputs):\n")
+                            : QStringLiteral("    def __init__(self):\n")) +
+           QStringLiteral("        super().__init__()\n"
+                          "        for name, shape, is_buffer in PARAMETERS:\n"
+                          "            leaf = name.split(\".\")[-1]\n"
+                          "            if is_buffer:\n"
+                          "                owner_of(self, name).register_buffer(leaf, torch.zeros(shape))\n"
+                          "            else:\n"
+                          "                owner_of(self, name).register_parameter(leaf, nn.Parameter(torch.zeros(shape)))\n\n") +
+           QStringLiteral("    def forward(self%1):\n").arg(args.isEmpty() ? QString() : QStringLiteral(", ") + args) +
+           QStringLiteral("        p = dict(self.named_parameters())\n"
+                          "        p.update(dict(self.named_buffers()))\n");
+    if (copyExtension)
+        out += QStringLiteral("        return copy_ext.copy_out(reference_forward(%1).contiguous())\n").arg(callArgs);
+    else
+        out += QStringLiteral("        return reference_forward(%1)\n").arg(callArgs);
+    out += QStringLiteral("```\n");
+    return out;
+}
+
+/// A KernelBench answer broken as the study's model broke them (the header lists the kinds).
+QString breakKernelBench(const QString& answer, int kind, QString* what)
+{
+    QString broken = answer;
+    switch (kind % 3) {
+    case 0: // a keyword load_inline does not have
+        *what = QStringLiteral("kb-bad-keyword");
+        if (broken.contains(QLatin1String("extra_cuda_cflags=")))
+            broken.replace(QLatin1String("extra_cuda_cflags="), QLatin1String("extra_cuda_flags="));
+        else
+            broken.replace(QLatin1String("load_inline("), QLatin1String("load_inline(extra_cuda_flags=[\"-O3\"], "));
+        return broken;
+    case 1: { // the function called by another name than `functions` binds
+        static const QRegularExpression functions(QStringLiteral("functions=\\[\\s*[\"']([A-Za-z_][A-Za-z_0-9]*)[\"']"));
+        const QString name = functions.match(broken).captured(1);
+        if (!name.isEmpty()) {
+            *what = QStringLiteral("kb-function-name");
+            broken.replace(QRegularExpression(QStringLiteral("\\.%1\\(").arg(name)), QStringLiteral(".%1_cuda(").arg(name));
+            return broken;
+        }
+        [[fallthrough]];
+    }
+    default: // a ModelNew signature the task does not call: the constructor, else forward
+        *what = QStringLiteral("kb-signature");
+        if (broken.contains(QLatin1String("def __init__(self):")))
+            broken.replace(QLatin1String("def __init__(self):"), QLatin1String("def __init__(self, hidden_size):"));
+        else
+            broken.replace(QRegularExpression(QStringLiteral("def forward\\(self([^)]*)\\)")),
+                           QStringLiteral("def forward(self\\1, bias_term)"));
+        return broken;
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -118,7 +302,13 @@ int main(int argc, char** argv)
         QStringLiteral("stateless"),
         QStringLiteral("answers are a function of the task, --seed, the request's seed and the prompt (no per-task "
                        "counter): for kwb sweep, whose runs ask with the same seeds"));
-    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption});
+        const QCommandLineOption formatOption(QStringLiteral("answer-format"),
+                                          QStringLiteral("native (default) or kernelbench (class ModelNew with load_inline)"),
+                                          QStringLiteral("FORMAT"), QStringLiteral("native"));
+    const QCommandLineOption tasksOption(QStringLiteral("tasks"),
+                                         QStringLiteral("task files, for torch-only ModelNew answers (default: the source tree's)"),
+                                         QStringLiteral("DIR"), QStringLiteral(KWB_FIXTURE_TASKS_DIR));
+    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption, formatOption, tasksOption});
     parser.process(app);
 
     const QString dir = parser.value(candidatesOption);
@@ -130,6 +320,13 @@ int main(int argc, char** argv)
     const int maxNeed = std::max(0, parser.value(maxNeedOption).toInt());
     const int delayMs = std::max(0, parser.value(delayOption).toInt());
     const bool stateless = parser.isSet(statelessOption);
+    const QString answerFormat = parser.value(formatOption);
+    if (answerFormat != QLatin1String("native") && answerFormat != QLatin1String("kernelbench")) {
+        std::fprintf(stderr, "kwb-fixture-llm: --answer-format is native or kernelbench\n");
+        return 2;
+    }
+    const bool kernelbench = answerFormat == QLatin1String("kernelbench");
+    const QString tasksDir = parser.value(tasksOption);
 
     // Real failing fixtures by task, from the manifest's file/task pairs.
     QHash<QString, QStringList> failingByTask;
@@ -178,6 +375,9 @@ int main(int argc, char** argv)
             const QString reference = readText(dir + QStringLiteral("/reference/") + fileStem(task) + QStringLiteral(".md"));
             const bool pilotWording = prompt.contains(QLatin1String("custom tiled CUDA kernels for every operator"));
             const int need = stableHash(task + QString::number(seed)) % (maxNeed + 1) + (pilotWording ? 2 : 0);
+            const QString twin =
+                kernelbench ? readText(dir + QStringLiteral("/kernelbench/") + fileStem(task) + QStringLiteral(".md")) : QString();
+            const std::optional<TaskFile> taskFile = kernelbench ? readTaskFile(tasksDir, task) : std::nullopt;
             const QJsonValue requestSeed = request.value(QLatin1String("seed"));
             for (int i = 0; i < choices; ++i) {
                 const QString drawKey = task + QString::number(seed) + QLatin1Char('/') +
@@ -185,6 +385,21 @@ int main(int argc, char** argv)
                                                                 : QStringLiteral("none/%1").arg(i)) +
                                         QLatin1Char('/') + prompt;
                 const int k = stateless ? stableHash(drawKey) % (maxNeed + 3) : answered[task]++;
+                if (kernelbench) {
+                    if (!taskFile && twin.isEmpty()) {
+                        texts << QStringLiteral("I cannot write this kernel.");
+                        what << QStringLiteral("no-task-file");
+                    } else if (k >= need) {
+                        texts << (twin.isEmpty() ? torchOnlyModelNew(*taskFile, false) : twin);
+                        what << (twin.isEmpty() ? QStringLiteral("kb-torch-only") : QStringLiteral("kb-twin"));
+                    } else {
+                        QString kind;
+                        texts << breakKernelBench(twin.isEmpty() ? torchOnlyModelNew(*taskFile, true) : twin,
+                                                  k + stableHash(task), &kind);
+                        what << kind;
+                    }
+                    continue;
+                }
                 if (reference.isEmpty()) {
                     texts << QStringLiteral("I cannot write this kernel.");
                     what << QStringLiteral("no-fixture");

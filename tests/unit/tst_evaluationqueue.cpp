@@ -420,6 +420,32 @@ private Q_SLOTS:
         QCOMPARE(compiles, 3); // the first job's compile never started
     }
 
+    // Issue 14: a job's answer format goes to its compile ahead too (a KernelBench answer's
+    // load_inline builds there), and only where the job names one.
+    void compileAheadCarriesTheAnswerFormat()
+    {
+        auto queue = makeQueue({0}, 1);
+        Recorder recorder(*queue);
+        QJsonObject kernelbench = slowOptions(300);
+        kernelbench.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
+        QList<qint64> ids;
+        for (int i = 0; i < 3; ++i)
+            ids.append(queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow"), QString::number(i)),
+                                     i < 2 ? kernelbench : slowOptions(300)));
+        QVERIFY(recorder.waitForEnded(3));
+        QStringList compiled; // "answer_format" or "-" per compile request, in order
+        for (const QJsonObject& entry : logged()) {
+            if (entry.value(QLatin1String("type")).toString() != QLatin1String("compile"))
+                continue;
+            compiled << (entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("answer_format"))
+                             ? QStringLiteral("answer_format")
+                             : QStringLiteral("-"));
+        }
+        // The first job went to the idle GPU uncompiled; jobs 2 (kernelbench) and 3 (no format) compiled ahead.
+        QCOMPARE(compiled, (QStringList{QStringLiteral("answer_format"), QStringLiteral("-")}));
+        QCOMPARE(recorder.echo(ids[1]).value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
+    }
+
     void compileFailureStillEvaluates()
     {
         auto queue = makeQueue({0}, 1);

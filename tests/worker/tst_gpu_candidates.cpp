@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include <cstdio>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -63,6 +64,7 @@ int main()
     json results = json::array();
     int pass = 0, fail = 0;
     std::printf("%-36s %-6s %-14s %-14s %9s %10s %8s\n", "candidate", "task", "expected", "got", "speedup", "max_abs", "wall_s");
+    std::map<std::string, double> speedups; // file -> speedup of its correct evaluation
     for (auto& node : *manifest["candidate"].as_array()) {
         auto& c = *node.as_table();
         const std::string file = c["file"].value_or(std::string());
@@ -85,6 +87,8 @@ int main()
                     {"timing_trials", timingTrials}, {"warmup", 2}};
         if (auto profile = c["profile"].value<std::string>())
             req["profile"] = *profile;
+        if (auto format = c["answer_format"].value<std::string>()) // KernelBench twins (issue 14)
+            req["answer_format"] = *format;
         auto reply = worker.request(req, timeout);
         std::string got;
         json r = reply.response.is_object() ? reply.response : json::object();
@@ -154,6 +158,24 @@ int main()
         const double maxAbs = r.contains("correctness") ? r["correctness"].value("max_abs_diff", 0.0) : 0.0;
         std::printf("%-36s %-6s %-14s %-14s %9.3f %10.2e %8.1f %s\n", file.c_str(), task.c_str(), expect.c_str(), got.c_str(),
                     speedup, maxAbs, reply.ms / 1000.0, ok ? "ok" : "FAIL");
+        speedups[file] = speedup;
+        // A twin (the same CUDA in another answer format): its native answer's speedup beside it,
+        // evaluated here when the run left it out (KWB_GPU_ONLY=kernelbench/).
+        if (auto twin = c["twin"].value<std::string>(); twin && got == "correct") {
+            if (!speedups.count(*twin) && (worker.running() || worker.start(&err))) {
+                auto native = worker.request({{"type", "evaluate"}, {"task", task}, {"answer", readFile(dir + *twin)},
+                                              {"timing_trials", timingTrials}, {"warmup", 2}},
+                                             timeout);
+                if (native.outcome == WorkerClient::Outcome::Ok && native.response.value("status", std::string()) == "correct" &&
+                    native.response.contains("speedup") && native.response["speedup"].is_number())
+                    speedups[*twin] = native.response["speedup"].get<double>();
+            }
+            if (speedups.count(*twin) && speedups[*twin] > 0)
+                std::printf("  twin %s: speedup %.3f, this / twin = %.3f\n", twin->c_str(), speedups[*twin],
+                            speedup / speedups[*twin]);
+            else
+                std::printf("  twin %s: no correct evaluation to compare with\n", twin->c_str());
+        }
         if (!ok) {
             std::cout << "  message: " << r.value("message", std::string()) << "\n";
             if (r.contains("compile"))

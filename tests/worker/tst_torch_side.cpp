@@ -399,6 +399,9 @@ TEST_CASE("evaluate without a device: every fixture candidate gets the status th
         CAPTURE(file);
         if (!c["in_process"].value_or(true))
             continue; // by design too slow for an in-process check; tested through kwb (tests/CMakeLists.txt)
+        if (c["answer_format"].value_or(std::string()) == "kernelbench")
+            continue; // a KernelBench twin builds its CUDA with nvcc and torch's headers (load_inline): GPU only
+                      // (tst_gpu_candidates); the front end's CPU checks are tst_kernelbench's
         const Task* t = allTasks().find(taskId);
         REQUIRE(t);
         json r = ev.evaluate(*t, {{"answer", readFile(dir + file)}, {"device", "none"}, {"arch", "sm_90"}});

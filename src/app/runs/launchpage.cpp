@@ -487,6 +487,14 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_compileOnly->setToolTip(tr("Evaluate with device \"none\": compile and sandbox check only. Without it a run "
                                  "does not start on a machine without a GPU."));
     form->addRow(m_compileOnly);
+    m_answerFormat = new QComboBox(box);
+    m_answerFormat->setObjectName(QStringLiteral("answerFormatCombo"));
+    m_answerFormat->addItem(tr("Native: a cuda and a python block"), QString::fromLatin1(defaults::kAnswerFormatNative));
+    m_answerFormat->addItem(tr("KernelBench: class ModelNew with load_inline"),
+                            QString::fromLatin1(defaults::kAnswerFormatKernelBench));
+    m_answerFormat->setToolTip(tr("What the prompts ask for and every evaluation expects; the KernelBench format "
+                                  "takes the prompts-kernelbench set unless another set is chosen."));
+    form->addRow(tr("Answer format"), m_answerFormat);
     m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);
     m_pauseGeneration->setObjectName(QStringLiteral("pauseGenerationCheck"));
     m_pauseGeneration->setToolTip(tr("No new model request while an evaluation holds the GPU (requests already "
@@ -741,7 +749,9 @@ RunRequest LaunchPage::request() const
     r.workerLimits.osSandbox = m_osSandbox->isChecked();
     r.compileOnly = m_compileOnly->isChecked();
     r.pauseGenerationWhileTiming = m_pauseGeneration->isChecked();
-    r.promptsDir = m_promptsDir;
+    r.answerFormat = m_answerFormat->currentData().toString();
+    // The default set follows the answer format (defaultPromptsDirFor); a set chosen elsewhere stays.
+    r.promptsDir = m_promptsDir == defaultPromptsDir() ? defaultPromptsDirFor(r.answerFormat) : m_promptsDir;
     return r;
 }
 
@@ -862,7 +872,7 @@ bool LaunchPage::resumeRun(const QString& databasePath, qint64 runId, QString* e
     if (!p)
         return failWith(why);
     if (p->promptsDir.isEmpty() || !QFileInfo(p->promptsDir).isDir())
-        p->promptsDir = m_promptsDir;
+        p->promptsDir = m_promptsDir == defaultPromptsDir() ? defaultPromptsDirFor(p->answerFormat) : m_promptsDir;
     RunSessionEnvironment env = environment();
     env.databasePath = databasePath;
     const bool now = m_manager->submit(*p, env);

@@ -160,6 +160,7 @@ private:
     QCheckBox* m_osSandbox = nullptr;
     QLineEdit* m_workers = nullptr; ///< a worker spec (core/workers/workertarget.h); empty: local
     QCheckBox* m_compileOnly = nullptr;
+    QComboBox* m_answerFormat = nullptr;
     QCheckBox* m_pauseGeneration = nullptr;
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;

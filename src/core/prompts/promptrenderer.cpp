@@ -10,6 +10,7 @@
 #include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonValue>
 
@@ -622,6 +623,41 @@ QString PromptRenderer::rooflineRule()
         "and launches.");
 }
 
+namespace {
+
+/// KernelBench's constructor arguments (the task's `init_inputs`, dimensions at full scale) as
+/// Python writes them: "64, 128, 3, (128, 1, 1)"; empty for a task without any.
+QString initValueText(const QJsonValue& value, const QHash<QString, qint64>& dims)
+{
+    if (value.isArray()) {
+        QStringList parts;
+        for (const QJsonValue& v : value.toArray())
+            parts << initValueText(v, dims);
+        return QStringLiteral("(%1%2)").arg(parts.join(QStringLiteral(", ")), parts.size() == 1 ? QStringLiteral(",") : QString());
+    }
+    if (value.isObject())
+        return QString::number(dims.value(value.toObject().value(QLatin1String("dim")).toString()));
+    if (value.isBool())
+        return value.toBool() ? QStringLiteral("True") : QStringLiteral("False");
+    const double d = value.toDouble();
+    return d == double(qint64(d)) && !value.toVariant().toString().contains(QLatin1Char('.')) ? QString::number(qint64(d))
+                                                                                              : QString::number(d, 'g', 17);
+}
+
+QString initInputsText(const QJsonObject& taskJson)
+{
+    QHash<QString, qint64> dims;
+    for (const QJsonValue& d : taskJson.value(QLatin1String("dims")).toArray())
+        dims.insert(d.toObject().value(QLatin1String("name")).toString(),
+                    qint64(d.toObject().value(QLatin1String("full")).toDouble()));
+    QStringList parts;
+    for (const QJsonValue& v : taskJson.value(QLatin1String("init_inputs")).toArray())
+        parts << initValueText(v, dims);
+    return parts.join(QStringLiteral(", "));
+}
+
+} // namespace
+
 QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJsonObject& analyzeJson,
                                          const QJsonObject& profileJson, const QJsonObject& deviceJson,
                                          const QJsonObject& feedbackJson, const QJsonObject& protocolProfileJson)
@@ -642,6 +678,7 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     c[QStringLiteral("task_source")] = orFalse(task.source);
     c[QStringLiteral("reference")] = reference;
     c[QStringLiteral("signature")] = forwardSignature(reference);
+    c[QStringLiteral("model_init")] = orFalse(initInputsText(taskJson));
 
     QJsonArray inputs;
     for (const TaskTensor& in : task.inputs) {

@@ -34,4 +34,15 @@ inline constexpr int kMaxOutputTokens = 4096;
 inline constexpr const char kScale[] = "full";
 inline QString scale() { return QString::fromLatin1(kScale); }
 
+/// The answer formats a run can ask for (docs/protocol.md, `answer_format`): the workbench's own
+/// (a cuda and a python block) and KernelBench's (`class ModelNew` with `load_inline`). A run's
+/// prompts and every compile and evaluate request name it; native is the default.
+inline constexpr const char kAnswerFormatNative[] = "native";
+inline constexpr const char kAnswerFormatKernelBench[] = "kernelbench";
+inline QString answerFormat() { return QString::fromLatin1(kAnswerFormatNative); }
+inline bool isAnswerFormat(const QString& name)
+{
+    return name == QLatin1String(kAnswerFormatNative) || name == QLatin1String(kAnswerFormatKernelBench);
+}
+
 } // namespace kwb::defaults

@@ -77,7 +77,7 @@ QString defaultPromptsDir()
 
 QStringList shippedPromptSetNames()
 {
-    return {QStringLiteral("study"), QStringLiteral("workbench-v1")};
+    return {QStringLiteral("study"), QStringLiteral("workbench-v1"), QStringLiteral("kernelbench")};
 }
 
 QString shippedPromptSetDir(const QString& name)
@@ -99,6 +99,13 @@ QString userDataDir()
 QString defaultLaunchDatabase()
 {
     return QDir(userDataDir()).filePath(QStringLiteral("launched-runs.db"));
+}
+
+QString defaultPromptsDirFor(const QString& answerFormat)
+{
+    return answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench)
+               ? shippedPromptSetDir(QStringLiteral("kernelbench"))
+               : defaultPromptsDir();
 }
 
 QString elapsedClock(qint64 ms)
@@ -169,11 +176,14 @@ QString RunPlan::regimeLabel() const
 
 QString RunPlan::runName() const
 {
+    QString label = regimeLabel();
+    if (answerFormat != QLatin1String(defaults::kAnswerFormatNative))
+        label += QStringLiteral(" [%1]").arg(answerFormat);
     if (!sweepNs.isEmpty())
-        return QStringLiteral("%1 sweep n=%2 %3").arg(regimeLabel()).arg(regime.n).arg(taskSpec);
+        return QStringLiteral("%1 sweep n=%2 %3").arg(label).arg(regime.n).arg(taskSpec);
     if (!regime.ablated.isEmpty())
-        return QStringLiteral("%1 -%2 %3").arg(regimeLabel(), regime.ablated.join(QStringLiteral(",-")), taskSpec);
-    return QStringLiteral("%1 %2").arg(regimeLabel(), taskSpec);
+        return QStringLiteral("%1 -%2 %3").arg(label, regime.ablated.join(QStringLiteral(",-")), taskSpec);
+    return QStringLiteral("%1 %2").arg(label, taskSpec);
 }
 
 bool RunPlan::wantsProfile() const
@@ -193,6 +203,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     };
     if (request.taskIds.isEmpty())
         return failWith(QStringLiteral("no task chosen"));
+    if (!defaults::isAnswerFormat(request.answerFormat))
+        return failWith(QStringLiteral("unknown answer format \"%1\" (native or kernelbench)").arg(request.answerFormat));
     const auto configure = [&](const QString& name) -> std::optional<Regime> {
         const std::optional<Regime> builtin = Regime::builtin(name);
         if (!builtin)
@@ -246,6 +258,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     if (!plan.sweepNs.isEmpty() && !plan.modelSeed)
         plan.modelSeed = kDefaultSweepModelSeed;
     plan.promptsDir = request.promptsDir;
+    plan.answerFormat = request.answerFormat;
     plan.compileOnly = request.compileOnly;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     if (request.contextTokens < 0 || request.maxOutputTokens < 1)
@@ -293,6 +306,10 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     };
     const RunConfig config = RunConfig::fromJson(run.config);
     const QJsonObject& extra = config.extra;
+    // An imported run (kwb import) has no model to ask: resuming it would send prompts for the
+    // samples a folder did not have.
+    if (extra.value(QLatin1String("import")).isObject())
+        return failWith(QStringLiteral("run %1 was imported (kwb import), not generated: there is nothing to resume").arg(run.id));
     QString why;
     const std::optional<Regime> stored = Regime::fromJson(extra.value(QLatin1String("regime")).toObject(), &why);
     if (!stored)
@@ -329,6 +346,10 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     if (config.seeds.value(QLatin1String("model")).isDouble())
         plan.modelSeed = qint64(config.seeds.value(QLatin1String("model")).toDouble());
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
+    // Runs stored before the answer format existed were native.
+    plan.answerFormat = extra.value(QLatin1String("answer_format")).toString(defaults::answerFormat());
+    if (!defaults::isAnswerFormat(plan.answerFormat))
+        return failWith(QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(plan.answerFormat));
     plan.resumeRunId = run.id;
     plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
     plan.pauseGenerationWhileTiming =
@@ -415,6 +436,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                                                                      {QStringLiteral("id"), plan.sweepId},
                                                                      {QStringLiteral("n"), plan.regime.n}})},
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
+                    {QStringLiteral("answer_format"), plan.answerFormat},
                     {QStringLiteral("compile_only"), plan.compileOnly},
                     {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming},
                     {QStringLiteral("context_tokens"), plan.contextTokens},
@@ -456,7 +478,8 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan)
 {
     QJsonObject options{{QStringLiteral("profile"), plan.profile},
                         {QStringLiteral("scale"), plan.scale},
-                        {QStringLiteral("seed"), kRunEvaluationSeed}};
+                        {QStringLiteral("seed"), kRunEvaluationSeed},
+                        {QStringLiteral("answer_format"), plan.answerFormat}};
     if (plan.timingTrials > 0)
         options.insert(QStringLiteral("timing_trials"), plan.timingTrials);
     if (plan.compileOnly) // stops after the sandbox check, even where a GPU exists (docs/protocol.md)

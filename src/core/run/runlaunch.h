@@ -44,8 +44,9 @@ QStringList parseTaskSpec(const QString& spec, QString* error);
 /// The shipped prompt templates: $KWB_PROMPTS_DIR, the installed share/kernel-workbench/prompts
 /// next to the program, else the source tree's prompts/ (kwb and the window look alike).
 QString defaultPromptsDir();
-/// The shipped template sets by name: "study" (the default, defaultPromptsDir()) and
-/// "workbench-v1" (the earlier workbench wording, prompts-workbench-v1/ beside it).
+/// The shipped template sets by name: "study" (the default, defaultPromptsDir()),
+/// "workbench-v1" (the earlier workbench wording, prompts-workbench-v1/ beside it) and
+/// "kernelbench" (the study's regimes asking for KernelBench's format, prompts-kernelbench/).
 QStringList shippedPromptSetNames();
 /// A shipped set's directory (it need not exist); empty for an unknown name.
 QString shippedPromptSetDir(const QString& name);
@@ -57,6 +58,10 @@ QString userDataDir();
 /// Where Launch writes runs unless the user picks another file: userDataDir()/launched-runs.db.
 /// Never the open study database, so trying a run does not add it to the study.
 QString defaultLaunchDatabase();
+/// The template set a run in this answer format uses when none is named (the one place that
+/// decides): defaultPromptsDir() for native answers, the prompts-kernelbench/ set beside it for
+/// KernelBench's format (docs/prompts.md).
+QString defaultPromptsDirFor(const QString& answerFormat);
 
 /// Elapsed time as a clock: "4:07", or "1:02:03" past an hour.
 QString elapsedClock(qint64 ms);
@@ -101,6 +106,9 @@ struct RunRequest
     /// Overrides the regime's stopWhenCorrect (`--stop-when-correct`); nullopt: the regime's.
     std::optional<bool> stopWhenCorrect;
     QString promptsDir;
+    /// defaults::kAnswerFormatNative or kAnswerFormatKernelBench: sent as `answer_format` in every
+    /// compile and evaluate request of the run, stored as `answer_format`.
+    QString answerFormat = defaults::answerFormat();
     /// Evaluate with "device" "none": compile and sandbox check only, for a machine without a GPU.
     bool compileOnly = false;
     /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
@@ -138,6 +146,7 @@ struct RunPlan
     QString sweepId;       ///< the id its runs share (`extra.sweep.id`); empty: not a sweep
     std::optional<qint64> modelSeed; ///< stored as `seeds.model`
     QString promptsDir;
+    QString answerFormat = defaults::answerFormat(); ///< stored as `answer_format`
     qint64 resumeRunId = 0; ///< 0: a new run
     bool compileOnly = false;                ///< stored as `compile_only`
     bool pauseGenerationWhileTiming = false; ///< stored as `pause_generation_while_timing`
@@ -146,7 +155,8 @@ struct RunPlan
 
     /// "routing" for a routed run, else the regime's name (the run's `regime` column).
     QString regimeLabel() const;
-    /// The name a new run gets: "agent L2:1-10", "agent -best_of_n L2:1-10", "agent sweep n=8 L2:1-10".
+    /// The name a new run gets: "agent L2:1-10", "agent -best_of_n L2:1-10", "agent sweep n=8 L2:1-10";
+    /// a run in KernelBench's answer format says so: "agent [kernelbench] L2:1-10".
     QString runName() const;
     Regime regimeForLevel(int level) const { return levelRegimes.value(level, regime); }
     /// Whether any task's regime puts the worker's profile into its prompts.
@@ -161,7 +171,8 @@ constexpr qint64 kDefaultSweepModelSeed = 1234;
 /// applied, per level for routing. nullopt with *error for no tasks or an unknown regime.
 std::optional<RunPlan> planRun(const RunRequest& request, QString* error);
 /// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale and
-/// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime.
+/// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime,
+/// or the run was imported (`extra.import`: kwb import).
 std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 /// A sweep's runs: one plan per n of plan.sweepNs, each the plan's whole regime (every turn) with
 /// n candidates per turn (every level's regime under routing), the same tasks, model seed and
@@ -172,7 +183,7 @@ QList<RunPlan> sweepRunPlans(const RunPlan& plan);
 /// plan.promptsDir, seeds, profile, the worker's `device` answer and versions (from its hello),
 /// and the plan itself in `extra` (regime, level_regimes, routing, tasks, task_spec, scale,
 /// timeout_s, model_timeout_s, timing_trials, isolation, worker_limits, sweep, prompts_dir,
-/// compile_only, pause_generation_while_timing), and `sandbox`: "bubblewrap" or "none: <reason>"
+/// answer_format, compile_only, pause_generation_while_timing), and `sandbox`: "bubblewrap" or "none: <reason>"
 /// (core/workers/workerlauncher.h). nullopt with *error for a template that cannot be read.
 std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
                                       QString* error);
@@ -180,8 +191,9 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
 /// The model client's settings for the plan's endpoint, model and model time-out (the request's
 /// deadline). The API key is never stored.
 LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
-/// The fields every evaluate request of the run carries: profile, scale, seed (and timing_trials
-/// when set; "device": "none" for a compile-only run).
+/// The fields every evaluate request of the run carries: profile, scale, seed, answer_format (and
+/// timing_trials when set; "device": "none" for a compile-only run). The queue's compile-ahead
+/// requests take answer_format from them too.
 QJsonObject evaluationOptionsFor(const RunPlan& plan);
 /// Worker program, time-out, isolation, worker limits, one compile worker, and the device's arch
 /// for compile-ahead.

@@ -442,10 +442,14 @@ void EvaluationQueue::startCompiles()
         }
         if (free < 0)
             break;
-        const QJsonObject request{{QStringLiteral("type"), QStringLiteral("compile")},
-                                  {QStringLiteral("answer"), job.answer},
-                                  {QStringLiteral("arch"), arch},
-                                  {QStringLiteral("return_cubin"), true}};
+        QJsonObject request{{QStringLiteral("type"), QStringLiteral("compile")},
+                            {QStringLiteral("answer"), job.answer},
+                            {QStringLiteral("arch"), arch},
+                            {QStringLiteral("return_cubin"), true}};
+        // The front end the evaluation will use builds ahead too (a KernelBench answer's
+        // load_inline into the extension cache).
+        if (const QJsonValue format = job.options.value(QLatin1String("answer_format")); format.isString())
+            request.insert(QStringLiteral("answer_format"), format);
         job.compile = CompileState::Running;
         job.cubinArch = arch;
         m_compilers[free].job = job.id;
