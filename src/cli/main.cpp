@@ -384,6 +384,7 @@ int main(int argc, char** argv)
         promptOptions.endpoint = QString::fromStdString(promptEndpoint);
         promptOptions.json = json;
         return runPrompt(session, promptOptions);
+    }
     if (importKernelBench->parsed()) {
         importOptions.directory = QString::fromStdString(importDir);
         importOptions.database = QString::fromStdString(importDb);
