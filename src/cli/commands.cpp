@@ -143,6 +143,21 @@ QJsonValue shapeJson(const QList<qint64>& shape)
 
 } // namespace
 
+int commandFailed(const char* command, bool json, int code, const QString& errorCode, const QString& message)
+{
+    err() << "kwb " << command << ": " << message << '\n';
+    err().flush();
+    if (json) {
+        out() << QString::fromUtf8(
+            QJsonDocument(QJsonObject{{QStringLiteral("ok"), false},
+                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCode},
+                                                                            {QStringLiteral("message"), message}}}})
+                .toJson(QJsonDocument::Indented));
+        out().flush();
+    }
+    return code;
+}
+
 void warnWithoutSandbox(const WorkerSupervisor& supervisor)
 {
     const QString warning = sandboxWarning(supervisor.sandboxStatus());

@@ -63,6 +63,10 @@ struct ReportCommandOptions
     QString outFile;        ///< --out; empty: stdout
 };
 
+/// One failure shape for every command: "kwb COMMAND: MESSAGE" on stderr and, with --json,
+/// {"ok": false, "error": {"code", "message"}} on stdout. Returns `code`.
+int commandFailed(const char* command, bool json, int code, const QString& errorCode, const QString& message);
+
 /// Prints on stderr that the supervisor's workers run without the OS sandbox, and why, unless
 /// they run in it.
 void warnWithoutSandbox(const WorkerSupervisor& supervisor);

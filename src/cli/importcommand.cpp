@@ -45,17 +45,7 @@ struct Skipped
 
 int importFail(bool json, int code, const QString& errorCode, const QString& message)
 {
-    err() << "kwb import: " << message << '\n';
-    err().flush();
-    if (json) {
-        out() << QString::fromUtf8(
-            QJsonDocument(QJsonObject{{QStringLiteral("ok"), false},
-                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCode},
-                                                                            {QStringLiteral("message"), message}}}})
-                .toJson(QJsonDocument::Indented));
-        out().flush();
-    }
-    return code;
+    return commandFailed("import", json, code, errorCode, message);
 }
 
 } // namespace

@@ -19,17 +19,7 @@ namespace {
 
 int failPrompt(bool json, int code, const QString& errorCode, const QString& message)
 {
-    err() << "kwb prompt: " << message << '\n';
-    err().flush();
-    if (json) {
-        out() << QString::fromUtf8(
-            QJsonDocument(QJsonObject{{QStringLiteral("ok"), false},
-                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCode},
-                                                                            {QStringLiteral("message"), message}}}})
-                .toJson(QJsonDocument::Indented));
-        out().flush();
-    }
-    return code;
+    return commandFailed("prompt", json, code, errorCode, message);
 }
 
 } // namespace

@@ -43,17 +43,7 @@ extern "C" void onSigint(int)
 
 int fail(bool json, int code, const QString& errorCode, const QString& message)
 {
-    err() << "kwb run: " << message << '\n';
-    err().flush();
-    if (json) {
-        out() << QString::fromUtf8(
-            QJsonDocument(QJsonObject{{QStringLiteral("ok"), false},
-                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), errorCode},
-                                                                            {QStringLiteral("message"), message}}}})
-                .toJson(QJsonDocument::Indented));
-        out().flush();
-    }
-    return code;
+    return commandFailed("run", json, code, errorCode, message);
 }
 
 int executePlan(Session& session, const RunCommandOptions& options, RunStore& store, const RunPlan& plan,
