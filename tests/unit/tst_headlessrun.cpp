@@ -10,6 +10,7 @@
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
 #include "core/workers/gpulease.h"
+#include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"
 
 #include <QHash>
@@ -90,15 +91,7 @@ class TestHeadlessRun : public QObject
 
     RunEnvironment environment()
     {
-        RunEnvironment env;
-        env.databasePath = m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount));
-        env.workerProgram = QStringLiteral(KWB_FAKEWORKER);
-        env.compileWorkers = 0;
-        env.killGraceMs = 300;
-        env.maxRetries = 0;
-        env.requestTimeoutMs = 20000;
-        env.stream = true;
-        return env;
+        return kwb::test::fakeWorkerEnvironment<RunEnvironment>(m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
     }
 
     RunPlan plan(const QString& regime, const QStringList& tasks, int n = 0, int turns = 0)

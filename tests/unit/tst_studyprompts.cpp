@@ -9,6 +9,7 @@
 #include "core/run/headlessrun.h"
 #include "core/run/regime.h"
 #include "core/store/runstore.h"
+#include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"
 
 #include <QDir>
@@ -113,14 +114,7 @@ class TestStudyPrompts : public QObject
 
     RunEnvironment environment()
     {
-        RunEnvironment env;
-        env.databasePath = m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount));
-        env.workerProgram = QStringLiteral(KWB_FAKEWORKER);
-        env.compileWorkers = 0;
-        env.killGraceMs = 300;
-        env.maxRetries = 0;
-        env.requestTimeoutMs = 20000;
-        return env;
+        return kwb::test::fakeWorkerEnvironment<RunEnvironment>(m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
     }
 
     RunPlan plan(const QString& regime, const QString& ablate = QString(), const QString& promptsDir = QString())

@@ -14,6 +14,7 @@
 #include "core/store/runstore.h"
 #include "grabcheck.h"
 #include "runfixture.h"
+#include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"
 
 #include <QCheckBox>
@@ -66,15 +67,7 @@ class TestRunMonitor : public QObject
 
     RunSessionEnvironment environment()
     {
-        RunSessionEnvironment env;
-        env.databasePath = m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount));
-        env.workerProgram = QStringLiteral(KWB_FAKEWORKER);
-        env.compileWorkers = 0;
-        env.killGraceMs = 300;
-        env.maxRetries = 0;
-        env.requestTimeoutMs = 20000;
-        env.stream = true;
-        return env;
+        return kwb::test::fakeWorkerEnvironment<RunSessionEnvironment>(m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
     }
 
     RunPlan plan(const QString& regime, const QStringList& tasks, int n = 0, int turns = 0, double timeoutS = 60)
