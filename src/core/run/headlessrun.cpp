@@ -1,5 +1,7 @@
 #include "core/run/headlessrun.h"
 
+#include <QMap>
+
 #include "core/model/tokencounter.h"
 
 #include "core/model/llmclient.h"
@@ -227,13 +229,16 @@ void HeadlessRun::countPrompts(const QJsonObject& device, const QJsonObject& hel
         }
         createAndStart(device, hello);
     };
-    connect(counter, &TokenCounter::counted, this, [planned, budget, finish](qint64 id, int tokens) {
+    // Replies may come in any order: once all are in, the first prompt over budget in the plan's
+    // order (the counter's ids grow with it) is the one named, whatever the server answered first.
+    auto over = std::make_shared<QMap<qint64, QString>>();
+    connect(counter, &TokenCounter::counted, this, [planned, over, budget, finish](qint64 id, int tokens) {
         const PlannedPrompt p = planned->take(id);
         const int worst = p.budgetTokens(tokens, budget);
         if (!budget.fits(worst))
-            return finish(budget.overBudget(p.task, p.turn, p.role, p.templatePath, worst, true));
+            over->insert(id, budget.overBudget(p.task, p.turn, p.role, p.templatePath, worst, true));
         if (planned->isEmpty())
-            finish(QString());
+            finish(over->isEmpty() ? QString() : over->first());
     });
     // No warning: a server without /tokenize is common (Ollama), and every over-budget message
     // says whether its count was the server's or the estimate.
