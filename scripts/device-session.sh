@@ -55,8 +55,9 @@ for step in "$@"; do
     # Every regime over the 30 tasks against the fixture server (tests/tools/fixture_llm_server.cpp).
     log study
     need_bundle
-    db=$OUT/study.db
-    # A study split over several calls continues the carried database.
+    # STUDY_DB: a path the machine keeps between warm calls (e.g. under build-gpu/), so a study split
+    # over several calls continues one database; otherwise a carried build-carry/study.db.
+    db=${STUDY_DB:-$OUT/study.db}
     [[ -f build-carry/study.db && ! -f $db ]] && cp build-carry/study.db "$db"
     for regime in ${STUDY_REGIMES:-zero-shot profiling-guided iterative agent pilot-v1}; do
       $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --log "$OUT/llm-$regime.log" > /tmp/llm.url &
@@ -71,6 +72,7 @@ for step in "$@"; do
     done
     $bundle/run kwb report --db "$db" > "$OUT/study-report.md" 2>&1
     $bundle/run kwb report --db "$db" --format json > "$OUT/study-report.json" 2>&1
+    [[ $db == "$OUT/study.db" ]] || cp "$db" "$OUT/study.db"
     ;;
   study-kernelbench)
     # Every regime over the 30 tasks in KernelBench's answer format (issue 14): the fixture server
@@ -96,7 +98,7 @@ for step in "$@"; do
     # The agent with one part switched off at a time, or its best-of-n sweep, into the same
     # database as `study` (fixture server restarted per run: its counters are its only state).
     need_bundle
-    db=$OUT/study.db
+    db=${STUDY_DB:-$OUT/study.db}
     [[ -f build-carry/study.db && ! -f $db ]] && cp build-carry/study.db "$db"
     if [[ $step == ablations ]]; then runs="best-of-n feedback-analyzer monotone competence"; else runs=sweep; fi
     for r in $runs; do
@@ -117,6 +119,7 @@ for step in "$@"; do
     done
     $bundle/run kwb report --db "$db" > "$OUT/study-report.md" 2>&1
     $bundle/run kwb report --db "$db" --format json > "$OUT/study-report.json" 2>&1
+    [[ $db == "$OUT/study.db" ]] || cp "$db" "$OUT/study.db"
     ;;
   device)
     log device
