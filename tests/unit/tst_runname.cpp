@@ -70,6 +70,9 @@ private Q_SLOTS:
         sweep.turns = 1;
         QCOMPARE(runLabel(storedRun(6, sweep, QStringLiteral("kernelbench-fp32"), true)),
                  QStringLiteral("#6 agent n=8 1 turn sweep"));
+        // A sweep's n = 4 run is the regime's own n, yet the one thing telling it from n = 2 or 8.
+        QCOMPARE(runLabel(storedRun(8, builtin("agent"), QStringLiteral("kernelbench-fp32"), true)),
+                 QStringLiteral("#8 agent n=4 sweep"));
         Regime format = builtin("zero-shot");
         format.roles.insert(RegimeRole::Generator, QStringLiteral("json-answer/generator.mustache"));
         QCOMPARE(runDescription(storedRun(2, format)), QStringLiteral("zero-shot answer json-answer/generator"));

@@ -43,7 +43,8 @@ QStringList runDistinctions(const RunInfo& run)
             // Only what the stored regime says: an older or hand-written one without a field has
             // nothing to say about it.
             const auto has = [&](const char* key) { return regimeJson.contains(QLatin1String(key)); };
-            if (has("n") && stored.n != expected.n)
+            // In a sweep n is what varies between its runs: the regime's own n is named too.
+            if (has("n") && (stored.n != expected.n || config.isSweep()))
                 parts << QStringLiteral("n=%1").arg(stored.n);
             if (has("turns") && stored.turns != expected.turns)
                 parts << turnsText(stored.turns);
