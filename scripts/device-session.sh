@@ -13,6 +13,9 @@ log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/session.log"; }
 
 need_bundle() {
   [[ -x $bundle/run ]] || tar xf build-carry/qt-bundle.tar.xz -C /tmp
+  # bubblewrap for the OS sandbox travels in the bundle where the machine lacks it: without it on
+  # PATH every step's worker runs unsandboxed (kwb warns so).
+  [[ :$PATH: == *":$bundle/bin:"* ]] || export PATH=$bundle/bin:$PATH
 }
 
 for step in "$@"; do
@@ -192,7 +195,6 @@ for step in "$@"; do
     # The supervisor's host limits and the OS sandbox on the GPU machine, through kwb (docs/sandbox.md).
     log limits
     need_bundle
-    export PATH=$bundle/bin:$PATH # bwrap travels in the bundle where the machine lacks it
     c=tests/fixtures/candidates
     { for sb in "" --no-os-sandbox; do
         echo "## kwb eval L2/1 reference, ${sb:-sandboxed}"
