@@ -747,9 +747,13 @@ private Q_SLOTS:
         // The queue's own default, not a test's: kwb's API key never reaches a GPU worker.
         qputenv("KWB_API_KEY", "sk-queue-secret");
         qputenv("FOO", "user variable");
+        // Issue 14: the extension cache kwb is told of is the workers' (compile pool's and GPU's).
+        const QString extensions = m_dir.filePath(QStringLiteral("extensions-from-kwb"));
+        qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
         const auto unset = qScopeGuard([] {
             qunsetenv("KWB_API_KEY");
             qunsetenv("FOO");
+            qunsetenv("KWB_EXTENSION_CACHE");
         });
         EvaluationQueue queue(QList<int>{2});
         queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
@@ -762,6 +766,7 @@ private Q_SLOTS:
         QVERIFY(!environment.contains(QLatin1String("FOO")));
         QCOMPARE(environment.value(QLatin1String("PATH")).toString(), qEnvironmentVariable("PATH"));
         QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("2"));
+        QCOMPARE(environment.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(), extensions);
     }
 
     void workerKilledFromOutsideIsAMachineFailure()
