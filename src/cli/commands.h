@@ -182,6 +182,7 @@ struct ImportOptions
     QString scale = defaults::scale();
     QString device;     ///< --device cuda|cpu|none; empty: the GPU where there is one
     double timeoutS = defaults::kEvaluationTimeoutS; ///< per generation
+    int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers for KernelBench's format
     bool json = false;
 };
 

@@ -267,6 +267,11 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
     importKernelBench->add_option("--timeout", importOptions.timeoutS, "wall-clock limit per generation in seconds")
         ->check(CLI::Range(0.001, 1e6));
+    importKernelBench->add_option("--compile-workers", importOptions.compileWorkers,
+                                  "CPU workers building the generations' extensions ahead of the GPU, 0: none "
+                                  "(default " + std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
+                                      " here, 3/4 of the cores)")
+        ->check(CLI::Range(0, 256));
     addWorkerLimits(importKernelBench);
     addJson(importKernelBench);
 

@@ -60,8 +60,9 @@
 // status marker answers no_device, as does one with "device": "none"). --end-on-stdin-eof arms the
 // real worker's stdin watchdog (src/worker/parent_watch.cpp). Other arguments (--tasks-dir DIR) are ignored.
 //
-// KernelBench-format answers (a request's "answer_format" "kernelbench"), as the real worker treats
-// them (src/worker/kernelbench_host.py): their extensions are built into $KWB_EXTENSION_CACHE, and
+// KernelBench-format answers (a request's "answer_format" "kernelbench"), where $KWB_EXTENSION_CACHE
+// holds a file fakeworker-builds (a test's folder), as the real worker treats them
+// (src/worker/kernelbench_host.py): their extensions are built into that folder, and
 // evaluate loads them from there. Here the key is a hash of the answer; `compile` builds it (no
 // cubin: ok_compile, and "status" compile_error for an answer holding "compile_error"), appending
 // {"key","pid","by","barrier_met"} to builds.jsonl in that folder and leaving <key>.built (or
@@ -317,11 +318,6 @@ QJsonObject candidateOf(const QString& answer, const QString& name)
                        {QStringLiteral("python_line"), lineOrNull(pythonLine)}};
 }
 
-bool isKernelBench(const QJsonObject& request)
-{
-    return request.value(QStringLiteral("answer_format")).toString() == QLatin1String("kernelbench");
-}
-
 QString extensionCache()
 {
     return qEnvironmentVariable("KWB_EXTENSION_CACHE", QStringLiteral("/tmp/fakeworker-extensions"));
@@ -330,6 +326,14 @@ QString extensionCache()
 QString cacheFile(const QString& name)
 {
     return extensionCache() + QLatin1Char('/') + name;
+}
+
+// Only in a cache folder a test made for it (holding the file fakeworker-builds): the fake never
+// writes into the user's own extension cache.
+bool buildsKernelBench(const QJsonObject& request)
+{
+    return request.value(QStringLiteral("answer_format")).toString() == QLatin1String("kernelbench") &&
+           QFile::exists(cacheFile(QStringLiteral("fakeworker-builds")));
 }
 
 struct ExtensionBuild
@@ -402,7 +406,7 @@ QJsonObject answer(const QJsonObject& request)
         }
         return response;
     }
-    if (type == QLatin1String("compile") && isKernelBench(request)) {
+    if (type == QLatin1String("compile") && buildsKernelBench(request)) {
         const ExtensionBuild build = buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile"));
         QJsonObject response = fromRecorded(request, QStringLiteral("compile_no_cuda.cpu"));
         response.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
@@ -500,7 +504,7 @@ QJsonObject answer(const QJsonObject& request)
         // recorded incorrect one carrying that status.
         QString status = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("status"));
         std::optional<ExtensionBuild> extension;
-        if (isKernelBench(request) && request.value(QStringLiteral("device")) != QLatin1String("none")) {
+        if (buildsKernelBench(request) && request.value(QStringLiteral("device")) != QLatin1String("none")) {
             extension = buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("evaluate"));
             if (extension->failed)
                 status = QStringLiteral("compile_error");

@@ -144,6 +144,8 @@ private Q_SLOTS:
         m_extensions = m_dir.filePath(QStringLiteral("extensions-%1").arg(QTest::currentTestFunction()));
         QDir(m_extensions).removeRecursively();
         QVERIFY(QDir().mkpath(m_extensions));
+        QFile builds(QDir(m_extensions).filePath(QStringLiteral("fakeworker-builds"))); // the fake's builds go here
+        QVERIFY(builds.open(QIODevice::WriteOnly));
     }
 
     // The fake workers' extension builds (fakeworker.cpp: builds.jsonl in the cache), in order.

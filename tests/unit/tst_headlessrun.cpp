@@ -244,6 +244,8 @@ private Q_SLOTS:
 
         const QString extensions = m_dir.filePath(QStringLiteral("extensions-pool"));
         QVERIFY(QDir().mkpath(extensions));
+        QFile marker(QDir(extensions).filePath(QStringLiteral("fakeworker-builds"))); // the fake's builds go here
+        QVERIFY(marker.open(QIODevice::WriteOnly));
         qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
         const auto unset = qScopeGuard([] { qunsetenv("KWB_EXTENSION_CACHE"); });
         for (int i = 0; i < 4; ++i)
