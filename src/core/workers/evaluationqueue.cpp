@@ -9,6 +9,7 @@
 #include <QCryptographicHash>
 #include <QDateTime>
 #include <QJsonValue>
+#include <QSet>
 #include <QThread>
 
 #include <algorithm>
@@ -450,6 +451,10 @@ void EvaluationQueue::startCompiles()
 {
     if (m_compileWorkerCount <= 0)
         return;
+    QSet<QByteArray> compiling; // compile keys with their arch, of the compiles running
+    for (const Job& job : std::as_const(m_jobs))
+        if (job.compile == CompileState::Running && job.gpu < 0)
+            compiling.insert(job.compileKey + job.cubinArch.toUtf8());
     int considered = 0;
     for (Job& job : m_jobs) {
         if (job.gpu >= 0)
@@ -464,11 +469,7 @@ void EvaluationQueue::startCompiles()
         if (arch.isEmpty())
             continue; // the device answer is still to come
         // The same answer compiling for another job: this one takes that outcome (shareCompile).
-        const bool twinRunning = std::any_of(m_jobs.cbegin(), m_jobs.cend(), [&](const Job& other) {
-            return other.compile == CompileState::Running && other.gpu < 0 && other.compileKey == job.compileKey &&
-                   other.cubinArch == arch;
-        });
-        if (twinRunning)
+        if (compiling.contains(job.compileKey + arch.toUtf8()))
             continue;
         ensureCompilers();
         // The lowest free index, so that few compile workers start when few jobs wait.
@@ -489,6 +490,7 @@ void EvaluationQueue::startCompiles()
             request.insert(QStringLiteral("answer_format"), format);
         job.compile = CompileState::Running;
         job.cubinArch = arch;
+        compiling.insert(job.compileKey + arch.toUtf8());
         m_compilers[free].job = job.id;
         const int timeoutMs = buildsExtension(job) ? std::max(m_compileTimeoutMs, m_extensionBuildTimeoutMs)
                                                    : m_compileTimeoutMs;
