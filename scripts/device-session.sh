@@ -103,7 +103,7 @@ for step in "$@"; do
     #   run:   a zero-shot `kwb run --answer-format kernelbench` over the 30 tasks against the fixture
     #          server with KB_WORKERS compile workers (default 12), cold then cached (a new run each;
     #          candidates/min from the run's wall time).
-    # The caches live under KB_CACHE (default build-gpu/kb-bench-cache, kept between warm calls, or
+    # KB_TASKS narrows the run's tasks (default the 30). The caches live under KB_CACHE (default build-gpu/kb-bench-cache, kept between warm calls, or
     # carried): a cold run cut by KB_TIMEOUT resumes with KB_RESUME_RUN=<run id> and the same cache.
     log kb-bench
     need_bundle
@@ -152,7 +152,7 @@ PY
     } >> "$md"
     [[ $parts == *" run "* ]] && {
       echo
-      echo "## Zero-shot over the 30 tasks, fixture server, ${KB_WORKERS:-12} compile workers"
+      echo "## Zero-shot over ${KB_TASKS:-the 30 tasks}, fixture server, ${KB_WORKERS:-12} compile workers"
       echo
       echo "| pass | wall s | candidates | candidates/min | correct tasks | compiled tasks | complete |"
       echo "|---|---:|---:|---:|---:|---:|---|"
@@ -164,7 +164,7 @@ PY
           --tasks "$root/tasks" --log "$OUT/llm-kb-bench-$pass.log" > /tmp/llm.url &
         pid=$!; sleep 1
         if [[ $pass == cold && -n ${KB_RESUME_RUN:-} ]]; then what=(run --resume "$KB_RESUME_RUN");
-        else what=(run --regime zero-shot --answer-format kernelbench --tasks L1:1-10,L2:1-10,L3:1-10 \
+        else what=(run --regime zero-shot --answer-format kernelbench --tasks "${KB_TASKS:-L1:1-10,L2:1-10,L3:1-10}" \
           --prompts "$root/prompts-kernelbench" --timing-trials ${KB_TRIALS:-10} --isolation reuse); fi
         s=$(date +%s.%N)
         KWB_EXTENSION_CACHE=$cache/run timeout -s INT ${KB_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${what[@]}" \
