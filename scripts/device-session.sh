@@ -154,8 +154,8 @@ PY
       echo
       echo "## Zero-shot over ${KB_TASKS:-the 30 tasks}, fixture server, ${KB_WORKERS:-12} compile workers"
       echo
-      echo "| pass | wall s | candidates | candidates/min | correct tasks | compiled tasks | complete |"
-      echo "|---|---:|---:|---:|---:|---:|---|"
+      echo "| pass | wall s | candidates | candidates/min | correct tasks | compiled tasks | complete | extensions built in a GPU evaluation / loaded built |"
+      echo "|---|---:|---:|---:|---:|---:|---|---|"
       db=$cache/run.db
       if [[ -z ${KB_RESUME_RUN:-} ]]; then rm -rf "$cache/run" "$db"; fi
       mkdir -p "$cache/run"
@@ -172,17 +172,29 @@ PY
           --json > "$OUT/kb-run-$pass.json" 2> "$OUT/kb-run-$pass.txt"
         rc=$?; e=$(date +%s.%N)
         kill $pid; wait $pid 2>/dev/null
-        python3 - "$OUT/kb-run-$pass.json" "$pass${KB_RESUME_RUN:+ (resumed run $KB_RESUME_RUN)}" "$s" "$e" "$rc" <<'PY'
-import json, sys
-path, p, s, e, rc = sys.argv[1:]
+        python3 - "$OUT/kb-run-$pass.json" "$pass${KB_RESUME_RUN:+ (resumed run $KB_RESUME_RUN)}" "$s" "$e" "$rc" "$db" <<'PY'
+import json, sqlite3, sys
+path, p, s, e, rc, db = sys.argv[1:]
 try:
     d = json.load(open(path))
 except Exception:
     d = {}
 wall = float(e) - float(s)
 n = d.get("candidates_evaluated", 0)
+# Where each evaluation's extensions came from: built by the GPU's own worker (the pool missed it)
+# or loaded as the compile pool (or an earlier run) built them.
+built = loaded = 0
+try:
+    rows = sqlite3.connect(db).execute(
+        "SELECT e.result FROM evaluations e JOIN candidates c ON e.candidate_id = c.id JOIN responses r ON "
+        "c.response_id = r.id JOIN prompts q ON r.prompt_id = q.id WHERE q.run_id = ?", (d.get("run", -1),))
+    for (result,) in rows:
+        for ext in (json.loads(result).get("compile") or {}).get("extensions") or []:
+            loaded, built = (loaded + 1, built) if ext.get("cached") else (loaded, built + 1)
+except Exception as x:
+    built = loaded = f"? ({x.__class__.__name__})"
 print(f"| {p} (run {d.get('run', '?')}, exit {rc}) | {wall:.1f} | {n} | {60.0 * n / wall:.1f} | {d.get('correct')} | "
-      f"{d.get('compiled')} | {d.get('complete')} |")
+      f"{d.get('compiled')} | {d.get('complete')} | {built} / {loaded} |")
 PY
       done
       echo
