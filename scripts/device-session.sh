@@ -2,7 +2,7 @@
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
-#   scripts/device-session.sh build gpu-tests eval-timeout bench measure study study-kernelbench record pack
+#   scripts/device-session.sh build gpu-tests eval-timeout bench measure study study-kernelbench kb-bench record pack
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -96,6 +96,114 @@ for step in "$@"; do
       kill $pid; wait $pid 2>/dev/null
     done
     $bundle/run kwb report --db "$db" > "$OUT/study-kernelbench-report.md" 2>&1
+    ;;
+  kb-bench)
+    # Issue 14's benchmark, one Markdown file ($OUT/kb-bench.md, for bench/results/). KB_PARTS picks
+    # "twins" and/or "run" (each fits one call; run them as two calls):
+    #   twins: `kwb eval` of each KernelBench-format twin alone, cold (an empty extension cache: the
+    #          worker builds it with load_inline, as KernelBench's harness does) for KB_COLD_TWINS,
+    #          then cached (the second pass) for every twin;
+    #   run:   a zero-shot `kwb run --answer-format kernelbench` over the 30 tasks against the fixture
+    #          server with KB_WORKERS compile workers (default 12), cold then cached (a new run each;
+    #          candidates/min from the run's wall time).
+    # KB_TASKS narrows the run's tasks (default the 30). The caches live under KB_CACHE (default build-gpu/kb-bench-cache, kept between warm calls, or
+    # carried): a cold run cut by KB_TIMEOUT resumes with KB_RESUME_RUN=<run id> and the same cache.
+    log kb-bench
+    need_bundle
+    md=$OUT/kb-bench.md
+    cache=${KB_CACHE:-$root/build-gpu/kb-bench-cache}
+    parts=" ${KB_PARTS:-twins run} "
+    twins=tests/fixtures/candidates/kernelbench
+    [[ -f $md ]] || { echo "# KernelBench-format candidates: compile pool and extension cache (issue 14)"
+      echo
+      echo "- machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1), $(nproc) cores"
+      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || cat "$OUT/commit.txt" 2>/dev/null)"
+      echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+      echo "- KernelBench's own harness on this machine (issue 14, 2026-12-01): 60.2 s (L2/1) and 98.3 s (L1/5) per candidate"
+    } > "$md"
+    task_of() { local b; b=$(basename "$1" .md); echo "L${b:1:1}/$((10#${b:3:2}))"; }
+    [[ $parts == *" twins "* ]] && {
+      echo
+      echo "## Twins, one \`kwb eval\` each (build, checks, ${KB_TRIALS:-10} timing trials)"
+      echo
+      echo "| twin | task | pass | wall s | status | speed-up |"
+      echo "|---|---|---|---:|---|---:|"
+      rm -rf "$cache/twins"; mkdir -p "$cache/twins"
+      for pass in cold cached; do
+        if [[ $pass == cold ]]; then list=${KB_COLD_TWINS:-L2_01 L1_05}; else list=$(cd $twins && ls L?_??*.md | sed 's/\.md$//'); fi
+        # The cached pass needs every twin built: all are built at once first (untimed; the cold
+        # ones are there already), by compile requests to workers of their own.
+        [[ $pass == cached ]] && KWB_EXTENSION_CACHE=$cache/twins timeout 300 python3 scripts/kb-prebuild.py \
+          "$worker" tasks $(for t in $list; do echo "$twins/$t.md"; done) >> "$OUT/kb-bench.log" 2>&1
+        for t in $list; do
+          s=$(date +%s.%N)
+          KWB_EXTENSION_CACHE=$cache/twins timeout 300 $bundle/run kwb --worker "$worker" eval "$(task_of $t.md)" \
+            "$twins/$t.md" --answer-format kernelbench --trials ${KB_TRIALS:-10} --json > "$OUT/kb-twin-$t-$pass.json" 2>> "$OUT/kb-bench.log"
+          e=$(date +%s.%N)
+          python3 - "$OUT/kb-twin-$t-$pass.json" "$t" "$(task_of $t.md)" "$pass" "$s" "$e" <<'PY'
+import json, sys
+path, twin, task, p, s, e = sys.argv[1:]
+try:
+    d = json.load(open(path))
+except Exception as x:
+    d = {"status": f"no result ({x.__class__.__name__})"}
+sp = d.get("speedup")
+print(f"| {twin} | {task} | {p} | {float(e) - float(s):.1f} | {d.get('status')} | {'' if sp is None else f'{sp:.3f}'} |")
+PY
+        done
+      done
+    } >> "$md"
+    [[ $parts == *" run "* ]] && {
+      echo
+      echo "## Zero-shot over ${KB_TASKS:-the 30 tasks}, fixture server, ${KB_WORKERS:-12} compile workers"
+      echo
+      echo "| pass | wall s | candidates | candidates/min | correct tasks | compiled tasks | complete | extensions built in a GPU evaluation / loaded built |"
+      echo "|---|---:|---:|---:|---:|---:|---|---|"
+      db=$cache/run.db
+      if [[ -z ${KB_RESUME_RUN:-} ]]; then rm -rf "$cache/run" "$db"; fi
+      mkdir -p "$cache/run"
+      for pass in cold cached; do
+        $bundle/run kwb-fixture-llm --candidates tests/fixtures/candidates --answer-format kernelbench \
+          --tasks "$root/tasks" --log "$OUT/llm-kb-bench-$pass.log" > /tmp/llm.url &
+        pid=$!; sleep 1
+        if [[ $pass == cold && -n ${KB_RESUME_RUN:-} ]]; then what=(run --resume "$KB_RESUME_RUN");
+        else what=(run --regime zero-shot --answer-format kernelbench --tasks "${KB_TASKS:-L1:1-10,L2:1-10,L3:1-10}" \
+          --prompts "$root/prompts-kernelbench" --timing-trials ${KB_TRIALS:-10} --isolation reuse); fi
+        s=$(date +%s.%N)
+        KWB_EXTENSION_CACHE=$cache/run timeout -s INT ${KB_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${what[@]}" \
+          --endpoint "$(cat /tmp/llm.url)" --model fixture-model --db "$db" --compile-workers ${KB_WORKERS:-12} \
+          --json > "$OUT/kb-run-$pass.json" 2> "$OUT/kb-run-$pass.txt"
+        rc=$?; e=$(date +%s.%N)
+        kill $pid; wait $pid 2>/dev/null
+        python3 - "$OUT/kb-run-$pass.json" "$pass${KB_RESUME_RUN:+ (resumed run $KB_RESUME_RUN)}" "$s" "$e" "$rc" "$db" <<'PY'
+import json, sqlite3, sys
+path, p, s, e, rc, db = sys.argv[1:]
+try:
+    d = json.load(open(path))
+except Exception:
+    d = {}
+wall = float(e) - float(s)
+n = d.get("candidates_evaluated", 0)
+# Where each evaluation's extensions came from: built by the GPU's own worker (the pool missed it)
+# or loaded as the compile pool (or an earlier run) built them.
+built = loaded = 0
+try:
+    rows = sqlite3.connect(db).execute(
+        "SELECT e.result FROM evaluations e JOIN candidates c ON e.candidate_id = c.id JOIN responses r ON "
+        "c.response_id = r.id JOIN prompts q ON r.prompt_id = q.id WHERE q.run_id = ?", (d.get("run", -1),))
+    for (result,) in rows:
+        for ext in (json.loads(result).get("compile") or {}).get("extensions") or []:
+            loaded, built = (loaded + 1, built) if ext.get("cached") else (loaded, built + 1)
+except Exception as x:
+    built = loaded = f"? ({x.__class__.__name__})"
+print(f"| {p} (run {d.get('run', '?')}, exit {rc}) | {wall:.1f} | {n} | {60.0 * n / wall:.1f} | {d.get('correct')} | "
+      f"{d.get('compiled')} | {d.get('complete')} | {built} / {loaded} |")
+PY
+      done
+      echo
+      echo "A pass cut by its time limit (exit 130) resumes with KB_RESUME_RUN=<run> KB_PARTS=run and the same KB_CACHE."
+    } >> "$md"
+    cat "$md"
     ;;
   ablations|sweep)
     # The agent with one part switched off at a time, or its best-of-n sweep, into the same

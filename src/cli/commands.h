@@ -131,6 +131,7 @@ struct RunCommandOptions
     int contextTokens = defaults::kContextTokens;     ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens
     int stopWhenCorrect = -1;     ///< --[no-]stop-when-correct; -1: the regime's
+    int compileWorkers = -1;      ///< --compile-workers N; -1: defaultCompileWorkers (core/run/runlaunch.h)
     bool json = false;
 };
 
@@ -181,6 +182,7 @@ struct ImportOptions
     QString scale = defaults::scale();
     QString device;     ///< --device cuda|cpu|none; empty: the GPU where there is one
     double timeoutS = defaults::kEvaluationTimeoutS; ///< per generation
+    int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers for KernelBench's format
     bool json = false;
 };
 

@@ -11,11 +11,14 @@
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
+#include "core/workers/evaluationqueue.h"
 #include "core/workers/gpulease.h"
 #include "core/workers/workerlauncher.h"
 
 #include <QCoreApplication>
 #include <QDir>
+#include <QEventLoop>
+#include <QHash>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -144,6 +147,9 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     QJsonArray skippedJson;
     for (const Skipped& s : std::as_const(skipped))
         skippedJson.append(QJsonObject{{QStringLiteral("file"), s.file}, {QStringLiteral("reason"), s.reason}});
+    const int compileWorkers = options.compileWorkers >= 0
+                                   ? options.compileWorkers
+                                   : defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench));
     RunConfig config;
     config.protocolProfile = options.profile;
     config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed}};
@@ -160,6 +166,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         {QStringLiteral("timeout_s"), options.timeoutS},
         {QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
         {QStringLiteral("sandbox"), workerSandboxStatus(session.supervisor().limits())},
+        {QStringLiteral("compile_workers"), compileWorkers},
     };
     const QString name = options.runName.isEmpty()
                              ? QStringLiteral("import [kernelbench] %1 %2").arg(dir.dirName(), taskSpecFor(taskIds))
@@ -170,7 +177,23 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
 
     QMap<QString, int> statusCounts;
     int evaluated = 0;
-    const bool onGpu = options.device != QLatin1String("none") && options.device != QLatin1String("cpu");
+    // Every generation goes into the store first, then into one queue: its compile pool builds the
+    // generations' extensions ahead (as many at once as --compile-workers), the GPU evaluates
+    // those built meanwhile (core/workers/evaluationqueue.h).
+    struct Pending
+    {
+        qint64 candidateId = 0;
+        Generation generation;
+    };
+    QHash<qint64, Pending> pending; // job id -> its candidate
+    EvaluationQueue queue(QList<WorkerTarget>{session.supervisor().target()}, nullptr);
+    QStringList arguments;
+    if (!session.options().tasksDir.isEmpty())
+        arguments << QStringLiteral("--tasks-dir") << session.options().tasksDir;
+    queue.setProgram(session.supervisor().program(), arguments);
+    queue.setWorkerLimits(session.supervisor().limits());
+    queue.setTimeout(int(std::lround(options.timeoutS * 1000.0)));
+    queue.setCompileWorkerCount(compileWorkers);
     for (const Generation& g : std::as_const(generations)) {
         QFile f(dir.filePath(g.file));
         if (!f.open(QIODevice::ReadOnly)) {
@@ -199,37 +222,40 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         if (!candidateId)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
 
-        QJsonObject request{{QStringLiteral("type"), QStringLiteral("evaluate")},
-                            {QStringLiteral("task"), g.task},
-                            {QStringLiteral("answer"), answer},
-                            {QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
+        QJsonObject request{{QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
                             {QStringLiteral("profile"), options.profile},
                             {QStringLiteral("scale"), options.scale},
                             {QStringLiteral("seed"), kRunEvaluationSeed}};
         if (!options.device.isEmpty())
             request.insert(QStringLiteral("device"), options.device);
-        const qint64 lease = onGpu ? GpuLeases::instance()->acquire(0, QStringLiteral("kwb import %1 (pid %2)")
-                                                                           .arg(g.task)
-                                                                           .arg(QCoreApplication::applicationPid()))
-                                   : 0;
-        const WorkerSupervisor::Outcome outcome =
-            session.supervisor().run(request, int(std::lround(options.timeoutS * 1000.0)));
-        GpuLeases::instance()->release(lease);
-        QJsonObject result;
-        if (outcome.hasResponse() && decodeHeader(outcome.response).ok)
-            result = outcome.response;
-        else if (outcome.hasResponse()) // the worker refused the request: no verdict on the answer
-            result = failureResult(QStringLiteral("bad_request"), decodeHeader(outcome.response).errorMessage);
-        else
-            result = failureResult(outcome.status, outcome.message);
-        if (!store.addEvaluation(*candidateId, result))
-            return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
+        pending.insert(queue.submit(g.task, answer, request), Pending{*candidateId, g});
+    }
+    QString storeError;
+    QEventLoop loop;
+    const auto record = [&](qint64 id, const QJsonObject& result) {
+        const Pending p = pending.take(id);
+        if (p.candidateId == 0)
+            return;
+        if (storeError.isEmpty() && !store.addEvaluation(p.candidateId, result))
+            storeError = store.errorString();
         ++evaluated;
         ++statusCounts[decodeEvaluation(result).statusName];
-        err() << "kwb import: " << g.file << " -> " << g.task << " sample " << g.sample << ": "
-              << decodeEvaluation(result).statusName << '\n';
+        err() << "kwb import: " << p.generation.file << " -> " << p.generation.task << " sample " << p.generation.sample
+              << ": " << decodeEvaluation(result).statusName << '\n';
         err().flush();
-    }
+        if (pending.isEmpty())
+            loop.quit();
+    };
+    QObject::connect(&queue, &EvaluationQueue::jobFinished, &loop, record);
+    // The worker refused the request (bad_request), or the job ended without a verdict.
+    QObject::connect(&queue, &EvaluationQueue::jobFailed, &loop,
+                     [&](qint64 id, const QString& status, const QString& message) {
+                         record(id, failureResult(status, message));
+                     });
+    if (!pending.isEmpty())
+        loop.exec();
+    if (!storeError.isEmpty())
+        return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), storeError);
     store.setRunStatus(*runId, RunStatus::Finished);
 
     if (json) {

@@ -6,6 +6,7 @@
 #include "core/model/llmclient.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/triallimits.h"
+#include "core/run/runlaunch.h"
 #include "core/workers/hostlimits.h"
 #include "core/workers/workertarget.h"
 
@@ -211,6 +212,11 @@ int main(int argc, char** argv)
                             "native (default: cuda and python blocks) or kernelbench (class ModelNew with "
                             "load_inline): what the prompts ask for and every evaluation expects (stored with the run)")
             ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
+        command->add_option("--compile-workers", runOptions.compileWorkers,
+                            "CPU workers compiling candidates ahead of the GPU, 0: none (default: 1 for native "
+                            "answers, " + std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
+                                " here for kernelbench, 3/4 of the cores; stored with the run)")
+            ->check(CLI::Range(0, 256));
         addWorkerLimits(command);
         addJson(command);
     };
@@ -261,6 +267,11 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
     importKernelBench->add_option("--timeout", importOptions.timeoutS, "wall-clock limit per generation in seconds")
         ->check(CLI::Range(0.001, 1e6));
+    importKernelBench->add_option("--compile-workers", importOptions.compileWorkers,
+                                  "CPU workers building the generations' extensions ahead of the GPU, 0: none "
+                                  "(default " + std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
+                                      " here, 3/4 of the cores)")
+        ->check(CLI::Range(0, 256));
     addWorkerLimits(importKernelBench);
     addJson(importKernelBench);
 

@@ -344,6 +344,8 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     environment.factsTimeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
     environment.killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
     environment.workers = options.workers;
+    if (options.compileWorkers >= 0) // else the default for the run's answer format (HeadlessRun)
+        environment.compileWorkers = options.compileWorkers;
     HeadlessRun run(plan, environment);
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
         err() << "kwb run: warning: " << message << '\n';
@@ -382,6 +384,9 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     ticker.setInterval(tty ? 1000 : 5000);
     QObject::connect(&ticker, &QTimer::timeout, &run, [&] { printProgress(false); });
     QObject::connect(&run, &HeadlessRun::runReady, &run, [&] {
+        err() << "kwb run: " << run.compileWorkers() << " compile worker(s), " << run.tasksInFlight()
+              << " task(s) in flight\n";
+        err().flush();
         clock.start();
         ticker.start();
     });

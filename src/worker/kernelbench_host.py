@@ -5,6 +5,7 @@
 # answer. Tensors cross to and from C++ as DLPack capsules (no copies: one libtorch serves both).
 import ast
 import builtins
+import fcntl
 import hashlib
 import json
 import os
@@ -348,46 +349,85 @@ def _kwb_load_inline(*args, **kwargs):
         raise BuildError("the worker has no extension cache folder (KWB_EXTENSION_CACHE)")
     build_dir = os.path.join(cache_dir, f"{safe_name}-{key[:20]}")
     marker = os.path.join(build_dir, "kwb-built.json")
+    failed_marker = os.path.join(build_dir, "kwb-failed.json")
     _state["building"] += 1
     try:
         os.makedirs(build_dir, exist_ok=True)
-        cached = os.path.exists(marker)
-        arguments["build_directory"] = build_dir
-        arguments["verbose"] = False
-        # The name's version is per process in torch (name_v1 after a second source): always 0
-        # here, so the same sources give the same library name in every worker.
-        _cpp.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
-        archs = _cuda_arch_list(arch)
-        old = os.environ.get("TORCH_CUDA_ARCH_LIST")
-        if archs:
-            os.environ["TORCH_CUDA_ARCH_LIST"] = archs
-        t0 = time.monotonic()
+        # One build of a key at a time over every worker sharing the cache (the compile pool's and
+        # the GPU's): the others wait here, then load what it built. flock, not torch's FileBaton
+        # alone: the kernel drops it when its holder dies (a build past its time-out is killed),
+        # where the baton's file stays and makes every later load of the key wait forever.
+        lock_fd = os.open(os.path.join(build_dir, "kwb.lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            library = os.path.join(build_dir, f"{name}.so")
-            if cached and arguments.get("is_python_module", True) and os.path.exists(library):
-                # Built before (another sample, a resumed run, the compile pool): loaded as it is,
-                # without load_inline's checks and ninja's no-op pass.
-                module = _cpp._import_module_from_library(name, build_dir, True)
-            else:
-                module = _real_load_inline(**arguments)
-        except Exception as e:
-            raise BuildError(f"{type(e).__name__}: {e}") from None
+            t_wait = time.monotonic()
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            waited_ms = (time.monotonic() - t_wait) * 1000.0
+            return _build_locked(arguments, name, key, arch, build_dir, marker, failed_marker, waited_ms)
         finally:
-            if archs:
-                if old is None:
-                    os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
-                else:
-                    os.environ["TORCH_CUDA_ARCH_LIST"] = old
-        ms = (time.monotonic() - t0) * 1000.0
-        if not cached:
-            with open(marker, "w") as f:
-                json.dump({"key": key, "name": name, "torch": torch.__version__, "arch": arch, "build_ms": ms}, f)
-        _builds.append({"name": name, "key": key, "build_dir": build_dir, "cached": cached, "ms": ms,
-                        "with_cuda": bool(arguments.get("cuda_sources")) if arguments.get("with_cuda") is None
-                        else bool(arguments.get("with_cuda"))})
-        return module
+            os.close(lock_fd)  # and with it the lock
     finally:
         _state["building"] -= 1
+
+
+def _write_atomically(path, record):
+    """A marker appears whole or not at all (a reader never sees half a file)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, path)
+
+
+def _build_locked(arguments, name, key, arch, build_dir, marker, failed_marker, waited_ms):
+    """load_inline under the key's lock: the cached library, the cached failure, or a build."""
+    if os.path.exists(failed_marker):
+        # The same sources and flags failed to build before: the same error, without building
+        # again (the build is deterministic; removing the folder builds it afresh).
+        with open(failed_marker) as f:
+            raise BuildError(json.load(f).get("message", "the extension failed to build before"))
+    cached = os.path.exists(marker)
+    if not cached:
+        # A baton left by a torch build that was killed: no other worker builds this key now.
+        stale_baton = os.path.join(build_dir, "lock")
+        if os.path.exists(stale_baton):
+            os.remove(stale_baton)
+    arguments["build_directory"] = build_dir
+    arguments["verbose"] = False
+    # The name's version is per process in torch (name_v1 after a second source): always 0
+    # here, so the same sources give the same library name in every worker.
+    _cpp.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
+    archs = _cuda_arch_list(arch)
+    old = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if archs:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = archs
+    t0 = time.monotonic()
+    try:
+        library = os.path.join(build_dir, f"{name}.so")
+        if cached and arguments.get("is_python_module", True) and os.path.exists(library):
+            # Built before (another sample, a resumed run, the compile pool): loaded as it is,
+            # without load_inline's checks and ninja's no-op pass.
+            module = _cpp._import_module_from_library(name, build_dir, True)
+        else:
+            module = _real_load_inline(**arguments)
+    except Exception as e:
+        message = f"{type(e).__name__}: {e}"
+        if not cached:
+            _write_atomically(failed_marker, {"key": key, "name": name, "torch": torch.__version__, "arch": arch,
+                                              "message": message})
+        raise BuildError(message) from None
+    finally:
+        if archs:
+            if old is None:
+                os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+            else:
+                os.environ["TORCH_CUDA_ARCH_LIST"] = old
+    ms = (time.monotonic() - t0) * 1000.0
+    if not cached:
+        _write_atomically(marker, {"key": key, "name": name, "torch": torch.__version__, "arch": arch, "build_ms": ms})
+    _builds.append({"name": name, "key": key, "build_dir": build_dir, "cached": cached, "ms": ms,
+                    "waited_ms": waited_ms,
+                    "with_cuda": bool(arguments.get("cuda_sources")) if arguments.get("with_cuda") is None
+                    else bool(arguments.get("with_cuda"))})
+    return module
 
 
 import inspect  # noqa: E402 (after the wrapper's definition reads better)

@@ -59,10 +59,24 @@
 // "no GPU" (hello then says cuda_device_count 0 and a driver problem, and an evaluate without a
 // status marker answers no_device, as does one with "device": "none"). --end-on-stdin-eof arms the
 // real worker's stdin watchdog (src/worker/parent_watch.cpp). Other arguments (--tasks-dir DIR) are ignored.
+//
+// KernelBench-format answers (a request's "answer_format" "kernelbench"), where $KWB_EXTENSION_CACHE
+// holds a file fakeworker-builds (a test's folder), as the real worker treats them
+// (src/worker/kernelbench_host.py): their extensions are built into that folder, and
+// evaluate loads them from there. Here the key is a hash of the answer; `compile` builds it (no
+// cubin: ok_compile, and "status" compile_error for an answer holding "compile_error"), appending
+// {"key","pid","by","barrier_met"} to builds.jsonl in that folder and leaving <key>.built (or
+// <key>.failed with the log: a failure is cached, as the real cache does). evaluate finds the build
+// there ("compile": {"cached": true}) or builds it itself ("by": "evaluate"); a failed build is its
+// compile_error with the build's log. Markers hold a build: "build_gate: NAME" until the file NAME
+// exists in the folder, "build_barrier: K" until K builds with that marker have started (at most
+// 20 s, then "barrier_met" false), so tests see builds that run at the same time without timing.
 
 #include "parent_watch.hpp"
 
 #include <QByteArray>
+#include <QCryptographicHash>
+#include <QDir>
 #include <QDateTime>
 #include <QFile>
 #include <QHash>
@@ -79,6 +93,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -303,6 +318,78 @@ QJsonObject candidateOf(const QString& answer, const QString& name)
                        {QStringLiteral("python_line"), lineOrNull(pythonLine)}};
 }
 
+QString extensionCache()
+{
+    return qEnvironmentVariable("KWB_EXTENSION_CACHE", QStringLiteral("/tmp/fakeworker-extensions"));
+}
+
+QString cacheFile(const QString& name)
+{
+    return extensionCache() + QLatin1Char('/') + name;
+}
+
+// Only in a cache folder a test made for it (holding the file fakeworker-builds): the fake never
+// writes into the user's own extension cache.
+bool buildsKernelBench(const QJsonObject& request)
+{
+    return request.value(QStringLiteral("answer_format")).toString() == QLatin1String("kernelbench") &&
+           QFile::exists(cacheFile(QStringLiteral("fakeworker-builds")));
+}
+
+struct ExtensionBuild
+{
+    bool cached = false;
+    bool failed = false;
+    QString log;
+};
+
+// The build of a KernelBench answer's extension, or what the cache holds of it (see the header).
+ExtensionBuild buildExtension(const QString& answerText, const QString& by)
+{
+    const QString key = QString::fromLatin1(
+        QCryptographicHash::hash(answerText.toUtf8(), QCryptographicHash::Sha256).toHex().left(20));
+    ExtensionBuild build;
+    const QString failLog = QStringLiteral("fake nvcc: main.cu(3): error: identifier \"undefined_fn\" is undefined");
+    if (QFile::exists(cacheFile(key + QStringLiteral(".built"))))
+        return {true, false, QString()};
+    if (QFile failed(cacheFile(key + QStringLiteral(".failed"))); failed.open(QIODevice::ReadOnly))
+        return {true, true, QString::fromUtf8(failed.readAll())};
+    bool barrierMet = true;
+    if (const QString gate = marker(answerText, QStringLiteral("build_gate")); !gate.isEmpty()) {
+        while (!QFile::exists(cacheFile(gate)))
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (const QString barrier = marker(answerText, QStringLiteral("build_barrier")); !barrier.isEmpty()) {
+        QFile started(cacheFile(QStringLiteral("barrier-") + key));
+        (void)started.open(QIODevice::WriteOnly);
+        started.close();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        const auto startedCount = [] {
+            return QDir(extensionCache()).entryList({QStringLiteral("barrier-*")}, QDir::Files).size();
+        };
+        while (startedCount() < barrier.toInt() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        barrierMet = startedCount() >= barrier.toInt();
+    }
+    const QByteArray entry =
+        QJsonDocument(QJsonObject{{QStringLiteral("key"), key},
+                                  {QStringLiteral("pid"), qint64(::getpid())},
+                                  {QStringLiteral("by"), by},
+                                  {QStringLiteral("barrier_met"), barrierMet}})
+            .toJson(QJsonDocument::Compact) +
+        '\n';
+    if (std::FILE* file = std::fopen(cacheFile(QStringLiteral("builds.jsonl")).toLocal8Bit().constData(), "a")) {
+        std::fwrite(entry.constData(), 1, size_t(entry.size()), file);
+        std::fclose(file);
+    }
+    build.failed = answerText.contains(QLatin1String("compile_error"));
+    build.log = build.failed ? failLog : QString();
+    QFile done(cacheFile(key + (build.failed ? QStringLiteral(".failed") : QStringLiteral(".built"))));
+    if (done.open(QIODevice::WriteOnly))
+        done.write(build.log.toUtf8());
+    return build;
+}
+
 QJsonObject answer(const QJsonObject& request)
 {
     const QString type = request.value(QStringLiteral("type")).toString();
@@ -317,6 +404,17 @@ QJsonObject answer(const QJsonObject& request)
             response.insert(QStringLiteral("cuda_device_count"), 0);
             response.insert(QStringLiteral("driver"), QStringLiteral("CUDA driver not found (fake worker)"));
         }
+        return response;
+    }
+    if (type == QLatin1String("compile") && buildsKernelBench(request)) {
+        const ExtensionBuild build = buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile"));
+        QJsonObject response = fromRecorded(request, QStringLiteral("compile_no_cuda.cpu"));
+        response.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
+        response.insert(QStringLiteral("arch"), request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90")));
+        response.insert(QStringLiteral("ok_compile"), !build.failed);
+        response.insert(QStringLiteral("log"), build.log);
+        if (build.failed)
+            response.insert(QStringLiteral("status"), QStringLiteral("compile_error"));
         return response;
     }
     if (type == QLatin1String("compile")) {
@@ -405,6 +503,12 @@ QJsonObject answer(const QJsonObject& request)
         // The status from the answer's "status: NAME" marker: its recorded response, else the
         // recorded incorrect one carrying that status.
         QString status = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("status"));
+        std::optional<ExtensionBuild> extension;
+        if (buildsKernelBench(request) && request.value(QStringLiteral("device")) != QLatin1String("none")) {
+            extension = buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("evaluate"));
+            if (extension->failed)
+                status = QStringLiteral("compile_error");
+        }
         // "device": "none" stops after the sandbox check, as the real worker does: nothing runs.
         if (request.value(QStringLiteral("device")) == QLatin1String("none"))
             status = QStringLiteral("no_device");
@@ -417,6 +521,16 @@ QJsonObject answer(const QJsonObject& request)
         if (!recordedStatus) {
             response.insert(QStringLiteral("status"), status);
             response.insert(QStringLiteral("message"), QStringLiteral("fake worker: status %1 from the answer").arg(status));
+        }
+        if (extension) {
+            QJsonObject compile = response.value(QStringLiteral("compile")).toObject();
+            compile.insert(QStringLiteral("extension_cached"), extension->cached);
+            if (extension->failed) {
+                compile.insert(QStringLiteral("ok"), false);
+                compile.insert(QStringLiteral("log"), extension->log);
+                response.insert(QStringLiteral("message"), extension->log);
+            }
+            response.insert(QStringLiteral("compile"), compile);
         }
         if (!taskId.isEmpty())
             response.insert(QStringLiteral("task"), taskId);

@@ -114,6 +114,9 @@ private Q_SLOTS:
             if (!echo.isEmpty())
                 QCOMPARE(echo.value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
         }
+        // Stored as they end: a generation built ahead (here the same file as sample 0) may be
+        // evaluated before an earlier one whose build is still to come.
+        seen.sort();
         QCOMPARE(seen, (QStringList{QStringLiteral("L1/1#0:correct"), QStringLiteral("L1/1#1:incorrect"),
                                     QStringLiteral("L1/1#2:correct"), QStringLiteral("L2/1#0:compile_error")}));
     }
@@ -211,6 +214,53 @@ private Q_SLOTS:
                                             file, QStringLiteral("--answer-format"), QStringLiteral("triton")});
         QVERIFY(bad.waitForFinished(60000));
         QCOMPARE(bad.exitCode(), 2);
+    }
+
+    // Issue 14: the generations' builds run ahead on --compile-workers workers at once (the fake
+    // worker's barrier holds each of three until all three have started), none on the GPU's
+    // worker, and the run stores how many.
+    void importBuildsAheadOnTheCompilePool()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("gens")));
+        QVERIFY(QDir().mkpath(dir.path()));
+        for (int i = 0; i < 3; ++i)
+            write(dir.filePath(QStringLiteral("level_1_problem_1_sample_%1_kernel.py").arg(i)),
+                  generation(QStringLiteral("correct")) + QStringLiteral("# sample %1 build_barrier: 3\n").arg(i));
+        const QDir extensions(tmp.filePath(QStringLiteral("extensions")));
+        QVERIFY(QDir().mkpath(extensions.path()));
+        write(extensions.filePath(QStringLiteral("fakeworker-builds")), QString()); // the fake's builds go here
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("KWB_EXTENSION_CACHE"), extensions.path());
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+        QProcess kwb;
+        kwb.setProcessEnvironment(environment);
+        kwb.start(QStringLiteral(KWB_CLI),
+                  {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("import"), QStringLiteral("kernelbench"),
+                   dir.path(), QStringLiteral("--db"), db, QStringLiteral("--device"), QStringLiteral("cpu"),
+                   QStringLiteral("--compile-workers"), QStringLiteral("3"), QStringLiteral("--no-os-sandbox"),
+                   QStringLiteral("--json")});
+        QVERIFY(kwb.waitForFinished(120000));
+        const QByteArray stdoutText = kwb.readAllStandardOutput();
+        QVERIFY2(kwb.exitCode() == 0, kwb.readAllStandardError().constData());
+        QCOMPARE(QJsonDocument::fromJson(stdoutText).object().value(QLatin1String("evaluated")).toInt(), 3);
+
+        QFile log(extensions.filePath(QStringLiteral("builds.jsonl")));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = log.readAll().trimmed().split('\n');
+        QCOMPARE(lines.size(), 3);
+        for (const QByteArray& line : lines) {
+            const QJsonObject build = QJsonDocument::fromJson(line).object();
+            QCOMPARE(build.value(QLatin1String("by")).toString(), QStringLiteral("compile"));
+            QVERIFY2(build.value(QLatin1String("barrier_met")).toBool(), line.constData());
+        }
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(RunConfig::fromJson(runs.first().config).extra.value(QLatin1String("compile_workers")).toInt(), 3);
+        QCOMPARE(store.evaluations(runs.first().id).size(), 3);
     }
 
     void aMissingFolderIsAUsageError()

@@ -307,6 +307,27 @@ private Q_SLOTS:
         QVERIFY(!resumed2->workerLimits.osSandbox);
     }
 
+    // Issue 14: --compile-workers sizes the run's compile pool and is stored with the run; without
+    // it, the default for the run's answer format (1 for native answers); it is not negative.
+    void compileWorkersAreUsedAndStored()
+    {
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db) << QStringLiteral("--compile-workers") << QStringLiteral("2"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QVERIFY2(r.err.contains(QStringLiteral("2 compile worker(s)")), qPrintable(r.err));
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.run(1)->config.value(QLatin1String("compile_workers")).toInt(), 2);
+
+        const Result plain = runKwb(runArgs(newDb()));
+        QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
+        QVERIFY2(plain.err.contains(QStringLiteral("1 compile worker(s), 2 task(s) in flight")), qPrintable(plain.err));
+
+        const Result bad = runKwb(runArgs(newDb()) << QStringLiteral("--compile-workers") << QStringLiteral("-1"));
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY2(bad.err.contains(QStringLiteral("--compile-workers")), qPrintable(bad.err));
+    }
+
     void zeroShotRunFillsTheStore()
     {
         m_server->enqueue(reply(QStringLiteral("compile_error")));

@@ -75,6 +75,21 @@ QString answer(const QString& prose = QString(), const QString& kernelComment = 
         .arg(prose, kernelComment);
 }
 
+// A KernelBench-format answer (ModelNew with load_inline); `marker` lands in a comment (fake
+// worker markers: build_gate, build_barrier, compile_error).
+QString kernelBenchAnswer(const QString& marker)
+{
+    return QStringLiteral("```python\nimport torch\nfrom torch.utils.cpp_extension import load_inline\n# %1\n"
+                          "ext = load_inline(name=\"ext\", cpp_sources=\"\", cuda_sources=\"\", functions=[\"f\"])\n"
+                          "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return ext.f(x)\n```\n")
+        .arg(marker);
+}
+
+QJsonObject kernelBenchOptions()
+{
+    return QJsonObject{{QStringLiteral("answer_format"), QStringLiteral("kernelbench")}};
+}
+
 QJsonObject slowOptions(int delayMs)
 {
     return QJsonObject{{QStringLiteral("delay_ms"), delayMs}};
@@ -88,6 +103,7 @@ class TestEvaluationQueue : public QObject
 
     QTemporaryDir m_dir;
     QString m_log;
+    QString m_extensions; // the fake workers' extension cache (KernelBench-format builds)
 
     std::unique_ptr<EvaluationQueue> makeQueue(const QList<int>& ordinals = {0}, int compileWorkers = 2)
     {
@@ -95,6 +111,7 @@ class TestEvaluationQueue : public QObject
         queue->setProgram(QStringLiteral(KWB_FAKEWORKER));
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("FAKEWORKER_LOG"), m_log);
+        environment.insert(QStringLiteral("KWB_EXTENSION_CACHE"), m_extensions);
         queue->setProcessEnvironment(environment);
         WorkerLimits limits;
         limits.osSandbox = false; // the fake workers write their log outside a scratch folder
@@ -124,6 +141,36 @@ private Q_SLOTS:
         QVERIFY(m_dir.isValid());
         m_log = m_dir.filePath(QStringLiteral("requests-%1.jsonl").arg(QTest::currentTestFunction()));
         QFile::remove(m_log);
+        m_extensions = m_dir.filePath(QStringLiteral("extensions-%1").arg(QTest::currentTestFunction()));
+        QDir(m_extensions).removeRecursively();
+        QVERIFY(QDir().mkpath(m_extensions));
+        QFile builds(QDir(m_extensions).filePath(QStringLiteral("fakeworker-builds"))); // the fake's builds go here
+        QVERIFY(builds.open(QIODevice::WriteOnly));
+    }
+
+    // The fake workers' extension builds (fakeworker.cpp: builds.jsonl in the cache), in order.
+    QList<QJsonObject> builds() const
+    {
+        QFile file(QDir(m_extensions).filePath(QStringLiteral("builds.jsonl")));
+        QList<QJsonObject> entries;
+        if (!file.open(QIODevice::ReadOnly))
+            return entries;
+        for (const QByteArray& line : file.readAll().split('\n'))
+            if (!line.isEmpty())
+                entries.append(QJsonDocument::fromJson(line).object());
+        return entries;
+    }
+    void openGate(const QString& name) const
+    {
+        QFile gate(QDir(m_extensions).filePath(name));
+        QVERIFY(gate.open(QIODevice::WriteOnly));
+    }
+    int loggedCompiles() const
+    {
+        int compiles = 0;
+        for (const QJsonObject& entry : logged())
+            compiles += entry.value(QLatin1String("type")).toString() == QLatin1String("compile");
+        return compiles;
     }
 
     // Issue 11, item 7: two queues on the same GPU (two runs, or a run and the window) never have
@@ -421,7 +468,8 @@ private Q_SLOTS:
     }
 
     // Issue 14: a job's answer format goes to its compile ahead too (a KernelBench answer's
-    // load_inline builds there), and only where the job names one.
+    // load_inline builds there), and only where the job names one. Every KernelBench-format job is
+    // built ahead, the first one too: the idle GPU takes the native job meanwhile.
     void compileAheadCarriesTheAnswerFormat()
     {
         auto queue = makeQueue({0}, 1);
@@ -441,9 +489,123 @@ private Q_SLOTS:
                              ? QStringLiteral("answer_format")
                              : QStringLiteral("-"));
         }
-        // The first job went to the idle GPU uncompiled; jobs 2 (kernelbench) and 3 (no format) compiled ahead.
-        QCOMPARE(compiled, (QStringList{QStringLiteral("answer_format"), QStringLiteral("-")}));
+        // The native job went to the idle GPU uncompiled; both kernelbench jobs were built ahead.
+        QCOMPARE(compiled, (QStringList{QStringLiteral("answer_format"), QStringLiteral("answer_format")}));
+        QCOMPARE(recorder.started.first(), ids[2]);
         QCOMPARE(recorder.echo(ids[1]).value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
+        for (const QJsonObject& build : builds())
+            QCOMPARE(build.value(QLatin1String("by")).toString(), QStringLiteral("compile"));
+        QCOMPARE(builds().size(), 2);
+    }
+
+    // Issue 14, item 2: KernelBench-format builds run on every compile worker at once, over all
+    // queued jobs, and the GPU's evaluation never builds one itself: each found its extension in
+    // the cache. The fake's barrier holds each of the first three builds until three have started.
+    void kernelBenchBuildsRunOnAllCompileWorkersAtOnce()
+    {
+        auto queue = makeQueue({0}, 3);
+        queue->setArch(QStringLiteral("sm_90"));
+        Recorder recorder(*queue);
+        QList<qint64> ids;
+        for (int i = 0; i < 5; ++i)
+            ids.append(queue->submit(QStringLiteral("L1/1"),
+                                     kernelBenchAnswer(QStringLiteral("%1 %2").arg(i < 3 ? QStringLiteral("build_barrier: 3")
+                                                                                         : QString())
+                                                           .arg(i)),
+                                     kernelBenchOptions()));
+        QVERIFY(recorder.waitForEnded(5));
+        QVERIFY(recorder.failures.isEmpty());
+        const QList<QJsonObject> built = builds();
+        QCOMPARE(built.size(), 5);
+        QSet<qint64> barrierPids;
+        for (const QJsonObject& build : built) {
+            QCOMPARE(build.value(QLatin1String("by")).toString(), QStringLiteral("compile"));
+            QVERIFY2(build.value(QLatin1String("barrier_met")).toBool(), "three builds did not run at once");
+            barrierPids.insert(build.value(QLatin1String("pid")).toInteger());
+        }
+        QVERIFY(barrierPids.size() >= 3); // three compile workers
+        for (qint64 id : ids) {
+            const QJsonObject compile = recorder.results.value(id).value(QLatin1String("compile")).toObject();
+            QCOMPARE(compile.value(QLatin1String("extension_cached")).toBool(), true);
+            QCOMPARE(recorder.results.value(id).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        }
+    }
+
+    // Issue 14, item 2: while one job's build runs, the GPU evaluates the jobs that are ready, and
+    // the waiting job is evaluated from its own build once that ends (no second build). Each
+    // result is its own job's, whatever order the builds ended in.
+    void gpuEvaluatesReadyJobsWhileABuildRuns()
+    {
+        auto queue = makeQueue({0}, 2);
+        queue->setArch(QStringLiteral("sm_90"));
+        Recorder recorder(*queue);
+        const QString slowAnswer = kernelBenchAnswer(QStringLiteral("build_gate: open_a"));
+        const QString quickAnswer = kernelBenchAnswer(QStringLiteral("quick"));
+        const qint64 slow = queue->submit(QStringLiteral("L1/1"), slowAnswer, kernelBenchOptions());
+        const qint64 quick = queue->submit(QStringLiteral("L2/1"), quickAnswer, kernelBenchOptions());
+        auto gate = qScopeGuard([&] { openGate(QStringLiteral("open_a")); }); // never leave a build hanging
+        QVERIFY(recorder.waitForEnded(1));
+        QCOMPARE(recorder.ended, (QList<qint64>{quick}));
+        QCOMPARE(queue->pendingCount(), 1);
+        QCOMPARE(recorder.started, (QList<qint64>{quick})); // the building job was not sent to the GPU
+        openGate(QStringLiteral("open_a"));
+        QVERIFY(recorder.waitForEnded(2));
+        QCOMPARE(recorder.ended, (QList<qint64>{quick, slow}));
+        QCOMPARE(recorder.echo(slow).value(QLatin1String("answer")).toString(), slowAnswer);
+        QCOMPARE(recorder.echo(quick).value(QLatin1String("answer")).toString(), quickAnswer);
+        QCOMPARE(recorder.echo(quick).value(QLatin1String("task")).toString(), QStringLiteral("L2/1"));
+        for (qint64 id : {slow, quick})
+            QCOMPARE(recorder.results.value(id).value(QLatin1String("compile")).toObject().value(QLatin1String("extension_cached")).toBool(),
+                     true);
+        QCOMPARE(builds().size(), 2);
+        for (const QJsonObject& build : builds())
+            QCOMPARE(build.value(QLatin1String("by")).toString(), QStringLiteral("compile"));
+    }
+
+    // Issue 14, item 2: the same answer in several jobs (samples alike, a re-evaluation) is built
+    // once: the others wait for that build, on no compile worker and not on the GPU.
+    void identicalKernelBenchAnswersBuildOnce()
+    {
+        auto queue = makeQueue({0}, 3);
+        queue->setArch(QStringLiteral("sm_90"));
+        Recorder recorder(*queue);
+        const QString same = kernelBenchAnswer(QStringLiteral("build_gate: open_same"));
+        QList<qint64> ids;
+        for (int i = 0; i < 3; ++i)
+            ids.append(queue->submit(QStringLiteral("L1/1"), same, kernelBenchOptions()));
+        auto gate = qScopeGuard([&] { openGate(QStringLiteral("open_same")); });
+        QTRY_VERIFY_WITH_TIMEOUT(loggedCompiles() >= 1, kWaitMs); // the build is running
+        QVERIFY(recorder.started.isEmpty());
+        openGate(QStringLiteral("open_same"));
+        QVERIFY(recorder.waitForEnded(3));
+        QCOMPARE(recorder.ended, ids);
+        QCOMPARE(builds().size(), 1);
+        QCOMPARE(builds().first().value(QLatin1String("by")).toString(), QStringLiteral("compile"));
+        QCOMPARE(loggedCompiles(), 1);
+        for (qint64 id : ids)
+            QCOMPARE(recorder.results.value(id).value(QLatin1String("compile")).toObject().value(QLatin1String("extension_cached")).toBool(),
+                     true);
+    }
+
+    // Issue 14, item 2: a build that fails ahead is that candidate's compile_error, with the
+    // build's log, and the GPU's evaluation does not build it again.
+    void kernelBenchBuildFailureIsTheCandidatesCompileError()
+    {
+        auto queue = makeQueue({0}, 2);
+        queue->setArch(QStringLiteral("sm_90"));
+        Recorder recorder(*queue);
+        const qint64 good = queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine")), kernelBenchOptions());
+        const qint64 broken =
+            queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("compile_error")), kernelBenchOptions());
+        QVERIFY(recorder.waitForEnded(2));
+        QVERIFY(!recorder.failures.contains(broken)); // a verdict on the candidate, not a job failure
+        QCOMPARE(recorder.results.value(good).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        const QJsonObject result = recorder.results.value(broken);
+        QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("compile_error"));
+        QVERIFY(result.value(QLatin1String("message")).toString().contains(QStringLiteral("undefined_fn")));
+        QCOMPARE(builds().size(), 2);
+        for (const QJsonObject& build : builds())
+            QCOMPARE(build.value(QLatin1String("by")).toString(), QStringLiteral("compile"));
     }
 
     void compileFailureStillEvaluates()
@@ -587,9 +749,13 @@ private Q_SLOTS:
         // The queue's own default, not a test's: kwb's API key never reaches a GPU worker.
         qputenv("KWB_API_KEY", "sk-queue-secret");
         qputenv("FOO", "user variable");
+        // Issue 14: the extension cache kwb is told of is the workers' (compile pool's and GPU's).
+        const QString extensions = m_dir.filePath(QStringLiteral("extensions-from-kwb"));
+        qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
         const auto unset = qScopeGuard([] {
             qunsetenv("KWB_API_KEY");
             qunsetenv("FOO");
+            qunsetenv("KWB_EXTENSION_CACHE");
         });
         EvaluationQueue queue(QList<int>{2});
         queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
@@ -602,6 +768,7 @@ private Q_SLOTS:
         QVERIFY(!environment.contains(QLatin1String("FOO")));
         QCOMPARE(environment.value(QLatin1String("PATH")).toString(), qEnvironmentVariable("PATH"));
         QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("2"));
+        QCOMPARE(environment.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(), extensions);
     }
 
     void workerKilledFromOutsideIsAMachineFailure()

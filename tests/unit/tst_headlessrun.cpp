@@ -13,7 +13,11 @@
 #include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"
 
+#include <QDir>
+#include <QFile>
 #include <QHash>
+#include <QJsonDocument>
+#include <QScopeGuard>
 #include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -222,6 +226,63 @@ private Q_SLOTS:
                      qPrintable(QStringLiteral("%1: streamed \"%2\", stored \"%3\"")
                                     .arg(describe(r.unit), log.text.value(r.unit).left(12), r.response.text.left(12))));
         checkEachUnitAskedOnce(store, run.runId());
+    }
+
+    // Issue 14: the compile pool's size is the environment's, else the default for the run's
+    // answer format (core/run/runlaunch.h); the run stores the number used; enough tasks are in
+    // flight that every compile worker has a candidate: four KernelBench builds at once (the fake
+    // worker's barrier holds each until four have started), none on the GPU.
+    void compilePoolIsSizedStoredAndFed()
+    {
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("native"), 16), 1);
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16), 12);
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 2), 1);
+        QCOMPARE(defaultTasksInFlight(12, 1, 1), 13);
+        QCOMPARE(defaultTasksInFlight(1, 1, 1), 2);
+        QCOMPARE(defaultTasksInFlight(12, 1, 4), 4);
+        QCOMPARE(defaultTasksInFlight(0, 2, 8), 2);
+
+        const QString extensions = m_dir.filePath(QStringLiteral("extensions-pool"));
+        QVERIFY(QDir().mkpath(extensions));
+        QFile marker(QDir(extensions).filePath(QStringLiteral("fakeworker-builds"))); // the fake's builds go here
+        QVERIFY(marker.open(QIODevice::WriteOnly));
+        qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
+        const auto unset = qScopeGuard([] { qunsetenv("KWB_EXTENSION_CACHE"); });
+        for (int i = 0; i < 4; ++i)
+            m_server->enqueue(streamed(QStringLiteral("```python\nimport torch\nfrom torch.utils.cpp_extension import "
+                                                      "load_inline\n# sample %1 build_barrier: 4\nclass ModelNew(torch.nn.Module):\n"
+                                                      "    pass\n```\n")
+                                           .arg(i)));
+        RunPlan kernelbench = plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 2);
+        kernelbench.answerFormat = QStringLiteral("kernelbench");
+        RunEnvironment env = environment();
+        env.compileWorkers = RunEnvironment::kAutomatic;
+        QCOMPARE(HeadlessRun(kernelbench, env).compileWorkers(), defaultCompileWorkers(QStringLiteral("kernelbench")));
+        env.compileWorkers = 4;
+        env.maxTasksInFlight = 0; // automatic
+        HeadlessRun run(kernelbench, env);
+        QCOMPARE(run.compileWorkers(), 4);
+        QCOMPARE(run.tasksInFlight(), 3); // 4 compile workers and a GPU, 2 candidates a task
+        run.start();
+        QVERIFY(waitFinished(run));
+        QVERIFY2(run.state() == HeadlessRun::State::Finished, qPrintable(run.errorString()));
+        QCOMPARE(run.controller()->maxTasksInFlight(), 3);
+        QCOMPARE(run.candidatesEvaluated(), 4);
+
+        RunStore store;
+        QVERIFY(store.open(run.environment().databasePath));
+        const RunConfig config = RunConfig::fromJson(store.run(run.runId())->config);
+        QCOMPARE(config.extra.value(QLatin1String("compile_workers")).toInt(), 4);
+
+        QFile log(QDir(extensions).filePath(QStringLiteral("builds.jsonl")));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QList<QByteArray> lines = log.readAll().trimmed().split('\n');
+        QCOMPARE(lines.size(), 4);
+        for (const QByteArray& line : lines) {
+            const QJsonObject build = QJsonDocument::fromJson(line).object();
+            QCOMPARE(build.value(QLatin1String("by")).toString(), QStringLiteral("compile"));
+            QVERIFY2(build.value(QLatin1String("barrier_met")).toBool(), line.constData());
+        }
     }
 
     void pauseThenResumeAsksNothingTwice_data()

@@ -495,6 +495,16 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_answerFormat->setToolTip(tr("What the prompts ask for and every evaluation expects; the KernelBench format "
                                   "takes the prompts-kernelbench set unless another set is chosen."));
     form->addRow(tr("Answer format"), m_answerFormat);
+    m_compileWorkers = new QSpinBox(box); // issue 14: the CPU compile pool
+    m_compileWorkers->setObjectName(QStringLiteral("compileWorkersSpin"));
+    m_compileWorkers->setRange(RunEnvironment::kAutomatic, 256);
+    m_compileWorkers->setSpecialValueText(tr("automatic"));
+    m_compileWorkers->setValue(RunEnvironment::kAutomatic);
+    m_compileWorkers->setToolTip(tr("CPU workers compiling candidates ahead of the GPU (0: none). Automatic: 1 for "
+                                    "native answers, %1 here for KernelBench's (3/4 of the cores: its builds take a "
+                                    "minute each). Stored with the run.")
+                                     .arg(defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
+    form->addRow(tr("Compile workers"), m_compileWorkers);
     m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);
     m_pauseGeneration->setObjectName(QStringLiteral("pauseGenerationCheck"));
     m_pauseGeneration->setToolTip(tr("No new model request while an evaluation holds the GPU (requests already "
@@ -783,6 +793,8 @@ RunSessionEnvironment LaunchPage::environment() const
     env.stream = m_stream->isChecked();
     if (const QString spec = m_workers->text().trimmed(); !spec.isEmpty()) // checked in plan()
         env.workers = parseWorkerSpec(spec, env.gpuOrdinals, nullptr).value_or(QList<WorkerTarget>());
+    if (m_compileWorkers->value() != RunEnvironment::kAutomatic) // automatic: the manager's default
+        env.compileWorkers = m_compileWorkers->value();
     return env;
 }
 

@@ -161,6 +161,7 @@ private:
     QLineEdit* m_workers = nullptr; ///< a worker spec (core/workers/workertarget.h); empty: local
     QCheckBox* m_compileOnly = nullptr;
     QComboBox* m_answerFormat = nullptr;
+    QSpinBox* m_compileWorkers = nullptr; ///< RunEnvironment::compileWorkers; its minimum -1: automatic
     QCheckBox* m_pauseGeneration = nullptr;
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;

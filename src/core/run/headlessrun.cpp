@@ -16,6 +16,8 @@
 
 #include <QTimer>
 
+#include <algorithm>
+
 namespace kwb {
 
 HeadlessRun::HeadlessRun(const RunPlan& plan, const RunEnvironment& environment, QObject* parent)
@@ -55,6 +57,24 @@ HeadlessRun::~HeadlessRun()
         m_queue->cancelAll();
     if (m_facts)
         m_facts->abort();
+}
+
+int HeadlessRun::compileWorkers() const
+{
+    return m_environment.compileWorkers == RunEnvironment::kAutomatic ? defaultCompileWorkers(m_plan.answerFormat)
+                                                                      : std::max(0, m_environment.compileWorkers);
+}
+
+int HeadlessRun::tasksInFlight() const
+{
+    if (m_environment.maxTasksInFlight > 0)
+        return m_environment.maxTasksInFlight;
+    // The fewest candidates a turn gives, over the regimes the run's tasks use.
+    int samples = m_plan.regime.n;
+    for (const Regime& regime : m_plan.levelRegimes)
+        samples = std::min(samples, regime.n);
+    const int gpus = int(m_environment.workers.isEmpty() ? m_environment.gpuOrdinals.size() : m_environment.workers.size());
+    return defaultTasksInFlight(compileWorkers(), gpus, samples);
 }
 
 bool HeadlessRun::isActive() const
@@ -257,9 +277,11 @@ void HeadlessRun::createAndStart(const QJsonObject& device, const QJsonObject& h
     } else {
         // A new run keeps its whole configuration.
         QString error;
-        const std::optional<RunConfig> config = runConfigFor(m_plan, device, hello, &error);
+        std::optional<RunConfig> config = runConfigFor(m_plan, device, hello, &error);
         if (!config)
             return fail(Failure::Configuration, error);
+        // How it was run, beside what it is: a run's pace depends on it (issue 14).
+        config->extra.insert(QStringLiteral("compile_workers"), compileWorkers());
         const std::optional<qint64> id = m_store.createRun(m_plan.runName(), m_plan.regimeLabel(), *config);
         if (!id)
             return fail(Failure::CreateRun, QStringLiteral("cannot create the run: %1").arg(m_store.errorString()));
@@ -275,12 +297,12 @@ void HeadlessRun::createAndStart(const QJsonObject& device, const QJsonObject& h
     if (!m_environment.tasksDir.isEmpty())
         arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;
     configureQueue(*m_queue, m_environment.workerProgram, arguments, m_plan, device);
-    m_queue->setCompileWorkerCount(m_environment.compileWorkers);
+    m_queue->setCompileWorkerCount(compileWorkers());
     m_queue->setKillGracePeriod(m_environment.killGraceMs);
 
     m_controller = new RunController(m_llm, m_queue, &m_store, m_plan.promptsDir, this);
     configureController(*m_controller, m_plan);
-    m_controller->setMaxTasksInFlight(m_environment.maxTasksInFlight);
+    m_controller->setMaxTasksInFlight(tasksInFlight());
     m_controller->setPauseGenerationWhileTiming(m_plan.pauseGenerationWhileTiming);
     if (m_plan.pauseGenerationWhileTiming)
         connect(GpuLeases::instance(), &GpuLeases::heldChanged, m_controller, [this](int, bool) { updateGenerationPause(); });

@@ -54,9 +54,14 @@ struct RunEnvironment
     QString tasksDir;   ///< the worker's --tasks-dir; empty: its default
     QString apiKey;     ///< never stored
     bool stream = true; ///< stream answers, so text arrives (textStreamed) as the model writes it
-    int maxTasksInFlight = 2;
+    /// Tasks the controller keeps in flight; 0: defaultTasksInFlight (core/run/runlaunch.h) for the
+    /// compile workers, GPUs and the regime's n.
+    int maxTasksInFlight = 0;
     QList<int> gpuOrdinals = {0};
-    int compileWorkers = 1; ///< CPU compile-ahead workers (0: off)
+    /// CPU compile-ahead workers (0: off); kAutomatic: defaultCompileWorkers for the plan's answer
+    /// format (core/run/runlaunch.h). A new run stores the number used (`extra.compile_workers`).
+    int compileWorkers = kAutomatic;
+    static constexpr int kAutomatic = -1;
     /// A model call's idle limit. Without streaming nothing arrives before the whole answer, so
     /// there it should be the deadline (llmSettingsFor's timeoutMs), as `kwb run` sets it.
     int requestTimeoutMs = 300 * 1000;
@@ -115,6 +120,10 @@ public:
     QString errorString() const { return m_error; }
     const RunPlan& plan() const { return m_plan; }
     const RunEnvironment& environment() const { return m_environment; }
+    /// The compile workers the run uses (the environment's, or the default for its answer format).
+    int compileWorkers() const;
+    /// The tasks the run keeps in flight (the environment's, or defaultTasksInFlight).
+    int tasksInFlight() const;
     /// 0 until the run exists in the store.
     qint64 runId() const { return m_runId; }
     /// The run's own connection to the database (use from this thread only).

@@ -19,6 +19,7 @@
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QStandardPaths>
+#include <QThread>
 #include <QTimer>
 
 #include <algorithm>
@@ -99,6 +100,25 @@ QString userDataDir()
 QString defaultLaunchDatabase()
 {
     return QDir(userDataDir()).filePath(QStringLiteral("launched-runs.db"));
+}
+
+int defaultCompileWorkers(const QString& answerFormat, int cores)
+{
+    if (answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench))
+        return std::max(1, cores * 3 / 4);
+    return 1;
+}
+
+int defaultCompileWorkers(const QString& answerFormat)
+{
+    return defaultCompileWorkers(answerFormat, QThread::idealThreadCount());
+}
+
+int defaultTasksInFlight(int compileWorkers, int gpus, int samplesPerTurn)
+{
+    const int busy = std::max(0, compileWorkers) + std::max(1, gpus);
+    const int perTask = std::max(1, samplesPerTurn);
+    return std::max(2, (busy + perTask - 1) / perTask);
 }
 
 QString defaultPromptsDirFor(const QString& answerFormat)

@@ -63,6 +63,22 @@ QString defaultLaunchDatabase();
 /// KernelBench's format (docs/prompts.md).
 QString defaultPromptsDirFor(const QString& answerFormat);
 
+/// How many CPU compile workers a run builds ahead with unless told (`--compile-workers`,
+/// Launch's "Compile workers"), from the machine's cores and the answer format; the one place
+/// that decides. A native answer's NVRTC compile takes about a second against seconds of
+/// evaluation, so one worker keeps ahead of the GPU. A KernelBench-format answer's build (nvcc and
+/// ninja over torch's headers: 60-100 s on the H200, one compiler process per source file, two or
+/// three files) takes far longer than its evaluation, so the pool sets the pace: three quarters of
+/// the cores (12 of the H200 machine's 16, 1 of 2), the rest left to kwb, the GPU's worker and a
+/// model server.
+int defaultCompileWorkers(const QString& answerFormat, int cores);
+/// defaultCompileWorkers on this machine (QThread::idealThreadCount()).
+int defaultCompileWorkers(const QString& answerFormat);
+/// How many tasks a run keeps in flight unless told: enough that each compile worker and GPU has a
+/// candidate to work on (a task's turn gives `samplesPerTurn` of them), and at least 2, so the model
+/// writes for one task while another's candidates are evaluated.
+int defaultTasksInFlight(int compileWorkers, int gpus, int samplesPerTurn);
+
 /// Elapsed time as a clock: "4:07", or "1:02:03" past an hour.
 QString elapsedClock(qint64 ms);
 /// The shortest spec naming exactly these ids, in their order ("L1:1-3,L2:5"); ranges are made of
@@ -195,8 +211,8 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
 /// timing_trials when set; "device": "none" for a compile-only run). The queue's compile-ahead
 /// requests take answer_format from them too.
 QJsonObject evaluationOptionsFor(const RunPlan& plan);
-/// Worker program, time-out, isolation, worker limits, one compile worker, and the device's arch
-/// for compile-ahead.
+/// Worker program, time-out, isolation, worker limits, one compile worker (HeadlessRun sets the
+/// run's number after), and the device's arch for compile-ahead.
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
                     const RunPlan& plan, const QJsonObject& device);
 /// The plan's context budget (its context tokens and max output tokens).

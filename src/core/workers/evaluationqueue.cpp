@@ -2,11 +2,14 @@
 
 #include "core/workers/gpulease.h"
 
+#include "core/protocol/defaults.h"
 #include "core/protocol/workerresponses.h"
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDateTime>
 #include <QJsonValue>
+#include <QSet>
 #include <QThread>
 
 #include <algorithm>
@@ -193,6 +196,11 @@ qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, con
     // no parser of its own); a torch-only answer costs one cheap compile that returns nothing.
     if (m_compileWorkerCount > 0)
         job.compile = CompileState::Waiting;
+    QCryptographicHash key(QCryptographicHash::Sha256);
+    key.addData(job.options.value(QLatin1String("answer_format")).toString().toUtf8());
+    key.addData(QByteArrayView("\n", 1));
+    key.addData(answer.toUtf8());
+    job.compileKey = key.result();
     if (m_jobs.isEmpty()) {
         // A new batch: say how the last one ended before counting from zero.
         if (m_progressScheduled) {
@@ -305,30 +313,18 @@ void EvaluationQueue::work()
     requestArch();
 
     // GPUs first, so a job whose compile has not started never waits for one. Jobs go out in
-    // submission order: none overtakes the head, not even one with its cubin ready.
+    // submission order: none overtakes a job whose NVRTC compile is running (it is done in
+    // seconds), not even one with its cubin ready. A KernelBench-format job whose build waits or
+    // runs is passed over: the GPU evaluates the next ready job meanwhile (its build would take
+    // a minute or more, and evaluating it now would build it again, on the GPU's time).
     QList<qint64> started;
     for (int g = 0; g < m_gpus.size(); ++g) {
         if (m_gpus.at(g).runningJob != 0 || m_gpus.at(g).lost)
             continue;
-        qsizetype next = -1;
-        for (qsizetype i = 0; i < m_jobs.size() && next < 0; ++i) {
-            if (m_jobs.at(i).gpu < 0)
-                next = i;
-        }
+        const qsizetype next = nextReadyJob();
         if (next < 0)
             break;
         Job& job = m_jobs[next];
-        if (job.compile == CompileState::Running) {
-            // Its compile will usually be done before a worker could have compiled it itself.
-            const qint64 now = nowMs();
-            if (job.waitSinceMs < 0)
-                job.waitSinceMs = now;
-            const qint64 left = job.waitSinceMs + m_compileWaitMs - now;
-            if (left > 0) {
-                m_compileWaitTimer.start(int(left));
-                break;
-            }
-        }
         Gpu& gpu = m_gpus[g];
         if (needsGpu(job) && gpu.lease == 0) {
             const QString holder = QStringLiteral("evaluate job %1 %2 (pid %3)")
@@ -349,18 +345,39 @@ void EvaluationQueue::work()
         if (dispatchToGpu(g, next))
             started.append(job.id);
     }
-    // A lease granted to a GPU that has nothing left to run goes back at once.
+    // A lease granted to a GPU that has nothing to run now goes back at once (jobs whose
+    // builds take minutes do not keep the GPU from others).
     for (int g = 0; g < m_gpus.size(); ++g)
-        if (m_gpus.at(g).runningJob == 0 && m_gpus.at(g).lease != 0) {
-            bool waiting = false;
-            for (const Job& job : std::as_const(m_jobs))
-                waiting = waiting || job.gpu < 0;
-            if (!waiting)
-                releaseLease(g);
-        }
+        if (m_gpus.at(g).runningJob == 0 && m_gpus.at(g).lease != 0 && nextReadyJob() < 0)
+            releaseLease(g);
     startCompiles();
     for (qint64 id : std::as_const(started))
         Q_EMIT jobStarted(id);
+}
+
+qsizetype EvaluationQueue::nextReadyJob()
+{
+    for (qsizetype i = 0; i < m_jobs.size(); ++i) {
+        Job& job = m_jobs[i];
+        if (job.gpu >= 0)
+            continue;
+        if (buildsExtension(job) && (job.compile == CompileState::Running ||
+                                     (job.compile == CompileState::Waiting && compileAheadCanTake(job))))
+            continue;
+        if (job.compile == CompileState::Running) {
+            // Its compile will usually be done before a worker could have compiled it itself.
+            const qint64 now = nowMs();
+            if (job.waitSinceMs < 0)
+                job.waitSinceMs = now;
+            const qint64 left = job.waitSinceMs + m_compileWaitMs - now;
+            if (left > 0) {
+                m_compileWaitTimer.start(int(left));
+                return -1;
+            }
+        }
+        return i;
+    }
+    return -1;
 }
 
 bool EvaluationQueue::dispatchToGpu(int gpuIndex, qsizetype jobIndex)
@@ -418,21 +435,42 @@ void EvaluationQueue::ensureCompilers()
     }
 }
 
+bool EvaluationQueue::buildsExtension(const Job& job)
+{
+    return job.options.value(QLatin1String("answer_format")).toString() ==
+           QLatin1String(defaults::kAnswerFormatKernelBench);
+}
+
+bool EvaluationQueue::compileAheadCanTake(const Job& job) const
+{
+    // Without an arch (the GPU's `device` answer failed) nothing is compiled ahead.
+    return m_compileWorkerCount > 0 && (!archFor(job).isEmpty() || m_deviceRequest != 0 || !m_archAsked);
+}
+
 void EvaluationQueue::startCompiles()
 {
     if (m_compileWorkerCount <= 0)
         return;
+    QSet<QByteArray> compiling; // compile keys with their arch, of the compiles running
+    for (const Job& job : std::as_const(m_jobs))
+        if (job.compile == CompileState::Running && job.gpu < 0)
+            compiling.insert(job.compileKey + job.cubinArch.toUtf8());
     int considered = 0;
     for (Job& job : m_jobs) {
         if (job.gpu >= 0)
             continue;
-        if (++considered > kCompileLookahead)
-            break;
+        // Cubins are held in memory until their job runs; a KernelBench build leaves its
+        // extension in the worker's cache, so every such job queued is built ahead.
+        if (!buildsExtension(job) && ++considered > kCompileLookahead)
+            continue;
         if (job.compile != CompileState::Waiting)
             continue;
         const QString arch = archFor(job);
         if (arch.isEmpty())
             continue; // the device answer is still to come
+        // The same answer compiling for another job: this one takes that outcome (shareCompile).
+        if (compiling.contains(job.compileKey + arch.toUtf8()))
+            continue;
         ensureCompilers();
         // The lowest free index, so that few compile workers start when few jobs wait.
         qsizetype free = -1;
@@ -452,8 +490,25 @@ void EvaluationQueue::startCompiles()
             request.insert(QStringLiteral("answer_format"), format);
         job.compile = CompileState::Running;
         job.cubinArch = arch;
+        compiling.insert(job.compileKey + arch.toUtf8());
         m_compilers[free].job = job.id;
-        job.compileRequest = m_compilers.at(free).supervisor->sendRequest(request, m_compileTimeoutMs);
+        const int timeoutMs = buildsExtension(job) ? std::max(m_compileTimeoutMs, m_extensionBuildTimeoutMs)
+                                                   : m_compileTimeoutMs;
+        job.compileRequest = m_compilers.at(free).supervisor->sendRequest(request, timeoutMs);
+    }
+}
+
+void EvaluationQueue::shareCompile(const Job& compiled)
+{
+    for (Job& job : m_jobs) {
+        if (job.id == compiled.id || job.gpu >= 0 || job.compile != CompileState::Waiting ||
+            job.compileKey != compiled.compileKey || archFor(job) != compiled.cubinArch)
+            continue;
+        job.compile = CompileState::Done;
+        job.cubin = compiled.cubin;
+        job.cubinArch = compiled.cubinArch;
+        job.cubinSourceHash = compiled.cubinSourceHash;
+        job.compileLog = compiled.compileLog;
     }
 }
 
@@ -478,6 +533,9 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
                 job.compileLog = compiled.log;
                 job.cubinSourceHash = compiled.sourceHash;
             }
+            // A KernelBench build's outcome is in the extension cache, a failure's too: the
+            // same answer's other jobs are not built again.
+            shareCompile(job);
         }
     }
     scheduleWork();

@@ -126,6 +126,7 @@ bool workerNeeds(const QString& name)
         QStringLiteral("LANG"),          QStringLiteral("LANGUAGE"),
         QStringLiteral("LD_LIBRARY_PATH"), // libtorch and the toolkit outside the loader's paths
         QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
+        QStringLiteral("KWB_EXTENSION_CACHE"), // KernelBench builds: one folder the pool and the GPU share
         QStringLiteral("ASAN_OPTIONS"),  QStringLiteral("UBSAN_OPTIONS"),
         QStringLiteral("LSAN_OPTIONS"),  QStringLiteral("TSAN_OPTIONS")};
     // The device (CUDA_VISIBLE_DEVICES, CUDA_CACHE_PATH, container NVIDIA_*), the libraries'

@@ -210,6 +210,12 @@ private Q_SLOTS:
         QCOMPARE(env.databasePath, m_dir.filePath(QStringLiteral("a.db")));
         QCOMPARE(env.apiKey, QStringLiteral("secret"));
         QVERIFY(env.stream);
+        // Compile workers: automatic keeps the manager's (the run's default); a number is `--compile-workers N`.
+        QCOMPARE(child<QSpinBox>(page, "compileWorkersSpin")->value(), RunEnvironment::kAutomatic);
+        QCOMPARE(env.compileWorkers, manager.defaultEnvironment().compileWorkers);
+        child<QSpinBox>(page, "compileWorkersSpin")->setValue(6);
+        QCOMPARE(page.environment().compileWorkers, 6);
+        child<QSpinBox>(page, "compileWorkersSpin")->setValue(RunEnvironment::kAutomatic);
 
         // The study's routing: a regime per level.
         QTest::mouseClick(child<QPushButton>(page, "studyRouting"), Qt::LeftButton);

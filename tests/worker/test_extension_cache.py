@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# The extension cache behind load_inline (src/worker/kernelbench_host.py), on any machine: torch is
+# replaced by a stand-in package whose load_inline keeps torch's own rule for a shared build folder
+# (a FileBaton: the file `lock` made with O_EXCL, the others wait while it exists, then load) and
+# logs every build it runs. Each case runs workers as separate processes sharing one cache, as the
+# compile pool's and the GPU's workers do.
+#   one_build_per_key       two workers loading the same sources at once: one build, both load it
+#   killed_build_is_retried a worker killed while building (its baton left behind): the next one
+#                           builds, instead of waiting for the baton forever (torch's FileBaton)
+#   failure_is_cached       a build that fails is the same compile error again, without a second build
+# Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HOST = os.path.abspath(sys.argv[1])
+ROOT = tempfile.mkdtemp(prefix="kwb-extcache-")
+STUB = os.path.join(ROOT, "stub")
+BUILD_LOG = os.path.join(ROOT, "builds.log")
+
+TORCH_STUB = {
+    "torch/__init__.py": """
+        __version__ = "0.0-stub"
+        class _Version: cuda = "0.0"
+        version = _Version()
+        class Tensor: pass
+        from . import nn, utils, cuda
+        """,
+    "torch/cuda.py": "",
+    "torch/nn/__init__.py": "class Module: pass\nfrom . import functional\n",
+    "torch/nn/functional.py": "",
+    "torch/utils/__init__.py": "from . import cpp_extension, dlpack\n",
+    "torch/utils/dlpack.py": "def from_dlpack(x): return x\ndef to_dlpack(x): return x\n",
+    "torch/utils/cpp_extension.py": """
+        import os, time, types
+        class _Versioner:
+            def __init__(self): self.entries = {}
+        JIT_EXTENSION_VERSIONER = _Versioner()
+
+        def _import_module_from_library(name, path, is_python_module):
+            return types.SimpleNamespace(name=name, path=path)
+
+        def load_inline(name, cpp_sources, cuda_sources=None, functions=None, extra_cflags=None,
+                        extra_cuda_cflags=None, extra_ldflags=None, extra_include_paths=None,
+                        build_directory=None, verbose=False, with_cuda=None, is_python_module=True,
+                        with_pytorch_error_handling=True, keep_intermediates=True, use_pch=False):
+            # torch's rule for one build folder: a baton file; who cannot make it waits while it exists.
+            baton = os.path.join(build_directory, "lock")
+            try:
+                fd = os.open(baton, os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                deadline = time.monotonic() + 10  # torch waits forever; the stand-in gives up
+                while os.path.exists(baton):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("stub: the build folder's baton was never released")
+                    time.sleep(0.02)
+                return _import_module_from_library(name, build_directory, True)
+            os.close(fd)
+            with open(os.environ["STUB_BUILD_LOG"], "a") as log:
+                log.write(f"{os.getpid()} {name}\\n")
+            gate = os.environ.get("STUB_BUILD_GATE")
+            while gate and not os.path.exists(gate):
+                time.sleep(0.02)
+            if "error" in (cuda_sources or ""):
+                os.remove(baton)
+                raise RuntimeError(f"Error building extension '{name}': main.cu(1): error: stub")
+            open(os.path.join(build_directory, f"{name}.so"), "w").close()
+            os.remove(baton)
+            return _import_module_from_library(name, build_directory, True)
+        """,
+}
+
+WORKER = """
+import importlib.util, json, os, sys
+sys.path.insert(0, {stub!r})
+spec = importlib.util.spec_from_file_location("_kwb_host", {host!r})
+host = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host)
+host.configure(sys.argv[1], "sm_90")
+try:
+    host._cpp.load_inline(name="ext", cpp_sources="int f();", cuda_sources=sys.argv[2], functions=["f"])
+    print(json.dumps({{"ok": True, "builds": host._builds}}))
+except host.BuildError as e:
+    print(json.dumps({{"ok": False, "message": str(e)}}))
+"""
+
+
+def setup():
+    for path, text in TORCH_STUB.items():
+        full = os.path.join(STUB, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(textwrap.dedent(text))
+    with open(os.path.join(ROOT, "worker.py"), "w") as f:
+        f.write(WORKER.format(stub=STUB, host=HOST))
+
+
+def start(cache, cuda, gate=None):
+    env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG)
+    env.pop("STUB_BUILD_GATE", None)
+    if gate:
+        env["STUB_BUILD_GATE"] = gate
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, "worker.py"), cache, cuda], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def result(process):
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def builds():
+    if not os.path.exists(BUILD_LOG):
+        return []
+    with open(BUILD_LOG) as f:
+        return [line.split() for line in f if line.strip()]
+
+
+def wait_for(condition, what, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def blocked_on_flock(pid):
+    # /proc/locks lists a process waiting for a lock with "->" before its entry.
+    with open("/proc/locks") as f:
+        return any("->" in line and "FLOCK" in line and f" {pid} " in line for line in f)
+
+
+def fresh(name):
+    cache = os.path.join(ROOT, name)
+    os.makedirs(cache)
+    if os.path.exists(BUILD_LOG):
+        os.remove(BUILD_LOG)
+    return cache
+
+
+def one_build_per_key():
+    cache = fresh("same-key")
+    gate = os.path.join(ROOT, "gate-same-key")
+    first = start(cache, "__global__ void k() {}", gate)
+    wait_for(lambda: len(builds()) == 1, "the first build")
+    second = start(cache, "__global__ void k() {}", gate)
+    wait_for(lambda: blocked_on_flock(second.pid), "the second worker to wait for the first's build")
+    open(gate, "w").close()
+    a, b = result(first), result(second)
+    assert a["ok"] and b["ok"], (a, b)
+    assert len(builds()) == 1, builds()
+    assert a["builds"][0]["cached"] is False and b["builds"][0]["cached"] is True, (a, b)
+
+
+def killed_build_is_retried():
+    cache = fresh("killed")
+    gate = os.path.join(ROOT, "gate-never")  # never opened: the first build hangs until killed
+    first = start(cache, "__global__ void k2() {}", gate)
+    wait_for(lambda: len(builds()) == 1, "the first build")
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate()
+    second = start(cache, "__global__ void k2() {}")
+    b = result(second)
+    assert b.get("ok"), b
+    assert len(builds()) == 2, builds()  # built again, by the second worker
+    assert b["builds"][0]["cached"] is False
+
+
+def failure_is_cached():
+    cache = fresh("failed")
+    a = result(start(cache, "error here"))
+    assert not a["ok"] and "main.cu(1): error: stub" in a["message"], a
+    b = result(start(cache, "error here"))
+    assert not b["ok"] and b["message"] == a["message"], (a, b)
+    assert len(builds()) == 1, builds()
+
+
+if __name__ == "__main__":
+    setup()
+    failed = 0
+    for case in (one_build_per_key, killed_build_is_retried, failure_is_cached):
+        try:
+            case()
+            print(f"PASS {case.__name__}")
+        except AssertionError as e:
+            failed += 1
+            print(f"FAIL {case.__name__}: {e}")
+    sys.exit(1 if failed else 0)
