@@ -79,6 +79,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -609,6 +610,8 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i)
         if (std::string(argv[i]) == "--end-on-stdin-eof")
             kwb::watchInputHangup(0);
+    std::optional<qint64> hostMemory;
+    std::optional<int> hostThreads;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string option = argv[i];
         const QString value = QString::fromUtf8(argv[i + 1]);
@@ -622,7 +625,14 @@ int main(int argc, char** argv)
             g_helloDelayMs = value.toInt();
         else if (option == "--recorded")
             g_recordedDir = value;
+        else if (option == "--max-host-memory")
+            hostMemory = value == QLatin1String("default") ? 0 : value.toLongLong();
+        else if (option == "--max-host-threads")
+            hostThreads = value == QLatin1String("default") ? 0 : value.toInt();
     }
+    // As kwb-worker: a remote worker enforces its host limits itself (parent_watch.hpp).
+    if (hostMemory || hostThreads)
+        kwb::watchHostLimits(hostMemory.value_or(0), hostThreads.value_or(0));
 
     if (g_helloMode == QLatin1String("exit_127")) {
         // What the dynamic loader prints when the real worker's libtorch is missing.
