@@ -584,6 +584,60 @@ private Q_SLOTS:
                  qPrintable(QStringLiteral("the lost host's worker %1 still runs").arg(remotePid)));
     }
 
+    // Hosts of different archs in one run: compile-ahead (here, for the arch of the first
+    // worker's device facts) attaches a cubin for sm_90; the sm_80 host there must not run it but
+    // compile the answer for its own arch (the worker uses a shipped cubin only when cubin_arch
+    // is its device's), while the sm_90 worker runs the shipped one.
+    void mixedArchitecturesCompileForTheWorkersArch()
+    {
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        WorkerTarget sm80 = sshTarget(1);
+        sm80.environment = QStringList{QStringLiteral("FAKEWORKER_ARCH=sm_80")};
+        EvaluationQueue queue(QList<WorkerTarget>{WorkerTarget::local(0), sm80}, nullptr);
+        queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        queue.setCompileWorkerCount(1);
+        queue.setKillGracePeriod(300);
+        QMap<qint64, QJsonObject> results;
+        connect(&queue, &EvaluationQueue::jobFinished, this, [&](qint64 id, const QJsonObject& result) { results.insert(id, result); });
+        connect(&queue, &EvaluationQueue::jobFailed, this, [&](qint64 id, const QString& status, const QString& message) {
+            results.insert(id, QJsonObject{{QStringLiteral("failed"), status + QLatin1String(": ") + message}});
+        });
+        QList<qint64> ids;
+        for (int i = 0; i < 8; ++i)
+            ids << queue.submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow\n// %1").arg(i)),
+                                QJsonObject{{QStringLiteral("delay_ms"), 300}});
+        QVERIFY2(QTest::qWaitFor([&] { return results.size() == ids.size(); }, 4 * kWaitMs),
+                 qPrintable(QStringLiteral("%1 of %2 jobs ended").arg(results.size()).arg(ids.size())));
+        QCOMPARE(queue.arch(), QStringLiteral("sm_90")); // the first worker's device facts
+        QMap<QString, int> withCubin;
+        for (qint64 id : ids) {
+            const QJsonObject result = results.value(id);
+            QVERIFY2(!result.contains(QLatin1String("failed")), qPrintable(result.value(QLatin1String("failed")).toString()));
+            QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+            const QString where = result.value(QLatin1String("worker")).toString();
+            const QJsonObject compile = result.value(QLatin1String("compile")).toObject();
+            const bool received = result.value(QLatin1String("cubin_received")).toBool();
+            if (received) {
+                ++withCubin[where];
+                QCOMPARE(result.value(QLatin1String("echo")).toObject().value(QLatin1String("cubin_arch")).toString(),
+                         QStringLiteral("sm_90"));
+            }
+            if (where == QLatin1String("kwbtest:1")) {
+                QCOMPARE(compile.value(QLatin1String("arch")).toString(), QStringLiteral("sm_80"));
+                QVERIFY2(!compile.value(QLatin1String("cached")).toBool(), "an sm_90 cubin ran on the sm_80 host");
+            } else {
+                QCOMPARE(where, QStringLiteral("local:0"));
+                QCOMPARE(compile.value(QLatin1String("cached")).toBool(), received);
+            }
+        }
+        // Both kinds happened: a shipped cubin used on sm_90 and one turned down on sm_80.
+        QVERIFY2(withCubin.value(QStringLiteral("local:0")) > 0 && withCubin.value(QStringLiteral("kwbtest:1")) > 0,
+                 qPrintable(QStringLiteral("jobs with a cubin: local:0 %1, kwbtest:1 %2")
+                                .arg(withCubin.value(QStringLiteral("local:0")))
+                                .arg(withCubin.value(QStringLiteral("kwbtest:1")))));
+    }
+
     // --- Slurm -----------------------------------------------------------------------------------
 
     // A stand-in srun: it checks the options kwb gives it (partition, one task with one GPU, the
