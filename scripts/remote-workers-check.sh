@@ -51,7 +51,7 @@ user=$(id -un)
   echo "Port $port"; echo "ListenAddress 127.0.0.1"; echo "HostKey $dir/host_key"
   echo "AuthorizedKeysFile $dir/authorized_keys"; echo "StrictModes no"; echo "PasswordAuthentication no"
   echo "KbdInteractiveAuthentication no"; echo "UsePAM no"; echo "PidFile $dir/sshd.pid"; echo "AllowUsers $user"
-  ((EUID == 0)) && echo "PermitRootLogin prohibit-password"
+  if ((EUID == 0)); then echo "PermitRootLogin prohibit-password"; fi
 } > "$dir/sshd_config"
 echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$dir/host_key.pub")" > "$dir/known_hosts"
 cat > "$dir/ssh_config" <<EOF
@@ -80,7 +80,7 @@ export KWB_SSH=$dir/ssh
 if [[ -n ${KWB_CHECK_REMOTE_ENV+set} ]]; then remote_env=$KWB_CHECK_REMOTE_ENV
 else remote_env="PATH=$PATH${LD_LIBRARY_PATH:+$'\n'LD_LIBRARY_PATH=$LD_LIBRARY_PATH}"; fi
 spec="ssh:kwbcheck:$gpu:worker=$worker"
-while IFS= read -r assignment; do [[ -n $assignment ]] && spec+=":env=$assignment"; done <<< "$remote_env"
+while IFS= read -r assignment; do if [[ -n $assignment ]]; then spec+=":env=$assignment"; fi; done <<< "$remote_env"
 out=${KWB_CHECK_OUT:-$dir/out}
 mkdir -p "$out"
 
