@@ -3,6 +3,7 @@
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
 #   scripts/device-session.sh build gpu-tests eval-timeout bench measure study study-kernelbench kb-bench record pack
+# remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -316,6 +317,59 @@ PY
       $bundle/run kwb --worker "$worker" eval L1/1 $c/reference/L1_01.md --trials 10; echo "exit $?"
     } > "$OUT/limits.txt" 2>&1
     grep -E "^##|status|exit|wall_s|warning|correct|resource" "$OUT/limits.txt" | head -40
+    ;;
+  remote-workers)
+    # Issue 16: the same verdicts from `kwb eval` locally and through ssh to an sshd of the check's
+    # own on 127.0.0.1 (scripts/remote-workers-check.sh), with Debian's OpenSSH from
+    # build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh): the machine has no ssh. Then the host
+    # limits and the time-out through ssh. One file: $OUT/remote-workers.md; both JSONs of every
+    # evaluation under $OUT/remote-workers/. REMOTE_CANDIDATES, REMOTE_ARGS pick others.
+    log remote-workers
+    need_bundle
+    [[ -x /tmp/ssh-bundle/bin/sshd ]] || tar xf build-carry/ssh-bundle.tar.xz -C /tmp
+    export PATH=/tmp/ssh-bundle/bin:$bundle/bin:$PATH # bwrap travels in the kwb bundle (as for limits)
+    # As root sshd needs its privilege-separation user and folder, and an unlocked account to log in to.
+    if ! getent passwd sshd > /dev/null; then
+      useradd --system --no-create-home --home-dir /run/sshd --shell /usr/sbin/nologin sshd 2>> "$OUT/remote-workers.log" || {
+        uid=$(for i in $(seq 100 999); do getent passwd "$i" > /dev/null || { echo "$i"; break; }; done)
+        echo "sshd:x:$uid:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin" >> /etc/passwd; }
+      log "made the user sshd: $(getent passwd sshd)"
+    fi
+    mkdir -p -m 0755 /run/sshd
+    # Without PAM, sshd refuses an account whose password field starts with '!' (locked).
+    if [[ $(getent shadow "$(id -un)" 2>/dev/null | cut -d: -f2) == '!'* ]]; then
+      usermod -p '*' "$(id -un)" 2>/dev/null || sed -i "s/^$(id -un):![^:]*:/$(id -un):*:/" /etc/shadow
+      log "unlocked $(id -un) for key logins (password field '*')"
+    fi
+    c=tests/fixtures/candidates
+    candidates=(${REMOTE_CANDIDATES:-$c/reference/L1_01.md $c/reference/L1_05.md $c/reference/L2_01.md $c/reference/L3_01.md
+      $c/failing/wrong_result.md $c/failing/compile_error.md $c/adversarial/returns_input.md $c/kernelbench/L2_01.md})
+    md=$OUT/remote-workers.md
+    check() { # ARGS CANDIDATE...: one table; the local worker gets kwb's PATH and LD_LIBRARY_PATH ($bundle/run's), so does ssh's
+      KWB_CHECK_KWB="$bundle/run kwb" KWB_CHECK_WORKER=$worker KWB_CHECK_ARGS=$1 KWB_CHECK_OUT=$OUT/remote-workers \
+        KWB_CHECK_REMOTE_ENV="PATH=$PATH"$'\n'"LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        timeout ${REMOTE_TIMEOUT:-420} scripts/remote-workers-check.sh "$root/build-gpu" "${@:2}"
+      echo "rc=$?"
+    }
+    { echo "# kwb eval locally and through ssh to 127.0.0.1 (issue 16)"
+      echo
+      echo "- machine: $(uname -n), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || cat "$OUT/commit.txt" 2>/dev/null)"
+      echo "- ssh: $(cat /tmp/ssh-bundle/VERSION)"
+      echo
+      echo "## Verdicts (kwb eval ${REMOTE_ARGS:---trials 20})"
+      echo
+      check "${REMOTE_ARGS:---trials 20}" "${candidates[@]}"
+      echo
+      echo "## Host memory hog (16 GiB) with --max-host-memory 8G: resource_limit both ways"
+      echo
+      check "--max-host-memory 8G" L1/1=$c/limits/host_memory_hog.md
+      echo
+      echo "## Endless kernel with --timeout 10: timeout both ways"
+      echo
+      check "--timeout 10" $c/adversarial/endless_kernel.md
+    } > "$md" 2>> "$OUT/remote-workers.log"
+    cat "$md"
     ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.

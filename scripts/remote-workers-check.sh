@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
 # Issue 16: the same verdicts locally and through ssh. Starts an sshd of its own on 127.0.0.1 (a
 # free port, host and user keys made here, its own config; as the current user, no system sshd),
-# then evaluates reference candidates with `kwb eval` twice, locally and with
-# `--workers ssh:kwbcheck:GPU:worker=KWB_WORKER`, and compares the statuses (and prints both
-# speedups). Exit 0 when every verdict agrees, 1 otherwise, 2 when sshd cannot run here.
+# then evaluates candidates with `kwb eval` twice, locally and with
+# `--workers ssh:kwbcheck:GPU:worker=KWB_WORKER:env=...`, and compares the verdicts: status, stage,
+# flags, and the speed-ups' 95 % intervals, which must overlap. Exit 0 when every verdict agrees,
+# 1 otherwise, 2 when sshd cannot run here.
 #
 #   scripts/remote-workers-check.sh [BUILD_DIR] [CANDIDATE.md ...]
-#   (default: build/release and every tests/fixtures/candidates/reference/*.md; GPU 0; set
-#    KWB_CHECK_GPU=N for another, KWB_CHECK_ARGS for more `kwb eval` options, e.g. "--trials 20")
+#   (default: build/release and every tests/fixtures/candidates/reference/*.md; a candidate's task
+#    is its entry's in tests/fixtures/candidates/*manifest.toml, else read from its name, L2_01 ->
+#    L2/1; TASK=CANDIDATE.md names it, e.g. L1/1=tests/fixtures/candidates/limits/host_memory_hog.md)
+# Settings (environment):
+#   KWB_CHECK_GPU=N         the GPU (default 0)
+#   KWB_CHECK_ARGS="..."    more `kwb eval` options for both runs, e.g. "--trials 20"
+#   KWB_CHECK_KWB="..."     the kwb command (default BUILD_DIR/bin/kwb), e.g. "/tmp/kwb-bundle/run kwb"
+#   KWB_CHECK_WORKER=PATH   the worker (default BUILD_DIR/bin/kwb-worker)
+#   KWB_CHECK_REMOTE_ENV    newline-separated NAME=VALUE for the ssh worker (env= of the spec);
+#                           default: PATH and LD_LIBRARY_PATH as kwb has them here, which the local
+#                           worker gets too (ssh sends no environment)
+#   KWB_CHECK_OUT=DIR       keep both `kwb eval --json` outputs of each candidate there
+# ssh, sshd and ssh-keygen come from PATH (scripts/ssh-bundle.sh's bin/ first on a machine without).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$repo/build/release}" && pwd)  # absolute: the worker path is used on the ssh side too
 shift || true
-kwb=$build/bin/kwb
+read -ra kwb <<< "${KWB_CHECK_KWB:-$build/bin/kwb}"
 worker=$(realpath "${KWB_CHECK_WORKER:-$build/bin/kwb-worker}")
 gpu=${KWB_CHECK_GPU:-0}
 if (($# > 0)); then candidates=("$@"); else candidates=("$repo"/tests/fixtures/candidates/reference/*.md); fi
-[[ -x $kwb && -x $worker ]] || { echo "remote-workers-check: no $kwb or $worker (build first)" >&2; exit 2; }
+[[ -x ${kwb[0]} && -x $worker ]] || { echo "remote-workers-check: no ${kwb[0]} or $worker (build first)" >&2; exit 2; }
 
 sshd=$(command -v sshd || echo /usr/sbin/sshd)
+sshd=$(realpath "$sshd") # sshd re-executes itself by an absolute path
 [[ -x $sshd ]] || { echo "remote-workers-check: no sshd (apt-get install openssh-server)" >&2; exit 2; }
 if ((EUID == 0)) && [[ ! -d /run/sshd ]]; then mkdir -p -m 0755 /run/sshd; fi
 
@@ -38,8 +51,7 @@ user=$(id -un)
   echo "Port $port"; echo "ListenAddress 127.0.0.1"; echo "HostKey $dir/host_key"
   echo "AuthorizedKeysFile $dir/authorized_keys"; echo "StrictModes no"; echo "PasswordAuthentication no"
   echo "KbdInteractiveAuthentication no"; echo "UsePAM no"; echo "PidFile $dir/sshd.pid"; echo "AllowUsers $user"
-  # The worker's libraries (CUDA, libtorch) as this shell finds them; a login there would get its own.
-  [[ -n ${LD_LIBRARY_PATH:-} ]] && echo "SetEnv LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  if ((EUID == 0)); then echo "PermitRootLogin prohibit-password"; fi
 } > "$dir/sshd_config"
 echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$dir/host_key.pub")" > "$dir/known_hosts"
 cat > "$dir/ssh_config" <<EOF
@@ -63,27 +75,73 @@ if ! KWB_SSH=$dir/ssh "$dir/ssh" -T -o BatchMode=yes kwbcheck true; then
 fi
 export KWB_SSH=$dir/ssh
 
-# "STATUS SPEEDUP" of `kwb eval --json`; a failure without a verdict prints its error code.
-status_of() { python3 -c 'import json,sys
-try: r = json.load(sys.stdin)
-except Exception: print("no-json", "-"); sys.exit()
-status = r.get("status") or (r.get("error") or {}).get("code") or "?"
-speedup = r.get("speedup")
-print(status, "-" if speedup is None else speedup)'; }
+# The ssh worker's environment: what the local worker gets from kwb (workerEnvironment()), as
+# env= assignments, since ssh sends none.
+if [[ -n ${KWB_CHECK_REMOTE_ENV+set} ]]; then remote_env=$KWB_CHECK_REMOTE_ENV
+else remote_env="PATH=$PATH${LD_LIBRARY_PATH:+$'\n'LD_LIBRARY_PATH=$LD_LIBRARY_PATH}"; fi
+spec="ssh:kwbcheck:$gpu:worker=$worker"
+while IFS= read -r assignment; do if [[ -n $assignment ]]; then spec+=":env=$assignment"; fi; done <<< "$remote_env"
+out=${KWB_CHECK_OUT:-$dir/out}
+mkdir -p "$out"
 
-echo "| candidate | task | local | ssh:127.0.0.1:$gpu | local speedup | ssh speedup |"
-echo "|---|---|---|---|---|---|"
+task_of() { python3 - "$repo" "$1" <<'PY'
+import re, sys, pathlib, tomllib
+repo, candidate = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]).resolve()
+root = repo / "tests/fixtures/candidates"
+for manifest in root.rglob("manifest.toml"):
+    for entry in tomllib.loads(manifest.read_text()).get("candidate", []):
+        if (root / entry["file"]).resolve() == candidate:
+            print(entry["task"]); sys.exit()
+m = re.match(r"L(\d)_0*(\d+)", candidate.name)
+print(f"L{m.group(1)}/{m.group(2)}" if m else "?")
+PY
+}
+
+# One table row from the two `kwb eval --json` outputs; exit 1 when the verdicts differ.
+compare() { python3 - "$@" <<'PY'
+import json, sys
+name, task, local_file, ssh_file = sys.argv[1:5]
+def verdict(path):
+    try: r = json.load(open(path))
+    except Exception: return {"status": "no-json", "stage": None, "flags": [], "interval": None, "speedup": None}
+    response = r.get("response") or {}
+    low, high = r.get("speedup_low"), r.get("speedup_high")
+    return {"status": r.get("status") or (r.get("error") or {}).get("code") or "?", "stage": r.get("stage"),
+            "flags": sorted(response.get("flags") or []), "speedup": r.get("speedup"),
+            "interval": None if low is None or high is None else (low, high)}
+a, b = verdict(local_file), verdict(ssh_file)
+why = [k for k in ("status", "stage", "flags") if a[k] != b[k]]
+if (a["speedup"] is None) != (b["speedup"] is None): why.append("speedup")
+elif a["interval"] and b["interval"] and (a["interval"][1] < b["interval"][0] or b["interval"][1] < a["interval"][0]):
+    why.append("speedup intervals apart")
+def speed(v):
+    if v["speedup"] is None: return "-"
+    return f'{v["speedup"]:.3f}' + (f' [{v["interval"][0]:.3f}, {v["interval"][1]:.3f}]' if v["interval"] else "")
+print(f'| {name} | {task} | {a["status"]} | {b["status"]} | {",".join(a["flags"]) or "-"} | {",".join(b["flags"]) or "-"} '
+      f'| {speed(a)} | {speed(b)} | {"yes" if not why else "NO: " + ", ".join(why)} |')
+sys.exit(1 if why else 0)
+PY
+}
+
+echo "| candidate | task | local | ssh:127.0.0.1:$gpu | local flags | ssh flags | local speedup [95 %] | ssh speedup [95 %] | agree |"
+echo "|---|---|---|---|---|---|---|---|---|"
 mismatches=0
+statuses=()
 for candidate in "${candidates[@]}"; do
-  name=$(basename "$candidate" .md)
-  task=$(echo "$name" | sed -E 's/^L([0-9])_0*([0-9]+).*/L\1\/\2/')
+  if [[ $candidate =~ ^(L[0-9]+/[0-9]+)=(.+)$ ]]; then task=${BASH_REMATCH[1]}; candidate=${BASH_REMATCH[2]}
+  else task=$(task_of "$candidate"); fi
+  name=$(basename "$(dirname "$candidate")")/$(basename "$candidate" .md)
+  base=$out/${name//\//_}
   # shellcheck disable=SC2086
-  read -r local_status local_speedup < <(CUDA_VISIBLE_DEVICES=$gpu "$kwb" --worker "$worker" eval "$task" "$candidate" --json ${KWB_CHECK_ARGS:-} 2>/dev/null | status_of)
+  CUDA_VISIBLE_DEVICES=$gpu "${kwb[@]}" --worker "$worker" eval "$task" "$candidate" --json ${KWB_CHECK_ARGS:-} \
+    > "$base.local.json" 2> "$base.local.err" || true
   # shellcheck disable=SC2086
-  read -r ssh_status ssh_speedup < <("$kwb" --worker "$worker" eval "$task" "$candidate" --json --workers "ssh:kwbcheck:$gpu:worker=$worker" ${KWB_CHECK_ARGS:-} 2>"$dir/ssh-eval.err" | tee "$dir/ssh-eval.json" | status_of)
-  [[ $local_status == "$ssh_status" ]] || mismatches=$((mismatches + 1))
-  echo "| $name | $task | $local_status | $ssh_status | $local_speedup | $ssh_speedup |"
+  "${kwb[@]}" --worker "$worker" eval "$task" "$candidate" --json --workers "$spec" ${KWB_CHECK_ARGS:-} \
+    > "$base.ssh.json" 2> "$base.ssh.err" || true
+  compare "$name" "$task" "$base.local.json" "$base.ssh.json" || mismatches=$((mismatches + 1))
+  statuses+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status"))' "$base.local.json" 2>/dev/null || echo no-json)")
 done
 echo
-echo "$((${#candidates[@]} - mismatches)) of ${#candidates[@]} verdicts agree (machine $(uname -n), $(date -u +%FT%TZ), commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo ?))"
+# Agreeing machine failures (start_failed everywhere) prove little: the statuses seen say so.
+echo "$((${#candidates[@]} - mismatches)) of ${#candidates[@]} verdicts agree; local statuses: $(printf '%s\n' "${statuses[@]}" | sort | uniq -c | awk '{s = s (NR > 1 ? ", " : "") $2 " x" $1} END {print s}') (machine $(uname -n), $(date -u +%FT%TZ), commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo ?); kwb eval ${KWB_CHECK_ARGS:-}; ssh worker env: $(echo "$remote_env" | cut -d= -f1 | tr '\n' ' '))"
 ((mismatches == 0))

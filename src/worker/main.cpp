@@ -3,6 +3,8 @@
 #include "protocol.hpp"
 #include "worker.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -19,10 +21,23 @@ int main(int argc, char** argv)
         return 2;
     }
     std::string tasksDir;
+    bool hostLimits = false;
+    long long hostMemory = 0;
+    long long hostThreads = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--tasks-dir" && i + 1 < argc) {
             tasksDir = argv[++i];
+        } else if ((a == "--max-host-memory" || a == "--max-host-threads") && i + 1 < argc) {
+            const std::string value = argv[++i];
+            char* end = nullptr;
+            const long long number = value == "default" ? 0 : std::strtoll(value.c_str(), &end, 10);
+            if (value != "default" && (end == value.c_str() || *end != '\0' || number <= 0)) {
+                std::cerr << "kwb-worker: " << a << " takes a positive number or 'default', not '" << value << "'\n";
+                return 2;
+            }
+            (a == "--max-host-memory" ? hostMemory : hostThreads) = number;
+            hostLimits = true;
         } else if (a == "--end-on-stdin-eof") {
             kwb::watchInputHangup(0); // a remote worker: the connection is its stdin
         } else if (a == "--version") {
@@ -30,15 +45,21 @@ int main(int argc, char** argv)
             (void)!::write(protocolFd, v.data(), v.size());
             return 0;
         } else if (a == "--help" || a == "-h") {
-            std::cerr << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof]\n"
+            std::cerr << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof] [--max-host-memory BYTES|default]\n"
+                         "                  [--max-host-threads N|default]\n"
                          "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n"
-                         "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n";
+                         "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n"
+                         "--max-host-memory, --max-host-threads: end (exit 96) when this process and its children\n"
+                         "  go over that much host memory or that many threads; default: this machine's default\n"
+                         "  (remote workers: the supervisor cannot watch them there; docs/remote-workers.md).\n";
             return 0;
         } else {
             std::cerr << "kwb-worker: unknown argument '" << a << "' (try --help)\n";
             return 2;
         }
     }
+    if (hostLimits)
+        kwb::watchHostLimits(hostMemory, int(std::min<long long>(hostThreads, 1 << 30)));
     if (tasksDir.empty())
         tasksDir = kwb::defaultTasksDir(argv[0]);
     kwb::Worker worker(protocolFd, tasksDir);

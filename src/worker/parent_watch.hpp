@@ -4,6 +4,8 @@
 // as an orphan. A remote worker (ssh, srun: docs/remote-workers.md) also ends when its stdin
 // closes: its parent there is sshd's session or slurmstepd, which outlive the connection.
 
+#include <cstdint>
+
 namespace kwb {
 
 /// Arms PR_SET_PDEATHSIG (SIGKILL) and starts a detached watchdog thread that polls getppid()
@@ -18,5 +20,19 @@ void watchParent();
 /// (ending the process) in case it was inherited as ignored. For `--end-on-stdin-eof`: a
 /// worker fed a file of requests on stdin must not use it.
 void watchInputHangup(int fd = 0);
+
+/// The host limits of a worker on a remote host (docs/remote-workers.md, "Hard limits over the
+/// network"), where the supervisor cannot read /proc: starts a detached watchdog thread that
+/// every 50 ms sums, over this process and its descendants, max(VmHWM, VmRSS) and Threads of
+/// /proc/PID/status, as the supervisor does locally (hostlimits.h, processTreeUsage). Over a
+/// limit it writes "kwb-worker: host limit: memory PEAK LIMIT" (or "threads COUNT LIMIT") on
+/// stderr, SIGKILLs the descendants and exits with kWorkerExitHostLimit, whatever the main
+/// thread is doing. 0 is this machine's default (hostlimitdefaults.h, of its MemTotal or cgroup
+/// memory.max and its CPUs).
+void watchHostLimits(std::int64_t memoryBytes, int threads);
+
+/// What watchHostLimits() enforces for these arguments here (0: the default resolved).
+std::int64_t effectiveHostMemoryLimit(std::int64_t memoryBytes);
+int effectiveHostThreadLimit(int threads);
 
 } // namespace kwb

@@ -57,7 +57,9 @@
 // unknown_task, profile of a task without a recorded profile no_device; device answers the
 // recorded H200 (with ceilings when asked) or, when $FAKEWORKER_NO_DEVICE is set, the CPU worker's
 // "no GPU" (hello then says cuda_device_count 0 and a driver problem, and an evaluate without a
-// status marker answers no_device, as does one with "device": "none"). --end-on-stdin-eof arms the
+// status marker answers no_device, as does one with "device": "none"). $FAKEWORKER_ARCH makes device
+// answer that arch and evaluate use a shipped cubin only when its cubin_arch is that arch (else
+// compile.cached is absent: compiled here; compile.arch is that arch). --end-on-stdin-eof arms the
 // real worker's stdin watchdog (src/worker/parent_watch.cpp). Other arguments (--tasks-dir DIR) are ignored.
 //
 // KernelBench-format answers (a request's "answer_format" "kernelbench"), where $KWB_EXTENSION_CACHE
@@ -456,9 +458,12 @@ QJsonObject answer(const QJsonObject& request)
     if (type == QLatin1String("device")) {
         if (qEnvironmentVariableIsSet("FAKEWORKER_NO_DEVICE"))
             return fromRecorded(request, QStringLiteral("device_no_gpu.cpu"));
-        return fromRecorded(request, request.value(QStringLiteral("ceilings")).toBool()
-                                         ? QStringLiteral("device_ceilings.h200")
-                                         : QStringLiteral("device.h200"));
+        QJsonObject response = fromRecorded(request, request.value(QStringLiteral("ceilings")).toBool()
+                                                         ? QStringLiteral("device_ceilings.h200")
+                                                         : QStringLiteral("device.h200"));
+        if (qEnvironmentVariableIsSet("FAKEWORKER_ARCH"))
+            response.insert(QStringLiteral("arch"), qEnvironmentVariable("FAKEWORKER_ARCH"));
+        return response;
     }
     if (type == QLatin1String("tasks")) {
         QJsonObject response = fromRecorded(request, QStringLiteral("tasks.cpu"));
@@ -545,11 +550,17 @@ QJsonObject answer(const QJsonObject& request)
         // Compile-ahead: whether the request carried a cubin, and so whether the compile was cached.
         const bool cubin = request.contains(QStringLiteral("cubin_b64"));
         response.insert(QStringLiteral("cubin_received"), cubin);
+        // With $FAKEWORKER_ARCH, as the worker: a cubin for another arch is not used, the answer
+        // is compiled here for this one.
+        const QString ownArch = qEnvironmentVariable("FAKEWORKER_ARCH");
+        const bool cubinUsed = cubin && (ownArch.isEmpty() || request.value(QStringLiteral("cubin_arch")).toString() == ownArch);
         if (response.contains(QStringLiteral("compile"))) {
             QJsonObject compile = response.value(QStringLiteral("compile")).toObject();
             compile.remove(QStringLiteral("cached"));
-            if (cubin)
+            if (cubinUsed)
                 compile.insert(QStringLiteral("cached"), true);
+            if (!ownArch.isEmpty())
+                compile.insert(QStringLiteral("arch"), ownArch);
             response.insert(QStringLiteral("compile"), compile);
         }
         // What the worker parsed: the recorded echo for the recorded answer, else the stand-in.
@@ -723,6 +734,8 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i)
         if (std::string(argv[i]) == "--end-on-stdin-eof")
             kwb::watchInputHangup(0);
+    std::optional<qint64> hostMemory;
+    std::optional<int> hostThreads;
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string option = argv[i];
         const QString value = QString::fromUtf8(argv[i + 1]);
@@ -736,7 +749,14 @@ int main(int argc, char** argv)
             g_helloDelayMs = value.toInt();
         else if (option == "--recorded")
             g_recordedDir = value;
+        else if (option == "--max-host-memory")
+            hostMemory = value == QLatin1String("default") ? 0 : value.toLongLong();
+        else if (option == "--max-host-threads")
+            hostThreads = value == QLatin1String("default") ? 0 : value.toInt();
     }
+    // As kwb-worker: a remote worker enforces its host limits itself (parent_watch.hpp).
+    if (hostMemory || hostThreads)
+        kwb::watchHostLimits(hostMemory.value_or(0), hostThreads.value_or(0));
 
     if (g_helloMode == QLatin1String("exit_127")) {
         // What the dynamic loader prints when the real worker's libtorch is missing.

@@ -285,6 +285,35 @@ private Q_SLOTS:
         QCOMPARE(slurm->at(3).location(), QStringLiteral("slurm-a100:3"));
         QCOMPARE(slurm->at(0).timeLimit, QStringLiteral("2:00:00"));
         QCOMPARE(slurm->at(0).remoteWorker, QStringLiteral("kwb-worker"));
+        QVERIFY(slurm->at(0).environment.isEmpty());
+    }
+
+    // env=NAME=VALUE: what the worker there gets (ssh sends none of kwb's environment). A value may
+    // hold ':', as a search path does: a field that starts no option continues the one before.
+    void specEnvironment()
+    {
+        QString error;
+        const auto ssh = parseWorkerSpec(
+            QStringLiteral("ssh:gpu-box:0,1:env=KWB_EXTENSION_CACHE=/scratch/kwb ext:env=LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64:"
+                           "worker=/opt/kwb/bin/kwb-worker:env=EMPTY="),
+            {0}, &error);
+        QVERIFY2(ssh, qPrintable(error));
+        QCOMPARE(ssh->size(), 2);
+        const QStringList expected{QStringLiteral("KWB_EXTENSION_CACHE=/scratch/kwb ext"),
+                                   QStringLiteral("LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64"), QStringLiteral("EMPTY=")};
+        QCOMPARE(ssh->at(1).environment, expected);
+        QCOMPARE(ssh->at(1).remoteWorker, QStringLiteral("/opt/kwb/bin/kwb-worker"));
+        const auto slurm = parseWorkerSpec(QStringLiteral("slurm:partition=a100,env=KWB_EXTENSION_CACHE=/scratch/x,gpus=2,env=A=b:c"), {0}, &error);
+        QVERIFY2(slurm, qPrintable(error));
+        QCOMPARE(slurm->at(1).environment, (QStringList{QStringLiteral("KWB_EXTENSION_CACHE=/scratch/x"), QStringLiteral("A=b:c")}));
+        // The assignments travel as arguments of the remote script, quoted for the remote shell.
+        WorkerLaunchOptions options;
+        options.target = ssh->at(0);
+        const WorkerLaunch launch = launchWorker(QStringLiteral("kwb-worker"), {}, QProcessEnvironment(), options);
+        QVERIFY2(launch.arguments.constLast().contains(QStringLiteral(
+                     " '3' 'KWB_EXTENSION_CACHE=/scratch/kwb ext' 'LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64' 'EMPTY=' "
+                     "'/opt/kwb/bin/kwb-worker' ")),
+                 qPrintable(launch.arguments.constLast()));
     }
 
     void specErrors_data()
@@ -304,15 +333,21 @@ private Q_SLOTS:
         QTest::newRow("GPU twice") << QStringLiteral("local:1,1") << QStringLiteral("--workers: 'local:1,1' names GPU 1 twice");
         QTest::newRow("same GPU in two parts") << QStringLiteral("ssh:a:0;ssh:a:0") << QStringLiteral("--workers: GPU a:0 is named twice");
         QTest::newRow("ssh unknown option") << QStringLiteral("ssh:a:0:port=22")
-                                            << QStringLiteral("--workers: 'ssh:a:0:port=22': unknown option 'port=22' (known: worker=PATH)");
+                                            << QStringLiteral("--workers: 'ssh:a:0:port=22': unknown option 'port=22' (known: worker=PATH, env=NAME=VALUE)");
+        QTest::newRow("ssh env without value") << QStringLiteral("ssh:a:0:env=CACHE")
+                                               << QStringLiteral("--workers: 'ssh:a:0:env=CACHE': env=CACHE is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
+        QTest::newRow("ssh env bad name") << QStringLiteral("ssh:a:0:env=1X=y")
+                                          << QStringLiteral("--workers: 'ssh:a:0:env=1X=y': env=1X=y is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
+        QTest::newRow("slurm env bad name") << QStringLiteral("slurm:partition=a,env=A-B=1")
+                                            << QStringLiteral("--workers: 'slurm:partition=a,env=A-B=1': env=A-B=1 is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
         QTest::newRow("slurm without partition") << QStringLiteral("slurm:gpus=2") << QStringLiteral("--workers: 'slurm:gpus=2' needs partition=NAME");
         QTest::newRow("slurm gpus 0") << QStringLiteral("slurm:partition=a,gpus=0") << QStringLiteral("--workers: 'slurm:partition=a,gpus=0': gpus must be 1 to 64, got '0'");
         QTest::newRow("slurm bad time") << QStringLiteral("slurm:partition=a,time=1h")
                                         << QStringLiteral("--workers: 'slurm:partition=a,time=1h': time '1h' is not a Slurm time (MINUTES, HH:MM:SS, D-HH:MM)");
         QTest::newRow("slurm unknown key") << QStringLiteral("slurm:partition=a,nodes=2")
-                                           << QStringLiteral("--workers: 'slurm:partition=a,nodes=2': unknown key 'nodes' (keys: partition, gpus, time, worker)");
+                                           << QStringLiteral("--workers: 'slurm:partition=a,nodes=2': unknown key 'nodes' (keys: partition, gpus, time, worker, env)");
         QTest::newRow("slurm not key=value") << QStringLiteral("slurm:a100")
-                                             << QStringLiteral("--workers: 'slurm:a100': 'a100' is not KEY=VALUE (keys: partition, gpus, time, worker)");
+                                             << QStringLiteral("--workers: 'slurm:a100': 'a100' is not KEY=VALUE (keys: partition, gpus, time, worker, env)");
     }
 
     void specErrors()
@@ -339,7 +374,15 @@ private Q_SLOTS:
         QCOMPARE(launch.arguments.mid(0, 3), (QStringList{QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes")}));
         QCOMPARE(launch.arguments.at(launch.arguments.size() - 2), QStringLiteral("kwbtest"));
         const QString command = launch.arguments.constLast();
-        QVERIFY2(command.endsWith(QStringLiteral("'kwb-worker' '1' '1' 'kwb-worker' '--end-on-stdin-eof'")), qPrintable(command));
+        // The host limits go along, for the worker to enforce there ("default": that host's own).
+        QVERIFY2(command.endsWith(QStringLiteral("'kwb-worker' '1' '1' '0' 'kwb-worker' '--max-host-memory' 'default' "
+                                                 "'--max-host-threads' 'default' '--end-on-stdin-eof'")),
+                 qPrintable(command));
+        options.hostMemoryBytes = qint64(3) << 30;
+        options.hostThreads = 64;
+        const QString limited = launchWorker(QStringLiteral("kwb-worker"), {}, QProcessEnvironment(), options).arguments.constLast();
+        QVERIFY2(limited.endsWith(QStringLiteral("'--max-host-memory' '3221225472' '--max-host-threads' '64' '--end-on-stdin-eof'")),
+                 qPrintable(limited));
         QVERIFY(!command.contains(QStringLiteral("/here/tasks")));
         QCOMPARE(launch.sandbox, kSandboxRemote);
     }
@@ -357,6 +400,72 @@ private Q_SLOTS:
         // The script there gave the worker its GPU, and a worker that is not kwb's child.
         QCOMPARE(outcome.response.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("1"));
         QVERIFY(qint64(outcome.response.value(QLatin1String("pid")).toDouble()) != supervisor->workerPid());
+    }
+
+    // env= reaches the worker there, and the shared extension cache is that host's default where
+    // no env= names one (ssh sends nothing of this process's environment).
+    void environmentReachesTheRemoteWorker()
+    {
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        qputenv("KWB_NOT_SENT", "from-here");
+        const QJsonObject envRequest{{QStringLiteral("type"), QStringLiteral("env")}};
+        WorkerTarget target = sshTarget(0);
+        const QString cache = path(QStringLiteral("extension cache"));
+        target.environment = QStringList{QStringLiteral("KWB_EXTENSION_CACHE=") + cache, QStringLiteral("KWB_SEARCH=/a b:/c")};
+        const WorkerSupervisor::Outcome named = remoteSupervisor(target)->run(envRequest, kWaitMs);
+        QVERIFY2(named.hasResponse(), qPrintable(named.status + QLatin1String(": ") + named.message));
+        const QJsonObject there = named.response.value(QLatin1String("environment")).toObject();
+        QCOMPARE(there.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(), cache);
+        QCOMPARE(there.value(QLatin1String("KWB_SEARCH")).toString(), QStringLiteral("/a b:/c"));
+        QVERIFY(!there.contains(QLatin1String("KWB_NOT_SENT")));
+        QVERIFY2(QFileInfo(cache).isDir(), "the script makes the cache folder");
+
+        const WorkerSupervisor::Outcome byDefault = remoteSupervisor(sshTarget(0))->run(envRequest, kWaitMs);
+        qunsetenv("KWB_NOT_SENT");
+        QVERIFY2(byDefault.hasResponse(), qPrintable(byDefault.status + QLatin1String(": ") + byDefault.message));
+        const QJsonObject defaults = byDefault.response.value(QLatin1String("environment")).toObject();
+        const QString home = defaults.value(QLatin1String("HOME")).toString();
+        QVERIFY(!home.isEmpty());
+        const QString xdg = defaults.value(QLatin1String("XDG_CACHE_HOME")).toString();
+        QCOMPARE(defaults.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(),
+                 (xdg.isEmpty() ? home + QStringLiteral("/.cache") : xdg) + QStringLiteral("/kernel-workbench/extensions"));
+    }
+
+    // Host memory and threads over the limits end the request as `resource_limit` there as here:
+    // the supervisor cannot read the remote /proc, so the worker watches itself.
+    void hostLimitsHoldRemotely_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("memory") << QStringLiteral("alloc") << QStringLiteral("host memory ");
+        QTest::newRow("threads") << QStringLiteral("threads") << QStringLiteral("host threads ");
+    }
+
+    void hostLimitsHoldRemotely()
+    {
+        QFETCH(QString, mode);
+        QFETCH(QString, message);
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        auto supervisor = remoteSupervisor(sshTarget(0));
+        WorkerLimits limits;
+        limits.hostMemoryBytes = qint64(128) << 20;
+        limits.hostThreads = 32;
+        supervisor->setLimits(limits);
+        QJsonObject request = evaluate(mode);
+        request.insert(QStringLiteral("mib"), 512);
+        request.insert(QStringLiteral("count"), 100);
+        request.insert(QStringLiteral("then"), QStringLiteral("hang"));
+        const WorkerSupervisor::Outcome over = supervisor->run(request, 60000);
+        QCOMPARE(over.status, QStringLiteral("resource_limit"));
+        QVERIFY2(over.message.startsWith(message), qPrintable(over.message));
+        QVERIFY2(over.message.contains(mode == QLatin1String("alloc") ? QStringLiteral(" over the limit of 128 MiB (on kwbtest:0)")
+                                                                      : QStringLiteral(" over the limit of 32 (on kwbtest:0)")),
+                 qPrintable(over.message));
+        // Under the limits the next worker there answers.
+        const WorkerSupervisor::Outcome next = supervisor->run(evaluate(), kWaitMs);
+        QVERIFY2(next.hasResponse(), qPrintable(next.status + QLatin1String(": ") + next.message));
     }
 
     // Hard limits over the network: a hung candidate's time-out, the ssh client killed, the host
@@ -473,6 +582,60 @@ private Q_SLOTS:
         QCOMPARE(queue.pendingCount(), 0);
         QVERIFY2(QTest::qWaitFor([&] { return !processAlive(remotePid); }, kGoneWithinMs),
                  qPrintable(QStringLiteral("the lost host's worker %1 still runs").arg(remotePid)));
+    }
+
+    // Hosts of different archs in one run: compile-ahead (here, for the arch of the first
+    // worker's device facts) attaches a cubin for sm_90; the sm_80 host there must not run it but
+    // compile the answer for its own arch (the worker uses a shipped cubin only when cubin_arch
+    // is its device's), while the sm_90 worker runs the shipped one.
+    void mixedArchitecturesCompileForTheWorkersArch()
+    {
+        if (!m_sshdMissing.isEmpty())
+            QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
+        WorkerTarget sm80 = sshTarget(1);
+        sm80.environment = QStringList{QStringLiteral("FAKEWORKER_ARCH=sm_80")};
+        EvaluationQueue queue(QList<WorkerTarget>{WorkerTarget::local(0), sm80}, nullptr);
+        queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        queue.setCompileWorkerCount(1);
+        queue.setKillGracePeriod(300);
+        QMap<qint64, QJsonObject> results;
+        connect(&queue, &EvaluationQueue::jobFinished, this, [&](qint64 id, const QJsonObject& result) { results.insert(id, result); });
+        connect(&queue, &EvaluationQueue::jobFailed, this, [&](qint64 id, const QString& status, const QString& message) {
+            results.insert(id, QJsonObject{{QStringLiteral("failed"), status + QLatin1String(": ") + message}});
+        });
+        QList<qint64> ids;
+        for (int i = 0; i < 8; ++i)
+            ids << queue.submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow\n// %1").arg(i)),
+                                QJsonObject{{QStringLiteral("delay_ms"), 300}});
+        QVERIFY2(QTest::qWaitFor([&] { return results.size() == ids.size(); }, 4 * kWaitMs),
+                 qPrintable(QStringLiteral("%1 of %2 jobs ended").arg(results.size()).arg(ids.size())));
+        QCOMPARE(queue.arch(), QStringLiteral("sm_90")); // the first worker's device facts
+        QMap<QString, int> withCubin;
+        for (qint64 id : ids) {
+            const QJsonObject result = results.value(id);
+            QVERIFY2(!result.contains(QLatin1String("failed")), qPrintable(result.value(QLatin1String("failed")).toString()));
+            QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+            const QString where = result.value(QLatin1String("worker")).toString();
+            const QJsonObject compile = result.value(QLatin1String("compile")).toObject();
+            const bool received = result.value(QLatin1String("cubin_received")).toBool();
+            if (received) {
+                ++withCubin[where];
+                QCOMPARE(result.value(QLatin1String("echo")).toObject().value(QLatin1String("cubin_arch")).toString(),
+                         QStringLiteral("sm_90"));
+            }
+            if (where == QLatin1String("kwbtest:1")) {
+                QCOMPARE(compile.value(QLatin1String("arch")).toString(), QStringLiteral("sm_80"));
+                QVERIFY2(!compile.value(QLatin1String("cached")).toBool(), "an sm_90 cubin ran on the sm_80 host");
+            } else {
+                QCOMPARE(where, QStringLiteral("local:0"));
+                QCOMPARE(compile.value(QLatin1String("cached")).toBool(), received);
+            }
+        }
+        // Both kinds happened: a shipped cubin used on sm_90 and one turned down on sm_80.
+        QVERIFY2(withCubin.value(QStringLiteral("local:0")) > 0 && withCubin.value(QStringLiteral("kwbtest:1")) > 0,
+                 qPrintable(QStringLiteral("jobs with a cubin: local:0 %1, kwbtest:1 %2")
+                                .arg(withCubin.value(QStringLiteral("local:0")))
+                                .arg(withCubin.value(QStringLiteral("kwbtest:1")))));
     }
 
     // --- Slurm -----------------------------------------------------------------------------------

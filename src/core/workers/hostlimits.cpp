@@ -1,5 +1,7 @@
 #include "hostlimits.h"
 
+#include "core/workers/hostlimitdefaults.h"
+
 #include <QDir>
 #include <QFile>
 #include <QJsonValue>
@@ -15,7 +17,6 @@ namespace kwb {
 
 namespace {
 
-constexpr qint64 kGiB = qint64(1) << 30;
 
 QByteArray readSmallFile(const QString& path)
 {
@@ -82,9 +83,7 @@ qint64 machineMemoryBytes()
 
 qint64 defaultHostMemoryLimitFor(qint64 totalBytes)
 {
-    if (totalBytes <= 0)
-        return 8 * kGiB; // /proc unreadable: a desktop's half
-    return std::max(std::min(totalBytes / 2, totalBytes - 4 * kGiB), totalBytes / 4);
+    return defaultHostMemoryLimitForTotal(totalBytes);
 }
 
 qint64 defaultHostMemoryLimit()
@@ -95,8 +94,7 @@ qint64 defaultHostMemoryLimit()
 
 int defaultHostThreadLimit()
 {
-    const int cpus = int(std::thread::hardware_concurrency());
-    return std::max(512, 4 * cpus);
+    return defaultHostThreadLimitForCpus(int(std::thread::hardware_concurrency()));
 }
 
 std::optional<qint64> parseByteSize(const QString& text, QString* error)

@@ -250,17 +250,26 @@ QString remoteWorkerScript()
         bwrap << (argument == scratchMark ? QStringLiteral("\"$d\"") : shellQuote(argument));
     const QString options = bwrap.join(QLatin1Char(' '));
     return QStringLiteral(
-               "sandbox=$1; gpu=$2; shift 2\n"
+               "sandbox=$1; gpu=$2; n=$3; shift 3\n"
+               "while [ \"$n\" -gt 0 ]; do export \"$1\"; shift; n=$((n - 1)); done\n"
                "d=$(mktemp -d \"${TMPDIR:-/tmp}/kwb-worker-XXXXXX\") || { echo \"kwb-worker: no scratch folder on "
                "$(uname -n)\" >&2; exit 97; }\n"
                "trap 'rm -rf \"$d\"' EXIT\n"
                "if [ -n \"$gpu\" ]; then CUDA_VISIBLE_DEVICES=$gpu; export CUDA_VISIBLE_DEVICES; fi\n"
                "TMPDIR=$d; CUDA_CACHE_PATH=$d/cuda-cache; export TMPDIR CUDA_CACHE_PATH\n"
+               // The shared extension cache (docs/sandbox.md): the worker's own default is in the
+               // scratch folder, gone with each worker.
+               "KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernel-workbench/extensions}\n"
+               "if mkdir -p \"$KWB_EXTENSION_CACHE\" 2>/dev/null; then export KWB_EXTENSION_CACHE; set -- --bind "
+               "\"$KWB_EXTENSION_CACHE\" \"$KWB_EXTENSION_CACHE\" -- \"$@\"\n"
+               "else echo \"kwb-worker: no extension cache folder $KWB_EXTENSION_CACHE on $(uname -n)\" >&2; "
+               "unset KWB_EXTENSION_CACHE; set -- -- \"$@\"; fi\n"
                "if [ \"$sandbox\" = 1 ] && command -v bwrap >/dev/null 2>&1 && bwrap %1 -- true >/dev/null 2>&1; then\n"
-               "  bwrap %1 -- \"$@\"\n"
+               "  bwrap %1 \"$@\"\n"
                "else\n"
                "  if [ \"$sandbox\" = 1 ]; then echo \"kwb-worker: warning: the worker runs without the OS sandbox on "
                "$(uname -n): bwrap is missing or fails there\" >&2; fi\n"
+               "  while [ \"$1\" != -- ]; do shift; done; shift\n"
                "  \"$@\"\n"
                "fi\n")
         .arg(options);
@@ -295,11 +304,15 @@ WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironmen
         }
         workerArguments << arguments.at(i);
     }
-    workerArguments << QStringLiteral("--end-on-stdin-eof");
+    // The supervisor reads only /proc of this machine: the worker watches its own host limits.
+    const auto limit = [](qint64 value) { return value > 0 ? QString::number(value) : QStringLiteral("default"); };
+    workerArguments << QStringLiteral("--max-host-memory") << limit(options.hostMemoryBytes)
+                    << QStringLiteral("--max-host-threads") << limit(options.hostThreads)
+                    << QStringLiteral("--end-on-stdin-eof");
     const QStringList scriptArguments = QStringList{QStringLiteral("kwb-worker"), sandbox ? QStringLiteral("1") : QStringLiteral("0"),
                                                     target.kind == WorkerTarget::Kind::Slurm ? QString() : QString::number(target.gpu),
-                                                    target.remoteWorker}
-                                        + workerArguments;
+                                                    QString::number(target.environment.size())}
+                                        + target.environment + QStringList{target.remoteWorker} + workerArguments;
     if (target.kind == WorkerTarget::Kind::Ssh) {
         // One string for the remote login shell; the script runs under sh whatever that shell is.
         QStringList command{QStringLiteral("sh"), QStringLiteral("-c"), shellQuote(remoteWorkerScript())};

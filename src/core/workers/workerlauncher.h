@@ -31,6 +31,11 @@ struct WorkerLaunchOptions
     QProcessEnvironment workerEnvironment;
     /// Where the worker runs (default: here).
     WorkerTarget target;
+    /// A remote worker's host limits (WorkerLimits: 0 is the default of the host that runs it),
+    /// passed as --max-host-memory and --max-host-threads for the worker to enforce there; a
+    /// local worker's are the supervisor's to enforce.
+    qint64 hostMemoryBytes = 0;
+    int hostThreads = 0;
 };
 
 /// What to start.
@@ -60,8 +65,11 @@ constexpr int kSshConnectionLost = 255;
 /// "'text'" for a POSIX shell, any text.
 QString shellQuote(const QString& text);
 /// The sh script a remote worker runs under (see the top of this file); its arguments: sandbox
-/// ("1" or "0"), the CUDA_VISIBLE_DEVICES value ("" to keep the host's, as under Slurm), then
-/// the worker program and its arguments.
+/// ("1" or "0"), the CUDA_VISIBLE_DEVICES value ("" to keep the host's, as under Slurm), the
+/// count N of environment assignments that follow, N "NAME=VALUE" (the target's `env=`), then
+/// the worker program and its arguments. KWB_EXTENSION_CACHE, where no assignment sets it, is
+/// that host's ${XDG_CACHE_HOME:-$HOME/.cache}/kernel-workbench/extensions, the default kwb uses
+/// here; the script makes it and binds it writable in the sandbox, as the local launcher does.
 QString remoteWorkerScript();
 
 /// Whether bwrap starts a process in the sandbox's namespaces here (no bwrap, user namespaces

@@ -2,6 +2,7 @@
 
 #include "core/protocol/workerresponses.h"
 
+#include "core/workers/hostlimitdefaults.h"
 #include "core/workers/workerlauncher.h"
 
 #include <QStandardPaths>
@@ -59,6 +60,33 @@ QString lastLine(const QByteArray& log)
 {
     const QList<QByteArray> lines = log.trimmed().split('\n');
     return lines.isEmpty() ? QString() : QString::fromUtf8(lines.last().trimmed()).left(500);
+}
+
+// What a remote worker that ended itself over its host limits (exit kWorkerExitHostLimit) said
+// on stderr ("kwb-worker: host limit: memory PEAK LIMIT"), worded as the supervisor words its
+// own verdict here; "" when the tail holds no such line.
+QString hostLimitMessage(const QByteArray& log)
+{
+    const QList<QByteArray> lines = log.split('\n');
+    for (qsizetype i = lines.size() - 1; i >= 0; --i) {
+        const QByteArray line = lines.at(i).trimmed();
+        static const QByteArray marker = "kwb-worker: host limit: ";
+        if (!line.startsWith(marker))
+            continue;
+        const QList<QByteArray> words = line.mid(marker.size()).split(' ');
+        bool peakOk = false;
+        bool limitOk = false;
+        const qint64 peak = words.value(1).toLongLong(&peakOk);
+        const qint64 limit = words.value(2).toLongLong(&limitOk);
+        if (words.size() != 3 || !peakOk || !limitOk)
+            return {};
+        if (words.at(0) == "memory")
+            return QStringLiteral("host memory %1 over the limit of %2").arg(formatBytes(peak), formatBytes(limit));
+        if (words.at(0) == "threads")
+            return QStringLiteral("host threads %1 over the limit of %2").arg(peak).arg(limit);
+        return {};
+    }
+    return {};
 }
 
 // A worker's scratch folder, the one place it may write in the OS sandbox: a child of its
@@ -363,6 +391,8 @@ QProcess* WorkerSupervisor::createProcess()
     options.bubblewrap = m_bubblewrap;
     options.scratchDir = scratch->dir.isValid() ? scratch->dir.path() : QString();
     options.target = m_target;
+    options.hostMemoryBytes = m_limits.hostMemoryBytes;
+    options.hostThreads = m_limits.hostThreads;
     const WorkerLaunch launch = launchWorker(m_program, m_arguments, m_environment, options);
     process->setProgram(launch.program);
     process->setArguments(launch.arguments);
@@ -866,10 +896,23 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
         const qint64 id = active.request.id;
         const QByteArray stderrTail = m_stderr;
         emitStderr(id);
+        // A remote worker enforces its host limits itself (hostlimitdefaults.h).
+        const QString overHostLimit = m_target.isRemote() && exitStatus == QProcess::NormalExit && exitCode == kWorkerExitHostLimit
+                                          ? hostLimitMessage(stderrTail)
+                                          : QString();
         if (active.answered) {
             Q_EMIT responseAvailable(id, active.response);
         } else if (!active.failStatus.isEmpty()) {
             Q_EMIT requestFailed(id, active.failStatus, active.failMessage + QStringLiteral("; worker ") + description);
+        } else if (!overHostLimit.isEmpty()) {
+            // As locally: before hello the worker itself is too big, nothing of a candidate ran.
+            if (stateAtEnd == WorkerState::Starting || stateAtEnd == WorkerState::Handshaking)
+                Q_EMIT requestFailed(id, wireName(EvaluationStatus::StartFailed),
+                                     QStringLiteral("the worker went over its limits before answering hello: %1 (on %2)")
+                                         .arg(overHostLimit, m_target.location()));
+            else
+                Q_EMIT requestFailed(id, wireName(EvaluationStatus::ResourceLimit),
+                                     QStringLiteral("%1 (on %2)").arg(overHostLimit, m_target.location()));
         } else if (stateAtEnd == WorkerState::Starting || stateAtEnd == WorkerState::Handshaking) {
             QString message = QStringLiteral("the worker %1 before answering hello").arg(description);
             const QString why = lastLine(stderrTail);

@@ -50,6 +50,18 @@ bool validWorkerPath(const QString& path)
     return !path.isEmpty() && !path.startsWith(QLatin1Char('-')) && !path.contains(QLatin1Char('\n'));
 }
 
+// "NAME=VALUE" with NAME a shell variable name; VALUE anything but a newline (it is quoted there).
+bool parseEnvironmentAssignment(const QString& text, const QString& part, QStringList* environment, QString* error)
+{
+    static const QRegularExpression name(QStringLiteral("^[A-Za-z_][A-Za-z0-9_]*$"));
+    const qsizetype eq = text.indexOf(QLatin1Char('='));
+    if (eq <= 0 || !name.match(text.left(eq)).hasMatch() || text.contains(QLatin1Char('\n')))
+        return fail(error, QStringLiteral("'%1': env=%2 is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)")
+                               .arg(part, text));
+    environment->append(text);
+    return true;
+}
+
 bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<WorkerTarget>* targets, QString* error)
 {
     if (part == QLatin1String("local")) {
@@ -77,11 +89,26 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
         QList<int> gpus;
         if (!parseGpus(fields.at(1), part, &gpus, error))
             return false;
-        QString worker = QStringLiteral("kwb-worker");
+        // Options split at ':', but a value may hold ':' (a PATH-like env value, a worker path):
+        // a field that starts no option continues the one before.
+        QStringList options;
         for (qsizetype i = 2; i < fields.size(); ++i) {
-            const QString option = fields.at(i);
+            const QString& field = fields.at(i);
+            if (options.isEmpty() || field.startsWith(QLatin1String("worker=")) || field.startsWith(QLatin1String("env=")))
+                options.append(field);
+            else
+                options.last() += QLatin1Char(':') + field;
+        }
+        QString worker = QStringLiteral("kwb-worker");
+        QStringList environment;
+        for (const QString& option : options) {
+            if (option.startsWith(QLatin1String("env="))) {
+                if (!parseEnvironmentAssignment(option.mid(4), part, &environment, error))
+                    return false;
+                continue;
+            }
             if (!option.startsWith(QLatin1String("worker=")) || !validWorkerPath(option.mid(7)))
-                return fail(error, QStringLiteral("'%1': unknown option '%2' (known: worker=PATH)").arg(part, option));
+                return fail(error, QStringLiteral("'%1': unknown option '%2' (known: worker=PATH, env=NAME=VALUE)").arg(part, option));
             worker = option.mid(7);
         }
         for (int gpu : gpus) {
@@ -90,6 +117,7 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
             target.host = host;
             target.gpu = gpu;
             target.remoteWorker = worker;
+            target.environment = environment;
             targets->append(target);
         }
         return true;
@@ -98,13 +126,14 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
         QString partition;
         QString time;
         QString worker = QStringLiteral("kwb-worker");
+        QStringList environment;
         int count = 1;
         for (const QString& item : part.mid(6).split(QLatin1Char(','))) {
             const qsizetype eq = item.indexOf(QLatin1Char('='));
             const QString key = item.left(eq).trimmed();
             const QString value = eq < 0 ? QString() : item.mid(eq + 1).trimmed();
             if (eq < 0 || value.isEmpty())
-                return fail(error, QStringLiteral("'%1': '%2' is not KEY=VALUE (keys: partition, gpus, time, worker)")
+                return fail(error, QStringLiteral("'%1': '%2' is not KEY=VALUE (keys: partition, gpus, time, worker, env)")
                                        .arg(part, item));
             if (key == QLatin1String("partition")) {
                 if (!validHost(value))
@@ -126,8 +155,11 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
                 if (!validWorkerPath(value))
                     return fail(error, QStringLiteral("'%1': '%2' is not a program path").arg(part, value));
                 worker = value;
+            } else if (key == QLatin1String("env")) {
+                if (!parseEnvironmentAssignment(value, part, &environment, error))
+                    return false;
             } else {
-                return fail(error, QStringLiteral("'%1': unknown key '%2' (keys: partition, gpus, time, worker)").arg(part, key));
+                return fail(error, QStringLiteral("'%1': unknown key '%2' (keys: partition, gpus, time, worker, env)").arg(part, key));
             }
         }
         if (partition.isEmpty())
@@ -139,6 +171,7 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
             target.gpu = slot;
             target.timeLimit = time;
             target.remoteWorker = worker;
+            target.environment = environment;
             targets->append(target);
         }
         return true;

@@ -5,14 +5,20 @@
 //
 //   SPEC   := PART (';' PART)*
 //   PART   := 'local' [':' GPUS]                     this machine's GPUs (default: the caller's)
-//           | 'ssh:' HOST ':' GPUS [':worker=' PATH]  `ssh -T HOST` with the user's own ssh config
+//           | 'ssh:' HOST ':' GPUS (':' OPTION)*     `ssh -T HOST` with the user's own ssh config
 //           | 'slurm:' KEY '=' VALUE (',' KEY '=' VALUE)*
 //                                                    keys: partition (required), gpus (default 1),
-//                                                    time (srun --time), worker (the program)
+//                                                    time (srun --time), worker (the program),
+//                                                    env (NAME=VALUE, repeatable)
+//   OPTION := 'worker=' PATH                         the worker program there
+//           | 'env=' NAME '=' VALUE                  set in the worker's environment there (ssh
+//                                                    sends none of ours); a VALUE may hold ':'
+//                                                    (a field not starting worker= or env=
+//                                                    continues the one before)
 //   GPUS   := N (',' N)*                             CUDA ordinals on that host, distinct
 //
 // e.g. `local`, `local:0,1`, `ssh:gpu-box:0,1`, `slurm:partition=a100,gpus=4,time=2:00:00`,
-// `local:0;ssh:gpu-box:0`.
+// `local:0;ssh:gpu-box:0`, `ssh:gpu-box:0:env=KWB_EXTENSION_CACHE=/scratch/kwb-ext`.
 
 #include <QList>
 #include <QString>
@@ -33,6 +39,9 @@ struct WorkerTarget
     QString timeLimit;
     /// ssh, slurm: the worker program there (default kwb-worker, found in that host's PATH).
     QString remoteWorker = QStringLiteral("kwb-worker");
+    /// ssh, slurm: "NAME=VALUE" set for the worker there, in the spec's order (the remote script
+    /// exports them before it starts the worker).
+    QStringList environment;
 
     bool isRemote() const { return kind != Kind::Local; }
     /// Where an evaluation ran, as runs record it: "local:0", "gpu-box:1", "slurm-a100:2".
@@ -45,7 +54,7 @@ struct WorkerTarget
     bool operator==(const WorkerTarget& other) const
     {
         return kind == other.kind && host == other.host && gpu == other.gpu && timeLimit == other.timeLimit &&
-               remoteWorker == other.remoteWorker;
+               remoteWorker == other.remoteWorker && environment == other.environment;
     }
 };
 
