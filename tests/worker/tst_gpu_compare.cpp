@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string>
