@@ -13,6 +13,14 @@
 // wall / floor is the protocol's overhead. Each row also says how the timing stopped, its pairs,
 // throttled samples, the speed-up's 95 % interval and whether the speed-up lies in it.
 //
+// A second table splits the stages that repeat work (the worker's stage_detail_ms, each part
+// ending at a synchronisation): trace (its first CUPTI use), the reference's wait for the CPU-side
+// preparation made beside the CUDA context, correctness by part (the first trial's whole time
+// beside, since first calls pay for library handles, lazy kernel loading and the allocator), and
+// timing by part: input sets, setup (flush buffer, clock probe, CPU pin), warm-up, the timed pairs
+// (the loop less warm-up, output checks and argument copies), the checks of timed outputs, copies,
+// the last output's check and the roofline.
+//
 // --repeat N: each selected candidate is measured N times, each in a fresh worker, and a second
 // table gives the speed-up's mean, standard deviation and coefficient of variation (std / mean),
 // the mean relative half-width of the interval, and how many of the N intervals hold the mean.
@@ -93,7 +101,8 @@ Run evaluateFresh(const std::string& workerPath, const std::string& src, const s
         const json& t = r["timing"];
         const json prof = r.value("profile", json::object());
         const double tr = num(t["reference"], "mean_ms"), tc = num(t["candidate"], "mean_ms");
-        const double ct = num(prof, "correctness_trials"), wu = num(prof, "warmup");
+        // warm-up pairs: the adaptive method's own count (at least `warmup`, and min_warmup_ms of them)
+        const double ct = num(prof, "correctness_trials"), wu = num(t, "warmup_pairs") > 0 ? num(t, "warmup_pairs") : num(prof, "warmup");
         // reference samples kept (a fresh worker pools no cached ones) and candidate samples kept
         const double nr = num(t["reference"], "trials") - num(t, "reference_reused"), nc = num(t["candidate"], "trials");
         run.floorMs = ct * (tr + tc) + tc + (tr + tc) + tc + wu * (tr + tc) + nr * tr + nc * tc;
@@ -140,7 +149,8 @@ int main(int argc, char** argv)
         std::printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|---|\n");
     } else {
         std::printf("| task | runs | correct | mean speedup | std | CV %% | mean ±half-width %% | intervals holding the mean "
-                    "| stop reasons | mean timing ms | mean wall ms |\n|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|\n");
+                    "| stop reasons | mean timing ms | mean wall ms | mean iid ± %% | mean batch-means ± %% | timing CPUs |\n"
+                    "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|\n");
     }
     for (auto& node : *manifest["candidate"].as_array()) {
         auto& c = *node.as_table();
@@ -168,12 +178,14 @@ int main(int argc, char** argv)
                         num(t, "samples"), num(t, "throttled"), speedup, intervalText(iv).c_str(), inside ? "yes" : "no");
             std::fflush(stdout);
             rows.push_back({{"task", task}, {"file", file}, {"status", run.status}, {"process_start_ms", run.startMs},
-                            {"stage_ms", st}, {"wall_ms", run.wallMs}, {"gpu_floor_ms", run.floorMs}, {"speedup", speedup},
+                            {"stage_ms", st}, {"stage_detail_ms", r.value("stage_detail_ms", json::object())},
+                            {"wall_ms", run.wallMs}, {"gpu_floor_ms", run.floorMs}, {"speedup", speedup},
                             {"speedup_in_interval", inside}, {"timing", t},
                             {"kernels", r.value("kernels", json::array())}, {"degenerate", r.value("degenerate", json())}});
             continue;
         }
-        std::vector<double> speedups, halves, timingMs, wallMs;
+        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs;
+        std::map<std::string, int> cpus; // where each run's timing thread was pinned
         std::vector<json> intervals;
         std::map<std::string, int> reasons;
         int correct = 0;
@@ -190,7 +202,12 @@ int main(int argc, char** argv)
                 speedups.push_back(r["speedup"].get<double>());
                 intervals.push_back(t.value("speedup_interval", json()));
                 halves.push_back(num(intervals.back(), "relative_half_width"));
+                iidHalves.push_back(num(intervals.back(), "iid_relative_half_width"));
+                batchHalves.push_back(num(intervals.back(), "batch_relative_half_width"));
             }
+            const json cpu = t.value("cpu", json());
+            cpus[cpu.is_object() && cpu["cpu"].is_number() ? std::to_string(cpu["cpu"].get<int>()) + (cpu.value("numa_local", false) ? "" : " (not local)")
+                                                          : "unpinned"]++;
             reasons[t.value("stop_reason", std::string("none"))]++;
             timingMs.push_back(num(r.value("stage_ms", json::object()), "timing"));
             wallMs.push_back(run.wallMs);
@@ -212,13 +229,38 @@ int main(int argc, char** argv)
         std::string why;
         for (const auto& [reason, n] : reasons)
             why += (why.empty() ? "" : ", ") + reason + " " + std::to_string(n);
-        std::printf("| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f |\n", task.c_str(), repeat, correct, m, sd,
-                    m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding, intervals.size(), why.c_str(), mean(timingMs),
-                    mean(wallMs));
+        std::string where;
+        for (const auto& [cpu, n] : cpus)
+            where += (where.empty() ? "" : ", ") + cpu + " ×" + std::to_string(n);
+        std::printf("| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f | %.2f | %.2f | %s |\n", task.c_str(), repeat,
+                    correct, m, sd, m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding, intervals.size(), why.c_str(),
+                    mean(timingMs), mean(wallMs), 100 * mean(iidHalves), 100 * mean(batchHalves), where.c_str());
         std::fflush(stdout);
         repeats.push_back({{"task", task}, {"file", file}, {"runs", repeat}, {"correct", correct}, {"speedups", speedups},
                            {"mean", m}, {"std", sd}, {"cv", m > 0 ? sd / m : 0.0}, {"intervals", intervals},
                            {"stop_reasons", reasons}, {"timing_ms", timingMs}, {"wall_ms", wallMs}});
+    }
+    if (repeat <= 0 && !rows.empty()) {
+        std::printf("\nWhere correctness and timing go (ms; stage_detail_ms):\n\n"
+                    "| task | trace | ref prep wait | corr first trial | corr inputs | corr candidate | corr write checks "
+                    "| corr reference | corr compare | corr degenerate | corr determinism | corr range | time sets "
+                    "| time setup | time warm-up | time pairs | time output checks | time copies | time last check "
+                    "| time roofline |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        for (const json& row : rows) {
+            const json d = row.value("stage_detail_ms", json::object());
+            const json c = d.value("correctness", json::object()), t = d.value("timing", json::object());
+            const double pairs = num(t, "measurement") - num(t, "measurement_warmup") - num(t, "measurement_output_checks") -
+                                 num(t, "measurement_prepare");
+            std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f "
+                        "| %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+                        row.value("task", std::string()).c_str(), num(row.value("stage_ms", json::object()), "trace"),
+                        num(d.value("reference", json::object()), "preparation_wait"), num(c, "first_trial_total"),
+                        num(c, "inputs"), num(c, "candidate"), num(c, "write_checks"), num(c, "reference"), num(c, "compare"),
+                        num(c, "degenerate_and_release"), num(c, "determinism"), num(c, "range_trial"), num(t, "input_sets"),
+                        num(t, "measurement_setup"), num(t, "measurement_warmup"), pairs, num(t, "measurement_output_checks"),
+                        num(t, "measurement_prepare"), num(t, "last_output_check"), num(t, "roofline"));
+        }
+        std::fflush(stdout);
     }
     if (!jsonOut.empty())
         std::ofstream(jsonOut) << json({{"device", deviceFacts}, {"torch", torch}, {"profile", profile}, {"rows", rows},

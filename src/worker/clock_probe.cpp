@@ -32,6 +32,17 @@ const char* ClockProbe::source()
     return kSource;
 }
 
+void ClockProbe::precompile(int ordinal)
+{
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal) != cudaSuccess) {
+        cudaGetLastError();
+        return; // create() says why
+    }
+    compileOwnKernel(kSource, "sm_" + std::to_string(major * 10 + minor));
+}
+
 struct ClockProbe::Impl {
     std::unique_ptr<LoadedModule> module;
     unsigned long long* host = nullptr; ///< mapped pinned memory: [slot][sm][clock, ns]
@@ -50,7 +61,7 @@ std::unique_ptr<ClockProbe> ClockProbe::create(int ordinal, std::string* why)
         *why = "no CUDA device attributes";
         return nullptr;
     }
-    const CompileResult cr = compileCuda(kSource, "sm_" + std::to_string(major * 10 + minor));
+    const CompileResult& cr = compileOwnKernel(kSource, "sm_" + std::to_string(major * 10 + minor));
     if (!cr.ok) {
         *why = "NVRTC: " + cr.log;
         return nullptr;

@@ -11,6 +11,9 @@ class ClockProbe {
 public:
     /// Null with *why set where there is no device, NVRTC fails or the module does not load.
     static std::unique_ptr<ClockProbe> create(int ordinal, std::string* why);
+    /// Compiles the probe for device `ordinal` (NVRTC only: no context needed), so that create()
+    /// later only loads it; safe on any thread (compileOwnKernel).
+    static void precompile(int ordinal);
     ~ClockProbe();
     ClockProbe(const ClockProbe&) = delete;
     ClockProbe& operator=(const ClockProbe&) = delete;

@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -296,7 +298,8 @@ bool useCudaDevice(int ordinal, std::string* why) {
     return false;
 }
 
-json deviceFacts(int ordinal) {
+namespace {
+json readDeviceFacts(int ordinal) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
@@ -349,6 +352,19 @@ json deviceFacts(int ordinal) {
     } catch (const std::exception& ex) {
         return json{{"available", false}, {"reason", ex.what()}};
     }
+}
+}  // namespace
+
+json deviceFacts(int ordinal) {
+    // A device's properties do not change while the process lives; cudaGetDeviceProperties costs
+    // milliseconds and an evaluation asks several times (arch, L2 size, reuse key, roofline).
+    static std::mutex mutex;
+    static std::map<int, json> known;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = known.find(ordinal); it != known.end()) return it->second;
+    json facts = readDeviceFacts(ordinal);
+    if (facts.value("available", false)) known[ordinal] = facts;
+    return facts;
 }
 
 json measureCeilings(int ordinal) {

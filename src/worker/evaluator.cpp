@@ -7,8 +7,10 @@
 #include "cuda_driver.hpp"
 #include "cupti_tracer.hpp"
 #include "device_info.hpp"
+#include "clock_probe.hpp"
 #include "measure.hpp"
 #include "nvrtc_compiler.hpp"
+#include "output_compare.hpp"
 #include "profiles.hpp"
 #include "protocol.hpp"
 #include "python_host.hpp"
@@ -26,6 +28,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -260,6 +264,19 @@ Comparison compareOutputs(const at::Tensor& cand, const at::Tensor& ref, double 
         c.reason = std::string("output dtype ") + c10::toString(cand.scalar_type()) + ", expected " +
                    c10::toString(ref.scalar_type());
         return c;
+    }
+    // float32 on one GPU: one fused pass that rounds as the ATen ops below do (output_compare.hpp);
+    // those ops run only where it finds a mismatch (for the report), or where it cannot run.
+    if (cand.is_cuda() && ref.device() == cand.device() && cand.scalar_type() == at::kFloat && cand.is_contiguous() &&
+        ref.is_contiguous()) {
+        std::string why;
+        const auto f = fusedCompare(cand.data_ptr<float>(), ref.data_ptr<float>(), cand.numel(), atol, rtol,
+                                    cand.device().index(), &why);
+        if (f && f->mismatches == 0) {
+            c.maxAbs = f->maxAbs;
+            c.maxRel = f->maxRel;
+            return c;
+        }
     }
     // Compared in the output's own dtype, as torch.allclose does.
     const at::Tensor& a = cand;
@@ -543,13 +560,25 @@ struct Evaluation {
     uint64_t seed = 42;
     bool doTime = true;
     std::string device; ///< "cuda", "cpu" or "none"
+    int ordinal = 0;    ///< the CUDA device's, where device is "cuda"
     std::string noCudaWhy;
     bool cuda = false;
     at::Device dev{at::kCPU};
 
-    // the response, and the clocks of stage_ms
+    // the response, and the clocks of stage_ms and stage_detail_ms
     json res;
     json stageMs = json::object();
+    /// Where the time of a stage goes (the response's stage_detail_ms): {stage: {part: ms}}, summed
+    /// over a stage's trials. Each part ends at a synchronisation, so its host time holds the GPU
+    /// work it queued.
+    json stageDetail = json::object();
+    void addDetail(const char* stage, const char* part, double ms)
+    {
+        json& s = stageDetail[stage];
+        if (!s.is_object())
+            s = json::object();
+        s[part] = s.value(part, 0.0) + ms;
+    }
     const Clock::time_point tTotal = Clock::now();
     Clock::time_point tStage;
     std::string timedStage; ///< the stage_ms entry whose clock runs ("" between timed stages)
@@ -579,6 +608,47 @@ struct Evaluation {
     uint64_t rangeSeed = 0;
     std::vector<at::Tensor> degenerateRefs; ///< trials 0 and 1's reference outputs, for degenerateCheck
     double outputBytes = 0;                 ///< the reference output's size (timing-set rule)
+    /// What the reference and timing stages need that is CPU work only: made on a thread of its
+    /// own while a fresh worker creates its CUDA context (deviceStage), else when first asked.
+    struct Prepared {
+        std::shared_ptr<jit::CompilationUnit> refUnit;
+        std::exception_ptr refError;
+        json analysis;         ///< analyzeTask, for the roofline (timing stage)
+        std::string analysisError;
+        double ms = 0;         ///< the preparation's own time
+    };
+    std::shared_future<std::shared_ptr<Prepared>> prepared;
+    const Prepared& prep()
+    {
+        if (!prepared.valid())
+            prepared = std::async(std::launch::deferred, [this] { return prepare(); }).share();
+        return *prepared.get();
+    }
+    std::shared_ptr<Prepared> prepare() const
+    {
+        const auto t0 = Clock::now();
+        auto p = std::make_shared<Prepared>();
+        try {
+            p->refUnit = compileScript(task.forward);
+            forwardFunction(*p->refUnit);
+        } catch (...) {
+            p->refError = std::current_exception();
+        }
+        if (cuda && doTime) {
+            try {
+                p->analysis = analyzeTask(task, scale);
+            } catch (const std::exception& e) {
+                p->analysisError = e.what();
+            }
+        }
+        if (cuda) {
+            precompileFusedCompare(ordinal);
+            if (doTime)
+                ClockProbe::precompile(ordinal);
+        }
+        p->ms = msSince(t0);
+        return p;
+    }
     // trace, timing
     std::vector<c10::IValue> timingInputs;
     /// The worker's cached reference samples (Evaluator::m_referenceCache), and whether the
@@ -642,6 +712,7 @@ struct Evaluation {
     {
         stageMs["total"] = msSince(tTotal);
         res["stage_ms"] = stageMs;
+        res["stage_detail_ms"] = stageDetail;
         return res;
     }
 };
@@ -692,6 +763,7 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     if (ev.device == "cuda" && !(haveCuda && useCudaDevice(requested.ordinal, &ev.noCudaWhy)))
         ev.device = "none";
     ev.cuda = ev.device == "cuda";
+    ev.ordinal = ev.cuda ? requested.ordinal : 0;
     ev.dev = ev.cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 
     json& res = ev.res;
@@ -1030,11 +1102,18 @@ bool deviceStage(Evaluation& ev)
     if (ev.cuda) {
         static bool contextReady = false;
         if (!contextReady) {
+            // The CPU-only preparation (the reference's TorchScript, the roofline's analysis, the
+            // worker's own kernels through NVRTC) runs beside the context's creation.
+            ev.prepared = std::async(std::launch::async, [&ev] { return ev.prepare(); }).share();
             ev.startStage("cuda_init");
             torch::zeros({1}, at::TensorOptions().device(ev.dev)).add_(1);
             cudaDeviceSynchronize();
             ev.endStage();
             contextReady = true;
+            // A KernelBench answer's module runs next, in the embedded Python (its `import torch`
+            // among it): the preparation's TorchScript is done before that, not beside it.
+            if (ev.format == AnswerFormat::KernelBench)
+                ev.prep();
         }
     }
     at::globalContext().setAllowTF32CuBLAS(ev.prof.tf32CuBLAS);
@@ -1168,7 +1247,12 @@ void settleDegenerate(Evaluation& ev)
 bool referenceStage(Evaluation& ev)
 {
     ev.startStage("reference");
-    ev.refUnit = compileScript(ev.task.forward);
+    const Evaluation::Prepared& prep = ev.prep();
+    ev.addDetail("reference", "preparation_wait", msSince(ev.tStage));
+    ev.addDetail("reference", "preparation_own", prep.ms);
+    if (prep.refError)
+        std::rethrow_exception(prep.refError);
+    ev.refUnit = prep.refUnit;
     ev.refFn = &forwardFunction(*ev.refUnit);
     ev.params = makeParams(ev.task, ev.scale, ev.dev, ev.seed);
     ev.paramPrints = paramFingerprints(ev);
@@ -1234,33 +1318,51 @@ bool correctnessStage(Evaluation& ev)
                  {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}, {"deterministic", nullptr}, {"failure", nullptr}};
     double maxAbs = 0, maxRel = 0;
     at::Tensor firstOutput;
+    // Where the trials' time goes (stage_detail_ms.correctness); each part ends at a synchronisation.
+    Clock::time_point lapStart = Clock::now();
+    const auto lap = [&](const char* part) {
+        const auto now = Clock::now();
+        ev.addDetail("correctness", part, std::chrono::duration<double, std::milli>(now - lapStart).count());
+        lapStart = now;
+    };
     for (int k = 0; k < prof.correctnessTrials; ++k) {
+        const auto trialStart = Clock::now();
         auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
         const auto prints = fingerprints(inputs);
+        lap("inputs");
         c10::IValue outV;
         std::string err;
         auto args = cloneArgs(inputs, ev.params, task, true);
         const auto argsSeen = args; // shares the tensors: for the aliasing check
-        if (!runCandidate(ev, std::move(args), &outV, &err))
+        const bool ran = runCandidate(ev, std::move(args), &outV, &err);
+        lap("candidate");
+        if (!ran)
             return failCorrectness(ev, corr, {{"trial", k}, {"reason", err}}, "runtime_error", err);
         std::string problem = outputProblem(ev, outV, argsSeen, inputs);
         if (problem.empty())
             problem = ownCopiesProblem(ev, inputs, prints);
+        lap("write_checks");
         if (!problem.empty())
             return failCorrectness(ev, corr, {{"trial", k}, {"reason", problem}}, "incorrect", problem);
         at::Tensor out = outV.toTensor();
         at::Tensor ref;
-        if (!runReferenceAfter(ev, inputs, &ref))
+        const bool refRan = runReferenceAfter(ev, inputs, &ref);
+        lap("reference");
+        if (!refRan)
             return false;
         if (k == 0)
             ev.outputBytes = double(ref.nbytes());
         Comparison c = compareOutputs(out, ref, prof.atol, prof.rtol);
+        lap("compare");
         if (k < 2)
             ev.degenerateRefs.push_back(ref);
         else
             releaseReference(ev, ref);
         if (k == 1 || k + 1 == prof.correctnessTrials)
             settleDegenerate(ev);
+        lap("degenerate_and_release");
+        if (k == 0)
+            ev.addDetail("correctness", "first_trial_total", msSince(trialStart)); // its parts are counted above too
         maxAbs = std::max(maxAbs, c.maxAbs);
         maxRel = std::max(maxRel, c.maxRel);
         corr["max_abs_diff"] = maxAbs;
@@ -1276,6 +1378,7 @@ bool correctnessStage(Evaluation& ev)
             firstOutput = out;
     }
     settleDegenerate(ev);
+    lap("degenerate_and_release");
     // Run twice on the same inputs: a racy kernel shows as a difference. The reference of these
     // inputs is recomputed (after the candidate) only where the two runs differ.
     {
@@ -1306,6 +1409,7 @@ bool correctnessStage(Evaluation& ev)
             }
         }
     }
+    lap("determinism");
     if (prof.rangeTrial) {
         json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
         auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
@@ -1344,6 +1448,7 @@ bool correctnessStage(Evaluation& ev)
         }
         releaseReference(ev, ref);
         corr["range_trial"] = range;
+        lap("range_trial");
     }
     ev.res["correctness"] = corr;
     ev.endStage();
@@ -1373,9 +1478,12 @@ std::optional<uint32_t> timedStreamId(at::Device dev)
 /// "non-default stream" hack), so its times would be the launch's, not the work's.
 bool traceStage(Evaluation& ev)
 {
+    ev.startStage("trace");
     ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
     if (ev.cuda) {
+        auto t0 = Clock::now();
         const std::optional<uint32_t> timed = timedStreamId(ev.dev);
+        ev.addDetail("trace", "stream_probe", msSince(t0)); // the first CUPTI use of a process
         KernelTracer tracer;
         std::string err;
         auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
@@ -1407,6 +1515,7 @@ bool traceStage(Evaluation& ev)
         }
     }
     ev.res["torch_only"] = !ev.launchesKernels;
+    ev.endStage();
     return true;
 }
 
@@ -1455,11 +1564,11 @@ void rooflineCheck(Evaluation& ev, const measure::Comparison& timed)
     if (why.empty() && !facts.value("available", false))
         why = "no device facts: " + facts.value("reason", std::string());
     if (why.empty()) {
-        try {
-            analysis = analyzeTask(ev.task, ev.scale);
-        } catch (const std::exception& e) {
-            why = std::string("the task's analysis failed: ") + e.what();
-        }
+        const Evaluation::Prepared& prep = ev.prep();
+        if (prep.analysisError.empty())
+            analysis = prep.analysis;
+        else
+            why = "the task's analysis failed: " + prep.analysisError;
     }
     if (!why.empty()) {
         json flags = json::array();
@@ -1513,6 +1622,13 @@ bool timingStage(Evaluation& ev)
     if (!ev.doTime)
         return true;
     ev.startStage("timing");
+    auto lapStart = Clock::now();
+    const auto lap = [&](const char* part) {
+        const auto now = Clock::now();
+        ev.addDetail("timing", part, std::chrono::duration<double, std::milli>(now - lapStart).count());
+        lapStart = now;
+    };
+    double checksMs = 0, prepareMs = 0; // inside the measurement loop, outside its timed brackets
     std::vector<std::vector<c10::IValue>> sets{ev.timingInputs};
     const double setBytes = tensorBytes(ev.timingInputs) + ev.outputBytes;
     const int nSets = measure::timingSetCount(setBytes, freeMemoryBytes(ev));
@@ -1521,6 +1637,9 @@ bool timingStage(Evaluation& ev)
     std::vector<std::vector<int64_t>> prints;
     for (const auto& set : sets)
         prints.push_back(fingerprints(set));
+    if (ev.cuda)
+        syncCuda(); // the sets' generation and fingerprints, in input_sets
+    lap("input_sets");
     const int trials = ev.prof.timing.trials;
     std::set<int> checked;
     for (int k = 0; k < nSets; ++k)
@@ -1528,9 +1647,11 @@ bool timingStage(Evaluation& ev)
             checked.insert(call);
 
     // Weights are shared across calls, inputs and buffers copied (cloneArgs), outside the timed call.
-    auto prepareRef = [&ev, &sets, nSets, warm = 0](int index) mutable -> measure::Call {
+    auto prepareRef = [&ev, &sets, &prepareMs, nSets, warm = 0](int index) mutable -> measure::Call {
+        const auto t0 = Clock::now();
         const int set = index < 0 ? warm++ % nSets : index % nSets;
         auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
+        prepareMs += msSince(t0);
         return [fn = ev.refFn, args = std::move(args)]() mutable { (*fn)(std::move(args)); };
     };
     at::Tensor pendingOut;
@@ -1548,6 +1669,12 @@ bool timingStage(Evaluation& ev)
         pendingOut = at::Tensor();
         if (!force && checked.count(call) == 0)
             return;
+        const auto t0 = Clock::now();
+        struct AddTime {
+            double& to;
+            Clock::time_point t0;
+            ~AddTime() { to += msSince(t0); }
+        } addTime{checksMs, t0};
         std::string reason = ownCopiesProblem(ev, sets[size_t(set)], prints[size_t(set)]);
         if (reason.empty()) {
             at::Tensor ref = referenceOutput(ev, sets[size_t(set)]);
@@ -1564,8 +1691,10 @@ bool timingStage(Evaluation& ev)
     };
     auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
         settle(false);
+        const auto t0 = Clock::now();
         const int set = index < 0 ? warm++ % nSets : index % nSets;
         auto call = ev.callable->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false));
+        prepareMs += msSince(t0);
         const bool keep = index >= 0;
         return [&, call = std::move(call), keep, set, index]() mutable {
             c10::IValue out = call();
@@ -1596,6 +1725,11 @@ bool timingStage(Evaluation& ev)
     } catch (const TimedOutputMismatch& e) {
         return mismatch(e);
     }
+    lap("measurement");
+    ev.addDetail("timing", "measurement_setup", timed.setupMs);
+    ev.addDetail("timing", "measurement_warmup", timed.warmupMs);
+    ev.addDetail("timing", "measurement_output_checks", checksMs);
+    ev.addDetail("timing", "measurement_prepare", prepareMs);
     if (ev.cuda) {
         CudaFault f = ev.checkCuda(); // also: the last call's output is complete before its check
         if (f.any)
@@ -1606,12 +1740,14 @@ bool timingStage(Evaluation& ev)
     } catch (const TimedOutputMismatch& e) {
         return mismatch(e);
     }
+    lap("last_output_check");
     ev.res["timing"] = timed.toJson();
     ev.res["timing"]["input_sets"] = nSets;
     ev.res["timing"]["checked_calls"] = checks;
     if (auto s = timed.speedup(ev.prof.statistic))
         ev.res["speedup"] = *s;
     rooflineCheck(ev, timed);
+    lap("roofline");
     ev.endStage();
     return true;
 }

@@ -1,6 +1,7 @@
 #include "measure.hpp"
 
 #include "clock_probe.hpp"
+#include "cpu_affinity.hpp"
 #include "device_info.hpp"
 
 // Only for the L2 flush buffer: allocated by torch's caching allocator and zeroed by its fill
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <numeric>
 
@@ -95,6 +97,29 @@ struct Sampler {
     }
 };
 
+/// The timing thread on its CPU for the measurement (cpu_affinity.hpp): one CPU of the GPU's NUMA
+/// node, the same for every process timing on that GPU, nice lowered by 5 where allowed.
+std::unique_ptr<affinity::ThreadPin> pinTimingThread()
+{
+    int ordinal = 0;
+    cudaGetDevice(&ordinal);
+    struct Choice {
+        int cpu = -1;
+        bool local = false;
+    };
+    static std::map<int, Choice> chosen; // sysfs is read once per device and process
+    if (!chosen.count(ordinal)) {
+        const std::string bus = deviceFacts(ordinal).value("pci_bus_id", std::string());
+        const std::vector<int> local = affinity::localCpus(bus);
+        const int cpu = affinity::timingCpu(affinity::allowedCpus(), local, affinity::gpuRankOnNode(bus));
+        chosen[ordinal] = {cpu, std::binary_search(local.begin(), local.end(), cpu)};
+    }
+    const Choice c = chosen[ordinal];
+    auto pin = std::make_unique<affinity::ThreadPin>(c.cpu, 5, c.cpu < 0 ? "the CPUs this process may use are unknown" : "");
+    pin->numaLocal = c.local;
+    return pin;
+}
+
 double median(std::vector<double> v)
 {
     if (v.empty())
@@ -113,8 +138,10 @@ void measureFixed(Comparison& out, Sampler& s, const PrepareCall& reference, con
     for (const auto* side : {&reference, &candidate}) {
         Samples& into = side == &reference ? out.reference : out.candidate;
         double clk = 0;
+        const auto tWarm = Clock::now();
         for (int i = 0; i < m.warmup; ++i)
             s.sample(*side, -1, &clk);
+        out.warmupMs += msSince(tWarm);
         for (int i = 0; i < m.trials; ++i) {
             into.ms.push_back(s.sample(*side, i, &clk));
             if (clk > 0)
@@ -136,10 +163,12 @@ void measureAdaptive(Comparison& out, Sampler& s, const PrepareCall& reference, 
     const double defaultMhz = s.probe ? s.probe->defaultClockMhz() : 0;
     const auto t0 = Clock::now();
     double clk = 0;
-    for (int i = 0; i < m.warmup; ++i) {
+    for (int i = 0; i < m.warmup || msSince(t0) < m.minWarmupMs; ++i) {
         s.sample(reference, -1, &clk);
         s.sample(candidate, -1, &clk);
+        ++out.warmupPairs;
     }
+    out.warmupMs = msSince(t0);
     const bool offered = settings.cache && settings.cache->key == settings.key && !settings.cache->ms.empty();
     bool reuse = offered;
     std::vector<double> ref, cand, pooled;
@@ -173,7 +202,7 @@ void measureAdaptive(Comparison& out, Sampler& s, const PrepareCall& reference, 
         }
         std::optional<SpeedupInterval> interval;
         if (!reuse) {
-            interval = speedupInterval(ref, cand, true);
+            interval = pairedInterval(ref, cand);
         } else if (ref.size() >= 5) {
             // Pooled only while the fresh reference samples agree with the cached ones; else the
             // cache is dropped and the measurement starts again, paired in every pair.
@@ -257,7 +286,12 @@ json Comparison::toJson() const
               {"speedup_interval", interval ? interval->toJson() : json(nullptr)},
               {"reference_reused", referenceReused},
               {"reuse_rejected", reuseRejected},
-              {"wall_ms", wallMs}};
+              {"wall_ms", wallMs},
+              {"setup_ms", setupMs},
+              {"warmup_ms", warmupMs},
+              {"warmup_pairs", warmupPairs}};
+    if (!cpu.is_null())
+        j["cpu"] = cpu;
     if (clockProbe.empty())
         j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", medianClockMhz}};
     else
@@ -278,9 +312,12 @@ Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, c
     Comparison out;
     out.method = settings.method.adaptive() ? "adaptive" : "fixed";
     out.clock = settings.cuda ? "cuda_events" : "steady_clock";
+    const auto tSetup = Clock::now();
     at::Tensor flush;
     ClockProbe* probe = nullptr;
+    std::unique_ptr<affinity::ThreadPin> pin;
     if (settings.cuda) {
+        pin = pinTimingThread();
         if (settings.l2Flush) {
             const int64_t l2 = deviceFacts(0).value("l2_bytes", int64_t(64) << 20);
             flush = at::empty({2 * l2}, at::TensorOptions().dtype(at::kByte).device(at::Device(at::kCUDA)));
@@ -292,6 +329,9 @@ Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, c
         out.clockProbe = "no SM clock on the CPU";
     }
     Sampler sampler(settings.cuda, settings.cuda && settings.l2Flush ? &flush : nullptr, probe);
+    if (pin)
+        out.cpu = pin->toJson();
+    out.setupMs = msSince(tSetup);
     std::vector<double> clocks;
     const auto t0 = Clock::now();
     if (settings.method.adaptive())

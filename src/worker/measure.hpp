@@ -93,7 +93,11 @@ struct Comparison {
     std::string clockProbe;   ///< why the SM clock was not measured, or ""
     int referenceReused = 0;  ///< cached reference samples pooled in (0: none)
     bool reuseRejected = false; ///< a cache was offered but its samples disagreed with fresh ones
-    double wallMs = 0;        ///< the timing loop's wall time
+    double wallMs = 0;        ///< the timing loop's wall time (its warm-up included)
+    double setupMs = 0;       ///< before the loop: the flush buffer, the clock probe, the CPU pin
+    double warmupMs = 0;      ///< the warm-up calls
+    int warmupPairs = 0;      ///< adaptive: the warm-up pairs run (at least warmup, and min_warmup_ms of them)
+    nlohmann::json cpu;       ///< where the loop's thread ran (cpu_affinity.hpp's ThreadPin), null on the CPU
     /// {"reference","candidate","clock","method","stop_reason","samples","throttled",
     ///  "speedup_interval",…}: the response's `timing`.
     nlohmann::json toJson() const;

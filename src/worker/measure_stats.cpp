@@ -13,11 +13,12 @@ json Method::toJson() const
     json j = {{"kind", kind}, {"warmup", warmup}, {"trials", trials}};
     if (adaptive()) {
         j["min_samples"] = minSamples;
+        j["min_warmup_ms"] = minWarmupMs;
         j["min_gpu_ms"] = minGpuMs;
         j["max_wall_ms"] = maxWallMs;
         j["target"] = target;
         j["order"] = "interleaved_abba";
-        j["interval"] = "delta_method_paired";
+        j["interval"] = "delta_method_paired_and_batch_means";
     } else {
         j["order"] = "reference_then_candidate";
         j["interval"] = "delta_method_unpaired";
@@ -50,8 +51,15 @@ double SpeedupInterval::relativeHalfWidth() const
 json SpeedupInterval::toJson() const
 {
     const double half = relativeHalfWidth();
-    return {{"value", value}, {"low", low}, {"high", high}, {"level", 0.95}, {"samples", samples},
-            {"relative_half_width", std::isfinite(half) ? json(half) : json(nullptr)}};
+    json j = {{"value", value}, {"low", low}, {"high", high}, {"level", 0.95}, {"samples", samples},
+              {"relative_half_width", std::isfinite(half) ? json(half) : json(nullptr)}};
+    if (batches > 0) {
+        const auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+        j["batches"] = batches;
+        j["iid_relative_half_width"] = finite(iidHalfWidth);
+        j["batch_relative_half_width"] = finite(batchHalfWidth);
+    }
+    return j;
 }
 
 namespace {
@@ -100,6 +108,59 @@ std::optional<SpeedupInterval> speedupInterval(const std::vector<double>& r, con
         out.low = out.value * std::exp(-half);
         out.high = out.value * std::exp(half);
     }
+    return out;
+}
+
+std::optional<SpeedupInterval> batchMeansInterval(const std::vector<double>& r, const std::vector<double>& c)
+{
+    if (r.size() != c.size())
+        return std::nullopt;
+    const size_t n = r.size();
+    const size_t m = 2 * std::max<size_t>(1, n / (2 * kMaxBatches));
+    const size_t batches = n / m;
+    if (batches < 3)
+        return std::nullopt;
+    std::vector<double> rb, cb;
+    for (size_t b = 0; b < batches; ++b) {
+        double sr = 0, sc = 0;
+        for (size_t i = b * m; i < (b + 1) * m; ++i) {
+            sr += r[i];
+            sc += c[i];
+        }
+        rb.push_back(sr / double(m));
+        cb.push_back(sc / double(m));
+    }
+    const auto ofBatches = speedupInterval(rb, cb, true);
+    const double mr = mean(r), mc = mean(c);
+    if (!ofBatches || !(mr > 0) || !(mc > 0))
+        return std::nullopt;
+    SpeedupInterval out;
+    out.value = mr / mc;
+    out.samples = int(n);
+    const double h = std::log(ofBatches->high / ofBatches->value) * std::sqrt(double(batches * m) / double(n));
+    if (!std::isfinite(h)) {
+        out.low = 0;
+        out.high = std::numeric_limits<double>::infinity();
+    } else {
+        out.low = out.value * std::exp(-h);
+        out.high = out.value * std::exp(h);
+    }
+    out.batches = int(batches);
+    return out;
+}
+
+std::optional<SpeedupInterval> pairedInterval(const std::vector<double>& r, const std::vector<double>& c)
+{
+    auto iid = speedupInterval(r, c, true);
+    const auto batch = batchMeansInterval(r, c);
+    if (!iid || !batch)
+        return iid;
+    SpeedupInterval out = *iid;
+    out.low = std::min(iid->low, batch->low);
+    out.high = std::max(iid->high, batch->high);
+    out.batches = batch->batches;
+    out.iidHalfWidth = iid->relativeHalfWidth();
+    out.batchHalfWidth = batch->relativeHalfWidth();
     return out;
 }
 

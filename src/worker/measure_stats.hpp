@@ -17,7 +17,11 @@ struct Method {
     /// speed-up's interval is within `target`; "fixed": KernelBench's protocol, `warmup` untimed
     /// calls then `trials` timed calls of the reference, then the same of the candidate.
     std::string kind = "adaptive";
-    int warmup = 3;
+    int warmup = 3;              ///< untimed calls (adaptive: pairs) before the timed ones, at least
+    /// adaptive: warm-up pairs go on until they took this much wall time too, so that a short,
+    /// launch-bound call warms up over many calls (its launch rate settles) while a long one needs
+    /// only `warmup` pairs after the correctness trials have run it already
+    double minWarmupMs = 0;
     int trials = 100;            ///< fixed: the timed calls of each; adaptive: the most pairs (maxSamples)
     int minSamples = 10;         ///< adaptive: pairs before the rule may stop (nvbench: 10)
     double minGpuMs = 20;        ///< adaptive: summed GPU time of the pairs kept before it may stop
@@ -40,6 +44,9 @@ double tQuantile975(int df);
 struct SpeedupInterval {
     double value = 0, low = 0, high = 0;
     int samples = 0; ///< pairs (paired) or the smaller series' length
+    /// Set by pairedInterval: the relative half-widths of its two parts and the batches' count.
+    int batches = 0;
+    double iidHalfWidth = 0, batchHalfWidth = 0;
     /// The larger of high/value − 1 and 1 − low/value: what the stopping rule compares.
     double relativeHalfWidth() const;
     nlohmann::json toJson() const; ///< {value, low, high, level: 0.95, relative_half_width}
@@ -47,6 +54,22 @@ struct SpeedupInterval {
 /// Nullopt where a side is empty, its mean is not positive, or (paired) the lengths differ.
 std::optional<SpeedupInterval> speedupInterval(const std::vector<double>& referenceMs,
                                                const std::vector<double>& candidateMs, bool paired);
+
+/// The batch-means interval of paired series: the pairs cut, in order, into batches of `m` pairs
+/// (m even, so each holds whole ABBA blocks: m = 2·max(1, ⌊n / (2·kMaxBatches)⌋), i.e. 5 to 19
+/// batches from 10 pairs on), each batch's two means taken as one pair of speedupInterval (paired,
+/// df = batches − 1), its variance scaled by (batches·m)/n for the n ≥ batches·m pairs of the point
+/// value, which stays mean(r)/mean(c) over all pairs. Noise that lasts longer than a pair (a drifting
+/// CPU clock under launch-bound work) is averaged within a batch and shows between batches, where
+/// the per-pair formula treats it as independent and comes out too narrow. Nullopt for fewer than
+/// 3 batches or unequal lengths.
+inline constexpr int kMaxBatches = 10;
+std::optional<SpeedupInterval> batchMeansInterval(const std::vector<double>& referenceMs, const std::vector<double>& candidateMs);
+
+/// The adaptive method's interval: the wider of the per-pair (iid) interval and the batch-means
+/// one, both centred on mean(r)/mean(c); batches, iidHalfWidth and batchHalfWidth say which was
+/// wider. Only the iid one where batch means are not computable yet (fewer than 6 pairs).
+std::optional<SpeedupInterval> pairedInterval(const std::vector<double>& referenceMs, const std::vector<double>& candidateMs);
 
 /// Why an adaptive measurement stopped (the response's `timing.stop_reason`).
 enum class StopReason { None, TargetReached, MaxSamples, MaxTime, FixedTrials };

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #ifndef KWB_CUDA_INCLUDE_DIR
 #define KWB_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
@@ -169,6 +172,24 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
     }
     r.ok = true;
     return finish();
+}
+
+const CompileResult& compileOwnKernel(const char* source, const std::string& arch) {
+    struct Entry {
+        std::once_flag once;
+        CompileResult result;
+    };
+    static std::mutex mapMutex;
+    static std::map<std::pair<const char*, std::string>, std::unique_ptr<Entry>> entries;
+    Entry* e = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(mapMutex);
+        auto& slot = entries[{source, arch}];
+        if (!slot) slot = std::make_unique<Entry>();
+        e = slot.get();
+    }
+    std::call_once(e->once, [&] { e->result = compileCuda(source, arch); });
+    return e->result;
 }
 
 }  // namespace kwb

@@ -36,6 +36,12 @@ std::optional<SourceIssue> checkCudaForNvrtc(const std::string& source);
 CompileResult compileCuda(const std::string& source, const std::string& arch,
                           const std::vector<std::string>& extraOptions = {});
 
+// The worker's own kernels (the clock probe, the output comparison): compiled once per process and
+// architecture, the result kept. Thread-safe: a second caller of the same source and arch waits for
+// the first one's compile, so an evaluation can compile them ahead on another thread while the
+// CUDA context is being made (evaluator.cpp) and use them later without compiling again.
+const CompileResult& compileOwnKernel(const char* source, const std::string& arch);
+
 std::string nvrtcVersionString();                // "13.0"
 std::vector<std::string> nvrtcSupportedArchs();  // {"sm_75", ..., "sm_120"}
 

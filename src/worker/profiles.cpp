@@ -13,6 +13,11 @@ std::vector<ProtocolProfile>& table()
         fp32.timing.kind = "adaptive";
         fp32.timing.trials = 1000; // adaptive: the most pairs; the target or max_wall_ms usually stops it first
         fp32.timing.maxWallMs = 1000;
+        // One warm-up pair and 10 ms of them: the correctness trials have run both sides already
+        // (handles, plans, lazy kernel loading); a long call needs no more, a short launch-bound
+        // one gets many (L3/9). KernelBench's profiles below keep its 3 warm-ups.
+        fp32.timing.warmup = 1;
+        fp32.timing.minWarmupMs = 10;
         // KernelBench as its harness runs on the device: PyTorch's default flags, as this libtorch
         // reports them (setTorchTf32Defaults); until then PyTorch >= 1.12's: cuBLAS off, cuDNN on.
         ProtocolProfile kernelbench = fp32;

@@ -13,12 +13,20 @@
 //    [1.927840, 2.074861]. The relative half-width e^h − 1 falls below 1 % first at n = 19
 //    (t(18) = 2.1009; mean 1 + 0.02/19, s_r² = 4.2105e-4·19/18·…: 0.99286 %); n = 18 gives 1.02866 %.
 //  * Throttle: 75 % of 1980 MHz is 1485 MHz.
+#include "cpu_affinity.hpp"
 #include "measure_stats.hpp"
 #include "profiles.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cerrno>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace kwb;
 using namespace kwb::measure;
@@ -198,5 +206,159 @@ TEST_CASE("profiles: the study's FP32 measures adaptively, KernelBench's profile
     CHECK(j["timing_method"]["target"] == 0.01);
     CHECK(kb->toJson()["timing_method"]["kind"] == "fixed");
     CHECK(j["timing_trials"] == 1000);
-    CHECK(j["warmup"] == 3);
+    CHECK(j["warmup"] == 1); // adaptive: at least one warm-up pair and 10 ms of them
+    CHECK(j["timing_method"]["min_warmup_ms"] == 10.0);
+    CHECK(kb->toJson()["timing_method"].count("min_warmup_ms") == 0);
+}
+
+// Batch means (issue 13, L3/9's spread between processes): hand arithmetic.
+//  * 12 pairs, cand 1 throughout, ref in twos 1.01, 1.01, 0.99, 0.99, …: m = 2, 6 batches of means
+//    1.01, 0.99, …; s_b² = 6·1e-4/5 = 1.2e-4, var(log R) = 1.2e-4/6 = 2e-5, se = 0.0044721,
+//    t(5) = 2.5706, h = 0.011496: [0.988570, 1.011562], ±1.1562 %. Per pair (iid): s² = 12·1e-4/11,
+//    var = 9.0909e-6, se = 0.0030151, t(11) = 2.2010, h = 0.0066363: ±0.66584 %, too narrow for noise
+//    that lasts two pairs.
+//  * ref alternating 1.02, 0.98 pair by pair: every batch of two has mean 1, the batch variance is 0,
+//    and the iid interval (s² = 12·4e-4/11, se = 0.0060302, h = 0.013272: ±1.3361 %) is the one reported.
+TEST_CASE("batch means widen the interval where noise lasts longer than a pair, and only there")
+{
+    std::vector<double> ref, cand(12, 1.0);
+    for (int i = 0; i < 12; ++i)
+        ref.push_back((i / 2) % 2 ? 0.99 : 1.01);
+    const auto batch = batchMeansInterval(ref, cand);
+    REQUIRE(batch);
+    CHECK(batch->batches == 6);
+    CHECK(batch->value == doctest::Approx(1.0));
+    CHECK(batch->low == doctest::Approx(0.988570).epsilon(1e-5));
+    CHECK(batch->high == doctest::Approx(1.011562).epsilon(1e-5));
+    const auto iid = speedupInterval(ref, cand, true);
+    REQUIRE(iid);
+    CHECK(iid->relativeHalfWidth() == doctest::Approx(0.0066584).epsilon(1e-4));
+    const auto reported = pairedInterval(ref, cand);
+    REQUIRE(reported);
+    CHECK(reported->low == doctest::Approx(batch->low));
+    CHECK(reported->high == doctest::Approx(batch->high));
+    CHECK(reported->batches == 6);
+    CHECK(reported->iidHalfWidth == doctest::Approx(0.0066584).epsilon(1e-4));
+    CHECK(reported->batchHalfWidth == doctest::Approx(0.011562).epsilon(1e-4));
+    CHECK(reported->toJson()["batches"] == 6);
+
+    std::vector<double> alternating;
+    for (int i = 0; i < 12; ++i)
+        alternating.push_back(i % 2 ? 0.98 : 1.02);
+    const auto white = pairedInterval(alternating, cand);
+    REQUIRE(white);
+    CHECK(white->batchHalfWidth == doctest::Approx(0.0));
+    CHECK(white->relativeHalfWidth() == doctest::Approx(0.013361).epsilon(1e-4));
+    CHECK(white->low == doctest::Approx(speedupInterval(alternating, cand, true)->low));
+}
+
+TEST_CASE("batch means: batch size, leftovers and too few pairs")
+{
+    // 13 pairs: 6 batches of 2 (the 13th pair is in the value, not in the batches); the variance of
+    // the 12 pairs' mean scaled by 12/13 for the 13 pairs' mean.
+    std::vector<double> ref, cand(13, 1.0);
+    for (int i = 0; i < 13; ++i)
+        ref.push_back((i / 2) % 2 ? 0.99 : 1.01);
+    const auto b13 = batchMeansInterval(ref, cand);
+    REQUIRE(b13);
+    CHECK(b13->batches == 6);
+    CHECK(b13->value == doctest::Approx((7 * 1.01 + 6 * 0.99) / 13.0));
+    CHECK(std::log(b13->high / b13->value) == doctest::Approx(0.011496 * std::sqrt(12.0 / 13.0)).epsilon(1e-4));
+    // 100 pairs: batches of 2·⌊100/20⌋ = 10 pairs, 10 batches; 45 pairs: batches of 4, 11 of them.
+    CHECK(batchMeansInterval(std::vector<double>(100, 2.0), std::vector<double>(100, 1.0))->batches == 10);
+    CHECK(batchMeansInterval(std::vector<double>(45, 2.0), std::vector<double>(45, 1.0))->batches == 11);
+    // Fewer than 3 batches (under 6 pairs): none, and the reported interval is the per-pair one.
+    CHECK_FALSE(batchMeansInterval({1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}));
+    const auto five = pairedInterval({1.01, 0.99, 1.01, 0.99, 1.0}, {1, 1, 1, 1, 1});
+    REQUIRE(five);
+    CHECK(five->batches == 0);
+    CHECK(five->high == doctest::Approx(speedupInterval({1.01, 0.99, 1.01, 0.99, 1.0}, {1, 1, 1, 1, 1}, true)->high));
+    CHECK_FALSE(batchMeansInterval({1, 2, 3, 4, 5, 6}, {1, 2, 3}));
+}
+
+// The timing thread's CPU (cpu_affinity.hpp): sysfs lists, the GPU's rank on its node, the pick.
+TEST_CASE("CPU lists and bus ids as sysfs writes them")
+{
+    using namespace kwb::affinity;
+    CHECK(parseCpuList("0-3,8,10-11") == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
+    CHECK(parseCpuList("5,5,2") == std::vector<int>{2, 5});
+    CHECK(parseCpuList("").empty());
+    CHECK(parseCpuList("3-1").empty());
+    CHECK(parseCpuList("0-3,x").empty());
+    CHECK(parseCpuList("1,,2").empty());
+    CHECK(sysfsBusId("00000000:1B:00.0") == "0000:1b:00.0");
+    CHECK(sysfsBusId("0000:1B:00.0") == "0000:1b:00.0");
+}
+
+TEST_CASE("the timing CPU: on the GPU's node, distinct for GPUs sharing it, CPU 0 last")
+{
+    using namespace kwb::affinity;
+    std::vector<int> all, node1;
+    for (int c = 0; c < 32; ++c)
+        all.push_back(c);
+    for (int c = 16; c < 32; ++c)
+        node1.push_back(c);
+    CHECK(timingCpu(all, node1, {0, 1}) == 31);
+    CHECK(timingCpu(all, node1, {0, 2}) == 31);
+    CHECK(timingCpu(all, node1, {1, 2}) == 23); // 16 CPUs, 2 GPUs: 8 apart
+    CHECK(timingCpu({0, 1, 2, 3}, {}, {0, 1}) == 3); // no node known: the allowed CPUs
+    CHECK(timingCpu({0, 1, 2, 3}, node1, {0, 1}) == 3); // none of the node's CPUs allowed (a cpuset)
+    CHECK(timingCpu({20, 21}, node1, {0, 1}) == 21);
+    CHECK(timingCpu({20, 21}, node1, {5, 8}) == 20); // more GPUs than CPUs: they share, never out of range
+    CHECK(timingCpu({}, node1, {0, 1}) == -1);
+}
+
+namespace {
+void writeFile(const std::string& path, const std::string& text)
+{
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    std::ofstream(path) << text << "\n";
+}
+} // namespace
+
+TEST_CASE("a GPU's rank among the NVIDIA GPUs of its node, from a sysfs tree")
+{
+    using namespace kwb::affinity;
+    const std::string root = (std::filesystem::temp_directory_path() / ("kwb-sysfs-" + std::to_string(::getpid()))).string();
+    const auto device = [&](const std::string& id, const char* vendor, const char* cls, const char* cpus) {
+        const std::string d = root + "/bus/pci/devices/" + id;
+        writeFile(d + "/vendor", vendor);
+        writeFile(d + "/class", cls);
+        writeFile(d + "/local_cpulist", cpus);
+    };
+    device("0000:43:00.0", "0x10de", "0x030200", "0-15");
+    device("0000:1b:00.0", "0x10de", "0x030200", "0-15");
+    device("0000:c1:00.0", "0x10de", "0x030000", "16-31");
+    device("0000:00:1f.0", "0x8086", "0x030000", "0-15"); // another vendor's display controller
+    device("0000:44:00.0", "0x10de", "0x068000", "0-15"); // an NVIDIA bridge, not a GPU
+    CHECK(localCpus("00000000:43:00.0", root).size() == 16);
+    const NodeRank a = gpuRankOnNode("0000:1B:00.0", root), b = gpuRankOnNode("0000:43:00.0", root),
+                   c = gpuRankOnNode("0000:C1:00.0", root), none = gpuRankOnNode("0000:99:00.0", root);
+    CHECK((a.rank == 0 && a.count == 2));
+    CHECK((b.rank == 1 && b.count == 2));
+    CHECK((c.rank == 0 && c.count == 1));
+    CHECK((none.rank == 0 && none.count == 1));
+    CHECK(localCpus("0000:99:00.0", root).empty());
+    std::filesystem::remove_all(root);
+}
+
+TEST_CASE("a pinned thread runs on its CPU for the scope and gets its CPUs and nice value back")
+{
+    using namespace kwb::affinity;
+    const std::vector<int> before = allowedCpus();
+    REQUIRE_FALSE(before.empty());
+    errno = 0;
+    const int niceBefore = getpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)));
+    {
+        ThreadPin pin(before.back(), 5, "");
+        CHECK(pin.pinned());
+        CHECK(allowedCpus() == std::vector<int>{before.back()});
+        CHECK(pin.toJson()["cpu"] == before.back());
+    }
+    CHECK(allowedCpus() == before);
+    CHECK(getpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid))) == niceBefore);
+    ThreadPin none(-1, 5, "no CPU known");
+    CHECK_FALSE(none.pinned());
+    CHECK(none.toJson()["cpu"].is_null());
+    CHECK(none.toJson()["reason"] == "no CPU known");
 }

@@ -1,6 +1,8 @@
 // NVRTC compilation: runs on a CPU machine (no GPU, no driver needed).
+#include "clock_probe.hpp"
 #include "device_info.hpp"
 #include "nvrtc_compiler.hpp"
+#include "output_compare.hpp"
 
 #include <doctest/doctest.h>
 
@@ -128,6 +130,21 @@ TEST_CASE("the ceiling kernels of device_info compile") {
             CHECK(isElf(r.cubin));
         }
     }
+}
+
+TEST_CASE("the worker's own kernels compile once per process and arch, the same result for every caller") {
+    // The output comparison (output_compare.cpp) and the clock probe, for Hopper and Ampere.
+    for (const char* arch : {"sm_90", "sm_80"}) {
+        CAPTURE(arch);
+        for (const char* src : {fusedCompareSource(), ClockProbe::source()}) {
+            const CompileResult& r = compileOwnKernel(src, arch);
+            INFO(r.log);
+            CHECK(r.ok);
+            CHECK(isElf(r.cubin));
+            CHECK(&compileOwnKernel(src, arch) == &r); // kept, not compiled again
+        }
+    }
+    CHECK(&compileOwnKernel(fusedCompareSource(), "sm_90") != &compileOwnKernel(fusedCompareSource(), "sm_80"));
 }
 
 TEST_CASE("includes outside the toolkit are refused before NVRTC runs: nothing of the file reaches the log") {

@@ -589,3 +589,44 @@ TEST_CASE("a worker whose parent is killed with SIGKILL ends within seconds, its
     ::close(in[1]);
     ::close(out[0]);
 }
+
+// Issue 13: where an evaluation's time goes (stage_detail_ms), and the adaptive interval's two
+// halves. On the CPU at smoke scale; the structure is checked, not how long anything took.
+TEST_CASE("an evaluation splits correctness and timing into parts inside their stages")
+{
+    ProtocolWorker w;
+    const std::string python = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+                               "    x = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"], [1, 1], [0, 0], [1, 1], 1)\n"
+                               "    x = torch.relu(x)\n"
+                               "    return x + p[\"bias\"]\n";
+    const json r = w.request({{"id", 9}, {"type", "evaluate"}, {"task", "L2/1"}, {"python", python}, {"device", "cpu"},
+                              {"scale", "smoke"}, {"timing_trials", 12}});
+    REQUIRE(r["status"] == "correct");
+    const json& st = r["stage_ms"];
+    for (const char* stage : {"reference", "correctness", "trace", "timing"})
+        CHECK(st.contains(stage));
+    const json& d = r["stage_detail_ms"];
+    double parts = 0;
+    for (const char* part : {"inputs", "candidate", "write_checks", "reference", "compare", "degenerate_and_release",
+                             "determinism", "range_trial"}) {
+        CAPTURE(part);
+        REQUIRE(d["correctness"].contains(part));
+        parts += d["correctness"][part].get<double>();
+    }
+    CHECK(parts <= st["correctness"].get<double>()); // consecutive parts of the stage
+    CHECK(d["correctness"]["first_trial_total"].get<double>() <= parts);
+    const json& t = d["timing"];
+    for (const char* part : {"input_sets", "measurement", "measurement_setup", "measurement_warmup",
+                             "measurement_output_checks", "measurement_prepare", "last_output_check", "roofline"})
+        CHECK(t.contains(part));
+    CHECK(t["measurement_warmup"].get<double>() + t["measurement_output_checks"].get<double>() +
+              t["measurement_prepare"].get<double>() <= t["measurement"].get<double>());
+    const json& timing = r["timing"];
+    CHECK(timing["warmup_pairs"].get<int>() >= 1);
+    CHECK_FALSE(timing.contains("cpu")); // pinned only on the GPU
+    const json& iv = timing["speedup_interval"];
+    REQUIRE(iv.is_object());
+    CHECK(iv["batches"].get<int>() >= 5); // 10 to 12 pairs: batches of 2
+    CHECK(iv["relative_half_width"].get<double>() >=
+          std::max(iv["iid_relative_half_width"].get<double>(), iv["batch_relative_half_width"].get<double>()) - 1e-12);
+}
