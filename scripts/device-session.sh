@@ -2,7 +2,7 @@
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
-#   scripts/device-session.sh build gpu-tests eval-timeout bench measure study study-kernelbench kb-bench record pack
+#   scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -35,6 +35,12 @@ for step in "$@"; do
     KWB_GPU_TIMING_TRIALS=${KWB_GPU_TIMING_TRIALS:-5} KWB_GPU_RESULTS=$OUT/gpu-candidates.json \
       timeout 540 ./build-gpu/bin/tst_gpu_candidates > "$OUT/gpu-tests.txt" 2>&1
     echo "rc=$?" >> "$OUT/gpu-tests.txt"; tail -5 "$OUT/gpu-tests.txt"
+    ;;
+  gpu-traffic)
+    # Issue 15: measured HBM traffic (CUPTI DRAM counters) of reference candidates against analyze.
+    log gpu-traffic
+    timeout 540 ./build-gpu/bin/tst_gpu_traffic > "$OUT/gpu-traffic.txt" 2>&1
+    echo "rc=$?" >> "$OUT/gpu-traffic.txt"; cat "$OUT/gpu-traffic.txt"
     ;;
   eval-timeout)
     log eval-timeout

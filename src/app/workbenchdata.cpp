@@ -67,6 +67,7 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
                 t.bestCandidateMs = candidate;
                 t.bestCandidateCustom = e.customLaunches.value_or(0) > 0;
                 t.bestBasis = candidateBasis(e);
+                t.bestDramBytes = e.measuredDramBytes();
                 t.bestEvaluation = record.id;
                 t.bestLabel = label;
             }
@@ -125,6 +126,10 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
             if (basis != IntensityBasis::EagerUnfused && x > 0) {
                 p.candidateIntensity = x;
                 p.candidateBasis = basis;
+            }
+            if (t->bestDramBytes && *t->bestDramBytes > 0) {
+                p.candidateMeasuredBytes = *t->bestDramBytes;
+                p.candidateMeasuredIntensity = flops / *t->bestDramBytes;
             }
             detail += QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
         }

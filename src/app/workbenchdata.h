@@ -27,6 +27,8 @@ struct TaskTimes
     qint64 bestEvaluation = 0;             ///< its evaluation id
     QString bestLabel;                     ///< "#4 agent, turn 1, sample 2"
     IntensityBasis bestBasis = IntensityBasis::EagerUnfused; ///< its traffic model (candidateBasis())
+    /// Its HBM bytes where a profile of it measured them (EvaluationResult::measuredDramBytes()).
+    std::optional<double> bestDramBytes;
     QString gpuName;                       ///< the GPU the eager time was measured on
     /// The fastest candidate with status correct that does not count (below the roofline floor),
     /// kept only when faster than the best counted one.
@@ -44,7 +46,9 @@ QJsonObject latestRunDevice(const RunStore& store);
 
 /// Roofline points: every analysed task with an eager time, at its eager (unfused) intensity; its
 /// best counted candidate at the intensity of the traffic model its kernels imply
-/// (core candidateBasis(): library op + fused epilogue, one kernel, or eager), marked with it; a
+/// (core candidateBasis(): library op + fused epilogue, one kernel, or eager), marked with it, and
+/// its measured intensity (FLOPs / measured HBM bytes) where a traffic profile of it exists, which
+/// the chart places it by on the GPU it was measured on (RooflinePoint::candidatePlacement()); a
 /// faster candidate that does not count (below the roofline floor) with the reason.
 QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QString, TaskTimes>& times);
 

@@ -317,6 +317,8 @@ int runEval(Session& session, const EvalOptions& options)
         request.insert(QStringLiteral("arch"), options.arch);
     if (!options.device.isEmpty())
         request.insert(QStringLiteral("device"), options.device);
+    if (options.profileTraffic)
+        request.insert(QLatin1String(kProfileTrafficKey), true);
 
     const int timeoutMs = int(std::lround(options.timeoutS * 1000.0));
     // The profile is checked against the worker's own table (its hello), not a list of the CLI's.
@@ -383,6 +385,7 @@ int runEval(Session& session, const EvalOptions& options)
             {QStringLiteral("max_abs_diff"), numberOrNull(maxAbsDiff)},
             {QStringLiteral("reference_ms"), numberOrNull(e.timing.reference ? e.timing.reference->meanMs : kNaN)},
             {QStringLiteral("candidate_ms"), numberOrNull(e.timing.candidate ? e.timing.candidate->meanMs : kNaN)},
+            {QStringLiteral("dram_bytes"), numberOrNull(e.measuredDramBytes().value_or(kNaN))},
             {QStringLiteral("profile"), options.profile},
             {QStringLiteral("scale"), options.scale},
             {QStringLiteral("timeout_s"), options.timeoutS},
@@ -439,6 +442,8 @@ int runEval(Session& session, const EvalOptions& options)
         table.add(QStringLiteral("timing"), method);
     if (!std::isnan(speedup))
         table.add(QStringLiteral("speedup"), formatSpeedup(speedup, e.timing.interval));
+    if (const QString traffic = formatTraffic(e.traffic); !traffic.isEmpty())
+        table.add(QStringLiteral("traffic"), traffic);
     if (e.torchOnly)
         table.add(QStringLiteral("note"), QStringLiteral("torch-only: the candidate launched no custom kernel"));
     if (e.degenerate)

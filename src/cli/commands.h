@@ -52,6 +52,8 @@ struct EvalOptions
     int trials = 0;        ///< timing trials; 0: the profile's
     QString answerFormat;  ///< --answer-format native|kernelbench; empty: the worker detects it
     double timeoutS = defaults::kEvaluationTimeoutS; ///< the supervisor's wall-clock limit
+    /// --profile-traffic: count the candidate's HBM bytes after timing (`profile_traffic`).
+    bool profileTraffic = false;
     bool json = false;
 };
 
@@ -127,6 +129,7 @@ struct RunCommandOptions
     WorkerLimits workerLimits;
     QList<WorkerTarget> workers; ///< --workers; empty: this machine's GPU 0
     bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
+    bool profileTraffic = false;  ///< --profile-traffic: every evaluation counts its HBM bytes
     int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     int contextTokens = defaults::kContextTokens;     ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens

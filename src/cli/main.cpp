@@ -111,6 +111,9 @@ int main(int argc, char** argv)
                             "native (cuda and python blocks) or kernelbench (class ModelNew with load_inline); "
                             "default: detected from the answer")
         ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
+    evalCommand->add_flag("--profile-traffic", eval.profileTraffic,
+                          "after a correct evaluation, count the candidate's HBM bytes with CUPTI's DRAM counters "
+                          "(one more call, after timing; a profiler failure is reported, never the candidate's)");
     addWorkerLimits(evalCommand);
     addJson(evalCommand);
 
@@ -183,6 +186,9 @@ int main(int argc, char** argv)
         command->add_option("--ablate", runAblate, "switch parts off: best-of-n,feedback-analyzer,monotone,competence");
         command->add_flag("--compile-only", runOptions.compileOnly,
                           "evaluate without a GPU: compile and sandbox check only; correctness is not measured "
+                          "(stored with the run)");
+        command->add_flag("--profile-traffic", runOptions.profileTraffic,
+                          "count each correct candidate's HBM bytes with CUPTI after timing, for the roofline "
                           "(stored with the run)");
         command->add_flag("--stop-when-correct", runStopWhenCorrect,
                           "no further turn once a task has a correct candidate (default: the regime's; the agent "

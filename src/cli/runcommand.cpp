@@ -178,6 +178,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.workerLimits = options.workerLimits;
         request.sweepNs = options.sweepNs;
         request.compileOnly = options.compileOnly;
+        request.profileTraffic = options.profileTraffic;
         request.contextTokens = options.contextTokens;
         request.maxOutputTokens = options.maxOutputTokens;
         if (!options.answerFormat.isEmpty())

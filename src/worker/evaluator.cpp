@@ -6,6 +6,7 @@
 #include "candidate_parser.hpp"
 #include "cuda_driver.hpp"
 #include "cupti_tracer.hpp"
+#include "dram_profiler.hpp"
 #include "device_info.hpp"
 #include "clock_probe.hpp"
 #include "measure.hpp"
@@ -655,6 +656,8 @@ struct Evaluation {
     /// request lets timing use them (`reuse_reference`, default true).
     std::vector<measure::CachedReference>* referenceCaches = nullptr;
     bool reuseReference = true;
+    /// The request's `profile_traffic`: count the candidate's HBM bytes after timing (trafficStage).
+    bool profileTraffic = false;
 
     /// The cache entry of `key`, made (empty) where there is none; at most kCachedReferences
     /// entries, the oldest dropped first.
@@ -740,6 +743,8 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
         throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\"");
     if (req.contains("reuse_reference") && !req.at("reuse_reference").is_boolean())
         throw std::invalid_argument("reuse_reference must be true or false");
+    if (req.contains(protocol::kProfileTrafficField) && !req.at(protocol::kProfileTrafficField).is_boolean())
+        throw std::invalid_argument(std::string(protocol::kProfileTrafficField) + " must be true or false");
     measure::Method& timing = prof.timing;
     timing.trials = req.value("timing_trials", timing.trials);
     timing.warmup = req.value("warmup", timing.warmup);
@@ -756,6 +761,7 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     ev.seed = req.value("seed", uint64_t(42));
     ev.doTime = req.value("time", true);
     ev.reuseReference = req.value("reuse_reference", true);
+    ev.profileTraffic = req.value(protocol::kProfileTrafficField, false);
     const bool haveCuda = evaluator.cudaAvailable(&ev.noCudaWhy);
     const protocol::Device requested = protocol::parseDevice(
         req, protocol::kDeviceCuda | protocol::kDeviceCpu | protocol::kDeviceNone, cudaDeviceCount());
@@ -1752,6 +1758,78 @@ bool timingStage(Evaluation& ev)
     return true;
 }
 
+/// 9. traffic (only with `profile_traffic`, only for a correct candidate, after timing, under the
+/// GPU the evaluation already holds): the HBM bytes one call of the candidate on the timing inputs
+/// moves, counted by CUPTI's range profiler (dram_profiler.hpp). Never changes the verdict: any
+/// failure, the profiler's or the call's, is `traffic: {"profiled": false, "reason": …}`.
+void trafficStage(Evaluation& ev)
+{
+    if (!ev.profileTraffic)
+        return;
+    ev.startStage("traffic");
+    json t = {{"profiled", false}};
+    DramTraffic d;
+    int ordinal = 0;
+    if (!ev.cuda) {
+        d.reason = "needs a CUDA device" + (ev.noCudaWhy.empty() ? std::string() : " (" + ev.noCudaWhy + ")");
+    } else if (cudaGetDevice(&ordinal) != cudaSuccess) {
+        cudaGetLastError();
+        d.reason = "no current CUDA device";
+    } else {
+        try {
+            // Twice the L2, read (not written) before and after the call: reading evicts every line
+            // the L2 holds, writing back the dirty ones, and leaves only clean ones behind. Before
+            // the call that gives a cold L2 (the inputs come from HBM, as in a cold timed call);
+            // after it, the output lines still dirty in the L2 reach HBM inside the drain's range.
+            const int64_t l2 = deviceFacts(ordinal).value("l2_bytes", int64_t(64) << 20);
+            // float32, summed as float32: a byte tensor's sum widens to int64 through a copy of the
+            // whole buffer, 8 bytes written per byte read (1 GB of writes on the H200, counted as
+            // the candidate's in the drain).
+            at::Tensor evict = at::zeros({2 * l2 / 4}, at::TensorOptions().dtype(at::kFloat).device(ev.dev));
+            const auto readAll = [&evict](std::string* err) {
+                try {
+                    (void)evict.sum(); // a few partial sums of its own: negligible
+                } catch (const std::exception& e) {
+                    *err = e.what();
+                }
+                const CudaFault f = syncCuda();
+                if (f.any)
+                    *err += f.message;
+                return err->empty();
+            };
+            std::vector<c10::IValue> args;
+            const GpuStep prepare = [&](std::string* err) {
+                args = cloneArgs(ev.timingInputs, ev.params, ev.task, false); // copies outside the ranges
+                return readAll(err);
+            };
+            const GpuStep work = [&](std::string* err) {
+                c10::IValue out;
+                return runCandidate(ev, std::move(args), &out, err); // synchronises
+            };
+            d = measureDramTraffic(ordinal, prepare, work, readAll);
+        } catch (const std::exception& e) {
+            d.reason = e.what();
+        }
+    }
+    if (d.profiled) {
+        int kernels = 0; // the trace stage's count: the same call on the same inputs
+        for (const json& k : ev.res.value("kernels", json::array()))
+            kernels += k.value("calls", 0);
+        t = {{"profiled", true},
+             {"dram_bytes", d.readBytes + d.writeBytes},
+             {"dram_read_bytes", d.readBytes},
+             {"dram_write_bytes", d.writeBytes},
+             {"kernels", kernels},
+             {"passes", d.passes},
+             {"method", "cupti_range_profiler"},
+             {"l2", "cold"}};
+    } else {
+        t["reason"] = d.reason;
+    }
+    ev.res[protocol::kTrafficField] = t;
+    ev.endStage();
+}
+
 /// Sets the launch context kb.launch uses for as long as the candidate may run.
 struct LaunchScope {
     explicit LaunchScope(LaunchContext* c) { setLaunchContext(c); }
@@ -1784,6 +1862,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
             return ev.response();
         if (!traceStage(ev) || !timingStage(ev))
             return ev.response();
+        trafficStage(ev);
     } catch (const std::exception& e) {
         // torch's own errors (out of memory, a shape the reference rejects, …) anywhere past the load
         std::string msg = e.what();

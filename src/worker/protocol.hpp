@@ -16,6 +16,13 @@ namespace kwb::protocol {
 constexpr int kVersion = 1;
 constexpr std::size_t kMaxLineBytes = 16u << 20;
 
+/// `evaluate`'s request flag (a boolean, default false) and the response key it adds: the
+/// candidate's measured HBM traffic (docs/protocol.md §evaluate, "traffic"). The client spells
+/// them in src/core/protocol/evaluationresult.h; the golden pair 16_evaluate_profile_traffic ties
+/// the two spellings together.
+constexpr const char* kProfileTrafficField = "profile_traffic";
+constexpr const char* kTrafficField = "traffic";
+
 /// Reads one '\n'-terminated line from a file descriptor. Returns nullopt at EOF.
 /// A line longer than maxBytes is consumed up to its end and reported through *tooLong.
 class LineReader {

@@ -211,6 +211,55 @@ private Q_SLOTS:
         QVERIFY(!old.timing.samples);
     }
 
+    void trafficProfileDecodes()
+    {
+        // Issue 15: `traffic` (kTrafficKey) only where asked; profiled bytes, a failure's reason,
+        // and malformed records (a misspelt key, a profile without bytes) flagged, never measured.
+        QCOMPARE(QString::fromLatin1(kTrafficKey), QStringLiteral("traffic"));
+        QCOMPARE(QString::fromLatin1(kProfileTrafficKey), QStringLiteral("profile_traffic"));
+        const EvaluationResult none = decodeEvaluation(json(R"({"status":"correct"})"));
+        QVERIFY(!none.traffic);
+        QVERIFY(!none.measuredDramBytes());
+        QCOMPARE(formatTraffic(none.traffic), QString());
+
+        const EvaluationResult measured = decodeEvaluation(json(R"({"status":"correct","traffic":{"profiled":true,
+            "dram_bytes":8589934592,"dram_read_bytes":4294967296,"dram_write_bytes":4294967296,"kernels":1,"passes":1,
+            "method":"cupti_range_profiler","l2":"cold"}})"));
+        QVERIFY(measured.traffic);
+        QVERIFY(measured.traffic->profiled);
+        QCOMPARE(measured.measuredDramBytes().value_or(0), 8589934592.0);
+        QCOMPARE(measured.traffic->readBytes.value_or(0), 4294967296.0);
+        QCOMPARE(measured.traffic->kernels.value_or(0), 1);
+        QCOMPARE(measured.traffic->method, QStringLiteral("cupti_range_profiler"));
+        QCOMPARE(formatTraffic(measured.traffic), QStringLiteral("measured 8.59 GB of HBM traffic (1 kernel)"));
+
+        const EvaluationResult failed = decodeEvaluation(json(R"({"status":"correct","traffic":{"profiled":false,
+            "reason":"cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"}})"));
+        QVERIFY(failed.isCorrect()); // the verdict is the status's, whatever the profile did
+        QVERIFY(!failed.measuredDramBytes());
+        QCOMPARE(formatTraffic(failed.traffic),
+                 QStringLiteral("not profiled: cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"));
+
+        const EvaluationResult misspelt = decodeEvaluation(json(R"({"status":"correct","traffic":{"profiled":true,
+            "dram_byte":8589934592}})"));
+        QVERIFY(misspelt.traffic);
+        QVERIFY(!misspelt.measuredDramBytes());
+        QVERIFY2(misspelt.traffic->reason.contains(QLatin1String("unknown key \"dram_byte\"")), qPrintable(misspelt.traffic->reason));
+        for (const char* text : {R"({"status":"correct","traffic":{"profiled":true}})",
+                                 R"({"status":"correct","traffic":{"profiled":true,"dram_bytes":0}})",
+                                 R"({"status":"correct","traffic":{"profiled":true,"dram_bytes":"8e9"}})",
+                                 R"({"status":"correct","traffic":[8e9]})"}) {
+            const EvaluationResult e = decodeEvaluation(json(text));
+            QVERIFY2(e.traffic && !e.measuredDramBytes(), text);
+            QVERIFY2(e.traffic->reason.startsWith(QLatin1String("malformed traffic record")), text);
+        }
+        // The golden pair: asked on the CPU, correct, not profiled, with the reason.
+        const EvaluationResult golden16 = decodeEvaluation(golden(QStringLiteral("16_evaluate_profile_traffic.response.json")));
+        QVERIFY(golden16.isCorrect());
+        QVERIFY(golden16.traffic);
+        QVERIFY(!golden16.traffic->profiled);
+    }
+
     void supervisorFailureDecodes()
     {
         const EvaluationResult e = decodeEvaluation(failureResult(QStringLiteral("timeout"), QStringLiteral("no response")));

@@ -340,6 +340,63 @@ private Q_SLOTS:
         QCOMPARE(evaluations.at(1).worker, QStringLiteral("gpu-box:1"));
     }
 
+    void measuredTrafficKeptWithTheEvaluation()
+    {
+        // Issue 15: a schema-4 file (before dram_bytes) opens, migrates and keeps its rows (NULL:
+        // not profiled), including a result that already carries a profile (backfilled); new
+        // evaluations keep the profile's bytes; one not profiled, or whose profile failed, keeps none.
+        const QString path = dbPath();
+        QList<RunStore::Migration> upToFour = RunStore::migrations();
+        while (!upToFour.isEmpty() && upToFour.constLast().version > 4)
+            upToFour.removeLast();
+        QCOMPARE(upToFour.constLast().version, 4);
+        upToFour.last().statements
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L1/5', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L1/5', 1, 0, 'c', 'p', 1, '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (1, 1, 'correct', '{\"status\":\"correct\"}', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (2, 1, 'correct', "
+                              "'{\"status\":\"correct\",\"traffic\":{\"profiled\":true,\"dram_bytes\":8.6e9}}', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (3, 1, 'correct', 'not json', '2026-11-30T00:00:00.000Z')");
+        {
+            RunStore store;
+            QVERIFY2(store.open(path, upToFour), qPrintable(store.errorString()));
+        }
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+        QVERIFY(RunStore::schemaVersion() >= 5);
+
+        QJsonObject profiled = evaluation(QStringLiteral("correct"), 1.0, 0.0);
+        profiled.insert(QLatin1String(kTrafficKey),
+                        QJsonObject{{QStringLiteral("profiled"), true}, {QStringLiteral("dram_bytes"), 8589934592.0},
+                                    {QStringLiteral("dram_read_bytes"), 4294967296.0},
+                                    {QStringLiteral("dram_write_bytes"), 4294967296.0}, {QStringLiteral("kernels"), 1}});
+        QJsonObject failed = evaluation(QStringLiteral("correct"), 1.0, 0.0);
+        failed.insert(QLatin1String(kTrafficKey),
+                      QJsonObject{{QStringLiteral("profiled"), false},
+                                  {QStringLiteral("reason"), QStringLiteral("cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")}});
+        QVERIFY2(store.addEvaluation(1, profiled), qPrintable(store.errorString()));
+        QVERIFY2(store.addEvaluation(1, failed), qPrintable(store.errorString()));
+        QVERIFY2(store.addEvaluation(1, evaluation(QStringLiteral("correct"), 1.0, 0.0)), qPrintable(store.errorString()));
+
+        const QList<EvaluationRecord> e = store.evaluations(1);
+        QCOMPARE(e.size(), 6);
+        QVERIFY(!e.at(0).dramBytes);              // old row, no profile
+        QCOMPARE(e.at(1).dramBytes.value_or(0), 8.6e9); // old row whose result had one: backfilled
+        QVERIFY(!e.at(2).dramBytes);              // old row that is not JSON: left alone
+        QCOMPARE(e.at(3).dramBytes.value_or(0), 8589934592.0);
+        QCOMPARE(e.at(3).evaluation().measuredDramBytes().value_or(0), 8589934592.0);
+        QVERIFY(!e.at(4).dramBytes);
+        QVERIFY(e.at(4).evaluation().traffic);
+        QVERIFY(e.at(4).evaluation().traffic->reason.contains(QLatin1String("INSUFFICIENT_PRIVILEGES")));
+        QCOMPARE(e.at(4).status, QStringLiteral("correct")); // a failed profile is no candidate error
+        QVERIFY(!e.at(5).dramBytes);
+        QVERIFY(!e.at(5).evaluation().traffic);
+        QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
+    }
+
     void schemaOneFileKeepsItsBlocks()
     {
         // A file written before the echo (schema 1) holds blocks a client parsed: migrating keeps

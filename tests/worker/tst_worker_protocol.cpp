@@ -434,6 +434,34 @@ TEST_CASE("a whitespace-only or empty line gets a response")
     }
 }
 
+TEST_CASE("profile_traffic: a boolean; a failed profile is recorded, never the candidate's error")
+{
+    ProtocolWorker w;
+    checkBadRequest(w.request(evaluateWith("profile_traffic", "yes")), {"profile_traffic", "true or false"});
+    checkBadRequest(w.request(evaluateWith("profile_traffic", 1)), {"profile_traffic"});
+    // Not asked: no traffic key. Asked where it cannot be counted (the CPU): the verdict stands and
+    // the record says why not.
+    const json base = {{"type", "evaluate"}, {"task", "L1/5"}, {"answer", "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n"},
+                       {"device", "cpu"}, {"scale", "smoke"}, {"time", false}};
+    const json plain = w.request(base);
+    CHECK(plain["status"] == "correct");
+    CHECK(!plain.contains("traffic"));
+    json asked = base;
+    asked["profile_traffic"] = true;
+    const json r = w.request(asked);
+    CAPTURE(r.dump());
+    CHECK(r["status"] == "correct");
+    REQUIRE(r.contains("traffic"));
+    CHECK(r["traffic"]["profiled"] == false);
+    CHECK(r["traffic"].value("reason", "").find("CUDA device") != std::string::npos);
+    // A wrong answer is not profiled at all: the profile follows a correct verdict only.
+    json wrong = asked;
+    wrong["answer"] = "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * 2.0\n```\n";
+    const json bad = w.request(wrong);
+    CHECK(bad["status"] == "incorrect");
+    CHECK(!bad.contains("traffic"));
+}
+
 TEST_CASE("device values: an ordinal past the GPUs this worker sees, unknown names, non-strings")
 {
     ProtocolWorker w;

@@ -356,10 +356,11 @@ void RooflineChart::buildMarkers()
             continue;
         m_markers.append(RooflineMarker{i, RooflineMarker::Role::Reference, IntensityBasis::EagerUnfused, measured,
                                         QPointF(p.intensity, y(p.intensity, p.referenceGflops))});
-        if (p.candidateGflops)
-            m_markers.append(RooflineMarker{i, RooflineMarker::Role::Candidate,
-                                            p.candidateIntensity ? p.candidateBasis : IntensityBasis::EagerUnfused,
-                                            measured, QPointF(p.candidateX(), y(p.candidateX(), *p.candidateGflops))});
+        if (p.candidateGflops) {
+            const RooflinePoint::Placement at = p.candidatePlacement(measured);
+            m_markers.append(RooflineMarker{i, RooflineMarker::Role::Candidate, at.basis, measured,
+                                            QPointF(at.intensity, y(at.intensity, *p.candidateGflops))});
+        }
         // A time below the floor is drawn only where it was measured; at the one-kernel
         // intensity, the most generous placement, so a star above the roof is impossible by any
         // traffic model.
@@ -375,17 +376,18 @@ void RooflineChart::buildMarkers()
 void RooflineChart::rebuildPoints()
 {
     QChart* c = chart();
-    // Series by (level, role, measured), levels in order.
-    std::map<std::tuple<int, int, bool>, QList<int>> groups;
+    // Series by (level, role, measured, traffic measured), levels in order: a candidate placed by
+    // its measured traffic has a series (and a legend entry) of its own.
+    std::map<std::tuple<int, int, bool, bool>, QList<int>> groups;
     for (int m = 0; m < m_markers.size(); ++m) {
         const RooflineMarker& mk = m_markers.at(m);
         const int level = m_points.at(mk.point).level;
         groups[{mk.role == RooflineMarker::Role::NotCounted ? 9 : (level >= 1 && level <= 3 ? level : 0),
-                static_cast<int>(mk.role), !mk.measured}]
+                static_cast<int>(mk.role), !mk.measured, mk.basis == IntensityBasis::Measured}]
             .append(m);
     }
     for (const auto& [key, indices] : groups) {
-        const auto [level, roleInt, analytic] = key;
+        const auto [level, roleInt, analytic, trafficMeasured] = key;
         const auto role = static_cast<RooflineMarker::Role>(roleInt);
         const bool candidate = role == RooflineMarker::Role::Candidate;
         auto* s = new QScatterSeries;
@@ -397,18 +399,25 @@ void RooflineChart::rebuildPoints()
             s->setColor(QColor(0xc0, 0x39, 0x2b));
             s->setPen(QPen(QColor(0x7b, 0x24, 0x1c), 1.0));
         } else {
-            const QString roleName = candidate ? QStringLiteral("best candidate") : QStringLiteral("eager reference");
+            // A candidate's legend entry says which intensity places it: measured HBM traffic
+            // (a profile exists) or the analytic model of what it launched.
+            const QString roleName = !candidate         ? QStringLiteral("eager reference")
+                                     : trafficMeasured ? QStringLiteral("best candidate, measured traffic")
+                                                       : QStringLiteral("best candidate, analytic traffic");
             s->setName(analytic ? QStringLiteral("%1 %2 (analytic: attainable on this GPU)").arg(levelName(level), roleName)
                                 : QStringLiteral("%1 %2").arg(levelName(level), roleName));
-            s->setObjectName(QStringLiteral("%1:%2:%3")
+            s->setObjectName(QStringLiteral("%1:%2:%3%4")
                                  .arg(analytic ? QStringLiteral("analytic") : QStringLiteral("points"), levelName(level),
-                                      candidate ? QStringLiteral("candidate") : QStringLiteral("reference")));
+                                      candidate ? QStringLiteral("candidate") : QStringLiteral("reference"),
+                                      trafficMeasured ? QStringLiteral(":measured-traffic") : QString()));
             s->setMarkerShape(shapeForLevel(level));
             s->setMarkerSize(kMarkerSize);
             const QColor color = candidate ? candidateColor() : referenceColor();
-            // Measured candidates are filled; analytic markers are hollow and dashed.
+            // Measured candidates are filled; analytic markers are hollow and dashed; a candidate
+            // placed by measured traffic has a dark ring.
             s->setColor(candidate && !analytic ? color : QColor(Qt::white));
-            s->setPen(QPen(candidate ? color.darker(130) : color, 1.6, analytic ? Qt::DotLine : Qt::SolidLine));
+            s->setPen(trafficMeasured ? QPen(QColor(0x1b, 0x26, 0x31), 2.4)
+                                      : QPen(candidate ? color.darker(130) : color, 1.6, analytic ? Qt::DotLine : Qt::SolidLine));
         }
         QList<PointRef> refs;
         for (int m : indices) {
@@ -639,8 +648,9 @@ QString RooflineChart::placementNote() const
     if (!any || !m_roofs.isValid())
         return QString();
     if (elsewhere.isEmpty())
-        return QStringLiteral("Measured on this GPU; reference at the eager (op by op) intensity, candidates at the "
-                              "intensity of what they launched (analytic traffic model, see each tooltip)");
+        return QStringLiteral("Measured on this GPU; reference at the eager (op by op) intensity, candidates at "
+                              "their measured HBM traffic where profiled (dark ring), else at the intensity of what "
+                              "they launched (analytic traffic model, see each tooltip)");
     return QStringLiteral("Times measured on %1 are not drawn against these roofs: each task is placed where the %2 "
                           "roofs put it at its analytic intensity (hollow markers on the roof; no time rescaled)")
         .arg(elsewhere.join(QStringLiteral(", ")), m_roofs.name);
@@ -681,7 +691,20 @@ QString RooflineChart::markerToolTip(int marker) const
     if (mk.role == RooflineMarker::Role::Candidate) {
         if (mk.measured)
             lines << QStringLiteral("%1× the reference's GFLOP/s").arg(QString::number(y / p.referenceGflops, 'f', 2));
-        if (p.candidateIntensity)
+        // Which intensity places it, and the other one where both exist.
+        if (mk.basis == IntensityBasis::Measured) {
+            lines << QStringLiteral("measured: %1 GB of HBM traffic (CUPTI DRAM counters, one call, cold L2)")
+                         .arg(QString::number(p.candidateMeasuredBytes.value_or(0) / 1e9, 'g', 4));
+            lines << QStringLiteral("analytic %1: %2").arg(intensityText(p.candidateX()),
+                                                           intensityBasisText(p.candidateIntensity ? p.candidateBasis
+                                                                                                   : IntensityBasis::EagerUnfused));
+        } else if (p.candidateMeasuredIntensity) {
+            lines << QStringLiteral("analytic here: its measured traffic (%1) belongs to %2")
+                         .arg(intensityText(*p.candidateMeasuredIntensity), p.measuredOn.toHtmlEscaped());
+        } else {
+            lines << QStringLiteral("analytic: no traffic profile of this candidate (kwb eval --profile-traffic)");
+        }
+        if (p.candidateIntensity || mk.basis == IntensityBasis::Measured)
             lines << QStringLiteral("reference intensity %1").arg(intensityText(p.intensity));
     }
     if (mk.role == RooflineMarker::Role::NotCounted)

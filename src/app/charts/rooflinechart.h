@@ -54,8 +54,27 @@ struct RooflinePoint
     /// when it is faster than the counted one: its GFLOP/s and why it is not counted.
     std::optional<double> notCountedGflops;
     QString notCountedWhy;
+    /// HBM bytes a profile of the best candidate measured on `measuredOn` (CUPTI's DRAM counters,
+    /// the evaluation's `traffic`), and FLOPs / those bytes; empty: not profiled.
+    std::optional<double> candidateMeasuredBytes;
+    std::optional<double> candidateMeasuredIntensity;
 
     double candidateX() const { return candidateIntensity.value_or(intensity); }
+
+    /// Where the best candidate is placed, and by which intensity: at its measured traffic where a
+    /// profile exists and the chart draws the GPU it was measured on (`onMeasuringGpu`); otherwise
+    /// at the analytic model its kernels imply (on another GPU's roofs every marker is analytic).
+    struct Placement
+    {
+        double intensity = 0;
+        IntensityBasis basis = IntensityBasis::EagerUnfused;
+    };
+    Placement candidatePlacement(bool onMeasuringGpu) const
+    {
+        if (onMeasuringGpu && candidateMeasuredIntensity)
+            return {*candidateMeasuredIntensity, IntensityBasis::Measured};
+        return {candidateX(), candidateIntensity ? candidateBasis : IntensityBasis::EagerUnfused};
+    }
 };
 
 /// One marker as the chart places it: the chart's model, for tests and tooltips.

@@ -119,6 +119,55 @@ ProfileSettings decodeProfileSettings(const QJsonObject& p)
     return s;
 }
 
+TrafficProfile decodeTraffic(const QJsonValue& value)
+{
+    TrafficProfile t;
+    if (!value.isObject()) {
+        t.reason = QStringLiteral("malformed traffic record (not an object)");
+        return t;
+    }
+    const QJsonObject o = value.toObject();
+    // The record's whole vocabulary: a misspelt key would otherwise read as a missing number.
+    static const QStringList kKeys{QStringLiteral("profiled"),         QStringLiteral("dram_bytes"),
+                                   QStringLiteral("dram_read_bytes"),  QStringLiteral("dram_write_bytes"),
+                                   QStringLiteral("kernels"),          QStringLiteral("passes"),
+                                   QStringLiteral("method"),           QStringLiteral("l2"),
+                                   QStringLiteral("reason")};
+    for (auto it = o.begin(); it != o.end(); ++it)
+        if (!kKeys.contains(it.key())) {
+            t.reason = QStringLiteral("malformed traffic record (unknown key \"%1\")").arg(it.key());
+            return t;
+        }
+    t.reason = str(o, "reason");
+    t.method = str(o, "method");
+    t.readBytes = optNumber(o, "dram_read_bytes");
+    t.writeBytes = optNumber(o, "dram_write_bytes");
+    t.kernels = optInt(o, "kernels");
+    t.passes = optInt(o, "passes");
+    if (!flag(o, "profiled"))
+        return t;
+    const double bytes = positive(at(o, "dram_bytes"));
+    if (!(bytes > 0)) {
+        t.reason = QStringLiteral("malformed traffic record (profiled without positive dram_bytes)");
+        return t;
+    }
+    t.profiled = true;
+    t.dramBytes = bytes;
+    return t;
+}
+
+QString formatTraffic(const std::optional<TrafficProfile>& traffic)
+{
+    if (!traffic)
+        return {};
+    if (!traffic->profiled)
+        return QStringLiteral("not profiled: %1").arg(traffic->reason.isEmpty() ? QStringLiteral("no reason given") : traffic->reason);
+    QString text = QStringLiteral("measured %1 GB of HBM traffic").arg(traffic->dramBytes / 1e9, 0, 'g', 3);
+    if (traffic->kernels)
+        text += *traffic->kernels == 1 ? QStringLiteral(" (1 kernel)") : QStringLiteral(" (%1 kernels)").arg(*traffic->kernels);
+    return text;
+}
+
 QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& interval, int decimals)
 {
     if (std::isnan(speedup))
@@ -201,6 +250,8 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         e.candidate = CandidateEcho{str(c, "cuda"), str(c, "python"), strings(c, "kernels"), str(c, "source_hash"),
                                     integer(c, "cuda_line"), integer(c, "python_line")};
     }
+    if (r.contains(QLatin1String(kTrafficKey)))
+        e.traffic = decodeTraffic(at(r, kTrafficKey));
     e.flags = strings(r, "flags");
     return e;
 }

@@ -18,6 +18,26 @@
 
 namespace kwb {
 
+/// `evaluate`'s request flag (a boolean, default false) that asks for the candidate's measured HBM
+/// traffic, and the response key that carries it (docs/protocol.md §evaluate, "traffic"). The one
+/// client spelling; the worker's is in src/worker/protocol.hpp, and the golden pair
+/// tests/protocol/16_evaluate_profile_traffic holds both to the same words.
+inline constexpr char kProfileTrafficKey[] = "profile_traffic";
+inline constexpr char kTrafficKey[] = "traffic";
+
+/// `traffic`: the HBM bytes one call of a correct candidate moved (CUPTI's DRAM counters), or why
+/// it was not profiled. A record that breaks the format (an unknown key, a profiled record without
+/// positive dram_bytes) decodes as not profiled, with the reason naming the fault.
+struct TrafficProfile
+{
+    bool profiled = false;
+    double dramBytes = 0; ///< read + write; > 0 where profiled
+    std::optional<double> readBytes, writeBytes;
+    std::optional<int> kernels, passes;
+    QString method; ///< "cupti_range_profiler"
+    QString reason; ///< why not profiled
+};
+
 /// `format_error`: the answer breaks docs/candidate-format.md.
 struct FormatErrorInfo
 {
@@ -152,6 +172,8 @@ struct EvaluationResult
     bool workerHealthy = true;
     QString referenceOutputsOn; ///< "device", "host" or empty
     std::optional<CandidateEcho> candidate;
+    /// `traffic`: present only where the request asked for it (profile_traffic).
+    std::optional<TrafficProfile> traffic;
     /// `flags`: warnings that leave the status as it is ("below_roofline_floor",
     /// "speedup_over_10x", …; docs/protocol.md §evaluate).
     QStringList flags;
@@ -177,6 +199,11 @@ struct EvaluationResult
     std::optional<double> positiveSpeedup() const;
     /// The interval of the speed-up that counts (trustedSpeedup()): none without one.
     std::optional<SpeedupInterval> trustedSpeedupInterval() const;
+    /// The HBM bytes a profile of the candidate measured (read + write), where one exists.
+    std::optional<double> measuredDramBytes() const
+    {
+        return traffic && traffic->profiled ? std::optional<double>(traffic->dramBytes) : std::nullopt;
+    }
     /// The reason in the message, else that of an `ok: false` response.
     QString messageOrError() const { return message.isEmpty() ? errorMessage : message; }
 };
@@ -189,6 +216,10 @@ QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& inte
 /// empty where the response says nothing of its method (a worker before issue 13).
 QString formatTimingMethod(const TimingInfo& timing);
 
+/// "measured 8.59 GB of HBM traffic (1 kernel, CUPTI)", "not profiled: <reason>"; empty where no
+/// profile was asked for.
+QString formatTraffic(const std::optional<TrafficProfile>& traffic);
+
 /// What the store keeps for a request that ended without a response: {"status", "message"}.
 QJsonObject failureResult(const QString& status, const QString& message);
 
@@ -197,5 +228,7 @@ EvaluationResult decodeEvaluation(const QJsonObject& response);
 /// The body of a `compile` response (`ok_compile`, `log`, `arch`, `ms`, `kernels`, …).
 CompileInfo decodeCompile(const QJsonObject& response);
 ProfileSettings decodeProfileSettings(const QJsonObject& profile);
+/// The value of `traffic` (kTrafficKey), decoded; see TrafficProfile for malformed records.
+TrafficProfile decodeTraffic(const QJsonValue& traffic);
 
 } // namespace kwb

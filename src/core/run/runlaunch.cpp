@@ -3,6 +3,7 @@
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/gpulease.h"
 #include "core/model/llmclient.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/workerlauncher.h"
@@ -280,6 +281,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.promptsDir = request.promptsDir;
     plan.answerFormat = request.answerFormat;
     plan.compileOnly = request.compileOnly;
+    plan.profileTraffic = request.profileTraffic;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     if (request.contextTokens < 0 || request.maxOutputTokens < 1)
         return failWith(QStringLiteral("context tokens must be 0 (no check) or more, max output tokens at least 1"));
@@ -372,6 +374,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
         return failWith(QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(plan.answerFormat));
     plan.resumeRunId = run.id;
     plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
+    plan.profileTraffic = extra.value(QLatin1String(kProfileTrafficKey)).toBool(false);
     plan.pauseGenerationWhileTiming =
         extra.value(QLatin1String("pause_generation_while_timing")).toBool(isLocalEndpoint(plan.endpoint));
     // Runs stored before the budget existed ran without max_tokens and unchecked: they resume so.
@@ -458,6 +461,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
                     {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
                     {QStringLiteral("answer_format"), plan.answerFormat},
                     {QStringLiteral("compile_only"), plan.compileOnly},
+                    {QLatin1String(kProfileTrafficKey), plan.profileTraffic},
                     {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming},
                     {QStringLiteral("context_tokens"), plan.contextTokens},
                     {QStringLiteral("max_output_tokens"), plan.maxOutputTokens}};
@@ -504,6 +508,8 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan)
         options.insert(QStringLiteral("timing_trials"), plan.timingTrials);
     if (plan.compileOnly) // stops after the sandbox check, even where a GPU exists (docs/protocol.md)
         options.insert(QStringLiteral("device"), QStringLiteral("none"));
+    if (plan.profileTraffic)
+        options.insert(QLatin1String(kProfileTrafficKey), true);
     return options;
 }
 

@@ -127,6 +127,8 @@ struct RunRequest
     QString answerFormat = defaults::answerFormat();
     /// Evaluate with "device" "none": compile and sandbox check only, for a machine without a GPU.
     bool compileOnly = false;
+    /// Every evaluate request asks for the candidate's measured HBM traffic (`profile_traffic`).
+    bool profileTraffic = false;
     /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
     /// endpoint is on this machine (isLocalEndpoint), where the model server may share the GPU.
     std::optional<bool> pauseGenerationWhileTiming;
@@ -165,6 +167,7 @@ struct RunPlan
     QString answerFormat = defaults::answerFormat(); ///< stored as `answer_format`
     qint64 resumeRunId = 0; ///< 0: a new run
     bool compileOnly = false;                ///< stored as `compile_only`
+    bool profileTraffic = false;             ///< stored as `profile_traffic`, sent with every evaluate
     bool pauseGenerationWhileTiming = false; ///< stored as `pause_generation_while_timing`
     int contextTokens = 0;   ///< stored as `context_tokens` (0: not checked)
     int maxOutputTokens = 0; ///< stored as `max_output_tokens`, sent as max_tokens (0: not sent)

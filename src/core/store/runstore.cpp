@@ -261,6 +261,17 @@ QList<RunStore::Migration> RunStore::migrations()
          {
              QStringLiteral("ALTER TABLE evaluations ADD COLUMN worker TEXT"),
          }},
+        // Issue 15: the HBM bytes (read + write) a profile of the candidate measured (the
+        // result's `traffic.dram_bytes`, docs/protocol.md); NULL where none was asked for or it
+        // failed. Rows written before carry no profile, but any result that has one fills it.
+        {5,
+         {
+             QStringLiteral("ALTER TABLE evaluations ADD COLUMN dram_bytes REAL"),
+             QStringLiteral("UPDATE evaluations SET dram_bytes = json_extract(result, '$.traffic.dram_bytes')"
+                            " WHERE CASE WHEN json_valid(result) THEN"
+                            " json_extract(result, '$.traffic.profiled') = 1"
+                            " AND json_extract(result, '$.traffic.dram_bytes') > 0 ELSE 0 END"),
+         }},
     };
 }
 
@@ -578,7 +589,7 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
     }
     QSqlQuery query(db);
     query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created,"
-                                 " worker) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+                                 " worker, dram_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     query.addBindValue(candidateId);
     query.addBindValue(status);
     query.addBindValue(optionalValue(speedup));
@@ -587,6 +598,7 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
     query.addBindValue(nowText());
     const QString worker = result.value(QLatin1String("worker")).toString(); // EvaluationQueue's "where it ran"
     query.addBindValue(worker.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(worker));
+    query.addBindValue(optionalValue(decoded.measuredDramBytes()));
     bool ok = execOrFail(query, QStringLiteral("add evaluation"));
     const qint64 evaluationId = query.lastInsertId().toLongLong();
     if (ok && decoded.candidate) {
@@ -709,7 +721,7 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
     query.setForwardOnly(true);
     query.prepare(QStringLiteral(
         "SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
-        "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker"
+        "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker, e.dram_bytes"
         " FROM evaluations e"
         " JOIN candidates c ON c.id = e.candidate_id"
         " JOIN responses r ON r.id = c.response_id"
@@ -735,6 +747,7 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
         record.result = jsonObject(query.value(11).toString());
         record.created = parseTime(query.value(12).toString());
         record.worker = query.value(13).toString();
+        record.dramBytes = optionalDouble(query.value(14));
         list.append(record);
     }
     return list;

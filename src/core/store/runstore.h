@@ -142,6 +142,9 @@ struct EvaluationRecord
     QJsonObject result; ///< the whole evaluate response (or the supervisor's failure)
     QDateTime created;  ///< UTC
     QString worker;     ///< where it ran ("local:0", "gpu-box:1"; workertarget.h); empty: not recorded (schema < 4)
+    /// HBM bytes a profile of the candidate measured (EvaluationResult::measuredDramBytes(), the
+    /// `dram_bytes` column, schema 5); empty: not profiled.
+    std::optional<double> dramBytes;
 
     /// The result, decoded (core/protocol/evaluationresult.h).
     EvaluationResult evaluation() const { return decodeEvaluation(result); }

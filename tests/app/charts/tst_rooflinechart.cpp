@@ -205,6 +205,68 @@ private Q_SLOTS:
         QCOMPARE(chart.viewportPosition(0, true), QPoint(-1, -1));
     }
 
+    void candidatePlacedByMeasuredTrafficWhereProfiled()
+    {
+        // Issue 15: a candidate with a traffic profile is placed at FLOPs / measured bytes and
+        // marked "measured" (its own legend entry, its tooltip); one without stays at the analytic
+        // model its kernels imply, marked "analytic"; on another GPU's roofs both are analytic.
+        QList<RooflinePoint> points = studyPoints();
+        RooflinePoint profiled = point(QStringLiteral("L2/2"), 2, 0.5, 150.0);
+        profiled.candidateGflops = 450.0;
+        profiled.candidateIntensity = 2.0;
+        profiled.candidateBasis = IntensityBasis::OneKernel;
+        profiled.candidateMeasuredBytes = 3.0e9;
+        profiled.candidateMeasuredIntensity = 1.25; // more bytes than the one-kernel model
+        points.append(profiled);
+
+        // The choice itself.
+        QCOMPARE(profiled.candidatePlacement(true).basis, IntensityBasis::Measured);
+        QCOMPARE(profiled.candidatePlacement(true).intensity, 1.25);
+        QCOMPARE(profiled.candidatePlacement(false).basis, IntensityBasis::OneKernel);
+        QCOMPARE(profiled.candidatePlacement(false).intensity, 2.0);
+        QCOMPARE(points[1].candidatePlacement(true).basis, IntensityBasis::OneKernel);
+        QCOMPARE(points[0].candidatePlacement(true).basis, IntensityBasis::EagerUnfused);
+
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(points);
+        QChart* c = chart.chart();
+        QXYSeries* measured = seriesNamed(c, QStringLiteral("points:L2:candidate:measured-traffic"));
+        QVERIFY(measured);
+        QCOMPARE(measured->points(), QList<QPointF>{QPointF(1.25, 450.0)});
+        QVERIFY2(measured->name().contains(QLatin1String("measured traffic")), qPrintable(measured->name()));
+        QXYSeries* analytic = seriesNamed(c, QStringLiteral("points:L2:candidate"));
+        QCOMPARE(analytic->points(), QList<QPointF>{QPointF(2.0, 600.0)});
+        QVERIFY2(analytic->name().contains(QLatin1String("analytic traffic")), qPrintable(analytic->name()));
+        bool found = false;
+        for (const RooflineMarker& mk : chart.markers())
+            if (mk.point == 2 && mk.role == RooflineMarker::Role::Candidate) {
+                found = true;
+                QCOMPARE(mk.basis, IntensityBasis::Measured);
+                QCOMPARE(mk.at, QPointF(1.25, 450.0));
+            }
+        QVERIFY(found);
+        QCOMPARE(chart.arrows().at(1).second, QPointF(1.25, 450.0));
+
+        const QString tipMeasured = chart.toolTipText(2, true);
+        QVERIFY2(tipMeasured.contains(QLatin1String("intensity 1.25 FLOP/B: measured HBM traffic")), qPrintable(tipMeasured));
+        QVERIFY2(tipMeasured.contains(QLatin1String("measured: 3 GB of HBM traffic")), qPrintable(tipMeasured));
+        QVERIFY2(tipMeasured.contains(QLatin1String("analytic 2.00 FLOP/B: one kernel (analytic)")), qPrintable(tipMeasured));
+        const QString tipAnalytic = chart.toolTipText(1, true);
+        QVERIFY2(tipAnalytic.contains(QLatin1String("intensity 2.00 FLOP/B: one kernel (analytic)")), qPrintable(tipAnalytic));
+        QVERIFY2(tipAnalytic.contains(QLatin1String("no traffic profile")), qPrintable(tipAnalytic));
+        QVERIFY(chart.placementNote().contains(QLatin1String("measured HBM traffic")));
+
+        // Another GPU's roofs: analytic placement for every marker, the measured bytes named as
+        // the measuring GPU's.
+        chart.setRoofs(*findGpu(QStringLiteral("h200-sxm-141gb")));
+        QVERIFY(!seriesNamed(c, QStringLiteral("analytic:L2:candidate:measured-traffic")));
+        for (const RooflineMarker& mk : chart.markers())
+            QVERIFY(mk.basis != IntensityBasis::Measured);
+        const QString elsewhere = chart.toolTipText(2, true);
+        QVERIFY2(elsewhere.contains(QLatin1String("its measured traffic (1.25 FLOP/B) belongs to NVIDIA V100")), qPrintable(elsewhere));
+    }
+
     void toolTips()
     {
         RooflineChart chart;

@@ -145,6 +145,48 @@ private Q_SLOTS:
         QVERIFY(p.notCountedGflops && *p.notCountedGflops > *p.candidateGflops);
     }
 
+    // Issue 15: the best candidate's traffic profile (stored with its evaluation) gives the
+    // measured intensity FLOPs / measured bytes; a best candidate without one has none.
+    void measuredTrafficOfTheBestCandidate()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("t.db"))));
+        const QJsonObject config{{QStringLiteral("gpu"), kwb::test::h200Device()},
+                                 {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
+                                                                        {QStringLiteral("n"), 2},
+                                                                        {QStringLiteral("ablated"), QJsonArray()}}}};
+        const qint64 run = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config).value_or(0);
+        const QJsonArray own{QJsonObject{{QStringLiteral("name"), QStringLiteral("fused")}, {QStringLiteral("calls"), 1},
+                                         {QStringLiteral("time_ns"), 5e5}, {QStringLiteral("custom"), true}}};
+        const double bytes = 2.5e9;
+        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 8.51, 1, QStringLiteral("k"),
+                                QJsonObject{{QStringLiteral("kernels"), own},
+                                            {QLatin1String(kTrafficKey), QJsonObject{{QStringLiteral("profiled"), true},
+                                                                                     {QStringLiteral("dram_bytes"), bytes},
+                                                                                     {QStringLiteral("kernels"), 1}}}});
+        kwb::test::addCandidate(store, run, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"), 2.67, 2.60, 1, QStringLiteral("k"),
+                                QJsonObject{{QStringLiteral("kernels"), own},
+                                            {QLatin1String(kTrafficKey), QJsonObject{{QStringLiteral("profiled"), false},
+                                                                                     {QStringLiteral("reason"), QStringLiteral("no permission")}}}});
+        const QHash<QString, TaskTimes> times = taskTimesFromStore(store);
+        QCOMPARE(times.value(QStringLiteral("L2/1")).bestDramBytes.value_or(0), bytes);
+        QVERIFY(!times.value(QStringLiteral("L1/1")).bestDramBytes);
+
+        const TaskInfo l21 = analysedTask(QStringLiteral("L2/1")), l11 = analysedTask(QStringLiteral("L1/1"));
+        const QList<RooflinePoint> points = rooflinePoints({l11, l21}, times);
+        QCOMPARE(points.size(), 2);
+        const RooflinePoint& measured = points[1];
+        const double flops = trafficModel(l21.analysis).flops;
+        QCOMPARE(measured.candidateMeasuredBytes.value_or(0), bytes);
+        QVERIFY(qAbs(measured.candidateMeasuredIntensity.value_or(0) - flops / bytes) < 1e-9 * flops / bytes);
+        QCOMPARE(measured.candidatePlacement(true).basis, IntensityBasis::Measured);
+        QCOMPARE(measured.candidatePlacement(false).basis, IntensityBasis::OneKernel); // analytic elsewhere
+        const RooflinePoint& analytic = points[0];
+        QVERIFY(!analytic.candidateMeasuredIntensity);
+        QVERIFY(analytic.candidatePlacement(true).basis != IntensityBasis::Measured);
+    }
+
     void candidates()
     {
         const QList<CandidateEntry> entries = candidatesOfTask(m_store, QStringLiteral("L2/1"));

@@ -1,0 +1,110 @@
+// GPU test (label gpu), issue 15: the measured HBM traffic of reference candidates on a real
+// worker (`profile_traffic`, CUPTI's DRAM counters, docs/protocol.md §evaluate "traffic"). For
+// each candidate: the verdict is the same with and without the profile; the profile counted
+// bytes, and they lie within the stated factor of the task's minimal bytes (analyze's
+// bytes_fused: inputs and parameters read once, the output written once).
+//   L1/5 reference/L1_05.md: one streaming kernel over 8.6 GB, far more than the L2: the counters
+//     must see the minimum, within [0.95, 1.1]x (1.001x on the H200, 2026-12-01).
+//   L2/1 reference/L2_01.md: cuDNN's convolution and one fused epilogue kernel (3 kernels): the
+//     conv writes its 1 GB output and the epilogue reads it back and writes the result, so well
+//     above the one-kernel minimum: [1.5, 5]x (3.65x on the H200, 2026-12-01: read 2.63 GB,
+//     written 3.13 GB against 1.58 GB).
+// KWB_GPU_TRAFFIC=TASK:FILE:LOW:HIGH[,…] replaces the list. Exits 77 (skipped) without a CUDA device.
+#include "worker_client.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+using json = nlohmann::json;
+using kwb::test::readFile;
+using kwb::test::WorkerClient;
+
+namespace {
+int failures = 0;
+void check(bool ok, const std::string& what, const json& detail = json())
+{
+    std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what.c_str(), ok || detail.is_null() ? "" : ("  " + detail.dump()).c_str());
+    failures += !ok;
+}
+double num(const json& j, const char* key)
+{
+    return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : -1.0;
+}
+struct Case {
+    std::string task, file;
+    double low = 0, high = 0;
+};
+std::vector<Case> cases()
+{
+    const char* env = std::getenv("KWB_GPU_TRAFFIC");
+    if (!env || !*env)
+        return {{"L1/5", "reference/L1_05.md", 0.95, 1.1}, {"L2/1", "reference/L2_01.md", 1.5, 5.0}};
+    std::vector<Case> list;
+    std::stringstream all(env);
+    for (std::string item; std::getline(all, item, ',');) {
+        std::stringstream parts(item);
+        Case c;
+        std::string low, high;
+        std::getline(parts, c.task, ':');
+        std::getline(parts, c.file, ':');
+        std::getline(parts, low, ':');
+        std::getline(parts, high, ':');
+        c.low = std::atof(low.c_str());
+        c.high = std::atof(high.c_str());
+        list.push_back(c);
+    }
+    return list;
+}
+} // namespace
+
+int main()
+{
+    const std::string src = KWB_SOURCE_DIR;
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
+    std::string err;
+    if (!worker.start(&err)) {
+        std::cerr << "cannot start the worker: " << err << "\n";
+        return 1;
+    }
+    auto hello = worker.request({{"type", "hello"}}, 60);
+    if (hello.response.value("cuda_device_count", 0) == 0 || hello.response.value("driver", std::string()) != "ok") {
+        std::cout << "SKIP: no CUDA device\n";
+        return 77;
+    }
+    const json device = worker.request({{"type", "device"}}, 60).response;
+    std::printf("device: %s, L2 %.0f MB\n", device.value("name", std::string("?")).c_str(), num(device, "l2_bytes") / 1e6);
+    for (const Case& c : cases()) {
+        const std::string answer = readFile(src + "/tests/fixtures/candidates/" + c.file);
+        const json analysis = worker.request({{"type", "analyze"}, {"task", c.task}, {"scale", "full"}}, 120).response;
+        const double minimal = num(analysis, "bytes_fused");
+        check(minimal > 0, c.task + ": analyze gives the minimal bytes", analysis.value("error", json()));
+        const json base = {{"type", "evaluate"}, {"task", c.task}, {"answer", answer}, {"timing_trials", 20}};
+        json asked = base;
+        asked["profile_traffic"] = true;
+        const json plain = worker.request(base, 300).response;
+        const json r = worker.request(asked, 300).response;
+        const json t = r.value("traffic", json::object());
+        const double bytes = num(t, "dram_bytes");
+        std::printf("%s %s: status %s (without the profile: %s), traffic %s\n  measured %.4g B (read %.4g, write %.4g), "
+                    "%.0f kernels, %.0f passes; minimal %.4g B: %.3fx (allowed [%.2f, %.2f]); traffic stage %.0f ms\n",
+                    c.task.c_str(), c.file.c_str(), r.value("status", std::string("?")).c_str(),
+                    plain.value("status", std::string("?")).c_str(), t.dump().substr(0, 300).c_str(), bytes,
+                    num(t, "dram_read_bytes"), num(t, "dram_write_bytes"), num(t, "kernels"), num(t, "passes"), minimal,
+                    minimal > 0 ? bytes / minimal : -1.0, c.low, c.high, num(r.value("stage_ms", json()), "traffic"));
+        check(plain.value("status", std::string()) == "correct", c.task + ": correct without the profile", plain.value("message", json()));
+        check(r.value("status", std::string()) == plain.value("status", std::string()), c.task + ": the profile leaves the verdict");
+        check(!plain.contains("traffic"), c.task + ": no traffic key where none was asked for");
+        check(t.value("profiled", false), c.task + ": profiled", t);
+        check(num(t, "kernels") >= 1, c.task + ": kernels counted");
+        check(std::abs(num(t, "dram_read_bytes") + num(t, "dram_write_bytes") - bytes) <= 1e-6 * bytes,
+              c.task + ": dram_bytes = read + write");
+        check(minimal > 0 && bytes >= c.low * minimal && bytes <= c.high * minimal,
+              c.task + ": measured bytes within the stated factor of the minimal bytes", t);
+    }
+    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
