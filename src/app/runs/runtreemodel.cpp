@@ -464,6 +464,8 @@ Qt::ItemFlags RunTreeModel::flags(const QModelIndex& index) const
 
 QVariant RunTreeModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::TextAlignmentRole && section >= SpeedupColumn)
+        return int(Qt::AlignRight | Qt::AlignVCenter); // over their right-aligned numbers
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractItemModel::headerData(section, orientation, role);
     switch (section) {
