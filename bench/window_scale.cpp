@@ -6,10 +6,13 @@
 //   - the longest event-loop stall while a run streams into that database (goal < 100 ms): a
 //     5 ms timer's largest gap while a zero-shot run over 10 tasks streams its answers from a
 //     scripted OpenAI-compatible server and the fake worker evaluates them; the Monitor follows.
+// Beside the wall-clock numbers, the GUI thread's own CPU time (CLOCK_THREAD_CPUTIME_ID) for the
+// open and the largest between two ticks: on a shared host the wall clock also counts other
+// processes' turns. --trace-ms N lists every event that took N ms or longer on stderr.
 // Prints a Markdown report (machine, commit, date, numbers) to stdout. Not a test: numbers, no
 // pass/fail. Run under QT_QPA_PLATFORM=offscreen or Xvfb (xvfb-run).
 //
-//   kwb-bench-window-scale [--db PATH] [--rebuild]
+//   kwb-bench-window-scale [--db PATH] [--rebuild] [--trace-ms N]
 
 #include "app/mainwindow.h"
 #include "app/runs/launchpage.h"
@@ -34,6 +37,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <ctime>
 
 using namespace kwb;
 
@@ -178,6 +182,46 @@ bool buildDatabase(const QString& path, double* seconds)
     return true;
 }
 
+/// CPU time of the calling thread, in ms: what the GUI thread itself spent, whatever else the
+/// machine ran meanwhile (wall-clock gaps on a shared host also count other processes' turns).
+double threadCpuMs()
+{
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/// With --trace-ms N: every top-level event whose handling took N ms or longer of wall clock, on
+/// stderr with the GUI thread's CPU time for it (receiver class, object name, event type), to
+/// find what stalls the GUI thread.
+class TracingApplication : public QApplication
+{
+public:
+    using QApplication::QApplication;
+    int traceMs = -1;
+    bool notify(QObject* receiver, QEvent* event) override
+    {
+        if (traceMs < 0 || m_depth > 0)
+            return QApplication::notify(receiver, event);
+        ++m_depth;
+        QElapsedTimer t;
+        t.start();
+        const double cpu0 = threadCpuMs();
+        const QEvent::Type type = event->type(); // the event may be gone after delivery
+        const QByteArray cls = receiver->metaObject()->className();
+        const QString name = receiver->objectName();
+        const bool result = QApplication::notify(receiver, event);
+        --m_depth;
+        if (t.elapsed() >= traceMs)
+            std::fprintf(stderr, "slow event: %lld ms (%.0f ms CPU), %s '%s', event type %d\n", qlonglong(t.elapsed()),
+                         threadCpuMs() - cpu0, cls.constData(), qPrintable(name), int(type));
+        return result;
+    }
+
+private:
+    int m_depth = 0;
+};
+
 /// Paint events of one widget, counted.
 class PaintWatch : public QObject
 {
@@ -213,15 +257,19 @@ QString cpuName()
 
 int main(int argc, char** argv)
 {
-    QApplication app(argc, argv);
+    TracingApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("kwb-bench-window-scale"));
     QStandardPaths::setTestModeEnabled(true); // settings out of the user's
     QCommandLineParser parser;
     parser.addOption({QStringLiteral("db"), QStringLiteral("the database (built when missing)"), QStringLiteral("path"),
                       QStringLiteral("/tmp/kwb-bench-window-scale.db")});
     parser.addOption({QStringLiteral("rebuild"), QStringLiteral("write the database again")});
+    parser.addOption({QStringLiteral("trace-ms"), QStringLiteral("print every event that took this long or longer to stderr"),
+                      QStringLiteral("ms")});
     parser.process(app);
     const QString db = parser.value(QStringLiteral("db"));
+    if (parser.isSet(QStringLiteral("trace-ms")))
+        app.traceMs = parser.value(QStringLiteral("trace-ms")).toInt();
 
     double buildS = -1;
     if (parser.isSet(QStringLiteral("rebuild")) || !QFileInfo::exists(db)) {
@@ -242,16 +290,24 @@ int main(int argc, char** argv)
     // Open to first paint.
     QElapsedTimer clock;
     clock.start();
+    const double openCpu0 = threadCpuMs();
     auto* window = new app::MainWindow(QStringLiteral(KWB_FAKEWORKER));
     PaintWatch windowPaints;
     window->installEventFilter(&windowPaints);
+    const qint64 constructedMs = clock.elapsed();
     window->resize(1280, 720);
     window->openDatabase(db);
+    const qint64 openedMs = clock.elapsed();
     window->showPage(QStringLiteral("results"));
     window->show();
+    const qint64 shownMs = clock.elapsed();
     while (windowPaints.paints == 0 && clock.elapsed() < 30000)
         QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
     const qint64 firstPaintMs = clock.elapsed();
+    const double firstPaintCpuMs = threadCpuMs() - openCpu0;
+    if (app.traceMs >= 0)
+        std::fprintf(stderr, "phase: constructed %lld ms, database opened %lld ms, shown %lld ms, first paint %lld ms\n",
+                     qlonglong(constructedMs), qlonglong(openedMs), qlonglong(shownMs), qlonglong(firstPaintMs));
     auto* results = qobject_cast<app::ResultsPage*>(window->page(QStringLiteral("results")));
     while ((!results->report() || results->isBuilding()) && clock.elapsed() < 120000)
         QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
@@ -290,21 +346,28 @@ int main(int argc, char** argv)
     launch->setSelectedTasks(taskIds().mid(0, 10));
     window->showPage(QStringLiteral("monitor"));
     qint64 longestGapMs = 0, ticks = 0;
+    double longestCpuGapMs = 0, lastCpu = threadCpuMs();
     QElapsedTimer gap;
     gap.start();
     QTimer probe;
     probe.setInterval(5);
     QObject::connect(&probe, &QTimer::timeout, [&] {
         longestGapMs = qMax(longestGapMs, gap.elapsed());
+        const double cpu = threadCpuMs();
+        longestCpuGapMs = qMax(longestCpuGapMs, cpu - lastCpu);
+        lastCpu = cpu;
         gap.restart();
         ++ticks;
     });
+    if (app.traceMs >= 0)
+        std::fprintf(stderr, "phase: run streams\n");
     QElapsedTimer runClock;
     runClock.start();
     bool over = false;
     const bool started = launch->start();
     probe.start();
     gap.restart();
+    lastCpu = threadCpuMs();
     QObject::connect(window->findChild<app::RunManager*>(), &app::RunManager::sessionFinished, [&] { over = true; });
     while (started && !over && runClock.elapsed() < 300000)
         QCoreApplication::processEvents(QEventLoop::AllEvents, 5);
@@ -315,14 +378,16 @@ int main(int argc, char** argv)
     std::printf("- commit %s, %s, CPU %s (%d threads), Qt %s, platform %s\n", qPrintable(gitCommit()),
                 qPrintable(QDateTime::currentDateTimeUtc().toString(Qt::ISODate)), qPrintable(cpuName()),
                 QThread::idealThreadCount(), qVersion(), qPrintable(QGuiApplication::platformName()));
-    std::printf("- open to first paint: %lld ms (goal < 1000 ms); Results report on the page: %lld ms\n",
-                qlonglong(firstPaintMs), qlonglong(reportMs));
+    std::printf("- open to first paint: %lld ms (goal < 1000 ms), of it %.0f ms of GUI-thread CPU; Results report on the page: %lld ms\n",
+                qlonglong(firstPaintMs), firstPaintCpuMs, qlonglong(reportMs));
     std::printf("\n| page | switch to painted, ms |\n|---|---:|\n");
     for (const auto& s : std::as_const(switches))
         std::printf("| %s | %.1f |\n", qPrintable(s.first), s.second);
     std::printf("\n- run streaming into the database (10 tasks, zero-shot, fake worker, %s): %lld ms, "
-                "longest event-loop stall %lld ms over %lld ticks of a 5 ms timer (goal < 100 ms)\n",
-                started ? "finished" : "did not start", qlonglong(runMs), qlonglong(longestGapMs), qlonglong(ticks));
+                "longest event-loop stall %lld ms over %lld ticks of a 5 ms timer (goal < 100 ms); "
+                "most GUI-thread CPU between two ticks %.0f ms\n",
+                started ? "finished" : "did not start", qlonglong(runMs), qlonglong(longestGapMs), qlonglong(ticks),
+                longestCpuGapMs);
     delete window;
     return 0;
 }

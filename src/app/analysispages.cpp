@@ -367,7 +367,13 @@ void DiffPage::showPair()
         std::optional<CandidateEcho> stored;
         if (c && c->blocksFrom == CandidateBlocksFrom::Worker)
             stored = CandidateEcho{c->cuda, c->python, c->kernels, c->sourceHash, c->cudaLine, c->pythonLine};
-        return CandidateSide::make(QStringLiteral("%1  %2").arg(e.evaluation.task, e.label()), c ? c->answer : QString(),
+        // Who it is; its status and speed-up are the badges beside it (with them the label was
+        // cut off at the pane's edge).
+        const QString who = QStringLiteral("%1  %2 · turn %3 · sample %4")
+                                .arg(e.evaluation.task, e.runLabel)
+                                .arg(e.evaluation.turn)
+                                .arg(e.evaluation.sample);
+        return CandidateSide::make(who, c ? c->answer : QString(),
                                    e.evaluation.evaluation(), stored);
     };
     m_view->setCandidates(side(m_entries[l]), side(m_entries[r]));

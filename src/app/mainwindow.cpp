@@ -13,6 +13,7 @@
 #include "app/runs/resultspage.h"
 #include "app/runs/runmanager.h"
 #include "app/runs/runmonitorpage.h"
+#include "app/runs/runtreemodel.h"
 #include "app/runs/runsession.h"
 #include "app/tasks/taskspage.h"
 #include "app/workbenchdata.h"
@@ -793,6 +794,13 @@ void MainWindow::whenReady(std::function<bool()> ready, int waitMs, std::functio
     timer->start();
 }
 
+struct MainWindow::Screenshot
+{
+    QString file;
+    std::function<void()> show;
+    QSize windowSize; ///< the window's size for this picture; invalid: as it is
+};
+
 void MainWindow::stageScreenshots(const QString& dir)
 {
     const auto warn = warnScreenshots;
@@ -815,33 +823,78 @@ void MainWindow::stageScreenshots(const QString& dir)
                 }
             if (agent && !m_monitorPage->openRun(m_database, agent))
                 warn(tr("cannot open run %1 in the monitor").arg(agent));
+            // The Monitor with a sample of the task in view: its answer beside the tree.
+            const RunTreeModel* tree = m_monitorPage->treeModel();
+            const QModelIndex taskRow = tree->indexOfTask(task);
+            std::optional<UnitKey> shown;
+            for (int t = 0; t < tree->rowCount(taskRow); ++t) {
+                const QModelIndex turn = tree->index(t, 0, taskRow);
+                for (int u = 0; u < tree->rowCount(turn); ++u) {
+                    const QModelIndex unit = tree->index(u, 0, turn);
+                    if (unit.data(RunTreeModel::StatusRole).toString() == QLatin1String("correct"))
+                        shown = tree->unitKey(unit); // the last correct one
+                }
+            }
+            if (shown)
+                m_monitorPage->selectUnit(*shown);
+            else if (agent)
+                warn(tr("no correct sample of %1 in run %2 for the monitor").arg(task).arg(agent));
         }
         if (!m_diffPage->showTask(task))
             warn(tr("fewer than two candidates of %1 for the diff").arg(task));
     }
 
-    grabScreenshot(dir, 0);
+    // The welcome page, the nine pages, then the views the README shows besides: Results at
+    // 1280×720, the roofline on the study's GPU from the table, the traffic of the longest chain.
+    auto shots = std::make_shared<QList<Screenshot>>();
+    shots->append({QStringLiteral("00-welcome.png"), [this] { showWelcome(); }, QSize()});
+    for (int i = 0; i < m_pageNames.size(); ++i) {
+        const QString name = m_pageNames.at(i);
+        shots->append({QStringLiteral("%1-%2.png").arg(i + 1, 2, 10, QLatin1Char('0')).arg(name), [this, name] { showPage(name); },
+                       QSize()});
+    }
+    shots->append({QStringLiteral("05-results-1280x720.png"), [this] { showPage(QStringLiteral("results")); }, QSize(1280, 720)});
+    shots->append({QStringLiteral("06-roofline-v100.png"),
+                   [this, warn] {
+                       if (!m_rooflinePage->selectGpu(QStringLiteral("v100-sxm2-32gb")))
+                           warn(tr("no V100 in the GPU table"));
+                       showPage(QStringLiteral("roofline"));
+                   },
+                   QSize()});
+    shots->append({QStringLiteral("07-traffic-L3_10.png"),
+                   [this] {
+                       m_trafficPage->showTask(QStringLiteral("L3/10"));
+                       showPage(QStringLiteral("traffic"));
+                   },
+                   QSize()});
+    grabScreenshot(dir, shots, 0);
 }
 
-void MainWindow::grabScreenshot(const QString& dir, int index)
+void MainWindow::grabScreenshot(const QString& dir, std::shared_ptr<const QList<Screenshot>> shots, int index)
 {
-    if (index >= m_pageNames.size()) {
+    if (index >= shots->size()) {
         std::fflush(stdout);
         Q_EMIT screenshotsFinished(true, QString());
         return;
     }
-    const QString name = m_pageNames.at(index);
-    showPage(name);
+    const Screenshot& shot = shots->at(index);
+    const QSize before = size();
+    if (shot.windowSize.isValid())
+        resize(shot.windowSize);
+    shot.show();
     // Layout, chart animations off, deferred paints: the picture after 400 ms of the event loop.
-    QTimer::singleShot(400, this, [this, dir, index, name] {
-        const QImage image = m_stack->currentWidget()->window()->grab().toImage();
-        const QString file = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(index + 1, 2, 10, QLatin1Char('0')).arg(name));
+    QTimer::singleShot(400, this, [this, dir, shots, index, before] {
+        const Screenshot& shot = shots->at(index);
+        const QImage image = grab().toImage();
+        const QString file = QDir(dir).filePath(shot.file);
+        if (shot.windowSize.isValid())
+            resize(before);
         if (!image.save(file)) {
             Q_EMIT screenshotsFinished(false, tr("cannot write %1").arg(file));
             return;
         }
         std::printf("%s\n", qPrintable(file));
-        grabScreenshot(dir, index + 1);
+        grabScreenshot(dir, shots, index + 1);
     });
 }
 

@@ -12,6 +12,7 @@
 #include <QStringList>
 
 #include <functional>
+#include <memory>
 
 class QLabel;
 class QListWidget;
@@ -114,7 +115,9 @@ private:
     /// Calls then(true) once ready() holds, or then(false) after waitMs.
     void whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then);
     void stageScreenshots(const QString& dir);
-    void grabScreenshot(const QString& dir, int index);
+    struct Screenshot;
+    /// Shows shots[index], waits for its layout and paints, grabs it, then the next.
+    void grabScreenshot(const QString& dir, std::shared_ptr<const QList<Screenshot>> shots, int index);
 
     JobTracker* m_jobs = nullptr;
     WorkerSupervisor* m_supervisor = nullptr;

@@ -63,7 +63,8 @@ BestOfNChart::BestOfNChart(QWidget* parent)
     auto* chart = new QChart;
     chart->setTheme(QChart::ChartThemeLight);
     chart->setAnimationOptions(QChart::NoAnimation);
-    chart->setTitle(QStringLiteral("<b>Best-of-n</b>: tasks solved with n samples per task (95 % bootstrap interval)"));
+    // What is drawn is first-turn pass@n (the page's text says so), not the study's best-of-n.
+    chart->setTitle(QStringLiteral("<b>First-turn pass@n</b>: tasks solved by one of n first-turn samples (95 % bootstrap interval)"));
     chart->legend()->setAlignment(Qt::AlignBottom);
     chart->setMargins(QMargins(6, 6, 6, 6));
     m_view = new QChartView(chart, this);

@@ -2,7 +2,9 @@
 
 #include "app/charts/chartformat.h"
 
+#include <QChart>
 #include <QComboBox>
+#include <QLegend>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QStandardItemModel>
@@ -32,6 +34,9 @@ RooflinePage::RooflinePage(QWidget* parent)
     layout->addLayout(bar);
 
     m_chart = new RooflineChart(this);
+    // The legend in a column on the right: in a row under the chart, six entries naming their
+    // placement ("L1 eager reference (analytic …)") were cut off at 1440 px.
+    m_chart->chart()->legend()->setAlignment(Qt::AlignRight);
     layout->addWidget(m_chart, 1);
 
     m_help = new QLabel(this);

@@ -106,6 +106,9 @@ QString durationCell(const std::optional<qint64>& ms)
 {
     if (!ms)
         return kNone;
+    // Under a second in ms: "0.0 s" read as a missing value (the fixture server answers in ms).
+    if (*ms < 1000)
+        return QStringLiteral("%1 ms").arg(*ms);
     const double s = double(*ms) / 1000.0;
     if (s < 60)
         return QStringLiteral("%1 s").arg(s, 0, 'f', 1);

@@ -169,9 +169,8 @@ void RunMonitorPage::buildUi()
     });
     connect(m_model, &QAbstractItemModel::modelReset, this, [this] { m_tree->expandToDepth(1); });
     connect(m_model, &QAbstractItemModel::dataChanged, this,
-            [this](const QModelIndex& topLeft, const QModelIndex& bottomRight, const QList<int>& roles) {
-                if (roles == QList<int>{RunTreeModel::TextRole})
-                    return; // streamed text: appended by onStreamed
+            [this](const QModelIndex& topLeft, const QModelIndex& bottomRight) {
+                // (Streamed text sends no dataChanged: onStreamed appends it.)
                 const QModelIndex current = m_tree->currentIndex();
                 if (current.isValid() && current.parent() == topLeft.parent() && current.row() >= topLeft.row()
                     && current.row() <= bottomRight.row())

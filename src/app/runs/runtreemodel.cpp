@@ -15,20 +15,10 @@
 
 namespace kwb::app {
 
-struct RunTreeModel::Node
-{
-    Kind kind = TaskKind;
-    Node* parent = nullptr;
-    QString task;
-    int turn = 0;
-    RunTreeUnit unit;
-    std::vector<std::unique_ptr<Node>> children;
-};
-
 /// The best evaluated unit under a node, and the sums.
 struct RunTreeModel::Summary
 {
-    const RunTreeUnit* best = nullptr;
+    const RunTreeUnit* best = nullptr; ///< a unit of a child node (nodes do not move)
     int units = 0;
     int evaluated = 0;
     int generating = 0;
@@ -36,6 +26,17 @@ struct RunTreeModel::Summary
     std::optional<qint64> tokensIn;
     std::optional<qint64> tokensOut;
     std::optional<qint64> latencyMs;
+};
+
+struct RunTreeModel::Node
+{
+    Kind kind = TaskKind;
+    Node* parent = nullptr;
+    QString task;
+    int turn = 0;
+    RunTreeUnit unit;
+    Summary summary; ///< task and turn rows: summarize(), kept up to date by resummarizeAbove()
+    std::vector<std::unique_ptr<Node>> children;
 };
 
 namespace {
@@ -70,14 +71,6 @@ void addOptional(std::optional<qint64>& sum, const std::optional<qint64>& value)
 {
     if (value)
         sum = sum.value_or(0) + *value;
-}
-
-CandidateOutcome outcomeOf(const RunTreeUnit& unit)
-{
-    CandidateOutcome outcome = CandidateOutcome::fromEvaluation(unit.result, 1, unit.sample);
-    outcome.status = evaluationStatusFromWire(unit.status);
-    outcome.speedup = unit.speedup;
-    return outcome;
 }
 
 QString tokensText(const std::optional<qint64>& in, const std::optional<qint64>& out)
@@ -117,6 +110,9 @@ void RunTreeModel::describeEvaluation(RunTreeUnit& u)
     if (u.maxAbsDiffText.isEmpty() && u.maxAbsDiff)
         u.maxAbsDiffText = QString::number(*u.maxAbsDiff, 'g', 3);
     u.notCounted = e.isCorrect() && !e.countsAsCorrect();
+    u.outcome = CandidateOutcome::fromEvaluation(u.result, 1, u.sample);
+    u.outcome.status = evaluationStatusFromWire(u.status);
+    u.outcome.speedup = u.speedup;
 }
 
 bool RunTreeModel::isAnswerRole(const QString& role)
@@ -196,6 +192,11 @@ void RunTreeModel::load(const RunStore& store, qint64 runId)
             u.result = e.result;
             describeEvaluation(u);
         }
+    }
+    for (const auto& task : m_root->children) {
+        for (const auto& turn : task->children)
+            turn->summary = summarize(turn.get());
+        task->summary = summarize(task.get());
     }
     m_live = live;
     endResetModel();
@@ -287,13 +288,24 @@ RunTreeModel::Node* RunTreeModel::ensureUnit(const UnitKey& key)
         beginInsertRows(indexOfNode(turn), row, row);
         unit = c.insert(c.begin() + row, std::move(node))->get();
         endInsertRows();
+        // The turn and task count one unit more.
+        resummarizeAbove(unit);
+        for (Node* n = turn; n != m_root.get(); n = n->parent)
+            Q_EMIT dataChanged(indexOfNode(n, 0), indexOfNode(n, ColumnCount - 1));
     }
     return unit;
+}
+
+void RunTreeModel::resummarizeAbove(Node* node)
+{
+    for (Node* n = node->parent; n && n != m_root.get(); n = n->parent)
+        n->summary = summarize(n);
 }
 
 void RunTreeModel::unitChanged(Node* unit)
 {
     // The unit's row, and its turn's and task's rows, whose summaries include it.
+    resummarizeAbove(unit);
     for (Node* node = unit; node && node != m_root.get(); node = node->parent)
         Q_EMIT dataChanged(indexOfNode(node, 0), indexOfNode(node, ColumnCount - 1));
 }
@@ -352,8 +364,6 @@ void RunTreeModel::appendStreamedText(const UnitKey& key, const QString& chunk)
 {
     Node* node = ensureUnit(key);
     node->unit.text += chunk;
-    // Only the unit's row: its text is not a column, and the summaries do not depend on it.
-    Q_EMIT dataChanged(indexOfNode(node, 0), indexOfNode(node, ColumnCount - 1), {TextRole});
 }
 
 void RunTreeModel::removeLiveOnly(const UnitKey& key)
@@ -372,9 +382,12 @@ void RunTreeModel::removeLiveOnly(const UnitKey& key)
     beginRemoveRows(indexOfNode(parent), row, row);
     parent->children.erase(parent->children.begin() + row);
     endRemoveRows();
-    if (parent != m_root.get())
+    if (parent != m_root.get()) {
+        parent->summary = summarize(parent);
+        resummarizeAbove(parent);
         for (Node* node = parent; node && node != m_root.get(); node = node->parent)
             Q_EMIT dataChanged(indexOfNode(node, 0), indexOfNode(node, ColumnCount - 1));
+    }
 }
 
 // ---- QAbstractItemModel ---------------------------------------------------------------------
@@ -451,6 +464,8 @@ Qt::ItemFlags RunTreeModel::flags(const QModelIndex& index) const
 
 QVariant RunTreeModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::TextAlignmentRole && section >= SpeedupColumn)
+        return int(Qt::AlignRight | Qt::AlignVCenter); // over their right-aligned numbers
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return QAbstractItemModel::headerData(section, orientation, role);
     switch (section) {
@@ -494,7 +509,7 @@ RunTreeModel::Summary RunTreeModel::summarize(const Node* node) const
         if (u.status.isEmpty())
             return;
         ++s.evaluated;
-        if (!s.best || betterThan(outcomeOf(u), outcomeOf(*s.best)))
+        if (!s.best || betterThan(u.outcome, s.best->outcome))
             s.best = &u;
     };
     if (node->kind == TurnKind) {
@@ -524,7 +539,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
         }
         return {};
     }
-    const Summary s = summarize(node);
+    const Summary& s = node->summary;
     switch (column) {
     case ItemColumn: return node->kind == TaskKind ? node->task : tr("Turn %1").arg(node->turn);
     case RoleColumn: return node->kind == TaskKind ? counted(qint64(node->children.size()), tr("turn"), tr("turns")) : QString();
@@ -553,7 +568,7 @@ QVariant RunTreeModel::sortValue(const Node* node, int column) const
     if (node->kind == UnitKind) {
         u = &node->unit;
     } else {
-        s = summarize(node);
+        s = node->summary;
         u = s.best;
     }
     switch (column) {

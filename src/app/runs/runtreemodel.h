@@ -6,8 +6,12 @@
 // update them with dataChanged, never with a reset, so a view's selection and expansion survive.
 //
 // A task's and a turn's row show the best of their units by the monotone key (correct, then
-// compiled, then speedup: selection.h), and the tokens and latency added up.
+// compiled, then speedup: selection.h), and the tokens and latency added up. Those summaries are
+// kept in the rows and worked out again only when one of their units changes, not on every
+// data() call: a view sizing its columns to their contents asks for every row's cells on each
+// change, and decoding every evaluation for it stalled the window while a run streamed.
 
+#include "core/run/selection.h"
 #include "core/store/runstore.h"
 
 #include <QAbstractItemModel>
@@ -35,6 +39,7 @@ struct RunTreeUnit
     QString text;  ///< the model's answer: stored, or streamed so far
     QString error; ///< the failed request's error
     QJsonObject result; ///< the whole evaluate response
+    CandidateOutcome outcome; ///< result decoded for the monotone key (describeEvaluation)
     qint64 responseId = 0;
     qint64 evaluationId = 0;
     bool generating = false; ///< a model request for it is in flight
@@ -77,7 +82,9 @@ public:
     void appendEvaluation(const EvaluationRecord& evaluation);
     /// A model request for the unit started (true) or ended (false); adds the unit when new.
     void setGenerating(const UnitKey& unit, bool generating);
-    /// Appends streamed text to the unit's answer (adds the unit when new).
+    /// Appends streamed text to the unit's answer (adds the unit when new). No dataChanged: the
+    /// text is no column, and the Monitor writes the chunk into its text view itself; a signal per
+    /// chunk made the view measure every column again.
     void appendStreamedText(const UnitKey& unit, const QString& chunk);
     /// Removes a unit that has only live state (no stored response or evaluation), with its turn
     /// and task when they are left empty: for a request that turned out to be for another unit.
@@ -101,7 +108,7 @@ public:
 
     /// Whether a role writes the answer (generator, retry, …) rather than notes (analyzer,
     /// researcher, triager, critic).
-    /// Fills the unit's texts that come from its evaluation (max |diff|, not counted).
+    /// Fills what comes from the unit's evaluation: max |diff| text, not counted, the outcome.
     static void describeEvaluation(RunTreeUnit& unit);
     static bool isAnswerRole(const QString& role);
 
@@ -118,6 +125,8 @@ private:
     /// The unit's node, inserted (with its task and turn) where it is missing.
     Node* ensureUnit(const UnitKey& key);
     void unitChanged(Node* unit);
+    /// Works out the summaries of the unit's turn and task again (after it changed or went).
+    void resummarizeAbove(Node* node);
     Summary summarize(const Node* node) const;
     QString unitStatus(const RunTreeUnit& unit) const;
     QVariant display(const Node* node, int column) const;

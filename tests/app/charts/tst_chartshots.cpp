@@ -1,6 +1,6 @@
 // Screenshot tests of the two charts issue 15 found broken, each checked for its defect on the
-// chart's own model, then grabbed (PNG beside the test, and into $KWB_SCREENSHOTS_DIR when set,
-// e.g. docs/screenshots):
+// chart's own model, then grabbed (PNG beside the test, and into $KWB_SCREENSHOTS_DIR when set;
+// docs/screenshots is the window's own --screenshots on the study database):
 // - the roofline with the V100 chosen while the times come from an H200 run database: no
 //   measured H200 point may be drawn against the V100's roofs, and every marker is at or below
 //   the V100's roofline;

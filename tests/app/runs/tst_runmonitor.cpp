@@ -3,7 +3,9 @@
 // evaluated, progress moves, the selected unit's text streams in and every streamed piece lands on
 // the unit whose stored answer it is; a hanging candidate does not stop the event loop; Pause waits
 // for the request in flight and Resume finishes without asking the model again; a failed request
-// and a time-out show in the problem list; a stored run opens with its problems.
+// and a time-out show in the problem list; a stored run opens with its problems; while a live run
+// streams, the tree on screen is the model's rows once each, in place, unclipped, with no stale
+// paint, and a new run replaces everything of the one before.
 
 #include "app/runs/runmanager.h"
 #include "app/runs/runmonitorpage.h"
@@ -18,6 +20,10 @@
 #include "scriptedllmserver.h"
 
 #include <QCheckBox>
+#include <QHeaderView>
+#include <QScreen>
+#include <QThread>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -103,6 +109,91 @@ class TestRunMonitor : public QObject
             return true;
         QSignalSpy finished(session, &RunSession::finished);
         return finished.wait(ms);
+    }
+
+    /// What is wrong with the tree as the user sees it, empty when nothing: what is on screen is
+    /// what a fresh paint of the tree shows, so no row painted before an insert stays where another
+    /// now is; the rows the view
+    /// walks (indexBelow) are the model's rows under expanded parents, each once and in order;
+    /// each row lies right under the one before and is the row indexAt() finds there; each row's
+    /// item text fits its cell (an elided "L1/…" over "Turn 2", or "Sa…" twice, reads as
+    /// overlapping and repeated rows).
+    static QString viewProblems(QTreeView* tree, const RunTreeModel* model)
+    {
+        // What is on screen (the window's backing store) against a fresh paint of the viewport.
+        // Posted and timed events (layouts, resizes, the platform's paint request, which waits for
+        // the next frame) are let run, socket data (model text, worker replies) is held back:
+        // a paint still to come shows within a second, a row nothing will repaint never does.
+        QWidget* viewport = tree->viewport();
+        const auto onScreenIsFresh = [viewport] {
+            const QPoint at = viewport->mapTo(viewport->window(), QPoint(0, 0));
+            const qreal dpr = viewport->devicePixelRatioF();
+            const QImage onScreen = viewport->window()->windowHandle()->screen()
+                                        ->grabWindow(viewport->window()->winId(), at.x(), at.y(), viewport->width(), viewport->height())
+                                        .toImage()
+                                        .convertToFormat(QImage::Format_RGB32);
+            const QImage fresh = viewport->grab().toImage().convertToFormat(QImage::Format_RGB32);
+            return onScreen.size() == fresh.size() * dpr && onScreen == fresh.scaled(onScreen.size());
+        };
+        QElapsedTimer settle;
+        settle.start();
+        bool fresh = false;
+        do {
+            QCoreApplication::processEvents(QEventLoop::ExcludeSocketNotifiers);
+            fresh = onScreenIsFresh();
+            if (!fresh)
+                QThread::msleep(5);
+        } while (!fresh && settle.elapsed() < 1000);
+        QStringList problems;
+        QList<QModelIndex> expected;
+        std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+            for (int r = 0; r < model->rowCount(parent); ++r) {
+                const QModelIndex index = model->index(r, RunTreeModel::ItemColumn, parent);
+                expected << index;
+                if (tree->isExpanded(index))
+                    walk(index);
+            }
+        };
+        walk(QModelIndex());
+        const auto name = [](const QModelIndex& index) {
+            QStringList path;
+            for (QModelIndex i = index; i.isValid(); i = i.parent())
+                path.prepend(i.siblingAtColumn(RunTreeModel::ItemColumn).data().toString());
+            return path.join(QLatin1Char('/'));
+        };
+        QList<QModelIndex> shown;
+        QSet<QString> seen;
+        for (QModelIndex i = model->index(0, RunTreeModel::ItemColumn); i.isValid() && shown.size() <= expected.size();
+             i = tree->indexBelow(i)) {
+            shown << i;
+            if (seen.contains(name(i)))
+                problems << QStringLiteral("row %1 twice").arg(name(i));
+            seen.insert(name(i));
+        }
+        if (shown != expected) {
+            QStringList a, b;
+            for (const QModelIndex& i : std::as_const(shown))
+                a << name(i);
+            for (const QModelIndex& i : std::as_const(expected))
+                b << name(i);
+            problems << QStringLiteral("view rows [%1], model rows [%2]").arg(a.join(QLatin1String(", ")), b.join(QLatin1String(", ")));
+        }
+        const QFontMetrics metrics(tree->font());
+        QRect previous;
+        for (const QModelIndex& index : std::as_const(shown)) {
+            const QRect rect = tree->visualRect(index);
+            if (previous.isValid() && rect.top() != previous.bottom() + 1)
+                problems << QStringLiteral("%1 at y %2, the row above ends at %3").arg(name(index)).arg(rect.top()).arg(previous.bottom());
+            if (rect.isValid() && tree->viewport()->rect().contains(rect.center()) && tree->indexAt(rect.center()) != index)
+                problems << QStringLiteral("indexAt(%1) is not %2").arg(rect.center().y()).arg(name(index));
+            const QString text = index.data().toString();
+            if (metrics.horizontalAdvance(text) > rect.width())
+                problems << QStringLiteral("%1 clipped: %2 px in %3").arg(name(index)).arg(metrics.horizontalAdvance(text)).arg(rect.width());
+            previous = rect;
+        }
+        if (!fresh)
+            problems << QStringLiteral("the tree on screen is not what a fresh paint shows (stale rows)");
+        return problems.join(QLatin1String("; "));
     }
 
 private Q_SLOTS:
@@ -412,6 +503,103 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(env.databasePath));
         QCOMPARE(store.run(session->runId())->status, RunStatus::Cancelled);
+    }
+
+    void liveRunRowsStayInPlaceAndANewRunReplacesTheOld()
+    {
+        // Three samples and a second turn (the first turn does not compile) for two tasks, on a
+        // page as narrow as the window at 1280×720 leaves it: rows arrive under rows already drawn.
+        for (int i = 0; i < 6; ++i)
+            m_server->enqueue(streamed(answer(QStringLiteral("turn-1 reply-%1 with text enough for many pieces").arg(i),
+                                              QStringLiteral("compile_error")), 4));
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("turn-2 reply with text enough for many pieces"),
+                                                  QStringLiteral("correct")), 4));
+        RunManager manager;
+        RunMonitorPage page(&manager);
+        page.resize(900, 600);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        auto* tree = child<QTreeView>(page, "runTree");
+        RunTreeModel* model = page.treeModel();
+        RunSessionEnvironment env = environment();
+        QVERIFY(manager.submit(plan(QStringLiteral("iterative"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 3, 2), env));
+        RunSession* first = manager.current();
+
+        // Checked whenever the model changed, from the event loop, until the run is over.
+        QStringList problems;
+        int checks = 0;
+        bool due = false;
+        const auto schedule = [&] {
+            if (due)
+                return;
+            due = true;
+            QTimer::singleShot(15, this, [&] {
+                due = false;
+                const QString p = viewProblems(tree, model);
+                ++checks;
+                if (!p.isEmpty() && problems.size() < 5)
+                    problems << p;
+            });
+        };
+        const QMetaObject::Connection c1 = connect(model, &QAbstractItemModel::rowsInserted, this, schedule);
+        const QMetaObject::Connection c2 = connect(model, &QAbstractItemModel::dataChanged, this, schedule);
+        const QMetaObject::Connection c3 = connect(first, &RunSession::textStreamed, this, schedule);
+        QVERIFY(waitFinished(first));
+        QCOMPARE(first->state(), RunSession::State::Finished);
+        QTest::qWait(50);
+        disconnect(c1);
+        disconnect(c2);
+        disconnect(c3);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
+        QVERIFY2(checks >= 10, qPrintable(QString::number(checks)));
+        QString last = viewProblems(tree, model);
+        QVERIFY2(last.isEmpty(), qPrintable(last));
+        QCOMPARE(model->unitCount(), 12); // 2 tasks × 2 turns × 3 samples
+        const QModelIndex turn2 = model->index(1, 0, model->indexOfTask(QStringLiteral("L1/1")));
+        QCOMPARE(turn2.data().toString(), QStringLiteral("Turn 2"));
+        QCOMPARE(model->rowCount(turn2), 3);
+        // The unit followed last is on the page.
+        QVERIFY(model->unitKey(tree->currentIndex()));
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("turn ")));
+
+        // A new run: the Monitor follows it, and nothing of the earlier run's sample stays.
+        m_server->setDefaultReply(streamed(answer(QStringLiteral("second run"), QStringLiteral("correct")), 4));
+        ScriptedLlmServer::Reply slow = streamed(answer(QStringLiteral("second run, slow"), QStringLiteral("correct")), 0);
+        slow.delayMs = 1500;
+        m_server->enqueue(slow);
+        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")}), environment()));
+        RunSession* second = manager.current();
+        QVERIFY(second != first);
+        QCOMPARE(page.session(), second);
+        // At once, before the new run asked anything: nothing of the sample shown before.
+        QCOMPARE(child<QLabel>(page, "unitHeader")->text(),
+                 QStringLiteral("Select a sample to see the model's text, its compile log and evaluation."));
+        QVERIFY(child<QPlainTextEdit>(page, "modelText")->toPlainText().isEmpty());
+        QVERIFY(child<QPlainTextEdit>(page, "evaluationText")->toPlainText().isEmpty());
+        QCOMPARE(model->unitCount(), 0);
+        // While its first answer is awaited: no row, text or header of the run before (a
+        // one-turn run over L1/1 alone; the one before had two turns and L2/1).
+        QTRY_VERIFY2_WITH_TIMEOUT(second->requestsInFlight() == 1,
+                                  qPrintable(RunSession::stateText(second->state()) + QStringLiteral(": ") + second->errorString()),
+                                  20000);
+        const QString header = child<QLabel>(page, "unitHeader")->text();
+        QVERIFY2(!header.contains(QStringLiteral("turn 2")) && !header.contains(QStringLiteral("L2/1")), qPrintable(header));
+        QVERIFY2(!child<QPlainTextEdit>(page, "modelText")->toPlainText().contains(QStringLiteral("turn-")),
+                 qPrintable(child<QPlainTextEdit>(page, "modelText")->toPlainText().left(80)));
+        QVERIFY(!model->indexOfTask(QStringLiteral("L2/1")).isValid());
+        QCOMPARE(model->rowCount(model->indexOfTask(QStringLiteral("L1/1"))), 1);
+        QCOMPARE(model->unitCount(), 1);
+        // The unit being generated is the one selected and shown.
+        const std::optional<UnitKey> followed = model->unitKey(tree->currentIndex());
+        QVERIFY(followed);
+        QCOMPARE(followed->task, QStringLiteral("L1/1"));
+        QCOMPARE(followed->turn, 1);
+        QVERIFY(waitFinished(second));
+        QCOMPARE(model->taskCount(), 1);
+        QCOMPARE(model->unitCount(), 1);
+        QVERIFY(child<QPlainTextEdit>(page, "modelText")->toPlainText().contains(QStringLiteral("second run, slow")));
+        last = viewProblems(tree, model);
+        QVERIFY2(last.isEmpty(), qPrintable(last));
     }
 
     void opensAStoredRun()
