@@ -18,6 +18,7 @@
 #include <QSqlQuery>
 #include <QTest>
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace kwb;
@@ -306,6 +307,95 @@ private Q_SLOTS:
         QVERIFY(broken->python.isEmpty());
         QCOMPARE(broken->cudaLine, 4);
         QCOMPARE(broken->pythonLine, 0);
+    }
+
+    void candidatesOfTaskOverRuns()
+    {
+        // The Diff page's query: every evaluated candidate of one task over all runs, by run, turn
+        // and sample, with what its pickers and default pair need, and nothing of another task.
+        RunStore store;
+        QVERIFY2(store.open(dbPath()), qPrintable(store.errorString()));
+        const auto first = store.createRun(QStringLiteral("a"), QStringLiteral("zero_shot"), QJsonObject());
+        const auto second = store.createRun(QStringLiteral("b"), QStringLiteral("agent"), QJsonObject());
+        const auto third = store.createRun(QStringLiteral("c"), QStringLiteral("agent"), QJsonObject());
+        QVERIFY(first && second && third);
+        const QString task = QStringLiteral("L2/1"), other = QStringLiteral("L2/2");
+        // Written out of order: the second run first, a later turn before an earlier one.
+        const auto b2 = addChain(store, *second, task, 2, 0, QStringLiteral("generator"));
+        const auto b1 = addChain(store, *second, task, 1, 1, QStringLiteral("generator"), QStringLiteral("incorrect"));
+        const auto bOther = addChain(store, *second, other, 1, 0, QStringLiteral("generator"), QStringLiteral("correct"));
+        const auto a1 = addChain(store, *first, task, 1, 0, QStringLiteral("zero_shot"), QStringLiteral("compile_error"));
+        const auto aOther = addChain(store, *first, other, 1, 0, QStringLiteral("zero_shot"), QStringLiteral("correct"));
+        const auto unevaluated = addChain(store, *third, task, 1, 0, QStringLiteral("generator")); // never evaluated
+        QVERIFY(b2 && b1 && bOther && a1 && aOther && unevaluated);
+        // b2: correct but below the roofline floor, its blocks echoed by the worker with a hash.
+        const QJsonObject echo{{QStringLiteral("cuda"), QStringLiteral("__global__ void k() {}")},
+                               {QStringLiteral("python"), QStringLiteral("def forward(x): ...")},
+                               {QStringLiteral("kernels"), QJsonArray{QStringLiteral("k")}},
+                               {QStringLiteral("source_hash"), QStringLiteral("abc123")}};
+        QJsonObject floor = evaluation(QStringLiteral("correct"), 40.0, 1e-6);
+        floor.insert(QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")});
+        floor.insert(QStringLiteral("candidate"), echo);
+        floor.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true}, {QStringLiteral("log"), QString(5000, QLatin1Char('x'))}});
+        const auto floorId = store.addEvaluation(b2->candidate, floor);
+        // Then evaluated again: a timeout after compiling, its echo without a hash.
+        QJsonObject noHash = echo;
+        noHash.remove(QStringLiteral("source_hash"));
+        const auto timeoutId = store.addEvaluation(
+            b2->candidate, QJsonObject{{QStringLiteral("status"), QStringLiteral("timeout")},
+                                       {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true}}},
+                                       {QStringLiteral("candidate"), noHash}});
+        QVERIFY(floorId && timeoutId);
+
+        const QList<TaskCandidate> rows = store.candidatesOfTask(task);
+        QCOMPARE(rows.size(), 4);
+        for (const TaskCandidate& row : rows)
+            QCOMPARE(row.task, task);
+        QCOMPARE(rows[0].runId, *first);
+        QCOMPARE(rows[0].evaluationId, a1->evaluation);
+        QCOMPARE(rows[0].candidateId, a1->candidate);
+        QCOMPARE(rows[0].role, QStringLiteral("zero_shot"));
+        QCOMPARE(rows[0].status, QStringLiteral("compile_error"));
+        QVERIFY(!rows[0].outcome.compiled());
+        QVERIFY(rows[0].codeKey.isEmpty()); // client blocks: nothing the worker named
+        QCOMPARE(rows[1].runId, *second);
+        QCOMPARE(rows[1].evaluationId, b1->evaluation);
+        QCOMPARE(std::make_pair(rows[1].turn, rows[1].sample), std::make_pair(1, 1));
+        QCOMPARE(rows[1].status, QStringLiteral("incorrect"));
+        QCOMPARE(rows[1].speedup.value_or(0), 1.25);
+        QVERIFY(rows[1].outcome.compiled() && !rows[1].outcome.countsAsCorrect());
+        QCOMPARE(rows[2].evaluationId, *floorId);
+        QCOMPARE(std::make_pair(rows[2].turn, rows[2].sample), std::make_pair(2, 0));
+        QVERIFY(rows[2].outcome.isCorrect());
+        QVERIFY(rows[2].outcome.belowRooflineFloor());
+        QVERIFY(!rows[2].outcome.countsAsCorrect());
+        QVERIFY(!rows[2].outcome.trustedSpeedup());
+        QCOMPARE(rows[2].outcome.positiveSpeedup().value_or(0), 40.0);
+        // The candidate's blocks are its latest echo's (the one without a hash): named by the blocks.
+        QCOMPARE(rows[2].codeKey, QStringLiteral("__global__ void k() {}") + QLatin1Char('\0') + QStringLiteral("def forward(x): ..."));
+        QCOMPARE(rows[3].evaluationId, *timeoutId);
+        QCOMPARE(rows[3].status, QStringLiteral("timeout"));
+        QVERIFY(rows[3].outcome.compiled()); // compile.ok of a timeout
+        QVERIFY(!rows[3].speedup);
+
+        const QList<TaskCandidate> others = store.candidatesOfTask(other);
+        QCOMPARE(others.size(), 2);
+        QCOMPARE(others[0].evaluationId, aOther->evaluation);
+        QCOMPARE(others[1].evaluationId, bOther->evaluation);
+        QVERIFY(store.candidatesOfTask(QStringLiteral("L3/1")).isEmpty());
+
+        // One evaluation in full, as the run's list has it.
+        const std::optional<EvaluationRecord> full = store.evaluation(*floorId);
+        QVERIFY(full);
+        const QList<EvaluationRecord> ofRun = store.evaluations(*second);
+        const auto listed = std::find_if(ofRun.cbegin(), ofRun.cend(), [&](const EvaluationRecord& e) { return e.id == *floorId; });
+        QVERIFY(listed != ofRun.cend());
+        QCOMPARE(full->result, listed->result);
+        QCOMPARE(full->candidateId, b2->candidate);
+        QCOMPARE(full->promptId, b2->prompt);
+        QCOMPARE(full->task, task);
+        QCOMPARE(full->turn, 2);
+        QVERIFY(!store.evaluation(*timeoutId + 100));
     }
 
     // Issue 16: an evaluation records where it ran (the queue's "worker"); rows of a schema-3 file

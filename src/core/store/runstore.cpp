@@ -712,6 +712,108 @@ QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const
     return evaluationsAfter(runId, 0);
 }
 
+namespace {
+
+const QString kEvaluationColumns = QStringLiteral(
+    "SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
+    "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker, e.dram_bytes"
+    " FROM evaluations e"
+    " JOIN candidates c ON c.id = e.candidate_id"
+    " JOIN responses r ON r.id = c.response_id"
+    " JOIN prompts p ON p.id = r.prompt_id");
+
+EvaluationRecord evaluationRecord(const QSqlQuery& query)
+{
+    EvaluationRecord record;
+    record.id = query.value(0).toLongLong();
+    record.candidateId = query.value(1).toLongLong();
+    record.responseId = query.value(2).toLongLong();
+    record.promptId = query.value(3).toLongLong();
+    record.task = query.value(4).toString();
+    record.turn = query.value(5).toInt();
+    record.sample = query.value(6).toInt();
+    record.role = query.value(7).toString();
+    record.status = query.value(8).toString();
+    record.speedup = optionalDouble(query.value(9));
+    record.maxAbsDiff = optionalDouble(query.value(10));
+    record.result = jsonObject(query.value(11).toString());
+    record.created = parseTime(query.value(12).toString());
+    record.worker = query.value(13).toString();
+    record.dramBytes = optionalDouble(query.value(14));
+    return record;
+}
+
+} // namespace
+
+std::optional<EvaluationRecord> RunStore::evaluation(qint64 evaluationId) const
+{
+    if (!isOpen())
+        return std::nullopt;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(kEvaluationColumns + QStringLiteral(" WHERE e.id = ?"));
+    query.addBindValue(evaluationId);
+    if (!execOrFail(query, QStringLiteral("read evaluation")) || !query.next())
+        return std::nullopt;
+    return evaluationRecord(query);
+}
+
+QList<TaskCandidate> RunStore::candidatesOfTask(const QString& task) const
+{
+    QList<TaskCandidate> list;
+    if (!isOpen())
+        return list;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    // Of the response only its flags and compile.ok (json_type keeps true apart from 1), not the
+    // whole text (logs, timings, a cubin); the blocks only where no hash names the code.
+    query.prepare(QStringLiteral(
+        "SELECT e.id, e.candidate_id, p.run_id, c.task, c.turn, c.sample, p.role, e.status, e.speedup,"
+        "       CASE WHEN json_valid(e.result) THEN json_extract(e.result, '$.flags') END,"
+        "       CASE WHEN NOT json_valid(e.result) THEN NULL"
+        "            WHEN json_type(e.result, '$.compile.ok_compile') IN ('true', 'false')"
+        "            THEN json_type(e.result, '$.compile.ok_compile') ELSE json_type(e.result, '$.compile.ok') END,"
+        "       c.blocks_from, c.source_hash,"
+        "       CASE WHEN c.blocks_from = 'worker' AND coalesce(c.source_hash, '') = '' THEN c.cuda END,"
+        "       CASE WHEN c.blocks_from = 'worker' AND coalesce(c.source_hash, '') = '' THEN c.python END"
+        " FROM candidates c"
+        " JOIN evaluations e ON e.candidate_id = c.id"
+        " JOIN responses r ON r.id = c.response_id"
+        " JOIN prompts p ON p.id = r.prompt_id"
+        " WHERE c.task = ? ORDER BY p.run_id, c.turn, c.sample, e.id"));
+    query.addBindValue(task);
+    if (!execOrFail(query, QStringLiteral("list candidates of task")))
+        return list;
+    while (query.next()) {
+        TaskCandidate row;
+        row.evaluationId = query.value(0).toLongLong();
+        row.candidateId = query.value(1).toLongLong();
+        row.runId = query.value(2).toLongLong();
+        row.task = query.value(3).toString();
+        row.turn = query.value(4).toInt();
+        row.sample = query.value(5).toInt();
+        row.role = query.value(6).toString();
+        row.status = query.value(7).toString();
+        row.speedup = optionalDouble(query.value(8));
+        // The fields read, as the response has them, through the one decoder.
+        QJsonObject part{{QStringLiteral("status"), row.status}};
+        if (row.speedup)
+            part.insert(QStringLiteral("speedup"), *row.speedup);
+        const QJsonDocument flags = QJsonDocument::fromJson(query.value(9).toString().toUtf8());
+        if (flags.isArray())
+            part.insert(QStringLiteral("flags"), flags.array());
+        const QString compileOk = query.value(10).toString();
+        if (compileOk == QLatin1String("true") || compileOk == QLatin1String("false"))
+            part.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), compileOk == QLatin1String("true")}});
+        row.outcome = decodeEvaluation(part);
+        if (blocksFromValue(query.value(11).toString()) == CandidateBlocksFrom::Worker) {
+            const QString hash = query.value(12).toString();
+            row.codeKey = !hash.isEmpty() ? hash : query.value(13).toString() + QLatin1Char('\0') + query.value(14).toString();
+        }
+        list.append(row);
+    }
+    return list;
+}
+
 QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId) const
 {
     QList<EvaluationRecord> list;
@@ -719,37 +821,13 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
         return list;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral(
-        "SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
-        "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker, e.dram_bytes"
-        " FROM evaluations e"
-        " JOIN candidates c ON c.id = e.candidate_id"
-        " JOIN responses r ON r.id = c.response_id"
-        " JOIN prompts p ON p.id = r.prompt_id"
-        " WHERE p.run_id = ? AND e.id > ? ORDER BY e.id"));
+    query.prepare(kEvaluationColumns + QStringLiteral(" WHERE p.run_id = ? AND e.id > ? ORDER BY e.id"));
     query.addBindValue(runId);
     query.addBindValue(afterId);
     if (!execOrFail(query, QStringLiteral("list evaluations")))
         return list;
-    while (query.next()) {
-        EvaluationRecord record;
-        record.id = query.value(0).toLongLong();
-        record.candidateId = query.value(1).toLongLong();
-        record.responseId = query.value(2).toLongLong();
-        record.promptId = query.value(3).toLongLong();
-        record.task = query.value(4).toString();
-        record.turn = query.value(5).toInt();
-        record.sample = query.value(6).toInt();
-        record.role = query.value(7).toString();
-        record.status = query.value(8).toString();
-        record.speedup = optionalDouble(query.value(9));
-        record.maxAbsDiff = optionalDouble(query.value(10));
-        record.result = jsonObject(query.value(11).toString());
-        record.created = parseTime(query.value(12).toString());
-        record.worker = query.value(13).toString();
-        record.dramBytes = optionalDouble(query.value(14));
-        list.append(record);
-    }
+    while (query.next())
+        list.append(evaluationRecord(query));
     return list;
 }
 

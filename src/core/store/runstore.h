@@ -150,6 +150,27 @@ struct EvaluationRecord
     EvaluationResult evaluation() const { return decodeEvaluation(result); }
 };
 
+/// An evaluated candidate of a task as a picker lists it (RunStore::candidatesOfTask): who it is
+/// and how it ended, without the evaluation's whole response (RunStore::evaluation reads that).
+struct TaskCandidate
+{
+    qint64 evaluationId = 0;
+    qint64 candidateId = 0;
+    qint64 runId = 0;
+    QString task;
+    int turn = 0;
+    int sample = 0;
+    QString role;
+    QString status; ///< the evaluations.status column
+    std::optional<double> speedup;
+    /// The response's status, speed-up, flags and compile.ok only, decoded by decodeEvaluation:
+    /// enough for the one rule of selection (countsAsCorrect, compiled, trustedSpeedup).
+    EvaluationResult outcome;
+    /// What the candidate's code is, to tell two apart: the worker's hash of its blocks, else the
+    /// blocks (a NUL between them); empty when no worker echoed its parse (nothing to compare).
+    QString codeKey;
+};
+
 /// What a run's model requests cost: sums over its responses (failed requests included). A sum is
 /// absent when no response of the run recorded that number.
 struct RunUsage
@@ -247,6 +268,12 @@ public:
     QList<EvaluationRecord> evaluations(qint64 runId) const;
     /// One candidate with its code and its answer (the diff view), nullopt for an unknown id.
     std::optional<CandidateRecord> candidate(qint64 candidateId) const;
+    /// One evaluation with its unit, nullopt for an unknown id.
+    std::optional<EvaluationRecord> evaluation(qint64 evaluationId) const;
+    /// Every evaluated candidate of `task` over all runs, by run, then turn, sample and insertion;
+    /// reads a few columns and fields per evaluation, not its whole response (the Diff page's
+    /// pickers, on a database of thousands of evaluations).
+    QList<TaskCandidate> candidatesOfTask(const QString& task) const;
     /// The evaluations of a run stored after the one with id `afterId`, in insertion order (a live
     /// view appends them without reading the whole run again).
     QList<EvaluationRecord> evaluationsAfter(qint64 runId, qint64 afterId) const;
