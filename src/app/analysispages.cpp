@@ -5,6 +5,7 @@
 #include "core/protocol/evaluationstatus.h"
 #include "core/store/runstore.h"
 #include "core/tasks/taskcatalog.h"
+#include "core/workers/jobtracker.h"
 
 #include <QComboBox>
 #include <tuple>
@@ -165,8 +166,17 @@ void BestOfNPage::setCurves(const QList<BestOfNSeries>& curves)
     m_chart->setCurves(curves);
 }
 
+namespace {
+
+const QString kCandidatesSlot = QStringLiteral("candidates");
+const QString kPairSlot = QStringLiteral("pair");
+
+} // namespace
+
 DiffPage::DiffPage(QWidget* parent)
     : QWidget(parent)
+    , m_jobs(new JobTracker(this))
+    , m_reader(&DiffPage::readCandidates)
 {
     auto* layout = new QVBoxLayout(this);
     auto* form = new QFormLayout;
@@ -191,19 +201,42 @@ DiffPage::DiffPage(QWidget* parent)
     connect(m_right, &QComboBox::currentIndexChanged, this, &DiffPage::showPair);
 }
 
-DiffPage::~DiffPage() = default;
+DiffPage::~DiffPage()
+{
+    delete m_jobs; // waits for a read still running, before the widgets its result would fill go
+    m_jobs = nullptr;
+}
+
+QList<CandidateEntry> DiffPage::readCandidates(const QString& path, const QString& task)
+{
+    RunStore store; // its own connection, in the pool's thread
+    if (!store.open(path))
+        return {};
+    return candidatesOfTask(store, task);
+}
+
+void DiffPage::setCandidateReader(CandidateReader reader)
+{
+    m_reader = std::move(reader);
+}
+
+bool DiffPage::isLoading() const
+{
+    return m_jobs->isBusy(kCandidatesSlot) || m_jobs->isBusy(kPairSlot);
+}
 
 bool DiffPage::setDatabase(const QString& path, QString* error)
 {
-    auto store = std::make_unique<RunStore>();
-    if (!store->open(path)) {
+    RunStore store; // only to say now whether the file opens; the reads open their own
+    if (!store.open(path)) {
         if (error)
-            *error = store->errorString();
+            *error = store.errorString();
         return false;
     }
-    m_store = std::move(store);
-    // The candidates of a task come from every run's evaluations: read when the page is shown,
-    // not while the window opens a large database.
+    store.close();
+    m_path = path;
+    // The candidates of a task are read when the page is shown, not while the window opens a
+    // large database.
     loadTaskWhenShown();
     return true;
 }
@@ -226,6 +259,8 @@ void DiffPage::setTasks(const QList<QPair<QString, QString>>& tasks)
 void DiffPage::loadTaskWhenShown()
 {
     m_stale = !isVisible();
+    if (m_stale)
+        m_jobs->cancel(kCandidatesSlot); // for a database or task list no longer current
     if (!m_stale)
         loadTask();
 }
@@ -246,15 +281,12 @@ QString DiffPage::currentTask() const
 
 namespace {
 
-/// What a candidate's code is, to tell two candidates apart: the worker's hash of its blocks, else
-/// the blocks themselves.
+/// What a candidate's code is, to tell two candidates apart (TaskCandidate::codeKey); one whose
+/// code nobody named is distinct from every other.
 QString codeKey(const CandidateEntry& entry)
 {
-    const EvaluationResult e = entry.evaluation.evaluation();
-    if (!e.candidate)
-        return QStringLiteral("evaluation %1").arg(entry.evaluation.id); // nothing to compare: distinct
-    return e.candidate->sourceHash.isEmpty() ? e.candidate->cuda + QLatin1Char('\0') + e.candidate->python
-                                             : e.candidate->sourceHash;
+    return entry.candidate.codeKey.isEmpty() ? QStringLiteral("evaluation %1").arg(entry.candidate.evaluationId)
+                                             : entry.candidate.codeKey;
 }
 
 } // namespace
@@ -266,7 +298,7 @@ std::pair<int, int> DiffPage::defaultPair(const QList<CandidateEntry>& entries)
     // Right: the best candidate by core's rule (correct and counted, then compiled, then speed-up).
     int best = 0;
     const auto key = [&](int i) {
-        const EvaluationResult e = entries.at(i).evaluation.evaluation();
+        const EvaluationResult& e = entries.at(i).candidate.outcome;
         return std::make_tuple(e.countsAsCorrect(), e.compiled(), e.trustedSpeedup().value_or(0.0));
     };
     for (int i = 1; i < entries.size(); ++i)
@@ -283,8 +315,8 @@ std::pair<int, int> DiffPage::defaultPair(const QList<CandidateEntry>& entries)
             continue;
         const CandidateEntry& e = entries.at(i);
         const bool sameRun = e.runId == b.runId;
-        const int s = sameRun && e.evaluation.turn == b.evaluation.turn - 1 ? 3
-                      : sameRun && e.evaluation.turn < b.evaluation.turn   ? 2
+        const int s = sameRun && e.candidate.turn == b.candidate.turn - 1 ? 3
+                      : sameRun && e.candidate.turn < b.candidate.turn   ? 2
                       : sameRun                                            ? 1
                                                                            : 0;
         if (s > score) {
@@ -307,7 +339,7 @@ bool DiffPage::showTask(const QString& id)
         m_task->setCurrentIndex(i);
     }
     loadTask();
-    return m_entries.size() >= 2;
+    return true;
 }
 
 bool DiffPage::selectPair(int left, int right)
@@ -326,57 +358,104 @@ bool DiffPage::selectPair(int left, int right)
 void DiffPage::loadTask()
 {
     m_stale = false;
+    m_jobs->cancel(kPairSlot); // a pair of the task shown before
     m_entries.clear();
+    m_summary.clear();
     {
         const QSignalBlocker a(m_left), b(m_right);
         m_left->clear();
         m_right->clear();
     }
-    if (!m_store) {
-        m_view->clear();
+    m_view->clear();
+    const QString task = currentTask();
+    if (m_path.isEmpty() || task.isEmpty()) {
+        m_jobs->cancel(kCandidatesSlot);
+        m_note->setText(m_path.isEmpty() ? tr("No run database open: File > Open Run Database…") : QString());
         return;
     }
-    m_entries = candidatesOfTask(*m_store, currentTask());
-    {
-        const QSignalBlocker a(m_left), b(m_right);
-        for (const CandidateEntry& e : std::as_const(m_entries)) {
-            m_left->addItem(e.label());
-            m_right->addItem(e.label());
-        }
-        const auto [left, right] = defaultPair(m_entries);
-        m_left->setCurrentIndex(left);
-        m_right->setCurrentIndex(right);
-    }
-    m_note->setText(m_entries.isEmpty() ? tr("No evaluated candidate of %1 in this database.").arg(currentTask())
-                                        : tr("%n evaluated candidate(s) of this task in the database.", nullptr,
-                                             int(m_entries.size())));
-    showPair();
+    m_note->setText(tr("Loading the candidates of %1 …").arg(task));
+    const QString path = m_path;
+    const CandidateReader reader = m_reader;
+    // A newer read of the slot drops this one's result, whichever ends first.
+    m_jobs->run(
+        kCandidatesSlot, [reader, path, task] { return reader(path, task); },
+        [this, task](QList<CandidateEntry>&& entries) {
+            if (task != currentTask())
+                return; // another task chosen while the page was hidden (its read waits for the page)
+            m_entries = std::move(entries);
+            {
+                const QSignalBlocker a(m_left), b(m_right);
+                for (const CandidateEntry& e : std::as_const(m_entries)) {
+                    m_left->addItem(e.label());
+                    m_right->addItem(e.label());
+                }
+                const auto [left, right] = defaultPair(m_entries);
+                m_left->setCurrentIndex(left);
+                m_right->setCurrentIndex(right);
+            }
+            m_summary = m_entries.isEmpty()
+                            ? tr("No evaluated candidate of %1 in this database.").arg(task)
+                            : tr("%n evaluated candidate(s) of this task in the database.", nullptr, int(m_entries.size()));
+            m_note->setText(m_summary);
+            Q_EMIT candidatesLoaded(task);
+            showPair();
+        });
 }
 
 void DiffPage::showPair()
 {
     const int l = m_left->currentIndex(), r = m_right->currentIndex();
-    if (!m_store || l < 0 || r < 0 || l >= m_entries.size() || r >= m_entries.size()) {
+    if (m_path.isEmpty() || l < 0 || r < 0 || l >= m_entries.size() || r >= m_entries.size()) {
+        m_jobs->cancel(kPairSlot);
         m_view->clear();
         return;
     }
-    const auto side = [this](const CandidateEntry& e) {
-        // The blocks the worker evaluated: its echo in the evaluation, else the store's copy of an
-        // echo; a client's parse (a database from before the echo) is not shown as the worker's.
-        const std::optional<CandidateRecord> c = m_store->candidate(e.evaluation.candidateId);
-        std::optional<CandidateEcho> stored;
-        if (c && c->blocksFrom == CandidateBlocksFrom::Worker)
-            stored = CandidateEcho{c->cuda, c->python, c->kernels, c->sourceHash, c->cudaLine, c->pythonLine};
-        // Who it is; its status and speed-up are the badges beside it (with them the label was
-        // cut off at the pane's edge).
-        const QString who = QStringLiteral("%1  %2 · turn %3 · sample %4")
-                                .arg(e.evaluation.task, e.runLabel)
-                                .arg(e.evaluation.turn)
-                                .arg(e.evaluation.sample);
-        return CandidateSide::make(who, c ? c->answer : QString(),
-                                   e.evaluation.evaluation(), stored);
+    // The two candidates' code, answers and evaluations: read only for the pair shown.
+    struct Side
+    {
+        CandidateEntry entry;
+        std::optional<CandidateRecord> candidate;
+        std::optional<EvaluationRecord> evaluation;
     };
-    m_view->setCandidates(side(m_entries[l]), side(m_entries[r]));
+    struct Pair
+    {
+        Side left, right;
+    };
+    const QString path = m_path;
+    Pair wanted{{m_entries.at(l), {}, {}}, {m_entries.at(r), {}, {}}};
+    m_note->setText(tr("Loading the two candidates …"));
+    m_jobs->run(
+        kPairSlot,
+        [path, wanted]() mutable {
+            RunStore store; // its own connection, in the pool's thread
+            if (store.open(path))
+                for (Side* s : {&wanted.left, &wanted.right}) {
+                    s->candidate = store.candidate(s->entry.candidate.candidateId);
+                    s->evaluation = store.evaluation(s->entry.candidate.evaluationId);
+                }
+            return wanted;
+        },
+        [this](Pair&& pair) {
+            const auto side = [](const Side& s) {
+                // The blocks the worker evaluated: its echo in the evaluation, else the store's copy
+                // of an echo; a client's parse (a database from before the echo) is not shown as the
+                // worker's.
+                const std::optional<CandidateRecord>& c = s.candidate;
+                std::optional<CandidateEcho> stored;
+                if (c && c->blocksFrom == CandidateBlocksFrom::Worker)
+                    stored = CandidateEcho{c->cuda, c->python, c->kernels, c->sourceHash, c->cudaLine, c->pythonLine};
+                // Who it is; its status and speed-up are the badges beside it (with them the label
+                // was cut off at the pane's edge).
+                const TaskCandidate& t = s.entry.candidate;
+                const QString who =
+                    QStringLiteral("%1  %2 · turn %3 · sample %4").arg(t.task, s.entry.runLabel).arg(t.turn).arg(t.sample);
+                return CandidateSide::make(who, c ? c->answer : QString(),
+                                           s.evaluation ? s.evaluation->evaluation() : t.outcome, stored);
+            };
+            m_view->setCandidates(side(pair.left), side(pair.right));
+            m_note->setText(m_summary);
+            Q_EMIT pairShown();
+        });
 }
 
 } // namespace kwb::app

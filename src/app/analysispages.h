@@ -10,6 +10,7 @@
 #include <QPair>
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -18,7 +19,7 @@ class QLabel;
 class QPushButton;
 
 namespace kwb {
-class RunStore;
+class JobTracker;
 class TaskCatalog;
 } // namespace kwb
 
@@ -84,19 +85,25 @@ private:
     QLabel* m_note;
 };
 
-/// Two candidates of a task, from any runs of a store, side by side.
+/// Two candidates of a task, from any runs of a store, side by side. A task's candidates and the
+/// chosen pair are read in the background (JobTracker jobs, a connection of their own), so the
+/// page never waits on a large database; a result for a task or pair no longer shown is dropped.
 class DiffPage : public QWidget
 {
     Q_OBJECT
 public:
+    /// Reads the evaluated candidates of a task from the database at a path: run on a pool thread.
+    using CandidateReader = std::function<QList<CandidateEntry>(const QString& path, const QString& task)>;
+
     explicit DiffPage(QWidget* parent = nullptr);
     ~DiffPage() override;
-    /// Opens its own connection to the store (read only use).
+    /// The database to read from (each read opens its own connection); false when it cannot be opened.
     bool setDatabase(const QString& path, QString* error = nullptr);
     /// The tasks to pick from, as id -> title (shown "L2/1  title").
     void setTasks(const QList<QPair<QString, QString>>& tasks);
     QString currentTask() const;
-    /// Selects the task and its default pair (defaultPair). False when it has fewer than two candidates.
+    /// Selects the task and starts reading its candidates (candidatesLoaded, then its default
+    /// pair: defaultPair). False for a task not in the list.
     bool showTask(const QString& id);
     /// The pair shown when a task is picked, as (left, right) indexes: right the best candidate
     /// (counted correct, compiled, speed-up), left one with other code, preferring the same run's
@@ -104,7 +111,20 @@ public:
     static std::pair<int, int> defaultPair(const QList<CandidateEntry>& entries);
     bool selectPair(int left, int right);
     const QList<CandidateEntry>& candidates() const { return m_entries; }
+    /// Whether the current task's candidates or the chosen pair are still being read.
+    bool isLoading() const;
     CandidateDiffView* view() const { return m_view; }
+    JobTracker* jobs() const { return m_jobs; }
+    /// Replaces how a task's candidates are read (default: readCandidates), e.g. to watch it.
+    void setCandidateReader(CandidateReader reader);
+    /// The default reader: a RunStore of its own on path, candidatesOfTask.
+    static QList<CandidateEntry> readCandidates(const QString& path, const QString& task);
+
+Q_SIGNALS:
+    /// The candidates of `task` (the current one) are in the pickers.
+    void candidatesLoaded(const QString& task);
+    /// The chosen pair is in the view.
+    void pairShown();
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -114,13 +134,16 @@ private:
     void loadTaskWhenShown();
     void showPair();
 
-    std::unique_ptr<RunStore> m_store;
+    QString m_path;
+    JobTracker* m_jobs;
+    CandidateReader m_reader;
     QComboBox* m_task;
     QComboBox* m_left;
     QComboBox* m_right;
     QLabel* m_note;
     CandidateDiffView* m_view;
     QList<CandidateEntry> m_entries;
+    QString m_summary; ///< what the note says once the candidates are in
     bool m_stale = false; ///< the task's candidates are to be read once the page is shown
 };
 

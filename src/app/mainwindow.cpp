@@ -840,8 +840,19 @@ void MainWindow::stageScreenshots(const QString& dir)
             else if (agent)
                 warn(tr("no correct sample of %1 in run %2 for the monitor").arg(task).arg(agent));
         }
-        if (!m_diffPage->showTask(task))
-            warn(tr("fewer than two candidates of %1 for the diff").arg(task));
+        // The diff reads the task's candidates in the background: count them once they are in.
+        auto* counted = new QObject(this);
+        connect(m_diffPage, &DiffPage::candidatesLoaded, counted, [this, counted, task, warn](const QString& loaded) {
+            if (loaded != task)
+                return;
+            if (m_diffPage->candidates().size() < 2)
+                warn(tr("fewer than two candidates of %1 for the diff").arg(task));
+            counted->deleteLater();
+        });
+        if (!m_diffPage->showTask(task)) {
+            warn(tr("no task %1 for the diff").arg(task));
+            counted->deleteLater();
+        }
     }
 
     // The welcome page, the nine pages, then the views the README shows besides: Results at

@@ -170,27 +170,22 @@ QString CandidateEntry::label() const
 {
     QString text = QStringLiteral("%1 · turn %2 · sample %3 · %4")
                        .arg(runLabel)
-                       .arg(evaluation.turn)
-                       .arg(evaluation.sample)
-                       .arg(evaluation.status);
-    if (evaluation.speedup && evaluationStatusFromWire(evaluation.status) == EvaluationStatus::Correct)
-        text += QStringLiteral(" %1×").arg(*evaluation.speedup, 0, 'f', 2);
+                       .arg(candidate.turn)
+                       .arg(candidate.sample)
+                       .arg(candidate.status);
+    if (candidate.speedup && evaluationStatusFromWire(candidate.status) == EvaluationStatus::Correct)
+        text += QStringLiteral(" %1×").arg(*candidate.speedup, 0, 'f', 2);
     return text;
 }
 
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task)
 {
+    QHash<qint64, QString> labels;
+    for (const RunInfo& run : store.runs())
+        labels.insert(run.id, kwb::runLabel(run));
     QList<CandidateEntry> entries;
-    for (const RunInfo& run : store.runs()) {
-        QList<CandidateEntry> ofRun;
-        for (const EvaluationRecord& e : store.evaluations(run.id))
-            if (e.task == task)
-                ofRun.append(CandidateEntry{run.id, kwb::runLabel(run), e});
-        std::stable_sort(ofRun.begin(), ofRun.end(), [](const CandidateEntry& a, const CandidateEntry& b) {
-            return std::make_pair(a.evaluation.turn, a.evaluation.sample) < std::make_pair(b.evaluation.turn, b.evaluation.sample);
-        });
-        entries += ofRun;
-    }
+    for (const TaskCandidate& c : store.candidatesOfTask(task))
+        entries.append(CandidateEntry{c.runId, labels.value(c.runId), c});
     return entries;
 }
 

@@ -60,11 +60,12 @@ struct CandidateEntry
 {
     qint64 runId = 0;
     QString runLabel; ///< core/run/runname.h's runLabel: "#7 agent −best_of_n"
-    EvaluationRecord evaluation;
+    TaskCandidate candidate; ///< the picker's columns, not the evaluation (RunStore::evaluation reads it)
     QString label() const; ///< "#7 agent −best_of_n · turn 1 · sample 2 · correct 1.22×"
 };
 
-/// Every evaluated candidate of `task` in the store, by run, then turn, then sample.
+/// Every evaluated candidate of `task` in the store, by run, then turn, then sample
+/// (RunStore::candidatesOfTask, labelled by run).
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task);
 
 /// The shipped example study (the H200 fixture-server study, 10 runs over 30 tasks), xz-packed:

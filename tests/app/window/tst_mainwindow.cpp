@@ -94,16 +94,16 @@ private Q_SLOTS:
         // The diff: a failing against a correct candidate of L2/1.
         auto* diff = qobject_cast<DiffPage*>(window.page(QStringLiteral("diff")));
         QVERIFY(diff->showTask(QStringLiteral("L2/1")));
-        QVERIFY(diff->view()->hasCandidates());
+        QTRY_VERIFY(!diff->isLoading() && diff->view()->hasCandidates());
         QVERIFY(diff->view()->changeCount() > 0);
         // By default two different candidates: the best on the right (agent, sample 1: correct
         // 1.07×), one with other code on the left (the first two of the list had the same code).
         const auto [left, right] = DiffPage::defaultPair(diff->candidates());
         QVERIFY(left != right);
-        QCOMPARE(diff->candidates().at(right).evaluation.status, QStringLiteral("correct"));
+        QCOMPARE(diff->candidates().at(right).candidate.status, QStringLiteral("correct"));
         QCOMPARE(diff->candidates().at(right).runId, m_fixture.agent);
-        QVERIFY(diff->candidates().at(left).evaluation.evaluation().candidate->sourceHash
-                != diff->candidates().at(right).evaluation.evaluation().candidate->sourceHash);
+        QVERIFY(!diff->candidates().at(right).candidate.codeKey.isEmpty());
+        QVERIFY(diff->candidates().at(left).candidate.codeKey != diff->candidates().at(right).candidate.codeKey);
         // Tasks by id and name; no page that does not exist is named.
         auto* taskCombo = diff->findChildren<QComboBox*>().value(0);
         QVERIFY(taskCombo);

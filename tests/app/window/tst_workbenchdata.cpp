@@ -194,7 +194,7 @@ private Q_SLOTS:
         QCOMPARE(entries[0].runId, m_fixture.zeroShot);
         QCOMPARE(entries[0].label(), QStringLiteral("#1 zero-shot · turn 1 · sample 0 · compile_error"));
         QCOMPARE(entries[2].label(), QStringLiteral("#2 agent · turn 1 · sample 1 · correct 1.07×"));
-        QVERIFY(m_store.candidate(entries[2].evaluation.candidateId)->cuda.contains(QStringLiteral("fmaxf")));
+        QVERIFY(m_store.candidate(entries[2].candidate.candidateId)->cuda.contains(QStringLiteral("fmaxf")));
         QVERIFY(candidatesOfTask(m_store, QStringLiteral("L3/1")).isEmpty());
     }
 
