@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -208,6 +209,17 @@ std::string findWorker(const std::string& fallback)
     if (const char* env = std::getenv("KWB_WORKER"); env && *env)
         return env;
     return fallback;
+}
+
+void CheckLog::check(bool ok, const std::string& what, const nlohmann::json& detail)
+{
+    std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what.c_str(), ok || detail.is_null() ? "" : ("  " + detail.dump()).c_str());
+    failures += !ok;
+}
+
+double numberOr(const nlohmann::json& j, const char* key, double missing)
+{
+    return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : missing;
 }
 
 } // namespace kwb::test

@@ -53,4 +53,14 @@ std::string readFile(const std::string& path);
 /// kwb-worker next to this test binary's build tree (bin/), or $KWB_WORKER.
 std::string findWorker(const std::string& fallback);
 
+/// The GPU tests' outcome log: one "ok  " or "FAIL" line per check (with the detail on failure),
+/// counted, since these tests run as plain programs on the GPU machine.
+struct CheckLog {
+    int failures = 0;
+    void check(bool ok, const std::string& what, const nlohmann::json& detail = nlohmann::json());
+};
+
+/// j[key] as a number, -1 where j is no object or has no number there.
+double numberOr(const nlohmann::json& j, const char* key, double missing = -1.0);
+
 } // namespace kwb::test

@@ -15,16 +15,9 @@ using kwb::test::readFile;
 using kwb::test::WorkerClient;
 
 namespace {
-int failures = 0;
-void check(bool ok, const std::string& what, const json& detail = json())
-{
-    std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what.c_str(), ok || detail.is_null() ? "" : ("  " + detail.dump()).c_str());
-    failures += !ok;
-}
-double num(const json& j, const char* key)
-{
-    return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : -1.0;
-}
+kwb::test::CheckLog checks;
+void check(bool ok, const std::string& what, const json& detail = json()) { checks.check(ok, what, detail); }
+double num(const json& j, const char* key) { return kwb::test::numberOr(j, key); }
 } // namespace
 
 int main()
@@ -78,6 +71,6 @@ int main()
           "kernelbench profile: 100 trials each");
     check(t.value("speedup_interval", json()).is_object(), "kernelbench profile: an (unpaired) interval too");
     worker.stop();
-    std::printf("%d failed\n", failures);
-    return failures ? 1 : 0;
+    std::printf("%d failed\n", checks.failures);
+    return checks.failures ? 1 : 0;
 }

@@ -24,16 +24,9 @@ using kwb::test::readFile;
 using kwb::test::WorkerClient;
 
 namespace {
-int failures = 0;
-void check(bool ok, const std::string& what, const json& detail = json())
-{
-    std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what.c_str(), ok || detail.is_null() ? "" : ("  " + detail.dump()).c_str());
-    failures += !ok;
-}
-double num(const json& j, const char* key)
-{
-    return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : -1.0;
-}
+kwb::test::CheckLog checks;
+void check(bool ok, const std::string& what, const json& detail = json()) { checks.check(ok, what, detail); }
+double num(const json& j, const char* key) { return kwb::test::numberOr(j, key); }
 struct Case {
     std::string task, file;
     double low = 0, high = 0;
@@ -105,6 +98,6 @@ int main()
         check(minimal > 0 && bytes >= c.low * minimal && bytes <= c.high * minimal,
               c.task + ": measured bytes within the stated factor of the minimal bytes", t);
     }
-    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    std::printf("%s: %d failure(s)\n", checks.failures ? "FAIL" : "PASS", checks.failures);
+    return checks.failures ? 1 : 0;
 }
