@@ -184,7 +184,7 @@ int main(int argc, char** argv)
                             {"kernels", r.value("kernels", json::array())}, {"degenerate", r.value("degenerate", json())}});
             continue;
         }
-        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs;
+        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs, referenceMs, candidateMs;
         std::map<std::string, int> cpus; // where each run's timing thread was pinned
         std::vector<json> intervals;
         std::map<std::string, int> reasons;
@@ -210,6 +210,8 @@ int main(int argc, char** argv)
                                                           : "unpinned"]++;
             reasons[t.value("stop_reason", std::string("none"))]++;
             timingMs.push_back(num(r.value("stage_ms", json::object()), "timing"));
+            referenceMs.push_back(num(t.value("reference", json::object()), "mean_ms")); // which side moves between processes
+            candidateMs.push_back(num(t.value("candidate", json::object()), "mean_ms"));
             wallMs.push_back(run.wallMs);
         }
         auto mean = [](const std::vector<double>& v) {
@@ -238,7 +240,8 @@ int main(int argc, char** argv)
         std::fflush(stdout);
         repeats.push_back({{"task", task}, {"file", file}, {"runs", repeat}, {"correct", correct}, {"speedups", speedups},
                            {"mean", m}, {"std", sd}, {"cv", m > 0 ? sd / m : 0.0}, {"intervals", intervals},
-                           {"stop_reasons", reasons}, {"timing_ms", timingMs}, {"wall_ms", wallMs}});
+                           {"stop_reasons", reasons}, {"timing_ms", timingMs}, {"wall_ms", wallMs},
+                           {"reference_mean_ms", referenceMs}, {"candidate_mean_ms", candidateMs}});
     }
     if (repeat <= 0 && !rows.empty()) {
         std::printf("\nWhere correctness and timing go (ms; stage_detail_ms):\n\n"

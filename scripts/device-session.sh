@@ -135,16 +135,18 @@ for step in "$@"; do
       echo
       echo "| twin | task | pass | wall s | status | speed-up |"
       echo "|---|---|---|---:|---|---:|"
-      rm -rf "$cache/twins"; mkdir -p "$cache/twins"
+      rm -rf "$cache/twins"; mkdir -p "$cache/twins"; tc=
       for pass in cold cached; do
         if [[ $pass == cold ]]; then list=${KB_COLD_TWINS:-L2_01 L1_05}; else list=$(cd $twins && ls L?_??*.md | sed 's/\.md$//'); fi
         # The cached pass needs every twin built: all are built at once first (untimed; the cold
-        # ones are there already), by compile requests to workers of their own.
-        [[ $pass == cached ]] && KWB_EXTENSION_CACHE=$cache/twins timeout 300 python3 scripts/kb-prebuild.py \
+        # ones are there already), by compile requests to workers of their own. KB_TWINS_CACHE names
+        # a cache already holding them (e.g. the gpu-tests step's prebuild) for that pass.
+        [[ $pass == cached ]] && tc=${KB_TWINS_CACHE:-$cache/twins}
+        [[ $pass == cached ]] && KWB_EXTENSION_CACHE=$tc timeout 300 python3 scripts/kb-prebuild.py \
           "$worker" tasks $(for t in $list; do echo "$twins/$t.md"; done) >> "$OUT/kb-bench.log" 2>&1
         for t in $list; do
           s=$(date +%s.%N)
-          KWB_EXTENSION_CACHE=$cache/twins timeout 300 $bundle/run kwb --worker "$worker" eval "$(task_of $t.md)" \
+          KWB_EXTENSION_CACHE=${tc:-$cache/twins} timeout 300 $bundle/run kwb --worker "$worker" eval "$(task_of $t.md)" \
             "$twins/$t.md" --answer-format kernelbench --trials ${KB_TRIALS:-10} --json > "$OUT/kb-twin-$t-$pass.json" 2>> "$OUT/kb-bench.log"
           e=$(date +%s.%N)
           python3 - "$OUT/kb-twin-$t-$pass.json" "$t" "$(task_of $t.md)" "$pass" "$s" "$e" <<'PY'

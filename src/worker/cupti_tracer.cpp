@@ -161,6 +161,14 @@ void KernelTracer::stop() {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.owner == this) s.owner = nullptr;
+    // Detached, the next start() attaches afresh (its callbacks registered again).
+    if (detachCupti()) s.callbacksRegistered = false;
+}
+
+bool detachCupti() {
+    // Every record was flushed above and the caller synchronised the device: what the CUPTI
+    // documentation asks before cuptiFinalize outside a callback.
+    return cuptiFinalize() == CUPTI_SUCCESS;
 }
 
 std::vector<KernelRecord> KernelTracer::take() {

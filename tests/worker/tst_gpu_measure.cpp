@@ -2,10 +2,12 @@
 // worker. Under the study's profile it must stop on its target with a 95 % interval that holds
 // the speed-up and is within ±1 %, with the SM clock measured; a second evaluation in the same
 // worker reuses the reference's samples (or says why not); KernelBench's profile keeps its fixed
-// 100 trials. Exits 77 (skipped) where there is no CUDA device.
+// 100 trials; tracing a launch-bound network leaves its timing as it was (CUPTI detached).
+// Exits 77 (skipped) where there is no CUDA device.
 // KWB_GPU_MEASURE=TASK:FILE picks the candidate (default L1/5:reference/L1_05.md).
 #include "worker_client.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -70,6 +72,25 @@ int main()
     check(num(t.value("candidate", json()), "trials") == 100 && num(t.value("reference", json()), "trials") == 100,
           "kernelbench profile: 100 trials each");
     check(t.value("speedup_interval", json()).is_object(), "kernelbench profile: an (unpaired) interval too");
+
+    // Tracing (CUPTI) leaves the timing as it was: a launch-bound network timed before and after
+    // its trace, three times in this worker (each after the earlier ones' traces). With CUPTI left
+    // attached, L3/7's reference took 3-16 % longer after a trace and its speed-up moved 2.7 %.
+    const json retime = {{"type", "evaluate"}, {"task", "L3/7"}, {"retime_after_trace", true},
+                         {"answer", readFile(src + "/tests/fixtures/candidates/reference/L3_07.md")}};
+    for (int pass = 0; pass < 3; ++pass) {
+        const json r = worker.request(retime, 300).response;
+        const json before = r.value("timing_before_trace", json::object());
+        const json tb = before.value("timing", json::object()), ta = r.value("timing", json::object());
+        const double sb = num(before, "speedup"), sa = num(r, "speedup");
+        const double rb = num(tb.value("reference", json()), "mean_ms"), ra = num(ta.value("reference", json()), "mean_ms");
+        std::printf("L3/7 retime pass %d: %s, speedup %.4f before the trace, %.4f after; reference %.4f -> %.4f ms, kernels traced %zu\n",
+                    pass + 1, r.value("status", std::string("?")).c_str(), sb, sa, rb, ra, r.value("kernels", json::array()).size());
+        check(r.value("status", std::string()) == "correct", "L3/7 retimed: correct", r.value("message", std::string()));
+        check(!r.value("kernels", json::array()).empty(), "L3/7 retimed: the trace recorded kernels (CUPTI attaches again)");
+        check(sb > 0 && sa > 0 && std::abs(sa / sb - 1) <= 0.015, "L3/7: the speed-up after the trace within 1.5 % of before", {sb, sa});
+        check(rb > 0 && ra > 0 && std::abs(ra / rb - 1) <= 0.02, "L3/7: the reference's mean after the trace within 2 % of before", {rb, ra});
+    }
     worker.stop();
     std::printf("%d failed\n", checks.failures);
     return checks.failures ? 1 : 0;
