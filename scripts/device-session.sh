@@ -329,9 +329,14 @@ PY
   remote-workers)
     # Issue 16: the same verdicts from `kwb eval` locally and through ssh to an sshd of the check's
     # own on 127.0.0.1 (scripts/remote-workers-check.sh), with Debian's OpenSSH from
-    # build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh): the machine has no ssh. Then the host
-    # limits and the time-out through ssh. One file: $OUT/remote-workers.md; both JSONs of every
-    # evaluation under $OUT/remote-workers/. REMOTE_CANDIDATES, REMOTE_ARGS pick others.
+    # build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh): the machine has no ssh. Then
+    # REMOTE_PARTS (default "run limits timeout"): run, the same whole `kwb run --regime
+    # ${REMOTE_REGIME:-iterative}` over the 30 tasks locally and through ssh, each against a fresh
+    # fixture server (the check's run mode: every candidate's verdict and where it ran); limits and
+    # timeout, the host limits and the time-out through ssh. One file: $OUT/remote-workers.md; both
+    # JSONs of every evaluation and both runs' databases under $OUT/remote-workers/.
+    # REMOTE_CANDIDATES, REMOTE_ARGS pick others; REMOTE_RUN_ARGS adds `kwb run` options (e.g.
+    # --compile-only, to try the step on a machine without a GPU).
     log remote-workers
     need_bundle
     [[ -x /tmp/ssh-bundle/bin/sshd ]] || tar xf build-carry/ssh-bundle.tar.xz -C /tmp
@@ -368,13 +373,21 @@ PY
       echo "## Verdicts (kwb eval ${REMOTE_ARGS:---trials 20})"
       echo
       check "${REMOTE_ARGS:---trials 20}" "${candidates[@]}"
-      # REMOTE_PARTS: some of "limits timeout" after the verdicts (device time is scarce).
-      [[ " ${REMOTE_PARTS:-limits timeout} " == *" limits "* ]] && {
+      # REMOTE_PARTS: some of "run limits timeout" after the verdicts (device time is scarce).
+      parts=" ${REMOTE_PARTS:-run limits timeout} "
+      [[ $parts == *" run "* ]] && {
+        regime=${REMOTE_REGIME:-iterative} # iterative: the error-log retries make several evaluations per task
+        echo
+        echo "## A whole run (kwb run --regime $regime) locally and through ssh"
+        echo
+        KWB_CHECK_RUN="run --regime $regime --tasks L1:1-10,L2:1-10,L3:1-10 --prompts $root/prompts --timing-trials 10 --isolation reuse" \
+          KWB_CHECK_FIXTURE="$bundle/run kwb-fixture-llm" check "${REMOTE_RUN_ARGS:-}"; }
+      [[ $parts == *" limits "* ]] && {
         echo
         echo "## Host memory hog (16 GiB) with --max-host-memory 8G: resource_limit both ways"
         echo
         check "--max-host-memory 8G" L1/1=$c/limits/host_memory_hog.md; }
-      [[ " ${REMOTE_PARTS:-limits timeout} " == *" timeout "* ]] && {
+      [[ $parts == *" timeout "* ]] && {
         echo
         echo "## Endless kernel with --timeout 10: timeout both ways"
         echo
