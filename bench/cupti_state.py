@@ -7,7 +7,11 @@ reference's and candidate's mean times before and after the trace, then per cand
 coefficient of variation across processes and the after/before ratio (1.000 when the trace leaves
 no trace). Writes the rows as JSON to $OUT/cupti-state.json.
 
-  python3 bench/cupti_state.py WORKER CANDIDATE.md[,CANDIDATE.md...] PROCESSES [PROFILE]
+  python3 bench/cupti_state.py WORKER CANDIDATE.md[,CANDIDATE.md...] PROCESSES [PROFILE] [attached]
+
+`attached` keeps CUPTI attached for the second timing, as every evaluation had it before
+2026-12-01 (the trace ran just before timing): the second figure is then what the old pipeline
+measured, the first what it measures now.
 
 Run from the project root (the worker reads tasks/); the task of reference/L3_07.md is L3/7.
 """
@@ -15,6 +19,7 @@ import json, os, statistics as st, subprocess, sys, time
 
 worker, files, reps = sys.argv[1], sys.argv[2].split(","), int(sys.argv[3])
 profile = sys.argv[4] if len(sys.argv) > 4 else "kernelbench-fp32"
+attached = len(sys.argv) > 5 and sys.argv[5] == "attached"
 
 
 def task_of(path):
@@ -43,7 +48,7 @@ for rep in range(reps):
 
         ask({"type": "hello", "id": 1})
         r = ask({"type": "evaluate", "id": 2, "task": task_of(f), "answer": open(f).read(), "profile": profile,
-                 "retime_after_trace": True})
+                 "retime_after_trace": "attached" if attached else True})
         p.stdin.close()
         p.wait(30)
         before = r.get("timing_before_trace") or {}
@@ -55,7 +60,9 @@ for rep in range(reps):
                          f"cand {a['candidate_ms'] or 0:.4f} ms ({a['stop']}, {a['pairs']} pairs)")
         print(f"{row['file']} process {rep}: {row['status']}, {row['kernels']} kernels traced | before: {fmt(row['before'])} | "
               f"after: {fmt(row['after'])}", flush=True)
-json.dump({"profile": profile, "rows": rows}, open(os.path.join(os.environ.get("OUT", "."), "cupti-state.json"), "w"), indent=1)
+json.dump({"profile": profile, "cupti_after_trace": "attached" if attached else "detached", "rows": rows},
+          open(os.path.join(os.environ.get("OUT", "."), "cupti-state" + ("-attached" if attached else "") + ".json"), "w"), indent=1)
+print(f"\nCUPTI for the second timing: {'attached (as before 2026-12-01)' if attached else 'detached (as now)'}")
 print()
 print("| candidate | processes | speed-up before (mean, CV) | speed-up after (mean, CV) | after/before (mean ± sd) | reference ms before → after |")
 print("|---|--:|---|---|---|---|")

@@ -30,6 +30,7 @@ struct State {
     std::unordered_map<uint32_t, uint64_t> externalIds;  // correlationId -> externalId
     uint64_t dropped = 0;
     bool callbacksRegistered = false;
+    bool detached = false;  // detachCupti() succeeded once in this process
     const KernelTracer* owner = nullptr;
 };
 
@@ -161,14 +162,24 @@ void KernelTracer::stop() {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.owner == this) s.owner = nullptr;
-    // Detached, the next start() attaches afresh (its callbacks registered again).
-    if (detachCupti()) s.callbacksRegistered = false;
 }
 
 bool detachCupti() {
-    // Every record was flushed above and the caller synchronised the device: what the CUPTI
-    // documentation asks before cuptiFinalize outside a callback.
-    return cuptiFinalize() == CUPTI_SUCCESS;
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.owner) return false;  // a tracer is running
+    // No tracer runs, so every record was flushed (stop()); the caller synchronised the device:
+    // what the CUPTI documentation asks before cuptiFinalize outside a callback.
+    if (cuptiFinalize() != CUPTI_SUCCESS) return false;
+    s.callbacksRegistered = false;  // the next start() attaches afresh
+    s.detached = true;
+    return true;
+}
+
+bool cuptiWasDetached() {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.detached;
 }
 
 std::vector<KernelRecord> KernelTracer::take() {

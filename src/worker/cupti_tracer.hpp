@@ -30,8 +30,7 @@ public:
     // to API records) driver and runtime API activity. False with a reason: no GPU, CUPTI error,
     // another tracer running.
     bool start(std::string* err);
-    // Disables tracing, flushes what was recorded and detaches CUPTI (detachCupti).
-    void stop();
+    void stop();  // disables tracing and flushes what was recorded
     bool running() const { return m_running; }
 
     // Kernels recorded so far (flushing first when still running), in completion order;
@@ -50,12 +49,15 @@ private:
     bool m_running = false;
 };
 
-// Detaches CUPTI from the process (cuptiFinalize); false where CUPTI refuses. Every CUPTI use
-// ends with it: CUPTI left attached after a trace made every later launch dearer (measured on the
-// H200 in one worker, timing before and after a trace: L3/7's reference 3.21 -> 3.37-3.81 ms, its
-// speed-up 0.973x of the untraced one, L3/9_b's 1.133x; detached, 0.9995x and 0.985x;
-// bench/results/2026-12-01-cupti-state-h200.md), so launch-bound speed-ups carried the tracer.
+// Detaches CUPTI from the process (cuptiFinalize); false while a tracer runs or where CUPTI
+// refuses. A worker's tracing ends with it: CUPTI left attached after a trace made every later
+// launch dearer (measured on the H200 in one worker, timing before and after a trace: L3/7's
+// reference 3.25 -> 3.37 ms, up to 3.81 ms, its speed-up 0.973x of the untraced one, L3/9_b's
+// 1.133x; detached, 0.9995x and 0.985x; bench/results/2026-12-01-cupti-state-h200.md). After it
+// the activity API attaches again on the next start(), but CUPTI's range profiler does not
+// (cuptiProfilerInitialize: CUPTI_ERROR_NOT_INITIALIZED), hence cuptiWasDetached().
 bool detachCupti();
+bool cuptiWasDetached();
 
 // "void foo<float>(float*, int)" from "_Z3fooIfEvPfi"; the name itself when it is not mangled.
 std::string demangleKernelName(const char* name);

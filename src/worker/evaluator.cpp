@@ -659,8 +659,11 @@ struct Evaluation {
     /// The request's `profile_traffic`: count the candidate's HBM bytes after timing (trafficStage).
     bool profileTraffic = false;
     /// The request's `retime_after_trace`: time again after the trace, keeping the first timing
-    /// as `timing_before_trace` (the check that tracing leaves the timing as it was).
+    /// as `timing_before_trace` (the check that tracing leaves the timing as it was); "attached"
+    /// keeps CUPTI attached for that second timing, as every evaluation had it before 2026-12-01
+    /// (the benchmark of what the tracer cost), detaching it after the evaluation.
     bool retimeAfterTrace = false;
+    bool retimeAttached = false;
 
     /// The cache entry of `key`, made (empty) where there is none; at most kCachedReferences
     /// entries, the oldest dropped first.
@@ -744,9 +747,11 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
             throw std::invalid_argument(std::string(key) + " must be a number");
     if (req.contains("timing_method") && !req.at("timing_method").is_string())
         throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\"");
-    for (const char* key : {"reuse_reference", "retime_after_trace"})
-        if (req.contains(key) && !req.at(key).is_boolean())
-            throw std::invalid_argument(std::string(key) + " must be true or false");
+    if (req.contains("reuse_reference") && !req.at("reuse_reference").is_boolean())
+        throw std::invalid_argument("reuse_reference must be true or false");
+    if (req.contains("retime_after_trace") && !req.at("retime_after_trace").is_boolean() &&
+        req.at("retime_after_trace") != json("attached"))
+        throw std::invalid_argument("retime_after_trace must be true, false or \"attached\"");
     if (req.contains(protocol::kProfileTrafficField) && !req.at(protocol::kProfileTrafficField).is_boolean())
         throw std::invalid_argument(std::string(protocol::kProfileTrafficField) + " must be true or false");
     measure::Method& timing = prof.timing;
@@ -766,7 +771,10 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     ev.doTime = req.value("time", true);
     ev.reuseReference = req.value("reuse_reference", true);
     ev.profileTraffic = req.value(protocol::kProfileTrafficField, false);
-    ev.retimeAfterTrace = req.value("retime_after_trace", false);
+    if (req.contains("retime_after_trace")) {
+        ev.retimeAttached = req.at("retime_after_trace") == json("attached");
+        ev.retimeAfterTrace = ev.retimeAttached || req.at("retime_after_trace") == json(true);
+    }
     const bool haveCuda = evaluator.cudaAvailable(&ev.noCudaWhy);
     const protocol::Device requested = protocol::parseDevice(
         req, protocol::kDeviceCuda | protocol::kDeviceCpu | protocol::kDeviceNone, cudaDeviceCount());
@@ -1492,6 +1500,12 @@ std::optional<uint32_t> timedStreamId(at::Device dev)
 bool traceStage(Evaluation& ev)
 {
     ev.startStage("trace");
+    // CUPTI is detached on every way out, unless the traffic stage's profiler comes next: it
+    // cannot start after a detach (detachCupti), and retires this worker instead (trafficStage).
+    struct Detach {
+        bool on;
+        ~Detach() { if (on) detachCupti(); }
+    } detach{ev.cuda && !ev.profileTraffic && !ev.retimeAttached};
     if (ev.cuda) {
         auto t0 = Clock::now();
         const std::optional<uint32_t> timed = timedStreamId(ev.dev);
@@ -1813,12 +1827,20 @@ void trafficStage(Evaluation& ev)
                 c10::IValue out;
                 return runCandidate(ev, std::move(args), &out, err); // synchronises
             };
-            d = measureDramTraffic(ordinal, prepare, work, readAll);
+            if (cuptiWasDetached())
+                d.reason = "CUPTI was detached in this worker by an earlier evaluation, and its range profiler cannot "
+                           "start after that: evaluate with profile_traffic in a fresh worker";
+            else
+                d = measureDramTraffic(ordinal, prepare, work, readAll);
         } catch (const std::exception& e) {
             d.reason = e.what();
         }
-        syncCuda();
-        detachCupti(); // the next candidate's timing in this worker runs without CUPTI (detachCupti)
+        // CUPTI's range profiler stays attached in this process (it cannot be detached and started
+        // again, detachCupti): what is timed here next would pay for it, so the worker retires
+        // after this answer and the next candidate gets a fresh one.
+        ev.healthy = false;
+        ev.res["worker_healthy"] = false;
+        ev.res["worker_retired"] = "CUPTI's range profiler ran in this worker; a fresh worker times the next candidate";
     }
     if (d.profiled) {
         int kernels = 0; // the trace stage's count: the same call on the same inputs
@@ -1876,9 +1898,13 @@ json Evaluator::evaluate(const Task& task, const json& req)
         if (ev.retimeAfterTrace && ev.doTime) {
             json before = {{"speedup", ev.res.value("speedup", json())}, {"timing", ev.res.value("timing", json())}};
             ev.reuseReference = false; // the second timing is measured, not taken from the first
-            if (!timingStage(ev))
+            const bool timed = timingStage(ev);
+            if (ev.retimeAttached && !ev.profileTraffic)
+                detachCupti();
+            if (!timed)
                 return ev.response();
             ev.res["timing_before_trace"] = std::move(before);
+            ev.res["timing_after_trace_cupti"] = ev.retimeAttached ? "attached" : "detached";
         }
         trafficStage(ev);
     } catch (const std::exception& e) {
@@ -1907,6 +1933,11 @@ json Evaluator::profile(const Task& task, const json& req)
     at::globalContext().setAllowTF32CuBLAS(tf32);
     at::globalContext().setAllowTF32CuDNN(tf32);
     ensureOpCallback();
+    // Traced trials below; CUPTI is detached after them, so a worker that profiled times as it
+    // did before (detachCupti).
+    struct Detach {
+        ~Detach() { detachCupti(); }
+    } detach;
 
     auto cu = compileScript(task.forward);
     jit::Function& fn = forwardFunction(*cu);

@@ -325,7 +325,10 @@ int Worker::run()
         if (m_shutdown)
             return 0;
         if (!m_evaluator.healthy()) {
-            std::cerr << "kwb-worker: CUDA context is unusable after a sticky error; exiting\n";
+            // A sticky CUDA error, or CUPTI's range profiler left attached (trafficStage): the
+            // answer said worker_healthy: false, and the next candidate needs a fresh worker.
+            std::cerr << "kwb-worker: this process cannot evaluate further (a sticky CUDA error, or CUPTI's profiler "
+                         "attached); exiting\n";
             return 3;
         }
     }

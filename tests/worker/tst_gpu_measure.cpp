@@ -73,23 +73,25 @@ int main()
           "kernelbench profile: 100 trials each");
     check(t.value("speedup_interval", json()).is_object(), "kernelbench profile: an (unpaired) interval too");
 
-    // Tracing (CUPTI) leaves the timing as it was: a launch-bound network timed before and after
-    // its trace, three times in this worker (each after the earlier ones' traces). With CUPTI left
-    // attached, L3/7's reference took 3-16 % longer after a trace and its speed-up moved 2.7 %.
-    const json retime = {{"type", "evaluate"}, {"task", "L3/7"}, {"retime_after_trace", true},
-                         {"answer", readFile(src + "/tests/fixtures/candidates/reference/L3_07.md")}};
+    // Tracing (CUPTI) leaves the timing as it was: L3/10 (ResNet-101, many small launches) timed
+    // before and after its trace, three times in this worker (each after the earlier ones'
+    // traces). With CUPTI left attached after a trace, its reference took 25 % longer (9.34 ->
+    // 11.71 ms) and its speed-up moved +6.8 % (bench/results/2026-12-01-cupti-state-h200.md);
+    // the bounds leave room for this machine's process-to-process noise (CV 0.06-1.4 %).
+    const json retime = {{"type", "evaluate"}, {"task", "L3/10"}, {"retime_after_trace", true},
+                         {"answer", readFile(src + "/tests/fixtures/candidates/reference/L3_10.md")}};
     for (int pass = 0; pass < 3; ++pass) {
         const json r = worker.request(retime, 300).response;
         const json before = r.value("timing_before_trace", json::object());
         const json tb = before.value("timing", json::object()), ta = r.value("timing", json::object());
         const double sb = num(before, "speedup"), sa = num(r, "speedup");
         const double rb = num(tb.value("reference", json()), "mean_ms"), ra = num(ta.value("reference", json()), "mean_ms");
-        std::printf("L3/7 retime pass %d: %s, speedup %.4f before the trace, %.4f after; reference %.4f -> %.4f ms, kernels traced %zu\n",
+        std::printf("L3/10 retime pass %d: %s, speedup %.4f before the trace, %.4f after; reference %.4f -> %.4f ms, kernels traced %zu\n",
                     pass + 1, r.value("status", std::string("?")).c_str(), sb, sa, rb, ra, r.value("kernels", json::array()).size());
-        check(r.value("status", std::string()) == "correct", "L3/7 retimed: correct", r.value("message", std::string()));
-        check(!r.value("kernels", json::array()).empty(), "L3/7 retimed: the trace recorded kernels (CUPTI attaches again)");
-        check(sb > 0 && sa > 0 && std::abs(sa / sb - 1) <= 0.015, "L3/7: the speed-up after the trace within 1.5 % of before", {sb, sa});
-        check(rb > 0 && ra > 0 && std::abs(ra / rb - 1) <= 0.02, "L3/7: the reference's mean after the trace within 2 % of before", {rb, ra});
+        check(r.value("status", std::string()) == "correct", "L3/10 retimed: correct", r.value("message", std::string()));
+        check(!r.value("kernels", json::array()).empty(), "L3/10 retimed: the trace recorded kernels (CUPTI attaches again)");
+        check(sb > 0 && sa > 0 && std::abs(sa / sb - 1) <= 0.03, "L3/10: the speed-up after the trace within 3 % of before", {sb, sa});
+        check(rb > 0 && ra > 0 && ra / rb <= 1.05, "L3/10: the reference no more than 5 % slower after the trace", {rb, ra});
     }
     worker.stop();
     std::printf("%d failed\n", checks.failures);

@@ -2,7 +2,9 @@
 // worker (`profile_traffic`, CUPTI's DRAM counters, docs/protocol.md §evaluate "traffic"). For
 // each candidate: the verdict is the same with and without the profile; the profile counted
 // bytes, and they lie within the stated factor of the task's minimal bytes (analyze's
-// bytes_fused: inputs and parameters read once, the output written once).
+// bytes_fused: inputs and parameters read once, the output written once). The profile runs in a
+// fresh worker, which retires after it; asked in a worker that already detached CUPTI (after any
+// plain evaluation's trace) it is refused with that reason (cupti_tracer.hpp, detachCupti).
 //   L1/5 reference/L1_05.md: one streaming kernel over 8.6 GB, far more than the L2: the counters
 //     must see the minimum, within [0.95, 1.1]x (1.001x on the H200, 2026-12-01).
 //   L2/1 reference/L2_01.md: cuDNN's convolution and one fused epilogue kernel (3 kernels): the
@@ -13,6 +15,7 @@
 #include "worker_client.hpp"
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -56,6 +59,10 @@ std::vector<Case> cases()
 
 int main()
 {
+    // A retired worker's closed stdin answers a request with EPIPE (Outcome::Exited), not a signal;
+    // line-buffered, the log survives whatever ends the test.
+    std::signal(SIGPIPE, SIG_IGN);
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const std::string src = KWB_SOURCE_DIR;
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
     std::string err;
@@ -70,6 +77,7 @@ int main()
     }
     const json device = worker.request({{"type", "device"}}, 60).response;
     std::printf("device: %s, L2 %.0f MB\n", device.value("name", std::string("?")).c_str(), num(device, "l2_bytes") / 1e6);
+    bool first = true;
     for (const Case& c : cases()) {
         const std::string answer = readFile(src + "/tests/fixtures/candidates/" + c.file);
         const json analysis = worker.request({{"type", "analyze"}, {"task", c.task}, {"scale", "full"}}, 120).response;
@@ -79,7 +87,20 @@ int main()
         json asked = base;
         asked["profile_traffic"] = true;
         const json plain = worker.request(base, 300).response;
-        const json r = worker.request(asked, 300).response;
+        // The profile runs in a fresh worker: one that detached CUPTI after a trace (every plain
+        // evaluation does) cannot start the range profiler, and says so.
+        if (first) {
+            first = false;
+            const json refused = worker.request(asked, 300).response;
+            const json rt = refused.value("traffic", json::object());
+            check(!rt.value("profiled", true) && rt.value("reason", std::string()).find("fresh worker") != std::string::npos,
+                  c.task + ": after a plain evaluation in the same worker the profile is refused with the reason", rt);
+        }
+        WorkerClient fresh(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
+        check(fresh.start(&err), c.task + ": a fresh worker for the profile", err);
+        const json r = fresh.request(asked, 300).response;
+        check(r.value("worker_healthy", true) == false && fresh.request({{"type", "hello"}}, 30).outcome != WorkerClient::Outcome::Ok,
+              c.task + ": the profiling worker retires after its answer (CUPTI's profiler stays attached)", r.value("worker_retired", json()));
         const json t = r.value("traffic", json::object());
         const double bytes = num(t, "dram_bytes");
         std::printf("%s %s: status %s (without the profile: %s), traffic %s\n  measured %.4g B (read %.4g, write %.4g), "
