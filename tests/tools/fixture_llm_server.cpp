@@ -196,10 +196,16 @@ QString torchOnlyModelNew(const TaskFile& t, bool copyExtension)
     }
     QString reference = t.forward;
     reference.replace(QStringLiteral("def forward("), QStringLiteral("def reference_forward("));
+    // TorchScript's `torch.<op>` names every ATen op; Python's torch module lacks these (they are
+    // torch.nn.functional's, with the same leading arguments), which the tasks' forwards call.
+    for (const char* op : {"adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool2d", "avg_pool3d",
+                           "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "linear", "mish", "silu",
+                           "softplus"})
+        reference.replace(QStringLiteral("torch.%1(").arg(QLatin1String(op)), QStringLiteral("F.%1(").arg(QLatin1String(op)));
     const QString args = t.inputNames.join(QStringLiteral(", "));
     const QString callArgs = args.isEmpty() ? QStringLiteral("p") : args + QStringLiteral(", p");
     QString out = QStringLiteral("A ModelNew that keeps the reference's computation in torch.\n\n```python\n"
-                                 "import torch\nimport torch.nn as nn\nfrom torch import Tensor\n"
+                                 "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom torch import Tensor\n"
                                  "from typing import Dict, List, Optional, Tuple\n");
     if (copyExtension)
         out += QStringLiteral(

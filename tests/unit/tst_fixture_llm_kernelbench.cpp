@@ -98,6 +98,7 @@ private Q_SLOTS:
         }
         QSet<QString> failureKinds;
         int twins = 0, torchOnly = 0;
+        QSet<QString> torchCalls, functionalCalls; // what the torch-only answers call, by namespace
         for (const QJsonValue& tv : tasks) {
             const QJsonObject t = tv.toObject();
             const QString id = t.value(QLatin1String("id")).toString();
@@ -131,6 +132,11 @@ private Q_SLOTS:
                 QCOMPARE(kind, QStringLiteral("kb-torch-only"));
                 QVERIFY(!a.contains(QLatin1String("load_inline")));
                 ++torchOnly;
+                static const QRegularExpression call(QStringLiteral("\\b(torch|F)\\.([A-Za-z_][A-Za-z_0-9]*)\\("));
+                for (auto it = call.globalMatch(a); it.hasNext();) {
+                    const QRegularExpressionMatch m = it.next();
+                    (m.captured(1) == QLatin1String("F") ? functionalCalls : torchCalls).insert(m.captured(2));
+                }
                 // Its parameters are the reference's: names, full-scale shapes, parameter or buffer.
                 QStringList expected, got;
                 for (const QJsonValue& pv : t.value(QLatin1String("params")).toArray()) {
@@ -161,6 +167,25 @@ private Q_SLOTS:
                                               QStringLiteral("kb-signature")}));
         QVERIFY(twins > 0);
         QVERIFY(torchOnly > 0);
+
+        // The torch-only answers are Python: every function they call exists in Python's torch
+        // (the reference's TorchScript names ATen ops that are only torch.nn.functional's there).
+        const QString check = QStringLiteral(
+            "import sys, torch, torch.nn.functional as F\n"
+            "t, f = (a.split(',') for a in sys.argv[1:3])\n"
+            "print(' '.join([n for n in t if n and not hasattr(torch, n)] + ['F.' + n for n in f if n and not hasattr(F, n)]))\n");
+        const QStringList torchNames(torchCalls.begin(), torchCalls.end()), fNames(functionalCalls.begin(), functionalCalls.end());
+        QVERIFY(!torchNames.isEmpty());
+        for (const QString& python : {QStringLiteral("/usr/bin/python3"), QStringLiteral("python3")}) {
+            QProcess p;
+            p.start(python, {QStringLiteral("-c"), check, torchNames.join(QLatin1Char(',')), fNames.join(QLatin1Char(','))});
+            if (!p.waitForFinished(60000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
+                continue; // no such python, or no torch in it
+            const QString missing = QString::fromUtf8(p.readAllStandardOutput()).trimmed();
+            QVERIFY2(missing.isEmpty(), qPrintable(QStringLiteral("not in Python's torch: ") + missing));
+            return;
+        }
+        QSKIP("no python3 with torch here (python3-torch, scripts/setup-debian.sh)");
     }
 };
 
