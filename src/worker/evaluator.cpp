@@ -895,6 +895,10 @@ bool kernelBenchFailure(Evaluation& ev, const json& err)
         ev.res["compile"] = ev.compile;
         return ev.stop("rejected", "sandbox", message);
     }
+    if (status == "no_device") { // the machine cannot build it (kernelbench_host.py, MachineError)
+        ev.res["compile"] = ev.compile;
+        return ev.stop("no_device", "load", message);
+    }
     if (status == "format_error") {
         ev.res["format_error"] = {{"code", err.value("code", std::string("missing_model_new"))}, {"message", message}, {"line", line}};
         return ev.stop("format_error", "parse", message);

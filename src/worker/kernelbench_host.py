@@ -311,6 +311,11 @@ class BuildError(RuntimeError):
     """Anything load_inline raised: the answer's extension did not build or load (compile_error)."""
 
 
+class MachineError(RuntimeError):
+    """This machine cannot build the extension at all (a torch without CUDA): not the answer's
+    fault, so no compile_error (no_device: not evaluated)."""
+
+
 def _cuda_arch_list(arch):
     # "sm_90" -> "9.0", "sm_100a" -> "10.0a": torch's spelling, so only the device's arch is built.
     if not arch.startswith("sm_"):
@@ -340,6 +345,10 @@ def _kwb_load_inline(*args, **kwargs):
             raise BuildError(f"{type(e).__name__}: {e}") from None
         raise
     arguments = dict(bound.arguments)
+    wants_cuda = bool(arguments.get("cuda_sources")) if arguments.get("with_cuda") is None else bool(arguments.get("with_cuda"))
+    if wants_cuda and torch.version.cuda is None:
+        raise MachineError(f"this worker's torch {torch.__version__} was built without CUDA, so it cannot build the "
+                           "answer's CUDA extension; evaluate it where torch has CUDA")
     arch = _build_config["arch"]
     key = build_key(arguments, arch)
     name = str(arguments.get("name", "ext"))
@@ -488,6 +497,8 @@ def run_module(source):
             exec(code, namespace)
     except BuildError as e:
         raise AnswerError("compile_error", "compile", str(e), line=_traceback_line(e), detail=list(_builds)) from None
+    except MachineError as e:
+        raise AnswerError("no_device", "compile", str(e), detail=list(_builds)) from None
     except SandboxError as e:
         raise AnswerError("rejected", "sandbox", str(e), line=_traceback_line(e)) from None
     except BaseException as e:  # the module's own top-level code failed

@@ -8,6 +8,7 @@
 #include "python_host.hpp"
 #include "task.hpp"
 
+#include <ATen/Context.h> // at::hasCUDA: whether this torch was built with CUDA
 #include <doctest/doctest.h>
 #include <toml++/toml.h>
 
@@ -188,6 +189,27 @@ class ModelNew(torch.nn.Module):
     CHECK(r["status"] == "compile_error");
     CHECK(r["compile"]["ok"] == false);
     CHECK(r["message"].get<std::string>().find("unexpected keyword argument 'extra_flags'") != std::string::npos);
+}
+
+TEST_CASE("evaluate: a CUDA extension where torch has no CUDA is the machine's no_device, not a compile_error")
+{
+    if (!pythonOrSkip())
+        return;
+    if (at::hasCUDA()) {
+        MESSAGE("skipped: this torch has CUDA, so it can build the extension");
+        return;
+    }
+    cacheDir();
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(R"(import torch
+from torch.utils.cpp_extension import load_inline
+src = "__global__ void k(float* x) { x[0] = 1.0f; }\ntorch::Tensor f(torch::Tensor a) { return a; }"
+ext = load_inline(name="needs_cuda", cpp_sources="torch::Tensor f(torch::Tensor a);", cuda_sources=src, functions=["f"])
+class ModelNew(torch.nn.Module):
+    def forward(self, A, s):
+        return ext.f(A * s)
+)"));
+    CHECK(r["status"] == "no_device");
+    CHECK(r["message"].get<std::string>().find("built without CUDA") != std::string::npos);
 }
 
 TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from the cache")
