@@ -31,9 +31,16 @@ for step in "$@"; do
     git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
     ;;
   gpu-tests)
+    # The KernelBench-format fixtures' extensions are built first, all at once (a minute, where the
+    # test's own serial cold builds take one each); KWB_GPU_ONLY picks fixtures (paths' substrings).
     log gpu-tests
+    export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/gpu-tests-extensions}
+    if [[ -z ${KWB_GPU_ONLY:-} || $KWB_GPU_ONLY == *kernelbench* ]]; then
+      timeout 300 python3 scripts/kb-prebuild.py "$worker" tasks tests/fixtures/candidates/kernelbench/*.md \
+        > "$OUT/gpu-tests-prebuild.txt" 2>&1; tail -1 "$OUT/gpu-tests-prebuild.txt"
+    fi
     KWB_GPU_TIMING_TRIALS=${KWB_GPU_TIMING_TRIALS:-5} KWB_GPU_RESULTS=$OUT/gpu-candidates.json \
-      timeout 540 ./build-gpu/bin/tst_gpu_candidates > "$OUT/gpu-tests.txt" 2>&1
+      timeout ${GPU_TESTS_TIMEOUT:-540} ./build-gpu/bin/tst_gpu_candidates > "$OUT/gpu-tests.txt" 2>&1
     echo "rc=$?" >> "$OUT/gpu-tests.txt"; tail -5 "$OUT/gpu-tests.txt"
     ;;
   gpu-traffic)
@@ -275,7 +282,7 @@ PY
       echo
       echo "## Every reference candidate, fresh worker"
       echo
-      timeout 300 ./build-gpu/bin/kwb-bench-eval-stages --only "${MEASURE_ONLY:-}" --profile "${MEASURE_PROFILE:-kernelbench-fp32}" \
+      timeout 300 ./build-gpu/bin/kwb-bench-eval-stages --only "${MEASURE_ONLY-reference/}" --profile "${MEASURE_PROFILE:-kernelbench-fp32}" \
         --json "$OUT/measure-stages.json" 2>> "$OUT/measure.log"
     } >> "$md"
     [[ $parts == *" repeat "* ]] && {
