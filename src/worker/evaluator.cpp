@@ -1497,19 +1497,20 @@ std::optional<uint32_t> timedStreamId(at::Device dev)
 }
 
 /// 8. trace: which kernels ran (CUPTI), once on the timing inputs, after timing: CUPTI attached
-/// makes launches dearer, so nothing is timed while it is (KernelTracer::stop detaches it). Fails
+/// makes launches dearer, so nothing is timed while it is (detached here, detachCupti). Fails
 /// only where kernels ran on a stream other than the timed one: the timer's events cannot see
 /// that work (KernelBench's "non-default stream" hack), so its times were the launch's, not the
 /// work's; the speed-up is dropped then.
 bool traceStage(Evaluation& ev)
 {
     ev.startStage("trace");
-    // CUPTI is detached on every way out, unless the traffic stage's profiler comes next: it
-    // cannot start after a detach (detachCupti), and retires this worker instead (trafficStage).
+    // CUPTI is detached on every way out, unless the evaluation goes on under it: the traffic
+    // stage's profiler, which cannot start after a detach (detachCupti) and retires this worker
+    // instead (trafficStage), or the attached retime (evaluate).
     struct Detach {
         bool on;
         ~Detach() { if (on) detachCupti(); }
-    } detach{ev.cuda && !ev.profileTraffic && !ev.retimeAttached};
+    } detach{ev.cuda};
     if (ev.cuda) {
         auto t0 = Clock::now();
         const std::optional<uint32_t> timed = timedStreamId(ev.dev);
@@ -1546,6 +1547,7 @@ bool traceStage(Evaluation& ev)
         }
     }
     ev.res["torch_only"] = !ev.launchesKernels;
+    detach.on = ev.cuda && !ev.profileTraffic && !ev.retimeAttached;
     ev.endStage();
     return true;
 }
@@ -1795,6 +1797,7 @@ void trafficStage(Evaluation& ev)
     json t = {{"profiled", false}};
     DramTraffic d;
     int ordinal = 0;
+    bool profiled = false; // the range profiler started: CUPTI stays attached to this process
     if (!ev.cuda) {
         d.reason = "needs a CUDA device" + (ev.noCudaWhy.empty() ? std::string() : " (" + ev.noCudaWhy + ")");
     } else if (cudaGetDevice(&ordinal) != cudaSuccess) {
@@ -1831,14 +1834,20 @@ void trafficStage(Evaluation& ev)
                 c10::IValue out;
                 return runCandidate(ev, std::move(args), &out, err); // synchronises
             };
-            if (cuptiWasDetached())
+            if (cuptiWasDetached()) {
                 d.reason = "CUPTI was detached in this worker by an earlier evaluation, and its range profiler cannot "
                            "start after that: evaluate with profile_traffic in a fresh worker";
-            else
+                syncCuda();
+                detachCupti(); // the trace's attach (it left CUPTI for the profile, traceStage)
+            } else {
+                profiled = true;
                 d = measureDramTraffic(ordinal, prepare, work, readAll);
+            }
         } catch (const std::exception& e) {
             d.reason = e.what();
         }
+    }
+    if (profiled) {
         // CUPTI's range profiler stays attached in this process (it cannot be detached and started
         // again, detachCupti): what is timed here next would pay for it, so the worker retires
         // after this answer and the next candidate gets a fresh one.
