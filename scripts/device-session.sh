@@ -218,6 +218,7 @@ PY
       done
       echo
       echo "A pass cut by its time limit (exit 130) resumes with KB_RESUME_RUN=<run> KB_PARTS=run and the same KB_CACHE."
+      cp "$db" "$OUT/kb-bench-run.db" 2>/dev/null # the runs' verdicts come back too (kwb report --db)
     } >> "$md"
     cat "$md"
     ;;
