@@ -166,11 +166,15 @@ void KernelTracer::stop() {
 
 bool detachCupti() {
     State& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.owner) return false;  // a tracer is running
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.owner) return false;  // a tracer is running
+    }
     // No tracer runs, so every record was flushed (stop()); the caller synchronised the device:
-    // what the CUPTI documentation asks before cuptiFinalize outside a callback.
+    // what the CUPTI documentation asks before cuptiFinalize outside a callback. Unlocked: a
+    // buffer CUPTI still hands back on the way (bufferCompleted) takes the same mutex.
     if (cuptiFinalize() != CUPTI_SUCCESS) return false;
+    std::lock_guard<std::mutex> lock(s.mutex);
     s.callbacksRegistered = false;  // the next start() attaches afresh
     s.detached = true;
     return true;
