@@ -2,7 +2,7 @@
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
-#   scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
+#   KWB_COMMIT=<commit> scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -11,6 +11,16 @@ root=$PWD
 bundle=/tmp/kwb-bundle
 worker=$root/build-gpu/bin/kwb-worker
 log() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$OUT/session.log"; }
+# A results file's head: "# TITLE", the GPU, the commit, the date. KWB_COMMIT names the commit of
+# the tree that travelled (this machine's git can be stale: it said 998d884 for later trees).
+results_head() {
+  echo "# $1"
+  echo
+  echo "- machine: $(uname -n), $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1), $(nproc) cores"
+  if [[ -n ${KWB_COMMIT:-} ]]; then echo "- commit: $KWB_COMMIT"
+  else echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo '?') (this machine's git; pass KWB_COMMIT, it can be stale)"; fi
+  echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+}
 
 need_bundle() {
   [[ -x $bundle/run ]] || tar xf build-carry/qt-bundle.tar.xz -C /tmp
@@ -128,11 +138,7 @@ for step in "$@"; do
     cache=${KB_CACHE:-$root/build-gpu/kb-bench-cache}
     parts=" ${KB_PARTS:-twins run} "
     twins=tests/fixtures/candidates/kernelbench
-    [[ -f $md ]] || { echo "# KernelBench-format candidates: compile pool and extension cache (issue 14)"
-      echo
-      echo "- machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1), $(nproc) cores"
-      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || cat "$OUT/commit.txt" 2>/dev/null)"
-      echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+    [[ -f $md ]] || { results_head "KernelBench-format candidates: compile pool and extension cache (issue 14)"
       echo "- KernelBench's own harness on this machine (issue 14, 2026-12-01): 60.2 s (L2/1) and 98.3 s (L1/5) per candidate"
     } > "$md"
     task_of() { local b; b=$(basename "$1" .md); echo "L${b:1:1}/$((10#${b:3:2}))"; }
@@ -272,11 +278,7 @@ PY
     need_bundle
     md=$OUT/measure-bench.md
     parts=" ${MEASURE_PARTS:-stages repeat queue} "
-    [[ -f $md ]] || { echo "# Measurement and throughput (issue 13)"
-      echo
-      echo "- machine: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
-      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || cat "$OUT/commit.txt" 2>/dev/null)"
-      echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
+    [[ -f $md ]] || { results_head "Measurement and throughput (issue 13)"
       echo "- profile: ${MEASURE_PROFILE:-kernelbench-fp32}; targets: L2/1 <= 1.2 s and L1/5 <= 2.0 s end to end, CV <= 1 %"
     } > "$md"
     [[ $parts == *" stages "* ]] && {
@@ -372,10 +374,7 @@ PY
         timeout ${REMOTE_TIMEOUT:-420} scripts/remote-workers-check.sh "$root/build-gpu" "${@:2}"
       echo "rc=$?"
     }
-    { echo "# kwb eval locally and through ssh to 127.0.0.1 (issue 16)"
-      echo
-      echo "- machine: $(uname -n), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
-      echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || cat "$OUT/commit.txt" 2>/dev/null)"
+    { results_head "kwb eval, and a whole kwb run, locally and through ssh to 127.0.0.1 (issue 16)"
       echo "- ssh: $(cat /tmp/ssh-bundle/VERSION)"
       echo
       echo "## Verdicts (kwb eval ${REMOTE_ARGS:---trials 20})"

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <poll.h>
 #include <sys/wait.h>
@@ -209,6 +210,21 @@ std::string findWorker(const std::string& fallback)
     if (const char* env = std::getenv("KWB_WORKER"); env && *env)
         return env;
     return fallback;
+}
+
+int startGpuWorker(WorkerClient& worker)
+{
+    std::string err;
+    if (!worker.start(&err)) {
+        std::cerr << "cannot start the worker: " << err << "\n";
+        return 1;
+    }
+    const auto hello = worker.request({{"type", "hello"}}, 60);
+    if (hello.response.value("cuda_device_count", 0) == 0 || hello.response.value("driver", std::string()) != "ok") {
+        std::cout << "SKIP: no CUDA device\n";
+        return 77;
+    }
+    return 0;
 }
 
 void CheckLog::check(bool ok, const std::string& what, const nlohmann::json& detail)

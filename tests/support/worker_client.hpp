@@ -53,6 +53,11 @@ std::string readFile(const std::string& path);
 /// kwb-worker next to this test binary's build tree (bin/), or $KWB_WORKER.
 std::string findWorker(const std::string& fallback);
 
+/// A GPU test's worker: started, then asked `hello`. 0 when it has a CUDA device; otherwise what
+/// the test exits with: 1 where the worker cannot start (said on stderr), 77 (skipped, said on
+/// stdout) where there is no device.
+int startGpuWorker(WorkerClient& worker);
+
 /// The GPU tests' outcome log: one "ok  " or "FAIL" line per check (with the detail on failure),
 /// counted, since these tests run as plain programs on the GPU machine.
 struct CheckLog {

@@ -29,16 +29,8 @@ int main()
     const std::string task = pick.substr(0, pick.find(':')), file = pick.substr(pick.find(':') + 1);
     const std::string answer = readFile(src + "/tests/fixtures/candidates/" + file);
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
-    std::string err;
-    if (!worker.start(&err)) {
-        std::cerr << "cannot start the worker: " << err << "\n";
-        return 1;
-    }
-    auto hello = worker.request({{"type", "hello"}}, 60);
-    if (hello.response.value("cuda_device_count", 0) == 0 || hello.response.value("driver", std::string()) != "ok") {
-        std::cout << "SKIP: no CUDA device\n";
-        return 77;
-    }
+    if (const int rc = kwb::test::startGpuWorker(worker))
+        return rc;
     const json req = {{"type", "evaluate"}, {"task", task}, {"answer", answer}};
     for (int pass = 0; pass < 2; ++pass) {
         const json r = worker.request(req, 300).response;

@@ -65,16 +65,8 @@ int main()
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const std::string src = KWB_SOURCE_DIR;
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
-    std::string err;
-    if (!worker.start(&err)) {
-        std::cerr << "cannot start the worker: " << err << "\n";
-        return 1;
-    }
-    auto hello = worker.request({{"type", "hello"}}, 60);
-    if (hello.response.value("cuda_device_count", 0) == 0 || hello.response.value("driver", std::string()) != "ok") {
-        std::cout << "SKIP: no CUDA device\n";
-        return 77;
-    }
+    if (const int rc = kwb::test::startGpuWorker(worker))
+        return rc;
     const json device = worker.request({{"type", "device"}}, 60).response;
     std::printf("device: %s, L2 %.0f MB\n", device.value("name", std::string("?")).c_str(), num(device, "l2_bytes") / 1e6);
     bool first = true;
@@ -97,6 +89,7 @@ int main()
                   c.task + ": after a plain evaluation in the same worker the profile is refused with the reason", rt);
         }
         WorkerClient fresh(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
+        std::string err;
         check(fresh.start(&err), c.task + ": a fresh worker for the profile", err);
         const json r = fresh.request(asked, 300).response;
         check(r.value("worker_healthy", true) == false && fresh.request({{"type", "hello"}}, 30).outcome != WorkerClient::Outcome::Ok,
