@@ -45,7 +45,7 @@ s = time.perf_counter(); f(); torch.cuda.synchronize(); second = time.perf_count
 print("%-8s import %6.1f  pre %6.1f  ctx %6.1f  warm-up %6.1f  first %6.1f  second %6.1f ms" % (v, t_import * 1e3, pre * 1e3, ctx * 1e3, warm * 1e3, first * 1e3, second * 1e3), flush=True)
 '''
 
-for rep in range(3):
+for rep in range(0 if os.environ.get("PROBE_WORKER_ONLY") else 3):  # PROBE_WORKER_ONLY=1: the worker part alone
     for v in ("cold", "dlopen", "tiny", "mm_cold", "mm_tiny"):
         subprocess.run([sys.executable, "-c", VARIANT, v])
 
