@@ -118,12 +118,17 @@ void quietLockChecks(const std::string& src)
     const bool shared = fd >= 0 && ::flock(fd, LOCK_SH) == 0;
     check(shared, "quiet lock: this test holds it shared");
     std::atomic<bool> sawWaiting{false};
+    // Where /proc/locks cannot be read, held 1.5 s from the request on instead (the stages before
+    // timing take well under 0.5 s in a worker that evaluated this candidate once already).
+    const bool procLocks = std::ifstream("/proc/locks").good();
     std::thread holder([&] {
-        const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-        while (!flockWaiterOn(sb.st_ino) && std::chrono::steady_clock::now() < give)
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        sawWaiting = flockWaiterOn(sb.st_ino);
-        std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+        if (procLocks) {
+            const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+            while (!flockWaiterOn(sb.st_ino) && std::chrono::steady_clock::now() < give)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            sawWaiting = flockWaiterOn(sb.st_ino);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(procLocks ? 1200 : 1500));
         ::flock(fd, LOCK_UN);
     });
     const json r = worker.request(req, 300).response;
@@ -133,7 +138,10 @@ void quietLockChecks(const std::string& src)
     const json t = r.value("stage_detail_ms", json()).value("timing", json());
     std::printf("quiet lock: free wait %.1f ms; held: status %s, timing.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n", freeWait,
                 r.value("status", std::string("?")).c_str(), num(t, "quiet_wait"), num(r, "speedup"), int(sawWaiting));
-    check(sawWaiting, "quiet lock: the worker was seen waiting for it (/proc/locks)");
+    if (procLocks)
+        check(sawWaiting, "quiet lock: the worker was seen waiting for it (/proc/locks)");
+    else
+        std::printf("note: /proc/locks unreadable: the lock was held 1.5 s from the request on\n");
     check(num(t, "quiet_wait") >= 1000, "quiet lock: the timing stage waited while it was held", t);
     check(r.value("status", std::string()) == "correct", "quiet lock: the verdict is still correct", r.value("message", std::string()));
     worker.stop();
