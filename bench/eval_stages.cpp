@@ -25,7 +25,13 @@
 // table gives the speed-up's mean, standard deviation and coefficient of variation (std / mean),
 // the mean relative half-width of the interval, and how many of the N intervals hold the mean.
 //
-// Usage: kwb-bench-eval-stages [--only SUBSTRING[,SUBSTRING…]] [--profile NAME] [--repeat N] [--json FILE]
+// --warm: each fresh worker is sent `warm` after `hello` (outside the evaluation's own time), as the
+// supervisor's warmed spare is: the "warm ms" column is its answer's warm_ms.total. Every row
+// also gives "request ms": the evaluate request sent to its answer read, the time a candidate
+// waits once a started (and, with --warm, warmed) worker takes it; without --warm it holds the
+// CUDA context's creation, with it not.
+//
+// Usage: kwb-bench-eval-stages [--only SUBSTRING[,SUBSTRING…]] [--profile NAME] [--repeat N] [--warm] [--json FILE]
 #include "worker_client.hpp"
 
 #define TOML_HEADER_ONLY 1
@@ -66,13 +72,16 @@ bool matches(const std::string& file, const std::string& only)
 struct Run {
     bool ok = false;
     double startMs = 0, wallMs = 0, floorMs = 0;
+    double requestMs = 0; ///< the evaluate request sent to its answer read
+    json warm;            ///< the `warm` answer (--warm), else null
     json response;
     std::string status;
 };
 
-/// One candidate in a fresh worker: hello, evaluate, stop. `facts` receives the device's facts once.
+/// One candidate in a fresh worker: hello, (with `warm`) warm, evaluate, stop. `facts` receives the
+/// device's facts once.
 Run evaluateFresh(const std::string& workerPath, const std::string& src, const std::string& task,
-                  const std::string& answer, const std::string& profile, json* facts, std::string* torch)
+                  const std::string& answer, const std::string& profile, bool warm, json* facts, std::string* torch)
 {
     Run run;
     WorkerClient worker(workerPath, {"--tasks-dir", src + "/tasks"});
@@ -91,7 +100,10 @@ Run evaluateFresh(const std::string& workerPath, const std::string& src, const s
     *torch = hello.response.value("torch", std::string());
     if (facts->is_null())
         *facts = worker.request({{"type", "device"}}, 60).response;
+    if (warm)
+        run.warm = worker.request({{"type", "warm"}}, 120).response;
     auto reply = worker.request({{"type", "evaluate"}, {"task", task}, {"answer", answer}, {"profile", profile}}, 600);
+    run.requestMs = reply.ms;
     run.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     run.response = reply.response;
     run.ok = reply.outcome == WorkerClient::Outcome::Ok;
@@ -125,6 +137,7 @@ int main(int argc, char** argv)
 {
     std::string only, jsonOut, profile = "kernelbench-fp32";
     int repeat = 0;
+    bool warm = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
@@ -134,6 +147,8 @@ int main(int argc, char** argv)
             profile = argv[++i];
         else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = std::atoi(argv[++i]);
+        else if (!std::strcmp(argv[i], "--warm"))
+            warm = true;
     }
     const std::string src = KWB_SOURCE_DIR;
     const std::string dir = src + "/tests/fixtures/candidates/";
@@ -145,12 +160,13 @@ int main(int argc, char** argv)
 
     if (repeat <= 0) {
         std::printf("| task | status | start ms | cuda ms | compile ms | reference ms | correctness ms | timing ms | wall ms "
-                    "| GPU floor ms | wall/floor | stop | pairs | throttled | speedup | 95 %% interval | in it |\n");
-        std::printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|---|\n");
+                    "| GPU floor ms | wall/floor | stop | pairs | throttled | speedup | 95 %% interval | in it | warm ms | request ms |\n");
+        std::printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|---|--:|--:|\n");
     } else {
         std::printf("| task | runs | correct | mean speedup | std | CV %% | mean ±half-width %% | intervals holding the mean "
-                    "| stop reasons | mean timing ms | mean wall ms | mean iid ± %% | mean batch-means ± %% | timing CPUs |\n"
-                    "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|\n");
+                    "| stop reasons | mean timing ms | mean wall ms | mean iid ± %% | mean batch-means ± %% | timing CPUs "
+                    "| mean warm ms | mean request ms |\n"
+                    "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|\n");
     }
     for (auto& node : *manifest["candidate"].as_array()) {
         auto& c = *node.as_table();
@@ -160,7 +176,7 @@ int main(int argc, char** argv)
         const std::string task = c["task"].value_or(std::string());
         const std::string answer = readFile(dir + file);
         if (repeat <= 0) {
-            const Run run = evaluateFresh(workerPath, src, task, answer, profile, &deviceFacts, &torch);
+            const Run run = evaluateFresh(workerPath, src, task, answer, profile, warm, &deviceFacts, &torch);
             if (run.status == "no_device") {
                 std::printf("SKIP: no CUDA device\n");
                 return 77;
@@ -171,26 +187,30 @@ int main(int argc, char** argv)
             const double speedup = r.contains("speedup") && r["speedup"].is_number() ? r["speedup"].get<double>() : 0.0;
             const json iv = t.value("speedup_interval", json());
             const bool inside = iv.is_object() && iv["high"].is_number() && speedup >= num(iv, "low") && speedup <= num(iv, "high");
-            std::printf("| %s | %s | %.0f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.3f | %s | %s |\n",
+            const std::string warmMs = run.warm.is_object() ? std::to_string(int(std::lround(num(run.warm.value("warm_ms", json()), "total"))))
+                                                            : std::string("–");
+            std::printf("| %s | %s | %.0f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.3f | %s | %s | %s | %.0f |\n",
                         task.c_str(), run.status.c_str(), run.startMs, num(st, "cuda_init"), num(st, "compile"),
                         num(st, "reference"), num(st, "correctness"), num(st, "timing"), run.wallMs, run.floorMs,
                         run.floorMs > 0 ? run.wallMs / run.floorMs : 0.0, t.value("stop_reason", std::string("–")).c_str(),
-                        num(t, "samples"), num(t, "throttled"), speedup, intervalText(iv).c_str(), inside ? "yes" : "no");
+                        num(t, "samples"), num(t, "throttled"), speedup, intervalText(iv).c_str(), inside ? "yes" : "no",
+                        warmMs.c_str(), run.requestMs);
             std::fflush(stdout);
             rows.push_back({{"task", task}, {"file", file}, {"status", run.status}, {"process_start_ms", run.startMs},
                             {"stage_ms", st}, {"stage_detail_ms", r.value("stage_detail_ms", json::object())},
                             {"wall_ms", run.wallMs}, {"gpu_floor_ms", run.floorMs}, {"speedup", speedup},
+                            {"warm", run.warm}, {"evaluate_request_ms", run.requestMs},
                             {"speedup_in_interval", inside}, {"timing", t},
                             {"kernels", r.value("kernels", json::array())}, {"degenerate", r.value("degenerate", json())}});
             continue;
         }
-        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs, referenceMs, candidateMs;
+        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs, referenceMs, candidateMs, requestMs, warmMs;
         std::map<std::string, int> cpus; // where each run's timing thread was pinned
         std::vector<json> intervals;
         std::map<std::string, int> reasons;
         int correct = 0;
         for (int k = 0; k < repeat; ++k) {
-            const Run run = evaluateFresh(workerPath, src, task, answer, profile, &deviceFacts, &torch);
+            const Run run = evaluateFresh(workerPath, src, task, answer, profile, warm, &deviceFacts, &torch);
             if (run.status == "no_device") {
                 std::printf("SKIP: no CUDA device\n");
                 return 77;
@@ -213,6 +233,9 @@ int main(int argc, char** argv)
             referenceMs.push_back(num(t.value("reference", json::object()), "mean_ms")); // which side moves between processes
             candidateMs.push_back(num(t.value("candidate", json::object()), "mean_ms"));
             wallMs.push_back(run.wallMs);
+            requestMs.push_back(run.requestMs);
+            if (run.warm.is_object())
+                warmMs.push_back(num(run.warm.value("warm_ms", json()), "total"));
         }
         auto mean = [](const std::vector<double>& v) {
             double s = 0;
@@ -234,14 +257,17 @@ int main(int argc, char** argv)
         std::string where;
         for (const auto& [cpu, n] : cpus)
             where += (where.empty() ? "" : ", ") + cpu + " ×" + std::to_string(n);
-        std::printf("| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f | %.2f | %.2f | %s |\n", task.c_str(), repeat,
-                    correct, m, sd, m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding, intervals.size(), why.c_str(),
-                    mean(timingMs), mean(wallMs), 100 * mean(iidHalves), 100 * mean(batchHalves), where.c_str());
+        const std::string meanWarm = warmMs.empty() ? std::string("–") : std::to_string(int(std::lround(mean(warmMs))));
+        std::printf("| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %.0f |\n", task.c_str(),
+                    repeat, correct, m, sd, m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding, intervals.size(), why.c_str(),
+                    mean(timingMs), mean(wallMs), 100 * mean(iidHalves), 100 * mean(batchHalves), where.c_str(), meanWarm.c_str(),
+                    mean(requestMs));
         std::fflush(stdout);
         repeats.push_back({{"task", task}, {"file", file}, {"runs", repeat}, {"correct", correct}, {"speedups", speedups},
                            {"mean", m}, {"std", sd}, {"cv", m > 0 ? sd / m : 0.0}, {"intervals", intervals},
                            {"stop_reasons", reasons}, {"timing_ms", timingMs}, {"wall_ms", wallMs},
-                           {"reference_mean_ms", referenceMs}, {"candidate_mean_ms", candidateMs}});
+                           {"reference_mean_ms", referenceMs}, {"candidate_mean_ms", candidateMs},
+                           {"evaluate_request_ms", requestMs}, {"warm_ms", warmMs}});
     }
     if (repeat <= 0 && !rows.empty()) {
         std::printf("\nWhere correctness and timing go (ms; stage_detail_ms):\n\n"
@@ -266,7 +292,7 @@ int main(int argc, char** argv)
         std::fflush(stdout);
     }
     if (!jsonOut.empty())
-        std::ofstream(jsonOut) << json({{"device", deviceFacts}, {"torch", torch}, {"profile", profile}, {"rows", rows},
+        std::ofstream(jsonOut) << json({{"device", deviceFacts}, {"torch", torch}, {"profile", profile}, {"warm", warm}, {"rows", rows},
                                         {"repeats", repeats}})
                                       .dump(1)
                                << "\n";

@@ -554,6 +554,9 @@ struct Evaluation {
     const Task& task;
     const json& req;
     bool& healthy; ///< the Evaluator's: false after a sticky CUDA error
+    /// The GPU's quiet lock (Evaluator::setQuietLock): held exclusively while timing and profiling
+    /// traffic on the GPU; null: none.
+    const GpuQuietLock* quietLock = nullptr;
 
     // settings
     ProtocolProfile prof;
@@ -1116,6 +1119,18 @@ bool sandboxStage(Evaluation& ev)
     return true;
 }
 
+/// Whether this process made its CUDA context and torch's CUDA state yet (deviceStage, or an
+/// earlier `warm`: Evaluator::warm).
+bool g_cudaContextReady = false;
+
+/// The first CUDA use of this process: the context, torch's CUDA init and its caching allocator.
+void createCudaContext(at::Device dev)
+{
+    torch::zeros({1}, at::TensorOptions().device(dev)).add_(1);
+    cudaDeviceSynchronize();
+    g_cudaContextReady = true;
+}
+
 /// The device for the stages that run: none stops here (no_device); the first CUDA use in this
 /// process creates the context, a cost of a fresh worker kept apart from the candidate's stages.
 bool deviceStage(Evaluation& ev)
@@ -1123,16 +1138,13 @@ bool deviceStage(Evaluation& ev)
     if (ev.device == "none")
         return ev.stop("no_device", "load", "compiled and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
     if (ev.cuda) {
-        static bool contextReady = false;
-        if (!contextReady) {
+        if (!g_cudaContextReady) {
             // The CPU-only preparation (the reference's TorchScript, the roofline's analysis, the
             // worker's own kernels through NVRTC) runs beside the context's creation.
             ev.prepared = std::async(std::launch::async, [&ev] { return ev.prepare(); }).share();
             ev.startStage("cuda_init");
-            torch::zeros({1}, at::TensorOptions().device(ev.dev)).add_(1);
-            cudaDeviceSynchronize();
+            createCudaContext(ev.dev);
             ev.endStage();
-            contextReady = true;
             // A KernelBench answer's module runs next, in the embedded Python (its `import torch`
             // among it): the preparation's TorchScript is done before that, not beside it.
             if (ev.format == AnswerFormat::KernelBench)
@@ -1673,6 +1685,13 @@ bool timingStage(Evaluation& ev)
     if (ev.cuda)
         syncCuda(); // the sets' generation and fingerprints, in input_sets
     lap("input_sets");
+    // The GPU to itself from the first warm-up pair to the last sample: no other worker on this
+    // GPU warms (shared), times or profiles (exclusive) meanwhile (docs/protocol.md, the quiet lock).
+    const GpuQuietLock::Hold quiet(ev.cuda ? ev.quietLock : nullptr, GpuQuietLock::Mode::Exclusive);
+    ev.addDetail("timing", "quiet_wait", quiet.waitMs());
+    if (!quiet.error().empty())
+        ev.res["gpu_quiet_lock_error"] = quiet.error();
+    lapStart = Clock::now();
     const int trials = ev.prof.timing.trials;
     std::set<int> checked;
     for (int k = 0; k < nSets; ++k)
@@ -1804,6 +1823,11 @@ void trafficStage(Evaluation& ev)
         cudaGetLastError();
         d.reason = "no current CUDA device";
     } else {
+        // The counters see every kernel on the GPU, another worker's warm-up too (the quiet lock).
+        const GpuQuietLock::Hold quiet(ev.quietLock, GpuQuietLock::Mode::Exclusive);
+        ev.addDetail("traffic", "quiet_wait", quiet.waitMs());
+        if (!quiet.error().empty())
+            ev.res["gpu_quiet_lock_error"] = quiet.error();
         try {
             // Twice the L2, read (not written) before and after the call: reading evicts every line
             // the L2 holds, writing back the dirty ones, and leaves only clean ones behind. Before
@@ -1888,6 +1912,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
 {
     Evaluation ev(task, req, m_healthy);
     ev.referenceCaches = &m_referenceCaches;
+    ev.quietLock = m_quietLock;
     setUp(ev, *this);
     if (!parseStage(ev))
         return ev.response();
@@ -1933,6 +1958,89 @@ json Evaluator::evaluate(const Task& task, const json& req)
     }
     ev.stop("correct", "done", "");
     return ev.response();
+}
+
+json Evaluator::warm(int ordinal)
+{
+    std::string why;
+    if (!cudaAvailable(&why) || !useCudaDevice(ordinal, &why))
+        return {{"device", "none"}, {"why", why}};
+    if (m_warm)
+        return {{"device", "cuda"},
+                {"already_warm", true},
+                {"warm_ms", {{"quiet_wait", 0.0}, {"context", 0.0}, {"cublas", 0.0}, {"cudnn", 0.0}, {"evaluator", 0.0}, {"total", 0.0}}}};
+    const auto tTotal = Clock::now();
+    // Shared: spares warm beside one another, never while a worker on this GPU times or profiles.
+    const GpuQuietLock::Hold shared(m_quietLock, GpuQuietLock::Mode::Shared);
+    json ms = {{"quiet_wait", shared.waitMs()}};
+    // NVRTC for the evaluator's own kernels (CPU only) beside the context's creation, as deviceStage does.
+    auto ownKernels = std::async(std::launch::async, [ordinal] {
+        precompileFusedCompare(ordinal);
+        ClockProbe::precompile(ordinal);
+    });
+    const auto settle = [this](const char* part) {
+        const CudaFault f = syncCuda();
+        if (f.sticky)
+            m_healthy = false;
+        if (f.any)
+            throw std::runtime_error(std::string("CUDA error while warming (") + part + "): " + f.message);
+    };
+    // Only constants below, each freed (back to torch's caching allocator) before the answer: no
+    // candidate data, and nothing a later candidate could read. No CUPTI (docs/decisions.md).
+    const at::Device dev(at::kCUDA);
+    const auto opts = at::TensorOptions().dtype(at::kFloat).device(dev);
+    auto t = Clock::now();
+    if (!g_cudaContextReady)
+        createCudaContext(dev);
+    settle("context");
+    ms["context"] = msSince(t);
+    t = Clock::now();
+    {
+        // cuBLAS's handle and workspace, and its FP32 GEMMs: plain, with a bias (linear layers), batched.
+        const at::Tensor a = torch::ones({8, 8}, opts);
+        (void)at::mm(a, a);
+        (void)at::addmm(a, a, a);
+        (void)at::bmm(a.unsqueeze(0), a.unsqueeze(0));
+        settle("cublas");
+    }
+    ms["cublas"] = msSince(t);
+    t = Clock::now();
+    {
+        // cuDNN's handle and a conv2d's algorithm choice: a 1x1x4x4 input, one 3x3 filter.
+        const at::Tensor x = torch::ones({1, 1, 4, 4}, opts), w = torch::ones({1, 1, 3, 3}, opts);
+        (void)at::conv2d(x, w);
+        settle("cudnn");
+    }
+    ms["cudnn"] = msSince(t);
+    t = Clock::now();
+    {
+        // What every evaluation's first trial runs before the candidate's own work: the generators
+        // (makeParams, makeInputs), the fingerprints, both comparison paths (the fused check; the
+        // ATen one that reports a mismatch), the degenerate check, the range trial's isfinite, the
+        // NaN fill of a released output, TorchScript's first compile and run, the timer's setup.
+        torch::manual_seed(0); // every evaluation seeds its own draws again (makeParams, makeInputs)
+        at::Tensor u = torch::rand({64}, opts), n = torch::randn({64}, opts);
+        at::Tensor p = torch::empty({64}, opts).uniform_(-1.0, 1.0);
+        (void)byteFingerprints({u, n, p});
+        ownKernels.get();
+        (void)compareOutputs(u, u.clone(), 1e-4, 1e-4);
+        (void)compareOutputs(u, n, 1e-4, 1e-4);
+        (void)degenerateCheck({u, n});
+        (void)torch::isfinite(n).all().item<bool>();
+        (void)torch::equal(u, p);
+        auto cu = compileScript("def forward(x: Tensor) -> Tensor:\n    return torch.relu(x) + 1.0\n");
+        (void)forwardFunction(*cu)({u});
+        p.fill_(std::numeric_limits<float>::quiet_NaN());
+        measure::warmCudaTimer();
+        settle("evaluator");
+    }
+    ms["evaluator"] = msSince(t);
+    ms["total"] = msSince(tTotal);
+    m_warm = true;
+    json out = {{"device", "cuda"}, {"ordinal", ordinal}, {"warm_ms", ms}};
+    if (!shared.error().empty())
+        out["gpu_quiet_lock_error"] = shared.error();
+    return out;
 }
 
 json Evaluator::profile(const Task& task, const json& req)

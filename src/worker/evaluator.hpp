@@ -1,6 +1,7 @@
 #pragma once
 // Evaluation of tasks and candidates (docs/protocol.md). The interface is torch-free so that
 // the request dispatcher and tests do not pay for torch headers.
+#include "gpu_quiet_lock.hpp"
 #include "measure_stats.hpp"
 #include "profiles.hpp"
 #include "task.hpp"
@@ -42,11 +43,26 @@ public:
     /// The `profile` request: the reference's kernels by CUDA time, mapped to top-level ops.
     nlohmann::json profile(const Task& task, const nlohmann::json& request);
 
+    /// The `warm` request (docs/protocol.md): on device `ordinal`, under the quiet lock held
+    /// shared, the CUDA context and tiny calls of what every evaluation loads first (cuBLAS,
+    /// cuDNN, the evaluator's own kernels and checks), so a spare worker pays for them before it
+    /// takes over. {device: "cuda", warm_ms: {quiet_wait, context, cublas, cudnn, evaluator,
+    /// total}}; {device: "none", why} without a usable device; a second call answers at once
+    /// (already_warm: true, every part 0).
+    nlohmann::json warm(int ordinal);
+
+    /// The GPU's quiet lock the timing stage and the traffic profile hold exclusively, and warm()
+    /// shared; null: none (every hold a no-op). Not owned.
+    void setQuietLock(const GpuQuietLock* lock) { m_quietLock = lock; }
+    const GpuQuietLock* quietLock() const { return m_quietLock; }
+
     /// False once the CUDA context is unusable (the worker must exit after answering).
     bool healthy() const { return m_healthy; }
 
 private:
     bool m_healthy = true;
+    bool m_warm = false;
+    const GpuQuietLock* m_quietLock = nullptr;
     /// The reference's timing samples per key, reused by later candidates (measure::Settings::cache).
     std::vector<measure::CachedReference> m_referenceCaches;
 };

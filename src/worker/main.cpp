@@ -1,4 +1,5 @@
 // kwb-worker: evaluates tasks and candidates for the workbench. Speaks docs/protocol.md.
+#include "gpu_quiet_lock.hpp"
 #include "parent_watch.hpp"
 #include "protocol.hpp"
 #include "worker.hpp"
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@ int main(int argc, char** argv)
     bool hostLimits = false;
     long long hostMemory = 0;
     long long hostThreads = 0;
+    std::unique_ptr<kwb::GpuQuietLock> quietLock;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--tasks-dir" && i + 1 < argc) {
@@ -38,6 +41,11 @@ int main(int argc, char** argv)
             }
             (a == "--max-host-memory" ? hostMemory : hostThreads) = number;
             hostLimits = true;
+        } else if (a == "--gpu-quiet-lock" && i + 1 < argc) {
+            // One that cannot be opened: said once here and in hello; the worker goes on without it.
+            quietLock = std::make_unique<kwb::GpuQuietLock>(argv[++i]);
+            if (!quietLock->usable())
+                std::cerr << "kwb-worker: --gpu-quiet-lock: " << quietLock->error() << "; going on without the lock\n";
         } else if (a == "--end-on-stdin-eof") {
             kwb::watchInputHangup(0); // a remote worker: the connection is its stdin
         } else if (a == "--version") {
@@ -46,12 +54,14 @@ int main(int argc, char** argv)
             return 0;
         } else if (a == "--help" || a == "-h") {
             std::cerr << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof] [--max-host-memory BYTES|default]\n"
-                         "                  [--max-host-threads N|default]\n"
+                         "                  [--max-host-threads N|default] [--gpu-quiet-lock PATH]\n"
                          "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n"
                          "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n"
                          "--max-host-memory, --max-host-threads: end (exit 96) when this process and its children\n"
                          "  go over that much host memory or that many threads; default: this machine's default\n"
-                         "  (remote workers: the supervisor cannot watch them there; docs/remote-workers.md).\n";
+                         "  (remote workers: the supervisor cannot watch them there; docs/remote-workers.md).\n"
+                         "--gpu-quiet-lock PATH: the GPU's quiet lock file (flock): held exclusively while timing,\n"
+                         "  profiling traffic or measuring ceilings, shared while answering `warm`; without it no lock.\n";
             return 0;
         } else {
             std::cerr << "kwb-worker: unknown argument '" << a << "' (try --help)\n";
@@ -62,7 +72,7 @@ int main(int argc, char** argv)
         kwb::watchHostLimits(hostMemory, int(std::min<long long>(hostThreads, 1 << 30)));
     if (tasksDir.empty())
         tasksDir = kwb::defaultTasksDir(argv[0]);
-    kwb::Worker worker(protocolFd, tasksDir);
+    kwb::Worker worker(protocolFd, tasksDir, std::move(quietLock));
     const int code = worker.run();
     // Every answer is already written (write(2) on the protocol descriptor). Ending here, without
     // libtorch's, cuDNN's and the CUDA runtime's destructors, saves ~0.3 s per worker on the H200

@@ -343,4 +343,21 @@ Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, c
     return out;
 }
 
+void warmCudaTimer()
+{
+    std::string why;
+    (void)processProbe(&why); // null where it cannot be made: compare() says why then
+    cudaEvent_t start = nullptr, stop = nullptr;
+    if (cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess) {
+        cudaEventRecord(start, nullptr);
+        cudaEventRecord(stop, nullptr);
+        cudaEventSynchronize(stop);
+    }
+    if (start)
+        cudaEventDestroy(start);
+    if (stop)
+        cudaEventDestroy(stop);
+    cudaGetLastError();
+}
+
 } // namespace kwb::measure

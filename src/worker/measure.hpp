@@ -110,4 +110,8 @@ struct Comparison {
 /// (the calls are torch's and may throw; so may this).
 Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, const Settings& settings);
 
+/// What the first CUDA compare() of a process pays in its setup, paid ahead (the `warm` request):
+/// the process's clock probe made (its module loaded) and a pair of CUDA events recorded once.
+void warmCudaTimer();
+
 } // namespace kwb::measure

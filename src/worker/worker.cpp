@@ -51,7 +51,12 @@ std::string defaultTasksDir(const std::string& argv0)
 #endif
 }
 
-Worker::Worker(int protocolFd, std::string tasksDir) : m_fd(protocolFd), m_tasksDir(std::move(tasksDir)) {}
+Worker::Worker(int protocolFd, std::string tasksDir, std::unique_ptr<GpuQuietLock> quietLock)
+    : m_fd(protocolFd), m_tasksDir(std::move(tasksDir)), m_quietLock(std::move(quietLock))
+{
+    if (m_quietLock && m_quietLock->usable())
+        m_evaluator.setQuietLock(m_quietLock.get());
+}
 
 const TaskSet& Worker::tasks()
 {
@@ -85,7 +90,7 @@ json Worker::hello()
     json profiles = json::array();
     for (const ProtocolProfile& p : protocolProfiles())
         profiles.push_back(p.toJson());
-    return {{"protocol", protocol::kVersion},
+    json out = {{"protocol", protocol::kVersion},
             {"worker", KWB_VERSION},
             {"torch", torchVersion()},
             {"cuda_runtime", std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10)},
@@ -96,6 +101,12 @@ json Worker::hello()
             {"tasks_dir", m_tasksDir},
             {"profiles", profiles},
             {"default_profile", kDefaultProfile}};
+    // The lock this worker takes (docs/protocol.md, the GPU's quiet lock): null without one, and
+    // null with the reason where --gpu-quiet-lock named a file that could not be opened.
+    out["gpu_quiet_lock"] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
+    if (m_quietLock && !m_quietLock->usable())
+        out["gpu_quiet_lock_error"] = m_quietLock->error();
+    return out;
 }
 
 json Worker::listTasks(const json& request)
@@ -236,7 +247,12 @@ json Worker::handle(const json& request)
             body = deviceFacts(0);
             if (request.value("ceilings", false) && body.value("available", false))
             {
+                // The ceilings are measurements: the GPU to itself while they run (the quiet lock).
+                const GpuQuietLock::Hold quiet(m_evaluator.quietLock(), GpuQuietLock::Mode::Exclusive);
                 body["ceilings"] = measureCeilings(0);
+                body["stage_detail_ms"] = {{"ceilings", {{"quiet_wait", quiet.waitMs()}}}};
+                if (!quiet.error().empty())
+                    body["gpu_quiet_lock_error"] = quiet.error();
                 roofline::rememberMeasuredCeilings(body["ceilings"]); // later floors use them (roofline.hpp)
             }
         } else if (type == "analyze") {
@@ -252,6 +268,9 @@ json Worker::handle(const json& request)
             if (!request.contains("answer") && !request.contains("python"))
                 throw RequestError("bad_request", "evaluate needs 'answer' (Markdown) or 'python' (and optionally 'cuda')");
             body = m_evaluator.evaluate(t, request);
+        } else if (type == "warm") {
+            const protocol::Device device = protocol::parseDevice(request, protocol::kDeviceCuda, cudaDeviceCount());
+            body = m_evaluator.warm(device.ordinal);
         } else if (type == "compile") {
             body = compileOnly(request);
         } else if (type == "run_reference") {

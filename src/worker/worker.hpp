@@ -1,6 +1,7 @@
 #pragma once
 // Request dispatch for kwb-worker (docs/protocol.md).
 #include "evaluator.hpp"
+#include "gpu_quiet_lock.hpp"
 #include "task.hpp"
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,8 @@ namespace kwb {
 
 class Worker {
 public:
-    Worker(int protocolFd, std::string tasksDir);
+    /// quietLock: the GPU's quiet lock (--gpu-quiet-lock), null without one.
+    Worker(int protocolFd, std::string tasksDir, std::unique_ptr<GpuQuietLock> quietLock = nullptr);
     /// Serves requests from stdin until EOF, `shutdown`, or an unrecoverable CUDA fault.
     /// Returns the process exit code.
     int run();
@@ -30,6 +32,7 @@ private:
     int m_fd;
     std::string m_tasksDir;
     std::unique_ptr<TaskSet> m_tasks;
+    std::unique_ptr<GpuQuietLock> m_quietLock;
     Evaluator m_evaluator;
     bool m_shutdown = false;
 };

@@ -3,14 +3,24 @@
 // the speed-up and is within ±1 %, with the SM clock measured; a second evaluation in the same
 // worker reuses the reference's samples (or says why not); KernelBench's profile keeps its fixed
 // 100 trials; tracing a launch-bound network leaves its timing as it was (CUPTI detached).
-// Exits 77 (skipped) where there is no CUDA device.
+// Then the spare worker's `warm` (a warmed worker's evaluation pays no context and times as a
+// fresh one does) and the GPU's quiet lock (the timing stage waits while another process holds
+// it shared, as a warming spare does). Exits 77 (skipped) where there is no CUDA device.
 // KWB_GPU_MEASURE=TASK:FILE picks the candidate (default L1/5:reference/L1_05.md).
 #include "worker_client.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
 #include <iostream>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 
 using json = nlohmann::json;
 using kwb::test::readFile;
@@ -20,6 +30,123 @@ namespace {
 kwb::test::CheckLog checks;
 void check(bool ok, const std::string& what, const json& detail = json()) { checks.check(ok, what, detail); }
 double num(const json& j, const char* key) { return kwb::test::numberOr(j, key); }
+
+const char* const kWarmTask = "L2/1"; // cuDNN conv + ReLU + bias: context, cuDNN and the checks all used
+const char* const kWarmFile = "reference/L2_01.md";
+
+/// `warm`, then an evaluation in the same worker: warm answers with every part, the evaluation
+/// pays no context (cuda_init absent or under 20 ms), and its speed-up is a fresh worker's
+/// without warm (within 3 %: two adaptive measurements, each to ±1 %).
+void warmChecks(const std::string& src)
+{
+    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+                      {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
+    double coldSpeedup = -1;
+    {
+        WorkerClient cold(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
+        if (kwb::test::startGpuWorker(cold) != 0)
+            return check(false, "warm: a fresh worker starts");
+        const json r = cold.request(req, 300).response;
+        coldSpeedup = num(r, "speedup");
+        std::printf("%s without warm: status %s, speedup %.4f, cuda_init %.1f ms, total %.1f ms\n", kWarmFile,
+                    r.value("status", std::string("?")).c_str(), coldSpeedup, num(r.value("stage_ms", json()), "cuda_init"),
+                    num(r.value("stage_ms", json()), "total"));
+        check(r.value("status", std::string()) == "correct", "warm: the fresh worker's baseline is correct", r.value("message", std::string()));
+    }
+    WorkerClient warmed(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
+    if (kwb::test::startGpuWorker(warmed) != 0)
+        return check(false, "warm: a fresh worker starts");
+    const json w = warmed.request({{"type", "warm"}}, 120).response;
+    const json ms = w.value("warm_ms", json::object());
+    std::printf("warm: %s\n", w.dump().c_str());
+    check(w.value("ok", false) && w.value("device", std::string()) == "cuda", "warm: ok on cuda", w);
+    bool parts = true;
+    for (const char* part : {"quiet_wait", "context", "cublas", "cudnn", "evaluator", "total"})
+        parts = parts && num(ms, part) >= 0;
+    check(parts, "warm: every warm_ms part", ms);
+    const json again = warmed.request({{"type", "warm"}}, 60).response;
+    check(again.value("ok", false) && again.value("already_warm", false), "warm: a second warm answers already warm", again);
+    const json r = warmed.request(req, 300).response;
+    const json st = r.value("stage_ms", json::object());
+    const double warmSpeedup = num(r, "speedup");
+    std::printf("%s after warm: status %s, speedup %.4f, cuda_init %s, total %.1f ms\n", kWarmFile,
+                r.value("status", std::string("?")).c_str(), warmSpeedup, st.contains("cuda_init") ? st["cuda_init"].dump().c_str() : "absent",
+                num(st, "total"));
+    check(r.value("status", std::string()) == "correct", "warm: the evaluation after warm is correct", r.value("message", std::string()));
+    check(!st.contains("cuda_init") || num(st, "cuda_init") < 20, "warm: the evaluation after warm pays no CUDA context", st);
+    check(coldSpeedup > 0 && warmSpeedup > 0 && std::abs(warmSpeedup / coldSpeedup - 1) <= 0.03,
+          "warm: its speed-up within 3 % of a fresh worker's without warm", {coldSpeedup, warmSpeedup});
+}
+
+/// Whether /proc/locks shows a process waiting (a "->" line) for a flock on the file of inode `ino`.
+bool flockWaiterOn(ino_t ino)
+{
+    std::ifstream in("/proc/locks");
+    const std::string tag = ":" + std::to_string(ino) + " ";
+    for (std::string line; std::getline(in, line);)
+        if (line.find("->") != std::string::npos && line.find("FLOCK") != std::string::npos && line.find(tag) != std::string::npos)
+            return true;
+    return false;
+}
+
+/// The quiet lock: while this process holds it shared (as a warming spare would), the worker's
+/// timing stage waits for it; held 1.2 s past the moment the worker is seen waiting, the wait
+/// shows as stage_detail_ms.timing.quiet_wait >= 1000, and the verdict is unchanged.
+void quietLockChecks(const std::string& src)
+{
+    char path[] = "/tmp/kwb-quiet-XXXXXX";
+    const int made = ::mkstemp(path);
+    if (made < 0)
+        return check(false, "quiet lock: a lock file in /tmp");
+    ::close(made);
+    struct stat sb {};
+    ::stat(path, &sb);
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
+    if (kwb::test::startGpuWorker(worker) != 0) {
+        ::unlink(path);
+        return check(false, "quiet lock: the worker starts");
+    }
+    const json hello = worker.request({{"type", "hello"}}, 60).response;
+    check(hello.value("gpu_quiet_lock", json()) == json(path), "quiet lock: hello names the lock", hello.value("gpu_quiet_lock", json()));
+    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+                      {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
+    const json free = worker.request(req, 300).response; // the lock free: no wait to speak of
+    const double freeWait = num(free.value("stage_detail_ms", json()).value("timing", json()), "quiet_wait");
+    check(freeWait >= 0, "quiet lock: timing.quiet_wait reported with the lock free", free.value("stage_detail_ms", json()));
+
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    const bool shared = fd >= 0 && ::flock(fd, LOCK_SH) == 0;
+    check(shared, "quiet lock: this test holds it shared");
+    std::atomic<bool> sawWaiting{false};
+    // Where /proc/locks cannot be read, held 1.5 s from the request on instead (the stages before
+    // timing take well under 0.5 s in a worker that evaluated this candidate once already).
+    const bool procLocks = std::ifstream("/proc/locks").good();
+    std::thread holder([&] {
+        if (procLocks) {
+            const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+            while (!flockWaiterOn(sb.st_ino) && std::chrono::steady_clock::now() < give)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            sawWaiting = flockWaiterOn(sb.st_ino);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(procLocks ? 1200 : 1500));
+        ::flock(fd, LOCK_UN);
+    });
+    const json r = worker.request(req, 300).response;
+    holder.join();
+    if (fd >= 0)
+        ::close(fd);
+    const json t = r.value("stage_detail_ms", json()).value("timing", json());
+    std::printf("quiet lock: free wait %.1f ms; held: status %s, timing.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n", freeWait,
+                r.value("status", std::string("?")).c_str(), num(t, "quiet_wait"), num(r, "speedup"), int(sawWaiting));
+    if (procLocks)
+        check(sawWaiting, "quiet lock: the worker was seen waiting for it (/proc/locks)");
+    else
+        std::printf("note: /proc/locks unreadable: the lock was held 1.5 s from the request on\n");
+    check(num(t, "quiet_wait") >= 1000, "quiet lock: the timing stage waited while it was held", t);
+    check(r.value("status", std::string()) == "correct", "quiet lock: the verdict is still correct", r.value("message", std::string()));
+    worker.stop();
+    ::unlink(path);
+}
 } // namespace
 
 int main()
@@ -86,6 +213,8 @@ int main()
         check(rb > 0 && ra > 0 && ra / rb <= 1.05, "L3/10: the reference no more than 5 % slower after the trace", {rb, ra});
     }
     worker.stop();
+    warmChecks(src);
+    quietLockChecks(src);
     std::printf("%d failed\n", checks.failures);
     return checks.failures ? 1 : 0;
 }

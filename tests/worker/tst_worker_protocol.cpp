@@ -658,3 +658,87 @@ TEST_CASE("an evaluation splits correctness and timing into parts inside their s
     CHECK(iv["relative_half_width"].get<double>() >=
           std::max(iv["iid_relative_half_width"].get<double>(), iv["batch_relative_half_width"].get<double>()) - 1e-12);
 }
+
+// The GPU's quiet lock and `warm` (docs/protocol.md): hello says which lock the worker takes, or
+// why it could not open the one it was given; warm answers ok on any machine, "none" with the
+// reason where there is no usable device.
+namespace {
+struct TempLockFile {
+    std::string path;
+    TempLockFile()
+    {
+        char name[] = "/tmp/kwb-worker-quiet-XXXXXX";
+        const int fd = ::mkstemp(name);
+        REQUIRE(fd >= 0);
+        ::close(fd);
+        path = name;
+    }
+    ~TempLockFile() { ::unlink(path.c_str()); }
+};
+
+void checkWarmAnswer(const json& hello, const json& warm)
+{
+    CAPTURE(warm.dump());
+    CHECK(warm["ok"] == true);
+    CHECK(warm["type"] == "warm");
+    if (hello["cuda_device_count"].get<int>() == 0 || hello["driver"] != "ok") {
+        CHECK(warm["device"] == "none");
+        REQUIRE(warm.contains("why"));
+        CHECK_FALSE(warm["why"].get<std::string>().empty());
+        CHECK_FALSE(warm.contains("warm_ms"));
+    } else {
+        CHECK(warm["device"] == "cuda");
+        for (const char* part : {"quiet_wait", "context", "cublas", "cudnn", "evaluator", "total"})
+            CHECK(warm["warm_ms"][part].is_number());
+    }
+}
+} // namespace
+
+TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this machine without a device \"none\" and why")
+{
+    TempLockFile lock;
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
+    std::string err;
+    REQUIRE_MESSAGE(worker.start(&err), err);
+    const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
+    CHECK(hello["gpu_quiet_lock"] == lock.path);
+    CHECK_FALSE(hello.contains("gpu_quiet_lock_error"));
+    checkWarmAnswer(hello, worker.request({{"id", 2}, {"type", "warm"}}, 120).response);
+    // a second warm, and the worker still serves
+    checkWarmAnswer(hello, worker.request({{"id", 3}, {"type", "warm"}}, 60).response);
+    const json bad = worker.request({{"id", 4}, {"type", "warm"}, {"device", "cpu"}}, 60).response;
+    CHECK(bad["ok"] == false);
+    CHECK(bad["error"]["code"] == "bad_request");
+    CHECK(worker.request({{"id", 5}, {"type", "hello"}}, 60).response["ok"] == true);
+    // The timing stage reports its wait for the lock (0 on the CPU: the lock guards the GPU only).
+    const std::string python = "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n";
+    const json r = worker.request({{"id", 6}, {"type", "evaluate"}, {"task", "L1/5"}, {"python", python}, {"device", "cpu"},
+                                   {"scale", "smoke"}, {"timing_trials", 5}}, 120).response;
+    REQUIRE(r["status"] == "correct");
+    CHECK(r["stage_detail_ms"]["timing"]["quiet_wait"] == 0.0);
+}
+
+TEST_CASE("--gpu-quiet-lock with a path that cannot be opened: said on stderr and in hello, the worker goes on")
+{
+    const std::string missing = "/nonexistent-kwb-dir/gpu-0.quiet";
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", missing});
+    std::string err;
+    REQUIRE_MESSAGE(worker.start(&err), err);
+    const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
+    CHECK(hello["ok"] == true);
+    CHECK(hello["gpu_quiet_lock"].is_null());
+    REQUIRE(hello.contains("gpu_quiet_lock_error"));
+    CHECK(hello["gpu_quiet_lock_error"].get<std::string>().find(missing) != std::string::npos);
+    CHECK(hello["gpu_quiet_lock_error"].get<std::string>().find("No such file or directory") != std::string::npos);
+    checkWarmAnswer(hello, worker.request({{"id", 2}, {"type", "warm"}}, 120).response);
+    CHECK(worker.stderrText().find("--gpu-quiet-lock") != std::string::npos);
+}
+
+TEST_CASE("without --gpu-quiet-lock hello says null and no error")
+{
+    ProtocolWorker w;
+    const json hello = w.request({{"id", 1}, {"type", "hello"}});
+    REQUIRE(hello.contains("gpu_quiet_lock"));
+    CHECK(hello["gpu_quiet_lock"].is_null());
+    CHECK_FALSE(hello.contains("gpu_quiet_lock_error"));
+}

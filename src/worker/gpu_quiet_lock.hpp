@@ -1,0 +1,53 @@
+#pragma once
+// The GPU's quiet lock (docs/protocol.md, "The GPU's quiet lock"): one file per physical GPU,
+// made by the supervisor, taken with flock(2). A measurement that must have the GPU to itself
+// (evaluate's timing, the traffic profile, the device ceilings) holds it exclusively; a spare
+// worker's `warm` holds it shared, so spares warm beside one another but never while anything
+// on that GPU is being measured. Without a lock (no --gpu-quiet-lock, or a path that could not
+// be opened) every hold is a no-op. Torch- and CUDA-free.
+#include <string>
+
+namespace kwb {
+
+class GpuQuietLock {
+public:
+    /// Opens `path` (O_RDONLY | O_CLOEXEC: flock needs no write access, and the sandbox may make
+    /// the file's folder read-only); on failure error() says why and every hold is a no-op.
+    explicit GpuQuietLock(std::string path);
+    ~GpuQuietLock();
+    GpuQuietLock(const GpuQuietLock&) = delete;
+    GpuQuietLock& operator=(const GpuQuietLock&) = delete;
+
+    const std::string& path() const { return m_path; }
+    bool usable() const { return m_fd >= 0; }
+    /// Why the file could not be opened ("" when it could).
+    const std::string& error() const { return m_error; }
+
+    enum class Mode { Shared, Exclusive };
+    /// The lock held for a scope, released when it ends. Made with a null lock (or one that could
+    /// not be opened) it holds nothing and waited 0 ms.
+    class Hold {
+    public:
+        Hold(const GpuQuietLock* lock, Mode mode);
+        ~Hold();
+        Hold(const Hold&) = delete;
+        Hold& operator=(const Hold&) = delete;
+        /// How long taking it waited, in ms (0 where nothing was taken).
+        double waitMs() const { return m_waitMs; }
+        /// Whether the lock is held (false without a lock, or where flock failed: error() says why).
+        bool held() const { return m_fd >= 0; }
+        const std::string& error() const { return m_error; }
+
+    private:
+        int m_fd = -1;
+        double m_waitMs = 0;
+        std::string m_error;
+    };
+
+private:
+    std::string m_path;
+    int m_fd = -1;
+    std::string m_error;
+};
+
+} // namespace kwb

@@ -1,0 +1,122 @@
+// The GPU's quiet lock (src/worker/gpu_quiet_lock.hpp): flock on a file, held exclusively by a
+// measurement and shared by a warm-up. Each check takes a second descriptor of the same file, as
+// another worker process would (flock locks belong to the open file, not the process).
+#include "gpu_quiet_lock.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fcntl.h>
+#include <optional>
+#include <string>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
+
+using kwb::GpuQuietLock;
+
+namespace {
+
+struct LockFile {
+    std::string path;
+    LockFile()
+    {
+        char name[] = "/tmp/kwb-quiet-lock-test-XXXXXX";
+        const int fd = ::mkstemp(name);
+        REQUIRE(fd >= 0);
+        ::close(fd);
+        path = name;
+    }
+    ~LockFile() { ::unlink(path.c_str()); }
+};
+
+/// Whether a non-blocking flock of `mode` on a fresh descriptor of `path` is granted now.
+bool grantedNow(const std::string& path, int mode)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    const bool granted = ::flock(fd, mode | LOCK_NB) == 0;
+    if (!granted)
+        CHECK(errno == EWOULDBLOCK);
+    ::close(fd);
+    return granted;
+}
+
+} // namespace
+
+TEST_CASE("an exclusive hold keeps a shared one out, and a shared hold an exclusive one")
+{
+    LockFile file;
+    GpuQuietLock lock(file.path);
+    REQUIRE(lock.usable());
+    CHECK(lock.error().empty());
+    CHECK(lock.path() == file.path);
+    {
+        const GpuQuietLock::Hold exclusive(&lock, GpuQuietLock::Mode::Exclusive);
+        CHECK(exclusive.held());
+        CHECK_FALSE(grantedNow(file.path, LOCK_SH));
+        CHECK_FALSE(grantedNow(file.path, LOCK_EX));
+    }
+    CHECK(grantedNow(file.path, LOCK_SH)); // released at the end of its scope
+    {
+        const GpuQuietLock::Hold shared(&lock, GpuQuietLock::Mode::Shared);
+        CHECK(shared.held());
+        CHECK_FALSE(grantedNow(file.path, LOCK_EX));
+        CHECK(grantedNow(file.path, LOCK_SH)); // warm-ups go on beside one another
+    }
+    CHECK(grantedNow(file.path, LOCK_EX));
+}
+
+TEST_CASE("a hold measures how long it waited for the lock")
+{
+    LockFile file;
+    GpuQuietLock measuring(file.path), warming(file.path); // two workers' descriptors
+    REQUIRE(measuring.usable());
+    REQUIRE(warming.usable());
+    std::atomic<bool> started{false};
+    double waitedMs = -1;
+    bool held = false;
+    std::chrono::steady_clock::time_point granted;
+    std::optional<GpuQuietLock::Hold> shared;
+    shared.emplace(&warming, GpuQuietLock::Mode::Shared);
+    REQUIRE(shared->held());
+    CHECK(shared->waitMs() >= 0);
+    std::thread timing([&] {
+        started = true;
+        const GpuQuietLock::Hold exclusive(&measuring, GpuQuietLock::Mode::Exclusive);
+        granted = std::chrono::steady_clock::now();
+        waitedMs = exclusive.waitMs();
+        held = exclusive.held();
+    });
+    while (!started)
+        std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto released = std::chrono::steady_clock::now();
+    shared.reset();
+    timing.join();
+    CHECK(held);
+    CHECK(granted >= released); // it waited for the shared hold to end
+    CHECK(waitedMs > 0);
+    // It was waiting before the sleep began (less the moment between `started` and its flock).
+    CHECK(waitedMs >= 200);
+}
+
+TEST_CASE("no lock, or one that cannot be opened: every hold is a no-op, and the error says why")
+{
+    const GpuQuietLock::Hold none(nullptr, GpuQuietLock::Mode::Exclusive);
+    CHECK_FALSE(none.held());
+    CHECK(none.waitMs() == 0);
+    CHECK(none.error().empty());
+
+    const std::string missing = "/nonexistent-kwb-dir/gpu0.quiet";
+    GpuQuietLock lock(missing);
+    CHECK_FALSE(lock.usable());
+    CHECK(lock.error().find(missing) != std::string::npos);
+    CHECK(lock.error().find("No such file or directory") != std::string::npos);
+    const GpuQuietLock::Hold hold(&lock, GpuQuietLock::Mode::Shared);
+    CHECK_FALSE(hold.held());
+    CHECK(hold.waitMs() == 0);
+}
