@@ -2,18 +2,21 @@
 // gets through per minute, through the product's own EvaluationQueue (the path `kwb run` and the
 // window use), in several configurations, side by side in one process so the ratios are fair:
 //
-//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead, CUDA compiled
-//                      ahead in CPU workers (the default)
+//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead (and warmed:
+//                      its CUDA context and first library calls made under the GPU's quiet lock
+//                      while the old one evaluates), CUDA compiled ahead in CPU workers (the default)
+//   fresh+spare+nowarm+ahead  the same with the spare not warmed (WorkerSupervisor::setWarmSpare)
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
 // Per candidate, "overhead" is the queue's wall time for the job (handed to the GPU's supervisor
 // until its result) minus the worker's own stage total (stage_ms.total): process start, hello,
-// the request's travel. A separate pass measures compile-ahead throughput alone: every cuda block
+// the request's travel. Per mode, the warmed spares' warm-up (warm_ms.total, the quiet lock's wait
+// included) is reported as its median and count. A separate pass measures compile-ahead throughput alone: every cuda block
 // compiled by k CPU workers at once (compile requests, no GPU).
 //
 // Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10 (0: the profile's)]
-//        [--modes fresh+spare+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
+//        [--modes fresh+spare+ahead,fresh+spare+nowarm+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
 
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/workersupervisor.h"
@@ -63,16 +66,25 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     const bool reuse = mode.startsWith(QLatin1String("reuse"));
     queue.setIsolation(reuse ? WorkerSupervisor::Isolation::ReuseWhileHealthy : WorkerSupervisor::Isolation::FreshPerRequest);
     queue.gpuSupervisor(0)->setSpareWorker(mode.contains(QLatin1String("spare")));
+    queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 
     QHash<qint64, QElapsedTimer> started;
     QHash<qint64, int> index;
     QJsonArray jobs;
     QList<double> overheads, walls;
+    QList<double> warmTotals, warmWaits; // of the spares that warmed before taking over
     int done = 0, correct = 0, cached = 0;
     QEventLoop loop;
     QElapsedTimer clock;
     QObject::connect(&queue, &EvaluationQueue::jobStarted, &queue, [&](qint64 id) { started[id].start(); });
+    QObject::connect(queue.gpuSupervisor(0), &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const QJsonObject& hello) {
+        const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
+        if (!warm.isObject())
+            return;
+        warmTotals << warm.toObject().value(QLatin1String("total")).toDouble();
+        warmWaits << warm.toObject().value(QLatin1String("quiet_wait")).toDouble();
+    });
     const auto finish = [&](qint64 id, const QString& status, const QJsonObject& result) {
         const double wall = started.contains(id) ? double(started[id].nsecsElapsed()) / 1e6 : 0.0;
         const double workerMs = result.value(QLatin1String("stage_ms")).toObject().value(QLatin1String("total")).toDouble();
@@ -119,6 +131,9 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("candidates_per_minute"), candidates.size() * 60.0 / totalS},
                        {QStringLiteral("median_overhead_ms"), median(overheads)},
                        {QStringLiteral("median_wall_ms"), median(walls)},
+                       {QStringLiteral("warmed_spares"), int(warmTotals.size())},
+                       {QStringLiteral("median_warm_total_ms"), median(warmTotals)},
+                       {QStringLiteral("median_warm_quiet_wait_ms"), median(warmWaits)},
                        {QStringLiteral("jobs"), jobs}};
 }
 
@@ -230,15 +245,22 @@ int main(int argc, char** argv)
     for (const QString& k : parser.value(compileOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
         compiles.append(compileThroughput(candidates, worker, k.toInt()));
 
-    std::printf("| mode | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms |\n");
-    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|\n");
+    std::printf("| mode | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
+                "| warmed spares | median warm total ms (quiet wait) |\n");
+    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
-        std::printf("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.0f |\n", qPrintable(m.value(QLatin1String("mode")).toString()),
-                    m.value(QLatin1String("candidates")).toInt(), m.value(QLatin1String("correct")).toInt(),
-                    m.value(QLatin1String("compiled_ahead")).toInt(), m.value(QLatin1String("total_s")).toDouble(),
-                    m.value(QLatin1String("candidates_per_minute")).toDouble(),
-                    m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble());
+        const int warmed = m.value(QLatin1String("warmed_spares")).toInt();
+        const QString warm = warmed == 0 ? QStringLiteral("-")
+                                         : QStringLiteral("%1 (%2)")
+                                               .arg(m.value(QLatin1String("median_warm_total_ms")).toDouble(), 0, 'f', 0)
+                                               .arg(m.value(QLatin1String("median_warm_quiet_wait_ms")).toDouble(), 0, 'f', 0);
+        std::printf("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s |\n",
+                    qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("candidates")).toInt(),
+                    m.value(QLatin1String("correct")).toInt(), m.value(QLatin1String("compiled_ahead")).toInt(),
+                    m.value(QLatin1String("total_s")).toDouble(), m.value(QLatin1String("candidates_per_minute")).toDouble(),
+                    m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble(),
+                    warmed, qPrintable(warm));
     }
     std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(compiles)) {

@@ -37,7 +37,16 @@
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
 // start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
-// (sleep before answering hello, like the real worker loading libtorch). `compile` answers the recorded compile with a
+// (sleep before answering hello, like the real worker loading libtorch).
+// --gpu-quiet-lock PATH: as kwb-worker, the GPU's quiet lock (docs/protocol.md), opened read-only
+// at start; hello then says "gpu_quiet_lock": PATH, or null with "gpu_quiet_lock_error" when it
+// cannot be opened (so tests see that the file existed before the worker started, in the sandbox
+// too). `warm` (the spare's warm-up) "warms" for --warm-delay MS or $FAKEWORKER_WARM_DELAY_MS,
+// and while the file $FAKEWORKER_WARM_GATE (when set) does not exist (a second warm at once), then
+// answers by --warm MODE or $FAKEWORKER_WARM: answer (default: it warmed holding LOCK_SH on the
+// lock, and says warm_ms {quiet_wait, context (the warming), cublas, cudnn, evaluator, total});
+// unknown_type (an older worker: warm is unknown_type, and hello says nothing of the lock);
+// garbage (a line that is not JSON); fail (ok: false with the code "internal"). `compile` answers the recorded compile with a
 // fake cubin (ok_compile false when the source holds "compile_error"); with `answer` it compiles
 // the cuda block of its `candidate` echo (candidateOf: the recorded echo for a recorded answer,
 // else a test-only stand-in rule) and answers a torch-only answer as the worker does (recorded
@@ -99,6 +108,7 @@
 #include <string>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -112,6 +122,12 @@ int g_protocol = 1;
 QString g_mode = QStringLiteral("answer");
 QString g_helloMode = QStringLiteral("answer");
 int g_helloDelayMs = 0;
+QString g_warmMode = QStringLiteral("answer");
+int g_warmDelayMs = 0;
+bool g_warm = false; // a warm has been answered: the next answers at once
+QString g_quietLockPath;      // --gpu-quiet-lock
+int g_quietLockFd = -1;       // open when it could be opened
+QString g_quietLockError;     // why not
 qint64 g_startedMs = 0;
 qint64 g_receivedMs = 0;
 int g_requestsSeen = 0;
@@ -406,8 +422,17 @@ QJsonObject answer(const QJsonObject& request)
             response.insert(QStringLiteral("cuda_device_count"), 0);
             response.insert(QStringLiteral("driver"), QStringLiteral("CUDA driver not found (fake worker)"));
         }
+        response.remove(QStringLiteral("gpu_quiet_lock"));
+        response.remove(QStringLiteral("gpu_quiet_lock_error"));
+        if (g_warmMode != QLatin1String("unknown_type")) { // an older worker says nothing of it
+            response.insert(QStringLiteral("gpu_quiet_lock"),
+                            g_quietLockFd >= 0 ? QJsonValue(g_quietLockPath) : QJsonValue(QJsonValue::Null));
+            if (!g_quietLockError.isEmpty())
+                response.insert(QStringLiteral("gpu_quiet_lock_error"), g_quietLockError);
+        }
         return response;
     }
+
     if (type == QLatin1String("compile") && buildsKernelBench(request)) {
         const ExtensionBuild build = buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile"));
         QJsonObject response = fromRecorded(request, QStringLiteral("compile_no_cuda.cpu"));
@@ -573,6 +598,48 @@ QJsonObject answer(const QJsonObject& request)
     return errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type ") + type);
 }
 
+// `warm`, in its own modes (--warm) as hello has them. Every mode first "warms" (the delay, the
+// gate); only `answer` does it under LOCK_SH, as kwb-worker: the GPU work waits for any timing.
+void answerWarm(const QJsonObject& request)
+{
+    qint64 waitMs = 0, warmMs = 0;
+    if (!g_warm) {
+        const bool locked = g_quietLockFd >= 0 && g_warmMode == QLatin1String("answer");
+        const qint64 asked = nowMs();
+        if (locked)
+            ::flock(g_quietLockFd, LOCK_SH);
+        const qint64 held = nowMs();
+        waitMs = held - asked;
+        if (g_warmDelayMs > 0)
+            std::this_thread::sleep_for(std::chrono::milliseconds(g_warmDelayMs));
+        if (const QString gate = qEnvironmentVariable("FAKEWORKER_WARM_GATE"); !gate.isEmpty())
+            while (!QFile::exists(gate))
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        warmMs = nowMs() - held;
+        if (locked)
+            ::flock(g_quietLockFd, LOCK_UN);
+        g_warm = true; // a second warm answers at once
+    }
+    if (g_warmMode == QLatin1String("garbage")) {
+        std::fputs("warm { not json\n", stdout);
+        std::fflush(stdout);
+        return;
+    }
+    if (g_warmMode == QLatin1String("unknown_type")) // as answer() says it of any type it does not know
+        return writeLine(errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type warm")));
+    if (g_warmMode == QLatin1String("fail"))
+        return writeLine(errorResponse(request, QStringLiteral("internal"), QStringLiteral("fake worker: warm failed")));
+    QJsonObject response = envelope(request);
+    response.insert(QStringLiteral("device"), QStringLiteral("cuda"));
+    response.insert(QStringLiteral("warm_ms"), QJsonObject{{QStringLiteral("quiet_wait"), double(waitMs)},
+                                                          {QStringLiteral("context"), double(warmMs)},
+                                                          {QStringLiteral("cublas"), 0.0},
+                                                          {QStringLiteral("cudnn"), 0.0},
+                                                          {QStringLiteral("evaluator"), 0.0},
+                                                          {QStringLiteral("total"), double(waitMs + warmMs)}});
+    writeLine(response);
+}
+
 // A request's field, else the evaluate answer's marker "name: value".
 QString parameter(const QJsonObject& request, const QString& name)
 {
@@ -730,15 +797,21 @@ int main(int argc, char** argv)
         g_recordedDir = QString::fromLocal8Bit(dir);
     if (const char* protocol = std::getenv("FAKEWORKER_PROTOCOL"))
         g_protocol = std::atoi(protocol);
+    if (const char* warm = std::getenv("FAKEWORKER_WARM"))
+        g_warmMode = QString::fromUtf8(warm);
+    if (const char* delay = std::getenv("FAKEWORKER_WARM_DELAY_MS"))
+        g_warmDelayMs = std::atoi(delay);
     // As kwb-worker: a remote worker ends itself when its stdin closes (parent_watch.hpp).
     for (int i = 1; i < argc; ++i)
         if (std::string(argv[i]) == "--end-on-stdin-eof")
             kwb::watchInputHangup(0);
     std::optional<qint64> hostMemory;
     std::optional<int> hostThreads;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i + 1 < argc; ++i) {
         const std::string option = argv[i];
-        const QString value = QString::fromUtf8(argv[i + 1]);
+        if (option.rfind("--", 0) != 0 || option == "--end-on-stdin-eof")
+            continue; // a flag without a value (or a value taken below)
+        const QString value = QString::fromUtf8(argv[++i]);
         if (option == "--protocol")
             g_protocol = value.toInt();
         else if (option == "--mode")
@@ -747,12 +820,26 @@ int main(int argc, char** argv)
             g_helloMode = value;
         else if (option == "--hello-delay")
             g_helloDelayMs = value.toInt();
+        else if (option == "--warm")
+            g_warmMode = value;
+        else if (option == "--warm-delay")
+            g_warmDelayMs = value.toInt();
+        else if (option == "--gpu-quiet-lock")
+            g_quietLockPath = value;
         else if (option == "--recorded")
             g_recordedDir = value;
         else if (option == "--max-host-memory")
             hostMemory = value == QLatin1String("default") ? 0 : value.toLongLong();
         else if (option == "--max-host-threads")
             hostThreads = value == QLatin1String("default") ? 0 : value.toInt();
+    }
+    if (!g_quietLockPath.isEmpty()) { // as kwb-worker: read-only (the sandbox's / is), kept open
+        g_quietLockFd = ::open(g_quietLockPath.toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
+        if (g_quietLockFd < 0) {
+            g_quietLockError = QString::fromLocal8Bit(std::strerror(errno));
+            std::fprintf(stderr, "fake worker: no GPU quiet lock %s: %s\n", qPrintable(g_quietLockPath),
+                         qPrintable(g_quietLockError));
+        }
     }
     // As kwb-worker: a remote worker enforces its host limits itself (parent_watch.hpp).
     if (hostMemory || hostThreads)
@@ -794,6 +881,10 @@ int main(int argc, char** argv)
             if (g_helloDelayMs > 0)
                 std::this_thread::sleep_for(std::chrono::milliseconds(g_helloDelayMs));
             writeLine(answer(request));
+            continue;
+        }
+        if (type == QLatin1String("warm")) {
+            answerWarm(request);
             continue;
         }
         serve(request);

@@ -2,14 +2,17 @@
 // must end the request with the right status, and the next request must run on a good worker.
 // Limits are short (hundreds of milliseconds) so the whole suite stays fast.
 
+#include "core/workers/gpulease.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -139,6 +142,54 @@ bool processGone(qint64 pid)
     return close > 0 && text.mid(close + 2, 1) == "Z";
 }
 
+bool touch(const QString& path)
+{
+    QFile file(path);
+    return file.open(QIODevice::WriteOnly);
+}
+
+// The requests each fake worker read, in order ($FAKEWORKER_LOG): {"pid","type",…} per line.
+QList<QJsonObject> loggedRequests(const QString& path)
+{
+    QList<QJsonObject> entries;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return entries;
+    for (const QByteArray& line : file.readAll().split('\n'))
+        if (!line.trimmed().isEmpty())
+            entries.append(QJsonDocument::fromJson(line).object());
+    return entries;
+}
+
+// The request types worker `pid` read, in order.
+QStringList typesReadBy(const QString& log, qint64 pid)
+{
+    QStringList types;
+    for (const QJsonObject& entry : loggedRequests(log))
+        if (entry.value(QLatin1String("pid")).toInteger() == pid)
+            types.append(entry.value(QLatin1String("type")).toString());
+    return types;
+}
+
+// The pids of the workers that read a request of this type.
+QList<qint64> readersOf(const QString& log, const QString& type)
+{
+    QList<qint64> pids;
+    for (const QJsonObject& entry : loggedRequests(log))
+        if (entry.value(QLatin1String("type")).toString() == type)
+            pids.append(entry.value(QLatin1String("pid")).toInteger());
+    return pids;
+}
+
+// The hello announced with workerAvailable for worker `pid` (empty: never announced).
+QJsonObject helloOf(const QSignalSpy& available, qint64 pid)
+{
+    for (const QList<QVariant>& signal : available)
+        if (signal.at(0).toLongLong() == pid)
+            return signal.at(1).toJsonObject();
+    return {};
+}
+
 } // namespace
 
 class TestWorkerSupervisor : public QObject
@@ -153,6 +204,30 @@ class TestWorkerSupervisor : public QObject
         supervisor->setProgram(QStringLiteral(KWB_FAKEWORKER), arguments);
         supervisor->setIsolation(isolation);
         supervisor->setKillGracePeriod(500);
+        return supervisor;
+    }
+
+    QTemporaryDir m_logs;
+
+    // A supervisor whose fake workers log every request they read to `*log` (a new file), with
+    // `extra` in their environment, outside the OS sandbox (quietLockIsPassedAndExistsBeforeStart
+    // covers the sandbox).
+    std::unique_ptr<WorkerSupervisor> makeLoggedSupervisor(QString* log, const QStringList& arguments = {},
+                                                           WorkerSupervisor::Isolation isolation =
+                                                               WorkerSupervisor::Isolation::FreshPerRequest,
+                                                           const QProcessEnvironment& extra = {})
+    {
+        static int count = 0;
+        *log = m_logs.filePath(QStringLiteral("requests-%1-%2.jsonl").arg(QTest::currentTestFunction()).arg(++count));
+        auto supervisor = makeSupervisor(arguments, isolation);
+        WorkerLimits unsandboxed; // the log lies outside the sandbox's one writable folder
+        unsandboxed.osSandbox = false;
+        supervisor->setLimits(unsandboxed);
+        QProcessEnvironment environment = workerEnvironment();
+        for (const QString& name : extra.keys())
+            environment.insert(name, extra.value(name));
+        environment.insert(QStringLiteral("FAKEWORKER_LOG"), *log);
+        supervisor->setProcessEnvironment(environment);
         return supervisor;
     }
 
@@ -413,8 +488,8 @@ private Q_SLOTS:
         QVERIFY2(warm.hasResponse, qPrintable(warm.message));
         QCOMPARE(pidOf(warm), sparePid);
         QVERIFY(warm.response.value(QLatin1String("started_ms")).toInteger() < sentAtMs);
-        // The spare was sent hello and nothing else before the evaluation.
-        QCOMPARE(warm.response.value(QLatin1String("requests_seen")).toInt(), 2);
+        // The spare was sent hello and warm, and nothing else, before the evaluation.
+        QCOMPARE(warm.response.value(QLatin1String("requests_seen")).toInt(), 3);
         // No process start and no 500 ms hello: only the old worker's exit and one round trip.
         qInfo("cold start and 1000 ms evaluation: %lld ms; next request on the spare: %lld ms", cold.elapsedMs,
               warm.elapsedMs);
@@ -464,6 +539,288 @@ private Q_SLOTS:
         const qint64 sparePid = supervisor->spareWorkerPid();
         supervisor.reset();
         QTRY_VERIFY_WITH_TIMEOUT(processGone(sparePid), 2000);
+    }
+
+    // --- the spare's warm-up and the GPU's quiet lock (docs/decisions.md, 2026-12-01) -------------
+
+    void spareWarmsBeforeTakingOver()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        QVERIFY(supervisor->warmSpare());
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        // hello, then warm on its hello answer; ready only once warm was answered.
+        QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
+        QVERIFY(helloOf(available, sparePid).isEmpty()); // announced when it takes over
+
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QCOMPARE(pidOf(second), sparePid);
+        QCOMPARE(typesReadBy(log, sparePid),
+                 (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
+        // The warm answer's timings come with the hello it takes over with.
+        const QJsonObject hello = helloOf(available, sparePid);
+        QCOMPARE(hello.value(QLatin1String("type")).toString(), QStringLiteral("hello"));
+        const QJsonObject warmMs = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField)).toObject();
+        for (const char* part : {"quiet_wait", "context", "cublas", "cudnn", "evaluator", "total"})
+            QVERIFY2(warmMs.value(QLatin1String(part)).isDouble(), part);
+        // A cold worker is not warmed: its own evaluation pays that.
+        QCOMPARE(typesReadBy(log, pidOf(first)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
+        QVERIFY(!helloOf(available, pidOf(first)).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+    }
+
+    void requestWaitsForAWarmingSpare()
+    {
+        // The spare's warm-up lasts until the test opens its gate.
+        const QString gate = m_logs.filePath(QStringLiteral("warm-gate-waits"));
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gate);
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 1, kWaitMs);
+        const qint64 sparePid = readersOf(log, QStringLiteral("warm")).first();
+        QVERIFY(sparePid != pidOf(first));
+        QVERIFY(!supervisor->spareWorkerReady());
+
+        // The old worker goes, the warming spare is taken over, and the request waits for warm.
+        const qint64 id = supervisor->sendRequest(evaluate());
+        QTRY_VERIFY_WITH_TIMEOUT(finished.size() >= 1, kWaitMs);
+        QCOMPARE(finished.first().first().toLongLong(), pidOf(first));
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->workerPid(), sparePid, kWaitMs);
+        QTest::qWait(200); // time to write the request too early, had it been written
+        QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
+        QVERIFY(helloOf(available, sparePid).isEmpty());
+        QVERIFY(touch(gate));
+        const Ending second = waitForEnd(*supervisor, id);
+        QVERIFY2(second.hasResponse, qPrintable(second.status + QLatin1String(": ") + second.message));
+        QCOMPARE(second.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QCOMPARE(pidOf(second), sparePid);
+        QCOMPARE(second.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
+        QVERIFY(helloOf(available, sparePid).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+    }
+
+    void olderWorkerWithoutWarmIsStillUsed()
+    {
+        // An older worker answers warm with unknown_type: not warm, still a good spare.
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {QStringLiteral("--warm"), QStringLiteral("unknown_type")});
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QCOMPARE(pidOf(second), sparePid);
+        const QJsonObject hello = helloOf(available, sparePid);
+        QVERIFY(!hello.isEmpty());
+        QVERIFY(!hello.contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+    }
+
+    void badWarmAnswerDropsTheSpare_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::addColumn<bool>("takenOver"); // the answer comes once the spare has taken over
+        for (const char* mode : {"garbage", "fail"}) {
+            QTest::addRow("%s before it takes over", mode) << QString::fromLatin1(mode) << false;
+            QTest::addRow("%s after it took over", mode) << QString::fromLatin1(mode) << true;
+        }
+    }
+
+    void badWarmAnswerDropsTheSpare()
+    {
+        QFETCH(QString, mode);
+        QFETCH(bool, takenOver);
+        const QString gate = m_logs.filePath(QStringLiteral("warm-gate-%1-%2").arg(mode).arg(takenOver));
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gate);
+        if (!takenOver)
+            QVERIFY(touch(gate)); // answered at once
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {QStringLiteral("--warm"), mode},
+                                               WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 1, kWaitMs);
+        const qint64 sparePid = readersOf(log, QStringLiteral("warm")).first();
+        qint64 id = 0;
+        if (takenOver) {
+            id = supervisor->sendRequest(evaluate());
+            QTRY_COMPARE_WITH_TIMEOUT(supervisor->workerPid(), sparePid, kWaitMs);
+            QVERIFY(touch(gate));
+        } else {
+            QTRY_COMPARE_WITH_TIMEOUT(supervisor->spareWorkerPid(), qint64(0), kWaitMs); // dropped
+            id = supervisor->sendRequest(evaluate());
+        }
+        // The request gets a cold worker and is answered.
+        const Ending second = waitForEnd(*supervisor, id);
+        QVERIFY2(second.hasResponse, qPrintable(second.status + QLatin1String(": ") + second.message));
+        QCOMPARE(second.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QVERIFY(pidOf(second) != sparePid && pidOf(second) != pidOf(first));
+        QCOMPARE(typesReadBy(log, pidOf(second)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
+        QVERIFY(helloOf(available, sparePid).isEmpty()); // never announced
+        QTRY_VERIFY_WITH_TIMEOUT(processGone(sparePid), kWaitMs);
+    }
+
+    void quietLockIsPassedAndExistsBeforeStart_data()
+    {
+        QTest::addColumn<bool>("sandbox");
+        QTest::addColumn<bool>("fresh");
+        QTest::addColumn<bool>("lockDirInDevShm"); // a folder the sandbox replaces with its own
+        QTest::newRow("sandbox, fresh") << true << true << false;
+        QTest::newRow("sandbox, reuse") << true << false << false;
+        QTest::newRow("no sandbox, fresh") << false << true << false;
+        QTest::newRow("no sandbox, reuse") << false << false << false;
+        QTest::newRow("sandbox, lock directory in /dev/shm") << true << true << true;
+    }
+
+    void quietLockIsPassedAndExistsBeforeStart()
+    {
+        QFETCH(bool, sandbox);
+        QFETCH(bool, fresh);
+        QFETCH(bool, lockDirInDevShm);
+        std::unique_ptr<QTemporaryDir> shm;
+        const bool wasSet = qEnvironmentVariableIsSet("KWB_GPU_LOCK_DIR");
+        const QByteArray savedDir = qgetenv("KWB_GPU_LOCK_DIR");
+        const auto restore = qScopeGuard([wasSet, savedDir] {
+            if (wasSet)
+                qputenv("KWB_GPU_LOCK_DIR", savedDir);
+            else
+                qunsetenv("KWB_GPU_LOCK_DIR");
+        });
+        if (lockDirInDevShm) {
+            shm = std::make_unique<QTemporaryDir>(QStringLiteral("/dev/shm/kwb-test-locks-XXXXXX"));
+            if (!shm->isValid())
+                QSKIP("no /dev/shm here");
+            qputenv("KWB_GPU_LOCK_DIR", QFile::encodeName(shm->path()));
+        }
+        auto supervisor = makeSupervisor({}, fresh ? WorkerSupervisor::Isolation::FreshPerRequest
+                                                   : WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        WorkerLimits limits;
+        limits.osSandbox = sandbox;
+        supervisor->setLimits(limits);
+        if (sandbox && supervisor->sandboxStatus() != kSandboxBubblewrap)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + supervisor->sandboxStatus()));
+        // The GPU this worker sees (the test's environment: its CUDA ordinal 0), its lock file not
+        // there yet: the supervisor makes it before the start.
+        const QString key = workerGpuKey(workerEnvironment());
+        QVERIFY(!key.isEmpty());
+        const QString path = GpuLeases::quietLockPath(key);
+        QVERIFY2(path.startsWith(GpuLeases::lockDirectory() + QLatin1Char('/')), qPrintable(path));
+        QVERIFY(path.endsWith(QLatin1String(".quiet")));
+        QFile::remove(path);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(ending.hasResponse, qPrintable(ending.status + QLatin1String(": ") + ending.message));
+        // The worker opened it read-only at its start (in the sandbox: through /'s read-only view).
+        const QJsonObject hello = helloOf(available, pidOf(ending));
+        QCOMPARE(hello.value(QLatin1String("gpu_quiet_lock")).toString(), path);
+        QVERIFY2(!hello.contains(QLatin1String("gpu_quiet_lock_error")),
+                 qPrintable(hello.value(QLatin1String("gpu_quiet_lock_error")).toString()));
+        QFileInfo file(path);
+        QVERIFY(file.exists());
+        QCOMPARE(file.size(), qint64(0));
+        QCOMPARE(file.permissions() & (QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadGroup |
+                                       QFileDevice::WriteGroup | QFileDevice::ReadOther | QFileDevice::WriteOther),
+                 QFileDevice::ReadOwner | QFileDevice::WriteOwner);
+        if (fresh) { // the spare has it too
+            QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+            const qint64 sparePid = supervisor->spareWorkerPid();
+            const Ending next = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+            QVERIFY(next.hasResponse);
+            QCOMPARE(pidOf(next), sparePid);
+            QCOMPARE(helloOf(available, sparePid).value(QLatin1String("gpu_quiet_lock")).toString(), path);
+        }
+    }
+
+    void reuseModeHasTheLockButNoSpareAndNoWarm()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        for (int i = 0; i < 3; ++i) {
+            const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+            QVERIFY2(ending.hasResponse, qPrintable(ending.message));
+        }
+        QTest::qWait(200);
+        QCOMPARE(supervisor->spareWorkerPid(), qint64(0));
+        QCOMPARE(readersOf(log, QStringLiteral("hello")).size(), 1);
+        QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
+        // Its timings too wait for another kwb's warming spare on this GPU.
+        QCOMPARE(supervisor->workerHello().value(QLatin1String("gpu_quiet_lock")).toString(),
+                 GpuLeases::quietLockPath(workerGpuKey(workerEnvironment())));
+    }
+
+    void warmSpareOff()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setWarmSpare(false);
+        QVERIFY(!supervisor->warmSpare());
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY(second.hasResponse);
+        QCOMPARE(pidOf(second), sparePid);
+        QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
+        QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
+        QVERIFY(!helloOf(available, sparePid).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        // The quiet lock still goes with it: the worker's own timing takes it.
+        QVERIFY(helloOf(available, sparePid).value(QLatin1String("gpu_quiet_lock")).isString());
+    }
+
+    void workerWithoutTheLockIsNotWarmed()
+    {
+        // A worker that sees no GPU (CUDA_VISIBLE_DEVICES set and empty) gets no lock; a worker
+        // that says it holds none is not warmed, since its warm-up would not wait for timings.
+        QProcessEnvironment noGpu;
+        noGpu.insert(QStringLiteral("CUDA_VISIBLE_DEVICES"), QString());
+        QVERIFY(workerGpuKey(noGpu).isEmpty());
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, noGpu);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QVERIFY(helloOf(available, pidOf(first)).contains(QLatin1String("gpu_quiet_lock")));
+        QVERIFY(helloOf(available, pidOf(first)).value(QLatin1String("gpu_quiet_lock")).isNull());
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY(second.hasResponse);
+        QCOMPARE(pidOf(second), sparePid);
+        QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
+    }
+
+    void remoteWorkersGetNoQuietLock()
+    {
+        // ssh and srun: this machine's lock file means nothing there.
+        for (const WorkerTarget::Kind kind : {WorkerTarget::Kind::Ssh, WorkerTarget::Kind::Slurm}) {
+            WorkerLaunchOptions options;
+            options.target.kind = kind;
+            options.target.host = QStringLiteral("gpu-box");
+            options.gpuQuietLock = QStringLiteral("/tmp/kwb-gpu-test/gpu0.quiet");
+            const WorkerLaunch launch = launchWorker(QStringLiteral("kwb-worker"), {}, {}, options);
+            QVERIFY(launch.remote);
+            QVERIFY2(!launch.arguments.join(QLatin1Char(' ')).contains(QLatin1String("--gpu-quiet-lock")) &&
+                         !launch.arguments.join(QLatin1Char(' ')).contains(options.gpuQuietLock),
+                     qPrintable(launch.arguments.join(QLatin1Char(' '))));
+        }
+        // Here it is an argument (and, in the sandbox, a read-only bind).
+        WorkerLaunchOptions local;
+        local.osSandbox = false;
+        local.gpuQuietLock = QStringLiteral("/tmp/kwb-gpu-test/gpu0.quiet");
+        const WorkerLaunch launch = launchWorker(QStringLiteral(KWB_FAKEWORKER), {QStringLiteral("--x")}, {}, local);
+        QCOMPARE(launch.arguments, (QStringList{QStringLiteral("--x"), QStringLiteral("--gpu-quiet-lock"), local.gpuQuietLock}));
     }
 
     void newerProtocolIsRefused()

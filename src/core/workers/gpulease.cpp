@@ -60,6 +60,14 @@ QList<DriverGpu> driverGpus(const QString& driverDir)
     return gpus;
 }
 
+// <lockDirectory()>/<key><suffix>: "ssh:host:1" and the like made one file name.
+QString lockFilePath(const QString& key, const QString& suffix)
+{
+    QString name = key;
+    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_"));
+    return QDir(GpuLeases::lockDirectory()).filePath(name + suffix);
+}
+
 } // namespace
 
 QString cudaVisibleDeviceEntry(int ordinal, const QProcessEnvironment& environment)
@@ -102,6 +110,14 @@ QString remoteGpuKey(const QString& kind, const QString& host, int gpu)
     return QStringLiteral("%1:%2:%3").arg(kind, host).arg(gpu);
 }
 
+QString workerGpuKey(const QProcessEnvironment& environment, const QString& driverDir)
+{
+    if (environment.contains(kVisibleDevices) &&
+        environment.value(kVisibleDevices).split(QLatin1Char(','), Qt::SkipEmptyParts).isEmpty())
+        return {}; // set and empty: CUDA sees no device at all
+    return identifyGpu(0, environment, driverDir).key;
+}
+
 GpuLeases* GpuLeases::instance()
 {
     // Never destroyed: queues may give leases back while the application tears down.
@@ -137,6 +153,23 @@ QString GpuLeases::logPath()
     if (const QString path = qEnvironmentVariable("KWB_GPU_LEASE_LOG"); !path.isEmpty())
         return path;
     return QDir(lockDirectory()).filePath(QStringLiteral("leases.log"));
+}
+
+QString GpuLeases::quietLockPath(const QString& key)
+{
+    return lockFilePath(key, QStringLiteral(".quiet"));
+}
+
+QString GpuLeases::ensureQuietLock(const QString& key)
+{
+    const QString path = quietLockPath(key);
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    // Never truncated or written: it only carries flocks, which other processes may hold now.
+    const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return {};
+    ::close(fd);
+    return path;
 }
 
 QString GpuLeases::keyFor(int gpu)
@@ -277,11 +310,8 @@ bool GpuLeases::takeLock(const QString& key, Gpu& state)
 {
     if (state.lockFd >= 0)
         return true;
-    const QString dir = lockDirectory();
-    QDir().mkpath(dir);
-    QString name = key;
-    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]")), QStringLiteral("_")); // "ssh:host:1": one file name
-    const QByteArray path = QFile::encodeName(QDir(dir).filePath(name + QStringLiteral(".lock")));
+    QDir().mkpath(lockDirectory());
+    const QByteArray path = QFile::encodeName(lockFilePath(key, QStringLiteral(".lock")));
     const int fd = ::open(path.constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
         return true; // no lock directory to share: the in-process lease still holds

@@ -25,6 +25,13 @@
 // "key": "GPU-…"|"gpu3"|"ssh:host:1", "holder": "…", "pid": P}, appended to logPath():
 // $KWB_GPU_LEASE_LOG, else lockDirectory()/leases.log. Lines are appended with one write each, so
 // those of several processes interleave whole.
+//
+// The GPU's quiet lock (docs/decisions.md, 2026-12-01 "The spare warms under the GPU's quiet
+// lock"): the file <key>.quiet beside the lease files. A worker holds flock(LOCK_EX) on it while
+// it times, profiles traffic or measures ceilings, and LOCK_SH while it warms (a spare creating its
+// CUDA context ahead), so a warming worker never overlaps a measurement of any process on that
+// GPU. The supervisor creates the file (a sandboxed worker cannot: / is read-only there) and
+// passes it as --gpu-quiet-lock; the worker opens it read-only.
 
 #include <QHash>
 #include <QList>
@@ -60,6 +67,10 @@ GpuIdentity identifyGpu(int ordinal, const QProcessEnvironment& environment, con
 /// The lease key of GPU `gpu` (a CUDA ordinal there) on another host: "HOST:GPU" with the worker
 /// kind, "ssh:gpu-box:1", "slurm:a100:0".
 QString remoteGpuKey(const QString& kind, const QString& host, int gpu);
+/// The lease key of the GPU that a local worker started with `environment` uses (its CUDA ordinal
+/// 0, as the supervisor's workers do: one GPU each through CUDA_VISIBLE_DEVICES); empty when its
+/// CUDA_VISIBLE_DEVICES is set and names no device (the compile pool's CPU-only workers).
+QString workerGpuKey(const QProcessEnvironment& environment, const QString& driverDir = kNvidiaGpusDir);
 
 class GpuLeases : public QObject
 {
@@ -106,6 +117,11 @@ public:
 
     static QString lockDirectory();
     static QString logPath();
+    /// lockDirectory()/<key>.quiet (the key made one file name, as the lease files' are).
+    static QString quietLockPath(const QString& key);
+    /// quietLockPath(key), created empty with mode 0600 where missing (the directory too); empty
+    /// when it cannot be created (then the worker gets no quiet lock).
+    static QString ensureQuietLock(const QString& key);
 
 Q_SIGNALS:
     void granted(qint64 ticket, int gpu);

@@ -355,7 +355,10 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
         return launchRemote(arguments, environment, options);
     WorkerLaunch launch;
     launch.program = program;
-    launch.arguments = arguments;
+    QStringList workerArguments = arguments;
+    if (!options.gpuQuietLock.isEmpty())
+        workerArguments << QStringLiteral("--gpu-quiet-lock") << options.gpuQuietLock;
+    launch.arguments = workerArguments;
     launch.environment = environment;
     const QString extensions = extensionCacheDir(environment);
     launch.environment.insert(QStringLiteral("KWB_EXTENSION_CACHE"), extensions);
@@ -373,9 +376,14 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.exitCodeCarriesSignal = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
     // The extension cache is the one folder besides the scratch that the worker may write.
-    launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--bind") << extensions << extensions
-                                                               << QStringLiteral("--") << program;
-    launch.arguments += arguments;
+    launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--bind") << extensions << extensions;
+    // Visible under / already where the lock directory is an ordinary folder; bound on its own so
+    // that one under a path the sandbox replaces (/dev/shm) is the same file inside. Read-only:
+    // flock needs no more.
+    if (!options.gpuQuietLock.isEmpty())
+        launch.arguments << QStringLiteral("--ro-bind") << options.gpuQuietLock << options.gpuQuietLock;
+    launch.arguments << QStringLiteral("--") << program;
+    launch.arguments += workerArguments;
     pointAtScratch(launch.environment, options.scratchDir);
     return launch;
 }

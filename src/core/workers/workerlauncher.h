@@ -36,6 +36,11 @@ struct WorkerLaunchOptions
     /// local worker's are the supervisor's to enforce.
     qint64 hostMemoryBytes = 0;
     int hostThreads = 0;
+    /// A local worker's GPU quiet-lock file (GpuLeases::ensureQuietLock(), gpulease.h), passed as
+    /// `--gpu-quiet-lock PATH` and bound read-only into the sandbox, so the worker can open it
+    /// wherever the lock directory lies; empty: none. Not passed to a remote worker (this
+    /// machine's file means nothing there).
+    QString gpuQuietLock;
 };
 
 /// What to start.

@@ -2,6 +2,7 @@
 
 #include "core/protocol/workerresponses.h"
 
+#include "core/workers/gpulease.h"
 #include "core/workers/hostlimitdefaults.h"
 #include "core/workers/workerlauncher.h"
 
@@ -133,8 +134,27 @@ void signalWorker(QProcess* process, int signal)
 }
 
 const QString kHelloType = QStringLiteral("hello");
+const QString kWarmType = QStringLiteral("warm");
 const QString kEvaluateType = QStringLiteral("evaluate");
 const QString kShutdownType = QStringLiteral("shutdown");
+
+// The hello a spare takes over with after its warm answer: with the answer's warm_ms when it
+// warmed; unchanged from an older worker that does not know `warm` (unknown_type); none when the
+// answer is anything else (the spare is not trusted then).
+std::optional<QJsonObject> helloAfterWarm(const QJsonObject& hello, const QJsonObject& answer, const QString& warmId)
+{
+    const ResponseHeader header = decodeHeader(answer);
+    if (header.id != QJsonValue(warmId))
+        return std::nullopt;
+    if (!header.ok)
+        return header.errorCode == QLatin1String("unknown_type") ? std::optional<QJsonObject>(hello) : std::nullopt;
+    if (header.type != kWarmType)
+        return std::nullopt;
+    QJsonObject warmed = hello;
+    if (const QJsonValue ms = answer.value(QLatin1String("warm_ms")); ms.isObject())
+        warmed.insert(QLatin1String(WorkerSupervisor::kWarmMsField), ms);
+    return warmed;
+}
 
 bool looksSecret(const QString& name)
 {
@@ -285,6 +305,13 @@ void WorkerSupervisor::setSpareWorker(bool enabled)
         discardSpare();
 }
 
+void WorkerSupervisor::setWarmSpare(bool enabled)
+{
+    if (enabled != m_warmSpare)
+        discardSpare(); // warmed, or about to be, the other way
+    m_warmSpare = enabled;
+}
+
 qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
 {
     const qint64 id = ++m_nextId;
@@ -393,6 +420,10 @@ QProcess* WorkerSupervisor::createProcess()
     options.target = m_target;
     options.hostMemoryBytes = m_limits.hostMemoryBytes;
     options.hostThreads = m_limits.hostThreads;
+    // Created before every start (a sandboxed worker cannot create it), for the GPU this worker sees.
+    if (!m_target.isRemote())
+        if (const QString key = workerGpuKey(m_environment); !key.isEmpty())
+            options.gpuQuietLock = GpuLeases::ensureQuietLock(key);
     const WorkerLaunch launch = launchWorker(m_program, m_arguments, m_environment, options);
     process->setProgram(launch.program);
     process->setArguments(launch.arguments);
@@ -473,8 +504,8 @@ void WorkerSupervisor::onSpareStarted(QProcess* process)
     m_spare.pid = process->processId();
     m_spare.state = WorkerState::Handshaking;
     m_spare.handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
-    // hello and nothing else: the worker creates no CUDA context for it, so the spare does not
-    // touch the GPU that the running candidate is being timed on.
+    // hello creates no CUDA context; the warm that follows it (takeSpareAnswer) does, under the
+    // GPU's quiet lock, so never while the running candidate (or anything else) is timed.
     const QJsonObject hello{{QLatin1String("id"), m_spare.handshakeId}, {QLatin1String("type"), kHelloType}};
     process->write(ProtocolCodec::encodeRequest(hello));
 }
@@ -484,22 +515,57 @@ void WorkerSupervisor::onSpareOutput(QProcess* process)
     if (process != m_spare.process)
         return;
     m_spare.decoder.feed(process->readAllStandardOutput());
-    const QList<QJsonObject> responses = m_spare.decoder.takeResponses();
-    // One hello answer is all a spare may say; anything else and it is not trusted to take over.
-    const bool good = !m_spare.decoder.hasFailed() && responses.size() <= 1 &&
-                      (responses.isEmpty() ||
-                       (m_spare.state == WorkerState::Handshaking &&
-                        decodeHeader(responses.first()).id == QJsonValue(m_spare.handshakeId) &&
-                        ProtocolCodec::checkHello(responses.first()).isEmpty()));
-    if (!good) {
+    // Its hello answer, then its warm answer, are all a spare may say; anything else and it is not
+    // trusted to take over.
+    for (const QJsonObject& response : m_spare.decoder.takeResponses()) {
+        if (!takeSpareAnswer(response)) {
+            discardSpare();
+            return;
+        }
+    }
+    if (m_spare.decoder.hasFailed())
         discardSpare();
-        return;
+}
+
+bool WorkerSupervisor::takeSpareAnswer(const QJsonObject& response)
+{
+    if (m_spare.state == WorkerState::Handshaking) {
+        if (decodeHeader(response).id != QJsonValue(m_spare.handshakeId) || !ProtocolCodec::checkHello(response).isEmpty())
+            return false;
+        m_spare.hello = response;
+        m_spare.pid = workerProcessId(m_spare.process); // it runs now: in the sandbox, bwrap's child
+        if (warmWanted(response)) {
+            m_spare.state = WorkerState::Warming;
+            m_spare.warmId = sendWarm(m_spare.process);
+        } else {
+            m_spare.state = WorkerState::Idle;
+        }
+        return true;
     }
-    if (!responses.isEmpty()) {
-        m_spare.hello = responses.first();
+    if (m_spare.state == WorkerState::Warming) {
+        const std::optional<QJsonObject> hello = helloAfterWarm(m_spare.hello, response, m_spare.warmId);
+        if (!hello)
+            return false;
+        m_spare.hello = *hello;
         m_spare.state = WorkerState::Idle;
-        m_spare.pid = workerProcessId(process); // it runs now: in the sandbox, bwrap's child
+        return true;
     }
+    return false;
+}
+
+bool WorkerSupervisor::warmWanted(const QJsonObject& hello) const
+{
+    // Without the lock its warm-up would not wait for another process's timing. An older worker
+    // says nothing of the lock and answers warm with unknown_type.
+    const bool saysNoLock = hello.contains(QLatin1String("gpu_quiet_lock")) && hello.value(QLatin1String("gpu_quiet_lock")).isNull();
+    return m_warmSpare && !m_target.isRemote() && !saysNoLock;
+}
+
+QString WorkerSupervisor::sendWarm(QProcess* process)
+{
+    const QString id = QStringLiteral("kwb-warm-%1").arg(++m_handshakeCount);
+    process->write(ProtocolCodec::encodeRequest(QJsonObject{{QLatin1String("id"), id}, {QLatin1String("type"), kWarmType}}));
+    return id;
 }
 
 void WorkerSupervisor::onSpareFinished(QProcess* process)
@@ -512,20 +578,44 @@ void WorkerSupervisor::onSpareFinished(QProcess* process)
     m_spare = Spare();
 }
 
-void WorkerSupervisor::discardSpare()
+namespace {
+
+// Ends a worker that holds no request (SIGKILL is fine) and forgets it: no signal of it reaches
+// the supervisor again.
+void dropWorker(QProcess* process, QObject* supervisor)
 {
-    QProcess* process = m_spare.process;
-    m_spare = Spare();
-    if (!process)
-        return;
-    process->disconnect(this);
+    process->disconnect(supervisor);
     if (process->state() == QProcess::NotRunning) {
         process->deleteLater();
         return;
     }
     signalWorker(process, SIGKILL);
     // Reaped when it has gone; deleting a running QProcess would block until it has.
-    connect(process, &QProcess::finished, process, &QObject::deleteLater);
+    QObject::connect(process, &QProcess::finished, process, &QObject::deleteLater);
+}
+
+} // namespace
+
+void WorkerSupervisor::discardSpare()
+{
+    QProcess* process = m_spare.process;
+    m_spare = Spare();
+    if (process)
+        dropWorker(process, this);
+}
+
+void WorkerSupervisor::replaceWarmingWorker()
+{
+    // As a spare with that answer is dropped before it takes over. It held at most the quiet
+    // lock's shared side, which goes with the process; the cold worker's timing waits for that.
+    QProcess* process = m_process;
+    m_process = nullptr;
+    releaseProcess();
+    dropWorker(process, this);
+    if (m_active)
+        startWorker();
+    else
+        scheduleDispatch();
 }
 
 void WorkerSupervisor::promoteSpare()
@@ -540,15 +630,18 @@ void WorkerSupervisor::promoteSpare()
     m_stopStage = StopStage::None;
     m_decoder = spare.decoder;
     m_handshakeId = spare.handshakeId;
-    m_hello = QJsonObject();
-    connectWorker(process);
-    if (spare.state != WorkerState::Idle) {
-        // Still starting: the request waits for its hello like after a cold start.
-        m_state = spare.state;
-        return;
-    }
+    m_warmId = spare.warmId;
     m_hello = spare.hello;
-    m_state = WorkerState::Idle;
+    connectWorker(process);
+    m_state = spare.state;
+    // Still starting or warming: the request waits for its hello or warm answer.
+    if (m_state == WorkerState::Idle)
+        workerReady();
+}
+
+void WorkerSupervisor::workerReady()
+{
+    const QProcess* process = m_process;
     Q_EMIT workerAvailable(m_pid, m_hello);
     if (m_active && m_process == process && m_state == WorkerState::Idle)
         writeActiveRequest();
@@ -589,13 +682,18 @@ void WorkerSupervisor::feedDecoder(const QByteArray& bytes)
     if (bytes.isEmpty() || m_state == WorkerState::Stopping || m_decoder.hasFailed())
         return;
     m_decoder.feed(bytes);
+    const QProcess* feeding = m_process;
     // Lines decoded before a broken one are still good answers.
     for (const QJsonObject& response : m_decoder.takeResponses()) {
         handleResponse(response);
-        if (m_state == WorkerState::Stopping || !m_process)
+        if (m_state == WorkerState::Stopping || m_process != feeding)
             return;
     }
-    if (m_decoder.hasFailed())
+    if (!m_decoder.hasFailed())
+        return;
+    if (m_state == WorkerState::Warming)
+        replaceWarmingWorker(); // a warm answer that is not one
+    else
         abortWorker(wireName(EvaluationStatus::ProtocolError), m_decoder.errorString());
 }
 
@@ -617,9 +715,19 @@ void WorkerSupervisor::handleResponse(const QJsonObject& response)
         m_hello = response;
         m_state = WorkerState::Idle;
         m_pid = workerProcessId(m_process); // it runs now: in the sandbox, bwrap's child
-        Q_EMIT workerAvailable(m_pid, m_hello);
-        if (m_active && m_process && m_state == WorkerState::Idle)
-            writeActiveRequest();
+        workerReady();
+        return;
+    }
+    if (m_state == WorkerState::Warming) {
+        // A spare taken over while warming: its warm answer, then the request.
+        const std::optional<QJsonObject> hello = helloAfterWarm(m_hello, response, m_warmId);
+        if (!hello) {
+            replaceWarmingWorker();
+            return;
+        }
+        m_hello = *hello;
+        m_state = WorkerState::Idle;
+        workerReady();
         return;
     }
     if (m_state == WorkerState::Busy && m_active && m_active->sent && !m_active->answered) {
@@ -727,9 +835,10 @@ void WorkerSupervisor::onRequestTimeout()
     const QString limit = seconds(m_active->request.timeoutMs);
     // `timeout` is a verdict on the request (a candidate that runs too long); a worker that never
     // got as far as answering hello has not started, whatever the request was.
-    if (m_state == WorkerState::Starting || m_state == WorkerState::Handshaking)
+    if (beforeReady(m_state))
         abortWorker(wireName(EvaluationStatus::StartFailed),
-                    QStringLiteral("the worker did not answer hello within the wall-clock limit of %1").arg(limit));
+                    QStringLiteral("the worker did not answer %1 within the wall-clock limit of %2")
+                        .arg(m_state == WorkerState::Warming ? kWarmType : kHelloType, limit));
     else
         abortWorker(wireName(EvaluationStatus::Timeout), QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
 }
@@ -757,10 +866,12 @@ void WorkerSupervisor::onLimitTimer()
         over = QStringLiteral("host threads %1 over the limit of %2").arg(usage.threads).arg(threadLimit);
     if (over.isEmpty())
         return;
-    // Before hello the worker itself is too big for the limit: nothing of a candidate ran yet.
-    if (m_state == WorkerState::Handshaking)
+    // Before hello (or warm) the worker itself is too big for the limit: nothing of a candidate ran yet.
+    if (beforeReady(m_state))
         killWorker(wireName(EvaluationStatus::StartFailed),
-                   QStringLiteral("the worker went over its limits before answering hello: %1").arg(over), usage.pids);
+                   QStringLiteral("the worker went over its limits before answering %1: %2")
+                       .arg(m_state == WorkerState::Warming ? kWarmType : kHelloType, over),
+                   usage.pids);
     else
         killWorker(wireName(EvaluationStatus::ResourceLimit), over, usage.pids);
 }
@@ -906,15 +1017,16 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
             Q_EMIT requestFailed(id, active.failStatus, active.failMessage + QStringLiteral("; worker ") + description);
         } else if (!overHostLimit.isEmpty()) {
             // As locally: before hello the worker itself is too big, nothing of a candidate ran.
-            if (stateAtEnd == WorkerState::Starting || stateAtEnd == WorkerState::Handshaking)
+            if (beforeReady(stateAtEnd))
                 Q_EMIT requestFailed(id, wireName(EvaluationStatus::StartFailed),
                                      QStringLiteral("the worker went over its limits before answering hello: %1 (on %2)")
                                          .arg(overHostLimit, m_target.location()));
             else
                 Q_EMIT requestFailed(id, wireName(EvaluationStatus::ResourceLimit),
                                      QStringLiteral("%1 (on %2)").arg(overHostLimit, m_target.location()));
-        } else if (stateAtEnd == WorkerState::Starting || stateAtEnd == WorkerState::Handshaking) {
-            QString message = QStringLiteral("the worker %1 before answering hello").arg(description);
+        } else if (beforeReady(stateAtEnd)) {
+            QString message = QStringLiteral("the worker %1 before answering %2")
+                                  .arg(description, stateAtEnd == WorkerState::Warming ? kWarmType : kHelloType);
             const QString why = lastLine(stderrTail);
             if (!why.isEmpty())
                 message += QStringLiteral(": ") + why;
@@ -958,6 +1070,7 @@ void WorkerSupervisor::releaseProcess()
     m_state = WorkerState::None;
     m_stopStage = StopStage::None;
     m_hello = QJsonObject();
+    m_warmId.clear();
 }
 
 WorkerSupervisor::Outcome WorkerSupervisor::run(const QJsonObject& request, int timeoutMs)

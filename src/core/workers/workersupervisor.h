@@ -6,8 +6,11 @@
 //
 // One supervisor runs one worker at a time, so one supervisor per GPU (give each its own
 // CUDA_VISIBLE_DEVICES through setProcessEnvironment()); timings need the GPU to themselves.
-// In FreshPerRequest mode it also keeps a spare: while an evaluation runs, the next worker starts
-// and answers hello (which creates no CUDA context), so the next request skips the process start.
+// In FreshPerRequest mode it also keeps a spare: while an evaluation runs, the next worker starts,
+// answers hello and is sent `warm` (its CUDA context and the libraries' first calls, made under the
+// GPU's quiet lock, LOCK_SH: never while any process times, profiles traffic or measures ceilings
+// on that GPU; gpulease.h), so the next request skips the process start and the first-use costs.
+// Local workers (both modes) get `--gpu-quiet-lock` for their GPU; remote ones neither lock nor warm.
 
 #include "core/protocol/defaults.h"
 #include "core/protocol/evaluationstatus.h"
@@ -78,6 +81,8 @@ public:
     static constexpr qsizetype kDefaultStderrLimit = qsizetype(1) << 20;
     /// How often the worker's host memory and threads are read while a request runs.
     static constexpr int kLimitPollMs = 50;
+    /// The field of workerAvailable()'s hello that holds a warmed spare's warm_ms.
+    static constexpr const char* kWarmMsField = "warm_ms";
 
     explicit WorkerSupervisor(QObject* parent = nullptr);
     /// Ends a running worker (EOF, then kill) and drops pending requests without signals.
@@ -95,6 +100,15 @@ public:
     /// spare that dies is replaced when the next evaluation starts.
     void setSpareWorker(bool enabled);
     bool spareWorker() const { return m_spareEnabled; }
+    /// Whether a local spare is sent `warm` after its hello answer (on by default) and takes over
+    /// only once it has answered it: ok (warm), or ok: false with unknown_type (an older worker:
+    /// not warm, still usable); any other answer and the spare is dropped. Not sent to a worker
+    /// whose hello says it holds no quiet lock ("gpu_quiet_lock": null): its warm-up could overlap
+    /// another process's timing. A spare taken over before its hello answer is not warmed (the
+    /// old worker has gone: nothing is left to overlap); one taken over while warming makes the
+    /// request wait for the warm answer, as one still starting makes it wait for hello.
+    void setWarmSpare(bool enabled);
+    bool warmSpare() const { return m_warmSpare; }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
     void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
@@ -140,7 +154,8 @@ public:
     /// The running worker's process id, 0 when none runs. In the sandbox it is bwrap's until the
     /// worker has answered hello, then the worker's own.
     qint64 workerPid() const { return m_pid; }
-    /// The spare worker's process id (0 when there is none) and whether it has answered hello.
+    /// The spare worker's process id (0 when there is none) and whether it may take over now (it
+    /// has answered hello, and warm where it is warmed).
     qint64 spareWorkerPid() const { return m_spare.pid; }
     bool spareWorkerReady() const { return m_spare.process && m_spare.state == WorkerState::Idle; }
     /// The hello response of the running worker (empty before the handshake).
@@ -166,13 +181,21 @@ Q_SIGNALS:
     /// bytes before them were dropped). Emitted just before the request's final signal, for every
     /// request that was taken from the queue.
     void stderrAvailable(qint64 id, const QByteArray& tail, qint64 droppedBytes);
-    /// A fresh worker passed the hello handshake.
+    /// A fresh worker passed the hello handshake (a spare: when it takes over). `hello` is its hello
+    /// answer; for a spare that warmed, with the warm answer's timings added as kWarmMsField
+    /// ({"quiet_wait","context","cublas","cudnn","evaluator","total"}, ms).
     void workerAvailable(qint64 pid, const QJsonObject& hello);
     /// A worker ended; description says how ("exited with code 0", "killed by signal 11 (SIGSEGV)").
     void workerFinished(qint64 pid, const QString& description);
 
 private:
-    enum class WorkerState { None, Starting, Handshaking, Idle, Busy, Stopping };
+    /// Warming: hello answered, `warm` sent (spares only, see setWarmSpare()).
+    enum class WorkerState { None, Starting, Handshaking, Warming, Idle, Busy, Stopping };
+    /// Started and not yet ready for a request: nothing of a candidate has run in it.
+    static bool beforeReady(WorkerState state)
+    {
+        return state == WorkerState::Starting || state == WorkerState::Handshaking || state == WorkerState::Warming;
+    }
     enum class StopStage { None, EndOfInput, Terminate, Kill, KillAtOnce };
 
     struct Pending
@@ -192,8 +215,8 @@ private:
         QString failMessage;
     };
 
-    /// A worker started ahead (see setSpareWorker()). Its state uses Starting, Handshaking and
-    /// Idle (hello answered) only.
+    /// A worker started ahead (see setSpareWorker()). Its state uses Starting, Handshaking,
+    /// Warming and Idle (ready to take over) only.
     struct Spare
     {
         QProcess* process = nullptr;
@@ -201,6 +224,7 @@ private:
         WorkerState state = WorkerState::None;
         ResponseDecoder decoder;
         QString handshakeId;
+        QString warmId;
         QJsonObject hello;
     };
 
@@ -214,6 +238,17 @@ private:
     void onSpareStarted(QProcess* process);
     void onSpareOutput(QProcess* process);
     void onSpareFinished(QProcess* process);
+    /// Takes one answer of the spare; false when it is not the one it may give now.
+    bool takeSpareAnswer(const QJsonObject& response);
+    /// Whether a worker with this hello answer is to be warmed (setWarmSpare()).
+    bool warmWanted(const QJsonObject& hello) const;
+    /// Writes `warm` to the process; returns its id.
+    QString sendWarm(QProcess* process);
+    /// The worker (a promoted spare) answered warm with something else: it is ended, and the
+    /// active request gets a cold worker.
+    void replaceWarmingWorker();
+    /// The worker is ready: workerAvailable(), then the active request is written.
+    void workerReady();
     /// Ends the spare (it holds no GPU and no request, so SIGKILL is fine) and forgets it.
     void discardSpare();
     /// Makes the spare the worker; the active request is then written once it has said hello.
@@ -269,8 +304,10 @@ private:
     QJsonObject m_hello;
     int m_handshakeCount = 0;
     QString m_handshakeId;
+    QString m_warmId;
 
     bool m_spareEnabled = true;
+    bool m_warmSpare = true;
     Spare m_spare;
 
     QByteArray m_stderr;
