@@ -299,9 +299,15 @@ PY
       echo
       echo "## Candidates per minute over L1+L2 (the profile's own timing)"
       echo
+      # The GPU's memory in use every 250 ms while the queue runs (warmed spares hold contexts).
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 > "$OUT/queue-gpu-memory.txt" 2>&1 &
+      smi=$!
       timeout 300 $bundle/run kwb-bench-supervisor --worker "$worker" --candidates tests/fixtures/candidates \
         --tasks L1,L2 --timing-trials 0 --modes "${MEASURE_MODES:-fresh+spare+ahead,reuse+ahead}" --compile-workers 4 \
         --json "$OUT/measure-supervisor.json" 2>> "$OUT/measure.log"
+      kill $smi 2>/dev/null
+      echo
+      echo "GPU memory in use while the queue ran (nvidia-smi every 250 ms): max $(sort -n "$OUT/queue-gpu-memory.txt" | tail -1) MiB, median $(sort -n "$OUT/queue-gpu-memory.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') MiB"
     } >> "$md"
     cat "$md"
     ;;
