@@ -6,6 +6,8 @@
 //                      its CUDA context and first library calls made under the GPU's quiet lock
 //                      while the old one evaluates), CUDA compiled ahead in CPU workers (the default)
 //   fresh+spare+nowarm+ahead  the same with the spare not warmed (WorkerSupervisor::setWarmSpare)
+//   fresh+spare+spares1+ahead the same with 1 spare kept (any spares<N>: N spares,
+//                      WorkerSupervisor::setSpareCount; without the word, the supervisor's default)
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
@@ -16,7 +18,7 @@
 // compiled by k CPU workers at once (compile requests, no GPU).
 //
 // Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10 (0: the profile's)]
-//        [--modes fresh+spare+ahead,fresh+spare+nowarm+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
+//        [--modes fresh+spare+ahead,fresh+spare+spares1+ahead,fresh+spare+nowarm+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
 
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/workersupervisor.h"
@@ -66,6 +68,12 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     const bool reuse = mode.startsWith(QLatin1String("reuse"));
     queue.setIsolation(reuse ? WorkerSupervisor::Isolation::ReuseWhileHealthy : WorkerSupervisor::Isolation::FreshPerRequest);
     queue.gpuSupervisor(0)->setSpareWorker(mode.contains(QLatin1String("spare")));
+    // "spares<N>" among the mode's words sets the count; the supervisor's default otherwise.
+    static const QRegularExpression sparesWord(QStringLiteral("^spares(\\d+)$"));
+    for (const QString& word : mode.split(QLatin1Char('+')))
+        if (const QRegularExpressionMatch m = sparesWord.match(word); m.hasMatch())
+            queue.gpuSupervisor(0)->setSpareCount(m.captured(1).toInt());
+    const int spares = queue.gpuSupervisor(0)->spareWorker() ? queue.gpuSupervisor(0)->spareCount() : 0;
     queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 
@@ -124,6 +132,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     loop.exec();
     const double totalS = double(clock.nsecsElapsed()) / 1e9;
     return QJsonObject{{QStringLiteral("mode"), mode},
+                       {QStringLiteral("spares"), spares},
                        {QStringLiteral("candidates"), int(candidates.size())},
                        {QStringLiteral("correct"), correct},
                        {QStringLiteral("compiled_ahead"), cached},
@@ -245,9 +254,9 @@ int main(int argc, char** argv)
     for (const QString& k : parser.value(compileOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
         compiles.append(compileThroughput(candidates, worker, k.toInt()));
 
-    std::printf("| mode | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
+    std::printf("| mode | spares | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
                 "| warmed spares | median warm total ms (quiet wait) |\n");
-    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
         const int warmed = m.value(QLatin1String("warmed_spares")).toInt();
@@ -255,8 +264,9 @@ int main(int argc, char** argv)
                                          : QStringLiteral("%1 (%2)")
                                                .arg(m.value(QLatin1String("median_warm_total_ms")).toDouble(), 0, 'f', 0)
                                                .arg(m.value(QLatin1String("median_warm_quiet_wait_ms")).toDouble(), 0, 'f', 0);
-        std::printf("| %s | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s |\n",
-                    qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("candidates")).toInt(),
+        std::printf("| %s | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s |\n",
+                    qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("spares")).toInt(),
+                    m.value(QLatin1String("candidates")).toInt(),
                     m.value(QLatin1String("correct")).toInt(), m.value(QLatin1String("compiled_ahead")).toInt(),
                     m.value(QLatin1String("total_s")).toDouble(), m.value(QLatin1String("candidates_per_minute")).toDouble(),
                     m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble(),

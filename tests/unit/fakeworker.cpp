@@ -42,7 +42,8 @@
 // at start; hello then says "gpu_quiet_lock": PATH, or null with "gpu_quiet_lock_error" when it
 // cannot be opened (so tests see that the file existed before the worker started, in the sandbox
 // too). `warm` (the spare's warm-up) "warms" for --warm-delay MS or $FAKEWORKER_WARM_DELAY_MS,
-// and while the file $FAKEWORKER_WARM_GATE (when set) does not exist (a second warm at once), then
+// and while the file $FAKEWORKER_WARM_GATE (when set; "{pid}" in it is replaced by the worker's pid)
+// does not exist (a second warm at once), then
 // answers by --warm MODE or $FAKEWORKER_WARM: answer (default: it warmed holding LOCK_SH on the
 // lock, and says warm_ms {quiet_wait, context (the warming), cublas, cudnn, evaluator, total});
 // unknown_type (an older worker: warm is unknown_type, and hello says nothing of the lock);
@@ -612,7 +613,9 @@ void answerWarm(const QJsonObject& request)
         waitMs = held - asked;
         if (g_warmDelayMs > 0)
             std::this_thread::sleep_for(std::chrono::milliseconds(g_warmDelayMs));
-        if (const QString gate = qEnvironmentVariable("FAKEWORKER_WARM_GATE"); !gate.isEmpty())
+        // "{pid}" in the path: a gate of this worker's own, so a test can open one spare's and not another's.
+        if (const QString gate = qEnvironmentVariable("FAKEWORKER_WARM_GATE").replace(QLatin1String("{pid}"), QString::number(::getpid()));
+            !gate.isEmpty())
             while (!QFile::exists(gate))
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
         warmMs = nowMs() - held;

@@ -250,6 +250,9 @@ private Q_SLOTS:
         QCOMPARE(supervisor.stderrLimit(), qsizetype(1) << 20);
         QCOMPARE(supervisor.isolation(), WorkerSupervisor::Isolation::FreshPerRequest);
         QCOMPARE(supervisor.workerPid(), qint64(0));
+        QCOMPARE(supervisor.spareCount(), WorkerSupervisor::kDefaultSpareCount);
+        QCOMPARE(WorkerSupervisor::kDefaultSpareCount, 2);
+        QCOMPARE(supervisor.liveSpareCount(), 0);
     }
 
     void answersAfterHandshake()
@@ -499,6 +502,7 @@ private Q_SLOTS:
     void deadSpareIsReplacedLazily()
     {
         auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        supervisor->setSpareCount(1); // one spare, as before there were several: no other takes its place
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY(first.hasResponse);
@@ -525,20 +529,145 @@ private Q_SLOTS:
         auto off = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
         off->setSpareWorker(false);
         QVERIFY(waitForEnd(*off, off->sendRequest(evaluate())).hasResponse);
+        auto none = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        none->setSpareCount(0);
+        QVERIFY(waitForEnd(*none, none->sendRequest(evaluate())).hasResponse);
         QTest::qWait(200);
-        QCOMPARE(reuse->spareWorkerPid(), qint64(0));
-        QCOMPARE(cheap->spareWorkerPid(), qint64(0));
-        QCOMPARE(off->spareWorkerPid(), qint64(0));
+        for (WorkerSupervisor* supervisor : {reuse.get(), cheap.get(), off.get(), none.get()}) {
+            QCOMPARE(supervisor->spareWorkerPid(), qint64(0));
+            QCOMPARE(supervisor->liveSpareCount(), 0);
+        }
+    }
+
+    // --- several spares, started one after another (docs/decisions.md, 2026-12-01) ---------------
+
+    void twoSparesStartOneAfterTheOther()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        QCOMPARE(supervisor->spareCount(), 2);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), 2, kWaitMs);
+        const QList<qint64> pids = supervisor->spareWorkerPids();
+        QVERIFY(pids.at(0) != pidOf(first) && pids.at(1) != pidOf(first));
+        for (const qint64 pid : pids)
+            QTRY_COMPARE_WITH_TIMEOUT(typesReadBy(log, pid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}), kWaitMs);
+        // Staggered: the second started once the first had answered warm, so its hello comes after
+        // the first's warm in the log.
+        QList<qint64> order;
+        for (const QJsonObject& entry : loggedRequests(log))
+            order.append(entry.value(QLatin1String("pid")).toInteger());
+        QVERIFY(order.lastIndexOf(pids.at(0)) < order.indexOf(pids.at(1)));
+        // The older one, ready, is the next to take over; the other stays for the request after.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QCOMPARE(supervisor->spareWorkerPid(), pids.at(0));
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QCOMPARE(pidOf(second), pids.at(0));
+        QVERIFY(supervisor->spareWorkerPids().contains(pids.at(1)));
+        const Ending third = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(third.hasResponse, qPrintable(third.message));
+        QCOMPARE(pidOf(third), pids.at(1));
+        QCOMPARE(third.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
+    }
+
+    void oneSpareIsOneSpare()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setSpareCount(1);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        // A second one would start the moment the first is ready.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QCOMPARE(supervisor->liveSpareCount(), 1);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QCOMPARE(pidOf(second), sparePid);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QCOMPARE(supervisor->liveSpareCount(), 1);
+        QCOMPARE(readersOf(log, QStringLiteral("hello")).size(), 3); // cold, spare, its successor
+    }
+
+    void readySpareServesWhileAnotherWarms()
+    {
+        // Each spare warms until the test opens its own gate.
+        const QString gates = m_logs.filePath(QStringLiteral("gate-ready-%1"));
+        const auto gateOf = [&gates](qint64 pid) { return gates.arg(pid); };
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 1, kWaitMs);
+        const qint64 a = readersOf(log, QStringLiteral("warm")).first();
+        QCOMPARE(supervisor->liveSpareCount(), 1); // the next starts once this one is ready
+        QVERIFY(touch(gateOf(a)));
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 2, kWaitMs);
+        const qint64 b = readersOf(log, QStringLiteral("warm")).at(1);
+        QVERIFY(supervisor->spareWorkerReady());
+        QCOMPARE(supervisor->spareWorkerPid(), a);
+
+        // A serves; B keeps warming, and a third spare C starts with A's evaluation.
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QCOMPARE(pidOf(second), a);
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 3, kWaitMs);
+        const qint64 c = readersOf(log, QStringLiteral("warm")).at(2);
+        QCOMPARE(supervisor->spareWorkerPids(), (QList<qint64>{b, c}));
+        QVERIFY(!supervisor->spareWorkerReady());
+        QCOMPARE(supervisor->spareWorkerPid(), b); // both warming: the older
+
+        // C is ready first: it serves before the older B, which stays.
+        QVERIFY(touch(gateOf(c)));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QCOMPARE(supervisor->spareWorkerPid(), c);
+        const Ending third = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(third.hasResponse, qPrintable(third.message));
+        QCOMPARE(pidOf(third), c);
+        QVERIFY(supervisor->spareWorkerPids().contains(b));
+        QCOMPARE(typesReadBy(log, b), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
+        // Opened, B serves the next.
+        QVERIFY(touch(gateOf(b)));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == b, kWaitMs);
+        const Ending fourth = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QCOMPARE(pidOf(fourth), b);
+        supervisor->stopWorker(); // the spares still warming, and their gates never open
+    }
+
+    void stopWorkerEndsEverySpare()
+    {
+        auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), 2, kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(!supervisor->spareWorkerPids().contains(0), kWaitMs);
+        const QList<qint64> pids = supervisor->spareWorkerPids();
+        // Fewer: the younger goes.
+        supervisor->setSpareCount(1);
+        QCOMPARE(supervisor->spareWorkerPids(), QList<qint64>{pids.at(0)});
+        QTRY_VERIFY_WITH_TIMEOUT(processGone(pids.at(1)), kWaitMs);
+        supervisor->setSpareCount(2);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), 2, kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(!supervisor->spareWorkerPids().contains(0), kWaitMs);
+        const QList<qint64> again = supervisor->spareWorkerPids();
+        supervisor->stopWorker();
+        QCOMPARE(supervisor->liveSpareCount(), 0);
+        for (const qint64 pid : again)
+            QTRY_VERIFY_WITH_TIMEOUT(processGone(pid), kWaitMs);
     }
 
     void spareEndsWithSupervisor()
     {
         auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
-        const qint64 sparePid = supervisor->spareWorkerPid();
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), 2, kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(!supervisor->spareWorkerPids().contains(0), kWaitMs);
+        const QList<qint64> pids = supervisor->spareWorkerPids();
         supervisor.reset();
-        QTRY_VERIFY_WITH_TIMEOUT(processGone(sparePid), 2000);
+        for (const qint64 pid : pids)
+            QTRY_VERIFY_WITH_TIMEOUT(processGone(pid), 2000);
     }
 
     // --- the spare's warm-up and the GPU's quiet lock (docs/decisions.md, 2026-12-01) -------------
@@ -752,6 +881,7 @@ private Q_SLOTS:
         }
         QTest::qWait(200);
         QCOMPARE(supervisor->spareWorkerPid(), qint64(0));
+        QCOMPARE(supervisor->liveSpareCount(), 0);
         QCOMPARE(readersOf(log, QStringLiteral("hello")).size(), 1);
         QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
         // Its timings too wait for another kwb's warming spare on this GPU.

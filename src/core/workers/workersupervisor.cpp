@@ -15,6 +15,7 @@
 #include <QPointer>
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <csignal>
 #include <sys/types.h>
 
@@ -223,13 +224,16 @@ WorkerSupervisor::WorkerSupervisor(QObject* parent)
 
 WorkerSupervisor::~WorkerSupervisor()
 {
-    if (QProcess* spare = m_spare.process) {
-        // It holds no GPU and no request: no need to ask nicely.
-        m_spare = Spare();
-        spare->disconnect(this);
-        signalWorker(spare, SIGKILL);
-        spare->waitForFinished(m_killGraceMs);
-        delete spare;
+    const QList<Spare> spares = m_spares;
+    m_spares.clear();
+    for (const Spare& spare : spares) {
+        // It holds no request: no need to ask nicely.
+        spare.process->disconnect(this);
+        signalWorker(spare.process, SIGKILL);
+    }
+    for (const Spare& spare : spares) {
+        spare.process->waitForFinished(m_killGraceMs);
+        delete spare.process;
     }
     if (!m_process)
         return;
@@ -251,13 +255,13 @@ void WorkerSupervisor::setProgram(const QString& program, const QStringList& arg
 {
     m_program = program;
     m_arguments = arguments;
-    discardSpare(); // started as another program
+    discardSpares(); // started as another program
 }
 
 void WorkerSupervisor::setProcessEnvironment(const QProcessEnvironment& environment)
 {
     m_environment = environment;
-    discardSpare(); // it may see another GPU
+    discardSpares(); // it may see another GPU
 }
 
 void WorkerSupervisor::setLimits(const WorkerLimits& limits)
@@ -265,19 +269,19 @@ void WorkerSupervisor::setLimits(const WorkerLimits& limits)
     const bool sandboxChanged = limits.osSandbox != m_limits.osSandbox;
     m_limits = limits;
     if (sandboxChanged)
-        discardSpare(); // started in the other way
+        discardSpares(); // started in the other way
 }
 
 void WorkerSupervisor::setBubblewrapProgram(const QString& program)
 {
     m_bubblewrap = program;
-    discardSpare();
+    discardSpares();
 }
 
 void WorkerSupervisor::setTarget(const WorkerTarget& target)
 {
     m_target = target;
-    discardSpare(); // it runs elsewhere
+    discardSpares(); // it runs elsewhere
 }
 
 QString WorkerSupervisor::sandboxStatus() const
@@ -295,20 +299,48 @@ void WorkerSupervisor::setIsolation(Isolation isolation)
 {
     m_isolation = isolation;
     if (!spareWanted())
-        discardSpare();
+        discardSpares();
 }
 
 void WorkerSupervisor::setSpareWorker(bool enabled)
 {
     m_spareEnabled = enabled;
     if (!spareWanted())
-        discardSpare();
+        discardSpares();
+}
+
+void WorkerSupervisor::setSpareCount(int count)
+{
+    m_spareCount = std::max(0, count);
+    // The youngest are the furthest behind (they started last).
+    while (m_spares.size() > m_spareCount)
+        discardSpare(m_spares.last().process);
+}
+
+qint64 WorkerSupervisor::spareWorkerPid() const
+{
+    const int next = nextSpare();
+    return next < 0 ? 0 : m_spares.at(next).pid;
+}
+
+bool WorkerSupervisor::spareWorkerReady() const
+{
+    const int next = nextSpare();
+    return next >= 0 && m_spares.at(next).state == WorkerState::Idle;
+}
+
+QList<qint64> WorkerSupervisor::spareWorkerPids() const
+{
+    QList<qint64> pids;
+    for (const Spare& spare : m_spares)
+        pids.append(spare.pid);
+    return pids;
 }
 
 void WorkerSupervisor::setWarmSpare(bool enabled)
 {
     if (enabled != m_warmSpare)
-        discardSpare(); // warmed, or about to be, the other way
+        discardSpares(); // warmed, or about to be, the other way
     m_warmSpare = enabled;
 }
 
@@ -364,7 +396,7 @@ void WorkerSupervisor::cancelAll()
 
 void WorkerSupervisor::stopWorker()
 {
-    discardSpare();
+    discardSpares();
     if (m_process && m_state == WorkerState::Idle)
         retireWorker();
 }
@@ -401,7 +433,7 @@ void WorkerSupervisor::dispatch()
     Q_EMIT requestStarted(m_active->request.id);
     if (!m_active)
         return; // cancelled from a slot
-    if (m_state == WorkerState::None && m_spare.process)
+    if (m_state == WorkerState::None && !m_spares.isEmpty())
         promoteSpare();
     else if (m_state == WorkerState::None)
         startWorker();
@@ -473,25 +505,54 @@ void WorkerSupervisor::connectWorker(QProcess* process)
 bool WorkerSupervisor::spareWanted() const
 {
     // Reuse mode keeps its worker, so a spare would only sit there holding memory.
-    return m_spareEnabled && m_isolation == Isolation::FreshPerRequest && !m_program.isEmpty();
+    return m_spareEnabled && m_spareCount > 0 && m_isolation == Isolation::FreshPerRequest && !m_program.isEmpty();
 }
 
-void WorkerSupervisor::startSpare()
+WorkerSupervisor::Spare* WorkerSupervisor::spareOf(const QProcess* process)
 {
-    if (!spareWanted() || m_spare.process)
+    for (Spare& spare : m_spares)
+        if (spare.process == process)
+            return &spare;
+    return nullptr;
+}
+
+int WorkerSupervisor::nextSpare() const
+{
+    // Ready first; else the one that will be ready soonest, whose wait the request then shares.
+    const auto rank = [](WorkerState state) {
+        switch (state) {
+        case WorkerState::Idle: return 4;
+        case WorkerState::Warming: return 3;
+        case WorkerState::Handshaking: return 2;
+        case WorkerState::Starting: return 1;
+        default: return 0;
+        }
+    };
+    int best = -1;
+    for (int i = 0; i < int(m_spares.size()); ++i)
+        if (best < 0 || rank(m_spares.at(i).state) > rank(m_spares.at(best).state))
+            best = i; // strictly greater: the oldest of a rank wins
+    return best;
+}
+
+void WorkerSupervisor::topUpSpares()
+{
+    // One at a time (setSpareCount()): the next one starts at the next top-up.
+    if (!spareWanted() || m_spares.size() >= m_spareCount)
         return;
     QProcess* process = createProcess();
-    m_spare = Spare();
-    m_spare.process = process;
-    m_spare.state = WorkerState::Starting;
+    Spare spare;
+    spare.process = process;
+    spare.state = WorkerState::Starting;
+    m_spares.append(spare);
     connect(process, &QProcess::started, this, [this, process] { onSpareStarted(process); });
     connect(process, &QProcess::readyReadStandardOutput, this, [this, process] { onSpareOutput(process); });
     // Nobody owns a spare's stderr (a loader warning, libtorch's banner); it is read so that the
     // pipe never fills up, and dropped.
     connect(process, &QProcess::readyReadStandardError, this, [process] { process->readAllStandardError(); });
     connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError error) {
-        if (error == QProcess::FailedToStart && process == m_spare.process)
-            discardSpare(); // the next request tries a cold start and reports why it fails
+        if (error == QProcess::FailedToStart && spareOf(process))
+            discardSpare(process); // the next request tries a cold start and reports why it fails
     });
     connect(process, &QProcess::finished, this, [this, process] { onSpareFinished(process); });
     process->start(QIODevice::ReadWrite);
@@ -499,55 +560,63 @@ void WorkerSupervisor::startSpare()
 
 void WorkerSupervisor::onSpareStarted(QProcess* process)
 {
-    if (process != m_spare.process || m_spare.state != WorkerState::Starting)
+    Spare* spare = spareOf(process);
+    if (!spare || spare->state != WorkerState::Starting)
         return;
-    m_spare.pid = process->processId();
-    m_spare.state = WorkerState::Handshaking;
-    m_spare.handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
+    spare->pid = process->processId();
+    spare->state = WorkerState::Handshaking;
+    spare->handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
     // hello creates no CUDA context; the warm that follows it (takeSpareAnswer) does, under the
     // GPU's quiet lock, so never while the running candidate (or anything else) is timed.
-    const QJsonObject hello{{QLatin1String("id"), m_spare.handshakeId}, {QLatin1String("type"), kHelloType}};
+    const QJsonObject hello{{QLatin1String("id"), spare->handshakeId}, {QLatin1String("type"), kHelloType}};
     process->write(ProtocolCodec::encodeRequest(hello));
 }
 
 void WorkerSupervisor::onSpareOutput(QProcess* process)
 {
-    if (process != m_spare.process)
+    Spare* spare = spareOf(process);
+    if (!spare)
         return;
-    m_spare.decoder.feed(process->readAllStandardOutput());
+    spare->decoder.feed(process->readAllStandardOutput());
     // Its hello answer, then its warm answer, are all a spare may say; anything else and it is not
     // trusted to take over.
-    for (const QJsonObject& response : m_spare.decoder.takeResponses()) {
-        if (!takeSpareAnswer(response)) {
-            discardSpare();
+    for (const QJsonObject& response : spare->decoder.takeResponses()) {
+        if (!takeSpareAnswer(*spare, response)) {
+            discardSpare(process);
             return;
         }
     }
-    if (m_spare.decoder.hasFailed())
-        discardSpare();
+    if (spare->decoder.hasFailed()) {
+        discardSpare(process);
+        return;
+    }
+    // Ready: the next spare may start now, one behind this one (setSpareCount()). Each evaluate
+    // takes one spare and starts one, so without this the spares would never grow past one.
+    if (spare->state == WorkerState::Idle)
+        topUpSpares(); // may append to m_spares: `spare` is not used after this
 }
 
-bool WorkerSupervisor::takeSpareAnswer(const QJsonObject& response)
+bool WorkerSupervisor::takeSpareAnswer(Spare& spare, const QJsonObject& response)
 {
-    if (m_spare.state == WorkerState::Handshaking) {
-        if (decodeHeader(response).id != QJsonValue(m_spare.handshakeId) || !ProtocolCodec::checkHello(response).isEmpty())
+    if (spare.state == WorkerState::Handshaking) {
+        if (decodeHeader(response).id != QJsonValue(spare.handshakeId) || !ProtocolCodec::checkHello(response).isEmpty())
             return false;
-        m_spare.hello = response;
-        m_spare.pid = workerProcessId(m_spare.process); // it runs now: in the sandbox, bwrap's child
+        spare.hello = response;
+        spare.pid = workerProcessId(spare.process); // it runs now: in the sandbox, bwrap's child
         if (warmWanted(response)) {
-            m_spare.state = WorkerState::Warming;
-            m_spare.warmId = sendWarm(m_spare.process);
+            spare.state = WorkerState::Warming;
+            spare.warmId = sendWarm(spare.process);
         } else {
-            m_spare.state = WorkerState::Idle;
+            spare.state = WorkerState::Idle;
         }
         return true;
     }
-    if (m_spare.state == WorkerState::Warming) {
-        const std::optional<QJsonObject> hello = helloAfterWarm(m_spare.hello, response, m_spare.warmId);
+    if (spare.state == WorkerState::Warming) {
+        const std::optional<QJsonObject> hello = helloAfterWarm(spare.hello, response, spare.warmId);
         if (!hello)
             return false;
-        m_spare.hello = *hello;
-        m_spare.state = WorkerState::Idle;
+        spare.hello = *hello;
+        spare.state = WorkerState::Idle;
         return true;
     }
     return false;
@@ -570,12 +639,12 @@ QString WorkerSupervisor::sendWarm(QProcess* process)
 
 void WorkerSupervisor::onSpareFinished(QProcess* process)
 {
-    if (process != m_spare.process)
+    if (!spareOf(process))
         return;
-    // Replaced lazily: the next evaluation starts another one.
+    // Replaced lazily: at the next top-up.
     process->disconnect(this);
     process->deleteLater(); // never inside its own signal
-    m_spare = Spare();
+    m_spares.removeIf([process](const Spare& spare) { return spare.process == process; });
 }
 
 namespace {
@@ -596,12 +665,18 @@ void dropWorker(QProcess* process, QObject* supervisor)
 
 } // namespace
 
-void WorkerSupervisor::discardSpare()
+void WorkerSupervisor::discardSpare(QProcess* process)
 {
-    QProcess* process = m_spare.process;
-    m_spare = Spare();
-    if (process)
+    if (m_spares.removeIf([process](const Spare& spare) { return spare.process == process; }) > 0)
         dropWorker(process, this);
+}
+
+void WorkerSupervisor::discardSpares()
+{
+    const QList<Spare> spares = m_spares;
+    m_spares.clear();
+    for (const Spare& spare : spares)
+        dropWorker(spare.process, this);
 }
 
 void WorkerSupervisor::replaceWarmingWorker()
@@ -620,8 +695,8 @@ void WorkerSupervisor::replaceWarmingWorker()
 
 void WorkerSupervisor::promoteSpare()
 {
-    Spare spare = m_spare;
-    m_spare = Spare();
+    // The others stay, for the requests after this one.
+    const Spare spare = m_spares.takeAt(nextSpare());
     QProcess* process = spare.process;
     process->disconnect(this);
     process->readAllStandardError(); // from before this request: nobody's
@@ -667,7 +742,7 @@ void WorkerSupervisor::writeActiveRequest()
     m_active->request.line.clear(); // up to 16 MiB: QProcess has its own copy now
     // This worker is retired after the evaluation: its successor loads meanwhile.
     if (m_active->request.type == kEvaluateType)
-        startSpare();
+        topUpSpares();
 }
 
 void WorkerSupervisor::onStandardOutput(QProcess* process)

@@ -6,8 +6,8 @@
 //
 // One supervisor runs one worker at a time, so one supervisor per GPU (give each its own
 // CUDA_VISIBLE_DEVICES through setProcessEnvironment()); timings need the GPU to themselves.
-// In FreshPerRequest mode it also keeps a spare: while an evaluation runs, the next worker starts,
-// answers hello and is sent `warm` (its CUDA context and the libraries' first calls, made under the
+// In FreshPerRequest mode it also keeps spares (two by default, setSpareCount()): while an
+// evaluation runs, the next workers start one after another, answer hello and are sent `warm` (its CUDA context and the libraries' first calls, made under the
 // GPU's quiet lock, LOCK_SH: never while any process times, profiles traffic or measures ceilings
 // on that GPU; gpulease.h), so the next request skips the process start and the first-use costs.
 // Local workers (both modes) get `--gpu-quiet-lock` for their GPU; remote ones neither lock nor warm.
@@ -83,6 +83,9 @@ public:
     static constexpr int kLimitPollMs = 50;
     /// The field of workerAvailable()'s hello that holds a warmed spare's warm_ms.
     static constexpr const char* kWarmMsField = "warm_ms";
+    /// Spares kept by default: a spare needs about two candidates' time to start and warm (libtorch's
+    /// static initialisation, then the context), so two started one candidate apart keep up.
+    static constexpr int kDefaultSpareCount = 2;
 
     explicit WorkerSupervisor(QObject* parent = nullptr);
     /// Ends a running worker (EOF, then kill) and drops pending requests without signals.
@@ -95,11 +98,19 @@ public:
     void setProcessEnvironment(const QProcessEnvironment& environment);
     void setIsolation(Isolation isolation);
     Isolation isolation() const { return m_isolation; }
-    /// Whether to start the next worker ahead, while an `evaluate` runs (FreshPerRequest mode
-    /// only; on by default). The spare is sent `hello` and nothing else until it takes over; a
-    /// spare that dies is replaced when the next evaluation starts.
+    /// Whether to start the next workers ahead, while an `evaluate` runs (FreshPerRequest mode
+    /// only; on by default). A spare is sent `hello` (and `warm`) and nothing else until it takes
+    /// over; a spare that dies is replaced at the next top-up (setSpareCount()).
     void setSpareWorker(bool enabled);
     bool spareWorker() const { return m_spareEnabled; }
+    /// How many spares to keep (0: none; default kDefaultSpareCount), when setSpareWorker() is on.
+    /// The supervisor tops up when an `evaluate` is written to the worker and when a spare becomes
+    /// ready, starting at most one spare each time: so spares start one after another (staggered),
+    /// never two libtorch start-ups and warm-ups at once competing for the host's cores, and each is
+    /// ready about one candidate after the one before, as the queue takes them. Fewer than before:
+    /// the spares furthest behind are ended.
+    void setSpareCount(int count);
+    int spareCount() const { return m_spareCount; }
     /// Whether a local spare is sent `warm` after its hello answer (on by default) and takes over
     /// only once it has answered it: ok (warm), or ok: false with unknown_type (an older worker:
     /// not warm, still usable); any other answer and the spare is dropped. Not sent to a worker
@@ -154,10 +165,15 @@ public:
     /// The running worker's process id, 0 when none runs. In the sandbox it is bwrap's until the
     /// worker has answered hello, then the worker's own.
     qint64 workerPid() const { return m_pid; }
-    /// The spare worker's process id (0 when there is none) and whether it may take over now (it
-    /// has answered hello, and warm where it is warmed).
-    qint64 spareWorkerPid() const { return m_spare.pid; }
-    bool spareWorkerReady() const { return m_spare.process && m_spare.state == WorkerState::Idle; }
+    /// The process id of the spare that would take over next (0 when there is none; see
+    /// nextSpare()) and whether it may take over now (it has answered hello, and warm where it is
+    /// warmed).
+    qint64 spareWorkerPid() const;
+    bool spareWorkerReady() const;
+    /// The spares alive now (started and not yet taken over or dropped), and their process ids
+    /// (0 for one not started yet), oldest first.
+    int liveSpareCount() const { return int(m_spares.size()); }
+    QList<qint64> spareWorkerPids() const;
     /// The hello response of the running worker (empty before the handshake).
     QJsonObject workerHello() const { return m_hello; }
     /// Requests queued or running.
@@ -215,8 +231,8 @@ private:
         QString failMessage;
     };
 
-    /// A worker started ahead (see setSpareWorker()). Its state uses Starting, Handshaking,
-    /// Warming and Idle (ready to take over) only.
+    /// A worker started ahead (see setSpareWorker(), setSpareCount()). Its state uses Starting,
+    /// Handshaking, Warming and Idle (ready to take over) only.
     struct Spare
     {
         QProcess* process = nullptr;
@@ -234,12 +250,18 @@ private:
     void connectWorker(QProcess* process);
     void startWorker();
     bool spareWanted() const;
-    void startSpare();
+    /// Starts one spare when fewer than spareCount() live (see setSpareCount()).
+    void topUpSpares();
+    /// The spare of this process, nullptr when it is none (any more).
+    Spare* spareOf(const QProcess* process);
+    /// The index in m_spares of the spare to take over next: the oldest ready one, else the one
+    /// furthest along (warming, then handshaking, then starting; the oldest of those); -1: none.
+    int nextSpare() const;
     void onSpareStarted(QProcess* process);
     void onSpareOutput(QProcess* process);
     void onSpareFinished(QProcess* process);
     /// Takes one answer of the spare; false when it is not the one it may give now.
-    bool takeSpareAnswer(const QJsonObject& response);
+    bool takeSpareAnswer(Spare& spare, const QJsonObject& response);
     /// Whether a worker with this hello answer is to be warmed (setWarmSpare()).
     bool warmWanted(const QJsonObject& hello) const;
     /// Writes `warm` to the process; returns its id.
@@ -249,9 +271,11 @@ private:
     void replaceWarmingWorker();
     /// The worker is ready: workerAvailable(), then the active request is written.
     void workerReady();
-    /// Ends the spare (it holds no GPU and no request, so SIGKILL is fine) and forgets it.
-    void discardSpare();
-    /// Makes the spare the worker; the active request is then written once it has said hello.
+    /// Ends the spare of this process (it holds no request, so SIGKILL is fine) and forgets it.
+    void discardSpare(QProcess* process);
+    /// discardSpare() for every spare.
+    void discardSpares();
+    /// Makes the spare nextSpare() the worker; the active request is then written once it is ready.
     void promoteSpare();
     void writeActiveRequest();
     void onStarted(QProcess* process);
@@ -307,8 +331,9 @@ private:
     QString m_warmId;
 
     bool m_spareEnabled = true;
+    int m_spareCount = kDefaultSpareCount;
     bool m_warmSpare = true;
-    Spare m_spare;
+    QList<Spare> m_spares; // oldest first
 
     QByteArray m_stderr;
     qint64 m_stderrDropped = 0;
