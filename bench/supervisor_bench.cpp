@@ -2,10 +2,12 @@
 // gets through per minute, through the product's own EvaluationQueue (the path `kwb run` and the
 // window use), in several configurations, side by side in one process so the ratios are fair:
 //
-//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead (and warmed:
-//                      its CUDA context and first library calls made under the GPU's quiet lock
-//                      while the old one evaluates), CUDA compiled ahead in CPU workers (the default)
-//   fresh+spare+nowarm+ahead  the same with the spare not warmed (WorkerSupervisor::setWarmSpare)
+//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead, CUDA compiled
+//                      ahead in CPU workers (the default). Spares are warmed (CUDA context and
+//                      first library calls under the GPU's quiet lock) only once the supervisor
+//                      has idled for WorkerSupervisor::kWarmIdleMs: this bench submits every
+//                      candidate at once, so none is warmed here (warmed spares: -)
+//   fresh+spare+nowarm+ahead  the same with warming off (WorkerSupervisor::setWarmSpare)
 //   fresh+spare+spares1+ahead the same with 1 spare kept (any spares<N>: N spares,
 //                      WorkerSupervisor::setSpareCount; without the word, the supervisor's default)
 //   fresh              a fresh worker per candidate, nothing ahead

@@ -611,8 +611,8 @@ void WorkerSupervisor::onSpareStarted(QProcess* process)
     spare->pid = process->processId();
     spare->state = WorkerState::Handshaking;
     spare->handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
-    // hello creates no CUDA context; the warm that follows it (takeSpareAnswer) does, under the
-    // GPU's quiet lock, so never while the running candidate (or anything else) is timed.
+    // hello creates no CUDA context; a warm, sent once the supervisor idles (warmIdleSpare), does,
+    // under the GPU's quiet lock, so never while anything on that GPU is timed.
     const QJsonObject hello{{QLatin1String("id"), spare->handshakeId}, {QLatin1String("type"), kHelloType}};
     process->write(ProtocolCodec::encodeRequest(hello));
 }
