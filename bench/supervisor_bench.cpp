@@ -2,12 +2,17 @@
 // gets through per minute, through the product's own EvaluationQueue (the path `kwb run` and the
 // window use), in several configurations, side by side in one process so the ratios are fair:
 //
-//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead (and warmed:
-//                      its CUDA context and first library calls made under the GPU's quiet lock
-//                      while the old one evaluates), CUDA compiled ahead in CPU workers (the default)
-//   fresh+spare+nowarm+ahead  the same with the spare not warmed (WorkerSupervisor::setWarmSpare)
+//   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead, CUDA compiled
+//                      ahead in CPU workers (the default). Spares are warmed (CUDA context and
+//                      first library calls under the GPU's quiet lock) only once the supervisor
+//                      has idled for WorkerSupervisor::kWarmIdleMs: this bench submits every
+//                      candidate at once, so none is warmed here (warmed spares: -)
+//   fresh+spare+nowarm+ahead  the same with warming off (WorkerSupervisor::setWarmSpare)
 //   fresh+spare+spares1+ahead the same with 1 spare kept (any spares<N>: N spares,
 //                      WorkerSupervisor::setSpareCount; without the word, the supervisor's default)
+//   +gap<MS>           (any mode) candidates submitted one at a time, each MS ms after the last
+//                      one's result, as a model's generation spaces them in a run: the idle gaps
+//                      in which spares warm (warm against nowarm: the latency per candidate)
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
@@ -27,6 +32,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QTimer>
 #include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
@@ -70,9 +76,15 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     queue.gpuSupervisor(0)->setSpareWorker(mode.contains(QLatin1String("spare")));
     // "spares<N>" among the mode's words sets the count; the supervisor's default otherwise.
     static const QRegularExpression sparesWord(QStringLiteral("^spares(\\d+)$"));
-    for (const QString& word : mode.split(QLatin1Char('+')))
+    // "gap<MS>": one candidate at a time, MS ms after the last one's result; -1: all at once.
+    static const QRegularExpression gapWord(QStringLiteral("^gap(\\d+)$"));
+    int gapMs = -1;
+    for (const QString& word : mode.split(QLatin1Char('+'))) {
         if (const QRegularExpressionMatch m = sparesWord.match(word); m.hasMatch())
             queue.gpuSupervisor(0)->setSpareCount(m.captured(1).toInt());
+        if (const QRegularExpressionMatch m = gapWord.match(word); m.hasMatch())
+            gapMs = m.captured(1).toInt();
+    }
     const int spares = queue.gpuSupervisor(0)->spareWorker() ? queue.gpuSupervisor(0)->spareCount() : 0;
     queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
@@ -85,6 +97,14 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     int done = 0, correct = 0, cached = 0;
     QEventLoop loop;
     QElapsedTimer clock;
+    int submitted = 0;
+    const auto submitNext = [&] {
+        const int i = submitted++;
+        // 0: the profile's own timing (the study's adaptive method), no count sent
+        const QJsonObject options = timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
+        const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
+        index.insert(id, i);
+    };
     QObject::connect(&queue, &EvaluationQueue::jobStarted, &queue, [&](qint64 id) { started[id].start(); });
     QObject::connect(queue.gpuSupervisor(0), &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const QJsonObject& hello) {
         const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
@@ -116,6 +136,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                      qPrintable(status), wall, workerMs, wasCached ? "  (cubin compiled ahead)" : "");
         if (++done == candidates.size())
             loop.quit();
+        else if (gapMs >= 0 && submitted < candidates.size())
+            QTimer::singleShot(gapMs, &queue, submitNext);
     };
     QObject::connect(&queue, &EvaluationQueue::jobFinished, &queue, [&](qint64 id, const QJsonObject& result) {
         finish(id, result.value(QLatin1String("status")).toString(), result);
@@ -123,16 +145,13 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     QObject::connect(&queue, &EvaluationQueue::jobFailed, &queue,
                      [&](qint64 id, const QString& status, const QString&) { finish(id, status, QJsonObject()); });
     clock.start();
-    for (int i = 0; i < candidates.size(); ++i) {
-        // 0: the profile's own timing (the study's adaptive method), no count sent
-        const QJsonObject options = timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
-        const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
-        index.insert(id, i);
-    }
+    for (int i = 0; i < (gapMs >= 0 ? 1 : int(candidates.size())); ++i)
+        submitNext();
     loop.exec();
     const double totalS = double(clock.nsecsElapsed()) / 1e9;
     return QJsonObject{{QStringLiteral("mode"), mode},
                        {QStringLiteral("spares"), spares},
+                       {QStringLiteral("gap_ms"), gapMs},
                        {QStringLiteral("candidates"), int(candidates.size())},
                        {QStringLiteral("correct"), correct},
                        {QStringLiteral("compiled_ahead"), cached},

@@ -14,6 +14,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QScopeGuard>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -482,7 +483,8 @@ private Q_SLOTS:
         const Ending cold = waitForEnd(*supervisor, supervisor->sendRequest(slow));
         QVERIFY2(cold.hasResponse, qPrintable(cold.message));
         QVERIFY2(cold.elapsedMs >= 500 + 1000, qPrintable(QString::number(cold.elapsedMs)));
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        // Idle past the settle time: the spare warms.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
         const qint64 sparePid = supervisor->spareWorkerPid();
         QVERIFY(sparePid > 0 && sparePid != pidOf(cold));
 
@@ -548,24 +550,27 @@ private Q_SLOTS:
         QCOMPARE(supervisor->spareCount(), 2);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
-        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), 2, kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
         const QList<qint64> pids = supervisor->spareWorkerPids();
         QVERIFY(pids.at(0) != pidOf(first) && pids.at(1) != pidOf(first));
+        // Idle: both are warmed, in time.
         for (const qint64 pid : pids)
             QTRY_COMPARE_WITH_TIMEOUT(typesReadBy(log, pid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}), kWaitMs);
-        // Staggered: the second started once the first had answered warm, so its hello comes after
-        // the first's warm in the log.
+        // Staggered: the second started once the first had answered hello, so its hello comes after
+        // the first's in the log.
         QList<qint64> order;
         for (const QJsonObject& entry : loggedRequests(log))
             order.append(entry.value(QLatin1String("pid")).toInteger());
-        QVERIFY(order.lastIndexOf(pids.at(0)) < order.indexOf(pids.at(1)));
-        // The older one, ready, is the next to take over; the other stays for the request after.
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QVERIFY(order.indexOf(pids.at(0)) < order.indexOf(pids.at(1)));
+        // The older one, warmed, is the next to take over; the other stays for the request after.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
         QCOMPARE(supervisor->spareWorkerPid(), pids.at(0));
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(second.hasResponse, qPrintable(second.message));
         QCOMPARE(pidOf(second), pids.at(0));
         QVERIFY(supervisor->spareWorkerPids().contains(pids.at(1)));
+        // Warmed before a third spare (started with that evaluation), which is not yet.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed() && supervisor->spareWorkerPid() == pids.at(1), kWaitMs);
         const Ending third = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(third.hasResponse, qPrintable(third.message));
         QCOMPARE(pidOf(third), pids.at(1));
@@ -598,42 +603,128 @@ private Q_SLOTS:
         extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        supervisor->setWarmIdleMs(100);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
+        // Idle: the older spare A is warmed (and stays warming); the younger B answers hello and
+        // is ready, not warmed: one warm at a time.
         QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 1, kWaitMs);
         const qint64 a = readersOf(log, QStringLiteral("warm")).first();
-        QCOMPARE(supervisor->liveSpareCount(), 1); // the next starts once this one is ready
-        QVERIFY(touch(gateOf(a)));
-        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 2, kWaitMs);
-        const qint64 b = readersOf(log, QStringLiteral("warm")).at(1);
-        QVERIFY(supervisor->spareWorkerReady());
-        QCOMPARE(supervisor->spareWorkerPid(), a);
-
-        // A serves; B keeps warming, and a third spare C starts with A's evaluation.
-        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
-        QVERIFY2(second.hasResponse, qPrintable(second.message));
-        QCOMPARE(pidOf(second), a);
-        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 3, kWaitMs);
-        const qint64 c = readersOf(log, QStringLiteral("warm")).at(2);
-        QCOMPARE(supervisor->spareWorkerPids(), (QList<qint64>{b, c}));
-        QVERIFY(!supervisor->spareWorkerReady());
-        QCOMPARE(supervisor->spareWorkerPid(), b); // both warming: the older
-
-        // C is ready first: it serves before the older B, which stays.
-        QVERIFY(touch(gateOf(c)));
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
-        QCOMPARE(supervisor->spareWorkerPid(), c);
+        const qint64 b = supervisor->spareWorkerPid();
+        QVERIFY(b != a && b > 0);
+        QCOMPARE(supervisor->spareWorkerPids(), (QList<qint64>{a, b}));
+        QVERIFY(!supervisor->spareWorkerWarmed());
+        QTest::qWait(3 * supervisor->warmIdleMs()); // past its settle time, still idle
+        QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{a});
+
+        // A request now: the ready B serves at once, unwarmed, rather than waiting for A's warm.
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.status + QLatin1String(": ") + second.message));
+        QCOMPARE(pidOf(second), b);
+        QCOMPARE(typesReadBy(log, b), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
+        QVERIFY(!helloOf(available, b).isEmpty());
+        QVERIFY(!helloOf(available, b).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        QVERIFY(supervisor->spareWorkerPids().contains(a));
+
+        // A answers warm: the next ready spare C (started with B's evaluation) is warmed after it.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+        const qint64 c = supervisor->spareWorkerPids().at(1);
+        QVERIFY(touch(gateOf(c))); // C's own warm answers at once
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == c, kWaitMs);
+        QTest::qWait(3 * supervisor->warmIdleMs());
+        QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{a}); // not while A warms
+        QVERIFY(touch(gateOf(a)));
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), (QList<qint64>{a, c}), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed() && supervisor->spareWorkerPid() == a, kWaitMs);
         const Ending third = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(third.hasResponse, qPrintable(third.message));
-        QCOMPARE(pidOf(third), c);
-        QVERIFY(supervisor->spareWorkerPids().contains(b));
-        QCOMPARE(typesReadBy(log, b), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
-        // Opened, B serves the next.
-        QVERIFY(touch(gateOf(b)));
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == b, kWaitMs);
-        const Ending fourth = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
-        QCOMPARE(pidOf(fourth), b);
-        supervisor->stopWorker(); // the spares still warming, and their gates never open
+        QCOMPARE(pidOf(third), a);
+        QVERIFY(helloOf(available, a).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+    }
+
+    // --- spares warm only when the supervisor idles (docs/decisions.md, 2026-12-01 addition) ------
+
+    void backToBackQueueNeverWarms()
+    {
+        // A queue as EvaluationQueue runs it: the next evaluation is sent one event-loop turn after
+        // the last answer. Each evaluation takes 300 ms, time for the spares to answer hello.
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        QCOMPARE(supervisor->warmIdleMs(), WorkerSupervisor::kWarmIdleMs);
+        QCOMPARE(supervisor->spareCount(), 2);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QJsonObject slow = evaluate(QStringLiteral("slow"));
+        slow.insert(QStringLiteral("delay_ms"), 300);
+        constexpr int kCount = 3;
+        QList<QJsonObject> answers;
+        QList<qint64> warmReadersAtEnd;
+        QObject context;
+        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, &context,
+                [&](qint64, const QJsonObject& response) {
+                    answers.append(response);
+                    if (answers.size() < kCount) {
+                        QMetaObject::invokeMethod(
+                            &context, [&] { supervisor->sendRequest(slow); }, Qt::QueuedConnection);
+                    } else {
+                        // The queue has ended: from here the supervisor idles and may warm. A
+                        // warm sent before would have been read long ago (the spares answered
+                        // hello within the first evaluation's 300 ms).
+                        warmReadersAtEnd = readersOf(log, QStringLiteral("warm"));
+                    }
+                });
+        connect(supervisor.get(), &WorkerSupervisor::requestFailed, &context,
+                [](qint64, const QString& status, const QString& message) {
+                    QFAIL(qPrintable(status + QLatin1String(": ") + message));
+                });
+        supervisor->sendRequest(slow);
+        QTRY_COMPARE_WITH_TIMEOUT(answers.size(), kCount, kWaitMs);
+        QVERIFY(warmReadersAtEnd.isEmpty());
+        // The second and the third were served by spares, which had answered hello only.
+        QList<qint64> pids;
+        for (const QJsonObject& answer : answers)
+            pids.append(answer.value(QLatin1String("pid")).toInteger());
+        QCOMPARE(QSet<qint64>(pids.cbegin(), pids.cend()).size(), kCount);
+        for (int i = 1; i < kCount; ++i) {
+            QCOMPARE(typesReadBy(log, pids.at(i)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
+            QCOMPARE(answers.at(i).value(QLatin1String("requests_seen")).toInt(), 2);
+            QVERIFY(!helloOf(available, pids.at(i)).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        }
+    }
+
+    void idleSparesWarmOneAfterAnother()
+    {
+        // After an idle gap longer than the settle time the ready spares are warmed, the second
+        // only once the first has answered, and the next request gets a warmed one.
+        const QString gates = m_logs.filePath(QStringLiteral("gate-idle-%1"));
+        const auto gateOf = [&gates](qint64 pid) { return gates.arg(pid); };
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        supervisor->setWarmIdleMs(100);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+        const QList<qint64> spares = supervisor->spareWorkerPids();
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), QList<qint64>{spares.at(0)}, kWaitMs);
+        // The second is ready (it answered hello) but waits for the first's warm answer.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == spares.at(1), kWaitMs);
+        QTest::qWait(3 * supervisor->warmIdleMs());
+        QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{spares.at(0)});
+        QVERIFY(touch(gateOf(spares.at(0))));
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), spares, kWaitMs);
+        QVERIFY(touch(gateOf(spares.at(1))));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        QCOMPARE(supervisor->spareWorkerPid(), spares.at(0));
+
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QCOMPARE(pidOf(second), spares.at(0));
+        QCOMPARE(second.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
+        QVERIFY(helloOf(available, spares.at(0)).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
     }
 
     void stopWorkerEndsEverySpare()
@@ -680,9 +771,10 @@ private Q_SLOTS:
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        // Idle past the settle time: warmed.
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
         const qint64 sparePid = supervisor->spareWorkerPid();
-        // hello, then warm on its hello answer; ready only once warm was answered.
+        // hello, then warm once the supervisor idled.
         QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
         QVERIFY(helloOf(available, sparePid).isEmpty()); // announced when it takes over
 
@@ -710,6 +802,7 @@ private Q_SLOTS:
         extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gate);
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        supervisor->setSpareCount(1); // no ready spare to take the request first
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
@@ -741,8 +834,10 @@ private Q_SLOTS:
         // An older worker answers warm with unknown_type: not warm, still a good spare.
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {QStringLiteral("--warm"), QStringLiteral("unknown_type")});
+        supervisor->setSpareCount(1); // the one that was sent warm serves, answered or not
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 1, kWaitMs); // idle: sent warm
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
         const qint64 sparePid = supervisor->spareWorkerPid();
         QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
@@ -776,6 +871,7 @@ private Q_SLOTS:
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {QStringLiteral("--warm"), mode},
                                                WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        supervisor->setSpareCount(1); // no other spare to serve instead of a cold worker
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
@@ -895,9 +991,12 @@ private Q_SLOTS:
         auto supervisor = makeLoggedSupervisor(&log);
         supervisor->setWarmSpare(false);
         QVERIFY(!supervisor->warmSpare());
+        supervisor->setWarmIdleMs(50);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && supervisor->spareWorkerReady(), kWaitMs);
+        QTest::qWait(10 * supervisor->warmIdleMs()); // idle, well past the settle time: still never warmed
+        QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
         const qint64 sparePid = supervisor->spareWorkerPid();
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY(second.hasResponse);

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <utility>
 #include <sys/types.h>
 
 namespace kwb {
@@ -220,6 +221,8 @@ WorkerSupervisor::WorkerSupervisor(QObject* parent)
     connect(&m_requestTimer, &QTimer::timeout, this, &WorkerSupervisor::onRequestTimeout);
     connect(&m_stopTimer, &QTimer::timeout, this, &WorkerSupervisor::onStopTimer);
     connect(&m_limitTimer, &QTimer::timeout, this, &WorkerSupervisor::onLimitTimer);
+    m_warmIdleTimer.setSingleShot(true);
+    connect(&m_warmIdleTimer, &QTimer::timeout, this, &WorkerSupervisor::warmIdleSpare);
 }
 
 WorkerSupervisor::~WorkerSupervisor()
@@ -329,6 +332,17 @@ bool WorkerSupervisor::spareWorkerReady() const
     return next >= 0 && m_spares.at(next).state == WorkerState::Idle;
 }
 
+bool WorkerSupervisor::spareWorkerWarmed() const
+{
+    const int next = nextSpare();
+    return next >= 0 && m_spares.at(next).warmed();
+}
+
+bool WorkerSupervisor::Spare::warmed() const
+{
+    return state == WorkerState::Idle && hello.contains(QLatin1String(kWarmMsField));
+}
+
 QList<qint64> WorkerSupervisor::spareWorkerPids() const
 {
     QList<qint64> pids;
@@ -364,6 +378,7 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
         return id;
     }
     m_queue.append(pending);
+    m_warmIdleTimer.stop(); // not idle any more: a warm now would only delay this request's timing
     scheduleDispatch();
     return id;
 }
@@ -420,9 +435,12 @@ void WorkerSupervisor::scheduleDispatch()
 void WorkerSupervisor::dispatch()
 {
     m_dispatchScheduled = false;
+    if (idle() && !m_warmIdleTimer.isActive())
+        armIdleWarm(); // every way to idle (an answer, a failure, a worker's end) passes here
     // A worker on its way out still holds the GPU: the next request waits until it has ended.
     if (m_active || m_queue.isEmpty() || m_state == WorkerState::Stopping)
         return;
+    m_warmIdleTimer.stop();
     m_active = Active();
     m_active->request = m_queue.takeFirst();
     m_stderr.clear();
@@ -518,9 +536,13 @@ WorkerSupervisor::Spare* WorkerSupervisor::spareOf(const QProcess* process)
 
 int WorkerSupervisor::nextSpare() const
 {
-    // Ready first; else the one that will be ready soonest, whose wait the request then shares.
-    const auto rank = [](WorkerState state) {
-        switch (state) {
+    // Warmed first, then ready unwarmed: it starts at once and pays its own cuda_init, about what
+    // a warming spare's remaining warm costs, and that one stays warming for the next request.
+    // Else the one that will be ready soonest, whose wait the request then shares.
+    const auto rank = [](const Spare& spare) {
+        if (spare.warmed())
+            return 5;
+        switch (spare.state) {
         case WorkerState::Idle: return 4;
         case WorkerState::Warming: return 3;
         case WorkerState::Handshaking: return 2;
@@ -530,9 +552,32 @@ int WorkerSupervisor::nextSpare() const
     };
     int best = -1;
     for (int i = 0; i < int(m_spares.size()); ++i)
-        if (best < 0 || rank(m_spares.at(i).state) > rank(m_spares.at(best).state))
+        if (best < 0 || rank(m_spares.at(i)) > rank(m_spares.at(best)))
             best = i; // strictly greater: the oldest of a rank wins
     return best;
+}
+
+void WorkerSupervisor::armIdleWarm()
+{
+    if (idle() && m_warmSpare && spareWanted() && !m_target.isRemote())
+        m_warmIdleTimer.start(m_warmIdleMs);
+}
+
+void WorkerSupervisor::warmIdleSpare()
+{
+    if (!idle() || !m_warmSpare)
+        return;
+    // One at a time (setWarmSpare()): the next one when this one answers.
+    for (const Spare& spare : std::as_const(m_spares))
+        if (spare.state == WorkerState::Warming)
+            return;
+    for (Spare& spare : m_spares) {
+        if (spare.state == WorkerState::Idle && !spare.warmAnswered && warmWanted(spare.hello)) {
+            spare.state = WorkerState::Warming;
+            spare.warmId = sendWarm(spare.process);
+            return;
+        }
+    }
 }
 
 void WorkerSupervisor::topUpSpares()
@@ -566,8 +611,8 @@ void WorkerSupervisor::onSpareStarted(QProcess* process)
     spare->pid = process->processId();
     spare->state = WorkerState::Handshaking;
     spare->handshakeId = QStringLiteral("kwb-hello-%1").arg(++m_handshakeCount);
-    // hello creates no CUDA context; the warm that follows it (takeSpareAnswer) does, under the
-    // GPU's quiet lock, so never while the running candidate (or anything else) is timed.
+    // hello creates no CUDA context; a warm, sent once the supervisor idles (warmIdleSpare), does,
+    // under the GPU's quiet lock, so never while anything on that GPU is timed.
     const QJsonObject hello{{QLatin1String("id"), spare->handshakeId}, {QLatin1String("type"), kHelloType}};
     process->write(ProtocolCodec::encodeRequest(hello));
 }
@@ -578,6 +623,7 @@ void WorkerSupervisor::onSpareOutput(QProcess* process)
     if (!spare)
         return;
     spare->decoder.feed(process->readAllStandardOutput());
+    const WorkerState before = spare->state;
     // Its hello answer, then its warm answer, are all a spare may say; anything else and it is not
     // trusted to take over.
     for (const QJsonObject& response : spare->decoder.takeResponses()) {
@@ -590,10 +636,16 @@ void WorkerSupervisor::onSpareOutput(QProcess* process)
         discardSpare(process);
         return;
     }
+    const bool helloAnswered = before == WorkerState::Handshaking && spare->state == WorkerState::Idle;
+    const bool warmAnswered = before == WorkerState::Warming && spare->state == WorkerState::Idle;
     // Ready: the next spare may start now, one behind this one (setSpareCount()). Each evaluate
     // takes one spare and starts one, so without this the spares would never grow past one.
     if (spare->state == WorkerState::Idle)
         topUpSpares(); // may append to m_spares: `spare` is not used after this
+    if (helloAnswered)
+        armIdleWarm(); // idle: warmed once the supervisor has stayed idle for the settle time
+    else if (warmAnswered)
+        warmIdleSpare(); // still idle: the next one (the settle time has passed already)
 }
 
 bool WorkerSupervisor::takeSpareAnswer(Spare& spare, const QJsonObject& response)
@@ -603,12 +655,7 @@ bool WorkerSupervisor::takeSpareAnswer(Spare& spare, const QJsonObject& response
             return false;
         spare.hello = response;
         spare.pid = workerProcessId(spare.process); // it runs now: in the sandbox, bwrap's child
-        if (warmWanted(response)) {
-            spare.state = WorkerState::Warming;
-            spare.warmId = sendWarm(spare.process);
-        } else {
-            spare.state = WorkerState::Idle;
-        }
+        spare.state = WorkerState::Idle; // ready; warmed only when the supervisor idles (warmIdleSpare)
         return true;
     }
     if (spare.state == WorkerState::Warming) {
@@ -617,6 +664,7 @@ bool WorkerSupervisor::takeSpareAnswer(Spare& spare, const QJsonObject& response
             return false;
         spare.hello = *hello;
         spare.state = WorkerState::Idle;
+        spare.warmAnswered = true;
         return true;
     }
     return false;

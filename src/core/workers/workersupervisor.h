@@ -7,9 +7,12 @@
 // One supervisor runs one worker at a time, so one supervisor per GPU (give each its own
 // CUDA_VISIBLE_DEVICES through setProcessEnvironment()); timings need the GPU to themselves.
 // In FreshPerRequest mode it also keeps spares (two by default, setSpareCount()): while an
-// evaluation runs, the next workers start one after another, answer hello and are sent `warm` (its CUDA context and the libraries' first calls, made under the
-// GPU's quiet lock, LOCK_SH: never while any process times, profiles traffic or measures ceilings
-// on that GPU; gpulease.h), so the next request skips the process start and the first-use costs.
+// evaluation runs, the next workers start one after another and answer hello, so the next request
+// skips the process start. Once the supervisor has been idle for warmIdleMs(), they are sent
+// `warm` one at a time (its CUDA context and the libraries' first calls, made under the GPU's
+// quiet lock, LOCK_SH: never while any process times, profiles traffic or measures ceilings on
+// that GPU; gpulease.h), so a request after a pause also skips the first-use costs; a back-to-back
+// queue never warms (a warm there only delays the running candidate's timing; docs/decisions.md).
 // Local workers (both modes) get `--gpu-quiet-lock` for their GPU; remote ones neither lock nor warm.
 
 #include "core/protocol/defaults.h"
@@ -28,6 +31,7 @@
 #include <QStringList>
 #include <QTimer>
 
+#include <algorithm>
 #include <optional>
 
 namespace kwb {
@@ -86,6 +90,11 @@ public:
     /// Spares kept by default: a spare needs about two candidates' time to start and warm (libtorch's
     /// static initialisation, then the context), so two started one candidate apart keep up.
     static constexpr int kDefaultSpareCount = 2;
+    /// How long the supervisor must have been idle (no request running or queued) before its
+    /// spares are warmed: longer than the one or two event-loop turns in which a queue sends its
+    /// next job (EvaluationQueue) or an NVRTC compile-ahead still running finishes (26-45 ms), far
+    /// shorter than a model's generation between evaluations.
+    static constexpr int kWarmIdleMs = 250;
 
     explicit WorkerSupervisor(QObject* parent = nullptr);
     /// Ends a running worker (EOF, then kill) and drops pending requests without signals.
@@ -111,15 +120,23 @@ public:
     /// the spares furthest behind are ended.
     void setSpareCount(int count);
     int spareCount() const { return m_spareCount; }
-    /// Whether a local spare is sent `warm` after its hello answer (on by default) and takes over
-    /// only once it has answered it: ok (warm), or ok: false with unknown_type (an older worker:
-    /// not warm, still usable); any other answer and the spare is dropped. Not sent to a worker
-    /// whose hello says it holds no quiet lock ("gpu_quiet_lock": null): its warm-up could overlap
-    /// another process's timing. A spare taken over before its hello answer is not warmed (the
-    /// old worker has gone: nothing is left to overlap); one taken over while warming makes the
-    /// request wait for the warm answer, as one still starting makes it wait for hello.
+    /// Whether local spares are warmed when the supervisor is idle (on by default): once no
+    /// request has run or been queued for warmIdleMs() (a single-shot timer, restarted when the
+    /// supervisor becomes idle and when a spare answers hello while it is idle, stopped when a
+    /// request is queued), the oldest spare that has answered hello and not warm is sent `warm`;
+    /// when it answers, the next one, while the supervisor stays idle. One at a time: two warm-ups
+    /// at once would compete for the host's cores, and a timing that starts would wait for both.
+    /// A spare that has answered hello is ready, warmed or not (an unwarmed one's request pays its
+    /// own cuda_init); one warming may still be taken over (the request then waits for its warm
+    /// answer), but any ready spare is taken first. The warm answer: ok (warm), or ok: false with
+    /// unknown_type (an older worker: not warm, still usable); any other and the spare is dropped.
+    /// Not sent to a worker whose hello says it holds no quiet lock ("gpu_quiet_lock": null): its
+    /// warm-up could overlap another process's timing. Off: never warmed.
     void setWarmSpare(bool enabled);
     bool warmSpare() const { return m_warmSpare; }
+    /// The settle time of setWarmSpare() (default kWarmIdleMs); tests shorten it.
+    void setWarmIdleMs(int ms) { m_warmIdleMs = std::max(0, ms); }
+    int warmIdleMs() const { return m_warmIdleMs; }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
     void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
@@ -166,10 +183,11 @@ public:
     /// worker has answered hello, then the worker's own.
     qint64 workerPid() const { return m_pid; }
     /// The process id of the spare that would take over next (0 when there is none; see
-    /// nextSpare()) and whether it may take over now (it has answered hello, and warm where it is
-    /// warmed).
+    /// nextSpare()), whether it may take over now (it has answered hello and is not warming), and
+    /// whether it is also warm (it answered warm with its timings).
     qint64 spareWorkerPid() const;
     bool spareWorkerReady() const;
+    bool spareWorkerWarmed() const;
     /// The spares alive now (started and not yet taken over or dropped), and their process ids
     /// (0 for one not started yet), oldest first.
     int liveSpareCount() const { return int(m_spares.size()); }
@@ -205,7 +223,8 @@ Q_SIGNALS:
     void workerFinished(qint64 pid, const QString& description);
 
 private:
-    /// Warming: hello answered, `warm` sent (spares only, see setWarmSpare()).
+    /// Warming: hello answered, `warm` sent (spares only, see setWarmSpare()); a spare is Idle
+    /// (ready) after its hello answer and again after its warm answer.
     enum class WorkerState { None, Starting, Handshaking, Warming, Idle, Busy, Stopping };
     /// Started and not yet ready for a request: nothing of a candidate has run in it.
     static bool beforeReady(WorkerState state)
@@ -242,6 +261,9 @@ private:
         QString handshakeId;
         QString warmId;
         QJsonObject hello;
+        bool warmAnswered = false; // warmed, or an older worker said unknown_type: not sent again
+        /// Ready, and its hello carries the warm answer's timings.
+        bool warmed() const;
     };
 
     void scheduleDispatch();
@@ -254,9 +276,16 @@ private:
     void topUpSpares();
     /// The spare of this process, nullptr when it is none (any more).
     Spare* spareOf(const QProcess* process);
-    /// The index in m_spares of the spare to take over next: the oldest ready one, else the one
-    /// furthest along (warming, then handshaking, then starting; the oldest of those); -1: none.
+    /// The index in m_spares of the spare to take over next: the oldest warmed one, else the
+    /// oldest ready one, else the one furthest along (warming, then handshaking, then starting; the
+    /// oldest of those); -1: none.
     int nextSpare() const;
+    /// No request running or queued.
+    bool idle() const { return !m_active && m_queue.isEmpty(); }
+    /// (Re)starts the settle timer of setWarmSpare() when idle and there is anything to warm.
+    void armIdleWarm();
+    /// Idle, and no spare warming: sends `warm` to the oldest ready spare not yet sent one.
+    void warmIdleSpare();
     void onSpareStarted(QProcess* process);
     void onSpareOutput(QProcess* process);
     void onSpareFinished(QProcess* process);
@@ -333,6 +362,8 @@ private:
     bool m_spareEnabled = true;
     int m_spareCount = kDefaultSpareCount;
     bool m_warmSpare = true;
+    int m_warmIdleMs = kWarmIdleMs;
+    QTimer m_warmIdleTimer; // setWarmSpare()'s settle time
     QList<Spare> m_spares; // oldest first
 
     QByteArray m_stderr;
