@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
+#include <functional>
 #include <memory>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -229,6 +230,19 @@ class TestWorkerSupervisor : public QObject
             environment.insert(name, extra.value(name));
         environment.insert(QStringLiteral("FAKEWORKER_LOG"), *log);
         supervisor->setProcessEnvironment(environment);
+        return supervisor;
+    }
+
+    // A logged fresh-mode supervisor whose spares each warm until the test opens that spare's own
+    // gate (touch(gateOf(pid))), settling idle after 100 ms; `tag` keeps the gate files apart.
+    std::unique_ptr<WorkerSupervisor> makeGatedSupervisor(const QString& tag, QString* log, std::function<QString(qint64)>* gateOf)
+    {
+        const QString gates = m_logs.filePath(QStringLiteral("gate-%1-%2").arg(tag));
+        *gateOf = [gates](qint64 pid) { return gates.arg(pid); };
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
+        auto supervisor = makeLoggedSupervisor(log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        supervisor->setWarmIdleMs(100);
         return supervisor;
     }
 
@@ -597,13 +611,9 @@ private Q_SLOTS:
     void readySpareServesWhileAnotherWarms()
     {
         // Each spare warms until the test opens its own gate.
-        const QString gates = m_logs.filePath(QStringLiteral("gate-ready-%1"));
-        const auto gateOf = [&gates](qint64 pid) { return gates.arg(pid); };
-        QProcessEnvironment extra;
-        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
         QString log;
-        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
-        supervisor->setWarmIdleMs(100);
+        std::function<QString(qint64)> gateOf;
+        auto supervisor = makeGatedSupervisor(QStringLiteral("ready"), &log, &gateOf);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
@@ -697,13 +707,9 @@ private Q_SLOTS:
     {
         // After an idle gap longer than the settle time the ready spares are warmed, the second
         // only once the first has answered, and the next request gets a warmed one.
-        const QString gates = m_logs.filePath(QStringLiteral("gate-idle-%1"));
-        const auto gateOf = [&gates](qint64 pid) { return gates.arg(pid); };
-        QProcessEnvironment extra;
-        extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
         QString log;
-        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
-        supervisor->setWarmIdleMs(100);
+        std::function<QString(qint64)> gateOf;
+        auto supervisor = makeGatedSupervisor(QStringLiteral("idle"), &log, &gateOf);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));

@@ -7,6 +7,7 @@
 // fresh one does) and the GPU's quiet lock (the timing stage waits while another process holds
 // it shared, as a warming spare does). Exits 77 (skipped) where there is no CUDA device.
 // KWB_GPU_MEASURE=TASK:FILE picks the candidate (default L1/5:reference/L1_05.md).
+#include "temp_file.hpp"
 #include "worker_client.hpp"
 
 #include <atomic>
@@ -94,18 +95,15 @@ bool flockWaiterOn(ino_t ino)
 /// shows as stage_detail_ms.timing.quiet_wait >= 1000, and the verdict is unchanged.
 void quietLockChecks(const std::string& src)
 {
-    char path[] = "/tmp/kwb-quiet-XXXXXX";
-    const int made = ::mkstemp(path);
-    if (made < 0)
+    const kwb::test::TempFile lockFile("kwb-quiet");
+    if (lockFile.path.empty())
         return check(false, "quiet lock: a lock file in /tmp");
-    ::close(made);
+    const char* path = lockFile.path.c_str();
     struct stat sb {};
     ::stat(path, &sb);
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
-    if (kwb::test::startGpuWorker(worker) != 0) {
-        ::unlink(path);
+    if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "quiet lock: the worker starts");
-    }
     const json hello = worker.request({{"type", "hello"}}, 60).response;
     check(hello.value("gpu_quiet_lock", json()) == json(path), "quiet lock: hello names the lock", hello.value("gpu_quiet_lock", json()));
     const json req = {{"type", "evaluate"}, {"task", kWarmTask},
@@ -145,7 +143,6 @@ void quietLockChecks(const std::string& src)
     check(num(t, "quiet_wait") >= 1000, "quiet lock: the timing stage waited while it was held", t);
     check(r.value("status", std::string()) == "correct", "quiet lock: the verdict is still correct", r.value("message", std::string()));
     worker.stop();
-    ::unlink(path);
 }
 } // namespace
 

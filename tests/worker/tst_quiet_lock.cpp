@@ -2,6 +2,7 @@
 // measurement and shared by a warm-up. Each check takes a second descriptor of the same file, as
 // another worker process would (flock locks belong to the open file, not the process).
 #include "gpu_quiet_lock.hpp"
+#include "temp_file.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,17 +21,9 @@ using kwb::GpuQuietLock;
 
 namespace {
 
-struct LockFile {
-    std::string path;
-    LockFile()
-    {
-        char name[] = "/tmp/kwb-quiet-lock-test-XXXXXX";
-        const int fd = ::mkstemp(name);
-        REQUIRE(fd >= 0);
-        ::close(fd);
-        path = name;
-    }
-    ~LockFile() { ::unlink(path.c_str()); }
+/// A lock file of the test's own, there for its whole scope.
+struct LockFile : kwb::test::TempFile {
+    LockFile() : TempFile("kwb-quiet-lock-test") { REQUIRE_FALSE(path.empty()); }
 };
 
 /// Whether a non-blocking flock of `mode` on a fresh descriptor of `path` is granted now.

@@ -1,5 +1,6 @@
 // Golden request/response files (tests/protocol/) fed through a real kwb-worker process.
 // Each *.response.json holds the fields that must match; "*" matches any value that is present.
+#include "temp_file.hpp"
 #include "worker_client.hpp"
 
 #include <doctest/doctest.h>
@@ -663,17 +664,8 @@ TEST_CASE("an evaluation splits correctness and timing into parts inside their s
 // why it could not open the one it was given; warm answers ok on any machine, "none" with the
 // reason where there is no usable device.
 namespace {
-struct TempLockFile {
-    std::string path;
-    TempLockFile()
-    {
-        char name[] = "/tmp/kwb-worker-quiet-XXXXXX";
-        const int fd = ::mkstemp(name);
-        REQUIRE(fd >= 0);
-        ::close(fd);
-        path = name;
-    }
-    ~TempLockFile() { ::unlink(path.c_str()); }
+struct TempLockFile : kwb::test::TempFile {
+    TempLockFile() : TempFile("kwb-worker-quiet") { REQUIRE_FALSE(path.empty()); }
 };
 
 void checkWarmAnswer(const json& hello, const json& warm)
