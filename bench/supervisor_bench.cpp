@@ -131,7 +131,11 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                                 {QStringLiteral("worker_ms"), workerMs},
                                 {QStringLiteral("overhead_ms"), workerMs > 0 ? wall - workerMs : 0.0},
                                 {QStringLiteral("compile_cached"), wasCached},
-                                {QStringLiteral("speedup"), result.value(QLatin1String("speedup"))}});
+                                {QStringLiteral("speedup"), result.value(QLatin1String("speedup"))},
+                                // where the worker's time went (reuse's overhead is all in here)
+                                {QStringLiteral("stage_ms"), result.value(QLatin1String("stage_ms"))},
+                                {QStringLiteral("stage_detail_ms"), result.value(QLatin1String("stage_detail_ms"))},
+                                {QStringLiteral("timing"), result.value(QLatin1String("timing"))}});
         std::fprintf(stderr, "  %-18s %-8s %-14s wall %8.0f ms  worker %8.0f ms%s\n", qPrintable(mode), qPrintable(c.task),
                      qPrintable(status), wall, workerMs, wasCached ? "  (cubin compiled ahead)" : "");
         if (++done == candidates.size())
