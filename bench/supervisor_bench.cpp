@@ -4,10 +4,13 @@
 //
 //   fresh+spare+ahead  a fresh worker per candidate, the next one started ahead, CUDA compiled
 //                      ahead in CPU workers (the default). Spares are warmed (CUDA context and
-//                      first library calls under the GPU's quiet lock) only once the supervisor
-//                      has idled for WorkerSupervisor::kWarmIdleMs: this bench submits every
-//                      candidate at once, so none is warmed here (warmed spares: -)
+//                      first library calls, part by part under the GPU's quiet lock) as soon as
+//                      they answer hello, while candidates run (EvaluationQueue's default)
 //   fresh+spare+nowarm+ahead  the same with warming off (WorkerSupervisor::setWarmSpare)
+//   +warmbusy          spares warmed as soon as they answer hello, while candidates run
+//                      (WorkerSupervisor::setWarmWhileBusy, EvaluationQueue's default; the
+//                      worker's warm lets the quiet lock go between its parts, so a timing waits
+//                      for one part at most); +idlewarm: only once the supervisor idles
 //   fresh+spare+spares1+ahead the same with 1 spare kept (any spares<N>: N spares,
 //                      WorkerSupervisor::setSpareCount; without the word, the supervisor's default)
 //   +gap<MS>           (any mode) candidates submitted one at a time, each MS ms after the last
@@ -87,6 +90,11 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     }
     const int spares = queue.gpuSupervisor(0)->spareWorker() ? queue.gpuSupervisor(0)->spareCount() : 0;
     queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
+    // The queue's own default (warm while busy) unless the mode says "idlewarm" (warm only when
+    // idle, as before 2026-12-02) or "warmbusy" (explicitly on).
+    const QStringList words = mode.split(QLatin1Char('+'));
+    if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
+        queue.gpuSupervisor(0)->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 
     QHash<qint64, QElapsedTimer> started;

@@ -703,6 +703,44 @@ private Q_SLOTS:
         }
     }
 
+    void warmWhileBusyWarmsDuringABackToBackQueue()
+    {
+        // setWarmWhileBusy(): the same back-to-back queue, but each spare is sent warm as soon as
+        // it answers hello, while the evaluation runs, one at a time; the next request then takes
+        // a warmed spare.
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setWarmWhileBusy(true);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        QJsonObject slow = evaluate(QStringLiteral("slow"));
+        slow.insert(QStringLiteral("delay_ms"), 300);
+        constexpr int kCount = 3;
+        QList<QJsonObject> answers;
+        QList<qint64> warmReadersAtEnd;
+        QObject context;
+        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, &context,
+                [&](qint64, const QJsonObject& response) {
+                    answers.append(response);
+                    if (answers.size() < kCount)
+                        QMetaObject::invokeMethod(
+                            &context, [&] { supervisor->sendRequest(slow); }, Qt::QueuedConnection);
+                    else
+                        warmReadersAtEnd = readersOf(log, QStringLiteral("warm"));
+                });
+        connect(supervisor.get(), &WorkerSupervisor::requestFailed, &context,
+                [](qint64, const QString& status, const QString& message) {
+                    QFAIL(qPrintable(status + QLatin1String(": ") + message));
+                });
+        supervisor->sendRequest(slow);
+        QTRY_COMPARE_WITH_TIMEOUT(answers.size(), kCount, kWaitMs);
+        QVERIFY(!warmReadersAtEnd.isEmpty()); // warmed while the queue ran, not after it
+        for (int i = 1; i < kCount; ++i) {
+            const qint64 pid = answers.at(i).value(QLatin1String("pid")).toInteger();
+            QCOMPARE(typesReadBy(log, pid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
+            QVERIFY(helloOf(available, pid).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+        }
+    }
+
     void idleSparesWarmOneAfterAnother()
     {
         // After an idle gap longer than the settle time the ready spares are warmed, the second

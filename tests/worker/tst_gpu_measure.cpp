@@ -62,7 +62,7 @@ void warmChecks(const std::string& src)
     std::printf("warm: %s\n", w.dump().c_str());
     check(w.value("ok", false) && w.value("device", std::string()) == "cuda", "warm: ok on cuda", w);
     bool parts = true;
-    for (const char* part : {"quiet_wait", "context", "cublas", "cudnn", "evaluator", "total"})
+    for (const char* part : {"cpu", "quiet_wait", "context", "cublas", "cudnn", "evaluator", "total"})
         parts = parts && num(ms, part) >= 0;
     check(parts, "warm: every warm_ms part", ms);
     const json again = warmed.request({{"type", "warm"}}, 60).response;
@@ -144,6 +144,47 @@ void quietLockChecks(const std::string& src)
     check(r.value("status", std::string()) == "correct", "quiet lock: the verdict is still correct", r.value("message", std::string()));
     worker.stop();
 }
+
+/// The other way round: while this process holds the lock exclusively (as a timing worker
+/// would), a fresh worker's warm waits for it (its GPU parts take it shared), and answers ok
+/// after the release, its quiet_wait >= 1000 ms.
+void warmWaitsForTimingChecks(const std::string& src)
+{
+    const kwb::test::TempFile lockFile("kwb-quiet-warm");
+    if (lockFile.path.empty())
+        return check(false, "warm under the lock: a lock file in /tmp");
+    const char* path = lockFile.path.c_str();
+    struct stat sb {};
+    ::stat(path, &sb);
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
+    if (kwb::test::startGpuWorker(worker) != 0)
+        return check(false, "warm under the lock: the worker starts");
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    check(fd >= 0 && ::flock(fd, LOCK_EX) == 0, "warm under the lock: this test holds it exclusively");
+    const bool procLocks = std::ifstream("/proc/locks").good();
+    std::atomic<bool> sawWaiting{false};
+    std::thread holder([&] {
+        if (procLocks) {
+            const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+            while (!flockWaiterOn(sb.st_ino) && std::chrono::steady_clock::now() < give)
+                std::this_thread::sleep_for(std::chrono::milliseconds(5));
+            sawWaiting = flockWaiterOn(sb.st_ino);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(procLocks ? 1200 : 2500));
+        ::flock(fd, LOCK_UN);
+    });
+    const json w = worker.request({{"type", "warm"}}, 120).response;
+    holder.join();
+    if (fd >= 0)
+        ::close(fd);
+    const json ms = w.value("warm_ms", json::object());
+    std::printf("warm under the lock: %s, seen waiting %d\n", w.dump().c_str(), int(sawWaiting));
+    if (procLocks)
+        check(sawWaiting, "warm under the lock: the worker was seen waiting for it (/proc/locks)");
+    check(w.value("ok", false) && w.value("device", std::string()) == "cuda", "warm under the lock: ok after the release", w);
+    check(num(ms, "quiet_wait") >= 1000, "warm under the lock: its quiet_wait counts the wait", ms);
+    worker.stop();
+}
 } // namespace
 
 int main()
@@ -212,6 +253,7 @@ int main()
     worker.stop();
     warmChecks(src);
     quietLockChecks(src);
+    warmWaitsForTimingChecks(src);
     std::printf("%d failed\n", checks.failures);
     return checks.failures ? 1 : 0;
 }

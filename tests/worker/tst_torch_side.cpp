@@ -7,6 +7,7 @@
 #include "script_host.hpp"
 #include "source_check.hpp"
 #include "task.hpp"
+#include "tensor_fingerprint.hpp"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -501,6 +503,54 @@ TEST_CASE("trial seeds are distinct and reproducible")
     CHECK(seeds.size() == 100);
     CHECK(trialSeed(42, 3) == trialSeed(42, 3));
     CHECK(trialSeed(42, 0) != trialSeed(43, 0));
+}
+
+namespace {
+// The fingerprint's definition computed on the host from the raw bytes: the sum (mod 2^64) of
+// the little-endian 64-bit words, plus the bytes after the last whole word.
+int64_t hostWordSum(const at::Tensor& t)
+{
+    const at::Tensor c = t.contiguous();
+    const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+    const size_t n = size_t(c.nbytes());
+    uint64_t sum = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = 0;
+        std::memcpy(&w, p + i, 8);
+        sum += w;
+    }
+    for (; i < n; ++i)
+        sum += p[i];
+    return int64_t(sum);
+}
+} // namespace
+
+TEST_CASE("fingerprints: a word sum of each tensor's bytes, in place, whatever its layout")
+{
+    const at::Tensor a = torch::rand({5}); // 20 bytes: two words and a 4-byte tail
+    const at::Tensor big = torch::randn({3, 1000});
+    const at::Tensor ints = torch::randint(-1000, 1000, {7}, at::kInt);
+    const at::Tensor halves = torch::rand({3}).to(at::kHalf); // 6 bytes: a tail only
+    const at::Tensor odd = a.narrow(0, 1, 4);                  // starts 4 bytes into its storage
+    const at::Tensor strided = big.t();                        // not contiguous
+    const auto prints = byteFingerprints({a, big, ints, halves, odd, strided, at::Tensor(), torch::empty({0})});
+    REQUIRE(prints.size() == 8);
+    CHECK(prints[0] == hostWordSum(a));
+    CHECK(prints[1] == hostWordSum(big));
+    CHECK(prints[2] == hostWordSum(ints));
+    CHECK(prints[3] == hostWordSum(halves));
+    CHECK(prints[4] == hostWordSum(odd));
+    CHECK(prints[4] == byteFingerprints({odd.clone()})[0]); // the bytes decide, not where they lie
+    CHECK(prints[5] == hostWordSum(strided));
+    CHECK(prints[6] == 0);
+    CHECK(prints[7] == 0);
+    // Any single element changed, in a word or in the tail, changes the fingerprint.
+    for (int64_t i = 0; i < a.numel(); ++i) {
+        at::Tensor changed = a.clone();
+        changed[i] = changed[i] + 0.5;
+        CHECK(byteFingerprints({changed})[0] != prints[0]);
+    }
 }
 
 // ---- issue 9: nothing from a candidate runs, reads or includes anything before it is checked ----

@@ -565,7 +565,7 @@ void WorkerSupervisor::armIdleWarm()
 
 void WorkerSupervisor::warmIdleSpare()
 {
-    if (!idle() || !m_warmSpare)
+    if ((!idle() && !m_warmWhileBusy) || !m_warmSpare)
         return;
     // One at a time (setWarmSpare()): the next one when this one answers.
     for (const Spare& spare : std::as_const(m_spares))
@@ -642,7 +642,9 @@ void WorkerSupervisor::onSpareOutput(QProcess* process)
     // takes one spare and starts one, so without this the spares would never grow past one.
     if (spare->state == WorkerState::Idle)
         topUpSpares(); // may append to m_spares: `spare` is not used after this
-    if (helloAnswered)
+    if (helloAnswered && m_warmWhileBusy && !m_target.isRemote())
+        warmIdleSpare(); // at once, busy or not (setWarmWhileBusy())
+    else if (helloAnswered)
         armIdleWarm(); // idle: warmed once the supervisor has stayed idle for the settle time
     else if (warmAnswered)
         warmIdleSpare(); // still idle: the next one (the settle time has passed already)

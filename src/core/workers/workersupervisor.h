@@ -134,6 +134,12 @@ public:
     /// warm-up could overlap another process's timing. Off: never warmed.
     void setWarmSpare(bool enabled);
     bool warmSpare() const { return m_warmSpare; }
+    /// Whether spares are warmed while requests run too (off by default): a spare is then sent
+    /// `warm` as soon as it has answered hello, one at a time, busy or idle, instead of only after
+    /// the settle time. Its warm-up takes the quiet lock shared part by part (the worker lets it
+    /// go between parts), so a timing stage that starts meanwhile waits for one part at most.
+    void setWarmWhileBusy(bool enabled) { m_warmWhileBusy = enabled; }
+    bool warmWhileBusy() const { return m_warmWhileBusy; }
     /// The settle time of setWarmSpare() (default kWarmIdleMs); tests shorten it.
     void setWarmIdleMs(int ms) { m_warmIdleMs = std::max(0, ms); }
     int warmIdleMs() const { return m_warmIdleMs; }
@@ -284,7 +290,8 @@ private:
     bool idle() const { return !m_active && m_queue.isEmpty(); }
     /// (Re)starts the settle timer of setWarmSpare() when idle and there is anything to warm.
     void armIdleWarm();
-    /// Idle, and no spare warming: sends `warm` to the oldest ready spare not yet sent one.
+    /// Idle (or setWarmWhileBusy()), and no spare warming: sends `warm` to the oldest ready spare
+    /// not yet sent one.
     void warmIdleSpare();
     void onSpareStarted(QProcess* process);
     void onSpareOutput(QProcess* process);
@@ -362,6 +369,7 @@ private:
     bool m_spareEnabled = true;
     int m_spareCount = kDefaultSpareCount;
     bool m_warmSpare = true;
+    bool m_warmWhileBusy = false;
     int m_warmIdleMs = kWarmIdleMs;
     QTimer m_warmIdleTimer; // setWarmSpare()'s settle time
     QList<Spare> m_spares; // oldest first
