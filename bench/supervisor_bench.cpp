@@ -91,7 +91,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     const int spares = queue.gpuSupervisor(0)->spareWorker() ? queue.gpuSupervisor(0)->spareCount() : 0;
     queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
     // The queue's own default (warm while busy) unless the mode says "idlewarm" (warm only when
-    // idle, as before 2026-12-02) or "warmbusy" (explicitly on).
+    // idle, as before the 2026-12-01 late change) or "warmbusy" (explicitly on).
     const QStringList words = mode.split(QLatin1Char('+'));
     if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
         queue.gpuSupervisor(0)->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
