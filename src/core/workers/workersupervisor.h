@@ -11,8 +11,10 @@
 // skips the process start. Once the supervisor has been idle for warmIdleMs(), they are sent
 // `warm` one at a time (its CUDA context and the libraries' first calls, made under the GPU's
 // quiet lock, LOCK_SH: never while any process times, profiles traffic or measures ceilings on
-// that GPU; gpulease.h), so a request after a pause also skips the first-use costs; a back-to-back
-// queue never warms (a warm there only delays the running candidate's timing; docs/decisions.md).
+// that GPU; gpulease.h), so a request after a pause also skips the first-use costs. With
+// setWarmWhileBusy() (EvaluationQueue's setting) they are warmed as soon as they answer hello,
+// while a candidate runs: the worker takes the lock part by part, so a timing that starts
+// meanwhile waits for one part at most (docs/decisions.md, "Warm in parts").
 // Local workers (both modes) get `--gpu-quiet-lock` for their GPU; remote ones neither lock nor warm.
 
 #include "core/protocol/defaults.h"
