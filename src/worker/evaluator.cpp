@@ -1319,12 +1319,20 @@ at::Tensor referenceOutput(Evaluation& ev, const std::vector<c10::IValue>& input
     return (*ev.refFn)(cloneArgs(inputs, ev.params, ev.task, true)).toTensor();
 }
 
-/// Drops a reference output; on the GPU it is filled with NaN first, so the caching allocator
-/// does not hand a later candidate the block with right answers in it (torch.empty).
+/// Drops a reference output; on the GPU it is first made wrong at every element, so the caching
+/// allocator does not hand a later candidate the block with right answers in it (torch.empty):
+/// floating point filled with NaN (never within tolerance), integers bitwise negated and
+/// booleans logically (an integer output, argmax's, differs from ~x everywhere; no one value would).
 void releaseReference(Evaluation& ev, at::Tensor& t)
 {
-    if (t.defined() && ev.cuda && at::isFloatingType(t.scalar_type()))
-        t.fill_(std::numeric_limits<float>::quiet_NaN());
+    if (t.defined() && ev.cuda && t.numel() > 0) {
+        if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))
+            t.fill_(std::numeric_limits<float>::quiet_NaN());
+        else if (t.scalar_type() == at::kBool)
+            t.logical_not_();
+        else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+            t.bitwise_not_();
+    }
     t = at::Tensor();
 }
 
