@@ -741,6 +741,29 @@ private Q_SLOTS:
         }
     }
 
+    void warmWhileBusyWarmsEverySpareAtOnce()
+    {
+        // Each spare's warm answers only when the test opens its gate: with setWarmWhileBusy()
+        // both spares are sent warm while neither has answered (idle, one at a time: the test
+        // above and readySpareServesWhileAnotherWarms).
+        QString log;
+        std::function<QString(qint64)> gateOf;
+        auto supervisor = makeGatedSupervisor(QStringLiteral("busy"), &log, &gateOf);
+        supervisor->setWarmWhileBusy(true);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 2, kWaitMs);
+        const QList<qint64> warming = readersOf(log, QStringLiteral("warm"));
+        const QList<qint64> spares = supervisor->spareWorkerPids();
+        QCOMPARE(QSet<qint64>(warming.cbegin(), warming.cend()), QSet<qint64>(spares.cbegin(), spares.cend()));
+        QVERIFY(!supervisor->spareWorkerWarmed());
+        for (const qint64 pid : warming)
+            QVERIFY(touch(gateOf(pid)));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        const Ending next = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(next.hasResponse, qPrintable(next.message));
+        QVERIFY(warming.contains(pidOf(next)));
+    }
+
     void idleSparesWarmOneAfterAnother()
     {
         // After an idle gap longer than the settle time the ready spares are warmed, the second

@@ -567,15 +567,19 @@ void WorkerSupervisor::warmIdleSpare()
 {
     if ((!idle() && !m_warmWhileBusy) || !m_warmSpare)
         return;
-    // One at a time (setWarmSpare()): the next one when this one answers.
-    for (const Spare& spare : std::as_const(m_spares))
-        if (spare.state == WorkerState::Warming)
-            return;
+    // Idle: one at a time (setWarmSpare()), the next one when this one answers. Warming while
+    // busy: every ready spare at once (setWarmWhileBusy()), since each must be warm by the time
+    // the running candidate ends; their parts share the lock with one another.
+    if (!m_warmWhileBusy)
+        for (const Spare& spare : std::as_const(m_spares))
+            if (spare.state == WorkerState::Warming)
+                return;
     for (Spare& spare : m_spares) {
         if (spare.state == WorkerState::Idle && !spare.warmAnswered && warmWanted(spare.hello)) {
             spare.state = WorkerState::Warming;
             spare.warmId = sendWarm(spare.process);
-            return;
+            if (!m_warmWhileBusy)
+                return;
         }
     }
 }

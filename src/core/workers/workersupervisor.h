@@ -137,9 +137,11 @@ public:
     void setWarmSpare(bool enabled);
     bool warmSpare() const { return m_warmSpare; }
     /// Whether spares are warmed while requests run too (off by default): a spare is then sent
-    /// `warm` as soon as it has answered hello, one at a time, busy or idle, instead of only after
-    /// the settle time. Its warm-up takes the quiet lock shared part by part (the worker lets it
-    /// go between parts), so a timing stage that starts meanwhile waits for one part at most.
+    /// `warm` as soon as it has answered hello, busy or idle, instead of only after the settle
+    /// time, and several spares may warm at once (each must be warm by the time the running
+    /// candidate ends; one at a time, they were not). A warm-up takes the quiet lock shared part
+    /// by part (the worker lets it go between parts), so a timing stage that starts meanwhile
+    /// waits for the parts running then, at most one per warming spare.
     void setWarmWhileBusy(bool enabled) { m_warmWhileBusy = enabled; }
     bool warmWhileBusy() const { return m_warmWhileBusy; }
     /// The settle time of setWarmSpare() (default kWarmIdleMs); tests shorten it.
