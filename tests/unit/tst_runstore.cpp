@@ -398,6 +398,33 @@ private Q_SLOTS:
         QVERIFY(!store.evaluation(*timeoutId + 100));
     }
 
+    void candidatesOfATaskByIndex()
+    {
+        // candidatesOfTask's filter on candidates.task is answered by an index (schema 6), not a
+        // scan of every run's candidates: SQLite's own plan for that filter says so.
+        const QString path = dbPath();
+        {
+            RunStore store;
+            QVERIFY2(store.open(path), qPrintable(store.errorString()));
+            QVERIFY(RunStore::schemaVersion() >= 6);
+        }
+        const QString name = QStringLiteral("tst-runstore-plan");
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), name);
+            db.setDatabaseName(path);
+            QVERIFY(db.open());
+            QSqlQuery query(db);
+            QVERIFY(query.exec(QStringLiteral("EXPLAIN QUERY PLAN SELECT c.id FROM candidates c"
+                                              " JOIN evaluations e ON e.candidate_id = c.id WHERE c.task = 'L2/1'")));
+            QString plan;
+            while (query.next())
+                plan += query.value(3).toString() + QLatin1Char('\n');
+            QVERIFY2(plan.contains(QLatin1String("candidates_task")), qPrintable(plan));
+            db.close();
+        }
+        QSqlDatabase::removeDatabase(name);
+    }
+
     // Issue 16: an evaluation records where it ran (the queue's "worker"); rows of a schema-3 file
     // keep working, with no place recorded.
     void evaluationsRecordWhereTheyRan()

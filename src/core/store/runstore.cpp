@@ -272,6 +272,12 @@ QList<RunStore::Migration> RunStore::migrations()
                             " json_extract(result, '$.traffic.profiled') = 1"
                             " AND json_extract(result, '$.traffic.dram_bytes') > 0 ELSE 0 END"),
          }},
+        // The candidates of one task across runs (candidatesOfTask: the window's candidate
+        // pickers and diff) are found by an index, not by a scan of every run's candidates.
+        {6,
+         {
+             QStringLiteral("CREATE INDEX candidates_task ON candidates(task)"),
+         }},
     };
 }
 
