@@ -82,7 +82,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     // "gap<MS>": one candidate at a time, MS ms after the last one's result; -1: all at once.
     static const QRegularExpression gapWord(QStringLiteral("^gap(\\d+)$"));
     int gapMs = -1;
-    for (const QString& word : mode.split(QLatin1Char('+'))) {
+    const QStringList words = mode.split(QLatin1Char('+'));
+    for (const QString& word : words) {
         if (const QRegularExpressionMatch m = sparesWord.match(word); m.hasMatch())
             queue.gpuSupervisor(0)->setSpareCount(m.captured(1).toInt());
         if (const QRegularExpressionMatch m = gapWord.match(word); m.hasMatch())
@@ -92,7 +93,6 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
     // The queue's own default (warm while busy) unless the mode says "idlewarm" (warm only when
     // idle, as before the 2026-12-01 late change) or "warmbusy" (explicitly on).
-    const QStringList words = mode.split(QLatin1Char('+'));
     if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
         queue.gpuSupervisor(0)->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);

@@ -256,6 +256,33 @@ class TestWorkerSupervisor : public QObject
         QVERIFY(pidOf(next) != previousPid);
     }
 
+    // A queue as EvaluationQueue runs it: the next evaluation (300 ms each, time for the spares to
+    // answer hello) is sent one event-loop turn after the last answer, `count` in all. The answers,
+    // and the workers that had read `warm` when the last answer came (the queue's end: from there
+    // the supervisor idles and may warm; a warm sent before would have been read long ago).
+    void runBackToBack(WorkerSupervisor& supervisor, const QString& log, int count, QList<QJsonObject>* answers,
+                       QList<qint64>* warmReadersAtEnd)
+    {
+        QJsonObject slow = evaluate(QStringLiteral("slow"));
+        slow.insert(QStringLiteral("delay_ms"), 300);
+        QObject context;
+        connect(&supervisor, &WorkerSupervisor::responseAvailable, &context,
+                [&](qint64, const QJsonObject& response) {
+                    answers->append(response);
+                    if (answers->size() < count)
+                        QMetaObject::invokeMethod(
+                            &context, [&] { supervisor.sendRequest(slow); }, Qt::QueuedConnection);
+                    else
+                        *warmReadersAtEnd = readersOf(log, QStringLiteral("warm"));
+                });
+        connect(&supervisor, &WorkerSupervisor::requestFailed, &context,
+                [](qint64, const QString& status, const QString& message) {
+                    QFAIL(qPrintable(status + QLatin1String(": ") + message));
+                });
+        supervisor.sendRequest(slow);
+        QTRY_COMPARE_WITH_TIMEOUT(answers->size(), count, kWaitMs);
+    }
+
 private Q_SLOTS:
     void defaults()
     {
@@ -658,38 +685,18 @@ private Q_SLOTS:
 
     void backToBackQueueNeverWarms()
     {
-        // A queue as EvaluationQueue runs it: the next evaluation is sent one event-loop turn after
-        // the last answer. Each evaluation takes 300 ms, time for the spares to answer hello.
+        // A back-to-back queue (runBackToBack) with the supervisor's defaults: no spare warms.
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
         QCOMPARE(supervisor->warmIdleMs(), WorkerSupervisor::kWarmIdleMs);
         QCOMPARE(supervisor->spareCount(), 2);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
-        QJsonObject slow = evaluate(QStringLiteral("slow"));
-        slow.insert(QStringLiteral("delay_ms"), 300);
         constexpr int kCount = 3;
         QList<QJsonObject> answers;
         QList<qint64> warmReadersAtEnd;
-        QObject context;
-        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, &context,
-                [&](qint64, const QJsonObject& response) {
-                    answers.append(response);
-                    if (answers.size() < kCount) {
-                        QMetaObject::invokeMethod(
-                            &context, [&] { supervisor->sendRequest(slow); }, Qt::QueuedConnection);
-                    } else {
-                        // The queue has ended: from here the supervisor idles and may warm. A
-                        // warm sent before would have been read long ago (the spares answered
-                        // hello within the first evaluation's 300 ms).
-                        warmReadersAtEnd = readersOf(log, QStringLiteral("warm"));
-                    }
-                });
-        connect(supervisor.get(), &WorkerSupervisor::requestFailed, &context,
-                [](qint64, const QString& status, const QString& message) {
-                    QFAIL(qPrintable(status + QLatin1String(": ") + message));
-                });
-        supervisor->sendRequest(slow);
-        QTRY_COMPARE_WITH_TIMEOUT(answers.size(), kCount, kWaitMs);
+        runBackToBack(*supervisor, log, kCount, &answers, &warmReadersAtEnd);
+        if (QTest::currentTestFailed())
+            return;
         QVERIFY(warmReadersAtEnd.isEmpty());
         // The second and the third were served by spares, which had answered hello only.
         QList<qint64> pids;
@@ -706,33 +713,17 @@ private Q_SLOTS:
     void warmWhileBusyWarmsDuringABackToBackQueue()
     {
         // setWarmWhileBusy(): the same back-to-back queue, but each spare is sent warm as soon as
-        // it answers hello, while the evaluation runs, one at a time; the next request then takes
-        // a warmed spare.
+        // it answers hello, while the evaluation runs; the next request then takes a warmed spare.
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
         supervisor->setWarmWhileBusy(true);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
-        QJsonObject slow = evaluate(QStringLiteral("slow"));
-        slow.insert(QStringLiteral("delay_ms"), 300);
         constexpr int kCount = 3;
         QList<QJsonObject> answers;
         QList<qint64> warmReadersAtEnd;
-        QObject context;
-        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, &context,
-                [&](qint64, const QJsonObject& response) {
-                    answers.append(response);
-                    if (answers.size() < kCount)
-                        QMetaObject::invokeMethod(
-                            &context, [&] { supervisor->sendRequest(slow); }, Qt::QueuedConnection);
-                    else
-                        warmReadersAtEnd = readersOf(log, QStringLiteral("warm"));
-                });
-        connect(supervisor.get(), &WorkerSupervisor::requestFailed, &context,
-                [](qint64, const QString& status, const QString& message) {
-                    QFAIL(qPrintable(status + QLatin1String(": ") + message));
-                });
-        supervisor->sendRequest(slow);
-        QTRY_COMPARE_WITH_TIMEOUT(answers.size(), kCount, kWaitMs);
+        runBackToBack(*supervisor, log, kCount, &answers, &warmReadersAtEnd);
+        if (QTest::currentTestFailed())
+            return;
         QVERIFY(!warmReadersAtEnd.isEmpty()); // warmed while the queue ran, not after it
         for (int i = 1; i < kCount; ++i) {
             const qint64 pid = answers.at(i).value(QLatin1String("pid")).toInteger();

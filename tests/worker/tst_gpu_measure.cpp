@@ -90,6 +90,54 @@ bool flockWaiterOn(ino_t ino)
     return false;
 }
 
+/// This process's hold on a quiet-lock file, taken at construction, let go from a thread of its
+/// own `afterMs` after a process is first seen waiting for it (/proc/locks), or, where
+/// /proc/locks cannot be read, `fallbackMs` after construction.
+class LockHolder {
+public:
+    LockHolder(const char* path, int operation, int afterMs, int fallbackMs)
+        : m_fd(::open(path, O_RDONLY | O_CLOEXEC)), m_procLocks(std::ifstream("/proc/locks").good())
+    {
+        struct stat sb {};
+        ::stat(path, &sb);
+        m_held = m_fd >= 0 && ::flock(m_fd, operation) == 0;
+        m_thread = std::thread([this, ino = sb.st_ino, afterMs, fallbackMs] {
+            if (m_procLocks) {
+                const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+                while (!flockWaiterOn(ino) && std::chrono::steady_clock::now() < give)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                m_sawWaiting = flockWaiterOn(ino);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(m_procLocks ? afterMs : fallbackMs));
+            ::flock(m_fd, LOCK_UN);
+        });
+    }
+    ~LockHolder()
+    {
+        join();
+        if (m_fd >= 0)
+            ::close(m_fd);
+    }
+    LockHolder(const LockHolder&) = delete;
+    LockHolder& operator=(const LockHolder&) = delete;
+    bool held() const { return m_held; }
+    bool procLocks() const { return m_procLocks; }
+    /// Waits for the release; then whether a waiter was seen.
+    bool join()
+    {
+        if (m_thread.joinable())
+            m_thread.join();
+        return m_sawWaiting;
+    }
+
+private:
+    int m_fd;
+    bool m_procLocks;
+    bool m_held = false;
+    std::atomic<bool> m_sawWaiting{false};
+    std::thread m_thread;
+};
+
 /// The quiet lock: while this process holds it shared (as a warming spare would), the worker's
 /// timing stage waits for it; held 1.2 s past the moment the worker is seen waiting, the wait
 /// shows as stage_detail_ms.timing.quiet_wait >= 1000, and the verdict is unchanged.
@@ -99,8 +147,6 @@ void quietLockChecks(const std::string& src)
     if (lockFile.path.empty())
         return check(false, "quiet lock: a lock file in /tmp");
     const char* path = lockFile.path.c_str();
-    struct stat sb {};
-    ::stat(path, &sb);
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "quiet lock: the worker starts");
@@ -112,31 +158,16 @@ void quietLockChecks(const std::string& src)
     const double freeWait = num(free.value("stage_detail_ms", json()).value("timing", json()), "quiet_wait");
     check(freeWait >= 0, "quiet lock: timing.quiet_wait reported with the lock free", free.value("stage_detail_ms", json()));
 
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    const bool shared = fd >= 0 && ::flock(fd, LOCK_SH) == 0;
-    check(shared, "quiet lock: this test holds it shared");
-    std::atomic<bool> sawWaiting{false};
     // Where /proc/locks cannot be read, held 1.5 s from the request on instead (the stages before
     // timing take well under 0.5 s in a worker that evaluated this candidate once already).
-    const bool procLocks = std::ifstream("/proc/locks").good();
-    std::thread holder([&] {
-        if (procLocks) {
-            const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-            while (!flockWaiterOn(sb.st_ino) && std::chrono::steady_clock::now() < give)
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            sawWaiting = flockWaiterOn(sb.st_ino);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(procLocks ? 1200 : 1500));
-        ::flock(fd, LOCK_UN);
-    });
+    LockHolder holder(path, LOCK_SH, 1200, 1500);
+    check(holder.held(), "quiet lock: this test holds it shared");
     const json r = worker.request(req, 300).response;
-    holder.join();
-    if (fd >= 0)
-        ::close(fd);
+    const bool sawWaiting = holder.join();
     const json t = r.value("stage_detail_ms", json()).value("timing", json());
     std::printf("quiet lock: free wait %.1f ms; held: status %s, timing.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n", freeWait,
                 r.value("status", std::string("?")).c_str(), num(t, "quiet_wait"), num(r, "speedup"), int(sawWaiting));
-    if (procLocks)
+    if (holder.procLocks())
         check(sawWaiting, "quiet lock: the worker was seen waiting for it (/proc/locks)");
     else
         std::printf("note: /proc/locks unreadable: the lock was held 1.5 s from the request on\n");
@@ -154,32 +185,16 @@ void warmWaitsForTimingChecks(const std::string& src)
     if (lockFile.path.empty())
         return check(false, "warm under the lock: a lock file in /tmp");
     const char* path = lockFile.path.c_str();
-    struct stat sb {};
-    ::stat(path, &sb);
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "warm under the lock: the worker starts");
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    check(fd >= 0 && ::flock(fd, LOCK_EX) == 0, "warm under the lock: this test holds it exclusively");
-    const bool procLocks = std::ifstream("/proc/locks").good();
-    std::atomic<bool> sawWaiting{false};
-    std::thread holder([&] {
-        if (procLocks) {
-            const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-            while (!flockWaiterOn(sb.st_ino) && std::chrono::steady_clock::now() < give)
-                std::this_thread::sleep_for(std::chrono::milliseconds(5));
-            sawWaiting = flockWaiterOn(sb.st_ino);
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(procLocks ? 1200 : 2500));
-        ::flock(fd, LOCK_UN);
-    });
+    LockHolder holder(path, LOCK_EX, 1200, 2500);
+    check(holder.held(), "warm under the lock: this test holds it exclusively");
     const json w = worker.request({{"type", "warm"}}, 120).response;
-    holder.join();
-    if (fd >= 0)
-        ::close(fd);
+    const bool sawWaiting = holder.join();
     const json ms = w.value("warm_ms", json::object());
     std::printf("warm under the lock: %s, seen waiting %d\n", w.dump().c_str(), int(sawWaiting));
-    if (procLocks)
+    if (holder.procLocks())
         check(sawWaiting, "warm under the lock: the worker was seen waiting for it (/proc/locks)");
     check(w.value("ok", false) && w.value("device", std::string()) == "cuda", "warm under the lock: ok after the release", w);
     check(num(ms, "quiet_wait") >= 1000, "warm under the lock: its quiet_wait counts the wait", ms);
