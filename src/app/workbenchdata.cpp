@@ -70,6 +70,7 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
                 t.bestDramBytes = e.measuredDramBytes();
                 t.bestEvaluation = record.id;
                 t.bestLabel = label;
+                t.bestSpeedup = formatSpeedup(e);
             }
         }
     }
@@ -132,6 +133,8 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
                 p.candidateMeasuredIntensity = flops / *t->bestDramBytes;
             }
             detail += QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
+            if (!t->bestSpeedup.isEmpty())
+                detail += QStringLiteral(", speed-up %1 in its evaluation").arg(t->bestSpeedup);
         }
         if (t->notCountedMs) {
             p.notCountedGflops = flops / (*t->notCountedMs * 1e-3) / 1e9;
@@ -174,7 +177,7 @@ QString CandidateEntry::label() const
                        .arg(candidate.sample)
                        .arg(candidate.status);
     if (candidate.speedup && evaluationStatusFromWire(candidate.status) == EvaluationStatus::Correct)
-        text += QStringLiteral(" %1×").arg(*candidate.speedup, 0, 'f', 2);
+        text += QLatin1Char(' ') + formatSpeedup(*candidate.speedup, candidate.outcome.timing.interval);
     return text;
 }
 

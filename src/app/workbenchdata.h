@@ -26,6 +26,7 @@ struct TaskTimes
     bool bestCandidateCustom = false;      ///< that candidate launched kernels of its own (it may fuse)
     qint64 bestEvaluation = 0;             ///< its evaluation id
     QString bestLabel;                     ///< "#4 agent, turn 1, sample 2"
+    QString bestSpeedup;                   ///< its own evaluation's speed-up with its interval (formatSpeedup)
     IntensityBasis bestBasis = IntensityBasis::EagerUnfused; ///< its traffic model (candidateBasis())
     /// Its HBM bytes where a profile of it measured them (EvaluationResult::measuredDramBytes()).
     std::optional<double> bestDramBytes;

@@ -568,8 +568,21 @@ QJsonObject answer(const QJsonObject& request)
         // A "speedup: X" marker sets the speed-up (selection tests: faster and slower correct kernels).
         static const QRegularExpression speedupMarker(QStringLiteral("speedup:\\s*([0-9]+(\\.[0-9]+)?)"));
         const QRegularExpressionMatch speedup = speedupMarker.match(request.value(QStringLiteral("answer")).toString());
-        if (speedup.hasMatch())
-            response.insert(QStringLiteral("speedup"), speedup.captured(1).toDouble());
+        if (speedup.hasMatch()) {
+            const double value = speedup.captured(1).toDouble();
+            const double recorded = response.value(QStringLiteral("speedup")).toDouble();
+            response.insert(QStringLiteral("speedup"), value);
+            // The recorded interval moves with it (the same relative width), so the two agree.
+            QJsonObject timing = response.value(QStringLiteral("timing")).toObject();
+            QJsonObject interval = timing.value(QStringLiteral("speedup_interval")).toObject();
+            if (!interval.isEmpty() && recorded > 0) {
+                for (const char* end : {"value", "low", "high"})
+                    if (interval.value(QLatin1String(end)).isDouble())
+                        interval.insert(QLatin1String(end), interval.value(QLatin1String(end)).toDouble() * value / recorded);
+                timing.insert(QStringLiteral("speedup_interval"), interval);
+                response.insert(QStringLiteral("timing"), timing);
+            }
+        }
         QJsonObject profile = response.value(QStringLiteral("profile")).toObject();
         profile.insert(QStringLiteral("name"), request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench-fp32")));
         response.insert(QStringLiteral("profile"), profile);

@@ -15,6 +15,9 @@
 #include <QSet>
 #include <QTest>
 
+#include <cmath>
+#include <limits>
+
 using namespace kwb;
 
 namespace {
@@ -194,6 +197,13 @@ private Q_SLOTS:
         QCOMPARE(e.timing.interval->samples, 38);
         QCOMPARE(e.timing.candidate->trials, 38);
         QVERIFY(e.trustedSpeedupInterval());
+        // Printed so wherever a speed-up is (pages, tables, the command line).
+        QCOMPARE(formatSpeedup(e), QStringLiteral("1.25\u00D7 [1.24\u20131.26]"));
+        QCOMPARE(formatSpeedup(e, 3), QStringLiteral("1.250\u00D7 [1.242\u20131.258]"));
+        QCOMPARE(formatSpeedup(1.5, std::nullopt), QStringLiteral("1.50\u00D7"));
+        QCOMPARE(formatSpeedup(2.0, SpeedupInterval{1.5, std::numeric_limits<double>::infinity()}),
+                 QStringLiteral("2.00\u00D7 [1.50\u2013\u221E]"));
+        QVERIFY(formatSpeedup(std::nan(""), std::nullopt).isEmpty());
         // Below the roofline floor the speed-up does not count, nor does its interval.
         QJsonObject floor = r;
         floor.insert(QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")});
@@ -207,6 +217,7 @@ private Q_SLOTS:
         QVERIFY(!decodeEvaluation(one).timing.interval);
         const EvaluationResult old = decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}});
         QVERIFY(!old.timing.interval);
+        QVERIFY(formatSpeedup(old).isEmpty()); // no speed-up, nothing to print
         QVERIFY(old.timing.method.isEmpty());
         QVERIFY(!old.timing.samples);
     }

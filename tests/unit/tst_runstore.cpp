@@ -337,6 +337,10 @@ private Q_SLOTS:
         floor.insert(QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")});
         floor.insert(QStringLiteral("candidate"), echo);
         floor.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true}, {QStringLiteral("log"), QString(5000, QLatin1Char('x'))}});
+        floor.insert(QStringLiteral("timing"),
+                     QJsonObject{{QStringLiteral("speedup_interval"),
+                                  QJsonObject{{QStringLiteral("low"), 39.5}, {QStringLiteral("high"), 40.5}, {QStringLiteral("samples"), 12}}},
+                                 {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("mean_ms"), 0.01}}}});
         const auto floorId = store.addEvaluation(b2->candidate, floor);
         // Then evaluated again: a timeout after compiling, its echo without a hash.
         QJsonObject noHash = echo;
@@ -371,6 +375,12 @@ private Q_SLOTS:
         QVERIFY(!rows[2].outcome.countsAsCorrect());
         QVERIFY(!rows[2].outcome.trustedSpeedup());
         QCOMPARE(rows[2].outcome.positiveSpeedup().value_or(0), 40.0);
+        // The interval comes along (the pickers print it beside the speed-up), not the rest of timing.
+        QVERIFY(rows[2].outcome.timing.interval);
+        QCOMPARE(rows[2].outcome.timing.interval->low, 39.5);
+        QCOMPARE(rows[2].outcome.timing.interval->high, 40.5);
+        QVERIFY(!rows[2].outcome.timing.candidate);
+        QVERIFY(!rows[1].outcome.timing.interval);
         // The candidate's blocks are its latest echo's (the one without a hash): named by the blocks.
         QCOMPARE(rows[2].codeKey, QStringLiteral("__global__ void k() {}") + QLatin1Char('\0') + QStringLiteral("def forward(x): ..."));
         QCOMPARE(rows[3].evaluationId, *timeoutId);

@@ -23,7 +23,7 @@ namespace {
 
 QString number(const std::optional<double>& v)
 {
-    return v ? QString::number(*v, 'g', 4) : QStringLiteral("?");
+    return v ? QString::number(*v, 'g', 4) : QStringLiteral("not reported");
 }
 
 QString plural(int n, const char* one, const char* many)
@@ -134,7 +134,7 @@ QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& e
                                                                                      mean(e.timing.reference));
     }
     if (e.speedup)
-        out << QStringLiteral("speedup: %1×").arg(QString::number(*e.speedup, 'f', 2));
+        out << QStringLiteral("speedup: %1").arg(formatSpeedup(e));
     if (e.torchOnly)
         out << QStringLiteral("torch only: no custom kernel ran");
     const QString stderrTail = e.log.trimmed();
@@ -285,9 +285,9 @@ void CandidateDiffView::fillHeader(Header* header, const CandidateSide& side)
     header->status->setStyleSheet(QStringLiteral("QLabel { color: white; background: %1; border-radius: 3px; "
                                                  "padding: 1px 6px; }")
                                       .arg(statusColourName(status)));
-    const std::optional<double> speedup = side.evaluation ? side.evaluation->speedup : std::nullopt;
-    header->speedup->setText(speedup ? QStringLiteral("%1× vs eager").arg(QString::number(*speedup, 'f', 2))
-                                     : tr("no timing"));
+    const bool timed = side.evaluation && side.evaluation->speedup;
+    header->speedup->setText(timed ? tr("%1 vs eager").arg(formatSpeedup(*side.evaluation)) : tr("no timing"));
+    header->speedup->setToolTip(timed && side.evaluation->timing.interval ? tr("the speed-up and its 95 % interval") : QString());
 }
 
 void CandidateDiffView::setCandidates(const CandidateSide& left, const CandidateSide& right)

@@ -513,7 +513,7 @@ void RunMonitorPage::showDetails()
                          .arg(unit->sample)
                          .arg(status.toHtmlEscaped());
     if (unit->speedup)
-        header += tr(" · speedup %1×").arg(*unit->speedup, 0, 'f', 2);
+        header += tr(" · speedup %1").arg(formatSpeedup(*unit->speedup, unit->speedupInterval).toHtmlEscaped());
     if (!unit->result.isEmpty())
         for (const QString& reason : notCountedReasons(decodeEvaluation(unit->result)))
             header += QStringLiteral("<br><span style=\"color:#b01e1e\">%1</span>").arg(reason.toHtmlEscaped());

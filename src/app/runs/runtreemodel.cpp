@@ -107,6 +107,7 @@ void RunTreeModel::describeEvaluation(RunTreeUnit& u)
     // Decoded once per evaluation, not per paint.
     const EvaluationResult e = decodeEvaluation(u.result);
     u.maxAbsDiffText = maxAbsDiffText(e);
+    u.speedupInterval = e.timing.interval;
     if (u.maxAbsDiffText.isEmpty() && u.maxAbsDiff)
         u.maxAbsDiffText = QString::number(*u.maxAbsDiff, 'g', 3);
     u.notCounted = e.isCorrect() && !e.countsAsCorrect();
@@ -532,7 +533,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
             return isAnswerRole(u.role) ? tr("Sample %1").arg(u.sample) : tr("Notes");
         case RoleColumn: return u.role;
         case StatusColumn: return unitStatus(u);
-        case SpeedupColumn: return u.speedup ? QStringLiteral("%1×").arg(*u.speedup, 0, 'f', 2) : QString();
+        case SpeedupColumn: return u.speedup ? formatSpeedup(*u.speedup, u.speedupInterval) : QString();
         case MaxAbsDiffColumn: return u.maxAbsDiffText;
         case TokensColumn: return tokensText(u.tokensIn, u.tokensOut);
         case LatencyColumn: return u.latencyMs ? durationCell(u.latencyMs) : QString();
@@ -552,7 +553,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
             return QStringLiteral("request failed");
         return s.units > 0 ? QStringLiteral("no evaluation") : QString();
     case SpeedupColumn:
-        return s.best && s.best->speedup ? QStringLiteral("%1×").arg(*s.best->speedup, 0, 'f', 2) : QString();
+        return s.best && s.best->speedup ? formatSpeedup(*s.best->speedup, s.best->speedupInterval) : QString();
     case MaxAbsDiffColumn:
         return s.best ? s.best->maxAbsDiffText : QString();
     case TokensColumn: return tokensText(s.tokensIn, s.tokensOut);

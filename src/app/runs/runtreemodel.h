@@ -30,6 +30,7 @@ struct RunTreeUnit
     QString role;
     QString status; ///< the evaluation's status; empty before an evaluation
     std::optional<double> speedup;
+    std::optional<SpeedupInterval> speedupInterval; ///< its 95 % interval (the result's timing), shown beside it
     std::optional<double> maxAbsDiff;
     QString maxAbsDiffText; ///< evaluationsummary.h's: "non-finite (…)" for NaN/Inf outputs, never a bare 0
     bool notCounted = false; ///< correct by status, not counted (below the roofline floor)

@@ -172,11 +172,20 @@ QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& inte
 {
     if (std::isnan(speedup))
         return {};
-    QString text = QString::number(speedup, 'f', decimals) + QLatin1Char('x');
+    const auto end = [decimals](double v) {
+        if (std::isfinite(v))
+            return QString::number(v, 'f', decimals);
+        return v > 0 ? QStringLiteral("\u221E") : QStringLiteral("\u2212\u221E");
+    };
+    QString text = QString::number(speedup, 'f', decimals) + QChar(0x00D7);
     if (interval)
-        text += QStringLiteral(" [%1, %2]").arg(QString::number(interval->low, 'f', decimals),
-                                                QString::number(interval->high, 'f', decimals));
+        text += QStringLiteral(" [%1%2%3]").arg(end(interval->low), QChar(0x2013), end(interval->high));
     return text;
+}
+
+QString formatSpeedup(const EvaluationResult& evaluation, int decimals)
+{
+    return evaluation.speedup ? formatSpeedup(*evaluation.speedup, evaluation.timing.interval, decimals) : QString();
 }
 
 QString formatTimingMethod(const TimingInfo& t)

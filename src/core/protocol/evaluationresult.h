@@ -208,9 +208,12 @@ struct EvaluationResult
     QString messageOrError() const { return message.isEmpty() ? errorMessage : message; }
 };
 
-/// A speed-up as every page and table prints it: "1.25x [1.24, 1.26]" (the 95 % interval in
-/// brackets where there is one), "1.25x" without; empty for NaN.
+/// A speed-up as every page, table and the command line print it: "1.25× [1.24–1.26]" (the 95 %
+/// interval in brackets where there is one, "∞" for an unbounded end), "1.25×" without (the fixed
+/// method, a worker before issue 13); empty for NaN.
 QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& interval, int decimals = 2);
+/// The evaluation's speed-up (its `speedup`) so, with its timing's interval; empty without one.
+QString formatSpeedup(const EvaluationResult& evaluation, int decimals = 2);
 
 /// "adaptive: target_reached after 38 pairs (2 throttled, dropped)", "fixed: 100 trials each";
 /// empty where the response says nothing of its method (a worker before issue 13).

@@ -770,8 +770,9 @@ QList<TaskCandidate> RunStore::candidatesOfTask(const QString& task) const
         return list;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
-    // Of the response only its flags and compile.ok (json_type keeps true apart from 1), not the
-    // whole text (logs, timings, a cubin); the blocks only where no hash names the code.
+    // Of the response only its flags, compile.ok (json_type keeps true apart from 1) and the
+    // speed-up's interval, not the whole text (logs, timings, a cubin); the blocks only where no
+    // hash names the code.
     query.prepare(QStringLiteral(
         "SELECT e.id, e.candidate_id, p.run_id, c.task, c.turn, c.sample, p.role, e.status, e.speedup,"
         "       CASE WHEN json_valid(e.result) THEN json_extract(e.result, '$.flags') END,"
@@ -780,7 +781,8 @@ QList<TaskCandidate> RunStore::candidatesOfTask(const QString& task) const
         "            THEN json_type(e.result, '$.compile.ok_compile') ELSE json_type(e.result, '$.compile.ok') END,"
         "       c.blocks_from, c.source_hash,"
         "       CASE WHEN c.blocks_from = 'worker' AND coalesce(c.source_hash, '') = '' THEN c.cuda END,"
-        "       CASE WHEN c.blocks_from = 'worker' AND coalesce(c.source_hash, '') = '' THEN c.python END"
+        "       CASE WHEN c.blocks_from = 'worker' AND coalesce(c.source_hash, '') = '' THEN c.python END,"
+        "       CASE WHEN json_valid(e.result) THEN json_extract(e.result, '$.timing.speedup_interval') END"
         " FROM candidates c"
         " JOIN evaluations e ON e.candidate_id = c.id"
         " JOIN responses r ON r.id = c.response_id"
@@ -810,6 +812,9 @@ QList<TaskCandidate> RunStore::candidatesOfTask(const QString& task) const
         const QString compileOk = query.value(10).toString();
         if (compileOk == QLatin1String("true") || compileOk == QLatin1String("false"))
             part.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), compileOk == QLatin1String("true")}});
+        const QJsonDocument interval = QJsonDocument::fromJson(query.value(15).toString().toUtf8());
+        if (interval.isObject())
+            part.insert(QStringLiteral("timing"), QJsonObject{{QStringLiteral("speedup_interval"), interval.object()}});
         row.outcome = decodeEvaluation(part);
         if (blocksFromValue(query.value(11).toString()) == CandidateBlocksFrom::Worker) {
             const QString hash = query.value(12).toString();

@@ -163,8 +163,9 @@ struct TaskCandidate
     QString role;
     QString status; ///< the evaluations.status column
     std::optional<double> speedup;
-    /// The response's status, speed-up, flags and compile.ok only, decoded by decodeEvaluation:
-    /// enough for the one rule of selection (countsAsCorrect, compiled, trustedSpeedup).
+    /// The response's status, speed-up, flags, compile.ok and timing.speedup_interval only, decoded
+    /// by decodeEvaluation: enough for the one rule of selection (countsAsCorrect, compiled,
+    /// trustedSpeedup) and for the speed-up as formatSpeedup prints it.
     EvaluationResult outcome;
     /// What the candidate's code is, to tell two apart: the worker's hash of its blocks, else the
     /// blocks (a NUL between them); empty when no worker echoed its parse (nothing to compare).

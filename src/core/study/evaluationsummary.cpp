@@ -99,7 +99,8 @@ QString evaluationSummary(const EvaluationResult& e)
         lines << QStringLiteral("Message: %1").arg(e.message);
 
     if (e.speedup) {
-        QString s = QStringLiteral("Speed-up: %1× over the reference").arg(*e.speedup, 0, 'f', 2);
+        QString s = QStringLiteral("Speed-up: %1 over the reference%2")
+                        .arg(formatSpeedup(e), e.timing.interval ? QStringLiteral(" (95 % interval in brackets)") : QString());
         if (e.timing.candidate && e.timing.reference)
             s += QStringLiteral(" (candidate %1 ± %2, reference %3 ± %4, %5 timed calls)")
                      .arg(ms(e.timing.candidate->meanMs), ms(e.timing.candidate->stdMs), ms(e.timing.reference->meanMs),

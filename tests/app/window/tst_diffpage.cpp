@@ -100,6 +100,13 @@ private Q_SLOTS:
         QTRY_COMPARE(shown.size(), 1);
         QVERIFY(page.view()->hasCandidates());
         QVERIFY(!page.isLoading());
+        // The timed side's speed-up carries its 95 % interval, in its header and in its picker.
+        const QString timed = QStringLiteral("1.07\u00D7 [1.07\u20131.08]");
+        const QList<QLabel*> shownLabels = page.findChildren<QLabel*>();
+        QVERIFY(std::any_of(shownLabels.cbegin(), shownLabels.cend(),
+                            [&](QLabel* l) { return l->text() == timed + QStringLiteral(" vs eager"); }));
+        const QList<QComboBox*> pickers = page.findChildren<QComboBox*>();
+        QVERIFY(std::any_of(pickers.cbegin(), pickers.cend(), [&](QComboBox* c) { return c->currentText().endsWith(timed); }));
         const QMutexLocker lock(&log->mutex);
         QCOMPARE(log->tasks, QStringList{kL21});
         QVERIFY(log->threads.at(0) != nullptr);

@@ -63,7 +63,7 @@ private Q_SLOTS:
         QVERIFY(!l11.bestCandidateCustom);
         QCOMPARE(l11.bestLabel, QStringLiteral("#2 agent, turn 1, sample 3"));
         const TaskTimes l21 = times.value(QStringLiteral("L2/1"));
-        QCOMPARE(l21.eagerMs, 9.11);
+        QCOMPARE(l21.eagerMs, 9.10); // sample 2's: sample 3 is incorrect, so not timed
         QCOMPARE(*l21.bestCandidateMs, 8.51);
         QVERIFY(l21.bestCandidateCustom);
         QVERIFY(taskTimesFromStore(m_store, QStringLiteral("Tesla V100")).isEmpty());
@@ -91,13 +91,15 @@ private Q_SLOTS:
         QCOMPARE(p.task, QStringLiteral("L2/1"));
         QCOMPARE(p.level, 2);
         QCOMPARE(p.intensity, a.value(QStringLiteral("intensity_unfused")).toDouble());
-        QVERIFY(qAbs(p.referenceGflops - a.value(QStringLiteral("flops")).toDouble() / 9.11e-3 / 1e9) < 1e-6);
+        QVERIFY(qAbs(p.referenceGflops - a.value(QStringLiteral("flops")).toDouble() / 9.10e-3 / 1e9) < 1e-6);
         QVERIFY(p.candidateGflops);
         QVERIFY(qAbs(*p.candidateGflops - a.value(QStringLiteral("flops")).toDouble() / 8.51e-3 / 1e9) < 1e-6);
         // It launched kernels of its own: drawn at the fused intensity.
         QCOMPARE(*p.candidateIntensity, a.value(QStringLiteral("intensity_fused")).toDouble());
         QVERIFY(!points[0].candidateIntensity); // torch only: same intensity
         QVERIFY(p.detail.contains(QStringLiteral("best candidate 8.510 ms")));
+        // Its own evaluation's speed-up, with the interval, as everywhere a speed-up is shown.
+        QVERIFY2(p.detail.contains(QStringLiteral("speed-up 1.07\u00D7 [1.07\u20131.08] in its evaluation")), qPrintable(p.detail));
     }
 
     // The roofline's inputs: the GPU the times come from, the traffic model a candidate's
@@ -193,7 +195,7 @@ private Q_SLOTS:
         QCOMPARE(entries.size(), 5);
         QCOMPARE(entries[0].runId, m_fixture.zeroShot);
         QCOMPARE(entries[0].label(), QStringLiteral("#1 zero-shot · turn 1 · sample 0 · compile_error"));
-        QCOMPARE(entries[2].label(), QStringLiteral("#2 agent · turn 1 · sample 1 · correct 1.07×"));
+        QCOMPARE(entries[2].label(), QStringLiteral("#2 agent · turn 1 · sample 1 · correct 1.07× [1.07–1.08]"));
         QVERIFY(m_store.candidate(entries[2].candidate.candidateId)->cuda.contains(QStringLiteral("fmaxf")));
         QVERIFY(candidatesOfTask(m_store, QStringLiteral("L3/1")).isEmpty());
     }

@@ -26,7 +26,9 @@ struct WindowFixture
     qint64 zeroShot = 0;
 };
 
-/// status, reference and candidate mean ms, custom launches.
+/// status, reference and candidate mean ms, custom launches. As the worker answers: a correct
+/// candidate has passed every correctness trial and is timed (its speed-up with a ±0.4 % interval);
+/// an incorrect one stopped at correctness (its max |diff|, no timing); a compile error has neither.
 inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QString& status,
                            double refMs, double candMs, int customLaunches, const QString& cuda,
                            const QJsonObject& extra = {})
@@ -60,11 +62,34 @@ inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int
                                                                {QStringLiteral("log"), status == QLatin1String("compile_error")
                                                                                            ? QStringLiteral("error: expected ';'")
                                                                                            : QString()}}}};
-    if (refMs > 0 && candMs > 0) {
+    const bool correct = status == QLatin1String("correct"), incorrect = status == QLatin1String("incorrect");
+    if (correct || incorrect) {
+        // max |diff| from the times, so each candidate has its own: ~1e-6 when correct, far beyond atol when not.
+        const double diff = correct ? 1e-6 * refMs : 0.1 * candMs;
+        QJsonObject correctness{{QStringLiteral("trials"), 5}, {QStringLiteral("passed"), correct ? 5 : 0},
+                                {QStringLiteral("atol"), 1e-4}, {QStringLiteral("rtol"), 1e-4},
+                                {QStringLiteral("max_abs_diff"), diff}, {QStringLiteral("max_rel_diff"), correct ? 2e-5 : 3.7}};
+        if (incorrect) {
+            correctness.insert(QStringLiteral("failure"),
+                               QJsonObject{{QStringLiteral("trial"), 0},
+                                           {QStringLiteral("reason"), QStringLiteral("outputs differ beyond atol/rtol")}});
+            result.insert(QStringLiteral("message"), QStringLiteral("trial 1: outputs differ beyond atol/rtol"));
+        }
+        result.insert(QStringLiteral("correctness"), correctness);
+    }
+    if (correct && refMs > 0 && candMs > 0) {
+        const double speedup = refMs / candMs;
         result.insert(QStringLiteral("timing"),
-                      QJsonObject{{QStringLiteral("reference"), QJsonObject{{QStringLiteral("mean_ms"), refMs}}},
-                                  {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("mean_ms"), candMs}}}});
-        result.insert(QStringLiteral("speedup"), refMs / candMs);
+                      QJsonObject{{QStringLiteral("method"), QStringLiteral("adaptive")},
+                                  {QStringLiteral("stop_reason"), QStringLiteral("target_reached")},
+                                  {QStringLiteral("samples"), 12},
+                                  {QStringLiteral("reference"), QJsonObject{{QStringLiteral("mean_ms"), refMs}, {QStringLiteral("trials"), 12}}},
+                                  {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("mean_ms"), candMs}, {QStringLiteral("trials"), 12}}},
+                                  {QStringLiteral("speedup_interval"),
+                                   QJsonObject{{QStringLiteral("value"), speedup}, {QStringLiteral("low"), speedup * 0.996},
+                                               {QStringLiteral("high"), speedup * 1.004}, {QStringLiteral("level"), 0.95},
+                                               {QStringLiteral("relative_half_width"), 0.004}, {QStringLiteral("samples"), 12}}}});
+        result.insert(QStringLiteral("speedup"), speedup);
     }
     for (auto it = extra.begin(); it != extra.end(); ++it) // flags, kernels, roofline, …
         result.insert(it.key(), it.value());
