@@ -172,7 +172,7 @@ private Q_SLOTS:
         const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
         QCOMPARE(report.exitCode, 0);
         QVERIFY2(report.out.contains(QStringLiteral("## Best-of-n (the study's")), qPrintable(report.out));
-        QVERIFY2(report.out.contains(QStringLiteral("| agent %1 | all | 2 | #2 | 1 | 1 | 100.0 [").arg(sweepId.left(8))),
+        QVERIFY2(report.out.contains(QStringLiteral("| agent %1 | all | 2 | #2 | 1 | 1 | 100.0 % [").arg(sweepId.left(8))),
                  qPrintable(report.out));
         QVERIFY2(report.out.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")), qPrintable(report.out));
 
@@ -696,7 +696,7 @@ private Q_SLOTS:
         QCOMPARE(md.exitCode, 0);
         QVERIFY2(md.out.contains(QStringLiteral("is compile-only: correctness not measured")), qPrintable(md.out));
         QVERIFY2(md.out.contains(QStringLiteral("| not measured |")), qPrintable(md.out));
-        QVERIFY2(!md.out.contains(QStringLiteral("| 0.0 [")), qPrintable(md.out)); // no 0 % correct
+        QVERIFY2(!md.out.contains(QStringLiteral("| 0.0 % [")), qPrintable(md.out)); // no 0 % correct
         const Result json = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
                                     QStringLiteral("json")});
         const QJsonObject run =

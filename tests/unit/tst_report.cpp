@@ -173,6 +173,21 @@ QString interval(const Estimate& e, int decimals)
              QString::number(e.high, 'f', decimals));
 }
 
+// A percentage over tasks and the geometric mean as the tables print them (report.h's
+// percentText, geomeanSpeedupText), written out here again so that the test does not read them
+// from the code under test.
+QString pct(const Estimate& e)
+{
+    return QStringLiteral("%1 % [%2\u2013%3]").arg(QString::number(e.value, 'f', 1)).arg(qRound(e.low)).arg(qRound(e.high));
+}
+
+QString geo(const Estimate& e, int n)
+{
+    return QStringLiteral("%1\u00D7 [%2\u2013%3] (n = %4)")
+        .arg(QString::number(e.value, 'f', 2), QString::number(e.low, 'f', 2), QString::number(e.high, 'f', 2))
+        .arg(n);
+}
+
 } // namespace
 
 class TestReport : public QObject
@@ -424,28 +439,26 @@ private Q_SLOTS:
         const QString md = reportMarkdown(r);
         const Metrics& a = r.runs.at(0).summary.overall;
         const Metrics& b = r.runs.at(1).summary.overall;
-        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 (3) "
+        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 "
                                             "| 600 / 300 | 6.0 s |\n")
-                                 .arg(interval(a.correctPct, 1), interval(a.fast1Pct, 1), interval(a.compiledPct, 1),
-                                      interval(a.geomeanSpeedup, 2));
+                                 .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3));
         QVERIFY2(md.contains(rowA), qPrintable(md + QStringLiteral("\nwanted:\n") + rowA));
-        QVERIFY(rowA.contains(QStringLiteral("| 50.0 [")) && rowA.contains(QStringLiteral("| 16.7 ["))
-                && rowA.contains(QStringLiteral("| 66.7 [")) && rowA.contains(QStringLiteral("| 1.00 [")));
-        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 (3) "
+        QVERIFY(rowA.contains(QStringLiteral("| 50.0 % [")) && rowA.contains(QStringLiteral("| 16.7 % ["))
+                && rowA.contains(QStringLiteral("| 66.7 % [")) && rowA.contains(QStringLiteral("| 1.00\u00D7 [")));
+        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 "
                                             "| 90 / 180 | 4.5 s |\n")
-                                 .arg(interval(b.correctPct, 1), interval(b.fast1Pct, 1), interval(b.compiledPct, 1),
-                                      interval(b.geomeanSpeedup, 2));
+                                 .arg(pct(b.correctPct), pct(b.fast1Pct), pct(b.compiledPct), geo(b.geomeanSpeedup, 3));
         QVERIFY2(md.contains(rowB), qPrintable(md + QStringLiteral("\nwanted:\n") + rowB));
-        QVERIFY(rowB.contains(QStringLiteral("| 33.3 [")) && rowB.contains(QStringLiteral("| 83.3 ["))
-                && rowB.contains(QStringLiteral("| 2.00 [")));
+        QVERIFY(rowB.contains(QStringLiteral("| 33.3 % [")) && rowB.contains(QStringLiteral("| 83.3 % ["))
+                && rowB.contains(QStringLiteral("| 2.00\u00D7 [")));
         const PairedComparison& c = r.pairs.at(0).comparison;
         const QString pair = QStringLiteral("| #1 zero_shot | #2 agent | 6 | 50.0 | 50.0 | %1 | 1 | 1 | 2 | 2 | 1.000 |\n")
                                  .arg(interval(c.differencePct, 1));
         QVERIFY2(md.contains(pair), qPrintable(md));
         QVERIFY2(md.contains(QStringLiteral("| L2 | #2 agent | 2 | 1 | ")), qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral("| all | routed | 6 | 4 | 66.7 [")), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| all | routed | 6 | 4 | 66.7 % [")), qPrintable(md));
         QVERIFY(md.contains(QStringLiteral("within noise")));
-        QVERIFY(md.contains(QStringLiteral("| #2 agent | L3 | 2 | 0.0 [0.0, 0.0] |")));
+        QVERIFY(md.contains(QStringLiteral("| #2 agent | L3 | 2 | 0.0 % [0–0] |")));
     }
 
     void csv()
@@ -549,7 +562,7 @@ private Q_SLOTS:
         QProcess* kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db});
         QCOMPARE(kwb->exitCode(), 0);
         const QString md = QString::fromUtf8(kwb->readAllStandardOutput());
-        QVERIFY2(md.contains(QStringLiteral("| #1 | zero_shot | A | finished | 6 | 50.0 [")), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| #1 | zero_shot | A | finished | 6 | 50.0 % [")), qPrintable(md));
 
         const QString csvPath = m_dir.filePath(QStringLiteral("report.csv"));
         kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db, QStringLiteral("--runs"),
@@ -799,9 +812,9 @@ private Q_SLOTS:
 
         const QString md = reportMarkdown(*r);
         QVERIFY(md.contains(QStringLiteral("## Best-of-n (the study's: the whole regime at each n, paired seeds)")));
-        QVERIFY2(md.contains(QStringLiteral("| agent s1 | all | 1 | #%1 | 3 | 1 | 33.3 [").arg(n1)), qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral("| agent s1 | all | 2 | #%1 | 3 | 2 | 66.7 [").arg(n2)), qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral("| agent s1 | L3 | 1 | #%1 | 1 | 0 | 0.0 [").arg(n1)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| agent s1 | all | 1 | #%1 | 3 | 1 | 33.3 % [").arg(n1)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| agent s1 | all | 2 | #%1 | 3 | 2 | 66.7 % [").arg(n2)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| agent s1 | L3 | 1 | #%1 | 1 | 0 | 0.0 % [").arg(n1)), qPrintable(md));
         const QString csv = reportCsv(*r);
         QVERIFY2(csv.contains(QStringLiteral("best_of_n,%1,,all,n,2,,\r\n").arg(n2)), qPrintable(csv));
         QVERIFY2(csv.contains(QStringLiteral("best_of_n,%1,,all,compiled_pct,100,").arg(n2)), qPrintable(csv));
@@ -1022,7 +1035,7 @@ private Q_SLOTS:
         // The first-turn estimate goes by its own name, and is no "Best-of-n" table (no sweep here).
         QVERIFY(md.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")));
         QVERIFY(!md.contains(QStringLiteral("## Best-of-n")));
-        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 0 | 66.7 [")));
+        QVERIFY(md.contains(QStringLiteral("| #1 agent | all | 4 | 3 | 0 | 66.7 % [")));
         const QString csv = reportCsv(*r);
         QVERIFY(csv.contains(QStringLiteral("ablation,2,1,all,difference_pct,-33.3")));
         QVERIFY(csv.contains(QStringLiteral("first_turn_pass_at_n,1,,all,correct_pct_n1,25")));

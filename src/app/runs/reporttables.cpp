@@ -65,26 +65,6 @@ QString counted(qint64 n, const QString& one, const QString& many)
     return QStringLiteral("%1 %2").arg(n).arg(n == 1 ? one : many);
 }
 
-QString percentCell(const Estimate& estimate)
-{
-    if (!estimate.isValid())
-        return kNone;
-    return QStringLiteral("%1 % [%2–%3]")
-        .arg(fixed(estimate.value, 1))
-        .arg(qRound(estimate.low))
-        .arg(qRound(estimate.high));
-}
-
-QString speedupCell(const Metrics& metrics)
-{
-    if (!metrics.geomeanSpeedup.isValid() || metrics.geomeanCount == 0)
-        return kNone;
-    const Estimate& e = metrics.geomeanSpeedup;
-    return QStringLiteral("%1× [%2–%3] (n = %4)")
-        .arg(fixed(e.value, 2), fixed(e.low, 2), fixed(e.high, 2))
-        .arg(metrics.geomeanCount);
-}
-
 QString countCell(const std::optional<qint64>& value)
 {
     return value ? QString::number(*value) : kNone;
@@ -135,8 +115,8 @@ TextTable runTable(const Report& report)
     for (const RunReport& run : report.runs) {
         const Metrics& m = run.summary.overall;
         table.rows.append({run.label(), run.run.status, QString::number(m.tasks),
-                           percentCell(m.correctPct), percentCell(m.fast1Pct), percentCell(m.compiledPct),
-                           speedupCell(m),
+                           percentText(m.correctPct), percentText(m.fast1Pct), percentText(m.compiledPct),
+                           geomeanSpeedupText(m),
                            QStringLiteral("%1 / %2").arg(compactCountCell(run.usage.tokensIn), compactCountCell(run.usage.tokensOut)),
                            durationCell(run.usage.latencyMs)});
         QStringList tips = emptyTips(int(table.headers.size()));
@@ -236,12 +216,12 @@ TextTable routingTable(const Report& report)
             continue;
         table.rows.append({QStringLiteral("L%1").arg(it.key()), runLabel(report, it.value()),
                            QString::number(metrics->tasks), QString::number(metrics->correct),
-                           percentCell(metrics->correctPct)});
+                           percentText(metrics->correctPct)});
         table.tooltips.append(emptyTips(int(table.headers.size())));
     }
     const Metrics& combined = routing.estimate.combined;
     table.rows.append({tr("all"), tr("routed"), QString::number(combined.tasks), QString::number(combined.correct),
-                       percentCell(combined.correctPct)});
+                       percentText(combined.correctPct)});
     QStringList tips = emptyTips(int(table.headers.size()));
     tips[1] = routing.estimate.problems.join(QLatin1Char('\n'));
     table.tooltips.append(tips);

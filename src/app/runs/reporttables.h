@@ -25,11 +25,6 @@ struct TextTable
 /// "1 task", "3 tasks": a count with its noun (English plurals; the page is not translated yet).
 QString counted(qint64 n, const QString& one, const QString& many);
 
-/// "66.7 % [33–100]": the value with one decimal, the 95 % interval in whole percent; "–" when
-/// there is no value (no task).
-QString percentCell(const Estimate& estimate);
-/// "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
-QString speedupCell(const Metrics& metrics);
 /// The number, "–" when absent.
 QString countCell(const std::optional<qint64>& value);
 /// "950", "12.3k", "1.24 M": a count short enough for a table cell; "–" when absent.

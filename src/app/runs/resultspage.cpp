@@ -305,7 +305,7 @@ void ResultsPage::buildUi()
     tablesLayout->addWidget(m_detailTabs, 1);
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 4);
-    splitter->setSizes({250, 1030});
+    splitter->setSizes({190, 1090}); // the list needs its check boxes, ids and names; Table I the rest
 
     m_statusLabel = new QLabel(this);
     m_statusLabel->setObjectName(QStringLiteral("statusLabel"));

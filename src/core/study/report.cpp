@@ -214,12 +214,6 @@ QString mdHeader(const QStringList& cells, int textColumns)
     return text + QStringLiteral("|") + rule.join(QLatin1Char('|')) + QStringLiteral("|\n");
 }
 
-QString geomeanCell(const Metrics& metrics)
-{
-    if (!metrics.geomeanSpeedup.isValid())
-        return QStringLiteral("-");
-    return QStringLiteral("%1 (%2)").arg(withInterval(metrics.geomeanSpeedup, 2)).arg(metrics.geomeanCount);
-}
 
 const RunReport* findRun(const Report& report, qint64 id)
 {
@@ -718,6 +712,23 @@ QString fastPMarkdown(const Report& report)
     return md;
 }
 } // namespace
+QString percentText(const Estimate& estimate)
+{
+    if (!estimate.isValid())
+        return QStringLiteral("\u2013");
+    return QStringLiteral("%1 % [%2\u2013%3]").arg(fixed(estimate.value, 1)).arg(qRound(estimate.low)).arg(qRound(estimate.high));
+}
+
+QString geomeanSpeedupText(const Metrics& metrics)
+{
+    if (!metrics.geomeanSpeedup.isValid() || metrics.geomeanCount == 0)
+        return QStringLiteral("\u2013");
+    const Estimate& e = metrics.geomeanSpeedup;
+    return QStringLiteral("%1\u00D7 [%2\u2013%3] (n = %4)")
+        .arg(fixed(e.value, 2), fixed(e.low, 2), fixed(e.high, 2))
+        .arg(metrics.geomeanCount);
+}
+
 ReportTable perLevelTable(const Report& report)
 {
     ReportTable table;
@@ -730,9 +741,9 @@ ReportTable perLevelTable(const Report& report)
         for (auto it = run.summary.perLevel.cbegin(); it != run.summary.perLevel.cend(); ++it) {
             const Metrics& m = it.value();
             table.rows.append({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
-                               run.compileOnly ? notMeasured : withInterval(m.correctPct, 1),
-                               run.compileOnly ? notMeasured : withInterval(m.fast1Pct, 1),
-                               withInterval(m.compiledPct, 1), run.compileOnly ? notMeasured : geomeanCell(m)});
+                               run.compileOnly ? notMeasured : percentText(m.correctPct),
+                               run.compileOnly ? notMeasured : percentText(m.fast1Pct),
+                               percentText(m.compiledPct), run.compileOnly ? notMeasured : geomeanSpeedupText(m)});
         }
     }
     return table;
@@ -763,16 +774,16 @@ QString reportMarkdown(const Report& report)
         const Metrics& m = run.summary.overall;
         const QString notMeasured = QStringLiteral("not measured");
         QStringList cells = {QStringLiteral("#%1").arg(run.run.id), run.run.regime, run.run.name, run.run.status,
-                             QString::number(m.tasks), run.compileOnly ? notMeasured : withInterval(m.correctPct, 1),
-                             run.compileOnly ? notMeasured : withInterval(m.fast1Pct, 1),
-                             withInterval(m.compiledPct, 1)};
+                             QString::number(m.tasks), run.compileOnly ? notMeasured : percentText(m.correctPct),
+                             run.compileOnly ? notMeasured : percentText(m.fast1Pct),
+                             percentText(m.compiledPct)};
         for (const int level : report.levels) {
             const auto it = run.summary.perLevel.constFind(level);
             cells.append(it == run.summary.perLevel.cend() ? QStringLiteral("-")
                          : run.compileOnly                 ? notMeasured
                                                            : QStringLiteral("%1/%2").arg(it->correct).arg(it->tasks));
         }
-        cells << (run.compileOnly ? notMeasured : geomeanCell(m))
+        cells << (run.compileOnly ? notMeasured : geomeanSpeedupText(m))
               << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
               << seconds(run.usage.latencyMs);
         md += mdRow(cells);
@@ -857,13 +868,13 @@ QString reportMarkdown(const Report& report)
             const Metrics& m = run->summary.overall;
             if (!row.comparison || !base) {
                 md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), QStringLiteral("no baseline"),
-                             QString::number(m.tasks), withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1),
+                             QString::number(m.tasks), percentText(m.correctPct), percentText(m.fast1Pct),
                              QStringLiteral("-"), QStringLiteral("-"), QStringLiteral("-")});
                 continue;
             }
             const PairedComparison& c = *row.comparison;
             md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), base->label(), QString::number(c.tasks),
-                         withInterval(m.correctPct, 1), withInterval(m.fast1Pct, 1), fixed(c.correctPctB.value, 1),
+                         percentText(m.correctPct), percentText(m.fast1Pct), fixed(c.correctPctB.value, 1),
                          withInterval(c.differencePct, 1), fixed(c.signTestP, 3)});
         }
     }
@@ -889,8 +900,8 @@ QString reportMarkdown(const Report& report)
             const QString name = curve.regime + QStringLiteral(" ") + curve.id.left(8);
             const auto row = [&](const QString& level, const SweepPoint& p, const Metrics& m) {
                 md += mdRow({name, level, QString::number(p.n), QStringLiteral("#%1").arg(p.run), QString::number(m.tasks),
-                             QString::number(m.correct), withInterval(m.correctPct, 1), QString::number(m.compiled),
-                             withInterval(m.compiledPct, 1)});
+                             QString::number(m.correct), percentText(m.correctPct), QString::number(m.compiled),
+                             percentText(m.compiledPct)});
             };
             for (const SweepPoint& p : curve.points)
                 row(QStringLiteral("all"), p, p.overall);
@@ -920,7 +931,7 @@ QString reportMarkdown(const Report& report)
             const auto rows = [&](const QString& level, const QList<BestOfNPoint>& curve) {
                 for (const BestOfNPoint& p : curve)
                     md += mdRow({run.label(), level, QString::number(p.n), QString::number(p.tasks),
-                                 QString::number(p.shortTasks), withInterval(p.passPct, 1)});
+                                 QString::number(p.shortTasks), percentText(p.passPct)});
             };
             rows(QStringLiteral("all"), run.firstTurnPassAtN->overall);
             for (auto it = run.firstTurnPassAtN->perLevel.cbegin(); it != run.firstTurnPassAtN->perLevel.cend(); ++it)
@@ -947,11 +958,11 @@ QString reportMarkdown(const Report& report)
                 continue;
             md += mdRow({QStringLiteral("L%1").arg(it.key()), findRun(report, it.value())->label(),
                          QString::number(metrics->tasks), QString::number(metrics->correct),
-                         withInterval(metrics->correctPct, 1)});
+                         percentText(metrics->correctPct)});
         }
         const Metrics& combined = routing.estimate.combined;
         md += mdRow({QStringLiteral("all"), QStringLiteral("routed"), QString::number(combined.tasks),
-                     QString::number(combined.correct), withInterval(combined.correctPct, 1)});
+                     QString::number(combined.correct), percentText(combined.correctPct)});
         if (!routing.estimate.problems.isEmpty()) {
             md += QStringLiteral("\n");
             for (const QString& problem : routing.estimate.problems)

@@ -237,6 +237,14 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
 std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord>& evaluations,
                                                     const QStringList& tasks, const BootstrapOptions& options);
 
+/// A percentage over tasks as every table prints it, the window's and the Markdown export's:
+/// "66.7 % [33–100]", the value with one decimal and its 95 % interval in whole percent (over
+/// 10–30 tasks its ends fall on whole tasks; the CSV and JSON exports keep the exact ends); "–"
+/// when there is no value (no task).
+QString percentText(const Estimate& estimate);
+/// The geometric-mean speed-up so: "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
+QString geomeanSpeedupText(const Metrics& metrics);
+
 /// A table of the report as text cells: what the Markdown export writes and the window shows, so
 /// both read one definition of each column.
 struct ReportTable

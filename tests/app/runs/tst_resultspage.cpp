@@ -61,8 +61,8 @@ private Q_SLOTS:
 
     void cellFormats()
     {
-        QCOMPARE(percentCell(Estimate{60.0, 33.3, 86.7}), QStringLiteral("60.0 % [33–87]"));
-        QCOMPARE(percentCell(Estimate{std::nan(""), 0, 0}), QStringLiteral("–"));
+        QCOMPARE(percentText(Estimate{60.0, 33.3, 86.7}), QStringLiteral("60.0 % [33–87]"));
+        QCOMPARE(percentText(Estimate{std::nan(""), 0, 0}), QStringLiteral("–"));
         QCOMPARE(pValueCell(0.0312), QStringLiteral("0.031"));
         QCOMPARE(pValueCell(0.0001), QStringLiteral("< 0.001"));
         QCOMPARE(durationCell(3400), QStringLiteral("3.4 s"));
@@ -125,13 +125,13 @@ private Q_SLOTS:
         const int agentL2 = levelRow(m_fixture.agent, QStringLiteral("L2"));
         QVERIFY(agentL1 >= 0 && agentL2 >= 0);
         QCOMPARE(cell(levels, agentL1, QStringLiteral("tasks")), QStringLiteral("2"));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("correct %")).startsWith(QStringLiteral("100.0 [")));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("fast_1 %")).startsWith(QStringLiteral("50.0 [")));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("compiled %")).startsWith(QStringLiteral("100.0 [")));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("geomean speedup (n)")).endsWith(QStringLiteral("(2)")));
-        QVERIFY(cell(levels, agentL2, QStringLiteral("correct %")).startsWith(QStringLiteral("0.0 [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("correct %")).startsWith(QStringLiteral("100.0 % [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("fast_1 %")).startsWith(QStringLiteral("50.0 % [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("compiled %")).startsWith(QStringLiteral("100.0 % [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("geomean speedup (n)")).endsWith(QStringLiteral("(n = 2)")));
+        QVERIFY(cell(levels, agentL2, QStringLiteral("correct %")).startsWith(QStringLiteral("0.0 % [")));
         QVERIFY(cell(levels, levelRow(m_fixture.zeroShot, QStringLiteral("L1")), QStringLiteral("correct %"))
-                    .startsWith(QStringLiteral("50.0 [")));
+                    .startsWith(QStringLiteral("50.0 % [")));
         // The same cells as the Markdown export writes.
         const QString md = reportMarkdown(*page.report());
         QVERIFY(md.contains(QStringLiteral("| ") + levels->model()->index(agentL1, 0).data().toString() + QStringLiteral(" | L1 | 2 | ")
