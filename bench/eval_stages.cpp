@@ -31,7 +31,12 @@
 // waits once a started (and, with --warm, warmed) worker takes it; without --warm it holds the
 // CUDA context's creation, with it not.
 //
-// Usage: kwb-bench-eval-stages [--only SUBSTRING[,SUBSTRING…]] [--profile NAME] [--repeat N] [--warm] [--json FILE]
+// --warm-python: as --warm, and the warm also starts the worker's embedded Python (`"python": true`),
+// as the supervisor's spares do once a KernelBench-format job is queued; its warm_ms.python is in
+// the JSON.
+//
+// Usage: kwb-bench-eval-stages [--only SUBSTRING[,SUBSTRING…]] [--profile NAME] [--repeat N] [--warm|--warm-python]
+//                              [--json FILE]
 #include "worker_client.hpp"
 
 #define TOML_HEADER_ONLY 1
@@ -81,7 +86,7 @@ struct Run {
 /// One candidate in a fresh worker: hello, (with `warm`) warm, evaluate, stop. `facts` receives the
 /// device's facts once.
 Run evaluateFresh(const std::string& workerPath, const std::string& src, const std::string& task,
-                  const std::string& answer, const std::string& profile, bool warm, json* facts, std::string* torch)
+                  const std::string& answer, const std::string& profile, const json& warm, json* facts, std::string* torch)
 {
     Run run;
     WorkerClient worker(workerPath, {"--tasks-dir", src + "/tasks"});
@@ -100,8 +105,8 @@ Run evaluateFresh(const std::string& workerPath, const std::string& src, const s
     *torch = hello.response.value("torch", std::string());
     if (facts->is_null())
         *facts = worker.request({{"type", "device"}}, 60).response;
-    if (warm)
-        run.warm = worker.request({{"type", "warm"}}, 120).response;
+    if (warm.is_object())
+        run.warm = worker.request(warm, 120).response;
     auto reply = worker.request({{"type", "evaluate"}, {"task", task}, {"answer", answer}, {"profile", profile}}, 600);
     run.requestMs = reply.ms;
     run.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -137,7 +142,7 @@ int main(int argc, char** argv)
 {
     std::string only, jsonOut, profile = "kernelbench-fp32";
     int repeat = 0;
-    bool warm = false;
+    json warm; // the warm request (--warm, --warm-python), null: none
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
@@ -148,7 +153,9 @@ int main(int argc, char** argv)
         else if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc)
             repeat = std::atoi(argv[++i]);
         else if (!std::strcmp(argv[i], "--warm"))
-            warm = true;
+            warm = {{"type", "warm"}};
+        else if (!std::strcmp(argv[i], "--warm-python"))
+            warm = {{"type", "warm"}, {"python", true}};
     }
     const std::string src = KWB_SOURCE_DIR;
     const std::string dir = src + "/tests/fixtures/candidates/";

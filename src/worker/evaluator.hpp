@@ -48,8 +48,10 @@ public:
     /// cuDNN, the evaluator's own kernels and checks), so a spare worker pays for them before it
     /// takes over. {device: "cuda", warm_ms: {quiet_wait, context, cublas, cudnn, evaluator,
     /// total}}; {device: "none", why} without a usable device; a second call answers at once
-    /// (already_warm: true, every part 0).
-    nlohmann::json warm(int ordinal);
+    /// (already_warm: true, every part 0). python: also start the embedded Python for
+    /// KernelBench-format answers, after the GPU's parts (its `import torch`, CPU only, no lock):
+    /// warm_ms.python, and python_error where it cannot start; done with or without a device.
+    nlohmann::json warm(int ordinal, bool python = false);
 
     /// The GPU's quiet lock the timing stage and the traffic profile hold exclusively, and warm()
     /// shared; null: none (every hold a no-op). Not owned.

@@ -270,7 +270,9 @@ json Worker::handle(const json& request)
             body = m_evaluator.evaluate(t, request);
         } else if (type == "warm") {
             const protocol::Device device = protocol::parseDevice(request, protocol::kDeviceCuda, cudaDeviceCount());
-            body = m_evaluator.warm(device.ordinal);
+            if (request.contains("python") && !request["python"].is_boolean())
+                throw RequestError("bad_request", "warm's 'python' is true or false");
+            body = m_evaluator.warm(device.ordinal, request.value("python", false));
         } else if (type == "compile") {
             body = compileOnly(request);
         } else if (type == "run_reference") {

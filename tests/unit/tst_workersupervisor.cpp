@@ -850,6 +850,29 @@ private Q_SLOTS:
         // A cold worker is not warmed: its own evaluation pays that.
         QCOMPARE(typesReadBy(log, pidOf(first)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
         QVERIFY(!helloOf(available, pidOf(first)).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        // The warm asked nothing of the embedded Python (setWarmPython is off by default).
+        QVERIFY(!supervisor->warmPython());
+        for (const QJsonObject& entry : loggedRequests(log))
+            if (entry.value(QLatin1String("type")).toString() == QLatin1String("warm"))
+                QVERIFY(!entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("python")));
+    }
+
+    void warmStartsThePythonWhenAsked()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setWarmPython(true); // EvaluationQueue's, at a KernelBench-format job
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        int warms = 0;
+        for (const QJsonObject& entry : loggedRequests(log)) {
+            if (entry.value(QLatin1String("type")).toString() != QLatin1String("warm"))
+                continue;
+            ++warms;
+            QVERIFY(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("python")));
+        }
+        QVERIFY(warms >= 1);
     }
 
     void requestWaitsForAWarmingSpare()

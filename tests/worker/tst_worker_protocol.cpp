@@ -710,6 +710,41 @@ TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this mach
     CHECK(r["stage_detail_ms"]["timing"]["quiet_wait"] == 0.0);
 }
 
+TEST_CASE("warm with python: true starts the embedded Python once, device or not; a non-boolean is refused")
+{
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE_MESSAGE(worker.start(&err), err);
+    const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
+    const json first = worker.request({{"id", 2}, {"type", "warm"}, {"python", true}}, 180).response;
+    CAPTURE(first.dump());
+    REQUIRE(first["ok"] == true);
+    CHECK(first["device"] == (hello["cuda_device_count"].get<int>() > 0 ? "cuda" : "none"));
+    REQUIRE(first["warm_ms"]["python"].is_number());
+    CHECK(first["warm_ms"]["total"].get<double>() >= first["warm_ms"]["python"].get<double>());
+    // Started or not (a worker built without Python says why), the same answer a second time,
+    // and the interpreter is not started again.
+    const json second = worker.request({{"id", 3}, {"type", "warm"}, {"python", true}}, 60).response;
+    CAPTURE(second.dump());
+    CHECK(second["ok"] == true);
+    CHECK(second.contains("python_error") == first.contains("python_error"));
+    if (first.contains("python_error")) {
+        CHECK_FALSE(first["python_error"].get<std::string>().empty());
+    } else {
+        CHECK(second["warm_ms"]["python"].get<double>() < 50.0); // once per process: a second start returns at once
+        // The interpreter serves a KernelBench-format answer (its check, as `compile` runs it).
+        const std::string answer = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, A, s):\n"
+                                   "        return A * s\n```\n";
+        const json c = worker.request({{"id", 4}, {"type", "compile"}, {"answer", answer}}, 120).response;
+        CAPTURE(c.dump());
+        CHECK(c["ok"] == true);
+        CHECK(c["answer_format"] == "kernelbench");
+    }
+    const json bad = worker.request({{"id", 5}, {"type", "warm"}, {"python", "yes"}}, 60).response;
+    CHECK(bad["ok"] == false);
+    CHECK(bad["error"]["code"] == "bad_request");
+}
+
 TEST_CASE("--gpu-quiet-lock with a path that cannot be opened: said on stderr and in hello, the worker goes on")
 {
     const std::string missing = "/nonexistent-kwb-dir/gpu-0.quiet";

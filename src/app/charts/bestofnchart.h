@@ -37,7 +37,7 @@ struct BestOfNSeries
     /// Samples of this run with status correct that are not counted (below the roofline floor),
     /// and why; the curve's markers are then ringed in red and the tooltip says so.
     int notCounted = 0;
-    QStringList notCountedWhy;
+    QStringList notCountedWhy = {};
 };
 
 class BestOfNChart

@@ -95,7 +95,7 @@ struct TimingStats
 struct SpeedupInterval
 {
     double low = 0, high = 0;
-    std::optional<double> relativeHalfWidth; ///< null when the interval is unbounded
+    std::optional<double> relativeHalfWidth = std::nullopt; ///< null when the interval is unbounded
     int samples = 0;
 };
 

@@ -204,6 +204,11 @@ qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, con
     key.addData(QByteArrayView("\n", 1));
     key.addData(answer.toUtf8());
     job.compileKey = key.result();
+    // A KernelBench-format answer runs in the worker's embedded Python: from now on the GPUs'
+    // spares start it while they warm, off the candidate's path.
+    if (buildsExtension(job))
+        for (const Gpu& gpu : std::as_const(m_gpus))
+            gpu.supervisor->setWarmPython(true);
     if (m_jobs.isEmpty()) {
         // A new batch: say how the last one ended before counting from zero.
         if (m_progressScheduled) {

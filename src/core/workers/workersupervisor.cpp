@@ -687,7 +687,10 @@ bool WorkerSupervisor::warmWanted(const QJsonObject& hello) const
 QString WorkerSupervisor::sendWarm(QProcess* process)
 {
     const QString id = QStringLiteral("kwb-warm-%1").arg(++m_handshakeCount);
-    process->write(ProtocolCodec::encodeRequest(QJsonObject{{QLatin1String("id"), id}, {QLatin1String("type"), kWarmType}}));
+    QJsonObject request{{QLatin1String("id"), id}, {QLatin1String("type"), kWarmType}};
+    if (m_warmPython)
+        request.insert(QLatin1String("python"), true);
+    process->write(ProtocolCodec::encodeRequest(request));
     return id;
 }
 

@@ -144,6 +144,14 @@ public:
     /// waits for the parts running then, at most one per warming spare.
     void setWarmWhileBusy(bool enabled) { m_warmWhileBusy = enabled; }
     bool warmWhileBusy() const { return m_warmWhileBusy; }
+    /// Whether a spare's `warm` also starts the worker's embedded Python (`"python": true`,
+    /// docs/protocol.md): for KernelBench-format answers, whose evaluation in a fresh worker
+    /// otherwise starts it first (its `import torch`, seconds). Off by default (a native run's
+    /// spares would hold a Python for nothing); EvaluationQueue turns it on at the first
+    /// KernelBench-format job. Spares warmed before keep their warm; a request still starts the
+    /// Python itself where its spare has none.
+    void setWarmPython(bool enabled) { m_warmPython = enabled; }
+    bool warmPython() const { return m_warmPython; }
     /// The settle time of setWarmSpare() (default kWarmIdleMs); tests shorten it.
     void setWarmIdleMs(int ms) { m_warmIdleMs = std::max(0, ms); }
     int warmIdleMs() const { return m_warmIdleMs; }
@@ -374,6 +382,7 @@ private:
     int m_spareCount = kDefaultSpareCount;
     bool m_warmSpare = true;
     bool m_warmWhileBusy = false;
+    bool m_warmPython = false;
     int m_warmIdleMs = kWarmIdleMs;
     QTimer m_warmIdleTimer; // setWarmSpare()'s settle time
     QList<Spare> m_spares; // oldest first
