@@ -2093,7 +2093,7 @@ json Evaluator::warm(int ordinal, bool python)
     };
     std::string why;
     if (!cudaAvailable(&why) || !useCudaDevice(ordinal, &why))
-        return python ? withPython({{"device", "none"}, {"why", why}, {"warm_ms", json::object()}}) : json{{"device", "none"}, {"why", why}};
+        return withPython({{"device", "none"}, {"why", why}});
     if (m_warm)
         return withPython({{"device", "cuda"},
                            {"already_warm", true},

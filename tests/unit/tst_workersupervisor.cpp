@@ -256,13 +256,21 @@ class TestWorkerSupervisor : public QObject
         QVERIFY(pidOf(next) != previousPid);
     }
 
+    // What runBackToBack saw: the answers, and the workers that had read `warm` when the last
+    // answer came (the queue's end: from there the supervisor idles and may warm; a warm sent
+    // before would have been read long ago).
+    struct BackToBack {
+        QList<QJsonObject> answers;
+        QList<qint64> warmReadersAtEnd;
+    };
+
     // A queue as EvaluationQueue runs it: the next evaluation (300 ms each, time for the spares to
-    // answer hello) is sent one event-loop turn after the last answer, `count` in all. The answers,
-    // and the workers that had read `warm` when the last answer came (the queue's end: from there
-    // the supervisor idles and may warm; a warm sent before would have been read long ago).
-    void runBackToBack(WorkerSupervisor& supervisor, const QString& log, int count, QList<QJsonObject>* answers,
-                       QList<qint64>* warmReadersAtEnd)
+    // answer hello) is sent one event-loop turn after the last answer, `count` in all.
+    BackToBack runBackToBack(WorkerSupervisor& supervisor, const QString& log, int count)
     {
+        BackToBack run;
+        QList<QJsonObject>* answers = &run.answers;
+        QList<qint64>* warmReadersAtEnd = &run.warmReadersAtEnd;
         QJsonObject slow = evaluate(QStringLiteral("slow"));
         slow.insert(QStringLiteral("delay_ms"), 300);
         QObject context;
@@ -280,7 +288,8 @@ class TestWorkerSupervisor : public QObject
                     QFAIL(qPrintable(status + QLatin1String(": ") + message));
                 });
         supervisor.sendRequest(slow);
-        QTRY_COMPARE_WITH_TIMEOUT(answers->size(), count, kWaitMs);
+        [&] { QTRY_COMPARE_WITH_TIMEOUT(answers->size(), count, kWaitMs); }();
+        return run;
     }
 
 private Q_SLOTS:
@@ -692,9 +701,7 @@ private Q_SLOTS:
         QCOMPARE(supervisor->spareCount(), 2);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         constexpr int kCount = 3;
-        QList<QJsonObject> answers;
-        QList<qint64> warmReadersAtEnd;
-        runBackToBack(*supervisor, log, kCount, &answers, &warmReadersAtEnd);
+        const auto [answers, warmReadersAtEnd] = runBackToBack(*supervisor, log, kCount);
         if (QTest::currentTestFailed())
             return;
         QVERIFY(warmReadersAtEnd.isEmpty());
@@ -719,9 +726,7 @@ private Q_SLOTS:
         supervisor->setWarmWhileBusy(true);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         constexpr int kCount = 3;
-        QList<QJsonObject> answers;
-        QList<qint64> warmReadersAtEnd;
-        runBackToBack(*supervisor, log, kCount, &answers, &warmReadersAtEnd);
+        const auto [answers, warmReadersAtEnd] = runBackToBack(*supervisor, log, kCount);
         if (QTest::currentTestFailed())
             return;
         QVERIFY(!warmReadersAtEnd.isEmpty()); // warmed while the queue ran, not after it

@@ -214,7 +214,6 @@ QString mdHeader(const QStringList& cells, int textColumns)
     return text + QStringLiteral("|") + rule.join(QLatin1Char('|')) + QStringLiteral("|\n");
 }
 
-
 const RunReport* findRun(const Report& report, qint64 id)
 {
     for (const RunReport& run : report.runs) {
@@ -712,6 +711,7 @@ QString fastPMarkdown(const Report& report)
     return md;
 }
 } // namespace
+
 QString percentText(const Estimate& estimate)
 {
     if (!estimate.isValid())
