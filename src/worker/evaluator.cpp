@@ -30,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <future>
@@ -177,6 +178,27 @@ std::string aliasedArgument(const at::Tensor& out, const std::vector<c10::IValue
     return {};
 }
 
+/// torch.equal(a, b): same sizes and every element equal (floats: NaN never, -0 == +0). On one
+/// GPU, for contiguous float32 or integer/boolean data of one dtype, one pass of the evaluator's
+/// own kernel (output_compare.hpp: no first load of ATen's eq and all in a fresh worker); else ATen.
+bool equalValues(const at::Tensor& a, const at::Tensor& b)
+{
+    if (a.sizes() != b.sizes())
+        return false;
+    if (a.is_cuda() && b.is_cuda() && a.device() == b.device() && a.scalar_type() == b.scalar_type() &&
+        a.is_contiguous() && b.is_contiguous() && a.numel() > 0) {
+        std::string why;
+        std::optional<int64_t> bad;
+        if (a.scalar_type() == at::kFloat)
+            bad = fusedUnequalFloats(a.data_ptr<float>(), b.data_ptr<float>(), a.numel(), a.device().index(), &why);
+        else if (at::isIntegralType(a.scalar_type(), /*includeBool=*/true))
+            bad = fusedUnequalBytes(a.data_ptr(), b.data_ptr(), int64_t(a.nbytes()), a.device().index(), &why);
+        if (bad)
+            return *bad == 0;
+    }
+    return torch::equal(a, b);
+}
+
 /// The name of the first input, or parameter that is not a buffer, that a run changed: `args`
 /// are the clones the candidate got, `inputs` and `params` the originals they were cloned from.
 /// Buffers (BatchNorm's running statistics) are meant to be updated and are left out.
@@ -184,7 +206,7 @@ std::string modifiedArgument(const std::vector<c10::IValue>& args, const std::ve
                              const ParamDict& params, const Task& task)
 {
     for (size_t i = 0; i < args.size() && i < inputs.size() && i < task.inputs.size(); ++i)
-        if (args[i].isTensor() && inputs[i].isTensor() && !torch::equal(args[i].toTensor(), inputs[i].toTensor()))
+        if (args[i].isTensor() && inputs[i].isTensor() && !equalValues(args[i].toTensor(), inputs[i].toTensor()))
             return task.inputs[i].name;
     if (!args.empty() && args.back().isGenericDict()) {
         const auto dict = args.back().toGenericDict();
@@ -192,7 +214,7 @@ std::string modifiedArgument(const std::vector<c10::IValue>& args, const std::ve
             if (p.buffer || !dict.contains(p.name))
                 continue;
             const c10::IValue v = dict.at(p.name);
-            if (v.isTensor() && !torch::equal(v.toTensor(), params.at(p.name)))
+            if (v.isTensor() && !equalValues(v.toTensor(), params.at(p.name)))
                 return p.name;
         }
     }
@@ -223,13 +245,31 @@ CudaFault syncCuda()
     return f;
 }
 
+/// Whether every element is finite (integers are): the evaluator's own kernel for float32 on one
+/// GPU, else ATen's isfinite.
+bool allFinite(const at::Tensor& t)
+{
+    if (t.is_cuda() && t.scalar_type() == at::kFloat && t.is_contiguous()) {
+        std::string why;
+        if (const auto stats = fusedStats(t.data_ptr<float>(), t.numel(), t.device().index(), &why))
+            return stats->nonFinite == 0;
+    }
+    return torch::isfinite(t).all().item<bool>();
+}
+
 /// Flags references whose output cannot tell a right candidate from a wrong one.
 json degenerateCheck(const std::vector<at::Tensor>& refs)
 {
     if (refs.empty() || refs[0].numel() == 0)
         return nullptr;
     const at::Tensor& r = refs[0];
-    const double zeroFraction = (r == 0).sum().item<double>() / double(r.numel());
+    // One pass of the evaluator's own kernel where it can (float32 on one GPU), else ATen's.
+    std::optional<FusedStats> stats;
+    if (r.is_cuda() && r.scalar_type() == at::kFloat && r.is_contiguous()) {
+        std::string why;
+        stats = fusedStats(r.data_ptr<float>(), r.numel(), r.device().index(), &why);
+    }
+    const double zeroFraction = (stats ? double(stats->zeros) : (r == 0).sum().item<double>()) / double(r.numel());
     json d;
     if (zeroFraction >= 0.999) {
         d = {{"kind", zeroFraction == 1.0 ? "all_zero" : "mostly_zero"}, {"zero_fraction", zeroFraction}};
@@ -238,10 +278,11 @@ json degenerateCheck(const std::vector<at::Tensor>& refs)
                                              "nearly passes, and correctness says little";
         return d;
     }
-    if ((r.max() == r.min()).item<bool>())
+    // max == min as ATen has it: a NaN anywhere makes both NaN, never equal.
+    if (stats ? stats->nans == 0 && stats->min == stats->max : (r.max() == r.min()).item<bool>())
         return {{"kind", "constant"}, {"zero_fraction", zeroFraction},
                 {"message", "the reference output is one constant value"}};
-    if (refs.size() > 1 && refs[0].sizes() == refs[1].sizes() && torch::equal(refs[0], refs[1]))
+    if (refs.size() > 1 && equalValues(refs[0], refs[1]))
         return {{"kind", "input_independent"}, {"zero_fraction", zeroFraction},
                 {"message", "two different inputs gave the same reference output"}};
     return nullptr;
@@ -1257,6 +1298,39 @@ bool runCandidate(Evaluation& ev, std::vector<c10::IValue> args, c10::IValue* ou
 /// parameter per check.
 std::vector<int64_t> byteFingerprints(const std::vector<at::Tensor>& tensors)
 {
+    // On one GPU: the evaluator's own kernel (output_compare.hpp), a launch per tensor and one
+    // copy back, without a first load of ATen's reductions in a fresh worker. Same sums.
+    {
+        std::vector<at::Tensor> held; // the contiguous, aligned bytes, alive until the sums are back
+        std::vector<DeviceBytes> spans;
+        std::vector<size_t> where;
+        int device = -1;
+        bool oneGpu = true;
+        for (size_t i = 0; i < tensors.size() && oneGpu; ++i) {
+            if (!tensors[i].defined() || tensors[i].numel() == 0)
+                continue;
+            if (!tensors[i].is_cuda() || (device >= 0 && tensors[i].device().index() != device)) {
+                oneGpu = false;
+                break;
+            }
+            device = tensors[i].device().index();
+            at::Tensor bytes = tensors[i].contiguous();
+            if (reinterpret_cast<std::uintptr_t>(bytes.data_ptr()) % 8 != 0)
+                bytes = bytes.clone(); // a view at an odd offset: words need an 8-byte-aligned start
+            spans.push_back({bytes.data_ptr(), int64_t(bytes.nbytes())});
+            held.push_back(std::move(bytes));
+            where.push_back(i);
+        }
+        std::string why;
+        if (oneGpu && !spans.empty()) {
+            if (const auto sums = fusedWordSums(spans, device, &why)) {
+                std::vector<int64_t> out(tensors.size(), 0);
+                for (size_t k = 0; k < where.size(); ++k)
+                    out[where[k]] = static_cast<int64_t>((*sums)[k]);
+                return out;
+            }
+        }
+    }
     std::vector<at::Tensor> sums;
     std::vector<size_t> where;
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -1497,7 +1571,7 @@ bool correctnessStage(Evaluation& ev)
             return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: forward returned " + outV.tagKind()}},
                                    "incorrect", "second run: forward returned " + outV.tagKind() + ", expected a Tensor");
         at::Tensor again = outV.toTensor();
-        const bool identical = again.sizes() == firstOutput.sizes() && torch::equal(again, firstOutput);
+        const bool identical = equalValues(again, firstOutput);
         corr["deterministic"] = identical;
         if (!identical) {
             const std::string own = ownCopiesProblem(ev, inputs, prints);
@@ -1532,7 +1606,7 @@ bool correctnessStage(Evaluation& ev)
             return false;
         // Skipped where the reference itself is not finite on N(0,1) inputs (a task defined only
         // on [0,1) would be).
-        if (!torch::isfinite(ref).all().item<bool>()) {
+        if (!allFinite(ref)) {
             range["skipped"] = "the reference is not finite on N(0,1) inputs";
         } else {
             Comparison c;
@@ -2161,8 +2235,8 @@ json Evaluator::warm(int ordinal, bool python)
         (void)compareOutputs(u, u.clone(), 1e-4, 1e-4);
         (void)compareOutputs(u, n, 1e-4, 1e-4);
         (void)degenerateCheck({u, n});
-        (void)torch::isfinite(n).all().item<bool>();
-        (void)torch::equal(u, p);
+        (void)allFinite(n);
+        (void)equalValues(u, p);
         (void)forwardFunction(*script)({u});
         p.fill_(std::numeric_limits<float>::quiet_NaN());
         measure::warmCudaTimer();

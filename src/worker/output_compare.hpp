@@ -6,9 +6,17 @@
 // same. ATen's sequence makes ~10 full-size temporaries and ~16 passes over them (a 1 GB output:
 // ~34 GB of traffic, ~10 ms on an H200), this kernel reads the two outputs once. Compiled once per
 // process with NVRTC (compileOwnKernel) and loaded through the driver API; torch-free.
+//
+// The same module holds the evaluator's other checks on device data (the degenerate-output
+// statistics, equality, the byte fingerprints): in a fresh worker each distinct ATen kernel costs
+// its module's first load (lazy loading: ~34 ms for the degenerate check's four on an H200, 0.3 ms
+// once loaded), this module is loaded once, beside the context. Each returns nullopt with *why
+// where it cannot run, and the caller then uses ATen, which gives the same answer.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kwb {
 
@@ -30,5 +38,33 @@ void precompileFusedCompare(int ordinal);
 /// the first one used): the caller then compares with ATen. Call from one thread.
 std::optional<FusedComparison> fusedCompare(const float* a, const float* b, int64_t n, double atol, double rtol,
                                             int ordinal, std::string* why);
+
+struct FusedStats {
+    int64_t zeros = 0;     ///< elements == 0 (either sign)
+    int64_t nonFinite = 0; ///< NaN or ±Inf
+    int64_t nans = 0;
+    float min = 0, max = 0; ///< over the elements that are not NaN; 0 where all are NaN (or none)
+};
+/// What the degenerate-output check and the range trial's finiteness check ask of `n` contiguous
+/// float32 values at device pointer `x`, in one pass.
+std::optional<FusedStats> fusedStats(const float* x, int64_t n, int ordinal, std::string* why);
+
+/// How many of `n` float32 pairs differ as floats (!(a == b): NaN never equal, -0 == +0), torch.equal's rule.
+std::optional<int64_t> fusedUnequalFloats(const float* a, const float* b, int64_t n, int ordinal, std::string* why);
+
+/// How many 8-byte words (and tail bytes) of two `bytes`-long device spans differ; both 8-byte
+/// aligned, else nullopt. Bytes equal is values equal for integer and boolean data.
+std::optional<int64_t> fusedUnequalBytes(const void* a, const void* b, int64_t bytes, int ordinal, std::string* why);
+
+/// A span of device memory.
+struct DeviceBytes {
+    const void* data = nullptr;
+    int64_t bytes = 0;
+};
+/// Fingerprints copied back per synchronisation at most (a longer list takes several).
+inline constexpr size_t kFingerprintBatch = 64;
+/// tensor_fingerprint.hpp's fingerprint of each span: the sum (mod 2^64) of its 64-bit words
+/// and of its trailing bytes (< 8). Each span 8-byte aligned, else nullopt.
+std::optional<std::vector<uint64_t>> fusedWordSums(const std::vector<DeviceBytes>& spans, int ordinal, std::string* why);
 
 } // namespace kwb
