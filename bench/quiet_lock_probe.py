@@ -6,14 +6,17 @@ longest part is the CUDA context. This probe measures whether a context's creati
 another process's kernel times, against a positive control that launches tiny kernels.
 
 A timer process times two workloads with CUDA events, alternating sample by sample, and records
-each sample's host start and end: "long", one 4096x4096 float32 matmul (TF32 off, ~2-3 ms), and
-"short", 20 small element-wise kernels on 1 Mi floats (launch-bound, as L2/6 or L3/9 are). A
-disturber process meanwhile runs phases of PHASE_S seconds with quiet gaps between them:
-  ctx      cuInit once, then, repeatedly, the primary context retained (created), synchronised
-           and released (destroyed): ctypes on libcuda, no kernel of its own
+each sample's host start and end: "long", one 4096x4096 float32 matmul (TF32 off, ~2.7 ms), and
+"short", 20 small element-wise kernels on 1 Mi floats (launch-bound, as L2/6 or L3/9 are). Other
+processes meanwhile run phases of PHASE_S seconds (or as long as their work takes) with quiet
+gaps between them, each phase one kind of CUDA work and nothing else:
+  create   contexts created back to back, each kept (cuCtxCreate; ctypes on libcuda)
+  destroy  those contexts destroyed back to back (cuCtxDestroy)
+  exit     processes that each made a context (and a 64 MiB allocation) beforehand exit, one
+           after the other, as a finished worker does (os._exit; the driver tears the context down)
   kernels  (the positive control) torch: one tiny kernel launched and synchronised every 1 ms
-Each sample is classed by the phase its host interval overlaps (samples straddling a phase edge are
-dropped), and per workload and class the table gives the count, mean, median, p99 and max GPU
+Each sample is classed by the phase its host interval lies in (samples straddling a phase's edge
+are dropped), and per workload and class the table gives the count, mean, median, p99 and max GPU
 time and the mean's and p99's shift against the quiet samples.
 
   python3 bench/quiet_lock_probe.py [--phase-s 3] [--json OUT]
@@ -66,25 +69,50 @@ print("%r %r %d" % (t0, time.time(), n), flush=True)
 '''
 
 
-def ctx_phase(phase_s):
-    """Primary contexts created and destroyed back to back for phase_s seconds, in this process."""
-    cuda = ctypes.CDLL("libcuda.so.1")
-    assert cuda.cuInit(0) == 0
-    dev = ctypes.c_int()
-    assert cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
-    ctx = ctypes.c_void_p()
-    t0 = time.time()
-    n, each = 0, []
-    while time.time() - t0 < phase_s:
-        s = time.perf_counter()
-        assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
-        assert cuda.cuCtxSetCurrent(ctx) == 0
-        assert cuda.cuCtxSynchronize() == 0
-        assert cuda.cuCtxSetCurrent(None) == 0
-        assert cuda.cuDevicePrimaryCtxRelease(dev) == 0
-        each.append((time.perf_counter() - s) * 1e3)
-        n += 1
-    return {"start": t0, "end": time.time(), "iterations": n, "median_ms": statistics.median(each) if each else None}
+CTX_WORKER = r'''
+import ctypes, json, sys, time
+cuda = ctypes.CDLL("libcuda.so.1")
+assert cuda.cuInit(0) == 0
+dev = ctypes.c_int()
+assert cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+def create():
+    c = ctypes.c_void_p()
+    if hasattr(cuda, "cuCtxCreate_v2"):
+        r = cuda.cuCtxCreate_v2(ctypes.byref(c), 0, dev)
+    else:
+        r = cuda.cuCtxCreate_v4(ctypes.byref(c), None, 0, dev)
+    assert r == 0, r
+    assert cuda.cuCtxSynchronize() == 0
+    assert cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p())) == 0
+    return c
+made = []
+print("ready", flush=True)
+for line in sys.stdin:
+    cmd = line.split()
+    t0, each = time.time(), []
+    if cmd[0] == "create":
+        while time.time() - t0 < float(cmd[1]):
+            s = time.perf_counter(); made.append(create()); each.append((time.perf_counter() - s) * 1e3)
+    elif cmd[0] == "destroy":
+        while made:
+            s = time.perf_counter(); assert cuda.cuCtxDestroy_v2(made.pop()) == 0; each.append((time.perf_counter() - s) * 1e3)
+    each.sort()
+    print(json.dumps({"start": t0, "end": time.time(), "iterations": len(each), "median_ms": each[len(each) // 2] if each else None}), flush=True)
+'''
+
+EXIT_CHILD = r'''
+import ctypes, os, sys
+cuda = ctypes.CDLL("libcuda.so.1")
+assert cuda.cuInit(0) == 0
+dev = ctypes.c_int(); assert cuda.cuDeviceGet(ctypes.byref(dev), 0) == 0
+ctx = ctypes.c_void_p(); assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+assert cuda.cuCtxSetCurrent(ctx) == 0
+p = ctypes.c_ulonglong(); assert cuda.cuMemAlloc_v2(ctypes.byref(p), 64 << 20) == 0
+assert cuda.cuCtxSynchronize() == 0
+print("ready", flush=True)
+sys.stdin.readline()
+os._exit(0)
+'''
 
 
 def pct(v, q):
@@ -96,10 +124,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--phase-s", type=float, default=3.0)
     ap.add_argument("--gap-s", type=float, default=1.5)
+    ap.add_argument("--exits", type=int, default=10)
     ap.add_argument("--json")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
     out, stop = os.path.join(tmp, "samples.json"), os.path.join(tmp, "stop")
+    # the exiting processes first: their contexts are made before the timer starts
+    exiting = [subprocess.Popen([sys.executable, "-c", EXIT_CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for _ in range(args.exits)]
+    for e in exiting:
+        assert e.stdout.readline().strip() == "ready"
+    ctxw = subprocess.Popen([sys.executable, "-c", CTX_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert ctxw.stdout.readline().strip() == "ready"
     timer = subprocess.Popen([sys.executable, "-c", TIMER, out, stop], stdout=subprocess.PIPE, text=True)
     kern = subprocess.Popen([sys.executable, "-c", DISTURB_KERNELS, str(args.phase_s)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -107,27 +143,27 @@ def main():
     assert kern.stdout.readline().strip() == "ready"
     phases = []
     time.sleep(args.gap_s)
-    for name in ("ctx", "kernels", "ctx", "kernels"):
-        if name == "ctx":
-            # a child of its own per phase: this process keeps no CUDA state between phases
-            r = subprocess.run([sys.executable, "-c",
-                                "import json,sys;sys.path.insert(0,%r);import quiet_lock_probe as q;print(json.dumps(q.ctx_phase(%r)))"
-                                % (os.path.dirname(os.path.abspath(__file__)), args.phase_s)],
-                               capture_output=True, text=True)
-            p = json.loads(r.stdout.strip().splitlines()[-1])
+    for name in ("create", "destroy", "exit", "kernels", "create", "destroy"):
+        if name in ("create", "destroy"):
+            ctxw.stdin.write(("create %r" % args.phase_s if name == "create" else "destroy") + "\n"); ctxw.stdin.flush()
+            p = json.loads(ctxw.stdout.readline())
+        elif name == "exit":
+            t0, each = time.time(), []
+            for e in exiting:
+                s = time.perf_counter(); e.stdin.write("x\n"); e.stdin.flush(); e.wait(); each.append((time.perf_counter() - s) * 1e3)
+            each.sort()
+            p = {"start": t0, "end": time.time(), "iterations": len(each), "median_ms": each[len(each) // 2] if each else None}
         else:
             kern.stdin.write("go\n"); kern.stdin.flush()
             t0, t1, n = kern.stdout.readline().split()
             p = {"start": float(t0), "end": float(t1), "iterations": int(n)}
-            kern = subprocess.Popen([sys.executable, "-c", DISTURB_KERNELS, str(args.phase_s)],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-            assert kern.stdout.readline().strip() == "ready"
         p["phase"] = name
         phases.append(p)
         time.sleep(args.gap_s)
     open(stop, "w").close()
     timer.wait()
     kern.kill()
+    ctxw.kill()
     samples = json.load(open(out))
     classes = {}
     for name, t0, t1, ms in samples:
@@ -145,7 +181,7 @@ def main():
     for work in ("long", "short"):
         q = classes.get((work, "quiet"), [])
         qm, qp = (statistics.mean(q), pct(q, 0.99)) if q else (None, None)
-        for cls in ("quiet", "ctx", "kernels"):
+        for cls in ("quiet", "create", "destroy", "exit", "kernels"):
             v = classes.get((work, cls), [])
             if not v:
                 continue

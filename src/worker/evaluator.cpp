@@ -1821,7 +1821,7 @@ measure::ReuseKey reuseKey(const Evaluation& ev, int inputSets)
 /// 7. timing: the eager reference and the candidate, the same way, in this process (measure.cpp).
 /// The calls rotate over input sets (measure::timingSetCount) so that consecutive calls never see
 /// the same inputs; the candidate's outputs of the first and last timed call on each set are
-/// checked against the reference, run after it on clones of that set.
+/// checked against that set's reference output made after it (settle, below).
 bool timingStage(Evaluation& ev)
 {
     if (!ev.doTime)
@@ -1877,28 +1877,25 @@ bool timingStage(Evaluation& ev)
         }
     } releaseRefOut{ev, refOut};
     // Weights are shared across calls, inputs and buffers copied (cloneArgs), outside the timed call.
-    auto prepareRef = [&ev, &sets, &prepareMs, &refOut, nSets, warm = 0](int index) mutable -> measure::Call {
-        const auto t0 = Clock::now();
-        releaseReference(ev, refOut);
-        const int set = index < 0 ? warm++ % nSets : index % nSets;
-        auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
-        prepareMs += msSince(t0);
-        return [fn = ev.refFn, args = std::move(args), &refOut]() mutable {
-            const c10::IValue out = (*fn)(std::move(args));
-            if (out.isTensor())
-                refOut = out.toTensor();
-        };
-    };
+    // Every call gets the next sequence number as it is prepared (the calls run in that order), so
+    // that a check knows whether the reference output kept (refOut) was made after the candidate's
+    // call on the same set: a candidate-first pair (C R) on one set.
+    int seq = 0, refOutSet = -1, refOutSeq = -1;
     at::Tensor pendingOut;
-    int pendingSet = -1, pendingCall = -1, checks = 0;
-    // Checks the output kept from the last checked call (not timed: it runs in the next prepare).
-    // Every timed call's output is kept until the next prepare; it is checked where the call is
-    // one of `checked`, or (force) where it is the last timed call, which the adaptive method
-    // knows only once it stopped.
+    int pendingSet = -1, pendingCall = -1, pendingSeq = -1, checks = 0;
+    // Checks the output kept from the last checked call (not timed: it runs in the next prepare,
+    // before refOut is released). Every timed call's output is kept until the next prepare; it is
+    // checked where the call is one of `checked`, or (force) where it is the last timed call, which
+    // the adaptive method knows only once it stopped. The reference's output to compare with is
+    // the timed one that followed it on the same inputs (a C R pair), else the reference run again
+    // on clones of that set. Either way it was made after the candidate's call and is released
+    // before the candidate's next one, and the evaluator's copies of the inputs and parameters
+    // are checked first (the candidate writes outside its own buffers otherwise).
     auto settle = [&](bool force) {
         if (pendingSet < 0)
             return;
         const int set = pendingSet, call = pendingCall;
+        const bool refOutFollows = refOut.defined() && refOutSet == set && refOutSeq > pendingSeq;
         pendingSet = -1;
         at::Tensor out = pendingOut;
         pendingOut = at::Tensor();
@@ -1912,9 +1909,10 @@ bool timingStage(Evaluation& ev)
         } addTime{checksMs, t0};
         std::string reason = ownCopiesProblem(ev, sets[size_t(set)], prints[size_t(set)]);
         if (reason.empty()) {
-            at::Tensor ref = referenceOutput(ev, sets[size_t(set)]);
+            at::Tensor ranAgain = refOutFollows ? at::Tensor() : referenceOutput(ev, sets[size_t(set)]);
+            const at::Tensor& ref = refOutFollows ? refOut : ranAgain;
             const Comparison c = out.defined() ? compareOutputs(out, ref, ev.prof.atol, ev.prof.rtol) : Comparison{false, "no tensor output"};
-            releaseReference(ev, ref);
+            releaseReference(ev, ranAgain);
             if (!c.ok)
                 reason = c.reason;
         }
@@ -1924,20 +1922,45 @@ bool timingStage(Evaluation& ev)
                                       "earlier result (timed call " + std::to_string(call + 1) + ", input set " +
                                       std::to_string(set + 1) + " of " + std::to_string(nSets) + ": " + reason + ")");
     };
-    auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
+    auto prepareRef = [&, warm = 0](int index) mutable -> measure::Call {
+        const auto t0 = Clock::now();
+        // A candidate call checked against the reference output about to be released (C R, then R).
+        if (pendingSet >= 0 && refOut.defined() && refOutSet == pendingSet && refOutSeq > pendingSeq &&
+            checked.count(pendingCall)) {
+            prepareMs += msSince(t0);
+            settle(false);
+        }
+        const auto t1 = Clock::now();
         releaseReference(ev, refOut);
+        const int set = index < 0 ? warm++ % nSets : index % nSets;
+        auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
+        const int mySeq = ++seq, mySet = index < 0 ? -1 : set; // a warm-up's output checks nothing
+        prepareMs += msSince(t1);
+        return [fn = ev.refFn, args = std::move(args), &refOut, &refOutSet, &refOutSeq, mySeq, mySet]() mutable {
+            const c10::IValue out = (*fn)(std::move(args));
+            if (out.isTensor()) {
+                refOut = out.toTensor();
+                refOutSet = mySet;
+                refOutSeq = mySeq;
+            }
+        };
+    };
+    auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
         settle(false);
+        releaseReference(ev, refOut);
         const auto t0 = Clock::now();
         const int set = index < 0 ? warm++ % nSets : index % nSets;
         auto call = ev.callable->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false));
+        const int mySeq = ++seq;
         prepareMs += msSince(t0);
         const bool keep = index >= 0;
-        return [&, call = std::move(call), keep, set, index]() mutable {
+        return [&, call = std::move(call), keep, set, index, mySeq]() mutable {
             c10::IValue out = call();
             if (keep) {
                 pendingOut = out.isTensor() ? out.toTensor() : at::Tensor();
                 pendingSet = set;
                 pendingCall = index;
+                pendingSeq = mySeq;
             }
         };
     };
@@ -1961,7 +1984,6 @@ bool timingStage(Evaluation& ev)
     } catch (const TimedOutputMismatch& e) {
         return mismatch(e);
     }
-    releaseReference(ev, refOut); // the last one, where the reference was timed last
     lap("measurement");
     ev.addDetail("timing", "measurement_setup", timed.setupMs);
     ev.addDetail("timing", "measurement_warmup", timed.warmupMs);
@@ -1973,10 +1995,11 @@ bool timingStage(Evaluation& ev)
             return ev.stop("runtime_error", "timing", "CUDA error while timing: " + f.message);
     }
     try {
-        settle(true);
+        settle(true); // against the last reference output where the reference was timed last
     } catch (const TimedOutputMismatch& e) {
         return mismatch(e);
     }
+    releaseReference(ev, refOut);
     lap("last_output_check");
     ev.res["timing"] = timed.toJson();
     ev.res["timing"]["input_sets"] = nSets;

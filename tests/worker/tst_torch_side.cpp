@@ -361,6 +361,21 @@ TEST_CASE("evaluate: timed calls are checked against their input set's reference
     r = evalCpu(ev, t, answerFor(sig + "    return x + x\n"), {{"timing_trials", 8}});
     CHECK(r["status"] == "correct");
     CHECK(r["timing"]["checked_calls"].get<int>() == 2 * r["timing"]["input_sets"].get<int>());
+    const int sets = r["timing"]["input_sets"].get<int>();
+    REQUIRE(sets >= 2);
+    // Wrong on one other set only. The adaptive pairs alternate R C and C R, and set k is first
+    // timed in pair k: sets 1 and 3 are checked against the reference's timed output that follows
+    // the candidate's call, set 2 against the reference run again. Each way catches it.
+    for (int k = 1; k < sets; ++k) {
+        CAPTURE(k);
+        torch::manual_seed(trialSeed(42, 1000 + k));
+        std::snprintf(value, sizeof value, "%.9g", double(torch::rand({32, 32})[0][0].item<float>()));
+        r = evalCpu(ev, t, answerFor(sig + "    if bool(x[0, 0] == " + value + "):\n        return x * 3.0\n    return x + x\n"),
+                    {{"timing_trials", 8}});
+        CHECK(r["status"] == "incorrect");
+        CHECK(r["stage"] == "timing");
+        CHECK(r["message"].get<std::string>().find("input set " + std::to_string(k + 1) + " of") != std::string::npos);
+    }
 }
 
 TEST_CASE("evaluate: a degenerate reference is flagged")
