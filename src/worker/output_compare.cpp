@@ -21,6 +21,22 @@ namespace {
 // patterns, so the maxima are unsigned maxima of the bits (a NaN quotient, 0x7fc00000 and up,
 // wins as ATen's max propagates NaN).
 constexpr const char* kSource = R"(
+// A warp's sum and maximum, left in lane 0: each kernel below reduces its threads' partial
+// results with these, then lane 0 adds them to the result words with one atomic each.
+__device__ __forceinline__ unsigned long long kwb_warp_sum(unsigned long long v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, off);
+    return v;
+}
+__device__ __forceinline__ unsigned long long kwb_warp_max(unsigned long long v)
+{
+    for (int off = 16; off > 0; off >>= 1) {
+        const unsigned long long o = __shfl_down_sync(0xffffffffu, v, off);
+        v = o > v ? o : v;
+    }
+    return v;
+}
 extern "C" __global__ void kwb_allclose_f32(const float* __restrict__ a, const float* __restrict__ b,
                                             unsigned long long n, float atol, float rtol,
                                             unsigned long long* __restrict__ out)
@@ -38,13 +54,9 @@ extern "C" __global__ void kwb_allclose_f32(const float* __restrict__ a, const f
         maxAbs = fa > maxAbs ? fa : maxAbs;
         maxRel = fr > maxRel ? fr : maxRel;
     }
-    for (int off = 16; off > 0; off >>= 1) {
-        bad += __shfl_down_sync(0xffffffffu, bad, off);
-        const unsigned long long oa = __shfl_down_sync(0xffffffffu, maxAbs, off);
-        const unsigned long long orl = __shfl_down_sync(0xffffffffu, maxRel, off);
-        maxAbs = oa > maxAbs ? oa : maxAbs;
-        maxRel = orl > maxRel ? orl : maxRel;
-    }
+    bad = kwb_warp_sum(bad);
+    maxAbs = kwb_warp_max(maxAbs);
+    maxRel = kwb_warp_max(maxRel);
     if ((threadIdx.x & 31) == 0) {
         if (bad) atomicAdd(&out[0], bad);
         atomicMax(&out[1], maxAbs);
@@ -78,15 +90,11 @@ extern "C" __global__ void kwb_stats_f32(const float* __restrict__ x, unsigned l
         maxKey = k > maxKey ? k : maxKey;
         minInv = inv > minInv ? inv : minInv;
     }
-    for (int off = 16; off > 0; off >>= 1) {
-        zeros += __shfl_down_sync(0xffffffffu, zeros, off);
-        nonFinite += __shfl_down_sync(0xffffffffu, nonFinite, off);
-        nans += __shfl_down_sync(0xffffffffu, nans, off);
-        const unsigned long long a = __shfl_down_sync(0xffffffffu, minInv, off);
-        const unsigned long long b = __shfl_down_sync(0xffffffffu, maxKey, off);
-        minInv = a > minInv ? a : minInv;
-        maxKey = b > maxKey ? b : maxKey;
-    }
+    zeros = kwb_warp_sum(zeros);
+    nonFinite = kwb_warp_sum(nonFinite);
+    nans = kwb_warp_sum(nans);
+    minInv = kwb_warp_max(minInv);
+    maxKey = kwb_warp_max(maxKey);
     if ((threadIdx.x & 31) == 0) {
         if (zeros) atomicAdd(&out[0], zeros);
         if (nonFinite) atomicAdd(&out[1], nonFinite);
@@ -104,8 +112,7 @@ extern "C" __global__ void kwb_unequal_f32(const float* __restrict__ a, const fl
     const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
         bad += (a[i] == b[i]) ? 0ull : 1ull;
-    for (int off = 16; off > 0; off >>= 1)
-        bad += __shfl_down_sync(0xffffffffu, bad, off);
+    bad = kwb_warp_sum(bad);
     if ((threadIdx.x & 31) == 0 && bad)
         atomicAdd(&out[0], bad);
 }
@@ -124,8 +131,7 @@ extern "C" __global__ void kwb_unequal_bytes(const unsigned long long* __restric
     if (start == 0)
         for (unsigned t = 0; t < tail; ++t)
             bad += ta[t] == tb[t] ? 0ull : 1ull;
-    for (int off = 16; off > 0; off >>= 1)
-        bad += __shfl_down_sync(0xffffffffu, bad, off);
+    bad = kwb_warp_sum(bad);
     if ((threadIdx.x & 31) == 0 && bad)
         atomicAdd(&out[0], bad);
 }
@@ -144,8 +150,7 @@ extern "C" __global__ void kwb_word_sum(const unsigned long long* __restrict__ w
     if (start == 0)
         for (unsigned t = 0; t < tailBytes; ++t)
             s += tail[t];
-    for (int off = 16; off > 0; off >>= 1)
-        s += __shfl_down_sync(0xffffffffu, s, off);
+    s = kwb_warp_sum(s);
     if ((threadIdx.x & 31) == 0 && s)
         atomicAdd(out, s);
 }
