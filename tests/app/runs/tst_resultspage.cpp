@@ -116,26 +116,26 @@ private Q_SLOTS:
         // compiled and the speedup per level (it had only solved and correct %).
         const auto levelRow = [&](qint64 run, const QString& level) {
             for (int r = 0; r < levels->model()->rowCount(); ++r)
-                if (cell(levels, r, QStringLiteral("run")).startsWith(QStringLiteral("#%1 ").arg(run))
-                    && cell(levels, r, QStringLiteral("level")) == level)
+                if (cell(levels, r, QStringLiteral("Run")).startsWith(QStringLiteral("#%1 ").arg(run))
+                    && cell(levels, r, QStringLiteral("Level")) == level)
                     return r;
             return -1;
         };
         const int agentL1 = levelRow(m_fixture.agent, QStringLiteral("L1"));
         const int agentL2 = levelRow(m_fixture.agent, QStringLiteral("L2"));
         QVERIFY(agentL1 >= 0 && agentL2 >= 0);
-        QCOMPARE(cell(levels, agentL1, QStringLiteral("tasks")), QStringLiteral("2"));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("correct %")).startsWith(QStringLiteral("100.0 % [")));
+        QCOMPARE(cell(levels, agentL1, QStringLiteral("Tasks")), QStringLiteral("2"));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("Correct %")).startsWith(QStringLiteral("100.0 % [")));
         QVERIFY(cell(levels, agentL1, QStringLiteral("fast_1 %")).startsWith(QStringLiteral("50.0 % [")));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("compiled %")).startsWith(QStringLiteral("100.0 % [")));
-        QVERIFY(cell(levels, agentL1, QStringLiteral("geomean speedup (n)")).endsWith(QStringLiteral("(n = 2)")));
-        QVERIFY(cell(levels, agentL2, QStringLiteral("correct %")).startsWith(QStringLiteral("0.0 % [")));
-        QVERIFY(cell(levels, levelRow(m_fixture.zeroShot, QStringLiteral("L1")), QStringLiteral("correct %"))
+        QVERIFY(cell(levels, agentL1, QStringLiteral("Compiled %")).startsWith(QStringLiteral("100.0 % [")));
+        QVERIFY(cell(levels, agentL1, QStringLiteral("Geomean speedup")).endsWith(QStringLiteral("(n = 2)")));
+        QVERIFY(cell(levels, agentL2, QStringLiteral("Correct %")).startsWith(QStringLiteral("0.0 % [")));
+        QVERIFY(cell(levels, levelRow(m_fixture.zeroShot, QStringLiteral("L1")), QStringLiteral("Correct %"))
                     .startsWith(QStringLiteral("50.0 % [")));
         // The same cells as the Markdown export writes.
         const QString md = reportMarkdown(*page.report());
         QVERIFY(md.contains(QStringLiteral("| ") + levels->model()->index(agentL1, 0).data().toString() + QStringLiteral(" | L1 | 2 | ")
-                            + cell(levels, agentL1, QStringLiteral("correct %"))));
+                            + cell(levels, agentL1, QStringLiteral("Correct %"))));
 
         const auto* pairs = page.findChild<QTableView*>(QStringLiteral("pairTable"));
         QCOMPARE(pairs->model()->rowCount(), 3);
