@@ -287,11 +287,9 @@ int runRun(Session& session, const RunCommandOptions& options)
             QStringList cells;
             for (const SweepPoint& p : points) {
                 const Metrics& m = levelKey == 0 ? p.overall : p.perLevel.value(levelKey);
-                cells << QStringLiteral("n=%1 %2 % [%3–%4] (compiled %5 %)")
+                cells << QStringLiteral("n=%1 %2 (compiled %3 %)")
                              .arg(p.n)
-                             .arg(m.correctPct.value, 0, 'f', 1)
-                             .arg(m.correctPct.low, 0, 'f', 0)
-                             .arg(m.correctPct.high, 0, 'f', 0)
+                             .arg(percentText(m.correctPct))
                              .arg(m.compiledPct.value, 0, 'f', 1);
             }
             err() << "  " << level << ": " << cells.join(QStringLiteral(", ")) << '\n';

@@ -3,6 +3,7 @@
 // reproduces them), paired comparisons, pass@n and the best-of-n curve, and the routing estimate
 // (the study's own Table I counts give its 53 %).
 
+#include "core/study/report.h"
 #include "core/study/runstats.h"
 
 #include <QTest>
@@ -90,9 +91,12 @@ private Q_SLOTS:
         QCOMPARE(summary.perLevel[1].correctPct.value, 100.0);
         QCOMPARE(summary.perLevel[1].fast1Pct.value, 50.0);
         QVERIFY(qFuzzyCompare(summary.perLevel[1].geomeanSpeedup.value, 1.0));
-        // Every resample of an all-correct level is all correct: the interval is [100, 100].
-        QCOMPARE(summary.perLevel[1].correctPct.low, 100.0);
+        // Every resample of an all-correct level is all correct, so the bootstrap's interval would be
+        // [100, 100]: the exact binomial one instead, [0.025^(1/2), 1] for 2 of 2.
+        QVERIFY(summary.perLevel[1].correctPct.exactBinomial);
+        QVERIFY(qFuzzyCompare(summary.perLevel[1].correctPct.low, 100.0 * std::sqrt(0.025)));
         QCOMPARE(summary.perLevel[1].correctPct.high, 100.0);
+        QVERIFY(!summary.perLevel[1].fast1Pct.exactBinomial); // 1 of 2: the bootstrap's
         // L2: 50 % correct, 0 % fast_1 (1.0 is not > 1), 100 % compiled, geomean 1
         QCOMPARE(summary.perLevel[2].correctPct.value, 50.0);
         QCOMPARE(summary.perLevel[2].fast1Pct.value, 0.0);
@@ -226,6 +230,47 @@ private Q_SLOTS:
         QVERIFY(std::isnan(kwb::passAtN(4, 1, 8))); // fewer samples than n
         QVERIFY(std::isnan(kwb::passAtN(4, 1, 0)));
         QVERIFY(std::isnan(kwb::passAtN(4, 5, 1)));
+    }
+
+    void percentagesAtTheirEdges()
+    {
+        // 0 of 10 and 10 of 10: every resample is alike, the bootstrap's interval [0, 0] or
+        // [100, 100] claims a certainty ten tasks cannot give. The exact binomial (Clopper–Pearson)
+        // interval instead: [0, 1 − 0.025^(1/10)] = [0, 30.85] and [69.15, 100].
+        const Metrics none = computeMetrics(levelOfTen(1, 0));
+        QCOMPARE(none.correctPct.value, 0.0);
+        QVERIFY(none.correctPct.exactBinomial);
+        QCOMPARE(none.correctPct.low, 0.0);
+        QVERIFY(std::abs(none.correctPct.high - 100.0 * (1.0 - std::pow(0.025, 0.1))) < 1e-9);
+        QVERIFY(std::abs(none.correctPct.high - 30.85) < 0.01);
+        const Metrics all = computeMetrics(levelOfTen(1, 10));
+        QVERIFY(all.correctPct.exactBinomial);
+        QVERIFY(std::abs(all.correctPct.low - 69.15) < 0.01);
+        QCOMPARE(all.correctPct.high, 100.0);
+        QCOMPARE(percentText(none.correctPct), QStringLiteral("0.0 % [0\u201331]"));
+        QCOMPARE(percentText(all.correctPct), QStringLiteral("100.0 % [69\u2013100]"));
+        // In between, the bootstrap's, as before.
+        const Metrics some = computeMetrics(levelOfTen(1, 5));
+        QVERIFY(!some.correctPct.exactBinomial);
+        QVERIFY(some.correctPct.low > 0.0 && some.correctPct.high < 100.0);
+        // One task: [2.5, 100] for a pass, [0, 97.5] for a failure; its one speed-up has no
+        // interval of the geometric mean (one kernel: every resample that holds it is it).
+        const Metrics one = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("correct"), 1.5, true)});
+        QVERIFY(std::abs(one.correctPct.low - 2.5) < 1e-9);
+        QVERIFY(one.geomeanSpeedup.isValid() && !one.geomeanSpeedup.hasInterval());
+        QCOMPARE(geomeanSpeedupText(one), QStringLiteral("1.50\u00D7 (n = 1)"));
+        const Metrics failed = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 0.0, true)});
+        QVERIFY(std::abs(failed.correctPct.high - 97.5) < 1e-9);
+        // Two kernels: the bootstrap's interval of their geometric mean, as before.
+        const Metrics two = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("correct"), 1.5, true),
+                                            outcome(QStringLiteral("L1/2"), 1, QStringLiteral("correct"), 0.8, true)});
+        QVERIFY(two.geomeanSpeedup.hasInterval());
+        QVERIFY(two.geomeanSpeedup.low < two.geomeanSpeedup.high);
+        // The best-of-n curve at its edges likewise.
+        const QList<SampleOutcomes> failing{{QStringLiteral("A"), 1, {false, false}}, {QStringLiteral("B"), 1, {false, false}}};
+        const QList<BestOfNPoint> curve = kwb::bestOfNCurve(failing, {1, 2});
+        QVERIFY(curve[0].passPct.exactBinomial);
+        QVERIFY(std::abs(curve[0].passPct.high - 100.0 * (1.0 - std::sqrt(0.025))) < 1e-9);
     }
 
     void bestOfNCurve()

@@ -123,7 +123,11 @@ TextTable runTable(const Report& report)
         tips[0] = tr("%1, created %2, %3 evaluations")
                       .arg(run.run.name, run.run.created.toLocalTime().toString(Qt::ISODate))
                       .arg(run.evaluations);
-        tips[3] = tr("%1 of %2 tasks correct; 95 % bootstrap interval over tasks").arg(m.correct).arg(m.tasks);
+        tips[3] = (m.correctPct.exactBinomial ? tr("%1 of %2 tasks correct; 95 % exact binomial interval (the "
+                                                   "bootstrap's has no width when every task is alike)")
+                                                : tr("%1 of %2 tasks correct; 95 % bootstrap interval over tasks"))
+                      .arg(m.correct)
+                      .arg(m.tasks);
         tips[4] = tr("%1 of %2 tasks correct and faster than the reference").arg(m.fast1).arg(m.tasks);
         tips[5] = tr("%1 of %2 tasks compiled").arg(m.compiled).arg(m.tasks);
         tips[6] = tr("Geometric mean over the %1 correct kernel(s) with a timed speedup").arg(m.geomeanCount);

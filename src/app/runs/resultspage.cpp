@@ -538,7 +538,8 @@ void ResultsPage::showReport(const std::optional<Report>& report, const QString&
                  "have. ") + noiseCaveatText()
             : tr("No checked run has a part switched off (Launch page: ablation switches)."));
     m_tablesStack->setCurrentIndex(1);
-    m_statusLabel->setText(tr("%1 compared; 95 % bootstrap intervals over tasks (%2 resamples, seed %3).")
+    m_statusLabel->setText(tr("%1 compared; 95 % bootstrap intervals over tasks (%2 resamples, seed %3); at 0 % and 100 %, where "
+                                  "every resample is alike, the exact binomial interval.")
                                .arg(counted(report->runs.size(), tr("run"), tr("runs")))
                                .arg(m_bootstrap.resamples)
                                .arg(m_bootstrap.seed));

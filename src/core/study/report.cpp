@@ -48,6 +48,8 @@ QString withInterval(const Estimate& estimate, int decimals)
 {
     if (!estimate.isValid())
         return QStringLiteral("-");
+    if (!estimate.hasInterval())
+        return fixed(estimate.value, decimals);
     return QStringLiteral("%1 [%2, %3]")
         .arg(fixed(estimate.value, decimals), fixed(estimate.low, decimals), fixed(estimate.high, decimals));
 }
@@ -72,11 +74,17 @@ QJsonValue jsonCount(const std::optional<qint64>& value)
     return value ? QJsonValue(double(*value)) : QJsonValue(QJsonValue::Null);
 }
 
+/// {"value","low","high","interval"}: "interval" says how low and high were made ("bootstrap", or
+/// "exact_binomial" at 0 % and 100 %: runstats.h's Estimate), null where there is none.
 QJsonObject estimateJson(const Estimate& estimate)
 {
+    const bool has = estimate.hasInterval();
     return {{QStringLiteral("value"), jsonNumber(estimate.value)},
-            {QStringLiteral("low"), jsonNumber(estimate.isValid() ? estimate.low : kNaN)},
-            {QStringLiteral("high"), jsonNumber(estimate.isValid() ? estimate.high : kNaN)}};
+            {QStringLiteral("low"), jsonNumber(has ? estimate.low : kNaN)},
+            {QStringLiteral("high"), jsonNumber(has ? estimate.high : kNaN)},
+            {QStringLiteral("interval"), !has ? QJsonValue(QJsonValue::Null)
+                                         : QJsonValue(estimate.exactBinomial ? QStringLiteral("exact_binomial")
+                                                                             : QStringLiteral("bootstrap"))}};
 }
 
 QJsonObject metricsJson(const Metrics& metrics)
@@ -716,6 +724,8 @@ QString percentText(const Estimate& estimate)
 {
     if (!estimate.isValid())
         return QStringLiteral("\u2013");
+    if (!estimate.hasInterval())
+        return QStringLiteral("%1 %").arg(fixed(estimate.value, 1));
     return QStringLiteral("%1 % [%2\u2013%3]").arg(fixed(estimate.value, 1)).arg(qRound(estimate.low)).arg(qRound(estimate.high));
 }
 
@@ -724,6 +734,8 @@ QString geomeanSpeedupText(const Metrics& metrics)
     if (!metrics.geomeanSpeedup.isValid() || metrics.geomeanCount == 0)
         return QStringLiteral("\u2013");
     const Estimate& e = metrics.geomeanSpeedup;
+    if (!e.hasInterval()) // one kernel: its own interval is in the Monitor and the Diff
+        return QStringLiteral("%1\u00D7 (n = %2)").arg(fixed(e.value, 2)).arg(metrics.geomeanCount);
     return QStringLiteral("%1\u00D7 [%2\u2013%3] (n = %4)")
         .arg(fixed(e.value, 2), fixed(e.low, 2), fixed(e.high, 2))
         .arg(metrics.geomeanCount);
@@ -755,7 +767,8 @@ QString reportMarkdown(const Report& report)
     md += QStringLiteral("Database: `%1`. Each task counts once, by the candidate the run's selection keeps (correct, "
                          "then compiled, then speedup; ties: the lower sample, the earlier turn). Every task asked "
                          "counts; one without an evaluation is a failure. Percentages over tasks with 95 % bootstrap "
-                         "intervals in brackets.\n\n")
+                         "intervals in brackets; at 0 % and 100 %, where every resample is alike, the exact binomial "
+                         "(Clopper–Pearson) interval. A geometric mean of one kernel has no interval.\n\n")
               .arg(report.database);
     if (report.runs.isEmpty())
         return md + QStringLiteral("No runs.\n");

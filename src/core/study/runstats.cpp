@@ -67,6 +67,21 @@ Estimate interval(double value, std::vector<double> replicates, double confidenc
     return estimate;
 }
 
+/// A percentage of `tasks` tasks, `count` of them counted: the bootstrap interval of the
+/// replicates, or, where all or none are counted (the bootstrap's has no width), the exact
+/// binomial one (runstats.h, Estimate).
+Estimate proportion(int count, int tasks, std::vector<double> replicates, double confidence)
+{
+    Estimate estimate = interval(tasks > 0 ? 100.0 * count / tasks : kNaN, std::move(replicates), confidence);
+    if (tasks > 0 && (count == 0 || count == tasks)) {
+        const double edge = std::pow((1.0 - confidence) / 2.0, 1.0 / tasks);
+        estimate.low = count == 0 ? 0.0 : 100.0 * edge;
+        estimate.high = count == 0 ? 100.0 * (1.0 - edge) : 100.0;
+        estimate.exactBinomial = true;
+    }
+    return estimate;
+}
+
 /// Sums over a multiset of tasks; the same code serves the point estimate and every resample.
 struct Tally
 {
@@ -128,6 +143,11 @@ bool Estimate::isValid() const
     return std::isfinite(value);
 }
 
+bool Estimate::hasInterval() const
+{
+    return isValid() && std::isfinite(low) && std::isfinite(high);
+}
+
 Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOptions& options)
 {
     Tally point;
@@ -159,10 +179,12 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
     metrics.fast1 = point.fast1;
     metrics.compiled = point.compiled;
     metrics.geomeanCount = point.logCount;
-    metrics.correctPct = interval(point.pct(point.correct), std::move(correct), options.confidence);
-    metrics.fast1Pct = interval(point.pct(point.fast1), std::move(fast1), options.confidence);
-    metrics.compiledPct = interval(point.pct(point.compiled), std::move(compiled), options.confidence);
+    metrics.correctPct = proportion(point.correct, point.tasks, std::move(correct), options.confidence);
+    metrics.fast1Pct = proportion(point.fast1, point.tasks, std::move(fast1), options.confidence);
+    metrics.compiledPct = proportion(point.compiled, point.tasks, std::move(compiled), options.confidence);
     metrics.geomeanSpeedup = interval(point.geomean(), std::move(geomean), options.confidence);
+    if (point.logCount < 2) // one kernel: every resample that holds it gives its own speed-up
+        metrics.geomeanSpeedup.low = metrics.geomeanSpeedup.high = kNaN;
     return metrics;
 }
 
@@ -236,8 +258,8 @@ PairedComparison comparePaired(const QList<TaskOutcome>& a, const QList<TaskOutc
     }
     const double pointA = n > 0 ? 100.0 * correctCountA / double(n) : kNaN;
     const double pointB = n > 0 ? 100.0 * correctCountB / double(n) : kNaN;
-    comparison.correctPctA = interval(pointA, std::move(pctA), options.confidence);
-    comparison.correctPctB = interval(pointB, std::move(pctB), options.confidence);
+    comparison.correctPctA = proportion(correctCountA, int(n), std::move(pctA), options.confidence);
+    comparison.correctPctB = proportion(correctCountB, int(n), std::move(pctB), options.confidence);
     comparison.differencePct = interval(pointA - pointB, std::move(difference), options.confidence);
 
     // Under "no difference" each discordant task is A's or B's with probability 1/2.
@@ -301,7 +323,12 @@ QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList
                 replicates.push_back(100.0 * resampled / double(values.size()));
             }
         }
-        point.passPct = interval(mean, std::move(replicates), options.confidence);
+        // Every task's pass@n 0 (or every one 1): a proportion at its edge, as above.
+        const bool none = std::all_of(values.cbegin(), values.cend(), [](double v) { return v == 0.0; });
+        const bool all = std::all_of(values.cbegin(), values.cend(), [](double v) { return v == 1.0; });
+        point.passPct = none || all ? proportion(none ? 0 : int(values.size()), int(values.size()), std::move(replicates),
+                                                 options.confidence)
+                                    : interval(mean, std::move(replicates), options.confidence);
         curve.append(point);
     }
     return curve;

@@ -53,14 +53,21 @@ struct BootstrapOptions
     double confidence = 0.95;
 };
 
-/// A point estimate with its bootstrap percentile interval.
+/// A point estimate with its bootstrap percentile interval. A percentage at 0 or 100 (every task
+/// failed, or every task passed) has a bootstrap interval of no width, whatever the number of
+/// tasks: every resample is alike. There the interval is the exact binomial (Clopper–Pearson)
+/// one instead, [0, 1 − (α/2)^(1/n)] or [(α/2)^(1/n), 1] (0–31 % for 0 of 10 tasks), and
+/// exactBinomial says so. A geometric mean of one kernel has no interval (low, high NaN).
 struct Estimate
 {
     double value = 0.0;
     double low = 0.0;
     double high = 0.0;
+    bool exactBinomial = false;
 
     bool isValid() const;
+    /// Whether low and high are set (a valid estimate of one kernel's speed-up has none).
+    bool hasInterval() const;
 };
 
 struct Metrics
