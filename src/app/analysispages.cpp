@@ -150,7 +150,7 @@ BestOfNPage::BestOfNPage(QWidget* parent)
     m_note = new QLabel(tr("First-turn pass@n (unbiased estimator), not the study's best-of-n: for the runs checked "
                            "on the Results page that have several first-turn samples per task, the chance that one of "
                            "n of a task's first-turn samples is correct, averaged over every task (missing samples "
-                           "count as failures), with 95 % bootstrap intervals over tasks. A sample whose time is "
+                           "count as failures), with 95 % bootstrap intervals over tasks and their samples. A sample whose time is "
                            "below the roofline floor is not counted as correct; a run with such samples is ringed in "
                            "red, and its tooltip says which and why. The study's best-of-n (the whole regime once per "
                            "n, kwb sweep) is in kwb report's \"Best-of-n\" table."),

@@ -304,6 +304,17 @@ private Q_SLOTS:
         QVERIFY(qFuzzyCompare(curve[3].passPct.value, 200.0 / 3.0));
         for (const BestOfNPoint& point : curve)
             QVERIFY(contains(point.passPct));
+        // Two tasks alike, 2 of 4 samples each: over tasks alone every resample is 50 %, an interval
+        // of no width; resampling each task's samples too shows what four samples leave open.
+        const QList<SampleOutcomes> alike{{QStringLiteral("A"), 1, samples(4, 2)}, {QStringLiteral("B"), 1, samples(4, 2)}};
+        const QList<BestOfNPoint> twoStage = kwb::bestOfNCurve(alike, {1, 2});
+        QVERIFY(qFuzzyCompare(twoStage[0].passPct.value, 50.0));
+        QVERIFY(!twoStage[0].passPct.exactBinomial);
+        QVERIFY2(twoStage[0].passPct.low < 40.0 && twoStage[0].passPct.high > 60.0,
+                 qPrintable(QStringLiteral("[%1, %2]").arg(twoStage[0].passPct.low).arg(twoStage[0].passPct.high)));
+        QVERIFY(contains(twoStage[1].passPct) && twoStage[1].passPct.low < twoStage[1].passPct.high);
+        const QList<BestOfNPoint> again = kwb::bestOfNCurve(alike, {1, 2});
+        QCOMPARE(again[0].passPct.low, twoStage[0].passPct.low); // the seed fixes it
         // Non-decreasing in n on the same tasks.
         QVERIFY(curve[0].passPct.value <= curve[1].passPct.value);
         QVERIFY(curve[1].passPct.value <= curve[2].passPct.value);

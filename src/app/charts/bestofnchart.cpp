@@ -64,7 +64,7 @@ BestOfNChart::BestOfNChart(QWidget* parent)
     chart->setTheme(QChart::ChartThemeLight);
     chart->setAnimationOptions(QChart::NoAnimation);
     // What is drawn is first-turn pass@n (the page's text says so), not the study's best-of-n.
-    chart->setTitle(QStringLiteral("<b>First-turn pass@n</b>: tasks solved by one of n first-turn samples (95 % bootstrap interval)"));
+    chart->setTitle(QStringLiteral("<b>First-turn pass@n</b>: tasks solved by one of n first-turn samples (95 % bootstrap interval over tasks and samples)"));
     chart->legend()->setAlignment(Qt::AlignBottom);
     chart->setMargins(QMargins(6, 6, 6, 6));
     m_view = new QChartView(chart, this);

@@ -934,7 +934,8 @@ QString reportMarkdown(const Report& report)
         md += QStringLiteral("\n## First-turn pass@n (unbiased estimator)\n\n"
                              "Not the study's best-of-n: the chance that one of n of a task's first-turn samples is "
                              "correct, averaged over every task of the run; a task with fewer than n samples counts "
-                             "its missing ones as failures (\"short\").\n\n");
+                             "its missing ones as failures (\"short\"). Its 95 % interval is a bootstrap over the tasks and each "
+                             "task's samples.\n\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("level"), QStringLiteral("n"), QStringLiteral("tasks"),
                         QStringLiteral("short"), QStringLiteral("pass@n %")},
                        2);

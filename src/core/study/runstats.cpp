@@ -290,6 +290,9 @@ double passAtN(int k, int c, int n)
 QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList<int>& ns,
                                  const BootstrapOptions& options)
 {
+    // pass@n of one task from k samples, c of them correct; a task with k < n samples is padded to
+    // n with failures: it passes when one of its k is correct.
+    const auto taskPass = [](int k, int c, int n) { return k < n ? (c > 0 ? 1.0 : 0.0) : passAtN(k, c, n); };
     QList<BestOfNPoint> curve;
     for (const int n : ns) {
         std::vector<double> values;
@@ -297,12 +300,8 @@ QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList
         for (const SampleOutcomes& task : tasks) {
             const int k = int(task.correct.size());
             const int c = int(std::count(task.correct.cbegin(), task.correct.cend(), true));
-            if (k < n) { // padded to n with failures
-                ++shortTasks;
-                values.push_back(c > 0 ? 1.0 : 0.0);
-                continue;
-            }
-            values.push_back(passAtN(k, c, n));
+            shortTasks += k < n;
+            values.push_back(taskPass(k, c, n));
         }
         BestOfNPoint point;
         point.n = n;
@@ -313,17 +312,28 @@ QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList
             sum += v;
         const double mean = values.empty() ? kNaN : 100.0 * sum / double(values.size());
 
+        // Two stages, since each task's pass@n is itself estimated from its k samples: the tasks
+        // drawn with replacement, then each drawn task's k samples drawn with replacement and its
+        // pass@n computed again. Over tasks alone, tasks alike (two at 2 of 4) gave an interval of
+        // no width, as if k samples measured a task's chance exactly.
         std::vector<double> replicates;
         if (!values.empty() && options.resamples > 0) {
             IndexDraw draw(options.seed);
+            const std::size_t t = std::size_t(tasks.size());
             for (int r = 0; r < options.resamples; ++r) {
                 double resampled = 0.0;
-                for (std::size_t i = 0; i < values.size(); ++i)
-                    resampled += values[draw.below(values.size())];
-                replicates.push_back(100.0 * resampled / double(values.size()));
+                for (std::size_t i = 0; i < t; ++i) {
+                    const SampleOutcomes& task = tasks.at(qsizetype(draw.below(t)));
+                    const int k = int(task.correct.size());
+                    int c = 0;
+                    for (int j = 0; j < k; ++j)
+                        c += task.correct.at(qsizetype(draw.below(std::size_t(k))));
+                    resampled += taskPass(k, c, n);
+                }
+                replicates.push_back(100.0 * resampled / double(t));
             }
         }
-        // Every task's pass@n 0 (or every one 1): a proportion at its edge, as above.
+        // Every task's pass@n 0 (or every one 1): a proportion at its edge, as in computeMetrics.
         const bool none = std::all_of(values.cbegin(), values.cend(), [](double v) { return v == 0.0; });
         const bool all = std::all_of(values.cbegin(), values.cend(), [](double v) { return v == 1.0; });
         point.passPct = none || all ? proportion(none ? 0 : int(values.size()), int(values.size()), std::move(replicates),

@@ -140,7 +140,9 @@ struct BestOfNPoint
 
 /// The mean pass@n over every task. A task with k < n samples is not dropped: its n − k missing
 /// samples count as failures (pass@n = 1 when one of its k is correct, else 0), as a task without
-/// an evaluation counts as a failure everywhere else.
+/// an evaluation counts as a failure everywhere else. The interval is a two-stage bootstrap: tasks
+/// drawn with replacement, then each drawn task's samples (each pass@n is itself estimated from k
+/// samples); at 0 % and 100 % the exact binomial one over tasks (Estimate).
 QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList<int>& ns = {1, 2, 4, 8},
                                  const BootstrapOptions& options = {});
 
