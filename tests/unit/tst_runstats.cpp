@@ -177,11 +177,14 @@ private Q_SLOTS:
         // Sign test, 3 discordant tasks split 2:1: p = 2 · (C(3,0) + C(3,1)) / 2³ = 1
         QCOMPARE(c.signTestP, 1.0);
 
-        // Identical runs: every paired resample differs by exactly 0.
+        // Identical runs: every paired resample differs by exactly 0, an interval of no width; the
+        // exact bound of the discordant share (0 of 6) instead: ±(1 − 0.025^(1/6)) = ±45.9 points.
         const PairedComparison same = comparePaired(a, a);
         QCOMPARE(same.differencePct.value, 0.0);
-        QCOMPARE(same.differencePct.low, 0.0);
-        QCOMPARE(same.differencePct.high, 0.0);
+        QVERIFY(same.differencePct.exactBinomial);
+        QVERIFY(std::abs(same.differencePct.high - 100.0 * (1.0 - std::pow(0.025, 1.0 / 6.0))) < 1e-9);
+        QCOMPARE(same.differencePct.low, -same.differencePct.high);
+        QVERIFY(!c.differencePct.exactBinomial); // mixed pairs: the bootstrap's
 
         // 6 discordant, all A's: p = 2 · C(6,0) / 2⁶ = 0.03125
         QList<TaskOutcome> strong, weak;
@@ -193,6 +196,13 @@ private Q_SLOTS:
         QCOMPARE(big.onlyA, 6);
         QVERIFY(qFuzzyCompare(big.signTestP, 0.03125));
         QCOMPARE(big.differencePct.value, 100.0);
+        // Every task A's: not [100, 100] but at least 2 · 0.025^(1/6) − 1 = 8.2 points.
+        QVERIFY(big.differencePct.exactBinomial);
+        QVERIFY(std::abs(big.differencePct.low - 100.0 * (2.0 * std::pow(0.025, 1.0 / 6.0) - 1.0)) < 1e-9);
+        QCOMPARE(big.differencePct.high, 100.0);
+        const PairedComparison reversed = comparePaired(weak, strong);
+        QCOMPARE(reversed.differencePct.low, -100.0);
+        QCOMPARE(reversed.differencePct.high, -big.differencePct.low);
     }
 
     void passAtN_data()

@@ -261,6 +261,26 @@ PairedComparison comparePaired(const QList<TaskOutcome>& a, const QList<TaskOutc
     comparison.correctPctA = proportion(correctCountA, int(n), std::move(pctA), options.confidence);
     comparison.correctPctB = proportion(correctCountB, int(n), std::move(pctB), options.confidence);
     comparison.differencePct = interval(pointA - pointB, std::move(difference), options.confidence);
+    // Where every paired resample gives the same difference the bootstrap's interval has no width:
+    // no discordant task (0 points), or every task won by one side (±100). The difference is the
+    // share of tasks A wins less the share B wins; from the exact binomial bounds of those shares
+    // (edge = (α/2)^(1/n)): with none discordant, ±(1 − edge) (±31 points for 10 tasks); with all
+    // won by A, at least edge − (1 − edge) (B's share is at most what A's leaves).
+    if (n > 0) {
+        const double edge = std::pow((1.0 - options.confidence) / 2.0, 1.0 / double(n));
+        const int nn = int(n);
+        Estimate& d = comparison.differencePct;
+        if (comparison.onlyA + comparison.onlyB == 0) {
+            d.low = -100.0 * (1.0 - edge);
+            d.high = 100.0 * (1.0 - edge);
+            d.exactBinomial = true;
+        } else if (comparison.onlyA == nn || comparison.onlyB == nn) {
+            const double sign = comparison.onlyA == nn ? 1.0 : -1.0;
+            d.low = sign > 0 ? 100.0 * (2.0 * edge - 1.0) : -100.0;
+            d.high = sign > 0 ? 100.0 : -100.0 * (2.0 * edge - 1.0);
+            d.exactBinomial = true;
+        }
+    }
 
     // Under "no difference" each discordant task is A's or B's with probability 1/2.
     const int discordant = comparison.onlyA + comparison.onlyB;

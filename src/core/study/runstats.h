@@ -107,7 +107,9 @@ struct PairedComparison
     Estimate correctPctA;
     Estimate correctPctB;
     /// correct % of A minus correct % of B (percentage points), with a paired bootstrap interval
-    /// (the same resampled tasks on both sides).
+    /// (the same resampled tasks on both sides); where every resample is alike (no discordant
+    /// task, or every task won by one side) bounds from the exact binomial ones of the shares each
+    /// side wins (exactBinomial; runstats.cpp says how).
     Estimate differencePct;
     /// Exact two-sided sign (McNemar) test on the discordant tasks: onlyA against onlyB.
     double signTestP = 1.0;
