@@ -105,6 +105,13 @@ QString pValueCell(double p)
     return p < 0.001 ? QStringLiteral("< 0.001") : QString::number(p, 'f', 3);
 }
 
+/// Which 95 % interval a percentage cell has (runstats.h, Estimate), for its tooltip.
+QString intervalNote(const Estimate& e)
+{
+    return e.exactBinomial ? tr("95 % exact binomial interval (every task alike: the bootstrap's would have no width)")
+                           : tr("95 % bootstrap interval over tasks");
+}
+
 TextTable runTable(const Report& report)
 {
     TextTable table;
@@ -123,13 +130,12 @@ TextTable runTable(const Report& report)
         tips[0] = tr("%1, created %2, %3 evaluations")
                       .arg(run.run.name, run.run.created.toLocalTime().toString(Qt::ISODate))
                       .arg(run.evaluations);
-        tips[3] = (m.correctPct.exactBinomial ? tr("%1 of %2 tasks correct; 95 % exact binomial interval (the "
-                                                   "bootstrap's has no width when every task is alike)")
-                                                : tr("%1 of %2 tasks correct; 95 % bootstrap interval over tasks"))
-                      .arg(m.correct)
-                      .arg(m.tasks);
-        tips[4] = tr("%1 of %2 tasks correct and faster than the reference").arg(m.fast1).arg(m.tasks);
-        tips[5] = tr("%1 of %2 tasks compiled").arg(m.compiled).arg(m.tasks);
+        tips[3] = tr("%1 of %2 tasks correct; %3").arg(m.correct).arg(m.tasks).arg(intervalNote(m.correctPct));
+        tips[4] = tr("%1 of %2 tasks correct and faster than the reference; %3")
+                      .arg(m.fast1)
+                      .arg(m.tasks)
+                      .arg(intervalNote(m.fast1Pct));
+        tips[5] = tr("%1 of %2 tasks compiled; %3").arg(m.compiled).arg(m.tasks).arg(intervalNote(m.compiledPct));
         tips[6] = tr("Geometric mean over the %1 correct kernel(s) with a timed speedup").arg(m.geomeanCount);
         tips[7] = tr("%1 tokens in, %2 out").arg(countCell(run.usage.tokensIn), countCell(run.usage.tokensOut));
         tips[8] = tr("The model requests' latencies added up (%1 responses)").arg(run.usage.responses);
@@ -184,7 +190,8 @@ TextTable levelTable(const Report& report)
     table.textColumns = core.textColumns;
     for (const QStringList& row : std::as_const(core.rows)) {
         QStringList tips = emptyTips(int(table.headers.size()));
-        tips[0] = tr("95 % bootstrap intervals over this level's tasks; fast_1: correct and faster than the reference");
+        tips[0] = tr("95 % bootstrap intervals over this level's tasks (exact binomial at 0 % and 100 %); fast_1: "
+                     "correct and faster than the reference");
         table.tooltips.append(tips);
         Q_UNUSED(row);
     }
@@ -207,6 +214,10 @@ TextTable pairTable(const Report& report)
                            pValueCell(c.signTestP)});
         QStringList tips = emptyTips(int(table.headers.size()));
         tips[2] = missingNote(c, a, b);
+        tips[5] = c.differencePct.exactBinomial
+                      ? tr("Every paired resample gives the same difference: bounds from the exact binomial ones of "
+                           "the shares of tasks each run wins")
+                      : tr("95 % paired bootstrap interval (the same resampled tasks on both sides)");
         tips[10] = tr("Exact two-sided sign test on the %1 discordant task(s)").arg(c.onlyA + c.onlyB);
         table.tooltips.append(tips);
     }
