@@ -13,6 +13,7 @@ packages=(
   libgl-dev
   libtorch-dev
   python3-torch python3-dev  # the worker embeds this Python (its torch is libtorch-dev's) for KernelBench-format answers
+  pybind11-dev       # torch/extension.h includes it: load_inline builds KernelBench-format answers (libtorch-dev only recommends it)
   nlohmann-json3-dev libtomlplusplus-dev libkainjow-mustache-dev libcli11-dev doctest-dev
   xvfb xauth
   bubblewrap         # the worker's OS sandbox (docs/sandbox.md); without it workers run unwrapped, with a warning
