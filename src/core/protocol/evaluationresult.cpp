@@ -168,18 +168,36 @@ QString formatTraffic(const std::optional<TrafficProfile>& traffic)
     return text;
 }
 
+int speedupDecimals(const SpeedupInterval& interval, int decimals)
+{
+    // The fewest decimals, from `decimals` to 4, at which the two ends differ: a tight interval
+    // printed at two ("1.07–1.07") would read as having no width, the fault of "0–0" at 100 %.
+    int d = std::max(0, decimals);
+    const auto text = [](double v, int n) { return QString::number(v, 'f', n); };
+    while (d < 4 && std::isfinite(interval.low) && std::isfinite(interval.high) && text(interval.low, d) == text(interval.high, d))
+        ++d;
+    return d;
+}
+
+QString formatSpeedupInterval(const SpeedupInterval& interval, int decimals)
+{
+    const int d = speedupDecimals(interval, decimals);
+    const auto end = [d](double v) {
+        if (std::isfinite(v))
+            return QString::number(v, 'f', d);
+        return v > 0 ? QStringLiteral("\u221E") : QStringLiteral("\u2212\u221E");
+    };
+    return end(interval.low) + QChar(0x2013) + end(interval.high);
+}
+
 QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& interval, int decimals)
 {
     if (std::isnan(speedup))
         return {};
-    const auto end = [decimals](double v) {
-        if (std::isfinite(v))
-            return QString::number(v, 'f', decimals);
-        return v > 0 ? QStringLiteral("\u221E") : QStringLiteral("\u2212\u221E");
-    };
-    QString text = QString::number(speedup, 'f', decimals) + QChar(0x00D7);
+    const int d = interval ? speedupDecimals(*interval, decimals) : decimals;
+    QString text = QString::number(speedup, 'f', d) + QChar(0x00D7);
     if (interval)
-        text += QStringLiteral(" [%1%2%3]").arg(end(interval->low), QChar(0x2013), end(interval->high));
+        text += QStringLiteral(" [") + formatSpeedupInterval(*interval, decimals) + QLatin1Char(']');
     return text;
 }
 

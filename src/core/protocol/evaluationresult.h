@@ -208,10 +208,17 @@ struct EvaluationResult
     QString messageOrError() const { return message.isEmpty() ? errorMessage : message; }
 };
 
-/// A speed-up as every page, table and the command line print it: "1.25× [1.24–1.26]" (the 95 %
-/// interval in brackets where there is one, "∞" for an unbounded end), "1.25×" without (the fixed
-/// method, a worker before issue 13); empty for NaN.
+/// A speed-up as every page, table, prompt and the command line print it: "1.25× [1.24–1.26]"
+/// (the 95 % interval in brackets where there is one, "∞" for an unbounded end), "1.25×" without
+/// (the fixed method, a worker before issue 13); empty for NaN. `decimals` is the least: more (to
+/// 4) where the interval's ends would otherwise print alike, "1.071× [1.070–1.073]", and the
+/// value then has as many (speedupDecimals).
 QString formatSpeedup(double speedup, const std::optional<SpeedupInterval>& interval, int decimals = 2);
+/// The interval's two ends as formatSpeedup writes them between its brackets: "1.24–1.26".
+QString formatSpeedupInterval(const SpeedupInterval& interval, int decimals = 2);
+/// The decimals formatSpeedup uses for this interval: the fewest from `decimals` to 4 at which
+/// its two ends differ.
+int speedupDecimals(const SpeedupInterval& interval, int decimals = 2);
 /// The evaluation's speed-up (its `speedup`) so, with its timing's interval; empty without one.
 QString formatSpeedup(const EvaluationResult& evaluation, int decimals = 2);
 

@@ -736,9 +736,8 @@ QString geomeanSpeedupText(const Metrics& metrics)
     const Estimate& e = metrics.geomeanSpeedup;
     if (!e.hasInterval()) // one kernel: its own interval is in the Monitor and the Diff
         return QStringLiteral("%1\u00D7 (n = %2)").arg(fixed(e.value, 2)).arg(metrics.geomeanCount);
-    return QStringLiteral("%1\u00D7 [%2\u2013%3] (n = %4)")
-        .arg(fixed(e.value, 2), fixed(e.low, 2), fixed(e.high, 2))
-        .arg(metrics.geomeanCount);
+    // The one speed-up format (formatSpeedup), so a tight interval gets the decimals it needs.
+    return formatSpeedup(e.value, SpeedupInterval{e.low, e.high}) + QStringLiteral(" (n = %1)").arg(metrics.geomeanCount);
 }
 
 ReportTable perLevelTable(const Report& report)

@@ -248,11 +248,11 @@ private Q_SLOTS:
 
         view.setCandidates(m_reference, m_wrong);
         // The speed-up with its 95 % interval (the recorded H200 answer's timing.speedup_interval).
-        QVERIFY(view.leftLog()->toPlainText().contains(QStringLiteral("speedup: 1.07× [1.07–1.07]")));
+        QVERIFY(view.leftLog()->toPlainText().contains(QStringLiteral("speedup: 1.071× [1.070–1.072]")));
         labels.clear();
         for (QLabel* l : view.findChildren<QLabel*>())
             labels << l->text();
-        QVERIFY(labels.contains(QStringLiteral("1.07× [1.07–1.07] vs eager")));
+        QVERIFY(labels.contains(QStringLiteral("1.071× [1.070–1.072] vs eager")));
         QVERIFY(CandidateSide::evaluationReport(std::nullopt).startsWith(QLatin1String("Not evaluated")));
     }
 

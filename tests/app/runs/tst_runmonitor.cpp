@@ -297,7 +297,7 @@ private Q_SLOTS:
         const QModelIndex l11 = model->indexOfTask(QStringLiteral("L1/1"));
         QCOMPARE(l11.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(), QStringLiteral("correct"));
         // The speed-up with its 95 % interval, as the recorded H200 answer has it.
-        QCOMPARE(l11.siblingAtColumn(RunTreeModel::SpeedupColumn).data().toString(), QStringLiteral("1.07× [1.07–1.07]"));
+        QCOMPARE(l11.siblingAtColumn(RunTreeModel::SpeedupColumn).data().toString(), QStringLiteral("1.071× [1.070–1.072]"));
 
         // The selected (last followed) unit shows the stored answer, its compile log and evaluation.
         const std::optional<UnitKey> selected = model->unitKey(tree->currentIndex());
@@ -313,14 +313,14 @@ private Q_SLOTS:
         // The evaluation in words; the worker's JSON behind the toggle.
         const QString summary = child<QPlainTextEdit>(page, "evaluationText")->toPlainText();
         QVERIFY2(summary.startsWith(QStringLiteral("Status: correct")), qPrintable(summary));
-        QVERIFY2(summary.contains(QStringLiteral("Speed-up: 1.07× [1.07–1.07] over the reference (95 % interval in brackets)")),
+        QVERIFY2(summary.contains(QStringLiteral("Speed-up: 1.071× [1.070–1.072] over the reference (95 % interval in brackets)")),
                  qPrintable(summary));
         QVERIFY(summary.contains(QStringLiteral("atol + rtol·|ref|")));
         QVERIFY(!summary.contains(QStringLiteral("\"status\"")));
         child<QCheckBox>(page, "rawJsonToggle")->setChecked(true);
         QVERIFY(child<QPlainTextEdit>(page, "evaluationText")->toPlainText().contains(QStringLiteral("\"status\": \"correct\"")));
         child<QCheckBox>(page, "rawJsonToggle")->setChecked(false);
-        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("speedup 1.07× [1.07–1.07]")));
+        QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("speedup 1.071× [1.070–1.072]")));
         QCOMPARE(page.problemCount(), 0);
 
         const QImage image = kwb::test::grabPage(&page, QStringLiteral("runmonitorpage"));
