@@ -176,8 +176,14 @@ QString CandidateEntry::label() const
                        .arg(candidate.turn)
                        .arg(candidate.sample)
                        .arg(candidate.status);
-    if (candidate.speedup && evaluationStatusFromWire(candidate.status) == EvaluationStatus::Correct)
-        text += QLatin1Char(' ') + formatSpeedup(*candidate.speedup, candidate.outcome.timing.interval);
+    // The speed-up that counts: a correct status below the roofline floor says so instead of
+    // showing a time no kernel that does the work can reach.
+    if (evaluationStatusFromWire(candidate.status) == EvaluationStatus::Correct) {
+        if (candidate.outcome.belowRooflineFloor())
+            text += QStringLiteral(" (not counted: below the roofline floor)");
+        else if (candidate.speedup)
+            text += QLatin1Char(' ') + formatSpeedup(*candidate.speedup, candidate.outcome.timing.interval);
+    }
     return text;
 }
 

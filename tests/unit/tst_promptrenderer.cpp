@@ -281,6 +281,52 @@ private Q_SLOTS:
     }
 
     // With the triager on, the generator gets its diagnosis instead of the raw report.
+    // The speed line a retry reads: the speed-up with its 95 % interval, and none at all where
+    // the time is below the roofline floor (a memoised or skipped result), with the reason instead.
+    void speedLineCarriesIntervalAndTrust()
+    {
+        const PromptRenderer renderer(promptsDir());
+        QJsonObject timed = parse(R"({"status":"correct","speedup":1.0712,
+            "timing":{"method":"adaptive","stop_reason":"target_reached","samples":10,
+                      "candidate":{"mean_ms":8.1,"trials":10},"reference":{"mean_ms":8.7,"trials":10},
+                      "speedup_interval":{"low":1.0698,"high":1.0726,"relative_half_width":0.0013,"samples":10}}})");
+        QJsonObject c = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), {}, {}, timed);
+        QJsonObject fb = c.value(QStringLiteral("feedback")).toObject();
+        QCOMPARE(fb.value(QStringLiteral("speedup")).toString(), QStringLiteral("1.071\u00D7"));
+        QCOMPARE(fb.value(QStringLiteral("speedup_interval")).toString(), QStringLiteral("1.070\u20131.073\u00D7"));
+        QCOMPARE(fb.value(QStringLiteral("not_counted")), QJsonValue(false));
+        QString text = renderer.render(QStringLiteral("iterative/retry.mustache"), c).text;
+        QVERIFY2(text.contains(QStringLiteral("Speed: 1.071\u00D7 the PyTorch reference (95 % interval 1.070\u20131.073\u00D7).")),
+                 qPrintable(text));
+
+        // Without an interval (the fixed method): the bare speed-up, no empty brackets.
+        QJsonObject fixed = timed;
+        QJsonObject timing = fixed.value(QStringLiteral("timing")).toObject();
+        timing.remove(QStringLiteral("speedup_interval"));
+        timing[QStringLiteral("method")] = QStringLiteral("fixed");
+        fixed[QStringLiteral("timing")] = timing;
+        c = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), {}, {}, fixed);
+        text = renderer.render(QStringLiteral("iterative/retry.mustache"), c).text;
+        QVERIFY2(text.contains(QStringLiteral("Speed: 1.07\u00D7 the PyTorch reference.")), qPrintable(text));
+        QVERIFY(!text.contains(QStringLiteral("95 % interval")));
+
+        // Below the roofline floor: no speed to chase, the reason instead.
+        QJsonObject cheat = timed;
+        cheat[QStringLiteral("speedup")] = 20.6;
+        cheat[QStringLiteral("flags")] = QJsonArray{QStringLiteral("below_roofline_floor")};
+        cheat[QStringLiteral("roofline")] = QJsonObject{{QStringLiteral("floor_ms"), 0.39},
+                                                        {QStringLiteral("candidate_ms"), 0.42 / 20.6 * 10},
+                                                        {QStringLiteral("margin"), 0.1}};
+        c = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), {}, {}, cheat);
+        fb = c.value(QStringLiteral("feedback")).toObject();
+        QCOMPARE(fb.value(QStringLiteral("speedup")), QJsonValue(false));
+        QCOMPARE(fb.value(QStringLiteral("speedup_interval")), QJsonValue(false));
+        text = renderer.render(QStringLiteral("iterative/retry.mustache"), c).text;
+        QVERIFY2(!text.contains(QStringLiteral("Speed:")) && !text.contains(QStringLiteral("20.6")), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Not counted as correct or fast: measured 0.204 ms is below the roofline floor 0.39 ms")),
+                 qPrintable(text));
+    }
+
     void diagnosisReplacesRawReport()
     {
         QJsonObject c = m_full;

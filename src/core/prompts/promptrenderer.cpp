@@ -800,15 +800,22 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
                                   .arg(numberText(k->passed), numberText(k->trials),
                                        numberText(k->maxAbsDiff.value_or(0)), numberText(k->atol.value_or(0)),
                                        numberText(k->maxRelDiff.value_or(0)), numberText(k->rtol.value_or(0)));
+        const std::optional<double> trusted = feedback.trustedSpeedup();
+        const std::optional<SpeedupInterval> interval = feedback.trustedSpeedupInterval();
         feedbackValue = QJsonObject{
             {QStringLiteral("status"), feedback.statusName},
             {QStringLiteral("stage"), orFalse(feedback.stage)},
             {QStringLiteral("message"), orFalse(feedback.messageOrError().trimmed())},
             {QStringLiteral("compile_log"), orFalse(feedback.compile ? feedback.compile->log.trimmed() : QString())},
             {QStringLiteral("correctness"), orFalse(correctnessText)},
-            {QStringLiteral("speedup"), feedback.speedup
-                                            ? QJsonValue(QString::number(*feedback.speedup, 'f', 2) + QChar(0x00D7))
-                                            : QJsonValue(false)},
+            // The speed-up that counts (none below the roofline floor, where not_counted says why),
+            // with its 95 % interval where the timing has one: the model reads what a user reads.
+            {QStringLiteral("speedup"),
+             trusted ? QJsonValue(QString::number(*trusted, 'f', interval ? speedupDecimals(*interval) : 2) + QChar(0x00D7))
+                     : QJsonValue(false)},
+            {QStringLiteral("speedup_interval"),
+             trusted && interval ? QJsonValue(formatSpeedupInterval(*interval) + QChar(0x00D7)) : QJsonValue(false)},
+            {QStringLiteral("not_counted"), orFalse(notCountedReason(feedback))},
             {QStringLiteral("log"), orFalse(feedback.log.trimmed())},
         };
     }

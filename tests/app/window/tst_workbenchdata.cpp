@@ -198,6 +198,18 @@ private Q_SLOTS:
         QCOMPARE(entries[2].label(), QStringLiteral("#2 agent · turn 1 · sample 1 · correct 1.07× [1.07–1.08]"));
         QVERIFY(m_store.candidate(entries[2].candidate.candidateId)->cuda.contains(QStringLiteral("fmaxf")));
         QVERIFY(candidatesOfTask(m_store, QStringLiteral("L3/1")).isEmpty());
+
+        // Correct by its status but faster than the roofline floor: the label shows no speed-up.
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("floor.db"))));
+        const qint64 run = store.createRun(QStringLiteral("zero-shot"), QStringLiteral("zero-shot"), QJsonObject{}).value_or(0);
+        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 0.44, 1, QStringLiteral("k"),
+                                QJsonObject{{QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}}});
+        const QList<CandidateEntry> cheat = candidatesOfTask(store, QStringLiteral("L2/1"));
+        QCOMPARE(cheat.size(), 1);
+        QVERIFY2(cheat[0].label().endsWith(QStringLiteral("correct (not counted: below the roofline floor)")),
+                 qPrintable(cheat[0].label()));
     }
 
     void bestOfN()
