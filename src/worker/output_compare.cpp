@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -260,6 +261,25 @@ bool run(Loaded& l, const char* name, const std::vector<std::vector<char>>& args
     return true;
 }
 
+/// One kernel of the module on `ordinal`'s device over its first W result words (the result
+/// pointer is appended as the last argument): the words copied back, all zero without a launch
+/// where the data is empty; nullopt with *why where the module is not usable or the launch fails.
+template <size_t W>
+std::optional<std::array<unsigned long long, W>> runOne(int ordinal, const char* name, bool empty,
+                                                        std::vector<std::vector<char>> args, std::string* why)
+{
+    Loaded* l = usable(ordinal, why);
+    if (!l)
+        return std::nullopt;
+    std::array<unsigned long long, W> host{};
+    if (empty)
+        return host;
+    args.push_back(arg(static_cast<const unsigned long long*>(l->result)));
+    if (!run(*l, name, args, 0, W, host.data(), why))
+        return std::nullopt;
+    return host;
+}
+
 float floatOfBits(unsigned long long bits)
 {
     const unsigned u = static_cast<unsigned>(bits);
@@ -296,60 +316,40 @@ void precompileFusedCompare(int ordinal)
 std::optional<FusedComparison> fusedCompare(const float* a, const float* b, int64_t n, double atol, double rtol,
                                             int ordinal, std::string* why)
 {
-    Loaded* l = usable(ordinal, why);
-    if (!l)
+    const unsigned long long count = n > 0 ? static_cast<unsigned long long>(n) : 0;
+    const float atolF = static_cast<float>(atol), rtolF = static_cast<float>(rtol); // as ATen casts its scalars
+    const auto host = runOne<3>(ordinal, "kwb_allclose_f32", count == 0, {arg(a), arg(b), arg(count), arg(atolF), arg(rtolF)}, why);
+    if (!host)
         return std::nullopt;
     FusedComparison c;
-    if (n <= 0)
-        return c;
-    const unsigned long long count = static_cast<unsigned long long>(n);
-    const float atolF = static_cast<float>(atol), rtolF = static_cast<float>(rtol); // as ATen casts its scalars
-    const unsigned long long* out = l->result;
-    unsigned long long host[3] = {0, 0, 0};
-    if (!run(*l, "kwb_allclose_f32", {arg(a), arg(b), arg(count), arg(atolF), arg(rtolF), arg(out)}, 0, 3, host, why))
-        return std::nullopt;
-    c.mismatches = static_cast<int64_t>(host[0]);
-    c.maxAbs = floatOfBits(host[1]);
-    c.maxRel = floatOfBits(host[2]);
+    c.mismatches = static_cast<int64_t>((*host)[0]);
+    c.maxAbs = floatOfBits((*host)[1]);
+    c.maxRel = floatOfBits((*host)[2]);
     return c;
 }
 
 std::optional<FusedStats> fusedStats(const float* x, int64_t n, int ordinal, std::string* why)
 {
-    Loaded* l = usable(ordinal, why);
-    if (!l)
+    const unsigned long long count = n > 0 ? static_cast<unsigned long long>(n) : 0;
+    const auto host = runOne<5>(ordinal, "kwb_stats_f32", count == 0, {arg(x), arg(count)}, why);
+    if (!host)
         return std::nullopt;
     FusedStats s;
-    if (n <= 0)
-        return s;
-    const unsigned long long count = static_cast<unsigned long long>(n);
-    const unsigned long long* out = l->result;
-    unsigned long long host[5] = {0, 0, 0, 0, 0};
-    if (!run(*l, "kwb_stats_f32", {arg(x), arg(count), arg(out)}, 0, 5, host, why))
-        return std::nullopt;
-    s.zeros = static_cast<int64_t>(host[0]);
-    s.nonFinite = static_cast<int64_t>(host[1]);
-    s.nans = static_cast<int64_t>(host[2]);
+    s.zeros = static_cast<int64_t>((*host)[0]);
+    s.nonFinite = static_cast<int64_t>((*host)[1]);
+    s.nans = static_cast<int64_t>((*host)[2]);
     if (s.nans < n) {
-        s.min = floatOfKey(0xffffffffull ^ host[3]);
-        s.max = floatOfKey(host[4]);
+        s.min = floatOfKey(0xffffffffull ^ (*host)[3]);
+        s.max = floatOfKey((*host)[4]);
     }
     return s;
 }
 
 std::optional<int64_t> fusedUnequalFloats(const float* a, const float* b, int64_t n, int ordinal, std::string* why)
 {
-    Loaded* l = usable(ordinal, why);
-    if (!l)
-        return std::nullopt;
-    if (n <= 0)
-        return 0;
-    const unsigned long long count = static_cast<unsigned long long>(n);
-    const unsigned long long* out = l->result;
-    unsigned long long host = 0;
-    if (!run(*l, "kwb_unequal_f32", {arg(a), arg(b), arg(count), arg(out)}, 0, 1, &host, why))
-        return std::nullopt;
-    return static_cast<int64_t>(host);
+    const unsigned long long count = n > 0 ? static_cast<unsigned long long>(n) : 0;
+    const auto host = runOne<1>(ordinal, "kwb_unequal_f32", count == 0, {arg(a), arg(b), arg(count)}, why);
+    return host ? std::optional<int64_t>(static_cast<int64_t>((*host)[0])) : std::nullopt;
 }
 
 std::optional<int64_t> fusedUnequalBytes(const void* a, const void* b, int64_t bytes, int ordinal, std::string* why)
@@ -358,20 +358,14 @@ std::optional<int64_t> fusedUnequalBytes(const void* a, const void* b, int64_t b
         *why = "not 8-byte aligned";
         return std::nullopt;
     }
-    Loaded* l = usable(ordinal, why);
-    if (!l)
-        return std::nullopt;
-    if (bytes <= 0)
-        return 0;
-    const unsigned long long words = static_cast<unsigned long long>(bytes) / 8;
-    const unsigned tail = static_cast<unsigned>(bytes % 8);
+    const uint64_t size = bytes > 0 ? static_cast<uint64_t>(bytes) : 0;
+    const unsigned long long words = size / 8;
+    const unsigned tail = static_cast<unsigned>(size % 8);
     const auto* ta = static_cast<const unsigned char*>(a) + words * 8;
     const auto* tb = static_cast<const unsigned char*>(b) + words * 8;
-    const unsigned long long* out = l->result;
-    unsigned long long host = 0;
-    if (!run(*l, "kwb_unequal_bytes", {arg(a), arg(b), arg(words), arg(ta), arg(tb), arg(tail), arg(out)}, 0, 1, &host, why))
-        return std::nullopt;
-    return static_cast<int64_t>(host);
+    const auto host = runOne<1>(ordinal, "kwb_unequal_bytes", size == 0,
+                                {arg(a), arg(b), arg(words), arg(ta), arg(tb), arg(tail)}, why);
+    return host ? std::optional<int64_t>(static_cast<int64_t>((*host)[0])) : std::nullopt;
 }
 
 std::optional<std::vector<uint64_t>> fusedWordSums(const std::vector<DeviceBytes>& spans, int ordinal, std::string* why)
