@@ -16,6 +16,9 @@
 //   +gap<MS>           (any mode) candidates submitted one at a time, each MS ms after the last
 //                      one's result, as a model's generation spaces them in a run: the idle gaps
 //                      in which spares warm (warm against nowarm: the latency per candidate)
+//   +wait              (fresh modes) the next request waits until the last worker has exited
+//                      (WorkerSupervisor::setHandOffLeaving(false)); without it a worker that
+//                      answered is let go as it exits and the next starts on a spare meanwhile
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
@@ -96,6 +99,9 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
         queue.gpuSupervisor(0)->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
+    // "wait": the next fresh worker's request waits for the last worker's exit (as before the
+    // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
+    queue.gpuSupervisor(0)->setHandOffLeaving(!words.contains(QLatin1String("wait")));
 
     QHash<qint64, QElapsedTimer> started;
     QHash<qint64, int> index;
@@ -174,6 +180,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("warmed_spares"), int(warmTotals.size())},
                        {QStringLiteral("median_warm_total_ms"), median(warmTotals)},
                        {QStringLiteral("median_warm_quiet_wait_ms"), median(warmWaits)},
+                       {QStringLiteral("handed_off"), queue.gpuSupervisor(0)->handedOffWorkers()},
                        {QStringLiteral("jobs"), jobs}};
 }
 
@@ -286,8 +293,8 @@ int main(int argc, char** argv)
         compiles.append(compileThroughput(candidates, worker, k.toInt()));
 
     std::printf("| mode | spares | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
-                "| warmed spares | median warm total ms (quiet wait) |\n");
-    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+                "| warmed spares | median warm total ms (quiet wait) | handed off |\n");
+    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
         const int warmed = m.value(QLatin1String("warmed_spares")).toInt();
@@ -295,13 +302,13 @@ int main(int argc, char** argv)
                                          : QStringLiteral("%1 (%2)")
                                                .arg(m.value(QLatin1String("median_warm_total_ms")).toDouble(), 0, 'f', 0)
                                                .arg(m.value(QLatin1String("median_warm_quiet_wait_ms")).toDouble(), 0, 'f', 0);
-        std::printf("| %s | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s |\n",
+        std::printf("| %s | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s | %d |\n",
                     qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("spares")).toInt(),
                     m.value(QLatin1String("candidates")).toInt(),
                     m.value(QLatin1String("correct")).toInt(), m.value(QLatin1String("compiled_ahead")).toInt(),
                     m.value(QLatin1String("total_s")).toDouble(), m.value(QLatin1String("candidates_per_minute")).toDouble(),
                     m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble(),
-                    warmed, qPrintable(warm));
+                    warmed, qPrintable(warm), m.value(QLatin1String("handed_off")).toInt());
     }
     std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(compiles)) {

@@ -592,6 +592,10 @@ namespace {
 
 /// One `evaluate` request on its way through the stages: its settings, the response being built,
 /// and what each stage leaves for the next.
+/// Whether this process made its CUDA context and torch's CUDA state yet (deviceStage, or an
+/// earlier `warm`: Evaluator::warm).
+std::atomic<bool> g_cudaContextReady{false};
+
 struct Evaluation {
     Evaluation(const Task& t, const json& r, bool& h) : task(t), req(r), healthy(h) {}
 
@@ -766,6 +770,15 @@ struct Evaluation {
 
     json response()
     {
+        // The device's memory as this answer leaves (docs/protocol.md §evaluate, gpu_memory): the
+        // supervisor lets the next worker start beside this one's exit only where it fits.
+        if (cuda && g_cudaContextReady) {
+            size_t freeBytes = 0, totalBytes = 0;
+            if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
+                res["gpu_memory"] = {{"free_bytes", uint64_t(freeBytes)}, {"total_bytes", uint64_t(totalBytes)}};
+            else
+                cudaGetLastError();
+        }
         stageMs["total"] = msSince(tTotal);
         res["stage_ms"] = stageMs;
         res["stage_detail_ms"] = stageDetail;
@@ -1163,9 +1176,6 @@ bool sandboxStage(Evaluation& ev)
     return true;
 }
 
-/// Whether this process made its CUDA context and torch's CUDA state yet (deviceStage, or an
-/// earlier `warm`: Evaluator::warm).
-std::atomic<bool> g_cudaContextReady{false};
 /// The context being made on a thread of its own beside the compile stage (startContextBeside),
 /// until deviceStage or warm waits for it; invalid when none is on the way.
 std::shared_future<double> g_contextOnTheWay;

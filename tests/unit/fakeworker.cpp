@@ -132,6 +132,7 @@ QString g_quietLockError;     // why not
 qint64 g_startedMs = 0;
 qint64 g_receivedMs = 0;
 int g_requestsSeen = 0;
+int g_exitDelayMs = 0; // after stdin's EOF, before exiting: a worker's exit (its CUDA context's teardown)
 // tests/protocol/recorded/, baked in at build time; --recorded DIR or $FAKEWORKER_RECORDED_DIR.
 QString g_recordedDir = QStringLiteral(KWB_PROTOCOL_RECORDED_DIR);
 
@@ -795,9 +796,31 @@ void serve(const QJsonObject& request)
         writeLine(response);
         return;
     }
+    if (mode == QLatin1String("oom_once")) {
+        // An allocation that fails the first time only ($FAKEWORKER_ONCE remembers it), as torch says it.
+        const char* path = std::getenv("FAKEWORKER_ONCE");
+        if (path && !QFile::exists(QString::fromLocal8Bit(path))) {
+            QFile file(QString::fromLocal8Bit(path));
+            (void)file.open(QIODevice::WriteOnly);
+            file.close();
+            QJsonObject response = answer(request);
+            response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
+            response.insert(QStringLiteral("stage"), QStringLiteral("correctness"));
+            response.insert(QStringLiteral("message"), QStringLiteral("CUDA out of memory. Tried to allocate 2.00 GiB"));
+            response.insert(QStringLiteral("gpu_memory"), request.value(QStringLiteral("fake_gpu_memory")));
+            writeLine(response);
+            return;
+        }
+    }
     std::fprintf(stderr, "fake worker %d: served %s\n", int(::getpid()),
                  request.value(QStringLiteral("type")).toString().toUtf8().constData());
-    writeLine(answer(request));
+    QJsonObject response = answer(request);
+    // As kwb-worker's evaluate says the device's memory (docs/protocol.md, gpu_memory).
+    if (request.value(QStringLiteral("fake_gpu_memory")).isObject())
+        response.insert(QStringLiteral("gpu_memory"), request.value(QStringLiteral("fake_gpu_memory")));
+    if (request.contains(QStringLiteral("fake_exit_delay_ms")))
+        g_exitDelayMs = request.value(QStringLiteral("fake_exit_delay_ms")).toInt();
+    writeLine(response);
 }
 
 } // namespace
@@ -905,5 +928,7 @@ int main(int argc, char** argv)
         }
         serve(request);
     }
+    if (g_exitDelayMs > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(g_exitDelayMs));
     return 0;
 }

@@ -26,7 +26,9 @@
 #include <functional>
 #include <memory>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -101,6 +103,23 @@ QJsonObject evaluate(const QString& fakeMode = QString(), const QJsonObject& fie
 }
 
 constexpr qint64 kMiB = qint64(1) << 20;
+
+// Whether another process could take the GPU's quiet lock exclusively now (as a timing does).
+bool quietLockFree(const QString& path)
+{
+    const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    ::close(fd);
+    return free;
+}
+
+// gpu_memory as kwb-worker's evaluate answers it, in GiB.
+QJsonObject gpuMemory(double freeGiB, double totalGiB)
+{
+    return QJsonObject{{QStringLiteral("free_bytes"), freeGiB * 1024 * kMiB}, {QStringLiteral("total_bytes"), totalGiB * 1024 * kMiB}};
+}
 
 // A TCP listener on 127.0.0.1 (the kernel completes connections to it without accept()).
 struct Listener
@@ -549,6 +568,97 @@ private Q_SLOTS:
         qInfo("cold start and 1000 ms evaluation: %lld ms; next request on the spare: %lld ms", cold.elapsedMs,
               warm.elapsedMs);
         QVERIFY2(warm.elapsedMs < 250, qPrintable(QString::number(warm.elapsedMs)));
+    }
+
+    // The next fresh worker starts its evaluation while the last one exits (its CUDA context's
+    // teardown, ~0.15 s on an H200), where the device has room for both; the GPU's quiet lock is
+    // held shared for the leaving worker, so no timing anywhere on that GPU overlaps its exit.
+    void nextWorkerStartsWhileTheLastExits_data()
+    {
+        QTest::addColumn<QJsonValue>("memory");
+        QTest::addColumn<bool>("handedOff");
+        QTest::newRow("room for both") << QJsonValue(gpuMemory(100, 141)) << true;
+        QTest::newRow("more used than free") << QJsonValue(gpuMemory(40, 141)) << false;
+        QTest::newRow("free within a context of used") << QJsonValue(gpuMemory(70.8, 141)) << false;
+        QTest::newRow("no gpu_memory (a CPU evaluation, an older worker)") << QJsonValue() << false;
+    }
+
+    void nextWorkerStartsWhileTheLastExits()
+    {
+        QFETCH(QJsonValue, memory);
+        QFETCH(bool, handedOff);
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setKillGracePeriod(3000); // the exit's 1500 ms run to their end
+        const QString lock = GpuLeases::quietLockPath(workerGpuKey(workerEnvironment()));
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        QJsonObject first = evaluate(QString(), QJsonObject{{QStringLiteral("fake_exit_delay_ms"), 1500}});
+        if (!memory.isUndefined())
+            first.insert(QStringLiteral("fake_gpu_memory"), memory);
+        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(first));
+        QVERIFY2(one.hasResponse, qPrintable(one.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QElapsedTimer sinceAnswer;
+        sinceAnswer.start();
+        const bool lockFreeAtAnswer = quietLockFree(lock);
+        const Ending two = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(two.hasResponse, qPrintable(two.message));
+        QVERIFY(pidOf(two) != pidOf(one));
+        const auto endedFirst = [&] {
+            for (const QList<QVariant>& f : finished)
+                if (f.at(0).toLongLong() == pidOf(one))
+                    return true;
+            return false;
+        };
+        qInfo("answer after the last one's: %lld ms (its exit takes 1500 ms)", sinceAnswer.elapsed());
+        if (handedOff) {
+            // Answered while the first still exits, which holds the lock shared meanwhile.
+            QVERIFY2(sinceAnswer.elapsed() < 1000, qPrintable(QString::number(sinceAnswer.elapsed())));
+            QVERIFY(!endedFirst());
+            QVERIFY(!lockFreeAtAnswer);
+            QVERIFY(!quietLockFree(lock));
+            QTRY_VERIFY_WITH_TIMEOUT(endedFirst(), kWaitMs);
+            QTRY_VERIFY_WITH_TIMEOUT(quietLockFree(lock), kWaitMs);
+            QVERIFY(finished.first().at(1).toString() == QLatin1String("exited with code 0"));
+        } else {
+            // The second waited for the first to be gone.
+            QVERIFY2(sinceAnswer.elapsed() >= 1400, qPrintable(QString::number(sinceAnswer.elapsed())));
+            QVERIFY(endedFirst());
+            QVERIFY(lockFreeAtAnswer);
+        }
+    }
+
+    // An evaluation beside a leaving worker that runs out of device memory may have failed for the
+    // leaving worker's memory: the machine's doing. It runs again, alone, and only that answer counts.
+    void outOfMemoryBesideALeavingWorkerRunsAgainAlone()
+    {
+        QString log;
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_ONCE"), m_logs.filePath(QStringLiteral("oom-once")));
+        QFile::remove(m_logs.filePath(QStringLiteral("oom-once")));
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        supervisor->setKillGracePeriod(3000);
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
+            QString(), QJsonObject{{QStringLiteral("fake_exit_delay_ms"), 1000}, {QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
+        QVERIFY2(one.hasResponse, qPrintable(one.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const Ending two = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("oom_once"))));
+        QVERIFY2(two.hasResponse, qPrintable(two.message));
+        QCOMPARE(two.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        // Read by two workers (the first answer dropped), the second after the first worker had ended.
+        const QList<qint64> readers = readersOf(log, QStringLiteral("evaluate"));
+        QCOMPARE(readers.size(), 3);
+        QCOMPARE(pidOf(two), readers.last());
+        bool firstEnded = false;
+        for (const QList<QVariant>& f : finished)
+            firstEnded = firstEnded || f.at(0).toLongLong() == pidOf(one);
+        QVERIFY(firstEnded);
+        // Out of memory with no worker leaving is the candidate's answer.
+        QFile::remove(m_logs.filePath(QStringLiteral("oom-once")));
+        const Ending alone = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("oom_once"))));
+        QVERIFY2(alone.hasResponse, qPrintable(alone.message));
+        QCOMPARE(alone.response.value(QLatin1String("status")).toString(), QStringLiteral("runtime_error"));
     }
 
     void deadSpareIsReplacedLazily()

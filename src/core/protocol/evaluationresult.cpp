@@ -271,6 +271,11 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         if (const std::optional<double> ms = optNumber(it.value()))
             e.stageMs.insert(it.key(), *ms);
     e.workerHealthy = at(r, "worker_healthy") != QJsonValue(false);
+    if (at(r, "gpu_memory").isObject()) {
+        const QJsonObject m = obj(r, "gpu_memory");
+        e.gpuFreeBytes = optNumber(m, "free_bytes");
+        e.gpuTotalBytes = optNumber(m, "total_bytes");
+    }
     e.referenceOutputsOn = str(r, "reference_outputs_on");
     if (at(r, "candidate").isObject()) {
         const QJsonObject c = obj(r, "candidate");

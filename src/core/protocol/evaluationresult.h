@@ -170,6 +170,9 @@ struct EvaluationResult
     std::optional<ProfileSettings> profile;
     QMap<QString, double> stageMs;
     bool workerHealthy = true;
+    /// `gpu_memory`: the device's free and total bytes as the answer left (cudaMemGetInfo, every
+    /// process's use counted); absent on a CPU evaluation or from an older worker.
+    std::optional<double> gpuFreeBytes, gpuTotalBytes;
     QString referenceOutputsOn; ///< "device", "host" or empty
     std::optional<CandidateEcho> candidate;
     /// `traffic`: present only where the request asked for it (profile_traffic).

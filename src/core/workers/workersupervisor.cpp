@@ -9,6 +9,7 @@
 #include <QStandardPaths>
 
 #include <QDir>
+#include <QFile>
 #include <QEventLoop>
 #include <QJsonDocument>
 #include <QJsonValue>
@@ -18,7 +19,10 @@
 #include <algorithm>
 #include <csignal>
 #include <utility>
+#include <sys/file.h>
 #include <sys/types.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace kwb {
 
@@ -107,6 +111,62 @@ public:
 
 const char* const kSandboxedProperty = "kwbSandboxed";
 const char* const kSignalInExitCodeProperty = "kwbSignalInExitCode";
+const char* const kQuietLockProperty = "kwbQuietLock";
+
+// bwrap passes on the worker's exit code, and 128 + the signal when the worker died by one; so
+// does the remote script, whose code ssh and srun pass on.
+void unwrapSignal(const QProcess* process, int* exitCode, QProcess::ExitStatus* exitStatus)
+{
+    if (process->property(kSignalInExitCodeProperty).toBool() && *exitStatus == QProcess::NormalExit) {
+        if (const int signal = signalFromWrappedExitCode(*exitCode)) {
+            *exitStatus = QProcess::CrashExit;
+            *exitCode = signal;
+        }
+    }
+}
+
+// "exited with code 0", "killed by signal 11 (SIGSEGV)": Qt reports the signal number as the exit
+// code of a CrashExit on Unix.
+QString exitDescription(int exitCode, QProcess::ExitStatus exitStatus)
+{
+    return exitStatus == QProcess::CrashExit ? QStringLiteral("killed by signal %1 (%2)").arg(exitCode).arg(signalName(exitCode))
+                                             : QStringLiteral("exited with code %1").arg(exitCode);
+}
+
+// LOCK_SH on the GPU's quiet lock without waiting, for a worker on its way out: the descriptor,
+// or -1 (no lock file, or a measurement holds it now). O_CLOEXEC: no worker started later
+// inherits it.
+int takeQuietLockShared(const QString& path)
+{
+    if (path.isEmpty())
+        return -1;
+    const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// Room on the device, as the answer left, for the next worker beside this one while it exits: at
+// least as much free as is used (so an evaluation as large as the one that ended fits) and 1 GiB
+// more (a CUDA context and the libraries' workspaces).
+bool roomBesideLeavingWorker(const EvaluationResult& e)
+{
+    constexpr double kContextBytes = 1024.0 * 1024.0 * 1024.0;
+    if (!e.gpuFreeBytes || !e.gpuTotalBytes || !(*e.gpuTotalBytes > 0))
+        return false;
+    const double used = *e.gpuTotalBytes - *e.gpuFreeBytes;
+    return *e.gpuFreeBytes >= used + kContextBytes;
+}
+
+// A CUDA allocation that failed: the one verdict an overlap with a leaving worker's memory can cause.
+bool outOfDeviceMemory(const EvaluationResult& e)
+{
+    return e.status == EvaluationStatus::RuntimeError && e.messageOrError().contains(QLatin1String("out of memory"), Qt::CaseInsensitive);
+}
 
 // The worker's own pid: in the sandbox the started process is bwrap, and the worker its child.
 qint64 workerProcessId(QProcess* process)
@@ -227,6 +287,17 @@ WorkerSupervisor::WorkerSupervisor(QObject* parent)
 
 WorkerSupervisor::~WorkerSupervisor()
 {
+    // Workers on their way out were sent EOF already: a moment to end, then SIGKILL.
+    for (const Leaving& leaving : std::as_const(m_leaving)) {
+        leaving.process->disconnect(this);
+        if (!leaving.process->waitForFinished(1000)) {
+            signalWorker(leaving.process, SIGKILL);
+            leaving.process->waitForFinished(m_killGraceMs);
+        }
+        ::close(leaving.lockFd);
+        delete leaving.process;
+    }
+    m_leaving.clear();
     const QList<Spare> spares = m_spares;
     m_spares.clear();
     for (const Spare& spare : spares) {
@@ -437,8 +508,12 @@ void WorkerSupervisor::dispatch()
     m_dispatchScheduled = false;
     if (idle() && !m_warmIdleTimer.isActive())
         armIdleWarm(); // every way to idle (an answer, a failure, a worker's end) passes here
-    // A worker on its way out still holds the GPU: the next request waits until it has ended.
+    // A worker on its way out still holds the GPU: the next request waits until it has ended
+    // (retireWorker), unless it was handed off (handOffLeavingWorker); a request run again after
+    // an out-of-memory beside one waits for every leaving worker to be gone.
     if (m_active || m_queue.isEmpty() || m_state == WorkerState::Stopping)
+        return;
+    if (m_queue.first().alone && !m_leaving.isEmpty())
         return;
     m_warmIdleTimer.stop();
     m_active = Active();
@@ -481,6 +556,7 @@ QProcess* WorkerSupervisor::createProcess()
     process->setProcessChannelMode(QProcess::SeparateChannels);
     process->setProperty(kSandboxedProperty, launch.sandboxed);
     process->setProperty(kSignalInExitCodeProperty, launch.exitCodeCarriesSignal);
+    process->setProperty(kQuietLockProperty, options.gpuQuietLock);
     return process;
 }
 
@@ -796,7 +872,9 @@ void WorkerSupervisor::writeActiveRequest()
     m_state = WorkerState::Busy;
     m_active->sent = true;
     m_process->write(m_active->request.line);
-    m_active->request.line.clear(); // up to 16 MiB: QProcess has its own copy now
+    m_active->besideLeaving = !m_leaving.isEmpty();
+    if (!m_active->besideLeaving)
+        m_active->request.line.clear(); // up to 16 MiB: QProcess has its own copy now
     // This worker is retired after the evaluation: its successor loads meanwhile.
     if (m_active->request.type == kEvaluateType)
         topUpSpares();
@@ -910,17 +988,34 @@ void WorkerSupervisor::completeActive()
     const qint64 id = m_active->request.id;
     const QJsonObject response = m_active->response;
     const bool evaluate = m_active->request.type == kEvaluateType;
+    const EvaluationResult result = decodeEvaluation(response);
     if (m_process)
         onStandardError(m_process); // what Qt has buffered belongs to this request too
+    if (evaluate && m_active->besideLeaving && outOfDeviceMemory(result)) {
+        // Its allocation may have failed for the leaving worker's memory, which is the machine's
+        // doing: the same request again on a fresh worker, once no worker is leaving.
+        Pending again = m_active->request;
+        again.alone = true;
+        m_active.reset();
+        m_queue.prepend(again);
+        if (m_state == WorkerState::Busy)
+            m_state = WorkerState::Idle;
+        m_stderr.clear();
+        m_stderrDropped = 0;
+        retireWorker();
+        scheduleDispatch();
+        return;
+    }
     m_active.reset();
     if (m_state == WorkerState::Busy)
         m_state = WorkerState::Idle;
     emitStderr(id);
 
     // The worker says its CUDA context is unusable (sticky error) and exits after answering.
-    const bool unhealthy = !decodeEvaluation(response).workerHealthy;
+    const bool unhealthy = !result.workerHealthy;
     if (m_state == WorkerState::Idle && (unhealthy || (evaluate && m_isolation == Isolation::FreshPerRequest)))
-        retireWorker();
+        if (!handOffLeavingWorker(result))
+            retireWorker();
     scheduleDispatch();
     Q_EMIT responseAvailable(id, response);
 }
@@ -1054,6 +1149,58 @@ void WorkerSupervisor::abortWorker(const QString& status, const QString& message
     m_stopTimer.start(m_killGraceMs);
 }
 
+bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)
+{
+    if (!m_handOffLeaving || !m_process || m_target.isRemote() || !roomBesideLeavingWorker(answer))
+        return false;
+    const int lockFd = takeQuietLockShared(m_process->property(kQuietLockProperty).toString());
+    if (lockFd < 0)
+        return false;
+    QProcess* process = m_process;
+    const qint64 pid = m_pid;
+    m_stopTimer.stop();
+    process->disconnect(this);
+    m_process = nullptr;
+    m_pid = 0;
+    m_state = WorkerState::None;
+    m_stopStage = StopStage::None;
+    m_hello = QJsonObject();
+    m_warmId.clear();
+    m_leaving.append(Leaving{process, pid, lockFd});
+    ++m_handedOff;
+    // Nobody's output any more; read so that a chatty exit never blocks on a full pipe.
+    connect(process, &QProcess::readyReadStandardOutput, this, [process] { process->readAllStandardOutput(); });
+    connect(process, &QProcess::readyReadStandardError, this, [process] { process->readAllStandardError(); });
+    connect(process, &QProcess::finished, this, [this, process](int exitCode, QProcess::ExitStatus exitStatus) {
+        onLeavingFinished(process, exitCode, exitStatus);
+    });
+    process->closeWriteChannel(); // EOF: the worker exits (with code 0)
+    // As retireWorker: SIGTERM after the grace period, SIGKILL after another (the timers go with
+    // the process).
+    const int grace = m_killGraceMs;
+    QTimer::singleShot(grace, process, [process, grace] {
+        signalWorker(process, SIGTERM);
+        QTimer::singleShot(grace, process, [process] { signalWorker(process, SIGKILL); });
+    });
+    return true;
+}
+
+void WorkerSupervisor::onLeavingFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus)
+{
+    const auto it = std::find_if(m_leaving.begin(), m_leaving.end(), [process](const Leaving& l) { return l.process == process; });
+    if (it == m_leaving.end())
+        return;
+    const Leaving leaving = *it;
+    m_leaving.erase(it);
+    // Its CUDA context is gone with it: a timing on this GPU may start now.
+    ::close(leaving.lockFd);
+    process->disconnect(this);
+    process->deleteLater(); // never inside its own signal
+    unwrapSignal(process, &exitCode, &exitStatus);
+    Q_EMIT workerFinished(leaving.pid, exitDescription(exitCode, exitStatus));
+    scheduleDispatch();
+}
+
 void WorkerSupervisor::retireWorker()
 {
     if (!m_process || m_state == WorkerState::Stopping)
@@ -1106,14 +1253,7 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
     const bool connectionLost =
         m_target.kind == WorkerTarget::Kind::Ssh && exitStatus == QProcess::NormalExit && exitCode == kSshConnectionLost;
     m_connectionLost = connectionLost;
-    // bwrap passes on the worker's exit code, and 128 + the signal when the worker died by one; so
-    // does the remote script, whose code ssh and srun pass on.
-    if (process->property(kSignalInExitCodeProperty).toBool() && exitStatus == QProcess::NormalExit) {
-        if (const int signal = signalFromWrappedExitCode(exitCode)) {
-            exitStatus = QProcess::CrashExit;
-            exitCode = signal;
-        }
-    }
+    unwrapSignal(process, &exitCode, &exitStatus);
     // Whatever is still buffered was written before the worker ended: a worker that answers and
     // then exits (worker_healthy: false) must not be taken for a crash.
     feedDecoder(process->readAllStandardOutput());
@@ -1122,10 +1262,7 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
     const WorkerState stateAtEnd = m_state;
     const StopStage stopStage = m_stopStage;
     const qint64 pid = m_pid;
-    // Qt reports the signal number as the exit code of a CrashExit on Unix.
-    QString description = exitStatus == QProcess::CrashExit
-                              ? QStringLiteral("killed by signal %1 (%2)").arg(exitCode).arg(signalName(exitCode))
-                              : QStringLiteral("exited with code %1").arg(exitCode);
+    QString description = exitDescription(exitCode, exitStatus);
     if (exitStatus == QProcess::CrashExit && stopStage == StopStage::Kill)
         description += QStringLiteral(" after ignoring SIGTERM for %1").arg(seconds(m_killGraceMs));
     else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::Terminate && exitCode == SIGTERM)

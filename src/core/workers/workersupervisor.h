@@ -38,6 +38,9 @@
 
 namespace kwb {
 
+struct EvaluationResult;
+
+
 // A request that ends without a response fails with an EvaluationStatus's wire name
 // (core/protocol/evaluationstatus.h): timeout, crashed, worker_lost, protocol_error,
 // start_failed, bad_request, cancelled or resource_limit (the worker went over its host-memory or
@@ -155,6 +158,12 @@ public:
     /// The settle time of setWarmSpare() (default kWarmIdleMs); tests shorten it.
     void setWarmIdleMs(int ms) { m_warmIdleMs = std::max(0, ms); }
     int warmIdleMs() const { return m_warmIdleMs; }
+    /// Whether a fresh worker that answered its evaluation is let go as it exits, the next request
+    /// starting on a spare meanwhile (on by default; handOffLeavingWorker() says when it applies);
+    /// off: the next request waits until the last worker has ended. handedOffWorkers() counts them.
+    void setHandOffLeaving(bool enabled) { m_handOffLeaving = enabled; }
+    bool handOffLeaving() const { return m_handOffLeaving; }
+    int handedOffWorkers() const { return m_handedOff; }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
     void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
@@ -257,6 +266,8 @@ private:
         QString type;
         QByteArray line;
         int timeoutMs = 0;
+        /// Run again after an out-of-memory beside a leaving worker: waits until none is leaving.
+        bool alone = false;
     };
     struct Active
     {
@@ -266,6 +277,15 @@ private:
         QJsonObject response;
         QString failStatus; // set when the supervisor ends the worker on purpose
         QString failMessage;
+        bool besideLeaving = false; // written while a handed-off worker was still exiting
+    };
+    /// A worker handed off after its last answer (handOffLeavingWorker): exiting, the GPU's quiet
+    /// lock held shared for it by this supervisor until it has ended.
+    struct Leaving
+    {
+        QProcess* process = nullptr;
+        qint64 pid = 0;
+        int lockFd = -1;
     };
 
     /// A worker started ahead (see setSpareWorker(), setSpareCount()). Its state uses Starting,
@@ -346,6 +366,13 @@ private:
     void abortWorker(const QString& status, const QString& message);
     /// Ends the worker gently (EOF; SIGTERM and SIGKILL after grace periods).
     void retireWorker();
+    /// retireWorker() without waiting for the end: a local worker that answered its last request
+    /// is let go as it exits, the next request may start on another worker meanwhile, and the
+    /// GPU's quiet lock is held shared for it until it has ended, so no timing on that GPU
+    /// overlaps its exit. Only where the answer says the device has room for both
+    /// (gpu_memory) and the lock is free now; false: nothing done (retire it instead).
+    bool handOffLeavingWorker(const EvaluationResult& answer);
+    void onLeavingFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus);
     void releaseProcess();
     void appendStderr(const QByteArray& bytes);
     void failLater(qint64 id, const QString& status, const QString& message);
@@ -386,6 +413,9 @@ private:
     int m_warmIdleMs = kWarmIdleMs;
     QTimer m_warmIdleTimer; // setWarmSpare()'s settle time
     QList<Spare> m_spares; // oldest first
+    QList<Leaving> m_leaving;
+    bool m_handOffLeaving = true;
+    int m_handedOff = 0;
 
     QByteArray m_stderr;
     qint64 m_stderrDropped = 0;
