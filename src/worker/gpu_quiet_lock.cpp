@@ -12,25 +12,47 @@ namespace kwb {
 GpuQuietLock::GpuQuietLock(std::string path) : m_path(std::move(path))
 {
     m_fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (m_fd < 0)
+    if (m_fd < 0) {
         m_error = "cannot open " + m_path + ": " + std::strerror(errno);
+        return;
+    }
+    m_intentFd = ::open(intentPath(m_path).c_str(), O_RDONLY | O_CLOEXEC); // -1: no writers-first gate
 }
 
 GpuQuietLock::~GpuQuietLock()
 {
+    if (m_intentFd >= 0)
+        ::close(m_intentFd);
     if (m_fd >= 0)
         ::close(m_fd);
 }
+
+namespace {
+/// flock, taken again where a signal (the parent watch's, a profiler's) interrupts it.
+int flockRetrying(int fd, int operation)
+{
+    int rc;
+    do
+        rc = ::flock(fd, operation);
+    while (rc != 0 && errno == EINTR);
+    return rc;
+}
+} // namespace
 
 GpuQuietLock::Hold::Hold(const GpuQuietLock* lock, Mode mode)
 {
     if (!lock || lock->m_fd < 0)
         return;
     const auto t0 = std::chrono::steady_clock::now();
-    int rc;
-    do // a signal (the parent watch's, a profiler's) interrupts a blocking flock: take it again
-        rc = ::flock(lock->m_fd, mode == Mode::Exclusive ? LOCK_EX : LOCK_SH);
-    while (rc != 0 && errno == EINTR);
+    const int operation = mode == Mode::Exclusive ? LOCK_EX : LOCK_SH;
+    // The gate first, in the same mode: while a measurement holds it (waiting for the lock), no
+    // new shared hold gets past; let go once the lock is held (or could not be taken).
+    const bool gated = lock->m_intentFd >= 0 && flockRetrying(lock->m_intentFd, operation) == 0;
+    const int rc = flockRetrying(lock->m_fd, operation);
+    const int flockErrno = errno;
+    if (gated)
+        ::flock(lock->m_intentFd, LOCK_UN);
+    errno = flockErrno;
     m_waitMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (rc == 0)
         m_fd = lock->m_fd;

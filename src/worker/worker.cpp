@@ -104,6 +104,8 @@ json Worker::hello()
     // The lock this worker takes (docs/protocol.md, the GPU's quiet lock): null without one, and
     // null with the reason where --gpu-quiet-lock named a file that could not be opened.
     out["gpu_quiet_lock"] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
+    // Whether its holds pass the writers-first gate (<lock>.intent, gpu_quiet_lock.hpp).
+    out["gpu_quiet_lock_writers_first"] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
     if (m_quietLock && !m_quietLock->usable())
         out["gpu_quiet_lock_error"] = m_quietLock->error();
     return out;

@@ -128,6 +128,7 @@ int g_warmDelayMs = 0;
 bool g_warm = false; // a warm has been answered: the next answers at once
 QString g_quietLockPath;      // --gpu-quiet-lock
 int g_quietLockFd = -1;       // open when it could be opened
+bool g_quietIntent = false;   // its <path>.intent could be opened too (the sandbox binds it)
 QString g_quietLockError;     // why not
 qint64 g_startedMs = 0;
 qint64 g_receivedMs = 0;
@@ -429,6 +430,7 @@ QJsonObject answer(const QJsonObject& request)
         if (g_warmMode != QLatin1String("unknown_type")) { // an older worker says nothing of it
             response.insert(QStringLiteral("gpu_quiet_lock"),
                             g_quietLockFd >= 0 ? QJsonValue(g_quietLockPath) : QJsonValue(QJsonValue::Null));
+            response.insert(QStringLiteral("gpu_quiet_lock_writers_first"), g_quietLockFd >= 0 && g_quietIntent);
             if (!g_quietLockError.isEmpty())
                 response.insert(QStringLiteral("gpu_quiet_lock_error"), g_quietLockError);
         }
@@ -874,6 +876,10 @@ int main(int argc, char** argv)
     }
     if (!g_quietLockPath.isEmpty()) { // as kwb-worker: read-only (the sandbox's / is), kept open
         g_quietLockFd = ::open(g_quietLockPath.toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
+        const int intent = ::open((g_quietLockPath + QStringLiteral(".intent")).toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
+        g_quietIntent = intent >= 0;
+        if (intent >= 0)
+            ::close(intent);
         if (g_quietLockFd < 0) {
             g_quietLockError = QString::fromLocal8Bit(std::strerror(errno));
             std::fprintf(stderr, "fake worker: no GPU quiet lock %s: %s\n", qPrintable(g_quietLockPath),

@@ -1139,17 +1139,23 @@ private Q_SLOTS:
         QVERIFY2(path.startsWith(GpuLeases::lockDirectory() + QLatin1Char('/')), qPrintable(path));
         QVERIFY(path.endsWith(QLatin1String(".quiet")));
         QFile::remove(path);
+        QFile::remove(GpuLeases::quietIntentPath(path));
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(ending.hasResponse, qPrintable(ending.status + QLatin1String(": ") + ending.message));
         // The worker opened it read-only at its start (in the sandbox: through /'s read-only view).
         const QJsonObject hello = helloOf(available, pidOf(ending));
         QCOMPARE(hello.value(QLatin1String("gpu_quiet_lock")).toString(), path);
+        QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_writers_first")).toBool()); // its intent file reached it
         QVERIFY2(!hello.contains(QLatin1String("gpu_quiet_lock_error")),
                  qPrintable(hello.value(QLatin1String("gpu_quiet_lock_error")).toString()));
         QFileInfo file(path);
         QVERIFY(file.exists());
         QCOMPARE(file.size(), qint64(0));
+        // Its writers-first gate beside it (src/worker/gpu_quiet_lock.hpp), made with it.
+        const QFileInfo intent(GpuLeases::quietIntentPath(path));
+        QVERIFY(intent.exists());
+        QCOMPARE(intent.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther), QFileDevice::Permissions());
         QCOMPARE(file.permissions() & (QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadGroup |
                                        QFileDevice::WriteGroup | QFileDevice::ReadOther | QFileDevice::WriteOther),
                  QFileDevice::ReadOwner | QFileDevice::WriteOwner);

@@ -97,6 +97,57 @@ TEST_CASE("a hold measures how long it waited for the lock")
     CHECK(waitedMs >= 200);
 }
 
+// Writers first (the intent file): while a measurement waits for the lock, a new shared hold
+// waits behind it instead of joining the shared holds already there; without the intent file a
+// shared hold joins at once (readers first, as flock alone is).
+TEST_CASE("a waiting exclusive hold keeps new shared holds out where the intent file exists")
+{
+    for (const bool withIntent : {true, false}) {
+        CAPTURE(withIntent);
+        LockFile file;
+        const std::string intent = GpuQuietLock::intentPath(file.path);
+        if (withIntent) {
+            const int fd = ::open(intent.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+            REQUIRE(fd >= 0);
+            ::close(fd);
+        }
+        GpuQuietLock warmA(file.path), timing(file.path), warmB(file.path);
+        CHECK(warmA.writersFirst() == withIntent);
+        std::optional<GpuQuietLock::Hold> first;
+        first.emplace(&warmA, GpuQuietLock::Mode::Shared);
+        REQUIRE(first->held());
+        using Clock = std::chrono::steady_clock;
+        std::atomic<bool> timingAsked{false};
+        Clock::time_point timingGranted, timingReleased, secondGranted;
+        std::thread measuring([&] {
+            timingAsked = true;
+            const GpuQuietLock::Hold exclusive(&timing, GpuQuietLock::Mode::Exclusive);
+            timingGranted = Clock::now();
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            timingReleased = Clock::now();
+        });
+        while (!timingAsked)
+            std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100)); // the timing waits now
+        std::thread warming([&] {
+            const GpuQuietLock::Hold second(&warmB, GpuQuietLock::Mode::Shared);
+            secondGranted = Clock::now();
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        const Clock::time_point firstReleased = Clock::now();
+        first.reset();
+        measuring.join();
+        warming.join();
+        CHECK(timingGranted >= firstReleased);
+        if (withIntent)
+            CHECK(secondGranted >= timingReleased); // behind the waiting timing
+        else
+            CHECK(secondGranted < firstReleased); // joined the shared hold: the timing waited on
+        if (withIntent)
+            ::unlink(intent.c_str());
+    }
+}
+
 TEST_CASE("no lock, or one that cannot be opened: every hold is a no-op, and the error says why")
 {
     const GpuQuietLock::Hold none(nullptr, GpuQuietLock::Mode::Exclusive);

@@ -695,6 +695,7 @@ TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this mach
     const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
     CHECK(hello["gpu_quiet_lock"] == lock.path);
     CHECK_FALSE(hello.contains("gpu_quiet_lock_error"));
+    CHECK(hello["gpu_quiet_lock_writers_first"] == false); // no intent file beside this one
     checkWarmAnswer(hello, worker.request({{"id", 2}, {"type", "warm"}}, 120).response);
     // a second warm, and the worker still serves
     checkWarmAnswer(hello, worker.request({{"id", 3}, {"type", "warm"}}, 60).response);
@@ -708,6 +709,20 @@ TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this mach
                                    {"scale", "smoke"}, {"timing_trials", 5}}, 120).response;
     REQUIRE(r["status"] == "correct");
     CHECK(r["stage_detail_ms"]["timing"]["quiet_wait"] == 0.0);
+}
+
+TEST_CASE("--gpu-quiet-lock with its intent file beside it: hello says its holds are writers-first")
+{
+    TempLockFile lock;
+    const std::string intent = lock.path + ".intent";
+    std::ofstream(intent).close();
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
+    std::string err;
+    REQUIRE_MESSAGE(worker.start(&err), err);
+    const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
+    CHECK(hello["gpu_quiet_lock"] == lock.path);
+    CHECK(hello["gpu_quiet_lock_writers_first"] == true);
+    std::remove(intent.c_str());
 }
 
 TEST_CASE("warm with python: true starts the embedded Python once, device or not; a non-boolean is refused")

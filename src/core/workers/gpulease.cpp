@@ -160,15 +160,27 @@ QString GpuLeases::quietLockPath(const QString& key)
     return lockFilePath(key, QStringLiteral(".quiet"));
 }
 
+QString GpuLeases::quietIntentPath(const QString& quietLock)
+{
+    return quietLock + QStringLiteral(".intent");
+}
+
 QString GpuLeases::ensureQuietLock(const QString& key)
 {
     const QString path = quietLockPath(key);
     QDir().mkpath(QFileInfo(path).absolutePath());
-    // Never truncated or written: it only carries flocks, which other processes may hold now.
-    const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return {};
-    ::close(fd);
+    // Never truncated or written: they only carry flocks, which other processes may hold now. The
+    // intent file is the lock's writers-first gate (src/worker/gpu_quiet_lock.hpp); without it the
+    // lock still works, readers first.
+    for (const QString& file : {path, quietIntentPath(path)}) {
+        const int fd = ::open(QFile::encodeName(file).constData(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            if (file == path)
+                return {};
+            continue;
+        }
+        ::close(fd);
+    }
     return path;
 }
 

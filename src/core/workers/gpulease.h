@@ -30,7 +30,7 @@
 // lock"): the file <key>.quiet beside the lease files. A worker holds flock(LOCK_EX) on it while
 // it times, profiles traffic or measures ceilings, and LOCK_SH while it warms (a spare creating its
 // CUDA context ahead), so a warming worker never overlaps a measurement of any process on that
-// GPU. The supervisor creates the file (a sandboxed worker cannot: / is read-only there) and
+// GPU; the file <key>.quiet.intent beside it makes the lock writers-first (quietIntentPath). The supervisor creates the file (a sandboxed worker cannot: / is read-only there) and
 // passes it as --gpu-quiet-lock; the worker opens it read-only.
 
 #include <QHash>
@@ -119,8 +119,12 @@ public:
     static QString logPath();
     /// lockDirectory()/<key>.quiet (the key made one file name, as the lease files' are).
     static QString quietLockPath(const QString& key);
-    /// quietLockPath(key), created empty with mode 0600 where missing (the directory too); empty
-    /// when it cannot be created (then the worker gets no quiet lock).
+    /// The quiet lock's writers-first gate beside it, `<lock>.intent` (the worker's
+    /// GpuQuietLock::intentPath): every hold takes it first, so a waiting timing keeps new warm
+    /// parts out.
+    static QString quietIntentPath(const QString& quietLock);
+    /// quietLockPath(key) and its intent file, created empty with mode 0600 where missing (the
+    /// directory too); empty when the lock cannot be created (then the worker gets no quiet lock).
     static QString ensureQuietLock(const QString& key);
 
 Q_SIGNALS:

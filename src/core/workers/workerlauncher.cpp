@@ -1,4 +1,5 @@
 #include "workerlauncher.h"
+#include "gpulease.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -380,8 +381,13 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     // Visible under / already where the lock directory is an ordinary folder; bound on its own so
     // that one under a path the sandbox replaces (/dev/shm) is the same file inside. Read-only:
     // flock needs no more.
-    if (!options.gpuQuietLock.isEmpty())
+    if (!options.gpuQuietLock.isEmpty()) {
         launch.arguments << QStringLiteral("--ro-bind") << options.gpuQuietLock << options.gpuQuietLock;
+        // Its writers-first gate, where the supervisor made one (bwrap refuses a missing source).
+        const QString intent = GpuLeases::quietIntentPath(options.gpuQuietLock);
+        if (QFileInfo::exists(intent))
+            launch.arguments << QStringLiteral("--ro-bind") << intent << intent;
+    }
     launch.arguments << QStringLiteral("--") << program;
     launch.arguments += workerArguments;
     pointAtScratch(launch.environment, options.scratchDir);

@@ -143,7 +143,14 @@ int takeQuietLockShared(const QString& path)
     const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    // Through the writers-first gate as the worker's holds go (GpuQuietLock): where a timing
+    // waits at it, no hold of ours gets ahead of that timing.
+    const int intent = ::open(QFile::encodeName(GpuLeases::quietIntentPath(path)).constData(), O_RDONLY | O_CLOEXEC);
+    const bool gated = intent < 0 || ::flock(intent, LOCK_SH | LOCK_NB) == 0;
+    const bool held = gated && ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+    if (intent >= 0)
+        ::close(intent); // lets the gate go
+    if (!held) {
         ::close(fd);
         return -1;
     }
