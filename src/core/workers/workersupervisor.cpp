@@ -1163,16 +1163,8 @@ bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)
     const int lockFd = takeQuietLockShared(m_process->property(kQuietLockProperty).toString());
     if (lockFd < 0)
         return false;
-    QProcess* process = m_process;
     const qint64 pid = m_pid;
-    m_stopTimer.stop();
-    process->disconnect(this);
-    m_process = nullptr;
-    m_pid = 0;
-    m_state = WorkerState::None;
-    m_stopStage = StopStage::None;
-    m_hello = QJsonObject();
-    m_warmId.clear();
+    QProcess* process = detachProcess();
     m_leaving.append(Leaving{process, pid, lockFd});
     ++m_handedOff;
     // Nobody's output any more; read so that a chatty exit never blocks on a full pipe.
@@ -1333,20 +1325,26 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
     scheduleDispatch();
 }
 
-void WorkerSupervisor::releaseProcess()
+QProcess* WorkerSupervisor::detachProcess()
 {
     m_stopTimer.stop();
-    if (m_process) {
-        m_process->disconnect(this);
-        // Never delete a QProcess inside one of its own signals: we are in one right now.
-        m_process->deleteLater();
-    }
+    QProcess* process = m_process;
+    if (process)
+        process->disconnect(this);
     m_process = nullptr;
     m_pid = 0;
     m_state = WorkerState::None;
     m_stopStage = StopStage::None;
     m_hello = QJsonObject();
     m_warmId.clear();
+    return process;
+}
+
+void WorkerSupervisor::releaseProcess()
+{
+    // Never delete a QProcess inside one of its own signals: we are in one right now.
+    if (QProcess* process = detachProcess())
+        process->deleteLater();
 }
 
 WorkerSupervisor::Outcome WorkerSupervisor::run(const QJsonObject& request, int timeoutMs)

@@ -374,6 +374,9 @@ private:
     bool handOffLeavingWorker(const EvaluationResult& answer);
     void onLeavingFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus);
     void releaseProcess();
+    /// The worker's process, no longer this supervisor's (disconnected, every field of it reset);
+    /// releaseProcess() deletes it, handOffLeavingWorker() keeps it until it ends.
+    QProcess* detachProcess();
     void appendStderr(const QByteArray& bytes);
     void failLater(qint64 id, const QString& status, const QString& message);
     void emitStderr(qint64 id);
