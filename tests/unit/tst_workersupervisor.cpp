@@ -870,6 +870,72 @@ private Q_SLOTS:
         QVERIFY(warming.contains(pidOf(next)));
     }
 
+    void sparesWarmForTheUpcomingTasksAndServeThem()
+    {
+        // setUpcomingTasks(): each spare's warm names a different upcoming task (repeats counted),
+        // and a request takes the spare warmed for its own task, whichever is older.
+        QString log;
+        std::function<QString(qint64)> gateOf;
+        auto supervisor = makeGatedSupervisor(QStringLiteral("tasks"), &log, &gateOf);
+        supervisor->setWarmWhileBusy(true);
+        supervisor->setUpcomingTasks({QJsonObject{{QStringLiteral("task"), QStringLiteral("L2/7")}},
+                                      QJsonObject{{QStringLiteral("task"), QStringLiteral("L3/4")},
+                                                  {QStringLiteral("scale"), QStringLiteral("smoke")}}});
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 2, kWaitMs);
+        QHash<qint64, QString> warmedFor;
+        for (const QJsonObject& entry : loggedRequests(log)) {
+            if (entry.value(QLatin1String("type")).toString() != QLatin1String("warm"))
+                continue;
+            warmedFor.insert(entry.value(QLatin1String("pid")).toInteger(), entry.value(QLatin1String("task")).toString());
+            // the scale goes with its task only
+            QCOMPARE(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("scale")),
+                     entry.value(QLatin1String("task")).toString() == QLatin1String("L3/4"));
+        }
+        QCOMPARE(QSet<QString>(warmedFor.cbegin(), warmedFor.cend()), (QSet<QString>{QStringLiteral("L2/7"), QStringLiteral("L3/4")}));
+        const QStringList spareTasks = supervisor->spareWarmTasks();
+        QCOMPARE(QSet<QString>(spareTasks.cbegin(), spareTasks.cend()), (QSet<QString>{QStringLiteral("L2/7"), QStringLiteral("L3/4")}));
+        // the oldest spare warms for the first upcoming task: the L3/4 request below must pass it over
+        QCOMPARE(spareTasks.first(), QStringLiteral("L2/7"));
+        for (auto it = warmedFor.cbegin(); it != warmedFor.cend(); ++it)
+            QVERIFY(touch(gateOf(it.key())));
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->spareWarmTasks().size(), 2, kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        QTest::qWait(100); // both warm answers in
+        // The second upcoming task's job comes first (the queue's order changed): its own spare takes it.
+        supervisor->setUpcomingTasks({QJsonObject{{QStringLiteral("task"), QStringLiteral("L2/7")}}});
+        const Ending l34 = waitForEnd(*supervisor, supervisor->sendRequest(evaluate({}, {{QStringLiteral("task"), QStringLiteral("L3/4")}})));
+        QVERIFY2(l34.hasResponse, qPrintable(l34.message));
+        QCOMPARE(warmedFor.value(pidOf(l34)), QStringLiteral("L3/4"));
+        supervisor->setUpcomingTasks({});
+        const Ending l27 = waitForEnd(*supervisor, supervisor->sendRequest(evaluate({}, {{QStringLiteral("task"), QStringLiteral("L2/7")}})));
+        QVERIFY2(l27.hasResponse, qPrintable(l27.message));
+        QCOMPARE(warmedFor.value(pidOf(l27)), QStringLiteral("L2/7"));
+    }
+
+    void sparesWarmForARepeatedTaskEach()
+    {
+        // Three samples of one task: both spares warm for it (a claim per job, not per task name);
+        // with nothing upcoming a warm names no task.
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setWarmWhileBusy(true);
+        const QJsonObject l11{{QStringLiteral("task"), QStringLiteral("L1/1")}};
+        supervisor->setUpcomingTasks({l11, l11});
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 2, kWaitMs);
+        QCOMPARE(supervisor->spareWarmTasks(), (QStringList{QStringLiteral("L1/1"), QStringLiteral("L1/1")}));
+        supervisor->setUpcomingTasks({});
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 3, kWaitMs);
+        const QList<QJsonObject> entries = loggedRequests(log);
+        QJsonObject lastWarm;
+        for (const QJsonObject& entry : entries)
+            if (entry.value(QLatin1String("type")).toString() == QLatin1String("warm"))
+                lastWarm = entry;
+        QVERIFY(!lastWarm.value(QLatin1String("keys")).toArray().contains(QStringLiteral("task")));
+    }
+
     void idleSparesWarmOneAfterAnother()
     {
         // After an idle gap longer than the settle time the ready spares are warmed, the second
