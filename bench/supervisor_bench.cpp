@@ -19,8 +19,6 @@
 //   +wait              (fresh modes) the next request waits until the last worker has exited
 //                      (WorkerSupervisor::setHandOffLeaving(false)); without it a worker that
 //                      answered is let go as it exits and the next starts on a spare meanwhile
-//   +notaskwarm        (fresh modes) spares warm without the next job's task: no reference run
-//                      for it (WorkerSupervisor::setWarmForUpcomingTasks(false))
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
@@ -104,8 +102,6 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     // "wait": the next fresh worker's request waits for the last worker's exit (as before the
     // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
     queue.gpuSupervisor(0)->setHandOffLeaving(!words.contains(QLatin1String("wait")));
-    // "notaskwarm": spares warm without the next job's task (before 2026-12-02, session 10).
-    queue.gpuSupervisor(0)->setWarmForUpcomingTasks(!words.contains(QLatin1String("notaskwarm")));
 
     QHash<qint64, QElapsedTimer> started;
     QHash<qint64, int> index;

@@ -21,11 +21,6 @@
 
 #include <ATen/Context.h>
 #include <ATen/record_function.h>
-// torch's CUDA allocator where this torch has CUDA (Debian's libtorch has none: no CUDA at run time either)
-#if __has_include(<c10/cuda/impl/cuda_cmake_macros.h>)
-#include <c10/cuda/CUDACachingAllocator.h>
-#define KWB_TORCH_CUDA_ALLOCATOR 1
-#endif
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -1411,27 +1406,20 @@ at::Tensor referenceOutput(Evaluation& ev, const std::vector<c10::IValue>& input
     return (*ev.refFn)(cloneArgs(inputs, ev.params, ev.task, true)).toTensor();
 }
 
-/// A reference output made wrong at every element, so the caching allocator does not hand a
-/// later candidate the block with right answers in it (torch.empty): floating point filled with
-/// NaN (never within tolerance), integers bitwise negated and booleans logically (an integer
-/// output, argmax's, differs from ~x everywhere; no one value would).
-void makeWrong(at::Tensor& t)
-{
-    if (!t.defined() || t.numel() == 0)
-        return;
-    if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))
-        t.fill_(std::numeric_limits<float>::quiet_NaN());
-    else if (t.scalar_type() == at::kBool)
-        t.logical_not_();
-    else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
-        t.bitwise_not_();
-}
-
-/// Drops a reference output, on the GPU made wrong first (makeWrong).
+/// Drops a reference output; on the GPU it is first made wrong at every element, so the caching
+/// allocator does not hand a later candidate the block with right answers in it (torch.empty):
+/// floating point filled with NaN (never within tolerance), integers bitwise negated and
+/// booleans logically (an integer output, argmax's, differs from ~x everywhere; no one value would).
 void releaseReference(Evaluation& ev, at::Tensor& t)
 {
-    if (ev.cuda)
-        makeWrong(t);
+    if (t.defined() && ev.cuda && t.numel() > 0) {
+        if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))
+            t.fill_(std::numeric_limits<float>::quiet_NaN());
+        else if (t.scalar_type() == at::kBool)
+            t.logical_not_();
+        else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+            t.bitwise_not_();
+    }
     t = at::Tensor();
 }
 
@@ -2226,7 +2214,7 @@ void preloadCudnnLibraries()
 }
 } // namespace
 
-json Evaluator::warm(int ordinal, bool python, const Task* task, Scale scale)
+json Evaluator::warm(int ordinal, bool python)
 {
     const auto tTotal = Clock::now();
     // The embedded Python, when asked, last: a KernelBench-format answer's evaluation starts it
@@ -2248,7 +2236,7 @@ json Evaluator::warm(int ordinal, bool python, const Task* task, Scale scale)
     std::string why;
     if (!cudaAvailable(&why) || !useCudaDevice(ordinal, &why))
         return withPython({{"device", "none"}, {"why", why}});
-    if (m_warm) // the task too: a second warm comes from a client that already warmed this one
+    if (m_warm)
         return withPython({{"device", "cuda"},
                            {"already_warm", true},
                            {"warm_ms", {{"cpu", 0.0}, {"quiet_wait", 0.0}, {"context", 0.0}, {"cublas", 0.0}, {"cudnn", 0.0}, {"evaluator", 0.0}, {"total", 0.0}}}});
@@ -2261,17 +2249,6 @@ json Evaluator::warm(int ordinal, bool python, const Task* task, Scale scale)
     auto t = Clock::now();
     auto script = compileScript("def forward(x: Tensor) -> Tensor:\n    return torch.relu(x) + 1.0\n");
     preloadCudnnLibraries();
-    // The task's reference compiled here too, on the CPU; a forward that does not compile is left
-    // to its evaluation to report (the warm is no verdict).
-    std::shared_ptr<jit::CompilationUnit> taskUnit;
-    if (task) {
-        try {
-            taskUnit = compileScript(task->forward);
-            forwardFunction(*taskUnit);
-        } catch (const std::exception&) {
-            taskUnit.reset();
-        }
-    }
     json ms = {{"cpu", msSince(t)}, {"quiet_wait", 0.0}};
     // Then the GPU's parts, each under the quiet lock held shared on its own: spares warm beside
     // one another, never while a worker on this GPU times or profiles. A timing stage that asks
@@ -2334,35 +2311,9 @@ json Evaluator::warm(int ordinal, bool python, const Task* task, Scale scale)
         p.fill_(std::numeric_limits<float>::quiet_NaN());
         measure::warmCudaTimer();
     });
-    if (taskUnit) {
-        part("task", [&] {
-            // A seed no evaluation's inputs are drawn from by default; the output is made wrong at
-            // every element before it is freed (as every reference output), and the cache is emptied,
-            // so neither an answer nor the memory of a large task stays in this spare.
-            constexpr uint64_t kWarmSeed = 0x5741524dULL;
-            try {
-                const ParamDict params = makeParams(*task, scale, dev, kWarmSeed);
-                const auto inputs = makeInputs(*task, scale, dev, kWarmSeed);
-                c10::IValue out = forwardFunction(*taskUnit)(cloneArgs(inputs, params, *task, true));
-                if (out.isTensor()) {
-                    at::Tensor t = out.toTensor();
-                    makeWrong(t);
-                }
-            } catch (const c10::Error&) {
-                // Out of memory beside what runs now, say: the evaluation does its own first run,
-                // as without the task (a CUDA fault still ends the warm: syncCuda in part()).
-            }
-            syncCuda();
-#ifdef KWB_TORCH_CUDA_ALLOCATOR
-            c10::cuda::CUDACachingAllocator::emptyCache();
-#endif
-        });
-    }
     ms["total"] = msSince(tTotal);
     m_warm = true;
     json out = {{"device", "cuda"}, {"ordinal", ordinal}, {"warm_ms", ms}};
-    if (taskUnit)
-        out["task"] = task->id;
     if (!lockError.empty())
         out["gpu_quiet_lock_error"] = lockError;
     return withPython(std::move(out));

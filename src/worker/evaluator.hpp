@@ -51,11 +51,7 @@ public:
     /// (already_warm: true, every part 0). python: also start the embedded Python for
     /// KernelBench-format answers, after the GPU's parts (its `import torch`, CPU only, no lock):
     /// warm_ms.python, and python_error where it cannot start; done with or without a device.
-    /// task: also the task's reference once at `scale` on inputs of a seed of the warm's own
-    /// (warm_ms.task: its forward compiled outside the lock, then its parameters, inputs and one
-    /// run under it), so the kernels and the cuDNN/cuBLAS plans the next evaluation of that task
-    /// calls first are loaded; its output is made wrong and everything freed, the cache emptied.
-    nlohmann::json warm(int ordinal, bool python = false, const Task* task = nullptr, Scale scale = Scale::Full);
+    nlohmann::json warm(int ordinal, bool python = false);
 
     /// The GPU's quiet lock the timing stage and the traffic profile hold exclusively, and warm()
     /// shared; null: none (every hold a no-op). Not owned.

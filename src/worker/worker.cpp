@@ -274,21 +274,7 @@ json Worker::handle(const json& request)
             const protocol::Device device = protocol::parseDevice(request, protocol::kDeviceCuda, cudaDeviceCount());
             if (request.contains("python") && !request["python"].is_boolean())
                 throw RequestError("bad_request", "warm's 'python' is true or false");
-            // "task": the next evaluation's, whose reference the warm runs once (docs/protocol.md).
-            // Only a hint: one this worker cannot load is said (task_error) and the rest warms.
-            const Task* warmTask = nullptr;
-            std::string taskError;
-            if (request.contains("task")) {
-                try {
-                    warmTask = &task(request);
-                } catch (const RequestError& e) {
-                    taskError = e.code + ": " + e.what();
-                }
-            }
-            body = m_evaluator.warm(device.ordinal, request.value("python", false), warmTask,
-                                    parseScale(request.value("scale", std::string("full"))));
-            if (!taskError.empty())
-                body["task_error"] = taskError;
+            body = m_evaluator.warm(device.ordinal, request.value("python", false));
         } else if (type == "compile") {
             body = compileOnly(request);
         } else if (type == "run_reference") {

@@ -57,7 +57,7 @@
 // "received_ms" and "answered_ms" (epoch milliseconds) and "requests_seen" (lines read so far,
 // hello included), so tests can see which process served what, and when. A compile request's mode
 // may come from a marker "nvrtc: MODE" in its source (or answer). With $FAKEWORKER_LOG set, every worker
-// appends a line {"pid","type","cuda_visible_devices","ms","keys","task"} per request read to that file, so
+// appends a line {"pid","type","cuda_visible_devices","ms","keys"} per request read to that file, so
 // tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate
 // answers take their status from a marker "status: NAME" in the answer (default correct; a marker
 // "speedup: X" sets the speed-up): the
@@ -179,8 +179,7 @@ void logRequest(const QByteArray& line)
                                  ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
                                  : QJsonValue(QJsonValue::Null)},
                             {QStringLiteral("ms"), g_receivedMs},
-                            {QStringLiteral("keys"), QJsonArray::fromStringList(request.keys())},
-                            {QStringLiteral("task"), request.value(QStringLiteral("task"))}};
+                            {QStringLiteral("keys"), QJsonArray::fromStringList(request.keys())}};
     // One short write in append mode: lines of concurrent workers do not interleave.
     const QByteArray text = QJsonDocument(entry).toJson(QJsonDocument::Compact) + '\n';
     if (std::FILE* file = std::fopen(path, "a")) {

@@ -384,35 +384,6 @@ private Q_SLOTS:
         QTRY_COMPARE(recorder.progress.last(), qMakePair(1, 1));
     }
 
-    void theNextJobsTasksReachTheSupervisorsSpares()
-    {
-        // shareUpcomingTasks(): while the first job runs, its GPU's supervisor knows the tasks of
-        // the GPU jobs not yet sent to it, in order (not a CPU-only job's), and spares warm for them.
-        auto queue = makeQueue({0}, 0);
-        Recorder recorder(*queue);
-        QList<qint64> ids;
-        ids << queue->submit(QStringLiteral("L1/1"), answer(), slowOptions(300));
-        ids << queue->submit(QStringLiteral("L2/1"), answer(), slowOptions(50));
-        QJsonObject cpu = slowOptions(50);
-        cpu.insert(QStringLiteral("device"), QStringLiteral("cpu"));
-        ids << queue->submit(QStringLiteral("L1/9"), answer(), cpu);
-        QJsonObject smoke = slowOptions(50);
-        smoke.insert(QStringLiteral("scale"), QStringLiteral("smoke"));
-        ids << queue->submit(QStringLiteral("L3/1"), answer(), smoke);
-        QTRY_COMPARE(recorder.started.size(), 1);
-        const QList<QJsonObject> upcoming = queue->gpuSupervisor(0)->upcomingTasks();
-        QCOMPARE(upcoming.size(), 2);
-        QCOMPARE(upcoming.at(0), (QJsonObject{{QStringLiteral("task"), QStringLiteral("L2/1")}}));
-        QCOMPARE(upcoming.at(1), (QJsonObject{{QStringLiteral("task"), QStringLiteral("L3/1")}, {QStringLiteral("scale"), QStringLiteral("smoke")}}));
-        QVERIFY(recorder.waitForEnded(4));
-        QVERIFY(queue->gpuSupervisor(0)->upcomingTasks().isEmpty());
-        QStringList warmedFor;
-        for (const QJsonObject& entry : logged())
-            if (entry.value(QLatin1String("type")).toString() == QLatin1String("warm"))
-                warmedFor << entry.value(QLatin1String("task")).toString();
-        QVERIFY2(warmedFor.contains(QStringLiteral("L2/1")), qPrintable(warmedFor.join(u',')));
-    }
-
     void twoGpusRunConcurrently()
     {
         auto queue = makeQueue({0, 1}, 0);

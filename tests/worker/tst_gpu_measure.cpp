@@ -79,50 +79,6 @@ void warmChecks(const std::string& src)
           "warm: its speed-up within 3 % of a fresh worker's without warm", {coldSpeedup, warmSpeedup});
 }
 
-/// warm with the next evaluation's task (docs/protocol.md): it names the task and times its part,
-/// a task this worker cannot load is only said, and the evaluation after it is correct with the
-/// speed-up of one without (within 3 %, as above); its first correctness trial is printed beside the
-/// generic warm's, for the record of what the task part saves.
-void taskWarmChecks(const std::string& src)
-{
-    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
-                      {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
-    const auto firstTrial = [](const json& r) {
-        return num(r.value("stage_detail_ms", json::object()).value("correctness", json::object()), "first_trial_total");
-    };
-    double genericSpeedup = -1, genericFirst = -1;
-    {
-        WorkerClient generic(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
-        if (kwb::test::startGpuWorker(generic) != 0)
-            return check(false, "task warm: a fresh worker starts");
-        generic.request({{"type", "warm"}}, 120);
-        const json r = generic.request(req, 300).response;
-        genericSpeedup = num(r, "speedup");
-        genericFirst = firstTrial(r);
-    }
-    WorkerClient warmed(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
-    if (kwb::test::startGpuWorker(warmed) != 0)
-        return check(false, "task warm: a fresh worker starts");
-    const json w = warmed.request({{"type", "warm"}, {"task", kWarmTask}}, 120).response;
-    std::printf("task warm: %s\n", w.dump().c_str());
-    check(w.value("ok", false) && w.value("task", std::string()) == kWarmTask, "task warm: the answer names its task", w);
-    check(num(w.value("warm_ms", json::object()), "task") > 0, "task warm: warm_ms.task", w);
-    const json r = warmed.request(req, 300).response;
-    const double speedup = num(r, "speedup");
-    std::printf("%s first correctness trial: %.1f ms after a generic warm, %.1f ms after a warm for its task; speed-ups %.4f, %.4f\n",
-                kWarmFile, genericFirst, firstTrial(r), genericSpeedup, speedup);
-    check(r.value("status", std::string()) == "correct", "task warm: the evaluation after it is correct", r.value("message", std::string()));
-    check(genericSpeedup > 0 && speedup > 0 && std::abs(speedup / genericSpeedup - 1) <= 0.03,
-          "task warm: its speed-up within 3 % of a generic warm's", {genericSpeedup, speedup});
-    WorkerClient unknown(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
-    if (kwb::test::startGpuWorker(unknown) != 0)
-        return check(false, "task warm: a fresh worker starts");
-    const json u = unknown.request({{"type", "warm"}, {"task", "L9/99"}}, 120).response;
-    check(u.value("ok", false) && u.value("device", std::string()) == "cuda" && !u.contains("task") &&
-              u.value("task_error", std::string()).rfind("unknown_task", 0) == 0,
-          "task warm: an unknown task is said and the rest warms", u);
-}
-
 /// Whether /proc/locks shows a process waiting (a "->" line) for a flock on the file of inode `ino`.
 bool flockWaiterOn(ino_t ino)
 {
@@ -311,7 +267,6 @@ int main()
     }
     worker.stop();
     warmChecks(src);
-    taskWarmChecks(src);
     quietLockChecks(src);
     warmWaitsForTimingChecks(src);
     std::printf("%d failed\n", checks.failures);

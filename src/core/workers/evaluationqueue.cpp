@@ -353,7 +353,6 @@ void EvaluationQueue::work()
         if (dispatchToGpu(g, next))
             started.append(job.id);
     }
-    shareUpcomingTasks();
     // A lease granted to a GPU that has nothing to run now goes back at once (jobs whose
     // builds take minutes do not keep the GPU from others).
     for (int g = 0; g < m_gpus.size(); ++g)
@@ -659,27 +658,6 @@ bool EvaluationQueue::requeueFromLostHost(int gpuIndex, qint64 requestId, const 
     job.compile = job.cubin.isEmpty() ? CompileState::None : CompileState::Done;
     scheduleWork();
     return true;
-}
-
-void EvaluationQueue::shareUpcomingTasks()
-{
-    // As many as a supervisor could have spares warming for (more would only be copied).
-    constexpr int kUpcoming = 8;
-    QList<QJsonObject> upcoming;
-    for (const Job& job : std::as_const(m_jobs)) {
-        if (upcoming.size() >= kUpcoming)
-            break;
-        if (job.gpu >= 0 || !needsGpu(job))
-            continue;
-        QJsonObject hint{{QStringLiteral("task"), job.task}};
-        const QString scale = job.options.value(QLatin1String("scale")).toString();
-        if (!scale.isEmpty())
-            hint.insert(QStringLiteral("scale"), scale);
-        upcoming.append(hint);
-    }
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        if (!gpu.target.isRemote()) // remote spares are not warmed (WorkerSupervisor::setWarmSpare())
-            gpu.supervisor->setUpcomingTasks(upcoming);
 }
 
 bool EvaluationQueue::needsGpu(const Job& job)

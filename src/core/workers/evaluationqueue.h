@@ -156,9 +156,6 @@ private:
     /// The first job in submission order a GPU may take now, or -1 (see work()).
     qsizetype nextReadyJob();
     bool dispatchToGpu(int gpuIndex, qsizetype jobIndex);
-    /// Tells each GPU's supervisor the tasks of the jobs not yet handed to a GPU, in order
-    /// (WorkerSupervisor::setUpcomingTasks(): its spares warm for them).
-    void shareUpcomingTasks();
     void startCompiles();
     /// Gives a finished compile's outcome to the jobs that wait for the same key and arch.
     void shareCompile(const Job& compiled);

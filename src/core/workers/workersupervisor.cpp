@@ -442,7 +442,6 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
     Pending pending;
     pending.id = id;
     pending.type = request.value(QLatin1String("type")).toString();
-    pending.task = request.value(QLatin1String("task")).toString();
     pending.timeoutMs = timeoutMs < 0 ? m_defaultTimeoutMs : timeoutMs;
     if (pending.type.isEmpty()) {
         failLater(id, wireName(EvaluationStatus::BadRequest), QStringLiteral("the request has no \"type\""));
@@ -618,14 +617,14 @@ WorkerSupervisor::Spare* WorkerSupervisor::spareOf(const QProcess* process)
     return nullptr;
 }
 
-int WorkerSupervisor::nextSpare(const QString& task) const
+int WorkerSupervisor::nextSpare() const
 {
-    // Warmed first (for this task first), then ready unwarmed: it starts at once and pays its own
-    // cuda_init, about what a warming spare's remaining warm costs, and that one stays warming for
-    // the next request. Else the one that will be ready soonest, whose wait the request then shares.
-    const auto rank = [&task](const Spare& spare) {
+    // Warmed first, then ready unwarmed: it starts at once and pays its own cuda_init, about what
+    // a warming spare's remaining warm costs, and that one stays warming for the next request.
+    // Else the one that will be ready soonest, whose wait the request then shares.
+    const auto rank = [](const Spare& spare) {
         if (spare.warmed())
-            return !task.isEmpty() && spare.warmTask == task ? 6 : 5;
+            return 5;
         switch (spare.state) {
         case WorkerState::Idle: return 4;
         case WorkerState::Warming: return 3;
@@ -661,7 +660,7 @@ void WorkerSupervisor::warmIdleSpare()
     for (Spare& spare : m_spares) {
         if (spare.state == WorkerState::Idle && !spare.warmAnswered && warmWanted(spare.hello)) {
             spare.state = WorkerState::Warming;
-            sendWarm(spare);
+            spare.warmId = sendWarm(spare.process);
             if (!m_warmWhileBusy)
                 return;
         }
@@ -768,39 +767,14 @@ bool WorkerSupervisor::warmWanted(const QJsonObject& hello) const
     return m_warmSpare && !m_target.isRemote() && !saysNoLock;
 }
 
-void WorkerSupervisor::sendWarm(Spare& spare)
+QString WorkerSupervisor::sendWarm(QProcess* process)
 {
     const QString id = QStringLiteral("kwb-warm-%1").arg(++m_handshakeCount);
     QJsonObject request{{QLatin1String("id"), id}, {QLatin1String("type"), kWarmType}};
     if (m_warmPython)
         request.insert(QLatin1String("python"), true);
-    // The first upcoming task not yet claimed by another live spare, counting repeats.
-    QHash<QString, int> claimed;
-    for (const Spare& other : std::as_const(m_spares))
-        if (&other != &spare && !other.warmTask.isEmpty())
-            ++claimed[other.warmTask];
-    spare.warmTask.clear();
-    for (const QJsonObject& upcoming : m_warmForUpcomingTasks ? std::as_const(m_upcomingTasks) : QList<QJsonObject>()) {
-        const QString task = upcoming.value(QLatin1String("task")).toString();
-        if (task.isEmpty() || claimed[task]-- > 0)
-            continue;
-        spare.warmTask = task;
-        request.insert(QLatin1String("task"), task);
-        const QString scale = upcoming.value(QLatin1String("scale")).toString();
-        if (!scale.isEmpty())
-            request.insert(QLatin1String("scale"), scale);
-        break;
-    }
-    spare.process->write(ProtocolCodec::encodeRequest(request));
-    spare.warmId = id;
-}
-
-QStringList WorkerSupervisor::spareWarmTasks() const
-{
-    QStringList tasks;
-    for (const Spare& spare : m_spares)
-        tasks << spare.warmTask;
-    return tasks;
+    process->write(ProtocolCodec::encodeRequest(request));
+    return id;
 }
 
 void WorkerSupervisor::onSpareFinished(QProcess* process)
@@ -862,7 +836,7 @@ void WorkerSupervisor::replaceWarmingWorker()
 void WorkerSupervisor::promoteSpare()
 {
     // The others stay, for the requests after this one.
-    const Spare spare = m_spares.takeAt(nextSpare(m_active ? m_active->request.task : QString()));
+    const Spare spare = m_spares.takeAt(nextSpare());
     QProcess* process = spare.process;
     process->disconnect(this);
     process->readAllStandardError(); // from before this request: nobody's

@@ -155,22 +155,6 @@ public:
     /// Python itself where its spare has none.
     void setWarmPython(bool enabled) { m_warmPython = enabled; }
     bool warmPython() const { return m_warmPython; }
-    /// The tasks of the evaluations that will come next, in order, not yet sent to this supervisor
-    /// (EvaluationQueue keeps it current; empty by default): each `{"task": id, "scale": …}`
-    /// (scale optional, "full" by default). A spare's `warm` names the first of them that no other
-    /// live spare was warmed for (counted with repeats: three jobs of one task, three spares), and
-    /// the worker runs that task's reference once, so the next evaluation of it finds its kernels
-    /// and plans loaded (docs/protocol.md, warm). A request takes a warmed spare of its own task
-    /// first (nextSpare()). Only a hint: a spare warmed for another task, or for none, evaluates
-    /// as well, and the verdicts and speed-ups do not depend on it.
-    void setUpcomingTasks(const QList<QJsonObject>& tasks) { m_upcomingTasks = tasks; }
-    QList<QJsonObject> upcomingTasks() const { return m_upcomingTasks; }
-    /// Whether a spare's warm names an upcoming task at all (on by default; off: the benchmark's
-    /// comparison, `notaskwarm`).
-    void setWarmForUpcomingTasks(bool enabled) { m_warmForUpcomingTasks = enabled; }
-    bool warmForUpcomingTasks() const { return m_warmForUpcomingTasks; }
-    /// The task each live spare was (or is being) warmed for, oldest first ("" for none).
-    QStringList spareWarmTasks() const;
     /// The settle time of setWarmSpare() (default kWarmIdleMs); tests shorten it.
     void setWarmIdleMs(int ms) { m_warmIdleMs = std::max(0, ms); }
     int warmIdleMs() const { return m_warmIdleMs; }
@@ -284,7 +268,6 @@ private:
         int timeoutMs = 0;
         /// Run again after an out-of-memory beside a leaving worker: waits until none is leaving.
         bool alone = false;
-        QString task; ///< the request's "task" (a spare warmed for it is taken first)
     };
     struct Active
     {
@@ -315,7 +298,6 @@ private:
         ResponseDecoder decoder;
         QString handshakeId;
         QString warmId;
-        QString warmTask; ///< the task its warm names (setUpcomingTasks()), "" for none
         QJsonObject hello;
         bool warmAnswered = false; // warmed, or an older worker said unknown_type: not sent again
         /// Ready, and its hello carries the warm answer's timings.
@@ -332,10 +314,10 @@ private:
     void topUpSpares();
     /// The spare of this process, nullptr when it is none (any more).
     Spare* spareOf(const QProcess* process);
-    /// The index in m_spares of the spare to take over next: the oldest warmed one (of those warmed
-    /// for `task`, where there is one), else the oldest ready one, else the one furthest along
-    /// (warming, then handshaking, then starting; the oldest of those); -1: none.
-    int nextSpare(const QString& task = {}) const;
+    /// The index in m_spares of the spare to take over next: the oldest warmed one, else the
+    /// oldest ready one, else the one furthest along (warming, then handshaking, then starting; the
+    /// oldest of those); -1: none.
+    int nextSpare() const;
     /// No request running or queued.
     bool idle() const { return !m_active && m_queue.isEmpty(); }
     /// (Re)starts the settle timer of setWarmSpare() when idle and there is anything to warm.
@@ -350,9 +332,8 @@ private:
     bool takeSpareAnswer(Spare& spare, const QJsonObject& response);
     /// Whether a worker with this hello answer is to be warmed (setWarmSpare()).
     bool warmWanted(const QJsonObject& hello) const;
-    /// Writes `warm` to the spare's process, naming the first upcoming task no other spare claims
-    /// (setUpcomingTasks()); sets its warmId and warmTask.
-    void sendWarm(Spare& spare);
+    /// Writes `warm` to the process; returns its id.
+    QString sendWarm(QProcess* process);
     /// The worker (a promoted spare) answered warm with something else: it is ended, and the
     /// active request gets a cold worker.
     void replaceWarmingWorker();
@@ -432,8 +413,6 @@ private:
     bool m_warmSpare = true;
     bool m_warmWhileBusy = false;
     bool m_warmPython = false;
-    QList<QJsonObject> m_upcomingTasks;
-    bool m_warmForUpcomingTasks = true;
     int m_warmIdleMs = kWarmIdleMs;
     QTimer m_warmIdleTimer; // setWarmSpare()'s settle time
     QList<Spare> m_spares; // oldest first
