@@ -19,6 +19,8 @@
 //   +wait              (fresh modes) the next request waits until the last worker has exited
 //                      (WorkerSupervisor::setHandOffLeaving(false)); without it a worker that
 //                      answered is let go as it exits and the next starts on a spare meanwhile
+//   +nointent          the timing's intent on the quiet lock taken only when it asks for the
+//                      lock (evaluate's "timing_intent": false), not from the last correctness trial
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
@@ -115,7 +117,11 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     const auto submitNext = [&] {
         const int i = submitted++;
         // 0: the profile's own timing (the study's adaptive method), no count sent
-        const QJsonObject options = timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
+        QJsonObject options = timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
+        // "nointent": the timing announces its intent on the quiet lock only when it asks for the
+        // lock, not from the last correctness trial on (docs/protocol.md, the quiet lock)
+        if (words.contains(QLatin1String("nointent")))
+            options.insert(QStringLiteral("timing_intent"), false);
         const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
         index.insert(id, i);
     };

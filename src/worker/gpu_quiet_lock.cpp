@@ -60,6 +60,22 @@ GpuQuietLock::Hold::Hold(const GpuQuietLock* lock, Mode mode)
         m_error = "flock " + lock->m_path + ": " + std::strerror(errno);
 }
 
+GpuQuietLock::Intent::Intent(const GpuQuietLock* lock)
+{
+    if (!lock || lock->m_fd < 0 || lock->m_intentFd < 0)
+        return;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (flockRetrying(lock->m_intentFd, LOCK_EX) == 0)
+        m_fd = lock->m_intentFd;
+    m_waitMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+GpuQuietLock::Intent::~Intent()
+{
+    if (m_fd >= 0)
+        ::flock(m_fd, LOCK_UN); // already let go where the Hold that followed has the lock
+}
+
 GpuQuietLock::Hold::~Hold()
 {
     if (m_fd >= 0)

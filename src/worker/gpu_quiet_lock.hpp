@@ -54,6 +54,24 @@ public:
         std::string m_error;
     };
 
+    /// A measurement's intent, announced ahead of its exclusive Hold: `<path>.intent` held
+    /// exclusively from construction, so that no new shared hold starts from then on while the
+    /// ones running end; the Hold taken later in this process passes the gate at once (the same
+    /// open file) and lets it go once it holds the lock. Released at the end of its scope at the
+    /// latest. Without a gate (no intent file, no lock) it holds nothing.
+    class Intent {
+    public:
+        explicit Intent(const GpuQuietLock* lock);
+        ~Intent();
+        Intent(const Intent&) = delete;
+        Intent& operator=(const Intent&) = delete;
+        double waitMs() const { return m_waitMs; }
+
+    private:
+        int m_fd = -1;
+        double m_waitMs = 0;
+    };
+
 private:
     std::string m_path;
     int m_fd = -1;

@@ -148,6 +148,49 @@ TEST_CASE("a waiting exclusive hold keeps new shared holds out where the intent 
     }
 }
 
+// The timing's intent announced ahead (GpuQuietLock::Intent, from the last correctness trial):
+// from then on no new shared hold starts, one running goes on; the same lock's exclusive hold passes
+// the gate at once and opens it once it has the lock; the end of the Intent's scope opens it too.
+TEST_CASE("an announced intent keeps new shared holds out until its own exclusive hold has the lock")
+{
+    LockFile file;
+    const std::string intent = GpuQuietLock::intentPath(file.path);
+    const int made = ::open(intent.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(made >= 0);
+    ::close(made);
+    GpuQuietLock timing(file.path), warm(file.path);
+    REQUIRE(timing.writersFirst());
+    std::optional<GpuQuietLock::Hold> running;
+    running.emplace(&warm, GpuQuietLock::Mode::Shared); // a part already running
+    {
+        const GpuQuietLock::Intent announced(&timing);
+        CHECK(announced.waitMs() >= 0);
+        CHECK_FALSE(grantedNow(intent, LOCK_SH)); // a new part would wait at the gate
+        CHECK(grantedNow(file.path, LOCK_SH));    // the lock itself is untouched
+        running.reset();                          // the running part ends meanwhile
+        {
+            const GpuQuietLock::Hold exclusive(&timing, GpuQuietLock::Mode::Exclusive);
+            CHECK(exclusive.held());
+            CHECK(exclusive.waitMs() < 100); // no wait at its own gate
+            CHECK(grantedNow(intent, LOCK_SH)); // opened once it had the lock
+            CHECK_FALSE(grantedNow(file.path, LOCK_SH));
+        }
+    }
+    CHECK(grantedNow(intent, LOCK_EX));
+    {
+        const GpuQuietLock::Intent announced(&timing); // an evaluation that stops before its timing
+        CHECK_FALSE(grantedNow(intent, LOCK_SH));
+    }
+    CHECK(grantedNow(intent, LOCK_SH));
+    // Without a gate (no intent file) it holds nothing.
+    LockFile other;
+    GpuQuietLock noGate(other.path);
+    const GpuQuietLock::Intent none(&noGate);
+    CHECK(none.waitMs() == 0);
+    CHECK(grantedNow(other.path, LOCK_EX));
+    ::unlink(intent.c_str());
+}
+
 TEST_CASE("no lock, or one that cannot be opened: every hold is a no-op, and the error says why")
 {
     const GpuQuietLock::Hold none(nullptr, GpuQuietLock::Mode::Exclusive);

@@ -588,6 +588,12 @@ void WorkerSupervisor::startWorker()
     m_decoder.reset();
     connectWorker(process);
     process->start(QIODevice::ReadWrite);
+    // A cold worker for an evaluation, with no spare at all (a queue's first job, or after every
+    // spare failed): the first spare starts beside it, not once it has answered hello and been sent
+    // the request (~0.5 s later), so that the next job finds it warm (H200: the second to fourth
+    // jobs of a back-to-back queue waited 0.2-0.6 s each for their spare).
+    if (m_active && m_active->request.type == kEvaluateType && m_spares.isEmpty())
+        topUpSpares();
 }
 
 void WorkerSupervisor::connectWorker(QProcess* process)
