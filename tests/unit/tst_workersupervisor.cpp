@@ -847,6 +847,22 @@ private Q_SLOTS:
         }
     }
 
+    void theFirstSpareStartsWhenTheFirstEvaluationIsQueued()
+    {
+        // Not once the worker taking it has answered hello and been sent it: beside that worker.
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        const qint64 deviceId = supervisor->sendRequest(request(QStringLiteral("device")));
+        QCOMPARE(supervisor->liveSpareCount(), 0); // not for a device request
+        const qint64 id = supervisor->sendRequest(evaluate());
+        QCOMPARE(supervisor->liveSpareCount(), 1);
+        QVERIFY(waitForEnd(*supervisor, deviceId).hasResponse);
+        const Ending first = waitForEnd(*supervisor, id);
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QVERIFY(!supervisor->spareWorkerPids().contains(pidOf(first))); // the spare is not the one that ran it
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), supervisor->spareCount(), kWaitMs);
+    }
+
     void warmWhileBusyWarmsEverySpareAtOnce()
     {
         // Each spare's warm answers only when the test opens its gate: with setWarmWhileBusy()

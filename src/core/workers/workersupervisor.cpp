@@ -457,6 +457,13 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
     }
     m_queue.append(pending);
     m_warmIdleTimer.stop(); // not idle any more: a warm now would only delay this request's timing
+    // An evaluation queued with no spare alive (a queue's first job, behind its `device` request,
+    // or after every spare failed): the first spare starts now, beside the worker that will take
+    // this one, not once that worker has answered hello and been sent it (~0.5 s later), so the
+    // next evaluation finds it warm (H200: the second to fourth jobs of a back-to-back queue
+    // waited 0.2-0.4 s each for theirs).
+    if (pending.type == kEvaluateType && m_spares.isEmpty())
+        topUpSpares();
     scheduleDispatch();
     return id;
 }
@@ -588,12 +595,6 @@ void WorkerSupervisor::startWorker()
     m_decoder.reset();
     connectWorker(process);
     process->start(QIODevice::ReadWrite);
-    // A cold worker for an evaluation, with no spare at all (a queue's first job, or after every
-    // spare failed): the first spare starts beside it, not once it has answered hello and been sent
-    // the request (~0.5 s later), so that the next job finds it warm (H200: the second to fourth
-    // jobs of a back-to-back queue waited 0.2-0.6 s each for their spare).
-    if (m_active && m_active->request.type == kEvaluateType && m_spares.isEmpty())
-        topUpSpares();
 }
 
 void WorkerSupervisor::connectWorker(QProcess* process)
