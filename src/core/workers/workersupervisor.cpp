@@ -457,15 +457,21 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
     }
     m_queue.append(pending);
     m_warmIdleTimer.stop(); // not idle any more: a warm now would only delay this request's timing
-    // An evaluation queued with no spare alive (a queue's first job, behind its `device` request,
-    // or after every spare failed): the first spare starts now, beside the worker that will take
-    // this one, not once that worker has answered hello and been sent it (~0.5 s later), so the
-    // next evaluation finds it warm (H200: the second to fourth jobs of a back-to-back queue
-    // waited 0.2-0.4 s each for theirs).
-    if (pending.type == kEvaluateType && m_spares.isEmpty())
-        topUpSpares();
+    // An evaluation queued with no spare alive (the first, or after every spare failed): the first
+    // spare starts now, beside the worker that will take this one, not once that worker has
+    // answered hello and been sent it (~0.5 s later).
+    if (pending.type == kEvaluateType)
+        expectEvaluations();
     scheduleDispatch();
     return id;
+}
+
+void WorkerSupervisor::expectEvaluations()
+{
+    // H200: in a back-to-back queue the second to fourth jobs waited 0.2-0.4 s each for a spare
+    // that had started only when the first job was written to its worker.
+    if (m_spares.isEmpty())
+        topUpSpares();
 }
 
 bool WorkerSupervisor::cancelRequest(qint64 id)

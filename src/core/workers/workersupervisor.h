@@ -93,8 +93,10 @@ public:
     /// The field of workerAvailable()'s hello that holds a warmed spare's warm_ms.
     static constexpr const char* kWarmMsField = "warm_ms";
     /// Spares kept by default: a spare needs about two candidates' time to start and warm (libtorch's
-    /// static initialisation, then the context), so two started one candidate apart keep up.
-    static constexpr int kDefaultSpareCount = 2;
+    /// static initialisation, then the context, its warm parts waiting for the timings), so three
+    /// started one candidate apart keep up: on an H200, 98.9 candidates/min against 90.7 with two
+    /// (the mean of three runs against one, the same process; docs/decisions.md, session 10).
+    static constexpr int kDefaultSpareCount = 3;
     /// How long the supervisor must have been idle (no request running or queued) before its
     /// spares are warmed: longer than the one or two event-loop turns in which a queue sends its
     /// next job (EvaluationQueue) or an NVRTC compile-ahead still running finishes (26-45 ms), far
@@ -125,6 +127,11 @@ public:
     /// the spares furthest behind are ended.
     void setSpareCount(int count);
     int spareCount() const { return m_spareCount; }
+    /// Evaluations will come (a queue holds some that wait for their compile or for the GPU's
+    /// `device` answer): with no spare alive, the first starts now, so that the evaluation after
+    /// the first finds it warm. sendRequest() does the same for an `evaluate`. Nothing in reuse
+    /// mode or with spares off.
+    void expectEvaluations();
     /// Whether local spares are warmed when the supervisor is idle (on by default): once no
     /// request has run or been queued for warmIdleMs() (a single-shot timer, restarted when the
     /// supervisor becomes idle and when a spare answers hello while it is idle, stopped when a
