@@ -1,5 +1,7 @@
 #include "core/study/evaluationsummary.h"
 
+#include "core/tasks/kernelbound.h"
+
 #include <QJsonObject>
 
 #include <cmath>
@@ -46,22 +48,9 @@ QString maxAbsDiffText(const EvaluationResult& evaluation)
 
 QStringList notCountedReasons(const EvaluationResult& evaluation)
 {
-    QStringList reasons;
-    if (evaluation.belowRooflineFloor()) {
-        const QJsonObject roof = evaluation.raw.value(QLatin1String("roofline")).toObject();
-        const double floorMs = roof.value(QLatin1String("floor_ms")).toDouble(NAN);
-        const double measured = roof.value(QLatin1String("candidate_ms"))
-                                    .toDouble(evaluation.timing.candidate ? evaluation.timing.candidate->meanMs : NAN);
-        const double margin = roof.value(QLatin1String("margin")).toDouble(NAN);
-        QString text = QStringLiteral("not counted: measured %1, below the roofline floor").arg(std::isfinite(measured) ? ms(measured) : QStringLiteral("a time"));
-        if (std::isfinite(floorMs))
-            text += QStringLiteral(" of %1").arg(ms(floorMs));
-        if (std::isfinite(margin))
-            text += QStringLiteral(" less a %1 % margin").arg(margin * 100, 0, 'f', 0);
-        text += QStringLiteral(" on this GPU: no kernel that does the work can be that fast (a cached or skipped result)");
-        reasons << text;
-    }
-    return reasons;
+    // One sentence for every page, the prompt's feedback and the report (kernelbound.h).
+    const QString why = notCountedReason(evaluation);
+    return why.isEmpty() ? QStringList() : QStringList{QStringLiteral("not counted: ") + why};
 }
 
 QStringList explainedFlags(const EvaluationResult& evaluation)

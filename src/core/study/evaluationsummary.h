@@ -19,9 +19,9 @@ qint64 nonFiniteOutputs(const EvaluationResult& evaluation);
 /// "1.2e-06", "NaN/Inf" (an output with NaN or Inf where the reference is finite), or empty when the evaluation has no correctness.
 QString maxAbsDiffText(const EvaluationResult& evaluation);
 
-/// Why an evaluation is not counted as correct or fast although its status may say correct, one
-/// sentence per reason with its numbers: the roofline floor ("measured 0.133 ms, below the
-/// roofline floor of 2.10 ms on NVIDIA H200 (…)"). Empty when it counts.
+/// Why an evaluation is not counted as correct or fast although its status says correct:
+/// notCountedReason() (kernelbound.h) as one line, "not counted: measured 0.133 ms is below the
+/// roofline floor 2.1 ms (…)". Empty when it counts, or is not correct at all.
 QStringList notCountedReasons(const EvaluationResult& evaluation);
 
 /// Each flag of the evaluation with what it means ("speedup_over_10x: KernelBench's warning …").
