@@ -273,7 +273,9 @@ PY
     # adaptive timing's stop reason and interval), 10 re-measurements of L2/1, L1/9 and L3/9 (the
     # speed-up's CV), and candidates/min over L1+L2 through the queue (fresh+spare+ahead, reuse+ahead)
     # under the profile's own timing. MEASURE_PARTS picks some of "stages repeat queue" (one call's
-    # time limit); each part appends to the file.
+    # time limit); each part appends to the file. The first queue mode of a process pays its own
+    # start (~1.5 s more on its first job, H200): to compare modes, put a throwaway one first
+    # (MEASURE_MODES=reuse+ahead,…) and alternate the compared ones ABBA (docs/decisions.md, session 10).
     log measure
     need_bundle
     md=$OUT/measure-bench.md
