@@ -321,9 +321,10 @@ void EvaluationQueue::work()
     requestArch();
     // Jobs that wait for the arch or their compile: each GPU's first spare starts now, beside the
     // worker that answers `device` and then takes the first job (WorkerSupervisor::expectEvaluations).
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        if (!gpu.lost && std::any_of(m_jobs.cbegin(), m_jobs.cend(), [](const Job& job) { return job.gpu < 0 && needsGpu(job); }))
-            gpu.supervisor->expectEvaluations();
+    if (std::any_of(m_jobs.cbegin(), m_jobs.cend(), [](const Job& job) { return job.gpu < 0 && needsGpu(job); }))
+        for (const Gpu& gpu : std::as_const(m_gpus))
+            if (!gpu.lost)
+                gpu.supervisor->expectEvaluations();
 
     // GPUs first, so a job whose compile has not started never waits for one. Jobs go out in
     // submission order: none overtakes a job whose NVRTC compile is running (it is done in

@@ -30,8 +30,9 @@
 // lock"): the file <key>.quiet beside the lease files. A worker holds flock(LOCK_EX) on it while
 // it times, profiles traffic or measures ceilings, and LOCK_SH while it warms (a spare creating its
 // CUDA context ahead), so a warming worker never overlaps a measurement of any process on that
-// GPU; the file <key>.quiet.intent beside it makes the lock writers-first (quietIntentPath). The supervisor creates the file (a sandboxed worker cannot: / is read-only there) and
-// passes it as --gpu-quiet-lock; the worker opens it read-only.
+// GPU; the file <key>.quiet.intent beside it makes the lock writers-first (quietIntentPath). The
+// supervisor creates both files (a sandboxed worker cannot: / is read-only there) and passes the
+// lock as --gpu-quiet-lock; the worker opens them read-only.
 
 #include <QHash>
 #include <QList>
