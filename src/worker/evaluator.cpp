@@ -616,9 +616,30 @@ struct Evaluation {
     {
         if (timingIntent || !timingIntentEarly || !cuda || !doTime || !quietLock)
             return;
-        timingIntent = std::make_unique<GpuQuietLock::Intent>(quietLock);
+        // Never waits while the GPU is shared (gpuShare): the gate's holder, another evaluation's
+        // timing, may be waiting for this very shared hold to end. Taken, or left to the timing.
+        timingIntent = std::make_unique<GpuQuietLock::Intent>(quietLock, !gpuShare);
         addDetail("correctness", "quiet_intent_wait", timingIntent->waitMs());
+        if (!timingIntent->held())
+            timingIntent.reset();
     }
+    /// The quiet lock held shared for the evaluation's GPU work outside its measurements (the
+    /// context, the module's load, the reference, correctness, the trace): another evaluation on
+    /// this GPU may run beside it, but its timing or traffic profile never does (they hold the
+    /// lock exclusively, and let the share go first: measureGpu).
+    std::unique_ptr<GpuQuietLock::Hold> gpuShare;
+    void shareGpu()
+    {
+        if (gpuShare || !cuda || !quietLock)
+            return;
+        gpuShare = std::make_unique<GpuQuietLock::Hold>(quietLock, GpuQuietLock::Mode::Shared);
+        addDetail("share", "quiet_wait", gpuShare->waitMs());
+        if (!gpuShare->error().empty())
+            res["gpu_quiet_lock_error"] = gpuShare->error();
+    }
+    /// Lets the share go before an exclusive hold: flock would convert this process's shared lock
+    /// (one open file) in place, and a hold never waits while it holds another.
+    void measureGpu() { gpuShare.reset(); }
 
     // settings
     ProtocolProfile prof;
@@ -1249,6 +1270,8 @@ bool deviceStage(Evaluation& ev)
     if (ev.device == "none")
         return ev.stop("no_device", "load", "compiled and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
     if (ev.cuda) {
+        ev.shareGpu(); // from here on the evaluation uses the GPU
+
         if (!g_cudaContextReady || g_contextOnTheWay.valid()) {
             // The CPU-only preparation (the reference's TorchScript, the roofline's analysis, the
             // worker's own kernels through NVRTC) runs beside the context's creation, or beside
@@ -1880,6 +1903,7 @@ bool timingStage(Evaluation& ev)
     lap("input_sets");
     // The GPU to itself from the first warm-up pair to the last sample: no other worker on this
     // GPU warms (shared), times or profiles (exclusive) meanwhile (docs/protocol.md, the quiet lock).
+    ev.measureGpu();
     const GpuQuietLock::Hold quiet(ev.cuda ? ev.quietLock : nullptr, GpuQuietLock::Mode::Exclusive);
     ev.addDetail("timing", "quiet_wait", quiet.waitMs());
     if (!quiet.error().empty())
@@ -2065,6 +2089,7 @@ void trafficStage(Evaluation& ev)
         d.reason = "no current CUDA device";
     } else {
         // The counters see every kernel on the GPU, another worker's warm-up too (the quiet lock).
+        ev.measureGpu();
         const GpuQuietLock::Hold quiet(ev.quietLock, GpuQuietLock::Mode::Exclusive);
         ev.addDetail("traffic", "quiet_wait", quiet.waitMs());
         if (!quiet.error().empty())
@@ -2162,6 +2187,8 @@ json Evaluator::evaluate(const Task& task, const json& req)
         if ((ev.device != "none" && !deviceStage(ev)) || !kernelBenchLoadStage(ev))
             return ev.response();
     } else {
+        if (!g_cudaContextReady)
+            ev.shareGpu(); // the context made beside the compile is GPU work
         startContextBeside(ev);
         if (!compileStage(ev) || !sandboxStage(ev) || !deviceStage(ev) || !loadStage(ev))
             return ev.response();
@@ -2173,7 +2200,10 @@ json Evaluator::evaluate(const Task& task, const json& req)
             return ev.response();
         // 7. timing, then 8. the trace (CUPTI), never the other way round (traceStage).
         ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
-        if (!timingStage(ev) || !traceStage(ev))
+        if (!timingStage(ev))
+            return ev.response();
+        ev.shareGpu(); // the trace runs the candidate again, beside nothing measured
+        if (!traceStage(ev))
             return ev.response();
         if (ev.retimeAfterTrace && ev.doTime) {
             json before = {{"speedup", ev.res.value("speedup", json())}, {"timing", ev.res.value("timing", json())}};

@@ -60,12 +60,12 @@ GpuQuietLock::Hold::Hold(const GpuQuietLock* lock, Mode mode)
         m_error = "flock " + lock->m_path + ": " + std::strerror(errno);
 }
 
-GpuQuietLock::Intent::Intent(const GpuQuietLock* lock)
+GpuQuietLock::Intent::Intent(const GpuQuietLock* lock, bool wait)
 {
     if (!lock || lock->m_fd < 0 || lock->m_intentFd < 0)
         return;
     const auto t0 = std::chrono::steady_clock::now();
-    if (flockRetrying(lock->m_intentFd, LOCK_EX) == 0)
+    if (flockRetrying(lock->m_intentFd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) == 0)
         m_fd = lock->m_intentFd;
     m_waitMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

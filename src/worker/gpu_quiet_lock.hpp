@@ -58,14 +58,18 @@ public:
     /// exclusively from construction, so that no new shared hold starts from then on while the
     /// ones running end; the Hold taken later in this process passes the gate at once (the same
     /// open file) and lets it go once it holds the lock. Released at the end of its scope at the
-    /// latest. Without a gate (no intent file, no lock) it holds nothing.
+    /// latest. Without a gate (no intent file, no lock) it holds nothing. With `wait` false it
+    /// takes the gate only where it is free now: a process that holds the lock shared must never
+    /// wait for the gate, whose holder may be waiting for that very shared hold to end.
     class Intent {
     public:
-        explicit Intent(const GpuQuietLock* lock);
+        explicit Intent(const GpuQuietLock* lock, bool wait = true);
         ~Intent();
         Intent(const Intent&) = delete;
         Intent& operator=(const Intent&) = delete;
         double waitMs() const { return m_waitMs; }
+        /// Whether the gate is held (false without one, or where `wait` was false and it was taken).
+        bool held() const { return m_fd >= 0; }
 
     private:
         int m_fd = -1;

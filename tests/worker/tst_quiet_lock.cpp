@@ -191,6 +191,52 @@ TEST_CASE("an announced intent keeps new shared holds out until its own exclusiv
     ::unlink(intent.c_str());
 }
 
+// Two evaluations on one GPU (the queue's two slots): each holds the lock shared for its GPU work
+// outside measurements. The first to announce its timing takes the gate; the second's announcement,
+// made while it shares the GPU, is refused at once instead of waiting (its holder waits for this
+// very share: a deadlock). The first's timing lets its share go, waits for the second's, and has
+// the GPU alone; the second's share asked again waits until that timing ends.
+TEST_CASE("two evaluations sharing the GPU: an intent refused at once, a timing that waits only for the share")
+{
+    LockFile file;
+    const std::string intent = GpuQuietLock::intentPath(file.path);
+    const int made = ::open(intent.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(made >= 0);
+    ::close(made);
+    GpuQuietLock a(file.path), b(file.path);
+    std::optional<GpuQuietLock::Hold> shareA, shareB;
+    shareA.emplace(&a, GpuQuietLock::Mode::Shared);
+    shareB.emplace(&b, GpuQuietLock::Mode::Shared);
+    CHECK(shareA->held());
+    CHECK(shareB->held());
+    std::optional<GpuQuietLock::Intent> intentA;
+    intentA.emplace(&a, false);
+    CHECK(intentA->held());
+    const auto t0 = std::chrono::steady_clock::now();
+    const GpuQuietLock::Intent intentB(&b, false);
+    CHECK_FALSE(intentB.held());
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500)); // refused, not waited
+    std::atomic<bool> timing{false}, timed{false};
+    std::thread timingA([&] {
+        shareA.reset(); // measureGpu: the share goes before the exclusive hold
+        const GpuQuietLock::Hold exclusive(&a, GpuQuietLock::Mode::Exclusive);
+        CHECK(exclusive.held());
+        timing = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        timed = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK_FALSE(timing.load()); // B's correctness still shares the GPU
+    shareB.reset();             // B's GPU work before its own timing ends
+    while (!timing)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const GpuQuietLock::Hold againB(&b, GpuQuietLock::Mode::Shared); // B's trace, or its timing's turn
+    CHECK(timed.load()); // granted only once A's timing had ended
+    timingA.join();
+    intentA.reset();
+    ::unlink(intent.c_str());
+}
+
 TEST_CASE("no lock, or one that cannot be opened: every hold is a no-op, and the error says why")
 {
     const GpuQuietLock::Hold none(nullptr, GpuQuietLock::Mode::Exclusive);
