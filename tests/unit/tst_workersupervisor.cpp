@@ -622,11 +622,62 @@ private Q_SLOTS:
             QTRY_VERIFY_WITH_TIMEOUT(quietLockFree(lock), kWaitMs);
             QVERIFY(finished.first().at(1).toString() == QLatin1String("exited with code 0"));
         } else {
-            // The second waited for the first to be gone.
+            // The second waited for the first to be gone, which held the lock shared as it exited too.
             QVERIFY2(sinceAnswer.elapsed() >= 1400, qPrintable(QString::number(sinceAnswer.elapsed())));
             QVERIFY(endedFirst());
-            QVERIFY(lockFreeAtAnswer);
+            QVERIFY(!lockFreeAtAnswer);
         }
+    }
+
+    // A worker told to exit while a measurement holds the GPU's quiet lock (another slot's timing,
+    // EvaluationQueue) waits, idle, for it: its EOF goes once the supervisor holds the lock shared,
+    // held until it has ended, so its CUDA context's teardown never overlaps that timing. Handed off
+    // (room on the device) the next request runs meanwhile; retired, it waits for the exit.
+    void workerExitsOnlyOnceNoMeasurementHoldsTheGpu_data()
+    {
+        QTest::addColumn<QJsonValue>("memory");
+        QTest::addColumn<bool>("handedOff");
+        QTest::newRow("handed off") << QJsonValue(gpuMemory(100, 141)) << true;
+        QTest::newRow("retired") << QJsonValue(gpuMemory(40, 141)) << false;
+    }
+
+    void workerExitsOnlyOnceNoMeasurementHoldsTheGpu()
+    {
+        QFETCH(QJsonValue, memory);
+        QFETCH(bool, handedOff);
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        const QString lock = GpuLeases::quietLockPath(workerGpuKey(workerEnvironment()));
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        const auto ended = [&](qint64 pid) {
+            for (const QList<QVariant>& f : finished)
+                if (f.at(0).toLongLong() == pid)
+                    return true;
+            return false;
+        };
+        // Warm the supervisor up: the lock file exists once a worker has started.
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const int timing = ::open(QFile::encodeName(lock).constData(), O_RDONLY | O_CLOEXEC);
+        QVERIFY(timing >= 0);
+        const auto closeTiming = qScopeGuard([timing] { ::close(timing); }); // a failed check frees it too
+        QTRY_VERIFY_WITH_TIMEOUT(::flock(timing, LOCK_EX | LOCK_NB) == 0, kWaitMs); // the first worker's exit ended
+        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
+            QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), memory}})));
+        QVERIFY2(one.hasResponse, qPrintable(one.message));
+        QCOMPARE(supervisor->handedOffWorkers(), handedOff ? 1 : 0);
+        QSignalSpy answered(supervisor.get(), &WorkerSupervisor::responseAvailable);
+        const qint64 second = supervisor->sendRequest(evaluate());
+        QTest::qWait(500);
+        QVERIFY2(!ended(pidOf(one)), "the worker exited while the lock was held exclusively");
+        if (handedOff)
+            QTRY_COMPARE_WITH_TIMEOUT(answered.size(), 1, kWaitMs); // the next ran meanwhile
+        else
+            QCOMPARE(answered.size(), 0); // the next waits for the exit
+        ::flock(timing, LOCK_UN); // the timing ends
+        QTRY_VERIFY_WITH_TIMEOUT(ended(pidOf(one)), kWaitMs);
+        QTRY_COMPARE_WITH_TIMEOUT(answered.size(), 1, kWaitMs);
+        QCOMPARE(answered.first().at(0).toLongLong(), second);
     }
 
     // An evaluation beside a leaving worker that runs out of device memory may have failed for the

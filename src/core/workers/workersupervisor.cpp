@@ -14,6 +14,7 @@
 #include <QJsonDocument>
 #include <QJsonValue>
 #include <QPointer>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -290,18 +291,22 @@ WorkerSupervisor::WorkerSupervisor(QObject* parent)
     connect(&m_limitTimer, &QTimer::timeout, this, &WorkerSupervisor::onLimitTimer);
     m_warmIdleTimer.setSingleShot(true);
     connect(&m_warmIdleTimer, &QTimer::timeout, this, &WorkerSupervisor::warmIdleSpare);
+    m_exitLockTimer.setSingleShot(true);
+    connect(&m_exitLockTimer, &QTimer::timeout, this, &WorkerSupervisor::sendRetireEof);
 }
 
 WorkerSupervisor::~WorkerSupervisor()
 {
-    // Workers on their way out were sent EOF already: a moment to end, then SIGKILL.
+    // Workers on their way out: EOF (where it still waited for the lock), a moment to end, then SIGKILL.
     for (const Leaving& leaving : std::as_const(m_leaving)) {
         leaving.process->disconnect(this);
+        leaving.process->closeWriteChannel();
         if (!leaving.process->waitForFinished(1000)) {
             signalWorker(leaving.process, SIGKILL);
             leaving.process->waitForFinished(m_killGraceMs);
         }
-        ::close(leaving.lockFd);
+        if (leaving.lockFd >= 0)
+            ::close(leaving.lockFd);
         delete leaving.process;
     }
     m_leaving.clear();
@@ -316,6 +321,12 @@ WorkerSupervisor::~WorkerSupervisor()
         spare.process->waitForFinished(m_killGraceMs);
         delete spare.process;
     }
+    // The retiring worker's lock (retireWorker) goes once it has ended, whichever way it ends here.
+    const auto releaseExitLock = qScopeGuard([this] {
+        if (m_exitLockFd >= 0)
+            ::close(m_exitLockFd);
+        m_exitLockFd = -1;
+    });
     if (!m_process)
         return;
     QProcess* process = m_process;
@@ -1171,14 +1182,12 @@ void WorkerSupervisor::abortWorker(const QString& status, const QString& message
 
 bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)
 {
-    if (!m_handOffLeaving || !m_process || m_target.isRemote() || !roomBesideLeavingWorker(answer))
-        return false;
-    const int lockFd = takeQuietLockShared(m_process->property(kQuietLockProperty).toString());
-    if (lockFd < 0)
+    if (!m_handOffLeaving || !m_process || m_target.isRemote() || !roomBesideLeavingWorker(answer) ||
+        m_process->property(kQuietLockProperty).toString().isEmpty())
         return false;
     const qint64 pid = m_pid;
     QProcess* process = detachProcess();
-    m_leaving.append(Leaving{process, pid, lockFd});
+    m_leaving.append(Leaving{process, pid, -1});
     ++m_handedOff;
     // Nobody's output any more; read so that a chatty exit never blocks on a full pipe.
     connect(process, &QProcess::readyReadStandardOutput, this, [process] { process->readAllStandardOutput(); });
@@ -1186,6 +1195,28 @@ bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)
     connect(process, &QProcess::finished, this, [this, process](int exitCode, QProcess::ExitStatus exitStatus) {
         onLeavingFinished(process, exitCode, exitStatus);
     });
+    if (!endLeavingUnderLock(process)) {
+        // A measurement holds the GPU now (another slot's timing): the worker waits, idle, until
+        // it is done. The timer goes with the process.
+        auto* poll = new QTimer(process);
+        poll->setInterval(kExitLockPollMs);
+        connect(poll, &QTimer::timeout, this, [this, process, poll] {
+            if (endLeavingUnderLock(process))
+                poll->stop();
+        });
+        poll->start();
+    }
+    return true;
+}
+
+bool WorkerSupervisor::endLeavingUnderLock(QProcess* process)
+{
+    const auto it = std::find_if(m_leaving.begin(), m_leaving.end(), [process](const Leaving& l) { return l.process == process; });
+    if (it == m_leaving.end())
+        return true;
+    it->lockFd = takeQuietLockShared(process->property(kQuietLockProperty).toString());
+    if (it->lockFd < 0)
+        return false;
     process->closeWriteChannel(); // EOF: the worker exits (with code 0)
     // As retireWorker: SIGTERM after the grace period, SIGKILL after another (the timers go with
     // the process).
@@ -1205,7 +1236,8 @@ void WorkerSupervisor::onLeavingFinished(QProcess* process, int exitCode, QProce
     const Leaving leaving = *it;
     m_leaving.erase(it);
     // Its CUDA context is gone with it: a timing on this GPU may start now.
-    ::close(leaving.lockFd);
+    if (leaving.lockFd >= 0)
+        ::close(leaving.lockFd);
     process->disconnect(this);
     process->deleteLater(); // never inside its own signal
     unwrapSignal(process, &exitCode, &exitStatus);
@@ -1219,6 +1251,21 @@ void WorkerSupervisor::retireWorker()
         return;
     m_state = WorkerState::Stopping;
     m_stopStage = StopStage::EndOfInput;
+    sendRetireEof();
+}
+
+void WorkerSupervisor::sendRetireEof()
+{
+    if (!m_process || m_state != WorkerState::Stopping || m_stopStage != StopStage::EndOfInput || m_stopTimer.isActive())
+        return;
+    const QString lock = m_target.isRemote() ? QString() : m_process->property(kQuietLockProperty).toString();
+    if (!lock.isEmpty() && m_exitLockFd < 0) {
+        m_exitLockFd = takeQuietLockShared(lock);
+        if (m_exitLockFd < 0) {
+            m_exitLockTimer.start(kExitLockPollMs);
+            return;
+        }
+    }
     m_process->closeWriteChannel(); // EOF: the protocol's way to end a worker with exit code 0
     m_stopTimer.start(m_killGraceMs);
 }
@@ -1341,6 +1388,11 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
 QProcess* WorkerSupervisor::detachProcess()
 {
     m_stopTimer.stop();
+    m_exitLockTimer.stop();
+    if (m_exitLockFd >= 0) { // the retired worker has ended (or is no longer ours): a timing may start
+        ::close(m_exitLockFd);
+        m_exitLockFd = -1;
+    }
     QProcess* process = m_process;
     if (process)
         process->disconnect(this);

@@ -90,6 +90,9 @@ public:
     static constexpr qsizetype kDefaultStderrLimit = qsizetype(1) << 20;
     /// How often the worker's host memory and threads are read while a request runs.
     static constexpr int kLimitPollMs = 50;
+    /// How often a worker to be ended tries for the GPU's quiet lock while a measurement holds it
+    /// (retireWorker()): a timing holds it ~0.05-1 s.
+    static constexpr int kExitLockPollMs = 2;
     /// The field of workerAvailable()'s hello that holds a warmed spare's warm_ms.
     static constexpr const char* kWarmMsField = "warm_ms";
     /// Spares kept by default: a spare needs about two candidates' time to start and warm (libtorch's
@@ -292,7 +295,7 @@ private:
     {
         QProcess* process = nullptr;
         qint64 pid = 0;
-        int lockFd = -1;
+        int lockFd = -1; ///< -1 until the lock is held; the EOF is sent then
     };
 
     /// A worker started ahead (see setSpareWorker(), setSpareCount()). Its state uses Starting,
@@ -371,14 +374,23 @@ private:
     /// Ends the worker at once (SIGTERM, SIGKILL after the grace period); the active request,
     /// if any, then fails with status and message.
     void abortWorker(const QString& status, const QString& message);
-    /// Ends the worker gently (EOF; SIGTERM and SIGKILL after grace periods).
+    /// Ends the worker gently (EOF; SIGTERM and SIGKILL after grace periods). A local worker with
+    /// a quiet lock is sent its EOF only once the supervisor holds that lock shared for it, and the
+    /// lock stays held until the process has ended: its exit (the CUDA context's teardown) never
+    /// overlaps a timing on that GPU, another slot's included (EvaluationQueue). Until then it
+    /// waits, idle, polled every kExitLockPollMs.
     void retireWorker();
+    /// The retiring worker's EOF, once its quiet lock is held (retireWorker()).
+    void sendRetireEof();
     /// retireWorker() without waiting for the end: a local worker that answered its last request
     /// is let go as it exits, the next request may start on another worker meanwhile, and the
     /// GPU's quiet lock is held shared for it until it has ended, so no timing on that GPU
-    /// overlaps its exit. Only where the answer says the device has room for both
-    /// (gpu_memory) and the lock is free now; false: nothing done (retire it instead).
+    /// overlaps its exit (where a measurement holds the lock now, its EOF waits for the lock, as
+    /// retireWorker()'s does). Only where the answer says the device has room for both
+    /// (gpu_memory) and the worker has a quiet lock; false: nothing done (retire it instead).
     bool handOffLeavingWorker(const EvaluationResult& answer);
+    /// The leaving worker's EOF, once its quiet lock is held; false while the lock is not free.
+    bool endLeavingUnderLock(QProcess* process);
     void onLeavingFinished(QProcess* process, int exitCode, QProcess::ExitStatus exitStatus);
     void releaseProcess();
     /// The worker's process, no longer this supervisor's (disconnected, every field of it reset);
@@ -432,6 +444,8 @@ private:
 
     QTimer m_requestTimer;
     QTimer m_stopTimer;
+    QTimer m_exitLockTimer; // retireWorker(): polls for the quiet lock before the EOF
+    int m_exitLockFd = -1;  // the quiet lock held shared for the retiring worker, until it ends
     QTimer m_limitTimer;
     quint64 m_limitPolls = 0;
 };
