@@ -19,6 +19,8 @@
 //   abort / segv      die by SIGABRT / SIGSEGV
 //   sigkill           die by SIGKILL, as if killed from outside (the OOM killer)
 //   sigkill_once      like sigkill when the file $FAKEWORKER_ONCE does not exist (it creates it), else answer
+//   hang_once         like hang, the same first time only, else answer
+//   oom_once          the first time only (as sigkill_once), a runtime_error "CUDA out of memory", else answer
 //   exit              exit with code 3 without answering
 //   flood             write "flood_bytes" (default 5 MiB) to stderr, then answer
 //   broken            write a line that is not JSON
@@ -672,6 +674,17 @@ QString parameter(const QJsonObject& request, const QString& name)
 
 std::vector<char*> g_held; // what `alloc` took stays taken
 
+// The first time of a *_once mode: the file named by $FAKEWORKER_ONCE does not exist yet (it does now).
+bool firstTime()
+{
+    const char* path = std::getenv("FAKEWORKER_ONCE");
+    if (!path || QFile::exists(QString::fromLocal8Bit(path)))
+        return false;
+    QFile file(QString::fromLocal8Bit(path));
+    (void)file.open(QIODevice::WriteOnly);
+    return true;
+}
+
 void serve(const QJsonObject& request)
 {
     QString mode = request.value(QStringLiteral("fake")).toString();
@@ -697,15 +710,11 @@ void serve(const QJsonObject& request)
     } else if (mode == QLatin1String("sigkill")) {
         dieBy(SIGKILL); // as the OOM killer or another process would end it
     } else if (mode == QLatin1String("sigkill_once")) {
-        // Killed the first time only: the file named by $FAKEWORKER_ONCE remembers it.
-        const char* path = std::getenv("FAKEWORKER_ONCE");
-        if (path && !QFile::exists(QString::fromLocal8Bit(path))) {
-            QFile file(QString::fromLocal8Bit(path));
-            (void)file.open(QIODevice::WriteOnly);
-            file.close();
+        if (firstTime())
             dieBy(SIGKILL);
-        }
-
+    } else if (mode == QLatin1String("hang_once")) {
+        if (firstTime())
+            hangForever();
     } else if (mode == QLatin1String("exit")) {
         std::fputs("fake worker: leaving in the middle of a request\n", stderr);
         std::_Exit(3);
@@ -799,12 +808,8 @@ void serve(const QJsonObject& request)
         return;
     }
     if (mode == QLatin1String("oom_once")) {
-        // An allocation that fails the first time only ($FAKEWORKER_ONCE remembers it), as torch says it.
-        const char* path = std::getenv("FAKEWORKER_ONCE");
-        if (path && !QFile::exists(QString::fromLocal8Bit(path))) {
-            QFile file(QString::fromLocal8Bit(path));
-            (void)file.open(QIODevice::WriteOnly);
-            file.close();
+        // An allocation that fails the first time only, as torch says it.
+        if (firstTime()) {
             QJsonObject response = answer(request);
             response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
             response.insert(QStringLiteral("stage"), QStringLiteral("correctness"));

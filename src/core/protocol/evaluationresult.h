@@ -209,6 +209,14 @@ struct EvaluationResult
     }
     /// The reason in the message, else that of an `ok: false` response.
     QString messageOrError() const { return message.isEmpty() ? errorMessage : message; }
+    /// A runtime error that says the device ran out of memory (torch's "CUDA out of memory", CUDA's
+    /// "out of memory"): the machine's doing, not the candidate's, where another worker held
+    /// memory on that GPU meanwhile (EvaluationQueue and WorkerSupervisor then run it again alone).
+    bool outOfDeviceMemory() const
+    {
+        return status == EvaluationStatus::RuntimeError &&
+               messageOrError().contains(QLatin1String("out of memory"), Qt::CaseInsensitive);
+    }
 };
 
 /// A speed-up as every page, table, prompt and the command line print it: "1.25× [1.24–1.26]"

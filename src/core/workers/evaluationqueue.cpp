@@ -63,31 +63,10 @@ EvaluationQueue::EvaluationQueue(const QList<WorkerTarget>& targets, QObject* pa
         Gpu gpu;
         gpu.ordinal = m_gpuOrdinals.at(index);
         gpu.target = targets.isEmpty() ? WorkerTarget::local(gpu.ordinal) : targets.at(index);
-        gpu.supervisor = new WorkerSupervisor(this);
-        gpu.supervisor->setTarget(gpu.target);
-        gpu.supervisor->setIsolation(WorkerSupervisor::Isolation::FreshPerRequest);
-        // A run's candidates come back to back as often as spaced by the model: spares warm while
-        // one is evaluated too (59.9 -> 69.1 candidates/min over L1+L2 on an H200, docs/decisions.md).
-        gpu.supervisor->setWarmWhileBusy(true);
-        WorkerSupervisor* supervisor = gpu.supervisor;
-        connect(supervisor, &WorkerSupervisor::responseAvailable, this,
-                [this, index](qint64 requestId, const QJsonObject& response) {
-                    onGpuResponse(index, requestId, response);
-                });
-        connect(supervisor, &WorkerSupervisor::requestFailed, this,
-                [this, index](qint64 requestId, const QString& status, const QString& message) {
-                    onGpuFailure(index, requestId, status, message);
-                });
-        connect(supervisor, &WorkerSupervisor::stderrAvailable, this,
-                [this, index](qint64 requestId, const QByteArray& tail, qint64 dropped) {
-                    const Gpu& gpu = m_gpus.at(index);
-                    const qsizetype jobIndex = indexOfJob(gpu.runningJob);
-                    if (jobIndex >= 0 && m_jobs.at(jobIndex).gpuRequest == requestId)
-                        Q_EMIT jobStderrAvailable(gpu.runningJob, tail, dropped);
-                });
         m_gpus.append(gpu);
+        while (m_gpus.at(index).gpuSlots.size() < slotCount(m_gpus.at(index)))
+            addSlot(index);
     }
-    setProcessEnvironment(m_environment);
     connect(GpuLeases::instance(), &GpuLeases::granted, this,
             [this](qint64 ticket, int) { onLeaseGranted(ticket); });
     m_compileWaitTimer.setSingleShot(true);
@@ -101,8 +80,10 @@ EvaluationQueue::~EvaluationQueue()
     // The supervisors end their workers without signals; deleting them here, not in ~QObject,
     // keeps any late signal away from a half-destroyed queue.
     for (Gpu& gpu : m_gpus) {
-        gpu.supervisor->disconnect(this);
-        delete gpu.supervisor;
+        for (Slot& slot : gpu.gpuSlots) {
+            slot.supervisor->disconnect(this);
+            delete slot.supervisor;
+        }
     }
     for (Compiler& compiler : m_compilers) {
         compiler.supervisor->disconnect(this);
@@ -110,12 +91,97 @@ EvaluationQueue::~EvaluationQueue()
     }
 }
 
+void EvaluationQueue::addSlot(int gpuIndex)
+{
+    Gpu& gpu = m_gpus[gpuIndex];
+    const int slotIndex = int(gpu.gpuSlots.size());
+    auto* supervisor = new WorkerSupervisor(this);
+    configureSlot(gpu, supervisor);
+    connect(supervisor, &WorkerSupervisor::responseAvailable, this,
+            [this, gpuIndex, slotIndex](qint64 requestId, const QJsonObject& response) {
+                onGpuResponse(gpuIndex, slotIndex, requestId, response);
+            });
+    connect(supervisor, &WorkerSupervisor::requestFailed, this,
+            [this, gpuIndex, slotIndex](qint64 requestId, const QString& status, const QString& message) {
+                onGpuFailure(gpuIndex, slotIndex, requestId, status, message);
+            });
+    // A running job's worker that answers hello may have a job started beside it (freeSlotFor).
+    connect(supervisor, &WorkerSupervisor::workerAvailable, this, [this] { scheduleWork(); });
+    // Kept until the job's final signal: a run that is not reported (evaluated again alone) says nothing.
+    connect(supervisor, &WorkerSupervisor::stderrAvailable, this,
+            [this, gpuIndex, slotIndex](qint64 requestId, const QByteArray& tail, qint64 dropped) {
+                const qsizetype index = runningJobIndex(gpuIndex, slotIndex, requestId);
+                if (index < 0)
+                    return;
+                m_jobs[index].stderrTail = tail;
+                m_jobs[index].stderrDropped = dropped;
+            });
+    gpu.gpuSlots.append(Slot{supervisor, 0});
+}
+
+void EvaluationQueue::configureSlot(const Gpu& gpu, WorkerSupervisor* supervisor) const
+{
+    supervisor->setTarget(gpu.target);
+    supervisor->setProgram(m_program, m_arguments);
+    QProcessEnvironment own = m_environment;
+    // The GPU this process calls `ordinal`, under whatever CUDA_VISIBLE_DEVICES it was given;
+    // a remote worker's GPU is named there (the ssh script), or by Slurm.
+    if (gpu.target.isRemote())
+        own.remove(kVisibleDevices);
+    else
+        own.insert(kVisibleDevices, cudaVisibleDeviceEntry(gpu.ordinal, m_environment));
+    supervisor->setProcessEnvironment(own);
+    supervisor->setIsolation(m_isolation);
+    supervisor->setLimits(m_workerLimits);
+    supervisor->setKillGracePeriod(m_killGraceMs);
+    supervisor->setStderrLimit(m_stderrLimit);
+    // A run's candidates come back to back as often as spaced by the model: spares warm while
+    // one is evaluated too (59.9 -> 69.1 candidates/min over L1+L2 on an H200, docs/decisions.md).
+    supervisor->setWarmWhileBusy(true);
+    supervisor->setWarmPython(m_warmPython);
+}
+
+void EvaluationQueue::configureSlots()
+{
+    for (const Gpu& gpu : std::as_const(m_gpus))
+        for (const Slot& slot : gpu.gpuSlots)
+            configureSlot(gpu, slot.supervisor);
+}
+
+int EvaluationQueue::slotCount(const Gpu& gpu) const
+{
+    return gpu.target.isRemote() ? 1 : m_evaluationsPerGpu;
+}
+
+QList<WorkerSupervisor*> EvaluationQueue::gpuSupervisors(int index) const
+{
+    QList<WorkerSupervisor*> supervisors;
+    for (const Slot& slot : m_gpus.value(index).gpuSlots)
+        supervisors.append(slot.supervisor);
+    return supervisors;
+}
+
+void EvaluationQueue::setEvaluationsPerGpu(int n)
+{
+    m_evaluationsPerGpu = std::clamp(n, 1, kMaxEvaluationsPerGpu);
+    for (int g = 0; g < m_gpus.size(); ++g) {
+        Gpu& gpu = m_gpus[g];
+        while (gpu.gpuSlots.size() < slotCount(gpu))
+            addSlot(g);
+        // A slot running a job stays until it ends, taking no other (work() uses slotCount()).
+        while (gpu.gpuSlots.size() > slotCount(gpu) && gpu.gpuSlots.last().runningJob == 0) {
+            Slot slot = gpu.gpuSlots.takeLast();
+            slot.supervisor->disconnect(this);
+            delete slot.supervisor;
+        }
+    }
+}
+
 void EvaluationQueue::setProgram(const QString& program, const QStringList& arguments)
 {
     m_program = program;
     m_arguments = arguments;
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        gpu.supervisor->setProgram(program, arguments);
+    configureSlots();
     for (const Compiler& compiler : std::as_const(m_compilers))
         compiler.supervisor->setProgram(program, arguments);
 }
@@ -123,16 +189,7 @@ void EvaluationQueue::setProgram(const QString& program, const QStringList& argu
 void EvaluationQueue::setProcessEnvironment(const QProcessEnvironment& environment)
 {
     m_environment = environment;
-    for (const Gpu& gpu : std::as_const(m_gpus)) {
-        QProcessEnvironment own = environment;
-        // The GPU this process calls `ordinal`, under whatever CUDA_VISIBLE_DEVICES it was given;
-        // a remote worker's GPU is named there (the ssh script), or by Slurm.
-        if (gpu.target.isRemote())
-            own.remove(kVisibleDevices);
-        else
-            own.insert(kVisibleDevices, cudaVisibleDeviceEntry(gpu.ordinal, environment));
-        gpu.supervisor->setProcessEnvironment(own);
-    }
+    configureSlots();
     QProcessEnvironment noGpu = environment;
     noGpu.insert(kVisibleDevices, QString()); // empty: CUDA sees no device at all
     for (const Compiler& compiler : std::as_const(m_compilers))
@@ -141,15 +198,14 @@ void EvaluationQueue::setProcessEnvironment(const QProcessEnvironment& environme
 
 void EvaluationQueue::setIsolation(WorkerSupervisor::Isolation isolation)
 {
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        gpu.supervisor->setIsolation(isolation);
+    m_isolation = isolation;
+    configureSlots();
 }
 
 void EvaluationQueue::setWorkerLimits(const WorkerLimits& limits)
 {
     m_workerLimits = limits;
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        gpu.supervisor->setLimits(limits);
+    configureSlots();
     for (const Compiler& compiler : std::as_const(m_compilers))
         compiler.supervisor->setLimits(limits);
 }
@@ -162,8 +218,7 @@ void EvaluationQueue::setTimeout(int ms)
 void EvaluationQueue::setKillGracePeriod(int ms)
 {
     m_killGraceMs = ms;
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        gpu.supervisor->setKillGracePeriod(ms);
+    configureSlots();
     for (const Compiler& compiler : std::as_const(m_compilers))
         compiler.supervisor->setKillGracePeriod(ms);
 }
@@ -171,8 +226,7 @@ void EvaluationQueue::setKillGracePeriod(int ms)
 void EvaluationQueue::setStderrLimit(qsizetype bytes)
 {
     m_stderrLimit = bytes;
-    for (const Gpu& gpu : std::as_const(m_gpus))
-        gpu.supervisor->setStderrLimit(bytes);
+    configureSlots();
 }
 
 void EvaluationQueue::setCompileWorkerCount(int count)
@@ -206,9 +260,12 @@ qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, con
     job.compileKey = key.result();
     // A KernelBench-format answer runs in the worker's embedded Python: from now on the GPUs'
     // spares start it while they warm, off the candidate's path.
-    if (buildsExtension(job))
+    if (buildsExtension(job) && !m_warmPython) {
+        m_warmPython = true;
         for (const Gpu& gpu : std::as_const(m_gpus))
-            gpu.supervisor->setWarmPython(true);
+            for (const Slot& slot : gpu.gpuSlots)
+                slot.supervisor->setWarmPython(true); // only this: the spares already started stay
+    }
     if (m_jobs.isEmpty()) {
         // A new batch: say how the last one ended before counting from zero.
         if (m_progressScheduled) {
@@ -232,7 +289,7 @@ bool EvaluationQueue::cancel(qint64 id)
         return false;
     const Job& job = m_jobs.at(index);
     if (job.gpu >= 0) // its supervisor ends the worker and reports `cancelled`
-        return m_gpus.at(job.gpu).supervisor->cancelRequest(job.gpuRequest);
+        return m_gpus.at(job.gpu).gpuSlots.at(job.slot).supervisor->cancelRequest(job.gpuRequest);
     // A compile in flight finishes on its own worker (cancelling would cost that worker's
     // restart); its result finds no job and is dropped.
     m_jobs.removeAt(index);
@@ -310,8 +367,53 @@ void EvaluationQueue::requestArch()
     if (!wanted)
         return;
     m_archAsked = true; // once: a machine without a GPU will not grow one
-    m_deviceRequest = m_gpus.first().supervisor->sendRequest(
+    m_deviceRequest = m_gpus.first().gpuSlots.first().supervisor->sendRequest(
         QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}}, m_timeoutMs);
+}
+
+int EvaluationQueue::runningJobs(const Gpu& gpu) const
+{
+    return int(std::count_if(gpu.gpuSlots.cbegin(), gpu.gpuSlots.cend(),
+                             [](const Slot& slot) { return slot.runningJob != 0; }));
+}
+
+bool EvaluationQueue::runsGpuJob(const Gpu& gpu) const
+{
+    return std::any_of(gpu.gpuSlots.cbegin(), gpu.gpuSlots.cend(), [this](const Slot& slot) {
+        const qsizetype index = indexOfJob(slot.runningJob);
+        return index >= 0 && needsGpu(m_jobs.at(index));
+    });
+}
+
+int EvaluationQueue::freeSlotFor(const Gpu& gpu, const Job& job) const
+{
+    if (gpu.lost)
+        return -1;
+    int free = -1;
+    for (int s = 0; s < slotCount(gpu) && s < gpu.gpuSlots.size() && free < 0; ++s)
+        if (gpu.gpuSlots.at(s).runningJob == 0)
+            free = s;
+    if (free < 0 || runningJobs(gpu) == 0)
+        return free;
+    // A job evaluated again alone has its GPU to itself, from its start to its end.
+    if (job.alone)
+        return -1;
+    for (const Slot& slot : gpu.gpuSlots) {
+        const qsizetype index = indexOfJob(slot.runningJob);
+        if (index >= 0 && m_jobs.at(index).alone)
+            return -1;
+        // Only beside a worker that holds the GPU's quiet lock (its hello names it, with no
+        // error): that lock is what keeps a timing alone on the GPU. One that has not answered
+        // hello yet, or runs without it, has the GPU to itself.
+        const QJsonObject hello = slot.runningJob != 0 ? slot.supervisor->workerHello() : QJsonObject();
+        if (slot.runningJob != 0 &&
+            (!hello.value(QLatin1String("gpu_quiet_lock")).isString() || hello.contains(QLatin1String("gpu_quiet_lock_error"))))
+            return -1;
+    }
+    // Another holder waits for this GPU: the jobs running end, and the lease goes to it then.
+    if (needsGpu(job) && gpu.leaseHeld && GpuLeases::instance()->isWanted(gpu.lease))
+        return -1;
+    return free;
 }
 
 void EvaluationQueue::work()
@@ -319,26 +421,50 @@ void EvaluationQueue::work()
     m_workScheduled = false;
     failJobsWithoutWorkers();
     requestArch();
-    // Jobs that wait for the arch or their compile: each GPU's first spare starts now, beside the
+    // Jobs that wait for the arch or their compile: each slot's first spare starts now, beside the
     // worker that answers `device` and then takes the first job (WorkerSupervisor::expectEvaluations).
     if (std::any_of(m_jobs.cbegin(), m_jobs.cend(), [](const Job& job) { return job.gpu < 0 && needsGpu(job); }))
         for (const Gpu& gpu : std::as_const(m_gpus))
             if (!gpu.lost)
-                gpu.supervisor->expectEvaluations();
+                for (const Slot& slot : gpu.gpuSlots)
+                    slot.supervisor->expectEvaluations();
 
     // GPUs first, so a job whose compile has not started never waits for one. Jobs go out in
     // submission order: none overtakes a job whose NVRTC compile is running (it is done in
     // seconds), not even one with its cubin ready. A KernelBench-format job whose build waits or
     // runs is passed over: the GPU evaluates the next ready job meanwhile (its build would take
-    // a minute or more, and evaluating it now would build it again, on the GPU's time).
+    // a minute or more, and evaluating it now would build it again, on the GPU's time). Each job
+    // goes to the least busy GPU that may take it: an idle GPU before a second slot of a busy one.
     QList<qint64> started;
-    for (int g = 0; g < m_gpus.size(); ++g) {
-        if (m_gpus.at(g).runningJob != 0 || m_gpus.at(g).lost)
-            continue;
+    QList<bool> waitsForLease(m_gpus.size(), false); // asked for in this pass, not held
+    for (;;) {
+        // Only a GPU with a free slot asks for a job: nextReadyJob() starts a running compile's
+        // wait (setCompileWaitLimit) from when a GPU could have taken it.
+        const bool anyFree = std::any_of(m_gpus.cbegin(), m_gpus.cend(), [this](const Gpu& gpu) {
+            for (int s = 0; !gpu.lost && s < slotCount(gpu) && s < gpu.gpuSlots.size(); ++s)
+                if (gpu.gpuSlots.at(s).runningJob == 0)
+                    return true;
+            return false;
+        });
+        if (!anyFree)
+            break;
         const qsizetype next = nextReadyJob();
         if (next < 0)
             break;
         Job& job = m_jobs[next];
+        int g = -1;
+        int slot = -1;
+        for (int candidate = 0; candidate < m_gpus.size(); ++candidate) {
+            if (waitsForLease.at(candidate))
+                continue;
+            const int free = freeSlotFor(m_gpus.at(candidate), job);
+            if (free >= 0 && (g < 0 || runningJobs(m_gpus.at(candidate)) < runningJobs(m_gpus.at(g)))) {
+                g = candidate;
+                slot = free;
+            }
+        }
+        if (g < 0)
+            break;
         Gpu& gpu = m_gpus[g];
         if (needsGpu(job) && gpu.lease == 0) {
             const QString holder = QStringLiteral("evaluate job %1 %2 (pid %3)")
@@ -354,15 +480,17 @@ void EvaluationQueue::work()
                 gpu.lease = remoteKey.isEmpty() ? leases->request(gpu.ordinal, holder)
                                                 : leases->requestKey(remoteKey, -1, holder);
         }
-        if (needsGpu(job) && !gpu.leaseHeld)
+        if (needsGpu(job) && !gpu.leaseHeld) {
+            waitsForLease[g] = true; // the job may go to another GPU
             continue;
-        if (dispatchToGpu(g, next))
-            started.append(job.id);
+        }
+        dispatchToGpu(g, slot, next);
+        started.append(job.id);
     }
     // A lease granted to a GPU that has nothing to run now goes back at once (jobs whose
     // builds take minutes do not keep the GPU from others).
     for (int g = 0; g < m_gpus.size(); ++g)
-        if (m_gpus.at(g).runningJob == 0 && m_gpus.at(g).lease != 0 && nextReadyJob() < 0)
+        if (!runsGpuJob(m_gpus.at(g)) && m_gpus.at(g).lease != 0 && nextReadyJob() < 0)
             releaseLease(g);
     startCompiles();
     for (qint64 id : std::as_const(started))
@@ -394,7 +522,7 @@ qsizetype EvaluationQueue::nextReadyJob()
     return -1;
 }
 
-bool EvaluationQueue::dispatchToGpu(int gpuIndex, qsizetype jobIndex)
+void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIndex)
 {
     Job& job = m_jobs[jobIndex];
     QJsonObject request = job.options;
@@ -413,16 +541,24 @@ bool EvaluationQueue::dispatchToGpu(int gpuIndex, qsizetype jobIndex)
     }
     job.compile = CompileState::Done; // a compile still running is no longer waited for
     job.gpu = gpuIndex;
+    job.slot = slotIndex;
     Gpu& gpu = m_gpus[gpuIndex];
-    gpu.runningJob = job.id;
-    job.gpuRequest = gpu.supervisor->sendRequest(request, job.timeoutMs < 0 ? m_timeoutMs : job.timeoutMs);
+    for (const Slot& other : std::as_const(gpu.gpuSlots)) {
+        if (const qsizetype index = indexOfJob(other.runningJob); index >= 0) {
+            m_jobs[index].besideAnother = true;
+            job.besideAnother = true;
+        }
+    }
+    Slot& slot = gpu.gpuSlots[slotIndex];
+    slot.runningJob = job.id;
+    job.gpuRequest = slot.supervisor->sendRequest(request, job.timeoutMs < 0 ? m_timeoutMs : job.timeoutMs);
     // The supervisor holds the request now; the answer and the module can be up to 16 MiB. A
-    // remote job keeps them: a lost host's job goes to another worker.
-    if (!gpu.target.isRemote()) {
+    // remote job keeps them: a lost host's job goes to another worker; so does a job that may yet
+    // run beside another: it may be evaluated again alone.
+    if (!gpu.target.isRemote() && (m_evaluationsPerGpu == 1 || job.alone)) {
         job.answer.clear();
         job.cubin.clear();
     }
-    return true;
 }
 
 void EvaluationQueue::ensureCompilers()
@@ -581,9 +717,9 @@ void EvaluationQueue::failJobsWithoutWorkers()
     }
 }
 
-void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response)
+void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestId, const QJsonObject& response)
 {
-    if (gpuIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
+    if (gpuIndex == 0 && slotIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
         m_deviceRequest = 0;
         const DeviceFacts device = decodeDeviceFacts(response);
         if (decodeHeader(response).ok && device.available)
@@ -591,78 +727,111 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, qint64 requestId, const QJsonO
         scheduleWork();
         return;
     }
-    const qint64 id = retireRunningJob(gpuIndex, requestId);
-    if (id == 0)
+    const qsizetype index = runningJobIndex(gpuIndex, slotIndex, requestId);
+    if (index < 0)
         return;
-    if (const ResponseHeader header = decodeHeader(response); !header.ok) {
+    const ResponseHeader header = decodeHeader(response);
+    // Its allocation may have failed for the other job's memory: the machine's doing.
+    if (header.ok && m_jobs.at(index).besideAnother && decodeEvaluation(response).outOfDeviceMemory()) {
+        m_jobs[index].alone = true;
+        requeueRunningJob(gpuIndex, slotIndex, index);
+        return;
+    }
+    const qint64 id = retireRunningJob(gpuIndex, slotIndex, index);
+    if (!header.ok) {
         // The worker refused the request (an unknown task): no verdict on the candidate.
         Q_EMIT jobFailed(id, header.errorCode.isEmpty() ? wireName(EvaluationStatus::BadRequest) : header.errorCode,
                          header.errorMessage);
     } else {
+        const Gpu& gpu = m_gpus.at(gpuIndex);
         QJsonObject result = response;
-        result.insert(QStringLiteral("gpu"), m_gpus[gpuIndex].ordinal);
-        result.insert(QStringLiteral("worker"), m_gpus[gpuIndex].target.location());
+        result.insert(QStringLiteral("gpu"), gpu.ordinal);
+        result.insert(QStringLiteral("worker"), gpu.target.location());
+        result.insert(QStringLiteral("slot"), slotIndex);
         Q_EMIT jobFinished(id, result);
     }
     noteProgress();
 }
 
-qint64 EvaluationQueue::retireRunningJob(int gpuIndex, qint64 requestId)
+qsizetype EvaluationQueue::runningJobIndex(int gpuIndex, int slotIndex, qint64 requestId) const
 {
-    // Only the answer to the job the GPU is running counts; anything else is stale.
-    Gpu& gpu = m_gpus[gpuIndex];
-    const qsizetype index = indexOfJob(gpu.runningJob);
-    if (index < 0 || m_jobs.at(index).gpuRequest != requestId)
-        return 0;
-    const qint64 id = gpu.runningJob;
-    m_jobs.removeAt(index);
-    gpu.runningJob = 0;
-    releaseLease(gpuIndex);
-    ++m_done;
-    scheduleWork();
-    return id;
+    const qsizetype index = indexOfJob(m_gpus.at(gpuIndex).gpuSlots.at(slotIndex).runningJob);
+    return index >= 0 && m_jobs.at(index).gpuRequest == requestId ? index : -1;
 }
 
-void EvaluationQueue::onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message)
+qint64 EvaluationQueue::retireRunningJob(int gpuIndex, int slotIndex, qsizetype jobIndex)
 {
-    if (gpuIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
+    const Job job = m_jobs.takeAt(jobIndex);
+    m_gpus[gpuIndex].gpuSlots[slotIndex].runningJob = 0;
+    releaseLeaseIfIdle(gpuIndex);
+    ++m_done;
+    scheduleWork();
+    if (job.stderrTail)
+        Q_EMIT jobStderrAvailable(job.id, *job.stderrTail, job.stderrDropped);
+    return job.id;
+}
+
+void EvaluationQueue::requeueRunningJob(int gpuIndex, int slotIndex, qsizetype jobIndex)
+{
+    Job& job = m_jobs[jobIndex];
+    job.besideAnother = false;
+    job.gpu = -1;
+    job.slot = -1;
+    job.gpuRequest = 0;
+    job.compile = job.cubin.isEmpty() ? CompileState::None : CompileState::Done;
+    job.stderrTail.reset();
+    job.stderrDropped = 0;
+    m_gpus[gpuIndex].gpuSlots[slotIndex].runningJob = 0;
+    releaseLeaseIfIdle(gpuIndex);
+    scheduleWork();
+}
+
+void EvaluationQueue::releaseLeaseIfIdle(int gpuIndex)
+{
+    if (!runsGpuJob(m_gpus.at(gpuIndex)))
+        releaseLease(gpuIndex);
+}
+
+void EvaluationQueue::onGpuFailure(int gpuIndex, int slotIndex, qint64 requestId, const QString& status,
+                                   const QString& message)
+{
+    if (gpuIndex == 0 && slotIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
         m_deviceRequest = 0; // compile-ahead stays off, except for jobs that name their arch
         scheduleWork();
         return;
     }
-    if (requeueFromLostHost(gpuIndex, requestId, status, message))
+    const qsizetype index = runningJobIndex(gpuIndex, slotIndex, requestId);
+    if (index < 0)
         return;
-    const qint64 id = retireRunningJob(gpuIndex, requestId);
-    if (id == 0)
+    if (requeueFromLostHost(gpuIndex, slotIndex, index, status, message))
         return;
+    // Beside another job it may have waited for that job's GPU work (the quiet lock, the GPU's time).
+    if (status == wireName(EvaluationStatus::Timeout) && m_jobs.at(index).besideAnother) {
+        m_jobs[index].alone = true;
+        requeueRunningJob(gpuIndex, slotIndex, index);
+        return;
+    }
+    const qint64 id = retireRunningJob(gpuIndex, slotIndex, index);
     Q_EMIT jobFailed(id, status, message);
     noteProgress();
 }
 
-bool EvaluationQueue::requeueFromLostHost(int gpuIndex, qint64 requestId, const QString& status, const QString& message)
+bool EvaluationQueue::requeueFromLostHost(int gpuIndex, int slotIndex, qsizetype jobIndex, const QString& status,
+                                          const QString& message)
 {
     Gpu& gpu = m_gpus[gpuIndex];
     // A host is lost when ssh lost it, or when its worker could not start there at all; the
     // candidate's own doing (a crash, a time-out) stays its verdict.
-    const bool lost = gpu.target.isRemote() &&
-                      (gpu.supervisor->connectionLost() || status == wireName(EvaluationStatus::StartFailed));
-    const qsizetype index = indexOfJob(gpu.runningJob);
-    if (!lost || index < 0 || m_jobs.at(index).gpuRequest != requestId)
+    const WorkerSupervisor* supervisor = gpu.gpuSlots.at(slotIndex).supervisor;
+    if (!gpu.target.isRemote() || (!supervisor->connectionLost() && status != wireName(EvaluationStatus::StartFailed)))
         return false;
     gpu.lost = true;
     gpu.lostReason = QStringLiteral("%1: %2").arg(status, message);
     Q_EMIT workerLost(gpu.target.location(), gpu.lostReason);
-    gpu.runningJob = 0;
-    releaseLease(gpuIndex);
-    const bool anyLeft = std::any_of(m_gpus.cbegin(), m_gpus.cend(), [](const Gpu& g) { return !g.lost; });
-    if (!anyLeft)
+    if (std::none_of(m_gpus.cbegin(), m_gpus.cend(), [](const Gpu& g) { return !g.lost; }))
         return false; // nowhere to go: the job fails with what the last host said
     // Back to the queue, where it was: nothing was evaluated, nothing is counted.
-    Job& job = m_jobs[index];
-    job.gpu = -1;
-    job.gpuRequest = 0;
-    job.compile = job.cubin.isEmpty() ? CompileState::None : CompileState::Done;
-    scheduleWork();
+    requeueRunningJob(gpuIndex, slotIndex, jobIndex);
     return true;
 }
 

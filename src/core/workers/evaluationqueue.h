@@ -1,24 +1,42 @@
 #pragma once
-// A queue of `evaluate` jobs over one WorkerSupervisor per GPU, with compile-ahead: while the GPUs
-// evaluate, CPU-only workers compile queued jobs' answers (`compile` with the whole `answer` and
-// `return_cubin`: the worker's parser finds the cuda block, the queue parses nothing), and the
-// job's evaluate request carries the module with the `source_hash` that compile returned
-// (`cubin_b64`, `cubin_arch`, `cubin_source_hash`), so the GPU stage only loads it
-// (docs/protocol.md). A KernelBench-format job's compile is the build of its load_inline
-// extensions (nvcc and ninja, a minute or more each) into the worker's extension cache, where its
-// evaluation finds them: the queue builds every such job ahead, as many at once as it has compile
-// workers, over all queued jobs; the GPU never takes one whose build is waiting or running (it
-// would build it a second time while holding the GPU), and meanwhile evaluates the jobs that are
-// ready, so results may come out of submission order. Jobs with the same answer, format and arch
-// are built once. Everything runs on the owning thread through
-// signals and slots, like WorkerSupervisor; the parallelism is in the worker processes.
+// A queue of `evaluate` jobs over WorkerSupervisors, evaluationsPerGpu() per local GPU (its
+// slots), with compile-ahead: while the GPUs evaluate, CPU-only workers compile queued jobs'
+// answers (`compile` with the whole `answer` and `return_cubin`: the worker's parser finds the
+// cuda block, the queue parses nothing), and the job's evaluate request carries the module with
+// the `source_hash` that compile returned (`cubin_b64`, `cubin_arch`, `cubin_source_hash`), so the
+// GPU stage only loads it (docs/protocol.md). A KernelBench-format job's compile is the build of
+// its load_inline extensions (nvcc and ninja, a minute or more each) into the worker's extension
+// cache, where its evaluation finds them: the queue builds every such job ahead, as many at once as
+// it has compile workers, over all queued jobs; the GPU never takes one whose build is waiting or
+// running (it would build it a second time while holding the GPU), and meanwhile evaluates the jobs
+// that are ready. Jobs with the same answer, format and arch are built once. Everything runs on the
+// owning thread through signals and slots, like WorkerSupervisor; the parallelism is in the worker
+// processes.
+//
+// Jobs start in submission order (but for the builds passed over), and end in the order their
+// evaluations end: with two slots per GPU, or two GPUs, not in submission order.
 //
 // Every submitted job ends in exactly one jobFinished() or jobFailed(), emitted from the event
 // loop, never from inside submit() or cancel().
 //
-// One owner per GPU: a job is sent to its GPU's worker only once the queue holds that GPU's lease
-// (core/workers/gpulease.h), and the lease is given back as its request ends, so no other queue,
-// process or measurement runs on that GPU meanwhile. Jobs with "device" "none" or "cpu" take none.
+// Two evaluations at once per GPU (setEvaluationsPerGpu()): each slot is a supervisor of its own,
+// with its own workers and spares, so one candidate's correctness trials run while another's CPU
+// parts (its start, parse, compile, inputs) do. The measurements stay exclusive because the workers
+// keep them so: a timing, a traffic profile or a ceilings measurement holds the GPU's quiet lock
+// exclusively and all other GPU work of a worker holds it shared (docs/protocol.md, "The GPU's
+// quiet lock"), so no timing overlaps anything on that GPU. What an overlap can still do is take
+// the memory or the time a candidate needed: a job that ran beside another job of its GPU at any
+// moment and ends with an out-of-memory runtime_error or a `timeout` is not reported but evaluated
+// again alone, at its place in the queue (once no other slot of that GPU runs a job, and none takes
+// one while it runs); only that second outcome counts. A remote target has one slot: its workers
+// take no quiet lock.
+//
+// One owner per GPU: a job is sent to a slot only once the queue holds that GPU's lease
+// (core/workers/gpulease.h; one per physical GPU, shared by its slots), and the lease is given back
+// when no slot of that GPU runs a job any more, so no other queue, process or measurement runs on
+// that GPU meanwhile. While another holder in this process waits for it, no slot takes a job beside
+// a running one, so the lease goes back at that job's end. Jobs with "device" "none" or "cpu" take
+// no lease.
 
 #include "core/workers/workersupervisor.h"
 
@@ -29,6 +47,8 @@
 #include <QString>
 #include <QStringList>
 #include <QTimer>
+
+#include <optional>
 
 namespace kwb {
 
@@ -48,9 +68,13 @@ public:
     /// are held in memory); KernelBench-format jobs hold nothing and are not counted.
     static constexpr int kCompileLookahead = 32;
 
-    /// One supervisor per GPU ordinal; each worker sees only its GPU (CUDA_VISIBLE_DEVICES).
+    /// How many evaluations a local GPU runs at once by default (its slots); see the class comment.
+    static constexpr int kDefaultEvaluationsPerGpu = 2;
+    static constexpr int kMaxEvaluationsPerGpu = 4;
+
+    /// A GPU per ordinal; each worker sees only its GPU (CUDA_VISIBLE_DEVICES).
     explicit EvaluationQueue(const QList<int>& gpuOrdinals = {0}, QObject* parent = nullptr);
-    /// One supervisor per target (workertarget.h): local GPUs, GPUs of ssh hosts, Slurm slots.
+    /// A GPU per target (workertarget.h): local GPUs, GPUs of ssh hosts, Slurm slots.
     /// A remote target whose host is lost (ssh lost the connection, or no worker starts there)
     /// takes no more jobs: its running job goes back to the queue, where it was, for the others
     /// (it was not evaluated, so nothing is counted twice). When every target is lost, the jobs
@@ -76,13 +100,19 @@ public:
     void setCompileTimeout(int ms) { m_compileTimeoutMs = ms; }
     void setExtensionBuildTimeout(int ms) { m_extensionBuildTimeoutMs = ms; }
     void setCompileWaitLimit(int ms) { m_compileWaitMs = ms; }
+    /// The slots of each local GPU, clamped to [1, kMaxEvaluationsPerGpu] (default
+    /// kDefaultEvaluationsPerGpu); 1: one job at a time per GPU. A remote target always has one.
+    void setEvaluationsPerGpu(int n);
+    int evaluationsPerGpu() const { return m_evaluationsPerGpu; }
     /// The GPUs' architecture ("sm_90") for compile-ahead. Without it the queue asks the first
     /// GPU's worker once (`device`); a job's options may name its own "arch".
     void setArch(const QString& arch) { m_arch = arch; }
     QString arch() const { return m_arch; }
     QList<int> gpuOrdinals() const { return m_gpuOrdinals; }
-    /// The supervisor of the GPU at `index` in gpuOrdinals() (for status displays and tests).
-    WorkerSupervisor* gpuSupervisor(int index) const { return m_gpus.value(index).supervisor; }
+    /// The supervisor of the GPU at `index` in gpuOrdinals(), its first slot's (for status displays
+    /// and tests), and those of all its slots.
+    WorkerSupervisor* gpuSupervisor(int index) const { return m_gpus.value(index).gpuSlots.value(0).supervisor; }
+    QList<WorkerSupervisor*> gpuSupervisors(int index) const;
 
     /// Queues an evaluation of `answer` for task `taskId` and returns its job id (rising).
     /// `options` are evaluate fields (profile, scale, seed, timing_trials, device, arch, …) plus
@@ -96,21 +126,21 @@ public:
     int pendingCount() const { return int(m_jobs.size()); }
 
 Q_SIGNALS:
-    /// The job was handed to a GPU's supervisor.
+    /// The job was handed to a slot's supervisor; again for a job evaluated again alone.
     void jobStarted(qint64 id);
     /// Jobs ended and jobs submitted since the queue was last empty; coalesced to one signal per
     /// event-loop turn.
     void jobProgress(int done, int total);
     /// The worker's evaluate response (its "status" says correct, incorrect, compile_error, …),
-    /// with "gpu": the ordinal it ran on, and "worker": where (WorkerTarget::location(), "local:0",
-    /// "gpu-box:1").
+    /// with "gpu": the ordinal it ran on, "worker": where (WorkerTarget::location(), "local:0",
+    /// "gpu-box:1"), and "slot": which of that GPU's slots (0-based).
     void jobFinished(qint64 id, const QJsonObject& result);
     /// The job ended without a response: status is an EvaluationStatus wire name (timeout, crashed,
     /// start_failed, cancelled, …) or the error code of a worker that refused the request.
     void jobFailed(qint64 id, const QString& status, const QString& message);
     /// A remote target was lost (location, why); its running job was moved.
     void workerLost(const QString& location, const QString& reason);
-    /// The GPU worker's stderr while the job ran, just before its final signal.
+    /// The GPU worker's stderr while the job ran (its last run), just before its final signal.
     void jobStderrAvailable(qint64 id, const QByteArray& tail, qint64 droppedBytes);
 
 private:
@@ -132,7 +162,17 @@ private:
         QByteArray compileKey;   ///< the answer and its format: jobs with the same key compile once
         qint64 waitSinceMs = -1; // when an idle GPU first waited for its running compile
         int gpu = -1;            // index into m_gpus once dispatched
+        int slot = -1;           // index into its Gpu's gpuSlots
         qint64 gpuRequest = 0;
+        bool besideAnother = false;           ///< another slot of its GPU ran a job while this one ran
+        bool alone = false;                   ///< evaluated again: only while its GPU runs nothing else
+        std::optional<QByteArray> stderrTail; ///< its worker's, kept for the final signal
+        qint64 stderrDropped = 0;
+    };
+    struct Slot
+    {
+        WorkerSupervisor* supervisor = nullptr;
+        qint64 runningJob = 0;
     };
     struct Gpu
     {
@@ -140,8 +180,7 @@ private:
         WorkerTarget target;
         bool lost = false; ///< a remote host that is gone: no more jobs
         QString lostReason;
-        WorkerSupervisor* supervisor = nullptr;
-        qint64 runningJob = 0;
+        QList<Slot> gpuSlots;
         qint64 lease = 0;        ///< the GpuLeases ticket asked for or held, 0: none
         bool leaseHeld = false;
     };
@@ -151,11 +190,24 @@ private:
         qint64 job = 0;
     };
 
+    /// A new slot of the GPU at gpuIndex, its supervisor configured by configureSlot().
+    void addSlot(int gpuIndex);
+    /// Gives the slot's supervisor every setting the queue holds (the setters call it for all).
+    void configureSlot(const Gpu& gpu, WorkerSupervisor* supervisor) const;
+    void configureSlots();
+    /// The slots a GPU takes jobs on: evaluationsPerGpu(), one for a remote target.
+    int slotCount(const Gpu& gpu) const;
+    int runningJobs(const Gpu& gpu) const;
+    /// Whether a slot of the GPU runs a job that uses the GPU (and so holds its lease).
+    bool runsGpuJob(const Gpu& gpu) const;
+    /// The free slot of the GPU that may take `job` now, or -1: none free, or the job or one
+    /// running there must run alone, or (for a second job) another holder waits for the lease.
+    int freeSlotFor(const Gpu& gpu, const Job& job) const;
     void scheduleWork();
     void work();
     /// The first job in submission order a GPU may take now, or -1 (see work()).
     qsizetype nextReadyJob();
-    bool dispatchToGpu(int gpuIndex, qsizetype jobIndex);
+    void dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIndex);
     void startCompiles();
     /// Gives a finished compile's outcome to the jobs that wait for the same key and arch.
     void shareCompile(const Job& compiled);
@@ -168,12 +220,22 @@ private:
     QString archFor(const Job& job) const;
     void requestArch();
     qsizetype indexOfJob(qint64 id) const;
-    /// Ends the GPU's running job if requestId is its request: returns the job id, else 0.
-    qint64 retireRunningJob(int gpuIndex, qint64 requestId);
-    void onGpuResponse(int gpuIndex, qint64 requestId, const QJsonObject& response);
-    void onGpuFailure(int gpuIndex, qint64 requestId, const QString& status, const QString& message);
-    /// Moves a lost host's running job back into the queue; false when it is not that.
-    bool requeueFromLostHost(int gpuIndex, qint64 requestId, const QString& status, const QString& message);
+    /// The index of the job the slot runs if requestId is its request (else the answer is
+    /// stale), or -1.
+    qsizetype runningJobIndex(int gpuIndex, int slotIndex, qint64 requestId) const;
+    /// Ends the slot's running job at jobIndex (runningJobIndex()): counted done, its stderr
+    /// emitted (the final signal is the caller's); returns its id.
+    qint64 retireRunningJob(int gpuIndex, int slotIndex, qsizetype jobIndex);
+    /// Takes the slot's running job at jobIndex back into the queue, where it was, unevaluated.
+    void requeueRunningJob(int gpuIndex, int slotIndex, qsizetype jobIndex);
+    /// Gives the GPU's lease back once none of its slots runs a job that uses it.
+    void releaseLeaseIfIdle(int gpuIndex);
+    void onGpuResponse(int gpuIndex, int slotIndex, qint64 requestId, const QJsonObject& response);
+    void onGpuFailure(int gpuIndex, int slotIndex, qint64 requestId, const QString& status, const QString& message);
+    /// Moves a lost host's running job back into the queue; false when it is not that, or when no
+    /// host is left (the job then fails with what the last one said).
+    bool requeueFromLostHost(int gpuIndex, int slotIndex, qsizetype jobIndex, const QString& status,
+                             const QString& message);
     /// With every target lost, fails the jobs that wait for one.
     void failJobsWithoutWorkers();
     void onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response);
@@ -191,10 +253,13 @@ private:
     QString m_program;
     QStringList m_arguments;
     QProcessEnvironment m_environment;
+    WorkerSupervisor::Isolation m_isolation = WorkerSupervisor::Isolation::FreshPerRequest;
     WorkerLimits m_workerLimits;
     int m_killGraceMs = WorkerSupervisor::kDefaultKillGraceMs;
     int m_timeoutMs = WorkerSupervisor::kDefaultTimeoutMs;
     qsizetype m_stderrLimit = WorkerSupervisor::kDefaultStderrLimit;
+    bool m_warmPython = false; // a KernelBench-format job came: the GPU spares start their Python
+    int m_evaluationsPerGpu = kDefaultEvaluationsPerGpu;
     int m_compileWorkerCount = 1;
     int m_compileTimeoutMs = kDefaultCompileTimeoutMs;
     int m_compileWaitMs = kDefaultCompileWaitMs;

@@ -280,6 +280,15 @@ bool GpuLeases::isGranted(qint64 ticket) const
     return m_held.contains(ticket);
 }
 
+bool GpuLeases::isWanted(qint64 ticket) const
+{
+    const auto held = m_held.constFind(ticket);
+    if (held == m_held.cend())
+        return false;
+    const auto gpu = m_gpus.constFind(held->key);
+    return gpu != m_gpus.cend() && !gpu->waiting.isEmpty();
+}
+
 void GpuLeases::schedule()
 {
     // Grants come from the event loop, so a holder never sees its grant inside its own call.

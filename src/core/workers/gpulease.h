@@ -115,6 +115,10 @@ public:
     bool isHeld(int gpu) const { return isHeldKey(keyFor(gpu)); }
     bool isHeldKey(const QString& key) const;
     bool isGranted(qint64 ticket) const;
+    /// Whether another holder in this process waits for the GPU that the held `ticket` holds: a
+    /// holder that could start more work under it lets it go first instead (EvaluationQueue's
+    /// slots). Other processes' waits cannot be seen (they retry the lock file).
+    bool isWanted(qint64 ticket) const;
 
     static QString lockDirectory();
     static QString logPath();

@@ -170,11 +170,6 @@ bool roomBesideLeavingWorker(const EvaluationResult& e)
     return *e.gpuFreeBytes >= used + kContextBytes;
 }
 
-// A CUDA allocation that failed: the one verdict an overlap with a leaving worker's memory can cause.
-bool outOfDeviceMemory(const EvaluationResult& e)
-{
-    return e.status == EvaluationStatus::RuntimeError && e.messageOrError().contains(QLatin1String("out of memory"), Qt::CaseInsensitive);
-}
 
 // The worker's own pid: in the sandbox the started process is bwrap, and the worker its child.
 qint64 workerProcessId(QProcess* process)
@@ -1022,7 +1017,7 @@ void WorkerSupervisor::completeActive()
     const EvaluationResult result = decodeEvaluation(response);
     if (m_process)
         onStandardError(m_process); // what Qt has buffered belongs to this request too
-    if (evaluate && m_active->besideLeaving && outOfDeviceMemory(result)) {
+    if (evaluate && m_active->besideLeaving && result.outOfDeviceMemory()) {
         // Its allocation may have failed for the leaving worker's memory, which is the machine's
         // doing: the same request again on a fresh worker, once no worker is leaving.
         Pending again = m_active->request;
