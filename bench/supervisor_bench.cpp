@@ -21,6 +21,9 @@
 //                      answered is let go as it exits and the next starts on a spare meanwhile
 //   +nointent          the timing's intent on the quiet lock taken only when it asks for the
 //                      lock (evaluate's "timing_intent": false), not from the last correctness trial
+//   +slots<N>          (any mode) N evaluations at once on the GPU, each slot its own supervisor
+//                      and spares (EvaluationQueue::setEvaluationsPerGpu); without it, the queue's
+//                      default. The workers' quiet lock keeps each timing alone on the GPU
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
@@ -52,6 +55,7 @@
 #include <QThread>
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 
 using namespace kwb;
@@ -77,33 +81,44 @@ double median(QList<double> v)
 QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, const QString& worker, int timingTrials)
 {
     EvaluationQueue queue({0});
+    const QStringList words = mode.split(QLatin1Char('+'));
+    // "slots<N>": N evaluations at once on the GPU (EvaluationQueue::setEvaluationsPerGpu); the
+    // queue's default otherwise. Set first: every other setting goes to each slot's supervisor.
+    static const QRegularExpression slotsWord(QStringLiteral("^slots(\\d+)$"));
+    for (const QString& word : words)
+        if (const QRegularExpressionMatch m = slotsWord.match(word); m.hasMatch())
+            queue.setEvaluationsPerGpu(m.captured(1).toInt());
+    const QList<WorkerSupervisor*> gpuSlots = queue.gpuSupervisors(0);
     queue.setProgram(worker);
     queue.setTimeout(300 * 1000);
     const bool reuse = mode.startsWith(QLatin1String("reuse"));
     queue.setIsolation(reuse ? WorkerSupervisor::Isolation::ReuseWhileHealthy : WorkerSupervisor::Isolation::FreshPerRequest);
-    queue.gpuSupervisor(0)->setSpareWorker(mode.contains(QLatin1String("spare")));
-    // "spares<N>" among the mode's words sets the count; the supervisor's default otherwise.
+    for (WorkerSupervisor* s : gpuSlots)
+        s->setSpareWorker(mode.contains(QLatin1String("spare")));
+    // "spares<N>" among the mode's words sets the count (per slot); the supervisor's default otherwise.
     static const QRegularExpression sparesWord(QStringLiteral("^spares(\\d+)$"));
     // "gap<MS>": one candidate at a time, MS ms after the last one's result; -1: all at once.
     static const QRegularExpression gapWord(QStringLiteral("^gap(\\d+)$"));
     int gapMs = -1;
-    const QStringList words = mode.split(QLatin1Char('+'));
     for (const QString& word : words) {
         if (const QRegularExpressionMatch m = sparesWord.match(word); m.hasMatch())
-            queue.gpuSupervisor(0)->setSpareCount(m.captured(1).toInt());
+            for (WorkerSupervisor* s : gpuSlots)
+                s->setSpareCount(m.captured(1).toInt());
         if (const QRegularExpressionMatch m = gapWord.match(word); m.hasMatch())
             gapMs = m.captured(1).toInt();
     }
-    const int spares = queue.gpuSupervisor(0)->spareWorker() ? queue.gpuSupervisor(0)->spareCount() : 0;
-    queue.gpuSupervisor(0)->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
-    // The queue's own default (warm while busy) unless the mode says "idlewarm" (warm only when
-    // idle, as before the 2026-12-01 late change) or "warmbusy" (explicitly on).
-    if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
-        queue.gpuSupervisor(0)->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
+    const int spares = gpuSlots.first()->spareWorker() ? gpuSlots.first()->spareCount() : 0;
+    for (WorkerSupervisor* s : gpuSlots) {
+        s->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
+        // The queue's own default (warm while busy) unless the mode says "idlewarm" (warm only when
+        // idle, as before the 2026-12-01 late change) or "warmbusy" (explicitly on).
+        if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
+            s->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
+        // "wait": the next fresh worker's request waits for the last worker's exit (as before the
+        // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
+        s->setHandOffLeaving(!words.contains(QLatin1String("wait")));
+    }
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
-    // "wait": the next fresh worker's request waits for the last worker's exit (as before the
-    // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
-    queue.gpuSupervisor(0)->setHandOffLeaving(!words.contains(QLatin1String("wait")));
 
     QHash<qint64, QElapsedTimer> started;
     QHash<qint64, int> index;
@@ -126,13 +141,14 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         index.insert(id, i);
     };
     QObject::connect(&queue, &EvaluationQueue::jobStarted, &queue, [&](qint64 id) { started[id].start(); });
-    QObject::connect(queue.gpuSupervisor(0), &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const QJsonObject& hello) {
-        const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
-        if (!warm.isObject())
-            return;
-        warmTotals << warm.toObject().value(QLatin1String("total")).toDouble();
-        warmWaits << warm.toObject().value(QLatin1String("quiet_wait")).toDouble();
-    });
+    for (WorkerSupervisor* s : gpuSlots)
+        QObject::connect(s, &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const QJsonObject& hello) {
+            const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
+            if (!warm.isObject())
+                return;
+            warmTotals << warm.toObject().value(QLatin1String("total")).toDouble();
+            warmWaits << warm.toObject().value(QLatin1String("quiet_wait")).toDouble();
+        });
     const auto finish = [&](qint64 id, const QString& status, const QJsonObject& result) {
         const double wall = started.contains(id) ? double(started[id].nsecsElapsed()) / 1e6 : 0.0;
         const double workerMs = result.value(QLatin1String("stage_ms")).toObject().value(QLatin1String("total")).toDouble();
@@ -152,6 +168,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                                 {QStringLiteral("overhead_ms"), workerMs > 0 ? wall - workerMs : 0.0},
                                 {QStringLiteral("compile_cached"), wasCached},
                                 {QStringLiteral("speedup"), result.value(QLatin1String("speedup"))},
+                                {QStringLiteral("slot"), result.value(QLatin1String("slot"))},
                                 // where the worker's time went (reuse's overhead is all in here)
                                 {QStringLiteral("stage_ms"), result.value(QLatin1String("stage_ms"))},
                                 {QStringLiteral("stage_detail_ms"), result.value(QLatin1String("stage_detail_ms"))},
@@ -186,7 +203,10 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("warmed_spares"), int(warmTotals.size())},
                        {QStringLiteral("median_warm_total_ms"), median(warmTotals)},
                        {QStringLiteral("median_warm_quiet_wait_ms"), median(warmWaits)},
-                       {QStringLiteral("handed_off"), queue.gpuSupervisor(0)->handedOffWorkers()},
+                       {QStringLiteral("slots"), int(gpuSlots.size())},
+                       {QStringLiteral("handed_off"), std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0, [](int n, const WorkerSupervisor* s) {
+                            return n + s->handedOffWorkers();
+                        })},
                        {QStringLiteral("jobs"), jobs}};
 }
 
@@ -298,9 +318,9 @@ int main(int argc, char** argv)
     for (const QString& k : parser.value(compileOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
         compiles.append(compileThroughput(candidates, worker, k.toInt()));
 
-    std::printf("| mode | spares | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
+    std::printf("| mode | slots | spares | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
                 "| warmed spares | median warm total ms (quiet wait) | handed off |\n");
-    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
         const int warmed = m.value(QLatin1String("warmed_spares")).toInt();
@@ -308,8 +328,9 @@ int main(int argc, char** argv)
                                          : QStringLiteral("%1 (%2)")
                                                .arg(m.value(QLatin1String("median_warm_total_ms")).toDouble(), 0, 'f', 0)
                                                .arg(m.value(QLatin1String("median_warm_quiet_wait_ms")).toDouble(), 0, 'f', 0);
-        std::printf("| %s | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s | %d |\n",
-                    qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("spares")).toInt(),
+        std::printf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s | %d |\n",
+                    qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("slots")).toInt(),
+                    m.value(QLatin1String("spares")).toInt(),
                     m.value(QLatin1String("candidates")).toInt(),
                     m.value(QLatin1String("correct")).toInt(), m.value(QLatin1String("compiled_ahead")).toInt(),
                     m.value(QLatin1String("total_s")).toDouble(), m.value(QLatin1String("candidates_per_minute")).toDouble(),
