@@ -251,7 +251,9 @@ private Q_SLOTS:
         qputenv("KWB_GPU_LEASE_LOG", leaseLog.toUtf8());
         auto cleanupEnv = qScopeGuard([] { qunsetenv("KWB_GPU_LEASE_LOG"); });
         auto a = makeQueue({0}, 0);
+        a->setEvaluationsPerGpu(2); // two slots (the default is one)
         auto b = makeQueue({0}, 0);
+        b->setEvaluationsPerGpu(2); // two slots (the default is one)
         Recorder ra(*a), rb(*b);
         for (int i = 0; i < 2; ++i) {
             a->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(150));
@@ -305,6 +307,7 @@ private Q_SLOTS:
         qputenv("KWB_GPU_LEASE_LOG", leaseLog.toUtf8());
         auto cleanupEnv = qScopeGuard([] { qunsetenv("KWB_GPU_LEASE_LOG"); });
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         Recorder recorder(*queue);
         const qint64 first = submitSlow(*queue, 1000);
         const qint64 second = submitSlow(*queue, 1000);
@@ -331,6 +334,7 @@ private Q_SLOTS:
     void aWaitingHolderGetsTheGpuBetweenJobs()
     {
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         Recorder recorder(*queue);
         const qint64 first = submitSlow(*queue, 800);
         QTRY_COMPARE_WITH_TIMEOUT(recorder.started, QList<qint64>{first}, kWaitMs);
@@ -536,7 +540,8 @@ private Q_SLOTS:
     void twoJobsShareAGpuAndAThirdWaits()
     {
         auto queue = makeQueue({0}, 0);
-        QCOMPARE(queue->evaluationsPerGpu(), EvaluationQueue::kDefaultEvaluationsPerGpu);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
+        QCOMPARE(queue->evaluationsPerGpu(), 2);
         QCOMPARE(queue->gpuSupervisors(0).size(), 2);
         QCOMPARE(queue->gpuSupervisor(0), queue->gpuSupervisors(0).first());
         Recorder recorder(*queue);
@@ -583,6 +588,7 @@ private Q_SLOTS:
     void workersWithoutTheQuietLockRunOneAtATime()
     {
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         QProcessEnvironment environment = fakeEnvironment();
         environment.insert(QStringLiteral("FAKEWORKER_WARM"), QStringLiteral("unknown_type"));
         queue->setProcessEnvironment(environment);
@@ -680,6 +686,7 @@ private Q_SLOTS:
     void outOfMemoryBesideAnotherRunsAgainAlone()
     {
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         setOnceFile(*queue, QStringLiteral("oom"));
         Recorder recorder(*queue);
         const qint64 slow = submitSlow(*queue, 1000);
@@ -709,6 +716,7 @@ private Q_SLOTS:
     void outOfMemoryAloneIsReported()
     {
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         setOnceFile(*queue, QStringLiteral("oom"));
         Recorder recorder(*queue);
         const qint64 oom = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once")));
@@ -725,6 +733,7 @@ private Q_SLOTS:
     void timeoutBesideAnotherRunsAgainAlone()
     {
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         setOnceFile(*queue, QStringLiteral("hang"));
         Recorder recorder(*queue);
         const qint64 slow = submitSlow(*queue, 1000);
@@ -743,6 +752,7 @@ private Q_SLOTS:
     void cancelOnEitherSlot()
     {
         auto queue = makeQueue({0}, 0);
+        queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         Recorder recorder(*queue);
         const QJsonObject longLimit{{QStringLiteral("timeout_ms"), 60000}};
         const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")), longLimit);

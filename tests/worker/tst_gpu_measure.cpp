@@ -5,7 +5,8 @@
 // 100 trials; tracing a launch-bound network leaves its timing as it was (CUPTI detached).
 // Then the spare worker's `warm` (a warmed worker's evaluation pays no context and times as a
 // fresh one does) and the GPU's quiet lock (the timing stage waits while another process holds
-// it shared, as a warming spare does). Exits 77 (skipped) where there is no CUDA device.
+// it shared, as a warming spare does; a warm and an evaluation's GPU work wait while it is held
+// exclusively, as a timing does). Exits 77 (skipped) where there is no CUDA device.
 // KWB_GPU_MEASURE=TASK:FILE picks the candidate (default L1/5:reference/L1_05.md).
 #include "temp_file.hpp"
 #include "worker_client.hpp"
@@ -176,6 +177,36 @@ void quietLockChecks(const std::string& src)
     worker.stop();
 }
 
+/// While this process holds the lock exclusively (as another evaluation's timing would, the
+/// queue's second slot), an evaluation's GPU work waits for it: its correctness never runs beside
+/// a timing. The wait shows as stage_detail_ms.share.quiet_wait >= 1000, the verdict unchanged.
+void evaluationWaitsForTimingChecks(const std::string& src)
+{
+    const kwb::test::TempFile lockFile("kwb-quiet-share");
+    if (lockFile.path.empty())
+        return check(false, "share under the lock: a lock file in /tmp");
+    const char* path = lockFile.path.c_str();
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
+    if (kwb::test::startGpuWorker(worker) != 0)
+        return check(false, "share under the lock: the worker starts");
+    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+                      {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
+    const json free = worker.request(req, 300).response; // its context made: the next waits at its device stage
+    check(free.value("status", std::string()) == "correct", "share under the lock: correct with the lock free", free.value("message", std::string()));
+    LockHolder holder(path, LOCK_EX, 1200, 1500);
+    check(holder.held(), "share under the lock: this test holds it exclusively");
+    const json r = worker.request(req, 300).response;
+    const bool sawWaiting = holder.join();
+    const json share = r.value("stage_detail_ms", json()).value("share", json());
+    std::printf("share under the lock: status %s, share.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n",
+                r.value("status", std::string("?")).c_str(), num(share, "quiet_wait"), num(r, "speedup"), int(sawWaiting));
+    if (holder.procLocks())
+        check(sawWaiting, "share under the lock: the worker was seen waiting for it (/proc/locks)");
+    check(num(share, "quiet_wait") >= 1000, "share under the lock: the evaluation's GPU work waited while it was held", share);
+    check(r.value("status", std::string()) == "correct", "share under the lock: the verdict is still correct", r.value("message", std::string()));
+    worker.stop();
+}
+
 /// The other way round: while this process holds the lock exclusively (as a timing worker
 /// would), a fresh worker's warm waits for it (its GPU parts take it shared), and answers ok
 /// after the release, its quiet_wait >= 1000 ms.
@@ -269,6 +300,7 @@ int main()
     warmChecks(src);
     quietLockChecks(src);
     warmWaitsForTimingChecks(src);
+    evaluationWaitsForTimingChecks(src);
     std::printf("%d failed\n", checks.failures);
     return checks.failures ? 1 : 0;
 }

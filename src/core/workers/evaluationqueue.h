@@ -19,7 +19,8 @@
 // Every submitted job ends in exactly one jobFinished() or jobFailed(), emitted from the event
 // loop, never from inside submit() or cancel().
 //
-// Two evaluations at once per GPU (setEvaluationsPerGpu()): each slot is a supervisor of its own,
+// More than one evaluation at once per GPU (setEvaluationsPerGpu(); one by default, see
+// kDefaultEvaluationsPerGpu for why): each slot is a supervisor of its own,
 // with its own workers and spares, so one candidate's correctness trials run while another's CPU
 // parts (its start, parse, compile, inputs) do. The measurements stay exclusive because the workers
 // keep them so: a timing, a traffic profile or a ceilings measurement holds the GPU's quiet lock
@@ -68,8 +69,13 @@ public:
     /// are held in memory); KernelBench-format jobs hold nothing and are not counted.
     static constexpr int kCompileLookahead = 32;
 
-    /// How many evaluations a local GPU runs at once by default (its slots); see the class comment.
-    static constexpr int kDefaultEvaluationsPerGpu = 2;
+    /// How many evaluations a local GPU runs at once by default (its slots; the class comment).
+    /// One: on an H200 two gained nothing over L1+L2's 20 references (fresh workers 100.1 and 97.7
+    /// candidates/min against 98.6 and 97.2; reuse 141.3 against 144.3, one process): what the
+    /// second slot can overlap is the CPU work outside the GPU-using stages, which the spares
+    /// already hide, while two correctness stages at once slow each other and a timing waits for
+    /// the other's (docs/decisions.md, session 11). Two may pay where CPU parts dominate.
+    static constexpr int kDefaultEvaluationsPerGpu = 1;
     static constexpr int kMaxEvaluationsPerGpu = 4;
 
     /// A GPU per ordinal; each worker sees only its GPU (CUDA_VISIBLE_DEVICES).
