@@ -27,7 +27,8 @@
 //   fresh              a fresh worker per candidate, nothing ahead
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
-// Per candidate, "overhead" is the queue's wall time for the job (handed to the GPU's supervisor
+// A second table sums each mode's jobs: the worker's stages, the waits for the GPU's quiet lock,
+// the time outside the worker. Per candidate, "overhead" is the queue's wall time for the job (handed to the GPU's supervisor
 // until its result) minus the worker's own stage total (stage_ms.total): process start, hello,
 // the request's travel. Per mode, the warmed spares' warm-up (warm_ms.total, the quiet lock's wait
 // included) is reported as its median and count. A separate pass measures compile-ahead throughput alone: every cuda block
@@ -336,6 +337,35 @@ int main(int argc, char** argv)
                     m.value(QLatin1String("total_s")).toDouble(), m.value(QLatin1String("candidates_per_minute")).toDouble(),
                     m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble(),
                     warmed, qPrintable(warm), m.value(QLatin1String("handed_off")).toInt());
+    }
+    // Where each mode's time went: sums over its jobs (ms) of the worker's own stage totals, the
+    // timing's wait for the GPU's quiet lock and its longest, the evaluation's waits for its
+    // shared holds, the time outside the worker (each job's wall less its worker total: waits for
+    // a spare, the request's travel) and the jobs' walls (which overlap with two slots or more).
+    std::printf("\n| mode | worker total | correctness | first trials | timing | timing quiet wait | longest wait | share wait "
+                "| outside the worker | job walls |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    for (const QJsonValue& v : std::as_const(modes)) {
+        const QJsonObject m = v.toObject();
+        double total = 0, correctness = 0, first = 0, timing = 0, wait = 0, longest = 0, share = 0, outside = 0, walls = 0;
+        for (const QJsonValue& j : m.value(QLatin1String("jobs")).toArray()) {
+            const QJsonObject job = j.toObject();
+            const QJsonObject stages = job.value(QLatin1String("stage_ms")).toObject();
+            const QJsonObject detail = job.value(QLatin1String("stage_detail_ms")).toObject();
+            const auto part = [&](const char* stage, const char* name) {
+                return detail.value(QLatin1String(stage)).toObject().value(QLatin1String(name)).toDouble();
+            };
+            total += stages.value(QLatin1String("total")).toDouble();
+            correctness += stages.value(QLatin1String("correctness")).toDouble();
+            first += part("correctness", "first_trial_total");
+            timing += stages.value(QLatin1String("timing")).toDouble();
+            wait += part("timing", "quiet_wait");
+            longest = std::max(longest, part("timing", "quiet_wait"));
+            share += part("share", "quiet_wait");
+            outside += job.value(QLatin1String("overhead_ms")).toDouble();
+            walls += job.value(QLatin1String("wall_ms")).toDouble();
+        }
+        std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", qPrintable(m.value(QLatin1String("mode")).toString()),
+                    total, correctness, first, timing, wait, longest, share, outside, walls);
     }
     std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(compiles)) {
