@@ -382,6 +382,22 @@ private Q_SLOTS:
         QCOMPARE(none.reason, QStringLiteral("no driver"));
     }
 
+    // The quiet lock as hello says it: a path (held), null (none: no lock, or one the worker could
+    // not open), or nothing (an older worker).
+    void helloQuietLock()
+    {
+        const HelloInfo held = decodeHello(json(R"({"ok":true,"protocol":1,"gpu_quiet_lock":"/run/kwb-gpu/gpu0.quiet"})"));
+        QCOMPARE(held.quietLock, QStringLiteral("/run/kwb-gpu/gpu0.quiet"));
+        QVERIFY(held.quietLockAnnounced);
+        const HelloInfo none = decodeHello(json(
+            R"({"ok":true,"protocol":1,"gpu_quiet_lock":null,"gpu_quiet_lock_error":"cannot open /x: No such file or directory"})"));
+        QVERIFY(none.quietLock.isEmpty());
+        QVERIFY(none.quietLockAnnounced);
+        const HelloInfo older = decodeHello(json(R"({"ok":true,"protocol":1})"));
+        QVERIFY(older.quietLock.isEmpty());
+        QVERIFY(!older.quietLockAnnounced);
+    }
+
     void helloProfiles()
     {
         const HelloInfo listed = decodeHello(json(R"({"ok":true,"protocol":1,"profiles":[

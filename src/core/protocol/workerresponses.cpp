@@ -102,6 +102,8 @@ HelloInfo decodeHello(const QJsonObject& r)
     h.tasksDir = str(r, "tasks_dir");
     h.cudaDeviceCount = integer(r, "cuda_device_count");
     h.defaultProfile = str(r, "default_profile");
+    h.quietLockAnnounced = r.contains(QLatin1String("gpu_quiet_lock"));
+    h.quietLock = str(r, "gpu_quiet_lock");
     // `profiles`: a list of settings objects with their names, or an object keyed by name.
     const QJsonValue profiles = at(r, "profiles");
     if (profiles.isArray()) {

@@ -44,6 +44,11 @@ struct HelloInfo
     /// not announce them yet).
     QList<ProfileSettings> profiles;
     QString defaultProfile; ///< the one `evaluate` uses when a request names none (empty: not announced)
+    /// `gpu_quiet_lock`: the GPU's quiet lock the worker holds its GPU work under (its path), empty
+    /// where it holds none (null: no lock, or one it could not open) or says nothing of it (an
+    /// older worker: quietLockAnnounced is false).
+    QString quietLock;
+    bool quietLockAnnounced = false;
     QJsonObject raw;
 
     QStringList profileNames() const;

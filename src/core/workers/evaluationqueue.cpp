@@ -385,29 +385,32 @@ bool EvaluationQueue::runsGpuJob(const Gpu& gpu) const
     });
 }
 
+int EvaluationQueue::firstFreeSlot(const Gpu& gpu) const
+{
+    for (int s = 0; !gpu.lost && s < slotCount(gpu) && s < gpu.gpuSlots.size(); ++s)
+        if (gpu.gpuSlots.at(s).runningJob == 0)
+            return s;
+    return -1;
+}
+
 int EvaluationQueue::freeSlotFor(const Gpu& gpu, const Job& job) const
 {
-    if (gpu.lost)
-        return -1;
-    int free = -1;
-    for (int s = 0; s < slotCount(gpu) && s < gpu.gpuSlots.size() && free < 0; ++s)
-        if (gpu.gpuSlots.at(s).runningJob == 0)
-            free = s;
+    const int free = firstFreeSlot(gpu);
     if (free < 0 || runningJobs(gpu) == 0)
         return free;
     // A job evaluated again alone has its GPU to itself, from its start to its end.
     if (job.alone)
         return -1;
     for (const Slot& slot : gpu.gpuSlots) {
+        if (slot.runningJob == 0)
+            continue;
         const qsizetype index = indexOfJob(slot.runningJob);
         if (index >= 0 && m_jobs.at(index).alone)
             return -1;
-        // Only beside a worker that holds the GPU's quiet lock (its hello names it, with no
-        // error): that lock is what keeps a timing alone on the GPU. One that has not answered
-        // hello yet, or runs without it, has the GPU to itself.
-        const QJsonObject hello = slot.runningJob != 0 ? slot.supervisor->workerHello() : QJsonObject();
-        if (slot.runningJob != 0 &&
-            (!hello.value(QLatin1String("gpu_quiet_lock")).isString() || hello.contains(QLatin1String("gpu_quiet_lock_error"))))
+        // Only beside a worker that holds the GPU's quiet lock (its hello names it): that lock is
+        // what keeps a timing alone on the GPU. One that has not answered hello yet, or runs
+        // without it, has the GPU to itself.
+        if (decodeHello(slot.supervisor->workerHello()).quietLock.isEmpty())
             return -1;
     }
     // Another holder waits for this GPU: the jobs running end, and the lease goes to it then.
@@ -440,13 +443,7 @@ void EvaluationQueue::work()
     for (;;) {
         // Only a GPU with a free slot asks for a job: nextReadyJob() starts a running compile's
         // wait (setCompileWaitLimit) from when a GPU could have taken it.
-        const bool anyFree = std::any_of(m_gpus.cbegin(), m_gpus.cend(), [this](const Gpu& gpu) {
-            for (int s = 0; !gpu.lost && s < slotCount(gpu) && s < gpu.gpuSlots.size(); ++s)
-                if (gpu.gpuSlots.at(s).runningJob == 0)
-                    return true;
-            return false;
-        });
-        if (!anyFree)
+        if (std::none_of(m_gpus.cbegin(), m_gpus.cend(), [this](const Gpu& gpu) { return firstFreeSlot(gpu) >= 0; }))
             break;
         const qsizetype next = nextReadyJob();
         if (next < 0)

@@ -206,8 +206,11 @@ private:
     int runningJobs(const Gpu& gpu) const;
     /// Whether a slot of the GPU runs a job that uses the GPU (and so holds its lease).
     bool runsGpuJob(const Gpu& gpu) const;
+    /// The first slot of the GPU that runs no job and may take one, or -1 (a lost host: none).
+    int firstFreeSlot(const Gpu& gpu) const;
     /// The free slot of the GPU that may take `job` now, or -1: none free, or the job or one
-    /// running there must run alone, or (for a second job) another holder waits for the lease.
+    /// running there must run alone, or (for a second job) another holder waits for the lease,
+    /// or a running job's worker holds no quiet lock.
     int freeSlotFor(const Gpu& gpu, const Job& job) const;
     void scheduleWork();
     void work();

@@ -782,7 +782,8 @@ bool WorkerSupervisor::warmWanted(const QJsonObject& hello) const
 {
     // Without the lock its warm-up would not wait for another process's timing. An older worker
     // says nothing of the lock and answers warm with unknown_type.
-    const bool saysNoLock = hello.contains(QLatin1String("gpu_quiet_lock")) && hello.value(QLatin1String("gpu_quiet_lock")).isNull();
+    const HelloInfo info = decodeHello(hello);
+    const bool saysNoLock = info.quietLockAnnounced && info.quietLock.isEmpty();
     return m_warmSpare && !m_target.isRemote() && !saysNoLock;
 }
 
