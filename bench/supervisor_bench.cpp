@@ -21,6 +21,8 @@
 //                      answered is let go as it exits and the next starts on a spare meanwhile
 //   +nointent          the timing's intent on the quiet lock taken only when it asks for the
 //                      lock (evaluate's "timing_intent": false), not from the last correctness trial
+//   +lockwarmup        the timing's setup and warm-up under its exclusive hold on the quiet lock
+//                      (evaluate's "timing_warmup_shared": false), not before it under the share
 //   +slots<N>          (any mode) N evaluations at once on the GPU, each slot its own supervisor
 //                      and spares (EvaluationQueue::setEvaluationsPerGpu); without it, the queue's
 //                      default. The workers' quiet lock keeps each timing alone on the GPU
@@ -138,12 +140,23 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         // lock, not from the last correctness trial on (docs/protocol.md, the quiet lock)
         if (words.contains(QLatin1String("nointent")))
             options.insert(QStringLiteral("timing_intent"), false);
+        if (words.contains(QLatin1String("lockwarmup")))
+            options.insert(QStringLiteral("timing_warmup_shared"), false);
         const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
         index.insert(id, i);
     };
-    QObject::connect(&queue, &EvaluationQueue::jobStarted, &queue, [&](qint64 id) { started[id].start(); });
+    // When each job was handed to its GPU's supervisor and when each worker took over (ms on
+    // `clock`): a job's spare wait is from its start to the first take-over after it (one slot:
+    // its own worker; a take-over made inside sendRequest, before jobStarted, counts as none).
+    QHash<qint64, double> startedAtMs;
+    QList<double> takeoversMs;
+    QObject::connect(&queue, &EvaluationQueue::jobStarted, &queue, [&](qint64 id) {
+        started[id].start();
+        startedAtMs[id] = double(clock.nsecsElapsed()) / 1e6;
+    });
     for (WorkerSupervisor* s : gpuSlots)
         QObject::connect(s, &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const QJsonObject& hello) {
+            takeoversMs << double(clock.nsecsElapsed()) / 1e6;
             const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
             if (!warm.isObject())
                 return;
@@ -161,12 +174,22 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
             overheads << wall - workerMs;
             walls << wall;
         }
+        double spareWait = 0;
+        if (startedAtMs.contains(id)) {
+            const double from = startedAtMs[id], to = double(clock.nsecsElapsed()) / 1e6;
+            for (double t : std::as_const(takeoversMs))
+                if (t >= from && t <= to) {
+                    spareWait = t - from;
+                    break;
+                }
+        }
         jobs.append(QJsonObject{{QStringLiteral("task"), c.task},
                                 {QStringLiteral("file"), c.file},
                                 {QStringLiteral("status"), status},
                                 {QStringLiteral("wall_ms"), wall},
                                 {QStringLiteral("worker_ms"), workerMs},
                                 {QStringLiteral("overhead_ms"), workerMs > 0 ? wall - workerMs : 0.0},
+                                {QStringLiteral("spare_wait_ms"), spareWait},
                                 {QStringLiteral("compile_cached"), wasCached},
                                 {QStringLiteral("speedup"), result.value(QLatin1String("speedup"))},
                                 {QStringLiteral("slot"), result.value(QLatin1String("slot"))},
@@ -341,12 +364,15 @@ int main(int argc, char** argv)
     // Where each mode's time went: sums over its jobs (ms) of the worker's own stage totals, the
     // timing's wait for the GPU's quiet lock and its longest, the evaluation's waits for its
     // shared holds, the time outside the worker (each job's wall less its worker total: waits for
-    // a spare, the request's travel) and the jobs' walls (which overlap with two slots or more).
-    std::printf("\n| mode | worker total | correctness | first trials | timing | timing quiet wait | longest wait | share wait "
-                "| outside the worker | job walls |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+    // a spare, the request's travel), of it the waits for a spare still starting or warming (one
+    // slot: exact; more: each job's first take-over after its start) and the jobs' walls (which
+    // overlap with two slots or more).
+    std::printf("\n| mode | worker total | correctness | first trials | timing | timing warm-up | timing quiet wait | longest wait "
+                "| share wait | outside the worker | spare wait | job walls |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
-        double total = 0, correctness = 0, first = 0, timing = 0, wait = 0, longest = 0, share = 0, outside = 0, walls = 0;
+        double total = 0, correctness = 0, first = 0, timing = 0, warmup = 0, wait = 0, longest = 0, share = 0, outside = 0,
+               spare = 0, walls = 0;
         for (const QJsonValue& j : m.value(QLatin1String("jobs")).toArray()) {
             const QJsonObject job = j.toObject();
             const QJsonObject stages = job.value(QLatin1String("stage_ms")).toObject();
@@ -358,14 +384,17 @@ int main(int argc, char** argv)
             correctness += stages.value(QLatin1String("correctness")).toDouble();
             first += part("correctness", "first_trial_total");
             timing += stages.value(QLatin1String("timing")).toDouble();
+            warmup += part("timing", "measurement_warmup");
             wait += part("timing", "quiet_wait");
             longest = std::max(longest, part("timing", "quiet_wait"));
             share += part("share", "quiet_wait");
             outside += job.value(QLatin1String("overhead_ms")).toDouble();
+            spare += job.value(QLatin1String("spare_wait_ms")).toDouble();
             walls += job.value(QLatin1String("wall_ms")).toDouble();
         }
-        std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", qPrintable(m.value(QLatin1String("mode")).toString()),
-                    total, correctness, first, timing, wait, longest, share, outside, walls);
+        std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+                    qPrintable(m.value(QLatin1String("mode")).toString()), total, correctness, first, timing, warmup, wait, longest,
+                    share, outside, spare, walls);
     }
     std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(compiles)) {

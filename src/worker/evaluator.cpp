@@ -612,6 +612,9 @@ struct Evaluation {
     /// (announceTiming): the spares' warm parts running then end before the timing asks for it.
     std::unique_ptr<GpuQuietLock::Intent> timingIntent;
     bool timingIntentEarly = true; ///< the request's `timing_intent` (false: the benchmark's comparison)
+    /// The request's `timing_warmup_shared` (false: the benchmark's comparison): the timing's setup
+    /// and warm-up run before its exclusive hold, while the GPU's other work drains.
+    bool warmupShared = true;
     void announceTiming()
     {
         if (timingIntent || !timingIntentEarly || !cuda || !doTime || !quietLock)
@@ -867,6 +870,7 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     ev.doTime = req.value("time", true);
     ev.reuseReference = req.value("reuse_reference", true);
     ev.timingIntentEarly = req.value("timing_intent", true);
+    ev.warmupShared = req.value("timing_warmup_shared", true);
     ev.profileTraffic = req.value(protocol::kProfileTrafficField, false);
     if (req.contains("retime_after_trace")) {
         ev.retimeAttached = req.at("retime_after_trace") == json("attached");
@@ -1901,14 +1905,18 @@ bool timingStage(Evaluation& ev)
     if (ev.cuda)
         syncCuda(); // the sets' generation and fingerprints, in input_sets
     lap("input_sets");
-    // The GPU to itself from the first warm-up pair to the last sample: no other worker on this
-    // GPU warms (shared), times or profiles (exclusive) meanwhile (docs/protocol.md, the quiet lock).
-    ev.measureGpu();
-    const GpuQuietLock::Hold quiet(ev.cuda ? ev.quietLock : nullptr, GpuQuietLock::Mode::Exclusive);
-    ev.addDetail("timing", "quiet_wait", quiet.waitMs());
-    if (!quiet.error().empty())
-        ev.res["gpu_quiet_lock_error"] = quiet.error();
-    lapStart = Clock::now();
+    // The GPU to itself from the first timed call to the last: no other worker on this GPU warms
+    // (shared), times or profiles (exclusive) meanwhile (docs/protocol.md, the quiet lock). The
+    // adaptive method takes it after its warm-up (measure::Settings::quiet), which runs under the
+    // evaluation's share while the parts that others began before the timing's intent end.
+    std::optional<GpuQuietLock::Hold> quiet;
+    const auto takeQuiet = [&ev, &quiet]() -> double {
+        ev.measureGpu();
+        quiet.emplace(ev.cuda ? ev.quietLock : nullptr, GpuQuietLock::Mode::Exclusive);
+        if (!quiet->error().empty())
+            ev.res["gpu_quiet_lock_error"] = quiet->error();
+        return quiet->waitMs();
+    };
     const int trials = ev.prof.timing.trials;
     std::set<int> checked;
     for (int k = 0; k < nSets; ++k)
@@ -2031,6 +2039,10 @@ bool timingStage(Evaluation& ev)
     }
     settings.l2Flush = ev.prof.l2Flush;
     settings.statistic = ev.prof.statistic;
+    if (ev.warmupShared)
+        settings.quiet = takeQuiet;
+    else
+        takeQuiet(); // the old order (the request's `timing_warmup_shared`: false): the setup and warm-up under the hold
     measure::Comparison timed;
     const auto mismatch = [&](const TimedOutputMismatch& e) {
         ev.res["timing"] = {{"input_sets", nSets}, {"checked_calls", checks}};
@@ -2039,9 +2051,13 @@ bool timingStage(Evaluation& ev)
     try {
         timed = measure::compare(prepareRef, prepareCand, settings);
     } catch (const TimedOutputMismatch& e) {
+        ev.addDetail("timing", "quiet_wait", quiet ? quiet->waitMs() : 0.0);
         return mismatch(e);
     }
-    lap("measurement");
+    const double quietWaitMs = quiet ? quiet->waitMs() : 0.0;
+    ev.addDetail("timing", "quiet_wait", quietWaitMs);
+    lapStart += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(quietWaitMs));
+    lap("measurement"); // less the wait, counted apart
     ev.addDetail("timing", "measurement_setup", timed.setupMs);
     ev.addDetail("timing", "measurement_warmup", timed.warmupMs);
     ev.addDetail("timing", "measurement_output_checks", checksMs);

@@ -67,7 +67,18 @@ struct Settings {
     /// rewritten with the reference samples this measurement ended with.
     CachedReference* cache = nullptr;
     ReuseKey key;
+    /// Takes the GPU to itself (the evaluator's exclusive hold on the quiet lock) and returns how
+    /// long that waited, in ms; null: nothing to take. Called once, before the first timed call:
+    /// in the adaptive method after the setup and the warm-up, which run meanwhile beside the
+    /// other work on the GPU whose end the wait is for (nothing they time is kept); in the fixed
+    /// method before its first warm-up, as KernelBench has it. Where it waited longer than
+    /// kRewarmAfterWaitMs, one more untimed pair runs before the first timed one.
+    std::function<double()> quiet;
 };
+
+/// A wait for the GPU longer than this after the warm-up, and one more untimed pair runs first:
+/// the GPU idled meanwhile (clocks, caches), and the first timed pair must not pay for it.
+inline constexpr double kRewarmAfterWaitMs = 1.0;
 
 /// With a reused reference: one pair in this many times the reference.
 inline constexpr int kReuseStride = 4;
@@ -93,10 +104,12 @@ struct Comparison {
     std::string clockProbe;   ///< why the SM clock was not measured, or ""
     int referenceReused = 0;  ///< cached reference samples pooled in (0: none)
     bool reuseRejected = false; ///< a cache was offered but its samples disagreed with fresh ones
-    double wallMs = 0;        ///< the timing loop's wall time (its warm-up included)
+    double wallMs = 0;        ///< the timing loop's wall time (its warm-up included, quietWaitMs not)
     double setupMs = 0;       ///< before the loop: the flush buffer, the clock probe, the CPU pin
     double warmupMs = 0;      ///< the warm-up calls
-    int warmupPairs = 0;      ///< adaptive: the warm-up pairs run (at least warmup, and min_warmup_ms of them)
+    int warmupPairs = 0;      ///< adaptive: the warm-up pairs run (at least warmup, and min_warmup_ms of them; rewarm included)
+    double quietWaitMs = 0;   ///< Settings::quiet's wait: neither in wallMs nor in the stopping rule's time
+    int rewarmPairs = 0;      ///< adaptive: untimed pairs run after that wait (kRewarmAfterWaitMs)
     nlohmann::json cpu;       ///< where the loop's thread ran (cpu_affinity.hpp's ThreadPin), null on the CPU
     /// {"reference","candidate","clock","method","stop_reason","samples","throttled",
     ///  "speedup_interval",…}: the response's `timing`.

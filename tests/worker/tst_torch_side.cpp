@@ -3,6 +3,7 @@
 // file that includes torch headers costs ~30 s to compile.
 #include "candidate_parser.hpp"
 #include "evaluator.hpp"
+#include "measure.hpp"
 #include "protocol.hpp"
 #include "script_host.hpp"
 #include "source_check.hpp"
@@ -749,4 +750,65 @@ TEST_CASE("pre-checks: an include outside the toolkit is rejected, by evaluate a
     json r = ev.evaluate(*t, {{"cuda", kernel}, {"python", py}, {"device", "none"}, {"arch", "sm_90"},
                               {"cubin_b64", "AAAA"}, {"cubin_arch", "sm_90"}, {"cubin_source_hash", protocol::sourceHash(block(kernel))}});
     CHECK(r["compile"].value("cached", false));
+}
+
+TEST_CASE("timing: the adaptive method warms up before it takes the GPU, then rewarms after a wait")
+{
+    // Calls are counted by the prepares (warm-up calls get index -1); the quiet hook records how
+    // many had been prepared when it was called, and returns a wait (ms) as the lock would.
+    struct Log {
+        int warm = 0, timed = 0, warmAtQuiet = -1, timedAtQuiet = -1, quietCalls = 0;
+    };
+    const auto run = [](measure::Method m, double wait, Log* log) {
+        const auto prepare = [log](int index) -> measure::Call {
+            (index < 0 ? log->warm : log->timed)++;
+            return [] {};
+        };
+        measure::Settings s;
+        s.cuda = false;
+        s.method = m;
+        s.quiet = [log, wait] {
+            ++log->quietCalls;
+            log->warmAtQuiet = log->warm;
+            log->timedAtQuiet = log->timed;
+            return wait;
+        };
+        return measure::compare(prepare, prepare, s);
+    };
+    measure::Method adaptive;
+    adaptive.warmup = 3;
+    adaptive.minWarmupMs = 0;
+    adaptive.minSamples = 10;
+    adaptive.minGpuMs = 0;
+    adaptive.trials = 20;
+    Log a;
+    measure::Comparison c = run(adaptive, 0.0, &a);
+    CHECK(a.quietCalls == 1);
+    CHECK(a.warmAtQuiet == 6); // three warm-up pairs, before the hold
+    CHECK(a.timedAtQuiet == 0); // no timed call before it
+    CHECK(c.rewarmPairs == 0);
+    CHECK(c.warmupPairs == 3);
+    CHECK(a.warm == 6);
+
+    Log b; // the hold waited 5 ms: one more untimed pair, after it, before the first timed one
+    c = run(adaptive, 5.0, &b);
+    CHECK(b.warmAtQuiet == 6);
+    CHECK(b.timedAtQuiet == 0);
+    CHECK(c.rewarmPairs == 1);
+    CHECK(c.warmupPairs == 4);
+    CHECK(b.warm == 8);
+    CHECK(c.quietWaitMs == doctest::Approx(5.0));
+    CHECK(c.toJson().value("quiet_wait_ms", -1.0) == doctest::Approx(5.0));
+    CHECK(c.toJson().value("rewarm_pairs", -1) == 1);
+
+    measure::Method fixed = adaptive; // KernelBench's method: the hold before its first warm-up
+    fixed.kind = "fixed";
+    fixed.trials = 4;
+    Log f;
+    c = run(fixed, 5.0, &f);
+    CHECK(f.quietCalls == 1);
+    CHECK(f.warmAtQuiet == 0);
+    CHECK(f.timedAtQuiet == 0);
+    CHECK(c.rewarmPairs == 0);
+    CHECK(f.timed == 8);
 }
