@@ -631,10 +631,24 @@ struct Evaluation {
     /// this GPU may run beside it, but its timing or traffic profile never does (they hold the
     /// lock exclusively, and let the share go first: measureGpu).
     std::unique_ptr<GpuQuietLock::Hold> gpuShare;
+    /// The evaluations' turn on this GPU (GpuQuietLock::Turn): taken before the first share, never
+    /// while holding one, and let go once the last exclusive measurement has ended (endTurn).
+    std::unique_ptr<GpuQuietLock::Turn> turn;
+    bool turnTaken = false;
+    void endTurn()
+    {
+        if (turn)
+            turn->release();
+    }
     void shareGpu()
     {
         if (gpuShare || !cuda || !quietLock)
             return;
+        if (!turnTaken) {
+            turnTaken = true;
+            turn = std::make_unique<GpuQuietLock::Turn>(quietLock);
+            addDetail("share", "turn_wait", turn->waitMs());
+        }
         gpuShare = std::make_unique<GpuQuietLock::Hold>(quietLock, GpuQuietLock::Mode::Shared);
         addDetail("share", "quiet_wait", gpuShare->waitMs());
         if (!gpuShare->error().empty())
@@ -2218,6 +2232,9 @@ json Evaluator::evaluate(const Task& task, const json& req)
         ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
         if (!timingStage(ev))
             return ev.response();
+        // Measured: the next evaluation on this GPU may start its GPU stages beside the trace.
+        if (!ev.retimeAfterTrace && !ev.profileTraffic)
+            ev.endTurn();
         ev.shareGpu(); // the trace runs the candidate again, beside nothing measured
         if (!traceStage(ev))
             return ev.response();
@@ -2233,6 +2250,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
             ev.res["timing_after_trace_cupti"] = ev.retimeAttached ? "attached" : "detached";
         }
         trafficStage(ev);
+        ev.endTurn();
     } catch (const std::exception& e) {
         // torch's own errors (out of memory, a shape the reference rejects, …) anywhere past the load
         std::string msg = e.what();

@@ -17,10 +17,13 @@ GpuQuietLock::GpuQuietLock(std::string path) : m_path(std::move(path))
         return;
     }
     m_intentFd = ::open(intentPath(m_path).c_str(), O_RDONLY | O_CLOEXEC); // -1: no writers-first gate
+    m_turnFd = ::open(turnPath(m_path).c_str(), O_RDONLY | O_CLOEXEC);     // -1: no evaluations' turn
 }
 
 GpuQuietLock::~GpuQuietLock()
 {
+    if (m_turnFd >= 0)
+        ::close(m_turnFd);
     if (m_intentFd >= 0)
         ::close(m_intentFd);
     if (m_fd >= 0)
@@ -74,6 +77,23 @@ GpuQuietLock::Intent::~Intent()
 {
     if (m_fd >= 0)
         ::flock(m_fd, LOCK_UN); // already let go where the Hold that followed has the lock
+}
+
+GpuQuietLock::Turn::Turn(const GpuQuietLock* lock)
+{
+    if (!lock || lock->m_fd < 0 || lock->m_turnFd < 0)
+        return;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (flockRetrying(lock->m_turnFd, LOCK_EX) == 0)
+        m_fd = lock->m_turnFd;
+    m_waitMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void GpuQuietLock::Turn::release()
+{
+    if (m_fd >= 0)
+        ::flock(m_fd, LOCK_UN);
+    m_fd = -1;
 }
 
 GpuQuietLock::Hold::~Hold()

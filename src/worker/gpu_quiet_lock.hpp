@@ -12,6 +12,13 @@
 // exclusive hold, shared for a shared one) and lets it go once it holds the lock itself, so a
 // waiting measurement keeps new warm parts out and waits only for the parts already running. A
 // supervisor that made no intent file (an older one) leaves the lock as it was.
+//
+// The evaluations' turn: `<path>.turn`, held exclusively by an evaluation from its first GPU use
+// until its last exclusive measurement has ended (Turn). Two evaluations on one GPU (the queue's
+// slots) then never run their GPU stages before their timings side by side, which slowed both
+// and kept each timing waiting for the other's correctness; the next one's GPU stages overlap
+// only this one's trace, answer and exit, its CPU stages anything. Taken before any hold, never
+// while holding one (the holder of the turn may be waiting for the lock exclusively).
 #include <string>
 
 namespace kwb {
@@ -30,6 +37,9 @@ public:
     /// `<path>.intent`, the writers-first gate; usable only where that file could be opened.
     static std::string intentPath(const std::string& path) { return path + ".intent"; }
     bool writersFirst() const { return m_intentFd >= 0; }
+    /// `<path>.turn`, the evaluations' turn; usable only where that file could be opened.
+    static std::string turnPath(const std::string& path) { return path + ".turn"; }
+    bool turns() const { return m_turnFd >= 0; }
     /// Why the file could not be opened ("" when it could).
     const std::string& error() const { return m_error; }
 
@@ -76,10 +86,29 @@ public:
         double m_waitMs = 0;
     };
 
+    /// An evaluation's turn on the GPU: `<path>.turn` held exclusively from construction (waiting
+    /// for the evaluation before this one to pass its measurements) until release() or the end
+    /// of its scope. Without a turn file (an older supervisor) or a lock it holds nothing.
+    class Turn {
+    public:
+        explicit Turn(const GpuQuietLock* lock);
+        ~Turn() { release(); }
+        Turn(const Turn&) = delete;
+        Turn& operator=(const Turn&) = delete;
+        void release();
+        double waitMs() const { return m_waitMs; }
+        bool held() const { return m_fd >= 0; }
+
+    private:
+        int m_fd = -1;
+        double m_waitMs = 0;
+    };
+
 private:
     std::string m_path;
     int m_fd = -1;
     int m_intentFd = -1;
+    int m_turnFd = -1;
     std::string m_error;
 };
 

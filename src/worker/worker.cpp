@@ -106,6 +106,8 @@ json Worker::hello()
     out["gpu_quiet_lock"] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
     // Whether its holds pass the writers-first gate (<lock>.intent, gpu_quiet_lock.hpp).
     out["gpu_quiet_lock_writers_first"] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
+    // Whether its evaluations take turns on the GPU (<lock>.turn, gpu_quiet_lock.hpp).
+    out["gpu_quiet_lock_turns"] = m_quietLock && m_quietLock->usable() && m_quietLock->turns();
     if (m_quietLock && !m_quietLock->usable())
         out["gpu_quiet_lock_error"] = m_quietLock->error();
     return out;

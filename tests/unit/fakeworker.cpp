@@ -131,6 +131,7 @@ bool g_warm = false; // a warm has been answered: the next answers at once
 QString g_quietLockPath;      // --gpu-quiet-lock
 int g_quietLockFd = -1;       // open when it could be opened
 bool g_quietIntent = false;   // its <path>.intent could be opened too (the sandbox binds it)
+bool g_quietTurn = false;     // its <path>.turn, likewise
 QString g_quietLockError;     // why not
 qint64 g_startedMs = 0;
 qint64 g_receivedMs = 0;
@@ -433,6 +434,7 @@ QJsonObject answer(const QJsonObject& request)
             response.insert(QStringLiteral("gpu_quiet_lock"),
                             g_quietLockFd >= 0 ? QJsonValue(g_quietLockPath) : QJsonValue(QJsonValue::Null));
             response.insert(QStringLiteral("gpu_quiet_lock_writers_first"), g_quietLockFd >= 0 && g_quietIntent);
+            response.insert(QStringLiteral("gpu_quiet_lock_turns"), g_quietLockFd >= 0 && g_quietTurn);
             if (!g_quietLockError.isEmpty())
                 response.insert(QStringLiteral("gpu_quiet_lock_error"), g_quietLockError);
         }
@@ -885,6 +887,10 @@ int main(int argc, char** argv)
         g_quietIntent = intent >= 0;
         if (intent >= 0)
             ::close(intent);
+        const int turn = ::open((g_quietLockPath + QStringLiteral(".turn")).toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
+        g_quietTurn = turn >= 0;
+        if (turn >= 0)
+            ::close(turn);
         if (g_quietLockFd < 0) {
             g_quietLockError = QString::fromLocal8Bit(std::strerror(errno));
             std::fprintf(stderr, "fake worker: no GPU quiet lock %s: %s\n", qPrintable(g_quietLockPath),

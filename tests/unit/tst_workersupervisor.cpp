@@ -1208,6 +1208,7 @@ private Q_SLOTS:
         QVERIFY(path.endsWith(QLatin1String(".quiet")));
         QFile::remove(path);
         QFile::remove(GpuLeases::quietIntentPath(path));
+        QFile::remove(GpuLeases::quietTurnPath(path));
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(ending.hasResponse, qPrintable(ending.status + QLatin1String(": ") + ending.message));
@@ -1215,6 +1216,7 @@ private Q_SLOTS:
         const QJsonObject hello = helloOf(available, pidOf(ending));
         QCOMPARE(hello.value(QLatin1String("gpu_quiet_lock")).toString(), path);
         QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_writers_first")).toBool()); // its intent file reached it
+        QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_turns")).toBool()); // its turn file too
         QVERIFY2(!hello.contains(QLatin1String("gpu_quiet_lock_error")),
                  qPrintable(hello.value(QLatin1String("gpu_quiet_lock_error")).toString()));
         QFileInfo file(path);
@@ -1224,6 +1226,10 @@ private Q_SLOTS:
         const QFileInfo intent(GpuLeases::quietIntentPath(path));
         QVERIFY(intent.exists());
         QCOMPARE(intent.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther), QFileDevice::Permissions());
+        // The evaluations' turn beside it, made with it.
+        const QFileInfo turn(GpuLeases::quietTurnPath(path));
+        QVERIFY(turn.exists());
+        QCOMPARE(turn.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther), QFileDevice::Permissions());
         QCOMPARE(file.permissions() & (QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadGroup |
                                        QFileDevice::WriteGroup | QFileDevice::ReadOther | QFileDevice::WriteOther),
                  QFileDevice::ReadOwner | QFileDevice::WriteOwner);

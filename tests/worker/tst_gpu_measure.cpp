@@ -207,6 +207,47 @@ void evaluationWaitsForTimingChecks(const std::string& src)
     worker.stop();
 }
 
+/// While this process holds the evaluations' turn (`<lock>.turn`, as the evaluation before it on
+/// this GPU does until it has been timed), an evaluation's GPU work waits for it: the wait shows
+/// as stage_detail_ms.share.turn_wait >= 1000, the verdict unchanged, and the worker has let the
+/// turn go by the time it answers.
+void evaluationWaitsForItsTurnChecks(const std::string& src)
+{
+    const kwb::test::TempFile lockFile("kwb-quiet-turn");
+    if (lockFile.path.empty())
+        return check(false, "turn: a lock file in /tmp");
+    const std::string turnPath = lockFile.path + ".turn";
+    std::ofstream(turnPath).close();
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", lockFile.path});
+    if (kwb::test::startGpuWorker(worker) != 0)
+        return check(false, "turn: the worker starts");
+    const json hello = worker.request({{"type", "hello"}}, 60).response;
+    check(hello.value("gpu_quiet_lock_turns", false), "turn: hello says the worker takes turns", hello);
+    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+                      {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
+    const json free = worker.request(req, 300).response;
+    check(free.value("status", std::string()) == "correct", "turn: correct with the turn free", free.value("message", std::string()));
+    {
+        LockHolder holder(turnPath.c_str(), LOCK_EX, 1200, 1500);
+        check(holder.held(), "turn: this test holds it");
+        const json r = worker.request(req, 300).response;
+        const bool sawWaiting = holder.join();
+        const json share = r.value("stage_detail_ms", json()).value("share", json());
+        std::printf("turn: status %s, share.turn_wait %.1f ms, speedup %.4f, seen waiting %d\n", r.value("status", std::string("?")).c_str(),
+                    num(share, "turn_wait"), num(r, "speedup"), int(sawWaiting));
+        if (holder.procLocks())
+            check(sawWaiting, "turn: the worker was seen waiting for it (/proc/locks)");
+        check(num(share, "turn_wait") >= 1000, "turn: the evaluation's GPU work waited for its turn", share);
+        check(r.value("status", std::string()) == "correct", "turn: the verdict is still correct", r.value("message", std::string()));
+    }
+    const int fd = ::open(turnPath.c_str(), O_RDONLY | O_CLOEXEC);
+    check(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0, "turn: let go by the time the worker answered");
+    if (fd >= 0)
+        ::close(fd);
+    worker.stop();
+    std::remove(turnPath.c_str());
+}
+
 /// The other way round: while this process holds the lock exclusively (as a timing worker
 /// would), a fresh worker's warm waits for it (its GPU parts take it shared), and answers ok
 /// after the release, its quiet_wait >= 1000 ms.
@@ -301,6 +342,7 @@ int main()
     quietLockChecks(src);
     warmWaitsForTimingChecks(src);
     evaluationWaitsForTimingChecks(src);
+    evaluationWaitsForItsTurnChecks(src);
     std::printf("%d failed\n", checks.failures);
     return checks.failures ? 1 : 0;
 }

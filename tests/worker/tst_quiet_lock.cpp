@@ -237,6 +237,62 @@ TEST_CASE("two evaluations sharing the GPU: an intent refused at once, a timing 
     ::unlink(intent.c_str());
 }
 
+TEST_CASE("the evaluations' turn: the next one's GPU work starts once this one is measured, a spare's warm any time")
+{
+    LockFile file;
+    const std::string turnFile = GpuQuietLock::turnPath(file.path);
+    {
+        GpuQuietLock without(file.path); // no turn file (an older supervisor): a no-op
+        CHECK_FALSE(without.turns());
+        const GpuQuietLock::Turn none(&without);
+        CHECK_FALSE(none.held());
+        CHECK(none.waitMs() == 0);
+    }
+    const int made = ::open(turnFile.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(made >= 0);
+    ::close(made);
+    GpuQuietLock a(file.path), b(file.path), spare(file.path);
+    CHECK(a.turns());
+    // A: its turn, then its share (the evaluation's GPU work before the timing)
+    std::optional<GpuQuietLock::Turn> turnA;
+    turnA.emplace(&a);
+    REQUIRE(turnA->held());
+    std::optional<GpuQuietLock::Hold> shareA;
+    shareA.emplace(&a, GpuQuietLock::Mode::Shared);
+    // B asks for its turn meanwhile, holding nothing (it never waits for the turn holding a share)
+    std::atomic<bool> bHasTurn{false};
+    double bWaited = 0;
+    std::thread evaluationB([&] {
+        const GpuQuietLock::Turn turnB(&b);
+        CHECK(turnB.held());
+        bWaited = turnB.waitMs();
+        bHasTurn = true;
+        const GpuQuietLock::Hold shareB(&b, GpuQuietLock::Mode::Shared); // B's correctness
+        CHECK(shareB.held());
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK_FALSE(bHasTurn.load());
+    {
+        // A spare's warm part takes no turn: it shares the GPU beside A's correctness as before
+        const GpuQuietLock::Hold warmPart(&spare, GpuQuietLock::Mode::Shared);
+        CHECK(warmPart.held());
+    }
+    shareA.reset(); // A's timing: exclusive, B still waiting for its turn, not for the lock
+    {
+        const GpuQuietLock::Hold timingA(&a, GpuQuietLock::Mode::Exclusive);
+        CHECK(timingA.held());
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        CHECK_FALSE(bHasTurn.load());
+    }
+    turnA->release(); // measured: B's GPU work may start beside A's trace
+    CHECK_FALSE(turnA->held());
+    const GpuQuietLock::Hold traceA(&a, GpuQuietLock::Mode::Shared);
+    evaluationB.join();
+    CHECK(bHasTurn.load());
+    CHECK(bWaited >= 140);
+    ::unlink(turnFile.c_str());
+}
+
 TEST_CASE("no lock, or one that cannot be opened: every hold is a no-op, and the error says why")
 {
     const GpuQuietLock::Hold none(nullptr, GpuQuietLock::Mode::Exclusive);

@@ -696,6 +696,7 @@ TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this mach
     CHECK(hello["gpu_quiet_lock"] == lock.path);
     CHECK_FALSE(hello.contains("gpu_quiet_lock_error"));
     CHECK(hello["gpu_quiet_lock_writers_first"] == false); // no intent file beside this one
+    CHECK(hello["gpu_quiet_lock_turns"] == false);         // nor a turn file
     checkWarmAnswer(hello, worker.request({{"id", 2}, {"type", "warm"}}, 120).response);
     // a second warm, and the worker still serves
     checkWarmAnswer(hello, worker.request({{"id", 3}, {"type", "warm"}}, 60).response);
@@ -711,18 +712,21 @@ TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this mach
     CHECK(r["stage_detail_ms"]["timing"]["quiet_wait"] == 0.0);
 }
 
-TEST_CASE("--gpu-quiet-lock with its intent file beside it: hello says its holds are writers-first")
+TEST_CASE("--gpu-quiet-lock with its intent and turn files beside it: hello says its holds are writers-first and take turns")
 {
     TempLockFile lock;
-    const std::string intent = lock.path + ".intent";
+    const std::string intent = lock.path + ".intent", turn = lock.path + ".turn";
     std::ofstream(intent).close();
+    std::ofstream(turn).close();
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
     std::string err;
     REQUIRE_MESSAGE(worker.start(&err), err);
     const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
     CHECK(hello["gpu_quiet_lock"] == lock.path);
     CHECK(hello["gpu_quiet_lock_writers_first"] == true);
+    CHECK(hello["gpu_quiet_lock_turns"] == true);
     std::remove(intent.c_str());
+    std::remove(turn.c_str());
 }
 
 TEST_CASE("warm with python: true starts the embedded Python once, device or not; a non-boolean is refused")

@@ -165,14 +165,20 @@ QString GpuLeases::quietIntentPath(const QString& quietLock)
     return quietLock + QStringLiteral(".intent");
 }
 
+QString GpuLeases::quietTurnPath(const QString& quietLock)
+{
+    return quietLock + QStringLiteral(".turn");
+}
+
 QString GpuLeases::ensureQuietLock(const QString& key)
 {
     const QString path = quietLockPath(key);
     QDir().mkpath(QFileInfo(path).absolutePath());
     // Never truncated or written: they only carry flocks, which other processes may hold now. The
-    // intent file is the lock's writers-first gate (src/worker/gpu_quiet_lock.hpp); without it the
-    // lock still works, readers first.
-    for (const QString& file : {path, quietIntentPath(path)}) {
+    // intent file is the lock's writers-first gate, the turn file the evaluations' turn
+    // (src/worker/gpu_quiet_lock.hpp); without them the lock still works, readers first, and two
+    // evaluations on one GPU overlap anywhere outside their timings.
+    for (const QString& file : {path, quietIntentPath(path), quietTurnPath(path)}) {
         const int fd = ::open(QFile::encodeName(file).constData(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0) {
             if (file == path)

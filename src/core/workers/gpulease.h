@@ -128,7 +128,11 @@ public:
     /// GpuQuietLock::intentPath): every hold takes it first, so a waiting timing keeps new warm
     /// parts out.
     static QString quietIntentPath(const QString& quietLock);
-    /// quietLockPath(key) and its intent file, created empty with mode 0600 where missing (the
+    /// The evaluations' turn beside it, `<lock>.turn` (the worker's GpuQuietLock::turnPath): an
+    /// evaluation holds it from its first GPU use until its measurements have ended, so that two
+    /// on one GPU (EvaluationQueue's slots) overlap only past their timings.
+    static QString quietTurnPath(const QString& quietLock);
+    /// quietLockPath(key), its intent file and its turn file, created empty with mode 0600 where missing (the
     /// directory too); empty when the lock cannot be created (then the worker gets no quiet lock).
     static QString ensureQuietLock(const QString& key);
 

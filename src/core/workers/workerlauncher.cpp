@@ -383,10 +383,11 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     // flock needs no more.
     if (!options.gpuQuietLock.isEmpty()) {
         launch.arguments << QStringLiteral("--ro-bind") << options.gpuQuietLock << options.gpuQuietLock;
-        // Its writers-first gate, where the supervisor made one (bwrap refuses a missing source).
-        const QString intent = GpuLeases::quietIntentPath(options.gpuQuietLock);
-        if (QFileInfo::exists(intent))
-            launch.arguments << QStringLiteral("--ro-bind") << intent << intent;
+        // Its writers-first gate and its evaluations' turn, where the supervisor made them (bwrap
+        // refuses a missing source).
+        for (const QString& beside : {GpuLeases::quietIntentPath(options.gpuQuietLock), GpuLeases::quietTurnPath(options.gpuQuietLock)})
+            if (QFileInfo::exists(beside))
+                launch.arguments << QStringLiteral("--ro-bind") << beside << beside;
     }
     launch.arguments << QStringLiteral("--") << program;
     launch.arguments += workerArguments;
