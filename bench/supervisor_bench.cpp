@@ -21,6 +21,8 @@
 //                      answered is let go as it exits and the next starts on a spare meanwhile
 //   +nointent          the timing's intent on the quiet lock taken only when it asks for the
 //                      lock (evaluate's "timing_intent": false), not from the last correctness trial
+//   +exitfree          (fresh modes) a handed-off worker gets its EOF at once, its exit not held
+//                      under the quiet lock (WorkerSupervisor::setExitUnderLock(false))
 //   +lockwarmup        the timing's setup and warm-up under its exclusive hold on the quiet lock
 //                      (evaluate's "timing_warmup_shared": false), not before it under the share
 //   +slots<N>          (any mode) N evaluations at once on the GPU, each slot its own supervisor
@@ -120,6 +122,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         // "wait": the next fresh worker's request waits for the last worker's exit (as before the
         // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
         s->setHandOffLeaving(!words.contains(QLatin1String("wait")));
+        s->setExitUnderLock(!words.contains(QLatin1String("exitfree")));
     }
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 

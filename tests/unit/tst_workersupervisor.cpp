@@ -680,6 +680,36 @@ private Q_SLOTS:
         QCOMPARE(answered.first().at(0).toLongLong(), second);
     }
 
+    // The benchmark's comparison (setExitUnderLock(false)): a handed-off worker exits at once, the
+    // lock held exclusively or not.
+    void exitNotUnderLockEndsAHandedOffWorkerAtOnce()
+    {
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log);
+        supervisor->setExitUnderLock(false);
+        QVERIFY(!supervisor->exitUnderLock());
+        const QString lock = GpuLeases::quietLockPath(workerGpuKey(workerEnvironment()));
+        QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        const int timing = ::open(QFile::encodeName(lock).constData(), O_RDONLY | O_CLOEXEC);
+        QVERIFY(timing >= 0);
+        const auto closeTiming = qScopeGuard([timing] { ::close(timing); });
+        QTRY_VERIFY_WITH_TIMEOUT(::flock(timing, LOCK_EX | LOCK_NB) == 0, kWaitMs);
+        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
+            QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
+        QVERIFY2(one.hasResponse, qPrintable(one.message));
+        QCOMPARE(supervisor->handedOffWorkers(), 1);
+        const auto ended = [&] {
+            for (const QList<QVariant>& f : finished)
+                if (f.at(0).toLongLong() == pidOf(one))
+                    return true;
+            return false;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(ended(), kWaitMs); // while this test still holds the lock exclusively
+        ::flock(timing, LOCK_UN);
+    }
+
     // An evaluation beside a leaving worker that runs out of device memory may have failed for the
     // leaving worker's memory: the machine's doing. It runs again, alone, and only that answer counts.
     void outOfMemoryBesideALeavingWorkerRunsAgainAlone()

@@ -1210,9 +1210,11 @@ bool WorkerSupervisor::endLeavingUnderLock(QProcess* process)
     const auto it = std::find_if(m_leaving.begin(), m_leaving.end(), [process](const Leaving& l) { return l.process == process; });
     if (it == m_leaving.end())
         return true;
-    it->lockFd = takeQuietLockShared(process->property(kQuietLockProperty).toString());
-    if (it->lockFd < 0)
-        return false;
+    if (m_exitUnderLock) {
+        it->lockFd = takeQuietLockShared(process->property(kQuietLockProperty).toString());
+        if (it->lockFd < 0)
+            return false;
+    }
     process->closeWriteChannel(); // EOF: the worker exits (with code 0)
     // As retireWorker: SIGTERM after the grace period, SIGKILL after another (the timers go with
     // the process).

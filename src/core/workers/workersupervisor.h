@@ -173,6 +173,12 @@ public:
     /// off: the next request waits until the last worker has ended. handedOffWorkers() counts them.
     void setHandOffLeaving(bool enabled) { m_handOffLeaving = enabled; }
     bool handOffLeaving() const { return m_handOffLeaving; }
+    /// Whether a handed-off worker's exit (its CUDA context's teardown) runs under the GPU's quiet
+    /// lock held shared (on by default: no timing on the GPU overlaps it). Off, a benchmark's
+    /// comparison: the worker gets its EOF at once (bench word `exitfree`; docs/decisions.md,
+    /// session 12).
+    void setExitUnderLock(bool enabled) { m_exitUnderLock = enabled; }
+    bool exitUnderLock() const { return m_exitUnderLock; }
     int handedOffWorkers() const { return m_handedOff; }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
@@ -437,6 +443,7 @@ private:
     QList<Spare> m_spares; // oldest first
     QList<Leaving> m_leaving;
     bool m_handOffLeaving = true;
+    bool m_exitUnderLock = true;
     int m_handedOff = 0;
 
     QByteArray m_stderr;
