@@ -38,6 +38,14 @@ bool grantedNow(const std::string& path, int mode)
     return granted;
 }
 
+/// Makes a file beside the lock (its intent or turn file), empty, as the supervisor does.
+void makeBeside(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+}
+
 } // namespace
 
 TEST_CASE("an exclusive hold keeps a shared one out, and a shared hold an exclusive one")
@@ -106,11 +114,8 @@ TEST_CASE("a waiting exclusive hold keeps new shared holds out where the intent 
         CAPTURE(withIntent);
         LockFile file;
         const std::string intent = GpuQuietLock::intentPath(file.path);
-        if (withIntent) {
-            const int fd = ::open(intent.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-            REQUIRE(fd >= 0);
-            ::close(fd);
-        }
+        if (withIntent)
+            makeBeside(intent);
         GpuQuietLock warmA(file.path), timing(file.path), warmB(file.path);
         CHECK(warmA.writersFirst() == withIntent);
         std::optional<GpuQuietLock::Hold> first;
@@ -155,9 +160,7 @@ TEST_CASE("an announced intent keeps new shared holds out until its own exclusiv
 {
     LockFile file;
     const std::string intent = GpuQuietLock::intentPath(file.path);
-    const int made = ::open(intent.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-    REQUIRE(made >= 0);
-    ::close(made);
+    makeBeside(intent);
     GpuQuietLock timing(file.path), warm(file.path);
     REQUIRE(timing.writersFirst());
     std::optional<GpuQuietLock::Hold> running;
@@ -200,9 +203,7 @@ TEST_CASE("two evaluations sharing the GPU: an intent refused at once, a timing 
 {
     LockFile file;
     const std::string intent = GpuQuietLock::intentPath(file.path);
-    const int made = ::open(intent.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-    REQUIRE(made >= 0);
-    ::close(made);
+    makeBeside(intent);
     GpuQuietLock a(file.path), b(file.path);
     std::optional<GpuQuietLock::Hold> shareA, shareB;
     shareA.emplace(&a, GpuQuietLock::Mode::Shared);
@@ -248,9 +249,7 @@ TEST_CASE("the evaluations' turn: the next one's GPU work starts once this one i
         CHECK_FALSE(none.held());
         CHECK(none.waitMs() == 0);
     }
-    const int made = ::open(turnFile.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-    REQUIRE(made >= 0);
-    ::close(made);
+    makeBeside(turnFile);
     GpuQuietLock a(file.path), b(file.path), spare(file.path);
     CHECK(a.turns());
     // A: its turn, then its share (the evaluation's GPU work before the timing)
