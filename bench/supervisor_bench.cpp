@@ -234,6 +234,13 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("handed_off"), std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0, [](int n, const WorkerSupervisor* s) {
                             return n + s->handedOffWorkers();
                         })},
+                       {QStringLiteral("worker_exits_ms"), [&] {
+                            QJsonArray exits;
+                            for (const WorkerSupervisor* s : std::as_const(gpuSlots))
+                                for (double ms : s->leavingExitMs())
+                                    exits.append(ms);
+                            return exits;
+                        }()},
                        {QStringLiteral("jobs"), jobs}};
 }
 
@@ -371,7 +378,8 @@ int main(int argc, char** argv)
     // slot: exact; more: each job's first take-over after its start) and the jobs' walls (which
     // overlap with two slots or more).
     std::printf("\n| mode | worker total | correctness | first trials | timing | timing warm-up | timing quiet wait | longest wait "
-                "| share wait | outside the worker | spare wait | job walls |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+                "| share wait | outside the worker | spare wait | job walls | worker exits: count, median ms |\n"
+                "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
         double total = 0, correctness = 0, first = 0, timing = 0, warmup = 0, wait = 0, longest = 0, share = 0, outside = 0,
@@ -395,9 +403,37 @@ int main(int argc, char** argv)
             spare += job.value(QLatin1String("spare_wait_ms")).toDouble();
             walls += job.value(QLatin1String("wall_ms")).toDouble();
         }
-        std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n",
+        QList<double> exits;
+        for (const QJsonValue& e : m.value(QLatin1String("worker_exits_ms")).toArray())
+            exits << e.toDouble();
+        std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n",
                     qPrintable(m.value(QLatin1String("mode")).toString()), total, correctness, first, timing, warmup, wait, longest,
-                    share, outside, spare, walls);
+                    share, outside, spare, walls,
+                    exits.isEmpty() ? "-" : qPrintable(QStringLiteral("%1, %2").arg(exits.size()).arg(median(exits), 0, 'f', 0)));
+    }
+    // Each candidate's own wall in each mode (handed to its GPU's supervisor until its result:
+    // the spare wait, the request's travel and the worker's stages; ms), the per-candidate end
+    // to end of the queue's modes.
+    std::printf("\n| task |");
+    for (const QJsonValue& v : std::as_const(modes))
+        std::printf(" %s |", qPrintable(v.toObject().value(QLatin1String("mode")).toString()));
+    std::printf("\n|---|");
+    for (qsizetype i = 0; i < modes.size(); ++i)
+        std::printf("--:|");
+    std::printf("\n");
+    for (const Candidate& c : std::as_const(candidates)) {
+        std::printf("| %s |", qPrintable(c.task));
+        for (const QJsonValue& v : std::as_const(modes)) {
+            double wall = -1;
+            for (const QJsonValue& j : v.toObject().value(QLatin1String("jobs")).toArray())
+                if (j.toObject().value(QLatin1String("task")).toString() == c.task)
+                    wall = j.toObject().value(QLatin1String("wall_ms")).toDouble();
+            if (wall < 0)
+                std::printf(" - |");
+            else
+                std::printf(" %.0f |", wall);
+        }
+        std::printf("\n");
     }
     std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(compiles)) {

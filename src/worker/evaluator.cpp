@@ -1737,10 +1737,19 @@ bool traceStage(Evaluation& ev)
     // CUPTI is detached on every way out, unless the evaluation goes on under it: the traffic
     // stage's profiler, which cannot start after a detach (detachCupti) and retires this worker
     // instead (trafficStage), or the attached retime (evaluate).
+    // Its time is `stage_detail_ms.trace.detach`: after the stage's end, inside the request's total.
     struct Detach {
+        Evaluation& ev;
         bool on;
-        ~Detach() { if (on) detachCupti(); }
-    } detach{ev.cuda};
+        ~Detach()
+        {
+            if (!on)
+                return;
+            const auto t0 = Clock::now();
+            detachCupti();
+            ev.addDetail("trace", "detach", msSince(t0));
+        }
+    } detach{ev, ev.cuda};
     if (ev.cuda) {
         KernelTracer tracer;
         std::string err;

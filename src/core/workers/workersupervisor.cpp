@@ -1215,6 +1215,9 @@ bool WorkerSupervisor::endLeavingUnderLock(QProcess* process)
         if (it->lockFd < 0)
             return false;
     }
+    if (!m_leavingClock.isValid())
+        m_leavingClock.start();
+    it->eofAtNs = m_leavingClock.nsecsElapsed();
     process->closeWriteChannel(); // EOF: the worker exits (with code 0)
     // As retireWorker: SIGTERM after the grace period, SIGKILL after another (the timers go with
     // the process).
@@ -1233,6 +1236,8 @@ void WorkerSupervisor::onLeavingFinished(QProcess* process, int exitCode, QProce
         return;
     const Leaving leaving = *it;
     m_leaving.erase(it);
+    if (leaving.eofAtNs >= 0)
+        m_leavingExitMs.append(double(m_leavingClock.nsecsElapsed() - leaving.eofAtNs) / 1e6);
     // Its CUDA context is gone with it: a timing on this GPU may start now.
     if (leaving.lockFd >= 0)
         ::close(leaving.lockFd);

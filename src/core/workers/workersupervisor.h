@@ -24,6 +24,7 @@
 #include "core/workers/workertarget.h"
 
 #include <QByteArray>
+#include <QElapsedTimer>
 #include <QJsonObject>
 #include <QList>
 #include <QObject>
@@ -180,6 +181,9 @@ public:
     void setExitUnderLock(bool enabled) { m_exitUnderLock = enabled; }
     bool exitUnderLock() const { return m_exitUnderLock; }
     int handedOffWorkers() const { return m_handedOff; }
+    /// Each handed-off worker's exit so far, oldest first: ms from its EOF to its end (its CUDA
+    /// context's teardown; under the quiet lock where exitUnderLock()). For the benchmark.
+    const QList<double>& leavingExitMs() const { return m_leavingExitMs; }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
     void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
@@ -302,6 +306,7 @@ private:
         QProcess* process = nullptr;
         qint64 pid = 0;
         int lockFd = -1; ///< -1 until the lock is held; the EOF is sent then
+        qint64 eofAtNs = -1; ///< on m_clock, when the EOF was sent
     };
 
     /// A worker started ahead (see setSpareWorker(), setSpareCount()). Its state uses Starting,
@@ -445,6 +450,8 @@ private:
     bool m_handOffLeaving = true;
     bool m_exitUnderLock = true;
     int m_handedOff = 0;
+    QList<double> m_leavingExitMs;
+    QElapsedTimer m_leavingClock; // started with the first hand-off
 
     QByteArray m_stderr;
     qint64 m_stderrDropped = 0;
