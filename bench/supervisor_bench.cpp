@@ -23,6 +23,10 @@
 //                      lock (evaluate's "timing_intent": false), not from the last correctness trial
 //   +exitfree          (fresh modes) a handed-off worker gets its EOF at once, its exit not held
 //                      under the quiet lock (WorkerSupervisor::setExitUnderLock(false))
+//   +burst             (fresh modes) a top-up starts every missing spare at once, not one after
+//                      another (WorkerSupervisor::setSpareStartsAtOnce)
+//   +traceshared       the trace after the timing under the evaluation's share (evaluate's
+//                      "trace_exclusive": false), not under the timing's exclusive hold kept for it
 //   +lockwarmup        the timing's setup and warm-up under its exclusive hold on the quiet lock
 //                      (evaluate's "timing_warmup_shared": false), not before it under the share
 //   +slots<N>          (any mode) N evaluations at once on the GPU, each slot its own supervisor
@@ -74,6 +78,11 @@ struct Candidate
     QString answer;
 };
 
+// The parts of a warm's warm_ms (docs/protocol.md, warm), in their order.
+const QStringList kWarmParts{QStringLiteral("cpu"), QStringLiteral("context"), QStringLiteral("cublas"),
+                             QStringLiteral("cudnn"), QStringLiteral("evaluator"), QStringLiteral("quiet_wait"),
+                             QStringLiteral("total")};
+
 double median(QList<double> v)
 {
     if (v.isEmpty())
@@ -123,6 +132,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
         s->setHandOffLeaving(!words.contains(QLatin1String("wait")));
         s->setExitUnderLock(!words.contains(QLatin1String("exitfree")));
+        s->setSpareStartsAtOnce(words.contains(QLatin1String("burst")));
     }
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 
@@ -131,6 +141,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     QJsonArray jobs;
     QList<double> overheads, walls;
     QList<double> warmTotals, warmWaits; // of the spares that warmed before taking over
+    QHash<QString, QList<double>> warmParts; // each warm_ms part of those spares
     int done = 0, correct = 0, cached = 0;
     QEventLoop loop;
     QElapsedTimer clock;
@@ -145,6 +156,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
             options.insert(QStringLiteral("timing_intent"), false);
         if (words.contains(QLatin1String("lockwarmup")))
             options.insert(QStringLiteral("timing_warmup_shared"), false);
+        if (words.contains(QLatin1String("traceshared")))
+            options.insert(QStringLiteral("trace_exclusive"), false);
         const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
         index.insert(id, i);
     };
@@ -165,6 +178,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                 return;
             warmTotals << warm.toObject().value(QLatin1String("total")).toDouble();
             warmWaits << warm.toObject().value(QLatin1String("quiet_wait")).toDouble();
+            for (const QString& part : kWarmParts)
+                warmParts[part] << warm.toObject().value(part).toDouble();
         });
     const auto finish = [&](qint64 id, const QString& status, const QJsonObject& result) {
         const double wall = started.contains(id) ? double(started[id].nsecsElapsed()) / 1e6 : 0.0;
@@ -234,6 +249,12 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("handed_off"), std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0, [](int n, const WorkerSupervisor* s) {
                             return n + s->handedOffWorkers();
                         })},
+                       {QStringLiteral("median_warm_parts_ms"), [&] {
+                            QJsonObject parts;
+                            for (const QString& part : kWarmParts)
+                                parts.insert(part, median(warmParts.value(part)));
+                            return parts;
+                        }()},
                        {QStringLiteral("worker_exits_ms"), [&] {
                             QJsonArray exits;
                             for (const WorkerSupervisor* s : std::as_const(gpuSlots))
@@ -410,6 +431,24 @@ int main(int argc, char** argv)
                     qPrintable(m.value(QLatin1String("mode")).toString()), total, correctness, first, timing, warmup, wait, longest,
                     share, outside, spare, walls,
                     exits.isEmpty() ? "-" : qPrintable(QStringLiteral("%1, %2").arg(exits.size()).arg(median(exits), 0, 'f', 0)));
+    }
+    // The warmed spares' warm, part by part (medians, ms): where a timing's wait for them comes from.
+    std::printf("\n| mode | warmed spares |");
+    for (const QString& part : kWarmParts)
+        std::printf(" warm %s |", qPrintable(part));
+    std::printf("\n|---|--:|");
+    for (qsizetype i = 0; i < kWarmParts.size(); ++i)
+        std::printf("--:|");
+    std::printf("\n");
+    for (const QJsonValue& v : std::as_const(modes)) {
+        const QJsonObject m = v.toObject();
+        if (m.value(QLatin1String("warmed_spares")).toInt() == 0)
+            continue;
+        std::printf("| %s | %d |", qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("warmed_spares")).toInt());
+        const QJsonObject parts = m.value(QLatin1String("median_warm_parts_ms")).toObject();
+        for (const QString& part : kWarmParts)
+            std::printf(" %.0f |", parts.value(part).toDouble());
+        std::printf("\n");
     }
     // Each candidate's own wall in each mode (handed to its GPU's supervisor until its result:
     // the spare wait, the request's travel and the worker's stages; ms), the per-candidate end

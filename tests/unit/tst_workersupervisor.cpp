@@ -819,6 +819,23 @@ private Q_SLOTS:
         QCOMPARE(third.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
     }
 
+    void sparesStartAtOnceOnlyWhenAsked()
+    {
+        for (const bool atOnce : {false, true}) {
+            QString log;
+            auto supervisor = makeLoggedSupervisor(&log);
+            supervisor->setSpareCount(3);
+            supervisor->setSpareStartsAtOnce(atOnce);
+            const qint64 id = supervisor->sendRequest(evaluate());
+            // The evaluation's arrival tops up: one spare (staggered), or all three at once.
+            QCOMPARE(supervisor->liveSpareCount(), atOnce ? 3 : 1);
+            QVERIFY(waitForEnd(*supervisor, id).hasResponse);
+            QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 3 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+            const QList<qint64> pids = supervisor->spareWorkerPids();
+            QCOMPARE(QSet<qint64>(pids.cbegin(), pids.cend()).size(), 3);
+        }
+    }
+
     void oneSpareIsOneSpare()
     {
         QString log;

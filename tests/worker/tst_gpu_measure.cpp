@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -248,6 +249,53 @@ void evaluationWaitsForItsTurnChecks(const std::string& src)
     std::remove(turnPath.c_str());
 }
 
+/// The timing's exclusive hold is kept through the trace after it (`trace_exclusive`, default
+/// true): a thread here tries the lock shared every 0.2 ms during the evaluation and notes the
+/// last time it was refused. Kept, the refusals end after the trace (less than the trace's own
+/// time before the answer); let go before the trace (`"trace_exclusive": false`), at least the
+/// trace's time before it. Both verdicts correct.
+void traceUnderTheTimingsHoldChecks(const std::string& src)
+{
+    const kwb::test::TempFile lockFile("kwb-quiet-trace");
+    if (lockFile.path.empty())
+        return check(false, "trace hold: a lock file in /tmp");
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", lockFile.path});
+    if (kwb::test::startGpuWorker(worker) != 0)
+        return check(false, "trace hold: the worker starts");
+    const std::string answer = readFile(src + "/tests/fixtures/candidates/" + kWarmFile);
+    (void)worker.request({{"type", "evaluate"}, {"task", kWarmTask}, {"answer", answer}}, 300); // first calls paid
+    for (const bool exclusive : {true, false}) {
+        std::atomic<bool> done{false};
+        std::atomic<int64_t> lastRefusedNs{0};
+        std::thread poll([&] {
+            const int fd = ::open(lockFile.path.c_str(), O_RDONLY | O_CLOEXEC);
+            while (fd >= 0 && !done) {
+                if (::flock(fd, LOCK_SH | LOCK_NB) == 0)
+                    ::flock(fd, LOCK_UN);
+                else
+                    lastRefusedNs = std::chrono::steady_clock::now().time_since_epoch().count();
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+            }
+            if (fd >= 0)
+                ::close(fd);
+        });
+        const json r = worker.request({{"type", "evaluate"}, {"task", kWarmTask}, {"answer", answer}, {"trace_exclusive", exclusive}}, 300)
+                           .response;
+        const int64_t answeredNs = std::chrono::steady_clock::now().time_since_epoch().count();
+        done = true;
+        poll.join();
+        const double traceMs = num(r.value("stage_ms", json()), "trace");
+        const double heldUntilMs = lastRefusedNs ? double(answeredNs - lastRefusedNs) / 1e6 : -1; // before the answer
+        std::printf("trace hold (trace_exclusive %d): status %s, trace %.1f ms, exclusive hold ended %.1f ms before the answer\n",
+                    int(exclusive), r.value("status", std::string("?")).c_str(), traceMs, heldUntilMs);
+        const std::string what = exclusive ? "trace hold: kept through the trace" : "trace hold: let go before the trace";
+        check(r.value("status", std::string()) == "correct", what + ": correct", r.value("message", std::string()));
+        check(heldUntilMs >= 0 && traceMs > 0 && (exclusive ? heldUntilMs < traceMs : heldUntilMs >= traceMs), what,
+              {{"trace_ms", traceMs}, {"held_until_ms_before_answer", heldUntilMs}});
+    }
+    worker.stop();
+}
+
 /// The other way round: while this process holds the lock exclusively (as a timing worker
 /// would), a fresh worker's warm waits for it (its GPU parts take it shared), and answers ok
 /// after the release, its quiet_wait >= 1000 ms.
@@ -343,6 +391,7 @@ int main()
     warmWaitsForTimingChecks(src);
     evaluationWaitsForTimingChecks(src);
     evaluationWaitsForItsTurnChecks(src);
+    traceUnderTheTimingsHoldChecks(src);
     std::printf("%d failed\n", checks.failures);
     return checks.failures ? 1 : 0;
 }

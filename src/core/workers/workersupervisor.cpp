@@ -688,9 +688,17 @@ void WorkerSupervisor::warmIdleSpare()
 
 void WorkerSupervisor::topUpSpares()
 {
-    // One at a time (setSpareCount()): the next one starts at the next top-up.
-    if (!spareWanted() || m_spares.size() >= m_spareCount)
-        return;
+    // One at a time (setSpareCount()): the next one starts at the next top-up; every missing one
+    // with setSpareStartsAtOnce().
+    do {
+        if (!spareWanted() || m_spares.size() >= m_spareCount)
+            return;
+        startSpare();
+    } while (m_spareStartsAtOnce);
+}
+
+void WorkerSupervisor::startSpare()
+{
     QProcess* process = createProcess();
     Spare spare;
     spare.process = process;

@@ -131,6 +131,11 @@ public:
     /// the spares furthest behind are ended.
     void setSpareCount(int count);
     int spareCount() const { return m_spareCount; }
+    /// Whether a top-up starts every missing spare at once rather than one (off by default: one
+    /// after another). For the benchmark's comparison (bench word `burst`; docs/decisions.md,
+    /// session 13).
+    void setSpareStartsAtOnce(bool enabled) { m_spareStartsAtOnce = enabled; }
+    bool spareStartsAtOnce() const { return m_spareStartsAtOnce; }
     /// Evaluations will come (a queue holds some that wait for their compile or for the GPU's
     /// `device` answer): with no spare alive, the first starts now, so that the evaluation after
     /// the first finds it warm. sendRequest() does the same for an `evaluate`. Nothing in reuse
@@ -333,6 +338,7 @@ private:
     bool spareWanted() const;
     /// Starts one spare when fewer than spareCount() live (see setSpareCount()).
     void topUpSpares();
+    void startSpare(); ///< one spare, Starting; topUpSpares() decides how many
     /// The spare of this process, nullptr when it is none (any more).
     Spare* spareOf(const QProcess* process);
     /// The index in m_spares of the spare to take over next: the oldest warmed one, else the
@@ -449,6 +455,7 @@ private:
     QList<Leaving> m_leaving;
     bool m_handOffLeaving = true;
     bool m_exitUnderLock = true;
+    bool m_spareStartsAtOnce = false;
     int m_handedOff = 0;
     QList<double> m_leavingExitMs;
     QElapsedTimer m_leavingClock; // started with the first hand-off
