@@ -23,8 +23,9 @@
 //                      lock (evaluate's "timing_intent": false), not from the last correctness trial
 //   +exitfree          (fresh modes) a handed-off worker gets its EOF at once, its exit not held
 //                      under the quiet lock (WorkerSupervisor::setExitUnderLock(false))
-//   +burst             (fresh modes) a top-up starts every missing spare at once, not one after
-//                      another (WorkerSupervisor::setSpareStartsAtOnce)
+//   +burst, +staggered (fresh modes) a top-up starts every missing spare at once, or one after
+//                      another (WorkerSupervisor::setSpareStartsAtOnce); without either, the
+//                      host's rule (at once where it has a core for each and two more)
 //   +traceshared       the trace after the timing under the evaluation's share (evaluate's
 //                      "trace_exclusive": false), not under the timing's exclusive hold kept for it
 //   +lockwarmup        the timing's setup and warm-up under its exclusive hold on the quiet lock
@@ -132,7 +133,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
         s->setHandOffLeaving(!words.contains(QLatin1String("wait")));
         s->setExitUnderLock(!words.contains(QLatin1String("exitfree")));
-        s->setSpareStartsAtOnce(words.contains(QLatin1String("burst")));
+        if (words.contains(QLatin1String("burst")) || words.contains(QLatin1String("staggered")))
+            s->setSpareStartsAtOnce(words.contains(QLatin1String("burst")));
     }
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 

@@ -15,6 +15,7 @@
 #include <QJsonDocument>
 #include <QScopeGuard>
 #include <QSet>
+#include <QThread>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -225,6 +226,9 @@ class TestWorkerSupervisor : public QObject
         supervisor->setProgram(QStringLiteral(KWB_FAKEWORKER), arguments);
         supervisor->setIsolation(isolation);
         supervisor->setKillGracePeriod(500);
+        // The spare tests are written for spares started one after another; the host's rule
+        // (spareStartsAtOnce()) would start them at once on a machine with many cores.
+        supervisor->setSpareStartsAtOnce(false);
         return supervisor;
     }
 
@@ -817,6 +821,25 @@ private Q_SLOTS:
         QVERIFY2(third.hasResponse, qPrintable(third.message));
         QCOMPARE(pidOf(third), pids.at(1));
         QCOMPARE(third.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
+    }
+
+    void sparesStartAtOnceWhereTheHostHasTheCores()
+    {
+        WorkerSupervisor supervisor;
+        const int cores = QThread::idealThreadCount();
+        for (const int count : {1, 3, cores, cores - 1, cores - 2}) {
+            if (count < 0)
+                continue;
+            supervisor.setSpareCount(count);
+            // one core for each starting spare, and two more (the evaluation, the compile-ahead)
+            QCOMPARE(supervisor.spareStartsAtOnce(), cores >= count + 2);
+        }
+        supervisor.setSpareCount(cores); // the rule says one after another here; the setter overrides it
+        supervisor.setSpareStartsAtOnce(true);
+        QVERIFY(supervisor.spareStartsAtOnce());
+        supervisor.setSpareCount(1);
+        supervisor.setSpareStartsAtOnce(false);
+        QVERIFY(!supervisor.spareStartsAtOnce());
     }
 
     void sparesStartAtOnceOnlyWhenAsked()

@@ -15,6 +15,7 @@
 #include <QJsonValue>
 #include <QPointer>
 #include <QScopeGuard>
+#include <QThread>
 #include <QTemporaryDir>
 
 #include <algorithm>
@@ -686,15 +687,23 @@ void WorkerSupervisor::warmIdleSpare()
     }
 }
 
+bool WorkerSupervisor::spareStartsAtOnce() const
+{
+    // A spare's start is libtorch's load and static initialisers on one core; the evaluation
+    // running meanwhile and the compile-ahead want theirs.
+    return m_spareStartsAtOnce.value_or(QThread::idealThreadCount() >= m_spareCount + 2);
+}
+
 void WorkerSupervisor::topUpSpares()
 {
     // One at a time (setSpareCount()): the next one starts at the next top-up; every missing one
-    // with setSpareStartsAtOnce().
+    // where spareStartsAtOnce().
+    const bool atOnce = spareStartsAtOnce();
     do {
         if (!spareWanted() || m_spares.size() >= m_spareCount)
             return;
         startSpare();
-    } while (m_spareStartsAtOnce);
+    } while (atOnce);
 }
 
 void WorkerSupervisor::startSpare()

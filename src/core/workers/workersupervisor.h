@@ -6,8 +6,9 @@
 //
 // One supervisor runs one worker at a time, so one supervisor per GPU (give each its own
 // CUDA_VISIBLE_DEVICES through setProcessEnvironment()); timings need the GPU to themselves.
-// In FreshPerRequest mode it also keeps spares (two by default, setSpareCount()): while an
-// evaluation runs, the next workers start one after another and answer hello, so the next request
+// In FreshPerRequest mode it also keeps spares (kDefaultSpareCount, setSpareCount()): while an
+// evaluation runs, the next workers start (at once where the host has the cores, else one after
+// another: spareStartsAtOnce()) and answer hello, so the next request
 // skips the process start. Once the supervisor has been idle for warmIdleMs(), they are sent
 // `warm` one at a time (its CUDA context and the libraries' first calls, made under the GPU's
 // quiet lock, LOCK_SH: never while any process times, profiles traffic or measures ceilings on
@@ -125,17 +126,20 @@ public:
     bool spareWorker() const { return m_spareEnabled; }
     /// How many spares to keep (0: none; default kDefaultSpareCount), when setSpareWorker() is on.
     /// The supervisor tops up when an `evaluate` is written to the worker and when a spare becomes
-    /// ready, starting at most one spare each time: so spares start one after another (staggered),
-    /// never two libtorch start-ups and warm-ups at once competing for the host's cores, and each is
-    /// ready about one candidate after the one before, as the queue takes them. Fewer than before:
-    /// the spares furthest behind are ended.
+    /// ready, starting every missing spare where the host has the cores for it, else one
+    /// (spareStartsAtOnce()): then spares start one after another, never two libtorch start-ups
+    /// at once competing for a small host's cores. Fewer than before: the spares furthest behind
+    /// are ended.
     void setSpareCount(int count);
     int spareCount() const { return m_spareCount; }
-    /// Whether a top-up starts every missing spare at once rather than one (off by default: one
-    /// after another). For the benchmark's comparison (bench word `burst`; docs/decisions.md,
-    /// session 13).
+    /// Whether a top-up starts every missing spare at once rather than one. By default at once
+    /// where the host has a core for each spare's start and two more (the running evaluation, the
+    /// compile-ahead): 110 against 99-104 candidates/min on the H200's 16 cores with three spares,
+    /// where one after another left the queue waiting for spares (docs/decisions.md, session 13);
+    /// else one after another, so starts never crowd a small host's cores. The setter overrides
+    /// the host's rule (bench words `burst`, `staggered`).
     void setSpareStartsAtOnce(bool enabled) { m_spareStartsAtOnce = enabled; }
-    bool spareStartsAtOnce() const { return m_spareStartsAtOnce; }
+    bool spareStartsAtOnce() const;
     /// Evaluations will come (a queue holds some that wait for their compile or for the GPU's
     /// `device` answer): with no spare alive, the first starts now, so that the evaluation after
     /// the first finds it warm. sendRequest() does the same for an `evaluate`. Nothing in reuse
@@ -455,7 +459,7 @@ private:
     QList<Leaving> m_leaving;
     bool m_handOffLeaving = true;
     bool m_exitUnderLock = true;
-    bool m_spareStartsAtOnce = false;
+    std::optional<bool> m_spareStartsAtOnce; // unset: the host's rule (spareStartsAtOnce())
     int m_handedOff = 0;
     QList<double> m_leavingExitMs;
     QElapsedTimer m_leavingClock; // started with the first hand-off
