@@ -616,8 +616,9 @@ struct Evaluation {
     /// and warm-up run before its exclusive hold, while the GPU's other work drains.
     bool warmupShared = true;
     /// The request's `trace_exclusive` (false: the benchmark's comparison): the timing's exclusive
-    /// hold kept through the trace right after it (traceHold). Beside a spare's warm part CUPTI's
-    /// attach took twice as long (H200: 0.74-0.86 s over 20 candidates, 0.35 s with no spares).
+    /// hold kept through the trace right after it (traceHold), so that the traced kernels' times
+    /// are taken with nothing else on the GPU, as the timings are (beside spares' warm parts
+    /// CUPTI's attach also took twice as long: docs/decisions.md, session 13).
     bool traceExclusive = true;
     std::unique_ptr<GpuQuietLock::Hold> traceHold;
     void announceTiming()
@@ -1753,7 +1754,10 @@ bool traceStage(Evaluation& ev)
                 return;
             const auto t0 = Clock::now();
             detachCupti();
-            ev.addDetail("trace", "detach", msSince(t0));
+            try {
+                ev.addDetail("trace", "detach", msSince(t0));
+            } catch (...) { // a destructor: the time is only a report
+            }
         }
     } detach{ev, ev.cuda};
     if (ev.cuda) {

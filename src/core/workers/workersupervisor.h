@@ -315,7 +315,7 @@ private:
         QProcess* process = nullptr;
         qint64 pid = 0;
         int lockFd = -1; ///< -1 until the lock is held; the EOF is sent then
-        qint64 eofAtNs = -1; ///< on m_clock, when the EOF was sent
+        qint64 eofAtNs = -1; ///< on m_leavingClock, when the EOF was sent
     };
 
     /// A worker started ahead (see setSpareWorker(), setSpareCount()). Its state uses Starting,
