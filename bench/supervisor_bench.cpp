@@ -142,8 +142,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     QHash<qint64, int> index;
     QJsonArray jobs;
     QList<double> overheads, walls;
-    QList<double> warmTotals, warmWaits; // of the spares that warmed before taking over
-    QHash<QString, QList<double>> warmParts; // each warm_ms part of those spares
+    QHash<QString, QList<double>> warmParts; // each warm_ms part of the spares that warmed before taking over
     int done = 0, correct = 0, cached = 0;
     QEventLoop loop;
     QElapsedTimer clock;
@@ -178,8 +177,6 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
             const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
             if (!warm.isObject())
                 return;
-            warmTotals << warm.toObject().value(QLatin1String("total")).toDouble();
-            warmWaits << warm.toObject().value(QLatin1String("quiet_wait")).toDouble();
             for (const QString& part : kWarmParts)
                 warmParts[part] << warm.toObject().value(part).toDouble();
         });
@@ -244,9 +241,9 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("candidates_per_minute"), candidates.size() * 60.0 / totalS},
                        {QStringLiteral("median_overhead_ms"), median(overheads)},
                        {QStringLiteral("median_wall_ms"), median(walls)},
-                       {QStringLiteral("warmed_spares"), int(warmTotals.size())},
-                       {QStringLiteral("median_warm_total_ms"), median(warmTotals)},
-                       {QStringLiteral("median_warm_quiet_wait_ms"), median(warmWaits)},
+                       {QStringLiteral("warmed_spares"), int(warmParts.value(QStringLiteral("total")).size())},
+                       {QStringLiteral("median_warm_total_ms"), median(warmParts.value(QStringLiteral("total")))},
+                       {QStringLiteral("median_warm_quiet_wait_ms"), median(warmParts.value(QStringLiteral("quiet_wait")))},
                        {QStringLiteral("slots"), int(gpuSlots.size())},
                        {QStringLiteral("handed_off"), std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0, [](int n, const WorkerSupervisor* s) {
                             return n + s->handedOffWorkers();

@@ -646,6 +646,9 @@ struct Evaluation {
         if (turn)
             turn->release();
     }
+    /// Whether the timing is the evaluation's last exclusive measurement: no second timing after
+    /// the trace, no traffic profile (each takes its own exclusive hold later).
+    bool timingIsLastMeasurement() const { return !retimeAfterTrace && !profileTraffic; }
     void shareGpu()
     {
         if (gpuShare || !cuda || !quietLock)
@@ -2116,7 +2119,7 @@ bool timingStage(Evaluation& ev)
     lap("roofline");
     // Kept for the trace (evaluate), which then waits for nothing and runs beside nothing; never
     // where another exclusive measurement follows it (retime, traffic), which takes its own.
-    if (ev.traceExclusive && !ev.retimeAfterTrace && !ev.profileTraffic && quiet && quiet->held())
+    if (ev.traceExclusive && ev.timingIsLastMeasurement() && quiet && quiet->held())
         ev.traceHold = std::move(quiet);
     ev.endStage();
     return true;
@@ -2256,7 +2259,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
         if (!timingStage(ev))
             return ev.response();
         // Measured: the next evaluation on this GPU may start its GPU stages beside the trace.
-        if (!ev.retimeAfterTrace && !ev.profileTraffic)
+        if (ev.timingIsLastMeasurement())
             ev.endTurn();
         if (!ev.traceHold)
             ev.shareGpu(); // the trace runs the candidate again, beside nothing measured

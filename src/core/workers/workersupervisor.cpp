@@ -1200,7 +1200,7 @@ bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)
         return false;
     const qint64 pid = m_pid;
     QProcess* process = detachProcess();
-    m_leaving.append(Leaving{process, pid, -1});
+    m_leaving.append(Leaving{process, pid, -1, {}});
     ++m_handedOff;
     // Nobody's output any more; read so that a chatty exit never blocks on a full pipe.
     connect(process, &QProcess::readyReadStandardOutput, this, [process] { process->readAllStandardOutput(); });
@@ -1232,9 +1232,7 @@ bool WorkerSupervisor::endLeavingUnderLock(QProcess* process)
         if (it->lockFd < 0)
             return false;
     }
-    if (!m_leavingClock.isValid())
-        m_leavingClock.start();
-    it->eofAtNs = m_leavingClock.nsecsElapsed();
+    it->sinceEof.start();
     process->closeWriteChannel(); // EOF: the worker exits (with code 0)
     // As retireWorker: SIGTERM after the grace period, SIGKILL after another (the timers go with
     // the process).
@@ -1253,8 +1251,8 @@ void WorkerSupervisor::onLeavingFinished(QProcess* process, int exitCode, QProce
         return;
     const Leaving leaving = *it;
     m_leaving.erase(it);
-    if (leaving.eofAtNs >= 0)
-        m_leavingExitMs.append(double(m_leavingClock.nsecsElapsed() - leaving.eofAtNs) / 1e6);
+    if (leaving.sinceEof.isValid())
+        m_leavingExitMs.append(double(leaving.sinceEof.nsecsElapsed()) / 1e6);
     // Its CUDA context is gone with it: a timing on this GPU may start now.
     if (leaving.lockFd >= 0)
         ::close(leaving.lockFd);

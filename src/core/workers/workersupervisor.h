@@ -315,7 +315,7 @@ private:
         QProcess* process = nullptr;
         qint64 pid = 0;
         int lockFd = -1; ///< -1 until the lock is held; the EOF is sent then
-        qint64 eofAtNs = -1; ///< on m_leavingClock, when the EOF was sent
+        QElapsedTimer sinceEof; ///< started when the EOF was sent
     };
 
     /// A worker started ahead (see setSpareWorker(), setSpareCount()). Its state uses Starting,
@@ -462,7 +462,6 @@ private:
     std::optional<bool> m_spareStartsAtOnce; // unset: the host's rule (spareStartsAtOnce())
     int m_handedOff = 0;
     QList<double> m_leavingExitMs;
-    QElapsedTimer m_leavingClock; // started with the first hand-off
 
     QByteArray m_stderr;
     qint64 m_stderrDropped = 0;
