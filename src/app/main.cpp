@@ -2,6 +2,8 @@
 
 #include "mainwindow.h"
 
+#include "core/model/secrets.h"
+
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -13,6 +15,10 @@
 
 int main(int argc, char** argv)
 {
+    // First, before any thread: the API key into memory and out of the environment, so
+    // /proc/<pid>/environ shows none (core/model/secrets.h); the Launch page reads it from there.
+    kwb::secrets::takeSecretsFromEnvironment();
+
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Kernel Workbench: how small language models write CUDA kernels."));
     parser.addHelpOption();

@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "core/model/llmclient.h"
+#include "core/model/secrets.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/triallimits.h"
 #include "core/run/runlaunch.h"
@@ -23,6 +24,11 @@ using namespace kwb::cli;
 
 int main(int argc, char** argv)
 {
+    // First, before any thread: the API key into memory, out of the environment and the command
+    // line, so /proc/<pid>/environ and /proc/<pid>/cmdline show none (core/model/secrets.h).
+    kwb::secrets::takeSecretsFromArguments(argc, argv);
+    kwb::secrets::takeSecretsFromEnvironment();
+
     QCoreApplication application(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("kwb"));
     QCoreApplication::setApplicationVersion(QStringLiteral(KWB_VERSION));

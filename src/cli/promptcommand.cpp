@@ -2,6 +2,7 @@
 
 #include "commands.h"
 
+#include "core/model/secrets.h"
 #include "core/model/tokencounter.h"
 #include "core/prompts/tokenbudget.h"
 #include "core/run/regime.h"
@@ -100,7 +101,7 @@ int runPrompt(Session& session, const PromptCommandOptions& options)
     QString countNote = QStringLiteral("estimated: characters / %1, rounded up").arg(kEstimatedCharsPerToken);
     if (!options.endpoint.isEmpty()) {
         TokenCounter counter;
-        counter.setServer(QUrl(options.endpoint), QString(), qEnvironmentVariable("KWB_API_KEY"));
+        counter.setServer(QUrl(options.endpoint), QString(), kwb::secrets::environmentApiKey());
         QEventLoop wait;
         QObject::connect(&counter, &TokenCounter::counted, &wait, [&](qint64, int n) {
             tokens = n;

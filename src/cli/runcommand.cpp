@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "core/model/llmclient.h"
+#include "core/model/secrets.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/headlessrun.h"
@@ -336,7 +337,7 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     environment.databasePath = options.database;
     environment.workerProgram = session.supervisor().program();
     environment.tasksDir = session.options().tasksDir;
-    environment.apiKey = options.apiKey.isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : options.apiKey;
+    environment.apiKey = options.apiKey.isEmpty() ? kwb::secrets::environmentApiKey() : options.apiKey;
     // No streaming here: the idle limit of a call is its deadline (llmSettingsFor).
     environment.stream = false;
     environment.requestTimeoutMs = llmSettingsFor(plan, QString()).timeoutMs;

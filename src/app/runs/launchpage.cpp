@@ -3,6 +3,7 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
+#include "core/model/secrets.h"
 #include "core/workers/workertarget.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/workerresponses.h"
@@ -139,7 +140,7 @@ LaunchPage::LaunchPage(RunManager* manager, QWidget* parent)
     m_database->setToolTip(tr("Where launched runs are written. The Results page offers to open it when it is not "
                               "the database shown there."));
     connect(m_database, &QLineEdit::editingFinished, this, [this] { setDatabasePath(databasePath()); });
-    if (qEnvironmentVariableIsSet("KWB_API_KEY"))
+    if (!secrets::environmentApiKey().isEmpty())
         m_apiKey->setPlaceholderText(tr("from $KWB_API_KEY"));
 
     connect(m_manager, &RunManager::sessionStarted, this, [this](RunSession* session) {
@@ -789,7 +790,7 @@ RunSessionEnvironment LaunchPage::environment() const
 {
     RunSessionEnvironment env = m_manager->defaultEnvironment();
     env.databasePath = databasePath();
-    env.apiKey = m_apiKey->text().isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : m_apiKey->text();
+    env.apiKey = m_apiKey->text().isEmpty() ? secrets::environmentApiKey() : m_apiKey->text();
     env.stream = m_stream->isChecked();
     if (const QString spec = m_workers->text().trimmed(); !spec.isEmpty()) // checked in plan()
         env.workers = parseWorkerSpec(spec, env.gpuOrdinals, nullptr).value_or(QList<WorkerTarget>());
@@ -909,7 +910,7 @@ void LaunchPage::testConnection()
     }
     LlmSettings settings;
     settings.baseUrl = url;
-    settings.apiKey = m_apiKey->text().isEmpty() ? qEnvironmentVariable("KWB_API_KEY") : m_apiKey->text();
+    settings.apiKey = m_apiKey->text().isEmpty() ? secrets::environmentApiKey() : m_apiKey->text();
     settings.timeoutMs = 10 * 1000; // a listing is quick; do not wait an answer's five minutes
     m_probe->setSettings(settings);
     m_probing = true;
