@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <set>
 #include <vector>
 
 using namespace kwb;
@@ -34,23 +35,30 @@ std::string issueCode(const std::string& py)
     return r ? r->code + ": " + r->message : std::string();
 }
 
-// A fake toolkit: <dir>/toolkit_a.h, <dir>/sub/toolkit_b.h, and a symlink leading out of it.
+// A fake toolkit: <dir>/toolkit_a.h, <dir>/sub/toolkit_b.h, and a symlink leading out of it;
+// add() writes more headers (under existing folders) that the destructor removes too.
 struct FakeToolkit {
     std::string dir;
+    std::vector<std::string> made;
     FakeToolkit()
     {
         char tmpl[] = "/tmp/kwb_tst_source_check_XXXXXX";
         dir = ::mkdtemp(tmpl);
         ::mkdir((dir + "/sub").c_str(), 0755);
-        std::ofstream(dir + "/toolkit_a.h") << "// a\n";
-        std::ofstream(dir + "/sub/toolkit_b.h") << "// b\n";
+        add("toolkit_a.h", "// a\n");
+        add("sub/toolkit_b.h", "// b\n");
         (void)::symlink("/etc/passwd", (dir + "/leak.h").c_str());
+    }
+    void add(const std::string& rel, const std::string& text)
+    {
+        std::ofstream(dir + "/" + rel) << text;
+        made.push_back(dir + "/" + rel);
     }
     ~FakeToolkit()
     {
         std::remove((dir + "/leak.h").c_str());
-        std::remove((dir + "/sub/toolkit_b.h").c_str());
-        std::remove((dir + "/toolkit_a.h").c_str());
+        for (const std::string& f : made)
+            std::remove(f.c_str());
         ::rmdir((dir + "/sub").c_str());
         ::rmdir(dir.c_str());
     }
@@ -231,4 +239,188 @@ TEST_CASE("cuda includes: a quoted name that exists in the working directory is 
     std::remove(probe.c_str());
     CHECK(cudaProblem("#include \"" + probe + "\"\n" + kKernel, tk) == "");
     std::remove((tk.dir + "/" + probe).c_str());
+}
+
+// Issue 32 (5): a toolkit header's own computed #include, steered by a macro the answer defines.
+// On CUDA 13.0, `#define THRUST_HOST_SYSTEM 99`, `#define __THRUST_HOST_SYSTEM_NAMESPACE
+// ../../../../proc/self/environ>` and `#include <thrust/iterator/detail/host_system_tag.h>` put
+// the worker's environment into the compile log (tst_nvrtc has it on the real toolkit).
+TEST_CASE("cuda includes: macros that a toolkit header's computed #include is built from may not be defined")
+{
+    FakeToolkit tk;
+    tk.add("sub/computed.h", "#pragma once\n"
+                             "#define FAKE_ROOT fake/FAKE_NS\n"
+                             "#define FAKE_HDR <FAKE_ROOT/detail/x.h>\n"
+                             "#  include /* the system's */ FAKE_HDR\n"
+                             "#ifdef FAKE_OPT_HEADER\n"
+                             "%:  include FAKE_OPT_\\\nHEADER\n"  // a digraph and a splice
+                             "#endif\n"
+                             "#define FAKE_NS_FOR(s) s\n"         // not used in an include: free
+                             "#define _FAKE_HAS(x) __has_include(x)\n"
+                             "#define _FAKE_HAS2(x) _FAKE_HAS(x)\n"
+                             "// #include FAKE_COMMENTED\n"
+                             "const char* s = R\"x(\n#include FAKE_IN_RAW_STRING\n)x\";\n");
+    const ToolkitIncludeMacros& m = toolkitIncludeMacros({tk.dir});
+    CHECK(m.files >= 3);  // and /etc/passwd through leak.h: symlinks are followed
+    REQUIRE(m.sites.size() == 2);
+    CHECK(m.sites[0] == "sub/computed.h:4: #include FAKE_HDR");
+    CHECK(m.sites[1] == "sub/computed.h:6: #include FAKE_OPT_HEADER");
+    for (const char* name : {"FAKE_HDR", "FAKE_OPT_HEADER", "FAKE_ROOT", "FAKE_NS", "fake", "detail", "x", "h"}) {
+        CAPTURE(name);
+        CHECK(m.steering.count(name) == 1);
+    }
+    for (const char* name : {"FAKE_NS_FOR", "FAKE_COMMENTED", "FAKE_IN_RAW_STRING", "s", "_FAKE_HAS"}) {
+        CAPTURE(name);
+        CHECK(m.steering.count(name) == 0);
+    }
+    CHECK(m.steering.at("FAKE_NS") == "sub/computed.h:4: #include FAKE_HDR");
+    CHECK(m.fileTests == std::set<std::string>{"_FAKE_HAS", "_FAKE_HAS2"});
+    CHECK_FALSE(m.pasteAny);
+    CHECK(&toolkitIncludeMacros({tk.dir}) == &m);  // scanned once
+
+    struct Case {
+        const char* src;
+        const char* why;
+    };
+    const Case refused[] = {
+        {"#define FAKE_OPT_HEADER \"/etc/passwd\"\n#include <sub/computed.h>\n",
+         "#define FAKE_OPT_HEADER is refused: the CUDA toolkit builds #include file names from FAKE_OPT_HEADER "
+         "(sub/computed.h:6: #include FAKE_OPT_HEADER)"},
+        {"#define FAKE_NS ../../../../../proc/self/environ>\n#include <sub/computed.h>\n", "#define FAKE_NS is refused"},
+        {"#include <sub/computed.h>\n#undef FAKE_ROOT\n#define FAKE_ROOT /etc/passwd>\n", "#undef FAKE_ROOT is refused"},
+        {"#define detail ../../../../etc/passwd>\n", "#define detail is refused"},  // a word of a macro's body
+        {"#define h h/../../x\n", "#define h is refused"},
+        {"#define fake(a) a\n", "#define fake is refused"},                          // function-like too
+        {"%:define FAKE_NS x\n", "#define FAKE_NS is refused"},
+        {"#  define /* c */ FAKE_NS x\n", "#define FAKE_NS is refused"},
+        {"#def\\\nine FAKE_NS x\n", "#define FAKE_NS is refused"},
+        {"#define FAKE_\\\nNS x\n", "#define FAKE_NS is refused"},
+        {"#if 0\n#define FAKE_NS x\n#endif\n", "#define FAKE_NS is refused"},         // conditions are not evaluated
+        {"#if _FAKE_HAS(\"/etc/passwd\")\n#endif\n", "_FAKE_HAS is refused"},
+        {"#define Q(p) _FAKE_HAS2(p)\n", "_FAKE_HAS2 is refused"},
+    };
+    for (const auto& c : refused) {
+        const std::string src = std::string(c.src) + kKernel;
+        CAPTURE(src);
+        const std::string why = cudaProblem(src, tk);
+        CAPTURE(why);
+        CHECK(why.find(c.why) != std::string::npos);
+    }
+    auto r = checkCudaSource(std::string("// 1\n#define N 1024\n#define FAKE_NS x\n") + kKernel, {tk.dir});
+    REQUIRE(r);
+    CHECK(r->line == 3);
+    CHECK(r->code == "include_refused");
+
+    const char* fine[] = {
+        "#define N 1024\n#define BLOCK 256\n#define FAKE_NS_2 1\n#define hh 1\n#define FAKE_NS_FOR(x) x\n",
+        "#include <sub/computed.h>\n",                     // including the header is fine
+        "// #define FAKE_NS x\nconst char* s = \"#define FAKE_NS x\";\n",
+        "#define USE(x) x\nint FAKE_NS_use = USE(3);\n",
+        "#ifdef FAKE_NS\n#endif\n#if defined(FAKE_ROOT)\n#endif\n",  // testing them is fine
+    };
+    for (const char* f : fine) {
+        const std::string src = std::string(f) + kKernel;
+        CAPTURE(src);
+        CHECK(cudaProblem(src, tk) == "");
+    }
+}
+
+TEST_CASE("cuda includes: names made by ## in a toolkit computed include are refused by prefix and suffix")
+{
+    FakeToolkit tk;
+    tk.add("sub/pasted.h", "#define P_HDR <P_PRE_ ## P_NAME.h>\n#include P_HDR\n");
+    const ToolkitIncludeMacros& m = toolkitIncludeMacros({tk.dir});
+    CHECK(m.pastePrefixes == std::set<std::string>{"P_PRE_"});
+    CHECK(m.pasteSuffixes == std::set<std::string>{"P_NAME"});
+    CHECK_FALSE(m.pasteAny);
+    CHECK(cudaProblem(std::string("#define P_PRE_P_NAME x\n") + kKernel, tk).find("is refused") != std::string::npos);
+    CHECK(cudaProblem(std::string("#define P_PRE_other x\n") + kKernel, tk).find("P_PRE_##") != std::string::npos);
+    CHECK(cudaProblem(std::string("#define MY_P_NAME x\n") + kKernel, tk).find("##P_NAME") != std::string::npos);
+    CHECK(cudaProblem(std::string("#define P_PR x\n#define NAME x\n") + kKernel, tk) == "");
+
+    FakeToolkit tk2;
+    tk2.add("sub/joined.h", "#define JOIN(a, b) a ## b\n#define Q_HDR <JOIN(q_, r).h>\n#include Q_HDR\n");
+    const ToolkitIncludeMacros& m2 = toolkitIncludeMacros({tk2.dir});
+    CHECK(m2.pasteAny);  // parameters pasted: any name that begins with a word of the set
+    CHECK(cudaProblem(std::string("#define q_r x\n") + kKernel, tk2).find("is refused") != std::string::npos);
+    CHECK(cudaProblem(std::string("#define rest x\n") + kKernel, tk2).find("macro arguments") != std::string::npos);
+    CHECK(cudaProblem(std::string("#define N 4\n") + kKernel, tk2) == "");
+}
+
+// Issue 32 (5): the checker must never read a raw string where NVRTC reads code. NVRTC 13.0
+// (measured): a delimiter over 16 characters is "not found within 16 characters -- raw string
+// indicator ignored" and the lines after are code (the 17-character one passed the checker and
+// NVRTC printed the included file); a space, tab, control character, backslash or non-ASCII byte
+// is "invalid character in raw string delimiter"; `"` it accepts. It splices a backslash, any
+// carriage returns and a newline, in raw strings too; not a backslash, blanks and a newline.
+TEST_CASE("cuda raw strings: malformed delimiters are refused, splices are read as NVRTC reads them")
+{
+    FakeToolkit tk;
+    const std::string inc = "\n#include \"/etc/passwd\"\n";
+    struct Case {
+        std::string src;
+        const char* why;
+    };
+    const std::string d16 = "abcdefghijklmnop", d17 = d16 + "q", d40 = std::string(40, 'z');
+    const Case refused[] = {
+        {"const char* s = R\"" + d17 + "(" + inc + ")" + d17 + "\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"" + d40 + "(" + inc + ")" + d40 + "\";\n", "delimiter NVRTC does not accept"},
+        {"auto s = u8R\"" + d17 + "(" + inc + ")" + d17 + "\";\n", "(u8R\"abcdefghijklmnopq("},
+        {"auto s = LR\"" + d17 + "(" + inc + ")" + d17 + "\";\n", "(LR\""},
+        {"auto s = uR\"" + d17 + "(" + inc + ")" + d17 + "\";\n", "(uR\""},
+        {"auto s = UR\"" + d17 + "(" + inc + ")" + d17 + "\";\n", "(UR\""},
+        {"const char* s = R\"a b(" + inc + ")a b\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"a\tb(" + inc + ")a\tb\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"a\x01" "b(" + inc + ")a\x01" "b\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"a\\b(" + inc + ")a\\b\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"a\"b(" + inc + ")a\"b\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"a\xc3\xa9(" + inc + ")a\xc3\xa9\";\n", "delimiter NVRTC does not accept"},
+        {"const char* s = R\"ab\\\nc(" + inc + ")abc\";\n", "delimiter NVRTC does not accept"},  // no splice in a delimiter
+        {"const char* s = R\"x\";\n", "delimiter NVRTC does not accept"},                         // no parenthesis
+        {"const char* s = R\"x)" + inc + ")x\";\n", "delimiter NVRTC does not accept"},
+        // `)x\` newline `"` ends the raw string for NVRTC, so the include after it is code
+        {"const char* s = R\"x(\n)x\\\n\";" + inc + ")x\";\n", "\"/etc/passwd\" is outside"},
+        // a backslash, two carriage returns and a newline splice for NVRTC: the string "abc
+        // continues into the next line and the R"x( there is no raw string, so the include is code
+        {"const char* s = \"abc\\\r\r\nR\"x(\";" + inc + ")x\";\n", "\"/etc/passwd\" is outside"},
+        {"const char* s = \"abc\\\r\r\n\";\n#include \"/etc/passwd\"\n", "\"/etc/passwd\" is outside"},
+        // a word character before R makes it no prefix: an ordinary string, the include is code
+        {"int a$R\"x(" + inc + ")x\";\n", "\"/etc/passwd\" is outside"},
+        {"int \xc3\xa9R\"x(" + inc + ")x\";\n", "\"/etc/passwd\" is outside"},
+        {"const char* s = xR\"x(" + inc + ")x\";\n", "\"/etc/passwd\" is outside"},
+        {"auto n = 1R\"x(" + inc + ")x\";\n", "\"/etc/passwd\" is outside"},
+        // backslash, a form feed, newline: NVRTC does not splice it, others might: read both ways
+        {"// c \\\f\n#include \"/etc/passwd\"\n", "\"/etc/passwd\" is outside"},
+        {"#inc\\\f\nlude \"/etc/passwd\"\n", "#inc is refused"},
+    };
+    for (const auto& c : refused) {
+        const std::string src = c.src + kKernel;
+        CAPTURE(src);
+        const std::string why = cudaProblem(src, tk);
+        CAPTURE(why);
+        CHECK(why.find(c.why) != std::string::npos);
+    }
+    auto r = checkCudaSource("// 1\n\nconst char* s = R\"" + d17 + "(" + inc + ")" + d17 + "\";\n" + kKernel, {tk.dir});
+    REQUIRE(r);
+    CHECK(r->line == 3);
+
+    const std::string fine[] = {
+        "const char* s = R\"(" + inc + ")\";\n",
+        "const char* s = R\"" + d16 + "(" + inc + ")" + d16 + "\";\n",
+        "const char* s = u8R\"cuda(" + inc + ")cuda\";\n",
+        "const wchar_t* s = LR\"--(" + inc + ")--\";\n",
+        "auto a = uR\"x(" + inc + ")x\"; auto b = UR\"x()x\";\n",
+        "const char* s = R\"x(a )x b )y\" c" + inc + ")x\";\n",        // )x not followed by a quote
+        "const char* s = R\"x(a\\\nb)x\";\n",                          // a splice inside the text
+        "const char* s = R\"[]{}<>#%!=-+*/.,(a)[]{}<>#%!=-+*/.,\";\n",  // 16 characters
+        "const char* s = \"R\\\"x(\";\nconst char c = 'R';\n",
+        "#define STR R\"x(\n#include \"/etc/passwd\"\n)x\"\n",             // a raw string in a directive spans lines
+        "#if 0\nR\"x(\n#else\n#include \"/etc/passwd\"\n#endif\n)x\"\n#endif\n",  // also in a skipped group
+        "const char* s = \"a\\\r\nb\";\n",                              // backslash CR LF: a splice
+    };
+    for (const auto& f : fine) {
+        const std::string src = f + kKernel;
+        CAPTURE(src);
+        CHECK(cudaProblem(src, tk) == "");
+    }
 }
