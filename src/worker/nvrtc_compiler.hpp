@@ -3,6 +3,7 @@
 
 #include "source_check.hpp"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@ namespace kwb {
 
 struct CompileResult {
     bool ok = false;
-    std::string log;    // NVRTC's log verbatim (warnings too); our own explanation when NVRTC did not run
+    std::string log;    // NVRTC's log (warnings too) through compilerMessagesOnly; our own explanation when NVRTC did not run
     std::string arch;   // "sm_90"
     std::vector<char> cubin;
     double ms = 0;      // wall time of create + compile + cubin extraction
@@ -47,5 +48,23 @@ std::vector<std::string> nvrtcSupportedArchs();  // {"sm_75", ..., "sm_120"}
 
 // The include directories compileCuda passes (existing ones only).
 std::vector<std::string> nvrtcIncludeDirs();
+
+// NVRTC's program log as it may go back to the model: compiler messages, never the text of a
+// file other than the answer's own source. The rule (compileCuda applies it to every log):
+// - a diagnostic located in `programName` (the answer, "candidate.cu"): kept whole, with the
+//   source line NVRTC quotes and its caret;
+// - one located in a file under `includeDirs` (symlinks resolved): its message lines and
+//   "detected during …" context kept, the quoted source line and its caret dropped;
+// - one located anywhere else: reduced to "<file outside the answer and the CUDA toolkit>(N):
+//   error: [message withheld]" (its message can quote the file: identifier "PATH" is undefined),
+//   the rest of it dropped; after 8 such, one line counts the others;
+// - lines that start at the left margin and are no diagnostic ("2 errors detected in the
+//   compilation of …", "Compilation terminated.") are kept; indented lines outside a diagnostic
+//   are dropped (NVRTC indents every quoted source line);
+// - each line is cut to kMaxCompileLogLine bytes, the whole log to kMaxCompileLog.
+inline constexpr std::size_t kMaxCompileLog = 64 * 1024;
+inline constexpr std::size_t kMaxCompileLogLine = 400;
+std::string compilerMessagesOnly(const std::string& log, const std::string& programName,
+                                 const std::vector<std::string>& includeDirs);
 
 }  // namespace kwb
