@@ -992,6 +992,8 @@ bool kernelBenchParse(Evaluation& ev, const std::string& answer)
     ev.res["format_error"] = nullptr;
     for (const auto& k : findKernels(ev.kb.source))
         ev.kernelNames.push_back(k.name);
+    if (const std::string refusal = python::nativeCodeRefusal(); !refusal.empty())
+        return ev.stop("rejected", "sandbox", refusal);
     return true;
 }
 

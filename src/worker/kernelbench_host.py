@@ -5,8 +5,6 @@
 # answer. Tensors cross to and from C++ as DLPack capsules (no copies: one libtorch serves both).
 import ast
 import builtins
-import fcntl
-import hashlib
 import json
 import os
 import sys
@@ -20,8 +18,6 @@ import torch.nn.functional
 import torch.utils.cpp_extension as _cpp
 import torch.utils.dlpack as _dlpack
 
-# Bumped when the build rule changes, so older cache entries are not taken for new ones.
-CACHE_FORMAT = 1
 
 # ---- the static check ---------------------------------------------------------------------------
 
@@ -301,38 +297,17 @@ def _answer_builtins():
 
 
 # ---- the cached build behind load_inline ----------------------------------------------------------
+# The cache itself (its entries, the broker, the builder) is extension_cache.py, `_kwb_extensions`.
+
+import _kwb_extensions as _ext  # noqa: E402 (loaded by python_host.cpp before this module)
 
 _real_load_inline = _cpp.load_inline
+_cpp._kwb_real_load_inline = _real_load_inline  # what _ext.build_into builds with
 _build_config = {"cache_dir": None, "arch": ""}
 _builds = []  # the builds of the answer being loaded: [{name, key, build_dir, cached, ms, with_cuda}]
-
-
-class BuildError(RuntimeError):
-    """Anything load_inline raised: the answer's extension did not build or load (compile_error)."""
-
-
-class MachineError(RuntimeError):
-    """This machine cannot build the extension at all (a torch without CUDA): not the answer's
-    fault, so no compile_error (no_device: not evaluated)."""
-
-
-def _cuda_arch_list(arch):
-    # "sm_90" -> "9.0", "sm_100a" -> "10.0a": torch's spelling, so only the device's arch is built.
-    if not arch.startswith("sm_"):
-        return None
-    digits = arch[3:]
-    suffix = digits[-1] if digits and digits[-1].isalpha() else ""
-    digits = digits.rstrip("abcdefghijklmnopqrstuvwxyz")
-    return f"{digits[:-1]}.{digits[-1]}{suffix}" if len(digits) >= 2 else None
-
-
-def build_key(arguments, arch):
-    """The cache key of one load_inline call: its sources and build flags, torch, arch, Python."""
-    relevant = {k: v for k, v in arguments.items() if k not in ("build_directory", "verbose")}
-    blob = json.dumps({"format": CACHE_FORMAT, "args": relevant, "torch": torch.__version__,
-                       "cuda": torch.version.cuda, "arch": arch, "python": list(sys.version_info[:2])},
-                      sort_keys=True, default=repr)
-    return hashlib.sha256(blob.encode()).hexdigest()
+BuildError = _ext.BuildError
+MachineError = _ext.MachineError
+build_key = _ext.build_key
 
 
 def _kwb_load_inline(*args, **kwargs):
@@ -344,98 +319,26 @@ def _kwb_load_inline(*args, **kwargs):
         except Exception as e:
             raise BuildError(f"{type(e).__name__}: {e}") from None
         raise
-    arguments = dict(bound.arguments)
+    arguments = {k: v for k, v in bound.arguments.items() if k not in ("build_directory", "verbose")}
     wants_cuda = bool(arguments.get("cuda_sources")) if arguments.get("with_cuda") is None else bool(arguments.get("with_cuda"))
     if wants_cuda and torch.version.cuda is None:
         raise MachineError(f"this worker's torch {torch.__version__} was built without CUDA, so it cannot build the "
                            "answer's CUDA extension; evaluate it where torch has CUDA")
     arch = _build_config["arch"]
-    key = build_key(arguments, arch)
     name = str(arguments.get("name", "ext"))
-    safe_name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)[:64] or "ext"
-    cache_dir = _build_config["cache_dir"]
-    if not cache_dir:
-        raise BuildError("the worker has no extension cache folder (KWB_EXTENSION_CACHE)")
-    build_dir = os.path.join(cache_dir, f"{safe_name}-{key[:20]}")
-    marker = os.path.join(build_dir, "kwb-built.json")
-    failed_marker = os.path.join(build_dir, "kwb-failed.json")
     _state["building"] += 1
     try:
-        os.makedirs(build_dir, exist_ok=True)
-        # One build of a key at a time over every worker sharing the cache (the compile pool's and
-        # the GPU's): the others wait here, then load what it built. flock, not torch's FileBaton
-        # alone: the kernel drops it when its holder dies (a build past its time-out is killed),
-        # where the baton's file stays and makes every later load of the key wait forever.
-        lock_fd = os.open(os.path.join(build_dir, "kwb.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            t_wait = time.monotonic()
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
-            waited_ms = (time.monotonic() - t_wait) * 1000.0
-            return _build_locked(arguments, name, key, arch, build_dir, marker, failed_marker, waited_ms)
-        finally:
-            os.close(lock_fd)  # and with it the lock
+        directory, manifest, cached, waited_ms, build_ms = _ext.entry_for(arguments, arch, _build_config["cache_dir"])
+        if not manifest.get("ok"):
+            # The same sources and flags failed before (or just now): the compiler's messages.
+            raise BuildError(manifest.get("message") or "the extension failed to build")
+        t0 = time.monotonic()
+        module = _cpp._import_module_from_library(name, directory, bool(arguments.get("is_python_module", True)))
+        load_ms = (time.monotonic() - t0) * 1000.0
     finally:
         _state["building"] -= 1
-
-
-def _write_atomically(path, record):
-    """A marker appears whole or not at all (a reader never sees half a file)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(record, f)
-    os.replace(tmp, path)
-
-
-def _build_locked(arguments, name, key, arch, build_dir, marker, failed_marker, waited_ms):
-    """load_inline under the key's lock: the cached library, the cached failure, or a build."""
-    if os.path.exists(failed_marker):
-        # The same sources and flags failed to build before: the same error, without building
-        # again (the build is deterministic; removing the folder builds it afresh).
-        with open(failed_marker) as f:
-            raise BuildError(json.load(f).get("message", "the extension failed to build before"))
-    cached = os.path.exists(marker)
-    if not cached:
-        # A baton left by a torch build that was killed: no other worker builds this key now.
-        stale_baton = os.path.join(build_dir, "lock")
-        if os.path.exists(stale_baton):
-            os.remove(stale_baton)
-    arguments["build_directory"] = build_dir
-    arguments["verbose"] = False
-    # The name's version is per process in torch (name_v1 after a second source): always 0
-    # here, so the same sources give the same library name in every worker.
-    _cpp.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
-    archs = _cuda_arch_list(arch)
-    old = os.environ.get("TORCH_CUDA_ARCH_LIST")
-    if archs:
-        os.environ["TORCH_CUDA_ARCH_LIST"] = archs
-    t0 = time.monotonic()
-    try:
-        library = os.path.join(build_dir, f"{name}.so")
-        if cached and arguments.get("is_python_module", True) and os.path.exists(library):
-            # Built before (another sample, a resumed run, the compile pool): loaded as it is,
-            # without load_inline's checks and ninja's no-op pass.
-            module = _cpp._import_module_from_library(name, build_dir, True)
-        else:
-            module = _real_load_inline(**arguments)
-    except Exception as e:
-        message = f"{type(e).__name__}: {e}"
-        if not cached:
-            _write_atomically(failed_marker, {"key": key, "name": name, "torch": torch.__version__, "arch": arch,
-                                              "message": message})
-        raise BuildError(message) from None
-    finally:
-        if archs:
-            if old is None:
-                os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
-            else:
-                os.environ["TORCH_CUDA_ARCH_LIST"] = old
-    ms = (time.monotonic() - t0) * 1000.0
-    if not cached:
-        _write_atomically(marker, {"key": key, "name": name, "torch": torch.__version__, "arch": arch, "build_ms": ms})
-    _builds.append({"name": name, "key": key, "build_dir": build_dir, "cached": cached, "ms": ms,
-                    "waited_ms": waited_ms,
-                    "with_cuda": bool(arguments.get("cuda_sources")) if arguments.get("with_cuda") is None
-                    else bool(arguments.get("with_cuda"))})
+    _builds.append({"name": name, "key": manifest.get("key"), "build_dir": directory, "cached": cached,
+                    "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda})
     return module
 
 

@@ -2,6 +2,8 @@
 #include "gpu_quiet_lock.hpp"
 #include "parent_watch.hpp"
 #include "protocol.hpp"
+#include "python_host.hpp"
+#include "sandbox_init.hpp"
 #include "worker.hpp"
 
 #include <algorithm>
@@ -16,6 +18,27 @@ int main(int argc, char** argv)
 {
     // Before anything else: a worker whose parent is gone ends, busy or not.
     kwb::watchParent();
+    // The extension cache's two other roles (python_host.hpp): they run no answer's code.
+    if (argc == 3 && std::strcmp(argv[1], "--build-broker") == 0) {
+        try {
+            return kwb::python::runBuildBroker(argv[2]);
+        } catch (const std::exception& e) {
+            std::cerr << "kwb-worker --build-broker: " << e.what() << "\n";
+            return 2;
+        }
+    }
+    if (argc == 4 && std::strcmp(argv[1], "--build-extension") == 0) {
+        try {
+            return kwb::python::buildExtension(argv[2], argv[3]);
+        } catch (const std::exception& e) {
+            std::cerr << "kwb-worker --build-extension: " << e.what() << "\n";
+            return 2;
+        }
+    }
+    // In the OS sandbox this process is PID 1 of its namespace: only a signal from outside can
+    // kill it, and a candidate cannot fake one (sandbox_init.hpp).
+    if (const char* why = kwb::setUpSandboxInit(); *why)
+        std::cerr << "kwb-worker: the sandbox's init: " << why << "\n";
     // Then, before anything can print: responses get a private descriptor, fd 1 becomes stderr.
     const int protocolFd = kwb::protocol::takeOverStdout();
     if (protocolFd < 0) {
@@ -46,6 +69,8 @@ int main(int argc, char** argv)
             quietLock = std::make_unique<kwb::GpuQuietLock>(argv[++i]);
             if (!quietLock->usable())
                 std::cerr << "kwb-worker: --gpu-quiet-lock: " << quietLock->error() << "; going on without the lock\n";
+        } else if (a == "--refuse-native-code" && i + 1 < argc) {
+            kwb::python::refuseNativeCode(argv[++i]);
         } else if (a == "--end-on-stdin-eof") {
             kwb::watchInputHangup(0); // a remote worker: the connection is its stdin
         } else if (a == "--version") {
@@ -55,13 +80,16 @@ int main(int argc, char** argv)
         } else if (a == "--help" || a == "-h") {
             std::cerr << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof] [--max-host-memory BYTES|default]\n"
                          "                  [--max-host-threads N|default] [--gpu-quiet-lock PATH]\n"
+                         "                  [--refuse-native-code WHY]\n"
                          "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n"
                          "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n"
                          "--max-host-memory, --max-host-threads: end (exit 96) when this process and its children\n"
                          "  go over that much host memory or that many threads; default: this machine's default\n"
                          "  (remote workers: the supervisor cannot watch them there; docs/remote-workers.md).\n"
                          "--gpu-quiet-lock PATH: the GPU's quiet lock file (flock): held exclusively while timing,\n"
-                         "  profiling traffic or measuring ceilings, shared while answering `warm`; without it no lock.\n";
+                         "  profiling traffic or measuring ceilings, shared while answering `warm`; without it no lock.\n"
+                         "--refuse-native-code WHY: refuse KernelBench-format answers (native host code) as `rejected`:\n"
+                         "  kwb passes it where the OS sandbox is unavailable (docs/security.md).\n";
             return 0;
         } else {
             std::cerr << "kwb-worker: unknown argument '" << a << "' (try --help)\n";
@@ -74,6 +102,7 @@ int main(int argc, char** argv)
         tasksDir = kwb::defaultTasksDir(argv[0]);
     kwb::Worker worker(protocolFd, tasksDir, std::move(quietLock));
     const int code = worker.run();
+    kwb::endCandidateProcesses(); // nothing a candidate started outlives the worker
     // Every answer is already written (write(2) on the protocol descriptor). Ending here, without
     // libtorch's, cuDNN's and the CUDA runtime's destructors, saves ~0.3 s per worker on the H200
     // (stdin closed to exit 260-301 ms, bench/results/2026-12-01-worker-start-h200.md): in fresh

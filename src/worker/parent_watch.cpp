@@ -18,6 +18,17 @@
 
 namespace kwb {
 
+namespace {
+
+// SIGKILL to itself; as PID 1 of the sandbox's namespace the kernel ignores that, so it exits.
+[[noreturn]] void endNow()
+{
+    ::raise(SIGKILL);
+    ::_exit(kWorkerExitHostLimit + 1);
+}
+
+} // namespace
+
 void watchParent()
 {
     const pid_t parent = ::getppid();
@@ -27,12 +38,12 @@ void watchParent()
     // first getppid() left our stdin at EOF: the worker ends when it next reads.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent)
-        ::raise(SIGKILL);
+        endNow();
     std::thread([parent] {
         for (;;) {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             if (::getppid() != parent)
-                ::raise(SIGKILL); // the whole process, whichever thread is busy
+                endNow(); // the whole process, whichever thread is busy
         }
     }).detach();
 }
@@ -49,7 +60,7 @@ void watchInputHangup(int fd)
             if (ready < 0 && errno == EINTR)
                 continue;
             if (ready < 0 || (entry.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)))
-                ::raise(SIGKILL); // the connection is gone: nobody can read an answer
+                endNow(); // the connection is gone: nobody can read an answer
         }
     }).detach();
 }

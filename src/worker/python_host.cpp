@@ -21,6 +21,19 @@ using json = nlohmann::json;
 
 namespace python {
 
+namespace {
+std::string g_nativeCodeRefusal;
+}
+
+void refuseNativeCode(const std::string& why) {
+    g_nativeCodeRefusal = "no OS sandbox here (" + why +
+                          "): a KernelBench-format answer runs native host code (its load_inline extension), which only "
+                          "the OS sandbox contains; evaluate it where bubblewrap works, or pass --no-os-sandbox to run "
+                          "it without one";
+}
+
+std::string nativeCodeRefusal() { return g_nativeCodeRefusal; }
+
 std::string extensionCacheDir() {
     if (const char* env = std::getenv("KWB_EXTENSION_CACHE"); env && *env) return env;
     const char* tmp = std::getenv("TMPDIR");
@@ -43,6 +56,8 @@ bool available(std::string* why) {
 json checkSource(const std::string&) { throw std::runtime_error(kNoPython); }
 json build(const std::string&, const std::string&) { throw std::runtime_error(kNoPython); }
 std::string takeError() { return {}; }
+int runBuildBroker(const std::string&) { throw std::runtime_error(kNoPython); }
+int buildExtension(const std::string&, const std::string&) { throw std::runtime_error(kNoPython); }
 }  // namespace python
 
 KernelBenchModel loadKernelBenchModel(const std::string&, const json&, uint64_t, const std::string&, const std::string&) {
@@ -55,6 +70,9 @@ namespace {
 
 const char* const kHostSource =
 #include "kernelbench_host_py.inc"
+    ;
+const char* const kExtensionCacheSource =
+#include "extension_cache_py.inc"
     ;
 
 /// Owns one reference.
@@ -91,7 +109,10 @@ std::string pyString(PyObject* o) {
 /// Starts the interpreter once: named after the Python found at configure time (so sys.prefix and
 /// site-packages are that Python's, where its torch lives), no signal handlers of its own (the
 /// worker's SIGINT/SIGTERM stay the worker's), then kernelbench_host.py as _kwb_host.
-bool start() {
+PyObject* g_extensions = nullptr;  // the _kwb_extensions module (extension_cache.py)
+
+/// The interpreter and extension_cache.py as _kwb_extensions, without torch (the build broker).
+bool startInterpreter() {
     static std::once_flag once;
     std::call_once(once, [] {
         PyConfig config;
@@ -106,6 +127,18 @@ bool start() {
             g_startError = std::string("the embedded Python did not start: ") + (st.err_msg ? st.err_msg : "?");
             return;
         }
+        Ref code(Py_CompileString(kExtensionCacheSource, "extension_cache.py", Py_file_input));
+        if (code) g_extensions = PyImport_ExecCodeModule("_kwb_extensions", code.p);
+        if (!g_extensions) g_startError = "extension_cache.py did not load: " + python::takeError();
+    });
+    return g_extensions != nullptr;
+}
+
+/// Then kernelbench_host.py as _kwb_host (imports torch).
+bool start() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!startInterpreter()) return;
         Ref code(Py_CompileString(kHostSource, "kernelbench_host.py", Py_file_input));
         if (code) g_host = PyImport_ExecCodeModule("_kwb_host", code.p);
         if (!g_host) g_startError = "kernelbench_host.py did not load: " + python::takeError();
@@ -231,6 +264,22 @@ std::string takeError() {
     PyErr_Clear();
     if (line > 0) msg += " (answer line " + std::to_string(line) + ")";
     return msg;
+}
+
+int runBuildBroker(const std::string& configPath) {
+    if (!startInterpreter()) throw std::runtime_error(g_startError);
+    Ref f(PyObject_GetAttrString(g_extensions, "serve_broker"));
+    Ref out(f ? PyObject_CallFunction(f.p, "s", configPath.c_str()) : nullptr);
+    if (!out) throw std::runtime_error(python::takeError());
+    return 0;
+}
+
+int buildExtension(const std::string& requestPath, const std::string& outDir) {
+    if (!startInterpreter()) throw std::runtime_error(g_startError);
+    Ref f(PyObject_GetAttrString(g_extensions, "build_extension"));
+    Ref out(f ? PyObject_CallFunction(f.p, "ss", requestPath.c_str(), outDir.c_str()) : nullptr);
+    if (!out) throw std::runtime_error(python::takeError());
+    return int(PyLong_AsLong(out.p));
 }
 
 json checkSource(const std::string& source) { return jsonResult(callHost("check_json", {str(source)})); }

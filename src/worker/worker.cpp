@@ -1,4 +1,5 @@
 #include "worker.hpp"
+#include "sandbox_init.hpp"
 
 #include "device_info.hpp"
 #include "nvrtc_compiler.hpp"
@@ -161,6 +162,12 @@ json compileKernelBench(const std::string& answer, std::string arch)
         out["ok_compile"] = false;
         out["log"] = kb.error->message;
         out["format_error"] = {{"code", kb.error->code}, {"message", kb.error->message}, {"line", kb.error->line}};
+        return out;
+    }
+    if (const std::string refusal = python::nativeCodeRefusal(); !refusal.empty()) {
+        out["ok_compile"] = false;
+        out["log"] = refusal;
+        out["refused"] = {{"code", "no_os_sandbox"}, {"message", refusal}, {"line", 0}};
         return out;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -345,6 +352,9 @@ int Worker::run()
             else
                 response = handle(request);
         }
+        // Nothing a candidate started outlives its request (a fork, a setsid daemon): killed
+        // before the answer goes out (sandbox_init.hpp).
+        endCandidateProcesses();
         if (!protocol::writeResponse(m_fd, response))
             return 2; // the reader is gone
         if (m_shutdown)

@@ -18,6 +18,10 @@
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
 //   abort / segv      die by SIGABRT / SIGSEGV
 //   sigkill           die by SIGKILL, as if killed from outside (the OOM killer)
+//   self_kill         as a candidate's code could: SIGKILL to itself, to PID 1 and to every process
+//                     it may signal, then answer (in the OS sandbox the worker, PID 1, survives)
+//   exit_137          _exit(137), as a death by SIGKILL reads through bwrap (the sandbox's seccomp
+//                     filter refuses it: the process faults instead)
 //   sigkill_once      like sigkill when the file $FAKEWORKER_ONCE does not exist (it creates it), else answer
 //   hang_once         like hang, the same first time only, else answer
 //   oom_once          the first time only (as sigkill_once), a runtime_error "CUDA out of memory", else answer
@@ -31,6 +35,7 @@
 //   threads           start "count" sleeping threads (default 16), then answer
 //   write             try to create the file "path" (default $TMPDIR/fake-write), answer with
 //                     "write_errno" (0: written) and "write_error"
+//   stat, read        whether "path" exists ("exists"), and its first 4 KiB ("text")
 //   connect           try a TCP connection to 127.0.0.1:"port", answer with "connect_errno" (0:
 //                     connected) and "connect_error"
 // alloc and threads hang instead of answering when "then" is "hang". In an evaluate request the
@@ -87,12 +92,14 @@
 // 20 s, then "barrier_met" false), so tests see builds that run at the same time without timing.
 
 #include "parent_watch.hpp"
+#include "sandbox_init.hpp"
 
 #include <QByteArray>
 #include <QCryptographicHash>
 #include <QDir>
 #include <QDateTime>
 #include <QFile>
+#include <QFileInfo>
 #include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -711,6 +718,13 @@ void serve(const QJsonObject& request)
         dieBy(SIGSEGV);
     } else if (mode == QLatin1String("sigkill")) {
         dieBy(SIGKILL); // as the OOM killer or another process would end it
+    } else if (mode == QLatin1String("self_kill")) {
+        ::kill(::getpid(), SIGKILL);
+        ::kill(1, SIGKILL);
+        if (::getpid() == 1) // kill(-1) outside a sandbox would reach the test's other processes
+            ::kill(-1, SIGKILL);
+    } else if (mode == QLatin1String("exit_137")) {
+        ::_exit(137);
     } else if (mode == QLatin1String("sigkill_once")) {
         if (firstTime())
             dieBy(SIGKILL);
@@ -786,6 +800,15 @@ void serve(const QJsonObject& request)
         response.insert(QStringLiteral("path"), path);
         writeLine(response);
         return;
+    } else if (mode == QLatin1String("stat") || mode == QLatin1String("read")) {
+        const QString path = request.value(QStringLiteral("path")).toString();
+        QJsonObject response = answer(request);
+        response.insert(QStringLiteral("exists"), QFileInfo::exists(path));
+        QFile file(path);
+        if (mode == QLatin1String("read") && file.open(QIODevice::ReadOnly))
+            response.insert(QStringLiteral("text"), QString::fromUtf8(file.read(4096)));
+        writeLine(response);
+        return;
     } else if (mode == QLatin1String("connect")) {
         sockaddr_in address{};
         address.sin_family = AF_INET;
@@ -837,6 +860,7 @@ void serve(const QJsonObject& request)
 int main(int argc, char** argv)
 {
     g_startedMs = nowMs();
+    kwb::setUpSandboxInit(); // as kwb-worker: PID 1 of its namespace in the sandbox
     if (const char* delay = std::getenv("FAKEWORKER_HELLO_DELAY_MS"))
         g_helloDelayMs = std::atoi(delay);
     if (const char* mode = std::getenv("FAKEWORKER_MODE"))

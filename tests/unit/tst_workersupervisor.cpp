@@ -229,6 +229,19 @@ class TestWorkerSupervisor : public QObject
         // The spare tests are written for spares started one after another; the host's rule
         // (spareStartsAtOnce()) would start them at once on a machine with many cores.
         supervisor->setSpareStartsAtOnce(false);
+        // Outside the OS sandbox: these tests compare the pids the fake worker reports with the
+        // supervisor's, and in the sandbox the worker is PID 1 of its own namespace. The
+        // sandbox's own tests use makeSandboxedSupervisor().
+        WorkerLimits unsandboxed;
+        unsandboxed.osSandbox = false;
+        supervisor->setLimits(unsandboxed);
+        return supervisor;
+    }
+
+    std::unique_ptr<WorkerSupervisor> makeSandboxedSupervisor()
+    {
+        auto supervisor = makeSupervisor();
+        supervisor->setLimits(WorkerLimits());
         return supervisor;
     }
 
@@ -1282,8 +1295,10 @@ private Q_SLOTS:
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(ending.hasResponse, qPrintable(ending.status + QLatin1String(": ") + ending.message));
-        // The worker opened it read-only at its start (in the sandbox: through /'s read-only view).
-        const QJsonObject hello = helloOf(available, pidOf(ending));
+        // The worker opened it read-only at its start (in the sandbox: bound on its own, read-only).
+        // In the sandbox the worker's own pid is 1 (its namespace's): the hello is the first one.
+        QVERIFY(!available.isEmpty());
+        const QJsonObject hello = sandbox ? available.first().at(1).toJsonObject() : helloOf(available, pidOf(ending));
         QCOMPARE(hello.value(QLatin1String("gpu_quiet_lock")).toString(), path);
         QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_writers_first")).toBool()); // its intent file reached it
         QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_turns")).toBool()); // its turn file too
@@ -1308,7 +1323,8 @@ private Q_SLOTS:
             const qint64 sparePid = supervisor->spareWorkerPid();
             const Ending next = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
             QVERIFY(next.hasResponse);
-            QCOMPARE(pidOf(next), sparePid);
+            if (!sandbox) // in the sandbox every worker is its own namespace's PID 1
+                QCOMPARE(pidOf(next), sparePid);
             QCOMPARE(helloOf(available, sparePid).value(QLatin1String("gpu_quiet_lock")).toString(), path);
         }
     }
@@ -1749,7 +1765,7 @@ private Q_SLOTS:
 
     void sandboxFallsBackWithAWarning()
     {
-        auto supervisor = makeSupervisor();
+        auto supervisor = makeSandboxedSupervisor();
         supervisor->setBubblewrapProgram(QStringLiteral("/nonexistent/bwrap"));
         QCOMPARE(supervisor->sandboxStatus(),
                  QStringLiteral("none: bubblewrap is not installed (/nonexistent/bwrap is not an executable)"));
@@ -1763,7 +1779,7 @@ private Q_SLOTS:
         QVERIFY(QFile::exists(path));
 
         // A bwrap that is there but fails (no user namespaces, a container): the same fallback.
-        auto failing = makeSupervisor();
+        auto failing = makeSandboxedSupervisor();
         failing->setBubblewrapProgram(QStringLiteral("/bin/false"));
         QVERIFY2(failing->sandboxStatus().startsWith(QLatin1String("none: bwrap fails here (exit code 1)")),
                  qPrintable(failing->sandboxStatus()));
@@ -1821,7 +1837,7 @@ private Q_SLOTS:
         const SandboxProbe probe = probeBubblewrap();
         if (!probe.works)
             QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
-        auto supervisor = makeSupervisor();
+        auto supervisor = makeSandboxedSupervisor();
         QCOMPARE(supervisor->sandboxStatus(), kSandboxBubblewrap);
         QTemporaryDir outside;
         QVERIFY(outside.isValid());
@@ -1829,10 +1845,19 @@ private Q_SLOTS:
         const Ending refused = waitForEnd(
             *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"), {{QStringLiteral("path"), path}})));
         QVERIFY2(refused.hasResponse, qPrintable(refused.status + QLatin1String(": ") + refused.message));
-        QCOMPARE(refused.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        // The host's /tmp is not there (a private one is): the folder does not exist inside.
+        QVERIFY(refused.response.value(QLatin1String("write_errno")).toInt() != 0);
         QVERIFY(!QFile::exists(path));
-        // The worker's pid is its own, not bwrap's.
-        QCOMPARE(supervisor->workerPid(), pidOf(refused));
+        // Next to its install tree, which is read-only.
+        const QString beside = QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
+        const Ending readOnly = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"), {{QStringLiteral("path"), beside}})));
+        QVERIFY2(readOnly.hasResponse, qPrintable(readOnly.status + QLatin1String(": ") + readOnly.message));
+        QCOMPARE(readOnly.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        QVERIFY(!QFile::exists(beside));
+        // PID 1 of its own namespace; the supervisor knows its real pid, bwrap's child.
+        QCOMPARE(pidOf(refused), qint64(1));
+        QVERIFY(supervisor->workerPid() > 1);
 
         // Its scratch folder (TMPDIR) is writable, and goes with the worker.
         const Ending scratch = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"))));
@@ -1862,7 +1887,7 @@ private Q_SLOTS:
         QVERIFY2(reached.hasResponse, qPrintable(reached.status + QLatin1String(": ") + reached.message));
         QCOMPARE(reached.response.value(QLatin1String("connect_errno")).toInt(), 0); // the listener is there
 
-        auto sandboxed = makeSupervisor();
+        auto sandboxed = makeSandboxedSupervisor();
         const Ending cut = waitForEnd(*sandboxed, sandboxed->sendRequest(connect));
         QVERIFY2(cut.hasResponse, qPrintable(cut.status + QLatin1String(": ") + cut.message));
         QVERIFY2(cut.response.value(QLatin1String("connect_errno")).toInt() != 0,
@@ -1875,22 +1900,72 @@ private Q_SLOTS:
         if (!probe.works)
             QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
         for (const QString& mode : {QStringLiteral("hang"), QStringLiteral("hang_ignore_term")}) {
-            auto supervisor = makeSupervisor();
+            auto supervisor = makeSandboxedSupervisor();
             supervisor->setKillGracePeriod(300);
             qint64 worker = 0;
             QObject::connect(supervisor.get(), &WorkerSupervisor::workerAvailable, supervisor.get(),
                              [&worker](qint64 pid, const QJsonObject& hello) {
                                  worker = pid;
-                                 QCOMPARE(hello.value(QLatin1String("pid")).toInteger(), pid);
+                                 QCOMPARE(hello.value(QLatin1String("pid")).toInteger(), qint64(1)); // its namespace's
                              });
             const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode), 1000));
             QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
-            QVERIFY(worker > 0);
+            QVERIFY(worker > 1);
             QTRY_VERIFY_WITH_TIMEOUT(processGone(worker), 2000);
-            QVERIFY2(ending.message.contains(mode == QLatin1String("hang") ? QLatin1String("SIGTERM")
-                                                                           : QLatin1String("SIGKILL")),
-                     qPrintable(ending.message));
+            // SIGTERM does not reach a PID 1: a sandboxed worker is stopped with SIGKILL at once.
+            QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
         }
+    }
+
+    // Issue 32, item 4: a candidate cannot turn its own failure into the machine's. In the sandbox
+    // the worker is PID 1 of its namespace: its SIGKILL to itself does not arrive, and an exit
+    // code that reads as a signal through bwrap (137) is refused by the seccomp filter (it faults:
+    // a crash, the candidate's). Outside the sandbox the same SIGKILL is indistinguishable from
+    // the OOM killer's (worker_lost), which is why KernelBench-format answers need the sandbox.
+    void sandboxedCandidateCannotFakeTheMachinesFailure()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        auto supervisor = makeSandboxedSupervisor();
+        const Ending survived = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("self_kill"))));
+        QVERIFY2(survived.hasResponse, qPrintable(survived.status + QLatin1String(": ") + survived.message));
+        const Ending faked = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("exit_137"))));
+        QCOMPARE(faked.status, wireName(EvaluationStatus::Crashed));
+        QVERIFY2(faked.message.contains(QLatin1String("SIGSEGV")), qPrintable(faked.message));
+
+        auto unsandboxed = makeSupervisor();
+        const Ending lost = waitForEnd(*unsandboxed, unsandboxed->sendRequest(evaluate(QStringLiteral("self_kill"))));
+        QCOMPARE(lost.status, wireName(EvaluationStatus::WorkerLost));
+    }
+
+    // Issue 32, item 1: the worker sees no other process, no host user list and no home.
+    void sandboxShowsOnlyWhatTheWorkerNeeds()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        QTemporaryDir outside;
+        QVERIFY(outside.isValid());
+        const QStringList paths{QStringLiteral("/proc/%1/environ").arg(::getpid()), QStringLiteral("/etc/shadow"),
+                                QDir::homePath() + QStringLiteral("/.bashrc"), QStringLiteral("/run"),
+                                QStringLiteral("/var"), outside.path()};
+        auto supervisor = makeSandboxedSupervisor();
+        const Ending env = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("env"))));
+        QVERIFY2(env.hasResponse, qPrintable(env.status + QLatin1String(": ") + env.message));
+        const QJsonObject environment = env.response.value(QLatin1String("environment")).toObject();
+        const QString home = environment.value(QLatin1String("HOME")).toString();
+        QVERIFY2(home.contains(QLatin1String("/kwb-worker-")), qPrintable(home)); // its scratch folder's
+        QVERIFY(!environment.contains(QLatin1String("KWB_API_KEY")));
+        for (const QString& path : paths) {
+            const Ending seen = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("stat"), {{QStringLiteral("path"), path}})));
+            QVERIFY2(seen.hasResponse, qPrintable(seen.status + QLatin1String(": ") + seen.message));
+            QVERIFY2(!seen.response.value(QLatin1String("exists")).toBool(), qPrintable(path));
+        }
+        const Ending passwd = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("read"), {{QStringLiteral("path"), QStringLiteral("/etc/passwd")}})));
+        QVERIFY2(passwd.hasResponse, qPrintable(passwd.status + QLatin1String(": ") + passwd.message));
+        const QString text = passwd.response.value(QLatin1String("text")).toString();
+        QVERIFY2(text.startsWith(QLatin1String("root:x:0:0:")) && text.count(QLatin1Char('\n')) <= 3, qPrintable(text));
     }
 
     void destructionEndsWorker()

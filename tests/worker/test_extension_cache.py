@@ -8,6 +8,10 @@
 #   killed_build_is_retried a worker killed while building (its baton left behind): the next one
 #                           builds, instead of waiting for the baton forever (torch's FileBaton)
 #   failure_is_cached       a build that fails is the same compile error again, without a second build
+#   broker_builds_once_for_two_workers   the same through the build broker (extension_cache.py), which
+#                           alone writes the cache: one build, a sealed entry, no staging folder left
+#   changed_entry_is_refused  a changed or added file in an entry fails its hash check before loading
+#   broker_cancels_when_the_worker_goes  the worker killed mid-build: the builder is killed, nothing published
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
 import os
@@ -19,6 +23,7 @@ import textwrap
 import time
 
 HOST = os.path.abspath(sys.argv[1])
+EXT = os.path.join(os.path.dirname(HOST), "extension_cache.py")
 ROOT = tempfile.mkdtemp(prefix="kwb-extcache-")
 STUB = os.path.join(ROOT, "stub")
 BUILD_LOG = os.path.join(ROOT, "builds.log")
@@ -32,6 +37,7 @@ TORCH_STUB = {
         from . import nn, utils, cuda
         """,
     "torch/cuda.py": "",
+    "torch/version.py": "__version__ = '0.0-stub'\ncuda = '0.0'\n",
     "torch/nn/__init__.py": "class Module: pass\nfrom . import functional\n",
     "torch/nn/functional.py": "",
     "torch/utils/__init__.py": "from . import cpp_extension, dlpack\n",
@@ -75,9 +81,27 @@ TORCH_STUB = {
         """,
 }
 
-WORKER = """
+LOADER = """
 import importlib.util, json, os, sys
 sys.path.insert(0, {stub!r})
+spec = importlib.util.spec_from_file_location("_kwb_extensions", {ext!r})
+ext = importlib.util.module_from_spec(spec)
+sys.modules["_kwb_extensions"] = ext
+spec.loader.exec_module(ext)
+"""
+
+# The builder a broker starts (kwb-worker --build-extension REQUEST OUT, here without a sandbox).
+BUILDER = "#!" + sys.executable + "\n" + LOADER + """
+import torch.utils.cpp_extension
+assert sys.argv[1] == "--build-extension"
+sys.exit(ext.build_extension(sys.argv[2], sys.argv[3]))
+"""
+
+BROKER = LOADER + """
+ext.serve_broker(sys.argv[1])
+"""
+
+WORKER = LOADER + """
 spec = importlib.util.spec_from_file_location("_kwb_host", {host!r})
 host = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(host)
@@ -96,13 +120,19 @@ def setup():
         os.makedirs(os.path.dirname(full), exist_ok=True)
         with open(full, "w") as f:
             f.write(textwrap.dedent(text))
-    with open(os.path.join(ROOT, "worker.py"), "w") as f:
-        f.write(WORKER.format(stub=STUB, host=HOST))
+    for name, text in (("worker.py", WORKER), ("broker.py", BROKER), ("builder.py", BUILDER)):
+        with open(os.path.join(ROOT, name), "w") as f:
+            f.write(text.format(stub=STUB, host=HOST, ext=EXT) if name != "builder.py" else
+                    text.replace("{stub!r}", repr(STUB)).replace("{ext!r}", repr(EXT)))
+    os.chmod(os.path.join(ROOT, "builder.py"), 0o755)
 
 
-def start(cache, cuda, gate=None):
+def start(cache, cuda, gate=None, broker=None):
     env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG)
     env.pop("STUB_BUILD_GATE", None)
+    env.pop("KWB_BUILD_BROKER", None)
+    if broker:
+        env["KWB_BUILD_BROKER"] = broker
     if gate:
         env["STUB_BUILD_GATE"] = gate
     return subprocess.Popen([sys.executable, os.path.join(ROOT, "worker.py"), cache, cuda], env=env,
@@ -180,14 +210,94 @@ def failure_is_cached():
     assert len(builds()) == 1, builds()
 
 
+def start_broker(cache, gate=None):
+    """A broker as kwb starts one (without the builder's sandbox here): its socket's path."""
+    sock = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.sock")
+    env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG)
+    env.pop("STUB_BUILD_GATE", None)
+    if gate:
+        env["STUB_BUILD_GATE"] = gate
+    config = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.json")
+    with open(config, "w") as f:
+        json.dump({"socket": sock, "cache_dir": cache, "worker": os.path.join(ROOT, "builder.py"),
+                   "builder_prefix": [], "environment": env}, f)
+    process = subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    BROKERS.append(process)
+    wait_for(lambda: os.path.exists(sock), "the broker's socket")
+    return sock
+
+
+BROKERS = []
+
+
+def broker_builds_once_for_two_workers():
+    cache = fresh("broker-same-key")
+    gate = os.path.join(ROOT, "gate-broker")
+    sock = start_broker(cache, gate)
+    first = start(cache, "__global__ void k3() {}", broker=sock)
+    wait_for(lambda: len(builds()) == 1, "the broker's build")
+    second = start(cache, "__global__ void k3() {}", broker=sock)
+    time.sleep(0.3)
+    open(gate, "w").close()
+    a, b = result(first), result(second)
+    assert a["ok"] and b["ok"], (a, b)
+    assert len(builds()) == 1, builds()
+    assert sorted([a["builds"][0]["cached"], b["builds"][0]["cached"]]) == [False, True], (a, b)
+    entry = a["builds"][0]["build_dir"]
+    with open(os.path.join(entry, "kwb-entry.json")) as f:
+        manifest = json.load(f)
+    assert manifest["ok"] and list(manifest["files"]) == ["ext.so"], manifest
+    # Published whole and read-only: no staging folder left, the entry's files not writable.
+    assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
+    assert not os.stat(os.path.join(entry, "ext.so")).st_mode & 0o222
+
+
+def changed_entry_is_refused():
+    cache = fresh("tampered")
+    a = result(start(cache, "__global__ void k4() {}"))
+    assert a["ok"], a
+    library = os.path.join(a["builds"][0]["build_dir"], "ext.so")
+    os.chmod(os.path.dirname(library), 0o755)
+    os.chmod(library, 0o644)
+    with open(library, "w") as f:
+        f.write("not what was built")
+    b = result(start(cache, "__global__ void k4() {}"))
+    assert not b["ok"] and "changed after its build" in b["message"], b
+    planted = os.path.join(os.path.dirname(library), "planted.so")
+    with open(library, "w"):
+        pass
+    open(planted, "w").close()
+    c = result(start(cache, "__global__ void k4() {}"))
+    assert not c["ok"] and "changed after its build" in c["message"] and "planted.so" in c["message"], c
+
+
+def broker_cancels_when_the_worker_goes():
+    cache = fresh("broker-cancel")
+    gate = os.path.join(ROOT, "gate-broker-never")
+    sock = start_broker(cache, gate)
+    first = start(cache, "__global__ void k5() {}", broker=sock)
+    wait_for(lambda: len(builds()) == 1, "the broker's build")
+    os.kill(first.pid, signal.SIGKILL)
+    first.communicate()
+    builder_pid = int(builds()[0][0])
+    wait_for(lambda: not os.path.exists(f"/proc/{builder_pid}") or
+             open(f"/proc/{builder_pid}/stat").read().split()[2] == "Z", "the builder to be killed")
+    wait_for(lambda: not [n for n in os.listdir(cache) if n.startswith(".staging")], "the staging folder to go")
+    assert not [n for n in os.listdir(cache) if not n.startswith(".")], os.listdir(cache)
+
+
 if __name__ == "__main__":
     setup()
     failed = 0
-    for case in (one_build_per_key, killed_build_is_retried, failure_is_cached):
+    for case in (one_build_per_key, killed_build_is_retried, failure_is_cached, broker_builds_once_for_two_workers,
+                 changed_entry_is_refused, broker_cancels_when_the_worker_goes):
         try:
             case()
             print(f"PASS {case.__name__}")
         except AssertionError as e:
             failed += 1
             print(f"FAIL {case.__name__}: {e}")
+    for broker in BROKERS:
+        broker.kill()
     sys.exit(1 if failed else 0)

@@ -4,15 +4,25 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QHash>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMutex>
 #include <QMutexLocker>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <vector>
+#include <utility>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
 
 namespace kwb {
 
@@ -25,32 +35,274 @@ QString bubblewrapProgram(const QString& configured)
     return QStandardPaths::findExecutable(QStringLiteral("bwrap"));
 }
 
-// The sandbox (docs/sandbox.md, "The OS sandbox"). Not a new pid namespace: the worker keeps a
-// real pid, which the supervisor reads in /proc for the host limits, and the host's /proc is then
-// its own view; a fresh proc mount is refused in many containers. /proc is bound again writable:
-// under the read-only bind of / the CUDA driver's cuInit fails with CUDA_ERROR_OPERATING_SYSTEM
-// (seen on the H200, 2026-12-01: no device inside the sandbox until /proc was writable). Writing
-// /proc/sys and the like still needs capabilities, which bwrap drops.
-QStringList bubblewrapArguments(const QString& scratchDir)
+// The options every sandbox shares, local or remote: namespaces of its own (no other process,
+// network, IPC or host name visible), a new session (no controlling terminal to push input into),
+// no capabilities, and the worker as PID 1 of its PID namespace (sandbox_init.hpp: a signal from
+// inside cannot kill it, so a death by SIGKILL came from outside). bwrap ends with kwb.
+QStringList sandboxNamespaceArguments(bool asPid1 = true)
 {
     QStringList arguments{
-        QStringLiteral("--die-with-parent"), // kwb gone: bwrap and the worker go (and the worker's own parent watch)
-        QStringLiteral("--unshare-net"),     // only a loopback of its own: no host, no network
-        QStringLiteral("--unshare-ipc"),     // no System V IPC with the host's processes
-        QStringLiteral("--new-session"),     // no controlling terminal to push input into (TIOCSTI)
-        QStringLiteral("--ro-bind"), QStringLiteral("/"), QStringLiteral("/"), // everything readable, nothing writable
-        QStringLiteral("--dev-bind"), QStringLiteral("/dev"), QStringLiteral("/dev"), // the GPU's /dev/nvidia* nodes
-        QStringLiteral("--bind"), QStringLiteral("/proc"), QStringLiteral("/proc"), // cuInit needs it writable (above)
-        QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"), // POSIX shared memory works, privately
+        QStringLiteral("--die-with-parent"), QStringLiteral("--new-session"),
+        QStringLiteral("--unshare-pid"),
+        QStringLiteral("--unshare-net"), QStringLiteral("--unshare-ipc"),
+        QStringLiteral("--unshare-uts"), QStringLiteral("--unshare-cgroup-try"),
+        QStringLiteral("--cap-drop"), QStringLiteral("ALL"),
     };
-    arguments << QStringLiteral("--bind") << scratchDir << scratchDir;
+    if (asPid1) // else bwrap's own init is PID 1 and reaps (an extension build: ninja's children)
+        arguments << QStringLiteral("--as-pid-1");
     return arguments;
+}
+
+// The remote script's sandbox (docs/remote-workers.md): that host's layout is not known here, so
+// its root stays readable there (the local sandbox below shows only what the worker needs).
+QStringList remoteBubblewrapArguments(const QString& scratchDir)
+{
+    QStringList arguments = sandboxNamespaceArguments();
+    arguments << QStringLiteral("--ro-bind") << QStringLiteral("/") << QStringLiteral("/")
+              << QStringLiteral("--dev-bind") << QStringLiteral("/dev") << QStringLiteral("/dev")
+              << QStringLiteral("--proc") << QStringLiteral("/proc")
+              << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
+              << QStringLiteral("--bind") << scratchDir << scratchDir;
+    return arguments;
+}
+
+// The few files of /etc that the loader, Python and the CUDA libraries read; /etc/passwd and
+// /etc/group are made up (sandboxIdentityDir()), the rest of /etc (shadow, ssh keys, the
+// machine's configuration) is not there.
+const QStringList& etcFiles()
+{
+    static const QStringList files{
+        QStringLiteral("/etc/ld.so.cache"),  QStringLiteral("/etc/ld.so.conf"), QStringLiteral("/etc/ld.so.conf.d"),
+        QStringLiteral("/etc/alternatives"), // Debian's libblas/liblapack (libtorch links them) are links through it
+        QStringLiteral("/etc/localtime"),    QStringLiteral("/etc/nsswitch.conf"), QStringLiteral("/etc/host.conf"),
+        QStringLiteral("/etc/os-release"),   QStringLiteral("/etc/debian_version"), QStringLiteral("/etc/lsb-release"),
+        QStringLiteral("/etc/python3"),      QStringLiteral("/etc/python3.11"), QStringLiteral("/etc/python3.12"),
+        QStringLiteral("/etc/python3.13"),   QStringLiteral("/etc/OpenCL"), QStringLiteral("/etc/vulkan"),
+        QStringLiteral("/etc/nvidia"),       QStringLiteral("/etc/gcrypt"), QStringLiteral("/etc/ssl/openssl.cnf"),
+    };
+    return files;
+}
+
+// A folder with a made-up passwd and group naming only this user (and root, nobody), so that
+// getpwuid() works in the sandbox (Python's getpass, torch's cache paths) without the host's
+// list of users. Made once per process; removed at exit.
+QString sandboxIdentityDir()
+{
+    static QMutex mutex;
+    static std::optional<QTemporaryDir> dir;
+    QMutexLocker lock(&mutex);
+    if (dir)
+        return dir->isValid() ? dir->path() : QString();
+    dir.emplace(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-sandbox-etc-XXXXXX")));
+    if (!dir->isValid())
+        return {};
+    const uint uid = ::getuid();
+    const uint gid = ::getgid();
+    QByteArray passwd = "root:x:0:0:root:/root:/usr/sbin/nologin\n";
+    QByteArray group = "root:x:0:\n";
+    if (uid != 0)
+        passwd += QStringLiteral("kwb:x:%1:%2:Kernel Workbench worker:/nonexistent:/usr/sbin/nologin\n").arg(uid).arg(gid).toUtf8();
+    if (gid != 0)
+        group += QStringLiteral("kwb:x:%1:\n").arg(gid).toUtf8();
+    passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+    group += "nogroup:x:65534:\n";
+    for (const auto& [name, text] : {std::pair{QStringLiteral("passwd"), passwd}, std::pair{QStringLiteral("group"), group}}) {
+        QFile file(QDir(dir->path()).filePath(name));
+        if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size())
+            return {};
+        file.setPermissions(QFileDevice::ReadOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther);
+    }
+    return dir->path();
+}
+
+// A path the sandbox binds read-only: it exists, and it is not the root, nor a folder that holds
+// the user's files or the host's sockets as a whole.
+bool bindablePath(const QString& path)
+{
+    if (path.isEmpty() || !QDir::isAbsolutePath(path) || !QFileInfo::exists(path))
+        return false;
+    const QString clean = QDir::cleanPath(path);
+    static const QStringList refused{QStringLiteral("/"), QStringLiteral("/home"), QStringLiteral("/root"),
+                                     QStringLiteral("/tmp"), QStringLiteral("/run"), QStringLiteral("/var"),
+                                     QStringLiteral("/var/run"), QStringLiteral("/etc"), QStringLiteral("/proc"),
+                                     QStringLiteral("/dev"), QStringLiteral("/mnt"), QStringLiteral("/media")};
+    return !refused.contains(clean) && clean != QDir::cleanPath(QDir::homePath());
+}
+
+// The local sandbox (docs/sandbox.md, "The OS sandbox"): an empty root with the system's programs
+// and libraries read-only (/usr, the /lib and /bin links or folders, /opt), the few /etc files
+// above, a fresh /proc of its own PID namespace, a minimal /dev with the GPU's nodes, /sys
+// read-only (the CUDA driver and NVML read the PCI topology there), a private /tmp and
+// /dev/shm, and then `readOnly` (the worker's own install tree, the tasks, the extension cache)
+// and the one writable folder, `scratchDir` (TMPDIR, HOME, CUDA's JIT cache).
+enum class SandboxRole { Worker, Builder };
+
+QStringList bubblewrapArguments(const QString& scratchDir, const QStringList& readOnly = {},
+                                SandboxRole role = SandboxRole::Worker)
+{
+    QStringList arguments = sandboxNamespaceArguments(role == SandboxRole::Worker);
+    arguments << QStringLiteral("--ro-bind") << QStringLiteral("/usr") << QStringLiteral("/usr");
+    for (const QString& top : {QStringLiteral("/bin"), QStringLiteral("/sbin"), QStringLiteral("/lib"), QStringLiteral("/lib32"),
+                               QStringLiteral("/lib64"), QStringLiteral("/libx32")}) {
+        const QFileInfo info(top);
+        if (info.isSymLink())
+            arguments << QStringLiteral("--symlink") << info.symLinkTarget().replace(QRegularExpression(QStringLiteral("^/")), QString()) << top;
+        else if (info.isDir())
+            arguments << QStringLiteral("--ro-bind") << top << top;
+    }
+    arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/opt") << QStringLiteral("/opt");
+    for (const QString& file : etcFiles())
+        arguments << QStringLiteral("--ro-bind-try") << file << file;
+    if (const QString identity = sandboxIdentityDir(); !identity.isEmpty())
+        arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd") << QStringLiteral("/etc/passwd")
+                  << QStringLiteral("--ro-bind") << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
+    arguments << QStringLiteral("--proc") << QStringLiteral("/proc")
+              << QStringLiteral("--dev") << QStringLiteral("/dev")
+              << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
+              << QStringLiteral("--ro-bind-try") << QStringLiteral("/sys") << QStringLiteral("/sys")
+              << QStringLiteral("--tmpfs") << QStringLiteral("/tmp");
+    // The GPU's device nodes (nvidia0…, nvidiactl, nvidia-uvm, nvidia-modeset, nvidia-caps/).
+    const QDir dev(QStringLiteral("/dev"));
+    if (role == SandboxRole::Worker) // a build needs no GPU
+        for (const QString& node : dev.entryList({QStringLiteral("nvidia*")}, QDir::System | QDir::Dirs | QDir::NoDotAndDotDot))
+            arguments << QStringLiteral("--dev-bind") << dev.filePath(node) << dev.filePath(node);
+    // Each by its real path (a link's target; a bind onto a path through a link fails), and only
+    // where not inside a tree bound already.
+    QStringList bound{QStringLiteral("/usr"), QStringLiteral("/opt"), QStringLiteral("/bin"), QStringLiteral("/sbin"),
+                      QStringLiteral("/lib"), QStringLiteral("/lib32"), QStringLiteral("/lib64"), QStringLiteral("/libx32"),
+                      QStringLiteral("/sys")};
+    const auto inside = [&bound](const QString& path) {
+        for (const QString& root : bound)
+            if (path == root || path.startsWith(root + QLatin1Char('/')))
+                return true;
+        return false;
+    };
+    for (const QString& path : readOnly) {
+        const QString real = QFileInfo(path).canonicalFilePath();
+        if (!bindablePath(real) || inside(real))
+            continue;
+        bound << real;
+        arguments << QStringLiteral("--ro-bind") << real << real;
+    }
+    if (!scratchDir.isEmpty())
+        arguments << QStringLiteral("--bind") << scratchDir << scratchDir;
+    return arguments;
+}
+
+// What the worker needs to read besides the system: its own install or build tree (the folder
+// above bin/, where lib/ and share/kernel-workbench/tasks are), its tasks (--tasks-dir,
+// KWB_TASKS_DIR, or the source tree's for a build tree), the folders named in its library and
+// Python paths, and what the user lists in KWB_SANDBOX_READ_ONLY (colon-separated).
+QStringList workerReadOnlyPaths(const QString& program, const QStringList& arguments, const QProcessEnvironment& environment)
+{
+    QStringList paths;
+    const QFileInfo exe(program);
+    const QDir programDir = exe.absoluteDir();
+    paths << (programDir.dirName() == QLatin1String("bin") ? QFileInfo(programDir.absolutePath()).absolutePath()
+                                                          : programDir.absolutePath());
+    const QString canonical = exe.canonicalFilePath();
+    if (!canonical.isEmpty() && canonical != exe.absoluteFilePath())
+        paths << QFileInfo(canonical).absolutePath();
+    for (qsizetype i = 0; i + 1 < arguments.size(); ++i)
+        if (arguments.at(i) == QLatin1String("--tasks-dir"))
+            paths << QFileInfo(arguments.at(i + 1)).absoluteFilePath();
+    if (const QString tasks = environment.value(QStringLiteral("KWB_TASKS_DIR")); !tasks.isEmpty())
+        paths << tasks;
+#ifdef KWB_SOURCE_DATA_DIR
+    paths << QStringLiteral(KWB_SOURCE_DATA_DIR "/tasks");
+#endif
+    for (const char* variable : {"LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "CUDA_HOME", "CUDA_PATH", "KWB_CUDA_INCLUDE_DIR"})
+        for (const QString& path : environment.value(QString::fromLatin1(variable)).split(QLatin1Char(':'), Qt::SkipEmptyParts))
+            paths << path;
+    for (const QString& path : qEnvironmentVariable("KWB_SANDBOX_READ_ONLY").split(QLatin1Char(':'), Qt::SkipEmptyParts))
+        paths << path;
+    return paths;
+}
+
+// The extension cache's broker (src/worker/extension_cache.py, docs/sandbox.md "The extension
+// cache"): one per kwb process, worker program and cache, started at the first sandboxed worker,
+// outside every sandbox. Workers see the cache read-only and ask it for entries over a Unix
+// socket in a folder bound read-only into them; it runs each build in a sandbox of its own whose
+// one writable folder is the build's staging folder, and publishes what was built. It ends with
+// kwb (the worker program's parent watch). Returns the socket's path, or "" where it cannot start.
+struct BuildBroker
+{
+    QString socket;
+    std::unique_ptr<QTemporaryDir> dir;
+};
+
+QString buildBrokerSocket(const QString& program, const QString& bubblewrap, const QString& cacheDir,
+                          const QProcessEnvironment& environment)
+{
+    static QMutex mutex;
+    static std::map<QString, BuildBroker> brokers;
+    QMutexLocker lock(&mutex);
+    const QString key = program + QLatin1Char('\n') + cacheDir + QLatin1Char('\n') + bubblewrap;
+    if (const auto found = brokers.find(key); found != brokers.end())
+        return found->second.socket;
+    BuildBroker& broker = brokers[key];
+    broker.dir = std::make_unique<QTemporaryDir>(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-broker-XXXXXX")));
+    if (!broker.dir->isValid())
+        return {};
+    // The builder's sandbox: the worker's view without the GPU, and the toolchain on PATH; its
+    // /tmp is private and writable, its home is there too.
+    QStringList readOnly = workerReadOnlyPaths(program, {}, environment);
+    for (const QString& path : environment.value(QStringLiteral("PATH")).split(QLatin1Char(':'), Qt::SkipEmptyParts))
+        readOnly << path;
+    QJsonArray prefix{bubblewrap};
+    for (const QString& argument : bubblewrapArguments(QString(), readOnly, SandboxRole::Builder))
+        prefix.append(argument);
+    QJsonObject builderEnvironment;
+    for (const QString& name : environment.keys())
+        if (name != QLatin1String("KWB_BUILD_BROKER") && name != QLatin1String("CUDA_CACHE_PATH"))
+            builderEnvironment.insert(name, environment.value(name));
+    builderEnvironment.insert(QStringLiteral("HOME"), QStringLiteral("/tmp"));
+    builderEnvironment.insert(QStringLiteral("TMPDIR"), QStringLiteral("/tmp"));
+    const QString socket = QDir(broker.dir->path()).filePath(QStringLiteral("socket"));
+    const QJsonObject config{{QStringLiteral("socket"), socket},
+                             {QStringLiteral("cache_dir"), cacheDir},
+                             {QStringLiteral("worker"), QFileInfo(program).absoluteFilePath()},
+                             {QStringLiteral("builder_prefix"), prefix},
+                             {QStringLiteral("environment"), builderEnvironment}};
+    // Outside the folder the workers see: it names the builder's sandbox, nothing secret, but
+    // the workers need the socket only.
+    const QString configPath = broker.dir->path() + QStringLiteral(".json");
+    QFile file(configPath);
+    if (!file.open(QIODevice::WriteOnly) || file.write(QJsonDocument(config).toJson()) < 0)
+        return {};
+    file.close();
+    const QByteArray programBytes = QFile::encodeName(QFileInfo(program).absoluteFilePath());
+    const QByteArray configBytes = QFile::encodeName(configPath);
+    char* const argv[] = {const_cast<char*>(programBytes.constData()), const_cast<char*>("--build-broker"),
+                          const_cast<char*>(configBytes.constData()), nullptr};
+    QList<QByteArray> envStrings;
+    for (const QString& name : environment.keys())
+        envStrings << (name + QLatin1Char('=') + environment.value(name)).toLocal8Bit();
+    std::vector<char*> envp;
+    for (QByteArray& entry : envStrings)
+        envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv, envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0)
+        return {};
+    broker.socket = socket;
+    return socket;
 }
 
 // Written inside the sandbox, where everything else is read-only.
 void pointAtScratch(QProcessEnvironment& environment, const QString& scratchDir)
 {
     environment.insert(QStringLiteral("TMPDIR"), scratchDir);
+    // An empty home of its own: the user's is not in the sandbox.
+    const QString home = QDir(scratchDir).filePath(QStringLiteral("home"));
+    QDir().mkpath(home);
+    environment.insert(QStringLiteral("HOME"), home);
     // CUDA's JIT cache (~/.nv/ComputeCache by default) is read-only in the sandbox; a cache per
     // worker also keeps one candidate's entries away from the next.
     environment.insert(QStringLiteral("CUDA_CACHE_PATH"), QDir(scratchDir).filePath(QStringLiteral("cuda-cache")));
@@ -160,7 +412,8 @@ SandboxProbe runProbe(const QString& configured, const QString& worker, const QP
     pointAtScratch(inside, scratch.path());
     QString insideWhy;
     const std::optional<int> sandboxed =
-        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path()) << QStringLiteral("--") << worker, inside, &insideWhy);
+        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path(), workerReadOnlyPaths(worker, {}, environment)) << QStringLiteral("--") << worker,
+                         inside, &insideWhy);
     if (!sandboxed) {
         probe.works = false;
         probe.reason = QStringLiteral("the worker does not answer in bwrap: %1").arg(insideWhy);
@@ -181,6 +434,11 @@ WorkerLaunchOptions withWorker(WorkerLaunchOptions options, const QString& progr
 }
 
 } // namespace
+
+bool sandboxTurnedOff(const QString& sandboxStatus)
+{
+    return sandboxStatus.startsWith(QLatin1String("none: turned off"));
+}
 
 bool hostHasNvidiaGpu()
 {
@@ -247,7 +505,7 @@ QString remoteWorkerScript()
     // The same bwrap options as here, with the remote scratch folder "$d".
     const QString scratchMark = QStringLiteral("KWB_SCRATCH");
     QStringList bwrap;
-    for (const QString& argument : bubblewrapArguments(scratchMark))
+    for (const QString& argument : remoteBubblewrapArguments(scratchMark))
         bwrap << (argument == scratchMark ? QStringLiteral("\"$d\"") : shellQuote(argument));
     const QString options = bwrap.join(QLatin1Char(' '));
     return QStringLiteral(
@@ -268,9 +526,10 @@ QString remoteWorkerScript()
                "if [ \"$sandbox\" = 1 ] && command -v bwrap >/dev/null 2>&1 && bwrap %1 -- true >/dev/null 2>&1; then\n"
                "  bwrap %1 \"$@\"\n"
                "else\n"
-               "  if [ \"$sandbox\" = 1 ]; then echo \"kwb-worker: warning: the worker runs without the OS sandbox on "
-               "$(uname -n): bwrap is missing or fails there\" >&2; fi\n"
                "  while [ \"$1\" != -- ]; do shift; done; shift\n"
+               "  if [ \"$sandbox\" = 1 ]; then echo \"kwb-worker: warning: the worker runs without the OS sandbox on "
+               "$(uname -n): bwrap is missing or fails there\" >&2\n"
+               "    set -- \"$@\" --refuse-native-code \"bwrap is missing or fails on $(uname -n)\"; fi\n"
                "  \"$@\"\n"
                "fi\n")
         .arg(options);
@@ -342,7 +601,9 @@ WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironmen
     launch.environment = environment;
     const QProcessEnvironment system = QProcessEnvironment::systemEnvironment();
     for (const QString& name : system.keys())
-        if (name.startsWith(QLatin1String("SLURM_")) || name == QLatin1String("USER") || name == QLatin1String("LOGNAME"))
+        // Not SLURM_JWT: srun hands its environment to the job, and a token must not reach a candidate.
+        if ((name.startsWith(QLatin1String("SLURM_")) && name != QLatin1String("SLURM_JWT")) || name == QLatin1String("USER") ||
+            name == QLatin1String("LOGNAME"))
             launch.environment.insert(name, system.value(name));
     return launch;
 }
@@ -366,8 +627,13 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.sandbox = options.scratchDir.isEmpty() && options.osSandbox && !osSandboxTurnedOffByEnvironment()
                          ? QStringLiteral("none: no scratch folder for the worker")
                          : sandboxStatus(withWorker(options, program, environment));
-    if (launch.sandbox != kSandboxBubblewrap)
+    if (launch.sandbox != kSandboxBubblewrap) {
+        // No sandbox, no native model code, unless the user turned the sandbox off
+        // (docs/security.md): the worker refuses KernelBench-format answers, saying why.
+        if (!sandboxTurnedOff(launch.sandbox))
+            launch.arguments << QStringLiteral("--refuse-native-code") << launch.sandbox.mid(6);
         return launch;
+    }
     // A program that cannot start is started as it is, so that the failure reads as QProcess's
     // "could not start", not as bwrap's exit code.
     const QString resolved = program.contains(QLatin1Char('/')) ? program : QStandardPaths::findExecutable(program);
@@ -376,8 +642,14 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.sandboxed = true;
     launch.exitCodeCarriesSignal = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
-    // The extension cache is the one folder besides the scratch that the worker may write.
-    launch.arguments = bubblewrapArguments(options.scratchDir) << QStringLiteral("--bind") << extensions << extensions;
+    // The extension cache is read-only: builds go through the broker, which alone publishes.
+    launch.arguments = bubblewrapArguments(options.scratchDir, workerReadOnlyPaths(program, workerArguments, environment))
+                       << QStringLiteral("--ro-bind") << extensions << extensions;
+    if (const QString broker = buildBrokerSocket(resolved, launch.program, extensions, launch.environment); !broker.isEmpty()) {
+        const QString brokerDir = QFileInfo(broker).absolutePath();
+        launch.arguments << QStringLiteral("--ro-bind") << brokerDir << brokerDir;
+        launch.environment.insert(QStringLiteral("KWB_BUILD_BROKER"), broker);
+    }
     // Visible under / already where the lock directory is an ordinary folder; bound on its own so
     // that one under a path the sandbox replaces (/dev/shm) is the same file inside. Read-only:
     // flock needs no more.

@@ -97,6 +97,11 @@ SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worke
 /// /dev/nvidia<N> or /proc/driver/nvidia/gpus/* exists.
 bool hostHasNvidiaGpu();
 
+/// Whether a sandbox status says the user turned the sandbox off ("none: turned off (…)"), as
+/// opposed to the sandbox being unavailable: only then may a worker run native model code
+/// unsandboxed (launchWorker() passes --refuse-native-code otherwise).
+bool sandboxTurnedOff(const QString& sandboxStatus);
+
 /// Whether $KWB_OS_SANDBOX turns the sandbox off ("0", "off", "no", "false").
 bool osSandboxTurnedOffByEnvironment();
 
@@ -117,8 +122,9 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
                           const QProcessEnvironment& environment, const WorkerLaunchOptions& options);
 
 /// bubblewrap's exit code for a child that died by a signal is 128 + the signal. Returns the
-/// signal, or 0 for an ordinary exit code. (The worker's own exit codes stay below 128, and a
-/// candidate's code cannot call exit: docs/sandbox.md.)
+/// signal, or 0 for an ordinary exit code. A sandboxed worker and everything it starts cannot
+/// exit with a code of 128 or more (its seccomp filter, src/worker/sandbox_init.hpp), so there
+/// such a code is the kernel's word, not a candidate's.
 int signalFromWrappedExitCode(int exitCode);
 
 } // namespace kwb

@@ -187,6 +187,10 @@ qint64 workerProcessId(QProcess* process)
 // through --die-with-parent, but a moment later).
 void signalWorker(QProcess* process, int signal)
 {
+    // In the sandbox the worker is PID 1 of its namespace, which SIGTERM does not reach
+    // (src/worker/sandbox_init.hpp): it is stopped with SIGKILL at once.
+    if (process->property(kSandboxedProperty).toBool())
+        signal = SIGKILL;
     const qint64 worker = workerProcessId(process);
     if (worker > 0 && worker != process->processId()) {
         ::kill(pid_t(worker), signal);

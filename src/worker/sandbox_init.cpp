@@ -1,0 +1,216 @@
+#include "sandbox_init.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <string>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace kwb {
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr unsigned kAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr unsigned kAuditArch = AUDIT_ARCH_AARCH64;
+#else
+#error "the sandbox's seccomp filter knows x86-64 and aarch64"
+#endif
+
+// seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (little-endian: the low word first).
+constexpr unsigned kNr = 0;
+constexpr unsigned kArch = 4;
+constexpr unsigned argLow(unsigned i) { return 16 + 8 * i; }
+constexpr unsigned argHigh(unsigned i) { return 20 + 8 * i; }
+
+sock_filter load(unsigned offset) { return BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset); }
+sock_filter ret(unsigned value) { return BPF_STMT(BPF_RET | BPF_K, value); }
+sock_filter jumpIfEqual(unsigned k, unsigned char yes, unsigned char no) { return BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, yes, no); }
+sock_filter jumpIfAtLeast(unsigned k, unsigned char yes, unsigned char no) { return BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, k, yes, no); }
+
+constexpr unsigned kAllow = SECCOMP_RET_ALLOW;
+constexpr unsigned kDeny = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+constexpr unsigned kKill = SECCOMP_RET_KILL_PROCESS;
+
+// Appends "if nr == syscall: block" (the block ends in returns, so no jump leaves it).
+void onSyscall(std::vector<sock_filter>& p, long syscall, const std::vector<sock_filter>& block)
+{
+    p.push_back(load(kNr));
+    p.push_back(jumpIfEqual(unsigned(syscall), 0, (unsigned char)block.size()));
+    p.insert(p.end(), block.begin(), block.end());
+}
+
+// What the filter refuses (EPERM), everything else being allowed:
+// - exit and exit_group with a status (its low byte) of kWorkerLowestReservedExitCode or more;
+// - setrlimit and prlimit64 setting RLIMIT_CPU or RLIMIT_RTTIME, whose hard limits the kernel
+//   enforces with SIGKILL;
+// and a system call of another ABI (x32 numbers, another arch) kills the process (SIGSYS: a crash).
+std::vector<sock_filter> filterProgram()
+{
+    std::vector<sock_filter> p;
+    p.push_back(load(kArch));
+    p.push_back(jumpIfEqual(kAuditArch, 1, 0));
+    p.push_back(ret(kKill));
+#if defined(__x86_64__)
+    p.push_back(load(kNr));
+    p.push_back(jumpIfAtLeast(0x40000000u, 0, 1)); // __X32_SYSCALL_BIT
+    p.push_back(ret(kKill));
+#endif
+    const std::vector<sock_filter> exitBlock{
+        load(argLow(0)),
+        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xff),
+        jumpIfAtLeast(unsigned(kWorkerLowestReservedExitCode), 0, 1),
+        ret(kDeny),
+        ret(kAllow),
+    };
+    onSyscall(p, SYS_exit_group, exitBlock);
+    onSyscall(p, SYS_exit, exitBlock);
+#ifdef SYS_setrlimit
+    onSyscall(p, SYS_setrlimit, {
+        load(argLow(0)),
+        jumpIfEqual(RLIMIT_CPU, 2, 0),
+        jumpIfEqual(RLIMIT_RTTIME, 1, 0),
+        ret(kAllow),
+        ret(kDeny),
+    });
+#endif
+    onSyscall(p, SYS_prlimit64, {
+        load(argLow(1)),
+        jumpIfEqual(RLIMIT_CPU, 1, 0),
+        jumpIfEqual(RLIMIT_RTTIME, 0, 4),
+        load(argLow(2)), // the new limit: NULL only reads
+        jumpIfEqual(0, 0, 3),
+        load(argHigh(2)),
+        jumpIfEqual(0, 0, 1),
+        ret(kAllow),
+        ret(kDeny),
+    });
+    p.push_back(ret(kAllow));
+    return p;
+}
+
+std::string readSmallFile(const std::string& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return {};
+    std::string text;
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || text.size() > 1024 * 1024)
+            break;
+        text.append(buffer, std::size_t(n));
+    }
+    ::close(fd);
+    return text;
+}
+
+// The children of `pid` from every thread's /proc/PID/task/TID/children.
+std::vector<long> childrenOf(long pid)
+{
+    std::vector<long> children;
+    const std::string taskDir = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = ::opendir(taskDir.c_str());
+    if (!dir)
+        return children;
+    while (const dirent* entry = ::readdir(dir)) {
+        if (entry->d_name[0] == '.')
+            continue;
+        const std::string text = readSmallFile(taskDir + "/" + entry->d_name + "/children");
+        const char* s = text.c_str();
+        for (;;) {
+            char* end = nullptr;
+            const long child = std::strtol(s, &end, 10);
+            if (end == s)
+                break;
+            if (child > 0)
+                children.push_back(child);
+            s = end;
+        }
+    }
+    ::closedir(dir);
+    return children;
+}
+
+// Every descendant of this process, breadth-first (bounded: a fork bomb is killed in rounds).
+std::vector<long> descendants()
+{
+    std::vector<long> tree{long(::getpid())};
+    for (std::size_t i = 0; i < tree.size() && tree.size() < 65536; ++i)
+        for (const long child : childrenOf(tree[i]))
+            tree.push_back(child);
+    tree.erase(tree.begin());
+    return tree;
+}
+
+} // namespace
+
+bool isSandboxInit()
+{
+    return ::getpid() == 1;
+}
+
+const char* setUpSandboxInit()
+{
+    // Orphans of whatever this process starts are re-parented here, not to init: they stay
+    // descendants, and endCandidateProcesses() finds them.
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (!isSandboxInit())
+        return "";
+    static std::vector<sock_filter> program = filterProgram();
+    sock_fprog prog{(unsigned short)program.size(), program.data()};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+        return "cannot set no_new_privs";
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+        return "cannot install the seccomp filter";
+    return "";
+}
+
+int endCandidateProcesses()
+{
+    int killed = 0;
+    // A few rounds: a process may fork between the scan and its kill; each round's survivors'
+    // children are found in the next.
+    for (int round = 0; round < 20; ++round) {
+        const std::vector<long> tree = descendants();
+        if (tree.empty())
+            break;
+        for (const long pid : tree)
+            if (::kill(pid_t(pid), SIGKILL) == 0)
+                ++killed;
+        // Reap what died (our children, re-parented orphans among them).
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        for (;;) {
+            int status = 0;
+            const pid_t reaped = ::waitpid(-1, &status, WNOHANG | __WALL);
+            if (reaped > 0)
+                continue;
+            if (reaped < 0 && errno == ECHILD)
+                break;
+            if (std::chrono::steady_clock::now() > until)
+                break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    return killed;
+}
+
+} // namespace kwb
