@@ -4,6 +4,7 @@
 // includes: the evaluator's interface is. Python parts skip, saying so, in a worker built
 // without Python.
 #include "answer_format.hpp"
+#include "candidate_callable.hpp"
 #include "evaluator.hpp"
 #include "python_host.hpp"
 #include "task.hpp"
@@ -348,4 +349,279 @@ class ModelNew(torch.nn.Module):
     CHECK(r["status"] == "runtime_error");
     CHECK(r["message"].get<std::string>().find("kwb sandbox: import of 'os' is not allowed") != std::string::npos);
     CHECK(!fs::exists(target));
+}
+
+// ---- issue 32 item 5: the Python checks' gaps, each attack refused ----------------------------------
+
+namespace {
+
+// A fresh temporary path for a file an attack would create (removed first).
+fs::path attackTarget(const std::string& what)
+{
+    const fs::path p = fs::temp_directory_path() / ("kwb-tst-" + what + "-" + std::to_string(::getpid()));
+    fs::remove(p);
+    return p;
+}
+
+void checkRefusals(const std::vector<std::pair<std::string, std::string>>& cases)
+{
+    for (const auto& [source, reason] : cases) {
+        CAPTURE(source);
+        const json refusals = python::checkSource(source);
+        REQUIRE(!refusals.empty());
+        CHECK(refusals[0]["reason"].get<std::string>().find(reason) != std::string::npos);
+    }
+}
+
+// The host's own answer to a load (its AnswerError's fields, with `code`), or null when it loaded.
+json loadError(const std::string& module)
+{
+    cacheDir();
+    KernelBenchModel m = loadKernelBenchModel(module, json::array(), 0, "cpu", "sm_90");
+    return m.callable ? json() : m.error;
+}
+
+const char* kScaleModel = R"(
+class ModelNew(nn.Module):
+    def forward(self, A, s):
+        return A * s
+)";
+
+} // namespace
+
+TEST_CASE("static check: a module reached through an allowed module's attributes is refused, whatever the chain")
+{
+    if (!pythonOrSkip())
+        return;
+    const std::string h = "import torch\nimport torch.nn as nn\nimport math\nimport typing\n";
+    checkRefusals({
+        {h + "torch.sys.modules['os'].system('id')\n", "'torch.sys'"},                              // torch's own import of sys
+        {h + "p = torch.os.getcwd()\n", "'torch.os'"},                                               // and of os
+        {h + "l = math.__loader__\n", "special attributes"},                                         // a module's loader
+        {h + "w = torch.nn.modules.module.warnings\n", "is the module 'warnings'"},                  // any module not allowed, by its real name
+        {h + "x = torch.functional.torch.load('w.pt')\n", "'torch.load' is not allowed: reads files"}, // torch reached again: its real name decides
+        {h + "s = torch.nn.modules.module.torch.serialization\n", "'torch.serialization' is not allowed"},
+        {h + "from torch.nn import modules\nm = modules.module.warnings\n", "is the module 'warnings'"},
+        {h + "f = typing._eval_type\n", "private internals"},                                         // private members of any allowed module
+        {h + "os_ = torch.ops.import_module('os')\n", "imports modules by name"},                    // torch.ops imports by name
+        {h + "ops = [torch.ops][0]\nm = ops.import_module('os')\n", "imports modules by name"},       // the same held in a variable
+        {h + "a = torch.zeros(1).numpy().ctypes._ctypes\n", "reaches the _ctypes module"},          // numpy's array.ctypes
+        {h + "g = torch.fx.Graph()\n", "generates and runs Python code"},                            // torch.fx execs generated code
+    });
+    CHECK(python::checkSource(h + "y = torch.nn.functional.relu(torch.zeros(1)) + math.sqrt(2.0)\nz = torch.ops.aten.relu(y)\n"
+                                  "w = torch.nn.init.zeros_(torch.empty(2))\nT = typing.Optional[torch.Tensor]\n" + kScaleModel)
+              .empty());
+}
+
+TEST_CASE("evaluate: a module reached at run time through a module the static check cannot follow is rejected")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    // torch held in a list: the static check sees no chain, the answer's view of torch refuses
+    // torch.serialization (its writer opens the file in C++, with no audit event to catch it).
+    const fs::path target = attackTarget("serialization");
+    const std::string viaList = "import torch\nimport torch.nn as nn\nm = [torch][0]\nm.serialization.save(torch.zeros(1), '" +
+                                target.string() + "')\n" + kScaleModel;
+    REQUIRE(python::checkSource(viaList).empty());
+    const json r = evaluateOnCpu(t, fenced(viaList));
+    INFO(r.dump());
+    CHECK(r["status"] == "rejected");
+    CHECK(r["message"].get<std::string>().find("'torch.serialization' is not allowed") != std::string::npos);
+    CHECK(!fs::exists(target));
+    // A module passed to a function: the same view.
+    const std::string viaArgument = "import torch\nimport torch.nn as nn\ndef reach(m):\n    return m.nn.modules.module.warnings\n"
+                                    "w = reach(torch)\n" + std::string(kScaleModel);
+    REQUIRE(python::checkSource(viaArgument).empty());
+    const json a = evaluateOnCpu(t, fenced(viaArgument));
+    CHECK(a["status"] == "rejected");
+    CHECK(a["message"].get<std::string>().find("is the module 'warnings'") != std::string::npos);
+    // Nor can the view be written: torch stays unpatched for the evaluator and later answers.
+    const std::string patch = "import torch\nimport torch.nn as nn\nm = [torch.cuda][0]\nm.synchronize = None\n" + std::string(kScaleModel);
+    const json p = evaluateOnCpu(t, fenced(patch));
+    CHECK(p["status"] == "rejected");
+    CHECK(p["message"].get<std::string>().find("writing 'torch.cuda.synchronize' is not allowed") != std::string::npos);
+}
+
+TEST_CASE("static check: attributes named by strings (format fields, getters by name, string annotations) are refused")
+{
+    if (!pythonOrSkip())
+        return;
+    const std::string h = "import torch\nimport torch.nn as nn\nimport typing\n";
+    checkRefusals({
+        {h + "def g():\n    yield 1\nx = '{0.gi_frame.f_back.f_globals}'.format(g())\n", "'{0.gi_frame.f_back.f_globals}'"},
+        {h + "t = '{0.__init__.__globals__}'\nx = t.format(torch)\n", "'{0.__init__.__globals__}'"}, // a name bound to the template
+        {h + "def f(template, x):\n    return template.format(x)\n", "not a string literal"},             // a template the check cannot read
+        {h + "x = '{m.cuda}'.format_map({'m': torch})\n", "'.format_map' with the field '{m.cuda}'"},
+        {h + "x = '{0:{1.real}}'.format(1, 2)\n", "'{1.real}'"},                                          // a field inside a format spec
+        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_submodule('a.b')\n", "'get_submodule' is not allowed"},
+        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_parameter('w')\n", "'get_parameter' is not allowed"},
+        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_buffer('b')\n", "'get_buffer' is not allowed"},
+        {h + "def f(op):\n    return op.attrgetter('x')\n", "'attrgetter' is not allowed"},
+        {h + "def f(op):\n    return op.methodcaller('x')\n", "'methodcaller' is not allowed"},
+        {h + "def f(x: \"__import__('os').system('id')\"):\n    pass\nhints = typing.get_type_hints(f, {})\n", "evaluates strings as code"},
+        {h + "r = typing.ForwardRef('__import__(\"os\")')\n", "evaluates strings as code"},
+        {h + "def g():\n    yield 1\nf = g().gi_frame\n", "reaches the interpreter's frames"},
+        {h + "E = type('E', (object,), {'__del__': print})\n", "type(name, bases, namespace)"},
+    });
+    // Literal templates without attribute fields stay legal (a kernel's source filled in).
+    CHECK(python::checkSource(h + "src = '__global__ void k(float* x) {{ x[{i}] = {v}f; }}'\ncode = src.format(i=0, v=1.5)\n"
+                                  "msg = 'block {} of {}'.format(1, 2)\n")
+              .empty());
+}
+
+TEST_CASE("evaluate: reading the harness's frame through a format field is rejected")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    // The frame's globals are the harness's: its os module, and the sandbox's own armed flag.
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(R"(import torch
+import torch.nn as nn
+def g():
+    yield 1
+leak = "{0.gi_frame.f_back.f_back.f_globals[_state]}".format(g())
+class ModelNew(nn.Module):
+    def forward(self, A, s):
+        return A * s
+)"));
+    CHECK(r["status"] == "rejected");
+    CHECK(r["sandbox"][0]["where"] == "answer line 8");
+}
+
+TEST_CASE("static check: a class overriding nn.Module's methods or defining special methods is refused")
+{
+    if (!pythonOrSkip())
+        return;
+    const std::string h = "import torch\nimport torch.nn as nn\n";
+    checkRefusals({
+        // Methods the evaluator calls on the model, outside forward.
+        {h + "class ModelNew(nn.Module):\n    def named_parameters(self, *a, **k):\n        return iter([])\n",
+         "class ModelNew defines 'named_parameters', which torch.nn.Module has"},
+        {h + "class ModelNew(nn.Module):\n    def _apply(self, fn):\n        return self\n", "defines '_apply'"},
+        {h + "class ModelNew(nn.Module):\n    to = lambda self, *a, **k: self\n", "defines 'to'"},
+        {h + "class ModelNew(nn.Module):\n    _parameters = {}\n", "defines '_parameters'"},
+        // Special methods run when Python handles the object (printing an error, hashing, dying).
+        {h + "class ModelNew(nn.Module):\n    def __repr__(self):\n        return ''\n", "class ModelNew defines '__repr__'"},
+        {h + "class Note:\n    def __str__(self):\n        return ''\n", "class Note defines '__str__'"},
+        {h + "class Note:\n    __hash__ = None\n", "class Note defines '__hash__'"},
+        {h + "class ModelNew(nn.Module):\n    def __setattr__(self, k, v):\n        pass\n", "defines '__setattr__'"},
+        // Writes to the model's own members and hook tables; hooks.
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.named_parameters = None\n",
+         "writes to 'self.named_parameters'"},
+        {h + "M = nn.Module\nM.to = None\n", "writes to 'M.to'"},
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._forward_hooks[0] = print\n",
+         "attribute '_forward_hooks' is not allowed"},
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.register_forward_pre_hook(print)\n",
+         "'register_forward_pre_hook' is not allowed"},
+        {h + "torch.nn.modules.module.register_module_forward_hook(print)\n", "'register_module_forward_hook' is not allowed"},
+        {h + "t = torch.zeros(1)\nt.register_hook(print)\n", "'register_hook' is not allowed"},
+    });
+    // Helpers under names of their own, a class attribute, nn.Module.__init__ called by name: legal.
+    CHECK(python::checkSource(h + "class ModelNew(nn.Module):\n    scale = 2.0\n    def __init__(self):\n        nn.Module.__init__(self)\n"
+                                  "        self.training = False\n    def helper(self, x):\n        return x * self.scale\n"
+                                  "    def forward(self, A, s):\n        return self.helper(A) * s\n")
+              .empty());
+}
+
+TEST_CASE("evaluate: ModelNew hiding a learned parameter from the evaluator's listing is rejected")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    // A learned `shift` the reference lacks, hidden by overriding named_parameters (which the
+    // evaluator calls outside forward): refused before anything runs.
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shift = nn.Parameter(torch.zeros(1))
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return iter([])
+    def forward(self, A, s):
+        return A * s + self.shift
+)"));
+    CHECK(r["status"] == "rejected");
+    CHECK(r["message"].get<std::string>().find("defines 'named_parameters'") != std::string::npos);
+}
+
+TEST_CASE("run-time sandbox: class statements are checked on the real bases, whatever name holds them")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    // torch.Tensor under a name of the answer's: the static check cannot tell, __build_class__ can.
+    const std::string tensorAlias = "import torch\nimport torch.nn as nn\nT = torch.Tensor\nclass Lazy(T):\n    pass\n" + std::string(kScaleModel);
+    REQUIRE(python::checkSource(tensorAlias).empty());
+    const json r = evaluateOnCpu(t, fenced(tensorAlias));
+    CHECK(r["status"] == "rejected");
+    CHECK(r["message"].get<std::string>().find("class Lazy derives from torch.Tensor") != std::string::npos);
+    // nn.Module under a name of the answer's is still nn.Module: correct.
+    const json ok = evaluateOnCpu(t, fenced("import torch\nnn = torch.nn\nclass ModelNew(nn.Module):\n    def forward(self, A, s):\n"
+                                            "        return A * s\n"));
+    INFO(ok.dump());
+    CHECK(ok["status"] == "correct");
+}
+
+TEST_CASE("run-time sandbox: the answer's code outside the armed windows (a finalizer) still runs under the audit hook")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    // A class made by calling type's type (no class statement for the checks to see) with a
+    // finalizer; its object hangs on forward's input and dies when the evaluator drops that, in
+    // C++, outside any call of the harness. The finalizer reaches Python with real builtins
+    // through the extension's C++ (PyRun_SimpleString): its os.system is refused because a frame
+    // of the answer's is on the stack, armed window or not.
+    const fs::path target = attackTarget("finalizer-target");
+    const fs::path marker = attackTarget("finalizer-ran");
+    const std::string module = R"py(import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+cpp = """
+#include <torch/extension.h>
+#include <fstream>
+void fire() {
+    std::ofstream(")py" + marker.string() + R"py(") << "ran";
+    PyRun_SimpleString("import os\\nos.system('touch )py" + target.string() + R"py(')");
+}
+"""
+ext = load_inline(name="kwb_test_finalizer", cpp_sources=cpp, functions=["fire"])
+def fire(self):
+    ext.fire()
+Late = type(nn.Module)("Late", (object,), {"__del__": fire})
+class ModelNew(nn.Module):
+    def forward(self, A, s):
+        A.late = Late()
+        return A * s
+)py";
+    REQUIRE(python::checkSource(module).empty());
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
+    INFO(r.dump());
+    CHECK(fs::exists(marker)); // the finalizer ran
+    CHECK(!fs::exists(target)); // and its os.system was refused
+    fs::remove(marker);
+}
+
+TEST_CASE("run-time sandbox: load_inline takes plain arguments only (the build formats them with the hook off)")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    // An object whose methods would run while the harness turns load_inline's arguments into
+    // strings and JSON. Here an object of a class made past the class checks.
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(R"(import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+Name = type(nn.Module)("Name", (object,), {"__str__": lambda self: "ext"})
+ext = load_inline(name=Name(), cpp_sources="int f() { return 1; }", functions=["f"])
+class ModelNew(nn.Module):
+    def forward(self, A, s):
+        return A * s
+)"));
+    CHECK(r["status"] == "rejected");
+    CHECK(r["message"].get<std::string>().find("load_inline's arguments must be strings") != std::string::npos);
 }
