@@ -625,3 +625,74 @@ class ModelNew(nn.Module):
     CHECK(r["status"] == "rejected");
     CHECK(r["message"].get<std::string>().find("load_inline's arguments must be strings") != std::string::npos);
 }
+
+// ---- issue 33 item 4: honest mistakes are not attacks -------------------------------------------------
+
+TEST_CASE("honest failures: an undefined name is the answer's NameError, not a refusal")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    // `nn` used without its import: the class base cannot be resolved statically, and that is
+    // no reason to refuse; the module fails with the NameError it has.
+    const std::string module = "import torch\nclass ModelNew(nn.Module):\n    def forward(self, A, s):\n        return A * s\n";
+    CHECK(python::checkSource(module).empty());
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
+    INFO(r.dump());
+    CHECK(r["status"] == "runtime_error");
+    CHECK(r["message"].get<std::string>().find("NameError: name 'nn' is not defined") != std::string::npos);
+    const json e = loadError(module);
+    CHECK(e["code"] == "undefined_name");
+    CHECK(e["line"] == 2);
+}
+
+TEST_CASE("honest failures: load_inline's keywords, module names and placeholders have codes of their own")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    struct Case {
+        std::string module;
+        const char* status;
+        const char* code;
+        const char* message;
+    };
+    const std::string h = "import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n";
+    const Case cases[] = {
+        // load_inline's signature refuses the keyword (KernelBench's own TypeError).
+        {h + "ext = load_inline(name='kwb_kw', cpp_sources='', functions=['f'], extra_flags=['-O3'])\n" + kScaleModel,
+         "compile_error", "load_inline_keyword", "unexpected keyword argument 'extra_flags'"},
+        {h + "ext = load_inline(cpp_sources='', functions=['f'])\n" + kScaleModel, "compile_error", "load_inline_keyword",
+         "missing 1 required positional argument: 'name'"},
+        // functions=[...] names a function the sources do not declare.
+        {h + "cpp = '#include <torch/extension.h>\\ntorch::Tensor scale(torch::Tensor a, double s) { return a * s; }'\n"
+             "ext = load_inline(name='kwb_mismatch_fn', cpp_sources=cpp, functions=['scaled'])\n" + kScaleModel,
+         "compile_error", "extension_name_mismatch", "scaled"},
+        // the module's own PYBIND11_MODULE under another name than name=.
+        {h + "cpp = '#include <torch/extension.h>\\ntorch::Tensor scale(torch::Tensor a, double s) { return a * s; }\\n"
+             "PYBIND11_MODULE(other_name, m) { m.def(\"scale\", &scale); }'\n"
+             "ext = load_inline(name='kwb_mismatch_mod', cpp_sources=cpp)\n" + kScaleModel,
+         "compile_error", "extension_name_mismatch", "PyInit_kwb_mismatch_mod"},
+        // a kernel source that is only a comment.
+        {h + "cpp = '''\n// TODO: the kernel goes here\n'''\next = load_inline(name='kwb_placeholder_src', cpp_sources=cpp, functions=['scale'])\n" +
+             kScaleModel,
+         "compile_error", "placeholder", ""},
+        // a forward that does nothing.
+        {h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        pass\n", "runtime_error", "placeholder",
+         "ModelNew.forward (line 5) does nothing"},
+        {h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        \"\"\"Scale A.\"\"\"\n        ...\n", "runtime_error",
+         "placeholder", "does nothing"},
+    };
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    for (const Case& c : cases) {
+        CAPTURE(c.module);
+        CHECK(python::checkSource(c.module).empty());
+        const json e = loadError(c.module);
+        REQUIRE(e.is_object());
+        CHECK(e["status"] == c.status);
+        CHECK(e["code"] == c.code);
+        CHECK(e["message"].get<std::string>().find(c.message) != std::string::npos);
+        const json r = evaluateOnCpu(t, fenced(c.module));
+        CHECK(r["status"] == c.status); // never `rejected`
+    }
+}
