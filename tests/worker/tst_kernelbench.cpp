@@ -316,7 +316,7 @@ TEST_CASE("fixtures: the KernelBench-format ones decided before any build get th
         CHECK(!r["message"].get<std::string>().empty());
         ++checked;
     }
-    CHECK(checked == 4);
+    CHECK(checked == 7);
 }
 
 TEST_CASE("run-time sandbox: Python reached from an extension's C++ is refused while forward runs")
