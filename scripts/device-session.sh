@@ -416,6 +416,80 @@ PY
     tar -C "$OUT" -czf /tmp/results.tar.gz --exclude results.tar.gz . && mv /tmp/results.tar.gz "$OUT/results.tar.gz"
     find "$OUT" -mindepth 1 ! -name results.tar.gz -delete
     ;;
+  sandbox)
+    # Issue 32: the OS sandbox on the GPU machine. What the worker sees in it (the bwrap command
+    # kwb starts, taken from /proc while a worker runs), whether the CUDA driver, NVML (nvidia-smi),
+    # cuBLAS (L1/1), cuDNN (L2/1's convolution) and CUPTI (every timed evaluation's trace) work in
+    # it, a KernelBench-format answer built through the broker's own sandbox with nvcc (cold
+    # cache), and the sandbox's cost per evaluation: fresh `kwb eval`s with and without it.
+    log sandbox
+    need_bundle
+    md=$OUT/sandbox.md
+    c=tests/fixtures/candidates
+    export KWB_EXTENSION_CACHE=$root/build-gpu/sandbox-extensions
+    rm -rf "$KWB_EXTENSION_CACHE"; mkdir -p "$KWB_EXTENSION_CACHE"
+    { results_head "The OS sandbox on the GPU machine (issue 32)"
+      echo; echo "- bwrap: $(command -v bwrap) ($(bwrap --version 2>&1))"
+      echo; echo '## The bwrap command of a local worker (from /proc of a running one)'; echo
+      # A worker that stays (an endless kernel, 60 s limit): the made-up /etc files live as long as kwb.
+      $bundle/run kwb --worker "$worker" eval L2/6 $c/adversarial/endless_kernel.md --timeout 60 > /dev/null 2>&1 &
+      kp=$!; cmd=
+      for _ in $(seq 1 100); do
+        bp=$(pgrep -f -n "bwrap .*kwb-worker" || true)
+        [[ -n $bp ]] && cmd=$(tr '\0' '\n' < /proc/$bp/cmdline) && break
+        sleep 0.1
+      done
+      echo '```'; echo "$cmd" | tr '\n' ' ' | fold -w 120; echo; echo '```'
+      if [[ -n $cmd ]]; then
+        mapfile -t args <<< "$cmd"
+        n=0; for a in "${args[@]}"; do [[ $a == -- ]] && break; n=$((n + 1)); done
+        pre=("${args[@]:0:$n}")
+        echo; echo '## Inside that sandbox'; echo
+        echo '```'
+        echo "\$ nvidia-smi -L (NVML)"; timeout 60 "${pre[@]}" -- nvidia-smi -L 2>&1 | head -3
+        echo "\$ ls /proc (the PID namespace)"; timeout 60 "${pre[@]}" -- /bin/sh -c 'ls /proc | grep -E "^[0-9]+$" | tr "\n" " "'; echo
+        echo "\$ cat /etc/passwd"; timeout 60 "${pre[@]}" -- cat /etc/passwd
+        echo "\$ ls / \$HOME"; timeout 60 "${pre[@]}" -- /bin/sh -c 'ls / | tr "\n" " "; echo; echo "$HOME: $(ls -A "$HOME" | wc -l) entries"'
+        echo "\$ python3: torch.cuda, cuBLAS, cuDNN"
+        timeout 120 "${pre[@]}" -- python3 -c 'import torch;x=torch.randn(256,256,device="cuda");print("cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0));print("cublas", float((x@x).sum())==float((x@x).sum()));print("cudnn", torch.backends.cudnn.is_available(), torch.nn.functional.conv2d(torch.randn(1,3,8,8,device="cuda"),torch.randn(4,3,3,3,device="cuda")).shape)' 2>&1 | tail -4
+        echo '```'
+      fi
+      kill $kp 2>/dev/null; wait $kp 2>/dev/null
+      echo; echo '## kwb eval in the sandbox'; echo
+      echo '| candidate | task | status | speed-up | wall s |'; echo '|---|---|---|---:|---:|'
+      for pair in "L1/1 reference/L1_01.md" "L2/1 reference/L2_01.md" "L2/6 reference/L2_06.md" "L1/5 kernelbench/L1_05.md"; do
+        set -- $pair
+        s=$(date +%s.%N); $bundle/run kwb --worker "$worker" eval $1 $c/$2 --trials 10 --json > "$OUT/sb.json" 2> "$OUT/sb.err"
+        e=$(date +%s.%N)
+        python3 - "$OUT/sb.json" "$1" "$2" "$s" "$e" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    d = {"status": f"no JSON ({e})"}
+r = d.get("response", {}) or {}
+sp = (r.get("speedup") or {}).get("value") if isinstance(r.get("speedup"), dict) else r.get("speedup")
+print(f"| {sys.argv[3]} | {sys.argv[2]} | {d.get('status')} {str(d.get('message',''))[:120]} | {sp} | {float(sys.argv[5]) - float(sys.argv[4]):.2f} |")
+PY
+      done
+      echo; echo '## Cost per evaluation: 5 fresh `kwb eval L2/6` each way, alternating'; echo
+      echo '| sandbox | wall s (each) |'; echo '|---|---|'
+      on=; off=
+      for i in 1 2 3 4 5; do
+        s=$(date +%s.%N); $bundle/run kwb --worker "$worker" eval L2/6 $c/reference/L2_06.md --trials 10 > /dev/null 2>&1; e=$(date +%s.%N)
+        on="$on $(python3 -c "print(round($e - $s, 3))")"
+        s=$(date +%s.%N); $bundle/run kwb --worker "$worker" eval L2/6 $c/reference/L2_06.md --trials 10 --no-os-sandbox > /dev/null 2>&1; e=$(date +%s.%N)
+        off="$off $(python3 -c "print(round($e - $s, 3))")"
+      done
+      echo "| bubblewrap |$on |"; echo "| none (--no-os-sandbox) |$off |"
+      if [[ -n ${KWB_ESCAPE:-} && -f tests/security/test_escape.py ]]; then
+        echo; echo '## The escape suite (tests/security/test_escape.py) on this machine'; echo; echo '```'
+        timeout 400 python3 tests/security/test_escape.py --kwb "$bundle/run kwb" --worker "$worker" 2>&1 | tail -40
+        echo '```'
+      fi
+    } > "$md" 2>&1
+    cat "$md"
+    ;;
   *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -1,6 +1,8 @@
 #include "workerlauncher.h"
 #include "gpulease.h"
 
+#include <QCryptographicHash>
+#include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
 #include <QHash>
@@ -11,6 +13,7 @@
 #include <QMutexLocker>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QSaveFile>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
@@ -446,6 +449,32 @@ bool hostHasNvidiaGpu()
            !QDir(QStringLiteral("/proc/driver/nvidia/gpus")).entryList(QDir::Dirs | QDir::NoDotAndDotDot).isEmpty();
 }
 
+// What the probe's answer depends on: bwrap and the worker (path, size, time), the kernel (user
+// namespaces), the GPU driver; "" where one of them cannot be read (no disk cache then).
+static QString probeCacheKey(const QString& configured, const QString& worker)
+{
+    const QString bwrap = bubblewrapProgram(configured);
+    if (bwrap.isEmpty())
+        return {};
+    QStringList parts;
+    for (const QString& path : {bwrap, worker}) {
+        if (path.isEmpty())
+            continue;
+        const QFileInfo info(path);
+        if (!info.exists())
+            return {};
+        parts << info.canonicalFilePath() << QString::number(info.size())
+              << QString::number(info.lastModified().toMSecsSinceEpoch());
+    }
+    for (const QString& file : {QStringLiteral("/proc/sys/kernel/osrelease"), QStringLiteral("/proc/sys/user/max_user_namespaces"),
+                                QStringLiteral("/proc/sys/kernel/unprivileged_userns_clone"), QStringLiteral("/proc/driver/nvidia/version")}) {
+        QFile f(file);
+        parts << (f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.read(4096)).trimmed() : QStringLiteral("-"));
+    }
+    parts << QString::number(::getuid());
+    return QString::fromLatin1(QCryptographicHash::hash(parts.join(QLatin1Char('\n')).toUtf8(), QCryptographicHash::Sha256).toHex());
+}
+
 SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker, const QProcessEnvironment& environment,
                                  bool checkDevices)
 {
@@ -462,8 +491,30 @@ SandboxProbe probeBubblewrap(const QString& bubblewrap, const QString& worker, c
     const auto found = probes.constFind(key);
     if (found != probes.constEnd())
         return found.value();
+    // And once per machine state on disk: on a GPU host the probe starts the worker twice (~1.2 s
+    // on the H200), which a one-shot `kwb eval` would pay every time.
+    const QString diskKey = probeCacheKey(bubblewrap, checkDevices ? worker : QString());
+    const QString cacheFile = QDir(QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation))
+                                  .filePath(QStringLiteral("kernel-workbench/sandbox-probe.json"));
+    QJsonObject cached;
+    if (QFile file(cacheFile); file.open(QIODevice::ReadOnly))
+        cached = QJsonDocument::fromJson(file.read(1 << 20)).object();
+    if (const QJsonObject entry = cached.value(diskKey).toObject(); !diskKey.isEmpty() && entry.contains(QLatin1String("works"))) {
+        const SandboxProbe probe{entry.value(QLatin1String("works")).toBool(), entry.value(QLatin1String("reason")).toString()};
+        probes.insert(key, probe);
+        return probe;
+    }
     const SandboxProbe probe = runProbe(bubblewrap, worker, environment, checkDevices);
     probes.insert(key, probe);
+    if (!diskKey.isEmpty()) {
+        cached.insert(diskKey, QJsonObject{{QStringLiteral("works"), probe.works}, {QStringLiteral("reason"), probe.reason}});
+        QDir().mkpath(QFileInfo(cacheFile).absolutePath());
+        QSaveFile file(cacheFile);
+        if (file.open(QIODevice::WriteOnly)) {
+            file.write(QJsonDocument(cached).toJson(QJsonDocument::Compact));
+            file.commit();
+        }
+    }
     return probe;
 }
 
