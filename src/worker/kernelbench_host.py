@@ -252,6 +252,9 @@ def resolve_reason(path):
             return None  # special attributes are refused by name
         if name.startswith("_"):
             return member_reason(parent, name, None)
+        reason = attribute_reason(f"{parent}.{name}")
+        if reason:
+            return reason  # before reading it (torch imports some modules on first read)
         try:
             value = getattr(obj, name)
         except Exception:
@@ -738,6 +741,9 @@ def _view_getattr(space, real):
             raise AttributeError(f"module '{parent}' has no attribute '{name}' an answer may read")
         if name.startswith("_"):
             raise SandboxError(f"kwb sandbox: {attribute_reason(f'{parent}.{name}')}")
+        reason = attribute_reason(f"{parent}.{name}")
+        if reason:
+            raise SandboxError(f"kwb sandbox: {reason}")
         value = getattr(real, name)  # an AttributeError is the answer's own mistake
         reason = member_reason(parent, name, value)
         if reason:
