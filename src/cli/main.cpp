@@ -12,6 +12,7 @@
 #include "core/workers/workertarget.h"
 
 #include <QCoreApplication>
+#include <QFileInfo>
 #include <QRegularExpression>
 
 #include <CLI/CLI.hpp>
@@ -371,7 +372,9 @@ int main(int argc, char** argv)
         }
     }
 
-    Session session(GlobalOptions{QString::fromStdString(worker), QString::fromStdString(tasksDir)});
+    // Absolute: the worker runs in its sandbox's own working folder, where kwb's relative path means nothing.
+    const QString tasksPath = tasksDir.empty() ? QString() : QFileInfo(QString::fromStdString(tasksDir)).absoluteFilePath();
+    Session session(GlobalOptions{QString::fromStdString(worker), tasksPath});
     if (const int code = session.locateWorker(json))
         return code;
 

@@ -374,13 +374,20 @@ def _serve_one(config, conn):
 def serve_broker(config_path):
     """`kwb-worker --build-broker CONFIG`: serves build requests on the config's Unix socket until
     the process ends (with kwb: the worker binary's parent watch)."""
-    with open(config_path) as f:
-        config = json.load(f)
+    try:
+        with open(config_path) as f:
+            config = json.load(f)
+        os.remove(config_path)  # read once; kwb wrote it for this broker alone
+    except OSError:
+        return 0  # kwb ended before this broker started: nothing to serve
     path = config["socket"]
     if os.path.exists(path):
         os.remove(path)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path + ".new")
+    try:
+        server.bind(path + ".new")
+    except OSError:
+        return 0  # its folder went with kwb
     os.chmod(path + ".new", 0o666)
     server.listen(128)
     os.rename(path + ".new", path)  # appears when it accepts

@@ -712,6 +712,12 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
             if (QFileInfo::exists(beside))
                 launch.arguments << QStringLiteral("--ro-bind") << beside << beside;
     }
+    // A defined working folder (kwb's own is not in the sandbox), and so paths given relative to
+    // kwb's made absolute.
+    launch.arguments << QStringLiteral("--chdir") << options.scratchDir;
+    for (qsizetype i = 0; i + 1 < workerArguments.size(); ++i)
+        if (workerArguments.at(i) == QLatin1String("--tasks-dir"))
+            workerArguments[i + 1] = QFileInfo(workerArguments.at(i + 1)).absoluteFilePath();
     launch.arguments << QStringLiteral("--") << program;
     launch.arguments += workerArguments;
     pointAtScratch(launch.environment, options.scratchDir);
