@@ -230,15 +230,25 @@ class TestRemoteWorkers : public QObject
         return sessions;
     }
 
-    std::unique_ptr<WorkerSupervisor> remoteSupervisor(const WorkerTarget& target)
+    std::unique_ptr<WorkerSupervisor> remoteSupervisor(const WorkerTarget& target, bool sandbox = true)
     {
         auto supervisor = std::make_unique<WorkerSupervisor>();
         supervisor->setProgram(QStringLiteral(KWB_FAKEWORKER)); // here: compile-ahead's; there: target.remoteWorker
         supervisor->setTarget(target);
         supervisor->setSpareWorker(false);
         supervisor->setKillGracePeriod(500);
+        if (!sandbox) {
+            WorkerLimits limits;
+            limits.osSandbox = false;
+            supervisor->setLimits(limits);
+        }
         return supervisor;
     }
+
+    // The tests that watch the remote worker's process by the pid its hello states run it
+    // outside the sandbox: inside, it is PID 1 of its own namespace (docs/sandbox.md), a pid
+    // that means nothing here. That it ends with its connection there is --die-with-parent's.
+    static constexpr bool kWatchedByPid = false;
 
 private Q_SLOTS:
     void initTestCase()
@@ -483,7 +493,7 @@ private Q_SLOTS:
         QFETCH(QString, how);
         if (!m_sshdMissing.isEmpty())
             QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
-        auto supervisor = remoteSupervisor(sshTarget(0));
+        auto supervisor = remoteSupervisor(sshTarget(0), kWatchedByPid);
         qint64 remotePid = 0;
         connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
                 [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
@@ -534,6 +544,9 @@ private Q_SLOTS:
             QSKIP(qPrintable(QStringLiteral("no sshd here: ") + m_sshdMissing));
         EvaluationQueue queue(QList<WorkerTarget>{sshTarget(1), WorkerTarget::local(0)}, nullptr);
         queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        WorkerLimits unsandboxed; // watched by pid (kWatchedByPid)
+        unsandboxed.osSandbox = false;
+        queue.setWorkerLimits(unsandboxed);
         queue.setCompileWorkerCount(0);
         queue.setKillGracePeriod(300);
         QMap<qint64, int> endings;
@@ -666,7 +679,7 @@ private Q_SLOTS:
         const auto targets = parseWorkerSpec(QStringLiteral("slurm:partition=a100,gpus=2,time=10,worker=" KWB_FAKEWORKER), {0}, &error);
         QVERIFY2(targets, qPrintable(error));
         QCOMPARE(targets->size(), 2);
-        auto supervisor = remoteSupervisor(targets->at(1));
+        auto supervisor = remoteSupervisor(targets->at(1), kWatchedByPid);
         supervisor->setProcessEnvironment(workerEnvironment());
         const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(), kWaitMs);
         qunsetenv("KWB_API_KEY");
