@@ -328,6 +328,11 @@ class Suite:
         self.runs = []
         self.kwb = os.path.abspath(args.kwb)
         self.worker = os.path.abspath(args.worker)
+        self.helper = self.listeners = self.sysv = None
+        self.root = self.daemon_mark = self.shm_name = None
+
+    def make_targets(self):
+        """What the attempts aim at (run inside main's try, so that cleanup() follows a failure)."""
         self.root = tempfile.mkdtemp(prefix="kwb-escape-", dir="/tmp")
         self.home = os.path.join(self.root, "home")
         self.host_dir = os.path.join(self.root, "host")
@@ -413,8 +418,7 @@ class Suite:
         if "without the OS sandbox" in completed.stderr or "no_os_sandbox" in completed.stdout:
             print(f"SKIP escape suite: kwb runs the worker without the OS sandbox here: "
                   f"{completed.stderr.strip().splitlines()[-1] if completed.stderr.strip() else ''}", flush=True)
-            self.cleanup()
-            sys.exit(SKIP)
+            sys.exit(SKIP)  # main's finally cleans up
         self.after_run(run)
         return run
 
@@ -702,25 +706,30 @@ class Suite:
                            f"{len(self.runs)} runs")
 
     def cleanup(self):
-        try:
-            self.helper.kill()
-            self.helper.wait(5)
-        except Exception:
-            pass
-        self.listeners.close()
-        self.sysv.remove()
-        for pid in processes_with(self.daemon_mark):
+        """Ends and removes what make_targets made, as far as it got."""
+        if self.helper is not None:
             try:
-                os.kill(pid, 9)
-            except OSError:
+                self.helper.kill()
+                self.helper.wait(5)
+            except Exception:
                 pass
-        for name in os.listdir("/dev/shm"):
+        if self.listeners is not None:
+            self.listeners.close()
+        if self.sysv is not None:
+            self.sysv.remove()
+        if self.daemon_mark:
+            for pid in processes_with(self.daemon_mark):
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+        for name in os.listdir("/dev/shm") if self.shm_name else []:
             if name.startswith(self.shm_name):
                 try:
                     os.remove(os.path.join("/dev/shm", name))
                 except OSError:
                     pass
-        if not self.args.keep:
+        if self.root and not self.args.keep:
             subprocess.run(["chmod", "-R", "u+w", self.root], capture_output=True)
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -757,6 +766,7 @@ def main():
     t0 = time.monotonic()
     suite = Suite(args)
     try:
+        suite.make_targets()
         suite.prepare()
         runs = suite.run_all()
     finally:
