@@ -524,6 +524,52 @@ private Q_SLOTS:
         QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));
     }
 
+    void recordedVerdictsBesideOurs()
+    {
+        // Issue 33: a schema-6 file (before recorded_verdicts) opens and migrates; a third party's
+        // verdict is kept per candidate, beside the evaluations, and listed per run.
+        const QString path = dbPath();
+        QList<RunStore::Migration> upToSix = RunStore::migrations();
+        while (!upToSix.isEmpty() && upToSix.constLast().version > 6)
+            upToSix.removeLast();
+        QCOMPARE(upToSix.constLast().version, 6);
+        upToSix.last().statements
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'import', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L1/1', 1, 3, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L1/1', 1, 3, '', '', 0, '2026-11-30T00:00:00.000Z')");
+        {
+            RunStore store;
+            QVERIFY2(store.open(path, upToSix), qPrintable(store.errorString()));
+            QCOMPARE(store.fileSchemaVersion(), 6);
+        }
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+        QVERIFY(RunStore::schemaVersion() >= 7);
+        QVERIFY(store.recordedVerdicts(1).isEmpty()); // rows written before have none
+
+        const QJsonObject verdict{{QStringLiteral("source"), QStringLiteral("runs/x/eval_results.json")},
+                                  {QStringLiteral("compiled"), true},
+                                  {QStringLiteral("correct"), false},
+                                  {QStringLiteral("hardware"), QStringLiteral("NVIDIA RTX A6000")},
+                                  {QStringLiteral("recorded"), QJsonObject{{QStringLiteral("correctness"), false}}}};
+        QVERIFY2(store.addRecordedVerdict(1, QStringLiteral("runs/x/eval_results.json"), QStringLiteral("NVIDIA RTX A6000"), verdict),
+                 qPrintable(store.errorString()));
+        QVERIFY2(store.addEvaluation(1, evaluation(QStringLiteral("correct"), 1.5, 0.0)), qPrintable(store.errorString()));
+        const QList<RecordedVerdictRecord> rows = store.recordedVerdicts(1);
+        QCOMPARE(rows.size(), 1);
+        QCOMPARE(rows.first().candidateId, qint64(1));
+        QCOMPARE(rows.first().task, QStringLiteral("L1/1"));
+        QCOMPARE(rows.first().sample, 3);
+        QCOMPARE(rows.first().source, QStringLiteral("runs/x/eval_results.json"));
+        QCOMPARE(rows.first().hardware, QStringLiteral("NVIDIA RTX A6000"));
+        QCOMPARE(rows.first().verdict, verdict);
+        QCOMPARE(store.evaluations(1).size(), 1); // ours stays ours
+        QVERIFY(!store.addRecordedVerdict(99, QStringLiteral("x"), QString(), verdict)); // no such candidate
+        QVERIFY(store.recordedVerdicts(2).isEmpty());
+    }
+
     void schemaOneFileKeepsItsBlocks()
     {
         // A file written before the echo (schema 1) holds blocks a client parsed: migrating keeps

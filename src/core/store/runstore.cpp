@@ -278,6 +278,20 @@ QList<RunStore::Migration> RunStore::migrations()
          {
              QStringLiteral("CREATE INDEX candidates_task ON candidates(task)"),
          }},
+        // Issue 33: the verdicts a third party recorded for an imported generation (KernelBench's
+        // eval_results.json), kept beside ours: which file said it, on what GPU, and the verdict
+        // (generationimport.h's RecordedVerdict::verdict, JSON). Files written before have none.
+        {7,
+         {
+             QStringLiteral("CREATE TABLE recorded_verdicts ("
+                            " id INTEGER PRIMARY KEY,"
+                            " candidate_id INTEGER NOT NULL REFERENCES candidates(id) ON DELETE CASCADE,"
+                            " source TEXT NOT NULL,"
+                            " hardware TEXT,"
+                            " verdict TEXT NOT NULL,"
+                            " created TEXT NOT NULL)"),
+             QStringLiteral("CREATE INDEX recorded_verdicts_candidate ON recorded_verdicts(candidate_id)"),
+         }},
     };
 }
 
@@ -711,6 +725,57 @@ std::optional<CandidateRecord> RunStore::candidate(qint64 candidateId) const
     c.pythonLine = query.value(12).toInt();
     c.answer = query.value(13).toString();
     return c;
+}
+
+std::optional<qint64> RunStore::addRecordedVerdict(qint64 candidateId, const QString& source, const QString& hardware,
+                                                  const QJsonObject& verdict)
+{
+    if (!isOpen()) {
+        fail(QStringLiteral("run store not open"));
+        return std::nullopt;
+    }
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.prepare(QStringLiteral("INSERT INTO recorded_verdicts (candidate_id, source, hardware, verdict, created)"
+                                 " VALUES (?, ?, ?, ?, ?)"));
+    query.addBindValue(candidateId);
+    query.addBindValue(text(source));
+    query.addBindValue(hardware.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(hardware));
+    query.addBindValue(jsonText(secrets::scrub(verdict))); // a recorded log may quote an environment
+    query.addBindValue(nowText());
+    if (!execOrFail(query, QStringLiteral("add recorded verdict")))
+        return std::nullopt;
+    return query.lastInsertId().toLongLong();
+}
+
+QList<RecordedVerdictRecord> RunStore::recordedVerdicts(qint64 runId) const
+{
+    QList<RecordedVerdictRecord> list;
+    if (!isOpen())
+        return list;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT v.id, v.candidate_id, c.task, c.turn, c.sample, v.source, v.hardware, v.verdict"
+                                 " FROM recorded_verdicts v"
+                                 " JOIN candidates c ON c.id = v.candidate_id"
+                                 " JOIN responses r ON r.id = c.response_id"
+                                 " JOIN prompts p ON p.id = r.prompt_id"
+                                 " WHERE p.run_id = ? ORDER BY v.id"));
+    query.addBindValue(runId);
+    if (!execOrFail(query, QStringLiteral("list recorded verdicts")))
+        return list;
+    while (query.next()) {
+        RecordedVerdictRecord record;
+        record.id = query.value(0).toLongLong();
+        record.candidateId = query.value(1).toLongLong();
+        record.task = query.value(2).toString();
+        record.turn = query.value(3).toInt();
+        record.sample = query.value(4).toInt();
+        record.source = query.value(5).toString();
+        record.hardware = query.value(6).toString();
+        record.verdict = jsonObject(query.value(7).toString());
+        list.append(record);
+    }
+    return list;
 }
 
 QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const

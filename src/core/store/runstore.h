@@ -150,6 +150,22 @@ struct EvaluationRecord
     EvaluationResult evaluation() const { return decodeEvaluation(result); }
 };
 
+/// A verdict a third party recorded for an imported candidate (`kwb import kernelbench`: an entry
+/// of KernelBench's eval_results.json), kept beside ours. `verdict` is {"source", "compiled",
+/// "correct", "runtime_ms", "ref_runtime_ms", "speedup", "hardware", "device", "error",
+/// "correctness_trials", "recorded"} (core/run/generationimport.h; a field not recorded is null).
+struct RecordedVerdictRecord
+{
+    qint64 id = 0;
+    qint64 candidateId = 0;
+    QString task;
+    int turn = 0;
+    int sample = 0;
+    QString source;   ///< the file it came from, relative to the imported folder
+    QString hardware; ///< the GPU the third party measured on; empty: not recorded
+    QJsonObject verdict;
+};
+
 /// An evaluated candidate of a task as a picker lists it (RunStore::candidatesOfTask): who it is
 /// and how it ended, without the evaluation's whole response (RunStore::evaluation reads that).
 struct TaskCandidate
@@ -261,12 +277,17 @@ public:
     /// hash, lines and parsedOk become that echo (blocksFrom Worker), in the same transaction; an
     /// evaluation without an echo leaves the candidate as it was.
     std::optional<qint64> addEvaluation(qint64 candidateId, const QJsonObject& result);
+    /// Keeps a verdict a third party recorded for a candidate (schema 7), beside our evaluation.
+    std::optional<qint64> addRecordedVerdict(qint64 candidateId, const QString& source, const QString& hardware,
+                                             const QJsonObject& verdict);
 
     // Queries.
     QList<RunInfo> runs() const;
     std::optional<RunInfo> run(qint64 runId) const;
     /// Every evaluation of a run, in insertion order.
     QList<EvaluationRecord> evaluations(qint64 runId) const;
+    /// The recorded verdicts of a run's candidates, in insertion order.
+    QList<RecordedVerdictRecord> recordedVerdicts(qint64 runId) const;
     /// One candidate with its code and its answer (the diff view), nullopt for an unknown id.
     std::optional<CandidateRecord> candidate(qint64 candidateId) const;
     /// One evaluation with its unit, nullopt for an unknown id.
