@@ -543,6 +543,55 @@ QJsonObject ablationBaselineKey(const RunInfo& run)
                        {QStringLiteral("compile_only"), isCompileOnlyRun(run)}};
 }
 
+bool RecordedComparison::theirCompiled() const
+{
+    return recorded.verdict.value(QLatin1String("compiled")).toBool(false);
+}
+
+bool RecordedComparison::theirCorrect() const
+{
+    return recorded.verdict.value(QLatin1String("correct")).toBool(false);
+}
+
+namespace {
+
+// The third party's verdicts of an imported run, each beside our (last) evaluation of its candidate.
+QList<RecordedComparison> recordedComparisons(const RunStore& store, const RunInfo& info,
+                                              const QList<EvaluationRecord>& evaluations, bool compileOnly)
+{
+    QList<RecordedComparison> list;
+    const QList<RecordedVerdictRecord> verdicts = store.recordedVerdicts(info.id);
+    if (verdicts.isEmpty())
+        return list;
+    QHash<qint64, const EvaluationRecord*> ours;
+    for (const EvaluationRecord& e : evaluations)
+        ours.insert(e.candidateId, &e); // the last one of a candidate wins
+    for (const RecordedVerdictRecord& v : verdicts) {
+        RecordedComparison c;
+        c.recorded = v;
+        if (const EvaluationRecord* e = ours.value(v.candidateId)) {
+            const TaskOutcome outcome = outcomeOf(*e, compileOnly);
+            c.evaluationId = e->id;
+            c.status = e->status;
+            c.compiled = outcome.compiled;
+            c.correct = !compileOnly && e->evaluation().countsAsCorrect();
+            if (std::isfinite(outcome.speedup))
+                c.speedup = outcome.speedup;
+        }
+        list.append(c);
+    }
+    std::stable_sort(list.begin(), list.end(), [](const RecordedComparison& a, const RecordedComparison& b) {
+        const auto key = [](const RecordedComparison& c) {
+            return std::make_tuple(taskLevel(c.recorded.task), c.recorded.task.section(QLatin1Char('/'), 1).toInt(),
+                                   c.recorded.sample);
+        };
+        return key(a) < key(b);
+    });
+    return list;
+}
+
+} // namespace
+
 std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& runIds, const ReportOptions& options,
                                   QString* error)
 {
@@ -591,6 +640,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             taskIds << outcome.task;
         run.firstTurnPassAtN = firstTurnPassAtNFor(evaluations, taskIds, options.bootstrap);
         run.fastP = fastPOf(run.outcomes);
+        run.recorded = recordedComparisons(store, info, evaluations, run.compileOnly);
         report.runs.append(run);
     }
     report.levels = QList<int>(levels.cbegin(), levels.cend());
@@ -838,6 +888,41 @@ QString reportMarkdown(const Report& report)
         for (const RunReport& run : report.runs)
             for (const UnevaluatedTask& task : run.unevaluated)
                 md += mdRow({run.label(), task.task, task.reason});
+    }
+
+    bool anyRecorded = false;
+    for (const RunReport& run : report.runs)
+        anyRecorded = anyRecorded || !run.recorded.isEmpty();
+    if (anyRecorded) {
+        md += QStringLiteral("\n## Recorded verdicts (a third party's, beside ours)\n\n"
+                             "Imported runs whose folder carried the verdicts its makers recorded (KernelBench's "
+                             "eval_results.json), on their hardware; ours are this workbench's evaluations of the "
+                             "same files. Per sample, not per task.\n\n");
+        md += mdHeader({QStringLiteral("run"), QStringLiteral("their hardware"), QStringLiteral("samples"),
+                        QStringLiteral("compiled: theirs / ours"), QStringLiteral("correct: theirs / ours"),
+                        QStringLiteral("both correct"), QStringLiteral("only theirs"), QStringLiteral("only ours")},
+                       2);
+        for (const RunReport& run : report.runs) {
+            if (run.recorded.isEmpty())
+                continue;
+            QStringList hardware;
+            int theirCompiled = 0, theirCorrect = 0, ourCompiled = 0, ourCorrect = 0, both = 0, onlyTheirs = 0, onlyOurs = 0;
+            for (const RecordedComparison& c : run.recorded) {
+                if (!c.recorded.hardware.isEmpty() && !hardware.contains(c.recorded.hardware))
+                    hardware << c.recorded.hardware;
+                theirCompiled += c.theirCompiled();
+                theirCorrect += c.theirCorrect();
+                ourCompiled += c.compiled;
+                ourCorrect += c.correct;
+                both += c.correct && c.theirCorrect();
+                onlyTheirs += !c.correct && c.theirCorrect();
+                onlyOurs += c.correct && !c.theirCorrect();
+            }
+            md += mdRow({run.label(), hardware.isEmpty() ? QStringLiteral("not recorded") : hardware.join(QStringLiteral(", ")),
+                         QString::number(run.recorded.size()), QStringLiteral("%1 / %2").arg(theirCompiled).arg(ourCompiled),
+                         QStringLiteral("%1 / %2").arg(theirCorrect).arg(ourCorrect), QString::number(both),
+                         QString::number(onlyTheirs), QString::number(onlyOurs)});
+        }
     }
 
     if (!report.pairs.isEmpty()) {
@@ -1119,6 +1204,57 @@ QString reportCsv(const Report& report)
     return csv.text();
 }
 
+namespace {
+
+// An imported run's third-party verdicts beside ours (docs/cli.md, `kwb report`).
+QJsonObject recordedJson(const RunReport& run)
+{
+    QStringList hardware, sources;
+    int theirCompiled = 0, theirCorrect = 0, ourCompiled = 0, ourCorrect = 0, both = 0, onlyTheirs = 0, onlyOurs = 0;
+    QJsonArray samples;
+    for (const RecordedComparison& c : run.recorded) {
+        if (!c.recorded.hardware.isEmpty() && !hardware.contains(c.recorded.hardware))
+            hardware << c.recorded.hardware;
+        if (!sources.contains(c.recorded.source))
+            sources << c.recorded.source;
+        theirCompiled += c.theirCompiled();
+        theirCorrect += c.theirCorrect();
+        ourCompiled += c.compiled;
+        ourCorrect += c.correct;
+        both += c.correct && c.theirCorrect();
+        onlyTheirs += !c.correct && c.theirCorrect();
+        onlyOurs += c.correct && !c.theirCorrect();
+        QJsonObject theirs = c.recorded.verdict;
+        theirs.remove(QStringLiteral("recorded")); // the entry as the file had it stays in the store
+        samples.append(QJsonObject{
+            {QStringLiteral("task"), c.recorded.task},
+            {QStringLiteral("sample"), c.recorded.sample},
+            {QStringLiteral("candidate_id"), double(c.recorded.candidateId)},
+            {QStringLiteral("ours"),
+             QJsonObject{{QStringLiteral("evaluation_id"), c.evaluationId ? QJsonValue(double(*c.evaluationId)) : QJsonValue()},
+                         {QStringLiteral("status"), c.status.isEmpty() ? QJsonValue() : QJsonValue(c.status)},
+                         {QStringLiteral("compiled"), c.compiled},
+                         {QStringLiteral("correct"), c.correct},
+                         {QStringLiteral("speedup"), c.speedup ? QJsonValue(*c.speedup) : QJsonValue()}}},
+            {QStringLiteral("theirs"), theirs},
+        });
+    }
+    return QJsonObject{
+        {QStringLiteral("by"), QStringLiteral("third party")},
+        {QStringLiteral("hardware"), QJsonArray::fromStringList(hardware)},
+        {QStringLiteral("sources"), QJsonArray::fromStringList(sources)},
+        {QStringLiteral("samples"), int(run.recorded.size())},
+        {QStringLiteral("theirs"), QJsonObject{{QStringLiteral("compiled"), theirCompiled}, {QStringLiteral("correct"), theirCorrect}}},
+        {QStringLiteral("ours"), QJsonObject{{QStringLiteral("compiled"), ourCompiled}, {QStringLiteral("correct"), ourCorrect}}},
+        {QStringLiteral("both_correct"), both},
+        {QStringLiteral("only_theirs_correct"), onlyTheirs},
+        {QStringLiteral("only_ours_correct"), onlyOurs},
+        {QStringLiteral("per_sample"), samples},
+    };
+}
+
+} // namespace
+
 QJsonObject reportJson(const Report& report)
 {
     QJsonArray runs;
@@ -1177,6 +1313,7 @@ QJsonObject reportJson(const Report& report)
             {QStringLiteral("first_turn_pass_at_n"),
              r.firstTurnPassAtN ? QJsonValue(bestOfNJson(*r.firstTurnPassAtN)) : QJsonValue()},
             {QStringLiteral("fast_p"), r.compileOnly ? QJsonValue() : QJsonValue(fastPJson(r.fastP))},
+            {QStringLiteral("recorded_verdicts"), r.recorded.isEmpty() ? QJsonValue() : QJsonValue(recordedJson(r))},
         });
     }
 

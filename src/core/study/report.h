@@ -151,6 +151,21 @@ struct SweepCurve
     QList<SweepPoint> points;
 };
 
+/// One sample of an imported run whose verdict a third party recorded (`kwb import kernelbench`:
+/// KernelBench's eval_results.json), beside our evaluation of the same file.
+struct RecordedComparison
+{
+    RecordedVerdictRecord recorded;
+    std::optional<qint64> evaluationId; ///< ours; none when it was not evaluated
+    QString status;                     ///< ours ("correct", "compile_error", …); empty: not evaluated
+    bool compiled = false;              ///< ours, as the report counts it (outcomeOf)
+    bool correct = false;               ///< ours: countsAsCorrect
+    std::optional<double> speedup;      ///< ours, the trusted one
+    /// Theirs, read from the verdict (null there: false / none).
+    bool theirCompiled() const;
+    bool theirCorrect() const;
+};
+
 struct RunReport
 {
     RunInfo run;
@@ -166,6 +181,9 @@ struct RunReport
     /// and are shown as "not measured", never as 0 %.
     bool compileOnly = false;
     QList<FastP> fastP; ///< fastPOf(outcomes)
+    /// The verdicts a third party recorded for the run's samples, by task then sample (imported
+    /// runs only; empty otherwise).
+    QList<RecordedComparison> recorded;
 
     /// "#6 agent n=8 1 turn sweep": the run's name in tables (core/run/runname.h's runLabel).
     QString label() const;
