@@ -1,13 +1,27 @@
-// `kwb import kernelbench DIR --db FILE`: a folder of KernelBench generations (its runs/ naming,
-// level_{L}_problem_{P}_sample_{S}_kernel.py; .txt too) evaluated in KernelBench's answer format
-// into one run of the store, so they show in Results, Roofline, Best-of-n and Diff like any run.
-// Each file is sample S of turn 1 of task L{L}/{P}; files outside the 30 tasks (L1..L3, problems
-// 1-10), with another name, or for a task the worker does not know are skipped and reported.
+// `kwb import kernelbench DIR --db FILE`: a folder of KernelBench generations, as KernelBench's
+// scripts and its forks save them, evaluated in KernelBench's answer format into runs of the store
+// (one per run folder), so they show in Results, Roofline, Best-of-n and Diff like any run; the
+// verdicts the folder recorded (eval_results.json) are kept beside ours as a third party's.
+//
+// What is found where is core/run/generationimport.h's (the layouts, with examples from the public
+// repositories, are listed there and in docs/cli.md):
+//   runs/<run>/level_1_problem_3_sample_0_kernel.py         KernelBench scripts/generate_samples.py
+//   runs/<run>/level_1_problem_13_solution_0_kernel.py       Kernel-Coder (j1mk1m/Kernel-Coder, 2b16b23)
+//   runs/<run>/level_1_problem_13_solution_0_response.txt    its whole model response (imported when no
+//                                                            _kernel.py is; the worker extracts the module)
+//   runs/<run>/level_1_problem_1_epoch_0_sample_1_kernel.py  Kernel-Coder's evolrule runs
+//   level1/problem3/sample0.py                               per-problem folders
+//   runs/<run>/eval_results.json                             the recorded verdicts (both shapes)
+// Each file is sample S of turn 1 of task L{L}/{P}. Skipped, each with its reason (stderr, --json,
+// the run's configuration): other files, prompts, problems without a task here (beyond the study's
+// 30: issue 37), tasks the worker does not list, a response whose module is imported, a second file
+// for a sample. The tally at the end counts the files found, imported, skipped by reason.
 
 #include "commands.h"
 
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/workerresponses.h"
+#include "core/run/generationimport.h"
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
@@ -18,13 +32,12 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QEventLoop>
-#include <QHash>
 #include <QFile>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QMap>
-#include <QRegularExpression>
 
 #include <algorithm>
 #include <cmath>
@@ -33,23 +46,50 @@ namespace kwb::cli {
 
 namespace {
 
-struct Generation
-{
-    QString file; ///< the file's name in DIR
-    QString task; ///< "L2/1"
-    int sample = 0;
-};
-
-struct Skipped
-{
-    QString file;
-    QString reason;
-};
-
 int importFail(bool json, int code, const QString& errorCode, const QString& message)
 {
     return commandFailed("import", json, code, errorCode, message);
 }
+
+QJsonObject skippedJson(const SkippedFile& s)
+{
+    return QJsonObject{{QStringLiteral("file"), s.file}, {QStringLiteral("kind"), s.kind}, {QStringLiteral("reason"), s.reason}};
+}
+
+QString verdictKey(const QString& runFolder, const QString& task, int sample)
+{
+    return runFolder + QLatin1Char('\n') + task + QLatin1Char('\n') + QString::number(sample);
+}
+
+// The run folder a file belongs to among those with a run: the longest that holds it; the first
+// when none does.
+int runIndexOf(const QStringList& folders, const QString& file)
+{
+    int best = 0;
+    qsizetype bestLength = -1;
+    for (int i = 0; i < folders.size(); ++i) {
+        const QString& f = folders.at(i);
+        if ((f.isEmpty() || file.startsWith(f + QLatin1Char('/'))) && f.size() > bestLength) {
+            best = i;
+            bestLength = f.size();
+        }
+    }
+    return best;
+}
+
+// One run of the import: a run folder's generations.
+struct ImportRun
+{
+    QString folder; ///< relative to DIR, "" for DIR itself
+    qint64 id = 0;
+    QString name;
+    QStringList taskIds;
+    QJsonArray skipped; ///< the skipped files under its folder
+    QJsonArray verdictFiles;
+    int evaluated = 0;
+    int verdicts = 0;
+    QMap<QString, int> statuses;
+};
 
 } // namespace
 
@@ -75,56 +115,47 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     for (const TaskSpec& task : decodeTaskList(tasksOutcome.response).tasks)
         known.insert(task.id);
 
-    // KernelBench's naming (its generation scripts write runs/<name>/level_1_problem_5_sample_0_kernel.py).
-    static const QRegularExpression naming(
-        QStringLiteral("^level_([0-9]+)_problem_([0-9]+)_sample_([0-9]+)_kernel\\.(py|txt)$"));
-    QList<Generation> generations;
-    QList<Skipped> skipped;
-    QSet<QPair<QString, int>> seen;
-    const QStringList files = dir.entryList(QDir::Files, QDir::Name);
-    for (const QString& file : files) {
-        const QRegularExpressionMatch m = naming.match(file);
-        if (!m.hasMatch()) {
-            skipped.append({file, QStringLiteral("not KernelBench's level_L_problem_P_sample_S_kernel.py naming")});
-            continue;
-        }
-        const int level = m.captured(1).toInt(), problem = m.captured(2).toInt(), sample = m.captured(3).toInt();
-        const QString task = QStringLiteral("L%1/%2").arg(level).arg(problem);
-        if (level < 1 || level > 3 || problem < 1 || problem > 10) {
-            skipped.append({file, QStringLiteral("%1 is not one of the 30 tasks (levels 1-3, problems 1-10)").arg(task)});
-            continue;
-        }
-        if (!known.contains(task)) {
-            skipped.append({file, QStringLiteral("the worker has no task %1").arg(task)});
-            continue;
-        }
-        if (seen.contains({task, sample})) {
-            skipped.append({file, QStringLiteral("another file is already sample %1 of %2").arg(sample).arg(task)});
-            continue;
-        }
-        seen.insert({task, sample});
-        generations.append({file, task, sample});
-    }
-    // Task order as KernelBench numbers them, then samples.
-    std::sort(generations.begin(), generations.end(), [](const Generation& a, const Generation& b) {
-        const auto key = [](const Generation& g) {
-            const QStringList parts = g.task.mid(1).split(QLatin1Char('/'));
-            return std::make_tuple(parts.value(0).toInt(), parts.value(1).toInt(), g.sample);
-        };
-        return key(a) < key(b);
-    });
-    QStringList taskIds;
-    int samplesPerTask = 0;
-    QMap<QString, int> perTask;
-    for (const Generation& g : std::as_const(generations)) {
-        if (!taskIds.contains(g.task))
-            taskIds << g.task;
-        samplesPerTask = std::max(samplesPerTask, ++perTask[g.task]);
-    }
+    GenerationScan scan = scanKernelBenchFolder(dir.path(), [&](const QString& task) { return known.contains(task); });
+    QList<SkippedFile>& skipped = scan.skipped;
 
-    if (generations.isEmpty()) {
-        for (const Skipped& s : std::as_const(skipped))
+    // The tally: files found, imported, skipped by reason, recorded verdicts read.
+    const auto tally = [&](int imported, int matched) {
+        QJsonObject byKind;
+        const QMap<QString, int> kinds = scan.skippedByKind();
+        for (auto it = kinds.cbegin(); it != kinds.cend(); ++it)
+            byKind.insert(it.key(), it.value());
+        return QJsonObject{{QStringLiteral("found"), scan.filesFound},
+                           {QStringLiteral("imported"), imported},
+                           {QStringLiteral("skipped"), int(skipped.size())},
+                           {QStringLiteral("skipped_by_reason"), byKind},
+                           {QStringLiteral("verdict_files"), int(scan.verdictFiles.size())},
+                           {QStringLiteral("verdicts"), int(scan.verdicts.size())},
+                           {QStringLiteral("verdicts_matched"), matched}};
+    };
+    const auto tallyText = [&](int imported, int matched) {
+        QString text = QStringLiteral("%1 files found: %2 imported, %3 skipped").arg(scan.filesFound).arg(imported).arg(skipped.size());
+        const QMap<QString, int> kinds = scan.skippedByKind();
+        QStringList parts;
+        for (auto it = kinds.cbegin(); it != kinds.cend(); ++it)
+            parts << QStringLiteral("%1 %2").arg(it.value()).arg(it.key());
+        if (!parts.isEmpty())
+            text += QStringLiteral(" (") + parts.join(QStringLiteral(", ")) + QStringLiteral(")");
+        if (!scan.verdictFiles.isEmpty())
+            text += QStringLiteral("; %1 recorded verdicts in %2 files, %3 of them for an imported generation")
+                        .arg(scan.verdicts.size())
+                        .arg(scan.verdictFiles.size())
+                        .arg(matched);
+        return text;
+    };
+    const auto listSkipped = [&] {
+        for (const SkippedFile& s : std::as_const(skipped))
             err() << "kwb import: skipped " << s.file << ": " << s.reason << '\n';
+        err().flush();
+    };
+
+    if (scan.generations.isEmpty()) {
+        listSkipped();
+        err() << "kwb import: " << tallyText(0, 0) << '\n';
         return importFail(json, ExitUsage, QStringLiteral("nothing_to_import"),
                           QStringLiteral("no generation in %1 to import (%2 files skipped)")
                               .arg(options.directory)
@@ -136,54 +167,93 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         return importFail(json, ExitBadRequest, QStringLiteral("bad_database"),
                           QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
 
-    // The run's configuration: what was imported, evaluated how. The regime is KernelBench's
-    // one-turn sampling (zero-shot with n = the most samples of a task), so Best-of-n reads it as
-    // any sampled run; the import itself sends no prompt to a model.
-    std::optional<Regime> regime = Regime::builtin(QStringLiteral("zero-shot"));
-    if (regime) {
-        regime->n = std::max(1, samplesPerTask);
-        regime->turns = 1;
+    // One run per run folder (KernelBench's runs/<run name>/: a model and a method each).
+    const QStringList folders = scan.runFolders();
+    QList<ImportRun> runs;
+    for (const QString& folder : folders) {
+        ImportRun run;
+        run.folder = folder;
+        runs.append(run);
     }
-    QJsonArray skippedJson;
-    for (const Skipped& s : std::as_const(skipped))
-        skippedJson.append(QJsonObject{{QStringLiteral("file"), s.file}, {QStringLiteral("reason"), s.reason}});
+    const auto runOf = [&](const QString& folder) -> ImportRun& {
+        return runs[int(folders.indexOf(folder))];
+    };
+    for (const SkippedFile& s : std::as_const(skipped))
+        runs[runIndexOf(folders, s.file)].skipped.append(skippedJson(s));
+    QHash<QString, const RecordedVerdict*> verdictOf;
+    for (const RecordedVerdict& v : std::as_const(scan.verdicts))
+        verdictOf.insert(verdictKey(v.runFolder, v.task, v.sample), &v); // a later entry (a re-evaluation) wins
+
     const int compileWorkers = options.compileWorkers >= 0
                                    ? options.compileWorkers
                                    : defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench));
-    RunConfig config;
-    config.protocolProfile = options.profile;
-    config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed}};
-    config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)}};
-    config.extra = QJsonObject{
-        {QStringLiteral("import"), QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")},
-                                               {QStringLiteral("directory"), dir.absolutePath()},
-                                               {QStringLiteral("files"), int(generations.size())},
-                                               {QStringLiteral("skipped"), skippedJson}}},
-        {QStringLiteral("regime"), regime ? QJsonValue(regime->toJson()) : QJsonValue()},
-        {QStringLiteral("tasks"), QJsonArray::fromStringList(taskIds)},
-        {QStringLiteral("task_spec"), taskSpecFor(taskIds)},
-        {QStringLiteral("scale"), options.scale},
-        {QStringLiteral("timeout_s"), options.timeoutS},
-        {QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
-        {QStringLiteral("sandbox"), workerSandboxStatus(session.supervisor().limits())},
-        {QStringLiteral("compile_workers"), compileWorkers},
-    };
-    const QString name = options.runName.isEmpty()
-                             ? QStringLiteral("import [kernelbench] %1 %2").arg(dir.dirName(), taskSpecFor(taskIds))
-                             : options.runName;
-    const std::optional<qint64> runId = store.createRun(name, QStringLiteral("import"), config);
-    if (!runId)
-        return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
+    for (ImportRun& run : runs) {
+        int samplesPerTask = 0, files = 0;
+        QMap<QString, int> perTask;
+        for (const FoundGeneration& g : std::as_const(scan.generations)) {
+            if (g.runFolder != run.folder)
+                continue;
+            ++files;
+            if (!run.taskIds.contains(g.task))
+                run.taskIds << g.task;
+            samplesPerTask = std::max(samplesPerTask, ++perTask[g.task]);
+        }
+        for (const VerdictFile& vf : std::as_const(scan.verdictFiles))
+            if (vf.runFolder == run.folder)
+                run.verdictFiles.append(QJsonObject{{QStringLiteral("file"), vf.file},
+                                                    {QStringLiteral("entries"), vf.entries},
+                                                    {QStringLiteral("hardware"), QJsonArray::fromStringList(vf.hardware)}});
+        // The run's configuration: what was imported, evaluated how. The regime is KernelBench's
+        // one-turn sampling (zero-shot with n = the most samples of a task), so Best-of-n reads it
+        // as any sampled run; the import itself sends no prompt to a model.
+        std::optional<Regime> regime = Regime::builtin(QStringLiteral("zero-shot"));
+        if (regime) {
+            regime->n = std::max(1, samplesPerTask);
+            regime->turns = 1;
+        }
+        const QString folderPath = run.folder.isEmpty() ? dir.absolutePath() : dir.absoluteFilePath(run.folder);
+        RunConfig config;
+        config.protocolProfile = options.profile;
+        config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed}};
+        config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)}};
+        config.extra = QJsonObject{
+            {QStringLiteral("import"), QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")},
+                                                   {QStringLiteral("directory"), folderPath},
+                                                   {QStringLiteral("root"), dir.absolutePath()},
+                                                   {QStringLiteral("run_folder"), run.folder},
+                                                   {QStringLiteral("files"), files},
+                                                   {QStringLiteral("skipped"), run.skipped},
+                                                   {QStringLiteral("recorded_verdicts"), run.verdictFiles}}},
+            {QStringLiteral("regime"), regime ? QJsonValue(regime->toJson()) : QJsonValue()},
+            {QStringLiteral("tasks"), QJsonArray::fromStringList(run.taskIds)},
+            {QStringLiteral("task_spec"), taskSpecFor(run.taskIds)},
+            {QStringLiteral("scale"), options.scale},
+            {QStringLiteral("timeout_s"), options.timeoutS},
+            {QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
+            {QStringLiteral("sandbox"), workerSandboxStatus(session.supervisor().limits())},
+            {QStringLiteral("compile_workers"), compileWorkers},
+        };
+        const QString shown = run.folder.isEmpty() ? dir.dirName() : run.folder;
+        if (!options.runName.isEmpty())
+            run.name = runs.size() == 1 ? options.runName : QStringLiteral("%1 (%2)").arg(options.runName, shown);
+        else
+            run.name = QStringLiteral("import [kernelbench] %1 %2").arg(shown, taskSpecFor(run.taskIds));
+        const std::optional<qint64> runId = store.createRun(run.name, QStringLiteral("import"), config);
+        if (!runId)
+            return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
+        run.id = *runId;
+    }
 
     QMap<QString, int> statusCounts;
-    int evaluated = 0;
+    int evaluated = 0, imported = 0, matched = 0;
+    QMap<QString, int> matchedPerFile;
     // Every generation goes into the store first, then into one queue: its compile pool builds the
     // generations' extensions ahead (as many at once as --compile-workers), the GPU evaluates
     // those built meanwhile (core/workers/evaluationqueue.h).
     struct Pending
     {
         qint64 candidateId = 0;
-        Generation generation;
+        FoundGeneration generation;
     };
     QHash<qint64, Pending> pending; // job id -> its candidate
     EvaluationQueue queue(QList<WorkerTarget>{session.supervisor().target()}, nullptr);
@@ -194,20 +264,26 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     queue.setWorkerLimits(session.supervisor().limits());
     queue.setTimeout(int(std::lround(options.timeoutS * 1000.0)));
     queue.setCompileWorkerCount(compileWorkers);
-    for (const Generation& g : std::as_const(generations)) {
+    for (const FoundGeneration& g : std::as_const(scan.generations)) {
+        ImportRun& run = runOf(g.runFolder);
         QFile f(dir.filePath(g.file));
         if (!f.open(QIODevice::ReadOnly)) {
-            skipped.append({g.file, QStringLiteral("unreadable: %1").arg(f.errorString())});
+            skipped.append({g.file, SkipKind::Unreadable, QStringLiteral("unreadable: %1").arg(f.errorString())});
             continue;
         }
+        // A whole response goes as it is: the worker takes the module out of it
+        // (docs/candidate-format.md, KernelBench format).
         const QString answer = QString::fromUtf8(f.readAll());
         PromptRecord prompt;
-        prompt.runId = *runId;
+        prompt.runId = run.id;
         prompt.task = g.task;
         prompt.turn = 1;
         prompt.sample = g.sample;
         prompt.role = QStringLiteral("generator");
-        prompt.text = QStringLiteral("(imported from %1)").arg(dir.filePath(g.file));
+        prompt.text = QStringLiteral("(imported from %1%2%3)")
+                          .arg(dir.filePath(g.file),
+                               g.wholeResponse ? QStringLiteral(", a whole model response") : QString(),
+                               g.epoch >= 0 ? QStringLiteral(", epoch %1").arg(g.epoch) : QString());
         const std::optional<qint64> promptId = store.addPrompt(prompt);
         ResponseRecord response;
         response.promptId = promptId.value_or(0);
@@ -221,6 +297,15 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         const std::optional<qint64> candidateId = responseId ? store.addCandidate(candidate) : std::nullopt;
         if (!candidateId)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
+        ++imported;
+        // The third party's verdict of this file, beside ours.
+        if (const RecordedVerdict* v = verdictOf.value(verdictKey(g.runFolder, g.task, g.sample))) {
+            if (!store.addRecordedVerdict(*candidateId, v->source, v->hardware, v->verdict))
+                return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
+            ++matched;
+            ++run.verdicts;
+            ++matchedPerFile[v->source];
+        }
 
         QJsonObject request{{QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
                             {QStringLiteral("profile"), options.profile},
@@ -230,6 +315,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             request.insert(QStringLiteral("device"), options.device);
         pending.insert(queue.submit(g.task, answer, request), Pending{*candidateId, g});
     }
+    for (VerdictFile& vf : scan.verdictFiles)
+        vf.matched = matchedPerFile.value(vf.file);
     QString storeError;
     QEventLoop loop;
     const auto record = [&](qint64 id, const QJsonObject& result) {
@@ -238,10 +325,14 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             return;
         if (storeError.isEmpty() && !store.addEvaluation(p.candidateId, result))
             storeError = store.errorString();
+        const QString status = decodeEvaluation(result).statusName;
         ++evaluated;
-        ++statusCounts[decodeEvaluation(result).statusName];
+        ++statusCounts[status];
+        ImportRun& run = runOf(p.generation.runFolder);
+        ++run.evaluated;
+        ++run.statuses[status];
         err() << "kwb import: " << p.generation.file << " -> " << p.generation.task << " sample " << p.generation.sample
-              << ": " << decodeEvaluation(result).statusName << '\n';
+              << ": " << status << '\n';
         err().flush();
         if (pending.isEmpty())
             loop.quit();
@@ -256,32 +347,67 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         loop.exec();
     if (!storeError.isEmpty())
         return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), storeError);
-    store.setRunStatus(*runId, RunStatus::Finished);
+    for (const ImportRun& run : std::as_const(runs))
+        store.setRunStatus(run.id, RunStatus::Finished);
 
+    std::stable_sort(skipped.begin(), skipped.end(), [](const SkippedFile& a, const SkippedFile& b) { return a.file < b.file; });
+    listSkipped();
+    QStringList allTasks;
+    for (const ImportRun& run : std::as_const(runs))
+        for (const QString& task : run.taskIds)
+            if (!allTasks.contains(task))
+                allTasks << task;
+    const auto countsJson = [](const QMap<QString, int>& counts) {
+        QJsonObject object;
+        for (auto it = counts.cbegin(); it != counts.cend(); ++it)
+            object.insert(it.key(), it.value());
+        return object;
+    };
     if (json) {
-        QJsonObject counts;
-        for (auto it = statusCounts.cbegin(); it != statusCounts.cend(); ++it)
-            counts.insert(it.key(), it.value());
-        QJsonArray skippedOut;
-        for (const Skipped& s : std::as_const(skipped))
-            skippedOut.append(QJsonObject{{QStringLiteral("file"), s.file}, {QStringLiteral("reason"), s.reason}});
+        QJsonArray runsOut, skippedOut, verdictFilesOut;
+        for (const ImportRun& run : std::as_const(runs))
+            runsOut.append(QJsonObject{{QStringLiteral("run"), run.id},
+                                       {QStringLiteral("name"), run.name},
+                                       {QStringLiteral("folder"), run.folder},
+                                       {QStringLiteral("tasks"), int(run.taskIds.size())},
+                                       {QStringLiteral("evaluated"), run.evaluated},
+                                       {QStringLiteral("statuses"), countsJson(run.statuses)},
+                                       {QStringLiteral("recorded_verdicts"), run.verdicts}});
+        for (const SkippedFile& s : std::as_const(skipped))
+            skippedOut.append(skippedJson(s));
+        for (const VerdictFile& vf : std::as_const(scan.verdictFiles))
+            verdictFilesOut.append(QJsonObject{{QStringLiteral("file"), vf.file},
+                                               {QStringLiteral("run_folder"), vf.runFolder},
+                                               {QStringLiteral("entries"), vf.entries},
+                                               {QStringLiteral("unplaced"), vf.unplaced},
+                                               {QStringLiteral("matched"), vf.matched},
+                                               {QStringLiteral("hardware"), QJsonArray::fromStringList(vf.hardware)}});
         out() << QString::fromUtf8(QJsonDocument(QJsonObject{{QStringLiteral("ok"), true},
-                                                             {QStringLiteral("run"), *runId},
-                                                             {QStringLiteral("name"), name},
-                                                             {QStringLiteral("tasks"), int(taskIds.size())},
+                                                             {QStringLiteral("run"), runs.constFirst().id},
+                                                             {QStringLiteral("name"), runs.constFirst().name},
+                                                             {QStringLiteral("runs"), runsOut},
+                                                             {QStringLiteral("tasks"), int(allTasks.size())},
                                                              {QStringLiteral("evaluated"), evaluated},
-                                                             {QStringLiteral("statuses"), counts},
-                                                             {QStringLiteral("skipped"), skippedOut}})
+                                                             {QStringLiteral("statuses"), countsJson(statusCounts)},
+                                                             {QStringLiteral("skipped"), skippedOut},
+                                                             {QStringLiteral("verdict_files"), verdictFilesOut},
+                                                             {QStringLiteral("tally"), tally(imported, matched)}})
                                        .toJson(QJsonDocument::Indented));
+        err() << "kwb import: " << tallyText(imported, matched) << '\n';
     } else {
-        out() << "run " << *runId << " \"" << name << "\": " << evaluated << " generations of " << taskIds.size()
-              << " tasks evaluated";
-        for (auto it = statusCounts.cbegin(); it != statusCounts.cend(); ++it)
-            out() << (it == statusCounts.cbegin() ? ": " : ", ") << it.value() << ' ' << it.key();
-        out() << '\n' << skipped.size() << " files skipped\n";
-        for (const Skipped& s : std::as_const(skipped))
-            out() << "  " << s.file << ": " << s.reason << '\n';
-        out() << "report: kwb report --db " << options.database << " --runs " << *runId << '\n';
+        QStringList ids;
+        for (const ImportRun& run : std::as_const(runs)) {
+            ids << QString::number(run.id);
+            out() << "run " << run.id << " \"" << run.name << "\": " << run.evaluated << " generations of "
+                  << run.taskIds.size() << " tasks evaluated";
+            for (auto it = run.statuses.cbegin(); it != run.statuses.cend(); ++it)
+                out() << (it == run.statuses.cbegin() ? ": " : ", ") << it.value() << ' ' << it.key();
+            if (run.verdicts > 0)
+                out() << "; " << run.verdicts << " recorded verdicts beside them";
+            out() << '\n';
+        }
+        out() << tallyText(imported, matched) << '\n';
+        out() << "report: kwb report --db " << options.database << " --runs " << ids.join(QLatin1Char(',')) << '\n';
     }
     out().flush();
     return ExitSuccess;

@@ -268,11 +268,12 @@ int main(int argc, char** argv)
     CLI::App* importCommand = app.add_subcommand("import", "bring generations made elsewhere into a run store");
     importCommand->require_subcommand(1);
     CLI::App* importKernelBench = importCommand->add_subcommand(
-        "kernelbench", "evaluate a folder of KernelBench generations (level_L_problem_P_sample_S_kernel.py) "
-                       "for the 30 tasks into one run");
+        "kernelbench", "evaluate a folder of KernelBench generations (runs/<run>/level_L_problem_P_sample_S_kernel.py, "
+                       "_solution_S_, _response.txt, level1/problem3/sample0.py) into a run per run folder, "
+                       "with the verdicts its eval_results.json recorded beside ours");
     importKernelBench->add_option("DIR", importDir, "the folder of generations")->required();
     importKernelBench->add_option("--db", importDb, "the run store (SQLite file; created when missing)")->required();
-    importKernelBench->add_option("--run-name", importName, "the run's name (default: import [kernelbench] DIR SPEC)");
+    importKernelBench->add_option("--run-name", importName, "the run's name (default: import [kernelbench] FOLDER SPEC; several run folders: N (FOLDER))");
     importKernelBench->add_option("--profile", importProfile,
                                   std::string("protocol profile (default ") + kwb::defaults::kProfile + ")");
     importKernelBench->add_option("--scale", importScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));

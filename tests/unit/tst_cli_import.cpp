@@ -5,10 +5,12 @@
 // its kernelbench mode: the run takes the prompts-kernelbench set, is named and stored with the
 // format, and every compile and evaluate request it sends names it.
 
+#include "core/run/regime.h"
 #include "core/store/runstore.h"
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
@@ -32,6 +34,46 @@ QString generation(const QString& status)
     return QStringLiteral("import torch\nimport torch.nn as nn\n\n# status: %1\nclass ModelNew(nn.Module):\n"
                           "    def forward(self, a, b):\n        return torch.matmul(a, b)\n")
         .arg(status);
+}
+
+struct Kwb
+{
+    int exitCode = -1;
+    QByteArray out, err;
+    QJsonObject json() const { return QJsonDocument::fromJson(out).object(); }
+};
+
+Kwb runKwb(const QStringList& arguments)
+{
+    QProcess kwb;
+    kwb.start(QStringLiteral(KWB_CLI), QStringList{QStringLiteral("--worker=" KWB_FAKEWORKER)} + arguments);
+    Kwb result;
+    if (!kwb.waitForFinished(120000))
+        return result;
+    result.exitCode = kwb.exitCode();
+    result.out = kwb.readAllStandardOutput();
+    result.err = kwb.readAllStandardError();
+    return result;
+}
+
+Kwb importFolder(const QString& dir, const QString& db, const QStringList& more = {})
+{
+    return runKwb(QStringList{QStringLiteral("import"), QStringLiteral("kernelbench"), dir, QStringLiteral("--db"), db,
+                              QStringLiteral("--device"), QStringLiteral("cpu"), QStringLiteral("--no-os-sandbox")}
+                  + more);
+}
+
+// A generation that names its file, so each stored answer says where it came from.
+QString namedGeneration(const QString& file, const QString& status = QStringLiteral("correct"))
+{
+    return generation(status) + QStringLiteral("# file: %1\n").arg(file);
+}
+
+void writeAt(const QDir& dir, const QString& relative, const QString& text)
+{
+    const QString path = dir.filePath(relative);
+    QVERIFY(QDir().mkpath(QFileInfo(path).path()));
+    write(path, text);
 }
 
 } // namespace
@@ -83,9 +125,14 @@ private Q_SLOTS:
         QCOMPARE(reasons.value(QStringLiteral("level_3_problem_10_sample_0_kernel.py")),
                  QStringLiteral("the worker has no task L3/10"));
         QVERIFY(reasons.value(QStringLiteral("level_2_problem_1_sample_0_kernel.txt")).contains(QLatin1String("already sample 0 of L2/1")));
-        QVERIFY(reasons.value(QStringLiteral("level_1_problem_42_sample_0_kernel.py")).contains(QLatin1String("not one of the 30 tasks")));
-        QVERIFY(reasons.value(QStringLiteral("level_4_problem_1_sample_0_kernel.py")).contains(QLatin1String("not one of the 30 tasks")));
-        QVERIFY(reasons.value(QStringLiteral("notes.md")).contains(QLatin1String("naming")));
+        QCOMPARE(reasons.value(QStringLiteral("level_1_problem_42_sample_0_kernel.py")),
+                 QStringLiteral("no task L1/42 here (this workbench has the study's 30; issue 37)"));
+        QVERIFY(reasons.value(QStringLiteral("level_4_problem_1_sample_0_kernel.py")).contains(QLatin1String("levels 1-3")));
+        QVERIFY(reasons.value(QStringLiteral("notes.md")).contains(QLatin1String("not a generation")));
+        const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
+        QCOMPARE(tally.value(QLatin1String("found")).toInt(), 9);
+        QCOMPARE(tally.value(QLatin1String("imported")).toInt(), 4);
+        QCOMPARE(tally.value(QLatin1String("skipped")).toInt(), 5);
 
         RunStore store;
         QVERIFY(store.open(db));
@@ -119,6 +166,262 @@ private Q_SLOTS:
         seen.sort();
         QCOMPARE(seen, (QStringList{QStringLiteral("L1/1#0:correct"), QStringLiteral("L1/1#1:incorrect"),
                                     QStringLiteral("L1/1#2:correct"), QStringLiteral("L2/1#0:compile_error")}));
+    }
+
+    // Issue 33: every naming KernelBench's scripts and its forks use, and per-problem folders:
+    // each file is the task and sample its name (and folders) say; a whole response goes to the
+    // worker as it is.
+    void eachNamingImportsItsTaskAndSample()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("gens")));
+        const QString wholeResponse = QStringLiteral("Here is the optimized architecture.\n\n```python\n")
+                                      + namedGeneration(QStringLiteral("level_1_problem_1_solution_2_response.txt"))
+                                      + QStringLiteral("```\n\nThe kernel fuses nothing; it calls cuBLAS.\n");
+        // file -> "task#sample" it must be
+        const QList<std::pair<QString, QString>> expected = {
+            {QStringLiteral("level_1_problem_1_sample_0_kernel.py"), QStringLiteral("L1/1#0")},        // KernelBench
+            {QStringLiteral("level_1_problem_1_solution_1_kernel.py"), QStringLiteral("L1/1#1")},      // Kernel-Coder
+            {QStringLiteral("level_1_problem_1_solution_2_response.txt"), QStringLiteral("L1/1#2")},   // a whole response
+            {QStringLiteral("level_1_problem_1_sample_3.txt"), QStringLiteral("L1/1#3")},              // plain .txt
+            {QStringLiteral("level_1_problem_1_epoch_0_sample_4_kernel.py"), QStringLiteral("L1/1#4")}, // evolrule
+            {QStringLiteral("level1/problem1/sample5.py"), QStringLiteral("L1/1#5")},                  // per-problem folders
+            {QStringLiteral("level_2/problem_1/sample_0_kernel.py"), QStringLiteral("L2/1#0")},
+            {QStringLiteral("level_2_problem_1/solution_1.py"), QStringLiteral("L2/1#1")},
+            {QStringLiteral("level_2_problem_1_sample_2_kernel.py"), QStringLiteral("L2/1#2")},
+        };
+        for (const auto& [file, unit] : expected)
+            writeAt(dir, file, file.endsWith(QLatin1String("_response.txt")) ? wholeResponse : namedGeneration(file));
+        // Skipped: the response beside an imported module, a prompt.
+        writeAt(dir, QStringLiteral("level_2_problem_1_sample_2_response.txt"),
+                QStringLiteral("```python\n") + namedGeneration(QStringLiteral("level_2_problem_1_sample_2_response.txt"))
+                    + QStringLiteral("```\n"));
+        writeAt(dir, QStringLiteral("level_2_problem_1_sample_2_prompt.txt"), QStringLiteral("You write custom CUDA kernels\n"));
+
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+        const Kwb kwb = importFolder(dir.path(), db, {QStringLiteral("--json")});
+        QVERIFY2(kwb.exitCode == 0, kwb.err.constData());
+        const QJsonObject summary = kwb.json();
+        QCOMPARE(summary.value(QLatin1String("evaluated")).toInt(), int(expected.size()));
+        QCOMPARE(summary.value(QLatin1String("runs")).toArray().size(), 1); // per-problem folders are not runs
+        QHash<QString, QString> kinds;
+        for (const QJsonValue& s : summary.value(QLatin1String("skipped")).toArray())
+            kinds.insert(s.toObject().value(QLatin1String("file")).toString(), s.toObject().value(QLatin1String("kind")).toString());
+        QCOMPARE(kinds.size(), 2);
+        QCOMPARE(kinds.value(QStringLiteral("level_2_problem_1_sample_2_response.txt")), QStringLiteral("response_of_imported_kernel"));
+        QCOMPARE(kinds.value(QStringLiteral("level_2_problem_1_sample_2_prompt.txt")), QStringLiteral("prompt"));
+        const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
+        QCOMPARE(tally.value(QLatin1String("found")).toInt(), int(expected.size()) + 2);
+        QCOMPARE(tally.value(QLatin1String("imported")).toInt(), int(expected.size()));
+        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject().value(QLatin1String("prompt")).toInt(), 1);
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RunInfo> runs = store.runs();
+        QCOMPARE(runs.size(), 1);
+        QHash<QString, QString> unitOf; // file -> "task#sample" as stored
+        for (const EvaluationRecord& e : store.evaluations(runs.first().id)) {
+            QCOMPARE(e.turn, 1);
+            const QString answer = store.candidate(e.candidateId)->answer;
+            const qsizetype at = answer.indexOf(QLatin1String("# file: "));
+            QVERIFY(at >= 0);
+            const QString file = answer.mid(at + 8).section(QLatin1Char('\n'), 0, 0);
+            unitOf.insert(file, QStringLiteral("%1#%2").arg(e.task).arg(e.sample));
+            if (file.endsWith(QLatin1String("_response.txt")))
+                QCOMPARE(answer, wholeResponse); // as it is: the worker takes the module out
+            else
+                QCOMPARE(answer, namedGeneration(file));
+        }
+        QCOMPARE(unitOf.size(), int(expected.size()));
+        for (const auto& [file, unit] : expected)
+            QCOMPARE(unitOf.value(file), unit);
+    }
+
+    // runs/<run name>/… : each run folder is a run of its own (a model and a method each), named
+    // after it; the same sample in two folders is no duplicate.
+    void nestedRunFoldersAreRunsOfTheirOwn()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("runs")));
+        writeAt(dir, QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_0_kernel.py"),
+                namedGeneration(QStringLiteral("a"), QStringLiteral("incorrect")));
+        writeAt(dir, QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_0_kernel.py"),
+                namedGeneration(QStringLiteral("b")));
+        writeAt(dir, QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_1_kernel.py"),
+                namedGeneration(QStringLiteral("c")));
+        writeAt(dir, QStringLiteral("deeper/test_hf_level_2/level2/problem1/sample0.py"), namedGeneration(QStringLiteral("d")));
+        writeAt(dir, QStringLiteral("README.md"), QStringLiteral("notes\n"));
+
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+        const Kwb kwb = importFolder(dir.path(), db, {QStringLiteral("--json")});
+        QVERIFY2(kwb.exitCode == 0, kwb.err.constData());
+        const QJsonObject summary = kwb.json();
+        QCOMPARE(summary.value(QLatin1String("evaluated")).toInt(), 4);
+        const QJsonArray runsOut = summary.value(QLatin1String("runs")).toArray();
+        QCOMPARE(runsOut.size(), 3);
+        QHash<QString, qint64> runOf;
+        for (const QJsonValue& r : runsOut)
+            runOf.insert(r.toObject().value(QLatin1String("folder")).toString(), r.toObject().value(QLatin1String("run")).toInteger());
+        QVERIFY(runOf.contains(QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1")));
+        QVERIFY(runOf.contains(QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
+        QVERIFY(runOf.contains(QStringLiteral("deeper/test_hf_level_2")));
+        QCOMPARE(summary.value(QLatin1String("skipped")).toArray().size(), 1); // README.md
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.runs().size(), 3);
+        const std::optional<RunInfo> bestOfN = store.run(runOf.value(QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
+        QVERIFY(bestOfN);
+        QVERIFY(bestOfN->name.contains(QLatin1String("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
+        const RunConfig config = RunConfig::fromJson(bestOfN->config);
+        QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("run_folder")).toString(),
+                 QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1"));
+        QCOMPARE(Regime::fieldsOf(config.regimeJson()).n, 2);
+        QStringList units;
+        for (const EvaluationRecord& e : store.evaluations(bestOfN->id))
+            units << QStringLiteral("%1#%2").arg(e.task).arg(e.sample);
+        units.sort();
+        QCOMPARE(units, (QStringList{QStringLiteral("L1/1#0"), QStringLiteral("L1/1#1")}));
+        const QList<EvaluationRecord> base = store.evaluations(runOf.value(QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1")));
+        QCOMPARE(base.size(), 1);
+        QCOMPARE(base.first().status, QStringLiteral("incorrect"));
+        const QList<EvaluationRecord> level2 = store.evaluations(runOf.value(QStringLiteral("deeper/test_hf_level_2")));
+        QCOMPARE(level2.size(), 1);
+        QCOMPARE(level2.first().task, QStringLiteral("L2/1"));
+    }
+
+    // A problem of levels 1-3 without a task here is listed with its reason, on stderr, in the
+    // JSON and in the tally; never dropped silently.
+    void problemsBeyondThe30AreListedAsSkipped()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("gens")));
+        writeAt(dir, QStringLiteral("level_1_problem_1_sample_0_kernel.py"), namedGeneration(QStringLiteral("a")));
+        writeAt(dir, QStringLiteral("level_1_problem_57_sample_0_kernel.py"), namedGeneration(QStringLiteral("b")));
+        writeAt(dir, QStringLiteral("level_3_problem_43_solution_2_response.txt"), namedGeneration(QStringLiteral("c")));
+        writeAt(dir, QStringLiteral("level2/problem100/sample0.py"), namedGeneration(QStringLiteral("d")));
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+
+        // Text: each skipped file on stderr with its reason, the tally on stdout.
+        const Kwb text = importFolder(dir.path(), db);
+        QVERIFY2(text.exitCode == 0, text.err.constData());
+        QVERIFY2(text.err.contains("skipped level_1_problem_57_sample_0_kernel.py: no task L1/57 here (this workbench has "
+                                   "the study's 30; issue 37)"),
+                 text.err.constData());
+        QVERIFY(text.err.contains("skipped level_3_problem_43_solution_2_response.txt: no task L3/43 here"));
+        QVERIFY(text.err.contains("skipped level2/problem100/sample0.py: no task L2/100 here"));
+        QVERIFY2(text.out.contains("4 files found: 1 imported, 3 skipped (3 no_task_here)"), text.out.constData());
+
+        const Kwb json = importFolder(dir.path(), db, {QStringLiteral("--json")});
+        QVERIFY2(json.exitCode == 0, json.err.constData());
+        const QJsonObject summary = json.json();
+        QHash<QString, QString> reasons;
+        for (const QJsonValue& s : summary.value(QLatin1String("skipped")).toArray()) {
+            QCOMPARE(s.toObject().value(QLatin1String("kind")).toString(), QStringLiteral("no_task_here"));
+            reasons.insert(s.toObject().value(QLatin1String("file")).toString(), s.toObject().value(QLatin1String("reason")).toString());
+        }
+        QCOMPARE(reasons.size(), 3);
+        QCOMPARE(reasons.value(QStringLiteral("level_1_problem_57_sample_0_kernel.py")),
+                 QStringLiteral("no task L1/57 here (this workbench has the study's 30; issue 37)"));
+        QCOMPARE(reasons.value(QStringLiteral("level_3_problem_43_solution_2_response.txt")),
+                 QStringLiteral("no task L3/43 here (this workbench has the study's 30; issue 37)"));
+        const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
+        QCOMPARE(tally.value(QLatin1String("found")).toInt(), 4);
+        QCOMPARE(tally.value(QLatin1String("imported")).toInt(), 1);
+        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(), (QJsonObject{{QStringLiteral("no_task_here"), 3}}));
+        // The run keeps the list too.
+        RunStore store;
+        QVERIFY(store.open(db));
+        const RunConfig config = RunConfig::fromJson(store.run(summary.value(QLatin1String("run")).toInteger())->config);
+        QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("skipped")).toArray().size(), 3);
+    }
+
+    // The folder's recorded verdicts (KernelBench's eval_results.json, Kernel-Coder's list) are
+    // stored beside ours with their hardware, and `kwb report --json` shows both. The fixture is
+    // tests/fixtures/real-generations (real layout, synthetic contents: its README).
+    void recordedVerdictsAreStoredAndReported()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QString fixture = QStringLiteral(KWB_CANDIDATES_DIR "/../real-generations");
+        QVERIFY(QFileInfo::exists(fixture + QStringLiteral("/README.md")));
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+        const Kwb kwb = importFolder(fixture, db, {QStringLiteral("--json")});
+        QVERIFY2(kwb.exitCode == 0, kwb.err.constData());
+        const QJsonObject summary = kwb.json();
+        QCOMPARE(summary.value(QLatin1String("evaluated")).toInt(), 3);
+        const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
+        QCOMPARE(tally.value(QLatin1String("found")).toInt(), 9); // README.md too
+        QCOMPARE(tally.value(QLatin1String("imported")).toInt(), 3);
+        QCOMPARE(tally.value(QLatin1String("verdict_files")).toInt(), 2);
+        QCOMPARE(tally.value(QLatin1String("verdicts")).toInt(), 4);
+        QCOMPARE(tally.value(QLatin1String("verdicts_matched")).toInt(), 3);
+        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(),
+                 (QJsonObject{{QStringLiteral("no_task_here"), 1}, {QStringLiteral("not_a_generation"), 1},
+                              {QStringLiteral("prompt"), 1}, {QStringLiteral("response_of_imported_kernel"), 1}}));
+        QHash<QString, qint64> runOf;
+        for (const QJsonValue& r : summary.value(QLatin1String("runs")).toArray())
+            runOf.insert(r.toObject().value(QLatin1String("folder")).toString(), r.toObject().value(QLatin1String("run")).toInteger());
+        const qint64 level1 = runOf.value(QStringLiteral("runs/test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1"));
+        const qint64 level2 = runOf.value(QStringLiteral("runs/test_hf_level_2"));
+        QVERIFY(level1 > 0 && level2 > 0);
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        const QList<RecordedVerdictRecord> stored = store.recordedVerdicts(level1);
+        QCOMPARE(stored.size(), 2);
+        for (const RecordedVerdictRecord& v : stored) {
+            QCOMPARE(v.task, QStringLiteral("L1/1"));
+            QCOMPARE(v.hardware, QStringLiteral("NVIDIA RTX A6000"));
+            QCOMPARE(v.source, QStringLiteral("runs/test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1/eval_results.json"));
+            QCOMPARE(v.verdict.value(QLatin1String("correct")).toBool(), v.sample == 0);
+            QCOMPARE(v.verdict.value(QLatin1String("recorded")).toObject().value(QLatin1String("solution_id")).toString(),
+                     QStringLiteral("level_1_problem_1_solution_%1").arg(v.sample));
+        }
+        QCOMPARE(store.recordedVerdicts(level2).size(), 1);
+        QCOMPARE(store.recordedVerdicts(level2).first().hardware, QStringLiteral("NVIDIA H100 80GB HBM3"));
+
+        // kwb report --format json: theirs beside ours, per run and per sample.
+        const Kwb report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"), QStringLiteral("json")});
+        QVERIFY2(report.exitCode == 0, report.err.constData());
+        QJsonObject recorded1, recorded2;
+        for (const QJsonValue& r : report.json().value(QLatin1String("runs")).toArray()) {
+            const qint64 id = r.toObject().value(QLatin1String("id")).toInteger();
+            (id == level1 ? recorded1 : recorded2) = r.toObject().value(QLatin1String("recorded_verdicts")).toObject();
+        }
+        QCOMPARE(recorded1.value(QLatin1String("by")).toString(), QStringLiteral("third party"));
+        QCOMPARE(recorded1.value(QLatin1String("hardware")).toArray(), (QJsonArray{QStringLiteral("NVIDIA RTX A6000")}));
+        QCOMPARE(recorded1.value(QLatin1String("samples")).toInt(), 2);
+        QCOMPARE(recorded1.value(QLatin1String("theirs")).toObject(),
+                 (QJsonObject{{QStringLiteral("compiled"), 2}, {QStringLiteral("correct"), 1}}));
+        // The fake worker finds both correct (no status marker in the fixture's files).
+        QCOMPARE(recorded1.value(QLatin1String("ours")).toObject(),
+                 (QJsonObject{{QStringLiteral("compiled"), 2}, {QStringLiteral("correct"), 2}}));
+        QCOMPARE(recorded1.value(QLatin1String("both_correct")).toInt(), 1);
+        QCOMPARE(recorded1.value(QLatin1String("only_ours_correct")).toInt(), 1);
+        const QJsonArray perSample = recorded1.value(QLatin1String("per_sample")).toArray();
+        QCOMPARE(perSample.size(), 2);
+        const QJsonObject first = perSample.at(0).toObject();
+        QCOMPARE(first.value(QLatin1String("task")).toString(), QStringLiteral("L1/1"));
+        QCOMPARE(first.value(QLatin1String("sample")).toInt(), 0);
+        QCOMPARE(first.value(QLatin1String("ours")).toObject().value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        const QJsonObject theirs = first.value(QLatin1String("theirs")).toObject();
+        QCOMPARE(theirs.value(QLatin1String("correct")).toBool(), true);
+        QCOMPARE(theirs.value(QLatin1String("runtime_ms")).toDouble(), 41.2);
+        QCOMPARE(theirs.value(QLatin1String("hardware")).toString(), QStringLiteral("NVIDIA RTX A6000"));
+        QCOMPARE(theirs.value(QLatin1String("device")).toString(), QStringLiteral("cuda:0"));
+        QCOMPARE(perSample.at(1).toObject().value(QLatin1String("theirs")).toObject().value(QLatin1String("error")).toString(),
+                 QStringLiteral("Output mismatch"));
+        QCOMPARE(recorded2.value(QLatin1String("hardware")).toArray(), (QJsonArray{QStringLiteral("NVIDIA H100 80GB HBM3")}));
+        QCOMPARE(recorded2.value(QLatin1String("theirs")).toObject().value(QLatin1String("correct")).toInt(), 1);
+
+        // The Markdown report has them side by side as well.
+        const Kwb markdown = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+        QVERIFY(markdown.out.contains("## Recorded verdicts"));
+        QVERIFY(markdown.out.contains("NVIDIA RTX A6000"));
     }
 
     void aRunInKernelBenchFormat()
