@@ -18,6 +18,8 @@ int main(int argc, char** argv)
 {
     // Before anything else: a worker whose parent is gone ends, busy or not.
     kwb::watchParent();
+    // Nothing kwb's process happened to leave open reaches an answer (sandbox_init.hpp).
+    kwb::closeInheritedDescriptors();
     // The extension cache's two other roles (python_host.hpp): they run no answer's code.
     if (argc == 3 && std::strcmp(argv[1], "--build-broker") == 0) {
         try {
@@ -28,6 +30,8 @@ int main(int argc, char** argv)
         }
     }
     if (argc == 4 && std::strcmp(argv[1], "--build-extension") == 0) {
+        if (const char* why = kwb::denyKeyrings(); *why)
+            std::cerr << "kwb-worker --build-extension: " << why << "\n";
         try {
             return kwb::python::buildExtension(argv[2], argv[3]);
         } catch (const std::exception& e) {

@@ -89,6 +89,10 @@ std::vector<sock_filter> filterProgram()
         ret(kDeny),
     });
 #endif
+    // The session keyring kwb was started in (a login's, a desktop's) is inherited through bwrap:
+    // its keys are not the candidate's to read.
+    for (const long call : {long(SYS_keyctl), long(SYS_add_key), long(SYS_request_key)})
+        onSyscall(p, call, {ret(kDeny)});
     onSyscall(p, SYS_prlimit64, {
         load(argLow(1)),
         jumpIfEqual(RLIMIT_CPU, 1, 0),
@@ -168,6 +172,47 @@ bool isSandboxInit()
     return ::getpid() == 1;
 }
 
+namespace {
+
+bool installFilter(const std::vector<sock_filter>& program)
+{
+    sock_fprog prog{(unsigned short)program.size(), const_cast<sock_filter*>(program.data())};
+    return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0;
+}
+
+} // namespace
+
+void closeInheritedDescriptors()
+{
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+        return;
+#endif
+    // Older kernels: each open descriptor above 2, from /proc/self/fd (read whole first).
+    std::vector<int> open;
+    if (DIR* dir = ::opendir("/proc/self/fd")) {
+        const int own = ::dirfd(dir);
+        while (const dirent* entry = ::readdir(dir)) {
+            const int fd = std::atoi(entry->d_name);
+            if (fd > 2 && fd != own)
+                open.push_back(fd);
+        }
+        ::closedir(dir);
+    }
+    for (const int fd : open)
+        ::close(fd);
+}
+
+const char* denyKeyrings()
+{
+    std::vector<sock_filter> p;
+    for (const long call : {long(SYS_keyctl), long(SYS_add_key), long(SYS_request_key)})
+        onSyscall(p, call, {ret(kDeny)});
+    p.push_back(ret(kAllow));
+    return installFilter(p) ? "" : "cannot install the seccomp filter";
+}
+
 const char* setUpSandboxInit()
 {
     // Orphans of whatever this process starts are re-parented here, not to init: they stay
@@ -184,13 +229,7 @@ const char* setUpSandboxInit()
     };
     sigemptyset(&onAbort.sa_mask);
     ::sigaction(SIGABRT, &onAbort, nullptr);
-    static std::vector<sock_filter> program = filterProgram();
-    sock_fprog prog{(unsigned short)program.size(), program.data()};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-        return "cannot set no_new_privs";
-    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
-        return "cannot install the seccomp filter";
-    return "";
+    return installFilter(filterProgram()) ? "" : "cannot install the seccomp filter";
 }
 
 int endCandidateProcesses()

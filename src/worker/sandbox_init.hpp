@@ -9,7 +9,8 @@
 // signal N as exit code 128 + N), and lowering its own RLIMIT_CPU/RLIMIT_RTTIME (the kernel then
 // sends SIGKILL itself). So a sandboxed worker that died by SIGKILL was killed from outside, the
 // machine's failure (`worker_lost`); every other end during a request is the candidate's
-// (`crashed`). kwb stops a sandboxed worker with SIGKILL (SIGTERM does not reach PID 1).
+// (`crashed`). kwb stops a sandboxed worker with SIGKILL (SIGTERM does not reach PID 1). The
+// filter also refuses the keyring calls: the session keyring kwb was started in is inherited.
 
 namespace kwb {
 
@@ -22,6 +23,15 @@ constexpr int kWorkerLowestReservedExitCode = 128;
 /// As PID 1 (the sandbox): installs the seccomp filter above. Returns "" or what could not be
 /// set up (the worker goes on; it says so on stderr).
 const char* setUpSandboxInit();
+
+/// Closes every descriptor above stderr that the process was started with: bwrap passes on what
+/// kwb's process leaked (QProcess does not close them), and one may be a file the candidate must
+/// not read. First thing in main, before anything opens its own.
+void closeInheritedDescriptors();
+
+/// The extension builder's one filter (it runs no answer code, but the build's commands are the
+/// answer's): keyctl, add_key and request_key refused, as in the worker's.
+const char* denyKeyrings();
 
 /// True when this process is PID 1 of its namespace (in the sandbox).
 bool isSandboxInit();

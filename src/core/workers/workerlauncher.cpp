@@ -63,8 +63,11 @@ QStringList remoteBubblewrapArguments(const QString& scratchDir)
     QStringList arguments = sandboxNamespaceArguments();
     arguments << QStringLiteral("--ro-bind") << QStringLiteral("/") << QStringLiteral("/")
               << QStringLiteral("--dev-bind") << QStringLiteral("/dev") << QStringLiteral("/dev")
-              << QStringLiteral("--proc") << QStringLiteral("/proc")
-              << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
+              << QStringLiteral("--proc") << QStringLiteral("/proc");
+    for (const char* part : {"sys", "sysrq-trigger", "irq", "bus", "acpi", "fs", "scsi"}) // as below
+        arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/proc/") + QLatin1String(part)
+                  << QStringLiteral("/proc/") + QLatin1String(part);
+    arguments << QStringLiteral("--size") << QString::number(kSandboxShmBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
               << QStringLiteral("--bind") << scratchDir << scratchDir;
     return arguments;
 }
@@ -159,11 +162,20 @@ QStringList bubblewrapArguments(const QString& scratchDir, const QStringList& re
     if (const QString identity = sandboxIdentityDir(); !identity.isEmpty())
         arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd") << QStringLiteral("/etc/passwd")
                   << QStringLiteral("--ro-bind") << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
-    arguments << QStringLiteral("--proc") << QStringLiteral("/proc")
-              << QStringLiteral("--dev") << QStringLiteral("/dev")
-              << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
+    arguments << QStringLiteral("--proc") << QStringLiteral("/proc");
+    // The kernel's settings and triggers under /proc check only the uid, and bwrap leaves
+    // /proc/sys writable to a process that runs as root (core_pattern would run a program of the
+    // candidate's as root on the host): read-only, like /sys.
+    for (const char* part : {"sys", "sysrq-trigger", "irq", "bus", "acpi", "fs", "scsi"})
+        arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/proc/") + QLatin1String(part)
+                  << QStringLiteral("/proc/") + QLatin1String(part);
+    // Private /tmp and /dev/shm, bounded: their pages are the host's memory, which the host
+    // limits (resident memory) do not count.
+    const qint64 tmpBytes = role == SandboxRole::Builder ? kSandboxBuildTmpBytes : kSandboxTmpBytes;
+    arguments << QStringLiteral("--dev") << QStringLiteral("/dev")
+              << QStringLiteral("--size") << QString::number(kSandboxShmBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
               << QStringLiteral("--ro-bind-try") << QStringLiteral("/sys") << QStringLiteral("/sys")
-              << QStringLiteral("--tmpfs") << QStringLiteral("/tmp");
+              << QStringLiteral("--size") << QString::number(tmpBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/tmp");
     // The GPU's device nodes (nvidia0…, nvidiactl, nvidia-uvm, nvidia-modeset, nvidia-caps/).
     const QDir dev(QStringLiteral("/dev"));
     if (role == SandboxRole::Worker) // a build needs no GPU
@@ -190,6 +202,13 @@ QStringList bubblewrapArguments(const QString& scratchDir, const QStringList& re
     if (!scratchDir.isEmpty())
         arguments << QStringLiteral("--bind") << scratchDir << scratchDir;
     return arguments;
+}
+
+// The last options of every local sandbox, after its binds: bwrap's own root is a tmpfs that
+// stays writable (and unbounded) otherwise.
+QStringList sealRootArguments()
+{
+    return {QStringLiteral("--remount-ro"), QStringLiteral("/")};
 }
 
 // What the worker needs to read besides the system: its own install or build tree (the folder
@@ -249,16 +268,29 @@ QString buildBrokerSocket(const QString& program, const QString& bubblewrap, con
         return {};
     // The builder's sandbox: the worker's view without the GPU, and the toolchain on PATH; its
     // /tmp is private and writable, its home is there too.
+    // Of PATH only the folders of the tools a build runs (not every folder on it: a user's
+    // ~/.cargo/bin or ~/.pyenv would show the home's layout to the build's commands).
     QStringList readOnly = workerReadOnlyPaths(program, {}, environment);
-    for (const QString& path : environment.value(QStringLiteral("PATH")).split(QLatin1Char(':'), Qt::SkipEmptyParts))
-        readOnly << path;
+    const QStringList pathDirs = environment.value(QStringLiteral("PATH")).split(QLatin1Char(':'), Qt::SkipEmptyParts);
+    QStringList toolDirs;
+    for (const char* tool : {"ninja", "c++", "g++", "gcc", "cc", "nvcc", "python3", "sh"}) {
+        const QString found = QStandardPaths::findExecutable(QString::fromLatin1(tool), pathDirs);
+        if (found.isEmpty())
+            continue;
+        for (const QString& dir : {QFileInfo(found).absolutePath(), QFileInfo(QFileInfo(found).canonicalFilePath()).absolutePath()})
+            if (!toolDirs.contains(dir))
+                toolDirs << dir;
+    }
+    readOnly += toolDirs;
     QJsonArray prefix{bubblewrap};
-    for (const QString& argument : bubblewrapArguments(QString(), readOnly, SandboxRole::Builder))
+    for (const QString& argument : bubblewrapArguments(QString(), readOnly, SandboxRole::Builder) + sealRootArguments())
         prefix.append(argument);
     QJsonObject builderEnvironment;
     for (const QString& name : environment.keys())
         if (name != QLatin1String("KWB_BUILD_BROKER") && name != QLatin1String("CUDA_CACHE_PATH"))
             builderEnvironment.insert(name, environment.value(name));
+    builderEnvironment.insert(QStringLiteral("PATH"), (toolDirs + QStringList{QStringLiteral("/usr/bin"), QStringLiteral("/bin")})
+                                                           .join(QLatin1Char(':')));
     builderEnvironment.insert(QStringLiteral("HOME"), QStringLiteral("/tmp"));
     builderEnvironment.insert(QStringLiteral("TMPDIR"), QStringLiteral("/tmp"));
     const QString socket = QDir(broker.dir->path()).filePath(QStringLiteral("socket"));
@@ -381,7 +413,7 @@ SandboxProbe runProbe(const QString& configured, const QString& worker, const QP
         truePath = QStringLiteral("/bin/true");
     QProcess process;
     process.setProgram(bwrap);
-    process.setArguments(bubblewrapArguments(scratch.path()) << QStringLiteral("--") << truePath);
+    process.setArguments(bubblewrapArguments(scratch.path()) + sealRootArguments() << QStringLiteral("--") << truePath);
     process.setProcessChannelMode(QProcess::MergedChannels);
     process.start();
     if (!process.waitForStarted(5000)) {
@@ -415,7 +447,8 @@ SandboxProbe runProbe(const QString& configured, const QString& worker, const QP
     pointAtScratch(inside, scratch.path());
     QString insideWhy;
     const std::optional<int> sandboxed =
-        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path(), workerReadOnlyPaths(worker, {}, environment)) << QStringLiteral("--") << worker,
+        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path(), workerReadOnlyPaths(worker, {}, environment)) + sealRootArguments()
+                                    << QStringLiteral("--") << worker,
                          inside, &insideWhy);
     if (!sandboxed) {
         probe.works = false;
@@ -714,7 +747,7 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     }
     // A defined working folder (kwb's own is not in the sandbox), and so paths given relative to
     // kwb's made absolute.
-    launch.arguments << QStringLiteral("--chdir") << options.scratchDir;
+    launch.arguments << sealRootArguments() << QStringLiteral("--chdir") << options.scratchDir;
     for (qsizetype i = 0; i + 1 < workerArguments.size(); ++i)
         if (workerArguments.at(i) == QLatin1String("--tasks-dir"))
             workerArguments[i + 1] = QFileInfo(workerArguments.at(i + 1)).absoluteFilePath();

@@ -17,6 +17,13 @@
 
 namespace kwb {
 
+/// The sizes of a local sandbox's private tmpfs mounts (docs/sandbox.md): their pages are host
+/// memory that the host limits, which count resident memory, do not see. A build's /tmp holds
+/// nvcc's intermediate files.
+constexpr qint64 kSandboxTmpBytes = qint64(512) << 20;
+constexpr qint64 kSandboxShmBytes = qint64(256) << 20;
+constexpr qint64 kSandboxBuildTmpBytes = qint64(2) << 30;
+
 /// The sandbox a run records when its workers run in bubblewrap; otherwise "none: <reason>".
 inline const QString kSandboxBubblewrap = QStringLiteral("bubblewrap");
 
