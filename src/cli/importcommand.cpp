@@ -8,7 +8,8 @@
 //   runs/<run>/level_1_problem_3_sample_0_kernel.py         KernelBench scripts/generate_samples.py
 //   runs/<run>/level_1_problem_13_solution_0_kernel.py       Kernel-Coder (j1mk1m/Kernel-Coder, 2b16b23)
 //   runs/<run>/level_1_problem_13_solution_0_response.txt    its whole model response (imported when no
-//                                                            _kernel.py is; the worker extracts the module)
+//                                                            _kernel.py is, or an empty one; the worker
+//                                                            extracts the module)
 //   runs/<run>/level_1_problem_1_epoch_0_sample_1_kernel.py  Kernel-Coder's evolrule runs
 //   level1/problem3/sample0.py                               per-problem folders
 //   runs/<run>/eval_results.json                             the recorded verdicts (both shapes)

@@ -228,6 +228,10 @@ private Q_SLOTS:
         writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_2.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_2_kernel.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_88_solution_0_kernel.py"), "class ModelNew: pass\n");
+        // Kernel-Coder writes the module file even when nothing was extracted: its response goes.
+        writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_0_kernel.py"), "\n");
+        writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_0_response.txt"), "Please note that the matrices\n");
+        writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_1_kernel.py"), ""); // alone: imported as it is
         writeAt(dir, run + QStringLiteral("level_4_problem_1_solution_0_kernel.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("solution_0_kernel.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("metrics.json"), "{}\n");
@@ -244,19 +248,22 @@ private Q_SLOTS:
         writeAt(dir, QStringLiteral("runs/broken/eval_results.json"), "[1, 2");
 
         const GenerationScan scan = scanKernelBenchFolder(dir.path(), studyTask);
-        QCOMPARE(scan.filesFound, 14); // the hidden one aside
+        QCOMPARE(scan.filesFound, 17); // the hidden one aside
         QStringList found;
         for (const FoundGeneration& g : scan.generations)
             found << QStringLiteral("%1 %2#%3%4").arg(g.file, g.task).arg(g.sample).arg(g.wholeResponse ? QStringLiteral(" response")
                                                                                                        : QString());
         QCOMPARE(found, (QStringList{run + QStringLiteral("level_1_problem_2_solution_0_kernel.py L1/2#0"),
                                      run + QStringLiteral("level_1_problem_2_solution_1_response.txt L1/2#1 response"),
-                                     run + QStringLiteral("level_1_problem_2_solution_2.py L1/2#2")}));
+                                     run + QStringLiteral("level_1_problem_2_solution_2.py L1/2#2"),
+                                     run + QStringLiteral("level_1_problem_3_solution_0_response.txt L1/3#0 response"),
+                                     run + QStringLiteral("level_1_problem_3_solution_1_kernel.py L1/3#1")}));
         QCOMPARE(scan.runFolders(), (QStringList{QStringLiteral("runs/best_of_n_level1")}));
         QHash<QString, SkippedFile> skipped;
         for (const SkippedFile& s : scan.skipped)
             skipped.insert(s.file.section(QLatin1Char('/'), -1), s);
-        QCOMPARE(skipped.size(), 9);
+        QCOMPARE(skipped.size(), 10);
+        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_3_solution_0_kernel.py")).kind, SkipKind::EmptyModule);
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_0_response.txt")).kind, SkipKind::ResponseOfKernel);
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_1_prompt.txt")).kind, SkipKind::Prompt);
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_2_kernel.py")).kind, SkipKind::Duplicate);

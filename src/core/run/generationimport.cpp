@@ -453,7 +453,13 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
     struct Candidate
     {
         FoundGeneration generation;
-        int rank = 0; // 0 a module, 1 a whole response: a module wins
+        int rank = 0; // 0 a module, 1 a whole response, 2 an empty module: the lowest wins
+    };
+    const auto isEmptyFile = [&](const QString& file) {
+        QFile f(root.filePath(file));
+        if (f.size() > (1 << 16) || !f.open(QIODevice::ReadOnly))
+            return false;
+        return f.readAll().trimmed().isEmpty();
     };
     QList<Candidate> candidates;
     QStringList verdictPaths;
@@ -516,12 +522,13 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
         c.generation.sample = path.sample;
         c.generation.epoch = path.epoch;
         c.generation.wholeResponse = path.role == GenerationPath::Role::Response;
-        c.rank = c.generation.wholeResponse ? 1 : 0;
+        c.rank = c.generation.wholeResponse ? 1 : isEmptyFile(file) ? 2 : 0;
         candidates.append(c);
     }
 
     // One file per sample of a task in a run folder: a module before a whole response (Kernel-Coder
-    // keeps both: the module is what its evaluation ran), then path order.
+    // keeps both: the module is what its evaluation ran), but a response before an empty module
+    // (its script extracted nothing: Kernel-Coder writes the file anyway), then path order.
     const auto key = [](const FoundGeneration& g) {
         return std::make_tuple(g.runFolder, g.level, g.problem, g.sample);
     };
@@ -535,7 +542,14 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
         if (i > 0 && key(candidates.at(i - 1).generation) == key(g)) {
             // The first of this key is the last one kept.
             const FoundGeneration& kept = scan.generations.constLast();
-            if (g.wholeResponse && !kept.wholeResponse)
+            if (candidates.at(i).rank == 2 && kept.wholeResponse)
+                duplicates.append({g.file, SkipKind::EmptyModule,
+                                   QStringLiteral("an empty module (nothing was extracted into it): the whole response %1 "
+                                                  "is imported as sample %2 of %3")
+                                       .arg(kept.file)
+                                       .arg(g.sample)
+                                       .arg(g.task)});
+            else if (g.wholeResponse && !kept.wholeResponse)
                 duplicates.append({g.file, SkipKind::ResponseOfKernel,
                                    QStringLiteral("the whole response of sample %1 of %2, whose module %3 is imported")
                                        .arg(g.sample)

@@ -65,6 +65,7 @@ inline const QString Level = QStringLiteral("not_levels_1_3");            ///< l
 inline const QString NoTaskHere = QStringLiteral("no_task_here");         ///< beyond the 30 tasks (issue 37)
 inline const QString WorkerHasNoTask = QStringLiteral("worker_has_no_task"); ///< one of the 30 the worker does not list
 inline const QString ResponseOfKernel = QStringLiteral("response_of_imported_kernel"); ///< its _kernel.py is imported
+inline const QString EmptyModule = QStringLiteral("empty_module"); ///< an empty _kernel.py whose response is imported
 inline const QString Duplicate = QStringLiteral("duplicate");             ///< another file is the same sample
 inline const QString Unreadable = QStringLiteral("unreadable");           ///< could not be read
 inline const QString Verdicts = QStringLiteral("verdicts_not_read");      ///< an eval_results.json not understood
