@@ -233,6 +233,9 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             {QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
             {QStringLiteral("sandbox"), workerSandboxStatus(session.supervisor().limits())},
             {QStringLiteral("compile_workers"), compileWorkers},
+            // --device none: compiled and sandbox-checked only, as `kwb run --compile-only`; the
+            // report then says "not measured" instead of counting no_device as a fault.
+            {QStringLiteral("compile_only"), options.device == QLatin1String("none")},
         };
         const QString shown = run.folder.isEmpty() ? dir.dirName() : run.folder;
         if (!options.runName.isEmpty())

@@ -145,6 +145,7 @@ private Q_SLOTS:
         QCOMPARE(config.extra.value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
         QCOMPARE(config.taskIds(), (QStringList{QStringLiteral("L1/1"), QStringLiteral("L2/1")}));
         QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("skipped")).toArray().size(), 5);
+        QCOMPARE(config.extra.value(QLatin1String("compile_only")).toBool(true), false); // --device cpu
 
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QCOMPARE(rows.size(), 4);

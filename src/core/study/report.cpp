@@ -920,8 +920,11 @@ QString reportMarkdown(const Report& report)
             }
             md += mdRow({run.label(), hardware.isEmpty() ? QStringLiteral("not recorded") : hardware.join(QStringLiteral(", ")),
                          QString::number(run.recorded.size()), QStringLiteral("%1 / %2").arg(theirCompiled).arg(ourCompiled),
-                         QStringLiteral("%1 / %2").arg(theirCorrect).arg(ourCorrect), QString::number(both),
-                         QString::number(onlyTheirs), QString::number(onlyOurs)});
+                         run.compileOnly ? QStringLiteral("%1 / not measured").arg(theirCorrect)
+                                         : QStringLiteral("%1 / %2").arg(theirCorrect).arg(ourCorrect),
+                         run.compileOnly ? QStringLiteral("-") : QString::number(both),
+                         run.compileOnly ? QStringLiteral("-") : QString::number(onlyTheirs),
+                         run.compileOnly ? QStringLiteral("-") : QString::number(onlyOurs)});
         }
     }
 
@@ -1234,7 +1237,7 @@ QJsonObject recordedJson(const RunReport& run)
              QJsonObject{{QStringLiteral("evaluation_id"), c.evaluationId ? QJsonValue(double(*c.evaluationId)) : QJsonValue()},
                          {QStringLiteral("status"), c.status.isEmpty() ? QJsonValue() : QJsonValue(c.status)},
                          {QStringLiteral("compiled"), c.compiled},
-                         {QStringLiteral("correct"), c.correct},
+                         {QStringLiteral("correct"), run.compileOnly ? QJsonValue() : QJsonValue(c.correct)},
                          {QStringLiteral("speedup"), c.speedup ? QJsonValue(*c.speedup) : QJsonValue()}}},
             {QStringLiteral("theirs"), theirs},
         });
@@ -1245,10 +1248,12 @@ QJsonObject recordedJson(const RunReport& run)
         {QStringLiteral("sources"), QJsonArray::fromStringList(sources)},
         {QStringLiteral("samples"), int(run.recorded.size())},
         {QStringLiteral("theirs"), QJsonObject{{QStringLiteral("compiled"), theirCompiled}, {QStringLiteral("correct"), theirCorrect}}},
-        {QStringLiteral("ours"), QJsonObject{{QStringLiteral("compiled"), ourCompiled}, {QStringLiteral("correct"), ourCorrect}}},
-        {QStringLiteral("both_correct"), both},
-        {QStringLiteral("only_theirs_correct"), onlyTheirs},
-        {QStringLiteral("only_ours_correct"), onlyOurs},
+        {QStringLiteral("ours"), QJsonObject{{QStringLiteral("compiled"), ourCompiled},
+                                             {QStringLiteral("correct"), run.compileOnly ? QJsonValue() : QJsonValue(ourCorrect)}}},
+        // A compile-only run measured no correctness: nothing to set beside theirs.
+        {QStringLiteral("both_correct"), run.compileOnly ? QJsonValue() : QJsonValue(both)},
+        {QStringLiteral("only_theirs_correct"), run.compileOnly ? QJsonValue() : QJsonValue(onlyTheirs)},
+        {QStringLiteral("only_ours_correct"), run.compileOnly ? QJsonValue() : QJsonValue(onlyOurs)},
         {QStringLiteral("per_sample"), samples},
     };
 }
