@@ -1010,6 +1010,10 @@ bool kernelBenchFailure(Evaluation& ev, const json& err)
     const std::string stage = err.value("stage", std::string("compile"));
     std::string message = err.value("message", std::string());
     const int line = answerLine(ev, err.value("line", 0));
+    // An honest mistake's kind, for a researcher to tally (undefined_name, load_inline_keyword,
+    // extension_name_mismatch, placeholder: kernelbench_host.py); a format error has its own.
+    if (err.contains("code") && err["code"].is_string() && status != "format_error")
+        ev.res["error_code"] = err["code"];
     if (status == "rejected") {
         json v = json::array();
         const json detail = err.contains("detail") && err["detail"].is_array() ? err["detail"] : json::array({{{"line", err.value("line", 0)}, {"reason", message}}});

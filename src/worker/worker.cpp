@@ -178,6 +178,8 @@ json compileKernelBench(const std::string& answer, std::string arch)
     const std::string status = b.value("status", std::string());
     const int line = b.value("line", 0) > 0 ? kb.line + b.value("line", 0) - 1 : 0;
     out["log"] = b.value("message", std::string());
+    if (b.contains("code") && b["code"].is_string() && status != "format_error")
+        out["error_code"] = b["code"]; // as evaluate's (kernelbench_host.py's honest-failure kinds)
     if (status == "rejected")
         out["refused"] = {{"code", "python_refused"}, {"message", b.value("message", std::string())}, {"line", line}};
     else if (status == "format_error")

@@ -103,6 +103,20 @@ void TaskCatalog::load()
             Qt::QueuedConnection);
         return;
     }
+    // A folder named at run time must be in the worker's sandbox, which binds what its
+    // arguments name when it starts (docs/sandbox.md): as --tasks-dir, in a fresh worker.
+    if (!m_tasksDir.isEmpty()) {
+        QStringList arguments = m_supervisor->arguments();
+        const qsizetype at = arguments.indexOf(QStringLiteral("--tasks-dir"));
+        const QString dir = QFileInfo(m_tasksDir).absoluteFilePath();
+        if (at < 0 || at + 1 >= arguments.size() || arguments.at(at + 1) != dir) {
+            if (at >= 0 && at + 1 < arguments.size())
+                arguments.remove(at, 2);
+            arguments << QStringLiteral("--tasks-dir") << dir;
+            m_supervisor->setProgram(m_supervisor->program(), arguments);
+            m_supervisor->stopWorker();
+        }
+    }
     setState(State::LoadingTasks);
     sendTasksRequest();
 }

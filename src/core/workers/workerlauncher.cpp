@@ -228,6 +228,11 @@ QStringList workerReadOnlyPaths(const QString& program, const QStringList& argum
     for (qsizetype i = 0; i + 1 < arguments.size(); ++i)
         if (arguments.at(i) == QLatin1String("--tasks-dir"))
             paths << QFileInfo(arguments.at(i + 1)).absoluteFilePath();
+    // Any other file or folder kwb names in the worker's arguments (a test worker's recorded
+    // answers): kwb's arguments, not the candidate's.
+    for (const QString& argument : arguments)
+        if (QDir::isAbsolutePath(argument) && QFileInfo::exists(argument))
+            paths << argument;
     if (const QString tasks = environment.value(QStringLiteral("KWB_TASKS_DIR")); !tasks.isEmpty())
         paths << tasks;
 #ifdef KWB_SOURCE_DATA_DIR

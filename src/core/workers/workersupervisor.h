@@ -114,6 +114,7 @@ public:
 
     void setProgram(const QString& program, const QStringList& arguments = {});
     QString program() const { return m_program; }
+    QStringList arguments() const { return m_arguments; }
     /// The worker's environment, used as given (default: workerEnvironment()), e.g. with
     /// CUDA_VISIBLE_DEVICES set.
     void setProcessEnvironment(const QProcessEnvironment& environment);

@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -124,6 +125,9 @@ int main(int argc, char** argv)
             const QString id = request.value(QStringLiteral("task")).toString();
             if (id == crashOn) {
                 std::signal(SIGSEGV, SIG_DFL);
+                // A real fault: in the OS sandbox the worker is PID 1, which its own raise() does not end.
+                volatile std::uintptr_t unmapped = 8;
+                *reinterpret_cast<volatile int*>(std::uintptr_t(unmapped)) = 0;
                 std::raise(SIGSEGV);
             }
             if (id == hangOn)
