@@ -455,6 +455,8 @@ PY
         echo '```'
       fi
       kill $kp 2>/dev/null; wait $kp 2>/dev/null
+      if [[ -n ${KWB_ESCAPE_ONLY:-} ]]; then parts=escape; else parts=all; fi
+      [[ $parts == all ]] && {
       echo; echo '## kwb eval in the sandbox'; echo
       echo '| candidate | task | status | speed-up | wall s |'; echo '|---|---|---|---:|---:|'
       for pair in "L1/1 reference/L1_01.md" "L2/1 reference/L2_01.md" "L2/6 reference/L2_06.md" "L1/5 kernelbench/L1_05.md"; do
@@ -482,9 +484,11 @@ PY
         off="$off $(python3 -c "print(round($e - $s, 3))")"
       done
       echo "| bubblewrap |$on |"; echo "| none (--no-os-sandbox) |$off |"
+      }
       if [[ -n ${KWB_ESCAPE:-} && -f tests/security/test_escape.py ]]; then
         echo; echo '## The escape suite (tests/security/test_escape.py) on this machine'; echo; echo '```'
-        timeout 400 python3 tests/security/test_escape.py --kwb "$bundle/run kwb" --worker "$worker" 2>&1 | tail -40
+        LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" QT_PLUGIN_PATH="$bundle/plugins" \
+          timeout ${KWB_ESCAPE_TIMEOUT:-500} python3 tests/security/test_escape.py --kwb "$bundle/bin/kwb" --worker "$worker" --gpu 2>&1 | tail -60
         echo '```'
       fi
     } > "$md" 2>&1
