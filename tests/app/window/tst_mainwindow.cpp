@@ -49,6 +49,8 @@ private Q_SLOTS:
         qputenv("KWB_REPLAY_ANALYSES", KWB_TASKS_TEST_DATA "/analyze.json");
         // Workers get a minimal environment (workerEnvironment()): the replay worker's data by name.
         qputenv("KWB_WORKER_ENV", "KWB_REPLAY_TASKS,KWB_REPLAY_ANALYSES");
+        // And in the OS sandbox it sees only what it is shown (docs/sandbox.md): the data's folder.
+        qputenv("KWB_SANDBOX_READ_ONLY", KWB_TASKS_TEST_DATA);
         m_db = m_dir.filePath(QStringLiteral("runs.db"));
         RunStore store;
         QVERIFY(store.open(m_db));
