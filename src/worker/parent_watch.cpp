@@ -65,8 +65,6 @@ void watchInputHangup(int fd)
     }).detach();
 }
 
-namespace {
-
 // A /proc or /sys file, whole (they report no size); "" when unreadable.
 std::string readSmallFile(const std::string& path)
 {
@@ -86,6 +84,41 @@ std::string readSmallFile(const std::string& path)
     ::close(fd);
     return text;
 }
+
+// The children of `pid` (all its threads', or its main thread's) from /proc/PID/task/TID/children.
+std::vector<long> childrenOf(long pid, bool allThreads)
+{
+    std::vector<long> children;
+    std::vector<std::string> threads;
+    const std::string taskDir = "/proc/" + std::to_string(pid) + "/task";
+    if (allThreads) {
+        if (DIR* dir = ::opendir(taskDir.c_str())) {
+            while (const dirent* entry = ::readdir(dir))
+                if (entry->d_name[0] != '.')
+                    threads.emplace_back(entry->d_name);
+            ::closedir(dir);
+        }
+    } else {
+        threads.push_back(std::to_string(pid));
+    }
+    for (const std::string& tid : threads) {
+        const std::string text = readSmallFile(taskDir + "/" + tid + "/children");
+        const char* p = text.c_str();
+        for (;;) {
+            char* end = nullptr;
+            const long child = std::strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (child > 0 && std::find(children.begin(), children.end(), child) == children.end())
+                children.push_back(child);
+            p = end;
+        }
+    }
+    return children;
+}
+
+namespace {
+
 
 // "VmRSS:	  123456 kB" -> bytes (a plain number as it is); -1 when missing.
 std::int64_t statusField(const std::string& status, const std::string& name)
@@ -134,36 +167,6 @@ std::int64_t machineMemoryBytes()
     return lowest > 0 ? std::min(total, lowest) : total;
 }
 
-std::vector<long> childrenOf(long pid, bool allThreads)
-{
-    std::vector<long> children;
-    std::vector<std::string> threads;
-    const std::string taskDir = "/proc/" + std::to_string(pid) + "/task";
-    if (allThreads) {
-        if (DIR* dir = ::opendir(taskDir.c_str())) {
-            while (const dirent* entry = ::readdir(dir))
-                if (entry->d_name[0] != '.')
-                    threads.emplace_back(entry->d_name);
-            ::closedir(dir);
-        }
-    } else {
-        threads.push_back(std::to_string(pid));
-    }
-    for (const std::string& tid : threads) {
-        const std::string text = readSmallFile(taskDir + "/" + tid + "/children");
-        const char* p = text.c_str();
-        for (;;) {
-            char* end = nullptr;
-            const long child = std::strtol(p, &end, 10);
-            if (end == p)
-                break;
-            if (child > 0 && std::find(children.begin(), children.end(), child) == children.end())
-                children.push_back(child);
-            p = end;
-        }
-    }
-    return children;
-}
 
 void writeStderr(const std::string& line)
 {

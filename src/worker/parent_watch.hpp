@@ -5,6 +5,8 @@
 // closes: its parent there is sshd's session or slurmstepd, which outlive the connection.
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace kwb {
 
@@ -30,6 +32,12 @@ void watchInputHangup(int fd = 0);
 /// thread is doing. 0 is this machine's default (hostlimitdefaults.h, of its MemTotal or cgroup
 /// memory.max and its CPUs).
 void watchHostLimits(std::int64_t memoryBytes, int threads);
+
+/// A /proc or /sys file, whole (they report no size; at most ~64 KiB); "" when unreadable.
+std::string readSmallFile(const std::string& path);
+/// The children of `pid`, from every thread's /proc/PID/task/TID/children (`allThreads`) or the
+/// main thread's; each once.
+std::vector<long> childrenOf(long pid, bool allThreads);
 
 /// What watchHostLimits() enforces for these arguments here (0: the default resolved).
 std::int64_t effectiveHostMemoryLimit(std::int64_t memoryBytes);

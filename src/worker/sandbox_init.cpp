@@ -1,4 +1,5 @@
 #include "sandbox_init.hpp"
+#include "parent_watch.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -35,13 +36,31 @@ constexpr unsigned kAuditArch = AUDIT_ARCH_AARCH64;
 // seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 i (little-endian: the low word first).
 constexpr unsigned kNr = 0;
 constexpr unsigned kArch = 4;
-constexpr unsigned argLow(unsigned i) { return 16 + 8 * i; }
-constexpr unsigned argHigh(unsigned i) { return 20 + 8 * i; }
+constexpr unsigned argLow(unsigned i)
+{
+    return 16 + 8 * i;
+}
+constexpr unsigned argHigh(unsigned i)
+{
+    return 20 + 8 * i;
+}
 
-sock_filter load(unsigned offset) { return BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset); }
-sock_filter ret(unsigned value) { return BPF_STMT(BPF_RET | BPF_K, value); }
-sock_filter jumpIfEqual(unsigned k, unsigned char yes, unsigned char no) { return BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, yes, no); }
-sock_filter jumpIfAtLeast(unsigned k, unsigned char yes, unsigned char no) { return BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, k, yes, no); }
+sock_filter load(unsigned offset)
+{
+    return BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset);
+}
+sock_filter ret(unsigned value)
+{
+    return BPF_STMT(BPF_RET | BPF_K, value);
+}
+sock_filter jumpIfEqual(unsigned k, unsigned char yes, unsigned char no)
+{
+    return BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, k, yes, no);
+}
+sock_filter jumpIfAtLeast(unsigned k, unsigned char yes, unsigned char no)
+{
+    return BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, k, yes, no);
+}
 
 constexpr unsigned kAllow = SECCOMP_RET_ALLOW;
 constexpr unsigned kDeny = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
@@ -81,77 +100,33 @@ std::vector<sock_filter> filterProgram()
     onSyscall(p, SYS_exit_group, exitBlock);
     onSyscall(p, SYS_exit, exitBlock);
 #ifdef SYS_setrlimit
-    onSyscall(p, SYS_setrlimit, {
-        load(argLow(0)),
-        jumpIfEqual(RLIMIT_CPU, 2, 0),
-        jumpIfEqual(RLIMIT_RTTIME, 1, 0),
-        ret(kAllow),
-        ret(kDeny),
-    });
+    onSyscall(p, SYS_setrlimit,
+              {
+                  load(argLow(0)),
+                  jumpIfEqual(RLIMIT_CPU, 2, 0),
+                  jumpIfEqual(RLIMIT_RTTIME, 1, 0),
+                  ret(kAllow),
+                  ret(kDeny),
+              });
 #endif
     // The session keyring kwb was started in (a login's, a desktop's) is inherited through bwrap:
     // its keys are not the candidate's to read.
     for (const long call : {long(SYS_keyctl), long(SYS_add_key), long(SYS_request_key)})
         onSyscall(p, call, {ret(kDeny)});
-    onSyscall(p, SYS_prlimit64, {
-        load(argLow(1)),
-        jumpIfEqual(RLIMIT_CPU, 1, 0),
-        jumpIfEqual(RLIMIT_RTTIME, 0, 4),
-        load(argLow(2)), // the new limit: NULL only reads
-        jumpIfEqual(0, 0, 3),
-        load(argHigh(2)),
-        jumpIfEqual(0, 0, 1),
-        ret(kAllow),
-        ret(kDeny),
-    });
+    onSyscall(p, SYS_prlimit64,
+              {
+                  load(argLow(1)),
+                  jumpIfEqual(RLIMIT_CPU, 1, 0),
+                  jumpIfEqual(RLIMIT_RTTIME, 0, 4),
+                  load(argLow(2)), // the new limit: NULL only reads
+                  jumpIfEqual(0, 0, 3),
+                  load(argHigh(2)),
+                  jumpIfEqual(0, 0, 1),
+                  ret(kAllow),
+                  ret(kDeny),
+              });
     p.push_back(ret(kAllow));
     return p;
-}
-
-std::string readSmallFile(const std::string& path)
-{
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return {};
-    std::string text;
-    char buffer[4096];
-    for (;;) {
-        const ssize_t n = ::read(fd, buffer, sizeof buffer);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0 || text.size() > 1024 * 1024)
-            break;
-        text.append(buffer, std::size_t(n));
-    }
-    ::close(fd);
-    return text;
-}
-
-// The children of `pid` from every thread's /proc/PID/task/TID/children.
-std::vector<long> childrenOf(long pid)
-{
-    std::vector<long> children;
-    const std::string taskDir = "/proc/" + std::to_string(pid) + "/task";
-    DIR* dir = ::opendir(taskDir.c_str());
-    if (!dir)
-        return children;
-    while (const dirent* entry = ::readdir(dir)) {
-        if (entry->d_name[0] == '.')
-            continue;
-        const std::string text = readSmallFile(taskDir + "/" + entry->d_name + "/children");
-        const char* s = text.c_str();
-        for (;;) {
-            char* end = nullptr;
-            const long child = std::strtol(s, &end, 10);
-            if (end == s)
-                break;
-            if (child > 0)
-                children.push_back(child);
-            s = end;
-        }
-    }
-    ::closedir(dir);
-    return children;
 }
 
 // Every descendant of this process, breadth-first (bounded: a fork bomb is killed in rounds).
@@ -159,7 +134,7 @@ std::vector<long> descendants()
 {
     std::vector<long> tree{long(::getpid())};
     for (std::size_t i = 0; i < tree.size() && tree.size() < 65536; ++i)
-        for (const long child : childrenOf(tree[i]))
+        for (const long child : childrenOf(tree[i], true))
             tree.push_back(child);
     tree.erase(tree.begin());
     return tree;
@@ -222,7 +197,8 @@ const char* setUpSandboxInit()
         return "";
     // abort() cannot end a PID 1 by SIGABRT (a signal it sends itself): glibc then faults, and the
     // death reads as SIGSEGV. Said on stderr first, so the crash is not misread.
-    struct sigaction onAbort{};
+    struct sigaction onAbort
+    {};
     onAbort.sa_handler = [](int) {
         static const char line[] = "kwb-worker: abort() called; in the OS sandbox it ends the worker as SIGSEGV\n";
         (void)!::write(2, line, sizeof line - 1);

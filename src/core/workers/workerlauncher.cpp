@@ -56,6 +56,18 @@ QStringList sandboxNamespaceArguments(bool asPid1 = true)
     return arguments;
 }
 
+// After a fresh /proc: the kernel's settings and triggers there check only the uid, and bwrap
+// leaves /proc/sys writable to a process that runs as root (core_pattern would run a program of
+// the candidate's as root on the host): read-only, like /sys.
+QStringList procSettingsReadOnly()
+{
+    QStringList arguments;
+    for (const char* part : {"sys", "sysrq-trigger", "irq", "bus", "acpi", "fs", "scsi"})
+        arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/proc/") + QLatin1String(part)
+                  << QStringLiteral("/proc/") + QLatin1String(part);
+    return arguments;
+}
+
 // The remote script's sandbox (docs/remote-workers.md): that host's layout is not known here, so
 // its root stays readable there (the local sandbox below shows only what the worker needs).
 QStringList remoteBubblewrapArguments(const QString& scratchDir)
@@ -63,10 +75,7 @@ QStringList remoteBubblewrapArguments(const QString& scratchDir)
     QStringList arguments = sandboxNamespaceArguments();
     arguments << QStringLiteral("--ro-bind") << QStringLiteral("/") << QStringLiteral("/")
               << QStringLiteral("--dev-bind") << QStringLiteral("/dev") << QStringLiteral("/dev")
-              << QStringLiteral("--proc") << QStringLiteral("/proc");
-    for (const char* part : {"sys", "sysrq-trigger", "irq", "bus", "acpi", "fs", "scsi"}) // as below
-        arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/proc/") + QLatin1String(part)
-                  << QStringLiteral("/proc/") + QLatin1String(part);
+              << QStringLiteral("--proc") << QStringLiteral("/proc") << procSettingsReadOnly();
     arguments << QStringLiteral("--size") << QString::number(kSandboxShmBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
               << QStringLiteral("--bind") << scratchDir << scratchDir;
     return arguments;
@@ -162,13 +171,7 @@ QStringList bubblewrapArguments(const QString& scratchDir, const QStringList& re
     if (const QString identity = sandboxIdentityDir(); !identity.isEmpty())
         arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd") << QStringLiteral("/etc/passwd")
                   << QStringLiteral("--ro-bind") << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
-    arguments << QStringLiteral("--proc") << QStringLiteral("/proc");
-    // The kernel's settings and triggers under /proc check only the uid, and bwrap leaves
-    // /proc/sys writable to a process that runs as root (core_pattern would run a program of the
-    // candidate's as root on the host): read-only, like /sys.
-    for (const char* part : {"sys", "sysrq-trigger", "irq", "bus", "acpi", "fs", "scsi"})
-        arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/proc/") + QLatin1String(part)
-                  << QStringLiteral("/proc/") + QLatin1String(part);
+    arguments << QStringLiteral("--proc") << QStringLiteral("/proc") << procSettingsReadOnly();
     // Private /tmp and /dev/shm, bounded: their pages are the host's memory, which the host
     // limits (resident memory) do not count.
     const qint64 tmpBytes = role == SandboxRole::Builder ? kSandboxBuildTmpBytes : kSandboxTmpBytes;
