@@ -37,20 +37,42 @@
 //                    called by another name than `functions` binds (runtime_error), and a ModelNew
 //                    signature the task does not call: a constructor argument (for a task without
 //                    init_inputs), else an extra forward argument (runtime_error).
+//
+// --recorded DIR answers with real model text instead (issue 33): the generations of a folder laid
+// out as `kwb import kernelbench` reads it (docs/cli.md; found by the import's own rules,
+// core/run/generationimport.h, and the task files of --tasks standing for the worker's list), so a
+// whole regime runs on what a model wrote where no model is reachable. Per task, its answers in
+// order: run folder by run folder (give DIR as one run folder to serve one model and method), then
+// by sample; each the whole model response (`_response.txt`) where the folder kept one, else the
+// module in a ```python fence, sent byte for byte (no placeholder is filled in). An answer request
+// for a task gets its next answer (sample 0, 1, ..., wrapping; the counter is per task, so restart
+// the server between runs); with --stateless, sample (request seed + i) mod count for choice i
+// (seed 0 without one): kwb asks sample k with seed base + k, so the runs of a sweep get the same
+// answers, but a retry (the same seed) gets the same answer again. A task with no generation in
+// DIR gets a plain-text answer saying so, with no module: the run stores it as the model's failure
+// (format_error), as it would a model that did not answer. Other roles (analyzer, researcher,
+// triager, critic) get a fixed note that says it is one: nothing of theirs was recorded.
+// --candidates, --seed, --max-need do not apply; the answers are in KernelBench's format (run kwb
+// with --answer-format kernelbench).
 
 #include "../unit/scriptedllmserver.h"
+#include "core/run/generationimport.h"
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QHash>
 #include <QJsonArray>
+#include <QMap>
 #include <QRegularExpression>
 #include <QTextStream>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 namespace {
@@ -127,19 +149,26 @@ struct TaskFile
     bool hasInitInputs = false;
 };
 
-/// The task file of "L2/1" under tasksDir (level2/01_*.toml), read with the few rules these files
-/// follow (docs/task-format.md): a forward in triple quotes, [dims] of integers, [[params]] tables.
-std::optional<TaskFile> readTaskFile(const QString& tasksDir, const QString& task)
+/// The task file of "L2/1" under tasksDir (level2/01_*.toml), empty when there is none.
+QString taskFilePath(const QString& tasksDir, const QString& task)
 {
     const QStringList parts = task.mid(1).split(QLatin1Char('/'));
     if (parts.size() != 2)
-        return std::nullopt;
+        return {};
     const QDir levelDir(tasksDir + QStringLiteral("/level") + parts[0]);
     const QStringList files =
         levelDir.entryList({QStringLiteral("%1_*.toml").arg(parts[1].toInt(), 2, 10, QLatin1Char('0'))}, QDir::Files);
-    if (files.isEmpty())
+    return files.isEmpty() ? QString() : levelDir.filePath(files.first());
+}
+
+/// The task file of "L2/1" under tasksDir, read with the few rules these files follow
+/// (docs/task-format.md): a forward in triple quotes, [dims] of integers, [[params]] tables.
+std::optional<TaskFile> readTaskFile(const QString& tasksDir, const QString& task)
+{
+    const QString path = taskFilePath(tasksDir, task);
+    if (path.isEmpty())
         return std::nullopt;
-    const QString text = readText(levelDir.filePath(files.first()));
+    const QString text = readText(path);
     TaskFile t;
     static const QRegularExpression forward(QStringLiteral("forward = '''\\n([\\s\\S]*?)'''"));
     t.forward = forward.match(text).captured(1);
@@ -282,6 +311,74 @@ QString breakKernelBench(const QString& answer, int kind, QString* what)
     }
 }
 
+
+// ---- Recorded answers (--recorded DIR) ---------------------------------------------------------
+
+/// What a folder of generations holds per task, in the order served.
+struct RecordedAnswers
+{
+    QHash<QString, QStringList> texts; ///< task -> answers: run folder, then sample order
+    QHash<QString, QStringList> files; ///< task -> the file each answer was read from (for --log)
+};
+
+/// The folder's generations, found by `kwb import kernelbench`'s own rules (core's
+/// scanKernelBenchFolder): each served as the model's text, the whole response where the folder
+/// kept one (also where the import takes the module beside it: a model wrote the response), else
+/// the module in a ```python fence. `notes` gets what was skipped, per kind with an example (a
+/// corpus such as Kernel-Coder's runs/ has thousands beyond this workbench's tasks), for stderr.
+RecordedAnswers readRecorded(const QString& dir, const std::function<bool(const QString&)>& hasTask, QStringList* notes)
+{
+    const kwb::GenerationScan scan = kwb::scanKernelBenchFolder(dir, hasTask);
+    const auto key = [](const QString& runFolder, int level, int problem, int sample) {
+        return QStringLiteral("%1|%2|%3|%4").arg(runFolder).arg(level).arg(problem).arg(sample);
+    };
+    QHash<QString, QString> responseOf; // sample -> its whole response, skipped by the import
+    QMap<QString, QString> exampleOf;   // skip kind -> its first file and reason
+    for (const kwb::SkippedFile& skipped : scan.skipped) {
+        if (skipped.kind == kwb::SkipKind::ResponseOfKernel) {
+            const kwb::GenerationPath path = kwb::parseGenerationPath(skipped.file);
+            responseOf.insert(key(path.runFolder, path.level, path.problem, path.sample), skipped.file);
+            continue;
+        }
+        if (!exampleOf.contains(skipped.kind))
+            exampleOf.insert(skipped.kind, QStringLiteral("%1: %2").arg(skipped.file, skipped.reason));
+    }
+    const QMap<QString, int> skippedByKind = scan.skippedByKind();
+    for (auto it = exampleOf.cbegin(); it != exampleOf.cend(); ++it)
+        *notes << QStringLiteral("skipped %1 file(s) (%2), e.g. %3").arg(skippedByKind.value(it.key())).arg(it.key(), it.value());
+    const QDir root(dir);
+    RecordedAnswers recorded;
+    for (const kwb::FoundGeneration& g : scan.generations) {
+        const QString response = responseOf.value(key(g.runFolder, g.level, g.problem, g.sample));
+        const QString file = !response.isEmpty() ? response : g.file;
+        QFile f(root.filePath(file));
+        if (!f.open(QIODevice::ReadOnly)) {
+            *notes << QStringLiteral("skipped %1: unreadable: %2").arg(file, f.errorString());
+            continue;
+        }
+        QString text = QString::fromUtf8(f.readAll());
+        if (response.isEmpty() && !g.wholeResponse) {
+            if (!text.endsWith(QLatin1Char('\n')))
+                text += QLatin1Char('\n');
+            text = QStringLiteral("```python\n") + text + QStringLiteral("```\n");
+        }
+        recorded.texts[g.task] << text;
+        recorded.files[g.task] << file;
+    }
+    return recorded;
+}
+
+/// The answer for a task the folder has nothing for: plain text, no module, so the run stores it
+/// as the model's failure to answer (the worker's format_error), as a model that cannot would.
+QString noRecordedAnswer(const QString& task, const QString& dir, const RecordedAnswers& recorded)
+{
+    QStringList tasks = recorded.texts.keys();
+    std::sort(tasks.begin(), tasks.end());
+    return QStringLiteral("No recorded answer for task %1: the recorded-model server (kwb-fixture-llm --recorded %2) has "
+                          "no generation of it (it has %3), so there is no module here.\n")
+        .arg(task, dir, tasks.isEmpty() ? QStringLiteral("none") : tasks.join(QStringLiteral(", ")));
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -290,8 +387,9 @@ int main(int argc, char** argv)
     QCoreApplication::setApplicationName(QStringLiteral("kwb-fixture-llm"));
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral(
-        "An OpenAI-compatible test server answering with the project's candidate fixtures (see the source's "
-        "header for the policy). Prints its base URL on stdout, then serves until killed."));
+        "An OpenAI-compatible test server answering with the project's candidate fixtures, or with --recorded "
+        "with the generations a model wrote (see the source's header for the policy). Prints its base URL on "
+        "stdout, then serves until killed."));
     parser.addHelpOption();
     const QCommandLineOption candidatesOption(QStringLiteral("candidates"), QStringLiteral("tests/fixtures/candidates"),
                                               QStringLiteral("DIR"));
@@ -312,13 +410,24 @@ int main(int argc, char** argv)
                                           QStringLiteral("native (default) or kernelbench (class ModelNew with load_inline)"),
                                           QStringLiteral("FORMAT"), QStringLiteral("native"));
     const QCommandLineOption tasksOption(QStringLiteral("tasks"),
-                                         QStringLiteral("task files, for torch-only ModelNew answers (default: the source tree's)"),
+                                         QStringLiteral("task files, for torch-only ModelNew answers and the tasks --recorded serves "
+                                                        "(default: the source tree's)"),
                                          QStringLiteral("DIR"), QStringLiteral(KWB_FIXTURE_TASKS_DIR));
-    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption, formatOption, tasksOption});
+    const QCommandLineOption recordedOption(
+        QStringLiteral("recorded"),
+        QStringLiteral("answer with the generations of DIR, a folder as `kwb import kernelbench` reads it, per task "
+                       "(instead of --candidates): the whole response, else the module in a ```python fence; "
+                       "sample 0, 1, ... of a task in turn, wrapping; with --stateless, sample (request seed + "
+                       "choice) mod count. A task without one gets a plain-text answer saying so (no module: "
+                       "format_error); other roles a fixed note. See the source's header."),
+        QStringLiteral("DIR"));
+    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption, formatOption,
+                       tasksOption, recordedOption});
     parser.process(app);
 
     const QString dir = parser.value(candidatesOption);
-    if (dir.isEmpty() || !QDir(dir + QStringLiteral("/reference")).exists()) {
+    const bool recordedMode = parser.isSet(recordedOption);
+    if (!recordedMode && (dir.isEmpty() || !QDir(dir + QStringLiteral("/reference")).exists())) {
         std::fprintf(stderr, "kwb-fixture-llm: --candidates DIR must hold reference/ (tests/fixtures/candidates)\n");
         return 2;
     }
@@ -333,6 +442,40 @@ int main(int argc, char** argv)
     }
     const bool kernelbench = answerFormat == QLatin1String("kernelbench");
     const QString tasksDir = parser.value(tasksOption);
+
+    // Recorded answers: the tasks this workbench has are those with a task file (--tasks), as the
+    // import asks the worker; what the folder holds beyond them is listed as skipped.
+    const QString recordedDir = recordedMode ? QDir(parser.value(recordedOption)).absolutePath() : QString();
+    RecordedAnswers recorded;
+    if (recordedMode) {
+        if (parser.isSet(formatOption) && !kernelbench) {
+            std::fprintf(stderr, "kwb-fixture-llm: recorded answers are in KernelBench's format (--answer-format kernelbench)\n");
+            return 2;
+        }
+        if (!QFileInfo(recordedDir).isDir()) {
+            std::fprintf(stderr, "kwb-fixture-llm: --recorded %s: no such folder\n", qPrintable(recordedDir));
+            return 2;
+        }
+        QStringList notes;
+        recorded = readRecorded(recordedDir, [&](const QString& task) { return !taskFilePath(tasksDir, task).isEmpty(); },
+                                &notes);
+        for (const QString& note : std::as_const(notes))
+            std::fprintf(stderr, "kwb-fixture-llm: %s\n", qPrintable(note));
+        QStringList tasks = recorded.texts.keys();
+        std::sort(tasks.begin(), tasks.end());
+        QStringList counts;
+        int answers = 0;
+        for (const QString& task : std::as_const(tasks)) {
+            counts << QStringLiteral("%1 x%2").arg(task).arg(recorded.texts.value(task).size());
+            answers += int(recorded.texts.value(task).size());
+        }
+        std::fprintf(stderr, "kwb-fixture-llm: %d recorded answers of %d tasks in %s%s%s\n", answers, int(tasks.size()),
+                     qPrintable(recordedDir), tasks.isEmpty() ? "" : ": ", qPrintable(counts.join(QStringLiteral(", "))));
+        if (tasks.isEmpty()) {
+            std::fprintf(stderr, "kwb-fixture-llm: --recorded %s holds no generation of a task here\n", qPrintable(recordedDir));
+            return 2;
+        }
+    }
 
     // Real failing fixtures by task, from the manifest's file/task pairs.
     QHash<QString, QStringList> failingByTask;
@@ -370,12 +513,40 @@ int main(int argc, char** argv)
         const QRegularExpressionMatch m = answerFor.match(prompt);
         const int choices = std::max(1, request.value(QLatin1String("n")).toInt(1));
         QStringList texts, what;
+        if (recordedMode)
+            reply.verbatim = true; // model text as it was written
         if (!m.hasMatch()) {
             const QString task = anyTask.match(prompt).captured(1);
-            texts << QStringLiteral("Notes on %1: the heavy operator is already a library call; keep it, and fuse the "
-                                    "memory-bound epilogue into one elementwise kernel that reads the intermediate once.")
-                         .arg(task.isEmpty() ? QStringLiteral("the task") : task);
+            if (recordedMode) // generations are all a folder records: say so rather than invent an analysis
+                texts << QStringLiteral("Notes on %1: none recorded. This is the recorded-model server (kwb-fixture-llm "
+                                        "--recorded), which holds only the answers a model wrote for the generator; "
+                                        "this fixed text stands in for an analyzer, researcher, triager or critic turn.")
+                             .arg(task.isEmpty() ? QStringLiteral("the task") : task);
+            else
+                texts << QStringLiteral("Notes on %1: the heavy operator is already a library call; keep it, and fuse the "
+                                        "memory-bound epilogue into one elementwise kernel that reads the intermediate once.")
+                             .arg(task.isEmpty() ? QStringLiteral("the task") : task);
             what << QStringLiteral("note");
+        } else if (recordedMode) {
+            const QString task = m.captured(1);
+            const QStringList answers = recorded.texts.value(task);
+            const QJsonValue requestSeed = request.value(QLatin1String("seed"));
+            for (int i = 0; i < choices; ++i) {
+                if (answers.isEmpty()) {
+                    texts << noRecordedAnswer(task, recordedDir, recorded);
+                    what << QStringLiteral("no-recorded-answer");
+                    continue;
+                }
+                const qint64 count = answers.size();
+                const qint64 pick = stateless ? (requestSeed.isDouble() ? requestSeed.toInteger() : 0) + i : answered[task]++;
+                const int k = int(((pick % count) + count) % count);
+                texts << answers.at(k);
+                what << recorded.files.value(task).at(k);
+            }
+            if (log.isOpen()) {
+                QTextStream(&log) << task << " answers=" << what.join(QLatin1Char(',')) << '\n';
+                log.flush();
+            }
         } else {
             const QString task = m.captured(1);
             const QString reference = readText(dir + QStringLiteral("/reference/") + fileStem(task) + QStringLiteral(".md"));

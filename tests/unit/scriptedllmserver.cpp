@@ -232,6 +232,8 @@ namespace {
 QString choiceText(const ScriptedLlmServer::Reply& reply, const QJsonObject& request, int index)
 {
     QString text = reply.texts.isEmpty() ? QString() : reply.texts.value(std::min<int>(index, reply.texts.size() - 1));
+    if (reply.verbatim)
+        return text;
     const QJsonValue seed = request.value(QStringLiteral("seed"));
     text.replace(QLatin1String("{seed}"),
                  seed.isDouble() ? QString::number(qint64(seed.toDouble())) : QStringLiteral("none"));

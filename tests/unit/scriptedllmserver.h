@@ -44,8 +44,11 @@ public:
     {
         Action action = Action::Answer;
         /// One text per choice; a request for more choices than texts reuses the last. In a
-        /// text, {seed} becomes the request's seed (or "none") and {i} the choice index.
+        /// text, {seed} becomes the request's seed (or "none") and {i} the choice index, unless
+        /// `verbatim`.
         QStringList texts = {QStringLiteral("Hello from the scripted server.")};
+        /// Send the texts as they are: recorded model text has code with such braces (f"{i}").
+        bool verbatim = false;
         QString finishReason = QStringLiteral("stop");
         int promptTokens = 12;
         int completionTokens = 7;
