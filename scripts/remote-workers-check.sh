@@ -90,9 +90,10 @@ fi
 export KWB_SSH=$dir/ssh
 
 # The ssh worker's environment: what the local worker gets from kwb (workerEnvironment()), as
-# env= assignments, since ssh sends none.
+# env= assignments, since ssh sends none; and the tasks the local worker gets as --tasks-dir: a
+# worker of a build tree reads the source tree's, which its sandbox there shows only when named.
 if [[ -n ${KWB_CHECK_REMOTE_ENV+set} ]]; then remote_env=$KWB_CHECK_REMOTE_ENV
-else remote_env="PATH=$PATH${LD_LIBRARY_PATH:+$'\n'LD_LIBRARY_PATH=$LD_LIBRARY_PATH}"; fi
+else remote_env="PATH=$PATH${LD_LIBRARY_PATH:+$'\n'LD_LIBRARY_PATH=$LD_LIBRARY_PATH}"$'\n'"KWB_TASKS_DIR=$repo/tasks"; fi
 spec="ssh:kwbcheck:$gpu:worker=$worker"
 while IFS= read -r assignment; do if [[ -n $assignment ]]; then spec+=":env=$assignment"; fi; done <<< "$remote_env"
 out=${KWB_CHECK_OUT:-$dir/out}

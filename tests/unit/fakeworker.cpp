@@ -40,7 +40,8 @@
 //                     connected) and "connect_error"
 // alloc and threads hang instead of answering when "then" is "hang". In an evaluate request the
 // answer's markers "mib: N", "count: N" and "then: hang" stand for the fields.
-// A request of type "env" (not in the protocol) answers {"environment": {NAME: VALUE, …}}.
+// A request of type "env" (not in the protocol) answers {"environment": {NAME: VALUE, …},
+// "arguments": [its command line after the program]}.
 // Handshake options: --protocol N or $FAKEWORKER_PROTOCOL (the version hello states, default 1);
 // --hello MODE, MODE one of answer, hang, segv, exit_127 (prints a loader error and exits 127 at
 // start, like a worker whose libtorch is missing); --hello-delay MS or $FAKEWORKER_HELLO_DELAY_MS
@@ -147,6 +148,7 @@ int g_requestsSeen = 0;
 int g_exitDelayMs = 0; // after stdin's EOF, before exiting: a worker's exit (its CUDA context's teardown)
 // tests/protocol/recorded/, baked in at build time; --recorded DIR or $FAKEWORKER_RECORDED_DIR.
 QString g_recordedDir = QStringLiteral(KWB_PROTOCOL_RECORDED_DIR);
+QJsonArray g_arguments; // its command line after the program, for "env"
 
 qint64 nowMs()
 {
@@ -545,6 +547,7 @@ QJsonObject answer(const QJsonObject& request)
                 environment.insert(text.left(equals), text.mid(equals + 1));
         }
         response.insert(QStringLiteral("environment"), environment);
+        response.insert(QStringLiteral("arguments"), g_arguments);
         return response;
     }
     if (type == QLatin1String("evaluate")) {
@@ -867,6 +870,8 @@ void serve(const QJsonObject& request)
 int main(int argc, char** argv)
 {
     g_startedMs = nowMs();
+    for (int i = 1; i < argc; ++i)
+        g_arguments.append(QString::fromLocal8Bit(argv[i]));
     kwb::setUpSandboxInit(); // as kwb-worker: PID 1 of its namespace in the sandbox
     if (const char* delay = std::getenv("FAKEWORKER_HELLO_DELAY_MS"))
         g_helloDelayMs = std::atoi(delay);

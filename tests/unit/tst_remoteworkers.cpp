@@ -17,13 +17,16 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <arpa/inet.h>
+#include <cerrno>
 #include <csignal>
 #include <netinet/in.h>
 #include <pwd.h>
@@ -435,11 +438,129 @@ private Q_SLOTS:
         qunsetenv("KWB_NOT_SENT");
         QVERIFY2(byDefault.hasResponse(), qPrintable(byDefault.status + QLatin1String(": ") + byDefault.message));
         const QJsonObject defaults = byDefault.response.value(QLatin1String("environment")).toObject();
-        const QString home = defaults.value(QLatin1String("HOME")).toString();
-        QVERIFY(!home.isEmpty());
+        // The login's home there (sshd's HOME is the account's), not the sandboxed worker's own.
+        const passwd* user = ::getpwuid(::getuid());
+        QVERIFY(user);
         const QString xdg = defaults.value(QLatin1String("XDG_CACHE_HOME")).toString();
         QCOMPARE(defaults.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(),
-                 (xdg.isEmpty() ? home + QStringLiteral("/.cache") : xdg) + QStringLiteral("/kernel-workbench/extensions"));
+                 (xdg.isEmpty() ? QString::fromLocal8Bit(user->pw_dir) + QStringLiteral("/.cache") : xdg) +
+                     QStringLiteral("/kernel-workbench/extensions"));
+    }
+
+    // --- the sandbox there (issue 32, docs/remote-workers.md) ----------------------------------------
+
+    // A stand-in ssh that runs the remote command here, as a login shell there would: the real
+    // script with this machine's real bwrap, without sshd. Returns what KWB_SSH was.
+    QByteArray useLocalSsh()
+    {
+        const QByteArray before = qgetenv("KWB_SSH");
+        const QString ssh = path(QStringLiteral("local-ssh"));
+        if (!QFile::exists(ssh))
+            writeExecutable(ssh, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n");
+        qputenv("KWB_SSH", ssh.toUtf8());
+        return before;
+    }
+
+    // Issue 32, item 1: a remote worker gets the local layout, decided on its host: a fresh /proc
+    // of its own, a made-up /etc/passwd, an empty home in its scratch folder, none of the host's
+    // /tmp, and the extension cache read-only, with a build broker there to ask.
+    void remoteSandboxShowsOnlyWhatTheWorkerNeeds()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        const QByteArray ssh = useLocalSsh();
+        const auto restore = qScopeGuard([ssh] { qputenv("KWB_SSH", ssh); });
+        QTemporaryDir outside; // under the host's /tmp
+        QVERIFY(outside.isValid());
+        const QString hostFile = outside.filePath(QStringLiteral("host-file"));
+        QVERIFY(writeExecutable(hostFile, "not for the worker\n"));
+        const QString cache = path(QStringLiteral("remote cache"));
+        QVERIFY(QDir().mkpath(cache));
+        WorkerTarget target = sshTarget(0);
+        target.environment = QStringList{QStringLiteral("KWB_EXTENSION_CACHE=") + cache};
+        auto supervisor = remoteSupervisor(target);
+        const auto ask = [&supervisor](const QString& mode, const QString& file) {
+            QJsonObject request = evaluate(mode);
+            if (!file.isEmpty())
+                request.insert(QStringLiteral("path"), file);
+            return supervisor->run(request, kWaitMs);
+        };
+
+        const WorkerSupervisor::Outcome env = supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
+        QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
+                                                QString::fromUtf8(env.stderrTail)));
+        // PID 1 of its own namespace.
+        QCOMPARE(env.response.value(QLatin1String("pid")).toInteger(), qint64(1));
+        const QJsonObject environment = env.response.value(QLatin1String("environment")).toObject();
+        const QString home = environment.value(QLatin1String("HOME")).toString();
+        const QString scratch = environment.value(QLatin1String("TMPDIR")).toString();
+        QVERIFY2(scratch.contains(QLatin1String("/kwb-worker-")) && home == scratch + QStringLiteral("/home"), qPrintable(home));
+        QVERIFY(!environment.value(QLatin1String("KWB_BUILD_BROKER")).toString().isEmpty());
+        QVERIFY(!env.response.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
+
+        // No host process (this test's, ssh's), none of the host's files, users, home or /tmp.
+        const passwd* user = ::getpwuid(::getuid());
+        QVERIFY(user);
+        for (const QString& hidden : {QStringLiteral("/proc/%1").arg(::getpid()), QStringLiteral("/proc/%1/environ").arg(::getpid()),
+                                      hostFile, outside.path(), QStringLiteral("/etc/shadow"), QStringLiteral("/run"),
+                                      QStringLiteral("/var"), QString::fromLocal8Bit(user->pw_dir)}) {
+            const WorkerSupervisor::Outcome seen = ask(QStringLiteral("stat"), hidden);
+            QVERIFY2(seen.hasResponse(), qPrintable(seen.status + QLatin1String(": ") + seen.message));
+            QVERIFY2(!seen.response.value(QLatin1String("exists")).toBool(), qPrintable(hidden));
+        }
+        const WorkerSupervisor::Outcome passwdFile = ask(QStringLiteral("read"), QStringLiteral("/etc/passwd"));
+        QVERIFY2(passwdFile.hasResponse(), qPrintable(passwdFile.status + QLatin1String(": ") + passwdFile.message));
+        const QString text = passwdFile.response.value(QLatin1String("text")).toString();
+        QVERIFY2(text.startsWith(QLatin1String("root:x:0:0:")) && text.count(QLatin1Char('\n')) <= 3, qPrintable(text));
+        if (::getuid() != 0)
+            QVERIFY2(text.contains(QStringLiteral("\nkwb:x:%1:").arg(::getuid())), qPrintable(text));
+
+        // The cache is there, read-only; the scratch folder is writable, and its home empty.
+        const QString intruder = cache + QStringLiteral("/intruder");
+        const WorkerSupervisor::Outcome cacheWrite = ask(QStringLiteral("write"), intruder);
+        QVERIFY2(cacheWrite.hasResponse(), qPrintable(cacheWrite.status + QLatin1String(": ") + cacheWrite.message));
+        QCOMPARE(cacheWrite.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        QVERIFY(!QFile::exists(intruder));
+        const WorkerSupervisor::Outcome homeListing = ask(QStringLiteral("stat"), home + QStringLiteral("/.bashrc"));
+        QVERIFY(homeListing.hasResponse() && !homeListing.response.value(QLatin1String("exists")).toBool());
+        const WorkerSupervisor::Outcome scratchWrite = ask(QStringLiteral("write"), QString());
+        QVERIFY2(scratchWrite.hasResponse(), qPrintable(scratchWrite.status + QLatin1String(": ") + scratchWrite.message));
+        QCOMPARE(scratchWrite.response.value(QLatin1String("write_errno")).toInt(), 0);
+        // The worker's own tree is read-only too.
+        const QString beside = QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
+        const WorkerSupervisor::Outcome treeWrite = ask(QStringLiteral("write"), beside);
+        QVERIFY(treeWrite.hasResponse());
+        QCOMPARE(treeWrite.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        QVERIFY(!QFile::exists(beside));
+    }
+
+    // Issue 32, item 3 there: where bwrap fails on the host, the worker is told to refuse native
+    // model code (KernelBench-format answers), unless the user turned the sandbox off.
+    void remoteWithoutSandboxRefusesNativeCode()
+    {
+        const QByteArray ssh = useLocalSsh();
+        const auto restore = qScopeGuard([ssh] { qputenv("KWB_SSH", ssh); });
+        const QString failing = path(QStringLiteral("failing-bwrap"));
+        QVERIFY(QDir().mkpath(failing));
+        QVERIFY(writeExecutable(failing + QStringLiteral("/bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"));
+        WorkerTarget target = sshTarget(0);
+        target.environment = QStringList{QStringLiteral("PATH=") + failing + QLatin1Char(':') + qEnvironmentVariable("PATH")};
+        const QJsonObject envRequest{{QStringLiteral("type"), QStringLiteral("env")}};
+        const WorkerSupervisor::Outcome refused = remoteSupervisor(target)->run(envRequest, kWaitMs);
+        QVERIFY2(refused.hasResponse(), qPrintable(refused.status + QLatin1String(": ") + refused.message));
+        const QJsonArray arguments = refused.response.value(QLatin1String("arguments")).toArray();
+        qsizetype at = 0;
+        while (at < arguments.size() && arguments.at(at).toString() != QLatin1String("--refuse-native-code"))
+            ++at;
+        QVERIFY2(at + 1 < arguments.size(), qPrintable(QJsonDocument(arguments).toJson(QJsonDocument::Compact)));
+        QVERIFY2(arguments.at(at + 1).toString().startsWith(QLatin1String("bwrap is missing or fails on ")),
+                 qPrintable(arguments.at(at + 1).toString()));
+        QVERIFY(refused.response.value(QLatin1String("pid")).toInteger() != 1); // unwrapped
+
+        const WorkerSupervisor::Outcome turnedOff = remoteSupervisor(target, false)->run(envRequest, kWaitMs);
+        QVERIFY2(turnedOff.hasResponse(), qPrintable(turnedOff.status + QLatin1String(": ") + turnedOff.message));
+        QVERIFY(!turnedOff.response.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
     }
 
     // Host memory and threads over the limits end the request as `resource_limit` there as here:

@@ -68,22 +68,9 @@ QStringList procSettingsReadOnly()
     return arguments;
 }
 
-// The remote script's sandbox (docs/remote-workers.md): that host's layout is not known here, so
-// its root stays readable there (the local sandbox below shows only what the worker needs).
-QStringList remoteBubblewrapArguments(const QString& scratchDir)
-{
-    QStringList arguments = sandboxNamespaceArguments();
-    arguments << QStringLiteral("--ro-bind") << QStringLiteral("/") << QStringLiteral("/")
-              << QStringLiteral("--dev-bind") << QStringLiteral("/dev") << QStringLiteral("/dev")
-              << QStringLiteral("--proc") << QStringLiteral("/proc") << procSettingsReadOnly();
-    arguments << QStringLiteral("--size") << QString::number(kSandboxShmBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
-              << QStringLiteral("--bind") << scratchDir << scratchDir;
-    return arguments;
-}
-
 // The few files of /etc that the loader, Python and the CUDA libraries read; /etc/passwd and
-// /etc/group are made up (sandboxIdentityDir()), the rest of /etc (shadow, ssh keys, the
-// machine's configuration) is not there.
+// /etc/group are made up (identityLines()), the rest of /etc (shadow, ssh keys, the machine's
+// configuration) is not there.
 const QStringList& etcFiles()
 {
     static const QStringList files{
@@ -98,9 +85,31 @@ const QStringList& etcFiles()
     return files;
 }
 
-// A folder with a made-up passwd and group naming only this user (and root, nobody), so that
-// getpwuid() works in the sandbox (Python's getpass, torch's cache paths) without the host's
-// list of users. Made once per process; removed at exit.
+// The made-up /etc/passwd and /etc/group: only this user (as `kwb`), root and nobody, so that
+// getpwuid() works in the sandbox (Python's getpass, torch's cache paths) without the host's list
+// of users. %u and %g stand for the uid and gid; a line of `ifNotRoot` is left out where that id
+// is 0 (then root's line names it).
+struct IdentityLine
+{
+    const char* file;
+    const char* text;
+    char ifNotRoot; ///< 'u', 'g', or 0: always
+};
+const std::vector<IdentityLine>& identityLines()
+{
+    static const std::vector<IdentityLine> lines{
+        {"passwd", "root:x:0:0:root:/root:/usr/sbin/nologin", 0},
+        {"passwd", "kwb:x:%u:%g:Kernel Workbench worker:/nonexistent:/usr/sbin/nologin", 'u'},
+        {"passwd", "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin", 0},
+        {"group", "root:x:0:", 0},
+        {"group", "kwb:x:%g:", 'g'},
+        {"group", "nogroup:x:65534:", 0},
+    };
+    return lines;
+}
+
+// The folder holding this process's made-up passwd and group (identityLines()); made once per
+// process, removed at exit.
 QString sandboxIdentityDir()
 {
     static QMutex mutex;
@@ -111,17 +120,17 @@ QString sandboxIdentityDir()
     dir.emplace(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-sandbox-etc-XXXXXX")));
     if (!dir->isValid())
         return {};
-    const uint uid = ::getuid();
-    const uint gid = ::getgid();
-    QByteArray passwd = "root:x:0:0:root:/root:/usr/sbin/nologin\n";
-    QByteArray group = "root:x:0:\n";
-    if (uid != 0)
-        passwd += QStringLiteral("kwb:x:%1:%2:Kernel Workbench worker:/nonexistent:/usr/sbin/nologin\n").arg(uid).arg(gid).toUtf8();
-    if (gid != 0)
-        group += QStringLiteral("kwb:x:%1:\n").arg(gid).toUtf8();
-    passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-    group += "nogroup:x:65534:\n";
-    for (const auto& [name, text] : {std::pair{QStringLiteral("passwd"), passwd}, std::pair{QStringLiteral("group"), group}}) {
+    const QString uid = QString::number(::getuid());
+    const QString gid = QString::number(::getgid());
+    std::map<QString, QByteArray> files;
+    for (const IdentityLine& line : identityLines()) {
+        if ((line.ifNotRoot == 'u' && uid == QLatin1String("0")) || (line.ifNotRoot == 'g' && gid == QLatin1String("0")))
+            continue;
+        QString text = QString::fromLatin1(line.text);
+        text.replace(QLatin1String("%u"), uid).replace(QLatin1String("%g"), gid);
+        files[QString::fromLatin1(line.file)] += text.toUtf8() + '\n';
+    }
+    for (const auto& [name, text] : files) {
         QFile file(QDir(dir->path()).filePath(name));
         if (!file.open(QIODevice::WriteOnly) || file.write(text) != text.size())
             return {};
@@ -130,88 +139,360 @@ QString sandboxIdentityDir()
     return dir->path();
 }
 
-// A path the sandbox binds read-only: it exists, and it is not the root, nor a folder that holds
-// the user's files or the host's sockets as a whole.
+// What a sandbox never binds as a whole, though a worker's paths may name it: the root, and the
+// folders that hold the user's files or the host's sockets (the user's home is refused too).
+const QStringList& refusedBindPaths()
+{
+    static const QStringList refused{QStringLiteral("/"), QStringLiteral("/home"), QStringLiteral("/root"),
+                                     QStringLiteral("/tmp"), QStringLiteral("/run"), QStringLiteral("/var"),
+                                     QStringLiteral("/var/run"), QStringLiteral("/etc"), QStringLiteral("/proc"),
+                                     QStringLiteral("/dev"), QStringLiteral("/mnt"), QStringLiteral("/media")};
+    return refused;
+}
+
+// The top folders of the system: read-only in every sandbox (a link among them as a link), so a
+// worker's path inside one needs no bind of its own.
+const QStringList& topLevelLinksOrFolders()
+{
+    static const QStringList tops{QStringLiteral("/bin"), QStringLiteral("/sbin"), QStringLiteral("/lib"), QStringLiteral("/lib32"),
+                                  QStringLiteral("/lib64"), QStringLiteral("/libx32")};
+    return tops;
+}
+QStringList systemRoots()
+{
+    return QStringList{QStringLiteral("/usr"), QStringLiteral("/opt"), QStringLiteral("/sys")} + topLevelLinksOrFolders();
+}
+
+// The worker's environment variables that name folders it reads (colon-separated lists): bound
+// read-only, here from the worker's environment, on a remote host from the environment there.
+const QStringList& readOnlyPathVariables()
+{
+    static const QStringList names{QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("LD_LIBRARY_PATH"),
+                                   QStringLiteral("PYTHONPATH"),    QStringLiteral("PYTHONHOME"),
+                                   QStringLiteral("CUDA_HOME"),     QStringLiteral("CUDA_PATH"),
+                                   QStringLiteral("KWB_CUDA_INCLUDE_DIR")};
+    return names;
+}
+
+// The tools an extension build runs: of the builder's PATH only their folders are shown to it
+// (not every folder on it: a user's ~/.cargo/bin or ~/.pyenv would show the home's layout).
+const QStringList& builderTools()
+{
+    static const QStringList tools{QStringLiteral("ninja"), QStringLiteral("c++"), QStringLiteral("g++"), QStringLiteral("gcc"),
+                                   QStringLiteral("cc"),    QStringLiteral("nvcc"), QStringLiteral("python3"), QStringLiteral("sh")};
+    return tools;
+}
+
+// The worker's variables that point into its scratch folder (a path relative to it; "" is the
+// folder itself), written inside the sandbox, where everything else is read-only: an empty home
+// of its own (the user's is not there) and CUDA's JIT cache (~/.nv/ComputeCache by default), a
+// cache per worker also keeping one candidate's entries from the next.
+const std::vector<std::pair<QString, QString>>& scratchEnvironment()
+{
+    static const std::vector<std::pair<QString, QString>> variables{
+        {QStringLiteral("TMPDIR"), QString()},
+        {QStringLiteral("HOME"), QStringLiteral("home")},
+        {QStringLiteral("CUDA_CACHE_PATH"), QStringLiteral("cuda-cache")},
+    };
+    return variables;
+}
+
+// A path the sandbox binds read-only: it exists, and it is not refused (refusedBindPaths(), the
+// user's home).
 bool bindablePath(const QString& path)
 {
     if (path.isEmpty() || !QDir::isAbsolutePath(path) || !QFileInfo::exists(path))
         return false;
     const QString clean = QDir::cleanPath(path);
-    static const QStringList refused{QStringLiteral("/"), QStringLiteral("/home"), QStringLiteral("/root"),
-                                     QStringLiteral("/tmp"), QStringLiteral("/run"), QStringLiteral("/var"),
-                                     QStringLiteral("/var/run"), QStringLiteral("/etc"), QStringLiteral("/proc"),
-                                     QStringLiteral("/dev"), QStringLiteral("/mnt"), QStringLiteral("/media")};
-    return !refused.contains(clean) && clean != QDir::cleanPath(QDir::homePath());
+    return !refusedBindPaths().contains(clean) && clean != QDir::cleanPath(QDir::homePath());
 }
 
-// The local sandbox (docs/sandbox.md, "The OS sandbox"): an empty root with the system's programs
-// and libraries read-only (/usr, the /lib and /bin links or folders, /opt), the few /etc files
-// above, a fresh /proc of its own PID namespace, a minimal /dev with the GPU's nodes, /sys
-// read-only (the CUDA driver and NVML read the PCI topology there), a private /tmp and
-// /dev/shm, and then `readOnly` (the worker's own install tree, the tasks, the extension cache)
-// and the one writable folder, `scratchDir` (TMPDIR, HOME, CUDA's JIT cache).
+// The sandbox's layout (docs/sandbox.md, "The OS sandbox"), one list for every sandbox, rendered
+// as bwrap's arguments here (bubblewrapArguments()) and as sh that decides each step on a remote
+// host (remoteLayoutScript()): an empty root with the system's programs and libraries read-only
+// (/usr, the /lib and /bin links or folders, /opt), a few /etc files, a made-up passwd and group,
+// a fresh /proc of its own PID namespace with the kernel's settings read-only, a minimal /dev with
+// the GPU's nodes, /sys read-only (the CUDA driver and NVML read the PCI topology there), a private
+// /tmp and /dev/shm, then the worker's own tree and folders read-only, the extension cache
+// read-only, and the one writable folder: the scratch folder (TMPDIR, HOME, CUDA's JIT cache).
+// An extension build (Builder) gets the same without the GPU, the scratch folder and the cache,
+// with the toolchain's folders on PATH and a larger /tmp (its home too); the build broker adds its
+// staging folder, writable.
 enum class SandboxRole { Worker, Builder };
 
-QStringList bubblewrapArguments(const QString& scratchDir, const QStringList& readOnly = {},
-                                SandboxRole role = SandboxRole::Worker)
+struct SandboxStep
 {
-    QStringList arguments = sandboxNamespaceArguments(role == SandboxRole::Worker);
-    arguments << QStringLiteral("--ro-bind") << QStringLiteral("/usr") << QStringLiteral("/usr");
-    for (const QString& top : {QStringLiteral("/bin"), QStringLiteral("/sbin"), QStringLiteral("/lib"), QStringLiteral("/lib32"),
-                               QStringLiteral("/lib64"), QStringLiteral("/libx32")}) {
-        const QFileInfo info(top);
-        if (info.isSymLink())
-            arguments << QStringLiteral("--symlink") << info.symLinkTarget().replace(QRegularExpression(QStringLiteral("^/")), QString()) << top;
-        else if (info.isDir())
-            arguments << QStringLiteral("--ro-bind") << top << top;
-    }
-    arguments << QStringLiteral("--ro-bind-try") << QStringLiteral("/opt") << QStringLiteral("/opt");
+    enum class Kind {
+        Fixed,    ///< `words`, as they are
+        TopLevel, ///< words[0]: a link → --symlink to its target (relative to /), a folder → --ro-bind, else nothing
+        Devices,  ///< --dev-bind each entry of /dev whose name matches the glob words[0]
+        Identity, ///< the made-up /etc/passwd and /etc/group (identityLines()), read-only
+        ReadOnly, ///< the role's read-only paths, each by its real path (a bind onto a path through a link
+                  ///< fails), where bindablePath() and not under systemRoots()
+        ToolPath, ///< --setenv PATH: the folders of builderTools() found on PATH, then /usr/bin:/bin
+        Scratch,  ///< --bind the scratch folder (on a remote host also its variables, scratchEnvironment())
+        Cache,    ///< the extension cache, read-only
+        Broker,   ///< the build broker's socket folder, read-only
+        Exact,    ///< here only: files bound read-only as they are (the GPU's quiet lock and its companions)
+        Chdir,    ///< --chdir the scratch folder (kwb's working folder is not in the sandbox)
+    };
+    Kind kind;
+    QStringList words = {};
+};
+
+QList<SandboxStep> sandboxLayout(SandboxRole role)
+{
+    using Kind = SandboxStep::Kind;
+    const bool worker = role == SandboxRole::Worker;
+    QList<SandboxStep> steps{{Kind::Fixed, sandboxNamespaceArguments(worker)},
+                             {Kind::Fixed, {QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr")}}};
+    for (const QString& top : topLevelLinksOrFolders())
+        steps.append({Kind::TopLevel, {top}});
+    QStringList etc{QStringLiteral("--ro-bind-try"), QStringLiteral("/opt"), QStringLiteral("/opt")};
     for (const QString& file : etcFiles())
-        arguments << QStringLiteral("--ro-bind-try") << file << file;
-    if (const QString identity = sandboxIdentityDir(); !identity.isEmpty())
-        arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd") << QStringLiteral("/etc/passwd")
-                  << QStringLiteral("--ro-bind") << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
-    arguments << QStringLiteral("--proc") << QStringLiteral("/proc") << procSettingsReadOnly();
+        etc << QStringLiteral("--ro-bind-try") << file << file;
+    steps.append({Kind::Fixed, etc});
+    steps.append({Kind::Identity});
+    steps.append({Kind::Fixed, QStringList{QStringLiteral("--proc"), QStringLiteral("/proc")} + procSettingsReadOnly()});
     // Private /tmp and /dev/shm, bounded: their pages are the host's memory, which the host
-    // limits (resident memory) do not count.
-    const qint64 tmpBytes = role == SandboxRole::Builder ? kSandboxBuildTmpBytes : kSandboxTmpBytes;
-    arguments << QStringLiteral("--dev") << QStringLiteral("/dev")
-              << QStringLiteral("--size") << QString::number(kSandboxShmBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/dev/shm")
-              << QStringLiteral("--ro-bind-try") << QStringLiteral("/sys") << QStringLiteral("/sys")
-              << QStringLiteral("--size") << QString::number(tmpBytes) << QStringLiteral("--tmpfs") << QStringLiteral("/tmp");
-    // The GPU's device nodes (nvidia0…, nvidiactl, nvidia-uvm, nvidia-modeset, nvidia-caps/).
-    const QDir dev(QStringLiteral("/dev"));
-    if (role == SandboxRole::Worker) // a build needs no GPU
-        for (const QString& node : dev.entryList({QStringLiteral("nvidia*")}, QDir::System | QDir::Dirs | QDir::NoDotAndDotDot))
-            arguments << QStringLiteral("--dev-bind") << dev.filePath(node) << dev.filePath(node);
-    // Each by its real path (a link's target; a bind onto a path through a link fails), and only
-    // where not inside a tree bound already.
-    QStringList bound{QStringLiteral("/usr"), QStringLiteral("/opt"), QStringLiteral("/bin"), QStringLiteral("/sbin"),
-                      QStringLiteral("/lib"), QStringLiteral("/lib32"), QStringLiteral("/lib64"), QStringLiteral("/libx32"),
-                      QStringLiteral("/sys")};
+    // limits (resident memory) do not count. A build's /tmp holds nvcc's intermediate files.
+    steps.append({Kind::Fixed,
+                  {QStringLiteral("--dev"), QStringLiteral("/dev"), QStringLiteral("--size"), QString::number(kSandboxShmBytes),
+                   QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"), QStringLiteral("--ro-bind-try"), QStringLiteral("/sys"),
+                   QStringLiteral("/sys"), QStringLiteral("--size"),
+                   QString::number(worker ? kSandboxTmpBytes : kSandboxBuildTmpBytes), QStringLiteral("--tmpfs"),
+                   QStringLiteral("/tmp")}});
+    if (worker) // the GPU's device nodes (nvidia0…, nvidiactl, nvidia-uvm, nvidia-modeset, nvidia-caps/); a build needs none
+        steps.append({Kind::Devices, {QStringLiteral("nvidia*")}});
+    steps.append({Kind::ReadOnly});
+    if (worker) {
+        steps.append({Kind::Scratch});
+        steps.append({Kind::Cache}); // builds go through the broker, which alone publishes
+        steps.append({Kind::Broker});
+        steps.append({Kind::Exact});
+    } else {
+        steps.append({Kind::ToolPath});
+        steps.append({Kind::Fixed,
+                      {QStringLiteral("--setenv"), QStringLiteral("HOME"), QStringLiteral("/tmp"), QStringLiteral("--setenv"),
+                       QStringLiteral("TMPDIR"), QStringLiteral("/tmp"), QStringLiteral("--unsetenv"),
+                       QStringLiteral("KWB_BUILD_BROKER"), QStringLiteral("--unsetenv"), QStringLiteral("CUDA_CACHE_PATH")}});
+    }
+    // Last after the binds: bwrap's own root is a tmpfs that stays writable (and unbounded) otherwise.
+    steps.append({Kind::Fixed, {QStringLiteral("--remount-ro"), QStringLiteral("/")}});
+    if (worker)
+        steps.append({Kind::Chdir});
+    return steps;
+}
+
+// What a sandbox here shows besides the system (empty: not there).
+struct LocalSandbox
+{
+    QString scratchDir;
+    QStringList readOnly;   ///< resolved and filtered (SandboxStep::Kind::ReadOnly)
+    QString extensionCache;
+    QString brokerDir;
+    QStringList exact;      ///< bound as they are
+    QStringList toolDirs;   ///< the builder's (builderToolDirs())
+};
+
+// The folders of builderTools() found on `path` (a PATH value), each as found and as resolved.
+QStringList builderToolDirs(const QString& path)
+{
+    const QStringList pathDirs = path.split(QLatin1Char(':'), Qt::SkipEmptyParts);
+    QStringList toolDirs;
+    for (const QString& tool : builderTools()) {
+        const QString found = QStandardPaths::findExecutable(tool, pathDirs);
+        if (found.isEmpty())
+            continue;
+        for (const QString& dir : {QFileInfo(found).absolutePath(), QFileInfo(QFileInfo(found).canonicalFilePath()).absolutePath()})
+            if (!toolDirs.contains(dir))
+                toolDirs << dir;
+    }
+    return toolDirs;
+}
+
+// The layout rendered as bwrap's arguments for this host.
+QStringList bubblewrapArguments(SandboxRole role, const LocalSandbox& paths)
+{
+    using Kind = SandboxStep::Kind;
+    QStringList arguments;
+    QStringList bound = systemRoots();
     const auto inside = [&bound](const QString& path) {
         for (const QString& root : bound)
             if (path == root || path.startsWith(root + QLatin1Char('/')))
                 return true;
         return false;
     };
-    for (const QString& path : readOnly) {
-        const QString real = QFileInfo(path).canonicalFilePath();
-        if (!bindablePath(real) || inside(real))
-            continue;
-        bound << real;
-        arguments << QStringLiteral("--ro-bind") << real << real;
+    const auto bindReadOnly = [&](const QString& path) {
+        if (!path.isEmpty())
+            arguments << QStringLiteral("--ro-bind") << path << path;
+    };
+    for (const SandboxStep& step : sandboxLayout(role)) {
+        switch (step.kind) {
+        case Kind::Fixed:
+            arguments += step.words;
+            break;
+        case Kind::TopLevel: {
+            const QFileInfo info(step.words.at(0));
+            if (info.isSymLink())
+                arguments << QStringLiteral("--symlink") << info.symLinkTarget().replace(QRegularExpression(QStringLiteral("^/")), QString())
+                          << step.words.at(0);
+            else if (info.isDir())
+                bindReadOnly(step.words.at(0));
+            break;
+        }
+        case Kind::Devices: {
+            const QDir dev(QStringLiteral("/dev"));
+            for (const QString& node : dev.entryList({step.words.at(0)}, QDir::System | QDir::Dirs | QDir::NoDotAndDotDot))
+                arguments << QStringLiteral("--dev-bind") << dev.filePath(node) << dev.filePath(node);
+            break;
+        }
+        case Kind::Identity:
+            if (const QString identity = sandboxIdentityDir(); !identity.isEmpty())
+                arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd") << QStringLiteral("/etc/passwd")
+                          << QStringLiteral("--ro-bind") << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
+            break;
+        case Kind::ReadOnly:
+            for (const QString& path : paths.readOnly + (role == SandboxRole::Builder ? paths.toolDirs : QStringList())) {
+                const QString real = QFileInfo(path).canonicalFilePath();
+                if (!bindablePath(real) || inside(real))
+                    continue;
+                bound << real;
+                bindReadOnly(real);
+            }
+            break;
+        case Kind::ToolPath:
+            arguments << QStringLiteral("--setenv") << QStringLiteral("PATH")
+                      << (paths.toolDirs + QStringList{QStringLiteral("/usr/bin"), QStringLiteral("/bin")}).join(QLatin1Char(':'));
+            break;
+        case Kind::Scratch:
+            if (!paths.scratchDir.isEmpty())
+                arguments << QStringLiteral("--bind") << paths.scratchDir << paths.scratchDir;
+            break;
+        case Kind::Cache:
+            bindReadOnly(paths.extensionCache);
+            break;
+        case Kind::Broker:
+            bindReadOnly(paths.brokerDir);
+            break;
+        case Kind::Exact:
+            for (const QString& path : paths.exact)
+                bindReadOnly(path);
+            break;
+        case Kind::Chdir:
+            if (!paths.scratchDir.isEmpty())
+                arguments << QStringLiteral("--chdir") << paths.scratchDir;
+            break;
+        }
     }
-    if (!scratchDir.isEmpty())
-        arguments << QStringLiteral("--bind") << scratchDir << scratchDir;
     return arguments;
 }
 
-// The last options of every local sandbox, after its binds: bwrap's own root is a tmpfs that
-// stays writable (and unbounded) otherwise.
-QStringList sealRootArguments()
+// The layout rendered as sh for a remote host (remoteWorkerScript()): each step decided there,
+// written NUL-separated to the file "$f" for `bwrap --args`. It uses the script's $t (its private
+// folder), $d (the scratch folder), $w (the worker's path there), $c (the extension cache, or
+// empty), $s (the broker's socket folder, or empty) and $tools (the builder's tool folders, ':'-
+// separated), and the functions a (append words) and ro (a read-only path, filtered as here).
+QString remoteLayoutScript(SandboxRole role)
 {
-    return {QStringLiteral("--remount-ro"), QStringLiteral("/")};
+    using Kind = SandboxStep::Kind;
+    QStringList lines;
+    for (const SandboxStep& step : sandboxLayout(role)) {
+        switch (step.kind) {
+        case Kind::Fixed: {
+            QStringList words;
+            for (const QString& word : step.words)
+                words << shellQuote(word);
+            lines << QStringLiteral("a ") + words.join(QLatin1Char(' '));
+            break;
+        }
+        case Kind::TopLevel: {
+            const QString top = shellQuote(step.words.at(0));
+            lines << QStringLiteral("if [ -L %1 ]; then x=$(readlink -f %1) && a --symlink \"${x#/}\" %1; "
+                                    "elif [ -d %1 ]; then a --ro-bind %1 %1; fi")
+                         .arg(top);
+            break;
+        }
+        case Kind::Devices: // the glob unquoted, expanded there
+            lines << QStringLiteral("for x in /dev/%1; do if [ -e \"$x\" ]; then a --dev-bind \"$x\" \"$x\"; fi; done").arg(step.words.at(0));
+            break;
+        case Kind::Identity: {
+            QStringList identity{QStringLiteral("if [ ! -e \"$t/etc\" ]; then mkdir \"$t/etc\"; u=$(id -u); g=$(id -g)")};
+            for (const IdentityLine& line : identityLines()) {
+                // The lines hold no quote, $ or backslash: safe in double quotes.
+                QString text = QString::fromLatin1(line.text);
+                text.replace(QLatin1String("%u"), QLatin1String("$u")).replace(QLatin1String("%g"), QLatin1String("$g"));
+                const QString write = QStringLiteral("printf '%s\\n' \"%1\" >> \"$t/etc/%2\"").arg(text, QLatin1String(line.file));
+                identity << (line.ifNotRoot ? QStringLiteral("if [ \"$%1\" != 0 ]; then %2; fi").arg(QString(QLatin1Char(line.ifNotRoot)), write)
+                                            : write);
+            }
+            identity << QStringLiteral("fi");
+            lines << identity.join(QStringLiteral("\n"));
+            lines << QStringLiteral("a --ro-bind \"$t/etc/passwd\" /etc/passwd --ro-bind \"$t/etc/group\" /etc/group");
+            break;
+        }
+        case Kind::ReadOnly: {
+            // The worker's own tree (the folder above bin/, or its own folder; its real one too),
+            // then the folders its variables name there.
+            QStringList variables = readOnlyPathVariables();
+            variables << QStringLiteral("KWB_SANDBOX_READ_ONLY");
+            lines << QStringLiteral("x=$(dirname \"$w\"); case $x in */bin) x=$(dirname \"$x\");; esac; ro \"$x\"\n"
+                                    "x=$(readlink -f \"$w\") && ro \"$(dirname \"$x\")\"\n"
+                                    "for v in %1; do eval \"x=\\${$v-}\"; IFS=:; set -f; for p in $x; do ro \"$p\"; done; set +f; unset IFS; done")
+                         .arg(variables.join(QLatin1Char(' ')));
+            if (role == SandboxRole::Builder)
+                lines << QStringLiteral("IFS=:; set -f; for p in $tools; do ro \"$p\"; done; set +f; unset IFS");
+            break;
+        }
+        case Kind::ToolPath:
+            lines << QStringLiteral("a --setenv PATH \"${tools:+$tools:}/usr/bin:/bin\"");
+            break;
+        case Kind::Scratch: {
+            QStringList scratch{QStringLiteral("a --bind \"$d\" \"$d\"")};
+            for (const auto& [name, relative] : scratchEnvironment())
+                scratch << QStringLiteral("--setenv %1 \"$d%2\"").arg(name, relative.isEmpty() ? QString() : QLatin1Char('/') + relative);
+            lines << scratch.join(QLatin1Char(' '));
+            break;
+        }
+        case Kind::Cache:
+            lines << QStringLiteral("if [ -n \"$c\" ]; then a --ro-bind \"$c\" \"$c\"; fi");
+            break;
+        case Kind::Broker:
+            lines << QStringLiteral("if [ -n \"$s\" ]; then a --ro-bind \"$s\" \"$s\"; fi");
+            break;
+        case Kind::Exact:
+            break; // this machine's files mean nothing there
+        case Kind::Chdir:
+            lines << QStringLiteral("a --chdir \"$d\"");
+            break;
+        }
+    }
+    return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
+}
+
+// The sh functions remoteLayoutScript() uses: a appends its words to "$f", NUL-separated; ro
+// appends a read-only bind of a path's real path where bindablePath() and systemRoots() allow.
+QString remoteLayoutFunctions()
+{
+    QStringList refused;
+    for (const QString& path : refusedBindPaths())
+        refused << shellQuote(path);
+    QStringList roots;
+    for (const QString& root : systemRoots())
+        roots << shellQuote(root) << shellQuote(root) + QStringLiteral("/*");
+    return QStringLiteral("a() { printf '%s\\0' \"$@\" >> \"$f\"; }\n"
+                          "h=$(readlink -f \"$HOME\" 2>/dev/null) || h=$HOME\n"
+                          "ro() {\n"
+                          "  case $1 in /*) ;; *) return 0;; esac\n"
+                          "  p=$(readlink -f \"$1\" 2>/dev/null) && [ -e \"$p\" ] || return 0\n"
+                          "  case $p in %1|%2) return 0;; esac\n"
+                          "  [ \"$p\" = \"$h\" ] || a --ro-bind \"$p\" \"$p\"\n"
+                          "}\n"
+                          "tools=\n"
+                          "for x in %3; do x=$(command -v \"$x\") || continue; case $x in /*) ;; *) continue;; esac\n"
+                          "  for y in \"$(dirname \"$x\")\" \"$(dirname \"$(readlink -f \"$x\")\")\"; do\n"
+                          "    case :$tools: in *:\"$y\":*) ;; *) tools=${tools:+$tools:}$y;; esac; done; done\n")
+        .arg(refused.join(QLatin1Char('|')), roots.join(QLatin1Char('|')), builderTools().join(QLatin1Char(' ')));
 }
 
 // What the worker needs to read besides the system: its own install or build tree (the folder
@@ -236,13 +517,11 @@ QStringList workerReadOnlyPaths(const QString& program, const QStringList& argum
     for (const QString& argument : arguments)
         if (QDir::isAbsolutePath(argument) && QFileInfo::exists(argument))
             paths << argument;
-    if (const QString tasks = environment.value(QStringLiteral("KWB_TASKS_DIR")); !tasks.isEmpty())
-        paths << tasks;
 #ifdef KWB_SOURCE_DATA_DIR
     paths << QStringLiteral(KWB_SOURCE_DATA_DIR "/tasks");
 #endif
-    for (const char* variable : {"LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "CUDA_HOME", "CUDA_PATH", "KWB_CUDA_INCLUDE_DIR"})
-        for (const QString& path : environment.value(QString::fromLatin1(variable)).split(QLatin1Char(':'), Qt::SkipEmptyParts))
+    for (const QString& variable : readOnlyPathVariables())
+        for (const QString& path : environment.value(variable).split(QLatin1Char(':'), Qt::SkipEmptyParts))
             paths << path;
     for (const QString& path : qEnvironmentVariable("KWB_SANDBOX_READ_ONLY").split(QLatin1Char(':'), Qt::SkipEmptyParts))
         paths << path;
@@ -274,33 +553,18 @@ QString buildBrokerSocket(const QString& program, const QString& bubblewrap, con
     broker.dir = std::make_unique<QTemporaryDir>(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-broker-XXXXXX")));
     if (!broker.dir->isValid())
         return {};
-    // The builder's sandbox: the worker's view without the GPU, and the toolchain on PATH; its
-    // /tmp is private and writable, its home is there too.
-    // Of PATH only the folders of the tools a build runs (not every folder on it: a user's
-    // ~/.cargo/bin or ~/.pyenv would show the home's layout to the build's commands).
-    QStringList readOnly = workerReadOnlyPaths(program, {}, environment);
-    const QStringList pathDirs = environment.value(QStringLiteral("PATH")).split(QLatin1Char(':'), Qt::SkipEmptyParts);
-    QStringList toolDirs;
-    for (const char* tool : {"ninja", "c++", "g++", "gcc", "cc", "nvcc", "python3", "sh"}) {
-        const QString found = QStandardPaths::findExecutable(QString::fromLatin1(tool), pathDirs);
-        if (found.isEmpty())
-            continue;
-        for (const QString& dir : {QFileInfo(found).absolutePath(), QFileInfo(QFileInfo(found).canonicalFilePath()).absolutePath()})
-            if (!toolDirs.contains(dir))
-                toolDirs << dir;
-    }
-    readOnly += toolDirs;
+    // The builder's sandbox (SandboxRole::Builder): the worker's view without the GPU, the
+    // toolchain's folders on PATH, its home in its private /tmp; its environment otherwise the
+    // workers'.
+    LocalSandbox paths;
+    paths.readOnly = workerReadOnlyPaths(program, {}, environment);
+    paths.toolDirs = builderToolDirs(environment.value(QStringLiteral("PATH")));
     QJsonArray prefix{bubblewrap};
-    for (const QString& argument : bubblewrapArguments(QString(), readOnly, SandboxRole::Builder) + sealRootArguments())
+    for (const QString& argument : bubblewrapArguments(SandboxRole::Builder, paths))
         prefix.append(argument);
     QJsonObject builderEnvironment;
     for (const QString& name : environment.keys())
-        if (name != QLatin1String("KWB_BUILD_BROKER") && name != QLatin1String("CUDA_CACHE_PATH"))
-            builderEnvironment.insert(name, environment.value(name));
-    builderEnvironment.insert(QStringLiteral("PATH"), (toolDirs + QStringList{QStringLiteral("/usr/bin"), QStringLiteral("/bin")})
-                                                           .join(QLatin1Char(':')));
-    builderEnvironment.insert(QStringLiteral("HOME"), QStringLiteral("/tmp"));
-    builderEnvironment.insert(QStringLiteral("TMPDIR"), QStringLiteral("/tmp"));
+        builderEnvironment.insert(name, environment.value(name));
     const QString socket = QDir(broker.dir->path()).filePath(QStringLiteral("socket"));
     const QJsonObject config{{QStringLiteral("socket"), socket},
                              {QStringLiteral("cache_dir"), cacheDir},
@@ -338,17 +602,12 @@ QString buildBrokerSocket(const QString& program, const QString& bubblewrap, con
     return socket;
 }
 
-// Written inside the sandbox, where everything else is read-only.
+// The worker's variables in its scratch folder (scratchEnvironment()); its home is made empty.
 void pointAtScratch(QProcessEnvironment& environment, const QString& scratchDir)
 {
-    environment.insert(QStringLiteral("TMPDIR"), scratchDir);
-    // An empty home of its own: the user's is not in the sandbox.
-    const QString home = QDir(scratchDir).filePath(QStringLiteral("home"));
-    QDir().mkpath(home);
-    environment.insert(QStringLiteral("HOME"), home);
-    // CUDA's JIT cache (~/.nv/ComputeCache by default) is read-only in the sandbox; a cache per
-    // worker also keeps one candidate's entries away from the next.
-    environment.insert(QStringLiteral("CUDA_CACHE_PATH"), QDir(scratchDir).filePath(QStringLiteral("cuda-cache")));
+    for (const auto& [name, relative] : scratchEnvironment())
+        environment.insert(name, relative.isEmpty() ? scratchDir : QDir(scratchDir).filePath(relative));
+    QDir().mkpath(environment.value(QStringLiteral("HOME")));
 }
 
 // KernelBench-format answers build their load_inline extensions here (docs/sandbox.md): one
@@ -421,7 +680,9 @@ SandboxProbe runProbe(const QString& configured, const QString& worker, const QP
         truePath = QStringLiteral("/bin/true");
     QProcess process;
     process.setProgram(bwrap);
-    process.setArguments(bubblewrapArguments(scratch.path()) + sealRootArguments() << QStringLiteral("--") << truePath);
+    LocalSandbox paths;
+    paths.scratchDir = scratch.path();
+    process.setArguments(bubblewrapArguments(SandboxRole::Worker, paths) << QStringLiteral("--") << truePath);
     process.setProcessChannelMode(QProcess::MergedChannels);
     process.start();
     if (!process.waitForStarted(5000)) {
@@ -454,9 +715,10 @@ SandboxProbe runProbe(const QString& configured, const QString& worker, const QP
     QProcessEnvironment inside = environment;
     pointAtScratch(inside, scratch.path());
     QString insideWhy;
+    paths.readOnly = workerReadOnlyPaths(worker, {}, environment);
+    const LocalSandbox& withReadOnly = paths;
     const std::optional<int> sandboxed =
-        helloDeviceCount(bwrap, bubblewrapArguments(scratch.path(), workerReadOnlyPaths(worker, {}, environment)) + sealRootArguments()
-                                    << QStringLiteral("--") << worker,
+        helloDeviceCount(bwrap, bubblewrapArguments(SandboxRole::Worker, withReadOnly) << QStringLiteral("--") << worker,
                          inside, &insideWhy);
     if (!sandboxed) {
         probe.works = false;
@@ -594,37 +856,55 @@ QString shellQuote(const QString& text)
 
 QString remoteWorkerScript()
 {
-    // The same bwrap options as here, with the remote scratch folder "$d".
-    const QString scratchMark = QStringLiteral("KWB_SCRATCH");
-    QStringList bwrap;
-    for (const QString& argument : remoteBubblewrapArguments(scratchMark))
-        bwrap << (argument == scratchMark ? QStringLiteral("\"$d\"") : shellQuote(argument));
-    const QString options = bwrap.join(QLatin1Char(' '));
-    return QStringLiteral(
-               "sandbox=$1; gpu=$2; n=$3; shift 3\n"
-               "while [ \"$n\" -gt 0 ]; do export \"$1\"; shift; n=$((n - 1)); done\n"
-               "d=$(mktemp -d \"${TMPDIR:-/tmp}/kwb-worker-XXXXXX\") || { echo \"kwb-worker: no scratch folder on "
-               "$(uname -n)\" >&2; exit 97; }\n"
-               "trap 'rm -rf \"$d\"' EXIT\n"
-               "if [ -n \"$gpu\" ]; then CUDA_VISIBLE_DEVICES=$gpu; export CUDA_VISIBLE_DEVICES; fi\n"
-               "TMPDIR=$d; CUDA_CACHE_PATH=$d/cuda-cache; export TMPDIR CUDA_CACHE_PATH\n"
-               // The shared extension cache (docs/sandbox.md): the worker's own default is in the
-               // scratch folder, gone with each worker.
-               "KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernel-workbench/extensions}\n"
-               "if mkdir -p \"$KWB_EXTENSION_CACHE\" 2>/dev/null; then export KWB_EXTENSION_CACHE; set -- --bind "
-               "\"$KWB_EXTENSION_CACHE\" \"$KWB_EXTENSION_CACHE\" -- \"$@\"\n"
-               "else echo \"kwb-worker: no extension cache folder $KWB_EXTENSION_CACHE on $(uname -n)\" >&2; "
-               "unset KWB_EXTENSION_CACHE; set -- -- \"$@\"; fi\n"
-               "if [ \"$sandbox\" = 1 ] && command -v bwrap >/dev/null 2>&1 && bwrap %1 -- true >/dev/null 2>&1; then\n"
-               "  bwrap %1 \"$@\"\n"
-               "else\n"
-               "  while [ \"$1\" != -- ]; do shift; done; shift\n"
-               "  if [ \"$sandbox\" = 1 ]; then echo \"kwb-worker: warning: the worker runs without the OS sandbox on "
-               "$(uname -n): bwrap is missing or fails there\" >&2\n"
-               "    set -- \"$@\" --refuse-native-code \"bwrap is missing or fails on $(uname -n)\"; fi\n"
-               "  \"$@\"\n"
-               "fi\n")
-        .arg(options);
+    // The sandbox is decided there (docs/remote-workers.md): sandboxLayout() rendered as sh for the
+    // worker and for the extension builds, each into a file of bwrap arguments ($t/worker.args,
+    // $t/builder.args; read with `bwrap --args 3`). The build broker runs outside the worker's
+    // sandbox there, as here, one per remote worker; kwb-worker ends with the script (its parent
+    // watch), the trap ends it sooner.
+    static const QString script =
+        QStringLiteral(R"SH(sandbox=$1; gpu=$2; n=$3; shift 3
+while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done
+t=$(mktemp -d "${TMPDIR:-/tmp}/kwb-worker-XXXXXX") || { echo "kwb-worker: no scratch folder on $(uname -n)" >&2; exit 97; }
+b=
+trap 'if [ -n "$b" ]; then kill "$b" 2>/dev/null; fi; chmod -R u+w "$t" 2>/dev/null; rm -rf "$t"' EXIT
+d=$t/scratch
+mkdir -p "$d/home" || exit 97
+if [ -n "$gpu" ]; then CUDA_VISIBLE_DEVICES=$gpu; export CUDA_VISIBLE_DEVICES; fi
+TMPDIR=$d; CUDA_CACHE_PATH=$d/cuda-cache; export TMPDIR CUDA_CACHE_PATH
+c=${KWB_EXTENSION_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kernel-workbench/extensions}
+if mkdir -p "$c" 2>/dev/null; then KWB_EXTENSION_CACHE=$c; export KWB_EXTENSION_CACHE
+else echo "kwb-worker: no extension cache folder $c on $(uname -n): this worker builds into its scratch folder" >&2
+  c=; unset KWB_EXTENSION_CACHE; fi
+w=$1
+case $w in */*) ;; *) w=$(command -v "$w") || w=$1;; esac
+s=
+B=
+if [ "$sandbox" = 1 ]; then B=$(command -v bwrap) || B=; fi
+if [ -n "$B" ]; then
+  if [ -n "$c" ]; then s=$t/broker; mkdir "$s"; fi
+%1  f=$t/worker.args; : > "$f"
+%2  f=$t/builder.args; : > "$f"
+%3  "$B" --args 3 -- true 3<"$t/worker.args" >/dev/null 2>&1 || B=
+fi
+if [ -n "$B" ]; then
+  shift; set -- "$w" "$@"
+  j() { case $1 in *[[:cntrl:]]*) return 1;; esac; printf '"%s"' "$(printf '%s' "$1" | sed 's/[\\"]/\\&/g')"; }
+  x='f=$1; shift; exec "$0" --args 3 "$@" 3<"$f"'
+  if [ -n "$s" ] && j1=$(j "$s/socket") && j2=$(j "$c") && j3=$(j "$w") && j4=$(j "$x") && j5=$(j "$B") && j6=$(j "$t/builder.args") &&
+     printf '{"socket":%s,"cache_dir":%s,"worker":%s,"builder_prefix":["/bin/sh","-c",%s,%s,%s]}\n' "$j1" "$j2" "$j3" "$j4" "$j5" "$j6" > "$t/broker.json"; then
+    "$w" --build-broker "$t/broker.json" </dev/null >/dev/null &
+    b=$!
+    KWB_BUILD_BROKER=$s/socket; export KWB_BUILD_BROKER
+  elif [ -n "$s" ]; then echo "kwb-worker: no extension build service on $(uname -n): a path holds a control character" >&2
+  fi
+  "$B" --args 3 -- "$@" 3<"$t/worker.args"
+else
+  if [ "$sandbox" = 1 ]; then echo "kwb-worker: warning: the worker runs without the OS sandbox on $(uname -n): bwrap is missing or fails there" >&2
+    set -- "$@" --refuse-native-code "bwrap is missing or fails on $(uname -n)"; fi
+  "$@"
+fi
+)SH");
+    return script.arg(remoteLayoutFunctions(), remoteLayoutScript(SandboxRole::Worker), remoteLayoutScript(SandboxRole::Builder));
 }
 
 namespace {
@@ -735,27 +1015,26 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.exitCodeCarriesSignal = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
     // The extension cache is read-only: builds go through the broker, which alone publishes.
-    launch.arguments = bubblewrapArguments(options.scratchDir, workerReadOnlyPaths(program, workerArguments, environment))
-                       << QStringLiteral("--ro-bind") << extensions << extensions;
+    LocalSandbox paths;
+    paths.scratchDir = options.scratchDir; // also the working folder: paths relative to kwb's are made absolute below
+    paths.readOnly = workerReadOnlyPaths(program, workerArguments, environment);
+    paths.extensionCache = extensions;
     if (const QString broker = buildBrokerSocket(resolved, launch.program, extensions, launch.environment); !broker.isEmpty()) {
-        const QString brokerDir = QFileInfo(broker).absolutePath();
-        launch.arguments << QStringLiteral("--ro-bind") << brokerDir << brokerDir;
+        paths.brokerDir = QFileInfo(broker).absolutePath();
         launch.environment.insert(QStringLiteral("KWB_BUILD_BROKER"), broker);
     }
     // Visible under / already where the lock directory is an ordinary folder; bound on its own so
     // that one under a path the sandbox replaces (/dev/shm) is the same file inside. Read-only:
     // flock needs no more.
     if (!options.gpuQuietLock.isEmpty()) {
-        launch.arguments << QStringLiteral("--ro-bind") << options.gpuQuietLock << options.gpuQuietLock;
+        paths.exact << options.gpuQuietLock;
         // Its writers-first gate and its evaluations' turn, where the supervisor made them (bwrap
         // refuses a missing source).
         for (const QString& beside : {GpuLeases::quietIntentPath(options.gpuQuietLock), GpuLeases::quietTurnPath(options.gpuQuietLock)})
             if (QFileInfo::exists(beside))
-                launch.arguments << QStringLiteral("--ro-bind") << beside << beside;
+                paths.exact << beside;
     }
-    // A defined working folder (kwb's own is not in the sandbox), and so paths given relative to
-    // kwb's made absolute.
-    launch.arguments << sealRootArguments() << QStringLiteral("--chdir") << options.scratchDir;
+    launch.arguments = bubblewrapArguments(SandboxRole::Worker, paths);
     for (qsizetype i = 0; i + 1 < workerArguments.size(); ++i)
         if (workerArguments.at(i) == QLatin1String("--tasks-dir"))
             workerArguments[i + 1] = QFileInfo(workerArguments.at(i + 1)).absoluteFilePath();

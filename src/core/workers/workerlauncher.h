@@ -2,11 +2,13 @@
 // How a worker process is started: the one place that turns "run kwb-worker with these
 // arguments" into the program and arguments a QProcess starts (WorkerSupervisor calls it for
 // every worker): directly, or inside bubblewrap's OS sandbox (docs/sandbox.md, "The OS
-// sandbox"): no network, a read-only file system except the worker's scratch folder; or on
-// another machine (docs/remote-workers.md): `ssh -T HOST` or `srun`, running a small sh script
-// there that makes a scratch folder, sets CUDA_VISIBLE_DEVICES, wraps the worker in bwrap where
-// bwrap works on that host (else says so on stderr) and starts it with --end-on-stdin-eof, so
-// the worker ends itself when the connection goes (its stdin closes), busy or not.
+// sandbox"): no network, only what it needs of the file system, read-only but for the worker's
+// scratch folder; or on another machine (docs/remote-workers.md): `ssh -T HOST` or `srun`,
+// running a small sh script there that makes a scratch folder, sets CUDA_VISIBLE_DEVICES, wraps
+// the worker in bwrap with the same layout (decided on that host) where bwrap works there (else
+// says so on stderr and has the worker refuse native model code) and starts it with
+// --end-on-stdin-eof, so the worker ends itself when the connection goes (its stdin closes),
+// busy or not.
 
 #include "core/workers/hostlimits.h"
 #include "core/workers/workertarget.h"
@@ -81,7 +83,10 @@ QString shellQuote(const QString& text);
 /// count N of environment assignments that follow, N "NAME=VALUE" (the target's `env=`), then
 /// the worker program and its arguments. KWB_EXTENSION_CACHE, where no assignment sets it, is
 /// that host's ${XDG_CACHE_HOME:-$HOME/.cache}/kernel-workbench/extensions, the default kwb uses
-/// here; the script makes it and binds it writable in the sandbox, as the local launcher does.
+/// here; the script makes it. In the sandbox the layout is the local one (the same list in the
+/// launcher, rendered as sh and decided there): the cache read-only, with a build broker
+/// (`kwb-worker --build-broker`) started there outside the worker's sandbox, whose builds run in
+/// a sandbox of the same layout.
 QString remoteWorkerScript();
 
 /// Whether bwrap starts a process in the sandbox's namespaces here (no bwrap, user namespaces
