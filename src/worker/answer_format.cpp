@@ -17,6 +17,16 @@ std::optional<AnswerFormat> requestedAnswerFormat(const nlohmann::json& request)
     throw std::invalid_argument("answer_format must be \"native\" or \"kernelbench\" (or absent: detected from the answer)");
 }
 
+std::string codeBlockName(CodeBlock c) { return c == CodeBlock::Last ? "last" : "first"; }
+
+CodeBlock requestedCodeBlock(const nlohmann::json& request) {
+    auto it = request.find("code_block");
+    if (it == request.end() || it->is_null()) return CodeBlock::First;
+    if (it->is_string() && *it == "first") return CodeBlock::First;
+    if (it->is_string() && *it == "last") return CodeBlock::Last;
+    throw std::invalid_argument("code_block must be \"first\" or \"last\" (or absent: first)");
+}
+
 namespace {
 
 const std::regex& modelNewLine() {
@@ -57,7 +67,7 @@ AnswerFormat detectAnswerFormat(const std::string& answer) {
     return definesModelNew(ls, 0, ls.size()) ? AnswerFormat::KernelBench : AnswerFormat::Native;
 }
 
-KernelBenchSource extractKernelBenchSource(const std::string& answer) {
+KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which) {
     KernelBenchSource out;
     if (answer.size() > kMaxAnswerBytes) {
         out.error = FormatError{"too_large", "the answer is larger than " + std::to_string(kMaxAnswerBytes) + " bytes", 0};
@@ -65,6 +75,7 @@ KernelBenchSource extractKernelBenchSource(const std::string& answer) {
     }
     const auto ls = lines(answer);
     bool anyFence = false;
+    size_t takenOpen = 0, takenClose = 0;  // the fence lines of the block taken
     for (size_t i = 0; i < ls.size(); ++i) {
         auto tag = fenceTag(ls[i]);
         if (!tag) continue;
@@ -72,17 +83,25 @@ KernelBenchSource extractKernelBenchSource(const std::string& answer) {
         size_t close = i + 1;
         while (close < ls.size() && !(fenceTag(ls[close]) && fenceTag(ls[close])->empty())) ++close;
         if (close == ls.size()) {
+            // Cut off (often: the model ran out of tokens). The blocks before it stand.
+            if (out.modelNewBlocks > 0) break;
             out.error = FormatError{"unclosed_fence", "the code block opened on line " + std::to_string(i + 1) +
                                                           " is never closed with ```", int(i + 1)};
             return out;
         }
         if ((*tag == "python" || *tag == "py" || tag->empty()) && definesModelNew(ls, i + 1, close)) {
-            for (size_t k = i + 1; k < close; ++k) out.source += ls[k] + "\n";
-            out.line = int(i + 2);
-            out.ok = true;
-            return out;
+            if (out.modelNewBlocks++ == 0 || which == CodeBlock::Last) {
+                takenOpen = i;
+                takenClose = close;
+            }
         }
         i = close;
+    }
+    if (out.modelNewBlocks > 0) {
+        for (size_t k = takenOpen + 1; k < takenClose; ++k) out.source += ls[k] + "\n";
+        out.line = int(takenOpen + 2);
+        out.ok = true;
+        return out;
     }
     if (!anyFence && definesModelNew(ls, 0, ls.size())) {
         out.source = answer;

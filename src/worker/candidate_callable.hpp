@@ -23,6 +23,10 @@ public:
     /// Takes one call's arguments (the task's inputs, then the parameter dict) outside any timer,
     /// and returns the call itself, which runs forward (timed, for timing calls).
     virtual std::function<c10::IValue()> bind(std::vector<c10::IValue> args) = 0;
+    /// KernelBench format: ModelNew keeps the weights it made itself, as KernelBench's evaluator
+    /// leaves them (its parameters are not the reference's, so the evaluator's cannot be put in);
+    /// bind then ignores the parameter dict. The native forward always takes the dict.
+    virtual void keepOwnWeights() {}
 };
 
 std::unique_ptr<CandidateCallable> nativeCallable(torch::jit::Function& forward);

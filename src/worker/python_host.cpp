@@ -203,10 +203,12 @@ public:
         } catch (const std::exception&) {
         }
     }
+    void keepOwnWeights() override { m_ownWeights = true; }
     std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override {
         Ref list(PyList_New(0)), params(PyDict_New());
         for (const auto& a : args) {
             if (a.isGenericDict()) {
+                if (m_ownWeights) continue;
                 for (const auto& e : a.toGenericDict()) {
                     Ref value(toPython(e.value()));
                     PyDict_SetItemString(params.p, e.key().toStringRef().c_str(), value.p);
@@ -225,6 +227,7 @@ public:
 
 private:
     long m_handle;
+    bool m_ownWeights = false;
 };
 
 }  // namespace

@@ -141,11 +141,11 @@ json Worker::listTasks(const json& request)
 namespace {
 /// `compile` of a KernelBench-format answer: its module run in the embedded interpreter, so its
 /// load_inline extensions build into the shared cache (python_host.hpp) where `evaluate` finds them.
-json compileKernelBench(const std::string& answer, std::string arch)
+json compileKernelBench(const std::string& answer, std::string arch, CodeBlock codeBlock)
 {
     if (arch.empty())
         arch = deviceFacts(0).value("arch", std::string("sm_90"));
-    KernelBenchSource kb = extractKernelBenchSource(answer);
+    KernelBenchSource kb = extractKernelBenchSource(answer, codeBlock);
     json kernels = json::array();
     for (const auto& k : findKernels(kb.source))
         kernels.push_back(k.name);
@@ -154,7 +154,8 @@ json compileKernelBench(const std::string& answer, std::string arch)
     out["candidate"] = {{"cuda", nullptr}, {"python", kb.ok ? json(kb.source) : json(nullptr)}, {"kernels", kernels},
                         {"source_hash", kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
                         {"cuda_line", nullptr}, {"python_line", kb.ok ? json(kb.line) : json(nullptr)},
-                        {"answer_format", "kernelbench"}};
+                        {"answer_format", "kernelbench"}, {"code_block", codeBlockName(codeBlock)},
+                        {"model_new_blocks", kb.modelNewBlocks}};
     std::string why;
     if (kb.ok && !python::available(&why))
         kb.error = FormatError{"kernelbench_unavailable", why, 0};
@@ -192,10 +193,11 @@ json compileKernelBench(const std::string& answer, std::string arch)
 
 json Worker::compileOnly(const json& request)
 {
+    const CodeBlock codeBlock = requestedCodeBlock(request); // a bad value is bad_request, any format
     if (request.contains("answer")) {
         const std::string& answer = request.at("answer").get_ref<const std::string&>();
         if (requestedAnswerFormat(request).value_or(detectAnswerFormat(answer)) == AnswerFormat::KernelBench)
-            return compileKernelBench(answer, request.value("arch", std::string()));
+            return compileKernelBench(answer, request.value("arch", std::string()), codeBlock);
     }
     // The source: a bare `cuda`, or the cuda block the parser finds in a whole `answer` (so a
     // client compiling ahead needs no parser of its own). The signature is not checked here: no task.
