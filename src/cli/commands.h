@@ -186,6 +186,8 @@ struct ImportOptions
     QString device;     ///< --device cuda|cpu|none; empty: the GPU where there is one
     double timeoutS = defaults::kEvaluationTimeoutS; ///< per generation
     int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers for KernelBench's format
+    /// --code-block first|last: the convention the source extracted its modules by (defaults::kCodeBlock*)
+    QString codeBlock = defaults::codeBlock();
     bool json = false;
 };
 

@@ -223,6 +223,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                                                    {QStringLiteral("root"), dir.absolutePath()},
                                                    {QStringLiteral("run_folder"), run.folder},
                                                    {QStringLiteral("files"), files},
+                                                   // the block a whole response's module is taken from
+                                                   {QStringLiteral("code_block"), options.codeBlock},
                                                    {QStringLiteral("skipped"), run.skipped},
                                                    {QStringLiteral("recorded_verdicts"), run.verdictFiles}}},
             {QStringLiteral("regime"), regime ? QJsonValue(regime->toJson()) : QJsonValue()},
@@ -241,7 +243,11 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         if (!options.runName.isEmpty())
             run.name = runs.size() == 1 ? options.runName : QStringLiteral("%1 (%2)").arg(options.runName, shown);
         else
-            run.name = QStringLiteral("import [kernelbench] %1 %2").arg(shown, taskSpecFor(run.taskIds));
+            run.name = QStringLiteral("import [kernelbench%1] %2 %3")
+                           .arg(options.codeBlock == QLatin1String(defaults::kCodeBlockFirst)
+                                    ? QString()
+                                    : QStringLiteral(", %1 block").arg(options.codeBlock),
+                                shown, taskSpecFor(run.taskIds));
         const std::optional<qint64> runId = store.createRun(run.name, QStringLiteral("import"), config);
         if (!runId)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
@@ -314,7 +320,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         QJsonObject request{{QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
                             {QStringLiteral("profile"), options.profile},
                             {QStringLiteral("scale"), options.scale},
-                            {QStringLiteral("seed"), kRunEvaluationSeed}};
+                            {QStringLiteral("seed"), kRunEvaluationSeed},
+                            {QStringLiteral("code_block"), options.codeBlock}};
         if (!options.device.isEmpty())
             request.insert(QStringLiteral("device"), options.device);
         pending.insert(queue.submit(g.task, answer, request), Pending{*candidateId, g});

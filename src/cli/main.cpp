@@ -264,7 +264,7 @@ int main(int argc, char** argv)
     addJson(promptCommand);
     ImportOptions importOptions;
     std::string importDir, importDb, importName, importProfile = kwb::defaults::kProfile,
-                importScale = kwb::defaults::kScale, importDevice;
+                importScale = kwb::defaults::kScale, importDevice, importCodeBlock = kwb::defaults::kCodeBlockFirst;
     CLI::App* importCommand = app.add_subcommand("import", "bring generations made elsewhere into a run store");
     importCommand->require_subcommand(1);
     CLI::App* importKernelBench = importCommand->add_subcommand(
@@ -286,6 +286,11 @@ int main(int argc, char** argv)
                                   "(default " + std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
                                       " here, 3/4 of the cores)")
         ->check(CLI::Range(0, 256));
+    importKernelBench->add_option("--code-block", importCodeBlock,
+                                  "where a whole response has several ```python blocks defining ModelNew, the one that is "
+                                  "the module: first (KernelBench's extract_first_code, the default) or last (harnesses "
+                                  "built on extract_last_code, e.g. Kernel-Coder's)")
+        ->check(CLI::IsMember({kwb::defaults::kCodeBlockFirst, kwb::defaults::kCodeBlockLast}));
     addWorkerLimits(importKernelBench);
     addJson(importKernelBench);
 
@@ -419,6 +424,7 @@ int main(int argc, char** argv)
         importOptions.profile = QString::fromStdString(importProfile);
         importOptions.scale = QString::fromStdString(importScale);
         importOptions.device = QString::fromStdString(importDevice);
+        importOptions.codeBlock = QString::fromStdString(importCodeBlock);
         importOptions.json = json;
         session.supervisor().setLimits(workerLimits);
         warnWithoutSandbox(session.supervisor());

@@ -567,6 +567,52 @@ private Q_SLOTS:
         QCOMPARE(store.evaluations(runs.first().id).size(), 3);
     }
 
+    // Issue 33: --code-block names the convention the folder's source extracted its modules by;
+    // every request carries it, the run's configuration and name keep it; first is the default,
+    // and another value is a usage error that makes no run.
+    void theCodeBlockConventionIsSentAndStored()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("gens")));
+        const QString response = QStringLiteral("A stub first:\n\n```python\n") + namedGeneration(QStringLiteral("stub"))
+                                 + QStringLiteral("```\n\nThe module:\n\n```python\n")
+                                 + namedGeneration(QStringLiteral("module")) + QStringLiteral("```\n");
+        writeAt(dir, QStringLiteral("level_1_problem_1_solution_0_response.txt"), response);
+        writeAt(dir, QStringLiteral("level_1_problem_1_solution_1_kernel.py"), namedGeneration(QStringLiteral("kernel")));
+
+        for (const QString& rule : {QStringLiteral("last"), QStringLiteral("first"), QString()}) {
+            const QString db = tmp.filePath(QStringLiteral("runs-%1.sqlite").arg(rule.isEmpty() ? QStringLiteral("default") : rule));
+            const Kwb kwb = importFolder(dir.path(), db,
+                                         rule.isEmpty() ? QStringList{QStringLiteral("--json")}
+                                                        : QStringList{QStringLiteral("--code-block"), rule, QStringLiteral("--json")});
+            QVERIFY2(kwb.exitCode == 0, kwb.err.constData());
+            const QString expected = rule.isEmpty() ? QStringLiteral("first") : rule;
+            RunStore store;
+            QVERIFY(store.open(db));
+            const QList<RunInfo> runs = store.runs();
+            QCOMPARE(runs.size(), 1);
+            const RunConfig config = RunConfig::fromJson(runs.first().config);
+            QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("code_block")).toString(), expected);
+            QCOMPARE(runs.first().name.contains(QLatin1String("last block")), expected == QLatin1String("last"));
+            const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
+            QCOMPARE(rows.size(), 2);
+            for (const EvaluationRecord& e : rows) {
+                const QJsonObject echo = e.result.value(QLatin1String("echo")).toObject();
+                QVERIFY2(!echo.isEmpty(), qPrintable(QJsonDocument(e.result).toJson()));
+                QCOMPARE(echo.value(QLatin1String("code_block")).toString(), expected);
+                // The whole response goes as it is: the worker, not kwb, picks the block.
+                if (e.sample == 0)
+                    QCOMPARE(echo.value(QLatin1String("answer")).toString(), response);
+            }
+        }
+
+        const QString db = tmp.filePath(QStringLiteral("bad.sqlite"));
+        const Kwb bad = importFolder(dir.path(), db, {QStringLiteral("--code-block"), QStringLiteral("last_complete")});
+        QCOMPARE(bad.exitCode, 2);
+        QVERIFY(!QFile::exists(db));
+    }
+
     void aMissingFolderIsAUsageError()
     {
         QTemporaryDir tmp;

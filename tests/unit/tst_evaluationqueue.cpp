@@ -845,6 +845,7 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         QJsonObject kernelbench = slowOptions(300);
         kernelbench.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
+        kernelbench.insert(QStringLiteral("code_block"), QStringLiteral("last")); // issue 33: the build's module too
         // Native jobs leave the spares' embedded Python alone; the first KernelBench one asks
         // the GPU's spares to start it while they warm.
         QVERIFY(!queue->gpuSupervisor(0)->warmPython());
@@ -858,12 +859,14 @@ private Q_SLOTS:
         for (const QJsonObject& entry : logged()) {
             if (entry.value(QLatin1String("type")).toString() != QLatin1String("compile"))
                 continue;
-            compiled << (entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("answer_format"))
-                             ? QStringLiteral("answer_format")
+            const QJsonArray keys = entry.value(QLatin1String("keys")).toArray();
+            compiled << (keys.contains(QStringLiteral("answer_format"))
+                             ? (keys.contains(QStringLiteral("code_block")) ? QStringLiteral("answer_format+code_block")
+                                                                            : QStringLiteral("answer_format"))
                              : QStringLiteral("-"));
         }
         // The native job went to the idle GPU uncompiled; both kernelbench jobs were built ahead.
-        QCOMPARE(compiled, (QStringList{QStringLiteral("answer_format"), QStringLiteral("answer_format")}));
+        QCOMPARE(compiled, (QStringList{QStringLiteral("answer_format+code_block"), QStringLiteral("answer_format+code_block")}));
         QCOMPARE(recorder.started.first(), ids[2]);
         QCOMPARE(recorder.echo(ids[1]).value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
         for (const QJsonObject& build : builds())

@@ -45,4 +45,13 @@ inline bool isAnswerFormat(const QString& name)
     return name == QLatin1String(kAnswerFormatNative) || name == QLatin1String(kAnswerFormatKernelBench);
 }
 
+/// Which fenced block defining `class ModelNew` is a KernelBench-format answer's module when there
+/// are several (docs/protocol.md, `code_block`; docs/candidate-format.md): KernelBench's own
+/// scripts take the first (`extract_first_code`), harnesses built on `extract_last_code` the last.
+/// An import names the convention its source used (`kwb import kernelbench --code-block`); first is
+/// the default, and what a run of this workbench uses.
+inline constexpr const char kCodeBlockFirst[] = "first";
+inline constexpr const char kCodeBlockLast[] = "last";
+inline QString codeBlock() { return QString::fromLatin1(kCodeBlockFirst); }
+
 } // namespace kwb::defaults

@@ -256,6 +256,8 @@ qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, con
     QCryptographicHash key(QCryptographicHash::Sha256);
     key.addData(job.options.value(QLatin1String("answer_format")).toString().toUtf8());
     key.addData(QByteArrayView("\n", 1));
+    key.addData(job.options.value(QLatin1String("code_block")).toString().toUtf8()); // which block is the module
+    key.addData(QByteArrayView("\n", 1));
     key.addData(answer.toUtf8());
     job.compileKey = key.result();
     // A KernelBench-format answer runs in the worker's embedded Python: from now on the GPUs'
@@ -635,6 +637,8 @@ void EvaluationQueue::startCompiles()
         // load_inline into the extension cache).
         if (const QJsonValue format = job.options.value(QLatin1String("answer_format")); format.isString())
             request.insert(QStringLiteral("answer_format"), format);
+        if (const QJsonValue block = job.options.value(QLatin1String("code_block")); block.isString())
+            request.insert(QStringLiteral("code_block"), block);
         job.compile = CompileState::Running;
         job.cubinArch = arch;
         compiling.insert(job.compileKey + arch.toUtf8());
