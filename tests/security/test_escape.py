@@ -336,7 +336,11 @@ class Suite:
         self.root = tempfile.mkdtemp(prefix="kwb-escape-", dir="/tmp")
         self.home = os.path.join(self.root, "home")
         self.host_dir = os.path.join(self.root, "host")
-        self.cache = os.path.join(self.root, "cache")
+        # The cache lies outside /tmp, as a user's ~/.cache does: under /tmp the sandbox's own /tmp
+        # (a writable tmpfs) hid that the builder's staging folder had no mount point elsewhere.
+        cache_parent = next((d for d in ("/var/tmp", os.path.expanduser("~")) if os.access(d, os.W_OK)), "/tmp")
+        self.cache_root = tempfile.mkdtemp(prefix="kwb-escape-cache-", dir=cache_parent)
+        self.cache = os.path.join(self.cache_root, "cache")
         self.answers = os.path.join(self.root, "answers")
         for d in (self.home, self.host_dir, self.cache, self.answers, os.path.join(self.home, ".config", "kernel-workbench")):
             os.makedirs(d, exist_ok=True)
@@ -737,8 +741,10 @@ class Suite:
                 except OSError:
                     pass
         if self.root and not self.args.keep:
-            subprocess.run(["chmod", "-R", "u+w", self.root], capture_output=True)
-            shutil.rmtree(self.root, ignore_errors=True)
+            for d in (self.root, getattr(self, "cache_root", None)):
+                if d:
+                    subprocess.run(["chmod", "-R", "u+w", d], capture_output=True)
+                    shutil.rmtree(d, ignore_errors=True)
 
 
 def bubblewrap_works():

@@ -232,6 +232,7 @@ struct SandboxStep
         ToolPath, ///< --setenv PATH: the folders of builderTools() found on PATH, then /usr/bin:/bin
         Scratch,  ///< --bind the scratch folder (on a remote host also its variables, scratchEnvironment())
         Cache,    ///< the extension cache, read-only
+        StagingMount, ///< the builder's: an empty tmpfs at the extension cache's path (see sandboxLayout)
         Broker,   ///< the build broker's socket folder, read-only
         Exact,    ///< here only: files bound read-only as they are (the GPU's quiet lock and its companions)
         Chdir,    ///< --chdir the scratch folder (kwb's working folder is not in the sandbox)
@@ -272,6 +273,11 @@ QList<SandboxStep> sandboxLayout(SandboxRole role)
         steps.append({Kind::Exact});
     } else {
         steps.append({Kind::ToolPath});
+        // The broker binds the build's staging folder (inside the cache) after this prefix, when the
+        // root is already read-only: bwrap could not make its mount point where the cache lies
+        // outside every folder shown (a user's ~/.cache). An empty tmpfs there is that place,
+        // writable, while the cache's entries stay unseen by the build.
+        steps.append({Kind::StagingMount});
         steps.append({Kind::Fixed,
                       {QStringLiteral("--setenv"), QStringLiteral("HOME"), QStringLiteral("/tmp"), QStringLiteral("--setenv"),
                        QStringLiteral("TMPDIR"), QStringLiteral("/tmp"), QStringLiteral("--unsetenv"),
@@ -372,6 +378,11 @@ QStringList bubblewrapArguments(SandboxRole role, const LocalSandbox& paths)
         case Kind::Cache:
             bindReadOnly(paths.extensionCache);
             break;
+        case Kind::StagingMount:
+            if (!paths.extensionCache.isEmpty())
+                arguments << QStringLiteral("--size") << QString::number(kSandboxStagingMountBytes) << QStringLiteral("--tmpfs")
+                          << paths.extensionCache;
+            break;
         case Kind::Broker:
             bindReadOnly(paths.brokerDir);
             break;
@@ -456,6 +467,9 @@ QString remoteLayoutScript(SandboxRole role)
         }
         case Kind::Cache:
             lines << QStringLiteral("if [ -n \"$c\" ]; then a --ro-bind \"$c\" \"$c\"; fi");
+            break;
+        case Kind::StagingMount:
+            lines << QStringLiteral("if [ -n \"$c\" ]; then a --size %1 --tmpfs \"$c\"; fi").arg(kSandboxStagingMountBytes);
             break;
         case Kind::Broker:
             lines << QStringLiteral("if [ -n \"$s\" ]; then a --ro-bind \"$s\" \"$s\"; fi");
@@ -559,6 +573,7 @@ QString buildBrokerSocket(const QString& program, const QString& bubblewrap, con
     LocalSandbox paths;
     paths.readOnly = workerReadOnlyPaths(program, {}, environment);
     paths.toolDirs = builderToolDirs(environment.value(QStringLiteral("PATH")));
+    paths.extensionCache = cacheDir;
     QJsonArray prefix{bubblewrap};
     for (const QString& argument : bubblewrapArguments(SandboxRole::Builder, paths))
         prefix.append(argument);

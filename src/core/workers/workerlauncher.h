@@ -25,6 +25,9 @@ namespace kwb {
 constexpr qint64 kSandboxTmpBytes = qint64(512) << 20;
 constexpr qint64 kSandboxShmBytes = qint64(256) << 20;
 constexpr qint64 kSandboxBuildTmpBytes = qint64(2) << 30;
+/// The builder's empty mount at the extension cache's path: it holds only the staging folder's
+/// mount point.
+constexpr qint64 kSandboxStagingMountBytes = qint64(1) << 20;
 
 /// The sandbox a run records when its workers run in bubblewrap; otherwise "none: <reason>".
 inline const QString kSandboxBubblewrap = QStringLiteral("bubblewrap");
