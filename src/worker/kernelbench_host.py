@@ -108,6 +108,10 @@ for _n in ("os", "sys", "subprocess", "ctypes", "_ctypes", "builtins", "importli
            "multiprocessing", "inspect", "posix", "pickle", "marshal", "shutil", "mmap", "gc"):
     DENIED_ATTRIBUTE_NAMES[_n] = f"reaches the {_n} module"
 ALLOWED_CPP_EXTENSION = {"load_inline"}
+# Private torch helpers that honest answers copy from nn.Linear/nn.Conv's reset_parameters: pure
+# arithmetic on a tensor's shape, nothing of the process reached. Refusing them made a real
+# QwQ-32B answer `rejected` (issue 33's agreement study).
+PURE_PRIVATE_HELPERS = {"torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan"}
 ALLOWED_DUNDERS = {"__init__"}
 DENIED_DEFS = {"__torch_function__": "a tensor subclass's dispatch hook", "__torch_dispatch__": "a tensor subclass's dispatch hook",
                "__del__": "runs code when objects die", "__getattr__": "computes attributes", "__getattribute__": "computes attributes"}
@@ -163,6 +167,8 @@ _DENIED_BUILTIN_NAMES = ("open", "exec", "eval", "compile", "__import__", "globa
 
 def attribute_reason(path):
     parts = path.split(".")
+    if path in PURE_PRIVATE_HELPERS:
+        return None
     if any(p.startswith("_") and p != "__init__" for p in parts[1:]):
         what = "torch's private internals" if parts[0] == "torch" else "private internals"
         return f"'{path}' is not allowed: {what}"
@@ -1060,17 +1066,27 @@ def load_model(source, init_inputs, seed, device):
     for note in notes:
         if note["code"] == "placeholder" and "forward" in note["message"]:
             raise AnswerError("runtime_error", "load", note["message"], code="placeholder", line=note["line"])
+    _builds.clear()
     result, failure = _armed_call(_construct, cls, init_inputs, seed, device)
     if failure is not None:
-        if isinstance(failure.exception, SandboxError):
+        e = failure.exception
+        if isinstance(e, SandboxError):
             raise AnswerError("rejected", "sandbox", failure.message, line=failure.line)
+        # load_inline called in __init__ (built when the model is made, as many answers do): its
+        # failure is the same compile_error as at the module's top level, and the machine's the same
+        # no_device, not a runtime error of the model.
+        if isinstance(e, BuildError):
+            raise AnswerError("compile_error", "compile", failure.message, code=_build_code(failure.message, notes),
+                              line=failure.line, detail=builds + list(_builds))
+        if isinstance(e, MachineError):
+            raise AnswerError("no_device", "compile", failure.message, detail=builds + list(_builds))
         raise AnswerError("runtime_error", "load", f"ModelNew(*init_inputs) failed (line {failure.line}): {failure.text}",
                           code=_runtime_code(failure.exception), line=failure.line)
     model, params = result
     handle = _next_handle[0]
     _next_handle[0] += 1
     _models[handle] = model
-    return {"handle": handle, "builds": builds, "parameters": params}
+    return {"handle": handle, "builds": builds + list(_builds), "parameters": params}
 
 
 def _tuples(x):

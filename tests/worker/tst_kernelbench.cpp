@@ -242,6 +242,21 @@ TEST_CASE("static check: each refusal with its line and reason")
     }
 }
 
+TEST_CASE("static check: the pure private helpers of torch.nn.init that honest answers copy pass; others do not")
+{
+    if (!pythonOrSkip())
+        return;
+    // As nn.Linear.reset_parameters writes them (a real QwQ-32B answer was rejected for this).
+    CHECK(python::checkSource("import math\nimport torch\nimport torch.nn as nn\nw = torch.empty(4, 3)\n"
+                              "fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)\n"
+                              "b = 1 / math.sqrt(fan_in)\nf = torch.nn.init._calculate_correct_fan(w, 'fan_in')\n")
+              .empty());
+    const json refusals = python::checkSource("import torch\nw = torch.empty(2)\ntorch.nn.init._no_grad_uniform_(w, 0, 1)\n");
+    REQUIRE(!refusals.empty());
+    CHECK(refusals[0]["line"] == 3);
+    CHECK(refusals[0]["reason"].get<std::string>().find("torch's private internals") != std::string::npos);
+}
+
 TEST_CASE("evaluate: a refused KernelBench answer is rejected at the sandbox stage, with its answer line")
 {
     if (!pythonOrSkip())
@@ -801,6 +816,11 @@ TEST_CASE("honest failures: load_inline's keywords, module names and placeholder
         {h + "cpp = '''\n// TODO: the kernel goes here\n'''\next = load_inline(name='kwb_placeholder_src', cpp_sources=cpp, functions=['scale'])\n" +
              kScaleModel,
          "compile_error", "placeholder", ""},
+        // load_inline called in __init__ (the build happens when the model is made): the same compile_error.
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             "        self.ext = load_inline(name='kwb_lazy_kw', cuda_sources='', functions=['f'])\n"
+             "    def forward(self, A, s):\n        return A * s\n",
+         "compile_error", "load_inline_keyword", "missing 1 required positional argument: 'cpp_sources'"},
         // a forward that does nothing.
         {h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        pass\n", "runtime_error", "placeholder",
          "ModelNew.forward (line 5) does nothing"},
