@@ -36,7 +36,7 @@ for step in "$@"; do
     TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
     cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKWB_BUILD_GUI=OFF \
       -DCMAKE_PREFIX_PATH="$root/.deps/root/usr;$TP" > "$OUT/build.log" 2>&1 &&
-      cmake --build build-gpu -j16 >> "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+      cmake --build build-gpu -j16 ${KWB_TARGETS:+--target $KWB_TARGETS} >> "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
     git rev-parse HEAD > "$OUT/commit.txt" 2>/dev/null || true
     ;;
@@ -312,6 +312,39 @@ PY
       echo "GPU memory in use while the queue ran (nvidia-smi every 250 ms): max $(sort -n "$OUT/queue-gpu-memory.txt" | tail -1) MiB, median $(sort -n "$OUT/queue-gpu-memory.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') MiB"
     } >> "$md"
     cat "$md"
+    ;;
+  agreement-kwb|agreement-kb|agreement-report)
+    # Issue 33's agreement study (docs/agreement.md): the generations picked into
+    # build-carry/agreement/gens (bench/agreement/select_generations.py) judged by kwb
+    # (agreement-kwb: `kwb import kernelbench`) and by KernelBench's own evaluator from a fetched
+    # checkout in build-carry/kernelbench (agreement-kb), then tabled (agreement-report).
+    # AGREEMENT_DIR keeps the database, the JSON lines and KernelBench's builds between calls.
+    log "$step"
+    need_bundle
+    gens=${AGREEMENT_GENS:-$root/build-carry/agreement/gens}
+    adir=${AGREEMENT_DIR:-$root/build-gpu/agreement}
+    mkdir -p "$adir"
+    case $step in
+    agreement-kwb)
+      rm -f "$adir/kwb.db"
+      s=$(date +%s)
+      timeout ${AGREEMENT_TIMEOUT:-560} $bundle/run kwb --worker "$worker" import kernelbench "$gens" --db "$adir/kwb.db" \
+        --compile-workers ${AGREEMENT_COMPILE_WORKERS:-14} --json > "$adir/kwb-import.json" 2> "$adir/kwb-import.stderr"
+      echo "exit $? wall_s $(( $(date +%s) - s ))" | tee "$adir/kwb-wall.txt"
+      tail -3 "$adir/kwb-import.stderr"
+      cp "$adir/kwb.db" "$adir/kwb-import.json" "$adir/kwb-wall.txt" "$OUT/" ;;
+    agreement-kb)
+      s=$(date +%s)
+      timeout ${AGREEMENT_TIMEOUT:-560} python3 bench/agreement/kb_eval.py --kernelbench "$root/build-carry/kernelbench" \
+        --gens "$gens" --out "$adir/kb.jsonl" --build-root "$adir/kb-build" \
+        --compile-workers ${AGREEMENT_COMPILE_WORKERS:-14} --gpu-procs ${AGREEMENT_GPU_PROCS:-4} ${AGREEMENT_KB_ARGS:-} 2>&1 | tail -8
+      echo "exit ${PIPESTATUS[0]} wall_s $(( $(date +%s) - s ))" | tee "$adir/kb-wall.txt"
+      cp "$adir/kb.jsonl" "$adir/kb-wall.txt" "$OUT/" 2>/dev/null ;;
+    agreement-report)
+      python3 bench/agreement/compare.py --kb "$adir/kb.jsonl" --db "$adir/kwb.db" \
+        ${AGREEMENT_EXPLAIN:+--explain "$AGREEMENT_EXPLAIN"} --head "$(results_head x | tail -n +3)" > "$OUT/agreement.md"
+      head -12 "$OUT/agreement.md" ;;
+    esac
     ;;
   record)
     # Re-records the H200 responses of tests/protocol/recorded/*.h200.request (tests/protocol/README.md):
