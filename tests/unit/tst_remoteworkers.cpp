@@ -535,6 +535,40 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(beside));
     }
 
+    // Issue 32, item 1 ("a cleared environment plus the allowlist") there: the login's variables
+    // reach the worker only where the local worker would get them (workerEnvironmentNames(),
+    // …Prefixes(), never a secret-looking name); the spec's env= assignments always do.
+    void remoteWorkerGetsTheAllowlistOfTheLogin()
+    {
+        const QByteArray ssh = useLocalSsh(); // the stand-in keeps this process's environment: the "login"
+        const auto restore = qScopeGuard([ssh] { qputenv("KWB_SSH", ssh); });
+        const QList<QPair<QByteArray, QByteArray>> login = {{"KWB_LOGIN_ONLY", "1"}, {"SSH_AUTH_SOCK", "/tmp/agent.sock"},
+                                                           {"CUDA_KWB_PROBE", "kept"}, {"OMP_KWB_TOKEN", "secret"},
+                                                           {"cuda_kwb_api_key", "secret"}, {"KWB_BUILD_BROKER", "/stale/socket"},
+                                                           {"d", "an exported name the script uses"}};
+        for (const auto& [name, value] : login)
+            qputenv(name.constData(), value);
+        const auto unset = qScopeGuard([login] {
+            for (const auto& [name, value] : login)
+                qunsetenv(name.constData());
+        });
+        WorkerTarget target = sshTarget(0);
+        target.environment = QStringList{QStringLiteral("KWB_SPEC_NAMED=from the spec"), QStringLiteral("MY_API_TOKEN=named on purpose")};
+        const WorkerSupervisor::Outcome env =
+            remoteSupervisor(target)->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
+        QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
+                                                QString::fromUtf8(env.stderrTail)));
+        const QJsonObject there = env.response.value(QLatin1String("environment")).toObject();
+        const QString all = QString::fromUtf8(QJsonDocument(there).toJson(QJsonDocument::Compact));
+        QCOMPARE(there.value(QLatin1String("CUDA_KWB_PROBE")).toString(), QStringLiteral("kept"));
+        QCOMPARE(there.value(QLatin1String("KWB_SPEC_NAMED")).toString(), QStringLiteral("from the spec"));
+        QCOMPARE(there.value(QLatin1String("MY_API_TOKEN")).toString(), QStringLiteral("named on purpose"));
+        for (const char* gone : {"KWB_LOGIN_ONLY", "SSH_AUTH_SOCK", "OMP_KWB_TOKEN", "cuda_kwb_api_key", "d"})
+            QVERIFY2(!there.contains(QLatin1String(gone)), qPrintable(QLatin1String(gone) + QLatin1String(" in ") + all));
+        QVERIFY2(there.value(QLatin1String("KWB_BUILD_BROKER")).toString() != QLatin1String("/stale/socket"), qPrintable(all));
+        QVERIFY(there.contains(QLatin1String("PATH")));
+    }
+
     // Issue 32, item 3 there: where bwrap fails on the host, the worker is told to refuse native
     // model code (KernelBench-format answers), unless the user turned the sandbox off.
     void remoteWithoutSandboxRefusesNativeCode()

@@ -869,6 +869,58 @@ QString shellQuote(const QString& text)
     return QLatin1Char('\'') + quoted + QLatin1Char('\'');
 }
 
+const QStringList& workerEnvironmentNames()
+{
+    static const QStringList names = {
+        QStringLiteral("PATH"),          QStringLiteral("HOME"), // CUDA's JIT cache lives in ~/.nv
+        QStringLiteral("TMPDIR"),        QStringLiteral("TZ"),
+        QStringLiteral("LANG"),          QStringLiteral("LANGUAGE"),
+        QStringLiteral("LD_LIBRARY_PATH"), // libtorch and the toolkit outside the loader's paths
+        QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
+        QStringLiteral("KWB_EXTENSION_CACHE"), // KernelBench builds: one folder the pool and the GPU share
+        QStringLiteral("ASAN_OPTIONS"),  QStringLiteral("UBSAN_OPTIONS"),
+        QStringLiteral("LSAN_OPTIONS"),  QStringLiteral("TSAN_OPTIONS")};
+    return names;
+}
+
+const QStringList& workerEnvironmentPrefixes()
+{
+    // The device (CUDA_VISIBLE_DEVICES, CUDA_CACHE_PATH, container NVIDIA_*), the libraries'
+    // switches (CUBLAS_WORKSPACE_CONFIG, PYTORCH_CUDA_ALLOC_CONF, OMP_NUM_THREADS) and the locale.
+    static const QStringList prefixes = {QStringLiteral("LC_"),     QStringLiteral("CUDA_"),
+                                         QStringLiteral("NVIDIA_"), QStringLiteral("CUBLAS_"),
+                                         QStringLiteral("CUDNN_"),  QStringLiteral("TORCH_"),
+                                         QStringLiteral("PYTORCH_"), QStringLiteral("OMP_")};
+    return prefixes;
+}
+
+const QStringList& secretNameWords()
+{
+    static const QStringList words = {QStringLiteral("KEY"),      QStringLiteral("TOKEN"),  QStringLiteral("SECRET"),
+                                      QStringLiteral("PASSWORD"), QStringLiteral("PASSWD"), QStringLiteral("CREDENTIAL")};
+    return words;
+}
+
+namespace {
+
+// sh for the remote script: `keep NAME` succeeds for what a worker may get (the lists above); the
+// script runs it over the login's environment before the spec's env= assignments are exported.
+QString remoteKeepFunction()
+{
+    QStringList names = workerEnvironmentNames();
+    QStringList patterns = names;
+    for (const QString& prefix : workerEnvironmentPrefixes())
+        patterns << prefix + QLatin1Char('*');
+    QStringList secrets;
+    for (const QString& word : secretNameWords())
+        secrets << QLatin1Char('*') + word + QLatin1Char('*');
+    return QStringLiteral("keep() { case $(printf '%s' \"$1\" | tr '[:lower:]' '[:upper:]') in %1) return 1;; esac\n"
+                          "  case $1 in %2) return 0;; esac; return 1; }\n")
+        .arg(secrets.join(QLatin1Char('|')), patterns.join(QLatin1Char('|')));
+}
+
+} // namespace
+
 QString remoteWorkerScript()
 {
     // The sandbox is decided there (docs/remote-workers.md): sandboxLayout() rendered as sh for the
@@ -877,7 +929,11 @@ QString remoteWorkerScript()
     // sandbox there, as here, one per remote worker; kwb-worker ends with the script (its parent
     // watch), the trap ends it sooner.
     static const QString script =
-        QStringLiteral(R"SH(sandbox=$1; gpu=$2; n=$3; shift 3
+        QStringLiteral(R"SH(# The worker (and its broker) start from the allowlist, as here: the login's other variables (an
+# agent's socket, a token) stay out; first, before the script sets its own. A name is letters,
+# digits and _; env's other lines are parts of multi-line values.
+%4for v in $(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p'); do keep "$v" || unset "$v" 2>/dev/null; done
+sandbox=$1; gpu=$2; n=$3; shift 3
 while [ "$n" -gt 0 ]; do export "$1"; shift; n=$((n - 1)); done
 t=$(mktemp -d "${TMPDIR:-/tmp}/kwb-worker-XXXXXX") || { echo "kwb-worker: no scratch folder on $(uname -n)" >&2; exit 97; }
 b=
@@ -919,7 +975,8 @@ else
   "$@"
 fi
 )SH");
-    return script.arg(remoteLayoutFunctions(), remoteLayoutScript(SandboxRole::Worker), remoteLayoutScript(SandboxRole::Builder));
+    return script.arg(remoteLayoutFunctions(), remoteLayoutScript(SandboxRole::Worker), remoteLayoutScript(SandboxRole::Builder),
+                      remoteKeepFunction());
 }
 
 namespace {

@@ -92,6 +92,13 @@ QString shellQuote(const QString& text);
 /// a sandbox of the same layout.
 QString remoteWorkerScript();
 
+/// The environment a worker gets (docs/sandbox.md): these names, names with these prefixes, and
+/// never a name holding one of the secret words (any case). workerEnvironment() applies it here;
+/// the remote script applies the same lists there to the login environment it starts from.
+const QStringList& workerEnvironmentNames();
+const QStringList& workerEnvironmentPrefixes();
+const QStringList& secretNameWords();
+
 /// Whether bwrap starts a process in the sandbox's namespaces here (no bwrap, user namespaces
 /// disabled, a container without the rights: it does not), and, where this host has an NVIDIA
 /// GPU (hostHasNvidiaGpu()) and a worker is named, whether that worker sees in the sandbox as

@@ -229,8 +229,8 @@ std::optional<QJsonObject> helloAfterWarm(const QJsonObject& hello, const QJsonO
 bool looksSecret(const QString& name)
 {
     const QString upper = name.toUpper();
-    for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}) {
-        if (upper.contains(QLatin1String(word)))
+    for (const QString& word : secretNameWords()) {
+        if (upper.contains(word))
             return true;
     }
     return false;
@@ -238,24 +238,9 @@ bool looksSecret(const QString& name)
 
 bool workerNeeds(const QString& name)
 {
-    static const QStringList names = {
-        QStringLiteral("PATH"),          QStringLiteral("HOME"), // CUDA's JIT cache lives in ~/.nv
-        QStringLiteral("TMPDIR"),        QStringLiteral("TZ"),
-        QStringLiteral("LANG"),          QStringLiteral("LANGUAGE"),
-        QStringLiteral("LD_LIBRARY_PATH"), // libtorch and the toolkit outside the loader's paths
-        QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
-        QStringLiteral("KWB_EXTENSION_CACHE"), // KernelBench builds: one folder the pool and the GPU share
-        QStringLiteral("ASAN_OPTIONS"),  QStringLiteral("UBSAN_OPTIONS"),
-        QStringLiteral("LSAN_OPTIONS"),  QStringLiteral("TSAN_OPTIONS")};
-    // The device (CUDA_VISIBLE_DEVICES, CUDA_CACHE_PATH, container NVIDIA_*), the libraries'
-    // switches (CUBLAS_WORKSPACE_CONFIG, PYTORCH_CUDA_ALLOC_CONF, OMP_NUM_THREADS) and the locale.
-    static const QStringList prefixes = {QStringLiteral("LC_"),     QStringLiteral("CUDA_"),
-                                         QStringLiteral("NVIDIA_"), QStringLiteral("CUBLAS_"),
-                                         QStringLiteral("CUDNN_"),  QStringLiteral("TORCH_"),
-                                         QStringLiteral("PYTORCH_"), QStringLiteral("OMP_")};
-    if (names.contains(name))
+    if (workerEnvironmentNames().contains(name))
         return true;
-    for (const QString& prefix : prefixes) {
+    for (const QString& prefix : workerEnvironmentPrefixes()) {
         if (name.startsWith(prefix))
             return true;
     }
