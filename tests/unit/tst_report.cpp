@@ -439,15 +439,23 @@ private Q_SLOTS:
         const QString md = reportMarkdown(r);
         const Metrics& a = r.runs.at(0).summary.overall;
         const Metrics& b = r.runs.at(1).summary.overall;
-        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 "
+        // The study's mean and best speed-up, and the torch-only count, beside the geometric mean.
+        const auto meanBest = [](const Metrics& m) {
+            return QStringLiteral("%1\u00D7 / %2\u00D7").arg(QString::number(m.meanSpeedup, 'f', 2), QString::number(m.bestSpeedup, 'f', 2));
+        };
+        const auto torchOnly = [](const Metrics& m) { return QStringLiteral("%1 of %2").arg(m.torchOnlyCorrect).arg(m.correct); };
+        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 | %5 | %6 "
                                             "| 600 / 300 | 6.0 s |\n")
-                                 .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3));
+                                 .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3),
+                                      meanBest(a), torchOnly(a));
         QVERIFY2(md.contains(rowA), qPrintable(md + QStringLiteral("\nwanted:\n") + rowA));
         QVERIFY(rowA.contains(QStringLiteral("| 50.0 % [")) && rowA.contains(QStringLiteral("| 16.7 % ["))
                 && rowA.contains(QStringLiteral("| 66.7 % [")) && rowA.contains(QStringLiteral("| 1.00\u00D7 [")));
-        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 "
+        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 | %5 | %6 "
                                             "| 90 / 180 | 4.5 s |\n")
-                                 .arg(pct(b.correctPct), pct(b.fast1Pct), pct(b.compiledPct), geo(b.geomeanSpeedup, 3));
+                                 .arg(pct(b.correctPct), pct(b.fast1Pct), pct(b.compiledPct), geo(b.geomeanSpeedup, 3),
+                                      meanBest(b), torchOnly(b));
+        QVERIFY2(std::isfinite(a.meanSpeedup) && a.bestSpeedup >= a.meanSpeedup, qPrintable(meanBest(a)));
         QVERIFY2(md.contains(rowB), qPrintable(md + QStringLiteral("\nwanted:\n") + rowB));
         QVERIFY(rowB.contains(QStringLiteral("| 33.3 % [")) && rowB.contains(QStringLiteral("| 83.3 % ["))
                 && rowB.contains(QStringLiteral("| 2.00\u00D7 [")));

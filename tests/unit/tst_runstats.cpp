@@ -79,6 +79,24 @@ private Q_SLOTS:
         QVERIFY(qFuzzyCompare(m.geomeanSpeedup.value, std::sqrt(2.0)));
     }
 
+    // Issue 36 item 5: the study's arithmetic mean and best speed-up beside the geometric mean,
+    // over the same correct kernels, and how many correct answers launch no kernel of their own.
+    void meanBestAndTorchOnly()
+    {
+        QList<TaskOutcome> outcomes = sixTasks();
+        // correct speed-ups 2, 0.5, 1, 4: mean 7.5 / 4, best 4; the incorrect L2/1 does not count
+        outcomes[3].torchOnly = true; // L2/2, correct at 1.0: a torch-only tie
+        outcomes[2].torchOnly = true; // L2/1, not correct: not counted
+        const Metrics m = summarize(outcomes).overall;
+        QVERIFY(qFuzzyCompare(m.meanSpeedup, 7.5 / 4.0));
+        QCOMPARE(m.bestSpeedup, 4.0);
+        QCOMPARE(m.torchOnlyCorrect, 1);
+        const Metrics none = summarize({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 0.0, true)}).overall;
+        QVERIFY(std::isnan(none.meanSpeedup));
+        QVERIFY(std::isnan(none.bestSpeedup));
+        QCOMPARE(none.torchOnlyCorrect, 0);
+    }
+
     void perLevelMetrics()
     {
         const RunSummary summary = summarize(sixTasks());

@@ -97,7 +97,10 @@ QJsonObject metricsJson(const Metrics& metrics)
             {QStringLiteral("fast1_pct"), estimateJson(metrics.fast1Pct)},
             {QStringLiteral("compiled_pct"), estimateJson(metrics.compiledPct)},
             {QStringLiteral("geomean_speedup"), estimateJson(metrics.geomeanSpeedup)},
-            {QStringLiteral("geomean_count"), metrics.geomeanCount}};
+            {QStringLiteral("geomean_count"), metrics.geomeanCount},
+            {QStringLiteral("mean_speedup"), std::isfinite(metrics.meanSpeedup) ? QJsonValue(metrics.meanSpeedup) : QJsonValue()},
+            {QStringLiteral("best_speedup"), std::isfinite(metrics.bestSpeedup) ? QJsonValue(metrics.bestSpeedup) : QJsonValue()},
+            {QStringLiteral("torch_only_correct"), metrics.torchOnlyCorrect}};
 }
 
 // ---- CSV --------------------------------------------------------------------------------------
@@ -183,6 +186,9 @@ public:
         estimate(section, run, QString(), level, QStringLiteral("compiled_pct"), metrics.compiledPct);
         estimate(section, run, QString(), level, QStringLiteral("geomean_speedup"), metrics.geomeanSpeedup);
         value(section, run, QString(), level, QStringLiteral("geomean_count"), QString::number(metrics.geomeanCount));
+        value(section, run, QString(), level, QStringLiteral("mean_speedup"), csvNumber(metrics.meanSpeedup));
+        value(section, run, QString(), level, QStringLiteral("best_speedup"), csvNumber(metrics.bestSpeedup));
+        value(section, run, QString(), level, QStringLiteral("torch_only_correct"), QString::number(metrics.torchOnlyCorrect));
     }
     QString text() const { return m_text; }
 
@@ -258,6 +264,7 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly)
     }
     // A machine fault is not evaluated: neither compiled nor a verdict.
     outcome.compiled = !isMachineFault(evaluation.status, compileOnly) && decoded.compiled();
+    outcome.torchOnly = decoded.torchOnly;
     return outcome;
 }
 
@@ -790,12 +797,27 @@ QString geomeanSpeedupText(const Metrics& metrics)
     return formatSpeedup(e.value, SpeedupInterval{e.low, e.high}) + QStringLiteral(" (n = %1)").arg(metrics.geomeanCount);
 }
 
+// The study's arithmetic mean and best speed-up of the correct kernels (point values).
+QString meanBestSpeedupText(const Metrics& metrics)
+{
+    if (metrics.geomeanCount == 0 || !std::isfinite(metrics.meanSpeedup))
+        return QStringLiteral("n/a");
+    return QStringLiteral("%1\u00D7 / %2\u00D7").arg(fixed(metrics.meanSpeedup, 2), fixed(metrics.bestSpeedup, 2));
+}
+
+// Correct tasks whose answer launches no kernel of its own, of the correct ones.
+QString torchOnlyText(const Metrics& metrics)
+{
+    return QStringLiteral("%1 of %2").arg(metrics.torchOnlyCorrect).arg(metrics.correct);
+}
+
 ReportTable perLevelTable(const Report& report)
 {
     ReportTable table;
     table.headers = {QStringLiteral("run"),        QStringLiteral("level"),      QStringLiteral("tasks"),
                      QStringLiteral("correct %"),  QStringLiteral("fast_1 %"),   QStringLiteral("compiled %"),
-                     QStringLiteral("geomean speedup (n)")};
+                     QStringLiteral("geomean speedup (n)"), QStringLiteral("mean / best speedup"),
+                     QStringLiteral("torch-only correct")};
     table.textColumns = 2;
     const QString notMeasured = QStringLiteral("not measured");
     for (const RunReport& run : report.runs) {
@@ -804,7 +826,9 @@ ReportTable perLevelTable(const Report& report)
             table.rows.append({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
                                run.compileOnly ? notMeasured : percentText(m.correctPct),
                                run.compileOnly ? notMeasured : percentText(m.fast1Pct),
-                               percentText(m.compiledPct), run.compileOnly ? notMeasured : geomeanSpeedupText(m)});
+                               percentText(m.compiledPct), run.compileOnly ? notMeasured : geomeanSpeedupText(m),
+                               run.compileOnly ? notMeasured : meanBestSpeedupText(m),
+                               run.compileOnly ? notMeasured : torchOnlyText(m)});
         }
     }
     return table;
@@ -817,7 +841,10 @@ QString reportMarkdown(const Report& report)
                          "then compiled, then speedup; ties: the lower sample, the earlier turn). Every task asked "
                          "counts; one without an evaluation is a failure. Percentages over tasks with 95 % bootstrap "
                          "intervals in brackets; at 0 % and 100 %, where every resample is alike, the exact binomial "
-                         "(Clopper–Pearson) interval. A geometric mean of one kernel has no interval.\n\n")
+                         "(Clopper–Pearson) interval. A geometric mean of one kernel has no interval. The study's "
+                         "arithmetic mean and best speed-up are point values over the same correct kernels; "
+                         "torch-only correct: correct answers that launch no kernel of their own (they tie the "
+                         "reference by calling torch).\n\n")
               .arg(report.database);
     if (report.runs.isEmpty())
         return md + QStringLiteral("No runs.\n");
@@ -829,7 +856,8 @@ QString reportMarkdown(const Report& report)
                           QStringLiteral("fast_1 %"),   QStringLiteral("compiled %")};
     for (const int level : report.levels)
         header.append(QStringLiteral("solved L%1").arg(level));
-    header << QStringLiteral("geomean speedup (n)") << QStringLiteral("tokens in / out")
+    header << QStringLiteral("geomean speedup (n)") << QStringLiteral("mean / best speedup")
+           << QStringLiteral("torch-only correct") << QStringLiteral("tokens in / out")
            << QStringLiteral("model time");
     md += mdHeader(header, 4);
     for (const RunReport& run : report.runs) {
@@ -846,7 +874,8 @@ QString reportMarkdown(const Report& report)
                                                            : QStringLiteral("%1/%2").arg(it->correct).arg(it->tasks));
         }
         cells << (run.compileOnly ? notMeasured : geomeanSpeedupText(m))
-              << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
+              << (run.compileOnly ? notMeasured : meanBestSpeedupText(m))
+              << (run.compileOnly ? notMeasured : torchOnlyText(m)) << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
               << seconds(run.usage.latencyMs);
         md += mdRow(cells);
     }

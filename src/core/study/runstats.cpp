@@ -91,14 +91,21 @@ struct Tally
     int compiled = 0;
     double logSum = 0.0;
     int logCount = 0;
+    double sum = 0.0;
+    double best = kNaN;
+    int torchOnlyCorrect = 0;
 
     void add(const TaskOutcome& outcome)
     {
         ++tasks;
         if (outcome.correct()) {
             ++correct;
+            if (outcome.torchOnly)
+                ++torchOnlyCorrect;
             if (std::isfinite(outcome.speedup) && outcome.speedup > 0.0) {
                 logSum += std::log(outcome.speedup);
+                sum += outcome.speedup;
+                best = std::isfinite(best) ? std::max(best, outcome.speedup) : outcome.speedup;
                 ++logCount;
             }
         }
@@ -109,6 +116,7 @@ struct Tally
     }
     double pct(int count) const { return tasks > 0 ? 100.0 * count / tasks : kNaN; }
     double geomean() const { return logCount > 0 ? std::exp(logSum / logCount) : kNaN; }
+    double mean() const { return logCount > 0 ? sum / logCount : kNaN; }
 };
 
 double logChoose(int n, int k)
@@ -179,6 +187,9 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
     metrics.fast1 = point.fast1;
     metrics.compiled = point.compiled;
     metrics.geomeanCount = point.logCount;
+    metrics.meanSpeedup = point.mean();
+    metrics.bestSpeedup = point.best;
+    metrics.torchOnlyCorrect = point.torchOnlyCorrect;
     metrics.correctPct = proportion(point.correct, point.tasks, std::move(correct), options.confidence);
     metrics.fast1Pct = proportion(point.fast1, point.tasks, std::move(fast1), options.confidence);
     metrics.compiledPct = proportion(point.compiled, point.tasks, std::move(compiled), options.confidence);

@@ -27,6 +27,10 @@ struct TaskOutcome
     QString status; ///< "correct" counts as correct; anything else does not
     double speedup = 0.0; ///< reference time / candidate time; <= 0 or NaN when not timed
     bool compiled = false;
+    /// The selected answer launches no kernel of its own (only torch's: EvaluationResult::torchOnly);
+    /// a correct one ties the reference by calling it, as the study's "only tied by calling
+    /// torch.matmul" answers did.
+    bool torchOnly = false;
     /// The selected evaluation's time is below the roofline floor (EvaluationResult::
     /// belowRooflineFloor): not correct, not fast, whatever its status says.
     bool belowRooflineFloor = false;
@@ -83,6 +87,13 @@ struct Metrics
     /// its interval comes from the resamples that hold at least one such kernel.
     Estimate geomeanSpeedup;
     int geomeanCount = 0; ///< correct kernels that entered the geometric mean
+    /// The study's other two speed-up figures over the same kernels: their arithmetic mean and the
+    /// best (NaN without one). Point values: the mean is pulled by one outlier, which is why the
+    /// geometric mean with its interval is the headline.
+    double meanSpeedup = std::numeric_limits<double>::quiet_NaN();
+    double bestSpeedup = std::numeric_limits<double>::quiet_NaN();
+    /// Correct tasks whose selected answer launches no kernel of its own (TaskOutcome::torchOnly).
+    int torchOnlyCorrect = 0;
 };
 
 struct RunSummary
