@@ -856,9 +856,30 @@ private Q_SLOTS:
         const qint64 hot = make("agent T=1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.temperature = 1.0; }));
         const qint64 fp16 = make("agent other profile", runConfig(QStringLiteral("agent"), tasks, {}, {}, QString(),
                                                                   QStringLiteral("other-profile")));
-        const qint64 full = make("agent", runConfig(QStringLiteral("agent"), tasks));
-        const qint64 noBestOfN = make("agent -best_of_n", runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("best_of_n")}));
-        const qint64 noMonotone = make("agent -monotone", runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("monotone")}));
+        // Issue 36: another model, the KernelBench answer format, another wording of a template the
+        // ablation also used; and (below) an ablation that leaves a template out still pairs.
+        const auto with = [&](const QString& key, const QJsonValue& value) {
+            QJsonObject c = runConfig(QStringLiteral("agent"), tasks);
+            c.insert(key, value);
+            return c;
+        };
+        const auto wording = [](const QString& text) {
+            return QJsonObject{{QStringLiteral("agent/generator"), QJsonObject{{QStringLiteral("text"), text}}},
+                               {QStringLiteral("agent/triager"), QJsonObject{{QStringLiteral("text"), QStringLiteral("triage")}}}};
+        };
+        const qint64 otherModel = make("agent other model", with(QStringLiteral("model"), QStringLiteral("other-7b")));
+        const qint64 kbFormat = make("agent kernelbench format", with(QStringLiteral("answer_format"), QStringLiteral("kernelbench")));
+        const qint64 otherWording = make("agent other wording", with(QStringLiteral("templates"), wording(QStringLiteral("v2"))));
+        QJsonObject fullConfig = runConfig(QStringLiteral("agent"), tasks);
+        fullConfig.insert(QStringLiteral("templates"), wording(QStringLiteral("v1")));
+        const qint64 full = make("agent", fullConfig);
+        QJsonObject noBestOfNConfig = runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("best_of_n")});
+        noBestOfNConfig.insert(QStringLiteral("templates"),
+                               QJsonObject{{QStringLiteral("agent/generator"), QJsonObject{{QStringLiteral("text"), QStringLiteral("v1")}}}});
+        const qint64 noBestOfN = make("agent -best_of_n", noBestOfNConfig);
+        QJsonObject noMonotoneConfig = runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("monotone")});
+        noMonotoneConfig.insert(QStringLiteral("templates"), wording(QStringLiteral("v1")));
+        const qint64 noMonotone = make("agent -monotone", noMonotoneConfig);
         // No run matches this one: the agent at 3 turns over L3/1 only.
         const qint64 orphan =
             make("agent -monotone L3/1", runConfig(QStringLiteral("agent"), {QStringLiteral("L3/1")}, {QStringLiteral("monotone")}));
@@ -868,7 +889,7 @@ private Q_SLOTS:
         addSample(store, noBestOfN, QStringLiteral("L1/1"), 1, 0, QStringLiteral("incorrect"));
         addSample(store, noMonotone, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
         addSample(store, noMonotone, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"));
-        for (qint64 decoy : {nOne, sweep, otherTasks, hot, fp16})
+        for (qint64 decoy : {nOne, sweep, otherTasks, hot, fp16, otherModel, kbFormat, otherWording})
             addSample(store, decoy, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
 
         QString error;
@@ -943,6 +964,9 @@ private Q_SLOTS:
                                  .arg(zero)
                                  .arg(guided)
                                  .arg(agent)
+        QVERIFY(ablationBaselineKey(*store.run(otherModel)) != ablationBaselineKey(*store.run(full)));
+        QVERIFY(ablationBaselineKey(*store.run(kbFormat)) != ablationBaselineKey(*store.run(full)));
+        QCOMPARE(ablationBaselineKey(*store.run(otherWording)), ablationBaselineKey(*store.run(full))); // the wording is compared pairwise
                                  .arg(sweep)),
                  qPrintable(md));
         const QJsonObject routing = reportJson(*r).value(QLatin1String("routing")).toObject();

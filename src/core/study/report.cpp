@@ -547,7 +547,28 @@ QJsonObject ablationBaselineKey(const RunInfo& run)
                        {QStringLiteral("feedback"), toString(feedback)},
                        {QStringLiteral("selection"), toString(selection)},
                        {QStringLiteral("stop_when_correct"), stored.stopWhenCorrect},
-                       {QStringLiteral("compile_only"), isCompileOnlyRun(run)}};
+                       {QStringLiteral("compile_only"), isCompileOnlyRun(run)},
+                       // Same model and server, same answer format (issue 36: a mixed database paired a
+                       // KernelBench-format ablation with a native baseline).
+                       {QStringLiteral("model"), config.model},
+                       {QStringLiteral("endpoint"), config.endpoint},
+                       {QStringLiteral("answer_format"),
+                        config.extra.value(QLatin1String("answer_format")).toString(defaults::answerFormat())}};
+}
+
+// Whether two runs asked with the same wording: every template both stored is the same text. A
+// template only one of them used says nothing against it (an ablation leaves a role out, or swaps
+// the agent's wording for the pilot's under other names).
+bool sameSharedTemplates(const RunInfo& a, const RunInfo& b)
+{
+    const RunConfig ca = RunConfig::fromJson(a.config);
+    const RunConfig cb = RunConfig::fromJson(b.config);
+    for (auto it = ca.templates.cbegin(); it != ca.templates.cend(); ++it) {
+        const auto other = cb.templates.constFind(it.key());
+        if (other != cb.templates.cend() && other.value() != it.value())
+            return false;
+    }
+    return true;
 }
 
 bool RecordedComparison::theirCompiled() const
@@ -676,7 +697,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         for (const RunReport& other : std::as_const(report.runs)) {
             const RunConfig config = RunConfig::fromJson(other.run.config);
             if (!other.ablated.isEmpty() || config.isSweep() || isRoutedRun(other.run) ||
-                ablationBaselineKey(other.run) != key)
+                ablationBaselineKey(other.run) != key || !sameSharedTemplates(run.run, other.run))
                 continue;
             row.baseline = other.run.id;
             row.comparison = comparePaired(run.outcomes, other.outcomes, options.bootstrap);
@@ -684,7 +705,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         }
         if (!row.baseline)
             row.note = QStringLiteral("no baseline: no run without ablation of %1 with the same tasks, n = %2, %3 "
-                                      "turn(s), temperature %4, profile %5 in this report")
+                                      "turn(s), temperature %4, profile %5, model, endpoint, answer format and "
+                                      "wording of the templates both use in this report")
                            .arg(key.value(QLatin1String("regime")).toString())
                            .arg(key.value(QLatin1String("n")).toInt())
                            .arg(key.value(QLatin1String("turns")).toInt())
