@@ -141,7 +141,7 @@ int main(int argc, char** argv)
 
     RunCommandOptions runOptions;
     std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
-                runScale = kwb::defaults::kScale, runAblate, runPrompts, runAnswerFormat;
+                runScale = kwb::defaults::kScale, runAblate, runPrompts, runAnswerFormat, runFeedback;
     std::string runIsolation = "fresh", sweepNs = "1,2,4,8", sweepId;
     // `run` and `sweep` take the same options; only one of them is parsed.
     bool runPauseOn = false, runPauseOff = false, runStopWhenCorrect = false, runNoStopWhenCorrect = false;
@@ -202,6 +202,11 @@ int main(int argc, char** argv)
                           "goes on for speed; stored with the run)");
         command->add_flag("--no-stop-when-correct", runNoStopWhenCorrect,
                           "keep turning after a correct candidate (monotone selection keeps it)");
+        command->add_option("--feedback", runFeedback,
+                            "what turns 2... are shown: last (the previous turn's best candidate, default) or best "
+                            "(the best so far); selection is unchanged (stored with the run)")
+            ->check(CLI::IsMember({kwb::toString(kwb::FeedbackSource::Last).toStdString(),
+                                   kwb::toString(kwb::FeedbackSource::Best).toStdString()}));
         command->add_flag("--pause-generation-while-timing", runPauseOn,
                           "send no new model request while a candidate is on the GPU (default: on for an endpoint "
                           "on this machine)");
@@ -450,6 +455,7 @@ int main(int argc, char** argv)
         runOptions.profile = QString::fromStdString(runProfile);
         runOptions.scale = QString::fromStdString(runScale);
         runOptions.ablate = QString::fromStdString(runAblate);
+        runOptions.feedback = QString::fromStdString(runFeedback);
         runOptions.promptsDir = QString::fromStdString(runPrompts);
         runOptions.answerFormat = QString::fromStdString(runAnswerFormat);
         runOptions.json = json;

@@ -168,6 +168,13 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.temperature = options.temperature;
         if (options.stopWhenCorrect >= 0) // stored with the regime, so a resume keeps it
             request.stopWhenCorrect = options.stopWhenCorrect == 1;
+        if (!options.feedback.isEmpty()) { // stored with the regime (feedback_source) too
+            request.feedbackSource = feedbackSourceFromString(options.feedback);
+            if (!request.feedbackSource)
+                return fail(json, ExitUsage, QStringLiteral("bad_feedback"),
+                            QStringLiteral("--feedback: \"%1\" is neither %2 nor %3")
+                                .arg(options.feedback, toString(FeedbackSource::Last), toString(FeedbackSource::Best)));
+        }
         request.endpoint = options.endpoint;
         request.model = options.model;
         request.profile = options.profile;
@@ -200,6 +207,9 @@ int runRun(Session& session, const RunCommandOptions& options)
     plan.promptsDir = promptsDir;
     if (plan.resumeRunId > 0 && options.stopWhenCorrect >= 0)
         err() << "kwb run: --resume uses the run's stored stop-when-correct setting\n";
+    if (plan.resumeRunId > 0 && !options.feedback.isEmpty())
+        err() << "kwb run: --resume uses the run's stored feedback setting (" << toString(plan.regime.feedbackSource)
+              << ")\n";
     if (plan.sweepNs.isEmpty() || plan.resumeRunId > 0) {
         QJsonObject summary;
         const int code = executePlan(session, options, store, plan, &summary);

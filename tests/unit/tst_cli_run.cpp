@@ -113,9 +113,9 @@ private Q_SLOTS:
     {
         // `kwb sweep --regime agent --n 4,1,2`: a run of the whole agent (3 turns, no stop at a
         // correct candidate) per n, with the same seeds. The server answers correct only for the
-        // seed of sample 1 (43 = kRegimeModelSeed + 1, the agent's seed), so by hand: n = 1 never gets it
-        // (0/1 correct), n = 2 and n = 4 do (1/1), and sample 1's seed is asked at every turn of
-        // both: 3 + 3 times; sample 3's (45) only by n = 4: 3 times.
+        // seed of sample 1 of turn 1 (43 = kRegimeModelSeed + 1, the agent's seed), so by hand: n = 1
+        // never gets it (0/1 correct), n = 2 and n = 4 do (1/1). Each turn has its own seeds
+        // (modelSeedFor): sample 1's seed of each turn is asked by both, sample 3's only by n = 4.
         QList<qint64> seeds;
         m_server->setResponder([&seeds](const QJsonObject& request) {
             const qint64 seed = request.value(QLatin1String("seed")).toInteger(-1);
@@ -161,8 +161,10 @@ private Q_SLOTS:
             // Every turn ran: 3 turns of n candidates.
             QCOMPARE(store.evaluations(runs[i].id).size(), 3 * ns[i]);
         }
-        QCOMPARE(seeds.count(kRegimeModelSeed + 1), 6);
-        QCOMPARE(seeds.count(kRegimeModelSeed + 3), 3);
+        for (int turn = 1; turn <= 3; ++turn) {
+            QCOMPARE(seeds.count(modelSeedFor(kRegimeModelSeed, turn, 1)), 2);
+            QCOMPARE(seeds.count(modelSeedFor(kRegimeModelSeed, turn, 3)), 1);
+        }
         QVERIFY(!seeds.contains(-1));
         const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
         QCOMPARE(summary.value(QLatin1String("sweep")).toString(), sweepId);
@@ -190,8 +192,10 @@ private Q_SLOTS:
         QCOMPARE(eight.value(QLatin1String("id")).toString(), sweepId);
         QCOMPARE(eight.value(QLatin1String("n")).toInt(), 8);
         QCOMPARE(store.evaluations(after.last().id).size(), 24);
-        QCOMPARE(seeds.count(kRegimeModelSeed + 7), 3); // only the new run asked the model
-        QCOMPARE(seeds.count(kRegimeModelSeed + 1), 3);
+        for (int turn = 1; turn <= 3; ++turn) { // only the new run asked the model
+            QCOMPARE(seeds.count(modelSeedFor(kRegimeModelSeed, turn, 7)), 1);
+            QCOMPARE(seeds.count(modelSeedFor(kRegimeModelSeed, turn, 1)), 1);
+        }
         QVERIFY2(continued.err.contains(QStringLiteral("n=8 100.0 %")), qPrintable(continued.err));
         QStringList wrong = more;
         wrong[wrong.indexOf(QStringLiteral("L1:1"))] = QStringLiteral("L2:1");
@@ -251,6 +255,45 @@ private Q_SLOTS:
         const Result full = runKwb(plain);
         QVERIFY2(full.exitCode == 0, qPrintable(full.err));
         QCOMPARE(requests, 7); // analyzer, researcher, generator, then triager + generator twice
+    }
+
+    void feedbackIsStoredNamedAndResumed()
+    {
+        // `kwb run --regime iterative --feedback best`: stored with the regime, in the run's name
+        // (which `kwb report` lists), and a resume keeps it whatever the command line says.
+        m_server->setDefaultReply(reply(QStringLiteral("compile_error")));
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("iterative");
+        const Result r = runKwb(QStringList(args) << QStringLiteral("--feedback") << QStringLiteral("best"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        RunStore store;
+        QVERIFY(store.open(db));
+        const RunInfo run = store.runs().first();
+        QCOMPARE(run.config.value(QLatin1String("regime")).toObject().value(QLatin1String("feedback_source")).toString(),
+                 QStringLiteral("best"));
+        QCOMPARE(run.config.value(QLatin1String("seeds")).toObject().value(QLatin1String("turn_stride")).toInteger(),
+                 kModelSeedTurnStride);
+        QVERIFY2(run.name.contains(QStringLiteral("feedback=best")), qPrintable(run.name));
+        const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+        QCOMPARE(report.exitCode, 0);
+        QVERIFY2(report.out.contains(QStringLiteral("feedback=best")), qPrintable(report.out));
+        const Result resumed = runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume")
+                                             << QString::number(run.id) << QStringLiteral("--feedback")
+                                             << QStringLiteral("last"));
+        QVERIFY2(resumed.err.contains(QStringLiteral("stored feedback setting (best)")), qPrintable(resumed.err));
+
+        // The default is the last attempt.
+        const QString db2 = newDb();
+        QVERIFY(runKwb(runArgs(db2, QStringLiteral("L1:1"))).exitCode == 0);
+        RunStore store2;
+        QVERIFY(store2.open(db2));
+        QCOMPARE(store2.runs().first().config.value(QLatin1String("regime")).toObject()
+                     .value(QLatin1String("feedback_source")).toString(),
+                 QStringLiteral("last"));
+        const Result bad = runKwb(QStringList(args) << QStringLiteral("--feedback") << QStringLiteral("worst"));
+        QVERIFY(bad.exitCode != 0);
+        QVERIFY2(bad.err.contains(QStringLiteral("--feedback")), qPrintable(bad.err));
     }
 
     void workerLimitsAreStoredAndResumed()

@@ -371,10 +371,12 @@ private Q_SLOTS:
         QVERIFY(runToEnd(*c, run, {taskInput()}));
         const auto requests = m_server->requests();
         QCOMPARE(requests.size(), 7); // all three turns, though turn 1 was correct
-        // The triager of turn 2 is shown the correct turn-1 kernel (the selection so far).
+        // The triager of turn 2 is shown the correct turn-1 kernel (the last attempt).
         QVERIFY(userPrompt(requests.at(3)).contains(QStringLiteral("t1 status: correct")));
-        // Turn 3's feedback is the selection so far: still turn 1, not the broken turn 2.
-        QVERIFY(userPrompt(requests.at(5)).contains(QStringLiteral("t1 status: correct")));
+        // Turn 3's triager is shown the last attempt, the broken turn 2, though the task keeps turn 1:
+        // what is shown is not what is selected.
+        QVERIFY(userPrompt(requests.at(5)).contains(QStringLiteral("t2 status: compile_error")));
+        QVERIFY(!userPrompt(requests.at(5)).contains(QStringLiteral("t1 status: correct")));
         QCOMPARE(m_store->evaluations(run).size(), 3);
         const auto chosen = c->selected().value(QStringLiteral("L2/1"));
         QCOMPARE(chosen.turn, chosenTurn);
@@ -386,6 +388,123 @@ private Q_SLOTS:
         QCOMPARE(outcomes.outcomes.size(), 1);
         QVERIFY(outcomes.outcomes.first().correct());
         QCOMPARE(outcomes.outcomes.first().speedup, chosenSpeedup);
+    }
+
+    void retryIsShownTheLastAttempt_data()
+    {
+        QTest::addColumn<QString>("source");
+        QTest::addColumn<QString>("shown");
+        QTest::addColumn<QString>("hidden");
+        // Turn 1 compiles (incorrect), turn 2 is worse (compile_error): turn 3 is shown turn 2 by
+        // default, turn 1 (the best so far) with feedback "best".
+        QTest::newRow("last") << QStringLiteral("last") << QStringLiteral("t2 status") << QStringLiteral("t1 status");
+        QTest::newRow("best") << QStringLiteral("best") << QStringLiteral("t1 status") << QStringLiteral("t2 status");
+    }
+
+    void retryIsShownTheLastAttempt()
+    {
+        QFETCH(QString, source);
+        QFETCH(QString, shown);
+        QFETCH(QString, hidden);
+        Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        QVERIFY(regime.feedbackSource == FeedbackSource::Last); // the default
+        regime.feedbackSource = *feedbackSourceFromString(source);
+        auto c = setUp(regime);
+        m_server->enqueue(reply({answer(QStringLiteral("t1"), QStringLiteral("incorrect"))}));
+        m_server->enqueue(reply({answer(QStringLiteral("t2"), QStringLiteral("compile_error"))}));
+        m_server->enqueue(reply({answer(QStringLiteral("t3"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 3);
+        QVERIFY(userPrompt(requests.at(1)).contains(QStringLiteral("t1 status")));
+        const QString third = userPrompt(requests.at(2));
+        QVERIFY2(third.contains(shown), qPrintable(third));
+        QVERIFY2(!third.contains(hidden), qPrintable(third));
+        // Selection is the regime's either way: monotone keeps the compiled turn 1.
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).turn, 1);
+        // The stored regime says what was shown (a resume reads it back).
+        const Regime stored = Regime::fieldsOf(RunConfig::fromJson(m_store->run(run)->config).regimeJson());
+        QCOMPARE(toString(stored.feedbackSource), source);
+    }
+
+    void lastAttemptIsTheBestOfTheTurnsSamples()
+    {
+        // A turn's n samples share one prompt: the next turn is shown the best of them, from that
+        // turn only (here turn 2's compiled sample 1, not turn 1's better one).
+        Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        regime.n = 2;
+        auto c = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({answer(QStringLiteral("a0"), QStringLiteral("compile_error")),
+                                 answer(QStringLiteral("a1"), QStringLiteral("correct"))}));
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS 1")}));
+        m_server->enqueue(reply({answer(QStringLiteral("b0"), QStringLiteral("compile_error")),
+                                 answer(QStringLiteral("b1"), QStringLiteral("incorrect"))}));
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS 2")}));
+        m_server->enqueue(reply({answer(QStringLiteral("c0"), QStringLiteral("compile_error")),
+                                 answer(QStringLiteral("c1"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QCOMPARE(requests.size(), 7);
+        QVERIFY(userPrompt(requests.at(3)).contains(QStringLiteral("a1 status: correct")));
+        const QString triage2 = userPrompt(requests.at(5));
+        QVERIFY2(triage2.contains(QStringLiteral("b1 status: incorrect")), qPrintable(triage2));
+        QVERIFY(!triage2.contains(QStringLiteral("a1 status")));
+        QVERIFY(!triage2.contains(QStringLiteral("b0 status")));
+        const auto chosen = c->selected().value(QStringLiteral("L2/1"));
+        QCOMPARE(chosen.turn, 1);
+        QCOMPARE(chosen.sample, 1);
+    }
+
+    void eachTurnHasItsOwnSeeds()
+    {
+        // Sample k of turn t is asked with base + 1009·(t−1) + k: no turn replays another's draws,
+        // and every evaluation records the seed its answer was asked with.
+        Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        regime.n = 2;
+        auto c = setUp(regime);
+        LlmSettings s = m_llm->settings();
+        s.serverSupportsN = false; // one call per sample: each carries its own seed
+        s.seed = 100;
+        m_llm->setSettings(s);
+        m_server->setDefaultReply(reply({answer(QStringLiteral("broken"), QStringLiteral("compile_error"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QList<qint64> asked;
+        for (const QJsonObject& r : m_server->requests())
+            asked << r.value(QLatin1String("seed")).toInteger();
+        std::sort(asked.begin(), asked.end());
+        const QList<qint64> expected{100, 101, 1109, 1110, 2118, 2119};
+        QCOMPARE(asked, expected);
+        QCOMPARE(modelSeedFor(100, 3, 1), qint64(2119));
+        QList<qint64> stored;
+        for (const EvaluationRecord& e : m_store->evaluations(run)) {
+            QVERIFY(e.result.value(QLatin1String("model_seed")).isDouble());
+            const qint64 seed = e.result.value(QLatin1String("model_seed")).toInteger();
+            QCOMPARE(seed, modelSeedFor(100, e.turn, e.sample));
+            stored << seed;
+        }
+        std::sort(stored.begin(), stored.end());
+        QCOMPARE(stored, expected);
+
+        // A run stored before per-turn seeds (turn stride 0) resumes asking as it was made.
+        auto old = setUp(regime);
+        s = m_llm->settings(); // the new server's address
+        s.serverSupportsN = false;
+        s.seed = 100;
+        m_llm->setSettings(s);
+        m_server->setDefaultReply(reply({answer(QStringLiteral("broken"), QStringLiteral("compile_error"))}));
+        old->setModelSeedTurnStride(0);
+        const qint64 oldRun = newRun(regime);
+        QVERIFY(runToEnd(*old, oldRun, {taskInput()}));
+        asked.clear();
+        for (const QJsonObject& r : m_server->requests())
+            asked << r.value(QLatin1String("seed")).toInteger();
+        std::sort(asked.begin(), asked.end());
+        QCOMPARE(asked, (QList<qint64>{100, 100, 100, 101, 101, 101}));
     }
 
     void sampleSeedsFollowTheSample()

@@ -33,6 +33,19 @@ QString toString(SelectionMode mode)
     return mode == SelectionMode::Monotone ? QStringLiteral("monotone") : QStringLiteral("last");
 }
 
+QString toString(FeedbackSource source)
+{
+    return source == FeedbackSource::Last ? QStringLiteral("last") : QStringLiteral("best");
+}
+
+std::optional<FeedbackSource> feedbackSourceFromString(const QString& text)
+{
+    for (const FeedbackSource s : {FeedbackSource::Last, FeedbackSource::Best})
+        if (toString(s) == text)
+            return s;
+    return std::nullopt;
+}
+
 std::optional<FeedbackMode> feedbackModeFromString(const QString& text)
 {
     for (const FeedbackMode m : {FeedbackMode::None, FeedbackMode::RawLog, FeedbackMode::Rewrite})
@@ -141,6 +154,7 @@ QJsonObject Regime::toJson() const
                   {QStringLiteral("turns"), turns},
                   {QStringLiteral("feedback"), toString(feedback)},
                   {QStringLiteral("selection"), toString(selection)},
+                  {QStringLiteral("feedback_source"), toString(feedbackSource)},
                   {QStringLiteral("use_profile"), useProfile},
                   {QStringLiteral("stop_when_correct"), stopWhenCorrect},
                   {QStringLiteral("ablated"), QJsonArray::fromStringList(ablated)}};
@@ -170,6 +184,9 @@ Regime Regime::fieldsOf(const QJsonObject& json)
     r.selection =
         selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone")))
             .value_or(r.selection);
+    r.feedbackSource = feedbackSourceFromString(
+                           json.value(QLatin1String("feedback_source")).toString(toString(r.feedbackSource)))
+                           .value_or(r.feedbackSource);
     r.useProfile = json.value(QLatin1String("use_profile")).toBool(false);
     r.stopWhenCorrect = json.value(QLatin1String("stop_when_correct")).toBool(true);
     for (const QJsonValue& v : json.value(QLatin1String("ablated")).toArray())
@@ -191,6 +208,9 @@ std::optional<Regime> Regime::fromJson(const QJsonObject& json, QString* error)
     if (!selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone"))))
         return fail(
             QStringLiteral("regime: unknown selection '%1'").arg(json.value(QLatin1String("selection")).toString()));
+    if (!feedbackSourceFromString(json.value(QLatin1String("feedback_source")).toString(toString(r.feedbackSource))))
+        return fail(QStringLiteral("regime: unknown feedback source '%1' (last or best)")
+                        .arg(json.value(QLatin1String("feedback_source")).toString()));
     if (r.name.isEmpty())
         return fail(QStringLiteral("regime: no name"));
     if (!r.roles.contains(RegimeRole::Generator))

@@ -36,6 +36,13 @@ enum class FeedbackMode {
     Rewrite, ///< also the triager's (or the pilot critic's) rewrite of it
 };
 
+/// Which candidate turns 2… are shown (issue 36): the last attempt, as the study's retries on the
+/// error log, or the best so far. What is shown never decides what the task keeps (`selection`).
+enum class FeedbackSource {
+    Last, ///< the best candidate of the previous turn (its n samples share one prompt), even when worse
+    Best, ///< the best candidate of every turn so far (monotone; ties keep the earlier turn)
+};
+
 /// How the candidate of a task is chosen across turns (selection.h).
 enum class SelectionMode {
     Monotone, ///< the best over all turns (correct, then compiled, then speedup); a later turn never displaces a better
@@ -45,7 +52,9 @@ enum class SelectionMode {
 
 QString toString(FeedbackMode mode);
 QString toString(SelectionMode mode);
+QString toString(FeedbackSource source); ///< "last", "best"
 std::optional<FeedbackMode> feedbackModeFromString(const QString& text);
+std::optional<FeedbackSource> feedbackSourceFromString(const QString& text);
 std::optional<SelectionMode> selectionModeFromString(const QString& text);
 
 /// The study's ablation switches: each `false` switches that part off.
@@ -74,9 +83,12 @@ struct Regime
     /// Every built-in regime sets both (docs/prompts.md): 0.0 where the study gives none, as
     /// KernelBench generates, the agent's 0.7. Unset only in runs stored before they were.
     std::optional<double> temperature; ///< unset: the model client's setting
-    std::optional<qint64> seed;        ///< the model's sampling seed (sample i of a request gets seed + i)
+    std::optional<qint64> seed;        ///< the model's base seed (sample k of turn t: modelSeedFor, runcontroller.h)
     FeedbackMode feedback = FeedbackMode::None;
     SelectionMode selection = SelectionMode::Monotone;
+    /// `feedback_source` in JSON (missing: the default; planResume reads a run stored before the
+    /// option as Best, which it was made with).
+    FeedbackSource feedbackSource = FeedbackSource::Last;
     bool useProfile = false;     ///< the worker's `profile` goes into the prompt context
     /// No further turn once a task has a correct candidate (zero-shot, guided, iterative: a retry
     /// fixes an error). The agent and the pilot go on for speed; `--stop-when-correct` sets it.

@@ -308,16 +308,13 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
     state->deferred = false;
     LlmSettings settings = m_llm->settings();
     settings.n = int(samples.size());
-    // Sample k is always asked with seed base + k, whatever else the request holds (a resume's
-    // missing samples, another n of a sweep): runs of a sweep draw the same first samples.
-    // The base is the run's model seed (runlaunch: asked for, else the regime's), else this
-    // task's regime's.
-    if (!settings.seed && state->regime.seed)
-        settings.seed = state->regime.seed;
+    // Sample k of turn t is always asked with modelSeedFor(base, t, k), whatever else the request
+    // holds (a resume's missing samples, another n of a sweep): runs of a sweep draw the same
+    // samples, and a retry does not replay the turn before.
     settings.sampleSeeds.clear();
-    if (settings.seed)
-        for (int sample : samples)
-            settings.sampleSeeds.append(*settings.seed + sample);
+    for (int sample : samples)
+        if (const auto seed = sampleSeed(state, sample))
+            settings.sampleSeeds.append(*seed);
     if (state->regime.temperature)
         settings.temperature = state->regime.temperature;
     state->llmRequest = m_llm->complete({ChatMessage{QStringLiteral("user"), prompt}}, settings);
@@ -327,6 +324,16 @@ void RunController::requestModel(TaskState* state, const QString& role, const QS
     for (int sample : samples)
         units.append(UnitKey{state->input.id(), state->turn, sample, role});
     Q_EMIT modelRequestStarted(state->llmRequest, units);
+}
+
+std::optional<qint64> RunController::sampleSeed(const TaskState* state, int sample) const
+{
+    // The base is the run's model seed (runlaunch: asked for, else the regime's), else this
+    // task's regime's.
+    const std::optional<qint64> base = m_llm->settings().seed ? m_llm->settings().seed : state->regime.seed;
+    if (!base)
+        return std::nullopt;
+    return modelSeedFor(*base, state->turn, sample, m_seedTurnStride);
 }
 
 void RunController::setGenerationPaused(bool paused)
@@ -405,7 +412,7 @@ void RunController::generate(TaskState* state)
         }
         const auto answered = m_storedAnswers.constFind(key);
         if (answered != m_storedAnswers.cend()) {
-            submitCandidate(state, sample, answered->id, answered->text);
+            submitCandidate(state, sample, answered->id, answered->text, sampleSeed(state, sample));
             continue;
         }
         missing << sample;
@@ -420,7 +427,8 @@ void RunController::generate(TaskState* state)
     maybeTurnDone(state);
 }
 
-void RunController::submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer)
+void RunController::submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer,
+                                    std::optional<qint64> seed)
 {
     CandidateRecord cand;
     cand.responseId = responseId;
@@ -436,7 +444,7 @@ void RunController::submitCandidate(TaskState* state, int sample, qint64 respons
     }
     const qint64 job = m_queue->submit(cand.task, answer, m_evalOptions);
     m_jobTask.insert(job, state->index);
-    state->jobs.insert(job, PendingEval{sample, *candidateId, answer});
+    state->jobs.insert(job, PendingEval{sample, *candidateId, answer, seed});
     ++m_evaluationsSubmitted;
 }
 
@@ -455,6 +463,7 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
     const bool answerRole = role == state->regime.answerRole(state->turn);
     QList<QPair<int, qint64>> toSubmit; // sample -> response id
     QStringList texts;
+    QList<std::optional<qint64>> seeds; // what each was asked with
     for (int i = 0; i < state->llmSamples.size(); ++i) {
         const int sample = state->llmSamples[i];
         const QString text = i < completions.size() ? completions[i].text : QString();
@@ -496,6 +505,7 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
         if (r.error.isEmpty())
             toSubmit.append({sample, *responseId});
         texts << text;
+        seeds << (i < completions.size() && completions[i].seed ? completions[i].seed : sampleSeed(state, sample));
     }
     requestEnded(requestId);
     Q_EMIT roleAnswered(tid, state->turn, role, int(state->llmSamples.size()));
@@ -505,8 +515,10 @@ void RunController::onCompletionFinished(qint64 requestId, const QVector<Complet
         advance(state);
         return;
     }
-    for (const auto& [sample, responseId] : toSubmit)
-        submitCandidate(state, sample, responseId, texts.value(state->llmSamples.indexOf(sample)));
+    for (const auto& [sample, responseId] : toSubmit) {
+        const int i = int(state->llmSamples.indexOf(sample));
+        submitCandidate(state, sample, responseId, texts.value(i), seeds.value(i));
+    }
     maybeTurnDone(state);
 }
 
@@ -555,6 +567,10 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
     const PendingEval pending = state->jobs.take(jobId);
     QJsonObject stored = result;
     stored.insert(QStringLiteral("generation_paused"), m_pauseGenerationWhileTiming);
+    // The seed its answer was asked with, kept beside the verdict (the prompt rows have no column
+    // for it): a reader checks that no two turns of a task drew with one seed.
+    if (pending.seed)
+        stored.insert(QStringLiteral("model_seed"), double(*pending.seed));
     m_store->addEvaluation(pending.candidateId, stored);
     CandidateOutcome c = CandidateOutcome::fromEvaluation(result, state->turn, pending.sample);
     c.candidateId = pending.candidateId;
@@ -614,8 +630,13 @@ void RunController::turnDone(TaskState* state)
                       passedCompileOnly;
     if (last)
         return finishTask(state);
-    QJsonObject feedback = chosen->result;
-    feedback.insert(kFeedbackAnswerKey, chosen->answer);
+    // What the next turn is shown is not what the task keeps: the last attempt (the study's
+    // retries on the error log) unless the regime asks for the best so far.
+    const auto shown = feedbackCandidate(state);
+    if (!shown)
+        return finishTask(state);
+    QJsonObject feedback = shown->result;
+    feedback.insert(kFeedbackAnswerKey, shown->answer);
     state->feedback = feedback;
     state->rewrite.clear();
     ++state->turn;
@@ -638,6 +659,21 @@ std::optional<CandidateOutcome> RunController::selectJudged(const TaskState* sta
         all += turn;
     const std::optional<int> chosen = selectJudgedIndex(all, state->regime.selection, isCompileOnly());
     return chosen ? std::optional<CandidateOutcome>(all.at(*chosen)) : std::nullopt;
+}
+
+std::optional<CandidateOutcome> RunController::feedbackCandidate(const TaskState* state) const
+{
+    if (state->regime.feedbackSource == FeedbackSource::Best) {
+        QList<CandidateOutcome> all;
+        for (const auto& turn : state->turns)
+            all += turn;
+        const auto best = selectJudgedIndex(all, SelectionMode::Monotone, isCompileOnly());
+        return best ? std::optional<CandidateOutcome>(all.at(*best)) : std::nullopt;
+    }
+    // One turn's candidates: the best of them by the same rule (ties: the lower sample).
+    const QList<CandidateOutcome> turn = state->turns.value(state->turn - 1);
+    const auto best = selectJudgedIndex(turn, SelectionMode::Last, isCompileOnly());
+    return best ? std::optional<CandidateOutcome>(turn.at(*best)) : std::nullopt;
 }
 
 void RunController::finishTask(TaskState* state, const QString& error)

@@ -18,8 +18,14 @@
 // Turn logic. Turn 1: analyzer, then researcher (where the regime has them, one answer each),
 // then the answer role (generator) with n samples. Turns 2…turns (only with feedback): the
 // triager or critic first when feedback is Rewrite, then the answer role (`retry` where the regime
-// has one) with `feedback` = the evaluation of the candidate selected so far plus its answer. A
-// task stops early when stopWhenCorrect and a candidate is correct.
+// has one) with `feedback` = the evaluation of the candidate shown plus its answer: the best of the
+// previous turn (the last attempt; a turn's n samples share one prompt, so one candidate is shown),
+// or with FeedbackSource::Best the best so far. What is shown never decides what the task keeps:
+// that is the regime's selection over all turns. A task stops early when stopWhenCorrect and a
+// candidate is correct.
+//
+// Seeds: every request of turn t for sample k is asked with modelSeedFor(base, t, k), so no two
+// turns of a task replay one another's draws and sample k of a turn has the same seed at every n.
 //
 // Everything runs on the owner's thread, driven by the client's and the queue's signals; the
 // controller reacts only to requests and jobs it started itself.
@@ -47,6 +53,20 @@ class EvaluationQueue;
 class LlmClient;
 struct Completion;
 
+/// How far apart the model seeds of consecutive turns are: the first prime above 1000, so turns
+/// never share a seed for n up to 1009, and a server that picks an answer by seed mod its count
+/// (kwb-fixture-llm --stateless) does not come back to the previous turn's answer where the count
+/// divides 1000.
+constexpr qint64 kModelSeedTurnStride = 1009;
+
+/// The seed sample `sample` (from 0) of turn `turn` (from 1) is asked with: base + stride·(turn−1)
+/// + sample. Turn 1 keeps base + sample. Runs stored before per-turn seeds resume with stride 0
+/// (every turn base + sample, as they were made).
+constexpr qint64 modelSeedFor(qint64 base, int turn, int sample, qint64 turnStride = kModelSeedTurnStride)
+{
+    return base + turnStride * (turn - 1) + sample;
+}
+
 /// One task of a run, with the worker's facts about it (any but `task` may be empty).
 struct RunTaskInput
 {
@@ -67,7 +87,7 @@ struct RunTaskInput
 struct TurnNotes
 {
     int turn = 1;
-    QJsonObject feedback; ///< turns 2…: the selected candidate's evaluation plus its `answer`
+    QJsonObject feedback; ///< turns 2…: the shown candidate's evaluation plus its `answer`
     QString analysis;     ///< the analyzer's notes
     QString research;     ///< the researcher's notes
     QString rewrite;      ///< this turn's triager (`diagnosis`) or critic (`critique`) notes
@@ -113,6 +133,9 @@ public:
 
     void setMaxTasksInFlight(int count) { m_maxInFlight = qMax(1, count); }
     int maxTasksInFlight() const { return m_maxInFlight; }
+    /// The seed distance between turns (modelSeedFor); a run's stored `seeds.turn_stride`.
+    void setModelSeedTurnStride(qint64 stride) { m_seedTurnStride = stride; }
+    qint64 modelSeedTurnStride() const { return m_seedTurnStride; }
     /// Fields added to every evaluate request (scale, timing_trials, timeout_ms, …).
     void setEvaluationOptions(const QJsonObject& options) { m_evalOptions = options; }
 
@@ -187,6 +210,7 @@ private:
         int sample = 0;
         qint64 candidateId = 0;
         QString answer;
+        std::optional<qint64> seed; ///< the model seed the answer was asked with
     };
     struct TaskState
     {
@@ -223,6 +247,11 @@ private:
     /// selectAcrossTurns over the candidates that are not machine faults (all of them when every
     /// one is): what is fed back and what the task keeps.
     std::optional<CandidateOutcome> selectJudged(const TaskState* state) const;
+    /// The candidate turn state->turn + 1 is shown (Regime::feedbackSource): the best of this
+    /// turn, or the best so far; machine faults only where there is nothing else.
+    std::optional<CandidateOutcome> feedbackCandidate(const TaskState* state) const;
+    /// The model seed of a sample of the task's current turn; nullopt: no seed is set.
+    std::optional<qint64> sampleSeed(const TaskState* state, int sample) const;
     void maybeFinishRun();
     static QJsonObject context(const TaskState* state);
     /// Cancels a request this controller started and says so (modelRequestEnded).
@@ -230,7 +259,8 @@ private:
     void requestEnded(qint64 requestId);
     bool renderFor(TaskState* state, const QString& role, QString* text);
     void requestModel(TaskState* state, const QString& role, const QString& prompt, const QList<int>& samples);
-    void submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer);
+    void submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer,
+                         std::optional<qint64> seed);
     void recordOutcome(TaskState* state, const CandidateOutcome& outcome);
     void maybeTurnDone(TaskState* state);
     QString templateHash(const QString& templatePath);
@@ -250,6 +280,7 @@ private:
     int m_maxInFlight = 2;
     QJsonObject m_evalOptions;
     ContextBudget m_budget;
+    qint64 m_seedTurnStride = kModelSeedTurnStride;
 
     qint64 m_runId = 0;
     QList<RunTaskInput> m_tasks;

@@ -202,6 +202,9 @@ QString RunPlan::runName() const
         label += QStringLiteral(" [%1]").arg(answerFormat);
     if (!sweepNs.isEmpty())
         return QStringLiteral("%1 sweep n=%2 %3").arg(label).arg(regime.n).arg(taskSpec);
+    // Feedback of the best so far is not the study's: the name says so.
+    if (regime.feedbackSource != FeedbackSource::Last)
+        label += QStringLiteral(" feedback=%1").arg(toString(regime.feedbackSource));
     if (!regime.ablated.isEmpty())
         return QStringLiteral("%1 -%2 %3").arg(label, regime.ablated.join(QStringLiteral(",-")), taskSpec);
     return QStringLiteral("%1 %2").arg(label, taskSpec);
@@ -237,6 +240,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
             r.turns = request.turns;
         if (request.stopWhenCorrect)
             r.stopWhenCorrect = *request.stopWhenCorrect;
+        if (request.feedbackSource)
+            r.feedbackSource = *request.feedbackSource;
         if (request.temperature >= 0)
             r.temperature = request.temperature;
         return r;
@@ -333,14 +338,21 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     if (extra.value(QLatin1String("import")).isObject())
         return failWith(QStringLiteral("run %1 was imported (kwb import), not generated: there is nothing to resume").arg(run.id));
     QString why;
-    const std::optional<Regime> stored = Regime::fromJson(extra.value(QLatin1String("regime")).toObject(), &why);
+    // A regime stored before `feedback_source` existed was shown the best so far: it resumes so.
+    const auto storedRegime = [&why](const QJsonObject& json) {
+        std::optional<Regime> r = Regime::fromJson(json, &why);
+        if (r && !json.contains(QLatin1String("feedback_source")))
+            r->feedbackSource = FeedbackSource::Best;
+        return r;
+    };
+    const std::optional<Regime> stored = storedRegime(extra.value(QLatin1String("regime")).toObject());
     if (!stored)
         return failWith(QStringLiteral("run %1 has no usable regime: %2").arg(run.id).arg(why));
     RunPlan plan;
     plan.regime = *stored;
     const QJsonObject levels = extra.value(QLatin1String("level_regimes")).toObject();
     for (auto it = levels.begin(); it != levels.end(); ++it) {
-        const std::optional<Regime> r = Regime::fromJson(it.value().toObject(), &why);
+        const std::optional<Regime> r = storedRegime(it.value().toObject());
         if (!r)
             return failWith(QStringLiteral("run %1: level %2: %3").arg(run.id).arg(it.key(), why));
         plan.levelRegimes.insert(it.key().toInt(), *r);
@@ -367,6 +379,8 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.sweepId = sweep.value(QLatin1String("id")).toString();
     if (config.seeds.value(QLatin1String("model")).isDouble())
         plan.modelSeed = qint64(config.seeds.value(QLatin1String("model")).toDouble());
+    // Runs stored before per-turn seeds asked every turn with base + sample.
+    plan.modelSeedTurnStride = qint64(config.seeds.value(QLatin1String("turn_stride")).toDouble(0));
     plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
     // Runs stored before the answer format existed were native.
     plan.answerFormat = extra.value(QLatin1String("answer_format")).toString(defaults::answerFormat());
@@ -416,6 +430,8 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
     config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed},
                                {QStringLiteral("model"), plan.modelSeed ? QJsonValue(double(*plan.modelSeed))
                                                                         : QJsonValue(QJsonValue::Null)},
+                               // sample k of turn t: model + turn_stride·(t−1) + k (modelSeedFor)
+                               {QStringLiteral("turn_stride"), double(plan.modelSeedTurnStride)},
                                {QStringLiteral("temperature"), plan.regime.temperature
                                                                    ? QJsonValue(*plan.regime.temperature)
                                                                    : QJsonValue(QJsonValue::Null)}};
@@ -534,6 +550,7 @@ void configureController(RunController& controller, const RunPlan& plan)
         controller.setRegimeForLevel(it.key(), it.value());
     controller.setEvaluationOptions(evaluationOptionsFor(plan));
     controller.setContextBudget(contextBudgetFor(plan));
+    controller.setModelSeedTurnStride(plan.modelSeedTurnStride);
 }
 
 ContextBudget contextBudgetFor(const RunPlan& plan)

@@ -115,12 +115,14 @@ struct RunRequest
     /// (all its turns) with n candidates per turn, the same model seeds (sweepRunPlans). Empty: a
     /// plain run.
     QList<int> sweepNs;
-    /// The model's base seed (sample k of a request is asked with seed + k); nullopt: the
+    /// The model's base seed (sample k of turn t is asked with modelSeedFor); nullopt: the
     /// regime's (every built-in sets kRegimeModelSeed); a sweep of a regime without one pairs its
     /// runs' samples with kDefaultSweepModelSeed.
     std::optional<qint64> modelSeed;
     /// Overrides the regime's stopWhenCorrect (`--stop-when-correct`); nullopt: the regime's.
     std::optional<bool> stopWhenCorrect;
+    /// Overrides what later turns are shown (`--feedback last|best`); nullopt: the regime's (last).
+    std::optional<FeedbackSource> feedbackSource;
     QString promptsDir;
     /// defaults::kAnswerFormatNative or kAnswerFormatKernelBench: sent as `answer_format` in every
     /// compile and evaluate request of the run, stored as `answer_format`.
@@ -163,6 +165,9 @@ struct RunPlan
     QList<int> sweepNs;    ///< a sweep's n values (each run of it stores them all)
     QString sweepId;       ///< the id its runs share (`extra.sweep.id`); empty: not a sweep
     std::optional<qint64> modelSeed; ///< stored as `seeds.model`
+    /// modelSeedFor's distance between turns, stored as `seeds.turn_stride`; a run stored without
+    /// it asked every turn with the same seeds and resumes with 0.
+    qint64 modelSeedTurnStride = kModelSeedTurnStride;
     QString promptsDir;
     QString answerFormat = defaults::answerFormat(); ///< stored as `answer_format`
     qint64 resumeRunId = 0; ///< 0: a new run
@@ -189,8 +194,9 @@ constexpr qint64 kDefaultSweepModelSeed = 1234;
 /// Resolves a request: built-in regimes with the ablations and the n/turns/temperature overrides
 /// applied, per level for routing. nullopt with *error for no tasks or an unknown regime.
 std::optional<RunPlan> planRun(const RunRequest& request, QString* error);
-/// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale and
-/// time-outs), for resuming it. nullopt with *error when the configuration lacks a usable regime,
+/// The plan a stored run was made with (its regimes, tasks, endpoint, model, profile, scale,
+/// time-outs and seeds), for resuming it. A regime stored before `feedback_source` existed was fed
+/// the best so far and resumes so. nullopt with *error when the configuration lacks a usable regime,
 /// or the run was imported (`extra.import`: kwb import).
 std::optional<RunPlan> planResume(const RunInfo& run, QString* error);
 /// A sweep's runs: one plan per n of plan.sweepNs, each the plan's whole regime (every turn) with

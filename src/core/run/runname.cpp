@@ -56,6 +56,8 @@ QStringList runDistinctions(const RunInfo& run)
                 parts << QStringLiteral("feedback %1").arg(toString(stored.feedback));
             if (has("selection") && stored.selection != expected.selection)
                 parts << QStringLiteral("selection %1").arg(toString(stored.selection));
+            if (has("feedback_source") && stored.feedbackSource != expected.feedbackSource)
+                parts << QStringLiteral("feedback=%1").arg(toString(stored.feedbackSource));
             const QString answer = stored.roles.value(RegimeRole::Generator);
             if (has("roles") && !answer.isEmpty() && answer != expected.roles.value(RegimeRole::Generator))
                 parts << QStringLiteral("answer %1").arg(templateName(answer));

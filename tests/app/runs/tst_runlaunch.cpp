@@ -218,6 +218,44 @@ private Q_SLOTS:
         QCOMPARE(evaluationOptionsFor(*resumed).value(QLatin1String("timing_trials")).toInt(), 12);
         QCOMPARE(evaluationOptionsFor(*resumed), evaluationOptionsFor(*plan));
 
+        // What later turns are shown and the seeds' turn stride are stored and resumed.
+        QCOMPARE(config->seeds.value(QLatin1String("turn_stride")).toInteger(), kModelSeedTurnStride);
+        QCOMPARE(resumed->modelSeedTurnStride, kModelSeedTurnStride);
+        QCOMPARE(config->regimeJson().value(QLatin1String("feedback_source")).toString(), QStringLiteral("last"));
+        QVERIFY(resumed->regime.feedbackSource == FeedbackSource::Last);
+        RunRequest best = request;
+        best.routing.reset();
+        best.regime = QStringLiteral("iterative");
+        best.feedbackSource = FeedbackSource::Best;
+        const auto bestPlan = planRun(best, &error);
+        QVERIFY(bestPlan);
+        QCOMPARE(bestPlan->runName(), QStringLiteral("iterative feedback=best L1:1,L2:1"));
+        const auto bestConfig = runConfigFor(*bestPlan, device, hello, &error);
+        QVERIFY(bestConfig);
+        const auto bestId = store.createRun(bestPlan->runName(), bestPlan->regimeLabel(), *bestConfig);
+        QVERIFY(bestId);
+        const auto bestResumed = planResume(*store.run(*bestId), &error);
+        QVERIFY(bestResumed);
+        QVERIFY(bestResumed->regime.feedbackSource == FeedbackSource::Best);
+        // A run stored before either existed was shown the best so far and asked every turn with the
+        // same seeds: it resumes so.
+        RunConfig older = *config;
+        QJsonObject regimeJson = older.extra.value(QLatin1String("regime")).toObject();
+        regimeJson.remove(QLatin1String("feedback_source"));
+        older.extra.insert(QStringLiteral("regime"), regimeJson);
+        older.extra.insert(QStringLiteral("level_regimes"), QJsonObject{});
+        older.seeds.remove(QLatin1String("turn_stride"));
+        const auto olderId = store.createRun(QStringLiteral("older"), QStringLiteral("agent"), older);
+        QVERIFY(olderId);
+        const auto olderResumed = planResume(*store.run(*olderId), &error);
+        QVERIFY2(olderResumed, qPrintable(error));
+        QVERIFY(olderResumed->regime.feedbackSource == FeedbackSource::Best);
+        QCOMPARE(olderResumed->modelSeedTurnStride, qint64(0));
+        QJsonObject unknown = regimeJson;
+        unknown.insert(QStringLiteral("feedback_source"), QStringLiteral("worst"));
+        QVERIFY(!Regime::fromJson(unknown, &error));
+        QVERIFY(error.contains(QStringLiteral("worst")));
+
         const auto broken = store.createRun(QStringLiteral("x"), QStringLiteral("x"), QJsonObject{});
         QVERIFY(!planResume(*store.run(*broken), &error));
         QVERIFY(error.contains(QStringLiteral("no usable regime")));
