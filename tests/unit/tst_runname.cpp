@@ -81,6 +81,10 @@ private Q_SLOTS:
         Regime cold = builtin("agent");
         cold.temperature = 0.2;
         QCOMPARE(runDistinctions(storedRun(8, cold)), QStringList{QStringLiteral("T=0.2")});
+        // Later turns shown the best so far instead of the last attempt (issue 36).
+        Regime best = builtin("iterative");
+        best.feedbackSource = FeedbackSource::Best;
+        QCOMPARE(runDistinctions(storedRun(11, best)), QStringList{QStringLiteral("feedback=best")});
         QCOMPARE(runDistinctions(storedRun(9, builtin("agent"), QStringLiteral("kernelbench-fp32"), false,
                                            QJsonObject{{QStringLiteral("compile_only"), true}})),
                  QStringList{QStringLiteral("compile-only")});
