@@ -444,17 +444,18 @@ private Q_SLOTS:
             return QStringLiteral("%1\u00D7 / %2\u00D7").arg(QString::number(m.meanSpeedup, 'f', 2), QString::number(m.bestSpeedup, 'f', 2));
         };
         const auto torchOnly = [](const Metrics& m) { return QStringLiteral("%1 of %2").arg(m.torchOnlyCorrect).arg(m.correct); };
-        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 | %5 | %6 "
+        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %7 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 | %5 | %6 "
                                             "| 600 / 300 | 6.0 s |\n")
                                  .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3),
-                                      meanBest(a), torchOnly(a));
+                                      meanBest(a), torchOnly(a), clearFast1Text(a));
         QVERIFY2(md.contains(rowA), qPrintable(md + QStringLiteral("\nwanted:\n") + rowA));
         QVERIFY(rowA.contains(QStringLiteral("| 50.0 % [")) && rowA.contains(QStringLiteral("| 16.7 % ["))
                 && rowA.contains(QStringLiteral("| 66.7 % [")) && rowA.contains(QStringLiteral("| 1.00\u00D7 [")));
-        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 | %5 | %6 "
+        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %7 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 | %5 | %6 "
                                             "| 90 / 180 | 4.5 s |\n")
                                  .arg(pct(b.correctPct), pct(b.fast1Pct), pct(b.compiledPct), geo(b.geomeanSpeedup, 3),
-                                      meanBest(b), torchOnly(b));
+                                      meanBest(b), torchOnly(b), clearFast1Text(b));
+        QVERIFY(a.clearFast1 <= a.fast1 && b.clearFast1 <= b.fast1);
         QVERIFY2(std::isfinite(a.meanSpeedup) && a.bestSpeedup >= a.meanSpeedup, qPrintable(meanBest(a)));
         QVERIFY2(md.contains(rowB), qPrintable(md + QStringLiteral("\nwanted:\n") + rowB));
         QVERIFY(rowB.contains(QStringLiteral("| 33.3 % [")) && rowB.contains(QStringLiteral("| 83.3 % ["))

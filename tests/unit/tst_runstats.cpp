@@ -87,7 +87,26 @@ private Q_SLOTS:
         // correct speed-ups 2, 0.5, 1, 4: mean 7.5 / 4, best 4; the incorrect L2/1 does not count
         outcomes[3].torchOnly = true; // L2/2, correct at 1.0: a torch-only tie
         outcomes[2].torchOnly = true; // L2/1, not correct: not counted
+        // Clear fast_1: L1/1 (2.0) with its interval wholly above 1; L3/2 (4.0) with one reaching 0.9;
+        // L2/2 (1.0) is not fast at all.
+        outcomes[0].speedupLow = 1.5;
+        outcomes[0].speedupHigh = 2.5;
+        outcomes[5].speedupLow = 0.9;
+        outcomes[5].speedupHigh = 6.0;
         const Metrics m = summarize(outcomes).overall;
+        QCOMPARE(m.fast1, 2);
+        QCOMPARE(m.clearFast1, 1);
+        QVERIFY(qFuzzyCompare(m.clearFast1Pct.value, 100.0 / 6.0));
+        QVERIFY(contains(m.clearFast1Pct));
+        QCOMPARE(m.clearFast1Undecided, 0);
+        // A fast task without an interval (a result from before intervals were kept) leaves clear
+        // fast_1 undecided: not a 0.
+        outcomes[0].speedupLow = outcomes[0].speedupHigh = std::nan("");
+        const Metrics undecided = summarize(outcomes).overall;
+        QCOMPARE(undecided.clearFast1, 0);
+        QCOMPARE(undecided.clearFast1Undecided, 1);
+        QCOMPARE(clearFast1Text(undecided), QStringLiteral("n/a"));
+        QVERIFY(clearFast1Text(m).startsWith(QStringLiteral("16.7 % [")));
         QVERIFY(qFuzzyCompare(m.meanSpeedup, 7.5 / 4.0));
         QCOMPARE(m.bestSpeedup, 4.0);
         QCOMPARE(m.torchOnlyCorrect, 1);

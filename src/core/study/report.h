@@ -260,6 +260,9 @@ std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord
 /// 10–30 tasks its ends fall on whole tasks; the CSV and JSON exports keep the exact ends); "–"
 /// when there is no value (no task).
 QString percentText(const Estimate& estimate);
+/// Clear fast_1 as a cell: percentText of it, or "n/a" where a fast task's speed-up has no
+/// interval to decide it by (Metrics::clearFast1Undecided).
+QString clearFast1Text(const Metrics& metrics);
 /// The geometric-mean speed-up so: "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
 QString geomeanSpeedupText(const Metrics& metrics);
 

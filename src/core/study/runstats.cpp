@@ -88,6 +88,8 @@ struct Tally
     int tasks = 0;
     int correct = 0;
     int fast1 = 0;
+    int clearFast1 = 0;
+    int clearFast1Undecided = 0;
     int compiled = 0;
     double logSum = 0.0;
     int logCount = 0;
@@ -111,6 +113,10 @@ struct Tally
         }
         if (outcome.fast1())
             ++fast1;
+        if (outcome.clearlyFastP(1.0))
+            ++clearFast1;
+        else if (outcome.fast1() && !(std::isfinite(outcome.speedupLow) && std::isfinite(outcome.speedupHigh)))
+            ++clearFast1Undecided;
         if (outcome.compiled)
             ++compiled;
     }
@@ -162,12 +168,13 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
     for (const TaskOutcome& outcome : outcomes)
         point.add(outcome);
 
-    std::vector<double> correct, fast1, compiled, geomean;
+    std::vector<double> correct, fast1, clearFast1, compiled, geomean;
     const std::size_t n = std::size_t(outcomes.size());
     if (n > 0 && options.resamples > 0) {
         IndexDraw draw(options.seed);
         correct.reserve(std::size_t(options.resamples));
         fast1.reserve(std::size_t(options.resamples));
+        clearFast1.reserve(std::size_t(options.resamples));
         compiled.reserve(std::size_t(options.resamples));
         geomean.reserve(std::size_t(options.resamples));
         for (int r = 0; r < options.resamples; ++r) {
@@ -176,6 +183,7 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
                 tally.add(outcomes.at(qsizetype(draw.below(n))));
             correct.push_back(tally.pct(tally.correct));
             fast1.push_back(tally.pct(tally.fast1));
+            clearFast1.push_back(tally.pct(tally.clearFast1));
             compiled.push_back(tally.pct(tally.compiled));
             geomean.push_back(tally.geomean());
         }
@@ -185,6 +193,8 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
     metrics.tasks = point.tasks;
     metrics.correct = point.correct;
     metrics.fast1 = point.fast1;
+    metrics.clearFast1 = point.clearFast1;
+    metrics.clearFast1Undecided = point.clearFast1Undecided;
     metrics.compiled = point.compiled;
     metrics.geomeanCount = point.logCount;
     metrics.meanSpeedup = point.mean();
@@ -192,6 +202,7 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
     metrics.torchOnlyCorrect = point.torchOnlyCorrect;
     metrics.correctPct = proportion(point.correct, point.tasks, std::move(correct), options.confidence);
     metrics.fast1Pct = proportion(point.fast1, point.tasks, std::move(fast1), options.confidence);
+    metrics.clearFast1Pct = proportion(point.clearFast1, point.tasks, std::move(clearFast1), options.confidence);
     metrics.compiledPct = proportion(point.compiled, point.tasks, std::move(compiled), options.confidence);
     metrics.geomeanSpeedup = interval(point.geomean(), std::move(geomean), options.confidence);
     if (point.logCount < 2) // one kernel: every resample that holds it gives its own speed-up

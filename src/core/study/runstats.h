@@ -79,9 +79,16 @@ struct Metrics
     int tasks = 0;
     int correct = 0;  ///< "solved" in the study's per-level column
     int fast1 = 0;
+    /// Correct with the speed-up's 95 % interval wholly above 1 (TaskOutcome::clearlyFastP(1)): the
+    /// headline, where plain fast_1 counts a 1.002× that noise could have made.
+    int clearFast1 = 0;
+    /// fast_1 tasks whose speed-up has no interval (results from before intervals were kept): for
+    /// them "clearly" cannot be decided, so clear fast_1 is not measured where this is not 0.
+    int clearFast1Undecided = 0;
     int compiled = 0;
     Estimate correctPct;
     Estimate fast1Pct;    ///< over ALL tasks, not over the correct ones
+    Estimate clearFast1Pct; ///< over ALL tasks
     Estimate compiledPct;
     /// Geometric mean of the speedups of correct kernels (those with a positive finite speedup);
     /// its interval comes from the resamples that hold at least one such kernel.
