@@ -344,6 +344,13 @@ private Q_SLOTS:
             QCOMPARE(f.at(i).clear, clear.at(i));
         }
         QCOMPARE(f.at(3).fastPct(), 60.0);  // fast_1: 3 of 5
+        // L1/4 (0.90, no interval) is fast at p = 0 and 0.5 and 0.8, where "clearly" cannot be
+        // decided for it: those cells read n/a; at p = 1 and above it is not fast, so they are decided.
+        const QList<int> undecided{1, 1, 1, 0, 0, 0};
+        for (int i = 0; i < f.size(); ++i)
+            QCOMPARE(f.at(i).undecided, undecided.at(i));
+        QCOMPARE(f.at(0).plainAndClearText(), QStringLiteral("80.0 % / n/a"));
+        QCOMPARE(f.at(3).plainAndClearText(), QStringLiteral("60.0 % / 40.0 %"));
         QCOMPARE(f.at(3).clearPct(), 40.0); // clear fast_1: 2 of 5
     }
 

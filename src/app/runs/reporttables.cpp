@@ -169,11 +169,13 @@ TextTable fastPTable(const Report& report)
         QStringList cells = {run.label()};
         QStringList tips = emptyTips(int(table.headers.size()));
         for (const FastP& f : run.fastP) {
-            tips[cells.size()] = tr("%1 of %2 tasks correct with a speed-up above %3; %4 with its interval wholly above it")
-                                     .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.clear);
-            cells << (run.compileOnly ? tr("not measured")
-                                      : QStringLiteral("%1 % / %2 %").arg(QString::number(f.fastPct(), 'f', 1),
-                                                                          QString::number(f.clearPct(), 'f', 1)));
+            tips[cells.size()] = f.undecided > 0
+                                     ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: %4 of them "
+                                          "have a speed-up without an interval")
+                                           .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.undecided)
+                                     : tr("%1 of %2 tasks correct with a speed-up above %3; %4 with its interval wholly above it")
+                                           .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.clear);
+            cells << (run.compileOnly ? tr("not measured") : f.plainAndClearText());
         }
         table.rows.append(cells);
         table.tooltips.append(tips);

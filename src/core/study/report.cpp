@@ -133,7 +133,8 @@ QJsonArray fastPJson(const QList<FastP>& rows)
     for (const FastP& f : rows)
         out.append(QJsonObject{{QStringLiteral("p"), f.p}, {QStringLiteral("tasks"), f.tasks},
                                {QStringLiteral("fast"), f.fast}, {QStringLiteral("fast_pct"), f.fastPct()},
-                               {QStringLiteral("clear"), f.clear}, {QStringLiteral("clear_pct"), f.clearPct()}});
+                               {QStringLiteral("clear"), f.clear}, {QStringLiteral("clear_pct"), f.clearPct()},
+                               {QStringLiteral("clear_undecided"), f.undecided}});
     return out;
 }
 
@@ -274,6 +275,11 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly)
     return outcome;
 }
 
+QString FastP::plainAndClearText() const
+{
+    return fixed(fastPct(), 1) + QStringLiteral(" % / ") + (undecided > 0 ? QStringLiteral("n/a") : fixed(clearPct(), 1) + QStringLiteral(" %"));
+}
+
 QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
 {
     QList<FastP> out;
@@ -284,6 +290,7 @@ QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
         for (const TaskOutcome& o : outcomes) {
             f.fast += o.fastP(p);
             f.clear += o.clearlyFastP(p);
+            f.undecided += o.fastP(p) && !o.clearlyFastP(p) && !(std::isfinite(o.speedupLow) && std::isfinite(o.speedupHigh));
         }
         out.append(f);
     }
@@ -789,7 +796,7 @@ QString fastPMarkdown(const Report& report)
 {
     QString md = QStringLiteral("\n## fast_p (plain / clear)\n\n"
                                 "fast_p: correct with a speed-up above p, over all tasks; clear: its 95 % interval "
-                                "lies wholly above p (a speed-up without an interval never counts as clear).\n\n");
+                                "lies wholly above p (n/a where a fast task's speed-up has no interval to decide it by).\n\n");
     QStringList header{QStringLiteral("run")};
     for (double p : kFastPThresholds)
         header << QStringLiteral("fast_%1 %").arg(p);
@@ -798,7 +805,7 @@ QString fastPMarkdown(const Report& report)
         QStringList row{run.label()};
         for (const FastP& f : run.fastP)
             row << (run.compileOnly ? QStringLiteral("not measured")
-                                    : fixed(f.fastPct(), 1) + QStringLiteral(" / ") + fixed(f.clearPct(), 1));
+                                    : f.plainAndClearText());
         md += mdRow(row);
     }
     return md;

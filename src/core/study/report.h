@@ -127,8 +127,13 @@ struct FastP
     int tasks = 0;
     int fast = 0;
     int clear = 0;
+    /// Fast tasks whose speed-up has no interval: "clearly" cannot be decided for them, so the
+    /// clear share is not measured where this is not 0.
+    int undecided = 0;
     double fastPct() const { return tasks ? 100.0 * fast / tasks : 0.0; }
     double clearPct() const { return tasks ? 100.0 * clear / tasks : 0.0; }
+    /// "12.5 % / 10.0 %" (plain / clear), the clear share "n/a" where undecided.
+    QString plainAndClearText() const;
 };
 /// One FastP per kFastPThresholds entry.
 QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes);
