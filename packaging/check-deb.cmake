@@ -36,7 +36,8 @@ set(expected
     "./usr/share/kernel-workbench/tasks/level1/01_square_matrix_multiplication.toml"
     "./usr/share/kernel-workbench/tasks/level2/"
     "./usr/share/kernel-workbench/tasks/level3/"
-    "./usr/share/kernel-workbench/prompts/")
+    "./usr/share/kernel-workbench/prompts/"
+    "./usr/share/kernel-workbench/gpus/datasheets.json")
 if(WITH_WORKER)
   list(APPEND expected "./usr/bin/kwb-worker")
 endif()

@@ -1,13 +1,13 @@
 # A Debian package of what `cmake --install` lays down (docs/building.md, "Packaging"):
 #   bin/kernel-workbench, bin/kwb, bin/kwb-worker (when KWB_BUILD_WORKER is on),
-#   share/kernel-workbench/{tasks,prompts}, the desktop file and the icon.
+#   share/kernel-workbench/{tasks,prompts,gpus}, the desktop file and the icon.
 # Included at the end of the top-level CMakeLists.txt, after every install() rule.
 #
 #   cmake --build build/release && (cd build/release && cpack -G DEB)
 #
 # The programs find their data relative to themselves (bin/../share/kernel-workbench: the
-# worker's defaultTasksDir(), kwb's defaultPromptsDir()), so the package installs under /usr
-# and needs no configuration.
+# worker's defaultTasksDir(), kwb's defaultPromptsDir() and defaultGpuTablePath()), so the
+# package installs under /usr and needs no configuration.
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME kernel-workbench)

@@ -2,6 +2,8 @@
 // Parser for a model's whole Markdown answer in the candidate format (docs/candidate-format.md).
 // Pure text processing: no CUDA, no torch, so it runs and is tested on any machine.
 
+#include "core/protocol/protocollimits.h" // plain C++: the answer limit both sides check
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -61,8 +63,9 @@ struct ParseResult {
     std::optional<FormatError> error;
 };
 
-// Answers larger than this are refused (code too_large).
-constexpr std::size_t kMaxAnswerBytes = std::size_t(1) << 20;
+// Answers larger than this are refused (code too_large): core/protocol/protocollimits.h's, which
+// the model client checks too.
+constexpr std::size_t kMaxAnswerBytes = std::size_t(ProtocolLimits::kMaxAnswerBytes);
 
 // Parameters of the top-level "def forward(...)" in TorchScript source. Handles multi-line
 // definitions, comments, defaults ("s: float = 1.0": the default is dropped) and normalises type

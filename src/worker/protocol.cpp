@@ -204,12 +204,16 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
         return RequestProblem{"bad_request", "unknown request type " + describeValue(request["type"])};
     // Counts a request may set, with what a run can need; a count beyond is a mistake or an
     // attempt to hold the GPU (hours of trials) or memory (one set of outputs per trial).
+    // The bounds are core/protocol/protocollimits.h's, which the client checks too.
     struct Count {
         const char* field;
         int lo, hi;
     };
     static const Count kCounts[] = {
-        {"correctness_trials", 1, 100}, {"timing_trials", 1, 10000}, {"warmup", 0, 1000}, {"trials", 1, 1000}};
+        {"correctness_trials", TrialLimits::Correctness.min, TrialLimits::Correctness.max},
+        {"timing_trials", TrialLimits::Timing.min, TrialLimits::Timing.max},
+        {"warmup", TrialLimits::Warmup.min, TrialLimits::Warmup.max},
+        {"trials", TrialLimits::Profile.min, TrialLimits::Profile.max}};
     for (const Count& c : kCounts) {
         if (request.contains(c.field) && !integerIn(request[c.field], c.lo, c.hi))
             return RequestProblem{"bad_request", std::string(c.field) + " must be an integer from " + std::to_string(c.lo) +

@@ -1,5 +1,7 @@
 #pragma once
 // Worker side of docs/protocol.md: JSON lines on stdin, responses on a private descriptor.
+#include "core/protocol/protocollimits.h" // plain C++: the limits both sides check
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -14,7 +16,8 @@ struct ParsedCandidate;
 namespace kwb::protocol {
 
 constexpr int kVersion = 1;
-constexpr std::size_t kMaxLineBytes = 16u << 20;
+/// core/protocol/protocollimits.h's, shared with the client.
+constexpr std::size_t kMaxLineBytes = std::size_t(ProtocolLimits::kMaxLineBytes);
 
 /// `evaluate`'s request flag (a boolean, default false) and the response key it adds: the
 /// candidate's measured HBM traffic (docs/protocol.md §evaluate, "traffic"). The client spells
@@ -71,8 +74,9 @@ struct RequestProblem {
 
 /// The checks every request gets before it is handled (docs/protocol.md "Framing and limits"):
 /// `id` a string of at most kMaxIdBytes, a number or null; `type` a string of at most
-/// kMaxTypeBytes; the trial counts (correctness_trials 1..100, timing_trials 1..10000,
-/// warmup 0..1000, trials 1..1000) integers in range. Returns nullopt when all hold.
+/// kMaxTypeBytes; the trial counts (correctness_trials, timing_trials, warmup, trials) integers
+/// within core/protocol/protocollimits.h's TrialLimits, shared with the client. Returns nullopt
+/// when all hold.
 std::optional<RequestProblem> checkRequest(const nlohmann::json& request);
 
 /// The request's "device" field: the one place it is read. Forms: "cuda" (the first GPU, or

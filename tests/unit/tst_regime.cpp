@@ -3,6 +3,8 @@
 
 #include "core/run/regime.h"
 
+#include <QDir>
+#include <QDirIterator>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QTest>
@@ -111,6 +113,40 @@ private Q_SLOTS:
             builtin("agent").withAblations(Ablations::fromOffNames({QStringLiteral("competence_matched")}));
         for (const QString& path : ablated.roles)
             QVERIFY2(QFileInfo::exists(QStringLiteral(KWB_PROMPTS_DIR "/") + path), qPrintable(path));
+    }
+
+    // The regimes are defined once, here in C++ (docs/decisions.md, 2026-12-03): each shipped
+    // template set holds exactly the role templates the built-ins and the competence ablation name,
+    // no more and no fewer, and no set carries a manifest of its own that could say otherwise.
+    void everyShippedSetHasTheRegimesTemplates_data()
+    {
+        QTest::addColumn<QString>("dir");
+        QTest::newRow("study") << QStringLiteral(KWB_PROMPTS_DIR);
+        QTest::newRow("workbench-v1") << QStringLiteral(KWB_PROMPTS_DIR "/../prompts-workbench-v1");
+        QTest::newRow("kernelbench") << QStringLiteral(KWB_PROMPTS_DIR "/../prompts-kernelbench");
+    }
+
+    void everyShippedSetHasTheRegimesTemplates()
+    {
+        QFETCH(QString, dir);
+        QStringList named;
+        for (const QString& name : Regime::builtinNames())
+            named << Regime::builtin(name)->roles.values();
+        named << builtin("agent")
+                     .withAblations(Ablations::fromOffNames({QStringLiteral("competence_matched")}))
+                     .roles.values();
+        named.removeDuplicates();
+        named.sort();
+        QStringList present;
+        QDirIterator it(dir, {QStringLiteral("*.mustache")}, QDir::Files, QDirIterator::Subdirectories);
+        while (it.hasNext()) {
+            const QString rel = QDir(dir).relativeFilePath(it.next());
+            if (!rel.startsWith(QLatin1String("partials/")))
+                present << rel;
+        }
+        present.sort();
+        QCOMPARE(present, named);
+        QVERIFY(!QFileInfo::exists(QDir(dir).filePath(QStringLiteral("manifest.toml"))));
     }
 
     void ablations()

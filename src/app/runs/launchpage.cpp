@@ -6,6 +6,7 @@
 #include "core/model/secrets.h"
 #include "core/workers/workertarget.h"
 #include "core/protocol/defaults.h"
+#include "core/protocol/protocollimits.h"
 #include "core/protocol/workerresponses.h"
 #include "core/study/report.h"
 #include "core/workers/workerlauncher.h"
@@ -438,7 +439,7 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_timeout->setValue(defaults::kEvaluationTimeoutS);
     m_timingTrials = new QSpinBox(box);
     m_timingTrials->setObjectName(QStringLiteral("timingTrialsSpin"));
-    m_timingTrials->setRange(0, 10000);
+    m_timingTrials->setRange(0, TrialLimits::Timing.max); // 0: the profile's
     m_timingTrials->setSpecialValueText(tr("the profile's"));
     m_isolation = new QComboBox(box);
     m_isolation->setObjectName(QStringLiteral("isolationCombo"));

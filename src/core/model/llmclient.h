@@ -19,6 +19,7 @@
 // from the event loop, never from inside complete() or cancel().
 
 #include "core/protocol/defaults.h"
+#include "core/protocol/protocollimits.h"
 
 #include <QElapsedTimer>
 #include <QJsonObject>
@@ -42,10 +43,10 @@ class QTimer;
 
 namespace kwb {
 
-/// The longest answer a model may give, in UTF-8 bytes: the candidate format's limit (the
-/// worker's kMaxAnswerBytes in src/worker/candidate_parser.hpp, docs/candidate-format.md), so an
+/// The longest answer a model may give, in UTF-8 bytes: the candidate format's limit
+/// (core/protocol/protocollimits.h, which the worker includes too; docs/candidate-format.md), so an
 /// answer the worker would refuse as too_large is refused here before it is stored or reused.
-constexpr qsizetype kMaxAnswerBytes = qsizetype(1) << 20;
+constexpr qsizetype kMaxAnswerBytes = qsizetype(ProtocolLimits::kMaxAnswerBytes);
 /// A model request's total time (connect, first byte, whole answer, retries) unless the run sets
 /// another (`--model-timeout`, the Launch page's "Model time-out").
 constexpr int kDefaultModelDeadlineMs = 300 * 1000;

@@ -1,9 +1,9 @@
 #pragma once
 // Prompt template sets. A set is a directory laid out like prompts/ (docs/prompts.md): regime
-// folders with one `<role>.mustache` each, `partials/` with the `{{> name}}` files, and the
-// manifest. PromptRenderer renders any set given its directory, and `kwb run --prompts DIR` runs
-// one, so a set is complete: "save as" copies every file of the source set, then applies the
-// edits.
+// folders with one `<role>.mustache` each and `partials/` with the `{{> name}}` files; which
+// regime has which roles is core/run/regime.cpp's. PromptRenderer renders any set given its
+// directory, and `kwb run --prompts DIR` runs one, so a set is complete: "save as" copies every
+// file of the source set, then applies the edits.
 //
 // The shipped set (prompts/ of the source tree or share/kernel-workbench/prompts) is read-only:
 // the study's runs record its wording. User sets live in

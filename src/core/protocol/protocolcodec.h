@@ -1,7 +1,10 @@
 #pragma once
 // Client side of docs/protocol.md: one JSON object per '\n'-terminated line, each line at most
-// 16 MiB. The worker side (src/worker/protocol.hpp) has no Qt; the two meet only in the document
-// and its golden files under tests/protocol/.
+// 16 MiB. The worker side (src/worker/protocol.hpp) has no Qt; the two meet in the document, its
+// golden files under tests/protocol/ and the limits of core/protocol/protocollimits.h (plain C++,
+// which both include).
+
+#include "core/protocol/protocollimits.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -13,8 +16,9 @@ namespace kwb {
 /// The protocol version this client speaks. A worker that reports a newer one is refused.
 constexpr int kProtocolVersion = 1;
 
-/// The largest line either side may write, the terminating '\n' included.
-constexpr qsizetype kMaxLineBytes = qsizetype(16) * 1024 * 1024;
+/// The largest line either side may write, the terminating '\n' included: core/protocol/protocollimits.h's,
+/// shared with the worker.
+constexpr qsizetype kMaxLineBytes = qsizetype(ProtocolLimits::kMaxLineBytes);
 
 namespace ProtocolCodec {
 

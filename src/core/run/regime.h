@@ -4,6 +4,8 @@
 // task is selected across turns. The study's five regimes are built in (builtin()); a run stores
 // its regime with toJson() and fromJson() reads it back, so a resumed run uses the same settings.
 // Ablations (the study's "switch off one part at a time") are applied with withAblations().
+// This is the one definition of the regimes (docs/decisions.md, 2026-12-03, "The regimes are
+// defined once, in C++"): a template set holds only their wording, one file per role.
 
 #include <QJsonObject>
 #include <QMap>
@@ -19,7 +21,8 @@ constexpr qint64 kRegimeModelSeed = 42;
 /// The temperature of the built-in regimes the study gives none for, as KernelBench generates.
 constexpr double kRegimeGreedyTemperature = 0.0;
 
-/// Role names: the keys of Regime::roles (the manifest's roles, prompts/manifest.toml).
+/// Role names: the keys of Regime::roles. Each is a template `<regime>/<role>.mustache` of every
+/// template set; generator and retry write the answer, the others notes for the next role.
 namespace RegimeRole {
 inline const QString Analyzer = QStringLiteral("analyzer");     ///< notes -> `analysis` (turn 1)
 inline const QString Researcher = QStringLiteral("researcher"); ///< notes -> `research` (turn 1)

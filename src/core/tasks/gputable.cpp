@@ -1,10 +1,21 @@
 #include "core/tasks/gputable.h"
 
+#include <QCoreApplication>
+#include <QDebug>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonParseError>
 #include <QJsonValue>
+#include <QMap>
+#include <QRegularExpression>
 #include <QStringList>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 namespace kwb {
@@ -22,121 +33,413 @@ Roof roof(Roof::Kind kind, Roof::Origin origin, double value, const QString& lab
     return r;
 }
 
-Roof datasheet(Roof::Kind kind, double value, const QString& note = QString())
+QString defaultLabel(Roof::Kind kind)
 {
-    QString label;
     switch (kind) {
-    case Roof::Kind::Memory: label = QStringLiteral("HBM"); break;
-    case Roof::Kind::Fp32: label = QStringLiteral("FP32"); break;
-    case Roof::Kind::Tf32Tensor: label = QStringLiteral("TF32 tensor"); break;
-    case Roof::Kind::Bf16Tensor: label = QStringLiteral("BF16/FP16 tensor"); break;
-    case Roof::Kind::Fp16Tensor: label = QStringLiteral("FP16 tensor"); break;
+    case Roof::Kind::Memory: return QStringLiteral("HBM");
+    case Roof::Kind::Fp32: return QStringLiteral("FP32");
+    case Roof::Kind::Tf32Tensor: return QStringLiteral("TF32 tensor");
+    case Roof::Kind::Bf16Tensor: return QStringLiteral("BF16/FP16 tensor");
+    case Roof::Kind::Fp16Tensor: return QStringLiteral("FP16 tensor");
     }
-    return roof(kind, Roof::Origin::Datasheet, value, label, note);
+    return QString();
 }
 
-constexpr qint64 MiB = 1024 * 1024;
+// The GPU table's file (gpus/datasheets.json; docs/roofline.md "The GPU table").
+constexpr int kTableFormat = 1;
 
-const QString kSparsityNote = QStringLiteral("dense; the datasheet's larger figure is with 2:4 sparsity");
-
-// Vendor datasheet peaks (the numbers NVIDIA prints for each product, boost clock). Tensor-core
-// peaks are the dense figures: where a datasheet prints only the "with sparsity" number, dense is
-// half of it. SM counts and L2 sizes come from the architecture whitepapers (Volta, A100, Hopper,
-// Ada Lovelace); the H200's L2 is what cudaDeviceProp::l2CacheSize reports on the H200 this project
-// measured (bench/results/2026-11-29-eval-stages-h200.json).
-QList<GpuRoofs> buildTable()
+struct KindName
 {
-    QList<GpuRoofs> table;
-    using K = Roof::Kind;
+    const char* name;
+    Roof::Kind kind;
+};
+constexpr KindName kKinds[] = {{"memory", Roof::Kind::Memory},
+                               {"fp32", Roof::Kind::Fp32},
+                               {"tf32_tensor", Roof::Kind::Tf32Tensor},
+                               {"bf16_tensor", Roof::Kind::Bf16Tensor},
+                               {"fp16_tensor", Roof::Kind::Fp16Tensor}};
 
-    {
-        // NVIDIA V100 Tensor Core GPU datasheet (SXM2): 900 GB/s HBM2, 15.7 TFLOPS single
-        // precision, 125 TFLOPS tensor (FP16 inputs, FP32 accumulate). No TF32 or BF16 on Volta.
-        // Volta whitepaper: 80 SMs, 6144 KB L2.
-        GpuRoofs g;
-        g.key = QStringLiteral("v100-sxm2-32gb");
-        g.name = QStringLiteral("NVIDIA V100 SXM2 32GB");
-        g.citation = QStringLiteral("NVIDIA V100 datasheet (SXM2); Volta whitepaper");
-        g.smCount = 80;
-        g.l2Bytes = 6 * MiB;
-        g.roofs = {datasheet(K::Memory, 900.0), datasheet(K::Fp32, 15700.0), datasheet(K::Fp16Tensor, 125000.0)};
-        table.append(g);
+struct Unit
+{
+    const char* name;
+    double scale; ///< to GB/s, GFLOP/s or bytes
+};
+constexpr Unit kMemoryUnits[] = {{"GB/s", 1.0}, {"TB/s", 1000.0}};
+constexpr Unit kComputeUnits[] = {{"GFLOP/s", 1.0}, {"TFLOP/s", 1000.0}};
+constexpr Unit kSizeUnits[] = {{"KiB", 1024.0}, {"MiB", 1024.0 * 1024.0}};
+
+template <std::size_t N>
+QString unitNames(const Unit (&units)[N])
+{
+    QStringList names;
+    for (const Unit& u : units)
+        names << QString::fromLatin1(u.name);
+    return names.join(QStringLiteral(" or "));
+}
+
+template <std::size_t N>
+const Unit* findUnit(const Unit (&units)[N], const QString& name)
+{
+    for (const Unit& u : units)
+        if (name == QLatin1String(u.name))
+            return &u;
+    return nullptr;
+}
+
+QString kindOfValue(const QJsonValue& v)
+{
+    switch (v.type()) {
+    case QJsonValue::Null: return QStringLiteral("null");
+    case QJsonValue::Bool: return QStringLiteral("true/false");
+    case QJsonValue::Double: return QStringLiteral("a number");
+    case QJsonValue::String: return QStringLiteral("a string");
+    case QJsonValue::Array: return QStringLiteral("an array");
+    case QJsonValue::Object: return QStringLiteral("an object");
+    case QJsonValue::Undefined: break;
     }
+    return QStringLiteral("nothing");
+}
+
+QString quoted(const QString& text)
+{
+    return QLatin1Char('"') + text + QLatin1Char('"');
+}
+
+/// Reads the table; the first error stops it, naming the file, the entry and the field.
+class TableParser
+{
+public:
+    explicit TableParser(const QString& origin)
+        : m_origin(origin)
+    {}
+
+    GpuTableLoad parse(const QByteArray& json)
     {
-        // NVIDIA A100 datasheet (80GB SXM): 2,039 GB/s HBM2e, FP32 19.5 TFLOPS, TF32 tensor 156
-        // (312 with sparsity), BF16/FP16 tensor 312 (624 with sparsity). A100 whitepaper: 108 SMs,
-        // 40 MB L2.
-        GpuRoofs g;
-        g.key = QStringLiteral("a100-sxm-80gb");
-        g.name = QStringLiteral("NVIDIA A100 SXM 80GB");
-        g.citation = QStringLiteral("NVIDIA A100 datasheet (80GB SXM); A100 whitepaper");
-        g.smCount = 108;
-        g.l2Bytes = 40 * MiB;
-        g.roofs = {datasheet(K::Memory, 2039.0), datasheet(K::Fp32, 19500.0),
-                   datasheet(K::Tf32Tensor, 156000.0, kSparsityNote),
-                   datasheet(K::Bf16Tensor, 312000.0, kSparsityNote)};
-        table.append(g);
+        GpuTableLoad out;
+        if (!parseDocument(json, &out.gpus)) {
+            out.gpus.clear();
+            out.error = m_error;
+        }
+        return out;
     }
+
+private:
+    QString m_origin;
+    QString m_error;
+    QMap<QString, QString> m_sources; ///< key -> title
+
+    bool fail(const QString& where, const QString& what)
     {
-        // NVIDIA H100 datasheet (SXM): 3.35 TB/s HBM3, FP32 67 TFLOPS, TF32 tensor 989 and
-        // BF16/FP16 tensor 1,979 TFLOPS, both "with sparsity": dense 494.7 and 989.4 (the Hopper
-        // whitepaper's dense table). Hopper whitepaper: 132 SMs, 50 MB L2.
-        GpuRoofs g;
-        g.key = QStringLiteral("h100-sxm-80gb");
-        g.name = QStringLiteral("NVIDIA H100 SXM 80GB");
-        g.citation = QStringLiteral("NVIDIA H100 datasheet (SXM); Hopper whitepaper");
-        g.smCount = 132;
-        g.l2Bytes = 50 * MiB;
-        g.roofs = {datasheet(K::Memory, 3350.0), datasheet(K::Fp32, 67000.0),
-                   datasheet(K::Tf32Tensor, 494700.0, kSparsityNote),
-                   datasheet(K::Bf16Tensor, 989400.0, kSparsityNote)};
-        table.append(g);
+        m_error = where.isEmpty() ? QStringLiteral("%1: %2").arg(m_origin, what)
+                                  : QStringLiteral("%1: %2: %3").arg(m_origin, where, what);
+        return false;
     }
+
+    static QString join(const QString& where, const QString& field)
     {
-        // NVIDIA H200 datasheet (SXM): 4.8 TB/s HBM3e, FP32 67 TFLOPS, TF32 tensor 989 and
-        // BF16/FP16 tensor 1,979 TFLOPS "with sparsity": dense 494.7 and 989.4 (the H100's SMs at
-        // the same clock). 132 SMs.
-        GpuRoofs g;
-        g.key = QStringLiteral("h200-sxm-141gb");
-        g.name = QStringLiteral("NVIDIA H200 SXM 141GB");
-        g.citation = QStringLiteral("NVIDIA H200 datasheet (SXM); L2 as the device reports it");
-        g.smCount = 132;
-        g.l2Bytes = 60 * MiB;
-        g.roofs = {datasheet(K::Memory, 4800.0), datasheet(K::Fp32, 67000.0),
-                   datasheet(K::Tf32Tensor, 494700.0, kSparsityNote),
-                   datasheet(K::Bf16Tensor, 989400.0, kSparsityNote)};
-        table.append(g);
+        if (where.isEmpty())
+            return field;
+        return where.endsWith(QLatin1String(": ")) ? where + field : where + QLatin1Char('.') + field;
     }
+
+    bool onlyFields(const QJsonObject& o, const QString& where, std::initializer_list<const char*> allowed)
     {
-        // NVIDIA L40S datasheet: 864 GB/s GDDR6, FP32 91.6 TFLOPS, TF32 tensor 183 (366 with
-        // sparsity), BF16/FP16 tensor 362.05 (733 with sparsity). 142 SMs, 96 MB L2 (AD102).
-        GpuRoofs g;
-        g.key = QStringLiteral("l40s");
-        g.name = QStringLiteral("NVIDIA L40S");
-        g.citation = QStringLiteral("NVIDIA L40S datasheet; Ada Lovelace whitepaper");
-        g.smCount = 142;
-        g.l2Bytes = 96 * MiB;
-        g.roofs = {roof(K::Memory, Roof::Origin::Datasheet, 864.0, QStringLiteral("GDDR6")),
-                   datasheet(K::Fp32, 91600.0), datasheet(K::Tf32Tensor, 183000.0, kSparsityNote),
-                   datasheet(K::Bf16Tensor, 362050.0, kSparsityNote)};
-        table.append(g);
+        for (auto it = o.begin(); it != o.end(); ++it) {
+            bool known = false;
+            for (const char* name : allowed)
+                known = known || it.key() == QLatin1String(name);
+            if (!known) {
+                QStringList names;
+                for (const char* name : allowed)
+                    names << QString::fromLatin1(name);
+                return fail(join(where, it.key()),
+                            QStringLiteral("unknown field (known: %1)").arg(names.join(QStringLiteral(", "))));
+            }
+        }
+        return true;
     }
+
+    bool object(const QJsonValue& v, const QString& where, QJsonObject* out)
     {
-        // GeForce RTX 4090 (Ada Lovelace whitepaper, appendix table): 1,008 GB/s GDDR6X, FP32
-        // 82.6 TFLOPS, TF32 tensor 82.6 (165.2 with sparsity), BF16/FP16 tensor with FP32
-        // accumulate 165.2 (330.4 with sparsity; GeForce runs FP32 accumulate at half the FP16
-        // accumulate rate). 128 SMs, 72 MB L2.
-        GpuRoofs g;
-        g.key = QStringLiteral("rtx-4090");
-        g.name = QStringLiteral("NVIDIA GeForce RTX 4090");
-        g.citation = QStringLiteral("Ada Lovelace whitepaper (RTX 4090)");
-        g.smCount = 128;
-        g.l2Bytes = 72 * MiB;
-        g.roofs = {roof(K::Memory, Roof::Origin::Datasheet, 1008.0, QStringLiteral("GDDR6X")),
-                   datasheet(K::Fp32, 82600.0), datasheet(K::Tf32Tensor, 82600.0, kSparsityNote),
-                   datasheet(K::Bf16Tensor, 165200.0, QStringLiteral("dense, FP32 accumulate; 330.4 with sparsity"))};
-        table.append(g);
+        if (!v.isObject())
+            return fail(where, QStringLiteral("must be an object, not %1").arg(kindOfValue(v)));
+        *out = v.toObject();
+        return true;
     }
+
+    /// A string field; a missing optional one leaves *out as it is.
+    bool string(const QJsonObject& o, const char* field, const QString& where, bool required, QString* out)
+    {
+        const QString path = join(where, QString::fromLatin1(field));
+        const QJsonValue v = o.value(QLatin1String(field));
+        if (v.isUndefined()) {
+            if (required)
+                return fail(path, QStringLiteral("missing"));
+            return true;
+        }
+        if (!v.isString())
+            return fail(path, QStringLiteral("must be a string, not %1").arg(kindOfValue(v)));
+        if (v.toString().trimmed().isEmpty())
+            return fail(path, QStringLiteral("must not be empty"));
+        *out = v.toString();
+        return true;
+    }
+
+    bool positiveNumber(const QJsonObject& o, const char* field, const QString& where, double* out)
+    {
+        const QString path = join(where, QString::fromLatin1(field));
+        const QJsonValue v = o.value(QLatin1String(field));
+        if (v.isUndefined())
+            return fail(path, QStringLiteral("missing"));
+        if (!v.isDouble())
+            return fail(path, QStringLiteral("must be a number, not %1").arg(kindOfValue(v)));
+        const double d = v.toDouble();
+        if (!std::isfinite(d) || !(d > 0))
+            return fail(path, QStringLiteral("must be a number above 0, not %1").arg(d));
+        *out = d;
+        return true;
+    }
+
+    bool source(const QJsonObject& o, const QString& where, QString* title)
+    {
+        QString key;
+        if (!string(o, "source", where, true, &key))
+            return false;
+        if (!m_sources.contains(key)) {
+            return fail(join(where, QStringLiteral("source")),
+                        QStringLiteral("%1 is not one of the file's sources (%2)")
+                            .arg(quoted(key), QStringList(m_sources.keys()).join(QStringLiteral(", "))));
+        }
+        *title = m_sources.value(key);
+        return true;
+    }
+
+    template <std::size_t N>
+    bool unit(const QJsonObject& o, const QString& where, const Unit (&units)[N], const QString& what, double* scale)
+    {
+        QString name;
+        if (!string(o, "unit", where, true, &name))
+            return false;
+        const Unit* u = findUnit(units, name);
+        if (!u)
+            return fail(join(where, QStringLiteral("unit")),
+                        QStringLiteral("%1 is not a unit of %2 (%3)").arg(quoted(name), what, unitNames(units)));
+        *scale = u->scale;
+        return true;
+    }
+
+    bool parseDocument(const QByteArray& json, QList<GpuRoofs>* gpus)
+    {
+        QJsonParseError parseError;
+        const QJsonDocument doc = QJsonDocument::fromJson(json, &parseError);
+        if (parseError.error != QJsonParseError::NoError) {
+            const QByteArray before = json.left(parseError.offset);
+            const int line = int(before.count('\n')) + 1;
+            const int column = int(before.size() - (before.lastIndexOf('\n') + 1)) + 1;
+            m_error = QStringLiteral("%1:%2:%3: not JSON: %4")
+                          .arg(m_origin)
+                          .arg(line)
+                          .arg(column)
+                          .arg(parseError.errorString());
+            return false;
+        }
+        if (!doc.isObject())
+            return fail(QString(), QStringLiteral("must be a JSON object with format, sources and gpus"));
+        const QJsonObject top = doc.object();
+        if (!onlyFields(top, QString(), {"format", "about", "sources", "gpus"}))
+            return false;
+        const QJsonValue format = top.value(QLatin1String("format"));
+        if (format.isUndefined())
+            return fail(QStringLiteral("format"),
+                        QStringLiteral("missing (this version reads format %1)").arg(kTableFormat));
+        if (!format.isDouble() || format.toDouble() != kTableFormat)
+            return fail(QStringLiteral("format"),
+                        QStringLiteral("%1 is not a format this version reads (%2)")
+                            .arg(format.isDouble() ? QString::number(format.toDouble()) : kindOfValue(format))
+                            .arg(kTableFormat));
+
+        QJsonObject sources;
+        if (!object(top.value(QLatin1String("sources")), QStringLiteral("sources"), &sources))
+            return false;
+        for (auto it = sources.begin(); it != sources.end(); ++it) {
+            const QString where = QStringLiteral("sources.%1").arg(it.key());
+            QJsonObject s;
+            if (!object(it.value(), where, &s) || !onlyFields(s, where, {"title", "url", "comment"}))
+                return false;
+            QString title, url;
+            if (!string(s, "title", where, true, &title) || !string(s, "url", where, true, &url))
+                return false;
+            m_sources.insert(it.key(), title);
+        }
+
+        const QJsonValue list = top.value(QLatin1String("gpus"));
+        if (!list.isArray())
+            return fail(QStringLiteral("gpus"),
+                        list.isUndefined() ? QStringLiteral("missing")
+                                           : QStringLiteral("must be an array, not %1").arg(kindOfValue(list)));
+        const QJsonArray entries = list.toArray();
+        if (entries.isEmpty())
+            return fail(QStringLiteral("gpus"), QStringLiteral("no entry"));
+        for (int i = 0; i < entries.size(); ++i) {
+            GpuRoofs g;
+            if (!parseEntry(entries.at(i), i, *gpus, &g))
+                return false;
+            gpus->append(g);
+        }
+        return true;
+    }
+
+    bool parseEntry(const QJsonValue& value, int index, const QList<GpuRoofs>& before, GpuRoofs* g)
+    {
+        QString entry = QStringLiteral("gpus[%1]").arg(index);
+        QJsonObject o;
+        if (!object(value, entry, &o))
+            return false;
+        // The key first: every later error names the entry by it too.
+        if (!string(o, "key", entry + QStringLiteral(": "), true, &g->key))
+            return false;
+        static const QRegularExpression keyPattern(QStringLiteral("^[a-z0-9][a-z0-9._-]*$"));
+        if (!keyPattern.match(g->key).hasMatch())
+            return fail(entry + QStringLiteral(": key"),
+                        QStringLiteral("%1 must be lower-case letters, digits, '.', '_' and '-'").arg(quoted(g->key)));
+        if (g->key == QLatin1String("current"))
+            return fail(entry + QStringLiteral(": key"),
+                        QStringLiteral("\"current\" is the worker's GPU, not a table key"));
+        for (const GpuRoofs& other : before)
+            if (other.key == g->key)
+                return fail(entry + QStringLiteral(": key"),
+                            QStringLiteral("%1 is already an earlier entry's").arg(quoted(g->key)));
+        entry += QStringLiteral(" (%1): ").arg(g->key);
+
+        if (!onlyFields(o, entry, {"key", "name", "device_names", "citation", "sm_count", "l2", "roofs", "comment"}))
+            return false;
+        if (!string(o, "name", entry, true, &g->name) || !string(o, "citation", entry, true, &g->citation))
+            return false;
+
+        const QJsonValue names = o.value(QLatin1String("device_names"));
+        if (!names.isUndefined()) {
+            if (!names.isArray())
+                return fail(entry + QStringLiteral("device_names"),
+                            QStringLiteral("must be an array of regular expressions, not %1").arg(kindOfValue(names)));
+            const QJsonArray patterns = names.toArray();
+            for (int k = 0; k < patterns.size(); ++k) {
+                const QString where = entry + QStringLiteral("device_names[%1]").arg(k);
+                if (!patterns.at(k).isString() || patterns.at(k).toString().isEmpty())
+                    return fail(where,
+                                QStringLiteral("must be a non-empty string, not %1").arg(kindOfValue(patterns.at(k))));
+                const QRegularExpression re(patterns.at(k).toString(), QRegularExpression::CaseInsensitiveOption);
+                if (!re.isValid())
+                    return fail(where, QStringLiteral("%1 is not a regular expression: %2 at offset %3")
+                                           .arg(quoted(re.pattern()), re.errorString())
+                                           .arg(re.patternErrorOffset()));
+                g->deviceNames << re.pattern();
+            }
+        }
+
+        // sm_count: a whole number.
+        {
+            QJsonObject sm;
+            const QString where = entry + QStringLiteral("sm_count");
+            QString title;
+            double count = 0;
+            if (!object(o.value(QLatin1String("sm_count")), where, &sm) ||
+                !onlyFields(sm, where, {"value", "source", "comment"}) || !positiveNumber(sm, "value", where, &count) ||
+                !source(sm, where, &title))
+                return false;
+            if (count != std::floor(count) || count > 1e6)
+                return fail(where + QStringLiteral(".value"),
+                            QStringLiteral("must be a whole number of SMs, not %1").arg(count));
+            g->smCount = int(count);
+        }
+        // l2: KiB or MiB, a whole number of bytes.
+        {
+            QJsonObject l2;
+            const QString where = entry + QStringLiteral("l2");
+            QString title;
+            double size = 0, scale = 0;
+            if (!object(o.value(QLatin1String("l2")), where, &l2) ||
+                !onlyFields(l2, where, {"value", "unit", "source", "comment"}) ||
+                !positiveNumber(l2, "value", where, &size) ||
+                !unit(l2, where, kSizeUnits, QStringLiteral("a cache size"), &scale) || !source(l2, where, &title))
+                return false;
+            const double bytes = size * scale;
+            if (bytes != std::floor(bytes) || bytes > 1e15)
+                return fail(where + QStringLiteral(".value"), QStringLiteral("%1 %2 is not a whole number of bytes")
+                                                                  .arg(size)
+                                                                  .arg(l2.value(QLatin1String("unit")).toString()));
+            g->l2Bytes = qint64(bytes);
+        }
+
+        const QJsonValue roofs = o.value(QLatin1String("roofs"));
+        if (!roofs.isArray())
+            return fail(entry + QStringLiteral("roofs"),
+                        roofs.isUndefined() ? QStringLiteral("missing")
+                                            : QStringLiteral("must be an array, not %1").arg(kindOfValue(roofs)));
+        const QJsonArray roofList = roofs.toArray();
+        for (int k = 0; k < roofList.size(); ++k) {
+            Roof r;
+            if (!parseRoof(roofList.at(k), entry + QStringLiteral("roofs[%1]").arg(k), &r))
+                return false;
+            g->roofs.append(r);
+        }
+        if (!g->primaryMemory() || !g->primaryFp32())
+            return fail(entry + QStringLiteral("roofs"), QStringLiteral("needs a memory roof and an fp32 roof"));
+        return true;
+    }
+
+    bool parseRoof(const QJsonValue& value, const QString& where, Roof* r)
+    {
+        QJsonObject o;
+        if (!object(value, where, &o) ||
+            !onlyFields(o, where, {"kind", "label", "value", "unit", "source", "note", "comment"}))
+            return false;
+        QString kind;
+        if (!string(o, "kind", where, true, &kind))
+            return false;
+        bool known = false;
+        QStringList kinds;
+        for (const KindName& k : kKinds) {
+            kinds << QString::fromLatin1(k.name);
+            if (kind == QLatin1String(k.name)) {
+                r->kind = k.kind;
+                known = true;
+            }
+        }
+        if (!known)
+            return fail(
+                join(where, QStringLiteral("kind")),
+                QStringLiteral("%1 is not a roof kind (%2)").arg(quoted(kind), kinds.join(QStringLiteral(", "))));
+        double number = 0, scale = 0;
+        if (!positiveNumber(o, "value", where, &number))
+            return false;
+        const bool memory = r->kind == Roof::Kind::Memory;
+        if (memory ? !unit(o, where, kMemoryUnits, QStringLiteral("a memory roof"), &scale)
+                   : !unit(o, where, kComputeUnits, QStringLiteral("a compute roof"), &scale))
+            return false;
+        r->origin = Roof::Origin::Datasheet;
+        r->value = number * scale;
+        r->label = defaultLabel(r->kind);
+        return string(o, "label", where, false, &r->label) && string(o, "note", where, false, &r->note) &&
+               source(o, where, &r->source);
+    }
+};
+
+struct LoadedTable
+{
+    QString path;
+    GpuTableLoad load;
+};
+
+const LoadedTable& loadedTable()
+{
+    static const LoadedTable table = [] {
+        LoadedTable t;
+        t.path = defaultGpuTablePath();
+        t.load = loadGpuTable(t.path);
+        if (!t.load.ok())
+            qWarning().noquote() << QStringLiteral("GPU table: %1").arg(t.load.error);
+        return t;
+    }();
     return table;
 }
 
@@ -241,10 +544,44 @@ double GpuRoofs::attainableGflops(double intensity) const
     return std::min(bandwidthGBps() * intensity, fp32Gflops());
 }
 
+GpuTableLoad parseGpuTable(const QByteArray& json, const QString& origin)
+{
+    return TableParser(origin).parse(json);
+}
+
+GpuTableLoad loadGpuTable(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        GpuTableLoad out;
+        out.error = QStringLiteral("%1: cannot read the GPU table: %2").arg(path, file.errorString());
+        return out;
+    }
+    return parseGpuTable(file.readAll(), path);
+}
+
+QString defaultGpuTablePath()
+{
+    const QString env = qEnvironmentVariable("KWB_GPU_TABLE");
+    if (!env.isEmpty())
+        return env;
+    if (QCoreApplication::instance()) {
+        const QString installed = QDir(QCoreApplication::applicationDirPath())
+                                      .filePath(QStringLiteral("../share/kernel-workbench/gpus/datasheets.json"));
+        if (QFileInfo(installed).isFile())
+            return QDir::cleanPath(installed);
+    }
+    return QStringLiteral(KWB_SOURCE_DATA_DIR "/gpus/datasheets.json");
+}
+
 const QList<GpuRoofs>& gpuTable()
 {
-    static const QList<GpuRoofs> table = buildTable();
-    return table;
+    return loadedTable().load.gpus;
+}
+
+QString gpuTableError()
+{
+    return loadedTable().load.error;
 }
 
 const GpuRoofs* findGpu(const QString& key)
@@ -252,6 +589,18 @@ const GpuRoofs* findGpu(const QString& key)
     for (const GpuRoofs& g : gpuTable()) {
         if (g.key == key)
             return &g;
+    }
+    return nullptr;
+}
+
+const GpuRoofs* findGpuForDevice(const QString& deviceName)
+{
+    if (deviceName.isEmpty())
+        return nullptr;
+    for (const GpuRoofs& g : gpuTable()) {
+        for (const QString& pattern : g.deviceNames)
+            if (QRegularExpression(pattern, QRegularExpression::CaseInsensitiveOption).match(deviceName).hasMatch())
+                return &g;
     }
     return nullptr;
 }

@@ -1,7 +1,7 @@
 #pragma once
-// The roofs of a GPU for the roofline: memory bandwidth and compute peaks, from a built-in table of
-// vendor datasheet peaks (gpuTable()) or from the worker's `device` response for the GPU this
-// machine has (fromDeviceResponse()).
+// The roofs of a GPU for the roofline: memory bandwidth and compute peaks, from the GPU table of
+// vendor datasheet peaks (gpuTable(): the data file gpus/datasheets.json, docs/roofline.md "The GPU
+// table") or from the worker's `device` response for the GPU this machine has (fromDeviceResponse()).
 //
 // A roofline bounds a kernel of arithmetic intensity I (FLOP per HBM byte) at
 // min(bandwidth · I, compute peak). Which compute peak applies depends on the kernel: the FP32
@@ -12,9 +12,11 @@
 
 #include "core/protocol/devicefacts.h"
 
+#include <QByteArray>
 #include <QJsonObject>
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 namespace kwb {
 
@@ -38,6 +40,7 @@ struct Roof
     double value = 0.0; ///< GB/s for Memory, GFLOP/s otherwise
     QString label;      ///< "FP32", "TF32 tensor", "HBM", …; origin is not part of it
     QString note;       ///< where the number comes from (method of a measurement, datasheet caveat)
+    QString source;     ///< a datasheet roof's document (the table's source title); empty otherwise
 
     bool isCompute() const { return kind != Kind::Memory; }
     bool isTensor() const { return kind == Kind::Tf32Tensor || kind == Kind::Bf16Tensor || kind == Kind::Fp16Tensor; }
@@ -52,6 +55,9 @@ struct GpuRoofs
     QString key;      ///< stable id: "v100-sxm2-32gb", …; "current" for the device response
     QString name;     ///< "NVIDIA H200 SXM 141GB"
     QString citation; ///< where the numbers come from
+    /// Regular expressions (case-insensitive) the name CUDA reports for this GPU matches; a table
+    /// entry's only (findGpuForDevice()).
+    QStringList deviceNames;
     int smCount = 0;
     qint64 l2Bytes = 0;
     QList<Roof> roofs; ///< every roof; order within a kind: primary first
@@ -77,11 +83,41 @@ struct GpuRoofs
     double attainableGflops(double intensity) const;
 };
 
-/// The built-in table: V100 SXM2 32GB, A100 SXM 80GB, H100 SXM, H200 SXM, L40S, RTX 4090.
-/// Vendor datasheet peaks; tensor-core peaks dense (without 2:4 sparsity).
+/// A GPU table read from its file: the entries in file order, or the first error.
+struct GpuTableLoad
+{
+    QList<GpuRoofs> gpus;
+    /// "FILE: gpus[2] (h100-sxm-80gb): roofs[1].unit: …": the file, the entry (index and key), the
+    /// field and what is wrong with it; "FILE:LINE:COLUMN: …" for text that is not JSON. Empty when
+    /// the table loaded.
+    QString error;
+    bool ok() const { return error.isEmpty(); }
+};
+
+/// Reads a GPU table in the shipped file's format (gpus/datasheets.json, docs/roofline.md "The GPU
+/// table"). `origin` names the text in errors (its path). Every field is checked: an unknown field,
+/// a missing or mistyped one, a unit that is not the kind's, a value that is not a positive number,
+/// a source the file does not list, a duplicate key or a device name that is not a regular
+/// expression is an error, and no entry of a bad file is used.
+GpuTableLoad parseGpuTable(const QByteArray& json, const QString& origin);
+/// parseGpuTable() of the file at `path` (an error when it cannot be read).
+GpuTableLoad loadGpuTable(const QString& path);
+/// Where the GPU table is: $KWB_GPU_TABLE, else share/kernel-workbench/gpus/datasheets.json next to
+/// the program when installed, else the source tree's gpus/datasheets.json (as the prompts are found).
+QString defaultGpuTablePath();
+
+/// The GPU table, loaded once from defaultGpuTablePath(): V100 SXM2 32GB, A100 SXM 80GB, H100 SXM,
+/// H200 SXM, L40S, RTX 4090 as shipped. Vendor datasheet peaks; tensor-core peaks dense (without
+/// 2:4 sparsity). Empty when the file is missing or bad; gpuTableError() then says why (also
+/// logged once with qWarning).
 const QList<GpuRoofs>& gpuTable();
+/// Why gpuTable() is empty: the load's error; empty when the table loaded.
+QString gpuTableError();
 /// The table entry with this key; nullptr if none.
 const GpuRoofs* findGpu(const QString& key);
+/// The first table entry one of whose deviceNames matches the name CUDA reports ("NVIDIA H200");
+/// nullptr if none.
+const GpuRoofs* findGpuForDevice(const QString& deviceName);
 
 /// The roofs of "the current GPU" from the worker's `device` response (docs/protocol.md §device).
 /// Measured ceilings come first (origin Measured) and the theoretical numbers follow where the

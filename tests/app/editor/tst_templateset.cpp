@@ -1,5 +1,5 @@
 // core/templateset: the shipped set is read-only and lists every template; "save as" copies a
-// whole set (manifest included) with edits applied, all at once; save is atomic and stays inside
+// whole set (every file, templates or not) with edits applied, all at once; save is atomic and stays inside
 // the set; compare names what differs from the shipped set; a saved set renders with
 // PromptRenderer like prompts/ does.
 
@@ -7,6 +7,7 @@
 #include "core/prompts/templateset.h"
 
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -28,6 +29,17 @@ QString readText(const QString& path)
 }
 
 using Diff = TemplateSet::Difference;
+
+/// Every file under dir, relative, sorted.
+QStringList allFiles(const QString& dir)
+{
+    QStringList out;
+    QDirIterator it(dir, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext())
+        out << QDir(dir).relativeFilePath(it.next());
+    out.sort();
+    return out;
+}
 
 } // namespace
 
@@ -89,7 +101,7 @@ private Q_SLOTS:
         QCOMPARE(made->name(), QStringLiteral("trial one"));
         QVERIFY(!made->isReadOnly());
         QCOMPARE(made->templates(), shipped.templates());
-        QVERIFY(QFile::exists(QDir(made->dir()).filePath(QStringLiteral("manifest.toml"))));
+        QCOMPARE(allFiles(made->dir()), allFiles(shipped.dir()));
         QCOMPARE(readText(made->filePath(QStringLiteral("zero-shot/generator.mustache"))), edited);
         QCOMPARE(readText(made->filePath(QStringLiteral("agent/generator.mustache"))),
                  readText(shipped.filePath(QStringLiteral("agent/generator.mustache"))));
@@ -100,6 +112,17 @@ private Q_SLOTS:
                  QStringList{QStringLiteral("trial one")});
         QCOMPARE(TemplateSet::userSets(root.path()).size(), 1);
         QCOMPARE(TemplateSet::userSets(root.path()).first().dir(), made->dir());
+
+        // A file that is no template (a user's notes) is part of the set too.
+        QFile notes(QDir(made->dir()).filePath(QStringLiteral("NOTES.txt")));
+        QVERIFY(notes.open(QIODevice::WriteOnly));
+        notes.write("why this set exists\n");
+        notes.close();
+        const auto again = TemplateSet::saveAs(*made, QStringLiteral("trial two"), {}, root.path(), &error);
+        QVERIFY2(again, qPrintable(error));
+        QCOMPARE(readText(QDir(again->dir()).filePath(QStringLiteral("NOTES.txt"))),
+                 QStringLiteral("why this set exists\n"));
+        QCOMPARE(allFiles(again->dir()), allFiles(made->dir()));
     }
 
     void saveAsRefusesBadNamesAndTakenOnes()
