@@ -8,6 +8,7 @@
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QIcon>
+#include <QMessageBox>
 #include <QSettings>
 #include <QTimer>
 
@@ -87,13 +88,16 @@ int main(int argc, char** argv)
         if (QFileInfo::exists(last))
             database = last;
     }
-    if (!database.isEmpty()) {
+    if (!database.isEmpty() && screenshots) {
         QString error;
         if (!window.openDatabase(database, &error)) {
             std::fprintf(stderr, "kernel-workbench: cannot open %s: %s\n", qPrintable(database), qPrintable(error));
-            if (screenshots)
-                return 1;
+            return 1;
         }
+    } else if (!database.isEmpty()) {
+        // A file that is not a run store: the window says what it is and offers what can be done.
+        if (const QMessageBox* box = window.openDatabaseOrExplain(database))
+            std::fprintf(stderr, "kernel-workbench: cannot open %s: %s\n", qPrintable(database), qPrintable(box->text()));
     }
 
     if (screenshots) {

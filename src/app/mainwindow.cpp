@@ -232,7 +232,7 @@ void MainWindow::buildPages()
         showLaunchedRun(session->environment().databasePath, session->label());
         refreshChartData();
     });
-    connect(m_resultsPage, &ResultsPage::openRequested, this, [this](const QString& path) { openDatabase(path); });
+    connect(m_resultsPage, &ResultsPage::openRequested, this, [this](const QString& path) { openDatabaseOrExplain(path); });
     // The monitor shows the run selected on the Results page (the live session when it is that run).
     connect(m_resultsPage, &ResultsPage::runSelected, this, [this](const QString& db, qint64 run) {
         QString error;
@@ -387,6 +387,10 @@ void MainWindow::setupMenus()
     QAction* open = file->addAction(QIcon::fromTheme(QStringLiteral("document-open")), tr("&Open Run Database…"));
     open->setShortcut(QKeySequence::Open);
     connect(open, &QAction::triggered, this, &MainWindow::chooseDatabase);
+    QAction* create = file->addAction(QIcon::fromTheme(QStringLiteral("document-new")), tr("&New Run Database…"));
+    create->setShortcut(QKeySequence::New);
+    create->setToolTip(tr("Make a new, empty run store in a file of your choice"));
+    connect(create, &QAction::triggered, this, [this] { chooseNewDatabase(); });
     m_recentMenu = file->addMenu(tr("Open &Recent"));
     updateRecentMenu();
     file->addSeparator();
@@ -562,26 +566,31 @@ void MainWindow::onCatalogState()
 bool MainWindow::openDatabase(const QString& path, QString* error)
 {
     // Tried first on a store of its own, so a file that cannot be opened leaves the open one alone.
+    // It stays open while the pages open theirs, so an older read-only store is copied and
+    // migrated once (RunStore's migrated copy lives while a store reads it).
+    RunStore probe;
     QString why;
-    {
-        RunStore probe;
-        if (!QFileInfo(path).isFile())
-            why = tr("no such file");
-        else if (!probe.open(path))
-            why = probe.errorString();
-    }
+    if (!QFileInfo::exists(path))
+        why = tr("no such file");
+    else if (!probe.open(path))
+        why = probe.errorString();
     if (!why.isEmpty() || !m_resultsPage->setDatabase(path, &why) || !m_diffPage->setDatabase(path, &why)) {
         if (error)
             *error = why;
-        statusBar()->showMessage(tr("Cannot open %1: %2").arg(path, why), 10000);
+        statusBar()->showMessage(why.startsWith(path) ? why : tr("Cannot open %1: %2").arg(path, why), 15000);
         return false;
     }
     m_database = QFileInfo(path).absoluteFilePath();
+    m_databaseReadOnly = probe.isReadOnly();
     // The launch database stays what it was: runs tried from Launch never land in a study file
-    // because it was opened (runlaunch.h's defaultLaunchDatabase).
-    m_databaseLabel->setText(tr("Runs: %1").arg(QFileInfo(path).fileName()));
-    m_databaseLabel->setToolTip(m_database);
-    setWindowTitle(tr("%1 — Kernel Workbench").arg(QFileInfo(path).fileName()));
+    // because it was opened (runlaunch.h's defaultLaunchDatabase), nor in a read-only one.
+    m_databaseLabel->setText(databaseStatus());
+    const QString note = probe.openNote();
+    m_databaseLabel->setToolTip(databaseStatusTip() + (note.isEmpty() ? QString() : QStringLiteral("\n") + note));
+    setWindowTitle(m_databaseReadOnly ? tr("%1 (read-only) — Kernel Workbench").arg(QFileInfo(path).fileName())
+                                      : tr("%1 — Kernel Workbench").arg(QFileInfo(path).fileName()));
+    if (!note.isEmpty())
+        statusBar()->showMessage(note, 15000); // a migration, a read-only open: said once
     QSettings settings;
     QStringList recent = settings.value(QStringLiteral("recentDatabases")).toStringList();
     recent.removeAll(m_database);
@@ -590,6 +599,100 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
     updateRecentMenu();
     refreshChartData();
     return true;
+}
+
+QString MainWindow::databaseStatus() const
+{
+    if (m_database.isEmpty())
+        return tr("No run database");
+    const QString name = QFileInfo(m_database).fileName();
+    return m_databaseReadOnly ? tr("Runs: %1 (read-only)").arg(name) : tr("Runs: %1").arg(name);
+}
+
+QString MainWindow::databaseStatusTip() const
+{
+    if (m_database.isEmpty())
+        return QString();
+    if (!m_databaseReadOnly)
+        return m_database;
+    return tr("%1\nRead-only: nothing is written to it. Runs you launch are written to the Launch page's database.")
+        .arg(m_database);
+}
+
+QMessageBox* MainWindow::openDatabaseOrExplain(const QString& path)
+{
+    QString error;
+    if (openDatabase(path, &error))
+        return nullptr;
+    return explainRefusal(path, RunStore::inspect(path), error);
+}
+
+QMessageBox* MainWindow::explainRefusal(const QString& path, const StoreFile& file, const QString& error)
+{
+    using Kind = StoreFile::Kind;
+    // What the file is, in RunStore's words; where it is a run store (or nothing), why it did not open.
+    const bool store = file.kind == Kind::Missing || file.kind == Kind::Current || file.kind == Kind::Older;
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Open Run Database"),
+                                store ? (error.startsWith(path) ? error : tr("Cannot open %1: %2").arg(path, error)) : file.summary(),
+                                QMessageBox::NoButton, this);
+    box->setObjectName(QStringLiteral("refusedDatabase"));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    const QString folder = QFileInfo(path).absolutePath();
+    const bool canMakeHere = file.kind == Kind::Empty && !file.readOnly;
+    if (canMakeHere) {
+        box->setInformativeText(tr("Make it a run store, or make a new run store in another file?"));
+        QPushButton* make = box->addButton(tr("Make It a Run Store"), QMessageBox::AcceptRole);
+        make->setObjectName(QStringLiteral("makeRunStore"));
+        connect(
+            make, &QPushButton::clicked, this,
+            [this, path] {
+                QString why;
+                if (!createDatabase(path, &why))
+                    QMessageBox::warning(this, tr("Make It a Run Store"), why);
+            },
+            Qt::QueuedConnection); // once the box has closed
+    } else if (!store) {
+        box->setInformativeText(tr("Make a new run store in another file? This one stays as it is."));
+    }
+    if (file.kind != Kind::Current && file.kind != Kind::Older) {
+        QPushButton* elsewhere = box->addButton(tr("New Run Store Elsewhere…"), QMessageBox::ActionRole);
+        elsewhere->setObjectName(QStringLiteral("newRunStore"));
+        const QString start = file.readOnly || file.kind == Kind::Missing ? QDir::homePath() : folder;
+        connect(elsewhere, &QPushButton::clicked, this, [this, start] { chooseNewDatabase(start); }, Qt::QueuedConnection);
+    }
+    box->addButton(canMakeHere || file.kind != Kind::Missing ? QMessageBox::Cancel : QMessageBox::Close);
+    box->open();
+    return box;
+}
+
+bool MainWindow::createDatabase(const QString& path, QString* error)
+{
+    {
+        // Write access: a new file, an empty one (asked for here), or a run store that may be written.
+        RunStore store;
+        if (!store.open(path, OpenOptions{OpenOptions::Access::Write, true})) {
+            if (error)
+                *error = store.errorString();
+            statusBar()->showMessage(store.errorString(), 15000);
+            return false;
+        }
+    }
+    return openDatabase(path, error);
+}
+
+void MainWindow::chooseNewDatabase(const QString& folder)
+{
+    const QString start = folder.isEmpty() ? (m_database.isEmpty() ? QDir::homePath() : QFileInfo(m_database).absolutePath())
+                                           : folder;
+    // No "replace?": an existing file is never replaced; createDatabase says what it is instead.
+    const QString path = QFileDialog::getSaveFileName(this, tr("New Run Database"), QDir(start).filePath(QStringLiteral("runs.db")),
+                                                      tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"), nullptr,
+                                                      QFileDialog::DontConfirmOverwrite);
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!createDatabase(path, &error))
+        QMessageBox::warning(this, tr("New Run Database"), error);
 }
 
 void MainWindow::showLaunchedRun(const QString& database, const QString& runLabel)
@@ -672,9 +775,7 @@ void MainWindow::chooseDatabase()
                                                       tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"));
     if (path.isEmpty())
         return;
-    QString error;
-    if (!openDatabase(path, &error))
-        QMessageBox::warning(this, tr("Open Run Database"), tr("Cannot open %1:\n%2").arg(path, error));
+    openDatabaseOrExplain(path);
 }
 
 void MainWindow::updateRecentMenu()
@@ -685,7 +786,7 @@ void MainWindow::updateRecentMenu()
         QAction* a = m_recentMenu->addAction(QFileInfo(path).fileName());
         a->setToolTip(path);
         a->setEnabled(QFileInfo::exists(path));
-        connect(a, &QAction::triggered, this, [this, path] { openDatabase(path); });
+        connect(a, &QAction::triggered, this, [this, path] { openDatabaseOrExplain(path); });
     }
     m_recentMenu->setEnabled(!recent.isEmpty());
 }

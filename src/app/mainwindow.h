@@ -17,9 +17,11 @@
 class QLabel;
 class QListWidget;
 class QMenu;
+class QMessageBox;
 class QStackedWidget;
 
 namespace kwb {
+struct StoreFile;
 class JobTracker;
 class TaskCatalog;
 class WorkerSupervisor;
@@ -50,9 +52,23 @@ public:
     QString workerStatus() const;
     QString deviceStatus() const;
 
-    /// Opens a run database for every page; false with *error when it cannot be opened.
+    /// Opens a run database for every page; false with *error when it cannot be opened. A file
+    /// that is not a run store is never written (RunStore decides what it is); a read-only file or
+    /// folder opens read-only, which the status bar, the title and the Results page say.
     bool openDatabase(const QString& path, QString* error = nullptr);
+    /// openDatabase(), and where the file is refused, a dialog (shown with open(), returned) that
+    /// says what the file is and offers what can be done instead: make an empty file a run store,
+    /// or a new run store elsewhere. nullptr when the file opened.
+    QMessageBox* openDatabaseOrExplain(const QString& path);
+    /// Makes a run store at `path` (where nothing is, or in an empty file: the user asked) and
+    /// opens it; an existing run store is just opened, anything else refused as openDatabase does.
+    bool createDatabase(const QString& path, QString* error = nullptr);
     QString database() const { return m_database; }
+    /// The open database is read-only (its file or folder may not be written).
+    bool isDatabaseReadOnly() const { return m_databaseReadOnly; }
+    /// The status bar's text for the open database ("Runs: study.db (read-only)") and its tooltip.
+    QString databaseStatus() const;
+    QString databaseStatusTip() const;
     /// A run launched into `database` exists (or ended): the Results page shows it: it opens that
     /// database when none is open, refreshes when it is the open one, else offers to open it.
     void showLaunchedRun(const QString& database, const QString& runLabel = QString());
@@ -100,6 +116,9 @@ private:
     void measureTraffic(const QString& task);
     void onCatalogState();
     void chooseDatabase();
+    /// A save dialog for a new run store, starting in `folder`, then createDatabase().
+    void chooseNewDatabase(const QString& folder = QString());
+    QMessageBox* explainRefusal(const QString& path, const StoreFile& file, const QString& error);
     void exportCurrentChart();
     void refreshChartData();
     void applyChartData(const QJsonObject& runDevice, const QVariant& points);
@@ -127,6 +146,7 @@ private:
     QJsonObject m_runDevice;    ///< the GPU the open database was measured on
     bool m_deviceDone = false;
     QString m_database;
+    bool m_databaseReadOnly = false;
     QString m_workerProgram;
 
     QListWidget* m_sidebar = nullptr;

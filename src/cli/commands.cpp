@@ -158,6 +158,44 @@ int commandFailed(const char* command, bool json, int code, const QString& error
     return code;
 }
 
+bool openRunStore(RunStore& store, const char* command, const QString& path, OpenOptions::Access access,
+                  QString* message)
+{
+    if (store.open(path, OpenOptions{access, false})) {
+        if (const QString note = store.openNote(); !note.isEmpty()) {
+            err() << "kwb " << command << ": " << note << '\n';
+            err().flush();
+        }
+        return true;
+    }
+    // RunStore says what the file is; the command line says what to do instead.
+    QString text = store.errorString();
+    switch (store.file().kind) {
+    case StoreFile::Kind::Empty:
+        text += QStringLiteral(" kwb makes a new run store where no file is: delete the empty file, or give --db another "
+                               "path.");
+        break;
+    case StoreFile::Kind::Foreign:
+    case StoreFile::Kind::NotSQLite:
+    case StoreFile::Kind::Damaged:
+    case StoreFile::Kind::Newer:
+        text += QStringLiteral(" To start a new run store, give --db a path where no file is (kwb run, kwb import).");
+        break;
+    case StoreFile::Kind::Current:
+    case StoreFile::Kind::Older:
+        if (store.file().readOnly && access == OpenOptions::Access::Write)
+            text += QStringLiteral(" Give --db a file that may be written, in a folder that may be (kwb report reads this "
+                                   "one as it is).");
+        break;
+    case StoreFile::Kind::Missing:
+    case StoreFile::Kind::Unreadable:
+        break;
+    }
+    if (message)
+        *message = text;
+    return false;
+}
+
 void warnWithoutSandbox(const WorkerSupervisor& supervisor)
 {
     const QString warning = sandboxWarning(supervisor.sandboxStatus());
@@ -536,14 +574,14 @@ int runReport(const ReportCommandOptions& options)
         }
     }
 
-    // RunStore::open creates a missing file: a report must not.
-    const QFileInfo info(options.database);
-    if (!info.exists() || !info.isFile())
+    // RunStore::open creates a missing file: a report must not. Anything else that is not a run
+    // store is refused as it is (RunStore says what it is); a read-only one is read as it is.
+    if (!QFileInfo::exists(options.database))
         return refuse(QStringLiteral("bad_database"), QStringLiteral("no such database: %1").arg(options.database));
     RunStore store;
-    if (!store.open(options.database))
-        return refuse(QStringLiteral("bad_database"),
-                      QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
+    QString why;
+    if (!openRunStore(store, "report", options.database, OpenOptions::Access::Auto, &why))
+        return refuse(QStringLiteral("bad_database"), why);
 
     QString error;
     const std::optional<Report> report = buildReport(store, runIds, ReportOptions{}, &error);

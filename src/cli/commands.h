@@ -2,6 +2,7 @@
 
 #include "core/protocol/defaults.h"
 #include "core/run/runlaunch.h"
+#include "core/store/runstore.h"
 
 #include <QTextStream>
 // The kwb subcommands. Each sends its request through WorkerSupervisor (the one owner of worker
@@ -68,6 +69,13 @@ struct ReportCommandOptions
 /// One failure shape for every command: "kwb COMMAND: MESSAGE" on stderr and, with --json,
 /// {"ok": false, "error": {"code", "message"}} on stdout. Returns `code`.
 int commandFailed(const char* command, bool json, int code, const QString& errorCode, const QString& message);
+
+/// Opens the run store --db names for `command` ("run", "sweep", "import", "report"), as RunStore
+/// decides what the file is (issue 38): false with *message the plain reason, a file that is not a
+/// run store left as it is, and where to make a new store instead. A migration or a read-only open
+/// is said on stderr (RunStore::openNote()).
+bool openRunStore(RunStore& store, const char* command, const QString& path, OpenOptions::Access access,
+                  QString* message);
 
 /// Prints on stderr that the supervisor's workers run without the OS sandbox, and why, unless
 /// they run in it.

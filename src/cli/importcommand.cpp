@@ -164,9 +164,9 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     }
 
     RunStore store;
-    if (!store.open(options.database))
-        return importFail(json, ExitBadRequest, QStringLiteral("bad_database"),
-                          QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
+    QString databaseError;
+    if (!openRunStore(store, "import", options.database, OpenOptions::Access::Write, &databaseError))
+        return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), databaseError);
 
     // One run per run folder (KernelBench's runs/<run name>/: a model and a method each).
     const QStringList folders = scan.runFolders();

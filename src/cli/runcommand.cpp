@@ -105,9 +105,10 @@ int runRun(Session& session, const RunCommandOptions& options)
         return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
                     QStringLiteral("no such database: %1").arg(options.database));
     RunStore store;
-    if (!store.open(options.database))
-        return fail(json, ExitBadRequest, QStringLiteral("bad_database"),
-                    QStringLiteral("cannot open %1: %2").arg(options.database, store.errorString()));
+    QString databaseError;
+    if (!openRunStore(store, options.sweepNs.isEmpty() ? "run" : "sweep", options.database, OpenOptions::Access::Write,
+                      &databaseError))
+        return fail(json, ExitBadRequest, QStringLiteral("bad_database"), databaseError);
 
     // What the run is: from the command line, or from the stored configuration on resume
     // (core/run/runlaunch.h, which the window's Launch page uses too).

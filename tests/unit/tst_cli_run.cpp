@@ -8,6 +8,7 @@
 #include "core/workers/workerlauncher.h"
 #include "core/store/runstore.h"
 #include "scriptedllmserver.h"
+#include "../support/storefiles.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -22,6 +23,7 @@
 
 #include <csignal>
 #include <memory>
+#include <optional>
 
 using namespace kwb;
 using kwb::test::ScriptedLlmServer;
@@ -875,6 +877,54 @@ private Q_SLOTS:
         QVERIFY2(r.exitCode == 2, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
         QVERIFY2(r.err.contains(expected), qPrintable(r.err));
         QCOMPARE(m_server->requests().size(), 0);
+    }
+
+    // Issue 38: `kwb run --db` on what is not a run store that may be written: exit 4 before any
+    // model request, the file left as it was, the message saying what it is and what to do.
+    void databaseThatIsNotAWritableStore_data()
+    {
+        QTest::addColumn<QString>("kind");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("foreign") << QStringLiteral("foreign") << QStringLiteral("SQLite database of another program (tables: foo)");
+        QTest::newRow("empty") << QStringLiteral("empty") << QStringLiteral("delete the empty file");
+        QTest::newRow("damaged") << QStringLiteral("damaged") << QStringLiteral("damaged SQLite database");
+        QTest::newRow("read-only file") << QStringLiteral("read-only file") << QStringLiteral("may not be written: the file is read-only");
+        QTest::newRow("read-only folder") << QStringLiteral("read-only folder") << QStringLiteral("may not be written: its folder");
+    }
+
+    void databaseThatIsNotAWritableStore()
+    {
+        QFETCH(QString, kind);
+        QFETCH(QString, expected);
+        const QString folder = m_dir.filePath(QStringLiteral("kind-") + QString(kind).replace(QLatin1Char(' '), QLatin1Char('-')));
+        QVERIFY(QDir().mkpath(folder));
+        const QString db = QDir(folder).filePath(QStringLiteral("runs.sqlite"));
+        if (kind == QLatin1String("foreign"))
+            QVERIFY(kwb::test::writeForeignDatabase(db));
+        else if (kind == QLatin1String("empty"))
+            QVERIFY(kwb::test::writeEmptyFile(db));
+        else
+            QVERIFY(kwb::test::writeStore(db, kind == QLatin1String("damaged") ? 40 : 2));
+        if (kind == QLatin1String("damaged"))
+            QVERIFY(kwb::test::overwriteTwoPages(db));
+        std::optional<kwb::test::ReadOnlyGuard> readOnly;
+        if (kind.startsWith(QLatin1String("read-only")))
+            readOnly.emplace(kind == QLatin1String("read-only file") ? db : folder);
+        const auto before = kwb::test::FileSnapshot::of(db);
+        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1")) << QStringLiteral("--json"));
+        QVERIFY2(r.exitCode == 4, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
+        QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+        QVERIFY2(r.out.contains(QLatin1String("bad_database")), qPrintable(r.out));
+        QCOMPARE(m_server->requests().size(), 0);
+        const auto after = kwb::test::FileSnapshot::of(db);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
+        // kwb report reads a read-only store as it is.
+        if (readOnly) {
+            const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+            QVERIFY2(report.exitCode == 0, qPrintable(report.err));
+            QVERIFY2(report.err.contains(QLatin1String("opened read-only")), qPrintable(report.err));
+            QVERIFY(kwb::test::FileSnapshot::of(db) == before);
+        }
     }
 
     void resumeOfUnknownRun()

@@ -29,6 +29,7 @@
 #include "core/run/selection.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "../support/storefiles.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -343,7 +344,6 @@ private Q_SLOTS:
             QCOMPARE(f.at(i).fast, fast.at(i));
             QCOMPARE(f.at(i).clear, clear.at(i));
         }
-        QCOMPARE(f.at(3).fastPct(), 60.0);  // fast_1: 3 of 5
         // L1/4 (0.90, no interval) is fast at p = 0 and 0.5 and 0.8, where "clearly" cannot be
         // decided for it: those cells read n/a; at p = 1 and above it is not fast, so they are decided.
         const QList<int> undecided{1, 1, 1, 0, 0, 0};
@@ -351,6 +351,7 @@ private Q_SLOTS:
             QCOMPARE(f.at(i).undecided, undecided.at(i));
         QCOMPARE(f.at(0).plainAndClearText(), QStringLiteral("80.0 % / n/a"));
         QCOMPARE(f.at(3).plainAndClearText(), QStringLiteral("60.0 % / 40.0 %"));
+        QCOMPARE(f.at(3).fastPct(), 60.0);  // fast_1: 3 of 5
         QCOMPARE(f.at(3).clearPct(), 40.0); // clear fast_1: 2 of 5
     }
 
@@ -638,6 +639,58 @@ private Q_SLOTS:
         QCOMPARE(kwb->exitCode(), 2);
     }
 
+    // Issue 38: what is not a run store is said plainly, exit 4, and left as it is; an older store
+    // is migrated, which is said.
+    void cliDatabaseKinds()
+    {
+        const QString foreign = m_dir.filePath(QStringLiteral("other-program.sqlite"));
+        QVERIFY(kwb::test::writeForeignDatabase(foreign));
+        auto before = kwb::test::FileSnapshot::of(foreign);
+        QProcess* kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), foreign});
+        QCOMPARE(kwb->exitCode(), 4);
+        QString err = QString::fromUtf8(kwb->readAllStandardError());
+        QVERIFY2(err.startsWith(QStringLiteral("kwb report: %1 is a SQLite database of another program (tables: foo), not a "
+                                               "run store; it was left unchanged.")
+                                    .arg(foreign)),
+                 qPrintable(err));
+        QVERIFY(kwb::test::FileSnapshot::of(foreign) == before);
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), foreign, QStringLiteral("--format"), QStringLiteral("json")});
+        QCOMPARE(kwb->exitCode(), 4);
+        const QJsonObject error = QJsonDocument::fromJson(kwb->readAllStandardOutput()).object().value(QLatin1String("error")).toObject();
+        QCOMPARE(error.value(QLatin1String("code")).toString(), QStringLiteral("bad_database"));
+        QVERIFY(error.value(QLatin1String("message")).toString().contains(QLatin1String("another program")));
+
+        const QString empty = m_dir.filePath(QStringLiteral("empty.sqlite"));
+        QVERIFY(kwb::test::writeEmptyFile(empty));
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), empty});
+        QCOMPARE(kwb->exitCode(), 4);
+        QVERIFY(QString::fromUtf8(kwb->readAllStandardError()).contains(QLatin1String("empty file (0 bytes)")));
+        QCOMPARE(QFileInfo(empty).size(), 0);
+
+        const QString damaged = m_dir.filePath(QStringLiteral("damaged.sqlite"));
+        QVERIFY(kwb::test::writeStore(damaged));
+        QVERIFY(kwb::test::overwriteTwoPages(damaged));
+        before = kwb::test::FileSnapshot::of(damaged);
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), damaged});
+        QCOMPARE(kwb->exitCode(), 4);
+        err = QString::fromUtf8(kwb->readAllStandardError());
+        QVERIFY2(err.contains(QLatin1String("damaged SQLite database")) && err.contains(QLatin1String("What cannot be read")),
+                 qPrintable(err));
+        QVERIFY(kwb::test::FileSnapshot::of(damaged) == before);
+
+        const QString older = m_dir.filePath(QStringLiteral("older.sqlite"));
+        {
+            RunStore store;
+            QVERIFY(store.open(older, {RunStore::migrations().first()}));
+            QVERIFY(store.createRun(QStringLiteral("old"), QStringLiteral("zero_shot"), QJsonObject()));
+        }
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), older});
+        QCOMPARE(kwb->exitCode(), 0);
+        err = QString::fromUtf8(kwb->readAllStandardError());
+        QVERIFY2(err.contains(QStringLiteral("was a run store of schema 1; it is now migrated to schema %1").arg(RunStore::schemaVersion())),
+                 qPrintable(err));
+    }
+
     // The ablation table and the best-of-n curve, on a store of their own (numbers by hand).
     void tasksWithoutAnEvaluationCount()
     {
@@ -919,6 +972,9 @@ private Q_SLOTS:
                                                                "same tasks, n = 4, 3 turn(s), temperature 0.7")),
                  qPrintable(r->ablations[2].note));
         QCOMPARE(ablationBaselineKey(*store.run(noBestOfN)), ablationBaselineKey(*store.run(full)));
+        QVERIFY(ablationBaselineKey(*store.run(otherModel)) != ablationBaselineKey(*store.run(full)));
+        QVERIFY(ablationBaselineKey(*store.run(kbFormat)) != ablationBaselineKey(*store.run(full)));
+        QCOMPARE(ablationBaselineKey(*store.run(otherWording)), ablationBaselineKey(*store.run(full))); // the wording is compared pairwise
         QVERIFY(ablationBaselineKey(*store.run(nOne)) != ablationBaselineKey(*store.run(full)));
         const QJsonArray ablations = reportJson(*r).value(QLatin1String("ablations")).toArray();
         QCOMPARE(ablations[0].toObject().value(QLatin1String("baseline")).toInteger(), full);
@@ -972,9 +1028,6 @@ private Q_SLOTS:
                                  .arg(zero)
                                  .arg(guided)
                                  .arg(agent)
-        QVERIFY(ablationBaselineKey(*store.run(otherModel)) != ablationBaselineKey(*store.run(full)));
-        QVERIFY(ablationBaselineKey(*store.run(kbFormat)) != ablationBaselineKey(*store.run(full)));
-        QCOMPARE(ablationBaselineKey(*store.run(otherWording)), ablationBaselineKey(*store.run(full))); // the wording is compared pairwise
                                  .arg(sweep)),
                  qPrintable(md));
         const QJsonObject routing = reportJson(*r).value(QLatin1String("routing")).toObject();

@@ -3,11 +3,18 @@
 // mid-run: every row it reported committed is there and the file passes integrity_check.
 //
 // The killed writer is this test binary started again with `--child-writer FILE`.
+//
+// What a file is (issue 38), on real files: another program's SQLite database, a 0-byte file, a
+// store with two pages overwritten, stores in a read-only folder and read-only store files; each
+// checked by its bytes, mtime and the names beside it after opening, since tests may run as root.
 
 #include "core/store/runstore.h"
+#include "../support/storefiles.h"
 
 #include <QCoreApplication>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
@@ -710,6 +717,242 @@ private Q_SLOTS:
         QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion() + 1);
     }
 
+    void foreignDatabaseLeftUnchanged_data()
+    {
+        QTest::addColumn<bool>("wal");
+        QTest::newRow("rollback journal") << false;
+        QTest::newRow("WAL") << true;
+    }
+
+    void foreignDatabaseLeftUnchanged()
+    {
+        QFETCH(bool, wal);
+        const QString path = dbPath(wal ? QStringLiteral("foreign-wal") : QStringLiteral("foreign"));
+        QVERIFY(kwb::test::writeForeignDatabase(path, wal));
+        const auto before = kwb::test::FileSnapshot::of(path);
+        const StoreFile file = RunStore::inspect(path);
+        QCOMPARE(file.kind, StoreFile::Kind::Foreign);
+        QCOMPARE(file.tables, QStringList{QStringLiteral("foo")});
+        for (const OpenOptions::Access access :
+             {OpenOptions::Access::Auto, OpenOptions::Access::Write, OpenOptions::Access::Read}) {
+            RunStore store;
+            QVERIFY(!store.open(path, OpenOptions{access, true})); // initEmpty: it is not empty
+            QVERIFY(!store.isOpen());
+            QVERIFY2(store.errorString().contains(QLatin1String("another program")) &&
+                         store.errorString().contains(QLatin1String("tables: foo")) &&
+                         store.errorString().contains(QLatin1String("not a run store")) &&
+                         store.errorString().contains(QLatin1String("unchanged")),
+                     qPrintable(store.errorString()));
+            QCOMPARE(store.file().kind, StoreFile::Kind::Foreign);
+        }
+        const auto after = kwb::test::FileSnapshot::of(path);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
+    }
+
+    void emptyFileMadeAStoreOnlyWhenAsked()
+    {
+        const QString path = dbPath();
+        QVERIFY(kwb::test::writeEmptyFile(path));
+        const auto before = kwb::test::FileSnapshot::of(path);
+        QCOMPARE(RunStore::inspect(path).kind, StoreFile::Kind::Empty);
+        for (const OpenOptions::Access access : {OpenOptions::Access::Auto, OpenOptions::Access::Write}) {
+            RunStore store;
+            QVERIFY(!store.open(path, OpenOptions{access, false}));
+            QVERIFY2(store.errorString().contains(QLatin1String("empty file (0 bytes)")) &&
+                         store.errorString().contains(QLatin1String("only when asked")),
+                     qPrintable(store.errorString()));
+        }
+        {
+            RunStore store; // asked, but only to read
+            QVERIFY(!store.open(path, OpenOptions{OpenOptions::Access::Read, true}));
+        }
+        QVERIFY(kwb::test::FileSnapshot::of(path) == before);
+        QCOMPARE(QFileInfo(path).size(), 0);
+        {
+            RunStore store;
+            QVERIFY2(store.open(path, OpenOptions{OpenOptions::Access::Auto, true}), qPrintable(store.errorString()));
+            QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+            QVERIFY(store.createRun(QStringLiteral("first"), QStringLiteral("zero_shot"), QJsonObject()));
+        }
+        QCOMPARE(RunStore::inspect(path).kind, StoreFile::Kind::Current);
+    }
+
+    void damagedStoreSaysWhatIsMissing()
+    {
+        const QString path = dbPath();
+        QVERIFY(kwb::test::writeStore(path));
+        QCOMPARE(RunStore::inspect(path).kind, StoreFile::Kind::Current);
+        QVERIFY(kwb::test::overwriteTwoPages(path));
+        const auto before = kwb::test::FileSnapshot::of(path);
+        const StoreFile file = RunStore::inspect(path);
+        QCOMPARE(file.kind, StoreFile::Kind::Damaged);
+        QVERIFY(!file.problems.isEmpty());
+        // Most pages are the prompts' and answers' text: what cannot be read is named, with counts.
+        QVERIFY2(!file.unreadable.isEmpty(), qPrintable(file.summary()));
+        QVERIFY2(file.summary().contains(QLatin1String("rows read before the damage")), qPrintable(file.summary()));
+        RunStore store;
+        QVERIFY(!store.open(path));
+        QVERIFY2(store.errorString().contains(QLatin1String("damaged SQLite database")) &&
+                     store.errorString().contains(QLatin1String("quick check")) &&
+                     store.errorString().contains(QLatin1String(".recover")),
+                 qPrintable(store.errorString()));
+        QVERIFY(!store.open(path, OpenOptions{OpenOptions::Access::Read, false}));
+        const auto after = kwb::test::FileSnapshot::of(path);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
+    }
+
+    void storeWithoutItsTablesIsDamaged()
+    {
+        const QString path = dbPath();
+        {
+            RunStore store;
+            QVERIFY(store.open(path));
+        }
+        {
+            QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("drop"));
+            db.setDatabaseName(path);
+            QVERIFY(db.open());
+            QSqlQuery q(db);
+            QVERIFY(q.exec(QStringLiteral("DROP TABLE evaluations")));
+            q.finish();
+            db.close();
+        }
+        QSqlDatabase::removeDatabase(QStringLiteral("drop"));
+        const StoreFile file = RunStore::inspect(path);
+        QCOMPARE(file.kind, StoreFile::Kind::Damaged);
+        QCOMPARE(file.missingTables, QStringList{QStringLiteral("evaluations")});
+        QVERIFY2(file.summary().contains(QLatin1String("lacks the tables evaluations")), qPrintable(file.summary()));
+    }
+
+    void readOnlyFolderOpensReadOnly()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("archived"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString path = QDir(folder).filePath(QStringLiteral("study.db"));
+        QVERIFY(kwb::test::writeStore(path, 3));
+        const kwb::test::ReadOnlyGuard readOnly(folder);
+        const auto before = kwb::test::FileSnapshot::of(path);
+        {
+            const StoreFile file = RunStore::inspect(path);
+            QCOMPARE(file.kind, StoreFile::Kind::Current);
+            QVERIFY(file.readOnly);
+            QVERIFY2(file.readOnlyReason.contains(QLatin1String("folder")), qPrintable(file.readOnlyReason));
+            RunStore store;
+            QVERIFY2(store.open(path), qPrintable(store.errorString()));
+            QVERIFY(store.isReadOnly());
+            QVERIFY2(store.openNote().contains(QLatin1String("read-only")), qPrintable(store.openNote()));
+            QCOMPARE(store.runs().size(), 1);
+            QCOMPARE(store.evaluations(store.runs().first().id).size(), 3);
+            QVERIFY(!store.createRun(QStringLiteral("no"), QStringLiteral("x"), QJsonObject()));
+            RunStore writer;
+            QVERIFY(!writer.open(path, OpenOptions{OpenOptions::Access::Write, false}));
+            QVERIFY2(writer.errorString().contains(QLatin1String("may not be written")) &&
+                         writer.errorString().contains(QLatin1String("folder")),
+                     qPrintable(writer.errorString()));
+            // Nothing is created in it either.
+            RunStore created;
+            QVERIFY(!created.open(QDir(folder).filePath(QStringLiteral("new.db"))));
+            QVERIFY2(created.errorString().contains(QLatin1String("cannot create a run store")), qPrintable(created.errorString()));
+        }
+        const auto after = kwb::test::FileSnapshot::of(path);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
+    }
+
+    void readOnlyFileOpensReadOnly()
+    {
+        const QString path = dbPath();
+        QVERIFY(kwb::test::writeStore(path, 3));
+        const kwb::test::ReadOnlyGuard readOnly(path);
+        const auto before = kwb::test::FileSnapshot::of(path);
+        {
+            RunStore store;
+            QVERIFY2(store.open(path), qPrintable(store.errorString()));
+            QVERIFY(store.isReadOnly());
+            QCOMPARE(store.file().readOnlyReason, QStringLiteral("the file is read-only"));
+            QCOMPARE(store.runs().size(), 1);
+            QVERIFY(!store.addPrompt({0, store.runs().first().id, QStringLiteral("L1/1"), 1, 0,
+                                      QStringLiteral("generator"), QStringLiteral("p"), QString()}));
+            RunStore writer;
+            QVERIFY(!writer.open(path, OpenOptions{OpenOptions::Access::Write, false}));
+        }
+        const auto after = kwb::test::FileSnapshot::of(path);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
+    }
+
+    void olderStoreMigratedAndSaid()
+    {
+        const QString path = dbPath();
+        {
+            RunStore store;
+            QVERIFY(store.open(path, {RunStore::migrations().first()}));
+            QVERIFY(store.createRun(QStringLiteral("old"), QStringLiteral("zero_shot"), QJsonObject()));
+        }
+        const StoreFile file = RunStore::inspect(path);
+        QCOMPARE(file.kind, StoreFile::Kind::Older);
+        QCOMPARE(file.schemaVersion, 1);
+        QVERIFY2(file.summary().contains(QStringLiteral("migrates it to schema %1").arg(RunStore::schemaVersion())),
+                 qPrintable(file.summary()));
+        RunStore store;
+        QVERIFY2(store.open(path), qPrintable(store.errorString()));
+        QCOMPARE(store.migratedFrom(), 1);
+        QVERIFY2(store.openNote().contains(QLatin1String("migrated")), qPrintable(store.openNote()));
+        QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
+    }
+
+    void olderReadOnlyStoreReadThroughACopy()
+    {
+        const QString path = dbPath();
+        {
+            RunStore store;
+            QVERIFY(store.open(path, {RunStore::migrations().first()}));
+            QVERIFY(store.createRun(QStringLiteral("old"), QStringLiteral("zero_shot"), QJsonObject()));
+        }
+        const kwb::test::ReadOnlyGuard readOnly(path);
+        const auto before = kwb::test::FileSnapshot::of(path);
+        const auto copies = [] {
+            return QDir::temp().entryList({QStringLiteral("kwb-store-%1-*").arg(QCoreApplication::applicationPid())},
+                                          QDir::Files);
+        };
+        {
+            RunStore a, b;
+            QVERIFY2(a.open(path), qPrintable(a.errorString()));
+            QVERIFY(a.isReadOnly());
+            QCOMPARE(a.migratedFrom(), 0);
+            QVERIFY2(a.openNote().contains(QLatin1String("copy")), qPrintable(a.openNote()));
+            QCOMPARE(a.fileSchemaVersion(), RunStore::schemaVersion()); // the copy's
+            QCOMPARE(a.runs().size(), 1);
+            QCOMPARE(a.evaluations(a.runs().first().id).size(), 0);
+            QVERIFY(b.open(path)); // the same copy
+            QCOMPARE(copies().size(), 1);
+            QVERIFY(!a.createRun(QStringLiteral("no"), QStringLiteral("x"), QJsonObject()));
+        }
+        QCOMPARE(copies().size(), 0); // removed with the last store reading it
+        QCOMPARE(RunStore::inspect(path).schemaVersion, 1);
+        const auto after = kwb::test::FileSnapshot::of(path);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
+    }
+
+    void readAccessNeverCreates()
+    {
+        const QString path = dbPath();
+        RunStore store;
+        QVERIFY(!store.open(path, OpenOptions{OpenOptions::Access::Read, false}));
+        QVERIFY(!QFileInfo::exists(path));
+        QCOMPARE(RunStore::inspect(path).kind, StoreFile::Kind::Missing);
+    }
+
+    void compressedStoreNamed()
+    {
+        const QString path = dbPath();
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray("\xFD" "7zXZ\0\0\x04\xe6\xd6\xb4\x46", 12) + QByteArray(100, '\x01'));
+        file.close();
+        const StoreFile found = RunStore::inspect(path);
+        QCOMPARE(found.kind, StoreFile::Kind::NotSQLite);
+        QVERIFY2(found.summary().contains(QLatin1String("xz-compressed")), qPrintable(found.summary()));
+    }
+
     void notADatabase()
     {
         const QString path = dbPath();
@@ -720,6 +963,9 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(!store.open(path));
         QVERIFY2(store.errorString().contains(QLatin1String("not a run store")), qPrintable(store.errorString()));
+        QCOMPARE(store.file().kind, StoreFile::Kind::NotSQLite);
+        QVERIFY2(store.errorString().contains(QLatin1String("a text file")), qPrintable(store.errorString()));
+        QCOMPARE(QFileInfo(path).size(), 8192);
         QVERIFY(!store.open(m_dir.filePath(QStringLiteral("no/such/dir/x.kwbrun"))));
         QVERIFY(!store.errorString().isEmpty());
     }

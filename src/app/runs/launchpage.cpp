@@ -141,6 +141,7 @@ LaunchPage::LaunchPage(RunManager* manager, QWidget* parent)
     m_database->setToolTip(tr("Where launched runs are written. The Results page offers to open it when it is not "
                               "the database shown there."));
     connect(m_database, &QLineEdit::editingFinished, this, [this] { setDatabasePath(databasePath()); });
+    checkDatabase();
     if (!secrets::environmentApiKey().isEmpty())
         m_apiKey->setPlaceholderText(tr("from $KWB_API_KEY"));
 
@@ -520,6 +521,12 @@ QWidget* LaunchPage::buildEvaluationBox()
     });
     form->addRow(m_pauseGeneration);
     form->addRow(tr("Database"), dbRow);
+    m_databaseProblem = new QLabel(box);
+    m_databaseProblem->setObjectName(QStringLiteral("databaseProblem"));
+    m_databaseProblem->setWordWrap(true);
+    m_databaseProblem->setStyleSheet(QStringLiteral("color: #b01e1e;"));
+    m_databaseProblem->setVisible(false);
+    form->addRow(QString(), m_databaseProblem);
     return box;
 }
 
@@ -805,6 +812,34 @@ void LaunchPage::setDatabasePath(const QString& path)
     m_database->setText(path);
     // A choice the user made stays chosen: reopening the window or another database keeps it.
     QSettings().setValue(kLaunchDatabaseKey, path.trimmed());
+    checkDatabase();
+}
+
+QString LaunchPage::databaseProblem() const
+{
+    const QString path = databasePath();
+    if (path.isEmpty())
+        return tr("choose a database file");
+    const StoreFile file = RunStore::inspect(path, false);
+    // A folder that does not exist yet is made when the run starts.
+    if (file.kind == StoreFile::Kind::Missing && !QFileInfo::exists(QFileInfo(path).absolutePath()))
+        return QString();
+    return file.writeRefusal();
+}
+
+void LaunchPage::checkDatabase()
+{
+    if (!m_databaseProblem)
+        return;
+    const QString problem = databaseProblem();
+    m_databaseProblem->setText(problem.isEmpty() ? QString() : tr("Runs cannot be written there: %1").arg(problem));
+    m_databaseProblem->setVisible(!problem.isEmpty());
+    for (QPushButton* b : {m_start, m_queue}) {
+        if (!b)
+            continue;
+        b->setEnabled(problem.isEmpty());
+        b->setToolTip(problem.isEmpty() ? QString() : tr("Choose another database: %1").arg(problem));
+    }
 }
 
 QString LaunchPage::databasePath() const
@@ -829,6 +864,11 @@ void LaunchPage::setApiKey(const QString& key)
 
 bool LaunchPage::start()
 {
+    if (const QString problem = databaseProblem(); !problem.isEmpty()) {
+        checkDatabase();
+        showMessage(tr("Cannot start: %1").arg(problem), true);
+        return false;
+    }
     QString error;
     const std::optional<RunPlan> p = plan(&error);
     if (!p) {
@@ -836,10 +876,6 @@ bool LaunchPage::start()
         return false;
     }
     const RunSessionEnvironment env = environment();
-    if (env.databasePath.isEmpty()) {
-        showMessage(tr("Cannot start: choose a database file"), true);
-        return false;
-    }
     QDir().mkpath(QFileInfo(env.databasePath).absolutePath());
     const bool now = m_manager->submit(*p, env);
     showMessage(now ? tr("Started %1").arg(p->runName())
@@ -851,6 +887,11 @@ bool LaunchPage::start()
 
 bool LaunchPage::enqueue()
 {
+    if (const QString problem = databaseProblem(); !problem.isEmpty()) {
+        checkDatabase();
+        showMessage(tr("Cannot queue: %1").arg(problem), true);
+        return false;
+    }
     QString error;
     const std::optional<RunPlan> p = plan(&error);
     if (!p) {
@@ -875,8 +916,9 @@ bool LaunchPage::resumeRun(const QString& databasePath, qint64 runId, QString* e
             *error = message;
         return false;
     };
+    // A resumed run writes into its own file: it must be a run store that may be written.
     RunStore store;
-    if (!QFileInfo(databasePath).isFile() || !store.open(databasePath))
+    if (!QFileInfo(databasePath).isFile() || !store.open(databasePath, OpenOptions{OpenOptions::Access::Write, false}))
         return failWith(store.errorString().isEmpty() ? tr("no such database %1").arg(databasePath) : store.errorString());
     const std::optional<RunInfo> info = store.run(runId);
     if (!info)

@@ -92,6 +92,10 @@ public:
     void testConnection();
     /// The connection test's last verdict ("" while none has run).
     QString connectionStatus() const;
+    /// Why runs cannot be written into the database chosen (RunStore's StoreFile::writeRefusal():
+    /// a read-only file or folder, a file that is not a run store), empty when they can. Start and
+    /// Add to queue are disabled while it is not empty, with this as their tooltip.
+    QString databaseProblem() const;
 
 Q_SIGNALS:
     /// testConnection() has its answer.
@@ -113,6 +117,9 @@ private:
     void updateQueueList();
     void showMessage(const QString& text, bool error);
     void chooseDatabase();
+    /// Inspects the chosen database (no quick check: that is the run's open) and enables Start and
+    /// Add to queue, or says why not.
+    void checkDatabase();
 
     RunManager* m_manager = nullptr;
     QString m_promptsDir;
@@ -165,6 +172,7 @@ private:
     QCheckBox* m_pauseGeneration = nullptr;
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;
+    QLabel* m_databaseProblem = nullptr; ///< why runs cannot be written into it; hidden when they can
 
     QPushButton* m_start = nullptr;
     QPushButton* m_queue = nullptr;

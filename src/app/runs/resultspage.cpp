@@ -353,8 +353,12 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
     m_store = std::move(store);
     if (!m_offered.isEmpty() && QFileInfo(m_offered).absoluteFilePath() == QFileInfo(path).absoluteFilePath())
         offerDatabase(QString()); // the offered file is now the one shown
-    m_databaseLabel->setText(tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
-    m_databaseLabel->setToolTip(QFileInfo(path).absoluteFilePath());
+    // A read-only file or folder is read as it is (RunStore): said here, where the runs are shown.
+    m_databaseLabel->setText(m_store->isReadOnly()
+                                 ? tr("Database: <b>%1</b> (read-only)").arg(QDir::toNativeSeparators(path).toHtmlEscaped())
+                                 : tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
+    m_databaseLabel->setToolTip(m_store->isReadOnly() ? QFileInfo(path).absoluteFilePath() + QLatin1Char('\n') + m_store->openNote()
+                                                      : QFileInfo(path).absoluteFilePath());
     m_tablesEmpty->setText(tr("Computing the report of %1 …").arg(QFileInfo(path).fileName()));
     m_tablesStack->setCurrentWidget(m_tablesEmpty);
     m_runsEmpty->setText(tr("Reading the runs of %1 …").arg(QFileInfo(path).fileName()));
@@ -572,8 +576,9 @@ void ResultsPage::chooseDatabase()
 {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open run database"), QFileInfo(m_databasePath).path(),
                                                       tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"));
+    // The window opens it for every page, and says what a file that is not a run store is.
     if (!path.isEmpty())
-        setDatabase(path);
+        Q_EMIT openRequested(path);
 }
 
 void ResultsPage::exportWithDialog(ExportFormat format)

@@ -80,7 +80,8 @@ Q_SIGNALS:
     void runActivated(const QString& database, qint64 runId);
     /// A run of the list became the current one (a click or the keyboard).
     void runSelected(const QString& database, qint64 runId);
-    /// "Open" on the bar of offerDatabase(): the window opens that database for every page.
+    /// "Open" on the bar of offerDatabase(), or a file picked with "Open database…": the window
+    /// opens that database for every page (and says what a file that is not a run store is).
     void openRequested(const QString& path);
 
 private:

@@ -336,6 +336,11 @@ void RunMonitorPage::updateHeader()
         m_pause->setVisible(false);
         m_cancel->setVisible(false);
         m_resume->setVisible(m_openedInfo.status != RunStatus::Finished);
+        // A resumed run writes into its own file: not into one that may not be written.
+        const bool readOnly = m_openedStore->isReadOnly();
+        m_resume->setEnabled(!readOnly);
+        m_resume->setToolTip(readOnly ? tr("Cannot resume here: %1").arg(m_openedStore->openNote())
+                                      : tr("Continue this run where it stopped (finished units are kept)"));
     }
 }
 

@@ -157,7 +157,7 @@ void HeadlessRun::start()
     if (m_state != State::Idle)
         return;
     setState(State::Preparing);
-    if (!m_store.open(m_environment.databasePath))
+    if (!m_store.open(m_environment.databasePath, OpenOptions{OpenOptions::Access::Write, false}))
         return failLater(Failure::Database, m_store.errorString());
     if (m_plan.resumeRunId > 0 && !m_store.run(m_plan.resumeRunId))
         return failLater(Failure::UnknownRun, QStringLiteral("no run %1 in %2")

@@ -8,6 +8,15 @@
 // carries its version in `PRAGMA user_version`; opening applies the missing migrations in order,
 // each in its own transaction, and refuses a file written by a newer build.
 //
+// Opening a file never changes what is not a run store (issue 38): RunStore::inspect() decides,
+// reading only, what a file is (StoreFile: a run store of this schema or an older one, a newer
+// one, an empty file, another program's SQLite database, not SQLite at all, damaged: SQLite's
+// quick check fails), and open() writes only into a run store (migrating an older one, which it
+// says: openNote()), into a path where nothing is (a new store), or into an empty file when asked
+// (OpenOptions::initEmpty). A file or folder that may not be written is opened read-only: by the
+// permission bits, not by a failed write, so that it holds for root too (SQLite's mode=ro, and
+// immutable=1 where no write-ahead log is pending, so not even a -shm file appears beside it).
+//
 // A RunStore owns one connection with a name of its own, so several stores (and threads, one
 // store each) can be open at once. Use a store only from the thread that opened it (a Qt SQL
 // rule).
@@ -223,6 +232,68 @@ struct UnitResponse
     QDateTime created; ///< UTC
 };
 
+/// What a file is, as RunStore::inspect() finds it without writing anything: the one definition
+/// the CLI and the window present (summary()).
+struct StoreFile
+{
+    enum class Kind {
+        Missing,    ///< nothing at the path: opening it for writing creates a run store
+        Empty,      ///< a 0-byte file, or a SQLite database without tables: a store only when asked
+        Current,    ///< a run store of this build's schema
+        Older,      ///< a run store of an older schema: opening it migrates it (and says so)
+        Newer,      ///< a run store of a newer build's schema: refused, left as it is
+        Foreign,    ///< another program's SQLite database (its tables in `tables`): never written
+        NotSQLite,  ///< not a SQLite database (a folder, text, a compressed file, …): never written
+        Damaged,    ///< a SQLite database that fails PRAGMA quick_check, or lacks a store's tables
+        Unreadable, ///< cannot be read (permissions, an I/O error)
+    };
+
+    Kind kind = Kind::Missing;
+    QString path;
+    int schemaVersion = 0;     ///< PRAGMA user_version (run stores: their schema)
+    int currentVersion = 0;    ///< the schema this build writes (what an Older store is migrated to)
+    QStringList tables;        ///< the file's tables, sqlite_* left out (Foreign: what it holds)
+    QStringList missingTables; ///< Damaged: a run store's tables that are not there
+    QStringList problems;      ///< Damaged: PRAGMA quick_check's lines (at most 20)
+    /// Damaged: what cannot be read, one entry per table or index ("evaluations (812 of 1154 rows
+    /// read before the damage)"); empty when every table reads in full.
+    QStringList unreadable;
+    QString detail; ///< NotSQLite: what the file looks like; Unreadable: the system's reason
+    /// The file or its folder may not be written (by their permission bits, also for root, or a
+    /// read-only file system): opened read-only. readOnlyReason says which.
+    bool readOnly = false;
+    QString readOnlyReason; ///< "the file is read-only", "its folder /x is read-only", …
+
+    bool isRunStore() const { return kind == Kind::Current || kind == Kind::Older; }
+    /// Why runs cannot be written into this file (a run launched, resumed or imported), or empty
+    /// where they can: a run store or a missing file, in a place that may be written.
+    QString writeRefusal() const;
+    /// A plain sentence (or two) saying what the file is and what opening it does or why it is not
+    /// opened, with the path: "… is a SQLite database of another program (tables: foo), not a run
+    /// store; it was left unchanged."
+    QString summary() const;
+};
+
+/// How RunStore::open may treat the file.
+struct OpenOptions
+{
+    enum class Access {
+        /// Write where the file and its folder may be written (create a missing file, migrate an
+        /// older store), else read-only: what the window's pages and `kwb report` want.
+        Auto,
+        /// Must be written (`kwb run`, import, a run launched or resumed): a read-only file or folder
+        /// is refused with the reason.
+        Write,
+        /// Never written, not even migrated: an older store is read through a migrated copy in the
+        /// temporary folder; a missing file is not created.
+        Read,
+    };
+    Access access = Access::Auto;
+    /// Make a 0-byte file (or a SQLite database without tables) a run store: only when the user
+    /// asked for it (the window's "Make it a run store").
+    bool initEmpty = false;
+};
+
 class RunStore
 {
 public:
@@ -242,15 +313,34 @@ public:
     static QList<Migration> migrations();
     static int schemaVersion();
 
-    /// Opens (or creates) the file and brings its schema up to date. False on failure, with
-    /// errorString() saying why (a file of a newer version is refused and left untouched).
-    bool open(const QString& path);
+    /// What the file at `path` is, read without writing anything (not even a journal beside it),
+    /// PRAGMA quick_check included unless quickCheck is false (then a SQLite file of the store's
+    /// tables is Current or Older unchecked). A check that passed is remembered for the file as it
+    /// is (size and times of it and its write-ahead log), so the pages' many opens check it once.
+    static StoreFile inspect(const QString& path, bool quickCheck = true);
+    static StoreFile inspect(const QString& path, const QList<Migration>& migrations, bool quickCheck = true);
+
+    /// Opens the file as inspect() finds it: a run store (an older one migrated), a missing file
+    /// created; anything else refused, untouched, with errorString() = file().summary(). A file
+    /// or folder that may not be written is opened read-only (options.access Auto or Read) or
+    /// refused (Write). False on failure, with errorString() saying why.
+    bool open(const QString& path, const OpenOptions& options = {});
     /// open() with another migration list: for tests of the migration machinery.
-    bool open(const QString& path, const QList<Migration>& migrations);
+    bool open(const QString& path, const QList<Migration>& migrations, const OpenOptions& options = {});
     void close();
     bool isOpen() const;
     QString path() const { return m_path; }
     QString errorString() const { return m_error; }
+    /// What open() found (also after it failed).
+    const StoreFile& file() const { return m_file; }
+    /// Opened read-only: nothing can be added (file().readOnlyReason, or Access::Read asked).
+    bool isReadOnly() const { return m_readOnly; }
+    /// The schema the file had when open() migrated it (0: not migrated).
+    int migratedFrom() const { return m_migratedFrom; }
+    /// What open() did that a user should hear of, one sentence, or empty: a migration ("… was a
+    /// run store of schema 1; it is now migrated to schema 7, which builds before this one cannot
+    /// open."), a read-only open and why, an older read-only store read through a migrated copy.
+    QString openNote() const;
 
     /// The file's `user_version` (0 for a new file before migration), -1 when not open.
     int fileSchemaVersion() const;
@@ -258,6 +348,8 @@ public:
     QString journalMode() const;
     /// `PRAGMA integrity_check` joined by newlines ("ok" for a sound file).
     QString integrityCheck() const;
+    /// `PRAGMA quick_check` joined by newlines ("ok" for a sound file).
+    QString quickCheck() const;
 
     // Inserts. Each runs in its own transaction (autocommit) and returns the new row's id, or
     // nullopt with errorString() set.
@@ -316,10 +408,18 @@ private:
     bool fail(const QString& message) const;
     bool execOrFail(QSqlQuery& query, const QString& what) const;
     bool migrate(const QList<Migration>& migrations);
+    /// Adds the connection for `databaseName` with the given connect options; false with m_error set.
+    bool addConnection(const QString& databaseName, const QString& options);
+    bool openReadOnly(bool nobodyWrites);
+    bool openMigratedCopy(const QList<Migration>& migrations);
 
     QString m_connection;
     QString m_path;
     mutable QString m_error;
+    StoreFile m_file;
+    bool m_readOnly = false;
+    int m_migratedFrom = 0;
+    QString m_copy; ///< the migrated copy an older read-only store is read through (empty: none)
 };
 
 } // namespace kwb

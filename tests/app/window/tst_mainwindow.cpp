@@ -1,5 +1,7 @@
 // The window as a user meets it: every page present, the catalog from a (replay) worker, a run
 // database opened, the charts fed from it, and the screenshot mode writing a picture per page.
+// Files that are not run stores (issue 38), on real files: never written, said what they are, a
+// new store offered elsewhere; a read-only store read as it is, which the window says.
 
 #include "app/analysispages.h"
 #include "app/charts/bestofnchart.h"
@@ -14,7 +16,9 @@
 #include "app/tasks/taskspage.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
+#include "app/runs/runmonitorpage.h"
 #include "windowfixture.h"
+#include "../../support/storefiles.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -22,6 +26,7 @@
 #include <QFileInfo>
 #include <QImage>
 #include <QLabel>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QSet>
 #include <QSettings>
@@ -277,6 +282,145 @@ private Q_SLOTS:
         page.setProfileFailed(QStringLiteral("L2/1"), QStringLiteral("no_device: profiling needs a CUDA device"));
         QVERIFY(button->isEnabled());
         QVERIFY(page.findChildren<QLabel*>().size() > 0);
+    }
+
+    // Issue 38: another program's SQLite file is refused as what it is and never written; a new
+    // run store is offered in another file.
+    void foreignFileNeitherOpenedNorChanged()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("foreign"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString foreign = QDir(folder).filePath(QStringLiteral("other-program.db"));
+        QVERIFY(kwb::test::writeForeignDatabase(foreign));
+        const auto before = kwb::test::FileSnapshot::of(foreign);
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QString error;
+        QVERIFY(!window.openDatabase(foreign, &error));
+        QVERIFY2(error.contains(QLatin1String("another program")) && error.contains(QLatin1String("tables: foo")), qPrintable(error));
+        QVERIFY(window.database().isEmpty());
+        QMessageBox* box = window.openDatabaseOrExplain(foreign);
+        QVERIFY(box);
+        QVERIFY2(box->text().contains(QLatin1String("not a run store")), qPrintable(box->text()));
+        QVERIFY(box->findChild<QPushButton*>(QStringLiteral("newRunStore")));
+        QVERIFY(!box->findChild<QPushButton*>(QStringLiteral("makeRunStore")));
+        box->close();
+        QVERIFY(!window.createDatabase(foreign, &error)); // not even when asked to make a store of it
+        QVERIFY(kwb::test::FileSnapshot::of(foreign) == before);
+        // Elsewhere: a new store, opened.
+        const QString fresh = m_dir.filePath(QStringLiteral("fresh.db"));
+        QVERIFY2(window.createDatabase(fresh, &error), qPrintable(error));
+        QCOMPARE(window.database(), QFileInfo(fresh).absoluteFilePath());
+        QCOMPARE(RunStore::inspect(fresh).kind, StoreFile::Kind::Current);
+        QVERIFY(window.jobs()->waitForFunctions(30000));
+        QVERIFY(kwb::test::FileSnapshot::of(foreign) == before);
+    }
+
+    void emptyFileBecomesAStoreOnlyWhenAsked()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("empty"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString empty = QDir(folder).filePath(QStringLiteral("placeholder.db"));
+        QVERIFY(kwb::test::writeEmptyFile(empty));
+        const auto before = kwb::test::FileSnapshot::of(empty);
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QString error;
+        QVERIFY(!window.openDatabase(empty, &error));
+        QVERIFY2(error.contains(QLatin1String("empty file (0 bytes)")), qPrintable(error));
+        QVERIFY(kwb::test::FileSnapshot::of(empty) == before);
+        QMessageBox* box = window.openDatabaseOrExplain(empty);
+        QVERIFY(box);
+        QVERIFY(kwb::test::FileSnapshot::of(empty) == before);
+        auto* make = box->findChild<QPushButton*>(QStringLiteral("makeRunStore"));
+        QVERIFY(make);
+        QVERIFY(box->findChild<QPushButton*>(QStringLiteral("newRunStore")));
+        make->click(); // the user asks
+        QTRY_COMPARE(window.database(), QFileInfo(empty).absoluteFilePath());
+        QCOMPARE(RunStore::inspect(empty).kind, StoreFile::Kind::Current);
+        QVERIFY(window.jobs()->waitForFunctions(30000));
+    }
+
+    void damagedFileSaysWhatIsMissing()
+    {
+        const QString folder = m_dir.filePath(QStringLiteral("damaged"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString damaged = QDir(folder).filePath(QStringLiteral("study.db"));
+        QVERIFY(kwb::test::writeStore(damaged));
+        QVERIFY(kwb::test::overwriteTwoPages(damaged));
+        const auto before = kwb::test::FileSnapshot::of(damaged);
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QString error;
+        QVERIFY(!window.openDatabase(damaged, &error));
+        QVERIFY2(error.contains(QLatin1String("damaged SQLite database")) && error.contains(QLatin1String("rows read before the damage")),
+                 qPrintable(error));
+        QMessageBox* box = window.openDatabaseOrExplain(damaged);
+        QVERIFY(box);
+        QVERIFY2(box->text().contains(QLatin1String("What cannot be read")), qPrintable(box->text()));
+        box->close();
+        QVERIFY(window.database().isEmpty());
+        QVERIFY(kwb::test::FileSnapshot::of(damaged) == before);
+    }
+
+    // A shared or archived study: opened read-only, which the window says; Launch and Resume do
+    // not write there; the file and its folder stay as they were.
+    void readOnlyStoreOpensReadOnly_data()
+    {
+        QTest::addColumn<bool>("folderReadOnly");
+        QTest::newRow("read-only folder") << true;
+        QTest::newRow("read-only file") << false;
+    }
+
+    void readOnlyStoreOpensReadOnly()
+    {
+        QFETCH(bool, folderReadOnly);
+        const QString folder = m_dir.filePath(folderReadOnly ? QStringLiteral("archive") : QStringLiteral("shared"));
+        QVERIFY(QDir().mkpath(folder));
+        const QString path = QDir(folder).filePath(QStringLiteral("study.db"));
+        QVERIFY(QFile::copy(m_db, path));
+        const kwb::test::ReadOnlyGuard readOnly(folderReadOnly ? folder : path);
+        const auto before = kwb::test::FileSnapshot::of(path);
+        {
+            MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+            window.show();
+            QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+            QString error;
+            QVERIFY2(window.openDatabase(path, &error), qPrintable(error));
+            QVERIFY(window.isDatabaseReadOnly());
+            QCOMPARE(window.databaseStatus(), QStringLiteral("Runs: study.db (read-only)"));
+            QVERIFY(window.windowTitle().contains(QLatin1String("read-only")));
+            QVERIFY2(window.databaseStatusTip().contains(QLatin1String("Launch")), qPrintable(window.databaseStatusTip()));
+            auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+            QVERIFY(results->findChild<QLabel*>(QStringLiteral("databaseLabel"))->text().contains(QLatin1String("read-only")));
+            QTRY_VERIFY_WITH_TIMEOUT(results->report().has_value(), 30000);
+            QCOMPARE(results->report()->runs.size(), 2);
+            // Launch writes elsewhere; pointed at this file, it says why it cannot and does not start.
+            auto* launch = qobject_cast<LaunchPage*>(window.page(QStringLiteral("launch")));
+            QVERIFY(QFileInfo(launch->databasePath()).absoluteFilePath() != QFileInfo(path).absoluteFilePath());
+            const QString launchDb = launch->databasePath();
+            launch->setDatabasePath(path);
+            QVERIFY2(launch->databaseProblem().contains(QLatin1String("may not be written")), qPrintable(launch->databaseProblem()));
+            auto* start = launch->findChild<QPushButton*>(QStringLiteral("startButton"));
+            QVERIFY(!start->isEnabled());
+            QVERIFY(!start->toolTip().isEmpty());
+            QVERIFY(!launch->start());
+            auto* message = launch->findChild<QLabel*>(QStringLiteral("launchMessage"));
+            QVERIFY2(message->text().contains(QLatin1String("may not be written")), qPrintable(message->text()));
+            launch->setDatabasePath(launchDb);
+            QVERIFY(start->isEnabled());
+            // A stored run of it cannot be resumed here.
+            auto* monitor = qobject_cast<RunMonitorPage*>(window.page(QStringLiteral("monitor")));
+            QVERIFY(monitor->openRun(path, m_fixture.agent, &error));
+            auto* resume = monitor->findChild<QPushButton*>(QStringLiteral("monitorResume"));
+            QVERIFY(!resume->isEnabled());
+            QVERIFY2(resume->toolTip().contains(QLatin1String("read-only")), qPrintable(resume->toolTip()));
+            QVERIFY(!launch->resumeRun(path, m_fixture.agent, &error));
+            QVERIFY2(error.contains(QLatin1String("may not be written")), qPrintable(error));
+            QVERIFY(window.jobs()->waitForFunctions(30000));
+        }
+        const auto after = kwb::test::FileSnapshot::of(path);
+        QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
     }
 
     void screenshots()
