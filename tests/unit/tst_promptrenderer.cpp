@@ -212,6 +212,47 @@ private Q_SLOTS:
                  QStringLiteral("66.9 TFLOP/s (theoretical)"));
     }
 
+    // The profile names operators, not call sites (issue 36 item 4): torch.profiler's
+    // key_averages() sums an operator's calls, so a network's five convolutions are one row and
+    // an epilogue operator can reach the top five.
+    void profileSumsEachOperatorOverItsCalls()
+    {
+        const QJsonObject profile = parse(R"json({"task":"L3/5","total_ns":10000000,
+ "ops":[{"index":0,"op":"aten::conv2d","time_ns":4000000,"share":0.40,"kernels":2},
+        {"index":3,"op":"aten::conv2d","time_ns":2000000,"share":0.20,"kernels":2},
+        {"index":1,"op":"aten::relu","time_ns":600000,"share":0.06,"kernels":1},
+        {"index":6,"op":"aten::conv2d","time_ns":900000,"share":0.09,"kernels":1},
+        {"index":4,"op":"aten::relu","time_ns":500000,"share":0.05,"kernels":1},
+        {"index":2,"op":"aten::max_pool2d","time_ns":800000,"share":0.08,"kernels":1},
+        {"index":7,"op":"aten::linear","time_ns":700000,"share":0.07,"kernels":2},
+        {"index":8,"op":"aten::dropout","time_ns":300000,"share":0.03,"kernels":1},
+        {"index":-1,"op":"(no op)","time_ns":200000,"share":0.02,"kernels":1}],"kernels":[]})json");
+        const QJsonObject c = PromptRenderer::buildContext(parse(kTask), {}, profile, {});
+        const QJsonArray top = c.value(QStringLiteral("top_ops")).toArray();
+        QCOMPARE(top.size(), 5);
+        QStringList rows;
+        for (const QJsonValue& v : top) {
+            const QJsonObject o = v.toObject();
+            rows << QStringLiteral("%1 %2 %3 %4× %5").arg(o.value(QStringLiteral("op")).toString(),
+                                                        o.value(QStringLiteral("share")).toString(),
+                                                        o.value(QStringLiteral("time")).toString(),
+                                                        o.value(QStringLiteral("calls")).toString(),
+                                                        o.value(QStringLiteral("kernels")).toString());
+        }
+        QCOMPARE(rows, QStringList({QStringLiteral("aten::conv2d 69.0 % 6.900 ms 3× 5"),
+                                    QStringLiteral("aten::relu 11.0 % 1.100 ms 2× 2"),
+                                    QStringLiteral("aten::max_pool2d 8.0 % 800.0 µs 1× 1"),
+                                    QStringLiteral("aten::linear 7.0 % 700.0 µs 1× 2"),
+                                    QStringLiteral("aten::dropout 3.0 % 300.0 µs 1× 1")}));
+        // The study set's partial says what the rows are.
+        const PromptRenderer study(QStringLiteral(KWB_PROMPTS_DIR "/../prompts"));
+        const auto guided = study.render(QStringLiteral("profiling-guided/generator.mustache"), c);
+        QVERIFY2(guided.ok, qPrintable(guided.error));
+        QVERIFY2(guided.text.contains(QStringLiteral("- `aten::conv2d`: 69.0 % (6.900 ms; called 3×, 5 kernel launches)")),
+                 qPrintable(guided.text));
+        QCOMPARE(guided.text.count(QStringLiteral("`aten::conv2d`")), 1);
+    }
+
     void renderedFacts()
     {
         const PromptRenderer renderer(promptsDir());

@@ -658,6 +658,32 @@ QString initInputsText(const QJsonObject& taskJson)
 
 } // namespace
 
+QList<PromptRenderer::OperatorTime> PromptRenderer::operatorTimes(const ProfileResult& profile)
+{
+    // The worker reports one row per call site (the Traffic page places each on the op chain);
+    // torch.profiler's key_averages(), what "top operators by CUDA time" means, groups by name.
+    QList<OperatorTime> out;
+    QHash<QString, qsizetype> at;
+    for (const ProfileOp& o : profile.ops) {
+        auto it = at.constFind(o.op);
+        if (it == at.cend()) {
+            at.insert(o.op, out.size());
+            out.append(OperatorTime{o.op, 0.0, 0.0, 0, 0});
+            it = at.constFind(o.op);
+        }
+        OperatorTime& t = out[*it];
+        t.timeNs += o.timeNs;
+        t.share += o.share;
+        t.kernels += o.kernels;
+        t.calls += 1;
+    }
+    // Most time first; equal times by name, so the order never depends on the worker's.
+    std::stable_sort(out.begin(), out.end(), [](const OperatorTime& a, const OperatorTime& b) {
+        return a.timeNs != b.timeNs ? a.timeNs > b.timeNs : a.op < b.op;
+    });
+    return out;
+}
+
 QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJsonObject& analyzeJson,
                                          const QJsonObject& profileJson, const QJsonObject& deviceJson,
                                          const QJsonObject& feedbackJson, const QJsonObject& protocolProfileJson)
@@ -738,15 +764,16 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     c[QStringLiteral("intensity_unfused")] = analyzed ? QJsonValue(intensityText(analyze.intensityUnfused)) : QJsonValue(false);
     c[QStringLiteral("intensity_fused")] = analyzed ? QJsonValue(intensityText(analyze.intensityFused)) : QJsonValue(false);
 
-    // Profile: the top five ops by CUDA time.
+    // Profile: the top five operators by CUDA time, each summed over its call sites.
     QJsonArray topOps;
-    for (const ProfileOp& o : profile.ops) {
+    for (const OperatorTime& o : operatorTimes(profile)) {
         if (topOps.size() == 5)
             break;
         topOps.append(QJsonObject{
             {QStringLiteral("op"), o.op},
             {QStringLiteral("share"), QString::number(100.0 * o.share, 'f', 1) + QStringLiteral(" %")},
             {QStringLiteral("time"), timeText(o.timeNs)},
+            {QStringLiteral("calls"), numberText(o.calls)},
             {QStringLiteral("kernels"), numberText(o.kernels)},
         });
     }

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <QJsonObject>
+#include <QList>
 #include <QString>
 #include <QStringList>
 
 namespace kwb {
+
+struct ProfileResult;
 
 /// Where buildContext()'s feedback object carries the previous answer: the run adds it to the
 /// `evaluate` response (it is the client's key, not the worker's).
@@ -59,6 +62,19 @@ public:
     /// "atol = rtol = 0.0001, profile kernelbench-fp32" from a profile's settings as `hello`
     /// lists them (name, atol, rtol); empty when they are not known.
     static QString toleranceText(const QJsonObject& protocolProfile);
+
+    /// One operator of a `profile` response with its call sites summed (`top_ops`).
+    struct OperatorTime
+    {
+        QString op;        ///< "aten::conv2d"; "(no op)" for kernels launched outside any
+        double timeNs = 0; ///< CUDA kernel time per reference call, all its call sites
+        double share = 0;  ///< of the profile's total, 0..1
+        int kernels = 0;   ///< kernel launches per reference call
+        int calls = 0;     ///< call sites in the reference
+    };
+    /// CUDA time per operator name, most first (equal times by name), as torch.profiler's
+    /// key_averages() sums it; the worker reports one row per call site.
+    static QList<OperatorTime> operatorTimes(const ProfileResult& profile);
 
     /// The roofline rule the profiling-guided and competence-matched prompts state.
     static QString rooflineRule();
