@@ -1968,6 +1968,56 @@ private Q_SLOTS:
         QVERIFY2(text.startsWith(QLatin1String("root:x:0:0:")) && text.count(QLatin1Char('\n')) <= 3, qPrintable(text));
     }
 
+    // A worker from another build or install than kwb's is told the tasks folder the sandbox
+    // shows it (left to choose, it picked its own build's folder, which the sandbox hid, and every
+    // task was "unknown": the GPU machine, where kwb is built elsewhere than its worker).
+    void sandboxedWorkerIsToldTheTasksItSees()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        QTemporaryDir install;
+        QTemporaryDir scratch;
+        QVERIFY(install.isValid() && scratch.isValid());
+        QVERIFY(QDir(install.path()).mkpath(QStringLiteral("bin")));
+        const QString worker = install.filePath(QStringLiteral("bin/kwb-worker"));
+        QVERIFY(QFile::copy(QStringLiteral(KWB_FAKEWORKER), worker));
+        QFile::setPermissions(worker, QFile::ReadOwner | QFile::ExeOwner);
+        WorkerLaunchOptions options;
+        options.scratchDir = scratch.path();
+        const auto tasksAfter = [](const QStringList& arguments) {
+            const qsizetype end = arguments.indexOf(QStringLiteral("--"));
+            const qsizetype at = arguments.indexOf(QStringLiteral("--tasks-dir"), end);
+            return end > 0 && at > end && at + 1 < arguments.size() ? arguments.at(at + 1) : QString();
+        };
+        const auto bound = [](const QStringList& arguments, const QString& path) {
+            for (qsizetype i = 0; i + 2 < arguments.size() && arguments.at(i) != QLatin1String("--"); ++i)
+                if (arguments.at(i).startsWith(QLatin1String("--ro-bind")) && arguments.at(i + 1) == path && arguments.at(i + 2) == path)
+                    return true;
+            return false;
+        };
+        // A build tree elsewhere: this build's source tree's tasks, named and shown.
+        WorkerLaunch launch = launchWorker(worker, {}, {}, options);
+        QVERIFY2(launch.sandboxed, qPrintable(launch.sandbox));
+        QString tasks = tasksAfter(launch.arguments);
+        QCOMPARE(tasks, QStringLiteral(KWB_SOURCE_DIR "/tasks"));
+        QVERIFY2(bound(launch.arguments, tasks), qPrintable(launch.arguments.join(QLatin1Char(' '))));
+        // An install tree: its own share/kernel-workbench/tasks.
+        QVERIFY(QDir(install.path()).mkpath(QStringLiteral("share/kernel-workbench/tasks")));
+        launch = launchWorker(worker, {}, {}, options);
+        tasks = tasksAfter(launch.arguments);
+        QCOMPARE(tasks, QFileInfo(install.filePath(QStringLiteral("share/kernel-workbench/tasks"))).canonicalFilePath());
+        QVERIFY(bound(launch.arguments, tasks) || launch.arguments.contains(install.path()));
+        // KWB_TASKS_DIR, and an explicit --tasks-dir, win.
+        QProcessEnvironment environment;
+        environment.insert(QStringLiteral("KWB_TASKS_DIR"), scratch.path());
+        launch = launchWorker(worker, {}, environment, options);
+        QCOMPARE(tasksAfter(launch.arguments), scratch.path());
+        launch = launchWorker(worker, {QStringLiteral("--tasks-dir"), install.path()}, environment, options);
+        QCOMPARE(tasksAfter(launch.arguments), install.path());
+        QCOMPARE(launch.arguments.count(QStringLiteral("--tasks-dir")), 1);
+    }
+
     void destructionEndsWorker()
     {
         auto supervisor = makeSupervisor();

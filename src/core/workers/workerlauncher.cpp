@@ -509,6 +509,24 @@ QString remoteLayoutFunctions()
         .arg(refused.join(QLatin1Char('|')), roots.join(QLatin1Char('|')), builderTools().join(QLatin1Char(' ')));
 }
 
+// The tasks folder a local worker is given (the worker's own rule, kwb-worker's defaultTasksDir):
+// KWB_TASKS_DIR, else the install tree's share/kernel-workbench/tasks beside the program, else
+// this build's source tree.
+QString workerTasksDir(const QString& program, const QProcessEnvironment& environment)
+{
+    if (const QString named = environment.value(QStringLiteral("KWB_TASKS_DIR")); !named.isEmpty())
+        return QFileInfo(named).absoluteFilePath();
+    const QDir programDir = QFileInfo(QFileInfo(program).canonicalFilePath()).absoluteDir();
+    const QString installed = QDir::cleanPath(programDir.absoluteFilePath(QStringLiteral("../share/kernel-workbench/tasks")));
+    if (QFileInfo(installed).isDir())
+        return installed;
+#ifdef KWB_SOURCE_DATA_DIR
+    return QStringLiteral(KWB_SOURCE_DATA_DIR "/tasks");
+#else
+    return QDir::current().absoluteFilePath(QStringLiteral("tasks"));
+#endif
+}
+
 // What the worker needs to read besides the system: its own install or build tree (the folder
 // above bin/, where lib/ and share/kernel-workbench/tasks are), its tasks (--tasks-dir,
 // KWB_TASKS_DIR, or the source tree's for a build tree), the folders named in its library and
@@ -531,9 +549,6 @@ QStringList workerReadOnlyPaths(const QString& program, const QStringList& argum
     for (const QString& argument : arguments)
         if (QDir::isAbsolutePath(argument) && QFileInfo::exists(argument))
             paths << argument;
-#ifdef KWB_SOURCE_DATA_DIR
-    paths << QStringLiteral(KWB_SOURCE_DATA_DIR "/tasks");
-#endif
     for (const QString& variable : readOnlyPathVariables())
         for (const QString& path : environment.value(variable).split(QLatin1Char(':'), Qt::SkipEmptyParts))
             paths << path;
@@ -1087,6 +1102,10 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     launch.exitCodeCarriesSignal = true;
     launch.program = bubblewrapProgram(options.bubblewrap);
     // The extension cache is read-only: builds go through the broker, which alone publishes.
+    // The worker is told its tasks folder, the one the sandbox shows it: left to choose, a worker
+    // from another build than kwb's picks its own build's folder, which the sandbox hides.
+    if (!workerArguments.contains(QStringLiteral("--tasks-dir")))
+        workerArguments << QStringLiteral("--tasks-dir") << workerTasksDir(resolved, environment);
     LocalSandbox paths;
     paths.scratchDir = options.scratchDir; // also the working folder: paths relative to kwb's are made absolute below
     paths.readOnly = workerReadOnlyPaths(program, workerArguments, environment);
