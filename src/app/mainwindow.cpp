@@ -24,6 +24,7 @@
 #include "core/protocol/workerresponses.h"
 #include "core/run/regime.h"
 #include "core/store/runstore.h"
+#include "core/run/runconfig.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
 #include "core/workers/workerlocator.h"
@@ -920,7 +921,7 @@ void MainWindow::stageScreenshots(const QString& dir)
             qint64 agent = 0;
             for (const RunInfo& run : store.runs())
                 if (run.regime == QLatin1String("agent") &&
-                    Regime::fieldsOf(RunConfig::fromJson(run.config).regimeJson()).ablated.isEmpty()) {
+                    RunConfig::fromJson(run.config).regime.fields.ablated.isEmpty()) {
                     agent = run.id;
                     break;
                 }

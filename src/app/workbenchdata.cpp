@@ -23,7 +23,7 @@ double meanMs(const std::optional<TimingStats>& timing)
 
 DeviceFacts runDevice(const RunInfo& run)
 {
-    return decodeDeviceFacts(RunConfig::fromJson(run.config).gpu);
+    return run.gpu;
 }
 
 QString runGpuName(const RunInfo& run)

@@ -215,30 +215,29 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         const QString folderPath = run.folder.isEmpty() ? dir.absolutePath() : dir.absoluteFilePath(run.folder);
         RunConfig config;
         config.protocolProfile = options.profile;
-        config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed}};
-        config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)}};
-        config.extra = QJsonObject{
-            {QStringLiteral("import"), QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")},
-                                                   {QStringLiteral("directory"), folderPath},
-                                                   {QStringLiteral("root"), dir.absolutePath()},
-                                                   {QStringLiteral("run_folder"), run.folder},
-                                                   {QStringLiteral("files"), files},
-                                                   // the block a whole response's module is taken from
-                                                   {QStringLiteral("code_block"), options.codeBlock},
-                                                   {QStringLiteral("skipped"), run.skipped},
-                                                   {QStringLiteral("recorded_verdicts"), run.verdictFiles}}},
-            {QStringLiteral("regime"), regime ? QJsonValue(regime->toJson()) : QJsonValue()},
-            {QStringLiteral("tasks"), QJsonArray::fromStringList(run.taskIds)},
-            {QStringLiteral("task_spec"), taskSpecFor(run.taskIds)},
-            {QStringLiteral("scale"), options.scale},
-            {QStringLiteral("timeout_s"), options.timeoutS},
-            {QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
-            {QStringLiteral("sandbox"), workerSandboxStatus(session.supervisor().limits())},
-            {QStringLiteral("compile_workers"), compileWorkers},
-            // --device none: compiled and sandbox-checked only, as `kwb run --compile-only`; the
-            // report then says "not measured" instead of counting no_device as a fault.
-            {QStringLiteral("compile_only"), options.device == QLatin1String("none")},
-        };
+        config.seeds.evaluation = kRunEvaluationSeed;
+        config.versions.kwb = QStringLiteral(KWB_VERSION);
+        config.import = QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")},
+                                    {QStringLiteral("directory"), folderPath},
+                                    {QStringLiteral("root"), dir.absolutePath()},
+                                    {QStringLiteral("run_folder"), run.folder},
+                                    {QStringLiteral("files"), files},
+                                    // the block a whole response's module is taken from
+                                    {QStringLiteral("code_block"), options.codeBlock},
+                                    {QStringLiteral("skipped"), run.skipped},
+                                    {QStringLiteral("recorded_verdicts"), run.verdictFiles}};
+        if (regime)
+            config.regime = StoredRegime::of(*regime);
+        config.tasks = run.taskIds;
+        config.taskSpec = taskSpecFor(run.taskIds);
+        config.scale = options.scale;
+        config.timeoutS = options.timeoutS;
+        config.answerFormat = QString::fromLatin1(defaults::kAnswerFormatKernelBench);
+        config.sandbox = workerSandboxStatus(session.supervisor().limits());
+        config.compileWorkers = compileWorkers;
+        // --device none: compiled and sandbox-checked only, as `kwb run --compile-only`; the
+        // report then says "not measured" instead of counting no_device as a fault.
+        config.compileOnly = options.device == QLatin1String("none");
         const QString shown = run.folder.isEmpty() ? dir.dirName() : run.folder;
         if (!options.runName.isEmpty())
             run.name = runs.size() == 1 ? options.runName : QStringLiteral("%1 (%2)").arg(options.runName, shown);
@@ -248,7 +247,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                                     ? QString()
                                     : QStringLiteral(", %1 block").arg(options.codeBlock),
                                 shown, taskSpecFor(run.taskIds));
-        const std::optional<qint64> runId = store.createRun(run.name, QStringLiteral("import"), config);
+        const std::optional<qint64> runId = store.createRun(run.name, QStringLiteral("import"), config.toJson());
         if (!runId)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
         run.id = *runId;

@@ -231,16 +231,15 @@ int runRun(Session& session, const RunCommandOptions& options)
         sortedTasks.sort();
         for (const RunInfo& info : store.runs()) {
             const RunConfig config = RunConfig::fromJson(info.config);
-            const QJsonObject sweep = config.extra.value(QLatin1String("sweep")).toObject();
-            if (sweep.value(QLatin1String("id")).toString() != options.sweepId)
+            if (!config.sweep || config.sweep->id != options.sweepId)
                 continue;
-            QStringList tasks = config.taskIds();
+            QStringList tasks = config.tasks;
             tasks.sort();
             if (info.regime != plan.regimeLabel() || tasks != sortedTasks)
                 return fail(json, ExitUsage, QStringLiteral("bad_sweep"),
                             QStringLiteral("--sweep %1: its runs are of %2 over %3; give the same --regime and --tasks")
-                                .arg(options.sweepId, info.regime, config.extra.value(QLatin1String("task_spec")).toString()));
-            existing.insert(sweep.value(QLatin1String("n")).toInt(), info);
+                                .arg(options.sweepId, info.regime, config.taskSpec));
+            existing.insert(config.sweep->n, info);
         }
         if (existing.isEmpty())
             return fail(json, ExitBadRequest, QStringLiteral("unknown_sweep"),

@@ -85,7 +85,8 @@ private Q_SLOTS:
         QString error;
         const std::optional<RunConfig> config = runConfigFor(*plan, {}, {}, &error);
         QVERIFY2(config, qPrintable(error));
-        QCOMPARE(config->extra.value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
+        QCOMPARE(config->answerFormat, QStringLiteral("kernelbench"));
+        QCOMPARE(config->toJson().value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
         RunInfo info;
         info.id = 7;
         info.config = config->toJson();
@@ -96,16 +97,16 @@ private Q_SLOTS:
                  QStringLiteral("kernelbench"));
 
         // A run stored before the answer format existed was native.
-        RunConfig old = *config;
-        old.extra.remove(QStringLiteral("answer_format"));
-        info.config = old.toJson();
+        QJsonObject old = config->toJson();
+        old.remove(QStringLiteral("answer_format"));
+        info.config = old;
         const std::optional<RunPlan> oldPlan = planResume(info, &error);
         QVERIFY(oldPlan);
         QCOMPARE(oldPlan->answerFormat, QStringLiteral("native"));
 
         // An imported run (kwb import) is not resumed: there is no model to ask for what it lacks.
         RunConfig imported = *config;
-        imported.extra.insert(QStringLiteral("import"), QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")}});
+        imported.import = QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")}};
         info.config = imported.toJson();
         QVERIFY(!planResume(info, &error));
         QVERIFY2(error.contains(QLatin1String("imported")), qPrintable(error));

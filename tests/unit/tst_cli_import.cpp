@@ -6,6 +6,7 @@
 // format, and every compile and evaluate request it sends names it.
 
 #include "core/run/regime.h"
+#include "core/run/runconfig.h"
 #include "core/store/runstore.h"
 
 #include <QDir>
@@ -142,10 +143,15 @@ private Q_SLOTS:
         QCOMPARE(runs.first().status, RunStatus::Finished);
         QVERIFY(runs.first().name.contains(QLatin1String("[kernelbench]")));
         const RunConfig config = RunConfig::fromJson(runs.first().config);
-        QCOMPARE(config.extra.value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
-        QCOMPARE(config.taskIds(), (QStringList{QStringLiteral("L1/1"), QStringLiteral("L2/1")}));
-        QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("skipped")).toArray().size(), 5);
-        QCOMPARE(config.extra.value(QLatin1String("compile_only")).toBool(true), false); // --device cpu
+        QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
+        QCOMPARE(config.tasks, (QStringList{QStringLiteral("L1/1"), QStringLiteral("L2/1")}));
+        QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 5);
+        QCOMPARE(config.compileOnly, false); // --device cpu
+        QVERIFY(runs.first().config.contains(QLatin1String("compile_only"))); // stored, not left to a default
+        // An import keeps only what it has: no model settings, worker limits or sweep.
+        for (const char* key : {"model_timeout_s", "worker_limits", "isolation", "sweep", "level_regimes", "routing"})
+            QVERIFY2(!runs.first().config.contains(QLatin1String(key)), key);
+        QCOMPARE(runs.first().config.value(QLatin1String("seeds")).toObject().keys(), QStringList{QStringLiteral("evaluation")});
 
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QCOMPARE(rows.size(), 4);
@@ -277,9 +283,9 @@ private Q_SLOTS:
         QVERIFY(bestOfN);
         QVERIFY(bestOfN->name.contains(QLatin1String("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
         const RunConfig config = RunConfig::fromJson(bestOfN->config);
-        QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("run_folder")).toString(),
+        QCOMPARE(config.import.value(QLatin1String("run_folder")).toString(),
                  QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1"));
-        QCOMPARE(Regime::fieldsOf(config.regimeJson()).n, 2);
+        QCOMPARE(config.regime.fields.n, 2);
         QStringList units;
         for (const EvaluationRecord& e : store.evaluations(bestOfN->id))
             units << QStringLiteral("%1#%2").arg(e.task).arg(e.sample);
@@ -337,7 +343,7 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(db));
         const RunConfig config = RunConfig::fromJson(store.run(summary.value(QLatin1String("run")).toInteger())->config);
-        QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("skipped")).toArray().size(), 3);
+        QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 3);
     }
 
     // The folder's recorded verdicts (KernelBench's eval_results.json, Kernel-Coder's list) are
@@ -459,8 +465,8 @@ private Q_SLOTS:
         QCOMPARE(runs.size(), 1);
         QCOMPARE(runs.first().name, QStringLiteral("iterative [kernelbench] L1:1,L2:1"));
         const RunConfig config = RunConfig::fromJson(runs.first().config);
-        QCOMPARE(config.extra.value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
-        QVERIFY(config.extra.value(QLatin1String("prompts_dir")).toString().endsWith(QLatin1String("/prompts-kernelbench")));
+        QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
+        QVERIFY(config.promptsDir.endsWith(QLatin1String("/prompts-kernelbench")));
         QVERIFY(config.templates.value(QStringLiteral("partials/contract")).contains(QLatin1String("class ModelNew(nn.Module)")));
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QVERIFY(!rows.isEmpty());
@@ -563,7 +569,7 @@ private Q_SLOTS:
         QVERIFY(store.open(db));
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
-        QCOMPARE(RunConfig::fromJson(runs.first().config).extra.value(QLatin1String("compile_workers")).toInt(), 3);
+        QCOMPARE(RunConfig::fromJson(runs.first().config).compileWorkers, std::optional<int>(3));
         QCOMPARE(store.evaluations(runs.first().id).size(), 3);
     }
 
@@ -593,7 +599,7 @@ private Q_SLOTS:
             const QList<RunInfo> runs = store.runs();
             QCOMPARE(runs.size(), 1);
             const RunConfig config = RunConfig::fromJson(runs.first().config);
-            QCOMPARE(config.extra.value(QLatin1String("import")).toObject().value(QLatin1String("code_block")).toString(), expected);
+            QCOMPARE(config.import.value(QLatin1String("code_block")).toString(), expected);
             QCOMPARE(runs.first().name.contains(QLatin1String("last block")), expected == QLatin1String("last"));
             const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
             QCOMPARE(rows.size(), 2);

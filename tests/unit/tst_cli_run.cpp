@@ -6,6 +6,7 @@
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/workers/workerlauncher.h"
+#include "core/run/runconfig.h"
 #include "core/store/runstore.h"
 #include "scriptedllmserver.h"
 #include "../support/storefiles.h"
@@ -418,10 +419,11 @@ private Q_SLOTS:
                     .toString()
                     .size() == 64);
         QCOMPARE(config.protocolProfile, QStringLiteral("kernelbench-fp32")); // the default (defaults.h)
-        QCOMPARE(config.gpu.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
-        QCOMPARE(config.versions.value(QLatin1String("worker")).toString(), QStringLiteral("0.1.0"));
-        QCOMPARE(config.extra.value(QLatin1String("tasks")).toArray().size(), 2);
-        QVERIFY(Regime::fromJson(config.extra.value(QLatin1String("regime")).toObject()).has_value());
+        QCOMPARE(config.gpu.name, QStringLiteral("NVIDIA H200"));
+        QCOMPARE(config.versions.worker, QStringLiteral("0.1.0"));
+        QCOMPARE(config.tasks.size(), 2);
+        QVERIFY(config.regime.usable().has_value());
+        QVERIFY(Regime::fromJson(runs.first().config.value(QLatin1String("regime")).toObject()).has_value());
     }
 
     // A server that accepts and never answers: --model-timeout ends the request (retries
@@ -448,7 +450,7 @@ private Q_SLOTS:
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
         const RunConfig config = RunConfig::fromJson(runs.first().config);
-        QCOMPARE(config.extra.value(QLatin1String("model_timeout_s")).toDouble(), 2.0); // kept for a resume
+        QCOMPARE(config.modelTimeoutS, std::optional<double>(2.0)); // kept for a resume
         const QList<UnitResponse> responses = store.responses(runs.first().id);
         QCOMPARE(responses.size(), 1);
         QVERIFY2(responses.first().response.error.startsWith(QStringLiteral("timeout: ")),

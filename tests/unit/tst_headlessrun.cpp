@@ -8,6 +8,7 @@
 
 #include "core/run/headlessrun.h"
 #include "core/run/runcontroller.h"
+#include "core/run/runconfig.h"
 #include "core/store/runstore.h"
 #include "core/workers/gpulease.h"
 #include "fakeworkerenvironment.h"
@@ -280,7 +281,7 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(run.environment().databasePath));
         const RunConfig config = RunConfig::fromJson(store.run(run.runId())->config);
-        QCOMPARE(config.extra.value(QLatin1String("compile_workers")).toInt(), 4);
+        QCOMPARE(config.compileWorkers, std::optional<int>(4));
 
         QFile log(QDir(extensions).filePath(QStringLiteral("builds.jsonl")));
         QVERIFY(log.open(QIODevice::ReadOnly));

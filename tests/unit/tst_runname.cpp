@@ -13,21 +13,21 @@ using namespace kwb;
 
 namespace {
 
-/// A run as `kwb run` stores it: the regime's JSON under extra.regime, the profile, a sweep.
+/// A run as `kwb run` stores it (the keys RunConfig::toJson writes): the regime's JSON under
+/// `regime`, the profile, a sweep (as the old single-run sweeps stored it: without an id), and
+/// whatever else `extra` holds.
 RunInfo storedRun(qint64 id, const Regime& regime, const QString& profile = QStringLiteral("kernelbench-fp32"),
                   bool sweep = false, QJsonObject extra = {})
 {
-    RunConfig config;
-    config.protocolProfile = profile;
+    extra.insert(QStringLiteral("protocol_profile"), profile);
     extra.insert(QStringLiteral("regime"), regime.toJson());
     if (sweep)
         extra.insert(QStringLiteral("sweep"), QJsonObject{{QStringLiteral("ns"), QJsonArray{1, 2, 4, 8}}});
-    config.extra = extra;
     RunInfo info;
     info.id = id;
     info.regime = regime.name;
     info.name = regime.name + QStringLiteral(" L1:1-10");
-    info.config = config.toJson();
+    info.config = extra;
     return info;
 }
 

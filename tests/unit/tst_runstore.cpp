@@ -8,6 +8,7 @@
 // store with two pages overwritten, stores in a read-only folder and read-only store files; each
 // checked by its bytes, mtime and the names beside it after opening, since tests may run as root.
 
+#include "core/run/runconfig.h"
 #include "core/store/runstore.h"
 #include "../support/storefiles.h"
 
@@ -145,11 +146,12 @@ private Q_SLOTS:
         config.model = QStringLiteral("qwen2.5-coder-7b-instruct");
         config.endpoint = QStringLiteral("http://127.0.0.1:8080/v1");
         config.templates.insert(QStringLiteral("zero_shot"), QStringLiteral("abc"));
-        config.seeds = QJsonObject{{QStringLiteral("model"), 1234}};
+        config.seeds.model = 1234;
         config.protocolProfile = QStringLiteral("kernelbench");
-        config.gpu = QJsonObject{{QStringLiteral("name"), QStringLiteral("NVIDIA H200")}};
-        config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)}};
-        config.extra = QJsonObject{{QStringLiteral("n"), 4}};
+        config.gpu = decodeDeviceFacts(
+            QJsonObject{{QStringLiteral("available"), true}, {QStringLiteral("name"), QStringLiteral("NVIDIA H200")}});
+        config.versions.kwb = QStringLiteral(KWB_VERSION);
+        config.tasks = QStringList{QStringLiteral("L2/1"), QStringLiteral("L1/3")};
         qint64 runId = 0;
         Chain chain;
         {
@@ -158,7 +160,7 @@ private Q_SLOTS:
             QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
             QCOMPARE(store.journalMode(), QStringLiteral("wal"));
             QVERIFY(store.runs().isEmpty());
-            const auto id = store.createRun(QStringLiteral("first"), QStringLiteral("zero_shot"), config);
+            const auto id = store.createRun(QStringLiteral("first"), QStringLiteral("zero_shot"), config.toJson());
             QVERIFY2(id, qPrintable(store.errorString()));
             runId = *id;
             const auto added = addChain(store, runId, QStringLiteral("L2/1"), 0, 0, QStringLiteral("generator"),
@@ -192,12 +194,15 @@ private Q_SLOTS:
         QCOMPARE(info.config, config.toJson());
         QCOMPARE(info.config[QLatin1String("templates")][QLatin1String("zero_shot")][QLatin1String("sha256")].toString(),
                  QStringLiteral("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
-        QCOMPARE(info.config[QLatin1String("n")].toInt(), 4);
+        QCOMPARE(info.config[QLatin1String("tasks")].toArray().size(), 2);
+        QCOMPARE(info.gpu.name, QStringLiteral("NVIDIA H200")); // decoded when read
         const RunConfig back = RunConfig::fromJson(info.config);
         QCOMPARE(back.model, config.model);
         QCOMPARE(back.templates, config.templates);
-        QCOMPARE(back.extra, config.extra);
-        QCOMPARE(back.gpu, config.gpu);
+        QCOMPARE(back.tasks, config.tasks);
+        QVERIFY(back.seeds == config.seeds);
+        QCOMPARE(back.gpu.raw, config.gpu.raw);
+        QCOMPARE(back.versions.kwb, config.versions.kwb);
 
         QVERIFY(store.run(runId));
         QCOMPARE(store.run(runId)->name, QStringLiteral("first"));

@@ -281,8 +281,8 @@ void HeadlessRun::createAndStart(const QJsonObject& device, const QJsonObject& h
         if (!config)
             return fail(Failure::Configuration, error);
         // How it was run, beside what it is: a run's pace depends on it (issue 14).
-        config->extra.insert(QStringLiteral("compile_workers"), compileWorkers());
-        const std::optional<qint64> id = m_store.createRun(m_plan.runName(), m_plan.regimeLabel(), *config);
+        config->compileWorkers = compileWorkers();
+        const std::optional<qint64> id = m_store.createRun(m_plan.runName(), m_plan.regimeLabel(), config->toJson());
         if (!id)
             return fail(Failure::CreateRun, QStringLiteral("cannot create the run: %1").arg(m_store.errorString()));
         m_runId = *id;

@@ -332,68 +332,59 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
         return std::nullopt;
     };
     const RunConfig config = RunConfig::fromJson(run.config);
-    const QJsonObject& extra = config.extra;
     // An imported run (kwb import) has no model to ask: resuming it would send prompts for the
     // samples a folder did not have.
-    if (extra.value(QLatin1String("import")).isObject())
+    if (config.isImport())
         return failWith(QStringLiteral("run %1 was imported (kwb import), not generated: there is nothing to resume").arg(run.id));
     QString why;
     // A regime stored before `feedback_source` existed was shown the best so far: it resumes so.
-    const auto storedRegime = [&why](const QJsonObject& json) {
-        std::optional<Regime> r = Regime::fromJson(json, &why);
-        if (r && !json.contains(QLatin1String("feedback_source")))
+    const auto storedRegime = [&why](const StoredRegime& stored) {
+        std::optional<Regime> r = stored.usable(&why);
+        if (r && !stored.stated.feedbackSource)
             r->feedbackSource = FeedbackSource::Best;
         return r;
     };
-    const std::optional<Regime> stored = storedRegime(extra.value(QLatin1String("regime")).toObject());
+    const std::optional<Regime> stored = storedRegime(config.regime);
     if (!stored)
         return failWith(QStringLiteral("run %1 has no usable regime: %2").arg(run.id).arg(why));
     RunPlan plan;
     plan.regime = *stored;
-    const QJsonObject levels = extra.value(QLatin1String("level_regimes")).toObject();
-    for (auto it = levels.begin(); it != levels.end(); ++it) {
-        const std::optional<Regime> r = storedRegime(it.value().toObject());
+    for (auto it = config.levelRegimes.cbegin(); it != config.levelRegimes.cend(); ++it) {
+        const std::optional<Regime> r = storedRegime(it.value());
         if (!r)
-            return failWith(QStringLiteral("run %1: level %2: %3").arg(run.id).arg(it.key(), why));
-        plan.levelRegimes.insert(it.key().toInt(), *r);
+            return failWith(QStringLiteral("run %1: level %2: %3").arg(run.id).arg(QString::number(it.key()), why));
+        plan.levelRegimes.insert(it.key(), *r);
     }
-    if (extra.value(QLatin1String("routing")).isObject())
-        plan.routing = Routing::fromJson(extra.value(QLatin1String("routing")).toObject());
-    for (const QJsonValue& v : extra.value(QLatin1String("tasks")).toArray())
-        plan.taskIds << v.toString();
+    plan.routing = config.routing;
+    plan.taskIds = config.tasks;
     if (plan.taskIds.isEmpty())
         return failWith(QStringLiteral("run %1 names no tasks").arg(run.id));
-    plan.taskSpec = extra.value(QLatin1String("task_spec")).toString(taskSpecFor(plan.taskIds));
+    plan.taskSpec = config.taskSpec.isEmpty() ? taskSpecFor(plan.taskIds) : config.taskSpec;
     plan.endpoint = config.endpoint;
     plan.model = config.model;
     plan.profile = config.protocolProfile.isEmpty() ? defaults::profile() : config.protocolProfile;
-    plan.scale = extra.value(QLatin1String("scale")).toString(defaults::scale());
-    plan.timeoutS = extra.value(QLatin1String("timeout_s")).toDouble(defaults::kEvaluationTimeoutS);
-    plan.modelTimeoutS = extra.value(QLatin1String("model_timeout_s")).toDouble(defaultModelTimeoutS());
-    plan.timingTrials = extra.value(QLatin1String("timing_trials")).toInt(0);
-    plan.isolation = extra.value(QLatin1String("isolation")).toString(QStringLiteral("fresh"));
-    plan.workerLimits = WorkerLimits::fromJson(extra.value(QLatin1String("worker_limits")).toObject());
-    const QJsonObject sweep = extra.value(QLatin1String("sweep")).toObject();
-    for (const QJsonValue& v : sweep.value(QLatin1String("ns")).toArray())
-        plan.sweepNs << v.toInt();
-    plan.sweepId = sweep.value(QLatin1String("id")).toString();
-    if (config.seeds.value(QLatin1String("model")).isDouble())
-        plan.modelSeed = qint64(config.seeds.value(QLatin1String("model")).toDouble());
-    // Runs stored before per-turn seeds asked every turn with base + sample.
-    plan.modelSeedTurnStride = qint64(config.seeds.value(QLatin1String("turn_stride")).toDouble(0));
-    plan.promptsDir = extra.value(QLatin1String("prompts_dir")).toString();
-    // Runs stored before the answer format existed were native.
-    plan.answerFormat = extra.value(QLatin1String("answer_format")).toString(defaults::answerFormat());
-    if (!defaults::isAnswerFormat(plan.answerFormat))
-        return failWith(QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(plan.answerFormat));
+    plan.scale = config.scale.isEmpty() ? defaults::scale() : config.scale;
+    plan.timeoutS = config.timeoutS;
+    plan.modelTimeoutS = config.modelTimeoutS.value_or(defaultModelTimeoutS());
+    plan.timingTrials = config.timingTrials;
+    plan.isolation = config.isolation;
+    plan.workerLimits = config.workerLimits;
+    if (config.sweep) {
+        plan.sweepNs = config.sweep->ns;
+        plan.sweepId = config.sweep->id;
+    }
+    plan.modelSeed = config.seeds.model;
+    plan.modelSeedTurnStride = config.seeds.turnStride;
+    plan.promptsDir = config.promptsDir;
+    if (!defaults::isAnswerFormat(config.answerFormat))
+        return failWith(QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(config.answerFormat));
+    plan.answerFormat = config.answerFormat;
     plan.resumeRunId = run.id;
-    plan.compileOnly = extra.value(QLatin1String("compile_only")).toBool(false);
-    plan.profileTraffic = extra.value(QLatin1String(kProfileTrafficKey)).toBool(false);
-    plan.pauseGenerationWhileTiming =
-        extra.value(QLatin1String("pause_generation_while_timing")).toBool(isLocalEndpoint(plan.endpoint));
-    // Runs stored before the budget existed ran without max_tokens and unchecked: they resume so.
-    plan.contextTokens = extra.value(QLatin1String("context_tokens")).toInt(0);
-    plan.maxOutputTokens = extra.value(QLatin1String("max_output_tokens")).toInt(0);
+    plan.compileOnly = config.compileOnly;
+    plan.profileTraffic = config.profileTraffic;
+    plan.pauseGenerationWhileTiming = config.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
+    plan.contextTokens = config.contextTokens;
+    plan.maxOutputTokens = config.maxOutputTokens;
     return plan;
 }
 
@@ -427,60 +418,41 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
     // The model's seed and temperature are the regime's (every built-in sets both); recorded here
     // too so a reader of seeds sees them without decoding the regime. Routing: per level in
     // level_regimes, the fallback's here.
-    config.seeds = QJsonObject{{QStringLiteral("evaluation"), kRunEvaluationSeed},
-                               {QStringLiteral("model"), plan.modelSeed ? QJsonValue(double(*plan.modelSeed))
-                                                                        : QJsonValue(QJsonValue::Null)},
-                               // sample k of turn t: model + turn_stride·(t−1) + k (modelSeedFor)
-                               {QStringLiteral("turn_stride"), double(plan.modelSeedTurnStride)},
-                               {QStringLiteral("temperature"), plan.regime.temperature
-                                                                   ? QJsonValue(*plan.regime.temperature)
-                                                                   : QJsonValue(QJsonValue::Null)}};
+    config.seeds.evaluation = kRunEvaluationSeed;
+    config.seeds.model = plan.modelSeed;
+    config.seeds.turnStride = plan.modelSeedTurnStride;
+    config.seeds.temperature = plan.regime.temperature;
     config.protocolProfile = plan.profile;
-    config.gpu = device;
-    config.versions = QJsonObject{{QStringLiteral("kwb"), QStringLiteral(KWB_VERSION)},
-                                  {QStringLiteral("qt"), QString::fromLatin1(qVersion())}};
+    config.gpu = decodeDeviceFacts(device);
+    config.versions.kwb = QStringLiteral(KWB_VERSION);
+    config.versions.qt = QString::fromLatin1(qVersion());
     const HelloInfo info = decodeHello(hello);
-    const auto version = [&](const char* name, const QString& value) {
-        if (!value.isEmpty())
-            config.versions.insert(QLatin1String(name), value);
-    };
-    version("worker", info.worker);
-    version("torch", info.torch);
-    version("driver", info.driver);
-    if (info.protocol)
-        config.versions.insert(QStringLiteral("protocol"), *info.protocol);
-    QJsonObject levels;
+    config.versions.worker = info.worker;
+    config.versions.torch = info.torch;
+    config.versions.driver = info.driver;
+    config.versions.protocol = info.protocol;
+    config.regime = StoredRegime::of(plan.regime);
     for (auto it = plan.levelRegimes.cbegin(); it != plan.levelRegimes.cend(); ++it)
-        levels.insert(QString::number(it.key()), it.value().toJson());
-    QJsonArray sweep;
-    for (const int n : plan.sweepNs)
-        sweep.append(n);
-    config.extra =
-        QJsonObject{{QStringLiteral("regime"), plan.regime.toJson()},
-                    {QStringLiteral("level_regimes"), levels},
-                    {QStringLiteral("routing"), plan.routing ? QJsonValue(plan.routing->toJson()) : QJsonValue()},
-                    {QStringLiteral("tasks"), QJsonArray::fromStringList(plan.taskIds)},
-                    {QStringLiteral("task_spec"), plan.taskSpec},
-                    {QStringLiteral("scale"), plan.scale},
-                    {QStringLiteral("timeout_s"), plan.timeoutS},
-                    {QStringLiteral("model_timeout_s"), plan.modelTimeoutS},
-                    {QStringLiteral("timing_trials"),
-                     plan.timingTrials > 0 ? QJsonValue(plan.timingTrials) : QJsonValue()},
-                    {QStringLiteral("isolation"), plan.isolation},
-                    {QStringLiteral("worker_limits"), plan.workerLimits.toJson()},
-                    {QStringLiteral("sandbox"), workerSandboxStatus(plan.workerLimits)},
-                    {QStringLiteral("sweep"),
-                     plan.sweepNs.isEmpty() ? QJsonValue()
-                                            : QJsonValue(QJsonObject{{QStringLiteral("ns"), sweep},
-                                                                     {QStringLiteral("id"), plan.sweepId},
-                                                                     {QStringLiteral("n"), plan.regime.n}})},
-                    {QStringLiteral("prompts_dir"), QDir(plan.promptsDir).absolutePath()},
-                    {QStringLiteral("answer_format"), plan.answerFormat},
-                    {QStringLiteral("compile_only"), plan.compileOnly},
-                    {QLatin1String(kProfileTrafficKey), plan.profileTraffic},
-                    {QStringLiteral("pause_generation_while_timing"), plan.pauseGenerationWhileTiming},
-                    {QStringLiteral("context_tokens"), plan.contextTokens},
-                    {QStringLiteral("max_output_tokens"), plan.maxOutputTokens}};
+        config.levelRegimes.insert(it.key(), StoredRegime::of(it.value()));
+    config.routing = plan.routing;
+    config.tasks = plan.taskIds;
+    config.taskSpec = plan.taskSpec;
+    config.scale = plan.scale;
+    config.timeoutS = plan.timeoutS;
+    config.modelTimeoutS = plan.modelTimeoutS;
+    config.timingTrials = plan.timingTrials;
+    config.isolation = plan.isolation;
+    config.workerLimits = plan.workerLimits;
+    config.sandbox = workerSandboxStatus(plan.workerLimits);
+    if (!plan.sweepNs.isEmpty())
+        config.sweep = RunSweep{plan.sweepNs, plan.sweepId, plan.regime.n};
+    config.promptsDir = QDir(plan.promptsDir).absolutePath();
+    config.answerFormat = plan.answerFormat;
+    config.compileOnly = plan.compileOnly;
+    config.profileTraffic = plan.profileTraffic;
+    config.pauseGenerationWhileTiming = plan.pauseGenerationWhileTiming;
+    config.contextTokens = plan.contextTokens;
+    config.maxOutputTokens = plan.maxOutputTokens;
     return config;
 }
 

@@ -11,6 +11,7 @@
 
 #include "core/protocol/defaults.h"
 #include "core/run/regime.h"
+#include "core/run/runconfig.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
 #include "core/workers/hostlimits.h"

@@ -2,8 +2,7 @@
 
 #include "core/protocol/defaults.h"
 #include "core/run/regime.h"
-
-#include <QJsonObject>
+#include "core/run/runconfig.h"
 
 #include <cmath>
 
@@ -28,44 +27,43 @@ QString templateName(QString path)
 QStringList runDistinctions(const RunInfo& run)
 {
     const RunConfig config = RunConfig::fromJson(run.config);
-    const QJsonObject regimeJson = config.regimeJson();
+    const Regime& stored = config.regime.fields;
+    const StoredRegime::Stated& has = config.regime.stated;
     QStringList parts;
-    const QString regimeName = regimeJson.value(QLatin1String("name")).toString(run.regime);
-    const Regime stored = Regime::fieldsOf(regimeJson);
+    const QString regimeName = stored.name.isEmpty() ? run.regime : stored.name;
     for (const QString& off : stored.ablated)
         parts << QStringLiteral("−") + off;
 
-    if (!regimeJson.isEmpty()) {
+    if (config.regime.stored) {
         // The built-in regime with the same switches off: what this run would be without changes.
         const std::optional<Regime> builtin = Regime::builtin(regimeName);
         if (builtin) {
             const Regime expected = builtin->withAblations(Ablations::fromOffNames(stored.ablated));
             // Only what the stored regime says: an older or hand-written one without a field has
             // nothing to say about it.
-            const auto has = [&](const char* key) { return regimeJson.contains(QLatin1String(key)); };
             // In a sweep n is what varies between its runs: the regime's own n is named too.
-            if (has("n") && (stored.n != expected.n || config.isSweep()))
+            if (has.n && (stored.n != expected.n || config.isSweep()))
                 parts << QStringLiteral("n=%1").arg(stored.n);
-            if (has("turns") && stored.turns != expected.turns)
+            if (has.turns && stored.turns != expected.turns)
                 parts << turnsText(stored.turns);
-            if (has("temperature")
+            if (has.temperature
                 && (stored.temperature.has_value() != expected.temperature.has_value()
                     || (stored.temperature && std::abs(*stored.temperature - *expected.temperature) > 1e-9)))
                 parts << (stored.temperature ? QStringLiteral("T=%1").arg(*stored.temperature) : QStringLiteral("T default"));
-            if (has("feedback") && stored.feedback != expected.feedback)
+            if (has.feedback && stored.feedback != expected.feedback)
                 parts << QStringLiteral("feedback %1").arg(toString(stored.feedback));
-            if (has("selection") && stored.selection != expected.selection)
+            if (has.selection && stored.selection != expected.selection)
                 parts << QStringLiteral("selection %1").arg(toString(stored.selection));
-            if (has("feedback_source") && stored.feedbackSource != expected.feedbackSource)
+            if (has.feedbackSource && stored.feedbackSource != expected.feedbackSource)
                 parts << QStringLiteral("feedback=%1").arg(toString(stored.feedbackSource));
             const QString answer = stored.roles.value(RegimeRole::Generator);
-            if (has("roles") && !answer.isEmpty() && answer != expected.roles.value(RegimeRole::Generator))
+            if (has.roles && !answer.isEmpty() && answer != expected.roles.value(RegimeRole::Generator))
                 parts << QStringLiteral("answer %1").arg(templateName(answer));
         } else {
             // A regime of the user's own: nothing to compare with, so its shape is the name.
-            if (regimeJson.contains(QLatin1String("n")))
+            if (has.n)
                 parts << QStringLiteral("n=%1").arg(stored.n);
-            if (regimeJson.contains(QLatin1String("turns")))
+            if (has.turns)
                 parts << turnsText(stored.turns);
         }
     }
@@ -73,10 +71,9 @@ QStringList runDistinctions(const RunInfo& run)
         parts << QStringLiteral("profile %1").arg(config.protocolProfile);
     if (config.isSweep())
         parts << QStringLiteral("sweep");
-    if (config.extra.value(QLatin1String("routing")).isObject()
-        || !config.extra.value(QLatin1String("level_regimes")).toObject().isEmpty())
+    if (config.isRouted())
         parts << QStringLiteral("routed");
-    if (config.extra.value(QLatin1String("compile_only")).toBool(false))
+    if (config.compileOnly)
         parts << QStringLiteral("compile-only");
     return parts;
 }

@@ -130,61 +130,6 @@ size_t qHash(const UnitKey& key, size_t seed) noexcept
     return qHashMulti(seed, key.task, key.turn, key.sample, key.role);
 }
 
-QJsonObject RunConfig::toJson() const
-{
-    QJsonObject templatesJson;
-    for (auto it = templates.cbegin(); it != templates.cend(); ++it) {
-        templatesJson.insert(it.key(), QJsonObject{{QStringLiteral("text"), it.value()},
-                                                   {QStringLiteral("sha256"), sha256Hex(it.value())}});
-    }
-    QJsonObject json = extra;
-    json.insert(QStringLiteral("model"), model);
-    json.insert(QStringLiteral("endpoint"), endpoint);
-    json.insert(QStringLiteral("templates"), templatesJson);
-    json.insert(QStringLiteral("seeds"), seeds);
-    json.insert(QStringLiteral("protocol_profile"), protocolProfile);
-    json.insert(QStringLiteral("gpu"), gpu);
-    json.insert(QStringLiteral("versions"), versions);
-    return json;
-}
-
-RunConfig RunConfig::fromJson(const QJsonObject& json)
-{
-    RunConfig config;
-    config.model = json.value(QLatin1String("model")).toString();
-    config.endpoint = json.value(QLatin1String("endpoint")).toString();
-    const QJsonObject templatesJson = json.value(QLatin1String("templates")).toObject();
-    for (auto it = templatesJson.begin(); it != templatesJson.end(); ++it)
-        config.templates.insert(it.key(), it.value().toObject().value(QLatin1String("text")).toString());
-    config.seeds = json.value(QLatin1String("seeds")).toObject();
-    config.protocolProfile = json.value(QLatin1String("protocol_profile")).toString();
-    config.gpu = json.value(QLatin1String("gpu")).toObject();
-    config.versions = json.value(QLatin1String("versions")).toObject();
-    config.extra = json;
-    for (const char* key : {"model", "endpoint", "templates", "seeds", "protocol_profile", "gpu", "versions"})
-        config.extra.remove(QLatin1String(key));
-    return config;
-}
-
-QStringList RunConfig::taskIds() const
-{
-    QStringList ids;
-    for (const QJsonValue& v : extra.value(QLatin1String("tasks")).toArray())
-        if (!v.toString().isEmpty())
-            ids << v.toString();
-    return ids;
-}
-
-QJsonObject RunConfig::regimeJson() const
-{
-    return extra.value(QLatin1String("regime")).toObject();
-}
-
-bool RunConfig::isSweep() const
-{
-    return extra.contains(QLatin1String("sweep")) && !extra.value(QLatin1String("sweep")).isNull();
-}
-
 // ---------------------------------------------------------------------------------------------
 
 QList<RunStore::Migration> RunStore::migrations()
@@ -1247,6 +1192,7 @@ RunInfo runFromQuery(const QSqlQuery& query)
     info.created = parseTime(query.value(2).toString());
     info.regime = query.value(3).toString();
     info.config = jsonObject(query.value(4).toString());
+    info.gpu = decodeDeviceFacts(info.config.value(QLatin1String("gpu")).toObject());
     info.status = query.value(5).toString();
     return info;
 }

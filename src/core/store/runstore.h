@@ -21,6 +21,7 @@
 // store each) can be open at once. Use a store only from the thread that opened it (a Qt SQL
 // rule).
 
+#include "core/protocol/devicefacts.h"
 #include "core/protocol/evaluationresult.h"
 
 #include <QDateTime>
@@ -44,32 +45,6 @@ inline const QString Finished = QStringLiteral("finished");
 inline const QString Cancelled = QStringLiteral("cancelled");
 } // namespace RunStatus
 
-/// What a run was made with. toJson() is what the store keeps in runs.config; each template is
-/// stored with its text and the SHA-256 of that text (UTF-8), so a report can tell two runs made
-/// with different wording apart.
-struct RunConfig
-{
-    QString model;
-    QString endpoint;
-    QMap<QString, QString> templates; ///< template name (e.g. "agent/analyzer") -> its text
-    QJsonObject seeds;                ///< e.g. {"model": 1234, "evaluation": 42}
-    QString protocolProfile;          ///< "kernelbench", …
-    QJsonObject gpu;                  ///< the worker's `device` response, or a part of it
-    QJsonObject versions;             ///< kwb, worker, torch, CUDA, …
-    QJsonObject extra;                ///< anything else the regime wants kept (n, temperature, switches)
-
-    QJsonObject toJson() const;
-    static RunConfig fromJson(const QJsonObject& json);
-
-    /// The tasks the run was asked to do (`extra.tasks`), in order; empty ones dropped.
-    QStringList taskIds() const;
-    /// The regime the run was started with (`extra.regime`, as Regime::toJson wrote it): read it
-    /// with Regime::fromJson (to run it again) or Regime::fieldsOf (to look at it).
-    QJsonObject regimeJson() const;
-    /// Whether the run is a sweep (`kwb sweep`: `extra.sweep` is set).
-    bool isSweep() const;
-};
-
 /// SHA-256 of the UTF-8 text, lowercase hex.
 QString sha256Hex(const QString& text);
 
@@ -79,7 +54,12 @@ struct RunInfo
     QString name;
     QDateTime created; ///< UTC
     QString regime;
+    /// What the run was made with, as stored: read it with RunConfig::fromJson
+    /// (core/run/runconfig.h), the one reader of its keys.
     QJsonObject config;
+    /// The GPU it was made on (config's `gpu`, the worker's `device` answer), decoded when the run
+    /// is read: the layers below a run (the task catalog's eager times) select runs by it.
+    DeviceFacts gpu;
     QString status; ///< a RunStatus
 };
 
@@ -353,11 +333,8 @@ public:
 
     // Inserts. Each runs in its own transaction (autocommit) and returns the new row's id, or
     // nullopt with errorString() set.
+    /// config: RunConfig::toJson() (core/run/runconfig.h)
     std::optional<qint64> createRun(const QString& name, const QString& regime, const QJsonObject& config);
-    std::optional<qint64> createRun(const QString& name, const QString& regime, const RunConfig& config)
-    {
-        return createRun(name, regime, config.toJson());
-    }
     bool setRunStatus(qint64 runId, const QString& status);
     std::optional<qint64> addPrompt(const PromptRecord& prompt);
     std::optional<qint64> addResponse(const ResponseRecord& response);

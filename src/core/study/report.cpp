@@ -3,6 +3,7 @@
 #include "core/tasks/kernelbound.h"
 
 #include "core/run/regime.h"
+#include "core/run/runconfig.h"
 #include "core/run/selection.h"
 #include "core/run/runname.h"
 #include "core/store/runstore.h"
@@ -299,7 +300,7 @@ QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
 
 bool isCompileOnlyRun(const RunInfo& run)
 {
-    return run.config.value(QLatin1String("compile_only")).toBool(false);
+    return RunConfig::fromJson(run.config).compileOnly;
 }
 
 std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins,
@@ -432,7 +433,7 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
     // Every task the run was asked to do: named by its configuration, prompted or evaluated.
     QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
     const RunConfig config = RunConfig::fromJson(info.config);
-    for (const QString& task : config.taskIds())
+    for (const QString& task : config.tasks)
         byTask.insert(task, {});
     for (const UnitResponse& response : responses)
         if (!byTask.contains(response.unit.task))
@@ -450,8 +451,8 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
         if (response.response.error.isEmpty())
             answered.insert(response.unit.task);
     // The run's own selection rule, as `kwb run` stored it with the regime.
-    const bool lastTurnWins = Regime::fieldsOf(config.regimeJson()).selection == SelectionMode::Last;
-    const bool compileOnly = isCompileOnlyRun(info);
+    const bool lastTurnWins = config.regime.fields.selection == SelectionMode::Last;
+    const bool compileOnly = config.compileOnly;
     for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
         int chosen = -1;
         const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins, compileOnly);
@@ -509,14 +510,10 @@ QMap<QString, int> RunReport::unevaluatedByKind() const
 
 namespace {
 
-QJsonObject sweepOf(const RunInfo& run)
+// A run of a routing (not one with regimes per level only: those are counted as their regime's).
+bool isRoutedRun(const RunConfig& config)
 {
-    return RunConfig::fromJson(run.config).extra.value(QLatin1String("sweep")).toObject();
-}
-
-bool isRoutedRun(const RunInfo& run)
-{
-    return RunConfig::fromJson(run.config).extra.value(QLatin1String("routing")).isObject();
+    return config.routing.has_value();
 }
 
 } // namespace
@@ -524,9 +521,9 @@ bool isRoutedRun(const RunInfo& run)
 bool isMainRegimeRun(const RunInfo& run)
 {
     const RunConfig config = RunConfig::fromJson(run.config);
-    if (config.isSweep() || isRoutedRun(run))
+    if (config.isSweep() || isRoutedRun(config))
         return false;
-    const Regime stored = Regime::fieldsOf(config.regimeJson());
+    const Regime& stored = config.regime.fields;
     static const QStringList tableRegimes = {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
                                              QStringLiteral("iterative"), QStringLiteral("agent")};
     if (!tableRegimes.contains(stored.name) || !stored.ablated.isEmpty())
@@ -540,14 +537,14 @@ bool isMainRegimeRun(const RunInfo& run)
 QJsonObject ablationBaselineKey(const RunInfo& run)
 {
     const RunConfig config = RunConfig::fromJson(run.config);
-    const Regime stored = Regime::fieldsOf(config.regimeJson());
+    const Regime& stored = config.regime.fields;
     const std::optional<Regime> builtin = Regime::builtin(stored.name);
     const Ablations off = Ablations::fromOffNames(stored.ablated);
     // The value each field would have with the switch on.
     const int n = !off.bestOfN && builtin ? builtin->n : stored.n;
     const SelectionMode selection = !off.monotone && builtin ? builtin->selection : stored.selection;
     const FeedbackMode feedback = !off.feedbackAnalyzer && builtin ? builtin->feedback : stored.feedback;
-    QStringList tasks = config.taskIds();
+    QStringList tasks = config.tasks;
     tasks.sort();
     return QJsonObject{{QStringLiteral("regime"), stored.name},
                        {QStringLiteral("tasks"), QJsonArray::fromStringList(tasks)},
@@ -556,17 +553,17 @@ QJsonObject ablationBaselineKey(const RunInfo& run)
                        {QStringLiteral("temperature"),
                         stored.temperature ? QJsonValue(*stored.temperature) : QJsonValue(QJsonValue::Null)},
                        {QStringLiteral("profile"), config.protocolProfile},
-                       {QStringLiteral("scale"), config.extra.value(QLatin1String("scale"))},
+                       // a run stored without its scale has none to compare (no key)
+                       {QStringLiteral("scale"), config.scale.isEmpty() ? QJsonValue(QJsonValue::Undefined) : QJsonValue(config.scale)},
                        {QStringLiteral("feedback"), toString(feedback)},
                        {QStringLiteral("selection"), toString(selection)},
                        {QStringLiteral("stop_when_correct"), stored.stopWhenCorrect},
-                       {QStringLiteral("compile_only"), isCompileOnlyRun(run)},
+                       {QStringLiteral("compile_only"), config.compileOnly},
                        // Same model and server, same answer format (issue 36: a mixed database paired a
                        // KernelBench-format ablation with a native baseline).
                        {QStringLiteral("model"), config.model},
                        {QStringLiteral("endpoint"), config.endpoint},
-                       {QStringLiteral("answer_format"),
-                        config.extra.value(QLatin1String("answer_format")).toString(defaults::answerFormat())}};
+                       {QStringLiteral("answer_format"), config.answerFormat}};
 }
 
 // Whether two runs asked with the same wording: every template both stored is the same text. A
@@ -675,7 +672,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             levels.insert(outcome.level);
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
-        run.ablated.append(Regime::fieldsOf(RunConfig::fromJson(info.config).regimeJson()).ablated);
+        run.ablated.append(RunConfig::fromJson(info.config).regime.fields.ablated);
         QStringList taskIds;
         for (const TaskOutcome& outcome : std::as_const(run.outcomes))
             taskIds << outcome.task;
@@ -709,7 +706,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         const QJsonObject key = ablationBaselineKey(run.run);
         for (const RunReport& other : std::as_const(report.runs)) {
             const RunConfig config = RunConfig::fromJson(other.run.config);
-            if (!other.ablated.isEmpty() || config.isSweep() || isRoutedRun(other.run) ||
+            if (!other.ablated.isEmpty() || config.isSweep() || isRoutedRun(config) ||
                 ablationBaselineKey(other.run) != key || !sameSharedTemplates(run.run, other.run))
                 continue;
             row.baseline = other.run.id;
@@ -734,8 +731,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
 
     // Sweeps: the runs of one `kwb sweep`, by n.
     for (const RunReport& run : std::as_const(report.runs)) {
-        const QJsonObject sweep = sweepOf(run.run);
-        const QString id = sweep.value(QLatin1String("id")).toString();
+        const RunConfig config = RunConfig::fromJson(run.run.config);
+        const QString id = config.sweep ? config.sweep->id : QString();
         if (id.isEmpty())
             continue; // not a sweep, or one of the old single-run sweeps (first-turn pass@n only)
         auto curve = std::find_if(report.sweeps.begin(), report.sweeps.end(),
@@ -744,7 +741,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             report.sweeps.append(SweepCurve{id, run.run.regime, {}});
             curve = report.sweeps.end() - 1;
         }
-        const int n = Regime::fieldsOf(RunConfig::fromJson(run.run.config).regimeJson()).n;
+        const int n = config.regime.fields.n;
         curve->points.append(SweepPoint{n, run.run.id, run.summary.overall, run.summary.perLevel});
     }
     for (SweepCurve& curve : report.sweeps)

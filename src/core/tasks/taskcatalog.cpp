@@ -338,7 +338,7 @@ QHash<QString, EagerTime> TaskCatalog::eagerTimesFromStore(const RunStore& store
     if (gpuName.isEmpty())
         return times;
     for (const RunInfo& run : store.runs()) {
-        if (decodeDeviceFacts(RunConfig::fromJson(run.config).gpu).name != gpuName)
+        if (run.gpu.name != gpuName)
             continue;
         for (const EvaluationRecord& e : store.evaluations(run.id)) {
             const std::optional<TimingStats> reference = e.evaluation().timing.reference;

@@ -155,10 +155,13 @@ private Q_SLOTS:
         QCOMPARE(plans[2].runName(), QStringLiteral("agent sweep n=4 L1:1"));
         const auto config = runConfigFor(plans[2], {}, {}, &error);
         QVERIFY(config);
-        QCOMPARE(config->extra.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(),
-                 (QJsonArray{1, 2, 4}));
-        QVERIFY(config->extra.value(QLatin1String("timing_trials")).isNull());
-        QCOMPARE(config->extra.value(QLatin1String("isolation")).toString(), QStringLiteral("fresh"));
+        QVERIFY(config->sweep);
+        QCOMPARE(config->sweep->ns, (QList<int>{1, 2, 4}));
+        // As stored: the sweep's n values, no timing trials of its own, a fresh worker per candidate.
+        const QJsonObject stored = config->toJson();
+        QCOMPARE(stored.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(), (QJsonArray{1, 2, 4}));
+        QVERIFY(stored.value(QLatin1String("timing_trials")).isNull());
+        QCOMPARE(stored.value(QLatin1String("isolation")).toString(), QStringLiteral("fresh"));
 
         request.sweepNs.clear();
         request.ablations.bestOfN = false;
@@ -190,14 +193,14 @@ private Q_SLOTS:
         QVERIFY(config->templates.contains(QStringLiteral("agent/triager")));
         QVERIFY(config->templates.contains(QStringLiteral("profiling-guided/generator")));
         QVERIFY(config->templates.contains(QStringLiteral("partials/contract")));
-        QCOMPARE(config->versions.value(QLatin1String("worker")).toString(), QStringLiteral("kwb-worker 0.1"));
-        QCOMPARE(config->seeds.value(QLatin1String("evaluation")).toInt(), kRunEvaluationSeed);
-        QCOMPARE(config->extra.value(QLatin1String("task_spec")).toString(), QStringLiteral("L1:1,L2:1"));
+        QCOMPARE(config->versions.worker, QStringLiteral("kwb-worker 0.1"));
+        QCOMPARE(config->seeds.evaluation, qint64(kRunEvaluationSeed));
+        QCOMPARE(config->taskSpec, QStringLiteral("L1:1,L2:1"));
 
         QTemporaryDir dir;
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("runs.db"))));
-        const auto id = store.createRun(plan->runName(), plan->regimeLabel(), *config);
+        const auto id = store.createRun(plan->runName(), plan->regimeLabel(), config->toJson());
         QVERIFY(id);
         const auto resumed = planResume(*store.run(*id), &error);
         QVERIFY2(resumed, qPrintable(error));
@@ -219,9 +222,11 @@ private Q_SLOTS:
         QCOMPARE(evaluationOptionsFor(*resumed), evaluationOptionsFor(*plan));
 
         // What later turns are shown and the seeds' turn stride are stored and resumed.
-        QCOMPARE(config->seeds.value(QLatin1String("turn_stride")).toInteger(), kModelSeedTurnStride);
+        QCOMPARE(config->toJson().value(QLatin1String("seeds")).toObject().value(QLatin1String("turn_stride")).toInteger(),
+                 kModelSeedTurnStride);
         QCOMPARE(resumed->modelSeedTurnStride, kModelSeedTurnStride);
-        QCOMPARE(config->regimeJson().value(QLatin1String("feedback_source")).toString(), QStringLiteral("last"));
+        QCOMPARE(config->toJson().value(QLatin1String("regime")).toObject().value(QLatin1String("feedback_source")).toString(),
+                 QStringLiteral("last"));
         QVERIFY(resumed->regime.feedbackSource == FeedbackSource::Last);
         RunRequest best = request;
         best.routing.reset();
@@ -232,19 +237,21 @@ private Q_SLOTS:
         QCOMPARE(bestPlan->runName(), QStringLiteral("iterative feedback=best L1:1,L2:1"));
         const auto bestConfig = runConfigFor(*bestPlan, device, hello, &error);
         QVERIFY(bestConfig);
-        const auto bestId = store.createRun(bestPlan->runName(), bestPlan->regimeLabel(), *bestConfig);
+        const auto bestId = store.createRun(bestPlan->runName(), bestPlan->regimeLabel(), bestConfig->toJson());
         QVERIFY(bestId);
         const auto bestResumed = planResume(*store.run(*bestId), &error);
         QVERIFY(bestResumed);
         QVERIFY(bestResumed->regime.feedbackSource == FeedbackSource::Best);
         // A run stored before either existed was shown the best so far and asked every turn with the
         // same seeds: it resumes so.
-        RunConfig older = *config;
-        QJsonObject regimeJson = older.extra.value(QLatin1String("regime")).toObject();
+        QJsonObject older = config->toJson();
+        QJsonObject regimeJson = older.value(QLatin1String("regime")).toObject();
         regimeJson.remove(QLatin1String("feedback_source"));
-        older.extra.insert(QStringLiteral("regime"), regimeJson);
-        older.extra.insert(QStringLiteral("level_regimes"), QJsonObject{});
-        older.seeds.remove(QLatin1String("turn_stride"));
+        older.insert(QStringLiteral("regime"), regimeJson);
+        older.insert(QStringLiteral("level_regimes"), QJsonObject{});
+        QJsonObject olderSeeds = older.value(QLatin1String("seeds")).toObject();
+        olderSeeds.remove(QLatin1String("turn_stride"));
+        older.insert(QStringLiteral("seeds"), olderSeeds);
         const auto olderId = store.createRun(QStringLiteral("older"), QStringLiteral("agent"), older);
         QVERIFY(olderId);
         const auto olderResumed = planResume(*store.run(*olderId), &error);

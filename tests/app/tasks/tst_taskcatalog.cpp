@@ -359,9 +359,10 @@ void addEvaluation(RunStore& store, qint64 runId, const QString& task, std::opti
 
 qint64 createRun(RunStore& store, const QString& gpuName)
 {
-    RunConfig config;
-    config.model = QStringLiteral("qwen");
-    config.gpu = QJsonObject{{QStringLiteral("available"), true}, {QStringLiteral("name"), gpuName}};
+    // As a run stores its configuration (core/run/runconfig.h): the worker's device answer as `gpu`.
+    const QJsonObject config{{QStringLiteral("model"), QStringLiteral("qwen")},
+                             {QStringLiteral("gpu"), QJsonObject{{QStringLiteral("available"), true},
+                                                                 {QStringLiteral("name"), gpuName}}}};
     const std::optional<qint64> id = store.createRun(QStringLiteral("run"), QStringLiteral("zero-shot"), config);
     if (!id)
         qFatal("createRun: %s", qPrintable(store.errorString()));
