@@ -227,8 +227,10 @@ int main(int argc, char** argv)
                                 std::to_string(kwb::defaults::kMaxOutputTokens) + ")")
             ->check(CLI::Range(1, 1 << 24));
         command->add_option("--answer-format", runAnswerFormat,
-                            "native (default: cuda and python blocks) or kernelbench (class ModelNew with "
-                            "load_inline): what the prompts ask for and every evaluation expects (stored with the run)")
+                            "native (default: cuda and python blocks, the workbench's own format, compiled by NVRTC "
+                            "in about a second) or kernelbench (the study's preset: class ModelNew with load_inline "
+                            "in KernelBench's prompt structure, built by nvcc in tens of seconds): what the prompts "
+                            "ask for and every evaluation expects (stored with the run)")
             ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
         command->add_option("--compile-workers", runOptions.compileWorkers,
                             "CPU workers compiling candidates ahead of the GPU, 0: none (default: 1 for native "

@@ -20,6 +20,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRegularExpression>
+#include <QSet>
 #include <QTest>
 
 using namespace kwb;
@@ -93,6 +94,13 @@ QString unfold(const QString& folded)
             }
     }
     return out.join(QLatin1Char('\n'));
+}
+
+/// The study's 30 tasks: the first 10 of each KernelBench level.
+bool isStudyTask(const QString& id)
+{
+    static const QRegularExpression pattern(QStringLiteral("^L[123]/([1-9]|10)$"));
+    return pattern.match(id).hasMatch();
 }
 
 } // namespace
@@ -278,44 +286,82 @@ private Q_SLOTS:
         }
     }
 
-    // Every regime of the study set (and the agent with the competence ablation) x every task x
-    // every turn and role fits the default budget: the prompt by the estimate plus each earlier
-    // model text it holds at the max output tokens, plus the chat template and the answer.
-    void everyStudyPromptFitsTheDefaultBudget()
+    // Issue 36 item 3: every prompt of every shipped set (prompts/, prompts-kernelbench/,
+    // prompts-workbench-v1/) x the study's 30 tasks x every regime (and the agent with each
+    // ablation) x every turn and role fits the default budget: the prompt by the estimate plus
+    // each earlier model text it holds at the max output tokens, plus the chat template and the
+    // answer. The KernelBench set gets each task's KernelBench problem file as the task list
+    // carries it (reference_python); a task without a recorded profile gets five rows of long
+    // operator names, the most the profile section shows.
+    void everyShippedPromptFitsTheDefaultBudget_data()
     {
+        QTest::addColumn<QString>("dir");
+        QTest::addColumn<bool>("kernelBenchFile"); // the task list carries KernelBench's problem file
+        QTest::newRow("study (prompts/)") << QStringLiteral(KWB_PROMPTS_DIR) << false;
+        QTest::newRow("kernelbench (prompts-kernelbench/)")
+            << QStringLiteral(KWB_PROMPTS_DIR "/../prompts-kernelbench") << true;
+        QTest::newRow("kernelbench, the module described where no problem file is listed")
+            << QStringLiteral(KWB_PROMPTS_DIR "/../prompts-kernelbench") << false;
+        QTest::newRow("workbench-v1 (prompts-workbench-v1/)")
+            << QStringLiteral(KWB_PROMPTS_DIR "/../prompts-workbench-v1") << false;
+    }
+
+    void everyShippedPromptFitsTheDefaultBudget()
+    {
+        QFETCH(QString, dir);
+        QFETCH(bool, kernelBenchFile);
         const ContextBudget budget{defaults::kContextTokens, defaults::kMaxOutputTokens};
         QList<Regime> regimes;
         for (const QString& name : Regime::builtinNames())
             regimes << *Regime::builtin(name);
-        Ablations competence;
-        competence.competenceMatched = false;
-        regimes << Regime::builtin(QStringLiteral("agent"))->withAblations(competence);
+        for (const char* off : {"best_of_n", "feedback_analyzer", "monotone", "competence_matched"})
+            regimes << Regime::builtin(QStringLiteral("agent"))->withAblations(
+                Ablations::fromOffNames({QString::fromLatin1(off)}));
+        QJsonArray longOps;
+        for (int i = 0; i < 5; ++i)
+            longOps.append(QJsonObject{{QStringLiteral("index"), i},
+                                       {QStringLiteral("op"), QStringLiteral("aten::_convolution_double_backward_%1").arg(i)},
+                                       {QStringLiteral("time_ns"), 1.0e9},
+                                       {QStringLiteral("share"), 0.2},
+                                       {QStringLiteral("kernels"), 1000}});
+        const QJsonObject worstProfile{{QStringLiteral("total_ns"), 5.0e9}, {QStringLiteral("ops"), longOps}};
         int checked = 0, worst = 0;
         QString worstWhere;
+        QSet<QString> tasksSeen;
         for (const Regime& regime : std::as_const(regimes))
             for (const QJsonValue& taskValue : std::as_const(m_tasks)) {
                 RunTaskInput input;
                 input.task = taskValue.toObject();
                 const QString id = input.id();
+                if (!isStudyTask(id))
+                    continue;
+                tasksSeen << id;
+                if (kernelBenchFile) {
+                    const QString source = input.task.value(QLatin1String("source")).toString();
+                    QVERIFY2(!source.isEmpty(), qPrintable(id));
+                    input.task.insert(QStringLiteral("reference_python"),
+                                      QString::fromUtf8(readBytes(QStringLiteral(KWB_TASKS_DIR "/kernelbench-src/") + source)));
+                }
                 input.analyze = m_analyze.value(id);
-                input.profile = m_profile.value(id);
+                input.profile = m_profile.contains(id) ? m_profile.value(id) : worstProfile;
                 input.device = m_devices.first().second;
-                const QList<PlannedPrompt> prompts =
-                    RunController::plannedPrompts(QStringLiteral(KWB_PROMPTS_DIR), regime, input);
-                QCOMPARE(prompts.size(), regime.roles.contains(RegimeRole::Analyzer) ? 1 + 2 * regime.turns
-                                                                                      : regime.turns);
+                const QList<PlannedPrompt> prompts = RunController::plannedPrompts(dir, regime, input);
+                const int notesRoles = regime.roles.contains(RegimeRole::Analyzer) ? 2 : 0;
+                const bool rewrites = regime.feedback == FeedbackMode::Rewrite && !regime.rewriteRole().isEmpty();
+                QCOMPARE(prompts.size(), notesRoles + regime.turns + (rewrites ? regime.turns - 1 : 0));
                 for (const PlannedPrompt& p : prompts) {
                     QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
                     if (const QString dump = qEnvironmentVariable("KWB_PROMPT_DUMP_DIR"); !dump.isEmpty()) {
-                        // For reading by eye: <dump>/<regime>[-ablated]/<task>-turn<N>-<role>.txt
-                        const QString dir = QDir(dump).filePath(regime.name + (regime.ablated.isEmpty()
-                                                                                   ? QString()
-                                                                                   : QStringLiteral("-ablated")));
-                        QDir().mkpath(dir);
-                        QFile f(QDir(dir).filePath(QStringLiteral("%1-turn%2-%3.txt")
-                                                       .arg(QString(id).replace(QLatin1Char('/'), QLatin1Char('_')))
-                                                       .arg(p.turn)
-                                                       .arg(p.role)));
+                        // For reading by eye: <dump>/<set>/<regime>[-ablated]/<task>-turn<N>-<role>.txt
+                        const QString where = QDir(QDir(dump).filePath(QFileInfo(dir).fileName()))
+                                                  .filePath(regime.name + (regime.ablated.isEmpty()
+                                                                               ? QString()
+                                                                               : QLatin1Char('-') + regime.ablated.join(QLatin1Char('-'))));
+                        QDir().mkpath(where);
+                        QFile f(QDir(where).filePath(QStringLiteral("%1-turn%2-%3.txt")
+                                                         .arg(QString(id).replace(QLatin1Char('/'), QLatin1Char('_')))
+                                                         .arg(p.turn)
+                                                         .arg(p.role)));
                         if (f.open(QIODevice::WriteOnly))
                             f.write(p.text.toUtf8());
                     }
@@ -329,9 +375,81 @@ private Q_SLOTS:
                     ++checked;
                 }
             }
-        qInfo("%d prompts; the largest: %s, %d tokens with its model texts at max output", checked,
+        QCOMPARE(tasksSeen.size(), 30);
+        qInfo("%s: %d prompts; the largest: %s, %d tokens with its model texts at max output", qPrintable(dir), checked,
               qPrintable(worstWhere), worst);
-        QVERIFY(checked > 0);
+    }
+
+    // The study preset (prompts-kernelbench/, issue 36 item 2): zero-shot, guided, iterative and the
+    // pilot send KernelBench's prompt structure (problem statement, one-shot example, the task's
+    // KernelBench problem file, the instruction) and no load_inline pin; the repaired agent's
+    // prompts add the competence guidance and the pin, which the competence ablation removes.
+    void studyPresetHasKernelBenchsStructure()
+    {
+        const QString dir = QStringLiteral(KWB_PROMPTS_DIR "/../prompts-kernelbench");
+        const QString problem = QStringLiteral("You write custom CUDA kernels that replace PyTorch operators");
+        const QString example = QStringLiteral("mul_relu_ext = load_inline(");
+        const QString given = QStringLiteral("You are given the following architecture:");
+        const QString instruction = QStringLiteral("Optimize the architecture named Model with custom CUDA operators.");
+        const QString pin = QStringLiteral("How to call `load_inline` (from `torch.utils.cpp_extension`): with these keywords only");
+        const QString guidance = QStringLiteral("How to work: correct first, fast second.");
+        const QString source = QString::fromUtf8(readBytes(QStringLiteral(KWB_TASKS_DIR "/kernelbench-src/level2/1_Conv2D_ReLU_BiasAdd.py")));
+        RunTaskInput input;
+        for (const QJsonValue& v : std::as_const(m_tasks))
+            if (v.toObject().value(QLatin1String("id")).toString() == QLatin1String("L2/1"))
+                input.task = v.toObject();
+        QVERIFY(!input.task.isEmpty());
+        input.task.insert(QStringLiteral("reference_python"), source);
+        input.profile = m_profile.value(QStringLiteral("L2/1"));
+        const auto prompts = [&](const Regime& regime) {
+            QHash<QString, QString> out; // "turn role" -> text
+            for (const PlannedPrompt& p : RunController::plannedPrompts(dir, regime, input)) {
+                if (!p.error.isEmpty())
+                    qFatal("%s", qPrintable(p.error));
+                out.insert(QStringLiteral("%1 %2").arg(p.turn).arg(p.role), p.text);
+            }
+            return out;
+        };
+        // KernelBench's problem file, whole, as the reference.
+        const QString shown = QStringLiteral("```python\n") + source.trimmed() + QStringLiteral("\n```");
+        for (const QString& name : {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
+                                    QStringLiteral("iterative"), QStringLiteral("pilot-v1")}) {
+            const auto sent = prompts(*Regime::builtin(name));
+            for (auto it = sent.cbegin(); it != sent.cend(); ++it) {
+                const QString where = name + QLatin1Char(' ') + it.key();
+                QVERIFY2(it->contains(shown), qPrintable(where));
+                QVERIFY2(!it->contains(pin) && !it->contains(guidance), qPrintable(where));
+                if (!it.key().endsWith(QLatin1String("generator")) && !it.key().endsWith(QLatin1String("retry")))
+                    continue;
+                // The answer roles: KernelBench's order.
+                const qsizetype a = it->indexOf(problem), b = it->indexOf(example), c = it->indexOf(given),
+                                d = it->indexOf(instruction);
+                QVERIFY2(a >= 0 && a < b && b < c && c < d, qPrintable(where + QStringLiteral("\n") + *it));
+            }
+        }
+        // Zero-shot is KernelBench's prompt and nothing else; iterative's first turn is it word for word.
+        const QString zeroShot = prompts(*Regime::builtin(QStringLiteral("zero-shot"))).value(QStringLiteral("1 generator"));
+        QCOMPARE(prompts(*Regime::builtin(QStringLiteral("iterative"))).value(QStringLiteral("1 generator")), zeroShot);
+        QVERIFY(!zeroShot.contains(QLatin1String("Roofline rule")));
+        // The agent: every role has the guidance and the pin; the competence ablation takes out
+        // exactly that section.
+        const Regime agent = *Regime::builtin(QStringLiteral("agent"));
+        const auto withGuidance = prompts(agent);
+        const auto without = prompts(agent.withAblations(Ablations::fromOffNames({QStringLiteral("competence_matched")})));
+        QCOMPARE(without.keys().size(), withGuidance.keys().size());
+        QFile partial(dir + QStringLiteral("/partials/competence.mustache"));
+        QVERIFY(partial.open(QIODevice::ReadOnly));
+        QFile pinPartial(dir + QStringLiteral("/partials/load_inline.mustache"));
+        QVERIFY(pinPartial.open(QIODevice::ReadOnly));
+        const QString section = QString::fromUtf8(partial.readAll())
+                                    .replace(QStringLiteral("{{> load_inline}}\n"), QString::fromUtf8(pinPartial.readAll())) +
+                                QLatin1Char('\n');
+        for (auto it = withGuidance.cbegin(); it != withGuidance.cend(); ++it) {
+            QVERIFY2(it->contains(pin) && it->contains(guidance), qPrintable(it.key()));
+            QVERIFY2(it->contains(shown), qPrintable(it.key()));
+            QVERIFY2(it->contains(section), qPrintable(it.key() + QStringLiteral("\n") + *it));
+            QCOMPARE(without.value(it.key()), QString(*it).remove(section));
+        }
     }
 };
 

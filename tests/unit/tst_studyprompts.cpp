@@ -2,7 +2,7 @@
 // scripted model server and the fake worker (L1/1 and L2/1), every answer incorrect so every
 // turn runs. Each regime's prompts hold what the study's regime had and nothing of another's,
 // phrase by phrase (docs/prompts.md says which sentence of the study each phrase stands for);
-// the agent with the `competence` ablation sends exactly the pilot's prompts; temperature and
+// the agent with the `competence` ablation sends the agent's prompts without the guidance; temperature and
 // seed are explicit in every request; and a prompt over the context budget is refused before
 // any model request, counted by the server's tokenizer.
 
@@ -281,31 +281,37 @@ private Q_SLOTS:
                                        RegimeRole::Critic}));
     }
 
-    void competenceAblationSendsExactlyThePilotsWording()
+    // The competence ablation removes the competence section and nothing else (issue 36 item 2):
+    // every prompt of the ablated agent is the agent's own with the guidance cut out, the agent's
+    // roles, n, temperature, turns and selection unchanged (not the pilot's wording).
+    void competenceAblationRemovesExactlyTheGuidance()
     {
-        // n = 1 for both, so that the two runs differ in the wording alone.
-        RunPlan ablated = plan(QStringLiteral("agent"), QStringLiteral("competence"));
-        ablated.regime.n = 1;
-        ablated.regime.temperature = 0.0;
-        ablated.regime.selection = SelectionMode::Last;
-        ablated.regime.stopWhenCorrect = false;
-        const QList<Sent> a = run(ablated);
+        const QList<Sent> agent = run(plan(QStringLiteral("agent")));
         m_server = std::make_unique<ScriptedLlmServer>();
         QVERIFY(m_server->start());
         ScriptedLlmServer::Reply reply;
         reply.texts = {answer(QStringLiteral("incorrect"))};
         m_server->setDefaultReply(reply);
-        const QList<Sent> p = run(plan(QStringLiteral("pilot-v1")));
-        QVERIFY(!a.isEmpty());
-        QCOMPARE(a.size(), p.size());
-        QStringList at, pt;
-        for (const Sent& s : a)
-            at << s.text;
-        for (const Sent& s : p)
-            pt << s.text;
-        at.sort();
-        pt.sort();
-        QCOMPARE(at, pt);
+        const QList<Sent> ablated = run(plan(QStringLiteral("agent"), QStringLiteral("competence")));
+        QFile guidanceFile(QStringLiteral(KWB_PROMPTS_DIR "/partials/competence.mustache"));
+        QVERIFY(guidanceFile.open(QIODevice::ReadOnly));
+        const QString guidance = QString::fromUtf8(guidanceFile.readAll()) + QLatin1Char('\n');
+        QVERIFY(!agent.isEmpty());
+        QCOMPARE(ablated.size(), agent.size());
+        QStringList expected, sent;
+        for (const Sent& s : agent) {
+            QVERIFY2(s.text.contains(guidance), qPrintable(s.role));
+            expected << s.role + QLatin1Char('\n') + QString(s.text).remove(guidance);
+        }
+        for (const Sent& s : ablated) {
+            for (const QString& phrase : {kCompetence, kTorchOnlyLegal, kPilot, kCritic})
+                has(s, phrase, false);
+            QCOMPARE(s.body.value(QLatin1String("temperature")).toDouble(-1), 0.7);
+            sent << s.role + QLatin1Char('\n') + s.text;
+        }
+        expected.sort();
+        sent.sort();
+        QCOMPARE(sent, expected);
     }
 
     void aPromptOverTheBudgetIsRefusedBeforeAnyRequest_data()

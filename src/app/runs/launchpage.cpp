@@ -269,7 +269,7 @@ QWidget* LaunchPage::buildRegimeBox()
     m_offFeedbackAnalyzer->setObjectName(QStringLiteral("ablateFeedbackAnalyzer"));
     m_offMonotone = new QCheckBox(tr("Monotone selection off (the last turn wins)"), ablations);
     m_offMonotone->setObjectName(QStringLiteral("ablateMonotone"));
-    m_offCompetence = new QCheckBox(tr("Competence-matched prompts off (the pilot's wording)"), ablations);
+    m_offCompetence = new QCheckBox(tr("Competence-matched prompts off (no guidance, no load_inline pin)"), ablations);
     m_offCompetence->setObjectName(QStringLiteral("ablateCompetence"));
     for (QCheckBox* check : {m_offBestOfN, m_offFeedbackAnalyzer, m_offMonotone, m_offCompetence}) {
         ablationLayout->addWidget(check);
@@ -492,11 +492,16 @@ QWidget* LaunchPage::buildEvaluationBox()
     form->addRow(m_compileOnly);
     m_answerFormat = new QComboBox(box);
     m_answerFormat->setObjectName(QStringLiteral("answerFormatCombo"));
-    m_answerFormat->addItem(tr("Native: a cuda and a python block"), QString::fromLatin1(defaults::kAnswerFormatNative));
-    m_answerFormat->addItem(tr("KernelBench: class ModelNew with load_inline"),
+    m_answerFormat->addItem(tr("Native: a cuda and a python block (the workbench's own, faster)"),
+                            QString::fromLatin1(defaults::kAnswerFormatNative));
+    m_answerFormat->addItem(tr("KernelBench: class ModelNew with load_inline (the study's preset)"),
                             QString::fromLatin1(defaults::kAnswerFormatKernelBench));
-    m_answerFormat->setToolTip(tr("What the prompts ask for and every evaluation expects; the KernelBench format "
-                                  "takes the prompts-kernelbench set unless another set is chosen."));
+    m_answerFormat->setToolTip(tr("What the prompts ask for and every evaluation expects. KernelBench's format is "
+                                  "the study's preset: KernelBench's prompt structure (its problem file, a one-shot "
+                                  "example), the load_inline pin only in the repaired agent's prompts; its answers "
+                                  "build with nvcc in tens of seconds. The native format is the workbench's own: "
+                                  "NVRTC compiles it in about a second. The KernelBench format takes the "
+                                  "prompts-kernelbench set unless another set is chosen."));
     form->addRow(tr("Answer format"), m_answerFormat);
     m_compileWorkers = new QSpinBox(box); // issue 14: the CPU compile pool
     m_compileWorkers->setObjectName(QStringLiteral("compileWorkersSpin"));

@@ -705,6 +705,13 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     c[QStringLiteral("reference")] = reference;
     c[QStringLiteral("signature")] = forwardSignature(reference);
     c[QStringLiteral("model_init")] = orFalse(initInputsText(taskJson));
+    // KernelBench's problem file, the reference as KernelBench's prompt shows it (the study
+    // preset, prompts-kernelbench/), where the task list carries it.
+    c[QStringLiteral("reference_python")] =
+        orFalse(taskJson.value(QLatin1String("reference_python")).toString().trimmed());
+    // The competence-matched guidance (and, in KernelBench's format, the load_inline pin) is on
+    // unless the regime's competence ablation switches it off (RunController::context).
+    c[QStringLiteral("competence")] = true;
 
     QJsonArray inputs;
     for (const TaskTensor& in : task.inputs) {

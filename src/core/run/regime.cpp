@@ -122,24 +122,18 @@ Regime Regime::withAblations(const Ablations& ablations) const
         r.feedback = FeedbackMode::RawLog;
     if (!ablations.monotone)
         r.selection = SelectionMode::Last;
-    if (!ablations.competenceMatched) {
-        // The agent's competence-matched wording gives way to the pilot's; the triager becomes
-        // the pilot's critic (the pilot generator reads `critique`, not `diagnosis`).
-        QMap<QString, QString> roles;
-        for (auto it = r.roles.cbegin(); it != r.roles.cend(); ++it) {
-            if (!it.value().startsWith(QLatin1String("agent/"))) {
-                roles.insert(it.key(), it.value());
-                continue;
-            }
-            const QString role = it.key() == RegimeRole::Triager ? RegimeRole::Critic : it.key();
-            roles.insert(role, file(QStringLiteral("pilot-v1"), role));
-        }
-        r.roles = roles;
-    }
+    // The competence switch changes no template and no setting: the agent's prompts lose their
+    // competence section (competenceGuidance()), exactly the part the study counts as the repair's
+    // prompts. Runs stored before issue 36 swapped in the pilot's roles; they keep their stored roles.
     for (const QString& name : ablations.offNames())
         if (!r.ablated.contains(name))
             r.ablated << name;
     return r;
+}
+
+bool Regime::competenceGuidance() const
+{
+    return !ablated.contains(kAblateCompetence);
 }
 
 QJsonObject Regime::toJson() const

@@ -66,7 +66,7 @@ struct Ablations
     bool bestOfN = true;           ///< off: n = 1
     bool feedbackAnalyzer = true;  ///< off: the raw error goes back, no triager/critic rewrite
     bool monotone = true;          ///< off: selection "last"
-    bool competenceMatched = true; ///< off: the agent's roles use the pilot-v1 wording
+    bool competenceMatched = true; ///< off: no competence guidance and no load_inline pin (`competence` false)
 
     bool allOn() const { return bestOfN && feedbackAnalyzer && monotone && competenceMatched; }
     /// Names of the switches that are off: "best_of_n", "feedback_analyzer", "monotone", "competence_matched".
@@ -104,6 +104,10 @@ struct Regime
     QString answerRole(int turn) const;
     /// The notes role that rewrites the feedback (triager or critic), empty when there is none.
     QString rewriteRole() const;
+    /// Whether the prompts' competence section (the guidance, and in KernelBench's format the
+    /// explicit load_inline pin) is shown: the template context's `competence`. Only the agent's
+    /// templates have one; the competence ablation switches it off and changes nothing else.
+    bool competenceGuidance() const;
 
     /// This regime with the switches that are off in `ablations` applied.
     Regime withAblations(const Ablations& ablations) const;

@@ -257,6 +257,7 @@ QJsonObject RunController::context(const RunTaskInput& in, const Regime& regime,
     c.insert(QStringLiteral("critique"), textOrFalse(rewrite && critic ? notes.rewrite : QString()));
     c.insert(QStringLiteral("turn"), QString::number(notes.turn));
     c.insert(QStringLiteral("max_turns"), QString::number(regime.turns));
+    c.insert(QStringLiteral("competence"), regime.competenceGuidance());
     return c;
 }
 
