@@ -22,7 +22,6 @@
 
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/workerresponses.h"
-#include "core/protocol/workerrequests.h"
 #include "core/run/generationimport.h"
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
@@ -104,7 +103,10 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                           QStringLiteral("no such directory: %1").arg(options.directory));
 
     // The worker's tasks: a generation for a task it does not list is skipped, not evaluated.
-    const WorkerSupervisor::Outcome tasksOutcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
+    QJsonObject tasksRequest{{QStringLiteral("type"), QStringLiteral("tasks")}};
+    if (!session.options().tasksDir.isEmpty())
+        tasksRequest.insert(QStringLiteral("tasks_dir"), session.options().tasksDir);
+    const WorkerSupervisor::Outcome tasksOutcome = session.supervisor().run(tasksRequest);
     if (!tasksOutcome.hasResponse() || !decodeHeader(tasksOutcome.response).ok)
         return importFail(json, ExitWorker, QStringLiteral("worker"),
                           QStringLiteral("the worker did not list its tasks: %1")
