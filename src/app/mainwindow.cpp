@@ -22,9 +22,10 @@
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
+#include "core/protocol/workerrequests.h"
 #include "core/run/regime.h"
-#include "core/store/runstore.h"
 #include "core/run/runconfig.h"
+#include "core/store/runstore.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
 #include "core/workers/workerlocator.h"
@@ -97,6 +98,8 @@ void warnScreenshots(const QString& what)
 }
 
 constexpr int kMaxRecent = 8;
+/// CUPTI runs of a task the Traffic page measures (`profile` trials).
+constexpr int kTrafficProfileTrials = 5;
 
 } // namespace
 
@@ -469,8 +472,7 @@ void MainWindow::startWorker(const QString& workerPath)
     // The measured ceilings run small kernels for a few seconds: wanted for the roofline. They take
     // the GPU's lease (core/workers/gpulease.h), so they never overlap a run's timings.
     GpuLeases::instance()->whenHeld(0, QStringLiteral("window: device ceilings"), this, [this, found](qint64 lease) {
-    m_jobs->request(kDeviceSlot, m_supervisor,
-                    QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), true}}, -1,
+    m_jobs->request(kDeviceSlot, m_supervisor, WorkerRequests::device(true), -1,
                     [this, found, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
                         const QJsonObject& response = reply.response;
                         if (!reply.answered()) {
@@ -503,11 +505,8 @@ void MainWindow::measureTraffic(const QString& task)
     // The measurement takes the GPU's lease, so it never overlaps a run's timings.
     GpuLeases::instance()->whenHeld(0, QStringLiteral("window: traffic of %1").arg(task), this, [this, task](qint64 lease) {
     m_jobs->request(profileSlot(task), m_supervisor,
-                    QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
-                                {QStringLiteral("task"), task},
-                                {QStringLiteral("scale"), QStringLiteral("full")},
-                                {QStringLiteral("trials"), 5}},
-                    120 * 1000, [this, task, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
+                    WorkerRequests::profile(task, QStringLiteral("full"), kTrafficProfileTrials), 120 * 1000,
+                    [this, task, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
                         const QJsonObject& response = reply.response;
                         if (!reply.answered()) {
                             m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") + reply.message);

@@ -4,6 +4,7 @@
 
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
+#include "core/protocol/workerrequests.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"
 #include "core/workers/workerlauncher.h"
@@ -236,10 +237,7 @@ int Session::locateWorker(bool json)
 
 int runTasks(Session& session, bool json)
 {
-    QJsonObject request{{QStringLiteral("type"), QStringLiteral("tasks")}};
-    if (!session.options().tasksDir.isEmpty())
-        request.insert(QStringLiteral("tasks_dir"), session.options().tasksDir);
-    const WorkerSupervisor::Outcome outcome = session.supervisor().run(request);
+    const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
     if (const int code = reportFailure(outcome, json))
         return code;
     const TaskList list = decodeTaskList(outcome.response);
@@ -278,10 +276,7 @@ int runTasks(Session& session, bool json)
 
 int runAnalyze(Session& session, const AnalyzeOptions& options)
 {
-    const QJsonObject request{{QStringLiteral("type"), QStringLiteral("analyze")},
-                              {QStringLiteral("task"), options.task},
-                              {QStringLiteral("scale"), options.scale}};
-    const WorkerSupervisor::Outcome outcome = session.supervisor().run(request);
+    const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::analyze(options.task, options.scale));
     if (const int code = reportFailure(outcome, options.json))
         return code;
     QJsonObject response = outcome.response;
@@ -342,21 +337,17 @@ int runEval(Session& session, const EvalOptions& options)
     }
     const QString answer = QString::fromUtf8(file.readAll());
 
-    QJsonObject request{{QStringLiteral("type"), QStringLiteral("evaluate")},
-                        {QStringLiteral("task"), options.task},
-                        {QStringLiteral("answer"), answer},
-                        {QStringLiteral("profile"), options.profile},
-                        {QStringLiteral("scale"), options.scale}};
-    if (options.trials > 0)
-        request.insert(QStringLiteral("timing_trials"), options.trials);
-    if (!options.answerFormat.isEmpty())
-        request.insert(QStringLiteral("answer_format"), options.answerFormat);
-    if (!options.arch.isEmpty())
-        request.insert(QStringLiteral("arch"), options.arch);
-    if (!options.device.isEmpty())
-        request.insert(QStringLiteral("device"), options.device);
-    if (options.profileTraffic)
-        request.insert(QLatin1String(kProfileTrafficKey), true);
+    WorkerRequests::Evaluate evaluate;
+    evaluate.task = options.task;
+    evaluate.answer = answer;
+    evaluate.profile = options.profile;
+    evaluate.scale = options.scale;
+    evaluate.timingTrials = options.trials;
+    evaluate.answerFormat = options.answerFormat;
+    evaluate.arch = options.arch;
+    evaluate.device = options.device;
+    evaluate.profileTraffic = options.profileTraffic;
+    const QJsonObject request = WorkerRequests::evaluate(evaluate);
 
     const int timeoutMs = int(std::lround(options.timeoutS * 1000.0));
     // The profile is checked against the worker's own table (its hello), not a list of the CLI's.
@@ -499,8 +490,7 @@ int runEval(Session& session, const EvalOptions& options)
 
 int runDevice(Session& session, bool json, bool ceilings)
 {
-    const QJsonObject request{{QStringLiteral("type"), QStringLiteral("device")},
-                              {QStringLiteral("ceilings"), ceilings}};
+    const QJsonObject request = WorkerRequests::device(ceilings);
     // The ceilings run kernels on the GPU: not while another job times there (core/workers/gpulease.h).
     const qint64 lease = ceilings ? GpuLeases::instance()->acquire(
                                         0, QStringLiteral("kwb device --ceilings (pid %1)").arg(QCoreApplication::applicationPid()))

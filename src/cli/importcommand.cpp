@@ -22,6 +22,7 @@
 
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/workerresponses.h"
+#include "core/protocol/workerrequests.h"
 #include "core/run/generationimport.h"
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
@@ -103,10 +104,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                           QStringLiteral("no such directory: %1").arg(options.directory));
 
     // The worker's tasks: a generation for a task it does not list is skipped, not evaluated.
-    QJsonObject tasksRequest{{QStringLiteral("type"), QStringLiteral("tasks")}};
-    if (!session.options().tasksDir.isEmpty())
-        tasksRequest.insert(QStringLiteral("tasks_dir"), session.options().tasksDir);
-    const WorkerSupervisor::Outcome tasksOutcome = session.supervisor().run(tasksRequest);
+    const WorkerSupervisor::Outcome tasksOutcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
     if (!tasksOutcome.hasResponse() || !decodeHeader(tasksOutcome.response).ok)
         return importFail(json, ExitWorker, QStringLiteral("worker"),
                           QStringLiteral("the worker did not list its tasks: %1")

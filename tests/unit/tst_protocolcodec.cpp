@@ -3,6 +3,7 @@
 // produce from the same files.
 
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerrequests.h"
 
 #include <QDir>
 #include <QFile>
@@ -194,6 +195,53 @@ private Q_SLOTS:
             if (response.value(QLatin1String("type")) == QLatin1String("hello"))
                 QVERIFY2(ProtocolCodec::checkHello(response).isEmpty(), qPrintable(name));
         }
+    }
+
+    // The typed builders (core/protocol/workerrequests.h) write the golden requests the worker's
+    // tests answer: the same keys and values, the id aside (the supervisor adds it).
+    void buildersWriteTheGoldenRequests()
+    {
+        const QDir dir(QStringLiteral(KWB_PROTOCOL_GOLDEN_DIR));
+        const auto golden = [&dir](const char* name) {
+            QFile file(dir.filePath(QString::fromLatin1(name)));
+            if (!file.open(QIODevice::ReadOnly))
+                qFatal("cannot read %s", name);
+            QJsonObject request = QJsonDocument::fromJson(file.readAll()).object();
+            request.remove(QStringLiteral("id"));
+            return request;
+        };
+        const QString answer = golden("08_evaluate_compile_error.request").value(QLatin1String("answer")).toString();
+        QCOMPARE(WorkerRequests::tasks(), golden("11_tasks.request"));
+        QCOMPARE(WorkerRequests::analyze(QStringLiteral("L1/1"), QStringLiteral("full")), golden("06_analyze_l1_1.request"));
+        QCOMPARE(WorkerRequests::analyze(QStringLiteral("L9/99"), QString()), golden("05_unknown_task.request"));
+        WorkerRequests::Evaluate evaluate;
+        evaluate.task = QStringLiteral("L1/5");
+        evaluate.answer = answer;
+        evaluate.device = QStringLiteral("none");
+        evaluate.arch = QStringLiteral("sm_90");
+        QCOMPARE(WorkerRequests::evaluate(evaluate), golden("08_evaluate_compile_error.request"));
+        evaluate.answer = golden("12_unknown_profile.request").value(QLatin1String("answer")).toString();
+        evaluate.device.clear();
+        evaluate.arch.clear();
+        evaluate.profile = QStringLiteral("fastest");
+        QCOMPARE(WorkerRequests::evaluate(evaluate), golden("12_unknown_profile.request"));
+        const QJsonObject compileGolden = golden("15_compile_answer.request");
+        WorkerRequests::Compile compile;
+        compile.answer = compileGolden.value(QLatin1String("answer")).toString();
+        compile.arch = QStringLiteral("sm_90");
+        QCOMPARE(WorkerRequests::compile(compile), compileGolden);
+        // What the window and kwb ask a device for, and the evaluate fields a run adds.
+        QCOMPARE(WorkerRequests::device(true),
+                 (QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), true}}));
+        evaluate.seed = 42;
+        evaluate.timingTrials = 7;
+        evaluate.profileTraffic = true;
+        evaluate.codeBlock = QStringLiteral("last");
+        const QJsonObject withAll = WorkerRequests::evaluate(evaluate);
+        QCOMPARE(withAll.value(QLatin1String("seed")).toInt(), 42);
+        QCOMPARE(withAll.value(QLatin1String("timing_trials")).toInt(), 7);
+        QCOMPARE(withAll.value(QLatin1String("profile_traffic")).toBool(), true);
+        QCOMPARE(withAll.value(QLatin1String("code_block")).toString(), QStringLiteral("last"));
     }
 };
 

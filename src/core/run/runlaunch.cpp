@@ -5,6 +5,7 @@
 #include "core/model/llmclient.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerrequests.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
@@ -565,10 +566,7 @@ void RunFactsLoader::load(const RunPlan& plan, const QString& tasksDir)
     m_hello = m_supervisor->workerHello();
     m_done = 0;
     m_total = 2; // tasks and device; analyze and profile are counted once the tasks are known
-    QJsonObject request{{QStringLiteral("type"), QStringLiteral("tasks")}};
-    if (!tasksDir.isEmpty())
-        request.insert(QStringLiteral("tasks_dir"), tasksDir);
-    send(Kind::Tasks, request);
+    send(Kind::Tasks, WorkerRequests::tasks(tasksDir));
     Q_EMIT progress(m_done, m_total);
 }
 
@@ -671,8 +669,7 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
                                    .arg(unknown.size() > 1 ? QStringLiteral("s") : QString(),
                                         unknown.join(QStringLiteral(", "))),
                                Failure::UnknownTask);
-        send(Kind::Device,
-             QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("ceilings"), false}});
+        send(Kind::Device, WorkerRequests::device());
         break;
     }
     case Kind::Device: {
@@ -684,19 +681,10 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
             RunTaskInput& input = m_inputs[i];
             input.device = m_device;
             const QString id = m_plan.taskIds.at(i);
-            send(Kind::Analyze,
-                 QJsonObject{{QStringLiteral("type"), QStringLiteral("analyze")},
-                             {QStringLiteral("task"), id},
-                             {QStringLiteral("scale"), m_plan.scale}},
-                 i);
+            send(Kind::Analyze, WorkerRequests::analyze(id, m_plan.scale), i);
             ++m_total;
             if (gpu && m_plan.regimeForLevel(input.level()).useProfile) {
-                send(Kind::Profile,
-                     QJsonObject{{QStringLiteral("type"), QStringLiteral("profile")},
-                                 {QStringLiteral("task"), id},
-                                 {QStringLiteral("scale"), m_plan.scale},
-                                 {QStringLiteral("trials"), kRunProfileTrials}},
-                     i);
+                send(Kind::Profile, WorkerRequests::profile(id, m_plan.scale, kRunProfileTrials), i);
                 ++m_total;
             }
         }

@@ -4,6 +4,7 @@
 
 #include "core/protocol/defaults.h"
 #include "core/protocol/workerresponses.h"
+#include "core/protocol/workerrequests.h"
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
@@ -369,8 +370,7 @@ void EvaluationQueue::requestArch()
     if (!wanted)
         return;
     m_archAsked = true; // once: a machine without a GPU will not grow one
-    m_deviceRequest = m_gpus.first().gpuSlots.first().supervisor->sendRequest(
-        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}}, m_timeoutMs);
+    m_deviceRequest = m_gpus.first().gpuSlots.first().supervisor->sendRequest(WorkerRequests::device(), m_timeoutMs);
 }
 
 int EvaluationQueue::runningJobs(const Gpu& gpu) const
@@ -629,16 +629,15 @@ void EvaluationQueue::startCompiles()
         }
         if (free < 0)
             break;
-        QJsonObject request{{QStringLiteral("type"), QStringLiteral("compile")},
-                            {QStringLiteral("answer"), job.answer},
-                            {QStringLiteral("arch"), arch},
-                            {QStringLiteral("return_cubin"), true}};
+        WorkerRequests::Compile compile;
+        compile.answer = job.answer;
+        compile.arch = arch;
+        compile.returnCubin = true;
         // The front end the evaluation will use builds ahead too (a KernelBench answer's
         // load_inline into the extension cache).
-        if (const QJsonValue format = job.options.value(QLatin1String("answer_format")); format.isString())
-            request.insert(QStringLiteral("answer_format"), format);
-        if (const QJsonValue block = job.options.value(QLatin1String("code_block")); block.isString())
-            request.insert(QStringLiteral("code_block"), block);
+        compile.answerFormat = job.options.value(QLatin1String("answer_format")).toString();
+        compile.codeBlock = job.options.value(QLatin1String("code_block")).toString();
+        const QJsonObject request = WorkerRequests::compile(compile);
         job.compile = CompileState::Running;
         job.cubinArch = arch;
         compiling.insert(job.compileKey + arch.toUtf8());
