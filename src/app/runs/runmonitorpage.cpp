@@ -470,7 +470,7 @@ void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
                               tr("turn %1 sample %2: %3: %4")
                                   .arg(e.turn)
                                   .arg(e.sample)
-                                  .arg(e.status, decodeEvaluation(e.result).message)});
+                                  .arg(e.status, e.evaluation().message)});
     }
 }
 
@@ -519,8 +519,8 @@ void RunMonitorPage::showDetails()
                          .arg(status.toHtmlEscaped());
     if (unit->speedup)
         header += tr(" · speedup %1").arg(formatSpeedup(*unit->speedup, unit->speedupInterval).toHtmlEscaped());
-    if (!unit->result.isEmpty())
-        for (const QString& reason : notCountedReasons(decodeEvaluation(unit->result)))
+    if (unit->evaluated())
+        for (const QString& reason : notCountedReasons(unit->evaluation))
             header += QStringLiteral("<br><span style=\"color:#b01e1e\">%1</span>").arg(reason.toHtmlEscaped());
     const QString message = index.data(RunTreeModel::MessageRole).toString();
     if (!message.isEmpty())
@@ -536,15 +536,15 @@ void RunMonitorPage::showDetails()
         bar->setValue(atEnd ? bar->maximum() : position);
     }
     const QString log = index.data(RunTreeModel::CompileLogRole).toString();
-    m_compileLog->setPlainText(log.isEmpty() ? (unit->result.isEmpty() ? tr("(not evaluated yet)")
-                                                                       : tr("(the compiler said nothing)"))
+    m_compileLog->setPlainText(log.isEmpty() ? (!unit->evaluated() ? tr("(not evaluated yet)")
+                                                                   : tr("(the compiler said nothing)"))
                                              : log);
-    if (unit->result.isEmpty())
+    if (!unit->evaluated())
         m_evaluation->setPlainText(QString());
-    else if (m_rawJson->isChecked())
-        m_evaluation->setPlainText(QString::fromUtf8(QJsonDocument(unit->result).toJson(QJsonDocument::Indented)));
+    else if (m_rawJson->isChecked()) // the response as the worker wrote it, for the reader who asks
+        m_evaluation->setPlainText(QString::fromUtf8(QJsonDocument(unit->evaluation.raw).toJson(QJsonDocument::Indented)));
     else
-        m_evaluation->setPlainText(evaluationSummary(decodeEvaluation(unit->result)));
+        m_evaluation->setPlainText(evaluationSummary(unit->evaluation));
 }
 
 void RunMonitorPage::onStreamed(const UnitKey& unit, const QString& chunk)

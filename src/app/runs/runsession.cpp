@@ -146,7 +146,7 @@ void RunSession::syncStore()
                        tr("turn %1 sample %2: %3: %4")
                            .arg(e.turn)
                            .arg(e.sample)
-                           .arg(e.status, decodeEvaluation(e.result).message));
+                           .arg(e.status, e.evaluation().message));
         }
     }
 }

@@ -104,14 +104,14 @@ RunTreeModel::~RunTreeModel() = default;
 
 void RunTreeModel::describeEvaluation(RunTreeUnit& u)
 {
-    // Decoded once per evaluation, not per paint.
-    const EvaluationResult e = decodeEvaluation(u.result);
+    // Decoded once per evaluation (EvaluationRecord::evaluation), not per paint.
+    const EvaluationResult& e = u.evaluation;
     u.maxAbsDiffText = maxAbsDiffText(e);
     u.speedupInterval = e.timing.interval;
     if (u.maxAbsDiffText.isEmpty() && u.maxAbsDiff)
         u.maxAbsDiffText = QString::number(*u.maxAbsDiff, 'g', 3);
     u.notCounted = e.isCorrect() && !e.countsAsCorrect();
-    u.outcome = CandidateOutcome::fromEvaluation(u.result, 1, u.sample);
+    u.outcome = CandidateOutcome::fromEvaluation(e.raw, 1, u.sample);
     u.outcome.status = evaluationStatusFromWire(u.status);
     u.outcome.speedup = u.speedup;
 }
@@ -190,7 +190,7 @@ void RunTreeModel::load(const RunStore& store, qint64 runId)
             u.status = e.status;
             u.speedup = e.speedup;
             u.maxAbsDiff = e.maxAbsDiff;
-            u.result = e.result;
+            u.evaluation = e.evaluation();
             describeEvaluation(u);
         }
     }
@@ -337,7 +337,7 @@ void RunTreeModel::appendEvaluation(const EvaluationRecord& evaluation)
     u.status = evaluation.status;
     u.speedup = evaluation.speedup;
     u.maxAbsDiff = evaluation.maxAbsDiff;
-    u.result = evaluation.result;
+    u.evaluation = evaluation.evaluation();
     describeEvaluation(u);
     u.generating = false;
     unitChanged(node);
@@ -614,7 +614,7 @@ QVariant RunTreeModel::data(const QModelIndex& index, int role) const
     case Qt::ToolTipRole:
         if (node->kind == UnitKind && index.column() == StatusColumn) {
             const QString message = node->unit.error.isEmpty()
-                                        ? decodeEvaluation(node->unit.result).message
+                                        ? node->unit.evaluation.message
                                         : node->unit.error;
             return message.isEmpty() ? QVariant() : QVariant(message);
         }
@@ -629,13 +629,11 @@ QVariant RunTreeModel::data(const QModelIndex& index, int role) const
     case CompileLogRole:
         if (node->kind != UnitKind)
             return {};
-        return decodeEvaluation(node->unit.result).compile.value_or(CompileInfo()).log;
+        return node->unit.evaluation.compile.value_or(CompileInfo()).log;
     case MessageRole:
         if (node->kind != UnitKind)
             return {};
-        return node->unit.error.isEmpty() ? decodeEvaluation(node->unit.result).message
-                                          : node->unit.error;
-    case ResultRole: return node->kind == UnitKind ? QVariant(node->unit.result) : QVariant();
+        return node->unit.error.isEmpty() ? node->unit.evaluation.message : node->unit.error;
     case SortRole: return sortValue(node, index.column());
     }
     return {};

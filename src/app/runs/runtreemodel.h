@@ -15,7 +15,6 @@
 #include "core/store/runstore.h"
 
 #include <QAbstractItemModel>
-#include <QJsonObject>
 
 #include <memory>
 #include <optional>
@@ -39,8 +38,9 @@ struct RunTreeUnit
     std::optional<qint64> latencyMs;
     QString text;  ///< the model's answer: stored, or streamed so far
     QString error; ///< the failed request's error
-    QJsonObject result; ///< the whole evaluate response
-    CandidateOutcome outcome; ///< result decoded for the monotone key (describeEvaluation)
+    EvaluationResult evaluation; ///< the evaluate response, decoded once when it arrives (describeEvaluation)
+    bool evaluated() const { return !evaluation.raw.isEmpty(); }
+    CandidateOutcome outcome; ///< its place on the monotone key
     qint64 responseId = 0;
     qint64 evaluationId = 0;
     bool generating = false; ///< a model request for it is in flight
@@ -63,7 +63,6 @@ public:
         TextRole,                    ///< a unit's answer text (streamed or stored)
         CompileLogRole,              ///< the evaluation's compile log
         MessageRole,                 ///< the evaluation's message or the request's error
-        ResultRole,                  ///< the whole evaluate response (QJsonObject)
         SortRole,                    ///< numbers as numbers
     };
 
