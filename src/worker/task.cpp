@@ -92,7 +92,8 @@ public:
         t_.path = path_;
         if (!root.contains("forward")) findMisplacedForward(root);
         checkKeys(root, "", {"id", "level", "number", "title", "source", "description", "forward", "dims",
-                             "smoke", "inputs", "params", "tolerance", "init_inputs"});
+                             "smoke", "inputs", "params", "tolerance", "init_inputs", "kernelbench_only",
+                             "reference_python"});
 
         t_.id = requiredString(root, "id");
         t_.level = static_cast<int>(requiredInt(root, "level", 1, 9));
@@ -104,6 +105,22 @@ public:
         if (t_.title.empty()) fail("title", "must not be empty");
         t_.source = optionalString(root, "source");
         t_.description = optionalString(root, "description");
+        // A KernelBench-only task (docs/task-format.md) says why, and carries KernelBench's own
+        // problem file in place of a forward, inputs and parameters.
+        t_.kernelbenchOnly = optionalString(root, "kernelbench_only");
+        if (root.contains("kernelbench_only") && t_.kernelbenchOnly.empty())
+            fail("kernelbench_only", "must give the reason (not empty)");
+        if (t_.isKernelBenchOnly()) {
+            t_.referencePython = requiredString(root, "reference_python");
+            if (t_.referencePython.find("class Model") == std::string::npos)
+                fail("reference_python", "no 'class Model' found");
+            for (const char* k : {"forward", "dims", "smoke", "inputs", "params", "init_inputs", "tolerance"})
+                if (root.contains(k))
+                    fail(k, "a KernelBench-only task has none (its reference is reference_python)");
+            return std::move(t_);
+        }
+        if (root.contains("reference_python"))
+            fail("reference_python", "only a KernelBench-only task has one (kernelbench_only = \"<reason>\")");
         t_.forward = requiredString(root, "forward");
 
         readDims(root);
@@ -599,6 +616,7 @@ nlohmann::json toJson(const Task& t) {
     }
     j["params"] = params;
     j["init_inputs"] = t.initInputs;
+    j["kernelbench_only"] = t.isKernelBenchOnly() ? json(t.kernelbenchOnly) : json(nullptr);
     j["tolerance"] = {{"atol", t.atol ? json(*t.atol) : json(nullptr)}, {"rtol", t.rtol ? json(*t.rtol) : json(nullptr)}};
     j["parameter_count"] = {{"full", t.parameterCount(Scale::Full)}, {"smoke", t.parameterCount(Scale::Smoke)}};
     j["buffer_count"] = {{"full", t.bufferCount(Scale::Full)}, {"smoke", t.bufferCount(Scale::Smoke)}};

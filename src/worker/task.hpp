@@ -48,6 +48,12 @@ struct Task {
     std::optional<double> atol, rtol;
     // KernelBench's constructor arguments, as read: numbers, booleans, {"dim": name}, arrays.
     nlohmann::json initInputs = nlohmann::json::array();
+    // Non-empty: the task could not be expressed as a TorchScript forward (the converter's reason,
+    // scripts/kernelbench_convert.py). It is listed, but has no forward, inputs or parameters of
+    // its own; referencePython holds KernelBench's problem file, the reference in its own format.
+    std::string kernelbenchOnly;
+    std::string referencePython;
+    bool isKernelBenchOnly() const { return !kernelbenchOnly.empty(); }
 
     // initInputs with every dimension resolved at scale s (what ModelNew(*init_inputs) gets).
     nlohmann::json initInputValues(Scale s) const;

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 
@@ -45,6 +46,14 @@ std::string defaultTasksDir(const std::string& argv0)
     const fs::path installed = exe.parent_path().parent_path() / "share" / "kernel-workbench" / "tasks";
     if (fs::is_directory(installed, ec))
         return installed.string();
+    // A build tree's: the folder named in the file beside the program (src/worker/CMakeLists.txt),
+    // the one kwb reads too.
+    if (std::ifstream marker(exe.string() + ".tasks"); marker) {
+        std::string named;
+        std::getline(marker, named);
+        if (!named.empty())
+            return named;
+    }
 #ifdef KWB_SOURCE_DATA_DIR
     return std::string(KWB_SOURCE_DATA_DIR) + "/tasks";
 #else
@@ -71,8 +80,13 @@ const Task& Worker::task(const json& request)
     if (!request.contains("task") || !request["task"].is_string())
         throw RequestError("bad_request", "missing string field 'task' (e.g. \"L2/1\")");
     const std::string id = request["task"];
-    if (const Task* t = tasks().find(id))
+    if (const Task* t = tasks().find(id)) {
+        // No forward to run, analyse or profile: the evaluator's reference is a TorchScript
+        // forward, which this task could not be given (docs/task-format.md, "KernelBench only").
+        if (t->isKernelBenchOnly())
+            throw RequestError("kernelbench_only", id + " is KernelBench only: " + t->kernelbenchOnly);
         return *t;
+    }
     for (const auto& e : tasks().errors)
         if (e.path.find(id) != std::string::npos)
             throw RequestError("task_error", e.toString());
@@ -126,7 +140,7 @@ json Worker::listTasks(const json& request)
         out["errors"].push_back({{"path", e.path}, {"field", e.field}, {"message", e.message}});
     const bool validate = request.value("validate", false);
     for (const auto& t : set.tasks) {
-        if (validate) {
+        if (validate && !t.isKernelBenchOnly()) {
             const std::string err = m_evaluator.validateTask(t);
             if (!err.empty()) {
                 out["errors"].push_back({{"path", t.path}, {"field", "forward"}, {"message", "TorchScript does not compile: " + err}});

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -109,18 +110,52 @@ TEST_CASE("tasks: every forward compiles, runs at smoke scale on the CPU, and ma
 {
     const TaskSet& set = allTasks();
     REQUIRE(set.errors.empty());
-    REQUIRE(set.tasks.size() == 30);
+    REQUIRE(set.tasks.size() == 250);
     Evaluator ev;
+    int run = 0, kernelBenchOnly = 0;
+    std::vector<std::string> notAnalysed;
     for (const Task& t : set.tasks) {
         CAPTURE(t.id);
+        if (t.isKernelBenchOnly()) { // no forward: listed, evaluated only in KernelBench's format
+            ++kernelBenchOnly;
+            continue;
+        }
+        const auto t0 = std::chrono::steady_clock::now();
         CHECK(ev.validateTask(t) == "");
-        json ref = ev.runReference(t, Scale::Smoke, "cpu", 42);
+        json ref;
+        try {
+            ref = ev.runReference(t, Scale::Smoke, "cpu", 42);
+        } catch (const std::exception& e) { // one broken forward must not hide the others
+            FAIL_CHECK(std::string(e.what()));
+            continue;
+        }
         CHECK(ref["finite"].get<bool>());
-        json an = ev.analyze(t, Scale::Smoke);
+        ++run;
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (seconds > 2)
+            MESSAGE(t.id << ": the smoke-scale reference took " << seconds << " s on the CPU");
+        json an;
+        try {
+            an = ev.analyze(t, Scale::Smoke);
+        } catch (const std::exception& e) {
+            // The analyser's coverage of the converter's tasks is issue 37 item 3; the study's 30
+            // must be analysed.
+            if (t.number <= 10)
+                FAIL_CHECK(std::string(e.what()));
+            notAnalysed.push_back(t.id + ": " + e.what());
+            continue;
+        }
         CHECK(an["output_shape"] == ref["output_shape"]);
-        CHECK(an["flops"].get<double>() > 0);
+        CHECK(an["flops"].get<double>() >= 0);
+        if (t.number <= 10)
+            CHECK(an["flops"].get<double>() > 0);
         CHECK(an["bytes_unfused"].get<double>() >= an["bytes_fused"].get<double>());
     }
+    MESSAGE(run << " forwards ran at smoke scale, " << kernelBenchOnly << " tasks are KernelBench only, "
+                << notAnalysed.size() << " not analysed");
+    for (const std::string& s : notAnalysed)
+        MESSAGE(s);
+    CHECK(run + kernelBenchOnly == 250);
 }
 
 TEST_CASE("tasks: a forward that is not TorchScript is reported with the frontend's message")

@@ -162,6 +162,35 @@ TEST_CASE("stdout noise from the worker's libraries cannot reach the protocol st
     CHECK_FALSE(worker.running());
 }
 
+TEST_CASE("a KernelBench-only task is listed, and refused with its reason by analyze, evaluate and run_reference")
+{
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE(worker.start(&err));
+    auto list = worker.request({{"type", "tasks"}, {"validate", true}}, 120);
+    REQUIRE(list.outcome == WorkerClient::Outcome::Ok);
+    CHECK(list.response["errors"].empty());
+    CHECK(list.response["tasks"].size() == 250);
+    json lstm;
+    for (const auto& t : list.response["tasks"])
+        if (t["id"] == "L3/35")
+            lstm = t;
+    REQUIRE(lstm.is_object());
+    CHECK(lstm["kernelbench_only"].get<std::string>().find("nn.LSTM") != std::string::npos);
+    CHECK(lstm["forward"] == "");
+    for (const json& request : {json{{"type", "analyze"}, {"task", "L3/35"}},
+                                json{{"type", "run_reference"}, {"task", "L3/35"}, {"scale", "smoke"}, {"device", "cpu"}},
+                                json{{"type", "evaluate"}, {"task", "L3/35"}, {"answer", "```python\nclass ModelNew: pass\n```"},
+                                     {"answer_format", "kernelbench"}, {"device", "cpu"}}}) {
+        CAPTURE(request.dump());
+        auto reply = worker.request(request, 120);
+        REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
+        CHECK(reply.response["ok"] == false);
+        CHECK(reply.response["error"]["code"] == "kernelbench_only");
+        CHECK(reply.response["error"]["message"].get<std::string>().find("L3/35 is KernelBench only: line") == 0);
+    }
+}
+
 TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without compiling again")
 {
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
