@@ -147,13 +147,15 @@ BestOfNPage::BestOfNPage(QWidget* parent)
     : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
-    m_note = new QLabel(tr("First-turn pass@n (unbiased estimator), not the study's best-of-n: for the runs checked "
-                           "on the Results page that have several first-turn samples per task, the chance that one of "
-                           "n of a task's first-turn samples is correct, averaged over every task (missing samples "
-                           "count as failures), with 95 % bootstrap intervals over tasks and their samples. A sample whose time is "
-                           "below the roofline floor is not counted as correct; a run with such samples is ringed in "
-                           "red, and its tooltip says which and why. The study's best-of-n (the whole regime once per "
-                           "n, kwb sweep) is in kwb report's \"Best-of-n\" table."),
+    m_note = new QLabel(tr("Solid: the study's best-of-n, from the sweeps among the runs checked on the Results page "
+                           "(kwb sweep: the whole regime, every turn and its selection, run once per n; each point "
+                           "is that run's correct %, as kwb report's \"Best-of-n\" table gives it). Dashed: first-turn "
+                           "pass@n (unbiased estimator) of runs with several first-turn samples per task, the chance "
+                           "that one of n of a task's first-turn samples is correct, averaged over every task "
+                           "(missing samples count as failures); of a sweep, its run with the largest n. 95 % "
+                           "bootstrap intervals over tasks (and samples). A sample whose time is below the roofline "
+                           "floor is not counted as correct; a run with such samples is ringed in red, and its "
+                           "tooltip says which and why."),
                         this);
     m_note->setWordWrap(true);
     layout->addWidget(m_note);

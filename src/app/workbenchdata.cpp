@@ -1,6 +1,7 @@
 #include "app/workbenchdata.h"
 
 #include "core/protocol/workerresponses.h"
+#include "core/run/runconfig.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
 
@@ -149,21 +150,51 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
 QList<BestOfNSeries> bestOfNSeries(const Report& report)
 {
     QList<BestOfNSeries> series;
+    // The study's curve: core's SweepCurve, point for point (no second computation here).
+    QHash<QString, qint64> sweepRunWithMostSamples; // sweep id -> its run with the largest n
+    for (const SweepCurve& curve : report.sweeps) {
+        if (curve.points.isEmpty())
+            continue;
+        sweepRunWithMostSamples.insert(curve.id, curve.points.last().run); // points are ordered by n
+        const QString label = QCoreApplication::translate("BestOfNPage", "%1 sweep, whole regime at each n (study's best-of-n)")
+                                  .arg(curve.regime);
+        // Coloured by the sweep's first run: a curve keeps its colour when other runs come and go.
+        const int key = static_cast<int>(curve.points.first().run);
+        const auto point = [](int n, const Metrics& m) {
+            return BestOfNPoint{n, m.tasks, 0, m.correctPct};
+        };
+        QList<BestOfNPoint> overall;
+        QMap<int, QList<BestOfNPoint>> perLevel;
+        for (const SweepPoint& p : curve.points) {
+            overall.append(point(p.n, p.overall));
+            for (auto it = p.perLevel.cbegin(); it != p.perLevel.cend(); ++it)
+                perLevel[it.key()].append(point(p.n, it.value()));
+        }
+        series.append(BestOfNSeries{label, 0, overall, key, 0, {}, BestOfNKind::Sweep});
+        for (auto it = perLevel.cbegin(); it != perLevel.cend(); ++it)
+            series.append(BestOfNSeries{label, it.key(), it.value(), key, 0, {}, BestOfNKind::Sweep});
+    }
     for (const RunReport& run : report.runs) {
         if (!run.firstTurnPassAtN)
             continue;
-        const QString label = run.label(); // names the sweep and the switches off (runname.h)
+        const RunConfig config = RunConfig::fromJson(run.run.config);
+        const QString sweepId = config.sweep ? config.sweep->id : QString();
+        if (!sweepId.isEmpty() && sweepRunWithMostSamples.value(sweepId, run.run.id) != run.run.id)
+            continue;
+        // Names the sweep and the switches off (runname.h), and what the curve is.
+        const QString label = QCoreApplication::translate("BestOfNPage", "%1: first-turn pass@n").arg(run.label());
         // Coloured by run id, so a run keeps its colour when another is unchecked.
         const int key = static_cast<int>(run.run.id);
         series.append(BestOfNSeries{label, 0, run.firstTurnPassAtN->overall, key, run.firstTurnPassAtN->notCounted,
-                                    run.firstTurnPassAtN->notCountedWhy});
+                                    run.firstTurnPassAtN->notCountedWhy, BestOfNKind::FirstTurnPassAtN});
         for (auto it = run.firstTurnPassAtN->perLevel.cbegin(); it != run.firstTurnPassAtN->perLevel.cend(); ++it) {
             // Per level: only that level's samples that were not counted.
             QStringList why;
             for (const QString& w : run.firstTurnPassAtN->notCountedWhy)
                 if (w.startsWith(QStringLiteral("L%1/").arg(it.key())))
                     why << w;
-            series.append(BestOfNSeries{label, it.key(), it.value(), key, int(why.size()), why});
+            series.append(BestOfNSeries{label, it.key(), it.value(), key, int(why.size()), why,
+                                        BestOfNKind::FirstTurnPassAtN});
         }
     }
     return series;

@@ -53,7 +53,11 @@ QJsonObject latestRunDevice(const RunStore& store);
 /// faster candidate that does not count (below the roofline floor) with the reason.
 QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QString, TaskTimes>& times);
 
-/// Best-of-n curves of the report's runs that have one: overall and per level, labelled by run.
+/// The Best-of-n page's curves, overall and per level (issue 36 item 6): first the study's
+/// best-of-n of each sweep in the report (its SweepCurve, the numbers `kwb sweep` and `kwb report`
+/// print: each n's run of the whole regime, its correct %), then first-turn pass@n, labelled as
+/// such, of each run that has several first-turn samples per task (of a sweep, only its run with
+/// the most, which holds the others' n).
 QList<BestOfNSeries> bestOfNSeries(const Report& report);
 
 /// One evaluated candidate of a task, for the diff view's pickers.

@@ -179,7 +179,10 @@ void BestOfNChart::rebuild()
                                        : s.label);
         line->setObjectName(QStringLiteral("curve:%1").arg(i));
         const QColor color = curveColor(i);
-        line->setPen(QPen(color, 2.2));
+        QPen pen(color, 2.2);
+        if (s.kind == BestOfNKind::FirstTurnPassAtN)
+            pen.setStyle(Qt::DashLine); // the second kind of curve, apart from the study's at a glance
+        line->setPen(pen);
         line->setPointsVisible(true);
         line->setMarkerSize(8.0);
         Drawn d;
@@ -367,7 +370,12 @@ QString BestOfNChart::toolTipText(int curve, int pointIndex) const
     lines << QStringLiteral("<b>%1</b> · %2")
                  .arg(s.label.toHtmlEscaped(),
                       s.level == 0 ? QStringLiteral("all levels") : QStringLiteral("level %1").arg(s.level));
-    lines << QStringLiteral("n = %1: %2 % correct").arg(p.n).arg(QString::number(p.passPct.value, 'f', 1));
+    const bool sweep = s.kind == BestOfNKind::Sweep;
+    lines << (sweep ? QStringLiteral("n = %1: %2 % correct, the whole regime with %1 candidate%3 per turn")
+                    : QStringLiteral("n = %1: %2 % correct (first-turn pass@%1)"))
+                 .arg(p.n)
+                 .arg(QString::number(p.passPct.value, 'f', 1))
+                 .arg(p.n == 1 ? QString() : QStringLiteral("s"));
     if (std::isfinite(p.passPct.low) && std::isfinite(p.passPct.high))
         lines << QStringLiteral("95 % interval %1–%2 %")
                      .arg(QString::number(p.passPct.low, 'f', 1), QString::number(p.passPct.high, 'f', 1));
@@ -381,11 +389,14 @@ QString BestOfNChart::toolTipText(int curve, int pointIndex) const
         if (s.notCountedWhy.size() > 3)
             lines << QStringLiteral("… and %1 more").arg(s.notCountedWhy.size() - 3);
     }
-    lines << QStringLiteral("%1 task%2 with at least %3 sample%4")
-                 .arg(p.tasks)
-                 .arg(p.tasks == 1 ? QString() : QStringLiteral("s"))
-                 .arg(p.n)
-                 .arg(p.n == 1 ? QString() : QStringLiteral("s"));
+    if (sweep)
+        lines << QStringLiteral("%1 task%2, every one counted").arg(p.tasks).arg(p.tasks == 1 ? QString() : QStringLiteral("s"));
+    else
+        lines << QStringLiteral("%1 task%2 with at least %3 sample%4")
+                     .arg(p.tasks)
+                     .arg(p.tasks == 1 ? QString() : QStringLiteral("s"))
+                     .arg(p.n)
+                     .arg(p.n == 1 ? QString() : QStringLiteral("s"));
     return lines.join(QStringLiteral("<br>"));
 }
 

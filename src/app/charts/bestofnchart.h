@@ -1,7 +1,8 @@
 #pragma once
-// Best-of-n: the share of tasks solved (correct %, y) when n samples per task are drawn and the
-// best kept, for n = 1, 2, 4, 8 (x, log2-spaced), one line per regime, with 95 % bootstrap
-// intervals as error bars. A level filter shows the pooled curves (all levels) or one level's.
+// Best-of-n: the share of tasks solved (correct %, y) against n candidates per turn (x, log2-spaced,
+// 1, 2, 4, 8), with 95 % bootstrap intervals as error bars: the study's curve from a sweep (the
+// whole regime at each n, solid) and first-turn pass@n of single runs (dashed), each labelled. A
+// level filter shows the pooled curves (all levels) or one level's.
 
 #include "app/charts/chartexport.h"
 #include "core/study/runstats.h"
@@ -23,6 +24,16 @@ class QValueAxis;
 
 namespace kwb::app {
 
+/// What a curve measures (issue 36 item 6).
+enum class BestOfNKind {
+    /// The study's best-of-n: a `kwb sweep`, one run of the whole regime (every turn, its
+    /// selection) per n, each point that run's correct % (core's SweepCurve). Drawn solid.
+    Sweep,
+    /// First-turn pass@n of one run (unbiased estimator over its first-turn samples): what n
+    /// samples of one prompt give, without later turns or selection. Drawn dashed.
+    FirstTurnPassAtN,
+};
+
 /// One curve: a regime (or any label) at one level. The points are core's best-of-n points
 /// (core/study/runstats.h: bestOfNCurve()): n, the tasks that have at least n samples, and passPct
 /// (value, low, high in percent). A point with no tasks or an invalid estimate is not drawn.
@@ -38,6 +49,7 @@ struct BestOfNSeries
     /// and why; the curve's markers are then ringed in red and the tooltip says so.
     int notCounted = 0;
     QStringList notCountedWhy = {};
+    BestOfNKind kind = BestOfNKind::FirstTurnPassAtN;
 };
 
 class BestOfNChart

@@ -250,6 +250,26 @@ private Q_SLOTS:
         QVERIFY(t.contains(QLatin1String("30 tasks with at least 4 samples")));
         QVERIFY(chart.toolTipText(5, 0).isEmpty());
     }
+
+    // Issue 36 item 6: the study's best-of-n (a sweep) is drawn solid, first-turn pass@n dashed,
+    // and each point's tooltip says which it is.
+    void sweepSolidFirstTurnDashed()
+    {
+        BestOfNSeries sweep{QStringLiteral("agent sweep"), 0, {pt(1, 3.3, 0.1, 17.2, 30), pt(2, 26.7, 12.3, 45.9, 30)}};
+        sweep.kind = BestOfNKind::Sweep;
+        BestOfNSeries firstTurn{QStringLiteral("#9 agent: first-turn pass@n"), 0, {pt(1, 10.0, 2.1, 26.5, 30)}};
+        BestOfNChart chart;
+        chart.setCurves({sweep, firstTurn});
+        QCOMPARE(chart.curveSeries().size(), 2);
+        QCOMPARE(chart.curveSeries()[0]->pen().style(), Qt::SolidLine);
+        QCOMPARE(chart.curveSeries()[1]->pen().style(), Qt::DashLine);
+        QCOMPARE(chart.curveSeries()[0]->points().at(1).y(), 26.7);
+        const QString s = chart.toolTipText(0, 1);
+        QVERIFY2(s.contains(QLatin1String("n = 2: 26.7 % correct, the whole regime with 2 candidates per turn")), qPrintable(s));
+        QVERIFY2(s.contains(QLatin1String("30 tasks, every one counted")), qPrintable(s));
+        const QString f = chart.toolTipText(1, 0);
+        QVERIFY2(f.contains(QLatin1String("n = 1: 10.0 % correct (first-turn pass@1)")), qPrintable(f));
+    }
 };
 
 QTEST_MAIN(TestBestOfNChart)

@@ -4,6 +4,8 @@
 #include "app/workbenchdata.h"
 #include "windowfixture.h"
 
+#include "core/run/regime.h"
+
 #include <QJsonArray>
 #include <QTemporaryDir>
 #include <QTest>
@@ -219,12 +221,94 @@ private Q_SLOTS:
         QVERIFY2(report, qPrintable(error));
         const QList<BestOfNSeries> series = bestOfNSeries(*report);
         QCOMPARE(series.size(), 3); // the agent run: all levels, L1, L2; zero-shot has one sample
-        QCOMPARE(series[0].label, QStringLiteral("#2 agent"));
+        QCOMPARE(series[0].label, QStringLiteral("#2 agent: first-turn pass@n"));
+        QCOMPARE(series[0].kind, BestOfNKind::FirstTurnPassAtN);
         QCOMPARE(series[0].level, 0);
         QCOMPARE(series[0].points.size(), 3); // n = 1, 2, 4
         // L1/1: 2 of 4 correct, L2/1: 2 of 4: pass@1 = 50 %.
         QVERIFY(qAbs(series[0].points[0].passPct.value - 50.0) < 1e-9);
         QVERIFY(qAbs(series[0].points[2].passPct.value - 100.0) < 1e-9);
+    }
+
+    // Issue 36 item 6: the page plots the study's best-of-n from a sweep (each n's run of the whole
+    // regime, its correct % as core's SweepCurve and kwb report give it), then first-turn pass@n
+    // as a second, labelled curve: of a sweep, only its run with the largest n.
+    void bestOfNPlotsTheSweepsCurve()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("sweep.db"))));
+        const QStringList tasks{QStringLiteral("L1/1"), QStringLiteral("L2/1"), QStringLiteral("L2/2")};
+        const auto sweepRun = [&](int n) {
+            Regime regime = *Regime::builtin(QStringLiteral("agent"));
+            regime.n = n;
+            const QJsonObject config{{QStringLiteral("gpu"), kwb::test::h200Device()},
+                                     {QStringLiteral("regime"), regime.toJson()},
+                                     {QStringLiteral("tasks"), QJsonArray::fromStringList(tasks)},
+                                     {QStringLiteral("sweep"), QJsonObject{{QStringLiteral("id"), QStringLiteral("s1")},
+                                                                           {QStringLiteral("ns"), QJsonArray{1, 2, 4}},
+                                                                           {QStringLiteral("n"), n}}}};
+            return store.createRun(QStringLiteral("agent sweep n=%1").arg(n), QStringLiteral("agent"), config).value_or(0);
+        };
+        const qint64 n1 = sweepRun(1), n2 = sweepRun(2), n4 = sweepRun(4);
+        using kwb::test::addCandidate;
+        const QString k = QStringLiteral("extern \"C\" __global__ void k() {}");
+        // n = 1: L1/1 correct only at turn 3 (every turn counts); L2/1 and L2/2 incorrect: 1 of 3.
+        addCandidate(store, n1, QStringLiteral("L1/1"), 1, 0, QStringLiteral("incorrect"), 2.0, 2.0, 1, k);
+        addCandidate(store, n1, QStringLiteral("L1/1"), 3, 0, QStringLiteral("correct"), 2.0, 1.9, 1, k);
+        addCandidate(store, n1, QStringLiteral("L2/1"), 1, 0, QStringLiteral("incorrect"), 2.0, 2.0, 1, k);
+        addCandidate(store, n1, QStringLiteral("L2/2"), 1, 0, QStringLiteral("incorrect"), 2.0, 2.0, 1, k);
+        // n = 2: L1/1 and L2/1 correct (L2/1 at turn 2), L2/2 incorrect: 2 of 3.
+        addCandidate(store, n2, QStringLiteral("L1/1"), 1, 1, QStringLiteral("correct"), 2.0, 1.9, 1, k);
+        addCandidate(store, n2, QStringLiteral("L2/1"), 1, 0, QStringLiteral("incorrect"), 2.0, 2.0, 1, k);
+        addCandidate(store, n2, QStringLiteral("L2/1"), 2, 1, QStringLiteral("correct"), 2.0, 1.9, 1, k);
+        addCandidate(store, n2, QStringLiteral("L2/2"), 1, 0, QStringLiteral("incorrect"), 2.0, 2.0, 1, k);
+        addCandidate(store, n2, QStringLiteral("L2/2"), 1, 1, QStringLiteral("incorrect"), 2.0, 2.0, 1, k);
+        // n = 4: all three correct at turn 1, each by one of its four first-turn samples.
+        for (const QString& task : tasks)
+            for (int sample = 0; sample < 4; ++sample)
+                addCandidate(store, n4, task, 1, sample, sample == 3 ? QStringLiteral("correct") : QStringLiteral("incorrect"),
+                             2.0, sample == 3 ? 1.9 : 2.0, 1, k);
+
+        QString error;
+        const std::optional<Report> report = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(report, qPrintable(error));
+        QCOMPARE(report->sweeps.size(), 1);
+        const QList<BestOfNSeries> series = bestOfNSeries(*report);
+        QList<BestOfNSeries> study, firstTurn;
+        for (const BestOfNSeries& s : series)
+            (s.kind == BestOfNKind::Sweep ? study : firstTurn) << s;
+        // The study's curve first: all levels, L1, L2.
+        QCOMPARE(series.first().kind, BestOfNKind::Sweep);
+        QCOMPARE(study.size(), 3);
+        QCOMPARE(study[0].label, QStringLiteral("agent sweep, whole regime at each n (study's best-of-n)"));
+        QCOMPARE(study[0].level, 0);
+        QList<int> ns;
+        QList<double> pct;
+        for (const BestOfNPoint& p : study[0].points) {
+            ns << p.n;
+            pct << p.passPct.value;
+            QCOMPARE(p.tasks, 3);
+        }
+        QCOMPARE(ns, (QList<int>{1, 2, 4}));
+        // By hand: 1/3, 2/3, 3/3 correct.
+        QVERIFY(qAbs(pct[0] - 100.0 / 3) < 1e-9 && qAbs(pct[1] - 200.0 / 3) < 1e-9 && qAbs(pct[2] - 100.0) < 1e-9);
+        // The same numbers as kwb report's table (core's SweepCurve), intervals included.
+        for (int i = 0; i < 3; ++i) {
+            const Estimate& e = report->sweeps[0].points[i].overall.correctPct;
+            QCOMPARE(study[0].points[i].passPct.value, e.value);
+            QCOMPARE(study[0].points[i].passPct.low, e.low);
+            QCOMPARE(study[0].points[i].passPct.high, e.high);
+        }
+        QCOMPARE(study[2].level, 2);
+        QVERIFY(qAbs(study[2].points[1].passPct.value - 50.0) < 1e-9); // n = 2 on L2: L2/1 of L2/1, L2/2
+        // First-turn pass@n: only the sweep's n = 4 run (n = 2 has a curve of its own, left out), labelled.
+        QVERIFY(report->runs[1].firstTurnPassAtN.has_value());
+        QCOMPARE(firstTurn.size(), 3);
+        QVERIFY2(firstTurn[0].label.endsWith(QLatin1String(": first-turn pass@n")), qPrintable(firstTurn[0].label));
+        QCOMPARE(firstTurn[0].colorKey, int(n4));
+        QVERIFY(qAbs(firstTurn[0].points[0].passPct.value - 25.0) < 1e-9); // one of four first-turn samples
+        QVERIFY(qAbs(firstTurn[0].points.last().passPct.value - 100.0) < 1e-9);
     }
 };
 
