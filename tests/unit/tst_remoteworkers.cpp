@@ -535,6 +535,44 @@ private Q_SLOTS:
         QVERIFY(!QFile::exists(beside));
     }
 
+    // The remote worker is told its tasks, by the worker's own rule there, and shown them: a
+    // build tree's worker names them in the file beside it (on the GPU machine the worker's build
+    // was not kwb's, and the sandbox hid its tasks: every task read unknown_task).
+    void remoteWorkerIsToldTheTasksItSees()
+    {
+        const SandboxProbe probe = probeBubblewrap();
+        if (!probe.works)
+            QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
+        const QByteArray ssh = useLocalSsh();
+        const auto restore = qScopeGuard([ssh] { qputenv("KWB_SSH", ssh); });
+        const QString build = path(QStringLiteral("other build"));
+        const QString tasks = path(QStringLiteral("other build tasks"));
+        QVERIFY(QDir().mkpath(build + QStringLiteral("/bin")) && QDir().mkpath(tasks));
+        const QString worker = build + QStringLiteral("/bin/kwb-worker");
+        QFile::remove(worker);
+        QVERIFY(QFile::copy(QStringLiteral(KWB_FAKEWORKER), worker));
+        QFile::setPermissions(worker, QFile::ReadOwner | QFile::ExeOwner);
+        QVERIFY(writeExecutable(worker + QStringLiteral(".tasks"), tasks.toLocal8Bit() + "\n"));
+        WorkerTarget target = sshTarget(0);
+        target.remoteWorker = worker;
+        // The fake worker's recorded answers, in the real build tree.
+        target.environment = QStringList{QStringLiteral("KWB_SANDBOX_READ_ONLY=") +
+                                         QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absolutePath()};
+        auto supervisor = remoteSupervisor(target);
+        const WorkerSupervisor::Outcome env = supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
+        QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
+                                                QString::fromUtf8(env.stderrTail)));
+        const QJsonArray arguments = env.response.value(QLatin1String("arguments")).toArray();
+        const qsizetype at = arguments.toVariantList().indexOf(QStringLiteral("--tasks-dir"));
+        QVERIFY2(at >= 0 && at + 1 < arguments.size() && arguments.at(at + 1).toString() == tasks,
+                 qPrintable(QJsonDocument(arguments).toJson(QJsonDocument::Compact)));
+        QJsonObject stat = evaluate(QStringLiteral("stat"));
+        stat.insert(QStringLiteral("path"), tasks);
+        const WorkerSupervisor::Outcome seen = supervisor->run(stat, kWaitMs);
+        QVERIFY2(seen.hasResponse() && seen.response.value(QLatin1String("exists")).toBool(),
+                 qPrintable(seen.status + QLatin1String(": ") + seen.message));
+    }
+
     // Issue 32, item 1 ("a cleared environment plus the allowlist") there: the login's variables
     // reach the worker only where the local worker would get them (workerEnvironmentNames(),
     // …Prefixes(), never a secret-looking name); the spec's env= assignments always do.

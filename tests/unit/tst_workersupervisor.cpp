@@ -2002,6 +2002,15 @@ private Q_SLOTS:
         QString tasks = tasksAfter(launch.arguments);
         QCOMPARE(tasks, QStringLiteral(KWB_SOURCE_DIR "/tasks"));
         QVERIFY2(bound(launch.arguments, tasks), qPrintable(launch.arguments.join(QLatin1Char(' '))));
+        // A build tree that names its tasks in the file beside its worker.
+        QTemporaryDir named;
+        QVERIFY(named.isValid());
+        QFile marker(worker + QStringLiteral(".tasks"));
+        QVERIFY(marker.open(QIODevice::WriteOnly) && marker.write(named.path().toLocal8Bit() + "\n") > 0);
+        marker.close();
+        launch = launchWorker(worker, {}, {}, options);
+        QCOMPARE(tasksAfter(launch.arguments), named.path());
+        QVERIFY2(bound(launch.arguments, named.path()), qPrintable(launch.arguments.join(QLatin1Char(' '))));
         // An install tree: its own share/kernel-workbench/tasks.
         QVERIFY(QDir(install.path()).mkpath(QStringLiteral("share/kernel-workbench/tasks")));
         launch = launchWorker(worker, {}, {}, options);

@@ -451,6 +451,8 @@ QString remoteLayoutScript(SandboxRole role)
                                     "x=$(readlink -f \"$w\") && ro \"$(dirname \"$x\")\"\n"
                                     "for v in %1; do eval \"x=\\${$v-}\"; IFS=:; set -f; for p in $x; do ro \"$p\"; done; set +f; unset IFS; done")
                          .arg(variables.join(QLatin1Char(' ')));
+            if (role == SandboxRole::Worker)
+                lines << QStringLiteral("if [ -n \"$k\" ]; then ro \"$k\"; fi"); // its tasks (remoteWorkerScript)
             if (role == SandboxRole::Builder)
                 lines << QStringLiteral("IFS=:; set -f; for p in $tools; do ro \"$p\"; done; set +f; unset IFS");
             break;
@@ -509,17 +511,22 @@ QString remoteLayoutFunctions()
         .arg(refused.join(QLatin1Char('|')), roots.join(QLatin1Char('|')), builderTools().join(QLatin1Char(' ')));
 }
 
-// The tasks folder a local worker is given (the worker's own rule, kwb-worker's defaultTasksDir):
-// KWB_TASKS_DIR, else the install tree's share/kernel-workbench/tasks beside the program, else
-// this build's source tree.
+// The tasks folder a local worker is given, by the worker's own rule (kwb-worker's
+// defaultTasksDir; the remote script's, remoteWorkerScript): KWB_TASKS_DIR, else the install
+// tree's share/kernel-workbench/tasks above the program's bin/, else the folder a build tree's
+// worker names in the file beside it (PROGRAM.tasks), else this build's source tree.
 QString workerTasksDir(const QString& program, const QProcessEnvironment& environment)
 {
     if (const QString named = environment.value(QStringLiteral("KWB_TASKS_DIR")); !named.isEmpty())
         return QFileInfo(named).absoluteFilePath();
-    const QDir programDir = QFileInfo(QFileInfo(program).canonicalFilePath()).absoluteDir();
+    const QString exe = QFileInfo(program).canonicalFilePath();
+    const QDir programDir = QFileInfo(exe).absoluteDir();
     const QString installed = QDir::cleanPath(programDir.absoluteFilePath(QStringLiteral("../share/kernel-workbench/tasks")));
     if (QFileInfo(installed).isDir())
         return installed;
+    if (QFile marker(exe + QStringLiteral(".tasks")); marker.open(QIODevice::ReadOnly))
+        if (const QString named = QString::fromLocal8Bit(marker.readLine()).trimmed(); !named.isEmpty())
+            return named;
 #ifdef KWB_SOURCE_DATA_DIR
     return QStringLiteral(KWB_SOURCE_DATA_DIR "/tasks");
 #else
@@ -963,6 +970,12 @@ else echo "kwb-worker: no extension cache folder $c on $(uname -n): this worker 
   c=; unset KWB_EXTENSION_CACHE; fi
 w=$1
 case $w in */*) ;; *) w=$(command -v "$w") || w=$1;; esac
+# Its tasks, by the worker's own rule (workerTasksDir): shown to it and named to it.
+k=${KWB_TASKS_DIR-}
+r=$(readlink -f "$w") || r=$w
+x=$(dirname "$r"); case $x in */bin) if [ -z "$k" ] && [ -d "$(dirname "$x")/share/kernel-workbench/tasks" ]; then k=$(dirname "$x")/share/kernel-workbench/tasks; fi;; esac
+if [ -z "$k" ] && [ -f "$r.tasks" ]; then k=$(sed -n 1p "$r.tasks"); fi
+if [ -n "$k" ]; then shift; set -- "$w" "$@" --tasks-dir "$k"; fi
 s=
 B=
 if [ "$sandbox" = 1 ]; then B=$(command -v bwrap) || B=; fi
