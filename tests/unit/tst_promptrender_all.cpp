@@ -282,6 +282,11 @@ private Q_SLOTS:
                         listed << expandBraces(n);
                     }
             }
+            // The names, each once; not their order: two folds of the same count one after the
+            // other (VGG16's features.{10..14 step 2}, features.{17..21 step 2}) read the same as one
+            // fold of a two-row block, so the view does not say which order the model's p lists.
+            listed.sort();
+            names.sort();
             QCOMPARE(listed, names);
         }
     }
