@@ -96,7 +96,7 @@ void TrafficPage::setMeasureAvailable(bool available, const QString& why)
     update();
 }
 
-void TrafficPage::setProfile(const QString& task, const QJsonObject& profile, double bandwidthGBps, const QString& origin)
+void TrafficPage::setProfile(const QString& task, const ProfileResult& profile, double bandwidthGBps, const QString& origin)
 {
     m_measured.insert(task, Measured{profile, bandwidthGBps, origin});
     if (m_pending == task)

@@ -4,6 +4,7 @@
 
 #include "app/charts/bestofnchart.h"
 #include "app/workbenchdata.h"
+#include "core/protocol/workerresponses.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -41,7 +42,7 @@ public:
     /// Whether "Measure on this GPU" can run (a worker with a GPU), and why not otherwise.
     void setMeasureAvailable(bool available, const QString& why = QString());
     /// A `profile` response for `task` (kept per task), drawn against `bandwidthGBps`.
-    void setProfile(const QString& task, const QJsonObject& profile, double bandwidthGBps, const QString& origin);
+    void setProfile(const QString& task, const ProfileResult& profile, double bandwidthGBps, const QString& origin);
     /// The profile request for `task` failed.
     void setProfileFailed(const QString& task, const QString& message);
 
@@ -52,7 +53,7 @@ Q_SIGNALS:
 private:
     struct Measured
     {
-        QJsonObject profile;
+        ProfileResult profile;
         double bandwidthGBps = 0;
         QString origin;
     };

@@ -66,9 +66,8 @@ namespace kwb::app {
 
 namespace {
 
-QString gpuSummary(const QJsonObject& device)
+QString gpuSummary(const DeviceFacts& facts)
 {
-    const DeviceFacts facts = decodeDeviceFacts(device);
     if (!facts.available)
         return QObject::tr("no GPU (%1)").arg(facts.reason.isEmpty() ? QObject::tr("no reason given") : facts.reason);
     QString text = facts.name.isEmpty() ? QObject::tr("unnamed GPU") : facts.name;
@@ -474,16 +473,16 @@ void MainWindow::startWorker(const QString& workerPath)
     GpuLeases::instance()->whenHeld(0, QStringLiteral("window: device ceilings"), this, [this, found](qint64 lease) {
     m_jobs->request(kDeviceSlot, m_supervisor, WorkerRequests::device(true), -1,
                     [this, found, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
-                        const QJsonObject& response = reply.response;
+                        const WorkerResponse& response = reply.response;
                         if (!reply.answered()) {
                             setWorkerStatus(tr("Worker: %1").arg(reply.status), found.program + QStringLiteral(": ") + reply.message);
                             setDeviceStatus(tr("GPU: unknown"), reply.message);
                             useTableGpuForTasks();
-                        } else if (decodeHeader(response).ok) {
-                            setDeviceStatus(tr("GPU: %1").arg(gpuSummary(response)));
-                            onDevice(response);
+                        } else if (response.ok() && response.device) {
+                            setDeviceStatus(tr("GPU: %1").arg(gpuSummary(*response.device)));
+                            onDevice(*response.device);
                         } else {
-                            setDeviceStatus(tr("GPU: unknown"), ProtocolCodec::errorMessage(response));
+                            setDeviceStatus(tr("GPU: unknown"), response.header.errorMessage);
                             useTableGpuForTasks();
                         }
                         m_deviceDone = true;
@@ -497,7 +496,7 @@ void MainWindow::startWorker(const QString& workerPath)
 
 void MainWindow::measureTraffic(const QString& task)
 {
-    if (!m_supervisor || !decodeDeviceFacts(m_liveDevice).available) {
+    if (!m_supervisor || !m_liveDevice.available) {
         m_trafficPage->setProfileFailed(task, tr("no GPU on this machine"));
         return;
     }
@@ -507,18 +506,18 @@ void MainWindow::measureTraffic(const QString& task)
     m_jobs->request(profileSlot(task), m_supervisor,
                     WorkerRequests::profile(task, QStringLiteral("full"), kTrafficProfileTrials), 120 * 1000,
                     [this, task, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
-                        const QJsonObject& response = reply.response;
+                        const WorkerResponse& response = reply.response;
                         if (!reply.answered()) {
                             m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") + reply.message);
                             return;
                         }
-                        if (!decodeHeader(response).ok) {
-                            m_trafficPage->setProfileFailed(task, ProtocolCodec::errorMessage(response));
+                        if (!response.ok() || !response.profile) {
+                            m_trafficPage->setProfileFailed(task, response.header.errorMessage);
                             return;
                         }
-                        const GpuRoofs roofs = fromDeviceResponse(m_liveDevice);
+                        const GpuRoofs roofs = fromDeviceResponse(m_liveDevice.raw);
                         const Roof* memory = roofs.primaryMemory();
-                        m_trafficPage->setProfile(task, response, roofs.bandwidthGBps(),
+                        m_trafficPage->setProfile(task, *response.profile, roofs.bandwidthGBps(),
                                                   memory && memory->origin == Roof::Origin::Measured
                                                       ? tr("measured copy bandwidth")
                                                       : tr("theoretical bandwidth"));
@@ -526,16 +525,16 @@ void MainWindow::measureTraffic(const QString& task)
     });
 }
 
-void MainWindow::onDevice(const QJsonObject& device)
+void MainWindow::onDevice(const DeviceFacts& facts)
 {
-    m_liveDevice = device;
-    const DeviceFacts facts = decodeDeviceFacts(device);
+    m_liveDevice = facts;
     const bool available = facts.available;
     m_trafficPage->setMeasureAvailable(available, facts.reason);
     if (available) {
-        m_rooflinePage->setCurrentDevice(device);
-        m_promptsPage->setDevice(device);
-        const GpuRoofs roofs = fromDeviceResponse(device);
+        // These pages still take the response as the worker wrote it (issue 34 item 2: next).
+        m_rooflinePage->setCurrentDevice(facts.raw);
+        m_promptsPage->setDevice(facts.raw);
+        const GpuRoofs roofs = fromDeviceResponse(facts.raw);
         if (roofs.isValid()) {
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
             m_tasksRoofsFromDevice = true;
@@ -748,7 +747,7 @@ void MainWindow::refreshChartData()
 void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& points)
 {
     m_runDevice = runDevice;
-    const DeviceFacts liveFacts = decodeDeviceFacts(m_liveDevice);
+    const DeviceFacts& liveFacts = m_liveDevice;
     const bool live = liveFacts.available;
     if (!runDevice.isEmpty()) {
         // Times were measured on the database's GPU: place the tasks against its roofs.

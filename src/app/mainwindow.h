@@ -6,6 +6,8 @@
 // requests are JobTracker jobs, whose results are dropped once a newer job of their slot (another
 // database, another measurement of a task) has started.
 
+#include "core/protocol/devicefacts.h"
+
 #include <QHash>
 #include <QJsonObject>
 #include <QMainWindow>
@@ -112,7 +114,7 @@ private:
     void addPage(const QString& name, const QString& title, const QString& icon, QWidget* page);
     void setupMenus();
     void startWorker(const QString& workerPath);
-    void onDevice(const QJsonObject& device);
+    void onDevice(const DeviceFacts& device);
     void measureTraffic(const QString& task);
     void onCatalogState();
     void chooseDatabase();
@@ -142,7 +144,7 @@ private:
     WorkerSupervisor* m_supervisor = nullptr;
     TaskCatalog* m_catalog = nullptr;
     RunManager* m_runs = nullptr;
-    QJsonObject m_liveDevice;   ///< from this machine's worker (available or not)
+    DeviceFacts m_liveDevice;   ///< from this machine's worker (available or not)
     QJsonObject m_runDevice;    ///< the GPU the open database was measured on
     bool m_deviceDone = false;
     QString m_database;

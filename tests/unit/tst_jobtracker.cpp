@@ -185,7 +185,9 @@ private Q_SLOTS:
         const qint64 first = tracker.request(kSlot, &supervisor, device, 30000, [&](const WorkerReply&) { delivered << 1; });
         const qint64 second = tracker.request(kSlot, &supervisor, device, 30000, [&](const WorkerReply& reply) {
             QVERIFY(reply.answered());
-            QCOMPARE(reply.response.value(QLatin1String("type")).toString(), QStringLiteral("device"));
+            QCOMPARE(reply.response.header.type, QStringLiteral("device"));
+            QVERIFY(reply.response.type == ResponseType::Device);
+            QVERIFY(reply.response.device.has_value()); // decoded once, by its type
             delivered << 2;
         });
         QCOMPARE(second, first + 1);

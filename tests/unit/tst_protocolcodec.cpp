@@ -4,6 +4,7 @@
 
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerrequests.h"
+#include "core/protocol/workerresponse.h"
 
 #include <QDir>
 #include <QFile>
@@ -194,6 +195,18 @@ private Q_SLOTS:
                 QVERIFY2(!ProtocolCodec::errorCode(response).isEmpty(), qPrintable(name));
             if (response.value(QLatin1String("type")) == QLatin1String("hello"))
                 QVERIFY2(ProtocolCodec::checkHello(response).isEmpty(), qPrintable(name));
+            // Decoded once by its type (core/protocol/workerresponse.h): the body its type names is
+            // there for an answer, none for a refusal (but a refused evaluate, which says why).
+            const WorkerResponse typed = decodeWorkerResponse(response);
+            QCOMPARE(typed.raw, response);
+            QCOMPARE(typed.ok(), response.value(QLatin1String("ok")).toBool());
+            const int bodies = int(typed.hello.has_value()) + int(typed.tasks.has_value()) + int(typed.device.has_value()) +
+                               int(typed.analyze.has_value()) + int(typed.profile.has_value()) +
+                               int(typed.compile.has_value()) + int(typed.evaluation.has_value()) +
+                               int(typed.reference.has_value());
+            const bool hasBody = typed.type != ResponseType::Unknown && typed.type != ResponseType::Shutdown &&
+                                 (typed.ok() || typed.type == ResponseType::Evaluate);
+            QVERIFY2(bodies == (hasBody ? 1 : 0), qPrintable(name));
         }
     }
 

@@ -629,10 +629,10 @@ void TrafficChart::clearMeasured()
     m_canvas->updateMinimumSize();
 }
 
-void TrafficChart::setMeasured(const QJsonObject& profile, double bandwidthGBps, const QString& bandwidthOrigin)
+void TrafficChart::setMeasured(const ProfileResult& profile, double bandwidthGBps, const QString& bandwidthOrigin)
 {
     clearMeasured();
-    const QList<ProfileOp> ops = decodeProfile(profile).ops;
+    const QList<ProfileOp>& ops = profile.ops;
     if (ops.isEmpty() || !(bandwidthGBps > 0) || !std::isfinite(bandwidthGBps))
         return;
     m_bandwidthGBps = bandwidthGBps;

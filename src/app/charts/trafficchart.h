@@ -12,6 +12,7 @@
 // one far above spends its time on compute.
 
 #include "app/charts/chartexport.h"
+#include "core/protocol/workerresponses.h"
 
 #include <QJsonObject>
 #include <QList>
@@ -90,7 +91,7 @@ public:
     /// and the bandwidth to convert time into bytes, with its origin ("measured copy",
     /// "theoretical"). Profile ops are matched to analysed ops by index where the op names agree,
     /// otherwise by the order of ops of the same name. An empty profile clears the measured data.
-    void setMeasured(const QJsonObject& profile, double bandwidthGBps, const QString& bandwidthOrigin);
+    void setMeasured(const ProfileResult& profile, double bandwidthGBps, const QString& bandwidthOrigin);
     void clearMeasured();
 
     const TrafficBreakdown& breakdown() const { return m_breakdown; }

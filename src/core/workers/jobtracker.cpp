@@ -107,11 +107,14 @@ void JobTracker::watch(WorkerSupervisor* supervisor)
     m_requests.insert(supervisor, {});
     connect(supervisor, &WorkerSupervisor::responseAvailable, this,
             [this, supervisor](qint64 id, const QJsonObject& response) {
-                endRequest(supervisor, id, WorkerReply{response, QString(), QString()});
+                // Decoded here, once, and only for a request of ours: the supervisor also answers
+                // others (the catalog's, a run's).
+                if (m_requests.value(supervisor).contains(id))
+                    endRequest(supervisor, id, WorkerReply{decodeWorkerResponse(response), QString(), QString()});
             });
     connect(supervisor, &WorkerSupervisor::requestFailed, this,
             [this, supervisor](qint64 id, const QString& status, const QString& message) {
-                endRequest(supervisor, id, WorkerReply{QJsonObject(), status, message});
+                endRequest(supervisor, id, WorkerReply{WorkerResponse(), status, message});
             });
     connect(supervisor, &QObject::destroyed, this, [this, supervisor] {
         // Its pending requests end without a signal: so do their jobs, without a result.

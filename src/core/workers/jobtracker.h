@@ -12,6 +12,8 @@
 //
 // QtCore only (QThreadPool, queued calls), so core's TaskCatalog uses it as the window does.
 
+#include "core/protocol/workerresponse.h"
+
 #include <QHash>
 #include <QJsonObject>
 #include <QMetaObject>
@@ -29,11 +31,11 @@ namespace kwb {
 
 class WorkerSupervisor;
 
-/// How a worker request ended: with the worker's response (which may still say ok: false), or
-/// without one (status is an EvaluationStatus wire name: timeout, cancelled, crashed, …).
+/// How a worker request ended: with the worker's response, decoded (it may still say ok: false),
+/// or without one (status is an EvaluationStatus wire name: timeout, cancelled, crashed, …).
 struct WorkerReply
 {
-    QJsonObject response;
+    WorkerResponse response;
     QString status;
     QString message;
     bool answered() const { return status.isEmpty(); }

@@ -129,7 +129,7 @@ private:
              [] {
                  auto chart = std::make_unique<TrafficChart>();
                  chart->setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
-                 chart->setMeasured(loadChartData(QStringLiteral("profile_L2_1.json")), 4265.890857861522,
+                 chart->setMeasured(decodeProfile(loadChartData(QStringLiteral("profile_L2_1.json"))), 4265.890857861522,
                                     QStringLiteral("measured copy"));
                  return Made{std::move(chart), QSize(900, 520)};
              }},

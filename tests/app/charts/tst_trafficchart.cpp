@@ -121,7 +121,7 @@ private Q_SLOTS:
         TrafficChart chart;
         chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
         const double bandwidth = 4265.890857861522; // the H200's measured copy bandwidth
-        chart.setMeasured(loadChartData(QStringLiteral("profile_L2_1.json")), bandwidth,
+        chart.setMeasured(kwb::decodeProfile(loadChartData(QStringLiteral("profile_L2_1.json"))), bandwidth,
                           QStringLiteral("measured copy"));
         QVERIFY(chart.hasMeasured());
         const TrafficBreakdown& b = chart.breakdown();
@@ -144,7 +144,7 @@ private Q_SLOTS:
         // A new analysis drops the measurement; an empty profile clears it.
         chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
         QVERIFY(!chart.hasMeasured());
-        chart.setMeasured(QJsonObject{}, bandwidth, QStringLiteral("measured copy"));
+        chart.setMeasured(kwb::ProfileResult{}, bandwidth, QStringLiteral("measured copy"));
         QVERIFY(!chart.hasMeasured());
     }
 
@@ -163,7 +163,7 @@ private Q_SLOTS:
         const QJsonObject profile{
             {QStringLiteral("ops"), QJsonArray{op(1, "aten::conv2d", 1000.0), op(3, "aten::add", 300.0),
                                                op(2, "aten::relu", 200.0), op(-1, "(no op)", 50.0)}}};
-        chart.setMeasured(profile, 1000.0, QStringLiteral("theoretical"));
+        chart.setMeasured(kwb::decodeProfile(profile), 1000.0, QStringLiteral("theoretical"));
         const TrafficBreakdown& b = chart.breakdown();
         QCOMPARE(*b.ops.at(0).measuredNs, 1000.0);
         QCOMPARE(*b.ops.at(1).measuredNs, 200.0);

@@ -269,7 +269,7 @@ private Q_SLOTS:
         QCOMPARE(asked.first().first().toString(), QStringLiteral("L2/1"));
         QVERIFY(!button->isEnabled()); // one measurement at a time
         QVERIFY(!page.chart()->hasMeasured());
-        page.setProfile(QStringLiteral("L2/1"), json(QStringLiteral(KWB_CHARTS_TEST_DATA "/profile_L2_1.json")).object(),
+        page.setProfile(QStringLiteral("L2/1"), decodeProfile(json(QStringLiteral(KWB_CHARTS_TEST_DATA "/profile_L2_1.json")).object()),
                         4239.0, QStringLiteral("measured copy bandwidth"));
         QVERIFY(page.chart()->hasMeasured());
         QVERIFY(button->isEnabled());

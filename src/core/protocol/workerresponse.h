@@ -1,0 +1,39 @@
+#pragma once
+// One worker response decoded once, at the seam, by its type (issue 34 item 2): what the
+// supervisor's callers receive (JobTracker's WorkerReply first), so a page or command reads typed
+// fields and never a response's keys. The value types and their decoders are workerresponses.h's,
+// evaluationresult.h's and devicefacts.h's; this only picks the one the response's type calls for.
+
+#include "core/protocol/devicefacts.h"
+#include "core/protocol/evaluationresult.h"
+#include "core/protocol/workerresponses.h"
+
+#include <QJsonObject>
+
+#include <optional>
+
+namespace kwb {
+
+struct WorkerResponse
+{
+    ResponseHeader header; ///< id, type, ok and, for `ok: false`, the error
+    ResponseType type = ResponseType::Unknown;
+    /// The answer's body, decoded: the one its type names is set (none for `ok: false`, shutdown
+    /// and a type this build does not know).
+    std::optional<HelloInfo> hello;
+    std::optional<TaskList> tasks;
+    std::optional<DeviceFacts> device;
+    std::optional<AnalyzeResult> analyze;
+    std::optional<ProfileResult> profile;
+    std::optional<CompileInfo> compile;
+    std::optional<EvaluationResult> evaluation;
+    std::optional<ReferenceRun> reference;
+    /// As received: what a run stores and the raw view shows, never read by key outside core/protocol.
+    QJsonObject raw;
+
+    bool ok() const { return header.ok; }
+};
+
+WorkerResponse decodeWorkerResponse(const QJsonObject& response);
+
+} // namespace kwb
