@@ -14,9 +14,9 @@
 //   level1/problem3/sample0.py                               per-problem folders
 //   runs/<run>/eval_results.json                             the recorded verdicts (both shapes)
 // Each file is sample S of turn 1 of task L{L}/{P}. Skipped, each with its reason (stderr, --json,
-// the run's configuration): other files, prompts, problems without a task here (beyond the study's
-// 30: issue 37), tasks the worker does not list, a response whose module is imported, a second file
-// for a sample. The tally at the end counts the files found, imported, skipped by reason.
+// the run's configuration): other files, prompts, tasks the worker does not list, KernelBench-only
+// tasks (no reference the worker runs), a response whose module is imported, a second file for a
+// sample. The tally at the end counts the files found, imported, skipped by reason.
 
 #include "commands.h"
 
@@ -111,10 +111,16 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                               .arg(tasksOutcome.message.isEmpty() ? decodeHeader(tasksOutcome.response).errorMessage
                                                                   : tasksOutcome.message));
     QSet<QString> known;
-    for (const TaskSpec& task : decodeTaskList(tasksOutcome.response).tasks)
+    QHash<QString, QString> kernelBenchOnly; // task -> why it has no TorchScript reference
+    for (const TaskSpec& task : decodeTaskList(tasksOutcome.response).tasks) {
         known.insert(task.id);
+        if (const QString why = task.json.value(QLatin1String("kernelbench_only")).toString(); !why.isEmpty())
+            kernelBenchOnly.insert(task.id, why);
+    }
 
-    GenerationScan scan = scanKernelBenchFolder(dir.path(), [&](const QString& task) { return known.contains(task); });
+    GenerationScan scan = scanKernelBenchFolder(
+        dir.path(), [&](const QString& task) { return known.contains(task); },
+        [&](const QString& task) { return kernelBenchOnly.value(task); });
     QList<SkippedFile>& skipped = scan.skipped;
 
     // The tally: files found, imported, skipped by reason, recorded verdicts read.

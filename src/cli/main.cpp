@@ -154,7 +154,9 @@ int main(int argc, char** argv)
                     ->check(CLI::IsMember({"study"}));
             regimeOption->excludes(routingOption);
         }
-        command->add_option("--tasks", runTaskSpec, "tasks, e.g. L1:1-10,L2:1-10,L3:1-10 (or L2/1)");
+        command->add_option("--tasks", runTaskSpec,
+                            "tasks: a set (study = the study's 30, level1, level2, level3, all) or ranges, or a "
+                            "comma list of both, e.g. study, level2, L1:1-10,L2/3");
         command->add_option("--endpoint", runEndpoint, std::string("OpenAI-compatible base URL (default ") + kwb::defaults::kEndpoint + ")");
         command->add_option("--model", runModel, "model name sent to the server");
         command->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();

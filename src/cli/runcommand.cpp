@@ -153,6 +153,10 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.taskIds = parseTaskSpec(options.tasks, &error);
         if (request.taskIds.isEmpty())
             return fail(json, ExitUsage, QStringLiteral("bad_tasks"), error);
+        // A run over a named set records the set ("level2", "study,L3:11-20"), in its
+        // configuration and its name; any other spec is kept in its shortest form.
+        if (namesTaskSet(options.tasks))
+            request.taskSpec = options.tasks.simplified().remove(QLatin1Char(' '));
         QString unknown;
         request.ablations = ablationsFromList(options.ablate, &unknown);
         if (!unknown.isEmpty())

@@ -78,7 +78,8 @@
 // status marker answers no_device, as does one with "device": "none"). $FAKEWORKER_ARCH makes device
 // answer that arch and evaluate use a shipped cubin only when its cubin_arch is that arch (else
 // compile.cached is absent: compiled here; compile.arch is that arch). --end-on-stdin-eof arms the
-// real worker's stdin watchdog (src/worker/parent_watch.cpp). Other arguments (--tasks-dir DIR) are ignored.
+// real worker's stdin watchdog (src/worker/parent_watch.cpp). $FAKEWORKER_LIST_ALL makes `tasks` list
+// every recorded task (KernelBench-only ones too). Other arguments (--tasks-dir DIR) are ignored.
 //
 // KernelBench-format answers (a request's "answer_format" "kernelbench"), where $KWB_EXTENSION_CACHE
 // holds a file fakeworker-builds (a test's folder), as the real worker treats them
@@ -517,8 +518,11 @@ QJsonObject answer(const QJsonObject& request)
     if (type == QLatin1String("tasks")) {
         QJsonObject response = fromRecorded(request, QStringLiteral("tasks.cpu"));
         QJsonArray known;
+        // $FAKEWORKER_LIST_ALL: every recorded task (the 250, KernelBench-only ones too), not
+        // only those with a recorded analyze.
+        const bool all = qEnvironmentVariableIsSet("FAKEWORKER_LIST_ALL");
         for (const QJsonValue& t : response.value(QStringLiteral("tasks")).toArray())
-            if (knows(t.toObject().value(QStringLiteral("id")).toString()))
+            if (all || knows(t.toObject().value(QStringLiteral("id")).toString()))
                 known.append(t);
         response.insert(QStringLiteral("tasks"), known);
         return response;

@@ -127,7 +127,7 @@ private Q_SLOTS:
                  QStringLiteral("the worker has no task L3/10"));
         QVERIFY(reasons.value(QStringLiteral("level_2_problem_1_sample_0_kernel.txt")).contains(QLatin1String("already sample 0 of L2/1")));
         QCOMPARE(reasons.value(QStringLiteral("level_1_problem_42_sample_0_kernel.py")),
-                 QStringLiteral("no task L1/42 here (this workbench has the study's 30; issue 37)"));
+                 QStringLiteral("the worker has no task L1/42"));
         QVERIFY(reasons.value(QStringLiteral("level_4_problem_1_sample_0_kernel.py")).contains(QLatin1String("levels 1-3")));
         QVERIFY(reasons.value(QStringLiteral("notes.md")).contains(QLatin1String("not a generation")));
         const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
@@ -299,9 +299,10 @@ private Q_SLOTS:
         QCOMPARE(level2.first().task, QStringLiteral("L2/1"));
     }
 
-    // A problem of levels 1-3 without a task here is listed with its reason, on stderr, in the
-    // JSON and in the tally; never dropped silently.
-    void problemsBeyondThe30AreListedAsSkipped()
+    // A problem of levels 1-3 the worker does not list is listed with its reason, on stderr, in the
+    // JSON and in the tally; never dropped silently. (The fake worker lists L1/1 and L2/1; the real
+    // one all 250 of KernelBench's tasks, so there any problem of levels 1-3 is imported.)
+    void problemsTheWorkerLacksAreListedAsSkipped()
     {
         QTemporaryDir tmp;
         QVERIFY(tmp.isValid());
@@ -315,35 +316,58 @@ private Q_SLOTS:
         // Text: each skipped file on stderr with its reason, the tally on stdout.
         const Kwb text = importFolder(dir.path(), db);
         QVERIFY2(text.exitCode == 0, text.err.constData());
-        QVERIFY2(text.err.contains("skipped level_1_problem_57_sample_0_kernel.py: no task L1/57 here (this workbench has "
-                                   "the study's 30; issue 37)"),
+        QVERIFY2(text.err.contains("skipped level_1_problem_57_sample_0_kernel.py: the worker has no task L1/57"),
                  text.err.constData());
-        QVERIFY(text.err.contains("skipped level_3_problem_43_solution_2_response.txt: no task L3/43 here"));
-        QVERIFY(text.err.contains("skipped level2/problem100/sample0.py: no task L2/100 here"));
-        QVERIFY2(text.out.contains("4 files found: 1 imported, 3 skipped (3 no_task_here)"), text.out.constData());
+        QVERIFY(text.err.contains("skipped level_3_problem_43_solution_2_response.txt: the worker has no task L3/43"));
+        QVERIFY(text.err.contains("skipped level2/problem100/sample0.py: the worker has no task L2/100"));
+        QVERIFY2(text.out.contains("4 files found: 1 imported, 3 skipped (3 worker_has_no_task)"), text.out.constData());
 
         const Kwb json = importFolder(dir.path(), db, {QStringLiteral("--json")});
         QVERIFY2(json.exitCode == 0, json.err.constData());
         const QJsonObject summary = json.json();
         QHash<QString, QString> reasons;
         for (const QJsonValue& s : summary.value(QLatin1String("skipped")).toArray()) {
-            QCOMPARE(s.toObject().value(QLatin1String("kind")).toString(), QStringLiteral("no_task_here"));
+            QCOMPARE(s.toObject().value(QLatin1String("kind")).toString(), QStringLiteral("worker_has_no_task"));
             reasons.insert(s.toObject().value(QLatin1String("file")).toString(), s.toObject().value(QLatin1String("reason")).toString());
         }
         QCOMPARE(reasons.size(), 3);
         QCOMPARE(reasons.value(QStringLiteral("level_1_problem_57_sample_0_kernel.py")),
-                 QStringLiteral("no task L1/57 here (this workbench has the study's 30; issue 37)"));
+                 QStringLiteral("the worker has no task L1/57"));
         QCOMPARE(reasons.value(QStringLiteral("level_3_problem_43_solution_2_response.txt")),
-                 QStringLiteral("no task L3/43 here (this workbench has the study's 30; issue 37)"));
+                 QStringLiteral("the worker has no task L3/43"));
         const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
         QCOMPARE(tally.value(QLatin1String("found")).toInt(), 4);
         QCOMPARE(tally.value(QLatin1String("imported")).toInt(), 1);
-        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(), (QJsonObject{{QStringLiteral("no_task_here"), 3}}));
+        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(), (QJsonObject{{QStringLiteral("worker_has_no_task"), 3}}));
         // The run keeps the list too.
         RunStore store;
         QVERIFY(store.open(db));
         const RunConfig config = RunConfig::fromJson(store.run(summary.value(QLatin1String("run")).toInteger())->config);
         QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 3);
+    }
+
+    // A generation for a KernelBench-only task (no reference the worker runs) is skipped with the
+    // task file's reason (the fake lists every recorded task under $FAKEWORKER_LIST_ALL).
+    void kernelBenchOnlyTasksAreSkippedWithTheirReason()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("gens")));
+        writeAt(dir, QStringLiteral("level_1_problem_1_sample_0_kernel.py"), namedGeneration(QStringLiteral("a")));
+        writeAt(dir, QStringLiteral("level_3_problem_35_sample_0_kernel.py"), namedGeneration(QStringLiteral("b")));
+        qputenv("FAKEWORKER_LIST_ALL", "1");
+        qputenv("KWB_WORKER_ENV", "FAKEWORKER_LIST_ALL"); // passed to the worker (workerEnvironment)
+        const Kwb json = importFolder(dir.path(), tmp.filePath(QStringLiteral("runs.sqlite")), {QStringLiteral("--json")});
+        qunsetenv("FAKEWORKER_LIST_ALL");
+        qunsetenv("KWB_WORKER_ENV");
+        QVERIFY2(json.exitCode == 0, json.err.constData());
+        const QJsonArray skipped = json.json().value(QLatin1String("skipped")).toArray();
+        QCOMPARE(skipped.size(), 1);
+        QCOMPARE(skipped.first().toObject().value(QLatin1String("kind")).toString(), QStringLiteral("kernelbench_only"));
+        QVERIFY2(skipped.first().toObject().value(QLatin1String("reason")).toString().startsWith(
+                     QStringLiteral("L3/35 is KernelBench only (line 18: nn.LSTM")),
+                 qPrintable(skipped.first().toObject().value(QLatin1String("reason")).toString()));
+        QCOMPARE(json.json().value(QLatin1String("tally")).toObject().value(QLatin1String("imported")).toInt(), 1);
     }
 
     // The folder's recorded verdicts (KernelBench's eval_results.json, Kernel-Coder's list) are
@@ -367,7 +391,7 @@ private Q_SLOTS:
         QCOMPARE(tally.value(QLatin1String("verdicts")).toInt(), 4);
         QCOMPARE(tally.value(QLatin1String("verdicts_matched")).toInt(), 3);
         QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(),
-                 (QJsonObject{{QStringLiteral("no_task_here"), 1}, {QStringLiteral("not_a_generation"), 1},
+                 (QJsonObject{{QStringLiteral("worker_has_no_task"), 1}, {QStringLiteral("not_a_generation"), 1},
                               {QStringLiteral("prompt"), 1}, {QStringLiteral("response_of_imported_kernel"), 1}}));
         QHash<QString, qint64> runOf;
         for (const QJsonValue& r : summary.value(QLatin1String("runs")).toArray())

@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -270,8 +271,8 @@ private Q_SLOTS:
         QVERIFY(skipped.value(QStringLiteral("level_1_problem_2_solution_2_kernel.py"))
                     .reason.contains(QLatin1String("level_1_problem_2_solution_2.py) is already sample 2 of L1/2")));
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_88_solution_0_kernel.py")).reason,
-                 QStringLiteral("no task L1/88 here (this workbench has the study's 30; issue 37)"));
-        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_88_solution_0_kernel.py")).kind, SkipKind::NoTaskHere);
+                 QStringLiteral("the worker has no task L1/88"));
+        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_88_solution_0_kernel.py")).kind, SkipKind::WorkerHasNoTask);
         QCOMPARE(skipped.value(QStringLiteral("level_4_problem_1_solution_0_kernel.py")).kind, SkipKind::Level);
         QCOMPARE(skipped.value(QStringLiteral("solution_0_kernel.py")).kind, SkipKind::Unnamed);
         QVERIFY(skipped.value(QStringLiteral("solution_0_kernel.py")).reason.contains(QLatin1String("no level, problem number")));
@@ -291,6 +292,39 @@ private Q_SLOTS:
         QCOMPARE(scan.verdicts.at(0).runFolder, QStringLiteral("runs/best_of_n_level1"));
         QCOMPARE(scan.verdicts.at(3).task, QStringLiteral("L3/1")); // config.yaml's level
         QCOMPARE(scan.verdicts.at(3).runFolder, QStringLiteral("runs/only_verdicts"));
+    }
+
+    // Any task the worker lists is imported, problem 57 as problem 1 (issue 37 item 6); a task
+    // with no reference the worker runs is skipped with its reason, never evaluated into errors.
+    void anyTaskTheWorkerListsIsImported()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.path());
+        writeAt(dir, QStringLiteral("level_1_problem_57_sample_0_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, QStringLiteral("level_3_problem_50_sample_0_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, QStringLiteral("level_3_problem_35_sample_0_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, QStringLiteral("level_3_problem_51_sample_0_kernel.py"), "class ModelNew: pass\n");
+        const auto kernelBench = [](const QString& task) {
+            static const QRegularExpression id(QStringLiteral("^L([123])/([0-9]+)$"));
+            const auto m = id.match(task);
+            return m.hasMatch() && m.captured(2).toInt() >= 1 && m.captured(2).toInt() <= (m.captured(1) == QLatin1String("3") ? 50 : 100);
+        };
+        const GenerationScan scan = scanKernelBenchFolder(dir.path(), kernelBench, [](const QString& task) {
+            return task == QLatin1String("L3/35") ? QStringLiteral("line 18: nn.LSTM") : QString();
+        });
+        QStringList found;
+        for (const FoundGeneration& g : scan.generations)
+            found << g.task;
+        QCOMPARE(found, (QStringList{QStringLiteral("L1/57"), QStringLiteral("L3/50")}));
+        QHash<QString, SkippedFile> skipped;
+        for (const SkippedFile& s : scan.skipped)
+            skipped.insert(s.file, s);
+        QCOMPARE(skipped.size(), 2);
+        QCOMPARE(skipped.value(QStringLiteral("level_3_problem_35_sample_0_kernel.py")).kind, SkipKind::KernelBenchOnly);
+        QCOMPARE(skipped.value(QStringLiteral("level_3_problem_35_sample_0_kernel.py")).reason,
+                 QStringLiteral("L3/35 is KernelBench only (line 18: nn.LSTM): the worker has no reference to evaluate it against"));
+        QCOMPARE(skipped.value(QStringLiteral("level_3_problem_51_sample_0_kernel.py")).kind, SkipKind::WorkerHasNoTask);
     }
 };
 

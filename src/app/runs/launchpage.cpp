@@ -37,6 +37,8 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace kwb::app {
 
 namespace {
@@ -45,14 +47,16 @@ namespace {
 const QString kLaunchDatabaseKey = QStringLiteral("launch/database");
 
 constexpr int kLevels = 3;
-constexpr int kTasksPerLevel = 10;
 
 QList<QPair<QString, QString>> defaultCatalog()
 {
+    // Before the worker lists its tasks: the default set's (the study's 30).
     QList<QPair<QString, QString>> tasks;
-    for (int level = 1; level <= kLevels; ++level)
-        for (int i = 1; i <= kTasksPerLevel; ++i)
-            tasks.append({QStringLiteral("L%1/%2").arg(level).arg(i), QString()});
+    QString error;
+    for (const TaskSetInfo& set : taskSets())
+        if (set.name == defaultTaskSet())
+            for (const QString& id : parseTaskSpec(set.spec, &error))
+                tasks.append({id, QString()});
     return tasks;
 }
 
@@ -202,6 +206,21 @@ QWidget* LaunchPage::buildTasksBox()
         updateTaskSummary();
     });
     layout->addWidget(m_allTasks);
+    // The named sets (issue 37): choosing one checks its tasks; the combo names the set the checks
+    // make, else "Custom" (updateTaskSummary), and a run of a set records the set's name.
+    m_taskSet = new QComboBox(box);
+    m_taskSet->setObjectName(QStringLiteral("taskSet"));
+    m_taskSet->addItem(tr("Custom"), QString());
+    for (const TaskSetInfo& set : taskSets())
+        m_taskSet->addItem(QStringLiteral("%1: %2").arg(set.name, set.description), set.name);
+    m_taskSet->setToolTip(tr("Check the tasks of a set: study is the study's 30 (KernelBench's first ten of each "
+                             "level); KernelBench-only tasks are left out of a run, with the reason"));
+    connect(m_taskSet, &QComboBox::activated, this, [this](int index) {
+        const QString name = m_taskSet->itemData(index).toString();
+        if (!name.isEmpty())
+            selectTaskSet(name);
+    });
+    layout->addWidget(m_taskSet);
     m_tasks = new QTreeWidget(box);
     m_tasks->setObjectName(QStringLiteral("taskTree"));
     m_tasks->setHeaderLabels({tr("Task"), tr("Title")});
@@ -634,6 +653,30 @@ void LaunchPage::fillTaskTree(const QList<QPair<QString, QString>>& tasks)
     updateTaskSummary();
 }
 
+void LaunchPage::selectTaskSet(const QString& name)
+{
+    QString error;
+    setSelectedTasks(parseTaskSpec(name, &error));
+}
+
+QString LaunchPage::selectedTaskSet() const
+{
+    const QStringList ids = selectedTasks();
+    if (ids.isEmpty())
+        return QString();
+    // A set is chosen when exactly its tasks that this page offers are checked.
+    for (const TaskSetInfo& set : taskSets()) {
+        QString error;
+        QStringList offered;
+        for (const QString& id : parseTaskSpec(set.spec, &error))
+            if (m_taskItems.contains(id))
+                offered << id;
+        if (offered == ids)
+            return set.name;
+    }
+    return QString();
+}
+
 void LaunchPage::setSelectedTasks(const QStringList& taskIds)
 {
     {
@@ -676,8 +719,14 @@ void LaunchPage::updateTaskSummary()
                                   : ids.size() == total ? Qt::Checked
                                                         : Qt::PartiallyChecked);
     }
+    const QString set = selectedTaskSet();
+    {
+        const QSignalBlocker blocker(m_taskSet);
+        m_taskSet->setCurrentIndex(std::max(0, m_taskSet->findData(set)));
+    }
     m_taskSummary->setText(ids.isEmpty() ? tr("No task chosen")
-                                         : tr("%1: %2").arg(counted(ids.size(), tr("task"), tr("tasks")), taskSpecFor(ids)));
+                                         : tr("%1: %2").arg(counted(ids.size(), tr("task"), tr("tasks")),
+                                                            set.isEmpty() ? taskSpecFor(ids) : set));
 }
 
 // ---- regime -----------------------------------------------------------------------------------
@@ -742,7 +791,8 @@ RunRequest LaunchPage::request() const
 {
     RunRequest r;
     r.taskIds = selectedTasks();
-    r.taskSpec = taskSpecFor(r.taskIds);
+    const QString set = selectedTaskSet();
+    r.taskSpec = set.isEmpty() ? taskSpecFor(r.taskIds) : set;
     r.regime = m_regime->currentData().toString();
     if (m_routed->isChecked()) {
         Routing routing;

@@ -54,6 +54,10 @@ public:
     /// of ids that stay.
     void setTaskCatalog(const QList<QPair<QString, QString>>& tasks);
     void setSelectedTasks(const QStringList& taskIds);
+    /// Checks the tasks of a named set (runlaunch.h's taskSets(): study, level1, …, all).
+    void selectTaskSet(const QString& name);
+    /// The set whose offered tasks are exactly the checked ones, else empty.
+    QString selectedTaskSet() const;
     QStringList selectedTasks() const;
     void setDatabasePath(const QString& path);
     QString databasePath() const;
@@ -131,6 +135,7 @@ private:
     QHash<QString, QTreeWidgetItem*> m_taskItems;
     QLabel* m_taskSummary = nullptr;
     QCheckBox* m_allTasks = nullptr;
+    QComboBox* m_taskSet = nullptr;
 
     QRadioButton* m_single = nullptr;
     QRadioButton* m_routed = nullptr;

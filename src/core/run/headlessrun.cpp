@@ -200,6 +200,11 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
         return;
     }
     m_inputs = inputs;
+    // The facts loader leaves KernelBench-only tasks out (runlaunch.cpp): the run records the
+    // tasks it runs.
+    m_plan.taskIds.clear();
+    for (const RunTaskInput& input : inputs)
+        m_plan.taskIds << input.id();
 
     // The profile is checked against the worker's own table (hello), before anything is spent.
     if (const QString problem = decodeHello(hello).unknownProfileError(m_plan.profile); !problem.isEmpty())

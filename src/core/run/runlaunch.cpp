@@ -29,7 +29,50 @@
 
 namespace kwb {
 
+QList<TaskSetInfo> taskSets()
+{
+    // KernelBench's levels 1-3 have 100, 100 and 50 problems (tasks/, docs/task-format.md); the
+    // study used the first ten of each, the default wherever the study's numbers are reproduced.
+    return {
+        {QStringLiteral("study"), QStringLiteral("L1:1-10,L2:1-10,L3:1-10"),
+         QStringLiteral("the study's 30: KernelBench's first ten tasks of each level")},
+        {QStringLiteral("level1"), QStringLiteral("L1:1-100"), QStringLiteral("KernelBench level 1: 100 single operators")},
+        {QStringLiteral("level2"), QStringLiteral("L2:1-100"), QStringLiteral("KernelBench level 2: 100 operator chains")},
+        {QStringLiteral("level3"), QStringLiteral("L3:1-50"), QStringLiteral("KernelBench level 3: 50 whole networks")},
+        {QStringLiteral("all"), QStringLiteral("L1:1-100,L2:1-100,L3:1-50"), QStringLiteral("all 250 KernelBench tasks")},
+    };
+}
+
+QString defaultTaskSet()
+{
+    return QStringLiteral("study");
+}
+
+bool namesTaskSet(const QString& spec)
+{
+    const QList<TaskSetInfo> sets = taskSets();
+    for (const QString& raw : spec.split(QLatin1Char(',')))
+        for (const TaskSetInfo& set : sets)
+            if (raw.trimmed() == set.name)
+                return true;
+    return false;
+}
+
 QStringList parseTaskSpec(const QString& spec, QString* error)
+{
+    // Set names expand in place ("study,L3:11-20"); a set's own spec never names a set.
+    QStringList expanded;
+    for (const QString& raw : spec.split(QLatin1Char(','))) {
+        QString part = raw.trimmed();
+        for (const TaskSetInfo& set : taskSets())
+            if (part == set.name)
+                part = set.spec;
+        expanded << part;
+    }
+    return parseTaskIds(expanded.join(QLatin1Char(',')), error);
+}
+
+QStringList parseTaskIds(const QString& spec, QString* error)
 {
     static const QRegularExpression range(QStringLiteral("^L([0-9]+):([0-9]+)(?:-([0-9]+))?$"));
     static const QRegularExpression single(QStringLiteral("^L([0-9]+)/([0-9]+)$"));
@@ -46,7 +89,8 @@ QStringList parseTaskSpec(const QString& spec, QString* error)
             level = m2.captured(1).toInt();
             from = to = m2.captured(2).toInt();
         } else {
-            *error = QStringLiteral("--tasks: \"%1\" is not LEVEL:FROM-TO, LEVEL:N or LEVEL/N (e.g. L1:1-10,L2:3)")
+            *error = QStringLiteral("--tasks: \"%1\" is not a task set (study, level1, level2, level3, all), "
+                                    "LEVEL:FROM-TO, LEVEL:N or LEVEL/N (e.g. study,L1:11-20 or L2/3)")
                          .arg(part);
             return {};
         }
@@ -656,10 +700,19 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
         QHash<QString, QJsonObject> known;
         for (const TaskSpec& task : decodeTaskList(response).tasks)
             known.insert(task.id, task.json);
-        QStringList unknown;
+        QStringList unknown, kernelBenchOnly, runnable;
         for (const QString& id : std::as_const(m_plan.taskIds)) {
-            if (!known.contains(id))
+            if (!known.contains(id)) {
                 unknown << id;
+                continue;
+            }
+            // No TorchScript reference, so nothing to evaluate a candidate against: left out of
+            // the run, with the reason, before a prompt is spent on it (docs/task-format.md).
+            if (const QString why = known.value(id).value(QLatin1String("kernelbench_only")).toString(); !why.isEmpty()) {
+                kernelBenchOnly << QStringLiteral("%1 (%2)").arg(id, why);
+                continue;
+            }
+            runnable << id;
             RunTaskInput input;
             input.task = known.value(id);
             m_inputs << input;
@@ -669,6 +722,17 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
                                    .arg(unknown.size() > 1 ? QStringLiteral("s") : QString(),
                                         unknown.join(QStringLiteral(", "))),
                                Failure::UnknownTask);
+        if (!kernelBenchOnly.isEmpty()) {
+            if (runnable.isEmpty())
+                return failLoading(QStringLiteral("every task is KernelBench only (no reference the worker can run): %1")
+                                       .arg(kernelBenchOnly.join(QStringLiteral("; "))),
+                                   Failure::UnknownTask);
+            Q_EMIT warning(QStringLiteral("left out %1 KernelBench-only task%2 (no reference the worker can run): %3")
+                               .arg(kernelBenchOnly.size())
+                               .arg(kernelBenchOnly.size() > 1 ? QStringLiteral("s") : QString(),
+                                    kernelBenchOnly.join(QStringLiteral("; "))));
+            m_plan.taskIds = runnable;
+        }
         send(Kind::Device, WorkerRequests::device());
         break;
     }

@@ -38,9 +38,28 @@ constexpr int kRunEvaluationSeed = 42;
 /// CUPTI trials of a task's `profile` request for the prompts of regimes that use it.
 constexpr int kRunProfileTrials = 5;
 
-/// A task spec "L1:1-10,L2:3" (also "L2/1") as task ids in order, without repeats; an empty list
-/// and *error (naming the option as `--tasks`) for a malformed spec.
+/// A named task set (issue 37): `study` (the study's 30, the default), `level1`, `level2`,
+/// `level3` and `all`, each with the spec it stands for.
+struct TaskSetInfo
+{
+    QString name;
+    QString spec; ///< "L1:1-100"
+    QString description;
+};
+/// The task sets, in the order lists show them.
+QList<TaskSetInfo> taskSets();
+/// The set runs and the Launch page take unless told: "study".
+QString defaultTaskSet();
+/// Whether a spec names a task set (then a run keeps the spec as written).
+bool namesTaskSet(const QString& spec);
+
+/// A task spec as task ids in order, without repeats: a comma list of task sets ("level2"),
+/// ranges ("L1:1-10"), single tasks ("L1:3" or "L2/1"), mixed ("study,L3:11-20"); an empty list and
+/// *error (naming the option as `--tasks`) for a malformed spec. Ids need not exist: the worker's
+/// task list decides (KernelBench-only tasks included).
 QStringList parseTaskSpec(const QString& spec, QString* error);
+/// parseTaskSpec without set names: ranges and single tasks only.
+QStringList parseTaskIds(const QString& spec, QString* error);
 
 /// The shipped prompt templates: $KWB_PROMPTS_DIR, the installed share/kernel-workbench/prompts
 /// next to the program, else the source tree's prompts/ (kwb and the window look alike).

@@ -10,6 +10,7 @@
 #include <QMetaObject>
 #include <QSet>
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -34,6 +35,7 @@ TaskInfo TaskInfo::fromJson(const QJsonObject& json)
 {
     TaskInfo t;
     static_cast<TaskSpec&>(t) = decodeTaskSpec(json);
+    t.kernelBenchOnly = json.value(QLatin1String("kernelbench_only")).toString();
     return t;
 }
 
@@ -188,6 +190,12 @@ bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
             continue;
         TaskInfo task;
         static_cast<TaskSpec&>(task) = std::move(spec);
+        task.kernelBenchOnly = task.json.value(QLatin1String("kernelbench_only")).toString();
+        // Nothing to analyse: no forward (the worker would refuse the request with this reason).
+        if (task.isKernelBenchOnly()) {
+            task.analysisState = TaskInfo::Analysis::Failed;
+            task.analysisError = QStringLiteral("KernelBench only: %1").arg(task.kernelBenchOnly);
+        }
         index.insert(task.id, int(tasks.size()));
         tasks.append(std::move(task));
     }
@@ -195,7 +203,7 @@ bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
     m_tasks = std::move(tasks);
     m_index = std::move(index);
     m_loadErrors = std::move(errors);
-    m_analyzed = 0;
+    m_analyzed = int(std::count_if(m_tasks.cbegin(), m_tasks.cend(), [](const TaskInfo& t) { return t.isKernelBenchOnly(); }));
     m_nextAnalyze = 0;
     Q_EMIT tasksReset();
     Q_EMIT progressChanged(m_analyzed, int(m_tasks.size()));

@@ -38,6 +38,10 @@ struct TaskInfo : TaskSpec
     TaskAnalysis analysis;
     QJsonObject analysisJson; ///< the `analyze` response (charts draw from it)
     QString analysisError; ///< why analysis failed
+    /// Non-empty: the task has no TorchScript reference (its file's `kernelbench_only`, the
+    /// converter's reason); it is listed, never analysed, and left out of runs.
+    QString kernelBenchOnly;
+    bool isKernelBenchOnly() const { return !kernelBenchOnly.isEmpty(); }
 
     bool hasAnalysis() const { return analysisState == Analysis::Done; }
     /// Op categories of the analysis, each once, in op order.

@@ -116,6 +116,42 @@ private Q_SLOTS:
         QSettings().remove(QStringLiteral("launch/database"));
     }
 
+    // Issue 37: the task sets check their tasks, the combo names the set the checks make, a run of
+    // a set records its name, and a change by hand is a custom selection with its shortest spec.
+    void taskSetsCheckTheirTasksAndNameTheRun()
+    {
+        RunManager manager;
+        LaunchPage page(&manager);
+        auto* sets = child<QComboBox>(page, "taskSet");
+        QCOMPARE(sets->currentData().toString(), QString()); // nothing checked: "Custom"
+        // Before the worker answers the page offers the default set's tasks: all checked is "study".
+        child<QCheckBox>(page, "allTasks")->click();
+        QCOMPARE(page.selectedTaskSet(), QStringLiteral("study"));
+        QCOMPARE(sets->currentData().toString(), QStringLiteral("study"));
+
+        QString error;
+        QList<QPair<QString, QString>> catalog;
+        for (const QString& id : parseTaskSpec(QStringLiteral("all"), &error))
+            catalog.append({id, QString()});
+        page.setTaskCatalog(catalog);
+        QCOMPARE(page.selectedTasks().size(), 30); // the choice survives the catalog
+        Q_EMIT sets->activated(sets->findData(QStringLiteral("level2")));
+        QCOMPARE(page.selectedTasks().size(), 100);
+        QCOMPARE(page.selectedTasks().first(), QStringLiteral("L2/1"));
+        QCOMPARE(page.selectedTaskSet(), QStringLiteral("level2"));
+        QCOMPARE(child<QLabel>(page, "taskSummary")->text(), QStringLiteral("100 tasks: level2"));
+        QCOMPARE(page.request().taskSpec, QStringLiteral("level2"));
+        Q_EMIT sets->activated(sets->findData(QStringLiteral("all")));
+        QCOMPARE(page.selectedTasks().size(), 250);
+        QCOMPARE(page.request().taskSpec, QStringLiteral("all"));
+
+        Q_EMIT sets->activated(sets->findData(QStringLiteral("study")));
+        checkTask(page, QStringLiteral("L3/11"));
+        QCOMPARE(page.selectedTaskSet(), QString());
+        QCOMPARE(sets->currentData().toString(), QString());
+        QCOMPARE(page.request().taskSpec, QStringLiteral("L1:1-10,L2:1-10,L3:1-11"));
+    }
+
     void widgetsBuildTheCommandLinesPlan()
     {
         RunManager manager;

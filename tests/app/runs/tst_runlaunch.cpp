@@ -82,6 +82,43 @@ private Q_SLOTS:
         QCOMPARE(parseTaskSpec(taskSpecFor(picked), &error), picked);
     }
 
+    // Issue 37's task sets: study (the default: the study's 30), level1-3, all, and lists of sets
+    // and ranges; the set names are KernelBench's numbering, not what a worker lists.
+    void taskSets()
+    {
+        QString error;
+        QCOMPARE(defaultTaskSet(), QStringLiteral("study"));
+        const QStringList study = parseTaskSpec(QStringLiteral("study"), &error);
+        QCOMPARE(study.size(), 30);
+        QCOMPARE(study.first(), QStringLiteral("L1/1"));
+        QCOMPARE(study.last(), QStringLiteral("L3/10"));
+        QCOMPARE(taskSpecFor(study), QStringLiteral("L1:1-10,L2:1-10,L3:1-10"));
+        QCOMPARE(parseTaskSpec(QStringLiteral("level1"), &error).size(), 100);
+        QCOMPARE(parseTaskSpec(QStringLiteral("level2"), &error).last(), QStringLiteral("L2/100"));
+        QCOMPARE(parseTaskSpec(QStringLiteral("level3"), &error).size(), 50);
+        const QStringList all = parseTaskSpec(QStringLiteral("all"), &error);
+        QCOMPARE(all.size(), 250);
+        QCOMPARE(all.at(100), QStringLiteral("L2/1"));
+        // Mixed, without repeats, in order.
+        const QStringList mixed = parseTaskSpec(QStringLiteral(" study , L3:11-12,L1/3"), &error);
+        QCOMPARE(mixed.size(), 32);
+        QCOMPARE(mixed.mid(30), (QStringList{QStringLiteral("L3/11"), QStringLiteral("L3/12")}));
+        QVERIFY(namesTaskSet(QStringLiteral("study,L3:11-12")));
+        QVERIFY(!namesTaskSet(QStringLiteral("L1:1-10")));
+        QVERIFY(parseTaskSpec(QStringLiteral("level4"), &error).isEmpty());
+        QVERIFY2(error.contains(QStringLiteral("study, level1, level2, level3, all")), qPrintable(error));
+        QCOMPARE(parseTaskIds(QStringLiteral("study"), &error), QStringList());
+        // A run of a set records the set's name.
+        RunRequest request;
+        request.taskIds = all;
+        request.taskSpec = QStringLiteral("all");
+        request.regime = QStringLiteral("zero-shot");
+        const auto plan = planRun(request, &error);
+        QVERIFY(plan);
+        QCOMPARE(plan->taskSpec, QStringLiteral("all"));
+        QVERIFY(plan->runName().contains(QStringLiteral("all")));
+    }
+
     void ablationNames()
     {
         QString unknown;
@@ -319,6 +356,40 @@ private Q_SLOTS:
         QVERIFY(failed.wait(30000));
         QCOMPARE(failed.first().first().toString(), QStringLiteral("unknown task: L3/9"));
         QVERIFY(loaded.isEmpty());
+    }
+
+    // A KernelBench-only task (no TorchScript reference) is left out of the run with a warning
+    // naming it and its reason; a run of nothing else fails.
+    void factsLoaderLeavesOutKernelBenchOnlyTasks()
+    {
+        qputenv("FAKEWORKER_LIST_ALL", "1"); // the fake then lists every recorded task
+        qputenv("KWB_WORKER_ENV", "FAKEWORKER_LIST_ALL"); // passed to the worker (workerEnvironment)
+        WorkerSupervisor supervisor;
+        supervisor.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        RunFactsLoader loader(&supervisor);
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1"), QStringLiteral("L3/35")};
+        request.regime = QStringLiteral("zero-shot");
+        QSignalSpy loaded(&loader, &RunFactsLoader::loaded);
+        QSignalSpy warnings(&loader, &RunFactsLoader::warning);
+        loader.load(*planRun(request, nullptr));
+        QVERIFY(loaded.wait(30000));
+        const auto inputs = loaded.first().at(0).value<QList<RunTaskInput>>();
+        QCOMPARE(inputs.size(), 1);
+        QCOMPARE(inputs.first().id(), QStringLiteral("L1/1"));
+        QVERIFY(!warnings.isEmpty());
+        QVERIFY2(warnings.first().first().toString().startsWith(
+                     QStringLiteral("left out 1 KernelBench-only task (no reference the worker can run): L3/35 (line 18: nn.LSTM")),
+                 qPrintable(warnings.first().first().toString()));
+
+        RunFactsLoader only(&supervisor);
+        request.taskIds = {QStringLiteral("L3/35")};
+        QSignalSpy failed(&only, &RunFactsLoader::failed);
+        only.load(*planRun(request, nullptr));
+        QVERIFY(failed.wait(30000));
+        QVERIFY(failed.first().first().toString().startsWith(QStringLiteral("every task is KernelBench only")));
+        qunsetenv("FAKEWORKER_LIST_ALL");
+        qunsetenv("KWB_WORKER_ENV");
     }
 
     void aHangingWorkerNeverBlocks()

@@ -57,6 +57,7 @@ private Q_SLOTS:
     void readsTaskFields();
     void goldenAnalyzeResponseWithoutIntensities();
     void refusedTaskAnalysisIsAFailedTask();
+    void kernelBenchOnlyTasksAreListedNotAnalysed();
     void workerMissingFails();
     void workerDyingAtStartFails();
     void noSupervisorFailsLater();
@@ -204,6 +205,32 @@ void TestTaskCatalog::refusedTaskAnalysisIsAFailedTask()
 
     // The golden unknown_task response names no task: applied directly it changes nothing.
     QVERIFY(!f.catalog.applyAnalyzeResponse(goldenResponse("05_unknown_task.response.json")));
+}
+
+// A task with no TorchScript reference (its file's kernelbench_only, issue 37) is listed with the
+// reason as its failed analysis, and never sent to `analyze` (the worker would refuse it).
+void TestTaskCatalog::kernelBenchOnlyTasksAreListedNotAnalysed()
+{
+    TaskCatalog catalog;
+    QJsonObject response = recordedTasks();
+    QJsonArray tasks = response.value(QLatin1String("tasks")).toArray();
+    const int recorded = int(tasks.size());
+    QJsonObject lstm{{QStringLiteral("id"), QStringLiteral("L3/35")}, {QStringLiteral("level"), 3},
+                     {QStringLiteral("number"), 35}, {QStringLiteral("title"), QStringLiteral("LSTM")},
+                     {QStringLiteral("kernelbench_only"), QStringLiteral("line 18: nn.LSTM (no functional translation here)")}};
+    tasks.append(lstm);
+    response.insert(QStringLiteral("tasks"), tasks);
+    QVERIFY(catalog.applyTasksResponse(response));
+    QCOMPARE(catalog.taskCount(), recorded + 1);
+    const TaskInfo* t = catalog.task(QStringLiteral("L3/35"));
+    QVERIFY(t);
+    QVERIFY(t->isKernelBenchOnly());
+    QCOMPARE(t->analysisState, TaskInfo::Analysis::Failed);
+    QCOMPARE(t->analysisError, QStringLiteral("KernelBench only: line 18: nn.LSTM (no functional translation here)"));
+    QCOMPARE(catalog.analyzedCount(), 1); // counted as done: nothing will be asked for it
+    QVERIFY(!catalog.task(QStringLiteral("L1/1"))->isKernelBenchOnly());
+    QCOMPARE(catalog.task(QStringLiteral("L1/1"))->analysisState, TaskInfo::Analysis::Pending);
+    QVERIFY(TaskInfo::fromJson(lstm).isKernelBenchOnly());
 }
 
 void TestTaskCatalog::workerMissingFails()
@@ -464,10 +491,18 @@ void TestTaskCatalog::realWorker()
     f.catalog.load();
     QVERIFY(waitForState(f.catalog, {TaskCatalog::State::Ready, TaskCatalog::State::Failed}, 180000));
     QVERIFY2(f.catalog.state() == TaskCatalog::State::Ready, qPrintable(f.catalog.errorMessage()));
-    QVERIFY(f.catalog.taskCount() >= 30);
+    QCOMPARE(f.catalog.taskCount(), 250);
     QVERIFY(f.catalog.loadErrors().isEmpty());
-    for (const TaskInfo& t : f.catalog.tasks())
+    int kernelBenchOnly = 0;
+    for (const TaskInfo& t : f.catalog.tasks()) {
+        if (t.isKernelBenchOnly()) { // listed with its reason, never analysed
+            ++kernelBenchOnly;
+            QVERIFY(t.analysisError.startsWith(QStringLiteral("KernelBench only: ")));
+            continue;
+        }
         QVERIFY2(t.hasAnalysis(), qPrintable(t.id + QStringLiteral(": ") + t.analysisError));
+    }
+    QVERIFY(kernelBenchOnly > 0 && kernelBenchOnly < 50);
     // The same numbers as the golden file and the recording the replay worker serves.
     QCOMPARE(f.catalog.task(QStringLiteral("L1/1"))->analysis.flops, 137438953472.0);
     QCOMPARE(f.catalog.task(QStringLiteral("L2/1"))->analysis.bytesFused, 1577616384.0);
