@@ -167,6 +167,11 @@ class Interp:
         self.lines = []    # the forward's TorchScript body
         self.counter = 0
         self.temps = set()  # names bind_temp made: assigned once
+        # TorchScript name -> the tensor value it holds (an id): `identity = x` shares x's. An
+        # in-place op in Python changes every name holding the value; the functional form written
+        # here changes one, so an in-place op on a shared value stops the conversion.
+        self.value_of = {}
+        self.values = 0
         for n in tree.body:
             if isinstance(n, ast.Import):
                 for a in n.names:
@@ -257,6 +262,7 @@ class Interp:
                 target = st.value.func.value
                 if not isinstance(target, ast.Name):
                     raise Unsupported(st, "an in-place method on %s" % ast.unparse(target))
+                self.check_in_place(self.expr(target, env), "%s.%s()" % (target.id, st.value.func.attr), st)
                 call = ast.Call(func=ast.Attribute(value=target, attr=st.value.func.attr[:-1], ctx=ast.Load()),
                                 args=st.value.args, keywords=st.value.keywords)
                 ast.copy_location(call, st.value)
@@ -275,6 +281,8 @@ class Interp:
             self.assign(st.target, self.expr(st.value, env), env, st)
             return
         if isinstance(st, ast.AugAssign):
+            if mode == "forward" and isinstance(st.target, ast.Name):
+                self.check_in_place(self.expr(st.target, env), "%s %s=" % (st.target.id, BINOPS.get(type(st.op), "?")), st)
             load = ast.copy_location(ast.BinOp(left=self.as_load(st.target), op=st.op, right=st.value), st)
             self.assign(st.target, self.expr(load, env), env, st)
             return
@@ -327,6 +335,7 @@ class Interp:
             if env["__mode__"] == "forward" and isinstance(v, Code):
                 name = self.local(env, target.id)
                 self.emit("%s = %s" % (name, v.expr))
+                self.bind_value(name, v)
                 env[target.id] = Code(name, simple=True)
             else:
                 env[target.id] = v
@@ -752,6 +761,8 @@ class Interp:
             pass
         elif path.count(".") != 1:
             raise Unsupported(node, "the call %s" % path)
+        if kwargs.get("inplace") is True and args:
+            self.check_in_place(args[0], "%s(inplace=True)" % path, node)
         floats = FLOAT_ARGS.get(path, ())
         args = [float(a) if 0 < i <= len(floats) and type(strip(a)) is int else a for i, a in enumerate(args)]
         kwargs = {k: float(v) if k in floats and type(strip(v)) is int else v for k, v in kwargs.items()}
@@ -883,6 +894,8 @@ class Interp:
         x = args[0]
         if not isinstance(x, Code):
             raise Unsupported(node, "calling nn.%s on a constant" % k)
+        if c.get("inplace"):
+            self.check_in_place(x, "nn.%s(inplace=True)" % k, node)
         if k == "Sequential":
             for m in mod.items:
                 x = self.call_module(m, [x], {}, node, env)
@@ -974,7 +987,24 @@ class Interp:
         name = self.fresh(env, "x")
         self.emit("%s = %s" % (name, x.expr))
         self.temps.add(name)
+        self.bind_value(name, x)
         return Code(name, simple=True)
+
+    def bind_value(self, name, v):
+        if re.match(r"^[A-Za-z_][A-Za-z_0-9]*$", v.expr) and v.expr in self.value_of:
+            self.value_of[name] = self.value_of[v.expr]  # an alias: the same tensor
+        else:
+            self.values += 1
+            self.value_of[name] = self.values
+
+    def check_in_place(self, v, what, node):
+        """Stops the conversion when `what` changes in place a tensor another name also holds."""
+        if not isinstance(v, Code) or v.expr not in self.value_of:
+            return
+        others = sorted(n for n, i in self.value_of.items() if i == self.value_of[v.expr] and n != v.expr)
+        if others:
+            raise Unsupported(node, "%s changes %s in place, which %s also holds (Python changes both; the functional "
+                                    "form would change one)" % (what, v.expr, ", ".join(others)))
 
     def stable(self, v, env):
         """A tensor kept in a Python list: a name nothing rebinds later (the source's `x` may be
@@ -1169,6 +1199,8 @@ def convert(level, number, stem, source):
             name = "%s_" % a.arg if a.arg == "p" else a.arg
             kind = inputs[i][1]
             env[a.arg] = Code(name, simple=True)
+            it.values += 1
+            it.value_of[name] = it.values
             sig.append("%s: %s" % (name, {"tensor": "Tensor", "float": "float", "int": "int"}[kind]))
             c.inputs.append((name,) + inputs[i][1:])
         try:

@@ -135,6 +135,23 @@ class Convert(unittest.TestCase):
         self.assertIn("reference_python = '''\n\nimport torch", text)
         self.assertNotIn("forward = ", text)
 
+    def test_an_in_place_op_on_a_shared_tensor_is_not_translated(self):
+        # Python's ReLU(inplace=True) changes `identity` too; a functional relu would not.
+        shared = PROBLEM.replace("LAYER", "self.act = nn.ReLU(inplace=True)").replace(
+            "        x = self.conv(x)\n", "        identity = x\n        x = self.act(x)\n        x = self.conv(x) + identity\n")
+        c = kc.convert(2, 99, "99_Test", shared)
+        self.assertEqual(c.reason, "line 15: nn.ReLU(inplace=True) changes x in place, which identity also holds "
+                                   "(Python changes both; the functional form would change one)")
+        aug = PROBLEM.replace("LAYER", "pass").replace("        return x * self.scale",
+                                                       "        y = x\n        y += 1.0\n        return x * self.scale")
+        self.assertIn("y += changes y in place, which x also holds", kc.convert(2, 99, "99_Test", aug).reason)
+        # on a tensor nothing else holds, in place and functional agree
+        fresh = PROBLEM.replace("LAYER", "self.act = nn.ReLU(inplace=True)").replace(
+            "        x = self.conv(x)\n", "        x = self.conv(x)\n        x = self.act(x)\n        x += 1.0\n")
+        c = kc.convert(2, 99, "99_Test", fresh)
+        self.assertIsNone(c.reason)
+        self.assertIn("    x = torch.relu(x)\n    x = x + 1.0\n", c.forward)
+
     def test_an_input_the_format_cannot_draw(self):
         c = kc.convert(1, 99, "99_Test", PROBLEM.replace("LAYER", "pass").replace(
             "torch.rand(batch_size, in_channels, height, width)", "torch.randint(0, 2, (batch_size,))"))
