@@ -14,12 +14,19 @@
 //    a difference well under 1 %). addmm / baddbmm add 1 FLOP per output element for the addend.
 //  * element-wise: per output element, 1 for most ops (add, sub, mul, div, relu, clamp, hardtanh,
 //    leaky_relu, tanh, exp, comparisons, …); sigmoid 3, softplus 3, elu/selu/celu 3, hardswish 3,
-//    hardsigmoid 2, softsign 2, gelu 4 (erf and tanh forms), mish 4, silu 4, logsigmoid 4,
-//    addcmul/addcdiv/lerp 2.
+//    hardsigmoid 2, softsign 2, gelu 4 (erf and tanh forms), mish 4, silu 4, log_sigmoid 4,
+//    addcmul/addcdiv/lerp 2. A transcendental (exp, log, tanh, sqrt, erf, …) counts 1: one
+//    special-function instruction; a comparison or a select (where, masked_fill, tril/triu) 1.
 //  * softmax / log_softmax 5 per element; layer_norm, group_norm, instance_norm 7 per element;
-//    batch_norm 7 per element in training mode, 4 in inference mode.
+//    batch_norm 7 per element in training mode, 4 in inference mode; rms_norm 4.
 //  * pools (max, avg, adaptive): 1 per input element. Reductions (sum, mean, amax, max, prod, …):
-//    1 per input element; var / std / logsumexp 3 per input element.
+//    1 per input element; var / std / logsumexp / norm / frobenius_norm / linalg_vector_norm 3 per
+//    input element. Scans: cumsum, cumprod 1 per element, logcumsumexp 3.
+//  * einsum: operands contracted pairwise from the left; per pair one multiply per point of the
+//    joint index space, 2 where an index is summed there (analyze_compute.cpp).
+//  * scaled_dot_product_attention, lstm / gru / rnn_tanh / rnn_relu and their cells, the losses and
+//    cosine_similarity: per-pair, per-step and per-element counts in analyze_nn.cpp (docs/roofline.md).
+//  * gathers (x[idx], index_select, gather, embedding): 0 FLOPs; bytes = indices + 2 × output.
 //  * view and shape ops (view, reshape of a contiguous tensor, flatten, squeeze, unsqueeze,
 //    permute, transpose, t, expand, slice, select, chunk, split, contiguous of a contiguous
 //    tensor, dropout with p = 0 or in eval mode): 0 FLOPs, 0 bytes. contiguous / reshape / flatten
@@ -36,8 +43,12 @@
 // Control flow: helper functions are inlined; an `if` whose condition is known statically (also
 // conditions on shapes, like `if x.size(1) > 3`) takes its branch; a loop whose trip count and
 // condition are known statically is executed iteration by iteration. A data-dependent `if` or
-// loop, an unknown op, a shape argument that is not known statically and a shape mismatch raise
-// AnalyzeError naming the construct and the source line: never a silent zero.
+// loop, a shape argument that is not known statically and a shape mismatch raise AnalyzeError
+// naming the construct and the source line. An op without a rule is not a silent zero either: it
+// is listed in "uncounted" (its line and why) with category "uncounted" and 0 FLOPs; its output
+// shapes come from libtorch's meta kernels where there is one (and then its bytes count), else
+// they are unknown and every op reading them is uncounted too. The totals then cover the counted
+// ops only, and the client must not draw them as the task's.
 #pragma once
 
 #include <cstdint>
@@ -79,8 +90,10 @@ constexpr double kDefaultRidge = 10.0;
 /// {"ops":[{"index","op","inputs":[[shape]...],"output":[shape],"flops","bytes","category",
 ///          "line"?}], "output_shape", "flops", "bytes_unfused", "bytes_fused",
 ///  "intensity_unfused", "intensity_fused", "op_count", "memory_bound_ops", "memory_bound_ridge",
-///  "input_bytes", "param_bytes", "output_bytes", "params_used":[names]}.
-/// Categories: conv | matmul | elementwise | reduction | norm | pool | view | data.
+///  "input_bytes", "param_bytes", "output_bytes", "params_used":[names],
+///  "uncounted":[{"index","op","line"?,"reason","shape_known"}]} (output_shape null when the
+///  forward returns a tensor of unknown shape).
+/// Categories: conv | matmul | elementwise | reduction | norm | pool | view | data | uncounted.
 /// Throws AnalyzeError (see above).
 nlohmann::json analyzeGraph(const std::shared_ptr<torch::jit::Graph>& graph,
                             const std::vector<ArgInfo>& args, double ridge = kDefaultRidge);

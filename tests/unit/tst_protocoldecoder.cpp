@@ -113,6 +113,8 @@ private Q_SLOTS:
         QCOMPARE(analyze.outputShape, (QList<qint64>{4096, 4096}));
         QCOMPARE(analyze.flops, 137438953472.0);
         QCOMPARE(analyze.intensityFused, 137438953472.0 / 201326592.0); // computed: the file has no intensities
+        QVERIFY(analyze.complete());
+        QVERIFY(analyze.uncountedText().isEmpty());
 
         const CompileInfo compiled = decodeCompile(golden(QStringLiteral("13_compile.response.json")));
         QVERIFY(compiled.ok);
@@ -433,6 +435,20 @@ private Q_SLOTS:
         const AnalyzeResult failed = decodeAnalyze(json(R"({"ok":false,"error":{"code":"task_error","message":"boom"}})"));
         QVERIFY(failed.failed && !failed.hasOps);
         QCOMPARE(failed.errorMessage, QStringLiteral("boom"));
+        // Ops the worker could not count: the totals are incomplete, and say which ops they miss.
+        const AnalyzeResult partial = decodeAnalyze(json(R"({"task":"L1/9","flops":20,"uncounted":[
+            {"index":1,"op":"aten::kthvalue","line":3,"reason":"no rule","shape_known":false},
+            {"index":2,"op":"aten::view","reason":"input of unknown shape"},
+            {"index":4,"op":"aten::kthvalue","line":7,"reason":"no rule","shape_known":true}]})"));
+        QVERIFY(!partial.complete());
+        QCOMPARE(partial.uncounted.size(), 3);
+        QCOMPARE(partial.uncounted.at(0).op, QStringLiteral("aten::kthvalue"));
+        QCOMPARE(partial.uncounted.at(0).line, 3);
+        QCOMPARE(partial.uncounted.at(1).line, 0);
+        QCOMPARE(partial.uncounted.at(1).index, 2);
+        QVERIFY(!partial.uncounted.at(0).shapeKnown && partial.uncounted.at(2).shapeKnown);
+        QCOMPARE(partial.uncounted.at(1).reason, QStringLiteral("input of unknown shape"));
+        QCOMPARE(partial.uncountedText(), QStringLiteral("cannot count: aten::kthvalue, aten::view"));
         // A profile op without an index was launched outside any top-level op.
         QCOMPARE(decodeProfile(json(R"({"ops":[{"op":"x","time_ns":5}]})")).ops.first().index, -1);
     }

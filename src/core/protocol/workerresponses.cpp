@@ -219,7 +219,21 @@ AnalyzeResult decodeAnalyze(const QJsonObject& r)
     a.intensityUnfused = unfused ? *unfused : (a.bytesUnfused > 0 ? a.flops / a.bytesUnfused : 0);
     a.intensityFused = fused ? *fused : (a.bytesFused > 0 ? a.flops / a.bytesFused : 0);
     a.opCount = integer(r, "op_count", int(a.ops.size()));
+    for (const QJsonValue& v : arr(r, "uncounted")) {
+        const QJsonObject u = v.toObject();
+        a.uncounted.append(UncountedOp{integer(u, "index", -1), str(u, "op"), integer(u, "line"), str(u, "reason"),
+                                       at(u, "shape_known").toBool()});
+    }
     return a;
+}
+
+QString AnalyzeResult::uncountedText() const
+{
+    QStringList names;
+    for (const UncountedOp& u : uncounted)
+        if (!names.contains(u.op))
+            names.append(u.op);
+    return names.isEmpty() ? QString() : QStringLiteral("cannot count: ") + names.join(QStringLiteral(", "));
 }
 
 ProfileResult decodeProfile(const QJsonObject& r)

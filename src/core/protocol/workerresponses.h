@@ -140,6 +140,16 @@ struct TaskOp
     QString shortName() const;
 };
 
+/// An op of an `analyze` response the worker could not count (`uncounted`, docs/protocol.md).
+struct UncountedOp
+{
+    int index = -1;     ///< its entry in `ops`
+    QString op;         ///< "aten::kthvalue"
+    int line = 0;       ///< line of the forward (0: unknown)
+    QString reason;     ///< why: no rule for the op, or an input of unknown shape
+    bool shapeKnown = false; ///< its output shapes are known (so are its bytes; its FLOPs are not)
+};
+
 /// An `analyze` response: FLOPs and HBM bytes from shapes alone.
 struct AnalyzeResult
 {
@@ -161,6 +171,14 @@ struct AnalyzeResult
     double intensityUnfused = 0;
     double intensityFused = 0;
     int opCount = 0; ///< from the response; equals ops.size() when the ops are listed
+    /// Ops the worker could not count: flops and bytes leave them out, so the totals are a lower
+    /// bound and no roofline point may be drawn from them. Empty from a worker without the field.
+    QList<UncountedOp> uncounted;
+
+    /// Every op counted: the totals are the task's.
+    bool complete() const { return uncounted.isEmpty(); }
+    /// "cannot count: aten::X, aten::Y" (each op once, in order); empty when complete.
+    QString uncountedText() const;
 };
 /// Intensities the response lacks are computed from flops and bytes (older golden files carry
 /// only the totals).
