@@ -256,15 +256,22 @@ int runTasks(Session& session, bool json)
         {QStringLiteral("ID"), QStringLiteral("LEVEL"), QStringLiteral("TITLE"), QStringLiteral("DIMENSIONS")});
     table.setRightAligned(1);
     const QList<TaskSpec>& tasks = list.tasks;
+    int kernelBenchOnly = 0;
     for (const TaskSpec& task : tasks) {
         QStringList dims;
         for (const TaskDim& d : task.dims)
             dims << d.name + QLatin1Char('=') + numberOrDash(double(d.full), 10);
-        table.addRow({task.id, numberOrDash(task.level), task.title, dims.join(QLatin1Char(' '))});
+        // No dimensions of its own: the reason it has no TorchScript reference stands in their place.
+        const QString only = task.json.value(QLatin1String("kernelbench_only")).toString();
+        kernelBenchOnly += only.isEmpty() ? 0 : 1;
+        table.addRow({task.id, numberOrDash(task.level), task.title,
+                      only.isEmpty() ? dims.join(QLatin1Char(' ')) : QStringLiteral("KernelBench only: ") + only});
     }
     out() << table.render();
     const QList<TaskLoadError>& errors = list.errors;
     out() << '\n' << tasks.size() << (tasks.size() == 1 ? " task" : " tasks");
+    if (kernelBenchOnly > 0)
+        out() << " (" << kernelBenchOnly << " KernelBench only)";
     if (!errors.isEmpty())
         out() << ", " << errors.size() << (errors.size() == 1 ? " broken file" : " broken files");
     out() << '\n';
