@@ -555,6 +555,13 @@ class Interp:
                 return math.inf
             return ("path", path)
         v = self.expr(node.value, env)
+        if isinstance(v, Draw):
+            raise Unsupported(node, "an input computed from a draw (%s): the task format draws inputs only with "
+                                    "torch.rand or torch.randn" % ast.unparse(node))
+        if isinstance(v, Module) and node.attr in ("modules", "named_modules", "parameters", "named_parameters",
+                                                   "apply"):
+            raise Unsupported(node, "self.%s() (a weight initialisation of its own, which the task format's "
+                                    "initialisers cannot express)" % node.attr)
         if isinstance(v, Module) and v.kind in ("Sequential", "ModuleList") and node.attr in ("append", "extend"):
             return ("pymethod", v.items, node.attr)
         if isinstance(v, Module):
@@ -720,7 +727,7 @@ class Interp:
         params = fn.args.args[1:] if skip_self else fn.args.args
         defaults = fn.args.defaults
         if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
-            raise Unsupported(node, "*args or **kwargs in %s" % fn.name)
+            raise Unsupported(fn, "*args, **kwargs or keyword-only arguments in %s" % fn.name)
         if len(args) > len(params):
             raise Unsupported(node, "%d arguments for %s" % (len(args), fn.name))
         first_default = len(params) - len(defaults)
