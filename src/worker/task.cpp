@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -546,6 +548,15 @@ TaskSet loadTaskDir(const std::string& dir) {
     for (const std::string& f : files) {
         try {
             Task t = loadTaskFile(f);
+            // A converted task's KernelBench problem file, kept beside the level folders
+            // (kernelbench-src/<source>): the reference as KernelBench's prompt shows it, which the
+            // study preset's prompts show (docs/prompts.md). Listed, never run.
+            if (t.isKernelBenchOnly()) {
+                t.problemFile = t.referencePython;
+            } else if (!t.source.empty()) {
+                std::ifstream in(fs::path(dir) / "kernelbench-src" / t.source, std::ios::binary);
+                if (in) t.problemFile.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+            }
             auto [it, fresh] = seen.emplace(t.id, f);
             if (!fresh) {
                 set.errors.push_back({f, "id", "duplicate id '" + t.id + "' (also in " + it->second + ")"});
@@ -617,6 +628,7 @@ nlohmann::json toJson(const Task& t) {
     j["params"] = params;
     j["init_inputs"] = t.initInputs;
     j["kernelbench_only"] = t.isKernelBenchOnly() ? json(t.kernelbenchOnly) : json(nullptr);
+    j["reference_python"] = t.problemFile.empty() ? json(nullptr) : json(t.problemFile);
     j["tolerance"] = {{"atol", t.atol ? json(*t.atol) : json(nullptr)}, {"rtol", t.rtol ? json(*t.rtol) : json(nullptr)}};
     j["parameter_count"] = {{"full", t.parameterCount(Scale::Full)}, {"smoke", t.parameterCount(Scale::Smoke)}};
     j["buffer_count"] = {{"full", t.bufferCount(Scale::Full)}, {"smoke", t.bufferCount(Scale::Smoke)}};

@@ -54,6 +54,10 @@ struct Task {
     std::string kernelbenchOnly;
     std::string referencePython;
     bool isKernelBenchOnly() const { return !kernelbenchOnly.empty(); }
+    // KernelBench's problem file the task comes from, listed as `reference_python` for the study
+    // preset's prompts (docs/prompts.md), never run: referencePython for a KernelBench-only task,
+    // else kernelbench-src/<source> beside the level folders where loadTaskDir finds it.
+    std::string problemFile;
 
     // initInputs with every dimension resolved at scale s (what ModelNew(*init_inputs) gets).
     nlohmann::json initInputValues(Scale s) const;

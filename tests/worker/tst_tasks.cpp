@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -182,6 +184,22 @@ TEST_CASE("tasks/: a KernelBench-only task keeps KernelBench's file and the reas
     const nlohmann::json j = toJson(t);
     CHECK(j["kernelbench_only"] == t.kernelbenchOnly);
     CHECK(toJson(task("L3/10"))["kernelbench_only"].is_null());
+}
+
+// Issue 36 item 2: the study preset's prompts show KernelBench's problem file; the task list
+// carries it for every task, unchanged.
+TEST_CASE("tasks/: every task lists KernelBench's problem file as reference_python") {
+    for (const Task& t : realTasks().tasks) {
+        CAPTURE(t.id);
+        std::ifstream in(kSource + "/tasks/kernelbench-src/" + t.source, std::ios::binary);
+        REQUIRE(in);
+        const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const nlohmann::json j = toJson(t);
+        REQUIRE(j["reference_python"].is_string());
+        // A KernelBench-only task's file is its reference_python as the task file holds it.
+        CHECK(j["reference_python"].get<std::string>() == (t.isKernelBenchOnly() ? t.referencePython : file));
+        CHECK(file.find("class Model") != std::string::npos);
+    }
 }
 
 TEST_CASE("tasks/: parameter counts match the facts sheet for all 30") {
