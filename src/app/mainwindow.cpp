@@ -16,6 +16,8 @@
 #include "app/runs/runtreemodel.h"
 #include "app/runs/runsession.h"
 #include "app/tasks/taskspage.h"
+#include "app/widgets/elidedlabel.h"
+#include "app/widgets/windowgeometry.h"
 #include "app/workbenchdata.h"
 #include "core/workers/gpulease.h"
 #include "core/tasks/gputable.h"
@@ -114,9 +116,10 @@ MainWindow::MainWindow(const QString& workerPath, QWidget* parent)
     m_catalog = new TaskCatalog(this);
     m_runs = new RunManager(this);
 
-    m_workerLabel = new QLabel(this);
-    m_deviceLabel = new QLabel(this);
-    m_databaseLabel = new QLabel(tr("No run database"), this);
+    // Elided, whole in their tooltips: a long file name or worker path never widens the window.
+    m_workerLabel = new ElidedLabel(this);
+    m_deviceLabel = new ElidedLabel(this);
+    m_databaseLabel = new ElidedLabel(tr("No run database"), this);
     statusBar()->addWidget(m_workerLabel, 1);
     statusBar()->addPermanentWidget(m_databaseLabel);
     statusBar()->addPermanentWidget(m_deviceLabel);
@@ -1024,6 +1027,8 @@ void MainWindow::closeEvent(QCloseEvent* event)
         }
     }
     QSettings settings;
+    // Never a size larger than the screen: a window widened past it once reopened that wide.
+    keepOnScreen(this);
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
     settings.setValue(QStringLiteral("window/page"), currentPage());
@@ -1037,6 +1042,7 @@ void MainWindow::restoreSettings()
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    keepOnScreen(this); // saved on another screen, or before sizes were kept to it
     // First start (no page and no database remembered): the welcome page, with the example study.
     if (!settings.contains(QStringLiteral("window/page")) && !settings.contains(QStringLiteral("lastDatabase"))
         && settings.value(QStringLiteral("recentDatabases")).toStringList().isEmpty())

@@ -2,6 +2,7 @@
 
 #include "app/runs/reporttables.h"
 #include "app/runs/runlistmodel.h"
+#include "app/widgets/elidedlabel.h"
 #include "core/store/runstore.h"
 #include "core/study/evaluationsummary.h"
 #include "core/workers/jobtracker.h"
@@ -116,9 +117,12 @@ void ResultsPage::buildUi()
     auto* layout = new QVBoxLayout(this);
 
     auto* top = new QHBoxLayout;
-    m_databaseLabel = new QLabel(this);
+    // The path elided in its middle (the file name stays), whole in the tooltip: a bold 73-character
+    // path pushed the export buttons off a 1280×720 window (issue 38).
+    auto* databaseLabel = new ElidedLabel(this);
+    databaseLabel->setElideMode(Qt::ElideMiddle);
+    m_databaseLabel = databaseLabel;
     m_databaseLabel->setObjectName(QStringLiteral("databaseLabel"));
-    m_databaseLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     auto* open = new QPushButton(tr("Open database…"), this);
     open->setObjectName(QStringLiteral("openDatabase"));
     auto* refreshButton = new QPushButton(tr("Refresh"), this);
@@ -307,7 +311,7 @@ void ResultsPage::buildUi()
     splitter->setStretchFactor(1, 4);
     splitter->setSizes({190, 1090}); // the list needs its check boxes, ids and names; Table I the rest
 
-    m_statusLabel = new QLabel(this);
+    m_statusLabel = new ElidedLabel(this);
     m_statusLabel->setObjectName(QStringLiteral("statusLabel"));
     layout->addWidget(m_statusLabel);
 }
@@ -354,9 +358,8 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
     if (!m_offered.isEmpty() && QFileInfo(m_offered).absoluteFilePath() == QFileInfo(path).absoluteFilePath())
         offerDatabase(QString()); // the offered file is now the one shown
     // A read-only file or folder is read as it is (RunStore): said here, where the runs are shown.
-    m_databaseLabel->setText(m_store->isReadOnly()
-                                 ? tr("Database: <b>%1</b> (read-only)").arg(QDir::toNativeSeparators(path).toHtmlEscaped())
-                                 : tr("Database: <b>%1</b>").arg(QDir::toNativeSeparators(path).toHtmlEscaped()));
+    m_databaseLabel->setText(m_store->isReadOnly() ? tr("Database: %1 (read-only)").arg(QDir::toNativeSeparators(path))
+                                                   : tr("Database: %1").arg(QDir::toNativeSeparators(path)));
     m_databaseLabel->setToolTip(m_store->isReadOnly() ? QFileInfo(path).absoluteFilePath() + QLatin1Char('\n') + m_store->openNote()
                                                       : QFileInfo(path).absoluteFilePath());
     m_tablesEmpty->setText(tr("Computing the report of %1 …").arg(QFileInfo(path).fileName()));

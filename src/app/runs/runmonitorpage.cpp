@@ -4,6 +4,7 @@
 #include "app/runs/runmanager.h"
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
+#include "app/widgets/elidedlabel.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
@@ -91,10 +92,14 @@ void RunMonitorPage::buildUi()
     auto* layout = new QVBoxLayout(page);
 
     auto* header = new QHBoxLayout;
-    m_title = new QLabel(page);
+    // One line each, elided (the whole text in the tooltip): a failed run's error once made the
+    // window 2,766 px wide (issue 38).
+    m_title = new ElidedLabel(page);
     m_title->setObjectName(QStringLiteral("runTitle"));
-    m_title->setTextFormat(Qt::RichText);
-    m_state = new QLabel(page);
+    QFont bold = m_title->font();
+    bold.setBold(true);
+    m_title->setFont(bold);
+    m_state = new ElidedLabel(page);
     m_state->setObjectName(QStringLiteral("runStateLabel"));
     m_pause = new QPushButton(tr("Pause"), page);
     m_pause->setObjectName(QStringLiteral("monitorPause"));
@@ -104,7 +109,7 @@ void RunMonitorPage::buildUi()
     m_resume->setObjectName(QStringLiteral("monitorResume"));
     m_resume->setToolTip(tr("Continue this run where it stopped (finished units are kept)"));
     header->addWidget(m_title, 1);
-    header->addWidget(m_state);
+    header->addWidget(m_state, 1);
     header->addWidget(m_pause);
     header->addWidget(m_cancel);
     header->addWidget(m_resume);
@@ -132,7 +137,7 @@ void RunMonitorPage::buildUi()
     m_progress->setFormat(tr("%v/%m tasks"));
     m_progress->setRange(0, 1);
     m_progress->setValue(0);
-    m_progressText = new QLabel(page);
+    m_progressText = new ElidedLabel(page);
     m_progressText->setObjectName(QStringLiteral("progressText"));
     m_follow = new QCheckBox(tr("Follow live output"), page);
     m_follow->setObjectName(QStringLiteral("followLive"));
@@ -314,8 +319,7 @@ void RunMonitorPage::updateHeader()
 {
     if (m_session) {
         const RunSession::State state = m_session->state();
-        m_title->setText(tr("<b>Run %1</b> · %2").arg(m_session->label().toHtmlEscaped(),
-                                                      QFileInfo(m_session->environment().databasePath).fileName()));
+        m_title->setText(tr("Run %1 · %2").arg(m_session->label(), QFileInfo(m_session->environment().databasePath).fileName()));
         QString stateText = RunSession::stateText(state);
         if (state == RunSession::State::Failed)
             stateText += QStringLiteral(": ") + m_session->errorString();
@@ -329,8 +333,7 @@ void RunMonitorPage::updateHeader()
         return;
     }
     if (m_openedStore) {
-        m_title->setText(tr("<b>Run %1</b> · %2")
-                             .arg(runLabel(m_openedInfo).toHtmlEscaped(), QFileInfo(m_openedPath).fileName()));
+        m_title->setText(tr("Run %1 · %2").arg(runLabel(m_openedInfo), QFileInfo(m_openedPath).fileName()));
         m_title->setToolTip(m_openedInfo.name);
         m_state->setText(m_openedInfo.status);
         m_pause->setVisible(false);
