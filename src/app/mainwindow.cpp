@@ -518,7 +518,7 @@ void MainWindow::measureTraffic(const QString& task)
                             m_trafficPage->setProfileFailed(task, response.header.errorMessage);
                             return;
                         }
-                        const GpuRoofs roofs = fromDeviceResponse(m_liveDevice.raw);
+                        const GpuRoofs roofs = fromDeviceFacts(m_liveDevice);
                         const Roof* memory = roofs.primaryMemory();
                         m_trafficPage->setProfile(task, *response.profile, roofs.bandwidthGBps(),
                                                   memory && memory->origin == Roof::Origin::Measured
@@ -534,10 +534,10 @@ void MainWindow::onDevice(const DeviceFacts& facts)
     const bool available = facts.available;
     m_trafficPage->setMeasureAvailable(available, facts.reason);
     if (available) {
-        // These pages still take the response as the worker wrote it (issue 34 item 2: next).
-        m_rooflinePage->setCurrentDevice(facts.raw);
+        m_rooflinePage->setCurrentDevice(facts);
+        // The prompt preview renders the response as the worker wrote it (the renderer's context is JSON).
         m_promptsPage->setDevice(facts.raw);
-        const GpuRoofs roofs = fromDeviceResponse(facts.raw);
+        const GpuRoofs roofs = fromDeviceFacts(facts);
         if (roofs.isValid()) {
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
             m_tasksRoofsFromDevice = true;
@@ -754,11 +754,12 @@ void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& po
     const bool live = liveFacts.available;
     if (!runDevice.isEmpty()) {
         // Times were measured on the database's GPU: place the tasks against its roofs.
-        const QString runGpu = decodeDeviceFacts(runDevice).name;
-        m_rooflinePage->setCurrentDevice(runDevice, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
+        const DeviceFacts runFacts = decodeDeviceFacts(runDevice);
+        const QString runGpu = runFacts.name;
+        m_rooflinePage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
         m_rooflinePage->selectGpu(QStringLiteral("current"));
         m_catalog->loadEagerTimes(m_database, runGpu);
-        const GpuRoofs roofs = fromDeviceResponse(runDevice);
+        const GpuRoofs roofs = fromDeviceFacts(runFacts);
         if (roofs.isValid()) {
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
             m_tasksRoofsFromDevice = true;

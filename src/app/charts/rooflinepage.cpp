@@ -60,10 +60,10 @@ RooflinePage::RooflinePage(QWidget* parent)
 
 RooflinePage::~RooflinePage() = default;
 
-void RooflinePage::setCurrentDevice(const QJsonObject& device, const QString& origin)
+void RooflinePage::setCurrentDevice(const DeviceFacts& device, const QString& origin)
 {
     const QString who = origin.isEmpty() ? QStringLiteral("This machine") : origin;
-    m_current = fromDeviceResponse(device);
+    m_current = fromDeviceFacts(device);
     const bool valid = m_current.isValid();
     QString text;
     if (valid) {

@@ -4,6 +4,7 @@
 // and two sentences that say how to read it.
 
 #include "app/charts/rooflinechart.h"
+#include "core/protocol/devicefacts.h"
 #include "core/tasks/gputable.h"
 
 #include <QJsonObject>
@@ -27,7 +28,7 @@ public:
     /// GPU" entry and selects it, unless the user already picked a GPU by hand.
     /// `origin` names where the device comes from in the GPU list (default "This machine"; e.g.
     /// "Run database" for the GPU a database was measured on).
-    void setCurrentDevice(const QJsonObject& device, const QString& origin = QString());
+    void setCurrentDevice(const DeviceFacts& device, const QString& origin = QString());
     /// The tasks to place (see RooflinePoint).
     void setPoints(const QList<RooflinePoint>& points);
 

@@ -82,7 +82,7 @@ private Q_SLOTS:
     void v100RooflineWithH200Times()
     {
         RooflinePage page;
-        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")), QStringLiteral("Run database"));
+        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))), QStringLiteral("Run database"));
         page.setPoints(h200Points());
         QVERIFY(page.selectGpu(QStringLiteral("v100-sxm2-32gb")));
         RooflineChart* chart = page.chart();

@@ -440,7 +440,7 @@ private Q_SLOTS:
         QVERIFY2(page.helpText().contains(QLatin1String("17.4 FLOP/B")), qPrintable(page.helpText()));
 
         // The worker reports this machine's GPU: it is added first and shown.
-        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")));
+        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))));
         QCOMPARE(combo->count(), static_cast<int>(gpuTable().size()) + 1);
         QCOMPARE(combo->itemData(0).toString(), QStringLiteral("current"));
         QVERIFY(combo->itemText(0).contains(QLatin1String("NVIDIA H200")));
@@ -465,7 +465,7 @@ private Q_SLOTS:
         QTest::keyClick(page.gpuCombo(), Qt::Key_Down);
         const QString chosen = page.selectedGpuKey();
         QVERIFY(chosen != QLatin1String("v100-sxm2-32gb"));
-        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")));
+        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))));
         QCOMPARE(page.selectedGpuKey(), chosen);
         QVERIFY(page.selectGpu(QStringLiteral("current")));
         QCOMPARE(page.chart()->roofs().key, QStringLiteral("current"));
@@ -474,8 +474,8 @@ private Q_SLOTS:
     void pageWithoutAGpu()
     {
         RooflinePage page;
-        page.setCurrentDevice(QJsonObject{{QStringLiteral("available"), false},
-                                          {QStringLiteral("reason"), QStringLiteral("no CUDA device")}});
+        page.setCurrentDevice(kwb::decodeDeviceFacts(QJsonObject{{QStringLiteral("available"), false},
+                                                                 {QStringLiteral("reason"), QStringLiteral("no CUDA device")}}));
         QComboBox* combo = page.gpuCombo();
         QCOMPARE(combo->itemData(0).toString(), QStringLiteral("current"));
         auto* model = qobject_cast<QStandardItemModel*>(combo->model());
@@ -483,7 +483,7 @@ private Q_SLOTS:
         QVERIFY(!page.selectGpu(QStringLiteral("current")));
         QCOMPARE(page.selectedGpuKey(), QStringLiteral("v100-sxm2-32gb"));
         // A GPU appears later (another worker): the entry becomes usable and is shown.
-        page.setCurrentDevice(loadChartData(QStringLiteral("device_h200.json")));
+        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))));
         QVERIFY(model->item(0)->isEnabled());
         QCOMPARE(page.selectedGpuKey(), QStringLiteral("current"));
     }
