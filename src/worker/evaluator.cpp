@@ -18,6 +18,7 @@
 #include "roofline.hpp"
 #include "script_host.hpp"
 #include "tensor_fingerprint.hpp"
+#include "torch_globals.hpp"
 
 #include <ATen/Context.h>
 #include <ATen/record_function.h>
@@ -480,6 +481,13 @@ uint64_t trialSeed(uint64_t baseSeed, int trial)
     return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFull; // torch seeds are int64: keep it positive
 }
 
+/// torch's settings as the worker found them at its start, before any candidate ran.
+const TorchGlobals& workerStartGlobals()
+{
+    static const TorchGlobals start = TorchGlobals::capture();
+    return start;
+}
+
 std::string torchVersion()
 {
     return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
@@ -495,6 +503,7 @@ Evaluator::Evaluator()
     // profile pins exactly these (profiles.hpp).
     static const bool captured = [] {
         setTorchTf32Defaults(at::globalContext().allowTF32CuBLAS(), at::globalContext().allowTF32CuDNN());
+        (void)workerStartGlobals(); // before any candidate can change them
         return true;
     }();
     (void)captured;
@@ -609,6 +618,11 @@ std::atomic<bool> g_cudaContextReady{false};
 
 struct Evaluation {
     Evaluation(const Task& t, const json& r, bool& h) : task(t), req(r), healthy(h) {}
+
+    /// torch's global settings as the evaluator sets them for this evaluation (deviceStage).
+    TorchGlobals globals;
+    bool globalsReset = false; ///< the candidate's import changed some; set back (flag global_state_reset)
+    json globalsChangedInRun;  ///< the first change found after a candidate call (restoreGlobals)
 
     const Task& task;
     const json& req;
@@ -851,6 +865,8 @@ struct Evaluation {
             else
                 cudaGetLastError();
         }
+        if (globalsReset && res.contains("flags") && res["flags"].is_array())
+            res["flags"].push_back("global_state_reset");
         stageMs["total"] = msSince(tTotal);
         res["stage_ms"] = stageMs;
         res["stage_detail_ms"] = stageDetail;
@@ -1321,6 +1337,48 @@ void startContextBeside(Evaluation& ev)
                         }).share();
 }
 
+/// After a KernelBench-format answer's module was imported: what its import changed of torch's
+/// settings is recorded and set back, so that the reference and the candidate run under the
+/// evaluator's (an honest `cudnn.benchmark = True` at import is no attack: a flag, not a verdict).
+void resetGlobalsAfterImport(Evaluation& ev)
+{
+    json changes = ev.globals.changesTo(TorchGlobals::capture());
+    if (changes.empty())
+        return;
+    ev.globals.apply();
+    ev.globalsReset = true;
+    ev.res["global_state"] = {{"changed_at", "import"}, {"changes", std::move(changes)}, {"action", "reset"}};
+}
+
+/// Before each reference call: the reference runs under the evaluator's settings, whatever the
+/// candidate's last call left; what it left is kept for globalsUnchanged.
+void restoreGlobals(Evaluation& ev)
+{
+    json changes = ev.globals.changesTo(TorchGlobals::capture());
+    if (changes.empty())
+        return;
+    if (ev.globalsChangedInRun.is_null())
+        ev.globalsChangedInRun = std::move(changes);
+    ev.globals.apply();
+}
+
+/// After the candidate ran (correctness, timing, trace): a candidate that changes torch's settings
+/// while it runs is `rejected`, naming each setting. The reference never ran under them
+/// (restoreGlobals), but the numbers of a candidate that changes how the process computes are
+/// not comparable, and its next call could change them where no reset reaches (another thread).
+bool globalsUnchanged(Evaluation& ev, const char* stage)
+{
+    restoreGlobals(ev);
+    if (ev.globalsChangedInRun.is_null())
+        return true;
+    json changes = std::move(ev.globalsChangedInRun);
+    const std::string what = describeChanges(changes);
+    ev.res["global_state"] = {{"changed_at", stage}, {"changes", std::move(changes)}, {"action", "rejected"}};
+    return ev.stop("rejected", stage,
+                   "the candidate changes torch's global settings while it runs (" + what +
+                       "): they decide how the reference runs too, so the evaluator owns them (docs/protocol.md, global_state)");
+}
+
 /// The device for the stages that run: none stops here (no_device); the first CUDA use in this
 /// process creates the context, a cost of a fresh worker kept apart from the candidate's stages.
 bool deviceStage(Evaluation& ev)
@@ -1346,8 +1404,12 @@ bool deviceStage(Evaluation& ev)
                 ev.prep();
         }
     }
-    at::globalContext().setAllowTF32CuBLAS(ev.prof.tf32CuBLAS);
-    at::globalContext().setAllowTF32CuDNN(ev.prof.tf32CuDNN);
+    // Every global setting the evaluator's, for the reference and the candidate alike: the
+    // worker's own at its start, with the profile's TF32 flags (torch_globals.hpp).
+    ev.globals = workerStartGlobals();
+    ev.globals.tf32CuBLAS = ev.prof.tf32CuBLAS;
+    ev.globals.tf32CuDNN = ev.prof.tf32CuDNN;
+    ev.globals.apply();
     // What libtorch says it now does, not what the profile asked for.
     ev.res["precision"] = {{"allow_tf32_cublas", at::globalContext().allowTF32CuBLAS()},
                            {"allow_tf32_cudnn", at::globalContext().allowTF32CuDNN()}};
@@ -1497,6 +1559,7 @@ std::string ownCopiesProblem(const Evaluation& ev, const std::vector<c10::IValue
 /// inputs, so its output is not there to be read while the candidate runs (issue 11).
 at::Tensor referenceOutput(Evaluation& ev, const std::vector<c10::IValue>& inputs)
 {
+    restoreGlobals(ev);
     return (*ev.refFn)(cloneArgs(inputs, ev.params, ev.task, true)).toTensor();
 }
 
@@ -2063,6 +2126,7 @@ bool timingStage(Evaluation& ev)
         }
         const auto t1 = Clock::now();
         releaseReference(ev, refOut);
+        restoreGlobals(ev);
         const int set = index < 0 ? warm++ % nSets : index % nSets;
         auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
         const int mySeq = ++seq, mySet = index < 0 ? -1 : set; // a warm-up's output checks nothing
@@ -2272,6 +2336,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
         // The build runs before the device is touched; a missing device stops after it.
         if ((ev.device != "none" && !deviceStage(ev)) || !kernelBenchLoadStage(ev))
             return ev.response();
+        resetGlobalsAfterImport(ev);
     } else {
         if (!g_cudaContextReady)
             ev.shareGpu(); // the context made beside the compile is GPU work
@@ -2282,18 +2347,18 @@ json Evaluator::evaluate(const Task& task, const json& req)
     }
     LaunchScope launchScope(&ev.launchCtx);
     try {
-        if (!referenceStage(ev) || !correctnessStage(ev))
+        if (!referenceStage(ev) || !correctnessStage(ev) || !globalsUnchanged(ev, "correctness"))
             return ev.response();
         // 7. timing, then 8. the trace (CUPTI), never the other way round (traceStage).
         ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
-        if (!timingStage(ev))
+        if (!timingStage(ev) || !globalsUnchanged(ev, "timing"))
             return ev.response();
         // Measured: the next evaluation on this GPU may start its GPU stages beside the trace.
         if (ev.timingIsLastMeasurement())
             ev.endTurn();
         if (!ev.traceHold)
             ev.shareGpu(); // the trace runs the candidate again, beside nothing measured
-        if (!traceStage(ev))
+        if (!traceStage(ev) || !globalsUnchanged(ev, "trace"))
             return ev.response();
         ev.traceHold.reset(); // the trace (and CUPTI's detach) ran under the timing's exclusive hold
         if (ev.retimeAfterTrace && ev.doTime) {

@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -345,6 +346,51 @@ TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from t
     const json w = evaluateOnCpu(t, fenced(wrong));
     CHECK(w["status"] == "runtime_error");
     CHECK(w["message"].get<std::string>().find("scaled") != std::string::npos);
+}
+
+// Issue 39 item 4: torch's global settings are the evaluator's. An extension's C++ runs natively
+// at import and in forward, where no Python check sees it: what its import changes is set back
+// (a flag), what it changes while it runs is rejected, and neither reaches the next evaluation.
+TEST_CASE("evaluate: torch's global settings changed by an extension are set back at import and rejected in forward")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const bool benchmarkBefore = at::globalContext().benchmarkCuDNN();
+    const bool deterministicBefore = at::globalContext().deterministicCuDNN();
+    REQUIRE_FALSE(deterministicBefore); // torch's default, which the answer below changes
+    std::string atImport = kScaleCpp;
+    atImport.replace(atImport.find("torch::Tensor scale("), 0,
+                     "static const int kwbFlip = [] { at::globalContext().setBenchmarkCuDNN(true); return 0; }();\n");
+    atImport.replace(atImport.find("kwb_test_scale"), 14, "kwb_test_globals_import");
+    const json imported = evaluateOnCpu(t, fenced(atImport), true);
+    INFO(imported.dump());
+    CHECK(imported["status"] == "correct");
+    REQUIRE(imported.contains("global_state"));
+    CHECK(imported["global_state"]["changed_at"] == "import");
+    CHECK(imported["global_state"]["action"] == "reset");
+    CHECK(imported["global_state"]["changes"][0]["setting"] == "torch.backends.cudnn.benchmark");
+    CHECK(imported["global_state"]["changes"][0]["now"] == true);
+    CHECK(std::find(imported["flags"].begin(), imported["flags"].end(), "global_state_reset") != imported["flags"].end());
+    CHECK(at::globalContext().benchmarkCuDNN() == benchmarkBefore);
+
+    std::string inForward = kScaleCpp;
+    inForward.replace(inForward.find("{ return a * s; }"), 17,
+                      "{ at::globalContext().setDeterministicCuDNN(true); return a * s; }");
+    inForward.replace(inForward.find("kwb_test_scale"), 14, "kwb_test_globals_forward");
+    const json forward = evaluateOnCpu(t, fenced(inForward), true);
+    INFO(forward.dump());
+    CHECK(forward["status"] == "rejected");
+    CHECK(forward["stage"] == "correctness");
+    CHECK(forward["message"].get<std::string>().find("torch.backends.cudnn.deterministic") != std::string::npos);
+    CHECK(forward["global_state"]["action"] == "rejected");
+    CHECK(at::globalContext().deterministicCuDNN() == deterministicBefore);
+
+    // The honest answer after them runs under the evaluator's settings, unflagged.
+    const json honest = evaluateOnCpu(t, fenced(kScaleCpp));
+    CHECK(honest["status"] == "correct");
+    CHECK_FALSE(honest.contains("global_state"));
 }
 
 TEST_CASE("evaluate: a ModelNew with the reference's parameters gets its weights; one with others keeps its own")
