@@ -11,6 +11,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "kernelbench_convert.py")
+sys.dont_write_bytecode = True  # no scripts/__pycache__ left in the source tree
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import kernelbench_convert as kc  # noqa: E402
 
