@@ -12,11 +12,25 @@
 # hashes what was built, writes the manifest and renames the folder into place. A worker checks
 # every file's hash against the manifest before it loads an entry. Without the sandbox (kwb's
 # --no-os-sandbox, or a worker run by hand) the worker does the same in-process.
+#
+# Torch's extension header precompiled (docs/sandbox.md, "The precompiled header"): parsing
+# torch/extension.h is most of a C++ build (18 of 20 s on 2 cores, bench/results/2026-12-03-kb-
+# build-2core.md), so the broker keeps it as an entry of its own (a one-line header including it,
+# that header's .gch, and the exact flags it was made with), built once per compiler, torch, flags and
+# defines by the sandboxed builder like any entry. A build whose flags are the PCH's (the
+# extension's name aside, which no torch header reads) gets `-include` of its one-line header:
+# g++ takes the .gch for it, or, where it does not fit, says why (-Winvalid-pch) and reads the
+# header itself; main.cpp's own #include <torch/extension.h> is then skipped (pragma once), so the
+# objects are the same bytes either way (test_extension_pch.py). Where ninja also runs nvcc, a g++ -fsyntax-only pass over
+# the C++ sources runs beside it and stops it at a compile error, which ninja would report only
+# after nvcc (a C++-only build needs none: with the PCH its compile fails as soon, 6.8 s both).
 import fcntl
 import hashlib
 import json
 import os
+import re
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -28,7 +42,9 @@ import threading
 import time
 
 # Bumped when the build rule or the entry's layout changes, so older entries are not taken.
-CACHE_FORMAT = 2
+# 3: the precompiled header on the compile line and the syntax pass beside nvcc (their failures'
+# messages), the manifest's "pch", and the precompiled header's own entries.
+CACHE_FORMAT = 3
 MANIFEST = "kwb-entry.json"
 REQUEST = "kwb-request.json"
 RESULT = "kwb-build-result.json"
@@ -39,6 +55,21 @@ LINE_CAP = 2000
 # Files a finished build does not need (the loader reads the library only).
 INTERMEDIATE_SUFFIXES = (".o", ".ninja_deps", ".ninja_log", ".cuda.o")
 BUILD_TIMEOUT_S = 1800
+
+# The precompiled header's entry: a one-line header that includes torch/extension.h, its .gch
+# (g++ takes it for `-include` of the header), and the flags and compiler it was made with. Not a
+# .gch of torch/extension.h found first on the include path: g++ 12 then fails an answer's own
+# second `#include <torch/extension.h>` ("No such file", the pragma once of a header replaced by
+# a PCH), and nearly every answer has one after load_inline's.
+PCH_NAME = "kwb_torch_pch"
+PCH_INCLUDE = "#include <torch/extension.h>\n"
+PCH_WRAPPER = os.path.join("include", "kwb-torch-extension.h")
+PCH_FILE = PCH_WRAPPER + ".gch"
+PCH_INFO = "kwb-pch.json"
+# The extra_cflags a build may have and still get a precompiled header: those that change what
+# the header means (optimisation and language level set predefined macros) key their own entry;
+# anything else (an -include, a -D of the answer's, a plugin) builds as load_inline alone would.
+PCH_FLAG = re.compile(r"-O[0-3sgz]?|-std=(c|gnu)\+\+\d\d|-ffast-math|-funroll-loops|-g0?|-w|-W[a-z-]+|-DNDEBUG")
 
 
 class BuildError(RuntimeError):
@@ -161,12 +192,15 @@ def _remove(directory):
     shutil.rmtree(directory, onerror=writable)
 
 
-def publish(arguments, arch, cache_dir, run_build):
+def publish(arguments, arch, cache_dir, run_build, block=True):
     """The entry of these load_inline arguments: found, or built by run_build(arguments, arch,
-    staging) -> {"ok", "message"} (None: cancelled) and published. One build of a key at a time
-    over every process sharing the cache (flock: the kernel drops it when its holder dies).
-    Returns (directory, manifest, cached, waited_ms, build_ms)."""
+    staging) -> {"ok", "message", "pch"} (None: cancelled) and published. One build of a key at a
+    time over every process sharing the cache (flock: the kernel drops it when its holder dies).
+    Returns (directory, manifest, cached, waited_ms, build_ms); None where block is False and
+    another process holds the key."""
     name = str(arguments.get("name", "ext"))
+    # What a good build leaves: the library, or a precompiled header's .gch and its flags.
+    products = [PCH_WRAPPER, PCH_FILE, PCH_INFO] if _is_pch_request(arguments) else [f"{name}.so"]
     key = build_key(arguments, arch)
     directory = entry_dir(cache_dir, name, key)
     manifest = read_manifest(directory)
@@ -176,7 +210,10 @@ def publish(arguments, arch, cache_dir, run_build):
     lock_fd = os.open(os.path.join(cache_dir, f".{os.path.basename(directory)}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         t_wait = time.monotonic()
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+        except BlockingIOError:
+            return None
         waited_ms = (time.monotonic() - t_wait) * 1000.0
         manifest = read_manifest(directory)
         if manifest is not None:
@@ -201,9 +238,11 @@ def publish(arguments, arch, cache_dir, run_build):
             files = {}
             ok = bool(result.get("ok"))
             if ok:
-                library = os.path.join(staging, f"{name}.so")
-                if not os.path.isfile(library) or os.path.islink(library):
-                    ok, result = False, {"ok": False, "message": f"the build made no {name}.so"}
+                for product in products:
+                    path = os.path.join(staging, product)
+                    if not os.path.isfile(path) or os.path.islink(path):
+                        ok, result = False, {"ok": False, "message": f"the build made no {product}"}
+                        break
             for root, dirs, names in os.walk(staging):
                 for n in names:
                     path = os.path.join(root, n)
@@ -216,7 +255,7 @@ def publish(arguments, arch, cache_dir, run_build):
                     files[rel] = _hash_file(path)
             manifest = {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
                         "message": "" if ok else cap_message(result.get("message", "the build failed")),
-                        "files": files, "build_ms": build_ms}
+                        "files": files, "build_ms": build_ms, "pch": str(result.get("pch", ""))}
             _write_json(os.path.join(staging, MANIFEST), manifest)
             _seal(staging)
             os.chmod(staging, 0o755)
@@ -241,28 +280,291 @@ def _cuda_arch_list(arch):
     return f"{digits[:-1]}.{digits[-1]}{suffix}" if len(digits) >= 2 else None
 
 
-def build_into(arguments, arch, out_dir):
+def _is_pch_request(arguments):
+    return isinstance(arguments.get("kwb_pch"), dict)
+
+
+_compiler_ids = {}
+
+
+def compiler_identity(cxx=None):
+    """The host compiler load_inline runs (CXX, else c++, as torch picks it): its resolved path and
+    the first line of its --version, so another compiler keys another precompiled header."""
+    cxx = cxx or os.environ.get("CXX", "c++")
+    if cxx not in _compiler_ids:
+        found = shutil.which(cxx)
+        real = os.path.realpath(found) if found else cxx
+        try:
+            out = subprocess.run([real, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=60).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _compiler_ids[cxx] = f"{real}: {(out.splitlines() or ['?'])[0]}"
+    return _compiler_ids[cxx]
+
+
+def pch_arguments(arguments):
+    """The load_inline arguments that make the precompiled header a build with these arguments
+    can use: (arguments, "") or (None, why there is none). They hold what the header's flags
+    depend on (the answer's allowed extra_cflags, whether CUDA's include folder is on the path, the
+    compiler); build_key adds torch and Python."""
+    extra = arguments.get("extra_cflags") or []
+    if not isinstance(extra, list) or not all(isinstance(f, str) and PCH_FLAG.fullmatch(f.strip()) for f in extra):
+        return None, "its extra_cflags are not among those a precompiled header is made for"
+    if arguments.get("extra_include_paths"):
+        return None, "it has extra_include_paths"
+    with_cuda = arguments.get("with_cuda")
+    if with_cuda is None:
+        with_cuda = bool(arguments.get("cuda_sources"))
+    return {"name": PCH_NAME, "cpp_sources": "", "extra_cflags": [f.strip() for f in extra],
+            "with_cuda": bool(with_cuda), "kwb_pch": {"compiler": compiler_identity()}}, ""
+
+
+NO_PCH_YET = "none is made yet for these flags"
+
+
+def pch_entry(arguments, cache_dir):
+    """The verified precompiled header's entry a build with these load_inline arguments can use:
+    (directory, "") or (None, why not). It only looks; ensure_pch makes one."""
+    request, why = pch_arguments(arguments)
+    if request is None:
+        return None, why
+    key = build_key(request, "")
+    directory = entry_dir(cache_dir, PCH_NAME, key)
+    manifest = read_manifest(directory)
+    if manifest is None or not manifest.get("ok"):  # ensure_pch publishes no failure
+        return None, NO_PCH_YET
+    try:
+        verify(directory, manifest, key)
+    except BuildError as e:
+        return None, str(e)
+    return directory, ""
+
+
+def ensure_pch(arguments, cache_dir, run_build, block=True):
+    """Publishes the precompiled header for builds with these load_inline arguments (run_build as
+    publish's): publish's answer, or None where there is none for them or (block False) another
+    process is making it. A failed header is raised (BuildError), not published: builds go on
+    without one, and a later broker tries again (a header is no answer's result to keep)."""
+    request, _ = pch_arguments(arguments)
+    if request is None:
+        return None
+
+    def build(a, arch, staging):
+        result = run_build(a, arch, staging)
+        if result is not None and not result.get("ok"):
+            raise BuildError(cap_message(result.get("message") or "the precompiled header's build failed"))
+        return result
+
+    return publish(request, "", cache_dir, build, block=block)
+
+
+def _ninja_command(cxx, cflags, middle, post_cflags):
+    # As ninja runs torch's compile rule ($cxx ... $cflags ... $post_cflags through /bin/sh -c):
+    # torch writes the flags into build.ninja joined by spaces, unquoted.
+    return " ".join([cxx] + list(cflags) + list(middle) + list(post_cflags))
+
+
+def _run_sh(command, cwd):
+    done = subprocess.run(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT)
+    return done.returncode, done.stdout.decode(errors="replace")
+
+
+class _BuildHooks:
+    """torch's cpp_extension with the precompiled header's parts around its ninja file and its
+    build. The flags are read where torch writes build.ninja, so they are load_inline's own; a
+    build whose flags are the PCH's gets -I<pch>/include first, and a syntax-only pass of its C++
+    sources before ninja runs; a PCH request compiles the header where ninja would build."""
+
+    def __init__(self, cpp, pch, making_pch):
+        self.cpp, self.pch, self.making_pch = cpp, pch, making_pch
+        self.note = ""  # what became of the precompiled header: the entry's "pch"
+        self.record = None  # {"cxx", "compiler", "cflags" (without the name), "post_cflags"}
+        self.cflags, self.sources, self.use_pch = [], [], False
+
+    def __enter__(self):
+        self.real_write = getattr(self.cpp, "_write_ninja_file", None)
+        self.real_run = getattr(self.cpp, "_run_ninja_build", None)
+        if self.real_write is None or self.real_run is None:
+            if self.pch or self.making_pch:
+                self.note = "not used: this torch's cpp_extension has no _write_ninja_file or _run_ninja_build"
+            return self
+        import inspect
+        self.signature = inspect.signature(self.real_write)
+        self.cpp._write_ninja_file, self.cpp._run_ninja_build = self.write, self.run
+        return self
+
+    def __exit__(self, *exc):
+        if self.real_write is not None and self.real_run is not None:
+            self.cpp._write_ninja_file, self.cpp._run_ninja_build = self.real_write, self.real_run
+        return False
+
+    def write(self, *args, **kwargs):
+        bound = self.signature.bind(*args, **kwargs)
+        a = bound.arguments
+        cflags = [f.strip() for f in (a.get("cflags") or [])]
+        post = [f.strip() for f in (a.get("post_cflags") or [])]
+        cxx = os.environ.get("CXX", "c++")
+        self.record = {"cxx": cxx, "compiler": compiler_identity(cxx),
+                       "cflags": [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")], "post_cflags": post}
+        if self.pch and not self.making_pch:
+            why = self.mismatch()
+            if why:
+                self.note = f"not used: {why}"
+            else:
+                self.use_pch = True
+                self.note = f"used: {self.pch}"
+                cflags = ["-include", shlex.quote(os.path.join(self.pch, PCH_WRAPPER)), "-Winvalid-pch"] + cflags
+                a["cflags"] = cflags
+        self.cflags, self.post = cflags, post
+        self.sources = [os.path.abspath(f) for f in (a.get("sources") or [])]
+        return self.real_write(*bound.args, **bound.kwargs)
+
+    def mismatch(self):
+        """Why the precompiled header's flags are not this build's, or ""."""
+        try:
+            with open(os.path.join(self.pch, PCH_INFO)) as f:
+                info = json.load(f)
+        except (OSError, ValueError) as e:
+            return f"its {PCH_INFO} does not read ({e})"
+        for field, what in (("compiler", "compiler"), ("cflags", "flags"), ("post_cflags", "flags after the source")):
+            if info.get(field) != self.record[field]:
+                return f"its {what} are not this build's ({info.get(field)!r} against {self.record[field]!r})"
+        return ""
+
+    def run(self, *args, **kwargs):
+        build_directory = kwargs.get("build_directory", args[0] if args else None)
+        error_prefix = kwargs.get("error_prefix", args[2] if len(args) > 2 else "Error building extension")
+        if self.making_pch:
+            return self.make_pch(build_directory, error_prefix)
+        if self.use_pch and len(self.cxx_sources()) < len(self.sources):
+            return self.run_beside_syntax_pass(args, kwargs, build_directory, error_prefix)
+        return self.real_run(*args, **kwargs)
+
+    def cxx_sources(self):
+        is_cuda = getattr(self.cpp, "_is_cuda_file", lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"))
+        return [s for s in self.sources if not is_cuda(s)]
+
+    def run_beside_syntax_pass(self, args, kwargs, build_directory, error_prefix):
+        """torch's ninja build with g++ -fsyntax-only of the C++ sources beside it: a compile error
+        there ends ninja (and its nvcc) and is raised as torch raises a failed build, with the
+        compiler's messages; else ninja's own result."""
+        outcome = {}
+
+        def ninja():
+            try:
+                self.real_run(*args, **kwargs)
+            except BaseException as e:  # noqa: B902 (re-raised in the caller's thread)
+                outcome["error"] = e
+
+        thread = threading.Thread(target=ninja, daemon=True)
+        thread.start()
+        failure = None
+        for source in self.cxx_sources():
+            command = _ninja_command(self.record["cxx"], self.cflags, ["-fsyntax-only", shlex.quote(source)], self.post)
+            code, output = _run_sh(command, build_directory)
+            self.note_pch(output)
+            if code != 0:
+                failure = f"{error_prefix}: [syntax check] {command}\nFAILED: {source}\n{output}"
+                break
+        if failure is not None:
+            while thread.is_alive():  # ninja kills its running commands' process groups on SIGTERM
+                _terminate_children("ninja")
+                thread.join(0.05)
+            raise RuntimeError(failure)
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+
+    def note_pch(self, output):
+        if "-Winvalid-pch" in output:  # g++ read the header itself: slower, never wrong
+            self.note = "not taken by g++: " + next(l for l in output.splitlines() if "-Winvalid-pch" in l)[:500]
+
+    def make_pch(self, build_directory, error_prefix):
+        """torch/extension.h compiled with the build's flags (the extension's name aside), checked
+        to be taken by g++ for load_inline's main.cpp with an extension's name defined."""
+        if self.record is None:
+            raise RuntimeError(f"{error_prefix}: torch wrote no build file")
+        wrapper = os.path.join(build_directory, PCH_WRAPPER)
+        os.makedirs(os.path.dirname(wrapper), exist_ok=True)
+        with open(wrapper, "w") as f:
+            f.write(PCH_INCLUDE)
+        gch = os.path.join(build_directory, PCH_FILE)
+        command = _ninja_command(self.record["cxx"], self.record["cflags"],
+                                 ["-x", "c++-header", shlex.quote(wrapper), "-o", shlex.quote(gch)], self.record["post_cflags"])
+        code, output = _run_sh(command, build_directory)
+        if code != 0:
+            raise RuntimeError(f"{error_prefix}: {command}\n{output}")
+        for source in self.cxx_sources():
+            check = _ninja_command(self.record["cxx"], ["-include", shlex.quote(wrapper), "-Winvalid-pch", "-H"] + self.cflags,
+                                   ["-fsyntax-only", shlex.quote(source)], self.post)
+            code, output = _run_sh(check, build_directory)
+            if code != 0 or f"! {gch}" not in output.splitlines():
+                shown = "\n".join(l for l in output.splitlines() if not l.startswith("."))[-2000:]
+                raise RuntimeError(f"{error_prefix}: g++ does not take the precompiled header for load_inline's "
+                                   f"main.cpp: {check}\n{shown}")
+        _write_json(os.path.join(build_directory, PCH_INFO), self.record)
+
+
+def _terminate_children(name):
+    """SIGTERM to this process's children called `name` (torch's ninja, started inside
+    _run_ninja_build where its handle is not reachable)."""
+    me = str(os.getpid())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat_line = f.read()
+        except OSError:
+            continue
+        comm = stat_line[stat_line.find("(") + 1:stat_line.rfind(")")]
+        fields = stat_line[stat_line.rfind(")") + 2:].split()
+        if comm == name and len(fields) > 1 and fields[1] == me:
+            try:
+                os.kill(int(pid), signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def build_into(arguments, arch, out_dir, pch=None):
     """Builds with torch's load_inline into out_dir without loading the result (its import step
-    replaced): {"ok": True} or {"ok": False, "message": load_inline's error}."""
+    replaced): {"ok": True, "pch": note} or {"ok": False, "message": load_inline's error, "pch":
+    note}. pch: a verified precompiled header's entry (pch_entry) to build with where its flags
+    are this build's; a request from pch_arguments makes that header instead of a library."""
     import torch.utils.cpp_extension as cpp
-    arguments = dict(arguments)
+    # A copy all the way down: load_inline inserts its #include into a list of cpp_sources in place,
+    # which changed the caller's arguments, and with them the key its entry is checked against.
+    arguments = json.loads(json.dumps(arguments))
+    making_pch = _is_pch_request(arguments)
+    arguments.pop("kwb_pch", None)
     arguments["build_directory"] = out_dir
     arguments["verbose"] = False
     name = str(arguments.get("name", "ext"))
     # The name's version is per process in torch (name_v1 after a second source): always 0 here.
     cpp.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
     archs = _cuda_arch_list(arch)
+    if making_pch and not archs:
+        # torch works out nvcc's flags too, asking the GPU for its arch where none is named (there
+        # is none in the builder's sandbox); the header's build uses only g++'s.
+        archs = "8.0"
     old = os.environ.get("TORCH_CUDA_ARCH_LIST")
     if archs:
         os.environ["TORCH_CUDA_ARCH_LIST"] = archs
     real_import = cpp._import_module_from_library
     cpp._import_module_from_library = lambda *a, **k: None
     load_inline = getattr(cpp, "_kwb_real_load_inline", cpp.load_inline)
+    hooks = _BuildHooks(cpp, pch, making_pch)
+    if making_pch and not (hasattr(cpp, "_write_ninja_file") and hasattr(cpp, "_run_ninja_build")):
+        return {"ok": False, "message": "this torch's cpp_extension has no _write_ninja_file or _run_ninja_build, "
+                                        "where the flags of a precompiled header are read"}
     try:
-        load_inline(**arguments)
-        return {"ok": True}
+        with hooks:
+            load_inline(**arguments)
+        return {"ok": True, "pch": hooks.note}
     except Exception as e:  # the compiler's messages, as load_inline raises them
-        return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}")}
+        return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": hooks.note}
     finally:
         cpp._import_module_from_library = real_import
         if archs:
@@ -273,10 +575,11 @@ def build_into(arguments, arch, out_dir):
 
 
 def build_extension(request_path, out_dir):
-    """`kwb-worker --build-extension REQUEST OUT`: the builder in its own sandbox."""
+    """`kwb-worker --build-extension REQUEST OUT`: the builder in its own sandbox. The broker binds
+    the precompiled header's entry it names (verified) read-only."""
     with open(request_path) as f:
         request = json.load(f)
-    result = build_into(request["arguments"], request.get("arch", ""), out_dir)
+    result = build_into(request["arguments"], request.get("arch", ""), out_dir, request.get("pch"))
     _write_json(os.path.join(out_dir, RESULT), result)
     return 0
 
@@ -284,6 +587,8 @@ def build_extension(request_path, out_dir):
 # ---- the broker: one per kwb process and cache, outside the workers' sandboxes ------------------
 
 def _peer_gone(conn):
+    if conn is None:  # a build of the broker's own (a precompiled header): nobody to leave
+        return False
     try:
         readable, _, _ = select.select([conn], [], [], 0)
         return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
@@ -291,12 +596,14 @@ def _peer_gone(conn):
         return True
 
 
-def _run_builder(config, conn, arguments, arch, staging):
+def _run_builder(config, conn, arguments, arch, staging, pch=None):
     with open(os.path.join(staging, REQUEST), "w") as f:
-        json.dump({"arguments": arguments, "arch": arch}, f)
+        json.dump({"arguments": arguments, "arch": arch, "pch": pch}, f)
     command = list(config.get("builder_prefix") or [])
     if command:
-        command += ["--bind", staging, staging, "--"]
+        # The precompiled header's entry, read-only, where the builder's view of the cache (an
+        # empty tmpfs) holds nothing else but the staging folder.
+        command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", staging, staging, "--"]
     command += [config["worker"], "--build-extension", os.path.join(staging, REQUEST), staging]
     log_path = os.path.join(staging, ".kwb-builder.log")
     with open(log_path, "wb") as log:
@@ -328,7 +635,7 @@ def _run_builder(config, conn, arguments, arch, staging):
         with open(result_path) as f:
             result = json.load(f)
         if isinstance(result, dict) and "ok" in result:
-            return {"ok": bool(result["ok"]), "message": str(result.get("message", ""))}
+            return {"ok": bool(result["ok"]), "message": str(result.get("message", "")), "pch": str(result.get("pch", ""))}
     except (OSError, ValueError):
         pass
     # No result: the builder did not run to its end. bwrap's own failures are the machine's.
@@ -349,6 +656,55 @@ def _read_line(conn, limit=256 * 1024 * 1024):
     return bytes(data)
 
 
+_pch_making = set()  # the precompiled headers this broker is making (their request's key)
+_pch_failed = {}  # those whose build failed in this broker: key -> the message's last line
+_pch_making_lock = threading.Lock()
+
+
+def _make_pch_in_background(config, arguments):
+    """Starts making the precompiled header for builds like this one, once per broker and header
+    (and skipped where another process holds its key): the build that asked goes on without it,
+    so no build waits the header's half minute; the next ones take it."""
+    request, _ = pch_arguments(arguments)
+    if request is None:
+        return
+    key = build_key(request, "")
+    with _pch_making_lock:
+        if key in _pch_making or key in _pch_failed:
+            return
+        _pch_making.add(key)
+
+    def make():
+        try:
+            ensure_pch(arguments, config["cache_dir"],
+                       lambda a, r, staging: _run_builder(config, None, a, r, staging), block=False)
+        except Exception as e:  # noqa: BLE001 (a header that is not made leaves builds as they were)
+            with _pch_making_lock:
+                _pch_failed[key] = (str(e).strip().splitlines() or ["?"])[-1][:300]
+        finally:
+            with _pch_making_lock:
+                _pch_making.discard(key)
+
+    threading.Thread(target=make, daemon=True).start()
+
+
+def _build_with_pch(config, conn, arguments, arch, staging):
+    """One build through the sandboxed builder, with the precompiled header where there is one
+    (else it is started for the next builds); the entry's "pch" says which."""
+    pch, why = pch_entry(arguments, config["cache_dir"])
+    if pch is None and why == NO_PCH_YET:
+        request, _ = pch_arguments(arguments)
+        failed = _pch_failed.get(build_key(request, ""))
+        if failed is None:
+            _make_pch_in_background(config, arguments)
+        else:
+            why = f"its build failed in this broker: {failed}"
+    result = _run_builder(config, conn, arguments, arch, staging, pch)
+    if result is not None and pch is None:
+        result["pch"] = f"not used: {why}"
+    return result
+
+
 def _serve_one(config, conn):
     with conn:
         try:
@@ -356,9 +712,11 @@ def _serve_one(config, conn):
             arguments, arch = request["arguments"], str(request.get("arch", ""))
             if not isinstance(arguments, dict):
                 raise ValueError("arguments must be an object")
+            if _is_pch_request(arguments):
+                raise ValueError("a precompiled header is made by the broker alone")
             directory, manifest, cached, waited_ms, build_ms = publish(
                 arguments, arch, config["cache_dir"],
-                lambda a, r, staging: _run_builder(config, conn, a, r, staging))
+                lambda a, r, staging: _build_with_pch(config, conn, a, r, staging))
             reply = {"entry": directory, "manifest": manifest, "cached": cached, "waited_ms": waited_ms,
                      "build_ms": build_ms}
         except MachineError as e:
@@ -420,8 +778,15 @@ def ask_broker(path, arguments, arch, connect_timeout_s=60.0):
     return reply["entry"], reply["manifest"], reply["cached"], reply["waited_ms"], reply["build_ms"]
 
 
-def build_in_process(arguments, arch, staging):
-    return build_into(arguments, arch, staging)
+def build_in_process(arguments, arch, staging, cache_dir=None):
+    """A build in this process (no broker): with the precompiled header where one is in the cache.
+    It makes none (that is the broker's, for a service that builds many answers; ensure_pch makes
+    one by hand)."""
+    pch, why = pch_entry(arguments, cache_dir) if cache_dir and not _is_pch_request(arguments) else (None, "")
+    result = build_into(arguments, arch, staging, pch)
+    if pch is None and why and not result.get("pch"):
+        result["pch"] = f"not used: {why}"
+    return result
 
 
 def entry_for(arguments, arch, cache_dir):
@@ -434,7 +799,9 @@ def entry_for(arguments, arch, cache_dir):
     else:
         if not cache_dir:
             raise BuildError("the worker has no extension cache folder (KWB_EXTENSION_CACHE)")
-        found = publish(arguments, arch, cache_dir, build_in_process)
+        if _is_pch_request(arguments):
+            raise BuildError("a precompiled header is not an answer's build")
+        found = publish(arguments, arch, cache_dir, lambda a, r, staging: build_in_process(a, r, staging, cache_dir))
     directory, manifest = found[0], found[1]
     if manifest.get("ok"):
         verify(directory, manifest, build_key(arguments, arch))

@@ -907,8 +907,10 @@ def _kwb_load_inline(*args, **kwargs):
         load_ms = (time.monotonic() - t0) * 1000.0
     finally:
         _state["building"] -= 1
+    # "pch": whether the build had torch's precompiled header, and where not, why (extension_cache.py).
     _builds.append({"name": name, "key": manifest.get("key"), "build_dir": directory, "cached": cached,
-                    "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda})
+                    "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
+                    "pch": manifest.get("pch", "")})
     return module
 
 

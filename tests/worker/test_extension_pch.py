@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+# Torch's precompiled extension header (src/worker/extension_cache.py, docs/sandbox.md "The
+# precompiled header") with the real torch and g++, on the CPU: the C++-only answers of
+# tests/fixtures/candidates/kernelbench/cpp_only built without and with the header.
+#   same_results_both_ways   each answer built in a cache without a header and in one with it:
+#                            the same library bytes, the same outputs (and torch's own results)
+#   compile_error_with_pch   an answer with a compile error, through the worker's own route
+#                            (kernelbench_host.build): compile_error with g++'s message, built with
+#                            the header
+#   damaged_pch_is_not_used  a header whose .gch changed after its build: the answer builds without
+#                            it and says why
+#   broker_makes_pch_for_the_next_build   the broker builds the first answer without a header and
+#                            makes one beside it; the next build takes it
+#   nvcc_build_stopped_at_a_cpp_error (--nvcc) an answer with CUDA sources whose C++ part does not
+#                            compile: reported by the syntax pass while nvcc still runs, nvcc ended
+# Usage: test_extension_pch.py SRC/worker [--nvcc] [--only=CASE]   (exit 77: skipped, saying why)
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+WORKER_SRC = os.path.abspath(sys.argv[1])
+NVCC = "--nvcc" in sys.argv[2:]
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "candidates", "kernelbench",
+                        "cpp_only")
+ROOT = None  # the test's folder (made by the run, not by the runner's import of this file)
+sys.path.insert(0, WORKER_SRC)
+import extension_cache as ec  # noqa: E402
+
+try:
+    import torch
+    import torch.utils.cpp_extension as cpp
+except ImportError as e:
+    print(f"skipped: this Python ({sys.executable}) has no torch: {e}")
+    sys.exit(77)
+
+
+def answer_module(path):
+    text = open(path).read()
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+
+
+# The answers and their inputs (small, fixed) with torch's own result to compare with.
+def inputs_for(name):
+    g = torch.Generator().manual_seed(7)
+    if name == "L1_05_scale.md":
+        a = torch.randn(64, 48, generator=g)
+        return (a, 3.5), a * 3.5
+    if name == "L1_19_relu.md":
+        x = torch.randn(4, 1000, generator=g)
+        return (x,), torch.relu(x)
+    if name == "L1_01_matmul.md":
+        a, b = torch.randn(33, 17, generator=g), torch.randn(17, 29, generator=g)
+        return (a, b), a @ b
+    if name == "L1_23_softmax.md":
+        x = torch.randn(8, 300, generator=g)
+        return (x,), torch.softmax(x, dim=1)
+    raise KeyError(name)
+
+
+GOOD = ["L1_05_scale.md", "L1_19_relu.md", "L1_01_matmul.md", "L1_23_softmax.md"]
+
+
+def load_arguments(module_source):
+    """The load_inline arguments of an answer's module (its first call), without building."""
+    seen = []
+    real = cpp.load_inline
+    cpp.load_inline = lambda *a, **k: seen.append(k) or None
+    try:
+        exec(compile(module_source, "<answer>", "exec"), {"__name__": "answer"})
+    finally:
+        cpp.load_inline = real
+    return seen[0]
+
+
+def build(arguments, cache):
+    directory, manifest, _, _, _ = ec.entry_for(arguments, "", cache)
+    return directory, manifest
+
+
+# Runs the answer's ModelNew from a cache in a process of its own (one library of a name per
+# process): its outputs as a list.
+RUNNER = r"""
+import json, re, sys
+sys.path.insert(0, sys.argv[1])
+import extension_cache as ec
+import torch, torch.utils.cpp_extension as cpp
+sys.path.insert(0, sys.argv[4])
+from test_extension_pch import inputs_for, answer_module
+real_import = cpp._import_module_from_library
+def load_inline(**arguments):
+    directory, manifest, _, _, _ = ec.entry_for(arguments, "", sys.argv[2])
+    assert manifest["ok"], manifest["message"]
+    return real_import(arguments["name"], directory, True)
+cpp.load_inline = load_inline
+namespace = {"__name__": "answer"}
+exec(compile(answer_module(sys.argv[3]), "<answer>", "exec"), namespace)
+args, _ = inputs_for(sys.argv[3].rsplit("/", 1)[-1])
+print(json.dumps(namespace["ModelNew"]()(*args).tolist()))
+"""
+
+
+def run_answer(path, cache):
+    out = subprocess.run([sys.executable, "-c", RUNNER, WORKER_SRC, cache, path, os.path.dirname(os.path.abspath(__file__))],
+                         capture_output=True, text=True, env=dict(os.environ, KWB_BUILD_BROKER=""))
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def library_bytes(entry, name):
+    """The entry's library without what differs between any two builds of the same sources in two
+    folders: the build folder's path (in __FILE__ of TORCH_CHECK's messages: a staging folder's
+    random name), blanked, and the linker's build ID, a hash of the bytes with that path in them."""
+    source = re.search(r"^build main\.o: compile (\S+)$", open(os.path.join(entry, "build.ninja")).read(), re.M).group(1)
+    stripped = os.path.join(ROOT, "stripped.so")
+    subprocess.run(["objcopy", "--remove-section=.note.gnu.build-id", os.path.join(entry, f"{name}.so"), stripped],
+                   check=True)
+    data = open(stripped, "rb").read()
+    folder = os.path.dirname(source).encode()
+    return data.replace(folder, b"#" * len(folder))
+
+
+def make_pch(arguments, cache):
+    found = ec.ensure_pch(arguments, cache, lambda a, r, staging: ec.build_in_process(a, r, staging, cache))
+    assert found is not None and found[1]["ok"], found
+    assert {ec.PCH_WRAPPER, ec.PCH_FILE, ec.PCH_INFO} <= set(found[1]["files"]), found[1]["files"]
+    return found[0]
+
+
+def same_results_both_ways():
+    # Folders of one length: the build folder's path is in the library (see library_bytes).
+    plain, with_pch = os.path.join(ROOT, "c0"), os.path.join(ROOT, "c1")
+    for name in GOOD:
+        path = os.path.join(FIXTURES, name)
+        arguments = load_arguments(answer_module(path))
+        pch_dir = make_pch(arguments, with_pch)
+        d0, m0 = build(arguments, plain)
+        d1, m1 = build(arguments, with_pch)
+        assert m0["ok"] and m1["ok"], (m0["message"], m1["message"])
+        assert m0["pch"].startswith("not used: " + ec.NO_PCH_YET), m0["pch"]
+        assert m1["pch"] == f"used: {pch_dir}", m1["pch"]
+        # The header was on the compile line, so the same library is not the same command's.
+        assert "-include" in open(os.path.join(d1, "build.ninja")).read()
+        assert "-include" not in open(os.path.join(d0, "build.ninja")).read()
+        assert library_bytes(d0, arguments["name"]) == library_bytes(d1, arguments["name"]), f"{name}: the libraries differ"
+        out0, out1 = run_answer(path, plain), run_answer(path, with_pch)
+        assert out0 == out1, f"{name}: the outputs differ"
+        _, expected = inputs_for(name)
+        assert torch.allclose(torch.tensor(out1), expected, atol=1e-5, rtol=1e-5), f"{name}: not torch's result"
+    # -O3 (L1/19) keys a header of its own: two headers for the four answers.
+    headers = [n for n in os.listdir(with_pch) if n.startswith(ec.PCH_NAME)]
+    assert len(headers) == 2, headers
+
+
+HOST_BUILD = r"""
+import importlib.util, json, sys
+sys.path.insert(0, sys.argv[1])
+import extension_cache as ec
+sys.modules["_kwb_extensions"] = ec
+spec = importlib.util.spec_from_file_location("_kwb_host", sys.argv[1] + "/kernelbench_host.py")
+host = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host)
+host.configure(sys.argv[2], "")
+print(json.dumps(host.build(open(sys.argv[3]).read())))
+"""
+
+
+def compile_error_with_pch():
+    cache = os.path.join(ROOT, "c1")  # the default flags' header is there (same_results_both_ways)
+    path = os.path.join(FIXTURES, "L1_19_relu_undeclared.md")
+    module = os.path.join(ROOT, "undeclared.py")
+    with open(module, "w") as f:
+        f.write(answer_module(path))
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", HOST_BUILD, WORKER_SRC, cache, module], capture_output=True, text=True,
+                         env=dict(os.environ, KWB_BUILD_BROKER=""))
+    seconds = time.monotonic() - t0
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    assert r["status"] == "compile_error" and r["stage"] == "compile", r
+    assert "error: \u2018zero\u2019 was not declared in this scope" in r["message"], r["message"][-2000:]
+    entry = [n for n in os.listdir(cache) if n.startswith("kwb_cpp_relu_undeclared-")]
+    manifest = ec.read_manifest(os.path.join(cache, entry[0]))
+    assert not manifest["ok"] and manifest["pch"].startswith("used: "), manifest["pch"]
+    assert "-include" in r["message"]  # g++'s command, with the header
+    print(f"  compile error reported in {seconds:.1f} s (torch's import included)")
+
+
+def damaged_pch_is_not_used():
+    cache = os.path.join(ROOT, "damaged")
+    path = os.path.join(FIXTURES, "L1_05_scale.md")
+    arguments = load_arguments(answer_module(path))
+    pch_dir = make_pch(arguments, cache)
+    gch = os.path.join(pch_dir, ec.PCH_FILE)
+    os.chmod(pch_dir, 0o755)
+    os.chmod(os.path.dirname(gch), 0o755)
+    os.chmod(gch, 0o644)
+    with open(gch, "r+b") as f:
+        f.seek(4096)
+        byte = f.read(1)
+        f.seek(4096)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    d, m = build(arguments, cache)
+    assert m["ok"], m["message"]
+    assert m["pch"].startswith("not used: ") and "changed after its build" in m["pch"], m["pch"]
+    assert "-include" not in open(os.path.join(d, "build.ninja")).read()
+
+
+BUILDER = r"""
+import sys
+sys.path.insert(0, {src!r})
+import extension_cache as ec
+assert sys.argv[1] == "--build-extension"
+sys.exit(ec.build_extension(sys.argv[2], sys.argv[3]))
+"""
+
+BROKER = r"""
+import sys
+sys.path.insert(0, {src!r})
+import extension_cache as ec
+ec.serve_broker(sys.argv[1])
+"""
+
+
+def broker_makes_pch_for_the_next_build():
+    cache = os.path.join(ROOT, "broker")
+    os.makedirs(cache)
+    for name, text in (("builder.py", BUILDER), ("broker.py", BROKER)):
+        with open(os.path.join(ROOT, name), "w") as f:
+            f.write(f"#!{sys.executable}\n" + text.format(src=WORKER_SRC))
+        os.chmod(os.path.join(ROOT, name), 0o755)
+    sock = os.path.join(ROOT, "broker.sock")
+    config = os.path.join(ROOT, "broker.json")
+    with open(config, "w") as f:
+        json.dump({"socket": sock, "cache_dir": cache, "worker": os.path.join(ROOT, "builder.py"), "builder_prefix": [],
+                   "environment": dict(os.environ)}, f)
+    broker = subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config])
+    try:
+        first = load_arguments(answer_module(os.path.join(FIXTURES, "L1_05_scale.md")))
+        _, m0, _, _, _ = ec.ask_broker(sock, first, "")
+        assert m0["ok"] and m0["pch"] == "not used: " + ec.NO_PCH_YET, m0
+        deadline = time.monotonic() + 600
+        while ec.pch_entry(first, cache)[0] is None:
+            assert time.monotonic() < deadline, "the broker made no precompiled header"
+            time.sleep(1)
+        second = load_arguments(answer_module(os.path.join(FIXTURES, "L1_23_softmax.md")))
+        _, m1, _, _, _ = ec.ask_broker(sock, second, "")
+        assert m1["ok"] and m1["pch"] == f"used: {ec.pch_entry(first, cache)[0]}", m1
+        assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
+    finally:
+        broker.kill()
+        broker.wait()
+
+
+NVCC_ANSWER = {
+    "name": "kwb_nvcc_cpp_error",
+    # The declaration lacks its ';': main.cpp does not compile, the .cu would (for a minute or more).
+    "cpp_sources": "torch::Tensor scale_forward(torch::Tensor A, double s)",
+    "cuda_sources": r'''
+#include <torch/extension.h>
+__global__ void scale_k(const float* a, float* c, float s, long n) {
+    long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] * s;
+}
+torch::Tensor scale_forward(torch::Tensor A, double s) {
+    auto c = torch::empty_like(A);
+    long n = A.numel();
+    scale_k<<<(n + 255) / 256, 256>>>(A.data_ptr<float>(), c.data_ptr<float>(), (float)s, n);
+    return c;
+}
+''',
+    "functions": ["scale_forward"],
+    "extra_cuda_cflags": ["-std=c++17"],  # CUDA 13's CUB refuses torch 1.13's -std=c++14
+}
+
+
+def nvcc_build_stopped_at_a_cpp_error():
+    cache = os.path.join(ROOT, "nvcc")
+    make_pch(NVCC_ANSWER, cache)
+    t0 = time.monotonic()
+    _, m = ec.entry_for(NVCC_ANSWER, "sm_80", cache)[:2]
+    seconds = time.monotonic() - t0
+    assert not m["ok"] and m["pch"].startswith("used: "), m
+    assert "[syntax check]" in m["message"] and "error:" in m["message"], m["message"][-2000:]
+    time.sleep(0.5)
+    mine = [p for p in os.listdir("/proc") if p.isdigit() and _is_descendant(int(p))]
+    assert not mine, f"processes of the stopped build are left: {mine}"
+    print(f"  the C++ error reported in {seconds:.1f} s while nvcc was building")
+
+
+def _is_descendant(pid):
+    try:
+        while pid > 1:
+            with open(f"/proc/{pid}/stat") as f:
+                stat_line = f.read()
+            parent = int(stat_line[stat_line.rfind(")") + 2:].split()[1])
+            if parent == os.getpid():
+                return True
+            pid = parent
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+if __name__ == "__main__":
+    if any(shutil.which(tool) is None for tool in (os.environ.get("CXX", "c++"), "ninja", "objcopy")):
+        print("skipped: no c++, ninja or objcopy on PATH")
+        sys.exit(77)
+    if NVCC:
+        if not os.path.exists(os.path.join(cpp.CUDA_HOME or "/nonexistent", "bin", "nvcc")):
+            print(f"skipped: no nvcc under CUDA_HOME ({cpp.CUDA_HOME})")
+            sys.exit(77)
+        cases = [nvcc_build_stopped_at_a_cpp_error]
+    else:
+        cases = [same_results_both_ways, compile_error_with_pch, damaged_pch_is_not_used,
+                 broker_makes_pch_for_the_next_build]
+    only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
+    cases = [c for c in cases if not only or c.__name__ in only]
+    ROOT = tempfile.mkdtemp(prefix="kwb-pch-")
+    failed = 0
+    for case in cases:
+        t0 = time.monotonic()
+        try:
+            case()
+            print(f"PASS {case.__name__} ({time.monotonic() - t0:.0f} s)", flush=True)
+        except AssertionError as e:
+            failed += 1
+            print(f"FAIL {case.__name__}: {e}", flush=True)
+    for root, dirs, _ in os.walk(ROOT):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    shutil.rmtree(ROOT, ignore_errors=True)
+    sys.exit(1 if failed else 0)
