@@ -79,7 +79,7 @@ void printWorkerStderr(const WorkerSupervisor::Outcome& outcome)
 /// (and as JSON on stdout when asked). Returns ExitSuccess when the response is usable.
 int reportFailure(const WorkerSupervisor::Outcome& outcome, bool json)
 {
-    if (outcome.hasResponse() && decodeHeader(outcome.response).ok)
+    if (outcome.hasResponse() && outcome.response.ok())
         return ExitSuccess;
     QString status;
     QString message;
@@ -89,7 +89,7 @@ int reportFailure(const WorkerSupervisor::Outcome& outcome, bool json)
         message = outcome.message;
         code = evaluationStatusFromWire(status) == EvaluationStatus::BadRequest ? ExitBadRequest : ExitWorker;
     } else {
-        const ResponseHeader header = decodeHeader(outcome.response);
+        const ResponseHeader& header = outcome.response.header;
         status = header.errorCode;
         message = header.errorMessage;
         // The worker refused the request (unknown task, bad field, no device for it): the
@@ -240,7 +240,7 @@ int runTasks(Session& session, bool json)
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
     if (const int code = reportFailure(outcome, json))
         return code;
-    const TaskList list = decodeTaskList(outcome.response);
+    const TaskList list = outcome.response.tasks.value_or(TaskList());
     if (json) {
         QJsonArray tasks, errors;
         for (const TaskSpec& task : list.tasks)
@@ -286,8 +286,8 @@ int runAnalyze(Session& session, const AnalyzeOptions& options)
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::analyze(options.task, options.scale));
     if (const int code = reportFailure(outcome, options.json))
         return code;
-    QJsonObject response = outcome.response;
-    const AnalyzeResult a = decodeAnalyze(response);
+    QJsonObject response = outcome.response.raw; // printed as it came with --json
+    const AnalyzeResult a = outcome.response.analyze.value_or(AnalyzeResult());
     const double flops = a.flops;
     const double unfused = a.bytesUnfused;
     const double fused = a.bytesFused;
@@ -372,7 +372,7 @@ int runEval(Session& session, const EvalOptions& options)
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);
     GpuLeases::instance()->release(lease);
     QObject::disconnect(helloConnection);
-    if (outcome.hasResponse() && !decodeHeader(outcome.response).ok) {
+    if (outcome.hasResponse() && !outcome.response.ok()) {
         // The worker refused the request: an unknown profile is a usage error, named plainly.
         if (const QString problem = hello.unknownProfileError(options.profile); !problem.isEmpty()) {
             if (options.json)
@@ -396,9 +396,9 @@ int runEval(Session& session, const EvalOptions& options)
             return code;
     }
 
-    const QJsonObject& response = outcome.response;
+    const QJsonObject& response = outcome.response.raw; // printed as it came with --json
     const EvaluationResult e = candidateFailure ? decodeEvaluation(failureResult(outcome.status, outcome.message))
-                                                : decodeEvaluation(response);
+                                                : outcome.response.evaluation.value_or(EvaluationResult());
     const QString status = e.statusName;
     const QString message = e.message;
     const QString compileLog = e.compile ? e.compile->log : QString();
@@ -506,14 +506,14 @@ int runDevice(Session& session, bool json, bool ceilings)
     GpuLeases::instance()->release(lease);
     if (const int code = reportFailure(outcome, json))
         return code;
-    QJsonObject response = outcome.response;
+    QJsonObject response = outcome.response.raw; // printed as it came with --json
     if (json) {
         response.remove(QStringLiteral("id"));
         response.remove(QStringLiteral("type"));
         printJson(response);
         return ExitSuccess;
     }
-    const DeviceFacts device = decodeDeviceFacts(response);
+    const DeviceFacts device = outcome.response.device.value_or(DeviceFacts());
     if (!device.available) {
         out() << "no GPU: " << (device.reason.isEmpty() ? QStringLiteral("no reason given") : device.reason) << '\n';
         out().flush();

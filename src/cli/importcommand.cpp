@@ -105,14 +105,14 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
 
     // The worker's tasks: a generation for a task it does not list is skipped, not evaluated.
     const WorkerSupervisor::Outcome tasksOutcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
-    if (!tasksOutcome.hasResponse() || !decodeHeader(tasksOutcome.response).ok)
+    if (!tasksOutcome.hasResponse() || !tasksOutcome.response.ok())
         return importFail(json, ExitWorker, QStringLiteral("worker"),
                           QStringLiteral("the worker did not list its tasks: %1")
-                              .arg(tasksOutcome.message.isEmpty() ? decodeHeader(tasksOutcome.response).errorMessage
+                              .arg(tasksOutcome.message.isEmpty() ? tasksOutcome.response.header.errorMessage
                                                                   : tasksOutcome.message));
     QSet<QString> known;
     QHash<QString, QString> kernelBenchOnly; // task -> why it has no TorchScript reference
-    for (const TaskSpec& task : decodeTaskList(tasksOutcome.response).tasks) {
+    for (const TaskSpec& task : tasksOutcome.response.tasks.value_or(TaskList()).tasks) {
         known.insert(task.id);
         if (const QString why = task.json.value(QLatin1String("kernelbench_only")).toString(); !why.isEmpty())
             kernelBenchOnly.insert(task.id, why);

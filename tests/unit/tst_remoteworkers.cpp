@@ -409,10 +409,10 @@ private Q_SLOTS:
         auto supervisor = remoteSupervisor(sshTarget(1));
         const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(), kWaitMs);
         QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message));
-        QCOMPARE(outcome.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QCOMPARE(outcome.response.raw.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         // The script there gave the worker its GPU, and a worker that is not kwb's child.
-        QCOMPARE(outcome.response.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("1"));
-        QVERIFY(qint64(outcome.response.value(QLatin1String("pid")).toDouble()) != supervisor->workerPid());
+        QCOMPARE(outcome.response.raw.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("1"));
+        QVERIFY(qint64(outcome.response.raw.value(QLatin1String("pid")).toDouble()) != supervisor->workerPid());
     }
 
     // env= reaches the worker there, and the shared extension cache is that host's default where
@@ -428,7 +428,7 @@ private Q_SLOTS:
         target.environment = QStringList{QStringLiteral("KWB_EXTENSION_CACHE=") + cache, QStringLiteral("KWB_SEARCH=/a b:/c")};
         const WorkerSupervisor::Outcome named = remoteSupervisor(target)->run(envRequest, kWaitMs);
         QVERIFY2(named.hasResponse(), qPrintable(named.status + QLatin1String(": ") + named.message));
-        const QJsonObject there = named.response.value(QLatin1String("environment")).toObject();
+        const QJsonObject there = named.response.raw.value(QLatin1String("environment")).toObject();
         QCOMPARE(there.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(), cache);
         QCOMPARE(there.value(QLatin1String("KWB_SEARCH")).toString(), QStringLiteral("/a b:/c"));
         QVERIFY(!there.contains(QLatin1String("KWB_NOT_SENT")));
@@ -437,7 +437,7 @@ private Q_SLOTS:
         const WorkerSupervisor::Outcome byDefault = remoteSupervisor(sshTarget(0))->run(envRequest, kWaitMs);
         qunsetenv("KWB_NOT_SENT");
         QVERIFY2(byDefault.hasResponse(), qPrintable(byDefault.status + QLatin1String(": ") + byDefault.message));
-        const QJsonObject defaults = byDefault.response.value(QLatin1String("environment")).toObject();
+        const QJsonObject defaults = byDefault.response.raw.value(QLatin1String("environment")).toObject();
         // The login's home there (sshd's HOME is the account's), not the sandboxed worker's own.
         const passwd* user = ::getpwuid(::getuid());
         QVERIFY(user);
@@ -491,13 +491,13 @@ private Q_SLOTS:
         QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
                                                 QString::fromUtf8(env.stderrTail)));
         // PID 1 of its own namespace.
-        QCOMPARE(env.response.value(QLatin1String("pid")).toInteger(), qint64(1));
-        const QJsonObject environment = env.response.value(QLatin1String("environment")).toObject();
+        QCOMPARE(env.response.raw.value(QLatin1String("pid")).toInteger(), qint64(1));
+        const QJsonObject environment = env.response.raw.value(QLatin1String("environment")).toObject();
         const QString home = environment.value(QLatin1String("HOME")).toString();
         const QString scratch = environment.value(QLatin1String("TMPDIR")).toString();
         QVERIFY2(scratch.contains(QLatin1String("/kwb-worker-")) && home == scratch + QStringLiteral("/home"), qPrintable(home));
         QVERIFY(!environment.value(QLatin1String("KWB_BUILD_BROKER")).toString().isEmpty());
-        QVERIFY(!env.response.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
+        QVERIFY(!env.response.raw.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
 
         // No host process (this test's, ssh's), none of the host's files, users, home or /tmp.
         const passwd* user = ::getpwuid(::getuid());
@@ -507,11 +507,11 @@ private Q_SLOTS:
                                       QStringLiteral("/var"), QString::fromLocal8Bit(user->pw_dir)}) {
             const WorkerSupervisor::Outcome seen = ask(QStringLiteral("stat"), hidden);
             QVERIFY2(seen.hasResponse(), qPrintable(seen.status + QLatin1String(": ") + seen.message));
-            QVERIFY2(!seen.response.value(QLatin1String("exists")).toBool(), qPrintable(hidden));
+            QVERIFY2(!seen.response.raw.value(QLatin1String("exists")).toBool(), qPrintable(hidden));
         }
         const WorkerSupervisor::Outcome passwdFile = ask(QStringLiteral("read"), QStringLiteral("/etc/passwd"));
         QVERIFY2(passwdFile.hasResponse(), qPrintable(passwdFile.status + QLatin1String(": ") + passwdFile.message));
-        const QString text = passwdFile.response.value(QLatin1String("text")).toString();
+        const QString text = passwdFile.response.raw.value(QLatin1String("text")).toString();
         QVERIFY2(text.startsWith(QLatin1String("root:x:0:0:")) && text.count(QLatin1Char('\n')) <= 3, qPrintable(text));
         if (::getuid() != 0)
             QVERIFY2(text.contains(QStringLiteral("\nkwb:x:%1:").arg(::getuid())), qPrintable(text));
@@ -520,18 +520,18 @@ private Q_SLOTS:
         const QString intruder = cache + QStringLiteral("/intruder");
         const WorkerSupervisor::Outcome cacheWrite = ask(QStringLiteral("write"), intruder);
         QVERIFY2(cacheWrite.hasResponse(), qPrintable(cacheWrite.status + QLatin1String(": ") + cacheWrite.message));
-        QCOMPARE(cacheWrite.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        QCOMPARE(cacheWrite.response.raw.value(QLatin1String("write_errno")).toInt(), EROFS);
         QVERIFY(!QFile::exists(intruder));
         const WorkerSupervisor::Outcome homeListing = ask(QStringLiteral("stat"), home + QStringLiteral("/.bashrc"));
-        QVERIFY(homeListing.hasResponse() && !homeListing.response.value(QLatin1String("exists")).toBool());
+        QVERIFY(homeListing.hasResponse() && !homeListing.response.raw.value(QLatin1String("exists")).toBool());
         const WorkerSupervisor::Outcome scratchWrite = ask(QStringLiteral("write"), QString());
         QVERIFY2(scratchWrite.hasResponse(), qPrintable(scratchWrite.status + QLatin1String(": ") + scratchWrite.message));
-        QCOMPARE(scratchWrite.response.value(QLatin1String("write_errno")).toInt(), 0);
+        QCOMPARE(scratchWrite.response.raw.value(QLatin1String("write_errno")).toInt(), 0);
         // The worker's own tree is read-only too.
         const QString beside = QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
         const WorkerSupervisor::Outcome treeWrite = ask(QStringLiteral("write"), beside);
         QVERIFY(treeWrite.hasResponse());
-        QCOMPARE(treeWrite.response.value(QLatin1String("write_errno")).toInt(), EROFS);
+        QCOMPARE(treeWrite.response.raw.value(QLatin1String("write_errno")).toInt(), EROFS);
         QVERIFY(!QFile::exists(beside));
     }
 
@@ -562,14 +562,14 @@ private Q_SLOTS:
         const WorkerSupervisor::Outcome env = supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
         QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
                                                 QString::fromUtf8(env.stderrTail)));
-        const QJsonArray arguments = env.response.value(QLatin1String("arguments")).toArray();
+        const QJsonArray arguments = env.response.raw.value(QLatin1String("arguments")).toArray();
         const qsizetype at = arguments.toVariantList().indexOf(QStringLiteral("--tasks-dir"));
         QVERIFY2(at >= 0 && at + 1 < arguments.size() && arguments.at(at + 1).toString() == tasks,
                  qPrintable(QJsonDocument(arguments).toJson(QJsonDocument::Compact)));
         QJsonObject stat = evaluate(QStringLiteral("stat"));
         stat.insert(QStringLiteral("path"), tasks);
         const WorkerSupervisor::Outcome seen = supervisor->run(stat, kWaitMs);
-        QVERIFY2(seen.hasResponse() && seen.response.value(QLatin1String("exists")).toBool(),
+        QVERIFY2(seen.hasResponse() && seen.response.raw.value(QLatin1String("exists")).toBool(),
                  qPrintable(seen.status + QLatin1String(": ") + seen.message));
     }
 
@@ -596,7 +596,7 @@ private Q_SLOTS:
             remoteSupervisor(target)->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
         QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
                                                 QString::fromUtf8(env.stderrTail)));
-        const QJsonObject there = env.response.value(QLatin1String("environment")).toObject();
+        const QJsonObject there = env.response.raw.value(QLatin1String("environment")).toObject();
         const QString all = QString::fromUtf8(QJsonDocument(there).toJson(QJsonDocument::Compact));
         QCOMPARE(there.value(QLatin1String("CUDA_KWB_PROBE")).toString(), QStringLiteral("kept"));
         QCOMPARE(there.value(QLatin1String("KWB_SPEC_NAMED")).toString(), QStringLiteral("from the spec"));
@@ -621,18 +621,18 @@ private Q_SLOTS:
         const QJsonObject envRequest{{QStringLiteral("type"), QStringLiteral("env")}};
         const WorkerSupervisor::Outcome refused = remoteSupervisor(target)->run(envRequest, kWaitMs);
         QVERIFY2(refused.hasResponse(), qPrintable(refused.status + QLatin1String(": ") + refused.message));
-        const QJsonArray arguments = refused.response.value(QLatin1String("arguments")).toArray();
+        const QJsonArray arguments = refused.response.raw.value(QLatin1String("arguments")).toArray();
         qsizetype at = 0;
         while (at < arguments.size() && arguments.at(at).toString() != QLatin1String("--refuse-native-code"))
             ++at;
         QVERIFY2(at + 1 < arguments.size(), qPrintable(QJsonDocument(arguments).toJson(QJsonDocument::Compact)));
         QVERIFY2(arguments.at(at + 1).toString().startsWith(QLatin1String("bwrap is missing or fails on ")),
                  qPrintable(arguments.at(at + 1).toString()));
-        QVERIFY(refused.response.value(QLatin1String("pid")).toInteger() != 1); // unwrapped
+        QVERIFY(refused.response.raw.value(QLatin1String("pid")).toInteger() != 1); // unwrapped
 
         const WorkerSupervisor::Outcome turnedOff = remoteSupervisor(target, false)->run(envRequest, kWaitMs);
         QVERIFY2(turnedOff.hasResponse(), qPrintable(turnedOff.status + QLatin1String(": ") + turnedOff.message));
-        QVERIFY(!turnedOff.response.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
+        QVERIFY(!turnedOff.response.raw.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
     }
 
     // Host memory and threads over the limits end the request as `resource_limit` there as here:
@@ -878,8 +878,8 @@ private Q_SLOTS:
         qunsetenv("KWB_API_KEY");
         QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message +
                                                    QLatin1Char('\n') + QString::fromUtf8(outcome.stderrTail)));
-        QCOMPARE(outcome.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
-        QCOMPARE(outcome.response.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("3")); // Slurm's, kept
+        QCOMPARE(outcome.response.raw.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QCOMPARE(outcome.response.raw.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("3")); // Slurm's, kept
         QFile arguments(log);
         QVERIFY(arguments.open(QIODevice::ReadOnly));
         QVERIFY(arguments.readAll().contains("--end-on-stdin-eof"));

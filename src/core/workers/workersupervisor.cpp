@@ -1433,7 +1433,7 @@ WorkerSupervisor::Outcome WorkerSupervisor::run(const QJsonObject& request, int 
         connect(this, &WorkerSupervisor::responseAvailable, &loop, [&](qint64 doneId, const QJsonObject& response) {
             if (doneId != id)
                 return;
-            outcome.response = response;
+            outcome.response = decodeWorkerResponse(response);
             finish();
         });
     const QMetaObject::Connection onFailure =
@@ -1470,7 +1470,7 @@ QJsonObject WorkerSupervisor::runOne(const QJsonObject& request, int timeoutMs, 
     }
     if (error)
         error->clear();
-    return outcome.response;
+    return outcome.response.raw;
 }
 
 } // namespace kwb

@@ -21,6 +21,7 @@
 #include "core/protocol/defaults.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerresponse.h"
 #include "core/workers/hostlimits.h"
 #include "core/workers/workertarget.h"
 
@@ -79,7 +80,8 @@ public:
     /// How one request ended, for run().
     struct Outcome
     {
-        QJsonObject response; ///< the worker's response (it may say ok: false); empty on failure
+        /// The worker's response, decoded once here (it may say ok: false); empty on failure.
+        WorkerResponse response;
         QString status;       ///< empty when there is a response, else an EvaluationStatus wire name
         QString message;
         QByteArray stderrTail; ///< the worker's stderr during the request, last stderrLimit() bytes
