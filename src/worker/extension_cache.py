@@ -352,6 +352,10 @@ def ensure_pch(arguments, cache_dir, run_build, block=True):
 
     def build(a, arch, staging):
         result = run_build(a, arch, staging)
+        if result is not None and result.get("ok"):
+            missing = [p for p in (PCH_WRAPPER, PCH_FILE, PCH_INFO) if not os.path.isfile(os.path.join(staging, p))]
+            if missing:
+                result = {"ok": False, "message": f"the build made no {missing[0]}"}
         if result is not None and not result.get("ok"):
             raise BuildError(cap_message(result.get("message") or "the precompiled header's build failed"))
         return result

@@ -7,6 +7,7 @@
 #   compile_error_with_pch   an answer with a compile error, through the worker's own route
 #                            (kernelbench_host.build): compile_error with g++'s message, built with
 #                            the header
+#   failed_pch_is_not_published  a header's build that fails or leaves no .gch: raised, no entry
 #   damaged_pch_is_not_used  a header whose .gch changed after its build: the answer builds without
 #                            it and says why
 #   broker_makes_pch_for_the_next_build   the broker builds the first answer without a header and
@@ -211,6 +212,21 @@ def damaged_pch_is_not_used():
     assert "-include" not in open(os.path.join(d, "build.ninja")).read()
 
 
+def failed_pch_is_not_published():
+    """A header's build that fails, or says it built and left no .gch, is raised and leaves no
+    entry (a failure would otherwise stick to its key for good)."""
+    cache = os.path.join(ROOT, "unmade")
+    arguments = load_arguments(answer_module(os.path.join(FIXTURES, "L1_05_scale.md")))
+    for result in ({"ok": True, "pch": ""}, {"ok": False, "message": "g++: out of memory"}):
+        try:
+            ec.ensure_pch(arguments, cache, lambda a, r, staging, result=result: result)
+            raise AssertionError(f"no error for {result}")
+        except ec.BuildError as e:
+            assert "made no" in str(e) or "out of memory" in str(e), e
+        assert not [n for n in os.listdir(cache) if not n.startswith(".")], os.listdir(cache)
+        assert ec.pch_entry(arguments, cache) == (None, ec.NO_PCH_YET)
+
+
 BUILDER = r"""
 import sys
 sys.path.insert(0, {src!r})
@@ -317,7 +333,7 @@ if __name__ == "__main__":
             sys.exit(77)
         cases = [nvcc_build_stopped_at_a_cpp_error]
     else:
-        cases = [same_results_both_ways, compile_error_with_pch, damaged_pch_is_not_used,
+        cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, damaged_pch_is_not_used,
                  broker_makes_pch_for_the_next_build]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     cases = [c for c in cases if not only or c.__name__ in only]
