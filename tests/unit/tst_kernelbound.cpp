@@ -81,6 +81,21 @@ private Q_SLOTS:
         QVERIFY(*m.libraryEpilogueBytes > m.oneKernelBytes);
     }
 
+    // An analysis with an uncounted op: its totals are a lower bound, so no model has an intensity
+    // and the task no bound (the roofline draws no point for it).
+    void uncountedOpsLeaveNoIntensity()
+    {
+        AnalyzeResult a = load(QStringLiteral("analyze_L2_1.json"));
+        QVERIFY(a.complete());
+        QCOMPARE(taskBound(a, 10.0), Bound::Compute);
+        a.uncounted.append(UncountedOp{1, QStringLiteral("aten::kthvalue"), 3, QStringLiteral("no rule"), false});
+        const TrafficModel m = trafficModel(a);
+        QVERIFY(std::isnan(m.intensity(IntensityBasis::OneKernel)));
+        QVERIFY(std::isnan(m.intensity(IntensityBasis::EagerUnfused)));
+        QVERIFY(std::isnan(m.intensity(IntensityBasis::LibraryEpilogue)));
+        QCOMPARE(taskBound(a, 10.0), Bound::Unknown);
+    }
+
     // L3/10 (ResNet-101): 104 convs and one linear as library ops; every run of batch_norm, relu,
     // max_pool, add between them one pass. The model lies between one kernel and unfused.
     void l3_10Chain()

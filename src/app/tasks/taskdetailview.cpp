@@ -286,15 +286,19 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
         m_eager->setText(tr("not measured on this GPU yet"));
     }
 
-    if (!task.hasAnalysis()) {
+    // Totals that leave uncounted ops out are no task's: shown as none, with the ops named.
+    if (!task.hasAnalysis() || !task.analysis.complete()) {
         for (QLabel* l : {m_flops, m_bytesUnfused, m_bytesFused, m_intensityUnfused, m_intensityFused, m_bound, m_floor,
                           m_achieved}) {
             l->setText(dash);
             l->setToolTip(QString());
         }
-        m_analysisNote->setText(task.analysisState == TaskInfo::Analysis::Failed
-                                    ? tr("The worker could not analyse this task: %1").arg(task.analysisError)
-                                    : tr("Analysing: the worker is reading the shapes of this task…"));
+        m_analysisNote->setText(
+            task.hasAnalysis()
+                ? tr("The worker %1, so this task has no FLOPs, bytes or bound.").arg(task.analysis.uncountedText())
+                : task.analysisState == TaskInfo::Analysis::Failed
+                ? tr("The worker could not analyse this task: %1").arg(task.analysisError)
+                : tr("Analysing: the worker is reading the shapes of this task…"));
         m_analysisNote->setVisible(true);
         return;
     }

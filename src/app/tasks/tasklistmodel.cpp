@@ -204,7 +204,10 @@ QVariant TaskListModel::levelData(int levelRow, int column, int role) const
 
 QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) const
 {
-    const bool analysed = task.hasAnalysis();
+    // An analysis that could not count every op has totals that leave those ops out: its FLOPs
+    // and intensity are not shown, sorted or filtered on (docs/roofline.md).
+    const bool analysed = task.hasAnalysis() && task.analysis.complete();
+    const bool uncounted = task.hasAnalysis() && !task.analysis.complete();
     const std::optional<EagerTime> eager = m_catalog->eagerTime(task.id);
     switch (role) {
     case Qt::DisplayRole:
@@ -216,8 +219,10 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
         case OpsColumn:
             if (task.analysisState == TaskInfo::Analysis::Failed)
                 return tr("analysis failed");
-            return analysed ? taskformat::opChain(shortOpNames(task), 4) : tr("analysing…");
+            return task.hasAnalysis() ? taskformat::opChain(shortOpNames(task), 4) : tr("analysing…");
         case FlopsColumn:
+            if (uncounted)
+                return task.analysis.uncountedText();
             return analysed ? taskformat::si(task.analysis.flops, QStringLiteral("FLOP")) : QVariant();
         case IntensityColumn:
             return analysed ? taskformat::intensity(task.analysis.intensityFused) : QVariant();
@@ -233,8 +238,17 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
         case OpsColumn:
             if (task.analysisState == TaskInfo::Analysis::Failed)
                 return task.analysisError;
-            return analysed ? taskformat::opChain(shortOpNames(task), 1000) : QVariant();
+            return task.hasAnalysis() ? taskformat::opChain(shortOpNames(task), 1000) : QVariant();
         case FlopsColumn:
+            if (uncounted) {
+                QStringList lines;
+                for (const UncountedOp& u : task.analysis.uncounted)
+                    lines << (u.line > 0 ? tr("%1 (line %2): %3").arg(u.op).arg(u.line).arg(u.reason)
+                                         : tr("%1: %2").arg(u.op, u.reason));
+                return tr("The worker cannot count these ops, so this task has no FLOPs, bytes or point on the "
+                          "roofline:\n%1")
+                    .arg(lines.join(QLatin1Char('\n')));
+            }
             return analysed ? taskformat::exact(task.analysis.flops, QStringLiteral("FLOP")) : QVariant();
         case IntensityColumn:
             return analysed ? tr("%1 FLOP/B with every tensor moved once (fused); %2 FLOP/B op by op")
@@ -279,7 +293,7 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
         case TitleColumn:
             return task.title;
         case OpsColumn:
-            return analysed ? task.analysis.opCount : -1;
+            return task.hasAnalysis() ? task.analysis.opCount : -1;
         case FlopsColumn:
             return analysed ? task.analysis.flops : -1.0;
         case IntensityColumn:

@@ -152,6 +152,10 @@ TrafficModel trafficModel(const AnalyzeResult& a)
             f += op.flops;
         m.flops = f;
     }
+    // Totals that leave uncounted ops out are a lower bound, no intensity: every model's is NaN, so
+    // the task has no bound and no roofline point (docs/roofline.md).
+    if (!a.complete())
+        m.flops = std::numeric_limits<double>::quiet_NaN();
 
     double total = 0;
     bool inPass = false;

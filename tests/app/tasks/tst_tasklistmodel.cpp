@@ -9,6 +9,8 @@
 #include "core/tasks/taskcatalog.h"
 
 #include <QAbstractItemModelTester>
+#include <QJsonArray>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -121,6 +123,27 @@ void TestTaskListModel::followsTheCatalog()
     const QModelIndex failed = model.indexOfTask(QStringLiteral("L1/4"), TaskListModel::OpsColumn);
     QCOMPARE(failed.data().toString(), QStringLiteral("analysis failed"));
     QCOMPARE(failed.data(Qt::ToolTipRole).toString(), QStringLiteral("task_error: bad shape"));
+
+    // An analysis with uncounted ops shows which instead of FLOPs and intensity (its totals leave
+    // them out), and gives the filters and the sort nothing to go on.
+    QJsonObject partial;
+    for (const QJsonValue& v : recordedAnalyses())
+        if (v.toObject().value(QLatin1String("task")) == QLatin1String("L2/2"))
+            partial = v.toObject();
+    partial.insert(QStringLiteral("uncounted"),
+                   QJsonArray{QJsonObject{{QStringLiteral("index"), 1},
+                                          {QStringLiteral("op"), QStringLiteral("aten::kthvalue")},
+                                          {QStringLiteral("line"), 3},
+                                          {QStringLiteral("reason"), QStringLiteral("no rule for this op")}}});
+    QVERIFY(catalog.applyAnalyzeResponse(partial));
+    const QModelIndex flops = model.indexOfTask(QStringLiteral("L2/2"), TaskListModel::FlopsColumn);
+    QCOMPARE(flops.data().toString(), QStringLiteral("cannot count: aten::kthvalue"));
+    QVERIFY(flops.data(Qt::ToolTipRole).toString().contains(QLatin1String("aten::kthvalue (line 3): no rule for this op")));
+    QVERIFY(!flops.data(TaskListModel::FlopsRole).isValid());
+    QVERIFY(!flops.data(TaskListModel::IntensityFusedRole).isValid());
+    QVERIFY(!flops.siblingAtColumn(TaskListModel::IntensityColumn).data().isValid());
+    QCOMPARE(flops.data(TaskListModel::SortRole).toDouble(), -1.0);
+    QVERIFY(flops.siblingAtColumn(TaskListModel::OpsColumn).data().toString().startsWith(QLatin1String("conv_transpose2d")));
 
     // Eager times change the eager column of every level.
     changed.clear();
