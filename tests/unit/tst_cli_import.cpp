@@ -491,7 +491,9 @@ private Q_SLOTS:
         const RunConfig config = RunConfig::fromJson(runs.first().config);
         QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
         QVERIFY(config.promptsDir.endsWith(QLatin1String("/prompts-kernelbench")));
-        QVERIFY(config.templates.value(QStringLiteral("partials/contract")).contains(QLatin1String("class ModelNew(nn.Module)")));
+        // The study preset's instruction and one-shot example (prompts-kernelbench/, docs/prompts.md).
+        QVERIFY(config.templates.value(QStringLiteral("partials/contract")).contains(QLatin1String("Name your optimized architecture ModelNew")));
+        QVERIFY(config.templates.value(QStringLiteral("partials/example")).contains(QLatin1String("class ModelNew(nn.Module)")));
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QVERIFY(!rows.isEmpty());
         for (const EvaluationRecord& e : rows)
