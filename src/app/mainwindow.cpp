@@ -16,6 +16,8 @@
 #include "app/runs/runtreemodel.h"
 #include "app/runs/runsession.h"
 #include "app/tasks/taskspage.h"
+#include "app/aboutdialog.h"
+#include "app/pagehelp.h"
 #include "app/widgets/elidedlabel.h"
 #include "app/widgets/windowgeometry.h"
 #include "app/workbenchdata.h"
@@ -425,6 +427,16 @@ void MainWindow::setupMenus()
     }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* pageHelp = help->addAction(QIcon::fromTheme(QStringLiteral("help-contents")), tr("Help for This &Page"));
+    pageHelp->setObjectName(QStringLiteral("pageHelpAction"));
+    pageHelp->setShortcut(QKeySequence::HelpContents); // F1
+    pageHelp->setShortcutContext(Qt::ApplicationShortcut);
+    connect(pageHelp, &QAction::triggered, this, &MainWindow::showPageHelp);
+    QAction* welcome = help->addAction(QIcon::fromTheme(QStringLiteral("go-home")), tr("&Welcome"));
+    welcome->setObjectName(QStringLiteral("welcomeAction"));
+    welcome->setToolTip(tr("The welcome page: the example study, a database, a run or the tasks"));
+    connect(welcome, &QAction::triggered, this, &MainWindow::showWelcome);
+    help->addSeparator();
     QAction* about = help->addAction(tr("&About Kernel Workbench"));
     about->setMenuRole(QAction::AboutRole);
     connect(about, &QAction::triggered, this, &MainWindow::showAbout);
@@ -463,6 +475,7 @@ void MainWindow::startWorker(const QString& workerPath)
     connect(m_supervisor, &WorkerSupervisor::workerAvailable, this,
             [this, found](qint64 pid, const QJsonObject& helloJson) {
                 const HelloInfo hello = decodeHello(helloJson);
+                m_hello = hello; // for About
                 m_launchPage->setWorkerProfiles(hello);
                 QString text = tr("Worker: %1 %2 (protocol %3)")
                                    .arg(QFileInfo(found.program).fileName(), hello.worker,
@@ -1066,16 +1079,28 @@ void MainWindow::setDeviceStatus(const QString& text, const QString& tooltip)
     qInfo().noquote() << text << (tooltip.isEmpty() ? QString() : QStringLiteral(" [") + tooltip + QLatin1Char(']'));
 }
 
-void MainWindow::showAbout()
+QDialog* MainWindow::showAbout()
 {
-    QMessageBox::about(this, tr("About Kernel Workbench"),
-                       tr("<h3>Kernel Workbench %1</h3>"
-                          "<p>A workbench for studying how small language models write CUDA kernels for "
-                          "KernelBench tasks: prompts, regimes, evaluation and the roofline.</p>"
-                          "<p>Worker protocol %2. Syntax highlighting: %3.</p>")
-                           .arg(QStringLiteral(KWB_VERSION))
-                           .arg(kProtocolVersion)
-                           .arg(highlighterBackend()));
+    // The device answer where one came (a GPU, or the worker's reason for none).
+    const bool answered = m_liveDevice.available || !m_liveDevice.reason.isEmpty();
+    auto* dialog = new AboutDialog(m_hello, answered ? std::optional<DeviceFacts>(m_liveDevice) : std::nullopt,
+                                   m_workerProgram, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
+    return dialog;
+}
+
+QMessageBox* MainWindow::showPageHelp()
+{
+    const QString page = currentPage();
+    const int row = int(m_pageNames.indexOf(page));
+    const QString title = row >= 0 ? m_sidebar->item(row)->text() : tr("Welcome");
+    auto* box = new QMessageBox(QMessageBox::NoIcon, tr("Help: %1").arg(title), pageHelpText(page), QMessageBox::Close, this);
+    box->setObjectName(QStringLiteral("pageHelp"));
+    box->setTextFormat(Qt::RichText);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+    return box;
 }
 
 } // namespace kwb::app

@@ -7,6 +7,7 @@
 // database, another measurement of a task) has started.
 
 #include "core/protocol/devicefacts.h"
+#include "core/protocol/workerresponses.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -15,7 +16,9 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
+class QDialog;
 class QLabel;
 class QListWidget;
 class QMenu;
@@ -82,6 +85,11 @@ public:
     void showWelcome();
     bool isWelcomeShown() const;
 
+    /// Help > About: the versions of kwb, the worker, torch, CUDA and the driver (AboutDialog).
+    QDialog* showAbout();
+    /// F1: what the page in view shows and how to read it (pagehelp.h), in a dialog.
+    QMessageBox* showPageHelp();
+
     /// The pages' names ("tasks", "prompts", …), in sidebar order.
     QStringList pageNames() const;
     QWidget* page(const QString& name) const;
@@ -127,7 +135,6 @@ private:
     void updateRecentMenu();
     void setWorkerStatus(const QString& text, const QString& tooltip = QString());
     void setDeviceStatus(const QString& text, const QString& tooltip = QString());
-    void showAbout();
     void restoreSettings();
     QWidget* buildWelcome();
     /// Without a GPU here or in the open database: the Tasks page's bounds from a GPU of the table.
@@ -145,6 +152,7 @@ private:
     TaskCatalog* m_catalog = nullptr;
     RunManager* m_runs = nullptr;
     DeviceFacts m_liveDevice;   ///< from this machine's worker (available or not)
+    std::optional<HelloInfo> m_hello; ///< the worker's hello, once it has started
     QJsonObject m_runDevice;    ///< the GPU the open database was measured on
     bool m_deviceDone = false;
     QString m_database;

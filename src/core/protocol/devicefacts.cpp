@@ -68,6 +68,8 @@ DeviceFacts decodeDeviceFacts(const QJsonObject& d)
     f.memoryBytes = qint64(positive(at(d, "memory_bytes")));
     f.smClockKhz = positive(at(d, "sm_clock_khz"));
     f.memoryClockKhz = positive(at(d, "memory_clock_khz"));
+    f.driverVersion = str(d, "driver_version");
+    f.runtimeVersion = str(d, "runtime_version");
     // The documented name first; workers before the fix sent only `_gbs`, and every database of
     // the study has only that one (1552 of 1702 stored prompts lost their roofline facts to it).
     f.hbmTheoreticalGBps = positive(at(d, "hbm_theoretical_gbps"));

@@ -32,6 +32,7 @@ struct DeviceFacts
     double smClockKhz = 0;
     double memoryClockKhz = 0;
     double hbmTheoreticalGBps = 0; ///< 0: unknown
+    QString driverVersion, runtimeVersion; ///< the CUDA driver's and runtime's ("13.0"), for About
 
     bool hasCeilings = false; ///< the response carried a `ceilings` object
     MeasuredCeiling hbmCopy, fp32Fma, tensorTf32, tensorBf16;

@@ -1,0 +1,65 @@
+#include "pagehelp.h"
+
+#include <QCoreApplication>
+
+namespace kwb::app {
+
+namespace {
+QString tr(const char* text)
+{
+    return QCoreApplication::translate("PageHelp", text);
+}
+} // namespace
+
+QString pageHelpText(const QString& page)
+{
+    // docs/ paths are the repository's (README.md "The window" shows every page).
+    if (page == QLatin1String("welcome"))
+        return tr("<p><b>Welcome</b>: open the shipped example study (a run database of every regime over 30 tasks, "
+                  "evaluated on an H200 with a fixture model server, not a language model), open a run database "
+                  "of your own, launch a run or browse the tasks. Help &gt; Welcome brings this page back.</p>");
+    if (page == QLatin1String("tasks"))
+        return tr("<p><b>Tasks</b>: the KernelBench tasks by level, with search and filters. For the selected task: "
+                  "its shapes, the op chain, FLOPs, HBM bytes, arithmetic intensity and the roofline bounds on the "
+                  "GPU named above the figures (this machine's, the open database's, or one from the GPU table), "
+                  "and the eager reference's time where a run measured it (docs/task-format.md).</p>");
+    if (page == QLatin1String("prompts"))
+        return tr("<p><b>Prompts</b>: the prompt templates of a set, highlighted, with a live preview for a task and "
+                  "role and errors inline. The shipped set is read-only; edits are saved as a new set, which can be "
+                  "diffed against the shipped one (docs/prompts.md).</p>");
+    if (page == QLatin1String("launch"))
+        return tr("<p><b>Launch</b>: pick tasks, a regime or the routing, ablations, n, turns, temperature, the model "
+                  "server (test its connection) and the protocol profile, then start, pause, cancel or queue runs. "
+                  "Runs are written to the database shown on the page, never into a study you opened "
+                  "(docs/cli.md).</p>");
+    if (page == QLatin1String("monitor"))
+        return tr("<p><b>Monitor</b>: the run running, or the one selected on Results. Per task its turns and samples "
+                  "as they happen; for the selected sample the streamed model text, the compile log and the "
+                  "evaluation in words (the worker's raw JSON behind a toggle); progress, time left and the "
+                  "problems (failed requests, time-outs, crashed workers) in view.</p>");
+    if (page == QLatin1String("results"))
+        return tr("<p><b>Results</b>: check runs on the left to compare them. Table I per run with 95 % intervals, "
+                  "Table II per level, paired comparisons, the routing estimate, ablations and fast_p, and the "
+                  "evaluations no table counts with the reason. Export as CSV, JSON or Markdown; double-click a run "
+                  "to open it on the Monitor.</p>");
+    if (page == QLatin1String("roofline"))
+        return tr("<p><b>Roofline</b>: each task's eager reference and best counted candidate (arrow) at their "
+                  "arithmetic intensity (FLOPs per HBM byte of the traffic model each marker names) and attained "
+                  "GFLOP/s, under the chosen GPU's memory roof (slope) and compute roofs (flat). The line under the "
+                  "chart says how to read it for that GPU (docs/roofline.md).</p>");
+    if (page == QLatin1String("traffic"))
+        return tr("<p><b>HBM traffic</b>: the bytes a task moves to and from HBM unfused (every op reads its inputs "
+                  "and writes its output), with library ops and a fused epilogue, and as one kernel, side by side "
+                  "with their ratios; below, the op chain on its own scale. \"Measure on this GPU\" adds each op's "
+                  "time measured with CUPTI (docs/roofline.md).</p>");
+    if (page == QLatin1String("bestofn"))
+        return tr("<p><b>Best-of-n</b>: solid, the study's curve from sweep runs (the whole regime at each n, the "
+                  "numbers of kwb report); dashed, first-turn pass@n (one of n first-turn samples correct), per level "
+                  "and overall, for the runs checked on Results.</p>");
+    if (page == QLatin1String("diff"))
+        return tr("<p><b>Diff</b>: any two candidates of a task across runs, turns and samples (by default the best "
+                  "and other code before it), the changes marked, with their statuses and logs.</p>");
+    return QString();
+}
+
+} // namespace kwb::app
