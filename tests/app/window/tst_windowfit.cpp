@@ -144,6 +144,8 @@ private Q_SLOTS:
             QTest::qWait(50);
             QCoreApplication::processEvents();
             checkFits(window, name);
+            // Kept beside the test program, to look at (windowfit-<page>.png).
+            window.grab().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/windowfit-%1.png").arg(name));
             if (QTest::currentTestFailed())
                 return;
         }
