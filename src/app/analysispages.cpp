@@ -61,7 +61,11 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
 
 void TrafficPage::fillTasks()
 {
-    const QString keep = m_wanted.isEmpty() ? currentTask() : m_wanted;
+    // Nothing asked for yet: a fusion task (a GEMM or conv with an epilogue), where the three bars
+    // differ and fusion's saving shows; L1/1's three equal bars teach nothing (issue 38).
+    QString keep = m_wanted.isEmpty() ? currentTask() : m_wanted;
+    if (keep.isEmpty())
+        keep = QStringLiteral("L2/1");
     {
         const QSignalBlocker block(m_task);
         m_task->clear();

@@ -3,6 +3,7 @@
 // worker's hello (the H200's recorded hello for every row, the replay worker's in the window).
 
 #include "app/aboutdialog.h"
+#include "app/analysispages.h"
 #include "app/mainwindow.h"
 #include "app/pagehelp.h"
 #include "core/protocol/protocolcodec.h"
@@ -55,6 +56,18 @@ private Q_SLOTS:
         // Without a hello, no version is guessed.
         const QString none = AboutDialog(std::nullopt, std::nullopt, QString()).versionsText();
         QVERIFY2(none.contains(QStringLiteral("PyTorch: unknown: no worker found")), qPrintable(none));
+    }
+
+    void trafficOpensOnAFusionTask()
+    {
+        // Issue 38 item 5: L1/1 (a matmul alone) drew three equal bars; L2/1 (conv, ReLU, bias) shows fusion.
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+        QTest::qWait(100);
+        auto* traffic = qobject_cast<TrafficPage*>(window.page(QStringLiteral("traffic")));
+        QVERIFY(traffic);
+        QCOMPARE(traffic->currentTask(), QStringLiteral("L2/1"));
     }
 
     void helpMenuF1AndAbout()
