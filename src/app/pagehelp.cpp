@@ -45,8 +45,9 @@ QString pageHelpText(const QString& page)
     if (page == QLatin1String("roofline"))
         return tr("<p><b>Roofline</b>: each task's eager reference and best counted candidate (arrow) at their "
                   "arithmetic intensity (FLOPs per HBM byte of the traffic model each marker names) and attained "
-                  "GFLOP/s, under the chosen GPU's memory roof (slope) and compute roofs (flat). The line under the "
-                  "chart says how to read it for that GPU (docs/roofline.md).</p>");
+                  "GFLOP/s, under the chosen GPU's memory roof (slope) and compute roofs (flat). Drag a rectangle or turn "
+                  "the wheel to zoom, right-click to zoom out, \"Reset zoom\" shows everything; click a point to "
+                  "open its task. The line under the chart says how to read it for that GPU (docs/roofline.md).</p>");
     if (page == QLatin1String("traffic"))
         return tr("<p><b>HBM traffic</b>: the bytes a task moves to and from HBM unfused (every op reads its inputs "
                   "and writes its output), with library ops and a fused epilogue, and as one kernel, side by side "

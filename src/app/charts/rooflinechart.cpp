@@ -16,6 +16,9 @@
 #include <QPainterPath>
 #include <QScatterSeries>
 #include <QToolTip>
+#include <QApplication>
+#include <QRubberBand>
+#include <QWheelEvent>
 #include <QtMath>
 
 #include <algorithm>
@@ -124,6 +127,11 @@ RooflineChart::RooflineChart(QWidget* parent)
     m_noteItem->setFont(small);
 
     connect(c, &QChart::plotAreaChanged, this, [this] { relayoutOverlay(); });
+    // Zoom (issue 38): drag a rectangle, or the wheel about the cursor; a right click zooms out,
+    // resetZoom() shows everything. The arrows and labels follow the axes.
+    setRubberBand(QChartView::RectangleRubberBand);
+    connect(m_axisX, &QLogValueAxis::rangeChanged, this, [this] { relayoutOverlay(); });
+    connect(m_axisY, &QLogValueAxis::rangeChanged, this, [this] { relayoutOverlay(); });
     addExportActions(this);
     rebuild();
 }
@@ -627,10 +635,61 @@ bool RooflineChart::viewportEvent(QEvent* event)
     return QChartView::viewportEvent(event);
 }
 
+void RooflineChart::zoomAt(const QPointF& viewportPos, double factor)
+{
+    const QRectF area = chart()->plotArea();
+    if (!(factor > 0) || area.isEmpty())
+        return;
+    const QPointF p = chart()->mapFromScene(mapToScene(viewportPos.toPoint()));
+    if (!area.contains(p))
+        return;
+    // The point under the cursor stays where it is.
+    const QRectF rect(p.x() - (p.x() - area.left()) / factor, p.y() - (p.y() - area.top()) / factor,
+                      area.width() / factor, area.height() / factor);
+    chart()->zoomIn(rect);
+}
+
+void RooflineChart::resetZoom()
+{
+    chart()->zoomReset();
+}
+
+bool RooflineChart::isZoomed() const
+{
+    return chart()->isZoomed();
+}
+
+void RooflineChart::wheelEvent(QWheelEvent* event)
+{
+    const int steps = event->angleDelta().y() / 120;
+    if (steps == 0) {
+        QChartView::wheelEvent(event);
+        return;
+    }
+    zoomAt(event->position(), std::pow(1.25, steps));
+    event->accept();
+}
+
 void RooflineChart::mousePressEvent(QMouseEvent* event)
 {
     QToolTip::hideText();
+    m_pressPos = event->position().toPoint();
+    // The rubber band takes the left button from the scene: the markers get the press too, so a
+    // click on a point still opens its task.
+    if (event->button() == Qt::LeftButton)
+        QGraphicsView::mousePressEvent(event);
     QChartView::mousePressEvent(event);
+}
+
+void RooflineChart::mouseReleaseEvent(QMouseEvent* event)
+{
+    // A click, not a drag: no zoom, and the release goes to the markers (a click opens a task).
+    if (event->button() == Qt::LeftButton
+        && (event->position().toPoint() - m_pressPos).manhattanLength() < QApplication::startDragDistance()) {
+        if (auto* band = findChild<QRubberBand*>())
+            band->hide();
+    }
+    QChartView::mouseReleaseEvent(event);
 }
 
 QString RooflineChart::placementNote() const

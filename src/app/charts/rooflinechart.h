@@ -102,6 +102,12 @@ public:
     /// and counted by skippedPoints()).
     void setPoints(const QList<RooflinePoint>& points);
     const QList<RooflinePoint>& points() const { return m_points; }
+
+    /// Zooms by `factor` (> 1 in, < 1 out) about a point of the viewport, as the wheel does.
+    void zoomAt(const QPointF& viewportPos, double factor);
+    /// Back to every point and roof in view.
+    void resetZoom();
+    bool isZoomed() const;
     int skippedPoints() const { return m_skipped; }
 
     /// The tooltip text of a point (index into points()), for its reference or its candidate.
@@ -130,6 +136,8 @@ public:
 protected:
     bool viewportEvent(QEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void wheelEvent(QWheelEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
 
 Q_SIGNALS:
     /// A point was clicked (reference or candidate).
@@ -165,6 +173,7 @@ private:
     GpuRoofs m_roofs;
     QList<RooflinePoint> m_points;
     int m_skipped = 0;
+    QPoint m_pressPos; ///< where the left button went down: a click or the start of a zoom rectangle
     QLogValueAxis* m_axisX = nullptr;
     QLogValueAxis* m_axisY = nullptr;
     double m_xMin = 0.01, m_xMax = 1000.0, m_yMin = 1.0, m_yMax = 1e6;

@@ -7,6 +7,7 @@
 #include <QLegend>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
@@ -31,9 +32,14 @@ RooflinePage::RooflinePage(QWidget* parent)
     bar->addWidget(label);
     bar->addWidget(m_gpuCombo);
     bar->addStretch(1);
+    auto* resetZoom = new QPushButton(tr("Reset zoom"), this);
+    resetZoom->setObjectName(QStringLiteral("resetZoom"));
+    resetZoom->setToolTip(tr("Show every point and roof again (drag a rectangle or turn the wheel on the chart to zoom)"));
+    bar->addWidget(resetZoom);
     layout->addLayout(bar);
 
     m_chart = new RooflineChart(this);
+    connect(resetZoom, &QPushButton::clicked, m_chart, &RooflineChart::resetZoom);
     // The legend in a column on the right: in a row under the chart, six entries naming their
     // placement ("L1 eager reference (analytic …)") were cut off at 1440 px.
     m_chart->chart()->legend()->setAlignment(Qt::AlignRight);

@@ -17,6 +17,7 @@
 #include <QApplication>
 #include <QHelpEvent>
 #include <QTest>
+#include <QWheelEvent>
 #include <QToolTip>
 
 #include <cmath>
@@ -121,6 +122,33 @@ private Q_SLOTS:
         QVERIFY(y->max() > 125000.0);
         QVERIFY(c->title().contains(QLatin1String("V100")));
         QVERIFY(chart.emptyText().contains(QLatin1String("No tasks placed")));
+    }
+
+    void zoomWheelAndReset()
+    {
+        // Issue 38 item 5: the roofline zooms (the wheel about the cursor, a rectangle) and resets.
+        RooflineChart chart;
+        chart.resize(900, 600);
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(studyPoints());
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        auto* x = qobject_cast<QLogValueAxis*>(chart.chart()->axes(Qt::Horizontal).value(0));
+        QVERIFY(x);
+        const double min = x->min(), max = x->max();
+        QVERIFY(!chart.isZoomed());
+        const QPointF centre = chart.mapFromScene(chart.chart()->mapToScene(chart.chart()->plotArea().center()));
+        QWheelEvent wheel(centre, chart.mapToGlobal(centre.toPoint()), QPoint(), QPoint(0, 240), Qt::NoButton,
+                          Qt::NoModifier, Qt::NoScrollPhase, false);
+        QCoreApplication::sendEvent(chart.viewport(), &wheel);
+        QVERIFY(chart.isZoomed());
+        QVERIFY2(x->max() / x->min() < 0.9 * (max / min), qPrintable(QStringLiteral("%1..%2").arg(x->min()).arg(x->max())));
+        QVERIFY(x->min() > min && x->max() < max);
+        chart.resetZoom();
+        QVERIFY(!chart.isZoomed());
+        QCOMPARE(x->min(), min);
+        QCOMPARE(x->max(), max);
+        QCOMPARE(chart.rubberBand(), QChartView::RectangleRubberBand);
     }
 
     void setRoofsRedraws()
