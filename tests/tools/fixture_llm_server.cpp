@@ -3,7 +3,11 @@
 // end to end on a GPU without a model. Built on the tests' ScriptedLlmServer (127.0.0.1 only).
 //
 // How it answers a chat request (the prompts are this project's templates, prompts/):
-// - An answer request ("... answer for task L2/1 ...", every generator and retry template ends so)
+// - An answer request ("... answer for task L2/1 ...", every generator and retry template of the
+//   native sets ends so; a KernelBench-format generator prompt, which names no task as KernelBench's
+//   own does not, says "Name your optimized architecture ModelNew" (the contract partial) and holds
+//   the task's KernelBench problem file: the task whose
+//   file it holds, from the --tasks folder's `source` lines and kernelbench-src/)
 //   gets, for the k-th answer the server has given for that task (k = 0, 1, ...; a request for n
 //   choices takes n numbers):
 //     k >= need(task): the task's reference candidate (tests/fixtures/candidates/reference);
@@ -92,6 +96,32 @@ QString fileStem(const QString& task)
     if (parts.size() != 2)
         return {};
     return QStringLiteral("L%1_%2").arg(parts[0]).arg(parts[1].toInt(), 2, 10, QLatin1Char('0'));
+}
+
+/// The task of a KernelBench-format generator prompt: the one whose KernelBench problem file
+/// (tasks/kernelbench-src/<source>) the prompt holds, the longest where one file holds another.
+QString taskOfProblemFile(const QString& prompt, const QString& tasksDir)
+{
+    static QHash<QString, QList<QPair<QString, QString>>> byDir; // tasks dir -> (file text, id)
+    auto& files = byDir[tasksDir];
+    if (files.isEmpty()) {
+        static const QRegularExpression idLine(QStringLiteral("(?m)^id = \"(L\\d+/\\d+)\"$"));
+        static const QRegularExpression sourceLine(QStringLiteral("(?m)^source = \"([^\"]+)\"$"));
+        for (const QString& level : QDir(tasksDir).entryList({QStringLiteral("level*")}, QDir::Dirs))
+            for (const QFileInfo& f : QDir(tasksDir + QLatin1Char('/') + level).entryInfoList({QStringLiteral("*.toml")}, QDir::Files)) {
+                const QString toml = readText(f.filePath());
+                const QString id = idLine.match(toml).captured(1);
+                const QString source = sourceLine.match(toml).captured(1);
+                const QString text = readText(tasksDir + QStringLiteral("/kernelbench-src/") + source).trimmed();
+                if (!id.isEmpty() && !text.isEmpty())
+                    files.append({text, id});
+            }
+        std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    }
+    for (const auto& [text, id] : files)
+        if (prompt.contains(text))
+            return id;
+    return {};
 }
 
 int stableHash(const QString& text)
@@ -510,7 +540,13 @@ int main(int argc, char** argv)
         reply.promptTokens = int(prompt.size() / 4);
         static const QRegularExpression answerFor(QStringLiteral("answer for task (L\\d+/\\d+)"));
         static const QRegularExpression anyTask(QStringLiteral("(L\\d+/\\d+)"));
-        const QRegularExpressionMatch m = answerFor.match(prompt);
+        QRegularExpressionMatch m = answerFor.match(prompt);
+        // The generator's instruction (prompts-kernelbench/partials/contract): other roles show the problem file too.
+        if (!m.hasMatch() && prompt.contains(QLatin1String("Name your optimized architecture ModelNew"))) {
+            const QString task = taskOfProblemFile(prompt, tasksDir);
+            if (!task.isEmpty())
+                m = answerFor.match(QStringLiteral("answer for task ") + task);
+        }
         const int choices = std::max(1, request.value(QLatin1String("n")).toInt(1));
         QStringList texts, what;
         if (recordedMode)

@@ -497,7 +497,8 @@ private Q_SLOTS:
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QVERIFY(!rows.isEmpty());
         for (const EvaluationRecord& e : rows)
-            QVERIFY(store.candidate(e.candidateId)->answer.contains(QLatin1String("class ModelNew(nn.Module)")));
+            QVERIFY2(store.candidate(e.candidateId)->answer.contains(QLatin1String("class ModelNew(nn.Module)")),
+                     qPrintable(store.candidate(e.candidateId)->answer.left(600)));
 
         QFile requests(log);
         QVERIFY(requests.open(QIODevice::ReadOnly));
