@@ -19,7 +19,9 @@
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
 #include "app/runs/runmanager.h"
+#include "core/protocol/devicefacts.h"
 #include "core/run/regime.h"
+#include "core/run/runconfig.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
 #include "scriptedllmserver.h"
@@ -145,11 +147,11 @@ bool buildDatabase(const QString& path, double* seconds)
         RunConfig config;
         config.model = QStringLiteral("bench-model");
         config.protocolProfile = QStringLiteral("kernelbench-fp32");
-        config.gpu = h200();
-        config.extra = QJsonObject{{QStringLiteral("regime"), regime.toJson()},
-                                   {QStringLiteral("tasks"), QJsonArray::fromStringList(tasks)},
-                                   {QStringLiteral("task_spec"), QStringLiteral("L1:1-10,L2:1-10,L3:1-10")}};
-        const qint64 run = store.createRun(QStringLiteral("%1 bench").arg(regime.name), regime.name, config).value_or(0);
+        config.gpu = decodeDeviceFacts(h200());
+        config.regime = StoredRegime::of(regime);
+        config.tasks = tasks;
+        config.taskSpec = QStringLiteral("L1:1-10,L2:1-10,L3:1-10");
+        const qint64 run = store.createRun(QStringLiteral("%1 bench").arg(regime.name), regime.name, config.toJson()).value_or(0);
         // 500 candidates per run: 30 tasks, then turns of samples until the run's share is used.
         const int perRun = kCandidates / kRuns;
         for (int c = 0; c < perRun; ++c, ++k) {
@@ -172,7 +174,7 @@ bool buildDatabase(const QString& path, double* seconds)
             cand.turn = turn;
             cand.sample = sample;
             const qint64 candidateId = store.addCandidate(cand).value_or(0);
-            if (!store.addEvaluation(candidateId, evaluation(k, statuses.at((k * 7 + r) % statuses.size()), config.gpu))) {
+            if (!store.addEvaluation(candidateId, evaluation(k, statuses.at((k * 7 + r) % statuses.size()), config.gpu.raw))) {
                 std::fprintf(stderr, "store: %s\n", qPrintable(store.errorString()));
                 return false;
             }
