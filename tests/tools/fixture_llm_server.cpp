@@ -552,7 +552,9 @@ int main(int argc, char** argv)
         if (recordedMode)
             reply.verbatim = true; // model text as it was written
         if (!m.hasMatch()) {
-            const QString task = anyTask.match(prompt).captured(1);
+            QString task = anyTask.match(prompt).captured(1);
+            if (task.isEmpty()) // a KernelBench-format prompt names no task: its problem file does
+                task = taskOfProblemFile(prompt, tasksDir);
             if (recordedMode) // generations are all a folder records: say so rather than invent an analysis
                 texts << QStringLiteral("Notes on %1: none recorded. This is the recorded-model server (kwb-fixture-llm "
                                         "--recorded), which holds only the answers a model wrote for the generator; "
