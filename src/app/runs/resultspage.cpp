@@ -519,6 +519,17 @@ void ResultsPage::fill(QStandardItemModel* model, QTableView* view, const TextTa
         model->appendRow(items);
     }
     view->resizeColumnsToContents();
+    if (view == m_runTable) {
+        // A long run name ("agent −competence_matched answer pilot-v1/generator") wraps onto a
+        // second line rather than pushing the speed-up out of a 1280-px window; never elided.
+        constexpr int kRunColumnMax = 280;
+        if (view->columnWidth(0) > kRunColumnMax) {
+            view->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Interactive);
+            view->setWordWrap(true);
+            view->setColumnWidth(0, kRunColumnMax);
+            view->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+        }
+    }
 }
 
 void ResultsPage::showReport(const std::optional<Report>& report, const QString& error)
