@@ -14,8 +14,8 @@
 //
 //   kwb-bench-window-scale [--db PATH] [--rebuild] [--trace-ms N]
 
-#include "app/mainwindow.h"
 #include "app/analysispages.h"
+#include "app/mainwindow.h"
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
 #include "app/runs/runmanager.h"
@@ -151,7 +151,8 @@ bool buildDatabase(const QString& path, double* seconds)
         config.regime = StoredRegime::of(regime);
         config.tasks = tasks;
         config.taskSpec = QStringLiteral("L1:1-10,L2:1-10,L3:1-10");
-        const qint64 run = store.createRun(QStringLiteral("%1 bench").arg(regime.name), regime.name, config.toJson()).value_or(0);
+        const qint64 run =
+            store.createRun(QStringLiteral("%1 bench").arg(regime.name), regime.name, config.toJson()).value_or(0);
         // 500 candidates per run: 30 tasks, then turns of samples until the run's share is used.
         const int perRun = kCandidates / kRuns;
         for (int c = 0; c < perRun; ++c, ++k) {
@@ -174,7 +175,8 @@ bool buildDatabase(const QString& path, double* seconds)
             cand.turn = turn;
             cand.sample = sample;
             const qint64 candidateId = store.addCandidate(cand).value_or(0);
-            if (!store.addEvaluation(candidateId, evaluation(k, statuses.at((k * 7 + r) % statuses.size()), config.gpu.raw))) {
+            if (!store.addEvaluation(candidateId,
+                                     evaluation(k, statuses.at((k * 7 + r) % statuses.size()), config.gpu.raw))) {
                 std::fprintf(stderr, "store: %s\n", qPrintable(store.errorString()));
                 return false;
             }

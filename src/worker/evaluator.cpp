@@ -4,11 +4,11 @@
 #include "answer_format.hpp"
 #include "candidate_callable.hpp"
 #include "candidate_parser.hpp"
+#include "clock_probe.hpp"
 #include "cuda_driver.hpp"
 #include "cupti_tracer.hpp"
-#include "dram_profiler.hpp"
 #include "device_info.hpp"
-#include "clock_probe.hpp"
+#include "dram_profiler.hpp"
 #include "measure.hpp"
 #include "nvrtc_compiler.hpp"
 #include "output_compare.hpp"
@@ -1374,9 +1374,10 @@ bool globalsUnchanged(Evaluation& ev, const char* stage)
     json changes = std::move(ev.globalsChangedInRun);
     const std::string what = describeChanges(changes);
     ev.res["global_state"] = {{"changed_at", stage}, {"changes", std::move(changes)}, {"action", "rejected"}};
-    return ev.stop("rejected", stage,
-                   "the candidate changes torch's global settings while it runs (" + what +
-                       "): they decide how the reference runs too, so the evaluator owns them (docs/protocol.md, global_state)");
+    return ev.stop(
+        "rejected", stage,
+        "the candidate changes torch's global settings while it runs (" + what +
+            "): they decide how the reference runs too, so the evaluator owns them (docs/protocol.md, global_state)");
 }
 
 /// The device for the stages that run: none stops here (no_device); the first CUDA use in this

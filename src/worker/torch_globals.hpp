@@ -93,8 +93,9 @@ struct TorchGlobals
                 c.setAllowBF16ReductionCuBLAS(reduced);
 #endif
         if (std::string(c10::get_default_dtype().name()) != defaultDtype) {
-            for (const caffe2::TypeMeta t : {caffe2::TypeMeta::Make<float>(), caffe2::TypeMeta::Make<double>(),
-                                             caffe2::TypeMeta::Make<c10::Half>(), caffe2::TypeMeta::Make<c10::BFloat16>()})
+            for (const caffe2::TypeMeta t :
+                 {caffe2::TypeMeta::Make<float>(), caffe2::TypeMeta::Make<double>(),
+                  caffe2::TypeMeta::Make<c10::Half>(), caffe2::TypeMeta::Make<c10::BFloat16>()})
                 if (std::string(t.name()) == defaultDtype)
                     c10::set_default_dtype(t);
         }
@@ -122,9 +123,11 @@ struct TorchGlobals
         add("torch.backends.cuda.matmul.allow_tf32", tf32CuBLAS, now.tf32CuBLAS);
         add("torch.backends.cudnn.allow_tf32", tf32CuDNN, now.tf32CuDNN);
         add("torch.get_float32_matmul_precision", precisionName(matmulPrecision), precisionName(now.matmulPrecision));
-        add("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction", fp16ReductionCuBLAS, now.fp16ReductionCuBLAS);
+        add("torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction", fp16ReductionCuBLAS,
+            now.fp16ReductionCuBLAS);
 #if TORCH_VERSION_MAJOR >= 2
-        add("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction", bf16ReductionCuBLAS, now.bf16ReductionCuBLAS);
+        add("torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction", bf16ReductionCuBLAS,
+            now.bf16ReductionCuBLAS);
 #endif
         add("torch.get_default_dtype", defaultDtype, now.defaultDtype);
         add("torch.set_flush_denormal", flushDenormal, now.flushDenormal);
@@ -161,7 +164,8 @@ inline std::string describeChanges(const nlohmann::json& changes)
 {
     std::string out;
     for (const auto& c : changes)
-        out += (out.empty() ? "" : "; ") + c.value("setting", std::string()) + ": " + c["was"].dump() + " \u2192 " + c["now"].dump();
+        out += (out.empty() ? "" : "; ") + c.value("setting", std::string()) + ": " + c["was"].dump() + " \u2192 " +
+               c["now"].dump();
     return out;
 }
 

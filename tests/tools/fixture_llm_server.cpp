@@ -108,7 +108,8 @@ QString taskOfProblemFile(const QString& prompt, const QString& tasksDir)
         static const QRegularExpression idLine(QStringLiteral("(?m)^id = \"(L\\d+/\\d+)\"$"));
         static const QRegularExpression sourceLine(QStringLiteral("(?m)^source = \"([^\"]+)\"$"));
         for (const QString& level : QDir(tasksDir).entryList({QStringLiteral("level*")}, QDir::Dirs))
-            for (const QFileInfo& f : QDir(tasksDir + QLatin1Char('/') + level).entryInfoList({QStringLiteral("*.toml")}, QDir::Files)) {
+            for (const QFileInfo& f :
+                 QDir(tasksDir + QLatin1Char('/') + level).entryInfoList({QStringLiteral("*.toml")}, QDir::Files)) {
                 const QString toml = readText(f.filePath());
                 const QString id = idLine.match(toml).captured(1);
                 const QString source = sourceLine.match(toml).captured(1);
@@ -116,7 +117,8 @@ QString taskOfProblemFile(const QString& prompt, const QString& tasksDir)
                 if (!id.isEmpty() && !text.isEmpty())
                     files.append({text, id});
             }
-        std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+        std::sort(files.begin(), files.end(),
+                  [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
     }
     for (const auto& [text, id] : files)
         if (prompt.contains(text))

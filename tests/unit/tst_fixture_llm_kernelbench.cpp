@@ -77,7 +77,8 @@ private Q_SLOTS:
         // The fixture server answers the study's 30 (the first ten of each level), of all listed.
         QJsonArray tasks;
         static const QRegularExpression study(QStringLiteral("^L[123]/([1-9]|10)$"));
-        for (const QJsonValue& t : QJsonDocument::fromJson(tasksFile.readAll()).object().value(QLatin1String("tasks")).toArray())
+        for (const QJsonValue& t :
+             QJsonDocument::fromJson(tasksFile.readAll()).object().value(QLatin1String("tasks")).toArray())
             if (study.match(t.toObject().value(QLatin1String("id")).toString()).hasMatch())
                 tasks.append(t);
         QCOMPARE(tasks.size(), 30);

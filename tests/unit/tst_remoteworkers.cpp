@@ -497,7 +497,9 @@ private Q_SLOTS:
         const QString scratch = environment.value(QLatin1String("TMPDIR")).toString();
         QVERIFY2(scratch.contains(QLatin1String("/kwb-worker-")) && home == scratch + QStringLiteral("/home"), qPrintable(home));
         QVERIFY(!environment.value(QLatin1String("KWB_BUILD_BROKER")).toString().isEmpty());
-        QVERIFY(!env.response.raw.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
+        QVERIFY(!env.response.raw.value(QLatin1String("arguments"))
+                     .toArray()
+                     .contains(QStringLiteral("--refuse-native-code")));
 
         // No host process (this test's, ssh's), none of the host's files, users, home or /tmp.
         const passwd* user = ::getpwuid(::getuid());
@@ -559,9 +561,10 @@ private Q_SLOTS:
         target.environment = QStringList{QStringLiteral("KWB_SANDBOX_READ_ONLY=") +
                                          QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absolutePath()};
         auto supervisor = remoteSupervisor(target);
-        const WorkerSupervisor::Outcome env = supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
+        const WorkerSupervisor::Outcome env =
+            supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
         QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
-                                                QString::fromUtf8(env.stderrTail)));
+                                               QString::fromUtf8(env.stderrTail)));
         const QJsonArray arguments = env.response.raw.value(QLatin1String("arguments")).toArray();
         const qsizetype at = arguments.toVariantList().indexOf(QStringLiteral("--tasks-dir"));
         QVERIFY2(at >= 0 && at + 1 < arguments.size() && arguments.at(at + 1).toString() == tasks,
@@ -632,7 +635,9 @@ private Q_SLOTS:
 
         const WorkerSupervisor::Outcome turnedOff = remoteSupervisor(target, false)->run(envRequest, kWaitMs);
         QVERIFY2(turnedOff.hasResponse(), qPrintable(turnedOff.status + QLatin1String(": ") + turnedOff.message));
-        QVERIFY(!turnedOff.response.raw.value(QLatin1String("arguments")).toArray().contains(QStringLiteral("--refuse-native-code")));
+        QVERIFY(!turnedOff.response.raw.value(QLatin1String("arguments"))
+                     .toArray()
+                     .contains(QStringLiteral("--refuse-native-code")));
     }
 
     // Host memory and threads over the limits end the request as `resource_limit` there as here:
@@ -879,7 +884,8 @@ private Q_SLOTS:
         QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message +
                                                    QLatin1Char('\n') + QString::fromUtf8(outcome.stderrTail)));
         QCOMPARE(outcome.response.raw.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
-        QCOMPARE(outcome.response.raw.value(QLatin1String("cuda_visible_devices")).toString(), QStringLiteral("3")); // Slurm's, kept
+        QCOMPARE(outcome.response.raw.value(QLatin1String("cuda_visible_devices")).toString(),
+                 QStringLiteral("3")); // Slurm's, kept
         QFile arguments(log);
         QVERIFY(arguments.open(QIODevice::ReadOnly));
         QVERIFY(arguments.readAll().contains("--end-on-stdin-eof"));

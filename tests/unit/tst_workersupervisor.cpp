@@ -1992,7 +1992,8 @@ private Q_SLOTS:
         };
         const auto bound = [](const QStringList& arguments, const QString& path) {
             for (qsizetype i = 0; i + 2 < arguments.size() && arguments.at(i) != QLatin1String("--"); ++i)
-                if (arguments.at(i).startsWith(QLatin1String("--ro-bind")) && arguments.at(i + 1) == path && arguments.at(i + 2) == path)
+                if (arguments.at(i).startsWith(QLatin1String("--ro-bind")) && arguments.at(i + 1) == path &&
+                    arguments.at(i + 2) == path)
                     return true;
             return false;
         };
@@ -2015,7 +2016,8 @@ private Q_SLOTS:
         QVERIFY(QDir(install.path()).mkpath(QStringLiteral("share/kernel-workbench/tasks")));
         launch = launchWorker(worker, {}, {}, options);
         tasks = tasksAfter(launch.arguments);
-        QCOMPARE(tasks, QFileInfo(install.filePath(QStringLiteral("share/kernel-workbench/tasks"))).canonicalFilePath());
+        QCOMPARE(tasks,
+                 QFileInfo(install.filePath(QStringLiteral("share/kernel-workbench/tasks"))).canonicalFilePath());
         QVERIFY(bound(launch.arguments, tasks) || launch.arguments.contains(install.path()));
         // KWB_TASKS_DIR, and an explicit --tasks-dir, win.
         QProcessEnvironment environment;

@@ -372,7 +372,8 @@ TEST_CASE("evaluate: torch's global settings changed by an extension are set bac
     CHECK(imported["global_state"]["action"] == "reset");
     CHECK(imported["global_state"]["changes"][0]["setting"] == "torch.backends.cudnn.benchmark");
     CHECK(imported["global_state"]["changes"][0]["now"] == true);
-    CHECK(std::find(imported["flags"].begin(), imported["flags"].end(), "global_state_reset") != imported["flags"].end());
+    CHECK(std::find(imported["flags"].begin(), imported["flags"].end(), "global_state_reset") !=
+          imported["flags"].end());
     CHECK(at::globalContext().benchmarkCuDNN() == benchmarkBefore);
 
     std::string inForward = kScaleCpp;

@@ -64,8 +64,9 @@ QStringList explainedFlags(const EvaluationResult& evaluation)
             out << QStringLiteral("speedup_over_10x: KernelBench's warning, a speed-up above 10× is more often a timing "
                                   "or caching trick than a kernel; check the code");
         else if (flag == QLatin1String("global_state_reset"))
-            out << QStringLiteral("global_state_reset: the answer's import changed torch's global settings (cuDNN, TF32, …); "
-                                  "the evaluator set them back before anything ran, so both sides ran under its own");
+            out << QStringLiteral(
+                "global_state_reset: the answer's import changed torch's global settings (cuDNN, TF32, …); "
+                "the evaluator set them back before anything ran, so both sides ran under its own");
         else
             out << flag;
     }

@@ -521,7 +521,8 @@ QString workerTasksDir(const QString& program, const QProcessEnvironment& enviro
         return QFileInfo(named).absoluteFilePath();
     const QString exe = QFileInfo(program).canonicalFilePath();
     const QDir programDir = QFileInfo(exe).absoluteDir();
-    const QString installed = QDir::cleanPath(programDir.absoluteFilePath(QStringLiteral("../share/kernel-workbench/tasks")));
+    const QString installed =
+        QDir::cleanPath(programDir.absoluteFilePath(QStringLiteral("../share/kernel-workbench/tasks")));
     if (QFileInfo(installed).isDir())
         return installed;
     if (QFile marker(exe + QStringLiteral(".tasks")); marker.open(QIODevice::ReadOnly))
@@ -950,8 +951,8 @@ QString remoteWorkerScript()
     // $t/builder.args; read with `bwrap --args 3`). The build broker runs outside the worker's
     // sandbox there, as here, one per remote worker; kwb-worker ends with the script (its parent
     // watch), the trap ends it sooner.
-    static const QString script =
-        QStringLiteral(R"SH(# The worker (and its broker) start from the allowlist, as here: the login's other variables (an
+    static const QString script = QStringLiteral(
+        R"SH(# The worker (and its broker) start from the allowlist, as here: the login's other variables (an
 # agent's socket, a token) stay out; first, before the script sets its own. A name is letters,
 # digits and _; env's other lines are parts of multi-line values.
 %4for v in $(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p'); do keep "$v" || unset "$v" 2>/dev/null; done

@@ -81,9 +81,14 @@ private Q_SLOTS:
                 if (c == 0 && tableOne->wordWrap() && width > tableOne->columnWidth(c)) {
                     const QRect wrapped = tableOne->fontMetrics().boundingRect(
                         QRect(0, 0, tableOne->columnWidth(c) - 12, 10000), Qt::TextWordWrap, index.data().toString());
-                    QVERIFY2(wrapped.width() <= tableOne->columnWidth(c) - 12 && wrapped.height() <= tableOne->rowHeight(r),
-                             qPrintable(QStringLiteral("run %1 wraps to %2x%3 in a %4x%5 cell").arg(r).arg(wrapped.width())
-                                            .arg(wrapped.height()).arg(tableOne->columnWidth(c)).arg(tableOne->rowHeight(r))));
+                    QVERIFY2(wrapped.width() <= tableOne->columnWidth(c) - 12 &&
+                                 wrapped.height() <= tableOne->rowHeight(r),
+                             qPrintable(QStringLiteral("run %1 wraps to %2x%3 in a %4x%5 cell")
+                                            .arg(r)
+                                            .arg(wrapped.width())
+                                            .arg(wrapped.height())
+                                            .arg(tableOne->columnWidth(c))
+                                            .arg(tableOne->rowHeight(r))));
                     continue;
                 }
                 needed = qMax(needed, width);
