@@ -863,22 +863,17 @@ class Interp:
                 mod.params["bias"] = Param([c["out_features"]], "uniform_fan_in", self.ctx.next(),
                                            fan_in=[c["in_features"]])
             return
-        if k in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"):
+        if k in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
             n = c["num_features"]
             if c["affine"]:
                 mod.params["weight"] = Param([n], "ones", self.ctx.next())
                 mod.params["bias"] = Param([n], "zeros", self.ctx.next())
             if c["track_running_stats"]:
+                # BatchNorm's running statistics are buffers; InstanceNorm's have no functional form here.
+                if k.startswith("InstanceNorm"):
+                    raise Unsupported(node, "nn.%s with track_running_stats" % k)
                 mod.params["running_mean"] = Param([n], "zeros", self.ctx.next(), buffer=True)
                 mod.params["running_var"] = Param([n], "ones", self.ctx.next(), buffer=True)
-            return
-        if k in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"):
-            n = c["num_features"]
-            if c["affine"]:
-                mod.params["weight"] = Param([n], "ones", self.ctx.next())
-                mod.params["bias"] = Param([n], "zeros", self.ctx.next())
-            if c["track_running_stats"]:
-                raise Unsupported(node, "nn.%s with track_running_stats" % k)
             return
         if k == "GroupNorm":
             strip(c["num_channels"])  # a multiple of num_groups: kept at every scale
