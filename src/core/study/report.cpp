@@ -1,5 +1,7 @@
 #include "core/study/report.h"
 
+#include "core/study/taskbest.h"
+
 #include "core/tasks/kernelbound.h"
 
 #include "core/run/regime.h"
@@ -450,12 +452,13 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
     for (const UnitResponse& response : responses)
         if (response.response.error.isEmpty())
             answered.insert(response.unit.task);
-    // The run's own selection rule, as `kwb run` stored it with the regime.
-    const bool lastTurnWins = config.regime.fields.selection == SelectionMode::Last;
     const bool compileOnly = config.compileOnly;
     for (auto it = byTask.cbegin(); it != byTask.cend(); ++it) {
+        // The run's own selection rule for the task (taskbest.h: the one rule every page reads).
+        const TaskSelection selection = taskSelection(config, it.key());
         int chosen = -1;
-        const std::optional<TaskOutcome> selected = selectOutcome(it.value(), &chosen, lastTurnWins, compileOnly);
+        const std::optional<TaskOutcome> selected =
+            selectOutcome(it.value(), &chosen, selection.mode == SelectionMode::Last, compileOnly);
         TaskOutcome outcome;
         UnevaluatedTask missing{it.key(), taskLevel(it.key()), QString(), QString()};
         if (selected) {
@@ -518,20 +521,52 @@ bool isRoutedRun(const RunConfig& config)
 
 } // namespace
 
-bool isMainRegimeRun(const RunInfo& run)
+QString notMainRegimeReason(const RunInfo& run)
 {
     const RunConfig config = RunConfig::fromJson(run.config);
-    if (config.isSweep() || isRoutedRun(config))
-        return false;
+    if (config.isSweep())
+        return QStringLiteral("part of a sweep (n = %1): a sweep's runs are its best-of-n curve").arg(config.sweep->n);
+    if (isRoutedRun(config))
+        return QStringLiteral("a routed run: it is itself a routing");
     const Regime& stored = config.regime.fields;
     static const QStringList tableRegimes = {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
                                              QStringLiteral("iterative"), QStringLiteral("agent")};
-    if (!tableRegimes.contains(stored.name) || !stored.ablated.isEmpty())
-        return false;
+    if (!tableRegimes.contains(stored.name))
+        return QStringLiteral("regime %1 is not one of the study's four (zero-shot, profiling-guided, iterative, agent)")
+            .arg(stored.name.isEmpty() ? QStringLiteral("(none stored)") : stored.name);
+    if (!stored.ablated.isEmpty())
+        return QStringLiteral("an ablation (%1 off)").arg(stored.ablated.join(QStringLiteral(", ")));
     const std::optional<Regime> builtin = Regime::builtin(stored.name);
-    return builtin && stored.n == builtin->n && stored.turns == builtin->turns &&
-           stored.temperature == builtin->temperature && stored.feedback == builtin->feedback &&
-           stored.selection == builtin->selection && stored.stopWhenCorrect == builtin->stopWhenCorrect;
+    if (!builtin)
+        return QStringLiteral("regime %1 is not built in").arg(stored.name);
+    // Every setting that differs from the built-in regime, each with both values.
+    const auto temperature = [](const std::optional<double>& t) {
+        return t ? QString::number(*t) : QStringLiteral("unset");
+    };
+    QStringList differs;
+    if (stored.n != builtin->n)
+        differs << QStringLiteral("n = %1 (built in: %2)").arg(stored.n).arg(builtin->n);
+    if (stored.turns != builtin->turns)
+        differs << QStringLiteral("%1 turn(s) (built in: %2)").arg(stored.turns).arg(builtin->turns);
+    if (stored.temperature != builtin->temperature)
+        differs << QStringLiteral("temperature %1 (built in: %2)").arg(temperature(stored.temperature),
+                                                                       temperature(builtin->temperature));
+    if (stored.feedback != builtin->feedback)
+        differs << QStringLiteral("feedback %1 (built in: %2)").arg(toString(stored.feedback), toString(builtin->feedback));
+    if (stored.selection != builtin->selection)
+        differs << QStringLiteral("selection %1 (built in: %2)").arg(toString(stored.selection), toString(builtin->selection));
+    if (stored.stopWhenCorrect != builtin->stopWhenCorrect)
+        differs << QStringLiteral("stop when correct %1 (built in: %2)")
+                       .arg(stored.stopWhenCorrect ? QStringLiteral("on") : QStringLiteral("off"),
+                            builtin->stopWhenCorrect ? QStringLiteral("on") : QStringLiteral("off"));
+    if (!differs.isEmpty())
+        return QStringLiteral("not %1 as built in: %2").arg(stored.name, differs.join(QStringLiteral(", ")));
+    return QString();
+}
+
+bool isMainRegimeRun(const RunInfo& run)
+{
+    return notMainRegimeReason(run).isEmpty();
 }
 
 QJsonObject ablationBaselineKey(const RunInfo& run)
@@ -658,10 +693,13 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
     Report report;
     report.database = store.path();
     QSet<int> levels;
+    QMap<QString, QList<PickCandidate>> picks; // task -> every candidate of the runs, for its one best
     for (const RunInfo& info : infos) {
         RunReport run;
         run.run = info;
         const QList<EvaluationRecord> evaluations = store.evaluations(info.id);
+        for (const EvaluationRecord& e : evaluations)
+            picks[e.task].append(PickCandidate::of(info.id, e));
         RunOutcomes outcomes = runOutcomes(store, info, evaluations);
         run.compileOnly = isCompileOnlyRun(info);
         run.evaluations = int(evaluations.size());
@@ -683,6 +721,11 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
     }
     report.levels = QList<int>(levels.cbegin(), levels.cend());
     std::sort(report.levels.begin(), report.levels.end());
+    for (auto it = picks.cbegin(); it != picks.cend(); ++it)
+        if (const std::optional<int> best = bestCandidateOfTask(it.value(), infos, it.key())) {
+            const PickCandidate& c = it.value().at(*best);
+            report.bestOfTask.insert(it.key(), TaskBest{c.run, c.evaluation, c.turn, c.sample});
+        }
 
     for (int i = 0; i < report.runs.size(); ++i) {
         for (int j = i + 1; j < report.runs.size(); ++j) {
@@ -759,8 +802,14 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         }
     if (mainRegimes.size() >= 2 && !report.levels.isEmpty()) {
         RoutingReport routing;
-        for (const RunReport& run : std::as_const(report.runs))
-            (mainRuns.contains(&run) ? routing.candidates : routing.leftOut).append(run.run.id);
+        for (const RunReport& run : std::as_const(report.runs)) {
+            if (mainRuns.contains(&run))
+                routing.candidates.append(run.run.id);
+            else {
+                routing.leftOut.append(run.run.id);
+                routing.leftOutWhy.insert(run.run.id, notMainRegimeReason(run.run));
+            }
+        }
         QMap<QString, QList<TaskOutcome>> byLabel;
         QMap<int, QString> labelForLevel;
         for (const int level : std::as_const(report.levels)) {

@@ -207,6 +207,10 @@ struct PairReport
 /// other than the pilot (zero-shot, profiling-guided, iterative, agent) as built in (n, turns,
 /// temperature, feedback, selection), no ablation, no routing, not part of a sweep.
 bool isMainRegimeRun(const RunInfo& run);
+/// Why a run is not a main regime run, exactly (empty: it is one): "part of a sweep (n = 8)…",
+/// "an ablation (best_of_n off)", "not agent as built in: n = 4 (built in: 8), …" with every
+/// setting that differs from today's built-in regime, both values.
+QString notMainRegimeReason(const RunInfo& run);
 
 /// The study's routing estimate: per level, the main regime run (isMainRegimeRun) that solved most
 /// of that level's tasks (ties: the first in the report), and their union. Only main regime runs
@@ -216,6 +220,7 @@ struct RoutingReport
     QMap<int, qint64> runForLevel; ///< level -> the run whose outcomes are taken for it
     QList<qint64> candidates;      ///< the main regime runs it chose from, in report order
     QList<qint64> leftOut;         ///< the report's other runs, not candidates
+    QMap<qint64, QString> leftOutWhy; ///< run -> notMainRegimeReason, for each run left out
     RoutingEstimate estimate;      ///< keyed by run label
 };
 
@@ -239,10 +244,21 @@ struct AblationRow
     QString note; ///< with no baseline: what run it would need
 };
 
+/// A task's one best across the report's runs (taskbest.h's bestCandidateOfTask): the run and the
+/// evaluation, the same candidate the Roofline draws and the Diff page shows on the right.
+struct TaskBest
+{
+    qint64 run = 0;
+    qint64 evaluation = 0;
+    int turn = 0;
+    int sample = 0;
+};
+
 struct Report
 {
     QString database;
     QList<RunReport> runs;
+    QMap<QString, TaskBest> bestOfTask; ///< task -> its best across `runs` (tasks with an evaluation)
     QList<PairReport> pairs; ///< every pair (i < j) in the order of `runs`
     std::optional<RoutingReport> routing;
     QList<AblationRow> ablations; ///< one per run with switches off

@@ -1,0 +1,115 @@
+#include "core/study/provenance.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+
+namespace kwb {
+
+AnswerSource answerSource(const RunConfig& config)
+{
+    if (config.isImport())
+        return AnswerSource::Imported;
+    if (config.model == QLatin1String(kFixtureModel))
+        return AnswerSource::FixtureServer;
+    if (config.model == QLatin1String(kRecordedModel))
+        return AnswerSource::RecordedServer;
+    return config.model.isEmpty() ? AnswerSource::Unknown : AnswerSource::Model;
+}
+
+bool isStandInSource(AnswerSource source)
+{
+    return source == AnswerSource::FixtureServer || source == AnswerSource::RecordedServer;
+}
+
+QString promptSetName(const RunConfig& config)
+{
+    if (config.templates.isEmpty())
+        return QStringLiteral("–");
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    for (auto it = config.templates.cbegin(); it != config.templates.cend(); ++it) { // sorted by name
+        hash.addData(it.key().toUtf8());
+        hash.addData(QByteArrayView("\0", 1));
+        hash.addData(it.value().toUtf8());
+        hash.addData(QByteArrayView("\0", 1));
+    }
+    const QString folder =
+        config.promptsDir.isEmpty() ? QStringLiteral("templates") : QDir(config.promptsDir).dirName();
+    return QStringLiteral("%1 · %2").arg(folder, QString::fromLatin1(hash.result().toHex().left(8)));
+}
+
+QString RunProvenance::sourceText() const
+{
+    switch (source) {
+    case AnswerSource::FixtureServer: return QStringLiteral("fixture server (%1)").arg(model);
+    case AnswerSource::RecordedServer: return QStringLiteral("recorded answers (%1)").arg(model);
+    case AnswerSource::Imported: return QStringLiteral("imported");
+    case AnswerSource::Unknown: return QStringLiteral("–");
+    case AnswerSource::Model: break;
+    }
+    return model;
+}
+
+RunProvenance runProvenance(const RunInfo& run)
+{
+    const RunConfig config = RunConfig::fromJson(run.config);
+    RunProvenance p;
+    p.source = answerSource(config);
+    p.model = config.model.isEmpty() ? QStringLiteral("–") : config.model;
+    p.endpoint = config.isImport() ? config.import.value(QLatin1String("directory")).toString() : config.endpoint;
+    if (p.endpoint.isEmpty())
+        p.endpoint = QStringLiteral("–");
+    p.answerFormat = config.answerFormat;
+    p.promptSet = promptSetName(config);
+    QString what;
+    switch (p.source) {
+    case AnswerSource::FixtureServer:
+        what = QStringLiteral("kwb-fixture-llm, the project's test server: its answers are the project's own candidate "
+                              "fixtures, no language model wrote them");
+        break;
+    case AnswerSource::RecordedServer:
+        what = QStringLiteral("kwb-fixture-llm --recorded: a model's recorded answers replayed, not written for these "
+                              "prompts");
+        break;
+    case AnswerSource::Imported:
+        what = QStringLiteral("imported generations (kwb import %1): no server was asked")
+                   .arg(config.import.value(QLatin1String("format")).toString());
+        break;
+    case AnswerSource::Unknown: what = QStringLiteral("no model stored"); break;
+    case AnswerSource::Model: what = QStringLiteral("the model the server named"); break;
+    }
+    p.details =
+        QStringLiteral("Answers: %1\nModel: %2\n%3: %4\nAnswer format: %5\nPrompt set: %6%7")
+            .arg(what, p.model, config.isImport() ? QStringLiteral("Imported from") : QStringLiteral("Endpoint"),
+                 p.endpoint, p.answerFormat, p.promptSet,
+                 config.promptsDir.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(config.promptsDir));
+    return p;
+}
+
+QString standInAnswersNote(const QList<RunInfo>& runs)
+{
+    int fixture = 0, recorded = 0;
+    for (const RunInfo& run : runs) {
+        const AnswerSource source = answerSource(RunConfig::fromJson(run.config));
+        fixture += source == AnswerSource::FixtureServer;
+        recorded += source == AnswerSource::RecordedServer;
+    }
+    if (!fixture && !recorded)
+        return QString();
+    QStringList parts;
+    if (fixture)
+        parts << QStringLiteral("%1 of its %2 runs were answered by kwb-fixture-llm, the project's test server (model "
+                                "\"%3\"): its answers are the project's own fixtures, so their numbers measure the "
+                                "workbench, not a language model")
+                     .arg(fixture)
+                     .arg(runs.size())
+                     .arg(QLatin1String(kFixtureModel));
+    if (recorded)
+        parts << QStringLiteral("%1 of its %2 runs replayed a model's recorded answers (kwb-fixture-llm --recorded, "
+                                "model \"%3\"): real model text, not written for these prompts")
+                     .arg(recorded)
+                     .arg(runs.size())
+                     .arg(QLatin1String(kRecordedModel));
+    return QStringLiteral("Not a live model: ") + parts.join(QStringLiteral("; ")) + QLatin1Char('.');
+}
+
+} // namespace kwb

@@ -1,0 +1,65 @@
+#pragma once
+// Where a run's answers came from (issue 38 item 3): the model, the endpoint, the answer format
+// and the prompt set, and whether the "model" was one at all. A study answered by the project's
+// test server reads like a finding about a language model ("agent 100 % vs zero-shot 30 %") unless
+// every table and the window say what answered; this is the one place that decides it.
+//
+// How a run records its server: by the model name it stored (RunConfig::model). kwb-fixture-llm
+// (tests/tools/fixture_llm_server.cpp) lists one model, kFixtureModel for its fixture answers and
+// kRecordedModel when it serves a folder of recorded real answers (--recorded); the window's
+// Launch page takes the model the server lists, and the scripts and docs name it. An imported run
+// (`kwb import`) asked no server: its answers are a folder's generations.
+
+#include "core/run/runconfig.h"
+#include "core/store/runstore.h"
+
+#include <QList>
+#include <QString>
+
+namespace kwb {
+
+/// The model kwb-fixture-llm lists for its fixture answers.
+inline constexpr char kFixtureModel[] = "fixture-model";
+/// The model kwb-fixture-llm lists with --recorded: real model text, replayed.
+inline constexpr char kRecordedModel[] = "recorded-model";
+
+enum class AnswerSource {
+    Model,          ///< a server that names another model: taken to be one
+    FixtureServer,  ///< kwb-fixture-llm's fixtures: no model wrote them
+    RecordedServer, ///< kwb-fixture-llm --recorded: a model's text, replayed, not asked for these prompts
+    Imported,       ///< `kwb import`: a folder of generations, no server asked
+    Unknown,        ///< no model stored
+};
+
+/// The one rule (see the header).
+AnswerSource answerSource(const RunConfig& config);
+/// Whether the answers were not written by a model for this run's prompts (fixture or recorded).
+bool isStandInSource(AnswerSource source);
+
+/// A run's provenance as every table shows it.
+struct RunProvenance
+{
+    AnswerSource source = AnswerSource::Unknown;
+    QString model;        ///< the stored model name; "–" when none
+    QString endpoint;     ///< the server's URL; for an import, the folder it read
+    QString answerFormat; ///< "native" or "kernelbench"
+    QString promptSet;    ///< promptSetName()
+    /// One short cell: "fixture server (fixture-model)", "recorded answers (recorded-model)",
+    /// "imported", or the model's name.
+    QString sourceText() const;
+    /// Several lines for a tooltip: source, model, endpoint, answer format, prompt set and its folder.
+    QString details;
+};
+
+RunProvenance runProvenance(const RunInfo& run);
+
+/// The templates a run used, short: the prompts folder's name and a fingerprint of the templates'
+/// names and texts ("prompts · 3f9a2c1d"), so two runs read as one set only when their wording is
+/// the same; "–" without stored templates.
+QString promptSetName(const RunConfig& config);
+
+/// The banner's sentence for an open study: how many of its runs were answered by the fixture or
+/// recorded server; empty when none was.
+QString standInAnswersNote(const QList<RunInfo>& runs);
+
+} // namespace kwb
