@@ -67,13 +67,15 @@ def short(text, n=220):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kb", required=True)
-    ap.add_argument("--db", required=True)
+    ap.add_argument("--kb", required=True, action="append", help="kb_eval.py's JSON lines (repeat for several calls)")
+    ap.add_argument("--db", required=True, action="append", help="a run store of `kwb import` (repeat for several chunks)")
     ap.add_argument("--explain", default=None)
     ap.add_argument("--head", default="", help="lines to put under the title (machine, commits, date)")
     a = ap.parse_args()
-    kb = [json.loads(line) for line in open(a.kb) if line.strip()]
-    ours = kwb_verdicts(a.db)
+    kb = [json.loads(line) for path in a.kb for line in open(path) if line.strip()]
+    ours = {}
+    for db in a.db:
+        ours.update(kwb_verdicts(db))
     explain = json.load(open(a.explain)) if a.explain else {}
 
     print("# Agreement with KernelBench's evaluator on real generations\n")
@@ -142,7 +144,9 @@ def main():
     if not disagreements:
         print("| (none) | | | | |")
     print("\nDisagreements by class: " + ", ".join(f"{k} {v}" for k, v in sorted(classes.items())) if classes else "")
-    explained = sum(v for k, v in classes.items() if k in ("deliberate", "theirs", "noise"))
+    # Only disagreements on `correct` move the correct-verdict agreement; compiled-only ones do not.
+    explained = sum(1 for r, o in disagreements if o is not None and (o["status"] == "correct") != r["correct"]
+                    and explain.get(r["path"], {}).get("class") in ("deliberate", "theirs", "noise"))
     print(f"\nCorrect verdicts agree on {total['xa']} of {n} ({100 * total['xa'] / n:.1f} %); "
           f"with the disagreements explained as deliberate, theirs or noise counted as agreeing: "
           f"{min(n, total['xa'] + explained)} of {n}.")
@@ -165,7 +169,10 @@ def main():
         if ratio:
             ratios.append(ratio)
         name = r["path"].split("/", 2)[-1]
-        print(f"| `{name}` | {ks:.3f} | {ws:.3f} | {ratio:.3f} |" if ratio else f"| `{name}` | {ks} | {ws} | – |")
+        if ratio:
+            print(f"| `{name}` | {ks:.3f} | {ws:.3f} | {ratio:.3f} |")
+        else:
+            print(f"| `{name}` | {'not timed' if ks is None else f'{ks:.3f}'} | {'–' if ws is None else f'{ws:.3f}'} | – |")
     if ratios:
         within = sum(abs(x - 1) <= 0.03 for x in ratios)
         print(f"\n{len(ratios)} pairs: median kwb/KB {statistics.median(ratios):.3f}, within 3 %: {within} of {len(ratios)}.")
