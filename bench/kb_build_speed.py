@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Issue 35 item 1: how long a KernelBench-format answer's extension takes to build, and where the
-# time goes, before and after torch's precompiled header (src/worker/extension_cache.py).
+# time goes, before and after torch's precompiled header (src/worker/python/extension_cache.py).
 #
 #   stages   one C++-only answer's compile split with load_inline's own flags (read from the
 #            build.ninja torch writes): preprocessing (g++ -E), parsing and checking
@@ -9,7 +9,7 @@
 #   builds   each build as the broker runs it: a fresh builder process (`extension_cache.py`'s
 #            build_extension, torch imported in it, as `kwb-worker --build-extension` does) into an
 #            empty folder, REPS times, alternating:
-#              before  the extension cache of BASE (git show BASE:src/worker/extension_cache.py):
+#              before  the extension cache of BASE (git show BASE:src/worker/python/extension_cache.py):
 #                      load_inline's plain build
 #              cold    this tree's, no precompiled header yet (what the first answers get while
 #                      the broker makes it)
@@ -191,12 +191,12 @@ def main():
     parser.add_argument("--python", default=sys.executable, help="a Python with torch (the worker's)")
     parser.add_argument("--cuda", action="store_true")
     ARGS = parser.parse_args()
-    SRC = os.path.join(REPO, "src", "worker")
+    SRC = os.path.join(REPO, "src", "worker", "python")
     WORK = tempfile.mkdtemp(prefix="kwb-bench-kb-build-")
     sys.path.insert(0, SRC)
     import extension_cache as ec
     before_dir = None
-    shown = subprocess.run(["git", "-C", REPO, "show", f"{ARGS.base}:src/worker/extension_cache.py"],
+    shown = subprocess.run(["git", "-C", REPO, "show", f"{ARGS.base}:src/worker/python/extension_cache.py"],
                            capture_output=True, text=True) if ARGS.base else None
     if shown is not None and shown.returncode == 0:
         before_dir = os.path.join(WORK, "before")

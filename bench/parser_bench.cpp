@@ -2,7 +2,7 @@
 // tests/worker/answer_shapes.hpp (the ones that were quadratic or could recurse deeply).
 // Usage: kwb-bench-parser [BYTES]   (default: kMaxAnswerBytes). Prints a Markdown table.
 #include "answer_shapes.hpp"
-#include "candidate_parser.hpp"
+#include "worker/answers/candidateparser.h"
 
 #include <chrono>
 #include <cstdio>

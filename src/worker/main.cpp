@@ -1,10 +1,10 @@
 // kwb-worker: evaluates tasks and candidates for the workbench. Speaks docs/protocol.md.
-#include "gpu_quiet_lock.hpp"
-#include "parent_watch.hpp"
-#include "protocol.hpp"
-#include "python_host.hpp"
-#include "sandbox_init.hpp"
-#include "worker.hpp"
+#include "worker/measure/gpuquietlock.h"
+#include "worker/sandbox/parentwatch.h"
+#include "worker/protocol/protocol.h"
+#include "worker/python/pythonhost.h"
+#include "worker/sandbox/sandboxinit.h"
+#include "worker/worker.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -18,9 +18,9 @@ int main(int argc, char** argv)
 {
     // Before anything else: a worker whose parent is gone ends, busy or not.
     kwb::watchParent();
-    // Nothing kwb's process happened to leave open reaches an answer (sandbox_init.hpp).
+    // Nothing kwb's process happened to leave open reaches an answer (sandboxinit.h).
     kwb::closeInheritedDescriptors();
-    // The extension cache's two other roles (python_host.hpp): they run no answer's code.
+    // The extension cache's two other roles (pythonhost.h): they run no answer's code.
     if (argc == 3 && std::strcmp(argv[1], "--build-broker") == 0) {
         try {
             return kwb::python::runBuildBroker(argv[2]);
@@ -40,7 +40,7 @@ int main(int argc, char** argv)
         }
     }
     // In the OS sandbox this process is PID 1 of its namespace: only a signal from outside can
-    // kill it, and a candidate cannot fake one (sandbox_init.hpp).
+    // kill it, and a candidate cannot fake one (sandboxinit.h).
     if (const char* why = kwb::setUpSandboxInit(); *why)
         std::cerr << "kwb-worker: the sandbox's init: " << why << "\n";
     // Then, before anything can print: responses get a private descriptor, fd 1 becomes stderr.

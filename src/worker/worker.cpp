@@ -1,15 +1,15 @@
-#include "worker.hpp"
-#include "sandbox_init.hpp"
+#include "worker/worker.h"
+#include "worker/sandbox/sandboxinit.h"
 
-#include "device_info.hpp"
-#include "nvrtc_compiler.hpp"
-#include "protocol.hpp"
-#include "answer_format.hpp"
-#include "candidate_parser.hpp"
-#include "cuda_driver.hpp"
-#include "python_host.hpp"
-#include "profiles.hpp"
-#include "roofline.hpp"
+#include "worker/device/deviceinfo.h"
+#include "worker/compile/nvrtccompiler.h"
+#include "worker/protocol/protocol.h"
+#include "worker/answers/answerformat.h"
+#include "worker/answers/candidateparser.h"
+#include "worker/device/cudadriver.h"
+#include "worker/python/pythonhost.h"
+#include "worker/measure/profiles.h"
+#include "worker/analyze/roofline.h"
 
 #include <cuda_runtime.h>
 
@@ -119,9 +119,9 @@ json Worker::hello()
     // The lock this worker takes (docs/protocol.md, the GPU's quiet lock): null without one, and
     // null with the reason where --gpu-quiet-lock named a file that could not be opened.
     out["gpu_quiet_lock"] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
-    // Whether its holds pass the writers-first gate (<lock>.intent, gpu_quiet_lock.hpp).
+    // Whether its holds pass the writers-first gate (<lock>.intent, gpuquietlock.h).
     out["gpu_quiet_lock_writers_first"] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
-    // Whether its evaluations take turns on the GPU (<lock>.turn, gpu_quiet_lock.hpp).
+    // Whether its evaluations take turns on the GPU (<lock>.turn, gpuquietlock.h).
     out["gpu_quiet_lock_turns"] = m_quietLock && m_quietLock->usable() && m_quietLock->turns();
     if (m_quietLock && !m_quietLock->usable())
         out["gpu_quiet_lock_error"] = m_quietLock->error();
@@ -154,7 +154,7 @@ json Worker::listTasks(const json& request)
 
 namespace {
 /// `compile` of a KernelBench-format answer: its module run in the embedded interpreter, so its
-/// load_inline extensions build into the shared cache (python_host.hpp) where `evaluate` finds them.
+/// load_inline extensions build into the shared cache (pythonhost.h) where `evaluate` finds them.
 json compileKernelBench(const std::string& answer, std::string arch, CodeBlock codeBlock)
 {
     if (arch.empty())
@@ -282,7 +282,7 @@ json Worker::handle(const json& request)
                 body["stage_detail_ms"] = {{"ceilings", {{"quiet_wait", quiet.waitMs()}}}};
                 if (!quiet.error().empty())
                     body["gpu_quiet_lock_error"] = quiet.error();
-                roofline::rememberMeasuredCeilings(body["ceilings"]); // later floors use them (roofline.hpp)
+                roofline::rememberMeasuredCeilings(body["ceilings"]); // later floors use them (roofline.h)
             }
         } else if (type == "analyze") {
             body = m_evaluator.analyze(task(request), parseScale(request.value("scale", std::string("full"))));
@@ -371,7 +371,7 @@ int Worker::run()
                 response = handle(request);
         }
         // Nothing a candidate started outlives its request (a fork, a setsid daemon): killed
-        // before the answer goes out (sandbox_init.hpp).
+        // before the answer goes out (sandboxinit.h).
         endCandidateProcesses();
         if (!protocol::writeResponse(m_fd, response))
             return 2; // the reader is gone

@@ -1,7 +1,7 @@
 // libFuzzer target: a model's whole Markdown answer through the candidate parser
-// (candidate_parser.hpp), as the evaluator parses it, then the parser's pieces on what it found.
+// (candidateparser.h), as the evaluator parses it, then the parser's pieces on what it found.
 // Nothing here may crash, hang or overrun, for any answer (docs/security.md).
-#include "candidate_parser.hpp"
+#include "worker/answers/candidateparser.h"
 
 #include <cstddef>
 #include <cstdint>

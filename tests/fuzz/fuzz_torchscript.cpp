@@ -3,7 +3,7 @@
 // check and the kb.launch names (evaluator.cpp, stages 2 and 3). Nothing is executed. The
 // evaluator reports a std::exception from these as a compile error or an internal error; anything
 // else (a signal, a sanitizer report, another exception type) would take the worker down.
-#include "script_host.hpp"
+#include "worker/python/scripthost.h"
 
 #include <cstddef>
 #include <cstdint>

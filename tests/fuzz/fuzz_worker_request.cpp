@@ -15,10 +15,10 @@
 //  - tasks: no "validate" (compiles every reference) and no "tasks_dir" (would walk the disk);
 //  - device: no "ceilings".
 // Every other line, invalid or deeply nested JSON included, goes to the worker byte for byte.
-#include "candidate_parser.hpp"
-#include "protocol.hpp"
-#include "task.hpp"
-#include "worker.hpp"
+#include "worker/answers/candidateparser.h"
+#include "worker/protocol/protocol.h"
+#include "worker/tasks/task.h"
+#include "worker/worker.h"
 
 #include <nlohmann/json.hpp>
 

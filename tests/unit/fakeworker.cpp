@@ -78,12 +78,12 @@
 // status marker answers no_device, as does one with "device": "none"). $FAKEWORKER_ARCH makes device
 // answer that arch and evaluate use a shipped cubin only when its cubin_arch is that arch (else
 // compile.cached is absent: compiled here; compile.arch is that arch). --end-on-stdin-eof arms the
-// real worker's stdin watchdog (src/worker/parent_watch.cpp). $FAKEWORKER_LIST_ALL makes `tasks` list
+// real worker's stdin watchdog (src/worker/sandbox/parentwatch.cpp). $FAKEWORKER_LIST_ALL makes `tasks` list
 // every recorded task (KernelBench-only ones too). Other arguments (--tasks-dir DIR) are ignored.
 //
 // KernelBench-format answers (a request's "answer_format" "kernelbench"), where $KWB_EXTENSION_CACHE
 // holds a file fakeworker-builds (a test's folder), as the real worker treats them
-// (src/worker/kernelbench_host.py): their extensions are built into that folder, and
+// (src/worker/python/kernelbench_host.py): their extensions are built into that folder, and
 // evaluate loads them from there. Here the key is a hash of the answer; `compile` builds it (no
 // cubin: ok_compile, and "status" compile_error for an answer holding "compile_error"), appending
 // {"key","pid","by","barrier_met"} to builds.jsonl in that folder and leaving <key>.built (or
@@ -93,8 +93,8 @@
 // exists in the folder, "build_barrier: K" until K builds with that marker have started (at most
 // 20 s, then "barrier_met" false), so tests see builds that run at the same time without timing.
 
-#include "parent_watch.hpp"
-#include "sandbox_init.hpp"
+#include "worker/sandbox/parentwatch.h"
+#include "worker/sandbox/sandboxinit.h"
 
 #include <QByteArray>
 #include <QCryptographicHash>
@@ -177,7 +177,7 @@ void writeLine(QJsonObject object)
     // A sanitizer's handler would turn the signal into an exit code: take the default action.
     std::signal(signal, SIG_DFL);
     // A real fault, as a real worker's crash is: in the OS sandbox the worker is PID 1 of its
-    // namespace, which a signal it sends itself does not reach (src/worker/sandbox_init.hpp).
+    // namespace, which a signal it sends itself does not reach (src/worker/sandbox/sandboxinit.h).
     if (signal == SIGSEGV) { // an address no process maps, read at run time (the compiler may drop a null store)
         volatile std::uintptr_t unmapped = 8;
         *reinterpret_cast<volatile int*>(std::uintptr_t(unmapped)) = 0;
@@ -889,7 +889,7 @@ int main(int argc, char** argv)
         g_warmMode = QString::fromUtf8(warm);
     if (const char* delay = std::getenv("FAKEWORKER_WARM_DELAY_MS"))
         g_warmDelayMs = std::atoi(delay);
-    // As kwb-worker: a remote worker ends itself when its stdin closes (parent_watch.hpp).
+    // As kwb-worker: a remote worker ends itself when its stdin closes (parentwatch.h).
     for (int i = 1; i < argc; ++i)
         if (std::string(argv[i]) == "--end-on-stdin-eof")
             kwb::watchInputHangup(0);
@@ -937,7 +937,7 @@ int main(int argc, char** argv)
                          qPrintable(g_quietLockError));
         }
     }
-    // As kwb-worker: a remote worker enforces its host limits itself (parent_watch.hpp).
+    // As kwb-worker: a remote worker enforces its host limits itself (parentwatch.h).
     if (hostMemory || hostThreads)
         kwb::watchHostLimits(hostMemory.value_or(0), hostThreads.value_or(0));
 

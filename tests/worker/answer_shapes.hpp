@@ -2,7 +2,7 @@
 // Answers of the largest size the parser takes (kMaxAnswerBytes) in shapes that made it
 // super-linear or could make it recurse deeply. Shared by tst_candidate_parser (it must return on
 // each) and bench/parser_bench.cpp (how long each takes).
-#include "candidate_parser.hpp"
+#include "worker/answers/candidateparser.h"
 
 #include <cstdint>
 #include <string>

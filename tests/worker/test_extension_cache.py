@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# The extension cache behind load_inline (src/worker/kernelbench_host.py), on any machine: torch is
+# The extension cache behind load_inline (src/worker/python/kernelbench_host.py), on any machine: torch is
 # replaced by a stand-in package whose load_inline keeps torch's own rule for a shared build folder
 # (a FileBaton: the file `lock` made with O_EXCL, the others wait while it exists, then load) and
 # logs every build it runs. Each case runs workers as separate processes sharing one cache, as the

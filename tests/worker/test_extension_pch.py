@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Torch's precompiled extension header (src/worker/extension_cache.py, docs/sandbox.md "The
+# Torch's precompiled extension header (src/worker/python/extension_cache.py, docs/sandbox.md "The
 # precompiled header") with the real torch and g++, on the CPU: the C++-only answers of
 # tests/fixtures/candidates/kernelbench/cpp_only built without and with the header.
 #   same_results_both_ways   each answer built in a cache without a header and in one with it:

@@ -1,9 +1,9 @@
 // Static analysis of reference forwards (src/worker/analyze.{hpp,cpp}): shapes, FLOPs and bytes
 // against hand-computed values, errors, and every task file under tasks/ at full scale against
 // the facts sheet (shared/design/kernelbench-tasks.md §3.3, §4.1, §5.1, §6).
-#include "analyze.hpp"
-#include "script_host.hpp"
-#include "task.hpp"
+#include "worker/analyze/analyze.h"
+#include "worker/python/scripthost.h"
+#include "worker/tasks/task.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/library.h>

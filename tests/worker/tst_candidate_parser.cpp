@@ -1,6 +1,6 @@
 // Candidate-format parser: every error code, line numbers, the documented example.
 #include "answer_shapes.hpp"
-#include "candidate_parser.hpp"
+#include "worker/answers/candidateparser.h"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // The driver, CUPTI and device queries answer cleanly on a machine without a GPU. Where a GPU is
 // present, the no-GPU expectations are skipped and only "nothing crashes" is checked.
-#include "clock_probe.hpp"
-#include "cuda_driver.hpp"
-#include "cupti_tracer.hpp"
-#include "device_info.hpp"
-#include "nvrtc_compiler.hpp"
+#include "worker/measure/clockprobe.h"
+#include "worker/device/cudadriver.h"
+#include "worker/measure/cuptitracer.h"
+#include "worker/device/deviceinfo.h"
+#include "worker/compile/nvrtccompiler.h"
 
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>

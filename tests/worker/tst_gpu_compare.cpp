@@ -1,4 +1,4 @@
-// GPU test (label gpu), issue 13: the fused float32 comparison (output_compare.hpp) gives the same
+// GPU test (label gpu), issue 13: the fused float32 comparison (outputcompare.h) gives the same
 // mismatch count as the ATen ops of evaluator.cpp's compareOutputs on every case, and, where nothing
 // mismatches, the same max |a − b| and max relative difference, bit for bit: random outputs,
 // elements on either side of the tolerance's edge (one float step apart), NaN and Inf on either
@@ -7,8 +7,8 @@
 // against torch.equal, and the byte fingerprints on the GPU against the same tensors' on the CPU
 // (ATen's path), over dtypes, odd byte lengths, misaligned views, non-contiguous tensors and more
 // tensors than one copy back holds. Exits 77 (skipped) where there is no CUDA device.
-#include "output_compare.hpp"
-#include "tensor_fingerprint.hpp"
+#include "worker/evaluate/outputcompare.h"
+#include "worker/evaluate/tensorfingerprint.h"
 
 #include <torch/torch.h>
 

@@ -4,7 +4,7 @@
 // bytes, and they lie within the stated factor of the task's minimal bytes (analyze's
 // bytes_fused: inputs and parameters read once, the output written once). The profile runs in a
 // fresh worker, which retires after it; asked in a worker that already detached CUPTI (after any
-// plain evaluation's trace) it is refused with that reason (cupti_tracer.hpp, detachCupti).
+// plain evaluation's trace) it is refused with that reason (cuptitracer.h, detachCupti).
 //   L1/5 reference/L1_05.md: one streaming kernel over 8.6 GB, far more than the L2: the counters
 //     must see the minimum, within [0.95, 1.1]x (1.001x on the H200, 2026-12-01).
 //   L2/1 reference/L2_01.md: cuDNN's convolution and one fused epilogue kernel (3 kernels): the

@@ -4,11 +4,11 @@
 // whose parameters differ from the reference's (judged by its outputs). Torch-free
 // includes: the evaluator's interface is. Python parts skip, saying so, in a worker built
 // without Python.
-#include "answer_format.hpp"
-#include "candidate_callable.hpp"
-#include "evaluator.hpp"
-#include "python_host.hpp"
-#include "task.hpp"
+#include "worker/answers/answerformat.h"
+#include "worker/python/candidatecallable.h"
+#include "worker/evaluate/evaluator.h"
+#include "worker/python/pythonhost.h"
+#include "worker/tasks/task.h"
 
 #include <ATen/Context.h> // at::hasCUDA: whether this torch was built with CUDA
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Issue 13, the torch-free parts of the measurement (measure_stats.hpp): the speed-up's interval
+// Issue 13, the torch-free parts of the measurement (measurestats.h): the speed-up's interval
 // (delta method, paired and not), Student's t, the stopping rule on synthetic sample streams, the
 // throttle filter, the reuse key and the agreement check of a cached reference, and the timing
 // method each profile announces.
@@ -13,9 +13,9 @@
 //    [1.927840, 2.074861]. The relative half-width e^h − 1 falls below 1 % first at n = 19
 //    (t(18) = 2.1009; mean 1 + 0.02/19, s_r² = 4.2105e-4·19/18·…: 0.99286 %); n = 18 gives 1.02866 %.
 //  * Throttle: 75 % of 1980 MHz is 1485 MHz.
-#include "cpu_affinity.hpp"
-#include "measure_stats.hpp"
-#include "profiles.hpp"
+#include "worker/measure/cpuaffinity.h"
+#include "worker/measure/measurestats.h"
+#include "worker/measure/profiles.h"
 
 #include <doctest/doctest.h>
 
@@ -276,7 +276,7 @@ TEST_CASE("batch means: batch size, leftovers and too few pairs")
     CHECK_FALSE(batchMeansInterval({1, 2, 3, 4, 5, 6}, {1, 2, 3}));
 }
 
-// The timing thread's CPU (cpu_affinity.hpp): sysfs lists, the GPU's rank on its node, the pick.
+// The timing thread's CPU (cpuaffinity.h): sysfs lists, the GPU's rank on its node, the pick.
 TEST_CASE("CPU lists and bus ids as sysfs writes them")
 {
     using namespace kwb::affinity;

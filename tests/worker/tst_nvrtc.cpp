@@ -1,8 +1,8 @@
 // NVRTC compilation: runs on a CPU machine (no GPU, no driver needed).
-#include "clock_probe.hpp"
-#include "device_info.hpp"
-#include "nvrtc_compiler.hpp"
-#include "output_compare.hpp"
+#include "worker/measure/clockprobe.h"
+#include "worker/device/deviceinfo.h"
+#include "worker/compile/nvrtccompiler.h"
+#include "worker/evaluate/outputcompare.h"
 
 #include <doctest/doctest.h>
 
@@ -140,7 +140,7 @@ TEST_CASE("the ceiling kernels of device_info compile") {
 }
 
 TEST_CASE("the worker's own kernels compile once per process and arch, the same result for every caller") {
-    // The output comparison (output_compare.cpp) and the clock probe, for Hopper and Ampere.
+    // The output comparison (outputcompare.cpp) and the clock probe, for Hopper and Ampere.
     for (const char* arch : {"sm_90", "sm_80"}) {
         CAPTURE(arch);
         for (const char* src : {fusedCompareSource(), ClockProbe::source()}) {

@@ -1,7 +1,7 @@
-// The GPU's quiet lock (src/worker/gpu_quiet_lock.hpp): flock on a file, held exclusively by a
+// The GPU's quiet lock (src/worker/measure/gpuquietlock.h): flock on a file, held exclusively by a
 // measurement and shared by a warm-up. Each check takes a second descriptor of the same file, as
 // another worker process would (flock locks belong to the open file, not the process).
-#include "gpu_quiet_lock.hpp"
+#include "worker/measure/gpuquietlock.h"
 #include "temp_file.hpp"
 
 #include <doctest/doctest.h>

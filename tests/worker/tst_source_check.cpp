@@ -1,6 +1,6 @@
-// Source pre-checks (source_check.cpp): the shape bounds of host code, import blanking, and the
+// Source pre-checks (sourcecheck.cpp): the shape bounds of host code, import blanking, and the
 // CUDA include check against a toolkit folder made for the test. No torch, no NVRTC.
-#include "source_check.hpp"
+#include "worker/answers/sourcecheck.h"
 
 #include <doctest/doctest.h>
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "task.hpp"
+#include "worker/tasks/task.h"
 
 using namespace kwb;
 

@@ -1,14 +1,14 @@
 // The torch side of the worker on a CPU: TorchScript host (resolver, sandbox, executor settings),
 // every task's reference at smoke scale, and evaluation up to the launch. One file, because every
 // file that includes torch headers costs ~30 s to compile.
-#include "candidate_parser.hpp"
-#include "evaluator.hpp"
-#include "measure.hpp"
-#include "protocol.hpp"
-#include "script_host.hpp"
-#include "source_check.hpp"
-#include "task.hpp"
-#include "tensor_fingerprint.hpp"
+#include "worker/answers/candidateparser.h"
+#include "worker/evaluate/evaluator.h"
+#include "worker/measure/measure.h"
+#include "worker/protocol/protocol.h"
+#include "worker/python/scripthost.h"
+#include "worker/answers/sourcecheck.h"
+#include "worker/tasks/task.h"
+#include "worker/evaluate/tensorfingerprint.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>

@@ -12,9 +12,9 @@
 //  * L1/5 (A: 65536 × 16384 fp32 = 4,294,967,296 bytes, read once; the output as large, written
 //    once, less the L2 of 52,428,800 bytes): 4,294,967,296 + 4,242,538,496 = 8,537,505,792 bytes;
 //    at 4,800 GB/s: 8.5375e9 / 4.8e12 = 1.77865 ms.
-#include "measure.hpp"
-#include "profiles.hpp"
-#include "roofline.hpp"
+#include "worker/measure/measure.h"
+#include "worker/measure/profiles.h"
+#include "worker/analyze/roofline.h"
 
 #include <doctest/doctest.h>
 

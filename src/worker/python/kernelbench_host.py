@@ -1,0 +1,1184 @@
+# The embedded interpreter's side of KernelBench-format answers (docs/candidate-format.md,
+# "KernelBench format"): the static check of the answer's source, the cached extension build
+# behind load_inline, the run-time audit hook, and the model's construction, parameters and calls.
+# pythonhost.cpp loads this file once as the module `_kwb_host`; nothing in it comes from an
+# answer. Tensors cross to and from C++ as DLPack capsules (no copies: one libtorch serves both).
+import ast
+import builtins
+import json
+import os
+import sys
+import time
+import _thread
+import threading
+import re
+import string
+import types
+import weakref
+import _string
+
+import torch
+import torch.nn
+import torch.nn.functional
+import torch.utils.cpp_extension as _cpp
+import torch.utils.dlpack as _dlpack
+
+
+# ---- the static check ---------------------------------------------------------------------------
+
+ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "math", "typing"}
+# `from torch.utils.cpp_extension import X`: only the builder of inline extensions.
+ALLOWED_FROM = {"torch.utils.cpp_extension": {"load_inline"}}
+
+DENIED_NAMES = {
+    "open": "opens files", "exec": "runs code built at run time", "eval": "runs code built at run time",
+    "compile": "builds code at run time", "__import__": "imports past the allowlist",
+    "globals": "reaches the module's namespace", "locals": "reaches a frame's namespace",
+    "vars": "reaches an object's namespace", "setattr": "writes attributes by name",
+    "delattr": "deletes attributes by name", "getattr": "reads attributes by name (past the attribute checks)",
+    "breakpoint": "starts a debugger", "memoryview": "reaches raw memory",
+    "exit": "ends the worker", "quit": "ends the worker", "__builtins__": "reaches the builtins",
+    "os": "the os module", "sys": "the sys module", "subprocess": "starts processes", "socket": "opens sockets",
+    "threading": "starts threads", "_thread": "starts threads", "ctypes": "calls native code",
+    "importlib": "imports past the allowlist", "multiprocessing": "starts processes",
+}
+
+# Attribute chains (with import aliases resolved) that are refused, by prefix.
+DENIED_ATTRIBUTES = {
+    "torch.cuda.Event": "torch's CUDA events (the timer's own kind)",
+    "torch.cuda.synchronize": "synchronisation is the evaluator's",
+    "torch.cuda.Stream": "work on another stream escapes the timer",
+    "torch.cuda.stream": "work on another stream escapes the timer",
+    "torch.cuda.ExternalStream": "work on another stream escapes the timer",
+    "torch.cuda.set_stream": "work on another stream escapes the timer",
+    "torch.cuda.StreamContext": "work on another stream escapes the timer",
+    "torch.cuda.graph": "CUDA graphs replay recorded work", "torch.cuda.graphs": "CUDA graphs replay recorded work",
+    "torch.cuda.CUDAGraph": "CUDA graphs replay recorded work",
+    "torch.cuda._sleep": "spins the GPU", "torch.cuda.set_sync_debug_mode": "changes the process's CUDA settings",
+    "torch.cuda.memory": "the allocator's state", "torch.cuda.empty_cache": "the allocator's state",
+    "torch.cuda.profiler": "profiles the process",
+    "torch.load": "reads files", "torch.save": "writes files", "torch.hub": "downloads",
+    "torch.ops.load_library": "loads native libraries", "torch.classes": "loads native classes",
+    "torch.ops.import_module": "imports modules by name",
+    "torch.library": "registers operators", "torch._C": "torch's internals", "torch.multiprocessing": "starts processes",
+    "torch.distributed": "opens connections", "torch.backends": "changes the process's numeric settings",
+    "torch.set_default_tensor_type": "changes the process's defaults", "torch.set_default_dtype": "changes the process's defaults",
+    "torch.Tensor._make_subclass": "makes tensor subclasses", "torch._tensor": "torch's internals",
+    "torch.overrides": "tensor subclass machinery", "torch.utils.dlpack": "tensor exchange is the evaluator's",
+    "torch.compile": "compiles Python at run time", "torch.jit": "compiles Python at run time",
+    "torch.export": "compiles Python at run time", "torch.compiler": "compiles Python at run time",
+    # Process-wide settings that outlive the answer (the evaluator's own and later answers' runs).
+    "torch.set_num_threads": "changes the process's settings", "torch.set_num_interop_threads": "changes the process's settings",
+    "torch.set_flush_denormal": "changes the process's numeric settings",
+    "torch.use_deterministic_algorithms": "changes the process's numeric settings",
+    "torch.set_float32_matmul_precision": "changes the process's numeric settings",
+    "torch.set_default_device": "changes the process's defaults",
+    # Generated Python code run with exec (fx's GraphModule, the quantisation passes built on it),
+    # process-wide hooks and handlers, torch's test internals.
+    "torch.fx": "generates and runs Python code", "torch.ao": "generates and runs Python code (torch.fx)",
+    "torch.quantization": "generates and runs Python code (torch.fx)", "torch.testing": "torch's test internals",
+    "torch.monitor": "registers process-wide handlers", "torch.autograd.graph": "registers process-wide autograd hooks",
+    # Annotations written as strings are evaluated by these, with the interpreter's own builtins.
+    "typing.get_type_hints": "evaluates strings as code", "typing.ForwardRef": "evaluates strings as code",
+    # torch's C++ bindings open files with no audit event (torch.serialization.save writes through
+    # PyTorchFileWriter): every file reader and writer is refused by name.
+    "torch.serialization": "reads and writes files", "torch.package": "reads and writes files",
+    "torch.onnx": "writes files", "torch.profiler": "writes traces", "torch.autograd.profiler": "writes traces",
+    "torch.from_file": "maps files",
+}
+# Attribute names refused on any object (a storage's from_file, …), whatever holds them: these
+# reach files, modules, frames or attributes named by strings from objects the chains above do
+# not see (a tensor, torch.ops, a generator, the model itself).
+DENIED_ATTRIBUTE_NAMES = {
+    "from_file": "maps files", "_make_subclass": "makes tensor subclasses",
+    "import_module": "imports modules by name", "load_library": "loads native libraries",
+    "attrgetter": "reads attributes by name", "methodcaller": "calls methods by name",
+    "get_submodule": "reads attributes by name (the evaluator's own use)",
+    "get_parameter": "reads attributes by name (the evaluator's own use)",
+    "get_buffer": "reads attributes by name (the evaluator's own use)",
+    "get_type_hints": "evaluates strings as code", "ForwardRef": "evaluates strings as code",
+}
+# Interpreter frames and code objects: a frame's globals are the harness's (its modules, the
+# sandbox's own state).
+for _n in ("gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame", "ag_code", "ag_await",
+           "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "co_code"):
+    DENIED_ATTRIBUTE_NAMES[_n] = "reaches the interpreter's frames and code"
+# Modules held as attributes (numpy's array.ctypes._ctypes, a module's own imports).
+for _n in ("os", "sys", "subprocess", "ctypes", "_ctypes", "builtins", "importlib", "socket", "threading", "_thread",
+           "multiprocessing", "inspect", "posix", "pickle", "marshal", "shutil", "mmap", "gc"):
+    DENIED_ATTRIBUTE_NAMES[_n] = f"reaches the {_n} module"
+ALLOWED_CPP_EXTENSION = {"load_inline"}
+# Private torch helpers that honest answers copy from nn.Linear/nn.Conv's reset_parameters: pure
+# arithmetic on a tensor's shape, nothing of the process reached. Refusing them made a real
+# QwQ-32B answer `rejected` (issue 33's agreement study).
+PURE_PRIVATE_HELPERS = {"torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan"}
+ALLOWED_DUNDERS = {"__init__"}
+DENIED_DEFS = {"__torch_function__": "a tensor subclass's dispatch hook", "__torch_dispatch__": "a tensor subclass's dispatch hook",
+               "__del__": "runs code when objects die", "__getattr__": "computes attributes", "__getattribute__": "computes attributes"}
+# Base classes a class of the answer may have (or a class of the answer itself).
+ALLOWED_BASES = {"torch.nn.Module", "torch.autograd.Function", "object"}
+# Special methods a class of the answer may define: the others run when Python or the evaluator
+# handles the answer's objects (printing, comparing, hashing, destroying them), outside forward.
+ALLOWED_CLASS_DUNDERS = {"__init__"}
+
+
+def _torch_members():
+    """nn.Module's own members (class and instance), and the private members of torch's tensors,
+    storages and autograd functions. Empty where torch is a stand-in (test_extension_cache.py)."""
+    module_members, private = set(), set()
+    try:
+        module_members = {n for n in dir(torch.nn.Module) if not n.startswith("__")} | set(vars(torch.nn.Module()))
+    except Exception:
+        pass
+    for cls in (torch.nn.Module, getattr(torch, "Tensor", None), getattr(torch.nn, "Parameter", None),
+                getattr(torch, "UntypedStorage", None), getattr(torch, "TypedStorage", None),
+                getattr(torch, "_UntypedStorage", None), getattr(getattr(torch, "autograd", None), "Function", None)):
+        if isinstance(cls, type):
+            private |= {n for n in dir(cls) if n.startswith("_") and not n.startswith("__")}
+    return module_members, private | {n for n in module_members if n.startswith("_")}
+
+
+# nn.Module's members: the evaluator calls them (named_parameters, get_submodule, to, _apply, the
+# hook tables, …), so a class of the answer does not define them (forward aside) and no code
+# replaces them. Torch's private members (a module's hook tables, a storage's shared-memory
+# files) are refused by name anywhere.
+NN_MODULE_MEMBERS, TORCH_PRIVATE_MEMBERS = _torch_members()
+# Read by generic module code (walking module._modules); writing them (or defining them) stays refused.
+TORCH_PRIVATE_MEMBERS -= {"_modules", "_parameters", "_buffers"}
+CLASS_PROTECTED = NN_MODULE_MEMBERS - {"forward"}
+WRITE_PROTECTED = NN_MODULE_MEMBERS - {"training"}
+
+# Modules whose objects an answer may not reach through an allowed module's attributes (a
+# function or class they define, or the builtin they are): files, processes, imports, frames,
+# attribute access by name, pickling.
+DENIED_ORIGINS = {
+    "sys", "os", "posix", "posixpath", "io", "_io", "importlib", "_imp", "_frozen_importlib",
+    "_frozen_importlib_external", "zipimport", "pkgutil", "subprocess", "_posixsubprocess", "ctypes", "_ctypes",
+    "socket", "_socket", "ssl", "select", "selectors", "threading", "_thread", "multiprocessing", "concurrent",
+    "asyncio", "signal", "_signal", "mmap", "pty", "tty", "fcntl", "resource", "shutil", "pathlib", "tempfile", "glob",
+    "pickle", "_pickle", "copyreg", "marshal", "shelve", "dbm", "sqlite3", "runpy", "code", "codeop", "inspect", "types",
+    "gc", "operator", "_operator", "functools", "_functools", "weakref", "_weakref", "pdb", "bdb", "pydoc",
+    "traceback", "linecache", "site", "sysconfig", "platform", "logging", "tarfile", "zipfile", "urllib", "http",
+    "ftplib", "smtplib", "webbrowser", "atexit", "faulthandler", "tracemalloc", "numpy", "_posixshmem",
+}
+_DENIED_BUILTIN_NAMES = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "setattr",
+                         "delattr", "getattr", "breakpoint", "input", "exit", "quit", "help")
+
+
+def attribute_reason(path):
+    parts = path.split(".")
+    if path in PURE_PRIVATE_HELPERS:
+        return None
+    if any(p.startswith("_") and p != "__init__" for p in parts[1:]):
+        what = "torch's private internals" if parts[0] == "torch" else "private internals"
+        return f"'{path}' is not allowed: {what}"
+    for prefix, why in DENIED_ATTRIBUTES.items():
+        if path == prefix or path.startswith(prefix + "."):
+            return f"'{path}' is not allowed: {why}"
+    if path.startswith("torch.utils.") and not path.startswith("torch.utils.cpp_extension"):
+        return f"'{path}' is not allowed: of torch.utils only cpp_extension.load_inline may be used"
+    if path.startswith("torch.utils.cpp_extension."):
+        if path.split(".")[3] not in ALLOWED_CPP_EXTENSION:
+            return f"'{path}' is not allowed: of torch.utils.cpp_extension only load_inline may be used"
+    return None
+
+
+def _origin(value):
+    """The denied module a value comes from ("" if none): a builtin refused by name, or a
+    function or class defined in a module of DENIED_ORIGINS."""
+    for name in _DENIED_BUILTIN_NAMES:
+        if value is getattr(builtins, name, None):
+            return f"the builtin '{name}'"
+    try:
+        module = getattr(value, "__module__", None)
+    except Exception:
+        return ""
+    if isinstance(module, str) and module.split(".")[0] in DENIED_ORIGINS:
+        return f"from the module '{module}'"
+    return ""
+
+
+def member_reason(parent, name, value):
+    """Why an answer may not use `parent.name` (parent: the real dotted name of a module or of
+    a member reached from one; value: what it resolves to), or None. The same rule serves the
+    static check (chains resolved against the modules imported here) and the answer's view of
+    its modules at run time."""
+    if name.startswith("_") and name != "__init__":
+        return attribute_reason(f"{parent}.{name}")
+    path = f"{parent}.{name}"
+    reason = attribute_reason(path)
+    if reason:
+        return reason
+    if isinstance(value, types.ModuleType):
+        real = getattr(value, "__name__", path)
+        if not isinstance(real, str):
+            real = path
+        if real != path:
+            reason = attribute_reason(real)
+            if reason:
+                return f"'{path}' is the module '{real}': {reason}"
+        if real in ALLOWED_MODULES or real.startswith("torch."):
+            return None
+        return (f"'{path}' is the module '{real}': an answer may use only {', '.join(sorted(ALLOWED_MODULES))} "
+                "and torch's own modules")
+    origin = _origin(value)
+    if origin:
+        return f"'{path}' is not allowed: it is {origin}"
+    # A torch member re-exported elsewhere (torch.cuda.caching_allocator_alloc is
+    # torch.cuda.memory's): the rule of the module that defines it.
+    try:
+        module, own = getattr(value, "__module__", None), getattr(value, "__name__", None)
+    except Exception:
+        return None
+    if isinstance(module, str) and isinstance(own, str) and module.startswith("torch.") \
+            and not any(p.startswith("_") for p in module.split(".")):
+        reason = attribute_reason(f"{module}.{own}")
+        if reason:
+            return f"'{path}' is {module}.{own}: {reason}"
+    return None
+
+
+def _canonical(parent, name, value):
+    if isinstance(value, types.ModuleType) and isinstance(getattr(value, "__name__", None), str):
+        return value.__name__
+    return f"{parent}.{name}"
+
+
+def resolve_reason(path):
+    """Walks a dotted chain rooted at an imported module against the real modules: the first
+    member an answer may not use, or None (also where the chain does not resolve: that is the
+    answer's own AttributeError when it runs)."""
+    parts = path.split(".")
+    obj = sys.modules.get(parts[0])
+    if obj is None:
+        return None
+    parent = parts[0]
+    for name in parts[1:]:
+        if name.startswith("__") and name.endswith("__"):
+            return None  # special attributes are refused by name
+        if name.startswith("_"):
+            return member_reason(parent, name, None)
+        reason = attribute_reason(f"{parent}.{name}")
+        if reason:
+            return reason  # before reading it (torch imports some modules on first read)
+        try:
+            value = getattr(obj, name)
+        except Exception:
+            return None
+        reason = member_reason(parent, name, value)
+        if reason:
+            return reason
+        parent, obj = _canonical(parent, name, value), value
+    return None
+
+
+def _format_attribute_fields(text, depth=0):
+    """The replacement fields of a str.format template that read an attribute ('{0.__class__}')."""
+    found = []
+    try:
+        for _literal, field, spec, _conversion in string.Formatter().parse(text):
+            if field is not None:
+                _first, rest = _string.formatter_field_name_split(field)
+                for is_attribute, _key in rest:
+                    if is_attribute:
+                        found.append(field)
+                        break
+            if spec and depth < 2:
+                found += _format_attribute_fields(spec, depth + 1)
+    except ValueError:
+        pass  # a malformed template fails when it runs, as the answer's error
+    return found
+
+
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def _comment_only(text):
+    """A C++/CUDA source that holds comments and nothing else (a placeholder for a kernel)."""
+    return bool(text.strip()) and not _COMMENTS.sub("", text).strip()
+
+
+def _placeholder_body(body):
+    """Whether a function body does nothing: `pass`, `...`, `return None` or `raise NotImplementedError`,
+    after an optional docstring."""
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if len(body) > 1:
+        return False
+    if not body or isinstance(body[0], ast.Pass):
+        return True
+    stmt = body[0]
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and stmt.value.value is Ellipsis:
+        return True
+    if isinstance(stmt, ast.Return) and (stmt.value is None or isinstance(stmt.value, ast.Constant) and stmt.value.value is None):
+        return True
+    if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+        exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, tree):
+        self.refusals = []
+        self.notes = []  # honest mistakes seen in the source: [{"code", "line", "message"}]
+        self.aliases = {}  # local name -> dotted module path, or "torch.nn.Module" for `from torch.nn import Module`
+        self.classes = set()
+        # Names bound only to string literals (a kernel's source, a format template): name -> [text]
+        self.literals = {}
+        literal_targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                literal_targets.add(id(node.targets[0]))
+                self.literals.setdefault(node.targets[0].id, []).append(node.value.value)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in literal_targets:
+                self.literals[node.id] = None
+            elif isinstance(node, ast.arg):
+                self.literals[node.arg] = None
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.literals[node.name] = None
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for a in node.names:
+                    self.literals[(a.asname or a.name).split(".")[0]] = None
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    self.literals[name] = None
+
+    def refuse(self, node, reason):
+        self.refusals.append({"line": getattr(node, "lineno", 0), "reason": reason})
+
+    def dotted(self, node):
+        """The attribute chain of a node as a dotted path with its root's alias resolved, or None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        root = self.aliases.get(node.id)
+        if root is None:
+            return None
+        return ".".join([root] + list(reversed(parts)))
+
+    def texts(self, node):
+        """The string literals an expression stands for (a literal, a list of them, a name bound
+        only to literals), or None where it is computed."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            out = []
+            for e in node.elts:
+                t = self.texts(e)
+                if t is None:
+                    return None
+                out += t
+            return out
+        if isinstance(node, ast.Name):
+            return self.literals.get(node.id)
+        return None
+
+    def visit_Import(self, node):
+        for a in node.names:
+            if a.name not in ALLOWED_MODULES:
+                self.refuse(node, f"import of '{a.name}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported")
+                continue
+            if a.asname:
+                self.aliases[a.asname] = a.name
+            else:
+                top = a.name.split(".")[0]
+                self.aliases[top] = top
+
+    def visit_ImportFrom(self, node):
+        mod = node.module or ""
+        if node.level or mod not in ALLOWED_MODULES and mod != "torch.utils":
+            self.refuse(node, f"import from '{'.' * node.level}{mod}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported")
+            return
+        for a in node.names:
+            full = f"{mod}.{a.name}"
+            if a.name == "*":
+                self.refuse(node, f"'from {mod} import *': name what you import")
+            elif mod in ALLOWED_FROM and a.name not in ALLOWED_FROM[mod]:
+                self.refuse(node, f"'{full}': only {', '.join(sorted(ALLOWED_FROM[mod]))} may be imported from {mod}")
+            elif mod == "torch.utils" and a.name != "cpp_extension":
+                self.refuse(node, f"'{full}': only cpp_extension may be imported from torch.utils")
+            else:
+                reason = attribute_reason(full) or resolve_reason(full)
+                if reason:
+                    self.refuse(node, reason)
+                self.aliases[a.asname or a.name] = full
+
+    # Kept for callers of the method (the rule is the module-level function).
+    def attribute_reason(self, path):
+        return attribute_reason(path)
+
+    def visit_Attribute(self, node):
+        if node.attr in DENIED_ATTRIBUTE_NAMES:
+            self.refuse(node, f"attribute '{node.attr}' is not allowed: {DENIED_ATTRIBUTE_NAMES[node.attr]}")
+        elif node.attr in TORCH_PRIVATE_MEMBERS:
+            self.refuse(node, f"attribute '{node.attr}' is not allowed: torch's private internals (a module's hook "
+                              "tables and parameter dictionaries, a tensor's or storage's internals)")
+        elif node.attr.startswith("register_") and "hook" in node.attr:
+            self.refuse(node, f"'{node.attr}' is not allowed: a hook runs the answer's code inside the evaluator's "
+                              "own calls (and a process-wide one inside later answers')")
+        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
+            self.refuse(node, f"attribute '{node.attr}': special attributes reach past the answer's own objects")
+        if node.attr in ("format", "format_map"):
+            self.check_format(node)
+        path = self.dotted(node)
+        if path:
+            reason = attribute_reason(path) or resolve_reason(path)
+            if reason:
+                self.refuse(node, reason)
+                return  # one refusal per chain
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = node
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.aliases:
+                self.refuse(node, f"writes to '{path or root.id}': a module's attributes (torch's timing and "
+                                  "synchronisation among them) must not be patched")
+            elif node.attr in WRITE_PROTECTED:
+                self.refuse(node, f"writes to '{ast.unparse(node)}': '{node.attr}' is torch.nn.Module's own, which "
+                                  "the evaluator calls on the model; keep the answer's values under other names")
+        self.generic_visit(node)
+
+    def check_format(self, node):
+        """str.format reads the attributes its fields name ('{0.__class__}'): only literal
+        templates, without attribute fields."""
+        templates = self.texts(node.value)
+        if templates is None:
+            self.refuse(node, f"'.{node.attr}' on a template that is not a string literal: format fields read "
+                              "attributes by name ('{0.attr}'); use an f-string")
+            return
+        for t in templates:
+            fields = _format_attribute_fields(t)
+            if fields:
+                self.refuse(node, f"'.{node.attr}' with the field '{{{fields[0]}}}': format fields read attributes "
+                                  "by name; use an f-string")
+                return
+
+    def visit_Name(self, node):
+        if node.id in DENIED_NAMES and node.id not in self.aliases:
+            self.refuse(node, f"'{node.id}' is not allowed: {DENIED_NAMES[node.id]}")
+
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id == "type" and (len(node.args) != 1 or node.keywords):
+            self.refuse(node, "type(name, bases, namespace) makes a class past the checks on class statements")
+        if self.is_load_inline(node.func):
+            self.check_load_inline(node)
+        self.generic_visit(node)
+
+    def is_load_inline(self, func):
+        if isinstance(func, ast.Name):
+            return self.aliases.get(func.id) == "torch.utils.cpp_extension.load_inline"
+        return self.dotted(func) == "torch.utils.cpp_extension.load_inline"
+
+    def check_load_inline(self, node):
+        """Notes a source that is only a comment (a placeholder where the kernel should be)."""
+        sources = {}
+        for i, key in ((1, "cpp_sources"), (2, "cuda_sources")):
+            if len(node.args) > i:
+                sources[key] = node.args[i]
+        for kw in node.keywords:
+            if kw.arg in ("cpp_sources", "cuda_sources"):
+                sources[kw.arg] = kw.value
+        for key, value in sources.items():
+            texts = self.texts(value)
+            if texts and any(_comment_only(t) for t in texts):
+                self.notes.append({"code": "placeholder", "line": node.lineno,
+                                   "message": f"placeholder: load_inline's {key} (line {node.lineno}) is only a comment, "
+                                              "no code: write the kernel and the functions the extension binds"})
+                return
+
+    def visit_ClassDef(self, node):
+        for base in node.bases:
+            path = self.dotted(base)
+            if isinstance(base, ast.Name) and (base.id in self.classes or base.id == "object"):
+                continue
+            if path in ALLOWED_BASES:
+                continue
+            root = base
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if path is None and isinstance(root, ast.Name):
+                # Not an imported module's member: a name of the answer's own (checked when the
+                # class is made, docs/sandbox.md) or an undefined one (the answer's NameError).
+                continue
+            shown = path or ast.unparse(base)
+            why = "a tensor subclass can compute lazily or fake its results" if "Tensor" in shown else \
+                  "classes may derive from torch.nn.Module, torch.autograd.Function or the answer's own classes"
+            self.refuse(node, f"class {node.name} derives from {shown}: {why}")
+        for kw in node.keywords:
+            self.refuse(node, f"class {node.name}: keyword '{kw.arg}' in its bases (metaclasses) is not allowed")
+        if node.decorator_list:
+            self.refuse(node, f"class {node.name}: class decorators are not allowed")
+        for stmt in node.body:
+            for name, where in self.member_names(stmt):
+                self.check_member(node.name, name, where)
+        if node.name == "ModelNew":
+            for stmt in node.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward" \
+                        and _placeholder_body(stmt.body):
+                    self.notes.append({"code": "placeholder", "line": stmt.lineno,
+                                       "message": f"placeholder: ModelNew.forward (line {stmt.lineno}) does nothing (its "
+                                                  "body is only pass, ..., return None or raise NotImplementedError): "
+                                                  "write the forward pass that runs the kernels"})
+        self.classes.add(node.name)
+        self.generic_visit(node)
+
+    @staticmethod
+    def member_names(stmt):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return [(stmt.name, stmt)]
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] \
+            if isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) else []
+        out = []
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name):
+                    out.append((n.id, stmt))
+        return out
+
+    def check_member(self, cls, name, where):
+        if name in DENIED_DEFS and isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return  # visit_FunctionDef names it, with its own reason
+        if name.startswith("__") and name.endswith("__") and name not in ALLOWED_CLASS_DUNDERS:
+            self.refuse(where, f"class {cls} defines '{name}': special methods run when Python or the evaluator handles "
+                               "the answer's objects (printing, comparing, hashing, destroying them); only __init__ may be defined")
+        elif name in CLASS_PROTECTED:
+            self.refuse(where, f"class {cls} defines '{name}', which torch.nn.Module has: the evaluator calls the model's "
+                               "own nn.Module methods; give helpers other names (only __init__ and forward are overridden)")
+
+    def visit_FunctionDef(self, node):
+        if node.name in DENIED_DEFS:
+            self.refuse(node, f"def {node.name}: {DENIED_DEFS[node.name]} is not allowed")
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Global(self, node):
+        for name in node.names:
+            if name in self.aliases:
+                self.refuse(node, f"'global {name}': rebinding an imported module is not allowed")
+
+    def visit_Await(self, node):
+        self.refuse(node, "async code is not allowed")
+
+
+def analyse_source(source):
+    """The static check: (refusals [{"line", "reason"}] (empty: it may run), notes on honest
+    mistakes [{"code", "line", "message"}] used to name a failure when it comes)."""
+    try:
+        tree = ast.parse(source, filename="<answer>")
+    except SyntaxError as e:
+        return [{"line": e.lineno or 0, "reason": f"syntax error: {e.msg}", "syntax": True}], []
+    checker = _Checker(tree)
+    checker.visit(tree)
+    return checker.refusals, checker.notes
+
+
+def check_source(source):
+    """The refusals of an answer's source as [{"line", "reason"}] (empty: it may run)."""
+    return analyse_source(source)[0]
+
+
+# ---- the sandbox at run time --------------------------------------------------------------------
+
+_state = {"armed": False, "building": 0, "allowed_dirs": [],
+          "library_dirs": sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)} |
+                                 {os.path.realpath(os.path.dirname(os.__file__))})}
+_DENIED_EVENT_PREFIXES = ("subprocess.", "os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork",
+                          "os.forkpty", "os.kill", "os.killpg", "socket.", "ctypes.", "_thread.", "os.putenv",
+                          "os.unsetenv", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown",
+                          "os.link", "os.symlink", "os.truncate", "os.utime", "shutil.", "urllib.", "http.",
+                          "ftplib.", "smtplib.", "webbrowser.", "sys.settrace", "sys.setprofile", "sys.addaudithook",
+                          "cpython.PyInterpreterState_", "mmap.",
+                          # the interpreter's own objects: every object (the sandbox's state among them),
+                          # other threads' frames, code objects made at run time
+                          "gc.", "sys._current_frames", "sys._current_exceptions", "code.__new__")
+# Frames and code objects, read by the answer's own code (through str.format, say): a frame's
+# globals are the harness's. Library code (inspect, traceback) may read them.
+_FRAME_ATTRIBUTES = {"gi_frame", "cr_frame", "ag_frame", "tb_frame", "gi_code", "cr_code", "ag_code", "f_code", "__code__"}
+_ANSWER_FILE = "<answer>"  # the file name the answer's code is compiled under: its frames say so
+
+
+class SandboxError(PermissionError):
+    """An OSError, so library code that may fail to open a file (linecache, warnings) copes."""
+
+
+def _under_allowed_dir(path, dirs):
+    try:
+        real = os.path.realpath(os.fsdecode(path))
+    except Exception:
+        return False
+    return any(real == d or real.startswith(d + os.sep) for d in dirs)
+
+
+_hook_depth = [0]  # inside the audit hook's own work: the events it causes (sys._getframe) pass
+_build_guards = set()  # code objects of the answer's load_inline (below it: the harness's build)
+
+
+def _answer_active(frame):
+    """Whether the answer's own code is running: one of its frames on the stack from `frame` out,
+    before the load_inline guard (under which the harness builds). This covers what the armed
+    windows cannot: the answer's functions called back by anything (finalizers at a garbage
+    collection, hooks, a __str__ that an error message formats) and answer code inside a build."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == _ANSWER_FILE:
+            return True
+        if code in _build_guards:
+            return False
+        frame = frame.f_back
+    return False
+
+
+def _audit(event, args):
+    # Enforced while the answer's code runs: inside the armed windows (its module, ModelNew(...),
+    # the harness's calls into the model, forward), and wherever a frame of the answer's own code is
+    # on the stack. The build under the harness's load_inline guard (ninja, nvcc, the compiler,
+    # its files, the build broker's socket) is let through.
+    if _hook_depth[0]:
+        return
+    if not (event == "open" or event.startswith(_DENIED_EVENT_PREFIXES) or event == "sys._getframe"
+            or event == "object.__getattr__" and len(args) > 1 and args[1] in _FRAME_ATTRIBUTES):
+        return
+    _hook_depth[0] += 1
+    try:
+        caller = sys._getframe(1)  # the frame whose operation raised the event
+        if not (_state["armed"] and not _state["building"]) and not _answer_active(caller):
+            return
+        if event == "open":
+            path, mode = args[0], args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+            if isinstance(path, int) or _under_allowed_dir(path, _state["allowed_dirs"]):
+                return
+            # Python and torch read their own modules lazily (io.open_code): reading the installed
+            # libraries is let through, writing anywhere but the cache is not.
+            if not any(c in mode for c in "wax+") and _under_allowed_dir(path, _state["library_dirs"]):
+                return
+            raise SandboxError(f"kwb sandbox: opening '{os.fsdecode(path)}' is not allowed in a KernelBench-format answer")
+        if event in ("sys._getframe", "object.__getattr__"):
+            if caller is not None and caller.f_code.co_filename == _ANSWER_FILE:
+                what = f"'{args[1]}'" if event == "object.__getattr__" else "sys._getframe"
+                raise SandboxError(f"kwb sandbox: reading {what} (the interpreter's frames and code) is not allowed "
+                                   "in a KernelBench-format answer")
+            return
+        raise SandboxError(f"kwb sandbox: '{event}' is not allowed in a KernelBench-format answer")
+    finally:
+        _hook_depth[0] -= 1
+
+
+sys.addaudithook(_audit)
+
+
+def _guard_thread_start(real):
+    def start(*args, **kwargs):
+        refuse = _state["armed"] and not _state["building"]
+        if not refuse:
+            _hook_depth[0] += 1
+            try:
+                refuse = _answer_active(sys._getframe(1))
+            finally:
+                _hook_depth[0] -= 1
+        if refuse:
+            raise SandboxError("kwb sandbox: starting a thread is not allowed in a KernelBench-format answer")
+        return real(*args, **kwargs)
+    return start
+
+
+# CPython 3.11 raises no audit event for a new thread: the starters themselves refuse while armed.
+_thread.start_new_thread = _guard_thread_start(_thread.start_new_thread)
+if hasattr(threading, "_start_new_thread"):
+    threading._start_new_thread = _guard_thread_start(threading._start_new_thread)
+if hasattr(threading, "_start_joinable_thread"):
+    threading._start_joinable_thread = _guard_thread_start(threading._start_joinable_thread)
+
+
+class _Armed:
+    """The sandbox armed for a block (nested blocks keep it armed until the outermost ends)."""
+
+    def __enter__(self):
+        self.previous = _state["armed"]
+        _state["armed"] = True
+
+    def __exit__(self, *exc):
+        _state["armed"] = self.previous
+        return False
+
+
+# ---- the answer's view of its modules -------------------------------------------------------------
+# An answer's `import torch` binds a view of the module, not the module: each attribute it reads
+# passes member_reason (the static check's rule, on the real objects), modules come back as views
+# too, and nothing can be written. So a module the static check cannot see being reached (held in
+# a variable, passed to a function, read from a list) still gives no way to sys, os or builtins,
+# and torch cannot be patched. A value read once is kept in the view's own __dict__: the next read
+# costs what a module's attribute costs.
+
+_views = {}  # id(real module) -> its view
+_view_targets = {}  # id(view) -> the real module
+
+
+class _ModuleView(types.ModuleType):
+    """A module as the answer sees it. Its reads go through the `__getattr__` kept in its own
+    __dict__ (a module's own __getattr__, PEP 562): a read that was resolved once is a plain
+    module read, at C speed."""
+
+    def __setattr__(self, name, value):
+        raise SandboxError(f"kwb sandbox: writing '{self.__name__}.{name}' is not allowed: a module's attributes must "
+                           "not be patched")
+
+    def __delattr__(self, name):
+        raise SandboxError(f"kwb sandbox: deleting '{self.__name__}.{name}' is not allowed")
+
+    def __dir__(self):
+        return [n for n in dir(_view_targets[id(self)]) if not n.startswith("_")]
+
+    def __repr__(self):
+        return f"<module '{self.__name__}'>"
+
+
+def _view_getattr(space, real):
+    parent = real.__name__
+
+    def __getattr__(name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(f"module '{parent}' has no attribute '{name}' an answer may read")
+        if name.startswith("_"):
+            raise SandboxError(f"kwb sandbox: {attribute_reason(f'{parent}.{name}')}")
+        reason = attribute_reason(f"{parent}.{name}")
+        if reason:
+            raise SandboxError(f"kwb sandbox: {reason}")
+        value = getattr(real, name)  # an AttributeError is the answer's own mistake
+        reason = member_reason(parent, name, value)
+        if reason:
+            raise SandboxError(f"kwb sandbox: {reason}")
+        if isinstance(value, types.ModuleType):
+            value = _view_of(value)
+        elif f"{parent}.{name}" == "torch.utils.cpp_extension.load_inline":
+            value = _checked_load_inline
+        space[name] = value
+        return value
+
+    return __getattr__
+
+
+def _view_of(module):
+    view = _views.get(id(module))
+    if view is None:
+        view = _ModuleView(module.__name__)
+        space = types.ModuleType.__getattribute__(view, "__dict__")
+        space["__getattr__"] = _view_getattr(space, module)
+        _view_targets[id(view)] = module
+        _views[id(module)] = view
+    return view
+
+
+def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level or name not in ALLOWED_MODULES and not (name == "torch.utils" and fromlist):
+        raise ImportError(f"kwb sandbox: import of '{name}' is not allowed")
+    return _view_of(builtins.__import__(name, globals, locals, fromlist, level))
+
+
+def _plain(value, depth=0):
+    """Strings, numbers, booleans, None, and lists, tuples and dicts of them (exact types: no
+    subclass whose methods are the answer's)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return True
+    if depth > 4:
+        return False
+    if type(value) in (list, tuple):
+        return all(_plain(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _checked_load_inline(*args, **kwargs):
+    """load_inline as the answer sees it. Its arguments must be plain values: the build turns
+    them into strings, JSON and paths (str(), repr()) under the harness, where an object of the
+    answer's would run its own methods. Past this frame the audit hook lets the build through."""
+    for value in list(args) + list(kwargs.values()):
+        if not _plain(value):
+            raise SandboxError(f"kwb sandbox: load_inline's arguments must be strings, lists of strings, numbers, "
+                               f"booleans or None, not {type(value).__name__}")
+    try:
+        return _cpp.load_inline(*args, **kwargs)
+    except ImportError as e:  # the built library does not load (PyInit_<name> missing, an undefined symbol)
+        raise BuildError(f"{type(e).__name__}: {e}") from None
+
+
+_checked_load_inline.__name__ = "load_inline"
+_checked_load_inline.__qualname__ = "load_inline"
+_build_guards.add(_checked_load_inline.__code__)
+
+
+# ---- the answer's classes --------------------------------------------------------------------------
+# Every class statement of the answer goes through its builtins' __build_class__: the bases are
+# checked on the real objects (whatever names the answer bound them to), and the members the
+# class ends up with (its body, its metaclass's additions) against ALLOWED_CLASS_DUNDERS and
+# nn.Module's own members, as the static check does on the source.
+
+_answer_classes = weakref.WeakSet()
+_CLASS_BOOKKEEPING = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__classcell__",
+                      "__annotations__", "__firstlineno__", "__static_attributes__", "__orig_bases__", "__parameters__"}
+
+
+def _base_allowed(base):
+    if base is object or base is torch.nn.Module or base is getattr(getattr(torch, "autograd", None), "Function", None):
+        return True
+    return isinstance(base, type) and base in _answer_classes
+
+
+def _guarded_build_class(func, name, *bases, **keywords):
+    if keywords:
+        raise SandboxError(f"kwb sandbox: class {name}: keyword '{next(iter(keywords))}' in its bases (metaclasses) "
+                           "is not allowed")
+    for base in bases:
+        if not _base_allowed(base):
+            shown = f"{getattr(base, '__module__', '?')}.{getattr(base, '__qualname__', type(base).__name__)}" \
+                if isinstance(base, type) else type(base).__name__
+            raise SandboxError(f"kwb sandbox: class {name} derives from {shown}: classes may derive from "
+                               "torch.nn.Module, torch.autograd.Function or the answer's own classes")
+    cls = builtins.__build_class__(func, name, *bases)
+    is_module = issubclass(cls, torch.nn.Module)
+    for member in vars(cls):
+        if member.startswith("__") and member.endswith("__"):
+            if member not in ALLOWED_CLASS_DUNDERS and member not in _CLASS_BOOKKEEPING:
+                raise SandboxError(f"kwb sandbox: class {name} defines '{member}': only __init__ may be defined among "
+                                   "the special methods")
+        elif is_module and member in CLASS_PROTECTED:
+            raise SandboxError(f"kwb sandbox: class {name} defines '{member}', which torch.nn.Module has: the evaluator "
+                               "calls the model's own nn.Module methods")
+    _answer_classes.add(cls)
+    return cls
+
+
+# Left out of the answer's builtins but not refused by name: `input` is a common argument name.
+RUNTIME_ONLY_DENIED = {"input", "help", "copyright", "credits", "license"}
+
+
+def _answer_builtins():
+    safe = {k: v for k, v in vars(builtins).items() if k not in DENIED_NAMES and k not in RUNTIME_ONLY_DENIED}
+    safe["__import__"] = _guarded_import
+    safe["__build_class__"] = _guarded_build_class
+    return safe
+
+
+# ---- the cached build behind load_inline ----------------------------------------------------------
+# The cache itself (its entries, the broker, the builder) is extension_cache.py, `_kwb_extensions`.
+
+import _kwb_extensions as _ext  # noqa: E402 (loaded by pythonhost.cpp before this module)
+
+_real_load_inline = _cpp.load_inline
+_cpp._kwb_real_load_inline = _real_load_inline  # what _ext.build_into builds with
+_build_config = {"cache_dir": None, "arch": ""}
+_builds = []  # the builds of the answer being loaded: [{name, key, build_dir, cached, ms, with_cuda}]
+BuildError = _ext.BuildError
+MachineError = _ext.MachineError
+build_key = _ext.build_key
+
+
+def _kwb_load_inline(*args, **kwargs):
+    try:
+        bound = _SIGNATURE.bind(*args, **kwargs)
+    except TypeError:
+        try:
+            _real_load_inline(*args, **kwargs)  # raises load_inline's own TypeError, as KernelBench sees it
+        except Exception as e:
+            raise BuildError(f"{type(e).__name__}: {e}") from None
+        raise
+    arguments = {k: v for k, v in bound.arguments.items() if k not in ("build_directory", "verbose")}
+    wants_cuda = bool(arguments.get("cuda_sources")) if arguments.get("with_cuda") is None else bool(arguments.get("with_cuda"))
+    if wants_cuda and torch.version.cuda is None:
+        raise MachineError(f"this worker's torch {torch.__version__} was built without CUDA, so it cannot build the "
+                           "answer's CUDA extension; evaluate it where torch has CUDA")
+    arch = _build_config["arch"]
+    name = str(arguments.get("name", "ext"))
+    _state["building"] += 1
+    try:
+        directory, manifest, cached, waited_ms, build_ms = _ext.entry_for(arguments, arch, _build_config["cache_dir"])
+        if not manifest.get("ok"):
+            # The same sources and flags failed before (or just now): the compiler's messages.
+            raise BuildError(manifest.get("message") or "the extension failed to build")
+        t0 = time.monotonic()
+        module = _cpp._import_module_from_library(name, directory, bool(arguments.get("is_python_module", True)))
+        load_ms = (time.monotonic() - t0) * 1000.0
+    finally:
+        _state["building"] -= 1
+    # "pch": whether the build had torch's precompiled header, and where not, why (extension_cache.py).
+    _builds.append({"name": name, "key": manifest.get("key"), "build_dir": directory, "cached": cached,
+                    "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
+                    "pch": manifest.get("pch", "")})
+    return module
+
+
+import inspect  # noqa: E402 (after the wrapper's definition reads better)
+
+_SIGNATURE = inspect.signature(_real_load_inline)
+_kwb_load_inline.__signature__ = _SIGNATURE
+_kwb_load_inline.__name__ = "load_inline"
+_cpp.load_inline = _kwb_load_inline
+
+
+def configure(cache_dir, arch):
+    cache_dir = os.path.realpath(cache_dir) if cache_dir else None
+    _build_config["cache_dir"] = cache_dir
+    _build_config["arch"] = arch or ""
+    _state["allowed_dirs"] = [cache_dir] if cache_dir else []
+
+
+# ---- loading an answer, its model, its calls ------------------------------------------------------
+# Every call of the harness that touches the answer's objects (the module, ModelNew(...), .to(),
+# the parameter listing, bind, forward, release) runs armed: the model's methods are the answer's
+# code wherever the evaluator calls them. The error messages are made inside the window too
+# (str() of an exception may format an object of the answer's).
+
+_models = {}
+_next_handle = [1]
+
+
+class AnswerError(Exception):
+    """A failure while loading an answer, with the status and stage the evaluator reports, and a
+    code naming an honest mistake where one is recognised (undefined_name, load_inline_keyword,
+    extension_name_mismatch, placeholder) or the format_error's code."""
+
+    def __init__(self, status, stage, message, code=None, line=0, detail=None):
+        super().__init__(message)
+        self.status, self.stage, self.message, self.code, self.line, self.detail = status, stage, message, code, line, detail
+
+
+def _describe(e):
+    return f"{type(e).__name__}: {e}"
+
+
+def _traceback_line(e):
+    tb = e.__traceback__
+    line = 0
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == _ANSWER_FILE:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+class _Failure:
+    """An exception of the answer's code, described while the sandbox is armed."""
+
+    def __init__(self, e):
+        self.exception, self.text, self.line = e, _describe(e), _traceback_line(e)
+        self.message = str(e)
+
+
+def _armed_call(fn, *args):
+    """fn(*args) armed: (result, None), or (None, _Failure)."""
+    with _Armed():
+        try:
+            return fn(*args), None
+        except BaseException as e:  # noqa: B902 (the answer's code may raise anything)
+            return None, _Failure(e)
+
+
+_NOT_DECLARED = re.compile(r"error: [\u2018'`\"]?(\w+)[\u2019'\"]? (?:was not declared in this scope|undeclared identifier)"
+                           r"|error: use of undeclared identifier [\u2018'`\"]?(\w+)")
+
+
+def _build_code(message, notes):
+    """The honest mistake behind a failed build, where it is one of the known kinds."""
+    if any(n["code"] == "placeholder" and "load_inline" in n["message"] for n in notes):
+        return "placeholder"
+    if message.startswith("TypeError: load_inline()"):
+        return "load_inline_keyword"  # load_inline's signature: an unknown keyword, a missing argument
+    if "PyInit_" in message or "undefined symbol" in message:
+        return "extension_name_mismatch"  # name= is not the PYBIND11_MODULE's, or a bound function is not defined
+    for m in _NOT_DECLARED.finditer(message):
+        function = m.group(1) or m.group(2)
+        if f'm.def("{function}"' in message:
+            return "extension_name_mismatch"  # functions=[...] names a function the sources do not declare
+    return None
+
+
+def _runtime_code(e):
+    return "undefined_name" if isinstance(e, NameError) else None
+
+
+def run_module(source):
+    """Runs an answer's module (its load_inline builds happen here). Returns (namespace, builds,
+    notes: the static check's notes on honest mistakes)."""
+    refusals, notes = analyse_source(source)
+    if refusals:
+        if refusals[0].get("syntax"):
+            raise AnswerError("compile_error", "compile", f"line {refusals[0]['line']}: {refusals[0]['reason']}", line=refusals[0]["line"])
+        raise AnswerError("rejected", "sandbox", refusals[0]["reason"], line=refusals[0]["line"], detail=refusals)
+    code = compile(source, _ANSWER_FILE, "exec")
+    namespace = {"__name__": "kwb_answer", "__builtins__": _answer_builtins()}
+    _builds.clear()
+    _, failure = _armed_call(exec, code, namespace)
+    if failure is None:
+        return namespace, list(_builds), notes
+    e, line = failure.exception, failure.line
+    if isinstance(e, BuildError):
+        raise AnswerError("compile_error", "compile", failure.message, code=_build_code(failure.message, notes), line=line,
+                          detail=list(_builds))
+    if isinstance(e, MachineError):
+        raise AnswerError("no_device", "compile", failure.message, detail=list(_builds))
+    if isinstance(e, SandboxError):
+        raise AnswerError("rejected", "sandbox", failure.message, line=line)
+    # the module's own top-level code failed
+    raise AnswerError("runtime_error", "compile", f"the answer's module failed (line {line}): {failure.text}",
+                      code=_runtime_code(e), line=line, detail=list(_builds))
+
+
+def build(source):
+    """The compile step alone (the `compile` request): runs the module, so its extensions build
+    into the cache. Returns {"ok", "status", "code", "message", "line", "builds", "refusals"}."""
+    try:
+        namespace, builds, _notes = run_module(source)
+    except AnswerError as e:
+        return {"ok": False, "status": e.status, "stage": e.stage, "code": e.code, "message": e.message, "line": e.line,
+                "builds": e.detail if e.status != "rejected" else [], "refusals": e.detail if e.status == "rejected" else []}
+    if not isinstance(namespace.get("ModelNew"), type):
+        return {"ok": False, "status": "format_error", "stage": "parse", "code": "missing_model_new",
+                "message": "the answer defines no class ModelNew", "line": 0, "builds": builds, "refusals": []}
+    return {"ok": True, "status": "", "stage": "", "code": None, "message": "", "line": 0, "builds": builds, "refusals": []}
+
+
+def _from_capsule(x):
+    return _dlpack.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x
+
+
+def _construct(cls, init_inputs, seed, device):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model = cls(*init_inputs)
+        model = torch.nn.Module.to(model, device=torch.device(device), dtype=torch.float32)
+    params = [[n, list(p.shape), False] for n, p in torch.nn.Module.named_parameters(model)]
+    params += [[n, list(b.shape), True] for n, b in torch.nn.Module.named_buffers(model)]
+    return model, params
+
+
+def load_model(source, init_inputs, seed, device):
+    """Runs the module, builds ModelNew as KernelBench does (seeded, on the CPU, without grad, then
+    moved), and returns {"handle", "builds", "parameters": [[name, shape, is_buffer]...]}."""
+    namespace, builds, notes = run_module(source)
+    cls = namespace.get("ModelNew")
+    if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
+        raise AnswerError("format_error", "parse", "the answer defines no class ModelNew (a torch.nn.Module)", code="missing_model_new")
+    for note in notes:
+        if note["code"] == "placeholder" and "forward" in note["message"]:
+            raise AnswerError("runtime_error", "load", note["message"], code="placeholder", line=note["line"])
+    _builds.clear()
+    result, failure = _armed_call(_construct, cls, init_inputs, seed, device)
+    if failure is not None:
+        e = failure.exception
+        if isinstance(e, SandboxError):
+            raise AnswerError("rejected", "sandbox", failure.message, line=failure.line)
+        # load_inline called in __init__ (built when the model is made, as many answers do): its
+        # failure is the same compile_error as at the module's top level, and the machine's the same
+        # no_device, not a runtime error of the model.
+        if isinstance(e, BuildError):
+            raise AnswerError("compile_error", "compile", failure.message, code=_build_code(failure.message, notes),
+                              line=failure.line, detail=builds + list(_builds))
+        if isinstance(e, MachineError):
+            raise AnswerError("no_device", "compile", failure.message, detail=builds + list(_builds))
+        raise AnswerError("runtime_error", "load", f"ModelNew(*init_inputs) failed (line {failure.line}): {failure.text}",
+                          code=_runtime_code(failure.exception), line=failure.line)
+    model, params = result
+    handle = _next_handle[0]
+    _next_handle[0] += 1
+    _models[handle] = model
+    return {"handle": handle, "builds": builds + list(_builds), "parameters": params}
+
+
+def _tuples(x):
+    return tuple(_tuples(v) for v in x) if isinstance(x, list) else x
+
+
+def load_model_json(source, init_json, seed, device):
+    """load_model for the C++ side: init inputs as JSON (lists become tuples, as KernelBench's
+    get_init_inputs writes shapes); the result, or the AnswerError's fields, as JSON."""
+    try:
+        return dumps({"ok": True, **load_model(source, [_tuples(v) for v in json.loads(init_json)], seed, device)})
+    except AnswerError as e:
+        return dumps({"ok": False, **answer_error(e)})
+
+
+def build_json(source):
+    return dumps(build(source))
+
+
+def check_json(source):
+    return dumps(check_source(source))
+
+
+def release(handle):
+    with _Armed():
+        _models.pop(handle, None)
+
+
+def _owner(model, dotted):
+    prefix, _, leaf = dotted.rpartition(".")
+    return (torch.nn.Module.get_submodule(model, prefix) if prefix else model), leaf
+
+
+def _bind(model, args, params):
+    for name, capsule in params.items():
+        t = _dlpack.from_dlpack(capsule)
+        owner, leaf = _owner(model, name)
+        if leaf in owner._parameters and owner._parameters[leaf] is not None:
+            owner._parameters[leaf].data = t
+        else:
+            owner._buffers[leaf] = t
+    return (model, [_from_capsule(a) for a in args])
+
+
+def _plain_exception(e):
+    """The answer's exception with plain arguments: its text made now (armed), so formatting it
+    later, in C++, runs nothing of the answer's."""
+    if not all(type(a) in (str, int, float, bool, type(None)) for a in getattr(e, "args", ())):
+        try:
+            e.args = (str(e),)
+        except BaseException:  # noqa: B902
+            e.args = (f"{type(e).__name__} (its message could not be formatted)",)
+    return e
+
+
+def bind(handle, args, params):
+    """One call's arguments (capsules or scalars) and the task's parameters (name -> capsule) put
+    into the model without copies: parameters take the evaluator's tensors' storage, buffers are
+    replaced. Returns what `call` takes."""
+    with _Armed():
+        try:
+            return _bind(_models[handle], args, params)
+        except BaseException as e:  # noqa: B902
+            raise _plain_exception(e)
+
+
+def call(bound):
+    """forward on bound arguments: a DLPack capsule of the output tensor."""
+    model, args = bound
+    with _Armed():
+        try:
+            with torch.no_grad():
+                out = model(*args)
+            if type(out) not in (torch.Tensor, torch.nn.Parameter):
+                if isinstance(out, torch.Tensor):
+                    raise TypeError(f"forward returned a torch.Tensor subclass ({type(out).__name__}); a subclass can "
+                                    "compute lazily or fake its values: return a plain torch.Tensor")
+                raise TypeError(f"forward returned {type(out).__name__}, expected a torch.Tensor")
+            return _dlpack.to_dlpack(out.detach())
+        except BaseException as e:  # noqa: B902
+            raise _plain_exception(e)
+
+
+def answer_error(e):
+    """The fields of an AnswerError for the C++ side (other exceptions: None)."""
+    if isinstance(e, AnswerError):
+        return {"status": e.status, "stage": e.stage, "message": e.message, "code": e.code, "line": e.line,
+                "detail": e.detail}
+    return None
+
+
+def dumps(x):
+    return json.dumps(x, default=repr)

@@ -1,0 +1,320 @@
+// The embedded interpreter (pythonhost.h) and the KernelBench-format callable
+// (candidatecallable.h). The only file with both Python.h and ATen: tensors cross as DLPack
+// capsules, so libtorch_python's headers are not needed.
+#ifdef KWB_WITH_PYTHON
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#endif
+
+#include "worker/python/candidatecallable.h"
+#include "worker/python/pythonhost.h"
+
+#include <ATen/DLConvertor.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <stdexcept>
+
+namespace kwb {
+using json = nlohmann::json;
+
+namespace python {
+
+namespace {
+std::string g_nativeCodeRefusal;
+}
+
+void refuseNativeCode(const std::string& why) {
+    g_nativeCodeRefusal = "no OS sandbox here (" + why +
+                          "): a KernelBench-format answer runs native host code (its load_inline extension), which only "
+                          "the OS sandbox contains; evaluate it where bubblewrap works, or pass --no-os-sandbox to run "
+                          "it without one";
+}
+
+std::string nativeCodeRefusal() { return g_nativeCodeRefusal; }
+
+std::string extensionCacheDir() {
+    if (const char* env = std::getenv("KWB_EXTENSION_CACHE"); env && *env) return env;
+    const char* tmp = std::getenv("TMPDIR");
+    return std::string(tmp && *tmp ? tmp : "/tmp") + "/kwb-extensions";
+}
+
+}  // namespace python
+
+#ifndef KWB_WITH_PYTHON
+
+namespace python {
+constexpr const char* kNoPython =
+    "this kwb-worker was built without Python (KWB_WORKER_PYTHON off, or no Python whose torch is its libtorch), "
+    "so KernelBench-format answers (class ModelNew with load_inline) cannot be evaluated; answer in the native "
+    "format (docs/candidate-format.md) or use a worker built with Python";
+bool available(std::string* why) {
+    if (why) *why = kNoPython;
+    return false;
+}
+json checkSource(const std::string&) { throw std::runtime_error(kNoPython); }
+json build(const std::string&, const std::string&) { throw std::runtime_error(kNoPython); }
+std::string takeError() { return {}; }
+int runBuildBroker(const std::string&) { throw std::runtime_error(kNoPython); }
+int buildExtension(const std::string&, const std::string&) { throw std::runtime_error(kNoPython); }
+}  // namespace python
+
+KernelBenchModel loadKernelBenchModel(const std::string&, const json&, uint64_t, const std::string&, const std::string&) {
+    throw std::runtime_error(python::kNoPython);
+}
+
+#else
+
+namespace {
+
+const char* const kHostSource =
+#include "kernelbench_host_py.inc"
+    ;
+const char* const kExtensionCacheSource =
+#include "extension_cache_py.inc"
+    ;
+
+/// Owns one reference.
+struct Ref {
+    PyObject* p = nullptr;
+    Ref() = default;
+    explicit Ref(PyObject* o) : p(o) {}
+    Ref(const Ref&) = delete;
+    Ref& operator=(const Ref&) = delete;
+    Ref(Ref&& o) noexcept : p(o.p) { o.p = nullptr; }
+    ~Ref() { Py_XDECREF(p); }
+    PyObject* release() {
+        PyObject* r = p;
+        p = nullptr;
+        return r;
+    }
+    explicit operator bool() const { return p != nullptr; }
+};
+
+PyObject* g_host = nullptr;  // the _kwb_host module
+std::string g_startError;
+
+std::string pyString(PyObject* o) {
+    if (!o) return {};
+    Ref s(PyObject_Str(o));
+    if (!s) {
+        PyErr_Clear();
+        return "?";
+    }
+    const char* c = PyUnicode_AsUTF8(s.p);
+    return c ? c : "?";
+}
+
+/// Starts the interpreter once: named after the Python found at configure time (so sys.prefix and
+/// site-packages are that Python's, where its torch lives), no signal handlers of its own (the
+/// worker's SIGINT/SIGTERM stay the worker's), then kernelbench_host.py as _kwb_host.
+PyObject* g_extensions = nullptr;  // the _kwb_extensions module (extension_cache.py)
+
+/// The interpreter and extension_cache.py as _kwb_extensions, without torch (the build broker).
+bool startInterpreter() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        PyConfig config;
+        PyConfig_InitPythonConfig(&config);
+        config.install_signal_handlers = 0;
+        config.parse_argv = 0;
+        config.buffered_stdio = 0;
+        PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, KWB_PYTHON_EXECUTABLE);
+        if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+        PyConfig_Clear(&config);
+        if (PyStatus_Exception(st)) {
+            g_startError = std::string("the embedded Python did not start: ") + (st.err_msg ? st.err_msg : "?");
+            return;
+        }
+        Ref code(Py_CompileString(kExtensionCacheSource, "extension_cache.py", Py_file_input));
+        if (code) g_extensions = PyImport_ExecCodeModule("_kwb_extensions", code.p);
+        if (!g_extensions) g_startError = "extension_cache.py did not load: " + python::takeError();
+    });
+    return g_extensions != nullptr;
+}
+
+/// Then kernelbench_host.py as _kwb_host (imports torch).
+bool start() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        if (!startInterpreter()) return;
+        Ref code(Py_CompileString(kHostSource, "kernelbench_host.py", Py_file_input));
+        if (code) g_host = PyImport_ExecCodeModule("_kwb_host", code.p);
+        if (!g_host) g_startError = "kernelbench_host.py did not load: " + python::takeError();
+    });
+    return g_host != nullptr;
+}
+
+/// _kwb_host.<fn>(args...) with new references given; throws with Python's message on an exception.
+Ref callHost(const char* fn, std::initializer_list<PyObject*> args) {
+    if (!start()) throw std::runtime_error(g_startError);
+    Ref tuple(PyTuple_New(Py_ssize_t(args.size())));
+    Py_ssize_t i = 0;
+    for (PyObject* a : args) {
+        if (!a) throw std::runtime_error("embedded Python: " + python::takeError());
+        PyTuple_SET_ITEM(tuple.p, i++, a);
+    }
+    Ref f(PyObject_GetAttrString(g_host, fn));
+    Ref out(f ? PyObject_Call(f.p, tuple.p, nullptr) : nullptr);
+    if (!out) throw std::runtime_error(python::takeError());
+    return out;
+}
+
+PyObject* str(const std::string& s) { return PyUnicode_FromStringAndSize(s.data(), Py_ssize_t(s.size())); }
+
+json jsonResult(Ref r) {
+    const char* c = PyUnicode_AsUTF8(r.p);
+    if (!c) throw std::runtime_error(python::takeError());
+    return json::parse(c);
+}
+
+void capsuleDestructor(PyObject* capsule) {
+    // Still named "dltensor": never consumed, so the tensor it holds is ours to release.
+    if (PyCapsule_IsValid(capsule, "dltensor")) {
+        auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+        if (m && m->deleter) m->deleter(m);
+    }
+}
+
+PyObject* toPython(const c10::IValue& v) {
+    if (v.isTensor())
+        return PyCapsule_New(at::toDLPack(v.toTensor()), "dltensor", capsuleDestructor);
+    if (v.isDouble()) return PyFloat_FromDouble(v.toDouble());
+    if (v.isInt()) return PyLong_FromLongLong(v.toInt());
+    if (v.isBool()) return PyBool_FromLong(v.toBool());
+    throw std::invalid_argument(std::string("cannot pass a ") + v.tagKind() + " to ModelNew.forward");
+}
+
+at::Tensor fromCapsule(PyObject* capsule) {
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    if (!m) throw std::runtime_error("embedded Python: forward's output is not a DLPack capsule");
+    at::Tensor t = at::fromDLPack(m);  // owns m now
+    PyCapsule_SetName(capsule, "used_dltensor");
+    return t;
+}
+
+class KernelBenchCallable final : public CandidateCallable {
+public:
+    explicit KernelBenchCallable(long handle) : m_handle(handle) {}
+    ~KernelBenchCallable() override {
+        try {
+            callHost("release", {PyLong_FromLong(m_handle)});
+        } catch (const std::exception&) {
+        }
+    }
+    void keepOwnWeights() override { m_ownWeights = true; }
+    std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override {
+        Ref list(PyList_New(0)), params(PyDict_New());
+        for (const auto& a : args) {
+            if (a.isGenericDict()) {
+                if (m_ownWeights) continue;
+                for (const auto& e : a.toGenericDict()) {
+                    Ref value(toPython(e.value()));
+                    PyDict_SetItemString(params.p, e.key().toStringRef().c_str(), value.p);
+                }
+            } else {
+                Ref value(toPython(a));
+                PyList_Append(list.p, value.p);
+            }
+        }
+        auto bound = std::make_shared<Ref>(callHost("bind", {PyLong_FromLong(m_handle), list.release(), params.release()}));
+        return [bound]() -> c10::IValue {
+            Ref out = callHost("call", {Py_NewRef(bound->p)});
+            return fromCapsule(out.p);
+        };
+    }
+
+private:
+    long m_handle;
+    bool m_ownWeights = false;
+};
+
+}  // namespace
+
+namespace python {
+
+bool available(std::string* why) {
+    if (start()) return true;
+    if (why) *why = g_startError;
+    return false;
+}
+
+std::string takeError() {
+    if (!PyErr_Occurred()) return {};
+    PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    Ref t(type), v(value), b(tb);
+    Ref typeName(t ? PyObject_GetAttrString(t.p, "__name__") : nullptr);
+    const std::string name = typeName ? pyString(typeName.p) : "Error";
+    PyErr_Clear();
+    std::string msg = name + ": " + pyString(v.p);
+    // The answer's innermost line, for the model to find its mistake.
+    int line = 0;
+    for (PyObject* cur = b.p; cur && cur != Py_None;) {
+        Ref frame(PyObject_GetAttrString(cur, "tb_frame"));
+        Ref code(frame ? PyObject_GetAttrString(frame.p, "f_code") : nullptr);
+        Ref file(code ? PyObject_GetAttrString(code.p, "co_filename") : nullptr);
+        if (file && pyString(file.p) == "<answer>") {
+            Ref ln(PyObject_GetAttrString(cur, "tb_lineno"));
+            if (ln) line = int(PyLong_AsLong(ln.p));
+        }
+        Ref next(PyObject_GetAttrString(cur, "tb_next"));
+        if (!next) break;
+        cur = next.p;  // kept alive by the chain from b
+    }
+    PyErr_Clear();
+    if (line > 0) msg += " (answer line " + std::to_string(line) + ")";
+    return msg;
+}
+
+int runBuildBroker(const std::string& configPath) {
+    if (!startInterpreter()) throw std::runtime_error(g_startError);
+    Ref f(PyObject_GetAttrString(g_extensions, "serve_broker"));
+    Ref out(f ? PyObject_CallFunction(f.p, "s", configPath.c_str()) : nullptr);
+    if (!out) throw std::runtime_error(python::takeError());
+    return 0;
+}
+
+int buildExtension(const std::string& requestPath, const std::string& outDir) {
+    if (!startInterpreter()) throw std::runtime_error(g_startError);
+    Ref f(PyObject_GetAttrString(g_extensions, "build_extension"));
+    Ref out(f ? PyObject_CallFunction(f.p, "ss", requestPath.c_str(), outDir.c_str()) : nullptr);
+    if (!out) throw std::runtime_error(python::takeError());
+    return int(PyLong_AsLong(out.p));
+}
+
+json checkSource(const std::string& source) { return jsonResult(callHost("check_json", {str(source)})); }
+
+json build(const std::string& source, const std::string& arch) {
+    std::filesystem::create_directories(extensionCacheDir());
+    callHost("configure", {str(extensionCacheDir()), str(arch)});
+    return jsonResult(callHost("build_json", {str(source)}));
+}
+
+}  // namespace python
+
+KernelBenchModel loadKernelBenchModel(const std::string& source, const json& initInputs, uint64_t seed,
+                                      const std::string& device, const std::string& arch) {
+    std::filesystem::create_directories(python::extensionCacheDir());
+    callHost("configure", {str(python::extensionCacheDir()), str(arch)});
+    json r = jsonResult(callHost("load_model_json", {str(source), str(initInputs.dump()),
+                                                     PyLong_FromUnsignedLongLong(seed), str(device)}));
+    KernelBenchModel m;
+    if (!r.value("ok", false)) {
+        r.erase("ok");
+        m.error = r;
+        if (m.error.contains("detail") && m.error["detail"].is_array() && m.error.value("status", "") != "rejected")
+            m.builds = m.error["detail"];
+        return m;
+    }
+    m.builds = r["builds"];
+    m.parameters = r["parameters"];
+    m.callable = std::make_unique<KernelBenchCallable>(r["handle"].get<long>());
+    return m;
+}
+
+#endif
+
+}  // namespace kwb

@@ -1,0 +1,44 @@
+#pragma once
+// The embedded CPython of kwb-worker (KernelBench's answer format; docs/decisions.md): started
+// once, on first use, with the interpreter whose torch is the libtorch this worker links. Its
+// Python side is kernelbench_host.py. This interface is torch-free; the model's calls are in
+// candidatecallable.h. Built without Python (KWB_WORKER_PYTHON off), available() says why.
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace kwb::python {
+
+/// Whether KernelBench-format answers can run here; `why` says why not.
+bool available(std::string* why = nullptr);
+
+/// Refuses every KernelBench-format answer from now on (`kwb-worker --refuse-native-code WHY`):
+/// its load_inline extension is native host code that only the OS sandbox contains, and this
+/// worker runs without it (docs/security.md, "No sandbox, no native model code").
+void refuseNativeCode(const std::string& why);
+/// The refusal's message ("" while native code may run): what a refused answer's evaluation says.
+std::string nativeCodeRefusal();
+
+/// The static check of a module's source (Python's ast): [{"line","reason"}], empty when it may
+/// run; a syntax error is one entry with "syntax": true. Throws std::runtime_error when !available().
+nlohmann::json checkSource(const std::string& source);
+
+/// Where load_inline builds: KWB_EXTENSION_CACHE, else $TMPDIR (or /tmp)/kwb-extensions. One
+/// folder per extension, keyed by the hash of its sources, flags, torch, arch and Python.
+std::string extensionCacheDir();
+
+/// The compile step alone (the `compile` request): runs the module (its load_inline calls build
+/// into the cache) for `arch`. {"ok","status","stage","message","line","builds":[…],"refusals":[…]}.
+nlohmann::json build(const std::string& source, const std::string& arch);
+
+/// `kwb-worker --build-broker CONFIG`: serves extension builds for sandboxed workers (the
+/// broker of extension_cache.py; docs/sandbox.md, "The extension cache") until the process ends.
+int runBuildBroker(const std::string& configPath);
+/// `kwb-worker --build-extension REQUEST OUT`: builds one load_inline call into OUT without
+/// loading it (extension_cache.py's build_extension); its result is OUT/kwb-build-result.json.
+int buildExtension(const std::string& requestPath, const std::string& outDir);
+
+/// The Python error being handled, as "Type: message (answer line N)", cleared; "" if none.
+std::string takeError();
+
+}  // namespace kwb::python
