@@ -197,6 +197,9 @@ struct ImportOptions
     int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers for KernelBench's format
     /// --code-block first|last: the convention the source extracted its modules by (defaults::kCodeBlock*)
     QString codeBlock = defaults::codeBlock();
+    /// --resume: go on with the latest import of the same folder and settings in --db: generations
+    /// judged before keep their verdicts, the rest (a call cut short, machine failures) are judged
+    bool resume = false;
     bool json = false;
 };
 

@@ -91,7 +91,38 @@ struct ImportRun
     int evaluated = 0;
     int verdicts = 0;
     QMap<QString, int> statuses;
+    // --resume: the earlier import of this folder that goes on, and what it already holds.
+    bool resumed = false;
+    QSet<UnitKey> done;                      ///< generations with a verdict (kept as they are)
+    QHash<UnitKey, ResponseRecord> answered; ///< stored generations (a verdict may be missing)
+    int kept = 0;                            ///< generations whose earlier verdict was kept
 };
+
+// The unit a generation is stored as: one generator answer of turn 1 (what resume looks up).
+UnitKey unitOf(const FoundGeneration& g)
+{
+    return UnitKey{g.task, 1, g.sample, QStringLiteral("generator")};
+}
+
+// The latest run of `store` that imported `folderPath` with the same evaluation settings as
+// `config` (what --resume goes on with); nullopt: none.
+std::optional<qint64> earlierImport(const RunStore& store, const QString& folderPath, const RunConfig& config)
+{
+    std::optional<qint64> found;
+    for (const RunInfo& info : store.runs()) {
+        if (info.regime != QLatin1String("import"))
+            continue;
+        const RunConfig earlier = RunConfig::fromJson(info.config);
+        const QString key = QStringLiteral("directory"), block = QStringLiteral("code_block");
+        if (earlier.import.value(key).toString() == folderPath
+            && earlier.import.value(block).toString() == config.import.value(block).toString()
+            && earlier.protocolProfile == config.protocolProfile && earlier.scale == config.scale
+            && earlier.compileOnly == config.compileOnly && earlier.answerFormat == config.answerFormat
+            && (!found || info.id > *found))
+            found = info.id;
+    }
+    return found;
+}
 
 } // namespace
 
@@ -251,6 +282,18 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                                     ? QString()
                                     : QStringLiteral(", %1 block").arg(options.codeBlock),
                                 shown, taskSpecFor(run.taskIds));
+        if (options.resume) {
+            if (const std::optional<qint64> earlier = earlierImport(store, folderPath, config)) {
+                run.id = *earlier;
+                run.resumed = true;
+                run.done = store.completedUnits(run.id);
+                run.answered = store.answeredUnits(run.id);
+                if (const std::optional<RunInfo> info = store.run(run.id))
+                    run.name = info->name;
+                store.setRunStatus(run.id, RunStatus::Running);
+                continue;
+            }
+        }
         const std::optional<qint64> runId = store.createRun(run.name, QStringLiteral("import"), config.toJson());
         if (!runId)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
@@ -279,6 +322,11 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     queue.setCompileWorkerCount(compileWorkers);
     for (const FoundGeneration& g : std::as_const(scan.generations)) {
         ImportRun& run = runOf(g.runFolder);
+        if (run.done.contains(unitOf(g))) {
+            ++run.kept; // its verdict is stored: a resumed import does not judge it again
+            ++imported;
+            continue;
+        }
         QFile f(dir.filePath(g.file));
         if (!f.open(QIODevice::ReadOnly)) {
             skipped.append({g.file, SkipKind::Unreadable, QStringLiteral("unreadable: %1").arg(f.errorString())});
@@ -297,11 +345,17 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                           .arg(dir.filePath(g.file),
                                g.wholeResponse ? QStringLiteral(", a whole model response") : QString(),
                                g.epoch >= 0 ? QStringLiteral(", epoch %1").arg(g.epoch) : QString());
-        const std::optional<qint64> promptId = store.addPrompt(prompt);
+        // Stored before but never judged (a cut call, a machine failure): a new candidate of the
+        // stored answer, its prompt and recorded verdict kept as they are.
+        const auto stored = run.answered.constFind(unitOf(g));
+        const bool storedBefore = stored != run.answered.constEnd() && stored->text == answer;
+        const std::optional<qint64> promptId = storedBefore ? std::optional<qint64>(stored->promptId) : store.addPrompt(prompt);
         ResponseRecord response;
         response.promptId = promptId.value_or(0);
         response.text = answer;
-        const std::optional<qint64> responseId = promptId ? store.addResponse(response) : std::nullopt;
+        const std::optional<qint64> responseId = storedBefore ? std::optional<qint64>(stored->id)
+                                                 : promptId     ? store.addResponse(response)
+                                                                : std::nullopt;
         CandidateRecord candidate;
         candidate.responseId = responseId.value_or(0);
         candidate.task = g.task;
@@ -312,7 +366,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
         ++imported;
         // The third party's verdict of this file, beside ours.
-        if (const RecordedVerdict* v = verdictOf.value(verdictKey(g.runFolder, g.task, g.sample))) {
+        if (const RecordedVerdict* v = storedBefore ? nullptr : verdictOf.value(verdictKey(g.runFolder, g.task, g.sample))) {
             if (!store.addRecordedVerdict(*candidateId, v->source, v->hardware, v->verdict))
                 return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
             ++matched;
@@ -377,6 +431,12 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             object.insert(it.key(), it.value());
         return object;
     };
+    const auto keptTotal = [&] {
+        int kept = 0;
+        for (const ImportRun& run : std::as_const(runs))
+            kept += run.kept;
+        return kept;
+    };
     if (json) {
         QJsonArray runsOut, skippedOut, verdictFilesOut;
         for (const ImportRun& run : std::as_const(runs))
@@ -385,6 +445,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                                        {QStringLiteral("folder"), run.folder},
                                        {QStringLiteral("tasks"), int(run.taskIds.size())},
                                        {QStringLiteral("evaluated"), run.evaluated},
+                                       {QStringLiteral("resumed"), run.resumed},
+                                       {QStringLiteral("kept"), run.kept},
                                        {QStringLiteral("statuses"), countsJson(run.statuses)},
                                        {QStringLiteral("recorded_verdicts"), run.verdicts}});
         for (const SkippedFile& s : std::as_const(skipped))
@@ -402,6 +464,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                                                              {QStringLiteral("runs"), runsOut},
                                                              {QStringLiteral("tasks"), int(allTasks.size())},
                                                              {QStringLiteral("evaluated"), evaluated},
+                                                             {QStringLiteral("kept"), keptTotal()},
                                                              {QStringLiteral("statuses"), countsJson(statusCounts)},
                                                              {QStringLiteral("skipped"), skippedOut},
                                                              {QStringLiteral("verdict_files"), verdictFilesOut},
@@ -414,6 +477,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             ids << QString::number(run.id);
             out() << "run " << run.id << " \"" << run.name << "\": " << run.evaluated << " generations of "
                   << run.taskIds.size() << " tasks evaluated";
+            if (run.resumed)
+                out() << " (resumed: " << run.kept << " judged before, kept)";
             for (auto it = run.statuses.cbegin(); it != run.statuses.cend(); ++it)
                 out() << (it == run.statuses.cbegin() ? ": " : ", ") << it.value() << ' ' << it.key();
             if (run.verdicts > 0)

@@ -300,6 +300,9 @@ int main(int argc, char** argv)
                                   "the module: first (KernelBench's extract_first_code, the default) or last (harnesses "
                                   "built on extract_last_code, e.g. Kernel-Coder's)")
         ->check(CLI::IsMember({kwb::defaults::kCodeBlockFirst, kwb::defaults::kCodeBlockLast}));
+    importKernelBench->add_flag("--resume", importOptions.resume,
+                                "go on with this folder's latest import in --db (same profile, scale, device and code "
+                                "block): generations judged before keep their verdicts, the others are judged now");
     addWorkerLimits(importKernelBench);
     addJson(importKernelBench);
 

@@ -15,6 +15,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
+#include <QSqlDatabase>
+#include <QSqlQuery>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -644,6 +646,69 @@ private Q_SLOTS:
         const Kwb bad = importFolder(dir.path(), db, {QStringLiteral("--code-block"), QStringLiteral("last_complete")});
         QCOMPARE(bad.exitCode, 2);
         QVERIFY(!QFile::exists(db));
+    }
+
+    // A call cut short (here: one verdict deleted) and a file added later: --resume judges exactly
+    // those into the same run and keeps the rest; without --resume the folder is a new run.
+    void resumeKeepsVerdictsAndJudgesTheRest()
+    {
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.filePath(QStringLiteral("gens")));
+        writeAt(dir, QStringLiteral("level_1_problem_1_sample_0_kernel.py"), namedGeneration(QStringLiteral("s0")));
+        writeAt(dir, QStringLiteral("level_1_problem_1_sample_1_kernel.py"),
+                namedGeneration(QStringLiteral("s1"), QStringLiteral("incorrect")));
+        writeAt(dir, QStringLiteral("level_2_problem_1_sample_0_kernel.py"),
+                namedGeneration(QStringLiteral("p2"), QStringLiteral("compile_error")));
+        const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
+        const Kwb first = importFolder(dir.path(), db, {QStringLiteral("--json")});
+        QVERIFY2(first.exitCode == 0, first.err.constData());
+        QCOMPARE(first.json().value(QLatin1String("evaluated")).toInt(), 3);
+        const qint64 runId = first.json().value(QLatin1String("run")).toInteger();
+
+        // The evaluation of sample 1 of L1/1 is lost, as when a call is killed before it is stored.
+        {
+            QSqlDatabase sql = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("cut"));
+            sql.setDatabaseName(db);
+            QVERIFY(sql.open());
+            QSqlQuery query(sql);
+            QVERIFY(query.exec(QStringLiteral("DELETE FROM evaluations WHERE candidate_id IN (SELECT c.id FROM candidates c"
+                                              " WHERE c.task = 'L1/1' AND c.sample = 1)")));
+            QCOMPARE(query.numRowsAffected(), 1);
+            sql.close();
+        }
+        QSqlDatabase::removeDatabase(QStringLiteral("cut"));
+        writeAt(dir, QStringLiteral("level_2_problem_1_sample_1_kernel.py"), namedGeneration(QStringLiteral("p2s1")));
+
+        const Kwb resumed = importFolder(dir.path(), db, {QStringLiteral("--resume"), QStringLiteral("--json")});
+        QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+        const QJsonObject summary = resumed.json();
+        QCOMPARE(summary.value(QLatin1String("run")).toInteger(), runId);
+        QCOMPARE(summary.value(QLatin1String("evaluated")).toInt(), 2);
+        QCOMPARE(summary.value(QLatin1String("kept")).toInt(), 2);
+        QCOMPARE(summary.value(QLatin1String("statuses")).toObject().value(QLatin1String("incorrect")).toInt(), 1);
+        QCOMPARE(summary.value(QLatin1String("statuses")).toObject().value(QLatin1String("correct")).toInt(), 1);
+        QVERIFY(summary.value(QLatin1String("runs")).toArray().at(0).toObject().value(QLatin1String("resumed")).toBool());
+        QVERIFY(resumed.err.contains("level_1_problem_1_sample_1_kernel.py"));
+        QVERIFY(!resumed.err.contains("level_1_problem_1_sample_0_kernel.py -> "));
+
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.runs().size(), 1);
+        QCOMPARE(store.completedUnits(runId).size(), 4);
+        // The cut generation's answer is stored once: its new candidate belongs to the stored answer.
+        QCOMPARE(store.answeredUnits(runId).size(), 4);
+        QCOMPARE(store.responses(runId).size(), 4);
+        QCOMPARE(store.evaluations(runId).size(), 4);
+        store.close();
+
+        // Nothing left: a second resume judges nothing; a plain import is a new run.
+        const Kwb again = importFolder(dir.path(), db, {QStringLiteral("--resume"), QStringLiteral("--json")});
+        QCOMPARE(again.json().value(QLatin1String("evaluated")).toInt(), 0);
+        QCOMPARE(again.json().value(QLatin1String("kept")).toInt(), 4);
+        const Kwb fresh = importFolder(dir.path(), db, {QStringLiteral("--json")});
+        QCOMPARE(fresh.json().value(QLatin1String("evaluated")).toInt(), 4);
+        QVERIFY(fresh.json().value(QLatin1String("run")).toInteger() != runId);
     }
 
     void aMissingFolderIsAUsageError()
