@@ -6,25 +6,25 @@
 //                      ahead in CPU workers (the default). Spares are warmed (CUDA context and
 //                      first library calls, part by part under the GPU's quiet lock) as soon as
 //                      they answer hello, while candidates run (EvaluationQueue's default)
-//   fresh+spare+nowarm+ahead  the same with warming off (WorkerSupervisor::setWarmSpare)
+//   fresh+spare+nowarm+ahead  the same with warming off (SupervisorTuning::setWarmSpare)
 //   +warmbusy          spares warmed as soon as they answer hello, while candidates run
 //                      (WorkerSupervisor::setWarmWhileBusy, EvaluationQueue's default; the
 //                      worker's warm lets the quiet lock go between its parts, so a timing waits
 //                      for one part at most); +idlewarm: only once the supervisor idles
 //   fresh+spare+spares1+ahead the same with 1 spare kept (any spares<N>: N spares,
-//                      WorkerSupervisor::setSpareCount; without the word, the supervisor's default)
+//                      SupervisorTuning::setSpareCount; without the word, the supervisor's default)
 //   +gap<MS>           (any mode) candidates submitted one at a time, each MS ms after the last
 //                      one's result, as a model's generation spaces them in a run: the idle gaps
 //                      in which spares warm (warm against nowarm: the latency per candidate)
 //   +wait              (fresh modes) the next request waits until the last worker has exited
-//                      (WorkerSupervisor::setHandOffLeaving(false)); without it a worker that
+//                      (SupervisorTuning::setHandOffLeaving(false)); without it a worker that
 //                      answered is let go as it exits and the next starts on a spare meanwhile
 //   +nointent          the timing's intent on the quiet lock taken only when it asks for the
 //                      lock (evaluate's "timing_intent": false), not from the last correctness trial
 //   +exitfree          (fresh modes) a handed-off worker gets its EOF at once, its exit not held
-//                      under the quiet lock (WorkerSupervisor::setExitUnderLock(false))
+//                      under the quiet lock (SupervisorTuning::setExitUnderLock(false))
 //   +burst, +staggered (fresh modes) a top-up starts every missing spare at once, or one after
-//                      another (WorkerSupervisor::setSpareStartsAtOnce); without either, the
+//                      another (SupervisorTuning::setSpareStartsAtOnce); without either, the
 //                      host's rule (at once where it has a core for each and two more)
 //   +traceshared       the trace after the timing under the evaluation's share (evaluate's
 //                      "trace_exclusive": false), not under the timing's exclusive hold kept for it
@@ -46,7 +46,9 @@
 // Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10 (0: the profile's)]
 //        [--modes fresh+spare+ahead,fresh+spare+spares1+ahead,fresh+spare+nowarm+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
 
+#include "core/protocol/workerrequests.h"
 #include "core/workers/evaluationqueue.h"
+#include "core/workers/supervisortuning.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QCommandLineParser>
@@ -118,23 +120,23 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     for (const QString& word : words) {
         if (const QRegularExpressionMatch m = sparesWord.match(word); m.hasMatch())
             for (WorkerSupervisor* s : gpuSlots)
-                s->setSpareCount(m.captured(1).toInt());
+                SupervisorTuning::setSpareCount(*s, m.captured(1).toInt());
         if (const QRegularExpressionMatch m = gapWord.match(word); m.hasMatch())
             gapMs = m.captured(1).toInt();
     }
-    const int spares = gpuSlots.first()->spareWorker() ? gpuSlots.first()->spareCount() : 0;
+    const int spares = gpuSlots.first()->spareWorker() ? SupervisorTuning::spareCount(*gpuSlots.first()) : 0;
     for (WorkerSupervisor* s : gpuSlots) {
-        s->setWarmSpare(!mode.contains(QLatin1String("nowarm")));
+        SupervisorTuning::setWarmSpare(*s, !mode.contains(QLatin1String("nowarm")));
         // The queue's own default (warm while busy) unless the mode says "idlewarm" (warm only when
         // idle, as before the 2026-12-01 late change) or "warmbusy" (explicitly on).
         if (words.contains(QLatin1String("idlewarm")) || words.contains(QLatin1String("warmbusy")))
             s->setWarmWhileBusy(words.contains(QLatin1String("warmbusy")));
         // "wait": the next fresh worker's request waits for the last worker's exit (as before the
         // hand-off, docs/decisions.md 2026-12-02 "The next fresh worker starts while the last one exits").
-        s->setHandOffLeaving(!words.contains(QLatin1String("wait")));
-        s->setExitUnderLock(!words.contains(QLatin1String("exitfree")));
+        SupervisorTuning::setHandOffLeaving(*s, !words.contains(QLatin1String("wait")));
+        SupervisorTuning::setExitUnderLock(*s, !words.contains(QLatin1String("exitfree")));
         if (words.contains(QLatin1String("burst")) || words.contains(QLatin1String("staggered")))
-            s->setSpareStartsAtOnce(words.contains(QLatin1String("burst")));
+            SupervisorTuning::setSpareStartsAtOnce(*s, words.contains(QLatin1String("burst")));
     }
     queue.setCompileWorkerCount(mode.contains(QLatin1String("ahead")) ? 2 : 0);
 
@@ -172,13 +174,12 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         startedAtMs[id] = double(clock.nsecsElapsed()) / 1e6;
     });
     for (WorkerSupervisor* s : gpuSlots)
-        QObject::connect(s, &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const QJsonObject& hello) {
+        QObject::connect(s, &WorkerSupervisor::workerAvailable, &queue, [&](qint64, const HelloInfo& hello) {
             takeoversMs << double(clock.nsecsElapsed()) / 1e6;
-            const QJsonValue warm = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField));
-            if (!warm.isObject())
+            if (!hello.warmMs)
                 return;
             for (const QString& part : kWarmParts)
-                warmParts[part] << warm.toObject().value(part).toDouble();
+                warmParts[part] << hello.warmMs->value(part);
         });
     const auto finish = [&](qint64 id, const QString& status, const QJsonObject& result) {
         const double wall = started.contains(id) ? double(started[id].nsecsElapsed()) / 1e6 : 0.0;
@@ -246,7 +247,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("median_warm_quiet_wait_ms"), median(warmParts.value(QStringLiteral("quiet_wait")))},
                        {QStringLiteral("slots"), int(gpuSlots.size())},
                        {QStringLiteral("handed_off"), std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0, [](int n, const WorkerSupervisor* s) {
-                            return n + s->handedOffWorkers();
+                            return n + SupervisorTuning::handedOffWorkers(*s);
                         })},
                        {QStringLiteral("median_warm_parts_ms"), [&] {
                             QJsonObject parts;
@@ -257,7 +258,7 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                        {QStringLiteral("worker_exits_ms"), [&] {
                             QJsonArray exits;
                             for (const WorkerSupervisor* s : std::as_const(gpuSlots))
-                                for (double ms : s->leavingExitMs())
+                                for (double ms : SupervisorTuning::leavingExitMs(*s))
                                     exits.append(ms);
                             return exits;
                         }()},
@@ -289,15 +290,17 @@ QJsonObject compileThroughput(const QList<Candidate>& candidates, const QString&
     std::function<void(WorkerSupervisor*)> feed = [&](WorkerSupervisor* s) {
         if (next >= sources.size())
             return;
-        s->sendRequest(QJsonObject{{QStringLiteral("type"), QStringLiteral("compile")},
-                                   {QStringLiteral("answer"), sources[next++]},
-                                   {QStringLiteral("arch"), QStringLiteral("sm_90")},
-                                   {QStringLiteral("return_cubin"), true}});
+        WorkerRequests::Compile compile;
+        compile.answer = sources[next++];
+        compile.arch = QStringLiteral("sm_90");
+        compile.returnCubin = true;
+        s->sendRequest(WorkerRequests::compile(compile));
     };
     for (WorkerSupervisor* s : pool) {
-        QObject::connect(s, &WorkerSupervisor::responseAvailable, s, [&, s](qint64, const QJsonObject& r) {
-            ok += r.value(QLatin1String("ok_compile")).toBool() ? 1 : 0;
-            ms << r.value(QLatin1String("ms")).toDouble();
+        QObject::connect(s, &WorkerSupervisor::responseAvailable, s, [&, s](qint64, const WorkerResponse& r) {
+            const CompileInfo compiled = r.compile.value_or(CompileInfo());
+            ok += compiled.ok ? 1 : 0;
+            ms << compiled.ms.value_or(0.0);
             if (++done == sources.size())
                 loop.quit();
             else

@@ -473,8 +473,7 @@ void MainWindow::startWorker(const QString& workerPath)
     m_supervisor->setDefaultTimeout(60 * 1000);
 
     connect(m_supervisor, &WorkerSupervisor::workerAvailable, this,
-            [this, found](qint64 pid, const QJsonObject& helloJson) {
-                const HelloInfo hello = decodeHello(helloJson);
+            [this, found](qint64 pid, const HelloInfo& hello) {
                 m_hello = hello; // for About
                 m_launchPage->setWorkerProfiles(hello);
                 QString text = tr("Worker: %1 %2 (protocol %3)")

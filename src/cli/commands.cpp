@@ -262,7 +262,7 @@ int runTasks(Session& session, bool json)
         for (const TaskDim& d : task.dims)
             dims << d.name + QLatin1Char('=') + numberOrDash(double(d.full), 10);
         // No dimensions of its own: the reason it has no TorchScript reference stands in their place.
-        const QString only = task.json.value(QLatin1String("kernelbench_only")).toString();
+        const QString& only = task.kernelBenchOnly;
         kernelBenchOnly += only.isEmpty() ? 0 : 1;
         table.addRow({task.id, numberOrDash(task.level), task.title,
                       only.isEmpty() ? dims.join(QLatin1Char(' ')) : QStringLiteral("KernelBench only: ") + only});
@@ -361,7 +361,7 @@ int runEval(Session& session, const EvalOptions& options)
     HelloInfo hello;
     const QMetaObject::Connection helloConnection =
         QObject::connect(&session.supervisor(), &WorkerSupervisor::workerAvailable,
-                         [&hello](qint64, const QJsonObject& json) { hello = decodeHello(json); });
+                         [&hello](qint64, const HelloInfo& announced) { hello = announced; });
     // One owner per GPU (core/workers/gpulease.h): no other kwb or window job times on it meanwhile.
     const bool onGpu = options.device != QLatin1String("none") && options.device != QLatin1String("cpu");
     const WorkerTarget target = session.supervisor().target(); // --workers: one GPU, here or remote
@@ -397,7 +397,7 @@ int runEval(Session& session, const EvalOptions& options)
     }
 
     const QJsonObject& response = outcome.response.raw; // printed as it came with --json
-    const EvaluationResult e = candidateFailure ? decodeEvaluation(failureResult(outcome.status, outcome.message))
+    const EvaluationResult e = candidateFailure ? failureEvaluation(outcome.status, outcome.message)
                                                 : outcome.response.evaluation.value_or(EvaluationResult());
     const QString status = e.statusName;
     const QString message = e.message;

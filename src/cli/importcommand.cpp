@@ -145,7 +145,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     QHash<QString, QString> kernelBenchOnly; // task -> why it has no TorchScript reference
     for (const TaskSpec& task : tasksOutcome.response.tasks.value_or(TaskList()).tasks) {
         known.insert(task.id);
-        if (const QString why = task.json.value(QLatin1String("kernelbench_only")).toString(); !why.isEmpty())
+        if (const QString& why = task.kernelBenchOnly; !why.isEmpty())
             kernelBenchOnly.insert(task.id, why);
     }
 
@@ -374,26 +374,27 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             ++matchedPerFile[v->source];
         }
 
-        QJsonObject request{{QStringLiteral("answer_format"), QString::fromLatin1(defaults::kAnswerFormatKernelBench)},
-                            {QStringLiteral("profile"), options.profile},
-                            {QStringLiteral("scale"), options.scale},
-                            {QStringLiteral("seed"), kRunEvaluationSeed},
-                            {QStringLiteral("code_block"), options.codeBlock}};
-        if (!options.device.isEmpty())
-            request.insert(QStringLiteral("device"), options.device);
-        pending.insert(queue.submit(g.task, answer, request), Pending{*candidateId, g});
+        WorkerRequests::Evaluate evaluate;
+        evaluate.answerFormat = QString::fromLatin1(defaults::kAnswerFormatKernelBench);
+        evaluate.profile = options.profile;
+        evaluate.scale = options.scale;
+        evaluate.seed = kRunEvaluationSeed;
+        evaluate.codeBlock = options.codeBlock;
+        evaluate.device = options.device;
+        pending.insert(queue.submit(g.task, answer, WorkerRequests::evaluateOptions(evaluate)), Pending{*candidateId, g});
     }
     for (VerdictFile& vf : scan.verdictFiles)
         vf.matched = matchedPerFile.value(vf.file);
     QString storeError;
     QEventLoop loop;
-    const auto record = [&](qint64 id, const QJsonObject& result) {
+    const auto record = [&](qint64 id, const EvaluationResult& evaluation) {
         const Pending p = pending.take(id);
         if (p.candidateId == 0)
             return;
-        if (storeError.isEmpty() && !store.addEvaluation(p.candidateId, result))
+        // The response as it came (evaluation.raw) is what the store keeps.
+        if (storeError.isEmpty() && !store.addEvaluation(p.candidateId, evaluation.raw))
             storeError = store.errorString();
-        const QString status = decodeEvaluation(result).statusName;
+        const QString status = evaluation.statusName;
         ++evaluated;
         ++statusCounts[status];
         ImportRun& run = runOf(p.generation.runFolder);
@@ -405,11 +406,12 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         if (pending.isEmpty())
             loop.quit();
     };
-    QObject::connect(&queue, &EvaluationQueue::jobFinished, &loop, record);
+    QObject::connect(&queue, &EvaluationQueue::jobFinished, &loop,
+                     [&](qint64 id, const QJsonObject&, const EvaluationResult& evaluation) { record(id, evaluation); });
     // The worker refused the request (bad_request), or the job ended without a verdict.
     QObject::connect(&queue, &EvaluationQueue::jobFailed, &loop,
                      [&](qint64 id, const QString& status, const QString& message) {
-                         record(id, failureResult(status, message));
+                         record(id, failureEvaluation(status, message));
                      });
     if (!pending.isEmpty())
         loop.exec();

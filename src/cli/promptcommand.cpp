@@ -59,7 +59,7 @@ int runPrompt(Session& session, const PromptCommandOptions& options)
     QList<RunTaskInput> inputs;
     QString loadError;
     QObject::connect(&loader, &RunFactsLoader::loaded, &loop,
-                     [&](const QList<RunTaskInput>& loaded, const QJsonObject&, const QJsonObject&) {
+                     [&](const QList<RunTaskInput>& loaded, const DeviceFacts&, const HelloInfo&) {
                          inputs = loaded;
                          loop.quit();
                      });

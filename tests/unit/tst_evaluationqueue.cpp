@@ -665,11 +665,11 @@ private Q_SLOTS:
             QCOMPARE(supervisor->limits().hostThreads, 77);
             QVERIFY(supervisor->warmWhileBusy());
             QCOMPARE(supervisor->target(), WorkerTarget::local(1));
-            QString error;
-            const QJsonObject response =
-                supervisor->runOne(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, 15000, &error);
-            QVERIFY2(error.isEmpty(), qPrintable(error));
-            const QJsonObject environment = response.value(QLatin1String("environment")).toObject();
+            const WorkerSupervisor::Outcome outcome =
+                supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, 15000);
+            QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message));
+            // The fake worker's own answer: read by key here.
+            const QJsonObject environment = outcome.response.raw.value(QLatin1String("environment")).toObject();
             QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("1"));
         }
         // Turned on by the first KernelBench-format job, on every slot.
@@ -1143,11 +1143,11 @@ private Q_SLOTS:
         queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
         QCOMPARE(queue.gpuSupervisors(0).size(), EvaluationQueue::kDefaultEvaluationsPerGpu);
         for (WorkerSupervisor* supervisor : queue.gpuSupervisors(0)) {
-            QString error;
-            const QJsonObject response =
-                supervisor->runOne(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, 15000, &error);
-            QVERIFY2(error.isEmpty(), qPrintable(error));
-            const QJsonObject environment = response.value(QLatin1String("environment")).toObject();
+            const WorkerSupervisor::Outcome outcome =
+                supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, 15000);
+            QVERIFY2(outcome.hasResponse(), qPrintable(outcome.status + QLatin1String(": ") + outcome.message));
+            // The fake worker's own answer: read by key here.
+            const QJsonObject environment = outcome.response.raw.value(QLatin1String("environment")).toObject();
             QVERIFY(!environment.contains(QLatin1String("KWB_API_KEY")));
             QVERIFY(!environment.contains(QLatin1String("FOO")));
             QCOMPARE(environment.value(QLatin1String("PATH")).toString(), qEnvironmentVariable("PATH"));

@@ -694,7 +694,7 @@ private Q_SLOTS:
         auto supervisor = remoteSupervisor(sshTarget(0), kWatchedByPid);
         qint64 remotePid = 0;
         connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
-                [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
+                [&remotePid](qint64, const HelloInfo& hello) { remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble()); });
         QString status;
         QString message;
         bool ended = false;
@@ -703,7 +703,7 @@ private Q_SLOTS:
             status = s;
             message = m;
         });
-        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, this, [&](qint64, const QJsonObject&) { ended = true; });
+        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, this, [&](qint64, const WorkerResponse&) { ended = true; });
         supervisor->sendRequest(evaluate(QStringLiteral("hang")), how == QLatin1String("timeout") ? 3000 : kWaitMs);
         QVERIFY(QTest::qWaitFor([&] { return remotePid != 0; }, kWaitMs));
         QVERIFY(processAlive(remotePid));
@@ -761,7 +761,7 @@ private Q_SLOTS:
         connect(&queue, &EvaluationQueue::workerLost, this, [&](const QString& location, const QString&) { lost << location; });
         qint64 remotePid = 0;
         connect(queue.gpuSupervisor(0), &WorkerSupervisor::workerAvailable, this,
-                [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
+                [&remotePid](qint64, const HelloInfo& hello) { remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble()); });
         // The first job goes to the ssh worker (GPU 1 there) and takes long there only; the others
         // queue behind.
         const qint64 first = queue.submit(
@@ -893,7 +893,7 @@ private Q_SLOTS:
         // A hung worker under srun: the time-out ends srun, and with it the worker.
         qint64 remotePid = 0;
         connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
-                [&remotePid](qint64, const QJsonObject& hello) { remotePid = qint64(hello.value(QLatin1String("pid")).toDouble()); });
+                [&remotePid](qint64, const HelloInfo& hello) { remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble()); });
         const WorkerSupervisor::Outcome hung = supervisor->run(evaluate(QStringLiteral("hang")), 2000);
         QCOMPARE(hung.status, QStringLiteral("timeout"));
         QVERIFY(remotePid != 0);

@@ -3,6 +3,7 @@
 // Limits are short (hundreds of milliseconds) so the whole suite stays fast.
 
 #include "core/workers/gpulease.h"
+#include "core/workers/supervisortuning.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
@@ -59,11 +60,11 @@ Ending waitForEnd(WorkerSupervisor& supervisor, qint64 id, int timeoutMs = kWait
     clock.start();
     QObject context;
     QObject::connect(&supervisor, &WorkerSupervisor::responseAvailable, &context,
-                     [&](qint64 doneId, const QJsonObject& response) {
+                     [&](qint64 doneId, const WorkerResponse& response) {
                          if (doneId != id)
                              return;
                          ending.ended = ending.hasResponse = true;
-                         ending.response = response;
+                         ending.response = response.raw; // the fake worker's answers: read by key here
                      });
     QObject::connect(&supervisor, &WorkerSupervisor::requestFailed, &context,
                      [&](qint64 doneId, const QString& status, const QString& message) {
@@ -203,12 +204,12 @@ QList<qint64> readersOf(const QString& log, const QString& type)
     return pids;
 }
 
-// The hello announced with workerAvailable for worker `pid` (empty: never announced).
-QJsonObject helloOf(const QSignalSpy& available, qint64 pid)
+// The hello announced with workerAvailable for worker `pid` (raw empty: never announced).
+HelloInfo helloOf(const QSignalSpy& available, qint64 pid)
 {
     for (const QList<QVariant>& signal : available)
         if (signal.at(0).toLongLong() == pid)
-            return signal.at(1).toJsonObject();
+            return signal.at(1).value<HelloInfo>();
     return {};
 }
 
@@ -227,8 +228,8 @@ class TestWorkerSupervisor : public QObject
         supervisor->setIsolation(isolation);
         supervisor->setKillGracePeriod(500);
         // The spare tests are written for spares started one after another; the host's rule
-        // (spareStartsAtOnce()) would start them at once on a machine with many cores.
-        supervisor->setSpareStartsAtOnce(false);
+        // (SupervisorTuning::spareStartsAtOnce()) would start them at once on a machine with many cores.
+        SupervisorTuning::setSpareStartsAtOnce(*supervisor, false);
         // Outside the OS sandbox: these tests compare the pids the fake worker reports with the
         // supervisor's, and in the sandbox the worker is PID 1 of its own namespace. The
         // sandbox's own tests use makeSandboxedSupervisor().
@@ -278,8 +279,8 @@ class TestWorkerSupervisor : public QObject
         QProcessEnvironment extra;
         extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gates.arg(QStringLiteral("{pid}")));
         auto supervisor = makeLoggedSupervisor(log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
-        supervisor->setWarmIdleMs(100);
-        supervisor->setSpareCount(2); // the tests using it are written for two
+        SupervisorTuning::setWarmIdleMs(*supervisor, 100);
+        SupervisorTuning::setSpareCount(*supervisor, 2); // the tests using it are written for two
         return supervisor;
     }
 
@@ -312,8 +313,8 @@ class TestWorkerSupervisor : public QObject
         slow.insert(QStringLiteral("delay_ms"), 300);
         QObject context;
         connect(&supervisor, &WorkerSupervisor::responseAvailable, &context,
-                [&](qint64, const QJsonObject& response) {
-                    answers->append(response);
+                [&](qint64, const WorkerResponse& response) {
+                    answers->append(response.raw);
                     if (answers->size() < count)
                         QMetaObject::invokeMethod(
                             &context, [&] { supervisor.sendRequest(slow); }, Qt::QueuedConnection);
@@ -338,8 +339,8 @@ private Q_SLOTS:
         QCOMPARE(supervisor.stderrLimit(), qsizetype(1) << 20);
         QCOMPARE(supervisor.isolation(), WorkerSupervisor::Isolation::FreshPerRequest);
         QCOMPARE(supervisor.workerPid(), qint64(0));
-        QCOMPARE(supervisor.spareCount(), WorkerSupervisor::kDefaultSpareCount);
-        QCOMPARE(WorkerSupervisor::kDefaultSpareCount, 3);
+        QCOMPARE(SupervisorTuning::spareCount(supervisor), SupervisorTuning::kDefaultSpareCount);
+        QCOMPARE(SupervisorTuning::kDefaultSpareCount, 3);
         QCOMPARE(supervisor.liveSpareCount(), 0);
     }
 
@@ -358,7 +359,7 @@ private Q_SLOTS:
         QCOMPARE(started.first().first().toLongLong(), id);
         QCOMPARE(available.size(), 1);
         QCOMPARE(available.first().at(0).toLongLong(), pidOf(ending));
-        QCOMPARE(available.first().at(1).toJsonObject().value(QLatin1String("protocol")).toInt(), 1);
+        QCOMPARE(available.first().at(1).value<HelloInfo>().protocol, std::optional<int>(1));
         QCOMPARE(supervisor->workerPid(), pidOf(ending));
         QVERIFY(ending.stderrTail.contains("served tasks"));
         QCOMPARE(ending.stderrDropped, qint64(0));
@@ -378,9 +379,9 @@ private Q_SLOTS:
         QCOMPARE(responses.at(1).at(0).toLongLong(), second);
         QCOMPARE(responses.at(2).at(0).toLongLong(), third);
         // The worker refusing a request is a response, not a failure.
-        const QJsonObject refused = responses.at(2).at(1).toJsonObject();
-        QCOMPARE(refused.value(QLatin1String("ok")).toBool(true), false);
-        QCOMPARE(ProtocolCodec::errorCode(refused), QStringLiteral("unknown_task"));
+        const WorkerResponse refused = responses.at(2).at(1).value<WorkerResponse>();
+        QVERIFY(!refused.ok());
+        QCOMPARE(refused.header.errorCode, QStringLiteral("unknown_task"));
         QCOMPARE(supervisor->pendingCount(), 0);
     }
 
@@ -682,7 +683,7 @@ private Q_SLOTS:
         const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
             QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), memory}})));
         QVERIFY2(one.hasResponse, qPrintable(one.message));
-        QCOMPARE(supervisor->handedOffWorkers(), handedOff ? 1 : 0);
+        QCOMPARE(SupervisorTuning::handedOffWorkers(*supervisor), handedOff ? 1 : 0);
         QSignalSpy answered(supervisor.get(), &WorkerSupervisor::responseAvailable);
         const qint64 second = supervisor->sendRequest(evaluate());
         QTest::qWait(500);
@@ -703,8 +704,8 @@ private Q_SLOTS:
     {
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
-        supervisor->setExitUnderLock(false);
-        QVERIFY(!supervisor->exitUnderLock());
+        SupervisorTuning::setExitUnderLock(*supervisor, false);
+        QVERIFY(!SupervisorTuning::exitUnderLock(*supervisor));
         const QString lock = GpuLeases::quietLockPath(workerGpuKey(workerEnvironment()));
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
@@ -716,7 +717,7 @@ private Q_SLOTS:
         const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
             QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
         QVERIFY2(one.hasResponse, qPrintable(one.message));
-        QCOMPARE(supervisor->handedOffWorkers(), 1);
+        QCOMPARE(SupervisorTuning::handedOffWorkers(*supervisor), 1);
         const auto ended = [&] {
             for (const QList<QVariant>& f : finished)
                 if (f.at(0).toLongLong() == pidOf(one))
@@ -763,7 +764,7 @@ private Q_SLOTS:
     void deadSpareIsReplacedLazily()
     {
         auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
-        supervisor->setSpareCount(1); // one spare, as before there were several: no other takes its place
+        SupervisorTuning::setSpareCount(*supervisor, 1); // one spare, as before there were several: no other takes its place
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY(first.hasResponse);
@@ -791,7 +792,7 @@ private Q_SLOTS:
         off->setSpareWorker(false);
         QVERIFY(waitForEnd(*off, off->sendRequest(evaluate())).hasResponse);
         auto none = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
-        none->setSpareCount(0);
+        SupervisorTuning::setSpareCount(*none, 0);
         QVERIFY(waitForEnd(*none, none->sendRequest(evaluate())).hasResponse);
         QTest::qWait(200);
         for (WorkerSupervisor* supervisor : {reuse.get(), cheap.get(), off.get(), none.get()}) {
@@ -806,7 +807,7 @@ private Q_SLOTS:
     {
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
-        supervisor->setSpareCount(2);
+        SupervisorTuning::setSpareCount(*supervisor, 2);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
@@ -843,16 +844,16 @@ private Q_SLOTS:
         for (const int count : {1, 3, cores, cores - 1, cores - 2}) {
             if (count < 0)
                 continue;
-            supervisor.setSpareCount(count);
+            SupervisorTuning::setSpareCount(supervisor, count);
             // one core for each starting spare, and two more (the evaluation, the compile-ahead)
-            QCOMPARE(supervisor.spareStartsAtOnce(), cores >= count + 2);
+            QCOMPARE(SupervisorTuning::spareStartsAtOnce(supervisor), cores >= count + 2);
         }
-        supervisor.setSpareCount(cores); // the rule says one after another here; the setter overrides it
-        supervisor.setSpareStartsAtOnce(true);
-        QVERIFY(supervisor.spareStartsAtOnce());
-        supervisor.setSpareCount(1);
-        supervisor.setSpareStartsAtOnce(false);
-        QVERIFY(!supervisor.spareStartsAtOnce());
+        SupervisorTuning::setSpareCount(supervisor, cores); // the rule says one after another here; the setter overrides it
+        SupervisorTuning::setSpareStartsAtOnce(supervisor, true);
+        QVERIFY(SupervisorTuning::spareStartsAtOnce(supervisor));
+        SupervisorTuning::setSpareCount(supervisor, 1);
+        SupervisorTuning::setSpareStartsAtOnce(supervisor, false);
+        QVERIFY(!SupervisorTuning::spareStartsAtOnce(supervisor));
     }
 
     void sparesStartAtOnceOnlyWhenAsked()
@@ -860,8 +861,8 @@ private Q_SLOTS:
         for (const bool atOnce : {false, true}) {
             QString log;
             auto supervisor = makeLoggedSupervisor(&log);
-            supervisor->setSpareCount(3);
-            supervisor->setSpareStartsAtOnce(atOnce);
+            SupervisorTuning::setSpareCount(*supervisor, 3);
+            SupervisorTuning::setSpareStartsAtOnce(*supervisor, atOnce);
             const qint64 id = supervisor->sendRequest(evaluate());
             // The evaluation's arrival tops up: one spare (staggered), or all three at once.
             QCOMPARE(supervisor->liveSpareCount(), atOnce ? 3 : 1);
@@ -876,7 +877,7 @@ private Q_SLOTS:
     {
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
-        supervisor->setSpareCount(1);
+        SupervisorTuning::setSpareCount(*supervisor, 1);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
         // A second one would start the moment the first is ready.
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
@@ -907,7 +908,7 @@ private Q_SLOTS:
         QVERIFY(b != a && b > 0);
         QCOMPARE(supervisor->spareWorkerPids(), (QList<qint64>{a, b}));
         QVERIFY(!supervisor->spareWorkerWarmed());
-        QTest::qWait(3 * supervisor->warmIdleMs()); // past its settle time, still idle
+        QTest::qWait(3 * SupervisorTuning::warmIdleMs(*supervisor)); // past its settle time, still idle
         QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{a});
 
         // A request now: the ready B serves at once, unwarmed, rather than waiting for A's warm.
@@ -915,8 +916,8 @@ private Q_SLOTS:
         QVERIFY2(second.hasResponse, qPrintable(second.status + QLatin1String(": ") + second.message));
         QCOMPARE(pidOf(second), b);
         QCOMPARE(typesReadBy(log, b), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
-        QVERIFY(!helloOf(available, b).isEmpty());
-        QVERIFY(!helloOf(available, b).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        QVERIFY(!helloOf(available, b).raw.isEmpty());
+        QVERIFY(!helloOf(available, b).warmed());
         QVERIFY(supervisor->spareWorkerPids().contains(a));
 
         // A answers warm: the next ready spare C (started with B's evaluation) is warmed after it.
@@ -924,7 +925,7 @@ private Q_SLOTS:
         const qint64 c = supervisor->spareWorkerPids().at(1);
         QVERIFY(touch(gateOf(c))); // C's own warm answers at once
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == c, kWaitMs);
-        QTest::qWait(3 * supervisor->warmIdleMs());
+        QTest::qWait(3 * SupervisorTuning::warmIdleMs(*supervisor));
         QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{a}); // not while A warms
         QVERIFY(touch(gateOf(a)));
         QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), (QList<qint64>{a, c}), kWaitMs);
@@ -932,7 +933,7 @@ private Q_SLOTS:
         const Ending third = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(third.hasResponse, qPrintable(third.message));
         QCOMPARE(pidOf(third), a);
-        QVERIFY(helloOf(available, a).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+        QVERIFY(helloOf(available, a).warmed());
     }
 
     // --- spares warm only when the supervisor idles (docs/decisions.md, 2026-12-01 addition) ------
@@ -942,8 +943,8 @@ private Q_SLOTS:
         // A back-to-back queue (runBackToBack) with the supervisor's defaults: no spare warms.
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
-        QCOMPARE(supervisor->warmIdleMs(), WorkerSupervisor::kWarmIdleMs);
-        supervisor->setSpareCount(2); // the mechanics below are written for two
+        QCOMPARE(SupervisorTuning::warmIdleMs(*supervisor), SupervisorTuning::kWarmIdleMs);
+        SupervisorTuning::setSpareCount(*supervisor, 2); // the mechanics below are written for two
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         constexpr int kCount = 3;
         const auto [answers, warmReadersAtEnd] = runBackToBack(*supervisor, log, kCount);
@@ -958,7 +959,7 @@ private Q_SLOTS:
         for (int i = 1; i < kCount; ++i) {
             QCOMPARE(typesReadBy(log, pids.at(i)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
             QCOMPARE(answers.at(i).value(QLatin1String("requests_seen")).toInt(), 2);
-            QVERIFY(!helloOf(available, pids.at(i)).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+            QVERIFY(!helloOf(available, pids.at(i)).warmed());
         }
     }
 
@@ -978,7 +979,7 @@ private Q_SLOTS:
         for (int i = 1; i < kCount; ++i) {
             const qint64 pid = answers.at(i).value(QLatin1String("pid")).toInteger();
             QCOMPARE(typesReadBy(log, pid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
-            QVERIFY(helloOf(available, pid).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+            QVERIFY(helloOf(available, pid).warmed());
         }
     }
 
@@ -995,7 +996,7 @@ private Q_SLOTS:
         const Ending first = waitForEnd(*supervisor, id);
         QVERIFY2(first.hasResponse, qPrintable(first.message));
         QVERIFY(!supervisor->spareWorkerPids().contains(pidOf(first))); // the spare is not the one that ran it
-        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), supervisor->spareCount(), kWaitMs);
+        QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), SupervisorTuning::spareCount(*supervisor), kWaitMs);
     }
 
     void warmWhileBusyWarmsEverySpareAtOnce()
@@ -1036,7 +1037,7 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), QList<qint64>{spares.at(0)}, kWaitMs);
         // The second is ready (it answered hello) but waits for the first's warm answer.
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == spares.at(1), kWaitMs);
-        QTest::qWait(3 * supervisor->warmIdleMs());
+        QTest::qWait(3 * SupervisorTuning::warmIdleMs(*supervisor));
         QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{spares.at(0)});
         QVERIFY(touch(gateOf(spares.at(0))));
         QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), spares, kWaitMs);
@@ -1048,7 +1049,7 @@ private Q_SLOTS:
         QVERIFY2(second.hasResponse, qPrintable(second.message));
         QCOMPARE(pidOf(second), spares.at(0));
         QCOMPARE(second.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
-        QVERIFY(helloOf(available, spares.at(0)).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+        QVERIFY(helloOf(available, spares.at(0)).warmed());
     }
 
     void stopWorkerEndsEverySpare()
@@ -1059,10 +1060,10 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(!supervisor->spareWorkerPids().contains(0), kWaitMs);
         const QList<qint64> pids = supervisor->spareWorkerPids();
         // Fewer: the younger goes.
-        supervisor->setSpareCount(1);
+        SupervisorTuning::setSpareCount(*supervisor, 1);
         QCOMPARE(supervisor->spareWorkerPids(), QList<qint64>{pids.at(0)});
         QTRY_VERIFY_WITH_TIMEOUT(processGone(pids.at(1)), kWaitMs);
-        supervisor->setSpareCount(2);
+        SupervisorTuning::setSpareCount(*supervisor, 2);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
         QTRY_COMPARE_WITH_TIMEOUT(supervisor->liveSpareCount(), 2, kWaitMs);
         QTRY_VERIFY_WITH_TIMEOUT(!supervisor->spareWorkerPids().contains(0), kWaitMs);
@@ -1091,7 +1092,7 @@ private Q_SLOTS:
     {
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
-        QVERIFY(supervisor->warmSpare());
+        QVERIFY(SupervisorTuning::warmSpare(*supervisor));
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
@@ -1100,7 +1101,7 @@ private Q_SLOTS:
         const qint64 sparePid = supervisor->spareWorkerPid();
         // hello, then warm once the supervisor idled.
         QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
-        QVERIFY(helloOf(available, sparePid).isEmpty()); // announced when it takes over
+        QVERIFY(helloOf(available, sparePid).raw.isEmpty()); // announced when it takes over
 
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(second.hasResponse, qPrintable(second.message));
@@ -1108,14 +1109,14 @@ private Q_SLOTS:
         QCOMPARE(typesReadBy(log, sparePid),
                  (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
         // The warm answer's timings come with the hello it takes over with.
-        const QJsonObject hello = helloOf(available, sparePid);
-        QCOMPARE(hello.value(QLatin1String("type")).toString(), QStringLiteral("hello"));
-        const QJsonObject warmMs = hello.value(QLatin1String(WorkerSupervisor::kWarmMsField)).toObject();
+        const HelloInfo hello = helloOf(available, sparePid);
+        QCOMPARE(hello.raw.value(QLatin1String("type")).toString(), QStringLiteral("hello"));
+        QVERIFY(hello.warmMs);
         for (const char* part : {"quiet_wait", "context", "cublas", "cudnn", "evaluator", "total"})
-            QVERIFY2(warmMs.value(QLatin1String(part)).isDouble(), part);
+            QVERIFY2(hello.warmMs->contains(QLatin1String(part)), part);
         // A cold worker is not warmed: its own evaluation pays that.
         QCOMPARE(typesReadBy(log, pidOf(first)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
-        QVERIFY(!helloOf(available, pidOf(first)).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        QVERIFY(!helloOf(available, pidOf(first)).warmed());
         // The warm asked nothing of the embedded Python (setWarmPython is off by default).
         QVERIFY(!supervisor->warmPython());
         for (const QJsonObject& entry : loggedRequests(log))
@@ -1149,7 +1150,7 @@ private Q_SLOTS:
         extra.insert(QStringLiteral("FAKEWORKER_WARM_GATE"), gate);
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
-        supervisor->setSpareCount(1); // no ready spare to take the request first
+        SupervisorTuning::setSpareCount(*supervisor, 1); // no ready spare to take the request first
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
@@ -1166,14 +1167,14 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(supervisor->workerPid(), sparePid, kWaitMs);
         QTest::qWait(200); // time to write the request too early, had it been written
         QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}));
-        QVERIFY(helloOf(available, sparePid).isEmpty());
+        QVERIFY(helloOf(available, sparePid).raw.isEmpty());
         QVERIFY(touch(gate));
         const Ending second = waitForEnd(*supervisor, id);
         QVERIFY2(second.hasResponse, qPrintable(second.status + QLatin1String(": ") + second.message));
         QCOMPARE(second.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         QCOMPARE(pidOf(second), sparePid);
         QCOMPARE(second.response.value(QLatin1String("requests_seen")).toInt(), 3); // hello, warm, evaluate
-        QVERIFY(helloOf(available, sparePid).value(QLatin1String(WorkerSupervisor::kWarmMsField)).isObject());
+        QVERIFY(helloOf(available, sparePid).warmed());
     }
 
     void olderWorkerWithoutWarmIsStillUsed()
@@ -1181,7 +1182,7 @@ private Q_SLOTS:
         // An older worker answers warm with unknown_type: not warm, still a good spare.
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {QStringLiteral("--warm"), QStringLiteral("unknown_type")});
-        supervisor->setSpareCount(1); // the one that was sent warm serves, answered or not
+        SupervisorTuning::setSpareCount(*supervisor, 1); // the one that was sent warm serves, answered or not
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
         QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")).size(), 1, kWaitMs); // idle: sent warm
@@ -1191,9 +1192,9 @@ private Q_SLOTS:
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(second.hasResponse, qPrintable(second.message));
         QCOMPARE(pidOf(second), sparePid);
-        const QJsonObject hello = helloOf(available, sparePid);
-        QVERIFY(!hello.isEmpty());
-        QVERIFY(!hello.contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        const HelloInfo hello = helloOf(available, sparePid);
+        QVERIFY(!hello.raw.isEmpty());
+        QVERIFY(!hello.warmed());
     }
 
     void badWarmAnswerDropsTheSpare_data()
@@ -1218,7 +1219,7 @@ private Q_SLOTS:
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {QStringLiteral("--warm"), mode},
                                                WorkerSupervisor::Isolation::FreshPerRequest, extra);
-        supervisor->setSpareCount(1); // no other spare to serve instead of a cold worker
+        SupervisorTuning::setSpareCount(*supervisor, 1); // no other spare to serve instead of a cold worker
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
@@ -1239,7 +1240,7 @@ private Q_SLOTS:
         QCOMPARE(second.response.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         QVERIFY(pidOf(second) != sparePid && pidOf(second) != pidOf(first));
         QCOMPARE(typesReadBy(log, pidOf(second)), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
-        QVERIFY(helloOf(available, sparePid).isEmpty()); // never announced
+        QVERIFY(helloOf(available, sparePid).raw.isEmpty()); // never announced
         QTRY_VERIFY_WITH_TIMEOUT(processGone(sparePid), kWaitMs);
     }
 
@@ -1298,7 +1299,7 @@ private Q_SLOTS:
         // The worker opened it read-only at its start (in the sandbox: bound on its own, read-only).
         // In the sandbox the worker's own pid is 1 (its namespace's): the hello is the first one.
         QVERIFY(!available.isEmpty());
-        const QJsonObject hello = sandbox ? available.first().at(1).toJsonObject() : helloOf(available, pidOf(ending));
+        const QJsonObject hello = sandbox ? available.first().at(1).value<HelloInfo>().raw : helloOf(available, pidOf(ending)).raw;
         QCOMPARE(hello.value(QLatin1String("gpu_quiet_lock")).toString(), path);
         QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_writers_first")).toBool()); // its intent file reached it
         QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_turns")).toBool()); // its turn file too
@@ -1325,7 +1326,7 @@ private Q_SLOTS:
             QVERIFY(next.hasResponse);
             if (!sandbox) // in the sandbox every worker is its own namespace's PID 1
                 QCOMPARE(pidOf(next), sparePid);
-            QCOMPARE(helloOf(available, sparePid).value(QLatin1String("gpu_quiet_lock")).toString(), path);
+            QCOMPARE(helloOf(available, sparePid).raw.value(QLatin1String("gpu_quiet_lock")).toString(), path);
         }
     }
 
@@ -1343,7 +1344,7 @@ private Q_SLOTS:
         QCOMPARE(readersOf(log, QStringLiteral("hello")).size(), 1);
         QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
         // Its timings too wait for another kwb's warming spare on this GPU.
-        QCOMPARE(supervisor->workerHello().value(QLatin1String("gpu_quiet_lock")).toString(),
+        QCOMPARE(supervisor->workerHello().quietLock,
                  GpuLeases::quietLockPath(workerGpuKey(workerEnvironment())));
     }
 
@@ -1351,13 +1352,13 @@ private Q_SLOTS:
     {
         QString log;
         auto supervisor = makeLoggedSupervisor(&log);
-        supervisor->setWarmSpare(false);
-        QVERIFY(!supervisor->warmSpare());
-        supervisor->setWarmIdleMs(50);
+        SupervisorTuning::setWarmSpare(*supervisor, false);
+        QVERIFY(!SupervisorTuning::warmSpare(*supervisor));
+        SupervisorTuning::setWarmIdleMs(*supervisor, 50);
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && supervisor->spareWorkerReady(), kWaitMs);
-        QTest::qWait(10 * supervisor->warmIdleMs()); // idle, well past the settle time: still never warmed
+        QTest::qWait(10 * SupervisorTuning::warmIdleMs(*supervisor)); // idle, well past the settle time: still never warmed
         QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
         const qint64 sparePid = supervisor->spareWorkerPid();
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
@@ -1365,9 +1366,9 @@ private Q_SLOTS:
         QCOMPARE(pidOf(second), sparePid);
         QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("evaluate")}));
         QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
-        QVERIFY(!helloOf(available, sparePid).contains(QLatin1String(WorkerSupervisor::kWarmMsField)));
+        QVERIFY(!helloOf(available, sparePid).warmed());
         // The quiet lock still goes with it: the worker's own timing takes it.
-        QVERIFY(helloOf(available, sparePid).value(QLatin1String("gpu_quiet_lock")).isString());
+        QVERIFY(helloOf(available, sparePid).raw.value(QLatin1String("gpu_quiet_lock")).isString());
     }
 
     void workerWithoutTheLockIsNotWarmed()
@@ -1382,8 +1383,8 @@ private Q_SLOTS:
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
-        QVERIFY(helloOf(available, pidOf(first)).contains(QLatin1String("gpu_quiet_lock")));
-        QVERIFY(helloOf(available, pidOf(first)).value(QLatin1String("gpu_quiet_lock")).isNull());
+        QVERIFY(helloOf(available, pidOf(first)).raw.contains(QLatin1String("gpu_quiet_lock")));
+        QVERIFY(helloOf(available, pidOf(first)).raw.value(QLatin1String("gpu_quiet_lock")).isNull());
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
         const qint64 sparePid = supervisor->spareWorkerPid();
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
@@ -1491,7 +1492,7 @@ private Q_SLOTS:
         supervisor->setProcessEnvironment(environment);
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
         QVERIFY(ending.hasResponse);
-        QCOMPARE(supervisor->workerHello().value(QLatin1String("cuda_visible_devices")).toString(),
+        QCOMPARE(supervisor->workerHello().raw.value(QLatin1String("cuda_visible_devices")).toString(),
                  QStringLiteral("3"));
     }
 
@@ -1585,17 +1586,18 @@ private Q_SLOTS:
         QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
     }
 
-    void runOneBlocks()
+    void runBlocks()
     {
         auto supervisor = makeSupervisor();
-        QString error;
-        const QJsonObject response = supervisor->runOne(request(QStringLiteral("device")), 5000, &error);
-        QVERIFY2(error.isEmpty(), qPrintable(error));
-        QCOMPARE(response.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
+        const WorkerSupervisor::Outcome device = supervisor->run(request(QStringLiteral("device")), 5000);
+        QVERIFY2(device.hasResponse(), qPrintable(device.status + QLatin1String(": ") + device.message));
+        QVERIFY(device.response.device);
+        QCOMPARE(device.response.device->name, QStringLiteral("NVIDIA H200"));
 
-        const QJsonObject none = supervisor->runOne(evaluate(QStringLiteral("hang")), 300, &error);
-        QVERIFY(none.isEmpty());
-        QVERIFY2(error.startsWith(QLatin1String("timeout: ")), qPrintable(error));
+        const WorkerSupervisor::Outcome none = supervisor->run(evaluate(QStringLiteral("hang")), 300);
+        QVERIFY(!none.hasResponse());
+        QVERIFY(none.response.raw.isEmpty());
+        QCOMPARE(none.status, wireName(EvaluationStatus::Timeout));
 
         const WorkerSupervisor::Outcome outcome = supervisor->run(evaluate(QStringLiteral("exit")), 5000);
         QCOMPARE(outcome.status, wireName(EvaluationStatus::Crashed));
@@ -1904,9 +1906,9 @@ private Q_SLOTS:
             supervisor->setKillGracePeriod(300);
             qint64 worker = 0;
             QObject::connect(supervisor.get(), &WorkerSupervisor::workerAvailable, supervisor.get(),
-                             [&worker](qint64 pid, const QJsonObject& hello) {
+                             [&worker](qint64 pid, const HelloInfo& hello) {
                                  worker = pid;
-                                 QCOMPARE(hello.value(QLatin1String("pid")).toInteger(), qint64(1)); // its namespace's
+                                 QCOMPARE(hello.raw.value(QLatin1String("pid")).toInteger(), qint64(1)); // its namespace's
                              });
             const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode), 1000));
             QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));

@@ -7,6 +7,7 @@
 //   (`ceilings.hbm_copy.gbs_best`, `ceilings.fp32_fma.gflops_best`, with `method`).
 
 #include <QJsonObject>
+#include <QMetaType>
 #include <QString>
 
 namespace kwb {
@@ -54,3 +55,5 @@ DeviceFacts decodeDeviceFacts(const QJsonObject& device);
 int fp32FmaLanesPerSm(const QString& computeCapability);
 
 } // namespace kwb
+
+Q_DECLARE_METATYPE(kwb::DeviceFacts)

@@ -226,6 +226,11 @@ QJsonObject failureResult(const QString& status, const QString& message)
     return QJsonObject{{QStringLiteral("status"), status}, {QStringLiteral("message"), message}};
 }
 
+EvaluationResult failureEvaluation(const QString& status, const QString& message)
+{
+    return decodeEvaluation(failureResult(status, message));
+}
+
 EvaluationResult decodeEvaluation(const QJsonObject& r)
 {
     EvaluationResult e;

@@ -243,6 +243,8 @@ QString formatTraffic(const std::optional<TrafficProfile>& traffic);
 
 /// What the store keeps for a request that ended without a response: {"status", "message"}.
 QJsonObject failureResult(const QString& status, const QString& message);
+/// failureResult() decoded: the evaluation of a request that ended without a response.
+EvaluationResult failureEvaluation(const QString& status, const QString& message);
 
 /// Decodes an `evaluate` response or a stored supervisor failure.
 EvaluationResult decodeEvaluation(const QJsonObject& response);

@@ -19,6 +19,24 @@ void insertIfSet(QJsonObject& request, const char* key, const QString& value)
 
 } // namespace
 
+QJsonObject hello()
+{
+    return ofType("hello");
+}
+
+QJsonObject warm(bool python)
+{
+    QJsonObject request = ofType("warm");
+    if (python)
+        request.insert(QStringLiteral("python"), true);
+    return request;
+}
+
+QString typeOf(const QJsonObject& request)
+{
+    return request.value(QLatin1String("type")).toString();
+}
+
 QJsonObject tasks(const QString& tasksDir)
 {
     QJsonObject request = ofType("tasks");
@@ -82,6 +100,14 @@ QJsonObject evaluate(const Evaluate& e)
     if (e.profileTraffic)
         request.insert(QLatin1String(kProfileTrafficKey), true);
     return request;
+}
+
+QJsonObject evaluateOptions(const Evaluate& e)
+{
+    QJsonObject options = evaluate(e);
+    for (const char* key : {"type", "task", "answer"})
+        options.remove(QLatin1String(key));
+    return options;
 }
 
 } // namespace kwb::WorkerRequests

@@ -12,6 +12,13 @@
 
 namespace kwb::WorkerRequests {
 
+/// `hello`: the handshake (the supervisor's, with an id of its own).
+QJsonObject hello();
+/// `warm`: the CUDA context and the libraries' first calls; with python, the embedded Python too.
+QJsonObject warm(bool python);
+/// The type a request names ("" for none): the supervisor's one read of a request it queues.
+QString typeOf(const QJsonObject& request);
+
 /// `tasks`: every task the worker reads from tasksDir (empty: the worker's own).
 QJsonObject tasks(const QString& tasksDir = QString());
 /// `device`: the GPU's facts; with ceilings, also its measured ceilings (runs kernels for seconds).
@@ -48,5 +55,8 @@ struct Evaluate
     bool profileTraffic = false;
 };
 QJsonObject evaluate(const Evaluate& request);
+/// evaluate() without its type, task and answer: the options EvaluationQueue::submit takes (the
+/// queue adds the task, the answer and the module it compiled ahead).
+QJsonObject evaluateOptions(const Evaluate& request);
 
 } // namespace kwb::WorkerRequests

@@ -13,6 +13,7 @@ WorkerResponse decodeWorkerResponse(const QJsonObject& response)
         return r;
     switch (r.type) {
     case ResponseType::Hello: r.hello = decodeHello(response); break;
+    case ResponseType::Warm: r.warm = decodeWarm(response); break;
     case ResponseType::Tasks: r.tasks = decodeTaskList(response); break;
     case ResponseType::Device: r.device = decodeDeviceFacts(response); break;
     case ResponseType::Analyze: r.analyze = decodeAnalyze(response); break;
@@ -24,6 +25,14 @@ WorkerResponse decodeWorkerResponse(const QJsonObject& response)
     case ResponseType::Unknown: break;
     }
     return r;
+}
+
+QJsonObject responseBody(const WorkerResponse& response)
+{
+    QJsonObject body = response.raw;
+    for (const char* key : {"id", "type", "ok"})
+        body.remove(QLatin1String(key));
+    return body;
 }
 
 } // namespace kwb

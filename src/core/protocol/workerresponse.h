@@ -1,7 +1,7 @@
 #pragma once
 // One worker response decoded once, at the seam, by its type (issue 34 item 2): what the
-// supervisor's callers receive (JobTracker's WorkerReply first), so a page or command reads typed
-// fields and never a response's keys. The value types and their decoders are workerresponses.h's,
+// supervisor's responseAvailable() and run() carry, and JobTracker's WorkerReply, so a page or
+// command reads typed fields and never a response's keys. The value types and their decoders are workerresponses.h's,
 // evaluationresult.h's and devicefacts.h's; this only picks the one the response's type calls for.
 
 #include "core/protocol/devicefacts.h"
@@ -9,6 +9,7 @@
 #include "core/protocol/workerresponses.h"
 
 #include <QJsonObject>
+#include <QMetaType>
 
 #include <optional>
 
@@ -21,6 +22,7 @@ struct WorkerResponse
     /// The answer's body, decoded: the one its type names is set (none for `ok: false`, shutdown
     /// and a type this build does not know).
     std::optional<HelloInfo> hello;
+    std::optional<WarmInfo> warm;
     std::optional<TaskList> tasks;
     std::optional<DeviceFacts> device;
     std::optional<AnalyzeResult> analyze;
@@ -28,7 +30,10 @@ struct WorkerResponse
     std::optional<CompileInfo> compile;
     std::optional<EvaluationResult> evaluation;
     std::optional<ReferenceRun> reference;
-    /// As received: what a run stores and the raw view shows, never read by key outside core/protocol.
+    /// As received. Kept because some answers must be kept byte for byte: the run store keeps an
+    /// evaluation's whole response (EvaluationRecord::result), `kwb … --json` prints it as it came,
+    /// and the prompt templates render a task's, analysis' and device's JSON. Never read by key
+    /// outside core/protocol.
     QJsonObject raw;
 
     bool ok() const { return header.ok; }
@@ -36,4 +41,12 @@ struct WorkerResponse
 
 WorkerResponse decodeWorkerResponse(const QJsonObject& response);
 
+/// The answer without its envelope (id, type, ok): what a run keeps of a device, analyze or
+/// profile answer, and what its prompts render.
+QJsonObject responseBody(const WorkerResponse& response);
+
 } // namespace kwb
+
+// Carried by the supervisor's signals (queued connections, QSignalSpy).
+Q_DECLARE_METATYPE(kwb::WorkerResponse)
+Q_DECLARE_METATYPE(kwb::HelloInfo)

@@ -47,13 +47,15 @@ ResponseHeader decodeHeader(const QJsonObject& r)
     const QJsonObject error = obj(r, "error");
     h.errorCode = str(error, "code");
     h.errorMessage = str(error, "message");
+    h.workerHealthy = at(r, "worker_healthy") != QJsonValue(false);
     return h;
 }
 
 ResponseType responseType(const QJsonObject& response)
 {
     static const QHash<QString, ResponseType> types = {
-        {QStringLiteral("hello"), ResponseType::Hello},       {QStringLiteral("tasks"), ResponseType::Tasks},
+        {QStringLiteral("hello"), ResponseType::Hello},       {QStringLiteral("warm"), ResponseType::Warm},
+        {QStringLiteral("tasks"), ResponseType::Tasks},
         {QStringLiteral("device"), ResponseType::Device},     {QStringLiteral("analyze"), ResponseType::Analyze},
         {QStringLiteral("profile"), ResponseType::Profile},   {QStringLiteral("compile"), ResponseType::Compile},
         {QStringLiteral("evaluate"), ResponseType::Evaluate}, {QStringLiteral("run_reference"), ResponseType::RunReference},
@@ -128,6 +130,22 @@ HelloInfo decodeHello(const QJsonObject& r)
     return h;
 }
 
+WarmInfo decodeWarm(const QJsonObject& r)
+{
+    WarmInfo w;
+    w.alreadyWarm = flag(r, "already_warm");
+    w.device = str(r, "device");
+    w.why = str(r, "why");
+    if (const QJsonValue ms = at(r, "warm_ms"); ms.isObject()) {
+        QMap<QString, double> parts;
+        const QJsonObject byPart = ms.toObject();
+        for (auto it = byPart.begin(); it != byPart.end(); ++it)
+            parts.insert(it.key(), optNumber(it.value()).value_or(0.0));
+        w.ms = parts;
+    }
+    return w;
+}
+
 TaskSpec decodeTaskSpec(const QJsonObject& json)
 {
     TaskSpec t;
@@ -151,6 +169,7 @@ TaskSpec decodeTaskSpec(const QJsonObject& json)
     const QJsonObject tolerance = obj(json, "tolerance");
     t.atol = optNumber(tolerance, "atol");
     t.rtol = optNumber(tolerance, "rtol");
+    t.kernelBenchOnly = str(json, "kernelbench_only");
     return t;
 }
 

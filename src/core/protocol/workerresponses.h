@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QJsonValue>
 #include <QList>
+#include <QMap>
 #include <QString>
 #include <QStringList>
 
@@ -24,11 +25,14 @@ struct ResponseHeader
     QString type;
     bool ok = false;
     QString errorCode, errorMessage; ///< of an `ok: false` response
+    /// false: the worker says its CUDA context is unusable (a sticky error; any response may say
+    /// `"worker_healthy": false`) and exits after answering.
+    bool workerHealthy = true;
 };
 ResponseHeader decodeHeader(const QJsonObject& response);
 
 /// The request types this client knows the responses of.
-enum class ResponseType { Unknown, Hello, Tasks, Device, Analyze, Profile, Compile, Evaluate, RunReference, Shutdown };
+enum class ResponseType { Unknown, Hello, Warm, Tasks, Device, Analyze, Profile, Compile, Evaluate, RunReference, Shutdown };
 /// From the response's `type`; Unknown for a type this build does not know (or none: a response
 /// to a line that was not a request).
 ResponseType responseType(const QJsonObject& response);
@@ -49,7 +53,13 @@ struct HelloInfo
     /// older worker: quietLockAnnounced is false).
     QString quietLock;
     bool quietLockAnnounced = false;
-    QJsonObject raw;
+    /// Not the hello answer's: set by the supervisor for a spare that was warmed before it took
+    /// over, from its `warm` answer (WarmInfo::ms: ms per part, e.g. quiet_wait, context, cublas,
+    /// cudnn, evaluator, total). Unset: not warmed (or an older worker that does not know `warm`).
+    std::optional<QMap<QString, double>> warmMs;
+    QJsonObject raw; ///< the hello answer as received
+
+    bool warmed() const { return warmMs.has_value(); }
 
     QStringList profileNames() const;
     const ProfileSettings* profile(const QString& name) const;
@@ -59,6 +69,17 @@ struct HelloInfo
     QString unknownProfileError(const QString& name) const;
 };
 HelloInfo decodeHello(const QJsonObject& response);
+
+/// `warm` (docs/protocol.md): what the worker's first-use costs took.
+struct WarmInfo
+{
+    bool alreadyWarm = false; ///< a second warm in the same process: every part 0
+    QString device;           ///< "none" where there is no usable device (then `why` says why)
+    QString why;
+    /// `warm_ms`, ms per part as the worker names them; unset where the answer has none.
+    std::optional<QMap<QString, double>> ms;
+};
+WarmInfo decodeWarm(const QJsonObject& response);
 
 /// A named dimension of a task, at both scales.
 struct TaskDim
@@ -101,7 +122,13 @@ struct TaskSpec
     QList<TaskTensor> params;
     std::optional<double> atol; ///< absent: the protocol profile's tolerance applies
     std::optional<double> rtol;
-    QJsonObject json; ///< the entry as the worker sent it
+    /// Non-empty: the task has no TorchScript reference (its file's `kernelbench_only`, the
+    /// converter's reason); it can be listed, never analysed or evaluated.
+    QString kernelBenchOnly;
+    /// The entry as the worker sent it: the prompt templates' context (RunTaskInput) renders it.
+    QJsonObject json;
+
+    bool isKernelBenchOnly() const { return !kernelBenchOnly.isEmpty(); }
 };
 TaskSpec decodeTaskSpec(const QJsonObject& task);
 

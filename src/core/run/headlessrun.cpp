@@ -191,7 +191,7 @@ void HeadlessRun::start()
     m_facts->load(m_plan, m_environment.tasksDir);
 }
 
-void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello)
+void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const DeviceFacts& device, const HelloInfo& hello)
 {
     // An idle worker would hold memory (and, after `profile`, a CUDA context) for nothing.
     m_factsSupervisor->stopWorker();
@@ -207,7 +207,7 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
         m_plan.taskIds << input.id();
 
     // The profile is checked against the worker's own table (hello), before anything is spent.
-    if (const QString problem = decodeHello(hello).unknownProfileError(m_plan.profile); !problem.isEmpty())
+    if (const QString problem = hello.unknownProfileError(m_plan.profile); !problem.isEmpty())
         return fail(Failure::Profile, problem);
     // A run needs an evaluator: without a GPU only a compile-only run goes on.
     if (!m_plan.compileOnly)
@@ -226,7 +226,7 @@ void HeadlessRun::onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonOb
     countPrompts(device, hello);
 }
 
-void HeadlessRun::countPrompts(const QJsonObject& device, const QJsonObject& hello)
+void HeadlessRun::countPrompts(const DeviceFacts& device, const HelloInfo& hello)
 {
     // Where the server has a tokenizer, its count decides (docs/prompts.md §Context budget); a
     // server without one leaves it to the estimate (checkRunTemplates).
@@ -274,7 +274,7 @@ void HeadlessRun::countPrompts(const QJsonObject& device, const QJsonObject& hel
         finish(QString());
 }
 
-void HeadlessRun::createAndStart(const QJsonObject& device, const QJsonObject& hello)
+void HeadlessRun::createAndStart(const DeviceFacts& device, const HelloInfo& hello)
 {
     if (m_plan.resumeRunId > 0) {
         m_runId = m_plan.resumeRunId;

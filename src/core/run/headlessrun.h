@@ -188,11 +188,11 @@ private:
     void setState(State state);
     void fail(Failure failure, const QString& message);
     void failLater(Failure failure, const QString& message);
-    void onFactsLoaded(const QList<RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello);
+    void onFactsLoaded(const QList<RunTaskInput>& inputs, const DeviceFacts& device, const HelloInfo& hello);
     /// Every planned prompt counted by the server's tokenizer (where it has one) against the budget.
-    void countPrompts(const QJsonObject& device, const QJsonObject& hello);
+    void countPrompts(const DeviceFacts& device, const HelloInfo& hello);
     /// The run row (or the resumed one), the queue and the controller; then the run starts.
-    void createAndStart(const QJsonObject& device, const QJsonObject& hello);
+    void createAndStart(const DeviceFacts& device, const HelloInfo& hello);
     void startController();
     void updateGenerationPause();
     void onRequestEnded(qint64 id);

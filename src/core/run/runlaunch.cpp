@@ -353,9 +353,8 @@ bool isLocalEndpoint(const QString& url)
     return address.setAddress(host) && address.isLoopback();
 }
 
-QString noEvaluatorReason(const QJsonObject& hello, const QJsonObject& device)
+QString noEvaluatorReason(const HelloInfo& info, const DeviceFacts& device)
 {
-    const HelloInfo info = decodeHello(hello);
     if (info.ok) {
         if (info.cudaDeviceCount <= 0)
             return QStringLiteral("the worker sees no CUDA device (driver: %1)")
@@ -364,7 +363,7 @@ QString noEvaluatorReason(const QJsonObject& hello, const QJsonObject& device)
             return QStringLiteral("the CUDA driver is not usable: %1").arg(info.driver);
         return QString();
     }
-    if (!device.isEmpty() && !decodeDeviceFacts(device).available)
+    if (!device.raw.isEmpty() && !device.available)
         return QStringLiteral("the worker reports no GPU");
     return QString();
 }
@@ -433,7 +432,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     return plan;
 }
 
-std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
+std::optional<RunConfig> runConfigFor(const RunPlan& plan, const DeviceFacts& device, const HelloInfo& info,
                                       QString* error)
 {
     RunConfig config;
@@ -468,10 +467,9 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& de
     config.seeds.turnStride = plan.modelSeedTurnStride;
     config.seeds.temperature = plan.regime.temperature;
     config.protocolProfile = plan.profile;
-    config.gpu = decodeDeviceFacts(device);
+    config.gpu = device;
     config.versions.kwb = QStringLiteral(KWB_VERSION);
     config.versions.qt = QString::fromLatin1(qVersion());
-    const HelloInfo info = decodeHello(hello);
     config.versions.worker = info.worker;
     config.versions.torch = info.torch;
     config.versions.driver = info.driver;
@@ -533,21 +531,20 @@ QList<RunPlan> sweepRunPlans(const RunPlan& plan)
 
 QJsonObject evaluationOptionsFor(const RunPlan& plan)
 {
-    QJsonObject options{{QStringLiteral("profile"), plan.profile},
-                        {QStringLiteral("scale"), plan.scale},
-                        {QStringLiteral("seed"), kRunEvaluationSeed},
-                        {QStringLiteral("answer_format"), plan.answerFormat}};
-    if (plan.timingTrials > 0)
-        options.insert(QStringLiteral("timing_trials"), plan.timingTrials);
+    WorkerRequests::Evaluate evaluate;
+    evaluate.profile = plan.profile;
+    evaluate.scale = plan.scale;
+    evaluate.seed = kRunEvaluationSeed;
+    evaluate.answerFormat = plan.answerFormat;
+    evaluate.timingTrials = plan.timingTrials;
     if (plan.compileOnly) // stops after the sandbox check, even where a GPU exists (docs/protocol.md)
-        options.insert(QStringLiteral("device"), QStringLiteral("none"));
-    if (plan.profileTraffic)
-        options.insert(QLatin1String(kProfileTrafficKey), true);
-    return options;
+        evaluate.device = QStringLiteral("none");
+    evaluate.profileTraffic = plan.profileTraffic;
+    return WorkerRequests::evaluateOptions(evaluate);
 }
 
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
-                    const RunPlan& plan, const QJsonObject& device)
+                    const RunPlan& plan, const DeviceFacts& device)
 {
     queue.setProgram(workerProgram, workerArguments);
     queue.setTimeout(int(plan.timeoutS * 1000.0));
@@ -555,7 +552,7 @@ void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const 
                                                                 : WorkerSupervisor::Isolation::FreshPerRequest);
     queue.setWorkerLimits(plan.workerLimits);
     queue.setCompileWorkerCount(1);
-    const QString arch = decodeDeviceFacts(device).arch;
+    const QString arch = device.arch;
     if (!arch.isEmpty())
         queue.setArch(arch);
 }
@@ -590,7 +587,7 @@ RunFactsLoader::RunFactsLoader(WorkerSupervisor* supervisor, QObject* parent)
     connect(m_supervisor, &WorkerSupervisor::responseAvailable, this, &RunFactsLoader::onResponse);
     connect(m_supervisor, &WorkerSupervisor::requestFailed, this, &RunFactsLoader::onFailure);
     connect(m_supervisor, &WorkerSupervisor::workerAvailable, this,
-            [this](qint64, const QJsonObject& hello) { m_hello = hello; });
+            [this](qint64, const HelloInfo& hello) { m_hello = hello; });
 }
 
 RunFactsLoader::~RunFactsLoader()
@@ -606,7 +603,7 @@ void RunFactsLoader::load(const RunPlan& plan, const QString& tasksDir)
     m_loading = true;
     m_pending.clear();
     m_inputs.clear();
-    m_device = QJsonObject();
+    m_device = DeviceFacts();
     m_hello = m_supervisor->workerHello();
     m_done = 0;
     m_total = 2; // tasks and device; analyze and profile are counted once the tasks are known
@@ -657,7 +654,7 @@ void RunFactsLoader::send(Kind kind, const QJsonObject& request, int index)
     });
 }
 
-void RunFactsLoader::onResponse(qint64 id, const QJsonObject& response)
+void RunFactsLoader::onResponse(qint64 id, const WorkerResponse& response)
 {
     const auto it = m_pending.find(id);
     if (it == m_pending.end())
@@ -665,14 +662,11 @@ void RunFactsLoader::onResponse(qint64 id, const QJsonObject& response)
     const Pending pending = *it;
     m_pending.erase(it);
     GpuLeases::instance()->release(pending.lease);
-    if (const ResponseHeader header = decodeHeader(response); !header.ok) {
+    if (const ResponseHeader& header = response.header; !header.ok) {
         handle(pending, {}, header.errorCode + QStringLiteral(": ") + header.errorMessage);
         return;
     }
-    QJsonObject clean = response;
-    for (const char* key : {"id", "type", "ok"})
-        clean.remove(QLatin1String(key));
-    handle(pending, clean, QString());
+    handle(pending, response, QString());
 }
 
 void RunFactsLoader::onFailure(qint64 id, const QString& status, const QString& message)
@@ -686,20 +680,20 @@ void RunFactsLoader::onFailure(qint64 id, const QString& status, const QString& 
     handle(pending, {}, status + QStringLiteral(": ") + message);
 }
 
-void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response, const QString& error)
+void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& response, const QString& error)
 {
     if (!m_loading)
         return;
-    if (m_hello.isEmpty())
+    if (m_hello.raw.isEmpty())
         m_hello = m_supervisor->workerHello();
     ++m_done;
     switch (pending.kind) {
     case Kind::Tasks: {
         if (!error.isEmpty())
             return failLoading(QStringLiteral("tasks: ") + error);
-        QHash<QString, QJsonObject> known;
-        for (const TaskSpec& task : decodeTaskList(response).tasks)
-            known.insert(task.id, task.json);
+        QHash<QString, TaskSpec> known;
+        for (const TaskSpec& task : response.tasks.value_or(TaskList()).tasks)
+            known.insert(task.id, task);
         QStringList unknown, kernelBenchOnly, runnable;
         for (const QString& id : std::as_const(m_plan.taskIds)) {
             if (!known.contains(id)) {
@@ -708,13 +702,13 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
             }
             // No TorchScript reference, so nothing to evaluate a candidate against: left out of
             // the run, with the reason, before a prompt is spent on it (docs/task-format.md).
-            if (const QString why = known.value(id).value(QLatin1String("kernelbench_only")).toString(); !why.isEmpty()) {
+            if (const QString why = known.value(id).kernelBenchOnly; !why.isEmpty()) {
                 kernelBenchOnly << QStringLiteral("%1 (%2)").arg(id, why);
                 continue;
             }
             runnable << id;
             RunTaskInput input;
-            input.task = known.value(id);
+            input.task = known.value(id).json; // the prompts render the task's JSON
             m_inputs << input;
         }
         if (!unknown.isEmpty())
@@ -739,11 +733,12 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
     case Kind::Device: {
         if (!error.isEmpty())
             Q_EMIT warning(QStringLiteral("device: %1 (going on without device facts)").arg(error));
-        m_device = response;
-        const bool gpu = decodeDeviceFacts(m_device).available;
+        // Without its envelope: what the run stores (RunConfig::gpu) and the prompts render.
+        m_device = decodeDeviceFacts(responseBody(response));
+        const bool gpu = m_device.available;
         for (int i = 0; i < m_inputs.size(); ++i) {
             RunTaskInput& input = m_inputs[i];
-            input.device = m_device;
+            input.device = m_device.raw;
             const QString id = m_plan.taskIds.at(i);
             send(Kind::Analyze, WorkerRequests::analyze(id, m_plan.scale), i);
             ++m_total;
@@ -758,14 +753,14 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
         if (!error.isEmpty())
             Q_EMIT warning(QStringLiteral("analyze %1: %2").arg(m_plan.taskIds.value(pending.index), error));
         else
-            m_inputs[pending.index].analyze = response;
+            m_inputs[pending.index].analyze = responseBody(response);
         break;
     case Kind::Profile:
         if (!error.isEmpty())
             Q_EMIT warning(QStringLiteral("profile %1: %2 (the prompt goes without it)")
                                .arg(m_plan.taskIds.value(pending.index), error));
         else
-            m_inputs[pending.index].profile = response;
+            m_inputs[pending.index].profile = responseBody(response);
         break;
     }
     Q_EMIT progress(m_done, m_total);
@@ -776,8 +771,7 @@ void RunFactsLoader::handle(const Pending& pending, const QJsonObject& response,
 void RunFactsLoader::finishLoading()
 {
     m_loading = false;
-    const HelloInfo hello = decodeHello(m_hello);
-    if (const ProfileSettings* profile = hello.profile(m_plan.profile)) {
+    if (const ProfileSettings* profile = m_hello.profile(m_plan.profile)) {
         QJsonObject settings = profile->raw;
         settings.insert(QStringLiteral("name"), profile->name); // `profiles` may be keyed by name
         for (RunTaskInput& input : m_inputs)

@@ -10,6 +10,7 @@
 // regimes, tasks, profile, scale and time-out it was started with.
 
 #include "core/protocol/defaults.h"
+#include "core/protocol/workerresponse.h"
 #include "core/run/regime.h"
 #include "core/run/runconfig.h"
 #include "core/run/runcontroller.h"
@@ -163,7 +164,7 @@ struct RunRequest
 bool isLocalEndpoint(const QString& url);
 /// Why no GPU of the worker can evaluate, from its hello (cuda_device_count, driver) and, where
 /// the hello says nothing, its `device` answer; empty when one can.
-QString noEvaluatorReason(const QJsonObject& hello, const QJsonObject& device);
+QString noEvaluatorReason(const HelloInfo& hello, const DeviceFacts& device);
 
 /// A run ready to start: the regimes resolved, the tasks listed.
 struct RunPlan
@@ -230,7 +231,7 @@ QList<RunPlan> sweepRunPlans(const RunPlan& plan);
 /// timeout_s, model_timeout_s, timing_trials, isolation, worker_limits, sweep, prompts_dir,
 /// answer_format, compile_only, pause_generation_while_timing), and `sandbox`: "bubblewrap" or "none: <reason>"
 /// (core/workers/workerlauncher.h). nullopt with *error for a template that cannot be read.
-std::optional<RunConfig> runConfigFor(const RunPlan& plan, const QJsonObject& device, const QJsonObject& hello,
+std::optional<RunConfig> runConfigFor(const RunPlan& plan, const DeviceFacts& device, const HelloInfo& hello,
                                       QString* error);
 
 /// The model client's settings for the plan's endpoint, model and model time-out (the request's
@@ -243,7 +244,7 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan);
 /// Worker program, time-out, isolation, worker limits, one compile worker (HeadlessRun sets the
 /// run's number after), and the device's arch for compile-ahead.
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
-                    const RunPlan& plan, const QJsonObject& device);
+                    const RunPlan& plan, const DeviceFacts& device);
 /// The plan's context budget (its context tokens and max output tokens).
 ContextBudget contextBudgetFor(const RunPlan& plan);
 /// Regimes per level, evaluation options and the context budget.
@@ -279,8 +280,9 @@ Q_SIGNALS:
     /// Requests answered so far and requests known to be needed.
     void progress(int done, int total);
     void warning(const QString& message);
-    /// inputs in the plan's task order; hello is the worker's handshake answer.
-    void loaded(const QList<kwb::RunTaskInput>& inputs, const QJsonObject& device, const QJsonObject& hello);
+    /// inputs in the plan's task order; device: the `device` answer without its envelope
+    /// (responseBody(): what the run stores), empty where it failed; hello: the worker's handshake.
+    void loaded(const QList<kwb::RunTaskInput>& inputs, const kwb::DeviceFacts& device, const kwb::HelloInfo& hello);
     void failed(const QString& message);
 
 private:
@@ -292,9 +294,10 @@ private:
         qint64 lease = 0; ///< the GPU lease a device or profile request holds (gpulease.h)
     };
 
-    void onResponse(qint64 id, const QJsonObject& response);
+    void onResponse(qint64 id, const WorkerResponse& response);
     void onFailure(qint64 id, const QString& status, const QString& message);
-    void handle(const Pending& pending, const QJsonObject& response, const QString& error);
+    /// response: empty where error says why there is none.
+    void handle(const Pending& pending, const WorkerResponse& response, const QString& error);
     void send(Kind kind, const QJsonObject& request, int index = -1);
     void finishLoading();
     void failLoading(const QString& message, Failure failure = Failure::Worker);
@@ -306,8 +309,8 @@ private:
     int m_waitingForLease = 0; ///< device/profile requests not sent yet: their GPU is busy
     quint64 m_generation = 0;  ///< counts abort()s, so a late lease grant is given back
     QList<RunTaskInput> m_inputs;
-    QJsonObject m_device;
-    QJsonObject m_hello;
+    DeviceFacts m_device;
+    HelloInfo m_hello;
     int m_done = 0;
     int m_total = 0;
     Failure m_failure = Failure::Worker;

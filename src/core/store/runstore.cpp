@@ -1340,6 +1340,7 @@ EvaluationRecord evaluationRecord(const QSqlQuery& query)
     record.created = parseTime(query.value(12).toString());
     record.worker = query.value(13).toString();
     record.dramBytes = optionalDouble(query.value(14));
+    record.decoded = decodeEvaluation(record.result); // once: every reader of the row reads this
     return record;
 }
 

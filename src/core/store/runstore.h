@@ -128,15 +128,21 @@ struct EvaluationRecord
     QString status; ///< docs/protocol.md, plus the supervisor's timeout/crashed
     std::optional<double> speedup;
     std::optional<double> maxAbsDiff;
-    QJsonObject result; ///< the whole evaluate response (or the supervisor's failure)
+    /// The whole evaluate response as the worker sent it, kept byte for byte (what a report's raw
+    /// view shows and an export writes), or the supervisor's failure.
+    QJsonObject result;
     QDateTime created;  ///< UTC
     QString worker;     ///< where it ran ("local:0", "gpu-box:1"; workertarget.h); empty: not recorded (schema < 4)
     /// HBM bytes a profile of the candidate measured (EvaluationResult::measuredDramBytes(), the
     /// `dram_bytes` column, schema 5); empty: not profiled.
     std::optional<double> dramBytes;
 
-    /// The result, decoded (core/protocol/evaluationresult.h).
-    EvaluationResult evaluation() const { return decodeEvaluation(result); }
+    /// result, decoded once, when the store read the row; unset in a record built by hand.
+    std::optional<EvaluationResult> decoded;
+
+    /// The result, decoded (core/protocol/evaluationresult.h): the store's decode of the row, or
+    /// for a record built by hand, result decoded now.
+    EvaluationResult evaluation() const { return decoded ? *decoded : decodeEvaluation(result); }
 };
 
 /// A verdict a third party recorded for an imported candidate (`kwb import kernelbench`: an entry

@@ -1,6 +1,7 @@
 #include "core/tasks/taskcatalog.h"
 
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerrequests.h"
 #include "core/store/runstore.h"
 #include "core/workers/jobtracker.h"
 #include "core/workers/workersupervisor.h"
@@ -16,12 +17,6 @@
 
 namespace kwb {
 
-namespace {
-
-const QString kAnalyze = QStringLiteral("analyze");
-
-} // namespace
-
 QStringList TaskInfo::categories() const
 {
     QStringList list;
@@ -35,7 +30,6 @@ TaskInfo TaskInfo::fromJson(const QJsonObject& json)
 {
     TaskInfo t;
     static_cast<TaskSpec&>(t) = decodeTaskSpec(json);
-    t.kernelBenchOnly = json.value(QLatin1String("kernelbench_only")).toString();
     return t;
 }
 
@@ -147,10 +141,7 @@ void TaskCatalog::cancel()
 
 void TaskCatalog::sendTasksRequest()
 {
-    QJsonObject request{{QStringLiteral("type"), QStringLiteral("tasks")}};
-    if (!m_tasksDir.isEmpty())
-        request.insert(QStringLiteral("tasks_dir"), m_tasksDir);
-    m_tasksRequest = m_supervisor->sendRequest(request, m_tasksTimeoutMs);
+    m_tasksRequest = m_supervisor->sendRequest(WorkerRequests::tasks(m_tasksDir), m_tasksTimeoutMs);
 }
 
 void TaskCatalog::sendNextAnalyze()
@@ -164,10 +155,8 @@ void TaskCatalog::sendNextAnalyze()
         return;
     }
     m_analyzeTask = m_tasks.at(m_nextAnalyze++).id;
-    QJsonObject request{{QStringLiteral("type"), kAnalyze},
-                        {QStringLiteral("task"), m_analyzeTask},
-                        {QStringLiteral("scale"), QStringLiteral("full")}};
-    m_analyzeRequest = m_supervisor->sendRequest(request, m_analyzeTimeoutMs);
+    m_analyzeRequest = m_supervisor->sendRequest(WorkerRequests::analyze(m_analyzeTask, QStringLiteral("full")),
+                                                 m_analyzeTimeoutMs);
 }
 
 void TaskCatalog::finishAnalysis()
@@ -178,11 +167,11 @@ void TaskCatalog::finishAnalysis()
         setState(State::Ready);
 }
 
-bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
+bool TaskCatalog::applyTasksResponse(const WorkerResponse& response)
 {
-    TaskList list = decodeTaskList(response);
-    if (!list.ok)
+    if (!response.ok() || !response.tasks)
         return false;
+    TaskList list = *response.tasks;
     QList<TaskInfo> tasks;
     QHash<QString, int> index;
     for (TaskSpec& spec : list.tasks) {
@@ -190,7 +179,6 @@ bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
             continue;
         TaskInfo task;
         static_cast<TaskSpec&>(task) = std::move(spec);
-        task.kernelBenchOnly = task.json.value(QLatin1String("kernelbench_only")).toString();
         // Nothing to analyse: no forward (the worker would refuse the request with this reason).
         if (task.isKernelBenchOnly()) {
             task.analysisState = TaskInfo::Analysis::Failed;
@@ -210,10 +198,21 @@ bool TaskCatalog::applyTasksResponse(const QJsonObject& response)
     return true;
 }
 
-bool TaskCatalog::applyAnalyzeResponse(const QJsonObject& response)
+bool TaskCatalog::applyAnalyzeResponse(const QJsonObject& json)
 {
-    const ResponseHeader header = decodeHeader(response);
-    const TaskAnalysis analysis = decodeAnalyze(response);
+    WorkerResponse response = decodeWorkerResponse(json);
+    if (!response.analyze)
+        response.analyze = decodeAnalyze(json);
+    return applyAnalyzeResponse(response);
+}
+
+bool TaskCatalog::applyAnalyzeResponse(const WorkerResponse& response, const QString& taskId)
+{
+    const ResponseHeader& header = response.header;
+    TaskAnalysis analysis = response.analyze.value_or(TaskAnalysis());
+    // The worker echoes the task, but a response without one still belongs to its request.
+    if (analysis.task.isEmpty())
+        analysis.task = taskId;
     const int i = indexOf(analysis.task);
     if (i < 0)
         return false;
@@ -221,7 +220,7 @@ bool TaskCatalog::applyAnalyzeResponse(const QJsonObject& response)
     const bool wasPending = task.analysisState == TaskInfo::Analysis::Pending;
     if (header.ok) {
         task.analysis = analysis;
-        task.analysisJson = response;
+        task.analysisJson = response.raw;
         task.analysisState = TaskInfo::Analysis::Done;
         task.analysisError.clear();
     } else {
@@ -236,7 +235,7 @@ bool TaskCatalog::applyAnalyzeResponse(const QJsonObject& response)
     return true;
 }
 
-void TaskCatalog::onResponse(qint64 id, const QJsonObject& response)
+void TaskCatalog::onResponse(qint64 id, const WorkerResponse& response)
 {
     if (id == 0)
         return;
@@ -245,8 +244,7 @@ void TaskCatalog::onResponse(qint64 id, const QJsonObject& response)
     if (id == m_tasksRequest) {
         m_tasksRequest = 0;
         if (!applyTasksResponse(response)) {
-            setState(State::Failed, tr("the worker refused the tasks request: %1")
-                                        .arg(decodeHeader(response).errorMessage));
+            setState(State::Failed, tr("the worker refused the tasks request: %1").arg(response.header.errorMessage));
             return;
         }
         if (generation != m_generation)
@@ -256,11 +254,7 @@ void TaskCatalog::onResponse(qint64 id, const QJsonObject& response)
             sendNextAnalyze();
     } else if (id == m_analyzeRequest) {
         m_analyzeRequest = 0;
-        // The worker echoes the task, but a response without one still belongs to the request.
-        QJsonObject named = response;
-        if (decodeAnalyze(response).task.isEmpty())
-            named.insert(QStringLiteral("task"), m_analyzeTask);
-        applyAnalyzeResponse(named);
+        applyAnalyzeResponse(response, m_analyzeTask);
         if (generation == m_generation)
             sendNextAnalyze();
     }

@@ -6,6 +6,7 @@
 // arrives as a signal; a worker that cannot start, hangs or crashes ends in a state with a
 // message, never in a hang.
 
+#include "core/protocol/workerresponse.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/workersupervisor.h"
 
@@ -36,12 +37,11 @@ struct TaskInfo : TaskSpec
 
     Analysis analysisState = Analysis::Pending;
     TaskAnalysis analysis;
-    QJsonObject analysisJson; ///< the `analyze` response (charts draw from it)
+    /// The `analyze` response as received: the traffic chart and the prompt editor's preview
+    /// render it (their inputs are the worker's JSON, as a run's prompts are).
+    QJsonObject analysisJson;
     QString analysisError; ///< why analysis failed
-    /// Non-empty: the task has no TorchScript reference (its file's `kernelbench_only`, the
-    /// converter's reason); it is listed, never analysed, and left out of runs.
-    QString kernelBenchOnly;
-    bool isKernelBenchOnly() const { return !kernelBenchOnly.isEmpty(); }
+    // kernelBenchOnly (TaskSpec): such a task is listed, never analysed, and left out of runs.
 
     bool hasAnalysis() const { return analysisState == Analysis::Done; }
     /// Op categories of the analysis, each once, in op order.
@@ -113,9 +113,13 @@ public:
 
     /// Replaces the tasks with those of a `tasks` response (what load() does when it arrives).
     /// Returns false, leaving the catalog as it was, when the response is not `ok`.
-    bool applyTasksResponse(const QJsonObject& response);
-    /// Sets a task's analysis from an `analyze` response (ok or not). Returns false when the
-    /// response names no known task.
+    bool applyTasksResponse(const WorkerResponse& response);
+    /// Sets the analysis of `task` (empty: the task the response names) from an `analyze`
+    /// response, ok or not. Returns false when no known task is meant.
+    bool applyAnalyzeResponse(const WorkerResponse& response, const QString& task = QString());
+    /// The same from recorded answers (tests, fixtures): decoded, then applied; an analysis is
+    /// read as one whatever its type and ok say (a refused one names its task).
+    bool applyTasksResponse(const QJsonObject& response) { return applyTasksResponse(decodeWorkerResponse(response)); }
     bool applyAnalyzeResponse(const QJsonObject& response);
 
     /// Eager reference times on gpuName (task id -> mean ms).
@@ -148,7 +152,7 @@ private:
     void setState(State state, const QString& error = QString());
     void sendTasksRequest();
     void sendNextAnalyze();
-    void onResponse(qint64 id, const QJsonObject& response);
+    void onResponse(qint64 id, const WorkerResponse& response);
     void onFailure(qint64 id, const QString& status, const QString& message);
     void finishAnalysis();
 

@@ -99,7 +99,7 @@ void EvaluationQueue::addSlot(int gpuIndex)
     auto* supervisor = new WorkerSupervisor(this);
     configureSlot(gpu, supervisor);
     connect(supervisor, &WorkerSupervisor::responseAvailable, this,
-            [this, gpuIndex, slotIndex](qint64 requestId, const QJsonObject& response) {
+            [this, gpuIndex, slotIndex](qint64 requestId, const WorkerResponse& response) {
                 onGpuResponse(gpuIndex, slotIndex, requestId, response);
             });
     connect(supervisor, &WorkerSupervisor::requestFailed, this,
@@ -412,7 +412,7 @@ int EvaluationQueue::freeSlotFor(const Gpu& gpu, const Job& job) const
         // Only beside a worker that holds the GPU's quiet lock (its hello names it): that lock is
         // what keeps a timing alone on the GPU. One that has not answered hello yet, or runs
         // without it, has the GPU to itself.
-        if (decodeHello(slot.supervisor->workerHello()).quietLock.isEmpty())
+        if (slot.supervisor->workerHello().quietLock.isEmpty())
             return -1;
     }
     // Another holder waits for this GPU: the jobs running end, and the lease goes to it then.
@@ -575,7 +575,7 @@ void EvaluationQueue::ensureCompilers()
         compiler.supervisor->setKillGracePeriod(m_killGraceMs);
         compiler.supervisor->setLimits(m_workerLimits);
         connect(compiler.supervisor, &WorkerSupervisor::responseAvailable, this,
-                [this, index](qint64 requestId, const QJsonObject& response) {
+                [this, index](qint64 requestId, const WorkerResponse& response) {
                     onCompileResponse(index, requestId, response);
                 });
         connect(compiler.supervisor, &WorkerSupervisor::requestFailed, this,
@@ -662,7 +662,7 @@ void EvaluationQueue::shareCompile(const Job& compiled)
     }
 }
 
-void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response)
+void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, const WorkerResponse& response)
 {
     const qint64 jobId = std::exchange(m_compilers[compilerIndex].job, 0);
     const qsizetype index = indexOfJob(jobId);
@@ -674,8 +674,8 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
             // attaches nothing: the GPU worker parses and compiles again and reports what it
             // found, as for any other candidate. The hash is the worker's, of the block its
             // parser found: evaluate loads the module only for that same block.
-            const CompileInfo compiled = decodeCompile(response);
-            if (decodeHeader(response).ok && compiled.ok && !compiled.cubinB64.isEmpty() &&
+            const CompileInfo compiled = response.compile.value_or(CompileInfo());
+            if (response.ok() && compiled.ok && !compiled.cubinB64.isEmpty() &&
                 !compiled.sourceHash.isEmpty()) {
                 job.cubin = compiled.cubinB64;
                 if (!compiled.arch.isEmpty())
@@ -717,12 +717,12 @@ void EvaluationQueue::failJobsWithoutWorkers()
     }
 }
 
-void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestId, const QJsonObject& response)
+void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestId, const WorkerResponse& response)
 {
     if (gpuIndex == 0 && slotIndex == 0 && requestId == m_deviceRequest && m_deviceRequest != 0) {
         m_deviceRequest = 0;
-        const DeviceFacts device = decodeDeviceFacts(response);
-        if (decodeHeader(response).ok && device.available)
+        const DeviceFacts device = response.device.value_or(DeviceFacts());
+        if (response.ok() && device.available)
             m_arch = device.arch;
         scheduleWork();
         return;
@@ -730,9 +730,9 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestI
     const qsizetype index = runningJobIndex(gpuIndex, slotIndex, requestId);
     if (index < 0)
         return;
-    const ResponseHeader header = decodeHeader(response);
+    const ResponseHeader& header = response.header;
     // Its allocation may have failed for the other job's memory: the machine's doing.
-    if (header.ok && m_jobs.at(index).besideAnother && decodeEvaluation(response).outOfDeviceMemory()) {
+    if (header.ok && m_jobs.at(index).besideAnother && response.evaluation && response.evaluation->outOfDeviceMemory()) {
         m_jobs[index].alone = true;
         requeueRunningJob(gpuIndex, slotIndex, index);
         return;
@@ -744,11 +744,14 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestI
                          header.errorMessage);
     } else {
         const Gpu& gpu = m_gpus.at(gpuIndex);
-        QJsonObject result = response;
+        // The response as the worker sent it, byte for byte, is what the run store keeps.
+        QJsonObject result = response.raw;
         result.insert(QStringLiteral("gpu"), gpu.ordinal);
         result.insert(QStringLiteral("worker"), gpu.target.location());
         result.insert(QStringLiteral("slot"), slotIndex);
-        Q_EMIT jobFinished(id, result);
+        EvaluationResult evaluation = response.evaluation.value_or(EvaluationResult());
+        evaluation.raw = result;
+        Q_EMIT jobFinished(id, result, evaluation);
     }
     noteProgress();
 }

@@ -137,10 +137,12 @@ Q_SIGNALS:
     /// Jobs ended and jobs submitted since the queue was last empty; coalesced to one signal per
     /// event-loop turn.
     void jobProgress(int done, int total);
-    /// The worker's evaluate response (its "status" says correct, incorrect, compile_error, …),
-    /// with "gpu": the ordinal it ran on, "worker": where (WorkerTarget::location(), "local:0",
-    /// "gpu-box:1"), and "slot": which of that GPU's slots (0-based).
-    void jobFinished(qint64 id, const QJsonObject& result);
+    /// The worker's evaluate response as it sent it (its "status" says correct, incorrect,
+    /// compile_error, …), with "gpu": the ordinal it ran on, "worker": where
+    /// (WorkerTarget::location(), "local:0", "gpu-box:1"), and "slot": which of that GPU's slots
+    /// (0-based): what the run store keeps, byte for byte. `evaluation`: the same, decoded once by
+    /// the supervisor (its raw is `result`).
+    void jobFinished(qint64 id, const QJsonObject& result, const kwb::EvaluationResult& evaluation);
     /// The job ended without a response: status is an EvaluationStatus wire name (timeout, crashed,
     /// start_failed, cancelled, …) or the error code of a worker that refused the request.
     void jobFailed(qint64 id, const QString& status, const QString& message);
@@ -239,7 +241,7 @@ private:
     void requeueRunningJob(int gpuIndex, int slotIndex, qsizetype jobIndex);
     /// Gives the GPU's lease back once none of its slots runs a job that uses it.
     void releaseLeaseIfIdle(int gpuIndex);
-    void onGpuResponse(int gpuIndex, int slotIndex, qint64 requestId, const QJsonObject& response);
+    void onGpuResponse(int gpuIndex, int slotIndex, qint64 requestId, const WorkerResponse& response);
     void onGpuFailure(int gpuIndex, int slotIndex, qint64 requestId, const QString& status, const QString& message);
     /// Moves a lost host's running job back into the queue; false when it is not that, or when no
     /// host is left (the job then fails with what the last one said).
@@ -247,7 +249,7 @@ private:
                              const QString& message);
     /// With every target lost, fails the jobs that wait for one.
     void failJobsWithoutWorkers();
-    void onCompileResponse(int compilerIndex, qint64 requestId, const QJsonObject& response);
+    void onCompileResponse(int compilerIndex, qint64 requestId, const WorkerResponse& response);
     void onCompileFailure(int compilerIndex, qint64 requestId);
     void failLater(qint64 id, const QString& status, const QString& message);
     void noteProgress();

@@ -106,11 +106,8 @@ void JobTracker::watch(WorkerSupervisor* supervisor)
         return;
     m_requests.insert(supervisor, {});
     connect(supervisor, &WorkerSupervisor::responseAvailable, this,
-            [this, supervisor](qint64 id, const QJsonObject& response) {
-                // Decoded here, once, and only for a request of ours: the supervisor also answers
-                // others (the catalog's, a run's).
-                if (m_requests.value(supervisor).contains(id))
-                    endRequest(supervisor, id, WorkerReply{decodeWorkerResponse(response), QString(), QString()});
+            [this, supervisor](qint64 id, const WorkerResponse& response) {
+                endRequest(supervisor, id, WorkerReply{response, QString(), QString()});
             });
     connect(supervisor, &WorkerSupervisor::requestFailed, this,
             [this, supervisor](qint64 id, const QString& status, const QString& message) {

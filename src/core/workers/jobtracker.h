@@ -31,8 +31,9 @@ namespace kwb {
 
 class WorkerSupervisor;
 
-/// How a worker request ended: with the worker's response, decoded (it may still say ok: false),
-/// or without one (status is an EvaluationStatus wire name: timeout, cancelled, crashed, …).
+/// How a worker request ended: with the worker's response, decoded once by the supervisor (it may
+/// still say ok: false), or without one (status is an EvaluationStatus wire name: timeout,
+/// cancelled, crashed, …).
 struct WorkerReply
 {
     WorkerResponse response;

@@ -53,14 +53,14 @@ private Q_SLOTS:
     {
         const QJsonObject gpu{{QStringLiteral("ok"), true}, {QStringLiteral("protocol"), 1},
                               {QStringLiteral("cuda_device_count"), 1}, {QStringLiteral("driver"), QStringLiteral("ok")}};
-        QVERIFY(noEvaluatorReason(gpu, {}).isEmpty());
+        QVERIFY(noEvaluatorReason(decodeHello(gpu), {}).isEmpty());
         QJsonObject none = gpu;
         none.insert(QStringLiteral("cuda_device_count"), 0);
         none.insert(QStringLiteral("driver"), QStringLiteral("libcuda.so.1 not found"));
-        QVERIFY(noEvaluatorReason(none, {}).contains(QStringLiteral("no CUDA device (driver: libcuda.so.1 not found)")));
+        QVERIFY(noEvaluatorReason(decodeHello(none), {}).contains(QStringLiteral("no CUDA device (driver: libcuda.so.1 not found)")));
         QJsonObject badDriver = gpu;
         badDriver.insert(QStringLiteral("driver"), QStringLiteral("driver too old"));
-        QVERIFY(noEvaluatorReason(badDriver, {}).contains(QStringLiteral("driver too old")));
+        QVERIFY(noEvaluatorReason(decodeHello(badDriver), {}).contains(QStringLiteral("driver too old")));
     }
 
     void taskSpecs()
@@ -223,8 +223,10 @@ private Q_SLOTS:
         QString error;
         const auto plan = planRun(request, &error);
         QVERIFY(plan);
-        const QJsonObject device{{QStringLiteral("available"), true}, {QStringLiteral("arch"), QStringLiteral("sm_90")}};
-        const QJsonObject hello{{QStringLiteral("worker"), QStringLiteral("kwb-worker 0.1")}, {QStringLiteral("protocol"), 1}};
+        const DeviceFacts device =
+            decodeDeviceFacts(QJsonObject{{QStringLiteral("available"), true}, {QStringLiteral("arch"), QStringLiteral("sm_90")}});
+        const HelloInfo hello =
+            decodeHello(QJsonObject{{QStringLiteral("worker"), QStringLiteral("kwb-worker 0.1")}, {QStringLiteral("protocol"), 1}});
         const auto config = runConfigFor(*plan, device, hello, &error);
         QVERIFY2(config, qPrintable(error));
         QVERIFY(config->templates.contains(QStringLiteral("agent/triager")));
@@ -333,7 +335,8 @@ private Q_SLOTS:
         QCOMPARE(inputs.at(0).analyze.value(QLatin1String("task")).toString(), QStringLiteral("L2/1"));
         // The fake worker's answers are the recorded H200 ones (tests/protocol/recorded/).
         QCOMPARE(inputs.at(1).device.value(QLatin1String("name")).toString(), QStringLiteral("NVIDIA H200"));
-        QCOMPARE(loaded.first().at(2).toJsonObject().value(QLatin1String("worker")).toString(), QStringLiteral("0.1.0"));
+        QCOMPARE(loaded.first().at(1).value<DeviceFacts>().name, QStringLiteral("NVIDIA H200"));
+        QCOMPARE(loaded.first().at(2).value<HelloInfo>().worker, QStringLiteral("0.1.0"));
         // L2/1 has a recorded profile; L1/1 has none: a warning, and its prompts go without it.
         QVERIFY(inputs.at(0).profile.value(QLatin1String("total_ns")).toDouble() > 0);
         QCOMPARE(warnings.size(), 1);
