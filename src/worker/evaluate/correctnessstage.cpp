@@ -1,0 +1,295 @@
+// The reference and correctness stages (5-6): the candidate runs first on each trial's inputs,
+// the reference after it on clones of the same inputs, and the two are compared; the evaluator's
+// own copies are checked for writes the candidate should not have made.
+#include "worker/evaluate/evaluation.h"
+
+namespace kwb::evaluation {
+
+namespace {
+
+std::vector<int64_t> paramFingerprints(const Evaluation& ev)
+{
+    std::vector<at::Tensor> tensors;
+    for (const ParamSpec& p : ev.task.params)
+        tensors.push_back(ev.params.at(p.name));
+    return byteFingerprints(tensors);
+}
+
+} // namespace
+
+/// Whether the evaluator's own copies of a trial's inputs (`prints`: taken before the candidate
+/// ran) and of the parameters are as they were: the reference runs on clones of them after the
+/// candidate, so a candidate writing outside its arguments into them must be caught first.
+std::string ownCopiesProblem(const Evaluation& ev, const std::vector<c10::IValue>& inputs, const std::vector<int64_t>& prints)
+{
+    if (fingerprints(inputs) != prints || paramFingerprints(ev) != ev.paramPrints)
+        return "the evaluator's own copy of the inputs or parameters changed while the candidate ran: "
+               "the candidate writes outside its own buffers";
+    return {};
+}
+
+/// The reference on fresh clones of `inputs` (weights too): run after the candidate on the same
+/// inputs, so its output is not there to be read while the candidate runs (issue 11).
+at::Tensor referenceOutput(Evaluation& ev, const std::vector<c10::IValue>& inputs)
+{
+    restoreGlobals(ev);
+    return (*ev.refFn)(cloneArgs(inputs, ev.params, ev.task, true)).toTensor();
+}
+
+/// Drops a reference output; on the GPU it is first made wrong at every element, so the caching
+/// allocator does not hand a later candidate the block with right answers in it (torch.empty):
+/// floating point filled with NaN (never within tolerance), integers bitwise negated and
+/// booleans logically (an integer output, argmax's, differs from ~x everywhere; no one value would).
+void releaseReference(Evaluation& ev, at::Tensor& t)
+{
+    if (t.defined() && ev.cuda && t.numel() > 0) {
+        if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))
+            t.fill_(std::numeric_limits<float>::quiet_NaN());
+        else if (t.scalar_type() == at::kBool)
+            t.logical_not_();
+        else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
+            t.bitwise_not_();
+    }
+    t = at::Tensor();
+}
+
+namespace {
+
+/// Records `degenerate` from the reference outputs kept so far (trials 0 and 1) and releases them.
+void settleDegenerate(Evaluation& ev)
+{
+    if (ev.degenerateRefs.empty())
+        return;
+    ev.res["degenerate"] = degenerateCheck(ev.degenerateRefs);
+    for (at::Tensor& t : ev.degenerateRefs)
+        releaseReference(ev, t);
+    ev.degenerateRefs.clear();
+}
+
+} // namespace
+
+/// 5. reference: the task's forward compiled and its parameters made. Its outputs are computed
+/// trial by trial after the candidate's (correctnessStage), never before.
+bool referenceStage(Evaluation& ev)
+{
+    ev.startStage("reference");
+    const Evaluation::Prepared& prep = ev.prep();
+    ev.addDetail("reference", "preparation_wait", msSince(ev.tStage));
+    ev.addDetail("reference", "preparation_own", prep.ms);
+    if (prep.refError)
+        std::rethrow_exception(prep.refError);
+    ev.refUnit = prep.refUnit;
+    ev.refFn = &forwardFunction(*ev.refUnit);
+    ev.params = makeParams(ev.task, ev.scale, ev.dev, ev.seed, ev.ownWeights ? DrawnOn::CpuAsKernelBench : DrawnOn::Device);
+    ev.paramPrints = paramFingerprints(ev);
+    ev.rangeSeed = trialSeed(ev.seed, ev.prof.correctnessTrials);
+    ev.res["reference_outputs_on"] = "after_candidate";
+    ev.endStage();
+    return true;
+}
+
+namespace {
+
+/// The end of the correctness stage on a failed check: `failure` ({trial, reason, …}) recorded
+/// in `correctness`, then stop.
+bool failCorrectness(Evaluation& ev, json& corr, json failure, const std::string& status, const std::string& message)
+{
+    settleDegenerate(ev);
+    corr["failure"] = std::move(failure);
+    ev.res["correctness"] = corr;
+    return ev.stop(status, "correctness", message);
+}
+
+/// What makes a returned value wrong before its numbers are compared, or "".
+std::string outputProblem(const Evaluation& ev, const c10::IValue& outV, const std::vector<c10::IValue>& argsSeen,
+                          const std::vector<c10::IValue>& inputs)
+{
+    if (outV.isTensor()) {
+        const std::string aliased = aliasedArgument(outV.toTensor(), argsSeen, ev.task);
+        if (!aliased.empty())
+            return "the output shares memory with the argument '" + aliased +
+                   "' (returns an input or a view of one); forward must return a new tensor";
+    }
+    if (!outV.isTensor())
+        return "forward returned " + outV.tagKind() + ", expected a Tensor";
+    const at::Tensor out = outV.toTensor();
+    if (out.device().type() != ev.dev.type())
+        return "output is on " + out.device().str() + ", expected " + ev.dev.str();
+    const std::string modified = modifiedArgument(argsSeen, inputs, ev.params, ev.task);
+    if (!modified.empty())
+        return "the candidate changed its argument '" + modified + "': forward must not write to its inputs";
+    return {};
+}
+
+/// The reference after the candidate, with its own failure as the evaluation's end: false (and
+/// the response's end set) when the reference itself failed.
+bool runReferenceAfter(Evaluation& ev, const std::vector<c10::IValue>& inputs, at::Tensor* out)
+{
+    *out = referenceOutput(ev, inputs);
+    if (ev.cuda) {
+        CudaFault f = ev.checkCuda();
+        if (f.any)
+            return ev.stop("runtime_error", "reference", "the reference itself failed: " + f.message);
+    }
+    return true;
+}
+
+} // namespace
+
+/// 6. correctness: the profile's trials, a second run on the first trial's inputs (races), and
+/// the range trial on N(0,1) inputs. On each trial's inputs the candidate runs first; the
+/// reference then runs on clones of the same inputs and the two are compared.
+bool correctnessStage(Evaluation& ev)
+{
+    ev.startStage("correctness");
+    const Task& task = ev.task;
+    const ProtocolProfile& prof = ev.prof;
+    json corr = {{"trials", prof.correctnessTrials}, {"passed", 0}, {"atol", prof.atol}, {"rtol", prof.rtol},
+                 {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}, {"deterministic", nullptr}, {"failure", nullptr}};
+    double maxAbs = 0, maxRel = 0;
+    at::Tensor firstOutput;
+    // Where the trials' time goes (stage_detail_ms.correctness); each part ends at a synchronisation.
+    Clock::time_point lapStart = Clock::now();
+    const auto lap = [&](const char* part) {
+        const auto now = Clock::now();
+        ev.addDetail("correctness", part, std::chrono::duration<double, std::milli>(now - lapStart).count());
+        lapStart = now;
+    };
+    for (int k = 0; k < prof.correctnessTrials; ++k) {
+        // From the last trial on (~50 ms before the timing on an H200: it, the second run and the
+        // range trial), no new warm part of a spare starts, so the timing finds the lock (nearly)
+        // free instead of waiting for parts that began just before it asked (docs/decisions.md,
+        // 2026-12-02, session 10). Not before: the spares warm beside the trials until then.
+        if (k > 0 && k == prof.correctnessTrials - 1)
+            ev.announceTiming();
+        const auto trialStart = Clock::now();
+        auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
+        const auto prints = fingerprints(inputs);
+        lap("inputs");
+        c10::IValue outV;
+        std::string err;
+        auto args = cloneArgs(inputs, ev.params, task, true);
+        const auto argsSeen = args; // shares the tensors: for the aliasing check
+        const bool ran = runCandidate(ev, std::move(args), &outV, &err);
+        lap("candidate");
+        if (!ran)
+            return failCorrectness(ev, corr, {{"trial", k}, {"reason", err}}, "runtime_error", err);
+        std::string problem = outputProblem(ev, outV, argsSeen, inputs);
+        if (problem.empty())
+            problem = ownCopiesProblem(ev, inputs, prints);
+        lap("write_checks");
+        if (!problem.empty())
+            return failCorrectness(ev, corr, {{"trial", k}, {"reason", problem}}, "incorrect", problem);
+        at::Tensor out = outV.toTensor();
+        at::Tensor ref;
+        const bool refRan = runReferenceAfter(ev, inputs, &ref);
+        lap("reference");
+        if (!refRan)
+            return false;
+        if (k == 0)
+            ev.outputBytes = double(ref.nbytes());
+        Comparison c = compareOutputs(out, ref, prof.atol, prof.rtol);
+        lap("compare");
+        if (k < 2)
+            ev.degenerateRefs.push_back(ref);
+        else
+            releaseReference(ev, ref);
+        if (k == 1 || k + 1 == prof.correctnessTrials)
+            settleDegenerate(ev);
+        lap("degenerate_and_release");
+        if (k == 0)
+            ev.addDetail("correctness", "first_trial_total", msSince(trialStart)); // its parts are counted above too
+        maxAbs = std::max(maxAbs, c.maxAbs);
+        maxRel = std::max(maxRel, c.maxRel);
+        corr["max_abs_diff"] = maxAbs;
+        corr["max_rel_diff"] = maxRel;
+        if (!c.ok) {
+            json failure = {{"trial", k}, {"reason", c.reason}};
+            if (!c.detail.is_null())
+                failure["detail"] = c.detail;
+            return failCorrectness(ev, corr, failure, "incorrect", "trial " + std::to_string(k + 1) + ": " + c.reason);
+        }
+        corr["passed"] = k + 1;
+        if (k == 0)
+            firstOutput = out;
+    }
+    settleDegenerate(ev);
+    lap("degenerate_and_release");
+    ev.announceTiming(); // a single trial: from here
+    // Run twice on the same inputs: a racy kernel shows as a difference. The reference of these
+    // inputs is recomputed (after the candidate) only where the two runs differ.
+    {
+        auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, 0));
+        const auto prints = fingerprints(inputs);
+        c10::IValue outV;
+        std::string err;
+        if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
+            return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: " + err}}, "runtime_error", err);
+        if (!outV.isTensor())
+            return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: forward returned " + outV.tagKind()}},
+                                   "incorrect", "second run: forward returned " + outV.tagKind() + ", expected a Tensor");
+        at::Tensor again = outV.toTensor();
+        const bool identical = equalValues(again, firstOutput);
+        corr["deterministic"] = identical;
+        if (!identical) {
+            const std::string own = ownCopiesProblem(ev, inputs, prints);
+            if (!own.empty())
+                return failCorrectness(ev, corr, {{"trial", 0}, {"reason", own}}, "incorrect", own);
+            at::Tensor ref;
+            if (!runReferenceAfter(ev, inputs, &ref))
+                return false;
+            Comparison c = compareOutputs(again, ref, prof.atol, prof.rtol);
+            releaseReference(ev, ref);
+            if (!c.ok) {
+                const std::string reason = "nondeterministic: a second run on the same inputs gave a different, wrong result: " + c.reason;
+                return failCorrectness(ev, corr, {{"trial", 0}, {"reason", reason}}, "incorrect", reason);
+            }
+        }
+    }
+    lap("determinism");
+    if (prof.rangeTrial) {
+        json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
+        auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
+        const auto prints = fingerprints(inputs);
+        c10::IValue outV;
+        std::string err;
+        if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
+            return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", err}}, "runtime_error",
+                                   "range trial (N(0,1) inputs): " + err);
+        const std::string own = ownCopiesProblem(ev, inputs, prints);
+        if (!own.empty())
+            return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", own}}, "incorrect", own);
+        at::Tensor ref;
+        if (!runReferenceAfter(ev, inputs, &ref))
+            return false;
+        // Skipped where the reference itself is not finite on N(0,1) inputs (a task defined only
+        // on [0,1) would be).
+        if (!allFinite(ref)) {
+            range["skipped"] = "the reference is not finite on N(0,1) inputs";
+        } else {
+            Comparison c;
+            if (outV.isTensor()) {
+                c = compareOutputs(outV.toTensor(), ref, prof.rangeTolerance, prof.rangeTolerance);
+            } else {
+                c.ok = false;
+                c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
+            }
+            range["passed"] = c.ok;
+            range["max_abs_diff"] = c.maxAbs;
+            if (!c.ok) {
+                releaseReference(ev, ref);
+                corr["range_trial"] = range;
+                return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", c.reason}}, "incorrect",
+                                       "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
+            }
+        }
+        releaseReference(ev, ref);
+        corr["range_trial"] = range;
+        lap("range_trial");
+    }
+    ev.res["correctness"] = corr;
+    ev.endStage();
+    return true;
+}
+
+} // namespace kwb::evaluation

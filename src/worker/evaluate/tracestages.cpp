@@ -1,0 +1,284 @@
+// What ran and what it moved: op attribution (RecordFunction callbacks give each kernel the op
+// that launched it, for `profile`), the trace stage (8, CUPTI's kernel records) and the traffic
+// stage (9, CUPTI's DRAM counters).
+#include "worker/evaluate/evaluation.h"
+
+namespace kwb::evaluation {
+
+// ---- op attribution for profiling: RecordFunction callbacks push a CUPTI external correlation
+// id for each top-level op, so every kernel maps to the op that launched it.
+std::atomic<bool> g_attribute{false};
+
+namespace {
+
+thread_local int t_depth = 0;
+
+} // namespace
+
+std::vector<std::string> g_opNames; // index = external id - 1 within one forward
+
+namespace {
+
+std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction& fn)
+{
+    if (!g_attribute.load(std::memory_order_relaxed))
+        return nullptr;
+    if (t_depth++ == 0) {
+        g_opNames.emplace_back(fn.name());
+        KernelTracer::pushExternalId(g_opNames.size());
+    }
+    return nullptr;
+}
+
+void onOpEnd(const at::RecordFunction&, at::ObserverContext*)
+{
+    if (!g_attribute.load(std::memory_order_relaxed))
+        return;
+    if (--t_depth == 0)
+        KernelTracer::popExternalId();
+}
+
+} // namespace
+
+void ensureOpCallback()
+{
+    static bool registered = [] {
+        at::addGlobalCallback(at::RecordFunctionCallback(&onOpStart, &onOpEnd).scopes({at::RecordScope::FUNCTION}));
+        return true;
+    }();
+    (void)registered;
+}
+
+namespace {
+
+/// Whether a traced kernel is one the candidate's source declares: its name as declared (extern "C")
+/// or demangled with its parameters ("scale_kernel(float const*, …)", a load_inline kernel).
+bool isCustomKernel(const std::string& traced, const std::vector<std::string>& customNames)
+{
+    for (const auto& k : customNames)
+        if (traced == k || (traced.size() > k.size() && traced.compare(0, k.size(), k) == 0 && traced[k.size()] == '('))
+            return true;
+    return false;
+}
+
+} // namespace
+
+json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<std::string>& customNames)
+{
+    std::map<std::string, std::pair<int, uint64_t>> byName;
+    for (const auto& r : records) {
+        auto& e = byName[r.name];
+        e.first++;
+        e.second += r.endNs - r.startNs;
+    }
+    json out = json::array();
+    for (const auto& [name, e] : byName) {
+        const bool custom = isCustomKernel(name, customNames);
+        out.push_back({{"name", name}, {"calls", e.first}, {"time_ns", e.second}, {"custom", custom}});
+    }
+    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["time_ns"] > b["time_ns"]; });
+    return out;
+}
+
+namespace {
+
+/// CUPTI's id of the stream the timer records its events on (the legacy default stream, where
+/// torch's ops and kb.launch run): a fill kernel's, traced alone (where the shared trace lost its record). nullopt where it cannot be traced.
+std::optional<uint32_t> timedStreamId(at::Device dev)
+{
+    KernelTracer tracer;
+    std::string err;
+    syncCuda();
+    if (!tracer.start(&err))
+        return std::nullopt;
+    at::Tensor marker = torch::zeros({1}, at::TensorOptions().device(dev));
+    syncCuda();
+    tracer.stop();
+    const auto records = tracer.take();
+    if (records.empty())
+        return std::nullopt;
+    return records.front().streamId;
+}
+
+} // namespace
+
+/// 8. trace: which kernels ran (CUPTI), once on the timing inputs, after timing: CUPTI attached
+/// makes launches dearer, so nothing is timed while it is (detached here, detachCupti). Fails
+/// only where kernels ran on a stream other than the timed one: the timer's events cannot see
+/// that work (KernelBench's "non-default stream" hack), so its times were the launch's, not the
+/// work's; the speed-up is dropped then.
+bool traceStage(Evaluation& ev)
+{
+    ev.startStage("trace");
+    // CUPTI is detached on every way out, unless the evaluation goes on under it: the traffic
+    // stage's profiler, which cannot start after a detach (detachCupti) and retires this worker
+    // instead (trafficStage), or the attached retime (evaluate).
+    // Its time is `stage_detail_ms.trace.detach`: after the stage's end, inside the request's total.
+    struct Detach {
+        Evaluation& ev;
+        bool on;
+        ~Detach()
+        {
+            if (!on)
+                return;
+            const auto t0 = Clock::now();
+            detachCupti();
+            try {
+                ev.addDetail("trace", "detach", msSince(t0));
+            } catch (...) { // a destructor: the time is only a report
+            }
+        }
+    } detach{ev, ev.cuda};
+    if (ev.cuda) {
+        KernelTracer tracer;
+        std::string err;
+        auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
+        syncCuda();
+        auto t0 = Clock::now();
+        if (tracer.start(&err)) {
+            // The stream the timer records its events on (the legacy default stream, where torch's
+            // ops and kb.launch run): a one-element fill's, traced first in the same trace and
+            // finished before the candidate starts, so its record is the earliest.
+            (void)torch::zeros({1}, at::TensorOptions().device(ev.dev));
+            syncCuda();
+            ev.addDetail("trace", "stream_probe", msSince(t0)); // CUPTI's attach included
+            const int before = ev.launchCtx.launches;
+            c10::IValue outV;
+            std::string runErr;
+            runCandidate(ev, std::move(args), &outV, &runErr);
+            tracer.stop();
+            auto records = tracer.take();
+            std::optional<uint32_t> timed;
+            const auto marker = std::min_element(records.begin(), records.end(), [](const KernelRecord& x, const KernelRecord& y) {
+                return x.startNs < y.startNs;
+            });
+            if (marker != records.end() && marker->name.find("FillFunctor") != std::string::npos) {
+                timed = marker->streamId;
+                records.erase(marker);
+            } else {
+                const auto t1 = Clock::now();
+                timed = timedStreamId(ev.dev); // the fill's record is not there: traced alone
+                ev.addDetail("trace", "stream_probe_alone", msSince(t1));
+            }
+            ev.res["kernels"] = kernelSummary(records, ev.kernelNames);
+            ev.res["custom_launches"] = ev.launchCtx.launches - before;
+            int elsewhere = 0;
+            std::string example;
+            // The candidate's own kernels only: what torch, cuBLAS and cuDNN launch is theirs.
+            for (const auto& r : records)
+                if (timed && r.streamId != *timed && isCustomKernel(r.name, ev.kernelNames) && elsewhere++ == 0)
+                    example = r.name;
+            if (elsewhere > 0) {
+                ev.res["torch_only"] = !ev.launchesKernels;
+                ev.res.erase("speedup");
+                return ev.stop("incorrect", "timing",
+                               std::to_string(elsewhere) + " of " + std::to_string(records.size()) +
+                                   " kernels (its own) ran on a stream other than the current one (first: " + example +
+                                   "): the timer cannot see that work; launch on the current stream");
+            }
+        } else {
+            ev.res["kernels_error"] = err;
+        }
+    }
+    ev.res["torch_only"] = !ev.launchesKernels;
+    detach.on = ev.cuda && !ev.profileTraffic && !ev.retimeAttached;
+    ev.endStage();
+    return true;
+}
+
+/// 9. traffic (only with `profile_traffic`, only for a correct candidate, after timing, under the
+/// GPU the evaluation already holds): the HBM bytes one call of the candidate on the timing inputs
+/// moves, counted by CUPTI's range profiler (dramprofiler.h). Never changes the verdict: any
+/// failure, the profiler's or the call's, is `traffic: {"profiled": false, "reason": …}`.
+void trafficStage(Evaluation& ev)
+{
+    if (!ev.profileTraffic)
+        return;
+    ev.startStage("traffic");
+    json t = {{"profiled", false}};
+    DramTraffic d;
+    int ordinal = 0;
+    bool profiled = false; // the range profiler started: CUPTI stays attached to this process
+    if (!ev.cuda) {
+        d.reason = "needs a CUDA device" + (ev.noCudaWhy.empty() ? std::string() : " (" + ev.noCudaWhy + ")");
+    } else if (cudaGetDevice(&ordinal) != cudaSuccess) {
+        cudaGetLastError();
+        d.reason = "no current CUDA device";
+    } else {
+        // The counters see every kernel on the GPU, another worker's warm-up too (the quiet lock).
+        ev.measureGpu();
+        const GpuQuietLock::Hold quiet(ev.quietLock, GpuQuietLock::Mode::Exclusive);
+        ev.addDetail("traffic", "quiet_wait", quiet.waitMs());
+        if (!quiet.error().empty())
+            ev.res["gpu_quiet_lock_error"] = quiet.error();
+        try {
+            // Twice the L2, read (not written) before and after the call: reading evicts every line
+            // the L2 holds, writing back the dirty ones, and leaves only clean ones behind. Before
+            // the call that gives a cold L2 (the inputs come from HBM, as in a cold timed call);
+            // after it, the output lines still dirty in the L2 reach HBM inside the drain's range.
+            const int64_t l2 = deviceFacts(ordinal).value("l2_bytes", int64_t(64) << 20);
+            // float32, summed as float32: a byte tensor's sum widens to int64 through a copy of the
+            // whole buffer, 8 bytes written per byte read (1 GB of writes on the H200, counted as
+            // the candidate's in the drain).
+            at::Tensor evict = at::zeros({2 * l2 / 4}, at::TensorOptions().dtype(at::kFloat).device(ev.dev));
+            const auto readAll = [&evict](std::string* err) {
+                try {
+                    (void)evict.sum(); // a few partial sums of its own: negligible
+                } catch (const std::exception& e) {
+                    *err = e.what();
+                }
+                const CudaFault f = syncCuda();
+                if (f.any)
+                    *err += f.message;
+                return err->empty();
+            };
+            std::vector<c10::IValue> args;
+            const GpuStep prepare = [&](std::string* err) {
+                args = cloneArgs(ev.timingInputs, ev.params, ev.task, false); // copies outside the ranges
+                return readAll(err);
+            };
+            const GpuStep work = [&](std::string* err) {
+                c10::IValue out;
+                return runCandidate(ev, std::move(args), &out, err); // synchronises
+            };
+            if (cuptiWasDetached()) {
+                d.reason = "CUPTI was detached in this worker by an earlier evaluation, and its range profiler cannot "
+                           "start after that: evaluate with profile_traffic in a fresh worker";
+                syncCuda();
+                detachCupti(); // the trace's attach (it left CUPTI for the profile, traceStage)
+            } else {
+                profiled = true;
+                d = measureDramTraffic(ordinal, prepare, work, readAll);
+            }
+        } catch (const std::exception& e) {
+            d.reason = e.what();
+        }
+    }
+    if (profiled) {
+        // CUPTI's range profiler stays attached in this process (it cannot be detached and started
+        // again, detachCupti): what is timed here next would pay for it, so the worker retires
+        // after this answer and the next candidate gets a fresh one.
+        ev.healthy = false;
+        ev.res["worker_healthy"] = false;
+        ev.res["worker_retired"] = "CUPTI's range profiler ran in this worker; a fresh worker times the next candidate";
+    }
+    if (d.profiled) {
+        int kernels = 0; // the trace stage's count: the same call on the same inputs
+        for (const json& k : ev.res.value("kernels", json::array()))
+            kernels += k.value("calls", 0);
+        t = {{"profiled", true},
+             {"dram_bytes", d.readBytes + d.writeBytes},
+             {"dram_read_bytes", d.readBytes},
+             {"dram_write_bytes", d.writeBytes},
+             {"kernels", kernels},
+             {"passes", d.passes},
+             {"method", "cupti_range_profiler"},
+             {"l2", "cold"}};
+    } else {
+        t["reason"] = d.reason;
+    }
+    ev.res[protocol::kTrafficField] = t;
+    ev.endStage();
+}
+
+} // namespace kwb::evaluation
