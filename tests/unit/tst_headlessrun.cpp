@@ -142,7 +142,7 @@ private Q_SLOTS:
     {
         QVERIFY(m_dir.isValid());
         // The run's logic with the fake worker outside the OS sandbox: the fake stands in for the
-        // OOM killer by SIGKILLing itself (which a sandboxed PID 1 cannot, src/worker/sandbox_init.hpp)
+        // OOM killer by SIGKILLing itself (which a sandboxed PID 1 cannot, src/worker/sandbox/sandboxinit.h)
         // and marks its stand-in builds in the extension cache (read-only to sandboxed workers).
         // The sandbox has its own tests (tst_workersupervisor, tests/security).
         qputenv("KWB_OS_SANDBOX", "0");

@@ -1308,7 +1308,7 @@ private Q_SLOTS:
         QFileInfo file(path);
         QVERIFY(file.exists());
         QCOMPARE(file.size(), qint64(0));
-        // Its writers-first gate beside it (src/worker/gpu_quiet_lock.hpp), made with it.
+        // Its writers-first gate beside it (src/worker/measure/gpuquietlock.h), made with it.
         const QFileInfo intent(GpuLeases::quietIntentPath(path));
         QVERIFY(intent.exists());
         QCOMPARE(intent.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther), QFileDevice::Permissions());

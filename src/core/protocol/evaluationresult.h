@@ -20,7 +20,7 @@ namespace kwb {
 
 /// `evaluate`'s request flag (a boolean, default false) that asks for the candidate's measured HBM
 /// traffic, and the response key that carries it (docs/protocol.md §evaluate, "traffic"). The one
-/// client spelling; the worker's is in src/worker/protocol.hpp, and the golden pair
+/// client spelling; the worker's is in src/worker/protocol/protocol.h, and the golden pair
 /// tests/protocol/16_evaluate_profile_traffic holds both to the same words.
 inline constexpr char kProfileTrafficKey[] = "profile_traffic";
 inline constexpr char kTrafficKey[] = "traffic";

@@ -1,6 +1,6 @@
 #pragma once
 // Client side of docs/protocol.md: one JSON object per '\n'-terminated line, each line at most
-// 16 MiB. The worker side (src/worker/protocol.hpp) has no Qt; the two meet in the document, its
+// 16 MiB. The worker side (src/worker/protocol/protocol.h) has no Qt; the two meet in the document, its
 // golden files under tests/protocol/ and the limits of core/protocol/protocollimits.h (plain C++,
 // which both include).
 

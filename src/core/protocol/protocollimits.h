@@ -1,7 +1,7 @@
 #pragma once
 // The worker protocol's limits, written once for both sides (docs/protocol.md "Framing and
-// limits"). Plain C++, no Qt: the worker (src/worker/protocol.cpp's request check and line reader,
-// src/worker/candidate_parser.hpp's answer limit) includes this header as core does (the codec,
+// limits"). Plain C++, no Qt: the worker (src/worker/protocol/protocol.cpp's request check and line reader,
+// src/worker/answers/candidateparser.h's answer limit) includes this header as core does (the codec,
 // the model client, the CLI's and the Launch page's trial bounds through triallimits.h), as both
 // include core/workers/hostlimitdefaults.h. Change a limit here and both sides follow; the
 // golden files and tst_worker_protocol check the worker's messages with these numbers.

@@ -176,7 +176,7 @@ QString GpuLeases::ensureQuietLock(const QString& key)
     QDir().mkpath(QFileInfo(path).absolutePath());
     // Never truncated or written: they only carry flocks, which other processes may hold now. The
     // intent file is the lock's writers-first gate, the turn file the evaluations' turn
-    // (src/worker/gpu_quiet_lock.hpp); without them the lock still works, readers first, and two
+    // (src/worker/measure/gpuquietlock.h); without them the lock still works, readers first, and two
     // evaluations on one GPU overlap anywhere outside their timings.
     for (const QString& file : {path, quietIntentPath(path), quietTurnPath(path)}) {
         const int fd = ::open(QFile::encodeName(file).constData(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);

@@ -1,6 +1,6 @@
 #pragma once
 // The default host limits of a worker, as formulas of the machine's memory and CPUs: plain C++,
-// no Qt, so that the worker (src/worker/parent_watch.cpp, which enforces the limits itself on a
+// no Qt, so that the worker (src/worker/sandbox/parentwatch.cpp, which enforces the limits itself on a
 // remote host) and the supervisor (hostlimits.h) resolve a default the same way on the machine
 // that runs the worker.
 

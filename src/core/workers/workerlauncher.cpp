@@ -40,7 +40,7 @@ QString bubblewrapProgram(const QString& configured)
 
 // The options every sandbox shares, local or remote: namespaces of its own (no other process,
 // network, IPC or host name visible), a new session (no controlling terminal to push input into),
-// no capabilities, and the worker as PID 1 of its PID namespace (sandbox_init.hpp: a signal from
+// no capabilities, and the worker as PID 1 of its PID namespace (sandboxinit.h: a signal from
 // inside cannot kill it, so a death by SIGKILL came from outside). bwrap ends with kwb.
 QStringList sandboxNamespaceArguments(bool asPid1 = true)
 {
@@ -565,7 +565,7 @@ QStringList workerReadOnlyPaths(const QString& program, const QStringList& argum
     return paths;
 }
 
-// The extension cache's broker (src/worker/extension_cache.py, docs/sandbox.md "The extension
+// The extension cache's broker (src/worker/python/extension_cache.py, docs/sandbox.md "The extension
 // cache"): one per kwb process, worker program and cache, started at the first sandboxed worker,
 // outside every sandbox. Workers see the cache read-only and ask it for entries over a Unix
 // socket in a folder bound read-only into them; it runs each build in a sandbox of its own whose

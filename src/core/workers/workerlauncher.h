@@ -145,7 +145,7 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
 
 /// bubblewrap's exit code for a child that died by a signal is 128 + the signal. Returns the
 /// signal, or 0 for an ordinary exit code. A sandboxed worker and everything it starts cannot
-/// exit with a code of 128 or more (its seccomp filter, src/worker/sandbox_init.hpp), so there
+/// exit with a code of 128 or more (its seccomp filter, src/worker/sandbox/sandboxinit.h), so there
 /// such a code is the kernel's word, not a candidate's.
 int signalFromWrappedExitCode(int exitCode);
 
