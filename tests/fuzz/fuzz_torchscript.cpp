@@ -1,6 +1,6 @@
 // libFuzzer target: a candidate's python block (TorchScript host code) through what the
 // evaluator does before anything runs: compileScript, forward, the inlined graph, the sandbox
-// check and the kb.launch names (evaluator.cpp, stages 2 and 3). Nothing is executed. The
+// check and the kb.launch names (evaluate/loadstages.cpp, stages 2 and 3). Nothing is executed. The
 // evaluator reports a std::exception from these as a compile error or an internal error; anything
 // else (a signal, a sanitizer report, another exception type) would take the worker down.
 #include "worker/python/scripthost.h"

@@ -1,5 +1,5 @@
 // GPU test (label gpu), issue 13: the fused float32 comparison (outputcompare.h) gives the same
-// mismatch count as the ATen ops of evaluator.cpp's compareOutputs on every case, and, where nothing
+// mismatch count as the ATen ops of compareOutputs (evaluate/tensors.cpp) on every case, and, where nothing
 // mismatches, the same max |a − b| and max relative difference, bit for bit: random outputs,
 // elements on either side of the tolerance's edge (one float step apart), NaN and Inf on either
 // side, zeros, huge values, odd lengths. The module's other kernels against what they replace:

@@ -40,7 +40,7 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
 // The worker's own kernels (the clock probe, the output comparison): compiled once per process and
 // architecture, the result kept. Thread-safe: a second caller of the same source and arch waits for
 // the first one's compile, so an evaluation can compile them ahead on another thread while the
-// CUDA context is being made (evaluator.cpp) and use them later without compiling again.
+// CUDA context is being made (evaluate/loadstages.cpp) and use them later without compiling again.
 const CompileResult& compileOwnKernel(const char* source, const std::string& arch);
 
 std::string nvrtcVersionString();                // "13.0"

@@ -1,6 +1,6 @@
 #pragma once
 // The correctness check's element-wise comparison of two float32 outputs on the GPU in one pass
-// (evaluator.cpp's compareOutputs): the mismatch count under |a − b| <= atol + rtol·|b| and the
+// (compareOutputs, evaluate/tensors.cpp): the mismatch count under |a − b| <= atol + rtol·|b| and the
 // largest absolute and relative differences, rounded exactly as ATen's sequence of float32 ops
 // rounds them (sub, abs, mul, add, le; div by |b| + 1e-12), so the verdict and the numbers are the
 // same. ATen's sequence makes ~10 full-size temporaries and ~16 passes over them (a 1 GB output:

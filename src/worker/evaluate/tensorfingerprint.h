@@ -1,6 +1,6 @@
 #pragma once
 // The evaluator's check that a candidate did not write into the evaluator's own copies of its
-// inputs and parameters (evaluator.cpp's ownCopiesProblem) compares these fingerprints, taken
+// inputs and parameters (ownCopiesProblem, correctnessstage.cpp) compares these fingerprints, taken
 // before and after the candidate ran. Declared apart so tests reach it without the evaluator.
 #include <cstdint>
 #include <vector>
