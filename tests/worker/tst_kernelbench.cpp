@@ -258,6 +258,25 @@ TEST_CASE("static check: the pure private helpers of torch.nn.init that honest a
     CHECK(refusals[0]["reason"].get<std::string>().find("torch's private internals") != std::string::npos);
 }
 
+TEST_CASE("static check: a custom autograd Function is allowed; autograd's hooks and profiler are not")
+{
+    if (!pythonOrSkip())
+        return;
+    // As a real QwQ-32B answer wrote it (Kernel-Coder evolrule L1/1 sample 6, correct under KernelBench).
+    CHECK(python::checkSource("import torch\nimport torch.nn as nn\nfrom torch.autograd import Function\n\n"
+                              "class CustomMatmulFunction(Function):\n    @staticmethod\n    def forward(ctx, a, b):\n"
+                              "        ctx.save_for_backward(a, b)\n        return torch.matmul(a, b)\n\n"
+                              "class ModelNew(nn.Module):\n    def forward(self, a, b):\n"
+                              "        return CustomMatmulFunction.apply(a, b)\n")
+              .empty());
+    CHECK(python::checkSource("import torch.autograd\n").empty());
+    for (const char* source : {"from torch.autograd import graph\n", "from torch.autograd import profiler\n",
+                               "import torch.autograd\ng = torch.autograd.graph\n"}) {
+        CAPTURE(source);
+        CHECK(!python::checkSource(source).empty());
+    }
+}
+
 TEST_CASE("evaluate: a refused KernelBench answer is rejected at the sandbox stage, with its answer line")
 {
     if (!pythonOrSkip())

@@ -26,7 +26,11 @@ import torch.utils.dlpack as _dlpack
 
 # ---- the static check ---------------------------------------------------------------------------
 
-ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.utils.cpp_extension", "math", "typing"}
+# torch.autograd: a custom autograd Function is an honest answer (a real QwQ-32B answer, correct under
+# KernelBench, was refused for `from torch.autograd import Function`); it is reachable as torch.autograd
+# anyway, and its hooks and profiler stay refused by name (DENIED_ATTRIBUTES below).
+ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.utils.cpp_extension", "math",
+                   "typing"}
 # `from torch.utils.cpp_extension import X`: only the builder of inline extensions.
 ALLOWED_FROM = {"torch.utils.cpp_extension": {"load_inline"}}
 
