@@ -85,6 +85,10 @@ void warnWithoutSandbox(const WorkerSupervisor& supervisor);
 /// ExitBadRequest for a missing or unreadable database or an unknown run.
 int runReport(const ReportCommandOptions& options);
 
+/// `kwb regimes`: the built-in regimes and the user's (core/run/regimefile.h), with any user file that
+/// did not load; needs no worker. ExitSuccess (broken files are listed, as `kwb tasks` lists them).
+int runRegimes(bool json);
+
 /// Owns the supervisor for one kwb run: finds the worker and sends requests to it.
 class Session
 {

@@ -73,6 +73,9 @@ int main(int argc, char** argv)
 
     CLI::App* tasks = app.add_subcommand("tasks", "list the tasks and any broken task files");
     addJson(tasks);
+    CLI::App* regimes =
+        app.add_subcommand("regimes", "list the regimes, built in and yours, and any broken regime files");
+    addJson(regimes);
 
     std::string analyzeTask;
     std::string analyzeScale = "full";
@@ -147,7 +150,8 @@ int main(int argc, char** argv)
     bool runPauseOn = false, runPauseOff = false, runStopWhenCorrect = false, runNoStopWhenCorrect = false;
     const auto addRunOptions = [&](CLI::App* command, bool sweep) {
         CLI::Option* regimeOption = command->add_option("--regime", runRegime,
-                                                         "zero-shot, profiling-guided, iterative, agent or pilot-v1");
+                                                        "a regime `kwb regimes` lists: built in (zero-shot, "
+                                                        "profiling-guided, iterative, agent, pilot-v1) or yours");
         if (!sweep) {
             CLI::Option* routingOption =
                 command->add_option("--routing", runRouting, "study: a regime per level (L1, L3 guided; L2 agent)")
@@ -255,8 +259,7 @@ int main(int argc, char** argv)
         promptProfile = kwb::defaults::kProfile;
     CLI::App* promptCommand = app.add_subcommand(
         "prompt", "print the prompt a run sends for a task, turn and role, and its token count");
-    promptCommand->add_option("--regime", promptRegime, "zero-shot, profiling-guided, iterative, agent or pilot-v1")
-        ->required();
+    promptCommand->add_option("--regime", promptRegime, "a regime `kwb regimes` lists, e.g. agent")->required();
     promptCommand->add_option("--task", promptTask, "the task, e.g. L2/1")->required();
     promptCommand->add_option("--turn", promptOptions.turn, "the turn (default 1)")->check(CLI::Range(1, 32));
     promptCommand->add_option("--role", promptRole, "the role (default: the turn's answer role)");
@@ -355,6 +358,8 @@ int main(int argc, char** argv)
         return ExitUsage;
     }
 
+    if (regimes->parsed()) // reads regime files only: no worker
+        return runRegimes(json);
     if (report->parsed()) { // reads the run store only: no worker
         reportOptions.database = QString::fromStdString(reportDb);
         reportOptions.runs = QString::fromStdString(reportRuns);

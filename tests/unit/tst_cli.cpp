@@ -1,7 +1,9 @@
 // kwb end to end against the fake worker: output and the exit codes documented in docs/cli.md.
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -189,6 +191,60 @@ private Q_SLOTS:
         for (const char* field :
              {"flops", "bytes_unfused", "bytes_fused", "intensity_unfused", "intensity_fused", "ops"})
             QVERIFY2(result.contains(QLatin1String(field)), field);
+    }
+
+    // `kwb regimes`: the built-ins, then a user's regime from $XDG_CONFIG_HOME/kernel-workbench/
+    // regimes, and the user's file that did not load, with its line and key; no worker needed.
+    void regimesListsTheBuiltInsAndTheUsers()
+    {
+        const QString dir = m_dir.filePath(QStringLiteral("config/kernel-workbench/regimes"));
+        QVERIFY(QDir().mkpath(dir));
+        const QByteArray mine = "[[regime]]\nname = \"mine\"\ndescription = \"Two answers, two turns\"\n"
+                                "roles = { generator = \"iterative/generator.mustache\", retry = "
+                                "\"iterative/retry.mustache\" }\nn = 2\nturns = 2\nfeedback = \"raw_log\"\n"
+                                "selection = \"monotone\"\n";
+        QFile file(dir + QStringLiteral("/mine.toml"));
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(mine) == mine.size());
+        file.close();
+        QFile broken(dir + QStringLiteral("/broken.toml"));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write(QByteArray(mine).replace("\"mine\"", "\"other\"").replace("n = 2", "n = 0"));
+        broken.close();
+
+        const auto kwb = [this](const QStringList& arguments, QString* output) {
+            QProcess process;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("config")));
+            env.insert(QStringLiteral("KWB_WORKER"), QStringLiteral("/nonexistent/kwb-worker")); // never started
+            process.setProcessEnvironment(env);
+            process.start(QStringLiteral(KWB_CLI), arguments);
+            process.waitForFinished(30000);
+            *output = QString::fromUtf8(process.readAllStandardOutput() + process.readAllStandardError());
+            return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+        };
+        QString text;
+        QCOMPARE(kwb({QStringLiteral("regimes")}, &text), 0);
+        QVERIFY2(text.contains(QStringLiteral("mine ")) && text.contains(dir + QStringLiteral("/mine.toml")) &&
+                     text.contains(QStringLiteral("6 regimes; yours go in ") + dir) &&
+                     text.contains(QStringLiteral(", 1 broken file")) &&
+                     text.contains(dir + QStringLiteral("/broken.toml:5: regime[0] (other).n: must be an integer "
+                                                        "from 1 to 64, not 0")),
+                 qPrintable(text));
+
+        QCOMPARE(kwb({QStringLiteral("regimes"), QStringLiteral("--json")}, &text), 0);
+        const QJsonObject json = QJsonDocument::fromJson(text.toUtf8()).object();
+        QStringList names;
+        for (const QJsonValue& r : json.value(QLatin1String("regimes")).toArray())
+            names << r.toObject().value(QLatin1String("name")).toString();
+        QCOMPARE(names, (QStringList{QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
+                                     QStringLiteral("iterative"), QStringLiteral("agent"), QStringLiteral("pilot-v1"),
+                                     QStringLiteral("mine")}));
+        const QJsonObject user = json.value(QLatin1String("regimes")).toArray().last().toObject();
+        QCOMPARE(user.value(QLatin1String("builtin")).toBool(true), false);
+        QCOMPARE(user.value(QLatin1String("file")).toString(), dir + QStringLiteral("/mine.toml"));
+        QCOMPARE(user.value(QLatin1String("n")).toInt(), 2);
+        QCOMPARE(json.value(QLatin1String("errors")).toArray().size(), 1);
+        QCOMPARE(json.value(QLatin1String("user_dir")).toString(), dir);
     }
 };
 

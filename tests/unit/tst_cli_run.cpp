@@ -5,6 +5,7 @@
 
 #include "core/run/regime.h"
 #include "core/run/runlaunch.h"
+#include "core/run/runname.h"
 #include "core/workers/workerlauncher.h"
 #include "core/run/runconfig.h"
 #include "core/store/runstore.h"
@@ -18,6 +19,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -27,6 +29,10 @@
 #include <optional>
 
 using namespace kwb;
+
+// The model seed of the built-in regimes (regimes/study.toml): the study ran one seed.
+constexpr qint64 kRegimeModelSeed = 42;
+
 using kwb::test::ScriptedLlmServer;
 
 namespace {
@@ -381,6 +387,57 @@ private Q_SLOTS:
         const Result r = runKwb(runArgs(db) << QStringLiteral("--json"));
         QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
         QCOMPARE(m_server->requests().size(), 2);
+    // A regime of the user's own (a TOML file in $XDG_CONFIG_HOME/kernel-workbench/regimes, no
+    // compiling): `kwb run --regime NAME` runs it with its settings and stores them with the run;
+    // a broken file is named, with its line, where its regime is asked for.
+    void usersRegimeRuns()
+    {
+        m_server->setDefaultReply(reply(QStringLiteral("compile_error")));
+        const QString config = m_dir.filePath(QStringLiteral("user-config"));
+        const QString dir = config + QStringLiteral("/kernel-workbench/regimes");
+        QVERIFY(QDir().mkpath(dir));
+        const QByteArray toml = "[[regime]]\nname = \"retry-twice\"\ndescription = \"The iterative prompts, "
+                                "two answers a turn\"\nroles = { generator = \"iterative/generator.mustache\", "
+                                "retry = \"iterative/retry.mustache\" }\nn = 2\nturns = 2\ntemperature = 0.3\n"
+                                "seed = 7\nfeedback = \"raw_log\"\nselection = \"monotone\"\n";
+        QFile file(dir + QStringLiteral("/retry-twice.toml"));
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(toml) == toml.size());
+        file.close();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("XDG_CONFIG_HOME"), config);
+
+        const QString db = newDb();
+        QStringList args = runArgs(db, QStringLiteral("L1:1"));
+        args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("retry-twice");
+        const Result r = runKwb(args, 60000, env);
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        RunStore store;
+        QVERIFY(store.open(db));
+        const RunInfo run = store.runs().first();
+        QCOMPARE(run.regime, QStringLiteral("retry-twice"));
+        QCOMPARE(runLabel(run), QStringLiteral("#1 retry-twice n=2 2 turns")); // named by its shape
+        QCOMPARE(store.evaluations(run.id).size(), 4); // 2 answers in each of 2 turns, none correct
+        // The file's temperature and seed are what the model is asked with: sample k (from 0) of
+        // turn t with modelSeedFor(7, t, k).
+        QSet<qint64> seeds;
+        for (const QJsonObject& request : m_server->requests()) {
+            QCOMPARE(request.value(QLatin1String("temperature")).toDouble(), 0.3);
+            seeds << request.value(QLatin1String("seed")).toInteger();
+        }
+        QCOMPARE(seeds, (QSet<qint64>{modelSeedFor(7, 1, 0), modelSeedFor(7, 1, 1), modelSeedFor(7, 2, 0),
+                                      modelSeedFor(7, 2, 1)}));
+
+        // Broken, the file says why where its regime is asked for.
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(QByteArray(toml).replace("n = 2", "n = 0"));
+        file.close();
+        const Result broken = runKwb(args, 60000, env);
+        QCOMPARE(broken.exitCode, 2);
+        QVERIFY2(broken.err.contains(dir + QStringLiteral("/retry-twice.toml:5: regime[0] (retry-twice).n: must be "
+                                                          "an integer from 1 to 64, not 0")),
+                 qPrintable(broken.err));
+    }
+
         QCOMPARE(m_server->requests().first().value(QLatin1String("model")).toString(), QStringLiteral("m"));
 
         const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();

@@ -1,15 +1,65 @@
-// Regimes as data (src/core/run/regime.h): the built-ins carry the study's settings, every template
-// they name exists, ablations change what they should, JSON round-trips, routing.
+// Regimes as data (src/core/run/regime.h, regimefile.h): the built-ins (regimes/study.toml, compiled
+// in) are the C++ table they replaced, every template they name exists, every error of a regime
+// file names its file, line, regime and key, a user's folder adds regimes, ablations change what
+// they should, JSON round-trips, routing.
 
 #include "core/run/regime.h"
+#include "core/run/regimefile.h"
 
 #include <QDir>
 #include <QDirIterator>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QTemporaryDir>
 #include <QTest>
 
 using namespace kwb;
+
+// The model seed of the built-in regimes (regimes/study.toml): the study ran one seed.
+constexpr qint64 kRegimeModelSeed = 42;
+
+namespace {
+
+// A valid user regime, one key per line, so an error's line is known: `[[regime]]` is line 1.
+const QStringList kBaseLines{QStringLiteral("[[regime]]"),
+                             QStringLiteral("name = \"mine\""),
+                             QStringLiteral("description = \"Mine\""),
+                             QStringLiteral("roles = { generator = \"zero-shot/generator.mustache\" }"),
+                             QStringLiteral("n = 1"),
+                             QStringLiteral("turns = 1"),
+                             QStringLiteral("feedback = \"none\""),
+                             QStringLiteral("selection = \"monotone\"")};
+
+/// The base regime with `key = value` in place of its line (appended when it has none; removed for
+/// an empty value), and the line it is on.
+QByteArray withKey(const QString& key, const QString& value, int* line = nullptr)
+{
+    QStringList lines = kBaseLines;
+    int at = -1;
+    for (int i = 0; i < lines.size(); ++i)
+        if (lines[i].startsWith(key + QStringLiteral(" = ")))
+            at = i;
+    if (value.isEmpty()) {
+        lines.removeAt(at);
+    } else if (at >= 0) {
+        lines[at] = key + QStringLiteral(" = ") + value;
+    } else {
+        lines << key + QStringLiteral(" = ") + value;
+        at = int(lines.size()) - 1;
+    }
+    if (line)
+        *line = at + 1;
+    return lines.join(QLatin1Char('\n')).toUtf8() + '\n';
+}
+
+bool writeFile(const QString& path, const QByteArray& text)
+{
+    QFile f(path);
+    return f.open(QIODevice::WriteOnly) && f.write(text) == text.size();
+}
+
+} // namespace
 
 class TestRegime : public QObject
 {
@@ -18,6 +68,256 @@ class TestRegime : public QObject
     static Regime builtin(const char* name) { return *Regime::builtin(QString::fromLatin1(name)); }
 
 private Q_SLOTS:
+    // Every field of the five built-ins as the C++ table defined them (regime.cpp before the
+    // regimes became regimes/study.toml, issue 34): the file must give exactly these, key for key,
+    // and a field Regime gains must be added here.
+    void builtinsAreTheCppTableFieldForField_data()
+    {
+        QTest::addColumn<QJsonObject>("expected");
+        const auto regime = [](const char* name, const char* description, const QJsonObject& roles, int n, int turns,
+                               double temperature, const char* feedback, const char* selection, bool useProfile,
+                               bool stopWhenCorrect) {
+            QTest::newRow(name) << QJsonObject{{QStringLiteral("name"), QString::fromLatin1(name)},
+                                               {QStringLiteral("description"), QString::fromLatin1(description)},
+                                               {QStringLiteral("roles"), roles},
+                                               {QStringLiteral("n"), n},
+                                               {QStringLiteral("turns"), turns},
+                                               {QStringLiteral("temperature"), temperature},
+                                               {QStringLiteral("seed"), 42},
+                                               {QStringLiteral("feedback"), QString::fromLatin1(feedback)},
+                                               {QStringLiteral("selection"), QString::fromLatin1(selection)},
+                                               {QStringLiteral("feedback_source"), QStringLiteral("last")},
+                                               {QStringLiteral("use_profile"), useProfile},
+                                               {QStringLiteral("stop_when_correct"), stopWhenCorrect},
+                                               {QStringLiteral("ablated"), QJsonArray{}}};
+        };
+        const auto roles = [](const char* regimeName, std::initializer_list<const char*> names) {
+            QJsonObject o;
+            for (const char* role : names)
+                o.insert(
+                    QString::fromLatin1(role),
+                    QStringLiteral("%1/%2.mustache").arg(QString::fromLatin1(regimeName), QString::fromLatin1(role)));
+            return o;
+        };
+        regime("zero-shot", "KernelBench-style zero-shot: the task and the answer format",
+               roles("zero-shot", {"generator"}), 1, 1, 0.0, "none", "monotone", false, true);
+        regime("profiling-guided", "Zero-shot plus the top operators by CUDA time and the roofline rule",
+               roles("profiling-guided", {"generator"}), 1, 1, 0.0, "none", "monotone", true, true);
+        regime("iterative", "Zero-shot first turn, then retries on the evaluator's raw report (3 turns)",
+               roles("iterative", {"generator", "retry"}), 1, 3, 0.0, "raw_log", "monotone", false, true);
+        regime("agent",
+               "The repaired agent: competence-matched prompts, best-of-4 at T=0.7, 3 turns, monotone selection",
+               roles("agent", {"analyzer", "researcher", "generator", "triager"}), 4, 3, 0.7, "rewrite", "monotone",
+               true, false);
+        regime("pilot-v1",
+               "The pilot agent: custom tiled CUDA everywhere, a critic asking for more, the last turn wins",
+               roles("pilot-v1", {"analyzer", "researcher", "generator", "critic"}), 1, 3, 0.0, "rewrite", "last",
+               false, false);
+    }
+
+    void builtinsAreTheCppTableFieldForField()
+    {
+        QFETCH(QJsonObject, expected);
+        const QString name = expected.value(QLatin1String("name")).toString();
+        const std::optional<Regime> r = Regime::builtin(name);
+        QVERIFY(r);
+        const QJsonObject actual = r->toJson();
+        QCOMPARE(actual.keys(), expected.keys());
+        for (const QString& key : expected.keys())
+            QVERIFY2(actual.value(key) == expected.value(key), qPrintable(key));
+        QCOMPARE(Regime::builtinNames(),
+                 (QStringList{QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
+                              QStringLiteral("iterative"), QStringLiteral("agent"), QStringLiteral("pilot-v1")}));
+    }
+
+    // The compiled-in file is the source tree's regimes/study.toml, the one that is installed.
+    void builtinsAreTheShippedFile()
+    {
+        QFile resource(QStringLiteral(":/kernel-workbench/regimes/study.toml"));
+        QFile source(QStringLiteral(KWB_SOURCE_DIR "/regimes/study.toml"));
+        QVERIFY(resource.open(QIODevice::ReadOnly));
+        QVERIFY(source.open(QIODevice::ReadOnly));
+        QCOMPARE(resource.readAll(), source.readAll());
+        const RegimeFileLoad load = loadRegimeFile(source.fileName());
+        QVERIFY2(load.ok(), qPrintable(load.error));
+        QCOMPARE(load.regimes.size(), Regime::builtinNames().size());
+        for (const Regime& r : load.regimes)
+            QVERIFY(r == *Regime::builtin(r.name));
+    }
+
+    void aValidFileLoads()
+    {
+        const RegimeFileLoad load =
+            parseRegimeFile(withKey(QStringLiteral("temperature"), QStringLiteral("0")), QStringLiteral("mine.toml"));
+        QVERIFY2(load.ok(), qPrintable(load.error));
+        QCOMPARE(load.regimes.size(), 1);
+        const Regime& r = load.regimes.first();
+        QCOMPARE(r.name, QStringLiteral("mine"));
+        QCOMPARE(*r.temperature, 0.0); // an integer is a temperature too
+        // What the file leaves out: the server's temperature is not set here, no seed, and the
+        // defaults of Regime for the rest.
+        const Regime bare =
+            parseRegimeFile(withKey(QStringLiteral("n"), QStringLiteral("2")), QStringLiteral("m")).regimes.value(0);
+        QCOMPARE(bare.n, 2);
+        QVERIFY(!bare.temperature);
+        QVERIFY(!bare.seed);
+        QVERIFY(bare.feedbackSource == FeedbackSource::Last);
+        QVERIFY(!bare.useProfile);
+        QVERIFY(bare.stopWhenCorrect);
+        QVERIFY(bare.isValid());
+    }
+
+    // Every check of a regime file: the error names the file, the line, the regime and the key.
+    void badFilesSayWhatIsWrong_data()
+    {
+        QTest::addColumn<QByteArray>("toml");
+        QTest::addColumn<QString>("error");
+        const auto key = [](const char* tag, const char* name, const char* value, const char* what) {
+            int line = 0;
+            const QByteArray text = withKey(QString::fromLatin1(name), QString::fromUtf8(value), &line);
+            // A missing key is reported at its [[regime]] table, line 1.
+            QTest::newRow(tag) << text
+                               << QStringLiteral("bad.toml:%1: regime[0] (mine).%2: %3")
+                                      .arg(*value ? line : 1)
+                                      .arg(QString::fromLatin1(name), QString::fromUtf8(what));
+        };
+        QTest::newRow("not TOML") << QByteArray("[[regime]\n") << QStringLiteral("bad.toml:1:");
+        QTest::newRow("unknown top-level key")
+            << QByteArray("format = 1\n") + withKey(QStringLiteral("n"), QStringLiteral("1"))
+            << QStringLiteral("bad.toml:1: format: unknown key (known: regime)");
+        QTest::newRow("no regime") << QByteArray("# nothing\n") << QStringLiteral("bad.toml: no [[regime]] table");
+        QTest::newRow("regime not tables")
+            << QByteArray("regime = 3\n")
+            << QStringLiteral("bad.toml:1: regime: must be [[regime]] tables, not an integer");
+        QTest::newRow("no name") << withKey(QStringLiteral("name"), QString())
+                                 << QStringLiteral("bad.toml:1: regime[0].name: missing");
+        QTest::newRow("name with a space")
+            << withKey(QStringLiteral("name"), QStringLiteral("\"my regime\""))
+            << QStringLiteral("bad.toml:2: regime[0].name: \"my regime\" is not a regime name");
+        QTest::newRow("the same name twice")
+            << withKey(QStringLiteral("n"), QStringLiteral("1")) + withKey(QStringLiteral("n"), QStringLiteral("1"))
+            << QStringLiteral("regime[1] (mine).name: \"mine\" is already a regime of this file");
+        key("unknown key", "ablated", "[\"monotone\"]",
+            "unknown key (known: name, description, roles, n, turns, "
+            "temperature, seed, feedback, feedback_source, selection, "
+            "use_profile, stop_when_correct)");
+        key("no description", "description", "", "missing");
+        key("empty description", "description", "\" \"", "must not be empty");
+        key("description not a string", "description", "3", "must be a string, not an integer");
+        key("no roles", "roles", "", "missing");
+        key("roles not a table", "roles", "\"agent\"", "must be a table, not a string");
+        key("no generator", "roles", "{ retry = \"iterative/retry.mustache\" }", "needs a generator");
+        key("a triager and a critic", "roles",
+            "{ generator = \"a/g.mustache\", triager = \"a/t.mustache\", critic = \"a/c.mustache\" }",
+            "has a triager and a critic: the feedback is rewritten by one of them");
+        QTest::newRow("unknown role")
+            << withKey(QStringLiteral("roles"),
+                       QStringLiteral("{ generator = \"a/g.mustache\", writer = \"a/w.mustache\" }"))
+            << QStringLiteral("bad.toml:4: regime[0] (mine).roles.writer: unknown key (known: analyzer, researcher, "
+                              "generator, retry, triager, critic)");
+        QTest::newRow("role not a path") << withKey(QStringLiteral("roles"), QStringLiteral("{ generator = 1 }"))
+                                         << QStringLiteral("bad.toml:4: regime[0] (mine).roles.generator: must be a "
+                                                           "template path, not an integer");
+        for (const char* path : {"/etc/passwd.mustache", "../outside/g.mustache", "agent/generator.txt"})
+            QTest::newRow(path) << withKey(QStringLiteral("roles"),
+                                           QStringLiteral("{ generator = \"%1\" }").arg(QString::fromLatin1(path)))
+                                << QStringLiteral("bad.toml:4: regime[0] (mine).roles.generator: \"%1\" is not a "
+                                                  "template path inside a template set")
+                                       .arg(QString::fromLatin1(path));
+        key("no n", "n", "", "missing");
+        key("n zero", "n", "0", "must be an integer from 1 to 64, not 0");
+        key("n too many", "n", "65", "must be an integer from 1 to 64, not 65");
+        key("n a string", "n", "\"4\"", "must be an integer from 1 to 64, not a string");
+        key("n a fraction", "n", "1.5", "must be an integer from 1 to 64, not a number with a fraction");
+        key("no turns", "turns", "", "missing");
+        key("turns too many", "turns", "33", "must be an integer from 1 to 32, not 33");
+        key("negative seed", "seed", "-1", "must be an integer from 0 to 9007199254740992, not -1");
+        key("temperature too high", "temperature", "2.5", "must be a number from 0 to 2, not 2.5");
+        key("temperature a string", "temperature", "\"hot\"", "must be a number from 0 to 2, not a string");
+        key("no feedback", "feedback", "", "missing");
+        key("unknown feedback", "feedback", "\"psychic\"", "\"psychic\" is none of none, raw_log, rewrite");
+        key("no selection", "selection", "", "missing");
+        key("unknown selection", "selection", "\"best\"", "\"best\" is none of monotone, last");
+        key("unknown feedback source", "feedback_source", "\"first\"", "\"first\" is none of last, best");
+        key("use_profile not a boolean", "use_profile", "\"yes\"", "must be true or false, not a string");
+        key("stop_when_correct not a boolean", "stop_when_correct", "1", "must be true or false, not an integer");
+        key("turns without feedback", "turns", "3",
+            "3 turns with feedback = \"none\": turns after the first never run");
+        key("rewrite without a rewriter", "feedback", "\"rewrite\"",
+            "\"rewrite\" needs a triager or a critic role to rewrite it");
+        QTest::newRow("a triager without rewrite")
+            << withKey(QStringLiteral("roles"),
+                       QStringLiteral("{ generator = \"a/g.mustache\", triager = \"a/t.mustache\" }"))
+            << QStringLiteral("bad.toml:7: regime[0] (mine).feedback: the triager role is used only with feedback = "
+                              "\"rewrite\"");
+        QTest::newRow("a retry without feedback")
+            << withKey(QStringLiteral("roles"),
+                       QStringLiteral("{ generator = \"a/g.mustache\", retry = \"a/r.mustache\" }"))
+            << QStringLiteral("bad.toml:4: regime[0] (mine).roles.retry: a retry needs feedback (raw_log or rewrite) "
+                              "and turns above 1");
+    }
+
+    void badFilesSayWhatIsWrong()
+    {
+        QFETCH(QByteArray, toml);
+        QFETCH(QString, error);
+        const RegimeFileLoad load = parseRegimeFile(toml, QStringLiteral("bad.toml"));
+        QVERIFY(!load.ok());
+        QVERIFY(load.regimes.isEmpty()); // nothing of a bad file is used
+        QVERIFY2(load.error.startsWith(error) ||
+                     (!error.startsWith(QLatin1String("bad.toml")) && load.error.contains(error)),
+                 qPrintable(QStringLiteral("%1\nexpected: %2").arg(load.error, error)));
+    }
+
+    // A user's folder: its regimes follow the built-ins; a bad file, or one that takes a name
+    // already taken, is not used and says why; Regime::find sees them (XDG_CONFIG_HOME's folder).
+    void usersFolderAddsRegimes()
+    {
+        QTemporaryDir config;
+        QVERIFY(config.isValid());
+        const QString dir = config.filePath(QStringLiteral("kernel-workbench/regimes"));
+        QVERIFY(QDir().mkpath(dir));
+        QVERIFY(writeFile(dir + QStringLiteral("/mine.toml"), withKey(QStringLiteral("n"), QStringLiteral("3"))));
+        QByteArray agent = withKey(QStringLiteral("n"), QStringLiteral("1"));
+        agent.replace("\"mine\"", "\"agent\"");
+        QVERIFY(writeFile(dir + QStringLiteral("/again.toml"), agent));
+        QVERIFY(writeFile(dir + QStringLiteral("/broken.toml"), withKey(QStringLiteral("n"), QStringLiteral("0"))));
+        QVERIFY(writeFile(dir + QStringLiteral("/notes.txt"), "not a regime file"));
+
+        const RegimeCatalog catalog = regimeCatalog(dir);
+        QCOMPARE(catalog.names(), Regime::builtinNames() << QStringLiteral("mine"));
+        const RegimeEntry* mine = catalog.find(QStringLiteral("mine"));
+        QVERIFY(mine && !mine->builtin);
+        QCOMPARE(mine->file, dir + QStringLiteral("/mine.toml"));
+        QCOMPARE(mine->regime.n, 3);
+        QVERIFY(catalog.find(QStringLiteral("agent"))->builtin);
+        QCOMPARE(catalog.errors.size(), 2);
+        QCOMPARE(catalog.errors.at(0), dir + QStringLiteral("/again.toml: regime \"agent\" is already defined "
+                                                            "(built in or by a file before it)"));
+        QCOMPARE(catalog.errors.at(1), dir + QStringLiteral("/broken.toml:5: regime[0] (mine).n: must be an "
+                                                            "integer from 1 to 64, not 0"));
+
+        // Through the user's config folder, as kwb and the window look.
+        const QByteArray saved = qgetenv("XDG_CONFIG_HOME");
+        qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
+        QCOMPARE(userRegimesDir(), dir);
+        QVERIFY(!Regime::builtin(QStringLiteral("mine"))); // the built-ins are the compiled-in file only
+        const std::optional<Regime> found = Regime::find(QStringLiteral("mine"));
+        QString error;
+        const std::optional<Regime> missing = Regime::find(QStringLiteral("nope"), &error);
+        if (saved.isNull())
+            qunsetenv("XDG_CONFIG_HOME");
+        else
+            qputenv("XDG_CONFIG_HOME", saved);
+        QVERIFY(found);
+        QCOMPARE(found->n, 3);
+        QVERIFY(!missing);
+        QVERIFY2(error.startsWith(QStringLiteral("unknown regime \"nope\" (zero-shot, profiling-guided, iterative, "
+                                                 "agent, pilot-v1, mine); not loaded: ")),
+                 qPrintable(error));
+        QVERIFY2(error.contains(QStringLiteral("broken.toml:5:")), qPrintable(error));
+    }
+
     void fieldsOfReadsWhatFromJsonRefuses()
     {
         // A stored regime fromJson would refuse (no generator role, unknown feedback): a report
@@ -115,7 +415,7 @@ private Q_SLOTS:
             QVERIFY2(QFileInfo::exists(QStringLiteral(KWB_PROMPTS_DIR "/") + path), qPrintable(path));
     }
 
-    // The regimes are defined once, here in C++ (docs/decisions.md, 2026-12-03): each shipped
+    // The regimes are defined once, in regimes/*.toml (docs/decisions.md, issue 34): each shipped
     // template set holds exactly the role templates the built-ins and the competence ablation name,
     // no more and no fewer, and no set carries a manifest of its own that could say otherwise.
     void everyShippedSetHasTheRegimesTemplates_data()

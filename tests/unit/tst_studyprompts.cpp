@@ -24,6 +24,9 @@
 #include <memory>
 
 using namespace kwb;
+
+// The model seed of the built-in regimes (regimes/study.toml): the study ran one seed.
+constexpr qint64 kRegimeModelSeed = 42;
 using kwb::test::ScriptedLlmServer;
 
 namespace {

@@ -8,6 +8,7 @@
 #include "core/protocol/defaults.h"
 #include "core/protocol/protocollimits.h"
 #include "core/protocol/workerresponses.h"
+#include "core/run/regimefile.h"
 #include "core/study/report.h"
 #include "core/workers/workerlauncher.h"
 
@@ -64,9 +65,9 @@ QComboBox* regimeCombo(QWidget* parent, const QString& name)
 {
     auto* combo = new QComboBox(parent);
     combo->setObjectName(name);
-    for (const QString& regime : Regime::builtinNames()) {
-        combo->addItem(regime, regime);
-        combo->setItemData(combo->count() - 1, Regime::builtin(regime)->description, Qt::ToolTipRole);
+    for (const RegimeEntry& entry : regimeCatalog().entries) { // the built-ins, then the user's (regimefile.h)
+        combo->addItem(entry.regime.name, entry.regime.name);
+        combo->setItemData(combo->count() - 1, entry.regime.description, Qt::ToolTipRole);
     }
     return combo;
 }
@@ -762,7 +763,7 @@ void LaunchPage::updateRegimeSummary()
     for (QComboBox* combo : std::as_const(m_levelRegimes))
         combo->setEnabled(routed);
     m_fallback->setEnabled(routed);
-    if (const auto regime = Regime::builtin(m_regime->currentData().toString()))
+    if (const auto regime = Regime::find(m_regime->currentData().toString()))
         m_regimeDescription->setText(regime->description);
 
     QString error;

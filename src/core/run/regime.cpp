@@ -11,11 +11,6 @@ const QString kAblateFeedbackAnalyzer = QStringLiteral("feedback_analyzer");
 const QString kAblateMonotone = QStringLiteral("monotone");
 const QString kAblateCompetence = QStringLiteral("competence_matched");
 
-QString file(const QString& regime, const QString& role)
-{
-    return regime + QLatin1Char('/') + role + QStringLiteral(".mustache");
-}
-
 } // namespace
 
 QString toString(FeedbackMode mode)
@@ -211,61 +206,6 @@ std::optional<Regime> Regime::fromJson(const QJsonObject& json, QString* error)
         return fail(QStringLiteral("regime %1: no generator role").arg(r.name));
     if (r.n < 1 || r.turns < 1)
         return fail(QStringLiteral("regime %1: n and turns must be at least 1").arg(r.name));
-    return r;
-}
-
-QStringList Regime::builtinNames()
-{
-    return {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"), QStringLiteral("iterative"),
-            QStringLiteral("agent"), QStringLiteral("pilot-v1")};
-}
-
-std::optional<Regime> Regime::builtin(const QString& name)
-{
-    Regime r;
-    r.name = name;
-    r.temperature = kRegimeGreedyTemperature;
-    r.seed = kRegimeModelSeed;
-    if (name == QLatin1String("zero-shot")) {
-        r.description = QStringLiteral("KernelBench-style zero-shot: the task and the answer format");
-        r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));
-    } else if (name == QLatin1String("profiling-guided")) {
-        r.description = QStringLiteral("Zero-shot plus the top operators by CUDA time and the roofline rule");
-        r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));
-        r.useProfile = true;
-    } else if (name == QLatin1String("iterative")) {
-        r.description = QStringLiteral("Zero-shot first turn, then retries on the evaluator's raw report (3 turns)");
-        r.roles.insert(RegimeRole::Generator, file(name, RegimeRole::Generator));
-        r.roles.insert(RegimeRole::Retry, file(name, RegimeRole::Retry));
-        r.turns = 3;
-        r.feedback = FeedbackMode::RawLog;
-    } else if (name == QLatin1String("agent")) {
-        r.description = QStringLiteral("The repaired agent: competence-matched prompts, best-of-4 at T=0.7, "
-                                       "3 turns, monotone selection");
-        for (const QString& role :
-             {RegimeRole::Analyzer, RegimeRole::Researcher, RegimeRole::Generator, RegimeRole::Triager})
-            r.roles.insert(role, file(name, role));
-        r.n = 4;
-        r.temperature = 0.7;
-        r.turns = 3;
-        r.feedback = FeedbackMode::Rewrite;
-        r.useProfile = true; // the analyzer reads the top operators
-        // Correct first, fast second: after a correct candidate the next turns try for speed, as
-        // the agent's prompts say; monotone selection keeps the correct one.
-        r.stopWhenCorrect = false;
-    } else if (name == QLatin1String("pilot-v1")) {
-        r.description = QStringLiteral("The pilot agent: custom tiled CUDA everywhere, a critic asking for more, "
-                                       "the last turn wins");
-        for (const QString& role :
-             {RegimeRole::Analyzer, RegimeRole::Researcher, RegimeRole::Generator, RegimeRole::Critic})
-            r.roles.insert(role, file(name, role));
-        r.turns = 3;
-        r.feedback = FeedbackMode::Rewrite;
-        r.selection = SelectionMode::Last;
-        r.stopWhenCorrect = false; // the critic always asks for more optimisation
-    } else {
-        return std::nullopt;
-    }
     return r;
 }
 

@@ -1,11 +1,11 @@
 #pragma once
 // Regimes as data (ARCHITECTURE.md §8): which prompt template each role renders, candidates per
 // turn, turns, temperature, what feedback goes back to the next turn and how the candidate of a
-// task is selected across turns. The study's five regimes are built in (builtin()); a run stores
-// its regime with toJson() and fromJson() reads it back, so a resumed run uses the same settings.
-// Ablations (the study's "switch off one part at a time") are applied with withAblations().
-// This is the one definition of the regimes (docs/decisions.md, 2026-12-03, "The regimes are
-// defined once, in C++"): a template set holds only their wording, one file per role.
+// task is selected across turns. The regimes are defined in TOML, and only there (regimefile.h):
+// the study's five are built in (builtin(), regimes/study.toml compiled in), a user's are found by
+// find(). A run stores its regime with toJson() and fromJson() reads it back, so a resumed run uses
+// the same settings. Ablations (the study's "switch off one part at a time") are applied with
+// withAblations(). A template set holds only the regimes' wording, one file per role.
 
 #include <QJsonObject>
 #include <QMap>
@@ -16,13 +16,8 @@
 
 namespace kwb {
 
-/// The model seed of every built-in regime (the study ran one seed).
-constexpr qint64 kRegimeModelSeed = 42;
-/// The temperature of the built-in regimes the study gives none for, as KernelBench generates.
-constexpr double kRegimeGreedyTemperature = 0.0;
-
-/// Role names: the keys of Regime::roles. Each is a template `<regime>/<role>.mustache` of every
-/// template set; generator and retry write the answer, the others notes for the next role.
+/// Role names: the keys of Regime::roles (a built-in's template is `<regime>/<role>.mustache` of
+/// every shipped set); generator and retry write the answer, the others notes for the next role.
 namespace RegimeRole {
 inline const QString Analyzer = QStringLiteral("analyzer");     ///< notes -> `analysis` (turn 1)
 inline const QString Researcher = QStringLiteral("researcher"); ///< notes -> `research` (turn 1)
@@ -83,8 +78,9 @@ struct Regime
     QMap<QString, QString> roles;
     int n = 1;                         ///< candidates per turn
     int turns = 1;                     ///< at most
-    /// Every built-in regime sets both (docs/prompts.md): 0.0 where the study gives none, as
-    /// KernelBench generates, the agent's 0.7. Unset only in runs stored before they were.
+    /// Every built-in regime sets both (regimes/study.toml): 0.0 where the study gives none, as
+    /// KernelBench generates, the agent's 0.7. Unset in runs stored before they were, and in a
+    /// user's regime that leaves them out.
     std::optional<double> temperature; ///< unset: the model client's setting
     std::optional<qint64> seed;        ///< the model's base seed (sample k of turn t: modelSeedFor, runcontroller.h)
     FeedbackMode feedback = FeedbackMode::None;
@@ -119,9 +115,13 @@ struct Regime
     /// missing or unknown): for readers of any stored run, such as reports, that only look.
     static Regime fieldsOf(const QJsonObject& json);
 
-    /// The built-in regimes by name: zero-shot, profiling-guided, iterative, agent, pilot-v1.
+    /// The built-in regimes in the order of regimes/study.toml: zero-shot, profiling-guided,
+    /// iterative, agent, pilot-v1 (compiled in: no file is read, so never a new failure).
     static QStringList builtinNames();
     static std::optional<Regime> builtin(const QString& name);
+    /// A built-in regime, else one of the user's regimes folder (regimefile.h); nullopt with *error
+    /// naming the regimes there are and any user file that did not load.
+    static std::optional<Regime> find(const QString& name, QString* error = nullptr);
 
     friend bool operator==(const Regime& a, const Regime& b);
     friend bool operator!=(const Regime& a, const Regime& b) { return !(a == b); }

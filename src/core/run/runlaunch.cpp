@@ -274,11 +274,12 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
         return failWith(QStringLiteral("no task chosen"));
     if (!defaults::isAnswerFormat(request.answerFormat))
         return failWith(QStringLiteral("unknown answer format \"%1\" (native or kernelbench)").arg(request.answerFormat));
+    QString unknownRegime; // why the last regime asked for is not one (Regime::find)
     const auto configure = [&](const QString& name) -> std::optional<Regime> {
-        const std::optional<Regime> builtin = Regime::builtin(name);
-        if (!builtin)
+        const std::optional<Regime> found = Regime::find(name, &unknownRegime);
+        if (!found)
             return std::nullopt;
-        Regime r = builtin->withAblations(request.ablations);
+        Regime r = found->withAblations(request.ablations);
         if (request.n > 0)
             r.n = request.n;
         if (request.turns > 0)
@@ -307,8 +308,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     } else {
         const std::optional<Regime> r = configure(request.regime);
         if (!r)
-            return failWith(QStringLiteral("unknown regime \"%1\" (%2)")
-                                .arg(request.regime, Regime::builtinNames().join(QStringLiteral(", "))));
+            return failWith(unknownRegime);
         plan.regime = *r;
     }
     plan.taskIds = request.taskIds;

@@ -137,7 +137,7 @@ struct RunRequest
     /// plain run.
     QList<int> sweepNs;
     /// The model's base seed (sample k of turn t is asked with modelSeedFor); nullopt: the
-    /// regime's (every built-in sets kRegimeModelSeed); a sweep of a regime without one pairs its
+    /// regime's (every built-in sets 42, regimes/study.toml); a sweep of a regime without one pairs its
     /// runs' samples with kDefaultSweepModelSeed.
     std::optional<qint64> modelSeed;
     /// Overrides the regime's stopWhenCorrect (`--stop-when-correct`); nullopt: the regime's.

@@ -11,6 +11,7 @@
 #include <QJsonValue>
 #include <QMap>
 #include <QRegularExpression>
+#include <QStandardPaths>
 #include <QStringList>
 
 #include <algorithm>
@@ -424,6 +425,14 @@ private:
     }
 };
 
+const GpuRoofs* findIn(const QList<GpuRoofs>& gpus, const QString& key)
+{
+    for (const GpuRoofs& g : gpus)
+        if (g.key == key)
+            return &g;
+    return nullptr;
+}
+
 struct LoadedTable
 {
     QString path;
@@ -435,9 +444,11 @@ const LoadedTable& loadedTable()
     static const LoadedTable table = [] {
         LoadedTable t;
         t.path = defaultGpuTablePath();
-        t.load = loadGpuTable(t.path);
+        t.load = loadGpuTables(t.path, userGpuTableDir());
         if (!t.load.ok())
             qWarning().noquote() << QStringLiteral("GPU table: %1").arg(t.load.error);
+        for (const QString& skipped : std::as_const(t.load.skipped))
+            qWarning().noquote() << QStringLiteral("GPU table: left out: %1").arg(skipped);
         return t;
     }();
     return table;
@@ -560,6 +571,34 @@ GpuTableLoad loadGpuTable(const QString& path)
     return parseGpuTable(file.readAll(), path);
 }
 
+QString userGpuTableDir()
+{
+    return QDir(QStandardPaths::writableLocation(QStandardPaths::GenericConfigLocation))
+        .filePath(QStringLiteral("kernel-workbench/gpus"));
+}
+
+GpuTableLoad loadGpuTables(const QString& path, const QString& userDir)
+{
+    GpuTableLoad out = loadGpuTable(path);
+    if (!out.ok() || userDir.isEmpty())
+        return out;
+    const QFileInfoList files =
+        QDir(userDir).entryInfoList({QStringLiteral("*.json")}, QDir::Files | QDir::Readable, QDir::Name);
+    for (const QFileInfo& file : files) {
+        const GpuTableLoad user = loadGpuTable(file.filePath());
+        QString error = user.error;
+        for (const GpuRoofs& g : user.gpus)
+            if (error.isEmpty() && findIn(out.gpus, g.key))
+                error = QStringLiteral("%1: key \"%2\" is already in the GPU table (shipped, or a file before it)")
+                            .arg(file.filePath(), g.key);
+        if (!error.isEmpty())
+            out.skipped << error;
+        else
+            out.gpus += user.gpus;
+    }
+    return out;
+}
+
 QString defaultGpuTablePath()
 {
     const QString env = qEnvironmentVariable("KWB_GPU_TABLE");
@@ -584,13 +623,14 @@ QString gpuTableError()
     return loadedTable().load.error;
 }
 
+QStringList gpuTableSkipped()
+{
+    return loadedTable().load.skipped;
+}
+
 const GpuRoofs* findGpu(const QString& key)
 {
-    for (const GpuRoofs& g : gpuTable()) {
-        if (g.key == key)
-            return &g;
-    }
-    return nullptr;
+    return findIn(gpuTable(), key);
 }
 
 const GpuRoofs* findGpuForDevice(const QString& deviceName)

@@ -91,6 +91,9 @@ struct GpuTableLoad
     /// field and what is wrong with it; "FILE:LINE:COLUMN: …" for text that is not JSON. Empty when
     /// the table loaded.
     QString error;
+    /// The user's files left out (loadGpuTables()), each "FILE: …" with why: a bad file, or a key
+    /// the table already has. Their entries are not in `gpus`; the rest of the table is.
+    QStringList skipped;
     bool ok() const { return error.isEmpty(); }
 };
 
@@ -102,17 +105,27 @@ struct GpuTableLoad
 GpuTableLoad parseGpuTable(const QByteArray& json, const QString& origin);
 /// parseGpuTable() of the file at `path` (an error when it cannot be read).
 GpuTableLoad loadGpuTable(const QString& path);
+/// The folder of the user's GPUs: GenericConfigLocation/kernel-workbench/gpus
+/// (~/.config/kernel-workbench/gpus on Linux, $XDG_CONFIG_HOME's where set). Each *.json file there
+/// is in the shipped file's format (docs/roofline.md, "Adding a GPU"). Not created.
+QString userGpuTableDir();
+/// The table at `path` followed by the entries of every *.json file of `userDir`, in name order. A
+/// bad shipped table gives no table (`error`); a bad user file, or one with a key already in the
+/// table, is left out whole, with its error in `skipped`.
+GpuTableLoad loadGpuTables(const QString& path, const QString& userDir);
 /// Where the GPU table is: $KWB_GPU_TABLE, else share/kernel-workbench/gpus/datasheets.json next to
 /// the program when installed, else the source tree's gpus/datasheets.json (as the prompts are found).
 QString defaultGpuTablePath();
 
-/// The GPU table, loaded once from defaultGpuTablePath(): V100 SXM2 32GB, A100 SXM 80GB, H100 SXM,
-/// H200 SXM, L40S, RTX 4090 as shipped. Vendor datasheet peaks; tensor-core peaks dense (without
-/// 2:4 sparsity). Empty when the file is missing or bad; gpuTableError() then says why (also
-/// logged once with qWarning).
+/// The GPU table, loaded once: defaultGpuTablePath() (V100 SXM2 32GB, A100 SXM 80GB, H100 SXM,
+/// H200 SXM, L40S, RTX 4090 as shipped), then the user's GPUs (userGpuTableDir()). Vendor datasheet
+/// peaks; tensor-core peaks dense (without 2:4 sparsity). Empty when the file is missing or bad;
+/// gpuTableError() then says why (also logged once with qWarning, as is each user file left out).
 const QList<GpuRoofs>& gpuTable();
 /// Why gpuTable() is empty: the load's error; empty when the table loaded.
 QString gpuTableError();
+/// The user's GPU files gpuTable() left out, with why (GpuTableLoad::skipped).
+QStringList gpuTableSkipped();
 /// The table entry with this key; nullptr if none.
 const GpuRoofs* findGpu(const QString& key);
 /// The first table entry one of whose deviceNames matches the name CUDA reports ("NVIDIA H200");

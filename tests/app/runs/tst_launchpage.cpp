@@ -4,17 +4,20 @@
 // worker), runs queue behind the running one, and the page renders to a non-uniform PNG.
 
 #include "app/runs/launchpage.h"
-#include "core/run/runlaunch.h"
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/workerresponses.h"
+#include "core/run/regimefile.h"
+#include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
 #include "grabcheck.h"
 #include "scriptedllmserver.h"
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
@@ -22,14 +25,16 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTcpServer>
 #include <QTemporaryDir>
-#include <QSettings>
-#include <QStandardPaths>
 #include <QTest>
 #include <QTreeWidget>
+
+#include <memory>
 
 using namespace kwb;
 using namespace kwb::app;
@@ -96,6 +101,39 @@ private Q_SLOTS:
         QVERIFY(m_dir.isValid());
         QStandardPaths::setTestModeEnabled(true); // the chosen launch database is a setting
         QSettings().remove(QStringLiteral("launch/database"));
+    }
+
+    // A regime of the user's own (regimefile.h: a TOML file in the user's regimes folder, here the
+    // test mode's) is in the regime list after the built-ins, and the page plans a run of it.
+    void usersRegimeIsListedAndPlanned()
+    {
+        const QString dir = userRegimesDir();
+        QVERIFY(QDir().mkpath(dir));
+        const QString path = dir + QStringLiteral("/tst-launchpage.toml");
+        const std::unique_ptr<const QString, void (*)(const QString*)> removeAtEnd(
+            &path, [](const QString* p) { QFile::remove(*p); });
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("[[regime]]\nname = \"tst-launchpage\"\ndescription = \"The user's own\"\n"
+                   "roles = { generator = \"zero-shot/generator.mustache\" }\nn = 3\nturns = 1\n"
+                   "feedback = \"none\"\nselection = \"last\"\n");
+        file.close();
+        RunManager manager;
+        LaunchPage page(&manager);
+        auto* regime = child<QComboBox>(page, "regimeCombo");
+        QCOMPARE(regime->count(), Regime::builtinNames().size() + 1);
+        QCOMPARE(regime->itemText(regime->count() - 1), QStringLiteral("tst-launchpage"));
+        QCOMPARE(regime->itemData(regime->count() - 1, Qt::ToolTipRole).toString(), QStringLiteral("The user's own"));
+        QVERIFY(child<QComboBox>(page, "routingFallback")->findText(QStringLiteral("tst-launchpage")) >= 0);
+        checkTask(page, QStringLiteral("L1/1"));
+        regime->setCurrentIndex(regime->count() - 1);
+        QCOMPARE(child<QLabel>(page, "regimeDescription")->text(), QStringLiteral("The user's own"));
+        QString error;
+        const std::optional<RunPlan> plan = planRun(page.request(), &error);
+        QVERIFY2(plan, qPrintable(error));
+        QCOMPARE(plan->regime.name, QStringLiteral("tst-launchpage"));
+        QCOMPARE(plan->regime.n, 3);
+        QVERIFY(plan->regime.selection == SelectionMode::Last);
     }
 
     void launchDatabaseIsAFileOfItsOwnAndStaysChosen()
@@ -413,17 +451,17 @@ private Q_SLOTS:
         QCOMPARE(pageRun.name, cliRun.name);
         QCOMPARE(pageRun.regime, cliRun.regime);
         QCOMPARE(pageRun.status, cliRun.status);
-        const RunConfig a = RunConfig::fromJson(cliRun.config), b = RunConfig::fromJson(pageRun.config);
+        const RunConfig a = cliRun.config, b = pageRun.config;
         QCOMPARE(b.model, a.model);
         QCOMPARE(b.endpoint, a.endpoint);
         QCOMPARE(b.templates, a.templates);
         QCOMPARE(b.seeds, a.seeds);
         QCOMPARE(b.protocolProfile, a.protocolProfile);
         // As stored: nothing `kwb run` keeps is missing, nothing is added.
-        QCOMPARE(pageRun.config.keys(), cliRun.config.keys());
+        QCOMPARE(pageRun.configJson.keys(), cliRun.configJson.keys());
         for (const char* key : {"regime", "level_regimes", "routing", "tasks", "task_spec", "scale", "timeout_s",
                                 "timing_trials", "isolation", "worker_limits", "sandbox", "sweep", "prompts_dir"})
-            QVERIFY2(pageRun.config.value(QLatin1String(key)) == cliRun.config.value(QLatin1String(key)), key);
+            QVERIFY2(pageRun.configJson.value(QLatin1String(key)) == cliRun.configJson.value(QLatin1String(key)), key);
         QCOMPARE(b.versions.worker, a.versions.worker);
         QCOMPARE(b.gpu.name, a.gpu.name);
 

@@ -13,6 +13,9 @@
 
 using namespace kwb;
 
+// The model seed of the built-in regimes (regimes/study.toml): the study ran one seed.
+constexpr qint64 kRegimeModelSeed = 42;
+
 class TestRunLaunch : public QObject
 {
     Q_OBJECT
