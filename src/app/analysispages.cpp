@@ -1,5 +1,6 @@
 #include "app/analysispages.h"
 
+#include "app/charts/gpuchooser.h"
 #include "app/charts/trafficchart.h"
 #include "app/editor/candidatediffview.h"
 #include "core/protocol/evaluationstatus.h"
@@ -30,6 +31,12 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     top->addWidget(new QLabel(tr("Task:"), this));
     top->addWidget(m_task);
     m_measure = new QPushButton(tr("Measure on this GPU"), this);
+    // Bytes become time at this GPU's bandwidth (issue 38): the shipped study's H200 until a
+    // worker or a database names one.
+    m_gpu = new GpuChooser(QStringLiteral("h200-sxm-141gb"), this);
+    m_gpu->setToolTip(tr("The GPU whose HBM bandwidth turns each total's bytes into the least time they take"));
+    top->addWidget(new QLabel(tr("GPU:"), this));
+    top->addWidget(m_gpu);
     m_measure->setToolTip(tr("Profile the eager reference with CUPTI and draw each op's measured time as the bytes "
                              "it would move at the GPU's bandwidth"));
     top->addWidget(m_measure);
@@ -47,6 +54,12 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
 
     connect(m_task, &QComboBox::currentIndexChanged, this, &TrafficPage::update);
     connect(m_measure, &QPushButton::clicked, this, [this] {
+    auto timeAt = [this](const GpuRoofs& roofs) {
+        const Roof* memory = roofs.primaryMemory();
+        m_chart->setGpu(roofs.name, memory ? memory->value : 0.0, memory ? memory->originText() : QString());
+    };
+    connect(m_gpu, &GpuChooser::roofsChanged, this, timeAt);
+    timeAt(m_gpu->selectedRoofs());
         m_pending = currentTask();
         update();
         Q_EMIT measureRequested(m_pending);
@@ -89,6 +102,11 @@ bool TrafficPage::showTask(const QString& id)
 }
 
 QString TrafficPage::currentTask() const
+void TrafficPage::setCurrentDevice(const DeviceFacts& device, const QString& origin)
+{
+    m_gpu->setCurrentDevice(device, origin);
+}
+
 {
     return m_task->currentData().toString();
 }

@@ -4,6 +4,7 @@
 
 #include "app/charts/bestofnchart.h"
 #include "app/workbenchdata.h"
+#include "core/protocol/devicefacts.h"
 #include "core/protocol/workerresponses.h"
 
 #include <QHash>
@@ -27,9 +28,11 @@ class TaskCatalog;
 namespace kwb::app {
 
 class CandidateDiffView;
+class GpuChooser;
 class TrafficChart;
 
-/// A task picker over the catalog and the TrafficChart of the chosen task.
+/// A task picker over the catalog, a GPU (its bandwidth turns bytes into time) and the
+/// TrafficChart of the chosen task.
 class TrafficPage : public QWidget
 {
     Q_OBJECT
@@ -38,6 +41,10 @@ public:
     bool showTask(const QString& id);
     QString currentTask() const;
     TrafficChart* chart() const { return m_chart; }
+    /// The GPU whose bandwidth the totals are timed at: the table's, and first the one a worker or
+    /// run database reported (as on the Roofline page); the H200 of the shipped study until then.
+    GpuChooser* gpuChooser() const { return m_gpu; }
+    void setCurrentDevice(const DeviceFacts& device, const QString& origin = QString());
 
     /// Whether "Measure on this GPU" can run (a worker with a GPU), and why not otherwise.
     void setMeasureAvailable(bool available, const QString& why = QString());
@@ -63,6 +70,7 @@ private:
     TaskCatalog* m_catalog;
     QComboBox* m_task;
     QPushButton* m_measure;
+    GpuChooser* m_gpu;
     QLabel* m_note;
     TrafficChart* m_chart;
     QString m_wanted;

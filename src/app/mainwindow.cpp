@@ -563,6 +563,7 @@ void MainWindow::onCatalogState()
 {
     const TaskCatalog::State state = m_catalog->state();
     if (state == TaskCatalog::State::Ready || state == TaskCatalog::State::Failed) {
+        m_trafficPage->setCurrentDevice(facts);
         // An idle worker holds libtorch (and, after the probe, a CUDA context) for nothing.
         if (m_supervisor && m_deviceDone)
             m_supervisor->stopWorker();
@@ -795,6 +796,7 @@ void MainWindow::chooseDatabase()
 
 void MainWindow::updateRecentMenu()
 {
+        m_trafficPage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
     m_recentMenu->clear();
     const QStringList recent = QSettings().value(QStringLiteral("recentDatabases")).toStringList();
     for (const QString& path : recent) {

@@ -19,7 +19,10 @@ QString pageHelpText(const QString& page)
                   "evaluated on an H200 with a fixture model server, not a language model), open a run database "
                   "of your own, launch a run or browse the tasks. Help &gt; Welcome brings this page back.</p>");
     if (page == QLatin1String("tasks"))
-        return tr("<p><b>Tasks</b>: the KernelBench tasks by level, with search and filters. For the selected task: "
+        return tr("<p><b>Tasks</b>: the KernelBench tasks by level, with search (id, title, op) and filters by level, "
+                  "op category and bound (memory- or compute-bound on the GPU named above the figures, each with "
+                  "its count; \"Ops not counted\" for tasks with an op the analyser cannot count, which show "
+                  "\"cannot count\" instead of FLOPs and get no point on the roofline). For the selected task: "
                   "its shapes, the op chain, FLOPs, HBM bytes, arithmetic intensity and the roofline bounds on the "
                   "GPU named above the figures (this machine's, the open database's, or one from the GPU table), "
                   "and the eager reference's time where a run measured it (docs/task-format.md).</p>");
@@ -45,14 +48,21 @@ QString pageHelpText(const QString& page)
     if (page == QLatin1String("roofline"))
         return tr("<p><b>Roofline</b>: each task's eager reference and best counted candidate (arrow) at their "
                   "arithmetic intensity (FLOPs per HBM byte of the traffic model each marker names) and attained "
-                  "GFLOP/s, under the chosen GPU's memory roof (slope) and compute roofs (flat). Drag a rectangle or turn "
-                  "the wheel to zoom, right-click to zoom out, \"Reset zoom\" shows everything; click a point to "
-                  "open its task. The line under the chart says how to read it for that GPU (docs/roofline.md).</p>");
+                  "GFLOP/s, under the chosen GPU's memory roof (diagonal) and compute roofs (flat). Drag a rectangle "
+                  "or turn the wheel to zoom, right-click to zoom out, \"Reset zoom\" shows everything. Click a point "
+                  "(or pick a task under Task) to select it: a ring on its markers, its numbers beside them and under "
+                  "the chart; double-click it or \"Open task\" to open it. \"Label tasks\" names every task where "
+                  "the names fit (zoom in for the rest); with many tasks the markers are small and half transparent. "
+                  "The text under the chart says how to read what is drawn for that GPU (docs/roofline.md).</p>");
     if (page == QLatin1String("traffic"))
         return tr("<p><b>HBM traffic</b>: the bytes a task moves to and from HBM unfused (every op reads its inputs "
                   "and writes its output), with library ops and a fused epilogue, and as one kernel, side by side "
-                  "with their ratios; below, the op chain on its own scale. \"Measure on this GPU\" adds each op's "
-                  "time measured with CUPTI (docs/roofline.md).</p>");
+                  "with their ratios, and each as the least time those bytes take at the bandwidth of the GPU chosen "
+                  "above (\"5.74 GB → 1.20 ms\"); right of them, the op chain, each op its own kernel, on its own "
+                  "scale. Where one kernel is no real option (two or more matmul/conv ops, as in a whole network) it "
+                  "is drawn hatched with a dashed outline and labelled bound: the least traffic any code could move, "
+                  "not a kernel to write. \"Measure on this GPU\" adds each op's time measured with CUPTI "
+                  "(docs/roofline.md).</p>");
     if (page == QLatin1String("bestofn"))
         return tr("<p><b>Best-of-n</b>: solid, the study's curve from sweep runs (the whole regime at each n, the "
                   "numbers of kwb report); dashed, first-turn pass@n (one of n first-turn samples correct), per level "

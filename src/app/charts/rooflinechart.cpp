@@ -3,21 +3,22 @@
 #include "app/charts/chartexport.h"
 #include "app/charts/chartformat.h"
 
+#include <QApplication>
 #include <QChart>
 #include <QCursor>
 #include <QGraphicsPathItem>
+#include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
 #include <QHelpEvent>
-#include <QMouseEvent>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QMouseEvent>
 #include <QPainterPath>
+#include <QRubberBand>
 #include <QScatterSeries>
 #include <QToolTip>
-#include <QApplication>
-#include <QRubberBand>
 #include <QWheelEvent>
 #include <QtMath>
 
@@ -34,7 +35,10 @@ namespace {
 // Above the series (ChartPresenter draws series at z 4–5) and below the legend.
 constexpr qreal kArrowZ = 5.5;
 constexpr qreal kLabelZ = 6.0;
+constexpr qreal kSelectionZ = 6.5;
 constexpr qreal kMarkerSize = 11.0;
+constexpr qreal kDenseMarkerSize = 7.0;
+const QColor kSelectionColor(0xe6, 0x7e, 0x22);
 
 double decadeFloor(double v)
 {
@@ -125,6 +129,15 @@ RooflineChart::RooflineChart(QWidget* parent)
     QFont small = m_noteItem->font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
     m_noteItem->setFont(small);
+    m_selectionBox = new QGraphicsRectItem(c);
+    m_selectionBox->setZValue(kSelectionZ);
+    m_selectionBox->setBrush(QColor(255, 255, 255, 235));
+    m_selectionBox->setPen(QPen(kSelectionColor, 1.2));
+    m_selectionBox->setVisible(false);
+    m_selectionLabel = new QGraphicsSimpleTextItem(c);
+    m_selectionLabel->setZValue(kSelectionZ + 0.1);
+    m_selectionLabel->setBrush(QColor(0x22, 0x22, 0x22));
+    m_selectionLabel->setVisible(false);
 
     connect(c, &QChart::plotAreaChanged, this, [this] { relayoutOverlay(); });
     // Zoom (issue 38): drag a rectangle, or the wheel about the cursor; a right click zooms out,
@@ -162,7 +175,15 @@ void RooflineChart::setPoints(const QList<RooflinePoint>& points)
             q.candidateIntensity.reset();
         m_points.append(q);
     }
+    // The selection outlives new data where its task is still placed.
+    const bool lost =
+        !m_selected.isEmpty() && std::none_of(m_points.cbegin(), m_points.cend(),
+                                              [this](const RooflinePoint& p) { return p.task == m_selected; });
+    if (lost)
+        m_selected.clear();
     rebuild();
+    if (lost)
+        Q_EMIT taskSelected(QString());
 }
 
 void RooflineChart::rebuild()
@@ -419,13 +440,25 @@ void RooflineChart::rebuildPoints()
                                       candidate ? QStringLiteral("candidate") : QStringLiteral("reference"),
                                       trafficMeasured ? QStringLiteral(":measured-traffic") : QString()));
             s->setMarkerShape(shapeForLevel(level));
-            s->setMarkerSize(kMarkerSize);
+            s->setMarkerSize(markerSize());
             const QColor color = candidate ? candidateColor() : referenceColor();
             // Measured candidates are filled; analytic markers are hollow and dashed; a candidate
             // placed by measured traffic has a dark ring.
-            s->setColor(candidate && !analytic ? color : QColor(Qt::white));
-            s->setPen(trafficMeasured ? QPen(QColor(0x1b, 0x26, 0x31), 2.4)
-                                      : QPen(candidate ? color.darker(130) : color, 1.6, analytic ? Qt::DotLine : Qt::SolidLine));
+            QColor fill = candidate && !analytic ? color : QColor(Qt::white);
+            QPen pen = trafficMeasured
+                           ? QPen(QColor(0x1b, 0x26, 0x31), 2.4)
+                           : QPen(candidate ? color.darker(130) : color, 1.6, analytic ? Qt::DotLine : Qt::SolidLine);
+            if (isDense()) {
+                // Hundreds of tasks: half-transparent small markers, so a cluster shows as a
+                // darker patch rather than one opaque blob hiding the points under it.
+                fill.setAlpha(fill == QColor(Qt::white) ? 0 : 130);
+                QColor penColor = pen.color();
+                penColor.setAlpha(170);
+                pen.setColor(penColor);
+                pen.setWidthF(std::min<qreal>(pen.widthF(), 1.6) * 0.75);
+            }
+            s->setColor(fill);
+            s->setPen(pen);
         }
         QList<PointRef> refs;
         for (int m : indices) {
@@ -439,7 +472,6 @@ void RooflineChart::rebuildPoints()
         m_seriesMarkers.insert(s, indices);
         connect(s, &QScatterSeries::hovered, this,
                 [this, s](const QPointF& value, bool state) { onPointHovered(s, value, state); });
-        connect(s, &QScatterSeries::clicked, this, [this, s](const QPointF& value) { onPointClicked(s, value); });
     }
 
     // Arrows from each reference to its candidate.
@@ -455,8 +487,9 @@ void RooflineChart::rebuildPoints()
         auto* arrow = new QGraphicsPathItem(c);
         const bool faster = mk.at.y() >= from.y();
         QColor color = faster ? candidateColor() : QColor(0xc0, 0x39, 0x2b);
-        color.setAlpha(mk.measured ? 190 : 110);
-        arrow->setPen(QPen(color, 1.4, mk.measured ? Qt::SolidLine : Qt::DashLine, Qt::RoundCap, Qt::RoundJoin));
+        color.setAlpha(isDense() ? (mk.measured ? 110 : 70) : (mk.measured ? 190 : 110));
+        arrow->setPen(QPen(color, isDense() ? 1.0 : 1.4, mk.measured ? Qt::SolidLine : Qt::DashLine, Qt::RoundCap,
+                           Qt::RoundJoin));
         arrow->setBrush(color);
         arrow->setZValue(kArrowZ);
         arrow->setToolTip(mk.measured ? QStringLiteral("%1: %2× the reference's GFLOP/s, moved from %3 to %4")
@@ -470,6 +503,36 @@ void RooflineChart::rebuildPoints()
         m_arrowPoints.append(mk.point);
         m_arrowEnds.append({from, mk.at});
     }
+
+    // Task labels, shown on demand (relayoutOverlay places them), and the selection's rings.
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    for (const RooflinePoint& p : std::as_const(m_points)) {
+        auto* label = new QGraphicsSimpleTextItem(p.task, c);
+        label->setFont(small);
+        label->setBrush(QColor(0x33, 0x33, 0x33));
+        label->setZValue(kLabelZ);
+        label->setVisible(false);
+        m_pointLabels.append(label);
+    }
+    rebuildSelection();
+}
+
+void RooflineChart::rebuildSelection()
+{
+    qDeleteAll(m_selectionRings);
+    m_selectionRings.clear();
+    m_selectionMarkers.clear();
+    for (int m = 0; m < m_markers.size(); ++m) {
+        if (m_selected.isEmpty() || m_points.at(m_markers.at(m).point).task != m_selected)
+            continue;
+        auto* ring = new QGraphicsPathItem(chart());
+        ring->setPen(QPen(kSelectionColor, 2.4));
+        ring->setZValue(kSelectionZ);
+        m_selectionRings.append(ring);
+        m_selectionMarkers.append(m);
+    }
+    m_selectionLabel->setText(selectionLines().join(QLatin1Char('\n')));
 }
 
 void RooflineChart::clearOverlay()
@@ -482,6 +545,14 @@ void RooflineChart::clearOverlay()
     m_arrowPoints.clear();
     m_arrowEnds.clear();
     m_noteItem->setText(QString());
+    qDeleteAll(m_pointLabels);
+    m_pointLabels.clear();
+    qDeleteAll(m_selectionRings);
+    m_selectionRings.clear();
+    m_selectionMarkers.clear();
+    m_selectionLabel->setText(QString());
+    m_selectionLabel->setVisible(false);
+    m_selectionBox->setVisible(false);
 }
 
 void RooflineChart::relayoutOverlay()
@@ -524,7 +595,7 @@ void RooflineChart::relayoutOverlay()
         const QPointF to = toPixel(m_arrowEnds.at(a).second);
         const QLineF line(from, to);
         // Between the markers' edges; too short to see between two markers: no arrow.
-        const qreal gap = kMarkerSize / 2.0 + 1.5;
+        const qreal gap = markerSize() / 2.0 + 1.5;
         if (!anySeries || line.length() < 2 * gap + 6) {
             m_arrowItems.at(a)->setPath(QPainterPath());
             continue;
@@ -532,7 +603,7 @@ void RooflineChart::relayoutOverlay()
         const QPointF unit = (to - from) / line.length();
         const QPointF start = from + unit * gap, tip = to - unit * gap;
         const QPointF normal(-unit.y(), unit.x());
-        const qreal head = 7.0;
+        const qreal head = isDense() ? 5.0 : 7.0;
         QPainterPath path(start);
         path.lineTo(tip - unit * head * 0.8);
         QPolygonF arrowHead;
@@ -541,9 +612,77 @@ void RooflineChart::relayoutOverlay()
         m_arrowItems.at(a)->setPath(path);
     }
 
+    m_noteItem->setPos(plot.left() + 6, plot.bottom() - m_noteItem->boundingRect().height() - 4);
+    // The flat roofs' labels and the note stay readable: no task label over them (the diagonal's
+    // label is turned, its box would block the whole slope). Then the selection's label.
+    QList<QRectF> taken;
+    for (const RoofLabel& l : std::as_const(m_roofLabels))
+        if (!l.alongDiagonal && l.item->isVisible())
+            taken.append(l.item->mapRectToParent(l.item->boundingRect()));
+    if (!m_noteItem->text().isEmpty())
+        taken.append(m_noteItem->mapRectToParent(m_noteItem->boundingRect()));
+    const qreal ring = markerSize() / 2.0 + 5.0;
+    QPointF selectedAt;
+    bool selectedInView = false;
+    for (int r = 0; r < m_selectionRings.size(); ++r) {
+        const RooflineMarker& mk = m_markers.at(m_selectionMarkers.at(r));
+        const QPointF at = anySeries ? toPixel(mk.at) : QPointF();
+        QPainterPath path;
+        path.addEllipse(at, ring, ring);
+        m_selectionRings.at(r)->setPath(path);
+        const bool inView = anySeries && plot.contains(at);
+        m_selectionRings.at(r)->setVisible(inView);
+        if (inView && (!selectedInView || mk.role == RooflineMarker::Role::Reference)) {
+            selectedAt = at;
+            selectedInView = true;
+        }
+    }
+    const bool showSelection = selectedInView && !m_selectionLabel->text().isEmpty();
+    m_selectionLabel->setVisible(showSelection);
+    m_selectionBox->setVisible(showSelection);
+    if (showSelection) {
+        const QRectF text = m_selectionLabel->boundingRect();
+        // Right of and above the marker where it fits, else mirrored; never outside the plot.
+        qreal x = selectedAt.x() + ring + 6;
+        if (x + text.width() + 4 > plot.right())
+            x = selectedAt.x() - ring - 6 - text.width();
+        qreal y = selectedAt.y() - ring - text.height();
+        if (y < plot.top() + 4)
+            y = selectedAt.y() + ring + 2;
+        x = std::clamp(x, plot.left() + 4, std::max(plot.left() + 4, plot.right() - text.width() - 4));
+        y = std::clamp(y, plot.top() + 4, std::max(plot.top() + 4, plot.bottom() - text.height() - 4));
+        m_selectionLabel->setPos(x, y);
+        const QRectF box = QRectF(QPointF(x, y), text.size()).adjusted(-4, -2, 4, 2);
+        m_selectionBox->setRect(box);
+        taken.append(box);
+    }
+
+    // Task labels: right of each reference marker, in task order; one that would overlap a label
+    // already placed or leave the plot waits for a zoom.
+    QHash<int, QPointF> referenceAt;
+    for (const RooflineMarker& mk : std::as_const(m_markers))
+        if (mk.role == RooflineMarker::Role::Reference && anySeries)
+            referenceAt.insert(mk.point, toPixel(mk.at));
+    for (int i = 0; i < m_pointLabels.size(); ++i) {
+        QGraphicsSimpleTextItem* label = m_pointLabels.at(i);
+        const auto at = referenceAt.constFind(i);
+        if (!m_labelsShown || at == referenceAt.cend() || (showSelection && m_points.at(i).task == m_selected)) {
+            label->setVisible(false);
+            continue;
+        }
+        const QSizeF size = label->boundingRect().size();
+        const QRectF rect(at->x() + markerSize() / 2.0 + 2, at->y() - size.height() / 2, size.width(), size.height());
+        const bool free = plot.contains(rect) && std::none_of(taken.cbegin(), taken.cend(),
+                                                              [&rect](const QRectF& t) { return t.intersects(rect); });
+        label->setVisible(free);
+        if (free) {
+            label->setPos(rect.topLeft());
+            taken.append(rect.adjusted(-2, -1, 2, 1)); // a pixel apart, also once rounded to the screen
+        }
+    }
+
     if (m_emptyItem->isVisible())
         centreText(m_emptyItem, plot);
-    m_noteItem->setPos(plot.left() + 6, plot.bottom() - m_noteItem->boundingRect().height() - 4);
 }
 
 QString RooflineChart::emptyText() const
@@ -592,20 +731,10 @@ void RooflineChart::onPointHovered(QXYSeries* series, const QPointF& value, bool
         QToolTip::showText(QCursor::pos(), markerToolTip(ref.marker), this);
 }
 
-void RooflineChart::onPointClicked(QXYSeries* series, const QPointF& value)
-{
-    const PointRef ref = pointAt(series, value);
-    if (ref.index < 0)
-        return;
-    // The task opens on another page: no tooltip of this one may stay over it.
-    QToolTip::hideText();
-    Q_EMIT taskActivated(m_points.at(ref.index).task);
-}
-
 int RooflineChart::markerAt(const QPoint& viewportPos) const
 {
     int best = -1;
-    double bestDistance = kMarkerSize / 2.0 + 3.0;
+    double bestDistance = markerSize() / 2.0 + 3.0;
     for (auto it = m_seriesMarkers.cbegin(); it != m_seriesMarkers.cend(); ++it) {
         for (int m : it.value()) {
             const QPointF inChart = chart()->mapToPosition(m_markers.at(m).at, it.key());
@@ -688,8 +817,116 @@ void RooflineChart::mouseReleaseEvent(QMouseEvent* event)
         && (event->position().toPoint() - m_pressPos).manhattanLength() < QApplication::startDragDistance()) {
         if (auto* band = findChild<QRubberBand*>())
             band->hide();
+        const int m = markerAt(event->position().toPoint());
+        selectTask(m >= 0 ? m_points.at(m_markers.at(m).point).task : QString());
     }
     QChartView::mouseReleaseEvent(event);
+}
+
+void RooflineChart::mouseDoubleClickEvent(QMouseEvent* event)
+{
+    if (event->button() != Qt::LeftButton) {
+        QChartView::mouseDoubleClickEvent(event);
+        return;
+    }
+    // As a click: select what is under the cursor (or nothing); a marker's task opens too.
+    const int m = markerAt(event->position().toPoint());
+    selectTask(m >= 0 ? m_points.at(m_markers.at(m).point).task : QString());
+    if (m < 0) {
+        QChartView::mouseDoubleClickEvent(event);
+        return;
+    }
+    // The task opens on another page: no tooltip of this one may stay over it.
+    QToolTip::hideText();
+    Q_EMIT taskActivated(m_points.at(m_markers.at(m).point).task);
+    event->accept();
+}
+
+qreal RooflineChart::markerSize() const
+{
+    return isDense() ? kDenseMarkerSize : kMarkerSize;
+}
+
+void RooflineChart::setLabelsShown(bool shown)
+{
+    if (shown == m_labelsShown)
+        return;
+    m_labelsShown = shown;
+    relayoutOverlay();
+}
+
+QList<QPair<QString, QRect>> RooflineChart::shownLabels() const
+{
+    QList<QPair<QString, QRect>> out;
+    for (const QGraphicsSimpleTextItem* label : m_pointLabels)
+        if (label->isVisible())
+            out.append({label->text(), mapFromScene(label->sceneBoundingRect()).boundingRect()});
+    return out;
+}
+
+void RooflineChart::selectTask(const QString& task)
+{
+    const bool placed =
+        std::any_of(m_points.cbegin(), m_points.cend(), [&task](const RooflinePoint& p) { return p.task == task; });
+    const QString selected = placed ? task : QString();
+    if (selected == m_selected)
+        return;
+    m_selected = selected;
+    rebuildSelection();
+    relayoutOverlay();
+    Q_EMIT taskSelected(m_selected);
+}
+
+QStringList RooflineChart::selectionLines() const
+{
+    QStringList lines;
+    int index = -1;
+    for (int i = 0; i < m_points.size(); ++i)
+        if (m_points.at(i).task == m_selected && !m_selected.isEmpty())
+            index = i;
+    if (index < 0)
+        return lines;
+    const RooflinePoint& p = m_points.at(index);
+    lines << p.task;
+    if (!p.detail.isEmpty())
+        lines << p.detail.split(QStringLiteral("; "));
+    std::optional<double> reference;
+    for (const RooflineMarker& mk : std::as_const(m_markers)) {
+        if (mk.point != index)
+            continue;
+        const QString role = mk.role == RooflineMarker::Role::Reference   ? QStringLiteral("eager reference")
+                             : mk.role == RooflineMarker::Role::Candidate ? QStringLiteral("best candidate")
+                                                                          : QStringLiteral("not counted");
+        QString line = QStringLiteral("%1: %2 at %3, %4")
+                           .arg(role, humanGflops(mk.at.y()), intensityText(mk.at.x()), intensityBasisText(mk.basis));
+        if (!mk.measured)
+            line += QStringLiteral(", attainable on the %1").arg(m_roofs.name);
+        if (mk.role == RooflineMarker::Role::Reference)
+            reference = mk.at.y();
+        else if (mk.role == RooflineMarker::Role::Candidate && mk.measured && reference)
+            line += QStringLiteral(", %1× the reference").arg(QString::number(mk.at.y() / *reference, 'f', 2));
+        lines << line;
+    }
+    return lines;
+}
+
+QString RooflineChart::selectionText() const
+{
+    return selectionLines().join(QStringLiteral("; "));
+}
+
+QList<QRect> RooflineChart::selectionRings() const
+{
+    QList<QRect> out;
+    for (const QGraphicsPathItem* ring : m_selectionRings)
+        if (ring->isVisible())
+            out.append(mapFromScene(ring->sceneBoundingRect()).boundingRect());
+    return out;
+}
+
+QRect RooflineChart::selectionLabelRect() const
+{
+    return m_selectionBox->isVisible() ? mapFromScene(m_selectionBox->sceneBoundingRect()).boundingRect() : QRect();
 }
 
 QString RooflineChart::placementNote() const

@@ -9,7 +9,11 @@
 // its intensity (hollow markers on the roof; no measured time is rescaled). Each marker's
 // intensity says which traffic model it uses (core/tasks/kernelbound.h). A candidate whose time
 // is below the roofline floor (not counted anywhere) is drawn as a red star, with the reason.
-// Hover a point for its numbers; click it to activate its task.
+// Hover a point for its numbers; click it to select its task (a ring on its markers and a label
+// with its numbers), double-click it to activate the task. Past kDensePoints tasks (all 250 of
+// KernelBench) the markers are drawn smaller and half transparent, so that clusters stay
+// readable; task labels are drawn on demand (setLabelsShown), the ones that would overlap
+// another left out until a zoom makes room.
 
 #include "core/tasks/gputable.h"
 #include "core/tasks/kernelbound.h"
@@ -19,10 +23,12 @@
 #include <QList>
 #include <QPointF>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 
 class QGraphicsPathItem;
+class QGraphicsRectItem;
 class QGraphicsSimpleTextItem;
 class QLogValueAxis;
 class QScatterSeries;
@@ -92,6 +98,9 @@ class RooflineChart : public QChartView
 {
     Q_OBJECT
 public:
+    /// From this many tasks on, markers are small and half transparent.
+    static constexpr int kDensePoints = 60;
+
     explicit RooflineChart(QWidget* parent = nullptr);
     ~RooflineChart() override;
 
@@ -130,6 +139,31 @@ public:
     /// The note on how the markers are placed (names the GPU the times come from).
     QString placementNote() const;
 
+    /// Whether the markers are drawn dense (kDensePoints or more tasks).
+    bool isDense() const { return m_points.size() >= kDensePoints; }
+    /// The size markers are drawn at now (pixels).
+    qreal markerSize() const;
+
+    /// Task labels next to each task's reference marker; labels that would overlap one already
+    /// placed (or leave the plot) are not drawn until a zoom makes room.
+    void setLabelsShown(bool shown);
+    bool labelsShown() const { return m_labelsShown; }
+    /// The labels drawn now: task and its rectangle in viewport coordinates.
+    QList<QPair<QString, QRect>> shownLabels() const;
+
+    /// Selects a task (rings its markers, labels it with its numbers); an empty or unplaced task
+    /// clears the selection. Emits taskSelected when the selection changes.
+    void selectTask(const QString& task);
+    QString selectedTask() const { return m_selected; }
+    /// The selected task in words: its reference and best candidate with GFLOP/s, intensity and
+    /// traffic model, the speed-up over the reference; empty when nothing is selected.
+    QString selectionText() const;
+    /// selectionText() line by line (the label on the chart).
+    QStringList selectionLines() const;
+    /// The selection's ring and label as drawn, in viewport coordinates (empty when hidden).
+    QList<QRect> selectionRings() const;
+    QRect selectionLabelRect() const;
+
     /// The roof the chart uses to rate a kernel: min(bandwidth × intensity, FP32 peak).
     double attainableGflops(double intensity) const { return m_roofs.attainableGflops(intensity); }
 
@@ -138,10 +172,13 @@ protected:
     void mousePressEvent(QMouseEvent* event) override;
     void wheelEvent(QWheelEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
 
 Q_SIGNALS:
-    /// A point was clicked (reference or candidate).
+    /// A point was double-clicked (reference or candidate).
     void taskActivated(const QString& task);
+    /// The selection changed (empty: none).
+    void taskSelected(const QString& task);
 
 private:
     struct PointRef
@@ -167,7 +204,7 @@ private:
     void clearOverlay();
     PointRef pointAt(QXYSeries* series, const QPointF& value) const;
     void onPointHovered(QXYSeries* series, const QPointF& value, bool state);
-    void onPointClicked(QXYSeries* series, const QPointF& value);
+    void rebuildSelection();
     QString roofToolTip(const Roof& roof) const;
 
     GpuRoofs m_roofs;
@@ -187,6 +224,13 @@ private:
     QList<QPair<QPointF, QPointF>> m_arrowEnds; ///< data coordinates of each arrow
     QGraphicsSimpleTextItem* m_emptyItem = nullptr;
     QGraphicsSimpleTextItem* m_noteItem = nullptr; ///< names the dotted (theoretical) roofs
+    bool m_labelsShown = false;
+    QList<QGraphicsSimpleTextItem*> m_pointLabels; ///< one per point, in points() order
+    QString m_selected;
+    QList<QGraphicsPathItem*> m_selectionRings;
+    QList<int> m_selectionMarkers; ///< the marker each ring is around
+    QGraphicsRectItem* m_selectionBox = nullptr;
+    QGraphicsSimpleTextItem* m_selectionLabel = nullptr;
 };
 
 } // namespace kwb::app

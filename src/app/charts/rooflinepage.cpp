@@ -3,18 +3,22 @@
 #include "app/charts/chartformat.h"
 
 #include <QChart>
+#include <QCheckBox>
 #include <QComboBox>
-#include <QLegend>
+#include <QCompleter>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLegend>
+#include <QLineEdit>
 #include <QPushButton>
-#include <QStandardItemModel>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace kwb::app {
 
 namespace {
-const QString kCurrentKey = QStringLiteral("current");
 const QString kStudyKey = QStringLiteral("v100-sxm2-32gb");
 } // namespace
 
@@ -25,12 +29,30 @@ RooflinePage::RooflinePage(QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     auto* bar = new QHBoxLayout;
     auto* label = new QLabel(QStringLiteral("&GPU:"), this);
-    m_gpuCombo = new QComboBox(this);
-    m_gpuCombo->setObjectName(QStringLiteral("gpu"));
-    m_gpuCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_gpuCombo = new GpuChooser(kStudyKey, this);
     label->setBuddy(m_gpuCombo);
     bar->addWidget(label);
     bar->addWidget(m_gpuCombo);
+    // 250 tasks on one chart: find one by name, or name them all where they fit.
+    auto* findLabel = new QLabel(tr("&Task:"), this);
+    m_find = new QComboBox(this);
+    m_find->setObjectName(QStringLiteral("findTask"));
+    m_find->setEditable(true);
+    m_find->setInsertPolicy(QComboBox::NoInsert);
+    m_find->setMinimumContentsLength(8);
+    m_find->lineEdit()->setPlaceholderText(tr("find…"));
+    m_find->completer()->setCompletionMode(QCompleter::PopupCompletion);
+    m_find->completer()->setFilterMode(Qt::MatchContains);
+    m_find->setToolTip(tr("Select a task: a ring on its markers and its numbers beside them"));
+    findLabel->setBuddy(m_find);
+    bar->addSpacing(12);
+    bar->addWidget(findLabel);
+    bar->addWidget(m_find);
+    m_labels = new QCheckBox(tr("&Label tasks"), this);
+    m_labels->setObjectName(QStringLiteral("labelTasks"));
+    m_labels->setToolTip(tr("Name each task beside its eager reference; names that would overlap are left out "
+                            "until you zoom in"));
+    bar->addWidget(m_labels);
     bar->addStretch(1);
     auto* resetZoom = new QPushButton(tr("Reset zoom"), this);
     resetZoom->setObjectName(QStringLiteral("resetZoom"));
@@ -45,6 +67,18 @@ RooflinePage::RooflinePage(QWidget* parent)
     m_chart->chart()->legend()->setAlignment(Qt::AlignRight);
     layout->addWidget(m_chart, 1);
 
+    auto* selectionRow = new QHBoxLayout;
+    m_selection = new QLabel(this);
+    m_selection->setObjectName(QStringLiteral("rooflineSelection"));
+    m_selection->setWordWrap(true);
+    m_selection->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_open = new QPushButton(tr("Open task"), this);
+    m_open->setObjectName(QStringLiteral("openTask"));
+    m_open->setToolTip(tr("Show the selected task on the Tasks page (or double-click its point)"));
+    selectionRow->addWidget(m_selection, 1);
+    selectionRow->addWidget(m_open);
+    layout->addLayout(selectionRow);
+
     m_help = new QLabel(this);
     m_help->setObjectName(QStringLiteral("rooflineHelp"));
     m_help->setWordWrap(true);
@@ -52,91 +86,79 @@ RooflinePage::RooflinePage(QWidget* parent)
     m_help->setContentsMargins(4, 2, 4, 2);
     layout->addWidget(m_help);
 
-    // The current GPU's entry is added (first) when the worker reports one.
-    for (const GpuRoofs& g : gpuTable()) {
-        m_gpuCombo->addItem(g.key == kStudyKey ? g.name + QStringLiteral(" (the study's GPU)") : g.name, g.key);
-        m_gpuCombo->setItemData(m_gpuCombo->count() - 1, g.citation, Qt::ToolTipRole);
-    }
-    connect(m_gpuCombo, qOverload<int>(&QComboBox::activated), this, [this](int) { m_userChose = true; });
-    connect(m_gpuCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, &RooflinePage::onGpuChosen);
+    connect(m_gpuCombo, &GpuChooser::roofsChanged, this, [this](const GpuRoofs& roofs) {
+        m_chart->setRoofs(roofs);
+        showSelection(m_chart->selectedTask()); // its numbers are this GPU's now
+        updateHelp();
+    });
     connect(m_chart, &RooflineChart::taskActivated, this, &RooflinePage::taskActivated);
-    m_gpuCombo->setCurrentIndex(m_gpuCombo->findData(kStudyKey));
-    onGpuChosen(m_gpuCombo->currentIndex());
+    connect(m_chart, &RooflineChart::taskSelected, this, &RooflinePage::showSelection);
+    connect(m_labels, &QCheckBox::toggled, m_chart, &RooflineChart::setLabelsShown);
+    connect(m_find, qOverload<int>(&QComboBox::activated), this,
+            [this](int index) { m_chart->selectTask(m_find->itemData(index).toString()); });
+    connect(m_open, &QPushButton::clicked, this, [this] {
+        if (!m_chart->selectedTask().isEmpty())
+            Q_EMIT taskActivated(m_chart->selectedTask());
+    });
+    showSelection(QString());
+    m_chart->setRoofs(m_gpuCombo->selectedRoofs());
+    updateHelp();
 }
 
 RooflinePage::~RooflinePage() = default;
 
 void RooflinePage::setCurrentDevice(const DeviceFacts& device, const QString& origin)
 {
-    const QString who = origin.isEmpty() ? QStringLiteral("This machine") : origin;
-    m_current = fromDeviceFacts(device);
-    const bool valid = m_current.isValid();
-    QString text;
-    if (valid) {
-        const Roof* mem = m_current.primaryMemory();
-        text = QStringLiteral("%1: %2 (%3)")
-                   .arg(who, m_current.name, mem->origin == Roof::Origin::Measured ? QStringLiteral("measured")
-                                                                              : QStringLiteral("theoretical"));
-    } else {
-        text = QStringLiteral("%1: no GPU").arg(who);
-    }
-    int index = m_gpuCombo->findData(kCurrentKey);
-    if (index < 0) {
-        m_gpuCombo->insertItem(0, text, kCurrentKey);
-        index = 0;
-    } else {
-        m_gpuCombo->setItemText(index, text);
-    }
-    m_gpuCombo->setItemData(index, m_current.citation, Qt::ToolTipRole);
-    // Without a GPU the entry stays, greyed out, to say why the table is all there is.
-    if (auto* model = qobject_cast<QStandardItemModel*>(m_gpuCombo->model())) {
-        if (QStandardItem* item = model->item(index))
-            item->setEnabled(valid);
-    }
-    m_hasCurrent = valid;
-    if (valid && (!m_userChose || selectedGpuKey() == kCurrentKey)) {
-        if (m_gpuCombo->currentIndex() == index)
-            onGpuChosen(index); // same entry, new numbers
-        else
-            m_gpuCombo->setCurrentIndex(index);
-    }
+    m_gpuCombo->setCurrentDevice(device, origin);
 }
 
 void RooflinePage::setPoints(const QList<RooflinePoint>& points)
 {
     m_chart->setPoints(points);
+    fillFinder();
+    showSelection(m_chart->selectedTask());
+    updateHelp();
+}
+
+void RooflinePage::fillFinder()
+{
+    const QSignalBlocker block(m_find);
+    m_find->clear();
+    for (const RooflinePoint& p : m_chart->points())
+        m_find->addItem(p.task, p.task);
+    m_find->setCurrentIndex(m_find->findData(m_chart->selectedTask()));
+    m_find->setEnabled(m_find->count() > 0);
+}
+
+void RooflinePage::showSelection(const QString& task)
+{
+    {
+        const QSignalBlocker block(m_find);
+        m_find->setCurrentIndex(m_find->findData(task));
+    }
+    m_open->setEnabled(!task.isEmpty());
+    m_selection->setText(task.isEmpty() ? tr("Click a point to select its task, double-click to open it.")
+                                        : m_chart->selectionText());
+}
+
+QString RooflinePage::selectionInfo() const
+{
+    return m_selection->text();
 }
 
 bool RooflinePage::selectGpu(const QString& key)
 {
-    if (key == kCurrentKey && !m_hasCurrent)
-        return false;
-    const int index = m_gpuCombo->findData(key);
-    if (index < 0)
-        return false;
-    m_gpuCombo->setCurrentIndex(index);
-    return true;
+    return m_gpuCombo->selectGpu(key);
 }
 
 QString RooflinePage::selectedGpuKey() const
 {
-    return m_gpuCombo->currentData().toString();
+    return m_gpuCombo->selectedKey();
 }
 
 GpuRoofs RooflinePage::selectedRoofs() const
 {
     return m_chart->roofs();
-}
-
-void RooflinePage::onGpuChosen(int index)
-{
-    const QString key = m_gpuCombo->itemData(index).toString();
-    if (key == kCurrentKey) {
-        m_chart->setRoofs(m_current);
-    } else if (const GpuRoofs* g = findGpu(key)) {
-        m_chart->setRoofs(*g);
-    }
-    updateHelp();
 }
 
 QString RooflinePage::helpText() const
@@ -146,23 +168,55 @@ QString RooflinePage::helpText() const
 
 void RooflinePage::updateHelp()
 {
+    // Only what the chart draws now: each sentence names something on it.
     const GpuRoofs& roofs = m_chart->roofs();
-    QString ridge;
-    if (roofs.isValid())
-        ridge = QStringLiteral(" On the %1 the FP32 ridge point is %2 (%3 ÷ %4).")
-                    .arg(roofs.name.toHtmlEscaped(), intensityText(roofs.fp32RidgeIntensity()),
-                         humanGflops(roofs.fp32Gflops()), humanBandwidth(roofs.bandwidthGBps()));
-    m_help->setText(
-        QStringLiteral("<b>How to read it.</b> Below the ridge point a kernel is memory-bound: it waits on HBM, so "
-                       "fusing the epilogue (bias, activation, scaling) into one pass that saves HBM traffic pays. "
-                       "Above it a kernel is compute-bound: cuBLAS and cuDNN already run it near the FP32 roof, so "
-                       "re-implementing them does not.%1 The dashed tensor-core roofs (drawn for every GPU that has "
-                       "them) bound only kernels that run on tensor cores; the study's fp32 kernels (TF32 off) are "
-                       "bound by the solid FP32 roof. Times are drawn only against the GPU they were measured on "
-                       "(filled markers); for another GPU each task is placed analytically, where that GPU's roofs "
-                       "put it at its intensity (hollow markers on the roof). A red star is a time below the "
-                       "roofline floor: physically impossible, so not counted anywhere.")
-            .arg(ridge));
+    QStringList parts{QStringLiteral("<b>How to read it.</b> Both axes are logarithmic.")};
+    if (roofs.isValid()) {
+        parts << QStringLiteral(
+                     "The solid diagonal is the memory roof (%1) and the solid flat line the FP32 roof (%2); "
+                     "they meet at the ridge point (white diamond), on the %3 at %4.")
+                     .arg(humanBandwidth(roofs.bandwidthGBps()), humanGflops(roofs.fp32Gflops()),
+                          roofs.name.toHtmlEscaped(), intensityText(roofs.fp32RidgeIntensity()));
+        parts << QStringLiteral(
+            "Left of the ridge point a kernel is memory-bound: it waits on HBM, so fusing the epilogue (bias, "
+            "activation, scaling) into one pass that saves HBM traffic pays. Right of it a kernel is compute-bound: "
+            "cuBLAS and cuDNN already run it near the FP32 roof, so re-implementing them does not.");
+        bool tensor = false;
+        for (const Roof& r : roofs.roofs)
+            tensor = tensor || r.isTensor();
+        if (tensor)
+            parts << QStringLiteral("The dashed flat lines are tensor-core roofs (the dashed diagonal leads to them): "
+                                    "they bound only kernels that run on tensor cores; the study's fp32 kernels "
+                                    "(TF32 off) are bound by the FP32 roof.");
+        if (roofs.roofsOf(Roof::Kind::Memory).size() > 1 || roofs.roofsOf(Roof::Kind::Fp32).size() > 1)
+            parts << QStringLiteral("Dotted lines are theoretical roofs beside the measured ones (named at the "
+                                    "plot's bottom left).");
+    }
+    const QList<RooflineMarker>& markers = m_chart->markers();
+    const auto any = [&markers](auto test) { return std::any_of(markers.cbegin(), markers.cend(), test); };
+    if (!markers.isEmpty()) {
+        parts << QStringLiteral("Shapes are levels (circle L1, square L2, triangle L3).");
+        if (any([](const RooflineMarker& m) { return m.measured; }))
+            parts << QStringLiteral("Measured on this GPU: each task's eager reference is a hollow grey marker and "
+                                    "its best counted candidate a filled green one, joined by an arrow (green when "
+                                    "faster, red when slower).");
+        if (any([](const RooflineMarker& m) { return m.basis == IntensityBasis::Measured; }))
+            parts << QStringLiteral("A dark ring: a candidate placed by its measured HBM traffic.");
+        if (any([](const RooflineMarker& m) { return !m.measured; }))
+            parts << QStringLiteral("Times are drawn only against the GPU they were measured on: on this GPU's "
+                                    "roofs those tasks are placed analytically, on the roof at their intensity "
+                                    "(hollow markers with dotted outlines, dashed arrows; no time rescaled).");
+        if (any([](const RooflineMarker& m) { return m.role == RooflineMarker::Role::NotCounted; }))
+            parts << QStringLiteral("A red star is a time below the roofline floor: physically impossible, so not "
+                                    "counted anywhere.");
+        if (m_chart->isDense())
+            parts << QStringLiteral("With %1 tasks the markers are small and half transparent: a darker patch is "
+                                    "many tasks.")
+                         .arg(m_chart->points().size());
+        parts << QStringLiteral("Hover a point for its numbers, click it to select its task, pick one under Task, or "
+                                "Label tasks; drag or turn the wheel to zoom.");
+    }
+    m_help->setText(parts.join(QLatin1Char(' ')));
 }
 
 } // namespace kwb::app

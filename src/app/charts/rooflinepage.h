@@ -3,6 +3,7 @@
 // every GPU of the built-in table; the V100 reproduces the study's framing), the roofline chart,
 // and two sentences that say how to read it.
 
+#include "app/charts/gpuchooser.h"
 #include "app/charts/rooflinechart.h"
 #include "core/protocol/devicefacts.h"
 #include "core/tasks/gputable.h"
@@ -12,8 +13,10 @@
 #include <QString>
 #include <QWidget>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
+class QPushButton;
 
 namespace kwb::app {
 
@@ -40,24 +43,34 @@ public:
     GpuRoofs selectedRoofs() const;
 
     RooflineChart* chart() const { return m_chart; }
-    QComboBox* gpuCombo() const { return m_gpuCombo; }
-    /// The how-to-read text under the chart (it names the selected GPU's ridge point).
+    GpuChooser* gpuCombo() const { return m_gpuCombo; }
+    /// The how-to-read text under the chart (it names the selected GPU's ridge point, and says
+    /// only what is drawn: tensor-core and theoretical roofs, markers placed by measured traffic,
+    /// stars, the dense drawing of many tasks where there are any).
     QString helpText() const;
+    /// The task finder (an editable list of the placed tasks): picking one selects it.
+    QComboBox* taskFinder() const { return m_find; }
+    /// "Label tasks": names every task on the chart where the names fit.
+    QCheckBox* labelsToggle() const { return m_labels; }
+    /// The selected task's numbers, under the chart.
+    QString selectionInfo() const;
 
 Q_SIGNALS:
     /// A task's point was clicked on the chart.
     void taskActivated(const QString& task);
 
 private:
-    void onGpuChosen(int index);
     void updateHelp();
+    void fillFinder();
+    void showSelection(const QString& task);
 
-    QComboBox* m_gpuCombo = nullptr;
+    GpuChooser* m_gpuCombo = nullptr;
     RooflineChart* m_chart = nullptr;
     QLabel* m_help = nullptr;
-    GpuRoofs m_current;
-    bool m_hasCurrent = false;
-    bool m_userChose = false;
+    QComboBox* m_find = nullptr;
+    QCheckBox* m_labels = nullptr;
+    QLabel* m_selection = nullptr;
+    QPushButton* m_open = nullptr;
 };
 
 } // namespace kwb::app

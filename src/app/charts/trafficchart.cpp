@@ -210,7 +210,8 @@ public:
         QList<Total> out{{TrafficChart::kUnfusedTotal, reads, writes, QStringLiteral("unfused")}};
         if (b.libraryEpilogueBytes)
             out.append({TrafficChart::kLibraryEpilogue, *b.libraryEpilogueBytes, 0, QStringLiteral("library + epilogue")});
-        out.append({TrafficChart::kOneKernel, b.fusedReadBytes, b.fusedWriteBytes, QStringLiteral("one kernel")});
+        out.append({TrafficChart::kOneKernel, b.fusedReadBytes, b.fusedWriteBytes,
+                    b.oneKernelIsBound() ? QStringLiteral("one kernel: bound") : QStringLiteral("one kernel")});
         return out;
     }
 
@@ -225,6 +226,14 @@ public:
                    : QStringLiteral("%1 · %2× less")
                          .arg(humanBytes(bytes),
                               QString::number(ratioText(static_cast<double>(b.unfusedBytes), bytes), 'f', 1));
+    }
+
+    /// The third line of a total's box: its time at the GPU's bandwidth; empty without a GPU.
+    QString totalTimeLine(const Total& t) const
+    {
+        if (!(m_chart->m_gpuGBps > 0))
+            return QString();
+        return QStringLiteral("→ %1").arg(humanTime(static_cast<double>(t.reads + t.writes) / m_chart->m_gpuGBps));
     }
 
     static Axis axisFor(double maxBar, const QRectF& plot)
@@ -260,7 +269,9 @@ public:
         const QList<Total> ts = totals();
         qreal totalW = 2 * 34 + 6 + 16;
         for (const Total& t : ts)
-            totalW = std::max({totalW, fm.horizontalAdvance(t.name) + 12, sfm.horizontalAdvance(totalSecondLine(t)) + 12});
+            totalW =
+                std::max({totalW, fm.horizontalAdvance(t.name) + 12, sfm.horizontalAdvance(totalSecondLine(t)) + 12,
+                          sfm.horizontalAdvance(totalTimeLine(t)) + 12});
         const qreal totalGap = 10;
         const qreal totalsLeft = axisW;
         const qreal totalsRight = totalsLeft + ts.size() * totalW + (ts.size() - 1) * totalGap;
@@ -276,12 +287,15 @@ public:
         pad *= s;
         gap *= s;
 
-        l.headerHeight = fm.height() * 1.25 + fm.height() * 2 + 22;
+        const bool timed = m_chart->m_gpuGBps > 0;
+        l.headerHeight = fm.height() * 1.25 + fm.height() * (timed ? 3 : 2) + (timed ? 26 : 22);
         const qreal labelSpace = fm.height() + sfm.horizontalAdvance(QStringLiteral("99.9 MB")) + 10;
         const qreal boxHeight =
             l.compact ? fm.horizontalAdvance(QStringLiteral("max_pool2d")) + 12 : fm.height() * 2 + 10;
         const qreal measuredHeight = l.measured && !l.compact ? fm.height() + 4 : 0;
-        const qreal bottom = 8 + boxHeight + measuredHeight + 8;
+        // A total's box has a third line, its time at the GPU's bandwidth.
+        const qreal totalBoxHeight = fm.height() * 2 + 10 + (timed ? sfm.height() + 2 : 0);
+        const qreal bottom = 8 + std::max(boxHeight + measuredHeight, totalBoxHeight) + 8;
         const qreal minPlot = 140;
         l.minimum = QSizeF(minWidth, l.headerHeight + labelSpace + minPlot + bottom);
         const qreal plotTop = l.headerHeight + labelSpace;
@@ -316,9 +330,10 @@ public:
                     g.impliedClipped = true;
                 }
             }
-            g.box = QRectF(x + 2, boxTop, w - 4, boxHeight);
+            const bool total = position < 0;
+            g.box = QRectF(x + 2, boxTop, w - 4, total ? totalBoxHeight : boxHeight);
             const qreal top = axis.plot.top() - labelSpace;
-            g.column = QRectF(x, top, w, boxTop + boxHeight + measuredHeight - top);
+            g.column = QRectF(x, top, w, g.box.bottom() + (total ? 0 : measuredHeight) - top);
             return g;
         };
         std::optional<double> unfusedImplied;
@@ -398,7 +413,7 @@ public:
             const Group& g = l.groups.at(gi);
             const bool total = g.opPosition < 0;
             qint64 reads = 0, writes = 0;
-            QString name, second;
+            QString name, second, third;
             if (total) {
                 for (const Total& t : totals())
                     if (t.position == g.opPosition) {
@@ -406,6 +421,7 @@ public:
                         writes = t.writes;
                         name = t.name;
                         second = totalSecondLine(t);
+                        third = totalTimeLine(t);
                     }
             } else {
                 const TrafficOp& op = b.ops.at(g.opPosition);
@@ -416,9 +432,20 @@ public:
             }
             const bool oneKernel = g.opPosition == TrafficChart::kOneKernel;
             const bool library = g.opPosition == TrafficChart::kLibraryEpilogue;
-            // The library + epilogue total has no read/write split: one colour of its own.
-            p.fillRect(g.reads, library ? QColor(0x8e, 0x6c, 0xb5) : readsColor());
-            p.fillRect(g.writes, writesColor());
+            const bool bound = oneKernel && b.oneKernelIsBound();
+            if (bound) {
+                // A bound, not an option: hatched and outlined dashed, never a solid bar.
+                const QRectF bar = g.reads.united(g.writes);
+                p.fillRect(bar, Qt::white);
+                p.fillRect(bar, QBrush(readsColor(), Qt::BDiagPattern));
+                p.setBrush(Qt::NoBrush);
+                p.setPen(QPen(readsColor().darker(130), 1.6, Qt::DashLine));
+                p.drawRect(bar);
+            } else {
+                // The library + epilogue total has no read/write split: one colour of its own.
+                p.fillRect(g.reads, library ? QColor(0x8e, 0x6c, 0xb5) : readsColor());
+                p.fillRect(g.writes, writesColor());
+            }
             const bool dense = l.compact && !total;
             if (!dense)
                 upright(g.reads.united(g.writes), humanBytes(static_cast<double>(reads + writes)), false);
@@ -443,7 +470,8 @@ public:
                 else if (!dense)
                     upright(g.implied, humanBytes(*m_chart->impliedBytes(g.opPosition)), false);
             }
-            p.setPen(QPen(oneKernel ? candidateColor().darker(120) : QColor(0x88, 0x88, 0x88), 1));
+            p.setPen(QPen(oneKernel ? candidateColor().darker(120) : QColor(0x88, 0x88, 0x88), 1,
+                          bound ? Qt::DashLine : Qt::SolidLine));
             p.setBrush(oneKernel ? QColor(0xe8, 0xf6, 0xee) : (total ? QColor(0xee, 0xee, 0xf6) : QColor(0xf4, 0xf4, 0xf4)));
             p.drawRoundedRect(g.box, 4, 4);
             p.setBrush(Qt::NoBrush);
@@ -463,6 +491,11 @@ public:
             p.setPen(muted);
             p.drawText(QPointF(g.box.left() + 3, g.box.top() + 6 + fm.height() + sfm.ascent()),
                        sfm.elidedText(second, Qt::ElideRight, w));
+            if (!third.isEmpty()) {
+                p.setPen(text);
+                p.drawText(QPointF(g.box.left() + 3, g.box.top() + 8 + fm.height() + sfm.height() + sfm.ascent()),
+                           sfm.elidedText(third, Qt::ElideRight, w));
+            }
             p.setFont(font());
             if (l.measured && !total) {
                 const TrafficOp& op = b.ops.at(g.opPosition);
@@ -500,6 +533,10 @@ public:
         y += fm.height() + 4;
         p.drawText(QPointF(pin + 8, y), m_chart->summaryText());
         y += fm.height() + 4;
+        if (!m_chart->timeSummaryText().isEmpty()) {
+            p.drawText(QPointF(pin + 8, y), m_chart->timeSummaryText());
+            y += fm.height() + 4;
+        }
         qreal lx = pin + 8;
         auto legend = [&](const QColor& color, Qt::BrushStyle style, const QString& label) {
             const QRectF swatch(lx, y - fm.ascent() + 1, 12, fm.ascent() - 2);
@@ -516,6 +553,10 @@ public:
         legend(writesColor(), Qt::SolidPattern, QStringLiteral("writes (analytic)"));
         if (b.libraryEpilogueBytes)
             legend(QColor(0x8e, 0x6c, 0xb5), Qt::SolidPattern, QStringLiteral("library op + fused epilogue (analytic)"));
+        if (b.oneKernelIsBound())
+            legend(
+                readsColor(), Qt::BDiagPattern,
+                QStringLiteral("bound, not an option (%1 matmul/conv ops cannot share one kernel)").arg(b.libraryOps));
         if (l.measured)
             legend(measuredColor(), Qt::BDiagPattern,
                    QStringLiteral("measured time × %1 (%2)")
@@ -695,8 +736,9 @@ QString TrafficChart::summaryText() const
                  .arg(humanBytes(static_cast<double>(*b.libraryEpilogueBytes)),
                       QString::number(static_cast<double>(b.unfusedBytes) / static_cast<double>(*b.libraryEpilogueBytes),
                                       'f', 2));
-    s += QStringLiteral(", one kernel %1 (%2× less); analytic from shapes")
-             .arg(humanBytes(static_cast<double>(b.fusedBytes)), QString::number(b.ratio(), 'f', 2));
+    s += QStringLiteral(", one kernel %1 (%2× less)%3; analytic from shapes")
+             .arg(humanBytes(static_cast<double>(b.fusedBytes)), QString::number(b.ratio(), 'f', 2),
+                  b.oneKernelIsBound() ? QStringLiteral(" as a bound") : QString());
     if (hasMeasured()) {
         double total = m_unmatchedNs;
         for (const TrafficOp& op : b.ops)
@@ -706,6 +748,38 @@ QString TrafficChart::summaryText() const
     if (b.zeroByteOps > 0)
         s += b.zeroByteOps == 1 ? QStringLiteral("; 1 view op moves no bytes and is not drawn")
                                 : QStringLiteral("; %1 view ops move no bytes and are not drawn").arg(b.zeroByteOps);
+    return s;
+}
+
+void TrafficChart::setGpu(const QString& name, double bandwidthGBps, const QString& origin)
+{
+    const bool valid = bandwidthGBps > 0 && std::isfinite(bandwidthGBps);
+    m_gpuName = valid ? name : QString();
+    m_gpuOrigin = valid ? origin : QString();
+    m_gpuGBps = valid ? bandwidthGBps : 0.0;
+    m_canvas->updateMinimumSize();
+}
+
+QString TrafficChart::bytesAsTime(double bytes) const
+{
+    // bytes / (GB/s) = ns: the least time moving them takes, at the memory roof.
+    return m_gpuGBps > 0 ? QStringLiteral("%1 → %2").arg(humanBytes(bytes), humanTime(bytes / m_gpuGBps))
+                         : humanBytes(bytes);
+}
+
+QString TrafficChart::timeSummaryText() const
+{
+    const TrafficBreakdown& b = m_breakdown;
+    if (!(m_gpuGBps > 0) || !b.isValid())
+        return QString();
+    QString s =
+        QStringLiteral("At %1 (%2, %3) moving the bytes takes at least: unfused %4")
+            .arg(humanBandwidth(m_gpuGBps), m_gpuName, m_gpuOrigin, bytesAsTime(static_cast<double>(b.unfusedBytes)));
+    if (b.libraryEpilogueBytes)
+        s += QStringLiteral(", library + epilogue %1").arg(bytesAsTime(static_cast<double>(*b.libraryEpilogueBytes)));
+    s += QStringLiteral(", one kernel %1%2")
+             .arg(bytesAsTime(static_cast<double>(b.fusedBytes)),
+                  b.oneKernelIsBound() ? QStringLiteral(" (a bound)") : QString());
     return s;
 }
 
@@ -730,6 +804,7 @@ QString TrafficChart::opToolTip(int opPosition) const
                      .arg(b.ops.size());
         if (b.unfusedBytes > 0)
             lines << QStringLiteral("intensity %1").arg(intensityText(b.flops / static_cast<double>(b.unfusedBytes)));
+        lines << gpuTimeLine(static_cast<double>(b.unfusedBytes));
         if (hasMeasured()) {
             double total = m_unmatchedNs;
             for (const TrafficOp& op : b.ops)
@@ -738,6 +813,7 @@ QString TrafficChart::opToolTip(int opPosition) const
                          .arg(humanTime(total), humanBandwidth(m_bandwidthGBps), m_bandwidthOrigin,
                               humanBytes(total * m_bandwidthGBps));
         }
+        lines.removeAll(QString());
         return lines.join(QStringLiteral("<br>"));
     }
     if (opPosition == kLibraryEpilogue) {
@@ -756,6 +832,8 @@ QString TrafficChart::opToolTip(int opPosition) const
                      .arg(humanBytes(bytes), QString::number(static_cast<double>(b.unfusedBytes) / bytes, 'f', 2),
                           QString::number(bytes / static_cast<double>(b.fusedBytes), 'f', 2));
         lines << QStringLiteral("intensity %1").arg(intensityText(b.flops / bytes));
+        lines << gpuTimeLine(bytes);
+        lines.removeAll(QString());
         return lines.join(QStringLiteral("<br>"));
     }
     if (opPosition < 0) {
@@ -767,6 +845,13 @@ QString TrafficChart::opToolTip(int opPosition) const
                      .arg(humanBytes(static_cast<double>(b.fusedBytes)), QString::number(b.ratio(), 'f', 2));
         if (b.fusedBytes > 0)
             lines << QStringLiteral("intensity %1").arg(intensityText(b.flops / static_cast<double>(b.fusedBytes)));
+        lines << gpuTimeLine(static_cast<double>(b.fusedBytes));
+        if (b.oneKernelIsBound())
+            lines << QStringLiteral("<b>A bound, not an option</b>: with %1 matmul/conv ops, one kernel would keep "
+                                    "every intermediate between them on chip, which no kernel does for a chain like "
+                                    "this; library op + fused epilogue is the traffic real code can reach")
+                         .arg(b.libraryOps);
+        lines.removeAll(QString());
         return lines.join(QStringLiteral("<br>"));
     }
     if (opPosition >= b.ops.size())
@@ -781,6 +866,8 @@ QString TrafficChart::opToolTip(int opPosition) const
     lines << QStringLiteral("writes %1 (%2)").arg(humanBytes(static_cast<double>(op.writeBytes)), shapeText(op.output));
     lines << QStringLiteral("%1, intensity %2")
                  .arg(humanFlops(op.flops), intensityText(op.flops / static_cast<double>(op.bytes)));
+    if (m_gpuGBps > 0)
+        lines << gpuTimeLine(static_cast<double>(op.bytes));
     if (hasMeasured()) {
         if (op.measuredNs) {
             const double implied = *impliedBytes(opPosition);
@@ -799,6 +886,14 @@ QString TrafficChart::opToolTip(int opPosition) const
         }
     }
     return lines.join(QStringLiteral("<br>"));
+}
+
+QString TrafficChart::gpuTimeLine(double bytes) const
+{
+    if (!(m_gpuGBps > 0))
+        return QString();
+    return QStringLiteral("on the %1: %2 at %3 (%4), the least time these bytes take")
+        .arg(m_gpuName.toHtmlEscaped(), bytesAsTime(bytes), humanBandwidth(m_gpuGBps), m_gpuOrigin);
 }
 
 QList<QPair<int, QRectF>> TrafficChart::drawnBars() const

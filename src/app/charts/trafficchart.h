@@ -9,7 +9,10 @@
 // worker's `analyze` response (analytic, from shapes). Where a `profile` of the eager reference
 // is given, each op also shows its measured time and the bytes that time would move at the
 // device's bandwidth: an op whose implied bytes match its analytic bytes runs at the memory roof;
-// one far above spends its time on compute.
+// one far above spends its time on compute. For the chosen GPU (setGpu) each total also says the
+// least time its bytes take at that GPU's bandwidth ("5.74 GB → 1.20 ms at 4.80 TB/s"). Where the
+// one kernel is no real option (two or more matmul/conv ops: a network whose intermediates
+// cannot all stay on chip) it is drawn as a bound: a dashed outline, labelled "bound".
 
 #include "app/charts/chartexport.h"
 #include "core/protocol/workerresponses.h"
@@ -64,6 +67,10 @@ struct TrafficBreakdown
     QString error; ///< why the response cannot be drawn; empty when it can
 
     bool isValid() const { return error.isEmpty() && !ops.isEmpty(); }
+    /// One kernel is a bound, not an option a kernel can reach, when it would have to keep the
+    /// output of one library op on chip for another: with two or more matmul/conv ops (ResNet's
+    /// hundred convolutions, an MLP's layers). With one, it is that op with its epilogue fused.
+    bool oneKernelIsBound() const { return libraryOps > 1; }
     /// bytes_unfused / bytes_fused: how many times less HBM traffic one fused kernel moves.
     double ratio() const;
 };
@@ -93,6 +100,17 @@ public:
     /// otherwise by the order of ops of the same name. An empty profile clears the measured data.
     void setMeasured(const ProfileResult& profile, double bandwidthGBps, const QString& bandwidthOrigin);
     void clearMeasured();
+    /// The GPU whose HBM bandwidth turns bytes into time: its name and bandwidth (GB/s) with where
+    /// the number comes from ("datasheet", "measured"). No positive bandwidth: no times.
+    void setGpu(const QString& name, double bandwidthGBps, const QString& origin);
+    double gpuBandwidthGBps() const { return m_gpuGBps; }
+    QString gpuName() const { return m_gpuName; }
+    /// "5.74 GB → 1.20 ms": bytes and the least time moving them takes at the GPU's bandwidth;
+    /// the bytes alone without a GPU.
+    QString bytesAsTime(double bytes) const;
+    /// The line under the summary: the totals as time at the GPU's bandwidth ("At 4.80 TB/s
+    /// (NVIDIA H200 SXM 141GB, datasheet) …"); empty without a GPU or a drawable analysis.
+    QString timeSummaryText() const;
 
     const TrafficBreakdown& breakdown() const { return m_breakdown; }
     bool hasMeasured() const { return m_bandwidthGBps > 0; }
@@ -122,9 +140,13 @@ public:
 
 private:
     friend class TrafficCanvas;
+    /// The tooltip's line for bytes at the GPU's bandwidth; empty without a GPU.
+    QString gpuTimeLine(double bytes) const;
     TrafficBreakdown m_breakdown;
     double m_bandwidthGBps = 0.0;
     QString m_bandwidthOrigin;
+    QString m_gpuName, m_gpuOrigin;
+    double m_gpuGBps = 0.0;
     double m_unmatchedNs = 0.0;
     QScrollArea* m_scroll = nullptr;
     TrafficCanvas* m_canvas = nullptr;

@@ -61,7 +61,8 @@ void TaskFilterProxyModel::setRidgeIntensity(double flopPerByte)
 
 bool TaskFilterProxyModel::isFiltering() const
 {
-    return !m_words.isEmpty() || m_level != 0 || !m_category.isEmpty() || (m_bound != Bound::Any && m_ridge > 0);
+    return !m_words.isEmpty() || m_level != 0 || !m_category.isEmpty() || m_bound == Bound::Uncounted ||
+           (m_bound != Bound::Any && m_ridge > 0);
 }
 
 void TaskFilterProxyModel::clearFilters()
@@ -98,7 +99,10 @@ bool TaskFilterProxyModel::filterAcceptsRow(int sourceRow, const QModelIndex& so
         return false;
     if (!m_category.isEmpty() && !item.data(TaskListModel::CategoriesRole).toStringList().contains(m_category))
         return false;
-    if (m_bound != Bound::Any && m_ridge > 0) {
+    if (m_bound == Bound::Uncounted) {
+        if (!item.data(TaskListModel::UncountedRole).toBool())
+            return false;
+    } else if (m_bound != Bound::Any && m_ridge > 0) {
         const QVariant intensity = item.data(TaskListModel::IntensityFusedRole);
         if (!intensity.isValid())
             return false; // not analysed yet: its side is unknown

@@ -14,8 +14,9 @@ class TaskFilterProxyModel : public QSortFilterProxyModel
 public:
     enum class Bound {
         Any,
-        Memory,  ///< fused intensity below the ridge point of the current GPU
-        Compute, ///< fused intensity at or above it
+        Memory,    ///< fused intensity below the ridge point of the current GPU
+        Compute,   ///< fused intensity at or above it
+        Uncounted, ///< ops the worker cannot count: no intensity, so neither (needs no ridge)
     };
     Q_ENUM(Bound)
 
@@ -30,7 +31,8 @@ public:
     /// An op category of the analysis ("conv", "matmul", …); empty: every category.
     void setCategory(const QString& category);
     QString category() const { return m_category; }
-    /// Which side of the ridge point; ignored while ridgeIntensity() is 0 (no roofs known).
+    /// Which side of the ridge point; Memory and Compute are ignored while ridgeIntensity() is 0
+    /// (no roofs known).
     void setBound(Bound bound);
     Bound bound() const { return m_bound; }
     /// The current GPU's ridge point (compute peak / memory bandwidth), FLOP/B; 0: unknown.

@@ -286,6 +286,7 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
         return analysed ? QVariant(task.analysis.intensityFused) : QVariant();
     case EagerMsRole:
         return eager ? QVariant(eager->meanMs) : QVariant();
+    case UncountedRole: return uncounted;
     case SortRole:
         switch (column) {
         case IdColumn:

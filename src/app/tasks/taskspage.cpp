@@ -110,9 +110,6 @@ TasksPage::TasksPage(TaskCatalog* catalog, QWidget* parent)
     m_categoryFilter->setToolTip(tr("Tasks with at least one op of this category"));
     m_boundFilter = new QComboBox(left);
     m_boundFilter->setObjectName(QStringLiteral("boundFilter"));
-    m_boundFilter->addItem(tr("Memory- or compute-bound"), QVariant::fromValue(TaskFilterProxyModel::Bound::Any));
-    m_boundFilter->addItem(tr("Memory-bound"), QVariant::fromValue(TaskFilterProxyModel::Bound::Memory));
-    m_boundFilter->addItem(tr("Compute-bound"), QVariant::fromValue(TaskFilterProxyModel::Bound::Compute));
     for (QComboBox* box : {m_levelFilter, m_categoryFilter, m_boundFilter}) {
         box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
         filters->addWidget(box);
@@ -187,7 +184,7 @@ TasksPage::TasksPage(TaskCatalog* catalog, QWidget* parent)
         updateEmptyState();
     });
     connect(m_boundFilter, &QComboBox::currentIndexChanged, this, [this] {
-        m_proxy->setBound(m_boundFilter->currentData().value<TaskFilterProxyModel::Bound>());
+        m_proxy->setBound(static_cast<TaskFilterProxyModel::Bound>(m_boundFilter->currentData().toInt()));
         updateEmptyState();
     });
     connect(m_retry, &QPushButton::clicked, this, [this] {
@@ -247,6 +244,7 @@ void TasksPage::setRoofs(double computeGflops, double bandwidthGBps, const QStri
     m_proxy->setRidgeIntensity(valid ? kwb::ridgeIntensity(computeGflops, bandwidthGBps) : 0);
     m_detail->setRoofs(valid ? computeGflops : 0, valid ? bandwidthGBps : 0, m_roofsGpu);
     m_boundFilter->setEnabled(valid);
+    updateFilterChoices(); // the counts per bound are this GPU's
     if (valid)
         m_boundFilter->setToolTip(tr("Which side of the ridge point of %1 (%2 FLOP/B) a task's fused intensity falls")
                                       .arg(gpuName.isEmpty() ? tr("the current GPU") : gpuName)
@@ -387,9 +385,37 @@ void TasksPage::updateFilterChoices()
         categoryItems.append({tr("%1 (%2)").arg(categoryLabel(c)).arg(categories.value(c)), c});
     setChoices(m_categoryFilter, categoryItems);
 
+    // Each side of the ridge with its count (core taskBound(), the one-kernel intensity), and the
+    // tasks whose ops cannot be counted, which have no side: at 250 tasks the counts say what a
+    // filter leaves before it is chosen.
+    const double ridge = m_proxy->ridgeIntensity();
+    int memory = 0, compute = 0, uncounted = 0;
+    if (m_catalog) {
+        for (const TaskInfo& t : m_catalog->tasks()) {
+            if (!t.hasAnalysis())
+                continue;
+            if (!t.analysis.complete()) {
+                ++uncounted;
+                continue;
+            }
+            const kwb::Bound b = ridge > 0 ? kwb::taskBound(t.analysis, ridge) : kwb::Bound::Unknown;
+            memory += b == kwb::Bound::Memory ? 1 : 0;
+            compute += b == kwb::Bound::Compute ? 1 : 0;
+        }
+    }
+    using FilterBound = TaskFilterProxyModel::Bound;
+    QList<QPair<QString, QVariant>> boundItems{
+        {tr("Memory- or compute-bound"), int(FilterBound::Any)},
+        {ridge > 0 ? tr("Memory-bound (%1)").arg(memory) : tr("Memory-bound"), int(FilterBound::Memory)},
+        {ridge > 0 ? tr("Compute-bound (%1)").arg(compute) : tr("Compute-bound"), int(FilterBound::Compute)}};
+    if (uncounted > 0)
+        boundItems.append({tr("Ops not counted (%1)").arg(uncounted), int(FilterBound::Uncounted)});
+    setChoices(m_boundFilter, boundItems);
+
     // A filter value that no longer exists falls back to "all".
     m_proxy->setLevel(m_levelFilter->currentData().toInt());
     m_proxy->setCategory(m_categoryFilter->currentData().toString());
+    m_proxy->setBound(static_cast<FilterBound>(m_boundFilter->currentData().toInt()));
 }
 
 void TasksPage::updateState()

@@ -5,7 +5,11 @@
 //   measured H200 point may be drawn against the V100's roofs, and every marker is at or below
 //   the V100's roofline;
 // - the HBM traffic of L3/10 (ResNet-101, 345 ops): the unfused, library + epilogue and
-//   one-kernel totals side by side with their ratios, the one kernel never taller than unfused.
+//   one-kernel totals side by side with their ratios, the one kernel never taller than unfused,
+//   drawn as a bound (hatched, dashed, "bound"), each total as time at the H200's bandwidth;
+// - the HBM traffic of L2/1 with its times at the H200's bandwidth, its one kernel a solid bar;
+// - all of KernelBench's analysed tasks on the V100's roofs (issue 37 item 5): every one placed,
+//   small half-transparent markers, labels that do not overlap, one task selected.
 
 #include "chartstestdata.h"
 
@@ -16,9 +20,12 @@
 #include "core/tasks/kernelbound.h"
 
 #include <QChart>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QFile>
 #include <QImage>
+#include <QJsonArray>
 #include <QTest>
 
 using namespace kwb;
@@ -56,6 +63,37 @@ QList<RooflinePoint> h200Points()
     l21.notCountedWhy = QStringLiteral("measured 0.456 ms is below the roofline floor 4.49 ms");
     return {l21, measured(QStringLiteral("analyze_L2_2.json"), 2, 6.2, 2.9, IntensityBasis::LibraryEpilogue),
             measured(QStringLiteral("analyze_L3_10.json"), 3, 14.0, std::nullopt, IntensityBasis::EagerUnfused)};
+}
+
+/// Every task of kernelbench_totals.json with an analysis, as a point measured on the H200 and
+/// drawn on another GPU's roofs, where only its intensity places it (its H200 time is never drawn
+/// there: RooflineChart places it on that GPU's roof).
+QList<RooflinePoint> kernelBenchPoints(int* withoutAnalysis)
+{
+    QFile f(QStringLiteral(KWB_CHARTS_DATA "/kernelbench_totals.json"));
+    if (!f.open(QIODevice::ReadOnly))
+        qFatal("cannot open kernelbench_totals.json");
+    const GpuRoofs h200 = *findGpu(QStringLiteral("h200-sxm-141gb"));
+    QList<RooflinePoint> points;
+    *withoutAnalysis = 0;
+    for (const QJsonValue& v : QJsonDocument::fromJson(f.readAll()).array()) {
+        const QJsonObject o = v.toObject();
+        if (o.contains(QLatin1String("error")) || o.value(QLatin1String("uncounted")).toInt() > 0) {
+            ++*withoutAnalysis;
+            continue;
+        }
+        RooflinePoint p;
+        p.task = o.value(QLatin1String("task")).toString();
+        p.level = p.task.mid(1, 1).toInt();
+        const double flops = o.value(QLatin1String("flops")).toDouble();
+        p.intensity = flops / o.value(QLatin1String("bytes_unfused")).toDouble();
+        p.oneKernelIntensity = flops / o.value(QLatin1String("bytes_fused")).toDouble();
+        p.measuredOn = h200.name;
+        // Half of what the H200's roofs allow: a stand-in for its time there, not drawn on the V100.
+        p.referenceGflops = h200.attainableGflops(p.intensity) / 2;
+        points.append(p);
+    }
+    return points;
 }
 
 QImage grabAndSave(QWidget* w, const QString& name, QSize size)
@@ -127,16 +165,80 @@ private Q_SLOTS:
         QVERIFY(!grabAndSave(&page, QStringLiteral("06-roofline-h200.png"), QSize(1280, 720)).isNull());
     }
 
+    void kernelBenchOnTheV100()
+    {
+        int withoutAnalysis = 0;
+        const QList<RooflinePoint> points = kernelBenchPoints(&withoutAnalysis);
+        QCOMPARE(points.size() + withoutAnalysis, 250);
+        QCOMPARE(withoutAnalysis, 37); // KernelBench only: no analysis, no point
+        RooflinePage page;
+        QVERIFY(page.selectGpu(QStringLiteral("v100-sxm2-32gb")));
+        page.setPoints(points);
+        RooflineChart* chart = page.chart();
+        QCOMPARE(chart->points().size(), 213);
+        QCOMPARE(chart->skippedPoints(), 0);
+        QCOMPARE(chart->markers().size(), 213);
+        const GpuRoofs& v100 = chart->roofs();
+        for (const RooflineMarker& m : chart->markers()) {
+            QVERIFY(!m.measured);
+            QVERIFY(m.at.y() <= v100.attainableGflops(m.at.x()) * (1 + 1e-9));
+        }
+        QVERIFY(chart->isDense());
+        QVERIFY(page.helpText().contains(QLatin1String("With 213 tasks the markers are small")));
+        page.labelsToggle()->setChecked(true);
+        QCOMPARE(page.taskFinder()->count(), 213);
+        chart->selectTask(QStringLiteral("L3/10"));
+        QVERIFY2(page.selectionInfo().startsWith(QLatin1String("L3/10; eager reference:")),
+                 qPrintable(page.selectionInfo()));
+        QVERIFY(page.selectionInfo().contains(QLatin1String("attainable on the NVIDIA V100 SXM2 32GB")));
+
+        const QImage image = grabAndSave(&page, QStringLiteral("06-roofline-kernelbench-v100.png"), QSize(1280, 720));
+        QVERIFY(!image.isNull());
+        const auto labels = chart->shownLabels();
+        QVERIFY2(labels.size() >= 10, qPrintable(QString::number(labels.size())));
+        for (int i = 0; i < labels.size(); ++i)
+            for (int j = i + 1; j < labels.size(); ++j)
+                QVERIFY(!labels.at(i).second.intersects(labels.at(j).second));
+        QCOMPARE(chart->selectionRings().size(), 1);
+        const QRect label = chart->selectionLabelRect();
+        QVERIFY(!label.isEmpty());
+        // The selection's label is painted (not white) where the chart says it is.
+        const QPoint inPage = chart->viewport()->mapTo(&page, label.center());
+        QVERIFY(image.pixelColor(chart->viewport()->mapTo(
+                    &page, chart->selectionRings().first().topLeft() +
+                               QPoint(chart->selectionRings().first().width() / 2, 1))) != QColor(Qt::white));
+        QVERIFY(image.rect().contains(inPage));
+    }
+
+    void trafficOfL2_1AsTime()
+    {
+        TrafficChart chart;
+        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        const GpuRoofs h200 = *findGpu(QStringLiteral("h200-sxm-141gb"));
+        chart.setGpu(h200.name, h200.bandwidthGBps(), h200.primaryMemory()->originText());
+        QVERIFY2(chart.timeSummaryText().contains(QStringLiteral("unfused 5.74 GB → 1.20 ms")),
+                 qPrintable(chart.timeSummaryText()));
+        QVERIFY(!chart.breakdown().oneKernelIsBound());
+        QVERIFY(!grabAndSave(&chart, QStringLiteral("07-traffic-L2_1-h200.png"), QSize(1280, 720)).isNull());
+    }
+
     void trafficOfL3_10()
     {
         TrafficChart chart;
         chart.setAnalysis(loadChartData(QStringLiteral("analyze_L3_10.json")));
+        const GpuRoofs h200 = *findGpu(QStringLiteral("h200-sxm-141gb"));
+        chart.setGpu(h200.name, h200.bandwidthGBps(), h200.primaryMemory()->originText());
         const TrafficBreakdown& b = chart.breakdown();
         QVERIFY(b.libraryEpilogueBytes);
         const QString summary = chart.summaryText();
         QVERIFY2(summary.contains(QLatin1String("unfused 5.05 GB")), qPrintable(summary));
-        QVERIFY2(summary.contains(QStringLiteral("one kernel 185 MB (27.36× less)")), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("one kernel 185 MB (27.36× less) as a bound")), qPrintable(summary));
         QVERIFY(summary.contains(QLatin1String("library + epilogue")));
+        // 5.05 GB at 4.8 TB/s: 1.05 ms; 185 MB: 38.5 µs.
+        QVERIFY2(chart.timeSummaryText().contains(QStringLiteral("unfused 5.05 GB → 1.05 ms")),
+                 qPrintable(chart.timeSummaryText()));
+        QVERIFY(chart.timeSummaryText().contains(QStringLiteral("one kernel 185 MB → 38.5 µs (a bound)")));
+        QVERIFY(b.oneKernelIsBound());
 
         const QImage image = grabAndSave(&chart, QStringLiteral("07-traffic-L3_10.png"), QSize(1280, 720));
         QVERIFY(!image.isNull());
@@ -155,12 +257,21 @@ private Q_SLOTS:
         // white), inside the visible part.
         const QWidget* canvas = chart.findChild<QWidget*>(QStringLiteral("trafficCanvas"));
         const QPoint origin = canvas->mapTo(&chart, QPoint(0, 0));
-        for (const QRectF& r : {unfused, library, one}) {
+        for (const QRectF& r : {unfused, library}) {
             const QPoint c = r.center().toPoint() + origin;
             QVERIFY(chart.rect().contains(c));
             QVERIFY2(image.pixelColor(c) != QColor(Qt::white), qPrintable(QStringLiteral("%1,%2").arg(c.x()).arg(c.y())));
         }
+        // The bound is hatched: partly painted, mostly white, not a solid bar.
+        int painted = 0, all = 0;
+        const QRect inner = one.toRect().adjusted(3, 3, -3, -3).translated(origin);
+        for (int y = inner.top(); y <= inner.bottom(); ++y)
+            for (int x = inner.left(); x <= inner.right(); ++x, ++all)
+                painted += image.pixelColor(x, y) != QColor(Qt::white) ? 1 : 0;
+        QVERIFY2(all > 0 && painted > all / 10 && painted < all * 6 / 10,
+                 qPrintable(QStringLiteral("%1 of %2").arg(painted).arg(all)));
         QVERIFY(chart.opToolTip(TrafficChart::kLibraryEpilogue).contains(QStringLiteral("× less than unfused")));
+        QVERIFY(chart.opToolTip(TrafficChart::kOneKernel).contains(QStringLiteral("A bound, not an option")));
     }
 };
 

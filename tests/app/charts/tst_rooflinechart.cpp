@@ -1,25 +1,29 @@
 // The roofline chart and page: what the roof series hold, where points land, the tooltips, the
-// click that activates a task, the GPU chooser.
+// click that selects a task and the double-click that activates it, 250 tasks drawn dense with
+// labels on demand, the GPU chooser, the help that names only what is drawn.
 #include "chartstestdata.h"
 
 #include "app/charts/rooflinechart.h"
 #include "app/charts/rooflinepage.h"
 
 #include <QAbstractItemView>
+#include <QApplication>
 #include <QChart>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QHelpEvent>
 #include <QLabel>
 #include <QLineSeries>
 #include <QLogValueAxis>
+#include <QPushButton>
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QStandardItemModel>
-#include <QApplication>
-#include <QHelpEvent>
 #include <QTest>
-#include <QWheelEvent>
 #include <QToolTip>
+#include <QWheelEvent>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace kwb;
@@ -61,6 +65,28 @@ QList<RooflinePoint> studyPoints()
     l2.candidateBasis = IntensityBasis::OneKernel;
     l2.detail = QStringLiteral("agent, sample 3");
     return {l1, l2};
+}
+
+/// KernelBench's 250 tasks (100, 100 and 50 per level) spread over the V100's roofline, every
+/// other one with a faster candidate: where the window places all of them.
+QList<RooflinePoint> manyPoints(const GpuRoofs& roofs)
+{
+    QList<RooflinePoint> out;
+    int n = 0;
+    for (const auto& [level, count] : {std::pair{1, 100}, std::pair{2, 100}, std::pair{3, 50}}) {
+        for (int i = 1; i <= count; ++i, ++n) {
+            // Intensities from 0.05 to 500 FLOP/B, at 5 % to 90 % of the roof there.
+            const double x = 0.05 * std::pow(10.0, 4.0 * ((n * 37) % 250) / 250.0);
+            const double share = 0.05 + 0.85 * ((n * 53) % 100) / 100.0;
+            RooflinePoint p =
+                point(QStringLiteral("L%1/%2").arg(level).arg(i), level, x, roofs.attainableGflops(x) * share);
+            p.measuredOn = roofs.name;
+            if (n % 2 == 0)
+                p.candidateGflops = std::min(p.referenceGflops * 1.5, roofs.attainableGflops(x));
+            out.append(p);
+        }
+    }
+    return out;
 }
 
 } // namespace
@@ -326,7 +352,7 @@ private Q_SLOTS:
         QVERIFY(gemm.contains(QLatin1String("here: compute-bound")));
     }
 
-    void clickActivatesTheTask()
+    void clickSelectsDoubleClickActivates()
     {
         RooflineChart chart;
         chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
@@ -334,19 +360,115 @@ private Q_SLOTS:
         chart.resize(800, 560);
         chart.show();
         QVERIFY(QTest::qWaitForWindowExposed(&chart));
-        QSignalSpy spy(&chart, &RooflineChart::taskActivated);
+        QSignalSpy activated(&chart, &RooflineChart::taskActivated);
+        QSignalSpy selected(&chart, &RooflineChart::taskSelected);
 
+        // A click on L2/1's candidate selects the task: a ring on each of its two markers and a
+        // label with its numbers beside them.
         QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(1, true));
-        QCOMPARE(spy.size(), 1);
-        QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("L2/1"));
-        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(0, false));
-        QCOMPARE(spy.size(), 2);
-        QCOMPARE(spy.at(1).at(0).toString(), QStringLiteral("L1/19"));
-        // Empty plot area: nothing.
-        const QRectF plot = chart.chart()->plotArea();
-        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {},
-                          chart.mapFromScene(chart.chart()->mapToScene(plot.topLeft() + QPointF(8, 8))));
-        QCOMPARE(spy.size(), 2);
+        QCOMPARE(activated.size(), 0);
+        QCOMPARE(selected.size(), 1);
+        QCOMPARE(chart.selectedTask(), QStringLiteral("L2/1"));
+        const QList<QRect> rings = chart.selectionRings();
+        QCOMPARE(rings.size(), 2);
+        for (bool candidate : {false, true}) {
+            const QPoint at = chart.viewportPosition(1, candidate);
+            QVERIFY(std::any_of(rings.cbegin(), rings.cend(),
+                                [&at](const QRect& r) { return (r.center() - at).manhattanLength() <= 2; }));
+        }
+        const QString text = chart.selectionText();
+        QVERIFY2(text.startsWith(QLatin1String(
+                     "L2/1; agent, sample 3; eager reference: 150 GFLOP/s at 0.5 FLOP/B, eager, op by op")),
+                 qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("best candidate: 600 GFLOP/s at 2.00 FLOP/B, one kernel (analytic), "
+                                              "4.00× the reference")),
+                 qPrintable(text));
+        const QRect label = chart.selectionLabelRect();
+        QVERIFY(!label.isEmpty());
+        const QRect plot = chart.mapFromScene(chart.chart()->mapToScene(chart.chart()->plotArea())).boundingRect();
+        QVERIFY2(
+            plot.adjusted(-1, -1, 1, 1).contains(label),
+            qPrintable(
+                QStringLiteral("%1,%2 %3x%4").arg(label.x()).arg(label.y()).arg(label.width()).arg(label.height())));
+
+        // A double-click opens the task.
+        QTest::mouseDClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(0, false));
+        QCOMPARE(activated.size(), 1);
+        QCOMPARE(activated.at(0).at(0).toString(), QStringLiteral("L1/19"));
+        QCOMPARE(chart.selectedTask(), QStringLiteral("L1/19"));
+        QCOMPARE(chart.selectionRings().size(), 1);
+        // Empty plot area: nothing opens and the selection goes.
+        const QRectF area = chart.chart()->plotArea();
+        const QPoint empty = chart.mapFromScene(chart.chart()->mapToScene(area.topLeft() + QPointF(8, 8)));
+        QTest::mouseDClick(chart.viewport(), Qt::LeftButton, {}, empty);
+        QCOMPARE(activated.size(), 1);
+        QVERIFY(chart.selectedTask().isEmpty());
+        QVERIFY(chart.selectionRings().isEmpty());
+        QVERIFY(chart.selectionLabelRect().isEmpty());
+
+        // By name; a task not placed selects nothing; new points keep a selection still placed.
+        chart.selectTask(QStringLiteral("L2/1"));
+        QCOMPARE(chart.selectedTask(), QStringLiteral("L2/1"));
+        chart.selectTask(QStringLiteral("L3/99"));
+        QVERIFY(chart.selectedTask().isEmpty());
+        chart.selectTask(QStringLiteral("L2/1"));
+        chart.setPoints(studyPoints());
+        QCOMPARE(chart.selectedTask(), QStringLiteral("L2/1"));
+        QCOMPARE(chart.selectionRings().size(), 2);
+        chart.setPoints({studyPoints().first()});
+        QVERIFY(chart.selectedTask().isEmpty());
+    }
+
+    // Issue 37 item 5: all 250 tasks on one chart. Small, half-transparent markers; labels on
+    // demand never overlap and stay in the plot; a zoom makes room for more of them.
+    void twoHundredFiftyTasksReadable()
+    {
+        RooflineChart chart;
+        const GpuRoofs v100 = *findGpu(QStringLiteral("v100-sxm2-32gb"));
+        chart.setRoofs(v100);
+        const QList<RooflinePoint> points = manyPoints(v100);
+        QCOMPARE(points.size(), 250);
+        chart.setPoints(points);
+        chart.resize(1200, 700);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        QCOMPARE(chart.points().size(), 250);
+        QVERIFY(chart.isDense());
+        QCOMPARE(chart.markerSize(), 7.0);
+        int references = 0;
+        for (const RooflineMarker& m : chart.markers())
+            references += m.role == RooflineMarker::Role::Reference ? 1 : 0;
+        QCOMPARE(references, 250);
+        for (QAbstractSeries* s : chart.chart()->series()) {
+            auto* scatter = qobject_cast<QScatterSeries*>(s);
+            if (!scatter || !scatter->objectName().startsWith(QLatin1String("points:")))
+                continue;
+            QCOMPARE(scatter->markerSize(), 7.0);
+            QVERIFY2(scatter->color().alpha() < 255, qPrintable(scatter->objectName()));
+        }
+
+        QVERIFY(chart.shownLabels().isEmpty()); // on demand only
+        chart.setLabelsShown(true);
+        const auto labels = chart.shownLabels();
+        QVERIFY2(labels.size() > 20 && labels.size() < 250, qPrintable(QString::number(labels.size())));
+        const QRect plot = chart.mapFromScene(chart.chart()->mapToScene(chart.chart()->plotArea())).boundingRect();
+        for (int i = 0; i < labels.size(); ++i) {
+            QVERIFY(plot.adjusted(-1, -1, 1, 1).contains(labels.at(i).second));
+            for (int j = i + 1; j < labels.size(); ++j)
+                QVERIFY2(!labels.at(i).second.intersects(labels.at(j).second),
+                         qPrintable(labels.at(i).first + QLatin1Char(' ') + labels.at(j).first));
+        }
+        // Zoomed into the middle, tasks hidden before get their labels.
+        const QPointF centre = chart.mapFromScene(chart.chart()->mapToScene(chart.chart()->plotArea().center()));
+        chart.zoomAt(centre, 4.0);
+        QStringList before, after;
+        for (const auto& l : labels)
+            before << l.first;
+        for (const auto& l : chart.shownLabels())
+            after << l.first;
+        QVERIFY(std::any_of(after.cbegin(), after.cend(), [&before](const QString& t) { return !before.contains(t); }));
+        chart.setLabelsShown(false);
+        QVERIFY(chart.shownLabels().isEmpty());
     }
 
     // Times measured on the H200 are never drawn against the V100's roofs: every marker there is
@@ -425,7 +547,7 @@ private Q_SLOTS:
             QTRY_VERIFY(QToolTip::isVisible());
             QCOMPARE(QToolTip::text(), chart.toolTipText(index, candidate));
         }
-        // A click opens the task and takes the tooltip away.
+        // A click selects the task and takes the tooltip away.
         QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(1, false));
         QTRY_VERIFY(!QToolTip::isVisible());
     }
@@ -525,9 +647,93 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&page));
         QSignalSpy spy(&page, &RooflinePage::taskActivated);
         RooflineChart* chart = page.chart();
-        QTest::mouseClick(chart->viewport(), Qt::LeftButton, {}, chart->viewportPosition(1, false));
+        QTest::mouseDClick(chart->viewport(), Qt::LeftButton, {}, chart->viewportPosition(1, false));
         QCOMPARE(spy.size(), 1);
         QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("L2/1"));
+    }
+
+    // The page's finder selects a task, the line under the chart gives its numbers, Open task
+    // opens it, and Label tasks names them on the chart.
+    void pageFindsLabelsAndOpensTasks()
+    {
+        RooflinePage page;
+        page.setPoints(studyPoints());
+        page.resize(1100, 700);
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        QComboBox* finder = page.taskFinder();
+        QCOMPARE(finder->count(), 2);
+        QVERIFY(page.selectionInfo().startsWith(QLatin1String("Click a point")));
+        auto* open = page.findChild<QPushButton*>(QStringLiteral("openTask"));
+        QVERIFY(open && !open->isEnabled());
+
+        const int l2 = finder->findData(QStringLiteral("L2/1"));
+        QVERIFY(l2 >= 0);
+        finder->setCurrentIndex(l2);
+        Q_EMIT finder->activated(l2);
+        QCOMPARE(page.chart()->selectedTask(), QStringLiteral("L2/1"));
+        QCOMPARE(page.selectionInfo(), page.chart()->selectionText());
+        QVERIFY(page.selectionInfo().contains(QStringLiteral("4.00× the reference")));
+        QSignalSpy spy(&page, &RooflinePage::taskActivated);
+        QVERIFY(open->isEnabled());
+        open->click();
+        QCOMPARE(spy.size(), 1);
+        QCOMPARE(spy.at(0).at(0).toString(), QStringLiteral("L2/1"));
+
+        // A click on the chart moves the finder along.
+        QTest::mouseClick(page.chart()->viewport(), Qt::LeftButton, {}, page.chart()->viewportPosition(0, false));
+        QCOMPARE(finder->currentText(), QStringLiteral("L1/19"));
+
+        QVERIFY(page.chart()->shownLabels().isEmpty());
+        page.chart()->selectTask(QString());
+        QVERIFY(page.selectionInfo().startsWith(QLatin1String("Click a point")));
+        page.labelsToggle()->setChecked(true);
+        QStringList named;
+        for (const auto& l : page.chart()->shownLabels())
+            named << l.first;
+        QCOMPARE(named, (QStringList{QStringLiteral("L1/19"), QStringLiteral("L2/1")}));
+    }
+
+    // "How to read it" names what the chart draws, and nothing it does not draw.
+    void helpMatchesWhatIsDrawn()
+    {
+        RooflinePage page;
+        QVERIFY(page.selectGpu(QStringLiteral("v100-sxm2-32gb")));
+        QString help = page.helpText();
+        QVERIFY(help.contains(QLatin1String("solid diagonal is the memory roof (900 GB/s)")));
+        QVERIFY2(help.contains(QLatin1String("dashed flat lines are tensor-core roofs")),
+                 qPrintable(help));                       // V100: FP16 tensor
+        QVERIFY(!help.contains(QLatin1String("Dotted"))); // table roofs only
+        QVERIFY(!help.contains(QLatin1String("Shapes"))); // no points yet
+        QVERIFY(!help.contains(QLatin1String("red star")));
+
+        page.setPoints(studyPoints()); // measured on the V100, no star, no traffic profile
+        help = page.helpText();
+        QVERIFY(help.contains(QLatin1String("hollow grey marker")));
+        QVERIFY(help.contains(QLatin1String("filled green")));
+        QVERIFY(!help.contains(QLatin1String("red star")));
+        QVERIFY(!help.contains(QLatin1String("dark ring")));
+        QVERIFY(!help.contains(QLatin1String("placed analytically")));
+        QVERIFY(!help.contains(QLatin1String("half transparent")));
+
+        QList<RooflinePoint> points = studyPoints();
+        points[1].notCountedGflops = 5000.0;
+        points[1].notCountedWhy = QStringLiteral("below the floor");
+        points[1].candidateMeasuredBytes = 1e9;
+        points[1].candidateMeasuredIntensity = 3.0;
+        page.setPoints(points);
+        help = page.helpText();
+        QVERIFY(help.contains(QLatin1String("red star")));
+        QVERIFY(help.contains(QLatin1String("dark ring")));
+
+        QVERIFY(page.selectGpu(QStringLiteral("h100-sxm-80gb"))); // times from the V100: analytic here
+        help = page.helpText();
+        QVERIFY(help.contains(QLatin1String("placed analytically")));
+        QVERIFY(!help.contains(QLatin1String("red star"))); // stars only where measured
+        QVERIFY(!help.contains(QLatin1String("hollow grey marker")));
+
+        page.setPoints(manyPoints(*findGpu(QStringLiteral("v100-sxm2-32gb"))));
+        QVERIFY(page.helpText().contains(QLatin1String("With 250 tasks the markers are small and half transparent")));
     }
 };
 

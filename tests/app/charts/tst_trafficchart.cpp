@@ -5,6 +5,7 @@
 #include "app/charts/trafficchart.h"
 
 #include <QHelpEvent>
+#include <QImage>
 #include <QJsonArray>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -231,6 +232,82 @@ private Q_SLOTS:
         QTRY_VERIFY(QToolTip::isVisible());
         QCOMPARE(QToolTip::text(), chart.opToolTip(TrafficChart::kUnfusedTotal));
         QToolTip::hideText();
+    }
+
+    // Bytes as time at the chosen GPU's bandwidth (issue 38): bytes / (GB/s) = ns.
+    void bytesAsTimeAtTheGpusBandwidth()
+    {
+        TrafficChart chart;
+        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        QVERIFY(chart.timeSummaryText().isEmpty()); // no GPU: bytes only
+        QVERIFY(!chart.opToolTip(TrafficChart::kUnfusedTotal).contains(QStringLiteral("→")));
+        chart.resize(1100, 560);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        const QSize before = chart.findChild<QWidget*>(QStringLiteral("trafficCanvas"))->minimumSize();
+
+        chart.setGpu(QStringLiteral("NVIDIA H200 SXM 141GB"), 4800.0, QStringLiteral("datasheet"));
+        QCOMPARE(chart.bytesAsTime(9.4e9), QStringLiteral("9.40 GB → 1.96 ms"));
+        const QString line = chart.timeSummaryText();
+        // 5.74 GB / 4.8 TB/s = 1.196 ms, 3.66 GB: 0.762 ms, 1.58 GB: 0.329 ms.
+        QVERIFY2(line.startsWith(QStringLiteral("At 4.80 TB/s (NVIDIA H200 SXM 141GB, datasheet)")), qPrintable(line));
+        QVERIFY2(line.contains(QStringLiteral("unfused 5.74 GB → 1.20 ms")), qPrintable(line));
+        QVERIFY2(line.contains(QStringLiteral("library + epilogue 3.66 GB → 762 µs")), qPrintable(line));
+        QVERIFY2(line.contains(QStringLiteral("one kernel 1.58 GB → 329 µs")), qPrintable(line));
+        QVERIFY(!line.contains(QLatin1String("bound"))); // one conv: its one kernel is a real option
+        QVERIFY(
+            chart.opToolTip(TrafficChart::kUnfusedTotal).contains(QStringLiteral("5.74 GB → 1.20 ms at 4.80 TB/s")));
+        QVERIFY(chart.opToolTip(TrafficChart::kOneKernel).contains(QStringLiteral("1.58 GB → 329 µs")));
+        QVERIFY(chart.opToolTip(0).contains(QStringLiteral("on the NVIDIA H200 SXM 141GB")));
+        // The time line and each total's third line take room: the canvas grew.
+        QCoreApplication::processEvents();
+        const QSize after = chart.findChild<QWidget*>(QStringLiteral("trafficCanvas"))->minimumSize();
+        QVERIFY2(after.height() > before.height(),
+                 qPrintable(QStringLiteral("%1 -> %2").arg(before.height()).arg(after.height())));
+
+        chart.setGpu(QString(), 0.0, QString());
+        QVERIFY(chart.timeSummaryText().isEmpty());
+    }
+
+    // ResNet-101's one kernel is a bound: drawn hatched with a dashed outline, named "bound";
+    // L2/1's (one conv and its epilogue) is a real option, drawn solid.
+    void oneKernelOfANetworkIsABound()
+    {
+        auto whiteShare = [](const QImage& image, QRectF bar) {
+            int white = 0, all = 0;
+            const QRect r = bar.toRect().adjusted(3, 3, -3, -3);
+            for (int y = r.top(); y <= r.bottom(); ++y)
+                for (int x = r.left(); x <= r.right(); ++x, ++all)
+                    white += image.pixelColor(x, y) == QColor(Qt::white) ? 1 : 0;
+            return all > 0 ? double(white) / all : -1.0;
+        };
+        for (const char* file : {"analyze_L2_1.json", "analyze_L3_10.json"}) {
+            TrafficChart chart;
+            chart.setAnalysis(loadChartData(QString::fromLatin1(file)));
+            const bool network = QByteArray(file).contains("L3_10");
+            QCOMPARE(chart.breakdown().oneKernelIsBound(), network);
+            QCOMPARE(chart.summaryText().contains(QLatin1String("as a bound")), network);
+            QCOMPARE(chart.opToolTip(TrafficChart::kOneKernel).contains(QLatin1String("A bound, not an option")),
+                     network);
+            chart.resize(1100, 560);
+            chart.show();
+            QVERIFY(QTest::qWaitForWindowExposed(&chart));
+            QWidget* canvas = chart.findChild<QWidget*>(QStringLiteral("trafficCanvas"));
+            const QImage image = canvas->grab().toImage();
+            QRectF one, unfused;
+            for (const auto& [position, rect] : chart.drawnBars()) {
+                if (position == TrafficChart::kOneKernel)
+                    one = rect;
+                if (position == TrafficChart::kUnfusedTotal)
+                    unfused = rect;
+            }
+            QVERIFY(one.height() > 8);
+            // Solid bars have no white inside; the bound's hatching leaves most of it white.
+            QVERIFY2(whiteShare(image, unfused) < 0.01, file);
+            const double share = whiteShare(image, one);
+            QVERIFY2(network ? share > 0.4 : share < 0.01,
+                     qPrintable(QStringLiteral("%1: %2").arg(QLatin1String(file)).arg(share)));
+        }
     }
 };
 

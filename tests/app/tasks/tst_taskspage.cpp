@@ -15,6 +15,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QImage>
+#include <QJsonArray>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -93,6 +94,7 @@ private Q_SLOTS:
     void loadErrorsAndProgress();
     void liveLoadFromReplayWorker();
     void grabsToANonUniformImage();
+    void boundFilterCountsAndUncountedTasks();
 };
 
 void TestTasksPage::detailFromGoldenAnalyzeResponse()
@@ -455,6 +457,62 @@ void TestTasksPage::grabsToANonUniformImage()
     const QString path = QDir(QStringLiteral(KWB_TASKS_TEST_OUTPUT)).filePath(QStringLiteral("tasks_page.png"));
     QVERIFY(image.save(path));
     qInfo("screenshot: %s", qPrintable(path));
+}
+
+// Issue 37 item 5: at 250 tasks the bound filter says how many tasks each side holds, and a task
+// whose ops the worker cannot count is a filter of its own, named on the list instead of a bound.
+void TestTasksPage::boundFilterCountsAndUncountedTasks()
+{
+    TaskCatalog catalog;
+    feedRecorded(catalog);
+    QJsonObject partial;
+    for (const QJsonValue& v : recordedAnalyses())
+        if (v.toObject().value(QLatin1String("task")) == QLatin1String("L2/2"))
+            partial = v.toObject();
+    partial.insert(QStringLiteral("uncounted"),
+                   QJsonArray{QJsonObject{{QStringLiteral("index"), 1},
+                                          {QStringLiteral("op"), QStringLiteral("aten::kthvalue")},
+                                          {QStringLiteral("line"), 3},
+                                          {QStringLiteral("reason"), QStringLiteral("no rule for this op")}}});
+    QVERIFY(catalog.applyAnalyzeResponse(partial));
+    TasksPage page(&catalog);
+    page.resize(1280, 800);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    auto* bound = page.findChild<QComboBox*>(QStringLiteral("boundFilter"));
+    const auto* view = page.findChild<QTreeView*>(QStringLiteral("taskList"));
+    // No roofs: no sides to count, but the uncounted task is offered.
+    QCOMPARE(bound->itemText(1), QStringLiteral("Memory-bound"));
+    QCOMPARE(bound->itemText(3), QStringLiteral("Ops not counted (1)"));
+
+    // H200: ridge 13.9 FLOP/B; matrix-vector and matrix-scalar below it, six others above, L2/2
+    // on neither side.
+    page.setRoofs(66900, 4800, QStringLiteral("NVIDIA H200"));
+    QCOMPARE(bound->count(), 4);
+    QCOMPARE(bound->itemText(1), QStringLiteral("Memory-bound (2)"));
+    QCOMPARE(bound->itemText(2), QStringLiteral("Compute-bound (6)"));
+    bound->setCurrentIndex(2);
+    QCOMPARE(viewIds(*view), (QStringList{QStringLiteral("L1/1"), QStringLiteral("L2/1"), QStringLiteral("L2/6"),
+                                          QStringLiteral("L2/9"), QStringLiteral("L3/1"), QStringLiteral("L3/4")}));
+    bound->setCurrentIndex(3);
+    QCOMPARE(viewIds(*view), QStringList{QStringLiteral("L2/2")});
+    QCOMPARE(page.findChild<QLabel*>(QStringLiteral("taskCount"))->text(), QStringLiteral("1 of 9 tasks match"));
+    const QModelIndex flops = page.proxyModel()->index(0, TaskListModel::FlopsColumn, page.proxyModel()->index(0, 0));
+    QCOMPARE(flops.data().toString(), QStringLiteral("cannot count: aten::kthvalue"));
+    QVERIFY(page.showTask(QStringLiteral("L2/2")));
+    QCoreApplication::processEvents();
+    const QString path =
+        QDir(QStringLiteral(KWB_TASKS_TEST_OUTPUT)).filePath(QStringLiteral("tasks_page_uncounted.png"));
+    QVERIFY(page.grab().toImage().save(path));
+    qInfo("screenshot: %s", qPrintable(path));
+
+    // The task gets counted (a worker that knows the op): the choice goes, back to every task.
+    for (const QJsonValue& v : recordedAnalyses())
+        if (v.toObject().value(QLatin1String("task")) == QLatin1String("L2/2"))
+            QVERIFY(catalog.applyAnalyzeResponse(v.toObject()));
+    QCOMPARE(bound->count(), 3);
+    QCOMPARE(bound->currentIndex(), 0);
+    QCOMPARE(viewIds(*view).size(), 9);
 }
 
 QTEST_MAIN(TestTasksPage)
