@@ -77,9 +77,9 @@ const TaskSet& Worker::tasks()
 
 const Task& Worker::task(const json& request)
 {
-    if (!request.contains("task") || !request["task"].is_string())
+    if (!request.contains(protocol::Field::kTask) || !request[protocol::Field::kTask].is_string())
         throw RequestError("bad_request", "missing string field 'task' (e.g. \"L2/1\")");
-    const std::string id = request["task"];
+    const std::string id = request[protocol::Field::kTask];
     if (const Task* t = tasks().find(id)) {
         // No forward to run, analyse or profile: the evaluator's reference is a TorchScript
         // forward, which this task could not be given (docs/task-format.md, "KernelBench only").
@@ -130,15 +130,15 @@ json Worker::hello()
 
 json Worker::listTasks(const json& request)
 {
-    if (request.contains("tasks_dir")) {
-        m_tasksDir = request["tasks_dir"].get<std::string>();
+    if (request.contains(protocol::Field::kTasksDir)) {
+        m_tasksDir = request[protocol::Field::kTasksDir].get<std::string>();
         m_tasks.reset();
     }
     const TaskSet& set = tasks();
     json out = {{"tasks", json::array()}, {"errors", json::array()}};
     for (const auto& e : set.errors)
         out["errors"].push_back({{"path", e.path}, {"field", e.field}, {"message", e.message}});
-    const bool validate = request.value("validate", false);
+    const bool validate = request.value(protocol::Field::kValidate, false);
     for (const auto& t : set.tasks) {
         if (validate && !t.isKernelBenchOnly()) {
             const std::string err = m_evaluator.validateTask(t);
@@ -208,26 +208,26 @@ json compileKernelBench(const std::string& answer, std::string arch, CodeBlock c
 json Worker::compileOnly(const json& request)
 {
     const CodeBlock codeBlock = requestedCodeBlock(request); // a bad value is bad_request, any format
-    if (request.contains("answer")) {
-        const std::string& answer = request.at("answer").get_ref<const std::string&>();
+    if (request.contains(protocol::Field::kAnswer)) {
+        const std::string& answer = request.at(protocol::Field::kAnswer).get_ref<const std::string&>();
         if (requestedAnswerFormat(request).value_or(detectAnswerFormat(answer)) == AnswerFormat::KernelBench)
-            return compileKernelBench(answer, request.value("arch", std::string()), codeBlock);
+            return compileKernelBench(answer, request.value(protocol::Field::kArch, std::string()), codeBlock);
     }
     // The source: a bare `cuda`, or the cuda block the parser finds in a whole `answer` (so a
     // client compiling ahead needs no parser of its own). The signature is not checked here: no task.
     ParsedCandidate candidate;
     json formatError = nullptr;
-    if (request.contains("answer")) {
-        ParseResult parsed = parseAnswer(request.at("answer").get<std::string>(), {});
+    if (request.contains(protocol::Field::kAnswer)) {
+        ParseResult parsed = parseAnswer(request.at(protocol::Field::kAnswer).get<std::string>(), {});
         candidate = std::move(parsed.candidate);
         if (!parsed.ok)
             formatError = {{"code", parsed.error->code}, {"message", parsed.error->message}, {"line", parsed.error->line}};
     } else {
         candidate.hasCuda = true;
-        candidate.cuda = request.value("cuda", std::string());
+        candidate.cuda = request.value(protocol::Field::kCuda, std::string());
         candidate.kernels = findKernels(candidate.cuda);
     }
-    std::string arch = request.value("arch", std::string());
+    std::string arch = request.value(protocol::Field::kArch, std::string());
     if (arch.empty()) {
         json facts = deviceFacts(0);
         arch = facts.value("arch", std::string("sm_90"));
@@ -246,15 +246,15 @@ json Worker::compileOnly(const json& request)
                {"kernels", kernels}, {"source_hash", protocol::sourceHash(source)}};
         if (r.refused) // checkCudaForNvrtc: NVRTC did not run (an include outside the toolkit, …)
             out["refused"] = {{"code", r.refused->code}, {"message", r.refused->message}, {"line", r.refused->line}};
-        if (request.value("return_cubin", false) && r.ok)
+        if (request.value(protocol::Field::kReturnCubin, false) && r.ok)
             out["cubin_b64"] = protocol::encodeBase64(r.cubin);
     }
     out["candidate"] = protocol::candidateEcho(candidate);
     // A bare source is the client's own: echoed only up to what an answer may hold (evaluate
     // refuses larger ones), so a response never carries a second copy of a 16 MiB request.
-    if (!request.contains("answer") && candidate.cuda.size() > kMaxAnswerBytes)
+    if (!request.contains(protocol::Field::kAnswer) && candidate.cuda.size() > kMaxAnswerBytes)
         out["candidate"]["cuda"] = nullptr;
-    if (request.contains("answer"))
+    if (request.contains(protocol::Field::kAnswer))
         out["format_error"] = formatError;
     return out;
 }
@@ -268,13 +268,13 @@ json Worker::handle(const json& request)
         return protocol::errorResponse(id, type, problem->code, problem->message);
     try {
         json body;
-        if (type == "hello") {
+        if (type == protocol::Request::kHello) {
             body = hello();
-        } else if (type == "tasks") {
+        } else if (type == protocol::Request::kTasks) {
             body = listTasks(request);
-        } else if (type == "device") {
+        } else if (type == protocol::Request::kDevice) {
             body = deviceFacts(0);
-            if (request.value("ceilings", false) && body.value("available", false))
+            if (request.value(protocol::Field::kCeilings, false) && body.value("available", false))
             {
                 // The ceilings are measurements: the GPU to itself while they run (the quiet lock).
                 const GpuQuietLock::Hold quiet(m_evaluator.quietLock(), GpuQuietLock::Mode::Exclusive);
@@ -284,27 +284,28 @@ json Worker::handle(const json& request)
                     body["gpu_quiet_lock_error"] = quiet.error();
                 roofline::rememberMeasuredCeilings(body["ceilings"]); // later floors use them (roofline.h)
             }
-        } else if (type == "analyze") {
-            body = m_evaluator.analyze(task(request), parseScale(request.value("scale", std::string("full"))));
-        } else if (type == "profile") {
+        } else if (type == protocol::Request::kAnalyze) {
+            body = m_evaluator.analyze(task(request),
+                                       parseScale(request.value(protocol::Field::kScale, std::string("full"))));
+        } else if (type == protocol::Request::kProfile) {
             const Task& t = task(request);
             std::string why;
             if (!m_evaluator.cudaAvailable(&why))
                 throw RequestError("no_device", "profiling needs a CUDA device: " + why);
             body = m_evaluator.profile(t, request);
-        } else if (type == "evaluate") {
+        } else if (type == protocol::Request::kEvaluate) {
             const Task& t = task(request);
-            if (!request.contains("answer") && !request.contains("python"))
+            if (!request.contains(protocol::Field::kAnswer) && !request.contains(protocol::Field::kPython))
                 throw RequestError("bad_request", "evaluate needs 'answer' (Markdown) or 'python' (and optionally 'cuda')");
             body = m_evaluator.evaluate(t, request);
-        } else if (type == "warm") {
+        } else if (type == protocol::Request::kWarm) {
             const protocol::Device device = protocol::parseDevice(request, protocol::kDeviceCuda, cudaDeviceCount());
-            if (request.contains("python") && !request["python"].is_boolean())
+            if (request.contains(protocol::Field::kPython) && !request[protocol::Field::kPython].is_boolean())
                 throw RequestError("bad_request", "warm's 'python' is true or false");
-            body = m_evaluator.warm(device.ordinal, request.value("python", false));
-        } else if (type == "compile") {
+            body = m_evaluator.warm(device.ordinal, request.value(protocol::Field::kPython, false));
+        } else if (type == protocol::Request::kCompile) {
             body = compileOnly(request);
-        } else if (type == "run_reference") {
+        } else if (type == protocol::Request::kRunReference) {
             const protocol::Device device =
                 protocol::parseDevice(request, protocol::kDeviceCuda | protocol::kDeviceCpu, cudaDeviceCount());
             const Task& t = task(request);
@@ -312,10 +313,10 @@ json Worker::handle(const json& request)
             if (device.kind == protocol::Device::Cuda &&
                 !(m_evaluator.cudaAvailable(&why) && useCudaDevice(device.ordinal, &why)))
                 throw RequestError("no_device", "run_reference on cuda needs a CUDA device: " + why);
-            body = m_evaluator.runReference(t, parseScale(request.value("scale", std::string("smoke"))),
+            body = m_evaluator.runReference(t, parseScale(request.value(protocol::Field::kScale, std::string("smoke"))),
                                             device.kind == protocol::Device::Cuda ? "cuda" : "cpu",
-                                            request.value("seed", uint64_t(42)));
-        } else if (type == "shutdown") {
+                                            request.value(protocol::Field::kSeed, uint64_t(42)));
+        } else if (type == protocol::Request::kShutdown) {
             m_shutdown = true;
             body = json::object();
         } else if (type.empty()) {

@@ -2,6 +2,8 @@
 // One spelling of each default that the CLI, the app and core share. Change a default here and
 // every command, page and stored-configuration reader follows.
 
+#include "core/protocol/protocolnames.h"
+
 #include <QString>
 
 namespace kwb::defaults {
@@ -17,7 +19,7 @@ inline QString endpoint() { return QString::fromLatin1(kEndpoint); }
 
 /// The protocol profile used when none is named (docs/protocol.md §Protocol profiles): the
 /// study's FP32 (TF32 off for cuBLAS and cuDNN; docs/decisions.md says why).
-inline constexpr const char kProfile[] = "kernelbench-fp32";
+inline constexpr const char* kProfile = ProtocolNames::kDefaultProfile; // the worker's default too
 inline QString profile() { return QString::fromLatin1(kProfile); }
 
 /// The profiles this client offers before a worker has announced its own in `hello`.

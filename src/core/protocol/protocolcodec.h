@@ -5,6 +5,7 @@
 // which both include).
 
 #include "core/protocol/protocollimits.h"
+#include "core/protocol/protocolnames.h"
 
 #include <QByteArray>
 #include <QJsonObject>
@@ -14,7 +15,7 @@
 namespace kwb {
 
 /// The protocol version this client speaks. A worker that reports a newer one is refused.
-constexpr int kProtocolVersion = 1;
+constexpr int kProtocolVersion = ProtocolNames::kVersion; // the worker announces the same
 
 /// The largest line either side may write, the terminating '\n' included: core/protocol/protocollimits.h's,
 /// shared with the worker.

@@ -37,7 +37,7 @@ struct LlmSettings;
 /// The seed of every evaluation (the worker's input and weight draws), as the study used.
 constexpr int kRunEvaluationSeed = 42;
 /// CUPTI trials of a task's `profile` request for the prompts of regimes that use it.
-constexpr int kRunProfileTrials = 5;
+constexpr int kRunProfileTrials = ProtocolNames::kDefaultProfileTrials; // the worker's default too
 
 /// A named task set (issue 37): `study` (the study's 30, the default), `level1`, `level2`,
 /// `level3` and `all`, each with the spec it stands for.

@@ -1,4 +1,5 @@
 #include "worker/answers/answerformat.h"
+#include "core/protocol/protocolnames.h"
 
 #include <regex>
 #include <sstream>
@@ -10,7 +11,7 @@ namespace kwb {
 std::string answerFormatName(AnswerFormat f) { return f == AnswerFormat::KernelBench ? "kernelbench" : "native"; }
 
 std::optional<AnswerFormat> requestedAnswerFormat(const nlohmann::json& request) {
-    auto it = request.find("answer_format");
+    auto it = request.find(ProtocolNames::Field::kAnswerFormat);
     if (it == request.end() || it->is_null()) return std::nullopt;
     if (it->is_string() && *it == "native") return AnswerFormat::Native;
     if (it->is_string() && *it == "kernelbench") return AnswerFormat::KernelBench;
@@ -20,7 +21,7 @@ std::optional<AnswerFormat> requestedAnswerFormat(const nlohmann::json& request)
 std::string codeBlockName(CodeBlock c) { return c == CodeBlock::Last ? "last" : "first"; }
 
 CodeBlock requestedCodeBlock(const nlohmann::json& request) {
-    auto it = request.find("code_block");
+    auto it = request.find(ProtocolNames::Field::kCodeBlock);
     if (it == request.end() || it->is_null()) return CodeBlock::First;
     if (it->is_string() && *it == "first") return CodeBlock::First;
     if (it->is_string() && *it == "last") return CodeBlock::Last;

@@ -167,7 +167,7 @@ namespace {
 void setUp(Evaluation& ev, const Evaluator& evaluator)
 {
     const json& req = ev.req;
-    const std::string profileName = req.value("profile", std::string(kDefaultProfile));
+    const std::string profileName = req.value(protocol::Field::kProfile, std::string(kDefaultProfile));
     auto profile = findProtocolProfile(profileName);
     if (!profile)
         throw std::invalid_argument("unknown protocol profile '" + profileName + "' (" + profileNames() + ")");
@@ -177,43 +177,43 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
         prof.atol = *ev.task.atol;
     if (ev.task.rtol)
         prof.rtol = *ev.task.rtol;
-    prof.correctnessTrials = req.value("correctness_trials", prof.correctnessTrials);
-    for (const char* key : {"timing_target", "timing_max_ms"})
+    prof.correctnessTrials = req.value(protocol::Field::kCorrectnessTrials, prof.correctnessTrials);
+    for (const char* key : {protocol::Field::kTimingTarget, protocol::Field::kTimingMaxMs})
         if (req.contains(key) && !req.at(key).is_number())
             throw std::invalid_argument(std::string(key) + " must be a number");
-    if (req.contains("timing_method") && !req.at("timing_method").is_string())
+    if (req.contains(protocol::Field::kTimingMethod) && !req.at(protocol::Field::kTimingMethod).is_string())
         throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\"");
-    for (const char* key : {"reuse_reference", "timing_intent"})
+    for (const char* key : {protocol::Field::kReuseReference, "timing_intent"})
         if (req.contains(key) && !req.at(key).is_boolean())
             throw std::invalid_argument(std::string(key) + " must be true or false");
-    if (req.contains("retime_after_trace") && !req.at("retime_after_trace").is_boolean() &&
-        req.at("retime_after_trace") != json("attached"))
+    if (req.contains(protocol::Field::kRetimeAfterTrace) && !req.at(protocol::Field::kRetimeAfterTrace).is_boolean() &&
+        req.at(protocol::Field::kRetimeAfterTrace) != json("attached"))
         throw std::invalid_argument("retime_after_trace must be true, false or \"attached\"");
     if (req.contains(protocol::kProfileTrafficField) && !req.at(protocol::kProfileTrafficField).is_boolean())
         throw std::invalid_argument(std::string(protocol::kProfileTrafficField) + " must be true or false");
     measure::Method& timing = prof.timing;
-    timing.trials = req.value("timing_trials", timing.trials);
-    timing.warmup = req.value("warmup", timing.warmup);
-    timing.kind = req.value("timing_method", timing.kind);
-    timing.target = req.value("timing_target", timing.target);
-    timing.maxWallMs = req.value("timing_max_ms", timing.maxWallMs);
+    timing.trials = req.value(protocol::Field::kTimingTrials, timing.trials);
+    timing.warmup = req.value(protocol::Field::kWarmup, timing.warmup);
+    timing.kind = req.value(protocol::Field::kTimingMethod, timing.kind);
+    timing.target = req.value(protocol::Field::kTimingTarget, timing.target);
+    timing.maxWallMs = req.value(protocol::Field::kTimingMaxMs, timing.maxWallMs);
     if (prof.correctnessTrials < 1 || timing.trials < 1 || timing.warmup < 0)
         throw std::invalid_argument("correctness_trials and timing_trials must be >= 1, warmup >= 0");
     if (timing.kind != "adaptive" && timing.kind != "fixed")
         throw std::invalid_argument("timing_method must be \"adaptive\" or \"fixed\", not \"" + timing.kind + "\"");
     if (!(timing.target > 0 && timing.target < 1) || !(timing.maxWallMs > 0 && timing.maxWallMs <= 600000))
         throw std::invalid_argument("timing_target must lie in (0, 1) and timing_max_ms in (0, 600000]");
-    ev.scale = parseScale(req.value("scale", std::string("full")));
-    ev.seed = req.value("seed", uint64_t(42));
-    ev.doTime = req.value("time", true);
-    ev.reuseReference = req.value("reuse_reference", true);
+    ev.scale = parseScale(req.value(protocol::Field::kScale, std::string("full")));
+    ev.seed = req.value(protocol::Field::kSeed, uint64_t(42));
+    ev.doTime = req.value(protocol::Field::kTime, true);
+    ev.reuseReference = req.value(protocol::Field::kReuseReference, true);
     ev.timingIntentEarly = req.value("timing_intent", true);
     ev.warmupShared = req.value("timing_warmup_shared", true);
     ev.traceExclusive = req.value("trace_exclusive", true);
     ev.profileTraffic = req.value(protocol::kProfileTrafficField, false);
-    if (req.contains("retime_after_trace")) {
-        ev.retimeAttached = req.at("retime_after_trace") == json("attached");
-        ev.retimeAfterTrace = ev.retimeAttached || req.at("retime_after_trace") == json(true);
+    if (req.contains(protocol::Field::kRetimeAfterTrace)) {
+        ev.retimeAttached = req.at(protocol::Field::kRetimeAfterTrace) == json("attached");
+        ev.retimeAfterTrace = ev.retimeAttached || req.at(protocol::Field::kRetimeAfterTrace) == json(true);
     }
     const bool haveCuda = evaluator.cudaAvailable(&ev.noCudaWhy);
     const protocol::Device requested = protocol::parseDevice(
@@ -454,10 +454,10 @@ json Evaluator::profile(const Task& task, const json& req)
 {
     if (!cudaAvailable())
         throw std::runtime_error("no_device: profiling needs a CUDA device");
-    const Scale scale = parseScale(req.value("scale", std::string("full")));
-    const int trials = std::max(1, req.value("trials", 5));
-    const uint64_t seed = req.value("seed", uint64_t(42));
-    const bool tf32 = req.value("tf32", false);
+    const Scale scale = parseScale(req.value(protocol::Field::kScale, std::string("full")));
+    const int trials = std::max(1, req.value(protocol::Field::kTrials, ProtocolNames::kDefaultProfileTrials));
+    const uint64_t seed = req.value(protocol::Field::kSeed, uint64_t(42));
+    const bool tf32 = req.value(protocol::Field::kTf32, false);
     at::globalContext().setAllowTF32CuBLAS(tf32);
     at::globalContext().setAllowTF32CuDNN(tf32);
     ensureOpCallback();

@@ -29,22 +29,22 @@ bool parseStage(Evaluation& ev)
     // Checked whatever the format (a bad value is the request's error); only KernelBench's
     // format has a choice to make: the native format allows one python block.
     const CodeBlock codeBlock = requestedCodeBlock(ev.req);
-    if (ev.req.contains("answer")) {
-        const std::string& text = ev.req.at("answer").get_ref<const std::string&>();
+    if (ev.req.contains(protocol::Field::kAnswer)) {
+        const std::string& text = ev.req.at(protocol::Field::kAnswer).get_ref<const std::string&>();
         ev.format = requestedAnswerFormat(ev.req).value_or(detectAnswerFormat(text));
     } else if (requestedAnswerFormat(ev.req) == AnswerFormat::KernelBench) {
         throw std::invalid_argument("answer_format \"kernelbench\" needs the whole answer in 'answer'");
     }
     ev.res["answer_format"] = answerFormatName(ev.format);
     if (ev.format == AnswerFormat::KernelBench)
-        return kernelBenchParse(ev, ev.req.at("answer").get<std::string>(), codeBlock);
+        return kernelBenchParse(ev, ev.req.at(protocol::Field::kAnswer).get<std::string>(), codeBlock);
     std::string answer;
-    if (ev.req.contains("answer")) {
-        answer = ev.req.at("answer").get<std::string>();
+    if (ev.req.contains(protocol::Field::kAnswer)) {
+        answer = ev.req.at(protocol::Field::kAnswer).get<std::string>();
     } else {
-        if (ev.req.contains("cuda") && !ev.req.at("cuda").get<std::string>().empty())
-            answer += "```cuda\n" + ev.req.at("cuda").get<std::string>() + "\n```\n";
-        answer += "```python\n" + ev.req.value("python", std::string()) + "\n```\n";
+        if (ev.req.contains(protocol::Field::kCuda) && !ev.req.at(protocol::Field::kCuda).get<std::string>().empty())
+            answer += "```cuda\n" + ev.req.at(protocol::Field::kCuda).get<std::string>() + "\n```\n";
+        answer += "```python\n" + ev.req.value(protocol::Field::kPython, std::string()) + "\n```\n";
     }
     std::string sigError;
     const auto expected = parseForwardSignature(ev.task.forward, &sigError);
@@ -207,7 +207,7 @@ bool parametersMatch(Evaluation& ev, const json& modelParams)
 bool kernelBenchLoadStage(Evaluation& ev)
 {
     ev.startStage("compile");
-    const std::string arch = ev.cuda ? currentArch() : ev.req.value("arch", std::string("sm_90"));
+    const std::string arch = ev.cuda ? currentArch() : ev.req.value(protocol::Field::kArch, std::string("sm_90"));
     ev.compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", ev.kernelNames}, {"ms", 0.0}};
     const auto t0 = Clock::now();
     json builds;
@@ -257,9 +257,12 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
     std::vector<char> shippedCubin;
     // Used only for this architecture and for exactly this source (the hash the compile request
     // returned), so a client whose block extraction drifts from the parser cannot swap kernels.
-    const bool useShipped = cand.hasCuda && req.contains("cubin_b64") && req.value("cubin_arch", std::string()) == arch &&
-                            req.value("cubin_source_hash", std::string()) == protocol::sourceHash(cand.cuda) &&
-                            protocol::decodeBase64(req.at("cubin_b64").get<std::string>(), &shippedCubin) && !shippedCubin.empty();
+    const bool useShipped =
+        cand.hasCuda && req.contains(protocol::Field::kCubinB64) &&
+        req.value(protocol::Field::kCubinArch, std::string()) == arch &&
+        req.value(protocol::Field::kCubinSourceHash, std::string()) == protocol::sourceHash(cand.cuda) &&
+        protocol::decodeBase64(req.at(protocol::Field::kCubinB64).get<std::string>(), &shippedCubin) &&
+        !shippedCubin.empty();
     // NVRTC sees only sources that pass checkCudaForNvrtc; a cubin compiled ahead passed it there,
     // and is held to it here too (the same source).
     const auto refusedCuda = !cand.hasCuda ? std::nullopt : useShipped ? checkCudaForNvrtc(cand.cuda) : std::nullopt;
@@ -269,7 +272,7 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.cr.arch = arch;
         ev.cr.cubin = std::move(shippedCubin);
         ev.compile["cached"] = true;
-        ev.compile["log"] = req.value("compile_log", std::string());
+        ev.compile["log"] = req.value(protocol::Field::kCompileLog, std::string());
         return true;
     }
     if (!cand.hasCuda)
@@ -330,7 +333,7 @@ bool compileHostCode(Evaluation& ev)
 bool compileStage(Evaluation& ev)
 {
     ev.startStage("compile");
-    const std::string arch = ev.cuda ? currentArch() : ev.req.value("arch", std::string("sm_90"));
+    const std::string arch = ev.cuda ? currentArch() : ev.req.value(protocol::Field::kArch, std::string("sm_90"));
     ev.compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", ev.kernelNames}, {"ms", 0.0}};
     if (!compileCudaBlock(ev, arch) || !compileHostCode(ev))
         return false;

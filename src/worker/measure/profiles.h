@@ -1,6 +1,7 @@
 #pragma once
 // The protocol profiles (docs/protocol.md "Protocol profiles"): the worker's one table of them.
 // `evaluate` takes a profile by name; `hello` announces the table, so no client keeps its own.
+#include "core/protocol/protocolnames.h" // plain C++: the default profile's name, shared with the client
 #include "worker/measure/measurestats.h"
 
 #include <nlohmann/json.hpp>
@@ -40,7 +41,7 @@ struct ProtocolProfile {
 };
 
 /// The profile `evaluate` uses when the request names none: the study's FP32.
-inline constexpr const char* kDefaultProfile = "kernelbench-fp32";
+inline constexpr const char* kDefaultProfile = ProtocolNames::kDefaultProfile; // core/protocol/protocolnames.h
 
 /// libtorch's default TF32 flags (at::globalContext() before anything set them): the worker
 /// calls this once at start-up, before evaluating. Until then the table assumes PyTorch ≥ 1.12's

@@ -173,9 +173,9 @@ bool integerIn(const nlohmann::json& v, double lo, double hi)
 
 nlohmann::json echoedId(const nlohmann::json& request)
 {
-    if (!request.contains("id"))
+    if (!request.contains(protocol::Field::kId))
         return nullptr;
-    const auto& id = request["id"];
+    const auto& id = request[protocol::Field::kId];
     if (id.is_number() || (id.is_string() && id.get_ref<const std::string&>().size() <= kMaxIdBytes))
         return id;
     return nullptr;
@@ -183,25 +183,25 @@ nlohmann::json echoedId(const nlohmann::json& request)
 
 std::string echoedType(const nlohmann::json& request)
 {
-    if (request.contains("type") && request["type"].is_string() &&
-        request["type"].get_ref<const std::string&>().size() <= kMaxTypeBytes)
-        return request["type"].get<std::string>();
+    if (request.contains(protocol::Field::kType) && request[protocol::Field::kType].is_string() &&
+        request[protocol::Field::kType].get_ref<const std::string&>().size() <= kMaxTypeBytes)
+        return request[protocol::Field::kType].get<std::string>();
     return "";
 }
 
 std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
 {
-    if (request.contains("id")) {
-        const auto& id = request["id"];
+    if (request.contains(protocol::Field::kId)) {
+        const auto& id = request[protocol::Field::kId];
         if (!(id.is_string() || id.is_number() || id.is_null()))
             return RequestProblem{"bad_request", "id must be a string, a number or null, not " + describeValue(id)};
         if (id.is_string() && id.get_ref<const std::string&>().size() > kMaxIdBytes)
             return RequestProblem{"bad_request", "id is a string of " + std::to_string(id.get_ref<const std::string&>().size()) +
                                                      " bytes; at most " + std::to_string(kMaxIdBytes) + " are echoed"};
     }
-    if (request.contains("type") && request["type"].is_string() &&
-        request["type"].get_ref<const std::string&>().size() > kMaxTypeBytes)
-        return RequestProblem{"bad_request", "unknown request type " + describeValue(request["type"])};
+    if (request.contains(protocol::Field::kType) && request[protocol::Field::kType].is_string() &&
+        request[protocol::Field::kType].get_ref<const std::string&>().size() > kMaxTypeBytes)
+        return RequestProblem{"bad_request", "unknown request type " + describeValue(request[protocol::Field::kType])};
     // Counts a request may set, with what a run can need; a count beyond is a mistake or an
     // attempt to hold the GPU (hours of trials) or memory (one set of outputs per trial).
     // The bounds are core/protocol/protocollimits.h's, which the client checks too.
@@ -210,10 +210,10 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
         int lo, hi;
     };
     static const Count kCounts[] = {
-        {"correctness_trials", TrialLimits::Correctness.min, TrialLimits::Correctness.max},
-        {"timing_trials", TrialLimits::Timing.min, TrialLimits::Timing.max},
-        {"warmup", TrialLimits::Warmup.min, TrialLimits::Warmup.max},
-        {"trials", TrialLimits::Profile.min, TrialLimits::Profile.max}};
+        {Field::kCorrectnessTrials, TrialLimits::Correctness.min, TrialLimits::Correctness.max},
+        {Field::kTimingTrials, TrialLimits::Timing.min, TrialLimits::Timing.max},
+        {Field::kWarmup, TrialLimits::Warmup.min, TrialLimits::Warmup.max},
+        {Field::kTrials, TrialLimits::Profile.min, TrialLimits::Profile.max}};
     for (const Count& c : kCounts) {
         if (request.contains(c.field) && !integerIn(request[c.field], c.lo, c.hi))
             return RequestProblem{"bad_request", std::string(c.field) + " must be an integer from " + std::to_string(c.lo) +
@@ -226,9 +226,9 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
 Device parseDevice(const nlohmann::json& request, unsigned allowed, int cudaDeviceCount)
 {
     Device d;
-    if (!request.contains("device"))
+    if (!request.contains(protocol::Field::kDevice))
         return d;
-    const auto& v = request["device"];
+    const auto& v = request[protocol::Field::kDevice];
     const std::string s = v.is_string() ? v.get<std::string>() : std::string();
     if (s == "cuda") {
         d.kind = Device::Cuda;

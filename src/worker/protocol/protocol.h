@@ -1,6 +1,7 @@
 #pragma once
 // Worker side of docs/protocol.md: JSON lines on stdin, responses on a private descriptor.
 #include "core/protocol/protocollimits.h" // plain C++: the limits both sides check
+#include "core/protocol/protocolnames.h"  // plain C++: the version, request types and fields
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +16,11 @@ struct ParsedCandidate;
 
 namespace kwb::protocol {
 
-constexpr int kVersion = 1;
+/// core/protocol/protocolnames.h's names, shared with the client: the worker reads requests by them.
+namespace Request = ProtocolNames::Request;
+namespace Field = ProtocolNames::Field;
+
+constexpr int kVersion = ProtocolNames::kVersion;
 /// core/protocol/protocollimits.h's, shared with the client.
 constexpr std::size_t kMaxLineBytes = std::size_t(ProtocolLimits::kMaxLineBytes);
 
@@ -23,7 +28,7 @@ constexpr std::size_t kMaxLineBytes = std::size_t(ProtocolLimits::kMaxLineBytes)
 /// candidate's measured HBM traffic (docs/protocol.md §evaluate, "traffic"). The client spells
 /// them in src/core/protocol/evaluationresult.h; the golden pair 16_evaluate_profile_traffic ties
 /// the two spellings together.
-constexpr const char* kProfileTrafficField = "profile_traffic";
+constexpr const char* kProfileTrafficField = Field::kProfileTraffic;
 constexpr const char* kTrafficField = "traffic";
 
 /// Reads one '\n'-terminated line from a file descriptor. Returns nullopt at EOF.
