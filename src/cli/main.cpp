@@ -7,6 +7,7 @@
 #include "core/model/secrets.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/triallimits.h"
+#include "core/run/regimefile.h"
 #include "core/run/runlaunch.h"
 #include "core/workers/hostlimits.h"
 #include "core/workers/workertarget.h"
@@ -173,12 +174,12 @@ int main(int argc, char** argv)
                                 "continue sweep ID of --db (same --regime, --tasks): finished runs are kept, an "
                                 "unfinished one resumed, a missing n started");
         else
-            command->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")->check(CLI::Range(1, 64));
-        command->add_option("--turns", runOptions.turns,
-                            "turns at most (default: the regime's)")
-            ->check(CLI::Range(1, 32));
+            command->add_option("--n", runOptions.n, "candidates per turn (default: the regime's)")
+                ->check(CLI::Range(1, kwb::kRegimeMaxN));
+        command->add_option("--turns", runOptions.turns, "turns at most (default: the regime's)")
+            ->check(CLI::Range(1, kwb::kRegimeMaxTurns));
         command->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
-            ->check(CLI::Range(0.0, 2.0));
+            ->check(CLI::Range(0.0, kwb::kRegimeMaxTemperature));
         command->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
         command->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default " +
                                 std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
@@ -261,7 +262,8 @@ int main(int argc, char** argv)
         "prompt", "print the prompt a run sends for a task, turn and role, and its token count");
     promptCommand->add_option("--regime", promptRegime, "a regime `kwb regimes` lists, e.g. agent")->required();
     promptCommand->add_option("--task", promptTask, "the task, e.g. L2/1")->required();
-    promptCommand->add_option("--turn", promptOptions.turn, "the turn (default 1)")->check(CLI::Range(1, 32));
+    promptCommand->add_option("--turn", promptOptions.turn, "the turn (default 1)")
+        ->check(CLI::Range(1, kwb::kRegimeMaxTurns));
     promptCommand->add_option("--role", promptRole, "the role (default: the turn's answer role)");
     promptCommand->add_option("--prompts", promptPrompts,
                               "prompt templates: a directory or a shipped set, study (default) or workbench-v1");

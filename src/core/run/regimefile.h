@@ -17,7 +17,7 @@
 
 namespace kwb {
 
-/// The bounds a regime file's numbers must keep (as `kwb run` takes them on its command line).
+/// The bounds of a regime's numbers, in a regime file and on `kwb run`'s command line.
 constexpr int kRegimeMaxN = 64;
 constexpr int kRegimeMaxTurns = 32;
 constexpr double kRegimeMaxTemperature = 2.0;
