@@ -943,10 +943,17 @@ QString RooflineChart::placementNote() const
     }
     if (!any || !m_roofs.isValid())
         return QString();
+    // The dark ring is named only where a candidate was placed by its measured traffic.
+    const bool profiled = std::any_of(m_points.cbegin(), m_points.cend(),
+                                      [](const RooflinePoint& p) { return p.candidateMeasuredIntensity.has_value(); });
     if (elsewhere.isEmpty())
-        return QStringLiteral("Measured on this GPU; reference at the eager (op by op) intensity, candidates at "
-                              "their measured HBM traffic where profiled (dark ring), else at the intensity of what "
-                              "they launched (analytic traffic model, see each tooltip)");
+        return profiled
+                   ? QStringLiteral("Measured on this GPU; reference at the eager (op by op) intensity, candidates "
+                                    "at their measured HBM traffic where profiled (dark ring), else at the "
+                                    "intensity of what they launched (analytic traffic model, see each tooltip)")
+                   : QStringLiteral("Measured on this GPU; reference at the eager (op by op) intensity, candidates "
+                                    "at the intensity of what they launched (analytic traffic model, see each "
+                                    "tooltip; none has a traffic profile)");
     return QStringLiteral("Times measured on %1 are not drawn against these roofs: each task is placed where the %2 "
                           "roofs put it at its analytic intensity (hollow markers on the roof; no time rescaled)")
         .arg(elsewhere.join(QStringLiteral(", ")), m_roofs.name);

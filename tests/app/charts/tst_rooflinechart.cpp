@@ -713,6 +713,7 @@ private Q_SLOTS:
         QVERIFY(help.contains(QLatin1String("filled green")));
         QVERIFY(!help.contains(QLatin1String("red star")));
         QVERIFY(!help.contains(QLatin1String("dark ring")));
+        QVERIFY(!page.chart()->chart()->title().contains(QLatin1String("dark ring")));
         QVERIFY(!help.contains(QLatin1String("placed analytically")));
         QVERIFY(!help.contains(QLatin1String("half transparent")));
 
@@ -725,6 +726,7 @@ private Q_SLOTS:
         help = page.helpText();
         QVERIFY(help.contains(QLatin1String("red star")));
         QVERIFY(help.contains(QLatin1String("dark ring")));
+        QVERIFY(page.chart()->chart()->title().contains(QLatin1String("dark ring")));
 
         QVERIFY(page.selectGpu(QStringLiteral("h100-sxm-80gb"))); // times from the V100: analytic here
         help = page.helpText();
