@@ -547,6 +547,7 @@ void MainWindow::onDevice(const DeviceFacts& facts)
     m_trafficPage->setMeasureAvailable(available, facts.reason);
     if (available) {
         m_rooflinePage->setCurrentDevice(facts);
+        m_trafficPage->setCurrentDevice(facts);
         // The prompt preview renders the response as the worker wrote it (the renderer's context is JSON).
         m_promptsPage->setDevice(facts.raw);
         const GpuRoofs roofs = fromDeviceFacts(facts);
@@ -563,7 +564,6 @@ void MainWindow::onCatalogState()
 {
     const TaskCatalog::State state = m_catalog->state();
     if (state == TaskCatalog::State::Ready || state == TaskCatalog::State::Failed) {
-        m_trafficPage->setCurrentDevice(facts);
         // An idle worker holds libtorch (and, after the probe, a CUDA context) for nothing.
         if (m_supervisor && m_deviceDone)
             m_supervisor->stopWorker();
@@ -736,7 +736,7 @@ void MainWindow::refreshChartData()
     struct Scan
     {
         bool opened = false;
-        QJsonObject runDevice;
+        DeviceFacts runDevice;
         QHash<QString, TaskTimes> times;
     };
     const QString path = m_database;
@@ -749,7 +749,7 @@ void MainWindow::refreshChartData()
                 return scan;
             scan.opened = true;
             scan.runDevice = latestRunDevice(store);
-            scan.times = taskTimesFromStore(store, decodeDeviceFacts(scan.runDevice).name);
+            scan.times = taskTimesFromStore(store, scan.runDevice.name);
             return scan;
         },
         [this](Scan&& scan) {
@@ -760,16 +760,17 @@ void MainWindow::refreshChartData()
         });
 }
 
-void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& points)
+void MainWindow::applyChartData(const DeviceFacts& runDevice, const QVariant& points)
 {
     m_runDevice = runDevice;
     const DeviceFacts& liveFacts = m_liveDevice;
     const bool live = liveFacts.available;
-    if (!runDevice.isEmpty()) {
+    if (!runDevice.raw.isEmpty()) {
         // Times were measured on the database's GPU: place the tasks against its roofs.
-        const DeviceFacts runFacts = decodeDeviceFacts(runDevice);
+        const DeviceFacts& runFacts = runDevice;
         const QString runGpu = runFacts.name;
         m_rooflinePage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
+        m_trafficPage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
         m_rooflinePage->selectGpu(QStringLiteral("current"));
         m_catalog->loadEagerTimes(m_database, runGpu);
         const GpuRoofs roofs = fromDeviceFacts(runFacts);
@@ -778,7 +779,7 @@ void MainWindow::applyChartData(const QJsonObject& runDevice, const QVariant& po
             m_tasksRoofsFromDevice = true;
         }
         if (!live)
-            m_promptsPage->setDevice(runDevice);
+            m_promptsPage->setDevice(runDevice.raw); // the renderer's context is the worker's JSON
     }
     m_rooflinePage->setPoints(points.value<QList<RooflinePoint>>());
     Q_EMIT chartDataUpdated();
@@ -796,7 +797,6 @@ void MainWindow::chooseDatabase()
 
 void MainWindow::updateRecentMenu()
 {
-        m_trafficPage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
     m_recentMenu->clear();
     const QStringList recent = QSettings().value(QStringLiteral("recentDatabases")).toStringList();
     for (const QString& path : recent) {
@@ -937,7 +937,7 @@ void MainWindow::stageScreenshots(const QString& dir)
             qint64 agent = 0;
             for (const RunInfo& run : store.runs())
                 if (run.regime == QLatin1String("agent") &&
-                    RunConfig::fromJson(run.config).regime.fields.ablated.isEmpty()) {
+                    run.config.regime.fields.ablated.isEmpty()) {
                     agent = run.id;
                     break;
                 }

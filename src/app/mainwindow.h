@@ -131,7 +131,7 @@ private:
     QMessageBox* explainRefusal(const QString& path, const StoreFile& file, const QString& error);
     void exportCurrentChart();
     void refreshChartData();
-    void applyChartData(const QJsonObject& runDevice, const QVariant& points);
+    void applyChartData(const DeviceFacts& runDevice, const QVariant& points);
     void updateRecentMenu();
     void setWorkerStatus(const QString& text, const QString& tooltip = QString());
     void setDeviceStatus(const QString& text, const QString& tooltip = QString());
@@ -153,7 +153,7 @@ private:
     RunManager* m_runs = nullptr;
     DeviceFacts m_liveDevice;   ///< from this machine's worker (available or not)
     std::optional<HelloInfo> m_hello; ///< the worker's hello, once it has started
-    QJsonObject m_runDevice;    ///< the GPU the open database was measured on
+    DeviceFacts m_runDevice;    ///< the GPU the open database was measured on
     bool m_deviceDone = false;
     QString m_database;
     bool m_databaseReadOnly = false;

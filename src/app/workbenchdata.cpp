@@ -85,13 +85,13 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
     return times;
 }
 
-QJsonObject latestRunDevice(const RunStore& store)
+DeviceFacts latestRunDevice(const RunStore& store)
 {
     const QList<RunInfo> runs = store.runs();
     for (auto it = runs.crbegin(); it != runs.crend(); ++it) {
         const DeviceFacts gpu = runDevice(*it);
         if (gpu.available && !gpu.name.isEmpty())
-            return gpu.raw;
+            return gpu;
     }
     return {};
 }
@@ -177,7 +177,7 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
     for (const RunReport& run : report.runs) {
         if (!run.firstTurnPassAtN)
             continue;
-        const RunConfig config = RunConfig::fromJson(run.run.config);
+        const RunConfig& config = run.run.config;
         const QString sweepId = config.sweep ? config.sweep->id : QString();
         if (!sweepId.isEmpty() && sweepRunWithMostSamples.value(sweepId, run.run.id) != run.run.id)
             continue;

@@ -40,10 +40,10 @@ struct TaskTimes
 /// Per task, from every run of the store whose GPU is `gpuName` (empty: any GPU).
 QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QString& gpuName = QString());
 
-/// The `device` response a run of the store was made with (the latest run that names a GPU), or
-/// an empty object. Lets the window place tasks on the GPU a database was measured on, also on a
-/// machine without one.
-QJsonObject latestRunDevice(const RunStore& store);
+/// The GPU a run of the store was made with (the latest run that names one), decoded by the store
+/// (RunInfo::gpu); empty (raw empty) when none does. Lets the window place tasks on the GPU a
+/// database was measured on, also on a machine without one.
+DeviceFacts latestRunDevice(const RunStore& store);
 
 /// Roofline points: every analysed task with an eager time, at its eager (unfused) intensity; its
 /// best counted candidate at the intensity of the traffic model its kernels imply

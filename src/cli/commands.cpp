@@ -354,7 +354,6 @@ int runEval(Session& session, const EvalOptions& options)
     evaluate.arch = options.arch;
     evaluate.device = options.device;
     evaluate.profileTraffic = options.profileTraffic;
-    const QJsonObject request = WorkerRequests::evaluate(evaluate);
 
     const int timeoutMs = int(std::lround(options.timeoutS * 1000.0));
     // The profile is checked against the worker's own table (its hello), not a list of the CLI's.
@@ -369,7 +368,7 @@ int runEval(Session& session, const EvalOptions& options)
     const qint64 lease = !onGpu ? 0
                          : target.isRemote() ? GpuLeases::instance()->acquireKey(target.leaseKey(), -1, holder)
                                              : GpuLeases::instance()->acquire(0, holder);
-    const WorkerSupervisor::Outcome outcome = session.supervisor().run(request, timeoutMs);
+    const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::evaluate(evaluate), timeoutMs);
     GpuLeases::instance()->release(lease);
     QObject::disconnect(helloConnection);
     if (outcome.hasResponse() && !outcome.response.ok()) {
@@ -497,12 +496,11 @@ int runEval(Session& session, const EvalOptions& options)
 
 int runDevice(Session& session, bool json, bool ceilings)
 {
-    const QJsonObject request = WorkerRequests::device(ceilings);
     // The ceilings run kernels on the GPU: not while another job times there (core/workers/gpulease.h).
     const qint64 lease = ceilings ? GpuLeases::instance()->acquire(
                                         0, QStringLiteral("kwb device --ceilings (pid %1)").arg(QCoreApplication::applicationPid()))
                                   : 0;
-    const WorkerSupervisor::Outcome outcome = session.supervisor().run(request);
+    const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::device(ceilings));
     GpuLeases::instance()->release(lease);
     if (const int code = reportFailure(outcome, json))
         return code;

@@ -112,7 +112,7 @@ std::optional<qint64> earlierImport(const RunStore& store, const QString& folder
     for (const RunInfo& info : store.runs()) {
         if (info.regime != QLatin1String("import"))
             continue;
-        const RunConfig earlier = RunConfig::fromJson(info.config);
+        const RunConfig& earlier = info.config;
         const QString key = QStringLiteral("directory"), block = QStringLiteral("code_block");
         if (earlier.import.value(key).toString() == folderPath
             && earlier.import.value(block).toString() == config.import.value(block).toString()

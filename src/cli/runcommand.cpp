@@ -234,7 +234,7 @@ int runRun(Session& session, const RunCommandOptions& options)
         QStringList sortedTasks = plan.taskIds;
         sortedTasks.sort();
         for (const RunInfo& info : store.runs()) {
-            const RunConfig config = RunConfig::fromJson(info.config);
+            const RunConfig& config = info.config;
             if (!config.sweep || config.sweep->id != options.sweepId)
                 continue;
             QStringList tasks = config.tasks;

@@ -89,7 +89,7 @@ private Q_SLOTS:
         QCOMPARE(config->toJson().value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
         RunInfo info;
         info.id = 7;
-        info.config = config->toJson();
+        info.setConfig(config->toJson());
         const std::optional<RunPlan> resumed = planResume(info, &error);
         QVERIFY2(resumed, qPrintable(error));
         QCOMPARE(resumed->answerFormat, QStringLiteral("kernelbench"));
@@ -99,7 +99,7 @@ private Q_SLOTS:
         // A run stored before the answer format existed was native.
         QJsonObject old = config->toJson();
         old.remove(QStringLiteral("answer_format"));
-        info.config = old;
+        info.setConfig(old);
         const std::optional<RunPlan> oldPlan = planResume(info, &error);
         QVERIFY(oldPlan);
         QCOMPARE(oldPlan->answerFormat, QStringLiteral("native"));
@@ -107,7 +107,7 @@ private Q_SLOTS:
         // An imported run (kwb import) is not resumed: there is no model to ask for what it lacks.
         RunConfig imported = *config;
         imported.import = QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")}};
-        info.config = imported.toJson();
+        info.setConfig(imported.toJson());
         QVERIFY(!planResume(info, &error));
         QVERIFY2(error.contains(QLatin1String("imported")), qPrintable(error));
     }

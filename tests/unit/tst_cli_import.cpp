@@ -144,16 +144,16 @@ private Q_SLOTS:
         QCOMPARE(runs.first().regime, QStringLiteral("import"));
         QCOMPARE(runs.first().status, RunStatus::Finished);
         QVERIFY(runs.first().name.contains(QLatin1String("[kernelbench]")));
-        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        const RunConfig& config = runs.first().config;
         QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
         QCOMPARE(config.tasks, (QStringList{QStringLiteral("L1/1"), QStringLiteral("L2/1")}));
         QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 5);
         QCOMPARE(config.compileOnly, false); // --device cpu
-        QVERIFY(runs.first().config.contains(QLatin1String("compile_only"))); // stored, not left to a default
+        QVERIFY(runs.first().configJson.contains(QLatin1String("compile_only"))); // stored, not left to a default
         // An import keeps only what it has: no model settings, worker limits or sweep.
         for (const char* key : {"model_timeout_s", "worker_limits", "isolation", "sweep", "level_regimes", "routing"})
-            QVERIFY2(!runs.first().config.contains(QLatin1String(key)), key);
-        QCOMPARE(runs.first().config.value(QLatin1String("seeds")).toObject().keys(), QStringList{QStringLiteral("evaluation")});
+            QVERIFY2(!runs.first().configJson.contains(QLatin1String(key)), key);
+        QCOMPARE(runs.first().configJson.value(QLatin1String("seeds")).toObject().keys(), QStringList{QStringLiteral("evaluation")});
 
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QCOMPARE(rows.size(), 4);
@@ -284,7 +284,7 @@ private Q_SLOTS:
         const std::optional<RunInfo> bestOfN = store.run(runOf.value(QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
         QVERIFY(bestOfN);
         QVERIFY(bestOfN->name.contains(QLatin1String("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
-        const RunConfig config = RunConfig::fromJson(bestOfN->config);
+        const RunConfig config = bestOfN->config;
         QCOMPARE(config.import.value(QLatin1String("run_folder")).toString(),
                  QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1"));
         QCOMPARE(config.regime.fields.n, 2);
@@ -344,7 +344,7 @@ private Q_SLOTS:
         // The run keeps the list too.
         RunStore store;
         QVERIFY(store.open(db));
-        const RunConfig config = RunConfig::fromJson(store.run(summary.value(QLatin1String("run")).toInteger())->config);
+        const RunConfig config = store.run(summary.value(QLatin1String("run")).toInteger())->config;
         QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 3);
     }
 
@@ -490,7 +490,7 @@ private Q_SLOTS:
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
         QCOMPARE(runs.first().name, QStringLiteral("iterative [kernelbench] L1:1,L2:1"));
-        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        const RunConfig& config = runs.first().config;
         QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
         QVERIFY(config.promptsDir.endsWith(QLatin1String("/prompts-kernelbench")));
         // The study preset's instruction and one-shot example (prompts-kernelbench/, docs/prompts.md).
@@ -598,7 +598,7 @@ private Q_SLOTS:
         QVERIFY(store.open(db));
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
-        QCOMPARE(RunConfig::fromJson(runs.first().config).compileWorkers, std::optional<int>(3));
+        QCOMPARE(runs.first().config.compileWorkers, std::optional<int>(3));
         QCOMPARE(store.evaluations(runs.first().id).size(), 3);
     }
 
@@ -627,7 +627,7 @@ private Q_SLOTS:
             QVERIFY(store.open(db));
             const QList<RunInfo> runs = store.runs();
             QCOMPARE(runs.size(), 1);
-            const RunConfig config = RunConfig::fromJson(runs.first().config);
+            const RunConfig& config = runs.first().config;
             QCOMPARE(config.import.value(QLatin1String("code_block")).toString(), expected);
             QCOMPARE(runs.first().name.contains(QLatin1String("last block")), expected == QLatin1String("last"));
             const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);

@@ -151,7 +151,7 @@ private Q_SLOTS:
         QString sweepId;
         const QList<int> ns{1, 2, 4};
         for (int i = 0; i < 3; ++i) {
-            const QJsonObject config = runs[i].config;
+            const QJsonObject config = runs[i].configJson;
             QVERIFY2(runs[i].name.contains(QStringLiteral("sweep n=%1").arg(ns[i])), qPrintable(runs[i].name));
             const QJsonObject sweep = config.value(QLatin1String("sweep")).toObject();
             QCOMPARE(sweep.value(QLatin1String("ns")).toArray(), (QJsonArray{1, 2, 4}));
@@ -197,7 +197,7 @@ private Q_SLOTS:
         QVERIFY2(continued.err.contains(QStringLiteral("n = 4: run 3 is finished, kept")), qPrintable(continued.err));
         const QList<RunInfo> after = store.runs();
         QCOMPARE(after.size(), 4);
-        const QJsonObject eight = after.last().config.value(QLatin1String("sweep")).toObject();
+        const QJsonObject eight = after.last().configJson.value(QLatin1String("sweep")).toObject();
         QCOMPARE(eight.value(QLatin1String("id")).toString(), sweepId);
         QCOMPARE(eight.value(QLatin1String("n")).toInt(), 8);
         QCOMPARE(store.evaluations(after.last().id).size(), 24);
@@ -242,8 +242,9 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(db));
         const RunInfo run = store.runs().first();
-        QCOMPARE(run.config.value(QLatin1String("regime")).toObject().value(QLatin1String("stop_when_correct")).toBool(),
-                 true);
+        QCOMPARE(
+            run.configJson.value(QLatin1String("regime")).toObject().value(QLatin1String("stop_when_correct")).toBool(),
+            true);
         QCOMPARE(requests, 3);
         const Result resumed =
             runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QString::number(run.id));
@@ -279,10 +280,12 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(db));
         const RunInfo run = store.runs().first();
-        QCOMPARE(run.config.value(QLatin1String("regime")).toObject().value(QLatin1String("feedback_source")).toString(),
-                 QStringLiteral("best"));
-        QCOMPARE(run.config.value(QLatin1String("seeds")).toObject().value(QLatin1String("turn_stride")).toInteger(),
-                 kModelSeedTurnStride);
+        QCOMPARE(
+            run.configJson.value(QLatin1String("regime")).toObject().value(QLatin1String("feedback_source")).toString(),
+            QStringLiteral("best"));
+        QCOMPARE(
+            run.configJson.value(QLatin1String("seeds")).toObject().value(QLatin1String("turn_stride")).toInteger(),
+            kModelSeedTurnStride);
         QVERIFY2(run.name.contains(QStringLiteral("feedback=best")), qPrintable(run.name));
         const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
         QCOMPARE(report.exitCode, 0);
@@ -297,8 +300,12 @@ private Q_SLOTS:
         QVERIFY(runKwb(runArgs(db2, QStringLiteral("L1:1"))).exitCode == 0);
         RunStore store2;
         QVERIFY(store2.open(db2));
-        QCOMPARE(store2.runs().first().config.value(QLatin1String("regime")).toObject()
-                     .value(QLatin1String("feedback_source")).toString(),
+        QCOMPARE(store2.runs()
+                     .first()
+                     .configJson.value(QLatin1String("regime"))
+                     .toObject()
+                     .value(QLatin1String("feedback_source"))
+                     .toString(),
                  QStringLiteral("last"));
         const Result bad = runKwb(QStringList(args) << QStringLiteral("--feedback") << QStringLiteral("worst"));
         QVERIFY(bad.exitCode != 0);
@@ -327,11 +334,11 @@ private Q_SLOTS:
         QCOMPARE(evaluations.first().status, QStringLiteral("resource_limit"));
         const std::optional<RunInfo> run = store.run(1);
         QVERIFY(run);
-        const QJsonObject limits = run->config.value(QLatin1String("worker_limits")).toObject();
+        const QJsonObject limits = run->configJson.value(QLatin1String("worker_limits")).toObject();
         QCOMPARE(limits.value(QLatin1String("host_memory_bytes")).toDouble(), 200.0 * 1024 * 1024);
         QCOMPARE(limits.value(QLatin1String("host_memory_default")).toBool(true), false);
         QCOMPARE(limits.value(QLatin1String("os_sandbox")).toBool(false), true);
-        QCOMPARE(run->config.value(QLatin1String("sandbox")).toString(), workerSandboxStatus(WorkerLimits()));
+        QCOMPARE(run->configJson.value(QLatin1String("sandbox")).toString(), workerSandboxStatus(WorkerLimits()));
         QString error;
         const std::optional<RunPlan> resumed = planResume(*run, &error);
         QVERIFY2(resumed, qPrintable(error));
@@ -348,10 +355,10 @@ private Q_SLOTS:
         QVERIFY(store2.open(db2));
         const std::optional<RunInfo> run2 = store2.run(1);
         QVERIFY(run2);
-        const QJsonObject limits2 = run2->config.value(QLatin1String("worker_limits")).toObject();
+        const QJsonObject limits2 = run2->configJson.value(QLatin1String("worker_limits")).toObject();
         QCOMPARE(limits2.value(QLatin1String("host_memory_default")).toBool(false), true);
         QCOMPARE(limits2.value(QLatin1String("host_memory_bytes")).toDouble(), double(defaultHostMemoryLimit()));
-        QCOMPARE(run2->config.value(QLatin1String("sandbox")).toString(),
+        QCOMPARE(run2->configJson.value(QLatin1String("sandbox")).toString(),
                  QStringLiteral("none: turned off (--no-os-sandbox)"));
         const std::optional<RunPlan> resumed2 = planResume(*run2, &error);
         QVERIFY(resumed2);
@@ -369,7 +376,7 @@ private Q_SLOTS:
         QVERIFY2(r.err.contains(QStringLiteral("2 compile worker(s)")), qPrintable(r.err));
         RunStore store;
         QVERIFY(store.open(db));
-        QCOMPARE(store.run(1)->config.value(QLatin1String("compile_workers")).toInt(), 2);
+        QCOMPARE(store.run(1)->configJson.value(QLatin1String("compile_workers")).toInt(), 2);
 
         const Result plain = runKwb(runArgs(newDb()));
         QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
@@ -380,13 +387,6 @@ private Q_SLOTS:
         QVERIFY2(bad.err.contains(QStringLiteral("--compile-workers")), qPrintable(bad.err));
     }
 
-    void zeroShotRunFillsTheStore()
-    {
-        m_server->enqueue(reply(QStringLiteral("compile_error")));
-        const QString db = newDb();
-        const Result r = runKwb(runArgs(db) << QStringLiteral("--json"));
-        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
-        QCOMPARE(m_server->requests().size(), 2);
     // A regime of the user's own (a TOML file in $XDG_CONFIG_HOME/kernel-workbench/regimes, no
     // compiling): `kwb run --regime NAME` runs it with its settings and stores them with the run;
     // a broken file is named, with its line, where its regime is asked for.
@@ -438,6 +438,13 @@ private Q_SLOTS:
                  qPrintable(broken.err));
     }
 
+    void zeroShotRunFillsTheStore()
+    {
+        m_server->enqueue(reply(QStringLiteral("compile_error")));
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db) << QStringLiteral("--json"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QCOMPARE(m_server->requests().size(), 2);
         QCOMPARE(m_server->requests().first().value(QLatin1String("model")).toString(), QStringLiteral("m"));
 
         const QJsonObject summary = QJsonDocument::fromJson(r.out.toUtf8()).object();
@@ -462,13 +469,13 @@ private Q_SLOTS:
         statuses.sort();
         QCOMPARE(statuses, (QStringList{QStringLiteral("L1/1=compile_error"), QStringLiteral("L2/1=correct")}));
         // The whole configuration.
-        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        const RunConfig& config = runs.first().config;
         QCOMPARE(config.model, QStringLiteral("m"));
         QCOMPARE(config.endpoint, m_server->baseUrl().toString());
         QVERIFY(config.templates.contains(QStringLiteral("zero-shot/generator")));
         QVERIFY(config.templates.contains(QStringLiteral("partials/contract")));
         QVERIFY(runs.first()
-                    .config.value(QLatin1String("templates"))
+                    .configJson.value(QLatin1String("templates"))
                     .toObject()
                     .value(QLatin1String("zero-shot/generator"))
                     .toObject()
@@ -480,7 +487,7 @@ private Q_SLOTS:
         QCOMPARE(config.versions.worker, QStringLiteral("0.1.0"));
         QCOMPARE(config.tasks.size(), 2);
         QVERIFY(config.regime.usable().has_value());
-        QVERIFY(Regime::fromJson(runs.first().config.value(QLatin1String("regime")).toObject()).has_value());
+        QVERIFY(Regime::fromJson(runs.first().configJson.value(QLatin1String("regime")).toObject()).has_value());
     }
 
     // A server that accepts and never answers: --model-timeout ends the request (retries
@@ -506,7 +513,7 @@ private Q_SLOTS:
         QVERIFY(store.open(db));
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
-        const RunConfig config = RunConfig::fromJson(runs.first().config);
+        const RunConfig& config = runs.first().config;
         QCOMPARE(config.modelTimeoutS, std::optional<double>(2.0)); // kept for a resume
         const QList<UnitResponse> responses = store.responses(runs.first().id);
         QCOMPARE(responses.size(), 1);
@@ -787,7 +794,7 @@ private Q_SLOTS:
         QVERIFY(store.open(db));
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
-        QCOMPARE(runs.first().config.value(QLatin1String("compile_only")).toBool(), true);
+        QCOMPARE(runs.first().configJson.value(QLatin1String("compile_only")).toBool(), true);
         const QList<EvaluationRecord> evaluations = store.evaluations(runs.first().id);
         QCOMPARE(evaluations.size(), 2);
         for (const EvaluationRecord& e : evaluations) {
@@ -881,7 +888,8 @@ private Q_SLOTS:
             RunStore store;
             QVERIFY(store.open(db));
             const QList<RunInfo> runs = store.runs();
-            QCOMPARE(runs.first().config.value(QLatin1String("pause_generation_while_timing")).toBool(!pause), pause);
+            QCOMPARE(runs.first().configJson.value(QLatin1String("pause_generation_while_timing")).toBool(!pause),
+                     pause);
             const QList<EvaluationRecord> evaluations = store.evaluations(runs.first().id);
             QCOMPARE(evaluations.size(), 1);
             QCOMPARE(evaluations.first().result.value(QLatin1String("generation_paused")).toBool(!pause), pause);

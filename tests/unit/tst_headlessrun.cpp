@@ -280,7 +280,7 @@ private Q_SLOTS:
 
         RunStore store;
         QVERIFY(store.open(run.environment().databasePath));
-        const RunConfig config = RunConfig::fromJson(store.run(run.runId())->config);
+        const RunConfig config = store.run(run.runId())->config;
         QCOMPARE(config.compileWorkers, std::optional<int>(4));
 
         QFile log(QDir(extensions).filePath(QStringLiteral("builds.jsonl")));

@@ -13,7 +13,7 @@ RunInfo runWith(const RunConfig& config)
 {
     RunInfo info;
     info.id = 1;
-    info.config = config.toJson();
+    info.setConfig(config.toJson());
     return info;
 }
 

@@ -27,7 +27,7 @@ RunInfo storedRun(qint64 id, const Regime& regime, const QString& profile = QStr
     info.id = id;
     info.regime = regime.name;
     info.name = regime.name + QStringLiteral(" L1:1-10");
-    info.config = extra;
+    info.setConfig(extra);
     return info;
 }
 

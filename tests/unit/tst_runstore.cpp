@@ -191,12 +191,12 @@ private Q_SLOTS:
         QCOMPARE(info.created.timeSpec(), Qt::UTC);
         QVERIFY(qAbs(info.created.secsTo(QDateTime::currentDateTimeUtc())) < 60);
         // The whole configuration, each template with the SHA-256 of its text (FIPS 180-2's "abc").
-        QCOMPARE(info.config, config.toJson());
-        QCOMPARE(info.config[QLatin1String("templates")][QLatin1String("zero_shot")][QLatin1String("sha256")].toString(),
+        QCOMPARE(info.configJson, config.toJson());
+        QCOMPARE(info.configJson[QLatin1String("templates")][QLatin1String("zero_shot")][QLatin1String("sha256")].toString(),
                  QStringLiteral("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
-        QCOMPARE(info.config[QLatin1String("tasks")].toArray().size(), 2);
+        QCOMPARE(info.configJson[QLatin1String("tasks")].toArray().size(), 2);
         QCOMPARE(info.gpu.name, QStringLiteral("NVIDIA H200")); // decoded when read
-        const RunConfig back = RunConfig::fromJson(info.config);
+        const RunConfig& back = info.config;
         QCOMPARE(back.model, config.model);
         QCOMPARE(back.templates, config.templates);
         QCOMPARE(back.tasks, config.tasks);
@@ -694,9 +694,9 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY2(store.open(path), qPrintable(store.errorString()));
         QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
-        QCOMPARE(store.run(runId)->config.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-fp32"));
-        QCOMPARE(RunConfig::fromJson(store.run(runId)->config).protocolProfile, QStringLiteral("kernelbench-fp32"));
-        QCOMPARE(store.run(otherRunId)->config.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-v0.1"));
+        QCOMPARE(store.run(runId)->configJson.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-fp32"));
+        QCOMPARE(store.run(runId)->config.protocolProfile, QStringLiteral("kernelbench-fp32"));
+        QCOMPARE(store.run(otherRunId)->configJson.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-v0.1"));
         const QList<EvaluationRecord> evaluations = store.evaluations(runId);
         QCOMPARE(evaluations.size(), 1);
         QCOMPARE(evaluations.first().evaluation().profile->name, QStringLiteral("kernelbench-fp32"));

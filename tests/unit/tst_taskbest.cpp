@@ -29,7 +29,7 @@ RunInfo run(qint64 id, const Regime& regime, const QMap<int, Regime>& levels = {
     RunInfo info;
     info.id = id;
     info.regime = regime.name;
-    info.config = config.toJson();
+    info.setConfig(config.toJson());
     return info;
 }
 
@@ -88,7 +88,7 @@ private Q_SLOTS:
     {
         const RunInfo routed =
             run(1, *Regime::builtin(QStringLiteral("agent")), {{2, *Regime::builtin(QStringLiteral("pilot-v1"))}});
-        const RunConfig config = RunConfig::fromJson(routed.config);
+        const RunConfig& config = routed.config;
         QVERIFY(taskSelection(config, QStringLiteral("L2/3")).mode == SelectionMode::Last);
         QVERIFY(taskSelection(config, QStringLiteral("L1/3")).mode == SelectionMode::Monotone);
     }

@@ -430,7 +430,7 @@ bool RunMonitorPage::openRun(const QString& databasePath, qint64 runId, QString*
     m_openedPath = databasePath;
     m_openedRunId = runId;
     m_openedInfo = *info;
-    m_openedTotal = int(RunConfig::fromJson(info->config).tasks.size());
+    m_openedTotal = int(info->config.tasks.size());
     m_model->setLive(false);
     m_model->load(*m_openedStore, runId);
     loadStoredProblems(*m_openedStore, runId);
@@ -465,7 +465,7 @@ void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
                               tr("turn %1 %2: %3").arg(r.unit.turn).arg(r.unit.role, r.response.error)});
     }
     const std::optional<RunInfo> info = store.run(runId);
-    const bool compileOnly = info && RunConfig::fromJson(info->config).compileOnly;
+    const bool compileOnly = info && info->config.compileOnly;
     for (const EvaluationRecord& e : store.evaluations(runId)) {
         if (!isRunProblem(e, compileOnly))
             continue;

@@ -375,7 +375,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
             *error = message;
         return std::nullopt;
     };
-    const RunConfig config = RunConfig::fromJson(run.config);
+    const RunConfig& config = run.config;
     // An imported run (kwb import) has no model to ask: resuming it would send prompts for the
     // samples a folder did not have.
     if (config.isImport())

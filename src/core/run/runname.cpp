@@ -26,7 +26,7 @@ QString templateName(QString path)
 
 QStringList runDistinctions(const RunInfo& run)
 {
-    const RunConfig config = RunConfig::fromJson(run.config);
+    const RunConfig& config = run.config;
     const Regime& stored = config.regime.fields;
     const StoredRegime::Stated& has = config.regime.stated;
     QStringList parts;

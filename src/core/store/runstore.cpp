@@ -120,6 +120,13 @@ std::optional<qint64> optionalInt(const QVariant& value)
 
 // ---------------------------------------------------------------------------------------------
 
+void RunInfo::setConfig(const QJsonObject& json)
+{
+    configJson = json;
+    config = RunConfig::fromJson(json);
+    gpu = config.gpu;
+}
+
 QString sha256Hex(const QString& text)
 {
     return QString::fromLatin1(QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256).toHex());
@@ -1191,8 +1198,7 @@ RunInfo runFromQuery(const QSqlQuery& query)
     info.name = query.value(1).toString();
     info.created = parseTime(query.value(2).toString());
     info.regime = query.value(3).toString();
-    info.config = jsonObject(query.value(4).toString());
-    info.gpu = decodeDeviceFacts(info.config.value(QLatin1String("gpu")).toObject());
+    info.setConfig(jsonObject(query.value(4).toString()));
     info.status = query.value(5).toString();
     return info;
 }

@@ -23,6 +23,9 @@
 
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/evaluationresult.h"
+// The stored configuration's type (its one reader and writer): a value type of the run layer that
+// the store decodes each run's row into.
+#include "core/run/runconfig.h"
 
 #include <QDateTime>
 #include <QHash>
@@ -54,13 +57,19 @@ struct RunInfo
     QString name;
     QDateTime created; ///< UTC
     QString regime;
-    /// What the run was made with, as stored: read it with RunConfig::fromJson
-    /// (core/run/runconfig.h), the one reader of its keys.
-    QJsonObject config;
-    /// The GPU it was made on (config's `gpu`, the worker's `device` answer), decoded when the run
-    /// is read: the layers below a run (the task catalog's eager times) select runs by it.
+    /// What the run was made with, decoded once when the run is read (RunConfig::fromJson, the one
+    /// reader of its keys).
+    RunConfig config;
+    /// runs.config as stored, byte for byte (what an older or hand-written configuration says
+    /// beyond RunConfig's fields stays there); read it through `config`.
+    QJsonObject configJson;
+    /// The GPU it was made on (config.gpu, the worker's `device` answer): the layers below a run
+    /// (the task catalog's eager times) select runs by it.
     DeviceFacts gpu;
     QString status; ///< a RunStatus
+
+    /// Sets configJson and what is decoded from it (config, gpu): as the store reads a row.
+    void setConfig(const QJsonObject& json);
 };
 
 struct PromptRecord

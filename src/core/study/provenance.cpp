@@ -51,7 +51,7 @@ QString RunProvenance::sourceText() const
 
 RunProvenance runProvenance(const RunInfo& run)
 {
-    const RunConfig config = RunConfig::fromJson(run.config);
+    const RunConfig& config = run.config;
     RunProvenance p;
     p.source = answerSource(config);
     p.model = config.model.isEmpty() ? QStringLiteral("–") : config.model;
@@ -89,7 +89,7 @@ QString standInAnswersNote(const QList<RunInfo>& runs)
 {
     int fixture = 0, recorded = 0;
     for (const RunInfo& run : runs) {
-        const AnswerSource source = answerSource(RunConfig::fromJson(run.config));
+        const AnswerSource source = answerSource(run.config);
         fixture += source == AnswerSource::FixtureServer;
         recorded += source == AnswerSource::RecordedServer;
     }

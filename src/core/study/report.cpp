@@ -302,7 +302,7 @@ QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
 
 bool isCompileOnlyRun(const RunInfo& run)
 {
-    return RunConfig::fromJson(run.config).compileOnly;
+    return run.config.compileOnly;
 }
 
 std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins,
@@ -434,7 +434,7 @@ RunOutcomes runOutcomes(const RunStore& store, const RunInfo& info, const QList<
     const QList<UnitResponse> responses = store.responses(info.id, 0, false);
     // Every task the run was asked to do: named by its configuration, prompted or evaluated.
     QMap<QString, QList<EvaluationRecord>> byTask; // sorted by task id
-    const RunConfig config = RunConfig::fromJson(info.config);
+    const RunConfig& config = info.config;
     for (const QString& task : config.tasks)
         byTask.insert(task, {});
     for (const UnitResponse& response : responses)
@@ -523,7 +523,7 @@ bool isRoutedRun(const RunConfig& config)
 
 QString notMainRegimeReason(const RunInfo& run)
 {
-    const RunConfig config = RunConfig::fromJson(run.config);
+    const RunConfig& config = run.config;
     if (config.isSweep())
         return QStringLiteral("part of a sweep (n = %1): a sweep's runs are its best-of-n curve").arg(config.sweep->n);
     if (isRoutedRun(config))
@@ -571,7 +571,7 @@ bool isMainRegimeRun(const RunInfo& run)
 
 QJsonObject ablationBaselineKey(const RunInfo& run)
 {
-    const RunConfig config = RunConfig::fromJson(run.config);
+    const RunConfig& config = run.config;
     const Regime& stored = config.regime.fields;
     const std::optional<Regime> builtin = Regime::builtin(stored.name);
     const Ablations off = Ablations::fromOffNames(stored.ablated);
@@ -606,8 +606,8 @@ QJsonObject ablationBaselineKey(const RunInfo& run)
 // the agent's wording for the pilot's under other names).
 bool sameSharedTemplates(const RunInfo& a, const RunInfo& b)
 {
-    const RunConfig ca = RunConfig::fromJson(a.config);
-    const RunConfig cb = RunConfig::fromJson(b.config);
+    const RunConfig& ca = a.config;
+    const RunConfig& cb = b.config;
     for (auto it = ca.templates.cbegin(); it != ca.templates.cend(); ++it) {
         const auto other = cb.templates.constFind(it.key());
         if (other != cb.templates.cend() && other.value() != it.value())
@@ -710,7 +710,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             levels.insert(outcome.level);
         run.summary = summarize(run.outcomes, options.bootstrap);
         run.usage = store.usage(info.id);
-        run.ablated.append(RunConfig::fromJson(info.config).regime.fields.ablated);
+        run.ablated.append(info.config.regime.fields.ablated);
         QStringList taskIds;
         for (const TaskOutcome& outcome : std::as_const(run.outcomes))
             taskIds << outcome.task;
@@ -748,7 +748,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         row.switchedOff = run.ablated;
         const QJsonObject key = ablationBaselineKey(run.run);
         for (const RunReport& other : std::as_const(report.runs)) {
-            const RunConfig config = RunConfig::fromJson(other.run.config);
+            const RunConfig& config = other.run.config;
             if (!other.ablated.isEmpty() || config.isSweep() || isRoutedRun(config) ||
                 ablationBaselineKey(other.run) != key || !sameSharedTemplates(run.run, other.run))
                 continue;
@@ -774,7 +774,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
 
     // Sweeps: the runs of one `kwb sweep`, by n.
     for (const RunReport& run : std::as_const(report.runs)) {
-        const RunConfig config = RunConfig::fromJson(run.run.config);
+        const RunConfig& config = run.run.config;
         const QString id = config.sweep ? config.sweep->id : QString();
         if (id.isEmpty())
             continue; // not a sweep, or one of the old single-run sweeps (first-turn pass@n only)

@@ -70,7 +70,7 @@ std::optional<int> bestCandidateOfTask(const QList<PickCandidate>& candidates, c
         QList<PickCandidate> own;
         for (int i : indexes)
             own.append(candidates.at(i));
-        const std::optional<int> kept = keptCandidate(own, taskSelection(RunConfig::fromJson(run.config), task));
+        const std::optional<int> kept = keptCandidate(own, taskSelection(run.config, task));
         if (!kept)
             continue;
         const CandidateOutcome outcome = outcomeOf(own.at(*kept));

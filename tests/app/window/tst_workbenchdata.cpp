@@ -74,11 +74,11 @@ private Q_SLOTS:
 
     void runDevice()
     {
-        QCOMPARE(latestRunDevice(m_store).value(QStringLiteral("name")).toString(), QStringLiteral("NVIDIA H200"));
+        QCOMPARE(latestRunDevice(m_store).name, QStringLiteral("NVIDIA H200"));
         QTemporaryDir dir;
         RunStore empty;
         QVERIFY(empty.open(dir.filePath(QStringLiteral("e.db"))));
-        QVERIFY(latestRunDevice(empty).isEmpty());
+        QVERIFY(latestRunDevice(empty).raw.isEmpty());
     }
 
     void roofline()
