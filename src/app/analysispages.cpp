@@ -5,11 +5,12 @@
 #include "app/editor/candidatediffview.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/store/runstore.h"
+#include "core/study/provenance.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
 
 #include <QComboBox>
-#include <tuple>
+#include <algorithm>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -30,13 +31,13 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     m_task->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     top->addWidget(new QLabel(tr("Task:"), this));
     top->addWidget(m_task);
-    m_measure = new QPushButton(tr("Measure on this GPU"), this);
     // Bytes become time at this GPU's bandwidth (issue 38): the shipped study's H200 until a
     // worker or a database names one.
     m_gpu = new GpuChooser(QStringLiteral("h200-sxm-141gb"), this);
     m_gpu->setToolTip(tr("The GPU whose HBM bandwidth turns each total's bytes into the least time they take"));
     top->addWidget(new QLabel(tr("GPU:"), this));
     top->addWidget(m_gpu);
+    m_measure = new QPushButton(tr("Measure on this GPU"), this);
     m_measure->setToolTip(tr("Profile the eager reference with CUPTI and draw each op's measured time as the bytes "
                              "it would move at the GPU's bandwidth"));
     top->addWidget(m_measure);
@@ -53,13 +54,13 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     layout->addWidget(m_chart, 1);
 
     connect(m_task, &QComboBox::currentIndexChanged, this, &TrafficPage::update);
-    connect(m_measure, &QPushButton::clicked, this, [this] {
     auto timeAt = [this](const GpuRoofs& roofs) {
         const Roof* memory = roofs.primaryMemory();
         m_chart->setGpu(roofs.name, memory ? memory->value : 0.0, memory ? memory->originText() : QString());
     };
     connect(m_gpu, &GpuChooser::roofsChanged, this, timeAt);
     timeAt(m_gpu->selectedRoofs());
+    connect(m_measure, &QPushButton::clicked, this, [this] {
         m_pending = currentTask();
         update();
         Q_EMIT measureRequested(m_pending);
@@ -101,12 +102,12 @@ bool TrafficPage::showTask(const QString& id)
     return true;
 }
 
-QString TrafficPage::currentTask() const
 void TrafficPage::setCurrentDevice(const DeviceFacts& device, const QString& origin)
 {
     m_gpu->setCurrentDevice(device, origin);
 }
 
+QString TrafficPage::currentTask() const
 {
     return m_task->currentData().toString();
 }
@@ -319,15 +320,9 @@ std::pair<int, int> DiffPage::defaultPair(const QList<CandidateEntry>& entries)
 {
     if (entries.size() < 2)
         return {0, 0};
-    // Right: the best candidate by core's rule (correct and counted, then compiled, then speed-up).
-    int best = 0;
-    const auto key = [&](int i) {
-        const EvaluationResult& e = entries.at(i).candidate.outcome;
-        return std::make_tuple(e.countsAsCorrect(), e.compiled(), e.trustedSpeedup().value_or(0.0));
-    };
-    for (int i = 1; i < entries.size(); ++i)
-        if (key(i) > key(best))
-            best = i;
+    // Right: the task's one best, as the reader marked it (core/study/taskbest.h).
+    const auto marked = std::find_if(entries.cbegin(), entries.cend(), [](const CandidateEntry& e) { return e.best; });
+    const int best = marked == entries.cend() ? 0 : int(marked - entries.cbegin());
     // Left: a candidate with other code, preferring the same run's previous turn (what the
     // model changed to get there), then the same run, then any run; never the same code.
     const QString bestCode = codeKey(entries.at(best));
@@ -440,13 +435,14 @@ void DiffPage::showPair()
         CandidateEntry entry;
         std::optional<CandidateRecord> candidate;
         std::optional<EvaluationRecord> evaluation;
+        QString prompts; ///< what it was asked (provenance.h's promptsText)
     };
     struct Pair
     {
         Side left, right;
     };
     const QString path = m_path;
-    Pair wanted{{m_entries.at(l), {}, {}}, {m_entries.at(r), {}, {}}};
+    Pair wanted{{m_entries.at(l), {}, {}, {}}, {m_entries.at(r), {}, {}, {}}};
     m_note->setText(tr("Loading the two candidates …"));
     m_jobs->run(
         kPairSlot,
@@ -456,6 +452,8 @@ void DiffPage::showPair()
                 for (Side* s : {&wanted.left, &wanted.right}) {
                     s->candidate = store.candidate(s->entry.candidate.candidateId);
                     s->evaluation = store.evaluation(s->entry.candidate.evaluationId);
+                    const TaskCandidate& t = s->entry.candidate;
+                    s->prompts = promptsText(promptsSentFor(store.prompts(t.runId, t.task), t.turn, t.sample));
                 }
             return wanted;
         },
@@ -473,8 +471,10 @@ void DiffPage::showPair()
                 const TaskCandidate& t = s.entry.candidate;
                 const QString who =
                     QStringLiteral("%1  %2 · turn %3 · sample %4").arg(t.task, s.entry.runLabel).arg(t.turn).arg(t.sample);
-                return CandidateSide::make(who, c ? c->answer : QString(),
-                                           s.evaluation ? s.evaluation->evaluation() : t.outcome, stored);
+                CandidateSide made = CandidateSide::make(who, c ? c->answer : QString(),
+                                                         s.evaluation ? s.evaluation->evaluation() : t.outcome, stored);
+                made.prompts = s.prompts;
+                return made;
             };
             m_view->setCandidates(side(pair.left), side(pair.right));
             m_note->setText(m_summary);

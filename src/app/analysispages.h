@@ -114,8 +114,8 @@ public:
     /// Selects the task and starts reading its candidates (candidatesLoaded, then its default
     /// pair: defaultPair). False for a task not in the list.
     bool showTask(const QString& id);
-    /// The pair shown when a task is picked, as (left, right) indexes: right the best candidate
-    /// (counted correct, compiled, speed-up), left one with other code, preferring the same run's
+    /// The pair shown when a task is picked, as (left, right) indexes: right the task's best
+    /// (CandidateEntry::best; the first where none is marked), left one with other code, preferring the same run's
     /// previous turn, then the same run; never two copies of one code when another exists.
     static std::pair<int, int> defaultPair(const QList<CandidateEntry>& entries);
     bool selectPair(int left, int right);

@@ -21,6 +21,7 @@
 #include "app/widgets/elidedlabel.h"
 #include "app/widgets/windowgeometry.h"
 #include "app/workbenchdata.h"
+#include "core/study/provenance.h"
 #include "core/workers/gpulease.h"
 #include "core/tasks/gputable.h"
 #include "core/protocol/devicefacts.h"
@@ -171,9 +172,24 @@ void MainWindow::buildPages()
     m_sidebar->setUniformItemSizes(true);
     m_sidebar->setFixedWidth(150);
     m_sidebar->setSpacing(2);
-    m_stack = new QStackedWidget(central);
+    // Over every page: where the open study's answers came from when no live model wrote them
+    // (core/study/provenance.h), so no chart reads as a finding about a language model.
+    auto* right = new QWidget(central);
+    auto* rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
+    rightLayout->setSpacing(0);
+    m_provenanceBanner = new QLabel(right);
+    m_provenanceBanner->setObjectName(QStringLiteral("provenanceBanner"));
+    m_provenanceBanner->setWordWrap(true); // wraps, never widens the window
+    m_provenanceBanner->setMinimumWidth(1);
+    m_provenanceBanner->setContentsMargins(8, 4, 8, 4);
+    m_provenanceBanner->setStyleSheet(QStringLiteral("background: #fff3cd; color: #5c4400; border-bottom: 1px solid #e0c26a;"));
+    m_provenanceBanner->hide();
+    m_stack = new QStackedWidget(right);
+    rightLayout->addWidget(m_provenanceBanner);
+    rightLayout->addWidget(m_stack, 1);
     layout->addWidget(m_sidebar);
-    layout->addWidget(m_stack, 1);
+    layout->addWidget(right, 1);
     setCentralWidget(central);
 
     m_tasksPage = new TasksPage(m_catalog, m_stack);
@@ -597,6 +613,11 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
     }
     m_database = QFileInfo(path).absoluteFilePath();
     m_databaseReadOnly = probe.isReadOnly();
+    const QString standIn = standInAnswersNote(probe.runs());
+    m_provenanceBanner->setText(standIn);
+    m_provenanceBanner->setToolTip(standIn);
+    m_provenanceBanner->setVisible(!standIn.isEmpty());
+    m_promptsPage->setRuns(probe.runs()); // its "Compare with run"
     // The launch database stays what it was: runs tried from Launch never land in a study file
     // because it was opened (runlaunch.h's defaultLaunchDatabase), nor in a read-only one.
     m_databaseLabel->setText(databaseStatus());
@@ -614,6 +635,11 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
     updateRecentMenu();
     refreshChartData();
     return true;
+}
+
+QString MainWindow::provenanceBanner() const
+{
+    return m_provenanceBanner->isHidden() ? QString() : m_provenanceBanner->text();
 }
 
 QString MainWindow::databaseStatus() const

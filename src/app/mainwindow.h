@@ -71,6 +71,9 @@ public:
     QString database() const { return m_database; }
     /// The open database is read-only (its file or folder may not be written).
     bool isDatabaseReadOnly() const { return m_databaseReadOnly; }
+    /// The banner over every page saying the open study's answers came from a fixture or recorded
+    /// server (core/study/provenance.h's standInAnswersNote); empty when none did.
+    QString provenanceBanner() const;
     /// The status bar's text for the open database ("Runs: study.db (read-only)") and its tooltip.
     QString databaseStatus() const;
     QString databaseStatusTip() const;
@@ -165,6 +168,7 @@ private:
     QLabel* m_workerLabel = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QLabel* m_databaseLabel = nullptr;
+    QLabel* m_provenanceBanner = nullptr; ///< standInAnswersNote of the open study; hidden when empty
     QMenu* m_recentMenu = nullptr;
     QWidget* m_welcome = nullptr;
     QLabel* m_welcomeStatus = nullptr;

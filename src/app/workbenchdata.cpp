@@ -4,6 +4,7 @@
 #include "core/run/runconfig.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
+#include "core/study/taskbest.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -32,17 +33,29 @@ QString runGpuName(const RunInfo& run)
     return runDevice(run).name;
 }
 
+// "#4 agent, turn 1, sample 2": the run by its one name (runname.h), as every page names it.
+QString candidateLabel(const QString& runName, int turn, int sample)
+{
+    return QStringLiteral("%1, turn %2, sample %3").arg(runName).arg(turn).arg(sample);
+}
+
 } // namespace
 
 QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QString& gpuName)
 {
     QHash<QString, TaskTimes> times;
     QHash<QString, qint64> eagerFrom; // task -> evaluation id the eager time came from
+    QList<RunInfo> runs;                               // the runs on the GPU, in store order
+    QHash<QString, QList<PickCandidate>> picks;        // task -> its candidates, for the one best
+    QHash<qint64, std::pair<QString, EvaluationResult>> byEvaluation; // id -> its run's label, result
     for (const RunInfo& run : store.runs()) {
         if (!gpuName.isEmpty() && runGpuName(run) != gpuName)
             continue;
+        runs.append(run);
+        const QString runName = kwb::runLabel(run);
         for (const EvaluationRecord& record : store.evaluations(run.id)) {
             const EvaluationResult e = record.evaluation();
+            picks[record.task].append(PickCandidate::of(run.id, record));
             const double eager = meanMs(e.timing.reference);
             if (eager <= 0)
                 continue;
@@ -55,8 +68,7 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
             const double candidate = meanMs(e.timing.candidate);
             if (!e.isCorrect() || candidate <= 0)
                 continue;
-            const QString label =
-                QStringLiteral("#%1 %2, turn %3, sample %4").arg(run.id).arg(run.regime).arg(record.turn).arg(record.sample);
+            const QString label = candidateLabel(runName, record.turn, record.sample);
             if (!e.countsAsCorrect()) {
                 if (!t.notCountedMs || candidate < *t.notCountedMs) {
                     t.notCountedMs = candidate;
@@ -64,16 +76,28 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
                 }
                 continue;
             }
-            if (!t.bestCandidateMs || candidate < *t.bestCandidateMs) {
-                t.bestCandidateMs = candidate;
-                t.bestCandidateCustom = e.customLaunches.value_or(0) > 0;
-                t.bestBasis = candidateBasis(e);
-                t.bestDramBytes = e.measuredDramBytes();
-                t.bestEvaluation = record.id;
-                t.bestLabel = label;
-                t.bestSpeedup = formatSpeedup(e);
-            }
+            byEvaluation.insert(record.id, {label, e});
         }
+    }
+    // The task's one best (core/study/taskbest.h, as Results, Diff and the Monitor pick it), drawn
+    // where it counts as correct and was timed.
+    for (auto it = times.begin(); it != times.end(); ++it) {
+        const QList<PickCandidate>& candidates = picks.value(it.key());
+        const std::optional<int> best = bestCandidateOfTask(candidates, runs, it.key());
+        if (!best)
+            continue;
+        const auto found = byEvaluation.constFind(candidates.at(*best).evaluation);
+        if (found == byEvaluation.cend())
+            continue; // the best kept candidate is not a counted, timed one: no arrow
+        const EvaluationResult& e = found->second;
+        TaskTimes& t = it.value();
+        t.bestCandidateMs = meanMs(e.timing.candidate);
+        t.bestCandidateCustom = e.customLaunches.value_or(0) > 0;
+        t.bestBasis = candidateBasis(e);
+        t.bestDramBytes = e.measuredDramBytes();
+        t.bestEvaluation = found.key();
+        t.bestLabel = found->first;
+        t.bestSpeedup = formatSpeedup(e);
     }
     // A time that does not count is drawn only where it beats the counted best.
     for (TaskTimes& t : times) {
@@ -221,11 +245,17 @@ QString CandidateEntry::label() const
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task)
 {
     QHash<qint64, QString> labels;
-    for (const RunInfo& run : store.runs())
+    const QList<RunInfo> runs = store.runs();
+    for (const RunInfo& run : runs)
         labels.insert(run.id, kwb::runLabel(run));
     QList<CandidateEntry> entries;
-    for (const TaskCandidate& c : store.candidatesOfTask(task))
-        entries.append(CandidateEntry{c.runId, labels.value(c.runId), c});
+    QList<PickCandidate> picks;
+    for (const TaskCandidate& c : store.candidatesOfTask(task)) {
+        entries.append(CandidateEntry{c.runId, labels.value(c.runId), c, false});
+        picks.append(PickCandidate::of(c));
+    }
+    if (const std::optional<int> best = bestCandidateOfTask(picks, runs, task))
+        entries[*best].best = true;
     return entries;
 }
 

@@ -66,11 +66,14 @@ struct CandidateEntry
     qint64 runId = 0;
     QString runLabel; ///< core/run/runname.h's runLabel: "#7 agent −best_of_n"
     TaskCandidate candidate; ///< the picker's columns, not the evaluation (RunStore::evaluation reads it)
+    /// The task's one best across the store's runs (core/study/taskbest.h's bestCandidateOfTask),
+    /// the candidate Results, the Roofline and the Monitor name too.
+    bool best = false;
     QString label() const; ///< "#7 agent −best_of_n · turn 1 · sample 2 · correct 1.22×"
 };
 
 /// Every evaluated candidate of `task` in the store, by run, then turn, then sample
-/// (RunStore::candidatesOfTask, labelled by run).
+/// (RunStore::candidatesOfTask, labelled by run), the task's best marked.
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task);
 
 /// The shipped example study (the H200 fixture-server study, 10 runs over 30 tasks), xz-packed:

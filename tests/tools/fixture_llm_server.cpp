@@ -532,7 +532,9 @@ int main(int argc, char** argv)
 
     QHash<QString, int> answered; // task -> answers given
     ScriptedLlmServer server;
-    server.setModels({QStringLiteral("fixture-model")});
+    // The model a run stores names what answered it (core/study/provenance.h: fixture answers,
+    // or a model's recorded text replayed).
+    server.setModels({recordedMode ? QStringLiteral("recorded-model") : QStringLiteral("fixture-model")});
     server.setResponder([&](const QJsonObject& request) {
         ScriptedLlmServer::Reply reply;
         reply.delayMs = delayMs;

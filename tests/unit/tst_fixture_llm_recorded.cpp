@@ -7,6 +7,7 @@
 // (`kwb run` with the fake worker) store those texts as the candidates of the right tasks.
 
 #include "core/store/runstore.h"
+#include "core/study/provenance.h"
 
 #include <QDir>
 #include <QEventLoop>
@@ -117,7 +118,7 @@ class TestFixtureLlmRecorded : public QObject
         QNetworkRequest request(QUrl(base.toString() + QStringLiteral("/chat/completions")));
         request.setHeader(QNetworkRequest::ContentTypeHeader, QStringLiteral("application/json"));
         QJsonObject body{
-            {QStringLiteral("model"), QStringLiteral("fixture-model")},
+            {QStringLiteral("model"), QStringLiteral("recorded-model")},
             {QStringLiteral("messages"), QJsonArray{QJsonObject{{QStringLiteral("role"), QStringLiteral("user")},
                                                                 {QStringLiteral("content"), prompt}}}}};
         if (seed)
@@ -153,7 +154,7 @@ class TestFixtureLlmRecorded : public QObject
                   QStringList{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("run"),
                               QStringLiteral("--answer-format"), QStringLiteral("kernelbench"),
                               QStringLiteral("--endpoint"), endpoint, QStringLiteral("--model"),
-                              QStringLiteral("fixture-model"), QStringLiteral("--db"), db,
+                              QStringLiteral("recorded-model"), QStringLiteral("--db"), db,
                               QStringLiteral("--no-os-sandbox")} +
                       arguments);
         if (!kwb.waitForFinished(120000)) {
@@ -244,6 +245,39 @@ private Q_SLOTS:
         QVERIFY(server.start({QStringLiteral("--recorded"), tmp.filePath(QStringLiteral("gens"))}));
         QCOMPARE(answerFor(server.base, QStringLiteral("L1/1"), 42), fenced(module));
         QCOMPARE(answerFor(server.base, QStringLiteral("L1/1"), 42), response);
+    }
+
+    // The server names itself by the model it lists (core/study/provenance.h): a run that takes
+    // the listed model, as the Launch page does, records that its answers were replayed.
+    void listsTheRecordedModel_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QString>("model");
+        QTest::addColumn<int>("source");
+        QTest::newRow("recorded") << QStringList{QStringLiteral("--recorded"), kFixture} << QString::fromLatin1(kRecordedModel)
+                                  << int(AnswerSource::RecordedServer);
+        QTest::newRow("fixtures") << QStringList{QStringLiteral("--candidates"), QStringLiteral(KWB_FIXTURE_CANDIDATES)}
+                                  << QString::fromLatin1(kFixtureModel) << int(AnswerSource::FixtureServer);
+    }
+    void listsTheRecordedModel()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(QString, model);
+        QFETCH(int, source);
+        Server server;
+        QVERIFY(server.start(arguments));
+        QNetworkReply* reply = m_net.get(QNetworkRequest(QUrl(server.base.toString() + QStringLiteral("/models"))));
+        QEventLoop loop;
+        connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
+        loop.exec();
+        const QJsonArray data = QJsonDocument::fromJson(reply->readAll()).object().value(QLatin1String("data")).toArray();
+        reply->deleteLater();
+        QCOMPARE(data.size(), 1);
+        const QString listed = data.first().toObject().value(QLatin1String("id")).toString();
+        QCOMPARE(listed, model);
+        RunConfig config;
+        config.model = listed;
+        QCOMPARE(int(answerSource(config)), source);
     }
 
     void aFolderWithoutGenerationsIsRefused()

@@ -70,6 +70,50 @@ private Q_SLOTS:
         QVERIFY(p.details.contains(QStringLiteral("Endpoint: http://127.0.0.1:42743/v1")));
     }
 
+    // Sample 1 of turn 2 was asked: the analyzer once for every sample (stored as sample 0), its
+    // own generator prompt of turn 1, the triager's note and its retry of turn 2; never sample 0's
+    // generator prompts, nor turn 3.
+    void promptsSentForASample()
+    {
+        const auto p = [](qint64 id, int turn, int sample, const QString& role) {
+            return PromptRecord{id, 1, QStringLiteral("L2/1"), turn, sample, role, QStringLiteral("text %1").arg(id),
+                                QStringLiteral("abcdef0123456789")};
+        };
+        const QList<PromptRecord> all = {p(1, 1, 0, QStringLiteral("analyzer")),  p(2, 1, 0, QStringLiteral("generator")),
+                                         p(3, 1, 1, QStringLiteral("generator")), p(4, 2, 0, QStringLiteral("triager")),
+                                         p(5, 2, 0, QStringLiteral("generator")), p(6, 2, 1, QStringLiteral("generator")),
+                                         p(7, 3, 1, QStringLiteral("generator"))};
+        QList<qint64> ids;
+        for (const PromptRecord& r : promptsSentFor(all, 2, 1))
+            ids << r.id;
+        QCOMPARE(ids, (QList<qint64>{1, 3, 4, 6}));
+        const QString text = promptsText(promptsSentFor(all, 1, 0));
+        QVERIFY(text.contains(QStringLiteral("turn 1 · analyzer · sample 0 · template abcdef01")));
+        QVERIFY(text.contains(QStringLiteral("text 2")));
+        QVERIFY(!text.contains(QStringLiteral("text 3")));
+        QCOMPARE(promptsText({}), QStringLiteral("(no prompt stored)"));
+    }
+
+    void templatesAgainstARun()
+    {
+        RunConfig run;
+        run.templates = {{QStringLiteral("agent/generator"), QStringLiteral("Write it.")},
+                         {QStringLiteral("partials/task"), QStringLiteral("{{task}}")},
+                         {QStringLiteral("pilot/critic"), QStringLiteral("More.")}};
+        const QMap<QString, QString> set = {{QStringLiteral("agent/generator"), QStringLiteral("Write it fast.")},
+                                            {QStringLiteral("partials/task"), QStringLiteral("{{task}}")},
+                                            {QStringLiteral("zero-shot/generator"), QStringLiteral("Go.")}};
+        const QList<TemplateComparison> c = compareTemplates(set, run);
+        QCOMPARE(c.size(), 4);
+        QCOMPARE(c[0].name, QStringLiteral("agent/generator"));
+        QCOMPARE(int(c[0].match), int(TemplateMatch::Differs));
+        QCOMPARE(c[1].name, QStringLiteral("partials/task"));
+        QCOMPARE(int(c[1].match), int(TemplateMatch::Same));
+        QCOMPARE(c[2].name, QStringLiteral("pilot/critic"));
+        QCOMPARE(int(c[2].match), int(TemplateMatch::OnlyInRun));
+        QCOMPARE(int(c[3].match), int(TemplateMatch::NotUsedByRun));
+    }
+
     void bannerCountsTheStandInRuns()
     {
         RunConfig model, fixture, recorded;

@@ -133,7 +133,10 @@ private Q_SLOTS:
         QVERIFY(summary.perLevel[1].correctPct.exactBinomial);
         QVERIFY(qFuzzyCompare(summary.perLevel[1].correctPct.low, 100.0 * std::sqrt(0.025)));
         QCOMPARE(summary.perLevel[1].correctPct.high, 100.0);
-        QVERIFY(!summary.perLevel[1].fast1Pct.exactBinomial); // 1 of 2: the bootstrap's
+        // 1 of 2: exact too, one method per column (Clopper–Pearson: [1 − √0.975, √0.975]).
+        QVERIFY(summary.perLevel[1].fast1Pct.exactBinomial);
+        QVERIFY(std::abs(summary.perLevel[1].fast1Pct.low - 100.0 * (1.0 - std::sqrt(0.975))) < 1e-9);
+        QVERIFY(std::abs(summary.perLevel[1].fast1Pct.high - 100.0 * std::sqrt(0.975)) < 1e-9);
         // L2: 50 % correct, 0 % fast_1 (1.0 is not > 1), 100 % compiled, geomean 1
         QCOMPARE(summary.perLevel[2].correctPct.value, 50.0);
         QCOMPARE(summary.perLevel[2].fast1Pct.value, 0.0);
@@ -296,10 +299,13 @@ private Q_SLOTS:
         QCOMPARE(all.correctPct.high, 100.0);
         QCOMPARE(percentText(none.correctPct), QStringLiteral("0.0 % [0\u201331]"));
         QCOMPARE(percentText(all.correctPct), QStringLiteral("100.0 % [69\u2013100]"));
-        // In between, the bootstrap's, as before.
+        // In between the same method (one per column): 5 of 10 is [18.71, 81.29], the
+        // Clopper–Pearson interval's published value.
         const Metrics some = computeMetrics(levelOfTen(1, 5));
-        QVERIFY(!some.correctPct.exactBinomial);
-        QVERIFY(some.correctPct.low > 0.0 && some.correctPct.high < 100.0);
+        QVERIFY(some.correctPct.exactBinomial);
+        QVERIFY2(std::abs(some.correctPct.low - 18.709) < 0.001 && std::abs(some.correctPct.high - 81.291) < 0.001,
+                 qPrintable(QStringLiteral("[%1, %2]").arg(some.correctPct.low).arg(some.correctPct.high)));
+        QCOMPARE(percentText(some.correctPct), QStringLiteral("50.0 % [19\u201381]"));
         // One task: [2.5, 100] for a pass, [0, 97.5] for a failure; its one speed-up has no
         // interval of the geometric mean (one kernel: every resample that holds it is it).
         const Metrics one = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("correct"), 1.5, true)});

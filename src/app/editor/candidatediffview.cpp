@@ -14,6 +14,7 @@
 #include <QPlainTextEdit>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTabWidget>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -242,10 +243,18 @@ CandidateDiffView::CandidateDiffView(QWidget* parent)
     logLayout->setColumnStretch(0, 1);
     logLayout->setColumnStretch(1, 1);
 
+    // What each side was asked: a model's answer is read against its prompt (issue 38 item 3).
+    m_promptDiff = new SideBySideDiffView(page);
+    m_promptDiff->setObjectName(QStringLiteral("promptDiff"));
+    m_bottomTabs = new QTabWidget(page);
+    m_bottomTabs->setObjectName(QStringLiteral("diffBottomTabs"));
+    m_bottomTabs->addTab(logs, tr("Evaluation"));
+    m_bottomTabs->addTab(m_promptDiff, tr("Prompts sent"));
+
     m_splitter = new QSplitter(Qt::Vertical, page);
     m_splitter->addWidget(m_cudaSection);
     m_splitter->addWidget(pythonSection);
-    m_splitter->addWidget(logs);
+    m_splitter->addWidget(m_bottomTabs);
     m_splitter->setStretchFactor(0, 4);
     m_splitter->setStretchFactor(1, 2);
     m_splitter->setStretchFactor(2, 1);
@@ -345,6 +354,12 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
 
     m_leftLog->setPlainText(CandidateSide::evaluationReport(left.evaluation));
     m_rightLog->setPlainText(CandidateSide::evaluationReport(right.evaluation));
+    m_promptDiff->setTexts(left.prompts, right.prompts, Language::Markdown);
+    m_bottomTabs->setTabText(1, left.prompts.isEmpty() && right.prompts.isEmpty()
+                                    ? tr("Prompts sent")
+                                    : m_promptDiff->changeCount() == 0
+                                          ? tr("Prompts sent: identical")
+                                          : tr("Prompts sent: %1").arg(plural(m_promptDiff->changeCount(), "change", "changes")));
 
     // Room by need: each block as tall as its rows where both fit, else the shorter one whole
     // (up to 45 %) and the longer one the rest; the logs take what is left, at least a few lines.
@@ -378,6 +393,8 @@ void CandidateDiffView::clear()
     m_source->clear();
     m_cudaDiff->clear();
     m_pythonDiff->clear();
+    m_promptDiff->clear();
+    m_bottomTabs->setTabText(1, tr("Prompts sent"));
     m_leftLog->clear();
     m_rightLog->clear();
     m_current = -1;

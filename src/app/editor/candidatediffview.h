@@ -3,7 +3,7 @@
 // as CUDA, the python blocks diffed as Python (TorchScript), and per side a log with what the
 // evaluator said (compile log, correctness failure, message: docs/protocol.md §evaluate).
 // Changes are counted over both blocks and stepped through with F7 / Shift+F7 (or Alt+Down /
-// Alt+Up).
+// Alt+Up). Under them, in a tab beside the logs, the prompts each side was sent, diffed.
 //
 // The blocks are the ones the worker parsed out of each answer and evaluated (its `candidate`
 // echo, kept by the run store): the view parses nothing. Where a side has no echo (not evaluated,
@@ -22,6 +22,7 @@ class QLabel;
 class QPlainTextEdit;
 class QSplitter;
 class QStackedWidget;
+class QTabWidget;
 
 namespace kwb::app {
 
@@ -35,6 +36,9 @@ struct CandidateSide
     std::optional<CandidateEcho> blocks;
     QString answer; ///< the model's whole answer, compared where a side has no blocks
     std::optional<EvaluationResult> evaluation; ///< nullopt: not evaluated
+    /// The prompts the candidate's answer was asked with, every role of every turn up to its own
+    /// (core/study/provenance.h's promptsText); empty: not read.
+    QString prompts;
 
     /// A side from a model's answer and its evaluation: the blocks of the evaluation's
     /// `candidate` echo, else `stored` (the run store's copy of an echo), else none.
@@ -74,6 +78,8 @@ public:
     SideBySideDiffView* pythonDiff() const { return m_pythonDiff; }
     QPlainTextEdit* leftLog() const { return m_leftLog; }
     QPlainTextEdit* rightLog() const { return m_rightLog; }
+    /// The prompts each side was sent, diffed (the "Prompts sent" tab under the code).
+    SideBySideDiffView* promptDiff() const { return m_promptDiff; }
 
 public Q_SLOTS:
     bool nextChange();
@@ -104,6 +110,8 @@ private:
     QWidget* m_cudaSection = nullptr;
     QPlainTextEdit* m_leftLog = nullptr;
     QPlainTextEdit* m_rightLog = nullptr;
+    SideBySideDiffView* m_promptDiff = nullptr;
+    QTabWidget* m_bottomTabs = nullptr; ///< the evaluation logs, the prompts sent
     QSplitter* m_splitter = nullptr;
     QLabel* m_changes = nullptr;
     QLabel* m_position = nullptr;

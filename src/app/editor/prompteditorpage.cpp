@@ -8,8 +8,10 @@
 #include "core/protocol/workerresponses.h"
 #include "core/run/regime.h"
 #include "core/run/runcontroller.h"
+#include "core/run/runname.h"
 
 #include <QAction>
+#include <QBrush>
 #include <QComboBox>
 #include <QDialog>
 #include <QDir>
@@ -34,6 +36,8 @@
 #include <QToolBar>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace kwb::app {
 
@@ -132,6 +136,23 @@ QWidget* PromptEditorPage::buildTreePane()
     connect(m_tree, &QTreeWidget::currentItemChanged, this,
             [this](QTreeWidgetItem* current) { onTreeSelection(current); });
     v->addWidget(m_tree, 1);
+    // What a run actually used (issue 38 item 3): the set shown against a run's stored templates.
+    auto* compareLabel = new QLabel(tr("Compare with run:"), pane);
+    m_runCombo = new QComboBox(pane);
+    m_runCombo->setObjectName(QStringLiteral("compareRun"));
+    m_runCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_runCombo->setMinimumContentsLength(12);
+    compareLabel->setBuddy(m_runCombo);
+    m_runCombo->addItem(tr("(no run database open)"), 0);
+    m_runCombo->setEnabled(false);
+    m_runComparison = new QLabel(pane);
+    m_runComparison->setObjectName(QStringLiteral("runComparison"));
+    m_runComparison->setWordWrap(true);
+    m_runComparison->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    connect(m_runCombo, &QComboBox::currentIndexChanged, this, &PromptEditorPage::updateRunComparison);
+    v->addWidget(compareLabel);
+    v->addWidget(m_runCombo);
+    v->addWidget(m_runComparison);
     return pane;
 }
 
@@ -173,8 +194,9 @@ QWidget* PromptEditorPage::buildEditorPane()
                             QStringLiteral("#54aeff"));
     auto* ro = new QHBoxLayout(m_readOnlyBar);
     ro->setContentsMargins(6, 3, 6, 3);
-    auto* roLabel = new QLabel(tr("The shipped set is read-only: it is the wording the study's runs used. Edit "
-                                  "freely; Save asks for a name and keeps your edits in a new set."),
+    auto* roLabel = new QLabel(tr("The shipped set is read-only: the wording this build's regimes use (a run keeps "
+                                  "what it used; Compare with run, left). Edit freely; Save asks for a name and keeps "
+                                  "your edits in a new set."),
                                m_readOnlyBar);
     roLabel->setWordWrap(true);
     ro->addWidget(roLabel, 1);
@@ -346,6 +368,87 @@ TemplateSet PromptEditorPage::findSet(const QString& dir) const
     return {};
 }
 
+void PromptEditorPage::setRuns(const QList<RunInfo>& runs)
+{
+    const qint64 shown = m_runCombo->currentData().toLongLong();
+    m_runs = runs;
+    {
+        const QSignalBlocker block(m_runCombo);
+        m_runCombo->clear();
+        m_runCombo->addItem(runs.isEmpty() ? tr("(no run in the database)") : tr("(none)"), 0);
+        for (const RunInfo& run : runs)
+            m_runCombo->addItem(runLabel(run), run.id);
+        const int at = m_runCombo->findData(shown);
+        m_runCombo->setCurrentIndex(at > 0 ? at : 0);
+        m_runCombo->setEnabled(!runs.isEmpty());
+    }
+    updateRunComparison();
+}
+
+bool PromptEditorPage::compareWithRun(qint64 runId)
+{
+    const int at = m_runCombo->findData(runId);
+    if (at < 0)
+        return false;
+    m_runCombo->setCurrentIndex(at);
+    updateRunComparison();
+    return true;
+}
+
+QString PromptEditorPage::runComparisonText() const
+{
+    return m_runComparison->text();
+}
+
+void PromptEditorPage::updateRunComparison()
+{
+    m_runMatch.clear();
+    const qint64 id = m_runCombo->currentData().toLongLong();
+    const auto run = std::find_if(m_runs.cbegin(), m_runs.cend(), [id](const RunInfo& r) { return r.id == id; });
+    if (id == 0 || run == m_runs.cend()) {
+        m_runComparison->clear();
+        populateTree();
+        return;
+    }
+    // Runs store templates by name without ".mustache" (RunConfig::templates).
+    QMap<QString, QString> texts;
+    QHash<QString, QString> pathOf;
+    for (const QString& path : m_set.templates()) {
+        const QString name = path.endsWith(QLatin1String(".mustache")) ? path.chopped(9) : path;
+        texts.insert(name, m_set.load(path).value_or(QString()));
+        pathOf.insert(name, path);
+    }
+    const RunConfig& config = run->config;
+    QStringList differ, onlyInRun;
+    int same = 0, unused = 0;
+    for (const TemplateComparison& c : compareTemplates(texts, config)) {
+        if (pathOf.contains(c.name))
+            m_runMatch.insert(pathOf.value(c.name), c.match);
+        switch (c.match) {
+        case TemplateMatch::Same: ++same; break;
+        case TemplateMatch::Differs: differ << c.name; break;
+        case TemplateMatch::NotUsedByRun: ++unused; break;
+        case TemplateMatch::OnlyInRun: onlyInRun << c.name; break;
+        }
+    }
+    const QString setName = m_set.isReadOnly() ? tr("the shipped set") : tr("set \u201c%1\u201d").arg(m_set.name());
+    QString text;
+    if (config.templates.isEmpty())
+        text = tr("%1 stored no templates (an import, or a run from before templates were kept).").arg(runLabel(*run));
+    else
+        text = tr("%1 used %2 templates (%3): %4 as in %5")
+                   .arg(runLabel(*run))
+                   .arg(config.templates.size())
+                   .arg(promptSetName(config))
+                   .arg(same)
+                   .arg(setName) +
+               (differ.isEmpty() ? QString() : tr("; %1 worded otherwise: %2").arg(differ.size()).arg(differ.join(QStringLiteral(", ")))) +
+               (onlyInRun.isEmpty() ? QString() : tr("; %1 not in this set: %2").arg(onlyInRun.size()).arg(onlyInRun.join(QStringLiteral(", ")))) +
+               tr("; %1 of this set's not used by it.").arg(unused);
+    m_runComparison->setText(text);
+    populateTree();
+}
+
 void PromptEditorPage::populateTree()
 {
     const QSignalBlocker block(m_tree);
@@ -379,6 +482,16 @@ void PromptEditorPage::populateTree()
             item->setData(0, kSetDirRole, set.dir());
             item->setData(0, kPathRole, path);
             item->setToolTip(0, path);
+            // Against the run chosen under the tree: '=' its wording, '≠' other wording, '∅' unused.
+            if (set.dir() == m_set.dir()) {
+                const auto match = m_runMatch.constFind(path);
+                if (match != m_runMatch.cend()) {
+                    const bool same = match.value() == TemplateMatch::Same;
+                    const bool unused = match.value() == TemplateMatch::NotUsedByRun;
+                    item->setText(0, item->text(0) + (same ? tr("  = run") : unused ? tr("  ∅ run") : tr("  ≠ run")));
+                    item->setForeground(0, same ? item->foreground(0) : QBrush(unused ? Qt::gray : QColor(0xb0, 0x1e, 0x1e)));
+                }
+            }
             const auto diff = differences.constFind(path);
             if (diff != differences.constEnd()) {
                 const bool added = diff.value() == TemplateSet::Difference::Added;
@@ -485,6 +598,8 @@ void PromptEditorPage::loadTemplate(const TemplateSet& set, const QString& templ
         if (QTreeWidgetItem* item = itemFor(set.dir(), templatePath))
             m_tree->setCurrentItem(item);
     }
+    if (setChanged)
+        updateRunComparison();
     fillPreviewTemplates();
     if (set.roleTemplates().contains(templatePath))
         setPreviewTemplate(templatePath);

@@ -14,6 +14,8 @@
 // bars inside the page.
 
 #include "core/prompts/templateset.h"
+#include "core/store/runstore.h"
+#include "core/study/provenance.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -93,6 +95,14 @@ public:
     void showDiffAgainstShipped();
     /// Re-reads the user sets (another program may have added one).
     void refreshSets();
+    /// The runs of the open database, to compare the set shown with what a run actually used
+    /// (its stored templates; core/study/provenance.h's compareTemplates). Empty: none.
+    void setRuns(const QList<RunInfo>& runs);
+    /// Compares the current set with run `runId` of setRuns (0: none); false for a run not given.
+    bool compareWithRun(qint64 runId);
+    /// The comparison's summary line ("#4 agent used 12 templates: 9 as in this set, …"), empty
+    /// with no run chosen.
+    QString runComparisonText() const;
 
     // ---- what it shows, for tests, the window's status bar and screenshots ---------------------------
     CodeEditor* editor() const { return m_editor; }
@@ -154,6 +164,7 @@ private:
     void showRenderError(const QString& error, const QString& file, int line);
     void clearRenderError();
     TemplateSet findSet(const QString& dir) const;
+    void updateRunComparison();
 
     TemplateSet m_shipped;
     QString m_userRoot;
@@ -169,6 +180,10 @@ private:
     bool m_loading = false;
 
     QTreeWidget* m_tree = nullptr;
+    QComboBox* m_runCombo = nullptr;  ///< "Compare with run"
+    QLabel* m_runComparison = nullptr;
+    QList<RunInfo> m_runs;
+    QHash<QString, TemplateMatch> m_runMatch; ///< template path of the current set -> against the run chosen
     CodeEditor* m_editor = nullptr;
     QLabel* m_title = nullptr;
     QFrame* m_readOnlyBar = nullptr;

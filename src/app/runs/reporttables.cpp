@@ -1,7 +1,11 @@
 #include "app/runs/reporttables.h"
 
-#include <QCoreApplication>
+#include "core/study/provenance.h"
 
+#include <QCoreApplication>
+#include <QSet>
+
+#include <algorithm>
 #include <cmath>
 
 namespace kwb::app {
@@ -108,7 +112,7 @@ QString pValueCell(double p)
 /// Which 95 % interval a percentage cell has (runstats.h, Estimate), for its tooltip.
 QString intervalNote(const Estimate& e)
 {
-    return e.exactBinomial ? tr("95 % exact binomial interval (every task alike: the bootstrap's would have no width)")
+    return e.exactBinomial ? tr("95 % exact binomial (Clopper–Pearson) interval, the method of every share-of-tasks column")
                            : tr("95 % bootstrap interval over tasks");
 }
 
@@ -119,21 +123,31 @@ TextTable runTable(const Report& report)
     // (a column of its own would push the speed-up out of a 1280-pixel window).
     table.headers = {tr("Run"),       tr("Status"),     tr("Tasks"),           tr("Correct %"),
                      tr("Clear fast_1 %"), tr("Compiled %"), tr("Geomean speedup"), tr("Tokens in / out"),
-                     tr("Model time")};
+                     tr("Model time"), tr("Answered by"), tr("Endpoint"), tr("Answer format"), tr("Prompt set")};
     table.textColumns = 2;
+    table.trailingTextColumns = 4;
     for (const RunReport& run : report.runs) {
         const Metrics& m = run.summary.overall;
+        const RunProvenance provenance = runProvenance(run.run);
         table.rows.append({run.label(), run.run.status, QString::number(m.tasks),
                            percentText(m.correctPct), clearFast1Text(m), percentText(m.compiledPct),
                            geomeanSpeedupText(m),
                            QStringLiteral("%1 / %2").arg(compactCountCell(run.usage.tokensIn), compactCountCell(run.usage.tokensOut)),
-                           durationCell(run.usage.latencyMs)});
+                           durationCell(run.usage.latencyMs), provenance.sourceText(), provenance.endpoint,
+                           provenance.answerFormat, provenance.promptSet});
         QStringList tips = emptyTips(int(table.headers.size()));
-        tips[0] = tr("%1, created %2, %3 evaluations")
+        tips[0] = tr("%1, created %2, %3 evaluations\n%4")
                       .arg(run.run.name, run.run.created.toLocalTime().toString(Qt::ISODate))
-                      .arg(run.evaluations);
+                      .arg(run.evaluations)
+                      .arg(provenance.details);
+        for (int c = 9; c < 13; ++c)
+            tips[c] = provenance.details;
         tips[3] = tr("%1 of %2 tasks correct; %3").arg(m.correct).arg(m.tasks).arg(intervalNote(m.correctPct));
-        tips[4] = (m.clearFast1Undecided > 0
+        tips[4] = (m.timedCorrect > 0 && m.timedWithInterval == 0
+                       ? tr("Not measured: none of the %1 timed correct tasks has a speed-up interval (results from "
+                            "before intervals were kept), so whether any is clearly fast cannot be told.")
+                             .arg(m.timedCorrect)
+                   : m.clearFast1Undecided > 0
                        ? tr("Not measured: %1 of the fast tasks have a speed-up without an interval (results from "
                             "before intervals were kept), so whether they are clearly fast cannot be told.")
                              .arg(m.clearFast1Undecided)
@@ -158,6 +172,100 @@ TextTable runTable(const Report& report)
     return table;
 }
 
+TextTable taskTable(const Report& report, int level)
+{
+    TextTable table;
+    // The best beside the task, in view however many runs are checked; the runs to its right.
+    table.headers = {tr("Task"), tr("Best of these runs")};
+    for (const RunReport& run : report.runs)
+        table.headers << run.label();
+    table.textColumns = int(table.headers.size());
+    QMap<QString, QList<const TaskOutcome*>> byTask; // sorted by id: L1/10 after L1/9 below
+    for (int r = 0; r < report.runs.size(); ++r)
+        for (const TaskOutcome& o : report.runs.at(r).outcomes)
+            if (o.level == level) {
+                QList<const TaskOutcome*>& cells = byTask[o.task];
+                cells.resize(report.runs.size(), nullptr);
+                cells[r] = &o;
+            }
+    QStringList tasks = byTask.keys();
+    // By number within the level: L1/2 before L1/10.
+    std::sort(tasks.begin(), tasks.end(), [](const QString& a, const QString& b) {
+        return a.section(QLatin1Char('/'), 1).toInt() < b.section(QLatin1Char('/'), 1).toInt();
+    });
+    const auto cell = [](const TaskOutcome& o) {
+        QString text = o.status;
+        if (o.correct() && std::isfinite(o.speedup))
+            text += QStringLiteral(" %1\u00D7").arg(o.speedup, 0, 'f', 2);
+        else if (o.belowRooflineFloor)
+            text += tr(" (not counted)");
+        return text;
+    };
+    for (const QString& task : std::as_const(tasks)) {
+        const QList<const TaskOutcome*>& cells = byTask.value(task);
+        QStringList runCells;
+        QStringList tips = emptyTips(int(table.headers.size()));
+        for (int r = 0; r < report.runs.size(); ++r) {
+            const TaskOutcome* o = cells.value(r);
+            runCells << (o ? cell(*o) : kNone);
+            const qint64 evaluation = report.runs.at(r).chosenEvaluation.value(task);
+            tips[r + 2] = o && evaluation ? tr("The candidate %1 keeps for %2 (its own selection): evaluation %3")
+                                                .arg(report.runs.at(r).label(), task)
+                                                .arg(evaluation)
+                                          : o ? tr("No evaluation: counted as a failure") : tr("Not a task of this run");
+        }
+        const auto best = report.bestOfTask.constFind(task);
+        const RunReport* bestRun = best == report.bestOfTask.cend() ? nullptr : findRun(report, best->run);
+        QString bestText = kNone;
+        if (bestRun) {
+            const int r = int(bestRun - report.runs.constData());
+            const TaskOutcome* o = cells.value(r);
+            bestText = QStringLiteral("%1 · turn %2 · sample %3%4")
+                           .arg(bestRun->label())
+                           .arg(best->turn)
+                           .arg(best->sample)
+                           .arg(o ? QStringLiteral(" · ") + cell(*o) : QString());
+            tips[1] = tr("Of the candidates these runs keep, the best (correct and counted, then compiled, then "
+                             "speed-up; ties: the run listed first): evaluation %1. The Roofline and the Diff page "
+                             "show the same one.")
+                              .arg(best->evaluation);
+        }
+        table.rows.append(QStringList{task, bestText} + runCells);
+        table.tooltips.append(tips);
+    }
+    return table;
+}
+
+QString routingExplanationText(const Report& report)
+{
+    QStringList lines;
+    QStringList candidates;
+    QSet<QString> regimes;
+    for (const RunReport& run : report.runs) {
+        const QString why = notMainRegimeReason(run.run);
+        if (why.isEmpty()) {
+            candidates << run.label();
+            regimes.insert(run.run.regime);
+        } else {
+            lines << tr("%1: not used, %2.").arg(run.label(), why);
+        }
+    }
+    QString head;
+    if (report.routing)
+        head = tr("Chosen from %1 (main regime runs: a built-in regime as built in, no ablation, sweep or routing). ")
+                   .arg(candidates.join(QStringLiteral(", "))) +
+               routingCaveatText();
+    else if (candidates.isEmpty())
+        head = tr("No routing estimate: none of the checked runs is a main regime run (zero-shot, profiling-guided, "
+                  "iterative or agent as built in today, no ablation, sweep or routing).");
+    else
+        head = tr("No routing estimate: it needs main regime runs of two or more regimes; the checked ones are all %1 "
+                  "(%2).")
+                   .arg(QStringList(regimes.cbegin(), regimes.cend()).join(QStringLiteral(", ")),
+                        candidates.join(QStringLiteral(", ")));
+    return lines.isEmpty() ? head : head + QLatin1Char('\n') + lines.join(QLatin1Char('\n'));
+}
+
 TextTable fastPTable(const Report& report)
 {
     TextTable table;
@@ -169,7 +277,11 @@ TextTable fastPTable(const Report& report)
         QStringList cells = {run.label()};
         QStringList tips = emptyTips(int(table.headers.size()));
         for (const FastP& f : run.fastP) {
-            tips[cells.size()] = f.undecided > 0
+            tips[cells.size()] = f.noIntervals
+                                     ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: the run "
+                                          "kept no speed-up interval")
+                                           .arg(f.fast).arg(f.tasks).arg(f.p)
+                                 : f.undecided > 0
                                      ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: %4 of them "
                                           "have a speed-up without an interval")
                                            .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.undecided)
@@ -206,8 +318,8 @@ TextTable levelTable(const Report& report)
     table.textColumns = core.textColumns;
     for (const QStringList& row : std::as_const(core.rows)) {
         QStringList tips = emptyTips(int(table.headers.size()));
-        tips[0] = tr("95 % bootstrap intervals over this level's tasks (exact binomial at 0 % and 100 %); fast_1: "
-                     "correct and faster than the reference");
+        tips[0] = tr("95 % intervals over this level's tasks: exact binomial (Clopper–Pearson) for the shares, "
+                     "bootstrap for the geometric mean; fast_1: correct and faster than the reference");
         table.tooltips.append(tips);
         Q_UNUSED(row);
     }

@@ -20,6 +20,7 @@ struct TextTable
     QList<QStringList> rows;
     QList<QStringList> tooltips;
     int textColumns = 1; ///< left-aligned columns from the left; the others are numbers (right-aligned)
+    int trailingTextColumns = 0; ///< left-aligned columns at the right end (Table I's provenance)
 };
 
 /// "1 task", "3 tasks": a count with its noun (English plurals; the page is not translated yet).
@@ -35,8 +36,17 @@ QString durationCell(const std::optional<qint64>& ms);
 QString pValueCell(double p);
 
 /// Table I: per run tasks, correct %, fast_1 %, compiled % (each with its interval), the
-/// geometric-mean speedup, tokens and model time.
+/// geometric-mean speedup, tokens and model time, then where the answers came from: the model (or
+/// "fixture server (fixture-model)"), endpoint, answer format and prompt set (provenance.h); the
+/// run's cell's tooltip says all of it.
 TextTable runTable(const Report& report);
+/// Per task of one level (rows: every task of that level any run has, up to 100), the task's one
+/// best across the runs (Report::bestOfTask), named as every page names it, then the candidate
+/// each run kept (status and speed-up).
+TextTable taskTable(const Report& report, int level);
+/// Why the routing estimate takes or leaves each run: the runs it chose from, and for every other
+/// run the exact reason (notMainRegimeReason); with fewer than two regimes to choose from, that.
+QString routingExplanationText(const Report& report);
 /// Table II: core's perLevelTable (the Markdown export's per-level table): per run and level
 /// tasks, correct %, fast_1 %, compiled % with intervals and the geomean speedup.
 TextTable levelTable(const Report& report);

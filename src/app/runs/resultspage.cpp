@@ -7,6 +7,7 @@
 #include "core/study/evaluationsummary.h"
 #include "core/workers/jobtracker.h"
 
+#include <QComboBox>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -19,6 +20,7 @@
 #include <QLabel>
 #include <QPushButton>
 #include <QSaveFile>
+#include <QScrollArea>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -270,6 +272,26 @@ void ResultsPage::buildUi()
     m_levelTable = makeTable(m_levelTableModel, QStringLiteral("levelTable"), tableTwo);
     tableTwoLayout->addWidget(m_levelTable);
     m_detailTabs->addTab(tableTwo, tr("Table II: per level"));
+    // Per task, one level at a time (issue 37 item 5: a level of KernelBench has up to 100 tasks):
+    // the candidate each run keeps and the task's one best (core/study/taskbest.h).
+    auto* perTask = new QWidget(m_detailTabs);
+    auto* perTaskLayout = new QVBoxLayout(perTask);
+    auto* levelRow = new QHBoxLayout;
+    auto* levelLabel = new QLabel(tr("Level:"), perTask);
+    m_taskLevel = new QComboBox(perTask);
+    m_taskLevel->setObjectName(QStringLiteral("taskLevel"));
+    levelLabel->setBuddy(m_taskLevel);
+    m_taskCount = new QLabel(perTask);
+    m_taskCount->setObjectName(QStringLiteral("taskCount"));
+    levelRow->addWidget(levelLabel);
+    levelRow->addWidget(m_taskLevel);
+    levelRow->addWidget(m_taskCount, 1);
+    perTaskLayout->addLayout(levelRow);
+    m_taskTableModel = new QStandardItemModel(this);
+    m_taskTable = makeTable(m_taskTableModel, QStringLiteral("taskTable"), perTask);
+    perTaskLayout->addWidget(m_taskTable, 1);
+    m_detailTabs->addTab(perTask, tr("Per task"));
+    connect(m_taskLevel, &QComboBox::currentIndexChanged, this, &ResultsPage::fillTaskTable);
     auto* pairs = new QWidget(m_detailTabs);
     auto* pairsLayout = new QVBoxLayout(pairs);
     m_pairTable = makeTable(m_pairTableModel, QStringLiteral("pairTable"), pairs);
@@ -283,9 +305,16 @@ void ResultsPage::buildUi()
     auto* routingLayout = new QVBoxLayout(routing);
     m_routingTable = makeTable(m_routingTableModel, QStringLiteral("routingTable"), routing);
     routingLayout->addWidget(m_routingTable, 1);
-    m_routingNote = noteLabel(routingCaveatText(), routing);
+    // Why each run is or is not used, one line a run: scrolled, so ten runs' reasons never take
+    // Table I's rows out of view.
+    auto* routingScroll = new QScrollArea(routing);
+    routingScroll->setWidgetResizable(true);
+    routingScroll->setFrameShape(QFrame::NoFrame);
+    m_routingNote = noteLabel(routingCaveatText(), routingScroll);
     m_routingNote->setObjectName(QStringLiteral("routingNote"));
-    routingLayout->addWidget(m_routingNote);
+    m_routingNote->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    routingScroll->setWidget(m_routingNote);
+    routingLayout->addWidget(routingScroll, 1);
     m_detailTabs->addTab(routing, tr("Routing estimate"));
 
     auto* ablations = new QWidget(m_detailTabs);
@@ -509,7 +538,7 @@ void ResultsPage::fill(QStandardItemModel* model, QTableView* view, const TextTa
         for (int c = 0; c < row.size(); ++c) {
             auto* item = new QStandardItem(row.at(c));
             item->setEditable(false);
-            if (c >= table.textColumns)
+            if (c >= table.textColumns && c < row.size() - table.trailingTextColumns)
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             const QString tip = table.tooltips.value(r).value(c);
             if (!tip.isEmpty())
@@ -548,20 +577,52 @@ void ResultsPage::showReport(const std::optional<Report>& report, const QString&
     fill(m_routingTableModel, m_routingTable, routingTable(*report));
     fill(m_ablationTableModel, m_ablationTable, ablationTable(*report));
     fill(m_fastPTableModel, m_fastPTable, fastPTable(*report));
-    m_routingNote->setText(report->routing ? routingCaveatText()
-                                           : tr("The routing estimate needs two or more runs: check another run."));
+    m_routingNote->setText(routingExplanationText(*report));
+    {
+        // The level shown stays when it is still there (a refresh, other check marks).
+        const int shown = m_taskLevel->currentData().toInt();
+        const QSignalBlocker blocker(m_taskLevel);
+        m_taskLevel->clear();
+        for (const int level : report->levels)
+            m_taskLevel->addItem(QStringLiteral("L%1").arg(level), level);
+        const int at = m_taskLevel->findData(shown);
+        m_taskLevel->setCurrentIndex(at >= 0 ? at : 0);
+    }
+    fillTaskTable();
     m_ablationNote->setText(
         m_ablationTableModel->rowCount() > 0
             ? tr("Each run with a part switched off against the same regime with every part on, on the tasks both "
                  "have. ") + noiseCaveatText()
             : tr("No checked run has a part switched off (Launch page: ablation switches)."));
     m_tablesStack->setCurrentIndex(1);
-    m_statusLabel->setText(tr("%1 compared; 95 % bootstrap intervals over tasks (%2 resamples, seed %3); at 0 % and 100 %, where "
-                                  "every resample is alike, the exact binomial interval.")
+    m_statusLabel->setText(tr("%1 compared; 95 % intervals: exact binomial (Clopper–Pearson) for every share of tasks, "
+                              "bootstrap over tasks for the geometric mean (%2 resamples, seed %3).")
                                .arg(counted(report->runs.size(), tr("run"), tr("runs")))
                                .arg(m_bootstrap.resamples)
                                .arg(m_bootstrap.seed));
     Q_EMIT reportReady();
+}
+
+void ResultsPage::fillTaskTable()
+{
+    if (!m_report)
+        return;
+    const int level = m_taskLevel->currentData().toInt();
+    const TextTable table = taskTable(*m_report, level);
+    fill(m_taskTableModel, m_taskTable, table);
+    m_taskCount->setText(tr("%1 of level %2: the task's best of these runs, then the candidate each run keeps")
+                             .arg(counted(table.rows.size(), tr("task"), tr("tasks")))
+                             .arg(level));
+}
+
+bool ResultsPage::showTaskLevel(int level)
+{
+    const int at = m_taskLevel->findData(level);
+    if (at < 0)
+        return false;
+    m_taskLevel->setCurrentIndex(at);
+    fillTaskTable();
+    return true;
 }
 
 bool ResultsPage::exportTo(const QString& path, ExportFormat format, QString* error) const

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QStackedWidget;
@@ -64,6 +65,8 @@ public:
     bool exportTo(const QString& path, ExportFormat format, QString* error = nullptr) const;
 
     RunListModel* runListModel() const { return m_runs; }
+    /// Shows the per-task table of a level of the report (false: no such level in it).
+    bool showTaskLevel(int level);
 
     /// A run was launched into `path`, which is not the database shown: a bar above the tables
     /// says so and offers to open it (openRequested). Empty: the bar goes.
@@ -96,6 +99,7 @@ private:
     void chooseDatabase();
     void exportWithDialog(ExportFormat format);
     void updateActions();
+    void fillTaskTable();
 
     QString m_databasePath;
     std::unique_ptr<RunStore> m_store;
@@ -117,6 +121,10 @@ private:
     QLabel* m_tablesEmpty = nullptr;
     QStandardItemModel* m_runTableModel = nullptr;
     QStandardItemModel* m_levelTableModel = nullptr;
+    QStandardItemModel* m_taskTableModel = nullptr;
+    QTableView* m_taskTable = nullptr;
+    QComboBox* m_taskLevel = nullptr;
+    QLabel* m_taskCount = nullptr;
     QStandardItemModel* m_pairTableModel = nullptr;
     QStandardItemModel* m_routingTableModel = nullptr;
     QStandardItemModel* m_ablationTableModel = nullptr;

@@ -9,6 +9,7 @@
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
 #include "core/study/evaluationsummary.h"
+#include "core/study/provenance.h"
 
 #include <QCheckBox>
 #include <QFileInfo>
@@ -209,6 +210,11 @@ void RunMonitorPage::buildUi()
     m_tabs->addTab(m_text, tr("Model text"));
     m_tabs->addTab(m_compileLog, tr("Compile log"));
     m_tabs->addTab(evaluationTab, tr("Evaluation"));
+    // What the sample was actually asked, every role of every turn up to its own (the run store
+    // keeps each prompt as sent: provenance.h's promptsSentFor).
+    m_prompts = monospaceView(QStringLiteral("promptsSent"), m_tabs);
+    m_prompts->setLineWrapMode(QPlainTextEdit::WidgetWidth);
+    m_tabs->addTab(m_prompts, tr("Prompts sent"));
     detailsLayout->addWidget(m_tabs, 1);
     horizontal->setStretchFactor(0, 3);
     horizontal->setStretchFactor(1, 2);
@@ -257,6 +263,8 @@ void RunMonitorPage::clear()
     m_text->clear();
     m_compileLog->clear();
     m_evaluation->clear();
+    m_prompts->clear();
+    m_promptsShown.clear();
     // The unit shown belonged to the run before: nothing of it stays (its header did).
     m_unitHeader->setText(kNoUnitText());
     m_stack->setCurrentWidget(m_empty);
@@ -505,6 +513,8 @@ void RunMonitorPage::showDetails()
         m_text->clear();
         m_compileLog->clear();
         m_evaluation->clear();
+        m_prompts->clear();
+        m_promptsShown.clear();
         if (index.isValid())
             m_unitHeader->setText(tr("<b>%1</b>: %2. Select a sample to see its text.")
                                       .arg(index.data(RunTreeModel::TaskRole).toString(),
@@ -548,6 +558,29 @@ void RunMonitorPage::showDetails()
         m_evaluation->setPlainText(QString::fromUtf8(QJsonDocument(unit->evaluation.raw).toJson(QJsonDocument::Indented)));
     else
         m_evaluation->setPlainText(evaluationSummary(unit->evaluation));
+    showPromptsSent(index.data(RunTreeModel::TaskRole).toString(), index.data(RunTreeModel::TurnRole).toInt(),
+                    unit->sample);
+}
+
+void RunMonitorPage::showPromptsSent(const QString& task, int turn, int sample)
+{
+    const RunStore* store = m_session ? &m_session->store() : m_openedStore.get();
+    const qint64 runId = m_session ? m_session->runId() : m_openedRunId;
+    // Read once per unit shown (a streaming unit calls showDetails on every chunk), again when a
+    // live run may have stored more of the unit's prompts.
+    const QString key = QStringLiteral("%1/%2/%3/%4").arg(runId).arg(task).arg(turn).arg(sample);
+    if (key == m_promptsShown && !m_session)
+        return;
+    m_promptsShown = key;
+    const QString text = store && runId > 0 ? promptsText(promptsSentFor(store->prompts(runId, task), turn, sample))
+                                            : tr("(no run store)");
+    if (m_prompts->toPlainText() != text)
+        m_prompts->setPlainText(text);
+}
+
+QString RunMonitorPage::promptsSentText() const
+{
+    return m_prompts->toPlainText();
 }
 
 void RunMonitorPage::onStreamed(const UnitKey& unit, const QString& chunk)

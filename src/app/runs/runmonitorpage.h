@@ -61,6 +61,8 @@ public:
     /// The progress line ("3/10 tasks · …").
     QString progressText() const;
     int problemCount() const;
+    /// The "Prompts sent" tab: what the selected unit was asked, every role of every turn up to its own.
+    QString promptsSentText() const;
 
 Q_SIGNALS:
     /// "Resume run" on an opened run that did not finish.
@@ -76,6 +78,7 @@ private:
     void addProblem(const RunProblem& problem);
     void loadStoredProblems(const RunStore& store, qint64 runId);
     void showDetails();
+    void showPromptsSent(const QString& task, int turn, int sample);
     void onStreamed(const UnitKey& unit, const QString& chunk);
     std::optional<UnitKey> currentUnit() const;
 
@@ -106,6 +109,8 @@ private:
     QPlainTextEdit* m_compileLog = nullptr;
     QPlainTextEdit* m_evaluation = nullptr; ///< the summary, or the raw JSON with m_rawJson
     QCheckBox* m_rawJson = nullptr;
+    QPlainTextEdit* m_prompts = nullptr; ///< the prompts the selected unit was sent
+    QString m_promptsShown;              ///< run/task/turn/sample of what m_prompts holds
     QLabel* m_problemsTitle = nullptr;
     QTreeWidget* m_problems = nullptr;
     QTimer* m_tick = nullptr;

@@ -131,6 +131,8 @@ void RunTreeModel::clear()
 void RunTreeModel::load(const RunStore& store, qint64 runId)
 {
     beginResetModel();
+    const std::optional<RunInfo> run = store.run(runId);
+    m_config = run ? run->config : RunConfig();
     m_root = std::make_unique<Node>();
     const bool live = m_live;
     // Build without signals: the reset covers everything.
@@ -499,6 +501,10 @@ QString RunTreeModel::unitStatus(const RunTreeUnit& u) const
 RunTreeModel::Summary RunTreeModel::summarize(const Node* node) const
 {
     Summary s;
+    // The evaluated units, for the run's own pick (core/study/taskbest.h: the candidate Results,
+    // the Roofline and Diff name as this run's for the task).
+    std::vector<const RunTreeUnit*> evaluated;
+    QList<PickCandidate> picks;
     const auto visit = [&](const Node* unitNode) {
         const RunTreeUnit& u = unitNode->unit;
         ++s.units;
@@ -510,8 +516,8 @@ RunTreeModel::Summary RunTreeModel::summarize(const Node* node) const
         if (u.status.isEmpty())
             return;
         ++s.evaluated;
-        if (!s.best || betterThan(u.outcome, s.best->outcome))
-            s.best = &u;
+        evaluated.push_back(&u);
+        picks.append(PickCandidate{0, u.evaluationId, unitNode->parent->turn, u.sample, u.evaluation});
     };
     if (node->kind == TurnKind) {
         for (const auto& unit : node->children)
@@ -521,6 +527,8 @@ RunTreeModel::Summary RunTreeModel::summarize(const Node* node) const
             for (const auto& unit : turn->children)
                 visit(unit.get());
     }
+    if (const std::optional<int> kept = keptCandidate(picks, taskSelection(m_config, node->task)))
+        s.best = evaluated.at(std::size_t(*kept));
     return s;
 }
 

@@ -5,14 +5,18 @@
 // appendResponse(), appendEvaluation() and the live calls insert rows with beginInsertRows and
 // update them with dataChanged, never with a reset, so a view's selection and expansion survive.
 //
-// A task's and a turn's row show the best of their units by the monotone key (correct, then
-// compiled, then speedup: selection.h), and the tokens and latency added up. Those summaries are
+// A task's row shows the unit the run keeps for the task (core/study/taskbest.h's keptCandidate,
+// under the run's own selection: the candidate every other page names as the run's), a turn's row
+// the best of its units by the monotone key (correct, then compiled, then speedup: selection.h),
+// and the tokens and latency added up. Those summaries are
 // kept in the rows and worked out again only when one of their units changes, not on every
 // data() call: a view sizing its columns to their contents asks for every row's cells on each
 // change, and decoding every evaluation for it stalled the window while a run streamed.
 
+#include "core/run/runconfig.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
+#include "core/study/taskbest.h"
 
 #include <QAbstractItemModel>
 
@@ -134,6 +138,7 @@ private:
 
     std::unique_ptr<Node> m_root;
     bool m_live = false;
+    RunConfig m_config; ///< the loaded run's: its selection picks a task row's unit
 };
 
 } // namespace kwb::app

@@ -1282,6 +1282,25 @@ std::optional<qint64> RunStore::addRecordedVerdict(qint64 candidateId, const QSt
     return query.lastInsertId().toLongLong();
 }
 
+QList<PromptRecord> RunStore::prompts(qint64 runId, const QString& task) const
+{
+    QList<PromptRecord> list;
+    if (!isOpen())
+        return list;
+    QSqlQuery query(QSqlDatabase::database(m_connection, false));
+    query.setForwardOnly(true);
+    query.prepare(QStringLiteral("SELECT id, turn, sample, role, text, template_hash FROM prompts"
+                                 " WHERE run_id = ? AND task = ? ORDER BY id"));
+    query.addBindValue(runId);
+    query.addBindValue(task);
+    if (!execOrFail(query, QStringLiteral("list prompts")))
+        return list;
+    while (query.next())
+        list.append(PromptRecord{query.value(0).toLongLong(), runId, task, query.value(1).toInt(), query.value(2).toInt(),
+                                 query.value(3).toString(), query.value(4).toString(), query.value(5).toString()});
+    return list;
+}
+
 QList<RecordedVerdictRecord> RunStore::recordedVerdicts(qint64 runId) const
 {
     QList<RecordedVerdictRecord> list;

@@ -370,6 +370,9 @@ public:
     std::optional<RunInfo> run(qint64 runId) const;
     /// Every evaluation of a run, in insertion order.
     QList<EvaluationRecord> evaluations(qint64 runId) const;
+    /// The prompts a run sent for a task (every role, turn and sample, failed requests' too), in
+    /// insertion order: what a sample was actually asked (provenance.h's promptsSentFor).
+    QList<PromptRecord> prompts(qint64 runId, const QString& task) const;
     /// The recorded verdicts of a run's candidates, in insertion order.
     QList<RecordedVerdictRecord> recordedVerdicts(qint64 runId) const;
     /// One candidate with its code and its answer (the diff view), nullopt for an unknown id.

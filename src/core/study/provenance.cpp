@@ -2,6 +2,11 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QMap>
+#include <QSet>
+
+#include <algorithm>
+#include <utility>
 
 namespace kwb {
 
@@ -83,6 +88,68 @@ RunProvenance runProvenance(const RunInfo& run)
                  p.endpoint, p.answerFormat, p.promptSet,
                  config.promptsDir.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(config.promptsDir));
     return p;
+}
+
+QList<PromptRecord> promptsSentFor(const QList<PromptRecord>& taskPrompts, int turn, int sample)
+{
+    // Per (turn, role): the sample's own prompts, else those of the lowest sample (a role asked
+    // once for every sample).
+    QMap<std::pair<int, QString>, int> lowest;
+    QSet<std::pair<int, QString>> own;
+    for (const PromptRecord& p : taskPrompts) {
+        if (p.turn > turn)
+            continue;
+        const std::pair<int, QString> key{p.turn, p.role};
+        if (p.sample == sample)
+            own.insert(key);
+        const auto it = lowest.find(key);
+        if (it == lowest.end() || p.sample < it.value())
+            lowest.insert(key, p.sample);
+    }
+    QList<PromptRecord> sent;
+    for (const PromptRecord& p : taskPrompts) {
+        if (p.turn > turn)
+            continue;
+        const std::pair<int, QString> key{p.turn, p.role};
+        if (own.contains(key) ? p.sample == sample : p.sample == lowest.value(key))
+            sent.append(p);
+    }
+    std::stable_sort(sent.begin(), sent.end(), [](const PromptRecord& a, const PromptRecord& b) { return a.turn < b.turn; });
+    return sent;
+}
+
+QString promptsText(const QList<PromptRecord>& prompts)
+{
+    if (prompts.isEmpty())
+        return QStringLiteral("(no prompt stored)");
+    QStringList parts;
+    for (const PromptRecord& p : prompts)
+        parts << QStringLiteral("━━ turn %1 · %2 · sample %3%4 ━━\n%5")
+                     .arg(p.turn)
+                     .arg(p.role)
+                     .arg(p.sample)
+                     .arg(p.templateHash.isEmpty() ? QString() : QStringLiteral(" · template %1").arg(p.templateHash.left(8)),
+                          p.text);
+    return parts.join(QStringLiteral("\n\n"));
+}
+
+QList<TemplateComparison> compareTemplates(const QMap<QString, QString>& setTexts, const RunConfig& run)
+{
+    const auto sha = [](const QString& text) { return QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256); };
+    QMap<QString, TemplateMatch> byName;
+    for (auto it = setTexts.cbegin(); it != setTexts.cend(); ++it) {
+        const auto used = run.templates.constFind(it.key());
+        byName.insert(it.key(), used == run.templates.cend()      ? TemplateMatch::NotUsedByRun
+                                : sha(used.value()) == sha(it.value()) ? TemplateMatch::Same
+                                                                       : TemplateMatch::Differs);
+    }
+    for (auto it = run.templates.cbegin(); it != run.templates.cend(); ++it)
+        if (!byName.contains(it.key()))
+            byName.insert(it.key(), TemplateMatch::OnlyInRun);
+    QList<TemplateComparison> out;
+    for (auto it = byName.cbegin(); it != byName.cend(); ++it)
+        out.append(TemplateComparison{it.key(), it.value()});
+    return out;
 }
 
 QString standInAnswersNote(const QList<RunInfo>& runs)

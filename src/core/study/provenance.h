@@ -14,6 +14,7 @@
 #include "core/store/runstore.h"
 
 #include <QList>
+#include <QMap>
 #include <QString>
 
 namespace kwb {
@@ -57,6 +58,31 @@ RunProvenance runProvenance(const RunInfo& run);
 /// names and texts ("prompts · 3f9a2c1d"), so two runs read as one set only when their wording is
 /// the same; "–" without stored templates.
 QString promptSetName(const RunConfig& config);
+
+/// The prompts a sample's answer came from, in the order they were sent: for each turn up to
+/// `turn`, every role's prompt for that sample, and a role asked once for all samples (the notes
+/// roles: analyzer, researcher, triager, critic) under the sample it was stored with. A request
+/// asked again (a failure, a resume) shows each time. `taskPrompts`: RunStore::prompts of the task.
+QList<PromptRecord> promptsSentFor(const QList<PromptRecord>& taskPrompts, int turn, int sample);
+/// The prompts as one text to read: a header per prompt ("turn 2 · triager · template 3f9a2c1d")
+/// and its whole text; "(no prompt stored)" for none.
+QString promptsText(const QList<PromptRecord>& prompts);
+
+/// A template of a set against the one a run used, by the SHA-256 of their text (what the run
+/// stored beside each template's text).
+enum class TemplateMatch {
+    Same,         ///< the run used this wording
+    Differs,      ///< the run used other wording under this name
+    NotUsedByRun, ///< the run used no template of this name
+    OnlyInRun,    ///< the run used a template the set does not have
+};
+struct TemplateComparison
+{
+    QString name; ///< "agent/generator", "partials/task" (as runs store them: no ".mustache")
+    TemplateMatch match = TemplateMatch::Same;
+};
+/// Every template of the set (name -> text) and of the run, sorted by name.
+QList<TemplateComparison> compareTemplates(const QMap<QString, QString>& setTexts, const RunConfig& run);
 
 /// The banner's sentence for an open study: how many of its runs were answered by the fixture or
 /// recorded server; empty when none was.

@@ -280,16 +280,24 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly)
 
 QString FastP::plainAndClearText() const
 {
-    return fixed(fastPct(), 1) + QStringLiteral(" % / ") + (undecided > 0 ? QStringLiteral("n/a") : fixed(clearPct(), 1) + QStringLiteral(" %"));
+    return fixed(fastPct(), 1) + QStringLiteral(" % / ") +
+           (undecided > 0 || noIntervals ? QStringLiteral("n/a") : fixed(clearPct(), 1) + QStringLiteral(" %"));
 }
 
 QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
 {
+    int timed = 0, withInterval = 0;
+    for (const TaskOutcome& o : outcomes)
+        if (o.correct() && std::isfinite(o.speedup) && o.speedup > 0) {
+            ++timed;
+            withInterval += std::isfinite(o.speedupLow) && std::isfinite(o.speedupHigh);
+        }
     QList<FastP> out;
     for (double p : kFastPThresholds) {
         FastP f;
         f.p = p;
         f.tasks = int(outcomes.size());
+        f.noIntervals = timed > 0 && withInterval == 0;
         for (const TaskOutcome& o : outcomes) {
             f.fast += o.fastP(p);
             f.clear += o.clearlyFastP(p);
@@ -525,7 +533,7 @@ QString notMainRegimeReason(const RunInfo& run)
 {
     const RunConfig& config = run.config;
     if (config.isSweep())
-        return QStringLiteral("part of a sweep (n = %1): a sweep's runs are its best-of-n curve").arg(config.sweep->n);
+        return QStringLiteral("part of a sweep (n = %1): a sweep's runs are its best-of-n curve").arg(config.regime.fields.n);
     if (isRoutedRun(config))
         return QStringLiteral("a routed run: it is itself a routing");
     const Regime& stored = config.regime.fields;
@@ -881,7 +889,7 @@ QString geomeanSpeedupText(const Metrics& metrics)
 // Clear fast_1, or "n/a" where a fast task's speed-up has no interval to decide it by.
 QString clearFast1Text(const Metrics& metrics)
 {
-    return metrics.clearFast1Undecided > 0 ? QStringLiteral("n/a") : percentText(metrics.clearFast1Pct);
+    return metrics.clearFast1Measured() ? percentText(metrics.clearFast1Pct) : QStringLiteral("n/a");
 }
 
 // The study's arithmetic mean and best speed-up of the correct kernels (point values).
@@ -928,9 +936,9 @@ QString reportMarkdown(const Report& report)
     QString md = QStringLiteral("# Kernel Workbench report\n\n");
     md += QStringLiteral("Database: `%1`. Each task counts once, by the candidate the run's selection keeps (correct, "
                          "then compiled, then speedup; ties: the lower sample, the earlier turn). Every task asked "
-                         "counts; one without an evaluation is a failure. Percentages over tasks with 95 % bootstrap "
-                         "intervals in brackets; at 0 % and 100 %, where every resample is alike, the exact binomial "
-                         "(Clopper–Pearson) interval. A geometric mean of one kernel has no interval. The study's "
+                         "counts; one without an evaluation is a failure. Percentages over tasks with their 95 % exact "
+                         "binomial (Clopper–Pearson) intervals in brackets; the geometric mean with a 95 % bootstrap "
+                         "interval over tasks. A geometric mean of one kernel has no interval. The study's "
                          "arithmetic mean and best speed-up are point values over the same correct kernels; clear fast_1, the "
                          "headline, counts a correct task only when its speed-up's 95 % interval lies wholly above 1 "
                          "(plain fast_1 beside it counts any speed-up above 1; n/a where a fast task's speed-up "

@@ -4,7 +4,7 @@
 //
 // Per run: each task's selected outcome (selectOutcome: the candidate the run's own selection
 // keeps, by the rule the run controller applies, selection.h), then correct %, fast_1 % and
-// compiled % with 95 % bootstrap intervals over tasks, solved per level, the geometric-mean
+// compiled % with 95 % exact binomial intervals, solved per level, the geometric-mean
 // speedup of correct kernels, and token and model-time totals. Between each pair of runs: the
 // paired comparison on the tasks both have. Per sweep (`kwb sweep`: one run of the whole regime
 // per n): the best-of-n curve, correct % and compiled % per n. Per ablated run: the comparison
@@ -130,6 +130,9 @@ struct FastP
     /// Fast tasks whose speed-up has no interval: "clearly" cannot be decided for them, so the
     /// clear share is not measured where this is not 0.
     int undecided = 0;
+    /// The run kept no speed-up interval for any correct timed task: "clear" was not measured at
+    /// any p, so it is "n/a" (not 0 %) even where nothing is fast.
+    bool noIntervals = false;
     double fastPct() const { return tasks ? 100.0 * fast / tasks : 0.0; }
     double clearPct() const { return tasks ? 100.0 * clear / tasks : 0.0; }
     /// "12.5 % / 10.0 %" (plain / clear), the clear share "n/a" where undecided.
@@ -281,8 +284,8 @@ std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord
 /// 10–30 tasks its ends fall on whole tasks; the CSV and JSON exports keep the exact ends); "–"
 /// when there is no value (no task).
 QString percentText(const Estimate& estimate);
-/// Clear fast_1 as a cell: percentText of it, or "n/a" where a fast task's speed-up has no
-/// interval to decide it by (Metrics::clearFast1Undecided).
+/// Clear fast_1 as a cell: percentText of it, or "n/a" where it was not measured
+/// (Metrics::clearFast1Measured: a fast task's speed-up without an interval, or none kept).
 QString clearFast1Text(const Metrics& metrics);
 /// The geometric-mean speed-up so: "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
 QString geomeanSpeedupText(const Metrics& metrics);

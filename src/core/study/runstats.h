@@ -1,6 +1,7 @@
 #pragma once
 // The study's metrics (Tables I–II of "Correct First, Fast Second") and the statistics that say
-// how far to trust them: 95 % bootstrap confidence intervals over tasks, paired comparisons of two
+// how far to trust them: 95 % intervals (exact binomial for shares of tasks, bootstrap over tasks
+// for the geometric mean), paired comparisons of two
 // runs on the same tasks, the best-of-n curve and the routing estimate. Pure functions on value
 // lists; which candidate of a task counts (selection per regime) is decided before this, and the
 // report formats the numbers.
@@ -57,11 +58,14 @@ struct BootstrapOptions
     double confidence = 0.95;
 };
 
-/// A point estimate with its bootstrap percentile interval. A percentage at 0 or 100 (every task
-/// failed, or every task passed) has a bootstrap interval of no width, whatever the number of
-/// tasks: every resample is alike. There the interval is the exact binomial (Clopper–Pearson)
-/// one instead, [0, 1 − (α/2)^(1/n)] or [(α/2)^(1/n), 1] (0–31 % for 0 of 10 tasks), and
-/// exactBinomial says so. A geometric mean of one kernel has no interval (low, high NaN).
+/// A point estimate with its interval. A share of tasks (correct %, fast_1 %, clear fast_1 %,
+/// compiled %, and each run's correct % of a paired comparison) always has the exact binomial
+/// (Clopper–Pearson) interval, one method per column at every value (0–31 % for 0 of 10 tasks):
+/// at 10–100 tasks a bootstrap's is too narrow, and has no width at 0 % and 100 %;
+/// exactBinomial says so. The geometric-mean speed-up has the bootstrap percentile interval over
+/// tasks (no exact method exists for it); one kernel has none (low, high NaN). A paired
+/// difference and a best-of-n point have bootstrap intervals, exact binomial bounds only where
+/// every resample is alike (comparePaired, bestOfNCurve say how).
 struct Estimate
 {
     double value = 0.0;
@@ -85,6 +89,12 @@ struct Metrics
     /// fast_1 tasks whose speed-up has no interval (results from before intervals were kept): for
     /// them "clearly" cannot be decided, so clear fast_1 is not measured where this is not 0.
     int clearFast1Undecided = 0;
+    /// Correct tasks with a timed speed-up, and how many of them have its interval: where none has
+    /// (a run from before intervals were kept), no "clear" share was measured at all.
+    int timedCorrect = 0;
+    int timedWithInterval = 0;
+    /// Whether clear fast_1 was measured: no fast task without an interval, and intervals kept.
+    bool clearFast1Measured() const { return clearFast1Undecided == 0 && !(timedCorrect > 0 && timedWithInterval == 0); }
     int compiled = 0;
     Estimate correctPct;
     Estimate fast1Pct;    ///< over ALL tasks, not over the correct ones

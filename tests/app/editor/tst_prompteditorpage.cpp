@@ -7,6 +7,8 @@
 #include "app/editor/codeeditor.h"
 #include "app/editor/prompteditorpage.h"
 #include "app/editor/sidebysidediffview.h"
+#include "core/run/regime.h"
+#include "core/run/runconfig.h"
 
 #include <QAbstractItemModelTester>
 #include <QDialog>
@@ -26,6 +28,7 @@
 #include <QTest>
 #include <QTextBlock>
 #include <QTreeWidget>
+#include <QTreeWidgetItemIterator>
 
 using namespace kwb;
 using namespace kwb::app;
@@ -378,6 +381,41 @@ private Q_SLOTS:
             page.errorText(),
             QStringLiteral("partials/task.mustache:%1: {{/params}} closes a section that was never opened").arg(line));
         QCOMPARE(page.errorLine(), line);
+    }
+
+    // The set shown against what a run actually used (issue 38 item 3): a run made with the set's
+    // wording but for one template reads '= run' on the others, '≠ run' on that one, and the
+    // summary names it; a template the run did not use is '∅ run'.
+    void comparesWithTheSetARunUsed()
+    {
+        PromptEditorPage& page = freshPage();
+        RunConfig config;
+        config.promptsDir = shippedDir();
+        const TemplateSet set = page.currentSet();
+        for (const QString& path : set.templates())
+            if (path.startsWith(QLatin1String("zero-shot/")) || path.startsWith(QLatin1String("partials/")))
+                config.templates.insert(path.chopped(9), set.load(path).value_or(QString()));
+        config.templates[QStringLiteral("zero-shot/generator")] += QStringLiteral("\nAnother sentence.");
+        config.regime = StoredRegime::of(*Regime::builtin(QStringLiteral("zero-shot")));
+        RunInfo run;
+        run.id = 7;
+        run.regime = QStringLiteral("zero-shot");
+        run.setConfig(config.toJson());
+        page.setRuns({run});
+        QVERIFY(page.runComparisonText().isEmpty()); // none chosen yet
+        QVERIFY(!page.compareWithRun(8));
+        QVERIFY(page.compareWithRun(7));
+        const QString summary = page.runComparisonText();
+        QVERIFY2(summary.startsWith(QStringLiteral("#7 zero-shot used %1 templates").arg(config.templates.size())), qPrintable(summary));
+        QVERIFY2(summary.contains(QStringLiteral("1 worded otherwise: zero-shot/generator")), qPrintable(summary));
+        QStringList marks;
+        for (QTreeWidgetItemIterator it(page.setTree()); *it; ++it)
+            marks << (*it)->text(0);
+        QVERIFY2(marks.contains(QStringLiteral("generator.mustache  ≠ run")), qPrintable(marks.join(QLatin1Char('|'))));
+        QVERIFY2(marks.contains(QStringLiteral("task.mustache  = run")), qPrintable(marks.join(QLatin1Char('|'))));
+        QVERIFY2(marks.contains(QStringLiteral("analyzer.mustache  ∅ run")), qPrintable(marks.join(QLatin1Char('|'))));
+        QVERIFY(page.compareWithRun(0));
+        QVERIFY(page.runComparisonText().isEmpty());
     }
 
     void diffAgainstShipped()

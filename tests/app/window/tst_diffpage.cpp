@@ -4,6 +4,8 @@
 
 #include "app/analysispages.h"
 #include "app/editor/candidatediffview.h"
+#include "app/editor/codeeditor.h"
+#include "app/editor/sidebysidediffview.h"
 #include "app/workbenchdata.h"
 #include "core/workers/jobtracker.h"
 #include "windowfixture.h"
@@ -107,6 +109,12 @@ private Q_SLOTS:
                             [&](QLabel* l) { return l->text() == timed + QStringLiteral(" vs eager"); }));
         const QList<QComboBox*> pickers = page.findChildren<QComboBox*>();
         QVERIFY(std::any_of(pickers.cbegin(), pickers.cend(), [&](QComboBox* c) { return c->currentText().endsWith(timed); }));
+        // What each side was asked, from the store (issue 38 item 3): the fixture's generator prompt.
+        const QString leftPrompts = page.view()->promptDiff()->leftEditor()->toPlainText();
+        QVERIFY2(leftPrompts.contains(QStringLiteral("turn 1 · generator · sample")) &&
+                     leftPrompts.contains(QStringLiteral("write it")),
+                 qPrintable(leftPrompts));
+        QVERIFY(page.view()->promptDiff()->rightEditor()->toPlainText().contains(QStringLiteral("write it")));
         const QMutexLocker lock(&log->mutex);
         QCOMPARE(log->tasks, QStringList{kL21});
         QVERIFY(log->threads.at(0) != nullptr);

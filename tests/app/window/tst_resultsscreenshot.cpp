@@ -5,15 +5,25 @@
 // Writes docs-ready PNGs beside the test program (results-1280x720.png).
 
 #include "app/mainwindow.h"
+#include "app/analysispages.h"
+#include "app/editor/candidatediffview.h"
+#include "app/editor/codeeditor.h"
+#include "app/editor/prompteditorpage.h"
+#include "app/editor/sidebysidediffview.h"
 #include "app/runs/resultspage.h"
+#include "app/runs/runmonitorpage.h"
+#include "app/runs/runsession.h"
 #include "app/runs/runlistmodel.h"
 
 #include <QDir>
 #include <QHeaderView>
+#include <QLabel>
 #include <QProcess>
 #include <QScrollBar>
 #include <QSet>
+#include <QSignalSpy>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -130,6 +140,114 @@ private Q_SLOTS:
 
         const QString out = QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/results-1280x720.png");
         QVERIFY(window.grab().toImage().save(out));
+
+        // Where the answers came from (issue 38 item 3): the study's server was kwb-fixture-llm, and
+        // the banner over every page, Table I's cells and the run's tooltip say so.
+        QVERIFY2(window.provenanceBanner().startsWith(
+                     QStringLiteral("Not a live model: 10 of its 10 runs were answered by kwb-fixture-llm")),
+                 qPrintable(window.provenanceBanner()));
+        int answeredBy = -1, endpoint = -1, format = -1, promptSet = -1, clear = -1;
+        for (int c = 0; c < model->columnCount(); ++c) {
+            const QString h = model->headerData(c, Qt::Horizontal).toString();
+            answeredBy = h == QLatin1String("Answered by") ? c : answeredBy;
+            endpoint = h == QLatin1String("Endpoint") ? c : endpoint;
+            format = h == QLatin1String("Answer format") ? c : format;
+            promptSet = h == QLatin1String("Prompt set") ? c : promptSet;
+            clear = h == QLatin1String("Clear fast_1 %") ? c : clear;
+        }
+        QVERIFY(answeredBy > 0 && endpoint > 0 && format > 0 && promptSet > 0 && clear > 0);
+        QCOMPARE(columnTexts(tableOne, answeredBy), QSet<QString>{QStringLiteral("fixture server (fixture-model)")});
+        QCOMPARE(columnTexts(tableOne, format), QSet<QString>{QStringLiteral("native")});
+        QVERIFY(model->index(0, endpoint).data().toString().startsWith(QStringLiteral("http://127.0.0.1:")));
+        QVERIFY(model->index(0, promptSet).data().toString().startsWith(QStringLiteral("prompts · ")));
+        QVERIFY(model->index(0, 0).data(Qt::ToolTipRole).toString().contains(QStringLiteral("no language model wrote them")));
+        // The study kept no speed-up interval: clear fast_1 was not measured, never "0.0 %".
+        QCOMPARE(columnTexts(tableOne, clear), QSet<QString>{QStringLiteral("n/a")});
+        // Every share of tasks has the exact interval: #1's 9 of 30 correct is 30.0 % [15–49].
+        QCOMPARE(model->index(0, 3).data().toString(), QStringLiteral("30.0 % [15\u201349]"));
+
+        // Per task, one level at a time (issue 37 item 5): ten tasks of L2, each run's kept
+        // candidate and the task's best, named as the other pages name it.
+        QVERIFY(results->showTaskLevel(2));
+        auto* detailTabs = results->findChild<QTabWidget*>(QStringLiteral("detailTabs"));
+        auto* perTask = results->findChild<QTableView*>(QStringLiteral("taskTable"));
+        detailTabs->setCurrentWidget(perTask->parentWidget());
+        QTest::qWait(100);
+        QCOMPARE(perTask->model()->rowCount(), 10);
+        QCOMPARE(perTask->model()->index(0, 0).data().toString(), QStringLiteral("L2/1"));
+        QCOMPARE(perTask->model()->index(9, 0).data().toString(), QStringLiteral("L2/10"));
+        QCOMPARE(perTask->model()->columnCount(), 12); // task, the best, ten runs
+        const QString best = perTask->model()->index(0, 1).data().toString();
+        QVERIFY2(best.startsWith(QLatin1Char('#')) && best.contains(QStringLiteral(" · turn ")), qPrintable(best));
+        QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/results-pertask-1280x720.png")));
+
+        // Routing says why each run is left out.
+        auto* routingNote = results->findChild<QLabel*>(QStringLiteral("routingNote"));
+        QVERIFY2(routingNote->text().contains(QStringLiteral("#5 pilot-v1: not used, regime pilot-v1 is not one of the study's four")),
+                 qPrintable(routingNote->text()));
+        QVERIFY2(!routingNote->text().contains(QStringLiteral("check another run")), qPrintable(routingNote->text()));
+        for (int i = 0; i < detailTabs->count(); ++i)
+            if (detailTabs->tabText(i) == QLatin1String("Routing estimate"))
+                detailTabs->setCurrentIndex(i);
+        QVERIFY(routingNote->isVisible());
+        QTest::qWait(100);
+        QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/results-routing-1280x720.png")));
+    }
+
+    // The other pages issue 38 item 3 changed, at 1280×720 on the same study, each picture saved
+    // beside the test program and what it shows checked: the Monitor's prompts a sample was sent,
+    // the Diff page's prompts of both sides, the Prompts page against the set a run used.
+    void provenancePagesAt1280x720()
+    {
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.resize(1280, 720);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(window.openDatabase(m_db));
+
+        // Monitor: run #4 (agent), L2/1 turn 2 sample 1: the analyzer, researcher and generator of
+        // turn 1 and the triager and its own generator prompt of turn 2.
+        window.showPage(QStringLiteral("monitor"));
+        auto* monitor = qobject_cast<RunMonitorPage*>(window.page(QStringLiteral("monitor")));
+        QVERIFY(monitor->openRun(m_db, 4));
+        monitor->selectUnit(UnitKey{QStringLiteral("L2/1"), 2, 1, QStringLiteral("generator")});
+        const QString sent = monitor->promptsSentText();
+        for (const QString& part : {QStringLiteral("turn 1 · analyzer · sample 0"), QStringLiteral("turn 1 · researcher · sample 0"),
+                                    QStringLiteral("turn 1 · generator · sample 1"), QStringLiteral("turn 2 · triager · sample 0"),
+                                    QStringLiteral("turn 2 · generator · sample 1")})
+            QVERIFY2(sent.contains(part), qPrintable(part));
+        QVERIFY(!sent.contains(QStringLiteral("generator · sample 0")));
+        auto* monitorTabs = monitor->findChild<QTabWidget*>(QStringLiteral("detailTabs"));
+        monitorTabs->setCurrentIndex(monitorTabs->count() - 1);
+        QCOMPARE(monitorTabs->tabText(monitorTabs->currentIndex()), QStringLiteral("Prompts sent"));
+        QTest::qWait(100);
+        QCOMPARE(window.size(), QSize(1280, 720));
+        QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/monitor-prompts-1280x720.png")));
+
+        // Diff: L2/1, both sides' prompts in the tab under the code.
+        window.showPage(QStringLiteral("diff"));
+        auto* diff = qobject_cast<DiffPage*>(window.page(QStringLiteral("diff")));
+        QSignalSpy shown(diff, &DiffPage::pairShown);
+        diff->setTasks({{QStringLiteral("L2/1"), QStringLiteral("Conv2d, ReLU, bias add")}}); // no worker lists them here
+        QVERIFY(diff->showTask(QStringLiteral("L2/1")));
+        QTRY_VERIFY_WITH_TIMEOUT(shown.size() > 0 && !diff->isLoading(), 30000);
+        auto* bottom = diff->findChild<QTabWidget*>(QStringLiteral("diffBottomTabs"));
+        bottom->setCurrentIndex(1);
+        QVERIFY2(bottom->tabText(1).startsWith(QStringLiteral("Prompts sent")), qPrintable(bottom->tabText(1)));
+        QVERIFY(diff->view()->promptDiff()->leftEditor()->toPlainText().contains(QStringLiteral("━━ turn 1 · ")));
+        QVERIFY(diff->view()->promptDiff()->rightEditor()->toPlainText().contains(QStringLiteral("━━ turn 1 · ")));
+        QTest::qWait(100);
+        QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/diff-prompts-1280x720.png")));
+
+        // Prompts: the shipped set against the templates run #4 stored.
+        window.showPage(QStringLiteral("prompts"));
+        auto* prompts = qobject_cast<PromptEditorPage*>(window.page(QStringLiteral("prompts")));
+        QVERIFY(prompts->compareWithRun(4));
+        QVERIFY2(prompts->runComparisonText().startsWith(QStringLiteral("#4 agent used 12 templates (prompts · ")),
+                 qPrintable(prompts->runComparisonText()));
+        QVERIFY(prompts->runComparisonText().contains(QStringLiteral("as in the shipped set")));
+        QTest::qWait(100);
+        QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/prompts-compare-1280x720.png")));
     }
 };
 

@@ -4,7 +4,12 @@
 #include "app/workbenchdata.h"
 #include "windowfixture.h"
 
+#include "app/analysispages.h"
+#include "app/runs/reporttables.h"
+#include "app/runs/runtreemodel.h"
 #include "core/run/regime.h"
+#include "core/run/runconfig.h"
+#include "core/run/runname.h"
 
 #include <QJsonArray>
 #include <QTemporaryDir>
@@ -309,6 +314,62 @@ private Q_SLOTS:
         QCOMPARE(firstTurn[0].colorKey, int(n4));
         QVERIFY(qAbs(firstTurn[0].points[0].passPct.value - 25.0) < 1e-9); // one of four first-turn samples
         QVERIFY(qAbs(firstTurn[0].points.last().passPct.value - 100.0) < 1e-9);
+    }
+
+    // One best on every page (issue 38 item 4): the pilot (last turn wins) has the fastest correct
+    // candidate of L1/1 in its first turn but keeps its broken second turn; the agent keeps a
+    // slower correct one. Results (the report and its per-task table), the Roofline, the Diff page
+    // and the Monitor all name the agent's as the task's best, and each run's kept candidate alike.
+    // Before: the Roofline drew the pilot's fastest time and Diff put it on the right.
+    void pagesAgreeOnTheBest()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("best.db"))));
+        const auto create = [&](const QString& regime) {
+            RunConfig config;
+            config.regime = StoredRegime::of(*Regime::builtin(regime));
+            QJsonObject json = config.toJson();
+            json.insert(QStringLiteral("gpu"), kwb::test::h200Device());
+            return store.createRun(regime, regime, json).value_or(0);
+        };
+        const qint64 pilot = create(QStringLiteral("pilot-v1"));
+        const qint64 agent = create(QStringLiteral("agent"));
+        const QString code = QStringLiteral("extern \"C\" __global__ void k() {}");
+        const qint64 pilotFast = kwb::test::addCandidate(store, pilot, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"),
+                                                         2.68, 0.90, 1, code + QStringLiteral("// fast"));
+        const qint64 pilotKept = kwb::test::addCandidate(store, pilot, QStringLiteral("L1/1"), 2, 0,
+                                                         QStringLiteral("incorrect"), 2.68, 3.0, 1, code + QStringLiteral("// broken"));
+        const qint64 agentKept = kwb::test::addCandidate(store, agent, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"),
+                                                         2.68, 2.0, 1, code);
+        QVERIFY(pilotFast && pilotKept && agentKept);
+        const QString agentName = kwb::runLabel(*store.run(agent));
+
+        // Roofline.
+        const TaskTimes times = taskTimesFromStore(store).value(QStringLiteral("L1/1"));
+        QCOMPARE(times.bestEvaluation, agentKept);
+        QCOMPARE(times.bestLabel, agentName + QStringLiteral(", turn 1, sample 0")); // the run's one name
+        // Diff.
+        const QList<CandidateEntry> entries = candidatesOfTask(store, QStringLiteral("L1/1"));
+        QCOMPARE(entries.size(), 3);
+        QCOMPARE(entries.at(DiffPage::defaultPair(entries).second).candidate.evaluationId, agentKept);
+        // Results and kwb report.
+        const std::optional<Report> report = buildReport(store, {}, ReportOptions{}, nullptr);
+        QVERIFY(report);
+        QCOMPARE(report->bestOfTask.value(QStringLiteral("L1/1")).evaluation, agentKept);
+        QCOMPARE(report->runs.at(0).chosenEvaluation.value(QStringLiteral("L1/1")), pilotKept);
+        QCOMPARE(report->runs.at(1).chosenEvaluation.value(QStringLiteral("L1/1")), agentKept);
+        const TextTable perTask = taskTable(*report, 1);
+        QCOMPARE(perTask.rows.size(), 1);
+        QVERIFY2(perTask.rows[0].at(1).startsWith(agentName + QStringLiteral(" · turn 1 · sample 0 · correct")),
+                 qPrintable(perTask.rows[0].at(1)));
+        QCOMPARE(perTask.rows[0].at(2), QStringLiteral("incorrect")); // the pilot's kept one, not its fast one
+        // Monitor: each run's task row shows the candidate the run keeps.
+        RunTreeModel tree;
+        tree.load(store, pilot);
+        QCOMPARE(tree.index(0, RunTreeModel::StatusColumn).data().toString(), QStringLiteral("incorrect"));
+        tree.load(store, agent);
+        QCOMPARE(tree.index(0, RunTreeModel::StatusColumn).data().toString(), QStringLiteral("correct"));
     }
 };
 
