@@ -45,8 +45,8 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
 {
     QHash<QString, TaskTimes> times;
     QHash<QString, qint64> eagerFrom; // task -> evaluation id the eager time came from
-    QList<RunInfo> runs;                               // the runs on the GPU, in store order
-    QHash<QString, QList<PickCandidate>> picks;        // task -> its candidates, for the one best
+    QList<RunInfo> runs;              // the runs on the GPU, in store order
+    QHash<QString, QList<PickCandidate>> picks;                       // task -> its candidates, for the one best
     QHash<qint64, std::pair<QString, EvaluationResult>> byEvaluation; // id -> its run's label, result
     for (const RunInfo& run : store.runs()) {
         if (!gpuName.isEmpty() && runGpuName(run) != gpuName)

@@ -254,8 +254,8 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("model");
         QTest::addColumn<int>("source");
-        QTest::newRow("recorded") << QStringList{QStringLiteral("--recorded"), kFixture} << QString::fromLatin1(kRecordedModel)
-                                  << int(AnswerSource::RecordedServer);
+        QTest::newRow("recorded") << QStringList{QStringLiteral("--recorded"), kFixture}
+                                  << QString::fromLatin1(kRecordedModel) << int(AnswerSource::RecordedServer);
         QTest::newRow("fixtures") << QStringList{QStringLiteral("--candidates"), QStringLiteral(KWB_FIXTURE_CANDIDATES)}
                                   << QString::fromLatin1(kFixtureModel) << int(AnswerSource::FixtureServer);
     }
@@ -270,7 +270,8 @@ private Q_SLOTS:
         QEventLoop loop;
         connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
         loop.exec();
-        const QJsonArray data = QJsonDocument::fromJson(reply->readAll()).object().value(QLatin1String("data")).toArray();
+        const QJsonArray data =
+            QJsonDocument::fromJson(reply->readAll()).object().value(QLatin1String("data")).toArray();
         reply->deleteLater();
         QCOMPARE(data.size(), 1);
         const QString listed = data.first().toObject().value(QLatin1String("id")).toString();

@@ -76,13 +76,20 @@ private Q_SLOTS:
     void promptsSentForASample()
     {
         const auto p = [](qint64 id, int turn, int sample, const QString& role) {
-            return PromptRecord{id, 1, QStringLiteral("L2/1"), turn, sample, role, QStringLiteral("text %1").arg(id),
+            return PromptRecord{id,
+                                1,
+                                QStringLiteral("L2/1"),
+                                turn,
+                                sample,
+                                role,
+                                QStringLiteral("text %1").arg(id),
                                 QStringLiteral("abcdef0123456789")};
         };
-        const QList<PromptRecord> all = {p(1, 1, 0, QStringLiteral("analyzer")),  p(2, 1, 0, QStringLiteral("generator")),
-                                         p(3, 1, 1, QStringLiteral("generator")), p(4, 2, 0, QStringLiteral("triager")),
-                                         p(5, 2, 0, QStringLiteral("generator")), p(6, 2, 1, QStringLiteral("generator")),
-                                         p(7, 3, 1, QStringLiteral("generator"))};
+        const QList<PromptRecord> all = {
+            p(1, 1, 0, QStringLiteral("analyzer")),  p(2, 1, 0, QStringLiteral("generator")),
+            p(3, 1, 1, QStringLiteral("generator")), p(4, 2, 0, QStringLiteral("triager")),
+            p(5, 2, 0, QStringLiteral("generator")), p(6, 2, 1, QStringLiteral("generator")),
+            p(7, 3, 1, QStringLiteral("generator"))};
         QList<qint64> ids;
         for (const PromptRecord& r : promptsSentFor(all, 2, 1))
             ids << r.id;

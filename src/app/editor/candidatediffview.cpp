@@ -355,11 +355,11 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
     m_leftLog->setPlainText(CandidateSide::evaluationReport(left.evaluation));
     m_rightLog->setPlainText(CandidateSide::evaluationReport(right.evaluation));
     m_promptDiff->setTexts(left.prompts, right.prompts, Language::Markdown);
-    m_bottomTabs->setTabText(1, left.prompts.isEmpty() && right.prompts.isEmpty()
-                                    ? tr("Prompts sent")
-                                    : m_promptDiff->changeCount() == 0
-                                          ? tr("Prompts sent: identical")
-                                          : tr("Prompts sent: %1").arg(plural(m_promptDiff->changeCount(), "change", "changes")));
+    m_bottomTabs->setTabText(
+        1, left.prompts.isEmpty() && right.prompts.isEmpty() ? tr("Prompts sent")
+           : m_promptDiff->changeCount() == 0
+               ? tr("Prompts sent: identical")
+               : tr("Prompts sent: %1").arg(plural(m_promptDiff->changeCount(), "change", "changes")));
 
     // Room by need: each block as tall as its rows where both fit, else the shorter one whole
     // (up to 45 %) and the longer one the rest; the logs take what is left, at least a few lines.

@@ -442,8 +442,12 @@ void PromptEditorPage::updateRunComparison()
                    .arg(promptSetName(config))
                    .arg(same)
                    .arg(setName) +
-               (differ.isEmpty() ? QString() : tr("; %1 worded otherwise: %2").arg(differ.size()).arg(differ.join(QStringLiteral(", ")))) +
-               (onlyInRun.isEmpty() ? QString() : tr("; %1 not in this set: %2").arg(onlyInRun.size()).arg(onlyInRun.join(QStringLiteral(", ")))) +
+               (differ.isEmpty()
+                    ? QString()
+                    : tr("; %1 worded otherwise: %2").arg(differ.size()).arg(differ.join(QStringLiteral(", ")))) +
+               (onlyInRun.isEmpty()
+                    ? QString()
+                    : tr("; %1 not in this set: %2").arg(onlyInRun.size()).arg(onlyInRun.join(QStringLiteral(", ")))) +
                tr("; %1 of this set's not used by it.").arg(unused);
     m_runComparison->setText(text);
     populateTree();
@@ -489,7 +493,8 @@ void PromptEditorPage::populateTree()
                     const bool same = match.value() == TemplateMatch::Same;
                     const bool unused = match.value() == TemplateMatch::NotUsedByRun;
                     item->setText(0, item->text(0) + (same ? tr("  = run") : unused ? tr("  ∅ run") : tr("  ≠ run")));
-                    item->setForeground(0, same ? item->foreground(0) : QBrush(unused ? Qt::gray : QColor(0xb0, 0x1e, 0x1e)));
+                    item->setForeground(0, same ? item->foreground(0)
+                                                : QBrush(unused ? Qt::gray : QColor(0xb0, 0x1e, 0x1e)));
                 }
             }
             const auto diff = differences.constFind(path);

@@ -180,7 +180,7 @@ private:
     bool m_loading = false;
 
     QTreeWidget* m_tree = nullptr;
-    QComboBox* m_runCombo = nullptr;  ///< "Compare with run"
+    QComboBox* m_runCombo = nullptr; ///< "Compare with run"
     QLabel* m_runComparison = nullptr;
     QList<RunInfo> m_runs;
     QHash<QString, TemplateMatch> m_runMatch; ///< template path of the current set -> against the run chosen

@@ -112,8 +112,9 @@ QString pValueCell(double p)
 /// Which 95 % interval a percentage cell has (runstats.h, Estimate), for its tooltip.
 QString intervalNote(const Estimate& e)
 {
-    return e.exactBinomial ? tr("95 % exact binomial (Clopper–Pearson) interval, the method of every share-of-tasks column")
-                           : tr("95 % bootstrap interval over tasks");
+    return e.exactBinomial
+               ? tr("95 % exact binomial (Clopper–Pearson) interval, the method of every share-of-tasks column")
+               : tr("95 % bootstrap interval over tasks");
 }
 
 TextTable runTable(const Report& report)
@@ -121,20 +122,21 @@ TextTable runTable(const Report& report)
     TextTable table;
     // Clear fast_1 is the headline; plain fast_1 is in its tooltip and beside it in the fast_p table
     // (a column of its own would push the speed-up out of a 1280-pixel window).
-    table.headers = {tr("Run"),       tr("Status"),     tr("Tasks"),           tr("Correct %"),
-                     tr("Clear fast_1 %"), tr("Compiled %"), tr("Geomean speedup"), tr("Tokens in / out"),
-                     tr("Model time"), tr("Answered by"), tr("Endpoint"), tr("Answer format"), tr("Prompt set")};
+    table.headers = {
+        tr("Run"),        tr("Status"),          tr("Tasks"),           tr("Correct %"),  tr("Clear fast_1 %"),
+        tr("Compiled %"), tr("Geomean speedup"), tr("Tokens in / out"), tr("Model time"), tr("Answered by"),
+        tr("Endpoint"),   tr("Answer format"),   tr("Prompt set")};
     table.textColumns = 2;
     table.trailingTextColumns = 4;
     for (const RunReport& run : report.runs) {
         const Metrics& m = run.summary.overall;
         const RunProvenance provenance = runProvenance(run.run);
-        table.rows.append({run.label(), run.run.status, QString::number(m.tasks),
-                           percentText(m.correctPct), clearFast1Text(m), percentText(m.compiledPct),
-                           geomeanSpeedupText(m),
-                           QStringLiteral("%1 / %2").arg(compactCountCell(run.usage.tokensIn), compactCountCell(run.usage.tokensOut)),
-                           durationCell(run.usage.latencyMs), provenance.sourceText(), provenance.endpoint,
-                           provenance.answerFormat, provenance.promptSet});
+        table.rows.append(
+            {run.label(), run.run.status, QString::number(m.tasks), percentText(m.correctPct), clearFast1Text(m),
+             percentText(m.compiledPct), geomeanSpeedupText(m),
+             QStringLiteral("%1 / %2").arg(compactCountCell(run.usage.tokensIn), compactCountCell(run.usage.tokensOut)),
+             durationCell(run.usage.latencyMs), provenance.sourceText(), provenance.endpoint, provenance.answerFormat,
+             provenance.promptSet});
         QStringList tips = emptyTips(int(table.headers.size()));
         tips[0] = tr("%1, created %2, %3 evaluations\n%4")
                       .arg(run.run.name, run.run.created.toLocalTime().toString(Qt::ISODate))
@@ -156,7 +158,10 @@ TextTable runTable(const Report& report)
                              .arg(m.clearFast1)
                              .arg(m.tasks)
                              .arg(intervalNote(m.clearFast1Pct))) +
-                  tr(" KernelBench's plain fast_1 (any speed-up above 1): %1 of %2, %3").arg(m.fast1).arg(m.tasks).arg(percentText(m.fast1Pct));
+                  tr(" KernelBench's plain fast_1 (any speed-up above 1): %1 of %2, %3")
+                      .arg(m.fast1)
+                      .arg(m.tasks)
+                      .arg(percentText(m.fast1Pct));
         tips[5] = tr("%1 of %2 tasks compiled; %3").arg(m.compiled).arg(m.tasks).arg(intervalNote(m.compiledPct));
         tips[6] = tr("Geometric mean over the %1 correct kernel(s) with a timed speedup; arithmetic mean %2, best %3; "
                      "%4 of the %5 correct answers launch no kernel of their own")
@@ -212,7 +217,8 @@ TextTable taskTable(const Report& report, int level)
             tips[r + 2] = o && evaluation ? tr("The candidate %1 keeps for %2 (its own selection): evaluation %3")
                                                 .arg(report.runs.at(r).label(), task)
                                                 .arg(evaluation)
-                                          : o ? tr("No evaluation: counted as a failure") : tr("Not a task of this run");
+                          : o ? tr("No evaluation: counted as a failure")
+                              : tr("Not a task of this run");
         }
         const auto best = report.bestOfTask.constFind(task);
         const RunReport* bestRun = best == report.bestOfTask.cend() ? nullptr : findRun(report, best->run);
@@ -226,9 +232,9 @@ TextTable taskTable(const Report& report, int level)
                            .arg(best->sample)
                            .arg(o ? QStringLiteral(" · ") + cell(*o) : QString());
             tips[1] = tr("Of the candidates these runs keep, the best (correct and counted, then compiled, then "
-                             "speed-up; ties: the run listed first): evaluation %1. The Roofline and the Diff page "
-                             "show the same one.")
-                              .arg(best->evaluation);
+                         "speed-up; ties: the run listed first): evaluation %1. The Roofline and the Diff page "
+                         "show the same one.")
+                          .arg(best->evaluation);
         }
         table.rows.append(QStringList{task, bestText} + runCells);
         table.tooltips.append(tips);
@@ -277,16 +283,24 @@ TextTable fastPTable(const Report& report)
         QStringList cells = {run.label()};
         QStringList tips = emptyTips(int(table.headers.size()));
         for (const FastP& f : run.fastP) {
-            tips[cells.size()] = f.noIntervals
-                                     ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: the run "
-                                          "kept no speed-up interval")
-                                           .arg(f.fast).arg(f.tasks).arg(f.p)
-                                 : f.undecided > 0
-                                     ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: %4 of them "
-                                          "have a speed-up without an interval")
-                                           .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.undecided)
-                                     : tr("%1 of %2 tasks correct with a speed-up above %3; %4 with its interval wholly above it")
-                                           .arg(f.fast).arg(f.tasks).arg(f.p).arg(f.clear);
+            tips[cells.size()] =
+                f.noIntervals ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: the run "
+                                   "kept no speed-up interval")
+                                    .arg(f.fast)
+                                    .arg(f.tasks)
+                                    .arg(f.p)
+                : f.undecided > 0
+                    ? tr("%1 of %2 tasks correct with a speed-up above %3; clear not measured: %4 of them "
+                         "have a speed-up without an interval")
+                          .arg(f.fast)
+                          .arg(f.tasks)
+                          .arg(f.p)
+                          .arg(f.undecided)
+                    : tr("%1 of %2 tasks correct with a speed-up above %3; %4 with its interval wholly above it")
+                          .arg(f.fast)
+                          .arg(f.tasks)
+                          .arg(f.p)
+                          .arg(f.clear);
             cells << (run.compileOnly ? tr("not measured") : f.plainAndClearText());
         }
         table.rows.append(cells);

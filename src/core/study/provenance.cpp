@@ -114,7 +114,8 @@ QList<PromptRecord> promptsSentFor(const QList<PromptRecord>& taskPrompts, int t
         if (own.contains(key) ? p.sample == sample : p.sample == lowest.value(key))
             sent.append(p);
     }
-    std::stable_sort(sent.begin(), sent.end(), [](const PromptRecord& a, const PromptRecord& b) { return a.turn < b.turn; });
+    std::stable_sort(sent.begin(), sent.end(),
+                     [](const PromptRecord& a, const PromptRecord& b) { return a.turn < b.turn; });
     return sent;
 }
 
@@ -128,18 +129,21 @@ QString promptsText(const QList<PromptRecord>& prompts)
                      .arg(p.turn)
                      .arg(p.role)
                      .arg(p.sample)
-                     .arg(p.templateHash.isEmpty() ? QString() : QStringLiteral(" · template %1").arg(p.templateHash.left(8)),
+                     .arg(p.templateHash.isEmpty() ? QString()
+                                                   : QStringLiteral(" · template %1").arg(p.templateHash.left(8)),
                           p.text);
     return parts.join(QStringLiteral("\n\n"));
 }
 
 QList<TemplateComparison> compareTemplates(const QMap<QString, QString>& setTexts, const RunConfig& run)
 {
-    const auto sha = [](const QString& text) { return QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256); };
+    const auto sha = [](const QString& text) {
+        return QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256);
+    };
     QMap<QString, TemplateMatch> byName;
     for (auto it = setTexts.cbegin(); it != setTexts.cend(); ++it) {
         const auto used = run.templates.constFind(it.key());
-        byName.insert(it.key(), used == run.templates.cend()      ? TemplateMatch::NotUsedByRun
+        byName.insert(it.key(), used == run.templates.cend()           ? TemplateMatch::NotUsedByRun
                                 : sha(used.value()) == sha(it.value()) ? TemplateMatch::Same
                                                                        : TemplateMatch::Differs);
     }

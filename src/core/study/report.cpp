@@ -533,14 +533,16 @@ QString notMainRegimeReason(const RunInfo& run)
 {
     const RunConfig& config = run.config;
     if (config.isSweep())
-        return QStringLiteral("part of a sweep (n = %1): a sweep's runs are its best-of-n curve").arg(config.regime.fields.n);
+        return QStringLiteral("part of a sweep (n = %1): a sweep's runs are its best-of-n curve")
+            .arg(config.regime.fields.n);
     if (isRoutedRun(config))
         return QStringLiteral("a routed run: it is itself a routing");
     const Regime& stored = config.regime.fields;
     static const QStringList tableRegimes = {QStringLiteral("zero-shot"), QStringLiteral("profiling-guided"),
                                              QStringLiteral("iterative"), QStringLiteral("agent")};
     if (!tableRegimes.contains(stored.name))
-        return QStringLiteral("regime %1 is not one of the study's four (zero-shot, profiling-guided, iterative, agent)")
+        return QStringLiteral(
+                   "regime %1 is not one of the study's four (zero-shot, profiling-guided, iterative, agent)")
             .arg(stored.name.isEmpty() ? QStringLiteral("(none stored)") : stored.name);
     if (!stored.ablated.isEmpty())
         return QStringLiteral("an ablation (%1 off)").arg(stored.ablated.join(QStringLiteral(", ")));
@@ -557,12 +559,14 @@ QString notMainRegimeReason(const RunInfo& run)
     if (stored.turns != builtin->turns)
         differs << QStringLiteral("%1 turn(s) (built in: %2)").arg(stored.turns).arg(builtin->turns);
     if (stored.temperature != builtin->temperature)
-        differs << QStringLiteral("temperature %1 (built in: %2)").arg(temperature(stored.temperature),
-                                                                       temperature(builtin->temperature));
+        differs << QStringLiteral("temperature %1 (built in: %2)")
+                       .arg(temperature(stored.temperature), temperature(builtin->temperature));
     if (stored.feedback != builtin->feedback)
-        differs << QStringLiteral("feedback %1 (built in: %2)").arg(toString(stored.feedback), toString(builtin->feedback));
+        differs
+            << QStringLiteral("feedback %1 (built in: %2)").arg(toString(stored.feedback), toString(builtin->feedback));
     if (stored.selection != builtin->selection)
-        differs << QStringLiteral("selection %1 (built in: %2)").arg(toString(stored.selection), toString(builtin->selection));
+        differs << QStringLiteral("selection %1 (built in: %2)")
+                       .arg(toString(stored.selection), toString(builtin->selection));
     if (stored.stopWhenCorrect != builtin->stopWhenCorrect)
         differs << QStringLiteral("stop when correct %1 (built in: %2)")
                        .arg(stored.stopWhenCorrect ? QStringLiteral("on") : QStringLiteral("off"),
@@ -934,17 +938,18 @@ ReportTable perLevelTable(const Report& report)
 QString reportMarkdown(const Report& report)
 {
     QString md = QStringLiteral("# Kernel Workbench report\n\n");
-    md += QStringLiteral("Database: `%1`. Each task counts once, by the candidate the run's selection keeps (correct, "
-                         "then compiled, then speedup; ties: the lower sample, the earlier turn). Every task asked "
-                         "counts; one without an evaluation is a failure. Percentages over tasks with their 95 % exact "
-                         "binomial (Clopper–Pearson) intervals in brackets; the geometric mean with a 95 % bootstrap "
-                         "interval over tasks. A geometric mean of one kernel has no interval. The study's "
-                         "arithmetic mean and best speed-up are point values over the same correct kernels; clear fast_1, the "
-                         "headline, counts a correct task only when its speed-up's 95 % interval lies wholly above 1 "
-                         "(plain fast_1 beside it counts any speed-up above 1; n/a where a fast task's speed-up "
-                         "has no interval, as in results from before intervals were kept); "
-                         "torch-only correct: correct answers that launch no kernel of their own (they tie the "
-                         "reference by calling torch).\n\n")
+    md += QStringLiteral(
+              "Database: `%1`. Each task counts once, by the candidate the run's selection keeps (correct, "
+              "then compiled, then speedup; ties: the lower sample, the earlier turn). Every task asked "
+              "counts; one without an evaluation is a failure. Percentages over tasks with their 95 % exact "
+              "binomial (Clopper–Pearson) intervals in brackets; the geometric mean with a 95 % bootstrap "
+              "interval over tasks. A geometric mean of one kernel has no interval. The study's "
+              "arithmetic mean and best speed-up are point values over the same correct kernels; clear fast_1, the "
+              "headline, counts a correct task only when its speed-up's 95 % interval lies wholly above 1 "
+              "(plain fast_1 beside it counts any speed-up above 1; n/a where a fast task's speed-up "
+              "has no interval, as in results from before intervals were kept); "
+              "torch-only correct: correct answers that launch no kernel of their own (they tie the "
+              "reference by calling torch).\n\n")
               .arg(report.database);
     if (report.runs.isEmpty())
         return md + QStringLiteral("No runs.\n");

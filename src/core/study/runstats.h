@@ -94,7 +94,10 @@ struct Metrics
     int timedCorrect = 0;
     int timedWithInterval = 0;
     /// Whether clear fast_1 was measured: no fast task without an interval, and intervals kept.
-    bool clearFast1Measured() const { return clearFast1Undecided == 0 && !(timedCorrect > 0 && timedWithInterval == 0); }
+    bool clearFast1Measured() const
+    {
+        return clearFast1Undecided == 0 && !(timedCorrect > 0 && timedWithInterval == 0);
+    }
     int compiled = 0;
     Estimate correctPct;
     Estimate fast1Pct;    ///< over ALL tasks, not over the correct ones

@@ -406,7 +406,8 @@ private Q_SLOTS:
         QVERIFY(!page.compareWithRun(8));
         QVERIFY(page.compareWithRun(7));
         const QString summary = page.runComparisonText();
-        QVERIFY2(summary.startsWith(QStringLiteral("#7 zero-shot used %1 templates").arg(config.templates.size())), qPrintable(summary));
+        QVERIFY2(summary.startsWith(QStringLiteral("#7 zero-shot used %1 templates").arg(config.templates.size())),
+                 qPrintable(summary));
         QVERIFY2(summary.contains(QStringLiteral("1 worded otherwise: zero-shot/generator")), qPrintable(summary));
         QStringList marks;
         for (QTreeWidgetItemIterator it(page.setTree()); *it; ++it)

@@ -115,8 +115,9 @@ private Q_SLOTS:
         QCOMPARE(clear, QStringLiteral("n/a"));
         const int clearColumn = columnOf(runs, QStringLiteral("Clear fast_1 %"));
         const QString tip = runs->model()->index(agent, clearColumn).data(Qt::ToolTipRole).toString();
-        QVERIFY2(tip.startsWith(QStringLiteral("Not measured: none of the 2 timed correct tasks has a speed-up interval")),
-                 qPrintable(tip));
+        QVERIFY2(
+            tip.startsWith(QStringLiteral("Not measured: none of the 2 timed correct tasks has a speed-up interval")),
+            qPrintable(tip));
         QVERIFY2(tip.contains(QStringLiteral("plain fast_1 (any speed-up above 1): 1 of 3, 33.3 % [")), qPrintable(tip));
         // Compiled: every task but L2/1's compile error.
         QVERIFY(cell(runs, agent, QStringLiteral("Compiled %")).startsWith(QStringLiteral("66.7 % [")));

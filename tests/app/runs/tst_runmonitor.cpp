@@ -655,13 +655,16 @@ private Q_SLOTS:
         page.selectUnit(UnitKey{QStringLiteral("L1/1"), 1, 1, QStringLiteral("generator")});
         QString prompts = page.promptsSentText();
         QVERIFY2(prompts.contains(QStringLiteral("turn 1 · analyzer · sample 0")), qPrintable(prompts));
-        QVERIFY2(prompts.contains(QStringLiteral("turn 1 · generator · sample 1 ━━\nprompt for L1/1")), qPrintable(prompts));
+        QVERIFY2(prompts.contains(QStringLiteral("turn 1 · generator · sample 1 ━━\nprompt for L1/1")),
+                 qPrintable(prompts));
         QVERIFY2(!prompts.contains(QStringLiteral("generator · sample 0")), qPrintable(prompts));
         // Turn 2 of L1/2: each turn's prompts, every role.
         page.selectUnit(UnitKey{QStringLiteral("L1/2"), 2, 0, QStringLiteral("generator")});
         prompts = page.promptsSentText();
-        QVERIFY2(prompts.indexOf(QStringLiteral("turn 1 · generator")) < prompts.indexOf(QStringLiteral("turn 2 · triager")) &&
-                     prompts.indexOf(QStringLiteral("turn 2 · triager")) < prompts.indexOf(QStringLiteral("turn 2 · generator")) &&
+        QVERIFY2(prompts.indexOf(QStringLiteral("turn 1 · generator")) <
+                         prompts.indexOf(QStringLiteral("turn 2 · triager")) &&
+                     prompts.indexOf(QStringLiteral("turn 2 · triager")) <
+                         prompts.indexOf(QStringLiteral("turn 2 · generator")) &&
                      prompts.indexOf(QStringLiteral("turn 1 · generator")) >= 0,
                  qPrintable(prompts));
         page.selectUnit(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});

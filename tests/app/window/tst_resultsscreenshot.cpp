@@ -4,16 +4,16 @@
 // and the run list (issue 15: Table I showed two rows; runs #4 and #6–#10 were all "agent").
 // Writes docs-ready PNGs beside the test program (results-1280x720.png).
 
-#include "app/mainwindow.h"
 #include "app/analysispages.h"
 #include "app/editor/candidatediffview.h"
 #include "app/editor/codeeditor.h"
 #include "app/editor/prompteditorpage.h"
 #include "app/editor/sidebysidediffview.h"
+#include "app/mainwindow.h"
 #include "app/runs/resultspage.h"
+#include "app/runs/runlistmodel.h"
 #include "app/runs/runmonitorpage.h"
 #include "app/runs/runsession.h"
-#include "app/runs/runlistmodel.h"
 
 #include <QDir>
 #include <QHeaderView>
@@ -160,7 +160,10 @@ private Q_SLOTS:
         QCOMPARE(columnTexts(tableOne, format), QSet<QString>{QStringLiteral("native")});
         QVERIFY(model->index(0, endpoint).data().toString().startsWith(QStringLiteral("http://127.0.0.1:")));
         QVERIFY(model->index(0, promptSet).data().toString().startsWith(QStringLiteral("prompts · ")));
-        QVERIFY(model->index(0, 0).data(Qt::ToolTipRole).toString().contains(QStringLiteral("no language model wrote them")));
+        QVERIFY(model->index(0, 0)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .contains(QStringLiteral("no language model wrote them")));
         // The study kept no speed-up interval: clear fast_1 was not measured, never "0.0 %".
         QCOMPARE(columnTexts(tableOne, clear), QSet<QString>{QStringLiteral("n/a")});
         // Every share of tasks has the exact interval: #1's 9 of 30 correct is 30.0 % [15–49].
@@ -183,7 +186,8 @@ private Q_SLOTS:
 
         // Routing says why each run is left out.
         auto* routingNote = results->findChild<QLabel*>(QStringLiteral("routingNote"));
-        QVERIFY2(routingNote->text().contains(QStringLiteral("#5 pilot-v1: not used, regime pilot-v1 is not one of the study's four")),
+        QVERIFY2(routingNote->text().contains(
+                     QStringLiteral("#5 pilot-v1: not used, regime pilot-v1 is not one of the study's four")),
                  qPrintable(routingNote->text()));
         QVERIFY2(!routingNote->text().contains(QStringLiteral("check another run")), qPrintable(routingNote->text()));
         for (int i = 0; i < detailTabs->count(); ++i)
@@ -212,9 +216,10 @@ private Q_SLOTS:
         QVERIFY(monitor->openRun(m_db, 4));
         monitor->selectUnit(UnitKey{QStringLiteral("L2/1"), 2, 1, QStringLiteral("generator")});
         const QString sent = monitor->promptsSentText();
-        for (const QString& part : {QStringLiteral("turn 1 · analyzer · sample 0"), QStringLiteral("turn 1 · researcher · sample 0"),
-                                    QStringLiteral("turn 1 · generator · sample 1"), QStringLiteral("turn 2 · triager · sample 0"),
-                                    QStringLiteral("turn 2 · generator · sample 1")})
+        for (const QString& part :
+             {QStringLiteral("turn 1 · analyzer · sample 0"), QStringLiteral("turn 1 · researcher · sample 0"),
+              QStringLiteral("turn 1 · generator · sample 1"), QStringLiteral("turn 2 · triager · sample 0"),
+              QStringLiteral("turn 2 · generator · sample 1")})
             QVERIFY2(sent.contains(part), qPrintable(part));
         QVERIFY(!sent.contains(QStringLiteral("generator · sample 0")));
         auto* monitorTabs = monitor->findChild<QTabWidget*>(QStringLiteral("detailTabs"));
@@ -228,7 +233,8 @@ private Q_SLOTS:
         window.showPage(QStringLiteral("diff"));
         auto* diff = qobject_cast<DiffPage*>(window.page(QStringLiteral("diff")));
         QSignalSpy shown(diff, &DiffPage::pairShown);
-        diff->setTasks({{QStringLiteral("L2/1"), QStringLiteral("Conv2d, ReLU, bias add")}}); // no worker lists them here
+        diff->setTasks(
+            {{QStringLiteral("L2/1"), QStringLiteral("Conv2d, ReLU, bias add")}}); // no worker lists them here
         QVERIFY(diff->showTask(QStringLiteral("L2/1")));
         QTRY_VERIFY_WITH_TIMEOUT(shown.size() > 0 && !diff->isLoading(), 30000);
         auto* bottom = diff->findChild<QTabWidget*>(QStringLiteral("diffBottomTabs"));

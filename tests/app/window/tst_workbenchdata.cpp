@@ -336,12 +336,14 @@ private Q_SLOTS:
         const qint64 pilot = create(QStringLiteral("pilot-v1"));
         const qint64 agent = create(QStringLiteral("agent"));
         const QString code = QStringLiteral("extern \"C\" __global__ void k() {}");
-        const qint64 pilotFast = kwb::test::addCandidate(store, pilot, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"),
-                                                         2.68, 0.90, 1, code + QStringLiteral("// fast"));
-        const qint64 pilotKept = kwb::test::addCandidate(store, pilot, QStringLiteral("L1/1"), 2, 0,
-                                                         QStringLiteral("incorrect"), 2.68, 3.0, 1, code + QStringLiteral("// broken"));
-        const qint64 agentKept = kwb::test::addCandidate(store, agent, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"),
-                                                         2.68, 2.0, 1, code);
+        const qint64 pilotFast =
+            kwb::test::addCandidate(store, pilot, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"), 2.68, 0.90,
+                                    1, code + QStringLiteral("// fast"));
+        const qint64 pilotKept =
+            kwb::test::addCandidate(store, pilot, QStringLiteral("L1/1"), 2, 0, QStringLiteral("incorrect"), 2.68, 3.0,
+                                    1, code + QStringLiteral("// broken"));
+        const qint64 agentKept = kwb::test::addCandidate(store, agent, QStringLiteral("L1/1"), 1, 0,
+                                                         QStringLiteral("correct"), 2.68, 2.0, 1, code);
         QVERIFY(pilotFast && pilotKept && agentKept);
         const QString agentName = kwb::runLabel(*store.run(agent));
 
