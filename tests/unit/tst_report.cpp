@@ -441,6 +441,30 @@ private Q_SLOTS:
         QVERIFY(!buildReport(closed, {}, ReportOptions{}, &error));
     }
 
+    // The export says where the answers came from, as the window's banner and Table I do.
+    void markdownSaysWhatAnswered()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("p.db"))));
+        QJsonObject config = runConfig(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")});
+        config.insert(QStringLiteral("model"), QStringLiteral("fixture-model"));
+        config.insert(QStringLiteral("endpoint"), QStringLiteral("http://127.0.0.1:9/v1"));
+        const qint64 run = store.createRun(QStringLiteral("z"), QStringLiteral("zero-shot"), config).value_or(0);
+        QVERIFY(run > 0);
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        const QString md = reportMarkdown(*r);
+        QVERIFY2(
+            md.contains(QStringLiteral("## Where the answers came from\n\n**Not a live model: 1 of its 1 runs were "
+                                       "answered by kwb-fixture-llm")),
+            qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral(
+                     "| #1 zero-shot | fixture server (fixture-model) | http://127.0.0.1:9/v1 | native |")),
+                 qPrintable(md));
+    }
+
     void markdown()
     {
         const Report r = report();

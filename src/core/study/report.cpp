@@ -1,5 +1,6 @@
 #include "core/study/report.h"
 
+#include "core/study/provenance.h"
 #include "core/study/taskbest.h"
 
 #include "core/tasks/kernelbound.h"
@@ -77,8 +78,9 @@ QJsonValue jsonCount(const std::optional<qint64>& value)
     return value ? QJsonValue(double(*value)) : QJsonValue(QJsonValue::Null);
 }
 
-/// {"value","low","high","interval"}: "interval" says how low and high were made ("bootstrap", or
-/// "exact_binomial" at 0 % and 100 %: runstats.h's Estimate), null where there is none.
+/// {"value","low","high","interval"}: "interval" says how low and high were made ("exact_binomial"
+/// for a share of tasks, "bootstrap" for the geometric mean: runstats.h's Estimate), null where
+/// there is none.
 QJsonObject estimateJson(const Estimate& estimate)
 {
     const bool has = estimate.hasInterval();
@@ -985,6 +987,23 @@ QString reportMarkdown(const Report& report)
               << (run.compileOnly ? notMeasured : torchOnlyText(m)) << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
               << seconds(run.usage.latencyMs);
         md += mdRow(cells);
+    }
+
+    // Where each run's answers came from (provenance.h): a stand-in's numbers are about the
+    // workbench, not a model, and the export says so as the window does.
+    md += QStringLiteral("\n## Where the answers came from\n\n");
+    QList<RunInfo> infos;
+    for (const RunReport& run : report.runs)
+        infos.append(run.run);
+    const QString standIn = standInAnswersNote(infos);
+    if (!standIn.isEmpty())
+        md += QStringLiteral("**%1**\n\n").arg(standIn);
+    md += mdHeader({QStringLiteral("run"), QStringLiteral("answered by"), QStringLiteral("endpoint"),
+                    QStringLiteral("answer format"), QStringLiteral("prompt set")},
+                   5);
+    for (const RunReport& run : report.runs) {
+        const RunProvenance p = runProvenance(run.run);
+        md += mdRow({run.label(), p.sourceText(), p.endpoint, p.answerFormat, p.promptSet});
     }
 
     md += QStringLiteral("\n## Per level\n\n");
