@@ -116,6 +116,7 @@ std::optional<qint64> earlierImport(const RunStore& store, const QString& folder
         const QString key = QStringLiteral("directory"), block = QStringLiteral("code_block");
         if (earlier.import.value(key).toString() == folderPath
             && earlier.import.value(block).toString() == config.import.value(block).toString()
+            && earlier.import.value(QStringLiteral("device")).toString() == config.import.value(QStringLiteral("device")).toString()
             && earlier.protocolProfile == config.protocolProfile && earlier.scale == config.scale
             && earlier.compileOnly == config.compileOnly && earlier.answerFormat == config.answerFormat
             && (!found || info.id > *found))
@@ -259,6 +260,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                                     {QStringLiteral("files"), files},
                                     // the block a whole response's module is taken from
                                     {QStringLiteral("code_block"), options.codeBlock},
+                                    // --device as given (empty: the GPU where there is one), for --resume
+                                    {QStringLiteral("device"), options.device},
                                     {QStringLiteral("skipped"), run.skipped},
                                     {QStringLiteral("recorded_verdicts"), run.verdictFiles}};
         if (regime)

@@ -709,6 +709,12 @@ private Q_SLOTS:
         const Kwb fresh = importFolder(dir.path(), db, {QStringLiteral("--json")});
         QCOMPARE(fresh.json().value(QLatin1String("evaluated")).toInt(), 4);
         QVERIFY(fresh.json().value(QLatin1String("run")).toInteger() != runId);
+        // Other settings are another import: --resume with another scale starts a run of its own.
+        const Kwb smoke = importFolder(dir.path(), db, {QStringLiteral("--resume"), QStringLiteral("--scale"),
+                                                        QStringLiteral("smoke"), QStringLiteral("--json")});
+        QCOMPARE(smoke.json().value(QLatin1String("evaluated")).toInt(), 4);
+        QCOMPARE(smoke.json().value(QLatin1String("kept")).toInt(), 0);
+        QVERIFY(!smoke.json().value(QLatin1String("runs")).toArray().at(0).toObject().value(QLatin1String("resumed")).toBool());
     }
 
     void aMissingFolderIsAUsageError()
