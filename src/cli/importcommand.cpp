@@ -114,12 +114,13 @@ std::optional<qint64> earlierImport(const RunStore& store, const QString& folder
             continue;
         const RunConfig& earlier = info.config;
         const QString key = QStringLiteral("directory"), block = QStringLiteral("code_block");
-        if (earlier.import.value(key).toString() == folderPath
-            && earlier.import.value(block).toString() == config.import.value(block).toString()
-            && earlier.import.value(QStringLiteral("device")).toString() == config.import.value(QStringLiteral("device")).toString()
-            && earlier.protocolProfile == config.protocolProfile && earlier.scale == config.scale
-            && earlier.compileOnly == config.compileOnly && earlier.answerFormat == config.answerFormat
-            && (!found || info.id > *found))
+        if (earlier.import.value(key).toString() == folderPath &&
+            earlier.import.value(block).toString() == config.import.value(block).toString() &&
+            earlier.import.value(QStringLiteral("device")).toString() ==
+                config.import.value(QStringLiteral("device")).toString() &&
+            earlier.protocolProfile == config.protocolProfile && earlier.scale == config.scale &&
+            earlier.compileOnly == config.compileOnly && earlier.answerFormat == config.answerFormat &&
+            (!found || info.id > *found))
             found = info.id;
     }
     return found;
@@ -352,13 +353,14 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         // stored answer, its prompt and recorded verdict kept as they are.
         const auto stored = run.answered.constFind(unitOf(g));
         const bool storedBefore = stored != run.answered.constEnd() && stored->text == answer;
-        const std::optional<qint64> promptId = storedBefore ? std::optional<qint64>(stored->promptId) : store.addPrompt(prompt);
+        const std::optional<qint64> promptId =
+            storedBefore ? std::optional<qint64>(stored->promptId) : store.addPrompt(prompt);
         ResponseRecord response;
         response.promptId = promptId.value_or(0);
         response.text = answer;
         const std::optional<qint64> responseId = storedBefore ? std::optional<qint64>(stored->id)
-                                                 : promptId     ? store.addResponse(response)
-                                                                : std::nullopt;
+                                                 : promptId   ? store.addResponse(response)
+                                                              : std::nullopt;
         CandidateRecord candidate;
         candidate.responseId = responseId.value_or(0);
         candidate.task = g.task;
@@ -369,7 +371,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
             return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
         ++imported;
         // The third party's verdict of this file, beside ours.
-        if (const RecordedVerdict* v = storedBefore ? nullptr : verdictOf.value(verdictKey(g.runFolder, g.task, g.sample))) {
+        if (const RecordedVerdict* v =
+                storedBefore ? nullptr : verdictOf.value(verdictKey(g.runFolder, g.task, g.sample))) {
             if (!store.addRecordedVerdict(*candidateId, v->source, v->hardware, v->verdict))
                 return importFail(json, ExitBadRequest, QStringLiteral("bad_database"), store.errorString());
             ++matched;
@@ -384,7 +387,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         evaluate.seed = kRunEvaluationSeed;
         evaluate.codeBlock = options.codeBlock;
         evaluate.device = options.device;
-        pending.insert(queue.submit(g.task, answer, WorkerRequests::evaluateOptions(evaluate)), Pending{*candidateId, g});
+        pending.insert(queue.submit(g.task, answer, WorkerRequests::evaluateOptions(evaluate)),
+                       Pending{*candidateId, g});
     }
     for (VerdictFile& vf : scan.verdictFiles)
         vf.matched = matchedPerFile.value(vf.file);
@@ -409,8 +413,9 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         if (pending.isEmpty())
             loop.quit();
     };
-    QObject::connect(&queue, &EvaluationQueue::jobFinished, &loop,
-                     [&](qint64 id, const QJsonObject&, const EvaluationResult& evaluation) { record(id, evaluation); });
+    QObject::connect(
+        &queue, &EvaluationQueue::jobFinished, &loop,
+        [&](qint64 id, const QJsonObject&, const EvaluationResult& evaluation) { record(id, evaluation); });
     // The worker refused the request (bad_request), or the job ended without a verdict.
     QObject::connect(&queue, &EvaluationQueue::jobFailed, &loop,
                      [&](qint64 id, const QString& status, const QString& message) {

@@ -153,7 +153,8 @@ private Q_SLOTS:
         // An import keeps only what it has: no model settings, worker limits or sweep.
         for (const char* key : {"model_timeout_s", "worker_limits", "isolation", "sweep", "level_regimes", "routing"})
             QVERIFY2(!runs.first().configJson.contains(QLatin1String(key)), key);
-        QCOMPARE(runs.first().configJson.value(QLatin1String("seeds")).toObject().keys(), QStringList{QStringLiteral("evaluation")});
+        QCOMPARE(runs.first().configJson.value(QLatin1String("seeds")).toObject().keys(),
+                 QStringList{QStringLiteral("evaluation")});
 
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QCOMPARE(rows.size(), 4);
@@ -672,8 +673,9 @@ private Q_SLOTS:
             sql.setDatabaseName(db);
             QVERIFY(sql.open());
             QSqlQuery query(sql);
-            QVERIFY(query.exec(QStringLiteral("DELETE FROM evaluations WHERE candidate_id IN (SELECT c.id FROM candidates c"
-                                              " WHERE c.task = 'L1/1' AND c.sample = 1)")));
+            QVERIFY(
+                query.exec(QStringLiteral("DELETE FROM evaluations WHERE candidate_id IN (SELECT c.id FROM candidates c"
+                                          " WHERE c.task = 'L1/1' AND c.sample = 1)")));
             QCOMPARE(query.numRowsAffected(), 1);
             sql.close();
         }
@@ -688,7 +690,8 @@ private Q_SLOTS:
         QCOMPARE(summary.value(QLatin1String("kept")).toInt(), 2);
         QCOMPARE(summary.value(QLatin1String("statuses")).toObject().value(QLatin1String("incorrect")).toInt(), 1);
         QCOMPARE(summary.value(QLatin1String("statuses")).toObject().value(QLatin1String("correct")).toInt(), 1);
-        QVERIFY(summary.value(QLatin1String("runs")).toArray().at(0).toObject().value(QLatin1String("resumed")).toBool());
+        QVERIFY(
+            summary.value(QLatin1String("runs")).toArray().at(0).toObject().value(QLatin1String("resumed")).toBool());
         QVERIFY(resumed.err.contains("level_1_problem_1_sample_1_kernel.py"));
         QVERIFY(!resumed.err.contains("level_1_problem_1_sample_0_kernel.py -> "));
 
@@ -710,11 +713,18 @@ private Q_SLOTS:
         QCOMPARE(fresh.json().value(QLatin1String("evaluated")).toInt(), 4);
         QVERIFY(fresh.json().value(QLatin1String("run")).toInteger() != runId);
         // Other settings are another import: --resume with another scale starts a run of its own.
-        const Kwb smoke = importFolder(dir.path(), db, {QStringLiteral("--resume"), QStringLiteral("--scale"),
-                                                        QStringLiteral("smoke"), QStringLiteral("--json")});
+        const Kwb smoke = importFolder(
+            dir.path(), db,
+            {QStringLiteral("--resume"), QStringLiteral("--scale"), QStringLiteral("smoke"), QStringLiteral("--json")});
         QCOMPARE(smoke.json().value(QLatin1String("evaluated")).toInt(), 4);
         QCOMPARE(smoke.json().value(QLatin1String("kept")).toInt(), 0);
-        QVERIFY(!smoke.json().value(QLatin1String("runs")).toArray().at(0).toObject().value(QLatin1String("resumed")).toBool());
+        QVERIFY(!smoke.json()
+                     .value(QLatin1String("runs"))
+                     .toArray()
+                     .at(0)
+                     .toObject()
+                     .value(QLatin1String("resumed"))
+                     .toBool());
     }
 
     void aMissingFolderIsAUsageError()

@@ -5,8 +5,8 @@
 // includes: the evaluator's interface is. Python parts skip, saying so, in a worker built
 // without Python.
 #include "worker/answers/answerformat.h"
-#include "worker/python/candidatecallable.h"
 #include "worker/evaluate/evaluator.h"
+#include "worker/python/candidatecallable.h"
 #include "worker/python/pythonhost.h"
 #include "worker/tasks/task.h"
 
