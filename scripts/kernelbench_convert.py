@@ -1382,7 +1382,10 @@ def to_toml(c, commit):
     out.append('description = """%s"""\n' % description_of(c))
     if c.reason is not None:
         out.append("kernelbench_only = %s\n" % toml_str(c.reason))
-        out.append("\nreference_python = '''\n%s'''\n" % c.source.rstrip("\n").replace("\\", "\\\\") + "\n")
+        # A TOML literal string: the file as it is, backslashes too (escaping them doubled
+        # KernelBench's line continuations); it cannot hold ''' itself.
+        assert "'''" not in c.source, c.source_path
+        out.append("\nreference_python = '''\n%s'''\n" % c.source.rstrip("\n") + "\n")
         return "".join(out).rstrip("\n") + "\n"
     out.append("\n" + init_line)
     out.append("\nforward = '''\n%s'''\n" % c.forward)
