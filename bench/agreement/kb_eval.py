@@ -30,6 +30,7 @@ import json
 import multiprocessing as mp
 import os
 import sys
+import threading
 import time
 import types
 
@@ -128,6 +129,8 @@ def main():
     ap.add_argument("--eval-timeout", type=float, default=300)
     ap.add_argument("--correct-trials", type=int, default=5)
     ap.add_argument("--perf-trials", type=int, default=100)
+    ap.add_argument("--no-timing", action="store_true",
+                    help="verdicts only: leave the timed pass of the correct ones to a later call (on a quiet GPU)")
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds after which no new work starts; what is done is kept in OUT.partial and a later call with the same OUT goes on from there")
     ap.add_argument("--only", default="", help="substring of paths to keep (for a quick try)")
@@ -160,6 +163,10 @@ def main():
     if os.path.exists(partial):  # a call cut by --deadline: go on where it stopped
         for path, r in json.load(open(partial)).items():
             if path in results:
+                if r.get("compile_failed") and r.get("error_name") == "timeout":
+                    # an earlier build that ran past its limit: build it again (see do_compile)
+                    r.update(compile_failed=False, error="", error_name="")
+                    r["phase_s"].pop("compile", None)
                 results[path] = r
     stop_at = time.time() + a.deadline if a.deadline else float("inf")
 
@@ -187,7 +194,8 @@ def main():
         r = results[it["path"]]
         # Done before (a call cut by --deadline): unless its build folder is gone (another machine).
         if "compile" in r["phase_s"] and (r.get("compile_failed") or "verdict" in r["phase_s"] and not r["correct"]
-                                           or os.path.isdir(it["build_dir"])):
+                                           or os.path.isdir(it["build_dir"])
+                                           or a.no_timing and "verdict" in r["phase_s"]):
             return
         if time.time() > stop_at:
             return
@@ -198,16 +206,18 @@ def main():
             # A failed build is final: evaluating would build again and fail the same way (the
             # verdict is the one eval_kernel_against_ref gives: compiled false), at a minute each.
             results[it["path"]].update(compile_failed=True, error=value["error"], error_name="compilation_error")
+        elif kind == "timeout":
+            # A build past its limit on a loaded machine says nothing about the answer: not final,
+            # a later call builds it again.
+            note(it, kind, value, "compile")
+            del results[it["path"]]["phase_s"]["compile"]
         elif kind != "ok":
             results[it["path"]]["compile_failed"] = True
             note(it, kind, value, "compile")
-    with concurrent.futures.ThreadPoolExecutor(a.compile_workers) as pool:
-        list(pool.map(do_compile, todo))
-    save()
-    print(f"compiled {len(todo)} in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
 
     def do_eval(it, timed):
-        if ("timed" if timed else "verdict") in results[it["path"]]["phase_s"] or time.time() > stop_at:
+        # The deadline stops new builds and timings; a verdict of a finished build is a few seconds.
+        if ("timed" if timed else "verdict") in results[it["path"]]["phase_s"] or timed and time.time() > stop_at:
             return
         start = time.time()
         for attempt in range(2):  # KernelBench retries a lock-file error
@@ -242,15 +252,37 @@ def main():
                 r["speedup"] = value["ref_runtime_ms"] / value["runtime_ms"]
             r["excessive_speedup"] = md.get("excessive_speedup") == "True"
 
-    t1 = time.time()
-    built = [it for it in todo if "compile" in results[it["path"]]["phase_s"] and not results[it["path"]].get("compile_failed")]
-    with concurrent.futures.ThreadPoolExecutor(a.gpu_procs) as pool:
-        list(pool.map(lambda it: do_eval(it, False), built))
+    # Verdicts follow each build as soon as it is done (GPU_PROCS at once) rather than after all
+    # builds, so a call cut by --deadline keeps every verdict it reached (the builds of a cut call
+    # are lost with the machine). The schedule changes, the judgement does not.
+    save_lock = threading.Lock()
+
+    def saved(fn, *args):
+        fn(*args)
+        with save_lock:
+            save()
+
+    def build_then_verdict(it, gpu_pool):
+        saved(do_compile, it)
+        r = results[it["path"]]
+        if "compile" in r["phase_s"] and not r.get("compile_failed"):
+            return gpu_pool.submit(saved, do_eval, it, False)
+        return None
+
+    with concurrent.futures.ThreadPoolExecutor(a.gpu_procs) as gpu_pool:
+        with concurrent.futures.ThreadPoolExecutor(a.compile_workers) as pool:
+            verdicts = [f for f in pool.map(lambda it: build_then_verdict(it, gpu_pool), todo) if f]
+        print(f"compiled {len(todo)} in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        for f in verdicts:
+            f.result()
     save()
-    print(f"verdicts for {len(built)} built in {time.time() - t1:.0f} s", file=sys.stderr, flush=True)
+    built = [it for it in todo if "compile" in results[it["path"]]["phase_s"] and not results[it["path"]].get("compile_failed")]
+    print(f"verdicts for {len(built)} built, {time.time() - t0:.0f} s in all", file=sys.stderr, flush=True)
+    if a.no_timing:
+        print("no timing pass (--no-timing): call again without it to time the correct ones", file=sys.stderr)
     t2 = time.time()
     correct = [it for it in built if results[it["path"]]["correct"]]
-    for it in correct:
+    for it in correct if not a.no_timing else []:
         do_eval(it, True)
     save()
     unfinished = [p for p, r in results.items() if r["kind"] and (
