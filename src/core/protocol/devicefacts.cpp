@@ -10,18 +10,18 @@ using namespace protocoljson;
 
 namespace {
 
-/// A measured ceiling in either form: flat "<name><flatSuffix>" in `ceilings`, or an object
-/// `ceilings.<name>` with "<bestKey>" and "method".
-MeasuredCeiling ceiling(const QJsonObject& ceilings, const QString& name, const QString& flatSuffix, const QString& bestKey)
+/// A measured ceiling in either form: flat `flatKey` in `ceilings`, or an object
+/// `ceilings.<name>` with `bestKey` and "method".
+MeasuredCeiling ceiling(const QJsonObject& ceilings, const char* name, const char* flatKey, const char* bestKey)
 {
     MeasuredCeiling c;
-    c.value = positive(ceilings.value(name + flatSuffix));
+    c.value = positive(at(ceilings, flatKey));
     if (c.value > 0)
         return c;
-    const QJsonObject nested = ceilings.value(name).toObject();
-    c.value = positive(nested.value(bestKey));
+    const QJsonObject nested = obj(ceilings, name);
+    c.value = positive(at(nested, bestKey));
     if (c.value > 0)
-        c.method = str(nested, "method");
+        c.method = str(nested, Key::kMethod);
     return c;
 }
 
@@ -56,34 +56,32 @@ DeviceFacts decodeDeviceFacts(const QJsonObject& d)
 {
     DeviceFacts f;
     f.raw = d;
-    f.available = flag(d, "available");
-    f.reason = str(d, "reason");
+    f.available = flag(d, Key::kAvailable);
+    f.reason = str(d, Key::kReason);
     if (!f.available)
         return f;
-    f.name = str(d, "name");
-    f.cc = str(d, "cc");
-    f.arch = str(d, "arch");
-    f.smCount = integer(d, "sm_count");
-    f.l2Bytes = qint64(positive(at(d, "l2_bytes")));
-    f.memoryBytes = qint64(positive(at(d, "memory_bytes")));
-    f.smClockKhz = positive(at(d, "sm_clock_khz"));
-    f.memoryClockKhz = positive(at(d, "memory_clock_khz"));
-    f.driverVersion = str(d, "driver_version");
-    f.runtimeVersion = str(d, "runtime_version");
+    f.name = str(d, Key::kName);
+    f.cc = str(d, Key::kCc);
+    f.arch = str(d, Field::kArch);
+    f.smCount = integer(d, Key::kSmCount);
+    f.l2Bytes = qint64(positive(at(d, Key::kL2Bytes)));
+    f.memoryBytes = qint64(positive(at(d, Key::kMemoryBytes)));
+    f.smClockKhz = positive(at(d, Key::kSmClockKhz));
+    f.memoryClockKhz = positive(at(d, Key::kMemoryClockKhz));
+    f.driverVersion = str(d, Key::kDriverVersion);
+    f.runtimeVersion = str(d, Key::kRuntimeVersion);
     // The documented name first; workers before the fix sent only `_gbs`, and every database of
     // the study has only that one (1552 of 1702 stored prompts lost their roofline facts to it).
-    f.hbmTheoreticalGBps = positive(at(d, "hbm_theoretical_gbps"));
+    f.hbmTheoreticalGBps = positive(at(d, Key::kHbmTheoreticalGbps));
     if (f.hbmTheoreticalGBps <= 0)
-        f.hbmTheoreticalGBps = positive(at(d, "hbm_theoretical_gbs"));
+        f.hbmTheoreticalGBps = positive(at(d, Key::kHbmTheoreticalGbsOld));
 
-    const QJsonObject ceilings = obj(d, "ceilings");
+    const QJsonObject ceilings = obj(d, Field::kCeilings);
     f.hasCeilings = !ceilings.isEmpty();
-    const QString gbps = QStringLiteral("_gbps"), gflops = QStringLiteral("_gflops");
-    const QString bestGbs = QStringLiteral("gbs_best"), bestGflops = QStringLiteral("gflops_best");
-    f.hbmCopy = ceiling(ceilings, QStringLiteral("hbm_copy"), gbps, bestGbs);
-    f.fp32Fma = ceiling(ceilings, QStringLiteral("fp32_fma"), gflops, bestGflops);
-    f.tensorTf32 = ceiling(ceilings, QStringLiteral("tensor_tf32"), gflops, bestGflops);
-    f.tensorBf16 = ceiling(ceilings, QStringLiteral("tensor_bf16"), gflops, bestGflops);
+    f.hbmCopy = ceiling(ceilings, Key::kHbmCopy, Key::kHbmCopyGbps, Key::kGbsBest);
+    f.fp32Fma = ceiling(ceilings, Key::kFp32Fma, Key::kFp32FmaGflops, Key::kGflopsBest);
+    f.tensorTf32 = ceiling(ceilings, Key::kTensorTf32, Key::kTensorTf32Gflops, Key::kGflopsBest);
+    f.tensorBf16 = ceiling(ceilings, Key::kTensorBf16, Key::kTensorBf16Gflops, Key::kGflopsBest);
     return f;
 }
 

@@ -13,34 +13,34 @@ namespace {
 TimingStats timingStats(const QJsonObject& t)
 {
     TimingStats s;
-    s.meanMs = number(t, "mean_ms");
-    s.medianMs = number(t, "median_ms");
-    s.stdMs = number(t, "std_ms");
-    s.minMs = number(t, "min_ms");
-    s.maxMs = number(t, "max_ms");
-    s.trials = integer(t, "trials");
+    s.meanMs = number(t, Key::kMeanMs);
+    s.medianMs = number(t, Key::kMedianMs);
+    s.stdMs = number(t, Key::kStdMs);
+    s.minMs = number(t, Key::kMinMs);
+    s.maxMs = number(t, Key::kMaxMs);
+    s.trials = integer(t, Field::kTrials);
     return s;
 }
 
 TimingInfo timingInfo(const QJsonObject& t)
 {
     TimingInfo info;
-    if (at(t, "candidate").isObject())
-        info.candidate = timingStats(obj(t, "candidate"));
-    if (at(t, "reference").isObject())
-        info.reference = timingStats(obj(t, "reference"));
-    info.method = str(t, "method");
-    info.stopReason = str(t, "stop_reason");
-    info.samples = optInt(t, "samples");
-    info.throttled = optInt(t, "throttled");
-    info.referenceReused = integer(t, "reference_reused");
-    const QJsonValue iv = at(t, "speedup_interval");
+    if (at(t, Key::kCandidate).isObject())
+        info.candidate = timingStats(obj(t, Key::kCandidate));
+    if (at(t, Key::kReference).isObject())
+        info.reference = timingStats(obj(t, Key::kReference));
+    info.method = str(t, Key::kMethod);
+    info.stopReason = str(t, Key::kStopReason);
+    info.samples = optInt(t, Key::kSamples);
+    info.throttled = optInt(t, Key::kThrottled);
+    info.referenceReused = integer(t, Key::kReferenceReused);
+    const QJsonValue iv = at(t, Key::kSpeedupInterval);
     if (iv.isObject()) {
         const QJsonObject i = iv.toObject();
-        const std::optional<double> low = optNumber(i, "low"), high = optNumber(i, "high");
+        const std::optional<double> low = optNumber(i, Key::kLow), high = optNumber(i, Key::kHigh);
         // An unbounded interval (one sample) has no finite high: not an interval to print.
         if (low && high)
-            info.interval = SpeedupInterval{*low, *high, optNumber(i, "relative_half_width"), integer(i, "samples")};
+            info.interval = SpeedupInterval{*low, *high, optNumber(i, Key::kRelativeHalfWidth), integer(i, Key::kSamples)};
     }
     return info;
 }
@@ -48,31 +48,31 @@ TimingInfo timingInfo(const QJsonObject& t)
 CorrectnessInfo correctness(const QJsonObject& c)
 {
     CorrectnessInfo info;
-    info.trials = integer(c, "trials");
-    info.passed = integer(c, "passed");
-    info.maxAbsDiff = optNumber(c, "max_abs_diff");
-    info.maxRelDiff = optNumber(c, "max_rel_diff");
-    info.atol = optNumber(c, "atol");
-    info.rtol = optNumber(c, "rtol");
-    info.deterministic = optFlag(c, "deterministic");
-    const QJsonValue failure = at(c, "failure");
+    info.trials = integer(c, Field::kTrials);
+    info.passed = integer(c, Key::kPassed);
+    info.maxAbsDiff = optNumber(c, Key::kMaxAbsDiff);
+    info.maxRelDiff = optNumber(c, Key::kMaxRelDiff);
+    info.atol = optNumber(c, Key::kAtol);
+    info.rtol = optNumber(c, Key::kRtol);
+    info.deterministic = optFlag(c, Key::kDeterministic);
+    const QJsonValue failure = at(c, Key::kFailure);
     if (failure.isObject()) {
         const QJsonObject f = failure.toObject();
         info.hasFailure = true;
-        const QJsonValue trial = at(f, "trial");
+        const QJsonValue trial = at(f, Key::kTrial);
         info.failureTrial = trial.isString() ? trial.toString() : QString::number(trial.toInt());
-        info.failureReason = str(f, "reason");
-        info.failureDetail = at(f, "detail");
+        info.failureReason = str(f, Key::kReason);
+        info.failureDetail = at(f, Key::kDetail);
     }
-    const QJsonValue range = at(c, "range_trial");
+    const QJsonValue range = at(c, Key::kRangeTrial);
     if (range.isObject()) {
         const QJsonObject r = range.toObject();
         RangeTrialInfo rt;
-        rt.generator = str(r, "generator");
-        rt.atol = optNumber(r, "atol");
-        rt.rtol = optNumber(r, "rtol");
-        rt.maxAbsDiff = optNumber(r, "max_abs_diff");
-        rt.passed = optFlag(r, "passed");
+        rt.generator = str(r, Key::kGenerator);
+        rt.atol = optNumber(r, Key::kAtol);
+        rt.rtol = optNumber(r, Key::kRtol);
+        rt.maxAbsDiff = optNumber(r, Key::kMaxAbsDiff);
+        rt.passed = optFlag(r, Key::kPassed);
         info.rangeTrial = rt;
     }
     return info;
@@ -85,19 +85,19 @@ CompileInfo decodeCompile(const QJsonObject& c)
     CompileInfo info;
     // An evaluate response says `ok`; a compile response says `ok_compile` (its `ok` is the
     // request's).
-    const QJsonValue ok = at(c, "ok_compile").isBool() ? at(c, "ok_compile") : at(c, "ok");
+    const QJsonValue ok = at(c, Key::kOkCompile).isBool() ? at(c, Key::kOkCompile) : at(c, Key::kOk);
     info.okKnown = ok.isBool();
     info.ok = ok.toBool();
-    info.log = str(c, "log");
-    info.ms = optNumber(c, "ms");
-    info.arch = str(c, "arch");
-    info.kernels = strings(c, "kernels");
-    info.cached = flag(c, "cached");
-    info.sourceHash = str(c, "source_hash");
-    info.cubinB64 = str(c, "cubin_b64");
-    const QJsonObject refused = obj(c, "refused");
-    info.refusedCode = str(refused, "code");
-    info.refusedMessage = str(refused, "message");
+    info.log = str(c, Key::kLog);
+    info.ms = optNumber(c, Key::kMs);
+    info.arch = str(c, Field::kArch);
+    info.kernels = strings(c, Key::kKernels);
+    info.cached = flag(c, Key::kCached);
+    info.sourceHash = str(c, Key::kSourceHash);
+    info.cubinB64 = str(c, Field::kCubinB64);
+    const QJsonObject refused = obj(c, Key::kRefused);
+    info.refusedCode = str(refused, Key::kCode);
+    info.refusedMessage = str(refused, Key::kMessage);
     return info;
 }
 
@@ -105,17 +105,17 @@ ProfileSettings decodeProfileSettings(const QJsonObject& p)
 {
     ProfileSettings s;
     s.raw = p;
-    s.name = str(p, "name");
-    s.atol = optNumber(p, "atol");
-    s.rtol = optNumber(p, "rtol");
-    s.tf32 = optFlag(p, "tf32");
-    s.l2Flush = optFlag(p, "l2_flush");
-    s.graphOptimize = optFlag(p, "graph_optimize");
-    s.inputGenerator = str(p, "input_generator");
-    s.timingStat = str(p, "timing_stat");
-    s.timingTrials = optInt(p, "timing_trials");
-    s.warmup = optInt(p, "warmup");
-    s.correctnessTrials = optInt(p, "correctness_trials");
+    s.name = str(p, Key::kName);
+    s.atol = optNumber(p, Key::kAtol);
+    s.rtol = optNumber(p, Key::kRtol);
+    s.tf32 = optFlag(p, Field::kTf32);
+    s.l2Flush = optFlag(p, Key::kL2Flush);
+    s.graphOptimize = optFlag(p, Key::kGraphOptimize);
+    s.inputGenerator = str(p, Key::kInputGenerator);
+    s.timingStat = str(p, Key::kTimingStat);
+    s.timingTrials = optInt(p, Field::kTimingTrials);
+    s.warmup = optInt(p, Field::kWarmup);
+    s.correctnessTrials = optInt(p, Field::kCorrectnessTrials);
     return s;
 }
 
@@ -128,25 +128,25 @@ TrafficProfile decodeTraffic(const QJsonValue& value)
     }
     const QJsonObject o = value.toObject();
     // The record's whole vocabulary: a misspelt key would otherwise read as a missing number.
-    static const QStringList kKeys{QStringLiteral("profiled"),         QStringLiteral("dram_bytes"),
-                                   QStringLiteral("dram_read_bytes"),  QStringLiteral("dram_write_bytes"),
-                                   QStringLiteral("kernels"),          QStringLiteral("passes"),
-                                   QStringLiteral("method"),           QStringLiteral("l2"),
-                                   QStringLiteral("reason")};
+    static const QStringList kKeys{QLatin1String(Key::kProfiled),      QLatin1String(Key::kDramBytes),
+                                   QLatin1String(Key::kDramReadBytes), QLatin1String(Key::kDramWriteBytes),
+                                   QLatin1String(Key::kKernels),       QLatin1String(Key::kPasses),
+                                   QLatin1String(Key::kMethod),        QLatin1String(Key::kL2),
+                                   QLatin1String(Key::kReason)};
     for (auto it = o.begin(); it != o.end(); ++it)
         if (!kKeys.contains(it.key())) {
             t.reason = QStringLiteral("malformed traffic record (unknown key \"%1\")").arg(it.key());
             return t;
         }
-    t.reason = str(o, "reason");
-    t.method = str(o, "method");
-    t.readBytes = optNumber(o, "dram_read_bytes");
-    t.writeBytes = optNumber(o, "dram_write_bytes");
-    t.kernels = optInt(o, "kernels");
-    t.passes = optInt(o, "passes");
-    if (!flag(o, "profiled"))
+    t.reason = str(o, Key::kReason);
+    t.method = str(o, Key::kMethod);
+    t.readBytes = optNumber(o, Key::kDramReadBytes);
+    t.writeBytes = optNumber(o, Key::kDramWriteBytes);
+    t.kernels = optInt(o, Key::kKernels);
+    t.passes = optInt(o, Key::kPasses);
+    if (!flag(o, Key::kProfiled))
         return t;
-    const double bytes = positive(at(o, "dram_bytes"));
+    const double bytes = positive(at(o, Key::kDramBytes));
     if (!(bytes > 0)) {
         t.reason = QStringLiteral("malformed traffic record (profiled without positive dram_bytes)");
         return t;
@@ -223,7 +223,7 @@ QString formatTimingMethod(const TimingInfo& t)
 
 QJsonObject failureResult(const QString& status, const QString& message)
 {
-    return QJsonObject{{QStringLiteral("status"), status}, {QStringLiteral("message"), message}};
+    return QJsonObject{{QLatin1String(Key::kStatus), status}, {QLatin1String(Key::kMessage), message}};
 }
 
 EvaluationResult failureEvaluation(const QString& status, const QString& message)
@@ -236,60 +236,60 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
     EvaluationResult e;
     e.raw = r;
     // A stored supervisor failure has no `ok`; an evaluate response always has one.
-    e.ok = flag(r, "ok", true);
-    const QJsonObject error = obj(r, "error");
-    e.errorCode = str(error, "code");
-    e.errorMessage = str(error, "message");
+    e.ok = flag(r, Key::kOk, true);
+    const QJsonObject error = obj(r, Key::kError);
+    e.errorCode = str(error, Key::kCode);
+    e.errorMessage = str(error, Key::kMessage);
 
-    e.statusName = str(r, "status");
+    e.statusName = str(r, Key::kStatus);
     e.status = evaluationStatusFromWire(e.statusName);
-    e.stage = str(r, "stage");
-    e.message = str(r, "message");
-    e.log = str(r, "log");
+    e.stage = str(r, Key::kStage);
+    e.message = str(r, Key::kMessage);
+    e.log = str(r, Key::kLog);
 
-    const QJsonValue format = at(r, "format_error");
+    const QJsonValue format = at(r, Key::kFormatError);
     if (format.isObject()) {
         const QJsonObject f = format.toObject();
-        e.formatError = FormatErrorInfo{str(f, "code"), str(f, "message"), integer(f, "line")};
+        e.formatError = FormatErrorInfo{str(f, Key::kCode), str(f, Key::kMessage), integer(f, Key::kLine)};
     }
-    if (at(r, "compile").isObject())
-        e.compile = decodeCompile(obj(r, "compile"));
-    if (at(r, "correctness").isObject())
-        e.correctness = correctness(obj(r, "correctness"));
-    e.timing = timingInfo(obj(r, "timing"));
-    e.speedup = optNumber(r, "speedup");
-    for (const QJsonValue& v : arr(r, "kernels")) {
+    if (at(r, Key::kCompile).isObject())
+        e.compile = decodeCompile(obj(r, Key::kCompile));
+    if (at(r, Key::kCorrectness).isObject())
+        e.correctness = correctness(obj(r, Key::kCorrectness));
+    e.timing = timingInfo(obj(r, Key::kTiming));
+    e.speedup = optNumber(r, Key::kSpeedup);
+    for (const QJsonValue& v : arr(r, Key::kKernels)) {
         const QJsonObject k = v.toObject();
-        e.kernels.append(KernelLaunch{str(k, "name"), integer(k, "calls"), number(k, "time_ns"), flag(k, "custom")});
+        e.kernels.append(KernelLaunch{str(k, Key::kName), integer(k, Key::kCalls), number(k, Key::kTimeNs), flag(k, Key::kCustom)});
     }
-    e.customLaunches = optInt(r, "custom_launches");
-    e.torchOnly = flag(r, "torch_only");
-    const QJsonValue degenerate = at(r, "degenerate");
+    e.customLaunches = optInt(r, Key::kCustomLaunches);
+    e.torchOnly = flag(r, Key::kTorchOnly);
+    const QJsonValue degenerate = at(r, Key::kDegenerate);
     if (degenerate.isObject()) {
         const QJsonObject d = degenerate.toObject();
-        e.degenerate = DegenerateInfo{str(d, "kind"), optNumber(d, "zero_fraction"), str(d, "message")};
+        e.degenerate = DegenerateInfo{str(d, Key::kKind), optNumber(d, Key::kZeroFraction), str(d, Key::kMessage)};
     }
-    if (at(r, "profile").isObject())
-        e.profile = decodeProfileSettings(obj(r, "profile"));
-    const QJsonObject stages = obj(r, "stage_ms");
+    if (at(r, Field::kProfile).isObject())
+        e.profile = decodeProfileSettings(obj(r, Field::kProfile));
+    const QJsonObject stages = obj(r, Key::kStageMs);
     for (auto it = stages.begin(); it != stages.end(); ++it)
         if (const std::optional<double> ms = optNumber(it.value()))
             e.stageMs.insert(it.key(), *ms);
-    e.workerHealthy = at(r, "worker_healthy") != QJsonValue(false);
-    if (at(r, "gpu_memory").isObject()) {
-        const QJsonObject m = obj(r, "gpu_memory");
-        e.gpuFreeBytes = optNumber(m, "free_bytes");
-        e.gpuTotalBytes = optNumber(m, "total_bytes");
+    e.workerHealthy = at(r, Key::kWorkerHealthy) != QJsonValue(false);
+    if (at(r, Key::kGpuMemory).isObject()) {
+        const QJsonObject m = obj(r, Key::kGpuMemory);
+        e.gpuFreeBytes = optNumber(m, Key::kFreeBytes);
+        e.gpuTotalBytes = optNumber(m, Key::kTotalBytes);
     }
-    e.referenceOutputsOn = str(r, "reference_outputs_on");
-    if (at(r, "candidate").isObject()) {
-        const QJsonObject c = obj(r, "candidate");
-        e.candidate = CandidateEcho{str(c, "cuda"), str(c, "python"), strings(c, "kernels"), str(c, "source_hash"),
-                                    integer(c, "cuda_line"), integer(c, "python_line")};
+    e.referenceOutputsOn = str(r, Key::kReferenceOutputsOn);
+    if (at(r, Key::kCandidate).isObject()) {
+        const QJsonObject c = obj(r, Key::kCandidate);
+        e.candidate = CandidateEcho{str(c, Field::kCuda), str(c, Field::kPython), strings(c, Key::kKernels), str(c, Key::kSourceHash),
+                                    integer(c, Key::kCudaLine), integer(c, Key::kPythonLine)};
     }
     if (r.contains(QLatin1String(kTrafficKey)))
         e.traffic = decodeTraffic(at(r, kTrafficKey));
-    e.flags = strings(r, "flags");
+    e.flags = strings(r, Key::kFlags);
     return e;
 }
 

@@ -6,6 +6,7 @@
 // for exports: the run store keeps the worker's JSON, never a re-encoding of this struct.
 
 #include "core/protocol/evaluationstatus.h"
+#include "core/protocol/protocolnames.h"
 
 #include <QJsonObject>
 #include <QJsonValue>
@@ -19,11 +20,10 @@
 namespace kwb {
 
 /// `evaluate`'s request flag (a boolean, default false) that asks for the candidate's measured HBM
-/// traffic, and the response key that carries it (docs/protocol.md §evaluate, "traffic"). The one
-/// client spelling; the worker's is in src/worker/protocol/protocol.h, and the golden pair
-/// tests/protocol/16_evaluate_profile_traffic holds both to the same words.
-inline constexpr char kProfileTrafficKey[] = "profile_traffic";
-inline constexpr char kTrafficKey[] = "traffic";
+/// traffic, and the response key that carries it (docs/protocol.md §evaluate, "traffic"):
+/// protocolnames.h's, which the worker writes and reads too.
+inline constexpr const char* kProfileTrafficKey = ProtocolNames::Field::kProfileTraffic;
+inline constexpr const char* kTrafficKey = ProtocolNames::Key::kTraffic;
 
 /// `traffic`: the HBM bytes one call of a correct candidate moved (CUPTI's DRAM counters), or why
 /// it was not profiled. A record that breaks the format (an unknown key, a profiled record without

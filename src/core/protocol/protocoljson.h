@@ -2,6 +2,8 @@
 // Small readers shared by the decoders of src/core/protocol (and only by them): typed reads of a
 // JSON value with the protocol's conventions (null and absent alike, numbers finite).
 
+#include "core/protocol/protocolnames.h"
+
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QJsonValue>
@@ -13,6 +15,11 @@
 #include <optional>
 
 namespace kwb::protocoljson {
+
+/// The protocol's names (protocolnames.h), for the decoders that read by them.
+namespace Request = ProtocolNames::Request;
+namespace Field = ProtocolNames::Field;
+namespace Key = ProtocolNames::Key;
 
 inline QJsonValue at(const QJsonObject& o, const char* key)
 {

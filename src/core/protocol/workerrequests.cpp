@@ -1,14 +1,18 @@
 #include "core/protocol/workerrequests.h"
 
 #include "core/protocol/evaluationresult.h"
+#include "core/protocol/protocolnames.h"
 
 namespace kwb::WorkerRequests {
 
 namespace {
 
+namespace Request = ProtocolNames::Request;
+namespace Field = ProtocolNames::Field;
+
 QJsonObject ofType(const char* type)
 {
-    return QJsonObject{{QStringLiteral("type"), QLatin1String(type)}};
+    return QJsonObject{{QLatin1String(Field::kType), QLatin1String(type)}};
 }
 
 void insertIfSet(QJsonObject& request, const char* key, const QString& value)
@@ -21,82 +25,82 @@ void insertIfSet(QJsonObject& request, const char* key, const QString& value)
 
 QJsonObject hello()
 {
-    return ofType("hello");
+    return ofType(Request::kHello);
 }
 
 QJsonObject warm(bool python)
 {
-    QJsonObject request = ofType("warm");
+    QJsonObject request = ofType(Request::kWarm);
     if (python)
-        request.insert(QStringLiteral("python"), true);
+        request.insert(QLatin1String(Field::kPython), true);
     return request;
 }
 
 QString typeOf(const QJsonObject& request)
 {
-    return request.value(QLatin1String("type")).toString();
+    return request.value(QLatin1String(Field::kType)).toString();
 }
 
 QJsonObject tasks(const QString& tasksDir)
 {
-    QJsonObject request = ofType("tasks");
-    insertIfSet(request, "tasks_dir", tasksDir);
+    QJsonObject request = ofType(Request::kTasks);
+    insertIfSet(request, Field::kTasksDir, tasksDir);
     return request;
 }
 
 QJsonObject device(bool ceilings)
 {
-    QJsonObject request = ofType("device");
+    QJsonObject request = ofType(Request::kDevice);
     if (ceilings)
-        request.insert(QStringLiteral("ceilings"), true);
+        request.insert(QLatin1String(Field::kCeilings), true);
     return request;
 }
 
 QJsonObject analyze(const QString& task, const QString& scale)
 {
-    QJsonObject request = ofType("analyze");
-    request.insert(QStringLiteral("task"), task);
-    insertIfSet(request, "scale", scale);
+    QJsonObject request = ofType(Request::kAnalyze);
+    request.insert(QLatin1String(Field::kTask), task);
+    insertIfSet(request, Field::kScale, scale);
     return request;
 }
 
 QJsonObject profile(const QString& task, const QString& scale, int trials)
 {
-    QJsonObject request = ofType("profile");
-    request.insert(QStringLiteral("task"), task);
-    insertIfSet(request, "scale", scale);
+    QJsonObject request = ofType(Request::kProfile);
+    request.insert(QLatin1String(Field::kTask), task);
+    insertIfSet(request, Field::kScale, scale);
     if (trials > 0)
-        request.insert(QStringLiteral("trials"), trials);
+        request.insert(QLatin1String(Field::kTrials), trials);
     return request;
 }
 
 QJsonObject compile(const Compile& c)
 {
-    QJsonObject request = ofType("compile");
-    request.insert(QStringLiteral("answer"), c.answer);
-    insertIfSet(request, "arch", c.arch);
+    QJsonObject request = ofType(Request::kCompile);
+    request.insert(QLatin1String(Field::kAnswer), c.answer);
+    insertIfSet(request, Field::kArch, c.arch);
     if (c.returnCubin)
-        request.insert(QStringLiteral("return_cubin"), true);
-    insertIfSet(request, "answer_format", c.answerFormat);
-    insertIfSet(request, "code_block", c.codeBlock);
+        request.insert(QLatin1String(Field::kReturnCubin), true);
+    insertIfSet(request, Field::kAnswerFormat, c.answerFormat);
+    insertIfSet(request, Field::kCodeBlock, c.codeBlock);
     return request;
 }
 
 QJsonObject evaluate(const Evaluate& e)
 {
-    QJsonObject request = ofType("evaluate");
-    request.insert(QStringLiteral("task"), e.task);
-    request.insert(QStringLiteral("answer"), e.answer);
-    insertIfSet(request, "profile", e.profile);
-    insertIfSet(request, "scale", e.scale);
+    QJsonObject request = ofType(Request::kEvaluate);
+    request.insert(QLatin1String(Field::kTask), e.task);
+    request.insert(QLatin1String(Field::kAnswer), e.answer);
+    insertIfSet(request, Field::kProfile, e.profile);
+    insertIfSet(request, Field::kScale, e.scale);
     if (e.seed)
-        request.insert(QStringLiteral("seed"), *e.seed);
+        request.insert(QLatin1String(Field::kSeed), *e.seed);
     if (e.timingTrials > 0)
-        request.insert(QStringLiteral("timing_trials"), e.timingTrials);
-    insertIfSet(request, "answer_format", e.answerFormat);
-    insertIfSet(request, "code_block", e.codeBlock);
-    insertIfSet(request, "arch", e.arch);
-    insertIfSet(request, "device", e.device);
+        request.insert(QLatin1String(Field::kTimingTrials), e.timingTrials);
+    insertIfSet(request, Field::kAnswerFormat, e.answerFormat);
+    insertIfSet(request, Field::kCodeBlock, e.codeBlock);
+    insertIfSet(request, Field::kArch, e.arch);
+    insertIfSet(request, Field::kDevice, e.device);
     if (e.profileTraffic)
         request.insert(QLatin1String(kProfileTrafficKey), true);
     return request;
@@ -105,7 +109,7 @@ QJsonObject evaluate(const Evaluate& e)
 QJsonObject evaluateOptions(const Evaluate& e)
 {
     QJsonObject options = evaluate(e);
-    for (const char* key : {"type", "task", "answer"})
+    for (const char* key : {Field::kType, Field::kTask, Field::kAnswer})
         options.remove(QLatin1String(key));
     return options;
 }

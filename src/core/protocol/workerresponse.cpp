@@ -1,5 +1,7 @@
 #include "core/protocol/workerresponse.h"
 
+#include "core/protocol/protocolnames.h"
+
 namespace kwb {
 
 WorkerResponse decodeWorkerResponse(const QJsonObject& response)
@@ -30,7 +32,7 @@ WorkerResponse decodeWorkerResponse(const QJsonObject& response)
 QJsonObject responseBody(const WorkerResponse& response)
 {
     QJsonObject body = response.raw;
-    for (const char* key : {"id", "type", "ok"})
+    for (const char* key : {ProtocolNames::Field::kId, ProtocolNames::Field::kType, ProtocolNames::Key::kOk})
         body.remove(QLatin1String(key));
     return body;
 }

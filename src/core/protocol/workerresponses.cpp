@@ -23,16 +23,16 @@ QStringList symbolicShape(const QJsonValue& value)
 TaskTensor tensor(const QJsonObject& json)
 {
     TaskTensor t;
-    t.name = str(json, "name");
-    t.kind = str(json, "kind", QStringLiteral("tensor"));
-    t.dtype = str(json, "dtype");
-    t.generator = str(json, "generator");
-    t.init = str(json, "init");
-    t.shape = symbolicShape(at(json, "shape"));
-    t.full = shape(at(json, "full"));
-    t.smoke = shape(at(json, "smoke"));
-    t.value = at(json, "value");
-    t.buffer = flag(json, "buffer");
+    t.name = str(json, Key::kName);
+    t.kind = str(json, Key::kKind, QStringLiteral("tensor"));
+    t.dtype = str(json, Key::kDtype);
+    t.generator = str(json, Key::kGenerator);
+    t.init = str(json, Key::kInit);
+    t.shape = symbolicShape(at(json, Key::kShape));
+    t.full = shape(at(json, Key::kFull));
+    t.smoke = shape(at(json, Key::kSmoke));
+    t.value = at(json, Key::kValue);
+    t.buffer = flag(json, Key::kBuffer);
     return t;
 }
 
@@ -41,27 +41,31 @@ TaskTensor tensor(const QJsonObject& json)
 ResponseHeader decodeHeader(const QJsonObject& r)
 {
     ResponseHeader h;
-    h.id = at(r, "id");
-    h.type = str(r, "type");
-    h.ok = at(r, "ok") == QJsonValue(true);
-    const QJsonObject error = obj(r, "error");
-    h.errorCode = str(error, "code");
-    h.errorMessage = str(error, "message");
-    h.workerHealthy = at(r, "worker_healthy") != QJsonValue(false);
+    h.id = at(r, Field::kId);
+    h.type = str(r, Field::kType);
+    h.ok = at(r, Key::kOk) == QJsonValue(true);
+    const QJsonObject error = obj(r, Key::kError);
+    h.errorCode = str(error, Key::kCode);
+    h.errorMessage = str(error, Key::kMessage);
+    h.workerHealthy = at(r, Key::kWorkerHealthy) != QJsonValue(false);
     return h;
 }
 
 ResponseType responseType(const QJsonObject& response)
 {
     static const QHash<QString, ResponseType> types = {
-        {QStringLiteral("hello"), ResponseType::Hello},       {QStringLiteral("warm"), ResponseType::Warm},
-        {QStringLiteral("tasks"), ResponseType::Tasks},
-        {QStringLiteral("device"), ResponseType::Device},     {QStringLiteral("analyze"), ResponseType::Analyze},
-        {QStringLiteral("profile"), ResponseType::Profile},   {QStringLiteral("compile"), ResponseType::Compile},
-        {QStringLiteral("evaluate"), ResponseType::Evaluate}, {QStringLiteral("run_reference"), ResponseType::RunReference},
-        {QStringLiteral("shutdown"), ResponseType::Shutdown},
+        {QLatin1String(Request::kHello), ResponseType::Hello},
+        {QLatin1String(Request::kWarm), ResponseType::Warm},
+        {QLatin1String(Request::kTasks), ResponseType::Tasks},
+        {QLatin1String(Request::kDevice), ResponseType::Device},
+        {QLatin1String(Request::kAnalyze), ResponseType::Analyze},
+        {QLatin1String(Request::kProfile), ResponseType::Profile},
+        {QLatin1String(Request::kCompile), ResponseType::Compile},
+        {QLatin1String(Request::kEvaluate), ResponseType::Evaluate},
+        {QLatin1String(Request::kRunReference), ResponseType::RunReference},
+        {QLatin1String(Request::kShutdown), ResponseType::Shutdown},
     };
-    return types.value(str(response, "type"), ResponseType::Unknown);
+    return types.value(str(response, Field::kType), ResponseType::Unknown);
 }
 
 QStringList HelloInfo::profileNames() const
@@ -92,22 +96,22 @@ HelloInfo decodeHello(const QJsonObject& r)
 {
     HelloInfo h;
     h.raw = r;
-    h.ok = at(r, "ok") == QJsonValue(true);
-    const QJsonValue protocol = at(r, "protocol");
+    h.ok = at(r, Key::kOk) == QJsonValue(true);
+    const QJsonValue protocol = at(r, Key::kProtocol);
     if (protocol.isDouble())
         h.protocol = protocol.toInt(-1); // -1: not an integer
-    h.worker = str(r, "worker");
-    h.torch = str(r, "torch");
-    h.cudaRuntime = str(r, "cuda_runtime");
-    h.nvrtc = str(r, "nvrtc");
-    h.driver = str(r, "driver");
-    h.tasksDir = str(r, "tasks_dir");
-    h.cudaDeviceCount = integer(r, "cuda_device_count");
-    h.defaultProfile = str(r, "default_profile");
-    h.quietLockAnnounced = r.contains(QLatin1String("gpu_quiet_lock"));
-    h.quietLock = str(r, "gpu_quiet_lock");
+    h.worker = str(r, Key::kWorker);
+    h.torch = str(r, Key::kTorch);
+    h.cudaRuntime = str(r, Key::kCudaRuntime);
+    h.nvrtc = str(r, Key::kNvrtc);
+    h.driver = str(r, Key::kDriver);
+    h.tasksDir = str(r, Field::kTasksDir);
+    h.cudaDeviceCount = integer(r, Key::kCudaDeviceCount);
+    h.defaultProfile = str(r, Key::kDefaultProfile);
+    h.quietLockAnnounced = r.contains(QLatin1String(Key::kGpuQuietLock));
+    h.quietLock = str(r, Key::kGpuQuietLock);
     // `profiles`: a list of settings objects with their names, or an object keyed by name.
-    const QJsonValue profiles = at(r, "profiles");
+    const QJsonValue profiles = at(r, Key::kProfiles);
     if (profiles.isArray()) {
         for (const QJsonValue& v : profiles.toArray()) {
             if (v.isString()) {
@@ -133,10 +137,10 @@ HelloInfo decodeHello(const QJsonObject& r)
 WarmInfo decodeWarm(const QJsonObject& r)
 {
     WarmInfo w;
-    w.alreadyWarm = flag(r, "already_warm");
-    w.device = str(r, "device");
-    w.why = str(r, "why");
-    if (const QJsonValue ms = at(r, "warm_ms"); ms.isObject()) {
+    w.alreadyWarm = flag(r, Key::kAlreadyWarm);
+    w.device = str(r, Field::kDevice);
+    w.why = str(r, Key::kWhy);
+    if (const QJsonValue ms = at(r, Key::kWarmMs); ms.isObject()) {
         QMap<QString, double> parts;
         const QJsonObject byPart = ms.toObject();
         for (auto it = byPart.begin(); it != byPart.end(); ++it)
@@ -150,26 +154,26 @@ TaskSpec decodeTaskSpec(const QJsonObject& json)
 {
     TaskSpec t;
     t.json = json;
-    t.id = str(json, "id");
-    t.level = integer(json, "level");
-    t.number = integer(json, "number");
-    t.title = str(json, "title");
-    t.description = str(json, "description");
-    t.source = str(json, "source");
-    t.forward = str(json, "forward");
-    t.path = str(json, "path");
-    for (const QJsonValue& v : arr(json, "dims")) {
+    t.id = str(json, Field::kId);
+    t.level = integer(json, Key::kLevel);
+    t.number = integer(json, Key::kNumber);
+    t.title = str(json, Key::kTitle);
+    t.description = str(json, Key::kDescription);
+    t.source = str(json, Key::kSource);
+    t.forward = str(json, Key::kForward);
+    t.path = str(json, Key::kPath);
+    for (const QJsonValue& v : arr(json, Key::kDims)) {
         const QJsonObject d = v.toObject();
-        t.dims.append(TaskDim{str(d, "name"), qint64(number(d, "full")), qint64(number(d, "smoke"))});
+        t.dims.append(TaskDim{str(d, Key::kName), qint64(number(d, Key::kFull)), qint64(number(d, Key::kSmoke))});
     }
-    for (const QJsonValue& v : arr(json, "inputs"))
+    for (const QJsonValue& v : arr(json, Key::kInputs))
         t.inputs.append(tensor(v.toObject()));
-    for (const QJsonValue& v : arr(json, "params"))
+    for (const QJsonValue& v : arr(json, Key::kParams))
         t.params.append(tensor(v.toObject()));
-    const QJsonObject tolerance = obj(json, "tolerance");
-    t.atol = optNumber(tolerance, "atol");
-    t.rtol = optNumber(tolerance, "rtol");
-    t.kernelBenchOnly = str(json, "kernelbench_only");
+    const QJsonObject tolerance = obj(json, Key::kTolerance);
+    t.atol = optNumber(tolerance, Key::kAtol);
+    t.rtol = optNumber(tolerance, Key::kRtol);
+    t.kernelBenchOnly = str(json, Key::kKernelBenchOnly);
     return t;
 }
 
@@ -184,12 +188,12 @@ QString TaskLoadError::toString() const
 TaskList decodeTaskList(const QJsonObject& r)
 {
     TaskList list;
-    list.ok = at(r, "ok") == QJsonValue(true);
-    for (const QJsonValue& v : arr(r, "tasks"))
+    list.ok = at(r, Key::kOk) == QJsonValue(true);
+    for (const QJsonValue& v : arr(r, Key::kTasks))
         list.tasks.append(decodeTaskSpec(v.toObject()));
-    for (const QJsonValue& v : arr(r, "errors")) {
+    for (const QJsonValue& v : arr(r, Key::kErrors)) {
         const QJsonObject e = v.toObject();
-        list.errors.append(TaskLoadError{str(e, "path"), str(e, "field"), str(e, "message")});
+        list.errors.append(TaskLoadError{str(e, Key::kPath), str(e, Key::kField), str(e, Key::kMessage)});
     }
     return list;
 }
@@ -203,45 +207,45 @@ QString TaskOp::shortName() const
 AnalyzeResult decodeAnalyze(const QJsonObject& r)
 {
     AnalyzeResult a;
-    a.task = str(r, "task");
-    a.scale = str(r, "scale");
-    a.failed = r.contains(QLatin1String("error"));
-    a.errorMessage = str(obj(r, "error"), "message");
-    a.hasOps = at(r, "ops").isArray();
-    for (const QJsonValue& v : arr(r, "ops")) {
+    a.task = str(r, Field::kTask);
+    a.scale = str(r, Field::kScale);
+    a.failed = r.contains(QLatin1String(Key::kError));
+    a.errorMessage = str(obj(r, Key::kError), Key::kMessage);
+    a.hasOps = at(r, Key::kOps).isArray();
+    for (const QJsonValue& v : arr(r, Key::kOps)) {
         const QJsonObject json = v.toObject();
         TaskOp op;
-        op.index = integer(json, "index", int(a.ops.size()));
-        op.op = str(json, "op");
-        op.category = str(json, "category");
-        for (const QJsonValue& input : arr(json, "inputs"))
+        op.index = integer(json, Key::kIndex, int(a.ops.size()));
+        op.op = str(json, Key::kOp);
+        op.category = str(json, Key::kCategory);
+        for (const QJsonValue& input : arr(json, Key::kInputs))
             op.inputs.append(shape(input));
-        op.output = shape(at(json, "output"));
-        op.outputCount = std::max(1, integer(json, "output_count", 1));
-        op.flops = number(json, "flops");
-        op.bytes = number(json, "bytes");
-        op.line = integer(json, "line");
+        op.output = shape(at(json, Key::kOutput));
+        op.outputCount = std::max(1, integer(json, Key::kOutputCount, 1));
+        op.flops = number(json, Key::kFlops);
+        op.bytes = number(json, Key::kBytes);
+        op.line = integer(json, Key::kLine);
         a.ops.append(op);
     }
-    a.hasOutputShape = at(r, "output_shape").isArray();
-    a.outputShape = shape(at(r, "output_shape"));
-    a.hasTotals = at(r, "flops").isDouble();
-    a.flops = number(r, "flops");
-    a.bytesUnfused = number(r, "bytes_unfused");
-    a.hasBytesUnfused = r.contains(QLatin1String("bytes_unfused"));
-    a.bytesFused = number(r, "bytes_fused");
-    a.inputBytes = optNumber(r, "input_bytes");
-    a.paramBytes = optNumber(r, "param_bytes");
-    a.outputBytes = optNumber(r, "output_bytes");
-    const std::optional<double> unfused = optNumber(r, "intensity_unfused");
-    const std::optional<double> fused = optNumber(r, "intensity_fused");
+    a.hasOutputShape = at(r, Key::kOutputShape).isArray();
+    a.outputShape = shape(at(r, Key::kOutputShape));
+    a.hasTotals = at(r, Key::kFlops).isDouble();
+    a.flops = number(r, Key::kFlops);
+    a.bytesUnfused = number(r, Key::kBytesUnfused);
+    a.hasBytesUnfused = r.contains(QLatin1String(Key::kBytesUnfused));
+    a.bytesFused = number(r, Key::kBytesFused);
+    a.inputBytes = optNumber(r, Key::kInputBytes);
+    a.paramBytes = optNumber(r, Key::kParamBytes);
+    a.outputBytes = optNumber(r, Key::kOutputBytes);
+    const std::optional<double> unfused = optNumber(r, Key::kIntensityUnfused);
+    const std::optional<double> fused = optNumber(r, Key::kIntensityFused);
     a.intensityUnfused = unfused ? *unfused : (a.bytesUnfused > 0 ? a.flops / a.bytesUnfused : 0);
     a.intensityFused = fused ? *fused : (a.bytesFused > 0 ? a.flops / a.bytesFused : 0);
-    a.opCount = integer(r, "op_count", int(a.ops.size()));
-    for (const QJsonValue& v : arr(r, "uncounted")) {
+    a.opCount = integer(r, Key::kOpCount, int(a.ops.size()));
+    for (const QJsonValue& v : arr(r, Key::kUncounted)) {
         const QJsonObject u = v.toObject();
-        a.uncounted.append(UncountedOp{integer(u, "index", -1), str(u, "op"), integer(u, "line"), str(u, "reason"),
-                                       at(u, "shape_known").toBool()});
+        a.uncounted.append(UncountedOp{integer(u, Key::kIndex, -1), str(u, Key::kOp), integer(u, Key::kLine), str(u, Key::kReason),
+                                       at(u, Key::kShapeKnown).toBool()});
     }
     return a;
 }
@@ -258,17 +262,17 @@ QString AnalyzeResult::uncountedText() const
 ProfileResult decodeProfile(const QJsonObject& r)
 {
     ProfileResult p;
-    p.totalNs = optNumber(r, "total_ns");
-    for (const QJsonValue& v : arr(r, "ops")) {
+    p.totalNs = optNumber(r, Key::kTotalNs);
+    for (const QJsonValue& v : arr(r, Key::kOps)) {
         const QJsonObject o = v.toObject();
         // No index: launched outside any top-level op (-1), as for kernels' op_index.
-        p.ops.append(ProfileOp{integer(o, "index", -1), str(o, "op"), number(o, "time_ns"), number(o, "share"),
-                               integer(o, "kernels")});
+        p.ops.append(ProfileOp{integer(o, Key::kIndex, -1), str(o, Key::kOp), number(o, Key::kTimeNs), number(o, Key::kShare),
+                               integer(o, Key::kKernels)});
     }
-    for (const QJsonValue& v : arr(r, "kernels")) {
+    for (const QJsonValue& v : arr(r, Key::kKernels)) {
         const QJsonObject k = v.toObject();
-        p.kernels.append(ProfileKernel{str(k, "name"), str(k, "op"), integer(k, "op_index", -1), integer(k, "calls"),
-                                       number(k, "time_ns"), number(k, "share")});
+        p.kernels.append(ProfileKernel{str(k, Key::kName), str(k, Key::kOp), integer(k, Key::kOpIndex, -1), integer(k, Key::kCalls),
+                                       number(k, Key::kTimeNs), number(k, Key::kShare)});
     }
     return p;
 }
@@ -276,13 +280,13 @@ ProfileResult decodeProfile(const QJsonObject& r)
 ReferenceRun decodeReferenceRun(const QJsonObject& r)
 {
     ReferenceRun run;
-    run.outputShape = shape(at(r, "output_shape"));
-    run.dtype = str(r, "dtype");
-    run.min = optNumber(r, "min");
-    run.max = optNumber(r, "max");
-    run.mean = optNumber(r, "mean");
-    run.ms = optNumber(r, "ms");
-    run.finite = flag(r, "finite");
+    run.outputShape = shape(at(r, Key::kOutputShape));
+    run.dtype = str(r, Key::kDtype);
+    run.min = optNumber(r, Key::kMin);
+    run.max = optNumber(r, Key::kMax);
+    run.mean = optNumber(r, Key::kMean);
+    run.ms = optNumber(r, Key::kMs);
+    run.finite = flag(r, Key::kFinite);
     return run;
 }
 
