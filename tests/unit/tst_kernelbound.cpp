@@ -7,9 +7,12 @@
 #include "core/tasks/kernelbound.h"
 
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTest>
+
+#include <cmath>
 
 using namespace kwb;
 
@@ -154,6 +157,32 @@ private Q_SLOTS:
         whole.customLaunches = 1;
         whole.kernels = {KernelLaunch{QStringLiteral("fused"), 1, 1000, true}};
         QCOMPARE(candidateBasis(whole), IntensityBasis::OneKernel);
+    }
+
+    // issue 39 item 6: time at the bound / measured time, from the evaluation's own floor; none
+    // for what does not count as correct or has no floor.
+    void boundFractionFromTheStoredFloor()
+    {
+        const auto evaluation = [](const QString& status, const QJsonObject& roofline, const QJsonArray& flags = {}) {
+            QJsonObject response{{QStringLiteral("status"), status}, {QStringLiteral("flags"), flags}};
+            if (!roofline.isEmpty())
+                response.insert(QStringLiteral("roofline"), roofline);
+            return decodeEvaluation(response);
+        };
+        const QJsonObject floor{{QStringLiteral("floor_ms"), 0.77}, {QStringLiteral("candidate_ms"), 2.2}};
+        const auto f = rooflineBoundFraction(evaluation(QStringLiteral("correct"), floor));
+        QVERIFY(f);
+        QVERIFY(std::abs(*f - 0.35) < 1e-12);
+        QCOMPARE(boundFractionText(*f), QStringLiteral("35 % of bound"));
+        QCOMPARE(boundFractionText(0.0052), QStringLiteral("0.52 % of bound"));
+        QVERIFY(!rooflineBoundFraction(evaluation(QStringLiteral("incorrect"), floor)));
+        QVERIFY(!rooflineBoundFraction(
+            evaluation(QStringLiteral("correct"), floor, QJsonArray{QStringLiteral("below_roofline_floor")})));
+        QVERIFY(!rooflineBoundFraction(evaluation(QStringLiteral("correct"), QJsonObject())));
+        // On the CPU the worker sends {"floor_ms": null, "reason": …}.
+        QVERIFY(!rooflineBoundFraction(
+            evaluation(QStringLiteral("correct"), QJsonObject{{QStringLiteral("floor_ms"), QJsonValue()},
+                                                              {QStringLiteral("reason"), QStringLiteral("no GPU")}})));
     }
 };
 

@@ -3,6 +3,8 @@
 
 #include "core/study/provenance.h"
 
+#include <QCryptographicHash>
+#include <QJsonObject>
 #include <QTest>
 
 using namespace kwb;
@@ -68,6 +70,36 @@ private Q_SLOTS:
         QCOMPARE(p.answerFormat, QStringLiteral("kernelbench"));
         QVERIFY(p.details.contains(QStringLiteral("no language model wrote them")));
         QVERIFY(p.details.contains(QStringLiteral("Endpoint: http://127.0.0.1:42743/v1")));
+        // Nothing recorded: said so, not left blank.
+        QCOMPARE(p.versions, QStringLiteral("–"));
+        QCOMPARE(p.gpu, QStringLiteral("–"));
+        QVERIFY(p.templateHashes.isEmpty());
+    }
+
+    // The versions, the GPU and each template's hash: what the exports add to the four cells.
+    void versionsGpuAndTemplateHashes()
+    {
+        RunConfig config;
+        config.model = QStringLiteral("Qwen2.5-Coder-7B-Instruct");
+        config.versions.kwb = QStringLiteral("0.1.0");
+        config.versions.worker = QStringLiteral("0.1.0");
+        config.versions.qt = QStringLiteral("6.4.2");
+        config.templates.insert(QStringLiteral("agent/analyzer"), QStringLiteral("Read the task."));
+        config.gpu = decodeDeviceFacts(QJsonObject{{QStringLiteral("available"), true},
+                                                   {QStringLiteral("name"), QStringLiteral("NVIDIA H200")},
+                                                   {QStringLiteral("arch"), QStringLiteral("sm_90")}});
+        RunProvenance p = runProvenance(runWith(config));
+        QCOMPARE(p.versions, QStringLiteral("kwb 0.1.0 · worker 0.1.0 · Qt 6.4.2"));
+        QCOMPARE(p.gpu, QStringLiteral("NVIDIA H200 (sm_90)"));
+        QCOMPARE(
+            p.templateHashes.value(QStringLiteral("agent/analyzer")),
+            QString::fromLatin1(
+                QCryptographicHash::hash(QByteArrayLiteral("Read the task."), QCryptographicHash::Sha256).toHex()));
+        QVERIFY(p.details.contains(QStringLiteral("GPU: NVIDIA H200 (sm_90)")));
+        QCOMPARE(p.toJson().value(QStringLiteral("source")).toString(), QStringLiteral("model"));
+        config.gpu = decodeDeviceFacts(
+            QJsonObject{{QStringLiteral("available"), false}, {QStringLiteral("reason"), QStringLiteral("no driver")}});
+        QCOMPARE(runProvenance(runWith(config)).gpu, QStringLiteral("no GPU: no driver"));
     }
 
     // Sample 1 of turn 2 was asked: the analyzer once for every sample (stored as sample 0), its

@@ -25,12 +25,15 @@
 //   L2/1, L3/2 = 2; difference 0.0 points; sign test on 1 vs 1: 2 · P(X <= 1 | n = 2) = 1.5 -> 1.
 // Routing: L1 tie 2 vs 2 -> #1 (first); L2 #2 (1 vs 0); L3 #1 (1 vs 0); combined 4/6 = 66.7 %.
 
-#include "core/run/regime.h"
-#include "core/run/selection.h"
-#include "core/study/report.h"
-#include "core/store/runstore.h"
 #include "../support/storefiles.h"
+#include "core/run/regime.h"
+#include "core/run/runconfig.h"
+#include "core/run/selection.h"
+#include "core/store/runstore.h"
+#include "core/study/provenance.h"
+#include "core/study/report.h"
 
+#include <QCryptographicHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
@@ -460,9 +463,162 @@ private Q_SLOTS:
             md.contains(QStringLiteral("## Where the answers came from\n\n**Not a live model: 1 of its 1 runs were "
                                        "answered by kwb-fixture-llm")),
             qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral(
-                     "| #1 zero-shot | fixture server (fixture-model) | http://127.0.0.1:9/v1 | native |")),
+        QVERIFY2(
+            md.contains(QStringLiteral(
+                "| #1 zero-shot | fixture server (fixture-model) | fixture-model | http://127.0.0.1:9/v1 | native |")),
+            qPrintable(md));
+    }
+
+    // The CSV and JSON exports carry what the Markdown says of where the answers came from, and
+    // the three name the same model, endpoint, format, prompt set, template hashes, versions, GPU.
+    void exportsSayWhatAnswered()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("p.db"))));
+        QJsonObject config = runConfig(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")});
+        config.insert(QStringLiteral("model"), QStringLiteral("fixture-model"));
+        config.insert(QStringLiteral("endpoint"), QStringLiteral("http://127.0.0.1:9/v1"));
+        config.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
+        config.insert(QStringLiteral("versions"), QJsonObject{{QStringLiteral("kwb"), QStringLiteral("0.1.0")},
+                                                              {QStringLiteral("torch"), QStringLiteral("2.11.0")}});
+        config.insert(QStringLiteral("gpu"), QJsonObject{{QStringLiteral("available"), true},
+                                                         {QStringLiteral("name"), QStringLiteral("NVIDIA H200")},
+                                                         {QStringLiteral("arch"), QStringLiteral("sm_90")},
+                                                         {QStringLiteral("driver_version"), QStringLiteral("13.0")}});
+        RunConfig withTemplates = RunConfig::fromJson(config);
+        withTemplates.templates.insert(QStringLiteral("zero-shot/generator"), QStringLiteral("Write a kernel."));
+        config = withTemplates.toJson();
+        const QString sha = QString::fromLatin1(
+            QCryptographicHash::hash(QByteArrayLiteral("Write a kernel."), QCryptographicHash::Sha256).toHex());
+        const qint64 run = store.createRun(QStringLiteral("z"), QStringLiteral("zero-shot"), config).value_or(0);
+        QVERIFY(run > 0);
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        const QString gpu = QStringLiteral("NVIDIA H200 (sm_90, CUDA driver 13.0)");
+        const QString versions = QStringLiteral("kwb 0.1.0 · torch 2.11.0");
+        const QString promptSet = runProvenance(r->runs.at(0).run).promptSet;
+        QVERIFY(promptSet.startsWith(QStringLiteral("templates · ")));
+
+        const QStringList rows = reportCsv(*r).split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
+        for (const QString& expected :
+             {QStringLiteral("provenance,1,,all,answered_by,fixture server (fixture-model),,"),
+              QStringLiteral("provenance,1,,all,source,fixture_server,,"),
+              QStringLiteral("provenance,1,,all,model,fixture-model,,"),
+              QStringLiteral("provenance,1,,all,endpoint,http://127.0.0.1:9/v1,,"),
+              QStringLiteral("provenance,1,,all,answer_format,kernelbench,,"),
+              QStringLiteral("provenance,1,,all,prompt_set,%1,,").arg(promptSet),
+              QStringLiteral("provenance,1,,all,template:zero-shot/generator,%1,,").arg(sha),
+              QStringLiteral("provenance,1,,all,versions,%1,,").arg(versions),
+              QStringLiteral("provenance,1,,all,gpu,\"%1\",,").arg(gpu)})
+            QVERIFY2(rows.contains(expected),
+                     qPrintable(expected + QStringLiteral("\nin:\n") + rows.join(QLatin1Char('\n'))));
+
+        const QJsonObject p = reportJson(*r)
+                                  .value(QStringLiteral("runs"))
+                                  .toArray()
+                                  .at(0)
+                                  .toObject()
+                                  .value(QStringLiteral("provenance"))
+                                  .toObject();
+        QCOMPARE(p.value(QStringLiteral("answered_by")).toString(), QStringLiteral("fixture server (fixture-model)"));
+        QCOMPARE(p.value(QStringLiteral("source")).toString(), QStringLiteral("fixture_server"));
+        QCOMPARE(p.value(QStringLiteral("model")).toString(), QStringLiteral("fixture-model"));
+        QCOMPARE(p.value(QStringLiteral("endpoint")).toString(), QStringLiteral("http://127.0.0.1:9/v1"));
+        QCOMPARE(p.value(QStringLiteral("answer_format")).toString(), QStringLiteral("kernelbench"));
+        QCOMPARE(p.value(QStringLiteral("prompt_set")).toString(), promptSet);
+        QCOMPARE(
+            p.value(QStringLiteral("templates")).toObject().value(QStringLiteral("zero-shot/generator")).toString(),
+            sha);
+        QCOMPARE(p.value(QStringLiteral("versions")).toString(), versions);
+        QCOMPARE(p.value(QStringLiteral("gpu")).toString(), gpu);
+
+        const QString md = reportMarkdown(*r);
+        QVERIFY2(md.contains(QStringLiteral("| #1 zero-shot | fixture server (fixture-model) | fixture-model | "
+                                            "http://127.0.0.1:9/v1 | kernelbench | %1 | %2 | %3 |")
+                                 .arg(promptSet, versions, gpu)),
                  qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("- `zero-shot/generator` %1\n").arg(sha)), qPrintable(md));
+    }
+
+    // issue 39 item 6: a correct candidate's fraction of the roofline bound, from the floor its
+    // evaluation stored, in the outcome, the metrics and every export; none without a floor.
+    void boundFractionInTheReport()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("b.db"))));
+        const qint64 run =
+            store
+                .createRun(QStringLiteral("z"), QStringLiteral("zero-shot"),
+                           runConfig(QStringLiteral("zero-shot"),
+                                     {QStringLiteral("L1/1"), QStringLiteral("L1/2"), QStringLiteral("L1/3")}))
+                .value_or(0);
+        QVERIFY(run > 0);
+        const auto add = [&](const QString& task, const QJsonObject& extra) {
+            PromptRecord prompt{0, run, task, 1, 0, QStringLiteral("generator"), QStringLiteral("p"), QString()};
+            ResponseRecord response;
+            response.promptId = store.addPrompt(prompt).value_or(0);
+            CandidateRecord candidate;
+            candidate.responseId = store.addResponse(response).value_or(0);
+            candidate.task = task;
+            candidate.turn = 1;
+            candidate.parsedOk = true;
+            QJsonObject result{{QStringLiteral("status"), QStringLiteral("correct")}, {QStringLiteral("speedup"), 1.5}};
+            for (auto it = extra.begin(); it != extra.end(); ++it)
+                result.insert(it.key(), it.value());
+            QVERIFY(store.addEvaluation(store.addCandidate(candidate).value_or(0), result));
+        };
+        const auto roofline = [](double floorMs, double candidateMs) {
+            return QJsonObject{{QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), floorMs},
+                                                                        {QStringLiteral("candidate_ms"), candidateMs},
+                                                                        {QStringLiteral("margin"), 0.1}}}};
+        };
+        add(QStringLiteral("L1/1"), roofline(0.25, 1.0)); // 25 % of the bound
+        add(QStringLiteral("L1/2"), roofline(1.0, 1.0));  // at it
+        add(QStringLiteral("L1/3"), QJsonObject());       // a worker before the floor: none
+        QString error;
+        const std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        const QList<TaskOutcome>& o = r->runs.at(0).outcomes;
+        QCOMPARE(o.at(0).boundFraction, 0.25);
+        QCOMPARE(o.at(1).boundFraction, 1.0);
+        QVERIFY(std::isnan(o.at(2).boundFraction));
+        const Metrics& m = r->runs.at(0).summary.overall;
+        QCOMPARE(m.boundFractionCount, 2);
+        QVERIFY(std::abs(m.boundFractionGeomean - 0.5) < 1e-12); // sqrt(0.25 × 1)
+        QCOMPARE(boundFractionCellText(m), QStringLiteral("50 % of bound (n = 2)"));
+
+        QVERIFY(reportCsv(*r).contains(QStringLiteral("run,1,,all,bound_fraction_geomean,0.5,,")));
+        QVERIFY(reportCsv(*r).contains(QStringLiteral("run,1,,all,bound_fraction_count,2,,")));
+        const QJsonObject json = reportJson(*r).value(QStringLiteral("runs")).toArray().at(0).toObject();
+        QCOMPARE(json.value(QStringLiteral("outcomes"))
+                     .toArray()
+                     .at(0)
+                     .toObject()
+                     .value(QStringLiteral("bound_fraction"))
+                     .toDouble(),
+                 0.25);
+        QVERIFY(json.value(QStringLiteral("outcomes"))
+                    .toArray()
+                    .at(2)
+                    .toObject()
+                    .value(QStringLiteral("bound_fraction"))
+                    .isNull());
+        QCOMPARE(json.value(QStringLiteral("overall")).toObject().value(QStringLiteral("bound_fraction_count")).toInt(),
+                 2);
+        const QString md = reportMarkdown(*r);
+        QVERIFY2(md.contains(QStringLiteral("| 50 % of bound (n = 2) |")), qPrintable(md));
+        const ReportTable levels = perLevelTable(*r);
+        QCOMPARE(levels.headers.last(), QStringLiteral("roofline bound (geomean, n)"));
+        QCOMPARE(levels.rows.at(0).last(), QStringLiteral("50 % of bound (n = 2)"));
+
+        // No correct kernel with a floor: n/a, never 0 %.
+        Metrics none;
+        none.correct = 1;
+        QCOMPARE(boundFractionCellText(none), QStringLiteral("n/a"));
+        QCOMPARE(boundFractionCellText(Metrics()), QStringLiteral("\u2013"));
     }
 
     void markdown()
@@ -476,17 +632,19 @@ private Q_SLOTS:
             return QStringLiteral("%1\u00D7 / %2\u00D7").arg(QString::number(m.meanSpeedup, 'f', 2), QString::number(m.bestSpeedup, 'f', 2));
         };
         const auto torchOnly = [](const Metrics& m) { return QStringLiteral("%1 of %2").arg(m.torchOnlyCorrect).arg(m.correct); };
-        const QString rowA = QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %7 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 | %5 | %6 "
-                                            "| 600 / 300 | 6.0 s |\n")
-                                 .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3),
-                                      meanBest(a), torchOnly(a), clearFast1Text(a));
+        const QString rowA =
+            QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %7 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 | %5 | %6 "
+                           "| n/a | 600 / 300 | 6.0 s |\n")
+                .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3), meanBest(a),
+                     torchOnly(a), clearFast1Text(a));
         QVERIFY2(md.contains(rowA), qPrintable(md + QStringLiteral("\nwanted:\n") + rowA));
         QVERIFY(rowA.contains(QStringLiteral("| 50.0 % [")) && rowA.contains(QStringLiteral("| 16.7 % ["))
                 && rowA.contains(QStringLiteral("| 66.7 % [")) && rowA.contains(QStringLiteral("| 1.00\u00D7 [")));
-        const QString rowB = QStringLiteral("| #2 | agent | B | running | 6 | %1 | %7 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 | %5 | %6 "
-                                            "| 90 / 180 | 4.5 s |\n")
-                                 .arg(pct(b.correctPct), pct(b.fast1Pct), pct(b.compiledPct), geo(b.geomeanSpeedup, 3),
-                                      meanBest(b), torchOnly(b), clearFast1Text(b));
+        const QString rowB =
+            QStringLiteral("| #2 | agent | B | running | 6 | %1 | %7 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 | %5 | %6 "
+                           "| n/a | 90 / 180 | 4.5 s |\n")
+                .arg(pct(b.correctPct), pct(b.fast1Pct), pct(b.compiledPct), geo(b.geomeanSpeedup, 3), meanBest(b),
+                     torchOnly(b), clearFast1Text(b));
         QVERIFY(a.clearFast1 <= a.fast1 && b.clearFast1 <= b.fast1);
         QVERIFY2(std::isfinite(a.meanSpeedup) && a.bestSpeedup >= a.meanSpeedup, qPrintable(meanBest(a)));
         QVERIFY2(md.contains(rowB), qPrintable(md + QStringLiteral("\nwanted:\n") + rowB));

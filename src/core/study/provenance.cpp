@@ -2,8 +2,10 @@
 
 #include <QCryptographicHash>
 #include <QDir>
+#include <QJsonObject>
 #include <QMap>
 #include <QSet>
+#include <QStringList>
 
 #include <algorithm>
 #include <utility>
@@ -42,6 +44,34 @@ QString promptSetName(const RunConfig& config)
     return QStringLiteral("%1 · %2").arg(folder, QString::fromLatin1(hash.result().toHex().left(8)));
 }
 
+QString RunProvenance::sourceName() const
+{
+    switch (source) {
+    case AnswerSource::Model: return QStringLiteral("model");
+    case AnswerSource::FixtureServer: return QStringLiteral("fixture_server");
+    case AnswerSource::RecordedServer: return QStringLiteral("recorded_server");
+    case AnswerSource::Imported: return QStringLiteral("imported");
+    case AnswerSource::Unknown: break;
+    }
+    return QStringLiteral("unknown");
+}
+
+QJsonObject RunProvenance::toJson() const
+{
+    QJsonObject templates;
+    for (auto it = templateHashes.cbegin(); it != templateHashes.cend(); ++it)
+        templates.insert(it.key(), it.value());
+    return {{QStringLiteral("answered_by"), sourceText()},
+            {QStringLiteral("source"), sourceName()},
+            {QStringLiteral("model"), model},
+            {QStringLiteral("endpoint"), endpoint},
+            {QStringLiteral("answer_format"), answerFormat},
+            {QStringLiteral("prompt_set"), promptSet},
+            {QStringLiteral("templates"), templates},
+            {QStringLiteral("versions"), versions},
+            {QStringLiteral("gpu"), gpu}};
+}
+
 QString RunProvenance::sourceText() const
 {
     switch (source) {
@@ -65,6 +95,33 @@ RunProvenance runProvenance(const RunInfo& run)
         p.endpoint = QStringLiteral("–");
     p.answerFormat = config.answerFormat;
     p.promptSet = promptSetName(config);
+    for (auto it = config.templates.cbegin(); it != config.templates.cend(); ++it)
+        p.templateHashes.insert(
+            it.key(),
+            QString::fromLatin1(QCryptographicHash::hash(it.value().toUtf8(), QCryptographicHash::Sha256).toHex()));
+    QStringList versions;
+    const auto version = [&versions](const char* program, const QString& value) {
+        if (!value.isEmpty())
+            versions << QStringLiteral("%1 %2").arg(QLatin1String(program), value);
+    };
+    version("kwb", config.versions.kwb);
+    version("worker", config.versions.worker);
+    version("torch", config.versions.torch);
+    version("Qt", config.versions.qt);
+    p.versions = versions.isEmpty() ? QStringLiteral("–") : versions.join(QStringLiteral(" · "));
+    const DeviceFacts& gpu = run.gpu;
+    if (gpu.available && !gpu.name.isEmpty()) {
+        QStringList facts;
+        if (!gpu.arch.isEmpty())
+            facts << gpu.arch;
+        if (!gpu.driverVersion.isEmpty())
+            facts << QStringLiteral("CUDA driver %1").arg(gpu.driverVersion);
+        p.gpu = facts.isEmpty() ? gpu.name : QStringLiteral("%1 (%2)").arg(gpu.name, facts.join(QStringLiteral(", ")));
+    } else if (!gpu.raw.isEmpty()) {
+        p.gpu = gpu.reason.isEmpty() ? QStringLiteral("no GPU") : QStringLiteral("no GPU: %1").arg(gpu.reason);
+    } else {
+        p.gpu = QStringLiteral("–");
+    }
     QString what;
     switch (p.source) {
     case AnswerSource::FixtureServer:
@@ -83,10 +140,11 @@ RunProvenance runProvenance(const RunInfo& run)
     case AnswerSource::Model: what = QStringLiteral("the model the server named"); break;
     }
     p.details =
-        QStringLiteral("Answers: %1\nModel: %2\n%3: %4\nAnswer format: %5\nPrompt set: %6%7")
+        QStringLiteral("Answers: %1\nModel: %2\n%3: %4\nAnswer format: %5\nPrompt set: %6%7\nVersions: %8\nGPU: %9")
             .arg(what, p.model, config.isImport() ? QStringLiteral("Imported from") : QStringLiteral("Endpoint"),
                  p.endpoint, p.answerFormat, p.promptSet,
-                 config.promptsDir.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(config.promptsDir));
+                 config.promptsDir.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(config.promptsDir), p.versions,
+                 p.gpu);
     return p;
 }
 

@@ -13,6 +13,7 @@
 #include "core/run/runconfig.h"
 #include "core/store/runstore.h"
 
+#include <QJsonObject>
 #include <QList>
 #include <QMap>
 #include <QString>
@@ -48,8 +49,24 @@ struct RunProvenance
     /// One short cell: "fixture server (fixture-model)", "recorded answers (recorded-model)",
     /// "imported", or the model's name.
     QString sourceText() const;
-    /// Several lines for a tooltip: source, model, endpoint, answer format, prompt set and its folder.
+    /// Several lines for a tooltip: source, model, endpoint, answer format, prompt set and its folder,
+    /// versions and GPU.
     QString details;
+    /// Each template the run used (as runs store them: "agent/generator") -> the SHA-256 of its
+    /// text (hex), the hash the run stored beside it: which wording, exactly.
+    QMap<QString, QString> templateHashes;
+    /// The programs' versions the run recorded (RunVersions): "kwb 0.1.0 · worker 0.1.0 · torch
+    /// 2.11.0 · Qt 6.4.2"; "–" when none was. Runs record kwb's version, not its commit.
+    QString versions;
+    /// The GPU its candidates were evaluated on (the worker's `device` answer): "NVIDIA H200
+    /// (sm_90, CUDA driver 13.0)", "no GPU: <reason>", "–" when none was stored.
+    QString gpu;
+
+    /// The wire name of `source`: "model", "fixture_server", "recorded_server", "imported", "unknown".
+    QString sourceName() const;
+    /// Everything above as the JSON export's `provenance` object (docs/cli.md), the CSV's
+    /// `provenance` rows are the same keys.
+    QJsonObject toJson() const;
 };
 
 RunProvenance runProvenance(const RunInfo& run);

@@ -106,9 +106,13 @@ QJsonObject metricsJson(const Metrics& metrics)
             {QStringLiteral("compiled_pct"), estimateJson(metrics.compiledPct)},
             {QStringLiteral("geomean_speedup"), estimateJson(metrics.geomeanSpeedup)},
             {QStringLiteral("geomean_count"), metrics.geomeanCount},
-            {QStringLiteral("mean_speedup"), std::isfinite(metrics.meanSpeedup) ? QJsonValue(metrics.meanSpeedup) : QJsonValue()},
-            {QStringLiteral("best_speedup"), std::isfinite(metrics.bestSpeedup) ? QJsonValue(metrics.bestSpeedup) : QJsonValue()},
-            {QStringLiteral("torch_only_correct"), metrics.torchOnlyCorrect}};
+            {QStringLiteral("mean_speedup"),
+             std::isfinite(metrics.meanSpeedup) ? QJsonValue(metrics.meanSpeedup) : QJsonValue()},
+            {QStringLiteral("best_speedup"),
+             std::isfinite(metrics.bestSpeedup) ? QJsonValue(metrics.bestSpeedup) : QJsonValue()},
+            {QStringLiteral("torch_only_correct"), metrics.torchOnlyCorrect},
+            {QStringLiteral("bound_fraction_geomean"), jsonNumber(metrics.boundFractionGeomean)},
+            {QStringLiteral("bound_fraction_count"), metrics.boundFractionCount}};
 }
 
 // ---- CSV --------------------------------------------------------------------------------------
@@ -201,6 +205,10 @@ public:
         value(section, run, QString(), level, QStringLiteral("mean_speedup"), csvNumber(metrics.meanSpeedup));
         value(section, run, QString(), level, QStringLiteral("best_speedup"), csvNumber(metrics.bestSpeedup));
         value(section, run, QString(), level, QStringLiteral("torch_only_correct"), QString::number(metrics.torchOnlyCorrect));
+        value(section, run, QString(), level, QStringLiteral("bound_fraction_geomean"),
+              csvNumber(metrics.boundFractionGeomean));
+        value(section, run, QString(), level, QStringLiteral("bound_fraction_count"),
+              QString::number(metrics.boundFractionCount));
     }
     QString text() const { return m_text; }
 
@@ -277,6 +285,7 @@ TaskOutcome outcomeOf(const EvaluationRecord& evaluation, bool compileOnly)
     // A machine fault is not evaluated: neither compiled nor a verdict.
     outcome.compiled = !isMachineFault(evaluation.status, compileOnly) && decoded.compiled();
     outcome.torchOnly = decoded.torchOnly;
+    outcome.boundFraction = rooflineBoundFraction(decoded).value_or(kNaN);
     return outcome;
 }
 
@@ -906,6 +915,17 @@ QString meanBestSpeedupText(const Metrics& metrics)
     return QStringLiteral("%1\u00D7 / %2\u00D7").arg(fixed(metrics.meanSpeedup, 2), fixed(metrics.bestSpeedup, 2));
 }
 
+QString boundFractionCellText(const Metrics& metrics)
+{
+    if (metrics.correct == 0)
+        return QStringLiteral("\u2013");
+    if (metrics.boundFractionCount == 0)
+        return QStringLiteral("n/a");
+    return QStringLiteral("%1 (n = %2)")
+        .arg(boundFractionText(metrics.boundFractionGeomean))
+        .arg(metrics.boundFractionCount);
+}
+
 // Correct tasks whose answer launches no kernel of its own, of the correct ones.
 QString torchOnlyText(const Metrics& metrics)
 {
@@ -915,11 +935,17 @@ QString torchOnlyText(const Metrics& metrics)
 ReportTable perLevelTable(const Report& report)
 {
     ReportTable table;
-    table.headers = {QStringLiteral("run"),        QStringLiteral("level"),      QStringLiteral("tasks"),
-                     QStringLiteral("correct %"),  QStringLiteral("clear fast_1 %"), QStringLiteral("fast_1 %"),
+    table.headers = {QStringLiteral("run"),
+                     QStringLiteral("level"),
+                     QStringLiteral("tasks"),
+                     QStringLiteral("correct %"),
+                     QStringLiteral("clear fast_1 %"),
+                     QStringLiteral("fast_1 %"),
                      QStringLiteral("compiled %"),
-                     QStringLiteral("geomean speedup (n)"), QStringLiteral("mean / best speedup"),
-                     QStringLiteral("torch-only correct")};
+                     QStringLiteral("geomean speedup (n)"),
+                     QStringLiteral("mean / best speedup"),
+                     QStringLiteral("torch-only correct"),
+                     QStringLiteral("roofline bound (geomean, n)")};
     table.textColumns = 2;
     const QString notMeasured = QStringLiteral("not measured");
     for (const RunReport& run : report.runs) {
@@ -928,10 +954,11 @@ ReportTable perLevelTable(const Report& report)
             table.rows.append({run.label(), QStringLiteral("L%1").arg(it.key()), QString::number(m.tasks),
                                run.compileOnly ? notMeasured : percentText(m.correctPct),
                                run.compileOnly ? notMeasured : clearFast1Text(m),
-                               run.compileOnly ? notMeasured : percentText(m.fast1Pct),
-                               percentText(m.compiledPct), run.compileOnly ? notMeasured : geomeanSpeedupText(m),
+                               run.compileOnly ? notMeasured : percentText(m.fast1Pct), percentText(m.compiledPct),
+                               run.compileOnly ? notMeasured : geomeanSpeedupText(m),
                                run.compileOnly ? notMeasured : meanBestSpeedupText(m),
-                               run.compileOnly ? notMeasured : torchOnlyText(m)});
+                               run.compileOnly ? notMeasured : torchOnlyText(m),
+                               run.compileOnly ? notMeasured : boundFractionCellText(m)});
         }
     }
     return table;
@@ -951,7 +978,9 @@ QString reportMarkdown(const Report& report)
               "(plain fast_1 beside it counts any speed-up above 1; n/a where a fast task's speed-up "
               "has no interval, as in results from before intervals were kept); "
               "torch-only correct: correct answers that launch no kernel of their own (they tie the "
-              "reference by calling torch).\n\n")
+              "reference by calling torch); roofline bound: the geometric mean over correct kernels of the time at "
+              "the task's roofline floor on the run's GPU over the measured time (100 % is at the bound; n/a where "
+              "the evaluations stored no floor).\n\n")
               .arg(report.database);
     if (report.runs.isEmpty())
         return md + QStringLiteral("No runs.\n");
@@ -965,8 +994,8 @@ QString reportMarkdown(const Report& report)
     for (const int level : report.levels)
         header.append(QStringLiteral("solved L%1").arg(level));
     header << QStringLiteral("geomean speedup (n)") << QStringLiteral("mean / best speedup")
-           << QStringLiteral("torch-only correct") << QStringLiteral("tokens in / out")
-           << QStringLiteral("model time");
+           << QStringLiteral("torch-only correct") << QStringLiteral("roofline bound (geomean, n)")
+           << QStringLiteral("tokens in / out") << QStringLiteral("model time");
     md += mdHeader(header, 4);
     for (const RunReport& run : report.runs) {
         const Metrics& m = run.summary.overall;
@@ -984,7 +1013,9 @@ QString reportMarkdown(const Report& report)
         }
         cells << (run.compileOnly ? notMeasured : geomeanSpeedupText(m))
               << (run.compileOnly ? notMeasured : meanBestSpeedupText(m))
-              << (run.compileOnly ? notMeasured : torchOnlyText(m)) << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
+              << (run.compileOnly ? notMeasured : torchOnlyText(m))
+              << (run.compileOnly ? notMeasured : boundFractionCellText(m))
+              << QStringLiteral("%1 / %2").arg(count(run.usage.tokensIn), count(run.usage.tokensOut))
               << seconds(run.usage.latencyMs);
         md += mdRow(cells);
     }
@@ -998,12 +1029,23 @@ QString reportMarkdown(const Report& report)
     const QString standIn = standInAnswersNote(infos);
     if (!standIn.isEmpty())
         md += QStringLiteral("**%1**\n\n").arg(standIn);
-    md += mdHeader({QStringLiteral("run"), QStringLiteral("answered by"), QStringLiteral("endpoint"),
-                    QStringLiteral("answer format"), QStringLiteral("prompt set")},
-                   5);
+    md += mdHeader({QStringLiteral("run"), QStringLiteral("answered by"), QStringLiteral("model"),
+                    QStringLiteral("endpoint"), QStringLiteral("answer format"), QStringLiteral("prompt set"),
+                    QStringLiteral("versions"), QStringLiteral("GPU")},
+                   8);
+    // Each prompt set once, with its templates' hashes: the fingerprint in the table says which
+    // runs share wording, the hashes say which wording.
+    QMap<QString, QMap<QString, QString>> templatesOfSet;
     for (const RunReport& run : report.runs) {
         const RunProvenance p = runProvenance(run.run);
-        md += mdRow({run.label(), p.sourceText(), p.endpoint, p.answerFormat, p.promptSet});
+        md += mdRow({run.label(), p.sourceText(), p.model, p.endpoint, p.answerFormat, p.promptSet, p.versions, p.gpu});
+        if (!p.templateHashes.isEmpty())
+            templatesOfSet.insert(p.promptSet, p.templateHashes);
+    }
+    for (auto set = templatesOfSet.cbegin(); set != templatesOfSet.cend(); ++set) {
+        md += QStringLiteral("\nPrompt set %1, SHA-256 of each template's text:\n\n").arg(set.key());
+        for (auto it = set->cbegin(); it != set->cend(); ++it)
+            md += QStringLiteral("- `%1` %2\n").arg(it.key(), it.value());
     }
 
     md += QStringLiteral("\n## Per level\n\n");
@@ -1256,6 +1298,23 @@ QString reportCsv(const Report& report)
         for (auto it = r.summary.perLevel.cbegin(); it != r.summary.perLevel.cend(); ++it)
             csv.metrics(run, id, QString::number(it.key()), it.value());
     }
+    // Where each run's answers came from (provenance.h): the JSON export's `provenance` keys, one
+    // row each; a template's row is `template:<name>` with its SHA-256.
+    const QString provenance = QStringLiteral("provenance");
+    for (const RunReport& r : report.runs) {
+        const QString id = QString::number(r.run.id), all = QStringLiteral("all");
+        const RunProvenance p = runProvenance(r.run);
+        csv.value(provenance, id, QString(), all, QStringLiteral("answered_by"), p.sourceText());
+        csv.value(provenance, id, QString(), all, QStringLiteral("source"), p.sourceName());
+        csv.value(provenance, id, QString(), all, QStringLiteral("model"), p.model);
+        csv.value(provenance, id, QString(), all, QStringLiteral("endpoint"), p.endpoint);
+        csv.value(provenance, id, QString(), all, QStringLiteral("answer_format"), p.answerFormat);
+        csv.value(provenance, id, QString(), all, QStringLiteral("prompt_set"), p.promptSet);
+        for (auto it = p.templateHashes.cbegin(); it != p.templateHashes.cend(); ++it)
+            csv.value(provenance, id, QString(), all, QStringLiteral("template:") + it.key(), it.value());
+        csv.value(provenance, id, QString(), all, QStringLiteral("versions"), p.versions);
+        csv.value(provenance, id, QString(), all, QStringLiteral("gpu"), p.gpu);
+    }
     for (const RunReport& r : report.runs)
         for (const UnevaluatedTask& task : r.unevaluated)
             csv.value(QStringLiteral("unevaluated"), QString::number(r.run.id), QString(), QString::number(task.level),
@@ -1425,16 +1484,17 @@ QJsonObject reportJson(const Report& report)
         QJsonArray outcomes;
         for (const TaskOutcome& outcome : r.outcomes) {
             const auto chosen = r.chosenEvaluation.constFind(outcome.task);
-            outcomes.append(QJsonObject{{QStringLiteral("task"), outcome.task},
-                                        {QStringLiteral("level"), outcome.level},
-                                        {QStringLiteral("status"), outcome.status},
-                                        {QStringLiteral("compiled"), outcome.compiled},
-                                        {QStringLiteral("speedup"), jsonNumber(outcome.speedup)},
-                                        {QStringLiteral("speedup_low"), jsonNumber(outcome.speedupLow)},
-                                        {QStringLiteral("speedup_high"), jsonNumber(outcome.speedupHigh)},
-                                        {QStringLiteral("evaluation_id"), chosen == r.chosenEvaluation.cend()
-                                                                              ? QJsonValue()
-                                                                              : QJsonValue(double(*chosen))}});
+            outcomes.append(
+                QJsonObject{{QStringLiteral("task"), outcome.task},
+                            {QStringLiteral("level"), outcome.level},
+                            {QStringLiteral("status"), outcome.status},
+                            {QStringLiteral("compiled"), outcome.compiled},
+                            {QStringLiteral("speedup"), jsonNumber(outcome.speedup)},
+                            {QStringLiteral("speedup_low"), jsonNumber(outcome.speedupLow)},
+                            {QStringLiteral("speedup_high"), jsonNumber(outcome.speedupHigh)},
+                            {QStringLiteral("bound_fraction"), jsonNumber(outcome.boundFraction)},
+                            {QStringLiteral("evaluation_id"),
+                             chosen == r.chosenEvaluation.cend() ? QJsonValue() : QJsonValue(double(*chosen))}});
         }
         QJsonArray unevaluated;
         for (const UnevaluatedTask& task : r.unevaluated)
@@ -1448,21 +1508,22 @@ QJsonObject reportJson(const Report& report)
             {QStringLiteral("regime"), r.run.regime},
             {QStringLiteral("status"), r.run.status},
             {QStringLiteral("created"), r.run.created.toString(Qt::ISODateWithMs)},
+            {QStringLiteral("provenance"), runProvenance(r.run).toJson()},
             {QStringLiteral("evaluations"), r.evaluations},
             {QStringLiteral("compile_only"), r.compileOnly},
-            {QStringLiteral("note"), r.compileOnly ? QJsonValue(QStringLiteral("compile-only: correctness not measured"))
-                                                   : QJsonValue()},
+            {QStringLiteral("note"),
+             r.compileOnly ? QJsonValue(QStringLiteral("compile-only: correctness not measured")) : QJsonValue()},
             {QStringLiteral("overall"), metricsJson(r.summary.overall)},
             {QStringLiteral("levels"), levels},
-            {QStringLiteral("usage"),
-             QJsonObject{{QStringLiteral("responses"), r.usage.responses},
-                         {QStringLiteral("tokens_in"), jsonCount(r.usage.tokensIn)},
-                         {QStringLiteral("tokens_out"), jsonCount(r.usage.tokensOut)},
-                         {QStringLiteral("model_time_ms"), jsonCount(r.usage.latencyMs)}}},
+            {QStringLiteral("usage"), QJsonObject{{QStringLiteral("responses"), r.usage.responses},
+                                                  {QStringLiteral("tokens_in"), jsonCount(r.usage.tokensIn)},
+                                                  {QStringLiteral("tokens_out"), jsonCount(r.usage.tokensOut)},
+                                                  {QStringLiteral("model_time_ms"), jsonCount(r.usage.latencyMs)}}},
             {QStringLiteral("outcomes"), outcomes},
             {QStringLiteral("unevaluated"), unevaluated},
             {QStringLiteral("ablated"), QJsonArray::fromStringList(r.ablated)},
-            {QStringLiteral("unevaluated_counts"), [&] {
+            {QStringLiteral("unevaluated_counts"),
+             [&] {
                  QJsonObject counts;
                  const QMap<QString, int> kinds = r.unevaluatedByKind();
                  for (const QString& kind : {UnevaluatedKind::ModelRequestFailed, UnevaluatedKind::MachineFailure,

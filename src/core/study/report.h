@@ -290,6 +290,11 @@ QString clearFast1Text(const Metrics& metrics);
 /// The geometric-mean speed-up so: "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
 QString geomeanSpeedupText(const Metrics& metrics);
 
+/// The correct kernels' fraction of the roofline bound as a cell: "41 % of bound (n = 7)" (the
+/// geometric mean, Metrics::boundFractionGeomean), "n/a" where correct kernels have no floor
+/// stored (a worker before it), "–" without a correct kernel.
+QString boundFractionCellText(const Metrics& metrics);
+
 /// A table of the report as text cells: what the Markdown export writes and the window shows, so
 /// both read one definition of each column.
 struct ReportTable
@@ -300,7 +305,8 @@ struct ReportTable
 };
 
 /// Table II, per run and level (the levels each run has): tasks, correct %, fast_1 % and
-/// compiled % with their 95 % intervals, and the geometric-mean speedup with its count; a
+/// compiled % with their 95 % intervals, the geometric-mean speedup with its count and the
+/// correct kernels' fraction of the roofline bound (boundFractionCellText); a
 /// compile-only run's correctness columns say "not measured".
 ReportTable perLevelTable(const Report& report);
 
@@ -311,7 +317,8 @@ QString reportMarkdown(const Report& report);
 /// CSV, one long table: header `section,run,run_b,level,metric,value,low,high` (RFC 4180
 /// quoting). section `run` (level `all` or a number; metrics tasks, correct, correct_pct, fast1,
 /// fast1_pct, compiled, compiled_pct, geomean_speedup, geomean_count, and for level `all` also
-/// evaluations, responses, tokens_in, tokens_out, model_time_ms), `paired` (run vs run_b: tasks,
+/// evaluations, responses, tokens_in, tokens_out, model_time_ms), `provenance` (run: where its
+/// answers came from, RunProvenance::toJson's keys, a template as `template:<name>`), `paired` (run vs run_b: tasks,
 /// both, only_a, only_b, neither, correct_pct_a, correct_pct_b, difference_pct, sign_test_p) and
 /// `routing` (run: the run chosen for the level; level `all` for the combined estimate) and
 /// `unevaluated` (run, the task's level, metric: the task id, value: the reason; the run's section
@@ -319,7 +326,8 @@ QString reportMarkdown(const Report& report);
 /// are the 95 % interval where the metric has one; a missing number is an empty cell.
 QString reportCsv(const Report& report);
 
-/// JSON: {"database", "runs": [...], "comparisons": [...], "routing": {...}|null, "notes"}.
+/// JSON: {"database", "runs": [...] (each with its "provenance", RunProvenance::toJson), "comparisons":
+/// [...], "routing": {...}|null, "notes"}.
 /// See docs/cli.md.
 QJsonObject reportJson(const Report& report);
 

@@ -152,12 +152,18 @@ struct Tally
     double sum = 0.0;
     double best = kNaN;
     int torchOnlyCorrect = 0;
+    double boundLogSum = 0.0;
+    int boundCount = 0;
 
     void add(const TaskOutcome& outcome)
     {
         ++tasks;
         if (outcome.correct()) {
             ++correct;
+            if (std::isfinite(outcome.boundFraction) && outcome.boundFraction > 0.0) {
+                boundLogSum += std::log(outcome.boundFraction);
+                ++boundCount;
+            }
             if (outcome.torchOnly)
                 ++torchOnlyCorrect;
             if (std::isfinite(outcome.speedup) && outcome.speedup > 0.0) {
@@ -254,6 +260,8 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
     metrics.meanSpeedup = point.mean();
     metrics.bestSpeedup = point.best;
     metrics.torchOnlyCorrect = point.torchOnlyCorrect;
+    metrics.boundFractionCount = point.boundCount;
+    metrics.boundFractionGeomean = point.boundCount > 0 ? std::exp(point.boundLogSum / point.boundCount) : kNaN;
     metrics.correctPct = clopperPearson(point.correct, point.tasks, options.confidence);
     metrics.fast1Pct = clopperPearson(point.fast1, point.tasks, options.confidence);
     metrics.clearFast1Pct = clopperPearson(point.clearFast1, point.tasks, options.confidence);

@@ -35,6 +35,9 @@ struct TaskOutcome
     /// The selected evaluation's time is below the roofline floor (EvaluationResult::
     /// belowRooflineFloor): not correct, not fast, whatever its status says.
     bool belowRooflineFloor = false;
+    /// The selected candidate's fraction of the roofline bound (kernelbound.h's
+    /// rooflineBoundFraction: time at the bound / measured time); NaN where it has none.
+    double boundFraction = std::numeric_limits<double>::quiet_NaN();
 
     /// EvaluationResult::countsAsCorrect(): status "correct" and not below the roofline floor.
     bool correct() const;
@@ -114,6 +117,10 @@ struct Metrics
     double bestSpeedup = std::numeric_limits<double>::quiet_NaN();
     /// Correct tasks whose selected answer launches no kernel of its own (TaskOutcome::torchOnly).
     int torchOnlyCorrect = 0;
+    /// Geometric mean of the correct tasks' fractions of the roofline bound (TaskOutcome::
+    /// boundFraction), over those that have one (boundFractionCount); a point value, NaN without.
+    double boundFractionGeomean = std::numeric_limits<double>::quiet_NaN();
+    int boundFractionCount = 0;
 };
 
 struct RunSummary

@@ -208,6 +208,28 @@ IntensityBasis candidateBasis(const EvaluationResult& e)
     return IntensityBasis::OneKernel;
 }
 
+std::optional<double> rooflineBoundFraction(const EvaluationResult& e)
+{
+    if (!e.countsAsCorrect())
+        return std::nullopt;
+    const QJsonObject r = e.raw.value(QStringLiteral("roofline")).toObject();
+    const double floorMs = r.value(QStringLiteral("floor_ms")).toDouble();
+    double measuredMs = r.value(QStringLiteral("candidate_ms")).toDouble();
+    if (!(measuredMs > 0) && e.timing.candidate)
+        measuredMs = e.timing.candidate->meanMs;
+    if (!(floorMs > 0) || !(measuredMs > 0) || !std::isfinite(floorMs) || !std::isfinite(measuredMs))
+        return std::nullopt;
+    return floorMs / measuredMs;
+}
+
+QString boundFractionText(double fraction)
+{
+    if (!std::isfinite(fraction))
+        return QString();
+    const double pct = 100.0 * fraction;
+    return QStringLiteral("%1 % of bound").arg(pct < 10 ? QString::number(pct, 'g', 2) : QString::number(qRound(pct)));
+}
+
 QString notCountedReason(const EvaluationResult& e)
 {
     if (!e.isCorrect() || e.countsAsCorrect())

@@ -91,6 +91,18 @@ TrafficModel trafficModel(const AnalyzeResult& analysis);
 /// kernels → library op + epilogue; only its own → one kernel (the most it can have saved).
 IntensityBasis candidateBasis(const EvaluationResult& evaluation);
 
+/// A correct candidate's fraction of the roofline bound (issue 39 item 6): the time at the bound
+/// over its measured time, both from the evaluation's `roofline` object (docs/protocol.md
+/// §evaluate): floor_ms (the least time the task's work can take on that GPU) / candidate_ms
+/// (the timing's mean where the object has none). 1 is at the bound; a counted candidate can
+/// reach 1 / (1 − margin) within the margin for ceiling error. nullopt unless the evaluation
+/// counts as correct (countsAsCorrect) and both times are positive: a worker before the floor, a
+/// CPU evaluation or an analysis that failed has no bound. The one definition Results, the
+/// Roofline and `kwb report` read.
+std::optional<double> rooflineBoundFraction(const EvaluationResult& evaluation);
+/// "41 % of bound" (two significant digits under 10 %: "0.52 % of bound").
+QString boundFractionText(double fraction);
+
 /// Why an evaluation with status correct does not count (EvaluationResult::countsAsCorrect()),
 /// in words with its numbers: "measured 0.133 ms is below the roofline floor 2.10 ms (less the
 /// 10 % margin for ceiling error) on this GPU: physically impossible for code that does the
