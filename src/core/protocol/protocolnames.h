@@ -270,4 +270,29 @@ inline constexpr const char* kPasses = "passes";
 inline constexpr const char* kL2 = "l2";
 } // namespace Key
 
+/// `compile.kernel_facts` of an evaluate response (docs/protocol.md §evaluate, "kernel_facts"):
+/// one object per kernel of the compiled candidate, and the note on what could not be read. Its
+/// "name" is Key::kName, its "arch" Field::kArch.
+namespace KernelFact {
+inline constexpr const char* kKernelFacts = "kernel_facts";
+inline constexpr const char* kKernelFactsNote = "kernel_facts_note";
+inline constexpr const char* kDemangled = "demangled";
+inline constexpr const char* kModule = "module";
+inline constexpr const char* kRegisters = "registers";
+inline constexpr const char* kLocalBytes = "local_bytes";
+inline constexpr const char* kSpillStoreBytes = "spill_store_bytes";
+inline constexpr const char* kSpillLoadBytes = "spill_load_bytes";
+inline constexpr const char* kStaticSharedBytes = "static_shared_bytes";
+inline constexpr const char* kConstantBytes = "constant_bytes";
+inline constexpr const char* kModuleConstantBytes = "module_constant_bytes";
+inline constexpr const char* kParamBytes = "param_bytes";
+inline constexpr const char* kBarriers = "barriers";
+inline constexpr const char* kMaxThreadsPerBlock = "max_threads_per_block";
+inline constexpr const char* kMaxThreadsLimit = "max_threads_limit";
+inline constexpr const char* kPtx = "ptx";
+inline constexpr const char* kPtxNote = "ptx_note";
+inline constexpr const char* kSass = "sass";
+inline constexpr const char* kSassNote = "sass_note";
+} // namespace KernelFact
+
 } // namespace kwb::ProtocolNames

@@ -126,6 +126,23 @@ std::string capLine(const std::string& line) {
     return line.substr(0, cut) + " [...]";
 }
 
+// ptxas -v's report ("ptxas info    : Used 10 registers…" and its "ptxas         .     0 bytes
+// stack frame…" continuation lines) moved from `log` into *info: facts about the kernels, not
+// messages for the model. ptxas's warnings and errors stay in the log.
+std::string takePtxasInfo(const std::string& log, std::string* info) {
+    std::string rest;
+    size_t b = 0;
+    while (b < log.size()) {
+        size_t e = log.find('\n', b);
+        e = e == std::string::npos ? log.size() : e + 1;
+        const std::string line = log.substr(b, e - b);
+        const bool report = line.compare(0, 14, "ptxas info    ") == 0 || line.compare(0, 14, "ptxas         ") == 0;
+        (report ? *info : rest) += line;
+        b = e;
+    }
+    return rest;
+}
+
 }  // namespace
 
 std::string compilerMessagesOnly(const std::string& log, const std::string& programName,
@@ -298,7 +315,7 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
         }
     }
 
-    r.options = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device"};
+    r.options = {"--gpu-architecture=" + arch, "--std=c++17", "-default-device", "--ptxas-options=-v"};
     for (const std::string& d : includeDirs) r.options.push_back("--include-path=" + d);
     r.options.insert(r.options.end(), extraOptions.begin(), extraOptions.end());
 
@@ -322,6 +339,7 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
         std::string log(logSize, '\0');
         if (nvrtcGetProgramLog(prog, &log[0]) == NVRTC_SUCCESS) {
             log.resize(std::strlen(log.c_str()));
+            log = takePtxasInfo(log, &r.ptxasInfo);
             // The log goes back to the model: compiler messages only (compilerMessagesOnly says
             // the rule), never the text of a file the answer got NVRTC to open.
             r.log = compilerMessagesOnly(log, kProgramName, includeDirs);
@@ -347,6 +365,14 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
         r.cubin.clear();
         r.log += std::string("nvrtcGetCUBIN failed: ") + nvrtcGetErrorString(rc) + "\n";
         return finish();
+    }
+    size_t ptxSize = 0;
+    if (nvrtcGetPTXSize(prog, &ptxSize) == NVRTC_SUCCESS && ptxSize > 1) {
+        r.ptx.resize(ptxSize);
+        if (nvrtcGetPTX(prog, r.ptx.data()) == NVRTC_SUCCESS)
+            r.ptx.resize(std::strlen(r.ptx.c_str()));
+        else
+            r.ptx.clear();
     }
     r.ok = true;
     return finish();

@@ -15,6 +15,8 @@ struct CompileResult {
     std::string log;    // NVRTC's log (warnings too) through compilerMessagesOnly; our own explanation when NVRTC did not run
     std::string arch;   // "sm_90"
     std::vector<char> cubin;
+    std::string ptx;        // NVRTC's PTX of the module (kernelfacts.h splits it per kernel)
+    std::string ptxasInfo;  // ptxas -v's "ptxas info" lines, taken out of `log` (kernelfacts.h reads them)
     double ms = 0;      // wall time of create + compile + cubin extraction
     std::vector<std::string> options;  // as passed to nvrtcCompileProgram
     /// Set when the source was refused before NVRTC ran (checkCudaForNvrtc); `log` says why too.
@@ -29,7 +31,8 @@ std::optional<SourceIssue> checkCudaForNvrtc(const std::string& source);
 
 // Compiles `source` (program name "candidate.cu") to a cubin for `arch` ("sm_90", "sm_90a").
 // Refused (r.refused set, NVRTC not run) when checkCudaForNvrtc finds a problem.
-// Options: --gpu-architecture=<arch> --std=c++17 -default-device, the CUDA include directories
+// Options: --gpu-architecture=<arch> --std=c++17 -default-device --ptxas-options=-v (its resource
+// lines go to ptxasInfo, not into the log the model reads), the CUDA include directories
 // (so cuda_fp16.h, cuda_bf16.h and mma.h resolve), then `extraOptions`.
 // The include directories are the build's KWB_CUDA_INCLUDE_DIR; the environment variable
 // KWB_CUDA_INCLUDE_DIR replaces them at run time. Both are lists separated by ':' or ';'; each
