@@ -105,26 +105,26 @@ json Worker::hello()
     json profiles = json::array();
     for (const ProtocolProfile& p : protocolProfiles())
         profiles.push_back(p.toJson());
-    json out = {{"protocol", protocol::kVersion},
-            {"worker", KWB_VERSION},
-            {"torch", torchVersion()},
-            {"cuda_runtime", std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10)},
-            {"nvrtc", nvrtcVersionString()},
-            {"cuda_device_count", e == cudaSuccess ? count : 0},
-            {"cuda_error", e == cudaSuccess ? "" : cudaGetErrorString(e)},
-            {"driver", driver ? "ok" : driverWhy},
-            {"tasks_dir", m_tasksDir},
-            {"profiles", profiles},
-            {"default_profile", kDefaultProfile}};
+    json out = {{protocol::Key::kProtocol, protocol::kVersion},
+            {protocol::Key::kWorker, KWB_VERSION},
+            {protocol::Key::kTorch, torchVersion()},
+            {protocol::Key::kCudaRuntime, std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10)},
+            {protocol::Key::kNvrtc, nvrtcVersionString()},
+            {protocol::Key::kCudaDeviceCount, e == cudaSuccess ? count : 0},
+            {protocol::Key::kCudaError, e == cudaSuccess ? "" : cudaGetErrorString(e)},
+            {protocol::Key::kDriver, driver ? "ok" : driverWhy},
+            {protocol::Field::kTasksDir, m_tasksDir},
+            {protocol::Key::kProfiles, profiles},
+            {protocol::Key::kDefaultProfile, kDefaultProfile}};
     // The lock this worker takes (docs/protocol.md, the GPU's quiet lock): null without one, and
     // null with the reason where --gpu-quiet-lock named a file that could not be opened.
-    out["gpu_quiet_lock"] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
+    out[protocol::Key::kGpuQuietLock] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
     // Whether its holds pass the writers-first gate (<lock>.intent, gpuquietlock.h).
     out["gpu_quiet_lock_writers_first"] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
     // Whether its evaluations take turns on the GPU (<lock>.turn, gpuquietlock.h).
     out["gpu_quiet_lock_turns"] = m_quietLock && m_quietLock->usable() && m_quietLock->turns();
     if (m_quietLock && !m_quietLock->usable())
-        out["gpu_quiet_lock_error"] = m_quietLock->error();
+        out[protocol::Key::kGpuQuietLockError] = m_quietLock->error();
     return out;
 }
 
@@ -135,19 +135,19 @@ json Worker::listTasks(const json& request)
         m_tasks.reset();
     }
     const TaskSet& set = tasks();
-    json out = {{"tasks", json::array()}, {"errors", json::array()}};
+    json out = {{protocol::Key::kTasks, json::array()}, {protocol::Key::kErrors, json::array()}};
     for (const auto& e : set.errors)
-        out["errors"].push_back({{"path", e.path}, {"field", e.field}, {"message", e.message}});
+        out[protocol::Key::kErrors].push_back({{protocol::Key::kPath, e.path}, {protocol::Key::kField, e.field}, {protocol::Key::kMessage, e.message}});
     const bool validate = request.value(protocol::Field::kValidate, false);
     for (const auto& t : set.tasks) {
         if (validate && !t.isKernelBenchOnly()) {
             const std::string err = m_evaluator.validateTask(t);
             if (!err.empty()) {
-                out["errors"].push_back({{"path", t.path}, {"field", "forward"}, {"message", "TorchScript does not compile: " + err}});
+                out[protocol::Key::kErrors].push_back({{protocol::Key::kPath, t.path}, {protocol::Key::kField, "forward"}, {protocol::Key::kMessage, "TorchScript does not compile: " + err}});
                 continue;
             }
         }
-        out["tasks"].push_back(toJson(t));
+        out[protocol::Key::kTasks].push_back(toJson(t));
     }
     return out;
 }
@@ -158,36 +158,36 @@ namespace {
 json compileKernelBench(const std::string& answer, std::string arch, CodeBlock codeBlock)
 {
     if (arch.empty())
-        arch = deviceFacts(0).value("arch", std::string("sm_90"));
+        arch = deviceFacts(0).value(protocol::Field::kArch, std::string("sm_90"));
     KernelBenchSource kb = extractKernelBenchSource(answer, codeBlock);
     json kernels = json::array();
     for (const auto& k : findKernels(kb.source))
         kernels.push_back(k.name);
-    json out = {{"answer_format", "kernelbench"}, {"arch", arch}, {"ms", 0.0}, {"cubin_bytes", 0}, {"kernels", kernels},
-                {"source_hash", nullptr}, {"extensions", json::array()}, {"format_error", nullptr}};
-    out["candidate"] = {{"cuda", nullptr}, {"python", kb.ok ? json(kb.source) : json(nullptr)}, {"kernels", kernels},
-                        {"source_hash", kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
-                        {"cuda_line", nullptr}, {"python_line", kb.ok ? json(kb.line) : json(nullptr)},
-                        {"answer_format", "kernelbench"}, {"code_block", codeBlockName(codeBlock)},
+    json out = {{protocol::Field::kAnswerFormat, "kernelbench"}, {protocol::Field::kArch, arch}, {protocol::Key::kMs, 0.0}, {protocol::Key::kCubinBytes, 0}, {protocol::Key::kKernels, kernels},
+                {protocol::Key::kSourceHash, nullptr}, {"extensions", json::array()}, {protocol::Key::kFormatError, nullptr}};
+    out[protocol::Key::kCandidate] = {{protocol::Field::kCuda, nullptr}, {protocol::Field::kPython, kb.ok ? json(kb.source) : json(nullptr)}, {protocol::Key::kKernels, kernels},
+                        {protocol::Key::kSourceHash, kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
+                        {protocol::Key::kCudaLine, nullptr}, {protocol::Key::kPythonLine, kb.ok ? json(kb.line) : json(nullptr)},
+                        {protocol::Field::kAnswerFormat, "kernelbench"}, {protocol::Field::kCodeBlock, codeBlockName(codeBlock)},
                         {"model_new_blocks", kb.modelNewBlocks}};
     std::string why;
     if (kb.ok && !python::available(&why))
         kb.error = FormatError{"kernelbench_unavailable", why, 0};
     if (kb.error) {
-        out["ok_compile"] = false;
-        out["log"] = kb.error->message;
-        out["format_error"] = {{"code", kb.error->code}, {"message", kb.error->message}, {"line", kb.error->line}};
+        out[protocol::Key::kOkCompile] = false;
+        out[protocol::Key::kLog] = kb.error->message;
+        out[protocol::Key::kFormatError] = {{protocol::Key::kCode, kb.error->code}, {protocol::Key::kMessage, kb.error->message}, {protocol::Key::kLine, kb.error->line}};
         return out;
     }
     if (const std::string refusal = python::nativeCodeRefusal(); !refusal.empty()) {
-        out["ok_compile"] = false;
-        out["log"] = refusal;
-        out["refused"] = {{"code", "no_os_sandbox"}, {"message", refusal}, {"line", 0}};
+        out[protocol::Key::kOkCompile] = false;
+        out[protocol::Key::kLog] = refusal;
+        out[protocol::Key::kRefused] = {{protocol::Key::kCode, "no_os_sandbox"}, {protocol::Key::kMessage, refusal}, {protocol::Key::kLine, 0}};
         return out;
     }
     const auto t0 = std::chrono::steady_clock::now();
     json b = python::build(kb.source, arch);
-    out["ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    out[protocol::Key::kMs] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     out["extensions"] = b["builds"];
     out["ok_compile"] = b.value("ok", false);
     const std::string status = b.value("status", std::string());
@@ -200,7 +200,7 @@ json compileKernelBench(const std::string& answer, std::string arch, CodeBlock c
     else if (status == "format_error")
         out["format_error"] = {{"code", "missing_model_new"}, {"message", b.value("message", std::string())}, {"line", line}};
     else if (!status.empty())
-        out["status"] = status; // compile_error or runtime_error, as evaluate would say
+        out[protocol::Key::kStatus] = status; // compile_error or runtime_error, as evaluate would say
     return out;
 }
 } // namespace
@@ -221,7 +221,7 @@ json Worker::compileOnly(const json& request)
         ParseResult parsed = parseAnswer(request.at(protocol::Field::kAnswer).get<std::string>(), {});
         candidate = std::move(parsed.candidate);
         if (!parsed.ok)
-            formatError = {{"code", parsed.error->code}, {"message", parsed.error->message}, {"line", parsed.error->line}};
+            formatError = {{protocol::Key::kCode, parsed.error->code}, {protocol::Key::kMessage, parsed.error->message}, {protocol::Key::kLine, parsed.error->line}};
     } else {
         candidate.hasCuda = true;
         candidate.cuda = request.value(protocol::Field::kCuda, std::string());
@@ -230,32 +230,32 @@ json Worker::compileOnly(const json& request)
     std::string arch = request.value(protocol::Field::kArch, std::string());
     if (arch.empty()) {
         json facts = deviceFacts(0);
-        arch = facts.value("arch", std::string("sm_90"));
+        arch = facts.value(protocol::Field::kArch, std::string("sm_90"));
     }
     json out;
     if (!candidate.hasCuda) {
-        out = {{"ok_compile", false}, {"log", "the answer has no cuda block: nothing to compile"}, {"arch", arch},
-               {"ms", 0.0}, {"cubin_bytes", 0}, {"kernels", json::array()}, {"source_hash", nullptr}};
+        out = {{protocol::Key::kOkCompile, false}, {protocol::Key::kLog, "the answer has no cuda block: nothing to compile"}, {protocol::Field::kArch, arch},
+               {protocol::Key::kMs, 0.0}, {protocol::Key::kCubinBytes, 0}, {protocol::Key::kKernels, json::array()}, {protocol::Key::kSourceHash, nullptr}};
     } else {
         const std::string& source = candidate.cuda;
         CompileResult r = compileCuda(source, arch);
         json kernels = json::array();
         for (const auto& d : candidate.kernels)
             kernels.push_back(d.name);
-        out = {{"ok_compile", r.ok}, {"log", r.log}, {"arch", r.arch}, {"ms", r.ms}, {"cubin_bytes", r.cubin.size()},
-               {"kernels", kernels}, {"source_hash", protocol::sourceHash(source)}};
+        out = {{protocol::Key::kOkCompile, r.ok}, {protocol::Key::kLog, r.log}, {protocol::Field::kArch, r.arch}, {protocol::Key::kMs, r.ms}, {protocol::Key::kCubinBytes, r.cubin.size()},
+               {protocol::Key::kKernels, kernels}, {protocol::Key::kSourceHash, protocol::sourceHash(source)}};
         if (r.refused) // checkCudaForNvrtc: NVRTC did not run (an include outside the toolkit, …)
-            out["refused"] = {{"code", r.refused->code}, {"message", r.refused->message}, {"line", r.refused->line}};
+            out[protocol::Key::kRefused] = {{protocol::Key::kCode, r.refused->code}, {protocol::Key::kMessage, r.refused->message}, {protocol::Key::kLine, r.refused->line}};
         if (request.value(protocol::Field::kReturnCubin, false) && r.ok)
-            out["cubin_b64"] = protocol::encodeBase64(r.cubin);
+            out[protocol::Field::kCubinB64] = protocol::encodeBase64(r.cubin);
     }
-    out["candidate"] = protocol::candidateEcho(candidate);
+    out[protocol::Key::kCandidate] = protocol::candidateEcho(candidate);
     // A bare source is the client's own: echoed only up to what an answer may hold (evaluate
     // refuses larger ones), so a response never carries a second copy of a 16 MiB request.
     if (!request.contains(protocol::Field::kAnswer) && candidate.cuda.size() > kMaxAnswerBytes)
-        out["candidate"]["cuda"] = nullptr;
+        out[protocol::Key::kCandidate][protocol::Field::kCuda] = nullptr;
     if (request.contains(protocol::Field::kAnswer))
-        out["format_error"] = formatError;
+        out[protocol::Key::kFormatError] = formatError;
     return out;
 }
 
@@ -274,15 +274,15 @@ json Worker::handle(const json& request)
             body = listTasks(request);
         } else if (type == protocol::Request::kDevice) {
             body = deviceFacts(0);
-            if (request.value(protocol::Field::kCeilings, false) && body.value("available", false))
+            if (request.value(protocol::Field::kCeilings, false) && body.value(protocol::Key::kAvailable, false))
             {
                 // The ceilings are measurements: the GPU to itself while they run (the quiet lock).
                 const GpuQuietLock::Hold quiet(m_evaluator.quietLock(), GpuQuietLock::Mode::Exclusive);
-                body["ceilings"] = measureCeilings(0);
-                body["stage_detail_ms"] = {{"ceilings", {{"quiet_wait", quiet.waitMs()}}}};
+                body[protocol::Field::kCeilings] = measureCeilings(0);
+                body[protocol::Key::kStageDetailMs] = {{protocol::Field::kCeilings, {{"quiet_wait", quiet.waitMs()}}}};
                 if (!quiet.error().empty())
-                    body["gpu_quiet_lock_error"] = quiet.error();
-                roofline::rememberMeasuredCeilings(body["ceilings"]); // later floors use them (roofline.h)
+                    body[protocol::Key::kGpuQuietLockError] = quiet.error();
+                roofline::rememberMeasuredCeilings(body[protocol::Field::kCeilings]); // later floors use them (roofline.h)
             }
         } else if (type == protocol::Request::kAnalyze) {
             body = m_evaluator.analyze(task(request),
@@ -324,11 +324,11 @@ json Worker::handle(const json& request)
         } else {
             throw RequestError("unknown_type", "unknown request type '" + type + "'"); // type: bounded above
         }
-        body["id"] = id;
-        body["type"] = type;
-        body["ok"] = true;
+        body[protocol::Field::kId] = id;
+        body[protocol::Field::kType] = type;
+        body[protocol::Key::kOk] = true;
         if (!m_evaluator.healthy())
-            body["worker_healthy"] = false;
+            body[protocol::Key::kWorkerHealthy] = false;
         return body;
     } catch (const RequestError& e) {
         return protocol::errorResponse(id, type, e.code, e.what());

@@ -74,7 +74,7 @@ DeviceFacts decodeDeviceFacts(const QJsonObject& d)
     // the study has only that one (1552 of 1702 stored prompts lost their roofline facts to it).
     f.hbmTheoreticalGBps = positive(at(d, Key::kHbmTheoreticalGbps));
     if (f.hbmTheoreticalGBps <= 0)
-        f.hbmTheoreticalGBps = positive(at(d, Key::kHbmTheoreticalGbsOld));
+        f.hbmTheoreticalGBps = positive(at(d, Key::kHbmTheoreticalGbs));
 
     const QJsonObject ceilings = obj(d, Field::kCeilings);
     f.hasCeilings = !ceilings.isEmpty();

@@ -156,8 +156,8 @@ inline constexpr const char* kMemoryClockKhz = "memory_clock_khz";
 inline constexpr const char* kDriverVersion = "driver_version";
 inline constexpr const char* kRuntimeVersion = "runtime_version";
 inline constexpr const char* kHbmTheoreticalGbps = "hbm_theoretical_gbps";
-/// The name workers before the fix sent alone; the client still reads it from stored facts.
-inline constexpr const char* kHbmTheoreticalGbsOld = "hbm_theoretical_gbs";
+/// The name workers before the fix sent alone (every study database has only it); still sent.
+inline constexpr const char* kHbmTheoreticalGbs = "hbm_theoretical_gbs";
 inline constexpr const char* kHbmCopy = "hbm_copy";
 inline constexpr const char* kFp32Fma = "fp32_fma";
 inline constexpr const char* kTensorTf32 = "tensor_tf32";

@@ -9,6 +9,8 @@
 // gigabytes), while this analysis must never allocate a tensor. Everything the immutable pass
 // leaves (lists, tensor-shaped values) is folded by the interpreter below.
 #include "worker/analyze/analyzeinternal.h"
+
+#include "core/protocol/protocolnames.h"
 #include "worker/python/scripthost.h"
 
 #include <ATen/ATen.h>
@@ -146,27 +148,27 @@ nlohmann::json Analyzer::run(const std::shared_ptr<Graph>& source) {
 
     int64_t memoryBound = 0;
     for (const auto& op : ops_) {
-        const int64_t b = op["bytes"].get<int64_t>();
-        if (b > 0 && static_cast<double>(op["flops"].get<int64_t>()) / static_cast<double>(b) < ridge_)
+        const int64_t b = op[ProtocolNames::Key::kBytes].get<int64_t>();
+        if (b > 0 && static_cast<double>(op[ProtocolNames::Key::kFlops].get<int64_t>()) / static_cast<double>(b) < ridge_)
             ++memoryBound;
     }
     nlohmann::json r;
-    r["ops"] = ops_;
-    r["output_shape"] = outputUnknown ? nlohmann::json() : outShapes.size() == 1 ? outShapes[0] : outShapes;
+    r[ProtocolNames::Key::kOps] = ops_;
+    r[ProtocolNames::Key::kOutputShape] = outputUnknown ? nlohmann::json() : outShapes.size() == 1 ? outShapes[0] : outShapes;
     if (outShapes.size() > 1 && !outputUnknown) r["output_shapes"] = outShapes;
-    r["flops"] = totalFlops_;
-    r["bytes_unfused"] = totalBytes_;
-    r["bytes_fused"] = fused;
-    r["intensity_unfused"] = totalBytes_ > 0 ? double(totalFlops_) / double(totalBytes_) : 0.0;
-    r["intensity_fused"] = fused > 0 ? double(totalFlops_) / double(fused) : 0.0;
-    r["op_count"] = static_cast<int64_t>(ops_.size());
+    r[ProtocolNames::Key::kFlops] = totalFlops_;
+    r[ProtocolNames::Key::kBytesUnfused] = totalBytes_;
+    r[ProtocolNames::Key::kBytesFused] = fused;
+    r[ProtocolNames::Key::kIntensityUnfused] = totalBytes_ > 0 ? double(totalFlops_) / double(totalBytes_) : 0.0;
+    r[ProtocolNames::Key::kIntensityFused] = fused > 0 ? double(totalFlops_) / double(fused) : 0.0;
+    r[ProtocolNames::Key::kOpCount] = static_cast<int64_t>(ops_.size());
     r["memory_bound_ops"] = memoryBound;
     r["memory_bound_ridge"] = ridge_;
-    r["input_bytes"] = inputBytes_;
-    r["param_bytes"] = paramBytes;
-    r["output_bytes"] = outputBytes;
+    r[ProtocolNames::Key::kInputBytes] = inputBytes_;
+    r[ProtocolNames::Key::kParamBytes] = paramBytes;
+    r[ProtocolNames::Key::kOutputBytes] = outputBytes;
     r["params_used"] = used;
-    r["uncounted"] = uncounted_;
+    r[ProtocolNames::Key::kUncounted] = uncounted_;
     return r;
 }
 
@@ -216,22 +218,22 @@ void Analyzer::bindInputs(const Graph& g) {
 
 void Analyzer::record(const Node* n, const char* category, int64_t flops, int64_t bytes) {
     nlohmann::json op;
-    op["index"] = static_cast<int64_t>(ops_.size());
-    op["op"] = n->kind().toQualString();
+    op[ProtocolNames::Key::kIndex] = static_cast<int64_t>(ops_.size());
+    op[ProtocolNames::Key::kOp] = n->kind().toQualString();
     nlohmann::json ins = nlohmann::json::array();
     std::vector<const AVal*> ts;
     for (const Value* v : n->inputs()) collectTensors(val(v), ts);
     for (const AVal* t : ts) ins.push_back(t->shape);
-    op["inputs"] = ins;
+    op[ProtocolNames::Key::kInputs] = ins;
     std::vector<const AVal*> outs;
     for (const Value* v : n->outputs()) collectTensors(val(v), outs);
-    op["output"] = outs.empty() ? nlohmann::json::array() : nlohmann::json(outs[0]->shape);
-    if (outs.size() > 1) op["output_count"] = static_cast<int64_t>(outs.size());
-    op["flops"] = flops;
-    op["bytes"] = bytes;
-    op["category"] = category;
+    op[ProtocolNames::Key::kOutput] = outs.empty() ? nlohmann::json::array() : nlohmann::json(outs[0]->shape);
+    if (outs.size() > 1) op[ProtocolNames::Key::kOutputCount] = static_cast<int64_t>(outs.size());
+    op[ProtocolNames::Key::kFlops] = flops;
+    op[ProtocolNames::Key::kBytes] = bytes;
+    op[ProtocolNames::Key::kCategory] = category;
     const int line = lineOf(n);
-    if (line > 0) op["line"] = line;
+    if (line > 0) op[ProtocolNames::Key::kLine] = line;
     ops_.push_back(std::move(op));
     totalFlops_ += flops;
     totalBytes_ += bytes;
@@ -575,12 +577,12 @@ void Analyzer::uncounted(const Node* n, const std::string& reason) {
     const bool inplace = base.size() > 1 && base.back() == '_' && base.compare(base.size() - 2, 2, "__") != 0;
     if (inplace && !n->inputs().empty() && !n->outputs().empty()) set(n->inputs()[0], val(n->outputs()[0]));
     nlohmann::json u;
-    u["index"] = static_cast<int64_t>(ops_.size());
-    u["op"] = n->kind().toQualString();
+    u[ProtocolNames::Key::kIndex] = static_cast<int64_t>(ops_.size());
+    u[ProtocolNames::Key::kOp] = n->kind().toQualString();
     const int line = lineOf(n);
-    if (line > 0) u["line"] = line;
-    u["reason"] = reason;
-    u["shape_known"] = shaped;
+    if (line > 0) u[ProtocolNames::Key::kLine] = line;
+    u[ProtocolNames::Key::kReason] = reason;
+    u[ProtocolNames::Key::kShapeKnown] = shaped;
     uncounted_.push_back(std::move(u));
     // Listed with the traffic its shapes imply (where known) and no FLOPs: the totals stay a lower
     // bound, and `uncounted` says they are one.

@@ -1,5 +1,7 @@
 #include "worker/analyze/roofline.h"
 
+#include "core/protocol/protocolnames.h"
+
 #include <algorithm>
 
 namespace kwb::roofline {
@@ -9,7 +11,7 @@ namespace {
 
 int ccTimes10(const json& facts)
 {
-    const std::string cc = facts.value("cc", std::string());
+    const std::string cc = facts.value(ProtocolNames::Key::kCc, std::string());
     const auto dot = cc.find('.');
     if (cc.empty() || dot == std::string::npos)
         return 0;
@@ -23,8 +25,8 @@ int ccTimes10(const json& facts)
 /// GFLOP/s of `perSmPerClock` FLOPs per SM per clock cycle at the reported (boost) clock.
 double peak(const json& facts, double perSmPerClock)
 {
-    const double sms = facts.value("sm_count", 0.0);
-    const double khz = facts.value("sm_clock_khz", 0.0);
+    const double sms = facts.value(ProtocolNames::Key::kSmCount, 0.0);
+    const double khz = facts.value(ProtocolNames::Key::kSmClockKhz, 0.0);
     return sms * perSmPerClock * khz * 1e3 / 1e9;
 }
 
@@ -68,7 +70,7 @@ double theoreticalBf16Gflops(const json& facts)
 Ceilings chooseCeilings(const json& facts, const json& measured, const Precision& p)
 {
     Ceilings c;
-    c.l2Bytes = facts.value("l2_bytes", 0.0);
+    c.l2Bytes = facts.value(ProtocolNames::Key::kL2Bytes, 0.0);
     // Compute: the fastest path the evaluation's precision lets a kernel take and still pass.
     // A tolerance of 1e-2 passes bf16/fp16 products, 1e-3 passes TF32; FP32 accuracy itself is
     // reachable on tensor cores by the 3xTF32 split (CUTLASS), at a third of the TF32 rate.
@@ -95,7 +97,7 @@ Ceilings chooseCeilings(const json& facts, const json& measured, const Precision
         take(bf16, "tensor_bf16", bf16M > bf16T);
     // Memory: the measured copy bandwidth, else 2 × memory clock × bus width.
     const double copy = measuredValue(measured, "hbm_copy_gbps");
-    const double theory = facts.value("hbm_theoretical_gbs", 0.0);
+    const double theory = facts.value(ProtocolNames::Key::kHbmTheoreticalGbs, 0.0);
     c.memoryGbps = copy > 0 ? copy : theory;
     c.memorySource = copy > 0 ? "measured" : theory > 0 ? "theoretical" : "";
     return c;
@@ -114,17 +116,17 @@ Floor floorOf(double flops, double bytes, const Ceilings& c)
 double boundFlops(const json& analysis)
 {
     double flops = 0;
-    if (analysis.contains("ops") && analysis["ops"].is_array())
-        for (const json& op : analysis["ops"])
-            if (op.value("category", std::string()) == "matmul")
-                flops += op.value("flops", 0.0);
+    if (analysis.contains(ProtocolNames::Key::kOps) && analysis[ProtocolNames::Key::kOps].is_array())
+        for (const json& op : analysis[ProtocolNames::Key::kOps])
+            if (op.value(ProtocolNames::Key::kCategory, std::string()) == "matmul")
+                flops += op.value(ProtocolNames::Key::kFlops, 0.0);
     return flops;
 }
 
 double boundBytes(const json& analysis, const Ceilings& c, bool l2Flush)
 {
-    const double reads = analysis.value("input_bytes", 0.0) + analysis.value("param_bytes", 0.0);
-    const double writes = analysis.value("output_bytes", 0.0);
+    const double reads = analysis.value(ProtocolNames::Key::kInputBytes, 0.0) + analysis.value(ProtocolNames::Key::kParamBytes, 0.0);
+    const double writes = analysis.value(ProtocolNames::Key::kOutputBytes, 0.0);
     return std::max(0.0, reads - (l2Flush ? 0.0 : c.l2Bytes)) + std::max(0.0, writes - c.l2Bytes);
 }
 
@@ -150,7 +152,7 @@ json assess(const Floor& floor, const Ceilings& c, double candidateMs, double re
               {"below_floor", below}};
     if (referenceBelow)
         r["reference_below_floor"] = true;
-    return {{"flags", flags}, {"roofline", r}};
+    return {{ProtocolNames::Key::kFlags, flags}, {"roofline", r}};
 }
 
 namespace {
@@ -163,7 +165,7 @@ json& measuredStore()
 
 void rememberMeasuredCeilings(const json& ceilings)
 {
-    if (ceilings.is_object() && ceilings.value("available", false))
+    if (ceilings.is_object() && ceilings.value(ProtocolNames::Key::kAvailable, false))
         measuredStore() = ceilings;
 }
 

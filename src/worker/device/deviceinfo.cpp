@@ -1,5 +1,7 @@
 #include "worker/device/deviceinfo.h"
 
+#include "core/protocol/protocolnames.h"
+
 #include "worker/device/cudadriver.h"
 #include "worker/compile/nvrtccompiler.h"
 
@@ -193,11 +195,11 @@ json measureCopy(const json& facts, cudaStream_t stream) {
 
     json r;
     summarize(gbs, r, "gbs_best", "gbs_median");
-    r["bytes"] = bytes;
+    r[ProtocolNames::Key::kBytes] = bytes;
     r["reps"] = reps;
-    const double theoretical = facts.value("hbm_theoretical_gbs", 0.0);
-    if (theoretical > 0) r["fraction_of_theoretical"] = r["gbs_best"].get<double>() / theoretical;
-    r["method"] = "cudaMemcpyAsync device-to-device of " + std::to_string(bytes / MiB) +
+    const double theoretical = facts.value(ProtocolNames::Key::kHbmTheoreticalGbs, 0.0);
+    if (theoretical > 0) r["fraction_of_theoretical"] = r[ProtocolNames::Key::kGbsBest].get<double>() / theoretical;
+    r[ProtocolNames::Key::kMethod] = "cudaMemcpyAsync device-to-device of " + std::to_string(bytes / MiB) +
                   " MiB between two buffers (far larger than the L2), timed with CUDA events; GB/s = (bytes read + "
                   "bytes written) / time = 2 x size / time; " + std::to_string(warmups) + " warm-up copies, " +
                   std::to_string(reps) + " timed, best and median";
@@ -214,7 +216,7 @@ struct PeakKernel {
 };
 
 json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream_t stream) {
-    const std::string arch = facts.at("arch").get<std::string>();
+    const std::string arch = facts.at(ProtocolNames::Field::kArch).get<std::string>();
     CompileResult c = compileCuda(k.source, arch);
     if (!c.ok) throw CudaFailure("NVRTC could not compile " + std::string(k.name) + " for " + arch + ": " + c.log);
     std::string err;
@@ -227,7 +229,7 @@ json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream
     CUresult cr = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, k.block, 0);
     if (cr != CUDA_SUCCESS) throw CudaFailure("cuOccupancyMaxActiveBlocksPerMultiprocessor: " + d->errorString(cr));
     if (perSm < 1) throw CudaFailure(std::string(k.name) + " cannot run a block of " + std::to_string(k.block) + " threads");
-    const int smCount = facts.at("sm_count").get<int>();
+    const int smCount = facts.at(ProtocolNames::Key::kSmCount).get<int>();
     const unsigned grid = static_cast<unsigned>(smCount * perSm);  // exactly one full wave: no tail
 
     const int outElems = static_cast<int>(grid) * k.block;
@@ -263,7 +265,7 @@ json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream
     r["block"] = k.block;
     r["blocks_per_sm"] = perSm;
     r["reps"] = kReps;
-    r["method"] = k.description + " Grid: one full wave (" + std::to_string(perSm) + " blocks of " +
+    r[ProtocolNames::Key::kMethod] = k.description + " Grid: one full wave (" + std::to_string(perSm) + " blocks of " +
                   std::to_string(k.block) + " threads per SM at the occupancy the driver reports, " +
                   std::to_string(smCount) + " SMs); loop count calibrated to ~" + fmt("%.0f", kTargetMs) +
                   " ms per launch; timed with CUDA events; " + std::to_string(kWarmups) + " warm-ups, " +
@@ -271,7 +273,7 @@ json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream
     return r;
 }
 
-json errorField(const std::string& what) { return json{{"error", what}}; }
+json errorField(const std::string& what) { return json{{ProtocolNames::Key::kError, what}}; }
 
 }  // namespace
 
@@ -304,12 +306,12 @@ json readDeviceFacts(int ordinal) {
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         cudaGetLastError();
-        return json{{"available", false}, {"reason", cudaGetErrorString(e)}};
+        return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, cudaGetErrorString(e)}};
     }
-    if (count == 0) return json{{"available", false}, {"reason", "no CUDA device"}};
+    if (count == 0) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "no CUDA device"}};
     if (ordinal < 0 || ordinal >= count)
-        return json{{"available", false},
-                    {"reason", "device ordinal " + std::to_string(ordinal) + " out of range: " + std::to_string(count) +
+        return json{{ProtocolNames::Key::kAvailable, false},
+                    {ProtocolNames::Key::kReason, "device ordinal " + std::to_string(ordinal) + " out of range: " + std::to_string(count) +
                                    " device(s)"}};
     try {
         cudaDeviceProp p{};
@@ -323,20 +325,20 @@ json readDeviceFacts(int ordinal) {
         cudaRuntimeGetVersion(&runtime);
         auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
         json j;
-        j["available"] = true;
+        j[ProtocolNames::Key::kAvailable] = true;
         j["ordinal"] = ordinal;
-        j["name"] = std::string(p.name);
-        j["cc"] = std::to_string(p.major) + "." + std::to_string(p.minor);
-        j["arch"] = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
-        j["sm_count"] = p.multiProcessorCount;
-        j["l2_bytes"] = p.l2CacheSize;
-        j["memory_bytes"] = static_cast<unsigned long long>(p.totalGlobalMem);
-        j["sm_clock_khz"] = smClock;
-        j["memory_clock_khz"] = memClock;
+        j[ProtocolNames::Key::kName] = std::string(p.name);
+        j[ProtocolNames::Key::kCc] = std::to_string(p.major) + "." + std::to_string(p.minor);
+        j[ProtocolNames::Field::kArch] = "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+        j[ProtocolNames::Key::kSmCount] = p.multiProcessorCount;
+        j[ProtocolNames::Key::kL2Bytes] = p.l2CacheSize;
+        j[ProtocolNames::Key::kMemoryBytes] = static_cast<unsigned long long>(p.totalGlobalMem);
+        j[ProtocolNames::Key::kSmClockKhz] = smClock;
+        j[ProtocolNames::Key::kMemoryClockKhz] = memClock;
         j["memory_bus_bits"] = busBits;
         // DDR: two transfers per memory clock
-        j["hbm_theoretical_gbs"] = 2.0 * memClock * 1e3 * (busBits / 8.0) / 1e9;
-        j["hbm_theoretical_gbps"] = j["hbm_theoretical_gbs"]; // the documented name (docs/protocol.md)
+        j[ProtocolNames::Key::kHbmTheoreticalGbs] = 2.0 * memClock * 1e3 * (busBits / 8.0) / 1e9;
+        j[ProtocolNames::Key::kHbmTheoreticalGbps] = j[ProtocolNames::Key::kHbmTheoreticalGbs]; // the documented name (docs/protocol.md)
         j["max_threads_per_sm"] = p.maxThreadsPerMultiProcessor;
         j["smem_per_sm"] = static_cast<unsigned long long>(p.sharedMemPerMultiprocessor);
         j["smem_per_block_optin"] = static_cast<unsigned long long>(p.sharedMemPerBlockOptin);
@@ -346,11 +348,11 @@ json readDeviceFacts(int ordinal) {
         char bus[32] = {0};
         if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess) j["pci_bus_id"] = std::string(bus);
         cudaGetLastError();
-        j["driver_version"] = version(driver);
-        j["runtime_version"] = version(runtime);
+        j[ProtocolNames::Key::kDriverVersion] = version(driver);
+        j[ProtocolNames::Key::kRuntimeVersion] = version(runtime);
         return j;
     } catch (const std::exception& ex) {
-        return json{{"available", false}, {"reason", ex.what()}};
+        return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, ex.what()}};
     }
 }
 }  // namespace
@@ -363,31 +365,31 @@ json deviceFacts(int ordinal) {
     std::lock_guard<std::mutex> lock(mutex);
     if (auto it = known.find(ordinal); it != known.end()) return it->second;
     json facts = readDeviceFacts(ordinal);
-    if (facts.value("available", false)) known[ordinal] = facts;
+    if (facts.value(ProtocolNames::Key::kAvailable, false)) known[ordinal] = facts;
     return facts;
 }
 
 json measureCeilings(int ordinal) {
     json facts = deviceFacts(ordinal);
-    if (!facts.value("available", false)) return json{{"available", false}, {"reason", facts.value("reason", "")}};
+    if (!facts.value(ProtocolNames::Key::kAvailable, false)) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, facts.value(ProtocolNames::Key::kReason, "")}};
 
     json out;
     try {
         check(cudaSetDevice(ordinal), "cudaSetDevice");
         check(cudaFree(nullptr), "cudaFree(0) (context creation)");
     } catch (const std::exception& ex) {
-        return json{{"available", false}, {"reason", ex.what()}};
+        return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, ex.what()}};
     }
-    out["available"] = true;
+    out[ProtocolNames::Key::kAvailable] = true;
     out["ordinal"] = ordinal;
-    out["device"] = facts["name"];
-    out["arch"] = facts["arch"];
+    out[ProtocolNames::Field::kDevice] = facts[ProtocolNames::Key::kName];
+    out[ProtocolNames::Field::kArch] = facts[ProtocolNames::Field::kArch];
 
     std::unique_ptr<Stream> stream;
     try {
         stream.reset(new Stream);
     } catch (const std::exception& ex) {
-        return json{{"available", false}, {"reason", ex.what()}};
+        return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, ex.what()}};
     }
 
     auto guarded = [&](const char* key, const std::function<json()>& f) {
@@ -410,13 +412,13 @@ json measureCeilings(int ordinal) {
         return measurePeak(k, facts, ordinal, stream->s);
     });
 
-    const int major = std::stoi(facts["cc"].get<std::string>());
+    const int major = std::stoi(facts[ProtocolNames::Key::kCc].get<std::string>());
     const std::string hopperNote =
         major >= 9 ? " wmma compiles to mma.sync; on this GPU the wgmma instructions cuBLAS uses reach higher, so this "
                      "is the mma.sync peak, not the device's dense tensor peak."
                    : "";
     guarded("tensor_bf16", [&] {
-        if (major < 8) return json{{"available", false}, {"reason", "bf16 wmma needs sm_80 or newer"}};
+        if (major < 8) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "bf16 wmma needs sm_80 or newer"}};
         if (!haveDriver) return errorField(noDriver + why);
         // 8 warps per block, 8 accumulators per warp, one 16x16x16 mma = 2*16*16*16 flops
         PeakKernel k{kWmmaBf16Source, "wmma_bf16_peak", 256, 8.0 * 8 * 2 * 16 * 16 * 16, false,
@@ -426,7 +428,7 @@ json measureCeilings(int ordinal) {
         return measurePeak(k, facts, ordinal, stream->s);
     });
     guarded("tensor_tf32", [&] {
-        if (major < 8) return json{{"available", false}, {"reason", "tf32 wmma needs sm_80 or newer"}};
+        if (major < 8) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "tf32 wmma needs sm_80 or newer"}};
         if (!haveDriver) return errorField(noDriver + why);
         PeakKernel k{kWmmaTf32Source, "wmma_tf32_peak", 256, 8.0 * 8 * 2 * 16 * 16 * 8, false,
                      "NVRTC kernel wmma_tf32_peak: nvcuda::wmma m16n16k8, tf32 inputs (wmma::precision::tf32), fp32 "

@@ -60,7 +60,7 @@ void settleDegenerate(Evaluation& ev)
 {
     if (ev.degenerateRefs.empty())
         return;
-    ev.res["degenerate"] = degenerateCheck(ev.degenerateRefs);
+    ev.res[protocol::Key::kDegenerate] = degenerateCheck(ev.degenerateRefs);
     for (at::Tensor& t : ev.degenerateRefs)
         releaseReference(ev, t);
     ev.degenerateRefs.clear();
@@ -83,7 +83,7 @@ bool referenceStage(Evaluation& ev)
     ev.params = makeParams(ev.task, ev.scale, ev.dev, ev.seed, ev.ownWeights ? DrawnOn::CpuAsKernelBench : DrawnOn::Device);
     ev.paramPrints = paramFingerprints(ev);
     ev.rangeSeed = trialSeed(ev.seed, ev.prof.correctnessTrials);
-    ev.res["reference_outputs_on"] = "after_candidate";
+    ev.res[protocol::Key::kReferenceOutputsOn] = "after_candidate";
     ev.endStage();
     return true;
 }
@@ -95,8 +95,8 @@ namespace {
 bool failCorrectness(Evaluation& ev, json& corr, json failure, const std::string& status, const std::string& message)
 {
     settleDegenerate(ev);
-    corr["failure"] = std::move(failure);
-    ev.res["correctness"] = corr;
+    corr[protocol::Key::kFailure] = std::move(failure);
+    ev.res[protocol::Key::kCorrectness] = corr;
     return ev.stop(status, "correctness", message);
 }
 
@@ -144,8 +144,8 @@ bool correctnessStage(Evaluation& ev)
     ev.startStage("correctness");
     const Task& task = ev.task;
     const ProtocolProfile& prof = ev.prof;
-    json corr = {{"trials", prof.correctnessTrials}, {"passed", 0}, {"atol", prof.atol}, {"rtol", prof.rtol},
-                 {"max_abs_diff", 0.0}, {"max_rel_diff", 0.0}, {"deterministic", nullptr}, {"failure", nullptr}};
+    json corr = {{protocol::Field::kTrials, prof.correctnessTrials}, {protocol::Key::kPassed, 0}, {protocol::Key::kAtol, prof.atol}, {protocol::Key::kRtol, prof.rtol},
+                 {protocol::Key::kMaxAbsDiff, 0.0}, {protocol::Key::kMaxRelDiff, 0.0}, {protocol::Key::kDeterministic, nullptr}, {protocol::Key::kFailure, nullptr}};
     double maxAbs = 0, maxRel = 0;
     at::Tensor firstOutput;
     // Where the trials' time goes (stage_detail_ms.correctness); each part ends at a synchronisation.
@@ -173,13 +173,13 @@ bool correctnessStage(Evaluation& ev)
         const bool ran = runCandidate(ev, std::move(args), &outV, &err);
         lap("candidate");
         if (!ran)
-            return failCorrectness(ev, corr, {{"trial", k}, {"reason", err}}, "runtime_error", err);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, k}, {protocol::Key::kReason, err}}, "runtime_error", err);
         std::string problem = outputProblem(ev, outV, argsSeen, inputs);
         if (problem.empty())
             problem = ownCopiesProblem(ev, inputs, prints);
         lap("write_checks");
         if (!problem.empty())
-            return failCorrectness(ev, corr, {{"trial", k}, {"reason", problem}}, "incorrect", problem);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, k}, {protocol::Key::kReason, problem}}, "incorrect", problem);
         at::Tensor out = outV.toTensor();
         at::Tensor ref;
         const bool refRan = runReferenceAfter(ev, inputs, &ref);
@@ -201,15 +201,15 @@ bool correctnessStage(Evaluation& ev)
             ev.addDetail("correctness", "first_trial_total", msSince(trialStart)); // its parts are counted above too
         maxAbs = std::max(maxAbs, c.maxAbs);
         maxRel = std::max(maxRel, c.maxRel);
-        corr["max_abs_diff"] = maxAbs;
-        corr["max_rel_diff"] = maxRel;
+        corr[protocol::Key::kMaxAbsDiff] = maxAbs;
+        corr[protocol::Key::kMaxRelDiff] = maxRel;
         if (!c.ok) {
-            json failure = {{"trial", k}, {"reason", c.reason}};
+            json failure = {{protocol::Key::kTrial, k}, {protocol::Key::kReason, c.reason}};
             if (!c.detail.is_null())
-                failure["detail"] = c.detail;
+                failure[protocol::Key::kDetail] = c.detail;
             return failCorrectness(ev, corr, failure, "incorrect", "trial " + std::to_string(k + 1) + ": " + c.reason);
         }
-        corr["passed"] = k + 1;
+        corr[protocol::Key::kPassed] = k + 1;
         if (k == 0)
             firstOutput = out;
     }
@@ -224,17 +224,17 @@ bool correctnessStage(Evaluation& ev)
         c10::IValue outV;
         std::string err;
         if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
-            return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: " + err}}, "runtime_error", err);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, "second run: " + err}}, "runtime_error", err);
         if (!outV.isTensor())
-            return failCorrectness(ev, corr, {{"trial", 0}, {"reason", "second run: forward returned " + outV.tagKind()}},
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, "second run: forward returned " + outV.tagKind()}},
                                    "incorrect", "second run: forward returned " + outV.tagKind() + ", expected a Tensor");
         at::Tensor again = outV.toTensor();
         const bool identical = equalValues(again, firstOutput);
-        corr["deterministic"] = identical;
+        corr[protocol::Key::kDeterministic] = identical;
         if (!identical) {
             const std::string own = ownCopiesProblem(ev, inputs, prints);
             if (!own.empty())
-                return failCorrectness(ev, corr, {{"trial", 0}, {"reason", own}}, "incorrect", own);
+                return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, own}}, "incorrect", own);
             at::Tensor ref;
             if (!runReferenceAfter(ev, inputs, &ref))
                 return false;
@@ -242,23 +242,23 @@ bool correctnessStage(Evaluation& ev)
             releaseReference(ev, ref);
             if (!c.ok) {
                 const std::string reason = "nondeterministic: a second run on the same inputs gave a different, wrong result: " + c.reason;
-                return failCorrectness(ev, corr, {{"trial", 0}, {"reason", reason}}, "incorrect", reason);
+                return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, reason}}, "incorrect", reason);
             }
         }
     }
     lap("determinism");
     if (prof.rangeTrial) {
-        json range = {{"generator", "randn"}, {"atol", prof.rangeTolerance}, {"rtol", prof.rangeTolerance}};
+        json range = {{protocol::Key::kGenerator, "randn"}, {protocol::Key::kAtol, prof.rangeTolerance}, {protocol::Key::kRtol, prof.rangeTolerance}};
         auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
         const auto prints = fingerprints(inputs);
         c10::IValue outV;
         std::string err;
         if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
-            return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", err}}, "runtime_error",
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, err}}, "runtime_error",
                                    "range trial (N(0,1) inputs): " + err);
         const std::string own = ownCopiesProblem(ev, inputs, prints);
         if (!own.empty())
-            return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", own}}, "incorrect", own);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, own}}, "incorrect", own);
         at::Tensor ref;
         if (!runReferenceAfter(ev, inputs, &ref))
             return false;
@@ -274,20 +274,20 @@ bool correctnessStage(Evaluation& ev)
                 c.ok = false;
                 c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
             }
-            range["passed"] = c.ok;
-            range["max_abs_diff"] = c.maxAbs;
+            range[protocol::Key::kPassed] = c.ok;
+            range[protocol::Key::kMaxAbsDiff] = c.maxAbs;
             if (!c.ok) {
                 releaseReference(ev, ref);
-                corr["range_trial"] = range;
-                return failCorrectness(ev, corr, {{"trial", "range"}, {"reason", c.reason}}, "incorrect",
+                corr[protocol::Key::kRangeTrial] = range;
+                return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, c.reason}}, "incorrect",
                                        "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
             }
         }
         releaseReference(ev, ref);
-        corr["range_trial"] = range;
+        corr[protocol::Key::kRangeTrial] = range;
         lap("range_trial");
     }
-    ev.res["correctness"] = corr;
+    ev.res[protocol::Key::kCorrectness] = corr;
     ev.endStage();
     return true;
 }

@@ -187,7 +187,7 @@ struct Evaluation {
         gpuShare = std::make_unique<GpuQuietLock::Hold>(quietLock, GpuQuietLock::Mode::Shared);
         addDetail("share", "quiet_wait", gpuShare->waitMs());
         if (!gpuShare->error().empty())
-            res["gpu_quiet_lock_error"] = gpuShare->error();
+            res[protocol::Key::kGpuQuietLockError] = gpuShare->error();
     }
     /// Lets the share go before an exclusive hold: flock would convert this process's shared lock
     /// (one open file) in place, and a hold never waits while it holds another.
@@ -340,9 +340,9 @@ struct Evaluation {
     bool stop(const std::string& status, const std::string& stage, const std::string& message)
     {
         endStage();
-        res["status"] = status;
-        res["stage"] = stage;
-        res["message"] = message;
+        res[protocol::Key::kStatus] = status;
+        res[protocol::Key::kStage] = stage;
+        res[protocol::Key::kMessage] = message;
         return false;
     }
 
@@ -353,7 +353,7 @@ struct Evaluation {
         CudaFault f = syncCuda();
         if (f.sticky) {
             healthy = false;
-            res["worker_healthy"] = false;
+            res[protocol::Key::kWorkerHealthy] = false;
         }
         return f;
     }
@@ -365,15 +365,15 @@ struct Evaluation {
         if (cuda && g_cudaContextReady) {
             size_t freeBytes = 0, totalBytes = 0;
             if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
-                res["gpu_memory"] = {{"free_bytes", uint64_t(freeBytes)}, {"total_bytes", uint64_t(totalBytes)}};
+                res[protocol::Key::kGpuMemory] = {{protocol::Key::kFreeBytes, uint64_t(freeBytes)}, {protocol::Key::kTotalBytes, uint64_t(totalBytes)}};
             else
                 cudaGetLastError();
         }
-        if (globalsReset && res.contains("flags") && res["flags"].is_array())
-            res["flags"].push_back("global_state_reset");
+        if (globalsReset && res.contains(protocol::Key::kFlags) && res[protocol::Key::kFlags].is_array())
+            res[protocol::Key::kFlags].push_back("global_state_reset");
         stageMs["total"] = msSince(tTotal);
-        res["stage_ms"] = stageMs;
-        res["stage_detail_ms"] = stageDetail;
+        res[protocol::Key::kStageMs] = stageMs;
+        res[protocol::Key::kStageDetailMs] = stageDetail;
         return res;
     }
 };

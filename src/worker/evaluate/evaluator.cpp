@@ -134,8 +134,8 @@ json analyzeTask(const Task& task, Scale scale)
         dict.dict[task.params[i].name] = task.paramShape(i, scale);
     args.push_back(dict);
     json out = analyzeGraph(graph, args);
-    out["task"] = task.id;
-    out["scale"] = scale == Scale::Full ? "full" : "smoke";
+    out[protocol::Field::kTask] = task.id;
+    out[protocol::Field::kScale] = scale == Scale::Full ? "full" : "smoke";
     return out;
 }
 
@@ -150,14 +150,14 @@ json Evaluator::runReference(const Task& task, Scale scale, const std::string& d
     at::Tensor out = fn(cloneArgs(inputs, params, task, true)).toTensor();
     const double ms = msSince(t0);
     at::Tensor o = out.to(at::kCPU, at::kDouble);
-    return {{"task", task.id},
-            {"output_shape", out.sizes().vec()},
-            {"dtype", c10::toString(out.scalar_type())},
-            {"min", o.numel() ? o.min().item<double>() : 0.0},
-            {"max", o.numel() ? o.max().item<double>() : 0.0},
-            {"mean", o.numel() ? o.mean().item<double>() : 0.0},
-            {"finite", torch::isfinite(o).all().item<bool>()},
-            {"ms", ms}};
+    return {{protocol::Field::kTask, task.id},
+            {protocol::Key::kOutputShape, out.sizes().vec()},
+            {protocol::Key::kDtype, c10::toString(out.scalar_type())},
+            {protocol::Key::kMin, o.numel() ? o.min().item<double>() : 0.0},
+            {protocol::Key::kMax, o.numel() ? o.max().item<double>() : 0.0},
+            {protocol::Key::kMean, o.numel() ? o.mean().item<double>() : 0.0},
+            {protocol::Key::kFinite, torch::isfinite(o).all().item<bool>()},
+            {protocol::Key::kMs, ms}};
 }
 
 namespace {
@@ -226,16 +226,16 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     ev.dev = ev.cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 
     json& res = ev.res;
-    res["task"] = ev.task.id;
-    res["profile"] = prof.toJson();
-    res["profile"]["scale"] = ev.scale == Scale::Full ? "full" : "smoke";
-    res["profile"]["seed"] = ev.seed;
-    res["device"] = ev.device;
-    res["torch_only"] = false;
-    res["custom_launches"] = 0;
-    res["degenerate"] = nullptr;
-    res["speedup"] = nullptr;
-    res["flags"] = json::array();
+    res[protocol::Field::kTask] = ev.task.id;
+    res[protocol::Field::kProfile] = prof.toJson();
+    res[protocol::Field::kProfile][protocol::Field::kScale] = ev.scale == Scale::Full ? "full" : "smoke";
+    res[protocol::Field::kProfile][protocol::Field::kSeed] = ev.seed;
+    res[protocol::Field::kDevice] = ev.device;
+    res[protocol::Key::kTorchOnly] = false;
+    res[protocol::Key::kCustomLaunches] = 0;
+    res[protocol::Key::kDegenerate] = nullptr;
+    res[protocol::Key::kSpeedup] = nullptr;
+    res[protocol::Key::kFlags] = json::array();
 }
 
 /// Sets the launch context kb.launch uses for as long as the candidate may run.
@@ -286,7 +286,7 @@ json Evaluator::evaluate(const Task& task, const json& req)
             return ev.response();
         ev.traceHold.reset(); // the trace (and CUPTI's detach) ran under the timing's exclusive hold
         if (ev.retimeAfterTrace && ev.doTime) {
-            json before = {{"speedup", ev.res.value("speedup", json())}, {"timing", ev.res.value("timing", json())}};
+            json before = {{protocol::Key::kSpeedup, ev.res.value(protocol::Key::kSpeedup, json())}, {protocol::Key::kTiming, ev.res.value(protocol::Key::kTiming, json())}};
             ev.reuseReference = false; // the second timing is measured, not taken from the first
             const bool timed = timingStage(ev);
             if (ev.retimeAttached && !ev.profileTraffic)
@@ -366,11 +366,11 @@ json Evaluator::warm(int ordinal, bool python)
     };
     std::string why;
     if (!cudaAvailable(&why) || !useCudaDevice(ordinal, &why))
-        return withPython({{"device", "none"}, {"why", why}});
+        return withPython({{protocol::Field::kDevice, "none"}, {protocol::Key::kWhy, why}});
     if (m_warm)
-        return withPython({{"device", "cuda"},
-                           {"already_warm", true},
-                           {"warm_ms", {{"cpu", 0.0}, {"quiet_wait", 0.0}, {"context", 0.0}, {"cublas", 0.0}, {"cudnn", 0.0}, {"evaluator", 0.0}, {"total", 0.0}}}});
+        return withPython({{protocol::Field::kDevice, "cuda"},
+                           {protocol::Key::kAlreadyWarm, true},
+                           {protocol::Key::kWarmMs, {{"cpu", 0.0}, {"quiet_wait", 0.0}, {"context", 0.0}, {"cublas", 0.0}, {"cudnn", 0.0}, {"evaluator", 0.0}, {"total", 0.0}}}});
     // The CPU-only part first, holding no lock: NVRTC for the evaluator's own kernels (a thread of
     // its own, as deviceStage does) and TorchScript's first compile.
     auto ownKernels = std::async(std::launch::async, [ordinal] {
@@ -444,9 +444,9 @@ json Evaluator::warm(int ordinal, bool python)
     });
     ms["total"] = msSince(tTotal);
     m_warm = true;
-    json out = {{"device", "cuda"}, {"ordinal", ordinal}, {"warm_ms", ms}};
+    json out = {{protocol::Field::kDevice, "cuda"}, {"ordinal", ordinal}, {protocol::Key::kWarmMs, ms}};
     if (!lockError.empty())
-        out["gpu_quiet_lock_error"] = lockError;
+        out[protocol::Key::kGpuQuietLockError] = lockError;
     return withPython(std::move(out));
 }
 
@@ -510,25 +510,25 @@ json Evaluator::profile(const Task& task, const json& req)
     }
     json opsOut = json::array(), kernelsOut = json::array();
     for (const auto& [index, o] : ops)
-        opsOut.push_back({{"index", index == 0 ? -1 : int64_t(index) - 1},
-                          {"op", std::get<0>(o)},
-                          {"time_ns", std::get<1>(o) / uint64_t(trials)},
-                          {"kernels", std::get<2>(o) / trials},
-                          {"share", total ? double(std::get<1>(o)) / double(total) : 0.0}});
+        opsOut.push_back({{protocol::Key::kIndex, index == 0 ? -1 : int64_t(index) - 1},
+                          {protocol::Key::kOp, std::get<0>(o)},
+                          {protocol::Key::kTimeNs, std::get<1>(o) / uint64_t(trials)},
+                          {protocol::Key::kKernels, std::get<2>(o) / trials},
+                          {protocol::Key::kShare, total ? double(std::get<1>(o)) / double(total) : 0.0}});
     for (const auto& [key, k] : kernels) {
         const size_t opIndex = key.first;
-        kernelsOut.push_back({{"name", key.second},
-                              {"op", ops.count(opIndex) ? std::get<0>(ops[opIndex]) : "(no op)"},
-                              {"op_index", opIndex == 0 ? -1 : int64_t(opIndex) - 1},
-                              {"calls", k.second / trials},
-                              {"time_ns", k.first / uint64_t(trials)},
-                              {"share", total ? double(k.first) / double(total) : 0.0}});
+        kernelsOut.push_back({{protocol::Key::kName, key.second},
+                              {protocol::Key::kOp, ops.count(opIndex) ? std::get<0>(ops[opIndex]) : "(no op)"},
+                              {protocol::Key::kOpIndex, opIndex == 0 ? -1 : int64_t(opIndex) - 1},
+                              {protocol::Key::kCalls, k.second / trials},
+                              {protocol::Key::kTimeNs, k.first / uint64_t(trials)},
+                              {protocol::Key::kShare, total ? double(k.first) / double(total) : 0.0}});
     }
-    auto byTime = [](const json& a, const json& b) { return a["time_ns"] > b["time_ns"]; };
+    auto byTime = [](const json& a, const json& b) { return a[protocol::Key::kTimeNs] > b[protocol::Key::kTimeNs]; };
     std::sort(opsOut.begin(), opsOut.end(), byTime);
     std::sort(kernelsOut.begin(), kernelsOut.end(), byTime);
-    return {{"task", task.id}, {"scale", scale == Scale::Full ? "full" : "smoke"}, {"trials", trials},
-            {"tf32", tf32}, {"total_ns", total / uint64_t(trials)}, {"ops", opsOut}, {"kernels", kernelsOut}};
+    return {{protocol::Field::kTask, task.id}, {protocol::Field::kScale, scale == Scale::Full ? "full" : "smoke"}, {protocol::Field::kTrials, trials},
+            {protocol::Field::kTf32, tf32}, {protocol::Key::kTotalNs, total / uint64_t(trials)}, {protocol::Key::kOps, opsOut}, {protocol::Key::kKernels, kernelsOut}};
 }
 
 } // namespace kwb

@@ -227,19 +227,19 @@ json degenerateCheck(const std::vector<at::Tensor>& refs)
     const double zeroFraction = (stats ? double(stats->zeros) : (r == 0).sum().item<double>()) / double(r.numel());
     json d;
     if (zeroFraction >= 0.999) {
-        d = {{"kind", zeroFraction == 1.0 ? "all_zero" : "mostly_zero"}, {"zero_fraction", zeroFraction}};
-        d["message"] = zeroFraction == 1.0 ? "every output element of the reference is 0: a candidate returning zeros passes"
+        d = {{protocol::Key::kKind, zeroFraction == 1.0 ? "all_zero" : "mostly_zero"}, {protocol::Key::kZeroFraction, zeroFraction}};
+        d[protocol::Key::kMessage] = zeroFraction == 1.0 ? "every output element of the reference is 0: a candidate returning zeros passes"
                                            : "almost every output element of the reference is 0: a candidate returning zeros "
                                              "nearly passes, and correctness says little";
         return d;
     }
     // max == min as ATen has it: a NaN anywhere makes both NaN, never equal.
     if (stats ? stats->nans == 0 && stats->min == stats->max : (r.max() == r.min()).item<bool>())
-        return {{"kind", "constant"}, {"zero_fraction", zeroFraction},
-                {"message", "the reference output is one constant value"}};
+        return {{protocol::Key::kKind, "constant"}, {protocol::Key::kZeroFraction, zeroFraction},
+                {protocol::Key::kMessage, "the reference output is one constant value"}};
     if (refs.size() > 1 && equalValues(refs[0], refs[1]))
-        return {{"kind", "input_independent"}, {"zero_fraction", zeroFraction},
-                {"message", "two different inputs gave the same reference output"}};
+        return {{protocol::Key::kKind, "input_independent"}, {protocol::Key::kZeroFraction, zeroFraction},
+                {protocol::Key::kMessage, "two different inputs gave the same reference output"}};
     return nullptr;
 }
 

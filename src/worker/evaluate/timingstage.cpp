@@ -48,8 +48,8 @@ void rooflineCheck(Evaluation& ev, const measure::Comparison& timed)
         facts = deviceFacts(ordinal);
     json analysis;
     std::string why = ev.cuda ? "" : "no roofline on the CPU";
-    if (why.empty() && !facts.value("available", false))
-        why = "no device facts: " + facts.value("reason", std::string());
+    if (why.empty() && !facts.value(protocol::Key::kAvailable, false))
+        why = "no device facts: " + facts.value(protocol::Key::kReason, std::string());
     if (why.empty()) {
         const Evaluation::Prepared& prep = ev.prep();
         if (prep.analysisError.empty())
@@ -61,8 +61,8 @@ void rooflineCheck(Evaluation& ev, const measure::Comparison& timed)
         json flags = json::array();
         if (speedup && *speedup > roofline::kSpeedupWarning)
             flags.push_back("speedup_over_10x");
-        ev.res["flags"] = flags;
-        ev.res["roofline"] = {{"floor_ms", nullptr}, {"reason", why}};
+        ev.res[protocol::Key::kFlags] = flags;
+        ev.res["roofline"] = {{"floor_ms", nullptr}, {protocol::Key::kReason, why}};
         return;
     }
     roofline::Precision precision;
@@ -77,7 +77,7 @@ void rooflineCheck(Evaluation& ev, const measure::Comparison& timed)
     const roofline::Floor floor =
         roofline::floorOf(roofline::boundFlops(analysis), roofline::boundBytes(analysis, c, precision.l2Flush), c);
     json a = roofline::assess(floor, c, candMs, refMs, speedup);
-    ev.res["flags"] = a["flags"];
+    ev.res[protocol::Key::kFlags] = a[protocol::Key::kFlags];
     ev.res["roofline"] = a["roofline"];
 }
 
@@ -89,13 +89,13 @@ measure::ReuseKey reuseKey(const Evaluation& ev, int inputSets)
     k.task = ev.task.id;
     k.scale = ev.scale == Scale::Full ? "full" : "smoke";
     k.seed = ev.seed;
-    k.profile = ev.res.value("profile", json::object()).dump();
+    k.profile = ev.res.value(protocol::Field::kProfile, json::object()).dump();
     int ordinal = 0;
     cudaGetDevice(&ordinal);
     k.device = ordinal;
     const json facts = deviceFacts(ordinal);
-    k.defaultClockMhz = facts.value("sm_clock_khz", 0) / 1000;
-    k.memoryClockMhz = facts.value("memory_clock_khz", 0) / 1000;
+    k.defaultClockMhz = facts.value(protocol::Key::kSmClockKhz, 0) / 1000;
+    k.memoryClockMhz = facts.value(protocol::Key::kMemoryClockKhz, 0) / 1000;
     k.inputSets = inputSets;
     return k;
 }
@@ -138,7 +138,7 @@ bool timingStage(Evaluation& ev)
         ev.measureGpu();
         quiet = std::make_unique<GpuQuietLock::Hold>(ev.cuda ? ev.quietLock : nullptr, GpuQuietLock::Mode::Exclusive);
         if (!quiet->error().empty())
-            ev.res["gpu_quiet_lock_error"] = quiet->error();
+            ev.res[protocol::Key::kGpuQuietLockError] = quiet->error();
         return quiet->waitMs();
     };
     const int trials = ev.prof.timing.trials;
@@ -270,7 +270,7 @@ bool timingStage(Evaluation& ev)
         takeQuiet(); // the old order (the request's `timing_warmup_shared`: false): the setup and warm-up under the hold
     measure::Comparison timed;
     const auto mismatch = [&](const TimedOutputMismatch& e) {
-        ev.res["timing"] = {{"input_sets", nSets}, {"checked_calls", checks}};
+        ev.res[protocol::Key::kTiming] = {{"input_sets", nSets}, {"checked_calls", checks}};
         return ev.stop("incorrect", "timing", e.what());
     };
     try {
@@ -299,11 +299,11 @@ bool timingStage(Evaluation& ev)
     }
     releaseReference(ev, refOut);
     lap("last_output_check");
-    ev.res["timing"] = timed.toJson();
-    ev.res["timing"]["input_sets"] = nSets;
-    ev.res["timing"]["checked_calls"] = checks;
+    ev.res[protocol::Key::kTiming] = timed.toJson();
+    ev.res[protocol::Key::kTiming]["input_sets"] = nSets;
+    ev.res[protocol::Key::kTiming]["checked_calls"] = checks;
     if (auto s = timed.speedup(ev.prof.statistic))
-        ev.res["speedup"] = *s;
+        ev.res[protocol::Key::kSpeedup] = *s;
     rooflineCheck(ev, timed);
     lap("roofline");
     // Kept for the trace (evaluate), which then waits for nothing and runs beside nothing; never

@@ -74,9 +74,9 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
     json out = json::array();
     for (const auto& [name, e] : byName) {
         const bool custom = isCustomKernel(name, customNames);
-        out.push_back({{"name", name}, {"calls", e.first}, {"time_ns", e.second}, {"custom", custom}});
+        out.push_back({{protocol::Key::kName, name}, {protocol::Key::kCalls, e.first}, {protocol::Key::kTimeNs, e.second}, {protocol::Key::kCustom, custom}});
     }
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a["time_ns"] > b["time_ns"]; });
+    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a[protocol::Key::kTimeNs] > b[protocol::Key::kTimeNs]; });
     return out;
 }
 
@@ -160,8 +160,8 @@ bool traceStage(Evaluation& ev)
                 timed = timedStreamId(ev.dev); // the fill's record is not there: traced alone
                 ev.addDetail("trace", "stream_probe_alone", msSince(t1));
             }
-            ev.res["kernels"] = kernelSummary(records, ev.kernelNames);
-            ev.res["custom_launches"] = ev.launchCtx.launches - before;
+            ev.res[protocol::Key::kKernels] = kernelSummary(records, ev.kernelNames);
+            ev.res[protocol::Key::kCustomLaunches] = ev.launchCtx.launches - before;
             int elsewhere = 0;
             std::string example;
             // The candidate's own kernels only: what torch, cuBLAS and cuDNN launch is theirs.
@@ -169,8 +169,8 @@ bool traceStage(Evaluation& ev)
                 if (timed && r.streamId != *timed && isCustomKernel(r.name, ev.kernelNames) && elsewhere++ == 0)
                     example = r.name;
             if (elsewhere > 0) {
-                ev.res["torch_only"] = !ev.launchesKernels;
-                ev.res.erase("speedup");
+                ev.res[protocol::Key::kTorchOnly] = !ev.launchesKernels;
+                ev.res.erase(protocol::Key::kSpeedup);
                 return ev.stop("incorrect", "timing",
                                std::to_string(elsewhere) + " of " + std::to_string(records.size()) +
                                    " kernels (its own) ran on a stream other than the current one (first: " + example +
@@ -180,7 +180,7 @@ bool traceStage(Evaluation& ev)
             ev.res["kernels_error"] = err;
         }
     }
-    ev.res["torch_only"] = !ev.launchesKernels;
+    ev.res[protocol::Key::kTorchOnly] = !ev.launchesKernels;
     detach.on = ev.cuda && !ev.profileTraffic && !ev.retimeAttached;
     ev.endStage();
     return true;
@@ -195,7 +195,7 @@ void trafficStage(Evaluation& ev)
     if (!ev.profileTraffic)
         return;
     ev.startStage("traffic");
-    json t = {{"profiled", false}};
+    json t = {{protocol::Key::kProfiled, false}};
     DramTraffic d;
     int ordinal = 0;
     bool profiled = false; // the range profiler started: CUPTI stays attached to this process
@@ -210,13 +210,13 @@ void trafficStage(Evaluation& ev)
         const GpuQuietLock::Hold quiet(ev.quietLock, GpuQuietLock::Mode::Exclusive);
         ev.addDetail("traffic", "quiet_wait", quiet.waitMs());
         if (!quiet.error().empty())
-            ev.res["gpu_quiet_lock_error"] = quiet.error();
+            ev.res[protocol::Key::kGpuQuietLockError] = quiet.error();
         try {
             // Twice the L2, read (not written) before and after the call: reading evicts every line
             // the L2 holds, writing back the dirty ones, and leaves only clean ones behind. Before
             // the call that gives a cold L2 (the inputs come from HBM, as in a cold timed call);
             // after it, the output lines still dirty in the L2 reach HBM inside the drain's range.
-            const int64_t l2 = deviceFacts(ordinal).value("l2_bytes", int64_t(64) << 20);
+            const int64_t l2 = deviceFacts(ordinal).value(protocol::Key::kL2Bytes, int64_t(64) << 20);
             // float32, summed as float32: a byte tensor's sum widens to int64 through a copy of the
             // whole buffer, 8 bytes written per byte read (1 GB of writes on the H200, counted as
             // the candidate's in the drain).
@@ -259,23 +259,23 @@ void trafficStage(Evaluation& ev)
         // again, detachCupti): what is timed here next would pay for it, so the worker retires
         // after this answer and the next candidate gets a fresh one.
         ev.healthy = false;
-        ev.res["worker_healthy"] = false;
+        ev.res[protocol::Key::kWorkerHealthy] = false;
         ev.res["worker_retired"] = "CUPTI's range profiler ran in this worker; a fresh worker times the next candidate";
     }
     if (d.profiled) {
         int kernels = 0; // the trace stage's count: the same call on the same inputs
-        for (const json& k : ev.res.value("kernels", json::array()))
-            kernels += k.value("calls", 0);
-        t = {{"profiled", true},
-             {"dram_bytes", d.readBytes + d.writeBytes},
-             {"dram_read_bytes", d.readBytes},
-             {"dram_write_bytes", d.writeBytes},
-             {"kernels", kernels},
-             {"passes", d.passes},
-             {"method", "cupti_range_profiler"},
-             {"l2", "cold"}};
+        for (const json& k : ev.res.value(protocol::Key::kKernels, json::array()))
+            kernels += k.value(protocol::Key::kCalls, 0);
+        t = {{protocol::Key::kProfiled, true},
+             {protocol::Key::kDramBytes, d.readBytes + d.writeBytes},
+             {protocol::Key::kDramReadBytes, d.readBytes},
+             {protocol::Key::kDramWriteBytes, d.writeBytes},
+             {protocol::Key::kKernels, kernels},
+             {protocol::Key::kPasses, d.passes},
+             {protocol::Key::kMethod, "cupti_range_profiler"},
+             {protocol::Key::kL2, "cold"}};
     } else {
-        t["reason"] = d.reason;
+        t[protocol::Key::kReason] = d.reason;
     }
     ev.res[protocol::kTrafficField] = t;
     ev.endStage();

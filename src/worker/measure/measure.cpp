@@ -1,5 +1,7 @@
 #include "worker/measure/measure.h"
 
+#include "core/protocol/protocolnames.h"
+
 #include "worker/measure/clockprobe.h"
 #include "worker/measure/cpuaffinity.h"
 #include "worker/device/deviceinfo.h"
@@ -274,32 +276,32 @@ json Samples::toJson() const
     for (double x : s)
         var += (x - mean) * (x - mean);
     const double median = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-    j["mean_ms"] = mean;
-    j["median_ms"] = median;
-    j["std_ms"] = s.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0;
-    j["min_ms"] = s.front();
-    j["max_ms"] = s.back();
-    j["trials"] = s.size();
+    j[ProtocolNames::Key::kMeanMs] = mean;
+    j[ProtocolNames::Key::kMedianMs] = median;
+    j[ProtocolNames::Key::kStdMs] = s.size() > 1 ? std::sqrt(var / (n - 1)) : 0.0;
+    j[ProtocolNames::Key::kMinMs] = s.front();
+    j[ProtocolNames::Key::kMaxMs] = s.back();
+    j[ProtocolNames::Field::kTrials] = s.size();
     return j;
 }
 
 double Samples::statistic(const std::string& which) const
 {
     const json j = toJson();
-    return which == "median" ? j.value("median_ms", 0.0) : j.value("mean_ms", 0.0);
+    return which == "median" ? j.value(ProtocolNames::Key::kMedianMs, 0.0) : j.value(ProtocolNames::Key::kMeanMs, 0.0);
 }
 
 json Comparison::toJson() const
 {
-    json j = {{"reference", reference.toJson()},
-              {"candidate", candidate.toJson()},
+    json j = {{ProtocolNames::Key::kReference, reference.toJson()},
+              {ProtocolNames::Key::kCandidate, candidate.toJson()},
               {"clock", clock},
-              {"method", method},
-              {"stop_reason", stopReasonName(stop)},
-              {"samples", candidate.ms.size()},
-              {"throttled", throttled},
-              {"speedup_interval", interval ? interval->toJson() : json(nullptr)},
-              {"reference_reused", referenceReused},
+              {ProtocolNames::Key::kMethod, method},
+              {ProtocolNames::Key::kStopReason, stopReasonName(stop)},
+              {ProtocolNames::Key::kSamples, candidate.ms.size()},
+              {ProtocolNames::Key::kThrottled, throttled},
+              {ProtocolNames::Key::kSpeedupInterval, interval ? interval->toJson() : json(nullptr)},
+              {ProtocolNames::Key::kReferenceReused, referenceReused},
               {"reuse_rejected", reuseRejected},
               {"wall_ms", wallMs},
               {"setup_ms", setupMs},
@@ -312,7 +314,7 @@ json Comparison::toJson() const
     if (clockProbe.empty())
         j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", medianClockMhz}};
     else
-        j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", nullptr}, {"reason", clockProbe}};
+        j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", nullptr}, {ProtocolNames::Key::kReason, clockProbe}};
     return j;
 }
 
@@ -336,7 +338,7 @@ Comparison compare(const PrepareCall& reference, const PrepareCall& candidate, c
     if (settings.cuda) {
         pin = pinTimingThread();
         if (settings.l2Flush) {
-            const int64_t l2 = deviceFacts(0).value("l2_bytes", int64_t(64) << 20);
+            const int64_t l2 = deviceFacts(0).value(ProtocolNames::Key::kL2Bytes, int64_t(64) << 20);
             flush = at::empty({2 * l2}, at::TensorOptions().dtype(at::kByte).device(at::Device(at::kCUDA)));
         }
         probe = processProbe(&out.clockProbe);

@@ -1,5 +1,7 @@
 #include "worker/measure/measurestats.h"
 
+#include "core/protocol/protocolnames.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,7 +12,7 @@ using json = nlohmann::json;
 
 json Method::toJson() const
 {
-    json j = {{"kind", kind}, {"warmup", warmup}, {"trials", trials}};
+    json j = {{ProtocolNames::Key::kKind, kind}, {ProtocolNames::Field::kWarmup, warmup}, {ProtocolNames::Field::kTrials, trials}};
     if (adaptive()) {
         j["min_samples"] = minSamples;
         j["min_warmup_ms"] = minWarmupMs;
@@ -51,8 +53,8 @@ double SpeedupInterval::relativeHalfWidth() const
 json SpeedupInterval::toJson() const
 {
     const double half = relativeHalfWidth();
-    json j = {{"value", value}, {"low", low}, {"high", high}, {"level", 0.95}, {"samples", samples},
-              {"relative_half_width", std::isfinite(half) ? json(half) : json(nullptr)}};
+    json j = {{ProtocolNames::Key::kValue, value}, {ProtocolNames::Key::kLow, low}, {ProtocolNames::Key::kHigh, high}, {ProtocolNames::Key::kLevel, 0.95}, {ProtocolNames::Key::kSamples, samples},
+              {ProtocolNames::Key::kRelativeHalfWidth, std::isfinite(half) ? json(half) : json(nullptr)}};
     if (batches > 0) {
         const auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
         j["batches"] = batches;

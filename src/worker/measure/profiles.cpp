@@ -53,23 +53,23 @@ void setTorchTf32Defaults(bool cublas, bool cudnn)
 nlohmann::json ProtocolProfile::toJson() const
 {
     using json = nlohmann::json;
-    return {{"name", name},
-            {"atol", atol},
-            {"rtol", rtol},
+    return {{ProtocolNames::Key::kName, name},
+            {ProtocolNames::Key::kAtol, atol},
+            {ProtocolNames::Key::kRtol, rtol},
             // "tf32": any TF32 at all (what older clients read); the two flags say which.
-            {"tf32", anyTf32()},
+            {ProtocolNames::Field::kTf32, anyTf32()},
             {"tf32_cublas", tf32CuBLAS},
             {"tf32_cudnn", tf32CuDNN},
             {"tf32_source", tf32FromTorchDefaults ? "libtorch defaults" : "profile"},
-            {"l2_flush", l2Flush},
-            {"correctness_trials", correctnessTrials},
-            {"timing_trials", timing.trials},
-            {"warmup", timing.warmup},
-            {"timing_method", timing.toJson()},
-            {"timing_stat", statistic},
-            {"input_generator", "rand"},
-            {"range_trial", rangeTrial ? json{{"generator", "randn"}, {"atol", rangeTolerance}, {"rtol", rangeTolerance}} : json(nullptr)},
-            {"graph_optimize", false}};
+            {ProtocolNames::Key::kL2Flush, l2Flush},
+            {ProtocolNames::Field::kCorrectnessTrials, correctnessTrials},
+            {ProtocolNames::Field::kTimingTrials, timing.trials},
+            {ProtocolNames::Field::kWarmup, timing.warmup},
+            {ProtocolNames::Field::kTimingMethod, timing.toJson()},
+            {ProtocolNames::Key::kTimingStat, statistic},
+            {ProtocolNames::Key::kInputGenerator, "rand"},
+            {ProtocolNames::Key::kRangeTrial, rangeTrial ? json{{ProtocolNames::Key::kGenerator, "randn"}, {ProtocolNames::Key::kAtol, rangeTolerance}, {ProtocolNames::Key::kRtol, rangeTolerance}} : json(nullptr)},
+            {ProtocolNames::Key::kGraphOptimize, false}};
 }
 
 const std::vector<ProtocolProfile>& protocolProfiles()

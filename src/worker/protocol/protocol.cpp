@@ -93,7 +93,7 @@ bool writeResponse(int fd, nlohmann::json response)
     std::string line = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (line.size() + 1 > kMaxLineBytes) {
         cutStrings(response, 256u << 10);
-        response["truncated"] = true;
+        response[Key::kTruncated] = true;
         line = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     line.push_back('\n');
@@ -115,7 +115,7 @@ bool writeResponse(int fd, nlohmann::json response)
 nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, const std::string& code,
                              const std::string& message)
 {
-    return {{"id", id}, {"type", type}, {"ok", false}, {"error", {{"code", code}, {"message", message}}}};
+    return {{Field::kId, id}, {Field::kType, type}, {Key::kOk, false}, {Key::kError, {{Key::kCode, code}, {Key::kMessage, message}}}};
 }
 
 bool nestedDeeperThan(const std::string& text, int maxDepth)
@@ -338,12 +338,12 @@ nlohmann::json candidateEcho(const ParsedCandidate& c)
         kernels.push_back(k.name);
     auto lineOrNull = [](int line) { return line > 0 ? json(line) : json(nullptr); };
     // The parser sets pythonLine only where it found the python block (its content may be empty).
-    return {{"cuda", c.hasCuda ? json(c.cuda) : json(nullptr)},
-            {"python", c.pythonLine > 0 ? json(c.python) : json(nullptr)},
-            {"kernels", kernels},
-            {"source_hash", c.hasCuda ? json(sourceHash(c.cuda)) : json(nullptr)},
-            {"cuda_line", c.hasCuda ? lineOrNull(c.cudaLine) : json(nullptr)},
-            {"python_line", lineOrNull(c.pythonLine)}};
+    return {{Field::kCuda, c.hasCuda ? json(c.cuda) : json(nullptr)},
+            {Field::kPython, c.pythonLine > 0 ? json(c.python) : json(nullptr)},
+            {Key::kKernels, kernels},
+            {Key::kSourceHash, c.hasCuda ? json(sourceHash(c.cuda)) : json(nullptr)},
+            {Key::kCudaLine, c.hasCuda ? lineOrNull(c.cudaLine) : json(nullptr)},
+            {Key::kPythonLine, lineOrNull(c.pythonLine)}};
 }
 
 std::string sourceHash(const std::string& text)

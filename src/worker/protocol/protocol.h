@@ -16,20 +16,20 @@ struct ParsedCandidate;
 
 namespace kwb::protocol {
 
-/// core/protocol/protocolnames.h's names, shared with the client: the worker reads requests by them.
+/// core/protocol/protocolnames.h's names, shared with the client: the worker reads requests and
+/// writes responses by them.
 namespace Request = ProtocolNames::Request;
 namespace Field = ProtocolNames::Field;
+namespace Key = ProtocolNames::Key;
 
 constexpr int kVersion = ProtocolNames::kVersion;
 /// core/protocol/protocollimits.h's, shared with the client.
 constexpr std::size_t kMaxLineBytes = std::size_t(ProtocolLimits::kMaxLineBytes);
 
 /// `evaluate`'s request flag (a boolean, default false) and the response key it adds: the
-/// candidate's measured HBM traffic (docs/protocol.md §evaluate, "traffic"). The client spells
-/// them in src/core/protocol/evaluationresult.h; the golden pair 16_evaluate_profile_traffic ties
-/// the two spellings together.
+/// candidate's measured HBM traffic (docs/protocol.md §evaluate, "traffic").
 constexpr const char* kProfileTrafficField = Field::kProfileTraffic;
-constexpr const char* kTrafficField = "traffic";
+constexpr const char* kTrafficField = Key::kTraffic;
 
 /// Reads one '\n'-terminated line from a file descriptor. Returns nullopt at EOF.
 /// A line longer than maxBytes is consumed up to its end and reported through *tooLong.
