@@ -75,15 +75,15 @@ const TaskSet& Worker::tasks()
     return *m_tasks;
 }
 
-const Task& Worker::task(const json& request)
+const Task& Worker::task(const json& request, bool kernelBenchOnlyToo)
 {
     if (!request.contains(protocol::Field::kTask) || !request[protocol::Field::kTask].is_string())
         throw RequestError("bad_request", "missing string field 'task' (e.g. \"L2/1\")");
     const std::string id = request[protocol::Field::kTask];
     if (const Task* t = tasks().find(id)) {
-        // No forward to run, analyse or profile: the evaluator's reference is a TorchScript
-        // forward, which this task could not be given (docs/task-format.md, "KernelBench only").
-        if (t->isKernelBenchOnly())
+        // No forward to analyse, profile or run alone: only `evaluate` runs its reference,
+        // KernelBench's Model in the embedded Python (docs/task-format.md, "KernelBench only").
+        if (t->isKernelBenchOnly() && !kernelBenchOnlyToo)
             throw RequestError("kernelbench_only", id + " is KernelBench only: " + t->kernelbenchOnly);
         return *t;
     }
@@ -294,7 +294,7 @@ json Worker::handle(const json& request)
                 throw RequestError("no_device", "profiling needs a CUDA device: " + why);
             body = m_evaluator.profile(t, request);
         } else if (type == protocol::Request::kEvaluate) {
-            const Task& t = task(request);
+            const Task& t = task(request, /*kernelBenchOnlyToo=*/true);
             if (!request.contains(protocol::Field::kAnswer) && !request.contains(protocol::Field::kPython))
                 throw RequestError("bad_request", "evaluate needs 'answer' (Markdown) or 'python' (and optionally 'cuda')");
             body = m_evaluator.evaluate(t, request);

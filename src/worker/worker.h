@@ -24,7 +24,9 @@ public:
 
 private:
     const TaskSet& tasks();
-    const Task& task(const nlohmann::json& request);
+    /// The request's task; a KernelBench-only one only where kernelBenchOnlyToo (evaluate), else
+    /// the error kernelbench_only.
+    const Task& task(const nlohmann::json& request, bool kernelBenchOnlyToo = false);
     nlohmann::json hello();
     nlohmann::json listTasks(const nlohmann::json& request);
     nlohmann::json compileOnly(const nlohmann::json& request);

@@ -906,3 +906,137 @@ TEST_CASE("honest failures: load_inline's keywords, module names and placeholder
         CHECK(r["status"] == c.status); // never `rejected`
     }
 }
+
+namespace {
+
+// L3/34 (a vanilla RNN over 256 steps, 8 × 1024 inputs: small enough for the CPU at KernelBench's
+// own sizes) written with F.linear: nn.Linear's draws in Model's order, so KernelBench's weights.
+const char* kRnnAnswer = R"(import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class ModelNew(nn.Module):
+    def __init__(self, input_size, hidden_size, output_size):
+        super().__init__()
+        self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+        self.h2o = nn.Linear(hidden_size, output_size)
+
+    def forward(self, x, h0):
+        hidden = h0
+        outputs = []
+        for t in range(x.size(0)):
+            hidden = torch.tanh(F.linear(torch.cat((x[t], hidden), dim=1), self.i2h.weight, self.i2h.bias))
+            outputs.append(F.linear(hidden, self.h2o.weight, self.h2o.bias))
+        return torch.stack(outputs, dim=0)
+)";
+
+// A KernelBench-only task of the test's own, in KernelBench's problem-file form: a forward that
+// draws (Dropout in training mode, as KernelBench never calls eval()) and a bool input.
+Task ownKernelBenchOnlyTask(const std::string& module)
+{
+    Task t;
+    t.id = "L9/1";
+    t.level = 9;
+    t.number = 1;
+    t.title = "masked dropout";
+    t.source = "level9/1_masked_dropout.py";
+    t.kernelbenchOnly = "the test's own: a Dropout in training mode and a bool input";
+    t.referencePython = module;
+    return t;
+}
+
+const char* kMaskedDropout = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x, mask):
+        return self.drop(x) * mask
+
+n = 64
+
+def get_inputs():
+    x = torch.rand(n, n)
+    return [x, x > 0.5]
+
+def get_init_inputs():
+    return [0.5]
+)";
+
+} // namespace
+
+TEST_CASE("KernelBench only: an answer to L3/34 is evaluated against KernelBench's Model run in the embedded Python")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level3/34_vanillarnnhidden.toml");
+    REQUIRE(t.isKernelBenchOnly());
+    const json ok = evaluateOnCpu(t, fenced(kRnnAnswer));
+    INFO(ok.dump());
+    CHECK(ok["status"] == "correct");
+    CHECK(ok["reference"]["kind"] == "kernelbench_python");
+    CHECK(ok["reference"]["source"] == "level3/34_VanillaRNNHidden.py");
+    CHECK(ok["correctness"]["passed"] == 2);
+    CHECK(ok["correctness"]["range_trial"]["skipped"].is_string());
+    // Asked for smoke: it has KernelBench's sizes alone, and says it ran them.
+    CHECK(ok["profile"]["scale"] == "full");
+    REQUIRE(ok["notes"].is_array());
+    CHECK(ok["notes"][0]["code"] == "kernelbench_only_scale");
+
+    std::string relu = kRnnAnswer;
+    relu.replace(relu.find("torch.tanh("), 11, "torch.relu(");
+    const json wrong = evaluateOnCpu(t, fenced(relu));
+    INFO(wrong.dump());
+    CHECK(wrong["status"] == "incorrect");
+    CHECK(wrong["stage"] == "correctness");
+
+    // A native-format answer has no TorchScript reference to be held to: told so, not run.
+    const json native =
+        evaluateOnCpu(t, "```python\ndef forward(x: Tensor, h0: Tensor) -> Tensor:\n    return x\n```\n");
+    CHECK(native["status"] == "format_error");
+    CHECK(native["format_error"]["code"] == "kernelbench_only");
+}
+
+TEST_CASE("KernelBench only: each call starts from the same generator state; bool inputs cross; the reference's "
+          "failure is its own")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = ownKernelBenchOnlyTask(kMaskedDropout);
+    const std::string same = R"(import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class ModelNew(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x, mask):
+        return F.dropout(x, self.p, True) * mask
+)";
+    // Right only if its dropout draws what the reference's drew: both calls seeded alike.
+    const json ok = evaluateOnCpu(t, fenced(same), /*time=*/true);
+    INFO(ok.dump());
+    CHECK(ok["status"] == "correct");
+    CHECK(ok["timing"].is_object());
+
+    std::string unmasked = same;
+    unmasked.replace(unmasked.find(" * mask"), 7, "");
+    const json wrong = evaluateOnCpu(t, fenced(unmasked));
+    INFO(wrong.dump());
+    CHECK(wrong["status"] == "incorrect");
+
+    // A reference whose module cannot run here (L3/48's einops where it is not installed).
+    const std::string missing = "import kwb_no_such_module\n" + std::string(kMaskedDropout);
+    const json noRef = evaluateOnCpu(ownKernelBenchOnlyTask(missing), fenced(same));
+    INFO(noRef.dump());
+    CHECK(noRef["status"] == "runtime_error");
+    CHECK(noRef["stage"] == "reference");
+    CHECK(noRef["message"].get<std::string>().find("No module named 'kwb_no_such_module'") != std::string::npos);
+}

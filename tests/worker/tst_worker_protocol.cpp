@@ -162,7 +162,8 @@ TEST_CASE("stdout noise from the worker's libraries cannot reach the protocol st
     CHECK_FALSE(worker.running());
 }
 
-TEST_CASE("a KernelBench-only task is listed, and refused with its reason by analyze, evaluate and run_reference")
+TEST_CASE("a KernelBench-only task is listed, refused with its reason by analyze and run_reference, and a "
+          "native-format answer to it is a format_error")
 {
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
     std::string err;
@@ -178,10 +179,9 @@ TEST_CASE("a KernelBench-only task is listed, and refused with its reason by ana
     REQUIRE(lstm.is_object());
     CHECK(lstm["kernelbench_only"].get<std::string>().find("nn.LSTM") != std::string::npos);
     CHECK(lstm["forward"] == "");
-    for (const json& request : {json{{"type", "analyze"}, {"task", "L3/35"}},
-                                json{{"type", "run_reference"}, {"task", "L3/35"}, {"scale", "smoke"}, {"device", "cpu"}},
-                                json{{"type", "evaluate"}, {"task", "L3/35"}, {"answer", "```python\nclass ModelNew: pass\n```"},
-                                     {"answer_format", "kernelbench"}, {"device", "cpu"}}}) {
+    for (const json& request :
+         {json{{"type", "analyze"}, {"task", "L3/35"}},
+          json{{"type", "run_reference"}, {"task", "L3/35"}, {"scale", "smoke"}, {"device", "cpu"}}}) {
         CAPTURE(request.dump());
         auto reply = worker.request(request, 120);
         REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
@@ -189,6 +189,18 @@ TEST_CASE("a KernelBench-only task is listed, and refused with its reason by ana
         CHECK(reply.response["error"]["code"] == "kernelbench_only");
         CHECK(reply.response["error"]["message"].get<std::string>().find("L3/35 is KernelBench only: line") == 0);
     }
+    // evaluate takes it (its reference is KernelBench's Model, tst_kernelbench); a native-format
+    // answer has nothing to be held to, and is told so.
+    auto native = worker.request({{"type", "evaluate"},
+                                  {"task", "L3/35"},
+                                  {"device", "cpu"},
+                                  {"answer", "```python\ndef forward(x: Tensor) -> Tensor:\n    return x\n```\n"}},
+                                 120);
+    REQUIRE(native.outcome == WorkerClient::Outcome::Ok);
+    CHECK(native.response["ok"] == true);
+    CHECK(native.response["status"] == "format_error");
+    CHECK(native.response["format_error"]["code"] == "kernelbench_only");
+    CHECK(native.response["message"].get<std::string>().find("L3/35 is KernelBench only (line 18: nn.LSTM") == 0);
 }
 
 TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without compiling again")

@@ -245,6 +245,9 @@ struct Evaluation {
     // reference
     std::shared_ptr<jit::CompilationUnit> refUnit;
     jit::Function* refFn = nullptr;
+    /// The reference as called: the task's TorchScript forward (refFn), or a KernelBench-only
+    /// task's Model in the embedded Python (kernelBenchLoadStage).
+    std::unique_ptr<CandidateCallable> reference;
     ParamDict params;
     std::vector<int64_t> paramPrints; ///< byte fingerprints of the parameters as made
     uint64_t rangeSeed = 0;
@@ -271,12 +274,18 @@ struct Evaluation {
         const auto t0 = Clock::now();
         auto p = std::make_shared<Prepared>();
         try {
-            p->refUnit = compileScript(task.forward);
-            forwardFunction(*p->refUnit);
+            // A KernelBench-only task has no forward: its reference is loaded with the answer.
+            if (!task.isKernelBenchOnly()) {
+                p->refUnit = compileScript(task.forward);
+                forwardFunction(*p->refUnit);
+            }
         } catch (...) {
             p->refError = std::current_exception();
         }
-        if (cuda && doTime) {
+        if (cuda && doTime && task.isKernelBenchOnly()) {
+            p->analysisError = "the analyser counts a TorchScript forward, and " + task.id +
+                               " has none (KernelBench only: " + task.kernelbenchOnly + ")";
+        } else if (cuda && doTime) {
             try {
                 p->analysis = analyzeTask(task, scale);
             } catch (const std::exception& e) {

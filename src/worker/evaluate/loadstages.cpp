@@ -36,6 +36,17 @@ bool parseStage(Evaluation& ev)
         throw std::invalid_argument("answer_format \"kernelbench\" needs the whole answer in 'answer'");
     }
     ev.res["answer_format"] = answerFormatName(ev.format);
+    if (ev.task.isKernelBenchOnly() && ev.format != AnswerFormat::KernelBench) {
+        // No TorchScript reference to hold a native forward to (docs/task-format.md, "KernelBench only").
+        const std::string message =
+            ev.task.id + " is KernelBench only (" + ev.task.kernelbenchOnly +
+            "): it has no TorchScript reference for a native-format answer; answer in "
+            "KernelBench's format (class ModelNew), which is evaluated against KernelBench's Model";
+        ev.endStage();
+        ev.res["candidate"] = nullptr;
+        ev.res["format_error"] = {{"code", "kernelbench_only"}, {"message", message}, {"line", 0}};
+        return ev.stop("format_error", "parse", message);
+    }
     if (ev.format == AnswerFormat::KernelBench)
         return kernelBenchParse(ev, ev.req.at(protocol::Field::kAnswer).get<std::string>(), codeBlock);
     std::string answer;
@@ -201,9 +212,34 @@ bool parametersMatch(Evaluation& ev, const json& modelParams)
 
 } // namespace
 
+namespace {
+
+/// A KernelBench-only task's reference: KernelBench's Model made from its problem file in the
+/// embedded Python (loadKernelBenchReference), before ModelNew, which gets its get_init_inputs().
+/// The task has one scale, KernelBench's; a smoke request runs it and says so.
+bool kernelBenchReference(Evaluation& ev, KernelBenchReference* ref)
+{
+    if (ev.scale == Scale::Smoke) {
+        ev.scale = Scale::Full;
+        ev.res["profile"]["scale"] = "full";
+        ev.res["notes"].push_back({{"code", "kernelbench_only_scale"},
+                                   {"message", ev.task.id + " is KernelBench only: it has KernelBench's sizes alone "
+                                                            "(get_inputs), so it ran at full scale, not smoke"}});
+    }
+    *ref = loadKernelBenchReference(ev.task.referencePython, ev.seed, ev.cuda ? "cuda" : "cpu");
+    if (ref->callable)
+        return true;
+    ev.res["compile"] = ev.compile;
+    return ev.stop("runtime_error", "reference",
+                   "the reference itself failed: KernelBench's " + ev.task.source + ": " + ref->error);
+}
+
+} // namespace
+
 /// 2-4 (KernelBench format). The module run (its load_inline extensions built, or taken from the
 /// cache), ModelNew(*init_inputs) built after seeding and its parameters checked; without a device
-/// only the build (no_device after it).
+/// only the build (no_device after it). A KernelBench-only task's reference is made first: its
+/// get_init_inputs() are ModelNew's, and ModelNew keeps the weights it makes, as in KernelBench.
 bool kernelBenchLoadStage(Evaluation& ev)
 {
     ev.startStage("compile");
@@ -224,7 +260,11 @@ bool kernelBenchLoadStage(Evaluation& ev)
         ev.res["compile"] = ev.compile;
         return ev.stop("no_device", "load", "built and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
     }
-    KernelBenchModel m = loadKernelBenchModel(ev.kb.source, ev.task.initInputValues(ev.scale), ev.seed, ev.cuda ? "cuda" : "cpu", arch);
+    KernelBenchReference ref;
+    if (ev.task.isKernelBenchOnly() && !kernelBenchReference(ev, &ref))
+        return false;
+    const json initInputs = ev.task.isKernelBenchOnly() ? ref.initInputs : ev.task.initInputValues(ev.scale);
+    KernelBenchModel m = loadKernelBenchModel(ev.kb.source, initInputs, ev.seed, ev.cuda ? "cuda" : "cpu", arch);
     ev.compile["ms"] = msSince(t0);
     ev.compile["extensions"] = m.builds;
     std::string log;
@@ -238,7 +278,17 @@ bool kernelBenchLoadStage(Evaluation& ev)
     for (const auto& b : m.builds)
         ev.launchesKernels = ev.launchesKernels || b.value("with_cuda", false);
     ev.res["torch_only"] = m.builds.empty();
-    if (!parametersMatch(ev, m.parameters)) {
+    if (ev.task.isKernelBenchOnly()) {
+        // No task parameters to hand over: both models keep what they made under the seed, and
+        // each call of either starts from the same generator state (candidatecallable.h).
+        ev.ownWeights = true;
+        m.callable->keepOwnWeights();
+        m.callable->seedEachCall(ev.seed);
+        ref.callable->keepOwnWeights();
+        ref.callable->seedEachCall(ev.seed);
+        ev.reference = std::move(ref.callable);
+        ev.res["reference"] = {{"kind", "kernelbench_python"}, {"source", ev.task.source}};
+    } else if (!parametersMatch(ev, m.parameters)) {
         ev.ownWeights = true;
         m.callable->keepOwnWeights();
     }

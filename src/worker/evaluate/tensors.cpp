@@ -70,6 +70,12 @@ ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t 
 std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed,
                                    const std::string& generatorOverride)
 {
+    if (task.isKernelBenchOnly()) {
+        // KernelBench's own draw: get_inputs() of its problem file, seeded (no generator of ours to override).
+        if (!generatorOverride.empty())
+            throw std::logic_error(task.id + " is KernelBench only: its inputs are get_inputs()'s, drawn as they are");
+        return kernelBenchInputs(task.referencePython, seed, device.is_cuda() ? "cuda" : "cpu");
+    }
     torch::manual_seed(seed);
     std::vector<c10::IValue> inputs;
     for (size_t i = 0; i < task.inputs.size(); ++i) {
@@ -125,12 +131,22 @@ bool sharesMemory(const at::Tensor& a, const at::Tensor& b)
 
 } // namespace
 
+namespace {
+
+/// Input i's name: the task file's, or for a KernelBench-only task (inputs from get_inputs()) its place.
+std::string inputName(const Task& task, size_t i)
+{
+    return i < task.inputs.size() ? task.inputs[i].name : "get_inputs()[" + std::to_string(i) + "]";
+}
+
+} // namespace
+
 /// The name of the argument (input or parameter) whose storage the output shares, or "".
 std::string aliasedArgument(const at::Tensor& out, const std::vector<c10::IValue>& args, const Task& task)
 {
-    for (size_t i = 0; i < args.size() && i < task.inputs.size(); ++i)
+    for (size_t i = 0; i < args.size(); ++i)
         if (args[i].isTensor() && sharesMemory(out, args[i].toTensor()))
-            return task.inputs[i].name;
+            return inputName(task, i);
     if (!args.empty() && args.back().isGenericDict()) {
         for (const auto& entry : args.back().toGenericDict())
             if (entry.value().isTensor() && sharesMemory(out, entry.value().toTensor()))
@@ -166,9 +182,9 @@ bool equalValues(const at::Tensor& a, const at::Tensor& b)
 std::string modifiedArgument(const std::vector<c10::IValue>& args, const std::vector<c10::IValue>& inputs,
                              const ParamDict& params, const Task& task)
 {
-    for (size_t i = 0; i < args.size() && i < inputs.size() && i < task.inputs.size(); ++i)
+    for (size_t i = 0; i < args.size() && i < inputs.size(); ++i)
         if (args[i].isTensor() && inputs[i].isTensor() && !equalValues(args[i].toTensor(), inputs[i].toTensor()))
-            return task.inputs[i].name;
+            return inputName(task, i);
     if (!args.empty() && args.back().isGenericDict()) {
         const auto dict = args.back().toGenericDict();
         for (const ParamSpec& p : task.params) {

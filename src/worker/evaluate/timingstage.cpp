@@ -223,11 +223,11 @@ bool timingStage(Evaluation& ev)
         releaseReference(ev, refOut);
         restoreGlobals(ev);
         const int set = index < 0 ? warm++ % nSets : index % nSets;
-        auto args = cloneArgs(sets[size_t(set)], ev.params, ev.task, false);
+        auto call = ev.reference->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false));
         const int mySeq = ++seq, mySet = index < 0 ? -1 : set; // a warm-up's output checks nothing
         prepareMs += msSince(t1);
-        return [fn = ev.refFn, args = std::move(args), &refOut, &refOutSet, &refOutSeq, mySeq, mySet]() mutable {
-            const c10::IValue out = (*fn)(std::move(args));
+        return [call = std::move(call), &refOut, &refOutSet, &refOutSeq, mySeq, mySet]() mutable {
+            const c10::IValue out = call();
             if (out.isTensor()) {
                 refOut = out.toTensor();
                 refOutSet = mySet;

@@ -27,6 +27,10 @@ public:
     /// leaves them (its parameters are not the reference's, so the evaluator's cannot be put in);
     /// bind then ignores the parameter dict. The native forward always takes the dict.
     virtual void keepOwnWeights() {}
+    /// Each call starts from torch's generators seeded with `seed` (a KernelBench-only task's
+    /// reference and ModelNew, whose forward may draw: Dropout in training mode, LSTM's h0), so
+    /// both see the same numbers. The native forward draws nothing of its own and ignores it.
+    virtual void seedEachCall(uint64_t /*seed*/) {}
 };
 
 std::unique_ptr<CandidateCallable> nativeCallable(torch::jit::Function& forward);
@@ -40,6 +44,20 @@ struct KernelBenchModel {
     nlohmann::json builds = nlohmann::json::array();      // [{name,key,build_dir,cached,ms,with_cuda}]
     nlohmann::json parameters = nlohmann::json::array();  // [[name, shape, is_buffer]] of the model
 };
+/// The reference of a KernelBench-only task (Task::referencePython: KernelBench's problem file),
+/// run in the embedded interpreter: Model(*get_init_inputs()) made as KernelBench makes it, after
+/// seeding, on `device`. Its callable takes the inputs and an empty parameter dict, as ModelNew's.
+struct KernelBenchReference
+{
+    std::unique_ptr<CandidateCallable> callable;         // null when it failed
+    nlohmann::json initInputs = nlohmann::json::array(); // get_init_inputs(): ModelNew gets the same
+    std::string error;                                   // why it failed
+};
+KernelBenchReference loadKernelBenchReference(const std::string& source, uint64_t seed, const std::string& device);
+/// get_inputs() of a KernelBench-only task's problem file after torch.manual_seed(seed), on `device`
+/// (KernelBench's draw of a correctness trial's inputs). Throws std::runtime_error with the reason.
+std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t seed, const std::string& device);
+
 KernelBenchModel loadKernelBenchModel(const std::string& source, const nlohmann::json& initInputs, uint64_t seed,
                                       const std::string& device, const std::string& arch);
 

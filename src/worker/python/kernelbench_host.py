@@ -1048,8 +1048,21 @@ def build(source):
     return {"ok": True, "status": "", "stage": "", "code": None, "message": "", "line": 0, "builds": builds, "refusals": []}
 
 
+# torch 1.13's DLPack has no bool: a bool tensor crosses as its bytes (a uint8 view, no copy) with
+# this tag, in both directions (pythonhost.cpp).
+_BOOL_TAG = "bool"
+
+
 def _from_capsule(x):
+    if type(x) is tuple and len(x) == 2 and x[1] == _BOOL_TAG:
+        return _dlpack.from_dlpack(x[0]).view(torch.bool)
     return _dlpack.from_dlpack(x) if type(x).__name__ == "PyCapsule" else x
+
+
+def _to_capsule(t):
+    if t.dtype == torch.bool:
+        return (_dlpack.to_dlpack(t.view(torch.uint8)), _BOOL_TAG)
+    return _dlpack.to_dlpack(t)
 
 
 def _construct(cls, init_inputs, seed, device):
@@ -1128,7 +1141,7 @@ def _owner(model, dotted):
 
 def _bind(model, args, params):
     for name, capsule in params.items():
-        t = _dlpack.from_dlpack(capsule)
+        t = _from_capsule(capsule)
         owner, leaf = _owner(model, name)
         if leaf in owner._parameters and owner._parameters[leaf] is not None:
             owner._parameters[leaf].data = t
@@ -1148,22 +1161,25 @@ def _plain_exception(e):
     return e
 
 
-def bind(handle, args, params):
+def bind(handle, args, params, seed=None):
     """One call's arguments (capsules or scalars) and the task's parameters (name -> capsule) put
     into the model without copies: parameters take the evaluator's tensors' storage, buffers are
-    replaced. Returns what `call` takes."""
+    replaced. Returns what `call` takes; with a seed, `call` seeds torch's generators with it first."""
     with _Armed():
         try:
-            return _bind(_models[handle], args, params)
+            model, args = _bind(_models[handle], args, params)
+            return model, args, seed
         except BaseException as e:  # noqa: B902
             raise _plain_exception(e)
 
 
 def call(bound):
     """forward on bound arguments: a DLPack capsule of the output tensor."""
-    model, args = bound
+    model, args, seed = bound
     with _Armed():
         try:
+            if seed is not None:
+                torch.manual_seed(seed)
             with torch.no_grad():
                 out = model(*args)
             if type(out) not in (torch.Tensor, torch.nn.Parameter):
@@ -1171,9 +1187,101 @@ def call(bound):
                     raise TypeError(f"forward returned a torch.Tensor subclass ({type(out).__name__}); a subclass can "
                                     "compute lazily or fake its values: return a plain torch.Tensor")
                 raise TypeError(f"forward returned {type(out).__name__}, expected a torch.Tensor")
-            return _dlpack.to_dlpack(out.detach())
+            return _to_capsule(out.detach())
         except BaseException as e:  # noqa: B902
             raise _plain_exception(e)
+
+
+# ---- the reference of a KernelBench-only task -------------------------------------------------------
+# A task the converter could not write as TorchScript (docs/task-format.md, "KernelBench only") is
+# evaluated against KernelBench's problem file itself (the task's reference_python): its Model,
+# get_inputs and get_init_inputs, seeded as KernelBench's evaluator seeds them. The file is trusted
+# (shipped with the tasks, copied from KernelBench at a named commit), so its module runs with the
+# interpreter's own builtins and imports (Swin's itertools and numpy, Mamba2's einops), which an
+# answer's never get; what runs after it (get_init_inputs, Model(...), get_inputs, forward) runs armed,
+# as an answer's calls do. Nothing of it is handed to an answer: its model, draws and outputs cross
+# to the evaluator as tensors only.
+
+_REFERENCE_FILE = "<reference>"
+_reference_modules = {}  # source -> the module's namespace: run once per worker
+
+
+class ReferenceError(Exception):
+    """The reference itself failed (not the answer): its module, Model(...), or a draw."""
+
+
+def _reference_namespace(source):
+    namespace = _reference_modules.get(source)
+    if namespace is not None:
+        return namespace
+    namespace = {"__name__": "kwb_reference"}
+    try:
+        exec(compile(source, _REFERENCE_FILE, "exec"), namespace)
+    except BaseException as e:  # noqa: B902 (any failure of the module is the reference's)
+        raise ReferenceError(f"its module failed: {_describe(e)}") from None
+    for name in ("Model", "get_inputs", "get_init_inputs"):
+        if not callable(namespace.get(name)):
+            raise ReferenceError(f"it defines no {name}")
+    _reference_modules[source] = namespace
+    return namespace
+
+
+def _reference_call(what, fn, *args):
+    result, failure = _armed_call(fn, *args)
+    if failure is not None:
+        raise ReferenceError(f"{what} failed: {failure.text}")
+    return result
+
+
+def _make_reference(namespace, seed, device):
+    # KernelBench's eval_kernel_against_ref: set_seed, get_init_inputs(), set_seed, Model(*init_inputs)
+    # without grad, then moved to the device.
+    torch.manual_seed(seed)
+    init_inputs = list(namespace["get_init_inputs"]())
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model = namespace["Model"](*init_inputs)
+        model = model.to(device=torch.device(device))
+    return model, init_inputs
+
+
+def load_reference(source, seed, device):
+    """KernelBench's Model(*get_init_inputs()) made as KernelBench makes it. Returns {"handle",
+    "init_inputs"} (what ModelNew(*init_inputs) gets too: plain values only)."""
+    namespace = _reference_namespace(source)
+    model, init_inputs = _reference_call("Model(*get_init_inputs())", _make_reference, namespace, seed, device)
+    if not _plain(init_inputs):
+        raise ReferenceError("get_init_inputs() returned values other than numbers, booleans, strings and lists "
+                             "of them, which the evaluator cannot pass on to ModelNew")
+    handle = _next_handle[0]
+    _next_handle[0] += 1
+    _models[handle] = model
+    return {"handle": handle, "init_inputs": init_inputs}
+
+
+def load_reference_json(source, seed, device):
+    try:
+        return dumps({"ok": True, **load_reference(source, seed, device)})
+    except ReferenceError as e:
+        return dumps({"ok": False, "message": str(e)})
+
+
+def _draw_inputs(namespace, seed, device):
+    # KernelBench's run_and_check_correctness: set_seed(trial_seed), get_inputs(), moved to the device.
+    torch.manual_seed(seed)
+    inputs = list(namespace["get_inputs"]())
+    return [_to_capsule(x.to(torch.device(device))) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def reference_inputs(source, seed, device):
+    """get_inputs() of the problem file after torch.manual_seed(seed), on the device: a list of
+    capsules (a bool tensor as (capsule, "bool")) and plain numbers."""
+    inputs = _reference_call("get_inputs()", _draw_inputs, _reference_namespace(source), seed, device)
+    for x in inputs:
+        if not (type(x) is tuple or type(x).__name__ == "PyCapsule" or type(x) in (int, float, bool)):
+            raise ReferenceError(f"get_inputs() returned a {type(x).__name__}: the evaluator passes tensors and "
+                                 "numbers only")
+    return inputs
 
 
 def answer_error(e):

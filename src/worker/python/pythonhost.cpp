@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 namespace kwb {
@@ -61,6 +62,14 @@ int buildExtension(const std::string&, const std::string&) { throw std::runtime_
 }  // namespace python
 
 KernelBenchModel loadKernelBenchModel(const std::string&, const json&, uint64_t, const std::string&, const std::string&) {
+    throw std::runtime_error(python::kNoPython);
+}
+KernelBenchReference loadKernelBenchReference(const std::string&, uint64_t, const std::string&)
+{
+    throw std::runtime_error(python::kNoPython);
+}
+std::vector<c10::IValue> kernelBenchInputs(const std::string&, uint64_t, const std::string&)
+{
     throw std::runtime_error(python::kNoPython);
 }
 
@@ -177,9 +186,18 @@ void capsuleDestructor(PyObject* capsule) {
     }
 }
 
+// torch 1.13's DLPack has no bool: a bool tensor crosses as its bytes (a uint8 view, no copy) in
+// a tuple tagged "bool" (kernelbench_host.py's _to_capsule and _from_capsule).
+constexpr const char* kBoolTag = "bool";
+
 PyObject* toPython(const c10::IValue& v) {
-    if (v.isTensor())
-        return PyCapsule_New(at::toDLPack(v.toTensor()), "dltensor", capsuleDestructor);
+    if (v.isTensor()) {
+        const at::Tensor& t = v.toTensor();
+        if (t.scalar_type() == at::kBool)
+            return Py_BuildValue("(Ns)", PyCapsule_New(at::toDLPack(t.view(at::kByte)), "dltensor", capsuleDestructor),
+                                 kBoolTag);
+        return PyCapsule_New(at::toDLPack(t), "dltensor", capsuleDestructor);
+    }
     if (v.isDouble()) return PyFloat_FromDouble(v.toDouble());
     if (v.isInt()) return PyLong_FromLongLong(v.toInt());
     if (v.isBool()) return PyBool_FromLong(v.toBool());
@@ -194,6 +212,22 @@ at::Tensor fromCapsule(PyObject* capsule) {
     return t;
 }
 
+/// A tensor from Python (a capsule, or a bool tensor's tagged tuple) or a number.
+c10::IValue fromPython(PyObject* o)
+{
+    if (PyTuple_Check(o) && PyTuple_GET_SIZE(o) == 2)
+        return fromCapsule(PyTuple_GET_ITEM(o, 0)).view(at::kBool);
+    if (PyCapsule_CheckExact(o))
+        return fromCapsule(o);
+    if (PyBool_Check(o))
+        return o == Py_True;
+    if (PyLong_Check(o))
+        return int64_t(PyLong_AsLongLong(o));
+    if (PyFloat_Check(o))
+        return PyFloat_AsDouble(o);
+    throw std::runtime_error("embedded Python: a value that is neither a tensor nor a number");
+}
+
 class KernelBenchCallable final : public CandidateCallable {
 public:
     explicit KernelBenchCallable(long handle) : m_handle(handle) {}
@@ -204,6 +238,7 @@ public:
         }
     }
     void keepOwnWeights() override { m_ownWeights = true; }
+    void seedEachCall(uint64_t seed) override { m_seed = seed; }
     std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override {
         Ref list(PyList_New(0)), params(PyDict_New());
         for (const auto& a : args) {
@@ -218,16 +253,19 @@ public:
                 PyList_Append(list.p, value.p);
             }
         }
-        auto bound = std::make_shared<Ref>(callHost("bind", {PyLong_FromLong(m_handle), list.release(), params.release()}));
+        PyObject* seed = m_seed ? PyLong_FromUnsignedLongLong(*m_seed) : Py_NewRef(Py_None);
+        auto bound = std::make_shared<Ref>(
+            callHost("bind", {PyLong_FromLong(m_handle), list.release(), params.release(), seed}));
         return [bound]() -> c10::IValue {
             Ref out = callHost("call", {Py_NewRef(bound->p)});
-            return fromCapsule(out.p);
+            return fromPython(out.p);
         };
     }
 
 private:
     long m_handle;
     bool m_ownWeights = false;
+    std::optional<uint64_t> m_seed;
 };
 
 }  // namespace
@@ -294,6 +332,28 @@ json build(const std::string& source, const std::string& arch) {
 }
 
 }  // namespace python
+
+KernelBenchReference loadKernelBenchReference(const std::string& source, uint64_t seed, const std::string& device)
+{
+    json r = jsonResult(callHost("load_reference_json", {str(source), PyLong_FromUnsignedLongLong(seed), str(device)}));
+    KernelBenchReference ref;
+    if (!r.value("ok", false)) {
+        ref.error = r.value("message", std::string("the reference failed"));
+        return ref;
+    }
+    ref.initInputs = r["init_inputs"];
+    ref.callable = std::make_unique<KernelBenchCallable>(r["handle"].get<long>());
+    return ref;
+}
+
+std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t seed, const std::string& device)
+{
+    Ref list = callHost("reference_inputs", {str(source), PyLong_FromUnsignedLongLong(seed), str(device)});
+    std::vector<c10::IValue> out;
+    for (Py_ssize_t i = 0; i < PyList_Size(list.p); ++i)
+        out.push_back(fromPython(PyList_GET_ITEM(list.p, i)));
+    return out;
+}
 
 KernelBenchModel loadKernelBenchModel(const std::string& source, const json& initInputs, uint64_t seed,
                                       const std::string& device, const std::string& arch) {
