@@ -16,9 +16,19 @@
 #              warm    this tree's with the header (its hash check included, as the broker does)
 #            for a good answer and for one with a compile error (the fixtures below).
 #
-# Usage: bench/kb_build_speed.py [--reps N] [--base COMMIT] [--parts stages,builds] [--python PY]
+#   broker   each build as kwb gets it (issue 35 (a)): a request to the build broker (serve_broker,
+#            its builds in bwrap where bwrap works, as kwb's), with the header made and the broker
+#            started 2 s before (its start hash-checks the headers), REPS times, alternating the
+#            broker of BASE and this tree's (the early syntax pass beside the builder, the
+#            header's hashes remembered). The answer's entry is removed before each request.
+#
+# Usage: bench/kb_build_speed.py [--reps N] [--base COMMIT] [--parts stages,builds,broker] [--python PY]
 #                                [--cuda]   (--cuda: the answer of the nvcc case instead, on a machine
 #                                            with nvcc: its build with and without the header)
+#                                [--device] (the GPU machine's step, under 4 min: load_inline's own
+#                                            builds and this tree's broker side by side, a .cu answer,
+#                                            one with a C++ error in its bindings, a C++-only compile
+#                                            error; ninja's per-stage times of load_inline's builds)
 # Prints a Markdown section (for bench/results/). Run it alone on the machine (flock
 # /tmp/kwb-build.lock on the shared 2-core one): other compiles change every number.
 import argparse
@@ -182,14 +192,229 @@ def builds(ec, before_dir, answers, arch):
     print(f"\nMaking the header for these flags (once; 0 where the stages made it): {t_pch:.1f} s\n")
 
 
+BROKER = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import extension_cache as ec
+ec.serve_broker(sys.argv[2])
+"""
+
+
+def bwrap_prefix():
+    """kwb's builders run in bwrap; a prefix of the same kind (the whole file system, as the
+    bench's own view) where bwrap works here, else none (then no early pass: it needs one)."""
+    if shutil.which("bwrap") and subprocess.run(["bwrap", "--dev-bind", "/", "/", "--", "true"],
+                                                capture_output=True).returncode == 0:
+        return ["bwrap", "--dev-bind", "/", "/"]
+    return []
+
+
+def start_broker(module_dir, cache, label, **extra):
+    """A broker of the extension cache in module_dir over cache: (socket, process)."""
+    builder = os.path.join(WORK, f"builder-{label}.py")
+    with open(builder, "w") as f:
+        f.write(f"#!{ARGS.python}\n" + BUILDER.replace("sys.path.insert(0, sys.argv[1])",
+                                                        f"sys.path.insert(0, {module_dir!r})"))
+    os.chmod(builder, 0o755)
+    sock = os.path.join(WORK, f"broker-{label}.sock")
+    config = os.path.join(WORK, f"broker-{label}.json")
+    with open(config, "w") as f:
+        json.dump(dict({"socket": sock, "cache_dir": cache, "worker": builder, "builder_prefix": PREFIX,
+                        "environment": dict(os.environ)}, **extra), f)
+    process = subprocess.Popen([ARGS.python, "-c", BROKER, module_dir, config])
+    deadline = time.monotonic() + 30
+    while not os.path.exists(sock):
+        assert time.monotonic() < deadline and process.poll() is None, "the broker did not start"
+        time.sleep(0.05)
+    return sock, process
+
+
+def link_headers(from_cache, to_cache, ec):
+    os.makedirs(to_cache, exist_ok=True)
+    for n in os.listdir(from_cache):
+        if n.startswith(ec.PCH_NAME + "-") and not os.path.exists(os.path.join(to_cache, n)):
+            shutil.copytree(os.path.join(from_cache, n), os.path.join(to_cache, n), copy_function=os.link)
+
+
+def remove_entry(cache, arguments, arch, ec):
+    d = ec.entry_dir(cache, arguments["name"], ec.build_key(arguments, arch))
+    if os.path.exists(d):
+        for root, dirs, _ in os.walk(d):
+            os.chmod(root, 0o755)
+        shutil.rmtree(d)
+
+
+def brokered(sock, arguments, arch, ec):
+    t0 = time.monotonic()
+    _, manifest, cached, _, _ = ec.ask_broker(sock, arguments, arch)
+    assert not cached
+    return time.monotonic() - t0, manifest
+
+
+def broker_part(ec, before_dir, answers, arch):
+    """Requests to a broker of BASE and one of this tree, alternating, the headers made."""
+    headers = ARGS.headers or os.path.join(WORK, "stages-cache")
+    for _, arguments in answers:
+        ec.ensure_pch(arguments, headers, lambda a, r, staging: ec.build_in_process(a, r, staging, headers))
+    versions = ([("before", before_dir, {})] if before_dir else []) + [
+        ("after", SRC, {}), ("always", SRC, {"early_syntax_cxx": "always"})]
+    brokers = {}
+    for label, module_dir, extra in versions:
+        cache = os.path.join(WORK, f"cache-{label}")
+        link_headers(headers, cache, ec)
+        brokers[label] = (cache,) + start_broker(module_dir, cache, label, **extra)
+    time.sleep(2)
+    times, notes, loads = {}, {}, []
+    try:
+        for rep in range(ARGS.reps):
+            for label, arguments in answers:
+                for how, (cache, sock, _) in brokers.items():
+                    remove_entry(cache, arguments, arch, ec)
+                    loads.append(os.getloadavg()[0])
+                    seconds, m = brokered(sock, arguments, arch, ec)
+                    times.setdefault((label, how), []).append(seconds)
+                    notes[(label, how)] = (m["ok"], m.get("pch", ""), "[syntax check]" in m.get("message", ""))
+    finally:
+        for _, _, process in brokers.values():
+            process.kill()
+            process.wait()
+    print(f"### Builds through the broker ({ARGS.reps} repetitions; median (min–max) s)\n")
+    print(f"The broker's builds {'in bwrap (as kwb runs them)' if PREFIX else 'without a sandbox (no working bwrap here: no early pass)'}; "
+          "the header made; a request from a client that has the answer's load_inline arguments to the "
+          "broker's reply.\n")
+    print("\"after\" is kwb's rule (a C++-only build gets the early pass only while the machine has a core to "
+          "spare: 1-min load average below its cores less one); \"early pass always\" gives every build one.\n")
+    print(f"| answer | before ({ARGS.base}) | after | early pass always |\n|---|---:|---:|---:|")
+    for label, _ in answers:
+        before = summary(times[(label, "before")]) if before_dir else "–"
+        print(f"| {label} | {before} | {summary(times[(label, 'after')])} | {summary(times[(label, 'always')])} |")
+    print(f"\n1-min load average before each request: {min(loads):.2f}–{max(loads):.2f} ({os.cpu_count()} cores)\n")
+    for (label, how), (ok, note, syntax) in sorted(notes.items()):
+        print(f"- {label}, {how}: {'built' if ok else 'compile_error'}{' (reported by a syntax pass)' if syntax else ''}; "
+              f"pch: {note or '(none)'}")
+    print()
+
+
+PLAIN = r"""
+import json, os, sys, time
+t0 = time.monotonic()
+import torch.utils.cpp_extension as cpp
+t1 = time.monotonic()
+arguments = json.load(open(sys.argv[1]))
+try:
+    cpp.load_inline(build_directory=sys.argv[2], verbose=False, **arguments)
+    ok, message = True, ""
+except Exception as e:
+    ok, message = False, str(e)
+print(json.dumps({"import_s": t1 - t0, "build_s": time.monotonic() - t1, "ok": ok, "message": message[-1000:]}))
+"""
+
+
+def plain_build(arguments, arch, ec):
+    """torch's own load_inline in a fresh process, as KernelBench builds (the module loaded where
+    it built): a Popen whose result plain_result reads."""
+    out = tempfile.mkdtemp(prefix="kwb-bench-plain-", dir=WORK)
+    request = os.path.join(out, "arguments.json")
+    with open(request, "w") as f:
+        json.dump(arguments, f)
+    env = dict(os.environ)
+    if ec._cuda_arch_list(arch):
+        env["TORCH_CUDA_ARCH_LIST"] = ec._cuda_arch_list(arch)
+    t0 = time.monotonic()
+    return (subprocess.Popen([ARGS.python, "-c", PLAIN, request, out], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=env), out, t0)
+
+
+def plain_result(started):
+    process, out, t0 = started
+    stdout, _ = process.communicate()
+    seconds = time.monotonic() - t0
+    try:
+        result = json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        result = {"ok": False, "message": "no result", "import_s": 0.0, "build_s": 0.0}
+    stages = {}
+    try:  # ninja's own log: each edge's start and end (ms from ninja's start)
+        for line in open(os.path.join(out, ".ninja_log")):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) == 5:
+                stages[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000.0
+    except OSError:
+        pass
+    result["wall_s"], result["stages"] = seconds, stages
+    return result
+
+
+def device_quick(ec, answers, arch):
+    """The GPU machine's step: load_inline's own builds and the headers' builds all at once, then
+    this tree's broker one request at a time."""
+    headers = ARGS.headers or os.path.join(WORK, "stages-cache")
+    t0 = time.monotonic()
+    plain = {label: plain_build(arguments, arch, ec) for label, arguments in answers}
+    # The headers in threads of this process beside them: their g++ runs are processes.
+    import threading
+    made = {}
+
+    def make(label, arguments):
+        t = time.monotonic()
+        try:
+            found = ec.ensure_pch(arguments, headers, lambda a, r, staging: ec.build_in_process(a, r, staging, headers))
+            made[label] = (time.monotonic() - t, found is not None and found[1]["ok"])
+        except Exception as e:  # noqa: BLE001 (reported in the table)
+            made[label] = (time.monotonic() - t, f"failed: {str(e).splitlines()[-1][:200] if str(e) else e}")
+    threads = [threading.Thread(target=make, args=(label, arguments)) for label, arguments in answers]
+    for t in threads:
+        t.start()
+    plain = {label: plain_result(started) for label, started in plain.items()}
+    for t in threads:
+        t.join()
+    first_s = time.monotonic() - t0
+    f = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
+    print(f"### load_inline's own builds (arch {arch}; one run each, all at once with the headers' builds: "
+          f"{first_s:.0f} s in all)\n")
+    print("| answer | wall s | torch import s | main.o s | cuda.cuda.o s | link s | result | header made s |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
+    for label, _ in answers:
+        p = plain[label]
+        st = p["stages"]
+        so = next((v for k, v in st.items() if k.endswith(".so")), None)
+        print(f"| {label} | {p['wall_s']:.1f} | {p['import_s']:.1f} | {f(st.get('main.o'))} | {f(st.get('cuda.cuda.o'))} | "
+              f"{f(so)} | {'built' if p['ok'] else 'compile_error'} | {made.get(label, (0.0, '?'))[0]:.0f} |")
+    print(flush=True)
+    for label, _ in answers:
+        print(f"- {label}: header: {made.get(label, ('', '?'))[1]}")
+    print()
+    cache = os.path.join(WORK, "cache-after")
+    link_headers(headers, cache, ec)
+    sock, broker = start_broker(SRC, cache, "after")
+    time.sleep(2)
+    print(f"### The same answers through this tree's broker, one at a time "
+          f"({'in bwrap' if PREFIX else 'without a sandbox (no working bwrap: no early pass)'}, the header made)\n")
+    print("| answer | broker s | result | pch |\n|---|---:|---|---|", flush=True)
+    try:
+        for label, arguments in answers:
+            remove_entry(cache, arguments, arch, ec)
+            seconds, m = brokered(sock, arguments, arch, ec)
+            how = "built" if m["ok"] else ("compile_error, by the syntax pass" if "[syntax check]" in m["message"]
+                                           else "compile_error")
+            print(f"| {label} | {seconds:.1f} | {how} | {m.get('pch') or '(none)'} |", flush=True)
+    finally:
+        broker.kill()
+        broker.wait()
+    print()
+
+
 def main():
-    global ARGS, WORK, SRC
+    global ARGS, WORK, SRC, PREFIX
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--base", default="HEAD", help="the commit whose extension_cache.py is 'before'")
     parser.add_argument("--parts", default="stages,builds")
     parser.add_argument("--python", default=sys.executable, help="a Python with torch (the worker's)")
     parser.add_argument("--cuda", action="store_true")
+    parser.add_argument("--device", action="store_true")
+    parser.add_argument("--headers", help="broker and device parts: a cache folder whose precompiled headers "
+                                          "are taken (made there where missing)")
     ARGS = parser.parse_args()
     SRC = os.path.join(REPO, "src", "worker", "python")
     WORK = tempfile.mkdtemp(prefix="kwb-bench-kb-build-")
@@ -205,7 +430,16 @@ def main():
             f.write(shown.stdout)
     else:  # a tree without its history (the GPU machine's copy): "cold" is load_inline's plain build
         print(f"(no 'before' column: no extension_cache.py of {ARGS.base or 'a base commit'} here)\n")
+    PREFIX = bwrap_prefix()
     try:
+        if ARGS.device:
+            arch = os.environ.get("KWB_BENCH_ARCH", "sm_90")
+            bad = dict(CUDA_ANSWER, name="kwb_bench_cuda_bad", cpp_sources=CUDA_ANSWER["cpp_sources"].rstrip(";"))
+            device_quick(ec, [("CUDA answer (.cu + bindings)", CUDA_ANSWER),
+                              ("CUDA answer, C++ error in its bindings", bad),
+                              (f"{BAD} (C++-only, compile error)", load_arguments(os.path.join(FIXTURES, BAD))),
+                              (f"{GOOD} (C++-only)", load_arguments(os.path.join(FIXTURES, GOOD)))], arch)
+            return
         if ARGS.cuda:
             bad = dict(CUDA_ANSWER, name="kwb_bench_cuda_bad",
                        cpp_sources=CUDA_ANSWER["cpp_sources"].rstrip(";"))  # main.cpp does not compile
@@ -220,6 +454,8 @@ def main():
             stages(ec, good)
         if "builds" in ARGS.parts:
             builds(ec, before_dir, [(f"{GOOD} (C++-only)", good), (f"{BAD} (compile error)", bad)], "")
+        if "broker" in ARGS.parts:
+            broker_part(ec, before_dir, [(f"{GOOD} (C++-only)", good), (f"{BAD} (compile error)", bad)], "")
     finally:
         for root, dirs, _ in os.walk(WORK):
             for d in dirs:

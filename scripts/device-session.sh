@@ -444,22 +444,22 @@ PY
     cat "$md"
     ;;
   kb-build-speed)
-    # Issue 35 item 1 on the GPU machine's CPU (bench/kb_build_speed.py, $OUT/kb-build-speed.md):
-    # a C++-only answer's compile split and its builds without and with torch's precompiled header
-    # (cold, warm, a compile error), then the CUDA case: a .cu answer built by nvcc with and without
-    # the header for main.cpp, and one whose bindings do not compile (the g++ syntax pass beside
-    # nvcc ends the build). Needs python3 with torch (the worker's) and nvcc; KB_BUILD_REPS and
-    # KB_BUILD_CUDA_REPS repetitions (default 2 and 1). No 'before' column: the tree here has no history (cold is
-    # load_inline's plain build). ~10 min at most.
+    # Issue 35 item 1 on the GPU machine's CPU ($OUT/kb-build-speed.md; bench/kb_build_speed.py
+    # --device), within 4 min: load_inline's own builds (ninja's per-stage times) of a .cu answer,
+    # one with a C++ error in its bindings, a C++-only compile error and a C++-only answer, all at
+    # once with the precompiled headers' builds; then the same answers through this tree's broker
+    # (bwrap, the header made, the early syntax pass) one at a time. Needs python3 with torch (the
+    # worker's), nvcc and ninja; KB_BUILD_ARCH (default sm_90).
     log kb-build-speed
+    [[ -f build-carry/qt-bundle.tar.xz ]] && need_bundle  # bwrap for the broker's sandbox, where the machine lacks it
     md=$OUT/kb-build-speed.md
     { results_head "KernelBench-format extension builds on the GPU machine's CPU (issue 35 item 1)"
       echo; echo "- host compiler: $(c++ --version | head -1); nvcc: $(nvcc --version 2>&1 | tail -1)"
       echo "- torch: $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"; echo
-      timeout 270 python3 bench/kb_build_speed.py --base '' --reps "${KB_BUILD_REPS:-2}"
-      KWB_BENCH_ARCH=${KB_BUILD_ARCH:-sm_90} timeout 300 python3 bench/kb_build_speed.py --cuda --base '' --reps "${KB_BUILD_CUDA_REPS:-1}"
+      KWB_BENCH_ARCH=${KB_BUILD_ARCH:-sm_90} timeout -k 5 220 python3 bench/kb_build_speed.py --device --base ''
+      echo "(exit $?: 124 is the step's 220 s limit)"
     } > "$md" 2> "$OUT/kb-build-speed.log"
-    tail -40 "$md"
+    tail -30 "$md"
     ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.

@@ -12,6 +12,9 @@
 #                           alone writes the cache: one build, a sealed entry, no staging folder left
 #   changed_entry_is_refused  a changed or added file in an entry fails its hash check before loading
 #   broker_cancels_when_the_worker_goes  the worker killed mid-build: the builder is killed, nothing published
+#   verify_remembers_until_a_file_changes  an entry's hashes are checked once per process while its
+#                           files keep their identity (the broker's header before each build); a
+#                           chmod-ed file is hashed again, a changed one refused
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
 import os
@@ -287,11 +290,46 @@ def broker_cancels_when_the_worker_goes():
     assert not [n for n in os.listdir(cache) if not n.startswith(".")], os.listdir(cache)
 
 
+def verify_remembers_until_a_file_changes():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("extension_cache_here", EXT)
+    ec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ec)
+    cache = fresh("remembered")
+
+    def build(arguments, arch, staging):
+        with open(os.path.join(staging, "ext.so"), "wb") as f:
+            f.write(b"library bytes")
+        return {"ok": True}
+
+    directory, manifest, _, _, _ = ec.publish({"name": "ext", "cpp_sources": "x"}, "", cache, build)
+    hashed = []
+    real = ec._hash_file
+    ec._hash_file = lambda path: hashed.append(path) or real(path)
+    ec.verify(directory, manifest, manifest["key"])
+    assert len(hashed) == 1, hashed
+    ec.verify(directory, manifest, manifest["key"])
+    assert len(hashed) == 1, f"hashed again without a change: {hashed}"
+    library = os.path.join(directory, "ext.so")
+    os.chmod(library, 0o400)  # the same bytes, another ctime
+    ec.verify(directory, manifest, manifest["key"])
+    assert len(hashed) == 2, hashed
+    os.chmod(directory, 0o755)
+    os.chmod(library, 0o644)
+    with open(library, "r+b") as f:
+        f.write(b"LIBRARY")
+    try:
+        ec.verify(directory, manifest, manifest["key"])
+        raise AssertionError("a changed file passed")
+    except ec.BuildError as e:
+        assert "hash mismatch" in str(e), e
+
+
 if __name__ == "__main__":
     setup()
     failed = 0
     for case in (one_build_per_key, killed_build_is_retried, failure_is_cached, broker_builds_once_for_two_workers,
-                 changed_entry_is_refused, broker_cancels_when_the_worker_goes):
+                 changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes):
         try:
             case()
             print(f"PASS {case.__name__}")

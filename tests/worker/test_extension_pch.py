@@ -12,14 +12,23 @@
 #                            it and says why
 #   broker_makes_pch_for_the_next_build   the broker builds the first answer without a header and
 #                            makes one beside it; the next build takes it
+#   builder_checks_the_early_pass   the builder says the broker's early syntax pass covers its
+#                            build (EARLY_VALID) where load_inline wrote the main.cpp and would run
+#                            the command the pass's record names, and not where the bytes differ
+#   broker_early_syntax_pass  through a broker with a sandbox (bwrap): the answers built by it
+#                            (the early pass beside the builder) are the libraries built without
+#                            it; a compile error is reported by the early pass, with g++'s message
 #   nvcc_build_stopped_at_a_cpp_error (--nvcc) an answer with CUDA sources whose C++ part does not
 #                            compile: reported by the syntax pass while nvcc still runs, nvcc ended
+#   nvcc_build_stopped_by_the_brokers_pass (--nvcc) the same through a broker in bwrap: its early
+#                            pass reports the error and ends the builder and its nvcc
 # Usage: test_extension_pch.py SRC/worker [--nvcc] [--only=CASE]   (exit 77: skipped, saying why)
+import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -246,16 +255,7 @@ ec.serve_broker(sys.argv[1])
 def broker_makes_pch_for_the_next_build():
     cache = os.path.join(ROOT, "broker")
     os.makedirs(cache)
-    for name, text in (("builder.py", BUILDER), ("broker.py", BROKER)):
-        with open(os.path.join(ROOT, name), "w") as f:
-            f.write(f"#!{sys.executable}\n" + text.format(src=WORKER_SRC))
-        os.chmod(os.path.join(ROOT, name), 0o755)
-    sock = os.path.join(ROOT, "broker.sock")
-    config = os.path.join(ROOT, "broker.json")
-    with open(config, "w") as f:
-        json.dump({"socket": sock, "cache_dir": cache, "worker": os.path.join(ROOT, "builder.py"), "builder_prefix": [],
-                   "environment": dict(os.environ)}, f)
-    broker = subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config])
+    sock, broker = _start_broker(cache, [])
     try:
         first = load_arguments(answer_module(os.path.join(FIXTURES, "L1_05_scale.md")))
         _, m0, _, _, _ = ec.ask_broker(sock, first, "")
@@ -268,6 +268,84 @@ def broker_makes_pch_for_the_next_build():
         _, m1, _, _, _ = ec.ask_broker(sock, second, "")
         assert m1["ok"] and m1["pch"] == f"used: {ec.pch_entry(first, cache)[0]}", m1
         assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
+    finally:
+        broker.kill()
+        broker.wait()
+
+
+def builder_checks_the_early_pass():
+    cache = os.path.join(ROOT, "c1")  # the default flags' header is there (same_results_both_ways)
+    arguments = load_arguments(answer_module(os.path.join(FIXTURES, "L1_19_relu_undeclared.md")))
+    pch, why = ec.pch_entry(arguments, cache)
+    assert pch, why
+    info = json.load(open(os.path.join(pch, ec.PCH_INFO)))
+    for honest in (True, False):
+        staging = tempfile.mkdtemp(dir=ROOT)
+        source = os.path.join(staging, "main.cpp")
+        text = ec.load_inline_main_cpp(arguments) + ("" if honest else "\n// another main.cpp")
+        command = ec.syntax_command(info["cxx"], ["-include", shlex.quote(os.path.join(pch, ec.PCH_WRAPPER)),
+                                                  "-Winvalid-pch", f"-DTORCH_EXTENSION_NAME={arguments['name']}"]
+                                    + info["cflags"], info["post_cflags"], source)
+        with open(os.path.join(staging, ec.EARLY_RECORD), "w") as f:
+            json.dump({"command": command, "source": source, "sha256": hashlib.sha256(text.encode()).hexdigest()}, f)
+        result = ec.build_into(arguments, "", staging, pch)
+        assert not result["ok"] and "was not declared" in result["message"], result
+        valid = os.path.join(staging, ec.EARLY_VALID)
+        assert os.path.exists(valid) == honest, (honest, os.listdir(staging))
+        if honest:
+            assert json.load(open(valid))["error_prefix"] == f"Error building extension '{arguments['name']}'"
+
+
+def _bwrap_works():
+    return shutil.which("bwrap") is not None and subprocess.run(
+        ["bwrap", "--dev-bind", "/", "/", "--", "true"], capture_output=True).returncode == 0
+
+
+def _start_broker(cache, prefix, **extra):
+    for name, text in (("builder.py", BUILDER), ("broker.py", BROKER)):
+        with open(os.path.join(ROOT, name), "w") as f:
+            f.write(f"#!{sys.executable}\n" + text.format(src=WORKER_SRC))
+        os.chmod(os.path.join(ROOT, name), 0o755)
+    sock = os.path.join(cache + ".sock")
+    config = os.path.join(ROOT, "broker.json")
+    with open(config, "w") as f:
+        json.dump(dict({"socket": sock, "cache_dir": cache, "worker": os.path.join(ROOT, "builder.py"),
+                        "builder_prefix": prefix, "environment": dict(os.environ)}, **extra), f)
+    return sock, subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config])
+
+
+def broker_early_syntax_pass():
+    if not _bwrap_works():
+        print("  not run: no working bwrap here (the early pass needs the builder's sandbox)")
+        return
+    # The headers of c1 (same_results_both_ways), linked into a cache without its answers; a
+    # folder of c1's name length, so the libraries compare (library_bytes).
+    cache = os.path.join(ROOT, "c2")
+    os.makedirs(cache)
+    for n in os.listdir(os.path.join(ROOT, "c1")):
+        if n.startswith(ec.PCH_NAME + "-"):
+            shutil.copytree(os.path.join(ROOT, "c1", n), os.path.join(cache, n), copy_function=os.link)
+    # Every C++-only build with the pass (kwb's rule gives one only where a core is idle).
+    sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/"], early_syntax_cxx="always")
+    try:
+        for name in GOOD:
+            arguments = load_arguments(answer_module(os.path.join(FIXTURES, name)))
+            d2, m2, _, _, _ = ec.ask_broker(sock, arguments, "")
+            assert m2["ok"] and m2["pch"].startswith("used: "), m2
+            d1 = ec.entry_for(arguments, "", os.path.join(ROOT, "c1"))[0]
+            assert library_bytes(d1, arguments["name"]) == library_bytes(d2, arguments["name"]), f"{name}: the libraries differ"
+            assert not {ec.EARLY_RECORD, ec.EARLY_VALID} & set(os.listdir(d2)), os.listdir(d2)
+        arguments = load_arguments(answer_module(os.path.join(FIXTURES, "L1_19_relu_undeclared.md")))
+        t0 = time.monotonic()
+        _, m, _, _, _ = ec.ask_broker(sock, arguments, "")
+        seconds = time.monotonic() - t0
+        assert not m["ok"] and m["pch"].startswith("used: "), m
+        # A C++-only build runs no syntax pass of its own: this one is the broker's.
+        assert "[syntax check]" in m["message"], m["message"][-2000:]
+        assert "error: \u2018zero\u2019 was not declared in this scope" in m["message"], m["message"][-2000:]
+        assert m["message"].startswith("RuntimeError: Error building extension 'kwb_cpp_relu_undeclared': "), m["message"][:300]
+        assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
+        print(f"  compile error reported by the broker in {seconds:.1f} s")
     finally:
         broker.kill()
         broker.wait()
@@ -309,13 +387,38 @@ def nvcc_build_stopped_at_a_cpp_error():
     print(f"  the C++ error reported in {seconds:.1f} s while nvcc was building")
 
 
-def _is_descendant(pid):
+def nvcc_build_stopped_by_the_brokers_pass():
+    """The same answer through a broker with a sandbox: the broker's early pass (kwb's rule gives
+    every build with CUDA sources one) reports the C++ error and ends the builder and its nvcc."""
+    if not _bwrap_works():
+        print("  not run: no working bwrap here (the early pass needs the builder's sandbox)")
+        return
+    cache = os.path.join(ROOT, "nvcc-broker")
+    os.makedirs(cache)
+    make_pch(NVCC_ANSWER, cache)
+    sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/"])
+    try:
+        t0 = time.monotonic()
+        _, m, _, _, _ = ec.ask_broker(sock, NVCC_ANSWER, "sm_80")
+        seconds = time.monotonic() - t0
+        assert not m["ok"] and m["pch"].startswith("used: "), m
+        assert "[syntax check]" in m["message"] and "error:" in m["message"], m["message"][-2000:]
+        time.sleep(0.5)
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_descendant(int(p), broker.pid)], \
+            "processes of the stopped build are left"
+        print(f"  the C++ error reported by the broker in {seconds:.1f} s while nvcc was building")
+    finally:
+        broker.kill()
+        broker.wait()
+
+
+def _is_descendant(pid, ancestor=None):
     try:
         while pid > 1:
             with open(f"/proc/{pid}/stat") as f:
                 stat_line = f.read()
             parent = int(stat_line[stat_line.rfind(")") + 2:].split()[1])
-            if parent == os.getpid():
+            if parent == (ancestor or os.getpid()):
                 return True
             pid = parent
     except (OSError, ValueError):
@@ -331,10 +434,10 @@ if __name__ == "__main__":
         if not os.path.exists(os.path.join(cpp.CUDA_HOME or "/nonexistent", "bin", "nvcc")):
             print(f"skipped: no nvcc under CUDA_HOME ({cpp.CUDA_HOME})")
             sys.exit(77)
-        cases = [nvcc_build_stopped_at_a_cpp_error]
+        cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass]
     else:
-        cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, damaged_pch_is_not_used,
-                 broker_makes_pch_for_the_next_build]
+        cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
+                 broker_early_syntax_pass, damaged_pch_is_not_used, broker_makes_pch_for_the_next_build]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     cases = [c for c in cases if not only or c.__name__ in only]
     ROOT = tempfile.mkdtemp(prefix="kwb-pch-")

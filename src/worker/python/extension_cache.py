@@ -21,9 +21,14 @@
 # extension's name aside, which no torch header reads) gets `-include` of its one-line header:
 # g++ takes the .gch for it, or, where it does not fit, says why (-Winvalid-pch) and reads the
 # header itself; main.cpp's own #include <torch/extension.h> is then skipped (pragma once), so the
-# objects are the same bytes either way (test_extension_pch.py). Where ninja also runs nvcc, a g++ -fsyntax-only pass over
-# the C++ sources runs beside it and stops it at a compile error, which ninja would report only
-# after nvcc (a C++-only build needs none: with the PCH its compile fails as soon, 6.8 s both).
+# objects are the same bytes either way (test_extension_pch.py). A g++ -fsyntax-only pass over
+# main.cpp stops a build at a compile error: the broker starts it with the builder
+# (_EarlySyntaxPass: the builder needs 2 s for libtorch and torch before ninja compiles), from
+# main.cpp as load_inline will write it and the header's recorded flags, and it counts only where
+# the builder finds torch wrote those bytes and would run that command. Where ninja also runs nvcc
+# it always runs (ninja reports a main.cpp error only after nvcc; without the broker the builder
+# runs it beside ninja); for a C++-only build, whose compile fails as soon as the pass does, only
+# where a core is idle (_early_pass_pays).
 import fcntl
 import hashlib
 import json
@@ -48,6 +53,10 @@ CACHE_FORMAT = 3
 MANIFEST = "kwb-entry.json"
 REQUEST = "kwb-request.json"
 RESULT = "kwb-build-result.json"
+# The broker's early syntax pass (_EarlySyntaxPass): its command and main.cpp's hash, for the
+# builder; and the builder's word that load_inline's main.cpp and command are those.
+EARLY_RECORD = "kwb-early-syntax.json"
+EARLY_VALID = "kwb-early-syntax-valid.json"
 # A build's message (the compiler's output, as load_inline raises it) is kept up to this size;
 # each line up to LINE_CAP characters.
 MESSAGE_CAP = 64 * 1024
@@ -144,6 +153,22 @@ def read_manifest(directory):
     return manifest if isinstance(manifest, dict) and manifest.get("format") == CACHE_FORMAT else None
 
 
+# Entries whose hashes matched in this process: directory -> (its manifest, every file's stat
+# identity then). The broker checks a precompiled header before each build that takes it; its
+# 616 MiB cost 0.5 s of hashing every time on 2 cores. A file written, replaced or chmod-ed since
+# has another identity (its ctime at least, which no one sets back) and is hashed again.
+_verified = {}
+_verify_locks = {}
+
+
+def _identities(directory, names):
+    found = []
+    for rel in sorted(names):
+        st = os.stat(os.path.join(directory, rel))
+        found.append((rel, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(found)
+
+
 def verify(directory, manifest, key):
     """Every file the manifest names has its hash, and nothing was added: else BuildError."""
     if manifest.get("key") != key:
@@ -158,10 +183,19 @@ def verify(directory, manifest, key):
     if present != set(files):
         raise BuildError(f"the extension cache entry {directory} was changed after its build "
                          f"(files {sorted(present ^ set(files))[:5]}); remove it to build again")
-    for rel, digest in files.items():
-        if _hash_file(os.path.join(directory, rel)) != digest:
-            raise BuildError(f"the extension cache entry {directory} was changed after its build ({rel}: hash "
-                             "mismatch); remove it to build again")
+    with _verify_locks.setdefault(directory, threading.Lock()):  # one hashing of an entry at a time
+        try:
+            seen = (json.dumps(manifest, sort_keys=True), _identities(directory, list(files) + [MANIFEST]))
+        except OSError:
+            seen = None
+        if seen is not None and _verified.get(directory) == seen:
+            return
+        for rel, digest in files.items():
+            if _hash_file(os.path.join(directory, rel)) != digest:
+                raise BuildError(f"the extension cache entry {directory} was changed after its build ({rel}: hash "
+                                 "mismatch); remove it to build again")
+        if seen is not None:
+            _verified[directory] = seen
 
 
 def _write_json(path, record):
@@ -232,7 +266,7 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
             build_ms = (time.monotonic() - t0) * 1000.0
             if result is None:
                 raise MachineError("the build was cancelled (its worker ended)")
-            for n in (REQUEST, RESULT):
+            for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID):
                 if os.path.lexists(os.path.join(staging, n)):
                     os.remove(os.path.join(staging, n))
             files = {}
@@ -369,6 +403,46 @@ def _ninja_command(cxx, cflags, middle, post_cflags):
     return " ".join([cxx] + list(cflags) + list(middle) + list(post_cflags))
 
 
+def syntax_command(cxx, cflags, post_cflags, source):
+    """g++ -fsyntax-only of one source with a build's flags, as a shell command (ninja's form)."""
+    return _ninja_command(cxx, cflags, ["-fsyntax-only", shlex.quote(source)], post_cflags)
+
+
+def syntax_failure(error_prefix, command, source, output):
+    """The message of a build stopped by a syntax pass (raised as torch raises a failed build)."""
+    return f"{error_prefix}: [syntax check] {command}\nFAILED: {source}\n{output}"
+
+
+def _pch_not_taken(output):
+    """g++'s -Winvalid-pch warning where it read torch's header itself (slower, never wrong)."""
+    line = next((l for l in output.splitlines() if "-Winvalid-pch" in l), None)
+    return None if line is None else "not taken by g++: " + line[:500]
+
+
+def load_inline_main_cpp(arguments):
+    """main.cpp as torch's load_inline writes it for these arguments (its #include, the sources,
+    the pybind11 module of `functions`), or None where the arguments are not plain. Only a guess
+    made without torch: the builder compares it with the file torch writes, and the early syntax
+    pass counts only where they are the same bytes."""
+    sources = arguments.get("cpp_sources")
+    sources = [sources] if isinstance(sources, str) else sources
+    if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        return None
+    sources = ([] if arguments.get("no_implicit_headers") else ["#include <torch/extension.h>"]) + sources
+    functions = arguments.get("functions")
+    if functions is not None:
+        functions = [functions] if isinstance(functions, str) else functions
+        if isinstance(functions, list):
+            functions = {f: f for f in functions}
+        if not isinstance(functions, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in functions.items()):
+            return None
+        wrapped = arguments.get("with_pytorch_error_handling", True)
+        sources = sources + ["PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {"] + [
+            f'm.def("{f}", torch::wrap_pybind_function({f}), "{doc}");' if wrapped else f'm.def("{f}", {f}, "{doc}");'
+            for f, doc in functions.items()] + ["}"]
+    return "\n".join(sources)
+
+
 def _run_sh(command, cwd):
     done = subprocess.run(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
@@ -442,9 +516,29 @@ class _BuildHooks:
         error_prefix = kwargs.get("error_prefix", args[2] if len(args) > 2 else "Error building extension")
         if self.making_pch:
             return self.make_pch(build_directory, error_prefix)
+        if self.early_pass_covers(build_directory):
+            # The broker's pass compiles this main.cpp with this command: it stops this build at
+            # a compile error there, so none runs here.
+            _write_json(os.path.join(build_directory, EARLY_VALID), {"error_prefix": error_prefix})
+            return self.real_run(*args, **kwargs)
         if self.use_pch and len(self.cxx_sources()) < len(self.sources):
             return self.run_beside_syntax_pass(args, kwargs, build_directory, error_prefix)
         return self.real_run(*args, **kwargs)
+
+    def early_pass_covers(self, build_directory):
+        """Whether the broker's early syntax pass (its record in the build folder) ran the syntax
+        command this build's own pass would run, over the bytes torch wrote into main.cpp."""
+        try:
+            with open(os.path.join(build_directory, EARLY_RECORD)) as f:
+                record = json.load(f)
+            source = record["source"]
+            if not self.use_pch or self.cxx_sources() != [source]:
+                return False
+            if syntax_command(self.record["cxx"], self.cflags, self.post, source) != record["command"]:
+                return False
+            return _hash_file(source) == record["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
 
     def cxx_sources(self):
         is_cuda = getattr(self.cpp, "_is_cuda_file", lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"))
@@ -466,11 +560,11 @@ class _BuildHooks:
         thread.start()
         failure = None
         for source in self.cxx_sources():
-            command = _ninja_command(self.record["cxx"], self.cflags, ["-fsyntax-only", shlex.quote(source)], self.post)
+            command = syntax_command(self.record["cxx"], self.cflags, self.post, source)
             code, output = _run_sh(command, build_directory)
-            self.note_pch(output)
+            self.note = _pch_not_taken(output) or self.note
             if code != 0:
-                failure = f"{error_prefix}: [syntax check] {command}\nFAILED: {source}\n{output}"
+                failure = syntax_failure(error_prefix, command, source, output)
                 break
         if failure is not None:
             while thread.is_alive():  # ninja kills its running commands' process groups on SIGTERM
@@ -480,10 +574,6 @@ class _BuildHooks:
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
-
-    def note_pch(self, output):
-        if "-Winvalid-pch" in output:  # g++ read the header itself: slower, never wrong
-            self.note = "not taken by g++: " + next(l for l in output.splitlines() if "-Winvalid-pch" in l)[:500]
 
     def make_pch(self, build_directory, error_prefix):
         """torch/extension.h compiled with the build's flags (the extension's name aside), checked
@@ -600,9 +690,151 @@ def _peer_gone(conn):
         return True
 
 
+class _EarlySyntaxPass:
+    """The broker's g++ -fsyntax-only of main.cpp, started with the build: the builder needs
+    about 2 s (libtorch's loading, torch's import) before ninja starts the compile, and with
+    torch's precompiled header the compile fails no sooner than this pass does (6.8 s both on
+    2 cores: g++ generates no code after an error). main.cpp as load_inline will write it
+    (load_inline_main_cpp) and the command from the header's recorded flags; in a sandbox of the
+    builder's kind where the build's folder shows a copy of that main.cpp alone, read-only (torch
+    rewrites main.cpp in the build's folder while this pass may read it). A compile error here
+    is the build's only where the builder said (EARLY_VALID) that torch wrote those bytes and would
+    run that command; else the builder's own build decides."""
+
+    def __init__(self, config, arguments, staging, pch):
+        self.process, self.output, self.copy = None, None, None
+        prefix = list(config.get("builder_prefix") or [])
+        name = str(arguments.get("name", ""))
+        text = load_inline_main_cpp(arguments)
+        # No sandbox to show the copy at the build's path, or a name that is not a C identifier
+        # (torch writes it into -DTORCH_EXTENSION_NAME unquoted): no early pass.
+        if not prefix or text is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            return
+        try:
+            with open(os.path.join(pch, PCH_INFO)) as f:
+                info = json.load(f)
+            data = text.encode("utf-8")
+            self.source = os.path.join(staging, "main.cpp")
+            cflags = ["-include", shlex.quote(os.path.join(pch, PCH_WRAPPER)), "-Winvalid-pch",
+                      f"-DTORCH_EXTENSION_NAME={name}"] + list(info["cflags"])
+            self.command = syntax_command(info["cxx"], cflags, list(info["post_cflags"]), self.source)
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        self.pch, self.staging = pch, staging
+        self.copy = tempfile.mkdtemp(prefix="kwb-early-syntax-")
+        with open(os.path.join(self.copy, "main.cpp"), "wb") as f:
+            f.write(data)
+        _write_json(os.path.join(staging, EARLY_RECORD), {"command": self.command, "source": self.source,
+                                                          "sha256": hashlib.sha256(data).hexdigest()})
+        self.log = tempfile.TemporaryFile()
+        command = prefix + ["--ro-bind", pch, pch, "--ro-bind", self.copy, staging, "--",
+                            "/bin/sh", "-c", f"cd {shlex.quote(staging)} && exec {self.command}"]
+        self.process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.DEVNULL,
+                                        stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def done(self):
+        if self.process is None:
+            return True
+        if self.output is None and self.process.poll() is not None:
+            self.log.seek(0)
+            self.output = self.log.read()[-MESSAGE_CAP:].decode(errors="replace")
+        return self.output is not None
+
+    def failure(self, wait_s=0.0):
+        """The build's result where this pass found a compile error in what the builder builds,
+        else None. wait_s: how long to wait for the pass to end."""
+        if self.process is None:
+            return None
+        if not self.done() and wait_s > 0:
+            try:
+                self.process.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                pass
+        # g++'s own exit for an error in the source; a compiler killed or crashed (a machine's
+        # failure, perhaps not the build's) is left to the builder.
+        if not self.done() or self.process.returncode != 1 or "error:" not in self.output or \
+                "Killed signal terminated program" in self.output or "internal compiler error" in self.output:
+            return None
+        try:
+            with open(os.path.join(self.staging, EARLY_VALID)) as f:
+                prefix = json.load(f)["error_prefix"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        message = "RuntimeError: " + syntax_failure(prefix, self.command, self.source, self.output)
+        return {"ok": False, "message": cap_message(message), "pch": self.pch_note()}
+
+    def pch_note(self):
+        return (self.output is not None and _pch_not_taken(self.output)) or f"used: {self.pch}"
+
+    def close(self):
+        if self.process is not None:
+            if self.process.poll() is None:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+            self.log.close()
+        if self.copy is not None:
+            shutil.rmtree(self.copy, ignore_errors=True)
+
+
+_in_flight = [0]  # the builds this broker runs now
+_in_flight_lock = threading.Lock()
+
+
+def _early_pass_pays(config, arguments, alone):
+    """Whether a build gets the early syntax pass. Where ninja also runs nvcc, always: it replaces
+    the builder's own pass beside nvcc, started 2 s sooner. A C++-only build's pass is a second
+    compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error about
+    2 s sooner: only while it is the broker's one build and the machine has a core to spare (load
+    average below its cores less one); on a busy 2-core machine it made both the failure and the
+    success later (bench/results/2026-12-04-kb-build-early-pass-2core.md). config's
+    "early_syntax_cxx": "always" (the tests') or "never" overrides that."""
+    if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False:
+        return True
+    rule = config.get("early_syntax_cxx", "idle")
+    if rule in ("always", "never"):
+        return rule == "always"
+    try:
+        spare = os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+    except OSError:
+        spare = False
+    return alone and spare
+
+
 def _run_builder(config, conn, arguments, arch, staging, pch=None):
     with open(os.path.join(staging, REQUEST), "w") as f:
         json.dump({"arguments": arguments, "arch": arch, "pch": pch}, f)
+    with _in_flight_lock:
+        _in_flight[0] += 1
+        alone = _in_flight[0] == 1
+    early = None
+    deadline = time.monotonic() + BUILD_TIMEOUT_S
+    try:
+        if pch and _early_pass_pays(config, arguments, alone):
+            early = _EarlySyntaxPass(config, arguments, staging, pch)
+        result = _run_builder_beside(config, conn, arguments, staging, pch, early)
+        if early is not None and result is not None:
+            if not result["ok"] and os.path.exists(os.path.join(staging, EARLY_VALID)):
+                # The builder's failure (nvcc's before the pass ended, say): the pass's message
+                # where it fails too, as the builder's own pass beside nvcc would have made it.
+                while not early.done():
+                    if _peer_gone(conn):
+                        return None
+                    if time.monotonic() > deadline:
+                        break
+                    early.failure(wait_s=0.2)
+                result = early.failure() or result
+            elif result["ok"] and early.done() and result.get("pch", "").startswith("used: "):
+                result["pch"] = early.pch_note()
+        return result
+    finally:
+        with _in_flight_lock:
+            _in_flight[0] -= 1
+        if early is not None:
+            early.close()
+
+
+def _run_builder_beside(config, conn, arguments, staging, pch, early):
+    """The sandboxed builder's result; a compile error of the early pass ends it."""
     command = list(config.get("builder_prefix") or [])
     if command:
         # The precompiled header's entry, read-only, where the builder's view of the cache (an
@@ -617,10 +849,14 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None):
     try:
         while True:
             try:
-                code = process.wait(timeout=0.2)
+                code = process.wait(timeout=0.05 if early is not None else 0.2)
                 break
             except subprocess.TimeoutExpired:
                 pass
+            failed = early.failure() if early is not None else None
+            if failed is not None:
+                os.remove(log_path)
+                return failed
             if _peer_gone(conn) or time.monotonic() > deadline:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
@@ -733,6 +969,23 @@ def _serve_one(config, conn):
             pass
 
 
+def _verify_headers(cache_dir):
+    """The precompiled headers in the cache hash-checked once as the broker starts (verify
+    remembers them), so the first build that takes one does not wait for the hashing."""
+    try:
+        names = sorted(os.listdir(cache_dir))
+    except OSError:
+        return
+    for n in names:
+        directory = os.path.join(cache_dir, n)
+        manifest = read_manifest(directory) if n.startswith(PCH_NAME + "-") else None
+        if manifest is not None and manifest.get("ok"):
+            try:
+                verify(directory, manifest, manifest.get("key"))
+            except (BuildError, OSError):
+                pass  # pch_entry says why where a build would take it
+
+
 def serve_broker(config_path):
     """`kwb-worker --build-broker CONFIG`: serves build requests on the config's Unix socket until
     the process ends (with kwb: the worker binary's parent watch)."""
@@ -753,6 +1006,7 @@ def serve_broker(config_path):
     os.chmod(path + ".new", 0o666)
     server.listen(128)
     os.rename(path + ".new", path)  # appears when it accepts
+    threading.Thread(target=_verify_headers, args=(config["cache_dir"],), daemon=True).start()
     while True:
         conn, _ = server.accept()
         threading.Thread(target=_serve_one, args=(config, conn), daemon=True).start()
