@@ -147,10 +147,10 @@ void TrafficPage::update()
         m_measure->setToolTip(tr("Needs a GPU: %1").arg(m_measureWhy));
     const TaskInfo* task = m_catalog->task(id);
     if (!task || !task->hasAnalysis()) {
-        m_chart->setAnalysis(QJsonObject());
+        m_chart->setAnalysis(AnalyzeResult());
         return;
     }
-    m_chart->setAnalysis(task->analysisJson); // clears any measurement
+    m_chart->setAnalysis(task->analysis); // clears any measurement
     const auto measured = m_measured.constFind(id);
     if (measured != m_measured.cend() && measured->bandwidthGBps > 0) {
         m_chart->setMeasured(measured->profile, measured->bandwidthGBps, measured->origin);

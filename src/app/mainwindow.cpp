@@ -272,7 +272,7 @@ void MainWindow::buildPages()
     connect(m_catalog, &TaskCatalog::taskUpdated, this, [this](const QString& id) {
         const TaskInfo* t = m_catalog->task(id);
         if (t && t->hasAnalysis())
-            m_promptsPage->setTaskData(t->json, t->analysisJson);
+            m_promptsPage->setTaskData(*t, t->analysisJson);
     });
 }
 
@@ -565,7 +565,7 @@ void MainWindow::onDevice(const DeviceFacts& facts)
         m_rooflinePage->setCurrentDevice(facts);
         m_trafficPage->setCurrentDevice(facts);
         // The prompt preview renders the response as the worker wrote it (the renderer's context is JSON).
-        m_promptsPage->setDevice(facts.raw);
+        m_promptsPage->setDevice(facts);
         const GpuRoofs roofs = fromDeviceFacts(facts);
         if (roofs.isValid()) {
             m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
@@ -805,7 +805,7 @@ void MainWindow::applyChartData(const DeviceFacts& runDevice, const QVariant& po
             m_tasksRoofsFromDevice = true;
         }
         if (!live)
-            m_promptsPage->setDevice(runDevice.raw); // the renderer's context is the worker's JSON
+            m_promptsPage->setDevice(runDevice);
     }
     m_rooflinePage->setPoints(points.value<QList<RooflinePoint>>());
     Q_EMIT chartDataUpdated();

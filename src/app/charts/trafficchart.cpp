@@ -79,9 +79,8 @@ double TrafficBreakdown::ratio() const
     return fusedBytes > 0 ? static_cast<double>(unfusedBytes) / static_cast<double>(fusedBytes) : 0.0;
 }
 
-TrafficBreakdown trafficBreakdown(const QJsonObject& analyze)
+TrafficBreakdown trafficBreakdown(const AnalyzeResult& a)
 {
-    const AnalyzeResult a = decodeAnalyze(analyze);
     TrafficBreakdown b;
     b.task = a.task;
     b.scale = a.scale;
@@ -647,7 +646,7 @@ TrafficChart::TrafficChart(QWidget* parent)
 
 TrafficChart::~TrafficChart() = default;
 
-void TrafficChart::setAnalysis(const QJsonObject& analyze)
+void TrafficChart::setAnalysis(const AnalyzeResult& analyze)
 {
     m_breakdown = trafficBreakdown(analyze);
     clearMeasured();

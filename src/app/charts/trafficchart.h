@@ -75,11 +75,11 @@ struct TrafficBreakdown
     double ratio() const;
 };
 
-/// Reads an `analyze` response (docs/protocol.md §analyze). An op's `bytes` counts each tensor
+/// Reads an `analyze` response, decoded (docs/protocol.md §analyze). An op's `bytes` counts each tensor
 /// input once and its output once at one element size; the split into reads and writes follows
 /// the element counts of its input and output shapes. Fused reads are input_bytes + param_bytes
 /// and fused writes output_bytes where the response has them.
-TrafficBreakdown trafficBreakdown(const QJsonObject& analyze);
+TrafficBreakdown trafficBreakdown(const AnalyzeResult& analyze);
 
 class TrafficCanvas;
 
@@ -93,7 +93,7 @@ public:
     ~TrafficChart() override;
 
     /// The worker's `analyze` response for one task; clears the measured data (set it after).
-    void setAnalysis(const QJsonObject& analyze);
+    void setAnalysis(const AnalyzeResult& analyze);
     /// The worker's `profile` response for the same task (ops with index, op, time_ns, kernels)
     /// and the bandwidth to convert time into bytes, with its origin ("measured copy",
     /// "theoretical"). Profile ops are matched to analysed ops by index where the op names agree,

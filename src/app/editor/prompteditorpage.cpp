@@ -820,19 +820,19 @@ void PromptEditorPage::showDiffAgainstShipped()
 
 // ---- the preview ----------------------------------------------------------------------------------------
 
-void PromptEditorPage::setTaskData(const QJsonObject& task, const QJsonObject& analyze, const QJsonObject& profile)
+void PromptEditorPage::setTaskData(const TaskSpec& task, const QJsonObject& analyze, const QJsonObject& profile)
 {
-    const QString id = decodeTaskSpec(task).id;
+    const QString id = task.id;
     if (id.isEmpty())
         return;
     const bool known = m_tasks.contains(id);
-    m_tasks.insert(id, TaskData{task, analyze, profile});
+    m_tasks.insert(id, TaskData{task.title, task.json, analyze, profile});
     if (!known) {
         m_taskOrder << id;
         const QString current = previewTask();
         m_taskCombo->clear();
         for (const QString& t : std::as_const(m_taskOrder)) {
-            const QString title = decodeTaskSpec(m_tasks.value(t).task).title;
+            const QString title = m_tasks.value(t).title;
             m_taskCombo->addItem(title.isEmpty() ? t : QStringLiteral("%1 · %2").arg(t, title), t);
         }
         const int index = m_taskCombo->findData(current.isEmpty() ? id : current);
@@ -842,7 +842,7 @@ void PromptEditorPage::setTaskData(const QJsonObject& task, const QJsonObject& a
         m_previewTimer->start();
 }
 
-void PromptEditorPage::setDevice(const QJsonObject& device)
+void PromptEditorPage::setDevice(const DeviceFacts& device)
 {
     m_device = device;
     m_previewTimer->start();
@@ -1017,7 +1017,7 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
     if (later && role != rewriteRole)
         turnNotes.rewrite = critic ? placeholder(QStringLiteral("critique"), tr("the critic's notes"))
                                    : placeholder(QStringLiteral("diagnosis"), tr("the triager's diagnosis"));
-    const QJsonObject c = RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device, {}}, shown,
+    const QJsonObject c = RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device.raw, {}}, shown,
                                                  turnNotes);
 
     QStringList placeholders;
@@ -1033,7 +1033,7 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
                       .arg(previewTask());
     if (!data.task.isEmpty() && useProfile && data.profile.isEmpty())
         *notes << tr("No profile for %1: top_ops is empty and profile_total false.").arg(previewTask());
-    if (m_device.isEmpty() || !decodeDeviceFacts(m_device).available)
+    if (!m_device.available)
         *notes << tr("No GPU known: device and roofline_verdict are false.");
     if (!regime)
         *notes << tr("“%1” is not a built-in regime: rendered as a turn of a one-role regime.").arg(regimeName);

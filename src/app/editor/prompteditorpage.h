@@ -14,6 +14,8 @@
 // bars inside the page.
 
 #include "core/prompts/templateset.h"
+#include "core/protocol/devicefacts.h"
+#include "core/protocol/workerresponses.h"
 #include "core/store/runstore.h"
 #include "core/study/provenance.h"
 
@@ -54,12 +56,13 @@ public:
     ~PromptEditorPage() override;
 
     // ---- what the preview renders with ----------------------------------------------------------
-    /// A task as the worker's `tasks` lists it, with its `analyze` and `profile` responses (either
-    /// may be empty: the preview then says which variables are false). Keyed by task["id"]; a
-    /// second call for the same id replaces it.
-    void setTaskData(const QJsonObject& task, const QJsonObject& analyze = {}, const QJsonObject& profile = {});
-    /// The worker's `device` response (empty: no GPU known).
-    void setDevice(const QJsonObject& device);
+    /// A task as the worker's `tasks` lists it (decoded; the preview renders its json), with its
+    /// `analyze` and `profile` responses as received (either may be empty: the preview then says
+    /// which variables are false): the renderer's context is the worker's JSON, as a run's prompts'
+    /// is (RunTaskInput). Keyed by the task's id; a second call for the same id replaces it.
+    void setTaskData(const TaskSpec& task, const QJsonObject& analyze = {}, const QJsonObject& profile = {});
+    /// The worker's `device` facts (not available: no GPU known).
+    void setDevice(const DeviceFacts& device);
     void clearTaskData();
 
     enum class PreviewTurn {
@@ -141,6 +144,7 @@ Q_SIGNALS:
 private:
     struct TaskData
     {
+        QString title;
         QJsonObject task;
         QJsonObject analyze;
         QJsonObject profile;
@@ -175,7 +179,7 @@ private:
     QString m_pendingTemplate;
     QHash<QString, TaskData> m_tasks;
     QStringList m_taskOrder;
-    QJsonObject m_device;
+    DeviceFacts m_device;
     std::unique_ptr<QTemporaryDir> m_mirror;
     bool m_loading = false;
 

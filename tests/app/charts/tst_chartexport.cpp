@@ -128,7 +128,7 @@ private:
             {QStringLiteral("traffic-L2_1"),
              [] {
                  auto chart = std::make_unique<TrafficChart>();
-                 chart->setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+                 chart->setAnalysis(decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
                  chart->setMeasured(decodeProfile(loadChartData(QStringLiteral("profile_L2_1.json"))), 4265.890857861522,
                                     QStringLiteral("measured copy"));
                  return Made{std::move(chart), QSize(900, 520)};
@@ -136,13 +136,13 @@ private:
             {QStringLiteral("traffic-L2_2"),
              [] {
                  auto chart = std::make_unique<TrafficChart>();
-                 chart->setAnalysis(loadChartData(QStringLiteral("analyze_L2_2.json")));
+                 chart->setAnalysis(decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_2.json"))));
                  return Made{std::move(chart), QSize(900, 520)};
              }},
             {QStringLiteral("traffic-L3_10"),
              [] {
                  auto chart = std::make_unique<TrafficChart>();
-                 chart->setAnalysis(loadChartData(QStringLiteral("analyze_L3_10.json")));
+                 chart->setAnalysis(decodeAnalyze(loadChartData(QStringLiteral("analyze_L3_10.json"))));
                  return Made{std::move(chart), QSize(900, 520)};
              }},
             {QStringLiteral("best-of-n"),

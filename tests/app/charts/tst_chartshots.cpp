@@ -213,7 +213,7 @@ private Q_SLOTS:
     void trafficOfL2_1AsTime()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         const GpuRoofs h200 = *findGpu(QStringLiteral("h200-sxm-141gb"));
         chart.setGpu(h200.name, h200.bandwidthGBps(), h200.primaryMemory()->originText());
         QVERIFY2(chart.timeSummaryText().contains(QStringLiteral("unfused 5.74 GB → 1.20 ms")),
@@ -225,7 +225,7 @@ private Q_SLOTS:
     void trafficOfL3_10()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L3_10.json")));
+        chart.setAnalysis(decodeAnalyze(loadChartData(QStringLiteral("analyze_L3_10.json"))));
         const GpuRoofs h200 = *findGpu(QStringLiteral("h200-sxm-141gb"));
         chart.setGpu(h200.name, h200.bandwidthGBps(), h200.primaryMemory()->originText());
         const TrafficBreakdown& b = chart.breakdown();

@@ -23,7 +23,7 @@ private Q_SLOTS:
     void breakdownOfL2_1()
     {
         const QJsonObject analyze = loadChartData(QStringLiteral("analyze_L2_1.json"));
-        const TrafficBreakdown b = trafficBreakdown(analyze);
+        const TrafficBreakdown b = trafficBreakdown(kwb::decodeAnalyze(analyze));
         QVERIFY2(b.isValid(), qPrintable(b.error));
         QCOMPARE(b.task, QStringLiteral("L2/1"));
         QCOMPARE(b.ops.size(), 3);
@@ -60,7 +60,7 @@ private Q_SLOTS:
     {
         for (const char* name : {"analyze_L2_2.json", "analyze_L3_10.json"}) {
             const QJsonObject analyze = loadChartData(QLatin1String(name));
-            const TrafficBreakdown b = trafficBreakdown(analyze);
+            const TrafficBreakdown b = trafficBreakdown(kwb::decodeAnalyze(analyze));
             QVERIFY2(b.isValid(), qPrintable(b.error));
             qint64 sum = 0;
             for (const TrafficOp& op : b.ops)
@@ -70,25 +70,25 @@ private Q_SLOTS:
             QCOMPARE(b.ops.size() + b.zeroByteOps, analyze.value(QStringLiteral("ops")).toArray().size());
             QCOMPARE(b.fusedReadBytes + b.fusedWriteBytes, b.fusedBytes);
         }
-        QCOMPARE(trafficBreakdown(loadChartData(QStringLiteral("analyze_L2_2.json"))).ops.size(), 6);
+        QCOMPARE(trafficBreakdown(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_2.json")))).ops.size(), 6);
     }
 
     void badResponses()
     {
-        QVERIFY(trafficBreakdown(QJsonObject{}).error.contains(QLatin1String("no op list")));
+        QVERIFY(trafficBreakdown(kwb::decodeAnalyze(QJsonObject{})).error.contains(QLatin1String("no op list")));
         const QJsonObject failed{
             {QStringLiteral("ok"), false},
             {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("task_error")},
                                                   {QStringLiteral("message"), QStringLiteral("boom")}}}};
-        QVERIFY(trafficBreakdown(failed).error.contains(QLatin1String("boom")));
+        QVERIFY(trafficBreakdown(kwb::decodeAnalyze(failed)).error.contains(QLatin1String("boom")));
         // Ops that do not add up to bytes_unfused: refuse rather than draw wrong totals.
         QJsonObject wrong = loadChartData(QStringLiteral("analyze_L2_1.json"));
         wrong.insert(QStringLiteral("bytes_unfused"), 1.0);
-        QVERIFY(trafficBreakdown(wrong).error.contains(QLatin1String("add up")));
+        QVERIFY(trafficBreakdown(kwb::decodeAnalyze(wrong)).error.contains(QLatin1String("add up")));
 
         TrafficChart chart;
         QVERIFY(chart.emptyText().contains(QLatin1String("No task analysed")));
-        chart.setAnalysis(wrong);
+        chart.setAnalysis(kwb::decodeAnalyze(wrong));
         QVERIFY(chart.emptyText().contains(QLatin1String("L2/1")));
         QVERIFY(chart.summaryText().isEmpty());
     }
@@ -96,7 +96,7 @@ private Q_SLOTS:
     void summaryShowsTotalsAndRatio()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         QVERIFY(chart.emptyText().isEmpty());
         const QString s = chart.summaryText();
         QVERIFY2(s.contains(QLatin1String("unfused 5.74 GB")), qPrintable(s));
@@ -120,7 +120,7 @@ private Q_SLOTS:
     void measuredProfile()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         const double bandwidth = 4265.890857861522; // the H200's measured copy bandwidth
         chart.setMeasured(kwb::decodeProfile(loadChartData(QStringLiteral("profile_L2_1.json"))), bandwidth,
                           QStringLiteral("measured copy"));
@@ -143,7 +143,7 @@ private Q_SLOTS:
         QVERIFY2(chart.summaryText().contains(QLatin1String("measured: 9.19 ms")), qPrintable(chart.summaryText()));
 
         // A new analysis drops the measurement; an empty profile clears it.
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         QVERIFY(!chart.hasMeasured());
         chart.setMeasured(kwb::ProfileResult{}, bandwidth, QStringLiteral("measured copy"));
         QVERIFY(!chart.hasMeasured());
@@ -152,7 +152,7 @@ private Q_SLOTS:
     void profileOpsMatchByNameWhenIndicesDiffer()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         // A profile whose op numbering is shifted by one (an extra op before the forward's) and
         // with a kernel launched outside any op.
         auto op = [](int index, const char* name, double ns) {
@@ -178,7 +178,7 @@ private Q_SLOTS:
         // Sweep the mouse across the chart: the tooltips name the ops left to right, then the
         // fused kernel.
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         chart.resize(900, 520);
         chart.show();
         QVERIFY(QTest::qWaitForWindowExposed(&chart));
@@ -203,7 +203,7 @@ private Q_SLOTS:
     void aLongChainScrolls()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L3_10.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L3_10.json"))));
         QVERIFY(chart.emptyText().isEmpty());
         chart.resize(900, 480);
         chart.show();
@@ -238,7 +238,7 @@ private Q_SLOTS:
     void bytesAsTimeAtTheGpusBandwidth()
     {
         TrafficChart chart;
-        chart.setAnalysis(loadChartData(QStringLiteral("analyze_L2_1.json")));
+        chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
         QVERIFY(chart.timeSummaryText().isEmpty()); // no GPU: bytes only
         QVERIFY(!chart.opToolTip(TrafficChart::kUnfusedTotal).contains(QStringLiteral("→")));
         chart.resize(1100, 560);
@@ -283,7 +283,7 @@ private Q_SLOTS:
         };
         for (const char* file : {"analyze_L2_1.json", "analyze_L3_10.json"}) {
             TrafficChart chart;
-            chart.setAnalysis(loadChartData(QString::fromLatin1(file)));
+            chart.setAnalysis(kwb::decodeAnalyze(loadChartData(QString::fromLatin1(file))));
             const bool network = QByteArray(file).contains("L3_10");
             QCOMPARE(chart.breakdown().oneKernelIsBound(), network);
             QCOMPARE(chart.summaryText().contains(QLatin1String("as a bound")), network);

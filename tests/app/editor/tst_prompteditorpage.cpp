@@ -109,7 +109,7 @@ class TestPromptEditorPage : public QObject
         m_page.reset();
         m_root = std::make_unique<QTemporaryDir>();
         m_page = std::make_unique<PromptEditorPage>(shippedDir(), m_root->path());
-        m_page->setTaskData(json(kTask), withAnalyze ? json(kAnalyze) : QJsonObject());
+        m_page->setTaskData(decodeTaskSpec(json(kTask)), withAnalyze ? json(kAnalyze) : QJsonObject());
         m_page->resize(1500, 900);
         m_page->show();
         if (!QTest::qWaitForWindowExposed(m_page.get()))
