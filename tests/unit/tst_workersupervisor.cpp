@@ -3,11 +3,13 @@
 // Limits are short (hundreds of milliseconds) so the whole suite stays fast.
 
 #include "core/workers/gpulease.h"
+#include "core/workers/memorycgroup.h"
 #include "core/workers/supervisortuning.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QDateTime>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -1711,6 +1713,98 @@ private Q_SLOTS:
         QVERIFY(!isMachineFailure(ending.status));
         qInfo("%s after %lld ms", qPrintable(ending.message), ending.elapsedMs);
         verifyFreshWorkerAnswers(*supervisor, 0);
+    }
+
+    // --- the worker's memory cgroup (core/workers/memorycgroup.h, issue 32 item 4) -------------------
+
+    void memoryCgroupOomKillIsTheCandidates_data()
+    {
+        QTest::addColumn<bool>("sandbox");
+        QTest::newRow("sandbox off") << false;
+        QTest::newRow("in the sandbox where it works") << true;
+    }
+
+    void memoryCgroupOomKillIsTheCandidates()
+    {
+        // A worker that outgrows its limit faster than any poll: the kernel's OOM killer ends it
+        // with SIGKILL, which alone reads as a kill from outside (worker_lost). Its cgroup's
+        // counters prove it was its own limit: the candidate's resource_limit.
+        const MemoryCgroupSupport& support = memoryCgroupSupport();
+        if (!support.available())
+            QSKIP(qPrintable(QStringLiteral("no memory cgroup can be made on this machine: ") + support.why));
+        QFETCH(bool, sandbox);
+        auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        SupervisorTuning::setLimitPolling(*supervisor, false); // the cgroup alone, no /proc poll
+        WorkerLimits limits;
+        limits.hostMemoryBytes = 128 * kMiB;
+        limits.osSandbox = sandbox;
+        supervisor->setLimits(limits);
+        const Ending ending = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("alloc"), {{QStringLiteral("mib"), 2048},
+                                                                                   {QStringLiteral("then"), QStringLiteral("hang")}}),
+                                                 60000));
+        QVERIFY(ending.ended);
+        QVERIFY2(ending.status == wireName(EvaluationStatus::ResourceLimit), qPrintable(ending.status + QLatin1String(": ") + ending.message));
+        QVERIFY2(ending.message.startsWith(QLatin1String("host memory over the limit of 128 MiB")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("OOM killer ended the worker in its memory cgroup")), qPrintable(ending.message));
+        QVERIFY(!isMachineFailure(ending.status));
+        qInfo("%s", qPrintable(ending.message));
+        verifyFreshWorkerAnswers(*supervisor, 0);
+        supervisor.reset();
+        // Every worker's cgroup is gone with it.
+        const QString prefix = QStringLiteral("kwb-worker-%1-").arg(::getpid());
+        QTRY_VERIFY_WITH_TIMEOUT(QDir(support.parent).entryList({prefix + QLatin1Char('*')}, QDir::Dirs).isEmpty(), 5000);
+    }
+
+    void memoryCgroupWithoutAKillStaysTheMachines()
+    {
+        // kill -9 from outside a worker that stayed under its limit: its cgroup shows no OOM kill,
+        // so the verdict stays worker_lost, and says why.
+        const MemoryCgroupSupport& support = memoryCgroupSupport();
+        if (!support.available())
+            QSKIP(qPrintable(QStringLiteral("no memory cgroup can be made on this machine: ") + support.why));
+        auto supervisor = makeSupervisor();
+        const Ending warm = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("tasks"))));
+        QVERIFY(warm.hasResponse);
+        QSignalSpy started(supervisor.get(), &WorkerSupervisor::requestStarted);
+        const qint64 id = supervisor->sendRequest(evaluate(QStringLiteral("hang")));
+        QVERIFY(started.wait(kWaitMs));
+        QCOMPARE(supervisor->workerPid(), pidOf(warm));
+        QTest::qWait(50);
+        QCOMPARE(::kill(pid_t(pidOf(warm)), SIGKILL), 0);
+        const Ending ending = waitForEnd(*supervisor, id);
+        QCOMPARE(ending.status, wireName(EvaluationStatus::WorkerLost));
+        QVERIFY2(ending.message.contains(QLatin1String("its memory cgroup shows no OOM kill")), qPrintable(ending.message));
+    }
+
+    void memoryCgroupProbeSaysWhyNot()
+    {
+        // A cgroup2 "mount" that is a plain folder: a cgroup can be made there, but no memory.max
+        // appears in it, so there is no memory controller; the reason names the folder.
+        QTemporaryDir root;
+        QVERIFY(root.isValid());
+        QVERIFY(QDir(root.path()).mkpath(QStringLiteral("user.slice/app.scope")));
+        QFile limit(root.filePath(QStringLiteral("user.slice/app.scope/memory.max")));
+        QVERIFY(limit.open(QIODevice::WriteOnly));
+        limit.close();
+        const QByteArray mountInfo = "30 25 0:26 / " + root.path().toUtf8() + " rw,nosuid shared:4 - cgroup2 cgroup2 rw\n";
+        const MemoryCgroupSupport support = probeMemoryCgroups("0::/user.slice/app.scope\n", mountInfo);
+        QVERIFY(!support.available());
+        QVERIFY2(support.why.contains(QStringLiteral("the memory controller is not enabled for cgroups made in %1/user.slice")
+                                          .arg(root.path())),
+                 qPrintable(support.why));
+        QVERIFY(QDir(root.filePath(QStringLiteral("user.slice"))).entryList({QStringLiteral("kwb-worker-*")}, QDir::Dirs).isEmpty());
+        // No hierarchy at all.
+        QCOMPARE(probeMemoryCgroups("0::/\n", "").why, QStringLiteral("no memory cgroup hierarchy is mounted"));
+
+        MemoryCgroupEnding v2;
+        readMemoryEventCounts("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 1\n", &v2);
+        v2.read = true;
+        QVERIFY(v2.killedAtLimit());
+        MemoryCgroupEnding global;
+        readMemoryEventCounts("low 0\nhigh 0\nmax 0\noom 0\noom_kill 1\n", &global);
+        global.read = true;
+        QVERIFY(!global.killedAtLimit()); // killed, but not at its own limit: the machine's
     }
 
     void hostThreadsOverCapEndRequest()

@@ -46,6 +46,11 @@ struct SupervisorTuning
     /// Workers handed off so far, and each one's exit: ms from its EOF to its end, oldest first.
     static int handedOffWorkers(const WorkerSupervisor& s) { return s.m_leaving.handedOff(); }
     static QList<double> leavingExitMs(const WorkerSupervisor& s) { return s.m_leaving.exitMs(); }
+    /// Whether host limits are polled in /proc while a request runs (on by default); tests turn
+    /// it off to see what the worker's memory cgroup alone proves (memorycgroup.h).
+    static void setLimitPolling(WorkerSupervisor& s, bool enabled) { s.m_limitPolling = enabled; }
+    /// Whether new local workers get a memory cgroup (on by default, where the machine allows).
+    static void setMemoryCgroup(WorkerSupervisor& s, bool enabled) { s.m_launch.memoryCgroup = enabled; }
 };
 
 } // namespace kwb

@@ -1,6 +1,7 @@
 #include "core/workers/workerprocess.h"
 
 #include "core/workers/gpulease.h"
+#include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
 
 #include <QDir>
@@ -47,6 +48,20 @@ public:
         , dir(QDir(QDir::tempPath()).filePath(QStringLiteral("kwb-worker-XXXXXX")))
     {}
     QTemporaryDir dir;
+};
+
+// A worker's memory cgroup (memorycgroup.h): a child of its QProcess, removed with it, after it.
+class MemoryCgroupHolder : public QObject
+{
+public:
+    MemoryCgroupHolder(QObject* parent, std::unique_ptr<WorkerMemoryCgroup> cgroup)
+        : QObject(parent)
+        , cgroup(std::move(cgroup))
+    {
+        setObjectName(QString::fromLatin1(kName));
+    }
+    static constexpr const char* kName = "kwbMemoryCgroup";
+    std::unique_ptr<WorkerMemoryCgroup> cgroup;
 };
 
 const char* const kSandboxedProperty = "kwbSandboxed";
@@ -105,6 +120,14 @@ QProcess* createWorkerProcess(const WorkerLaunchSettings& settings, QObject* par
         if (const QString key = workerGpuKey(settings.environment); !key.isEmpty())
             options.gpuQuietLock = GpuLeases::ensureQuietLock(key);
     const WorkerLaunch launch = launchWorker(settings.program, settings.arguments, settings.environment, options);
+    // A local worker's memory limit also held by the kernel, in a cgroup the started process
+    // joins before exec (so bwrap, the worker and all it starts are in it).
+    if (!settings.target.isRemote() && settings.memoryCgroup) {
+        if (auto cgroup = WorkerMemoryCgroup::create(memoryCgroupSupport(), settings.limits.effectiveHostMemory())) {
+            process->setChildProcessModifier(cgroup->joinFromChild());
+            new MemoryCgroupHolder(process, std::move(cgroup));
+        }
+    }
     process->setProgram(launch.program);
     process->setArguments(launch.arguments);
     process->setProcessEnvironment(launch.environment);
@@ -125,6 +148,12 @@ QString sandboxStatusOf(const WorkerLaunchSettings& settings)
     options.workerEnvironment = settings.environment;
     options.target = settings.target;
     return sandboxStatus(options);
+}
+
+MemoryCgroupEnding memoryCgroupEndingOf(const QProcess* process)
+{
+    const auto* holder = process->findChild<QObject*>(QString::fromLatin1(MemoryCgroupHolder::kName), Qt::FindDirectChildrenOnly);
+    return holder ? static_cast<const MemoryCgroupHolder*>(holder)->cgroup->ending() : MemoryCgroupEnding();
 }
 
 QString quietLockOf(const QProcess* process)

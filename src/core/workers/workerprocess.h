@@ -5,6 +5,7 @@
 // request, queue or spare is known here.
 
 #include "core/workers/hostlimits.h"
+#include "core/workers/memorycgroup.h"
 #include "core/workers/workertarget.h"
 
 #include <QByteArray>
@@ -42,6 +43,9 @@ struct WorkerLaunchSettings
     WorkerLimits limits;
     WorkerTarget target;
     QString bubblewrap; ///< empty: `bwrap` in PATH
+    /// A memory cgroup of its own for a local worker where the machine allows one
+    /// (memorycgroup.h); off only for the tests that pin the /proc poll alone.
+    bool memoryCgroup = true;
 };
 
 /// A worker process as the settings say, not started, a child of parent, with its scratch folder
@@ -50,6 +54,8 @@ struct WorkerLaunchSettings
 QProcess* createWorkerProcess(const WorkerLaunchSettings& settings, QObject* parent);
 /// The sandbox the next worker gets: "bubblewrap" or "none: <reason>" (workerlauncher.h).
 QString sandboxStatusOf(const WorkerLaunchSettings& settings);
+/// The counters of the worker's memory cgroup (read: false where it has none).
+MemoryCgroupEnding memoryCgroupEndingOf(const QProcess* process);
 /// The GPU quiet lock the process was started with (`--gpu-quiet-lock`), empty: none.
 QString quietLockOf(const QProcess* process);
 

@@ -233,7 +233,7 @@ void WorkerSupervisor::dispatch()
     m_stderr.clear();
     m_stderrDropped = 0;
     m_requestTimer.start(m_active->request.timeoutMs);
-    if (!m_launch.target.isRemote()) // the started process is ssh or srun there: its /proc says nothing of the worker
+    if (!m_launch.target.isRemote() && m_limitPolling) // the started process is ssh or srun there: its /proc says nothing of the worker
         m_limitTimer.start();
     Q_EMIT requestStarted(m_active->request.id);
     if (!m_active)
@@ -700,6 +700,7 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
     feedDecoder(process->readAllStandardOutput());
     onStandardError(process);
 
+    const MemoryCgroupEnding cgroupEnding = memoryCgroupEndingOf(process);
     const WorkerState stateAtEnd = m_state;
     const StopStage stopStage = m_stopStage;
     const qint64 pid = m_pid;
@@ -717,10 +718,20 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
         const qint64 id = active.request.id;
         const QByteArray stderrTail = m_stderr;
         emitStderr(id);
-        // A remote worker enforces its host limits itself (hostlimitdefaults.h).
-        const QString overHostLimit = m_launch.target.isRemote() && exitStatus == QProcess::NormalExit && exitCode == kWorkerExitHostLimit
-                                          ? hostLimitMessage(stderrTail)
-                                          : QString();
+        // A remote worker enforces its host limits itself (hostlimitdefaults.h); a local one's
+        // SIGKILL is the kernel's at its limit where its memory cgroup proves it (memorycgroup.h):
+        // the cgroup reached the worker's limit and the OOM killer ended a process of it.
+        QString overHostLimit;
+        if (m_launch.target.isRemote() && exitStatus == QProcess::NormalExit && exitCode == kWorkerExitHostLimit)
+            overHostLimit = hostLimitMessage(stderrTail);
+        else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && exitCode == SIGKILL
+                 && cgroupEnding.killedAtLimit())
+            overHostLimit = QStringLiteral("host memory over the limit of %1%2: the kernel's OOM killer ended the worker in its "
+                                           "memory cgroup (%3)")
+                                .arg(formatBytes(m_launch.limits.effectiveHostMemory()),
+                                     cgroupEnding.peakBytes > 0 ? QStringLiteral(" (peak %1)").arg(formatBytes(cgroupEnding.peakBytes))
+                                                                : QString(),
+                                     cgroupEnding.evidence);
         if (active.answered) {
             Q_EMIT responseAvailable(id, active.response);
         } else if (!active.failStatus.isEmpty()) {
@@ -754,11 +765,16 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
                 message += QStringLiteral(": ") + why;
             Q_EMIT requestFailed(id, wireName(EvaluationStatus::WorkerLost), message);
         } else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && endedFromOutside(exitCode)) {
-            // The supervisor sent nothing (failStatus is empty and it was not stopping the worker).
+            // The supervisor sent nothing (failStatus is empty and it was not stopping the worker),
+            // and where the worker had a memory cgroup it shows no kill at its own limit.
+            const QString who = !cgroupEnding.read ? QStringLiteral("the OOM killer or another process")
+                                : cgroupEnding.oomKills > 0
+                                    ? QStringLiteral("the machine's OOM killer, below the worker's own memory limit: %1").arg(cgroupEnding.evidence)
+                                    : QStringLiteral("another process: its memory cgroup shows no OOM kill, %1").arg(cgroupEnding.evidence);
             Q_EMIT requestFailed(id, wireName(EvaluationStatus::WorkerLost),
-                                 QStringLiteral("the worker was %1 during the request, not by kwb (the OOM killer or "
-                                                "another process): a failure of the machine, not of the candidate")
-                                     .arg(description));
+                                 QStringLiteral("the worker was %1 during the request, not by kwb (%2): a failure of the machine, "
+                                                "not of the candidate")
+                                     .arg(description, who));
         } else {
             Q_EMIT requestFailed(id, wireName(EvaluationStatus::Crashed),
                                  QStringLiteral("the worker %1 during the request").arg(description));

@@ -320,6 +320,7 @@ private:
     int m_exitLockFd = -1;  // the quiet lock held shared for the retiring worker, until it ends
     QTimer m_limitTimer;
     quint64 m_limitPolls = 0;
+    bool m_limitPolling = true; ///< off only in tests that pin the memory cgroup alone (SupervisorTuning)
 };
 
 } // namespace kwb
