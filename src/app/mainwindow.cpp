@@ -962,7 +962,7 @@ void MainWindow::stageScreenshots(const QString& dir)
         if (store.open(m_database)) {
             qint64 agent = 0;
             for (const RunInfo& run : store.runs())
-                if (run.regime == QLatin1String("agent") &&
+                if (run.config.regime.fields.roles.contains(RegimeRole::Triager) && // by its roles, not its name
                     run.config.regime.fields.ablated.isEmpty()) {
                     agent = run.id;
                     break;

@@ -7,6 +7,7 @@
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/regime.h"
+#include "core/run/regimefile.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runname.h"
 
@@ -977,9 +978,30 @@ bool PromptEditorPage::mirrorSet(QString* error)
 
 QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStringList* notes) const
 {
-    const QString regimeName = templatePath.section(QLatin1Char('/'), 0, 0);
-    const QString role = QFileInfo(templatePath).completeBaseName();
-    const std::optional<Regime> regime = Regime::builtin(regimeName);
+    // The regime and role the template is rendered for: of every regime a run can use (the built-ins
+    // and the user's, regimefile.h), the one named by the template's folder if its roles name this
+    // template, else any whose roles do; else the folder's regime with the file's name as the role.
+    const QString folder = templatePath.section(QLatin1Char('/'), 0, 0);
+    const RegimeCatalog catalog = regimeCatalog();
+    const auto roleOf = [&templatePath](const Regime& r) {
+        for (auto it = r.roles.cbegin(); it != r.roles.cend(); ++it)
+            if (it.value() == templatePath)
+                return it.key();
+        return QString();
+    };
+    const RegimeEntry* entry = catalog.find(folder);
+    QString role = entry ? roleOf(entry->regime) : QString();
+    for (const RegimeEntry& e : catalog.entries) {
+        if (!role.isEmpty())
+            break;
+        role = roleOf(e.regime);
+        if (!role.isEmpty())
+            entry = &e;
+    }
+    if (role.isEmpty())
+        role = QFileInfo(templatePath).completeBaseName();
+    const QString regimeName = entry ? entry->regime.name : folder;
+    const std::optional<Regime> regime = entry ? std::optional<Regime>(entry->regime) : std::nullopt;
     const bool later = m_turnCombo->currentData().toInt() == int(PreviewTurn::Later);
     const TaskData data = m_tasks.value(previewTask());
     // An unknown regime folder (a user's own) gets the profile when there is one.
@@ -1036,7 +1058,8 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
     if (!m_device.available)
         *notes << tr("No GPU known: device and roofline_verdict are false.");
     if (!regime)
-        *notes << tr("“%1” is not a built-in regime: rendered as a turn of a one-role regime.").arg(regimeName);
+        *notes << tr("“%1” is not a regime (built in, or of yours in %2): rendered as a turn of a one-role regime.")
+                      .arg(regimeName, QDir::toNativeSeparators(userRegimesDir()));
     if (!placeholders.isEmpty())
         *notes << tr("Placeholders in [brackets]: %1.").arg(placeholders.join(QStringLiteral(", ")));
     return c;

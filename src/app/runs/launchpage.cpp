@@ -300,15 +300,16 @@ QWidget* LaunchPage::buildRegimeBox()
     auto* overrides = new QFormLayout;
     m_n = new QSpinBox(box);
     m_n->setObjectName(QStringLiteral("nSpin"));
-    m_n->setRange(0, 64);
+    // The bounds a regime file is checked against (regimefile.h), so the page offers what a regime may say.
+    m_n->setRange(0, kRegimeMaxN);
     m_n->setSpecialValueText(tr("the regime's"));
     m_turns = new QSpinBox(box);
     m_turns->setObjectName(QStringLiteral("turnsSpin"));
-    m_turns->setRange(0, 10);
+    m_turns->setRange(0, kRegimeMaxTurns);
     m_turns->setSpecialValueText(tr("the regime's"));
     m_temperature = new QDoubleSpinBox(box);
     m_temperature->setObjectName(QStringLiteral("temperatureSpin"));
-    m_temperature->setRange(-0.1, 2.0);
+    m_temperature->setRange(-0.1, kRegimeMaxTemperature);
     m_temperature->setSingleStep(0.1);
     m_temperature->setDecimals(2);
     m_temperature->setValue(-0.1);

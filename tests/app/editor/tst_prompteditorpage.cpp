@@ -8,6 +8,7 @@
 #include "app/editor/prompteditorpage.h"
 #include "app/editor/sidebysidediffview.h"
 #include "core/run/regime.h"
+#include "core/run/regimefile.h"
 #include "core/run/runconfig.h"
 
 #include <QAbstractItemModelTester>
@@ -24,11 +25,14 @@
 #include <QScrollBar>
 #include <QSet>
 #include <QSignalSpy>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTextBlock>
 #include <QTreeWidget>
 #include <QTreeWidgetItemIterator>
+
+#include <memory>
 
 using namespace kwb;
 using namespace kwb::app;
@@ -176,6 +180,43 @@ private Q_SLOTS:
         QVERIFY(page.previewText().contains(QLatin1String("[diagnosis: the triager's diagnosis]")));
         QVERIFY(page.previewText().contains(QLatin1String("[previous_answer: the previous turn's answer]")));
         QVERIFY(page.previewNotes().contains(QLatin1String("Placeholders in [brackets]")));
+    }
+
+    // A regime of the user's own (~/.config/kernel-workbench/regimes, here the test mode's) is one the
+    // preview knows: its template renders with that regime's roles (the analyzer's notes stand in),
+    // not as a one-role turn of an unknown regime.
+    void previewKnowsTheUsersRegimes()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        const QString dir = userRegimesDir();
+        QVERIFY(QDir().mkpath(dir));
+        const QString path = dir + QStringLiteral("/tst-prompteditor.toml");
+        const std::unique_ptr<const QString, void (*)(const QString*)> removeAtEnd(
+            &path, [](const QString* p) { QFile::remove(*p); });
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("[[regime]]\nname = \"tst-prompteditor\"\ndescription = \"The user's own\"\n"
+                   "roles = { generator = \"mine/generator.mustache\", analyzer = \"agent/analyzer.mustache\" }\n"
+                   "n = 2\nturns = 1\nfeedback = \"none\"\nselection = \"monotone\"\n");
+        file.close();
+        PromptEditorPage& page = pageWithUserSet(QStringLiteral("agent/generator.mustache"));
+        const QString setDir = page.currentSet().dir();
+        QVERIFY(QDir(setDir).mkpath(QStringLiteral("mine")));
+        QVERIFY(QFile::copy(setDir + QStringLiteral("/agent/generator.mustache"),
+                            setDir + QStringLiteral("/mine/generator.mustache")));
+        QVERIFY(page.openTemplate(setDir, QStringLiteral("mine/generator.mustache")));
+        page.renderPreviewNow();
+        QVERIFY2(page.previewText().contains(QLatin1String("[analysis: the analyzer's notes]")),
+                 qPrintable(page.previewText()));
+        QVERIFY2(!page.previewNotes().contains(QLatin1String("is not a regime")), qPrintable(page.previewNotes()));
+        // A folder no regime names is still said to be one.
+        QVERIFY(QDir(setDir).mkpath(QStringLiteral("nobody")));
+        QVERIFY(QFile::copy(setDir + QStringLiteral("/agent/generator.mustache"),
+                            setDir + QStringLiteral("/nobody/generator.mustache")));
+        QVERIFY(page.openTemplate(setDir, QStringLiteral("nobody/generator.mustache")));
+        page.renderPreviewNow();
+        QVERIFY2(page.previewNotes().contains(QStringLiteral("“nobody” is not a regime")),
+                 qPrintable(page.previewNotes()));
     }
 
     void missingDataIsNamed()

@@ -136,6 +136,18 @@ private Q_SLOTS:
         QVERIFY(plan->regime.selection == SelectionMode::Last);
     }
 
+    // The overrides offer what a regime file may say (regimefile.h's bounds), no less: a regime of
+    // 32 turns could be written but not launched when the box stopped at 10.
+    void overridesReachTheRegimeFileBounds()
+    {
+        RunManager manager;
+        LaunchPage page(&manager);
+        QCOMPARE(child<QSpinBox>(page, "turnsSpin")->maximum(), kRegimeMaxTurns);
+        QCOMPARE(child<QSpinBox>(page, "nSpin")->maximum(), kRegimeMaxN);
+        QCOMPARE(child<QDoubleSpinBox>(page, "temperatureSpin")->maximum(), kRegimeMaxTemperature);
+        QVERIFY(kRegimeMaxTurns > 10);
+    }
+
     void launchDatabaseIsAFileOfItsOwnAndStaysChosen()
     {
         RunManager manager;
