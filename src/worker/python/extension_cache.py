@@ -785,9 +785,10 @@ def _early_pass_pays(config, arguments, alone):
     the builder's own pass beside nvcc, started 2 s sooner. A C++-only build's pass is a second
     compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error about
     2 s sooner: only while it is the broker's one build and the machine has a core to spare (load
-    average below its cores less one); on a busy 2-core machine it made both the failure and the
-    success later (bench/results/2026-12-04-kb-build-early-pass-2core.md). config's
-    "early_syntax_cxx": "always" (the tests') or "never" overrides that."""
+    average below its cores less one). On a busy 2-core machine it saved a failure 1.3-2.8 s and
+    cost a success 1.2-2.6 s (bench/results/2026-12-04-kb-build-early-pass-2core.md); in a queue
+    of builds it would cost every success. config's "early_syntax_cxx": "always" (the tests') or
+    "never" overrides that."""
     if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False:
         return True
     rule = config.get("early_syntax_cxx", "idle")
