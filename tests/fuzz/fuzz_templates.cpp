@@ -26,9 +26,9 @@ using namespace kwb;
 
 namespace {
 
-// The partials of prompts/partials, so the shipped templates used as seeds resolve.
-const char* const kPartials[] = {"task", "device", "candidate_format", "feedback",
-                                 "op_chain", "top_ops", "evaluation", "previous_answer"};
+// The partials of prompts/partials, so the shipped templates used as seeds resolve
+// (tests/fuzz/make-seeds.py reads this list).
+const char* const kPartials[] = {"competence", "contract", "evaluation", "previous_answer", "reference", "top_ops"};
 constexpr int kPartialCount = int(sizeof kPartials / sizeof kPartials[0]);
 const QString kRole = QStringLiteral("zero-shot/generator.mustache");
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Regenerates the seed corpora tests/fuzz/corpus/<target>/ from the fixtures (candidate answers,
 # task forwards, protocol requests, shipped prompts). Run from the repository root. Seeds stay
-# small (the whole corpus well under 200 KB): big fixtures are left out.
+# small (the whole corpus about 270 KB, most of it the 213 task forwards): big fixtures are left out.
 import glob, json, os, re, tomllib, hashlib
 root = '.'
 out = 'tests/fuzz/corpus'
@@ -19,6 +19,7 @@ for p in small + refs:
 seen = set()
 for p in sorted(glob.glob('tasks/level*/*.toml')):
     t = tomllib.load(open(p, 'rb'))
+    if 'forward' not in t: continue  # a KernelBench-only task: its reference is KernelBench's Python
     h = hashlib.sha1(t['forward'].encode()).hexdigest()
     if h in seen or len(t['forward']) > 10000: continue
     seen.add(h)
@@ -48,8 +49,9 @@ put('fuzz_worker_request', 'session.request', '\n'.join(json.dumps(r) for r in [
     {'id': 6, 'type': 'run_reference', 'task': 'L1/5'}, {'id': 7, 'type': 'profile', 'task': 'L1/5'},
     {'id': 8, 'type': 'compile', 'cuda': 'extern "C" __global__ void k(float* a) {}', 'arch': 'sm_90'}]) + '\n')
 # templates: role template, then the partials in fuzz_templates.cpp's order, NUL-separated
-partials = ['task', 'device', 'candidate_format', 'feedback', 'op_chain', 'top_ops', 'evaluation', 'previous_answer']
+partials = re.findall(r'"(\w+)"', re.search(r'kPartials\[\] = \{(.*?)\}', open('tests/fuzz/fuzz_templates.cpp').read(), re.S).group(1))
 ptext = [open(f'prompts/partials/{n}.mustache').read() for n in partials]
 for role in ('zero-shot/generator', 'iterative/retry', 'agent/generator', 'profiling-guided/generator', 'agent/analyzer'):
+    if not os.path.exists(f'prompts/{role}.mustache'): continue
     put('fuzz_templates', role.replace('/', '_') + '.seed', '\0'.join([open(f'prompts/{role}.mustache').read()] + ptext))
 put('fuzz_templates', 'small.seed', '{{#task}}{{> task}}{{/task}}{{^device.available}}none{{/device.available}}{{{answer}}}\0{{title}} {{id}}\0{{name}}')

@@ -1,0 +1,6 @@
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    x = torch.conv2d(x, p["conv.weight"], p["conv.bias"], [1, 1], [0, 0], [1, 1], 1)
+    x = x - 0.5
+    x = x - 0.2
+    x = torch.nn.functional.mish(x)
+    return x

@@ -1,0 +1,8 @@
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    x = torch.conv_transpose3d(x, p["conv_transpose.weight"], p["conv_transpose.bias"], [2, 2, 2], [1, 1, 1], [1, 1, 1], 1, [1, 1, 1])
+    x = torch.max_pool3d(x, [2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1], False)
+    x = torch.softmax(x, dim=1)
+    x = x - p["subtract"].view(1, -1, 1, 1, 1)
+    x = torch.sigmoid(x) * x
+    x = torch.max(x, dim=1)[0]
+    return x
