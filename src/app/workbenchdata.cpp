@@ -1,7 +1,7 @@
 #include "app/workbenchdata.h"
 
 #include "core/protocol/workerresponses.h"
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
 #include "core/study/taskbest.h"
@@ -95,6 +95,7 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
         t.bestCandidateCustom = e.customLaunches.value_or(0) > 0;
         t.bestBasis = candidateBasis(e);
         t.bestDramBytes = e.measuredDramBytes();
+        t.bestBoundFraction = rooflineBoundFraction(e);
         t.bestEvaluation = found.key();
         t.bestLabel = found->first;
         t.bestSpeedup = formatSpeedup(e);
@@ -160,6 +161,10 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
             detail += QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
             if (!t->bestSpeedup.isEmpty())
                 detail += QStringLiteral(", speed-up %1 in its evaluation").arg(t->bestSpeedup);
+            // Its own line in the tooltip and the selection label (issue 39 item 6).
+            if (t->bestBoundFraction)
+                detail += QStringLiteral("; best candidate at %1 (time at the roofline floor / its time, on %2)")
+                              .arg(boundFractionText(*t->bestBoundFraction), t->gpuName);
         }
         if (t->notCountedMs) {
             p.notCountedGflops = flops / (*t->notCountedMs * 1e-3) / 1e9;

@@ -30,6 +30,8 @@ struct TaskTimes
     IntensityBasis bestBasis = IntensityBasis::EagerUnfused; ///< its traffic model (candidateBasis())
     /// Its HBM bytes where a profile of it measured them (EvaluationResult::measuredDramBytes()).
     std::optional<double> bestDramBytes;
+    /// Its fraction of the roofline bound (core rooflineBoundFraction()); none without a stored floor.
+    std::optional<double> bestBoundFraction;
     QString gpuName;                       ///< the GPU the eager time was measured on
     /// The fastest candidate with status correct that does not count (below the roofline floor),
     /// kept only when faster than the best counted one.

@@ -804,7 +804,7 @@ void RooflineChart::mousePressEvent(QMouseEvent* event)
     QToolTip::hideText();
     m_pressPos = event->position().toPoint();
     // The rubber band takes the left button from the scene: the markers get the press too, so a
-    // click on a point still opens its task.
+    // click on a point still selects its task.
     if (event->button() == Qt::LeftButton)
         QGraphicsView::mousePressEvent(event);
     QChartView::mousePressEvent(event);
@@ -812,7 +812,7 @@ void RooflineChart::mousePressEvent(QMouseEvent* event)
 
 void RooflineChart::mouseReleaseEvent(QMouseEvent* event)
 {
-    // A click, not a drag: no zoom, and the release goes to the markers (a click opens a task).
+    // A click, not a drag: no zoom, and the release selects the task under it (a double-click opens it).
     if (event->button() == Qt::LeftButton
         && (event->position().toPoint() - m_pressPos).manhattanLength() < QApplication::startDragDistance()) {
         if (auto* band = findChild<QRubberBand*>())

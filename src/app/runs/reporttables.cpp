@@ -1,6 +1,7 @@
 #include "app/runs/reporttables.h"
 
 #include "core/study/provenance.h"
+#include "core/tasks/kernelbound.h"
 
 #include <QCoreApplication>
 #include <QSet>
@@ -163,19 +164,39 @@ TextTable runTable(const Report& report)
                       .arg(m.tasks)
                       .arg(percentText(m.fast1Pct));
         tips[5] = tr("%1 of %2 tasks compiled; %3").arg(m.compiled).arg(m.tasks).arg(intervalNote(m.compiledPct));
-        tips[6] = tr("Geometric mean over the %1 correct kernel(s) with a timed speedup; arithmetic mean %2, best %3; "
-                     "%4 of the %5 correct answers launch no kernel of their own")
-                      .arg(m.geomeanCount)
-                      .arg(std::isfinite(m.meanSpeedup) ? QString::number(m.meanSpeedup, 'f', 2) + QStringLiteral("\u00D7") : tr("n/a"),
-                           std::isfinite(m.bestSpeedup) ? QString::number(m.bestSpeedup, 'f', 2) + QStringLiteral("\u00D7") : tr("n/a"))
-                      .arg(m.torchOnlyCorrect)
-                      .arg(m.correct);
+        tips[6] =
+            tr("Geometric mean over the %1 correct kernel(s) with a timed speedup; arithmetic mean %2, best %3; "
+               "%4 of the %5 correct answers launch no kernel of their own")
+                .arg(m.geomeanCount)
+                .arg(std::isfinite(m.meanSpeedup) ? QString::number(m.meanSpeedup, 'f', 2) + QStringLiteral("\u00D7")
+                                                  : tr("n/a"),
+                     std::isfinite(m.bestSpeedup) ? QString::number(m.bestSpeedup, 'f', 2) + QStringLiteral("\u00D7")
+                                                  : tr("n/a"))
+                .arg(m.torchOnlyCorrect)
+                .arg(m.correct) +
+            tr("; fraction of the roofline bound (time at the floor / measured time, geometric mean): %1")
+                .arg(boundFractionCellText(m));
         tips[7] = tr("%1 tokens in, %2 out").arg(countCell(run.usage.tokensIn), countCell(run.usage.tokensOut));
         tips[8] = tr("The model requests' latencies added up (%1 responses)").arg(run.usage.responses);
         table.tooltips.append(tips);
     }
     return table;
 }
+
+namespace {
+// What "% of bound" means, where a cell shows one (core's rooflineBoundFraction).
+QString boundFractionTip(const TaskOutcome& o)
+{
+    if (!o.correct())
+        return QString();
+    if (!std::isfinite(o.boundFraction))
+        return tr(". No fraction of the roofline bound: its evaluation stored no roofline floor (a worker before "
+                  "it, or no GPU).");
+    return tr(". %1: the least time the task's work can take on the run's GPU (its roofline floor) over the "
+              "candidate's measured time; 100 % is at the bound.")
+        .arg(boundFractionText(o.boundFraction));
+}
+} // namespace
 
 TextTable taskTable(const Report& report, int level)
 {
@@ -200,9 +221,11 @@ TextTable taskTable(const Report& report, int level)
     });
     const auto cell = [](const TaskOutcome& o) {
         QString text = o.status;
-        if (o.correct() && std::isfinite(o.speedup))
+        if (o.correct() && std::isfinite(o.speedup)) {
             text += QStringLiteral(" %1\u00D7").arg(o.speedup, 0, 'f', 2);
-        else if (o.belowRooflineFloor)
+            if (std::isfinite(o.boundFraction))
+                text += QStringLiteral(", ") + boundFractionText(o.boundFraction);
+        } else if (o.belowRooflineFloor)
             text += tr(" (not counted)");
         return text;
     };
@@ -214,9 +237,10 @@ TextTable taskTable(const Report& report, int level)
             const TaskOutcome* o = cells.value(r);
             runCells << (o ? cell(*o) : kNone);
             const qint64 evaluation = report.runs.at(r).chosenEvaluation.value(task);
-            tips[r + 2] = o && evaluation ? tr("The candidate %1 keeps for %2 (its own selection): evaluation %3")
+            tips[r + 2] = o && evaluation ? tr("The candidate %1 keeps for %2 (its own selection): evaluation %3%4")
                                                 .arg(report.runs.at(r).label(), task)
                                                 .arg(evaluation)
+                                                .arg(boundFractionTip(*o))
                           : o ? tr("No evaluation: counted as a failure")
                               : tr("Not a task of this run");
         }

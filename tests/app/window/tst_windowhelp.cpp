@@ -14,6 +14,7 @@
 #include <QJsonDocument>
 #include <QMessageBox>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTest>
 
 using namespace kwb;
@@ -68,6 +69,35 @@ private Q_SLOTS:
         auto* traffic = qobject_cast<TrafficPage*>(window.page(QStringLiteral("traffic")));
         QVERIFY(traffic);
         QCOMPARE(traffic->currentTask(), QStringLiteral("L2/1"));
+    }
+
+    // F1 keeps up with the pages: every tab a page has is named in its help (a tab whose title
+    // carries a count, "Prompts sent: 3 changes", by the words before the colon).
+    void helpNamesEveryTab()
+    {
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
+        int tabs = 0;
+        for (const QString& name : window.pageNames()) {
+            const QString help = pageHelpText(name);
+            for (const QTabWidget* widget : window.page(name)->findChildren<QTabWidget*>()) {
+                for (int i = 0; i < widget->count(); ++i) {
+                    const QString tab = widget->tabText(i).remove(QLatin1Char('&')).section(QLatin1Char(':'), 0, 0);
+                    QVERIFY2(help.contains(tab, Qt::CaseInsensitive),
+                             qPrintable(QStringLiteral("%1: tab \"%2\" not in its help").arg(name, tab)));
+                    ++tabs;
+                }
+            }
+        }
+        QVERIFY2(tabs >= 15, qPrintable(QString::number(tabs))); // Tasks 3, Monitor 4, Results 6, Diff 2
+        // What last round added, by name.
+        QVERIFY(pageHelpText(QStringLiteral("results")).contains(QStringLiteral("Per task")));
+        QVERIFY(pageHelpText(QStringLiteral("results")).contains(QStringLiteral("answered by")));
+        QVERIFY(pageHelpText(QStringLiteral("tasks")).contains(QStringLiteral("bound")));
+        QVERIFY(pageHelpText(QStringLiteral("monitor")).contains(QStringLiteral("Prompts sent")));
+        QVERIFY(pageHelpText(QStringLiteral("diff")).contains(QStringLiteral("Prompts sent")));
+        QVERIFY(pageHelpText(QStringLiteral("roofline")).contains(QStringLiteral("roofline bound")));
     }
 
     void helpMenuF1AndAbout()

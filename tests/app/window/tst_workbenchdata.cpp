@@ -7,8 +7,8 @@
 #include "app/analysispages.h"
 #include "app/runs/reporttables.h"
 #include "app/runs/runtreemodel.h"
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/run/runname.h"
 
 #include <QJsonArray>
@@ -372,6 +372,58 @@ private Q_SLOTS:
         QCOMPARE(tree.index(0, RunTreeModel::StatusColumn).data().toString(), QStringLiteral("incorrect"));
         tree.load(store, agent);
         QCOMPARE(tree.index(0, RunTreeModel::StatusColumn).data().toString(), QStringLiteral("correct"));
+    }
+
+    // issue 39 item 6: the best candidate's fraction of the roofline bound (its evaluation's floor
+    // over its time) on the Roofline (tooltip and selection label: the point's detail) and in
+    // Results' Per task cell, Table II and Table I's speed-up tooltip; none without a floor.
+    void boundFractionOnRooflineAndResults()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("b.db"))));
+        const QJsonObject config{
+            {QStringLiteral("gpu"), kwb::test::h200Device()},
+            {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
+                                                   {QStringLiteral("n"), 1},
+                                                   {QStringLiteral("ablated"), QJsonArray()}}}};
+        const qint64 run = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config).value_or(0);
+        kwb::test::addCandidate(
+            store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 10.0, 8.0, 1, QStringLiteral("k"),
+            QJsonObject{{QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 2.0},
+                                                                 {QStringLiteral("candidate_ms"), 8.0},
+                                                                 {QStringLiteral("margin"), 0.1}}}});
+        kwb::test::addCandidate(store, run, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"), 2.68, 2.68, 0,
+                                QString()); // no floor stored
+        const QHash<QString, TaskTimes> times = taskTimesFromStore(store);
+        QCOMPARE(times.value(QStringLiteral("L2/1")).bestBoundFraction.value_or(-1), 0.25);
+        QVERIFY(!times.value(QStringLiteral("L1/1")).bestBoundFraction);
+        const QList<RooflinePoint> points =
+            rooflinePoints({analysedTask(QStringLiteral("L1/1")), analysedTask(QStringLiteral("L2/1"))}, times);
+        QCOMPARE(points.size(), 2);
+        const QString gpu = decodeDeviceFacts(kwb::test::h200Device()).name;
+        QVERIFY2(points[1].detail.contains(
+                     QStringLiteral("; best candidate at 25 % of bound (time at the roofline floor / its time, on %1)")
+                         .arg(gpu)),
+                 qPrintable(points[1].detail));
+        QVERIFY(!points[0].detail.contains(QStringLiteral("of bound")));
+
+        QString error;
+        const std::optional<Report> report = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(report, qPrintable(error));
+        const TextTable l2 = taskTable(*report, 2);
+        QCOMPARE(l2.rows.at(0).at(2), QStringLiteral("correct 1.25\u00D7, 25 % of bound"));
+        QVERIFY2(l2.tooltips.at(0).at(2).contains(QStringLiteral("25 % of bound: the least time")),
+                 qPrintable(l2.tooltips.at(0).at(2)));
+        const TextTable l1 = taskTable(*report, 1);
+        QCOMPARE(l1.rows.at(0).at(2), QStringLiteral("correct 1.00\u00D7"));
+        QVERIFY(l1.tooltips.at(0).at(2).contains(QStringLiteral("stored no roofline floor")));
+        const TextTable levels = levelTable(*report);
+        QCOMPARE(levels.headers.last(), QStringLiteral("Roofline bound (geomean, n)"));
+        QCOMPARE(levels.rows.at(1).last(), QStringLiteral("25 % of bound (n = 1)")); // L2
+        const TextTable runs = runTable(*report);
+        QVERIFY2(runs.tooltips.at(0).at(6).contains(QStringLiteral("geometric mean): 25 % of bound (n = 1)")),
+                 qPrintable(runs.tooltips.at(0).at(6)));
     }
 };
 
