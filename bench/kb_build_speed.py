@@ -342,6 +342,11 @@ def plain_result(started):
     except OSError:
         pass
     result["wall_s"], result["stages"] = seconds, stages
+    try:
+        with open(os.path.join(out, "main.cpp"), "rb") as f:
+            result["main_cpp"] = f.read()
+    except OSError:
+        result["main_cpp"] = None
     return result
 
 
@@ -381,8 +386,12 @@ def device_quick(ec, answers, arch):
         print(f"| {label} | {p['wall_s']:.1f} | {p['import_s']:.1f} | {f(st.get('main.o'))} | {f(st.get('cuda.cuda.o'))} | "
               f"{f(so)} | {'built' if p['ok'] else 'compile_error'} | {made.get(label, (0.0, '?'))[0]:.0f} |")
     print(flush=True)
-    for label, _ in answers:
-        print(f"- {label}: header: {made.get(label, ('', '?'))[1]}")
+    for label, arguments in answers:
+        # The early pass counts only where the broker's guess of main.cpp is torch's file.
+        guess = ec.load_inline_main_cpp(arguments)
+        same = guess is not None and plain[label]["main_cpp"] == guess.encode()
+        print(f"- {label}: header: {made.get(label, ('', '?'))[1]}; the broker's main.cpp "
+              f"{'is' if same else 'is NOT'} the one load_inline wrote")
     print()
     cache = os.path.join(WORK, "cache-after")
     link_headers(headers, cache, ec)
