@@ -261,17 +261,19 @@ int runTasks(Session& session, bool json)
         QStringList dims;
         for (const TaskDim& d : task.dims)
             dims << d.name + QLatin1Char('=') + numberOrDash(double(d.full), 10);
-        // No dimensions of its own: the reason it has no TorchScript reference stands in their place.
+        // No dimensions of its own: how it is evaluated, and why, stand in their place.
         const QString& only = task.kernelBenchOnly;
         kernelBenchOnly += only.isEmpty() ? 0 : 1;
         table.addRow({task.id, numberOrDash(task.level), task.title,
-                      only.isEmpty() ? dims.join(QLatin1Char(' ')) : QStringLiteral("KernelBench only: ") + only});
+                      only.isEmpty()
+                          ? dims.join(QLatin1Char(' '))
+                          : QStringLiteral("KernelBench format only (reference: KernelBench's Model): ") + only});
     }
     out() << table.render();
     const QList<TaskLoadError>& errors = list.errors;
     out() << '\n' << tasks.size() << (tasks.size() == 1 ? " task" : " tasks");
     if (kernelBenchOnly > 0)
-        out() << " (" << kernelBenchOnly << " KernelBench only)";
+        out() << " (" << kernelBenchOnly << " evaluated in KernelBench's answer format only)";
     if (!errors.isEmpty())
         out() << ", " << errors.size() << (errors.size() == 1 ? " broken file" : " broken files");
     out() << '\n';

@@ -143,17 +143,13 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                           QStringLiteral("the worker did not list its tasks: %1")
                               .arg(tasksOutcome.message.isEmpty() ? tasksOutcome.response.header.errorMessage
                                                                   : tasksOutcome.message));
+    // KernelBench-only tasks too: their generations are in KernelBench's format, which the worker
+    // evaluates against KernelBench's Model (docs/task-format.md, "KernelBench only").
     QSet<QString> known;
-    QHash<QString, QString> kernelBenchOnly; // task -> why it has no TorchScript reference
-    for (const TaskSpec& task : tasksOutcome.response.tasks.value_or(TaskList()).tasks) {
+    for (const TaskSpec& task : tasksOutcome.response.tasks.value_or(TaskList()).tasks)
         known.insert(task.id);
-        if (const QString& why = task.kernelBenchOnly; !why.isEmpty())
-            kernelBenchOnly.insert(task.id, why);
-    }
 
-    GenerationScan scan = scanKernelBenchFolder(
-        dir.path(), [&](const QString& task) { return known.contains(task); },
-        [&](const QString& task) { return kernelBenchOnly.value(task); });
+    GenerationScan scan = scanKernelBenchFolder(dir.path(), [&](const QString& task) { return known.contains(task); });
     QList<SkippedFile>& skipped = scan.skipped;
 
     // The tally: files found, imported, skipped by reason, recorded verdicts read.

@@ -45,6 +45,10 @@ int runPrompt(Session& session, const PromptCommandOptions& options)
     request.contextTokens = options.contextTokens;
     request.maxOutputTokens = options.maxOutputTokens;
     request.promptsDir = promptsDir;
+    // The shipped KernelBench set asks for KernelBench-format answers, which a KernelBench-only
+    // task takes (a native-format run leaves it out: runlaunch.cpp).
+    if (promptsDir == defaultPromptsDirFor(QString::fromLatin1(defaults::kAnswerFormatKernelBench)))
+        request.answerFormat = QString::fromLatin1(defaults::kAnswerFormatKernelBench);
     if (!unknown.isEmpty())
         return failPrompt(json, ExitUsage, QStringLiteral("bad_ablation"),
                           QStringLiteral("--ablate: unknown switch \"%1\"").arg(unknown));

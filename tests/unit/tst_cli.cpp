@@ -73,13 +73,15 @@ private Q_SLOTS:
             << QStringLiteral("crashed");
         QTest::newRow("tasks") << QStringList{worker, QStringLiteral("tasks")} << QStringList() << 0
                                << QStringLiteral("Conv2d, ReLU, bias add");
-        // A KernelBench-only task shows its reason where its dimensions would be, and the count.
+        // A KernelBench-only task shows how it is evaluated and why where its dimensions would be, and the count.
         QTest::newRow("tasks, KernelBench only")
             << QStringList{worker, QStringLiteral("tasks")} << QStringList{QStringLiteral("FAKEWORKER_LIST_ALL=1")} << 0
-            << QStringLiteral("KernelBench only: line 18: nn.LSTM (no functional translation here)");
+            << QStringLiteral(
+                   "KernelBench format only (reference: KernelBench's Model): line 18: nn.LSTM (no functional "
+                   "translation here)");
         QTest::newRow("tasks, KernelBench-only count")
             << QStringList{worker, QStringLiteral("tasks")} << QStringList{QStringLiteral("FAKEWORKER_LIST_ALL=1")} << 0
-            << QStringLiteral("250 tasks (37 KernelBench only)");
+            << QStringLiteral("250 tasks (37 evaluated in KernelBench's answer format only)");
         QTest::newRow("analyze") << QStringList{worker, QStringLiteral("analyze"), QStringLiteral("L1/1")}
                                  << QStringList() << 0 << QStringLiteral("137.4 GFLOP");
         QTest::newRow("analyze unknown task") << QStringList{worker, QStringLiteral("analyze"), QStringLiteral("L9/9")}

@@ -349,9 +349,10 @@ private Q_SLOTS:
         QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 3);
     }
 
-    // A generation for a KernelBench-only task (no reference the worker runs) is skipped with the
-    // task file's reason (the fake lists every recorded task under $FAKEWORKER_LIST_ALL).
-    void kernelBenchOnlyTasksAreSkippedWithTheirReason()
+    // A generation for a KernelBench-only task is imported and evaluated as any other: the worker
+    // runs KernelBench's Model as its reference (the fake lists every recorded task under
+    // $FAKEWORKER_LIST_ALL, L3/35 among them).
+    void kernelBenchOnlyTasksAreImported()
     {
         QTemporaryDir tmp;
         QVERIFY(tmp.isValid());
@@ -364,13 +365,8 @@ private Q_SLOTS:
         qunsetenv("FAKEWORKER_LIST_ALL");
         qunsetenv("KWB_WORKER_ENV");
         QVERIFY2(json.exitCode == 0, json.err.constData());
-        const QJsonArray skipped = json.json().value(QLatin1String("skipped")).toArray();
-        QCOMPARE(skipped.size(), 1);
-        QCOMPARE(skipped.first().toObject().value(QLatin1String("kind")).toString(), QStringLiteral("kernelbench_only"));
-        QVERIFY2(skipped.first().toObject().value(QLatin1String("reason")).toString().startsWith(
-                     QStringLiteral("L3/35 is KernelBench only (line 18: nn.LSTM")),
-                 qPrintable(skipped.first().toObject().value(QLatin1String("reason")).toString()));
-        QCOMPARE(json.json().value(QLatin1String("tally")).toObject().value(QLatin1String("imported")).toInt(), 1);
+        QCOMPARE(json.json().value(QLatin1String("skipped")).toArray().size(), 0);
+        QCOMPARE(json.json().value(QLatin1String("tally")).toObject().value(QLatin1String("imported")).toInt(), 2);
     }
 
     // The folder's recorded verdicts (KernelBench's eval_results.json, Kernel-Coder's list) are

@@ -432,8 +432,7 @@ bool parseRecordedVerdicts(const QByteArray& text, int defaultLevel, const QStri
     return true;
 }
 
-GenerationScan scanKernelBenchFolder(const QString& directory, const std::function<bool(const QString&)>& hasTask,
-                                     const std::function<QString(const QString&)>& kernelBenchOnly)
+GenerationScan scanKernelBenchFolder(const QString& directory, const std::function<bool(const QString&)>& hasTask)
 {
     GenerationScan scan;
     const QDir root(QDir(directory).absolutePath());
@@ -508,12 +507,6 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
         }
         if (!hasTask(task)) {
             scan.skipped.append({file, SkipKind::WorkerHasNoTask, QStringLiteral("the worker has no task %1").arg(task)});
-            continue;
-        }
-        if (const QString why = kernelBenchOnly ? kernelBenchOnly(task) : QString(); !why.isEmpty()) {
-            scan.skipped.append({file, SkipKind::KernelBenchOnly,
-                                 QStringLiteral("%1 is KernelBench only (%2): the worker has no reference to evaluate it "
-                                                "against").arg(task, why)});
             continue;
         }
         Candidate c;

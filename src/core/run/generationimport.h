@@ -63,7 +63,6 @@ inline const QString Prompt = QStringLiteral("prompt");                   ///< `
 inline const QString Unnamed = QStringLiteral("no_level_problem_sample"); ///< a .py/.txt whose path lacks one
 inline const QString Level = QStringLiteral("not_levels_1_3");            ///< level 0 or above 3, problem 0
 inline const QString WorkerHasNoTask = QStringLiteral("worker_has_no_task"); ///< a task the worker does not list
-inline const QString KernelBenchOnly = QStringLiteral("kernelbench_only"); ///< a task with no reference the worker runs
 inline const QString ResponseOfKernel = QStringLiteral("response_of_imported_kernel"); ///< its _kernel.py is imported
 inline const QString EmptyModule = QStringLiteral("empty_module"); ///< an empty _kernel.py whose response is imported
 inline const QString Duplicate = QStringLiteral("duplicate");             ///< another file is the same sample
@@ -129,11 +128,9 @@ struct GenerationScan
 
 /// Looks through DIR (recursively; hidden files and folders aside). `hasTask("L1/3")` says whether
 /// this workbench has the task (the worker's list: all 250 of KernelBench's levels 1-3); a task it
-/// lacks is skipped. `kernelBenchOnly("L3/35")`, when given, is the reason a task has no reference
-/// the worker can run (its task file's `kernelbench_only`), empty for one it can: such a task's
-/// generations are skipped with that reason rather than evaluated into errors.
-GenerationScan scanKernelBenchFolder(const QString& directory, const std::function<bool(const QString&)>& hasTask,
-                                     const std::function<QString(const QString&)>& kernelBenchOnly = {});
+/// lacks is skipped. A KernelBench-only task is imported as any other: its generations are in
+/// KernelBench's format, which the worker evaluates against KernelBench's Model (docs/task-format.md).
+GenerationScan scanKernelBenchFolder(const QString& directory, const std::function<bool(const QString&)>& hasTask);
 
 /// The verdicts of an eval_results.json's text (any of the shapes above). `defaultLevel` is the
 /// level of entries that do not say one (KernelBench's files key by problem only), -1 when not

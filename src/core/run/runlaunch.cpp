@@ -5,6 +5,7 @@
 #include "core/model/llmclient.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/protocolcodec.h"
+#include "core/protocol/protocolnames.h"
 #include "core/protocol/workerrequests.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/workerlauncher.h"
@@ -695,14 +696,16 @@ void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& respon
         for (const TaskSpec& task : response.tasks.value_or(TaskList()).tasks)
             known.insert(task.id, task);
         QStringList unknown, kernelBenchOnly, runnable;
+        const bool kernelBenchFormat = m_plan.answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench);
         for (const QString& id : std::as_const(m_plan.taskIds)) {
             if (!known.contains(id)) {
                 unknown << id;
                 continue;
             }
-            // No TorchScript reference, so nothing to evaluate a candidate against: left out of
-            // the run, with the reason, before a prompt is spent on it (docs/task-format.md).
-            if (const QString why = known.value(id).kernelBenchOnly; !why.isEmpty()) {
+            // No TorchScript reference: a native-format answer has nothing to be held to, so the
+            // task is left out, with the reason, before a prompt is spent on it; in KernelBench's
+            // format it is evaluated against KernelBench's Model (docs/task-format.md).
+            if (const QString why = known.value(id).kernelBenchOnly; !why.isEmpty() && !kernelBenchFormat) {
                 kernelBenchOnly << QStringLiteral("%1 (%2)").arg(id, why);
                 continue;
             }
@@ -718,10 +721,13 @@ void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& respon
                                Failure::UnknownTask);
         if (!kernelBenchOnly.isEmpty()) {
             if (runnable.isEmpty())
-                return failLoading(QStringLiteral("every task is KernelBench only (no reference the worker can run): %1")
-                                       .arg(kernelBenchOnly.join(QStringLiteral("; "))),
-                                   Failure::UnknownTask);
-            Q_EMIT warning(QStringLiteral("left out %1 KernelBench-only task%2 (no reference the worker can run): %3")
+                return failLoading(
+                    QStringLiteral("every task is KernelBench only (no TorchScript reference for a "
+                                   "native-format answer; --answer-format kernelbench evaluates them): %1")
+                        .arg(kernelBenchOnly.join(QStringLiteral("; "))),
+                    Failure::UnknownTask);
+            Q_EMIT warning(QStringLiteral("left out %1 KernelBench-only task%2 (no TorchScript reference for a "
+                                          "native-format answer; --answer-format kernelbench evaluates them): %3")
                                .arg(kernelBenchOnly.size())
                                .arg(kernelBenchOnly.size() > 1 ? QStringLiteral("s") : QString(),
                                     kernelBenchOnly.join(QStringLiteral("; "))));
@@ -740,6 +746,10 @@ void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& respon
             RunTaskInput& input = m_inputs[i];
             input.device = m_device.raw;
             const QString id = m_plan.taskIds.at(i);
+            // A KernelBench-only task (a KernelBench-format run) has no graph to analyse or
+            // profile: the worker refuses both, and its prompts go without them.
+            if (input.task.value(QLatin1String(ProtocolNames::Key::kKernelBenchOnly)).isString())
+                continue;
             send(Kind::Analyze, WorkerRequests::analyze(id, m_plan.scale), i);
             ++m_total;
             if (gpu && m_plan.regimeForLevel(input.level()).useProfile) {

@@ -10,7 +10,7 @@
 // own cgroup, which is the case under systemd: a user's scope in its slice) as a sibling of kwb's
 // cgroup; cgroup v1 (containers) as a child of kwb's cgroup in the memory hierarchy. Both need
 // write access there (delegated to the user under systemd, root in a container); without it,
-// none is made and the reason is said once (`kwb doctor`, docs/sandbox.md).
+// none is made and the probe keeps the reason (MemoryCgroupSupport::why).
 
 #include <QString>
 #include <QtGlobal>

@@ -364,8 +364,9 @@ private Q_SLOTS:
         QVERIFY(loaded.isEmpty());
     }
 
-    // A KernelBench-only task (no TorchScript reference) is left out of the run with a warning
-    // naming it and its reason; a run of nothing else fails.
+    // A KernelBench-only task (no TorchScript reference) is left out of a native-format run with a
+    // warning naming it and its reason; a run of nothing else fails. A KernelBench-format run takes
+    // it (its reference is KernelBench's Model), without asking the worker to analyse it.
     void factsLoaderLeavesOutKernelBenchOnlyTasks()
     {
         qputenv("FAKEWORKER_LIST_ALL", "1"); // the fake then lists every recorded task
@@ -385,7 +386,8 @@ private Q_SLOTS:
         QCOMPARE(inputs.first().id(), QStringLiteral("L1/1"));
         QVERIFY(!warnings.isEmpty());
         QVERIFY2(warnings.first().first().toString().startsWith(
-                     QStringLiteral("left out 1 KernelBench-only task (no reference the worker can run): L3/35 (line 18: nn.LSTM")),
+                     QStringLiteral("left out 1 KernelBench-only task (no TorchScript reference for a native-format "
+                                    "answer; --answer-format kernelbench evaluates them): L3/35 (line 18: nn.LSTM")),
                  qPrintable(warnings.first().first().toString()));
 
         RunFactsLoader only(&supervisor);
@@ -394,6 +396,21 @@ private Q_SLOTS:
         only.load(*planRun(request, nullptr));
         QVERIFY(failed.wait(30000));
         QVERIFY(failed.first().first().toString().startsWith(QStringLiteral("every task is KernelBench only")));
+
+        RunFactsLoader kernelBench(&supervisor);
+        request.taskIds = {QStringLiteral("L1/1"), QStringLiteral("L3/35")};
+        request.answerFormat = QString::fromLatin1(defaults::kAnswerFormatKernelBench);
+        QSignalSpy kbLoaded(&kernelBench, &RunFactsLoader::loaded);
+        QSignalSpy kbWarnings(&kernelBench, &RunFactsLoader::warning);
+        kernelBench.load(*planRun(request, nullptr));
+        QVERIFY(kbLoaded.wait(30000));
+        const auto kbInputs = kbLoaded.first().at(0).value<QList<RunTaskInput>>();
+        QCOMPARE(kbInputs.size(), 2);
+        QCOMPARE(kbInputs.at(1).id(), QStringLiteral("L3/35"));
+        QVERIFY(kbInputs.at(1).analyze.isEmpty());
+        QVERIFY(!kbInputs.at(0).analyze.isEmpty());
+        QVERIFY2(kbWarnings.isEmpty(),
+                 qPrintable(kbWarnings.isEmpty() ? QString() : kbWarnings.first().first().toString()));
         qunsetenv("FAKEWORKER_LIST_ALL");
         qunsetenv("KWB_WORKER_ENV");
     }
