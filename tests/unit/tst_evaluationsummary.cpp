@@ -1,6 +1,7 @@
 // The evaluation in words (src/core/study/evaluationsummary.h): an all-NaN output never reads
 // "max |diff| 0", a passing output's huge relative difference is explained by the tolerance
-// rule with its numbers, an evaluation below the roofline floor says it is not counted and why.
+// rule with its numbers, an evaluation below the roofline floor says it is not counted and why,
+// each compiled kernel's facts (issue 40) are decoded and read in a line.
 
 #include "core/study/evaluationsummary.h"
 #include "core/tasks/kernelbound.h"
@@ -88,6 +89,63 @@ private Q_SLOTS:
         QVERIFY(text.contains(QStringLiteral("speedup_over_10x: KernelBench's warning")));
         // An honest evaluation counts: no reason.
         QVERIFY(notCountedReasons(decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}})).isEmpty());
+    }
+
+    void kernelFactsAreDecodedAndRead()
+    {
+        // compile.kernel_facts as the worker writes it (docs/protocol.md §evaluate): a kernel that
+        // spills, another whose block is bounded by __launch_bounds__, a note on what was not read.
+        const QJsonObject spills{{QStringLiteral("name"), QStringLiteral("_Z4heavyPKfPf")},
+                                 {QStringLiteral("demangled"), QStringLiteral("heavy(float const*, float*)")},
+                                 {QStringLiteral("arch"), QStringLiteral("sm_90")},
+                                 {QStringLiteral("registers"), 24},
+                                 {QStringLiteral("local_bytes"), 152},
+                                 {QStringLiteral("spill_store_bytes"), 120},
+                                 {QStringLiteral("spill_load_bytes"), 96},
+                                 {QStringLiteral("static_shared_bytes"), 0},
+                                 {QStringLiteral("max_threads_per_block"), 1024},
+                                 {QStringLiteral("max_threads_limit"), QStringLiteral("hardware")},
+                                 {QStringLiteral("ptx"), QJsonValue::Null},
+                                 {QStringLiteral("sass"), QStringLiteral("LDG.E R2, desc[UR4][R2.64] ;\n")}};
+        const QJsonObject bounded{{QStringLiteral("name"), QStringLiteral("tile")},
+                                  {QStringLiteral("registers"), 40},
+                                  {QStringLiteral("local_bytes"), 0},
+                                  {QStringLiteral("static_shared_bytes"), 4096},
+                                  {QStringLiteral("max_threads_per_block"), 128},
+                                  {QStringLiteral("max_threads_limit"), QStringLiteral("launch_bounds")},
+                                  {QStringLiteral("sass"), QJsonValue::Null},
+                                  {QStringLiteral("sass_note"), QStringLiteral("no nvdisasm")}};
+        const EvaluationResult e = decodeEvaluation(QJsonObject{
+            {QStringLiteral("status"), QStringLiteral("no_device")},
+            {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true},
+                                                    {QStringLiteral("kernel_facts"), QJsonArray{spills, bounded}},
+                                                    {QStringLiteral("kernel_facts_note"),
+                                                     QStringLiteral("ext: a cubin for sm_90 compressed with zstd")}}}});
+        QVERIFY(e.compile);
+        const QList<KernelFactsInfo>& k = e.compile->kernelFacts;
+        QCOMPARE(k.size(), 2);
+        QCOMPARE(k[0].displayName(), QStringLiteral("heavy(float const*, float*)"));
+        QCOMPARE(k[0].spillStoreBytes, std::optional<qint64>(120));
+        QVERIFY(!k[0].ptx);
+        QCOMPARE(*k[0].sass, QStringLiteral("LDG.E R2, desc[UR4][R2.64] ;\n"));
+        QCOMPARE(k[1].displayName(), QStringLiteral("tile"));
+        QVERIFY(!k[1].spillStoreBytes); // an extension's: ptxas said nothing
+        QCOMPARE(k[1].sassNote, QStringLiteral("no nvdisasm"));
+        QCOMPARE(kernelReading(k[0]),
+                 QStringLiteral("24 registers, 120 B spilled per thread (stores 120 B, loads 96 B), "
+                                "32 B of local arrays per thread; blocks of up to 1024 threads"));
+        QCOMPARE(kernelReading(k[1]), QStringLiteral("40 registers, 4096 B static shared; blocks of up to 128 threads "
+                                                     "(__launch_bounds__)"));
+        const QList<KernelFactRow> rows = kernelFactRows(k[1]);
+        QCOMPARE(rows.size(), kernelFactLabels().size());
+        QCOMPARE(rows[2].value, QStringLiteral("\u2014")); // spill stores unknown, not 0
+        const QString text = evaluationSummary(e);
+        QVERIFY2(text.contains(QStringLiteral("  heavy(float const*, float*): 24 registers, 120 B spilled")),
+                 qPrintable(text));
+        QVERIFY(text.contains(QStringLiteral("Kernel facts: ext: a cubin for sm_90 compressed with zstd")));
+        // an evaluation without facts (an older worker) says nothing of kernels
+        QVERIFY(!evaluationSummary(decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}}))
+                     .contains(QLatin1String("Kernels")));
     }
 };
 

@@ -1,5 +1,7 @@
 #include "app/editor/candidatediffview.h"
 
+#include "app/editor/kernelcompareview.h"
+
 #include "app/editor/codeeditor.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/study/evaluationsummary.h"
@@ -250,6 +252,21 @@ CandidateDiffView::CandidateDiffView(QWidget* parent)
     m_bottomTabs->setObjectName(QStringLiteral("diffBottomTabs"));
     m_bottomTabs->addTab(logs, tr("Evaluation"));
     m_bottomTabs->addTab(m_promptDiff, tr("Prompts sent"));
+    m_kernels = new KernelCompareView(page);
+    m_kernels->setObjectName(QStringLiteral("kernelCompare"));
+    m_bottomTabs->addTab(m_kernels, tr("Kernels"));
+    connect(m_kernels, &KernelCompareView::captionChanged, this,
+            [this](const QString& caption) { m_bottomTabs->setTabText(2, caption); });
+    // The kernels need room (a table beside two listings): their tab takes most of the height,
+    // the code blocks above keep a few lines each; back on another tab the blocks get it again.
+    connect(m_bottomTabs, &QTabWidget::currentChanged, this, [this](int index) {
+        const int total = m_splitter->height() > 200 ? m_splitter->height() : 700;
+        if (index == 2)
+            m_splitter->setSizes({total * 22 / 100, total * 13 / 100, total - total * 35 / 100});
+        else if (m_kernelsTookRoom)
+            m_splitter->setSizes({total * 50 / 100, total * 25 / 100, total - total * 75 / 100});
+        m_kernelsTookRoom = index == 2;
+    });
 
     m_splitter = new QSplitter(Qt::Vertical, page);
     m_splitter->addWidget(m_cudaSection);
@@ -355,6 +372,14 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
     m_leftLog->setPlainText(CandidateSide::evaluationReport(left.evaluation));
     m_rightLog->setPlainText(CandidateSide::evaluationReport(right.evaluation));
     m_promptDiff->setTexts(left.prompts, right.prompts, Language::Markdown);
+    auto facts = [](const CandidateSide& side) {
+        return side.evaluation && side.evaluation->compile ? side.evaluation->compile->kernelFacts
+                                                           : QList<KernelFactsInfo>();
+    };
+    auto factsNote = [](const CandidateSide& side) {
+        return side.evaluation && side.evaluation->compile ? side.evaluation->compile->kernelFactsNote : QString();
+    };
+    m_kernels->setKernels(facts(left), factsNote(left), facts(right), factsNote(right));
     m_bottomTabs->setTabText(
         1, left.prompts.isEmpty() && right.prompts.isEmpty() ? tr("Prompts sent")
            : m_promptDiff->changeCount() == 0
@@ -394,12 +419,18 @@ void CandidateDiffView::clear()
     m_cudaDiff->clear();
     m_pythonDiff->clear();
     m_promptDiff->clear();
+    m_kernels->clear();
     m_bottomTabs->setTabText(1, tr("Prompts sent"));
     m_leftLog->clear();
     m_rightLog->clear();
     m_current = -1;
     m_stack->setCurrentIndex(0);
     updateNavigation();
+}
+
+void CandidateDiffView::showBottomTab(int index)
+{
+    m_bottomTabs->setCurrentIndex(index);
 }
 
 bool CandidateDiffView::hasCandidates() const

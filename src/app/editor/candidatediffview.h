@@ -3,7 +3,8 @@
 // as CUDA, the python blocks diffed as Python (TorchScript), and per side a log with what the
 // evaluator said (compile log, correctness failure, message: docs/protocol.md §evaluate).
 // Changes are counted over both blocks and stepped through with F7 / Shift+F7 (or Alt+Down /
-// Alt+Up). Under them, in a tab beside the logs, the prompts each side was sent, diffed.
+// Alt+Up). Under them, in a tab beside the logs, the prompts each side was sent, diffed, and in a
+// third the compiled kernels side by side (kernelcompareview.h).
 //
 // The blocks are the ones the worker parsed out of each answer and evaluated (its `candidate`
 // echo, kept by the run store): the view parses nothing. Where a side has no echo (not evaluated,
@@ -26,6 +27,7 @@ class QTabWidget;
 
 namespace kwb::app {
 
+class KernelCompareView;
 class SideBySideDiffView;
 
 struct CandidateSide
@@ -80,6 +82,10 @@ public:
     QPlainTextEdit* rightLog() const { return m_rightLog; }
     /// The prompts each side was sent, diffed (the "Prompts sent" tab under the code).
     SideBySideDiffView* promptDiff() const { return m_promptDiff; }
+    /// The Kernels tab: each side's compiled kernels, their facts, SASS and PTX (issue 40).
+    KernelCompareView* kernelView() const { return m_kernels; }
+    /// Shows the bottom tab at `index` (0 evaluation, 1 prompts, 2 kernels).
+    void showBottomTab(int index);
 
 public Q_SLOTS:
     bool nextChange();
@@ -111,7 +117,9 @@ private:
     QPlainTextEdit* m_leftLog = nullptr;
     QPlainTextEdit* m_rightLog = nullptr;
     SideBySideDiffView* m_promptDiff = nullptr;
-    QTabWidget* m_bottomTabs = nullptr; ///< the evaluation logs, the prompts sent
+    KernelCompareView* m_kernels = nullptr;
+    bool m_kernelsTookRoom = false;     ///< the Kernels tab enlarged the bottom of the splitter
+    QTabWidget* m_bottomTabs = nullptr; ///< the evaluation logs, the prompts sent, the kernels
     QSplitter* m_splitter = nullptr;
     QLabel* m_changes = nullptr;
     QLabel* m_position = nullptr;

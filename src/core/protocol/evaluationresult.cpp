@@ -98,6 +98,7 @@ CompileInfo decodeCompile(const QJsonObject& c)
     const QJsonObject refused = obj(c, Key::kRefused);
     info.refusedCode = str(refused, Key::kCode);
     info.refusedMessage = str(refused, Key::kMessage);
+    info.kernelFacts = decodeKernelFacts(c, &info.kernelFactsNote);
     return info;
 }
 

@@ -6,6 +6,7 @@
 // for exports: the run store keeps the worker's JSON, never a re-encoding of this struct.
 
 #include "core/protocol/evaluationstatus.h"
+#include "core/protocol/kernelfacts.h"
 #include "core/protocol/protocolnames.h"
 
 #include <QJsonObject>
@@ -60,6 +61,10 @@ struct CompileInfo
     QString cubinB64;     ///< compile responses with return_cubin
     QString refusedCode;  ///< the CUDA pre-check refused the source (`refused.code`)
     QString refusedMessage;
+    /// `kernel_facts`: each compiled kernel's resources, PTX and SASS (issue 40), and what of
+    /// them could not be read.
+    QList<KernelFactsInfo> kernelFacts;
+    QString kernelFactsNote;
 };
 
 /// `correctness.range_trial`: the N(0,1) trial (null when skipped).

@@ -135,6 +135,13 @@ QString evaluationSummary(const EvaluationResult& e)
         lines << QStringLiteral("Compile: failed (see the compile log)");
     if (e.formatError)
         lines << QStringLiteral("Answer format: %1: %2").arg(e.formatError->code, e.formatError->message);
+    if (e.compile && !e.compile->kernelFacts.isEmpty()) {
+        lines << QStringLiteral("Kernels (from the cubin; the Diff page's Kernels tab has PTX and SASS):");
+        for (const KernelFactsInfo& k : e.compile->kernelFacts)
+            lines << QStringLiteral("  %1: %2").arg(k.displayName(), kernelReading(k));
+    }
+    if (e.compile && !e.compile->kernelFactsNote.isEmpty())
+        lines << QStringLiteral("Kernel facts: %1").arg(e.compile->kernelFactsNote);
     const QStringList flags = explainedFlags(e);
     if (!flags.isEmpty())
         lines << QStringLiteral("Flags:") << flags;

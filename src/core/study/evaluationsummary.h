@@ -30,7 +30,7 @@ QStringList explainedFlags(const EvaluationResult& evaluation);
 /// The readable summary, a line per fact: status (and whether it counts), speed-up with both
 /// times and their spread, correctness against the stated tolerance (atol + rtol·|ref|, with why
 /// a large relative difference can pass), NaN/Inf outputs, the failure, flags, degenerate
-/// references, the profile.
+/// references, the profile, each compiled kernel in a line (kernelReading).
 QString evaluationSummary(const EvaluationResult& evaluation);
 
 } // namespace kwb

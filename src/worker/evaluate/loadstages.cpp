@@ -3,6 +3,8 @@
 // global settings, and the load of the compiled module.
 #include "worker/evaluate/evaluation.h"
 
+#include "worker/compile/kernelfacts.h"
+
 namespace kwb::evaluation {
 
 /// Whether this process made its CUDA context and torch's CUDA state yet (deviceStage, or an
@@ -18,6 +20,41 @@ std::string currentArch()
 }
 
 bool kernelBenchParse(Evaluation& ev, const std::string& answer, CodeBlock codeBlock);
+
+/// `compile.kernel_facts` (issue 40): each compiled kernel's registers, memory, PTX and SASS,
+/// capped (kernelfacts.h); `note` says what could not be read.
+void storeKernelFacts(Evaluation& ev, std::vector<KernelFacts> kernels, std::string note)
+{
+    namespace K = ProtocolNames::KernelFact;
+    if (const std::size_t dropped = capKernelTexts(kernels))
+        note += (note.empty() ? "" : "; ") + std::to_string(dropped) + " more kernels not described (the first " +
+                std::to_string(kMaxFactKernels) + " are)";
+    ev.compile[K::kKernelFacts] = kernelFactsJson(kernels);
+    if (!note.empty())
+        ev.compile[K::kKernelFactsNote] = note;
+}
+
+/// The facts of each torch extension a KernelBench-format answer built (`builds`: name, build_dir,
+/// with_cuda), read from its .so after the build.
+void storeExtensionFacts(Evaluation& ev, const json& builds, const std::string& arch)
+{
+    const int sm = std::atoi(arch.c_str() + std::min<std::size_t>(3, arch.size()));
+    const std::string nvdisasm = findNvdisasm(nvrtcIncludeDirs());
+    std::vector<KernelFacts> all;
+    std::string note;
+    for (const auto& b : builds) {
+        if (!b.value("with_cuda", false))
+            continue;
+        const std::string name = b.value("name", std::string());
+        std::string why;
+        std::vector<KernelFacts> ks =
+            extensionKernelFacts(b.value("build_dir", std::string()) + "/" + name + ".so", name, sm, nvdisasm, &why);
+        all.insert(all.end(), ks.begin(), ks.end());
+        if (!why.empty())
+            note += (note.empty() ? "" : "; ") + why;
+    }
+    storeKernelFacts(ev, std::move(all), note);
+}
 
 } // namespace
 
@@ -257,6 +294,7 @@ bool kernelBenchLoadStage(Evaluation& ev)
                 err["detail"] = b["refusals"];
             return kernelBenchFailure(ev, err);
         }
+        storeExtensionFacts(ev, b["builds"], arch);
         ev.res["compile"] = ev.compile;
         return ev.stop("no_device", "load", "built and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
     }
@@ -274,6 +312,7 @@ bool kernelBenchLoadStage(Evaluation& ev)
     ev.compile["log"] = log;
     if (!m.callable)
         return kernelBenchFailure(ev, m.error);
+    storeExtensionFacts(ev, m.builds, arch);
     ev.res["compile"] = ev.compile;
     for (const auto& b : m.builds)
         ev.launchesKernels = ev.launchesKernels || b.value("with_cuda", false);
@@ -323,6 +362,11 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.cr.cubin = std::move(shippedCubin);
         ev.compile["cached"] = true;
         ev.compile["log"] = req.value(protocol::Field::kCompileLog, std::string());
+        std::vector<KernelFacts> ks = cubinKernelFacts(ev.cr.cubin.data(), ev.cr.cubin.size(), arch, nullptr);
+        for (KernelFacts& k : ks)
+            k.ptxNote = "compiled ahead: the PTX does not come with the cubin";
+        addSass(ks, ev.cr.cubin, findNvdisasm(nvrtcIncludeDirs()));
+        storeKernelFacts(ev, std::move(ks), "compiled ahead: no ptxas report, so no spill counts");
         return true;
     }
     if (!cand.hasCuda)
@@ -345,6 +389,7 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.res["compile"] = ev.compile;
         return ev.stop("compile_error", "compile", "NVRTC could not compile the cuda block");
     }
+    storeKernelFacts(ev, compiledKernelFacts(ev.cr, findNvdisasm(nvrtcIncludeDirs())), "");
     return true;
 }
 

@@ -1,0 +1,73 @@
+#pragma once
+// The Diff page's Kernels tab (issue 40): the compiled kernels of two candidates side by side.
+// A kernel is chosen by name (kernels of the same name are paired; one only one side has is shown
+// against nothing); its facts (core/protocol/kernelfacts.h: registers, spills, shared and
+// constant memory, the block limit) in a table whose differing rows are highlighted, each side's
+// one-line reading, and its SASS or PTX diffed line by line (changed lines marked as in the code
+// diff). The facts are the worker's `compile.kernel_facts`, read from the cubin: the view
+// computes none of them.
+
+#include "core/protocol/kernelfacts.h"
+
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QTableWidget;
+
+namespace kwb::app {
+
+class SideBySideDiffView;
+
+class KernelCompareView : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit KernelCompareView(QWidget* parent = nullptr);
+
+    /// Each side's kernels and the worker's note on what it could not read.
+    void setKernels(const QList<KernelFactsInfo>& left, const QString& leftNote, const QList<KernelFactsInfo>& right,
+                    const QString& rightNote);
+    void clear();
+
+    /// The kernels offered, by symbol, in the chooser's order (the left's first).
+    QStringList kernelNames() const { return m_names; }
+    /// Shows kernel `name`; false where neither side has it.
+    bool setCurrentKernel(const QString& name);
+    QString currentKernel() const;
+    /// SASS (true) or PTX (false) in the code diff; SASS by default where either side has it.
+    void setShowSass(bool sass);
+    bool showsSass() const;
+
+    /// The fact rows whose values differ between the sides, by label.
+    QStringList differingFacts() const;
+    /// The tab's caption: "Kernels: 1 kernel, 3 facts differ", "Kernels: none".
+    QString caption() const;
+
+    QTableWidget* factsTable() const { return m_table; }
+    SideBySideDiffView* codeDiff() const { return m_code; }
+    QLabel* leftReading() const { return m_leftReading; }
+    QLabel* rightReading() const { return m_rightReading; }
+    QLabel* codeCaption() const { return m_codeCaption; }
+
+Q_SIGNALS:
+    void captionChanged(const QString& caption);
+
+private:
+    void showKernel();
+    void showCode();
+
+    QList<KernelFactsInfo> m_left, m_right;
+    QString m_leftNote, m_rightNote;
+    QStringList m_names;
+    QComboBox* m_chooser = nullptr;
+    QComboBox* m_codeKind = nullptr;
+    QLabel* m_note = nullptr;
+    QLabel* m_leftReading = nullptr;
+    QLabel* m_rightReading = nullptr;
+    QTableWidget* m_table = nullptr;
+    QLabel* m_codeCaption = nullptr;
+    SideBySideDiffView* m_code = nullptr;
+};
+
+} // namespace kwb::app
