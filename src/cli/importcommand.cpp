@@ -24,7 +24,7 @@
 #include "core/protocol/workerresponses.h"
 #include "core/protocol/workerrequests.h"
 #include "core/run/generationimport.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
 #include "core/workers/evaluationqueue.h"

@@ -5,7 +5,7 @@
 #include "core/model/secrets.h"
 #include "core/model/tokencounter.h"
 #include "core/prompts/tokenbudget.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runlaunch.h"
 #include "core/workers/workersupervisor.h"

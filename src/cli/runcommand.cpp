@@ -8,7 +8,7 @@
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/headlessrun.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/study/report.h"
 #include "core/store/runstore.h"

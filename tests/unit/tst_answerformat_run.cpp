@@ -4,7 +4,7 @@
 // reference, with the constructor's arguments where the task has init_inputs).
 
 #include "core/prompts/promptrenderer.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"

@@ -5,8 +5,8 @@
 // its kernelbench mode: the run takes the prompts-kernelbench set, is named and stored with the
 // format, and every compile and evaluate request it sends names it.
 
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 
 #include <QDir>

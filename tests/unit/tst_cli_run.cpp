@@ -3,11 +3,11 @@
 // L2/1 and takes an evaluation's status from a "status: NAME" marker in the answer). The rows land
 // in the run store; Ctrl-C (SIGINT) cancels cleanly and --resume finishes without repeating work.
 
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
 #include "core/workers/workerlauncher.h"
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 #include "scriptedllmserver.h"
 #include "../support/storefiles.h"

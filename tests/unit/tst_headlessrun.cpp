@@ -8,7 +8,7 @@
 
 #include "core/run/headlessrun.h"
 #include "core/run/runcontroller.h"
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 #include "core/workers/gpulease.h"
 #include "fakeworkerenvironment.h"

@@ -11,7 +11,7 @@
 #include "core/prompts/referenceview.h"
 #include "core/prompts/tokenbudget.h"
 #include "core/protocol/defaults.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runcontroller.h"
 
 #include <QDir>

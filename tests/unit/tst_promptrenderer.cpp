@@ -6,7 +6,7 @@
 #include "core/store/runstore.h"
 #include "core/model/secrets.h"
 #include "core/prompts/templateset.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "tst_promptrenderer_data.h"
 
 #include <QDir>

@@ -1,9 +1,9 @@
-// Regimes as data (src/core/run/regime.h, regimefile.h): the built-ins (regimes/study.toml, compiled
+// Regimes as data (src/core/config/regime.h, regimefile.h): the built-ins (regimes/study.toml, compiled
 // in) are the C++ table they replaced, every template they name exists, every error of a regime
 // file names its file, line, regime and key, a user's folder adds regimes, ablations change what
 // they should, JSON round-trips, routing.
 
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/regimefile.h"
 
 #include <QDir>

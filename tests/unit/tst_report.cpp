@@ -26,8 +26,8 @@
 // Routing: L1 tie 2 vs 2 -> #1 (first); L2 #2 (1 vs 0); L3 #1 (1 vs 0); combined 4/6 = 66.7 %.
 
 #include "../support/storefiles.h"
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
 #include "core/study/provenance.h"

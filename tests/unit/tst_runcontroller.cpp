@@ -6,7 +6,7 @@
 #include "core/workers/evaluationqueue.h"
 #include "core/model/llmclient.h"
 #include "core/run/runcontroller.h"
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 #include "core/study/report.h"
 #include "scriptedllmserver.h"

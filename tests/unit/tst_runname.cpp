@@ -1,7 +1,7 @@
 // Run names (src/core/run/runname.h): the study's ten runs get ten different names, each naming
 // what sets the run apart from its regime's built-in settings, and nothing for a plain run.
 
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/runname.h"
 #include "core/store/runstore.h"
 

@@ -8,7 +8,7 @@
 // store with two pages overwritten, stores in a read-only folder and read-only store files; each
 // checked by its bytes, mtime and the names beside it after opening, since tests may run as root.
 
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 #include "../support/storefiles.h"
 

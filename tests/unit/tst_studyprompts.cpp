@@ -7,7 +7,7 @@
 // any model request, counted by the server's tokenizer.
 
 #include "core/run/headlessrun.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/store/runstore.h"
 #include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"

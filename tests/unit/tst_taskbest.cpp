@@ -1,8 +1,8 @@
 // One "best" per run and task and per task across runs (core/study/taskbest.h), and why a run is
 // not a routing candidate (report.h's notMainRegimeReason): issue 38 item 4.
 
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/study/report.h"
 #include "core/study/taskbest.h"
 

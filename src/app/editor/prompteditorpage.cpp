@@ -6,7 +6,7 @@
 #include "core/prompts/promptrenderer.h"
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/workerresponses.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/regimefile.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runname.h"

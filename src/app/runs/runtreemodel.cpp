@@ -1,7 +1,7 @@
 #include "app/runs/runtreemodel.h"
 
 #include "app/runs/reporttables.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/run/selection.h"

@@ -13,7 +13,7 @@
 // data() call: a view sizing its columns to their contents asks for every row's cells on each
 // change, and decoding every evaluation for it stalled the window while a run streamed.
 
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
 #include "core/study/taskbest.h"

@@ -1,7 +1,7 @@
 #pragma once
 // Prompt template sets. A set is a directory laid out like prompts/ (docs/prompts.md): regime
 // folders with one `<role>.mustache` each and `partials/` with the `{{> name}}` files; which
-// regime has which roles is core/run/regime.cpp's. PromptRenderer renders any set given its
+// regime has which roles is core/config/regime.cpp's. PromptRenderer renders any set given its
 // directory, and `kwb run --prompts DIR` runs one, so a set is complete: "save as" copies every
 // file of the source set, then applies the edits.
 //

@@ -6,7 +6,7 @@
 // Every key is checked at load: an error names the file and line, the regime (index and name), the
 // key and what is wrong; an unknown key is an error, and no regime of a bad file is used.
 
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 
 #include <QByteArray>
 #include <QList>

@@ -32,7 +32,7 @@
 
 #include "core/prompts/promptrenderer.h"
 #include "core/prompts/tokenbudget.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/store/runstore.h"
 #include "core/run/selection.h"
 

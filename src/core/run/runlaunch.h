@@ -11,8 +11,8 @@
 
 #include "core/protocol/defaults.h"
 #include "core/protocol/workerresponse.h"
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
 #include "core/workers/hostlimits.h"

@@ -1,8 +1,8 @@
 #include "core/run/runname.h"
 
 #include "core/protocol/defaults.h"
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 
 #include <cmath>
 

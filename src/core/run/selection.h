@@ -10,7 +10,7 @@
 // so both pick the same candidate of a task, ties included.
 
 #include "core/protocol/evaluationresult.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 
 #include <QJsonObject>
 #include <QList>

@@ -5,7 +5,6 @@
 
 #include <QAtomicInteger>
 #include <QCoreApplication>
-#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -125,11 +124,6 @@ void RunInfo::setConfig(const QJsonObject& json)
     configJson = json;
     config = RunConfig::fromJson(json);
     gpu = config.gpu;
-}
-
-QString sha256Hex(const QString& text)
-{
-    return QString::fromLatin1(QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256).toHex());
 }
 
 size_t qHash(const UnitKey& key, size_t seed) noexcept

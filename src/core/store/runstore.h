@@ -25,7 +25,7 @@
 #include "core/protocol/evaluationresult.h"
 // The stored configuration's type (its one reader and writer): a value type of the run layer that
 // the store decodes each run's row into.
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 
 #include <QDateTime>
 #include <QHash>
@@ -47,9 +47,6 @@ inline const QString Running = QStringLiteral("running");
 inline const QString Finished = QStringLiteral("finished");
 inline const QString Cancelled = QStringLiteral("cancelled");
 } // namespace RunStatus
-
-/// SHA-256 of the UTF-8 text, lowercase hex.
-QString sha256Hex(const QString& text);
 
 struct RunInfo
 {
@@ -348,7 +345,7 @@ public:
 
     // Inserts. Each runs in its own transaction (autocommit) and returns the new row's id, or
     // nullopt with errorString() set.
-    /// config: RunConfig::toJson() (core/run/runconfig.h)
+    /// config: RunConfig::toJson() (core/config/runconfig.h)
     std::optional<qint64> createRun(const QString& name, const QString& regime, const QJsonObject& config);
     bool setRunStatus(qint64 runId, const QString& status);
     std::optional<qint64> addPrompt(const PromptRecord& prompt);

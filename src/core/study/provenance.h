@@ -10,7 +10,7 @@
 // Launch page takes the model the server lists, and the scripts and docs name it. An imported run
 // (`kwb import`) asked no server: its answers are a folder's generations.
 
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 
 #include <QJsonObject>

@@ -5,8 +5,8 @@
 
 #include "core/tasks/kernelbound.h"
 
-#include "core/run/regime.h"
-#include "core/run/runconfig.h"
+#include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/run/selection.h"
 #include "core/run/runname.h"
 #include "core/store/runstore.h"

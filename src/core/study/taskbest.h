@@ -11,7 +11,7 @@
 // best, even where it is faster: the run itself did not stand by it (pilot v1 keeps its last turn).
 
 #include "core/protocol/evaluationresult.h"
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
 

@@ -7,9 +7,9 @@
 #include "app/editor/codeeditor.h"
 #include "app/editor/prompteditorpage.h"
 #include "app/editor/sidebysidediffview.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/run/regimefile.h"
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 
 #include <QAbstractItemModelTester>
 #include <QDialog>

@@ -8,7 +8,7 @@
 //   run 2, zero-shot:            L1/1 correct (2.0×), L1/2 incorrect, L2/1 incorrect: 1 of 3
 //   run 3, agent with best_of_n off: L1/1 correct (1.2×), L1/2 incorrect, L2/1 compile_error: 1 of 3
 
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/store/runstore.h"
 
 #include <QJsonArray>

@@ -386,7 +386,7 @@ void addEvaluation(RunStore& store, qint64 runId, const QString& task, std::opti
 
 qint64 createRun(RunStore& store, const QString& gpuName)
 {
-    // As a run stores its configuration (core/run/runconfig.h): the worker's device answer as `gpu`.
+    // As a run stores its configuration (core/config/runconfig.h): the worker's device answer as `gpu`.
     const QJsonObject config{{QStringLiteral("model"), QStringLiteral("qwen")},
                              {QStringLiteral("gpu"), QJsonObject{{QStringLiteral("available"), true},
                                                                  {QStringLiteral("name"), gpuName}}}};

@@ -11,7 +11,7 @@
 
 #include "core/protocol/defaults.h"
 #include "core/protocol/devicefacts.h"
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 #include "core/workers/hostlimits.h"
 
 #include <QJsonObject>
@@ -23,6 +23,9 @@
 #include <optional>
 
 namespace kwb {
+
+/// SHA-256 of the UTF-8 text, lowercase hex: the hash stored beside each template's text.
+QString sha256Hex(const QString& text);
 
 /// A regime as a run stored it (Regime::toJson). Reports and names look at any stored regime
 /// (fields, with defaults for what it does not say); resuming needs one Regime::fromJson accepts.

@@ -1,11 +1,17 @@
-#include "core/run/runconfig.h"
+#include "core/config/runconfig.h"
 
-#include "core/store/runstore.h"
+#include "core/protocol/evaluationresult.h"
 
+#include <QCryptographicHash>
 #include <QJsonArray>
 #include <QJsonValue>
 
 namespace kwb {
+
+QString sha256Hex(const QString& text)
+{
+    return QString::fromLatin1(QCryptographicHash::hash(text.toUtf8(), QCryptographicHash::Sha256).toHex());
+}
 
 namespace {
 

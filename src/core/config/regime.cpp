@@ -1,4 +1,4 @@
-#include "core/run/regime.h"
+#include "core/config/regime.h"
 
 #include <QJsonArray>
 
