@@ -786,7 +786,7 @@ def _early_pass_pays(config, arguments, alone):
     compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error about
     2 s sooner: only while it is the broker's one build and the machine has a core to spare (load
     average below its cores less one). On a busy 2-core machine it saved a failure 1.3-2.8 s and
-    cost a success 1.2-2.6 s (bench/results/2026-12-04-kb-build-early-pass-2core.md); in a queue
+    cost a success 0-2.6 s (bench/results/2026-12-04-kb-build-early-pass-2core.md); in a queue
     of builds it would cost every success. config's "early_syntax_cxx": "always" (the tests') or
     "never" overrides that."""
     if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False:
