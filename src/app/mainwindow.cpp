@@ -17,6 +17,7 @@
 #include "app/runs/runsession.h"
 #include "app/tasks/taskspage.h"
 #include "app/aboutdialog.h"
+#include "app/examplestudy.h"
 #include "app/pagehelp.h"
 #include "app/widgets/elidedlabel.h"
 #include "app/widgets/windowgeometry.h"
@@ -53,7 +54,6 @@
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QProcess>
 #include <QPushButton>
 #include <QVBoxLayout>
 #include <QFile>
@@ -352,43 +352,26 @@ bool MainWindow::openExampleStudy(QString* error)
             showPage(QStringLiteral("results"));
         return ok;
     }
-    const QString archive = exampleStudyArchive();
-    if (archive.isEmpty()) {
-        if (error)
-            *error = tr("the example study is not installed");
+    // Unpacked in the background (examplestudy.h), then opened.
+    auto* unpacker = new ExampleStudyUnpacker(this);
+    if (!unpacker->start(error)) {
+        delete unpacker;
         return false;
     }
-    // Unpacked by xz in the background (27.8 MB from 0.3 MB): the window stays responsive, then opens it.
-    QDir().mkpath(QFileInfo(target).absolutePath());
-    const QString partial = target + QStringLiteral(".part");
-    auto* xz = new QProcess(this);
-    xz->setStandardOutputFile(partial);
     m_welcomeStatus->setText(tr("Unpacking the example study into %1 …").arg(QDir::toNativeSeparators(target)));
-    connect(xz, &QProcess::finished, this, [this, xz, partial, target](int code, QProcess::ExitStatus status) {
-        xz->deleteLater();
-        QString why;
-        if (status != QProcess::NormalExit || code != 0)
-            why = tr("xz failed (%1): %2").arg(code).arg(QString::fromUtf8(xz->readAllStandardError()).trimmed());
-        else if (!QFile::rename(partial, target))
-            why = tr("cannot write %1").arg(target);
-        if (!why.isEmpty()) {
-            QFile::remove(partial);
-            m_welcomeStatus->setText(tr("Cannot open the example study: %1").arg(why));
-            return;
-        }
+    connect(unpacker, &ExampleStudyUnpacker::unpacked, this, [this, unpacker](const QString& database) {
+        unpacker->deleteLater();
         m_welcomeStatus->clear();
-        if (openDatabase(target, &why))
+        QString why;
+        if (openDatabase(database, &why))
             showPage(QStringLiteral("results"));
         else
             m_welcomeStatus->setText(tr("Cannot open the example study: %1").arg(why));
     });
-    connect(xz, &QProcess::errorOccurred, this, [this, xz](QProcess::ProcessError e) {
-        if (e == QProcess::FailedToStart) {
-            m_welcomeStatus->setText(tr("Cannot unpack the example study: xz is not installed (Debian: xz-utils)"));
-            xz->deleteLater();
-        }
+    connect(unpacker, &ExampleStudyUnpacker::failed, this, [this, unpacker](const QString& message) {
+        unpacker->deleteLater();
+        m_welcomeStatus->setText(message);
     });
-    xz->start(QStringLiteral("xz"), {QStringLiteral("-dc"), archive});
     return true;
 }
 
