@@ -175,6 +175,7 @@ private Q_SLOTS:
         QVERIFY(std::abs(*f - 0.35) < 1e-12);
         QCOMPARE(boundFractionText(*f), QStringLiteral("35 % of bound"));
         QCOMPARE(boundFractionText(0.0052), QStringLiteral("0.52 % of bound"));
+        QCOMPARE(boundFractionText(0.0404), QStringLiteral("4.0 % of bound")); // not "4", beside a "4.1"
         QVERIFY(!rooflineBoundFraction(evaluation(QStringLiteral("incorrect"), floor)));
         QVERIFY(!rooflineBoundFraction(
             evaluation(QStringLiteral("correct"), floor, QJsonArray{QStringLiteral("below_roofline_floor")})));

@@ -226,8 +226,12 @@ QString boundFractionText(double fraction)
 {
     if (!std::isfinite(fraction))
         return QString();
+    // One decimal under 10 % (4.0 and 4.1 print alike), two digits under 1 %.
     const double pct = 100.0 * fraction;
-    return QStringLiteral("%1 % of bound").arg(pct < 10 ? QString::number(pct, 'g', 2) : QString::number(qRound(pct)));
+    return QStringLiteral("%1 % of bound")
+        .arg(pct < 1    ? QString::number(pct, 'g', 2)
+             : pct < 10 ? QString::number(pct, 'f', 1)
+                        : QString::number(qRound(pct)));
 }
 
 QString notCountedReason(const EvaluationResult& e)

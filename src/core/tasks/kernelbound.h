@@ -100,7 +100,7 @@ IntensityBasis candidateBasis(const EvaluationResult& evaluation);
 /// CPU evaluation or an analysis that failed has no bound. The one definition Results, the
 /// Roofline and `kwb report` read.
 std::optional<double> rooflineBoundFraction(const EvaluationResult& evaluation);
-/// "41 % of bound" (two significant digits under 10 %: "0.52 % of bound").
+/// "41 % of bound"; one decimal under 10 % ("4.0 % of bound"), two digits under 1 % ("0.52 % of bound").
 QString boundFractionText(double fraction);
 
 /// Why an evaluation with status correct does not count (EvaluationResult::countsAsCorrect()),
