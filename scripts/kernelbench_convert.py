@@ -17,7 +17,7 @@ conversion of that task with the construct and the reason; the task is then stil
 format.
 
 Tasks 1-10 of each level were written by hand before this converter (the study's 30) and stay the
-source of truth: for those the converter writes nothing, it checks that its own conversion agrees
+source of truth: for those the converter writes only their shape sets (a block at the end it owns), it checks that its own conversion agrees
 with the hand-written file (inputs, dtypes, generators, parameters and their initialisers,
 constructor arguments, all at full scale) and fails otherwise (docs/decisions.md, 2026-12-03).
 """
@@ -1161,6 +1161,7 @@ class Converted:
         self.init_inputs = []
         self.forward = None
         self.docstring = ""
+        self.free = []        # dimensions the shape sets vary (free_dims), in dims order
 
 
 def entry(v):
@@ -1236,6 +1237,7 @@ def convert(level, number, stem, source):
             p.fan_in = [entry(e) for e in p.fan_in] if p.fan_in else None
         c.inputs = [(n, k, [entry(e) for e in s] if k == "tensor" else s, g) for n, k, s, g in c.inputs]
         c.smoke = smoke_dims(c, ctx, it)
+        c.free = free_dims(c, ctx)
     except Unsupported as e:
         c.reason = str(e)
     return c
@@ -1321,6 +1323,128 @@ def smoke_dims(c, ctx, it):
         else:
             out[k] = v
     return out
+
+
+# ---- shape sets ---------------------------------------------------------------------------------
+
+# Dimensions a forward needs at their KernelBench value although the converter sees no use of it
+# as a number (a coincidence of values: a literal view size, a pooling window that must fit): kept
+# in every shape set. Found by running every forward at every shape set (tst_torch_side). The
+# SMOKE_OVERRIDES that keep a dimension (None) are such couplings too.
+COUPLED = {
+    # LayerNorm(out_channels = 64) over the last dim of the transposed conv's output, 2 * width
+    "L2/3": ("width",),
+    # a U-Net: four 2x2 poolings, then each upsampled map concatenated with its encoder's, so the
+    # image's sides must stay multiples of 16
+    "L3/45": ("height", "width"),
+}
+
+# The shape sets besides KernelBench's own (docs/task-format.md, "Shape sets"): at full scale each
+# maps every free dimension's value v to a smaller odd value, never below 3 (a training-mode
+# BatchNorm needs more than one value per channel); at smoke scale, whose values are already near
+# the smallest a forward takes (a 3-D conv and two poolings), to the odd value just below v, and to
+# the first and second odd values above it. A dimension of 3 or less keeps its value. The last set
+# is held out: no prompt shows it.
+SHAPE_SETS = (
+    # name, full scale, smoke scale
+    ("odd", lambda v: v - 1 if v % 2 == 0 else v - 2, lambda v: v - 1 if v % 2 == 0 else v - 2),  # 128 -> 127
+    ("half", lambda v: (v // 2) | 1, lambda v: v + 1 if v % 2 == 0 else v + 2),                    # 128 -> 65
+    ("held_out", lambda v: (v * 3 // 4) | 1, lambda v: v + 3 if v % 2 == 0 else v + 4),           # 128 -> 97
+)
+
+
+def shape_set_value(rule, v):
+    return v if v <= 3 else max(3, rule(v))
+
+
+def free_dims(c, ctx):
+    """The dimensions a shape set may change: those that size a tensor input and nothing else. A
+    dimension in a parameter's shape or fan_in, or in the constructor arguments, stays (the
+    parameters and a KernelBench-format ModelNew are made once, at KernelBench's shape), as does
+    one whose value the conversion used as a number (a stride, a literal in forward, arithmetic,
+    a comparison) and one COUPLED or kept by SMOKE_OVERRIDES."""
+    key = "L%d/%d" % (c.level, c.number)
+    fixed = set(ctx.tainted) | VALUE_DIMS | set(COUPLED.get(key, ()))
+    fixed |= {k for k, v in SMOKE_OVERRIDES.get(key, {}).items() if v is None}
+    for p in c.params:
+        fixed |= {e for e in p.shape + (p.fan_in or []) if isinstance(e, str)}
+    fixed |= dims_of(c.init_inputs, set())
+    sized = set()
+    for _, kind, shape, _ in c.inputs:
+        if kind == "tensor":
+            sized |= {e for e in shape if isinstance(e, str)}
+    return [n for n in c.dims if n in sized and n not in fixed]
+
+
+def shape_sets_of(free, dims, smoke):
+    """[(name, held_out, {dim: full value}, {dim: smoke value})] over the free dimensions (names of
+    dims, in dims order; smoke: the smoke scale's overrides); empty where no free dimension
+    changes at full scale."""
+    if not any(shape_set_value(rule, dims[n]) != dims[n] for _, rule, _ in SHAPE_SETS for n in free):
+        return []
+    out = []
+    for name, rule, smoke_rule in SHAPE_SETS:
+        full = {n: shape_set_value(rule, dims[n]) for n in free}
+        small = {n: shape_set_value(smoke_rule, smoke.get(n, dims[n])) for n in free}
+        out.append((name, name == "held_out", full, small))
+    return out
+
+
+def shape_sets_toml(sets):
+    out = []
+    for name, held_out, full, small in sets:
+        out.append("\n[[shape_sets]]\nname = %s\n" % toml_str(name))
+        if held_out:
+            out.append("held_out = true\n")
+        out.append("dims = { %s }\n" % ", ".join("%s = %d" % kv for kv in full.items()))
+        out.append("smoke = { %s }\n" % ", ".join("%s = %d" % kv for kv in small.items()))
+    return "".join(out)
+
+
+# A hand-written task's shape sets are the converter's too: written below this line, which the
+# converter owns to the end of the file (the rest of the file stays as written).
+HAND_SETS_MARK = "\n# Shape sets: written by scripts/kernelbench_convert.py by its rule (docs/task-format.md); do not edit.\n"
+
+
+def hand_shape_sets(c, hand_text):
+    """The converter's free dimensions of a hand-written task, under the hand-written names: each
+    matched by its position in the input shapes; one the hand-written file ties elsewhere (a
+    parameter, the constructor arguments, a literal) or matches twice stays."""
+    doc = tomllib.loads(hand_text)
+    names = {}
+    for (_, kind, shape, _), spec in zip(c.inputs, doc.get("inputs", [])):
+        if kind != "tensor":
+            continue
+        for mine, theirs in zip(shape, spec.get("shape", [])):
+            if isinstance(mine, str) and mine in c.free:
+                names.setdefault(mine, set()).add(theirs if isinstance(theirs, str) else None)
+    tied = set()
+    for p in doc.get("params", []):
+        tied |= {e for e in p.get("shape", []) + p.get("fan_in", []) if isinstance(e, str)}
+
+    def init_dims(v):
+        if isinstance(v, list):
+            for e in v:
+                init_dims(e)
+        elif isinstance(v, str):
+            tied.add(v)
+
+    init_dims(doc.get("init_inputs", []))
+    mapped = []
+    for mine in c.free:
+        theirs = names.get(mine, set())
+        if len(theirs) == 1 and None not in theirs and next(iter(theirs)) not in tied:
+            mapped.append(next(iter(theirs)))
+    dims = doc.get("dims", {})
+    free = [n for n in dims if n in mapped]
+    return shape_sets_of(free, dims, doc.get("smoke", {}))
+
+
+def with_hand_sets(hand_text, c):
+    """The hand-written file with its shape sets block written anew."""
+    body = hand_text.split(HAND_SETS_MARK, 1)[0].rstrip("\n") + "\n"
+    sets = hand_shape_sets(c, body)
+    return body + (HAND_SETS_MARK + shape_sets_toml(sets).lstrip("\n") if sets else "")
 
 
 # ---- TOML -------------------------------------------------------------------------------------
@@ -1412,6 +1536,7 @@ def to_toml(c, commit):
             out.append("value = %s\n" % repr(float(p.value)))
         if p.buffer:
             out.append("buffer = true\n")
+    out.append(shape_sets_toml(shape_sets_of(c.free, c.dims, c.smoke)))
     return "".join(out)
 
 
@@ -1488,10 +1613,11 @@ def existing_task(tasks_dir, level, number):
 
 
 def generate(src_dir, tasks_dir):
-    """{relative path: text} of every generated file, and of the conversions of the hand-written
-    ones (STUDY_DIR); the check of the hand-written ones; the report."""
+    """{relative path: text} of every generated file, of the conversions of the hand-written ones
+    (STUDY_DIR) and of the hand-written files with their shape sets; the check of the hand-written
+    ones; the report."""
     commit, files = read_sources(src_dir)
-    out, study, problems, report = {}, {}, [], []
+    out, study, hand_sets, problems, report = {}, {}, {}, [], []
     for level, number, stem, source in files:
         c = convert(level, number, stem, source)
         c.source_path = "level%d/%s.py" % (level, stem)
@@ -1508,11 +1634,13 @@ def generate(src_dir, tasks_dir):
             else:
                 problems += ["%s: %s" % (key, p) for p in compare_hand_written(hand, text)]
                 study[os.path.join("level%d" % level, file_name(number, stem))] = text
+                with open(hand, encoding="utf-8", newline="") as f:
+                    hand_sets[os.path.relpath(hand, tasks_dir)] = with_hand_sets(f.read(), c)
             report.append((key, "hand-written", c.reason))
             continue
         out[os.path.join("level%d" % level, file_name(number, stem))] = text
         report.append((key, "kernelbench_only" if c.reason else "converted", c.reason))
-    return out, study, problems, report
+    return out, study, hand_sets, problems, report
 
 
 def import_source(git_dir, commit, dest):
@@ -1558,7 +1686,7 @@ def main():
             ap.error("--import-source needs --commit")
         n = import_source(a.import_source, a.commit, a.source)
         print("copied %d problem files at %s into %s" % (n, a.commit, a.source))
-    out, study, problems, report = generate(a.source, a.tasks)
+    out, study, hand_sets, problems, report = generate(a.source, a.tasks)
     if a.report:
         for key, state, reason in report:
             print("%-7s %-16s %s" % (key, state, reason or ""))
@@ -1571,6 +1699,7 @@ def main():
     if a.check:
         bad = []
         for rel, text, path in sorted([(rel, text, os.path.join(a.tasks, rel)) for rel, text in out.items()] +
+                                      [(rel, text, os.path.join(a.tasks, rel)) for rel, text in hand_sets.items()] +
                                       [(rel, text, os.path.join(a.study_out, rel)) for rel, text in study.items()]):
             try:
                 with open(path, encoding="utf-8", newline="") as f:
@@ -1591,7 +1720,8 @@ def main():
         print("tasks/ matches the conversion of %s byte for byte" % a.source, file=sys.stderr)
         return 0
     dest = a.out or a.tasks
-    for rel, text, path in [(rel, text, os.path.join(dest, rel)) for rel, text in out.items()] + \
+    for rel, text, path in [(rel, text, os.path.join(dest, rel)) for rel, text in list(out.items()) +
+                            list(hand_sets.items())] + \
             [(rel, text, os.path.join(a.study_out, rel)) for rel, text in study.items()]:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8", newline="") as f:

@@ -7,6 +7,7 @@
 // against torch.equal, and the byte fingerprints on the GPU against the same tensors' on the CPU
 // (ATen's path), over dtypes, odd byte lengths, misaligned views, non-contiguous tensors and more
 // tensors than one copy back holds. Exits 77 (skipped) where there is no CUDA device.
+#include "worker/evaluate/evaluation.h"
 #include "worker/evaluate/outputcompare.h"
 #include "worker/evaluate/tensorfingerprint.h"
 
@@ -213,6 +214,24 @@ int main()
         const auto before = kwb::byteFingerprints({w});
         w[4096] = w[4096] * 2 + 1;
         report(kwb::byteFingerprints({w}) != before, "fingerprints: one element changed changes it");
+    }
+    {
+        // Output poisoning (issue 39 item 3): a poisoned output, once dropped, is the block the
+        // caching allocator hands the next torch.empty of its size, canary and all; a candidate
+        // writing half of it leaves the other half counted as never written.
+        using namespace kwb::evaluation;
+        const int64_t n = (int64_t(1) << 20) + 3;
+        at::Tensor out = torch::randn({n}, cuda);
+        const void* block = out.data_ptr();
+        poison(out);
+        out = at::Tensor();
+        at::Tensor next = torch::empty({n}, cuda);
+        report(next.data_ptr() == block, "poison: the allocator hands the same block back");
+        report(canaryCount(next) == n, "poison: a fresh torch.empty holds the canary everywhere");
+        next.narrow(0, 0, n / 2).copy_(torch::randn({n / 2}, cuda));
+        report(canaryCount(next) == n - n / 2, "poison: a half-written output counts the other half");
+        at::Tensor reused = next + 0; // arithmetic on the canary is a quiet NaN, never the canary
+        report(canaryCount(reused) == 0, "poison: a computed NaN is not the canary");
     }
     std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
     return failures ? 1 : 0;

@@ -93,6 +93,9 @@ TEST_CASE("each bad fixture names its path and field") {
         {"kb_only_empty_reason.toml", "kernelbench_only", "must give the reason"},
         {"kb_only_no_reference.toml", "reference_python", "missing"},
         {"reference_without_kb_only.toml", "reference_python", "only a KernelBench-only task has one"},
+        {"shape_set_tied.toml", "shape_sets[0].dims.C", "sizes a parameter"},
+        {"shape_set_duplicate.toml", "shape_sets[1].name", "duplicate shape set name 'odd'"},
+        {"shape_set_undefined.toml", "shape_sets[0].smoke.M", "undefined dimension 'M'"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.file);
@@ -127,7 +130,7 @@ TEST_CASE("loading the bad folder: one bad file never stops the others; duplicat
     REQUIRE(s.tasks.size() == 1);
     CHECK(s.tasks[0].id == "L1/1");
     CHECK(s.tasks[0].path == kBad + "/dup_a.toml");
-    CHECK(s.errors.size() == 24);
+    CHECK(s.errors.size() == 27);
     bool sawDuplicate = false;
     for (const TaskLoadError& e : s.errors) {
         CAPTURE(e.toString());
@@ -455,4 +458,48 @@ TEST_CASE("toJson") {
     CHECK_FALSE(s["inputs"][1].contains("shape"));
     nlohmann::json r = toJson(task("L3/9"));
     CHECK(r["buffer_count"]["full"] == 9600);
+}
+
+TEST_CASE("shape sets: KernelBench's shape first, then the converter's, a full assignment at each scale")
+{
+    // Issue 39 item 1: every task with a forward but two has three sets besides KernelBench's (L3/9
+    // and L3/24 draw 224 x 224 images as literals, and their batch is 2: no free dimension).
+    int without = 0;
+    for (const Task& t : realTasks().tasks) {
+        if (t.isKernelBenchOnly()) {
+            CHECK(toJson(t)["shape_sets"].empty());
+            continue;
+        }
+        CAPTURE(t.id);
+        if (t.shapeSets.empty()) {
+            ++without;
+            continue;
+        }
+        REQUIRE(t.shapeSets.size() == 3);
+        CHECK(t.shapeSets[2].heldOut);
+        CHECK_FALSE(t.shapeSets[0].heldOut);
+        for (const ShapeSet& s : t.shapeSets)
+            for (const auto& [name, value] : s.full) {
+                CHECK(value <= t.dim(name, Scale::Full)); // smaller, odd (or 3 and below, kept)
+                CHECK((value % 2 == 1 || value == t.dim(name, Scale::Full)));
+            }
+    }
+    CHECK(without == 2);
+
+    const Task& t = task("L2/1");
+    const Task odd = t.atShapeSet(0);
+    CHECK(odd.dim("N", Scale::Full) == 127);
+    CHECK(odd.dim("C_in", Scale::Full) == 64);
+    CHECK(odd.dim("N", Scale::Smoke) == 2); // the task's smoke value, the rule keeps 2
+    CHECK(odd.dim("H", Scale::Smoke) == 11);
+    CHECK(odd.shapeSets.empty());
+    const nlohmann::json j = toJson(t)["shape_sets"];
+    REQUIRE(j.size() == 4);
+    CHECK(j[0]["name"] == "kernelbench");
+    CHECK(j[0]["dims"] == toJson(t)["dims"]);
+    CHECK(j[1]["name"] == "odd");
+    CHECK(j[1]["dims"].size() == t.dims.size());
+    CHECK(j[1]["dims"][0] == nlohmann::json({{"name", "N"}, {"full", 127}, {"smoke", 2}}));
+    CHECK(j[3]["held_out"] == true);
+    CHECK(j[3]["dims"][3] == nlohmann::json({{"name", "H"}, {"full", 97}, {"smoke", 15}}));
 }

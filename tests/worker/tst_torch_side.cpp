@@ -2,13 +2,14 @@
 // every task's reference at smoke scale, and evaluation up to the launch. One file, because every
 // file that includes torch headers costs ~30 s to compile.
 #include "worker/answers/candidateparser.h"
+#include "worker/answers/sourcecheck.h"
+#include "worker/evaluate/evaluation.h"
 #include "worker/evaluate/evaluator.h"
+#include "worker/evaluate/tensorfingerprint.h"
 #include "worker/measure/measure.h"
 #include "worker/protocol/protocol.h"
 #include "worker/python/scripthost.h"
-#include "worker/answers/sourcecheck.h"
 #include "worker/tasks/task.h"
-#include "worker/evaluate/tensorfingerprint.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
@@ -345,6 +346,147 @@ TEST_CASE("graph executor: optimisation off, so no fusion groups and no profilin
     }
 }
 
+TEST_CASE("tasks: every forward runs at every shape set on the CPU (smoke) and analyze accepts it (full)")
+{
+    // Issue 39 item 1: the converter's rule (docs/task-format.md, "Shape sets") changes only
+    // dimensions that size the inputs alone; this runs each set's forward with the parameters made
+    // at KernelBench's shape, as the correctness stage does, and shape-checks the full scale on
+    // meta tensors (analyze), where the CPU could not run it.
+    Evaluator ev;
+    int tasks = 0, sets = 0, heldOut = 0;
+    for (const Task& t : allTasks().tasks) {
+        if (t.isKernelBenchOnly() || t.shapeSets.empty())
+            continue;
+        ++tasks;
+        CHECK(t.shapeSets.size() >= 3);
+        for (size_t k = 0; k < t.shapeSets.size(); ++k) {
+            const Task at = t.atShapeSet(k);
+            CAPTURE(t.id);
+            CAPTURE(t.shapeSets[k].name);
+            heldOut += t.shapeSets[k].heldOut;
+            for (size_t i = 0; i < t.params.size(); ++i) // made once, at KernelBench's shape
+                CHECK(at.paramShape(i, Scale::Full) == t.paramShape(i, Scale::Full));
+            CHECK(at.initInputValues(Scale::Full) == t.initInputValues(Scale::Full));
+            try {
+                const json ref = ev.runReference(at, Scale::Smoke, "cpu", 42);
+                CHECK(ref["finite"].get<bool>());
+                ++sets;
+            } catch (const std::exception& e) {
+                FAIL_CHECK(std::string(e.what()));
+                continue;
+            }
+            try {
+                const json an = ev.analyze(at, Scale::Full);
+                CHECK(an["output_shape"].is_array());
+            } catch (const std::exception& e) {
+                // Tasks the analyser does not cover at KernelBench's shape either (issue 37 item 3).
+                bool analysedAtKernelBench = true;
+                try {
+                    ev.analyze(t, Scale::Full);
+                } catch (const std::exception&) {
+                    analysedAtKernelBench = false;
+                }
+                if (analysedAtKernelBench)
+                    FAIL_CHECK(std::string(e.what()));
+            }
+        }
+    }
+    MESSAGE(tasks << " tasks with shape sets, " << sets << " sets ran at smoke scale");
+    CHECK(tasks >= 200);
+    CHECK(heldOut == tasks);
+}
+
+TEST_CASE("evaluate: correctness at every shape set, the held-out one unnamed (issue 39 item 1)")
+{
+    const Task* t = allTasks().find("L2/1");
+    REQUIRE(t);
+    REQUIRE(t->shapeSets.size() == 3);
+    Evaluator ev;
+    const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
+    const std::string body = "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                             "    return F.relu(y) + p[\"bias\"]\n";
+    json r = evalCpu(ev, *t, answerFor(sig + body), {{"time", false}});
+    REQUIRE(r["status"] == "correct");
+    const json& sets = r["correctness"]["shape_sets"];
+    REQUIRE(sets.size() == 3);
+    for (const json& s : sets) {
+        CAPTURE(s.dump());
+        CHECK(s["passed"] == true);
+        CHECK(s["dims"]["C_in"] == 64); // a parameter's dimension stays
+    }
+    CHECK(sets[0]["inputs"] == "x [2, 64, 11, 11]");
+    CHECK(sets[2]["held_out"] == true);
+
+    // Right only at the spatial size the prompt showed (smoke: 12 x 12): wrong elsewhere.
+    r = evalCpu(ev, *t, answerFor(sig + "    if x.size(3) != 12:\n        x = x * 0.5\n" + body), {{"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["correctness"]["passed"] == 5);
+    CHECK(r["correctness"]["failure"]["trial"] == "odd");
+    CHECK(r["message"].get<std::string>().find("incorrect on shape set 'odd' (x [2, 64, 11, 11])") == 0);
+
+    // Right on every shown shape, wrong only on the held-out one (smoke: 15 x 15): the message
+    // names the set, never its shapes (it is fed back to the model); the record has them.
+    r = evalCpu(ev, *t, answerFor(sig + "    if x.size(3) == 15:\n        x = x * 0.5\n" + body), {{"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["correctness"]["failure"]["trial"] == "held_out");
+    const std::string m = r["message"].get<std::string>();
+    CHECK(m.find("held-out shape set") != std::string::npos);
+    CHECK(m.find("[2, 64, 15, 15]") == std::string::npos);
+    CHECK(r["correctness"]["shape_sets"][2]["inputs"] == "x [2, 64, 15, 15]");
+}
+
+TEST_CASE("evaluate: numeric stress, with atol following the output's magnitude (issue 39 item 2)")
+{
+    const Task* t = allTasks().find("L1/19"); // ReLU
+    REQUIRE(t);
+    Evaluator ev;
+    const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
+    json r = evalCpu(ev, *t, answerFor(sig + "    return torch.relu(x)\n"), {{"time", false}});
+    REQUIRE(r["status"] == "correct");
+    const json& stress = r["correctness"]["stress"];
+    REQUIRE(stress.size() == 3);
+    CHECK(stress[0]["name"] == "x1e-3");
+    CHECK(stress[1]["name"] == "x64");
+    CHECK(stress[2]["name"] == "heavy_tailed");
+    // atol = the range tolerance x the reference output's RMS: about 1e-2 * 1e-3 / sqrt(3) at x1e-3
+    CHECK(stress[0]["atol"].get<double>() < 1e-5);
+    CHECK(stress[1]["atol"].get<double>() > 0.1);
+
+    // Clamped at 10: U[0,1) and N(0,1) never reach it, x64 inputs do.
+    r = evalCpu(ev, *t, answerFor(sig + "    return torch.clamp(x, 0.0, 10.0)\n"), {{"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("wrong on inputs x64") != std::string::npos);
+    // Off by 5e-5 everywhere: within atol 1e-4 on the task's inputs, a tenth of the output at x1e-3.
+    r = evalCpu(ev, *t, answerFor(sig + "    return torch.relu(x) + 5e-5\n"), {{"time", false}});
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["message"].get<std::string>().find("wrong on inputs x1e-3") != std::string::npos);
+}
+
+TEST_CASE("output poisoning: the canary fills the whole storage and marks untouched elements (issue 39 item 3)")
+{
+    using namespace kwb::evaluation;
+    for (at::ScalarType type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+        CAPTURE(c10::toString(type));
+        at::Tensor buffer = torch::ones({4, 8}, at::TensorOptions().dtype(type));
+        at::Tensor view = buffer.narrow(0, 1, 2); // a slice of a buffer a candidate keeps
+        poison(view);
+        CHECK(view.defined());
+        CHECK(canaryCount(buffer) == 32); // the whole storage, not only the slice
+        CHECK(torch::isnan(buffer).all().item<bool>());
+        buffer[0][0] = 1.0;
+        CHECK(canaryCount(buffer) == 31);
+        // Arithmetic on the canary makes a quiet NaN: never counted as untouched.
+        CHECK(canaryCount(buffer + 0) == 0);
+        CHECK(canaryCount(
+                  torch::full({3}, std::numeric_limits<double>::quiet_NaN(), at::TensorOptions().dtype(type))) == 0);
+    }
+    at::Tensor ints = torch::arange(5, at::kLong);
+    at::Tensor copy = ints.clone();
+    poison(copy);
+    CHECK((copy != ints).all().item<bool>());
+    CHECK(canaryCount(copy) == 0);
+}
+
 TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale")
 {
     const Task* t = allTasks().find("L2/1");
@@ -463,7 +605,10 @@ TEST_CASE("evaluate: timed calls are checked against their input set's reference
 TEST_CASE("evaluate: a degenerate reference is flagged")
 {
     Evaluator ev;
-    Task zero = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x - 10.0)\n", {64, 64});
+    // Zero for every input (relu(x - 10) was zero only below 10: the x64 stress trial draws above it).
+    Task zero = inlineTask(
+        "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(-torch.abs(x) - 1.0)\n",
+        {64, 64});
     json r = ev.evaluate(zero, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.zeros_like(x)\n")},
                                 {"device", "cpu"}, {"time", false}});
     CHECK(r["status"] == "correct");

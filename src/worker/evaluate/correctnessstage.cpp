@@ -36,20 +36,13 @@ at::Tensor referenceOutput(Evaluation& ev, const std::vector<c10::IValue>& input
     return ev.reference->bind(cloneArgs(inputs, ev.params, ev.task, true))().toTensor();
 }
 
-/// Drops a reference output; on the GPU it is first made wrong at every element, so the caching
-/// allocator does not hand a later candidate the block with right answers in it (torch.empty):
-/// floating point filled with NaN (never within tolerance), integers bitwise negated and
-/// booleans logically (an integer output, argmax's, differs from ~x everywhere; no one value would).
+/// Drops a reference output, first made wrong at every element (poison: the canary NaN, integers
+/// bitwise negated, booleans logically), so no allocator (the GPU's caching one, the CPU's
+/// malloc) hands a later candidate the block with right answers in it (torch.empty).
 void releaseReference(Evaluation& ev, at::Tensor& t)
 {
-    if (t.defined() && ev.cuda && t.numel() > 0) {
-        if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()))
-            t.fill_(std::numeric_limits<float>::quiet_NaN());
-        else if (t.scalar_type() == at::kBool)
-            t.logical_not_();
-        else if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false))
-            t.bitwise_not_();
-    }
+    (void)ev;
+    poison(t);
     t = at::Tensor();
 }
 
@@ -139,6 +132,164 @@ bool runReferenceAfter(Evaluation& ev, const std::vector<c10::IValue>& inputs, a
 
 } // namespace
 
+namespace {
+
+/// A failed comparison's reason, first saying how many elements the candidate never wrote where
+/// its output still holds the canary (output poisoning: docs/protocol.md).
+std::string comparisonReason(const at::Tensor& out, const Comparison& c)
+{
+    const int64_t untouched = canaryCount(out);
+    if (untouched == 0)
+        return c.reason;
+    return std::to_string(untouched) + " of " + std::to_string(out.numel()) +
+           " output elements were never written: they still hold the canary the evaluator fills "
+           "returned and freed outputs with (a reused buffer or torch.empty's block); " +
+           c.reason;
+}
+
+/// One checked call beyond the main trials (a shape set, a stress draw): the candidate on
+/// `inputs`, the write checks, the reference after it on clones, the comparison at atol/rtol, or
+/// with atolOfRms at atol × the reference output's RMS (the output's magnitude); the candidate's
+/// output is poisoned after. `record` (inside `corr`) gets what was found; `what` starts every
+/// message. False where the evaluation ends (its end set).
+bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10::IValue>& inputs,
+                const std::string& what, double atol, double rtol, bool atolOfRms)
+{
+    const json trial = record.value(protocol::Key::kName, json("extra"));
+    const auto prints = fingerprints(inputs);
+    c10::IValue outV;
+    std::string err;
+    auto args = cloneArgs(inputs, ev.params, ev.task, true);
+    const auto argsSeen = args;
+    if (!runCandidate(ev, std::move(args), &outV, &err))
+        return failCorrectness(ev, corr, {{protocol::Key::kTrial, trial}, {protocol::Key::kReason, err}},
+                               "runtime_error", what + ": " + err);
+    std::string problem = outputProblem(ev, outV, argsSeen, inputs);
+    if (problem.empty())
+        problem = ownCopiesProblem(ev, inputs, prints);
+    if (!problem.empty())
+        return failCorrectness(ev, corr, {{protocol::Key::kTrial, trial}, {protocol::Key::kReason, problem}},
+                               "incorrect", what + ": " + problem);
+    at::Tensor out = outV.toTensor();
+    outV = c10::IValue();
+    at::Tensor ref;
+    if (!runReferenceAfter(ev, inputs, &ref))
+        return false;
+    if (atolOfRms) {
+        if (!allFinite(ref)) {
+            record["skipped"] = "the reference is not finite on these inputs";
+            releaseReference(ev, ref);
+            poison(out);
+            return true;
+        }
+        const double rms = rootMeanSquare(ref);
+        if (rms > 0)
+            atol *= rms;
+    }
+    record[protocol::Key::kAtol] = atol;
+    record[protocol::Key::kRtol] = rtol;
+    const Comparison c = compareOutputs(out, ref, atol, rtol);
+    releaseReference(ev, ref);
+    record[protocol::Key::kPassed] = c.ok;
+    record[protocol::Key::kMaxAbsDiff] = c.maxAbs;
+    if (!c.ok) {
+        const std::string reason = comparisonReason(out, c);
+        json failure = {{protocol::Key::kTrial, trial}, {protocol::Key::kReason, reason}};
+        if (!c.detail.is_null())
+            failure[protocol::Key::kDetail] = c.detail;
+        poison(out);
+        return failCorrectness(ev, corr, failure, "incorrect", what + ": " + reason);
+    }
+    poison(out);
+    return true;
+}
+
+std::string inputShapesText(const Task& task, const std::vector<c10::IValue>& inputs)
+{
+    std::string out;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].isTensor())
+            out += (out.empty() ? "" : ", ") +
+                   (i < task.inputs.size() ? task.inputs[i].name : "input " + std::to_string(i)) + " " +
+                   shapeString(inputs[i].toTensor().sizes());
+    return out;
+}
+
+/// Correctness at the task's other shape sets (docs/task-format.md, "Shape sets"): one trial each
+/// on the generator's inputs, at the profile's tolerance, the parameters as made. A set whose
+/// input shapes at this scale are KernelBench's or an earlier set's is skipped. A held-out set's
+/// failure does not name its shapes in the message (the message is fed back to the model); the
+/// correctness record has them.
+bool shapeSetTrials(Evaluation& ev, json& corr)
+{
+    const Task& task = ev.task;
+    if (task.shapeSets.empty())
+        return true;
+    corr["shape_sets"] = json::array();
+    std::vector<std::vector<std::vector<int64_t>>> seen;
+    const auto shapesOf = [&](const Task& t) {
+        std::vector<std::vector<int64_t>> shapes;
+        for (size_t i = 0; i < t.inputs.size(); ++i)
+            if (t.inputs[i].isTensor())
+                shapes.push_back(t.inputShape(i, ev.scale));
+        return shapes;
+    };
+    seen.push_back(shapesOf(task));
+    for (size_t k = 0; k < task.shapeSets.size(); ++k) {
+        const ShapeSet& set = task.shapeSets[k];
+        const Task at = task.atShapeSet(k);
+        json dims = json::object();
+        for (const auto& [name, value] : at.dims)
+            dims[name] = at.dim(name, ev.scale);
+        corr["shape_sets"].push_back(
+            {{protocol::Key::kName, set.name}, {"held_out", set.heldOut}, {protocol::Key::kDims, dims}});
+        json& record = corr["shape_sets"].back();
+        const auto shapes = shapesOf(at);
+        if (std::find(seen.begin(), seen.end(), shapes) != seen.end()) {
+            record["skipped"] = "the same input shapes as a set already checked at this scale";
+            continue;
+        }
+        seen.push_back(shapes);
+        const auto inputs = makeInputs(at, ev.scale, ev.dev, trialSeed(ev.seed, 1000 + int(k)));
+        record[protocol::Key::kInputs] = inputShapesText(task, inputs);
+        const std::string what =
+            set.heldOut ? "incorrect on the held-out shape set (its shapes are not shown)"
+                        : "incorrect on shape set '" + set.name + "' (" + inputShapesText(task, inputs) + ")";
+        if (!extraTrial(ev, corr, record, inputs, what, ev.prof.atol, ev.prof.rtol, false))
+            return false;
+    }
+    return true;
+}
+
+/// Numeric stress (docs/protocol.md): at KernelBench's shape, the generator's inputs ×1e-3 and
+/// ×64, and a heavy-tailed draw; at the range trial's tolerance with atol scaled by the reference
+/// output's RMS. A draw on which the reference is not finite is skipped.
+bool stressTrials(Evaluation& ev, json& corr)
+{
+    struct Stress
+    {
+        const char* name;
+        double scale;
+        bool heavy;
+    };
+    static const Stress kStress[] = {{"x1e-3", 1e-3, false}, {"x64", 64, false}, {"heavy_tailed", 1, true}};
+    corr["stress"] = json::array();
+    for (size_t j = 0; j < std::size(kStress); ++j) {
+        const Stress& s = kStress[j];
+        const uint64_t seed = trialSeed(ev.seed, 2000 + int(j));
+        const auto inputs = stressInputs(makeInputs(ev.task, ev.scale, ev.dev, seed), s.scale, s.heavy, seed + 1);
+        corr["stress"].push_back({{protocol::Key::kName, s.name}});
+        json& record = corr["stress"].back();
+        const std::string what = std::string("right on KernelBench's inputs but wrong on ") +
+                                 (s.heavy ? "heavy-tailed (Student-t) inputs" : std::string("inputs ") + s.name);
+        if (!extraTrial(ev, corr, record, inputs, what, ev.prof.rangeTolerance, ev.prof.rangeTolerance, true))
+            return false;
+    }
+    return true;
+}
+
+} // namespace
+
 /// 6. correctness: the profile's trials, a second run on the first trial's inputs (races), and
 /// the range trial on N(0,1) inputs. On each trial's inputs the candidate runs first; the
 /// reference then runs on clones of the same inputs and the two are compared.
@@ -207,14 +358,18 @@ bool correctnessStage(Evaluation& ev)
         corr[protocol::Key::kMaxAbsDiff] = maxAbs;
         corr[protocol::Key::kMaxRelDiff] = maxRel;
         if (!c.ok) {
-            json failure = {{protocol::Key::kTrial, k}, {protocol::Key::kReason, c.reason}};
+            const std::string reason = comparisonReason(out, c);
+            json failure = {{protocol::Key::kTrial, k}, {protocol::Key::kReason, reason}};
             if (!c.detail.is_null())
                 failure[protocol::Key::kDetail] = c.detail;
-            return failCorrectness(ev, corr, failure, "incorrect", "trial " + std::to_string(k + 1) + ": " + c.reason);
+            return failCorrectness(ev, corr, failure, "incorrect", "trial " + std::to_string(k + 1) + ": " + reason);
         }
         corr[protocol::Key::kPassed] = k + 1;
+        // A copy for the determinism run: the output itself is poisoned before the next call.
         if (k == 0)
-            firstOutput = out;
+            firstOutput = out.clone();
+        outV = c10::IValue();
+        poison(out);
     }
     settleDegenerate(ev);
     lap("degenerate_and_release");
@@ -244,10 +399,14 @@ bool correctnessStage(Evaluation& ev)
             Comparison c = compareOutputs(again, ref, prof.atol, prof.rtol);
             releaseReference(ev, ref);
             if (!c.ok) {
-                const std::string reason = "nondeterministic: a second run on the same inputs gave a different, wrong result: " + c.reason;
+                const std::string reason =
+                    "nondeterministic: a second run on the same inputs gave a different, wrong result: " +
+                    comparisonReason(again, c);
                 return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, reason}}, "incorrect", reason);
             }
         }
+        outV = c10::IValue();
+        poison(again);
     }
     lap("determinism");
     if (prof.rangeTrial && task.isKernelBenchOnly()) {
@@ -286,14 +445,26 @@ bool correctnessStage(Evaluation& ev)
             if (!c.ok) {
                 releaseReference(ev, ref);
                 corr[protocol::Key::kRangeTrial] = range;
-                return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, c.reason}}, "incorrect",
-                                       "right on U[0,1) inputs but wrong on N(0,1) inputs: " + c.reason);
+                const std::string reason = outV.isTensor() ? comparisonReason(outV.toTensor(), c) : c.reason;
+                return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, reason}},
+                                       "incorrect", "right on U[0,1) inputs but wrong on N(0,1) inputs: " + reason);
             }
         }
         releaseReference(ev, ref);
+        if (outV.isTensor()) {
+            at::Tensor out = outV.toTensor();
+            outV = c10::IValue();
+            poison(out);
+        }
         corr[protocol::Key::kRangeTrial] = range;
         lap("range_trial");
     }
+    if (!shapeSetTrials(ev, corr))
+        return false;
+    lap("shape_sets");
+    if (!stressTrials(ev, corr))
+        return false;
+    lap("stress");
     ev.res[protocol::Key::kCorrectness] = corr;
     ev.endStage();
     return true;

@@ -107,6 +107,23 @@ struct Comparison {
 Comparison compareOutputs(const at::Tensor& cand, const at::Tensor& ref, double atol, double rtol);
 std::vector<int64_t> fingerprints(const std::vector<c10::IValue>& values);
 
+/// Output poisoning (docs/protocol.md): fills the whole storage of an output the evaluator is
+/// done with (the candidate's and the reference's) with the canary, so that a buffer a candidate
+/// keeps and returns again, or a block the allocator hands it for a new output, holds the canary
+/// wherever it writes nothing: floating point a signalling NaN per dtype, integers bitwise negated,
+/// booleans logically. Best effort: a tensor without one storage is left as it is.
+void poison(at::Tensor& t);
+/// How many elements of a floating-point output hold the canary bit for bit (never written since
+/// poisoned); 0 for other dtypes.
+int64_t canaryCount(const at::Tensor& t);
+/// Numeric stress (docs/protocol.md): the floating-point tensors of `inputs` times `scale`, or,
+/// heavyTailed, replaced by Student-t(2) draws under `seed` (non-negative where the draw was)
+/// times `scale`; other inputs as they are.
+std::vector<c10::IValue> stressInputs(const std::vector<c10::IValue>& inputs, double scale, bool heavyTailed,
+                                      uint64_t seed);
+/// sqrt(mean(t²)) in double; 0 for an empty or non-floating tensor.
+double rootMeanSquare(const at::Tensor& t);
+
 // Op attribution for profiling (tracestages.cpp): while g_attribute is set, each top-level op's
 // name is kept in g_opNames and its kernels carry its index + 1 as CUPTI's external id.
 extern std::atomic<bool> g_attribute;

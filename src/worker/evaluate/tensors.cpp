@@ -411,3 +411,97 @@ std::vector<int64_t> byteFingerprints(const std::vector<at::Tensor>& tensors)
 }
 
 } // namespace kwb
+
+namespace kwb::evaluation {
+
+namespace {
+
+/// The canary's bits per floating dtype: a signalling NaN whose payload (0xA5…) no arithmetic
+/// makes (an operation on a signalling NaN returns a quiet one), so an element that holds it was
+/// never written; as an integer of the same width, for fill_ and ==.
+std::optional<std::pair<at::ScalarType, int64_t>> canaryBits(at::ScalarType t)
+{
+    switch (t) {
+    case at::kFloat: return std::make_pair(at::kInt, int64_t(0x7FA5A5A5));
+    case at::kDouble: return std::make_pair(at::kLong, int64_t(0x7FF5A5A5A5A5A5A5LL));
+    case at::kHalf: return std::make_pair(at::kShort, int64_t(0x7D5A));
+    case at::kBFloat16: return std::make_pair(at::kShort, int64_t(0x7FA5));
+    default: return std::nullopt;
+    }
+}
+
+} // namespace
+
+void poison(at::Tensor& t)
+{
+    if (!t.defined() || t.numel() == 0)
+        return;
+    try {
+        at::NoGradGuard noGrad;
+        // The whole storage, not only the view: a slice of a buffer the candidate keeps and
+        // returns again is poisoned too.
+        at::Tensor all = t;
+        if (t.has_storage() && t.element_size() > 0) {
+            const int64_t n = int64_t(t.storage().nbytes()) / int64_t(t.element_size());
+            all = at::empty({0}, t.options()).set_(t.storage(), 0, {n}, {1});
+        }
+        if (const auto bits = canaryBits(all.scalar_type()))
+            all.view(bits->first).fill_(bits->second);
+        else if (all.scalar_type() == at::kBool)
+            all.logical_not_();
+        else if (at::isIntegralType(all.scalar_type(), /*includeBool=*/false))
+            all.bitwise_not_();
+        else
+            all.fill_(std::numeric_limits<double>::quiet_NaN());
+    } catch (const std::exception&) {
+        // A layout without one storage to fill (sparse, a tensor subclass): left as it is; the
+        // comparison still judges the values it holds.
+    }
+}
+
+int64_t canaryCount(const at::Tensor& t)
+{
+    const auto bits = t.defined() ? canaryBits(t.scalar_type()) : std::nullopt;
+    if (!bits || t.numel() == 0)
+        return 0;
+    return t.view(bits->first).eq(bits->second).sum().item<int64_t>();
+}
+
+std::vector<c10::IValue> stressInputs(const std::vector<c10::IValue>& inputs, double scale, bool heavyTailed,
+                                      uint64_t seed)
+{
+    torch::manual_seed(seed);
+    std::vector<c10::IValue> out;
+    out.reserve(inputs.size());
+    for (const c10::IValue& v : inputs) {
+        if (!v.isTensor() || !at::isFloatingType(v.toTensor().scalar_type()) || v.toTensor().numel() == 0) {
+            out.push_back(v);
+            continue;
+        }
+        const at::Tensor x = v.toTensor();
+        if (!heavyTailed) {
+            out.emplace_back(x * scale);
+            continue;
+        }
+        // Student's t with 2 degrees of freedom (infinite variance): z / sqrt(chi2_2 / 2), in
+        // float32 and then the input's dtype; of the draw's sign where the draw had none
+        // (U[0,1) inputs stay non-negative, so a log or sqrt keeps its domain).
+        const auto f = x.options().dtype(at::kFloat);
+        const at::Tensor z = torch::randn(x.sizes(), f);
+        const at::Tensor chi = (torch::randn(x.sizes(), f).square() + torch::randn(x.sizes(), f).square()) / 2;
+        at::Tensor t = z / chi.sqrt().clamp_min(1e-30);
+        if (x.min().item<double>() >= 0)
+            t = t.abs();
+        out.emplace_back(t.to(x.scalar_type()) * scale);
+    }
+    return out;
+}
+
+double rootMeanSquare(const at::Tensor& t)
+{
+    if (!t.defined() || t.numel() == 0 || !at::isFloatingType(t.scalar_type()))
+        return 0;
+    return t.to(at::kDouble).square().mean().sqrt().item<double>();
+}
+
+} // namespace kwb::evaluation

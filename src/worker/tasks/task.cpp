@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <set>
@@ -93,9 +94,9 @@ public:
         }
         t_.path = path_;
         if (!root.contains("forward")) findMisplacedForward(root);
-        checkKeys(root, "", {"id", "level", "number", "title", "source", "description", "forward", "dims",
-                             "smoke", "inputs", "params", "tolerance", "init_inputs", "kernelbench_only",
-                             "reference_python"});
+        checkKeys(root, "",
+                  {"id", "level", "number", "title", "source", "description", "forward", "dims", "smoke", "inputs",
+                   "params", "tolerance", "init_inputs", "kernelbench_only", "reference_python", "shape_sets"});
 
         t_.id = requiredString(root, "id");
         t_.level = static_cast<int>(requiredInt(root, "level", 1, 9));
@@ -116,7 +117,8 @@ public:
             t_.referencePython = requiredString(root, "reference_python");
             if (t_.referencePython.find("class Model") == std::string::npos)
                 fail("reference_python", "no 'class Model' found");
-            for (const char* k : {"forward", "dims", "smoke", "inputs", "params", "init_inputs", "tolerance"})
+            for (const char* k :
+                 {"forward", "dims", "smoke", "inputs", "params", "init_inputs", "tolerance", "shape_sets"})
                 if (root.contains(k))
                     fail(k, "a KernelBench-only task has none (its reference is reference_python)");
             return std::move(t_);
@@ -131,6 +133,7 @@ public:
         readParams(root);
         readTolerance(root);
         readInitInputs(root);
+        readShapeSets(root);
         checkForwardSignature();
         return std::move(t_);
     }
@@ -169,6 +172,84 @@ private:
         const toml::array* a = n->as_array();
         if (!a) fail("init_inputs", "must be an array, not " + typeName(*n));
         t_.initInputs = initValue(*n, "init_inputs");
+    }
+
+    // [[shape_sets]]: each may change only dimensions that size inputs and nothing else (not a
+    // parameter's shape or fan_in, not a constructor argument), which is what lets the evaluator
+    // make the parameters and a KernelBench-format ModelNew once, at KernelBench's shape.
+    void readShapeSets(const toml::table& root)
+    {
+        const toml::array* arr = requiredArrayOfTables(root, "shape_sets", false);
+        if (!arr)
+            return;
+        std::set<std::string> tied, names{"kernelbench"};
+        for (const ParamSpec& p : t_.params) {
+            tied.insert(p.shape.begin(), p.shape.end());
+            tied.insert(p.fanIn.begin(), p.fanIn.end());
+        }
+        const std::function<void(const nlohmann::json&)> initDims = [&](const nlohmann::json& v) {
+            if (v.is_array())
+                for (const auto& e : v)
+                    initDims(e);
+            else if (v.is_object())
+                tied.insert(v.at("dim").get<std::string>());
+        };
+        initDims(t_.initInputs);
+        for (size_t i = 0; i < arr->size(); ++i) {
+            const toml::table& tbl = *arr->get(i)->as_table();
+            const std::string pre = index("shape_sets", i);
+            checkKeys(tbl, pre, {"name", "held_out", "dims", "smoke"});
+            ShapeSet set;
+            set.name = requiredString(tbl, "name", pre);
+            if (!isIdentifier(set.name))
+                fail(pre + ".name", "'" + set.name + "' is not a name (letters, digits, _)");
+            if (!names.insert(set.name).second)
+                fail(pre + ".name", "duplicate shape set name '" + set.name + "'");
+            if (const toml::node* h = tbl.get("held_out")) {
+                if (!h->is_boolean())
+                    fail(pre + ".held_out", "expected a boolean, got " + typeName(*h));
+                set.heldOut = h->as_boolean()->get();
+            }
+            for (const char* scale : {"dims", "smoke"}) {
+                const toml::node* n = tbl.get(scale);
+                if (!n) {
+                    if (std::string(scale) == "dims")
+                        fail(pre + ".dims", "missing (required)");
+                    continue;
+                }
+                const toml::table* values = n->as_table();
+                if (!values)
+                    fail(join(pre, scale), "expected a table, got " + typeName(*n));
+                for (const auto& [key, node] : *values) {
+                    const std::string k(key.str());
+                    const std::string field = join(pre, scale) + "." + k;
+                    if (!hasDim(k))
+                        fail(field, "undefined dimension '" + k + "'");
+                    if (tied.count(k))
+                        fail(field, "'" + k +
+                                        "' sizes a parameter or is a constructor argument: a shape set "
+                                        "may change only dimensions that size the inputs alone");
+                    if (!node.is_integer())
+                        fail(field, "expected a positive integer, got " + typeName(node));
+                    const int64_t v = node.as_integer()->get();
+                    if (v <= 0)
+                        fail(field, "must be positive, got " + std::to_string(v));
+                    (std::string(scale) == "dims" ? set.full : set.smoke)[k] = v;
+                }
+            }
+            t_.shapeSets.push_back(std::move(set));
+            for (size_t j = 0; j < t_.inputs.size(); ++j)
+                if (t_.inputs[j].isTensor()) {
+                    const Task at = t_.atShapeSet(t_.shapeSets.size() - 1);
+                    for (Scale s : {Scale::Full, Scale::Smoke}) {
+                        try {
+                            numel(at.inputShape(j, s));
+                        } catch (const std::exception& e) {
+                            fail(pre, std::string(e.what()) + " at " + scaleName(s) + " scale");
+                        }
+                    }
+                }
+        }
     }
 
     // Unknown keys are errors: a typo ("fanin") would otherwise be ignored silently.
@@ -519,6 +600,26 @@ int64_t Task::bufferCount(Scale s) const {
     return n;
 }
 
+Task Task::atShapeSet(size_t k) const
+{
+    const ShapeSet& set = shapeSets.at(k);
+    Task t = *this;
+    t.shapeSets.clear();
+    for (auto& [name, value] : t.dims) {
+        auto it = set.full.find(name);
+        if (it == set.full.end())
+            continue;
+        // At smoke scale: the set's smoke value, else the task's, else the set's full value (as
+        // [dims] stands behind [smoke]).
+        if (!smoke.count(name))
+            t.smoke[name] = it->second;
+        value = it->second;
+    }
+    for (const auto& [name, value] : set.smoke)
+        t.smoke[name] = value;
+    return t;
+}
+
 const Task* TaskSet::find(const std::string& id) const {
     for (const Task& t : tasks)
         if (t.id == id) return &t;
@@ -626,6 +727,19 @@ nlohmann::json toJson(const Task& t) {
         params.push_back(o);
     }
     j["params"] = params;
+    // KernelBench's shape first, then the file's sets, each a full assignment of the dimensions.
+    json sets = json::array();
+    if (!t.isKernelBenchOnly()) {
+        sets.push_back({{"name", "kernelbench"}, {"held_out", false}, {"dims", dims}});
+        for (size_t k = 0; k < t.shapeSets.size(); ++k) {
+            const Task at = t.atShapeSet(k);
+            json d = json::array();
+            for (const auto& [name, full] : at.dims)
+                d.push_back({{"name", name}, {"full", full}, {"smoke", at.dim(name, Scale::Smoke)}});
+            sets.push_back({{"name", t.shapeSets[k].name}, {"held_out", t.shapeSets[k].heldOut}, {"dims", d}});
+        }
+    }
+    j["shape_sets"] = sets;
     j["init_inputs"] = t.initInputs;
     j["kernelbench_only"] = t.isKernelBenchOnly() ? json(t.kernelbenchOnly) : json(nullptr);
     j["reference_python"] = t.problemFile.empty() ? json(nullptr) : json(t.problemFile);

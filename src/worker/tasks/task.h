@@ -38,6 +38,17 @@ struct ParamSpec {
     bool buffer = false;                  // running state (BatchNorm), not a learned parameter
 };
 
+// A shape set (docs/task-format.md, "Shape sets"): other values of the dimensions that size the
+// inputs and nothing else, at which correctness is checked besides KernelBench's shape ([dims]).
+// The parameters and the constructor arguments do not depend on them, so they are made once.
+struct ShapeSet
+{
+    std::string name;
+    bool heldOut = false;                 // never shown in a prompt
+    std::map<std::string, int64_t> full;  // overrides of [dims]
+    std::map<std::string, int64_t> smoke; // overrides at smoke scale (of [smoke], then [dims])
+};
+
 struct Task {
     std::string id, title, source, description, forward, path;
     int level = 0, number = 0;
@@ -58,6 +69,10 @@ struct Task {
     // preset's prompts (docs/prompts.md), never run: referencePython for a KernelBench-only task,
     // else kernelbench-src/<source> beside the level folders where loadTaskDir finds it.
     std::string problemFile;
+    std::vector<ShapeSet> shapeSets; // besides KernelBench's shape; file order
+
+    // This task at shape set k's dimensions (both scales), with no shape sets of its own.
+    Task atShapeSet(size_t k) const;
 
     // initInputs with every dimension resolved at scale s (what ModelNew(*init_inputs) gets).
     nlohmann::json initInputValues(Scale s) const;
