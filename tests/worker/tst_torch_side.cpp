@@ -457,9 +457,12 @@ TEST_CASE("evaluate: numeric stress, with atol following the output's magnitude 
     CHECK(r["status"] == "incorrect");
     CHECK(r["message"].get<std::string>().find("wrong on inputs x64") != std::string::npos);
     // Off by 5e-5 everywhere: within atol 1e-4 on the task's inputs, a tenth of the output at x1e-3.
+    // That trial records the mismatch but does not decide (correctnessstage.cpp, stressTrials).
     r = evalCpu(ev, *t, answerFor(sig + "    return torch.relu(x) + 5e-5\n"), {{"time", false}});
-    CHECK(r["status"] == "incorrect");
-    CHECK(r["message"].get<std::string>().find("wrong on inputs x1e-3") != std::string::npos);
+    CHECK(r["status"] == "correct");
+    CHECK(r["correctness"]["stress"][0]["passed"] == false);
+    CHECK(r["correctness"]["stress"][0]["reason"].get<std::string>().find("differ") != std::string::npos);
+    CHECK(r["correctness"]["stress"][1]["passed"] == true);
 }
 
 TEST_CASE("output poisoning: the canary fills the whole storage and marks untouched elements (issue 39 item 3)")

@@ -153,7 +153,7 @@ std::string comparisonReason(const at::Tensor& out, const Comparison& c)
 /// output is poisoned after. `record` (inside `corr`) gets what was found; `what` starts every
 /// message. False where the evaluation ends (its end set).
 bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10::IValue>& inputs,
-                const std::string& what, double atol, double rtol, bool atolOfRms)
+                const std::string& what, double atol, double rtol, bool atolOfRms, bool decides = true)
 {
     const json trial = record.value(protocol::Key::kName, json("extra"));
     const auto prints = fingerprints(inputs);
@@ -192,6 +192,12 @@ bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10:
     releaseReference(ev, ref);
     record[protocol::Key::kPassed] = c.ok;
     record[protocol::Key::kMaxAbsDiff] = c.maxAbs;
+    if (!c.ok && !decides) {
+        // Recorded, not a verdict: see stressTrials.
+        record[protocol::Key::kReason] = comparisonReason(out, c);
+        poison(out);
+        return true;
+    }
     if (!c.ok) {
         const std::string reason = comparisonReason(out, c);
         json failure = {{protocol::Key::kTrial, trial}, {protocol::Key::kReason, reason}};
@@ -271,8 +277,16 @@ bool stressTrials(Evaluation& ev, json& corr)
         const char* name;
         double scale;
         bool heavy;
+        bool decides; ///< false: a mismatch is recorded (passed: false, reason), the status unchanged
     };
-    static const Stress kStress[] = {{"x1e-3", 1e-3, false}, {"x64", 64, false}, {"heavy_tailed", 1, true}};
+    // x1e-3 does not decide yet: on the H200 (2866daa) the hand-written L2/3 reference (conv
+    // transpose, LayerNorm, pooling, GELU) differed from torch's in 113 of 33.5 M outputs there
+    // (2.4e-5 where the output's RMS sets atol), an honest candidate whose LayerNorm sits near its
+    // eps at that scale; the tolerance needs the reference's own error on such inputs (a float64
+    // reference) before it can fail anyone. x64 and the heavy-tailed draw passed every reference
+    // and trust fixture there.
+    static const Stress kStress[] = {
+        {"x1e-3", 1e-3, false, false}, {"x64", 64, false, true}, {"heavy_tailed", 1, true, true}};
     if (ev.task.isKernelBenchOnly()) {
         // As for the range trial: get_inputs()'s structure (symmetric, triangular, a mask, class
         // indices) is not the evaluator's to know, and a rescaled or redrawn input may break it.
@@ -288,7 +302,7 @@ bool stressTrials(Evaluation& ev, json& corr)
         json& record = corr["stress"].back();
         const std::string what = std::string("right on KernelBench's inputs but wrong on ") +
                                  (s.heavy ? "heavy-tailed (Student-t) inputs" : std::string("inputs ") + s.name);
-        if (!extraTrial(ev, corr, record, inputs, what, ev.prof.rangeTolerance, ev.prof.rangeTolerance, true))
+        if (!extraTrial(ev, corr, record, inputs, what, ev.prof.rangeTolerance, ev.prof.rangeTolerance, true, s.decides))
             return false;
     }
     return true;
