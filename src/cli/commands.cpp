@@ -2,6 +2,7 @@
 
 #include "textformat.h"
 
+#include "core/protocol/kernelfacts.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
 #include "core/protocol/workerrequests.h"
@@ -458,6 +459,16 @@ int runEval(Session& session, const EvalOptions& options)
         if (!kernels.isEmpty())
             line += QStringLiteral(", kernels: ") + kernels.join(QStringLiteral(", "));
         table.add(QStringLiteral("compile"), line);
+        // Each kernel's facts in one line (issue 40; the same reading the Monitor shows), as many
+        // as the kernel list above names.
+        for (qsizetype i = 0; i < compile->kernelFacts.size() && i < shownKernels; ++i) {
+            const KernelFactsInfo& kernel = compile->kernelFacts.at(i);
+            table.add(QStringLiteral("kernel"), kernel.displayName() + QStringLiteral(": ") + kernelReading(kernel));
+        }
+        if (compile->kernelFacts.size() > shownKernels)
+            table.add(QStringLiteral("kernel"), QStringLiteral("… and %1 more").arg(compile->kernelFacts.size() - shownKernels));
+        if (!compile->kernelFactsNote.isEmpty())
+            table.add(QStringLiteral("kernel facts"), compile->kernelFactsNote);
     }
     if (const std::optional<CorrectnessInfo>& c = e.correctness) {
         table.add(QStringLiteral("correctness"),
