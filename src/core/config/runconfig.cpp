@@ -112,6 +112,8 @@ QJsonObject RunConfig::toJson() const
                      {QStringLiteral("compile_only"), compileOnly}};
     if (compileWorkers)
         json.insert(QStringLiteral("compile_workers"), *compileWorkers);
+    if (!memoryCgroup.isEmpty())
+        json.insert(QStringLiteral("memory_cgroup"), memoryCgroup);
     if (isImport()) {
         json.insert(QStringLiteral("import"), import);
         return json;
@@ -187,6 +189,7 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
     c.isolation = value("isolation").toString(c.isolation);
     c.workerLimits = WorkerLimits::fromJson(value("worker_limits").toObject());
     c.sandbox = value("sandbox").toString();
+    c.memoryCgroup = value("memory_cgroup").toString();
     // Any sweep value counts: the old single-run sweeps stored theirs without an id.
     const QJsonValue sweepJson = value("sweep");
     if (!sweepJson.isNull() && !sweepJson.isUndefined()) {

@@ -104,6 +104,7 @@ struct RunConfig
     QString isolation = QStringLiteral("fresh");
     WorkerLimits workerLimits;
     QString sandbox; ///< "bubblewrap" or "none: <reason>" (workerSandboxStatus)
+    QString memoryCgroup; ///< local workers' memory cgroups: "cgroup v2, in …" or "none: <reason>" (memoryCgroupStatus); empty in older runs
     std::optional<RunSweep> sweep;
     QString promptsDir;
     QString answerFormat = defaults::answerFormat(); ///< runs stored before it were native

@@ -8,6 +8,7 @@
 #include "core/protocol/protocolnames.h"
 #include "core/protocol/workerrequests.h"
 #include "core/protocol/workerresponses.h"
+#include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
@@ -488,6 +489,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const DeviceFacts& de
     config.isolation = plan.isolation;
     config.workerLimits = plan.workerLimits;
     config.sandbox = workerSandboxStatus(plan.workerLimits);
+    config.memoryCgroup = memoryCgroupStatus();
     if (!plan.sweepNs.isEmpty())
         config.sweep = RunSweep{plan.sweepNs, plan.sweepId, plan.regime.n};
     config.promptsDir = QDir(plan.promptsDir).absolutePath();

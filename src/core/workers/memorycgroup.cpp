@@ -155,6 +155,12 @@ const MemoryCgroupSupport& memoryCgroupSupport()
     return support;
 }
 
+QString memoryCgroupStatus()
+{
+    const MemoryCgroupSupport& support = memoryCgroupSupport();
+    return support.available() ? support.why : QStringLiteral("none: ") + support.why;
+}
+
 void readMemoryEventCounts(const QByteArray& text, MemoryCgroupEnding* ending)
 {
     ending->oomKills = counter(text, "oom_kill");

@@ -32,6 +32,9 @@ struct MemoryCgroupSupport
 
 /// Probed on the first call (a mkdir and rmdir where one could work), then cached.
 const MemoryCgroupSupport& memoryCgroupSupport();
+/// What a run stores (`memory_cgroup`): "cgroup v2, in <folder>" / "cgroup v1 memory, in <folder>"
+/// where local workers get one, else "none: <why>".
+QString memoryCgroupStatus();
 /// The probe itself, for the given /proc/self/cgroup and /proc/self/mountinfo texts (tests).
 MemoryCgroupSupport probeMemoryCgroups(const QByteArray& selfCgroup, const QByteArray& mountInfo);
 

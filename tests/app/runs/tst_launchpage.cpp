@@ -5,6 +5,7 @@
 
 #include "app/runs/launchpage.h"
 #include "app/runs/runmanager.h"
+#include "core/workers/memorycgroup.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/regimefile.h"
@@ -472,8 +473,11 @@ private Q_SLOTS:
         // As stored: nothing `kwb run` keeps is missing, nothing is added.
         QCOMPARE(pageRun.configJson.keys(), cliRun.configJson.keys());
         for (const char* key : {"regime", "level_regimes", "routing", "tasks", "task_spec", "scale", "timeout_s",
-                                "timing_trials", "isolation", "worker_limits", "sandbox", "sweep", "prompts_dir"})
+                                "timing_trials", "isolation", "worker_limits", "sandbox", "memory_cgroup", "sweep", "prompts_dir"})
             QVERIFY2(pageRun.configJson.value(QLatin1String(key)) == cliRun.configJson.value(QLatin1String(key)), key);
+        // Whether local workers had a memory cgroup of their own (issue 32 item 4), and if not why.
+        QCOMPARE(a.memoryCgroup, memoryCgroupStatus());
+        QVERIFY(a.memoryCgroup.startsWith(QLatin1String("cgroup v")) || a.memoryCgroup.startsWith(QLatin1String("none: ")));
         QCOMPARE(b.versions.worker, a.versions.worker);
         QCOMPARE(b.gpu.name, a.gpu.name);
 
