@@ -4,12 +4,12 @@
 
 #include "core/protocol/kernelfacts.h"
 #include "core/protocol/protocolcodec.h"
-#include "core/protocol/workerresponses.h"
 #include "core/protocol/workerrequests.h"
-#include "core/study/report.h"
+#include "core/protocol/workerresponses.h"
 #include "core/store/runstore.h"
-#include "core/workers/workerlauncher.h"
+#include "core/study/report.h"
 #include "core/workers/gpulease.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workerlocator.h"
 
 #include <QCoreApplication>
@@ -466,7 +466,8 @@ int runEval(Session& session, const EvalOptions& options)
             table.add(QStringLiteral("kernel"), kernel.displayName() + QStringLiteral(": ") + kernelReading(kernel));
         }
         if (compile->kernelFacts.size() > shownKernels)
-            table.add(QStringLiteral("kernel"), QStringLiteral("… and %1 more").arg(compile->kernelFacts.size() - shownKernels));
+            table.add(QStringLiteral("kernel"),
+                      QStringLiteral("… and %1 more").arg(compile->kernelFacts.size() - shownKernels));
         if (!compile->kernelFactsNote.isEmpty())
             table.add(QStringLiteral("kernel facts"), compile->kernelFactsNote);
     }

@@ -152,7 +152,8 @@ QString sandboxStatusOf(const WorkerLaunchSettings& settings)
 
 MemoryCgroupEnding memoryCgroupEndingOf(const QProcess* process)
 {
-    const auto* holder = process->findChild<QObject*>(QString::fromLatin1(MemoryCgroupHolder::kName), Qt::FindDirectChildrenOnly);
+    const auto* holder =
+        process->findChild<QObject*>(QString::fromLatin1(MemoryCgroupHolder::kName), Qt::FindDirectChildrenOnly);
     return holder ? static_cast<const MemoryCgroupHolder*>(holder)->cgroup->ending() : MemoryCgroupEnding();
 }
 

@@ -233,7 +233,8 @@ void WorkerSupervisor::dispatch()
     m_stderr.clear();
     m_stderrDropped = 0;
     m_requestTimer.start(m_active->request.timeoutMs);
-    if (!m_launch.target.isRemote() && m_limitPolling) // the started process is ssh or srun there: its /proc says nothing of the worker
+    // Not for a remote worker: the started process is ssh or srun, whose /proc says nothing of it.
+    if (!m_launch.target.isRemote() && m_limitPolling)
         m_limitTimer.start();
     Q_EMIT requestStarted(m_active->request.id);
     if (!m_active)
@@ -724,14 +725,16 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
         QString overHostLimit;
         if (m_launch.target.isRemote() && exitStatus == QProcess::NormalExit && exitCode == kWorkerExitHostLimit)
             overHostLimit = hostLimitMessage(stderrTail);
-        else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && exitCode == SIGKILL
-                 && cgroupEnding.killedAtLimit())
-            overHostLimit = QStringLiteral("host memory over the limit of %1%2: the kernel's OOM killer ended the worker in its "
-                                           "memory cgroup (%3)")
-                                .arg(formatBytes(m_launch.limits.effectiveHostMemory()),
-                                     cgroupEnding.peakBytes > 0 ? QStringLiteral(" (peak %1)").arg(formatBytes(cgroupEnding.peakBytes))
-                                                                : QString(),
-                                     cgroupEnding.evidence);
+        else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && exitCode == SIGKILL &&
+                 cgroupEnding.killedAtLimit())
+            overHostLimit =
+                QStringLiteral("host memory over the limit of %1%2: the kernel's OOM killer ended the worker in its "
+                               "memory cgroup (%3)")
+                    .arg(formatBytes(m_launch.limits.effectiveHostMemory()),
+                         cgroupEnding.peakBytes > 0
+                             ? QStringLiteral(" (peak %1)").arg(formatBytes(cgroupEnding.peakBytes))
+                             : QString(),
+                         cgroupEnding.evidence);
         if (active.answered) {
             Q_EMIT responseAvailable(id, active.response);
         } else if (!active.failStatus.isEmpty()) {
@@ -767,14 +770,18 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
         } else if (exitStatus == QProcess::CrashExit && stopStage == StopStage::None && endedFromOutside(exitCode)) {
             // The supervisor sent nothing (failStatus is empty and it was not stopping the worker),
             // and where the worker had a memory cgroup it shows no kill at its own limit.
-            const QString who = !cgroupEnding.read ? QStringLiteral("the OOM killer or another process")
-                                : cgroupEnding.oomKills > 0
-                                    ? QStringLiteral("the machine's OOM killer, below the worker's own memory limit: %1").arg(cgroupEnding.evidence)
-                                    : QStringLiteral("another process: its memory cgroup shows no OOM kill, %1").arg(cgroupEnding.evidence);
-            Q_EMIT requestFailed(id, wireName(EvaluationStatus::WorkerLost),
-                                 QStringLiteral("the worker was %1 during the request, not by kwb (%2): a failure of the machine, "
-                                                "not of the candidate")
-                                     .arg(description, who));
+            const QString who =
+                !cgroupEnding.read ? QStringLiteral("the OOM killer or another process")
+                : cgroupEnding.oomKills > 0
+                    ? QStringLiteral("the machine's OOM killer, below the worker's own memory limit: %1")
+                          .arg(cgroupEnding.evidence)
+                    : QStringLiteral("another process: its memory cgroup shows no OOM kill, %1")
+                          .arg(cgroupEnding.evidence);
+            Q_EMIT requestFailed(
+                id, wireName(EvaluationStatus::WorkerLost),
+                QStringLiteral("the worker was %1 during the request, not by kwb (%2): a failure of the machine, "
+                               "not of the candidate")
+                    .arg(description, who));
         } else {
             Q_EMIT requestFailed(id, wireName(EvaluationStatus::Crashed),
                                  QStringLiteral("the worker %1 during the request").arg(description));
