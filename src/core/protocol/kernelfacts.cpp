@@ -67,7 +67,7 @@ QList<KernelFactsInfo> decodeKernelFacts(const QJsonObject& compile, QString* no
         k.staticSharedBytes = optBytes(o, K::kStaticSharedBytes);
         k.constantBytes = optBytes(o, K::kConstantBytes);
         k.moduleConstantBytes = optBytes(o, K::kModuleConstantBytes);
-        k.paramBytes = optBytes(o, K::kParamBytes);
+        k.paramBytes = optBytes(o, ProtocolNames::Key::kParamBytes);
         k.maxThreadsPerBlock = integer(o, K::kMaxThreadsPerBlock);
         k.maxThreadsLimit = str(o, K::kMaxThreadsLimit);
         k.ptx = optText(o, K::kPtx);

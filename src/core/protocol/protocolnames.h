@@ -272,7 +272,8 @@ inline constexpr const char* kL2 = "l2";
 
 /// `compile.kernel_facts` of an evaluate response (docs/protocol.md §evaluate, "kernel_facts"):
 /// one object per kernel of the compiled candidate, and the note on what could not be read. Its
-/// "name" is Key::kName, its "arch" Field::kArch.
+/// "name" is Key::kName, its "arch" Field::kArch, its "param_bytes" Key::kParamBytes (the word
+/// analyze uses for a task's parameters; here the bytes of the kernel's parameter space).
 namespace KernelFact {
 inline constexpr const char* kKernelFacts = "kernel_facts";
 inline constexpr const char* kKernelFactsNote = "kernel_facts_note";
@@ -285,7 +286,6 @@ inline constexpr const char* kSpillLoadBytes = "spill_load_bytes";
 inline constexpr const char* kStaticSharedBytes = "static_shared_bytes";
 inline constexpr const char* kConstantBytes = "constant_bytes";
 inline constexpr const char* kModuleConstantBytes = "module_constant_bytes";
-inline constexpr const char* kParamBytes = "param_bytes";
 inline constexpr const char* kBarriers = "barriers";
 inline constexpr const char* kMaxThreadsPerBlock = "max_threads_per_block";
 inline constexpr const char* kMaxThreadsLimit = "max_threads_limit";

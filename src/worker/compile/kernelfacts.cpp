@@ -725,7 +725,7 @@ nlohmann::json kernelFactsJson(const std::vector<KernelFacts>& kernels)
                   {K::kStaticSharedBytes, opt(k.staticSharedBytes)},
                   {K::kConstantBytes, opt(k.constantBytes)},
                   {K::kModuleConstantBytes, opt(k.moduleConstantBytes)},
-                  {K::kParamBytes, opt(k.paramBytes)},
+                  {ProtocolNames::Key::kParamBytes, opt(k.paramBytes)},
                   {K::kBarriers, opt(k.barriers)},
                   {K::kMaxThreadsPerBlock, k.maxThreadsPerBlock},
                   {K::kMaxThreadsLimit, k.maxThreadsLimit},
