@@ -74,7 +74,8 @@ bool matches(const std::string& file, const std::string& only)
     return false;
 }
 
-struct Run {
+struct Run
+{
     bool ok = false;
     double startMs = 0, wallMs = 0, floorMs = 0;
     double requestMs = 0; ///< the evaluate request sent to its answer read
@@ -86,7 +87,8 @@ struct Run {
 /// One candidate in a fresh worker: hello, (with `warm`) warm, evaluate, stop. `facts` receives the
 /// device's facts once.
 Run evaluateFresh(const std::string& workerPath, const std::string& src, const std::string& task,
-                  const std::string& answer, const std::string& profile, const json& warm, json* facts, std::string* torch)
+                  const std::string& answer, const std::string& profile, const json& warm, json* facts,
+                  std::string* torch)
 {
     Run run;
     WorkerClient worker(workerPath, {"--tasks-dir", src + "/tasks"});
@@ -119,9 +121,11 @@ Run evaluateFresh(const std::string& workerPath, const std::string& src, const s
         const json prof = r.value("profile", json::object());
         const double tr = num(t["reference"], "mean_ms"), tc = num(t["candidate"], "mean_ms");
         // warm-up pairs: the adaptive method's own count (at least `warmup`, and min_warmup_ms of them)
-        const double ct = num(prof, "correctness_trials"), wu = num(t, "warmup_pairs") > 0 ? num(t, "warmup_pairs") : num(prof, "warmup");
+        const double ct = num(prof, "correctness_trials"),
+                     wu = num(t, "warmup_pairs") > 0 ? num(t, "warmup_pairs") : num(prof, "warmup");
         // reference samples kept (a fresh worker pools no cached ones) and candidate samples kept
-        const double nr = num(t["reference"], "trials") - num(t, "reference_reused"), nc = num(t["candidate"], "trials");
+        const double nr = num(t["reference"], "trials") - num(t, "reference_reused"),
+                     nc = num(t["candidate"], "trials");
         run.floorMs = ct * (tr + tc) + tc + (tr + tc) + tc + wu * (tr + tc) + nr * tr + nc * tc;
     }
     worker.stop();
@@ -133,7 +137,8 @@ std::string intervalText(const json& iv)
     if (!iv.is_object() || !iv["high"].is_number())
         return "–";
     char buf[96];
-    std::snprintf(buf, sizeof buf, "[%.3f, %.3f] ±%.2f %%", num(iv, "low"), num(iv, "high"), 100 * num(iv, "relative_half_width"));
+    std::snprintf(buf, sizeof buf, "[%.3f, %.3f] ±%.2f %%", num(iv, "low"), num(iv, "high"),
+                  100 * num(iv, "relative_half_width"));
     return buf;
 }
 } // namespace
@@ -166,14 +171,17 @@ int main(int argc, char** argv)
     std::string torch;
 
     if (repeat <= 0) {
-        std::printf("| task | status | start ms | cuda ms | compile ms | reference ms | correctness ms | timing ms | wall ms "
-                    "| GPU floor ms | wall/floor | stop | pairs | throttled | speedup | 95 %% interval | in it | warm ms | request ms |\n");
+        std::printf(
+            "| task | status | start ms | cuda ms | compile ms | reference ms | correctness ms | timing ms | wall ms "
+            "| GPU floor ms | wall/floor | stop | pairs | throttled | speedup | 95 %% interval | in it | warm ms | "
+            "request ms |\n");
         std::printf("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|---|---|--:|--:|\n");
     } else {
-        std::printf("| task | runs | correct | mean speedup | std | CV %% | mean ±half-width %% | intervals holding the mean "
-                    "| stop reasons | mean timing ms | mean wall ms | mean iid ± %% | mean batch-means ± %% | timing CPUs "
-                    "| mean warm ms | mean request ms |\n"
-                    "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|\n");
+        std::printf(
+            "| task | runs | correct | mean speedup | std | CV %% | mean ±half-width %% | intervals holding the mean "
+            "| stop reasons | mean timing ms | mean wall ms | mean iid ± %% | mean batch-means ± %% | timing CPUs "
+            "| mean warm ms | mean request ms |\n"
+            "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|---|--:|--:|\n");
     }
     for (auto& node : *manifest["candidate"].as_array()) {
         auto& c = *node.as_table();
@@ -193,25 +201,38 @@ int main(int argc, char** argv)
             const json t = r.value("timing", json::object());
             const double speedup = r.contains("speedup") && r["speedup"].is_number() ? r["speedup"].get<double>() : 0.0;
             const json iv = t.value("speedup_interval", json());
-            const bool inside = iv.is_object() && iv["high"].is_number() && speedup >= num(iv, "low") && speedup <= num(iv, "high");
-            const std::string warmMs = run.warm.is_object() ? std::to_string(int(std::lround(num(run.warm.value("warm_ms", json()), "total"))))
-                                                            : std::string("–");
-            std::printf("| %s | %s | %.0f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | %.3f | %s | %s | %s | %.0f |\n",
+            const bool inside =
+                iv.is_object() && iv["high"].is_number() && speedup >= num(iv, "low") && speedup <= num(iv, "high");
+            const std::string warmMs =
+                run.warm.is_object() ? std::to_string(int(std::lround(num(run.warm.value("warm_ms", json()), "total"))))
+                                     : std::string("–");
+            std::printf("| %s | %s | %.0f | %.0f | %.1f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %s | %.0f | %.0f | "
+                        "%.3f | %s | %s | %s | %.0f |\n",
                         task.c_str(), run.status.c_str(), run.startMs, num(st, "cuda_init"), num(st, "compile"),
                         num(st, "reference"), num(st, "correctness"), num(st, "timing"), run.wallMs, run.floorMs,
-                        run.floorMs > 0 ? run.wallMs / run.floorMs : 0.0, t.value("stop_reason", std::string("–")).c_str(),
-                        num(t, "samples"), num(t, "throttled"), speedup, intervalText(iv).c_str(), inside ? "yes" : "no",
-                        warmMs.c_str(), run.requestMs);
+                        run.floorMs > 0 ? run.wallMs / run.floorMs : 0.0,
+                        t.value("stop_reason", std::string("–")).c_str(), num(t, "samples"), num(t, "throttled"),
+                        speedup, intervalText(iv).c_str(), inside ? "yes" : "no", warmMs.c_str(), run.requestMs);
             std::fflush(stdout);
-            rows.push_back({{"task", task}, {"file", file}, {"status", run.status}, {"process_start_ms", run.startMs},
-                            {"stage_ms", st}, {"stage_detail_ms", r.value("stage_detail_ms", json::object())},
-                            {"wall_ms", run.wallMs}, {"gpu_floor_ms", run.floorMs}, {"speedup", speedup},
-                            {"warm", run.warm}, {"evaluate_request_ms", run.requestMs},
-                            {"speedup_in_interval", inside}, {"timing", t},
-                            {"kernels", r.value("kernels", json::array())}, {"degenerate", r.value("degenerate", json())}});
+            rows.push_back({{"task", task},
+                            {"file", file},
+                            {"status", run.status},
+                            {"process_start_ms", run.startMs},
+                            {"stage_ms", st},
+                            {"stage_detail_ms", r.value("stage_detail_ms", json::object())},
+                            {"wall_ms", run.wallMs},
+                            {"gpu_floor_ms", run.floorMs},
+                            {"speedup", speedup},
+                            {"warm", run.warm},
+                            {"evaluate_request_ms", run.requestMs},
+                            {"speedup_in_interval", inside},
+                            {"timing", t},
+                            {"kernels", r.value("kernels", json::array())},
+                            {"degenerate", r.value("degenerate", json())}});
             continue;
         }
-        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs, referenceMs, candidateMs, requestMs, warmMs;
+        std::vector<double> speedups, halves, iidHalves, batchHalves, timingMs, wallMs, referenceMs, candidateMs,
+            requestMs, warmMs;
         std::map<std::string, int> cpus; // where each run's timing thread was pinned
         std::vector<json> intervals;
         std::map<std::string, int> reasons;
@@ -233,11 +254,13 @@ int main(int argc, char** argv)
                 batchHalves.push_back(num(intervals.back(), "batch_relative_half_width"));
             }
             const json cpu = t.value("cpu", json());
-            cpus[cpu.is_object() && cpu["cpu"].is_number() ? std::to_string(cpu["cpu"].get<int>()) + (cpu.value("numa_local", false) ? "" : " (not local)")
-                                                          : "unpinned"]++;
+            cpus[cpu.is_object() && cpu["cpu"].is_number()
+                     ? std::to_string(cpu["cpu"].get<int>()) + (cpu.value("numa_local", false) ? "" : " (not local)")
+                     : "unpinned"]++;
             reasons[t.value("stop_reason", std::string("none"))]++;
             timingMs.push_back(num(r.value("stage_ms", json::object()), "timing"));
-            referenceMs.push_back(num(t.value("reference", json::object()), "mean_ms")); // which side moves between processes
+            referenceMs.push_back(
+                num(t.value("reference", json::object()), "mean_ms")); // which side moves between processes
             candidateMs.push_back(num(t.value("candidate", json::object()), "mean_ms"));
             wallMs.push_back(run.wallMs);
             requestMs.push_back(run.requestMs);
@@ -265,41 +288,60 @@ int main(int argc, char** argv)
         for (const auto& [cpu, n] : cpus)
             where += (where.empty() ? "" : ", ") + cpu + " ×" + std::to_string(n);
         const std::string meanWarm = warmMs.empty() ? std::string("–") : std::to_string(int(std::lround(mean(warmMs))));
-        std::printf("| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %.0f |\n", task.c_str(),
-                    repeat, correct, m, sd, m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding, intervals.size(), why.c_str(),
-                    mean(timingMs), mean(wallMs), 100 * mean(iidHalves), 100 * mean(batchHalves), where.c_str(), meanWarm.c_str(),
-                    mean(requestMs));
+        std::printf(
+            "| %s | %d | %d | %.4f | %.4f | %.2f | %.2f | %d/%zu | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %.0f |\n",
+            task.c_str(), repeat, correct, m, sd, m > 0 ? 100 * sd / m : 0.0, 100 * mean(halves), holding,
+            intervals.size(), why.c_str(), mean(timingMs), mean(wallMs), 100 * mean(iidHalves), 100 * mean(batchHalves),
+            where.c_str(), meanWarm.c_str(), mean(requestMs));
         std::fflush(stdout);
-        repeats.push_back({{"task", task}, {"file", file}, {"runs", repeat}, {"correct", correct}, {"speedups", speedups},
-                           {"mean", m}, {"std", sd}, {"cv", m > 0 ? sd / m : 0.0}, {"intervals", intervals},
-                           {"stop_reasons", reasons}, {"timing_ms", timingMs}, {"wall_ms", wallMs},
-                           {"reference_mean_ms", referenceMs}, {"candidate_mean_ms", candidateMs},
-                           {"evaluate_request_ms", requestMs}, {"warm_ms", warmMs}});
+        repeats.push_back({{"task", task},
+                           {"file", file},
+                           {"runs", repeat},
+                           {"correct", correct},
+                           {"speedups", speedups},
+                           {"mean", m},
+                           {"std", sd},
+                           {"cv", m > 0 ? sd / m : 0.0},
+                           {"intervals", intervals},
+                           {"stop_reasons", reasons},
+                           {"timing_ms", timingMs},
+                           {"wall_ms", wallMs},
+                           {"reference_mean_ms", referenceMs},
+                           {"candidate_mean_ms", candidateMs},
+                           {"evaluate_request_ms", requestMs},
+                           {"warm_ms", warmMs}});
     }
     if (repeat <= 0 && !rows.empty()) {
-        std::printf("\nWhere correctness and timing go (ms; stage_detail_ms):\n\n"
-                    "| task | trace | ref prep wait | corr first trial | corr inputs | corr candidate | corr write checks "
-                    "| corr reference | corr compare | corr degenerate | corr determinism | corr range | time sets "
-                    "| time setup | time warm-up | time pairs | time output checks | time copies | time last check "
-                    "| time roofline |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
+        std::printf(
+            "\nWhere correctness and timing go (ms; stage_detail_ms):\n\n"
+            "| task | trace | ref prep wait | corr first trial | corr inputs | corr candidate | corr write checks "
+            "| corr reference | corr compare | corr degenerate | corr determinism | corr range | time sets "
+            "| time setup | time warm-up | time pairs | time output checks | time copies | time last check "
+            "| time roofline |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
         for (const json& row : rows) {
             const json d = row.value("stage_detail_ms", json::object());
             const json c = d.value("correctness", json::object()), t = d.value("timing", json::object());
-            const double pairs = num(t, "measurement") - num(t, "measurement_warmup") - num(t, "measurement_output_checks") -
-                                 num(t, "measurement_prepare");
-            std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f "
+            const double pairs = num(t, "measurement") - num(t, "measurement_warmup") -
+                                 num(t, "measurement_output_checks") - num(t, "measurement_prepare");
+            std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | "
+                        "%.0f | %.0f "
                         "| %.0f | %.0f | %.0f | %.0f | %.0f |\n",
                         row.value("task", std::string()).c_str(), num(row.value("stage_ms", json::object()), "trace"),
                         num(d.value("reference", json::object()), "preparation_wait"), num(c, "first_trial_total"),
-                        num(c, "inputs"), num(c, "candidate"), num(c, "write_checks"), num(c, "reference"), num(c, "compare"),
-                        num(c, "degenerate_and_release"), num(c, "determinism"), num(c, "range_trial"), num(t, "input_sets"),
-                        num(t, "measurement_setup"), num(t, "measurement_warmup"), pairs, num(t, "measurement_output_checks"),
+                        num(c, "inputs"), num(c, "candidate"), num(c, "write_checks"), num(c, "reference"),
+                        num(c, "compare"), num(c, "degenerate_and_release"), num(c, "determinism"),
+                        num(c, "range_trial"), num(t, "input_sets"), num(t, "measurement_setup"),
+                        num(t, "measurement_warmup"), pairs, num(t, "measurement_output_checks"),
                         num(t, "measurement_prepare"), num(t, "last_output_check"), num(t, "roofline"));
         }
         std::fflush(stdout);
     }
     if (!jsonOut.empty())
-        std::ofstream(jsonOut) << json({{"device", deviceFacts}, {"torch", torch}, {"profile", profile}, {"warm", warm}, {"rows", rows},
+        std::ofstream(jsonOut) << json({{"device", deviceFacts},
+                                        {"torch", torch},
+                                        {"profile", profile},
+                                        {"warm", warm},
+                                        {"rows", rows},
                                         {"repeats", repeats}})
                                       .dump(1)
                                << "\n";

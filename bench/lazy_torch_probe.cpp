@@ -20,7 +20,10 @@
 namespace {
 using Clock = std::chrono::steady_clock;
 const Clock::time_point g_start = Clock::now();
-double ms() { return std::chrono::duration<double, std::milli>(Clock::now() - g_start).count(); }
+double ms()
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - g_start).count();
+}
 
 int g_bind = RTLD_NOW;
 
@@ -95,7 +98,9 @@ void compile(const char* src = kRelu)
 int main(int argc, char** argv)
 {
     if (argc < 5) {
-        std::fprintf(stderr, "usage: %s seq|par|par-late|par-init|par-prime[-lazy] TORCH_LIB_DIR NVRTC_LIB NVRTC_BUILTINS_LIB\n", argv[0]);
+        std::fprintf(
+            stderr, "usage: %s seq|par|par-late|par-init|par-prime[-lazy] TORCH_LIB_DIR NVRTC_LIB NVRTC_BUILTINS_LIB\n",
+            argv[0]);
         return 1;
     }
     std::string mode = argv[1];
@@ -128,7 +133,7 @@ int main(int argc, char** argv)
         compile();
         t.join();
     }
-    std::printf("%-8s main %.1f  torch loaded %.1f  cuInit %.1f  context %.1f  compiled %.1f  all %.1f ms\n", mode.c_str(),
-                mainAt, g_torchDone, g_initDone, g_ctxDone, g_compileDone, ms());
+    std::printf("%-8s main %.1f  torch loaded %.1f  cuInit %.1f  context %.1f  compiled %.1f  all %.1f ms\n",
+                mode.c_str(), mainAt, g_torchDone, g_initDone, g_ctxDone, g_compileDone, ms());
     return 0;
 }

@@ -9,7 +9,8 @@
 #include <cstdlib>
 #include <string>
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv)
+{
     const std::size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : kwb::kMaxAnswerBytes;
     const std::vector<kwb::SigParam> expected = {{"x", "Tensor"}, {"p", "Dict[str, Tensor]"}};
     std::printf("| shape | bytes | ms (best of 3) | result |\n|---|---:|---:|---|\n");

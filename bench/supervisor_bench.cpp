@@ -37,14 +37,15 @@
 //   reuse+ahead        one worker kept while healthy, compile-ahead on
 //
 // A second table sums each mode's jobs: the worker's stages, the waits for the GPU's quiet lock,
-// the time outside the worker. Per candidate, "overhead" is the queue's wall time for the job (handed to the GPU's supervisor
-// until its result) minus the worker's own stage total (stage_ms.total): process start, hello,
-// the request's travel. Per mode, the warmed spares' warm-up (warm_ms.total, the quiet lock's wait
-// included) is reported as its median and count. A separate pass measures compile-ahead throughput alone: every cuda block
-// compiled by k CPU workers at once (compile requests, no GPU).
+// the time outside the worker. Per candidate, "overhead" is the queue's wall time for the job (handed to the GPU's
+// supervisor until its result) minus the worker's own stage total (stage_ms.total): process start, hello, the request's
+// travel. Per mode, the warmed spares' warm-up (warm_ms.total, the quiet lock's wait included) is reported as its
+// median and count. A separate pass measures compile-ahead throughput alone: every cuda block compiled by k CPU workers
+// at once (compile requests, no GPU).
 //
 // Usage: kwb-bench-supervisor --worker PATH --candidates DIR [--tasks L1,L2] [--timing-trials 10 (0: the profile's)]
-//        [--modes fresh+spare+ahead,fresh+spare+spares1+ahead,fresh+spare+nowarm+ahead,fresh,reuse+ahead] [--compile-workers 1,4] [--json FILE]
+//        [--modes fresh+spare+ahead,fresh+spare+spares1+ahead,fresh+spare+nowarm+ahead,fresh,reuse+ahead]
+//        [--compile-workers 1,4] [--json FILE]
 
 #include "core/protocol/workerrequests.h"
 #include "core/workers/evaluationqueue.h"
@@ -55,7 +56,6 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
-#include <QTimer>
 #include <QEventLoop>
 #include <QFile>
 #include <QFileInfo>
@@ -65,10 +65,11 @@
 #include <QJsonObject>
 #include <QRegularExpression>
 #include <QThread>
+#include <QTimer>
 
 #include <algorithm>
-#include <numeric>
 #include <cstdio>
+#include <numeric>
 
 using namespace kwb;
 
@@ -82,7 +83,7 @@ struct Candidate
 };
 
 // The parts of a warm's warm_ms (docs/protocol.md, warm), in their order.
-const QStringList kWarmParts{QStringLiteral("cpu"), QStringLiteral("context"), QStringLiteral("cublas"),
+const QStringList kWarmParts{QStringLiteral("cpu"),   QStringLiteral("context"),   QStringLiteral("cublas"),
                              QStringLiteral("cudnn"), QStringLiteral("evaluator"), QStringLiteral("quiet_wait"),
                              QStringLiteral("total")};
 
@@ -109,7 +110,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     queue.setProgram(worker);
     queue.setTimeout(300 * 1000);
     const bool reuse = mode.startsWith(QLatin1String("reuse"));
-    queue.setIsolation(reuse ? WorkerSupervisor::Isolation::ReuseWhileHealthy : WorkerSupervisor::Isolation::FreshPerRequest);
+    queue.setIsolation(reuse ? WorkerSupervisor::Isolation::ReuseWhileHealthy
+                             : WorkerSupervisor::Isolation::FreshPerRequest);
     for (WorkerSupervisor* s : gpuSlots)
         s->setSpareWorker(mode.contains(QLatin1String("spare")));
     // "spares<N>" among the mode's words sets the count (per slot); the supervisor's default otherwise.
@@ -152,7 +154,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     const auto submitNext = [&] {
         const int i = submitted++;
         // 0: the profile's own timing (the study's adaptive method), no count sent
-        QJsonObject options = timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
+        QJsonObject options =
+            timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
         // "nointent": the timing announces its intent on the quiet lock only when it asks for the
         // lock, not from the last correctness trial on (docs/protocol.md, the quiet lock)
         if (words.contains(QLatin1String("nointent")))
@@ -183,9 +186,11 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         });
     const auto finish = [&](qint64 id, const QString& status, const QJsonObject& result) {
         const double wall = started.contains(id) ? double(started[id].nsecsElapsed()) / 1e6 : 0.0;
-        const double workerMs = result.value(QLatin1String("stage_ms")).toObject().value(QLatin1String("total")).toDouble();
+        const double workerMs =
+            result.value(QLatin1String("stage_ms")).toObject().value(QLatin1String("total")).toDouble();
         const Candidate& c = candidates.at(index.value(id));
-        const bool wasCached = result.value(QLatin1String("compile")).toObject().value(QLatin1String("cached")).toBool();
+        const bool wasCached =
+            result.value(QLatin1String("compile")).toObject().value(QLatin1String("cached")).toBool();
         cached += wasCached ? 1 : 0;
         correct += status == QLatin1String("correct") ? 1 : 0;
         if (workerMs > 0) {
@@ -215,8 +220,9 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                                 {QStringLiteral("stage_ms"), result.value(QLatin1String("stage_ms"))},
                                 {QStringLiteral("stage_detail_ms"), result.value(QLatin1String("stage_detail_ms"))},
                                 {QStringLiteral("timing"), result.value(QLatin1String("timing"))}});
-        std::fprintf(stderr, "  %-18s %-8s %-14s wall %8.0f ms  worker %8.0f ms%s\n", qPrintable(mode), qPrintable(c.task),
-                     qPrintable(status), wall, workerMs, wasCached ? "  (cubin compiled ahead)" : "");
+        std::fprintf(stderr, "  %-18s %-8s %-14s wall %8.0f ms  worker %8.0f ms%s\n", qPrintable(mode),
+                     qPrintable(c.task), qPrintable(status), wall, workerMs,
+                     wasCached ? "  (cubin compiled ahead)" : "");
         if (++done == candidates.size())
             loop.quit();
         else if (gapMs >= 0 && submitted < candidates.size())
@@ -232,37 +238,40 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         submitNext();
     loop.exec();
     const double totalS = double(clock.nsecsElapsed()) / 1e9;
-    return QJsonObject{{QStringLiteral("mode"), mode},
-                       {QStringLiteral("spares"), spares},
-                       {QStringLiteral("gap_ms"), gapMs},
-                       {QStringLiteral("candidates"), int(candidates.size())},
-                       {QStringLiteral("correct"), correct},
-                       {QStringLiteral("compiled_ahead"), cached},
-                       {QStringLiteral("total_s"), totalS},
-                       {QStringLiteral("candidates_per_minute"), candidates.size() * 60.0 / totalS},
-                       {QStringLiteral("median_overhead_ms"), median(overheads)},
-                       {QStringLiteral("median_wall_ms"), median(walls)},
-                       {QStringLiteral("warmed_spares"), int(warmParts.value(QStringLiteral("total")).size())},
-                       {QStringLiteral("median_warm_total_ms"), median(warmParts.value(QStringLiteral("total")))},
-                       {QStringLiteral("median_warm_quiet_wait_ms"), median(warmParts.value(QStringLiteral("quiet_wait")))},
-                       {QStringLiteral("slots"), int(gpuSlots.size())},
-                       {QStringLiteral("handed_off"), std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0, [](int n, const WorkerSupervisor* s) {
-                            return n + SupervisorTuning::handedOffWorkers(*s);
-                        })},
-                       {QStringLiteral("median_warm_parts_ms"), [&] {
-                            QJsonObject parts;
-                            for (const QString& part : kWarmParts)
-                                parts.insert(part, median(warmParts.value(part)));
-                            return parts;
-                        }()},
-                       {QStringLiteral("worker_exits_ms"), [&] {
-                            QJsonArray exits;
-                            for (const WorkerSupervisor* s : std::as_const(gpuSlots))
-                                for (double ms : SupervisorTuning::leavingExitMs(*s))
-                                    exits.append(ms);
-                            return exits;
-                        }()},
-                       {QStringLiteral("jobs"), jobs}};
+    return QJsonObject{
+        {QStringLiteral("mode"), mode},
+        {QStringLiteral("spares"), spares},
+        {QStringLiteral("gap_ms"), gapMs},
+        {QStringLiteral("candidates"), int(candidates.size())},
+        {QStringLiteral("correct"), correct},
+        {QStringLiteral("compiled_ahead"), cached},
+        {QStringLiteral("total_s"), totalS},
+        {QStringLiteral("candidates_per_minute"), candidates.size() * 60.0 / totalS},
+        {QStringLiteral("median_overhead_ms"), median(overheads)},
+        {QStringLiteral("median_wall_ms"), median(walls)},
+        {QStringLiteral("warmed_spares"), int(warmParts.value(QStringLiteral("total")).size())},
+        {QStringLiteral("median_warm_total_ms"), median(warmParts.value(QStringLiteral("total")))},
+        {QStringLiteral("median_warm_quiet_wait_ms"), median(warmParts.value(QStringLiteral("quiet_wait")))},
+        {QStringLiteral("slots"), int(gpuSlots.size())},
+        {QStringLiteral("handed_off"),
+         std::accumulate(gpuSlots.cbegin(), gpuSlots.cend(), 0,
+                         [](int n, const WorkerSupervisor* s) { return n + SupervisorTuning::handedOffWorkers(*s); })},
+        {QStringLiteral("median_warm_parts_ms"),
+         [&] {
+             QJsonObject parts;
+             for (const QString& part : kWarmParts)
+                 parts.insert(part, median(warmParts.value(part)));
+             return parts;
+         }()},
+        {QStringLiteral("worker_exits_ms"),
+         [&] {
+             QJsonArray exits;
+             for (const WorkerSupervisor* s : std::as_const(gpuSlots))
+                 for (double ms : SupervisorTuning::leavingExitMs(*s))
+                     exits.append(ms);
+             return exits;
+         }()},
+        {QStringLiteral("jobs"), jobs}};
 }
 
 /// Compile-ahead alone: every answer compiled by `workers` CPU workers at once, sent whole as the
@@ -332,25 +341,30 @@ int main(int argc, char** argv)
     QCoreApplication app(argc, argv);
     QCommandLineParser parser;
     parser.addHelpOption();
-    const QCommandLineOption workerOption(QStringLiteral("worker"), QStringLiteral("kwb-worker"), QStringLiteral("PATH"));
+    const QCommandLineOption workerOption(QStringLiteral("worker"), QStringLiteral("kwb-worker"),
+                                          QStringLiteral("PATH"));
     const QCommandLineOption candidatesOption(QStringLiteral("candidates"), QStringLiteral("tests/fixtures/candidates"),
                                               QStringLiteral("DIR"));
     const QCommandLineOption tasksOption(QStringLiteral("tasks"), QStringLiteral("levels (default L1,L2)"),
                                          QStringLiteral("LIST"), QStringLiteral("L1,L2"));
-    const QCommandLineOption trialsOption(QStringLiteral("timing-trials"), QStringLiteral("default 10; 0: the profile's own method"),
+    const QCommandLineOption trialsOption(QStringLiteral("timing-trials"),
+                                          QStringLiteral("default 10; 0: the profile's own method"),
                                           QStringLiteral("N"), QStringLiteral("10"));
-    const QCommandLineOption modesOption(QStringLiteral("modes"), QStringLiteral("configurations"), QStringLiteral("LIST"),
-                                         QStringLiteral("fresh+spare+ahead,fresh,reuse+ahead"));
+    const QCommandLineOption modesOption(QStringLiteral("modes"), QStringLiteral("configurations"),
+                                         QStringLiteral("LIST"), QStringLiteral("fresh+spare+ahead,fresh,reuse+ahead"));
     const QCommandLineOption compileOption(QStringLiteral("compile-workers"), QStringLiteral("e.g. 1,4"),
                                            QStringLiteral("LIST"), QStringLiteral("1,4"));
-    const QCommandLineOption jsonOption(QStringLiteral("json"), QStringLiteral("write results"), QStringLiteral("FILE"));
-    parser.addOptions({workerOption, candidatesOption, tasksOption, trialsOption, modesOption, compileOption, jsonOption});
+    const QCommandLineOption jsonOption(QStringLiteral("json"), QStringLiteral("write results"),
+                                        QStringLiteral("FILE"));
+    parser.addOptions(
+        {workerOption, candidatesOption, tasksOption, trialsOption, modesOption, compileOption, jsonOption});
     parser.process(app);
 
     const QString worker = parser.value(workerOption);
     const QDir dir(parser.value(candidatesOption) + QStringLiteral("/reference"));
     if (worker.isEmpty() || !QFileInfo(worker).isExecutable() || !dir.exists()) {
-        std::fprintf(stderr, "kwb-bench-supervisor: --worker PATH and --candidates DIR (with reference/) are required\n");
+        std::fprintf(stderr,
+                     "kwb-bench-supervisor: --worker PATH and --candidates DIR (with reference/) are required\n");
         return 2;
     }
     const QStringList levels = parser.value(tasksOption).split(QLatin1Char(','));
@@ -375,24 +389,27 @@ int main(int argc, char** argv)
     for (const QString& k : parser.value(compileOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
         compiles.append(compileThroughput(candidates, worker, k.toInt()));
 
-    std::printf("| mode | slots | spares | candidates | correct | compiled ahead | total s | candidates/min | median overhead ms | median wall ms "
+    std::printf("| mode | slots | spares | candidates | correct | compiled ahead | total s | candidates/min | median "
+                "overhead ms | median wall ms "
                 "| warmed spares | median warm total ms (quiet wait) | handed off |\n");
     std::printf("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
         const int warmed = m.value(QLatin1String("warmed_spares")).toInt();
-        const QString warm = warmed == 0 ? QStringLiteral("-")
-                                         : QStringLiteral("%1 (%2)")
-                                               .arg(m.value(QLatin1String("median_warm_total_ms")).toDouble(), 0, 'f', 0)
-                                               .arg(m.value(QLatin1String("median_warm_quiet_wait_ms")).toDouble(), 0, 'f', 0);
+        const QString warm = warmed == 0
+                                 ? QStringLiteral("-")
+                                 : QStringLiteral("%1 (%2)")
+                                       .arg(m.value(QLatin1String("median_warm_total_ms")).toDouble(), 0, 'f', 0)
+                                       .arg(m.value(QLatin1String("median_warm_quiet_wait_ms")).toDouble(), 0, 'f', 0);
         std::printf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f | %d | %s | %d |\n",
                     qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("slots")).toInt(),
-                    m.value(QLatin1String("spares")).toInt(),
-                    m.value(QLatin1String("candidates")).toInt(),
+                    m.value(QLatin1String("spares")).toInt(), m.value(QLatin1String("candidates")).toInt(),
                     m.value(QLatin1String("correct")).toInt(), m.value(QLatin1String("compiled_ahead")).toInt(),
-                    m.value(QLatin1String("total_s")).toDouble(), m.value(QLatin1String("candidates_per_minute")).toDouble(),
-                    m.value(QLatin1String("median_overhead_ms")).toDouble(), m.value(QLatin1String("median_wall_ms")).toDouble(),
-                    warmed, qPrintable(warm), m.value(QLatin1String("handed_off")).toInt());
+                    m.value(QLatin1String("total_s")).toDouble(),
+                    m.value(QLatin1String("candidates_per_minute")).toDouble(),
+                    m.value(QLatin1String("median_overhead_ms")).toDouble(),
+                    m.value(QLatin1String("median_wall_ms")).toDouble(), warmed, qPrintable(warm),
+                    m.value(QLatin1String("handed_off")).toInt());
     }
     // Where each mode's time went: sums over its jobs (ms) of the worker's own stage totals, the
     // timing's wait for the GPU's quiet lock and its longest, the evaluation's waits for its
@@ -400,13 +417,14 @@ int main(int argc, char** argv)
     // a spare, the request's travel), of it the waits for a spare still starting or warming (one
     // slot: exact; more: each job's first take-over after its start) and the jobs' walls (which
     // overlap with two slots or more).
-    std::printf("\n| mode | worker total | correctness | first trials | timing | timing warm-up | timing quiet wait | longest wait "
+    std::printf("\n| mode | worker total | correctness | first trials | timing | timing warm-up | timing quiet wait | "
+                "longest wait "
                 "| share wait | outside the worker | spare wait | job walls | worker exits: count, median ms |\n"
                 "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(modes)) {
         const QJsonObject m = v.toObject();
-        double total = 0, correctness = 0, first = 0, timing = 0, warmup = 0, wait = 0, longest = 0, share = 0, outside = 0,
-               spare = 0, walls = 0;
+        double total = 0, correctness = 0, first = 0, timing = 0, warmup = 0, wait = 0, longest = 0, share = 0,
+               outside = 0, spare = 0, walls = 0;
         for (const QJsonValue& j : m.value(QLatin1String("jobs")).toArray()) {
             const QJsonObject job = j.toObject();
             const QJsonObject stages = job.value(QLatin1String("stage_ms")).toObject();
@@ -430,9 +448,11 @@ int main(int argc, char** argv)
         for (const QJsonValue& e : m.value(QLatin1String("worker_exits_ms")).toArray())
             exits << e.toDouble();
         std::printf("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %s |\n",
-                    qPrintable(m.value(QLatin1String("mode")).toString()), total, correctness, first, timing, warmup, wait, longest,
-                    share, outside, spare, walls,
-                    exits.isEmpty() ? "-" : qPrintable(QStringLiteral("%1, %2").arg(exits.size()).arg(median(exits), 0, 'f', 0)));
+                    qPrintable(m.value(QLatin1String("mode")).toString()), total, correctness, first, timing, warmup,
+                    wait, longest, share, outside, spare, walls,
+                    exits.isEmpty()
+                        ? "-"
+                        : qPrintable(QStringLiteral("%1, %2").arg(exits.size()).arg(median(exits), 0, 'f', 0)));
     }
     // The warmed spares' warm, part by part (medians, ms): where a timing's wait for them comes from.
     std::printf("\n| mode | warmed spares |");
@@ -446,7 +466,8 @@ int main(int argc, char** argv)
         const QJsonObject m = v.toObject();
         if (m.value(QLatin1String("warmed_spares")).toInt() == 0)
             continue;
-        std::printf("| %s | %d |", qPrintable(m.value(QLatin1String("mode")).toString()), m.value(QLatin1String("warmed_spares")).toInt());
+        std::printf("| %s | %d |", qPrintable(m.value(QLatin1String("mode")).toString()),
+                    m.value(QLatin1String("warmed_spares")).toInt());
         const QJsonObject parts = m.value(QLatin1String("median_warm_parts_ms")).toObject();
         for (const QString& part : kWarmParts)
             std::printf(" %.0f |", parts.value(part).toDouble());
@@ -476,19 +497,22 @@ int main(int argc, char** argv)
         }
         std::printf("\n");
     }
-    std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms |\n|--:|--:|--:|--:|--:|--:|\n");
+    std::printf("\n| compile workers | cuda blocks | compiled | total s | blocks/min | median NVRTC ms "
+                "|\n|--:|--:|--:|--:|--:|--:|\n");
     for (const QJsonValue& v : std::as_const(compiles)) {
         const QJsonObject c = v.toObject();
         std::printf("| %d | %d | %d | %.2f | %.0f | %.0f |\n", c.value(QLatin1String("workers")).toInt(),
                     c.value(QLatin1String("blocks")).toInt(), c.value(QLatin1String("compiled")).toInt(),
-                    c.value(QLatin1String("total_s")).toDouble(), c.value(QLatin1String("blocks_per_minute")).toDouble(),
+                    c.value(QLatin1String("total_s")).toDouble(),
+                    c.value(QLatin1String("blocks_per_minute")).toDouble(),
                     c.value(QLatin1String("median_nvrtc_ms")).toDouble());
     }
     if (parser.isSet(jsonOption)) {
         QFile out(parser.value(jsonOption));
         if (out.open(QIODevice::WriteOnly))
-            out.write(QJsonDocument(QJsonObject{{QStringLiteral("modes"), modes}, {QStringLiteral("compile"), compiles}})
-                          .toJson(QJsonDocument::Indented));
+            out.write(
+                QJsonDocument(QJsonObject{{QStringLiteral("modes"), modes}, {QStringLiteral("compile"), compiles}})
+                    .toJson(QJsonDocument::Indented));
     }
     return 0;
 }

@@ -19,9 +19,9 @@
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
 #include "app/runs/runmanager.h"
-#include "core/protocol/devicefacts.h"
 #include "core/config/regime.h"
 #include "core/config/runconfig.h"
+#include "core/protocol/devicefacts.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
 #include "scriptedllmserver.h"
@@ -66,8 +66,8 @@ Regime regimeOfRun(int r)
     if (r < names.size())
         return *Regime::builtin(names.at(r));
     Regime agent = *Regime::builtin(QStringLiteral("agent"));
-    const QStringList off = {QStringLiteral("best_of_n"), QStringLiteral("feedback_analyzer"), QStringLiteral("monotone"),
-                             QStringLiteral("competence_matched")};
+    const QStringList off = {QStringLiteral("best_of_n"), QStringLiteral("feedback_analyzer"),
+                             QStringLiteral("monotone"), QStringLiteral("competence_matched")};
     const int k = r - int(names.size());
     if (k < off.size())
         return agent.withAblations(Ablations::fromOffNames({off.at(k)}));
@@ -81,11 +81,16 @@ QString answerText(const QString& task, int turn, int sample)
     QString body;
     for (int i = 0; i < 40; ++i)
         body += QStringLiteral("    y[i + %1] = fmaxf(x[i + %1] * s + b[(i + %1) %% c], 0.f); // line %1\n").arg(i);
-    return QStringLiteral("Plan for %1, turn %2 sample %3.\n\n```cuda\nextern \"C\" __global__ void k(float* y, const float* x, "
-                          "const float* b, float s, int c, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                          "    if (i >= n) return;\n%4}\n```\n\n```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
-                          "    y = torch.empty_like(x)\n    kernels.k(y, x, p['b'], 1.0, 16, x.numel())\n    return y\n```\n")
-        .arg(task).arg(turn).arg(sample).arg(body);
+    return QStringLiteral(
+               "Plan for %1, turn %2 sample %3.\n\n```cuda\nextern \"C\" __global__ void k(float* y, const float* x, "
+               "const float* b, float s, int c, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+               "    if (i >= n) return;\n%4}\n```\n\n```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> "
+               "Tensor:\n"
+               "    y = torch.empty_like(x)\n    kernels.k(y, x, p['b'], 1.0, 16, x.numel())\n    return y\n```\n")
+        .arg(task)
+        .arg(turn)
+        .arg(sample)
+        .arg(body);
 }
 
 QJsonObject evaluation(int k, const QString& status, const QJsonObject& gpu)
@@ -95,25 +100,35 @@ QJsonObject evaluation(int k, const QString& status, const QJsonObject& gpu)
     const double cand = ref / (0.6 + (k % 13) * 0.08);
     QJsonObject r{{QStringLiteral("status"), status},
                   {QStringLiteral("stage"), QStringLiteral("done")},
-                  {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), status != QLatin1String("compile_error")},
-                                                          {QStringLiteral("log"), status == QLatin1String("compile_error") ? QStringLiteral("kernel.cu(3): error: expected a \";\"") : QString()},
-                                                          {QStringLiteral("ms"), 35.0}, {QStringLiteral("arch"), QStringLiteral("sm_90")}}},
+                  {QStringLiteral("compile"),
+                   QJsonObject{{QStringLiteral("ok"), status != QLatin1String("compile_error")},
+                               {QStringLiteral("log"), status == QLatin1String("compile_error")
+                                                           ? QStringLiteral("kernel.cu(3): error: expected a \";\"")
+                                                           : QString()},
+                               {QStringLiteral("ms"), 35.0},
+                               {QStringLiteral("arch"), QStringLiteral("sm_90")}}},
                   {QStringLiteral("custom_launches"), 1},
                   {QStringLiteral("flags"), QJsonArray()},
                   {QStringLiteral("profile"), QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-fp32")},
-                                                          {QStringLiteral("atol"), 1e-4}, {QStringLiteral("rtol"), 1e-4}}}};
+                                                          {QStringLiteral("atol"), 1e-4},
+                                                          {QStringLiteral("rtol"), 1e-4}}}};
     if (status == QLatin1String("correct") || status == QLatin1String("incorrect")) {
         r.insert(QStringLiteral("correctness"),
-                 QJsonObject{{QStringLiteral("trials"), 5}, {QStringLiteral("passed"), status == QLatin1String("correct") ? 5 : 2},
+                 QJsonObject{{QStringLiteral("trials"), 5},
+                             {QStringLiteral("passed"), status == QLatin1String("correct") ? 5 : 2},
                              {QStringLiteral("max_abs_diff"), status == QLatin1String("correct") ? 2e-6 : 0.4},
-                             {QStringLiteral("max_rel_diff"), 1e-5}, {QStringLiteral("atol"), 1e-4}, {QStringLiteral("rtol"), 1e-4}});
+                             {QStringLiteral("max_rel_diff"), 1e-5},
+                             {QStringLiteral("atol"), 1e-4},
+                             {QStringLiteral("rtol"), 1e-4}});
     }
     if (status == QLatin1String("correct")) {
         const auto side = [](double ms) {
-            return QJsonObject{{QStringLiteral("mean_ms"), ms}, {QStringLiteral("median_ms"), ms}, {QStringLiteral("std_ms"), ms * 0.01},
-                               {QStringLiteral("min_ms"), ms * 0.98}, {QStringLiteral("max_ms"), ms * 1.03}, {QStringLiteral("trials"), 100}};
+            return QJsonObject{{QStringLiteral("mean_ms"), ms},       {QStringLiteral("median_ms"), ms},
+                               {QStringLiteral("std_ms"), ms * 0.01}, {QStringLiteral("min_ms"), ms * 0.98},
+                               {QStringLiteral("max_ms"), ms * 1.03}, {QStringLiteral("trials"), 100}};
         };
-        r.insert(QStringLiteral("timing"), QJsonObject{{QStringLiteral("candidate"), side(cand)}, {QStringLiteral("reference"), side(ref)}});
+        r.insert(QStringLiteral("timing"),
+                 QJsonObject{{QStringLiteral("candidate"), side(cand)}, {QStringLiteral("reference"), side(ref)}});
         r.insert(QStringLiteral("speedup"), ref / cand);
     }
     return r;
@@ -121,10 +136,14 @@ QJsonObject evaluation(int k, const QString& status, const QJsonObject& gpu)
 
 QJsonObject h200()
 {
-    return QJsonObject{{QStringLiteral("name"), QStringLiteral("NVIDIA H200")}, {QStringLiteral("available"), true},
-                       {QStringLiteral("arch"), QStringLiteral("sm_90")}, {QStringLiteral("sm_count"), 132},
-                       {QStringLiteral("sm_clock_khz"), 1980000}, {QStringLiteral("memory_clock_khz"), 3201000},
-                       {QStringLiteral("memory_bus_bits"), 6016}, {QStringLiteral("memory_bytes"), 150109880320.0},
+    return QJsonObject{{QStringLiteral("name"), QStringLiteral("NVIDIA H200")},
+                       {QStringLiteral("available"), true},
+                       {QStringLiteral("arch"), QStringLiteral("sm_90")},
+                       {QStringLiteral("sm_count"), 132},
+                       {QStringLiteral("sm_clock_khz"), 1980000},
+                       {QStringLiteral("memory_clock_khz"), 3201000},
+                       {QStringLiteral("memory_bus_bits"), 6016},
+                       {QStringLiteral("memory_bytes"), 150109880320.0},
                        {QStringLiteral("hbm_theoretical_gbs"), 4814.304}};
 }
 
@@ -139,8 +158,9 @@ bool buildDatabase(const QString& path, double* seconds)
         return false;
     }
     const QStringList tasks = taskIds();
-    const QStringList statuses = {QStringLiteral("correct"), QStringLiteral("incorrect"), QStringLiteral("compile_error"),
-                                  QStringLiteral("correct"), QStringLiteral("runtime_error"), QStringLiteral("correct")};
+    const QStringList statuses = {QStringLiteral("correct"),       QStringLiteral("incorrect"),
+                                  QStringLiteral("compile_error"), QStringLiteral("correct"),
+                                  QStringLiteral("runtime_error"), QStringLiteral("correct")};
     int k = 0;
     for (int r = 0; r < kRuns; ++r) {
         const Regime regime = regimeOfRun(r);
@@ -157,11 +177,13 @@ bool buildDatabase(const QString& path, double* seconds)
         const int perRun = kCandidates / kRuns;
         for (int c = 0; c < perRun; ++c, ++k) {
             const QString task = tasks.at(c % kTasks);
-            const int slot = c / kTasks;           // 0 … 16
+            const int slot = c / kTasks; // 0 … 16
             const int turn = 1 + slot / 6, sample = slot % 6;
-            const qint64 prompt = store.addPrompt(PromptRecord{0, run, task, turn, sample, QStringLiteral("generator"),
-                                                               QStringLiteral("Write a CUDA kernel for %1.").arg(task), QString()})
-                                      .value_or(0);
+            const qint64 prompt =
+                store
+                    .addPrompt(PromptRecord{0, run, task, turn, sample, QStringLiteral("generator"),
+                                            QStringLiteral("Write a CUDA kernel for %1.").arg(task), QString()})
+                    .value_or(0);
             ResponseRecord response;
             response.promptId = prompt;
             response.text = answerText(task, turn, sample);
@@ -243,7 +265,8 @@ public:
 QString gitCommit()
 {
     QProcess git;
-    git.start(QStringLiteral("git"), {QStringLiteral("-C"), QStringLiteral(KWB_SOURCE_DIR), QStringLiteral("rev-parse"), QStringLiteral("--short"), QStringLiteral("HEAD")});
+    git.start(QStringLiteral("git"), {QStringLiteral("-C"), QStringLiteral(KWB_SOURCE_DIR), QStringLiteral("rev-parse"),
+                                      QStringLiteral("--short"), QStringLiteral("HEAD")});
     git.waitForFinished(5000);
     return QString::fromUtf8(git.readAllStandardOutput()).trimmed();
 }
@@ -269,7 +292,8 @@ int main(int argc, char** argv)
     parser.addOption({QStringLiteral("db"), QStringLiteral("the database (built when missing)"), QStringLiteral("path"),
                       QStringLiteral("/tmp/kwb-bench-window-scale.db")});
     parser.addOption({QStringLiteral("rebuild"), QStringLiteral("write the database again")});
-    parser.addOption({QStringLiteral("trace-ms"), QStringLiteral("print every event that took this long or longer to stderr"),
+    parser.addOption({QStringLiteral("trace-ms"),
+                      QStringLiteral("print every event that took this long or longer to stderr"),
                       QStringLiteral("ms")});
     parser.process(app);
     const QString db = parser.value(QStringLiteral("db"));
@@ -287,8 +311,8 @@ int main(int argc, char** argv)
         int evaluations = 0;
         for (const RunInfo& run : store.runs())
             evaluations += int(store.evaluations(run.id).size());
-        std::printf("database: %s, %lld runs, %d evaluations, %.1f MB%s\n", qPrintable(db), qlonglong(store.runs().size()),
-                    evaluations, QFileInfo(db).size() / 1e6,
+        std::printf("database: %s, %lld runs, %d evaluations, %.1f MB%s\n", qPrintable(db),
+                    qlonglong(store.runs().size()), evaluations, QFileInfo(db).size() / 1e6,
                     buildS >= 0 ? qPrintable(QStringLiteral(", written in %1 s").arg(buildS, 0, 'f', 1)) : "");
     }
 
@@ -311,7 +335,8 @@ int main(int argc, char** argv)
     const qint64 firstPaintMs = clock.elapsed();
     const double firstPaintCpuMs = threadCpuMs() - openCpu0;
     if (app.traceMs >= 0)
-        std::fprintf(stderr, "phase: constructed %lld ms, database opened %lld ms, shown %lld ms, first paint %lld ms\n",
+        std::fprintf(stderr,
+                     "phase: constructed %lld ms, database opened %lld ms, shown %lld ms, first paint %lld ms\n",
                      qlonglong(constructedMs), qlonglong(openedMs), qlonglong(shownMs), qlonglong(firstPaintMs));
     auto* results = qobject_cast<app::ResultsPage*>(window->page(QStringLiteral("results")));
     while ((!results->report() || results->isBuilding()) && clock.elapsed() < 120000)
@@ -393,7 +418,8 @@ int main(int argc, char** argv)
     std::printf("- commit %s, %s, CPU %s (%d threads), Qt %s, platform %s\n", qPrintable(gitCommit()),
                 qPrintable(QDateTime::currentDateTimeUtc().toString(Qt::ISODate)), qPrintable(cpuName()),
                 QThread::idealThreadCount(), qVersion(), qPrintable(QGuiApplication::platformName()));
-    std::printf("- open to first paint: %lld ms (goal < 1000 ms), of it %.0f ms of GUI-thread CPU; Results report on the page: %lld ms\n",
+    std::printf("- open to first paint: %lld ms (goal < 1000 ms), of it %.0f ms of GUI-thread CPU; Results report on "
+                "the page: %lld ms\n",
                 qlonglong(firstPaintMs), firstPaintCpuMs, qlonglong(reportMs));
     std::printf("\n| page | switch to painted, ms |\n|---|---:|\n");
     for (const auto& s : std::as_const(switches))

@@ -19,6 +19,7 @@ packages=(
   bubblewrap         # the worker's OS sandbox (docs/sandbox.md); without it workers run unwrapped, with a warning
   desktop-file-utils  # the package test validates the desktop file
   openssh-server openssh-client  # workers over ssh (docs/remote-workers.md): the test starts its own sshd on 127.0.0.1
+  clang-format       # the style test (scripts/check-format.sh) checks every C++ file against .clang-format
   xz-utils           # unpacks the example study (welcome page) and the Results screenshot test's database
 )
 

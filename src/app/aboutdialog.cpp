@@ -20,8 +20,8 @@ QList<QPair<QString, QString>> AboutDialog::versionRows(const std::optional<Hell
     QList<QPair<QString, QString>> rows;
     rows.append({tr("Kernel Workbench"), QStringLiteral(KWB_VERSION)});
     rows.append({tr("Protocol (this build)"), QString::number(kProtocolVersion)});
-    const QString unknown = workerProgram.isEmpty() ? tr("unknown: no worker found")
-                                                    : tr("unknown: the worker has not answered yet");
+    const QString unknown =
+        workerProgram.isEmpty() ? tr("unknown: no worker found") : tr("unknown: the worker has not answered yet");
     const auto said = [&](const QString& value) { return value.isEmpty() ? tr("not reported by the worker") : value; };
     if (hello) {
         rows.append({tr("Worker"), said(hello->worker)});
@@ -33,8 +33,8 @@ QList<QPair<QString, QString>> AboutDialog::versionRows(const std::optional<Hell
         const QString driver = device && !device->driverVersion.isEmpty() ? device->driverVersion : hello->driver;
         rows.append({tr("CUDA driver"), said(driver)});
     } else {
-        for (const QString& what : {tr("Worker"), tr("Worker protocol"), tr("PyTorch"), tr("CUDA runtime"), tr("NVRTC"),
-                                    tr("CUDA driver")})
+        for (const QString& what :
+             {tr("Worker"), tr("Worker protocol"), tr("PyTorch"), tr("CUDA runtime"), tr("NVRTC"), tr("CUDA driver")})
             rows.append({what, unknown});
     }
     if (!workerProgram.isEmpty())

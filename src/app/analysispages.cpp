@@ -10,13 +10,13 @@
 #include "core/workers/jobtracker.h"
 
 #include <QComboBox>
-#include <algorithm>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalBlocker>
 #include <QVBoxLayout>
+#include <algorithm>
 
 namespace kwb::app {
 
@@ -43,11 +43,12 @@ TrafficPage::TrafficPage(TaskCatalog* catalog, QWidget* parent)
     top->addWidget(m_measure);
     top->addStretch(1);
     layout->addLayout(top);
-    m_note = new QLabel(tr("Unfused, every operator reads its inputs from HBM and writes its output back; library op + fused "
-                           "epilogue, each matmul/conv keeps its own traffic and the ops after it run as one pass; one "
-                           "kernel reads the inputs once and writes the result once (docs/roofline.md). Bytes are "
-                           "computed from the shapes (analyze)."),
-                        this);
+    m_note = new QLabel(
+        tr("Unfused, every operator reads its inputs from HBM and writes its output back; library op + fused "
+           "epilogue, each matmul/conv keeps its own traffic and the ops after it run as one pass; one "
+           "kernel reads the inputs once and writes the result once (docs/roofline.md). Bytes are "
+           "computed from the shapes (analyze)."),
+        this);
     m_note->setWordWrap(true);
     layout->addWidget(m_note);
     m_chart = new TrafficChart(this);
@@ -119,7 +120,8 @@ void TrafficPage::setMeasureAvailable(bool available, const QString& why)
     update();
 }
 
-void TrafficPage::setProfile(const QString& task, const ProfileResult& profile, double bandwidthGBps, const QString& origin)
+void TrafficPage::setProfile(const QString& task, const ProfileResult& profile, double bandwidthGBps,
+                             const QString& origin)
 {
     m_measured.insert(task, Measured{profile, bandwidthGBps, origin});
     if (m_pending == task)
@@ -159,10 +161,11 @@ void TrafficPage::update()
                             .arg(measured->bandwidthGBps, 0, 'f', 0)
                             .arg(measured->origin));
     } else {
-        m_note->setText(tr("Unfused, every operator reads its inputs from HBM and writes its output back; library op + fused "
-                           "epilogue, each matmul/conv keeps its own traffic and the ops after it run as one pass; one "
-                           "kernel reads the inputs once and writes the result once (docs/roofline.md). Bytes are "
-                           "computed from the shapes (analyze); \"Measure on this GPU\" adds each op's measured time."));
+        m_note->setText(
+            tr("Unfused, every operator reads its inputs from HBM and writes its output back; library op + fused "
+               "epilogue, each matmul/conv keeps its own traffic and the ops after it run as one pass; one "
+               "kernel reads the inputs once and writes the result once (docs/roofline.md). Bytes are "
+               "computed from the shapes (analyze); \"Measure on this GPU\" adds each op's measured time."));
     }
 }
 
@@ -335,9 +338,9 @@ std::pair<int, int> DiffPage::defaultPair(const QList<CandidateEntry>& entries)
         const CandidateEntry& e = entries.at(i);
         const bool sameRun = e.runId == b.runId;
         const int s = sameRun && e.candidate.turn == b.candidate.turn - 1 ? 3
-                      : sameRun && e.candidate.turn < b.candidate.turn   ? 2
-                      : sameRun                                            ? 1
-                                                                           : 0;
+                      : sameRun && e.candidate.turn < b.candidate.turn    ? 2
+                      : sameRun                                           ? 1
+                                                                          : 0;
         if (s > score) {
             score = s;
             left = i;
@@ -412,9 +415,9 @@ void DiffPage::loadTask()
                 m_left->setCurrentIndex(left);
                 m_right->setCurrentIndex(right);
             }
-            m_summary = m_entries.isEmpty()
-                            ? tr("No evaluated candidate of %1 in this database.").arg(task)
-                            : tr("%n evaluated candidate(s) of this task in the database.", nullptr, int(m_entries.size()));
+            m_summary = m_entries.isEmpty() ? tr("No evaluated candidate of %1 in this database.").arg(task)
+                                            : tr("%n evaluated candidate(s) of this task in the database.", nullptr,
+                                                 int(m_entries.size()));
             m_note->setText(m_summary);
             Q_EMIT candidatesLoaded(task);
             showPair();
@@ -469,8 +472,10 @@ void DiffPage::showPair()
                 // Who it is; its status and speed-up are the badges beside it (with them the label
                 // was cut off at the pane's edge).
                 const TaskCandidate& t = s.entry.candidate;
-                const QString who =
-                    QStringLiteral("%1  %2 · turn %3 · sample %4").arg(t.task, s.entry.runLabel).arg(t.turn).arg(t.sample);
+                const QString who = QStringLiteral("%1  %2 · turn %3 · sample %4")
+                                        .arg(t.task, s.entry.runLabel)
+                                        .arg(t.turn)
+                                        .arg(t.sample);
                 CandidateSide made = CandidateSide::make(who, c ? c->answer : QString(),
                                                          s.evaluation ? s.evaluation->evaluation() : t.outcome, stored);
                 made.prompts = s.prompts;

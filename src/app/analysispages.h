@@ -152,7 +152,7 @@ private:
     QLabel* m_note;
     CandidateDiffView* m_view;
     QList<CandidateEntry> m_entries;
-    QString m_summary; ///< what the note says once the candidates are in
+    QString m_summary;    ///< what the note says once the candidates are in
     bool m_stale = false; ///< the task's candidates are to be read once the page is shown
 };
 

@@ -11,8 +11,7 @@ namespace kwb::app {
 
 ExampleStudyUnpacker::ExampleStudyUnpacker(QObject* parent)
     : QObject(parent)
-{
-}
+{}
 
 bool ExampleStudyUnpacker::start(QString* error)
 {

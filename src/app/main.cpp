@@ -32,8 +32,8 @@ int main(int argc, char** argv)
         QStringLiteral("Close after the GPU probe has ended, or after <ms> at most "
                        "(for smoke tests)."),
         QStringLiteral("ms"));
-    const QCommandLineOption openOption(QStringLiteral("open"), QStringLiteral("Open this run database (kwb run --db)."),
-                                        QStringLiteral("runs.db"));
+    const QCommandLineOption openOption(
+        QStringLiteral("open"), QStringLiteral("Open this run database (kwb run --db)."), QStringLiteral("runs.db"));
     const QCommandLineOption screenshotsOption(
         QStringLiteral("screenshots"),
         QStringLiteral("Write a PNG of every page into <dir> and exit (with --open, pictures of that database)."),
@@ -97,7 +97,8 @@ int main(int argc, char** argv)
     } else if (!database.isEmpty()) {
         // A file that is not a run store: the window says what it is and offers what can be done.
         if (const QMessageBox* box = window.openDatabaseOrExplain(database))
-            std::fprintf(stderr, "kernel-workbench: cannot open %s: %s\n", qPrintable(database), qPrintable(box->text()));
+            std::fprintf(stderr, "kernel-workbench: cannot open %s: %s\n", qPrintable(database),
+                         qPrintable(box->text()));
     }
 
     if (screenshots) {

@@ -1,5 +1,6 @@
 #include "mainwindow.h"
 
+#include "app/aboutdialog.h"
 #include "app/analysispages.h"
 #include "app/charts/bestofnchart.h"
 #include "app/charts/chartexport.h"
@@ -9,30 +10,29 @@
 #include "app/editor/candidatediffview.h"
 #include "app/editor/prompteditorpage.h"
 #include "app/editor/syntaxhighlighting.h"
+#include "app/examplestudy.h"
+#include "app/pagehelp.h"
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
 #include "app/runs/runmanager.h"
 #include "app/runs/runmonitorpage.h"
-#include "app/runs/runtreemodel.h"
 #include "app/runs/runsession.h"
+#include "app/runs/runtreemodel.h"
 #include "app/tasks/taskspage.h"
-#include "app/aboutdialog.h"
-#include "app/examplestudy.h"
-#include "app/pagehelp.h"
 #include "app/widgets/elidedlabel.h"
 #include "app/widgets/windowgeometry.h"
 #include "app/workbenchdata.h"
-#include "core/study/provenance.h"
-#include "core/workers/gpulease.h"
-#include "core/tasks/gputable.h"
-#include "core/protocol/devicefacts.h"
-#include "core/protocol/protocolcodec.h"
-#include "core/protocol/workerresponses.h"
-#include "core/protocol/workerrequests.h"
 #include "core/config/regime.h"
 #include "core/config/runconfig.h"
+#include "core/protocol/devicefacts.h"
+#include "core/protocol/protocolcodec.h"
+#include "core/protocol/workerrequests.h"
+#include "core/protocol/workerresponses.h"
 #include "core/store/runstore.h"
+#include "core/study/provenance.h"
+#include "core/tasks/gputable.h"
 #include "core/tasks/taskcatalog.h"
+#include "core/workers/gpulease.h"
 #include "core/workers/jobtracker.h"
 #include "core/workers/workerlocator.h"
 #include "core/workers/workersupervisor.h"
@@ -43,6 +43,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -55,12 +56,11 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QVBoxLayout>
-#include <QFile>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTimer>
+#include <QVBoxLayout>
 #include <QVariant>
 
 #include <cstdio>
@@ -183,7 +183,8 @@ void MainWindow::buildPages()
     m_provenanceBanner->setWordWrap(true); // wraps, never widens the window
     m_provenanceBanner->setMinimumWidth(1);
     m_provenanceBanner->setContentsMargins(8, 4, 8, 4);
-    m_provenanceBanner->setStyleSheet(QStringLiteral("background: #fff3cd; color: #5c4400; border-bottom: 1px solid #e0c26a;"));
+    m_provenanceBanner->setStyleSheet(
+        QStringLiteral("background: #fff3cd; color: #5c4400; border-bottom: 1px solid #e0c26a;"));
     m_provenanceBanner->hide();
     m_stack = new QStackedWidget(right);
     rightLayout->addWidget(m_provenanceBanner);
@@ -193,7 +194,8 @@ void MainWindow::buildPages()
     setCentralWidget(central);
 
     m_tasksPage = new TasksPage(m_catalog, m_stack);
-    m_tasksPage->setHighlighterFactory([](QTextDocument* document) { return createHighlighter(document, Language::Python); });
+    m_tasksPage->setHighlighterFactory(
+        [](QTextDocument* document) { return createHighlighter(document, Language::Python); });
     m_promptsPage = new PromptEditorPage(defaultPromptsDir(), TemplateSet::userSetsRoot(), m_stack);
     m_launchPage = new LaunchPage(m_runs, m_stack);
     m_launchPage->setPromptsDir(defaultPromptsDir());
@@ -248,15 +250,15 @@ void MainWindow::buildPages()
             showPage(QStringLiteral("monitor"));
     });
     connect(m_runs, &RunManager::sessionStarted, this, [this](RunSession* session) {
-        connect(session, &RunSession::runReady, this, [this, session] {
-            showLaunchedRun(session->environment().databasePath, session->label());
-        });
+        connect(session, &RunSession::runReady, this,
+                [this, session] { showLaunchedRun(session->environment().databasePath, session->label()); });
     });
     connect(m_runs, &RunManager::sessionFinished, this, [this](RunSession* session) {
         showLaunchedRun(session->environment().databasePath, session->label());
         refreshChartData();
     });
-    connect(m_resultsPage, &ResultsPage::openRequested, this, [this](const QString& path) { openDatabaseOrExplain(path); });
+    connect(m_resultsPage, &ResultsPage::openRequested, this,
+            [this](const QString& path) { openDatabaseOrExplain(path); });
     // The monitor shows the run selected on the Results page (the live session when it is that run).
     connect(m_resultsPage, &ResultsPage::runSelected, this, [this](const QString& db, qint64 run) {
         QString error;
@@ -310,10 +312,12 @@ QWidget* MainWindow::buildWelcome()
                   "Unpacked once into %1.")
                    .arg(QDir::toNativeSeparators(exampleStudyDatabase())));
     example->setEnabled(!exampleStudyArchive().isEmpty());
-    QPushButton* open = button(QStringLiteral("welcomeOpen"), tr("Open a run database…"), tr("A file `kwb run` or Launch wrote"));
+    QPushButton* open =
+        button(QStringLiteral("welcomeOpen"), tr("Open a run database…"), tr("A file `kwb run` or Launch wrote"));
     QPushButton* launch = button(QStringLiteral("welcomeLaunch"), tr("Launch a run…"),
                                  tr("Pick tasks, a regime and a model server on the Launch page"));
-    QPushButton* tasks = button(QStringLiteral("welcomeTasks"), tr("Browse the tasks"), tr("The KernelBench tasks, their shapes and roofline bounds"));
+    QPushButton* tasks = button(QStringLiteral("welcomeTasks"), tr("Browse the tasks"),
+                                tr("The KernelBench tasks, their shapes and roofline bounds"));
     m_welcomeStatus = new QLabel(page);
     m_welcomeStatus->setObjectName(QStringLiteral("welcomeStatus"));
     m_welcomeStatus->setAlignment(Qt::AlignCenter);
@@ -385,7 +389,8 @@ void MainWindow::useTableGpuForTasks()
     if (!gpu || !gpu->isValid())
         gpu = findGpu(QStringLiteral("h200-sxm-141gb"));
     if (gpu && gpu->isValid())
-        m_tasksPage->setRoofs(gpu->fp32Gflops(), gpu->bandwidthGBps(), tr("%1 (GPU table; no GPU here)").arg(gpu->name));
+        m_tasksPage->setRoofs(gpu->fp32Gflops(), gpu->bandwidthGBps(),
+                              tr("%1 (GPU table; no GPU here)").arg(gpu->name));
 }
 
 void MainWindow::setupMenus()
@@ -471,37 +476,37 @@ void MainWindow::startWorker(const QString& workerPath)
     // Loading libtorch and creating a CUDA context take seconds on a cold machine.
     m_supervisor->setDefaultTimeout(60 * 1000);
 
-    connect(m_supervisor, &WorkerSupervisor::workerAvailable, this,
-            [this, found](qint64 pid, const HelloInfo& hello) {
-                m_hello = hello; // for About
-                m_launchPage->setWorkerProfiles(hello);
-                QString text = tr("Worker: %1 %2 (protocol %3)")
-                                   .arg(QFileInfo(found.program).fileName(), hello.worker,
-                                        QString::number(hello.protocol.value_or(0)));
-                if (!hello.torch.isEmpty())
-                    text += tr(", torch %1").arg(hello.torch);
-                setWorkerStatus(text, tr("%1 (found %2), pid %3").arg(found.program, found.origin).arg(pid));
-            });
+    connect(m_supervisor, &WorkerSupervisor::workerAvailable, this, [this, found](qint64 pid, const HelloInfo& hello) {
+        m_hello = hello; // for About
+        m_launchPage->setWorkerProfiles(hello);
+        QString text =
+            tr("Worker: %1 %2 (protocol %3)")
+                .arg(QFileInfo(found.program).fileName(), hello.worker, QString::number(hello.protocol.value_or(0)));
+        if (!hello.torch.isEmpty())
+            text += tr(", torch %1").arg(hello.torch);
+        setWorkerStatus(text, tr("%1 (found %2), pid %3").arg(found.program, found.origin).arg(pid));
+    });
     // The measured ceilings run small kernels for a few seconds: wanted for the roofline. They take
     // the GPU's lease (core/workers/gpulease.h), so they never overlap a run's timings.
     GpuLeases::instance()->whenHeld(0, QStringLiteral("window: device ceilings"), this, [this, found](qint64 lease) {
-    m_jobs->request(kDeviceSlot, m_supervisor, WorkerRequests::device(true), -1,
-                    [this, found, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
-                        const WorkerResponse& response = reply.response;
-                        if (!reply.answered()) {
-                            setWorkerStatus(tr("Worker: %1").arg(reply.status), found.program + QStringLiteral(": ") + reply.message);
-                            setDeviceStatus(tr("GPU: unknown"), reply.message);
-                            useTableGpuForTasks();
-                        } else if (response.ok() && response.device) {
-                            setDeviceStatus(tr("GPU: %1").arg(gpuSummary(*response.device)));
-                            onDevice(*response.device);
-                        } else {
-                            setDeviceStatus(tr("GPU: unknown"), response.header.errorMessage);
-                            useTableGpuForTasks();
-                        }
-                        m_deviceDone = true;
-                        Q_EMIT deviceProbeFinished();
-                    });
+        m_jobs->request(kDeviceSlot, m_supervisor, WorkerRequests::device(true), -1,
+                        [this, found, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
+                            const WorkerResponse& response = reply.response;
+                            if (!reply.answered()) {
+                                setWorkerStatus(tr("Worker: %1").arg(reply.status),
+                                                found.program + QStringLiteral(": ") + reply.message);
+                                setDeviceStatus(tr("GPU: unknown"), reply.message);
+                                useTableGpuForTasks();
+                            } else if (response.ok() && response.device) {
+                                setDeviceStatus(tr("GPU: %1").arg(gpuSummary(*response.device)));
+                                onDevice(*response.device);
+                            } else {
+                                setDeviceStatus(tr("GPU: unknown"), response.header.errorMessage);
+                                useTableGpuForTasks();
+                            }
+                            m_deviceDone = true;
+                            Q_EMIT deviceProbeFinished();
+                        });
     });
     // The catalog's tasks and analyze requests queue behind it on the same worker.
     m_catalog->setSupervisor(m_supervisor);
@@ -516,27 +521,29 @@ void MainWindow::measureTraffic(const QString& task)
     }
     // A slot per task: measuring one task again supersedes its last measurement, not another task's.
     // The measurement takes the GPU's lease, so it never overlaps a run's timings.
-    GpuLeases::instance()->whenHeld(0, QStringLiteral("window: traffic of %1").arg(task), this, [this, task](qint64 lease) {
-    m_jobs->request(profileSlot(task), m_supervisor,
-                    WorkerRequests::profile(task, QStringLiteral("full"), kTrafficProfileTrials), 120 * 1000,
-                    [this, task, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
-                        const WorkerResponse& response = reply.response;
-                        if (!reply.answered()) {
-                            m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") + reply.message);
-                            return;
-                        }
-                        if (!response.ok() || !response.profile) {
-                            m_trafficPage->setProfileFailed(task, response.header.errorMessage);
-                            return;
-                        }
-                        const GpuRoofs roofs = fromDeviceFacts(m_liveDevice);
-                        const Roof* memory = roofs.primaryMemory();
-                        m_trafficPage->setProfile(task, *response.profile, roofs.bandwidthGBps(),
-                                                  memory && memory->origin == Roof::Origin::Measured
-                                                      ? tr("measured copy bandwidth")
-                                                      : tr("theoretical bandwidth"));
-                    });
-    });
+    GpuLeases::instance()->whenHeld(
+        0, QStringLiteral("window: traffic of %1").arg(task), this, [this, task](qint64 lease) {
+            m_jobs->request(profileSlot(task), m_supervisor,
+                            WorkerRequests::profile(task, QStringLiteral("full"), kTrafficProfileTrials), 120 * 1000,
+                            [this, task, held = GpuLeases::guard(lease)](const WorkerReply& reply) {
+                                const WorkerResponse& response = reply.response;
+                                if (!reply.answered()) {
+                                    m_trafficPage->setProfileFailed(task, reply.status + QStringLiteral(": ") +
+                                                                              reply.message);
+                                    return;
+                                }
+                                if (!response.ok() || !response.profile) {
+                                    m_trafficPage->setProfileFailed(task, response.header.errorMessage);
+                                    return;
+                                }
+                                const GpuRoofs roofs = fromDeviceFacts(m_liveDevice);
+                                const Roof* memory = roofs.primaryMemory();
+                                m_trafficPage->setProfile(task, *response.profile, roofs.bandwidthGBps(),
+                                                          memory && memory->origin == Roof::Origin::Measured
+                                                              ? tr("measured copy bandwidth")
+                                                              : tr("theoretical bandwidth"));
+                            });
+        });
 }
 
 void MainWindow::onDevice(const DeviceFacts& facts)
@@ -657,7 +664,8 @@ QMessageBox* MainWindow::explainRefusal(const QString& path, const StoreFile& fi
     // What the file is, in RunStore's words; where it is a run store (or nothing), why it did not open.
     const bool store = file.kind == Kind::Missing || file.kind == Kind::Current || file.kind == Kind::Older;
     auto* box = new QMessageBox(QMessageBox::Warning, tr("Open Run Database"),
-                                store ? (error.startsWith(path) ? error : tr("Cannot open %1: %2").arg(path, error)) : file.summary(),
+                                store ? (error.startsWith(path) ? error : tr("Cannot open %1: %2").arg(path, error))
+                                      : file.summary(),
                                 QMessageBox::NoButton, this);
     box->setObjectName(QStringLiteral("refusedDatabase"));
     box->setAttribute(Qt::WA_DeleteOnClose);
@@ -682,7 +690,8 @@ QMessageBox* MainWindow::explainRefusal(const QString& path, const StoreFile& fi
         QPushButton* elsewhere = box->addButton(tr("New Run Store Elsewhere…"), QMessageBox::ActionRole);
         elsewhere->setObjectName(QStringLiteral("newRunStore"));
         const QString start = file.readOnly || file.kind == Kind::Missing ? QDir::homePath() : folder;
-        connect(elsewhere, &QPushButton::clicked, this, [this, start] { chooseNewDatabase(start); }, Qt::QueuedConnection);
+        connect(
+            elsewhere, &QPushButton::clicked, this, [this, start] { chooseNewDatabase(start); }, Qt::QueuedConnection);
     }
     box->addButton(canMakeHere || file.kind != Kind::Missing ? QMessageBox::Cancel : QMessageBox::Close);
     box->open();
@@ -706,12 +715,12 @@ bool MainWindow::createDatabase(const QString& path, QString* error)
 
 void MainWindow::chooseNewDatabase(const QString& folder)
 {
-    const QString start = folder.isEmpty() ? (m_database.isEmpty() ? QDir::homePath() : QFileInfo(m_database).absolutePath())
-                                           : folder;
+    const QString start =
+        folder.isEmpty() ? (m_database.isEmpty() ? QDir::homePath() : QFileInfo(m_database).absolutePath()) : folder;
     // No "replace?": an existing file is never replaced; createDatabase says what it is instead.
-    const QString path = QFileDialog::getSaveFileName(this, tr("New Run Database"), QDir(start).filePath(QStringLiteral("runs.db")),
-                                                      tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"), nullptr,
-                                                      QFileDialog::DontConfirmOverwrite);
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("New Run Database"), QDir(start).filePath(QStringLiteral("runs.db")),
+        tr("Run databases (*.db *.sqlite *.sqlite3);;All files (*)"), nullptr, QFileDialog::DontConfirmOverwrite);
     if (path.isEmpty())
         return;
     QString error;
@@ -836,7 +845,8 @@ void MainWindow::exportCurrentChart()
         statusBar()->showMessage(tr("This page has no chart: the roofline, HBM traffic and best-of-n pages do."), 6000);
         return;
     }
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export Chart"), QDir::home().filePath(currentPage() + QStringLiteral(".svg")),
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export Chart"),
+                                                      QDir::home().filePath(currentPage() + QStringLiteral(".svg")),
                                                       tr("SVG (*.svg);;PNG (*.png)"));
     if (path.isEmpty())
         return;
@@ -881,28 +891,37 @@ void MainWindow::writeScreenshots(const QString& dir, int waitMs)
     if (!QDir().mkpath(dir)) {
         // From the event loop, never inside this call, like every other ending.
         QMetaObject::invokeMethod(
-            this, [this, dir] { Q_EMIT screenshotsFinished(false, tr("cannot create %1").arg(dir)); }, Qt::QueuedConnection);
+            this, [this, dir] { Q_EMIT screenshotsFinished(false, tr("cannot create %1").arg(dir)); },
+            Qt::QueuedConnection);
         return;
     }
     const auto catalogDone = [this] {
         return m_catalog->state() == TaskCatalog::State::Ready || m_catalog->state() == TaskCatalog::State::Failed;
     };
-    whenReady([this, catalogDone] { return m_deviceDone && catalogDone(); }, waitMs, [this, dir, waitMs](bool ready) {
-        if (!ready)
-            warnScreenshots(tr("the worker did not finish (device %1, catalog state %2)").arg(m_deviceDone).arg(int(m_catalog->state())));
-        if (m_catalog->state() == TaskCatalog::State::Failed)
-            warnScreenshots(tr("no task catalog: %1").arg(m_catalog->errorMessage()));
-        if (m_database.isEmpty()) {
-            stageScreenshots(dir);
-            return;
-        }
-        whenReady([this] { return !m_jobs->isBusy(kChartsSlot) && m_resultsPage->report().has_value() && !m_resultsPage->isBuilding(); },
-                  waitMs, [this, dir](bool reportReady) {
-                      if (!reportReady)
-                          warnScreenshots(tr("the results report was not ready"));
+    whenReady([this, catalogDone] { return m_deviceDone && catalogDone(); }, waitMs,
+              [this, dir, waitMs](bool ready) {
+                  if (!ready)
+                      warnScreenshots(tr("the worker did not finish (device %1, catalog state %2)")
+                                          .arg(m_deviceDone)
+                                          .arg(int(m_catalog->state())));
+                  if (m_catalog->state() == TaskCatalog::State::Failed)
+                      warnScreenshots(tr("no task catalog: %1").arg(m_catalog->errorMessage()));
+                  if (m_database.isEmpty()) {
                       stageScreenshots(dir);
-                  });
-    });
+                      return;
+                  }
+                  whenReady(
+                      [this] {
+                          return !m_jobs->isBusy(kChartsSlot) && m_resultsPage->report().has_value() &&
+                                 !m_resultsPage->isBuilding();
+                      },
+                      waitMs,
+                      [this, dir](bool reportReady) {
+                          if (!reportReady)
+                              warnScreenshots(tr("the results report was not ready"));
+                          stageScreenshots(dir);
+                      });
+              });
 }
 
 void MainWindow::whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then)
@@ -990,10 +1009,11 @@ void MainWindow::stageScreenshots(const QString& dir)
     shots->append({QStringLiteral("00-welcome.png"), [this] { showWelcome(); }, QSize()});
     for (int i = 0; i < m_pageNames.size(); ++i) {
         const QString name = m_pageNames.at(i);
-        shots->append({QStringLiteral("%1-%2.png").arg(i + 1, 2, 10, QLatin1Char('0')).arg(name), [this, name] { showPage(name); },
-                       QSize()});
+        shots->append({QStringLiteral("%1-%2.png").arg(i + 1, 2, 10, QLatin1Char('0')).arg(name),
+                       [this, name] { showPage(name); }, QSize()});
     }
-    shots->append({QStringLiteral("05-results-1280x720.png"), [this] { showPage(QStringLiteral("results")); }, QSize(1280, 720)});
+    shots->append(
+        {QStringLiteral("05-results-1280x720.png"), [this] { showPage(QStringLiteral("results")); }, QSize(1280, 720)});
     shots->append({QStringLiteral("06-roofline-v100.png"),
                    [this, warn] {
                        if (!m_rooflinePage->selectGpu(QStringLiteral("v100-sxm2-32gb")))
@@ -1041,10 +1061,10 @@ void MainWindow::grabScreenshot(const QString& dir, std::shared_ptr<const QList<
 void MainWindow::closeEvent(QCloseEvent* event)
 {
     if (m_promptsPage->isModified()) {
-        const auto answer = QMessageBox::question(this, tr("Unsaved template"),
-                                                  tr("The template %1 has unsaved changes. Save them before closing?")
-                                                      .arg(m_promptsPage->currentTemplate()),
-                                                  QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+        const auto answer = QMessageBox::question(
+            this, tr("Unsaved template"),
+            tr("The template %1 has unsaved changes. Save them before closing?").arg(m_promptsPage->currentTemplate()),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
         if (answer == QMessageBox::Cancel || (answer == QMessageBox::Save && !m_promptsPage->save())) {
             event->ignore();
             return;
@@ -1068,8 +1088,8 @@ void MainWindow::restoreSettings()
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     keepOnScreen(this); // saved on another screen, or before sizes were kept to it
     // First start (no page and no database remembered): the welcome page, with the example study.
-    if (!settings.contains(QStringLiteral("window/page")) && !settings.contains(QStringLiteral("lastDatabase"))
-        && settings.value(QStringLiteral("recentDatabases")).toStringList().isEmpty())
+    if (!settings.contains(QStringLiteral("window/page")) && !settings.contains(QStringLiteral("lastDatabase")) &&
+        settings.value(QStringLiteral("recentDatabases")).toStringList().isEmpty())
         showWelcome();
     else
         showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("tasks")).toString());
@@ -1105,7 +1125,8 @@ QMessageBox* MainWindow::showPageHelp()
     const QString page = currentPage();
     const int row = int(m_pageNames.indexOf(page));
     const QString title = row >= 0 ? m_sidebar->item(row)->text() : tr("Welcome");
-    auto* box = new QMessageBox(QMessageBox::NoIcon, tr("Help: %1").arg(title), pageHelpText(page), QMessageBox::Close, this);
+    auto* box =
+        new QMessageBox(QMessageBox::NoIcon, tr("Help: %1").arg(title), pageHelpText(page), QMessageBox::Close, this);
     box->setObjectName(QStringLiteral("pageHelp"));
     box->setTextFormat(Qt::RichText);
     box->setAttribute(Qt::WA_DeleteOnClose);

@@ -154,9 +154,9 @@ private:
     WorkerSupervisor* m_supervisor = nullptr;
     TaskCatalog* m_catalog = nullptr;
     RunManager* m_runs = nullptr;
-    DeviceFacts m_liveDevice;   ///< from this machine's worker (available or not)
+    DeviceFacts m_liveDevice;         ///< from this machine's worker (available or not)
     std::optional<HelloInfo> m_hello; ///< the worker's hello, once it has started
-    DeviceFacts m_runDevice;    ///< the GPU the open database was measured on
+    DeviceFacts m_runDevice;          ///< the GPU the open database was measured on
     bool m_deviceDone = false;
     QString m_database;
     bool m_databaseReadOnly = false;

@@ -1,7 +1,7 @@
 #include "app/workbenchdata.h"
 
-#include "core/protocol/workerresponses.h"
 #include "core/config/runconfig.h"
+#include "core/protocol/workerresponses.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
 #include "core/study/taskbest.h"
@@ -44,8 +44,8 @@ QString candidateLabel(const QString& runName, int turn, int sample)
 QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QString& gpuName)
 {
     QHash<QString, TaskTimes> times;
-    QHash<QString, qint64> eagerFrom; // task -> evaluation id the eager time came from
-    QList<RunInfo> runs;              // the runs on the GPU, in store order
+    QHash<QString, qint64> eagerFrom;                                 // task -> evaluation id the eager time came from
+    QList<RunInfo> runs;                                              // the runs on the GPU, in store order
     QHash<QString, QList<PickCandidate>> picks;                       // task -> its candidates, for the one best
     QHash<qint64, std::pair<QString, EvaluationResult>> byEvaluation; // id -> its run's label, result
     for (const RunInfo& run : store.runs()) {
@@ -158,7 +158,8 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
                 p.candidateMeasuredBytes = *t->bestDramBytes;
                 p.candidateMeasuredIntensity = flops / *t->bestDramBytes;
             }
-            detail += QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
+            detail +=
+                QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
             if (!t->bestSpeedup.isEmpty())
                 detail += QStringLiteral(", speed-up %1 in its evaluation").arg(t->bestSpeedup);
             // Its own line in the tooltip and the selection label (issue 39 item 6).
@@ -185,13 +186,12 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
         if (curve.points.isEmpty())
             continue;
         sweepRunWithMostSamples.insert(curve.id, curve.points.last().run); // points are ordered by n
-        const QString label = QCoreApplication::translate("BestOfNPage", "%1 sweep, whole regime at each n (study's best-of-n)")
-                                  .arg(curve.regime);
+        const QString label =
+            QCoreApplication::translate("BestOfNPage", "%1 sweep, whole regime at each n (study's best-of-n)")
+                .arg(curve.regime);
         // Coloured by the sweep's first run: a curve keeps its colour when other runs come and go.
         const int key = static_cast<int>(curve.points.first().run);
-        const auto point = [](int n, const Metrics& m) {
-            return BestOfNPoint{n, m.tasks, 0, m.correctPct};
-        };
+        const auto point = [](int n, const Metrics& m) { return BestOfNPoint{n, m.tasks, 0, m.correctPct}; };
         QList<BestOfNPoint> overall;
         QMap<int, QList<BestOfNPoint>> perLevel;
         for (const SweepPoint& p : curve.points) {
@@ -222,8 +222,8 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report)
             for (const QString& w : run.firstTurnPassAtN->notCountedWhy)
                 if (w.startsWith(QStringLiteral("L%1/").arg(it.key())))
                     why << w;
-            series.append(BestOfNSeries{label, it.key(), it.value(), key, int(why.size()), why,
-                                        BestOfNKind::FirstTurnPassAtN});
+            series.append(
+                BestOfNSeries{label, it.key(), it.value(), key, int(why.size()), why, BestOfNKind::FirstTurnPassAtN});
         }
     }
     return series;

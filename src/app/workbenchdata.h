@@ -4,8 +4,8 @@
 
 #include "app/charts/bestofnchart.h"
 #include "app/charts/rooflinechart.h"
-#include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "core/study/report.h"
 #include "core/tasks/kernelbound.h"
 #include "core/tasks/taskcatalog.h"
 
@@ -32,7 +32,7 @@ struct TaskTimes
     std::optional<double> bestDramBytes;
     /// Its fraction of the roofline bound (core rooflineBoundFraction()); none without a stored floor.
     std::optional<double> bestBoundFraction;
-    QString gpuName;                       ///< the GPU the eager time was measured on
+    QString gpuName; ///< the GPU the eager time was measured on
     /// The fastest candidate with status correct that does not count (below the roofline floor),
     /// kept only when faster than the best counted one.
     std::optional<double> notCountedMs;
@@ -66,7 +66,7 @@ QList<BestOfNSeries> bestOfNSeries(const Report& report);
 struct CandidateEntry
 {
     qint64 runId = 0;
-    QString runLabel; ///< core/run/runname.h's runLabel: "#7 agent −best_of_n"
+    QString runLabel;        ///< core/run/runname.h's runLabel: "#7 agent −best_of_n"
     TaskCandidate candidate; ///< the picker's columns, not the evaluation (RunStore::evaluation reads it)
     /// The task's one best across the store's runs (core/study/taskbest.h's bestCandidateOfTask),
     /// the candidate Results, the Roofline and the Monitor name too.

@@ -38,12 +38,10 @@ QTextStream& err()
     return stream;
 }
 
-
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kStderrLinesShown = 20;
-
 
 void printJson(const QJsonObject& object)
 {
@@ -174,8 +172,9 @@ bool openRunStore(RunStore& store, const char* command, const QString& path, Ope
     QString text = store.errorString();
     switch (store.file().kind) {
     case StoreFile::Kind::Empty:
-        text += QStringLiteral(" kwb makes a new run store where no file is: delete the empty file, or give --db another "
-                               "path.");
+        text +=
+            QStringLiteral(" kwb makes a new run store where no file is: delete the empty file, or give --db another "
+                           "path.");
         break;
     case StoreFile::Kind::Foreign:
     case StoreFile::Kind::NotSQLite:
@@ -186,12 +185,12 @@ bool openRunStore(RunStore& store, const char* command, const QString& path, Ope
     case StoreFile::Kind::Current:
     case StoreFile::Kind::Older:
         if (store.file().readOnly && access == OpenOptions::Access::Write)
-            text += QStringLiteral(" Give --db a file that may be written, in a folder that may be (kwb report reads this "
-                                   "one as it is).");
+            text +=
+                QStringLiteral(" Give --db a file that may be written, in a folder that may be (kwb report reads this "
+                               "one as it is).");
         break;
     case StoreFile::Kind::Missing:
-    case StoreFile::Kind::Unreadable:
-        break;
+    case StoreFile::Kind::Unreadable: break;
     }
     if (message)
         *message = text;
@@ -238,7 +237,8 @@ int Session::locateWorker(bool json)
 
 int runTasks(Session& session, bool json)
 {
-    const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
+    const WorkerSupervisor::Outcome outcome =
+        session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
     if (const int code = reportFailure(outcome, json))
         return code;
     const TaskList list = outcome.response.tasks.value_or(TaskList());
@@ -250,7 +250,8 @@ int runTasks(Session& session, bool json)
             errors.append(QJsonObject{{QStringLiteral("path"), e.path},
                                       {QStringLiteral("field"), e.field},
                                       {QStringLiteral("message"), e.message}});
-        printJson(QJsonObject{{QStringLiteral("ok"), true}, {QStringLiteral("tasks"), tasks}, {QStringLiteral("errors"), errors}});
+        printJson(QJsonObject{
+            {QStringLiteral("ok"), true}, {QStringLiteral("tasks"), tasks}, {QStringLiteral("errors"), errors}});
         return ExitSuccess;
     }
     TextTable table(
@@ -286,7 +287,8 @@ int runTasks(Session& session, bool json)
 
 int runAnalyze(Session& session, const AnalyzeOptions& options)
 {
-    const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::analyze(options.task, options.scale));
+    const WorkerSupervisor::Outcome outcome =
+        session.supervisor().run(WorkerRequests::analyze(options.task, options.scale));
     if (const int code = reportFailure(outcome, options.json))
         return code;
     QJsonObject response = outcome.response.raw; // printed as it came with --json
@@ -315,9 +317,8 @@ int runAnalyze(Session& session, const AnalyzeOptions& options)
                     QStringLiteral("  (every op reads its inputs and writes its output)"));
     summary.add(QStringLiteral("bytes fused"),
                 siValue(fused, QStringLiteral("B")) + QStringLiteral("  (task inputs, parameters and outputs only)"));
-    summary.add(
-        QStringLiteral("intensity"),
-        intensity(intensityUnfused) + QStringLiteral(" unfused, ") + intensity(intensityFused) + QStringLiteral(" fused"));
+    summary.add(QStringLiteral("intensity"), intensity(intensityUnfused) + QStringLiteral(" unfused, ") +
+                                                 intensity(intensityFused) + QStringLiteral(" fused"));
     out() << summary.render() << '\n';
 
     TextTable ops({QStringLiteral("#"), QStringLiteral("OP"), QStringLiteral("CATEGORY"), QStringLiteral("OUTPUT"),
@@ -367,8 +368,9 @@ int runEval(Session& session, const EvalOptions& options)
     // One owner per GPU (core/workers/gpulease.h): no other kwb or window job times on it meanwhile.
     const bool onGpu = options.device != QLatin1String("none") && options.device != QLatin1String("cpu");
     const WorkerTarget target = session.supervisor().target(); // --workers: one GPU, here or remote
-    const QString holder = QStringLiteral("kwb eval %1 (pid %2)").arg(options.task).arg(QCoreApplication::applicationPid());
-    const qint64 lease = !onGpu ? 0
+    const QString holder =
+        QStringLiteral("kwb eval %1 (pid %2)").arg(options.task).arg(QCoreApplication::applicationPid());
+    const qint64 lease = !onGpu              ? 0
                          : target.isRemote() ? GpuLeases::instance()->acquireKey(target.leaseKey(), -1, holder)
                                              : GpuLeases::instance()->acquire(0, holder);
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::evaluate(evaluate), timeoutMs);
@@ -378,9 +380,10 @@ int runEval(Session& session, const EvalOptions& options)
         // The worker refused the request: an unknown profile is a usage error, named plainly.
         if (const QString problem = hello.unknownProfileError(options.profile); !problem.isEmpty()) {
             if (options.json)
-                printJson(QJsonObject{{QStringLiteral("ok"), false},
-                                      {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("bad_profile")},
-                                                                            {QStringLiteral("message"), problem}}}});
+                printJson(QJsonObject{
+                    {QStringLiteral("ok"), false},
+                    {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("bad_profile")},
+                                                          {QStringLiteral("message"), problem}}}});
             err() << "kwb: " << problem << '\n';
             err().flush();
             return ExitUsage;
@@ -392,7 +395,7 @@ int runEval(Session& session, const EvalOptions& options)
     const EvaluationStatus failure = evaluationStatusFromWire(outcome.status);
     const bool candidateFailure =
         !outcome.hasResponse() && (failure == EvaluationStatus::Timeout || failure == EvaluationStatus::Crashed ||
-                                    failure == EvaluationStatus::ResourceLimit);
+                                   failure == EvaluationStatus::ResourceLimit);
     if (!candidateFailure) {
         if (const int code = reportFailure(outcome, options.json))
             return code;
@@ -414,7 +417,8 @@ int runEval(Session& session, const EvalOptions& options)
             {QStringLiteral("task"), options.task},
             {QStringLiteral("candidate"), options.candidateFile},
             {QStringLiteral("status"), status},
-            {QStringLiteral("stage"), candidateFailure || e.stage.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(e.stage)},
+            {QStringLiteral("stage"),
+             candidateFailure || e.stage.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(e.stage)},
             {QStringLiteral("message"), message},
             {QStringLiteral("compile_log"), compileLog},
             {QStringLiteral("speedup"), numberOrNull(speedup)},
@@ -474,9 +478,9 @@ int runEval(Session& session, const EvalOptions& options)
     if (const std::optional<CorrectnessInfo>& c = e.correctness) {
         table.add(QStringLiteral("correctness"),
                   QStringLiteral("%1/%2 trials passed, max abs diff %3, max rel diff %4 (atol %5, rtol %6)")
-                      .arg(numberOrDash(c->passed), numberOrDash(c->trials), numberOrDash(optionalJson(c->maxAbsDiff), 3),
-                           numberOrDash(optionalJson(c->maxRelDiff), 3), numberOrDash(optionalJson(c->atol), 3),
-                           numberOrDash(optionalJson(c->rtol), 3)));
+                      .arg(numberOrDash(c->passed), numberOrDash(c->trials),
+                           numberOrDash(optionalJson(c->maxAbsDiff), 3), numberOrDash(optionalJson(c->maxRelDiff), 3),
+                           numberOrDash(optionalJson(c->atol), 3), numberOrDash(optionalJson(c->rtol), 3)));
     }
     const auto timingLine = [](const TimingStats& t) {
         return milliseconds(t.meanMs) + QStringLiteral(" mean  (median ") + milliseconds(t.medianMs) +
@@ -511,9 +515,10 @@ int runEval(Session& session, const EvalOptions& options)
 int runDevice(Session& session, bool json, bool ceilings)
 {
     // The ceilings run kernels on the GPU: not while another job times there (core/workers/gpulease.h).
-    const qint64 lease = ceilings ? GpuLeases::instance()->acquire(
-                                        0, QStringLiteral("kwb device --ceilings (pid %1)").arg(QCoreApplication::applicationPid()))
-                                  : 0;
+    const qint64 lease =
+        ceilings ? GpuLeases::instance()->acquire(
+                       0, QStringLiteral("kwb device --ceilings (pid %1)").arg(QCoreApplication::applicationPid()))
+                 : 0;
     const WorkerSupervisor::Outcome outcome = session.supervisor().run(WorkerRequests::device(ceilings));
     GpuLeases::instance()->release(lease);
     if (const int code = reportFailure(outcome, json))
@@ -539,10 +544,13 @@ int runDevice(Session& session, bool json, bool ceilings)
     table.add(QStringLiteral("memory"), siValue(known(double(device.memoryBytes)), QStringLiteral("B")));
     table.add(QStringLiteral("SM clock"), siValue(known(device.smClockKhz * 1e3), QStringLiteral("Hz")));
     table.add(QStringLiteral("memory clock"), siValue(known(device.memoryClockKhz * 1e3), QStringLiteral("Hz")));
-    table.add(QStringLiteral("HBM (theoretical)"), siValue(known(device.hbmTheoreticalGBps * 1e9), QStringLiteral("B/s")));
+    table.add(QStringLiteral("HBM (theoretical)"),
+              siValue(known(device.hbmTheoreticalGBps * 1e9), QStringLiteral("B/s")));
     if (device.hasCeilings) {
-        table.add(QStringLiteral("HBM copy (measured)"), siValue(known(device.hbmCopy.value * 1e9), QStringLiteral("B/s")));
-        table.add(QStringLiteral("FP32 FMA (measured)"), siValue(known(device.fp32Fma.value * 1e9), QStringLiteral("FLOP/s")));
+        table.add(QStringLiteral("HBM copy (measured)"),
+                  siValue(known(device.hbmCopy.value * 1e9), QStringLiteral("B/s")));
+        table.add(QStringLiteral("FP32 FMA (measured)"),
+                  siValue(known(device.fp32Fma.value * 1e9), QStringLiteral("FLOP/s")));
         if (device.tensorBf16.present())
             table.add(QStringLiteral("BF16 tensor (measured)"),
                       siValue(known(device.tensorBf16.value * 1e9), QStringLiteral("FLOP/s")));

@@ -19,13 +19,13 @@ QTextStream& out();
 QTextStream& err();
 
 enum ExitCode {
-    ExitSuccess = 0,    ///< done; for eval: the candidate is correct
-    ExitNotCorrect = 1, ///< eval: any other status, timeout and crashed included
-    ExitUsage = 2,      ///< bad command line, unreadable candidate file
-    ExitWorker = 3,     ///< worker not found, could not start, protocol error, internal error
-    ExitBadRequest = 4, ///< unknown task or a request the worker refused
-    ExitIncomplete = 5, ///< run/sweep: done, but a task or unit has no evaluation (resume to retry)
-    ExitNoEvaluator = 6, ///< run/sweep: no GPU can evaluate and --compile-only was not given; nothing was asked
+    ExitSuccess = 0,       ///< done; for eval: the candidate is correct
+    ExitNotCorrect = 1,    ///< eval: any other status, timeout and crashed included
+    ExitUsage = 2,         ///< bad command line, unreadable candidate file
+    ExitWorker = 3,        ///< worker not found, could not start, protocol error, internal error
+    ExitBadRequest = 4,    ///< unknown task or a request the worker refused
+    ExitIncomplete = 5,    ///< run/sweep: done, but a task or unit has no evaluation (resume to retry)
+    ExitNoEvaluator = 6,   ///< run/sweep: no GPU can evaluate and --compile-only was not given; nothing was asked
     ExitInterrupted = 130, ///< run: stopped by Ctrl-C (SIGINT); the run can resume
 };
 
@@ -48,10 +48,10 @@ struct EvalOptions
     QString candidateFile;
     QString profile = defaults::profile();
     QString scale = defaults::scale();
-    QString arch;          ///< empty: the device's
-    QString device;        ///< empty: the GPU if there is one; "cpu" (smoke tests) or "none"
-    int trials = 0;        ///< timing trials; 0: the profile's
-    QString answerFormat;  ///< --answer-format native|kernelbench; empty: the worker detects it
+    QString arch;         ///< empty: the device's
+    QString device;       ///< empty: the GPU if there is one; "cpu" (smoke tests) or "none"
+    int trials = 0;       ///< timing trials; 0: the profile's
+    QString answerFormat; ///< --answer-format native|kernelbench; empty: the worker detects it
     double timeoutS = defaults::kEvaluationTimeoutS; ///< the supervisor's wall-clock limit
     /// --profile-traffic: count the candidate's HBM bytes after timing (`profile_traffic`).
     bool profileTraffic = false;
@@ -60,10 +60,10 @@ struct EvalOptions
 
 struct ReportCommandOptions
 {
-    QString database;       ///< --db
-    QString runs;           ///< --runs "1,3"; empty: every run
+    QString database;                            ///< --db
+    QString runs;                                ///< --runs "1,3"; empty: every run
     QString format = QStringLiteral("markdown"); ///< markdown, csv or json
-    QString outFile;        ///< --out; empty: stdout
+    QString outFile;                             ///< --out; empty: stdout
 };
 
 /// One failure shape for every command: "kwb COMMAND: MESSAGE" on stderr and, with --json,
@@ -115,39 +115,39 @@ namespace kwb::cli {
 
 struct RunCommandOptions
 {
-    QString regime;               ///< --regime NAME (empty with --routing or --resume)
-    QString routing;              ///< --routing study
-    QString tasks;                ///< --tasks L1:1-10,L2:1-10
-    QString endpoint;             ///< --endpoint URL (default defaults::kEndpoint)
-    QString model;                ///< --model NAME
-    QString database;             ///< --db FILE
-    int n = 0;                    ///< --n; 0: the regime's
-    int turns = 0;                ///< --turns; 0: the regime's
-    double temperature = -1;      ///< --temperature; < 0: the regime's
-    QString apiKey;               ///< --api-key (never stored); empty: $KWB_API_KEY
+    QString regime;                                  ///< --regime NAME (empty with --routing or --resume)
+    QString routing;                                 ///< --routing study
+    QString tasks;                                   ///< --tasks L1:1-10,L2:1-10
+    QString endpoint;                                ///< --endpoint URL (default defaults::kEndpoint)
+    QString model;                                   ///< --model NAME
+    QString database;                                ///< --db FILE
+    int n = 0;                                       ///< --n; 0: the regime's
+    int turns = 0;                                   ///< --turns; 0: the regime's
+    double temperature = -1;                         ///< --temperature; < 0: the regime's
+    QString apiKey;                                  ///< --api-key (never stored); empty: $KWB_API_KEY
     double timeoutS = defaults::kEvaluationTimeoutS; ///< evaluation wall-clock limit
-    double modelTimeoutS = 0;     ///< --model-timeout: a model request's total limit; 0: the default (or the stored run's)
+    double modelTimeoutS = 0; ///< --model-timeout: a model request's total limit; 0: the default (or the stored run's)
     QString profile = defaults::profile();
     QString scale = defaults::scale();
-    QString ablate;               ///< --ablate best-of-n,feedback-analyzer,monotone,competence
-    qint64 resume = 0;            ///< --resume RUN_ID
-    QString promptsDir;           ///< --prompts DIR; empty: defaultPromptsDirFor(the answer format)
-    QString answerFormat;         ///< --answer-format native|kernelbench; empty: native (or the resumed run's)
-    int timingTrials = 0;         ///< --timing-trials; 0: the profile's
+    QString ablate;       ///< --ablate best-of-n,feedback-analyzer,monotone,competence
+    qint64 resume = 0;    ///< --resume RUN_ID
+    QString promptsDir;   ///< --prompts DIR; empty: defaultPromptsDirFor(the answer format)
+    QString answerFormat; ///< --answer-format native|kernelbench; empty: native (or the resumed run's)
+    int timingTrials = 0; ///< --timing-trials; 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< --isolation fresh|reuse
-    QList<int> sweepNs;           ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
-    QString sweepId;              ///< `kwb sweep --sweep ID`: continue that sweep of --db
+    QList<int> sweepNs;                          ///< `kwb sweep --n 1,2,4,8`: the curve's n (empty: a plain run)
+    QString sweepId;                             ///< `kwb sweep --sweep ID`: continue that sweep of --db
     /// --max-host-memory (0 bytes: not given: the default, or the resumed run's), --no-os-sandbox
     WorkerLimits workerLimits;
-    QList<WorkerTarget> workers; ///< --workers; empty: this machine's GPU 0
-    bool compileOnly = false;     ///< --compile-only: "device" "none", correctness not measured
-    bool profileTraffic = false;  ///< --profile-traffic: every evaluation counts its HBM bytes
-    int pauseGenerationWhileTiming = -1; ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
-    int contextTokens = defaults::kContextTokens;     ///< --context-tokens (0: no check)
+    QList<WorkerTarget> workers;                  ///< --workers; empty: this machine's GPU 0
+    bool compileOnly = false;                     ///< --compile-only: "device" "none", correctness not measured
+    bool profileTraffic = false;                  ///< --profile-traffic: every evaluation counts its HBM bytes
+    int pauseGenerationWhileTiming = -1;          ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
+    int contextTokens = defaults::kContextTokens; ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens
-    int stopWhenCorrect = -1;     ///< --[no-]stop-when-correct; -1: the regime's
-    QString feedback;             ///< --feedback last|best (toString(FeedbackSource)); empty: the regime's
-    int compileWorkers = -1;      ///< --compile-workers N; -1: defaultCompileWorkers (core/run/runlaunch.h)
+    int stopWhenCorrect = -1;                         ///< --[no-]stop-when-correct; -1: the regime's
+    QString feedback;        ///< --feedback last|best (toString(FeedbackSource)); empty: the regime's
+    int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers (core/run/runlaunch.h)
     bool json = false;
 };
 
@@ -164,7 +164,7 @@ struct PromptCommandOptions
     QString promptsDir; ///< --prompts DIR or set name
     QString ablate;     ///< --ablate, as kwb run takes it
     QString profile = defaults::profile();
-    QString endpoint;   ///< --endpoint URL: count the tokens with the server's tokenizer
+    QString endpoint; ///< --endpoint URL: count the tokens with the server's tokenizer
     int contextTokens = defaults::kContextTokens;
     int maxOutputTokens = defaults::kMaxOutputTokens;
     bool json = false;
@@ -191,12 +191,12 @@ namespace kwb::cli {
 /// `kwb import kernelbench DIR --db FILE`.
 struct ImportOptions
 {
-    QString directory;  ///< DIR: the generations
-    QString database;   ///< --db FILE (created when missing)
-    QString runName;    ///< --run-name; empty: "import [kernelbench] DIRNAME SPEC"
+    QString directory; ///< DIR: the generations
+    QString database;  ///< --db FILE (created when missing)
+    QString runName;   ///< --run-name; empty: "import [kernelbench] DIRNAME SPEC"
     QString profile = defaults::profile();
     QString scale = defaults::scale();
-    QString device;     ///< --device cuda|cpu|none; empty: the GPU where there is one
+    QString device;                                  ///< --device cuda|cpu|none; empty: the GPU where there is one
     double timeoutS = defaults::kEvaluationTimeoutS; ///< per generation
     int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers for KernelBench's format
     /// --code-block first|last: the convention the source extracted its modules by (defaults::kCodeBlock*)

@@ -20,11 +20,11 @@
 
 #include "commands.h"
 
-#include "core/protocol/evaluationresult.h"
-#include "core/protocol/workerresponses.h"
-#include "core/protocol/workerrequests.h"
-#include "core/run/generationimport.h"
 #include "core/config/regime.h"
+#include "core/protocol/evaluationresult.h"
+#include "core/protocol/workerrequests.h"
+#include "core/protocol/workerresponses.h"
+#include "core/run/generationimport.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
 #include "core/workers/evaluationqueue.h"
@@ -55,7 +55,8 @@ int importFail(bool json, int code, const QString& errorCode, const QString& mes
 
 QJsonObject skippedJson(const SkippedFile& s)
 {
-    return QJsonObject{{QStringLiteral("file"), s.file}, {QStringLiteral("kind"), s.kind}, {QStringLiteral("reason"), s.reason}};
+    return QJsonObject{
+        {QStringLiteral("file"), s.file}, {QStringLiteral("kind"), s.kind}, {QStringLiteral("reason"), s.reason}};
 }
 
 QString verdictKey(const QString& runFolder, const QString& task, int sample)
@@ -137,7 +138,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                           QStringLiteral("no such directory: %1").arg(options.directory));
 
     // The worker's tasks: a generation for a task it does not list is skipped, not evaluated.
-    const WorkerSupervisor::Outcome tasksOutcome = session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
+    const WorkerSupervisor::Outcome tasksOutcome =
+        session.supervisor().run(WorkerRequests::tasks(session.options().tasksDir));
     if (!tasksOutcome.hasResponse() || !tasksOutcome.response.ok())
         return importFail(json, ExitWorker, QStringLiteral("worker"),
                           QStringLiteral("the worker did not list its tasks: %1")
@@ -167,7 +169,10 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
                            {QStringLiteral("verdicts_matched"), matched}};
     };
     const auto tallyText = [&](int imported, int matched) {
-        QString text = QStringLiteral("%1 files found: %2 imported, %3 skipped").arg(scan.filesFound).arg(imported).arg(skipped.size());
+        QString text = QStringLiteral("%1 files found: %2 imported, %3 skipped")
+                           .arg(scan.filesFound)
+                           .arg(imported)
+                           .arg(skipped.size());
         const QMap<QString, int> kinds = scan.skippedByKind();
         QStringList parts;
         for (auto it = kinds.cbegin(); it != kinds.cend(); ++it)
@@ -209,9 +214,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         run.folder = folder;
         runs.append(run);
     }
-    const auto runOf = [&](const QString& folder) -> ImportRun& {
-        return runs[int(folders.indexOf(folder))];
-    };
+    const auto runOf = [&](const QString& folder) -> ImportRun& { return runs[int(folders.indexOf(folder))]; };
     for (const SkippedFile& s : std::as_const(skipped))
         runs[runIndexOf(folders, s.file)].skipped.append(skippedJson(s));
     QHash<QString, const RecordedVerdict*> verdictOf;
@@ -234,9 +237,10 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         }
         for (const VerdictFile& vf : std::as_const(scan.verdictFiles))
             if (vf.runFolder == run.folder)
-                run.verdictFiles.append(QJsonObject{{QStringLiteral("file"), vf.file},
-                                                    {QStringLiteral("entries"), vf.entries},
-                                                    {QStringLiteral("hardware"), QJsonArray::fromStringList(vf.hardware)}});
+                run.verdictFiles.append(
+                    QJsonObject{{QStringLiteral("file"), vf.file},
+                                {QStringLiteral("entries"), vf.entries},
+                                {QStringLiteral("hardware"), QJsonArray::fromStringList(vf.hardware)}});
         // The run's configuration: what was imported, evaluated how. The regime is KernelBench's
         // one-turn sampling (zero-shot with n = the most samples of a task), so Best-of-n reads it
         // as any sampled run; the import itself sends no prompt to a model.
@@ -341,10 +345,10 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         prompt.turn = 1;
         prompt.sample = g.sample;
         prompt.role = QStringLiteral("generator");
-        prompt.text = QStringLiteral("(imported from %1%2%3)")
-                          .arg(dir.filePath(g.file),
-                               g.wholeResponse ? QStringLiteral(", a whole model response") : QString(),
-                               g.epoch >= 0 ? QStringLiteral(", epoch %1").arg(g.epoch) : QString());
+        prompt.text =
+            QStringLiteral("(imported from %1%2%3)")
+                .arg(dir.filePath(g.file), g.wholeResponse ? QStringLiteral(", a whole model response") : QString(),
+                     g.epoch >= 0 ? QStringLiteral(", epoch %1").arg(g.epoch) : QString());
         // Stored before but never judged (a cut call, a machine failure): a new candidate of the
         // stored answer, its prompt and recorded verdict kept as they are.
         const auto stored = run.answered.constFind(unitOf(g));
@@ -424,7 +428,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     for (const ImportRun& run : std::as_const(runs))
         store.setRunStatus(run.id, RunStatus::Finished);
 
-    std::stable_sort(skipped.begin(), skipped.end(), [](const SkippedFile& a, const SkippedFile& b) { return a.file < b.file; });
+    std::stable_sort(skipped.begin(), skipped.end(),
+                     [](const SkippedFile& a, const SkippedFile& b) { return a.file < b.file; });
     listSkipped();
     QStringList allTasks;
     for (const ImportRun& run : std::as_const(runs))

@@ -55,10 +55,10 @@ int main(int argc, char** argv)
     std::string workersSpec;
     std::vector<CLI::Option*> workersOptions;
     const auto addWorkerLimits = [&](CLI::App* command) {
-        workersOptions.push_back(command->add_option(
-            "--workers", workersSpec,
-            "where workers run (docs/remote-workers.md): local, local:0,1, ssh:HOST:0,1, "
-            "slurm:partition=P,gpus=N,time=T; several joined by ';' (default: local GPU 0)"));
+        workersOptions.push_back(
+            command->add_option("--workers", workersSpec,
+                                "where workers run (docs/remote-workers.md): local, local:0,1, ssh:HOST:0,1, "
+                                "slurm:partition=P,gpus=N,time=T; several joined by ';' (default: local GPU 0)"));
         maxHostMemoryOptions.push_back(command->add_option(
             "--max-host-memory", maxHostMemory,
             "host memory the worker may take, e.g. 8G or 512M (default: half the machine's memory, at most all "
@@ -87,15 +87,19 @@ int main(int argc, char** argv)
     addJson(analyze);
 
     EvalOptions eval;
-    std::string evalTask, candidate, profile = kwb::defaults::kProfile, evalScale = kwb::defaults::kScale, arch, evalDevice;
+    std::string evalTask, candidate, profile = kwb::defaults::kProfile, evalScale = kwb::defaults::kScale, arch,
+                                     evalDevice;
     CLI::App* evalCommand = app.add_subcommand("eval", "evaluate a candidate answer (Markdown) against a task");
     evalCommand->add_option("TASK", evalTask, "task id, e.g. L2/1")->required();
     evalCommand->add_option("CANDIDATE", candidate, "the model's answer, a Markdown file")->required();
-    evalCommand->add_option("--timeout", eval.timeoutS, "wall-clock limit in seconds (default " + std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
+    evalCommand
+        ->add_option("--timeout", eval.timeoutS,
+                     "wall-clock limit in seconds (default " + std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
         ->check(CLI::Range(0.001, 1e6)); // the supervisor's timer counts int milliseconds
     // Profiles are the worker's (announced in hello): checked once it has answered, not here.
     evalCommand->add_option("--profile", profile,
-                            std::string("protocol profile, one the worker announces (default ") + kwb::defaults::kProfile + ")");
+                            std::string("protocol profile, one the worker announces (default ") +
+                                kwb::defaults::kProfile + ")");
     evalCommand->add_option("--scale", evalScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
     // Trial counts are checked after parsing (below), for a plain message with the range.
     struct BoundedCount
@@ -105,22 +109,26 @@ int main(int argc, char** argv)
         kwb::CountRange range;
     };
     std::vector<BoundedCount> boundedCounts;
-    boundedCounts.push_back({evalCommand->add_option("--trials", eval.trials, "timing trials (fixed method) or the most pairs (adaptive); default: the profile's"),
-                             &eval.trials, kwb::TrialLimits::Timing});
+    boundedCounts.push_back(
+        {evalCommand->add_option("--trials", eval.trials,
+                                 "timing trials (fixed method) or the most pairs (adaptive); default: the profile's"),
+         &eval.trials, kwb::TrialLimits::Timing});
     evalCommand->add_option("--arch", arch, "compile for this architecture (sm_XY) when there is no GPU")
         ->check([](const std::string& value) {
             return QString::fromStdString(value).contains(QRegularExpression(QStringLiteral("^sm_[0-9]{2,3}a?$")))
                        ? std::string()
                        : std::string("expected sm_XY, e.g. sm_90");
         });
-    evalCommand->add_option("--device", evalDevice,
-                            "cuda (default where there is a GPU), cpu (torch-only candidates at smoke scale), "
-                            "or none (stop after the sandbox check)")
+    evalCommand
+        ->add_option("--device", evalDevice,
+                     "cuda (default where there is a GPU), cpu (torch-only candidates at smoke scale), "
+                     "or none (stop after the sandbox check)")
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
     std::string evalAnswerFormat;
-    evalCommand->add_option("--answer-format", evalAnswerFormat,
-                            "native (cuda and python blocks) or kernelbench (class ModelNew with load_inline); "
-                            "default: detected from the answer")
+    evalCommand
+        ->add_option("--answer-format", evalAnswerFormat,
+                     "native (cuda and python blocks) or kernelbench (class ModelNew with load_inline); "
+                     "default: detected from the answer")
         ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
     evalCommand->add_flag("--profile-traffic", eval.profileTraffic,
                           "after a correct evaluation, count the candidate's HBM bytes with CUPTI's DRAM counters "
@@ -144,8 +152,9 @@ int main(int argc, char** argv)
     report->add_option("--out", reportOut, "write to this file instead of stdout");
 
     RunCommandOptions runOptions;
-    std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey, runProfile = kwb::defaults::kProfile,
-                runScale = kwb::defaults::kScale, runAblate, runPrompts, runAnswerFormat, runFeedback;
+    std::string runRegime, runRouting, runTaskSpec, runEndpoint, runModel, runDb, runApiKey,
+        runProfile = kwb::defaults::kProfile, runScale = kwb::defaults::kScale, runAblate, runPrompts, runAnswerFormat,
+        runFeedback;
     std::string runIsolation = "fresh", sweepNs = "1,2,4,8", sweepId;
     // `run` and `sweep` take the same options; only one of them is parsed.
     bool runPauseOn = false, runPauseOff = false, runStopWhenCorrect = false, runNoStopWhenCorrect = false;
@@ -162,12 +171,14 @@ int main(int argc, char** argv)
         command->add_option("--tasks", runTaskSpec,
                             "tasks: a set (study = the study's 30, level1, level2, level3, all) or ranges, or a "
                             "comma list of both, e.g. study, level2, L1:1-10,L2/3");
-        command->add_option("--endpoint", runEndpoint, std::string("OpenAI-compatible base URL (default ") + kwb::defaults::kEndpoint + ")");
+        command->add_option("--endpoint", runEndpoint,
+                            std::string("OpenAI-compatible base URL (default ") + kwb::defaults::kEndpoint + ")");
         command->add_option("--model", runModel, "model name sent to the server");
         command->add_option("--db", runDb, "the run store (SQLite file; created when missing)")->required();
         if (sweep)
-            command->add_option("--n", sweepNs,
-                                "the n of the curve, e.g. 1,2,4,8: a run of the whole regime per n, paired seeds")
+            command
+                ->add_option("--n", sweepNs,
+                             "the n of the curve, e.g. 1,2,4,8: a run of the whole regime per n, paired seeds")
                 ->capture_default_str();
         if (sweep)
             command->add_option("--sweep", sweepId,
@@ -181,21 +192,27 @@ int main(int argc, char** argv)
         command->add_option("--temperature", runOptions.temperature, "sampling temperature (default: the regime's)")
             ->check(CLI::Range(0.0, kwb::kRegimeMaxTemperature));
         command->add_option("--api-key", runApiKey, "API key (default: $KWB_API_KEY; never stored)");
-        command->add_option("--timeout", runOptions.timeoutS, "evaluation wall-clock limit in seconds (default " +
-                                std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
+        command
+            ->add_option("--timeout", runOptions.timeoutS,
+                         "evaluation wall-clock limit in seconds (default " +
+                             std::to_string(kwb::defaults::kEvaluationTimeoutS) + ")")
             ->check(CLI::Range(0.001, 1e6));
-        command->add_option("--model-timeout", runOptions.modelTimeoutS,
-                            "a model request's total limit in seconds, retries included (default " +
-                                std::to_string(kwb::kDefaultModelDeadlineMs / 1000) + ")")
+        command
+            ->add_option("--model-timeout", runOptions.modelTimeoutS,
+                         "a model request's total limit in seconds, retries included (default " +
+                             std::to_string(kwb::kDefaultModelDeadlineMs / 1000) + ")")
             ->check(CLI::Range(1.0, 86400.0));
         command->add_option("--profile", runProfile,
-                            std::string("protocol profile, one the worker announces (default ") + kwb::defaults::kProfile + ")");
+                            std::string("protocol profile, one the worker announces (default ") +
+                                kwb::defaults::kProfile + ")");
         command->add_option("--scale", runScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
-        boundedCounts.push_back({command->add_option("--timing-trials", runOptions.timingTrials,
-                                                     "timed runs per candidate and reference (default: the profile's, 100)"),
-                                 &runOptions.timingTrials, kwb::TrialLimits::Timing});
-        command->add_option("--isolation", runIsolation,
-                            "fresh: a new worker per candidate (default); reuse: keep a healthy worker")
+        boundedCounts.push_back(
+            {command->add_option("--timing-trials", runOptions.timingTrials,
+                                 "timed runs per candidate and reference (default: the profile's, 100)"),
+             &runOptions.timingTrials, kwb::TrialLimits::Timing});
+        command
+            ->add_option("--isolation", runIsolation,
+                         "fresh: a new worker per candidate (default); reuse: keep a healthy worker")
             ->check(CLI::IsMember({"fresh", "reuse"}));
         command->add_option("--ablate", runAblate, "switch parts off: best-of-n,feedback-analyzer,monotone,competence");
         command->add_flag("--compile-only", runOptions.compileOnly,
@@ -209,9 +226,10 @@ int main(int argc, char** argv)
                           "goes on for speed; stored with the run)");
         command->add_flag("--no-stop-when-correct", runNoStopWhenCorrect,
                           "keep turning after a correct candidate (monotone selection keeps it)");
-        command->add_option("--feedback", runFeedback,
-                            "what turns 2... are shown: last (the previous turn's best candidate, default) or best "
-                            "(the best so far); selection is unchanged (stored with the run)")
+        command
+            ->add_option("--feedback", runFeedback,
+                         "what turns 2... are shown: last (the previous turn's best candidate, default) or best "
+                         "(the best so far); selection is unchanged (stored with the run)")
             ->check(CLI::IsMember({kwb::toString(kwb::FeedbackSource::Last).toStdString(),
                                    kwb::toString(kwb::FeedbackSource::Best).toStdString()}));
         command->add_flag("--pause-generation-while-timing", runPauseOn,
@@ -220,29 +238,36 @@ int main(int argc, char** argv)
         command->add_flag("--no-pause-generation-while-timing", runPauseOff,
                           "let the model generate while a candidate is timed");
         if (!sweep)
-            command->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
+            command
+                ->add_option("--resume", runOptions.resume, "continue this run of --db with its stored configuration")
                 ->check(CLI::PositiveNumber);
-        command->add_option("--prompts", runPrompts,
-                            "prompt templates: a directory or a shipped set, study (default), workbench-v1 or kernelbench "
-                            "(the default for --answer-format kernelbench)");
-        command->add_option("--context-tokens", runOptions.contextTokens,
-                            "the model's context length: every prompt plus --max-tokens must fit (default " +
-                                std::to_string(kwb::defaults::kContextTokens) + "; 0: no check)")
+        command->add_option(
+            "--prompts", runPrompts,
+            "prompt templates: a directory or a shipped set, study (default), workbench-v1 or kernelbench "
+            "(the default for --answer-format kernelbench)");
+        command
+            ->add_option("--context-tokens", runOptions.contextTokens,
+                         "the model's context length: every prompt plus --max-tokens must fit (default " +
+                             std::to_string(kwb::defaults::kContextTokens) + "; 0: no check)")
             ->check(CLI::Range(0, 1 << 24));
-        command->add_option("--max-tokens", runOptions.maxOutputTokens,
-                            "the most tokens an answer may take, sent as max_tokens (default " +
-                                std::to_string(kwb::defaults::kMaxOutputTokens) + ")")
+        command
+            ->add_option("--max-tokens", runOptions.maxOutputTokens,
+                         "the most tokens an answer may take, sent as max_tokens (default " +
+                             std::to_string(kwb::defaults::kMaxOutputTokens) + ")")
             ->check(CLI::Range(1, 1 << 24));
-        command->add_option("--answer-format", runAnswerFormat,
-                            "native (default: cuda and python blocks, the workbench's own format, compiled by NVRTC "
-                            "in about a second) or kernelbench (the study's preset: class ModelNew with load_inline "
-                            "in KernelBench's prompt structure, built by nvcc in tens of seconds): what the prompts "
-                            "ask for and every evaluation expects (stored with the run)")
+        command
+            ->add_option("--answer-format", runAnswerFormat,
+                         "native (default: cuda and python blocks, the workbench's own format, compiled by NVRTC "
+                         "in about a second) or kernelbench (the study's preset: class ModelNew with load_inline "
+                         "in KernelBench's prompt structure, built by nvcc in tens of seconds): what the prompts "
+                         "ask for and every evaluation expects (stored with the run)")
             ->check(CLI::IsMember({kwb::defaults::kAnswerFormatNative, kwb::defaults::kAnswerFormatKernelBench}));
-        command->add_option("--compile-workers", runOptions.compileWorkers,
-                            "CPU workers compiling candidates ahead of the GPU, 0: none (default: 1 for native "
-                            "answers, " + std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
-                                " here for kernelbench, 3/4 of the cores; stored with the run)")
+        command
+            ->add_option("--compile-workers", runOptions.compileWorkers,
+                         "CPU workers compiling candidates ahead of the GPU, 0: none (default: 1 for native "
+                         "answers, " +
+                             std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
+                             " here for kernelbench, 3/4 of the cores; stored with the run)")
             ->check(CLI::Range(0, 256));
         addWorkerLimits(command);
         addJson(command);
@@ -258,8 +283,8 @@ int main(int argc, char** argv)
     PromptCommandOptions promptOptions;
     std::string promptRegime, promptTask, promptRole, promptPrompts, promptAblate, promptEndpoint,
         promptProfile = kwb::defaults::kProfile;
-    CLI::App* promptCommand = app.add_subcommand(
-        "prompt", "print the prompt a run sends for a task, turn and role, and its token count");
+    CLI::App* promptCommand =
+        app.add_subcommand("prompt", "print the prompt a run sends for a task, turn and role, and its token count");
     promptCommand->add_option("--regime", promptRegime, "a regime `kwb regimes` lists, e.g. agent")->required();
     promptCommand->add_option("--task", promptTask, "the task, e.g. L2/1")->required();
     promptCommand->add_option("--turn", promptOptions.turn, "the turn (default 1)")
@@ -278,7 +303,8 @@ int main(int argc, char** argv)
     addJson(promptCommand);
     ImportOptions importOptions;
     std::string importDir, importDb, importName, importProfile = kwb::defaults::kProfile,
-                importScale = kwb::defaults::kScale, importDevice, importCodeBlock = kwb::defaults::kCodeBlockFirst;
+                                                 importScale = kwb::defaults::kScale, importDevice,
+                                                 importCodeBlock = kwb::defaults::kCodeBlockFirst;
     CLI::App* importCommand = app.add_subcommand("import", "bring generations made elsewhere into a run store");
     importCommand->require_subcommand(1);
     CLI::App* importKernelBench = importCommand->add_subcommand(
@@ -287,7 +313,9 @@ int main(int argc, char** argv)
                        "with the verdicts its eval_results.json recorded beside ours");
     importKernelBench->add_option("DIR", importDir, "the folder of generations")->required();
     importKernelBench->add_option("--db", importDb, "the run store (SQLite file; created when missing)")->required();
-    importKernelBench->add_option("--run-name", importName, "the run's name (default: import [kernelbench] FOLDER SPEC; several run folders: N (FOLDER))");
+    importKernelBench->add_option(
+        "--run-name", importName,
+        "the run's name (default: import [kernelbench] FOLDER SPEC; several run folders: N (FOLDER))");
     importKernelBench->add_option("--profile", importProfile,
                                   std::string("protocol profile (default ") + kwb::defaults::kProfile + ")");
     importKernelBench->add_option("--scale", importScale, "full or smoke")->check(CLI::IsMember({"full", "smoke"}));
@@ -295,15 +323,18 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"cuda", "cpu", "none"}));
     importKernelBench->add_option("--timeout", importOptions.timeoutS, "wall-clock limit per generation in seconds")
         ->check(CLI::Range(0.001, 1e6));
-    importKernelBench->add_option("--compile-workers", importOptions.compileWorkers,
-                                  "CPU workers building the generations' extensions ahead of the GPU, 0: none "
-                                  "(default " + std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
-                                      " here, 3/4 of the cores)")
+    importKernelBench
+        ->add_option("--compile-workers", importOptions.compileWorkers,
+                     "CPU workers building the generations' extensions ahead of the GPU, 0: none "
+                     "(default " +
+                         std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
+                         " here, 3/4 of the cores)")
         ->check(CLI::Range(0, 256));
-    importKernelBench->add_option("--code-block", importCodeBlock,
-                                  "where a whole response has several ```python blocks defining ModelNew, the one that is "
-                                  "the module: first (KernelBench's extract_first_code, the default) or last (harnesses "
-                                  "built on extract_last_code, e.g. Kernel-Coder's)")
+    importKernelBench
+        ->add_option("--code-block", importCodeBlock,
+                     "where a whole response has several ```python blocks defining ModelNew, the one that is "
+                     "the module: first (KernelBench's extract_first_code, the default) or last (harnesses "
+                     "built on extract_last_code, e.g. Kernel-Coder's)")
         ->check(CLI::IsMember({kwb::defaults::kCodeBlockFirst, kwb::defaults::kCodeBlockLast}));
     importKernelBench->add_flag("--resume", importOptions.resume,
                                 "go on with this folder's latest import in --db (same profile, scale, device and code "
@@ -320,8 +351,8 @@ int main(int argc, char** argv)
     for (const BoundedCount& bounded : boundedCounts) {
         if (bounded.option->count() == 0)
             continue;
-        const QString error = kwb::countRangeError(QString::fromStdString(bounded.option->get_name()), *bounded.value,
-                                                   bounded.range);
+        const QString error =
+            kwb::countRangeError(QString::fromStdString(bounded.option->get_name()), *bounded.value, bounded.range);
         if (!error.isEmpty()) {
             std::cerr << "kwb: " << error.toStdString() << '\n';
             return ExitUsage;
@@ -398,7 +429,8 @@ int main(int argc, char** argv)
     }
 
     // Absolute: the worker runs in its sandbox's own working folder, where kwb's relative path means nothing.
-    const QString tasksPath = tasksDir.empty() ? QString() : QFileInfo(QString::fromStdString(tasksDir)).absoluteFilePath();
+    const QString tasksPath =
+        tasksDir.empty() ? QString() : QFileInfo(QString::fromStdString(tasksDir)).absoluteFilePath();
     Session session(GlobalOptions{QString::fromStdString(worker), tasksPath});
     if (const int code = session.locateWorker(json))
         return code;

@@ -2,10 +2,10 @@
 
 #include "commands.h"
 
+#include "core/config/regime.h"
 #include "core/model/secrets.h"
 #include "core/model/tokencounter.h"
 #include "core/prompts/tokenbudget.h"
-#include "core/config/regime.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runlaunch.h"
 #include "core/workers/workersupervisor.h"
@@ -110,7 +110,8 @@ int runPrompt(Session& session, const PromptCommandOptions& options)
         QObject::connect(&counter, &TokenCounter::counted, &wait, [&](qint64, int n) {
             tokens = n;
             byServer = true;
-            countNote = QStringLiteral("counted by the server (%1)").arg(TokenCounter::tokenizeUrl(QUrl(options.endpoint)).toString());
+            countNote = QStringLiteral("counted by the server (%1)")
+                            .arg(TokenCounter::tokenizeUrl(QUrl(options.endpoint)).toString());
             wait.quit();
         });
         QObject::connect(&counter, &TokenCounter::failed, &wait, [&](qint64, const QString& message) {
@@ -124,21 +125,20 @@ int runPrompt(Session& session, const PromptCommandOptions& options)
     const int worst = chosen->budgetTokens(tokens, budget);
     const bool fits = budget.fits(worst);
     if (json) {
-        out() << QString::fromUtf8(
-            QJsonDocument(QJsonObject{{QStringLiteral("ok"), true},
-                                      {QStringLiteral("task"), chosen->task},
-                                      {QStringLiteral("regime"), regime.name},
-                                      {QStringLiteral("turn"), chosen->turn},
-                                      {QStringLiteral("role"), chosen->role},
-                                      {QStringLiteral("template"), chosen->templatePath},
-                                      {QStringLiteral("prompts_dir"), promptsDir},
-                                      {QStringLiteral("prompt"), chosen->text},
-                                      {QStringLiteral("tokens"), tokens},
-                                      {QStringLiteral("counted_by_server"), byServer},
-                                      {QStringLiteral("model_texts"), chosen->modelTexts},
-                                      {QStringLiteral("budget_tokens"), worst},
-                                      {QStringLiteral("fits"), fits}})
-                .toJson(QJsonDocument::Indented));
+        out() << QString::fromUtf8(QJsonDocument(QJsonObject{{QStringLiteral("ok"), true},
+                                                             {QStringLiteral("task"), chosen->task},
+                                                             {QStringLiteral("regime"), regime.name},
+                                                             {QStringLiteral("turn"), chosen->turn},
+                                                             {QStringLiteral("role"), chosen->role},
+                                                             {QStringLiteral("template"), chosen->templatePath},
+                                                             {QStringLiteral("prompts_dir"), promptsDir},
+                                                             {QStringLiteral("prompt"), chosen->text},
+                                                             {QStringLiteral("tokens"), tokens},
+                                                             {QStringLiteral("counted_by_server"), byServer},
+                                                             {QStringLiteral("model_texts"), chosen->modelTexts},
+                                                             {QStringLiteral("budget_tokens"), worst},
+                                                             {QStringLiteral("fits"), fits}})
+                                       .toJson(QJsonDocument::Indented));
     } else {
         out() << chosen->text;
     }
@@ -147,9 +147,8 @@ int runPrompt(Session& session, const PromptCommandOptions& options)
     err() << "kwb prompt: " << chosen->task << ", " << regime.name << ", turn " << chosen->turn << ", role "
           << chosen->role << " (" << chosen->templatePath << " of " << promptsDir << ")\n";
     if (chosen->modelTexts > 0 || chosen->turn > 1)
-        err() << "kwb prompt: placeholders stand for " << chosen->modelTexts
-              << " earlier model text(s) (each up to " << budget.maxOutputTokens
-              << " tokens in a run) and, after turn 1, the evaluator's report\n";
+        err() << "kwb prompt: placeholders stand for " << chosen->modelTexts << " earlier model text(s) (each up to "
+              << budget.maxOutputTokens << " tokens in a run) and, after turn 1, the evaluator's report\n";
     err() << "kwb prompt: " << tokens << " tokens, " << countNote << "\n";
     err() << "kwb prompt: budget " << worst << " + " << kChatTemplateTokens << " chat template + "
           << budget.maxOutputTokens << " max output tokens " << (fits ? "<=" : ">") << ' ' << budget.contextTokens

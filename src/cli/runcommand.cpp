@@ -3,15 +3,15 @@
 
 #include "commands.h"
 
+#include "core/config/regime.h"
 #include "core/model/llmclient.h"
 #include "core/model/secrets.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/headlessrun.h"
-#include "core/config/regime.h"
 #include "core/run/runlaunch.h"
-#include "core/study/report.h"
 #include "core/store/runstore.h"
+#include "core/study/report.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -71,7 +71,6 @@ QList<int> parseSweepNs(const QString& text, QString* error)
         *error = QStringLiteral("--n: no n given (e.g. --n 1,2,4,8)");
     return ns;
 }
-
 
 QString resolvePromptsDir(const QString& option, QString* error)
 {
@@ -254,16 +253,18 @@ int runRun(Session& session, const RunCommandOptions& options)
     int code = ExitSuccess;
     const QList<RunPlan> plans = sweepRunPlans(plan);
     if (!plans.isEmpty())
-        err() << "kwb sweep: sweep " << plans.first().sweepId << " (continue it with --sweep "
-              << plans.first().sweepId << ")\n";
+        err() << "kwb sweep: sweep " << plans.first().sweepId << " (continue it with --sweep " << plans.first().sweepId
+              << ")\n";
     for (RunPlan runPlan : plans) {
         const int n = runPlan.regime.n;
         if (existing.contains(n)) {
             const RunInfo& info = existing[n];
             if (info.status == RunStatus::Finished) {
                 err() << "kwb sweep: n = " << n << ": run " << info.id << " is finished, kept\n";
-                runs.append(QJsonObject{{QStringLiteral("run"), info.id}, {QStringLiteral("status"), info.status},
-                                        {QStringLiteral("kept"), true}, {QStringLiteral("sweep"), options.sweepId}});
+                runs.append(QJsonObject{{QStringLiteral("run"), info.id},
+                                        {QStringLiteral("status"), info.status},
+                                        {QStringLiteral("kept"), true},
+                                        {QStringLiteral("sweep"), options.sweepId}});
                 runIds.append(info.id);
                 continue;
             }
@@ -314,24 +315,23 @@ int runRun(Session& session, const RunCommandOptions& options)
         line(QStringLiteral("all"), curve.points, 0);
         for (const int level : std::as_const(report->levels))
             line(QStringLiteral("L%1").arg(level), curve.points, level);
-        err() << "  report: kwb report --db " << options.database << " --runs "
-              << [&] {
-                     QStringList ids;
-                     for (qint64 id : std::as_const(runIds))
-                         ids << QString::number(id);
-                     return ids.join(QLatin1Char(','));
-                 }()
-              << '\n';
+        err() << "  report: kwb report --db " << options.database << " --runs " << [&] {
+            QStringList ids;
+            for (qint64 id : std::as_const(runIds))
+                ids << QString::number(id);
+            return ids.join(QLatin1Char(','));
+        }() << '\n';
     } else if (!report) {
         err() << "kwb sweep: no curve: " << reportError << '\n';
     }
     err().flush();
     if (json) {
         out() << QString::fromUtf8(
-            QJsonDocument(QJsonObject{{QStringLiteral("ok"), true},
-                                      {QStringLiteral("sweep"), runs.isEmpty() ? QJsonValue()
-                                                                            : runs.first().toObject().value(QLatin1String("sweep"))},
-                                      {QStringLiteral("runs"), runs}})
+            QJsonDocument(
+                QJsonObject{{QStringLiteral("ok"), true},
+                            {QStringLiteral("sweep"),
+                             runs.isEmpty() ? QJsonValue() : runs.first().toObject().value(QLatin1String("sweep"))},
+                            {QStringLiteral("runs"), runs}})
                 .toJson(QJsonDocument::Indented));
         out().flush();
     }
@@ -391,9 +391,9 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     QStringList taskErrors;
     QObject::connect(&run, &HeadlessRun::progressChanged, &run, [&] { printProgress(false); });
     QObject::connect(&run, &HeadlessRun::countsChanged, &run, [&] { printProgress(false); });
-    QObject::connect(
-        &run, &HeadlessRun::taskError, &run,
-        [&](const QString& task, const QString& message) { taskErrors << task + QStringLiteral(": ") + message; });
+    QObject::connect(&run, &HeadlessRun::taskError, &run, [&](const QString& task, const QString& message) {
+        taskErrors << task + QStringLiteral(": ") + message;
+    });
     QTimer ticker;
     ticker.setInterval(tty ? 1000 : 5000);
     QObject::connect(&ticker, &QTimer::timeout, &run, [&] { printProgress(false); });
@@ -454,8 +454,7 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
             return fail(json, ExitNoEvaluator, QStringLiteral("no_evaluator"), run.errorString());
         case HeadlessRun::Failure::None:
         case HeadlessRun::Failure::NoWorker:
-        case HeadlessRun::Failure::Worker:
-            break;
+        case HeadlessRun::Failure::Worker: break;
         }
         return fail(json, ExitWorker, QStringLiteral("worker"), run.errorString());
     }
@@ -473,7 +472,8 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     int correctTasks = 0, compiledTasks = 0;
     for (const CandidateOutcome& o : selected) {
         correctTasks += o.correct() ? 1 : 0;
-        compiledTasks += o.compiled && !isMachineFault(o.status, plan.compileOnly) ? 1 : 0; // not evaluated: not compiled
+        compiledTasks +=
+            o.compiled && !isMachineFault(o.status, plan.compileOnly) ? 1 : 0; // not evaluated: not compiled
     }
     for (const QString& e : std::as_const(taskErrors))
         err() << "kwb run: task error: " << e << '\n';
@@ -524,19 +524,19 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     const bool isIncomplete = !cancelled && (!incomplete.isEmpty() || !taskErrors.isEmpty());
     err().flush();
     *summary = QJsonObject{{QStringLiteral("ok"), true},
-                            {QStringLiteral("run"), runId},
-                            {QStringLiteral("status"), cancelled ? RunStatus::Cancelled : RunStatus::Finished},
-                            {QStringLiteral("tasks"), total},
-                            {QStringLiteral("tasks_done"), done},
-                            {QStringLiteral("correct"), plan.compileOnly ? QJsonValue() : QJsonValue(correctTasks)},
-                            {QStringLiteral("compile_only"), plan.compileOnly},
-                            {QStringLiteral("compiled"), compiledTasks},
-                            {QStringLiteral("candidates_evaluated"), evaluated},
-                            {QStringLiteral("task_errors"), QJsonArray::fromStringList(taskErrors)},
-                            {QStringLiteral("complete"), !cancelled && !isIncomplete},
-                            {QStringLiteral("unevaluated"), QJsonArray::fromStringList(incomplete)},
-                            {QStringLiteral("report"), reportCommand},
-                            {QStringLiteral("resume"), resumeCommand}};
+                           {QStringLiteral("run"), runId},
+                           {QStringLiteral("status"), cancelled ? RunStatus::Cancelled : RunStatus::Finished},
+                           {QStringLiteral("tasks"), total},
+                           {QStringLiteral("tasks_done"), done},
+                           {QStringLiteral("correct"), plan.compileOnly ? QJsonValue() : QJsonValue(correctTasks)},
+                           {QStringLiteral("compile_only"), plan.compileOnly},
+                           {QStringLiteral("compiled"), compiledTasks},
+                           {QStringLiteral("candidates_evaluated"), evaluated},
+                           {QStringLiteral("task_errors"), QJsonArray::fromStringList(taskErrors)},
+                           {QStringLiteral("complete"), !cancelled && !isIncomplete},
+                           {QStringLiteral("unevaluated"), QJsonArray::fromStringList(incomplete)},
+                           {QStringLiteral("report"), reportCommand},
+                           {QStringLiteral("resume"), resumeCommand}};
     if (!plan.sweepId.isEmpty())
         summary->insert(QStringLiteral("sweep"), plan.sweepId);
     return cancelled ? ExitInterrupted : isIncomplete ? ExitIncomplete : ExitSuccess;

@@ -1,8 +1,8 @@
 // kwb-worker: evaluates tasks and candidates for the workbench. Speaks docs/protocol.md.
 #include "worker/measure/gpuquietlock.h"
-#include "worker/sandbox/parentwatch.h"
 #include "worker/protocol/protocol.h"
 #include "worker/python/pythonhost.h"
+#include "worker/sandbox/parentwatch.h"
 #include "worker/sandbox/sandboxinit.h"
 #include "worker/worker.h"
 
@@ -78,22 +78,24 @@ int main(int argc, char** argv)
         } else if (a == "--end-on-stdin-eof") {
             kwb::watchInputHangup(0); // a remote worker: the connection is its stdin
         } else if (a == "--version") {
-            std::string v = std::string("kwb-worker ") + KWB_VERSION + " protocol " + std::to_string(kwb::protocol::kVersion) + "\n";
+            std::string v = std::string("kwb-worker ") + KWB_VERSION + " protocol " +
+                            std::to_string(kwb::protocol::kVersion) + "\n";
             (void)!::write(protocolFd, v.data(), v.size());
             return 0;
         } else if (a == "--help" || a == "-h") {
-            std::cerr << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof] [--max-host-memory BYTES|default]\n"
-                         "                  [--max-host-threads N|default] [--gpu-quiet-lock PATH]\n"
-                         "                  [--refuse-native-code WHY]\n"
-                         "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n"
-                         "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n"
-                         "--max-host-memory, --max-host-threads: end (exit 96) when this process and its children\n"
-                         "  go over that much host memory or that many threads; default: this machine's default\n"
-                         "  (remote workers: the supervisor cannot watch them there; docs/remote-workers.md).\n"
-                         "--gpu-quiet-lock PATH: the GPU's quiet lock file (flock): held exclusively while timing,\n"
-                         "  profiling traffic or measuring ceilings, shared while answering `warm`; without it no lock.\n"
-                         "--refuse-native-code WHY: refuse KernelBench-format answers (native host code) as `rejected`:\n"
-                         "  kwb passes it where the OS sandbox is unavailable (docs/security.md).\n";
+            std::cerr
+                << "usage: kwb-worker [--tasks-dir DIR] [--end-on-stdin-eof] [--max-host-memory BYTES|default]\n"
+                   "                  [--max-host-threads N|default] [--gpu-quiet-lock PATH]\n"
+                   "                  [--refuse-native-code WHY]\n"
+                   "Reads JSON requests (one per line) on stdin and answers on stdout; see docs/protocol.md.\n"
+                   "--end-on-stdin-eof: end at once (SIGKILL) when stdin closes, busy or not (remote workers).\n"
+                   "--max-host-memory, --max-host-threads: end (exit 96) when this process and its children\n"
+                   "  go over that much host memory or that many threads; default: this machine's default\n"
+                   "  (remote workers: the supervisor cannot watch them there; docs/remote-workers.md).\n"
+                   "--gpu-quiet-lock PATH: the GPU's quiet lock file (flock): held exclusively while timing,\n"
+                   "  profiling traffic or measuring ceilings, shared while answering `warm`; without it no lock.\n"
+                   "--refuse-native-code WHY: refuse KernelBench-format answers (native host code) as `rejected`:\n"
+                   "  kwb passes it where the OS sandbox is unavailable (docs/security.md).\n";
             return 0;
         } else {
             std::cerr << "kwb-worker: unknown argument '" << a << "' (try --help)\n";

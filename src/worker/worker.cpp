@@ -1,15 +1,15 @@
 #include "worker/worker.h"
 #include "worker/sandbox/sandboxinit.h"
 
-#include "worker/device/deviceinfo.h"
-#include "worker/compile/nvrtccompiler.h"
-#include "worker/protocol/protocol.h"
+#include "worker/analyze/roofline.h"
 #include "worker/answers/answerformat.h"
 #include "worker/answers/candidateparser.h"
+#include "worker/compile/nvrtccompiler.h"
 #include "worker/device/cudadriver.h"
-#include "worker/python/pythonhost.h"
+#include "worker/device/deviceinfo.h"
 #include "worker/measure/profiles.h"
-#include "worker/analyze/roofline.h"
+#include "worker/protocol/protocol.h"
+#include "worker/python/pythonhost.h"
 
 #include <cuda_runtime.h>
 
@@ -29,8 +29,12 @@ using json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-struct RequestError : std::runtime_error {
-    RequestError(std::string c, const std::string& m) : std::runtime_error(m), code(std::move(c)) {}
+struct RequestError : std::runtime_error
+{
+    RequestError(std::string c, const std::string& m)
+        : std::runtime_error(m)
+        , code(std::move(c))
+    {}
     std::string code;
 };
 } // namespace
@@ -62,7 +66,9 @@ std::string defaultTasksDir(const std::string& argv0)
 }
 
 Worker::Worker(int protocolFd, std::string tasksDir, std::unique_ptr<GpuQuietLock> quietLock)
-    : m_fd(protocolFd), m_tasksDir(std::move(tasksDir)), m_quietLock(std::move(quietLock))
+    : m_fd(protocolFd)
+    , m_tasksDir(std::move(tasksDir))
+    , m_quietLock(std::move(quietLock))
 {
     if (m_quietLock && m_quietLock->usable())
         m_evaluator.setQuietLock(m_quietLock.get());
@@ -106,19 +112,20 @@ json Worker::hello()
     for (const ProtocolProfile& p : protocolProfiles())
         profiles.push_back(p.toJson());
     json out = {{protocol::Key::kProtocol, protocol::kVersion},
-            {protocol::Key::kWorker, KWB_VERSION},
-            {protocol::Key::kTorch, torchVersion()},
-            {protocol::Key::kCudaRuntime, std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10)},
-            {protocol::Key::kNvrtc, nvrtcVersionString()},
-            {protocol::Key::kCudaDeviceCount, e == cudaSuccess ? count : 0},
-            {protocol::Key::kCudaError, e == cudaSuccess ? "" : cudaGetErrorString(e)},
-            {protocol::Key::kDriver, driver ? "ok" : driverWhy},
-            {protocol::Field::kTasksDir, m_tasksDir},
-            {protocol::Key::kProfiles, profiles},
-            {protocol::Key::kDefaultProfile, kDefaultProfile}};
+                {protocol::Key::kWorker, KWB_VERSION},
+                {protocol::Key::kTorch, torchVersion()},
+                {protocol::Key::kCudaRuntime, std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10)},
+                {protocol::Key::kNvrtc, nvrtcVersionString()},
+                {protocol::Key::kCudaDeviceCount, e == cudaSuccess ? count : 0},
+                {protocol::Key::kCudaError, e == cudaSuccess ? "" : cudaGetErrorString(e)},
+                {protocol::Key::kDriver, driver ? "ok" : driverWhy},
+                {protocol::Field::kTasksDir, m_tasksDir},
+                {protocol::Key::kProfiles, profiles},
+                {protocol::Key::kDefaultProfile, kDefaultProfile}};
     // The lock this worker takes (docs/protocol.md, the GPU's quiet lock): null without one, and
     // null with the reason where --gpu-quiet-lock named a file that could not be opened.
-    out[protocol::Key::kGpuQuietLock] = m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
+    out[protocol::Key::kGpuQuietLock] =
+        m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
     // Whether its holds pass the writers-first gate (<lock>.intent, gpuquietlock.h).
     out["gpu_quiet_lock_writers_first"] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
     // Whether its evaluations take turns on the GPU (<lock>.turn, gpuquietlock.h).
@@ -137,13 +144,17 @@ json Worker::listTasks(const json& request)
     const TaskSet& set = tasks();
     json out = {{protocol::Key::kTasks, json::array()}, {protocol::Key::kErrors, json::array()}};
     for (const auto& e : set.errors)
-        out[protocol::Key::kErrors].push_back({{protocol::Key::kPath, e.path}, {protocol::Key::kField, e.field}, {protocol::Key::kMessage, e.message}});
+        out[protocol::Key::kErrors].push_back(
+            {{protocol::Key::kPath, e.path}, {protocol::Key::kField, e.field}, {protocol::Key::kMessage, e.message}});
     const bool validate = request.value(protocol::Field::kValidate, false);
     for (const auto& t : set.tasks) {
         if (validate && !t.isKernelBenchOnly()) {
             const std::string err = m_evaluator.validateTask(t);
             if (!err.empty()) {
-                out[protocol::Key::kErrors].push_back({{protocol::Key::kPath, t.path}, {protocol::Key::kField, "forward"}, {protocol::Key::kMessage, "TorchScript does not compile: " + err}});
+                out[protocol::Key::kErrors].push_back(
+                    {{protocol::Key::kPath, t.path},
+                     {protocol::Key::kField, "forward"},
+                     {protocol::Key::kMessage, "TorchScript does not compile: " + err}});
                 continue;
             }
         }
@@ -163,26 +174,40 @@ json compileKernelBench(const std::string& answer, std::string arch, CodeBlock c
     json kernels = json::array();
     for (const auto& k : findKernels(kb.source))
         kernels.push_back(k.name);
-    json out = {{protocol::Field::kAnswerFormat, "kernelbench"}, {protocol::Field::kArch, arch}, {protocol::Key::kMs, 0.0}, {protocol::Key::kCubinBytes, 0}, {protocol::Key::kKernels, kernels},
-                {protocol::Key::kSourceHash, nullptr}, {"extensions", json::array()}, {protocol::Key::kFormatError, nullptr}};
-    out[protocol::Key::kCandidate] = {{protocol::Field::kCuda, nullptr}, {protocol::Field::kPython, kb.ok ? json(kb.source) : json(nullptr)}, {protocol::Key::kKernels, kernels},
-                        {protocol::Key::kSourceHash, kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
-                        {protocol::Key::kCudaLine, nullptr}, {protocol::Key::kPythonLine, kb.ok ? json(kb.line) : json(nullptr)},
-                        {protocol::Field::kAnswerFormat, "kernelbench"}, {protocol::Field::kCodeBlock, codeBlockName(codeBlock)},
-                        {"model_new_blocks", kb.modelNewBlocks}};
+    json out = {{protocol::Field::kAnswerFormat, "kernelbench"},
+                {protocol::Field::kArch, arch},
+                {protocol::Key::kMs, 0.0},
+                {protocol::Key::kCubinBytes, 0},
+                {protocol::Key::kKernels, kernels},
+                {protocol::Key::kSourceHash, nullptr},
+                {"extensions", json::array()},
+                {protocol::Key::kFormatError, nullptr}};
+    out[protocol::Key::kCandidate] = {
+        {protocol::Field::kCuda, nullptr},
+        {protocol::Field::kPython, kb.ok ? json(kb.source) : json(nullptr)},
+        {protocol::Key::kKernels, kernels},
+        {protocol::Key::kSourceHash, kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
+        {protocol::Key::kCudaLine, nullptr},
+        {protocol::Key::kPythonLine, kb.ok ? json(kb.line) : json(nullptr)},
+        {protocol::Field::kAnswerFormat, "kernelbench"},
+        {protocol::Field::kCodeBlock, codeBlockName(codeBlock)},
+        {"model_new_blocks", kb.modelNewBlocks}};
     std::string why;
     if (kb.ok && !python::available(&why))
         kb.error = FormatError{"kernelbench_unavailable", why, 0};
     if (kb.error) {
         out[protocol::Key::kOkCompile] = false;
         out[protocol::Key::kLog] = kb.error->message;
-        out[protocol::Key::kFormatError] = {{protocol::Key::kCode, kb.error->code}, {protocol::Key::kMessage, kb.error->message}, {protocol::Key::kLine, kb.error->line}};
+        out[protocol::Key::kFormatError] = {{protocol::Key::kCode, kb.error->code},
+                                            {protocol::Key::kMessage, kb.error->message},
+                                            {protocol::Key::kLine, kb.error->line}};
         return out;
     }
     if (const std::string refusal = python::nativeCodeRefusal(); !refusal.empty()) {
         out[protocol::Key::kOkCompile] = false;
         out[protocol::Key::kLog] = refusal;
-        out[protocol::Key::kRefused] = {{protocol::Key::kCode, "no_os_sandbox"}, {protocol::Key::kMessage, refusal}, {protocol::Key::kLine, 0}};
+        out[protocol::Key::kRefused] = {
+            {protocol::Key::kCode, "no_os_sandbox"}, {protocol::Key::kMessage, refusal}, {protocol::Key::kLine, 0}};
         return out;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -198,7 +223,8 @@ json compileKernelBench(const std::string& answer, std::string arch, CodeBlock c
     if (status == "rejected")
         out["refused"] = {{"code", "python_refused"}, {"message", b.value("message", std::string())}, {"line", line}};
     else if (status == "format_error")
-        out["format_error"] = {{"code", "missing_model_new"}, {"message", b.value("message", std::string())}, {"line", line}};
+        out["format_error"] = {
+            {"code", "missing_model_new"}, {"message", b.value("message", std::string())}, {"line", line}};
     else if (!status.empty())
         out[protocol::Key::kStatus] = status; // compile_error or runtime_error, as evaluate would say
     return out;
@@ -221,7 +247,9 @@ json Worker::compileOnly(const json& request)
         ParseResult parsed = parseAnswer(request.at(protocol::Field::kAnswer).get<std::string>(), {});
         candidate = std::move(parsed.candidate);
         if (!parsed.ok)
-            formatError = {{protocol::Key::kCode, parsed.error->code}, {protocol::Key::kMessage, parsed.error->message}, {protocol::Key::kLine, parsed.error->line}};
+            formatError = {{protocol::Key::kCode, parsed.error->code},
+                           {protocol::Key::kMessage, parsed.error->message},
+                           {protocol::Key::kLine, parsed.error->line}};
     } else {
         candidate.hasCuda = true;
         candidate.cuda = request.value(protocol::Field::kCuda, std::string());
@@ -234,18 +262,30 @@ json Worker::compileOnly(const json& request)
     }
     json out;
     if (!candidate.hasCuda) {
-        out = {{protocol::Key::kOkCompile, false}, {protocol::Key::kLog, "the answer has no cuda block: nothing to compile"}, {protocol::Field::kArch, arch},
-               {protocol::Key::kMs, 0.0}, {protocol::Key::kCubinBytes, 0}, {protocol::Key::kKernels, json::array()}, {protocol::Key::kSourceHash, nullptr}};
+        out = {{protocol::Key::kOkCompile, false},
+               {protocol::Key::kLog, "the answer has no cuda block: nothing to compile"},
+               {protocol::Field::kArch, arch},
+               {protocol::Key::kMs, 0.0},
+               {protocol::Key::kCubinBytes, 0},
+               {protocol::Key::kKernels, json::array()},
+               {protocol::Key::kSourceHash, nullptr}};
     } else {
         const std::string& source = candidate.cuda;
         CompileResult r = compileCuda(source, arch);
         json kernels = json::array();
         for (const auto& d : candidate.kernels)
             kernels.push_back(d.name);
-        out = {{protocol::Key::kOkCompile, r.ok}, {protocol::Key::kLog, r.log}, {protocol::Field::kArch, r.arch}, {protocol::Key::kMs, r.ms}, {protocol::Key::kCubinBytes, r.cubin.size()},
-               {protocol::Key::kKernels, kernels}, {protocol::Key::kSourceHash, protocol::sourceHash(source)}};
+        out = {{protocol::Key::kOkCompile, r.ok},
+               {protocol::Key::kLog, r.log},
+               {protocol::Field::kArch, r.arch},
+               {protocol::Key::kMs, r.ms},
+               {protocol::Key::kCubinBytes, r.cubin.size()},
+               {protocol::Key::kKernels, kernels},
+               {protocol::Key::kSourceHash, protocol::sourceHash(source)}};
         if (r.refused) // checkCudaForNvrtc: NVRTC did not run (an include outside the toolkit, …)
-            out[protocol::Key::kRefused] = {{protocol::Key::kCode, r.refused->code}, {protocol::Key::kMessage, r.refused->message}, {protocol::Key::kLine, r.refused->line}};
+            out[protocol::Key::kRefused] = {{protocol::Key::kCode, r.refused->code},
+                                            {protocol::Key::kMessage, r.refused->message},
+                                            {protocol::Key::kLine, r.refused->line}};
         if (request.value(protocol::Field::kReturnCubin, false) && r.ok)
             out[protocol::Field::kCubinB64] = protocol::encodeBase64(r.cubin);
     }
@@ -274,15 +314,15 @@ json Worker::handle(const json& request)
             body = listTasks(request);
         } else if (type == protocol::Request::kDevice) {
             body = deviceFacts(0);
-            if (request.value(protocol::Field::kCeilings, false) && body.value(protocol::Key::kAvailable, false))
-            {
+            if (request.value(protocol::Field::kCeilings, false) && body.value(protocol::Key::kAvailable, false)) {
                 // The ceilings are measurements: the GPU to itself while they run (the quiet lock).
                 const GpuQuietLock::Hold quiet(m_evaluator.quietLock(), GpuQuietLock::Mode::Exclusive);
                 body[protocol::Field::kCeilings] = measureCeilings(0);
                 body[protocol::Key::kStageDetailMs] = {{protocol::Field::kCeilings, {{"quiet_wait", quiet.waitMs()}}}};
                 if (!quiet.error().empty())
                     body[protocol::Key::kGpuQuietLockError] = quiet.error();
-                roofline::rememberMeasuredCeilings(body[protocol::Field::kCeilings]); // later floors use them (roofline.h)
+                roofline::rememberMeasuredCeilings(
+                    body[protocol::Field::kCeilings]); // later floors use them (roofline.h)
             }
         } else if (type == protocol::Request::kAnalyze) {
             body = m_evaluator.analyze(task(request),
@@ -296,7 +336,8 @@ json Worker::handle(const json& request)
         } else if (type == protocol::Request::kEvaluate) {
             const Task& t = task(request, /*kernelBenchOnlyToo=*/true);
             if (!request.contains(protocol::Field::kAnswer) && !request.contains(protocol::Field::kPython))
-                throw RequestError("bad_request", "evaluate needs 'answer' (Markdown) or 'python' (and optionally 'cuda')");
+                throw RequestError("bad_request",
+                                   "evaluate needs 'answer' (Markdown) or 'python' (and optionally 'cuda')");
             body = m_evaluator.evaluate(t, request);
         } else if (type == protocol::Request::kWarm) {
             const protocol::Device device = protocol::parseDevice(request, protocol::kDeviceCuda, cudaDeviceCount());
@@ -353,15 +394,16 @@ int Worker::run()
             return 0;
         json response;
         if (tooLong) {
-            response = protocol::errorResponse(nullptr, "", "line_too_long",
-                                               "request line exceeds " + std::to_string(protocol::kMaxLineBytes) + " bytes");
+            response =
+                protocol::errorResponse(nullptr, "", "line_too_long",
+                                        "request line exceeds " + std::to_string(protocol::kMaxLineBytes) + " bytes");
         } else if (line->find_first_not_of(" \t\r") == std::string::npos) {
             // Every line gets a response, so a client waiting on one never stalls.
             response = protocol::errorResponse(nullptr, "", "bad_request", "empty request");
         } else if (protocol::nestedDeeperThan(*line, protocol::kMaxRequestDepth)) {
             response = protocol::errorResponse(nullptr, "", "bad_request",
-                                               "request nested deeper than " + std::to_string(protocol::kMaxRequestDepth) +
-                                                   " levels");
+                                               "request nested deeper than " +
+                                                   std::to_string(protocol::kMaxRequestDepth) + " levels");
         } else {
             json request = json::parse(*line, nullptr, false);
             if (request.is_discarded())

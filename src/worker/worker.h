@@ -11,7 +11,8 @@
 
 namespace kwb {
 
-class Worker {
+class Worker
+{
 public:
     /// quietLock: the GPU's quiet lock (--gpu-quiet-lock), null without one.
     Worker(int protocolFd, std::string tasksDir, std::unique_ptr<GpuQuietLock> quietLock = nullptr);

@@ -12,8 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     const std::string answer(reinterpret_cast<const char*>(data), size);
     // L1/5's signature (a tensor, a float and the parameter dict) and "not checked".
-    static const std::vector<kwb::SigParam> expected = {
-        {"A", "Tensor"}, {"s", "float"}, {"p", "Dict[str, Tensor]"}};
+    static const std::vector<kwb::SigParam> expected = {{"A", "Tensor"}, {"s", "float"}, {"p", "Dict[str, Tensor]"}};
     for (const auto* sig : {&expected, static_cast<const std::vector<kwb::SigParam>*>(nullptr)}) {
         const kwb::ParseResult r = kwb::parseAnswer(answer, sig ? *sig : std::vector<kwb::SigParam>{});
         (void)kwb::formatSignature(r.candidate.forwardSignature);

@@ -14,11 +14,11 @@
 #include <QJsonObject>
 #include <QString>
 
+#include <cerrno>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <unistd.h>
 
@@ -32,7 +32,10 @@ const char* const kPartials[] = {"competence", "contract", "evaluation", "previo
 constexpr int kPartialCount = int(sizeof kPartials / sizeof kPartials[0]);
 const QString kRole = QStringLiteral("zero-shot/generator.mustache");
 
-QJsonObject parse(const char* text) { return QJsonDocument::fromJson(QByteArray(text)).object(); }
+QJsonObject parse(const char* text)
+{
+    return QJsonDocument::fromJson(QByteArray(text)).object();
+}
 
 // L2/1 as the worker reports it, with a retry's feedback (tests/unit/tst_promptrenderer.cpp).
 const char* kTask = R"({"id":"L2/1","level":2,"number":1,"title":"Conv2d, ReLU, bias add",
@@ -93,8 +96,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
     if (!QDir(g_dir).mkpath(QStringLiteral("zero-shot")) || !QDir(g_dir).mkpath(QStringLiteral("partials")))
         std::abort();
     std::atexit([] { QDir(g_dir).removeRecursively(); });
-    g_context = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice),
-                                             parse(kFeedback));
+    g_context =
+        PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), parse(kProfile), parse(kDevice), parse(kFeedback));
     return 0;
 }
 

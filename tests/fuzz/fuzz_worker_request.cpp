@@ -46,7 +46,10 @@ int g_devnull = -1;
 std::unique_ptr<kwb::Worker> g_worker;
 std::set<std::string> g_taskIds; // the shipped tasks
 
-std::string tasksDir() { return std::string(KWB_SOURCE_DIR) + "/tasks"; }
+std::string tasksDir()
+{
+    return std::string(KWB_SOURCE_DIR) + "/tasks";
+}
 
 int nestingDepth(const std::string& line)
 {
@@ -158,7 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     // After a shutdown request the worker answers nothing more: start a fresh one.
     if (lines.find("shutdown") != std::string::npos)
         for (const kwb::Task& t : kwb::loadTaskDir(tasksDir()).tasks)
-        g_taskIds.insert(t.id);
+            g_taskIds.insert(t.id);
     g_worker = std::make_unique<kwb::Worker>(g_devnull, tasksDir());
     return 0;
 }

@@ -36,7 +36,8 @@ struct FileSnapshot
         const QFileInfo info(path);
         s.modified = info.lastModified();
         s.size = info.size();
-        s.folder = QDir(info.absolutePath()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name);
+        s.folder =
+            QDir(info.absolutePath()).entryList(QDir::AllEntries | QDir::Hidden | QDir::NoDotAndDotDot, QDir::Name);
         return s;
     }
     friend bool operator==(const FileSnapshot& a, const FileSnapshot& b)
@@ -47,7 +48,8 @@ struct FileSnapshot
     {
         return QStringLiteral("%1 bytes, sha256 %2, modified %3, beside it: %4")
             .arg(size)
-            .arg(QString::fromLatin1(sha256.left(12)), modified.toString(Qt::ISODateWithMs), folder.join(QLatin1Char(' ')));
+            .arg(QString::fromLatin1(sha256.left(12)), modified.toString(Qt::ISODateWithMs),
+                 folder.join(QLatin1Char(' ')));
     }
 };
 
@@ -92,8 +94,8 @@ inline bool writeStore(const QString& path, int units = 40)
         return false;
     for (int i = 0; i < units; ++i) {
         const QString bulk = QStringLiteral("unit %1 ").arg(i).repeated(600);
-        const auto prompt = store.addPrompt({0, *run, QStringLiteral("L1/%1").arg(i + 1), 1, 0,
-                                             QStringLiteral("generator"), bulk, QString()});
+        const auto prompt = store.addPrompt(
+            {0, *run, QStringLiteral("L1/%1").arg(i + 1), 1, 0, QStringLiteral("generator"), bulk, QString()});
         if (!prompt)
             return false;
         const auto response = store.addResponse({0, *prompt, bulk, 1, 2, 3, QString()});
@@ -138,7 +140,8 @@ public:
         : m_path(path)
         , m_before(QFile::permissions(path))
     {
-        QFile::setPermissions(path, m_before & ~(QFile::WriteOwner | QFile::WriteUser | QFile::WriteGroup | QFile::WriteOther));
+        QFile::setPermissions(
+            path, m_before & ~(QFile::WriteOwner | QFile::WriteUser | QFile::WriteGroup | QFile::WriteOther));
     }
     ~ReadOnlyGuard() { QFile::setPermissions(m_path, m_before); }
     ReadOnlyGuard(const ReadOnlyGuard&) = delete;

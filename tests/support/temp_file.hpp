@@ -7,7 +7,8 @@
 
 namespace kwb::test {
 
-struct TempFile {
+struct TempFile
+{
     std::string path; ///< empty when the file could not be made
     explicit TempFile(const std::string& prefix)
     {

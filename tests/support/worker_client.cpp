@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <poll.h>
+#include <sstream>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -17,9 +17,9 @@
 namespace kwb::test {
 
 WorkerClient::WorkerClient(std::string program, std::vector<std::string> args)
-    : m_program(std::move(program)), m_args(std::move(args))
-{
-}
+    : m_program(std::move(program))
+    , m_args(std::move(args))
+{}
 
 WorkerClient::~WorkerClient()
 {
@@ -229,7 +229,8 @@ int startGpuWorker(WorkerClient& worker)
 
 void CheckLog::check(bool ok, const std::string& what, const nlohmann::json& detail)
 {
-    std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what.c_str(), ok || detail.is_null() ? "" : ("  " + detail.dump()).c_str());
+    std::printf("%s %s%s\n", ok ? "ok  " : "FAIL", what.c_str(),
+                ok || detail.is_null() ? "" : ("  " + detail.dump()).c_str());
     failures += !ok;
 }
 

@@ -9,7 +9,8 @@
 
 namespace kwb::test {
 
-class WorkerClient {
+class WorkerClient
+{
 public:
     WorkerClient(std::string program, std::vector<std::string> args = {});
     ~WorkerClient();
@@ -21,11 +22,12 @@ public:
     pid_t pid() const { return m_pid; }
 
     enum class Outcome { Ok, Timeout, Exited, BrokenLine };
-    struct Reply {
+    struct Reply
+    {
         Outcome outcome = Outcome::Ok;
         nlohmann::json response;
-        int exitCode = -1;  // when Exited: exit status, or -signal
-        double ms = 0;      // request sent to response read
+        int exitCode = -1; // when Exited: exit status, or -signal
+        double ms = 0;     // request sent to response read
     };
     /// Sends one request and waits for its line. On timeout the worker is killed (SIGTERM, then
     /// SIGKILL) and must be started again.
@@ -60,7 +62,8 @@ int startGpuWorker(WorkerClient& worker);
 
 /// The GPU tests' outcome log: one "ok  " or "FAIL" line per check (with the detail on failure),
 /// counted, since these tests run as plain programs on the GPU machine.
-struct CheckLog {
+struct CheckLog
+{
     int failures = 0;
     void check(bool ok, const std::string& what, const nlohmann::json& detail = nlohmann::json());
 };

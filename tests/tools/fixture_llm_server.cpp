@@ -149,7 +149,8 @@ QString breakReference(const QString& reference, int kind)
         return answer;
     }
     case 1: { // a wrong result: off by 1 %
-        static const QRegularExpression lastReturn(QStringLiteral("\\n    return ([^\\n]+)\\n```(?![\\s\\S]*```python)"));
+        static const QRegularExpression lastReturn(
+            QStringLiteral("\\n    return ([^\\n]+)\\n```(?![\\s\\S]*```python)"));
         const QRegularExpressionMatch m = lastReturn.match(answer);
         if (m.hasMatch()) {
             answer.replace(m.capturedStart(1), m.capturedLength(1), QStringLiteral("(%1) * 1.01").arg(m.captured(1)));
@@ -162,7 +163,6 @@ QString breakReference(const QString& reference, int kind)
         return answer;
     }
 }
-
 
 // ---- KernelBench format ------------------------------------------------------------------------
 
@@ -259,15 +259,17 @@ QString torchOnlyModelNew(const TaskFile& t, bool copyExtension)
     reference.replace(QStringLiteral("def forward("), QStringLiteral("def reference_forward("));
     // TorchScript's `torch.<op>` names every ATen op; Python's torch module lacks these (they are
     // torch.nn.functional's, with the same leading arguments), which the tasks' forwards call.
-    for (const char* op : {"adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool2d", "avg_pool3d",
-                           "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "linear", "mish", "silu",
-                           "softplus"})
-        reference.replace(QStringLiteral("torch.%1(").arg(QLatin1String(op)), QStringLiteral("F.%1(").arg(QLatin1String(op)));
+    for (const char* op :
+         {"adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool2d", "avg_pool2d", "avg_pool3d", "elu",
+          "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu", "linear", "mish", "silu", "softplus"})
+        reference.replace(QStringLiteral("torch.%1(").arg(QLatin1String(op)),
+                          QStringLiteral("F.%1(").arg(QLatin1String(op)));
     const QString args = t.inputNames.join(QStringLiteral(", "));
     const QString callArgs = args.isEmpty() ? QStringLiteral("p") : args + QStringLiteral(", p");
-    QString out = QStringLiteral("A ModelNew that keeps the reference's computation in torch.\n\n```python\n"
-                                 "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom torch import Tensor\n"
-                                 "from typing import Dict, List, Optional, Tuple\n");
+    QString out = QStringLiteral(
+        "A ModelNew that keeps the reference's computation in torch.\n\n```python\n"
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom torch import Tensor\n"
+        "from typing import Dict, List, Optional, Tuple\n");
     if (copyExtension)
         out += QStringLiteral(
             "from torch.utils.cpp_extension import load_inline\n\n"
@@ -278,7 +280,8 @@ QString torchOnlyModelNew(const TaskFile& t, bool copyExtension)
             "    long n = x.numel();\n    int threads = 256;\n    long blocks = (n + threads - 1) / threads;\n"
             "    copy_kernel<<<blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);\n    return y;\n}\n"
             "\"\"\"\n\n"
-            "copy_ext = load_inline(name=\"kwb_fixture_copy\", cpp_sources=\"torch::Tensor copy_out(torch::Tensor x);\", "
+            "copy_ext = load_inline(name=\"kwb_fixture_copy\", cpp_sources=\"torch::Tensor copy_out(torch::Tensor "
+            "x);\", "
             "cuda_sources=copy_source, functions=[\"copy_out\"], extra_cuda_cflags=[\"-O3\"], verbose=False)\n");
     out += QStringLiteral("\nPARAMETERS = [\n") + params + QStringLiteral("]\n\n\n") + reference.trimmed() +
            QStringLiteral("\n\n\n"
@@ -292,13 +295,14 @@ QString torchOnlyModelNew(const TaskFile& t, bool copyExtension)
                           "class ModelNew(nn.Module):\n") +
            (t.hasInitInputs ? QStringLiteral("    def __init__(self, *init_inputs):\n")
                             : QStringLiteral("    def __init__(self):\n")) +
-           QStringLiteral("        super().__init__()\n"
-                          "        for name, shape, is_buffer in PARAMETERS:\n"
-                          "            leaf = name.split(\".\")[-1]\n"
-                          "            if is_buffer:\n"
-                          "                owner_of(self, name).register_buffer(leaf, torch.zeros(shape))\n"
-                          "            else:\n"
-                          "                owner_of(self, name).register_parameter(leaf, nn.Parameter(torch.zeros(shape)))\n\n") +
+           QStringLiteral(
+               "        super().__init__()\n"
+               "        for name, shape, is_buffer in PARAMETERS:\n"
+               "            leaf = name.split(\".\")[-1]\n"
+               "            if is_buffer:\n"
+               "                owner_of(self, name).register_buffer(leaf, torch.zeros(shape))\n"
+               "            else:\n"
+               "                owner_of(self, name).register_parameter(leaf, nn.Parameter(torch.zeros(shape)))\n\n") +
            QStringLiteral("    def forward(self%1):\n").arg(args.isEmpty() ? QString() : QStringLiteral(", ") + args) +
            QStringLiteral("        p = dict(self.named_parameters())\n"
                           "        p.update(dict(self.named_buffers()))\n");
@@ -323,11 +327,13 @@ QString breakKernelBench(const QString& answer, int kind, QString* what)
             broken.replace(QLatin1String("load_inline("), QLatin1String("load_inline(extra_cuda_flags=[\"-O3\"], "));
         return broken;
     case 1: { // the function called by another name than `functions` binds
-        static const QRegularExpression functions(QStringLiteral("functions=\\[\\s*[\"']([A-Za-z_][A-Za-z_0-9]*)[\"']"));
+        static const QRegularExpression functions(
+            QStringLiteral("functions=\\[\\s*[\"']([A-Za-z_][A-Za-z_0-9]*)[\"']"));
         const QString name = functions.match(broken).captured(1);
         if (!name.isEmpty()) {
             *what = QStringLiteral("kb-function-name");
-            broken.replace(QRegularExpression(QStringLiteral("\\.%1\\(").arg(name)), QStringLiteral(".%1_cuda(").arg(name));
+            broken.replace(QRegularExpression(QStringLiteral("\\.%1\\(").arg(name)),
+                           QStringLiteral(".%1_cuda(").arg(name));
             return broken;
         }
         [[fallthrough]];
@@ -342,7 +348,6 @@ QString breakKernelBench(const QString& answer, int kind, QString* what)
         return broken;
     }
 }
-
 
 // ---- Recorded answers (--recorded DIR) ---------------------------------------------------------
 
@@ -377,7 +382,9 @@ RecordedAnswers readRecorded(const QString& dir, const std::function<bool(const 
     }
     const QMap<QString, int> skippedByKind = scan.skippedByKind();
     for (auto it = exampleOf.cbegin(); it != exampleOf.cend(); ++it)
-        *notes << QStringLiteral("skipped %1 file(s) (%2), e.g. %3").arg(skippedByKind.value(it.key())).arg(it.key(), it.value());
+        *notes << QStringLiteral("skipped %1 file(s) (%2), e.g. %3")
+                      .arg(skippedByKind.value(it.key()))
+                      .arg(it.key(), it.value());
     const QDir root(dir);
     RecordedAnswers recorded;
     for (const kwb::FoundGeneration& g : scan.generations) {
@@ -406,8 +413,9 @@ QString noRecordedAnswer(const QString& task, const QString& dir, const Recorded
 {
     QStringList tasks = recorded.texts.keys();
     std::sort(tasks.begin(), tasks.end());
-    return QStringLiteral("No recorded answer for task %1: the recorded-model server (kwb-fixture-llm --recorded %2) has "
-                          "no generation of it (it has %3), so there is no module here.\n")
+    return QStringLiteral(
+               "No recorded answer for task %1: the recorded-model server (kwb-fixture-llm --recorded %2) has "
+               "no generation of it (it has %3), so there is no module here.\n")
         .arg(task, dir, tasks.isEmpty() ? QStringLiteral("none") : tasks.join(QStringLiteral(", ")));
 }
 
@@ -430,21 +438,24 @@ int main(int argc, char** argv)
     const QCommandLineOption maxNeedOption(QStringLiteral("max-need"),
                                            QStringLiteral("most failed answers before a right one (default 4)"),
                                            QStringLiteral("N"), QStringLiteral("4"));
-    const QCommandLineOption delayOption(QStringLiteral("delay-ms"), QStringLiteral("latency of each answer (default 30)"),
-                                         QStringLiteral("MS"), QStringLiteral("30"));
+    const QCommandLineOption delayOption(QStringLiteral("delay-ms"),
+                                         QStringLiteral("latency of each answer (default 30)"), QStringLiteral("MS"),
+                                         QStringLiteral("30"));
     const QCommandLineOption logOption(QStringLiteral("log"), QStringLiteral("append one line per answer to FILE"),
                                        QStringLiteral("FILE"));
     const QCommandLineOption statelessOption(
         QStringLiteral("stateless"),
         QStringLiteral("answers are a function of the task, --seed, the request's seed and the prompt (no per-task "
                        "counter): for kwb sweep, whose runs ask with the same seeds"));
-        const QCommandLineOption formatOption(QStringLiteral("answer-format"),
-                                          QStringLiteral("native (default) or kernelbench (class ModelNew with load_inline)"),
-                                          QStringLiteral("FORMAT"), QStringLiteral("native"));
-    const QCommandLineOption tasksOption(QStringLiteral("tasks"),
-                                         QStringLiteral("task files, for torch-only ModelNew answers and the tasks --recorded serves "
-                                                        "(default: the source tree's)"),
-                                         QStringLiteral("DIR"), QStringLiteral(KWB_FIXTURE_TASKS_DIR));
+    const QCommandLineOption formatOption(
+        QStringLiteral("answer-format"),
+        QStringLiteral("native (default) or kernelbench (class ModelNew with load_inline)"), QStringLiteral("FORMAT"),
+        QStringLiteral("native"));
+    const QCommandLineOption tasksOption(
+        QStringLiteral("tasks"),
+        QStringLiteral("task files, for torch-only ModelNew answers and the tasks --recorded serves "
+                       "(default: the source tree's)"),
+        QStringLiteral("DIR"), QStringLiteral(KWB_FIXTURE_TASKS_DIR));
     const QCommandLineOption recordedOption(
         QStringLiteral("recorded"),
         QStringLiteral("answer with the generations of DIR, a folder as `kwb import kernelbench` reads it, per task "
@@ -453,8 +464,8 @@ int main(int argc, char** argv)
                        "choice) mod count. A task without one gets a plain-text answer saying so (no module: "
                        "format_error); other roles a fixed note. See the source's header."),
         QStringLiteral("DIR"));
-    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption, formatOption,
-                       tasksOption, recordedOption});
+    parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption,
+                       formatOption, tasksOption, recordedOption});
     parser.process(app);
 
     const QString dir = parser.value(candidatesOption);
@@ -481,7 +492,9 @@ int main(int argc, char** argv)
     RecordedAnswers recorded;
     if (recordedMode) {
         if (parser.isSet(formatOption) && !kernelbench) {
-            std::fprintf(stderr, "kwb-fixture-llm: recorded answers are in KernelBench's format (--answer-format kernelbench)\n");
+            std::fprintf(
+                stderr,
+                "kwb-fixture-llm: recorded answers are in KernelBench's format (--answer-format kernelbench)\n");
             return 2;
         }
         if (!QFileInfo(recordedDir).isDir()) {
@@ -489,8 +502,8 @@ int main(int argc, char** argv)
             return 2;
         }
         QStringList notes;
-        recorded = readRecorded(recordedDir, [&](const QString& task) { return !taskFilePath(tasksDir, task).isEmpty(); },
-                                &notes);
+        recorded = readRecorded(
+            recordedDir, [&](const QString& task) { return !taskFilePath(tasksDir, task).isEmpty(); }, &notes);
         for (const QString& note : std::as_const(notes))
             std::fprintf(stderr, "kwb-fixture-llm: %s\n", qPrintable(note));
         QStringList tasks = recorded.texts.keys();
@@ -502,9 +515,11 @@ int main(int argc, char** argv)
             answers += int(recorded.texts.value(task).size());
         }
         std::fprintf(stderr, "kwb-fixture-llm: %d recorded answers of %d tasks in %s%s%s\n", answers, int(tasks.size()),
-                     qPrintable(recordedDir), tasks.isEmpty() ? "" : ": ", qPrintable(counts.join(QStringLiteral(", "))));
+                     qPrintable(recordedDir), tasks.isEmpty() ? "" : ": ",
+                     qPrintable(counts.join(QStringLiteral(", "))));
         if (tasks.isEmpty()) {
-            std::fprintf(stderr, "kwb-fixture-llm: --recorded %s holds no generation of a task here\n", qPrintable(recordedDir));
+            std::fprintf(stderr, "kwb-fixture-llm: --recorded %s holds no generation of a task here\n",
+                         qPrintable(recordedDir));
             return 2;
         }
     }
@@ -514,7 +529,8 @@ int main(int argc, char** argv)
     {
         const QString manifest = readText(dir + QStringLiteral("/manifest.toml"));
         static const QRegularExpression entry(
-            QStringLiteral("file = \"(failing/[^\"]+)\"\\s*\\ntask = \"([^\"]+)\"\\s*\\nexpect = \"(compile_error|incorrect|format_error|runtime_error)\""));
+            QStringLiteral("file = \"(failing/[^\"]+)\"\\s*\\ntask = \"([^\"]+)\"\\s*\\nexpect = "
+                           "\"(compile_error|incorrect|format_error|runtime_error)\""));
         for (auto it = entry.globalMatch(manifest); it.hasNext();) {
             const QRegularExpressionMatch m = it.next();
             failingByTask[m.captured(2)].append(m.captured(1));
@@ -560,13 +576,15 @@ int main(int argc, char** argv)
             if (task.isEmpty()) // a KernelBench-format prompt names no task: its problem file does
                 task = taskOfProblemFile(prompt, tasksDir);
             if (recordedMode) // generations are all a folder records: say so rather than invent an analysis
-                texts << QStringLiteral("Notes on %1: none recorded. This is the recorded-model server (kwb-fixture-llm "
-                                        "--recorded), which holds only the answers a model wrote for the generator; "
-                                        "this fixed text stands in for an analyzer, researcher, triager or critic turn.")
+                texts << QStringLiteral(
+                             "Notes on %1: none recorded. This is the recorded-model server (kwb-fixture-llm "
+                             "--recorded), which holds only the answers a model wrote for the generator; "
+                             "this fixed text stands in for an analyzer, researcher, triager or critic turn.")
                              .arg(task.isEmpty() ? QStringLiteral("the task") : task);
             else
-                texts << QStringLiteral("Notes on %1: the heavy operator is already a library call; keep it, and fuse the "
-                                        "memory-bound epilogue into one elementwise kernel that reads the intermediate once.")
+                texts << QStringLiteral(
+                             "Notes on %1: the heavy operator is already a library call; keep it, and fuse the "
+                             "memory-bound epilogue into one elementwise kernel that reads the intermediate once.")
                              .arg(task.isEmpty() ? QStringLiteral("the task") : task);
             what << QStringLiteral("note");
         } else if (recordedMode) {
@@ -580,7 +598,8 @@ int main(int argc, char** argv)
                     continue;
                 }
                 const qint64 count = answers.size();
-                const qint64 pick = stateless ? (requestSeed.isDouble() ? requestSeed.toInteger() : 0) + i : answered[task]++;
+                const qint64 pick =
+                    stateless ? (requestSeed.isDouble() ? requestSeed.toInteger() : 0) + i : answered[task]++;
                 const int k = int(((pick % count) + count) % count);
                 texts << answers.at(k);
                 what << recorded.files.value(task).at(k);
@@ -591,11 +610,13 @@ int main(int argc, char** argv)
             }
         } else {
             const QString task = m.captured(1);
-            const QString reference = readText(dir + QStringLiteral("/reference/") + fileStem(task) + QStringLiteral(".md"));
+            const QString reference =
+                readText(dir + QStringLiteral("/reference/") + fileStem(task) + QStringLiteral(".md"));
             const bool pilotWording = prompt.contains(QLatin1String("custom tiled CUDA kernels for every operator"));
             const int need = stableHash(task + QString::number(seed)) % (maxNeed + 1) + (pilotWording ? 2 : 0);
             const QString twin =
-                kernelbench ? readText(dir + QStringLiteral("/kernelbench/") + fileStem(task) + QStringLiteral(".md")) : QString();
+                kernelbench ? readText(dir + QStringLiteral("/kernelbench/") + fileStem(task) + QStringLiteral(".md"))
+                            : QString();
             const std::optional<TaskFile> taskFile = kernelbench ? readTaskFile(tasksDir, task) : std::nullopt;
             const QJsonValue requestSeed = request.value(QLatin1String("seed"));
             for (int i = 0; i < choices; ++i) {

@@ -55,31 +55,27 @@
 // answers by --warm MODE or $FAKEWORKER_WARM: answer (default: it warmed holding LOCK_SH on the
 // lock, and says warm_ms {quiet_wait, context (the warming), cublas, cudnn, evaluator, total});
 // unknown_type (an older worker: warm is unknown_type, and hello says nothing of the lock);
-// garbage (a line that is not JSON); fail (ok: false with the code "internal"). `compile` answers the recorded compile with a
-// fake cubin (ok_compile false when the source holds "compile_error"); with `answer` it compiles
-// the cuda block of its `candidate` echo (candidateOf: the recorded echo for a recorded answer,
-// else a test-only stand-in rule) and answers a torch-only answer as the worker does (recorded
-// compile_no_cuda: ok_compile false, no hash); evaluate responses carry that echo too; an evaluate's response says
-// whether it carried one ("cubin_received", and compile.cached). Every response carries "pid",
-// "cuda_visible_devices" (null when unset), "started_ms" (when the process started),
-// "received_ms" and "answered_ms" (epoch milliseconds) and "requests_seen" (lines read so far,
-// hello included), so tests can see which process served what, and when. A compile request's mode
-// may come from a marker "nvrtc: MODE" in its source (or answer). With $FAKEWORKER_LOG set, every worker
-// appends a line {"pid","type","cuda_visible_devices","ms","keys"} per request read to that file, so
-// tests see requests whose responses they never get (a spare's hello, compile-ahead). Evaluate
-// answers take their status from a marker "status: NAME" in the answer (default correct; a marker
-// "speedup: X" sets the speed-up): the
-// recorded evaluate of that status, else the recorded incorrect one with that status put in, with
-// the request's task and profile name and the request itself under "echo". It knows the tasks with
-// a recorded analyze, L1/1 and L2/1 (`tasks` lists those of the recorded response); analyze of another answers
-// unknown_task, profile of a task without a recorded profile no_device; device answers the
-// recorded H200 (with ceilings when asked) or, when $FAKEWORKER_NO_DEVICE is set, the CPU worker's
-// "no GPU" (hello then says cuda_device_count 0 and a driver problem, and an evaluate without a
-// status marker answers no_device, as does one with "device": "none"). $FAKEWORKER_ARCH makes device
-// answer that arch and evaluate use a shipped cubin only when its cubin_arch is that arch (else
-// compile.cached is absent: compiled here; compile.arch is that arch). --end-on-stdin-eof arms the
-// real worker's stdin watchdog (src/worker/sandbox/parentwatch.cpp). $FAKEWORKER_LIST_ALL makes `tasks` list
-// every recorded task (KernelBench-only ones too). Other arguments (--tasks-dir DIR) are ignored.
+// garbage (a line that is not JSON); fail (ok: false with the code "internal"). `compile` answers the recorded compile
+// with a fake cubin (ok_compile false when the source holds "compile_error"); with `answer` it compiles the cuda block
+// of its `candidate` echo (candidateOf: the recorded echo for a recorded answer, else a test-only stand-in rule) and
+// answers a torch-only answer as the worker does (recorded compile_no_cuda: ok_compile false, no hash); evaluate
+// responses carry that echo too; an evaluate's response says whether it carried one ("cubin_received", and
+// compile.cached). Every response carries "pid", "cuda_visible_devices" (null when unset), "started_ms" (when the
+// process started), "received_ms" and "answered_ms" (epoch milliseconds) and "requests_seen" (lines read so far, hello
+// included), so tests can see which process served what, and when. A compile request's mode may come from a marker
+// "nvrtc: MODE" in its source (or answer). With $FAKEWORKER_LOG set, every worker appends a line
+// {"pid","type","cuda_visible_devices","ms","keys"} per request read to that file, so tests see requests whose
+// responses they never get (a spare's hello, compile-ahead). Evaluate answers take their status from a marker "status:
+// NAME" in the answer (default correct; a marker "speedup: X" sets the speed-up): the recorded evaluate of that status,
+// else the recorded incorrect one with that status put in, with the request's task and profile name and the request
+// itself under "echo". It knows the tasks with a recorded analyze, L1/1 and L2/1 (`tasks` lists those of the recorded
+// response); analyze of another answers unknown_task, profile of a task without a recorded profile no_device; device
+// answers the recorded H200 (with ceilings when asked) or, when $FAKEWORKER_NO_DEVICE is set, the CPU worker's "no GPU"
+// (hello then says cuda_device_count 0 and a driver problem, and an evaluate without a status marker answers no_device,
+// as does one with "device": "none"). $FAKEWORKER_ARCH makes device answer that arch and evaluate use a shipped cubin
+// only when its cubin_arch is that arch (else compile.cached is absent: compiled here; compile.arch is that arch).
+// --end-on-stdin-eof arms the real worker's stdin watchdog (src/worker/sandbox/parentwatch.cpp). $FAKEWORKER_LIST_ALL
+// makes `tasks` list every recorded task (KernelBench-only ones too). Other arguments (--tasks-dir DIR) are ignored.
 //
 // KernelBench-format answers (a request's "answer_format" "kernelbench"), where $KWB_EXTENSION_CACHE
 // holds a file fakeworker-builds (a test's folder), as the real worker treats them
@@ -98,8 +94,8 @@
 
 #include <QByteArray>
 #include <QCryptographicHash>
-#include <QDir>
 #include <QDateTime>
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QHash>
@@ -116,11 +112,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <iostream>
+#include <netinet/in.h>
 #include <optional>
 #include <string>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <thread>
@@ -137,12 +133,12 @@ QString g_helloMode = QStringLiteral("answer");
 int g_helloDelayMs = 0;
 QString g_warmMode = QStringLiteral("answer");
 int g_warmDelayMs = 0;
-bool g_warm = false; // a warm has been answered: the next answers at once
-QString g_quietLockPath;      // --gpu-quiet-lock
-int g_quietLockFd = -1;       // open when it could be opened
-bool g_quietIntent = false;   // its <path>.intent could be opened too (the sandbox binds it)
-bool g_quietTurn = false;     // its <path>.turn, likewise
-QString g_quietLockError;     // why not
+bool g_warm = false;        // a warm has been answered: the next answers at once
+QString g_quietLockPath;    // --gpu-quiet-lock
+int g_quietLockFd = -1;     // open when it could be opened
+bool g_quietIntent = false; // its <path>.intent could be opened too (the sandbox binds it)
+bool g_quietTurn = false;   // its <path>.turn, likewise
+QString g_quietLockError;   // why not
 qint64 g_startedMs = 0;
 qint64 g_receivedMs = 0;
 int g_requestsSeen = 0;
@@ -192,14 +188,14 @@ void logRequest(const QByteArray& line)
     if (!path)
         return;
     const QJsonObject request = QJsonDocument::fromJson(line).object();
-    const QJsonObject entry{{QStringLiteral("pid"), qint64(::getpid())},
-                            {QStringLiteral("type"), request.value(QStringLiteral("type"))},
-                            {QStringLiteral("cuda_visible_devices"),
-                             qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
-                                 ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
-                                 : QJsonValue(QJsonValue::Null)},
-                            {QStringLiteral("ms"), g_receivedMs},
-                            {QStringLiteral("keys"), QJsonArray::fromStringList(request.keys())}};
+    const QJsonObject entry{
+        {QStringLiteral("pid"), qint64(::getpid())},
+        {QStringLiteral("type"), request.value(QStringLiteral("type"))},
+        {QStringLiteral("cuda_visible_devices"), qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
+                                                     ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
+                                                     : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("ms"), g_receivedMs},
+        {QStringLiteral("keys"), QJsonArray::fromStringList(request.keys())}};
     // One short write in append mode: lines of concurrent workers do not interleave.
     const QByteArray text = QJsonDocument(entry).toJson(QJsonDocument::Compact) + '\n';
     if (std::FILE* file = std::fopen(path, "a")) {
@@ -210,17 +206,17 @@ void logRequest(const QByteArray& line)
 
 QJsonObject envelope(const QJsonObject& request)
 {
-    return QJsonObject{{QStringLiteral("id"), request.value(QStringLiteral("id"))},
-                       {QStringLiteral("type"), request.value(QStringLiteral("type"))},
-                       {QStringLiteral("ok"), true},
-                       {QStringLiteral("pid"), qint64(::getpid())},
-                       {QStringLiteral("cuda_visible_devices"),
-                        qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
-                            ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
-                            : QJsonValue(QJsonValue::Null)},
-                       {QStringLiteral("started_ms"), g_startedMs},
-                       {QStringLiteral("received_ms"), g_receivedMs},
-                       {QStringLiteral("requests_seen"), g_requestsSeen}};
+    return QJsonObject{
+        {QStringLiteral("id"), request.value(QStringLiteral("id"))},
+        {QStringLiteral("type"), request.value(QStringLiteral("type"))},
+        {QStringLiteral("ok"), true},
+        {QStringLiteral("pid"), qint64(::getpid())},
+        {QStringLiteral("cuda_visible_devices"), qEnvironmentVariableIsSet("CUDA_VISIBLE_DEVICES")
+                                                     ? QJsonValue(qEnvironmentVariable("CUDA_VISIBLE_DEVICES"))
+                                                     : QJsonValue(QJsonValue::Null)},
+        {QStringLiteral("started_ms"), g_startedMs},
+        {QStringLiteral("received_ms"), g_receivedMs},
+        {QStringLiteral("requests_seen"), g_requestsSeen}};
 }
 
 QJsonObject errorResponse(const QJsonObject& request, const QString& code, const QString& message)
@@ -354,7 +350,8 @@ QJsonObject candidateOf(const QString& answer, const QString& name)
     return QJsonObject{{QStringLiteral("cuda"), cuda},
                        {QStringLiteral("python"), python},
                        {QStringLiteral("kernels"), kernels},
-                       {QStringLiteral("source_hash"), cuda.isNull() ? QJsonValue(QJsonValue::Null) : QJsonValue(fakeHash(cuda.toString()))},
+                       {QStringLiteral("source_hash"),
+                        cuda.isNull() ? QJsonValue(QJsonValue::Null) : QJsonValue(fakeHash(cuda.toString()))},
                        {QStringLiteral("cuda_line"), lineOrNull(cudaLine)},
                        {QStringLiteral("python_line"), lineOrNull(pythonLine)}};
 }
@@ -387,8 +384,8 @@ struct ExtensionBuild
 // The build of a KernelBench answer's extension, or what the cache holds of it (see the header).
 ExtensionBuild buildExtension(const QString& answerText, const QString& by)
 {
-    const QString key = QString::fromLatin1(
-        QCryptographicHash::hash(answerText.toUtf8(), QCryptographicHash::Sha256).toHex().left(20));
+    const QString key =
+        QString::fromLatin1(QCryptographicHash::hash(answerText.toUtf8(), QCryptographicHash::Sha256).toHex().left(20));
     ExtensionBuild build;
     const QString failLog = QStringLiteral("fake nvcc: main.cu(3): error: identifier \"undefined_fn\" is undefined");
     if (QFile::exists(cacheFile(key + QStringLiteral(".built"))))
@@ -412,13 +409,12 @@ ExtensionBuild buildExtension(const QString& answerText, const QString& by)
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         barrierMet = startedCount() >= barrier.toInt();
     }
-    const QByteArray entry =
-        QJsonDocument(QJsonObject{{QStringLiteral("key"), key},
-                                  {QStringLiteral("pid"), qint64(::getpid())},
-                                  {QStringLiteral("by"), by},
-                                  {QStringLiteral("barrier_met"), barrierMet}})
-            .toJson(QJsonDocument::Compact) +
-        '\n';
+    const QByteArray entry = QJsonDocument(QJsonObject{{QStringLiteral("key"), key},
+                                                       {QStringLiteral("pid"), qint64(::getpid())},
+                                                       {QStringLiteral("by"), by},
+                                                       {QStringLiteral("barrier_met"), barrierMet}})
+                                 .toJson(QJsonDocument::Compact) +
+                             '\n';
     if (std::FILE* file = std::fopen(cacheFile(QStringLiteral("builds.jsonl")).toLocal8Bit().constData(), "a")) {
         std::fwrite(entry.constData(), 1, size_t(entry.size()), file);
         std::fclose(file);
@@ -459,10 +455,12 @@ QJsonObject answer(const QJsonObject& request)
     }
 
     if (type == QLatin1String("compile") && buildsKernelBench(request)) {
-        const ExtensionBuild build = buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile"));
+        const ExtensionBuild build =
+            buildExtension(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile"));
         QJsonObject response = fromRecorded(request, QStringLiteral("compile_no_cuda.cpu"));
         response.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
-        response.insert(QStringLiteral("arch"), request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90")));
+        response.insert(QStringLiteral("arch"),
+                        request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90")));
         response.insert(QStringLiteral("ok_compile"), !build.failed);
         response.insert(QStringLiteral("log"), build.log);
         if (build.failed)
@@ -473,9 +471,9 @@ QJsonObject answer(const QJsonObject& request)
         // With `answer` (compile-ahead), the cuda block is the worker's parse of it (candidateOf);
         // with `cuda`, the source as sent.
         const bool withAnswer = request.contains(QStringLiteral("answer"));
-        const QJsonObject candidate =
-            withAnswer ? candidateOf(request.value(QStringLiteral("answer")).toString(), QStringLiteral("compile_answer.cpu"))
-                       : QJsonObject();
+        const QJsonObject candidate = withAnswer ? candidateOf(request.value(QStringLiteral("answer")).toString(),
+                                                               QStringLiteral("compile_answer.cpu"))
+                                                 : QJsonObject();
         const QString source = withAnswer ? candidate.value(QStringLiteral("cuda")).toString()
                                           : request.value(QStringLiteral("cuda")).toString();
         const QString arch = request.value(QStringLiteral("arch")).toString(QStringLiteral("sm_90"));
@@ -486,14 +484,14 @@ QJsonObject answer(const QJsonObject& request)
             response.insert(QStringLiteral("candidate"), candidate);
             return response;
         }
-        QJsonObject response = fromRecorded(request, withAnswer ? QStringLiteral("compile_answer.cpu")
-                                                                : QStringLiteral("compile.cpu"));
+        QJsonObject response =
+            fromRecorded(request, withAnswer ? QStringLiteral("compile_answer.cpu") : QStringLiteral("compile.cpu"));
         const bool ok = !source.contains(QLatin1String("compile_error"));
         response.insert(QStringLiteral("ok_compile"), ok);
         response.insert(QStringLiteral("log"), ok ? QString() : QStringLiteral("kernel.cu(1): error: fake"));
         response.insert(QStringLiteral("arch"), arch);
-        response.insert(QStringLiteral("source_hash"), withAnswer ? candidate.value(QStringLiteral("source_hash"))
-                                                                  : QJsonValue(fakeHash(source)));
+        response.insert(QStringLiteral("source_hash"),
+                        withAnswer ? candidate.value(QStringLiteral("source_hash")) : QJsonValue(fakeHash(source)));
         response.remove(QStringLiteral("cubin_b64"));
         if (ok && request.value(QStringLiteral("return_cubin")).toBool()) {
             const QByteArray cubin = "FAKECUBIN " + arch.toUtf8() + ' ' + source.toUtf8();
@@ -531,13 +529,15 @@ QJsonObject answer(const QJsonObject& request)
         if (!knows(taskId))
             return errorResponse(request, QStringLiteral("unknown_task"), QStringLiteral("no task ") + taskId);
         QJsonObject response = fromRecorded(request, QStringLiteral("analyze_%1.cpu").arg(fileTask(taskId)));
-        response.insert(QStringLiteral("scale"), request.value(QStringLiteral("scale")).toString(QStringLiteral("full")));
+        response.insert(QStringLiteral("scale"),
+                        request.value(QStringLiteral("scale")).toString(QStringLiteral("full")));
         return response;
     }
     if (type == QLatin1String("profile")) {
         const QString name = QStringLiteral("profile_%1.h200").arg(fileTask(taskId));
         if (!knows(taskId) || !isRecorded(name))
-            return errorResponse(request, QStringLiteral("no_device"), QStringLiteral("fake worker: no profile recorded for ") + taskId);
+            return errorResponse(request, QStringLiteral("no_device"),
+                                 QStringLiteral("fake worker: no profile recorded for ") + taskId);
         return fromRecorded(request, name);
     }
     if (type == QLatin1String("env")) {
@@ -556,9 +556,11 @@ QJsonObject answer(const QJsonObject& request)
     }
     if (type == QLatin1String("evaluate")) {
         // As the worker: a profile it does not know is refused (tests/protocol/12_unknown_profile).
-        if (request.contains(QStringLiteral("profile")) && !knowsProfile(request.value(QStringLiteral("profile")).toString()))
+        if (request.contains(QStringLiteral("profile")) &&
+            !knowsProfile(request.value(QStringLiteral("profile")).toString()))
             return errorResponse(request, QStringLiteral("bad_request"),
-                                 QStringLiteral("unknown profile ") + request.value(QStringLiteral("profile")).toString());
+                                 QStringLiteral("unknown profile ") +
+                                     request.value(QStringLiteral("profile")).toString());
         // The status from the answer's "status: NAME" marker: its recorded response, else the
         // recorded incorrect one carrying that status.
         QString status = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("status"));
@@ -579,7 +581,8 @@ QJsonObject answer(const QJsonObject& request)
         QJsonObject response = fromRecorded(request, recordedStatus ? name : QStringLiteral("evaluate_incorrect.h200"));
         if (!recordedStatus) {
             response.insert(QStringLiteral("status"), status);
-            response.insert(QStringLiteral("message"), QStringLiteral("fake worker: status %1 from the answer").arg(status));
+            response.insert(QStringLiteral("message"),
+                            QStringLiteral("fake worker: status %1 from the answer").arg(status));
         }
         if (extension) {
             QJsonObject compile = response.value(QStringLiteral("compile")).toObject();
@@ -606,13 +609,15 @@ QJsonObject answer(const QJsonObject& request)
             if (!interval.isEmpty() && recorded > 0) {
                 for (const char* end : {"value", "low", "high"})
                     if (interval.value(QLatin1String(end)).isDouble())
-                        interval.insert(QLatin1String(end), interval.value(QLatin1String(end)).toDouble() * value / recorded);
+                        interval.insert(QLatin1String(end),
+                                        interval.value(QLatin1String(end)).toDouble() * value / recorded);
                 timing.insert(QStringLiteral("speedup_interval"), interval);
                 response.insert(QStringLiteral("timing"), timing);
             }
         }
         QJsonObject profile = response.value(QStringLiteral("profile")).toObject();
-        profile.insert(QStringLiteral("name"), request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench-fp32")));
+        profile.insert(QStringLiteral("name"),
+                       request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench-fp32")));
         response.insert(QStringLiteral("profile"), profile);
         // Compile-ahead: whether the request carried a cubin, and so whether the compile was cached.
         const bool cubin = request.contains(QStringLiteral("cubin_b64"));
@@ -620,7 +625,8 @@ QJsonObject answer(const QJsonObject& request)
         // With $FAKEWORKER_ARCH, as the worker: a cubin for another arch is not used, the answer
         // is compiled here for this one.
         const QString ownArch = qEnvironmentVariable("FAKEWORKER_ARCH");
-        const bool cubinUsed = cubin && (ownArch.isEmpty() || request.value(QStringLiteral("cubin_arch")).toString() == ownArch);
+        const bool cubinUsed =
+            cubin && (ownArch.isEmpty() || request.value(QStringLiteral("cubin_arch")).toString() == ownArch);
         if (response.contains(QStringLiteral("compile"))) {
             QJsonObject compile = response.value(QStringLiteral("compile")).toObject();
             compile.remove(QStringLiteral("cached"));
@@ -655,7 +661,8 @@ void answerWarm(const QJsonObject& request)
         if (g_warmDelayMs > 0)
             std::this_thread::sleep_for(std::chrono::milliseconds(g_warmDelayMs));
         // "{pid}" in the path: a gate of this worker's own, so a test can open one spare's and not another's.
-        if (const QString gate = qEnvironmentVariable("FAKEWORKER_WARM_GATE").replace(QLatin1String("{pid}"), QString::number(::getpid()));
+        if (const QString gate = qEnvironmentVariable("FAKEWORKER_WARM_GATE")
+                                     .replace(QLatin1String("{pid}"), QString::number(::getpid()));
             !gate.isEmpty())
             while (!QFile::exists(gate))
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -672,15 +679,16 @@ void answerWarm(const QJsonObject& request)
     if (g_warmMode == QLatin1String("unknown_type")) // as answer() says it of any type it does not know
         return writeLine(errorResponse(request, QStringLiteral("unknown_type"), QStringLiteral("unknown type warm")));
     if (g_warmMode == QLatin1String("fail"))
-        return writeLine(errorResponse(request, QStringLiteral("internal"), QStringLiteral("fake worker: warm failed")));
+        return writeLine(
+            errorResponse(request, QStringLiteral("internal"), QStringLiteral("fake worker: warm failed")));
     QJsonObject response = envelope(request);
     response.insert(QStringLiteral("device"), QStringLiteral("cuda"));
     response.insert(QStringLiteral("warm_ms"), QJsonObject{{QStringLiteral("quiet_wait"), double(waitMs)},
-                                                          {QStringLiteral("context"), double(warmMs)},
-                                                          {QStringLiteral("cublas"), 0.0},
-                                                          {QStringLiteral("cudnn"), 0.0},
-                                                          {QStringLiteral("evaluator"), 0.0},
-                                                          {QStringLiteral("total"), double(waitMs + warmMs)}});
+                                                           {QStringLiteral("context"), double(warmMs)},
+                                                           {QStringLiteral("cublas"), 0.0},
+                                                           {QStringLiteral("cudnn"), 0.0},
+                                                           {QStringLiteral("evaluator"), 0.0},
+                                                           {QStringLiteral("total"), double(waitMs + warmMs)}});
     writeLine(response);
 }
 
@@ -714,10 +722,11 @@ void serve(const QJsonObject& request)
     if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("evaluate"))
         mode = marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("fake"));
     if (mode.isEmpty() && request.value(QStringLiteral("type")) == QLatin1String("compile"))
-        mode = marker(request.value(request.contains(QStringLiteral("answer")) ? QStringLiteral("answer")
-                                                                              : QStringLiteral("cuda"))
-                          .toString(),
-                      QStringLiteral("nvrtc"));
+        mode = marker(
+            request
+                .value(request.contains(QStringLiteral("answer")) ? QStringLiteral("answer") : QStringLiteral("cuda"))
+                .toString(),
+            QStringLiteral("nvrtc"));
     if (mode.isEmpty())
         mode = g_mode;
 
@@ -852,7 +861,8 @@ void serve(const QJsonObject& request)
             QJsonObject response = answer(request);
             response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
             response.insert(QStringLiteral("stage"), QStringLiteral("correctness"));
-            response.insert(QStringLiteral("message"), QStringLiteral("CUDA out of memory. Tried to allocate 2.00 GiB"));
+            response.insert(QStringLiteral("message"),
+                            QStringLiteral("CUDA out of memory. Tried to allocate 2.00 GiB"));
             response.insert(QStringLiteral("gpu_memory"), request.value(QStringLiteral("fake_gpu_memory")));
             writeLine(response);
             return;
@@ -923,11 +933,13 @@ int main(int argc, char** argv)
     }
     if (!g_quietLockPath.isEmpty()) { // as kwb-worker: read-only (the sandbox's / is), kept open
         g_quietLockFd = ::open(g_quietLockPath.toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
-        const int intent = ::open((g_quietLockPath + QStringLiteral(".intent")).toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
+        const int intent =
+            ::open((g_quietLockPath + QStringLiteral(".intent")).toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
         g_quietIntent = intent >= 0;
         if (intent >= 0)
             ::close(intent);
-        const int turn = ::open((g_quietLockPath + QStringLiteral(".turn")).toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
+        const int turn =
+            ::open((g_quietLockPath + QStringLiteral(".turn")).toLocal8Bit().constData(), O_RDONLY | O_CLOEXEC);
         g_quietTurn = turn >= 0;
         if (turn >= 0)
             ::close(turn);

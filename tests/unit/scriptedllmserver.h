@@ -78,7 +78,10 @@ public:
     void enqueue(const Reply& reply) { m_script.append(reply); }
     void setDefaultReply(const Reply& reply) { m_default = reply; }
     /// Replies computed from the request, when the script is empty (instead of the default).
-    void setResponder(std::function<Reply(const QJsonObject& request)> responder) { m_responder = std::move(responder); }
+    void setResponder(std::function<Reply(const QJsonObject& request)> responder)
+    {
+        m_responder = std::move(responder);
+    }
     void setModels(const QStringList& models) { m_models = models; }
     /// Serve `POST /tokenize` (vLLM's and llama.cpp's, at the root) with this count of a prompt's
     /// tokens; unset, /tokenize is 404 like a server without one.

@@ -3,8 +3,8 @@
 // set is the default for it and renders for every task and regime (the KernelBench view of the
 // reference, with the constructor's arguments where the task has init_inputs).
 
-#include "core/prompts/promptrenderer.h"
 #include "core/config/regime.h"
+#include "core/prompts/promptrenderer.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
@@ -59,7 +59,8 @@ private Q_SLOTS:
         QVERIFY(plan);
         QCOMPARE(plan->answerFormat, QStringLiteral("native"));
         QCOMPARE(plan->runName(), QStringLiteral("zero-shot L1:1,L2:1"));
-        QCOMPARE(evaluationOptionsFor(*plan).value(QLatin1String("answer_format")).toString(), QStringLiteral("native"));
+        QCOMPARE(evaluationOptionsFor(*plan).value(QLatin1String("answer_format")).toString(),
+                 QStringLiteral("native"));
     }
 
     void kernelbenchIsPlannedNamedAndSent()
@@ -147,7 +148,8 @@ private Q_SLOTS:
             QJsonObject described = input.task;
             described.remove(QStringLiteral("reference_python"));
             const QJsonObject context = PromptRenderer::buildContext(described, {}, {}, {}, {});
-            const PromptRenderer::RenderResult r = renderer.render(QStringLiteral("zero-shot/generator.mustache"), context);
+            const PromptRenderer::RenderResult r =
+                renderer.render(QStringLiteral("zero-shot/generator.mustache"), context);
             QVERIFY2(r.ok, qPrintable(r.error));
             QVERIFY(r.text.contains(QLatin1String("Name your optimized architecture ModelNew")));
             QVERIFY(r.text.contains(QLatin1String("class ModelNew(nn.Module)"))); // the one-shot example
@@ -155,17 +157,18 @@ private Q_SLOTS:
             if (input.id() == QLatin1String("L2/1")) {
                 // init_inputs = ["C_in", "C_out", "K", ["C_out", 1, 1]] at full scale
                 QVERIFY2(r.text.contains(QLatin1String("`Model(64, 128, 3, (128, 1, 1))`")), qPrintable(r.text));
-                QVERIFY2(r.text.contains(QString::fromUtf8("- `conv.weight`: 128\u00d764\u00d73\u00d73")), qPrintable(r.text));
+                QVERIFY2(r.text.contains(QString::fromUtf8("- `conv.weight`: 128\u00d764\u00d73\u00d73")),
+                         qPrintable(r.text));
             } else {
                 QVERIFY2(r.text.contains(QLatin1String("`Model()`")), qPrintable(r.text));
             }
             // KernelBench's problem file, when the task list carries it, is the reference as it is.
             QJsonObject task = input.task;
-            const QString file = QStringLiteral("import torch\nclass Model(nn.Module):\n    pass # %1\n").arg(input.id());
+            const QString file =
+                QStringLiteral("import torch\nclass Model(nn.Module):\n    pass # %1\n").arg(input.id());
             task.insert(QStringLiteral("reference_python"), file);
-            const PromptRenderer::RenderResult k =
-                renderer.render(QStringLiteral("zero-shot/generator.mustache"),
-                                PromptRenderer::buildContext(task, {}, {}, {}, {}));
+            const PromptRenderer::RenderResult k = renderer.render(QStringLiteral("zero-shot/generator.mustache"),
+                                                                   PromptRenderer::buildContext(task, {}, {}, {}, {}));
             QVERIFY2(k.ok, qPrintable(k.error));
             QVERIFY2(k.text.contains(QStringLiteral("You are given the following architecture:\n\n```python\n") + file +
                                      QStringLiteral("```")),

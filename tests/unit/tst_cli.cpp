@@ -96,21 +96,36 @@ private Q_SLOTS:
                                       << QStringList() << 1 << QStringLiteral("status   timeout");
         QTest::newRow("eval crash") << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), segv}
                                     << QStringList() << 1 << QStringLiteral("SIGSEGV");
-        const QString greedy = candidate(QStringLiteral("greedy.md"), QStringLiteral("fake: alloc mib: 2048 then: hang"));
-        QTest::newRow("eval over host memory")
-            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), greedy, QStringLiteral("--max-host-memory"),
-                           QStringLiteral("200M"), QStringLiteral("--timeout"), QStringLiteral("60")}
-            << QStringList() << 1 << QStringLiteral("over the limit of 200 MiB");
+        const QString greedy =
+            candidate(QStringLiteral("greedy.md"), QStringLiteral("fake: alloc mib: 2048 then: hang"));
+        QTest::newRow("eval over host memory") << QStringList{worker,
+                                                              QStringLiteral("eval"),
+                                                              QStringLiteral("L1/1"),
+                                                              greedy,
+                                                              QStringLiteral("--max-host-memory"),
+                                                              QStringLiteral("200M"),
+                                                              QStringLiteral("--timeout"),
+                                                              QStringLiteral("60")}
+                                               << QStringList() << 1 << QStringLiteral("over the limit of 200 MiB");
         QTest::newRow("eval --max-host-memory 0")
-            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), correct,
-                           QStringLiteral("--max-host-memory"), QStringLiteral("0")}
+            << QStringList{worker,
+                           QStringLiteral("eval"),
+                           QStringLiteral("L1/1"),
+                           correct,
+                           QStringLiteral("--max-host-memory"),
+                           QStringLiteral("0")}
             << QStringList() << 2 << QStringLiteral("kwb: --max-host-memory: \"0\": the size must be more than zero");
         QTest::newRow("eval --max-host-memory garbage")
-            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), correct,
-                           QStringLiteral("--max-host-memory"), QStringLiteral("lots")}
+            << QStringList{worker,
+                           QStringLiteral("eval"),
+                           QStringLiteral("L1/1"),
+                           correct,
+                           QStringLiteral("--max-host-memory"),
+                           QStringLiteral("lots")}
             << QStringList() << 2 << QStringLiteral("kwb: --max-host-memory: \"lots\" is not a size");
         QTest::newRow("eval --no-os-sandbox warns")
-            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), correct, QStringLiteral("--no-os-sandbox")}
+            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), correct,
+                           QStringLiteral("--no-os-sandbox")}
             << QStringList() << 0
             << QStringLiteral("kwb: warning: the worker runs without the OS sandbox (network and files open to it): "
                               "turned off (--no-os-sandbox)");

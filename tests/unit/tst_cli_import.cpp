@@ -62,8 +62,8 @@ Kwb runKwb(const QStringList& arguments)
 Kwb importFolder(const QString& dir, const QString& db, const QStringList& more = {})
 {
     return runKwb(QStringList{QStringLiteral("import"), QStringLiteral("kernelbench"), dir, QStringLiteral("--db"), db,
-                              QStringLiteral("--device"), QStringLiteral("cpu"), QStringLiteral("--no-os-sandbox")}
-                  + more);
+                              QStringLiteral("--device"), QStringLiteral("cpu"), QStringLiteral("--no-os-sandbox")} +
+                  more);
 }
 
 // A generation that names its file, so each stored answer says where it came from.
@@ -92,16 +92,24 @@ private Q_SLOTS:
         QVERIFY(tmp.isValid());
         const QDir dir(tmp.filePath(QStringLiteral("gens")));
         QVERIFY(QDir().mkpath(dir.path()));
-        write(dir.filePath(QStringLiteral("level_1_problem_1_sample_0_kernel.py")), generation(QStringLiteral("correct")));
-        write(dir.filePath(QStringLiteral("level_1_problem_1_sample_1_kernel.py")), generation(QStringLiteral("incorrect")));
-        write(dir.filePath(QStringLiteral("level_2_problem_1_sample_0_kernel.py")), generation(QStringLiteral("compile_error")));
-        write(dir.filePath(QStringLiteral("level_1_problem_1_sample_2_kernel.txt")), generation(QStringLiteral("correct")));
+        write(dir.filePath(QStringLiteral("level_1_problem_1_sample_0_kernel.py")),
+              generation(QStringLiteral("correct")));
+        write(dir.filePath(QStringLiteral("level_1_problem_1_sample_1_kernel.py")),
+              generation(QStringLiteral("incorrect")));
+        write(dir.filePath(QStringLiteral("level_2_problem_1_sample_0_kernel.py")),
+              generation(QStringLiteral("compile_error")));
+        write(dir.filePath(QStringLiteral("level_1_problem_1_sample_2_kernel.txt")),
+              generation(QStringLiteral("correct")));
         // Skipped: the same sample again, a problem outside the 30 tasks, a fourth level, another
         // name, a task the (fake) worker does not list.
-        write(dir.filePath(QStringLiteral("level_3_problem_10_sample_0_kernel.py")), generation(QStringLiteral("correct")));
-        write(dir.filePath(QStringLiteral("level_2_problem_1_sample_0_kernel.txt")), generation(QStringLiteral("correct")));
-        write(dir.filePath(QStringLiteral("level_1_problem_42_sample_0_kernel.py")), generation(QStringLiteral("correct")));
-        write(dir.filePath(QStringLiteral("level_4_problem_1_sample_0_kernel.py")), generation(QStringLiteral("correct")));
+        write(dir.filePath(QStringLiteral("level_3_problem_10_sample_0_kernel.py")),
+              generation(QStringLiteral("correct")));
+        write(dir.filePath(QStringLiteral("level_2_problem_1_sample_0_kernel.txt")),
+              generation(QStringLiteral("correct")));
+        write(dir.filePath(QStringLiteral("level_1_problem_42_sample_0_kernel.py")),
+              generation(QStringLiteral("correct")));
+        write(dir.filePath(QStringLiteral("level_4_problem_1_sample_0_kernel.py")),
+              generation(QStringLiteral("correct")));
         write(dir.filePath(QStringLiteral("notes.md")), QStringLiteral("not a generation\n"));
 
         const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
@@ -127,10 +135,12 @@ private Q_SLOTS:
         QCOMPARE(reasons.size(), 5);
         QCOMPARE(reasons.value(QStringLiteral("level_3_problem_10_sample_0_kernel.py")),
                  QStringLiteral("the worker has no task L3/10"));
-        QVERIFY(reasons.value(QStringLiteral("level_2_problem_1_sample_0_kernel.txt")).contains(QLatin1String("already sample 0 of L2/1")));
+        QVERIFY(reasons.value(QStringLiteral("level_2_problem_1_sample_0_kernel.txt"))
+                    .contains(QLatin1String("already sample 0 of L2/1")));
         QCOMPARE(reasons.value(QStringLiteral("level_1_problem_42_sample_0_kernel.py")),
                  QStringLiteral("the worker has no task L1/42"));
-        QVERIFY(reasons.value(QStringLiteral("level_4_problem_1_sample_0_kernel.py")).contains(QLatin1String("levels 1-3")));
+        QVERIFY(reasons.value(QStringLiteral("level_4_problem_1_sample_0_kernel.py"))
+                    .contains(QLatin1String("levels 1-3")));
         QVERIFY(reasons.value(QStringLiteral("notes.md")).contains(QLatin1String("not a generation")));
         const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
         QCOMPARE(tally.value(QLatin1String("found")).toInt(), 9);
@@ -148,7 +158,7 @@ private Q_SLOTS:
         QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
         QCOMPARE(config.tasks, (QStringList{QStringLiteral("L1/1"), QStringLiteral("L2/1")}));
         QCOMPARE(config.import.value(QLatin1String("skipped")).toArray().size(), 5);
-        QCOMPARE(config.compileOnly, false); // --device cpu
+        QCOMPARE(config.compileOnly, false);                                      // --device cpu
         QVERIFY(runs.first().configJson.contains(QLatin1String("compile_only"))); // stored, not left to a default
         // An import keeps only what it has: no model settings, worker limits or sweep.
         for (const char* key : {"model_timeout_s", "worker_limits", "isolation", "sweep", "level_regimes", "routing"})
@@ -186,17 +196,17 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         QVERIFY(tmp.isValid());
         const QDir dir(tmp.filePath(QStringLiteral("gens")));
-        const QString wholeResponse = QStringLiteral("Here is the optimized architecture.\n\n```python\n")
-                                      + namedGeneration(QStringLiteral("level_1_problem_1_solution_2_response.txt"))
-                                      + QStringLiteral("```\n\nThe kernel fuses nothing; it calls cuBLAS.\n");
+        const QString wholeResponse = QStringLiteral("Here is the optimized architecture.\n\n```python\n") +
+                                      namedGeneration(QStringLiteral("level_1_problem_1_solution_2_response.txt")) +
+                                      QStringLiteral("```\n\nThe kernel fuses nothing; it calls cuBLAS.\n");
         // file -> "task#sample" it must be
         const QList<std::pair<QString, QString>> expected = {
-            {QStringLiteral("level_1_problem_1_sample_0_kernel.py"), QStringLiteral("L1/1#0")},        // KernelBench
-            {QStringLiteral("level_1_problem_1_solution_1_kernel.py"), QStringLiteral("L1/1#1")},      // Kernel-Coder
-            {QStringLiteral("level_1_problem_1_solution_2_response.txt"), QStringLiteral("L1/1#2")},   // a whole response
-            {QStringLiteral("level_1_problem_1_sample_3.txt"), QStringLiteral("L1/1#3")},              // plain .txt
+            {QStringLiteral("level_1_problem_1_sample_0_kernel.py"), QStringLiteral("L1/1#0")},      // KernelBench
+            {QStringLiteral("level_1_problem_1_solution_1_kernel.py"), QStringLiteral("L1/1#1")},    // Kernel-Coder
+            {QStringLiteral("level_1_problem_1_solution_2_response.txt"), QStringLiteral("L1/1#2")}, // a whole response
+            {QStringLiteral("level_1_problem_1_sample_3.txt"), QStringLiteral("L1/1#3")},            // plain .txt
             {QStringLiteral("level_1_problem_1_epoch_0_sample_4_kernel.py"), QStringLiteral("L1/1#4")}, // evolrule
-            {QStringLiteral("level1/problem1/sample5.py"), QStringLiteral("L1/1#5")},                  // per-problem folders
+            {QStringLiteral("level1/problem1/sample5.py"), QStringLiteral("L1/1#5")}, // per-problem folders
             {QStringLiteral("level_2/problem_1/sample_0_kernel.py"), QStringLiteral("L2/1#0")},
             {QStringLiteral("level_2_problem_1/solution_1.py"), QStringLiteral("L2/1#1")},
             {QStringLiteral("level_2_problem_1_sample_2_kernel.py"), QStringLiteral("L2/1#2")},
@@ -205,9 +215,11 @@ private Q_SLOTS:
             writeAt(dir, file, file.endsWith(QLatin1String("_response.txt")) ? wholeResponse : namedGeneration(file));
         // Skipped: the response beside an imported module, a prompt.
         writeAt(dir, QStringLiteral("level_2_problem_1_sample_2_response.txt"),
-                QStringLiteral("```python\n") + namedGeneration(QStringLiteral("level_2_problem_1_sample_2_response.txt"))
-                    + QStringLiteral("```\n"));
-        writeAt(dir, QStringLiteral("level_2_problem_1_sample_2_prompt.txt"), QStringLiteral("You write custom CUDA kernels\n"));
+                QStringLiteral("```python\n") +
+                    namedGeneration(QStringLiteral("level_2_problem_1_sample_2_response.txt")) +
+                    QStringLiteral("```\n"));
+        writeAt(dir, QStringLiteral("level_2_problem_1_sample_2_prompt.txt"),
+                QStringLiteral("You write custom CUDA kernels\n"));
 
         const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
         const Kwb kwb = importFolder(dir.path(), db, {QStringLiteral("--json")});
@@ -217,9 +229,11 @@ private Q_SLOTS:
         QCOMPARE(summary.value(QLatin1String("runs")).toArray().size(), 1); // per-problem folders are not runs
         QHash<QString, QString> kinds;
         for (const QJsonValue& s : summary.value(QLatin1String("skipped")).toArray())
-            kinds.insert(s.toObject().value(QLatin1String("file")).toString(), s.toObject().value(QLatin1String("kind")).toString());
+            kinds.insert(s.toObject().value(QLatin1String("file")).toString(),
+                         s.toObject().value(QLatin1String("kind")).toString());
         QCOMPARE(kinds.size(), 2);
-        QCOMPARE(kinds.value(QStringLiteral("level_2_problem_1_sample_2_response.txt")), QStringLiteral("response_of_imported_kernel"));
+        QCOMPARE(kinds.value(QStringLiteral("level_2_problem_1_sample_2_response.txt")),
+                 QStringLiteral("response_of_imported_kernel"));
         QCOMPARE(kinds.value(QStringLiteral("level_2_problem_1_sample_2_prompt.txt")), QStringLiteral("prompt"));
         const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
         QCOMPARE(tally.value(QLatin1String("found")).toInt(), int(expected.size()) + 2);
@@ -257,11 +271,14 @@ private Q_SLOTS:
         const QDir dir(tmp.filePath(QStringLiteral("runs")));
         writeAt(dir, QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_0_kernel.py"),
                 namedGeneration(QStringLiteral("a"), QStringLiteral("incorrect")));
-        writeAt(dir, QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_0_kernel.py"),
+        writeAt(dir,
+                QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_0_kernel.py"),
                 namedGeneration(QStringLiteral("b")));
-        writeAt(dir, QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_1_kernel.py"),
+        writeAt(dir,
+                QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_1_solution_1_kernel.py"),
                 namedGeneration(QStringLiteral("c")));
-        writeAt(dir, QStringLiteral("deeper/test_hf_level_2/level2/problem1/sample0.py"), namedGeneration(QStringLiteral("d")));
+        writeAt(dir, QStringLiteral("deeper/test_hf_level_2/level2/problem1/sample0.py"),
+                namedGeneration(QStringLiteral("d")));
         writeAt(dir, QStringLiteral("README.md"), QStringLiteral("notes\n"));
 
         const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
@@ -273,7 +290,8 @@ private Q_SLOTS:
         QCOMPARE(runsOut.size(), 3);
         QHash<QString, qint64> runOf;
         for (const QJsonValue& r : runsOut)
-            runOf.insert(r.toObject().value(QLatin1String("folder")).toString(), r.toObject().value(QLatin1String("run")).toInteger());
+            runOf.insert(r.toObject().value(QLatin1String("folder")).toString(),
+                         r.toObject().value(QLatin1String("run")).toInteger());
         QVERIFY(runOf.contains(QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1")));
         QVERIFY(runOf.contains(QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
         QVERIFY(runOf.contains(QStringLiteral("deeper/test_hf_level_2")));
@@ -282,7 +300,8 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(db));
         QCOMPARE(store.runs().size(), 3);
-        const std::optional<RunInfo> bestOfN = store.run(runOf.value(QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
+        const std::optional<RunInfo> bestOfN =
+            store.run(runOf.value(QStringLiteral("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
         QVERIFY(bestOfN);
         QVERIFY(bestOfN->name.contains(QLatin1String("best_of_n_Qwen2.5-Coder-7B-Instruct_level1")));
         const RunConfig config = bestOfN->config;
@@ -294,7 +313,8 @@ private Q_SLOTS:
             units << QStringLiteral("%1#%2").arg(e.task).arg(e.sample);
         units.sort();
         QCOMPARE(units, (QStringList{QStringLiteral("L1/1#0"), QStringLiteral("L1/1#1")}));
-        const QList<EvaluationRecord> base = store.evaluations(runOf.value(QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1")));
+        const QList<EvaluationRecord> base =
+            store.evaluations(runOf.value(QStringLiteral("base_Qwen2.5-Coder-7B-Instruct_level1")));
         QCOMPARE(base.size(), 1);
         QCOMPARE(base.first().status, QStringLiteral("incorrect"));
         const QList<EvaluationRecord> level2 = store.evaluations(runOf.value(QStringLiteral("deeper/test_hf_level_2")));
@@ -312,7 +332,8 @@ private Q_SLOTS:
         const QDir dir(tmp.filePath(QStringLiteral("gens")));
         writeAt(dir, QStringLiteral("level_1_problem_1_sample_0_kernel.py"), namedGeneration(QStringLiteral("a")));
         writeAt(dir, QStringLiteral("level_1_problem_57_sample_0_kernel.py"), namedGeneration(QStringLiteral("b")));
-        writeAt(dir, QStringLiteral("level_3_problem_43_solution_2_response.txt"), namedGeneration(QStringLiteral("c")));
+        writeAt(dir, QStringLiteral("level_3_problem_43_solution_2_response.txt"),
+                namedGeneration(QStringLiteral("c")));
         writeAt(dir, QStringLiteral("level2/problem100/sample0.py"), namedGeneration(QStringLiteral("d")));
         const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
 
@@ -323,7 +344,8 @@ private Q_SLOTS:
                  text.err.constData());
         QVERIFY(text.err.contains("skipped level_3_problem_43_solution_2_response.txt: the worker has no task L3/43"));
         QVERIFY(text.err.contains("skipped level2/problem100/sample0.py: the worker has no task L2/100"));
-        QVERIFY2(text.out.contains("4 files found: 1 imported, 3 skipped (3 worker_has_no_task)"), text.out.constData());
+        QVERIFY2(text.out.contains("4 files found: 1 imported, 3 skipped (3 worker_has_no_task)"),
+                 text.out.constData());
 
         const Kwb json = importFolder(dir.path(), db, {QStringLiteral("--json")});
         QVERIFY2(json.exitCode == 0, json.err.constData());
@@ -331,7 +353,8 @@ private Q_SLOTS:
         QHash<QString, QString> reasons;
         for (const QJsonValue& s : summary.value(QLatin1String("skipped")).toArray()) {
             QCOMPARE(s.toObject().value(QLatin1String("kind")).toString(), QStringLiteral("worker_has_no_task"));
-            reasons.insert(s.toObject().value(QLatin1String("file")).toString(), s.toObject().value(QLatin1String("reason")).toString());
+            reasons.insert(s.toObject().value(QLatin1String("file")).toString(),
+                           s.toObject().value(QLatin1String("reason")).toString());
         }
         QCOMPARE(reasons.size(), 3);
         QCOMPARE(reasons.value(QStringLiteral("level_1_problem_57_sample_0_kernel.py")),
@@ -341,7 +364,8 @@ private Q_SLOTS:
         const QJsonObject tally = summary.value(QLatin1String("tally")).toObject();
         QCOMPARE(tally.value(QLatin1String("found")).toInt(), 4);
         QCOMPARE(tally.value(QLatin1String("imported")).toInt(), 1);
-        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(), (QJsonObject{{QStringLiteral("worker_has_no_task"), 3}}));
+        QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(),
+                 (QJsonObject{{QStringLiteral("worker_has_no_task"), 3}}));
         // The run keeps the list too.
         RunStore store;
         QVERIFY(store.open(db));
@@ -361,7 +385,8 @@ private Q_SLOTS:
         writeAt(dir, QStringLiteral("level_3_problem_35_sample_0_kernel.py"), namedGeneration(QStringLiteral("b")));
         qputenv("FAKEWORKER_LIST_ALL", "1");
         qputenv("KWB_WORKER_ENV", "FAKEWORKER_LIST_ALL"); // passed to the worker (workerEnvironment)
-        const Kwb json = importFolder(dir.path(), tmp.filePath(QStringLiteral("runs.sqlite")), {QStringLiteral("--json")});
+        const Kwb json =
+            importFolder(dir.path(), tmp.filePath(QStringLiteral("runs.sqlite")), {QStringLiteral("--json")});
         qunsetenv("FAKEWORKER_LIST_ALL");
         qunsetenv("KWB_WORKER_ENV");
         QVERIFY2(json.exitCode == 0, json.err.constData());
@@ -390,12 +415,16 @@ private Q_SLOTS:
         QCOMPARE(tally.value(QLatin1String("verdicts")).toInt(), 4);
         QCOMPARE(tally.value(QLatin1String("verdicts_matched")).toInt(), 3);
         QCOMPARE(tally.value(QLatin1String("skipped_by_reason")).toObject(),
-                 (QJsonObject{{QStringLiteral("worker_has_no_task"), 1}, {QStringLiteral("not_a_generation"), 1},
-                              {QStringLiteral("prompt"), 1}, {QStringLiteral("response_of_imported_kernel"), 1}}));
+                 (QJsonObject{{QStringLiteral("worker_has_no_task"), 1},
+                              {QStringLiteral("not_a_generation"), 1},
+                              {QStringLiteral("prompt"), 1},
+                              {QStringLiteral("response_of_imported_kernel"), 1}}));
         QHash<QString, qint64> runOf;
         for (const QJsonValue& r : summary.value(QLatin1String("runs")).toArray())
-            runOf.insert(r.toObject().value(QLatin1String("folder")).toString(), r.toObject().value(QLatin1String("run")).toInteger());
-        const qint64 level1 = runOf.value(QStringLiteral("runs/test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1"));
+            runOf.insert(r.toObject().value(QLatin1String("folder")).toString(),
+                         r.toObject().value(QLatin1String("run")).toInteger());
+        const qint64 level1 =
+            runOf.value(QStringLiteral("runs/test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1"));
         const qint64 level2 = runOf.value(QStringLiteral("runs/test_hf_level_2"));
         QVERIFY(level1 > 0 && level2 > 0);
 
@@ -406,16 +435,20 @@ private Q_SLOTS:
         for (const RecordedVerdictRecord& v : stored) {
             QCOMPARE(v.task, QStringLiteral("L1/1"));
             QCOMPARE(v.hardware, QStringLiteral("NVIDIA RTX A6000"));
-            QCOMPARE(v.source, QStringLiteral("runs/test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1/eval_results.json"));
+            QCOMPARE(
+                v.source,
+                QStringLiteral("runs/test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1/eval_results.json"));
             QCOMPARE(v.verdict.value(QLatin1String("correct")).toBool(), v.sample == 0);
-            QCOMPARE(v.verdict.value(QLatin1String("recorded")).toObject().value(QLatin1String("solution_id")).toString(),
-                     QStringLiteral("level_1_problem_1_solution_%1").arg(v.sample));
+            QCOMPARE(
+                v.verdict.value(QLatin1String("recorded")).toObject().value(QLatin1String("solution_id")).toString(),
+                QStringLiteral("level_1_problem_1_solution_%1").arg(v.sample));
         }
         QCOMPARE(store.recordedVerdicts(level2).size(), 1);
         QCOMPARE(store.recordedVerdicts(level2).first().hardware, QStringLiteral("NVIDIA H100 80GB HBM3"));
 
         // kwb report --format json: theirs beside ours, per run and per sample.
-        const Kwb report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"), QStringLiteral("json")});
+        const Kwb report = runKwb(
+            {QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"), QStringLiteral("json")});
         QVERIFY2(report.exitCode == 0, report.err.constData());
         QJsonObject recorded1, recorded2;
         for (const QJsonValue& r : report.json().value(QLatin1String("runs")).toArray()) {
@@ -423,7 +456,8 @@ private Q_SLOTS:
             (id == level1 ? recorded1 : recorded2) = r.toObject().value(QLatin1String("recorded_verdicts")).toObject();
         }
         QCOMPARE(recorded1.value(QLatin1String("by")).toString(), QStringLiteral("third party"));
-        QCOMPARE(recorded1.value(QLatin1String("hardware")).toArray(), (QJsonArray{QStringLiteral("NVIDIA RTX A6000")}));
+        QCOMPARE(recorded1.value(QLatin1String("hardware")).toArray(),
+                 (QJsonArray{QStringLiteral("NVIDIA RTX A6000")}));
         QCOMPARE(recorded1.value(QLatin1String("samples")).toInt(), 2);
         QCOMPARE(recorded1.value(QLatin1String("theirs")).toObject(),
                  (QJsonObject{{QStringLiteral("compiled"), 2}, {QStringLiteral("correct"), 1}}));
@@ -437,15 +471,22 @@ private Q_SLOTS:
         const QJsonObject first = perSample.at(0).toObject();
         QCOMPARE(first.value(QLatin1String("task")).toString(), QStringLiteral("L1/1"));
         QCOMPARE(first.value(QLatin1String("sample")).toInt(), 0);
-        QCOMPARE(first.value(QLatin1String("ours")).toObject().value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QCOMPARE(first.value(QLatin1String("ours")).toObject().value(QLatin1String("status")).toString(),
+                 QStringLiteral("correct"));
         const QJsonObject theirs = first.value(QLatin1String("theirs")).toObject();
         QCOMPARE(theirs.value(QLatin1String("correct")).toBool(), true);
         QCOMPARE(theirs.value(QLatin1String("runtime_ms")).toDouble(), 41.2);
         QCOMPARE(theirs.value(QLatin1String("hardware")).toString(), QStringLiteral("NVIDIA RTX A6000"));
         QCOMPARE(theirs.value(QLatin1String("device")).toString(), QStringLiteral("cuda:0"));
-        QCOMPARE(perSample.at(1).toObject().value(QLatin1String("theirs")).toObject().value(QLatin1String("error")).toString(),
+        QCOMPARE(perSample.at(1)
+                     .toObject()
+                     .value(QLatin1String("theirs"))
+                     .toObject()
+                     .value(QLatin1String("error"))
+                     .toString(),
                  QStringLiteral("Output mismatch"));
-        QCOMPARE(recorded2.value(QLatin1String("hardware")).toArray(), (QJsonArray{QStringLiteral("NVIDIA H100 80GB HBM3")}));
+        QCOMPARE(recorded2.value(QLatin1String("hardware")).toArray(),
+                 (QJsonArray{QStringLiteral("NVIDIA H100 80GB HBM3")}));
         QCOMPARE(recorded2.value(QLatin1String("theirs")).toObject().value(QLatin1String("correct")).toInt(), 1);
 
         // The Markdown report has them side by side as well.
@@ -458,9 +499,10 @@ private Q_SLOTS:
     {
         QTemporaryDir tmp;
         QProcess server;
-        server.start(QStringLiteral(KWB_FIXTURE_LLM), {QStringLiteral("--candidates"), QStringLiteral(KWB_CANDIDATES_DIR),
-                                                       QStringLiteral("--answer-format"), QStringLiteral("kernelbench"),
-                                                       QStringLiteral("--delay-ms"), QStringLiteral("0")});
+        server.start(QStringLiteral(KWB_FIXTURE_LLM),
+                     {QStringLiteral("--candidates"), QStringLiteral(KWB_CANDIDATES_DIR),
+                      QStringLiteral("--answer-format"), QStringLiteral("kernelbench"), QStringLiteral("--delay-ms"),
+                      QStringLiteral("0")});
         QVERIFY(server.waitForReadyRead(10000));
         const QString endpoint = QString::fromUtf8(server.readLine()).trimmed();
         const QString db = tmp.filePath(QStringLiteral("runs.sqlite"));
@@ -491,8 +533,10 @@ private Q_SLOTS:
         QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
         QVERIFY(config.promptsDir.endsWith(QLatin1String("/prompts-kernelbench")));
         // The study preset's instruction and one-shot example (prompts-kernelbench/, docs/prompts.md).
-        QVERIFY(config.templates.value(QStringLiteral("partials/contract")).contains(QLatin1String("Name your optimized architecture ModelNew")));
-        QVERIFY(config.templates.value(QStringLiteral("partials/example")).contains(QLatin1String("class ModelNew(nn.Module)")));
+        QVERIFY(config.templates.value(QStringLiteral("partials/contract"))
+                    .contains(QLatin1String("Name your optimized architecture ModelNew")));
+        QVERIFY(config.templates.value(QStringLiteral("partials/example"))
+                    .contains(QLatin1String("class ModelNew(nn.Module)")));
         const QList<EvaluationRecord> rows = store.evaluations(runs.first().id);
         QVERIFY(!rows.isEmpty());
         for (const EvaluationRecord& e : rows)
@@ -508,7 +552,8 @@ private Q_SLOTS:
             if (type != QLatin1String("evaluate") && type != QLatin1String("compile"))
                 continue;
             evaluates += type == QLatin1String("evaluate");
-            QVERIFY2(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("answer_format")), line.constData());
+            QVERIFY2(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("answer_format")),
+                     line.constData());
         }
         QCOMPARE(evaluates, rows.size());
     }
@@ -524,10 +569,15 @@ private Q_SLOTS:
             QProcess kwb;
             QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
             environment.insert(QStringLiteral("FAKEWORKER_LOG"), log);
-        environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_LOG")); // kwb passes it on
+            environment.insert(QStringLiteral("KWB_WORKER_ENV"), QStringLiteral("FAKEWORKER_LOG")); // kwb passes it on
             kwb.setProcessEnvironment(environment);
-            QStringList arguments{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"),
-                                  file, QStringLiteral("--device"), QStringLiteral("cpu"), QStringLiteral("--no-os-sandbox")};
+            QStringList arguments{QStringLiteral("--worker=" KWB_FAKEWORKER),
+                                  QStringLiteral("eval"),
+                                  QStringLiteral("L1/1"),
+                                  file,
+                                  QStringLiteral("--device"),
+                                  QStringLiteral("cpu"),
+                                  QStringLiteral("--no-os-sandbox")};
             if (named)
                 arguments << QStringLiteral("--answer-format") << QStringLiteral("kernelbench");
             kwb.start(QStringLiteral(KWB_CLI), arguments);
@@ -546,8 +596,9 @@ private Q_SLOTS:
         QCOMPARE(sent, (QStringList{QStringLiteral("named"), QStringLiteral("detected")}));
 
         QProcess bad;
-        bad.start(QStringLiteral(KWB_CLI), {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"),
-                                            file, QStringLiteral("--answer-format"), QStringLiteral("triton")});
+        bad.start(QStringLiteral(KWB_CLI),
+                  {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"), file,
+                   QStringLiteral("--answer-format"), QStringLiteral("triton")});
         QVERIFY(bad.waitForFinished(60000));
         QCOMPARE(bad.exitCode(), 2);
     }
@@ -607,17 +658,21 @@ private Q_SLOTS:
         QTemporaryDir tmp;
         QVERIFY(tmp.isValid());
         const QDir dir(tmp.filePath(QStringLiteral("gens")));
-        const QString response = QStringLiteral("A stub first:\n\n```python\n") + namedGeneration(QStringLiteral("stub"))
-                                 + QStringLiteral("```\n\nThe module:\n\n```python\n")
-                                 + namedGeneration(QStringLiteral("module")) + QStringLiteral("```\n");
+        const QString response = QStringLiteral("A stub first:\n\n```python\n") +
+                                 namedGeneration(QStringLiteral("stub")) +
+                                 QStringLiteral("```\n\nThe module:\n\n```python\n") +
+                                 namedGeneration(QStringLiteral("module")) + QStringLiteral("```\n");
         writeAt(dir, QStringLiteral("level_1_problem_1_solution_0_response.txt"), response);
-        writeAt(dir, QStringLiteral("level_1_problem_1_solution_1_kernel.py"), namedGeneration(QStringLiteral("kernel")));
+        writeAt(dir, QStringLiteral("level_1_problem_1_solution_1_kernel.py"),
+                namedGeneration(QStringLiteral("kernel")));
 
         for (const QString& rule : {QStringLiteral("last"), QStringLiteral("first"), QString()}) {
-            const QString db = tmp.filePath(QStringLiteral("runs-%1.sqlite").arg(rule.isEmpty() ? QStringLiteral("default") : rule));
-            const Kwb kwb = importFolder(dir.path(), db,
-                                         rule.isEmpty() ? QStringList{QStringLiteral("--json")}
-                                                        : QStringList{QStringLiteral("--code-block"), rule, QStringLiteral("--json")});
+            const QString db =
+                tmp.filePath(QStringLiteral("runs-%1.sqlite").arg(rule.isEmpty() ? QStringLiteral("default") : rule));
+            const Kwb kwb = importFolder(
+                dir.path(), db,
+                rule.isEmpty() ? QStringList{QStringLiteral("--json")}
+                               : QStringList{QStringLiteral("--code-block"), rule, QStringLiteral("--json")});
             QVERIFY2(kwb.exitCode == 0, kwb.err.constData());
             const QString expected = rule.isEmpty() ? QStringLiteral("first") : rule;
             RunStore store;
@@ -736,7 +791,8 @@ private Q_SLOTS:
 
         // A folder without one importable generation makes no run either.
         QVERIFY(QDir().mkpath(tmp.filePath(QStringLiteral("empty"))));
-        write(tmp.filePath(QStringLiteral("empty/level_9_problem_1_sample_0_kernel.py")), generation(QStringLiteral("correct")));
+        write(tmp.filePath(QStringLiteral("empty/level_9_problem_1_sample_0_kernel.py")),
+              generation(QStringLiteral("correct")));
         kwb.start(QStringLiteral(KWB_CLI), {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("import"),
                                             QStringLiteral("kernelbench"), tmp.filePath(QStringLiteral("empty")),
                                             QStringLiteral("--db"), tmp.filePath(QStringLiteral("r.sqlite"))});

@@ -3,14 +3,14 @@
 // L2/1 and takes an evaluation's status from a "status: NAME" marker in the answer). The rows land
 // in the run store; Ctrl-C (SIGINT) cancels cleanly and --resume finishes without repeating work.
 
+#include "../support/storefiles.h"
 #include "core/config/regime.h"
+#include "core/config/runconfig.h"
 #include "core/run/runlaunch.h"
 #include "core/run/runname.h"
-#include "core/workers/workerlauncher.h"
-#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
+#include "core/workers/workerlauncher.h"
 #include "scriptedllmserver.h"
-#include "../support/storefiles.h"
 
 #include <QDir>
 #include <QDirIterator>
@@ -136,7 +136,8 @@ private Q_SLOTS:
         args[args.indexOf(QStringLiteral("run"))] = QStringLiteral("sweep");
         args[args.indexOf(QStringLiteral("zero-shot"))] = QStringLiteral("agent");
         args << QStringLiteral("--n") << QStringLiteral("4,1,2") << QStringLiteral("--timing-trials")
-             << QStringLiteral("7") << QStringLiteral("--isolation") << QStringLiteral("reuse") << QStringLiteral("--json");
+             << QStringLiteral("7") << QStringLiteral("--isolation") << QStringLiteral("reuse")
+             << QStringLiteral("--json");
         const Result r = runKwb(args, 120000);
         QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
         QVERIFY2(r.err.contains(QStringLiteral("whole regime per n")), qPrintable(r.err));
@@ -183,9 +184,11 @@ private Q_SLOTS:
         const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
         QCOMPARE(report.exitCode, 0);
         QVERIFY2(report.out.contains(QStringLiteral("## Best-of-n (the study's")), qPrintable(report.out));
-        QVERIFY2(report.out.contains(QStringLiteral("| agent %1 | all | 2 | #2 | 1 | 1 | 100.0 % [").arg(sweepId.left(8))),
+        QVERIFY2(
+            report.out.contains(QStringLiteral("| agent %1 | all | 2 | #2 | 1 | 1 | 100.0 % [").arg(sweepId.left(8))),
+            qPrintable(report.out));
+        QVERIFY2(report.out.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")),
                  qPrintable(report.out));
-        QVERIFY2(report.out.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")), qPrintable(report.out));
 
         // `--sweep ID` continues the sweep: n = 1, 2, 4 are finished and kept, n = 8 is added to it.
         seeds.clear();
@@ -248,7 +251,8 @@ private Q_SLOTS:
         QCOMPARE(requests, 3);
         const Result resumed =
             runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QString::number(run.id));
-        QVERIFY2(resumed.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
+        QVERIFY2(resumed.exitCode == 0,
+                 qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
         QCOMPARE(requests, 4);
         QCOMPARE(store.evaluations(run.id).size(), 1);
 
@@ -290,9 +294,9 @@ private Q_SLOTS:
         const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
         QCOMPARE(report.exitCode, 0);
         QVERIFY2(report.out.contains(QStringLiteral("feedback=best")), qPrintable(report.out));
-        const Result resumed = runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume")
-                                             << QString::number(run.id) << QStringLiteral("--feedback")
-                                             << QStringLiteral("last"));
+        const Result resumed =
+            runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QString::number(run.id)
+                          << QStringLiteral("--feedback") << QStringLiteral("last"));
         QVERIFY2(resumed.err.contains(QStringLiteral("stored feedback setting (best)")), qPrintable(resumed.err));
 
         // The default is the last attempt.
@@ -323,9 +327,9 @@ private Q_SLOTS:
             return r;
         }());
         const QString db = newDb();
-        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1"))
-                                << QStringLiteral("--max-host-memory") << QStringLiteral("200M")
-                                << QStringLiteral("--timeout") << QStringLiteral("120"));
+        const Result r =
+            runKwb(runArgs(db, QStringLiteral("L1:1")) << QStringLiteral("--max-host-memory") << QStringLiteral("200M")
+                                                       << QStringLiteral("--timeout") << QStringLiteral("120"));
         QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
         RunStore store;
         QVERIFY(store.open(db));
@@ -350,7 +354,8 @@ private Q_SLOTS:
         const QString db2 = newDb();
         const Result plain = runKwb(runArgs(db2, QStringLiteral("L1:1")) << QStringLiteral("--no-os-sandbox"));
         QVERIFY2(plain.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(plain.exitCode).arg(plain.err)));
-        QVERIFY2(plain.err.contains(QStringLiteral("warning: the worker runs without the OS sandbox")), qPrintable(plain.err));
+        QVERIFY2(plain.err.contains(QStringLiteral("warning: the worker runs without the OS sandbox")),
+                 qPrintable(plain.err));
         RunStore store2;
         QVERIFY(store2.open(db2));
         const std::optional<RunInfo> run2 = store2.run(1);
@@ -498,8 +503,8 @@ private Q_SLOTS:
         silent.action = ScriptedLlmServer::Action::Silent;
         m_server->setDefaultReply(silent);
         const QString db = newDb();
-        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1"))
-                                    << QStringLiteral("--model-timeout") << QStringLiteral("2") << QStringLiteral("--json"),
+        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1")) << QStringLiteral("--model-timeout")
+                                                                    << QStringLiteral("2") << QStringLiteral("--json"),
                                 60000); // generous: the point is that it ends
         QVERIFY2(r.exitCode >= 0, qPrintable(r.err));
         QVERIFY2(r.err.contains(QStringLiteral("model time-out of 2 s")), qPrintable(r.err));
@@ -528,8 +533,8 @@ private Q_SLOTS:
     {
         const QString db = newDb();
         // 4096 max output + 64 chat template leave 40 tokens of 4200 for the prompt.
-        const Result r = runKwb(runArgs(db, QStringLiteral("L1:1")) << QStringLiteral("--context-tokens")
-                                                                     << QStringLiteral("4200"));
+        const Result r =
+            runKwb(runArgs(db, QStringLiteral("L1:1")) << QStringLiteral("--context-tokens") << QStringLiteral("4200"));
         QVERIFY2(r.exitCode == 2, qPrintable(QStringLiteral("exit %1\n%2").arg(r.exitCode).arg(r.err)));
         QVERIFY2(r.err.contains(QStringLiteral("over the context budget: task L1/1, turn 1, role generator "
                                                "(zero-shot/generator.mustache): prompt ")),
@@ -550,27 +555,29 @@ private Q_SLOTS:
     {
         QStringList global = base();
         global.removeLast(); // "run"
-        const QStringList args = global + QStringList{QStringLiteral("prompt"), QStringLiteral("--regime"),
-                                                      QStringLiteral("agent"), QStringLiteral("--task"),
-                                                      QStringLiteral("L2/1"), QStringLiteral("--turn"),
-                                                      QStringLiteral("2")};
+        const QStringList args =
+            global + QStringList{QStringLiteral("prompt"), QStringLiteral("--regime"), QStringLiteral("agent"),
+                                 QStringLiteral("--task"), QStringLiteral("L2/1"),     QStringLiteral("--turn"),
+                                 QStringLiteral("2")};
         const Result study = runKwb(args);
         QVERIFY2(study.exitCode == 0, qPrintable(study.err));
         QVERIFY(study.out.startsWith(QStringLiteral("You are the kernel writer")));
         QVERIFY(study.out.contains(QStringLiteral("How to work: correct first, fast second.")));
         QVERIFY(study.out.contains(QStringLiteral("(placeholder: an earlier model answer goes here)")));
         QVERIFY(!study.out.contains(QStringLiteral("Example of a complete answer")));
-        QVERIFY2(study.err.contains(QStringLiteral("placeholders stand for 4 earlier model text(s)")), qPrintable(study.err));
+        QVERIFY2(study.err.contains(QStringLiteral("placeholders stand for 4 earlier model text(s)")),
+                 qPrintable(study.err));
         QVERIFY2(study.err.contains(QStringLiteral("estimated: characters / 3.2")), qPrintable(study.err));
         QVERIFY2(study.err.contains(QStringLiteral("fits")), qPrintable(study.err));
-        const Result workbench = runKwb(QStringList(args) << QStringLiteral("--prompts") << QStringLiteral("workbench-v1"));
+        const Result workbench =
+            runKwb(QStringList(args) << QStringLiteral("--prompts") << QStringLiteral("workbench-v1"));
         QVERIFY2(workbench.exitCode == 0, qPrintable(workbench.err));
         QVERIFY(workbench.out.contains(QStringLiteral("Example of a complete answer")));
         QVERIFY(workbench.out != study.out);
-        const Result none = runKwb(global + QStringList{QStringLiteral("prompt"), QStringLiteral("--regime"),
-                                                         QStringLiteral("zero-shot"), QStringLiteral("--task"),
-                                                         QStringLiteral("L1/1"), QStringLiteral("--turn"),
-                                                         QStringLiteral("2")});
+        const Result none =
+            runKwb(global + QStringList{QStringLiteral("prompt"), QStringLiteral("--regime"),
+                                        QStringLiteral("zero-shot"), QStringLiteral("--task"), QStringLiteral("L1/1"),
+                                        QStringLiteral("--turn"), QStringLiteral("2")});
         QCOMPARE(none.exitCode, 2);
         QVERIFY2(none.err.contains(QStringLiteral("it sends: turn 1 generator")), qPrintable(none.err));
     }
@@ -591,7 +598,8 @@ private Q_SLOTS:
             << QStringLiteral("iterative") << QStringLiteral("iterative/retry.mustache")
             << QStringLiteral("{{#feedback}}{{nope}}{{/feedback}}\n") << QStringLiteral("unknown variable 'nope'");
         QTest::newRow("partial cycle") << QStringLiteral("zero-shot") << QStringLiteral("partials/reference.mustache")
-                                       << QStringLiteral("{{> reference}}\n") << QStringLiteral("partial cycle: reference > reference");
+                                       << QStringLiteral("{{> reference}}\n")
+                                       << QStringLiteral("partial cycle: reference > reference");
     }
 
     void templateErrorsCostNoRequest()
@@ -668,8 +676,12 @@ private Q_SLOTS:
         refused.action = ScriptedLlmServer::Action::HttpError;
         refused.status = 400;
         m_server->setResponder([refused](const QJsonObject& request) {
-            const QString prompt = request.value(QLatin1String("messages")).toArray().last().toObject()
-                                       .value(QLatin1String("content")).toString();
+            const QString prompt = request.value(QLatin1String("messages"))
+                                       .toArray()
+                                       .last()
+                                       .toObject()
+                                       .value(QLatin1String("content"))
+                                       .toString();
             return prompt.contains(QLatin1String("Task L2/1")) ? refused : reply(QStringLiteral("correct"));
         });
         const QString db = newDb();
@@ -681,11 +693,15 @@ private Q_SLOTS:
         QCOMPARE(summary.value(QLatin1String("complete")).toBool(true), false);
         QCOMPARE(summary.value(QLatin1String("unevaluated")).toArray().size(), 1);
 
-        const Result report = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
-                                      QStringLiteral("json")});
+        const Result report = runKwb(
+            {QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"), QStringLiteral("json")});
         QCOMPARE(report.exitCode, 0);
-        const QJsonObject run =
-            QJsonDocument::fromJson(report.out.toUtf8()).object().value(QLatin1String("runs")).toArray().first().toObject();
+        const QJsonObject run = QJsonDocument::fromJson(report.out.toUtf8())
+                                    .object()
+                                    .value(QLatin1String("runs"))
+                                    .toArray()
+                                    .first()
+                                    .toObject();
         QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("tasks")).toInt(), 2);
         QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("compiled")).toInt(), 1);
         const QJsonObject missing = run.value(QLatin1String("unevaluated")).toArray().first().toObject();
@@ -693,8 +709,10 @@ private Q_SLOTS:
         QCOMPARE(missing.value(QLatin1String("kind")).toString(), QStringLiteral("model_request_failed"));
 
         m_server->setResponder([](const QJsonObject&) { return reply(QStringLiteral("correct")); });
-        const Result resumed = runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QStringLiteral("1"));
-        QVERIFY2(resumed.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
+        const Result resumed =
+            runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QStringLiteral("1"));
+        QVERIFY2(resumed.exitCode == 0,
+                 qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
         QVERIFY2(!resumed.err.contains(QStringLiteral("incomplete")), qPrintable(resumed.err));
     }
 
@@ -728,7 +746,8 @@ private Q_SLOTS:
         const Result resumed =
             runKwb(base() << QStringLiteral("--db") << db << QStringLiteral("--resume") << QStringLiteral("1"), 60000,
                    environment);
-        QVERIFY2(resumed.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
+        QVERIFY2(resumed.exitCode == 0,
+                 qPrintable(QStringLiteral("exit %1\n%2").arg(resumed.exitCode).arg(resumed.err)));
         QCOMPARE(int(m_server->requests().size()), asked);
         RunStore store;
         QVERIFY(store.open(db));
@@ -764,10 +783,15 @@ private Q_SLOTS:
             args << QStringLiteral("--n") << QStringLiteral("1,2");
         const Result r = runKwb(args << QStringLiteral("--json"), 60000, noGpuEnvironment());
         QVERIFY2(r.exitCode == 6, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
-        QVERIFY2(r.err.contains(QStringLiteral("no GPU can evaluate: the worker sees no CUDA device")), qPrintable(r.err));
+        QVERIFY2(r.err.contains(QStringLiteral("no GPU can evaluate: the worker sees no CUDA device")),
+                 qPrintable(r.err));
         QVERIFY2(r.err.contains(QStringLiteral("--compile-only")), qPrintable(r.err));
-        QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8()).object().value(QLatin1String("error")).toObject()
-                     .value(QLatin1String("code")).toString(),
+        QCOMPARE(QJsonDocument::fromJson(r.out.toUtf8())
+                     .object()
+                     .value(QLatin1String("error"))
+                     .toObject()
+                     .value(QLatin1String("code"))
+                     .toString(),
                  QStringLiteral("no_evaluator"));
         QCOMPARE(m_server->requests().size(), 0);
         RunStore store;
@@ -808,10 +832,14 @@ private Q_SLOTS:
         QVERIFY2(md.out.contains(QStringLiteral("is compile-only: correctness not measured")), qPrintable(md.out));
         QVERIFY2(md.out.contains(QStringLiteral("| not measured |")), qPrintable(md.out));
         QVERIFY2(!md.out.contains(QStringLiteral("| 0.0 % [")), qPrintable(md.out)); // no 0 % correct
-        const Result json = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
-                                    QStringLiteral("json")});
-        const QJsonObject run =
-            QJsonDocument::fromJson(json.out.toUtf8()).object().value(QLatin1String("runs")).toArray().first().toObject();
+        const Result json = runKwb(
+            {QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"), QStringLiteral("json")});
+        const QJsonObject run = QJsonDocument::fromJson(json.out.toUtf8())
+                                    .object()
+                                    .value(QLatin1String("runs"))
+                                    .toArray()
+                                    .first()
+                                    .toObject();
         QCOMPARE(run.value(QLatin1String("compile_only")).toBool(), true);
         QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("compiled")).toInt(), 2);
         QVERIFY(run.value(QLatin1String("unevaluated")).toArray().isEmpty());
@@ -819,7 +847,12 @@ private Q_SLOTS:
 
     static QString promptOf(const QJsonObject& request)
     {
-        return request.value(QLatin1String("messages")).toArray().last().toObject().value(QLatin1String("content")).toString();
+        return request.value(QLatin1String("messages"))
+            .toArray()
+            .last()
+            .toObject()
+            .value(QLatin1String("content"))
+            .toString();
     }
 
     // A machine fault is never the model's error: with one candidate at no_device and one at
@@ -855,17 +888,22 @@ private Q_SLOTS:
         const Result r = runKwb(args);
         QVERIFY2(r.exitCode == 5, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
         QCOMPARE(m_server->requests().size(), 1);
-        const Result json = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"),
-                                    QStringLiteral("json")});
-        const QJsonObject run =
-            QJsonDocument::fromJson(json.out.toUtf8()).object().value(QLatin1String("runs")).toArray().first().toObject();
+        const Result json = runKwb(
+            {QStringLiteral("report"), QStringLiteral("--db"), db, QStringLiteral("--format"), QStringLiteral("json")});
+        const QJsonObject run = QJsonDocument::fromJson(json.out.toUtf8())
+                                    .object()
+                                    .value(QLatin1String("runs"))
+                                    .toArray()
+                                    .first()
+                                    .toObject();
         QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("tasks")).toInt(), 1);
         QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("compiled")).toInt(), 0);
         QCOMPARE(run.value(QLatin1String("overall")).toObject().value(QLatin1String("correct")).toInt(), 0);
         const QJsonArray missing = run.value(QLatin1String("unevaluated")).toArray();
         QCOMPARE(missing.size(), 1);
         QCOMPARE(missing.first().toObject().value(QLatin1String("kind")).toString(), QStringLiteral("machine_failure"));
-        QVERIFY(missing.first().toObject().value(QLatin1String("reason")).toString().contains(QStringLiteral("no_device")));
+        QVERIFY(
+            missing.first().toObject().value(QLatin1String("reason")).toString().contains(QStringLiteral("no_device")));
         const Result md = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
         QVERIFY2(md.out.contains(QStringLiteral("Not evaluated:")), qPrintable(md.out));
     }
@@ -904,14 +942,16 @@ private Q_SLOTS:
                     QVERIFY(!o.value(QLatin1String("key")).toString().isEmpty());
                     const QString holder = o.value(QLatin1String("holder")).toString();
                     if (holder.startsWith(QLatin1String("run facts: ")))
-                        facts << holder.section(QLatin1Char(' '), 2, 2) + QLatin1Char(' ') + o.value(QLatin1String("event")).toString();
+                        facts << holder.section(QLatin1Char(' '), 2, 2) + QLatin1Char(' ') +
+                                     o.value(QLatin1String("event")).toString();
                     else {
                         QVERIFY2(holder.contains(QStringLiteral("evaluate job")), qPrintable(holder));
                         events << o.value(QLatin1String("event")).toString();
                     }
                 }
             QCOMPARE(events, (QStringList{QStringLiteral("grant"), QStringLiteral("release")})); // free: taken at once
-            QVERIFY2(facts.startsWith(QStringLiteral("device grant")) && facts.contains(QStringLiteral("device release")),
+            QVERIFY2(facts.startsWith(QStringLiteral("device grant")) &&
+                         facts.contains(QStringLiteral("device release")),
                      qPrintable(facts.join(QStringLiteral(", "))));
         }
     }
@@ -921,8 +961,8 @@ private Q_SLOTS:
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QString>("expected");
         const QString candidate = QStringLiteral(KWB_SOURCE_DIR "/README.md"); // never read: refused before
-        const QStringList eval{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"),
-                               candidate, QStringLiteral("--trials")};
+        const QStringList eval{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"),
+                               QStringLiteral("L1/1"), candidate, QStringLiteral("--trials")};
         QTest::newRow("eval --trials 0") << (eval + QStringList{QStringLiteral("0")})
                                          << QStringLiteral("--trials must be between 1 and 10000, got 0");
         QTest::newRow("eval --trials 10001") << (eval + QStringList{QStringLiteral("10001")})
@@ -952,18 +992,22 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("kind");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("foreign") << QStringLiteral("foreign") << QStringLiteral("SQLite database of another program (tables: foo)");
+        QTest::newRow("foreign") << QStringLiteral("foreign")
+                                 << QStringLiteral("SQLite database of another program (tables: foo)");
         QTest::newRow("empty") << QStringLiteral("empty") << QStringLiteral("delete the empty file");
         QTest::newRow("damaged") << QStringLiteral("damaged") << QStringLiteral("damaged SQLite database");
-        QTest::newRow("read-only file") << QStringLiteral("read-only file") << QStringLiteral("may not be written: the file is read-only");
-        QTest::newRow("read-only folder") << QStringLiteral("read-only folder") << QStringLiteral("may not be written: its folder");
+        QTest::newRow("read-only file") << QStringLiteral("read-only file")
+                                        << QStringLiteral("may not be written: the file is read-only");
+        QTest::newRow("read-only folder")
+            << QStringLiteral("read-only folder") << QStringLiteral("may not be written: its folder");
     }
 
     void databaseThatIsNotAWritableStore()
     {
         QFETCH(QString, kind);
         QFETCH(QString, expected);
-        const QString folder = m_dir.filePath(QStringLiteral("kind-") + QString(kind).replace(QLatin1Char(' '), QLatin1Char('-')));
+        const QString folder =
+            m_dir.filePath(QStringLiteral("kind-") + QString(kind).replace(QLatin1Char(' '), QLatin1Char('-')));
         QVERIFY(QDir().mkpath(folder));
         const QString db = QDir(folder).filePath(QStringLiteral("runs.sqlite"));
         if (kind == QLatin1String("foreign"))

@@ -6,14 +6,14 @@
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/gpulease.h"
 
-#include <QDir>
 #include <QDateTime>
+#include <QDir>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
-#include <QSignalSpy>
 #include <QScopeGuard>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -61,15 +61,19 @@ struct Recorder
                              messages.insert(id, message);
                              endedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
                          });
-        QObject::connect(&queue, &EvaluationQueue::jobProgress, &context,
-                         [this](int done, int total) { progress.append({done, total}); });
+        QObject::connect(&queue, &EvaluationQueue::jobProgress, &context, [this](int done, int total) {
+            progress.append({done, total});
+        });
         QObject::connect(&queue, &EvaluationQueue::jobStderrAvailable, &context,
                          [this](qint64 id, const QByteArray& tail, qint64) {
                              stderrTails[id].append(tail);
                              stderrAfterEnd = stderrAfterEnd || ended.contains(id);
                          });
     }
-    bool waitForEnded(int count) { return QTest::qWaitFor([&] { return ended.size() >= count; }, kWaitMs); }
+    bool waitForEnded(int count)
+    {
+        return QTest::qWaitFor([&] { return ended.size() >= count; }, kWaitMs);
+    }
     QJsonObject echo(qint64 id) const { return results.value(id).value(QLatin1String("echo")).toObject(); }
     /// When the fake worker read the job's request and when it answered (epoch ms).
     QPair<qint64, qint64> span(qint64 id) const
@@ -365,7 +369,8 @@ private Q_SLOTS:
             QFile file(QDir(driver.path()).filePath(bus + QStringLiteral("/information")));
             QVERIFY(file.open(QIODevice::WriteOnly));
             file.write(QStringLiteral("Model: \t\t %1\nIRQ:   \t 35\nGPU UUID: \t %2\nDevice Minor: \t 0\n")
-                           .arg(model, uuid).toUtf8());
+                           .arg(model, uuid)
+                           .toUtf8());
         };
         addGpu(QStringLiteral("0000:C1:00.0"), QStringLiteral("NVIDIA H200"), QStringLiteral("GPU-cccc"));
         addGpu(QStringLiteral("0000:18:00.0"), QStringLiteral("NVIDIA H200"), QStringLiteral("GPU-aaaa"));
@@ -431,16 +436,19 @@ private Q_SLOTS:
         const QString lock = QDir(GpuLeases::lockDirectory()).filePath(QStringLiteral("gpu0.lock"));
         QVERIFY(QDir().mkpath(GpuLeases::lockDirectory()));
         QProcess holder;
-        holder.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QStringLiteral("exec 9>\"$0\"; flock -x 9; exec sleep 60"), lock});
+        holder.start(QStringLiteral("/bin/sh"),
+                     {QStringLiteral("-c"), QStringLiteral("exec 9>\"$0\"; flock -x 9; exec sleep 60"), lock});
         QVERIFY(holder.waitForStarted(5000));
         // Wait until the other process has the lock.
-        QVERIFY(QTest::qWaitFor([&] {
-            const int fd = ::open(QFile::encodeName(lock).constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-            const bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-            if (fd >= 0)
-                ::close(fd); // also drops the lock if we got it
-            return !free;
-        }, kWaitMs));
+        QVERIFY(QTest::qWaitFor(
+            [&] {
+                const int fd = ::open(QFile::encodeName(lock).constData(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+                const bool free = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+                if (fd >= 0)
+                    ::close(fd); // also drops the lock if we got it
+                return !free;
+            },
+            kWaitMs));
         auto queue = makeQueue({0}, 0);
         Recorder recorder(*queue);
         queue->submit(QStringLiteral("L1/1"), answer());
@@ -464,7 +472,8 @@ private Q_SLOTS:
         auto releaseLater = qScopeGuard([ticket] { GpuLeases::instance()->release(ticket); });
         auto queue = makeQueue({0}, 0);
         Recorder recorder(*queue);
-        queue->submit(QStringLiteral("L1/1"), answer(), QJsonObject{{QStringLiteral("device"), QStringLiteral("none")}});
+        queue->submit(QStringLiteral("L1/1"), answer(),
+                      QJsonObject{{QStringLiteral("device"), QStringLiteral("none")}});
         QVERIFY(recorder.waitForEnded(1));
         QCOMPARE(recorder.results.first().value(QLatin1String("status")).toString(), QStringLiteral("no_device"));
     }
@@ -514,12 +523,15 @@ private Q_SLOTS:
     {
         auto queue = makeQueue({0, 1}, 0);
         Recorder recorder(*queue);
-        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
-        const qint64 second = queue->submit(QStringLiteral("L2/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
+        const qint64 first =
+            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
+        const qint64 second =
+            queue->submit(QStringLiteral("L2/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
         QVERIFY(recorder.waitForEnded(2));
         const QJsonObject a = recorder.results.value(first);
         const QJsonObject b = recorder.results.value(second);
-        QVERIFY2(!a.isEmpty() && !b.isEmpty(), qPrintable(recorder.messages.value(first) + recorder.messages.value(second)));
+        QVERIFY2(!a.isEmpty() && !b.isEmpty(),
+                 qPrintable(recorder.messages.value(first) + recorder.messages.value(second)));
         // Each worker saw only its own GPU, and the result says which.
         QCOMPARE(a.value(QLatin1String("gpu")).toInt(), 0);
         QCOMPARE(b.value(QLatin1String("gpu")).toInt(), 1);
@@ -530,7 +542,8 @@ private Q_SLOTS:
                                              b.value(QLatin1String("received_ms")).toInteger());
         const qint64 firstAnswered = std::min(a.value(QLatin1String("answered_ms")).toInteger(),
                                               b.value(QLatin1String("answered_ms")).toInteger());
-        QVERIFY2(lastReceived < firstAnswered, qPrintable(QStringLiteral("%1 %2").arg(lastReceived).arg(firstAnswered)));
+        QVERIFY2(lastReceived < firstAnswered,
+                 qPrintable(QStringLiteral("%1 %2").arg(lastReceived).arg(firstAnswered)));
         QCOMPARE(queue->gpuOrdinals(), (QList<int>{0, 1}));
     }
 
@@ -804,8 +817,10 @@ private Q_SLOTS:
             QCOMPARE(echo.value(QLatin1String("cubin_source_hash")).toString(),
                      parsed.value(QLatin1String("source_hash")).toString());
             // The module is the one compiled from the block the worker found in this job's answer.
-            const QByteArray cubin = QByteArray::fromBase64(echo.value(QLatin1String("cubin_b64")).toString().toLatin1());
-            QCOMPARE(QString::fromUtf8(cubin), QStringLiteral("FAKECUBIN sm_90 ") + parsed.value(QLatin1String("cuda")).toString());
+            const QByteArray cubin =
+                QByteArray::fromBase64(echo.value(QLatin1String("cubin_b64")).toString().toLatin1());
+            QCOMPARE(QString::fromUtf8(cubin),
+                     QStringLiteral("FAKECUBIN sm_90 ") + parsed.value(QLatin1String("cuda")).toString());
             QVERIFY(parsed.value(QLatin1String("cuda")).toString().contains(QStringLiteral("// %1").arg(i)));
             const QJsonObject compile = recorder.results.value(ids[i]).value(QLatin1String("compile")).toObject();
             QCOMPARE(compile.value(QLatin1String("cached")).toBool(), true);
@@ -866,7 +881,8 @@ private Q_SLOTS:
                              : QStringLiteral("-"));
         }
         // The native job went to the idle GPU uncompiled; both kernelbench jobs were built ahead.
-        QCOMPARE(compiled, (QStringList{QStringLiteral("answer_format+code_block"), QStringLiteral("answer_format+code_block")}));
+        QCOMPARE(compiled,
+                 (QStringList{QStringLiteral("answer_format+code_block"), QStringLiteral("answer_format+code_block")}));
         QCOMPARE(recorder.started.first(), ids[2]);
         QCOMPARE(recorder.echo(ids[1]).value(QLatin1String("answer_format")).toString(), QStringLiteral("kernelbench"));
         for (const QJsonObject& build : builds())
@@ -884,11 +900,11 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         QList<qint64> ids;
         for (int i = 0; i < 5; ++i)
-            ids.append(queue->submit(QStringLiteral("L1/1"),
-                                     kernelBenchAnswer(QStringLiteral("%1 %2").arg(i < 3 ? QStringLiteral("build_barrier: 3")
-                                                                                         : QString())
-                                                           .arg(i)),
-                                     kernelBenchOptions()));
+            ids.append(queue->submit(
+                QStringLiteral("L1/1"),
+                kernelBenchAnswer(
+                    QStringLiteral("%1 %2").arg(i < 3 ? QStringLiteral("build_barrier: 3") : QString()).arg(i)),
+                kernelBenchOptions()));
         QVERIFY(recorder.waitForEnded(5));
         QVERIFY(recorder.failures.isEmpty());
         const QList<QJsonObject> built = builds();
@@ -931,7 +947,11 @@ private Q_SLOTS:
         QCOMPARE(recorder.echo(quick).value(QLatin1String("answer")).toString(), quickAnswer);
         QCOMPARE(recorder.echo(quick).value(QLatin1String("task")).toString(), QStringLiteral("L2/1"));
         for (qint64 id : {slow, quick})
-            QCOMPARE(recorder.results.value(id).value(QLatin1String("compile")).toObject().value(QLatin1String("extension_cached")).toBool(),
+            QCOMPARE(recorder.results.value(id)
+                         .value(QLatin1String("compile"))
+                         .toObject()
+                         .value(QLatin1String("extension_cached"))
+                         .toBool(),
                      true);
         QCOMPARE(builds().size(), 2);
         for (const QJsonObject& build : builds())
@@ -959,7 +979,11 @@ private Q_SLOTS:
         QCOMPARE(builds().first().value(QLatin1String("by")).toString(), QStringLiteral("compile"));
         QCOMPARE(loggedCompiles(), 1);
         for (qint64 id : ids)
-            QCOMPARE(recorder.results.value(id).value(QLatin1String("compile")).toObject().value(QLatin1String("extension_cached")).toBool(),
+            QCOMPARE(recorder.results.value(id)
+                         .value(QLatin1String("compile"))
+                         .toObject()
+                         .value(QLatin1String("extension_cached"))
+                         .toBool(),
                      true);
     }
 
@@ -970,9 +994,10 @@ private Q_SLOTS:
         auto queue = makeQueue({0}, 2);
         queue->setArch(QStringLiteral("sm_90"));
         Recorder recorder(*queue);
-        const qint64 good = queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine")), kernelBenchOptions());
-        const qint64 broken =
-            queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("compile_error")), kernelBenchOptions());
+        const qint64 good =
+            queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine")), kernelBenchOptions());
+        const qint64 broken = queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("compile_error")),
+                                            kernelBenchOptions());
         QVERIFY(recorder.waitForEnded(2));
         QVERIFY(!recorder.failures.contains(broken)); // a verdict on the candidate, not a job failure
         QCOMPARE(recorder.results.value(good).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
@@ -987,17 +1012,19 @@ private Q_SLOTS:
     void compileFailureStillEvaluates()
     {
         auto queue = makeQueue({0}, 1);
-        queue->setEvaluationsPerGpu(1); // the second job waits for the GPU, so its compile runs ahead
+        queue->setEvaluationsPerGpu(1);          // the second job waits for the GPU, so its compile runs ahead
         queue->setArch(QStringLiteral("sm_90")); // no device request needed
         Recorder recorder(*queue);
-        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
-        const qint64 broken = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("status: compile_error"),
-                                                                           QStringLiteral("compile_error")));
+        const qint64 first =
+            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
+        const qint64 broken = queue->submit(
+            QStringLiteral("L1/1"), answer(QStringLiteral("status: compile_error"), QStringLiteral("compile_error")));
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.results.value(first).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         // Not a job failure: the GPU worker compiles again and says compile_error itself.
         QVERIFY(!recorder.failures.contains(broken));
-        QCOMPARE(recorder.results.value(broken).value(QLatin1String("status")).toString(), QStringLiteral("compile_error"));
+        QCOMPARE(recorder.results.value(broken).value(QLatin1String("status")).toString(),
+                 QStringLiteral("compile_error"));
         QCOMPARE(recorder.results.value(broken).value(QLatin1String("cubin_received")).toBool(), false);
         int compiles = 0;
         int devices = 0;
@@ -1017,7 +1044,8 @@ private Q_SLOTS:
         queue->setEvaluationsPerGpu(1); // the second job waits for the GPU, so its compile runs ahead
         queue->setArch(QStringLiteral("sm_90"));
         Recorder recorder(*queue);
-        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
+        const qint64 first =
+            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
         const QString torchOnly = QStringLiteral("cuBLAS is the ceiling here.\n\n```python\n"
                                                  "def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
                                                  "    return torch.matmul(A, B)\n```\n");
@@ -1043,7 +1071,8 @@ private Q_SLOTS:
         queue->setCompileWaitLimit(400);
         queue->setCompileTimeout(10000);
         Recorder recorder(*queue);
-        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(200));
+        const qint64 first =
+            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(200));
         // Its compile hangs (a source that takes minutes in NVRTC): once the GPU is free, the job
         // waits the limit, then goes uncompiled.
         const qint64 second = queue->submit(QStringLiteral("L1/1"), answer(QString(), QStringLiteral("nvrtc: hang")));
@@ -1065,7 +1094,8 @@ private Q_SLOTS:
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.ended, (QList<qint64>{hang, next}));
         QCOMPARE(recorder.failures.value(hang), wireName(EvaluationStatus::Timeout));
-        QVERIFY2(recorder.messages.value(hang).contains(QLatin1String("0.5 s")), qPrintable(recorder.messages.value(hang)));
+        QVERIFY2(recorder.messages.value(hang).contains(QLatin1String("0.5 s")),
+                 qPrintable(recorder.messages.value(hang)));
         QVERIFY(!recorder.echo(hang).contains(QLatin1String("timeout_ms")));
         QCOMPARE(recorder.results.value(next).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         QTRY_COMPARE(recorder.progress.last(), qMakePair(2, 2));

@@ -54,8 +54,14 @@ class TestFixtureLlmKernelBench : public QObject
         loop.exec();
         const QJsonObject answer = QJsonDocument::fromJson(reply->readAll()).object();
         reply->deleteLater();
-        return answer.value(QLatin1String("choices")).toArray().at(0).toObject().value(QLatin1String("message"))
-            .toObject().value(QLatin1String("content")).toString();
+        return answer.value(QLatin1String("choices"))
+            .toArray()
+            .at(0)
+            .toObject()
+            .value(QLatin1String("message"))
+            .toObject()
+            .value(QLatin1String("content"))
+            .toString();
     }
 
 private Q_SLOTS:
@@ -65,9 +71,9 @@ private Q_SLOTS:
         const QString log = tmp.filePath(QStringLiteral("llm.log"));
         QProcess server;
         server.start(QStringLiteral(KWB_FIXTURE_LLM),
-                     {QStringLiteral("--candidates"), QStringLiteral(KWB_CANDIDATES_DIR), QStringLiteral("--answer-format"),
-                      QStringLiteral("kernelbench"), QStringLiteral("--delay-ms"), QStringLiteral("0"),
-                      QStringLiteral("--log"), log});
+                     {QStringLiteral("--candidates"), QStringLiteral(KWB_CANDIDATES_DIR),
+                      QStringLiteral("--answer-format"), QStringLiteral("kernelbench"), QStringLiteral("--delay-ms"),
+                      QStringLiteral("0"), QStringLiteral("--log"), log});
         QVERIFY(server.waitForReadyRead(10000));
         const QUrl base(QString::fromUtf8(server.readLine()).trimmed());
         QVERIFY(base.isValid());
@@ -109,11 +115,13 @@ private Q_SLOTS:
             const QJsonObject t = tv.toObject();
             const QString id = t.value(QLatin1String("id")).toString();
             QCOMPARE(kinds[id].size(), kTries);
-            const QString twin = readText(QStringLiteral(KWB_CANDIDATES_DIR "/kernelbench/") + stem(id) + QStringLiteral(".md"));
+            const QString twin =
+                readText(QStringLiteral(KWB_CANDIDATES_DIR "/kernelbench/") + stem(id) + QStringLiteral(".md"));
             for (int k = 0; k < kTries; ++k) {
                 const QString& a = answers[id][k];
                 const QString& kind = kinds[id][k];
-                QVERIFY2(a.contains(QLatin1String("```python\n")) && a.contains(QLatin1String("class ModelNew(nn.Module)")),
+                QVERIFY2(a.contains(QLatin1String("```python\n")) &&
+                             a.contains(QLatin1String("class ModelNew(nn.Module)")),
                          qPrintable(id));
                 if (k < need[id]) {
                     failureKinds.insert(kind);
@@ -155,7 +163,8 @@ private Q_SLOTS:
                                          p.value(QLatin1String("buffer")).toBool() ? QStringLiteral("True")
                                                                                    : QStringLiteral("False"));
                 }
-                static const QRegularExpression entry(QStringLiteral("\\n    \\(\"([^\"]+)\", \\(([0-9, ]*?),?\\), (True|False)\\),"));
+                static const QRegularExpression entry(
+                    QStringLiteral("\\n    \\(\"([^\"]+)\", \\(([0-9, ]*?),?\\), (True|False)\\),"));
                 for (auto it = entry.globalMatch(a); it.hasNext();) {
                     const QRegularExpressionMatch m = it.next();
                     got << QStringLiteral("%1 (%2) %3").arg(m.captured(1), m.captured(2), m.captured(3));
@@ -165,8 +174,9 @@ private Q_SLOTS:
                 QStringList inputs;
                 for (const QJsonValue& in : t.value(QLatin1String("inputs")).toArray())
                     inputs << in.toObject().value(QLatin1String("name")).toString();
-                QVERIFY2(a.contains(QStringLiteral("    def forward(self, %1):\n").arg(inputs.join(QStringLiteral(", ")))),
-                         qPrintable(id));
+                QVERIFY2(
+                    a.contains(QStringLiteral("    def forward(self, %1):\n").arg(inputs.join(QStringLiteral(", ")))),
+                    qPrintable(id));
             }
         }
         QCOMPARE(failureKinds, (QSet<QString>{QStringLiteral("kb-bad-keyword"), QStringLiteral("kb-function-name"),
@@ -176,15 +186,17 @@ private Q_SLOTS:
 
         // The torch-only answers are Python: every function they call exists in Python's torch
         // (the reference's TorchScript names ATen ops that are only torch.nn.functional's there).
-        const QString check = QStringLiteral(
-            "import sys, torch, torch.nn.functional as F\n"
-            "t, f = (a.split(',') for a in sys.argv[1:3])\n"
-            "print(' '.join([n for n in t if n and not hasattr(torch, n)] + ['F.' + n for n in f if n and not hasattr(F, n)]))\n");
-        const QStringList torchNames(torchCalls.begin(), torchCalls.end()), fNames(functionalCalls.begin(), functionalCalls.end());
+        const QString check = QStringLiteral("import sys, torch, torch.nn.functional as F\n"
+                                             "t, f = (a.split(',') for a in sys.argv[1:3])\n"
+                                             "print(' '.join([n for n in t if n and not hasattr(torch, n)] + ['F.' + n "
+                                             "for n in f if n and not hasattr(F, n)]))\n");
+        const QStringList torchNames(torchCalls.begin(), torchCalls.end()),
+            fNames(functionalCalls.begin(), functionalCalls.end());
         QVERIFY(!torchNames.isEmpty());
         for (const QString& python : {QStringLiteral("/usr/bin/python3"), QStringLiteral("python3")}) {
             QProcess p;
-            p.start(python, {QStringLiteral("-c"), check, torchNames.join(QLatin1Char(',')), fNames.join(QLatin1Char(','))});
+            p.start(python,
+                    {QStringLiteral("-c"), check, torchNames.join(QLatin1Char(',')), fNames.join(QLatin1Char(','))});
             if (!p.waitForFinished(60000) || p.exitStatus() != QProcess::NormalExit || p.exitCode() != 0)
                 continue; // no such python, or no torch in it
             const QString missing = QString::fromUtf8(p.readAllStandardOutput()).trimmed();

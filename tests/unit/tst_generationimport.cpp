@@ -31,8 +31,8 @@ bool studyTask(const QString& task)
 {
     // The study's 30: levels 1-3, problems 1-10.
     const QStringList parts = task.mid(1).split(QLatin1Char('/'));
-    return parts.value(0).toInt() >= 1 && parts.value(0).toInt() <= 3 && parts.value(1).toInt() >= 1
-           && parts.value(1).toInt() <= 10;
+    return parts.value(0).toInt() >= 1 && parts.value(0).toInt() <= 3 && parts.value(1).toInt() >= 1 &&
+           parts.value(1).toInt() <= 10;
 }
 
 } // namespace
@@ -54,10 +54,10 @@ private Q_SLOTS:
         const int kernel = int(GenerationPath::Role::Kernel), response = int(GenerationPath::Role::Response),
                   prompt = int(GenerationPath::Role::Prompt), other = int(GenerationPath::Role::Other);
         // KernelBench scripts/generate_samples.py
-        QTest::newRow("kernelbench") << "runs/test_hf_level_1/level_1_problem_3_sample_0_kernel.py" << kernel << 1 << 3 << 0
-                                     << -1 << "runs/test_hf_level_1";
-        QTest::newRow("kernelbench prompt") << "runs/test_hf_level_1/level_1_problem_3_sample_0_prompt.txt" << prompt << 1
-                                            << 3 << 0 << -1 << "runs/test_hf_level_1";
+        QTest::newRow("kernelbench") << "runs/test_hf_level_1/level_1_problem_3_sample_0_kernel.py" << kernel << 1 << 3
+                                     << 0 << -1 << "runs/test_hf_level_1";
+        QTest::newRow("kernelbench prompt") << "runs/test_hf_level_1/level_1_problem_3_sample_0_prompt.txt" << prompt
+                                            << 1 << 3 << 0 << -1 << "runs/test_hf_level_1";
         // Kernel-Coder runs/ (2b16b23)
         QTest::newRow("kernel-coder kernel")
             << "test_time_scaling_best_of_n_Qwen2.5-Coder-7B-Instruct_level1/level_1_problem_100_solution_7_kernel.py"
@@ -66,20 +66,22 @@ private Q_SLOTS:
             << "test_time_scaling_base_Qwen2.5-Coder-7B-Instruct_level2/level_2_problem_10_solution_0_response.txt"
             << response << 2 << 10 << 0 << -1 << "test_time_scaling_base_Qwen2.5-Coder-7B-Instruct_level2";
         QTest::newRow("kernel-coder evolrule")
-            << "evolrule_parallel_8_batch_level1/level_1_problem_1_epoch_0_sample_1_kernel.py" << kernel << 1 << 1 << 1 << 0
-            << "evolrule_parallel_8_batch_level1";
-        QTest::newRow("kernel-coder rules") << "evolrule_parallel_8_batch_level2/epoch_0_batch_0/level_2_problem_1_rules.txt"
-                                            << other << -1 << -1 << -1 << -1
-                                            << "evolrule_parallel_8_batch_level2/epoch_0_batch_0";
+            << "evolrule_parallel_8_batch_level1/level_1_problem_1_epoch_0_sample_1_kernel.py" << kernel << 1 << 1 << 1
+            << 0 << "evolrule_parallel_8_batch_level1";
+        QTest::newRow("kernel-coder rules")
+            << "evolrule_parallel_8_batch_level2/epoch_0_batch_0/level_2_problem_1_rules.txt" << other << -1 << -1 << -1
+            << -1 << "evolrule_parallel_8_batch_level2/epoch_0_batch_0";
         // Per-problem folders
-        QTest::newRow("level1/problem3/sample0.py") << "level1/problem3/sample0.py" << kernel << 1 << 3 << 0 << -1 << "";
+        QTest::newRow("level1/problem3/sample0.py")
+            << "level1/problem3/sample0.py" << kernel << 1 << 3 << 0 << -1 << "";
         QTest::newRow("level_1/problem_3/sample_0_kernel.py")
             << "runs/x/level_1/problem_3/sample_0_kernel.py" << kernel << 1 << 3 << 0 << -1 << "runs/x";
-        QTest::newRow("level_1_problem_3/solution_2.txt") << "level_1_problem_3/solution_2.txt" << response << 1 << 3 << 2
-                                                          << -1 << "";
+        QTest::newRow("level_1_problem_3/solution_2.txt")
+            << "level_1_problem_3/solution_2.txt" << response << 1 << 3 << 2 << -1 << "";
         QTest::newRow("sample folder") << "Level2/Problem7/Sample4/kernel.py" << kernel << 2 << 7 << 4 << -1 << "";
         // The file's name wins over its folders.
-        QTest::newRow("name first") << "level2/level_1_problem_3_sample_0_kernel.py" << kernel << 1 << 3 << 0 << -1 << "";
+        QTest::newRow("name first") << "level2/level_1_problem_3_sample_0_kernel.py" << kernel << 1 << 3 << 0 << -1
+                                    << "";
         QTest::newRow("plain txt") << "level_3_problem_2_sample_1.txt" << response << 3 << 2 << 1 << -1 << "";
         QTest::newRow("kernel txt") << "level_3_problem_2_sample_1_kernel.txt" << kernel << 3 << 2 << 1 << -1 << "";
         QTest::newRow("not a generation") << "runs/x/config.yaml" << other << -1 << -1 << -1 << -1 << "runs/x";
@@ -177,7 +179,8 @@ private Q_SLOTS:
         QList<RecordedVerdict> verdicts;
         int unplaced = -1;
         QString error;
-        QVERIFY2(parseRecordedVerdicts(current, 2, QStringLiteral("e.json"), &verdicts, &unplaced, &error), qPrintable(error));
+        QVERIFY2(parseRecordedVerdicts(current, 2, QStringLiteral("e.json"), &verdicts, &unplaced, &error),
+                 qPrintable(error));
         QCOMPARE(verdicts.size(), 3);
         QCOMPARE(verdicts.at(0).task, QStringLiteral("L2/1"));
         QCOMPARE(verdicts.at(0).sample, 0);
@@ -223,15 +226,18 @@ private Q_SLOTS:
         const QDir dir(tmp.path());
         const QString run = QStringLiteral("runs/best_of_n_level1/");
         writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_0_kernel.py"), "class ModelNew: pass\n");
-        writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_0_response.txt"), "```python\nclass ModelNew: pass\n```\n");
-        writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_1_response.txt"), "```python\nclass ModelNew: pass\n```\n");
+        writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_0_response.txt"),
+                "```python\nclass ModelNew: pass\n```\n");
+        writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_1_response.txt"),
+                "```python\nclass ModelNew: pass\n```\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_1_prompt.txt"), "prompt\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_2.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_2_solution_2_kernel.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_88_solution_0_kernel.py"), "class ModelNew: pass\n");
         // Kernel-Coder writes the module file even when nothing was extracted: its response goes.
         writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_0_kernel.py"), "\n");
-        writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_0_response.txt"), "Please note that the matrices\n");
+        writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_0_response.txt"),
+                "Please note that the matrices\n");
         writeAt(dir, run + QStringLiteral("level_1_problem_3_solution_1_kernel.py"), ""); // alone: imported as it is
         writeAt(dir, run + QStringLiteral("level_4_problem_1_solution_0_kernel.py"), "class ModelNew: pass\n");
         writeAt(dir, run + QStringLiteral("solution_0_kernel.py"), "class ModelNew: pass\n");
@@ -252,8 +258,10 @@ private Q_SLOTS:
         QCOMPARE(scan.filesFound, 17); // the hidden one aside
         QStringList found;
         for (const FoundGeneration& g : scan.generations)
-            found << QStringLiteral("%1 %2#%3%4").arg(g.file, g.task).arg(g.sample).arg(g.wholeResponse ? QStringLiteral(" response")
-                                                                                                       : QString());
+            found << QStringLiteral("%1 %2#%3%4")
+                         .arg(g.file, g.task)
+                         .arg(g.sample)
+                         .arg(g.wholeResponse ? QStringLiteral(" response") : QString());
         QCOMPARE(found, (QStringList{run + QStringLiteral("level_1_problem_2_solution_0_kernel.py L1/2#0"),
                                      run + QStringLiteral("level_1_problem_2_solution_1_response.txt L1/2#1 response"),
                                      run + QStringLiteral("level_1_problem_2_solution_2.py L1/2#2"),
@@ -265,17 +273,20 @@ private Q_SLOTS:
             skipped.insert(s.file.section(QLatin1Char('/'), -1), s);
         QCOMPARE(skipped.size(), 10);
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_3_solution_0_kernel.py")).kind, SkipKind::EmptyModule);
-        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_0_response.txt")).kind, SkipKind::ResponseOfKernel);
+        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_0_response.txt")).kind,
+                 SkipKind::ResponseOfKernel);
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_1_prompt.txt")).kind, SkipKind::Prompt);
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_2_solution_2_kernel.py")).kind, SkipKind::Duplicate);
         QVERIFY(skipped.value(QStringLiteral("level_1_problem_2_solution_2_kernel.py"))
                     .reason.contains(QLatin1String("level_1_problem_2_solution_2.py) is already sample 2 of L1/2")));
         QCOMPARE(skipped.value(QStringLiteral("level_1_problem_88_solution_0_kernel.py")).reason,
                  QStringLiteral("the worker has no task L1/88"));
-        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_88_solution_0_kernel.py")).kind, SkipKind::WorkerHasNoTask);
+        QCOMPARE(skipped.value(QStringLiteral("level_1_problem_88_solution_0_kernel.py")).kind,
+                 SkipKind::WorkerHasNoTask);
         QCOMPARE(skipped.value(QStringLiteral("level_4_problem_1_solution_0_kernel.py")).kind, SkipKind::Level);
         QCOMPARE(skipped.value(QStringLiteral("solution_0_kernel.py")).kind, SkipKind::Unnamed);
-        QVERIFY(skipped.value(QStringLiteral("solution_0_kernel.py")).reason.contains(QLatin1String("no level, problem number")));
+        QVERIFY(skipped.value(QStringLiteral("solution_0_kernel.py"))
+                    .reason.contains(QLatin1String("no level, problem number")));
         QCOMPARE(skipped.value(QStringLiteral("metrics.json")).kind, SkipKind::NotAGeneration);
         QCOMPARE(skipped.value(QStringLiteral("config.yaml")).kind, SkipKind::NotAGeneration);
         QCOMPARE(skipped.value(QStringLiteral("eval_results.json")).kind, SkipKind::Verdicts); // the broken one
@@ -308,7 +319,8 @@ private Q_SLOTS:
         const auto kernelBench = [](const QString& task) {
             static const QRegularExpression id(QStringLiteral("^L([123])/([0-9]+)$"));
             const auto m = id.match(task);
-            return m.hasMatch() && m.captured(2).toInt() >= 1 && m.captured(2).toInt() <= (m.captured(1) == QLatin1String("3") ? 50 : 100);
+            return m.hasMatch() && m.captured(2).toInt() >= 1 &&
+                   m.captured(2).toInt() <= (m.captured(1) == QLatin1String("3") ? 50 : 100);
         };
         // L3/35 (KernelBench only) is imported as any task: its reference is KernelBench's Model.
         const GenerationScan scan = scanKernelBenchFolder(dir.path(), kernelBench);

@@ -6,9 +6,9 @@
 // finishes without asking the model for any unit twice; cancel stops at once and keeps what was
 // committed, so a resume finishes the rest.
 
+#include "core/config/runconfig.h"
 #include "core/run/headlessrun.h"
 #include "core/run/runcontroller.h"
-#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 #include "core/workers/gpulease.h"
 #include "fakeworkerenvironment.h"
@@ -96,7 +96,8 @@ class TestHeadlessRun : public QObject
 
     RunEnvironment environment()
     {
-        return kwb::test::fakeWorkerEnvironment<RunEnvironment>(m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
+        return kwb::test::fakeWorkerEnvironment<RunEnvironment>(
+            m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
     }
 
     RunPlan plan(const QString& regime, const QStringList& tasks, int n = 0, int turns = 0)
@@ -166,10 +167,10 @@ private Q_SLOTS:
         QTest::addColumn<int>("evaluations");
         QTest::newRow("zero-shot") << QStringLiteral("zero-shot") << 1 << 1 << QStringLiteral("correct") << 2;
         // turn 1 fails to compile everywhere: turn 2 asks `retry` with the feedback
-        QTest::newRow("iterative: a retry on turn 2") << QStringLiteral("iterative") << 2 << 2
-                                                      << QStringLiteral("compile_error") << 8;
-        QTest::newRow("agent: notes roles, then samples") << QStringLiteral("agent") << 2 << 1
-                                                          << QStringLiteral("correct") << 4;
+        QTest::newRow("iterative: a retry on turn 2")
+            << QStringLiteral("iterative") << 2 << 2 << QStringLiteral("compile_error") << 8;
+        QTest::newRow("agent: notes roles, then samples")
+            << QStringLiteral("agent") << 2 << 1 << QStringLiteral("correct") << 4;
     }
 
     void runCompletesAndSaysWhichRequestServesWhichUnit()
@@ -181,8 +182,8 @@ private Q_SLOTS:
         QFETCH(int, evaluations);
         // Every HTTP call gets a text of its own, so a piece given to the wrong unit shows.
         for (int i = 0; i < 40; ++i)
-            m_server->enqueue(streamed(answer(QStringLiteral("reply-%1").arg(i),
-                                              i < 4 ? firstStatus : QStringLiteral("correct"))));
+            m_server->enqueue(
+                streamed(answer(QStringLiteral("reply-%1").arg(i), i < 4 ? firstStatus : QStringLiteral("correct"))));
         HeadlessRun run(plan(regime, {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, n, turns), environment());
         RequestLog log;
         log.watch(run);
@@ -258,10 +259,11 @@ private Q_SLOTS:
         qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
         const auto unset = qScopeGuard([] { qunsetenv("KWB_EXTENSION_CACHE"); });
         for (int i = 0; i < 4; ++i)
-            m_server->enqueue(streamed(QStringLiteral("```python\nimport torch\nfrom torch.utils.cpp_extension import "
-                                                      "load_inline\n# sample %1 build_barrier: 4\nclass ModelNew(torch.nn.Module):\n"
-                                                      "    pass\n```\n")
-                                           .arg(i)));
+            m_server->enqueue(
+                streamed(QStringLiteral("```python\nimport torch\nfrom torch.utils.cpp_extension import "
+                                        "load_inline\n# sample %1 build_barrier: 4\nclass ModelNew(torch.nn.Module):\n"
+                                        "    pass\n```\n")
+                             .arg(i)));
         RunPlan kernelbench = plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 2);
         kernelbench.answerFormat = QStringLiteral("kernelbench");
         RunEnvironment env = environment();
@@ -450,7 +452,8 @@ private Q_SLOTS:
         QCOMPARE(again.state(), HeadlessRun::State::Finished);
         QCOMPARE(again.runId(), runId);
         QCOMPARE(int(m_server->requests().size()) - asked, 1);
-        QCOMPARE(log.units().keys(), (QList<UnitKey>{UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")}}));
+        QCOMPARE(log.units().keys(),
+                 (QList<UnitKey>{UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")}}));
         QCOMPARE(store.evaluations(runId).size(), 2);
         QCOMPARE(store.run(runId)->status, RunStatus::Finished);
     }
@@ -462,7 +465,8 @@ private Q_SLOTS:
         QTest::addColumn<int>("failure");
         QTest::addColumn<QString>("profile");
         QTest::newRow("unknown task") << QStringList{QStringLiteral("L1/1"), QStringLiteral("L3/9")}
-                                      << QStringLiteral(KWB_FAKEWORKER) << int(HeadlessRun::Failure::UnknownTask) << QString();
+                                      << QStringLiteral(KWB_FAKEWORKER) << int(HeadlessRun::Failure::UnknownTask)
+                                      << QString();
         QTest::newRow("no worker") << QStringList{QStringLiteral("L1/1")} << QString()
                                    << int(HeadlessRun::Failure::NoWorker) << QString();
         // Checked against the profiles the worker announces in hello, before anything is spent.

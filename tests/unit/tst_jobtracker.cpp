@@ -42,8 +42,12 @@ private Q_SLOTS:
     {
         JobTracker tracker;
         QCOMPARE(tracker.latestId(kSlot), 0);
-        QCOMPARE(tracker.run(kSlot, [] { return 1; }, [](int) {}), 1);
-        QCOMPARE(tracker.run(kSlot, [] { return 2; }, [](int) {}), 2);
+        QCOMPARE(tracker.run(
+                     kSlot, [] { return 1; }, [](int) {}),
+                 1);
+        QCOMPARE(tracker.run(
+                     kSlot, [] { return 2; }, [](int) {}),
+                 2);
         QCOMPARE(tracker.begin(kSlot), 3);
         // Another slot counts on its own and supersedes nothing here.
         QCOMPARE(tracker.begin(QStringLiteral("report")), 1);
@@ -61,9 +65,16 @@ private Q_SLOTS:
         JobTracker tracker;
         QSemaphore gate;
         QList<int> delivered;
-        tracker.run(kSlot, [&gate] { gate.acquire(); return 1; }, [&](int v) { delivered << v; });
+        tracker.run(
+            kSlot,
+            [&gate] {
+                gate.acquire();
+                return 1;
+            },
+            [&](int v) { delivered << v; });
         QSignalSpy finished(&tracker, &JobTracker::jobFinished);
-        tracker.run(kSlot, [] { return 2; }, [&](int v) { delivered << v; });
+        tracker.run(
+            kSlot, [] { return 2; }, [&](int v) { delivered << v; });
         QVERIFY(finished.wait(30000));
         QCOMPARE(delivered, QList<int>{2});
         QVERIFY(!tracker.isBusy(kSlot));
@@ -78,10 +89,17 @@ private Q_SLOTS:
     {
         JobTracker tracker;
         QList<int> delivered;
-        tracker.run(kSlot, [] { return 1; }, [&](int v) { delivered << v; });
+        tracker.run(
+            kSlot, [] { return 1; }, [&](int v) { delivered << v; });
         QVERIFY(tracker.waitForFunctions(30000)); // job 1 has ended; its result waits in the queue
         QSemaphore gate;
-        tracker.run(kSlot, [&gate] { gate.acquire(); return 2; }, [&](int v) { delivered << v; });
+        tracker.run(
+            kSlot,
+            [&gate] {
+                gate.acquire();
+                return 2;
+            },
+            [&](int v) { delivered << v; });
         QCoreApplication::sendPostedEvents(); // job 1's result arrives while job 2 runs
         QVERIFY(delivered.isEmpty());
         QVERIFY(tracker.isBusy(kSlot));
@@ -94,8 +112,10 @@ private Q_SLOTS:
     {
         JobTracker tracker;
         QStringList delivered;
-        tracker.run(kSlot, [] { return QStringLiteral("a"); }, [&](const QString& v) { delivered << v; });
-        tracker.run(QStringLiteral("report"), [] { return QStringLiteral("b"); }, [&](const QString& v) { delivered << v; });
+        tracker.run(
+            kSlot, [] { return QStringLiteral("a"); }, [&](const QString& v) { delivered << v; });
+        tracker.run(
+            QStringLiteral("report"), [] { return QStringLiteral("b"); }, [&](const QString& v) { delivered << v; });
         settle(tracker);
         delivered.sort();
         QCOMPARE(delivered, (QStringList{QStringLiteral("a"), QStringLiteral("b")}));
@@ -109,7 +129,11 @@ private Q_SLOTS:
         QThread* doneThread = nullptr;
         bool delivered = false;
         tracker.run(
-            kSlot, [&workThread] { workThread = QThread::currentThread(); return 7; },
+            kSlot,
+            [&workThread] {
+                workThread = QThread::currentThread();
+                return 7;
+            },
             [&](int v) {
                 doneThread = QThread::currentThread();
                 delivered = v == 7;
@@ -127,7 +151,13 @@ private Q_SLOTS:
         JobTracker tracker;
         QSemaphore gate;
         bool delivered = false;
-        const qint64 id = tracker.run(kSlot, [&gate] { gate.acquire(); return 1; }, [&](int) { delivered = true; });
+        const qint64 id = tracker.run(
+            kSlot,
+            [&gate] {
+                gate.acquire();
+                return 1;
+            },
+            [&](int) { delivered = true; });
         QVERIFY(tracker.isBusy(kSlot));
         tracker.cancel(kSlot);
         QVERIFY(!tracker.isBusy(kSlot));
@@ -137,8 +167,10 @@ private Q_SLOTS:
         QVERIFY(!delivered);
         QCOMPARE(tracker.begin(kSlot), id + 1);
 
-        tracker.run(QStringLiteral("a"), [] { return 1; }, [&](int) { delivered = true; });
-        tracker.run(QStringLiteral("b"), [] { return 1; }, [&](int) { delivered = true; });
+        tracker.run(
+            QStringLiteral("a"), [] { return 1; }, [&](int) { delivered = true; });
+        tracker.run(
+            QStringLiteral("b"), [] { return 1; }, [&](int) { delivered = true; });
         tracker.cancelAll();
         settle(tracker);
         QVERIFY(!delivered);
@@ -182,7 +214,8 @@ private Q_SLOTS:
         QSignalSpy finished(&tracker, &JobTracker::jobFinished);
         const QJsonObject device{{QStringLiteral("type"), QStringLiteral("device")}};
         // The worker answers in order: the first answer comes while the second job is current.
-        const qint64 first = tracker.request(kSlot, &supervisor, device, 30000, [&](const WorkerReply&) { delivered << 1; });
+        const qint64 first =
+            tracker.request(kSlot, &supervisor, device, 30000, [&](const WorkerReply&) { delivered << 1; });
         const qint64 second = tracker.request(kSlot, &supervisor, device, 30000, [&](const WorkerReply& reply) {
             QVERIFY(reply.answered());
             QCOMPARE(reply.response.header.type, QStringLiteral("device"));
@@ -197,8 +230,10 @@ private Q_SLOTS:
         QVERIFY(!tracker.isBusy(kSlot));
         // A failure arrives the same way, with its status.
         QString status;
-        tracker.request(QStringLiteral("other"), &supervisor, QJsonObject{{QStringLiteral("type"), QStringLiteral("device")}, {QStringLiteral("fake"), QStringLiteral("hang")}}, 300,
-                        [&](const WorkerReply& reply) { status = reply.status; });
+        tracker.request(QStringLiteral("other"), &supervisor,
+                        QJsonObject{{QStringLiteral("type"), QStringLiteral("device")},
+                                    {QStringLiteral("fake"), QStringLiteral("hang")}},
+                        300, [&](const WorkerReply& reply) { status = reply.status; });
         QVERIFY(finished.wait(30000));
         QCOMPARE(evaluationStatusFromWire(status), EvaluationStatus::Timeout);
     }

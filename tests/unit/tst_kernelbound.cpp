@@ -36,7 +36,7 @@ private Q_SLOTS:
     {
         QCOMPARE(boundAt(9.99, 10.0), Bound::Memory);
         QCOMPARE(boundAt(10.0, 10.0), Bound::Compute); // at the ridge: compute
-        QCOMPARE(boundAt(0.0, 10.0), Bound::Memory); // a copy: no FLOPs at all
+        QCOMPARE(boundAt(0.0, 10.0), Bound::Memory);   // a copy: no FLOPs at all
         QCOMPARE(boundAt(-1.0, 10.0), Bound::Unknown);
         QCOMPARE(boundAt(std::nan(""), 10.0), Bound::Unknown);
         QCOMPARE(boundAt(5.0, std::nan("")), Bound::Unknown);

@@ -725,7 +725,8 @@ void TestLlmClient::oversizeAnswerIsRefused()
     // The client stopped reading: the server could not hand over the rest (at most what the
     // client read before refusing, about the bound, plus the loopback's buffers).
     if (mebibytes > 8)
-        QVERIFY2(server.bytesWritten() < qint64(mebibytes - 4) << 20, qPrintable(QString::number(server.bytesWritten())));
+        QVERIFY2(server.bytesWritten() < qint64(mebibytes - 4) << 20,
+                 qPrintable(QString::number(server.bytesWritten())));
     // Streamed text shown before the limit is at most the limit.
     qsizetype shown = 0;
     for (const QList<QVariant>& arguments : spies.text)

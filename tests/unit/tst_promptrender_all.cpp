@@ -7,11 +7,11 @@
 // Device facts: tests/fixtures/device/*.json (facts as a run stores them) and the recorded
 // `device` responses under tests/protocol/recorded/ (both spellings, with and without ceilings).
 
+#include "core/config/regime.h"
 #include "core/prompts/promptrenderer.h"
 #include "core/prompts/referenceview.h"
 #include "core/prompts/tokenbudget.h"
 #include "core/protocol/defaults.h"
-#include "core/config/regime.h"
 #include "core/run/runcontroller.h"
 
 #include <QDir>
@@ -66,7 +66,8 @@ const QStringList kUnknownPhrases{QStringLiteral("memory bandwidth unknown"), QS
 QString unfold(const QString& folded)
 {
     static const QRegularExpression header(QStringLiteral(R"(^(\s*)for i in range\((-?\d+), (-?\d+)(?:, (\d+))?\):$)"));
-    static const QRegularExpression piece(QStringLiteral(R"((?:" \+ str\(i(?: ([+-]) (\d+))?\) \+ "|\{i(?: ([+-]) (\d+))?\}))"));
+    static const QRegularExpression piece(
+        QStringLiteral(R"((?:" \+ str\(i(?: ([+-]) (\d+))?\) \+ "|\{i(?: ([+-]) (\d+))?\}))"));
     const QStringList lines = folded.split(QLatin1Char('\n'));
     QStringList out;
     for (qsizetype k = 0; k < lines.size(); ++k) {
@@ -164,8 +165,8 @@ private Q_SLOTS:
     {
         QFETCH(QString, file);
         const PromptRenderer renderer(QStringLiteral(KWB_PROMPTS_DIR));
-        const bool showsDevice =
-            QString::fromUtf8(readBytes(QStringLiteral(KWB_PROMPTS_DIR "/") + file)).contains(QLatin1String("{{> device}}"));
+        const bool showsDevice = QString::fromUtf8(readBytes(QStringLiteral(KWB_PROMPTS_DIR "/") + file))
+                                     .contains(QLatin1String("{{> device}}"));
         int rendered = 0;
         for (const QJsonValue& taskValue : std::as_const(m_tasks)) {
             const QJsonObject task = taskValue.toObject();
@@ -174,24 +175,28 @@ private Q_SLOTS:
                 QList<QPair<QString, QJsonObject>> turns{{QStringLiteral("turn 1"), QJsonObject()}};
                 turns += m_feedbacks;
                 for (int turn = 0; turn < turns.size(); ++turn) {
-                    const QString where = QStringLiteral("%1, %2, %3, %4").arg(file, id, device.first, turns[turn].first);
+                    const QString where =
+                        QStringLiteral("%1, %2, %3, %4").arg(file, id, device.first, turns[turn].first);
                     QJsonObject context = PromptRenderer::buildContext(task, m_analyze.value(id), m_profile.value(id),
                                                                        device.second, turns[turn].second);
                     // The notes other roles would have written (RunController::context adds them).
                     context.insert(QStringLiteral("analysis"), QStringLiteral("1. **Op chain**: the forward's ops."));
                     context.insert(QStringLiteral("research"), QStringLiteral("- the APIs it uses"));
-                    context.insert(QStringLiteral("diagnosis"), turn ? QJsonValue(QStringLiteral("what failed")) : false);
-                    context.insert(QStringLiteral("critique"), turn ? QJsonValue(QStringLiteral("what to change")) : false);
+                    context.insert(QStringLiteral("diagnosis"),
+                                   turn ? QJsonValue(QStringLiteral("what failed")) : false);
+                    context.insert(QStringLiteral("critique"),
+                                   turn ? QJsonValue(QStringLiteral("what to change")) : false);
                     context.insert(QStringLiteral("turn"), QString::number(turn ? 2 : 1));
                     context.insert(QStringLiteral("max_turns"), QStringLiteral("3"));
                     const auto r = renderer.render(file, context);
                     QVERIFY2(r.ok, qPrintable(where + QStringLiteral(": ") + r.error));
                     QVERIFY2(!r.text.contains(QLatin1String("{{")), qPrintable(where));
                     for (const QString& phrase : kUnknownPhrases)
-                        QVERIFY2(!r.text.contains(phrase), qPrintable(where + QStringLiteral(": says \"") + phrase +
-                                                                      QStringLiteral("\"")));
+                        QVERIFY2(!r.text.contains(phrase),
+                                 qPrintable(where + QStringLiteral(": says \"") + phrase + QStringLiteral("\"")));
                     if (showsDevice)
-                        QVERIFY2(r.text.contains(QStringLiteral("GPU: NVIDIA H200 (sm_90, 132 SMs)")), qPrintable(where));
+                        QVERIFY2(r.text.contains(QStringLiteral("GPU: NVIDIA H200 (sm_90, 132 SMs)")),
+                                 qPrintable(where));
                     ++rendered;
                 }
             }
@@ -246,8 +251,8 @@ private Q_SLOTS:
                     if (open < 0 || n.at(open + 1).isDigit())
                         return QStringList{n};
                     QStringList out;
-                    for (const QString& leaf : n.mid(open + 1, n.indexOf(QLatin1Char('}')) - open - 1)
-                                                   .split(QStringLiteral(", ")))
+                    for (const QString& leaf :
+                         n.mid(open + 1, n.indexOf(QLatin1Char('}')) - open - 1).split(QStringLiteral(", ")))
                         out << n.left(open) + leaf;
                     return out;
                 };
@@ -258,14 +263,16 @@ private Q_SLOTS:
                 }
                 // The block: this row and the following rows with a range of the same count.
                 QStringList block{rows[r]};
-                const qint64 count = (m.captured(2).toLongLong() - m.captured(1).toLongLong())
-                                         / (m.captured(3).isEmpty() ? 1 : m.captured(3).toLongLong()) + 1;
+                const qint64 count = (m.captured(2).toLongLong() - m.captured(1).toLongLong()) /
+                                         (m.captured(3).isEmpty() ? 1 : m.captured(3).toLongLong()) +
+                                     1;
                 while (r + 1 < rows.size()) {
                     const QRegularExpressionMatch next = range.match(line.match(rows[r + 1]).captured(1));
                     if (!next.hasMatch())
                         break;
-                    const qint64 c = (next.captured(2).toLongLong() - next.captured(1).toLongLong())
-                                         / (next.captured(3).isEmpty() ? 1 : next.captured(3).toLongLong()) + 1;
+                    const qint64 c = (next.captured(2).toLongLong() - next.captured(1).toLongLong()) /
+                                         (next.captured(3).isEmpty() ? 1 : next.captured(3).toLongLong()) +
+                                     1;
                     if (c != count)
                         break;
                     block << rows[++r];
@@ -320,15 +327,16 @@ private Q_SLOTS:
         for (const QString& name : Regime::builtinNames())
             regimes << *Regime::builtin(name);
         for (const char* off : {"best_of_n", "feedback_analyzer", "monotone", "competence_matched"})
-            regimes << Regime::builtin(QStringLiteral("agent"))->withAblations(
-                Ablations::fromOffNames({QString::fromLatin1(off)}));
+            regimes << Regime::builtin(QStringLiteral("agent"))
+                           ->withAblations(Ablations::fromOffNames({QString::fromLatin1(off)}));
         QJsonArray longOps;
         for (int i = 0; i < 5; ++i)
-            longOps.append(QJsonObject{{QStringLiteral("index"), i},
-                                       {QStringLiteral("op"), QStringLiteral("aten::_convolution_double_backward_%1").arg(i)},
-                                       {QStringLiteral("time_ns"), 1.0e9},
-                                       {QStringLiteral("share"), 0.2},
-                                       {QStringLiteral("kernels"), 1000}});
+            longOps.append(
+                QJsonObject{{QStringLiteral("index"), i},
+                            {QStringLiteral("op"), QStringLiteral("aten::_convolution_double_backward_%1").arg(i)},
+                            {QStringLiteral("time_ns"), 1.0e9},
+                            {QStringLiteral("share"), 0.2},
+                            {QStringLiteral("kernels"), 1000}});
         const QJsonObject worstProfile{{QStringLiteral("total_ns"), 5.0e9}, {QStringLiteral("ops"), longOps}};
         int checked = 0, worst = 0;
         QString worstWhere;
@@ -361,10 +369,12 @@ private Q_SLOTS:
                     QVERIFY2(p.error.isEmpty(), qPrintable(p.error));
                     if (const QString dump = qEnvironmentVariable("KWB_PROMPT_DUMP_DIR"); !dump.isEmpty()) {
                         // For reading by eye: <dump>/<set>/<regime>[-ablated]/<task>-turn<N>-<role>.txt
-                        const QString where = QDir(QDir(dump).filePath(QFileInfo(dir).fileName()))
-                                                  .filePath(regime.name + (regime.ablated.isEmpty()
-                                                                               ? QString()
-                                                                               : QLatin1Char('-') + regime.ablated.join(QLatin1Char('-'))));
+                        const QString where =
+                            QDir(QDir(dump).filePath(QFileInfo(dir).fileName()))
+                                .filePath(regime.name +
+                                          (regime.ablated.isEmpty()
+                                               ? QString()
+                                               : QLatin1Char('-') + regime.ablated.join(QLatin1Char('-'))));
                         QDir().mkpath(where);
                         QFile f(QDir(where).filePath(QStringLiteral("%1-turn%2-%3.txt")
                                                          .arg(QString(id).replace(QLatin1Char('/'), QLatin1Char('_')))
@@ -399,9 +409,11 @@ private Q_SLOTS:
         const QString example = QStringLiteral("mul_relu_ext = load_inline(");
         const QString given = QStringLiteral("You are given the following architecture:");
         const QString instruction = QStringLiteral("Optimize the architecture named Model with custom CUDA operators.");
-        const QString pin = QStringLiteral("How to call `load_inline` (from `torch.utils.cpp_extension`): with these keywords only");
+        const QString pin =
+            QStringLiteral("How to call `load_inline` (from `torch.utils.cpp_extension`): with these keywords only");
         const QString guidance = QStringLiteral("How to work: correct first, fast second.");
-        const QString source = QString::fromUtf8(readBytes(QStringLiteral(KWB_TASKS_DIR "/kernelbench-src/level2/1_Conv2D_ReLU_BiasAdd.py")));
+        const QString source = QString::fromUtf8(
+            readBytes(QStringLiteral(KWB_TASKS_DIR "/kernelbench-src/level2/1_Conv2D_ReLU_BiasAdd.py")));
         RunTaskInput input;
         for (const QJsonValue& v : std::as_const(m_tasks))
             if (v.toObject().value(QLatin1String("id")).toString() == QLatin1String("L2/1"))
@@ -436,22 +448,25 @@ private Q_SLOTS:
             }
         }
         // Zero-shot is KernelBench's prompt and nothing else; iterative's first turn is it word for word.
-        const QString zeroShot = prompts(*Regime::builtin(QStringLiteral("zero-shot"))).value(QStringLiteral("1 generator"));
+        const QString zeroShot =
+            prompts(*Regime::builtin(QStringLiteral("zero-shot"))).value(QStringLiteral("1 generator"));
         QCOMPARE(prompts(*Regime::builtin(QStringLiteral("iterative"))).value(QStringLiteral("1 generator")), zeroShot);
         QVERIFY(!zeroShot.contains(QLatin1String("Roofline rule")));
         // The agent: every role has the guidance and the pin; the competence ablation takes out
         // exactly that section.
         const Regime agent = *Regime::builtin(QStringLiteral("agent"));
         const auto withGuidance = prompts(agent);
-        const auto without = prompts(agent.withAblations(Ablations::fromOffNames({QStringLiteral("competence_matched")})));
+        const auto without =
+            prompts(agent.withAblations(Ablations::fromOffNames({QStringLiteral("competence_matched")})));
         QCOMPARE(without.keys().size(), withGuidance.keys().size());
         QFile partial(dir + QStringLiteral("/partials/competence.mustache"));
         QVERIFY(partial.open(QIODevice::ReadOnly));
         QFile pinPartial(dir + QStringLiteral("/partials/load_inline.mustache"));
         QVERIFY(pinPartial.open(QIODevice::ReadOnly));
-        const QString section = QString::fromUtf8(partial.readAll())
-                                    .replace(QStringLiteral("{{> load_inline}}\n"), QString::fromUtf8(pinPartial.readAll())) +
-                                QLatin1Char('\n');
+        const QString section =
+            QString::fromUtf8(partial.readAll())
+                .replace(QStringLiteral("{{> load_inline}}\n"), QString::fromUtf8(pinPartial.readAll())) +
+            QLatin1Char('\n');
         for (auto it = withGuidance.cbegin(); it != withGuidance.cend(); ++it) {
             QVERIFY2(it->contains(pin) && it->contains(guidance), qPrintable(it.key()));
             QVERIFY2(it->contains(shown), qPrintable(it.key()));

@@ -2,11 +2,11 @@
 // buildContext makes from worker-shaped JSON, pins the candidate format, and a template error names
 // its file, line and variable.
 
-#include "core/prompts/promptrenderer.h"
-#include "core/store/runstore.h"
-#include "core/model/secrets.h"
-#include "core/prompts/templateset.h"
 #include "core/config/regime.h"
+#include "core/model/secrets.h"
+#include "core/prompts/promptrenderer.h"
+#include "core/prompts/templateset.h"
+#include "core/store/runstore.h"
 #include "tst_promptrenderer_data.h"
 
 #include <QDir>
@@ -30,7 +30,10 @@ QJsonObject parse(const char* json)
     return doc.object();
 }
 
-QString promptsDir() { return QStringLiteral(KWB_PROMPTS_DIR); }
+QString promptsDir()
+{
+    return QStringLiteral(KWB_PROMPTS_DIR);
+}
 
 QString readText(const QString& path)
 {
@@ -233,11 +236,10 @@ private Q_SLOTS:
         QStringList rows;
         for (const QJsonValue& v : top) {
             const QJsonObject o = v.toObject();
-            rows << QStringLiteral("%1 %2 %3 %4× %5").arg(o.value(QStringLiteral("op")).toString(),
-                                                        o.value(QStringLiteral("share")).toString(),
-                                                        o.value(QStringLiteral("time")).toString(),
-                                                        o.value(QStringLiteral("calls")).toString(),
-                                                        o.value(QStringLiteral("kernels")).toString());
+            rows << QStringLiteral("%1 %2 %3 %4× %5")
+                        .arg(o.value(QStringLiteral("op")).toString(), o.value(QStringLiteral("share")).toString(),
+                             o.value(QStringLiteral("time")).toString(), o.value(QStringLiteral("calls")).toString(),
+                             o.value(QStringLiteral("kernels")).toString());
         }
         QCOMPARE(rows, QStringList({QStringLiteral("aten::conv2d 69.0 % 6.900 ms 3× 5"),
                                     QStringLiteral("aten::relu 11.0 % 1.100 ms 2× 2"),
@@ -248,8 +250,9 @@ private Q_SLOTS:
         const PromptRenderer study(QStringLiteral(KWB_PROMPTS_DIR "/../prompts"));
         const auto guided = study.render(QStringLiteral("profiling-guided/generator.mustache"), c);
         QVERIFY2(guided.ok, qPrintable(guided.error));
-        QVERIFY2(guided.text.contains(QStringLiteral("- `aten::conv2d`: 69.0 % (6.900 ms; called 3×, 5 kernel launches)")),
-                 qPrintable(guided.text));
+        QVERIFY2(
+            guided.text.contains(QStringLiteral("- `aten::conv2d`: 69.0 % (6.900 ms; called 3×, 5 kernel launches)")),
+            qPrintable(guided.text));
         QCOMPARE(guided.text.count(QStringLiteral("`aten::conv2d`")), 1);
     }
 
@@ -313,7 +316,8 @@ private Q_SLOTS:
         QCOMPARE(fb.value(QStringLiteral("speedup_interval")).toString(), QStringLiteral("1.070\u20131.073\u00D7"));
         QCOMPARE(fb.value(QStringLiteral("not_counted")), QJsonValue(false));
         QString text = renderer.render(QStringLiteral("iterative/retry.mustache"), c).text;
-        QVERIFY2(text.contains(QStringLiteral("Speed: 1.071\u00D7 the PyTorch reference (95 % interval 1.070\u20131.073\u00D7).")),
+        QVERIFY2(text.contains(QStringLiteral(
+                     "Speed: 1.071\u00D7 the PyTorch reference (95 % interval 1.070\u20131.073\u00D7).")),
                  qPrintable(text));
 
         // Without an interval (the fixed method): the bare speed-up, no empty brackets.
@@ -340,7 +344,8 @@ private Q_SLOTS:
         QCOMPARE(fb.value(QStringLiteral("speedup_interval")), QJsonValue(false));
         text = renderer.render(QStringLiteral("iterative/retry.mustache"), c).text;
         QVERIFY2(!text.contains(QStringLiteral("Speed:")) && !text.contains(QStringLiteral("20.6")), qPrintable(text));
-        QVERIFY2(text.contains(QStringLiteral("Not counted as correct or fast: measured 0.204 ms is below the roofline floor 0.39 ms")),
+        QVERIFY2(text.contains(QStringLiteral(
+                     "Not counted as correct or fast: measured 0.204 ms is below the roofline floor 0.39 ms")),
                  qPrintable(text));
     }
 
@@ -360,43 +365,57 @@ private Q_SLOTS:
 
     void errors_data()
     {
-        QTest::addColumn<QString>("main");     // main.mustache
-        QTest::addColumn<QString>("partial");  // partials/part.mustache, when not empty
+        QTest::addColumn<QString>("main");    // main.mustache
+        QTest::addColumn<QString>("partial"); // partials/part.mustache, when not empty
         QTest::addColumn<QString>("file");
         QTest::addColumn<int>("line");
         QTest::addColumn<QString>("variable");
         QTest::addColumn<QString>("words");
 
         QTest::newRow("unknown variable") << QStringLiteral("Task {{task_id}}\n\nUse {{ nope }} here.\n") << QString()
-                                          << "main.mustache" << 3 << "nope" << "unknown variable 'nope'";
-        QTest::newRow("unknown variable, triple") << QStringLiteral("a\n{{{refrence}}}\n") << QString() << "main.mustache"
-                                                  << 2 << "refrence" << "unknown variable";
-        QTest::newRow("unknown field inside a list") << QStringLiteral("{{#top_ops}}\n- {{op}} {{percent}}\n{{/top_ops}}\n")
-                                                     << QString() << "main.mustache" << 2 << "percent"
-                                                     << "unknown variable";
-        QTest::newRow("unknown dotted name") << QStringLiteral("{{device.name}}\n{{device.hbm}}\n") << QString()
-                                             << "main.mustache" << 2 << "device.hbm" << "unknown variable";
+                                          << "main.mustache" << 3 << "nope"
+                                          << "unknown variable 'nope'";
+        QTest::newRow("unknown variable, triple")
+            << QStringLiteral("a\n{{{refrence}}}\n") << QString() << "main.mustache" << 2 << "refrence"
+            << "unknown variable";
+        QTest::newRow("unknown field inside a list")
+            << QStringLiteral("{{#top_ops}}\n- {{op}} {{percent}}\n{{/top_ops}}\n") << QString() << "main.mustache" << 2
+            << "percent"
+            << "unknown variable";
+        QTest::newRow("unknown dotted name")
+            << QStringLiteral("{{device.name}}\n{{device.hbm}}\n") << QString() << "main.mustache" << 2 << "device.hbm"
+            << "unknown variable";
         QTest::newRow("unknown section") << QStringLiteral("x\n{{#feedbak}}y{{/feedbak}}\n") << QString()
-                                         << "main.mustache" << 2 << "feedbak" << "unknown section";
-        QTest::newRow("unknown inverted section") << QStringLiteral("{{^devise}}no GPU{{/devise}}\n") << QString()
-                                                  << "main.mustache" << 1 << "devise" << "unknown section";
-        QTest::newRow("unclosed section") << QStringLiteral("a\nb\n{{#ops}}\n{{op}}\n") << QString() << "main.mustache"
-                                          << 3 << "ops" << "never closed";
-        QTest::newRow("mismatched close") << QStringLiteral("{{#ops}}\n{{op}}\n{{/top_ops}}\n") << QString()
-                                          << "main.mustache" << 3 << "top_ops" << "opened on line 1";
-        QTest::newRow("close without open") << QStringLiteral("a\n{{/ops}}\n") << QString() << "main.mustache" << 2
-                                            << "ops" << "never opened";
+                                         << "main.mustache" << 2 << "feedbak"
+                                         << "unknown section";
+        QTest::newRow("unknown inverted section")
+            << QStringLiteral("{{^devise}}no GPU{{/devise}}\n") << QString() << "main.mustache" << 1 << "devise"
+            << "unknown section";
+        QTest::newRow("unclosed section")
+            << QStringLiteral("a\nb\n{{#ops}}\n{{op}}\n") << QString() << "main.mustache" << 3 << "ops"
+            << "never closed";
+        QTest::newRow("mismatched close")
+            << QStringLiteral("{{#ops}}\n{{op}}\n{{/top_ops}}\n") << QString() << "main.mustache" << 3 << "top_ops"
+            << "opened on line 1";
+        QTest::newRow("close without open")
+            << QStringLiteral("a\n{{/ops}}\n") << QString() << "main.mustache" << 2 << "ops"
+            << "never opened";
         QTest::newRow("unclosed tag") << QStringLiteral("a\nb {{task_id\n") << QString() << "main.mustache" << 2 << ""
                                       << "never closed";
         QTest::newRow("missing partial") << QStringLiteral("a\n\n{{> candidate_fromat}}\n") << QString()
-                                         << "main.mustache" << 3 << "candidate_fromat" << "not found";
+                                         << "main.mustache" << 3 << "candidate_fromat"
+                                         << "not found";
         QTest::newRow("missing partial in a skipped branch")
             << QStringLiteral("{{#feedback}}\n{{> gone}}\n{{/feedback}}\n") << QString() << "main.mustache" << 2
-            << "gone" << "not found";
-        QTest::newRow("unknown variable in a partial") << QStringLiteral("a\n{{> part}}\n") << QStringLiteral("x\ny {{oops}}\n")
-                                                       << "partials/part.mustache" << 2 << "oops" << "unknown variable";
-        QTest::newRow("unbalanced partial") << QStringLiteral("{{> part}}\n") << QStringLiteral("{{#ops}}\n")
-                                            << "partials/part.mustache" << 1 << "ops" << "never closed";
+            << "gone"
+            << "not found";
+        QTest::newRow("unknown variable in a partial")
+            << QStringLiteral("a\n{{> part}}\n") << QStringLiteral("x\ny {{oops}}\n") << "partials/part.mustache" << 2
+            << "oops"
+            << "unknown variable";
+        QTest::newRow("unbalanced partial")
+            << QStringLiteral("{{> part}}\n") << QStringLiteral("{{#ops}}\n") << "partials/part.mustache" << 1 << "ops"
+            << "never closed";
     }
 
     void errors()
@@ -436,7 +455,8 @@ private Q_SLOTS:
     void lenientMode()
     {
         QTemporaryDir dir;
-        writeText(dir.filePath(QStringLiteral("a.mustache")), QStringLiteral("[{{nope}}]{{#gone}}x{{/gone}}{{^gone}}y{{/gone}}\n"));
+        writeText(dir.filePath(QStringLiteral("a.mustache")),
+                  QStringLiteral("[{{nope}}]{{#gone}}x{{/gone}}{{^gone}}y{{/gone}}\n"));
         writeText(dir.filePath(QStringLiteral("b.mustache")), QStringLiteral("{{#ops}}\n"));
         PromptRenderer renderer(dir.path());
         renderer.setStrict(false);
@@ -450,13 +470,15 @@ private Q_SLOTS:
     void mustacheSemantics()
     {
         QTemporaryDir dir;
-        writeText(dir.filePath(QStringLiteral("t.mustache")),
-                  QStringLiteral("{{#items}}\n- {{name}} of {{title}}\n{{/items}}\n{{^empty}}none{{/empty}} <{{code}}>\n"));
-        const QJsonObject c{{QStringLiteral("title"), QStringLiteral("T")},
-                            {QStringLiteral("items"), QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("a")}},
-                                                                 QJsonObject{{QStringLiteral("name"), 2}}}},
-                            {QStringLiteral("empty"), QJsonArray{}},
-                            {QStringLiteral("code"), QStringLiteral("a < b && \"c\"")}};
+        writeText(
+            dir.filePath(QStringLiteral("t.mustache")),
+            QStringLiteral("{{#items}}\n- {{name}} of {{title}}\n{{/items}}\n{{^empty}}none{{/empty}} <{{code}}>\n"));
+        const QJsonObject c{
+            {QStringLiteral("title"), QStringLiteral("T")},
+            {QStringLiteral("items"), QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("a")}},
+                                                 QJsonObject{{QStringLiteral("name"), 2}}}},
+            {QStringLiteral("empty"), QJsonArray{}},
+            {QStringLiteral("code"), QStringLiteral("a < b && \"c\"")}};
         const auto r = PromptRenderer(dir.path()).render(QStringLiteral("t.mustache"), c);
         QVERIFY2(r.ok, qPrintable(r.error));
         QCOMPARE(r.text, QStringLiteral("- a of T\n- 2 of T\nnone <a < b && \"c\">\n"));
@@ -480,26 +502,33 @@ private Q_SLOTS:
         QTest::newRow("self") << QStringList{QStringLiteral("a=x {{> a}}\n")} << "partials/a.mustache"
                               << "partial cycle: a > a";
         QTest::newRow("mutual") << QStringList{QStringLiteral("a=\n{{> b}}\n"), QStringLiteral("b=y\n{{> a}}\n")}
-                                << "partials/b.mustache" << "partial cycle: a > b > a";
+                                << "partials/b.mustache"
+                                << "partial cycle: a > b > a";
         QTest::newRow("three") << QStringList{QStringLiteral("a={{> b}}"), QStringLiteral("b={{> c}}"),
                                               QStringLiteral("c={{> a}}")}
-                               << "partials/c.mustache" << "partial cycle: a > b > c > a";
-        QTest::newRow("cycle below the top") << QStringList{QStringLiteral("a={{> b}}"), QStringLiteral("b={{> c}}"),
-                                                            QStringLiteral("c={{> b}}")}
-                                             << "partials/c.mustache" << "partial cycle: b > c > b";
+                               << "partials/c.mustache"
+                               << "partial cycle: a > b > c > a";
+        QTest::newRow("cycle below the top")
+            << QStringList{QStringLiteral("a={{> b}}"), QStringLiteral("b={{> c}}"), QStringLiteral("c={{> b}}")}
+            << "partials/c.mustache"
+            << "partial cycle: b > c > b";
         QTest::newRow("in a skipped branch")
             << QStringList{QStringLiteral("a={{^task_id}}{{> a}}{{/task_id}}")} << "partials/a.mustache"
             << "partial cycle: a > a";
         QTest::newRow("inside a list section")
             << QStringList{QStringLiteral("a={{#ops}}{{> b}}{{/ops}}"), QStringLiteral("b={{#ops}}{{> a}}{{/ops}}")}
-            << "partials/b.mustache" << "partial cycle: a > b > a";
+            << "partials/b.mustache"
+            << "partial cycle: a > b > a";
         QStringList chain;
         for (int i = 0; i < 20; ++i)
-            chain << QStringLiteral("%1={{> %2}}").arg(i == 0 ? QStringLiteral("a") : QStringLiteral("p%1").arg(i))
+            chain << QStringLiteral("%1={{> %2}}")
+                         .arg(i == 0 ? QStringLiteral("a") : QStringLiteral("p%1").arg(i))
                          .arg(QStringLiteral("p%1").arg(i + 1));
         chain << QStringLiteral("p20=end");
-        QTest::newRow("too deep") << chain << "partials/p7.mustache" << "partials nest more than 8 deep";
-        const QString deep = QString(QStringLiteral("{{#ops}}")).repeated(10000) + QString(QStringLiteral("{{/ops}}")).repeated(10000);
+        QTest::newRow("too deep") << chain << "partials/p7.mustache"
+                                  << "partials nest more than 8 deep";
+        const QString deep =
+            QString(QStringLiteral("{{#ops}}")).repeated(10000) + QString(QStringLiteral("{{/ops}}")).repeated(10000);
         QTest::newRow("sections too deep") << QStringList{QStringLiteral("a=") + deep} << "partials/a.mustache"
                                            << "sections nest more than 64 deep";
     }
@@ -614,7 +643,8 @@ private Q_SLOTS:
         const QString stored = QString::fromUtf8(QJsonDocument(evaluations.first().result).toJson());
         QVERIFY2(!stored.contains(envKey) && !stored.contains(settingsKey), qPrintable(stored));
         QVERIFY(stored.contains(QStringLiteral("[redacted]")));
-        QCOMPARE(evaluations.first().result.value(QStringLiteral("status")).toString(), QStringLiteral("compile_error"));
+        QCOMPARE(evaluations.first().result.value(QStringLiteral("status")).toString(),
+                 QStringLiteral("compile_error"));
         const QList<UnitResponse> responses = store.responses(*run);
         QCOMPARE(responses.size(), 1);
         QVERIFY(!responses.first().response.text.contains(settingsKey));

@@ -200,10 +200,10 @@ private Q_SLOTS:
             const WorkerResponse typed = decodeWorkerResponse(response);
             QCOMPARE(typed.raw, response);
             QCOMPARE(typed.ok(), response.value(QLatin1String("ok")).toBool());
-            const int bodies = int(typed.hello.has_value()) + int(typed.tasks.has_value()) + int(typed.device.has_value()) +
-                               int(typed.analyze.has_value()) + int(typed.profile.has_value()) +
-                               int(typed.compile.has_value()) + int(typed.evaluation.has_value()) +
-                               int(typed.reference.has_value());
+            const int bodies = int(typed.hello.has_value()) + int(typed.tasks.has_value()) +
+                               int(typed.device.has_value()) + int(typed.analyze.has_value()) +
+                               int(typed.profile.has_value()) + int(typed.compile.has_value()) +
+                               int(typed.evaluation.has_value()) + int(typed.reference.has_value());
             const bool hasBody = typed.type != ResponseType::Unknown && typed.type != ResponseType::Shutdown &&
                                  (typed.ok() || typed.type == ResponseType::Evaluate);
             QVERIFY2(bodies == (hasBody ? 1 : 0), qPrintable(name));
@@ -225,7 +225,8 @@ private Q_SLOTS:
         };
         const QString answer = golden("08_evaluate_compile_error.request").value(QLatin1String("answer")).toString();
         QCOMPARE(WorkerRequests::tasks(), golden("11_tasks.request"));
-        QCOMPARE(WorkerRequests::analyze(QStringLiteral("L1/1"), QStringLiteral("full")), golden("06_analyze_l1_1.request"));
+        QCOMPARE(WorkerRequests::analyze(QStringLiteral("L1/1"), QStringLiteral("full")),
+                 golden("06_analyze_l1_1.request"));
         QCOMPARE(WorkerRequests::analyze(QStringLiteral("L9/99"), QString()), golden("05_unknown_task.request"));
         WorkerRequests::Evaluate evaluate;
         evaluate.task = QStringLiteral("L1/5");

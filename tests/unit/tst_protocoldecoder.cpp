@@ -1,12 +1,12 @@
 // The protocol's one decoder (src/core/protocol): every golden response decodes into its type,
 // key fields by hand, the status table, and device facts in both spellings of the HBM key.
 
+#include "core/prompts/promptrenderer.h"
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/workerresponses.h"
 #include "core/tasks/gputable.h"
-#include "core/prompts/promptrenderer.h"
 
 #include <QDir>
 #include <QFile>
@@ -71,7 +71,9 @@ private Q_SLOTS:
             }
             case ResponseType::RunReference: decodeReferenceRun(r); break;
             case ResponseType::Shutdown: break;
-            case ResponseType::Unknown: QFAIL(qPrintable(file + QStringLiteral(": a response type the decoder does not know"))); break;
+            case ResponseType::Unknown:
+                QFAIL(qPrintable(file + QStringLiteral(": a response type the decoder does not know")));
+                break;
             }
         }
     }
@@ -93,13 +95,15 @@ private Q_SLOTS:
         QCOMPARE(format.formatError->code, QStringLiteral("no_code_block"));
         QVERIFY(!format.compiled());
 
-        const EvaluationResult compile = decodeEvaluation(golden(QStringLiteral("08_evaluate_compile_error.response.json")));
+        const EvaluationResult compile =
+            decodeEvaluation(golden(QStringLiteral("08_evaluate_compile_error.response.json")));
         QCOMPARE(compile.status, EvaluationStatus::CompileError);
         QVERIFY(compile.compile);
         QVERIFY(!compile.compile->ok);
         QCOMPARE(compile.compile->arch, QStringLiteral("sm_90"));
 
-        const EvaluationResult noDevice = decodeEvaluation(golden(QStringLiteral("09_evaluate_no_device.response.json")));
+        const EvaluationResult noDevice =
+            decodeEvaluation(golden(QStringLiteral("09_evaluate_no_device.response.json")));
         QCOMPARE(noDevice.status, EvaluationStatus::NoDevice);
         QVERIFY(noDevice.torchOnly);
         QVERIFY(noDevice.compiled());
@@ -217,7 +221,8 @@ private Q_SLOTS:
                       QJsonObject{{QStringLiteral("low"), 0}, {QStringLiteral("high"), QJsonValue()}});
         one.insert(QStringLiteral("timing"), timing);
         QVERIFY(!decodeEvaluation(one).timing.interval);
-        const EvaluationResult old = decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}});
+        const EvaluationResult old =
+            decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}});
         QVERIFY(!old.timing.interval);
         QVERIFY(formatSpeedup(old).isEmpty()); // no speed-up, nothing to print
         QVERIFY(old.timing.method.isEmpty());
@@ -257,7 +262,8 @@ private Q_SLOTS:
             "dram_byte":8589934592}})"));
         QVERIFY(misspelt.traffic);
         QVERIFY(!misspelt.measuredDramBytes());
-        QVERIFY2(misspelt.traffic->reason.contains(QLatin1String("unknown key \"dram_byte\"")), qPrintable(misspelt.traffic->reason));
+        QVERIFY2(misspelt.traffic->reason.contains(QLatin1String("unknown key \"dram_byte\"")),
+                 qPrintable(misspelt.traffic->reason));
         for (const char* text : {R"({"status":"correct","traffic":{"profiled":true}})",
                                  R"({"status":"correct","traffic":{"profiled":true,"dram_bytes":0}})",
                                  R"({"status":"correct","traffic":{"profiled":true,"dram_bytes":"8e9"}})",
@@ -267,7 +273,8 @@ private Q_SLOTS:
             QVERIFY2(e.traffic->reason.startsWith(QLatin1String("malformed traffic record")), text);
         }
         // The golden pair: asked on the CPU, correct, not profiled, with the reason.
-        const EvaluationResult golden16 = decodeEvaluation(golden(QStringLiteral("16_evaluate_profile_traffic.response.json")));
+        const EvaluationResult golden16 =
+            decodeEvaluation(golden(QStringLiteral("16_evaluate_profile_traffic.response.json")));
         QVERIFY(golden16.isCorrect());
         QVERIFY(golden16.traffic);
         QVERIFY(!golden16.traffic->profiled);
@@ -275,7 +282,8 @@ private Q_SLOTS:
 
     void supervisorFailureDecodes()
     {
-        const EvaluationResult e = decodeEvaluation(failureResult(QStringLiteral("timeout"), QStringLiteral("no response")));
+        const EvaluationResult e =
+            decodeEvaluation(failureResult(QStringLiteral("timeout"), QStringLiteral("no response")));
         QCOMPARE(e.status, EvaluationStatus::Timeout);
         QCOMPARE(e.message, QStringLiteral("no response"));
         QVERIFY(!e.compiled());
@@ -304,13 +312,15 @@ private Q_SLOTS:
             names.insert(name);
             QCOMPARE(evaluationStatusFromWire(name), info.status); // round trip
         }
-        for (const char* documented : {"format_error", "compile_error", "rejected", "runtime_error", "incorrect", "correct",
-                                       "no_device", "timeout", "crashed", "start_failed", "worker_lost", "resource_limit"})
+        for (const char* documented :
+             {"format_error", "compile_error", "rejected", "runtime_error", "incorrect", "correct", "no_device",
+              "timeout", "crashed", "start_failed", "worker_lost", "resource_limit"})
             QVERIFY2(names.contains(QLatin1String(documented)), documented);
         QCOMPARE(evaluationStatusFromWire(QString()), EvaluationStatus::Unknown);
 
         QCOMPARE(statusCategory(EvaluationStatus::Correct), StatusCategory::Success);
-        for (EvaluationStatus s : {EvaluationStatus::NoDevice, EvaluationStatus::StartFailed, EvaluationStatus::WorkerLost})
+        for (EvaluationStatus s :
+             {EvaluationStatus::NoDevice, EvaluationStatus::StartFailed, EvaluationStatus::WorkerLost})
             QCOMPARE(statusCategory(s), StatusCategory::MachineFault);
         for (EvaluationStatus s : {EvaluationStatus::Timeout, EvaluationStatus::Crashed, EvaluationStatus::FormatError,
                                    EvaluationStatus::CompileError, EvaluationStatus::Rejected,
@@ -388,7 +398,8 @@ private Q_SLOTS:
     // not open), or nothing (an older worker).
     void helloQuietLock()
     {
-        const HelloInfo held = decodeHello(json(R"({"ok":true,"protocol":1,"gpu_quiet_lock":"/run/kwb-gpu/gpu0.quiet"})"));
+        const HelloInfo held =
+            decodeHello(json(R"({"ok":true,"protocol":1,"gpu_quiet_lock":"/run/kwb-gpu/gpu0.quiet"})"));
         QCOMPARE(held.quietLock, QStringLiteral("/run/kwb-gpu/gpu0.quiet"));
         QVERIFY(held.quietLockAnnounced);
         const HelloInfo none = decodeHello(json(
@@ -405,10 +416,12 @@ private Q_SLOTS:
         const HelloInfo listed = decodeHello(json(R"({"ok":true,"protocol":1,"profiles":[
             {"name":"kernelbench","atol":1e-4,"rtol":1e-4,"l2_flush":true,"timing_trials":100,"warmup":3},
             {"name":"kernelbench-v0.1","atol":1e-2,"rtol":1e-2,"l2_flush":false}]})"));
-        QCOMPARE(listed.profileNames(), (QStringList{QStringLiteral("kernelbench"), QStringLiteral("kernelbench-v0.1")}));
+        QCOMPARE(listed.profileNames(),
+                 (QStringList{QStringLiteral("kernelbench"), QStringLiteral("kernelbench-v0.1")}));
         QCOMPARE(*listed.profile(QStringLiteral("kernelbench-v0.1"))->atol, 1e-2);
         QCOMPARE(*listed.profile(QStringLiteral("kernelbench"))->timingTrials, 100);
-        const HelloInfo keyed = decodeHello(json(R"({"ok":true,"protocol":1,"profiles":{"kernelbench":{"tf32":false}}})"));
+        const HelloInfo keyed =
+            decodeHello(json(R"({"ok":true,"protocol":1,"profiles":{"kernelbench":{"tf32":false}}})"));
         QCOMPARE(keyed.profileNames(), QStringList{QStringLiteral("kernelbench")});
         QCOMPARE(*keyed.profile(QStringLiteral("kernelbench"))->tf32, false);
         QVERIFY(decodeHello(json(R"({"ok":true,"protocol":1})")).profiles.isEmpty());
@@ -432,7 +445,8 @@ private Q_SLOTS:
         QCOMPARE(a.ops.first().outputCount, 2);
         QCOMPARE(*a.inputBytes, 4.0);
         QCOMPARE(*a.outputBytes, 2.0);
-        const AnalyzeResult failed = decodeAnalyze(json(R"({"ok":false,"error":{"code":"task_error","message":"boom"}})"));
+        const AnalyzeResult failed =
+            decodeAnalyze(json(R"({"ok":false,"error":{"code":"task_error","message":"boom"}})"));
         QVERIFY(failed.failed && !failed.hasOps);
         QCOMPARE(failed.errorMessage, QStringLiteral("boom"));
         // Ops the worker could not count: the totals are incomplete, and say which ops they miss.

@@ -126,7 +126,8 @@ class TestRemoteWorkers : public QObject
         QProcess process;
         process.setProcessChannelMode(QProcess::MergedChannels);
         process.start(program, arguments);
-        if (!process.waitForFinished(30000) || process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
+        if (!process.waitForFinished(30000) || process.exitStatus() != QProcess::NormalExit ||
+            process.exitCode() != 0) {
             *why = QStringLiteral("%1 %2 failed: %3%4")
                        .arg(program, arguments.join(QLatin1Char(' ')), process.errorString(),
                             QString::fromLocal8Bit(process.readAll()).trimmed());
@@ -139,7 +140,8 @@ class TestRemoteWorkers : public QObject
     QString startSshd()
     {
         const QString sshd = QStandardPaths::findExecutable(
-            QStringLiteral("sshd"), {QStringLiteral("/usr/sbin"), QStringLiteral("/usr/local/sbin"), QStringLiteral("/sbin")});
+            QStringLiteral("sshd"),
+            {QStringLiteral("/usr/sbin"), QStringLiteral("/usr/local/sbin"), QStringLiteral("/sbin")});
         if (sshd.isEmpty())
             return QStringLiteral("no sshd (install openssh-server: scripts/setup-debian.sh)");
         const QString keygen = QStandardPaths::findExecutable(QStringLiteral("ssh-keygen"));
@@ -147,12 +149,14 @@ class TestRemoteWorkers : public QObject
         if (keygen.isEmpty() || ssh.isEmpty())
             return QStringLiteral("no ssh or ssh-keygen (install openssh-client)");
         // As root, sshd insists on its privilege separation folder (the package's service makes it).
-        if (::geteuid() == 0 && !QDir(QStringLiteral("/run/sshd")).exists() && !QDir().mkpath(QStringLiteral("/run/sshd")))
+        if (::geteuid() == 0 && !QDir(QStringLiteral("/run/sshd")).exists() &&
+            !QDir().mkpath(QStringLiteral("/run/sshd")))
             return QStringLiteral("running as root and /run/sshd is missing and cannot be made");
         QString why;
         for (const char* key : {"host_key", "user_key"})
-            if (!run(keygen, {QStringLiteral("-q"), QStringLiteral("-t"), QStringLiteral("ed25519"), QStringLiteral("-N"),
-                              QString(), QStringLiteral("-f"), path(QLatin1String(key))},
+            if (!run(keygen,
+                     {QStringLiteral("-q"), QStringLiteral("-t"), QStringLiteral("ed25519"), QStringLiteral("-N"),
+                      QString(), QStringLiteral("-f"), path(QLatin1String(key))},
                      &why))
                 return why;
         QFile::copy(path(QStringLiteral("user_key.pub")), path(QStringLiteral("authorized_keys")));
@@ -194,25 +198,29 @@ class TestRemoteWorkers : public QObject
                          .toUtf8());
         client.close();
         // What `ssh` is for kwb here: the user's own ssh, with the test's client config.
-        if (!writeExecutable(path(QStringLiteral("ssh")),
-                             QStringLiteral("#!/bin/sh\nexec %1 -F %2 \"$@\"\n").arg(ssh, path(QStringLiteral("ssh_config"))).toUtf8()))
+        if (!writeExecutable(path(QStringLiteral("ssh")), QStringLiteral("#!/bin/sh\nexec %1 -F %2 \"$@\"\n")
+                                                              .arg(ssh, path(QStringLiteral("ssh_config")))
+                                                              .toUtf8()))
             return QStringLiteral("cannot write the ssh wrapper");
         qputenv("KWB_SSH", path(QStringLiteral("ssh")).toUtf8());
 
         m_sshd.setProcessChannelMode(QProcess::MergedChannels);
-        m_sshd.start(sshd, {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"), path(QStringLiteral("sshd_config"))});
+        m_sshd.start(sshd, {QStringLiteral("-D"), QStringLiteral("-e"), QStringLiteral("-f"),
+                            path(QStringLiteral("sshd_config"))});
         if (!m_sshd.waitForStarted(10000))
             return QStringLiteral("sshd does not start: %1").arg(m_sshd.errorString());
         QByteArray log;
         while (!log.contains("Server listening")) {
             if (!m_sshd.waitForReadyRead(10000))
-                return QStringLiteral("sshd did not listen: %1").arg(QString::fromLocal8Bit(log + m_sshd.readAll()).trimmed());
+                return QStringLiteral("sshd did not listen: %1")
+                    .arg(QString::fromLocal8Bit(log + m_sshd.readAll()).trimmed());
             log += m_sshd.readAll();
         }
         // Read on, so that sshd's log never fills the pipe.
         connect(&m_sshd, &QProcess::readyRead, this, [this] { m_sshd.readAll(); });
-        if (!run(path(QStringLiteral("ssh")), {QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
-                                              QStringLiteral("kwbtest"), QStringLiteral("true")},
+        if (!run(path(QStringLiteral("ssh")),
+                 {QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                  QStringLiteral("kwbtest"), QStringLiteral("true")},
                  &why))
             return QStringLiteral("ssh to the test's sshd fails: ") + why;
         return {};
@@ -283,7 +291,8 @@ private Q_SLOTS:
         QVERIFY2(local, qPrintable(error));
         QCOMPARE(local->size(), 2);
         QCOMPARE(local->at(1).location(), QStringLiteral("local:1"));
-        const auto mixed = parseWorkerSpec(QStringLiteral("local:0; ssh:gpu-box:0,1:worker=/opt/kwb/bin/kwb-worker"), {0}, &error);
+        const auto mixed =
+            parseWorkerSpec(QStringLiteral("local:0; ssh:gpu-box:0,1:worker=/opt/kwb/bin/kwb-worker"), {0}, &error);
         QVERIFY2(mixed, qPrintable(error));
         QCOMPARE(mixed->size(), 3);
         QCOMPARE(mixed->at(2).kind, WorkerTarget::Kind::Ssh);
@@ -306,26 +315,30 @@ private Q_SLOTS:
     void specEnvironment()
     {
         QString error;
-        const auto ssh = parseWorkerSpec(
-            QStringLiteral("ssh:gpu-box:0,1:env=KWB_EXTENSION_CACHE=/scratch/kwb ext:env=LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64:"
-                           "worker=/opt/kwb/bin/kwb-worker:env=EMPTY="),
-            {0}, &error);
+        const auto ssh = parseWorkerSpec(QStringLiteral("ssh:gpu-box:0,1:env=KWB_EXTENSION_CACHE=/scratch/kwb "
+                                                        "ext:env=LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64:"
+                                                        "worker=/opt/kwb/bin/kwb-worker:env=EMPTY="),
+                                         {0}, &error);
         QVERIFY2(ssh, qPrintable(error));
         QCOMPARE(ssh->size(), 2);
         const QStringList expected{QStringLiteral("KWB_EXTENSION_CACHE=/scratch/kwb ext"),
-                                   QStringLiteral("LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64"), QStringLiteral("EMPTY=")};
+                                   QStringLiteral("LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64"),
+                                   QStringLiteral("EMPTY=")};
         QCOMPARE(ssh->at(1).environment, expected);
         QCOMPARE(ssh->at(1).remoteWorker, QStringLiteral("/opt/kwb/bin/kwb-worker"));
-        const auto slurm = parseWorkerSpec(QStringLiteral("slurm:partition=a100,env=KWB_EXTENSION_CACHE=/scratch/x,gpus=2,env=A=b:c"), {0}, &error);
+        const auto slurm = parseWorkerSpec(
+            QStringLiteral("slurm:partition=a100,env=KWB_EXTENSION_CACHE=/scratch/x,gpus=2,env=A=b:c"), {0}, &error);
         QVERIFY2(slurm, qPrintable(error));
-        QCOMPARE(slurm->at(1).environment, (QStringList{QStringLiteral("KWB_EXTENSION_CACHE=/scratch/x"), QStringLiteral("A=b:c")}));
+        QCOMPARE(slurm->at(1).environment,
+                 (QStringList{QStringLiteral("KWB_EXTENSION_CACHE=/scratch/x"), QStringLiteral("A=b:c")}));
         // The assignments travel as arguments of the remote script, quoted for the remote shell.
         WorkerLaunchOptions options;
         options.target = ssh->at(0);
         const WorkerLaunch launch = launchWorker(QStringLiteral("kwb-worker"), {}, QProcessEnvironment(), options);
-        QVERIFY2(launch.arguments.constLast().contains(QStringLiteral(
-                     " '3' 'KWB_EXTENSION_CACHE=/scratch/kwb ext' 'LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64' 'EMPTY=' "
-                     "'/opt/kwb/bin/kwb-worker' ")),
+        QVERIFY2(launch.arguments.constLast().contains(
+                     QStringLiteral(" '3' 'KWB_EXTENSION_CACHE=/scratch/kwb ext' "
+                                    "'LD_LIBRARY_PATH=/opt/torch/lib:/usr/local/cuda/lib64' 'EMPTY=' "
+                                    "'/opt/kwb/bin/kwb-worker' ")),
                  qPrintable(launch.arguments.constLast()));
     }
 
@@ -333,34 +346,57 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("spec");
         QTest::addColumn<QString>("error");
-        QTest::newRow("empty") << QString() << QStringLiteral("--workers: empty (e.g. local, ssh:gpu-box:0,1, slurm:partition=a100,gpus=4)");
+        QTest::newRow("empty") << QString()
+                               << QStringLiteral(
+                                      "--workers: empty (e.g. local, ssh:gpu-box:0,1, slurm:partition=a100,gpus=4)");
         QTest::newRow("unknown kind") << QStringLiteral("docker:x")
                                       << QStringLiteral("--workers: 'docker:x' is not a worker spec (local, local:0,1, "
                                                         "ssh:HOST:0,1, slurm:partition=NAME,gpus=N,time=T)");
-        QTest::newRow("ssh without GPUs") << QStringLiteral("ssh:gpu-box")
-                                          << QStringLiteral("--workers: 'ssh:gpu-box': ssh:HOST:GPUS needs a host and GPUs, e.g. ssh:gpu-box:0,1");
-        QTest::newRow("ssh empty GPUs") << QStringLiteral("ssh:gpu-box:") << QStringLiteral("--workers: 'ssh:gpu-box:' names no GPU (e.g. 0,1)");
-        QTest::newRow("host like an option") << QStringLiteral("ssh:-oProxyCommand=x:0")
-                                             << QStringLiteral("--workers: 'ssh:-oProxyCommand=x:0': '-oProxyCommand=x' is not a host name or ssh alias");
-        QTest::newRow("bad GPU") << QStringLiteral("local:0,x") << QStringLiteral("--workers: 'local:0,x': 'x' is not a GPU number (0, 1, …)");
-        QTest::newRow("GPU twice") << QStringLiteral("local:1,1") << QStringLiteral("--workers: 'local:1,1' names GPU 1 twice");
-        QTest::newRow("same GPU in two parts") << QStringLiteral("ssh:a:0;ssh:a:0") << QStringLiteral("--workers: GPU a:0 is named twice");
-        QTest::newRow("ssh unknown option") << QStringLiteral("ssh:a:0:port=22")
-                                            << QStringLiteral("--workers: 'ssh:a:0:port=22': unknown option 'port=22' (known: worker=PATH, env=NAME=VALUE)");
-        QTest::newRow("ssh env without value") << QStringLiteral("ssh:a:0:env=CACHE")
-                                               << QStringLiteral("--workers: 'ssh:a:0:env=CACHE': env=CACHE is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
+        QTest::newRow("ssh without GPUs")
+            << QStringLiteral("ssh:gpu-box")
+            << QStringLiteral("--workers: 'ssh:gpu-box': ssh:HOST:GPUS needs a host and GPUs, e.g. ssh:gpu-box:0,1");
+        QTest::newRow("ssh empty GPUs") << QStringLiteral("ssh:gpu-box:")
+                                        << QStringLiteral("--workers: 'ssh:gpu-box:' names no GPU (e.g. 0,1)");
+        QTest::newRow("host like an option")
+            << QStringLiteral("ssh:-oProxyCommand=x:0")
+            << QStringLiteral(
+                   "--workers: 'ssh:-oProxyCommand=x:0': '-oProxyCommand=x' is not a host name or ssh alias");
+        QTest::newRow("bad GPU") << QStringLiteral("local:0,x")
+                                 << QStringLiteral("--workers: 'local:0,x': 'x' is not a GPU number (0, 1, …)");
+        QTest::newRow("GPU twice") << QStringLiteral("local:1,1")
+                                   << QStringLiteral("--workers: 'local:1,1' names GPU 1 twice");
+        QTest::newRow("same GPU in two parts")
+            << QStringLiteral("ssh:a:0;ssh:a:0") << QStringLiteral("--workers: GPU a:0 is named twice");
+        QTest::newRow("ssh unknown option")
+            << QStringLiteral("ssh:a:0:port=22")
+            << QStringLiteral(
+                   "--workers: 'ssh:a:0:port=22': unknown option 'port=22' (known: worker=PATH, env=NAME=VALUE)");
+        QTest::newRow("ssh env without value")
+            << QStringLiteral("ssh:a:0:env=CACHE")
+            << QStringLiteral("--workers: 'ssh:a:0:env=CACHE': env=CACHE is not NAME=VALUE (e.g. "
+                              "env=KWB_EXTENSION_CACHE=/scratch/kwb)");
         QTest::newRow("ssh env bad name") << QStringLiteral("ssh:a:0:env=1X=y")
-                                          << QStringLiteral("--workers: 'ssh:a:0:env=1X=y': env=1X=y is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
-        QTest::newRow("slurm env bad name") << QStringLiteral("slurm:partition=a,env=A-B=1")
-                                            << QStringLiteral("--workers: 'slurm:partition=a,env=A-B=1': env=A-B=1 is not NAME=VALUE (e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
-        QTest::newRow("slurm without partition") << QStringLiteral("slurm:gpus=2") << QStringLiteral("--workers: 'slurm:gpus=2' needs partition=NAME");
-        QTest::newRow("slurm gpus 0") << QStringLiteral("slurm:partition=a,gpus=0") << QStringLiteral("--workers: 'slurm:partition=a,gpus=0': gpus must be 1 to 64, got '0'");
+                                          << QStringLiteral("--workers: 'ssh:a:0:env=1X=y': env=1X=y is not NAME=VALUE "
+                                                            "(e.g. env=KWB_EXTENSION_CACHE=/scratch/kwb)");
+        QTest::newRow("slurm env bad name")
+            << QStringLiteral("slurm:partition=a,env=A-B=1")
+            << QStringLiteral("--workers: 'slurm:partition=a,env=A-B=1': env=A-B=1 is not NAME=VALUE (e.g. "
+                              "env=KWB_EXTENSION_CACHE=/scratch/kwb)");
+        QTest::newRow("slurm without partition")
+            << QStringLiteral("slurm:gpus=2") << QStringLiteral("--workers: 'slurm:gpus=2' needs partition=NAME");
+        QTest::newRow("slurm gpus 0") << QStringLiteral("slurm:partition=a,gpus=0")
+                                      << QStringLiteral(
+                                             "--workers: 'slurm:partition=a,gpus=0': gpus must be 1 to 64, got '0'");
         QTest::newRow("slurm bad time") << QStringLiteral("slurm:partition=a,time=1h")
-                                        << QStringLiteral("--workers: 'slurm:partition=a,time=1h': time '1h' is not a Slurm time (MINUTES, HH:MM:SS, D-HH:MM)");
+                                        << QStringLiteral("--workers: 'slurm:partition=a,time=1h': time '1h' is not a "
+                                                          "Slurm time (MINUTES, HH:MM:SS, D-HH:MM)");
         QTest::newRow("slurm unknown key") << QStringLiteral("slurm:partition=a,nodes=2")
-                                           << QStringLiteral("--workers: 'slurm:partition=a,nodes=2': unknown key 'nodes' (keys: partition, gpus, time, worker, env)");
-        QTest::newRow("slurm not key=value") << QStringLiteral("slurm:a100")
-                                             << QStringLiteral("--workers: 'slurm:a100': 'a100' is not KEY=VALUE (keys: partition, gpus, time, worker, env)");
+                                           << QStringLiteral("--workers: 'slurm:partition=a,nodes=2': unknown key "
+                                                             "'nodes' (keys: partition, gpus, time, worker, env)");
+        QTest::newRow("slurm not key=value")
+            << QStringLiteral("slurm:a100")
+            << QStringLiteral(
+                   "--workers: 'slurm:a100': 'a100' is not KEY=VALUE (keys: partition, gpus, time, worker, env)");
     }
 
     void specErrors()
@@ -384,7 +420,8 @@ private Q_SLOTS:
                                                  QProcessEnvironment(), options);
         QCOMPARE(launch.program, path(QStringLiteral("ssh"))); // KWB_SSH
         QVERIFY(launch.remote && launch.exitCodeCarriesSignal);
-        QCOMPARE(launch.arguments.mid(0, 3), (QStringList{QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes")}));
+        QCOMPARE(launch.arguments.mid(0, 3),
+                 (QStringList{QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes")}));
         QCOMPARE(launch.arguments.at(launch.arguments.size() - 2), QStringLiteral("kwbtest"));
         const QString command = launch.arguments.constLast();
         // The host limits go along, for the worker to enforce there ("default": that host's own).
@@ -393,8 +430,10 @@ private Q_SLOTS:
                  qPrintable(command));
         options.hostMemoryBytes = qint64(3) << 30;
         options.hostThreads = 64;
-        const QString limited = launchWorker(QStringLiteral("kwb-worker"), {}, QProcessEnvironment(), options).arguments.constLast();
-        QVERIFY2(limited.endsWith(QStringLiteral("'--max-host-memory' '3221225472' '--max-host-threads' '64' '--end-on-stdin-eof'")),
+        const QString limited =
+            launchWorker(QStringLiteral("kwb-worker"), {}, QProcessEnvironment(), options).arguments.constLast();
+        QVERIFY2(limited.endsWith(
+                     QStringLiteral("'--max-host-memory' '3221225472' '--max-host-threads' '64' '--end-on-stdin-eof'")),
                  qPrintable(limited));
         QVERIFY(!command.contains(QStringLiteral("/here/tasks")));
         QCOMPARE(launch.sandbox, kSandboxRemote);
@@ -425,7 +464,8 @@ private Q_SLOTS:
         const QJsonObject envRequest{{QStringLiteral("type"), QStringLiteral("env")}};
         WorkerTarget target = sshTarget(0);
         const QString cache = path(QStringLiteral("extension cache"));
-        target.environment = QStringList{QStringLiteral("KWB_EXTENSION_CACHE=") + cache, QStringLiteral("KWB_SEARCH=/a b:/c")};
+        target.environment =
+            QStringList{QStringLiteral("KWB_EXTENSION_CACHE=") + cache, QStringLiteral("KWB_SEARCH=/a b:/c")};
         const WorkerSupervisor::Outcome named = remoteSupervisor(target)->run(envRequest, kWaitMs);
         QVERIFY2(named.hasResponse(), qPrintable(named.status + QLatin1String(": ") + named.message));
         const QJsonObject there = named.response.raw.value(QLatin1String("environment")).toObject();
@@ -487,15 +527,17 @@ private Q_SLOTS:
             return supervisor->run(request, kWaitMs);
         };
 
-        const WorkerSupervisor::Outcome env = supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
+        const WorkerSupervisor::Outcome env =
+            supervisor->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
         QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
-                                                QString::fromUtf8(env.stderrTail)));
+                                               QString::fromUtf8(env.stderrTail)));
         // PID 1 of its own namespace.
         QCOMPARE(env.response.raw.value(QLatin1String("pid")).toInteger(), qint64(1));
         const QJsonObject environment = env.response.raw.value(QLatin1String("environment")).toObject();
         const QString home = environment.value(QLatin1String("HOME")).toString();
         const QString scratch = environment.value(QLatin1String("TMPDIR")).toString();
-        QVERIFY2(scratch.contains(QLatin1String("/kwb-worker-")) && home == scratch + QStringLiteral("/home"), qPrintable(home));
+        QVERIFY2(scratch.contains(QLatin1String("/kwb-worker-")) && home == scratch + QStringLiteral("/home"),
+                 qPrintable(home));
         QVERIFY(!environment.value(QLatin1String("KWB_BUILD_BROKER")).toString().isEmpty());
         QVERIFY(!env.response.raw.value(QLatin1String("arguments"))
                      .toArray()
@@ -504,9 +546,10 @@ private Q_SLOTS:
         // No host process (this test's, ssh's), none of the host's files, users, home or /tmp.
         const passwd* user = ::getpwuid(::getuid());
         QVERIFY(user);
-        for (const QString& hidden : {QStringLiteral("/proc/%1").arg(::getpid()), QStringLiteral("/proc/%1/environ").arg(::getpid()),
-                                      hostFile, outside.path(), QStringLiteral("/etc/shadow"), QStringLiteral("/run"),
-                                      QStringLiteral("/var"), QString::fromLocal8Bit(user->pw_dir)}) {
+        for (const QString& hidden :
+             {QStringLiteral("/proc/%1").arg(::getpid()), QStringLiteral("/proc/%1/environ").arg(::getpid()), hostFile,
+              outside.path(), QStringLiteral("/etc/shadow"), QStringLiteral("/run"), QStringLiteral("/var"),
+              QString::fromLocal8Bit(user->pw_dir)}) {
             const WorkerSupervisor::Outcome seen = ask(QStringLiteral("stat"), hidden);
             QVERIFY2(seen.hasResponse(), qPrintable(seen.status + QLatin1String(": ") + seen.message));
             QVERIFY2(!seen.response.raw.value(QLatin1String("exists")).toBool(), qPrintable(hidden));
@@ -527,10 +570,12 @@ private Q_SLOTS:
         const WorkerSupervisor::Outcome homeListing = ask(QStringLiteral("stat"), home + QStringLiteral("/.bashrc"));
         QVERIFY(homeListing.hasResponse() && !homeListing.response.raw.value(QLatin1String("exists")).toBool());
         const WorkerSupervisor::Outcome scratchWrite = ask(QStringLiteral("write"), QString());
-        QVERIFY2(scratchWrite.hasResponse(), qPrintable(scratchWrite.status + QLatin1String(": ") + scratchWrite.message));
+        QVERIFY2(scratchWrite.hasResponse(),
+                 qPrintable(scratchWrite.status + QLatin1String(": ") + scratchWrite.message));
         QCOMPARE(scratchWrite.response.raw.value(QLatin1String("write_errno")).toInt(), 0);
         // The worker's own tree is read-only too.
-        const QString beside = QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
+        const QString beside =
+            QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
         const WorkerSupervisor::Outcome treeWrite = ask(QStringLiteral("write"), beside);
         QVERIFY(treeWrite.hasResponse());
         QCOMPARE(treeWrite.response.raw.value(QLatin1String("write_errno")).toInt(), EROFS);
@@ -583,10 +628,13 @@ private Q_SLOTS:
     {
         const QByteArray ssh = useLocalSsh(); // the stand-in keeps this process's environment: the "login"
         const auto restore = qScopeGuard([ssh] { qputenv("KWB_SSH", ssh); });
-        const QList<QPair<QByteArray, QByteArray>> login = {{"KWB_LOGIN_ONLY", "1"}, {"SSH_AUTH_SOCK", "/tmp/agent.sock"},
-                                                           {"CUDA_KWB_PROBE", "kept"}, {"OMP_KWB_TOKEN", "secret"},
-                                                           {"cuda_kwb_api_key", "secret"}, {"KWB_BUILD_BROKER", "/stale/socket"},
-                                                           {"d", "an exported name the script uses"}};
+        const QList<QPair<QByteArray, QByteArray>> login = {{"KWB_LOGIN_ONLY", "1"},
+                                                            {"SSH_AUTH_SOCK", "/tmp/agent.sock"},
+                                                            {"CUDA_KWB_PROBE", "kept"},
+                                                            {"OMP_KWB_TOKEN", "secret"},
+                                                            {"cuda_kwb_api_key", "secret"},
+                                                            {"KWB_BUILD_BROKER", "/stale/socket"},
+                                                            {"d", "an exported name the script uses"}};
         for (const auto& [name, value] : login)
             qputenv(name.constData(), value);
         const auto unset = qScopeGuard([login] {
@@ -594,19 +642,22 @@ private Q_SLOTS:
                 qunsetenv(name.constData());
         });
         WorkerTarget target = sshTarget(0);
-        target.environment = QStringList{QStringLiteral("KWB_SPEC_NAMED=from the spec"), QStringLiteral("MY_API_TOKEN=named on purpose")};
+        target.environment = QStringList{QStringLiteral("KWB_SPEC_NAMED=from the spec"),
+                                         QStringLiteral("MY_API_TOKEN=named on purpose")};
         const WorkerSupervisor::Outcome env =
             remoteSupervisor(target)->run(QJsonObject{{QStringLiteral("type"), QStringLiteral("env")}}, kWaitMs);
         QVERIFY2(env.hasResponse(), qPrintable(env.status + QLatin1String(": ") + env.message + QLatin1Char('\n') +
-                                                QString::fromUtf8(env.stderrTail)));
+                                               QString::fromUtf8(env.stderrTail)));
         const QJsonObject there = env.response.raw.value(QLatin1String("environment")).toObject();
         const QString all = QString::fromUtf8(QJsonDocument(there).toJson(QJsonDocument::Compact));
         QCOMPARE(there.value(QLatin1String("CUDA_KWB_PROBE")).toString(), QStringLiteral("kept"));
         QCOMPARE(there.value(QLatin1String("KWB_SPEC_NAMED")).toString(), QStringLiteral("from the spec"));
         QCOMPARE(there.value(QLatin1String("MY_API_TOKEN")).toString(), QStringLiteral("named on purpose"));
         for (const char* gone : {"KWB_LOGIN_ONLY", "SSH_AUTH_SOCK", "OMP_KWB_TOKEN", "cuda_kwb_api_key", "d"})
-            QVERIFY2(!there.contains(QLatin1String(gone)), qPrintable(QLatin1String(gone) + QLatin1String(" in ") + all));
-        QVERIFY2(there.value(QLatin1String("KWB_BUILD_BROKER")).toString() != QLatin1String("/stale/socket"), qPrintable(all));
+            QVERIFY2(!there.contains(QLatin1String(gone)),
+                     qPrintable(QLatin1String(gone) + QLatin1String(" in ") + all));
+        QVERIFY2(there.value(QLatin1String("KWB_BUILD_BROKER")).toString() != QLatin1String("/stale/socket"),
+                 qPrintable(all));
         QVERIFY(there.contains(QLatin1String("PATH")));
     }
 
@@ -618,9 +669,11 @@ private Q_SLOTS:
         const auto restore = qScopeGuard([ssh] { qputenv("KWB_SSH", ssh); });
         const QString failing = path(QStringLiteral("failing-bwrap"));
         QVERIFY(QDir().mkpath(failing));
-        QVERIFY(writeExecutable(failing + QStringLiteral("/bwrap"), "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"));
+        QVERIFY(writeExecutable(failing + QStringLiteral("/bwrap"),
+                                "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"));
         WorkerTarget target = sshTarget(0);
-        target.environment = QStringList{QStringLiteral("PATH=") + failing + QLatin1Char(':') + qEnvironmentVariable("PATH")};
+        target.environment =
+            QStringList{QStringLiteral("PATH=") + failing + QLatin1Char(':') + qEnvironmentVariable("PATH")};
         const QJsonObject envRequest{{QStringLiteral("type"), QStringLiteral("env")}};
         const WorkerSupervisor::Outcome refused = remoteSupervisor(target)->run(envRequest, kWaitMs);
         QVERIFY2(refused.hasResponse(), qPrintable(refused.status + QLatin1String(": ") + refused.message));
@@ -668,8 +721,9 @@ private Q_SLOTS:
         const WorkerSupervisor::Outcome over = supervisor->run(request, 60000);
         QCOMPARE(over.status, QStringLiteral("resource_limit"));
         QVERIFY2(over.message.startsWith(message), qPrintable(over.message));
-        QVERIFY2(over.message.contains(mode == QLatin1String("alloc") ? QStringLiteral(" over the limit of 128 MiB (on kwbtest:0)")
-                                                                      : QStringLiteral(" over the limit of 32 (on kwbtest:0)")),
+        QVERIFY2(over.message.contains(mode == QLatin1String("alloc")
+                                           ? QStringLiteral(" over the limit of 128 MiB (on kwbtest:0)")
+                                           : QStringLiteral(" over the limit of 32 (on kwbtest:0)")),
                  qPrintable(over.message));
         // Under the limits the next worker there answers.
         const WorkerSupervisor::Outcome next = supervisor->run(evaluate(), kWaitMs);
@@ -694,16 +748,20 @@ private Q_SLOTS:
         auto supervisor = remoteSupervisor(sshTarget(0), kWatchedByPid);
         qint64 remotePid = 0;
         connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
-                [&remotePid](qint64, const HelloInfo& hello) { remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble()); });
+                [&remotePid](qint64, const HelloInfo& hello) {
+                    remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble());
+                });
         QString status;
         QString message;
         bool ended = false;
-        connect(supervisor.get(), &WorkerSupervisor::requestFailed, this, [&](qint64, const QString& s, const QString& m) {
-            ended = true;
-            status = s;
-            message = m;
-        });
-        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, this, [&](qint64, const WorkerResponse&) { ended = true; });
+        connect(supervisor.get(), &WorkerSupervisor::requestFailed, this,
+                [&](qint64, const QString& s, const QString& m) {
+                    ended = true;
+                    status = s;
+                    message = m;
+                });
+        connect(supervisor.get(), &WorkerSupervisor::responseAvailable, this,
+                [&](qint64, const WorkerResponse&) { ended = true; });
         supervisor->sendRequest(evaluate(QStringLiteral("hang")), how == QLatin1String("timeout") ? 3000 : kWaitMs);
         QVERIFY(QTest::qWaitFor([&] { return remotePid != 0; }, kWaitMs));
         QVERIFY(processAlive(remotePid));
@@ -754,19 +812,24 @@ private Q_SLOTS:
             ++endings[id];
             results.insert(id, result);
         });
-        connect(&queue, &EvaluationQueue::jobFailed, this, [&](qint64 id, const QString& status, const QString& message) {
-            ++endings[id];
-            qWarning("job %lld failed: %s: %s", id, qPrintable(status), qPrintable(message));
-        });
-        connect(&queue, &EvaluationQueue::workerLost, this, [&](const QString& location, const QString&) { lost << location; });
+        connect(&queue, &EvaluationQueue::jobFailed, this,
+                [&](qint64 id, const QString& status, const QString& message) {
+                    ++endings[id];
+                    qWarning("job %lld failed: %s: %s", id, qPrintable(status), qPrintable(message));
+                });
+        connect(&queue, &EvaluationQueue::workerLost, this,
+                [&](const QString& location, const QString&) { lost << location; });
         qint64 remotePid = 0;
         connect(queue.gpuSupervisor(0), &WorkerSupervisor::workerAvailable, this,
-                [&remotePid](qint64, const HelloInfo& hello) { remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble()); });
+                [&remotePid](qint64, const HelloInfo& hello) {
+                    remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble());
+                });
         // The first job goes to the ssh worker (GPU 1 there) and takes long there only; the others
         // queue behind.
         const qint64 first = queue.submit(
             QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")),
-            QJsonObject{{QStringLiteral("delay_ms"), 0}, {QStringLiteral("delay_ms_by_device"), QJsonObject{{QStringLiteral("1"), 60000}}}});
+            QJsonObject{{QStringLiteral("delay_ms"), 0},
+                        {QStringLiteral("delay_ms_by_device"), QJsonObject{{QStringLiteral("1"), 60000}}}});
         QList<qint64> ids{first};
         for (int i = 0; i < 3; ++i)
             ids << queue.submit(QStringLiteral("L1/1"), answer());
@@ -810,10 +873,12 @@ private Q_SLOTS:
         queue.setCompileWorkerCount(1);
         queue.setKillGracePeriod(300);
         QMap<qint64, QJsonObject> results;
-        connect(&queue, &EvaluationQueue::jobFinished, this, [&](qint64 id, const QJsonObject& result) { results.insert(id, result); });
-        connect(&queue, &EvaluationQueue::jobFailed, this, [&](qint64 id, const QString& status, const QString& message) {
-            results.insert(id, QJsonObject{{QStringLiteral("failed"), status + QLatin1String(": ") + message}});
-        });
+        connect(&queue, &EvaluationQueue::jobFinished, this,
+                [&](qint64 id, const QJsonObject& result) { results.insert(id, result); });
+        connect(&queue, &EvaluationQueue::jobFailed, this,
+                [&](qint64 id, const QString& status, const QString& message) {
+                    results.insert(id, QJsonObject{{QStringLiteral("failed"), status + QLatin1String(": ") + message}});
+                });
         QList<qint64> ids;
         for (int i = 0; i < 8; ++i)
             ids << queue.submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow\n// %1").arg(i)),
@@ -824,7 +889,8 @@ private Q_SLOTS:
         QMap<QString, int> withCubin;
         for (qint64 id : ids) {
             const QJsonObject result = results.value(id);
-            QVERIFY2(!result.contains(QLatin1String("failed")), qPrintable(result.value(QLatin1String("failed")).toString()));
+            QVERIFY2(!result.contains(QLatin1String("failed")),
+                     qPrintable(result.value(QLatin1String("failed")).toString()));
             QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("correct"));
             const QString where = result.value(QLatin1String("worker")).toString();
             const QJsonObject compile = result.value(QLatin1String("compile")).toObject();
@@ -859,22 +925,25 @@ private Q_SLOTS:
         const QString log = path(QStringLiteral("srun-arguments"));
         const QString srun = path(QStringLiteral("srun"));
         QVERIFY(writeExecutable(
-            srun, QStringLiteral("#!/bin/sh\n"
-                                 "printf '%s\\n' \"$@\" > %1\n"
-                                 "for expected in --partition=a100 --ntasks=1 --gpus=1 --quiet --kill-on-bad-exit=1 --time=10; do\n"
-                                 "  [ \"$1\" = \"$expected\" ] || { echo \"srun stand-in: expected $expected, got $1\" >&2; exit 64; }\n"
-                                 "  shift\n"
-                                 "done\n"
-                                 "[ \"$1\" = sh ] || { echo \"srun stand-in: expected the program, got $1\" >&2; exit 64; }\n"
-                                 "[ -z \"$KWB_API_KEY\" ] || { echo 'srun stand-in: an API key reached srun' >&2; exit 64; }\n"
-                                 "CUDA_VISIBLE_DEVICES=3; export CUDA_VISIBLE_DEVICES\n"
-                                 "exec \"$@\"\n")
-                      .arg(log)
-                      .toUtf8()));
+            srun,
+            QStringLiteral(
+                "#!/bin/sh\n"
+                "printf '%s\\n' \"$@\" > %1\n"
+                "for expected in --partition=a100 --ntasks=1 --gpus=1 --quiet --kill-on-bad-exit=1 --time=10; do\n"
+                "  [ \"$1\" = \"$expected\" ] || { echo \"srun stand-in: expected $expected, got $1\" >&2; exit 64; }\n"
+                "  shift\n"
+                "done\n"
+                "[ \"$1\" = sh ] || { echo \"srun stand-in: expected the program, got $1\" >&2; exit 64; }\n"
+                "[ -z \"$KWB_API_KEY\" ] || { echo 'srun stand-in: an API key reached srun' >&2; exit 64; }\n"
+                "CUDA_VISIBLE_DEVICES=3; export CUDA_VISIBLE_DEVICES\n"
+                "exec \"$@\"\n")
+                .arg(log)
+                .toUtf8()));
         qputenv("KWB_SRUN", srun.toUtf8());
         qputenv("KWB_API_KEY", "not-for-the-worker");
         QString error;
-        const auto targets = parseWorkerSpec(QStringLiteral("slurm:partition=a100,gpus=2,time=10,worker=" KWB_FAKEWORKER), {0}, &error);
+        const auto targets =
+            parseWorkerSpec(QStringLiteral("slurm:partition=a100,gpus=2,time=10,worker=" KWB_FAKEWORKER), {0}, &error);
         QVERIFY2(targets, qPrintable(error));
         QCOMPARE(targets->size(), 2);
         auto supervisor = remoteSupervisor(targets->at(1), kWatchedByPid);
@@ -893,7 +962,9 @@ private Q_SLOTS:
         // A hung worker under srun: the time-out ends srun, and with it the worker.
         qint64 remotePid = 0;
         connect(supervisor.get(), &WorkerSupervisor::workerAvailable, this,
-                [&remotePid](qint64, const HelloInfo& hello) { remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble()); });
+                [&remotePid](qint64, const HelloInfo& hello) {
+                    remotePid = qint64(hello.raw.value(QLatin1String("pid")).toDouble());
+                });
         const WorkerSupervisor::Outcome hung = supervisor->run(evaluate(QStringLiteral("hang")), 2000);
         QCOMPARE(hung.status, QStringLiteral("timeout"));
         QVERIFY(remotePid != 0);

@@ -182,7 +182,10 @@ QString interval(const Estimate& e, int decimals)
 // from the code under test.
 QString pct(const Estimate& e)
 {
-    return QStringLiteral("%1 % [%2\u2013%3]").arg(QString::number(e.value, 'f', 1)).arg(qRound(e.low)).arg(qRound(e.high));
+    return QStringLiteral("%1 % [%2\u2013%3]")
+        .arg(QString::number(e.value, 'f', 1))
+        .arg(qRound(e.low))
+        .arg(qRound(e.high));
 }
 
 QString geo(const Estimate& e, int n)
@@ -324,18 +327,18 @@ private Q_SLOTS:
             e.speedup = speedup;
             QJsonObject timing;
             if (low > 0)
-                timing.insert(QStringLiteral("speedup_interval"),
-                              QJsonObject{{QStringLiteral("low"), low}, {QStringLiteral("high"), high},
-                                          {QStringLiteral("samples"), 40}});
-            e.result = QJsonObject{{QStringLiteral("status"), e.status}, {QStringLiteral("speedup"), speedup},
+                timing.insert(QStringLiteral("speedup_interval"), QJsonObject{{QStringLiteral("low"), low},
+                                                                              {QStringLiteral("high"), high},
+                                                                              {QStringLiteral("samples"), 40}});
+            e.result = QJsonObject{{QStringLiteral("status"), e.status},
+                                   {QStringLiteral("speedup"), speedup},
                                    {QStringLiteral("timing"), timing}};
             return outcomeOf(e);
         };
-        const QList<TaskOutcome> outcomes = {record("L1/1", "correct", 1.02, 0.97, 1.07),
-                                             record("L1/2", "correct", 1.30, 1.25, 1.35),
-                                             record("L1/3", "correct", 2.50, 2.45, 2.55),
-                                             record("L1/4", "correct", 0.90, 0, 0),
-                                             record("L1/5", "incorrect", 3.00, 2.9, 3.1)};
+        const QList<TaskOutcome> outcomes = {
+            record("L1/1", "correct", 1.02, 0.97, 1.07), record("L1/2", "correct", 1.30, 1.25, 1.35),
+            record("L1/3", "correct", 2.50, 2.45, 2.55), record("L1/4", "correct", 0.90, 0, 0),
+            record("L1/5", "incorrect", 3.00, 2.9, 3.1)};
         QCOMPARE(outcomes.at(0).speedupLow, 0.97);
         QVERIFY(std::isnan(outcomes.at(3).speedupLow));
         const QList<FastP> f = fastPOf(outcomes);
@@ -388,7 +391,7 @@ private Q_SLOTS:
         QCOMPARE(b.summary.perLevel.value(2).correct, 1);
         QCOMPARE(b.summary.perLevel.value(3).correct, 0);
         QCOMPARE(b.chosenEvaluation.value(QStringLiteral("L1/2")), m_fixture.evalBL12Fast);
-        QCOMPARE(b.outcomes.at(0).status, QStringLiteral("correct")); // L1/1: turn 1 broke, turn 0 counts
+        QCOMPARE(b.outcomes.at(0).status, QStringLiteral("correct"));   // L1/1: turn 1 broke, turn 0 counts
         QCOMPARE(b.outcomes.at(2).status, QStringLiteral("incorrect")); // L2/1
         QCOMPARE(b.usage.responses, 10);
         QCOMPARE(b.usage.tokensIn.value_or(-1), 90);
@@ -629,17 +632,20 @@ private Q_SLOTS:
         const Metrics& b = r.runs.at(1).summary.overall;
         // The study's mean and best speed-up, and the torch-only count, beside the geometric mean.
         const auto meanBest = [](const Metrics& m) {
-            return QStringLiteral("%1\u00D7 / %2\u00D7").arg(QString::number(m.meanSpeedup, 'f', 2), QString::number(m.bestSpeedup, 'f', 2));
+            return QStringLiteral("%1\u00D7 / %2\u00D7")
+                .arg(QString::number(m.meanSpeedup, 'f', 2), QString::number(m.bestSpeedup, 'f', 2));
         };
-        const auto torchOnly = [](const Metrics& m) { return QStringLiteral("%1 of %2").arg(m.torchOnlyCorrect).arg(m.correct); };
+        const auto torchOnly = [](const Metrics& m) {
+            return QStringLiteral("%1 of %2").arg(m.torchOnlyCorrect).arg(m.correct);
+        };
         const QString rowA =
             QStringLiteral("| #1 | zero_shot | A | finished | 6 | %1 | %7 | %2 | %3 | 2/2 | 0/2 | 1/2 | %4 | %5 | %6 "
                            "| n/a | 600 / 300 | 6.0 s |\n")
                 .arg(pct(a.correctPct), pct(a.fast1Pct), pct(a.compiledPct), geo(a.geomeanSpeedup, 3), meanBest(a),
                      torchOnly(a), clearFast1Text(a));
         QVERIFY2(md.contains(rowA), qPrintable(md + QStringLiteral("\nwanted:\n") + rowA));
-        QVERIFY(rowA.contains(QStringLiteral("| 50.0 % [")) && rowA.contains(QStringLiteral("| 16.7 % ["))
-                && rowA.contains(QStringLiteral("| 66.7 % [")) && rowA.contains(QStringLiteral("| 1.00\u00D7 [")));
+        QVERIFY(rowA.contains(QStringLiteral("| 50.0 % [")) && rowA.contains(QStringLiteral("| 16.7 % [")) &&
+                rowA.contains(QStringLiteral("| 66.7 % [")) && rowA.contains(QStringLiteral("| 1.00\u00D7 [")));
         const QString rowB =
             QStringLiteral("| #2 | agent | B | running | 6 | %1 | %7 | %2 | %3 | 2/2 | 1/2 | 0/2 | %4 | %5 | %6 "
                            "| n/a | 90 / 180 | 4.5 s |\n")
@@ -648,11 +654,12 @@ private Q_SLOTS:
         QVERIFY(a.clearFast1 <= a.fast1 && b.clearFast1 <= b.fast1);
         QVERIFY2(std::isfinite(a.meanSpeedup) && a.bestSpeedup >= a.meanSpeedup, qPrintable(meanBest(a)));
         QVERIFY2(md.contains(rowB), qPrintable(md + QStringLiteral("\nwanted:\n") + rowB));
-        QVERIFY(rowB.contains(QStringLiteral("| 33.3 % [")) && rowB.contains(QStringLiteral("| 83.3 % ["))
-                && rowB.contains(QStringLiteral("| 2.00\u00D7 [")));
+        QVERIFY(rowB.contains(QStringLiteral("| 33.3 % [")) && rowB.contains(QStringLiteral("| 83.3 % [")) &&
+                rowB.contains(QStringLiteral("| 2.00\u00D7 [")));
         const PairedComparison& c = r.pairs.at(0).comparison;
-        const QString pair = QStringLiteral("| #1 zero_shot | #2 agent | 6 | 50.0 | 50.0 | %1 | 1 | 1 | 2 | 2 | 1.000 |\n")
-                                 .arg(interval(c.differencePct, 1));
+        const QString pair =
+            QStringLiteral("| #1 zero_shot | #2 agent | 6 | 50.0 | 50.0 | %1 | 1 | 1 | 2 | 2 | 1.000 |\n")
+                .arg(interval(c.differencePct, 1));
         QVERIFY2(md.contains(pair), qPrintable(md));
         QVERIFY2(md.contains(QStringLiteral("| L2 | #2 agent | 2 | 1 | ")), qPrintable(md));
         QVERIFY2(md.contains(QStringLiteral("| all | routed | 6 | 4 | 66.7 % [")), qPrintable(md));
@@ -666,15 +673,29 @@ private Q_SLOTS:
         const QString text = reportCsv(report());
         const QStringList rows = text.split(QStringLiteral("\r\n"), Qt::SkipEmptyParts);
         QCOMPARE(rows.first(), QStringLiteral("section,run,run_b,level,metric,value,low,high"));
-        for (const char* expected :
-             {"run,1,,all,tasks,6,,", "run,1,,all,correct,3,,", "run,1,,all,fast1,1,,", "run,1,,all,compiled,4,,",
-              "run,1,,all,geomean_count,3,,", "run,1,,all,tokens_in,600,,", "run,1,,all,model_time_ms,6000,,",
-              "run,1,,3,correct,1,,", "run,2,,all,evaluations,10,,", "run,2,,all,responses,10,,",
-              "run,2,,all,tokens_out,180,,", "run,2,,all,model_time_ms,4500,,", "run,2,,2,correct,1,,",
-              "paired,1,2,all,tasks,6,,", "paired,1,2,all,only_a,1,,", "paired,1,2,all,only_b,1,,",
-              "paired,1,2,all,both,2,,", "paired,1,2,all,neither,2,,", "paired,1,2,all,sign_test_p,1,,",
-              "routing,1,,1,correct,2,,", "routing,2,,2,correct,1,,", "routing,1,,3,correct,1,,",
-              "routing,,,all,correct,4,,"}) {
+        for (const char* expected : {"run,1,,all,tasks,6,,",
+                                     "run,1,,all,correct,3,,",
+                                     "run,1,,all,fast1,1,,",
+                                     "run,1,,all,compiled,4,,",
+                                     "run,1,,all,geomean_count,3,,",
+                                     "run,1,,all,tokens_in,600,,",
+                                     "run,1,,all,model_time_ms,6000,,",
+                                     "run,1,,3,correct,1,,",
+                                     "run,2,,all,evaluations,10,,",
+                                     "run,2,,all,responses,10,,",
+                                     "run,2,,all,tokens_out,180,,",
+                                     "run,2,,all,model_time_ms,4500,,",
+                                     "run,2,,2,correct,1,,",
+                                     "paired,1,2,all,tasks,6,,",
+                                     "paired,1,2,all,only_a,1,,",
+                                     "paired,1,2,all,only_b,1,,",
+                                     "paired,1,2,all,both,2,,",
+                                     "paired,1,2,all,neither,2,,",
+                                     "paired,1,2,all,sign_test_p,1,,",
+                                     "routing,1,,1,correct,2,,",
+                                     "routing,2,,2,correct,1,,",
+                                     "routing,1,,3,correct,1,,",
+                                     "routing,,,all,correct,4,,"}) {
             QVERIFY2(rows.contains(QString::fromLatin1(expected)), expected);
         }
         const auto startsWith = [&rows](const char* prefix) {
@@ -704,12 +725,18 @@ private Q_SLOTS:
         QCOMPARE(a.value(QStringLiteral("regime")).toString(), QStringLiteral("zero_shot"));
         const QJsonObject overallA = a.value(QStringLiteral("overall")).toObject();
         QCOMPARE(overallA.value(QStringLiteral("correct")).toInt(), 3);
-        QCOMPARE(overallA.value(QStringLiteral("correct_pct")).toObject().value(QStringLiteral("value")).toDouble(), 50.0);
-        QVERIFY(std::abs(overallA.value(QStringLiteral("geomean_speedup")).toObject().value(QStringLiteral("value")).toDouble()
-                         - 1.0)
-                < 1e-12);
-        QCOMPARE(a.value(QStringLiteral("levels")).toObject().value(QStringLiteral("3")).toObject()
-                     .value(QStringLiteral("correct")).toInt(),
+        QCOMPARE(overallA.value(QStringLiteral("correct_pct")).toObject().value(QStringLiteral("value")).toDouble(),
+                 50.0);
+        QVERIFY(
+            std::abs(
+                overallA.value(QStringLiteral("geomean_speedup")).toObject().value(QStringLiteral("value")).toDouble() -
+                1.0) < 1e-12);
+        QCOMPARE(a.value(QStringLiteral("levels"))
+                     .toObject()
+                     .value(QStringLiteral("3"))
+                     .toObject()
+                     .value(QStringLiteral("correct"))
+                     .toInt(),
                  1);
         QCOMPARE(a.value(QStringLiteral("usage")).toObject().value(QStringLiteral("tokens_in")).toInt(), 600);
         const QJsonObject b = runs.at(1).toObject();
@@ -727,11 +754,16 @@ private Q_SLOTS:
         QCOMPARE(pair.value(QStringLiteral("only_a")).toInt(), 1);
         QCOMPARE(pair.value(QStringLiteral("only_b")).toInt(), 1);
         QCOMPARE(pair.value(QStringLiteral("sign_test_p")).toDouble(), 1.0);
-        QCOMPARE(pair.value(QStringLiteral("difference_pct")).toObject().value(QStringLiteral("value")).toDouble(), 0.0);
+        QCOMPARE(pair.value(QStringLiteral("difference_pct")).toObject().value(QStringLiteral("value")).toDouble(),
+                 0.0);
 
         const QJsonObject routing = json.value(QStringLiteral("routing")).toObject();
-        QCOMPARE(routing.value(QStringLiteral("levels")).toObject().value(QStringLiteral("2")).toObject()
-                     .value(QStringLiteral("run")).toInt(),
+        QCOMPARE(routing.value(QStringLiteral("levels"))
+                     .toObject()
+                     .value(QStringLiteral("2"))
+                     .toObject()
+                     .value(QStringLiteral("run"))
+                     .toInt(),
                  2);
         QCOMPARE(routing.value(QStringLiteral("combined")).toObject().value(QStringLiteral("correct")).toInt(), 4);
         QVERIFY(json.value(QStringLiteral("notes")).toArray().size() == 1);
@@ -745,9 +777,9 @@ private Q_SLOTS:
         const QJsonObject json = QJsonDocument::fromJson(kwb->readAllStandardOutput()).object();
         QCOMPARE(json.value(QStringLiteral("ok")).toBool(), true);
         QCOMPARE(json.value(QStringLiteral("runs")).toArray().size(), 2);
-        QCOMPARE(json.value(QStringLiteral("comparisons")).toArray().at(0).toObject()
-                     .value(QStringLiteral("both")).toInt(),
-                 2);
+        QCOMPARE(
+            json.value(QStringLiteral("comparisons")).toArray().at(0).toObject().value(QStringLiteral("both")).toInt(),
+            2);
 
         kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), m_db, QStringLiteral("--runs"),
                       QStringLiteral("2"), QStringLiteral("--format"), QStringLiteral("json")});
@@ -831,14 +863,17 @@ private Q_SLOTS:
         QProcess* kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), foreign});
         QCOMPARE(kwb->exitCode(), 4);
         QString err = QString::fromUtf8(kwb->readAllStandardError());
-        QVERIFY2(err.startsWith(QStringLiteral("kwb report: %1 is a SQLite database of another program (tables: foo), not a "
-                                               "run store; it was left unchanged.")
-                                    .arg(foreign)),
-                 qPrintable(err));
+        QVERIFY2(
+            err.startsWith(QStringLiteral("kwb report: %1 is a SQLite database of another program (tables: foo), not a "
+                                          "run store; it was left unchanged.")
+                               .arg(foreign)),
+            qPrintable(err));
         QVERIFY(kwb::test::FileSnapshot::of(foreign) == before);
-        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), foreign, QStringLiteral("--format"), QStringLiteral("json")});
+        kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), foreign, QStringLiteral("--format"),
+                      QStringLiteral("json")});
         QCOMPARE(kwb->exitCode(), 4);
-        const QJsonObject error = QJsonDocument::fromJson(kwb->readAllStandardOutput()).object().value(QLatin1String("error")).toObject();
+        const QJsonObject error =
+            QJsonDocument::fromJson(kwb->readAllStandardOutput()).object().value(QLatin1String("error")).toObject();
         QCOMPARE(error.value(QLatin1String("code")).toString(), QStringLiteral("bad_database"));
         QVERIFY(error.value(QLatin1String("message")).toString().contains(QLatin1String("another program")));
 
@@ -856,7 +891,8 @@ private Q_SLOTS:
         kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), damaged});
         QCOMPARE(kwb->exitCode(), 4);
         err = QString::fromUtf8(kwb->readAllStandardError());
-        QVERIFY2(err.contains(QLatin1String("damaged SQLite database")) && err.contains(QLatin1String("What cannot be read")),
+        QVERIFY2(err.contains(QLatin1String("damaged SQLite database")) &&
+                     err.contains(QLatin1String("What cannot be read")),
                  qPrintable(err));
         QVERIFY(kwb::test::FileSnapshot::of(damaged) == before);
 
@@ -869,7 +905,8 @@ private Q_SLOTS:
         kwb = runKwb({QStringLiteral("report"), QStringLiteral("--db"), older});
         QCOMPARE(kwb->exitCode(), 0);
         err = QString::fromUtf8(kwb->readAllStandardError());
-        QVERIFY2(err.contains(QStringLiteral("was a run store of schema 1; it is now migrated to schema %1").arg(RunStore::schemaVersion())),
+        QVERIFY2(err.contains(QStringLiteral("was a run store of schema 1; it is now migrated to schema %1")
+                                  .arg(RunStore::schemaVersion())),
                  qPrintable(err));
     }
 
@@ -884,9 +921,10 @@ private Q_SLOTS:
         QJsonArray tasks;
         for (int i = 1; i <= 10; ++i)
             tasks.append(QStringLiteral("L1/%1").arg(i));
-        const qint64 run =
-            store.createRun(QStringLiteral("ten"), QStringLiteral("zero_shot"), QJsonObject{{QStringLiteral("tasks"), tasks}})
-                .value_or(0);
+        const qint64 run = store
+                               .createRun(QStringLiteral("ten"), QStringLiteral("zero_shot"),
+                                          QJsonObject{{QStringLiteral("tasks"), tasks}})
+                               .value_or(0);
         QVERIFY(run > 0);
         const auto evaluate = [&](const QString& task, const QJsonObject& result) {
             PromptRecord prompt{0, run, task, 1, 0, QStringLiteral("generator"), QStringLiteral("write"), QString()};
@@ -899,17 +937,19 @@ private Q_SLOTS:
             candidate.turn = 1;
             QVERIFY(store.addEvaluation(store.addCandidate(candidate).value_or(0), result));
         };
-        const QJsonObject lost{{QStringLiteral("status"), QStringLiteral("worker_lost")},
-                               {QStringLiteral("message"), QStringLiteral("the worker was killed by signal 9 (SIGKILL)")}};
+        const QJsonObject lost{
+            {QStringLiteral("status"), QStringLiteral("worker_lost")},
+            {QStringLiteral("message"), QStringLiteral("the worker was killed by signal 9 (SIGKILL)")}};
         for (int i = 1; i <= 7; ++i) {
             if (i == 6)
                 evaluate(QStringLiteral("L1/6"), lost);
             evaluate(QStringLiteral("L1/%1").arg(i),
-                     QJsonObject{{QStringLiteral("status"), i <= 4 ? QStringLiteral("correct") : QStringLiteral("incorrect")},
-                                 {QStringLiteral("speedup"), 1.5}});
+                     QJsonObject{
+                         {QStringLiteral("status"), i <= 4 ? QStringLiteral("correct") : QStringLiteral("incorrect")},
+                         {QStringLiteral("speedup"), 1.5}});
         }
-        PromptRecord failedPrompt{0, run, QStringLiteral("L1/8"), 1, 0, QStringLiteral("generator"),
-                                  QStringLiteral("write"), QString()};
+        PromptRecord failedPrompt{
+            0, run, QStringLiteral("L1/8"), 1, 0, QStringLiteral("generator"), QStringLiteral("write"), QString()};
         ResponseRecord failed;
         failed.promptId = store.addPrompt(failedPrompt).value_or(0);
         failed.error = QStringLiteral("http_error: HTTP 500 from the server");
@@ -930,7 +970,8 @@ private Q_SLOTS:
         QCOMPARE(r.unevaluated.at(0).kind, UnevaluatedKind::NotStarted);
         QCOMPARE(r.unevaluated.at(1).task, QStringLiteral("L1/8"));
         QCOMPARE(r.unevaluated.at(1).kind, UnevaluatedKind::ModelRequestFailed);
-        QCOMPARE(r.unevaluated.at(1).reason, QStringLiteral("model request failed: http_error: HTTP 500 from the server"));
+        QCOMPARE(r.unevaluated.at(1).reason,
+                 QStringLiteral("model request failed: http_error: HTTP 500 from the server"));
         QCOMPARE(r.unevaluated.at(2).task, QStringLiteral("L1/9"));
         QCOMPARE(r.unevaluated.at(2).kind, UnevaluatedKind::MachineFailure);
         QVERIFY2(r.unevaluated.at(2).reason.startsWith(QLatin1String("not evaluated: machine failure (worker_lost: ")),
@@ -943,20 +984,24 @@ private Q_SLOTS:
         QCOMPARE(units.at(1).unit.task, QStringLiteral("L1/9"));
 
         const QString md = reportMarkdown(*report);
-        QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | ten | finished | 10 |").arg(run))
-                     || md.contains(QStringLiteral("| ten | running | 10 |")),
+        QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | ten | finished | 10 |").arg(run)) ||
+                     md.contains(QStringLiteral("| ten | running | 10 |")),
                  qPrintable(md));
         QVERIFY2(md.contains(QStringLiteral("## Tasks without an evaluation")), qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | L1/8 | model request failed: http_error: HTTP 500 from the server |")
-                                 .arg(run)),
-                 qPrintable(md));
+        QVERIFY2(
+            md.contains(
+                QStringLiteral("| #%1 zero_shot | L1/8 | model request failed: http_error: HTTP 500 from the server |")
+                    .arg(run)),
+            qPrintable(md));
         QVERIFY2(md.contains(QStringLiteral("| L1/10 | not started")), qPrintable(md));
         const QString csv = reportCsv(*report);
         QVERIFY2(csv.contains(QStringLiteral("run,%1,,all,tasks,10,,\r\n").arg(run)), qPrintable(csv));
         QVERIFY2(csv.contains(QStringLiteral("run,%1,,all,unevaluated,3,,\r\n").arg(run)), qPrintable(csv));
-        QVERIFY2(csv.contains(QStringLiteral("unevaluated,%1,,1,L1/8,model request failed: http_error: HTTP 500 from the server,,\r\n")
-                                  .arg(run)),
-                 qPrintable(csv));
+        QVERIFY2(
+            csv.contains(QStringLiteral(
+                             "unevaluated,%1,,1,L1/8,model request failed: http_error: HTTP 500 from the server,,\r\n")
+                             .arg(run)),
+            qPrintable(csv));
         // How many and why: 1 without an answer, 1 machine fault, 1 not yet run.
         QVERIFY2(md.contains(QStringLiteral("| #%1 zero_shot | 10 | 3 | 1 | 1 | 0 | 1 |").arg(run)), qPrintable(md));
         QVERIFY(csv.contains(QStringLiteral("run,%1,,all,unevaluated_model_request_failed,1,,\r\n").arg(run)));
@@ -984,8 +1029,8 @@ private Q_SLOTS:
         s2.turn = s0.turn = 1;
         s2.sample = 2;
         s0.sample = 0;
-        s2.result = s0.result = QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
-                                            {QStringLiteral("speedup"), 1.5}};
+        s2.result = s0.result =
+            QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}, {QStringLiteral("speedup"), 1.5}};
         s2.status = s0.status = QStringLiteral("correct");
         int chosen = -1;
         QVERIFY(selectOutcome({s2, s0}, &chosen));
@@ -1012,7 +1057,8 @@ private Q_SLOTS:
         const auto sweepRun = [&](int n, const QString& id) {
             return store
                 .createRun(QStringLiteral("agent sweep n=%1").arg(n), QStringLiteral("agent"),
-                           runConfig(QStringLiteral("agent"), tasks, {}, [n](Regime& r) { r.n = n; }, id))
+                           runConfig(
+                               QStringLiteral("agent"), tasks, {}, [n](Regime& r) { r.n = n; }, id))
                 .value_or(0);
         };
         const qint64 n4 = sweepRun(4, QStringLiteral("s1")); // stored first: the curve orders by n
@@ -1075,7 +1121,8 @@ private Q_SLOTS:
         const QJsonArray points = sweeps[0].toObject().value(QLatin1String("points")).toArray();
         QCOMPARE(points.size(), 3);
         QCOMPARE(points[1].toObject().value(QLatin1String("n")).toInt(), 2);
-        QCOMPARE(points[1].toObject().value(QLatin1String("overall")).toObject().value(QLatin1String("correct")).toInt(), 2);
+        QCOMPARE(
+            points[1].toObject().value(QLatin1String("overall")).toObject().value(QLatin1String("correct")).toInt(), 2);
         // A sweep run is no main regime run: no routing from three sweep runs of one regime.
         QVERIFY(!isMainRegimeRun(*store.run(n4)));
         QVERIFY(!r->routing);
@@ -1093,10 +1140,13 @@ private Q_SLOTS:
         const auto make = [&](const char* name, const QJsonObject& config) {
             return store.createRun(QString::fromLatin1(name), QStringLiteral("agent"), config).value_or(0);
         };
-        const qint64 nOne = make("agent --n 1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.n = 1; }));
-        const qint64 sweep = make("agent sweep n=4", runConfig(QStringLiteral("agent"), tasks, {}, {}, QStringLiteral("s")));
+        const qint64 nOne =
+            make("agent --n 1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.n = 1; }));
+        const qint64 sweep =
+            make("agent sweep n=4", runConfig(QStringLiteral("agent"), tasks, {}, {}, QStringLiteral("s")));
         const qint64 otherTasks = make("agent L1:1", runConfig(QStringLiteral("agent"), {QStringLiteral("L1/1")}));
-        const qint64 hot = make("agent T=1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.temperature = 1.0; }));
+        const qint64 hot =
+            make("agent T=1", runConfig(QStringLiteral("agent"), tasks, {}, [](Regime& r) { r.temperature = 1.0; }));
         const qint64 fp16 = make("agent other profile", runConfig(QStringLiteral("agent"), tasks, {}, {}, QString(),
                                                                   QStringLiteral("other-profile")));
         // Issue 36: another model, the KernelBench answer format, another wording of a template the
@@ -1107,25 +1157,29 @@ private Q_SLOTS:
             return c;
         };
         const auto wording = [](const QString& text) {
-            return QJsonObject{{QStringLiteral("agent/generator"), QJsonObject{{QStringLiteral("text"), text}}},
-                               {QStringLiteral("agent/triager"), QJsonObject{{QStringLiteral("text"), QStringLiteral("triage")}}}};
+            return QJsonObject{
+                {QStringLiteral("agent/generator"), QJsonObject{{QStringLiteral("text"), text}}},
+                {QStringLiteral("agent/triager"), QJsonObject{{QStringLiteral("text"), QStringLiteral("triage")}}}};
         };
         const qint64 otherModel = make("agent other model", with(QStringLiteral("model"), QStringLiteral("other-7b")));
-        const qint64 kbFormat = make("agent kernelbench format", with(QStringLiteral("answer_format"), QStringLiteral("kernelbench")));
-        const qint64 otherWording = make("agent other wording", with(QStringLiteral("templates"), wording(QStringLiteral("v2"))));
+        const qint64 kbFormat =
+            make("agent kernelbench format", with(QStringLiteral("answer_format"), QStringLiteral("kernelbench")));
+        const qint64 otherWording =
+            make("agent other wording", with(QStringLiteral("templates"), wording(QStringLiteral("v2"))));
         QJsonObject fullConfig = runConfig(QStringLiteral("agent"), tasks);
         fullConfig.insert(QStringLiteral("templates"), wording(QStringLiteral("v1")));
         const qint64 full = make("agent", fullConfig);
         QJsonObject noBestOfNConfig = runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("best_of_n")});
         noBestOfNConfig.insert(QStringLiteral("templates"),
-                               QJsonObject{{QStringLiteral("agent/generator"), QJsonObject{{QStringLiteral("text"), QStringLiteral("v1")}}}});
+                               QJsonObject{{QStringLiteral("agent/generator"),
+                                            QJsonObject{{QStringLiteral("text"), QStringLiteral("v1")}}}});
         const qint64 noBestOfN = make("agent -best_of_n", noBestOfNConfig);
         QJsonObject noMonotoneConfig = runConfig(QStringLiteral("agent"), tasks, {QStringLiteral("monotone")});
         noMonotoneConfig.insert(QStringLiteral("templates"), wording(QStringLiteral("v1")));
         const qint64 noMonotone = make("agent -monotone", noMonotoneConfig);
         // No run matches this one: the agent at 3 turns over L3/1 only.
-        const qint64 orphan =
-            make("agent -monotone L3/1", runConfig(QStringLiteral("agent"), {QStringLiteral("L3/1")}, {QStringLiteral("monotone")}));
+        const qint64 orphan = make("agent -monotone L3/1", runConfig(QStringLiteral("agent"), {QStringLiteral("L3/1")},
+                                                                     {QStringLiteral("monotone")}));
         // full: L1/1 correct, L2/1 incorrect; -best_of_n: neither; -monotone: both.
         addSample(store, full, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"));
         addSample(store, full, QStringLiteral("L2/1"), 1, 0, QStringLiteral("incorrect"));
@@ -1151,21 +1205,25 @@ private Q_SLOTS:
         QCOMPARE(r->ablations[2].baseline, 0);
         QVERIFY(!r->ablations[2].comparison);
         QVERIFY2(r->ablations[2].note.contains(QStringLiteral("no baseline: no run without ablation of agent with the "
-                                                               "same tasks, n = 4, 3 turn(s), temperature 0.7")),
+                                                              "same tasks, n = 4, 3 turn(s), temperature 0.7")),
                  qPrintable(r->ablations[2].note));
         QCOMPARE(ablationBaselineKey(*store.run(noBestOfN)), ablationBaselineKey(*store.run(full)));
         QVERIFY(ablationBaselineKey(*store.run(otherModel)) != ablationBaselineKey(*store.run(full)));
         QVERIFY(ablationBaselineKey(*store.run(kbFormat)) != ablationBaselineKey(*store.run(full)));
-        QCOMPARE(ablationBaselineKey(*store.run(otherWording)), ablationBaselineKey(*store.run(full))); // the wording is compared pairwise
+        QCOMPARE(ablationBaselineKey(*store.run(otherWording)),
+                 ablationBaselineKey(*store.run(full))); // the wording is compared pairwise
         QVERIFY(ablationBaselineKey(*store.run(nOne)) != ablationBaselineKey(*store.run(full)));
         const QJsonArray ablations = reportJson(*r).value(QLatin1String("ablations")).toArray();
         QCOMPARE(ablations[0].toObject().value(QLatin1String("baseline")).toInteger(), full);
         QVERIFY(ablations[2].toObject().value(QLatin1String("baseline")).isNull());
-        QVERIFY(ablations[2].toObject().value(QLatin1String("note")).toString().startsWith(QLatin1String("no baseline")));
+        QVERIFY(
+            ablations[2].toObject().value(QLatin1String("note")).toString().startsWith(QLatin1String("no baseline")));
         const QString md = reportMarkdown(*r);
-        QVERIFY2(md.contains(QStringLiteral("| #%1 agent −best_of_n | best_of_n | #%2 agent | 2 |").arg(noBestOfN).arg(full)),
+        QVERIFY2(md.contains(
+                     QStringLiteral("| #%1 agent −best_of_n | best_of_n | #%2 agent | 2 |").arg(noBestOfN).arg(full)),
                  qPrintable(md));
-        QVERIFY2(md.contains(QStringLiteral("| #%1 agent −monotone | monotone | no baseline |").arg(orphan)), qPrintable(md));
+        QVERIFY2(md.contains(QStringLiteral("| #%1 agent −monotone | monotone | no baseline |").arg(orphan)),
+                 qPrintable(md));
     }
 
     void routingUsesMainRegimeRuns()
@@ -1206,12 +1264,13 @@ private Q_SLOTS:
         QCOMPARE(r->routing->estimate.combined.tasks, 3);
         QCOMPARE(r->routing->estimate.combined.correct, 3);
         const QString md = reportMarkdown(*r);
-        QVERIFY2(md.contains(QStringLiteral("Runs used: #%1 zero-shot, #%2 profiling-guided, #%3 agent. Left out: #%4 agent")
-                                 .arg(zero)
-                                 .arg(guided)
-                                 .arg(agent)
-                                 .arg(sweep)),
-                 qPrintable(md));
+        QVERIFY2(
+            md.contains(QStringLiteral("Runs used: #%1 zero-shot, #%2 profiling-guided, #%3 agent. Left out: #%4 agent")
+                            .arg(zero)
+                            .arg(guided)
+                            .arg(agent)
+                            .arg(sweep)),
+            qPrintable(md));
         const QJsonObject routing = reportJson(*r).value(QLatin1String("routing")).toObject();
         QCOMPARE(routing.value(QLatin1String("runs_used")).toArray().size(), 3);
         QCOMPARE(routing.value(QLatin1String("runs_left_out")).toArray().size(), 4);
@@ -1225,16 +1284,19 @@ private Q_SLOTS:
         QVERIFY(store.open(dir.filePath(QStringLiteral("ablation.sqlite"))));
         // The regimes as `kwb run` stores them: the built-in one with the switches applied.
         const auto regime = [](const char* name, const QStringList& off) {
-            return QJsonObject{{QStringLiteral("regime"), Regime::builtin(QString::fromLatin1(name))
-                                                              ->withAblations(Ablations::fromOffNames(off))
-                                                              .toJson()}};
+            return QJsonObject{
+                {QStringLiteral("regime"),
+                 Regime::builtin(QString::fromLatin1(name))->withAblations(Ablations::fromOffNames(off)).toJson()}};
         };
-        const qint64 full = store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime("agent", {})).value_or(0);
-        const qint64 noBestOfN = store.createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"),
-                                                 regime("agent", {QStringLiteral("best_of_n")}))
+        const qint64 full =
+            store.createRun(QStringLiteral("full"), QStringLiteral("agent"), regime("agent", {})).value_or(0);
+        const qint64 noBestOfN = store
+                                     .createRun(QStringLiteral("-best_of_n"), QStringLiteral("agent"),
+                                                regime("agent", {QStringLiteral("best_of_n")}))
                                      .value_or(0);
-        const qint64 orphan = store.createRun(QStringLiteral("-monotone"), QStringLiteral("iterative"),
-                                              regime("iterative", {QStringLiteral("monotone")}))
+        const qint64 orphan = store
+                                  .createRun(QStringLiteral("-monotone"), QStringLiteral("iterative"),
+                                             regime("iterative", {QStringLiteral("monotone")}))
                                   .value_or(0);
         const auto add = [&](qint64 run, const QString& task, int sample, bool correct) {
             PromptRecord prompt{0, run, task, 1, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
@@ -1250,15 +1312,15 @@ private Q_SLOTS:
             candidate.sample = sample;
             candidate.parsedOk = true;
             const qint64 candidateId = store.addCandidate(candidate).value_or(0);
-            QVERIFY(store.addEvaluation(candidateId, QJsonObject{{QStringLiteral("status"),
-                                                                  correct ? QStringLiteral("correct") : QStringLiteral("incorrect")},
-                                                                 {QStringLiteral("speedup"), 1.0}}));
+            QVERIFY(store.addEvaluation(candidateId,
+                                        QJsonObject{{QStringLiteral("status"),
+                                                     correct ? QStringLiteral("correct") : QStringLiteral("incorrect")},
+                                                    {QStringLiteral("speedup"), 1.0}}));
         };
         // full: L1/1 1 of 4 correct, L1/2 0 of 4, L2/1 2 of 4.
-        const QList<QPair<QString, QList<bool>>> samples = {
-            {QStringLiteral("L1/1"), {true, false, false, false}},
-            {QStringLiteral("L1/2"), {false, false, false, false}},
-            {QStringLiteral("L2/1"), {true, true, false, false}}};
+        const QList<QPair<QString, QList<bool>>> samples = {{QStringLiteral("L1/1"), {true, false, false, false}},
+                                                            {QStringLiteral("L1/2"), {false, false, false, false}},
+                                                            {QStringLiteral("L2/1"), {true, true, false, false}}};
         for (const auto& [task, correct] : samples)
             for (int i = 0; i < correct.size(); ++i)
                 add(full, task, i, correct[i]);
@@ -1305,8 +1367,9 @@ private Q_SLOTS:
         QVERIFY(md.contains(QStringLiteral("## Ablations")));
         QVERIFY(md.contains(QStringLiteral("| #2 agent −best_of_n | best_of_n | #1 agent | 3 |")));
         QVERIFY(md.contains(QStringLiteral("no baseline")));
-        QVERIFY2(md.contains(QStringLiteral("#3 iterative −monotone: no baseline: no run without ablation of iterative with the "
-                                            "same tasks, n = 1, 3 turn(s), temperature 0, profile unset")),
+        QVERIFY2(md.contains(QStringLiteral(
+                     "#3 iterative −monotone: no baseline: no run without ablation of iterative with the "
+                     "same tasks, n = 1, 3 turn(s), temperature 0, profile unset")),
                  qPrintable(md));
         // The first-turn estimate goes by its own name, and is no "Best-of-n" table (no sweep here).
         QVERIFY(md.contains(QStringLiteral("## First-turn pass@n (unbiased estimator)")));
@@ -1318,8 +1381,13 @@ private Q_SLOTS:
         QVERIFY(!csv.contains(QStringLiteral("\nbest_of_n,")));
         const QJsonObject json = reportJson(*r);
         QCOMPARE(json.value(QStringLiteral("ablations")).toArray().size(), 2);
-        QCOMPARE(json.value(QStringLiteral("runs")).toArray()[0].toObject().value(QStringLiteral("first_turn_pass_at_n"))
-                     .toObject().value(QStringLiteral("samples")).toInt(),
+        QCOMPARE(json.value(QStringLiteral("runs"))
+                     .toArray()[0]
+                     .toObject()
+                     .value(QStringLiteral("first_turn_pass_at_n"))
+                     .toObject()
+                     .value(QStringLiteral("samples"))
+                     .toInt(),
                  4);
         QVERIFY(json.value(QStringLiteral("best_of_n")).toArray().isEmpty());
     }

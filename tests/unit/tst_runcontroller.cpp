@@ -3,12 +3,12 @@
 // answer): each regime's turn logic, the rows in the run store, selection across turns, tasks in
 // flight at once, and resume.
 
-#include "core/workers/evaluationqueue.h"
+#include "core/config/runconfig.h"
 #include "core/model/llmclient.h"
 #include "core/run/runcontroller.h"
-#include "core/config/runconfig.h"
 #include "core/store/runstore.h"
 #include "core/study/report.h"
+#include "core/workers/evaluationqueue.h"
 #include "scriptedllmserver.h"
 
 #include <QJsonArray>
@@ -523,8 +523,8 @@ private Q_SLOTS:
         const qint64 run = newRun(four);
         // A resumed run: samples 0 and 1 were answered before it stopped; only 2 and 3 are asked.
         for (int sample : {0, 1}) {
-            PromptRecord prompt{0, run, QStringLiteral("L2/1"), 1, sample, RegimeRole::Generator, QStringLiteral("p"),
-                                QString()};
+            PromptRecord prompt{
+                0, run, QStringLiteral("L2/1"), 1, sample, RegimeRole::Generator, QStringLiteral("p"), QString()};
             ResponseRecord response;
             response.promptId = m_store->addPrompt(prompt).value_or(0);
             response.text = answer(QStringLiteral("stored"), QStringLiteral("incorrect"));

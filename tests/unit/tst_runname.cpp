@@ -102,7 +102,8 @@ private Q_SLOTS:
         sweep.turns = 1;
         runs << storedRun(++id, sweep, QStringLiteral("kernelbench-fp32"), true);
         for (const char* off : {"best_of_n", "feedback_analyzer", "monotone", "competence_matched"})
-            runs << storedRun(++id, builtin("agent").withAblations(Ablations::fromOffNames({QString::fromLatin1(off)})));
+            runs << storedRun(++id,
+                              builtin("agent").withAblations(Ablations::fromOffNames({QString::fromLatin1(off)})));
         QCOMPARE(runs.size(), 10);
         QSet<QString> names;
         for (const RunInfo& run : runs)

@@ -110,7 +110,8 @@ private Q_SLOTS:
         QVERIFY(qFuzzyCompare(m.meanSpeedup, 7.5 / 4.0));
         QCOMPARE(m.bestSpeedup, 4.0);
         QCOMPARE(m.torchOnlyCorrect, 1);
-        const Metrics none = summarize({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 0.0, true)}).overall;
+        const Metrics none =
+            summarize({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 0.0, true)}).overall;
         QVERIFY(std::isnan(none.meanSpeedup));
         QVERIFY(std::isnan(none.bestSpeedup));
         QCOMPARE(none.torchOnlyCorrect, 0);
@@ -155,7 +156,8 @@ private Q_SLOTS:
         QCOMPARE(empty.tasks, 0);
         QVERIFY(!empty.correctPct.isValid());
         QVERIFY(!empty.geomeanSpeedup.isValid());
-        const Metrics none = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 3.0, true)});
+        const Metrics none =
+            computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 3.0, true)});
         QCOMPARE(none.correctPct.value, 0.0);
         QCOMPARE(none.fast1, 0); // fast but wrong does not count
         QVERIFY(!none.geomeanSpeedup.isValid());
@@ -167,7 +169,8 @@ private Q_SLOTS:
         const BootstrapOptions options{2000, 7, 0.95};
         const Metrics m = computeMetrics(sixTasks(), options);
         for (const Estimate* e : {&m.correctPct, &m.fast1Pct, &m.compiledPct, &m.geomeanSpeedup}) {
-            QVERIFY2(contains(*e), qPrintable(QStringLiteral("%1 not in [%2, %3]").arg(e->value).arg(e->low).arg(e->high)));
+            QVERIFY2(contains(*e),
+                     qPrintable(QStringLiteral("%1 not in [%2, %3]").arg(e->value).arg(e->low).arg(e->high)));
             QVERIFY(e->low < e->high); // six tasks of mixed outcome: a wide interval
         }
         // Percentages of 6 resampled tasks are multiples of 100/6 between 0 and 100.
@@ -312,7 +315,8 @@ private Q_SLOTS:
         QVERIFY(std::abs(one.correctPct.low - 2.5) < 1e-9);
         QVERIFY(one.geomeanSpeedup.isValid() && !one.geomeanSpeedup.hasInterval());
         QCOMPARE(geomeanSpeedupText(one), QStringLiteral("1.50\u00D7 (n = 1)"));
-        const Metrics failed = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 0.0, true)});
+        const Metrics failed =
+            computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("incorrect"), 0.0, true)});
         QVERIFY(std::abs(failed.correctPct.high - 97.5) < 1e-9);
         // Two kernels: the bootstrap's interval of their geometric mean, as before.
         const Metrics two = computeMetrics({outcome(QStringLiteral("L1/1"), 1, QStringLiteral("correct"), 1.5, true),
@@ -320,7 +324,8 @@ private Q_SLOTS:
         QVERIFY(two.geomeanSpeedup.hasInterval());
         QVERIFY(two.geomeanSpeedup.low < two.geomeanSpeedup.high);
         // The best-of-n curve at its edges likewise.
-        const QList<SampleOutcomes> failing{{QStringLiteral("A"), 1, {false, false}}, {QStringLiteral("B"), 1, {false, false}}};
+        const QList<SampleOutcomes> failing{{QStringLiteral("A"), 1, {false, false}},
+                                            {QStringLiteral("B"), 1, {false, false}}};
         const QList<BestOfNPoint> curve = kwb::bestOfNCurve(failing, {1, 2});
         QVERIFY(curve[0].passPct.exactBinomial);
         QVERIFY(std::abs(curve[0].passPct.high - 100.0 * (1.0 - std::sqrt(0.025))) < 1e-9);
@@ -359,7 +364,8 @@ private Q_SLOTS:
             QVERIFY(contains(point.passPct));
         // Two tasks alike, 2 of 4 samples each: over tasks alone every resample is 50 %, an interval
         // of no width; resampling each task's samples too shows what four samples leave open.
-        const QList<SampleOutcomes> alike{{QStringLiteral("A"), 1, samples(4, 2)}, {QStringLiteral("B"), 1, samples(4, 2)}};
+        const QList<SampleOutcomes> alike{{QStringLiteral("A"), 1, samples(4, 2)},
+                                          {QStringLiteral("B"), 1, samples(4, 2)}};
         const QList<BestOfNPoint> twoStage = kwb::bestOfNCurve(alike, {1, 2});
         QVERIFY(qFuzzyCompare(twoStage[0].passPct.value, 50.0));
         QVERIFY(!twoStage[0].passPct.exactBinomial);
@@ -383,9 +389,8 @@ private Q_SLOTS:
         QCOMPARE(computeMetrics(runs[QStringLiteral("agent")]).correctPct.value, 30.0);
 
         // Levels 1 and 3 to guided, 2 to the agent: (10 + 3 + 3) / 30 = 53.33 %, the study's 53 %.
-        const QMap<int, QString> routing{{1, QStringLiteral("guided")},
-                                         {2, QStringLiteral("agent")},
-                                         {3, QStringLiteral("guided")}};
+        const QMap<int, QString> routing{
+            {1, QStringLiteral("guided")}, {2, QStringLiteral("agent")}, {3, QStringLiteral("guided")}};
         const RoutingEstimate estimate = estimateRouting(runs, routing);
         QVERIFY(estimate.problems.isEmpty());
         QCOMPARE(estimate.combined.tasks, 30);

@@ -8,9 +8,9 @@
 // store with two pages overwritten, stores in a read-only folder and read-only store files; each
 // checked by its bytes, mtime and the names beside it after opening, since tests may run as root.
 
+#include "../support/storefiles.h"
 #include "core/config/runconfig.h"
 #include "core/store/runstore.h"
-#include "../support/storefiles.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -19,11 +19,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QProcess>
-#include <QTemporaryDir>
-#include <QJsonDocument>
 #include <QSqlDatabase>
 #include <QSqlError>
 #include <QSqlQuery>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <algorithm>
@@ -98,8 +97,8 @@ int childWriter(const QString& path)
     std::fflush(stdout);
     const QString bulk(4096, QLatin1Char('x')); // big enough that pages spill while the kill lands
     for (int i = 0; i < 1000000; ++i) {
-        const auto prompt = store.addPrompt({0, *runId, QStringLiteral("L1/%1").arg(i), 0, 0,
-                                             QStringLiteral("generator"), bulk, QString()});
+        const auto prompt = store.addPrompt(
+            {0, *runId, QStringLiteral("L1/%1").arg(i), 0, 0, QStringLiteral("generator"), bulk, QString()});
         if (!prompt)
             return 4;
         const auto response = store.addResponse({0, *prompt, bulk, 1, 2, 3, QString()});
@@ -192,8 +191,9 @@ private Q_SLOTS:
         QVERIFY(qAbs(info.created.secsTo(QDateTime::currentDateTimeUtc())) < 60);
         // The whole configuration, each template with the SHA-256 of its text (FIPS 180-2's "abc").
         QCOMPARE(info.configJson, config.toJson());
-        QCOMPARE(info.configJson[QLatin1String("templates")][QLatin1String("zero_shot")][QLatin1String("sha256")].toString(),
-                 QStringLiteral("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        QCOMPARE(
+            info.configJson[QLatin1String("templates")][QLatin1String("zero_shot")][QLatin1String("sha256")].toString(),
+            QStringLiteral("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
         QCOMPARE(info.configJson[QLatin1String("tasks")].toArray().size(), 2);
         QCOMPARE(info.gpu.name, QStringLiteral("NVIDIA H200")); // decoded when read
         const RunConfig& back = info.config;
@@ -246,8 +246,8 @@ private Q_SLOTS:
         const auto prompt = store.addPrompt(
             {0, *runId, QStringLiteral("L1/2"), 0, 0, QStringLiteral("generator"), QStringLiteral("p"), QString()});
         QVERIFY(prompt);
-        QVERIFY(store.addResponse({0, *prompt, QString(), std::nullopt, std::nullopt, 30000,
-                                   QStringLiteral("HTTP 500")}));
+        QVERIFY(
+            store.addResponse({0, *prompt, QString(), std::nullopt, std::nullopt, 30000, QStringLiteral("HTTP 500")}));
     }
 
     void candidateBlocksAreTheWorkersEcho()
@@ -260,8 +260,8 @@ private Q_SLOTS:
         QVERIFY2(store.open(dbPath()), qPrintable(store.errorString()));
         const auto runId = store.createRun(QStringLiteral("r"), QStringLiteral("zero_shot"), QJsonObject());
         QVERIFY(runId);
-        const auto prompt = store.addPrompt({0, *runId, QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator"),
-                                             QStringLiteral("p"), QString()});
+        const auto prompt = store.addPrompt(
+            {0, *runId, QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator"), QStringLiteral("p"), QString()});
         const QString answer = QStringLiteral("````markdown\n1. The kernel:\n   ```cuda\n   __global__ void k() {}\n"
                                               "   ```\n````\n");
         const auto response = store.addResponse({0, *prompt, answer, 1, 2, 3, QString()});
@@ -305,13 +305,15 @@ private Q_SLOTS:
         const auto second = store.addCandidate(fresh);
         QVERIFY(store.addEvaluation(
             *second, QJsonObject{{QStringLiteral("status"), QStringLiteral("format_error")},
-                                 {QStringLiteral("format_error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("no_python_block")}}},
-                                 {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("cuda"), QStringLiteral("__global__ void k() {}\n")},
-                                                                           {QStringLiteral("python"), QJsonValue::Null},
-                                                                           {QStringLiteral("kernels"), QJsonArray{QStringLiteral("k")}},
-                                                                           {QStringLiteral("source_hash"), QStringLiteral("0123")},
-                                                                           {QStringLiteral("cuda_line"), 4},
-                                                                           {QStringLiteral("python_line"), QJsonValue::Null}}}}));
+                                 {QStringLiteral("format_error"),
+                                  QJsonObject{{QStringLiteral("code"), QStringLiteral("no_python_block")}}},
+                                 {QStringLiteral("candidate"),
+                                  QJsonObject{{QStringLiteral("cuda"), QStringLiteral("__global__ void k() {}\n")},
+                                              {QStringLiteral("python"), QJsonValue::Null},
+                                              {QStringLiteral("kernels"), QJsonArray{QStringLiteral("k")}},
+                                              {QStringLiteral("source_hash"), QStringLiteral("0123")},
+                                              {QStringLiteral("cuda_line"), 4},
+                                              {QStringLiteral("python_line"), QJsonValue::Null}}}}));
         const std::optional<CandidateRecord> broken = store.candidate(*second);
         QCOMPARE(broken->blocksFrom, CandidateBlocksFrom::Worker);
         QVERIFY(!broken->parsedOk);
@@ -335,9 +337,12 @@ private Q_SLOTS:
         // Written out of order: the second run first, a later turn before an earlier one.
         const auto b2 = addChain(store, *second, task, 2, 0, QStringLiteral("generator"));
         const auto b1 = addChain(store, *second, task, 1, 1, QStringLiteral("generator"), QStringLiteral("incorrect"));
-        const auto bOther = addChain(store, *second, other, 1, 0, QStringLiteral("generator"), QStringLiteral("correct"));
-        const auto a1 = addChain(store, *first, task, 1, 0, QStringLiteral("zero_shot"), QStringLiteral("compile_error"));
-        const auto aOther = addChain(store, *first, other, 1, 0, QStringLiteral("zero_shot"), QStringLiteral("correct"));
+        const auto bOther =
+            addChain(store, *second, other, 1, 0, QStringLiteral("generator"), QStringLiteral("correct"));
+        const auto a1 =
+            addChain(store, *first, task, 1, 0, QStringLiteral("zero_shot"), QStringLiteral("compile_error"));
+        const auto aOther =
+            addChain(store, *first, other, 1, 0, QStringLiteral("zero_shot"), QStringLiteral("correct"));
         const auto unevaluated = addChain(store, *third, task, 1, 0, QStringLiteral("generator")); // never evaluated
         QVERIFY(b2 && b1 && bOther && a1 && aOther && unevaluated);
         // b2: correct but below the roofline floor, its blocks echoed by the worker with a hash.
@@ -348,10 +353,12 @@ private Q_SLOTS:
         QJsonObject floor = evaluation(QStringLiteral("correct"), 40.0, 1e-6);
         floor.insert(QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")});
         floor.insert(QStringLiteral("candidate"), echo);
-        floor.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true}, {QStringLiteral("log"), QString(5000, QLatin1Char('x'))}});
+        floor.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), true},
+                                                            {QStringLiteral("log"), QString(5000, QLatin1Char('x'))}});
         floor.insert(QStringLiteral("timing"),
-                     QJsonObject{{QStringLiteral("speedup_interval"),
-                                  QJsonObject{{QStringLiteral("low"), 39.5}, {QStringLiteral("high"), 40.5}, {QStringLiteral("samples"), 12}}},
+                     QJsonObject{{QStringLiteral("speedup_interval"), QJsonObject{{QStringLiteral("low"), 39.5},
+                                                                                  {QStringLiteral("high"), 40.5},
+                                                                                  {QStringLiteral("samples"), 12}}},
                                  {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("mean_ms"), 0.01}}}});
         const auto floorId = store.addEvaluation(b2->candidate, floor);
         // Then evaluated again: a timeout after compiling, its echo without a hash.
@@ -394,7 +401,8 @@ private Q_SLOTS:
         QVERIFY(!rows[2].outcome.timing.candidate);
         QVERIFY(!rows[1].outcome.timing.interval);
         // The candidate's blocks are its latest echo's (the one without a hash): named by the blocks.
-        QCOMPARE(rows[2].codeKey, QStringLiteral("__global__ void k() {}") + QLatin1Char('\0') + QStringLiteral("def forward(x): ..."));
+        QCOMPARE(rows[2].codeKey,
+                 QStringLiteral("__global__ void k() {}") + QLatin1Char('\0') + QStringLiteral("def forward(x): ..."));
         QCOMPARE(rows[3].evaluationId, *timeoutId);
         QCOMPARE(rows[3].status, QStringLiteral("timeout"));
         QVERIFY(rows[3].outcome.compiled()); // compile.ok of a timeout
@@ -410,7 +418,8 @@ private Q_SLOTS:
         const std::optional<EvaluationRecord> full = store.evaluation(*floorId);
         QVERIFY(full);
         const QList<EvaluationRecord> ofRun = store.evaluations(*second);
-        const auto listed = std::find_if(ofRun.cbegin(), ofRun.cend(), [&](const EvaluationRecord& e) { return e.id == *floorId; });
+        const auto listed =
+            std::find_if(ofRun.cbegin(), ofRun.cend(), [&](const EvaluationRecord& e) { return e.id == *floorId; });
         QVERIFY(listed != ofRun.cend());
         QCOMPARE(full->result, listed->result);
         QCOMPARE(full->candidateId, b2->candidate);
@@ -457,11 +466,16 @@ private Q_SLOTS:
             upToThree.removeLast();
         QCOMPARE(upToThree.constLast().version, 3);
         upToThree.last().statements
-            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
-            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L2/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L2/1', 1, 0, 'c', 'p', 1, '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (1, 1, 'correct', '{\"status\":\"correct\"}', '2026-11-30T00:00:00.000Z')");
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', "
+                              "'2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, "
+                              "'L2/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', "
+                              "'2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, "
+                              "created) VALUES (1, 1, 'L2/1', 1, 0, 'c', 'p', 1, '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (1, 1, "
+                              "'correct', '{\"status\":\"correct\"}', '2026-11-30T00:00:00.000Z')");
         {
             RunStore store;
             QVERIFY2(store.open(path, upToThree), qPrintable(store.errorString()));
@@ -490,14 +504,22 @@ private Q_SLOTS:
             upToFour.removeLast();
         QCOMPARE(upToFour.constLast().version, 4);
         upToFour.last().statements
-            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
-            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L1/5', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L1/5', 1, 0, 'c', 'p', 1, '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (1, 1, 'correct', '{\"status\":\"correct\"}', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (2, 1, 'correct', "
-                              "'{\"status\":\"correct\",\"traffic\":{\"profiled\":true,\"dram_bytes\":8.6e9}}', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (3, 1, 'correct', 'not json', '2026-11-30T00:00:00.000Z')");
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', "
+                              "'2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, "
+                              "'L1/5', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', "
+                              "'2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, "
+                              "created) VALUES (1, 1, 'L1/5', 1, 0, 'c', 'p', 1, '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (1, 1, "
+                              "'correct', '{\"status\":\"correct\"}', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral(
+                   "INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (2, 1, 'correct', "
+                   "'{\"status\":\"correct\",\"traffic\":{\"profiled\":true,\"dram_bytes\":8.6e9}}', "
+                   "'2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO evaluations (id, candidate_id, status, result, created) VALUES (3, 1, "
+                              "'correct', 'not json', '2026-11-30T00:00:00.000Z')");
         {
             RunStore store;
             QVERIFY2(store.open(path, upToFour), qPrintable(store.errorString()));
@@ -508,23 +530,26 @@ private Q_SLOTS:
         QVERIFY(RunStore::schemaVersion() >= 5);
 
         QJsonObject profiled = evaluation(QStringLiteral("correct"), 1.0, 0.0);
-        profiled.insert(QLatin1String(kTrafficKey),
-                        QJsonObject{{QStringLiteral("profiled"), true}, {QStringLiteral("dram_bytes"), 8589934592.0},
-                                    {QStringLiteral("dram_read_bytes"), 4294967296.0},
-                                    {QStringLiteral("dram_write_bytes"), 4294967296.0}, {QStringLiteral("kernels"), 1}});
+        profiled.insert(QLatin1String(kTrafficKey), QJsonObject{{QStringLiteral("profiled"), true},
+                                                                {QStringLiteral("dram_bytes"), 8589934592.0},
+                                                                {QStringLiteral("dram_read_bytes"), 4294967296.0},
+                                                                {QStringLiteral("dram_write_bytes"), 4294967296.0},
+                                                                {QStringLiteral("kernels"), 1}});
         QJsonObject failed = evaluation(QStringLiteral("correct"), 1.0, 0.0);
         failed.insert(QLatin1String(kTrafficKey),
                       QJsonObject{{QStringLiteral("profiled"), false},
-                                  {QStringLiteral("reason"), QStringLiteral("cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")}});
+                                  {QStringLiteral("reason"),
+                                   QStringLiteral("cuptiRangeProfilerEnable: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES")}});
         QVERIFY2(store.addEvaluation(1, profiled), qPrintable(store.errorString()));
         QVERIFY2(store.addEvaluation(1, failed), qPrintable(store.errorString()));
-        QVERIFY2(store.addEvaluation(1, evaluation(QStringLiteral("correct"), 1.0, 0.0)), qPrintable(store.errorString()));
+        QVERIFY2(store.addEvaluation(1, evaluation(QStringLiteral("correct"), 1.0, 0.0)),
+                 qPrintable(store.errorString()));
 
         const QList<EvaluationRecord> e = store.evaluations(1);
         QCOMPARE(e.size(), 6);
-        QVERIFY(!e.at(0).dramBytes);              // old row, no profile
+        QVERIFY(!e.at(0).dramBytes);                    // old row, no profile
         QCOMPARE(e.at(1).dramBytes.value_or(0), 8.6e9); // old row whose result had one: backfilled
-        QVERIFY(!e.at(2).dramBytes);              // old row that is not JSON: left alone
+        QVERIFY(!e.at(2).dramBytes);                    // old row that is not JSON: left alone
         QCOMPARE(e.at(3).dramBytes.value_or(0), 8589934592.0);
         QCOMPARE(e.at(3).evaluation().measuredDramBytes().value_or(0), 8589934592.0);
         QVERIFY(!e.at(4).dramBytes);
@@ -546,10 +571,14 @@ private Q_SLOTS:
             upToSix.removeLast();
         QCOMPARE(upToSix.constLast().version, 6);
         upToSix.last().statements
-            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'import', '{}')")
-            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L1/1', 1, 3, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
-            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L1/1', 1, 3, '', '', 0, '2026-11-30T00:00:00.000Z')");
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', "
+                              "'2026-11-30T00:00:00.000Z', 'import', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, "
+                              "'L1/1', 1, 3, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', "
+                              "'2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, "
+                              "created) VALUES (1, 1, 'L1/1', 1, 3, '', '', 0, '2026-11-30T00:00:00.000Z')");
         {
             RunStore store;
             QVERIFY2(store.open(path, upToSix), qPrintable(store.errorString()));
@@ -566,9 +595,11 @@ private Q_SLOTS:
                                   {QStringLiteral("correct"), false},
                                   {QStringLiteral("hardware"), QStringLiteral("NVIDIA RTX A6000")},
                                   {QStringLiteral("recorded"), QJsonObject{{QStringLiteral("correctness"), false}}}};
-        QVERIFY2(store.addRecordedVerdict(1, QStringLiteral("runs/x/eval_results.json"), QStringLiteral("NVIDIA RTX A6000"), verdict),
+        QVERIFY2(store.addRecordedVerdict(1, QStringLiteral("runs/x/eval_results.json"),
+                                          QStringLiteral("NVIDIA RTX A6000"), verdict),
                  qPrintable(store.errorString()));
-        QVERIFY2(store.addEvaluation(1, evaluation(QStringLiteral("correct"), 1.5, 0.0)), qPrintable(store.errorString()));
+        QVERIFY2(store.addEvaluation(1, evaluation(QStringLiteral("correct"), 1.5, 0.0)),
+                 qPrintable(store.errorString()));
         const QList<RecordedVerdictRecord> rows = store.recordedVerdicts(1);
         QCOMPARE(rows.size(), 1);
         QCOMPARE(rows.first().candidateId, qint64(1));
@@ -577,7 +608,7 @@ private Q_SLOTS:
         QCOMPARE(rows.first().source, QStringLiteral("runs/x/eval_results.json"));
         QCOMPARE(rows.first().hardware, QStringLiteral("NVIDIA RTX A6000"));
         QCOMPARE(rows.first().verdict, verdict);
-        QCOMPARE(store.evaluations(1).size(), 1); // ours stays ours
+        QCOMPARE(store.evaluations(1).size(), 1);                                        // ours stays ours
         QVERIFY(!store.addRecordedVerdict(99, QStringLiteral("x"), QString(), verdict)); // no such candidate
         QVERIFY(store.recordedVerdicts(2).isEmpty());
     }
@@ -589,10 +620,16 @@ private Q_SLOTS:
         const QString path = dbPath();
         RunStore::Migration one = RunStore::migrations().first();
         QCOMPARE(one.version, 1);
-        one.statements << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
-                       << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L2/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
-                       << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
-                       << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L2/1', 1, 0, 'old cuda', 'old python', 1, '2026-11-30T00:00:00.000Z')");
+        one.statements
+            << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', "
+                              "'2026-11-30T00:00:00.000Z', 'zero_shot', '{}')")
+            << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, "
+                              "'L2/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+            << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', "
+                              "'2026-11-30T00:00:00.000Z')")
+            << QStringLiteral(
+                   "INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) "
+                   "VALUES (1, 1, 'L2/1', 1, 0, 'old cuda', 'old python', 1, '2026-11-30T00:00:00.000Z')");
         {
             RunStore store;
             QVERIFY2(store.open(path, {one}), qPrintable(store.errorString()));
@@ -654,9 +691,9 @@ private Q_SLOTS:
             // A broken migration is rolled back whole: the file stays at its version, the first
             // statement's column does not appear, and the error names the step.
             QList<RunStore::Migration> broken = next;
-            broken.append({RunStore::schemaVersion() + 2,
-                           {QStringLiteral("ALTER TABLE runs ADD COLUMN half TEXT"),
-                            QStringLiteral("THIS IS NOT SQL")}});
+            broken.append(
+                {RunStore::schemaVersion() + 2,
+                 {QStringLiteral("ALTER TABLE runs ADD COLUMN half TEXT"), QStringLiteral("THIS IS NOT SQL")}});
             RunStore store;
             QVERIFY(!store.open(path, broken));
             QVERIFY(!store.isOpen());
@@ -681,12 +718,22 @@ private Q_SLOTS:
             // Rows as a schema-1 store wrote them (today's add* functions fill later columns).
             RunStore::Migration one = RunStore::migrations().first();
             one.statements
-                << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', '2026-11-30T00:00:00.000Z', 'zero_shot', '{\"protocol_profile\":\"kernelbench\"}')")
-                << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (2, 'v01', '2026-11-30T00:00:00.000Z', 'zero_shot', '{\"protocol_profile\":\"kernelbench-v0.1\"}')")
-                << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES (1, 1, 'L1/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
-                << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', '2026-11-30T00:00:00.000Z')")
-                << QStringLiteral("INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) VALUES (1, 1, 'L1/1', 1, 0, '', '', 1, '2026-11-30T00:00:00.000Z')")
-                << QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created) VALUES (1, 'correct', NULL, NULL, '{\"status\":\"correct\",\"profile\":{\"name\":\"kernelbench\",\"tf32\":false}}', '2026-11-30T00:00:00.000Z')");
+                << QStringLiteral("INSERT INTO runs (id, name, created, regime, config) VALUES (1, 'old', "
+                                  "'2026-11-30T00:00:00.000Z', 'zero_shot', '{\"protocol_profile\":\"kernelbench\"}')")
+                << QStringLiteral(
+                       "INSERT INTO runs (id, name, created, regime, config) VALUES (2, 'v01', "
+                       "'2026-11-30T00:00:00.000Z', 'zero_shot', '{\"protocol_profile\":\"kernelbench-v0.1\"}')")
+                << QStringLiteral("INSERT INTO prompts (id, run_id, task, turn, sample, role, text, created) VALUES "
+                                  "(1, 1, 'L1/1', 1, 0, 'generator', 'p', '2026-11-30T00:00:00.000Z')")
+                << QStringLiteral("INSERT INTO responses (id, prompt_id, text, created) VALUES (1, 1, 'the answer', "
+                                  "'2026-11-30T00:00:00.000Z')")
+                << QStringLiteral(
+                       "INSERT INTO candidates (id, response_id, task, turn, sample, cuda, python, parsed_ok, created) "
+                       "VALUES (1, 1, 'L1/1', 1, 0, '', '', 1, '2026-11-30T00:00:00.000Z')")
+                << QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, "
+                                  "created) VALUES (1, 'correct', NULL, NULL, "
+                                  "'{\"status\":\"correct\",\"profile\":{\"name\":\"kernelbench\",\"tf32\":false}}', "
+                                  "'2026-11-30T00:00:00.000Z')");
             RunStore store;
             QVERIFY2(store.open(path, {one}), qPrintable(store.errorString()));
             QCOMPARE(store.fileSchemaVersion(), 1);
@@ -694,9 +741,11 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY2(store.open(path), qPrintable(store.errorString()));
         QCOMPARE(store.fileSchemaVersion(), RunStore::schemaVersion());
-        QCOMPARE(store.run(runId)->configJson.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-fp32"));
+        QCOMPARE(store.run(runId)->configJson.value(QLatin1String("protocol_profile")).toString(),
+                 QStringLiteral("kernelbench-fp32"));
         QCOMPARE(store.run(runId)->config.protocolProfile, QStringLiteral("kernelbench-fp32"));
-        QCOMPARE(store.run(otherRunId)->configJson.value(QLatin1String("protocol_profile")).toString(), QStringLiteral("kernelbench-v0.1"));
+        QCOMPARE(store.run(otherRunId)->configJson.value(QLatin1String("protocol_profile")).toString(),
+                 QStringLiteral("kernelbench-v0.1"));
         const QList<EvaluationRecord> evaluations = store.evaluations(runId);
         QCOMPARE(evaluations.size(), 1);
         QCOMPARE(evaluations.first().evaluation().profile->name, QStringLiteral("kernelbench-fp32"));
@@ -857,7 +906,8 @@ private Q_SLOTS:
             // Nothing is created in it either.
             RunStore created;
             QVERIFY(!created.open(QDir(folder).filePath(QStringLiteral("new.db"))));
-            QVERIFY2(created.errorString().contains(QLatin1String("cannot create a run store")), qPrintable(created.errorString()));
+            QVERIFY2(created.errorString().contains(QLatin1String("cannot create a run store")),
+                     qPrintable(created.errorString()));
         }
         const auto after = kwb::test::FileSnapshot::of(path);
         QVERIFY2(after == before, qPrintable(before.describe() + QStringLiteral("\n") + after.describe()));
@@ -951,7 +1001,10 @@ private Q_SLOTS:
         const QString path = dbPath();
         QFile file(path);
         QVERIFY(file.open(QIODevice::WriteOnly));
-        file.write(QByteArray("\xFD" "7zXZ\0\0\x04\xe6\xd6\xb4\x46", 12) + QByteArray(100, '\x01'));
+        file.write(QByteArray("\xFD"
+                              "7zXZ\0\0\x04\xe6\xd6\xb4\x46",
+                              12) +
+                   QByteArray(100, '\x01'));
         file.close();
         const StoreFile found = RunStore::inspect(path);
         QCOMPARE(found.kind, StoreFile::Kind::NotSQLite);
@@ -986,11 +1039,11 @@ private Q_SLOTS:
         const QString generator = QStringLiteral("generator");
         // Turn 0: the analyzer answered (no candidate); samples 0 and 2 were evaluated, sample 1
         // was parsed but not evaluated (killed there), sample 3 has only its prompt.
-        const auto analyzerPrompt = store.addPrompt(
-            {0, *runId, task, 0, 0, QStringLiteral("analyzer"), QStringLiteral("analyse"), QString()});
+        const auto analyzerPrompt =
+            store.addPrompt({0, *runId, task, 0, 0, QStringLiteral("analyzer"), QStringLiteral("analyse"), QString()});
         QVERIFY(analyzerPrompt);
-        QVERIFY(store.addResponse({0, *analyzerPrompt, QStringLiteral("the chain is conv, bias, relu"), 10, 20, 30,
-                                   QString()}));
+        QVERIFY(store.addResponse(
+            {0, *analyzerPrompt, QStringLiteral("the chain is conv, bias, relu"), 10, 20, 30, QString()}));
         QVERIFY(addChain(store, *runId, task, 0, 0, generator, QStringLiteral("correct")));
         QVERIFY(addChain(store, *runId, task, 0, 1, generator));
         QVERIFY(addChain(store, *runId, task, 0, 2, generator, QStringLiteral("compile_error")));
@@ -998,7 +1051,8 @@ private Q_SLOTS:
         // Sample 4's request failed: not answered.
         const auto failedPrompt = store.addPrompt({0, *runId, task, 0, 4, generator, QStringLiteral("p"), QString()});
         QVERIFY(failedPrompt);
-        QVERIFY(store.addResponse({0, *failedPrompt, QString(), std::nullopt, std::nullopt, 5, QStringLiteral("refused")}));
+        QVERIFY(
+            store.addResponse({0, *failedPrompt, QString(), std::nullopt, std::nullopt, 5, QStringLiteral("refused")}));
         // Another run's work is not this run's.
         QVERIFY(addChain(store, *other, task, 0, 3, generator, QStringLiteral("correct")));
 
@@ -1084,8 +1138,8 @@ private Q_SLOTS:
         QVERIFY(evaluations.size() <= committed.size() + 1);
         QCOMPARE(store.completedUnits(runId).size(), evaluations.size());
         // A resumed run appends to the same file.
-        const auto chain =
-            addChain(store, runId, QStringLiteral("L3/1"), 0, 0, QStringLiteral("generator"), QStringLiteral("correct"));
+        const auto chain = addChain(store, runId, QStringLiteral("L3/1"), 0, 0, QStringLiteral("generator"),
+                                    QStringLiteral("correct"));
         QVERIFY2(chain, qPrintable(store.errorString()));
         QCOMPARE(store.evaluations(runId).size(), evaluations.size() + 1);
         QCOMPARE(store.integrityCheck(), QStringLiteral("ok"));

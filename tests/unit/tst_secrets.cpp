@@ -92,7 +92,8 @@ private Q_SLOTS:
         QVERIFY(!qEnvironmentVariableIsSet("OPENAI_API_KEY"));
         QCOMPARE(qgetenv("KWB_SECRETS_TEST_TOKEN"), QByteArray("stays"));
         // Both are scrubbed from then on, though neither is in the environment any more.
-        QCOMPARE(secrets::scrub(QStringLiteral("a %1 b %2").arg(key, openai)), QStringLiteral("a [redacted] b [redacted]"));
+        QCOMPARE(secrets::scrub(QStringLiteral("a %1 b %2").arg(key, openai)),
+                 QStringLiteral("a [redacted] b [redacted]"));
         // A second call finds nothing and keeps the value.
         QCOMPARE(secrets::takeSecretsFromEnvironment(), QStringList());
         QCOMPARE(secrets::environmentApiKey(), key);
@@ -124,9 +125,14 @@ private Q_SLOTS:
         environment.insert(QStringLiteral("KWB_API_KEY"), envKey);
         environment.insert(QStringLiteral("SOME_SERVER_API_KEY"), otherKey);
         environment.insert(QStringLiteral("KWB_SECRETS_MARKER"), QStringLiteral("visible"));
-        const QStringList arguments{QStringLiteral("--child"), QStringLiteral("run"), QStringLiteral("--api-key"), argKey,
-                                    QStringLiteral("--model"), QStringLiteral("m"),
-                                    QStringLiteral("--api-key=") + argKey2, QStringLiteral("tail")};
+        const QStringList arguments{QStringLiteral("--child"),
+                                    QStringLiteral("run"),
+                                    QStringLiteral("--api-key"),
+                                    argKey,
+                                    QStringLiteral("--model"),
+                                    QStringLiteral("m"),
+                                    QStringLiteral("--api-key=") + argKey2,
+                                    QStringLiteral("tail")};
         QProcess child;
         child.setProcessEnvironment(environment);
         child.start(QCoreApplication::applicationFilePath(), arguments);
@@ -263,8 +269,8 @@ private Q_SLOTS:
         environment.insert(QStringLiteral("XDG_CONFIG_HOME"), dir.filePath(QStringLiteral("config")));
         QProcess window;
         window.setProcessEnvironment(environment);
-        window.start(QStringLiteral(KWB_APP), {QStringLiteral("--quit-after"), QStringLiteral("15000"),
-                                               QStringLiteral("--worker"), worker});
+        window.start(QStringLiteral(KWB_APP),
+                     {QStringLiteral("--quit-after"), QStringLiteral("15000"), QStringLiteral("--worker"), worker});
         QVERIFY(window.waitForStarted(10000));
         // Before main() runs the key is there; main() takes it first thing. Read until it is gone,
         // each read checked to be of the running program (the marker is there, the process is up).

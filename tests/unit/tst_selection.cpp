@@ -113,7 +113,7 @@ private Q_SLOTS:
         QJsonObject impossible{{QStringLiteral("status"), QStringLiteral("correct")},
                                {QStringLiteral("speedup"), 20.6},
                                {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor"),
-                                                                   QStringLiteral("speedup_over_10x")}}};
+                                                                    QStringLiteral("speedup_over_10x")}}};
         const EvaluationResult e = decodeEvaluation(impossible);
         QVERIFY(e.isCorrect());
         QVERIFY(e.belowRooflineFloor());
@@ -138,8 +138,10 @@ private Q_SLOTS:
         QCOMPARE(selectAcrossTurns({{cheat}, {honest}}, SelectionMode::Monotone)->turn, 2);
         // and an impossible later turn never displaces an honest earlier one
         const CandidateOutcome cheatLater = CandidateOutcome::fromEvaluation(impossible, 2, 0);
-        QCOMPARE(selectAcrossTurns({{outcome(QStringLiteral("correct"), 1, 0, 0.9)}, {cheatLater}},
-                                   SelectionMode::Monotone)->turn, 1);
+        QCOMPARE(
+            selectAcrossTurns({{outcome(QStringLiteral("correct"), 1, 0, 0.9)}, {cheatLater}}, SelectionMode::Monotone)
+                ->turn,
+            1);
     }
 
     void flatListGroupsByTurn()

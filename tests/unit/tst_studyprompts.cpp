@@ -6,8 +6,8 @@
 // seed are explicit in every request; and a prompt over the context budget is refused before
 // any model request, counted by the server's tokenizer.
 
-#include "core/run/headlessrun.h"
 #include "core/config/regime.h"
+#include "core/run/headlessrun.h"
 #include "core/store/runstore.h"
 #include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"
@@ -85,7 +85,12 @@ QList<Sent> sentPrompts(const ScriptedLlmServer& server)
     for (const QJsonObject& body : server.requests()) {
         Sent s;
         s.body = body;
-        s.text = body.value(QLatin1String("messages")).toArray().first().toObject().value(QLatin1String("content")).toString();
+        s.text = body.value(QLatin1String("messages"))
+                     .toArray()
+                     .first()
+                     .toObject()
+                     .value(QLatin1String("content"))
+                     .toString();
         s.task = s.text.contains(QLatin1String("## Task L1/1:")) ? QStringLiteral("L1/1") : QStringLiteral("L2/1");
         s.role = roleOf(s.text);
         s.laterTurn = s.text.contains(kPrevious);
@@ -117,7 +122,8 @@ class TestStudyPrompts : public QObject
 
     RunEnvironment environment()
     {
-        return kwb::test::fakeWorkerEnvironment<RunEnvironment>(m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
+        return kwb::test::fakeWorkerEnvironment<RunEnvironment>(
+            m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
     }
 
     RunPlan plan(const QString& regime, const QString& ablate = QString(), const QString& promptsDir = QString())
@@ -195,7 +201,8 @@ private Q_SLOTS:
             common(s);
             for (const QString& phrase : {kContract, kLaunchCall, kTolerance})
                 has(s, phrase, true);
-            for (const QString& phrase : {kTopOps, kRoofline, kCompetence, kTorchOnlyLegal, kPilot, kCritic, kPrevious, kReport})
+            for (const QString& phrase :
+                 {kTopOps, kRoofline, kCompetence, kTorchOnlyLegal, kPilot, kCritic, kPrevious, kReport})
                 has(s, phrase, false);
             QCOMPARE(s.body.value(QLatin1String("temperature")).toDouble(-1), 0.0);
             QCOMPARE(s.body.value(QLatin1String("seed")).toInteger(), kRegimeModelSeed);
@@ -332,7 +339,8 @@ private Q_SLOTS:
         // characters a token) 100,000 characters are over; 60,000 pass the estimate, and the
         // server, counting a token for every 1.5 characters, refuses them.
         const QString copy = m_dir.filePath(QStringLiteral("budget-set-%1").arg(serverCounts));
-        for (QDirIterator it(QStringLiteral(KWB_PROMPTS_DIR), QDir::Files, QDirIterator::Subdirectories); it.hasNext();) {
+        for (QDirIterator it(QStringLiteral(KWB_PROMPTS_DIR), QDir::Files, QDirIterator::Subdirectories);
+             it.hasNext();) {
             const QString from = it.next();
             const QString rel = QDir(QStringLiteral(KWB_PROMPTS_DIR)).relativeFilePath(from);
             QVERIFY(QDir().mkpath(QFileInfo(QDir(copy).filePath(rel)).path()));

@@ -13,26 +13,26 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
-#include <QProcess>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QScopeGuard>
 #include <QSet>
-#include <QThread>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 
 #include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
+#include <fcntl.h>
 #include <functional>
 #include <memory>
 #include <netinet/in.h>
 #include <sys/file.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -122,7 +122,8 @@ bool quietLockFree(const QString& path)
 // gpu_memory as kwb-worker's evaluate answers it, in GiB.
 QJsonObject gpuMemory(double freeGiB, double totalGiB)
 {
-    return QJsonObject{{QStringLiteral("free_bytes"), freeGiB * 1024 * kMiB}, {QStringLiteral("total_bytes"), totalGiB * 1024 * kMiB}};
+    return QJsonObject{{QStringLiteral("free_bytes"), freeGiB * 1024 * kMiB},
+                       {QStringLiteral("total_bytes"), totalGiB * 1024 * kMiB}};
 }
 
 // A TCP listener on 127.0.0.1 (the kernel completes connections to it without accept()).
@@ -137,8 +138,8 @@ struct Listener
         address.sin_family = AF_INET;
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t length = sizeof address;
-        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 && ::listen(fd, 16) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
+        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+            ::listen(fd, 16) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0)
             port = ntohs(address.sin_port);
     }
     ~Listener()
@@ -253,10 +254,10 @@ class TestWorkerSupervisor : public QObject
     // A supervisor whose fake workers log every request they read to `*log` (a new file), with
     // `extra` in their environment, outside the OS sandbox (quietLockIsPassedAndExistsBeforeStart
     // covers the sandbox).
-    std::unique_ptr<WorkerSupervisor> makeLoggedSupervisor(QString* log, const QStringList& arguments = {},
-                                                           WorkerSupervisor::Isolation isolation =
-                                                               WorkerSupervisor::Isolation::FreshPerRequest,
-                                                           const QProcessEnvironment& extra = {})
+    std::unique_ptr<WorkerSupervisor>
+    makeLoggedSupervisor(QString* log, const QStringList& arguments = {},
+                         WorkerSupervisor::Isolation isolation = WorkerSupervisor::Isolation::FreshPerRequest,
+                         const QProcessEnvironment& extra = {})
     {
         static int count = 0;
         *log = m_logs.filePath(QStringLiteral("requests-%1-%2.jsonl").arg(QTest::currentTestFunction()).arg(++count));
@@ -274,7 +275,8 @@ class TestWorkerSupervisor : public QObject
 
     // A logged fresh-mode supervisor whose spares each warm until the test opens that spare's own
     // gate (touch(gateOf(pid))), settling idle after 100 ms; `tag` keeps the gate files apart.
-    std::unique_ptr<WorkerSupervisor> makeGatedSupervisor(const QString& tag, QString* log, std::function<QString(qint64)>* gateOf)
+    std::unique_ptr<WorkerSupervisor> makeGatedSupervisor(const QString& tag, QString* log,
+                                                          std::function<QString(qint64)>* gateOf)
     {
         const QString gates = m_logs.filePath(QStringLiteral("gate-%1-%2").arg(tag));
         *gateOf = [gates](qint64 pid) { return gates.arg(pid); };
@@ -299,7 +301,8 @@ class TestWorkerSupervisor : public QObject
     // What runBackToBack saw: the answers, and the workers that had read `warm` when the last
     // answer came (the queue's end: from there the supervisor idles and may warm; a warm sent
     // before would have been read long ago).
-    struct BackToBack {
+    struct BackToBack
+    {
         QList<QJsonObject> answers;
         QList<qint64> warmReadersAtEnd;
     };
@@ -680,10 +683,11 @@ private Q_SLOTS:
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
         const int timing = ::open(QFile::encodeName(lock).constData(), O_RDONLY | O_CLOEXEC);
         QVERIFY(timing >= 0);
-        const auto closeTiming = qScopeGuard([timing] { ::close(timing); }); // a failed check frees it too
+        const auto closeTiming = qScopeGuard([timing] { ::close(timing); });        // a failed check frees it too
         QTRY_VERIFY_WITH_TIMEOUT(::flock(timing, LOCK_EX | LOCK_NB) == 0, kWaitMs); // the first worker's exit ended
-        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
-            QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), memory}})));
+        const Ending one = waitForEnd(
+            *supervisor,
+            supervisor->sendRequest(evaluate(QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), memory}})));
         QVERIFY2(one.hasResponse, qPrintable(one.message));
         QCOMPARE(SupervisorTuning::handedOffWorkers(*supervisor), handedOff ? 1 : 0);
         QSignalSpy answered(supervisor.get(), &WorkerSupervisor::responseAvailable);
@@ -694,7 +698,7 @@ private Q_SLOTS:
             QTRY_COMPARE_WITH_TIMEOUT(answered.size(), 1, kWaitMs); // the next ran meanwhile
         else
             QCOMPARE(answered.size(), 0); // the next waits for the exit
-        ::flock(timing, LOCK_UN); // the timing ends
+        ::flock(timing, LOCK_UN);         // the timing ends
         QTRY_VERIFY_WITH_TIMEOUT(ended(pidOf(one)), kWaitMs);
         QTRY_COMPARE_WITH_TIMEOUT(answered.size(), 1, kWaitMs);
         QCOMPARE(answered.first().at(0).toLongLong(), second);
@@ -716,8 +720,10 @@ private Q_SLOTS:
         QVERIFY(timing >= 0);
         const auto closeTiming = qScopeGuard([timing] { ::close(timing); });
         QTRY_VERIFY_WITH_TIMEOUT(::flock(timing, LOCK_EX | LOCK_NB) == 0, kWaitMs);
-        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
-            QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
+        const Ending one =
+            waitForEnd(*supervisor,
+                       supervisor->sendRequest(
+                           evaluate(QString(), QJsonObject{{QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
         QVERIFY2(one.hasResponse, qPrintable(one.message));
         QCOMPARE(SupervisorTuning::handedOffWorkers(*supervisor), 1);
         const auto ended = [&] {
@@ -741,8 +747,11 @@ private Q_SLOTS:
         auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
         supervisor->setKillGracePeriod(3000);
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
-        const Ending one = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(
-            QString(), QJsonObject{{QStringLiteral("fake_exit_delay_ms"), 1000}, {QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
+        const Ending one =
+            waitForEnd(*supervisor,
+                       supervisor->sendRequest(
+                           evaluate(QString(), QJsonObject{{QStringLiteral("fake_exit_delay_ms"), 1000},
+                                                           {QStringLiteral("fake_gpu_memory"), gpuMemory(100, 141)}})));
         QVERIFY2(one.hasResponse, qPrintable(one.message));
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
         const Ending two = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("oom_once"))));
@@ -766,7 +775,8 @@ private Q_SLOTS:
     void deadSpareIsReplacedLazily()
     {
         auto supervisor = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
-        SupervisorTuning::setSpareCount(*supervisor, 1); // one spare, as before there were several: no other takes its place
+        SupervisorTuning::setSpareCount(*supervisor,
+                                        1); // one spare, as before there were several: no other takes its place
         QSignalSpy finished(supervisor.get(), &WorkerSupervisor::workerFinished);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY(first.hasResponse);
@@ -812,12 +822,14 @@ private Q_SLOTS:
         SupervisorTuning::setSpareCount(*supervisor, 2);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0),
+                                 kWaitMs);
         const QList<qint64> pids = supervisor->spareWorkerPids();
         QVERIFY(pids.at(0) != pidOf(first) && pids.at(1) != pidOf(first));
         // Idle: both are warmed, in time.
         for (const qint64 pid : pids)
-            QTRY_COMPARE_WITH_TIMEOUT(typesReadBy(log, pid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}), kWaitMs);
+            QTRY_COMPARE_WITH_TIMEOUT(typesReadBy(log, pid),
+                                      (QStringList{QStringLiteral("hello"), QStringLiteral("warm")}), kWaitMs);
         // Staggered: the second started once the first had answered hello, so its hello comes after
         // the first's in the log.
         QList<qint64> order;
@@ -832,7 +844,8 @@ private Q_SLOTS:
         QCOMPARE(pidOf(second), pids.at(0));
         QVERIFY(supervisor->spareWorkerPids().contains(pids.at(1)));
         // Warmed before a third spare (started with that evaluation), which is not yet.
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed() && supervisor->spareWorkerPid() == pids.at(1), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed() && supervisor->spareWorkerPid() == pids.at(1),
+                                 kWaitMs);
         const Ending third = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(third.hasResponse, qPrintable(third.message));
         QCOMPARE(pidOf(third), pids.at(1));
@@ -850,7 +863,8 @@ private Q_SLOTS:
             // one core for each starting spare, and two more (the evaluation, the compile-ahead)
             QCOMPARE(SupervisorTuning::spareStartsAtOnce(supervisor), cores >= count + 2);
         }
-        SupervisorTuning::setSpareCount(supervisor, cores); // the rule says one after another here; the setter overrides it
+        SupervisorTuning::setSpareCount(supervisor,
+                                        cores); // the rule says one after another here; the setter overrides it
         SupervisorTuning::setSpareStartsAtOnce(supervisor, true);
         QVERIFY(SupervisorTuning::spareStartsAtOnce(supervisor));
         SupervisorTuning::setSpareCount(supervisor, 1);
@@ -869,7 +883,8 @@ private Q_SLOTS:
             // The evaluation's arrival tops up: one spare (staggered), or all three at once.
             QCOMPARE(supervisor->liveSpareCount(), atOnce ? 3 : 1);
             QVERIFY(waitForEnd(*supervisor, id).hasResponse);
-            QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 3 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+            QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 3 && !supervisor->spareWorkerPids().contains(0),
+                                     kWaitMs);
             const QList<qint64> pids = supervisor->spareWorkerPids();
             QCOMPARE(QSet<qint64>(pids.cbegin(), pids.cend()).size(), 3);
         }
@@ -923,7 +938,8 @@ private Q_SLOTS:
         QVERIFY(supervisor->spareWorkerPids().contains(a));
 
         // A answers warm: the next ready spare C (started with B's evaluation) is warmed after it.
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0),
+                                 kWaitMs);
         const qint64 c = supervisor->spareWorkerPids().at(1);
         QVERIFY(touch(gateOf(c))); // C's own warm answers at once
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == c, kWaitMs);
@@ -980,7 +996,8 @@ private Q_SLOTS:
         QVERIFY(!warmReadersAtEnd.isEmpty()); // warmed while the queue ran, not after it
         for (int i = 1; i < kCount; ++i) {
             const qint64 pid = answers.at(i).value(QLatin1String("pid")).toInteger();
-            QCOMPARE(typesReadBy(log, pid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
+            QCOMPARE(typesReadBy(log, pid),
+                     (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
             QVERIFY(helloOf(available, pid).warmed());
         }
     }
@@ -1034,11 +1051,13 @@ private Q_SLOTS:
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && !supervisor->spareWorkerPids().contains(0),
+                                 kWaitMs);
         const QList<qint64> spares = supervisor->spareWorkerPids();
         QTRY_COMPARE_WITH_TIMEOUT(readersOf(log, QStringLiteral("warm")), QList<qint64>{spares.at(0)}, kWaitMs);
         // The second is ready (it answered hello) but waits for the first's warm answer.
-        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == spares.at(1), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady() && supervisor->spareWorkerPid() == spares.at(1),
+                                 kWaitMs);
         QTest::qWait(3 * SupervisorTuning::warmIdleMs(*supervisor));
         QCOMPARE(readersOf(log, QStringLiteral("warm")), QList<qint64>{spares.at(0)});
         QVERIFY(touch(gateOf(spares.at(0))));
@@ -1301,10 +1320,11 @@ private Q_SLOTS:
         // The worker opened it read-only at its start (in the sandbox: bound on its own, read-only).
         // In the sandbox the worker's own pid is 1 (its namespace's): the hello is the first one.
         QVERIFY(!available.isEmpty());
-        const QJsonObject hello = sandbox ? available.first().at(1).value<HelloInfo>().raw : helloOf(available, pidOf(ending)).raw;
+        const QJsonObject hello =
+            sandbox ? available.first().at(1).value<HelloInfo>().raw : helloOf(available, pidOf(ending)).raw;
         QCOMPARE(hello.value(QLatin1String("gpu_quiet_lock")).toString(), path);
         QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_writers_first")).toBool()); // its intent file reached it
-        QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_turns")).toBool()); // its turn file too
+        QVERIFY(hello.value(QLatin1String("gpu_quiet_lock_turns")).toBool());         // its turn file too
         QVERIFY2(!hello.contains(QLatin1String("gpu_quiet_lock_error")),
                  qPrintable(hello.value(QLatin1String("gpu_quiet_lock_error")).toString()));
         QFileInfo file(path);
@@ -1346,8 +1366,7 @@ private Q_SLOTS:
         QCOMPARE(readersOf(log, QStringLiteral("hello")).size(), 1);
         QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
         // Its timings too wait for another kwb's warming spare on this GPU.
-        QCOMPARE(supervisor->workerHello().quietLock,
-                 GpuLeases::quietLockPath(workerGpuKey(workerEnvironment())));
+        QCOMPARE(supervisor->workerHello().quietLock, GpuLeases::quietLockPath(workerGpuKey(workerEnvironment())));
     }
 
     void warmSpareOff()
@@ -1360,7 +1379,8 @@ private Q_SLOTS:
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
         QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 2 && supervisor->spareWorkerReady(), kWaitMs);
-        QTest::qWait(10 * SupervisorTuning::warmIdleMs(*supervisor)); // idle, well past the settle time: still never warmed
+        QTest::qWait(10 *
+                     SupervisorTuning::warmIdleMs(*supervisor)); // idle, well past the settle time: still never warmed
         QVERIFY(readersOf(log, QStringLiteral("warm")).isEmpty());
         const qint64 sparePid = supervisor->spareWorkerPid();
         const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
@@ -1414,7 +1434,8 @@ private Q_SLOTS:
         local.osSandbox = false;
         local.gpuQuietLock = QStringLiteral("/tmp/kwb-gpu-test/gpu0.quiet");
         const WorkerLaunch launch = launchWorker(QStringLiteral(KWB_FAKEWORKER), {QStringLiteral("--x")}, {}, local);
-        QCOMPARE(launch.arguments, (QStringList{QStringLiteral("--x"), QStringLiteral("--gpu-quiet-lock"), local.gpuQuietLock}));
+        QCOMPARE(launch.arguments,
+                 (QStringList{QStringLiteral("--x"), QStringLiteral("--gpu-quiet-lock"), local.gpuQuietLock}));
     }
 
     void newerProtocolIsRefused()
@@ -1436,7 +1457,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("expected");
         const QString fake = QStringLiteral(KWB_FAKEWORKER);
         QTest::newRow("no such program") << QStringLiteral("/nonexistent/kwb-worker") << QStringList()
-                                         << wireName(EvaluationStatus::StartFailed) << QStringLiteral("could not start the worker");
+                                         << wireName(EvaluationStatus::StartFailed)
+                                         << QStringLiteral("could not start the worker");
         QTest::newRow("loader error") << fake << QStringList{QStringLiteral("--hello"), QStringLiteral("exit_127")}
                                       << wireName(EvaluationStatus::StartFailed)
                                       << QStringLiteral("exited with code 127 before answering hello: "
@@ -1536,10 +1558,9 @@ private Q_SLOTS:
         from.insert(QStringLiteral("AWS_SECRET_ACCESS_KEY"), QStringLiteral("x"));
         from.insert(QStringLiteral("CUDA_AUTH_TOKEN"), QStringLiteral("x")); // an allowed prefix, a secret's name
         from.insert(QStringLiteral("SSH_AUTH_SOCK"), QStringLiteral("/tmp/agent"));
-        QCOMPARE(workerEnvironment(from).keys(),
-                 (QStringList{QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("LC_ALL"),
-                              QStringLiteral("LD_LIBRARY_PATH"), QStringLiteral("PATH"),
-                              QStringLiteral("PYTORCH_CUDA_ALLOC_CONF")}));
+        QCOMPARE(workerEnvironment(from).keys(), (QStringList{QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("LC_ALL"),
+                                                              QStringLiteral("LD_LIBRARY_PATH"), QStringLiteral("PATH"),
+                                                              QStringLiteral("PYTORCH_CUDA_ALLOC_CONF")}));
     }
 
     void deathFromOutsideIsTheMachines_data()
@@ -1547,11 +1568,15 @@ private Q_SLOTS:
         QTest::addColumn<QString>("mode");
         QTest::addColumn<int>("outsideSignal"); // 0: the worker dies by itself (mode)
         QTest::addColumn<QString>("status");
-        QTest::newRow("SIGKILL mid-request") << QStringLiteral("sigkill") << 0 << wireName(EvaluationStatus::WorkerLost);
-        QTest::newRow("kill -9 from outside") << QStringLiteral("hang") << int(SIGKILL) << wireName(EvaluationStatus::WorkerLost);
-        QTest::newRow("SIGTERM from outside") << QStringLiteral("hang") << int(SIGTERM) << wireName(EvaluationStatus::WorkerLost);
+        QTest::newRow("SIGKILL mid-request")
+            << QStringLiteral("sigkill") << 0 << wireName(EvaluationStatus::WorkerLost);
+        QTest::newRow("kill -9 from outside")
+            << QStringLiteral("hang") << int(SIGKILL) << wireName(EvaluationStatus::WorkerLost);
+        QTest::newRow("SIGTERM from outside")
+            << QStringLiteral("hang") << int(SIGTERM) << wireName(EvaluationStatus::WorkerLost);
         QTest::newRow("segfault mid-request") << QStringLiteral("segv") << 0 << wireName(EvaluationStatus::Crashed);
-        QTest::newRow("SIGSEGV from outside") << QStringLiteral("hang") << int(SIGSEGV) << wireName(EvaluationStatus::Crashed);
+        QTest::newRow("SIGSEGV from outside")
+            << QStringLiteral("hang") << int(SIGSEGV) << wireName(EvaluationStatus::Crashed);
     }
 
     void deathFromOutsideIsTheMachines()
@@ -1583,7 +1608,8 @@ private Q_SLOTS:
         // The supervisor's own SIGKILL (a worker ignoring SIGTERM past the grace period) is a timeout.
         auto supervisor = makeSupervisor();
         supervisor->setKillGracePeriod(200);
-        const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 300));
+        const Ending ending =
+            waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("hang_ignore_term")), 300));
         QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
         QVERIFY2(ending.message.contains(QLatin1String("SIGKILL")), qPrintable(ending.message));
     }
@@ -1702,10 +1728,12 @@ private Q_SLOTS:
         limits.hostMemoryBytes = 128 * kMiB;
         limits.osSandbox = sandbox;
         supervisor->setLimits(limits);
-        const Ending ending = waitForEnd(
-            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("alloc"), {{QStringLiteral("mib"), 2048},
-                                                                                   {QStringLiteral("then"), QStringLiteral("hang")}}),
-                                                 60000));
+        const Ending ending =
+            waitForEnd(*supervisor,
+                       supervisor->sendRequest(
+                           evaluate(QStringLiteral("alloc"),
+                                    {{QStringLiteral("mib"), 2048}, {QStringLiteral("then"), QStringLiteral("hang")}}),
+                           60000));
         QVERIFY(ending.ended); // within kWaitMs, far inside the 60 s limit
         QCOMPARE(ending.status, wireName(EvaluationStatus::ResourceLimit));
         QVERIFY2(ending.message.startsWith(QLatin1String("host memory ")), qPrintable(ending.message));
@@ -1739,21 +1767,27 @@ private Q_SLOTS:
         limits.hostMemoryBytes = 128 * kMiB;
         limits.osSandbox = sandbox;
         supervisor->setLimits(limits);
-        const Ending ending = waitForEnd(
-            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("alloc"), {{QStringLiteral("mib"), 2048},
-                                                                                   {QStringLiteral("then"), QStringLiteral("hang")}}),
-                                                 60000));
+        const Ending ending =
+            waitForEnd(*supervisor,
+                       supervisor->sendRequest(
+                           evaluate(QStringLiteral("alloc"),
+                                    {{QStringLiteral("mib"), 2048}, {QStringLiteral("then"), QStringLiteral("hang")}}),
+                           60000));
         QVERIFY(ending.ended);
-        QVERIFY2(ending.status == wireName(EvaluationStatus::ResourceLimit), qPrintable(ending.status + QLatin1String(": ") + ending.message));
-        QVERIFY2(ending.message.startsWith(QLatin1String("host memory over the limit of 128 MiB")), qPrintable(ending.message));
-        QVERIFY2(ending.message.contains(QLatin1String("OOM killer ended the worker in its memory cgroup")), qPrintable(ending.message));
+        QVERIFY2(ending.status == wireName(EvaluationStatus::ResourceLimit),
+                 qPrintable(ending.status + QLatin1String(": ") + ending.message));
+        QVERIFY2(ending.message.startsWith(QLatin1String("host memory over the limit of 128 MiB")),
+                 qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("OOM killer ended the worker in its memory cgroup")),
+                 qPrintable(ending.message));
         QVERIFY(!isMachineFailure(ending.status));
         qInfo("%s", qPrintable(ending.message));
         verifyFreshWorkerAnswers(*supervisor, 0);
         supervisor.reset();
         // Every worker's cgroup is gone with it.
         const QString prefix = QStringLiteral("kwb-worker-%1-").arg(::getpid());
-        QTRY_VERIFY_WITH_TIMEOUT(QDir(support.parent).entryList({prefix + QLatin1Char('*')}, QDir::Dirs).isEmpty(), 5000);
+        QTRY_VERIFY_WITH_TIMEOUT(QDir(support.parent).entryList({prefix + QLatin1Char('*')}, QDir::Dirs).isEmpty(),
+                                 5000);
     }
 
     void memoryCgroupWithoutAKillStaysTheMachines()
@@ -1774,7 +1808,8 @@ private Q_SLOTS:
         QCOMPARE(::kill(pid_t(pidOf(warm)), SIGKILL), 0);
         const Ending ending = waitForEnd(*supervisor, id);
         QCOMPARE(ending.status, wireName(EvaluationStatus::WorkerLost));
-        QVERIFY2(ending.message.contains(QLatin1String("its memory cgroup shows no OOM kill")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("its memory cgroup shows no OOM kill")),
+                 qPrintable(ending.message));
     }
 
     void memoryCgroupProbeSaysWhyNot()
@@ -1787,13 +1822,17 @@ private Q_SLOTS:
         QFile limit(root.filePath(QStringLiteral("user.slice/app.scope/memory.max")));
         QVERIFY(limit.open(QIODevice::WriteOnly));
         limit.close();
-        const QByteArray mountInfo = "30 25 0:26 / " + root.path().toUtf8() + " rw,nosuid shared:4 - cgroup2 cgroup2 rw\n";
+        const QByteArray mountInfo =
+            "30 25 0:26 / " + root.path().toUtf8() + " rw,nosuid shared:4 - cgroup2 cgroup2 rw\n";
         const MemoryCgroupSupport support = probeMemoryCgroups("0::/user.slice/app.scope\n", mountInfo);
         QVERIFY(!support.available());
-        QVERIFY2(support.why.contains(QStringLiteral("the memory controller is not enabled for cgroups made in %1/user.slice")
-                                          .arg(root.path())),
+        QVERIFY2(support.why.contains(
+                     QStringLiteral("the memory controller is not enabled for cgroups made in %1/user.slice")
+                         .arg(root.path())),
                  qPrintable(support.why));
-        QVERIFY(QDir(root.filePath(QStringLiteral("user.slice"))).entryList({QStringLiteral("kwb-worker-*")}, QDir::Dirs).isEmpty());
+        QVERIFY(QDir(root.filePath(QStringLiteral("user.slice")))
+                    .entryList({QStringLiteral("kwb-worker-*")}, QDir::Dirs)
+                    .isEmpty());
         // No hierarchy at all.
         QCOMPARE(probeMemoryCgroups("0::/\n", "").why, QStringLiteral("no memory cgroup hierarchy is mounted"));
 
@@ -1813,10 +1852,12 @@ private Q_SLOTS:
         WorkerLimits limits;
         limits.hostThreads = 32;
         supervisor->setLimits(limits);
-        const Ending ending = waitForEnd(
-            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("threads"), {{QStringLiteral("count"), 100},
-                                                                                     {QStringLiteral("then"), QStringLiteral("hang")}}),
-                                                 60000));
+        const Ending ending =
+            waitForEnd(*supervisor,
+                       supervisor->sendRequest(
+                           evaluate(QStringLiteral("threads"),
+                                    {{QStringLiteral("count"), 100}, {QStringLiteral("then"), QStringLiteral("hang")}}),
+                           60000));
         QVERIFY(ending.ended);
         QCOMPARE(ending.status, wireName(EvaluationStatus::ResourceLimit));
         QVERIFY2(ending.message.startsWith(QLatin1String("host threads ")), qPrintable(ending.message));
@@ -1854,7 +1895,8 @@ private Q_SLOTS:
         const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(), 60000));
         QVERIFY(ending.ended);
         QCOMPARE(ending.status, wireName(EvaluationStatus::StartFailed));
-        QVERIFY2(ending.message.contains(QLatin1String("before answering hello: host memory")), qPrintable(ending.message));
+        QVERIFY2(ending.message.contains(QLatin1String("before answering hello: host memory")),
+                 qPrintable(ending.message));
     }
 
     // --- the OS sandbox (docs/sandbox.md, "The OS sandbox") -----------------------------------------
@@ -1922,7 +1964,8 @@ private Q_SLOTS:
         // Without a GPU on the host nothing is asked: bwrap running is all there is to check.
         QVERIFY(probeBubblewrapOnce(hiding, QStringLiteral(KWB_FAKEWORKER), environment, false).works);
         // A worker that does not answer inside: not a sandbox either.
-        const QString broken = script(QStringLiteral("bwrap-broken"), "case \"$1\" in */true) exec \"$@\";; esac\nexit 7\n");
+        const QString broken =
+            script(QStringLiteral("bwrap-broken"), "case \"$1\" in */true) exec \"$@\";; esac\nexit 7\n");
         const SandboxProbe silent = probeBubblewrapOnce(broken, QStringLiteral(KWB_FAKEWORKER), environment, true);
         QVERIFY(!silent.works);
         QCOMPARE(silent.reason, QStringLiteral("the worker does not answer in bwrap: no hello (exit code 7)"));
@@ -1945,9 +1988,11 @@ private Q_SLOTS:
         QVERIFY(refused.response.value(QLatin1String("write_errno")).toInt() != 0);
         QVERIFY(!QFile::exists(path));
         // Next to its install tree, which is read-only.
-        const QString beside = QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
-        const Ending readOnly = waitForEnd(
-            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("write"), {{QStringLiteral("path"), beside}})));
+        const QString beside =
+            QFileInfo(QStringLiteral(KWB_FAKEWORKER)).absoluteDir().filePath(QStringLiteral("escaped-beside"));
+        const Ending readOnly =
+            waitForEnd(*supervisor,
+                       supervisor->sendRequest(evaluate(QStringLiteral("write"), {{QStringLiteral("path"), beside}})));
         QVERIFY2(readOnly.hasResponse, qPrintable(readOnly.status + QLatin1String(": ") + readOnly.message));
         QCOMPARE(readOnly.response.value(QLatin1String("write_errno")).toInt(), EROFS);
         QVERIFY(!QFile::exists(beside));
@@ -2002,7 +2047,8 @@ private Q_SLOTS:
             QObject::connect(supervisor.get(), &WorkerSupervisor::workerAvailable, supervisor.get(),
                              [&worker](qint64 pid, const HelloInfo& hello) {
                                  worker = pid;
-                                 QCOMPARE(hello.raw.value(QLatin1String("pid")).toInteger(), qint64(1)); // its namespace's
+                                 QCOMPARE(hello.raw.value(QLatin1String("pid")).toInteger(),
+                                          qint64(1)); // its namespace's
                              });
             const Ending ending = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(mode), 1000));
             QCOMPARE(ending.status, wireName(EvaluationStatus::Timeout));
@@ -2043,9 +2089,12 @@ private Q_SLOTS:
             QSKIP(qPrintable(QStringLiteral("bubblewrap does not work here: ") + probe.reason));
         QTemporaryDir outside;
         QVERIFY(outside.isValid());
-        const QStringList paths{QStringLiteral("/proc/%1/environ").arg(::getpid()), QStringLiteral("/etc/shadow"),
-                                QDir::homePath() + QStringLiteral("/.bashrc"), QStringLiteral("/run"),
-                                QStringLiteral("/var"), outside.path()};
+        const QStringList paths{QStringLiteral("/proc/%1/environ").arg(::getpid()),
+                                QStringLiteral("/etc/shadow"),
+                                QDir::homePath() + QStringLiteral("/.bashrc"),
+                                QStringLiteral("/run"),
+                                QStringLiteral("/var"),
+                                outside.path()};
         auto supervisor = makeSandboxedSupervisor();
         const Ending env = waitForEnd(*supervisor, supervisor->sendRequest(request(QStringLiteral("env"))));
         QVERIFY2(env.hasResponse, qPrintable(env.status + QLatin1String(": ") + env.message));
@@ -2054,11 +2103,15 @@ private Q_SLOTS:
         QVERIFY2(home.contains(QLatin1String("/kwb-worker-")), qPrintable(home)); // its scratch folder's
         QVERIFY(!environment.contains(QLatin1String("KWB_API_KEY")));
         for (const QString& path : paths) {
-            const Ending seen = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("stat"), {{QStringLiteral("path"), path}})));
+            const Ending seen =
+                waitForEnd(*supervisor,
+                           supervisor->sendRequest(evaluate(QStringLiteral("stat"), {{QStringLiteral("path"), path}})));
             QVERIFY2(seen.hasResponse, qPrintable(seen.status + QLatin1String(": ") + seen.message));
             QVERIFY2(!seen.response.value(QLatin1String("exists")).toBool(), qPrintable(path));
         }
-        const Ending passwd = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("read"), {{QStringLiteral("path"), QStringLiteral("/etc/passwd")}})));
+        const Ending passwd = waitForEnd(
+            *supervisor, supervisor->sendRequest(evaluate(QStringLiteral("read"),
+                                                          {{QStringLiteral("path"), QStringLiteral("/etc/passwd")}})));
         QVERIFY2(passwd.hasResponse, qPrintable(passwd.status + QLatin1String(": ") + passwd.message));
         const QString text = passwd.response.value(QLatin1String("text")).toString();
         QVERIFY2(text.startsWith(QLatin1String("root:x:0:0:")) && text.count(QLatin1Char('\n')) <= 3, qPrintable(text));

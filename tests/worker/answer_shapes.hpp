@@ -12,10 +12,12 @@
 namespace kwb::test {
 
 // `unit` repeated to `bytes` bytes (the last copy cut).
-inline std::string repeatTo(const std::string& unit, std::size_t bytes) {
+inline std::string repeatTo(const std::string& unit, std::size_t bytes)
+{
     std::string s;
     s.reserve(bytes + unit.size());
-    while (s.size() < bytes) s += unit;
+    while (s.size() < bytes)
+        s += unit;
     s.resize(bytes);
     return s;
 }
@@ -26,13 +28,15 @@ inline const char* kShapeForward = "def forward(x: Tensor, p: Dict[str, Tensor])
 // taking what the limit leaves: in the cuda block when inCuda, else in the python block after
 // `pythonHead`.
 inline std::string shapeAnswer(const std::string& cudaHead, const std::string& pythonHead, const std::string& unit,
-                               bool inCuda, std::size_t bytes) {
+                               bool inCuda, std::size_t bytes)
+{
     const std::string a = "```cuda\n" + cudaHead, b = "\n```\n```python\n" + pythonHead, c = "\n    return x\n```\n";
     const std::size_t fill = bytes - a.size() - b.size() - c.size();
     return inCuda ? a + repeatTo(unit, fill) + b + c : a + b + repeatTo(unit, fill) + c;
 }
 
-inline std::string randomBytes(std::size_t n, uint64_t seed) {
+inline std::string randomBytes(std::size_t n, uint64_t seed)
+{
     std::string s(n, '\0');
     for (char& ch : s) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -42,7 +46,8 @@ inline std::string randomBytes(std::size_t n, uint64_t seed) {
 }
 
 // A small correct kernel and its launch, numbered so every copy is a distinct kernel.
-inline std::string realisticAnswer(std::size_t bytes) {
+inline std::string realisticAnswer(std::size_t bytes)
+{
     std::string cuda, python = kShapeForward;
     for (int i = 0; cuda.size() + python.size() + 400 < bytes; ++i) {
         const std::string k = "bias_relu_" + std::to_string(i);
@@ -57,7 +62,8 @@ inline std::string realisticAnswer(std::size_t bytes) {
 }
 
 // (name, answer) for every shape; each answer is at most `bytes` long (1 KiB at least).
-inline std::vector<std::pair<std::string, std::string>> answerShapes(std::size_t bytes = kMaxAnswerBytes) {
+inline std::vector<std::pair<std::string, std::string>> answerShapes(std::size_t bytes = kMaxAnswerBytes)
+{
     const std::string fwd = kShapeForward;
     const auto shape = [bytes](const std::string& cudaHead, const std::string& pythonHead, const std::string& unit,
                                bool inCuda) { return shapeAnswer(cudaHead, pythonHead, unit, inCuda, bytes); };
@@ -83,13 +89,12 @@ inline std::vector<std::pair<std::string, std::string>> answerShapes(std::size_t
         {"def forward lines", shape("", "", "def forward (\n", false)},
         {"realistic answer repeated", realisticAnswer(bytes)},
         {"random bytes", randomBytes(bytes, 1)},
-        {"random bytes in both blocks",
-         "```cuda\n" + randomBytes(bytes / 2 - 40, 2) + "\n```\n```python\n" + fwd +
-             randomBytes(bytes / 2 - 100, 3) + "\n```\n"},
+        {"random bytes in both blocks", "```cuda\n" + randomBytes(bytes / 2 - 40, 2) + "\n```\n```python\n" + fwd +
+                                            randomBytes(bytes / 2 - 100, 3) + "\n```\n"},
         {"``` fences repeated", repeatTo("```cuda\n__global__ void k(){}\n```\n", bytes)},
         {"````markdown fences nested", repeatTo("````markdown\n", bytes)},
         {"one line of backticks", repeatTo("`", bytes)},
     };
 }
 
-}  // namespace kwb::test
+} // namespace kwb::test

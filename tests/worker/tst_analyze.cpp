@@ -6,9 +6,9 @@
 #include "worker/tasks/task.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/jit.h>
 #include <torch/library.h>
 #include <torch/version.h>
-#include <torch/jit.h>
 
 #include "doctest_after_torch.hpp"
 
@@ -32,7 +32,8 @@ using Json = nlohmann::json;
 // PyTorch 2's schema of F.scaled_dot_product_attention, so that libtorch 1.13 compiles the same
 // TorchScript call the task files make for PyTorch 2 (the analyser only reads the graph; nothing
 // runs it).
-TORCH_LIBRARY_FRAGMENT(aten, m) {
+TORCH_LIBRARY_FRAGMENT(aten, m)
+{
     m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
           "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor");
 }
@@ -42,18 +43,21 @@ namespace {
 
 // The graph calls helper functions of its CompilationUnit until it is inlined, so the unit must
 // outlive the analysis: keep it with the graph.
-struct Compiled {
+struct Compiled
+{
     std::shared_ptr<torch::jit::CompilationUnit> cu;
     std::shared_ptr<torch::jit::Graph> graph;
 };
 
-Compiled graphOf(const std::string& source) {
+Compiled graphOf(const std::string& source)
+{
     auto cu = torch::jit::compile(source);
     auto graph = torch::jit::toGraphFunction(cu->get_function("forward")).graph();
     return {cu, graph};
 }
 
-ArgInfo tensor(Shape s, int elemBytes = 4) {
+ArgInfo tensor(Shape s, int elemBytes = 4)
+{
     ArgInfo a;
     a.kind = ArgInfo::Tensor;
     a.shape = std::move(s);
@@ -61,29 +65,39 @@ ArgInfo tensor(Shape s, int elemBytes = 4) {
     return a;
 }
 
-ArgInfo number(double v) {
+ArgInfo number(double v)
+{
     ArgInfo a;
     a.kind = ArgInfo::Float;
     a.value = v;
     return a;
 }
 
-ArgInfo params(std::map<std::string, Shape> d = {}) {
+ArgInfo params(std::map<std::string, Shape> d = {})
+{
     ArgInfo a;
     a.kind = ArgInfo::ParamDict;
     a.dict = std::move(d);
     return a;
 }
 
-Json analyze(const std::string& src, const std::vector<ArgInfo>& args) {
+Json analyze(const std::string& src, const std::vector<ArgInfo>& args)
+{
     const Compiled c = graphOf(src);
     return kwb::analyzeGraph(c.graph, args);
 }
 
-int64_t I(const Json& j) { return j.get<int64_t>(); }
-Shape S(const Json& j) { return j.get<Shape>(); }
+int64_t I(const Json& j)
+{
+    return j.get<int64_t>();
+}
+Shape S(const Json& j)
+{
+    return j.get<Shape>();
+}
 
-std::string errorOf(const std::string& src, const std::vector<ArgInfo>& args) {
+std::string errorOf(const std::string& src, const std::vector<ArgInfo>& args)
+{
     try {
         analyze(src, args);
     } catch (const AnalyzeError& e) {
@@ -92,9 +106,10 @@ std::string errorOf(const std::string& src, const std::vector<ArgInfo>& args) {
     return "(no error)";
 }
 
-}  // namespace
+} // namespace
 
-TEST_CASE("L1/1: square GEMM 4096^3") {
+TEST_CASE("L1/1: square GEMM 4096^3")
+{
     const auto r = analyze(R"(
 def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
     return torch.matmul(A, B)
@@ -109,11 +124,12 @@ def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(r["ops"][0]["op"] == "aten::matmul");
     CHECK(r["ops"][0]["category"] == "matmul");
     CHECK(S(r["ops"][0]["inputs"][1]) == Shape{4096, 4096});
-    CHECK(r["intensity_fused"].get<double>() == doctest::Approx(682.67).epsilon(1e-4));  // 2N³/(12N²) = N/6
+    CHECK(r["intensity_fused"].get<double>() == doctest::Approx(682.67).epsilon(1e-4)); // 2N³/(12N²) = N/6
     CHECK(I(r["memory_bound_ops"]) == 0);
 }
 
-TEST_CASE("L1/4: GEMV (2048 x 1048576)·(1048576 x 1)") {
+TEST_CASE("L1/4: GEMV (2048 x 1048576)·(1048576 x 1)")
+{
     const auto r = analyze(R"(
 def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
     return torch.matmul(A, B)
@@ -125,7 +141,7 @@ def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(r["bytes_fused"]) == 8594137088LL);
     CHECK(I(r["bytes_unfused"]) == 8594137088LL);
     CHECK(S(r["output_shape"]) == Shape{2048, 1});
-    CHECK(I(r["memory_bound_ops"]) == 1);  // 0.5 FLOP/B
+    CHECK(I(r["memory_bound_ops"]) == 1); // 0.5 FLOP/B
     // The same with a 1-D vector: (M, K)·(K,) -> (M,)
     const auto v = analyze(R"(
 def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
@@ -136,7 +152,8 @@ def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(v["flops"]) == 4294967296LL);
 }
 
-TEST_CASE("L1/5: matrix times a Python float") {
+TEST_CASE("L1/5: matrix times a Python float")
+{
     const auto r = analyze(R"(
 def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:
     return A * s
@@ -153,7 +170,8 @@ def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:
     CHECK(r["intensity_fused"].get<double>() == doctest::Approx(0.125));
 }
 
-TEST_CASE("L2/1: conv2d 64->128 k3, relu, bias add") {
+TEST_CASE("L2/1: conv2d 64->128 k3, relu, bias add")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     y = torch.conv2d(x, p["conv.weight"], p["conv.bias"])
@@ -185,12 +203,14 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(r["bytes_fused"]) == 1577616384LL);
     CHECK(I(r["param_bytes"]) == 295936);
     CHECK(r["params_used"].size() == 3);
-    CHECK(I(r["memory_bound_ops"]) == 2);  // relu and add: 1 FLOP per 8 B
+    CHECK(I(r["memory_bound_ops"]) == 2); // relu and add: 1 FLOP per 8 B
     CHECK(I(r["ops"][1]["line"]) == 4);
 }
 
-TEST_CASE("L2/2: conv_transpose2d stride 2 + five element-wise ops") {
-    const auto r = analyze(R"(
+TEST_CASE("L2/2: conv_transpose2d stride 2 + five element-wise ops")
+{
+    const auto r = analyze(
+        R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     x = torch.conv_transpose2d(x, p["conv_transpose.weight"], p["conv_transpose.bias"], 2, 1, 1)
     x = x + p["bias"]
@@ -200,10 +220,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     x = x / 2.0
     return x
 )",
-                           {tensor({128, 64, 128, 128}),
-                            params({{"conv_transpose.weight", {64, 64, 3, 3}},
-                                    {"conv_transpose.bias", {64}},
-                                    {"bias", {64, 1, 1}}})});
+        {tensor({128, 64, 128, 128}),
+         params({{"conv_transpose.weight", {64, 64, 3, 3}}, {"conv_transpose.bias", {64}}, {"bias", {64, 1, 1}}})});
     // H_out = (128-1)·2 - 2·1 + (3-1) + 1 + 1 = 256 -> (128, 64, 256, 256) = 536,870,912 elements
     CHECK(S(r["output_shape"]) == Shape{128, 64, 256, 256});
     REQUIRE(r["ops"].size() == 6);
@@ -223,10 +241,12 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     const double ratio = double(I(r["bytes_unfused"])) / double(I(r["bytes_fused"]));
     CHECK(ratio == doctest::Approx(8.99957).epsilon(1e-5));
     CHECK(I(r["memory_bound_ops"]) == 5);
-    for (int i = 1; i < 6; ++i) CHECK(r["ops"][i]["category"] == "elementwise");
+    for (int i = 1; i < 6; ++i)
+        CHECK(r["ops"][i]["category"] == "elementwise");
 }
 
-TEST_CASE("L2/8: conv3d, div, max_pool3d, adaptive_avg_pool3d, add, sum over channels") {
+TEST_CASE("L2/8: conv3d, div, max_pool3d, adaptive_avg_pool3d, add, sum over channels")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     x = torch.conv3d(x, p["conv.weight"], p["conv.bias"])
@@ -243,7 +263,7 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     // conv out (128, 16, 14, 62, 62) = 110,215,168; MAC = 110,215,168·8·27 = 23,806,476,288 (sheet 2.38e10)
     CHECK(S(r["ops"][0]["output"]) == Shape{128, 16, 14, 62, 62});
     CHECK(I(r["ops"][0]["flops"]) == 2 * 23806476288LL + 110215168LL);
-    CHECK(S(r["ops"][2]["output"]) == Shape{128, 16, 7, 31, 31});  // 13,776,896 elements
+    CHECK(S(r["ops"][2]["output"]) == Shape{128, 16, 7, 31, 31}); // 13,776,896 elements
     CHECK(S(r["ops"][3]["output"]) == Shape{128, 16, 1, 1, 1});
     CHECK(r["ops"][2]["category"] == "pool");
     CHECK(r["ops"][5]["category"] == "reduction");
@@ -258,7 +278,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(r["bytes_fused"]) == 268449920LL);
 }
 
-TEST_CASE("L3/4: LeNet-5 with view(-1, 400)") {
+TEST_CASE("L3/4: LeNet-5 with view(-1, 400)")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     x = torch.relu(torch.conv2d(x, p["conv1.weight"], p["conv1.bias"]))
@@ -270,17 +291,16 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     x = torch.relu(torch.linear(x, p["fc2.weight"], p["fc2.bias"]))
     return torch.linear(x, p["fc3.weight"], p["fc3.bias"])
 )",
-                           {tensor({4096, 1, 32, 32}),
-                            params({{"conv1.weight", {6, 1, 5, 5}},
-                                    {"conv1.bias", {6}},
-                                    {"conv2.weight", {16, 6, 5, 5}},
-                                    {"conv2.bias", {16}},
-                                    {"fc1.weight", {120, 400}},
-                                    {"fc1.bias", {120}},
-                                    {"fc2.weight", {84, 120}},
-                                    {"fc2.bias", {84}},
-                                    {"fc3.weight", {20, 84}},
-                                    {"fc3.bias", {20}}})});
+                           {tensor({4096, 1, 32, 32}), params({{"conv1.weight", {6, 1, 5, 5}},
+                                                               {"conv1.bias", {6}},
+                                                               {"conv2.weight", {16, 6, 5, 5}},
+                                                               {"conv2.bias", {16}},
+                                                               {"fc1.weight", {120, 400}},
+                                                               {"fc1.bias", {120}},
+                                                               {"fc2.weight", {84, 120}},
+                                                               {"fc2.bias", {84}},
+                                                               {"fc3.weight", {20, 84}},
+                                                               {"fc3.bias", {20}}})});
     CHECK(S(r["output_shape"]) == Shape{4096, 20});
     // conv, relu, pool, conv, relu, pool, view, linear, relu, linear, relu, linear
     REQUIRE(I(r["op_count"]) == 12);
@@ -297,7 +317,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(r["bytes_fused"]) == 17355120LL);
 }
 
-TEST_CASE("broadcasting and its errors") {
+TEST_CASE("broadcasting and its errors")
+{
     const char* src = R"(
 def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> Tensor:
     return x + y
@@ -321,7 +342,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(z["ops"][0]["bytes"]) == 4 * (120 + 1 + 120));
 }
 
-TEST_CASE("an op without a rule is listed as uncounted, with its line; the totals say they are incomplete") {
+TEST_CASE("an op without a rule is listed as uncounted, with its line; the totals say they are incomplete")
+{
     // topk has no rule, but libtorch's meta kernel gives its shapes: the relu after it is counted.
     const auto r = analyze(R"(
 def forward(a: Tensor, p: Dict[str, Tensor]) -> Tensor:
@@ -341,7 +363,7 @@ def forward(a: Tensor, p: Dict[str, Tensor]) -> Tensor:
     // its traffic is known from the shapes: 20 floats in, 8 floats and 8 int64 indices out
     CHECK(I(r["ops"][1]["bytes"]) == 4 * 20 + 4 * 8 + 8 * 8);
     CHECK(S(r["output_shape"]) == Shape{4, 2});
-    CHECK(I(r["flops"]) == 20 + 3 * 8);  // relu and sigmoid only
+    CHECK(I(r["flops"]) == 20 + 3 * 8); // relu and sigmoid only
     // A counted forward says so with an empty list.
     const auto ok = analyze(R"(
 def forward(a: Tensor, p: Dict[str, Tensor]) -> Tensor:
@@ -352,7 +374,8 @@ def forward(a: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(ok["uncounted"].empty());
 }
 
-TEST_CASE("an uncounted op without a meta kernel leaves its result opaque: every op that reads it is uncounted") {
+TEST_CASE("an uncounted op without a meta kernel leaves its result opaque: every op that reads it is uncounted")
+{
     const auto r = analyze(R"(
 def forward(a: Tensor, p: Dict[str, Tensor]) -> Tensor:
     v, i = torch.kthvalue(torch.relu(a), 2, 1)
@@ -361,16 +384,18 @@ def forward(a: Tensor, p: Dict[str, Tensor]) -> Tensor:
 )",
                            {tensor({4, 5}), params()});
     std::vector<std::string> ops;
-    for (const auto& u : r["uncounted"]) ops.push_back(u["op"].get<std::string>());
+    for (const auto& u : r["uncounted"])
+        ops.push_back(u["op"].get<std::string>());
     CHECK(ops == std::vector<std::string>{"aten::kthvalue", "aten::view", "aten::sigmoid", "aten::add"});
     CHECK(r["uncounted"][0]["shape_known"] == false);
     CHECK(r["uncounted"][1]["reason"].get<std::string>().find("unknown") != std::string::npos);
     CHECK(r["output_shape"].is_null());
-    CHECK(I(r["flops"]) == 20);  // the relu: the rest cannot be counted
+    CHECK(I(r["flops"]) == 20); // the relu: the rest cannot be counted
     CHECK(I(r["output_bytes"]) == 0);
 }
 
-TEST_CASE("control flow: data-dependent loop and if are errors, static ones are followed") {
+TEST_CASE("control flow: data-dependent loop and if are errors, static ones are followed")
+{
     const std::string loop = errorOf(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     while bool(torch.sum(x) > 0.0):
@@ -403,10 +428,11 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     REQUIRE(I(r["op_count"]) == 4);
     CHECK(r["ops"][2]["op"] == "aten::relu");
     CHECK(r["ops"][3]["op"] == "aten::sigmoid");
-    CHECK(I(r["flops"]) == 3 * 32 + 3 * 32);  // relu 1/elem ×3, sigmoid 3/elem
+    CHECK(I(r["flops"]) == 3 * 32 + 3 * 32); // relu 1/elem ×3, sigmoid 3/elem
 }
 
-TEST_CASE("helpers are inlined and sizes are tracked through arithmetic") {
+TEST_CASE("helpers are inlined and sizes are tracked through arithmetic")
+{
     const auto r = analyze(R"(
 def block(x: Tensor, p: Dict[str, Tensor], name: str) -> Tensor:
     return torch.relu(torch.conv2d(x, p[name + ".weight"], p[name + ".bias"], 2, 1, 2))
@@ -429,10 +455,11 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(last["op"] == "aten::contiguous");
     CHECK(last["category"] == "data");
     CHECK(I(last["bytes"]) == 2 * 7200 * 4);
-    CHECK(I(r["ops"][2]["bytes"]) == 0);  // reshape of a contiguous tensor is a view
+    CHECK(I(r["ops"][2]["bytes"]) == 0); // reshape of a contiguous tensor is a view
 }
 
-TEST_CASE("output-size rules: pools, adaptive pools, matmul broadcasting, reductions, cat") {
+TEST_CASE("output-size rules: pools, adaptive pools, matmul broadcasting, reductions, cat")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, a: Tensor, b: Tensor, p: Dict[str, Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
     y = torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], True)
@@ -447,10 +474,10 @@ def forward(x: Tensor, a: Tensor, b: Tensor, p: Dict[str, Tensor]) -> Tuple[Tens
 )",
                            {tensor({1, 2, 5, 5}), tensor({2, 1, 3, 4}), tensor({5, 4, 6}), params()});
     const Json& ops = r["ops"];
-    CHECK(S(ops[0]["output"]) == Shape{1, 2, 3, 3});  // ceil_mode: ceil((5-2)/2)+1 = 3
-    CHECK(S(ops[1]["output"]) == Shape{1, 2, 3, 3});  // floor((5+2-3)/2)+1 = 3
+    CHECK(S(ops[0]["output"]) == Shape{1, 2, 3, 3}); // ceil_mode: ceil((5-2)/2)+1 = 3
+    CHECK(S(ops[1]["output"]) == Shape{1, 2, 3, 3}); // floor((5+2-3)/2)+1 = 3
     CHECK(S(ops[2]["output"]) == Shape{1, 2, 2, 3});
-    CHECK(S(ops[3]["output"]) == Shape{2, 5, 3, 6});  // batch (2,1) x (5,) -> (2,5)
+    CHECK(S(ops[3]["output"]) == Shape{2, 5, 3, 6}); // batch (2,1) x (5,) -> (2,5)
     CHECK(I(ops[3]["flops"]) == 2 * 10 * 3 * 4 * 6);
     CHECK(I(ops[4]["flops"]) == 5 * 180);
     CHECK(S(ops[5]["output"]) == Shape{2, 1, 3, 1});
@@ -485,7 +512,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
               .find("'missing'") != std::string::npos);
 }
 
-TEST_CASE("batch_norm, linear without bias, in-place ops") {
+TEST_CASE("batch_norm, linear without bias, in-place ops")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     y = torch.batch_norm(x, p["bn.weight"], p["bn.bias"], p["bn.running_mean"], p["bn.running_var"], True, 0.1, 1e-5, True)
@@ -493,21 +521,21 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     y = y.flatten(1)
     return torch.linear(y, p["fc.weight"])
 )",
-                           {tensor({2, 4, 3, 3}),
-                            params({{"bn.weight", {4}},
-                                    {"bn.bias", {4}},
-                                    {"bn.running_mean", {4}},
-                                    {"bn.running_var", {4}},
-                                    {"fc.weight", {10, 36}}})});
+                           {tensor({2, 4, 3, 3}), params({{"bn.weight", {4}},
+                                                          {"bn.bias", {4}},
+                                                          {"bn.running_mean", {4}},
+                                                          {"bn.running_var", {4}},
+                                                          {"fc.weight", {10, 36}}})});
     CHECK(S(r["output_shape"]) == Shape{2, 10});
     CHECK(I(r["ops"][0]["flops"]) == 7 * 72);
     CHECK(I(r["ops"][0]["bytes"]) == 4 * (72 + 16 + 72));
     CHECK(r["ops"][0]["category"] == "norm");
-    CHECK(I(r["ops"][1]["bytes"]) == 4 * 2 * 72);  // relu_ reads and writes like relu
+    CHECK(I(r["ops"][1]["bytes"]) == 4 * 2 * 72); // relu_ reads and writes like relu
     CHECK(I(r["ops"][3]["flops"]) == 2 * 2 * 36 * 10);
 }
 
-TEST_CASE("lists, tuples, chunk/split, slicing and factories") {
+TEST_CASE("lists, tuples, chunk/split, slicing and factories")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     a, b = torch.chunk(x, 2, 1)
@@ -519,8 +547,9 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
                            {tensor({4, 4}), params()});
     CHECK(S(r["output_shape"]) == Shape{4, 6});
     std::vector<std::string> names;
-    for (const auto& op : r["ops"]) names.push_back(op["op"].get<std::string>());
-    CHECK(I(r["ops"][0]["output_count"]) == 2);  // chunk: two views, 0 bytes
+    for (const auto& op : r["ops"])
+        names.push_back(op["op"].get<std::string>());
+    CHECK(I(r["ops"][0]["output_count"]) == 2); // chunk: two views, 0 bytes
     CHECK(I(r["ops"][0]["bytes"]) == 0);
     CHECK(std::count(names.begin(), names.end(), "aten::cat") == 1);
     CHECK(std::count(names.begin(), names.end(), "aten::zeros") == 1);
@@ -531,7 +560,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
 
 // ---- op families (issue 37 item 3): each against a hand count on a small shape -----------------
 
-TEST_CASE("conv transpose with groups, stride, padding and output_padding; grouped, depthwise, 1-D and 3-D convs") {
+TEST_CASE("conv transpose with groups, stride, padding and output_padding; grouped, depthwise, 1-D and 3-D convs")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, y: Tensor, z: Tensor, d: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     a = torch.conv_transpose2d(x, p["t.weight"], p["t.bias"], [2, 2], [1, 1], [1, 1], 2)
@@ -577,7 +607,8 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
               .find("output_padding") != std::string::npos);
 }
 
-TEST_CASE("pooling: ceil_mode, padding, adaptive max with indices") {
+TEST_CASE("pooling: ceil_mode, padding, adaptive max with indices")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     a = torch.max_pool2d(x, [3, 3], [2, 2], [0, 0], [1, 1], True)
@@ -592,7 +623,7 @@ def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     // ceil((6 − 3)/2) + 1 = 3 (the last window starts at 4 < 6) against floor: 2
     CHECK(S(ops[0]["output"]) == Shape{1, 1, 3, 3});
     CHECK(S(ops[1]["output"]) == Shape{1, 1, 2, 2});
-    CHECK(I(ops[0]["flops"]) == 36);  // one per input element
+    CHECK(I(ops[0]["flops"]) == 36); // one per input element
     CHECK(I(ops[0]["bytes"]) == 4 * (36 + 9));
     // ceil((8 + 2 − 3)/2) + 1 = 5 (the last window starts at 8 < 8 + 1) against floor: 4
     CHECK(S(ops[2]["output"]) == Shape{1, 2, 5});
@@ -601,7 +632,8 @@ def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     CHECK(I(ops[4]["bytes"]) == 4 * 36 + 4 * 4 + 8 * 4);
 }
 
-TEST_CASE("norms: group, instance, RMS written out") {
+TEST_CASE("norms: group, instance, RMS written out")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     a = torch.group_norm(x, 3, p["gn.weight"], p["gn.bias"], 1e-5, True)
@@ -628,8 +660,10 @@ def forward(x: Tensor, y: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     CHECK(bytes == 4 * ((48 + 48) + (48 + 8) + (8 + 8) + (8 + 8) + (48 + 8 + 48)));
 }
 
-TEST_CASE("attention written with matmul, and scaled_dot_product_attention (causal and not)") {
-    const auto r = analyze(R"(
+TEST_CASE("attention written with matmul, and scaled_dot_product_attention (causal and not)")
+{
+    const auto r =
+        analyze(R"(
 def forward(q: Tensor, k: Tensor, v: Tensor, p: Dict[str, Tensor]) -> Tensor:
     T = q.size(2)
     att = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / float(k.size(-1)) ** 0.5)
@@ -637,8 +671,7 @@ def forward(q: Tensor, k: Tensor, v: Tensor, p: Dict[str, Tensor]) -> Tensor:
     att = torch.softmax(att, dim=-1)
     return torch.matmul(att, v)
 )",
-                           {tensor({1, 2, 4, 8}), tensor({1, 2, 4, 8}), tensor({1, 2, 4, 8}),
-                            params({{"bias", {1, 1, 6, 6}}})});
+                {tensor({1, 2, 4, 8}), tensor({1, 2, 4, 8}), tensor({1, 2, 4, 8}), params({{"bias", {1, 1, 6, 6}}})});
     // Q·Kᵀ 2·2·4·8·4 = 512, scale 32, mask compare 16, masked_fill 32, softmax 5·32, P·V 512
     CHECK(I(r["flops"]) == 512 + 32 + 16 + 32 + 160 + 512);
     CHECK(S(r["output_shape"]) == Shape{1, 2, 4, 8});
@@ -661,7 +694,8 @@ def forward(q: Tensor, k: Tensor, v: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(sdpa(true)["flops"]) == 6 * 10 * 32);
 }
 
-TEST_CASE("recurrent: an LSTM cell, a two-layer LSTM, a bidirectional batch-first GRU") {
+TEST_CASE("recurrent: an LSTM cell, a two-layer LSTM, a bidirectional batch-first GRU")
+{
     const auto cell = analyze(R"(
 def forward(x: Tensor, h: Tensor, c: Tensor, p: Dict[str, Tensor]) -> Tensor:
     h1, c1 = torch.lstm_cell(x, [h, c], p["w_ih"], p["w_hh"], p["b_ih"], p["b_hh"])
@@ -715,7 +749,8 @@ def forward(x: Tensor, h: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(S(gru["ops"][0]["output"]) == Shape{2, 5, 8});
 }
 
-TEST_CASE("reductions and scans: sum, mean, max, min, argmax, argmin, prod, cumsum, cumprod, norms") {
+TEST_CASE("reductions and scans: sum, mean, max, min, argmax, argmin, prod, cumsum, cumprod, norms")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     a = torch.sum(x, 1)
@@ -735,11 +770,12 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
                            {tensor({4, 6}), params()});
     const Json& ops = r["ops"];
     std::map<std::string, const Json*> by;
-    for (const auto& op : ops) by[op["op"].get<std::string>()] = &op;
+    for (const auto& op : ops)
+        by[op["op"].get<std::string>()] = &op;
     CHECK(I((*by["aten::sum"])["flops"]) == 24);
     CHECK(I((*by["aten::sum"])["bytes"]) == 4 * (24 + 4));
     CHECK(S((*by["aten::mean"])["output"]) == Shape{1, 6});
-    CHECK(I((*by["aten::max"])["bytes"]) == 4 * 24 + 4 * 4 + 8 * 4);  // values and int64 indices
+    CHECK(I((*by["aten::max"])["bytes"]) == 4 * 24 + 4 * 4 + 8 * 4); // values and int64 indices
     CHECK(I((*by["aten::argmax"])["bytes"]) == 4 * 24 + 8 * 6);
     CHECK(S((*by["aten::argmin"])["output"]) == Shape{4});
     CHECK(S((*by["aten::prod"])["output"]) == Shape{4, 1});
@@ -752,14 +788,16 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     REQUIRE(by.count("aten::frobenius_norm") == 1);
     CHECK(I((*by["aten::frobenius_norm"])["flops"]) == 3 * 24);
     CHECK(S((*by["aten::frobenius_norm"])["output"]) == Shape{});
-    REQUIRE(by.count("aten::linalg_vector_norm") == 1);  // what torch.norm becomes in PyTorch 2
+    REQUIRE(by.count("aten::linalg_vector_norm") == 1); // what torch.norm becomes in PyTorch 2
     CHECK(I((*by["aten::linalg_vector_norm"])["flops"]) == 3 * 24);
     CHECK(S((*by["aten::linalg_vector_norm"])["output"]) == Shape{4});
     CHECK(r["uncounted"].empty());
 }
 
-TEST_CASE("losses: mse, cross_entropy, kl_div batchmean, smooth_l1, huber, triplet margin, cosine similarity, hinge") {
-    const auto r = analyze(R"(
+TEST_CASE("losses: mse, cross_entropy, kl_div batchmean, smooth_l1, huber, triplet margin, cosine similarity, hinge")
+{
+    const auto r =
+        analyze(R"(
 def forward(a: Tensor, b: Tensor, c: Tensor, t: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     # reduction: 0 none, 1 mean, 2 sum (the aten calls torch.nn.functional makes)
     mse = torch.mse_loss(a, b, 1)
@@ -772,10 +810,10 @@ def forward(a: Tensor, b: Tensor, c: Tensor, t: Tensor, p: Dict[str, Tensor]) ->
     hinge = torch.mean(torch.clamp(1 - a * b, min=0))
     return [mse, ce, kl, sl1, hub, tri, cos, hinge]
 )",
-                           {tensor({4, 5}), tensor({4, 5}), tensor({4, 5}), tensor({4}, 8),
-                            params({{"logits", {4, 10}}})});
+                {tensor({4, 5}), tensor({4, 5}), tensor({4, 5}), tensor({4}, 8), params({{"logits", {4, 10}}})});
     std::map<std::string, const Json*> by;
-    for (const auto& op : r["ops"]) by[op["op"].get<std::string>()] = &op;
+    for (const auto& op : r["ops"])
+        by[op["op"].get<std::string>()] = &op;
     // mse: difference and square per element (2), the mean's add (1); a 0-d result
     CHECK(I((*by["aten::mse_loss"])["flops"]) == 3 * 20);
     CHECK(I((*by["aten::mse_loss"])["bytes"]) == 4 * (20 + 20 + 1));
@@ -786,7 +824,7 @@ def forward(a: Tensor, b: Tensor, c: Tensor, t: Tensor, p: Dict[str, Tensor]) ->
     // kl_div with batchmean: a sum (3 + 1 per element), then a division by the batch
     CHECK(I((*by["aten::kl_div"])["flops"]) == 4 * 20);
     CHECK(I((*by["aten::smooth_l1_loss"])["flops"]) == 5 * 20);
-    CHECK(I((*by["aten::huber_loss"])["flops"]) == 4 * 20);  // reduction none: no sum
+    CHECK(I((*by["aten::huber_loss"])["flops"]) == 4 * 20); // reduction none: no sum
     CHECK(S((*by["aten::huber_loss"])["output"]) == Shape{4, 5});
     // triplet: two distances of 4 per element, 5 per sample, 1 per sample for the mean
     CHECK(I((*by["aten::triplet_margin_loss"])["flops"]) == 2 * 4 * 20 + 5 * 4 + 4);
@@ -796,7 +834,8 @@ def forward(a: Tensor, b: Tensor, c: Tensor, t: Tensor, p: Dict[str, Tensor]) ->
     CHECK(r["uncounted"].empty());
 }
 
-TEST_CASE("activations: per-element FLOPs of each") {
+TEST_CASE("activations: per-element FLOPs of each")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     return [torch.gelu(x), torch.gelu(x, approximate="tanh"), torch.selu(x), torch.elu(x), torch.hardtanh(x, -2.0, 2.0),
@@ -806,19 +845,21 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
 )",
                            {tensor({2, 3}), params()});
     std::vector<std::pair<std::string, int64_t>> got;
-    for (const auto& op : r["ops"]) got.emplace_back(op["op"].get<std::string>(), I(op["flops"]) / 6);
+    for (const auto& op : r["ops"])
+        got.emplace_back(op["op"].get<std::string>(), I(op["flops"]) / 6);
     const std::vector<std::pair<std::string, int64_t>> want = {
-        {"aten::gelu", 4},        {"aten::gelu", 4},       {"aten::selu", 3},       {"aten::elu", 3},
-        {"aten::hardtanh", 1},    {"aten::softplus", 3},   {"aten::abs", 1},        {"aten::add", 1},
-        {"aten::div", 1},         {"aten::sigmoid", 3},    {"aten::mul", 1},        {"aten::tanh", 1},
-        {"aten::sigmoid", 3},     {"aten::hardsigmoid", 2}, {"aten::leaky_relu", 1}, {"aten::mish", 4},
-        {"aten::relu6", 1},       {"aten::log_sigmoid", 4}, {"aten::silu", 4},      {"aten::hardswish", 3},
+        {"aten::gelu", 4},     {"aten::gelu", 4},        {"aten::selu", 3},       {"aten::elu", 3},
+        {"aten::hardtanh", 1}, {"aten::softplus", 3},    {"aten::abs", 1},        {"aten::add", 1},
+        {"aten::div", 1},      {"aten::sigmoid", 3},     {"aten::mul", 1},        {"aten::tanh", 1},
+        {"aten::sigmoid", 3},  {"aten::hardsigmoid", 2}, {"aten::leaky_relu", 1}, {"aten::mish", 4},
+        {"aten::relu6", 1},    {"aten::log_sigmoid", 4}, {"aten::silu", 4},       {"aten::hardswish", 3},
         {"aten::relu", 1}};
     CHECK(got == want);
     CHECK(r["uncounted"].empty());
 }
 
-TEST_CASE("matmul variants and einsum") {
+TEST_CASE("matmul variants and einsum")
+{
     const auto r = analyze(R"(
 def forward(a: Tensor, b: Tensor, c: Tensor, v: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     x = torch.addmm(p["bias"], a, b)
@@ -833,7 +874,7 @@ def forward(a: Tensor, b: Tensor, c: Tensor, v: Tensor, p: Dict[str, Tensor]) ->
                            {tensor({3, 4}), tensor({4, 5}), tensor({2, 3, 4}), tensor({3}),
                             params({{"bias", {5}}, {"w", {2, 4, 5}}, {"m", {5, 2}}})});
     const Json& ops = r["ops"];
-    CHECK(I(ops[0]["flops"]) == 2 * 3 * 4 * 5 + 15);  // addmm: products and the addend
+    CHECK(I(ops[0]["flops"]) == 2 * 3 * 4 * 5 + 15); // addmm: products and the addend
     // b i j k = 2·3·4·5 points, j summed away: a multiply-add each
     CHECK(S(ops[1]["output"]) == Shape{2, 3, 5});
     CHECK(I(ops[1]["flops"]) == 2 * 120);
@@ -856,7 +897,8 @@ def forward(a: Tensor, b: Tensor, c: Tensor, v: Tensor, p: Dict[str, Tensor]) ->
     CHECK(I(ops[6]["flops"]) == 2 * 60 + 2 * 30);
 }
 
-TEST_CASE("clamp, where, masked ops, gathers and layout ops: bytes only where they copy") {
+TEST_CASE("clamp, where, masked ops, gathers and layout ops: bytes only where they copy")
+{
     const auto r = analyze(R"(
 def forward(x: Tensor, m: Tensor, idx: Tensor, p: Dict[str, Tensor]) -> List[Tensor]:
     a = torch.where(m, x, torch.clamp(x, min=0.0, max=1.0))
@@ -871,11 +913,12 @@ def forward(x: Tensor, m: Tensor, idx: Tensor, p: Dict[str, Tensor]) -> List[Ten
 )",
                            {tensor({5, 5}), tensor({5, 5}, 1), tensor({4}, 8), params()});
     std::vector<std::string> names;
-    for (const auto& op : r["ops"]) names.push_back(op["op"].get<std::string>());
+    for (const auto& op : r["ops"])
+        names.push_back(op["op"].get<std::string>());
     const Json& ops = r["ops"];
     CHECK(ops[0]["op"] == "aten::clamp");
-    CHECK(I(ops[1]["flops"]) == 25);                          // where: one select per element
-    CHECK(I(ops[1]["bytes"]) == 25 + 4 * 25 + 4 * 25 + 4 * 25);  // a bool mask is one byte
+    CHECK(I(ops[1]["flops"]) == 25);                            // where: one select per element
+    CHECK(I(ops[1]["bytes"]) == 25 + 4 * 25 + 4 * 25 + 4 * 25); // a bool mask is one byte
     CHECK(I(ops[2]["bytes"]) == 25 + 4 * 25 + 4 * 25);
     // x[idx]: 4 rows of 5 gathered; the int64 indices read, the rows read and written once
     CHECK(S(ops[3]["output"]) == Shape{4, 5});
@@ -885,9 +928,9 @@ def forward(x: Tensor, m: Tensor, idx: Tensor, p: Dict[str, Tensor]) -> List[Ten
     CHECK(I(ops[5]["bytes"]) == 2 * 4 * 25);
     CHECK(ops[6]["op"] == "aten::numpy_T");
     CHECK(I(ops[6]["bytes"]) == 0);
-    CHECK(ops[7]["category"] == "data");  // contiguous() of the transpose copies
+    CHECK(ops[7]["category"] == "data"); // contiguous() of the transpose copies
     CHECK(ops[8]["op"] == "aten::dropout");
-    CHECK(I(ops[8]["bytes"]) == 0);  // identity in eval
+    CHECK(I(ops[8]["bytes"]) == 0); // identity in eval
     CHECK(ops[9]["op"] == "aten::tril");
     CHECK(I(ops[9]["flops"]) == 25);
     CHECK(r["uncounted"].empty());
@@ -897,13 +940,15 @@ def forward(x: Tensor, m: Tensor, idx: Tensor, p: Dict[str, Tensor]) -> List[Ten
 
 namespace {
 
-struct SheetRow {
+struct SheetRow
+{
     Shape output;
-    double gflop;     // sheet §3.3 / §4.1 / §5.1
-    double minBytes;  // sheet "min bytes" (decimal units)
+    double gflop;    // sheet §3.3 / §4.1 / §5.1
+    double minBytes; // sheet "min bytes" (decimal units)
 };
 
-const std::map<std::string, SheetRow>& sheet() {
+const std::map<std::string, SheetRow>& sheet()
+{
     static const std::map<std::string, SheetRow> rows = {
         {"L1/1", {{4096, 4096}, 137.4, 201.3e6}},
         {"L1/2", {{2048, 4096}, 137.4, 234.9e6}},
@@ -939,7 +984,8 @@ const std::map<std::string, SheetRow>& sheet() {
     return rows;
 }
 
-std::vector<ArgInfo> argsFor(const kwb::Task& t, kwb::Scale s) {
+std::vector<ArgInfo> argsFor(const kwb::Task& t, kwb::Scale s)
+{
     std::vector<ArgInfo> args;
     for (size_t i = 0; i < t.inputs.size(); ++i) {
         const auto& in = t.inputs[i];
@@ -956,23 +1002,27 @@ std::vector<ArgInfo> argsFor(const kwb::Task& t, kwb::Scale s) {
     }
     ArgInfo p;
     p.kind = ArgInfo::ParamDict;
-    for (size_t i = 0; i < t.params.size(); ++i) p.dict[t.params[i].name] = t.paramShape(i, s);
+    for (size_t i = 0; i < t.params.size(); ++i)
+        p.dict[t.params[i].name] = t.paramShape(i, s);
     args.push_back(p);
     return args;
 }
 
-}  // namespace
+} // namespace
 
-TEST_CASE("every task file: every op counted at both scales; full-scale analysis matches the facts sheet") {
+TEST_CASE("every task file: every op counted at both scales; full-scale analysis matches the facts sheet")
+{
     const kwb::TaskSet set = kwb::loadTaskDir(std::string(KWB_SOURCE_DIR) + "/tasks");
-    for (const auto& e : set.errors) FAIL_CHECK("task file error: " << e.toString());
+    for (const auto& e : set.errors)
+        FAIL_CHECK("task file error: " << e.toString());
     REQUIRE(set.tasks.size() >= 30);
-    std::printf("\n%-6s %12s %12s %7s   %12s %12s %7s   %s\n", "task", "GFLOP", "sheet", "diff", "fused MB",
-                "sheet MB", "diff", "unfused/fused");
+    std::printf("\n%-6s %12s %12s %7s   %12s %12s %7s   %s\n", "task", "GFLOP", "sheet", "diff", "fused MB", "sheet MB",
+                "diff", "unfused/fused");
     int analysed = 0;
     for (const kwb::Task& t : set.tasks) {
         CAPTURE(t.id);
-        if (t.isKernelBenchOnly()) continue;  // no forward of ours to analyse (task-format.md)
+        if (t.isKernelBenchOnly())
+            continue; // no forward of ours to analyse (task-format.md)
         Json r, smoke;
         try {
             // Compiled as the worker compiles it (its resolver knows torch.nn.functional, F, math).
@@ -985,7 +1035,8 @@ TEST_CASE("every task file: every op counted at both scales; full-scale analysis
             continue;
         }
         ++analysed;
-        for (const Json& u : r["uncounted"]) FAIL_CHECK(t.id << ": cannot count " << u.dump());
+        for (const Json& u : r["uncounted"])
+            FAIL_CHECK(t.id << ": cannot count " << u.dump());
         CHECK(smoke["uncounted"].empty());
         auto it = sheet().find(t.id);
         if (it == sheet().end()) {

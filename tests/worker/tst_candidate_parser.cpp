@@ -15,13 +15,12 @@ namespace {
 
 const std::vector<SigParam> kSig = {{"x", "Tensor"}, {"p", "Dict[str, Tensor]"}};
 
-const char* kCuda =
-    "```cuda\n"
-    "extern \"C\" __global__ void bias_relu(float* y, const float* b, long long n, int c, int hw) {\n"
-    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "    if (i < n) { float v = y[i] + b[(i / hw) % c]; y[i] = v > 0.f ? v : 0.f; }\n"
-    "}\n"
-    "```\n";
+const char* kCuda = "```cuda\n"
+                    "extern \"C\" __global__ void bias_relu(float* y, const float* b, long long n, int c, int hw) {\n"
+                    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                    "    if (i < n) { float v = y[i] + b[(i / hw) % c]; y[i] = v > 0.f ? v : 0.f; }\n"
+                    "}\n"
+                    "```\n";
 
 const char* kPython =
     "```python\n"
@@ -32,24 +31,31 @@ const char* kPython =
     "    return y\n"
     "```\n";
 
-std::string good() { return std::string("Here is the kernel.\n\n") + kCuda + "\nAnd the host code:\n\n" + kPython; }
+std::string good()
+{
+    return std::string("Here is the kernel.\n\n") + kCuda + "\nAnd the host code:\n\n" + kPython;
+}
 
-std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
-    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+std::string replaceAll(std::string s, const std::string& from, const std::string& to)
+{
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+        s.replace(pos, from.size(), to);
     return s;
 }
 
-struct Case {
+struct Case
+{
     const char* what;
     std::string answer;
-    const char* code;  // "" = parses OK
-    int line;          // expected error line (answer, 1-based); -1 = do not check
+    const char* code; // "" = parses OK
+    int line;         // expected error line (answer, 1-based); -1 = do not check
     std::vector<const char*> mustMention;
 };
 
-}  // namespace
+} // namespace
 
-TEST_CASE("the answer in docs/candidate-format.md parses OK") {
+TEST_CASE("the answer in docs/candidate-format.md parses OK")
+{
     // the example is the ````markdown block of the document: taken from the file when it is there
     std::string answer = good();
 #ifdef KWB_SOURCE_DIR
@@ -93,16 +99,33 @@ TEST_CASE("the answer in docs/candidate-format.md parses OK") {
     CHECK(r.candidate.cuda.rfind("extern \"C\"", 0) == 0);
 }
 
-TEST_CASE("error codes, lines and messages") {
-    const std::string g = good();  // cuda fence at line 3 (kernel at 4), python fence at 12, def at 13, launch at 16
+TEST_CASE("error codes, lines and messages")
+{
+    const std::string g = good(); // cuda fence at line 3 (kernel at 4), python fence at 12, def at 13, launch at 16
     const std::vector<Case> cases = {
         {"no block at all", "I think you should use a fused kernel.\n", "no_code_block", 0, {"no fenced code block"}},
         {"inline triple backticks are not a fence", "Use ```cuda``` blocks.\n", "no_code_block", 0, {}},
-        {"only a cuda block", kCuda, "no_python_block", 0, {"no ```python block", "def forward(x: Tensor, p: Dict[str, Tensor])"}},
+        {"only a cuda block",
+         kCuda,
+         "no_python_block",
+         0,
+         {"no ```python block", "def forward(x: Tensor, p: Dict[str, Tensor])"}},
         {"only a bash block", "```bash\nls\n```\n", "no_python_block", 0, {"```bash at line 1"}},
-        {"two cuda blocks", std::string(kCuda) + kCuda + kPython, "duplicate_block", 7, {"2 ```cuda blocks", "lines 1 and 7"}},
-        {"two python blocks", std::string(kCuda) + kPython + "\n" + kPython, "duplicate_block", 15, {"```python blocks", "lines 7 and 15"}},
-        {"cpp tag with __global__", replaceAll(g, "```cuda", "```cpp"), "wrong_language_tag", 3, {"```cpp", "use ```cuda"}},
+        {"two cuda blocks",
+         std::string(kCuda) + kCuda + kPython,
+         "duplicate_block",
+         7,
+         {"2 ```cuda blocks", "lines 1 and 7"}},
+        {"two python blocks",
+         std::string(kCuda) + kPython + "\n" + kPython,
+         "duplicate_block",
+         15,
+         {"```python blocks", "lines 7 and 15"}},
+        {"cpp tag with __global__",
+         replaceAll(g, "```cuda", "```cpp"),
+         "wrong_language_tag",
+         3,
+         {"```cpp", "use ```cuda"}},
         {"cu tag", replaceAll(g, "```cuda", "```cu"), "wrong_language_tag", 3, {"```cu ", "```cuda"}},
         {"c++ tag", replaceAll(g, "```cuda", "```c++"), "wrong_language_tag", 3, {"```c++"}},
         {"c tag", replaceAll(g, "```cuda", "```C"), "wrong_language_tag", 3, {"```c "}},
@@ -112,30 +135,64 @@ TEST_CASE("error codes, lines and messages") {
         {"torchscript tag", replaceAll(g, "```python", "```torchscript"), "wrong_language_tag", 12, {"```torchscript"}},
         {"untagged cuda", replaceAll(g, "```cuda", "```"), "untagged_block", 3, {"no language tag", "```cuda"}},
         {"untagged python", replaceAll(g, "```python", "```"), "untagged_block", 12, {"no language tag", "```python"}},
-        {"unclosed python fence (cut off)", g.substr(0, g.rfind("```")), "unclosed_fence", 12, {"line 12", "never closed"}},
-        {"unknown kernel", replaceAll(g, "kb.launch(\"bias_relu\"", "kb.launch(\"bias_rel\""), "unknown_kernel", 16,
+        {"unclosed python fence (cut off)",
+         g.substr(0, g.rfind("```")),
+         "unclosed_fence",
+         12,
+         {"line 12", "never closed"}},
+        {"unknown kernel",
+         replaceAll(g, "kb.launch(\"bias_relu\"", "kb.launch(\"bias_rel\""),
+         "unknown_kernel",
+         16,
          {"\"bias_rel\"", "Kernels it declares: bias_relu"}},
         {"launch without a cuda block", kPython, "unknown_kernel", 5, {"no ```cuda block"}},
-        {"kernel without extern C", replaceAll(g, "extern \"C\" __global__", "__global__"), "not_extern_c", 4,
+        {"kernel without extern C",
+         replaceAll(g, "extern \"C\" __global__", "__global__"),
+         "not_extern_c",
+         4,
          {"\"bias_relu\"", "extern \"C\"", "line 16"}},
-        {"template kernel", replaceAll(g, "extern \"C\" __global__", "template <typename T> __global__"), "not_extern_c", 4,
+        {"template kernel",
+         replaceAll(g, "extern \"C\" __global__", "template <typename T> __global__"),
+         "not_extern_c",
+         4,
          {"template"}},
-        {"forward missing", replaceAll(g, "def forward(", "def fwd("), "missing_forward", 12,
+        {"forward missing",
+         replaceAll(g, "def forward(", "def fwd("),
+         "missing_forward",
+         12,
          {"no top-level def forward", "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:"}},
         {"forward inside a class",
-         std::string(kCuda) + "```python\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n```\n",
-         "missing_forward", 9, {"indented", "class ModelNew at line 8", "line 9"}},
-        {"load_inline", std::string("```python\nfrom torch.utils.cpp_extension import load_inline\nclass ModelNew:\n  pass\n```\n"),
-         "missing_forward", 1, {"load_inline"}},
-        {"extra parameter", replaceAll(g, "def forward(x: Tensor, p:", "def forward(x: Tensor, w: Tensor, p:"),
-         "signature_mismatch", 13,
-         {"expected: def forward(x: Tensor, p: Dict[str, Tensor])", "found:    def forward(x: Tensor, w: Tensor, p: Dict[str, Tensor])",
-          "Parameter 2"}},
-        {"wrong type", replaceAll(g, "p: Dict[str, Tensor]) ->", "p: Tensor) ->"), "signature_mismatch", 13,
+         std::string(kCuda) +
+             "```python\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n```\n",
+         "missing_forward",
+         9,
+         {"indented", "class ModelNew at line 8", "line 9"}},
+        {"load_inline",
+         std::string("```python\nfrom torch.utils.cpp_extension import load_inline\nclass ModelNew:\n  pass\n```\n"),
+         "missing_forward",
+         1,
+         {"load_inline"}},
+        {"extra parameter",
+         replaceAll(g, "def forward(x: Tensor, p:", "def forward(x: Tensor, w: Tensor, p:"),
+         "signature_mismatch",
+         13,
+         {"expected: def forward(x: Tensor, p: Dict[str, Tensor])",
+          "found:    def forward(x: Tensor, w: Tensor, p: Dict[str, Tensor])", "Parameter 2"}},
+        {"wrong type",
+         replaceAll(g, "p: Dict[str, Tensor]) ->", "p: Tensor) ->"),
+         "signature_mismatch",
+         13,
          {"expected `p: Dict[str, Tensor]`, found `p: Tensor`"}},
-        {"missing parameter", replaceAll(g, "def forward(x: Tensor, p: Dict[str, Tensor])", "def forward(x: Tensor)"),
-         "signature_mismatch", 13, {"Add `p: Dict[str, Tensor]`"}},
-        {"method with self", replaceAll(g, "def forward(x:", "def forward(self, x:"), "signature_mismatch", 13, {"remove `self`"}},
+        {"missing parameter",
+         replaceAll(g, "def forward(x: Tensor, p: Dict[str, Tensor])", "def forward(x: Tensor)"),
+         "signature_mismatch",
+         13,
+         {"Add `p: Dict[str, Tensor]`"}},
+        {"method with self",
+         replaceAll(g, "def forward(x:", "def forward(self, x:"),
+         "signature_mismatch",
+         13,
+         {"remove `self`"}},
         {"too large", good() + std::string(kMaxAnswerBytes, ' '), "too_large", 0, {"bytes"}},
     };
     for (const Case& c : cases) {
@@ -149,7 +206,8 @@ TEST_CASE("error codes, lines and messages") {
         REQUIRE(r.error.has_value());
         CAPTURE(r.error->message);
         CHECK(r.error->code == c.code);
-        if (c.line >= 0) CHECK(r.error->line == c.line);
+        if (c.line >= 0)
+            CHECK(r.error->line == c.line);
         for (const char* m : c.mustMention) {
             CAPTURE(m);
             CHECK(r.error->message.find(m) != std::string::npos);
@@ -157,22 +215,26 @@ TEST_CASE("error codes, lines and messages") {
     }
 }
 
-TEST_CASE("accepted variants") {
+TEST_CASE("accepted variants")
+{
     const std::string g = good();
     const std::vector<std::pair<const char*, std::string>> ok = {
         {"tildes and long fences", replaceAll(replaceAll(g, "```cuda", "~~~~cuda"), "}\n```", "}\n~~~~")},
-        {"upper-case tags and info after the tag", replaceAll(replaceAll(g, "```cuda", "```CUDA title=k.cu"), "```python", "```Python")},
+        {"upper-case tags and info after the tag",
+         replaceAll(replaceAll(g, "```cuda", "```CUDA title=k.cu"), "```python", "```Python")},
         {"CRLF line ends", replaceAll(g, "\n", "\r\n")},
-        {"torch.Tensor and spacing in types",
-         replaceAll(g, "def forward(x: Tensor, p: Dict[str, Tensor])", "def forward(x : torch.Tensor, p: Dict[ str,Tensor ])")},
+        {"torch.Tensor and spacing in types", replaceAll(g, "def forward(x: Tensor, p: Dict[str, Tensor])",
+                                                         "def forward(x : torch.Tensor, p: Dict[ str,Tensor ])")},
         {"multi-line def with comments",
          replaceAll(g, "def forward(x: Tensor, p: Dict[str, Tensor])",
                     "def forward(\n    x: Tensor,  # input (N, C, H, W)\n    p: Dict[str, Tensor],\n)")},
         {"blocks indented in a list", replaceAll(replaceAll(g, "\n```", "\n   ```"), "\n    ", "\n       ")},
         {"other language blocks are ignored", "```bash\npip install torch\n```\n" + g + "```text\nresult\n```\n"},
         {"a py block without forward is ignored", g + "```py\nprint(1)\n```\n"},
-        {"kernel in a comment is not a launch", replaceAll(g, "    return y\n", "    # kb.launch(\"nothing\", [1], [1])\n    return y\n")},
-        {"torch-only answer", "```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x)\n```\n"},
+        {"kernel in a comment is not a launch",
+         replaceAll(g, "    return y\n", "    # kb.launch(\"nothing\", [1], [1])\n    return y\n")},
+        {"torch-only answer",
+         "```python\ndef forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x)\n```\n"},
         {"the whole answer wrapped in ````markdown", "````markdown\n" + g + "````\n"},
     };
     for (const auto& [what, answer] : ok) {
@@ -186,28 +248,27 @@ TEST_CASE("accepted variants") {
     CHECK(torchOnly.candidate.launches.empty());
 
     ParseResult wrapped = parseAnswer(ok.back().second, kSig);
-    CHECK(wrapped.candidate.cudaLine == 5);  // line numbers stay those of the answer
+    CHECK(wrapped.candidate.cudaLine == 5); // line numbers stay those of the answer
 
     ParseResult noCheck = parseAnswer(replaceAll(g, "p: Dict[str, Tensor]) ->", "w: Tensor) ->"), {});
-    CHECK(noCheck.ok);  // an empty expected signature is not checked
+    CHECK(noCheck.ok); // an empty expected signature is not checked
 }
 
-TEST_CASE("launch sites") {
-    const std::string py =
-        "def helper(y: Tensor, n: int):\n"
-        "    kb.launch_smem('k2', [n], [128], 4096, y, n)\n"
-        "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
-        "    s = \"kb.launch('not_a_launch')\"\n"
-        "    kb.launch(\n"
-        "        \"k1\", [1, 2], [32, 4], x)\n"
-        "    name = \"k1\"\n"
-        "    kb . launch(name, [1], [1], x)\n"
-        "    return x\n";
-    const std::string cuda =
-        "extern \"C\" {\n"
-        "__global__ void k1(float* x) {}\n"
-        "__global__ void k2(float* y, int n) { extern __shared__ float s[]; }\n"
-        "}\n";
+TEST_CASE("launch sites")
+{
+    const std::string py = "def helper(y: Tensor, n: int):\n"
+                           "    kb.launch_smem('k2', [n], [128], 4096, y, n)\n"
+                           "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+                           "    s = \"kb.launch('not_a_launch')\"\n"
+                           "    kb.launch(\n"
+                           "        \"k1\", [1, 2], [32, 4], x)\n"
+                           "    name = \"k1\"\n"
+                           "    kb . launch(name, [1], [1], x)\n"
+                           "    return x\n";
+    const std::string cuda = "extern \"C\" {\n"
+                             "__global__ void k1(float* x) {}\n"
+                             "__global__ void k2(float* y, int n) { extern __shared__ float s[]; }\n"
+                             "}\n";
     ParseResult r = parseAnswer("```cuda\n" + cuda + "```\n```python\n" + py + "```\n", kSig);
     INFO((r.error ? r.error->message : std::string()));
     REQUIRE(r.ok);
@@ -218,29 +279,29 @@ TEST_CASE("launch sites") {
     CHECK(l[0].line == 2);
     CHECK(l[1].kernel == "k1");
     CHECK(l[1].line == 5);
-    CHECK(l[2].kernel.empty());  // not a literal
+    CHECK(l[2].kernel.empty()); // not a literal
     REQUIRE(r.candidate.kernels.size() == 2);
     CHECK(r.candidate.kernels[0].externC);
     CHECK(r.candidate.kernels[1].externC);
 }
 
-TEST_CASE("findKernels") {
-    const std::string src =
-        "#include <cuda_fp16.h>\n"
-        "#define BLOCK 256 \\\n"
-        "   /* __global__ void fake() */\n"
-        "// __global__ void commented(float* x)\n"
-        "/* extern \"C\" __global__ void alsoCommented() {} */\n"
-        "__device__ float sq(float v) { return v * v; }\n"
-        "template <typename T> __global__ void tmpl(T* x) {}\n"
-        "extern \"C\" __global__ void __launch_bounds__(256, 2) k_a(\n"
-        "    const float* __restrict__ x, float* __restrict__ y, unsigned int n, size_t m,\n"
-        "    double d, __half h, float arr[], MyStruct s, std::int64_t z) {\n"
-        "  if (threadIdx.x == 0) printf(\"__global__\\n\");\n"
-        "}\n"
-        "__global__ void k_b(void) {}\n"
-        "extern \"C\" __global__ void k_c(int);\n"
-        "extern \"C\" __global__ void k_c(int n) {}\n";
+TEST_CASE("findKernels")
+{
+    const std::string src = "#include <cuda_fp16.h>\n"
+                            "#define BLOCK 256 \\\n"
+                            "   /* __global__ void fake() */\n"
+                            "// __global__ void commented(float* x)\n"
+                            "/* extern \"C\" __global__ void alsoCommented() {} */\n"
+                            "__device__ float sq(float v) { return v * v; }\n"
+                            "template <typename T> __global__ void tmpl(T* x) {}\n"
+                            "extern \"C\" __global__ void __launch_bounds__(256, 2) k_a(\n"
+                            "    const float* __restrict__ x, float* __restrict__ y, unsigned int n, size_t m,\n"
+                            "    double d, __half h, float arr[], MyStruct s, std::int64_t z) {\n"
+                            "  if (threadIdx.x == 0) printf(\"__global__\\n\");\n"
+                            "}\n"
+                            "__global__ void k_b(void) {}\n"
+                            "extern \"C\" __global__ void k_c(int);\n"
+                            "extern \"C\" __global__ void k_c(int n) {}\n";
     std::vector<KernelDecl> k = findKernels(src);
     REQUIRE(k.size() == 3);
     CHECK(k[0].name == "k_a");
@@ -267,15 +328,17 @@ TEST_CASE("findKernels") {
     CHECK(k[1].name == "k_b");
     CHECK_FALSE(k[1].externC);
     CHECK(k[1].params.empty());
-    CHECK(k[2].name == "k_c");  // prototype and definition count once
+    CHECK(k[2].name == "k_c"); // prototype and definition count once
     CHECK(k[2].line == 15);
     REQUIRE(k[2].params.size() == 1);
     CHECK(k[2].params[0].name == "n");
 }
 
-TEST_CASE("parseForwardSignature") {
+TEST_CASE("parseForwardSignature")
+{
     std::string err;
-    auto s = parseForwardSignature("import torch\n\ndef forward(a: List[int], s: float = 1.0, t: Tuple[int,int]=(1, 2)):\n  pass\n", &err);
+    auto s = parseForwardSignature(
+        "import torch\n\ndef forward(a: List[int], s: float = 1.0, t: Tuple[int,int]=(1, 2)):\n  pass\n", &err);
     CHECK(err.empty());
     REQUIRE(s.size() == 3);
     CHECK(s[0].name == "a");
@@ -295,7 +358,7 @@ TEST_CASE("parseForwardSignature") {
     CHECK(err.find("never closed") != std::string::npos);
 
     s = parseForwardSignature("s = '''\ndef forward(y: int):\n'''\ndef forward(x: Tensor):\n  pass\n", &err);
-    REQUIRE(s.size() == 1);  // the one in a string does not count
+    REQUIRE(s.size() == 1); // the one in a string does not count
     CHECK(s[0].name == "x");
 
     CHECK(formatSignature(kSig) == "def forward(x: Tensor, p: Dict[str, Tensor])");
@@ -304,7 +367,8 @@ TEST_CASE("parseForwardSignature") {
 // The parser's scans are linear and it keeps no recursion whose depth the answer sets: every shape
 // at the size limit returns (the ctest TIMEOUT is what fails the quadratic scans of old: 1 MiB of
 // "__global__ " took minutes) and gives the same results a short answer would.
-TEST_CASE("answers of the largest size in adversarial shapes are parsed") {
+TEST_CASE("answers of the largest size in adversarial shapes are parsed")
+{
     for (const auto& [name, answer] : test::answerShapes()) {
         CAPTURE(name);
         REQUIRE(answer.size() <= kMaxAnswerBytes);
@@ -314,11 +378,13 @@ TEST_CASE("answers of the largest size in adversarial shapes are parsed") {
     }
 }
 
-TEST_CASE("kernels and launches found in answers of the largest size") {
+TEST_CASE("kernels and launches found in answers of the largest size")
+{
     const auto shapes = test::answerShapes();
     auto answer = [&](const std::string& name) {
         for (const auto& s : shapes)
-            if (s.first == name) return s.second;
+            if (s.first == name)
+                return s.second;
         FAIL("no shape " << name);
         return std::string();
     };
@@ -336,7 +402,8 @@ TEST_CASE("kernels and launches found in answers of the largest size") {
     r = parseAnswer(answer("kb.launch(\"k\") lines"), kSig);
     REQUIRE(r.ok);
     REQUIRE(r.candidate.launches.size() > 10000);
-    for (size_t i = 0; i < r.candidate.launches.size(); i += 997) CHECK(r.candidate.launches[i].line == int(i) + 2);
+    for (size_t i = 0; i < r.candidate.launches.size(); i += 997)
+        CHECK(r.candidate.launches[i].line == int(i) + 2);
 
     // packed on one line: each kb.launch( is a site, all on python line 2
     r = parseAnswer(answer("kb.launch( packed"), kSig);
@@ -355,7 +422,7 @@ TEST_CASE("kernels and launches found in answers of the largest size") {
     r = parseAnswer(answer("( in a kernel signature"), kSig);
     CHECK(r.candidate.kernels.empty());
     r = parseAnswer(answer("nested ( ) in a kernel signature"), kSig);
-    CHECK(r.candidate.kernels.empty());  // a single ')' closes only the innermost '('
+    CHECK(r.candidate.kernels.empty()); // a single ')' closes only the innermost '('
     r = parseAnswer(answer("[ in a kernel signature"), kSig);
     CHECK(r.candidate.kernels.empty());
 
@@ -366,7 +433,8 @@ TEST_CASE("kernels and launches found in answers of the largest size") {
     CHECK(r.error->message.find("never closed") != std::string::npos);
 }
 
-TEST_CASE("deeply nested but balanced brackets in a kernel signature and in forward") {
+TEST_CASE("deeply nested but balanced brackets in a kernel signature and in forward")
+{
     const std::string deep = std::string(200000, '(') + std::string(200000, ')');
     std::string cuda = "extern \"C\" __global__ void k(float* a" + std::string(100000, '[') + std::string(100000, ']') +
                        ", int n = " + deep + ") {}\n";

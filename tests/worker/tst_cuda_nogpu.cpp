@@ -1,10 +1,10 @@
 // The driver, CUPTI and device queries answer cleanly on a machine without a GPU. Where a GPU is
 // present, the no-GPU expectations are skipped and only "nothing crashes" is checked.
-#include "worker/measure/clockprobe.h"
-#include "worker/device/cudadriver.h"
-#include "worker/measure/cuptitracer.h"
-#include "worker/device/deviceinfo.h"
 #include "worker/compile/nvrtccompiler.h"
+#include "worker/device/cudadriver.h"
+#include "worker/device/deviceinfo.h"
+#include "worker/measure/clockprobe.h"
+#include "worker/measure/cuptitracer.h"
 
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -15,16 +15,18 @@ using namespace kwb;
 
 namespace {
 
-bool gpuPresent() {
+bool gpuPresent()
+{
     int n = 0;
     bool present = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
     cudaGetLastError();
     return present;
 }
 
-}  // namespace
+} // namespace
 
-TEST_CASE("CudaDriver::get") {
+TEST_CASE("CudaDriver::get")
+{
     std::string why;
     const CudaDriver* d = CudaDriver::get(&why);
     if (gpuPresent()) {
@@ -40,10 +42,11 @@ TEST_CASE("CudaDriver::get") {
     CHECK_FALSE(why.empty());
     // where no driver is installed at all, the message says so; a driver without a device fails cuInit
     CHECK((why.find("libcuda.so.1 not found: no NVIDIA driver") == 0 || why.find("cuInit failed") == 0));
-    CHECK(CudaDriver::get() == nullptr);  // asked again: the same answer, no crash
+    CHECK(CudaDriver::get() == nullptr); // asked again: the same answer, no crash
 }
 
-TEST_CASE("LoadedModule::load without a driver") {
+TEST_CASE("LoadedModule::load without a driver")
+{
     if (gpuPresent()) {
         MESSAGE("a GPU is present: skipped");
         return;
@@ -54,7 +57,8 @@ TEST_CASE("LoadedModule::load without a driver") {
     CHECK_FALSE(err.empty());
 }
 
-TEST_CASE("KernelTracer without a GPU") {
+TEST_CASE("KernelTracer without a GPU")
+{
     KernelTracer t;
     std::string err;
     if (gpuPresent()) {
@@ -67,19 +71,21 @@ TEST_CASE("KernelTracer without a GPU") {
     CHECK_FALSE(t.start(&err));
     CHECK(err.find("needs an NVIDIA GPU") != std::string::npos);
     CHECK_FALSE(t.running());
-    t.stop();  // harmless
+    t.stop(); // harmless
     CHECK(t.take().empty());
     CHECK_FALSE(KernelTracer::pushExternalId(7));
     CHECK_FALSE(KernelTracer::popExternalId());
 }
 
-TEST_CASE("demangleKernelName") {
+TEST_CASE("demangleKernelName")
+{
     CHECK(demangleKernelName("bias_relu") == "bias_relu");
     CHECK(demangleKernelName("_Z3fooPfi") == "foo(float*, int)");
     CHECK(demangleKernelName(nullptr) == "?");
 }
 
-TEST_CASE("deviceFacts and measureCeilings without a GPU") {
+TEST_CASE("deviceFacts and measureCeilings without a GPU")
+{
     if (gpuPresent()) {
         MESSAGE("a GPU is present: checking the facts' shape only");
         nlohmann::json f = deviceFacts(0);
@@ -100,7 +106,8 @@ TEST_CASE("deviceFacts and measureCeilings without a GPU") {
     CHECK(c.at("reason") == f.at("reason"));
 }
 
-TEST_CASE("the clock probe compiles with NVRTC, and says why it cannot run without a GPU") {
+TEST_CASE("the clock probe compiles with NVRTC, and says why it cannot run without a GPU")
+{
     // issue 13: the throttle detection's kernel (clock64 and %globaltimer per SM) must compile
     // wherever the worker does, or no sample would ever be judged.
     const CompileResult cr = compileCuda(ClockProbe::source(), "sm_90");

@@ -9,10 +9,10 @@
 #include <toml++/toml.h>
 
 #include <cstdio>
-#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -51,8 +51,9 @@ int main()
         return 77;
     }
     auto device = worker.request({{"type", "device"}}, 60);
-    std::cout << "device: " << device.response.value("name", std::string("?")) << " " << device.response.value("arch", std::string())
-              << ", torch " << hello.response.value("torch", std::string()) << "\n";
+    std::cout << "device: " << device.response.value("name", std::string("?")) << " "
+              << device.response.value("arch", std::string()) << ", torch "
+              << hello.response.value("torch", std::string()) << "\n";
 
     const std::string only = std::getenv("KWB_GPU_ONLY") ? std::getenv("KWB_GPU_ONLY") : "";
     const int timingTrials = envInt("KWB_GPU_TIMING_TRIALS", 10);
@@ -63,7 +64,8 @@ int main()
         manifest["candidate"].as_array()->push_back(*node.as_table());
     json results = json::array();
     int pass = 0, fail = 0;
-    std::printf("%-36s %-6s %-14s %-14s %9s %10s %8s\n", "candidate", "task", "expected", "got", "speedup", "max_abs", "wall_s");
+    std::printf("%-36s %-6s %-14s %-14s %9s %10s %8s\n", "candidate", "task", "expected", "got", "speedup", "max_abs",
+                "wall_s");
     std::map<std::string, double> speedups; // file -> speedup of its correct evaluation
     for (auto& node : *manifest["candidate"].as_array()) {
         auto& c = *node.as_table();
@@ -83,8 +85,11 @@ int main()
             std::cerr << "cannot restart the worker: " << err << "\n";
             return 1;
         }
-        json req = {{"type", "evaluate"}, {"task", task}, {"answer", readFile(dir + file)},
-                    {"timing_trials", timingTrials}, {"warmup", 2}};
+        json req = {{"type", "evaluate"},
+                    {"task", task},
+                    {"answer", readFile(dir + file)},
+                    {"timing_trials", timingTrials},
+                    {"warmup", 2}};
         if (auto profile = c["profile"].value<std::string>())
             req["profile"] = *profile;
         if (auto format = c["answer_format"].value<std::string>()) // KernelBench twins (issue 14)
@@ -99,7 +104,8 @@ int main()
         else if (reply.outcome == WorkerClient::Outcome::BrokenLine)
             got = "protocol_error";
         else
-            got = r.value("ok", false) ? r.value("status", std::string("?")) : "error:" + r.value("error", json::object()).value("code", std::string());
+            got = r.value("ok", false) ? r.value("status", std::string("?"))
+                                       : "error:" + r.value("error", json::object()).value("code", std::string());
         // The worker exits after answering when its CUDA context is poisoned; the next candidate
         // gets a fresh one (what the supervisor does in the product).
         if (r.contains("worker_healthy") && r["worker_healthy"] == false)
@@ -132,7 +138,8 @@ int main()
                 }
             }
             if (!flagNote.empty())
-                std::cout << "  flags:" << flagNote << " (floor " << r.value("roofline_floor_ms", json()).dump() << ")\n";
+                std::cout << "  flags:" << flagNote << " (floor " << r.value("roofline_floor_ms", json()).dump()
+                          << ")\n";
         }
         // The case must not reach the next evaluation: the sentinel, in the same worker where it
         // survived, must be correct.
@@ -142,11 +149,16 @@ int main()
                 std::cerr << "cannot restart the worker: " << err << "\n";
                 return 1;
             }
-            auto next = worker.request({{"type", "evaluate"}, {"task", "L2/6"}, {"answer", readFile(dir + "reference/L2_06.md")},
-                                        {"timing_trials", 5}, {"warmup", 1}},
+            auto next = worker.request({{"type", "evaluate"},
+                                        {"task", "L2/6"},
+                                        {"answer", readFile(dir + "reference/L2_06.md")},
+                                        {"timing_trials", 5},
+                                        {"warmup", 1}},
                                        300);
-            sentinel = next.outcome == WorkerClient::Outcome::Ok ? next.response.value("status", std::string("?")) : "no answer";
-            if (next.response.is_object() && next.response.contains("worker_healthy") && next.response["worker_healthy"] == false)
+            sentinel = next.outcome == WorkerClient::Outcome::Ok ? next.response.value("status", std::string("?"))
+                                                                 : "no answer";
+            if (next.response.is_object() && next.response.contains("worker_healthy") &&
+                next.response["worker_healthy"] == false)
                 worker.stop();
             if (sentinel != "correct") {
                 ok = false;
@@ -156,17 +168,21 @@ int main()
         ok ? ++pass : ++fail;
         const double speedup = r.contains("speedup") && r["speedup"].is_number() ? r["speedup"].get<double>() : 0.0;
         const double maxAbs = r.contains("correctness") ? r["correctness"].value("max_abs_diff", 0.0) : 0.0;
-        std::printf("%-36s %-6s %-14s %-14s %9.3f %10.2e %8.1f %s\n", file.c_str(), task.c_str(), expect.c_str(), got.c_str(),
-                    speedup, maxAbs, reply.ms / 1000.0, ok ? "ok" : "FAIL");
+        std::printf("%-36s %-6s %-14s %-14s %9.3f %10.2e %8.1f %s\n", file.c_str(), task.c_str(), expect.c_str(),
+                    got.c_str(), speedup, maxAbs, reply.ms / 1000.0, ok ? "ok" : "FAIL");
         speedups[file] = speedup;
         // A twin (the same CUDA in another answer format): its native answer's speedup beside it,
         // evaluated here when the run left it out (KWB_GPU_ONLY=kernelbench/).
         if (auto twin = c["twin"].value<std::string>(); twin && got == "correct") {
             if (!speedups.count(*twin) && (worker.running() || worker.start(&err))) {
-                auto native = worker.request({{"type", "evaluate"}, {"task", task}, {"answer", readFile(dir + *twin)},
-                                              {"timing_trials", timingTrials}, {"warmup", 2}},
+                auto native = worker.request({{"type", "evaluate"},
+                                              {"task", task},
+                                              {"answer", readFile(dir + *twin)},
+                                              {"timing_trials", timingTrials},
+                                              {"warmup", 2}},
                                              timeout);
-                if (native.outcome == WorkerClient::Outcome::Ok && native.response.value("status", std::string()) == "correct" &&
+                if (native.outcome == WorkerClient::Outcome::Ok &&
+                    native.response.value("status", std::string()) == "correct" &&
                     native.response.contains("speedup") && native.response["speedup"].is_number())
                     speedups[*twin] = native.response["speedup"].get<double>();
             }
@@ -187,8 +203,15 @@ int main()
         }
         std::fflush(stdout);
         r.erase("compile");
-        results.push_back({{"file", file}, {"task", task}, {"expect", expect}, {"got", got}, {"wall_ms", reply.ms},
-                           {"next_evaluation", sentinel}, {"flag_check", flagNote}, {"stderr_bytes", worker.stderrText().size()}, {"response", r}});
+        results.push_back({{"file", file},
+                           {"task", task},
+                           {"expect", expect},
+                           {"got", got},
+                           {"wall_ms", reply.ms},
+                           {"next_evaluation", sentinel},
+                           {"flag_check", flagNote},
+                           {"stderr_bytes", worker.stderrText().size()},
+                           {"response", r}});
     }
     std::printf("%d passed, %d failed\n", pass, fail);
     if (const char* out = std::getenv("KWB_GPU_RESULTS"); out && *out)

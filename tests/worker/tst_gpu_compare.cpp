@@ -17,8 +17,8 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 namespace {
 int failures = 0;
@@ -41,14 +41,15 @@ void check(const std::string& name, const at::Tensor& a, const at::Tensor& b, do
     double maxAbs = 0, maxRel = 0;
     atenCompare(a, b, atol, rtol, &bad, &maxAbs, &maxRel);
     std::string why;
-    const auto f = kwb::fusedCompare(a.data_ptr<float>(), b.data_ptr<float>(), a.numel(), atol, rtol, a.device().index(), &why);
+    const auto f =
+        kwb::fusedCompare(a.data_ptr<float>(), b.data_ptr<float>(), a.numel(), atol, rtol, a.device().index(), &why);
     bool ok = f && f->mismatches == bad;
     if (ok && bad == 0)
         ok = f->maxAbs == maxAbs && (f->maxRel == maxRel || (std::isnan(f->maxRel) && std::isnan(maxRel)));
-    std::printf("%s %s: ATen %lld mismatches, max abs %.9g, max rel %.9g; fused %s\n", ok ? "ok  " : "FAIL", name.c_str(),
-                (long long)bad, maxAbs, maxRel,
-                f ? (std::to_string(f->mismatches) + " mismatches, max abs " + std::to_string(f->maxAbs) + ", max rel " +
-                     std::to_string(f->maxRel))
+    std::printf("%s %s: ATen %lld mismatches, max abs %.9g, max rel %.9g; fused %s\n", ok ? "ok  " : "FAIL",
+                name.c_str(), (long long)bad, maxAbs, maxRel,
+                f ? (std::to_string(f->mismatches) + " mismatches, max abs " + std::to_string(f->maxAbs) +
+                     ", max rel " + std::to_string(f->maxRel))
                         .c_str()
                   : ("not run: " + why).c_str());
     failures += !ok;
@@ -95,9 +96,8 @@ void checkEqual(const std::string& name, const at::Tensor& a, const at::Tensor& 
     else
         bad = kwb::fusedUnequalBytes(a.data_ptr(), b.data_ptr(), int64_t(a.nbytes()), a.device().index(), &why);
     const bool aten = torch::equal(a, b);
-    report(bad && (*bad == 0) == aten,
-           "equal " + name + ": torch.equal " + (aten ? "true" : "false") + ", fused " +
-               (bad ? std::to_string(*bad) + " unequal" : "not run: " + why));
+    report(bad && (*bad == 0) == aten, "equal " + name + ": torch.equal " + (aten ? "true" : "false") + ", fused " +
+                                           (bad ? std::to_string(*bad) + " unequal" : "not run: " + why));
 }
 
 /// byteFingerprints of CUDA tensors (the fused kernel) equal those of their CPU copies (ATen).
@@ -207,7 +207,8 @@ int main()
                           {m.t(), m.narrow(1, 1, 7), torch::empty({0}, cuda), at::Tensor(), m});
         checkFingerprints("other dtypes",
                           {torch::randn({1023}, cuda.dtype(at::kHalf)), torch::randn({17}, cuda.dtype(at::kDouble)),
-                           torch::randint(0, 2, {13}, cuda.dtype(at::kBool)), torch::randint(-5, 5, {9}, cuda.dtype(at::kInt))});
+                           torch::randint(0, 2, {13}, cuda.dtype(at::kBool)),
+                           torch::randint(-5, 5, {9}, cuda.dtype(at::kInt))});
         checkFingerprints("a large one", {torch::randn({(int64_t(1) << 24) + 5}, cuda)});
         // A change of one word changes it (as on the CPU).
         at::Tensor w = torch::randn({4097}, cuda);

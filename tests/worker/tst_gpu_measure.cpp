@@ -31,8 +31,14 @@ using kwb::test::WorkerClient;
 
 namespace {
 kwb::test::CheckLog checks;
-void check(bool ok, const std::string& what, const json& detail = json()) { checks.check(ok, what, detail); }
-double num(const json& j, const char* key) { return kwb::test::numberOr(j, key); }
+void check(bool ok, const std::string& what, const json& detail = json())
+{
+    checks.check(ok, what, detail);
+}
+double num(const json& j, const char* key)
+{
+    return kwb::test::numberOr(j, key);
+}
 
 const char* const kWarmTask = "L2/1"; // cuDNN conv + ReLU + bias: context, cuDNN and the checks all used
 const char* const kWarmFile = "reference/L2_01.md";
@@ -42,7 +48,8 @@ const char* const kWarmFile = "reference/L2_01.md";
 /// without warm (within 3 %: two adaptive measurements, each to ±1 %).
 void warmChecks(const std::string& src)
 {
-    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+    const json req = {{"type", "evaluate"},
+                      {"task", kWarmTask},
                       {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
     double coldSpeedup = -1;
     {
@@ -52,9 +59,10 @@ void warmChecks(const std::string& src)
         const json r = cold.request(req, 300).response;
         coldSpeedup = num(r, "speedup");
         std::printf("%s without warm: status %s, speedup %.4f, cuda_init %.1f ms, total %.1f ms\n", kWarmFile,
-                    r.value("status", std::string("?")).c_str(), coldSpeedup, num(r.value("stage_ms", json()), "cuda_init"),
-                    num(r.value("stage_ms", json()), "total"));
-        check(r.value("status", std::string()) == "correct", "warm: the fresh worker's baseline is correct", r.value("message", std::string()));
+                    r.value("status", std::string("?")).c_str(), coldSpeedup,
+                    num(r.value("stage_ms", json()), "cuda_init"), num(r.value("stage_ms", json()), "total"));
+        check(r.value("status", std::string()) == "correct", "warm: the fresh worker's baseline is correct",
+              r.value("message", std::string()));
     }
     WorkerClient warmed(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
     if (kwb::test::startGpuWorker(warmed) != 0)
@@ -68,15 +76,18 @@ void warmChecks(const std::string& src)
         parts = parts && num(ms, part) >= 0;
     check(parts, "warm: every warm_ms part", ms);
     const json again = warmed.request({{"type", "warm"}}, 60).response;
-    check(again.value("ok", false) && again.value("already_warm", false), "warm: a second warm answers already warm", again);
+    check(again.value("ok", false) && again.value("already_warm", false), "warm: a second warm answers already warm",
+          again);
     const json r = warmed.request(req, 300).response;
     const json st = r.value("stage_ms", json::object());
     const double warmSpeedup = num(r, "speedup");
     std::printf("%s after warm: status %s, speedup %.4f, cuda_init %s, total %.1f ms\n", kWarmFile,
-                r.value("status", std::string("?")).c_str(), warmSpeedup, st.contains("cuda_init") ? st["cuda_init"].dump().c_str() : "absent",
-                num(st, "total"));
-    check(r.value("status", std::string()) == "correct", "warm: the evaluation after warm is correct", r.value("message", std::string()));
-    check(!st.contains("cuda_init") || num(st, "cuda_init") < 20, "warm: the evaluation after warm pays no CUDA context", st);
+                r.value("status", std::string("?")).c_str(), warmSpeedup,
+                st.contains("cuda_init") ? st["cuda_init"].dump().c_str() : "absent", num(st, "total"));
+    check(r.value("status", std::string()) == "correct", "warm: the evaluation after warm is correct",
+          r.value("message", std::string()));
+    check(!st.contains("cuda_init") || num(st, "cuda_init") < 20,
+          "warm: the evaluation after warm pays no CUDA context", st);
     check(coldSpeedup > 0 && warmSpeedup > 0 && std::abs(warmSpeedup / coldSpeedup - 1) <= 0.03,
           "warm: its speed-up within 3 % of a fresh worker's without warm", {coldSpeedup, warmSpeedup});
 }
@@ -87,7 +98,8 @@ bool flockWaiterOn(ino_t ino)
     std::ifstream in("/proc/locks");
     const std::string tag = ":" + std::to_string(ino) + " ";
     for (std::string line; std::getline(in, line);)
-        if (line.find("->") != std::string::npos && line.find("FLOCK") != std::string::npos && line.find(tag) != std::string::npos)
+        if (line.find("->") != std::string::npos && line.find("FLOCK") != std::string::npos &&
+            line.find(tag) != std::string::npos)
             return true;
     return false;
 }
@@ -95,12 +107,15 @@ bool flockWaiterOn(ino_t ino)
 /// This process's hold on a quiet-lock file, taken at construction, let go from a thread of its
 /// own `afterMs` after a process is first seen waiting for it (/proc/locks), or, where
 /// /proc/locks cannot be read, `fallbackMs` after construction.
-class LockHolder {
+class LockHolder
+{
 public:
     LockHolder(const char* path, int operation, int afterMs, int fallbackMs)
-        : m_fd(::open(path, O_RDONLY | O_CLOEXEC)), m_procLocks(std::ifstream("/proc/locks").good())
+        : m_fd(::open(path, O_RDONLY | O_CLOEXEC))
+        , m_procLocks(std::ifstream("/proc/locks").good())
     {
-        struct stat sb {};
+        struct stat sb
+        {};
         ::stat(path, &sb);
         m_held = m_fd >= 0 && ::flock(m_fd, operation) == 0;
         m_thread = std::thread([this, ino = sb.st_ino, afterMs, fallbackMs] {
@@ -149,16 +164,20 @@ void quietLockChecks(const std::string& src)
     if (lockFile.path.empty())
         return check(false, "quiet lock: a lock file in /tmp");
     const char* path = lockFile.path.c_str();
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "quiet lock: the worker starts");
     const json hello = worker.request({{"type", "hello"}}, 60).response;
-    check(hello.value("gpu_quiet_lock", json()) == json(path), "quiet lock: hello names the lock", hello.value("gpu_quiet_lock", json()));
-    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+    check(hello.value("gpu_quiet_lock", json()) == json(path), "quiet lock: hello names the lock",
+          hello.value("gpu_quiet_lock", json()));
+    const json req = {{"type", "evaluate"},
+                      {"task", kWarmTask},
                       {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
     const json free = worker.request(req, 300).response; // the lock free: no wait to speak of
     const double freeWait = num(free.value("stage_detail_ms", json()).value("timing", json()), "quiet_wait");
-    check(freeWait >= 0, "quiet lock: timing.quiet_wait reported with the lock free", free.value("stage_detail_ms", json()));
+    check(freeWait >= 0, "quiet lock: timing.quiet_wait reported with the lock free",
+          free.value("stage_detail_ms", json()));
 
     // Where /proc/locks cannot be read, held 1.5 s from the request on instead (the stages before
     // timing take well under 0.5 s in a worker that evaluated this candidate once already).
@@ -167,14 +186,17 @@ void quietLockChecks(const std::string& src)
     const json r = worker.request(req, 300).response;
     const bool sawWaiting = holder.join();
     const json t = r.value("stage_detail_ms", json()).value("timing", json());
-    std::printf("quiet lock: free wait %.1f ms; held: status %s, timing.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n", freeWait,
-                r.value("status", std::string("?")).c_str(), num(t, "quiet_wait"), num(r, "speedup"), int(sawWaiting));
+    std::printf(
+        "quiet lock: free wait %.1f ms; held: status %s, timing.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n",
+        freeWait, r.value("status", std::string("?")).c_str(), num(t, "quiet_wait"), num(r, "speedup"),
+        int(sawWaiting));
     if (holder.procLocks())
         check(sawWaiting, "quiet lock: the worker was seen waiting for it (/proc/locks)");
     else
         std::printf("note: /proc/locks unreadable: the lock was held 1.5 s from the request on\n");
     check(num(t, "quiet_wait") >= 1000, "quiet lock: the timing stage waited while it was held", t);
-    check(r.value("status", std::string()) == "correct", "quiet lock: the verdict is still correct", r.value("message", std::string()));
+    check(r.value("status", std::string()) == "correct", "quiet lock: the verdict is still correct",
+          r.value("message", std::string()));
     worker.stop();
 }
 
@@ -187,24 +209,30 @@ void evaluationWaitsForTimingChecks(const std::string& src)
     if (lockFile.path.empty())
         return check(false, "share under the lock: a lock file in /tmp");
     const char* path = lockFile.path.c_str();
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "share under the lock: the worker starts");
-    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+    const json req = {{"type", "evaluate"},
+                      {"task", kWarmTask},
                       {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
     const json free = worker.request(req, 300).response; // its context made: the next waits at its device stage
-    check(free.value("status", std::string()) == "correct", "share under the lock: correct with the lock free", free.value("message", std::string()));
+    check(free.value("status", std::string()) == "correct", "share under the lock: correct with the lock free",
+          free.value("message", std::string()));
     LockHolder holder(path, LOCK_EX, 1200, 1500);
     check(holder.held(), "share under the lock: this test holds it exclusively");
     const json r = worker.request(req, 300).response;
     const bool sawWaiting = holder.join();
     const json share = r.value("stage_detail_ms", json()).value("share", json());
     std::printf("share under the lock: status %s, share.quiet_wait %.1f ms, speedup %.4f, seen waiting %d\n",
-                r.value("status", std::string("?")).c_str(), num(share, "quiet_wait"), num(r, "speedup"), int(sawWaiting));
+                r.value("status", std::string("?")).c_str(), num(share, "quiet_wait"), num(r, "speedup"),
+                int(sawWaiting));
     if (holder.procLocks())
         check(sawWaiting, "share under the lock: the worker was seen waiting for it (/proc/locks)");
-    check(num(share, "quiet_wait") >= 1000, "share under the lock: the evaluation's GPU work waited while it was held", share);
-    check(r.value("status", std::string()) == "correct", "share under the lock: the verdict is still correct", r.value("message", std::string()));
+    check(num(share, "quiet_wait") >= 1000, "share under the lock: the evaluation's GPU work waited while it was held",
+          share);
+    check(r.value("status", std::string()) == "correct", "share under the lock: the verdict is still correct",
+          r.value("message", std::string()));
     worker.stop();
 }
 
@@ -219,27 +247,32 @@ void evaluationWaitsForItsTurnChecks(const std::string& src)
         return check(false, "turn: a lock file in /tmp");
     const std::string turnPath = lockFile.path + ".turn";
     std::ofstream(turnPath).close();
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", lockFile.path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", lockFile.path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "turn: the worker starts");
     const json hello = worker.request({{"type", "hello"}}, 60).response;
     check(hello.value("gpu_quiet_lock_turns", false), "turn: hello says the worker takes turns", hello);
-    const json req = {{"type", "evaluate"}, {"task", kWarmTask},
+    const json req = {{"type", "evaluate"},
+                      {"task", kWarmTask},
                       {"answer", readFile(src + "/tests/fixtures/candidates/" + kWarmFile)}};
     const json free = worker.request(req, 300).response;
-    check(free.value("status", std::string()) == "correct", "turn: correct with the turn free", free.value("message", std::string()));
+    check(free.value("status", std::string()) == "correct", "turn: correct with the turn free",
+          free.value("message", std::string()));
     {
         LockHolder holder(turnPath.c_str(), LOCK_EX, 1200, 1500);
         check(holder.held(), "turn: this test holds it");
         const json r = worker.request(req, 300).response;
         const bool sawWaiting = holder.join();
         const json share = r.value("stage_detail_ms", json()).value("share", json());
-        std::printf("turn: status %s, share.turn_wait %.1f ms, speedup %.4f, seen waiting %d\n", r.value("status", std::string("?")).c_str(),
-                    num(share, "turn_wait"), num(r, "speedup"), int(sawWaiting));
+        std::printf("turn: status %s, share.turn_wait %.1f ms, speedup %.4f, seen waiting %d\n",
+                    r.value("status", std::string("?")).c_str(), num(share, "turn_wait"), num(r, "speedup"),
+                    int(sawWaiting));
         if (holder.procLocks())
             check(sawWaiting, "turn: the worker was seen waiting for it (/proc/locks)");
         check(num(share, "turn_wait") >= 1000, "turn: the evaluation's GPU work waited for its turn", share);
-        check(r.value("status", std::string()) == "correct", "turn: the verdict is still correct", r.value("message", std::string()));
+        check(r.value("status", std::string()) == "correct", "turn: the verdict is still correct",
+              r.value("message", std::string()));
     }
     const int fd = ::open(turnPath.c_str(), O_RDONLY | O_CLOEXEC);
     check(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0, "turn: let go by the time the worker answered");
@@ -259,7 +292,8 @@ void traceUnderTheTimingsHoldChecks(const std::string& src)
     const kwb::test::TempFile lockFile("kwb-quiet-trace");
     if (lockFile.path.empty())
         return check(false, "trace hold: a lock file in /tmp");
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", lockFile.path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", lockFile.path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "trace hold: the worker starts");
     const std::string answer = readFile(src + "/tests/fixtures/candidates/" + kWarmFile);
@@ -279,16 +313,22 @@ void traceUnderTheTimingsHoldChecks(const std::string& src)
             if (fd >= 0)
                 ::close(fd);
         });
-        const json r = worker.request({{"type", "evaluate"}, {"task", kWarmTask}, {"answer", answer}, {"trace_exclusive", exclusive}}, 300)
-                           .response;
+        const json r =
+            worker
+                .request(
+                    {{"type", "evaluate"}, {"task", kWarmTask}, {"answer", answer}, {"trace_exclusive", exclusive}},
+                    300)
+                .response;
         const int64_t answeredNs = std::chrono::steady_clock::now().time_since_epoch().count();
         done = true;
         poll.join();
         const double traceMs = num(r.value("stage_ms", json()), "trace");
         const double heldUntilMs = lastRefusedNs ? double(answeredNs - lastRefusedNs) / 1e6 : -1; // before the answer
-        std::printf("trace hold (trace_exclusive %d): status %s, trace %.1f ms, exclusive hold ended %.1f ms before the answer\n",
+        std::printf("trace hold (trace_exclusive %d): status %s, trace %.1f ms, exclusive hold ended %.1f ms before "
+                    "the answer\n",
                     int(exclusive), r.value("status", std::string("?")).c_str(), traceMs, heldUntilMs);
-        const std::string what = exclusive ? "trace hold: kept through the trace" : "trace hold: let go before the trace";
+        const std::string what =
+            exclusive ? "trace hold: kept through the trace" : "trace hold: let go before the trace";
         check(r.value("status", std::string()) == "correct", what + ": correct", r.value("message", std::string()));
         check(heldUntilMs >= 0 && traceMs > 0 && (exclusive ? heldUntilMs < traceMs : heldUntilMs >= traceMs), what,
               {{"trace_ms", traceMs}, {"held_until_ms_before_answer", heldUntilMs}});
@@ -305,7 +345,8 @@ void warmWaitsForTimingChecks(const std::string& src)
     if (lockFile.path.empty())
         return check(false, "warm under the lock: a lock file in /tmp");
     const char* path = lockFile.path.c_str();
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", src + "/tasks", "--gpu-quiet-lock", path});
     if (kwb::test::startGpuWorker(worker) != 0)
         return check(false, "warm under the lock: the worker starts");
     LockHolder holder(path, LOCK_EX, 1200, 2500);
@@ -316,7 +357,8 @@ void warmWaitsForTimingChecks(const std::string& src)
     std::printf("warm under the lock: %s, seen waiting %d\n", w.dump().c_str(), int(sawWaiting));
     if (holder.procLocks())
         check(sawWaiting, "warm under the lock: the worker was seen waiting for it (/proc/locks)");
-    check(w.value("ok", false) && w.value("device", std::string()) == "cuda", "warm under the lock: ok after the release", w);
+    check(w.value("ok", false) && w.value("device", std::string()) == "cuda",
+          "warm under the lock: ok after the release", w);
     check(num(ms, "quiet_wait") >= 1000, "warm under the lock: its quiet_wait counts the wait", ms);
     worker.stop();
 }
@@ -337,18 +379,22 @@ int main()
         const json t = r.value("timing", json::object());
         const json iv = t.value("speedup_interval", json());
         const double s = num(r, "speedup");
-        std::printf("%s pass %d: status %s, stop %s, pairs %.0f, throttled %.0f, speedup %.4f [%.4f, %.4f], clock %.0f of %.0f MHz, "
+        std::printf("%s pass %d: status %s, stop %s, pairs %.0f, throttled %.0f, speedup %.4f [%.4f, %.4f], clock %.0f "
+                    "of %.0f MHz, "
                     "reused %.0f, timing %.0f ms\n",
-                    file.c_str(), pass + 1, r.value("status", std::string("?")).c_str(), t.value("stop_reason", std::string()).c_str(),
-                    num(t, "samples"), num(t, "throttled"), s, num(iv, "low"), num(iv, "high"),
-                    num(t.value("sm_clock_mhz", json()), "median"), num(t.value("sm_clock_mhz", json()), "default"), num(t, "reference_reused"),
+                    file.c_str(), pass + 1, r.value("status", std::string("?")).c_str(),
+                    t.value("stop_reason", std::string()).c_str(), num(t, "samples"), num(t, "throttled"), s,
+                    num(iv, "low"), num(iv, "high"), num(t.value("sm_clock_mhz", json()), "median"),
+                    num(t.value("sm_clock_mhz", json()), "default"), num(t, "reference_reused"),
                     num(r.value("stage_ms", json()), "timing"));
         check(r.value("status", std::string()) == "correct", "status correct", r.value("message", std::string()));
         check(t.value("method", std::string()) == "adaptive", "adaptive method");
         check(t.value("stop_reason", std::string()) == "target_reached", "stopped on its target", t);
         check(iv.is_object() && num(iv, "low") <= s && s <= num(iv, "high"), "the speed-up lies in its interval", iv);
-        check(num(iv, "relative_half_width") >= 0 && num(iv, "relative_half_width") <= 0.01, "the interval is within ±1 %", iv);
-        check(num(t.value("sm_clock_mhz", json()), "median") > 0, "the SM clock was measured", t.value("sm_clock_mhz", json()));
+        check(num(iv, "relative_half_width") >= 0 && num(iv, "relative_half_width") <= 0.01,
+              "the interval is within ±1 %", iv);
+        check(num(t.value("sm_clock_mhz", json()), "median") > 0, "the SM clock was measured",
+              t.value("sm_clock_mhz", json()));
         check(num(t, "throttled") >= 0, "throttled samples counted");
         if (pass == 1)
             check(num(t, "reference_reused") > 0 || t.value("reuse_rejected", false),
@@ -370,20 +416,29 @@ int main()
     // traces). With CUPTI left attached after a trace, its reference took 25 % longer (9.34 ->
     // 11.71 ms) and its speed-up moved +6.8 % (bench/results/2026-12-01-cupti-state-h200.md);
     // the bounds leave room for this machine's process-to-process noise (CV 0.06-1.4 %).
-    const json retime = {{"type", "evaluate"}, {"task", "L3/10"}, {"retime_after_trace", true},
+    const json retime = {{"type", "evaluate"},
+                         {"task", "L3/10"},
+                         {"retime_after_trace", true},
                          {"answer", readFile(src + "/tests/fixtures/candidates/reference/L3_10.md")}};
     for (int pass = 0; pass < 3; ++pass) {
         const json r = worker.request(retime, 300).response;
         const json before = r.value("timing_before_trace", json::object());
         const json tb = before.value("timing", json::object()), ta = r.value("timing", json::object());
         const double sb = num(before, "speedup"), sa = num(r, "speedup");
-        const double rb = num(tb.value("reference", json()), "mean_ms"), ra = num(ta.value("reference", json()), "mean_ms");
-        std::printf("L3/10 retime pass %d: %s, speedup %.4f before the trace, %.4f after; reference %.4f -> %.4f ms, kernels traced %zu\n",
-                    pass + 1, r.value("status", std::string("?")).c_str(), sb, sa, rb, ra, r.value("kernels", json::array()).size());
-        check(r.value("status", std::string()) == "correct", "L3/10 retimed: correct", r.value("message", std::string()));
-        check(!r.value("kernels", json::array()).empty(), "L3/10 retimed: the trace recorded kernels (CUPTI attaches again)");
-        check(sb > 0 && sa > 0 && std::abs(sa / sb - 1) <= 0.03, "L3/10: the speed-up after the trace within 3 % of before", {sb, sa});
-        check(rb > 0 && ra > 0 && ra / rb <= 1.05, "L3/10: the reference no more than 5 % slower after the trace", {rb, ra});
+        const double rb = num(tb.value("reference", json()), "mean_ms"),
+                     ra = num(ta.value("reference", json()), "mean_ms");
+        std::printf("L3/10 retime pass %d: %s, speedup %.4f before the trace, %.4f after; reference %.4f -> %.4f ms, "
+                    "kernels traced %zu\n",
+                    pass + 1, r.value("status", std::string("?")).c_str(), sb, sa, rb, ra,
+                    r.value("kernels", json::array()).size());
+        check(r.value("status", std::string()) == "correct", "L3/10 retimed: correct",
+              r.value("message", std::string()));
+        check(!r.value("kernels", json::array()).empty(),
+              "L3/10 retimed: the trace recorded kernels (CUPTI attaches again)");
+        check(sb > 0 && sa > 0 && std::abs(sa / sb - 1) <= 0.03,
+              "L3/10: the speed-up after the trace within 3 % of before", {sb, sa});
+        check(rb > 0 && ra > 0 && ra / rb <= 1.05, "L3/10: the reference no more than 5 % slower after the trace",
+              {rb, ra});
     }
     worker.stop();
     warmChecks(src);

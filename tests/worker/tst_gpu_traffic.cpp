@@ -28,9 +28,16 @@ using kwb::test::WorkerClient;
 
 namespace {
 kwb::test::CheckLog checks;
-void check(bool ok, const std::string& what, const json& detail = json()) { checks.check(ok, what, detail); }
-double num(const json& j, const char* key) { return kwb::test::numberOr(j, key); }
-struct Case {
+void check(bool ok, const std::string& what, const json& detail = json())
+{
+    checks.check(ok, what, detail);
+}
+double num(const json& j, const char* key)
+{
+    return kwb::test::numberOr(j, key);
+}
+struct Case
+{
     std::string task, file;
     double low = 0, high = 0;
 };
@@ -68,7 +75,8 @@ int main()
     if (const int rc = kwb::test::startGpuWorker(worker))
         return rc;
     const json device = worker.request({{"type", "device"}}, 60).response;
-    std::printf("device: %s, L2 %.0f MB\n", device.value("name", std::string("?")).c_str(), num(device, "l2_bytes") / 1e6);
+    std::printf("device: %s, L2 %.0f MB\n", device.value("name", std::string("?")).c_str(),
+                num(device, "l2_bytes") / 1e6);
     bool first = true;
     for (const Case& c : cases()) {
         const std::string answer = readFile(src + "/tests/fixtures/candidates/" + c.file);
@@ -85,25 +93,31 @@ int main()
             first = false;
             const json refused = worker.request(asked, 300).response;
             const json rt = refused.value("traffic", json::object());
-            check(!rt.value("profiled", true) && rt.value("reason", std::string()).find("fresh worker") != std::string::npos,
+            check(!rt.value("profiled", true) &&
+                      rt.value("reason", std::string()).find("fresh worker") != std::string::npos,
                   c.task + ": after a plain evaluation in the same worker the profile is refused with the reason", rt);
         }
         WorkerClient fresh(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", src + "/tasks"});
         std::string err;
         check(fresh.start(&err), c.task + ": a fresh worker for the profile", err);
         const json r = fresh.request(asked, 300).response;
-        check(r.value("worker_healthy", true) == false && fresh.request({{"type", "hello"}}, 30).outcome != WorkerClient::Outcome::Ok,
-              c.task + ": the profiling worker retires after its answer (CUPTI's profiler stays attached)", r.value("worker_retired", json()));
+        check(r.value("worker_healthy", true) == false &&
+                  fresh.request({{"type", "hello"}}, 30).outcome != WorkerClient::Outcome::Ok,
+              c.task + ": the profiling worker retires after its answer (CUPTI's profiler stays attached)",
+              r.value("worker_retired", json()));
         const json t = r.value("traffic", json::object());
         const double bytes = num(t, "dram_bytes");
-        std::printf("%s %s: status %s (without the profile: %s), traffic %s\n  measured %.4g B (read %.4g, write %.4g), "
-                    "%.0f kernels, %.0f passes; minimal %.4g B: %.3fx (allowed [%.2f, %.2f]); traffic stage %.0f ms\n",
-                    c.task.c_str(), c.file.c_str(), r.value("status", std::string("?")).c_str(),
-                    plain.value("status", std::string("?")).c_str(), t.dump().substr(0, 300).c_str(), bytes,
-                    num(t, "dram_read_bytes"), num(t, "dram_write_bytes"), num(t, "kernels"), num(t, "passes"), minimal,
-                    minimal > 0 ? bytes / minimal : -1.0, c.low, c.high, num(r.value("stage_ms", json()), "traffic"));
-        check(plain.value("status", std::string()) == "correct", c.task + ": correct without the profile", plain.value("message", json()));
-        check(r.value("status", std::string()) == plain.value("status", std::string()), c.task + ": the profile leaves the verdict");
+        std::printf(
+            "%s %s: status %s (without the profile: %s), traffic %s\n  measured %.4g B (read %.4g, write %.4g), "
+            "%.0f kernels, %.0f passes; minimal %.4g B: %.3fx (allowed [%.2f, %.2f]); traffic stage %.0f ms\n",
+            c.task.c_str(), c.file.c_str(), r.value("status", std::string("?")).c_str(),
+            plain.value("status", std::string("?")).c_str(), t.dump().substr(0, 300).c_str(), bytes,
+            num(t, "dram_read_bytes"), num(t, "dram_write_bytes"), num(t, "kernels"), num(t, "passes"), minimal,
+            minimal > 0 ? bytes / minimal : -1.0, c.low, c.high, num(r.value("stage_ms", json()), "traffic"));
+        check(plain.value("status", std::string()) == "correct", c.task + ": correct without the profile",
+              plain.value("message", json()));
+        check(r.value("status", std::string()) == plain.value("status", std::string()),
+              c.task + ": the profile leaves the verdict");
         check(!plain.contains("traffic"), c.task + ": no traffic key where none was asked for");
         check(t.value("profiled", false), c.task + ": profiled", t);
         check(num(t, "kernels") >= 1, c.task + ": kernels counted");

@@ -38,7 +38,10 @@ bool pythonOrSkip()
     return false;
 }
 
-Task task(const char* relative) { return loadTaskFile(std::string(KWB_SOURCE_DIR) + "/tasks/" + relative); }
+Task task(const char* relative)
+{
+    return loadTaskFile(std::string(KWB_SOURCE_DIR) + "/tasks/" + relative);
+}
 
 // A fresh extension cache for this process (before the interpreter first builds anything).
 const std::string& cacheDir()
@@ -53,7 +56,10 @@ const std::string& cacheDir()
     return dir;
 }
 
-std::string fenced(const std::string& module) { return "Here is my answer.\n\n```python\n" + module + "```\n"; }
+std::string fenced(const std::string& module)
+{
+    return "Here is my answer.\n\n```python\n" + module + "```\n";
+}
 
 // L1/5 (A * s) with a C++-only extension: no CUDA, so it builds and runs on the CPU.
 const char* kScaleCpp = R"(import torch
@@ -79,8 +85,14 @@ class ModelNew(nn.Module):
 json evaluateOnCpu(const Task& t, const std::string& answer, bool time = false)
 {
     Evaluator ev;
-    return ev.evaluate(t, {{"type", "evaluate"}, {"answer", answer}, {"device", "cpu"}, {"scale", "smoke"},
-                           {"correctness_trials", 2}, {"time", time}, {"timing_trials", 3}, {"warmup", 1}});
+    return ev.evaluate(t, {{"type", "evaluate"},
+                           {"answer", answer},
+                           {"device", "cpu"},
+                           {"scale", "smoke"},
+                           {"correctness_trials", 2},
+                           {"time", time},
+                           {"timing_trials", 3},
+                           {"warmup", 1}});
 }
 
 } // namespace
@@ -88,8 +100,8 @@ json evaluateOnCpu(const Task& t, const std::string& answer, bool time = false)
 TEST_CASE("answer format: detected from class ModelNew, named by answer_format")
 {
     CHECK(detectAnswerFormat(fenced(kScaleCpp)) == AnswerFormat::KernelBench);
-    CHECK(detectAnswerFormat("```cuda\nextern \"C\" __global__ void k() {}\n```\n```python\ndef forward(x: Tensor) -> Tensor:\n    return x\n```\n") ==
-          AnswerFormat::Native);
+    CHECK(detectAnswerFormat("```cuda\nextern \"C\" __global__ void k() {}\n```\n```python\ndef forward(x: Tensor) -> "
+                             "Tensor:\n    return x\n```\n") == AnswerFormat::Native);
     CHECK(detectAnswerFormat("class Model(nn.Module):\n    pass\n") == AnswerFormat::Native);
     CHECK(!requestedAnswerFormat(json{{"type", "evaluate"}}).has_value());
     CHECK(requestedAnswerFormat(json{{"answer_format", "kernelbench"}}) == AnswerFormat::KernelBench);
@@ -108,7 +120,8 @@ TEST_CASE("answer format: the module of a KernelBench answer")
     REQUIRE(raw.ok);
     CHECK(raw.line == 1);
     // The first python block without ModelNew is skipped (a usage example, say).
-    KernelBenchSource second = extractKernelBenchSource("```python\nx = 1\n```\n\n```python\nclass ModelNew(nn.Module):\n    pass\n```\n");
+    KernelBenchSource second =
+        extractKernelBenchSource("```python\nx = 1\n```\n\n```python\nclass ModelNew(nn.Module):\n    pass\n```\n");
     REQUIRE(second.ok);
     CHECK(second.line == 6);
     KernelBenchSource none = extractKernelBenchSource("```python\nclass Model:\n    pass\n```\n");
@@ -166,7 +179,8 @@ TEST_CASE("answer format: which of several ModelNew blocks is the module (code_b
     CHECK(extractKernelBenchSource(cut, CodeBlock::First).source == first.source);
     // One block only: both rules take it; none closed: unclosed_fence either way.
     CHECK(extractKernelBenchSource(fenced(kScaleCpp), CodeBlock::Last).source == kScaleCpp);
-    const KernelBenchSource open = extractKernelBenchSource("```python\nclass ModelNew(nn.Module):\n    pass\n", CodeBlock::Last);
+    const KernelBenchSource open =
+        extractKernelBenchSource("```python\nclass ModelNew(nn.Module):\n    pass\n", CodeBlock::Last);
     REQUIRE(open.error);
     CHECK(open.error->code == "unclosed_fence");
 }
@@ -179,8 +193,13 @@ TEST_CASE("evaluate: a stub first and the real module last, under each code_bloc
     const Task t = task("level1/05_matrix_scalar_multiplication.toml");
     const auto evaluate = [&](const char* rule) {
         Evaluator ev;
-        return ev.evaluate(t, {{"type", "evaluate"}, {"answer", stubThenReal()}, {"answer_format", "kernelbench"},
-                               {"code_block", rule}, {"device", "cpu"}, {"scale", "smoke"}, {"correctness_trials", 2},
+        return ev.evaluate(t, {{"type", "evaluate"},
+                               {"answer", stubThenReal()},
+                               {"answer_format", "kernelbench"},
+                               {"code_block", rule},
+                               {"device", "cpu"},
+                               {"scale", "smoke"},
+                               {"correctness_trials", 2},
                                {"time", false}});
     };
     // KernelBench's extract_first_code: the stub, whose forward is a placeholder.
@@ -204,7 +223,8 @@ TEST_CASE("static check: each refusal with its line and reason")
     if (!pythonOrSkip())
         return;
     CHECK(python::checkSource(kScaleCpp).empty());
-    struct Case {
+    struct Case
+    {
         const char* source;
         int line;
         const char* reason;
@@ -222,16 +242,20 @@ TEST_CASE("static check: each refusal with its line and reason")
         {"exec('x=1')\n", 1, "'exec' is not allowed"},
         {"m = __import__('os')\n", 1, "'__import__' is not allowed"},
         {"import torch\ntorch.cuda.Event = object\n", 2, "'torch.cuda.Event' is not allowed"},
-        {"import torch\n\ndef fast():\n    pass\ntorch.cuda.synchronize = fast\n", 5, "'torch.cuda.synchronize' is not allowed"},
+        {"import torch\n\ndef fast():\n    pass\ntorch.cuda.synchronize = fast\n", 5,
+         "'torch.cuda.synchronize' is not allowed"},
         {"import torch\ntorch.matmul = None\n", 2, "must not be patched"},
         {"import torch\nclass Lazy(torch.Tensor):\n    pass\n", 2, "a tensor subclass can compute lazily"},
-        {"import torch.nn as nn\nclass M(nn.Module):\n    def __torch_function__(self):\n        pass\n", 3, "a tensor subclass's dispatch hook"},
+        {"import torch.nn as nn\nclass M(nn.Module):\n    def __torch_function__(self):\n        pass\n", 3,
+         "a tensor subclass's dispatch hook"},
         {"import torch\ns = torch.cuda.Stream()\n", 2, "work on another stream escapes the timer"},
         {"import torch\nx = torch.zeros(1).__class__\n", 2, "special attributes"},
         {"import torch\nsetattr(torch, 'add', None)\n", 2, "'setattr' is not allowed"},
         {"import torch\ntorch.load('w.pt')\n", 2, "'torch.load' is not allowed: reads files"},
-        {"import torch\ntorch.serialization.save(torch.zeros(1), 'w.pt')\n", 2, "'torch.serialization.save' is not allowed: reads and writes files"},
-        {"import torch\ns = torch.UntypedStorage.from_file('w', False, 4)\n", 2, "attribute 'from_file' is not allowed"},
+        {"import torch\ntorch.serialization.save(torch.zeros(1), 'w.pt')\n", 2,
+         "'torch.serialization.save' is not allowed: reads and writes files"},
+        {"import torch\ns = torch.UntypedStorage.from_file('w', False, 4)\n", 2,
+         "attribute 'from_file' is not allowed"},
         {"import torch\nx = torch._utils\n", 2, "torch's private internals"},
     };
     for (const Case& c : cases) {
@@ -252,7 +276,8 @@ TEST_CASE("static check: the pure private helpers of torch.nn.init that honest a
                               "fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)\n"
                               "b = 1 / math.sqrt(fan_in)\nf = torch.nn.init._calculate_correct_fan(w, 'fan_in')\n")
               .empty());
-    const json refusals = python::checkSource("import torch\nw = torch.empty(2)\ntorch.nn.init._no_grad_uniform_(w, 0, 1)\n");
+    const json refusals =
+        python::checkSource("import torch\nw = torch.empty(2)\ntorch.nn.init._no_grad_uniform_(w, 0, 1)\n");
     REQUIRE(!refusals.empty());
     CHECK(refusals[0]["line"] == 3);
     CHECK(refusals[0]["reason"].get<std::string>().find("torch's private internals") != std::string::npos);
@@ -539,7 +564,8 @@ from torch.utils.cpp_extension import load_inline
 cpp = """
 #include <torch/extension.h>
 torch::Tensor run(torch::Tensor a, double s) {
-    pybind11::module_::import("os").attr("system")(std::string("touch )" + target.string() + R"("));
+    pybind11::module_::import("os").attr("system")(std::string("touch )" +
+                               target.string() + R"("));
     return a * s;
 }
 """
@@ -600,21 +626,27 @@ TEST_CASE("static check: a module reached through an allowed module's attributes
         return;
     const std::string h = "import torch\nimport torch.nn as nn\nimport math\nimport typing\n";
     checkRefusals({
-        {h + "torch.sys.modules['os'].system('id')\n", "'torch.sys'"},                              // torch's own import of sys
-        {h + "p = torch.os.getcwd()\n", "'torch.os'"},                                               // and of os
-        {h + "l = math.__loader__\n", "special attributes"},                                         // a module's loader
-        {h + "w = torch.nn.modules.module.warnings\n", "is the module 'warnings'"},                  // any module not allowed, by its real name
-        {h + "x = torch.functional.torch.load('w.pt')\n", "'torch.load' is not allowed: reads files"}, // torch reached again: its real name decides
+        {h + "torch.sys.modules['os'].system('id')\n", "'torch.sys'"}, // torch's own import of sys
+        {h + "p = torch.os.getcwd()\n", "'torch.os'"},                 // and of os
+        {h + "l = math.__loader__\n", "special attributes"},           // a module's loader
+        {h + "w = torch.nn.modules.module.warnings\n",
+         "is the module 'warnings'"}, // any module not allowed, by its real name
+        {h + "x = torch.functional.torch.load('w.pt')\n",
+         "'torch.load' is not allowed: reads files"}, // torch reached again: its real name decides
         {h + "s = torch.nn.modules.module.torch.serialization\n", "'torch.serialization' is not allowed"},
         {h + "from torch.nn import modules\nm = modules.module.warnings\n", "is the module 'warnings'"},
-        {h + "f = typing._eval_type\n", "private internals"},                                         // private members of any allowed module
-        {h + "os_ = torch.ops.import_module('os')\n", "imports modules by name"},                    // torch.ops imports by name
-        {h + "ops = [torch.ops][0]\nm = ops.import_module('os')\n", "imports modules by name"},       // the same held in a variable
-        {h + "a = torch.zeros(1).numpy().ctypes._ctypes\n", "reaches the _ctypes module"},          // numpy's array.ctypes
-        {h + "g = torch.fx.Graph()\n", "generates and runs Python code"},                            // torch.fx execs generated code
+        {h + "f = typing._eval_type\n", "private internals"}, // private members of any allowed module
+        {h + "os_ = torch.ops.import_module('os')\n", "imports modules by name"}, // torch.ops imports by name
+        {h + "ops = [torch.ops][0]\nm = ops.import_module('os')\n",
+         "imports modules by name"}, // the same held in a variable
+        {h + "a = torch.zeros(1).numpy().ctypes._ctypes\n", "reaches the _ctypes module"}, // numpy's array.ctypes
+        {h + "g = torch.fx.Graph()\n", "generates and runs Python code"}, // torch.fx execs generated code
     });
-    CHECK(python::checkSource(h + "y = torch.nn.functional.relu(torch.zeros(1)) + math.sqrt(2.0)\nz = torch.ops.aten.relu(y)\n"
-                                  "w = torch.nn.init.zeros_(torch.empty(2))\nT = typing.Optional[torch.Tensor]\n" + kScaleModel)
+    CHECK(python::checkSource(
+              h +
+              "y = torch.nn.functional.relu(torch.zeros(1)) + math.sqrt(2.0)\nz = torch.ops.aten.relu(y)\n"
+              "w = torch.nn.init.zeros_(torch.empty(2))\nT = typing.Optional[torch.Tensor]\n" +
+              kScaleModel)
               .empty());
 }
 
@@ -627,8 +659,9 @@ TEST_CASE("evaluate: a module reached at run time through a module the static ch
     // torch held in a list: the static check sees no chain, the answer's view of torch refuses
     // torch.serialization (its writer opens the file in C++, with no audit event to catch it).
     const fs::path target = attackTarget("serialization");
-    const std::string viaList = "import torch\nimport torch.nn as nn\nm = [torch][0]\nm.serialization.save(torch.zeros(1), '" +
-                                target.string() + "')\n" + kScaleModel;
+    const std::string viaList =
+        "import torch\nimport torch.nn as nn\nm = [torch][0]\nm.serialization.save(torch.zeros(1), '" +
+        target.string() + "')\n" + kScaleModel;
     REQUIRE(python::checkSource(viaList).empty());
     const json r = evaluateOnCpu(t, fenced(viaList));
     INFO(r.dump());
@@ -636,14 +669,17 @@ TEST_CASE("evaluate: a module reached at run time through a module the static ch
     CHECK(r["message"].get<std::string>().find("'torch.serialization' is not allowed") != std::string::npos);
     CHECK(!fs::exists(target));
     // A module passed to a function: the same view.
-    const std::string viaArgument = "import torch\nimport torch.nn as nn\ndef reach(m):\n    return m.nn.modules.module.warnings\n"
-                                    "w = reach(torch)\n" + std::string(kScaleModel);
+    const std::string viaArgument =
+        "import torch\nimport torch.nn as nn\ndef reach(m):\n    return m.nn.modules.module.warnings\n"
+        "w = reach(torch)\n" +
+        std::string(kScaleModel);
     REQUIRE(python::checkSource(viaArgument).empty());
     const json a = evaluateOnCpu(t, fenced(viaArgument));
     CHECK(a["status"] == "rejected");
     CHECK(a["message"].get<std::string>().find("is the module 'warnings'") != std::string::npos);
     // Nor can the view be written: torch stays unpatched for the evaluator and later answers.
-    const std::string patch = "import torch\nimport torch.nn as nn\nm = [torch.cuda][0]\nm.synchronize = None\n" + std::string(kScaleModel);
+    const std::string patch =
+        "import torch\nimport torch.nn as nn\nm = [torch.cuda][0]\nm.synchronize = None\n" + std::string(kScaleModel);
     const json p = evaluateOnCpu(t, fenced(patch));
     CHECK(p["status"] == "rejected");
     CHECK(p["message"].get<std::string>().find("writing 'torch.cuda.synchronize' is not allowed") != std::string::npos);
@@ -655,24 +691,32 @@ TEST_CASE("static check: attributes named by strings (format fields, getters by 
         return;
     const std::string h = "import torch\nimport torch.nn as nn\nimport typing\n";
     checkRefusals({
-        {h + "def g():\n    yield 1\nx = '{0.gi_frame.f_back.f_globals}'.format(g())\n", "'{0.gi_frame.f_back.f_globals}'"},
-        {h + "t = '{0.__init__.__globals__}'\nx = t.format(torch)\n", "'{0.__init__.__globals__}'"}, // a name bound to the template
-        {h + "def f(template, x):\n    return template.format(x)\n", "not a string literal"},             // a template the check cannot read
+        {h + "def g():\n    yield 1\nx = '{0.gi_frame.f_back.f_globals}'.format(g())\n",
+         "'{0.gi_frame.f_back.f_globals}'"},
+        {h + "t = '{0.__init__.__globals__}'\nx = t.format(torch)\n",
+         "'{0.__init__.__globals__}'"}, // a name bound to the template
+        {h + "def f(template, x):\n    return template.format(x)\n",
+         "not a string literal"}, // a template the check cannot read
         {h + "x = '{m.cuda}'.format_map({'m': torch})\n", "'.format_map' with the field '{m.cuda}'"},
-        {h + "x = '{0:{1.real}}'.format(1, 2)\n", "'{1.real}'"},                                          // a field inside a format spec
-        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_submodule('a.b')\n", "'get_submodule' is not allowed"},
-        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_parameter('w')\n", "'get_parameter' is not allowed"},
-        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_buffer('b')\n", "'get_buffer' is not allowed"},
+        {h + "x = '{0:{1.real}}'.format(1, 2)\n", "'{1.real}'"}, // a field inside a format spec
+        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_submodule('a.b')\n",
+         "'get_submodule' is not allowed"},
+        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_parameter('w')\n",
+         "'get_parameter' is not allowed"},
+        {h + "class M(nn.Module):\n    def f(self):\n        return self.get_buffer('b')\n",
+         "'get_buffer' is not allowed"},
         {h + "def f(op):\n    return op.attrgetter('x')\n", "'attrgetter' is not allowed"},
         {h + "def f(op):\n    return op.methodcaller('x')\n", "'methodcaller' is not allowed"},
-        {h + "def f(x: \"__import__('os').system('id')\"):\n    pass\nhints = typing.get_type_hints(f, {})\n", "evaluates strings as code"},
+        {h + "def f(x: \"__import__('os').system('id')\"):\n    pass\nhints = typing.get_type_hints(f, {})\n",
+         "evaluates strings as code"},
         {h + "r = typing.ForwardRef('__import__(\"os\")')\n", "evaluates strings as code"},
         {h + "def g():\n    yield 1\nf = g().gi_frame\n", "reaches the interpreter's frames"},
         {h + "E = type('E', (object,), {'__del__': print})\n", "type(name, bases, namespace)"},
     });
     // Literal templates without attribute fields stay legal (a kernel's source filled in).
-    CHECK(python::checkSource(h + "src = '__global__ void k(float* x) {{ x[{i}] = {v}f; }}'\ncode = src.format(i=0, v=1.5)\n"
-                                  "msg = 'block {} of {}'.format(1, 2)\n")
+    CHECK(python::checkSource(
+              h + "src = '__global__ void k(float* x) {{ x[{i}] = {v}f; }}'\ncode = src.format(i=0, v=1.5)\n"
+                  "msg = 'block {} of {}'.format(1, 2)\n")
               .empty());
 }
 
@@ -708,25 +752,32 @@ TEST_CASE("static check: a class overriding nn.Module's methods or defining spec
         {h + "class ModelNew(nn.Module):\n    to = lambda self, *a, **k: self\n", "defines 'to'"},
         {h + "class ModelNew(nn.Module):\n    _parameters = {}\n", "defines '_parameters'"},
         // Special methods run when Python handles the object (printing an error, hashing, dying).
-        {h + "class ModelNew(nn.Module):\n    def __repr__(self):\n        return ''\n", "class ModelNew defines '__repr__'"},
+        {h + "class ModelNew(nn.Module):\n    def __repr__(self):\n        return ''\n",
+         "class ModelNew defines '__repr__'"},
         {h + "class Note:\n    def __str__(self):\n        return ''\n", "class Note defines '__str__'"},
         {h + "class Note:\n    __hash__ = None\n", "class Note defines '__hash__'"},
         {h + "class ModelNew(nn.Module):\n    def __setattr__(self, k, v):\n        pass\n", "defines '__setattr__'"},
         // Writes to the model's own members and hook tables; hooks.
-        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.named_parameters = None\n",
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        "
+             "self.named_parameters = None\n",
          "writes to 'self.named_parameters'"},
         {h + "M = nn.Module\nM.to = None\n", "writes to 'M.to'"},
-        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._forward_hooks[0] = print\n",
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        "
+             "self._forward_hooks[0] = print\n",
          "attribute '_forward_hooks' is not allowed"},
-        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.register_forward_pre_hook(print)\n",
+        {h + "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n        "
+             "self.register_forward_pre_hook(print)\n",
          "'register_forward_pre_hook' is not allowed"},
-        {h + "torch.nn.modules.module.register_module_forward_hook(print)\n", "'register_module_forward_hook' is not allowed"},
+        {h + "torch.nn.modules.module.register_module_forward_hook(print)\n",
+         "'register_module_forward_hook' is not allowed"},
         {h + "t = torch.zeros(1)\nt.register_hook(print)\n", "'register_hook' is not allowed"},
     });
     // Helpers under names of their own, a class attribute, nn.Module.__init__ called by name: legal.
-    CHECK(python::checkSource(h + "class ModelNew(nn.Module):\n    scale = 2.0\n    def __init__(self):\n        nn.Module.__init__(self)\n"
-                                  "        self.training = False\n    def helper(self, x):\n        return x * self.scale\n"
-                                  "    def forward(self, A, s):\n        return self.helper(A) * s\n")
+    CHECK(python::checkSource(
+              h +
+              "class ModelNew(nn.Module):\n    scale = 2.0\n    def __init__(self):\n        nn.Module.__init__(self)\n"
+              "        self.training = False\n    def helper(self, x):\n        return x * self.scale\n"
+              "    def forward(self, A, s):\n        return self.helper(A) * s\n")
               .empty());
 }
 
@@ -759,14 +810,16 @@ TEST_CASE("run-time sandbox: class statements are checked on the real bases, wha
     cacheDir();
     const Task t = task("level1/05_matrix_scalar_multiplication.toml");
     // torch.Tensor under a name of the answer's: the static check cannot tell, __build_class__ can.
-    const std::string tensorAlias = "import torch\nimport torch.nn as nn\nT = torch.Tensor\nclass Lazy(T):\n    pass\n" + std::string(kScaleModel);
+    const std::string tensorAlias =
+        "import torch\nimport torch.nn as nn\nT = torch.Tensor\nclass Lazy(T):\n    pass\n" + std::string(kScaleModel);
     REQUIRE(python::checkSource(tensorAlias).empty());
     const json r = evaluateOnCpu(t, fenced(tensorAlias));
     CHECK(r["status"] == "rejected");
     CHECK(r["message"].get<std::string>().find("class Lazy derives from torch.Tensor") != std::string::npos);
     // nn.Module under a name of the answer's is still nn.Module: correct.
-    const json ok = evaluateOnCpu(t, fenced("import torch\nnn = torch.nn\nclass ModelNew(nn.Module):\n    def forward(self, A, s):\n"
-                                            "        return A * s\n"));
+    const json ok = evaluateOnCpu(
+        t, fenced("import torch\nnn = torch.nn\nclass ModelNew(nn.Module):\n    def forward(self, A, s):\n"
+                  "        return A * s\n"));
     INFO(ok.dump());
     CHECK(ok["status"] == "correct");
 }
@@ -790,8 +843,10 @@ cpp = """
 #include <torch/extension.h>
 #include <fstream>
 void fire() {
-    std::ofstream(")py" + marker.string() + R"py(") << "ran";
-    PyRun_SimpleString("import os\\nos.system('touch )py" + target.string() + R"py(')");
+    std::ofstream(")py" + marker.string() +
+                               R"py(") << "ran";
+    PyRun_SimpleString("import os\\nos.system('touch )py" +
+                               target.string() + R"py(')");
 }
 """
 ext = load_inline(name="kwb_test_finalizer", cpp_sources=cpp, functions=["fire"])
@@ -806,7 +861,7 @@ class ModelNew(nn.Module):
     REQUIRE(python::checkSource(module).empty());
     const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
     INFO(r.dump());
-    CHECK(fs::exists(marker)); // the finalizer ran
+    CHECK(fs::exists(marker));  // the finalizer ran
     CHECK(!fs::exists(target)); // and its os.system was refused
     fs::remove(marker);
 }
@@ -840,7 +895,8 @@ TEST_CASE("honest failures: an undefined name is the answer's NameError, not a r
     cacheDir();
     // `nn` used without its import: the class base cannot be resolved statically, and that is
     // no reason to refuse; the module fails with the NameError it has.
-    const std::string module = "import torch\nclass ModelNew(nn.Module):\n    def forward(self, A, s):\n        return A * s\n";
+    const std::string module =
+        "import torch\nclass ModelNew(nn.Module):\n    def forward(self, A, s):\n        return A * s\n";
     CHECK(python::checkSource(module).empty());
     const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
     INFO(r.dump());
@@ -856,7 +912,8 @@ TEST_CASE("honest failures: load_inline's keywords, module names and placeholder
     if (!pythonOrSkip())
         return;
     cacheDir();
-    struct Case {
+    struct Case
+    {
         std::string module;
         const char* status;
         const char* code;
@@ -867,19 +924,25 @@ TEST_CASE("honest failures: load_inline's keywords, module names and placeholder
         // load_inline's signature refuses the keyword (KernelBench's own TypeError).
         {h + "ext = load_inline(name='kwb_kw', cpp_sources='', functions=['f'], extra_flags=['-O3'])\n" + kScaleModel,
          "compile_error", "load_inline_keyword", "unexpected keyword argument 'extra_flags'"},
-        {h + "ext = load_inline(cpp_sources='', functions=['f'])\n" + kScaleModel, "compile_error", "load_inline_keyword",
-         "missing 1 required positional argument: 'name'"},
+        {h + "ext = load_inline(cpp_sources='', functions=['f'])\n" + kScaleModel, "compile_error",
+         "load_inline_keyword", "missing 1 required positional argument: 'name'"},
         // functions=[...] names a function the sources do not declare.
-        {h + "cpp = '#include <torch/extension.h>\\ntorch::Tensor scale(torch::Tensor a, double s) { return a * s; }'\n"
-             "ext = load_inline(name='kwb_mismatch_fn', cpp_sources=cpp, functions=['scaled'])\n" + kScaleModel,
+        {h +
+             "cpp = '#include <torch/extension.h>\\ntorch::Tensor scale(torch::Tensor a, double s) { return a * s; }'\n"
+             "ext = load_inline(name='kwb_mismatch_fn', cpp_sources=cpp, functions=['scaled'])\n" +
+             kScaleModel,
          "compile_error", "extension_name_mismatch", "scaled"},
         // the module's own PYBIND11_MODULE under another name than name=.
-        {h + "cpp = '#include <torch/extension.h>\\ntorch::Tensor scale(torch::Tensor a, double s) { return a * s; }\\n"
+        {h +
+             "cpp = '#include <torch/extension.h>\\ntorch::Tensor scale(torch::Tensor a, double s) { return a * s; }\\n"
              "PYBIND11_MODULE(other_name, m) { m.def(\"scale\", &scale); }'\n"
-             "ext = load_inline(name='kwb_mismatch_mod', cpp_sources=cpp)\n" + kScaleModel,
+             "ext = load_inline(name='kwb_mismatch_mod', cpp_sources=cpp)\n" +
+             kScaleModel,
          "compile_error", "extension_name_mismatch", "PyInit_kwb_mismatch_mod"},
         // a kernel source that is only a comment.
-        {h + "cpp = '''\n// TODO: the kernel goes here\n'''\next = load_inline(name='kwb_placeholder_src', cpp_sources=cpp, functions=['scale'])\n" +
+        {h +
+             "cpp = '''\n// TODO: the kernel goes here\n'''\next = load_inline(name='kwb_placeholder_src', "
+             "cpp_sources=cpp, functions=['scale'])\n" +
              kScaleModel,
          "compile_error", "placeholder", ""},
         // load_inline called in __init__ (the build happens when the model is made): the same compile_error.
@@ -890,8 +953,8 @@ TEST_CASE("honest failures: load_inline's keywords, module names and placeholder
         // a forward that does nothing.
         {h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        pass\n", "runtime_error", "placeholder",
          "ModelNew.forward (line 5) does nothing"},
-        {h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        \"\"\"Scale A.\"\"\"\n        ...\n", "runtime_error",
-         "placeholder", "does nothing"},
+        {h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        \"\"\"Scale A.\"\"\"\n        ...\n",
+         "runtime_error", "placeholder", "does nothing"},
     };
     const Task t = task("level1/05_matrix_scalar_multiplication.toml");
     for (const Case& c : cases) {

@@ -62,7 +62,7 @@ TEST_CASE("speedup interval: pairing cancels the drift both sides share")
     CHECK(four->samples == 4);
 
     CHECK_FALSE(speedupInterval({}, {1}, false));
-    CHECK_FALSE(speedupInterval({1, 2}, {1}, true)); // paired needs pairs
+    CHECK_FALSE(speedupInterval({1, 2}, {1}, true));  // paired needs pairs
     CHECK_FALSE(speedupInterval({1}, {0}, false));    // no positive candidate time
     const auto one = speedupInterval({2}, {1}, true); // one pair: a value, no interval
     REQUIRE(one);
@@ -78,10 +78,10 @@ TEST_CASE("stopping rule: minimum samples and GPU time, then the target; else th
     m.trials = 100;
     m.maxWallMs = 1500;
     m.target = 0.01;
-    SpeedupInterval tight{2.0, 1.99, 2.01, 10};   // ±0.5 %
-    SpeedupInterval loose{2.0, 1.9, 2.1, 10};     // ±5 %
-    CHECK(stopRule(m, 9, 100, 10, tight) == StopReason::None);   // too few pairs
-    CHECK(stopRule(m, 10, 19, 10, tight) == StopReason::None);   // too little GPU time
+    SpeedupInterval tight{2.0, 1.99, 2.01, 10};                // ±0.5 %
+    SpeedupInterval loose{2.0, 1.9, 2.1, 10};                  // ±5 %
+    CHECK(stopRule(m, 9, 100, 10, tight) == StopReason::None); // too few pairs
+    CHECK(stopRule(m, 10, 19, 10, tight) == StopReason::None); // too little GPU time
     CHECK(stopRule(m, 10, 20, 10, tight) == StopReason::TargetReached);
     CHECK(stopRule(m, 10, 20, 10, loose) == StopReason::None);
     CHECK(stopRule(m, 10, 20, 10, std::nullopt) == StopReason::None);
@@ -135,9 +135,10 @@ TEST_CASE("throttle filter: below 75 % of the default clock, the pair is dropped
     CHECK(throttled(1400, 1980, 0.75));
     CHECK_FALSE(throttled(1485, 1980, 0.75));
     CHECK_FALSE(throttled(1980, 1980, 0.75));
-    CHECK_FALSE(throttled(0, 1980, 0.75));    // not measured
-    CHECK_FALSE(throttled(1000, 0, 0.75));    // no default known
-    const std::vector<Pair> pairs = {{1.0, 0.5, 1980, 1975}, {1.3, 0.6, 1200, 1980}, {1.0, 0.7, 1980, 1300}, {1.0, 0.5, 0, 0}};
+    CHECK_FALSE(throttled(0, 1980, 0.75)); // not measured
+    CHECK_FALSE(throttled(1000, 0, 0.75)); // no default known
+    const std::vector<Pair> pairs = {
+        {1.0, 0.5, 1980, 1975}, {1.3, 0.6, 1200, 1980}, {1.0, 0.7, 1980, 1300}, {1.0, 0.5, 0, 0}};
     int dropped = -1;
     const auto kept = keepUnthrottled(pairs, 1980, 0.75, &dropped);
     CHECK(dropped == 2);
@@ -300,8 +301,8 @@ TEST_CASE("the timing CPU: on the GPU's node, distinct for GPUs sharing it, CPU 
         node1.push_back(c);
     CHECK(timingCpu(all, node1, {0, 1}) == 31);
     CHECK(timingCpu(all, node1, {0, 2}) == 31);
-    CHECK(timingCpu(all, node1, {1, 2}) == 23); // 16 CPUs, 2 GPUs: 8 apart
-    CHECK(timingCpu({0, 1, 2, 3}, {}, {0, 1}) == 3); // no node known: the allowed CPUs
+    CHECK(timingCpu(all, node1, {1, 2}) == 23);         // 16 CPUs, 2 GPUs: 8 apart
+    CHECK(timingCpu({0, 1, 2, 3}, {}, {0, 1}) == 3);    // no node known: the allowed CPUs
     CHECK(timingCpu({0, 1, 2, 3}, node1, {0, 1}) == 3); // none of the node's CPUs allowed (a cpuset)
     CHECK(timingCpu({20, 21}, node1, {0, 1}) == 21);
     CHECK(timingCpu({20, 21}, node1, {5, 8}) == 20); // more GPUs than CPUs: they share, never out of range
@@ -319,7 +320,8 @@ void writeFile(const std::string& path, const std::string& text)
 TEST_CASE("a GPU's rank among the NVIDIA GPUs of its node, from a sysfs tree")
 {
     using namespace kwb::affinity;
-    const std::string root = (std::filesystem::temp_directory_path() / ("kwb-sysfs-" + std::to_string(::getpid()))).string();
+    const std::string root =
+        (std::filesystem::temp_directory_path() / ("kwb-sysfs-" + std::to_string(::getpid()))).string();
     const auto device = [&](const std::string& id, const char* vendor, const char* cls, const char* cpus) {
         const std::string d = root + "/bus/pci/devices/" + id;
         writeFile(d + "/vendor", vendor);

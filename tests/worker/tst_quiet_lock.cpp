@@ -1,8 +1,8 @@
 // The GPU's quiet lock (src/worker/measure/gpuquietlock.h): flock on a file, held exclusively by a
 // measurement and shared by a warm-up. Each check takes a second descriptor of the same file, as
 // another worker process would (flock locks belong to the open file, not the process).
-#include "worker/measure/gpuquietlock.h"
 #include "temp_file.hpp"
+#include "worker/measure/gpuquietlock.h"
 
 #include <doctest/doctest.h>
 
@@ -22,8 +22,13 @@ using kwb::GpuQuietLock;
 namespace {
 
 /// A lock file of the test's own, there for its whole scope.
-struct LockFile : kwb::test::TempFile {
-    LockFile() : TempFile("kwb-quiet-lock-test") { REQUIRE_FALSE(path.empty()); }
+struct LockFile : kwb::test::TempFile
+{
+    LockFile()
+        : TempFile("kwb-quiet-lock-test")
+    {
+        REQUIRE_FALSE(path.empty());
+    }
 };
 
 /// Whether a non-blocking flock of `mode` on a fresh descriptor of `path` is granted now.
@@ -174,7 +179,7 @@ TEST_CASE("an announced intent keeps new shared holds out until its own exclusiv
         {
             const GpuQuietLock::Hold exclusive(&timing, GpuQuietLock::Mode::Exclusive);
             CHECK(exclusive.held());
-            CHECK(exclusive.waitMs() < 100); // no wait at its own gate
+            CHECK(exclusive.waitMs() < 100);    // no wait at its own gate
             CHECK(grantedNow(intent, LOCK_SH)); // opened once it had the lock
             CHECK_FALSE(grantedNow(file.path, LOCK_SH));
         }
@@ -232,7 +237,7 @@ TEST_CASE("two evaluations sharing the GPU: an intent refused at once, a timing 
     while (!timing)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     const GpuQuietLock::Hold againB(&b, GpuQuietLock::Mode::Shared); // B's trace, or its timing's turn
-    CHECK(timed.load()); // granted only once A's timing had ended
+    CHECK(timed.load());                                             // granted only once A's timing had ended
     timingA.join();
     intentA.reset();
     ::unlink(intent.c_str());

@@ -20,31 +20,36 @@ const std::string kSource = KWB_SOURCE_DIR;
 const std::string kTasks = kSource + "/tasks";
 const std::string kBad = kSource + "/tests/fixtures/tasks_bad";
 
-const TaskSet& realTasks() {
+const TaskSet& realTasks()
+{
     static const TaskSet set = loadTaskDir(kTasks);
     return set;
 }
 
-const Task& task(const std::string& id) {
+const Task& task(const std::string& id)
+{
     const Task* t = realTasks().find(id);
     REQUIRE_MESSAGE(t != nullptr, "task " << id << " not loaded");
     return *t;
 }
 
-size_t paramIndex(const Task& t, const std::string& name) {
+size_t paramIndex(const Task& t, const std::string& name)
+{
     for (size_t i = 0; i < t.params.size(); ++i)
-        if (t.params[i].name == name) return i;
+        if (t.params[i].name == name)
+            return i;
     FAIL("parameter " << name << " not in " << t.id);
     return 0;
 }
 
 using Shape = std::vector<int64_t>;
 
-}  // namespace
+} // namespace
 
 // ---- helpers and the API's small functions -----------------------------------------------------
 
-TEST_CASE("parseScale and dtypes") {
+TEST_CASE("parseScale and dtypes")
+{
     CHECK(parseScale("full") == Scale::Full);
     CHECK(parseScale("smoke") == Scale::Smoke);
     CHECK_THROWS_AS(parseScale("Full"), std::invalid_argument);
@@ -67,8 +72,14 @@ TEST_CASE("parseScale and dtypes") {
 
 // ---- bad files -------------------------------------------------------------------------------
 
-TEST_CASE("each bad fixture names its path and field") {
-    struct Case { const char* file; const char* field; const char* inMessage; };
+TEST_CASE("each bad fixture names its path and field")
+{
+    struct Case
+    {
+        const char* file;
+        const char* field;
+        const char* inMessage;
+    };
     const Case cases[] = {
         {"bad_syntax.toml", "", "line 3"},
         {"unknown_dtype.toml", "inputs[0].dtype", "float31"},
@@ -110,13 +121,15 @@ TEST_CASE("each bad fixture names its path and field") {
             CHECK(e.message.find(c.inMessage) != std::string::npos);
             // The one-line form names both, as the format document promises.
             CHECK(e.toString().rfind(path + ": ", 0) == 0);
-            if (*c.field) CHECK(e.toString().find(std::string(": ") + c.field + ": ") != std::string::npos);
+            if (*c.field)
+                CHECK(e.toString().find(std::string(": ") + c.field + ": ") != std::string::npos);
             CHECK(std::string(e.what()) == e.toString());
         }
     }
 }
 
-TEST_CASE("a missing file is an error, not a crash") {
+TEST_CASE("a missing file is an error, not a crash")
+{
     CHECK_THROWS_AS(loadTaskFile(kBad + "/no_such_file.toml"), TaskLoadError);
     TaskSet s = loadTaskDir(kBad + "/no_such_dir");
     CHECK(s.tasks.empty());
@@ -124,7 +137,8 @@ TEST_CASE("a missing file is an error, not a crash") {
     CHECK(s.errors[0].message == "not a directory");
 }
 
-TEST_CASE("loading the bad folder: one bad file never stops the others; duplicate ids") {
+TEST_CASE("loading the bad folder: one bad file never stops the others; duplicate ids")
+{
     TaskSet s = loadTaskDir(kBad);
     // dup_a.toml loads; every other file is an error (dup_b.toml because of its id).
     REQUIRE(s.tasks.size() == 1);
@@ -148,9 +162,11 @@ TEST_CASE("loading the bad folder: one bad file never stops the others; duplicat
 
 // ---- the shipped tasks -----------------------------------------------------------------------
 
-TEST_CASE("tasks/: all 250 KernelBench tasks, L1/1..L1/100, L2/1..L2/100, L3/1..L3/50, no errors") {
+TEST_CASE("tasks/: all 250 KernelBench tasks, L1/1..L1/100, L2/1..L2/100, L3/1..L3/50, no errors")
+{
     const TaskSet& s = realTasks();
-    for (const TaskLoadError& e : s.errors) FAIL_CHECK(e.toString());
+    for (const TaskLoadError& e : s.errors)
+        FAIL_CHECK(e.toString());
     CHECK(s.errors.empty());
     REQUIRE(s.tasks.size() == 250);
     size_t i = 0;
@@ -167,7 +183,8 @@ TEST_CASE("tasks/: all 250 KernelBench tasks, L1/1..L1/100, L2/1..L2/100, L3/1..
             // A task has a forward or says why it has none; the study's 30 all have one.
             CHECK(t.forward.empty() == t.isKernelBenchOnly());
             CHECK(t.referencePython.empty() == !t.isKernelBenchOnly());
-            if (number <= 10) CHECK_FALSE(t.isKernelBenchOnly());
+            if (number <= 10)
+                CHECK_FALSE(t.isKernelBenchOnly());
             kernelBenchOnly += t.isKernelBenchOnly();
         }
     CHECK(s.find("L2/5") == &s.tasks[104]);
@@ -176,8 +193,9 @@ TEST_CASE("tasks/: all 250 KernelBench tasks, L1/1..L1/100, L2/1..L2/100, L3/1..
     CHECK(kernelBenchOnly < 50);
 }
 
-TEST_CASE("tasks/: a KernelBench-only task keeps KernelBench's file and the reason") {
-    const Task& t = task("L3/35");  // nn.LSTM
+TEST_CASE("tasks/: a KernelBench-only task keeps KernelBench's file and the reason")
+{
+    const Task& t = task("L3/35"); // nn.LSTM
     CHECK(t.isKernelBenchOnly());
     CHECK(t.kernelbenchOnly.find("nn.LSTM") != std::string::npos);
     CHECK(t.referencePython.find("class Model(nn.Module)") != std::string::npos);
@@ -191,7 +209,8 @@ TEST_CASE("tasks/: a KernelBench-only task keeps KernelBench's file and the reas
 
 // Issue 36 item 2: the study preset's prompts show KernelBench's problem file; the task list
 // carries it for every task, unchanged.
-TEST_CASE("tasks/: every task lists KernelBench's problem file as reference_python") {
+TEST_CASE("tasks/: every task lists KernelBench's problem file as reference_python")
+{
     for (const Task& t : realTasks().tasks) {
         CAPTURE(t.id);
         std::ifstream in(kSource + "/tasks/kernelbench-src/" + t.source, std::ios::binary);
@@ -205,16 +224,16 @@ TEST_CASE("tasks/: every task lists KernelBench's problem file as reference_pyth
     }
 }
 
-TEST_CASE("tasks/: parameter counts match the facts sheet for all 30") {
+TEST_CASE("tasks/: parameter counts match the facts sheet for all 30")
+{
     // Quick-reference table of kernelbench-tasks.md (current = v0.1), learned parameters only.
     const std::map<std::string, int64_t> params = {
-        {"L1/1", 0}, {"L1/2", 0}, {"L1/3", 0}, {"L1/4", 0}, {"L1/5", 0},
-        {"L1/6", 0}, {"L1/7", 0}, {"L1/8", 0}, {"L1/9", 0}, {"L1/10", 0},
-        {"L2/1", 73984}, {"L2/2", 36992}, {"L2/3", 55489}, {"L2/4", 73856}, {"L2/5", 65664},
-        {"L2/6", 1312}, {"L2/7", 6976}, {"L2/8", 3488}, {"L2/9", 67117056}, {"L2/10", 36928},
-        {"L3/1", 671129600}, {"L3/2", 2147565568}, {"L3/3", 32530432}, {"L3/4", 62556},
-        {"L3/5", 62378344}, {"L3/6", 376176}, {"L3/7", 6998552}, {"L3/8", 39168},
-        {"L3/9", 11689512}, {"L3/10", 44549160},
+        {"L1/1", 0},         {"L1/2", 0},          {"L1/3", 0},        {"L1/4", 0},        {"L1/5", 0},
+        {"L1/6", 0},         {"L1/7", 0},          {"L1/8", 0},        {"L1/9", 0},        {"L1/10", 0},
+        {"L2/1", 73984},     {"L2/2", 36992},      {"L2/3", 55489},    {"L2/4", 73856},    {"L2/5", 65664},
+        {"L2/6", 1312},      {"L2/7", 6976},       {"L2/8", 3488},     {"L2/9", 67117056}, {"L2/10", 36928},
+        {"L3/1", 671129600}, {"L3/2", 2147565568}, {"L3/3", 32530432}, {"L3/4", 62556},    {"L3/5", 62378344},
+        {"L3/6", 376176},    {"L3/7", 6998552},    {"L3/8", 39168},    {"L3/9", 11689512}, {"L3/10", 44549160},
     };
     // BatchNorm running-stat values, counted separately.
     const std::map<std::string, int64_t> buffers = {{"L3/8", 384}, {"L3/9", 9600}, {"L3/10", 105344}};
@@ -227,7 +246,8 @@ TEST_CASE("tasks/: parameter counts match the facts sheet for all 30") {
     }
 }
 
-TEST_CASE("tasks/: input shapes at full scale match the facts sheet") {
+TEST_CASE("tasks/: input shapes at full scale match the facts sheet")
+{
     const std::map<std::string, std::vector<Shape>> shapes = {
         {"L1/1", {{4096, 4096}, {4096, 4096}}},
         {"L1/2", {{2048, 8192}, {8192, 4096}}},
@@ -276,8 +296,10 @@ TEST_CASE("tasks/: input shapes at full scale match the facts sheet") {
     }
 }
 
-TEST_CASE("tasks/: spot checks") {
-    SUBCASE("L1/5 takes the Python float s = 3.14") {
+TEST_CASE("tasks/: spot checks")
+{
+    SUBCASE("L1/5 takes the Python float s = 3.14")
+    {
         const Task& t = task("L1/5");
         REQUIRE(t.inputs.size() == 2);
         CHECK(t.inputs[1].name == "s");
@@ -288,18 +310,20 @@ TEST_CASE("tasks/: spot checks") {
         CHECK(t.forward.find("def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:") != std::string::npos);
         CHECK(t.params.empty());
     }
-    SUBCASE("L2/5: dims in file order, smoke overrides, convT fan_in from dim 1") {
+    SUBCASE("L2/5: dims in file order, smoke overrides, convT fan_in from dim 1")
+    {
         const Task& t = task("L2/5");
         std::vector<std::string> names;
-        for (const auto& d : t.dims) names.push_back(d.first);
+        for (const auto& d : t.dims)
+            names.push_back(d.first);
         CHECK(names == std::vector<std::string>{"N", "C_in", "C_out", "H", "W", "K"});
         CHECK(t.inputShape(0, Scale::Full) == Shape{32, 64, 256, 256});
         CHECK(t.inputShape(0, Scale::Smoke) == Shape{2, 64, 8, 8});
-        CHECK(t.dim("C_in", Scale::Smoke) == 64);  // not overridden
+        CHECK(t.dim("C_in", Scale::Smoke) == 64); // not overridden
         CHECK_THROWS_AS(t.dim("HH", Scale::Full), std::out_of_range);
         const size_t w = paramIndex(t, "conv_transpose.weight");
         CHECK(t.paramShape(w, Scale::Full) == Shape{64, 64, 4, 4});
-        CHECK(t.fanIn(w, Scale::Full) == doctest::Approx(64 * 16));  // (C_out / groups) * k * k
+        CHECK(t.fanIn(w, Scale::Full) == doctest::Approx(64 * 16)); // (C_out / groups) * k * k
         const size_t b = paramIndex(t, "bias");
         CHECK(t.params[b].init == "randn");
         CHECK(t.paramShape(b, Scale::Full) == Shape{64, 1, 1});
@@ -309,7 +333,8 @@ TEST_CASE("tasks/: spot checks") {
         CHECK(t.params[1].name == "conv_transpose.bias");
         CHECK(t.params[2].name == "bias");
     }
-    SUBCASE("L2/3: 0-d sum_weight = 1.0, LayerNorm ones/zeros, W kept at smoke scale") {
+    SUBCASE("L2/3: 0-d sum_weight = 1.0, LayerNorm ones/zeros, W kept at smoke scale")
+    {
         const Task& t = task("L2/3");
         const size_t s = paramIndex(t, "sum_weight");
         CHECK(t.params[s].shape.empty());
@@ -319,43 +344,50 @@ TEST_CASE("tasks/: spot checks") {
         CHECK(t.params[paramIndex(t, "norm.weight")].init == "ones");
         CHECK(t.params[paramIndex(t, "norm.bias")].init == "zeros");
         CHECK(t.fanIn(paramIndex(t, "conv_transpose.weight"), Scale::Full) == doctest::Approx(64 * 27));
-        CHECK(t.dim("W", Scale::Smoke) == 32);  // LayerNorm(64) normalises the output width 2W
+        CHECK(t.dim("W", Scale::Smoke) == 32); // LayerNorm(64) normalises the output width 2W
         CHECK(t.forward.find("torch.layer_norm(x, [64]") != std::string::npos);
     }
-    SUBCASE("L1/4: the column vector has a literal 1") {
+    SUBCASE("L1/4: the column vector has a literal 1")
+    {
         const Task& t = task("L1/4");
         CHECK(t.inputs[1].shape == std::vector<std::string>{"K", "1"});
         CHECK(t.inputShape(1, Scale::Smoke) == Shape{4096, 1});
     }
-    SUBCASE("L3/4 LeNet: only the batch shrinks") {
+    SUBCASE("L3/4 LeNet: only the batch shrinks")
+    {
         const Task& t = task("L3/4");
         CHECK(t.inputShape(0, Scale::Smoke) == Shape{2, 1, 32, 32});
         CHECK(t.params[t.params.size() - 2].name == "fc3.weight");
         CHECK(t.paramShape(t.params.size() - 2, Scale::Full) == Shape{20, 84});
     }
-    SUBCASE("L3/1: nn.Sequential names") {
+    SUBCASE("L3/1: nn.Sequential names")
+    {
         const Task& t = task("L3/1");
         std::vector<std::string> names;
-        for (const auto& p : t.params) names.push_back(p.name);
+        for (const auto& p : t.params)
+            names.push_back(p.name);
         CHECK(names == std::vector<std::string>{"network.0.weight", "network.0.bias", "network.2.weight",
                                                 "network.2.bias", "network.4.weight", "network.4.bias"});
         CHECK(t.paramShape(4, Scale::Full) == Shape{8192, 16384});
         CHECK(t.fanIn(4, Scale::Full) == doctest::Approx(16384));
         CHECK(t.parameterCount(Scale::Smoke) < 100000);
     }
-    SUBCASE("L3/3: 17 Linear layers, network.0 .. network.32") {
+    SUBCASE("L3/3: 17 Linear layers, network.0 .. network.32")
+    {
         const Task& t = task("L3/3");
         CHECK(t.params.size() == 34);
         CHECK(t.params.front().name == "network.0.weight");
         CHECK(t.params.back().name == "network.32.bias");
         CHECK(t.paramShape(t.params.size() - 2, Scale::Full) == Shape{8192, 1024});
     }
-    SUBCASE("L3/8: the shortcut is named downsample and created after conv2") {
+    SUBCASE("L3/8: the shortcut is named downsample and created after conv2")
+    {
         const Task& t = task("L3/8");
         CHECK(paramIndex(t, "conv2.weight") < paramIndex(t, "downsample.0.weight"));
         CHECK(t.paramShape(paramIndex(t, "downsample.0.weight"), Scale::Full) == Shape{64, 3, 1, 1});
     }
-    SUBCASE("ResNets: BatchNorm init and buffers; a stage's downsample is created before its block") {
+    SUBCASE("ResNets: BatchNorm init and buffers; a stage's downsample is created before its block")
+    {
         for (const char* id : {"L3/9", "L3/10"}) {
             CAPTURE(id);
             const Task& t = task(id);
@@ -377,7 +409,8 @@ TEST_CASE("tasks/: spot checks") {
                 CAPTURE(p.name);
                 const bool stat = p.name.find(".running_") != std::string::npos;
                 CHECK(p.buffer == stat);
-                if (p.init == "uniform_fan_in") CHECK(!p.fanIn.empty());
+                if (p.init == "uniform_fan_in")
+                    CHECK(!p.fanIn.empty());
             }
         }
         const Task& r101 = task("L3/10");
@@ -386,23 +419,26 @@ TEST_CASE("tasks/: spot checks") {
         CHECK(r101.forward.find("layer3.22.bn3.running_var") != std::string::npos);
         CHECK(r101.forward.find("layer3.23.") == std::string::npos);
     }
-    SUBCASE("L3/7: inception module names") {
+    SUBCASE("L3/7: inception module names")
+    {
         const Task& t = task("L3/7");
         CHECK(t.paramShape(paramIndex(t, "inception4a.branch3x3.1.weight"), Scale::Full) == Shape{208, 96, 3, 3});
         CHECK(t.paramShape(paramIndex(t, "inception5b.branch_pool.1.weight"), Scale::Full) == Shape{128, 832, 1, 1});
     }
 }
 
-TEST_CASE("tasks/: the study's forwards use builtins, name their params literally, and use every param") {
+TEST_CASE("tasks/: the study's forwards use builtins, name their params literally, and use every param")
+{
     // The 30 hand-written ones; the converter's keep KernelBench's F.* calls (the worker maps them)
     // and list parameters a Model creates but never uses, since they still take their RNG draws.
     for (const Task& t : realTasks().tasks) {
-        if (t.number > 10) continue;
+        if (t.number > 10)
+            continue;
         CAPTURE(t.id);
         // Plain torch::jit::compile resolves torch.<aten op> only (docs/task-format.md).
         CHECK(t.forward.find("nn.functional") == std::string::npos);
         CHECK(t.forward.find("F.") == std::string::npos);
-        CHECK(t.forward.find("for ") == std::string::npos);  // straight-line
+        CHECK(t.forward.find("for ") == std::string::npos); // straight-line
         for (const ParamSpec& p : t.params) {
             CAPTURE(p.name);
             CHECK(t.forward.find("p[\"" + p.name + "\"]") != std::string::npos);
@@ -410,7 +446,8 @@ TEST_CASE("tasks/: the study's forwards use builtins, name their params literall
     }
 }
 
-TEST_CASE("tasks/: the smoke scale is small") {
+TEST_CASE("tasks/: the smoke scale is small")
+{
     for (const Task& t : realTasks().tasks) {
         CAPTURE(t.id);
         // The converter's tasks shrink a dimension only where the task uses it as a size alone
@@ -418,18 +455,22 @@ TEST_CASE("tasks/: the smoke scale is small") {
         // per sample, so their bound is looser (64 MB of fp32 per input).
         if (t.number > 10) {
             for (size_t i = 0; i < t.inputs.size(); ++i)
-                if (t.inputs[i].isTensor()) CHECK(numel(t.inputShape(i, Scale::Smoke)) <= 16000000);
+                if (t.inputs[i].isTensor())
+                    CHECK(numel(t.inputShape(i, Scale::Smoke)) <= 16000000);
             continue;
         }
         for (size_t i = 0; i < t.inputs.size(); ++i)
-            if (t.inputs[i].isTensor()) CHECK(numel(t.inputShape(i, Scale::Smoke)) <= 200000);
+            if (t.inputs[i].isTensor())
+                CHECK(numel(t.inputShape(i, Scale::Smoke)) <= 200000);
         // ResNet-101's channel widths are fixed, so its 44.5 M parameters stay; all others shrink.
         CHECK(t.parameterCount(Scale::Smoke) <= 50000000);
-        if (t.id != "L3/10" && t.id != "L3/9" && t.id != "L3/7") CHECK(t.parameterCount(Scale::Smoke) <= 5000000);
+        if (t.id != "L3/10" && t.id != "L3/9" && t.id != "L3/7")
+            CHECK(t.parameterCount(Scale::Smoke) <= 5000000);
     }
 }
 
-TEST_CASE("toJson") {
+TEST_CASE("toJson")
+{
     const Task& t = task("L2/3");
     nlohmann::json j = toJson(t);
     CHECK(j["id"] == "L2/3");

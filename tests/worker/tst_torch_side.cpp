@@ -11,11 +11,11 @@
 #include "worker/python/scripthost.h"
 #include "worker/tasks/task.h"
 
+#include "doctest_after_torch.hpp"
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/torch.h>
-#include "doctest_after_torch.hpp"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>
@@ -207,7 +207,8 @@ TEST_CASE("tasks: the converter's forwards of the study's 30 compute what the ha
 
 TEST_CASE("tasks: a forward that is not TorchScript is reported with the frontend's message")
 {
-    Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x, 1, 2, 3)\n", {4});
+    Task t =
+        inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(x, 1, 2, 3)\n", {4});
     Evaluator ev;
     const std::string err = ev.validateTask(t);
     CHECK(err.find("relu") != std::string::npos);
@@ -227,7 +228,9 @@ def forward(x: Tensor) -> Tensor:
 )";
     auto out = runScript(src, {x});
     // dtype names, and a block without a final newline
-    auto d = runScript("def forward(x: Tensor) -> Tensor:\n    return x.to(torch.float64) + torch.zeros([1], dtype=torch.float64)", {x});
+    auto d = runScript(
+        "def forward(x: Tensor) -> Tensor:\n    return x.to(torch.float64) + torch.zeros([1], dtype=torch.float64)",
+        {x});
     CHECK((d.scalar_type() == at::kDouble));
     auto expect = torch::relu(x) + torch::gelu(x) + torch::leaky_relu(x, 0.2);
     CHECK(torch::allclose(out, expect));
@@ -253,7 +256,8 @@ def forward(x: Tensor, rm: Tensor, rv: Tensor, w: Tensor, b: Tensor) -> Tensor:
 
 TEST_CASE("sandbox: console, threads, files, RNG are refused; tensor code passes")
 {
-    struct Case {
+    struct Case
+    {
         const char* src;
         const char* op;
     };
@@ -310,11 +314,12 @@ TEST_CASE("graph executor: optimisation off, so no fusion groups and no profilin
 {
     configureScriptRuntime();
     REQUIRE_FALSE(torch::jit::getGraphExecutorOptimize());
-    const std::string chain = "def forward(x: Tensor) -> Tensor:\n"
-                              "    y = x + 1.0\n    y = torch.clamp(y, 0.0, 1.0)\n    y = y * 2.0\n    return y / 2.0\n";
+    const std::string chain =
+        "def forward(x: Tensor) -> Tensor:\n"
+        "    y = x + 1.0\n    y = torch.clamp(y, 0.0, 1.0)\n    y = y * 2.0\n    return y / 2.0\n";
     auto x = torch::rand({64, 64});
     const std::set<std::string> optimised = {"prim::FusionGroup", "prim::TensorExprGroup", "prim::CudaFusionGroup",
-                                             "prim::profile", "prim::TypeCheck", "prim::DifferentiableGraph"};
+                                             "prim::profile",     "prim::TypeCheck",       "prim::DifferentiableGraph"};
 
     // Control: with the optimising executor the executed graph is instrumented (prim::profile),
     // so this test can tell the two apart.
@@ -497,8 +502,9 @@ TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale
     Evaluator ev;
     const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
 
-    json r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
-                                            "    return F.relu(y) + p[\"bias\"]\n"));
+    json r = evalCpu(ev, *t,
+                     answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                     "    return F.relu(y) + p[\"bias\"]\n"));
     CHECK(r["status"] == "correct");
     CHECK(r["correctness"]["passed"] == 5);
     CHECK(r["correctness"]["deterministic"] == true);
@@ -518,24 +524,31 @@ TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale
     CHECK(r["roofline"]["floor_ms"].is_null()); // no ceilings on the CPU
     CHECK(r["reference_outputs_on"] == "after_candidate");
     // kernelbench: libtorch's own defaults, recorded as libtorch reports them
-    r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
-                                       "    return F.relu(y) + p[\"bias\"]\n"), {{"profile", "kernelbench"}, {"time", false}});
+    r = evalCpu(ev, *t,
+                answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                "    return F.relu(y) + p[\"bias\"]\n"),
+                {{"profile", "kernelbench"}, {"time", false}});
     CHECK(r["status"] == "correct");
     CHECK(r["profile"]["tf32_source"] == "libtorch defaults");
     CHECK(r["precision"]["allow_tf32_cublas"] == r["profile"]["tf32_cublas"]);
     CHECK(r["precision"]["allow_tf32_cudnn"] == r["profile"]["tf32_cudnn"]);
 
-    r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
-                                       "    return torch.relu(y + p[\"bias\"])\n"));
+    r = evalCpu(ev, *t,
+                answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                "    return torch.relu(y + p[\"bias\"])\n"));
     CHECK(r["status"] == "incorrect");
-    CHECK(r["correctness"]["failure"]["reason"].get<std::string>().find("differ beyond atol/rtol") != std::string::npos);
+    CHECK(r["correctness"]["failure"]["reason"].get<std::string>().find("differ beyond atol/rtol") !=
+          std::string::npos);
 
-    r = evalCpu(ev, *t, answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
-                                       "    y = torch.relu(y) + p[\"bias\"]\n    y[0, 0, 0, 0] = float('nan')\n    return y\n"));
+    r = evalCpu(ev, *t,
+                answerFor(sig +
+                          "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                          "    y = torch.relu(y) + p[\"bias\"]\n    y[0, 0, 0, 0] = float('nan')\n    return y\n"));
     CHECK(r["status"] == "incorrect");
     CHECK(r["message"].get<std::string>().find("NaN") != std::string::npos);
 
-    r = evalCpu(ev, *t, answerFor(sig + "    return torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])[:, :, 1:, :]\n"));
+    r = evalCpu(ev, *t,
+                answerFor(sig + "    return torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])[:, :, 1:, :]\n"));
     CHECK(r["status"] == "incorrect");
     CHECK(r["message"].get<std::string>().find("shape") != std::string::npos);
 
@@ -555,9 +568,10 @@ TEST_CASE("evaluate on the CPU: statuses of torch-only candidates at smoke scale
     CHECK(r["format_error"]["code"] == "signature_mismatch");
 
     // A kernel cannot run without a GPU: the launch says why instead of crashing.
-    r = evalCpu(ev, *t, "```cuda\nextern \"C\" __global__ void k(float* y, int n) { }\n```\n" +
-                            answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
-                                            "    kb.launch(\"k\", [1], [32], y, y.numel())\n    return y\n"));
+    r = evalCpu(ev, *t,
+                "```cuda\nextern \"C\" __global__ void k(float* y, int n) { }\n```\n" +
+                    answerFor(sig + "    y = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"])\n"
+                                    "    kb.launch(\"k\", [1], [32], y, y.numel())\n    return y\n"));
     CHECK(r["status"] == "runtime_error");
     CHECK(r["message"].get<std::string>().find("no compiled CUDA module") != std::string::npos);
     CHECK(r["torch_only"] == false);
@@ -577,12 +591,14 @@ TEST_CASE("evaluate: timed calls are checked against their input set's reference
     char value[64];
     std::snprintf(value, sizeof value, "%.9g", double(first));
     const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
-    const std::string cheat = sig + "    if bool(x[0, 0] == " + value + "):\n        return torch.zeros_like(x)\n    return x + x\n";
+    const std::string cheat =
+        sig + "    if bool(x[0, 0] == " + value + "):\n        return torch.zeros_like(x)\n    return x + x\n";
     json r = evalCpu(ev, t, answerFor(cheat), {{"timing_trials", 8}});
     CHECK(r["status"] == "incorrect");
     CHECK(r["stage"] == "timing");
-    CHECK(r["message"].get<std::string>().find("output of a timed call differs from its reference: the candidate may reuse an "
-                                               "earlier result") != std::string::npos);
+    CHECK(r["message"].get<std::string>().find(
+              "output of a timed call differs from its reference: the candidate may reuse an "
+              "earlier result") != std::string::npos);
     CHECK(r["correctness"]["passed"] == 5);
     // The honest candidate: every checked call agrees.
     r = evalCpu(ev, t, answerFor(sig + "    return x + x\n"), {{"timing_trials", 8}});
@@ -597,8 +613,10 @@ TEST_CASE("evaluate: timed calls are checked against their input set's reference
         CAPTURE(k);
         torch::manual_seed(trialSeed(42, 1000 + k));
         std::snprintf(value, sizeof value, "%.9g", double(torch::rand({32, 32})[0][0].item<float>()));
-        r = evalCpu(ev, t, answerFor(sig + "    if bool(x[0, 0] == " + value + "):\n        return x * 3.0\n    return x + x\n"),
-                    {{"timing_trials", 8}});
+        r = evalCpu(
+            ev, t,
+            answerFor(sig + "    if bool(x[0, 0] == " + value + "):\n        return x * 3.0\n    return x + x\n"),
+            {{"timing_trials", 8}});
         CHECK(r["status"] == "incorrect");
         CHECK(r["stage"] == "timing");
         CHECK(r["message"].get<std::string>().find("input set " + std::to_string(k + 1) + " of") != std::string::npos);
@@ -612,20 +630,29 @@ TEST_CASE("evaluate: a degenerate reference is flagged")
     Task zero = inlineTask(
         "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.relu(-torch.abs(x) - 1.0)\n",
         {64, 64});
-    json r = ev.evaluate(zero, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.zeros_like(x)\n")},
-                                {"device", "cpu"}, {"time", false}});
+    json r = ev.evaluate(
+        zero, {{"answer",
+                answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.zeros_like(x)\n")},
+               {"device", "cpu"},
+               {"time", false}});
     CHECK(r["status"] == "correct");
     REQUIRE(r["degenerate"].is_object());
     CHECK(r["degenerate"]["kind"] == "all_zero");
 
-    Task constant = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 0.0 + 3.0\n", {16});
-    r = ev.evaluate(constant, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 0.0 + 3.0\n")},
-                               {"device", "cpu"}, {"time", false}});
+    Task constant =
+        inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 0.0 + 3.0\n", {16});
+    r = ev.evaluate(
+        constant,
+        {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 0.0 + 3.0\n")},
+         {"device", "cpu"},
+         {"time", false}});
     CHECK(r["degenerate"]["kind"] == "constant");
 
     Task healthy = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {16});
-    r = ev.evaluate(healthy, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x + x\n")},
-                              {"device", "cpu"}, {"time", false}});
+    r = ev.evaluate(
+        healthy, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x + x\n")},
+                  {"device", "cpu"},
+                  {"time", false}});
     CHECK(r["status"] == "correct");
     CHECK(r["degenerate"].is_null());
 }
@@ -671,21 +698,30 @@ TEST_CASE("evaluate: an output that aliases an input, and a candidate right only
     Evaluator ev;
     Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.abs(x)\n", {32, 32});
     // abs(x) == x on U[0,1): passes the profile's trials, fails the N(0,1) range trial.
-    json r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 1.0\n")},
-                             {"device", "cpu"}, {"time", false}});
+    json r = ev.evaluate(
+        t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 1.0\n")},
+            {"device", "cpu"},
+            {"time", false}});
     CHECK(r["status"] == "incorrect");
     CHECK(r["message"].get<std::string>().find("N(0,1)") != std::string::npos);
     CHECK(r["correctness"]["passed"] == 5);
     CHECK(r["correctness"]["range_trial"]["passed"] == false);
 
-    r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.abs(x)\n")},
-                        {"device", "cpu"}, {"time", false}});
+    r = ev.evaluate(
+        t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return torch.abs(x)\n")},
+            {"device", "cpu"},
+            {"time", false}});
     CHECK(r["status"] == "correct");
     CHECK(r["correctness"]["range_trial"]["passed"] == true);
 
     // Computing in place into the input and returning it: refused, outputs must be new tensors.
-    r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x.abs_().view(-1).view(32, 32)\n")},
-                        {"device", "cpu"}, {"time", false}});
+    r = ev.evaluate(
+        t,
+        {{"answer",
+          answerFor(
+              "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x.abs_().view(-1).view(32, 32)\n")},
+         {"device", "cpu"},
+         {"time", false}});
     CHECK(r["status"] == "incorrect");
     CHECK(r["message"].get<std::string>().find("shares memory with the argument 'x'") != std::string::npos);
 }
@@ -696,7 +732,8 @@ TEST_CASE("evaluate: a candidate that writes to its inputs is refused, a BatchNo
     Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {32, 32});
     json r = ev.evaluate(t, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
                                                   "    y = x * 2.0\n    x.mul_(0.0)\n    return y\n")},
-                             {"device", "cpu"}, {"time", false}});
+                             {"device", "cpu"},
+                             {"time", false}});
     CHECK(r["status"] == "incorrect");
     CHECK(r["message"].get<std::string>().find("changed its argument 'x'") != std::string::npos);
 
@@ -713,7 +750,8 @@ TEST_CASE("evaluate: every end records the time of its stage, and echoes the blo
     Task t = inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 2.0\n", {32, 32});
     const std::string sig = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n";
     // Ends in the correctness stage before the comparison (before issue 10 these had no stage_ms.correctness).
-    for (const std::string body : {"    return x\n", "    y = x * 2.0\n    x.mul_(0.0)\n    return y\n", "    return x * 3.0\n"}) {
+    for (const std::string body :
+         {"    return x\n", "    y = x * 2.0\n    x.mul_(0.0)\n    return y\n", "    return x * 3.0\n"}) {
         CAPTURE(body);
         json r = ev.evaluate(t, {{"answer", answerFor(sig + body)}, {"device", "cpu"}, {"time", false}});
         CHECK(r["status"] == "incorrect");
@@ -727,7 +765,8 @@ TEST_CASE("evaluate: every end records the time of its stage, and echoes the blo
     CHECK(r["stage_ms"].contains("compile"));
     CHECK_FALSE(r["stage_ms"].contains("load"));
     // A format_error found while compiling (the host code's shape) echoes the blocks too.
-    r = ev.evaluate(t, {{"python", sig + "    return " + std::string(200, '(') + "x" + std::string(200, ')') + "\n"}, {"device", "none"}});
+    r = ev.evaluate(t, {{"python", sig + "    return " + std::string(200, '(') + "x" + std::string(200, ')') + "\n"},
+                        {"device", "none"}});
     CHECK(r["status"] == "format_error");
     CHECK(r["candidate"]["python_line"] == 2);
     CHECK(r["candidate"]["python"].get<std::string>().rfind(sig, 0) == 0);
@@ -777,8 +816,8 @@ TEST_CASE("fingerprints: a word sum of each tensor's bytes, in place, whatever i
     const at::Tensor big = torch::randn({3, 1000});
     const at::Tensor ints = torch::randint(-1000, 1000, {7}, at::kInt);
     const at::Tensor halves = torch::rand({3}).to(at::kHalf); // 6 bytes: a tail only
-    const at::Tensor odd = a.narrow(0, 1, 4);                  // starts 4 bytes into its storage
-    const at::Tensor strided = big.t();                        // not contiguous
+    const at::Tensor odd = a.narrow(0, 1, 4);                 // starts 4 bytes into its storage
+    const at::Tensor strided = big.t();                       // not contiguous
     const auto prints = byteFingerprints({a, big, ints, halves, odd, strided, at::Tensor(), torch::empty({0})});
     REQUIRE(prints.size() == 8);
     CHECK(prints[0] == hostWordSum(a));
@@ -803,7 +842,8 @@ TEST_CASE("fingerprints: a word sum of each tensor's bytes, in place, whatever i
 namespace {
 bool fileExists(const std::string& p)
 {
-    struct stat st {};
+    struct stat st
+    {};
     return ::stat(p.c_str(), &st) == 0;
 }
 const std::string kL15 = "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n";
@@ -818,33 +858,42 @@ TEST_CASE("pre-checks: a default value that writes or reads a file is refused be
     std::remove(target.c_str());
     // At 08b8dde TorchScript evaluated this default while compiling: the file was written and the
     // answer came back no_device.
-    json r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    return A * s\n"
-                                                          "def h(x: int = len([torch.save(\"owned\", \"" + target + "\")])) -> int:\n"
-                                                          "    return x\n")},
+    json r = ev.evaluate(*t, {{"answer", answerFor(kL15 +
+                                                   "    return A * s\n"
+                                                   "def h(x: int = len([torch.save(\"owned\", \"" +
+                                                   target +
+                                                   "\")])) -> int:\n"
+                                                   "    return x\n")},
                               {"device", "none"}});
     CHECK(r["status"] == "rejected");
     CHECK(r["sandbox"][0]["op"] == "default value");
     CHECK(r["sandbox"][0]["where"] == "line 3");
     CHECK_FALSE(fileExists(target));
     // ... also in a nested function's default
-    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    def g(y: int = len([torch.save(\"owned\", \"" + target + "\")])) -> int:\n"
-                                                     "        return y\n    return A * s\n")},
+    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    def g(y: int = len([torch.save(\"owned\", \"" + target +
+                                              "\")])) -> int:\n"
+                                              "        return y\n    return A * s\n")},
                          {"device", "none"}});
     CHECK(r["status"] == "rejected");
     CHECK_FALSE(fileExists(target));
     // At 08b8dde the KeyError put /etc/passwd's text into the compile log.
-    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    return A * s\n"
-                                                     "def h(x: int = {\"a\": 1}[\"\".join([chr(int(b)) for b in torch.from_file(\"/etc/passwd\", False, 4096, dtype=torch.uint8)])]) -> int:\n"
-                                                     "    return x\n")},
-                         {"device", "none"}});
+    r = ev.evaluate(
+        *t,
+        {{"answer", answerFor(kL15 + "    return A * s\n"
+                                     "def h(x: int = {\"a\": 1}[\"\".join([chr(int(b)) for b in "
+                                     "torch.from_file(\"/etc/passwd\", False, 4096, dtype=torch.uint8)])]) -> int:\n"
+                                     "    return x\n")},
+         {"device", "none"}});
     CHECK(r["status"] == "rejected");
     CHECK(r.dump().find("root:") == std::string::npos);
     // Literal defaults are fine.
-    r = ev.evaluate(*t, {{"answer", answerFor(kL15 + "    return A * s\n"
-                                                     "def h(a: int = -1, b: str = \"x\", c: Optional[int] = None, d: bool = True, "
-                                                     "e: float = 1e-5, f: List[int] = [1, -2], g: Tuple[int, float] = (1, 2.0)) -> int:\n"
-                                                     "    return a\n")},
-                         {"device", "none"}});
+    r = ev.evaluate(
+        *t, {{"answer",
+              answerFor(kL15 + "    return A * s\n"
+                               "def h(a: int = -1, b: str = \"x\", c: Optional[int] = None, d: bool = True, "
+                               "e: float = 1e-5, f: List[int] = [1, -2], g: Tuple[int, float] = (1, 2.0)) -> int:\n"
+                               "    return a\n")},
+             {"device", "none"}});
     CHECK(r["status"] == "no_device");
 }
 
@@ -855,25 +904,25 @@ TEST_CASE("pre-checks: a denied call is refused anywhere in the source, also in 
     Evaluator ev;
     const std::string target = "/tmp/kwb_tst_torch_side_helper_" + std::to_string(::getpid());
     // At 08b8dde only forward's inlined graph was checked: an uncalled helper passed (no_device).
-    json r = ev.evaluate(*t, {{"answer", answerFor("def unused(x: Tensor) -> Tensor:\n    torch.save(x, \"" + target + "\")\n    return x\n" +
-                                                   kL15 + "    return A * s\n")},
+    json r = ev.evaluate(*t, {{"answer", answerFor("def unused(x: Tensor) -> Tensor:\n    torch.save(x, \"" + target +
+                                                   "\")\n    return x\n" + kL15 + "    return A * s\n")},
                               {"device", "none"}});
     CHECK(r["status"] == "rejected");
     CHECK(r["sandbox"][0]["op"] == "aten::save");
     CHECK(r["sandbox"][0]["where"] == "line 2");
     CHECK(r["message"].get<std::string>().find("writes a file") != std::string::npos);
     CHECK_FALSE(fileExists(target));
-    for (const char* body : {"    x = torch.from_file(\"/etc/passwd\")\n", "    A.set_(A)\n", "    torch.manual_seed(1)\n",
-                             "    B = torch.jit._fork(torch.relu, A)\n"}) {
+    for (const char* body : {"    x = torch.from_file(\"/etc/passwd\")\n", "    A.set_(A)\n",
+                             "    torch.manual_seed(1)\n", "    B = torch.jit._fork(torch.relu, A)\n"}) {
         CAPTURE(body);
         r = ev.evaluate(*t, {{"answer", answerFor(kL15 + body + "    return A * s\n")}, {"device", "none"}});
         CHECK(r["status"] == "rejected");
     }
     // What the C++ frontend does not accept cannot run at definition time: decorators, classes and
     // module-level statements are parse errors.
-    for (const std::string src : {"@torch.jit.script\n" + kL15 + "    return A * s\n",
-                                  "class C:\n    x = 1\n" + kL15 + "    return A * s\n",
-                                  "y = torch.zeros([1])\n" + kL15 + "    return A * s\n"}) {
+    for (const std::string src :
+         {"@torch.jit.script\n" + kL15 + "    return A * s\n", "class C:\n    x = 1\n" + kL15 + "    return A * s\n",
+          "y = torch.zeros([1])\n" + kL15 + "    return A * s\n"}) {
         CAPTURE(src);
         CHECK_THROWS_AS(compileScript(src), ScriptError);
         r = ev.evaluate(*t, {{"answer", answerFor(src)}, {"device", "none"}});
@@ -900,12 +949,15 @@ TEST_CASE("pre-checks: inputs that overflowed the stack get a format_error, at t
         {sum + "\n", "operators"},
         {kL15 + "    return A\n    y = " + std::string((1 << 20) - 200, '['), "brackets deeper"},
         {kL15 + "    return " + std::string(6000, '-') + "A\n", "operators"},
-        {kL15 + "    if s > 0.0:\n        A = A + 1\n" + [] {
-             std::string e;
-             for (int i = 0; i < 3300; ++i)
-                 e += "    elif s > 1.0:\n        A = A + 1\n";
-             return e;
-         }() + "    return A\n", "nests blocks"},
+        {kL15 + "    if s > 0.0:\n        A = A + 1\n" +
+             [] {
+                 std::string e;
+                 for (int i = 0; i < 3300; ++i)
+                     e += "    elif s > 1.0:\n        A = A + 1\n";
+                 return e;
+             }() +
+             "    return A\n",
+         "nests blocks"},
     };
     for (const auto& c : cases) {
         CAPTURE(c[1]);
@@ -915,7 +967,8 @@ TEST_CASE("pre-checks: inputs that overflowed the stack get a format_error, at t
         CHECK(got.find(c[1]) != std::string::npos);
     }
     // the line is the answer's (the python block opens on answer line 2 here)
-    CHECK(status(kL15 + "    return " + std::string(200, '(') + "A" + std::string(200, ')') + "\n").find("@3") != std::string::npos);
+    CHECK(status(kL15 + "    return " + std::string(200, '(') + "A" + std::string(200, ')') + "\n").find("@3") !=
+          std::string::npos);
     // The 30,000-character import line alone (under the statement limit it is blanked by a linear
     // scan: the former std::regex overflowed the stack on it).
     CHECK(status("import " + std::string(19000, 'a') + "\n" + kL15 + "    return A * s\n").rfind("no_device", 0) == 0);
@@ -924,7 +977,8 @@ TEST_CASE("pre-checks: inputs that overflowed the stack get a format_error, at t
     std::string atLimits = kL15 + "    y = A\n";
     for (int i = 0; i < 49; ++i)
         atLimits += std::string(std::size_t(4 + i), ' ') + "if s > 0.0:\n";
-    std::string expr = std::string(HostCodeLimits::kMaxBracketDepth, '(') + "y" + std::string(HostCodeLimits::kMaxBracketDepth, ')');
+    std::string expr =
+        std::string(HostCodeLimits::kMaxBracketDepth, '(') + "y" + std::string(HostCodeLimits::kMaxBracketDepth, ')');
     for (int i = 0; i < HostCodeLimits::kMaxOperators - HostCodeLimits::kMaxBracketDepth - 1; ++i)
         expr += "-";
     atLimits += std::string(53, ' ') + "y = " + expr + "y\n    return y * s\n";
@@ -960,9 +1014,11 @@ TEST_CASE("pre-checks: an include outside the toolkit is rejected, by evaluate a
     // the cuda block as the parser extracts it from a request's "cuda" (the hash is of that)
     auto block = [&](const std::string& cuda) {
         return parseAnswer("```cuda\n" + cuda + "\n```\n```python\n" + py + "\n```\n",
-                           parseForwardSignature(t->forward, nullptr)).candidate.cuda;
+                           parseForwardSignature(t->forward, nullptr))
+            .candidate.cuda;
     };
-    for (const std::string inc : {"#include \"/etc/passwd\"\n", "#include \"/proc/self/environ\"\n", "#define P \"/etc/passwd\"\n#include P\n"}) {
+    for (const std::string inc : {"#include \"/etc/passwd\"\n", "#include \"/proc/self/environ\"\n",
+                                  "#define P \"/etc/passwd\"\n#include P\n"}) {
         CAPTURE(inc);
         json r = ev.evaluate(*t, {{"cuda", inc + kernel}, {"python", py}, {"device", "none"}});
         CHECK(r["status"] == "rejected");
@@ -970,14 +1026,23 @@ TEST_CASE("pre-checks: an include outside the toolkit is rejected, by evaluate a
         CHECK(r.dump().find("root:") == std::string::npos);
         CHECK(r.dump().find("PATH=") == std::string::npos);
         // a cubin shipped for this source (compiled ahead) is held to the same check
-        r = ev.evaluate(*t, {{"cuda", inc + kernel}, {"python", py}, {"device", "none"}, {"arch", "sm_90"},
-                             {"cubin_b64", "AAAA"}, {"cubin_arch", "sm_90"},
+        r = ev.evaluate(*t, {{"cuda", inc + kernel},
+                             {"python", py},
+                             {"device", "none"},
+                             {"arch", "sm_90"},
+                             {"cubin_b64", "AAAA"},
+                             {"cubin_arch", "sm_90"},
                              {"cubin_source_hash", protocol::sourceHash(block(inc + kernel))}});
         CHECK(r["status"] == "rejected");
     }
     // control: the same request without the include takes the compile-ahead path
-    json r = ev.evaluate(*t, {{"cuda", kernel}, {"python", py}, {"device", "none"}, {"arch", "sm_90"},
-                              {"cubin_b64", "AAAA"}, {"cubin_arch", "sm_90"}, {"cubin_source_hash", protocol::sourceHash(block(kernel))}});
+    json r = ev.evaluate(*t, {{"cuda", kernel},
+                              {"python", py},
+                              {"device", "none"},
+                              {"arch", "sm_90"},
+                              {"cubin_b64", "AAAA"},
+                              {"cubin_arch", "sm_90"},
+                              {"cubin_source_hash", protocol::sourceHash(block(kernel))}});
     CHECK(r["compile"].value("cached", false));
 }
 
@@ -985,7 +1050,8 @@ TEST_CASE("timing: the adaptive method warms up before it takes the GPU, then re
 {
     // Calls are counted by the prepares (warm-up calls get index -1); the quiet hook records how
     // many had been prepared when it was called, and returns a wait (ms) as the lock would.
-    struct Log {
+    struct Log
+    {
         int warm = 0, timed = 0, warmAtQuiet = -1, timedAtQuiet = -1, quietCalls = 0;
     };
     const auto run = [](measure::Method m, double wait, Log* log) {
@@ -1013,7 +1079,7 @@ TEST_CASE("timing: the adaptive method warms up before it takes the GPU, then re
     Log a;
     measure::Comparison c = run(adaptive, 0.0, &a);
     CHECK(a.quietCalls == 1);
-    CHECK(a.warmAtQuiet == 6); // three warm-up pairs, before the hold
+    CHECK(a.warmAtQuiet == 6);  // three warm-up pairs, before the hold
     CHECK(a.timedAtQuiet == 0); // no timed call before it
     CHECK(c.rewarmPairs == 0);
     CHECK(c.warmupPairs == 3);

@@ -12,9 +12,9 @@
 //  * L1/5 (A: 65536 × 16384 fp32 = 4,294,967,296 bytes, read once; the output as large, written
 //    once, less the L2 of 52,428,800 bytes): 4,294,967,296 + 4,242,538,496 = 8,537,505,792 bytes;
 //    at 4,800 GB/s: 8.5375e9 / 4.8e12 = 1.77865 ms.
+#include "worker/analyze/roofline.h"
 #include "worker/measure/measure.h"
 #include "worker/measure/profiles.h"
-#include "worker/analyze/roofline.h"
 
 #include <doctest/doctest.h>
 
@@ -24,8 +24,8 @@ using json = nlohmann::json;
 namespace {
 json h200()
 {
-    return {{"available", true}, {"cc", "9.0"}, {"sm_count", 132}, {"sm_clock_khz", 1980000},
-            {"l2_bytes", 52428800}, {"hbm_theoretical_gbs", 4800.0}};
+    return {{"available", true},       {"cc", "9.0"},          {"sm_count", 132},
+            {"sm_clock_khz", 1980000}, {"l2_bytes", 52428800}, {"hbm_theoretical_gbs", 4800.0}};
 }
 } // namespace
 
@@ -42,8 +42,11 @@ TEST_CASE("roofline floor: L1/1 at 65 TFLOP/s, L1/5 at 4.8 TB/s")
     CHECK(f.floorMs() == f.computeMs);
 
     // L1/5, as analyze reports it: no matmul, input and output 4.29 GB each.
-    const json l15 = {{"ops", json::array({{{"op", "aten::mul"}, {"category", "elementwise"}, {"flops", 1073741824.0}}})},
-                      {"input_bytes", 4294967296.0}, {"param_bytes", 0.0}, {"output_bytes", 4294967296.0}};
+    const json l15 = {
+        {"ops", json::array({{{"op", "aten::mul"}, {"category", "elementwise"}, {"flops", 1073741824.0}}})},
+        {"input_bytes", 4294967296.0},
+        {"param_bytes", 0.0},
+        {"output_bytes", 4294967296.0}};
     CHECK(roofline::boundFlops(l15) == 0); // element-wise counts are conventions, not minima
     const double bytes = roofline::boundBytes(l15, c, true);
     CHECK(bytes == 8537505792.0);
@@ -115,11 +118,11 @@ TEST_CASE("roofline assessment: flags below the floor beyond the margin, and spe
 TEST_CASE("timing input sets: up to 4, what fits a quarter of free memory, at least 2")
 {
     const double GB = 1e9;
-    CHECK(measure::timingSetCount(8.6 * GB, 140 * GB) == 4);  // L1/4 on an H200: 4 · 8.6 < 35
-    CHECK(measure::timingSetCount(12 * GB, 140 * GB) == 2);   // 35 / 12 = 2.9 -> 2
-    CHECK(measure::timingSetCount(10 * GB, 130 * GB) == 3);   // 32.5 / 10 = 3.25 -> 3
-    CHECK(measure::timingSetCount(30 * GB, 80 * GB) == 2);    // at least 2 where two fit at all
-    CHECK(measure::timingSetCount(50 * GB, 80 * GB) == 1);    // two do not fit
+    CHECK(measure::timingSetCount(8.6 * GB, 140 * GB) == 4); // L1/4 on an H200: 4 · 8.6 < 35
+    CHECK(measure::timingSetCount(12 * GB, 140 * GB) == 2);  // 35 / 12 = 2.9 -> 2
+    CHECK(measure::timingSetCount(10 * GB, 130 * GB) == 3);  // 32.5 / 10 = 3.25 -> 3
+    CHECK(measure::timingSetCount(30 * GB, 80 * GB) == 2);   // at least 2 where two fit at all
+    CHECK(measure::timingSetCount(50 * GB, 80 * GB) == 1);   // two do not fit
     CHECK(measure::timingSetCount(0, 0) == 4);
     // checked calls: the first and last call on each set, round robin over 100 calls, 4 sets
     CHECK(measure::checkedCalls(0, 4, 100) == std::vector<int>{0, 96});

@@ -26,7 +26,6 @@ namespace {
 
 const std::string kSource = KWB_SOURCE_DIR;
 
-
 // Whether `actual` has every field of `expected`, recursively; reports the first difference.
 bool matches(const json& expected, const json& actual, const std::string& path, std::string* why)
 {
@@ -154,7 +153,8 @@ TEST_CASE("stdout noise from the worker's libraries cannot reach the protocol st
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
     std::string err;
     REQUIRE(worker.start(&err));
-    auto reply = worker.request({{"type", "run_reference"}, {"task", "L1/5"}, {"scale", "smoke"}, {"device", "cpu"}}, 120);
+    auto reply =
+        worker.request({{"type", "run_reference"}, {"task", "L1/5"}, {"scale", "smoke"}, {"device", "cpu"}}, 120);
     REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
     CHECK(reply.response["ok"] == true);
     CHECK(reply.response["finite"] == true);
@@ -209,32 +209,52 @@ TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without
     std::string err;
     REQUIRE(worker.start(&err));
     const std::string answer = readFile(kSource + "/tests/fixtures/candidates/reference/L2_01.md");
-    const std::string cuda = answer.substr(answer.find("```cuda") + 8, answer.find("```", answer.find("```cuda") + 8) - answer.find("```cuda") - 8);
-    auto compiled = worker.request({{"type", "compile"}, {"cuda", cuda}, {"arch", "sm_90"}, {"return_cubin", true}}, 120);
+    const std::string cuda = answer.substr(answer.find("```cuda") + 8,
+                                           answer.find("```", answer.find("```cuda") + 8) - answer.find("```cuda") - 8);
+    auto compiled =
+        worker.request({{"type", "compile"}, {"cuda", cuda}, {"arch", "sm_90"}, {"return_cubin", true}}, 120);
     REQUIRE(compiled.outcome == WorkerClient::Outcome::Ok);
     REQUIRE(compiled.response["ok_compile"] == true);
     const std::string cubin = compiled.response["cubin_b64"];
     CHECK(cubin.rfind("f0VMR", 0) == 0); // base64 of "\x7fELF"
 
     const std::string hash = compiled.response["source_hash"];
-    auto shipped = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
-                                   {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_90"},
-                                   {"cubin_source_hash", hash}}, 120);
+    auto shipped = worker.request({{"type", "evaluate"},
+                                   {"task", "L2/1"},
+                                   {"answer", answer},
+                                   {"device", "none"},
+                                   {"arch", "sm_90"},
+                                   {"cubin_b64", cubin},
+                                   {"cubin_arch", "sm_90"},
+                                   {"cubin_source_hash", hash}},
+                                  120);
     REQUIRE(shipped.outcome == WorkerClient::Outcome::Ok);
     CHECK(shipped.response["status"] == "no_device");
     CHECK(shipped.response["compile"]["cached"] == true);
 
     // A cubin for another architecture is not used: the worker compiles for its own.
-    auto other = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
-                                 {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_80"},
-                                 {"cubin_source_hash", hash}}, 120);
+    auto other = worker.request({{"type", "evaluate"},
+                                 {"task", "L2/1"},
+                                 {"answer", answer},
+                                 {"device", "none"},
+                                 {"arch", "sm_90"},
+                                 {"cubin_b64", cubin},
+                                 {"cubin_arch", "sm_80"},
+                                 {"cubin_source_hash", hash}},
+                                120);
     REQUIRE(other.outcome == WorkerClient::Outcome::Ok);
     CHECK_FALSE(other.response["compile"].contains("cached"));
 
     // Nor is a cubin for another source (a client whose block extraction drifted).
-    auto drifted = worker.request({{"type", "evaluate"}, {"task", "L2/1"}, {"answer", answer}, {"device", "none"},
-                                   {"arch", "sm_90"}, {"cubin_b64", cubin}, {"cubin_arch", "sm_90"},
-                                   {"cubin_source_hash", "0000000000000000"}}, 120);
+    auto drifted = worker.request({{"type", "evaluate"},
+                                   {"task", "L2/1"},
+                                   {"answer", answer},
+                                   {"device", "none"},
+                                   {"arch", "sm_90"},
+                                   {"cubin_b64", cubin},
+                                   {"cubin_arch", "sm_90"},
+                                   {"cubin_source_hash", "0000000000000000"}},
+                                  120);
     REQUIRE(drifted.outcome == WorkerClient::Outcome::Ok);
     CHECK_FALSE(drifted.response["compile"].contains("cached"));
 }
@@ -244,7 +264,8 @@ TEST_CASE("a 10 MB answer is a format error, and the worker goes on")
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
     std::string err;
     REQUIRE(worker.start(&err));
-    std::string answer = "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n";
+    std::string answer =
+        "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n";
     answer += std::string(10u << 20, 'x');
     auto reply = worker.request({{"type", "evaluate"}, {"task", "L1/5"}, {"answer", answer}, {"device", "none"}}, 120);
     REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
@@ -259,7 +280,8 @@ TEST_CASE("a 10 MB answer is a format error, and the worker goes on")
 namespace {
 
 // One worker for a series of requests; each must be answered (the worker stays up).
-struct ProtocolWorker {
+struct ProtocolWorker
+{
     WorkerClient client{kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"}};
     ProtocolWorker()
     {
@@ -309,21 +331,26 @@ std::string nested(std::size_t depth, const std::string& inner = "1")
 
 namespace {
 // Blocks open on answer lines 3 (cuda) and 10 (python): their first lines are 4 and 11.
-const std::string kTwoBlocks = "Scale it.\n\n```cuda\n"
-                               "extern \"C\" __global__ void scale(float* y, const float* a, float s, int n) {\n"
-                               "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a[i] * s;\n}\n"
-                               "```\nThe host code:\n```python\n"
-                               "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n"
-                               "    y = torch.empty_like(A)\n"
-                               "    kb.launch(\"scale\", [(A.numel() + 255) // 256], [256], y, A, s, A.numel())\n"
-                               "    return y\n```\n";
+const std::string kTwoBlocks =
+    "Scale it.\n\n```cuda\n"
+    "extern \"C\" __global__ void scale(float* y, const float* a, float s, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = a[i] * s;\n}\n"
+    "```\nThe host code:\n```python\n"
+    "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n"
+    "    y = torch.empty_like(A)\n"
+    "    kb.launch(\"scale\", [(A.numel() + 255) // 256], [256], y, A, s, A.numel())\n"
+    "    return y\n```\n";
 } // namespace
 
 TEST_CASE("evaluate and compile echo the blocks the worker parsed; compile takes the whole answer")
 {
     ProtocolWorker w;
-    const json ev = w.request({{"id", 1}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", kTwoBlocks},
-                               {"device", "none"}, {"arch", "sm_90"}});
+    const json ev = w.request({{"id", 1},
+                               {"type", "evaluate"},
+                               {"task", "L1/5"},
+                               {"answer", kTwoBlocks},
+                               {"device", "none"},
+                               {"arch", "sm_90"}});
     CAPTURE(ev.dump());
     CHECK(ev["status"] == "no_device");
     const json& c = ev["candidate"];
@@ -342,21 +369,31 @@ TEST_CASE("evaluate and compile echo the blocks the worker parsed; compile takes
     CHECK(byBlock["candidate"]["cuda_line"].is_null()); // a bare source has no answer lines
     CHECK(byBlock["candidate"]["python"].is_null());
     // a bare source over 1 MiB is not sent back (evaluate would refuse it as too_large)
-    const json big = w.request({{"id", 5}, {"type", "compile"}, {"cuda", "// " + std::string((1u << 20) + 10, 'x') + "\n"}, {"arch", "sm_90"}});
+    const json big = w.request({{"id", 5},
+                                {"type", "compile"},
+                                {"cuda", "// " + std::string((1u << 20) + 10, 'x') + "\n"},
+                                {"arch", "sm_90"}});
     CHECK(big["candidate"]["cuda"].is_null());
     CHECK(big["candidate"]["source_hash"].is_string());
 
     // compile with the whole answer: the same block, found by the same parser, and its cubin is
     // taken by evaluate as compiled ahead
-    const json byAnswer = w.request({{"id", 3}, {"type", "compile"}, {"answer", kTwoBlocks}, {"arch", "sm_90"}, {"return_cubin", true}});
+    const json byAnswer =
+        w.request({{"id", 3}, {"type", "compile"}, {"answer", kTwoBlocks}, {"arch", "sm_90"}, {"return_cubin", true}});
     CAPTURE(byAnswer.dump());
     CHECK(byAnswer["ok_compile"] == true);
     CHECK(byAnswer["kernels"] == json::array({"scale"}));
     CHECK(byAnswer["candidate"] == c);
     CHECK(byAnswer["format_error"].is_null());
     REQUIRE(byAnswer.contains("cubin_b64"));
-    const json shipped = w.request({{"id", 4}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", kTwoBlocks}, {"device", "none"},
-                                    {"arch", "sm_90"}, {"cubin_b64", byAnswer["cubin_b64"]}, {"cubin_arch", "sm_90"},
+    const json shipped = w.request({{"id", 4},
+                                    {"type", "evaluate"},
+                                    {"task", "L1/5"},
+                                    {"answer", kTwoBlocks},
+                                    {"device", "none"},
+                                    {"arch", "sm_90"},
+                                    {"cubin_b64", byAnswer["cubin_b64"]},
+                                    {"cubin_arch", "sm_90"},
                                     {"cubin_source_hash", byAnswer["source_hash"]}});
     CHECK(shipped["compile"].value("cached", false));
 }
@@ -384,8 +421,12 @@ TEST_CASE("a format_error echoes what the parser found, and compile says the ans
     // no block at all: nothing found, nothing compiled
     r = w.request({{"id", 3}, {"type", "evaluate"}, {"task", "L1/5"}, {"answer", "no code"}, {"device", "none"}});
     CHECK(r["status"] == "format_error");
-    CHECK(r["candidate"] == json{{"cuda", nullptr}, {"python", nullptr}, {"kernels", json::array()}, {"source_hash", nullptr},
-                                 {"cuda_line", nullptr}, {"python_line", nullptr}});
+    CHECK(r["candidate"] == json{{"cuda", nullptr},
+                                 {"python", nullptr},
+                                 {"kernels", json::array()},
+                                 {"source_hash", nullptr},
+                                 {"cuda_line", nullptr},
+                                 {"python_line", nullptr}});
     r = w.request({{"id", 4}, {"type", "compile"}, {"answer", "no code"}, {"arch", "sm_90"}});
     CHECK(r["ok"] == true);
     CHECK(r["ok_compile"] == false);
@@ -400,9 +441,10 @@ TEST_CASE("hello announces every protocol profile with every setting, and the de
     const json hello = w.request({{"id", 1}, {"type", "hello"}});
     REQUIRE(hello["profiles"].is_array());
     REQUIRE(hello["profiles"].size() >= 1);
-    const std::vector<std::string> settings = {"name", "atol", "rtol", "tf32", "l2_flush", "input_generator", "timing_stat",
-                                               "timing_trials", "warmup", "timing_method", "correctness_trials", "range_trial",
-                                               "graph_optimize"};
+    const std::vector<std::string> settings = {
+        "name",          "atol",          "rtol",   "tf32",          "l2_flush",           "input_generator",
+        "timing_stat",   "timing_trials", "warmup", "timing_method", "correctness_trials", "range_trial",
+        "graph_optimize"};
     std::set<std::string> names;
     for (const json& p : hello["profiles"]) {
         CAPTURE(p.dump());
@@ -410,8 +452,13 @@ TEST_CASE("hello announces every protocol profile with every setting, and the de
             CHECK_MESSAGE(p.contains(key), "missing " << key);
         names.insert(p["name"].get<std::string>());
         // the settings evaluate records for the profile are the ones announced
-        const json r = w.request({{"id", 2}, {"type", "evaluate"}, {"task", "L1/5"}, {"profile", p["name"]}, {"device", "none"},
-                                  {"answer", "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n"}});
+        const json r = w.request({{"id", 2},
+                                  {"type", "evaluate"},
+                                  {"task", "L1/5"},
+                                  {"profile", p["name"]},
+                                  {"device", "none"},
+                                  {"answer", "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> "
+                                             "Tensor:\n    return A * s\n```\n"}});
         json recorded = r["profile"];
         recorded.erase("scale");
         recorded.erase("seed");
@@ -483,8 +530,14 @@ TEST_CASE("profile_traffic: a boolean; a failed profile is recorded, never the c
     checkBadRequest(w.request(evaluateWith("profile_traffic", 1)), {"profile_traffic"});
     // Not asked: no traffic key. Asked where it cannot be counted (the CPU): the verdict stands and
     // the record says why not.
-    const json base = {{"type", "evaluate"}, {"task", "L1/5"}, {"answer", "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n"},
-                       {"device", "cpu"}, {"scale", "smoke"}, {"time", false}};
+    const json base = {
+        {"type", "evaluate"},
+        {"task", "L1/5"},
+        {"answer",
+         "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n```\n"},
+        {"device", "cpu"},
+        {"scale", "smoke"},
+        {"time", false}};
     const json plain = w.request(base);
     CHECK(plain["status"] == "correct");
     CHECK(!plain.contains("traffic"));
@@ -498,7 +551,8 @@ TEST_CASE("profile_traffic: a boolean; a failed profile is recorded, never the c
     CHECK(r["traffic"].value("reason", "").find("CUDA device") != std::string::npos);
     // A wrong answer is not profiled at all: the profile follows a correct verdict only.
     json wrong = asked;
-    wrong["answer"] = "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * 2.0\n```\n";
+    wrong["answer"] =
+        "```python\ndef forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * 2.0\n```\n";
     const json bad = w.request(wrong);
     CHECK(bad["status"] == "incorrect");
     CHECK(!bad.contains("traffic"));
@@ -517,7 +571,8 @@ TEST_CASE("device values: an ordinal past the GPUs this worker sees, unknown nam
     checkBadRequest(w.request(evaluateWith("device", json::array({"cuda"}))), {"an array"});
     checkBadRequest(w.request(evaluateWith("device", std::string(1u << 20, 'd'))), {"1048576 bytes", "\"none\""});
     // run_reference takes no "none"
-    checkBadRequest(w.request({{"type", "run_reference"}, {"task", "L1/5"}, {"device", "none"}}), {"\"none\"", "\"cpu\""});
+    checkBadRequest(w.request({{"type", "run_reference"}, {"task", "L1/5"}, {"device", "none"}}),
+                    {"\"none\"", "\"cpu\""});
     checkBadRequest(w.request({{"type", "run_reference"}, {"task", "L1/5"}, {"device", "cuda:9"}}), {"\"cuda:9\""});
 }
 
@@ -665,12 +720,18 @@ TEST_CASE("a worker whose parent is killed with SIGKILL ends within seconds, its
 TEST_CASE("an evaluation splits correctness and timing into parts inside their stages")
 {
     ProtocolWorker w;
-    const std::string python = "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
-                               "    x = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"], [1, 1], [0, 0], [1, 1], 1)\n"
-                               "    x = torch.relu(x)\n"
-                               "    return x + p[\"bias\"]\n";
-    const json r = w.request({{"id", 9}, {"type", "evaluate"}, {"task", "L2/1"}, {"python", python}, {"device", "cpu"},
-                              {"scale", "smoke"}, {"timing_trials", 12}});
+    const std::string python =
+        "def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+        "    x = torch.conv2d(x, p[\"conv.weight\"], p[\"conv.bias\"], [1, 1], [0, 0], [1, 1], 1)\n"
+        "    x = torch.relu(x)\n"
+        "    return x + p[\"bias\"]\n";
+    const json r = w.request({{"id", 9},
+                              {"type", "evaluate"},
+                              {"task", "L2/1"},
+                              {"python", python},
+                              {"device", "cpu"},
+                              {"scale", "smoke"},
+                              {"timing_trials", 12}});
     REQUIRE(r["status"] == "correct");
     const json& st = r["stage_ms"];
     for (const char* stage : {"reference", "correctness", "trace", "timing"})
@@ -690,7 +751,8 @@ TEST_CASE("an evaluation splits correctness and timing into parts inside their s
                              "measurement_output_checks", "measurement_prepare", "last_output_check", "roofline"})
         CHECK(t.contains(part));
     CHECK(t["measurement_warmup"].get<double>() + t["measurement_output_checks"].get<double>() +
-              t["measurement_prepare"].get<double>() <= t["measurement"].get<double>());
+              t["measurement_prepare"].get<double>() <=
+          t["measurement"].get<double>());
     const json& timing = r["timing"];
     CHECK(timing["warmup_pairs"].get<int>() >= 1);
     CHECK_FALSE(timing.contains("cpu")); // pinned only on the GPU
@@ -705,8 +767,13 @@ TEST_CASE("an evaluation splits correctness and timing into parts inside their s
 // why it could not open the one it was given; warm answers ok on any machine, "none" with the
 // reason where there is no usable device.
 namespace {
-struct TempLockFile : kwb::test::TempFile {
-    TempLockFile() : TempFile("kwb-worker-quiet") { REQUIRE_FALSE(path.empty()); }
+struct TempLockFile : kwb::test::TempFile
+{
+    TempLockFile()
+        : TempFile("kwb-worker-quiet")
+    {
+        REQUIRE_FALSE(path.empty());
+    }
 };
 
 void checkWarmAnswer(const json& hello, const json& warm)
@@ -730,7 +797,8 @@ void checkWarmAnswer(const json& hello, const json& warm)
 TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this machine without a device \"none\" and why")
 {
     TempLockFile lock;
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
     std::string err;
     REQUIRE_MESSAGE(worker.start(&err), err);
     const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
@@ -747,19 +815,29 @@ TEST_CASE("--gpu-quiet-lock: hello names the lock; warm answers ok, on this mach
     CHECK(worker.request({{"id", 5}, {"type", "hello"}}, 60).response["ok"] == true);
     // The timing stage reports its wait for the lock (0 on the CPU: the lock guards the GPU only).
     const std::string python = "def forward(A: Tensor, s: float, p: Dict[str, Tensor]) -> Tensor:\n    return A * s\n";
-    const json r = worker.request({{"id", 6}, {"type", "evaluate"}, {"task", "L1/5"}, {"python", python}, {"device", "cpu"},
-                                   {"scale", "smoke"}, {"timing_trials", 5}}, 120).response;
+    const json r = worker
+                       .request({{"id", 6},
+                                 {"type", "evaluate"},
+                                 {"task", "L1/5"},
+                                 {"python", python},
+                                 {"device", "cpu"},
+                                 {"scale", "smoke"},
+                                 {"timing_trials", 5}},
+                                120)
+                       .response;
     REQUIRE(r["status"] == "correct");
     CHECK(r["stage_detail_ms"]["timing"]["quiet_wait"] == 0.0);
 }
 
-TEST_CASE("--gpu-quiet-lock with its intent and turn files beside it: hello says its holds are writers-first and take turns")
+TEST_CASE(
+    "--gpu-quiet-lock with its intent and turn files beside it: hello says its holds are writers-first and take turns")
 {
     TempLockFile lock;
     const std::string intent = lock.path + ".intent", turn = lock.path + ".turn";
     std::ofstream(intent).close();
     std::ofstream(turn).close();
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", lock.path});
     std::string err;
     REQUIRE_MESSAGE(worker.start(&err), err);
     const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;
@@ -793,8 +871,9 @@ TEST_CASE("warm with python: true starts the embedded Python once, device or not
     } else {
         CHECK(second["warm_ms"]["python"].get<double>() < 50.0); // once per process: a second start returns at once
         // The interpreter serves a KernelBench-format answer (its check, as `compile` runs it).
-        const std::string answer = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, A, s):\n"
-                                   "        return A * s\n```\n";
+        const std::string answer =
+            "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, A, s):\n"
+            "        return A * s\n```\n";
         const json c = worker.request({{"id", 4}, {"type", "compile"}, {"answer", answer}}, 120).response;
         CAPTURE(c.dump());
         CHECK(c["ok"] == true);
@@ -808,7 +887,8 @@ TEST_CASE("warm with python: true starts the embedded Python once, device or not
 TEST_CASE("--gpu-quiet-lock with a path that cannot be opened: said on stderr and in hello, the worker goes on")
 {
     const std::string missing = "/nonexistent-kwb-dir/gpu-0.quiet";
-    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", missing});
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH),
+                        {"--tasks-dir", kSource + "/tasks", "--gpu-quiet-lock", missing});
     std::string err;
     REQUIRE_MESSAGE(worker.start(&err), err);
     const json hello = worker.request({{"id", 1}, {"type", "hello"}}, 60).response;

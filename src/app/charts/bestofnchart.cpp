@@ -64,7 +64,8 @@ BestOfNChart::BestOfNChart(QWidget* parent)
     chart->setTheme(QChart::ChartThemeLight);
     chart->setAnimationOptions(QChart::NoAnimation);
     // What is drawn is first-turn pass@n (the page's text says so), not the study's best-of-n.
-    chart->setTitle(QStringLiteral("<b>First-turn pass@n</b>: tasks solved by one of n first-turn samples (95 % bootstrap interval over tasks and samples)"));
+    chart->setTitle(QStringLiteral("<b>First-turn pass@n</b>: tasks solved by one of n first-turn samples (95 % "
+                                   "bootstrap interval over tasks and samples)"));
     chart->legend()->setAlignment(Qt::AlignBottom);
     chart->setMargins(QMargins(6, 6, 6, 6));
     m_view = new QChartView(chart, this);
@@ -173,10 +174,10 @@ void BestOfNChart::rebuild()
         const BestOfNSeries& s = visible.at(i);
         const double offset = k > 1 ? -spread / 2 + spread * i / (k - 1) : 0.0;
         auto* line = new QLineSeries;
-        line->setName(s.notCounted > 0 ? QStringLiteral("%1 (%2 not counted: below the roofline floor)")
-                                             .arg(s.label)
-                                             .arg(s.notCounted)
-                                       : s.label);
+        line->setName(
+            s.notCounted > 0
+                ? QStringLiteral("%1 (%2 not counted: below the roofline floor)").arg(s.label).arg(s.notCounted)
+                : s.label);
         line->setObjectName(QStringLiteral("curve:%1").arg(i));
         const QColor color = curveColor(i);
         QPen pen(color, 2.2);
@@ -390,7 +391,9 @@ QString BestOfNChart::toolTipText(int curve, int pointIndex) const
             lines << QStringLiteral("… and %1 more").arg(s.notCountedWhy.size() - 3);
     }
     if (sweep)
-        lines << QStringLiteral("%1 task%2, every one counted").arg(p.tasks).arg(p.tasks == 1 ? QString() : QStringLiteral("s"));
+        lines << QStringLiteral("%1 task%2, every one counted")
+                     .arg(p.tasks)
+                     .arg(p.tasks == 1 ? QString() : QStringLiteral("s"));
     else
         lines << QStringLiteral("%1 task%2 with at least %3 sample%4")
                      .arg(p.tasks)

@@ -207,8 +207,9 @@ void RooflineChart::rebuild()
         c->setTitle(QStringLiteral("<b>%1</b>: %2, FP32 %3, FP32 ridge %4")
                         .arg(m_roofs.name.toHtmlEscaped(), mem->label + QLatin1Char(' ') + humanBandwidth(mem->value),
                              humanGflops(m_roofs.fp32Gflops()), intensityText(m_roofs.fp32RidgeIntensity())) +
-                    (placementNote().isEmpty() ? QString()
-                                               : QStringLiteral("<br><small>%1</small>").arg(placementNote().toHtmlEscaped())));
+                    (placementNote().isEmpty()
+                         ? QString()
+                         : QStringLiteral("<br><small>%1</small>").arg(placementNote().toHtmlEscaped())));
     } else {
         c->setTitle(m_roofs.name.isEmpty() ? QStringLiteral("Roofline") : m_roofs.name.toHtmlEscaped());
     }
@@ -395,9 +396,10 @@ void RooflineChart::buildMarkers()
         // traffic model.
         if (measured && p.notCountedGflops && positiveFinite(*p.notCountedGflops)) {
             const bool oneKernel = positiveFinite(p.oneKernelIntensity);
-            m_markers.append(RooflineMarker{i, RooflineMarker::Role::NotCounted,
-                                            oneKernel ? IntensityBasis::OneKernel : IntensityBasis::EagerUnfused, true,
-                                            QPointF(oneKernel ? p.oneKernelIntensity : p.intensity, *p.notCountedGflops)});
+            m_markers.append(
+                RooflineMarker{i, RooflineMarker::Role::NotCounted,
+                               oneKernel ? IntensityBasis::OneKernel : IntensityBasis::EagerUnfused, true,
+                               QPointF(oneKernel ? p.oneKernelIntensity : p.intensity, *p.notCountedGflops)});
         }
     }
 }
@@ -430,13 +432,15 @@ void RooflineChart::rebuildPoints()
         } else {
             // A candidate's legend entry says which intensity places it: measured HBM traffic
             // (a profile exists) or the analytic model of what it launched.
-            const QString roleName = !candidate         ? QStringLiteral("eager reference")
+            const QString roleName = !candidate        ? QStringLiteral("eager reference")
                                      : trafficMeasured ? QStringLiteral("best candidate, measured traffic")
                                                        : QStringLiteral("best candidate, analytic traffic");
-            s->setName(analytic ? QStringLiteral("%1 %2 (analytic: attainable on this GPU)").arg(levelName(level), roleName)
-                                : QStringLiteral("%1 %2").arg(levelName(level), roleName));
+            s->setName(analytic
+                           ? QStringLiteral("%1 %2 (analytic: attainable on this GPU)").arg(levelName(level), roleName)
+                           : QStringLiteral("%1 %2").arg(levelName(level), roleName));
             s->setObjectName(QStringLiteral("%1:%2:%3%4")
-                                 .arg(analytic ? QStringLiteral("analytic") : QStringLiteral("points"), levelName(level),
+                                 .arg(analytic ? QStringLiteral("analytic") : QStringLiteral("points"),
+                                      levelName(level),
                                       candidate ? QStringLiteral("candidate") : QStringLiteral("reference"),
                                       trafficMeasured ? QStringLiteral(":measured-traffic") : QString()));
             s->setMarkerShape(shapeForLevel(level));
@@ -492,13 +496,13 @@ void RooflineChart::rebuildPoints()
                            Qt::RoundJoin));
         arrow->setBrush(color);
         arrow->setZValue(kArrowZ);
-        arrow->setToolTip(mk.measured ? QStringLiteral("%1: %2× the reference's GFLOP/s, moved from %3 to %4")
-                                            .arg(p.task, QString::number(mk.at.y() / from.y(), 'f', 2),
-                                                 intensityBasisText(IntensityBasis::EagerUnfused),
-                                                 intensityBasisText(mk.basis))
-                                      : QStringLiteral("%1: from %2 to %3, attainable on %4 (analytic)")
-                                            .arg(p.task, intensityBasisText(IntensityBasis::EagerUnfused),
-                                                 intensityBasisText(mk.basis), m_roofs.name));
+        arrow->setToolTip(mk.measured
+                              ? QStringLiteral("%1: %2× the reference's GFLOP/s, moved from %3 to %4")
+                                    .arg(p.task, QString::number(mk.at.y() / from.y(), 'f', 2),
+                                         intensityBasisText(IntensityBasis::EagerUnfused), intensityBasisText(mk.basis))
+                              : QStringLiteral("%1: from %2 to %3, attainable on %4 (analytic)")
+                                    .arg(p.task, intensityBasisText(IntensityBasis::EagerUnfused),
+                                         intensityBasisText(mk.basis), m_roofs.name));
         m_arrowItems.append(arrow);
         m_arrowPoints.append(mk.point);
         m_arrowEnds.append({from, mk.at});
@@ -813,8 +817,8 @@ void RooflineChart::mousePressEvent(QMouseEvent* event)
 void RooflineChart::mouseReleaseEvent(QMouseEvent* event)
 {
     // A click, not a drag: no zoom, and the release selects the task under it (a double-click opens it).
-    if (event->button() == Qt::LeftButton
-        && (event->position().toPoint() - m_pressPos).manhattanLength() < QApplication::startDragDistance()) {
+    if (event->button() == Qt::LeftButton &&
+        (event->position().toPoint() - m_pressPos).manhattanLength() < QApplication::startDragDistance()) {
         if (auto* band = findChild<QRubberBand*>())
             band->hide();
         const int m = markerAt(event->position().toPoint());
@@ -980,10 +984,11 @@ QString RooflineChart::markerToolTip(int marker) const
                          .arg(humanGflops(y), QString::number(100.0 * y / roof, 'f', 1), humanGflops(roof),
                               p.measuredOn.toHtmlEscaped());
         else
-            lines << QStringLiteral("analytic: %1 attainable on the %2 at this intensity; the times were measured on "
-                                    "%3 and are not drawn here")
-                         .arg(humanGflops(roof), m_roofs.name.toHtmlEscaped(),
-                              (p.measuredOn.isEmpty() ? QStringLiteral("an unknown GPU") : p.measuredOn).toHtmlEscaped());
+            lines
+                << QStringLiteral("analytic: %1 attainable on the %2 at this intensity; the times were measured on "
+                                  "%3 and are not drawn here")
+                       .arg(humanGflops(roof), m_roofs.name.toHtmlEscaped(),
+                            (p.measuredOn.isEmpty() ? QStringLiteral("an unknown GPU") : p.measuredOn).toHtmlEscaped());
         lines << QStringLiteral("here: ") + boundSentence(x, mk.basis, ridge).toHtmlEscaped();
         if (positiveFinite(p.oneKernelIntensity))
             lines << QStringLiteral("task: ") +
@@ -998,9 +1003,10 @@ QString RooflineChart::markerToolTip(int marker) const
         if (mk.basis == IntensityBasis::Measured) {
             lines << QStringLiteral("measured: %1 GB of HBM traffic (CUPTI DRAM counters, one call, cold L2)")
                          .arg(QString::number(p.candidateMeasuredBytes.value_or(0) / 1e9, 'g', 4));
-            lines << QStringLiteral("analytic %1: %2").arg(intensityText(p.candidateX()),
-                                                           intensityBasisText(p.candidateIntensity ? p.candidateBasis
-                                                                                                   : IntensityBasis::EagerUnfused));
+            lines << QStringLiteral("analytic %1: %2")
+                         .arg(intensityText(p.candidateX()),
+                              intensityBasisText(p.candidateIntensity ? p.candidateBasis
+                                                                      : IntensityBasis::EagerUnfused));
         } else if (p.candidateMeasuredIntensity) {
             lines << QStringLiteral("analytic here: its measured traffic (%1) belongs to %2")
                          .arg(intensityText(*p.candidateMeasuredIntensity), p.measuredOn.toHtmlEscaped());

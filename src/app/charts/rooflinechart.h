@@ -220,7 +220,7 @@ private:
     QHash<QXYSeries*, Roof> m_roofSeries;
     QList<RoofLabel> m_roofLabels;
     QList<QGraphicsPathItem*> m_arrowItems;
-    QList<int> m_arrowPoints; ///< point index of each arrow item
+    QList<int> m_arrowPoints;                   ///< point index of each arrow item
     QList<QPair<QPointF, QPointF>> m_arrowEnds; ///< data coordinates of each arrow
     QGraphicsSimpleTextItem* m_emptyItem = nullptr;
     QGraphicsSimpleTextItem* m_noteItem = nullptr; ///< names the dotted (theoretical) roofs

@@ -56,7 +56,8 @@ RooflinePage::RooflinePage(QWidget* parent)
     bar->addStretch(1);
     auto* resetZoom = new QPushButton(tr("Reset zoom"), this);
     resetZoom->setObjectName(QStringLiteral("resetZoom"));
-    resetZoom->setToolTip(tr("Show every point and roof again (drag a rectangle or turn the wheel on the chart to zoom)"));
+    resetZoom->setToolTip(
+        tr("Show every point and roof again (drag a rectangle or turn the wheel on the chart to zoom)"));
     bar->addWidget(resetZoom);
     layout->addLayout(bar);
 

@@ -208,7 +208,8 @@ public:
         }
         QList<Total> out{{TrafficChart::kUnfusedTotal, reads, writes, QStringLiteral("unfused")}};
         if (b.libraryEpilogueBytes)
-            out.append({TrafficChart::kLibraryEpilogue, *b.libraryEpilogueBytes, 0, QStringLiteral("library + epilogue")});
+            out.append(
+                {TrafficChart::kLibraryEpilogue, *b.libraryEpilogueBytes, 0, QStringLiteral("library + epilogue")});
         out.append({TrafficChart::kOneKernel, b.fusedReadBytes, b.fusedWriteBytes,
                     b.oneKernelIsBound() ? QStringLiteral("one kernel: bound") : QStringLiteral("one kernel")});
         return out;
@@ -307,8 +308,8 @@ public:
         for (const TrafficOp& op : b.ops)
             maxOp = std::max(maxOp, static_cast<double>(op.bytes));
         l.totals = axisFor(maxTotal, QRectF(pin + totalsLeft, plotTop, totalsRight - totalsLeft, plotHeight));
-        l.chain = axisFor(maxOp, QRectF(chainLeft, plotTop, std::max<qreal>(minWidth * 1.0, size.width()) - chainLeft - right,
-                                        plotHeight));
+        l.chain = axisFor(maxOp, QRectF(chainLeft, plotTop,
+                                        std::max<qreal>(minWidth * 1.0, size.width()) - chainLeft - right, plotHeight));
 
         const qreal boxTop = plotTop + plotHeight + 8;
         auto makeGroup = [&](const Axis& axis, qreal x, qreal w, qreal bw, int position, qint64 reads, qint64 writes,
@@ -353,7 +354,8 @@ public:
         x = chainLeft;
         for (int i = 0; i < n; ++i) {
             const TrafficOp& op = b.ops.at(i);
-            l.groups.append(makeGroup(l.chain, x, groupWidth(), barW, i, op.readBytes, op.writeBytes, m_chart->impliedBytes(i)));
+            l.groups.append(
+                makeGroup(l.chain, x, groupWidth(), barW, i, op.readBytes, op.writeBytes, m_chart->impliedBytes(i)));
             x += groupWidth() + gap;
         }
         return l;
@@ -372,10 +374,11 @@ public:
         const QString empty = m_chart->emptyText();
         if (!empty.isEmpty()) {
             p.setPen(muted);
-            p.drawText(QRectF(QPointF(pin, 0), QSizeF(std::min<qreal>(size.width(), width() > 0 ? width() : size.width()),
-                                                      size.height()))
-                           .adjusted(12, 12, -12, -12),
-                       Qt::AlignCenter | Qt::TextWordWrap, empty);
+            p.drawText(
+                QRectF(QPointF(pin, 0),
+                       QSizeF(std::min<qreal>(size.width(), width() > 0 ? width() : size.width()), size.height()))
+                    .adjusted(12, 12, -12, -12),
+                Qt::AlignCenter | Qt::TextWordWrap, empty);
             return;
         }
         const Layout l = layout(size, pin);
@@ -463,15 +466,17 @@ public:
                     p.drawLine(QPointF(g.implied.left() - 2, by), QPointF(g.implied.right() + 2, by - 6));
                 }
                 if (!dense && total)
-                    upright(g.implied, humanBytes(static_cast<double>(g.implied.height() / l.totals.plot.height()) *
-                                                  l.totals.yMax),
-                            false);
+                    upright(
+                        g.implied,
+                        humanBytes(static_cast<double>(g.implied.height() / l.totals.plot.height()) * l.totals.yMax),
+                        false);
                 else if (!dense)
                     upright(g.implied, humanBytes(*m_chart->impliedBytes(g.opPosition)), false);
             }
             p.setPen(QPen(oneKernel ? candidateColor().darker(120) : QColor(0x88, 0x88, 0x88), 1,
                           bound ? Qt::DashLine : Qt::SolidLine));
-            p.setBrush(oneKernel ? QColor(0xe8, 0xf6, 0xee) : (total ? QColor(0xee, 0xee, 0xf6) : QColor(0xf4, 0xf4, 0xf4)));
+            p.setBrush(oneKernel ? QColor(0xe8, 0xf6, 0xee)
+                                 : (total ? QColor(0xee, 0xee, 0xf6) : QColor(0xf4, 0xf4, 0xf4)));
             p.drawRoundedRect(g.box, 4, 4);
             p.setBrush(Qt::NoBrush);
             p.setPen(text);
@@ -485,7 +490,8 @@ public:
                 return;
             }
             const qreal w = g.box.width() - 6;
-            p.drawText(QPointF(g.box.left() + 3, g.box.top() + 4 + fm.ascent()), fm.elidedText(name, Qt::ElideRight, w));
+            p.drawText(QPointF(g.box.left() + 3, g.box.top() + 4 + fm.ascent()),
+                       fm.elidedText(name, Qt::ElideRight, w));
             p.setFont(small);
             p.setPen(muted);
             p.drawText(QPointF(g.box.left() + 3, g.box.top() + 6 + fm.height() + sfm.ascent()),
@@ -524,8 +530,9 @@ public:
         bold.setPointSizeF(bold.pointSizeF() * 1.15);
         p.setFont(bold);
         p.setPen(text);
-        const QString title = QStringLiteral("%1 · HBM traffic: unfused, library op + fused epilogue, one kernel%2")
-                                  .arg(b.task, b.scale.isEmpty() ? QString() : QStringLiteral(" (%1 scale)").arg(b.scale));
+        const QString title =
+            QStringLiteral("%1 · HBM traffic: unfused, library op + fused epilogue, one kernel%2")
+                .arg(b.task, b.scale.isEmpty() ? QString() : QStringLiteral(" (%1 scale)").arg(b.scale));
         qreal y = 6 + QFontMetricsF(bold).ascent();
         p.drawText(QPointF(pin + 8, y), title);
         p.setFont(font());
@@ -551,7 +558,8 @@ public:
         legend(readsColor(), Qt::SolidPattern, QStringLiteral("reads (analytic)"));
         legend(writesColor(), Qt::SolidPattern, QStringLiteral("writes (analytic)"));
         if (b.libraryEpilogueBytes)
-            legend(QColor(0x8e, 0x6c, 0xb5), Qt::SolidPattern, QStringLiteral("library op + fused epilogue (analytic)"));
+            legend(QColor(0x8e, 0x6c, 0xb5), Qt::SolidPattern,
+                   QStringLiteral("library op + fused epilogue (analytic)"));
         if (b.oneKernelIsBound())
             legend(
                 readsColor(), Qt::BDiagPattern,
@@ -564,14 +572,16 @@ public:
         drawAxis(l.chain, pinnedRight - 8, pinnedRight);
         p.setPen(muted);
         p.setFont(small);
-        p.drawText(QPointF(l.totals.plot.left(), l.totals.plot.top() - sfm.horizontalAdvance(QStringLiteral("99.9 MB")) - 14),
-                   QStringLiteral("totals (one scale)"));
+        p.drawText(
+            QPointF(l.totals.plot.left(), l.totals.plot.top() - sfm.horizontalAdvance(QStringLiteral("99.9 MB")) - 14),
+            QStringLiteral("totals (one scale)"));
         p.drawText(QPointF(pinnedRight + 4, l.chain.plot.top() - sfm.horizontalAdvance(QStringLiteral("99.9 MB")) - 14),
                    QStringLiteral("op by op, each its own kernel (own scale: up to %1)").arg(tickBytes(l.chain.yMax)));
         p.setFont(font());
         p.setPen(QPen(QColor(0x99, 0x99, 0x99), 1, Qt::DashLine));
-        p.drawLine(QPointF(pinnedRight - fm.horizontalAdvance(QStringLiteral("9.99 GB")) - 20, l.chain.plot.top() - 10),
-                   QPointF(pinnedRight - fm.horizontalAdvance(QStringLiteral("9.99 GB")) - 20, l.chain.plot.bottom() + 40));
+        p.drawLine(
+            QPointF(pinnedRight - fm.horizontalAdvance(QStringLiteral("9.99 GB")) - 20, l.chain.plot.top() - 10),
+            QPointF(pinnedRight - fm.horizontalAdvance(QStringLiteral("9.99 GB")) - 20, l.chain.plot.bottom() + 40));
         for (int gi = 0; gi < l.groups.size(); ++gi)
             if (l.groups.at(gi).pinned)
                 drawGroup(gi);
@@ -694,7 +704,8 @@ void TrafficChart::setMeasured(const ProfileResult& profile, double bandwidthGBp
         if (!matched)
             rest.append(o);
     }
-    std::stable_sort(rest.begin(), rest.end(), [](const ProfileOp& a, const ProfileOp& b) { return a.index < b.index; });
+    std::stable_sort(rest.begin(), rest.end(),
+                     [](const ProfileOp& a, const ProfileOp& b) { return a.index < b.index; });
     for (const ProfileOp& o : std::as_const(rest)) {
         bool matched = false;
         if (o.index >= 0) {
@@ -733,8 +744,8 @@ QString TrafficChart::summaryText() const
     if (b.libraryEpilogueBytes)
         s += QStringLiteral(", library + epilogue %1 (%2× less)")
                  .arg(humanBytes(static_cast<double>(*b.libraryEpilogueBytes)),
-                      QString::number(static_cast<double>(b.unfusedBytes) / static_cast<double>(*b.libraryEpilogueBytes),
-                                      'f', 2));
+                      QString::number(
+                          static_cast<double>(b.unfusedBytes) / static_cast<double>(*b.libraryEpilogueBytes), 'f', 2));
     s += QStringLiteral(", one kernel %1 (%2× less)%3; analytic from shapes")
              .arg(humanBytes(static_cast<double>(b.fusedBytes)), QString::number(b.ratio(), 'f', 2),
                   b.oneKernelIsBound() ? QStringLiteral(" as a bound") : QString());

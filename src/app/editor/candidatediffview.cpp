@@ -3,9 +3,9 @@
 #include "app/editor/kernelcompareview.h"
 
 #include "app/editor/codeeditor.h"
+#include "app/editor/sidebysidediffview.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/study/evaluationsummary.h"
-#include "app/editor/sidebysidediffview.h"
 
 #include <QAction>
 #include <QFontDatabase>
@@ -133,8 +133,8 @@ QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& e
             return t ? QString::number(t->meanMs, 'g', 4) : QStringLiteral("?");
         };
         out << QString()
-            << QStringLiteral("timing (mean): candidate %1 ms, reference %2 ms").arg(mean(e.timing.candidate),
-                                                                                     mean(e.timing.reference));
+            << QStringLiteral("timing (mean): candidate %1 ms, reference %2 ms")
+                   .arg(mean(e.timing.candidate), mean(e.timing.reference));
     }
     if (e.speedup)
         out << QStringLiteral("speedup: %1").arg(formatSpeedup(e));
@@ -313,7 +313,8 @@ void CandidateDiffView::fillHeader(Header* header, const CandidateSide& side)
                                       .arg(statusColourName(status)));
     const bool timed = side.evaluation && side.evaluation->speedup;
     header->speedup->setText(timed ? tr("%1 vs eager").arg(formatSpeedup(*side.evaluation)) : tr("no timing"));
-    header->speedup->setToolTip(timed && side.evaluation->timing.interval ? tr("the speed-up and its 95 % interval") : QString());
+    header->speedup->setToolTip(timed && side.evaluation->timing.interval ? tr("the speed-up and its 95 % interval")
+                                                                          : QString());
 }
 
 void CandidateDiffView::setCandidates(const CandidateSide& left, const CandidateSide& right)
@@ -338,8 +339,9 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
             why << tr("right: %1").arg(whyNoBlocks(right));
         m_source->setText(tr("No parse by the worker is stored for %1 (%2), so the whole answers are compared, "
                              "not the blocks the worker evaluated.")
-                              .arg(left.blocks ? tr("the right candidate")
-                                               : right.blocks ? tr("the left candidate") : tr("either candidate"),
+                              .arg(left.blocks    ? tr("the right candidate")
+                                   : right.blocks ? tr("the left candidate")
+                                                  : tr("either candidate"),
                                    why.join(QStringLiteral("; "))));
     } else {
         m_source->setText(tr("The cuda and python blocks as the worker parsed them from each answer and evaluated "
@@ -358,10 +360,9 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
         return text;
     };
     const bool anyCuda = !leftCuda.isEmpty() || !rightCuda.isEmpty();
-    m_cudaCaption->setText(
-        caption(m_answers ? tr("Answer (Markdown)") : tr("CUDA block"), m_cudaDiff, !leftCuda.isEmpty(),
-                !rightCuda.isEmpty()) +
-        (anyCuda || m_answers ? QString() : tr(" (torch-only candidates)")));
+    m_cudaCaption->setText(caption(m_answers ? tr("Answer (Markdown)") : tr("CUDA block"), m_cudaDiff,
+                                   !leftCuda.isEmpty(), !rightCuda.isEmpty()) +
+                           (anyCuda || m_answers ? QString() : tr(" (torch-only candidates)")));
     m_cudaDiff->setVisible(anyCuda);
     const bool anyPython = !leftPython.isEmpty() || !rightPython.isEmpty();
     m_pythonCaption->setText(m_answers ? tr("Python block: see the answers above")
@@ -491,8 +492,8 @@ void CandidateDiffView::updateNavigation()
                                 .arg(m_current + 1)
                                 .arg(count)
                                 .arg(m_current >= m_cudaDiff->changeCount() ? tr("Python")
-                                     : m_answers                             ? tr("answer")
-                                                                             : tr("CUDA")));
+                                     : m_answers                            ? tr("answer")
+                                                                            : tr("CUDA")));
     m_previous->setEnabled(m_hasCandidates && m_current > 0);
     m_next->setEnabled(m_hasCandidates && m_current + 1 < count);
 }

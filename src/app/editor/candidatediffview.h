@@ -36,7 +36,7 @@ struct CandidateSide
     /// The blocks the worker found in the answer and evaluated (cuda empty: a torch-only
     /// candidate); nullopt when no echo of its parse exists.
     std::optional<CandidateEcho> blocks;
-    QString answer; ///< the model's whole answer, compared where a side has no blocks
+    QString answer;                             ///< the model's whole answer, compared where a side has no blocks
     std::optional<EvaluationResult> evaluation; ///< nullopt: not evaluated
     /// The prompts the candidate's answer was asked with, every role of every turn up to its own
     /// (core/study/provenance.h's promptsText); empty: not read.

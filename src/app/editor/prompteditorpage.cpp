@@ -3,10 +3,10 @@
 #include "app/editor/codeeditor.h"
 #include "app/editor/sidebysidediffview.h"
 #include "app/editor/syntaxhighlighting.h"
+#include "core/config/regime.h"
 #include "core/prompts/promptrenderer.h"
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/workerresponses.h"
-#include "core/config/regime.h"
 #include "core/run/regimefile.h"
 #include "core/run/runcontroller.h"
 #include "core/run/runname.h"
@@ -1039,8 +1039,8 @@ QJsonObject PromptEditorPage::previewContext(const QString& templatePath, QStrin
     if (later && role != rewriteRole)
         turnNotes.rewrite = critic ? placeholder(QStringLiteral("critique"), tr("the critic's notes"))
                                    : placeholder(QStringLiteral("diagnosis"), tr("the triager's diagnosis"));
-    const QJsonObject c = RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device.raw, {}}, shown,
-                                                 turnNotes);
+    const QJsonObject c =
+        RunController::context(RunTaskInput{data.task, data.analyze, data.profile, m_device.raw, {}}, shown, turnNotes);
 
     QStringList placeholders;
     for (const char* name : {"analysis", "research", "diagnosis", "critique"})

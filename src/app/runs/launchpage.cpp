@@ -4,13 +4,13 @@
 #include "app/runs/runmanager.h"
 #include "core/model/llmclient.h"
 #include "core/model/secrets.h"
-#include "core/workers/workertarget.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/protocollimits.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/regimefile.h"
 #include "core/study/report.h"
 #include "core/workers/workerlauncher.h"
+#include "core/workers/workertarget.h"
 
 #include <QButtonGroup>
 #include <QCheckBox>
@@ -121,8 +121,9 @@ LaunchPage::LaunchPage(RunManager* manager, QWidget* parent)
         m_model->clear();
         m_model->addItems(models);
         m_model->setCurrentText(models.contains(current) || models.isEmpty() ? current : models.first());
-        m_connectionStatus = models.isEmpty() ? tr("Connected; the server lists no models")
-                                              : tr("Connected: %1").arg(counted(models.size(), tr("model"), tr("models")));
+        m_connectionStatus = models.isEmpty()
+                                 ? tr("Connected; the server lists no models")
+                                 : tr("Connected: %1").arg(counted(models.size(), tr("model"), tr("models")));
         m_connection->setText(m_connectionStatus);
         m_connection->setToolTip(models.join(QLatin1Char('\n')));
         m_connection->setStyleSheet(QStringLiteral("color: #1b7f3b;"));
@@ -380,8 +381,8 @@ void LaunchPage::setWorkerProfiles(const HelloInfo& hello)
         m_profile->setItemData(m_profile->count() - 1, profileSummary(p), Qt::ToolTipRole);
     }
     const QString wanted = m_profile->findText(current) >= 0 ? current
-                           : hello.defaultProfile.isEmpty() ? defaults::profile()
-                                                            : hello.defaultProfile;
+                           : hello.defaultProfile.isEmpty()  ? defaults::profile()
+                                                             : hello.defaultProfile;
     m_profile->setCurrentIndex(qMax(0, m_profile->findText(wanted)));
 }
 
@@ -529,10 +530,11 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_compileWorkers->setRange(RunEnvironment::kAutomatic, 256);
     m_compileWorkers->setSpecialValueText(tr("automatic"));
     m_compileWorkers->setValue(RunEnvironment::kAutomatic);
-    m_compileWorkers->setToolTip(tr("CPU workers compiling candidates ahead of the GPU (0: none). Automatic: 1 for "
-                                    "native answers, %1 here for KernelBench's (3/4 of the cores: its builds take a "
-                                    "minute each). Stored with the run.")
-                                     .arg(defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
+    m_compileWorkers->setToolTip(
+        tr("CPU workers compiling candidates ahead of the GPU (0: none). Automatic: 1 for "
+           "native answers, %1 here for KernelBench's (3/4 of the cores: its builds take a "
+           "minute each). Stored with the run.")
+            .arg(defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
     form->addRow(tr("Compile workers"), m_compileWorkers);
     m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);
     m_pauseGeneration->setObjectName(QStringLiteral("pauseGenerationCheck"));
@@ -616,7 +618,8 @@ QWidget* LaunchPage::buildControlBox()
     queueButtons->addWidget(m_startNext);
     queueButtons->addStretch(1);
     layout->addLayout(queueButtons);
-    connect(m_removeQueued, &QPushButton::clicked, this, [this] { m_manager->removeQueued(m_queueList->currentRow()); });
+    connect(m_removeQueued, &QPushButton::clicked, this,
+            [this] { m_manager->removeQueued(m_queueList->currentRow()); });
     connect(m_startNext, &QPushButton::clicked, this, [this] { m_manager->startNext(); });
     connect(m_queueList, &QListWidget::currentRowChanged, this, &LaunchPage::updateQueueList);
     return box;
@@ -694,7 +697,9 @@ void LaunchPage::setSelectedTasks(const QStringList& taskIds)
             checked += level->child(j)->checkState(0) == Qt::Checked ? 1 : 0;
         const QSignalBlocker blocker(m_tasks);
         level->setData(0, Qt::CheckStateRole,
-                       checked == 0 ? Qt::Unchecked : checked == level->childCount() ? Qt::Checked : Qt::PartiallyChecked);
+                       checked == 0                     ? Qt::Unchecked
+                       : checked == level->childCount() ? Qt::Checked
+                                                        : Qt::PartiallyChecked);
     }
     updateTaskSummary();
 }
@@ -717,7 +722,7 @@ void LaunchPage::updateTaskSummary()
     const int total = int(m_taskItems.size());
     {
         const QSignalBlocker blocker(m_allTasks);
-        m_allTasks->setCheckState(ids.isEmpty() ? Qt::Unchecked
+        m_allTasks->setCheckState(ids.isEmpty()         ? Qt::Unchecked
                                   : ids.size() == total ? Qt::Checked
                                                         : Qt::PartiallyChecked);
     }
@@ -779,7 +784,9 @@ void LaunchPage::updateRegimeSummary()
     QString text;
     if (p->routing) {
         for (auto it = p->levelRegimes.cbegin(); it != p->levelRegimes.cend(); ++it)
-            text += tr("<b>L%1 %2</b>: %3<br>").arg(it.key()).arg(it.value().name, regimeSummary(it.value()).toHtmlEscaped());
+            text += tr("<b>L%1 %2</b>: %3<br>")
+                        .arg(it.key())
+                        .arg(it.value().name, regimeSummary(it.value()).toHtmlEscaped());
         text += tr("<b>other %1</b>: %2").arg(p->regime.name, regimeSummary(p->regime).toHtmlEscaped());
     } else {
         text = tr("<b>%1</b>: %2").arg(p->regime.name, regimeSummary(p->regime).toHtmlEscaped());
@@ -935,8 +942,7 @@ bool LaunchPage::start()
     const RunSessionEnvironment env = environment();
     QDir().mkpath(QFileInfo(env.databasePath).absolutePath());
     const bool now = m_manager->submit(*p, env);
-    showMessage(now ? tr("Started %1").arg(p->runName())
-                    : tr("Queued %1 behind the running run").arg(p->runName()),
+    showMessage(now ? tr("Started %1").arg(p->runName()) : tr("Queued %1 behind the running run").arg(p->runName()),
                 false);
     Q_EMIT runSubmitted(now);
     return true;
@@ -976,7 +982,8 @@ bool LaunchPage::resumeRun(const QString& databasePath, qint64 runId, QString* e
     // A resumed run writes into its own file: it must be a run store that may be written.
     RunStore store;
     if (!QFileInfo(databasePath).isFile() || !store.open(databasePath, OpenOptions{OpenOptions::Access::Write, false}))
-        return failWith(store.errorString().isEmpty() ? tr("no such database %1").arg(databasePath) : store.errorString());
+        return failWith(store.errorString().isEmpty() ? tr("no such database %1").arg(databasePath)
+                                                      : store.errorString());
     const std::optional<RunInfo> info = store.run(runId);
     if (!info)
         return failWith(tr("no run %1 in %2").arg(runId).arg(databasePath));

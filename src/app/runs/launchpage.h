@@ -35,7 +35,7 @@ class QTreeWidgetItem;
 namespace kwb {
 class LlmClient;
 struct HelloInfo;
-}
+} // namespace kwb
 
 namespace kwb::app {
 

@@ -367,17 +367,16 @@ TextTable levelTable(const Report& report)
 TextTable pairTable(const Report& report)
 {
     TextTable table;
-    table.headers = {tr("A"),      tr("B"),      tr("Tasks"), tr("A correct %"), tr("B correct %"),
-                     tr("A − B, points [95 %]"), tr("Only A"), tr("Only B"), tr("Both"), tr("Neither"),
-                     tr("Sign-test p")};
+    table.headers = {
+        tr("A"),      tr("B"),      tr("Tasks"), tr("A correct %"), tr("B correct %"), tr("A − B, points [95 %]"),
+        tr("Only A"), tr("Only B"), tr("Both"),  tr("Neither"),     tr("Sign-test p")};
     table.textColumns = 2;
     for (const PairReport& pair : report.pairs) {
         const PairedComparison& c = pair.comparison;
         const QString a = runLabel(report, pair.runA), b = runLabel(report, pair.runB);
-        table.rows.append({a, b, QString::number(c.tasks), fixed(c.correctPctA.value, 1),
-                           fixed(c.correctPctB.value, 1), pointsCell(c.differencePct), QString::number(c.onlyA),
-                           QString::number(c.onlyB), QString::number(c.both), QString::number(c.neither),
-                           pValueCell(c.signTestP)});
+        table.rows.append({a, b, QString::number(c.tasks), fixed(c.correctPctA.value, 1), fixed(c.correctPctB.value, 1),
+                           pointsCell(c.differencePct), QString::number(c.onlyA), QString::number(c.onlyB),
+                           QString::number(c.both), QString::number(c.neither), pValueCell(c.signTestP)});
         QStringList tips = emptyTips(int(table.headers.size()));
         tips[2] = missingNote(c, a, b);
         tips[5] = c.differencePct.exactBinomial
@@ -419,9 +418,14 @@ TextTable routingTable(const Report& report)
 TextTable ablationTable(const Report& report)
 {
     TextTable table;
-    table.headers = {tr("Run"),           tr("Switched off"),   tr("Against"),
-                     tr("Tasks"),         tr("Correct %"),      tr("Full correct %"),
-                     tr("Change, points [95 %]"), tr("Sign-test p")};
+    table.headers = {tr("Run"),
+                     tr("Switched off"),
+                     tr("Against"),
+                     tr("Tasks"),
+                     tr("Correct %"),
+                     tr("Full correct %"),
+                     tr("Change, points [95 %]"),
+                     tr("Sign-test p")};
     table.textColumns = 3;
     for (const kwb::AblationRow& row : report.ablations) {
         const RunReport* run = findRun(report, row.run);

@@ -19,7 +19,7 @@ struct TextTable
     QStringList headers;
     QList<QStringList> rows;
     QList<QStringList> tooltips;
-    int textColumns = 1; ///< left-aligned columns from the left; the others are numbers (right-aligned)
+    int textColumns = 1;         ///< left-aligned columns from the left; the others are numbers (right-aligned)
     int trailingTextColumns = 0; ///< left-aligned columns at the right end (Table I's provenance)
 };
 

@@ -347,8 +347,8 @@ void ResultsPage::buildUi()
 
 void ResultsPage::offerDatabase(const QString& path, const QString& runLabel)
 {
-    const bool shown = !path.isEmpty()
-                       && QFileInfo(path).absoluteFilePath() != QFileInfo(m_databasePath).absoluteFilePath();
+    const bool shown =
+        !path.isEmpty() && QFileInfo(path).absoluteFilePath() != QFileInfo(m_databasePath).absoluteFilePath();
     m_offered = shown ? path : QString();
     if (shown)
         m_offerText->setText(tr("Run %1 is written to <b>%2</b>, not to the database shown here (%3).")
@@ -389,8 +389,9 @@ bool ResultsPage::setDatabase(const QString& path, QString* error)
     // A read-only file or folder is read as it is (RunStore): said here, where the runs are shown.
     m_databaseLabel->setText(m_store->isReadOnly() ? tr("Database: %1 (read-only)").arg(QDir::toNativeSeparators(path))
                                                    : tr("Database: %1").arg(QDir::toNativeSeparators(path)));
-    m_databaseLabel->setToolTip(m_store->isReadOnly() ? QFileInfo(path).absoluteFilePath() + QLatin1Char('\n') + m_store->openNote()
-                                                      : QFileInfo(path).absoluteFilePath());
+    m_databaseLabel->setToolTip(m_store->isReadOnly()
+                                    ? QFileInfo(path).absoluteFilePath() + QLatin1Char('\n') + m_store->openNote()
+                                    : QFileInfo(path).absoluteFilePath());
     m_tablesEmpty->setText(tr("Computing the report of %1 …").arg(QFileInfo(path).fileName()));
     m_tablesStack->setCurrentWidget(m_tablesEmpty);
     m_runsEmpty->setText(tr("Reading the runs of %1 …").arg(QFileInfo(path).fileName()));
@@ -469,7 +470,8 @@ void ResultsPage::startReport()
     }
     if (m_runs->rowCount() == 0) {
         m_report.reset();
-        showEmptyState(tr("No runs in %1 yet: start one on the Launch page.").arg(QFileInfo(m_databasePath).fileName()));
+        showEmptyState(
+            tr("No runs in %1 yet: start one on the Launch page.").arg(QFileInfo(m_databasePath).fileName()));
         updateActions();
         Q_EMIT reportReady();
         return;
@@ -503,8 +505,8 @@ void ResultsPage::startReport()
         [this](ReportResult&& result) {
             m_notCounted->setText(result.notCounted.isEmpty()
                                       ? QString()
-                                      : tr("Not counted as correct or fast (%1):\n").arg(result.notCounted.size())
-                                            + result.notCounted.join(QLatin1Char('\n')));
+                                      : tr("Not counted as correct or fast (%1):\n").arg(result.notCounted.size()) +
+                                            result.notCounted.join(QLatin1Char('\n')));
             m_notCounted->setVisible(!result.notCounted.isEmpty());
             showReport(result.report, result.error);
             updateActions();
@@ -592,7 +594,8 @@ void ResultsPage::showReport(const std::optional<Report>& report, const QString&
     m_ablationNote->setText(
         m_ablationTableModel->rowCount() > 0
             ? tr("Each run with a part switched off against the same regime with every part on, on the tasks both "
-                 "have. ") + noiseCaveatText()
+                 "have. ") +
+                  noiseCaveatText()
             : tr("No checked run has a part switched off (Launch page: ablation switches)."));
     m_tablesStack->setCurrentIndex(1);
     m_statusLabel->setText(tr("%1 compared; 95 % intervals: exact binomial (Clopper–Pearson) for every share of tasks, "
@@ -660,9 +663,18 @@ void ResultsPage::exportWithDialog(ExportFormat format)
 {
     QString suffix, filter;
     switch (format) {
-    case ExportFormat::Csv: suffix = QStringLiteral("csv"); filter = tr("CSV (*.csv)"); break;
-    case ExportFormat::Json: suffix = QStringLiteral("json"); filter = tr("JSON (*.json)"); break;
-    case ExportFormat::Markdown: suffix = QStringLiteral("md"); filter = tr("Markdown (*.md)"); break;
+    case ExportFormat::Csv:
+        suffix = QStringLiteral("csv");
+        filter = tr("CSV (*.csv)");
+        break;
+    case ExportFormat::Json:
+        suffix = QStringLiteral("json");
+        filter = tr("JSON (*.json)");
+        break;
+    case ExportFormat::Markdown:
+        suffix = QStringLiteral("md");
+        filter = tr("Markdown (*.md)");
+        break;
     }
     const QString base = QFileInfo(m_databasePath).completeBaseName();
     const QString suggested =

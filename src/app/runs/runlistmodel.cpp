@@ -25,14 +25,13 @@ RunListEntry runListEntry(const RunStore& store, const RunInfo& info)
 bool RunListModel::isRow(const QModelIndex& index) const
 {
     // Views and QAbstractItemModelTester ask about invalid indexes too: not an error, no data.
-    return index.isValid() && index.model() == this && !index.parent().isValid() && index.row() < m_entries.size()
-           && index.column() < ColumnCount;
+    return index.isValid() && index.model() == this && !index.parent().isValid() && index.row() < m_entries.size() &&
+           index.column() < ColumnCount;
 }
 
 RunListModel::RunListModel(QObject* parent)
     : QAbstractTableModel(parent)
-{
-}
+{}
 
 void RunListModel::clear()
 {
@@ -82,9 +81,9 @@ void RunListModel::setEntries(const QList<RunListEntry>& fresh)
     for (const RunListEntry& e : std::as_const(fresh)) {
         if (row < m_entries.size() && m_entries.at(row).info.id == e.info.id) {
             const RunListEntry& old = m_entries.at(row);
-            const bool changed = old.info.name != e.info.name || old.info.status != e.info.status
-                                 || old.info.regime != e.info.regime || old.tasks != e.tasks
-                                 || old.correct != e.correct || old.evaluations != e.evaluations;
+            const bool changed = old.info.name != e.info.name || old.info.status != e.info.status ||
+                                 old.info.regime != e.info.regime || old.tasks != e.tasks || old.correct != e.correct ||
+                                 old.evaluations != e.evaluations;
             m_entries[row] = e;
             if (changed)
                 Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
@@ -113,7 +112,8 @@ QVariant RunListModel::displayValue(const RunListEntry& entry, int column) const
 {
     switch (column) {
     case IdColumn: return QStringLiteral("#%1").arg(entry.info.id);
-    case NameColumn: return runDescription(entry.info); // what sets it apart (runname.h), the stored name in the tooltip
+    case NameColumn:
+        return runDescription(entry.info); // what sets it apart (runname.h), the stored name in the tooltip
     case RegimeColumn: return entry.info.regime;
     case CreatedColumn: return entry.info.created.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
     case StatusColumn: return entry.info.status;
@@ -153,7 +153,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const
         return {};
     case Qt::ToolTipRole:
         if (index.column() == CorrectColumn || index.column() == TasksColumn)
-            return tr("%1 of %2 tasks correct (%3 evaluations)").arg(entry.correct).arg(entry.tasks).arg(entry.evaluations);
+            return tr("%1 of %2 tasks correct (%3 evaluations)")
+                .arg(entry.correct)
+                .arg(entry.tasks)
+                .arg(entry.evaluations);
         if (index.column() == IdColumn)
             return tr("Check to compare this run on the results page");
         if (index.column() == NameColumn)

@@ -30,8 +30,16 @@ class RunListModel : public QAbstractTableModel
 {
     Q_OBJECT
 public:
-    enum Column { IdColumn, NameColumn, RegimeColumn, CreatedColumn, StatusColumn, TasksColumn, CorrectColumn,
-                  ColumnCount };
+    enum Column {
+        IdColumn,
+        NameColumn,
+        RegimeColumn,
+        CreatedColumn,
+        StatusColumn,
+        TasksColumn,
+        CorrectColumn,
+        ColumnCount
+    };
     enum Role {
         RunIdRole = Qt::UserRole + 1, ///< qint64
         SortRole,                     ///< the raw value: numbers as numbers, the time as a QDateTime

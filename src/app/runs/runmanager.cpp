@@ -15,8 +15,7 @@ QString QueuedRun::label() const
 
 RunManager::RunManager(QObject* parent)
     : QObject(parent)
-{
-}
+{}
 
 RunManager::~RunManager() = default;
 

@@ -36,7 +36,6 @@ namespace kwb::app {
 
 namespace {
 
-
 QPlainTextEdit* monospaceView(const QString& name, QWidget* parent)
 {
     auto* view = new QPlainTextEdit(parent);
@@ -178,8 +177,8 @@ void RunMonitorPage::buildUi()
             [this](const QModelIndex& topLeft, const QModelIndex& bottomRight) {
                 // (Streamed text sends no dataChanged: onStreamed appends it.)
                 const QModelIndex current = m_tree->currentIndex();
-                if (current.isValid() && current.parent() == topLeft.parent() && current.row() >= topLeft.row()
-                    && current.row() <= bottomRight.row())
+                if (current.isValid() && current.parent() == topLeft.parent() && current.row() >= topLeft.row() &&
+                    current.row() <= bottomRight.row())
                     showDetails();
             });
 
@@ -327,7 +326,8 @@ void RunMonitorPage::updateHeader()
 {
     if (m_session) {
         const RunSession::State state = m_session->state();
-        m_title->setText(tr("Run %1 · %2").arg(m_session->label(), QFileInfo(m_session->environment().databasePath).fileName()));
+        m_title->setText(
+            tr("Run %1 · %2").arg(m_session->label(), QFileInfo(m_session->environment().databasePath).fileName()));
         QString stateText = RunSession::stateText(state);
         if (state == RunSession::State::Failed)
             stateText += QStringLiteral(": ") + m_session->errorString();
@@ -366,8 +366,8 @@ void RunMonitorPage::updateProgress()
         const RunSession::State state = m_session->state();
         if (state == RunSession::State::Preparing && m_session->runId() == 0) {
             m_progress->setRange(0, 0); // busy: the worker is asked for the tasks' facts
-            m_progressText->setText(tr("Asking the worker for the tasks' facts … (%1 elapsed)")
-                                        .arg(elapsedClock(m_session->activeMs())));
+            m_progressText->setText(
+                tr("Asking the worker for the tasks' facts … (%1 elapsed)").arg(elapsedClock(m_session->activeMs())));
             return;
         }
         const int total = qMax(1, m_session->tasksTotal());
@@ -383,7 +383,8 @@ void RunMonitorPage::updateProgress()
             const std::optional<qint64> left = m_session->estimatedRemainingMs();
             text += left ? tr(" · about %1 left").arg(elapsedClock(*left)) : tr(" · time left: after the first task");
             if (m_session->requestsInFlight() > 0)
-                text += tr(" · %1 in flight").arg(counted(m_session->requestsInFlight(), tr("model request"), tr("model requests")));
+                text += tr(" · %1 in flight")
+                            .arg(counted(m_session->requestsInFlight(), tr("model request"), tr("model requests")));
         }
         m_progressText->setText(text);
         return;
@@ -399,8 +400,8 @@ void RunMonitorPage::updateProgress()
 
 void RunMonitorPage::addProblem(const RunProblem& problem)
 {
-    auto* item = new QTreeWidgetItem(m_problems, {problem.time.toString(QStringLiteral("HH:mm:ss")), problem.task,
-                                                  problem.source, problem.message});
+    auto* item = new QTreeWidgetItem(
+        m_problems, {problem.time.toString(QStringLiteral("HH:mm:ss")), problem.task, problem.source, problem.message});
     item->setToolTip(3, problem.message);
     item->setForeground(3, problem.error ? QColor(0xb0, 0x1e, 0x1e) : QColor(0xb3, 0x5c, 0x00));
     item->setData(0, Qt::UserRole, problem.error);
@@ -409,7 +410,9 @@ void RunMonitorPage::addProblem(const RunProblem& problem)
     for (int i = 0; i < m_problems->topLevelItemCount(); ++i)
         errors += m_problems->topLevelItem(i)->data(0, Qt::UserRole).toBool() ? 1 : 0;
     const int warnings = m_problems->topLevelItemCount() - errors;
-    m_problemsTitle->setText(tr("Problems: %1, %2").arg(counted(errors, tr("error"), tr("errors")), counted(warnings, tr("warning"), tr("warnings"))));
+    m_problemsTitle->setText(
+        tr("Problems: %1, %2")
+            .arg(counted(errors, tr("error"), tr("errors")), counted(warnings, tr("warning"), tr("warnings"))));
 }
 
 int RunMonitorPage::problemCount() const
@@ -477,11 +480,9 @@ void RunMonitorPage::loadStoredProblems(const RunStore& store, qint64 runId)
     for (const EvaluationRecord& e : store.evaluations(runId)) {
         if (!isRunProblem(e, compileOnly))
             continue;
-        addProblem(RunProblem{e.created.toLocalTime(), true, e.task, QStringLiteral("evaluation"),
-                              tr("turn %1 sample %2: %3: %4")
-                                  .arg(e.turn)
-                                  .arg(e.sample)
-                                  .arg(e.status, e.evaluation().message)});
+        addProblem(RunProblem{
+            e.created.toLocalTime(), true, e.task, QStringLiteral("evaluation"),
+            tr("turn %1 sample %2: %3: %4").arg(e.turn).arg(e.sample).arg(e.status, e.evaluation().message)});
     }
 }
 
@@ -516,11 +517,10 @@ void RunMonitorPage::showDetails()
         m_prompts->clear();
         m_promptsShown.clear();
         if (index.isValid())
-            m_unitHeader->setText(tr("<b>%1</b>: %2. Select a sample to see its text.")
-                                      .arg(index.data(RunTreeModel::TaskRole).toString(),
-                                           m_model->index(index.row(), RunTreeModel::StatusColumn, index.parent())
-                                               .data()
-                                               .toString()));
+            m_unitHeader->setText(
+                tr("<b>%1</b>: %2. Select a sample to see its text.")
+                    .arg(index.data(RunTreeModel::TaskRole).toString(),
+                         m_model->index(index.row(), RunTreeModel::StatusColumn, index.parent()).data().toString()));
         return;
     }
     const QString status = m_model->index(index.row(), RunTreeModel::StatusColumn, index.parent()).data().toString();
@@ -549,13 +549,13 @@ void RunMonitorPage::showDetails()
         bar->setValue(atEnd ? bar->maximum() : position);
     }
     const QString log = index.data(RunTreeModel::CompileLogRole).toString();
-    m_compileLog->setPlainText(log.isEmpty() ? (!unit->evaluated() ? tr("(not evaluated yet)")
-                                                                   : tr("(the compiler said nothing)"))
-                                             : log);
+    m_compileLog->setPlainText(
+        log.isEmpty() ? (!unit->evaluated() ? tr("(not evaluated yet)") : tr("(the compiler said nothing)")) : log);
     if (!unit->evaluated())
         m_evaluation->setPlainText(QString());
     else if (m_rawJson->isChecked()) // the response as the worker wrote it, for the reader who asks
-        m_evaluation->setPlainText(QString::fromUtf8(QJsonDocument(unit->evaluation.raw).toJson(QJsonDocument::Indented)));
+        m_evaluation->setPlainText(
+            QString::fromUtf8(QJsonDocument(unit->evaluation.raw).toJson(QJsonDocument::Indented)));
     else
         m_evaluation->setPlainText(evaluationSummary(unit->evaluation));
     showPromptsSent(index.data(RunTreeModel::TaskRole).toString(), index.data(RunTreeModel::TurnRole).toInt(),

@@ -3,9 +3,9 @@
 #include "core/model/llmclient.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/evaluationstatus.h"
+#include "core/run/runcontroller.h"
 #include "core/study/report.h"
 #include "core/workers/evaluationqueue.h"
-#include "core/run/runcontroller.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
@@ -143,10 +143,7 @@ void RunSession::syncStore()
         Q_EMIT evaluationStored(e);
         if (isRunProblem(e, m_run->plan().compileOnly)) {
             addProblem(true, e.task, QStringLiteral("evaluation"),
-                       tr("turn %1 sample %2: %3: %4")
-                           .arg(e.turn)
-                           .arg(e.sample)
-                           .arg(e.status, e.evaluation().message));
+                       tr("turn %1 sample %2: %3: %4").arg(e.turn).arg(e.sample).arg(e.status, e.evaluation().message));
         }
     }
 }

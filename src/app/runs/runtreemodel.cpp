@@ -97,8 +97,7 @@ QColor statusColor(const QString& status)
 RunTreeModel::RunTreeModel(QObject* parent)
     : QAbstractItemModel(parent)
     , m_root(std::make_unique<Node>())
-{
-}
+{}
 
 RunTreeModel::~RunTreeModel() = default;
 
@@ -144,7 +143,8 @@ void RunTreeModel::load(const RunStore& store, qint64 runId)
             node->parent = m_root.get();
             node->task = key.task;
             auto& c = m_root->children;
-            const auto at = std::find_if(c.begin(), c.end(), [&](const auto& n) { return taskBefore(key.task, n->task); });
+            const auto at =
+                std::find_if(c.begin(), c.end(), [&](const auto& n) { return taskBefore(key.task, n->task); });
             task = c.insert(at, std::move(node))->get();
         }
         Node* turn = findTurn(task, key.turn);
@@ -537,8 +537,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
     if (node->kind == UnitKind) {
         const RunTreeUnit& u = node->unit;
         switch (column) {
-        case ItemColumn:
-            return isAnswerRole(u.role) ? tr("Sample %1").arg(u.sample) : tr("Notes");
+        case ItemColumn: return isAnswerRole(u.role) ? tr("Sample %1").arg(u.sample) : tr("Notes");
         case RoleColumn: return u.role;
         case StatusColumn: return unitStatus(u);
         case SpeedupColumn: return u.speedup ? formatSpeedup(*u.speedup, u.speedupInterval) : QString();
@@ -551,7 +550,8 @@ QVariant RunTreeModel::display(const Node* node, int column) const
     const Summary& s = node->summary;
     switch (column) {
     case ItemColumn: return node->kind == TaskKind ? node->task : tr("Turn %1").arg(node->turn);
-    case RoleColumn: return node->kind == TaskKind ? counted(qint64(node->children.size()), tr("turn"), tr("turns")) : QString();
+    case RoleColumn:
+        return node->kind == TaskKind ? counted(qint64(node->children.size()), tr("turn"), tr("turns")) : QString();
     case StatusColumn:
         if (s.best)
             return s.best->status;
@@ -562,8 +562,7 @@ QVariant RunTreeModel::display(const Node* node, int column) const
         return s.units > 0 ? QStringLiteral("no evaluation") : QString();
     case SpeedupColumn:
         return s.best && s.best->speedup ? formatSpeedup(*s.best->speedup, s.best->speedupInterval) : QString();
-    case MaxAbsDiffColumn:
-        return s.best ? s.best->maxAbsDiffText : QString();
+    case MaxAbsDiffColumn: return s.best ? s.best->maxAbsDiffText : QString();
     case TokensColumn: return tokensText(s.tokensIn, s.tokensOut);
     case LatencyColumn: return s.latencyMs ? durationCell(s.latencyMs) : QString();
     }
@@ -621,9 +620,7 @@ QVariant RunTreeModel::data(const QModelIndex& index, int role) const
         return {};
     case Qt::ToolTipRole:
         if (node->kind == UnitKind && index.column() == StatusColumn) {
-            const QString message = node->unit.error.isEmpty()
-                                        ? node->unit.evaluation.message
-                                        : node->unit.error;
+            const QString message = node->unit.error.isEmpty() ? node->unit.evaluation.message : node->unit.error;
             return message.isEmpty() ? QVariant() : QVariant(message);
         }
         return {};

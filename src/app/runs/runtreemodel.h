@@ -35,13 +35,13 @@ struct RunTreeUnit
     std::optional<double> speedup;
     std::optional<SpeedupInterval> speedupInterval; ///< its 95 % interval (the result's timing), shown beside it
     std::optional<double> maxAbsDiff;
-    QString maxAbsDiffText; ///< evaluationsummary.h's: "non-finite (…)" for NaN/Inf outputs, never a bare 0
+    QString maxAbsDiffText;  ///< evaluationsummary.h's: "non-finite (…)" for NaN/Inf outputs, never a bare 0
     bool notCounted = false; ///< correct by status, not counted (below the roofline floor)
     std::optional<qint64> tokensIn;
     std::optional<qint64> tokensOut;
     std::optional<qint64> latencyMs;
-    QString text;  ///< the model's answer: stored, or streamed so far
-    QString error; ///< the failed request's error
+    QString text;                ///< the model's answer: stored, or streamed so far
+    QString error;               ///< the failed request's error
     EvaluationResult evaluation; ///< the evaluate response, decoded once when it arrives (describeEvaluation)
     bool evaluated() const { return !evaluation.raw.isEmpty(); }
     CandidateOutcome outcome; ///< its place on the monotone key
@@ -54,8 +54,16 @@ class RunTreeModel : public QAbstractItemModel
 {
     Q_OBJECT
 public:
-    enum Column { ItemColumn, RoleColumn, StatusColumn, SpeedupColumn, MaxAbsDiffColumn, TokensColumn,
-                  LatencyColumn, ColumnCount };
+    enum Column {
+        ItemColumn,
+        RoleColumn,
+        StatusColumn,
+        SpeedupColumn,
+        MaxAbsDiffColumn,
+        TokensColumn,
+        LatencyColumn,
+        ColumnCount
+    };
     enum Kind { TaskKind, TurnKind, UnitKind };
     enum Role {
         KindRole = Qt::UserRole + 1, ///< Kind

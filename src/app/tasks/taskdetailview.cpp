@@ -30,7 +30,18 @@ namespace kwb::app {
 namespace {
 
 // Numbers before shapes: the shapes are long, and the last column takes what width is left.
-enum OpColumn { OpIndex, OpName, OpCategory, OpFlops, OpBytes, OpIntensity, OpShare, OpOutput, OpInputs, OpColumnCount };
+enum OpColumn {
+    OpIndex,
+    OpName,
+    OpCategory,
+    OpFlops,
+    OpBytes,
+    OpIntensity,
+    OpShare,
+    OpOutput,
+    OpInputs,
+    OpColumnCount
+};
 enum ShapeColumn { ShapeName, ShapeSymbolic, ShapeFull, ShapeSmoke, ShapeKind, ShapeColumnCount };
 
 QString inputsText(const TaskOp& op)
@@ -180,7 +191,8 @@ TaskDetailView::TaskDetailView(TaskCatalog* catalog, QWidget* parent)
 
 TaskDetailView::~TaskDetailView() = default;
 
-QLabel* TaskDetailView::addFigure(QGridLayout* grid, int row, int column, const QString& name, const QString& objectName)
+QLabel* TaskDetailView::addFigure(QGridLayout* grid, int row, int column, const QString& name,
+                                  const QString& objectName)
 {
     auto* nameLabel = new QLabel(name + QLatin1Char(':'), grid->parentWidget());
     auto* value = new QLabel(grid->parentWidget());
@@ -264,8 +276,8 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
 {
     const QString dash = QStringLiteral("–");
     const QString gpu = !m_catalog->eagerGpuName().isEmpty() ? m_catalog->eagerGpuName()
-                        : !m_roofsGpu.isEmpty()               ? m_roofsGpu
-                                                              : tr("this GPU");
+                        : !m_roofsGpu.isEmpty()              ? m_roofsGpu
+                                                             : tr("this GPU");
     m_eagerName->setText(tr("Eager on %1:").arg(gpu));
     const QString roofsGpu = m_roofsGpu.isEmpty() ? tr("this GPU") : m_roofsGpu;
     m_boundName->setText(tr("Bound on %1:").arg(roofsGpu));
@@ -296,7 +308,7 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
         m_analysisNote->setText(
             task.hasAnalysis()
                 ? tr("The worker %1, so this task has no FLOPs, bytes or bound.").arg(task.analysis.uncountedText())
-                : task.analysisState == TaskInfo::Analysis::Failed
+            : task.analysisState == TaskInfo::Analysis::Failed
                 ? tr("The worker could not analyse this task: %1").arg(task.analysisError)
                 : tr("Analysing: the worker is reading the shapes of this task…"));
         m_analysisNote->setVisible(true);
@@ -308,11 +320,11 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
     m_flops->setText(taskformat::si(a.flops, QStringLiteral("FLOP")));
     m_flops->setToolTip(taskformat::exact(a.flops, QStringLiteral("FLOP")));
     m_bytesUnfused->setText(taskformat::si(a.bytesUnfused, QStringLiteral("B")));
-    m_bytesUnfused->setToolTip(taskformat::exact(a.bytesUnfused, QStringLiteral("bytes"))
-                               + tr("\nEvery op reads its inputs from HBM and writes its output back."));
+    m_bytesUnfused->setToolTip(taskformat::exact(a.bytesUnfused, QStringLiteral("bytes")) +
+                               tr("\nEvery op reads its inputs from HBM and writes its output back."));
     m_bytesFused->setText(taskformat::si(a.bytesFused, QStringLiteral("B")));
-    m_bytesFused->setToolTip(taskformat::exact(a.bytesFused, QStringLiteral("bytes"))
-                             + tr("\nInputs, parameters and output moved once: the least any kernel moves."));
+    m_bytesFused->setToolTip(taskformat::exact(a.bytesFused, QStringLiteral("bytes")) +
+                             tr("\nInputs, parameters and output moved once: the least any kernel moves."));
     m_intensityUnfused->setText(taskformat::intensity(a.intensityUnfused) + QStringLiteral(" FLOP/B"));
     m_intensityFused->setText(taskformat::intensity(a.intensityFused) + QStringLiteral(" FLOP/B"));
 
@@ -366,7 +378,8 @@ void TaskDetailView::fillOps(const TaskInfo& task)
 {
     m_ops->clear();
     const TaskAnalysis& a = task.analysis;
-    m_tabs->setTabText(m_tabs->indexOf(m_ops), task.hasAnalysis() ? tr("Op chain (%1)").arg(a.opCount) : tr("Op chain"));
+    m_tabs->setTabText(m_tabs->indexOf(m_ops),
+                       task.hasAnalysis() ? tr("Op chain (%1)").arg(a.opCount) : tr("Op chain"));
     if (!task.hasAnalysis())
         return;
     const QStringList forwardLines = task.forward.split(QLatin1Char('\n'));

@@ -106,7 +106,8 @@ bool TaskFilterProxyModel::filterAcceptsRow(int sourceRow, const QModelIndex& so
         const QVariant intensity = item.data(TaskListModel::IntensityFusedRole);
         if (!intensity.isValid())
             return false; // not analysed yet: its side is unknown
-        const bool memoryBound = boundAt(intensity.toDouble(), m_ridge) == kwb::Bound::Memory; // core/tasks/kernelbound.h
+        const bool memoryBound =
+            boundAt(intensity.toDouble(), m_ridge) == kwb::Bound::Memory; // core/tasks/kernelbound.h
         if (memoryBound != (m_bound == Bound::Memory))
             return false;
     }
@@ -115,9 +116,10 @@ bool TaskFilterProxyModel::filterAcceptsRow(int sourceRow, const QModelIndex& so
         const QString title = item.data(TaskListModel::TitleRole).toString();
         const QStringList ops = item.data(TaskListModel::OpNamesRole).toStringList();
         for (const QString& word : m_words) {
-            const bool found = id.contains(word, Qt::CaseInsensitive) || title.contains(word, Qt::CaseInsensitive)
-                || std::any_of(ops.cbegin(), ops.cend(),
-                               [&word](const QString& op) { return op.contains(word, Qt::CaseInsensitive); });
+            const bool found = id.contains(word, Qt::CaseInsensitive) || title.contains(word, Qt::CaseInsensitive) ||
+                               std::any_of(ops.cbegin(), ops.cend(), [&word](const QString& op) {
+                                   return op.contains(word, Qt::CaseInsensitive);
+                               });
             if (!found)
                 return false;
         }

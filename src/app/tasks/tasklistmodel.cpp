@@ -51,14 +51,10 @@ TaskListModel::TaskListModel(TaskCatalog* catalog, QObject* parent)
 QString TaskListModel::levelName(int level)
 {
     switch (level) {
-    case 1:
-        return tr("Single-kernel operators");
-    case 2:
-        return tr("Simple fusion patterns");
-    case 3:
-        return tr("Full model architectures");
-    default:
-        return tr("Level %1").arg(level);
+    case 1: return tr("Single-kernel operators");
+    case 2: return tr("Simple fusion patterns");
+    case 3: return tr("Full model architectures");
+    default: return tr("Level %1").arg(level);
     }
 }
 
@@ -191,14 +187,10 @@ QVariant TaskListModel::levelData(int levelRow, int column, int role) const
         }
         return QVariant();
     case LevelRole:
-    case SortRole:
-        return level;
-    case IsLevelRole:
-        return true;
-    case TaskIdRole:
-        return QString();
-    default:
-        return QVariant();
+    case SortRole: return level;
+    case IsLevelRole: return true;
+    case TaskIdRole: return QString();
+    default: return QVariant();
     }
 }
 
@@ -212,10 +204,8 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
     switch (role) {
     case Qt::DisplayRole:
         switch (column) {
-        case IdColumn:
-            return task.id;
-        case TitleColumn:
-            return task.title;
+        case IdColumn: return task.id;
+        case TitleColumn: return task.title;
         case OpsColumn:
             if (task.analysisState == TaskInfo::Analysis::Failed)
                 return tr("analysis failed");
@@ -224,10 +214,8 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
             if (uncounted)
                 return task.analysis.uncountedText();
             return analysed ? taskformat::si(task.analysis.flops, QStringLiteral("FLOP")) : QVariant();
-        case IntensityColumn:
-            return analysed ? taskformat::intensity(task.analysis.intensityFused) : QVariant();
-        case EagerColumn:
-            return eager ? taskformat::milliseconds(eager->meanMs) : QVariant();
+        case IntensityColumn: return analysed ? taskformat::intensity(task.analysis.intensityFused) : QVariant();
+        case EagerColumn: return eager ? taskformat::milliseconds(eager->meanMs) : QVariant();
         }
         return QVariant();
     case Qt::ToolTipRole:
@@ -264,47 +252,32 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
         if (column == FlopsColumn || column == IntensityColumn || column == EagerColumn)
             return QVariant(Qt::AlignRight | Qt::AlignVCenter);
         return QVariant();
-    case TaskIdRole:
-        return task.id;
-    case LevelRole:
-        return task.level;
-    case IsLevelRole:
-        return false;
-    case TitleRole:
-        return task.title;
+    case TaskIdRole: return task.id;
+    case LevelRole: return task.level;
+    case IsLevelRole: return false;
+    case TitleRole: return task.title;
     case OpNamesRole: {
         QStringList names;
         for (const TaskOp& op : task.analysis.ops)
             names << op.op << op.shortName();
         return names;
     }
-    case CategoriesRole:
-        return task.categories();
-    case FlopsRole:
-        return analysed ? QVariant(task.analysis.flops) : QVariant();
-    case IntensityFusedRole:
-        return analysed ? QVariant(task.analysis.intensityFused) : QVariant();
-    case EagerMsRole:
-        return eager ? QVariant(eager->meanMs) : QVariant();
+    case CategoriesRole: return task.categories();
+    case FlopsRole: return analysed ? QVariant(task.analysis.flops) : QVariant();
+    case IntensityFusedRole: return analysed ? QVariant(task.analysis.intensityFused) : QVariant();
+    case EagerMsRole: return eager ? QVariant(eager->meanMs) : QVariant();
     case UncountedRole: return uncounted;
     case SortRole:
         switch (column) {
-        case IdColumn:
-            return task.level * 100000 + task.number;
-        case TitleColumn:
-            return task.title;
-        case OpsColumn:
-            return task.hasAnalysis() ? task.analysis.opCount : -1;
-        case FlopsColumn:
-            return analysed ? task.analysis.flops : -1.0;
-        case IntensityColumn:
-            return analysed ? task.analysis.intensityFused : -1.0;
-        case EagerColumn:
-            return eager ? eager->meanMs : -1.0;
+        case IdColumn: return task.level * 100000 + task.number;
+        case TitleColumn: return task.title;
+        case OpsColumn: return task.hasAnalysis() ? task.analysis.opCount : -1;
+        case FlopsColumn: return analysed ? task.analysis.flops : -1.0;
+        case IntensityColumn: return analysed ? task.analysis.intensityFused : -1.0;
+        case EagerColumn: return eager ? eager->meanMs : -1.0;
         }
         return QVariant();
-    default:
-        return QVariant();
+    default: return QVariant();
     }
 }
 
@@ -314,25 +287,17 @@ QVariant TaskListModel::headerData(int section, Qt::Orientation orientation, int
         return QVariant();
     if (role == Qt::DisplayRole) {
         switch (section) {
-        case IdColumn:
-            return tr("Task");
-        case TitleColumn:
-            return tr("Title");
-        case OpsColumn:
-            return tr("Ops");
-        case FlopsColumn:
-            return tr("FLOPs");
-        case IntensityColumn:
-            return tr("FLOP/B");
-        case EagerColumn:
-            return tr("Eager");
+        case IdColumn: return tr("Task");
+        case TitleColumn: return tr("Title");
+        case OpsColumn: return tr("Ops");
+        case FlopsColumn: return tr("FLOPs");
+        case IntensityColumn: return tr("FLOP/B");
+        case EagerColumn: return tr("Eager");
         }
     } else if (role == Qt::ToolTipRole) {
         switch (section) {
-        case OpsColumn:
-            return tr("The reference forward's top-level ops, in order");
-        case FlopsColumn:
-            return tr("Floating-point operations of one forward at full scale");
+        case OpsColumn: return tr("The reference forward's top-level ops, in order");
+        case FlopsColumn: return tr("Floating-point operations of one forward at full scale");
         case IntensityColumn:
             return tr("Arithmetic intensity with every input, parameter and output moved once (fused)");
         case EagerColumn:

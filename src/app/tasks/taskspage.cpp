@@ -32,9 +32,8 @@ namespace {
 // The analyzer's categories in the order a reader thinks of them; others follow by name.
 const QStringList& categoryOrder()
 {
-    static const QStringList order{QStringLiteral("matmul"),    QStringLiteral("conv"),
-                                   QStringLiteral("elementwise"), QStringLiteral("reduction"),
-                                   QStringLiteral("norm"),      QStringLiteral("pool"),
+    static const QStringList order{QStringLiteral("matmul"),    QStringLiteral("conv"), QStringLiteral("elementwise"),
+                                   QStringLiteral("reduction"), QStringLiteral("norm"), QStringLiteral("pool"),
                                    QStringLiteral("data"),      QStringLiteral("view")};
     return order;
 }
@@ -282,8 +281,7 @@ bool TasksPage::showTask(const QString& id)
         if (!proxy.isValid())
             return false;
     }
-    m_view->selectionModel()->setCurrentIndex(
-        proxy, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_view->selectionModel()->setCurrentIndex(proxy, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
     m_view->scrollTo(proxy);
     // setCurrentIndex() does not signal when the task already was current (after a reset).
     onCurrentChanged(proxy);
@@ -432,8 +430,7 @@ void TasksPage::updateState()
     bool busy = false;
     bool retry = false;
     switch (state) {
-    case TaskCatalog::State::Idle:
-        break;
+    case TaskCatalog::State::Idle: break;
     case TaskCatalog::State::LoadingTasks:
         text = tr("Asking the worker for its tasks…");
         busy = true;
@@ -487,8 +484,8 @@ void TasksPage::updateState()
             all << e.toString();
         const QString heading = errors.size() == 1 ? tr("1 task file could not be loaded:")
                                                    : tr("%1 task files could not be loaded:").arg(errors.size());
-        m_loadErrors->setText(QStringLiteral("<b>") + heading.toHtmlEscaped() + QStringLiteral("</b><br>")
-                              + lines.join(QStringLiteral("<br>")));
+        m_loadErrors->setText(QStringLiteral("<b>") + heading.toHtmlEscaped() + QStringLiteral("</b><br>") +
+                              lines.join(QStringLiteral("<br>")));
         m_loadErrors->setToolTip(all.join(QLatin1Char('\n')));
         m_loadErrors->show();
     }
@@ -532,8 +529,8 @@ void TasksPage::updateEmptyState()
     } else if (m_proxy->rowCount() == 0) {
         const QString search = m_proxy->searchText();
         text = (search.isEmpty() ? tr("No task passes these filters.")
-                                 : tr("No task matches “%1” with these filters.").arg(search.toHtmlEscaped()))
-            + QStringLiteral(" <a href=\"clear\">") + tr("Clear the search and filters") + QStringLiteral("</a>");
+                                 : tr("No task matches “%1” with these filters.").arg(search.toHtmlEscaped())) +
+               QStringLiteral(" <a href=\"clear\">") + tr("Clear the search and filters") + QStringLiteral("</a>");
     }
     m_empty->setText(text);
     m_listStack->setCurrentWidget(text.isEmpty() ? static_cast<QWidget*>(m_view) : m_empty);

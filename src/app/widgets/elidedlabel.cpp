@@ -10,8 +10,7 @@ namespace kwb::app {
 
 ElidedLabel::ElidedLabel(QWidget* parent)
     : ElidedLabel(QString(), parent)
-{
-}
+{}
 
 ElidedLabel::ElidedLabel(const QString& text, QWidget* parent)
     : QLabel(text, parent)

@@ -170,12 +170,11 @@ Regime Regime::fieldsOf(const QJsonObject& json)
         r.seed = qint64(json.value(QLatin1String("seed")).toDouble());
     r.feedback = feedbackModeFromString(json.value(QLatin1String("feedback")).toString(QStringLiteral("none")))
                      .value_or(r.feedback);
-    r.selection =
-        selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone")))
-            .value_or(r.selection);
-    r.feedbackSource = feedbackSourceFromString(
-                           json.value(QLatin1String("feedback_source")).toString(toString(r.feedbackSource)))
-                           .value_or(r.feedbackSource);
+    r.selection = selectionModeFromString(json.value(QLatin1String("selection")).toString(QStringLiteral("monotone")))
+                      .value_or(r.selection);
+    r.feedbackSource =
+        feedbackSourceFromString(json.value(QLatin1String("feedback_source")).toString(toString(r.feedbackSource)))
+            .value_or(r.feedbackSource);
     r.useProfile = json.value(QLatin1String("use_profile")).toBool(false);
     r.stopWhenCorrect = json.value(QLatin1String("stop_when_correct")).toBool(true);
     for (const QJsonValue& v : json.value(QLatin1String("ablated")).toArray())

@@ -76,8 +76,8 @@ struct Regime
     QString description;
     /// Role -> template path relative to the prompts dir ("agent/generator.mustache").
     QMap<QString, QString> roles;
-    int n = 1;                         ///< candidates per turn
-    int turns = 1;                     ///< at most
+    int n = 1;     ///< candidates per turn
+    int turns = 1; ///< at most
     /// Every built-in regime sets both (regimes/study.toml): 0.0 where the study gives none, as
     /// KernelBench generates, the agent's 0.7. Unset in runs stored before they were, and in a
     /// user's regime that leaves them out.
@@ -88,11 +88,11 @@ struct Regime
     /// `feedback_source` in JSON (missing: the default; planResume reads a run stored before the
     /// option as Best, which it was made with).
     FeedbackSource feedbackSource = FeedbackSource::Last;
-    bool useProfile = false;     ///< the worker's `profile` goes into the prompt context
+    bool useProfile = false; ///< the worker's `profile` goes into the prompt context
     /// No further turn once a task has a correct candidate (zero-shot, guided, iterative: a retry
     /// fixes an error). The agent and the pilot go on for speed; `--stop-when-correct` sets it.
     bool stopWhenCorrect = true;
-    QStringList ablated;         ///< the switches that are off (Ablations::offNames)
+    QStringList ablated; ///< the switches that are off (Ablations::offNames)
 
     bool isValid() const { return !name.isEmpty() && roles.contains(RegimeRole::Generator) && n >= 1 && turns >= 1; }
     /// The template the answer role renders on `turn` (from 1): `retry` on turns 2… where there is one.

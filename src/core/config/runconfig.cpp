@@ -51,8 +51,8 @@ StoredRegime StoredRegime::fromJson(const QJsonObject& json)
         s.error = QStringLiteral("not a regime");
     s.stored = !json.isEmpty();
     const auto has = [&json](const char* key) { return json.contains(QLatin1String(key)); };
-    s.stated = {has("n"), has("turns"), has("temperature"), has("feedback"), has("selection"),
-                has("feedback_source"), has("roles")};
+    s.stated = {has("n"),         has("turns"),           has("temperature"), has("feedback"),
+                has("selection"), has("feedback_source"), has("roles")};
     return s;
 }
 
@@ -132,8 +132,8 @@ QJsonObject RunConfig::toJson() const
     json.insert(QStringLiteral("isolation"), isolation);
     json.insert(QStringLiteral("worker_limits"), workerLimits.toJson());
     json.insert(QStringLiteral("sweep"), sweep ? QJsonValue(QJsonObject{{QStringLiteral("ns"), ns},
-                                                                       {QStringLiteral("id"), sweep->id},
-                                                                       {QStringLiteral("n"), sweep->n}})
+                                                                        {QStringLiteral("id"), sweep->id},
+                                                                        {QStringLiteral("n"), sweep->n}})
                                                : QJsonValue());
     json.insert(QStringLiteral("prompts_dir"), promptsDir);
     json.insert(QLatin1String(kProfileTrafficKey), profileTraffic);
@@ -162,7 +162,9 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
     c.protocolProfile = value("protocol_profile").toString();
     c.gpu = decodeDeviceFacts(value("gpu").toObject());
     const QJsonObject versionsJson = value("versions").toObject();
-    const auto version = [&versionsJson](const char* name) { return versionsJson.value(QLatin1String(name)).toString(); };
+    const auto version = [&versionsJson](const char* name) {
+        return versionsJson.value(QLatin1String(name)).toString();
+    };
     c.versions.kwb = version("kwb");
     c.versions.qt = version("qt");
     c.versions.worker = version("worker");

@@ -9,9 +9,9 @@
 // configuration gives the value it was made with (native answers, no token budget, turns asked
 // with the same seeds, …), so readers never decide that themselves.
 
+#include "core/config/regime.h"
 #include "core/protocol/defaults.h"
 #include "core/protocol/devicefacts.h"
-#include "core/config/regime.h"
 #include "core/workers/hostlimits.h"
 
 #include <QJsonObject>
@@ -31,14 +31,14 @@ QString sha256Hex(const QString& text);
 /// (fields, with defaults for what it does not say); resuming needs one Regime::fromJson accepts.
 struct StoredRegime
 {
-    Regime fields;  ///< Regime::fieldsOf: what it says, defaults for the rest
-    QString error;  ///< why Regime::fromJson refuses it; empty: usable
+    Regime fields;       ///< Regime::fieldsOf: what it says, defaults for the rest
+    QString error;       ///< why Regime::fromJson refuses it; empty: usable
     bool stored = false; ///< the configuration holds a non-empty regime
     /// Which fields it states: an older or hand-written regime says nothing about the others.
     struct Stated
     {
-        bool n = false, turns = false, temperature = false, feedback = false, selection = false,
-             feedbackSource = false, roles = false;
+        bool n = false, turns = false, temperature = false, feedback = false, selection = false, feedbackSource = false,
+             roles = false;
     } stated;
 
     /// The regime as the stored one, every field stated.
@@ -95,16 +95,17 @@ struct RunConfig
     StoredRegime regime;                  ///< tasks whose level has none of its own (routing: the fallback)
     QMap<int, StoredRegime> levelRegimes; ///< routing: level -> its regime
     std::optional<Routing> routing;
-    QStringList tasks; ///< the task ids the run was asked to do, in order
-    QString taskSpec;  ///< as the user wrote it; empty: not stored
-    QString scale;     ///< empty: not stored (defaults::scale())
+    QStringList tasks;                               ///< the task ids the run was asked to do, in order
+    QString taskSpec;                                ///< as the user wrote it; empty: not stored
+    QString scale;                                   ///< empty: not stored (defaults::scale())
     double timeoutS = defaults::kEvaluationTimeoutS; ///< an evaluation's wall-clock limit
-    std::optional<double> modelTimeoutS; ///< a model request's total limit; unset: not stored
-    int timingTrials = 0;                ///< 0: the profile's
+    std::optional<double> modelTimeoutS;             ///< a model request's total limit; unset: not stored
+    int timingTrials = 0;                            ///< 0: the profile's
     QString isolation = QStringLiteral("fresh");
     WorkerLimits workerLimits;
-    QString sandbox; ///< "bubblewrap" or "none: <reason>" (workerSandboxStatus)
-    QString memoryCgroup; ///< local workers' memory cgroups: "cgroup v2, in …" or "none: <reason>" (memoryCgroupStatus); empty in older runs
+    QString sandbox;      ///< "bubblewrap" or "none: <reason>" (workerSandboxStatus)
+    QString memoryCgroup; ///< local workers' memory cgroups: "cgroup v2, in …" or "none: <reason>"
+                          ///< (memoryCgroupStatus); empty in older runs
     std::optional<RunSweep> sweep;
     QString promptsDir;
     QString answerFormat = defaults::answerFormat(); ///< runs stored before it were native
@@ -113,8 +114,8 @@ struct RunConfig
     /// No new model request while an evaluation holds a GPU; unset: not stored (planResume
     /// decides from the endpoint).
     std::optional<bool> pauseGenerationWhileTiming;
-    int contextTokens = 0;   ///< 0: prompts were not checked against a context (runs before the budget)
-    int maxOutputTokens = 0; ///< 0: max_tokens was not sent
+    int contextTokens = 0;             ///< 0: prompts were not checked against a context (runs before the budget)
+    int maxOutputTokens = 0;           ///< 0: max_tokens was not sent
     std::optional<int> compileWorkers; ///< how it was run (issue 14); unset: not recorded
     /// What `kwb import` brought in and from where (format, folders, files, skipped, recorded
     /// verdicts), kept as the import wrote it: a record of provenance that nothing reads back but

@@ -372,10 +372,10 @@ bool LlmClient::feedSse(Call* call, const QByteArray& bytes)
     const qsizetype pending = std::max(call->lineBuffer.size(), call->eventData.size());
     if (pending > rawLimit(settings, call->choices)) {
         // One event longer than any answer within the limit could need.
-        const QByteArray& bytes = call->lineBuffer.size() >= call->eventData.size() ? call->lineBuffer : call->eventData;
+        const QByteArray& bytes =
+            call->lineBuffer.size() >= call->eventData.size() ? call->lineBuffer : call->eventData;
         attemptFailed(call, LlmFailure::TooLarge,
-                      tooLargeMessage(settings, pending, QString::fromUtf8(bytes.left(kTooLargeHeadChars * 4))),
-                      false);
+                      tooLargeMessage(settings, pending, QString::fromUtf8(bytes.left(kTooLargeHeadChars * 4))), false);
         return false;
     }
     return true;
@@ -551,9 +551,10 @@ void LlmClient::onFinished(Call* call)
     call->raw += rest;
     if (call->raw.size() > rawLimit(findRequest(call->requestId)->settings, call->choices)) {
         const LlmSettings& settings = findRequest(call->requestId)->settings;
-        attemptFailed(call, LlmFailure::TooLarge,
-                      tooLargeMessage(settings, call->raw.size(), QString::fromUtf8(call->raw.left(kTooLargeHeadChars * 4))),
-                      false);
+        attemptFailed(
+            call, LlmFailure::TooLarge,
+            tooLargeMessage(settings, call->raw.size(), QString::fromUtf8(call->raw.left(kTooLargeHeadChars * 4))),
+            false);
         return;
     }
     if (status >= 400) {

@@ -62,7 +62,7 @@ inline const QString ServerError = QStringLiteral("server_error"); ///< a 200 an
 inline const QString Truncated = QStringLiteral("truncated");      ///< a stream ended without `data: [DONE]`
 inline const QString Cancelled = QStringLiteral("cancelled");
 inline const QString BadRequest = QStringLiteral("bad_request"); ///< refused before anything was sent
-inline const QString TooLarge = QStringLiteral("too_large"); ///< an answer over LlmSettings::maxAnswerBytes
+inline const QString TooLarge = QStringLiteral("too_large");     ///< an answer over LlmSettings::maxAnswerBytes
 } // namespace LlmFailure
 
 struct LlmSettings

@@ -12,8 +12,7 @@ namespace kwb {
 TokenCounter::TokenCounter(QObject* parent)
     : QObject(parent)
     , m_network(new QNetworkAccessManager(this))
-{
-}
+{}
 
 void TokenCounter::setServer(const QUrl& baseUrl, const QString& model, const QString& apiKey)
 {
@@ -43,7 +42,8 @@ qint64 TokenCounter::count(const QString& text)
     request.setTransferTimeout(m_timeoutMs);
     if (!m_apiKey.isEmpty())
         request.setRawHeader("Authorization", "Bearer " + m_apiKey.toUtf8());
-    QJsonObject body{{QStringLiteral("content"), text}, {QStringLiteral("prompt"), text},
+    QJsonObject body{{QStringLiteral("content"), text},
+                     {QStringLiteral("prompt"), text},
                      {QStringLiteral("add_special_tokens"), false}};
     if (!m_model.isEmpty())
         body.insert(QStringLiteral("model"), m_model);
@@ -53,9 +53,9 @@ qint64 TokenCounter::count(const QString& text)
         const int status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
         const QByteArray data = reply->readAll();
         if (reply->error() != QNetworkReply::NoError || status != 200)
-            return Q_EMIT failed(id, QStringLiteral("POST %1: %2").arg(reply->url().toString(),
-                                                                     status ? QStringLiteral("HTTP %1").arg(status)
-                                                                            : reply->errorString()));
+            return Q_EMIT failed(id, QStringLiteral("POST %1: %2")
+                                         .arg(reply->url().toString(),
+                                              status ? QStringLiteral("HTTP %1").arg(status) : reply->errorString()));
         const QJsonObject o = QJsonDocument::fromJson(data).object();
         if (o.value(QLatin1String("count")).isDouble())
             return Q_EMIT counted(id, o.value(QLatin1String("count")).toInt());

@@ -16,8 +16,8 @@
 
 #include <kainjow/mustache.hpp>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -72,7 +72,10 @@ std::string trimmed(const std::string& s)
     return s.substr(b, e - b + 1);
 }
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
 
 Parsed parseTags(const std::string& s, const QString& file)
 {
@@ -123,15 +126,32 @@ Parsed parseTags(const std::string& s, const QString& file)
             const char c = contents.front();
             std::string rest = trimmed(contents.substr(1));
             switch (c) {
-            case '#': node.kind = Node::Section; node.name = rest; break;
-            case '^': node.kind = Node::Inverted; node.name = rest; break;
-            case '/': node.kind = Node::End; node.name = rest; break;
-            case '>': node.kind = Node::Partial; node.name = rest; break;
-            case '&': node.kind = Node::Var; node.name = rest; break;
+            case '#':
+                node.kind = Node::Section;
+                node.name = rest;
+                break;
+            case '^':
+                node.kind = Node::Inverted;
+                node.name = rest;
+                break;
+            case '/':
+                node.kind = Node::End;
+                node.name = rest;
+                break;
+            case '>':
+                node.kind = Node::Partial;
+                node.name = rest;
+                break;
+            case '&':
+                node.kind = Node::Var;
+                node.name = rest;
+                break;
             case '!': node.kind = Node::Comment; break;
-            case '=':
-                return fail(tagLine, {}, QStringLiteral("set-delimiter tags ({{=...=}}) are not supported"));
-            default: node.kind = Node::Var; node.name = contents; break;
+            case '=': return fail(tagLine, {}, QStringLiteral("set-delimiter tags ({{=...=}}) are not supported"));
+            default:
+                node.kind = Node::Var;
+                node.name = contents;
+                break;
             }
         }
         if (node.kind != Node::Comment && node.name.empty())
@@ -139,7 +159,8 @@ Parsed parseTags(const std::string& s, const QString& file)
 
         if (node.kind == Node::Section || node.kind == Node::Inverted) {
             if (int(stack.size()) >= kMaxSectionDepth)
-                return fail(tagLine, node.name, QStringLiteral("sections nest more than %1 deep").arg(kMaxSectionDepth));
+                return fail(tagLine, node.name,
+                            QStringLiteral("sections nest more than %1 deep").arg(kMaxSectionDepth));
             stack.push_back({std::move(node), nullptr});
         } else if (node.kind == Node::End) {
             if (stack.empty())
@@ -203,7 +224,10 @@ std::optional<QJsonValue> resolve(const std::string& name, const std::vector<QJs
 class Checker
 {
 public:
-    Checker(QString dir, bool strict) : m_dir(std::move(dir)), m_strict(strict) {}
+    Checker(QString dir, bool strict)
+        : m_dir(std::move(dir))
+        , m_strict(strict)
+    {}
 
     QString display(const QString& path) const
     {
@@ -264,9 +288,9 @@ public:
             if (m_partials.count(n.name) == 0) {
                 const QString path = QDir(m_dir).filePath(QStringLiteral("partials/%1.mustache").arg(q(n.name)));
                 if (!QFileInfo::exists(path))
-                    return Problem{file, n.line, q(n.name),
-                                   QStringLiteral("partial '%1' not found (looked for %2)")
-                                       .arg(q(n.name), display(path))};
+                    return Problem{
+                        file, n.line, q(n.name),
+                        QStringLiteral("partial '%1' not found (looked for %2)").arg(q(n.name), display(path))};
                 Loaded& l = m_partials[n.name];
                 l.file = display(path);
                 if (auto p = load(path, &l.text, &l.parsed))
@@ -397,9 +421,9 @@ class FileContext : public mu::basic_context<std::string>
 {
 public:
     FileContext(const mu::data* root, const std::unordered_map<std::string, mu::data>* partials)
-        : m_inner(root), m_partials(partials)
-    {
-    }
+        : m_inner(root)
+        , m_partials(partials)
+    {}
     void push(const mu::data* data) override { m_inner.push(data); }
     void pop() override { m_inner.pop(); }
     const mu::data* get(const std::string& name) const override { return m_inner.get(name); }
@@ -450,16 +474,18 @@ QString scaled(double v, const QStringList& units, const QString& sep)
 
 QString flopsText(double f)
 {
-    return scaled(f, {QStringLiteral("FLOP"), QStringLiteral("kFLOP"), QStringLiteral("MFLOP"),
-                      QStringLiteral("GFLOP"), QStringLiteral("TFLOP"), QStringLiteral("PFLOP")},
+    return scaled(f,
+                  {QStringLiteral("FLOP"), QStringLiteral("kFLOP"), QStringLiteral("MFLOP"), QStringLiteral("GFLOP"),
+                   QStringLiteral("TFLOP"), QStringLiteral("PFLOP")},
                   QStringLiteral(" "));
 }
 
 QString bytesText(double b)
 {
-    return scaled(b, {QStringLiteral("B"), QStringLiteral("kB"), QStringLiteral("MB"), QStringLiteral("GB"),
-                      QStringLiteral("TB")},
-                  QStringLiteral(" "));
+    return scaled(
+        b,
+        {QStringLiteral("B"), QStringLiteral("kB"), QStringLiteral("MB"), QStringLiteral("GB"), QStringLiteral("TB")},
+        QStringLiteral(" "));
 }
 
 QString timeText(double ns)
@@ -473,9 +499,15 @@ QString timeText(double ns)
     return QString::number(ns / 1e9, 'f', 3) + QStringLiteral(" s");
 }
 
-QString intensityText(double i) { return QString::number(i, 'f', i < 10 ? 2 : 1) + QStringLiteral(" FLOP/byte"); }
+QString intensityText(double i)
+{
+    return QString::number(i, 'f', i < 10 ? 2 : 1) + QStringLiteral(" FLOP/byte");
+}
 
-QJsonValue orFalse(const QString& s) { return s.isEmpty() ? QJsonValue(false) : QJsonValue(s); }
+QJsonValue orFalse(const QString& s)
+{
+    return s.isEmpty() ? QJsonValue(false) : QJsonValue(s);
+}
 
 /// "def forward(...) -> Tensor:" from the reference, joined onto one line.
 QString forwardSignature(const QString& forward)
@@ -532,7 +564,9 @@ QString tidy(const QString& text)
 
 // ---- PromptRenderer ----------------------------------------------------------------------------
 
-PromptRenderer::PromptRenderer(QString promptsDir) : m_dir(std::move(promptsDir)) {}
+PromptRenderer::PromptRenderer(QString promptsDir)
+    : m_dir(std::move(promptsDir))
+{}
 
 QStringList PromptRenderer::templates() const
 {
@@ -606,10 +640,10 @@ QString PromptRenderer::toleranceText(const QJsonObject& profile)
     if (!atol.isDouble() || !rtol.isDouble())
         return {};
     const QString name = profile.value(QLatin1String("name")).toString();
-    const QString tol = atol.toDouble() == rtol.toDouble()
-                            ? QStringLiteral("atol = rtol = %1").arg(numberText(atol.toDouble()))
-                            : QStringLiteral("atol = %1, rtol = %2").arg(numberText(atol.toDouble()),
-                                                                        numberText(rtol.toDouble()));
+    const QString tol =
+        atol.toDouble() == rtol.toDouble()
+            ? QStringLiteral("atol = rtol = %1").arg(numberText(atol.toDouble()))
+            : QStringLiteral("atol = %1, rtol = %2").arg(numberText(atol.toDouble()), numberText(rtol.toDouble()));
     return name.isEmpty() ? tol : QStringLiteral("%1, profile %2").arg(tol, name);
 }
 
@@ -633,15 +667,17 @@ QString initValueText(const QJsonValue& value, const QHash<QString, qint64>& dim
         QStringList parts;
         for (const QJsonValue& v : value.toArray())
             parts << initValueText(v, dims);
-        return QStringLiteral("(%1%2)").arg(parts.join(QStringLiteral(", ")), parts.size() == 1 ? QStringLiteral(",") : QString());
+        return QStringLiteral("(%1%2)").arg(parts.join(QStringLiteral(", ")),
+                                            parts.size() == 1 ? QStringLiteral(",") : QString());
     }
     if (value.isObject())
         return QString::number(dims.value(value.toObject().value(QLatin1String("dim")).toString()));
     if (value.isBool())
         return value.toBool() ? QStringLiteral("True") : QStringLiteral("False");
     const double d = value.toDouble();
-    return d == double(qint64(d)) && !value.toVariant().toString().contains(QLatin1Char('.')) ? QString::number(qint64(d))
-                                                                                              : QString::number(d, 'g', 17);
+    return d == double(qint64(d)) && !value.toVariant().toString().contains(QLatin1Char('.'))
+               ? QString::number(qint64(d))
+               : QString::number(d, 'g', 17);
 }
 
 QString initInputsText(const QJsonObject& taskJson)
@@ -745,12 +781,9 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
         if (o.category == QLatin1String("view"))
             continue;
         const QJsonObject entry{
-            {QStringLiteral("index"), numberText(o.index)},
-            {QStringLiteral("op"), o.op},
-            {QStringLiteral("category"), o.category},
-            {QStringLiteral("shape"), shapeText(o.output)},
-            {QStringLiteral("flops"), flopsText(o.flops)},
-            {QStringLiteral("bytes"), bytesText(o.bytes)},
+            {QStringLiteral("index"), numberText(o.index)}, {QStringLiteral("op"), o.op},
+            {QStringLiteral("category"), o.category},       {QStringLiteral("shape"), shapeText(o.output)},
+            {QStringLiteral("flops"), flopsText(o.flops)},  {QStringLiteral("bytes"), bytesText(o.bytes)},
         };
         ops.append(entry);
         chain << o.op;
@@ -764,12 +797,15 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     c[QStringLiteral("fusable_ops")] = fusableOps;
     c[QStringLiteral("op_chain")] = orFalse(chain.join(QStringLiteral(" → ")));
     const bool analyzed = analyze.hasTotals;
-    c[QStringLiteral("output_shape")] = analyze.hasOutputShape ? QJsonValue(shapeText(analyze.outputShape)) : QJsonValue(false);
+    c[QStringLiteral("output_shape")] =
+        analyze.hasOutputShape ? QJsonValue(shapeText(analyze.outputShape)) : QJsonValue(false);
     c[QStringLiteral("flops")] = analyzed ? QJsonValue(flopsText(analyze.flops)) : QJsonValue(false);
     c[QStringLiteral("bytes_unfused")] = analyzed ? QJsonValue(bytesText(analyze.bytesUnfused)) : QJsonValue(false);
     c[QStringLiteral("bytes_fused")] = analyzed ? QJsonValue(bytesText(analyze.bytesFused)) : QJsonValue(false);
-    c[QStringLiteral("intensity_unfused")] = analyzed ? QJsonValue(intensityText(analyze.intensityUnfused)) : QJsonValue(false);
-    c[QStringLiteral("intensity_fused")] = analyzed ? QJsonValue(intensityText(analyze.intensityFused)) : QJsonValue(false);
+    c[QStringLiteral("intensity_unfused")] =
+        analyzed ? QJsonValue(intensityText(analyze.intensityUnfused)) : QJsonValue(false);
+    c[QStringLiteral("intensity_fused")] =
+        analyzed ? QJsonValue(intensityText(analyze.intensityFused)) : QJsonValue(false);
 
     // Profile: the top five operators by CUDA time, each summed over its call sites.
     QJsonArray topOps;
@@ -793,9 +829,11 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     QJsonValue deviceValue(false), verdict(false);
     if (device.available) {
         const double gbps = device.bandwidthGBps();
-        const QString gbpsNote = device.hbmCopy.present() ? QStringLiteral("measured copy") : QStringLiteral("theoretical");
+        const QString gbpsNote =
+            device.hbmCopy.present() ? QStringLiteral("measured copy") : QStringLiteral("theoretical");
         const double gflops = device.fp32Gflops();
-        const QString gflopsNote = device.fp32Fma.present() ? QStringLiteral("measured FMA") : QStringLiteral("theoretical");
+        const QString gflopsNote =
+            device.fp32Fma.present() ? QStringLiteral("measured FMA") : QStringLiteral("theoretical");
         const bool ridgeKnown = gbps > 0 && gflops > 0;
         const double ridge = ridgeKnown ? kwb::ridgeIntensity(gflops, gbps) : 0.0;
         const QString unknown = QStringLiteral("unknown");
@@ -830,10 +868,11 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
         const EvaluationResult feedback = decodeEvaluation(feedbackJson);
         QString correctnessText;
         if (const std::optional<CorrectnessInfo>& k = feedback.correctness)
-            correctnessText = QStringLiteral("passed %1 of %2 trials; max abs diff %3 (atol %4), max rel diff %5 (rtol %6)")
-                                  .arg(numberText(k->passed), numberText(k->trials),
-                                       numberText(k->maxAbsDiff.value_or(0)), numberText(k->atol.value_or(0)),
-                                       numberText(k->maxRelDiff.value_or(0)), numberText(k->rtol.value_or(0)));
+            correctnessText =
+                QStringLiteral("passed %1 of %2 trials; max abs diff %3 (atol %4), max rel diff %5 (rtol %6)")
+                    .arg(numberText(k->passed), numberText(k->trials), numberText(k->maxAbsDiff.value_or(0)),
+                         numberText(k->atol.value_or(0)), numberText(k->maxRelDiff.value_or(0)),
+                         numberText(k->rtol.value_or(0)));
         const std::optional<double> trusted = feedback.trustedSpeedup();
         const std::optional<SpeedupInterval> interval = feedback.trustedSpeedupInterval();
         feedbackValue = QJsonObject{
@@ -845,8 +884,9 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
             // The speed-up that counts (none below the roofline floor, where not_counted says why),
             // with its 95 % interval where the timing has one: the model reads what a user reads.
             {QStringLiteral("speedup"),
-             trusted ? QJsonValue(QString::number(*trusted, 'f', interval ? speedupDecimals(*interval) : 2) + QChar(0x00D7))
-                     : QJsonValue(false)},
+             trusted
+                 ? QJsonValue(QString::number(*trusted, 'f', interval ? speedupDecimals(*interval) : 2) + QChar(0x00D7))
+                 : QJsonValue(false)},
             {QStringLiteral("speedup_interval"),
              trusted && interval ? QJsonValue(formatSpeedupInterval(*interval) + QChar(0x00D7)) : QJsonValue(false)},
             {QStringLiteral("not_counted"), orFalse(notCountedReason(feedback))},

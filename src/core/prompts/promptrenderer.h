@@ -55,7 +55,8 @@ public:
     /// The context of docs/prompts.md from the worker's responses (docs/protocol.md): a task as
     /// `tasks` lists it, `analyze`, `profile` and `device` responses (any may be empty) and, for a
     /// retry, the `evaluate` response of the previous answer with the answer itself under
-    /// kFeedbackAnswerKey, and the run's protocol profile's settings (for `tolerance`). Every documented name is present: what is unknown is false (sections skip it).
+    /// kFeedbackAnswerKey, and the run's protocol profile's settings (for `tolerance`). Every documented name is
+    /// present: what is unknown is false (sections skip it).
     static QJsonObject buildContext(const QJsonObject& task, const QJsonObject& analyze, const QJsonObject& profile,
                                     const QJsonObject& device, const QJsonObject& feedback = {},
                                     const QJsonObject& protocolProfile = {});

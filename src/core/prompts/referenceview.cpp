@@ -156,11 +156,11 @@ QList<Fold> findFolds(const QList<NumberedLine>& lines)
             f.start = i;
             f.length = length;
             f.repeats = 1;
-            while (i + (f.repeats + 1) * length <= n
-                   && sameModuloIndex(lines, i, i + f.repeats * length, length, f.repeats, &f))
+            while (i + (f.repeats + 1) * length <= n &&
+                   sameModuloIndex(lines, i, i + f.repeats * length, length, f.repeats, &f))
                 ++f.repeats;
-            if (f.repeats >= kMinRepeats
-                && qint64(f.length) * (f.repeats - 1) > qint64(best.length) * (best.repeats - 1))
+            if (f.repeats >= kMinRepeats &&
+                qint64(f.length) * (f.repeats - 1) > qint64(best.length) * (best.repeats - 1))
                 best = f;
         }
         if (best.repeats >= kMinRepeats) {
@@ -221,9 +221,8 @@ QString foldForward(const QString& forward, bool* folded)
         const QString indent = leadingSpace(lines[f.start].text);
         const QString end = QString::number(base + f.repeats * f.step);
         QStringList block;
-        block << indent
-                     + (f.step == 1 ? QStringLiteral("for i in range(%1, %2):").arg(base).arg(end)
-                                    : QStringLiteral("for i in range(%1, %2, %3):").arg(base).arg(end).arg(f.step));
+        block << indent + (f.step == 1 ? QStringLiteral("for i in range(%1, %2):").arg(base).arg(end)
+                                       : QStringLiteral("for i in range(%1, %2, %3):").arg(base).arg(end).arg(f.step));
         for (int j = 0; j < f.length; ++j) {
             const NumberedLine& l = lines[f.start + j];
             const bool comment = l.text.trimmed().startsWith(QLatin1Char('#'));
@@ -232,10 +231,11 @@ QString foldForward(const QString& forward, bool* folded)
                 if (!f.varying[j][m])
                     continue;
                 const qint64 offset = l.numbers[m] - base;
-                const QString var = offset == 0 ? QStringLiteral("i")
-                                                : QStringLiteral("i %1 %2").arg(offset > 0 ? '+' : '-').arg(qAbs(offset));
-                const QString piece = comment ? QStringLiteral("{%1}").arg(var)
-                                              : QStringLiteral("\" + str(%1) + \"").arg(var);
+                const QString var = offset == 0
+                                        ? QStringLiteral("i")
+                                        : QStringLiteral("i %1 %2").arg(offset > 0 ? '+' : '-').arg(qAbs(offset));
+                const QString piece =
+                    comment ? QStringLiteral("{%1}").arg(var) : QStringLiteral("\" + str(%1) + \"").arg(var);
                 text.replace(l.at[m].first, l.at[m].second, piece);
             }
             block << QStringLiteral("    ") + text;
@@ -255,8 +255,8 @@ QString paramsView(const QList<ReferenceParam>& params)
         const qsizetype dot = params[i].name.lastIndexOf(QLatin1Char('.'));
         const QString prefix = dot < 0 ? QString() : params[i].name.left(dot + 1);
         qsizetype j = i + 1;
-        while (!prefix.isEmpty() && j < params.size() && params[j].shape == params[i].shape
-               && params[j].name.startsWith(prefix) && params[j].name.lastIndexOf(QLatin1Char('.')) == dot)
+        while (!prefix.isEmpty() && j < params.size() && params[j].shape == params[i].shape &&
+               params[j].name.startsWith(prefix) && params[j].name.lastIndexOf(QLatin1Char('.')) == dot)
             ++j;
         if (j - i == 1) {
             grouped << QStringLiteral("- `%1`: %2").arg(params[i].name, params[i].shape);

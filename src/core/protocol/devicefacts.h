@@ -32,7 +32,7 @@ struct DeviceFacts
     qint64 memoryBytes = 0;
     double smClockKhz = 0;
     double memoryClockKhz = 0;
-    double hbmTheoreticalGBps = 0; ///< 0: unknown
+    double hbmTheoreticalGBps = 0;         ///< 0: unknown
     QString driverVersion, runtimeVersion; ///< the CUDA driver's and runtime's ("13.0"), for About
 
     bool hasCeilings = false; ///< the response carried a `ceilings` object

@@ -40,7 +40,8 @@ TimingInfo timingInfo(const QJsonObject& t)
         const std::optional<double> low = optNumber(i, Key::kLow), high = optNumber(i, Key::kHigh);
         // An unbounded interval (one sample) has no finite high: not an interval to print.
         if (low && high)
-            info.interval = SpeedupInterval{*low, *high, optNumber(i, Key::kRelativeHalfWidth), integer(i, Key::kSamples)};
+            info.interval =
+                SpeedupInterval{*low, *high, optNumber(i, Key::kRelativeHalfWidth), integer(i, Key::kSamples)};
     }
     return info;
 }
@@ -129,11 +130,10 @@ TrafficProfile decodeTraffic(const QJsonValue& value)
     }
     const QJsonObject o = value.toObject();
     // The record's whole vocabulary: a misspelt key would otherwise read as a missing number.
-    static const QStringList kKeys{QLatin1String(Key::kProfiled),      QLatin1String(Key::kDramBytes),
-                                   QLatin1String(Key::kDramReadBytes), QLatin1String(Key::kDramWriteBytes),
-                                   QLatin1String(Key::kKernels),       QLatin1String(Key::kPasses),
-                                   QLatin1String(Key::kMethod),        QLatin1String(Key::kL2),
-                                   QLatin1String(Key::kReason)};
+    static const QStringList kKeys{
+        QLatin1String(Key::kProfiled),       QLatin1String(Key::kDramBytes), QLatin1String(Key::kDramReadBytes),
+        QLatin1String(Key::kDramWriteBytes), QLatin1String(Key::kKernels),   QLatin1String(Key::kPasses),
+        QLatin1String(Key::kMethod),         QLatin1String(Key::kL2),        QLatin1String(Key::kReason)};
     for (auto it = o.begin(); it != o.end(); ++it)
         if (!kKeys.contains(it.key())) {
             t.reason = QStringLiteral("malformed traffic record (unknown key \"%1\")").arg(it.key());
@@ -162,10 +162,12 @@ QString formatTraffic(const std::optional<TrafficProfile>& traffic)
     if (!traffic)
         return {};
     if (!traffic->profiled)
-        return QStringLiteral("not profiled: %1").arg(traffic->reason.isEmpty() ? QStringLiteral("no reason given") : traffic->reason);
+        return QStringLiteral("not profiled: %1")
+            .arg(traffic->reason.isEmpty() ? QStringLiteral("no reason given") : traffic->reason);
     QString text = QStringLiteral("measured %1 GB of HBM traffic").arg(traffic->dramBytes / 1e9, 0, 'g', 3);
     if (traffic->kernels)
-        text += *traffic->kernels == 1 ? QStringLiteral(" (1 kernel)") : QStringLiteral(" (%1 kernels)").arg(*traffic->kernels);
+        text += *traffic->kernels == 1 ? QStringLiteral(" (1 kernel)")
+                                       : QStringLiteral(" (%1 kernels)").arg(*traffic->kernels);
     return text;
 }
 
@@ -175,7 +177,8 @@ int speedupDecimals(const SpeedupInterval& interval, int decimals)
     // printed at two ("1.07–1.07") would read as having no width, the fault of "0–0" at 100 %.
     int d = std::max(0, decimals);
     const auto text = [](double v, int n) { return QString::number(v, 'f', n); };
-    while (d < 4 && std::isfinite(interval.low) && std::isfinite(interval.high) && text(interval.low, d) == text(interval.high, d))
+    while (d < 4 && std::isfinite(interval.low) && std::isfinite(interval.high) &&
+           text(interval.low, d) == text(interval.high, d))
         ++d;
     return d;
 }
@@ -214,7 +217,8 @@ QString formatTimingMethod(const TimingInfo& t)
     if (t.method == QLatin1String("fixed"))
         return QStringLiteral("fixed: %1 trials each").arg(t.candidate ? t.candidate->trials : 0) +
                (t.throttled.value_or(0) ? QStringLiteral(" (%1 throttled, kept)").arg(*t.throttled) : QString());
-    QString text = t.method + QStringLiteral(": ") + t.stopReason + QStringLiteral(" after %1 pairs").arg(t.samples.value_or(0));
+    QString text =
+        t.method + QStringLiteral(": ") + t.stopReason + QStringLiteral(" after %1 pairs").arg(t.samples.value_or(0));
     if (t.throttled.value_or(0))
         text += QStringLiteral(" (%1 throttled, dropped)").arg(*t.throttled);
     if (t.referenceReused)
@@ -261,7 +265,8 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
     e.speedup = optNumber(r, Key::kSpeedup);
     for (const QJsonValue& v : arr(r, Key::kKernels)) {
         const QJsonObject k = v.toObject();
-        e.kernels.append(KernelLaunch{str(k, Key::kName), integer(k, Key::kCalls), number(k, Key::kTimeNs), flag(k, Key::kCustom)});
+        e.kernels.append(
+            KernelLaunch{str(k, Key::kName), integer(k, Key::kCalls), number(k, Key::kTimeNs), flag(k, Key::kCustom)});
     }
     e.customLaunches = optInt(r, Key::kCustomLaunches);
     e.torchOnly = flag(r, Key::kTorchOnly);
@@ -285,8 +290,8 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
     e.referenceOutputsOn = str(r, Key::kReferenceOutputsOn);
     if (at(r, Key::kCandidate).isObject()) {
         const QJsonObject c = obj(r, Key::kCandidate);
-        e.candidate = CandidateEcho{str(c, Field::kCuda), str(c, Field::kPython), strings(c, Key::kKernels), str(c, Key::kSourceHash),
-                                    integer(c, Key::kCudaLine), integer(c, Key::kPythonLine)};
+        e.candidate = CandidateEcho{str(c, Field::kCuda),     str(c, Field::kPython),     strings(c, Key::kKernels),
+                                    str(c, Key::kSourceHash), integer(c, Key::kCudaLine), integer(c, Key::kPythonLine)};
     }
     if (r.contains(QLatin1String(kTrafficKey)))
         e.traffic = decodeTraffic(at(r, kTrafficKey));

@@ -56,10 +56,10 @@ struct CompileInfo
     std::optional<double> ms;
     QString arch;
     QStringList kernels;
-    bool cached = false;  ///< loaded from a cubin compiled ahead
-    QString sourceHash;   ///< compile responses
-    QString cubinB64;     ///< compile responses with return_cubin
-    QString refusedCode;  ///< the CUDA pre-check refused the source (`refused.code`)
+    bool cached = false; ///< loaded from a cubin compiled ahead
+    QString sourceHash;  ///< compile responses
+    QString cubinB64;    ///< compile responses with return_cubin
+    QString refusedCode; ///< the CUDA pre-check refused the source (`refused.code`)
     QString refusedMessage;
     /// `kernel_facts`: each compiled kernel's resources, PTX and SASS (issue 40), and what of
     /// them could not be read.
@@ -107,8 +107,8 @@ struct SpeedupInterval
 struct TimingInfo
 {
     std::optional<TimingStats> candidate, reference;
-    QString method;     ///< "adaptive" or "fixed"; empty from workers before issue 13
-    QString stopReason; ///< "target_reached", "max_samples", "max_time", "fixed_trials"
+    QString method;               ///< "adaptive" or "fixed"; empty from workers before issue 13
+    QString stopReason;           ///< "target_reached", "max_samples", "max_time", "fixed_trials"
     std::optional<int> samples;   ///< the candidate samples (pairs) kept
     std::optional<int> throttled; ///< samples that ran throttled (dropped in the adaptive method)
     std::optional<SpeedupInterval> interval;

@@ -51,8 +51,8 @@ struct EvaluationStatusInfo
     const char* wireName; ///< as in docs/protocol.md ("compile_error"); "" for Unknown
     const char* label;    ///< for people ("compile error")
     StatusCategory category;
-    bool compiled;        ///< counts as compiled in the study's sense: it got past NVRTC
-    quint32 colour;       ///< 0xAARRGGBB, as QRgb (QtGui): core is QtCore only, the app makes a QColor of it
+    bool compiled;  ///< counts as compiled in the study's sense: it got past NVRTC
+    quint32 colour; ///< 0xAARRGGBB, as QRgb (QtGui): core is QtCore only, the app makes a QColor of it
 };
 
 /// The whole table, one row per enumerator, in enum order.
@@ -77,7 +77,10 @@ QString categoryLabel(StatusCategory category);
 /// candidate can raise (SIGSEGV, SIGABRT, …) or exits during a request is `crashed`, the
 /// candidate's.
 bool isMachineFailure(EvaluationStatus status);
-inline bool isMachineFailure(const QString& wire) { return isMachineFailure(evaluationStatusFromWire(wire)); }
+inline bool isMachineFailure(const QString& wire)
+{
+    return isMachineFailure(evaluationStatusFromWire(wire));
+}
 
 /// Whether an evaluation says nothing about the candidate because the machine failed it (category
 /// MachineFault): it is "not evaluated", never fed back to the model as its error, never counted as
@@ -85,7 +88,8 @@ inline bool isMachineFailure(const QString& wire) { return isMachineFailure(eval
 /// expected end and the candidate's verdict ("compiled and passed the sandbox check"), not a fault.
 inline bool isMachineFault(EvaluationStatus status, bool compileOnly = false)
 {
-    return statusCategory(status) == StatusCategory::MachineFault && !(compileOnly && status == EvaluationStatus::NoDevice);
+    return statusCategory(status) == StatusCategory::MachineFault &&
+           !(compileOnly && status == EvaluationStatus::NoDevice);
 }
 inline bool isMachineFault(const QString& wire, bool compileOnly = false)
 {

@@ -44,14 +44,14 @@ struct Evaluate
 {
     QString task;
     QString answer;
-    QString profile;          ///< empty: the worker's default profile
-    QString scale;            ///< empty: the worker's default (full)
-    std::optional<int> seed;  ///< unset: the worker's
-    int timingTrials = 0;     ///< 0: the profile's
-    QString answerFormat;     ///< empty: the worker's default (native)
-    QString codeBlock;        ///< empty: the worker's default (first)
-    QString arch;             ///< empty: the device's
-    QString device;           ///< "none", "cpu" or empty (the GPU)
+    QString profile;         ///< empty: the worker's default profile
+    QString scale;           ///< empty: the worker's default (full)
+    std::optional<int> seed; ///< unset: the worker's
+    int timingTrials = 0;    ///< 0: the profile's
+    QString answerFormat;    ///< empty: the worker's default (native)
+    QString codeBlock;       ///< empty: the worker's default (first)
+    QString arch;            ///< empty: the device's
+    QString device;          ///< "none", "cpu" or empty (the GPU)
     bool profileTraffic = false;
 };
 QJsonObject evaluate(const Evaluate& request);

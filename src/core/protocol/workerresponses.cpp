@@ -244,8 +244,8 @@ AnalyzeResult decodeAnalyze(const QJsonObject& r)
     a.opCount = integer(r, Key::kOpCount, int(a.ops.size()));
     for (const QJsonValue& v : arr(r, Key::kUncounted)) {
         const QJsonObject u = v.toObject();
-        a.uncounted.append(UncountedOp{integer(u, Key::kIndex, -1), str(u, Key::kOp), integer(u, Key::kLine), str(u, Key::kReason),
-                                       at(u, Key::kShapeKnown).toBool()});
+        a.uncounted.append(UncountedOp{integer(u, Key::kIndex, -1), str(u, Key::kOp), integer(u, Key::kLine),
+                                       str(u, Key::kReason), at(u, Key::kShapeKnown).toBool()});
     }
     return a;
 }
@@ -266,13 +266,13 @@ ProfileResult decodeProfile(const QJsonObject& r)
     for (const QJsonValue& v : arr(r, Key::kOps)) {
         const QJsonObject o = v.toObject();
         // No index: launched outside any top-level op (-1), as for kernels' op_index.
-        p.ops.append(ProfileOp{integer(o, Key::kIndex, -1), str(o, Key::kOp), number(o, Key::kTimeNs), number(o, Key::kShare),
-                               integer(o, Key::kKernels)});
+        p.ops.append(ProfileOp{integer(o, Key::kIndex, -1), str(o, Key::kOp), number(o, Key::kTimeNs),
+                               number(o, Key::kShare), integer(o, Key::kKernels)});
     }
     for (const QJsonValue& v : arr(r, Key::kKernels)) {
         const QJsonObject k = v.toObject();
-        p.kernels.append(ProfileKernel{str(k, Key::kName), str(k, Key::kOp), integer(k, Key::kOpIndex, -1), integer(k, Key::kCalls),
-                                       number(k, Key::kTimeNs), number(k, Key::kShare)});
+        p.kernels.append(ProfileKernel{str(k, Key::kName), str(k, Key::kOp), integer(k, Key::kOpIndex, -1),
+                                       integer(k, Key::kCalls), number(k, Key::kTimeNs), number(k, Key::kShare)});
     }
     return p;
 }

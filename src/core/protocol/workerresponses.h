@@ -32,7 +32,19 @@ struct ResponseHeader
 ResponseHeader decodeHeader(const QJsonObject& response);
 
 /// The request types this client knows the responses of.
-enum class ResponseType { Unknown, Hello, Warm, Tasks, Device, Analyze, Profile, Compile, Evaluate, RunReference, Shutdown };
+enum class ResponseType {
+    Unknown,
+    Hello,
+    Warm,
+    Tasks,
+    Device,
+    Analyze,
+    Profile,
+    Compile,
+    Evaluate,
+    RunReference,
+    Shutdown
+};
 /// From the response's `type`; Unknown for a type this build does not know (or none: a response
 /// to a line that was not a request).
 ResponseType responseType(const QJsonObject& response);
@@ -170,10 +182,10 @@ struct TaskOp
 /// An op of an `analyze` response the worker could not count (`uncounted`, docs/protocol.md).
 struct UncountedOp
 {
-    int index = -1;     ///< its entry in `ops`
-    QString op;         ///< "aten::kthvalue"
-    int line = 0;       ///< line of the forward (0: unknown)
-    QString reason;     ///< why: no rule for the op, or an input of unknown shape
+    int index = -1;          ///< its entry in `ops`
+    QString op;              ///< "aten::kthvalue"
+    int line = 0;            ///< line of the forward (0: unknown)
+    QString reason;          ///< why: no rule for the op, or an input of unknown shape
     bool shapeKnown = false; ///< its output shapes are known (so are its bytes; its FLOPs are not)
 };
 
@@ -192,7 +204,7 @@ struct AnalyzeResult
     double flops = 0;
     double bytesUnfused = 0; ///< every op reads its inputs from and writes its output to HBM
     bool hasBytesUnfused = false;
-    double bytesFused = 0;   ///< inputs, parameters and output once: the least any kernel moves
+    double bytesFused = 0; ///< inputs, parameters and output once: the least any kernel moves
     /// bytes_fused split into the task's inputs, parameters and output (newer workers only).
     std::optional<double> inputBytes, paramBytes, outputBytes;
     double intensityUnfused = 0;

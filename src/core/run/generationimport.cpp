@@ -28,7 +28,8 @@ const QString kParts = QStringLiteral("(?:level[_-]?(?<level>\\d+))?[_-]?"
 // A file's stem: the parts, then what the file is (kernel, response, prompt), or nothing.
 const QRegularExpression& stemPattern()
 {
-    static const QRegularExpression pattern(QStringLiteral("^") + kParts + QStringLiteral("[_-]?(?<role>kernel|response|prompt)?$"),
+    static const QRegularExpression pattern(QStringLiteral("^") + kParts +
+                                                QStringLiteral("[_-]?(?<role>kernel|response|prompt)?$"),
                                             QRegularExpression::CaseInsensitiveOption);
     return pattern;
 }
@@ -103,7 +104,8 @@ QString parentOf(const QString& relativePath)
 // config.yaml), -1 when none says one.
 int configLevel(const QDir& folder)
 {
-    static const QRegularExpression pattern(QStringLiteral("^level:\\s*(\\d+)\\s*$"), QRegularExpression::MultilineOption);
+    static const QRegularExpression pattern(QStringLiteral("^level:\\s*(\\d+)\\s*$"),
+                                            QRegularExpression::MultilineOption);
     for (const QString& name : {QStringLiteral("generation_config.yaml"), QStringLiteral("eval_config.yaml"),
                                 QStringLiteral("config.yaml")}) {
         QFile file(folder.filePath(name));
@@ -186,8 +188,8 @@ int intField(const QJsonObject& entry, std::initializer_list<const char*> names)
 
 bool looksLikeEntry(const QJsonObject& object)
 {
-    return object.contains(QLatin1String("compiled")) || object.contains(QLatin1String("correctness"))
-           || object.contains(QLatin1String("correct"));
+    return object.contains(QLatin1String("compiled")) || object.contains(QLatin1String("correctness")) ||
+           object.contains(QLatin1String("correct"));
 }
 
 // Where one entry belongs: its own fields first, then what its keys in the file said.
@@ -251,8 +253,8 @@ GenerationPath parseGenerationPath(const QString& relativePath)
             else if (parts.role == QLatin1String("prompt"))
                 path.role = GenerationPath::Role::Prompt;
             else
-                path.role = extension == QLatin1String("py") ? GenerationPath::Role::Kernel
-                                                              : GenerationPath::Role::Response;
+                path.role =
+                    extension == QLatin1String("py") ? GenerationPath::Role::Kernel : GenerationPath::Role::Response;
         }
     }
     // The folders, innermost first: those made of parts only belong to the file.
@@ -316,7 +318,7 @@ QJsonObject normalizeRecordedVerdict(const QJsonObject& entry, const QString& so
     if (!speedup && runtime && refRuntime)
         speedup = *refRuntime / *runtime;
     const QJsonValue correct = entry.contains(QLatin1String("correctness")) ? entry.value(QLatin1String("correctness"))
-                                                                           : entry.value(QLatin1String("correct"));
+                                                                            : entry.value(QLatin1String("correct"));
     QJsonValue error;
     for (const char* name : {"compilation_error", "runtime_error", "cuda_error", "other_error", "correctness_issue"}) {
         const QJsonValue v = metadata.value(QLatin1String(name));
@@ -327,8 +329,8 @@ QJsonObject normalizeRecordedVerdict(const QJsonObject& entry, const QString& so
     }
     return QJsonObject{
         {QStringLiteral("source"), source},
-        {QStringLiteral("compiled"), entry.value(QLatin1String("compiled")).isBool() ? entry.value(QLatin1String("compiled"))
-                                                                                   : QJsonValue()},
+        {QStringLiteral("compiled"),
+         entry.value(QLatin1String("compiled")).isBool() ? entry.value(QLatin1String("compiled")) : QJsonValue()},
         {QStringLiteral("correct"), correct.isBool() ? correct : QJsonValue()},
         {QStringLiteral("runtime_ms"), jsonNumber(runtime)},
         {QStringLiteral("ref_runtime_ms"), jsonNumber(refRuntime)},
@@ -337,9 +339,9 @@ QJsonObject normalizeRecordedVerdict(const QJsonObject& entry, const QString& so
          firstString({metadata.value(QLatin1String("hardware")), runtimeStats.value(QLatin1String("hardware")),
                       entry.value(QLatin1String("hardware")), metadata.value(QLatin1String("device_name")),
                       entry.value(QLatin1String("device_name")), entry.value(QLatin1String("gpu"))})},
-        {QStringLiteral("device"), firstString({metadata.value(QLatin1String("device")),
-                                                runtimeStats.value(QLatin1String("device")),
-                                                entry.value(QLatin1String("device"))})},
+        {QStringLiteral("device"),
+         firstString({metadata.value(QLatin1String("device")), runtimeStats.value(QLatin1String("device")),
+                      entry.value(QLatin1String("device"))})},
         {QStringLiteral("error"), error},
         {QStringLiteral("correctness_trials"), firstString({metadata.value(QLatin1String("correctness_trials"))})},
         {QStringLiteral("recorded"), entry},
@@ -491,22 +493,26 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
         if (path.sample < 0)
             missing << QStringLiteral("sample (or solution)");
         if (!missing.isEmpty()) {
-            scan.skipped.append({file, SkipKind::Unnamed,
-                                 QStringLiteral("no %1 number in its name or folders").arg(missing.join(QStringLiteral(", ")))});
+            scan.skipped.append(
+                {file, SkipKind::Unnamed,
+                 QStringLiteral("no %1 number in its name or folders").arg(missing.join(QStringLiteral(", ")))});
             continue;
         }
         const QString task = taskId(path.level, path.problem);
         if (path.level < 1 || path.level > 3) {
-            scan.skipped.append({file, SkipKind::Level,
-                                 QStringLiteral("level %1: only KernelBench's levels 1-3 are imported").arg(path.level)});
+            scan.skipped.append(
+                {file, SkipKind::Level,
+                 QStringLiteral("level %1: only KernelBench's levels 1-3 are imported").arg(path.level)});
             continue;
         }
         if (path.problem < 1) {
-            scan.skipped.append({file, SkipKind::Level, QStringLiteral("problem 0: KernelBench numbers problems from 1")});
+            scan.skipped.append(
+                {file, SkipKind::Level, QStringLiteral("problem 0: KernelBench numbers problems from 1")});
             continue;
         }
         if (!hasTask(task)) {
-            scan.skipped.append({file, SkipKind::WorkerHasNoTask, QStringLiteral("the worker has no task %1").arg(task)});
+            scan.skipped.append(
+                {file, SkipKind::WorkerHasNoTask, QStringLiteral("the worker has no task %1").arg(task)});
             continue;
         }
         Candidate c;
@@ -529,8 +535,8 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
         return std::make_tuple(g.runFolder, g.level, g.problem, g.sample);
     };
     std::stable_sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
-        return std::make_tuple(key(a.generation), a.rank, a.generation.file)
-               < std::make_tuple(key(b.generation), b.rank, b.generation.file);
+        return std::make_tuple(key(a.generation), a.rank, a.generation.file) <
+               std::make_tuple(key(b.generation), b.rank, b.generation.file);
     });
     QList<SkippedFile> duplicates;
     for (qsizetype i = 0; i < candidates.size(); ++i) {
@@ -539,12 +545,13 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
             // The first of this key is the last one kept.
             const FoundGeneration& kept = scan.generations.constLast();
             if (candidates.at(i).rank == 2 && kept.wholeResponse)
-                duplicates.append({g.file, SkipKind::EmptyModule,
-                                   QStringLiteral("an empty module (nothing was extracted into it): the whole response %1 "
-                                                  "is imported as sample %2 of %3")
-                                       .arg(kept.file)
-                                       .arg(g.sample)
-                                       .arg(g.task)});
+                duplicates.append(
+                    {g.file, SkipKind::EmptyModule,
+                     QStringLiteral("an empty module (nothing was extracted into it): the whole response %1 "
+                                    "is imported as sample %2 of %3")
+                         .arg(kept.file)
+                         .arg(g.sample)
+                         .arg(g.task)});
             else if (g.wholeResponse && !kept.wholeResponse)
                 duplicates.append({g.file, SkipKind::ResponseOfKernel,
                                    QStringLiteral("the whole response of sample %1 of %2, whose module %3 is imported")
@@ -596,7 +603,8 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
         QList<RecordedVerdict> verdicts;
         QString error;
         if (!parseRecordedVerdicts(f.readAll(), level, file, &verdicts, &vf.unplaced, &error)) {
-            scan.skipped.append({file, SkipKind::Verdicts, QStringLiteral("recorded verdicts not read: %1").arg(error)});
+            scan.skipped.append(
+                {file, SkipKind::Verdicts, QStringLiteral("recorded verdicts not read: %1").arg(error)});
             continue;
         }
         QMap<QString, int> hardwareCounts;

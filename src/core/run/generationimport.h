@@ -46,7 +46,7 @@ struct GenerationPath
     };
     Role role = Role::Other;
     int level = -1, problem = -1, sample = -1, epoch = -1; ///< -1: the path does not say
-    QString runFolder; ///< relative to DIR, "" for DIR itself
+    QString runFolder;                                     ///< relative to DIR, "" for DIR itself
 };
 
 /// Reads a path relative to DIR ("runs/x/level_1_problem_3_sample_0_kernel.py").
@@ -58,16 +58,16 @@ QString runFolderOf(const QString& relativeFolder);
 
 /// Why a file is not imported; the kind is what the tally counts.
 namespace SkipKind {
-inline const QString NotAGeneration = QStringLiteral("not_a_generation"); ///< another name or extension
-inline const QString Prompt = QStringLiteral("prompt");                   ///< `_prompt.txt`
-inline const QString Unnamed = QStringLiteral("no_level_problem_sample"); ///< a .py/.txt whose path lacks one
-inline const QString Level = QStringLiteral("not_levels_1_3");            ///< level 0 or above 3, problem 0
+inline const QString NotAGeneration = QStringLiteral("not_a_generation");    ///< another name or extension
+inline const QString Prompt = QStringLiteral("prompt");                      ///< `_prompt.txt`
+inline const QString Unnamed = QStringLiteral("no_level_problem_sample");    ///< a .py/.txt whose path lacks one
+inline const QString Level = QStringLiteral("not_levels_1_3");               ///< level 0 or above 3, problem 0
 inline const QString WorkerHasNoTask = QStringLiteral("worker_has_no_task"); ///< a task the worker does not list
 inline const QString ResponseOfKernel = QStringLiteral("response_of_imported_kernel"); ///< its _kernel.py is imported
-inline const QString EmptyModule = QStringLiteral("empty_module"); ///< an empty _kernel.py whose response is imported
-inline const QString Duplicate = QStringLiteral("duplicate");             ///< another file is the same sample
-inline const QString Unreadable = QStringLiteral("unreadable");           ///< could not be read
-inline const QString Verdicts = QStringLiteral("verdicts_not_read");      ///< an eval_results.json not understood
+inline const QString EmptyModule = QStringLiteral("empty_module");   ///< an empty _kernel.py whose response is imported
+inline const QString Duplicate = QStringLiteral("duplicate");        ///< another file is the same sample
+inline const QString Unreadable = QStringLiteral("unreadable");      ///< could not be read
+inline const QString Verdicts = QStringLiteral("verdicts_not_read"); ///< an eval_results.json not understood
 } // namespace SkipKind
 
 struct SkippedFile
@@ -83,8 +83,8 @@ struct FoundGeneration
     QString runFolder; ///< relative to DIR, "" for DIR itself
     QString task;      ///< "L1/3"
     int level = 0, problem = 0, sample = 0;
-    int epoch = -1;               ///< Kernel-Coder's evolrule runs name one; -1 otherwise
-    bool wholeResponse = false;   ///< a whole model response (the worker extracts the module)
+    int epoch = -1;             ///< Kernel-Coder's evolrule runs name one; -1 otherwise
+    bool wholeResponse = false; ///< a whole model response (the worker extracts the module)
 };
 
 /// A verdict a third party recorded for one sample (one entry of an eval_results.json), in one
@@ -104,19 +104,19 @@ struct RecordedVerdict
 /// A file of recorded verdicts that was read.
 struct VerdictFile
 {
-    QString file;      ///< relative to DIR
+    QString file; ///< relative to DIR
     QString runFolder;
-    int entries = 0;   ///< verdicts in it
-    int unplaced = 0;  ///< entries that name no level, problem or sample (left out)
-    int matched = 0;   ///< of them, for an imported generation (filled by the caller)
+    int entries = 0;      ///< verdicts in it
+    int unplaced = 0;     ///< entries that name no level, problem or sample (left out)
+    int matched = 0;      ///< of them, for an imported generation (filled by the caller)
     QStringList hardware; ///< the GPUs its entries name, most frequent first
 };
 
 struct GenerationScan
 {
-    int filesFound = 0;                ///< every file under DIR (hidden ones aside)
+    int filesFound = 0;                 ///< every file under DIR (hidden ones aside)
     QList<FoundGeneration> generations; ///< by run folder, level, problem, sample
-    QList<SkippedFile> skipped;        ///< in path order
+    QList<SkippedFile> skipped;         ///< in path order
     QList<VerdictFile> verdictFiles;
     QList<RecordedVerdict> verdicts;
 

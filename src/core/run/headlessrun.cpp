@@ -10,8 +10,8 @@
 #include "core/run/runcontroller.h"
 #include "core/run/runname.h"
 #include "core/workers/evaluationqueue.h"
-#include "core/workers/workerlauncher.h"
 #include "core/workers/gpulease.h"
+#include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QTimer>
@@ -40,9 +40,10 @@ HeadlessRun::HeadlessRun(const RunPlan& plan, const RunEnvironment& environment,
         if (it != m_live.cend() && choice >= 0 && choice < it->size())
             Q_EMIT textStreamed(it->at(choice), chunk);
     });
-    connect(m_llm, &LlmClient::retryScheduled, this, [this](qint64 id, int attempt, int delayMs, const QString& reason) {
-        Q_EMIT modelRetryScheduled(id, m_live.value(id), attempt, delayMs, reason);
-    });
+    connect(m_llm, &LlmClient::retryScheduled, this,
+            [this](qint64 id, int attempt, int delayMs, const QString& reason) {
+                Q_EMIT modelRetryScheduled(id, m_live.value(id), attempt, delayMs, reason);
+            });
     connect(m_llm, &LlmClient::completionFailed, this, [this](qint64 id, const QString& kind, const QString& message) {
         if (kind != LlmFailure::Cancelled && m_live.contains(id))
             Q_EMIT modelRequestFailed(id, m_live.value(id), kind, message);
@@ -73,7 +74,8 @@ int HeadlessRun::tasksInFlight() const
     int samples = m_plan.regime.n;
     for (const Regime& regime : m_plan.levelRegimes)
         samples = std::min(samples, regime.n);
-    const int gpus = int(m_environment.workers.isEmpty() ? m_environment.gpuOrdinals.size() : m_environment.workers.size());
+    const int gpus =
+        int(m_environment.workers.isEmpty() ? m_environment.gpuOrdinals.size() : m_environment.workers.size());
     return defaultTasksInFlight(compileWorkers(), gpus, samples);
 }
 
@@ -160,11 +162,11 @@ void HeadlessRun::start()
     if (!m_store.open(m_environment.databasePath, OpenOptions{OpenOptions::Access::Write, false}))
         return failLater(Failure::Database, m_store.errorString());
     if (m_plan.resumeRunId > 0 && !m_store.run(m_plan.resumeRunId))
-        return failLater(Failure::UnknownRun, QStringLiteral("no run %1 in %2")
-                                                  .arg(m_plan.resumeRunId)
-                                                  .arg(m_environment.databasePath));
+        return failLater(Failure::UnknownRun,
+                         QStringLiteral("no run %1 in %2").arg(m_plan.resumeRunId).arg(m_environment.databasePath));
     if (m_environment.workerProgram.isEmpty())
-        return failLater(Failure::NoWorker, QStringLiteral("no kwb-worker to evaluate with (set KWB_WORKER or --worker)"));
+        return failLater(Failure::NoWorker,
+                         QStringLiteral("no kwb-worker to evaluate with (set KWB_WORKER or --worker)"));
     QStringList arguments = m_environment.workerArguments;
     if (!m_environment.tasksDir.isEmpty())
         arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;
@@ -267,9 +269,8 @@ void HeadlessRun::countPrompts(const DeviceFacts& device, const HelloInfo& hello
     });
     // No warning: a server without /tokenize is common (Ollama), and every over-budget message
     // says whether its count was the server's or the estimate.
-    connect(counter, &TokenCounter::failed, this, [this, finish](qint64, const QString&) {
-        finish(checkRunTemplates(m_plan, m_inputs));
-    });
+    connect(counter, &TokenCounter::failed, this,
+            [this, finish](qint64, const QString&) { finish(checkRunTemplates(m_plan, m_inputs)); });
     if (planned->isEmpty())
         finish(QString());
 }
@@ -310,12 +311,12 @@ void HeadlessRun::createAndStart(const DeviceFacts& device, const HelloInfo& hel
     m_controller->setMaxTasksInFlight(tasksInFlight());
     m_controller->setPauseGenerationWhileTiming(m_plan.pauseGenerationWhileTiming);
     if (m_plan.pauseGenerationWhileTiming)
-        connect(GpuLeases::instance(), &GpuLeases::heldChanged, m_controller, [this](int, bool) { updateGenerationPause(); });
-    connect(m_controller, &RunController::modelRequestStarted, this,
-            [this](qint64 id, const QList<UnitKey>& units) {
-                m_live.insert(id, units);
-                Q_EMIT modelRequestStarted(id, units);
-            });
+        connect(GpuLeases::instance(), &GpuLeases::heldChanged, m_controller,
+                [this](int, bool) { updateGenerationPause(); });
+    connect(m_controller, &RunController::modelRequestStarted, this, [this](qint64 id, const QList<UnitKey>& units) {
+        m_live.insert(id, units);
+        Q_EMIT modelRequestStarted(id, units);
+    });
     connect(m_controller, &RunController::modelRequestEnded, this, &HeadlessRun::onRequestEnded);
     connect(m_controller, &RunController::taskStarted, this, &HeadlessRun::taskStarted);
     connect(m_controller, &RunController::roleAnswered, this, &HeadlessRun::roleAnswered);
@@ -383,9 +384,7 @@ void HeadlessRun::resume()
 void HeadlessRun::cancel()
 {
     switch (m_state) {
-    case State::Idle:
-        setState(State::Cancelled);
-        break;
+    case State::Idle: setState(State::Cancelled); break;
     case State::Preparing:
         m_cancelRequested = true;
         if (m_facts && m_facts->isLoading()) {
@@ -399,9 +398,7 @@ void HeadlessRun::cancel()
         m_cancelRequested = true;
         m_controller->cancel(); // ends in onRunFinished(true)
         break;
-    case State::Paused:
-        setState(State::Cancelled);
-        break;
+    case State::Paused: setState(State::Cancelled); break;
     default: break;
     }
 }

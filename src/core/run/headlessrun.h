@@ -25,8 +25,8 @@
 // the model again).
 
 #include "core/run/runlaunch.h"
-#include "core/workers/workertarget.h"
 #include "core/store/runstore.h"
+#include "core/workers/workertarget.h"
 
 #include <QElapsedTimer>
 #include <QHash>

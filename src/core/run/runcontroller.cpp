@@ -1,8 +1,8 @@
 #include "core/run/runcontroller.h"
 
+#include "core/model/llmclient.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/evaluationqueue.h"
-#include "core/model/llmclient.h"
 
 #include <QDir>
 #include <QFile>
@@ -135,8 +135,7 @@ QList<PlannedPrompt> RunController::plannedPrompts(const QString& promptsDir, co
             {QStringLiteral("message"), kPlaceholderEvaluatorText},
             {QStringLiteral("log"), kPlaceholderEvaluatorText},
             {QStringLiteral("compile"), QJsonObject{{QStringLiteral("log"), kPlaceholderEvaluatorText}}},
-            {QStringLiteral("correctness"),
-             QJsonObject{{QStringLiteral("passed"), 0}, {QStringLiteral("trials"), 1}}},
+            {QStringLiteral("correctness"), QJsonObject{{QStringLiteral("passed"), 0}, {QStringLiteral("trials"), 1}}},
             {QStringLiteral("speedup"), 1.0},
             {kFeedbackAnswerKey, kPlaceholderModelText},
         };
@@ -169,11 +168,11 @@ QString RunController::checkTemplates(const QString& promptsDir, const Regime& f
                 return input.id() + QStringLiteral(": ") + p.error;
             const int tokens = p.budgetTokens(estimateTokens(p.text), budget);
             if (!budget.fits(tokens))
-                return budget.overBudget(p.task, p.turn, p.role, p.templatePath, tokens, false)
-                       + (p.modelTexts ? QStringLiteral(", with the %1 earlier model texts it holds at max output "
-                                                        "tokens each")
-                                             .arg(p.modelTexts)
-                                       : QString());
+                return budget.overBudget(p.task, p.turn, p.role, p.templatePath, tokens, false) +
+                       (p.modelTexts ? QStringLiteral(", with the %1 earlier model texts it holds at max output "
+                                                      "tokens each")
+                                           .arg(p.modelTexts)
+                                     : QString());
         }
     }
     return {};
@@ -612,9 +611,9 @@ void RunController::turnDone(TaskState* state)
     // A turn with nothing but machine faults ends the task, so that a resume evaluates the answers
     // again instead of the model being asked to fix `no_device`.
     const bool compileOnly = isCompileOnly();
-    if (!outcomes.isEmpty() && std::all_of(outcomes.cbegin(), outcomes.cend(), [compileOnly](const CandidateOutcome& c) {
-            return isMachineFault(c.status, compileOnly);
-        }))
+    if (!outcomes.isEmpty() &&
+        std::all_of(outcomes.cbegin(), outcomes.cend(),
+                    [compileOnly](const CandidateOutcome& c) { return isMachineFault(c.status, compileOnly); }))
         return finishTask(state, QStringLiteral("turn %1 was not evaluated: machine failure (%2); resume the run to "
                                                 "evaluate it again")
                                      .arg(state->turn)

@@ -30,11 +30,11 @@
 // Everything runs on the owner's thread, driven by the client's and the queue's signals; the
 // controller reacts only to requests and jobs it started itself.
 
+#include "core/config/regime.h"
 #include "core/prompts/promptrenderer.h"
 #include "core/prompts/tokenbudget.h"
-#include "core/config/regime.h"
-#include "core/store/runstore.h"
 #include "core/run/selection.h"
+#include "core/store/runstore.h"
 
 #include <QHash>
 #include <QJsonObject>

@@ -1,13 +1,13 @@
 #include "core/run/runlaunch.h"
 
-#include "core/workers/evaluationqueue.h"
-#include "core/workers/gpulease.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/protocolnames.h"
 #include "core/protocol/workerrequests.h"
 #include "core/protocol/workerresponses.h"
+#include "core/workers/evaluationqueue.h"
+#include "core/workers/gpulease.h"
 #include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
@@ -18,13 +18,13 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QHostAddress>
-#include <QUrl>
-#include <QUuid>
 #include <QJsonArray>
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QThread>
 #include <QTimer>
+#include <QUrl>
+#include <QUuid>
 
 #include <algorithm>
 #include <limits>
@@ -38,10 +38,13 @@ QList<TaskSetInfo> taskSets()
     return {
         {QStringLiteral("study"), QStringLiteral("L1:1-10,L2:1-10,L3:1-10"),
          QStringLiteral("the study's 30: KernelBench's first ten tasks of each level")},
-        {QStringLiteral("level1"), QStringLiteral("L1:1-100"), QStringLiteral("KernelBench level 1: 100 single operators")},
-        {QStringLiteral("level2"), QStringLiteral("L2:1-100"), QStringLiteral("KernelBench level 2: 100 operator chains")},
+        {QStringLiteral("level1"), QStringLiteral("L1:1-100"),
+         QStringLiteral("KernelBench level 1: 100 single operators")},
+        {QStringLiteral("level2"), QStringLiteral("L2:1-100"),
+         QStringLiteral("KernelBench level 2: 100 operator chains")},
         {QStringLiteral("level3"), QStringLiteral("L3:1-50"), QStringLiteral("KernelBench level 3: 50 whole networks")},
-        {QStringLiteral("all"), QStringLiteral("L1:1-100,L2:1-100,L3:1-50"), QStringLiteral("all 250 KernelBench tasks")},
+        {QStringLiteral("all"), QStringLiteral("L1:1-100,L2:1-100,L3:1-50"),
+         QStringLiteral("all 250 KernelBench tasks")},
     };
 }
 
@@ -275,7 +278,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     if (request.taskIds.isEmpty())
         return failWith(QStringLiteral("no task chosen"));
     if (!defaults::isAnswerFormat(request.answerFormat))
-        return failWith(QStringLiteral("unknown answer format \"%1\" (native or kernelbench)").arg(request.answerFormat));
+        return failWith(
+            QStringLiteral("unknown answer format \"%1\" (native or kernelbench)").arg(request.answerFormat));
     QString unknownRegime; // why the last regime asked for is not one (Regime::find)
     const auto configure = [&](const QString& name) -> std::optional<Regime> {
         const std::optional<Regime> found = Regime::find(name, &unknownRegime);
@@ -304,7 +308,8 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
         for (auto it = request.routing->byLevel.cbegin(); it != request.routing->byLevel.cend(); ++it) {
             const std::optional<Regime> r = configure(it.value());
             if (!r)
-                return failWith(QStringLiteral("routing: unknown regime \"%1\" for level %2").arg(it.value()).arg(it.key()));
+                return failWith(
+                    QStringLiteral("routing: unknown regime \"%1\" for level %2").arg(it.value()).arg(it.key()));
             plan.levelRegimes.insert(it.key(), *r);
         }
     } else {
@@ -381,7 +386,8 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     // An imported run (kwb import) has no model to ask: resuming it would send prompts for the
     // samples a folder did not have.
     if (config.isImport())
-        return failWith(QStringLiteral("run %1 was imported (kwb import), not generated: there is nothing to resume").arg(run.id));
+        return failWith(
+            QStringLiteral("run %1 was imported (kwb import), not generated: there is nothing to resume").arg(run.id));
     QString why;
     // A regime stored before `feedback_source` existed was shown the best so far: it resumes so.
     const auto storedRegime = [&why](const StoredRegime& stored) {
@@ -423,7 +429,8 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.modelSeedTurnStride = config.seeds.turnStride;
     plan.promptsDir = config.promptsDir;
     if (!defaults::isAnswerFormat(config.answerFormat))
-        return failWith(QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(config.answerFormat));
+        return failWith(
+            QStringLiteral("run %1 has an unknown answer format \"%2\"").arg(run.id).arg(config.answerFormat));
     plan.answerFormat = config.answerFormat;
     plan.resumeRunId = run.id;
     plan.compileOnly = config.compileOnly;
@@ -646,15 +653,15 @@ void RunFactsLoader::send(Kind kind, const QJsonObject& request, int index)
     // A remote facts worker (its supervisor's target) is leased by that host's GPU.
     const WorkerTarget target = m_supervisor->target();
     const QString key = target.isRemote() ? target.leaseKey() : GpuLeases::keyFor(0);
-    GpuLeases::instance()->whenHeldKey(key, target.isRemote() ? -1 : 0, holder, this,
-                                       [this, kind, request, index, generation](qint64 lease) {
-        if (generation != m_generation || !m_loading) {
-            GpuLeases::instance()->release(lease);
-            return;
-        }
-        --m_waitingForLease;
-        m_pending.insert(m_supervisor->sendRequest(request), Pending{kind, index, lease});
-    });
+    GpuLeases::instance()->whenHeldKey(
+        key, target.isRemote() ? -1 : 0, holder, this, [this, kind, request, index, generation](qint64 lease) {
+            if (generation != m_generation || !m_loading) {
+                GpuLeases::instance()->release(lease);
+                return;
+            }
+            --m_waitingForLease;
+            m_pending.insert(m_supervisor->sendRequest(request), Pending{kind, index, lease});
+        });
 }
 
 void RunFactsLoader::onResponse(qint64 id, const WorkerResponse& response)
@@ -717,10 +724,10 @@ void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& respon
             m_inputs << input;
         }
         if (!unknown.isEmpty())
-            return failLoading(QStringLiteral("unknown task%1: %2")
-                                   .arg(unknown.size() > 1 ? QStringLiteral("s") : QString(),
-                                        unknown.join(QStringLiteral(", "))),
-                               Failure::UnknownTask);
+            return failLoading(
+                QStringLiteral("unknown task%1: %2")
+                    .arg(unknown.size() > 1 ? QStringLiteral("s") : QString(), unknown.join(QStringLiteral(", "))),
+                Failure::UnknownTask);
         if (!kernelBenchOnly.isEmpty()) {
             if (runnable.isEmpty())
                 return failLoading(

@@ -9,10 +9,10 @@
 // A resumed run takes its plan from the stored configuration (planResume), so it runs with the
 // regimes, tasks, profile, scale and time-out it was started with.
 
-#include "core/protocol/defaults.h"
-#include "core/protocol/workerresponse.h"
 #include "core/config/regime.h"
 #include "core/config/runconfig.h"
+#include "core/protocol/defaults.h"
+#include "core/protocol/workerresponse.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
 #include "core/workers/hostlimits.h"
@@ -129,9 +129,9 @@ struct RunRequest
     QString scale = defaults::scale();
     double timeoutS = defaults::kEvaluationTimeoutS; ///< an evaluation's wall-clock limit
     double modelTimeoutS = 0; ///< a model request's total limit, retries included; <= 0: kDefaultModelDeadlineMs
-    int timingTrials = 0;  ///< 0: the profile's
+    int timingTrials = 0;     ///< 0: the profile's
     QString isolation = QStringLiteral("fresh"); ///< "fresh" (a worker per candidate) or "reuse"
-    WorkerLimits workerLimits; ///< host memory and threads, the OS sandbox (defaults: the machine's)
+    WorkerLimits workerLimits;                   ///< host memory and threads, the OS sandbox (defaults: the machine's)
     /// `kwb sweep`: the n of the best-of-n curve. Each n is a run of its own of the whole regime
     /// (all its turns) with n candidates per turn, the same model seeds (sweepRunPlans). Empty: a
     /// plain run.
@@ -169,7 +169,7 @@ QString noEvaluatorReason(const HelloInfo& hello, const DeviceFacts& device);
 /// A run ready to start: the regimes resolved, the tasks listed.
 struct RunPlan
 {
-    Regime regime;                 ///< tasks whose level has no regime of its own (with routing: the fallback)
+    Regime regime;                  ///< tasks whose level has no regime of its own (with routing: the fallback)
     QMap<int, Regime> levelRegimes; ///< routing: level -> its regime
     std::optional<Routing> routing;
     QStringList taskIds;
@@ -183,19 +183,19 @@ struct RunPlan
     int timingTrials = 0;
     QString isolation = QStringLiteral("fresh");
     WorkerLimits workerLimits;
-    QList<int> sweepNs;    ///< a sweep's n values (each run of it stores them all)
-    QString sweepId;       ///< the id its runs share (`extra.sweep.id`); empty: not a sweep
+    QList<int> sweepNs;              ///< a sweep's n values (each run of it stores them all)
+    QString sweepId;                 ///< the id its runs share (`extra.sweep.id`); empty: not a sweep
     std::optional<qint64> modelSeed; ///< stored as `seeds.model`
     /// modelSeedFor's distance between turns, stored as `seeds.turn_stride`; a run stored without
     /// it asked every turn with the same seeds and resumes with 0.
     qint64 modelSeedTurnStride = kModelSeedTurnStride;
     QString promptsDir;
     QString answerFormat = defaults::answerFormat(); ///< stored as `answer_format`
-    qint64 resumeRunId = 0; ///< 0: a new run
-    bool compileOnly = false;                ///< stored as `compile_only`
-    bool profileTraffic = false;             ///< stored as `profile_traffic`, sent with every evaluate
-    bool pauseGenerationWhileTiming = false; ///< stored as `pause_generation_while_timing`
-    int contextTokens = 0;   ///< stored as `context_tokens` (0: not checked)
+    qint64 resumeRunId = 0;                          ///< 0: a new run
+    bool compileOnly = false;                        ///< stored as `compile_only`
+    bool profileTraffic = false;                     ///< stored as `profile_traffic`, sent with every evaluate
+    bool pauseGenerationWhileTiming = false;         ///< stored as `pause_generation_while_timing`
+    int contextTokens = 0;                           ///< stored as `context_tokens` (0: not checked)
     int maxOutputTokens = 0; ///< stored as `max_output_tokens`, sent as max_tokens (0: not sent)
 
     /// "routing" for a routed run, else the regime's name (the run's `regime` column).
@@ -257,9 +257,9 @@ QString checkRunTemplates(const RunPlan& plan, const QList<RunTaskInput>& inputs
 /// Asks the worker for a run's task facts without blocking: `tasks` (checking that every id of
 /// the plan exists), `device`, then `analyze` for every task and `profile` where the task's regime
 /// uses it and a GPU is there. `device` and `profile` run only while the loader holds GPU 0's lease
-/// (core/workers/gpulease.h), like an evaluation's timing. Ends in exactly one loaded() or failed(), emitted from the event
-/// loop. A failed device, analyze or profile request is a warning(): the prompt goes without it,
-/// as `kwb run` does.
+/// (core/workers/gpulease.h), like an evaluation's timing. Ends in exactly one loaded() or failed(), emitted from the
+/// event loop. A failed device, analyze or profile request is a warning(): the prompt goes without it, as `kwb run`
+/// does.
 class RunFactsLoader : public QObject
 {
     Q_OBJECT
@@ -290,7 +290,7 @@ private:
     struct Pending
     {
         Kind kind = Kind::Tasks;
-        int index = -1; ///< into m_inputs
+        int index = -1;   ///< into m_inputs
         qint64 lease = 0; ///< the GPU lease a device or profile request holds (gpulease.h)
     };
 

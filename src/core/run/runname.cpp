@@ -1,8 +1,8 @@
 #include "core/run/runname.h"
 
-#include "core/protocol/defaults.h"
 #include "core/config/regime.h"
 #include "core/config/runconfig.h"
+#include "core/protocol/defaults.h"
 
 #include <cmath>
 
@@ -46,10 +46,11 @@ QStringList runDistinctions(const RunInfo& run)
                 parts << QStringLiteral("n=%1").arg(stored.n);
             if (has.turns && stored.turns != expected.turns)
                 parts << turnsText(stored.turns);
-            if (has.temperature
-                && (stored.temperature.has_value() != expected.temperature.has_value()
-                    || (stored.temperature && std::abs(*stored.temperature - *expected.temperature) > 1e-9)))
-                parts << (stored.temperature ? QStringLiteral("T=%1").arg(*stored.temperature) : QStringLiteral("T default"));
+            if (has.temperature &&
+                (stored.temperature.has_value() != expected.temperature.has_value() ||
+                 (stored.temperature && std::abs(*stored.temperature - *expected.temperature) > 1e-9)))
+                parts << (stored.temperature ? QStringLiteral("T=%1").arg(*stored.temperature)
+                                             : QStringLiteral("T default"));
             if (has.feedback && stored.feedback != expected.feedback)
                 parts << QStringLiteral("feedback %1").arg(toString(stored.feedback));
             if (has.selection && stored.selection != expected.selection)

@@ -9,8 +9,8 @@
 // selectJudgedIndex() is the one rule the run controller and the report (kwb report) both apply,
 // so both pick the same candidate of a task, ties included.
 
-#include "core/protocol/evaluationresult.h"
 #include "core/config/regime.h"
+#include "core/protocol/evaluationresult.h"
 
 #include <QJsonObject>
 #include <QList>

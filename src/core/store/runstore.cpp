@@ -70,12 +70,9 @@ QVariant optionalValue(const std::optional<double>& value)
 QString blocksFromText(CandidateBlocksFrom from)
 {
     switch (from) {
-    case CandidateBlocksFrom::Worker:
-        return QStringLiteral("worker");
-    case CandidateBlocksFrom::Client:
-        return QStringLiteral("client");
-    case CandidateBlocksFrom::None:
-        break;
+    case CandidateBlocksFrom::Worker: return QStringLiteral("worker");
+    case CandidateBlocksFrom::Client: return QStringLiteral("client");
+    case CandidateBlocksFrom::None: break;
     }
     return QStringLiteral("none");
 }
@@ -260,8 +257,7 @@ int RunStore::schemaVersion()
 
 RunStore::RunStore()
     : m_connection(QStringLiteral("kwb-runstore-%1").arg(++s_connectionCounter))
-{
-}
+{}
 
 RunStore::~RunStore()
 {
@@ -1079,7 +1075,7 @@ std::optional<qint64> RunStore::addResponse(const ResponseRecord& response)
     query.addBindValue(optionalValue(response.tokensOut));
     query.addBindValue(optionalValue(response.latencyMs));
     query.addBindValue(response.error.isEmpty() ? QVariant(QMetaType::fromType<QString>())
-                                                 : QVariant(secrets::scrub(response.error)));
+                                                : QVariant(secrets::scrub(response.error)));
     query.addBindValue(nowText());
     if (!execOrFail(query, QStringLiteral("add response")))
         return std::nullopt;
@@ -1105,7 +1101,8 @@ std::optional<qint64> RunStore::addCandidate(const CandidateRecord& candidate)
     query.addBindValue(candidate.parsedOk ? 1 : 0);
     query.addBindValue(blocksFromText(candidate.blocksFrom));
     query.addBindValue(kernelsValue(candidate.blocksFrom, candidate.kernels));
-    query.addBindValue(candidate.sourceHash.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(candidate.sourceHash));
+    query.addBindValue(candidate.sourceHash.isEmpty() ? QVariant(QMetaType::fromType<QString>())
+                                                      : QVariant(candidate.sourceHash));
     query.addBindValue(lineValue(candidate.cudaLine));
     query.addBindValue(lineValue(candidate.pythonLine));
     query.addBindValue(nowText());
@@ -1137,8 +1134,9 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
         return std::nullopt;
     }
     QSqlQuery query(db);
-    query.prepare(QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created,"
-                                 " worker, dram_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    query.prepare(
+        QStringLiteral("INSERT INTO evaluations (candidate_id, status, speedup, max_abs_diff, result, created,"
+                       " worker, dram_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
     query.addBindValue(candidateId);
     query.addBindValue(status);
     query.addBindValue(optionalValue(speedup));
@@ -1156,13 +1154,15 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
         const CandidateEcho& echo = *decoded.candidate;
         const bool parsedOk = decoded.status != EvaluationStatus::FormatError && !decoded.formatError;
         QSqlQuery update(db);
-        update.prepare(QStringLiteral("UPDATE candidates SET cuda = ?, python = ?, parsed_ok = ?, blocks_from = 'worker',"
-                                      " kernels = ?, source_hash = ?, cuda_line = ?, python_line = ? WHERE id = ?"));
+        update.prepare(
+            QStringLiteral("UPDATE candidates SET cuda = ?, python = ?, parsed_ok = ?, blocks_from = 'worker',"
+                           " kernels = ?, source_hash = ?, cuda_line = ?, python_line = ? WHERE id = ?"));
         update.addBindValue(text(secrets::scrub(echo.cuda)));
         update.addBindValue(text(secrets::scrub(echo.python)));
         update.addBindValue(parsedOk ? 1 : 0);
         update.addBindValue(kernelsValue(CandidateBlocksFrom::Worker, echo.kernels));
-        update.addBindValue(echo.sourceHash.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(echo.sourceHash));
+        update.addBindValue(echo.sourceHash.isEmpty() ? QVariant(QMetaType::fromType<QString>())
+                                                      : QVariant(echo.sourceHash));
         update.addBindValue(lineValue(echo.cudaLine));
         update.addBindValue(lineValue(echo.pythonLine));
         update.addBindValue(candidateId);
@@ -1257,7 +1257,7 @@ std::optional<CandidateRecord> RunStore::candidate(qint64 candidateId) const
 }
 
 std::optional<qint64> RunStore::addRecordedVerdict(qint64 candidateId, const QString& source, const QString& hardware,
-                                                  const QJsonObject& verdict)
+                                                   const QJsonObject& verdict)
 {
     if (!isOpen()) {
         fail(QStringLiteral("run store not open"));
@@ -1290,8 +1290,9 @@ QList<PromptRecord> RunStore::prompts(qint64 runId, const QString& task) const
     if (!execOrFail(query, QStringLiteral("list prompts")))
         return list;
     while (query.next())
-        list.append(PromptRecord{query.value(0).toLongLong(), runId, task, query.value(1).toInt(), query.value(2).toInt(),
-                                 query.value(3).toString(), query.value(4).toString(), query.value(5).toString()});
+        list.append(PromptRecord{query.value(0).toLongLong(), runId, task, query.value(1).toInt(),
+                                 query.value(2).toInt(), query.value(3).toString(), query.value(4).toString(),
+                                 query.value(5).toString()});
     return list;
 }
 
@@ -1302,12 +1303,13 @@ QList<RecordedVerdictRecord> RunStore::recordedVerdicts(qint64 runId) const
         return list;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT v.id, v.candidate_id, c.task, c.turn, c.sample, v.source, v.hardware, v.verdict"
-                                 " FROM recorded_verdicts v"
-                                 " JOIN candidates c ON c.id = v.candidate_id"
-                                 " JOIN responses r ON r.id = c.response_id"
-                                 " JOIN prompts p ON p.id = r.prompt_id"
-                                 " WHERE p.run_id = ? ORDER BY v.id"));
+    query.prepare(
+        QStringLiteral("SELECT v.id, v.candidate_id, c.task, c.turn, c.sample, v.source, v.hardware, v.verdict"
+                       " FROM recorded_verdicts v"
+                       " JOIN candidates c ON c.id = v.candidate_id"
+                       " JOIN responses r ON r.id = c.response_id"
+                       " JOIN prompts p ON p.id = r.prompt_id"
+                       " WHERE p.run_id = ? ORDER BY v.id"));
     query.addBindValue(runId);
     if (!execOrFail(query, QStringLiteral("list recorded verdicts")))
         return list;
@@ -1333,13 +1335,13 @@ QList<EvaluationRecord> RunStore::evaluations(qint64 runId) const
 
 namespace {
 
-const QString kEvaluationColumns = QStringLiteral(
-    "SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
-    "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker, e.dram_bytes"
-    " FROM evaluations e"
-    " JOIN candidates c ON c.id = e.candidate_id"
-    " JOIN responses r ON r.id = c.response_id"
-    " JOIN prompts p ON p.id = r.prompt_id");
+const QString kEvaluationColumns =
+    QStringLiteral("SELECT e.id, e.candidate_id, c.response_id, r.prompt_id, c.task, c.turn, c.sample, p.role,"
+                   "       e.status, e.speedup, e.max_abs_diff, e.result, e.created, e.worker, e.dram_bytes"
+                   " FROM evaluations e"
+                   " JOIN candidates c ON c.id = e.candidate_id"
+                   " JOIN responses r ON r.id = c.response_id"
+                   " JOIN prompts p ON p.id = r.prompt_id");
 
 EvaluationRecord evaluationRecord(const QSqlQuery& query)
 {
@@ -1425,14 +1427,16 @@ QList<TaskCandidate> RunStore::candidatesOfTask(const QString& task) const
             part.insert(QStringLiteral("flags"), flags.array());
         const QString compileOk = query.value(10).toString();
         if (compileOk == QLatin1String("true") || compileOk == QLatin1String("false"))
-            part.insert(QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), compileOk == QLatin1String("true")}});
+            part.insert(QStringLiteral("compile"),
+                        QJsonObject{{QStringLiteral("ok"), compileOk == QLatin1String("true")}});
         const QJsonDocument interval = QJsonDocument::fromJson(query.value(15).toString().toUtf8());
         if (interval.isObject())
             part.insert(QStringLiteral("timing"), QJsonObject{{QStringLiteral("speedup_interval"), interval.object()}});
         row.outcome = decodeEvaluation(part);
         if (blocksFromValue(query.value(11).toString()) == CandidateBlocksFrom::Worker) {
             const QString hash = query.value(12).toString();
-            row.codeKey = !hash.isEmpty() ? hash : query.value(13).toString() + QLatin1Char('\0') + query.value(14).toString();
+            row.codeKey =
+                !hash.isEmpty() ? hash : query.value(13).toString() + QLatin1Char('\0') + query.value(14).toString();
         }
         list.append(row);
     }
@@ -1465,9 +1469,8 @@ QList<UnitResponse> RunStore::responses(qint64 runId, qint64 afterId, bool withT
     query.setForwardOnly(true);
     query.prepare(QStringLiteral("SELECT p.task, p.turn, p.sample, p.role,"
                                  "       r.id, r.prompt_id, %1, r.tokens_in, r.tokens_out, r.latency_ms, r.error,")
-                      .arg(withText ? QStringLiteral("r.text") : QStringLiteral("''"))
-                  + QStringLiteral(
-                                 "       r.created"
+                      .arg(withText ? QStringLiteral("r.text") : QStringLiteral("''")) +
+                  QStringLiteral("       r.created"
                                  " FROM responses r JOIN prompts p ON p.id = r.prompt_id"
                                  " WHERE p.run_id = ? AND r.id > ? ORDER BY r.id"));
     query.addBindValue(runId);

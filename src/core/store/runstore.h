@@ -110,12 +110,12 @@ struct CandidateRecord
     QString task;
     int turn = 0;
     int sample = 0;
-    QString cuda;   ///< the cuda block (empty: none, or not known)
-    QString python; ///< the python block
+    QString cuda;          ///< the cuda block (empty: none, or not known)
+    QString python;        ///< the python block
     bool parsedOk = false; ///< the answer is in the candidate format (no format_error)
     CandidateBlocksFrom blocksFrom = CandidateBlocksFrom::None;
-    QStringList kernels;  ///< the cuda block's __global__ kernels (Worker only)
-    QString sourceHash;   ///< the worker's hash of the cuda block (Worker only)
+    QStringList kernels;              ///< the cuda block's __global__ kernels (Worker only)
+    QString sourceHash;               ///< the worker's hash of the cuda block (Worker only)
     int cudaLine = 0, pythonLine = 0; ///< answer lines where the blocks start (0: unknown)
     QString answer; ///< read only: the model's whole answer (its response text), filled by candidate()
 };
@@ -137,8 +137,8 @@ struct EvaluationRecord
     /// The whole evaluate response as the worker sent it, kept byte for byte (what a report's raw
     /// view shows and an export writes), or the supervisor's failure.
     QJsonObject result;
-    QDateTime created;  ///< UTC
-    QString worker;     ///< where it ran ("local:0", "gpu-box:1"; workertarget.h); empty: not recorded (schema < 4)
+    QDateTime created; ///< UTC
+    QString worker;    ///< where it ran ("local:0", "gpu-box:1"; workertarget.h); empty: not recorded (schema < 4)
     /// HBM bytes a profile of the candidate measured (EvaluationResult::measuredDramBytes(), the
     /// `dram_bytes` column, schema 5); empty: not profiled.
     std::optional<double> dramBytes;

@@ -22,7 +22,8 @@ QString num(const std::optional<double>& v)
 
 QString ms(double v)
 {
-    return v >= 100 ? QStringLiteral("%1 ms").arg(v, 0, 'f', 1) : QStringLiteral("%1 ms").arg(QString::number(v, 'g', 3));
+    return v >= 100 ? QStringLiteral("%1 ms").arg(v, 0, 'f', 1)
+                    : QStringLiteral("%1 ms").arg(QString::number(v, 'g', 3));
 }
 
 } // namespace
@@ -58,11 +59,13 @@ QStringList explainedFlags(const EvaluationResult& evaluation)
     QStringList out;
     for (const QString& flag : evaluation.flags) {
         if (flag == QLatin1String("below_roofline_floor"))
-            out << QStringLiteral("below_roofline_floor: faster than the task's roofline floor on this GPU; never counted "
-                                  "as correct or fast");
+            out << QStringLiteral(
+                "below_roofline_floor: faster than the task's roofline floor on this GPU; never counted "
+                "as correct or fast");
         else if (flag == QLatin1String("speedup_over_10x"))
-            out << QStringLiteral("speedup_over_10x: KernelBench's warning, a speed-up above 10× is more often a timing "
-                                  "or caching trick than a kernel; check the code");
+            out << QStringLiteral(
+                "speedup_over_10x: KernelBench's warning, a speed-up above 10× is more often a timing "
+                "or caching trick than a kernel; check the code");
         else if (flag == QLatin1String("global_state_reset"))
             out << QStringLiteral(
                 "global_state_reset: the answer's import changed torch's global settings (cuDNN, TF32, …); "
@@ -92,8 +95,9 @@ QString evaluationSummary(const EvaluationResult& e)
         lines << QStringLiteral("Message: %1").arg(e.message);
 
     if (e.speedup) {
-        QString s = QStringLiteral("Speed-up: %1 over the reference%2")
-                        .arg(formatSpeedup(e), e.timing.interval ? QStringLiteral(" (95 % interval in brackets)") : QString());
+        QString s =
+            QStringLiteral("Speed-up: %1 over the reference%2")
+                .arg(formatSpeedup(e), e.timing.interval ? QStringLiteral(" (95 % interval in brackets)") : QString());
         if (e.timing.candidate && e.timing.reference)
             s += QStringLiteral(" (candidate %1 ± %2, reference %3 ± %4, %5 timed calls)")
                      .arg(ms(e.timing.candidate->meanMs), ms(e.timing.candidate->stdMs), ms(e.timing.reference->meanMs),
@@ -108,9 +112,11 @@ QString evaluationSummary(const EvaluationResult& e)
         const CorrectnessInfo& c = *e.correctness;
         lines << QStringLiteral("Correctness: %1 of %2 trials passed").arg(c.passed).arg(c.trials);
         const QString tolerance =
-            QStringLiteral("an element passes when |out − ref| ≤ atol + rtol·|ref| (atol %1, rtol %2)").arg(num(c.atol), num(c.rtol));
+            QStringLiteral("an element passes when |out − ref| ≤ atol + rtol·|ref| (atol %1, rtol %2)")
+                .arg(num(c.atol), num(c.rtol));
         if (const qint64 bad = nonFiniteOutputs(e); bad > 0) {
-            lines << QStringLiteral("Max |diff|: not a number: %1 output element%2 NaN or Inf where the reference is finite")
+            lines << QStringLiteral(
+                         "Max |diff|: not a number: %1 output element%2 NaN or Inf where the reference is finite")
                          .arg(bad)
                          .arg(bad == 1 ? QStringLiteral(" is") : QStringLiteral("s are"));
         } else {
@@ -126,7 +132,8 @@ QString evaluationSummary(const EvaluationResult& e)
         if (c.hasFailure) {
             bool numeric = false;
             const int trial = c.failureTrial.toInt(&numeric);
-            lines << QStringLiteral("Failure (trial %1): %2").arg(numeric ? QString::number(trial + 1) : c.failureTrial, c.failureReason);
+            lines << QStringLiteral("Failure (trial %1): %2")
+                         .arg(numeric ? QString::number(trial + 1) : c.failureTrial, c.failureReason);
         }
         if (c.deterministic && !*c.deterministic)
             lines << QStringLiteral("Not deterministic: two runs on the same inputs differ");

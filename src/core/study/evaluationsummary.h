@@ -16,7 +16,8 @@ namespace kwb {
 /// .non_finite`); 0 when none were reported.
 qint64 nonFiniteOutputs(const EvaluationResult& evaluation);
 
-/// "1.2e-06", "NaN/Inf" (an output with NaN or Inf where the reference is finite), or empty when the evaluation has no correctness.
+/// "1.2e-06", "NaN/Inf" (an output with NaN or Inf where the reference is finite), or empty when the evaluation has no
+/// correctness.
 QString maxAbsDiffText(const EvaluationResult& evaluation);
 
 /// Why an evaluation is not counted as correct or fast although its status says correct:

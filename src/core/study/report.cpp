@@ -7,8 +7,8 @@
 
 #include "core/config/regime.h"
 #include "core/config/runconfig.h"
-#include "core/run/selection.h"
 #include "core/run/runname.h"
+#include "core/run/selection.h"
 #include "core/store/runstore.h"
 #include "core/workers/workersupervisor.h"
 
@@ -88,8 +88,8 @@ QJsonObject estimateJson(const Estimate& estimate)
             {QStringLiteral("low"), jsonNumber(has ? estimate.low : kNaN)},
             {QStringLiteral("high"), jsonNumber(has ? estimate.high : kNaN)},
             {QStringLiteral("interval"), !has ? QJsonValue(QJsonValue::Null)
-                                         : QJsonValue(estimate.exactBinomial ? QStringLiteral("exact_binomial")
-                                                                             : QStringLiteral("bootstrap"))}};
+                                              : QJsonValue(estimate.exactBinomial ? QStringLiteral("exact_binomial")
+                                                                                  : QStringLiteral("bootstrap"))}};
 }
 
 QJsonObject metricsJson(const Metrics& metrics)
@@ -140,17 +140,20 @@ QJsonArray fastPJson(const QList<FastP>& rows)
 {
     QJsonArray out;
     for (const FastP& f : rows)
-        out.append(QJsonObject{{QStringLiteral("p"), f.p}, {QStringLiteral("tasks"), f.tasks},
-                               {QStringLiteral("fast"), f.fast}, {QStringLiteral("fast_pct"), f.fastPct()},
-                               {QStringLiteral("clear"), f.clear}, {QStringLiteral("clear_pct"), f.clearPct()},
+        out.append(QJsonObject{{QStringLiteral("p"), f.p},
+                               {QStringLiteral("tasks"), f.tasks},
+                               {QStringLiteral("fast"), f.fast},
+                               {QStringLiteral("fast_pct"), f.fastPct()},
+                               {QStringLiteral("clear"), f.clear},
+                               {QStringLiteral("clear_pct"), f.clearPct()},
                                {QStringLiteral("clear_undecided"), f.undecided}});
     return out;
 }
 
 QString csvCell(const QString& cell)
 {
-    if (!cell.contains(QLatin1Char(',')) && !cell.contains(QLatin1Char('"')) && !cell.contains(QLatin1Char('\n'))
-        && !cell.contains(QLatin1Char('\r')))
+    if (!cell.contains(QLatin1Char(',')) && !cell.contains(QLatin1Char('"')) && !cell.contains(QLatin1Char('\n')) &&
+        !cell.contains(QLatin1Char('\r')))
         return cell;
     QString quoted = cell;
     quoted.replace(QStringLiteral("\""), QStringLiteral("\"\""));
@@ -165,9 +168,11 @@ QString csvNumber(double value)
 class CsvWriter
 {
 public:
-    CsvWriter() { row({QStringLiteral("section"), QStringLiteral("run"), QStringLiteral("run_b"),
-                       QStringLiteral("level"), QStringLiteral("metric"), QStringLiteral("value"),
-                       QStringLiteral("low"), QStringLiteral("high")}); }
+    CsvWriter()
+    {
+        row({QStringLiteral("section"), QStringLiteral("run"), QStringLiteral("run_b"), QStringLiteral("level"),
+             QStringLiteral("metric"), QStringLiteral("value"), QStringLiteral("low"), QStringLiteral("high")});
+    }
 
     void row(const QStringList& cells)
     {
@@ -196,7 +201,8 @@ public:
         value(section, run, QString(), level, QStringLiteral("fast1"), QString::number(metrics.fast1));
         estimate(section, run, QString(), level, QStringLiteral("fast1_pct"), metrics.fast1Pct);
         value(section, run, QString(), level, QStringLiteral("clear_fast1"), QString::number(metrics.clearFast1));
-        value(section, run, QString(), level, QStringLiteral("clear_fast1_undecided"), QString::number(metrics.clearFast1Undecided));
+        value(section, run, QString(), level, QStringLiteral("clear_fast1_undecided"),
+              QString::number(metrics.clearFast1Undecided));
         estimate(section, run, QString(), level, QStringLiteral("clear_fast1_pct"), metrics.clearFast1Pct);
         value(section, run, QString(), level, QStringLiteral("compiled"), QString::number(metrics.compiled));
         estimate(section, run, QString(), level, QStringLiteral("compiled_pct"), metrics.compiledPct);
@@ -204,7 +210,8 @@ public:
         value(section, run, QString(), level, QStringLiteral("geomean_count"), QString::number(metrics.geomeanCount));
         value(section, run, QString(), level, QStringLiteral("mean_speedup"), csvNumber(metrics.meanSpeedup));
         value(section, run, QString(), level, QStringLiteral("best_speedup"), csvNumber(metrics.bestSpeedup));
-        value(section, run, QString(), level, QStringLiteral("torch_only_correct"), QString::number(metrics.torchOnlyCorrect));
+        value(section, run, QString(), level, QStringLiteral("torch_only_correct"),
+              QString::number(metrics.torchOnlyCorrect));
         value(section, run, QString(), level, QStringLiteral("bound_fraction_geomean"),
               csvNumber(metrics.boundFractionGeomean));
         value(section, run, QString(), level, QStringLiteral("bound_fraction_count"),
@@ -312,7 +319,8 @@ QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes)
         for (const TaskOutcome& o : outcomes) {
             f.fast += o.fastP(p);
             f.clear += o.clearlyFastP(p);
-            f.undecided += o.fastP(p) && !o.clearlyFastP(p) && !(std::isfinite(o.speedupLow) && std::isfinite(o.speedupHigh));
+            f.undecided +=
+                o.fastP(p) && !o.clearlyFastP(p) && !(std::isfinite(o.speedupLow) && std::isfinite(o.speedupHigh));
         }
         out.append(f);
     }
@@ -324,8 +332,8 @@ bool isCompileOnlyRun(const RunInfo& run)
     return run.config.compileOnly;
 }
 
-std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex, bool lastTurnWins,
-                                         bool compileOnly)
+std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluations, int* chosenIndex,
+                                         bool lastTurnWins, bool compileOnly)
 {
     // The run controller's own rule (selection.h), so the report keeps the candidate the run kept.
     QList<CandidateOutcome> candidates;
@@ -371,7 +379,8 @@ std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord
         correct = correct || (statusCorrect && !decoded.belowRooflineFloor());
         if (statusCorrect && decoded.belowRooflineFloor()) {
             ++report.notCounted;
-            report.notCountedWhy << QStringLiteral("%1 sample %2: %3").arg(e.task).arg(e.sample).arg(notCountedReason(decoded));
+            report.notCountedWhy
+                << QStringLiteral("%1 sample %2: %3").arg(e.task).arg(e.sample).arg(notCountedReason(decoded));
         }
     }
     QList<SampleOutcomes> all;
@@ -433,9 +442,9 @@ QList<UnfinishedUnit> unfinishedUnits(const QList<UnitResponse>& responses, cons
             units.append({unit, UnevaluatedKind::ModelRequestFailed, modelFailureReason(response.error)});
             continue;
         }
-        const bool allMachine = !list.isEmpty() && std::all_of(list.cbegin(), list.cend(), [](const EvaluationRecord& e) {
-            return isMachineFailure(e.status);
-        });
+        const bool allMachine =
+            !list.isEmpty() && std::all_of(list.cbegin(), list.cend(),
+                                           [](const EvaluationRecord& e) { return isMachineFailure(e.status); });
         if (allMachine)
             units.append({unit, UnevaluatedKind::MachineFailure, machineFailureReason(list.last())});
     }
@@ -612,7 +621,8 @@ QJsonObject ablationBaselineKey(const RunInfo& run)
                         stored.temperature ? QJsonValue(*stored.temperature) : QJsonValue(QJsonValue::Null)},
                        {QStringLiteral("profile"), config.protocolProfile},
                        // a run stored without its scale has none to compare (no key)
-                       {QStringLiteral("scale"), config.scale.isEmpty() ? QJsonValue(QJsonValue::Undefined) : QJsonValue(config.scale)},
+                       {QStringLiteral("scale"),
+                        config.scale.isEmpty() ? QJsonValue(QJsonValue::Undefined) : QJsonValue(config.scale)},
                        {QStringLiteral("feedback"), toString(feedback)},
                        {QStringLiteral("selection"), toString(selection)},
                        {QStringLiteral("stop_when_correct"), stored.stopWhenCorrect},
@@ -801,8 +811,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         const QString id = config.sweep ? config.sweep->id : QString();
         if (id.isEmpty())
             continue; // not a sweep, or one of the old single-run sweeps (first-turn pass@n only)
-        auto curve = std::find_if(report.sweeps.begin(), report.sweeps.end(),
-                                  [&](const SweepCurve& c) { return c.id == id; });
+        auto curve =
+            std::find_if(report.sweeps.begin(), report.sweeps.end(), [&](const SweepCurve& c) { return c.id == id; });
         if (curve == report.sweeps.end()) {
             report.sweeps.append(SweepCurve{id, run.run.regime, {}});
             curve = report.sweeps.end() - 1;
@@ -863,9 +873,10 @@ namespace {
 /// The fast_p table: per run, plain / clear fast_p % at KernelBench's thresholds.
 QString fastPMarkdown(const Report& report)
 {
-    QString md = QStringLiteral("\n## fast_p (plain / clear)\n\n"
-                                "fast_p: correct with a speed-up above p, over all tasks; clear: its 95 % interval "
-                                "lies wholly above p (n/a where a fast task's speed-up has no interval to decide it by).\n\n");
+    QString md =
+        QStringLiteral("\n## fast_p (plain / clear)\n\n"
+                       "fast_p: correct with a speed-up above p, over all tasks; clear: its 95 % interval "
+                       "lies wholly above p (n/a where a fast task's speed-up has no interval to decide it by).\n\n");
     QStringList header{QStringLiteral("run")};
     for (double p : kFastPThresholds)
         header << QStringLiteral("fast_%1 %").arg(p);
@@ -873,8 +884,7 @@ QString fastPMarkdown(const Report& report)
     for (const RunReport& run : report.runs) {
         QStringList row{run.label()};
         for (const FastP& f : run.fastP)
-            row << (run.compileOnly ? QStringLiteral("not measured")
-                                    : f.plainAndClearText());
+            row << (run.compileOnly ? QStringLiteral("not measured") : f.plainAndClearText());
         md += mdRow(row);
     }
     return md;
@@ -887,7 +897,10 @@ QString percentText(const Estimate& estimate)
         return QStringLiteral("\u2013");
     if (!estimate.hasInterval())
         return QStringLiteral("%1 %").arg(fixed(estimate.value, 1));
-    return QStringLiteral("%1 % [%2\u2013%3]").arg(fixed(estimate.value, 1)).arg(qRound(estimate.low)).arg(qRound(estimate.high));
+    return QStringLiteral("%1 % [%2\u2013%3]")
+        .arg(fixed(estimate.value, 1))
+        .arg(qRound(estimate.low))
+        .arg(qRound(estimate.high));
 }
 
 QString geomeanSpeedupText(const Metrics& metrics)
@@ -898,7 +911,8 @@ QString geomeanSpeedupText(const Metrics& metrics)
     if (!e.hasInterval()) // one kernel: its own interval is in the Monitor and the Diff
         return QStringLiteral("%1\u00D7 (n = %2)").arg(fixed(e.value, 2)).arg(metrics.geomeanCount);
     // The one speed-up format (formatSpeedup), so a tight interval gets the decimals it needs.
-    return formatSpeedup(e.value, SpeedupInterval{e.low, e.high}) + QStringLiteral(" (n = %1)").arg(metrics.geomeanCount);
+    return formatSpeedup(e.value, SpeedupInterval{e.low, e.high}) +
+           QStringLiteral(" (n = %1)").arg(metrics.geomeanCount);
 }
 
 // Clear fast_1, or "n/a" where a fast task's speed-up has no interval to decide it by.
@@ -986,10 +1000,14 @@ QString reportMarkdown(const Report& report)
         return md + QStringLiteral("No runs.\n");
 
     md += QStringLiteral("## Runs\n\n");
-    QStringList header = {QStringLiteral("run"),        QStringLiteral("regime"),
-                          QStringLiteral("name"),       QStringLiteral("status"),
-                          QStringLiteral("tasks"),      QStringLiteral("correct %"),
-                          QStringLiteral("clear fast_1 %"), QStringLiteral("fast_1 %"),
+    QStringList header = {QStringLiteral("run"),
+                          QStringLiteral("regime"),
+                          QStringLiteral("name"),
+                          QStringLiteral("status"),
+                          QStringLiteral("tasks"),
+                          QStringLiteral("correct %"),
+                          QStringLiteral("clear fast_1 %"),
+                          QStringLiteral("fast_1 %"),
                           QStringLiteral("compiled %")};
     for (const int level : report.levels)
         header.append(QStringLiteral("solved L%1").arg(level));
@@ -1000,8 +1018,12 @@ QString reportMarkdown(const Report& report)
     for (const RunReport& run : report.runs) {
         const Metrics& m = run.summary.overall;
         const QString notMeasured = QStringLiteral("not measured");
-        QStringList cells = {QStringLiteral("#%1").arg(run.run.id), run.run.regime, run.run.name, run.run.status,
-                             QString::number(m.tasks), run.compileOnly ? notMeasured : percentText(m.correctPct),
+        QStringList cells = {QStringLiteral("#%1").arg(run.run.id),
+                             run.run.regime,
+                             run.run.name,
+                             run.run.status,
+                             QString::number(m.tasks),
+                             run.compileOnly ? notMeasured : percentText(m.correctPct),
                              run.compileOnly ? notMeasured : clearFast1Text(m),
                              run.compileOnly ? notMeasured : percentText(m.fast1Pct),
                              percentText(m.compiledPct)};
@@ -1103,7 +1125,8 @@ QString reportMarkdown(const Report& report)
             if (run.recorded.isEmpty())
                 continue;
             QStringList hardware;
-            int theirCompiled = 0, theirCorrect = 0, ourCompiled = 0, ourCorrect = 0, both = 0, onlyTheirs = 0, onlyOurs = 0;
+            int theirCompiled = 0, theirCorrect = 0, ourCompiled = 0, ourCorrect = 0, both = 0, onlyTheirs = 0,
+                onlyOurs = 0;
             for (const RecordedComparison& c : run.recorded) {
                 if (!c.recorded.hardware.isEmpty() && !hardware.contains(c.recorded.hardware))
                     hardware << c.recorded.hardware;
@@ -1115,22 +1138,23 @@ QString reportMarkdown(const Report& report)
                 onlyTheirs += !c.correct && c.theirCorrect();
                 onlyOurs += c.correct && !c.theirCorrect();
             }
-            md += mdRow({run.label(), hardware.isEmpty() ? QStringLiteral("not recorded") : hardware.join(QStringLiteral(", ")),
-                         QString::number(run.recorded.size()), QStringLiteral("%1 / %2").arg(theirCompiled).arg(ourCompiled),
-                         run.compileOnly ? QStringLiteral("%1 / not measured").arg(theirCorrect)
-                                         : QStringLiteral("%1 / %2").arg(theirCorrect).arg(ourCorrect),
-                         run.compileOnly ? QStringLiteral("-") : QString::number(both),
-                         run.compileOnly ? QStringLiteral("-") : QString::number(onlyTheirs),
-                         run.compileOnly ? QStringLiteral("-") : QString::number(onlyOurs)});
+            md += mdRow(
+                {run.label(), hardware.isEmpty() ? QStringLiteral("not recorded") : hardware.join(QStringLiteral(", ")),
+                 QString::number(run.recorded.size()), QStringLiteral("%1 / %2").arg(theirCompiled).arg(ourCompiled),
+                 run.compileOnly ? QStringLiteral("%1 / not measured").arg(theirCorrect)
+                                 : QStringLiteral("%1 / %2").arg(theirCorrect).arg(ourCorrect),
+                 run.compileOnly ? QStringLiteral("-") : QString::number(both),
+                 run.compileOnly ? QStringLiteral("-") : QString::number(onlyTheirs),
+                 run.compileOnly ? QStringLiteral("-") : QString::number(onlyOurs)});
         }
     }
 
     if (!report.pairs.isEmpty()) {
         md += QStringLiteral("\n## Paired comparisons (tasks in both runs)\n\n");
         md += mdHeader({QStringLiteral("A"), QStringLiteral("B"), QStringLiteral("tasks"),
-                        QStringLiteral("A correct %"), QStringLiteral("B correct %"),
-                        QStringLiteral("A − B, points"), QStringLiteral("only A"), QStringLiteral("only B"),
-                        QStringLiteral("both"), QStringLiteral("neither"), QStringLiteral("sign-test p")},
+                        QStringLiteral("A correct %"), QStringLiteral("B correct %"), QStringLiteral("A − B, points"),
+                        QStringLiteral("only A"), QStringLiteral("only B"), QStringLiteral("both"),
+                        QStringLiteral("neither"), QStringLiteral("sign-test p")},
                        2);
         QStringList missing;
         for (const PairReport& pair : report.pairs) {
@@ -1148,8 +1172,8 @@ QString reportMarkdown(const Report& report)
                                    .arg(c.missingInB.size()));
         }
         if (!missing.isEmpty())
-            md += QStringLiteral("\nLeft out of the comparison: ") + missing.join(QStringLiteral("; "))
-                  + QStringLiteral(".\n");
+            md += QStringLiteral("\nLeft out of the comparison: ") + missing.join(QStringLiteral("; ")) +
+                  QStringLiteral(".\n");
     }
 
     if (!report.ablations.isEmpty()) {
@@ -1157,7 +1181,8 @@ QString reportMarkdown(const Report& report)
                              "shared tasks)\n\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("switched off"), QStringLiteral("against"),
                         QStringLiteral("tasks"), QStringLiteral("correct %"), QStringLiteral("fast_1 %"),
-                        QStringLiteral("full correct %"), QStringLiteral("change, points"), QStringLiteral("sign-test p")},
+                        QStringLiteral("full correct %"), QStringLiteral("change, points"),
+                        QStringLiteral("sign-test p")},
                        3);
         for (const AblationRow& row : report.ablations) {
             const RunReport* run = findRun(report, row.run);
@@ -1170,9 +1195,9 @@ QString reportMarkdown(const Report& report)
                 continue;
             }
             const PairedComparison& c = *row.comparison;
-            md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), base->label(), QString::number(c.tasks),
-                         percentText(m.correctPct), percentText(m.fast1Pct), fixed(c.correctPctB.value, 1),
-                         withInterval(c.differencePct, 1), fixed(c.signTestP, 3)});
+            md += mdRow({run->label(), row.switchedOff.join(QStringLiteral(", ")), base->label(),
+                         QString::number(c.tasks), percentText(m.correctPct), percentText(m.fast1Pct),
+                         fixed(c.correctPctB.value, 1), withInterval(c.differencePct, 1), fixed(c.signTestP, 3)});
         }
     }
 
@@ -1196,9 +1221,9 @@ QString reportMarkdown(const Report& report)
         for (const SweepCurve& curve : report.sweeps) {
             const QString name = curve.regime + QStringLiteral(" ") + curve.id.left(8);
             const auto row = [&](const QString& level, const SweepPoint& p, const Metrics& m) {
-                md += mdRow({name, level, QString::number(p.n), QStringLiteral("#%1").arg(p.run), QString::number(m.tasks),
-                             QString::number(m.correct), percentText(m.correctPct), QString::number(m.compiled),
-                             percentText(m.compiledPct)});
+                md += mdRow({name, level, QString::number(p.n), QStringLiteral("#%1").arg(p.run),
+                             QString::number(m.tasks), QString::number(m.correct), percentText(m.correctPct),
+                             QString::number(m.compiled), percentText(m.compiledPct)});
             };
             for (const SweepPoint& p : curve.points)
                 row(QStringLiteral("all"), p, p.overall);
@@ -1215,11 +1240,12 @@ QString reportMarkdown(const Report& report)
     for (const RunReport& run : report.runs)
         anyCurve = anyCurve || run.firstTurnPassAtN.has_value();
     if (anyCurve) {
-        md += QStringLiteral("\n## First-turn pass@n (unbiased estimator)\n\n"
-                             "Not the study's best-of-n: the chance that one of n of a task's first-turn samples is "
-                             "correct, averaged over every task of the run; a task with fewer than n samples counts "
-                             "its missing ones as failures (\"short\"). Its 95 % interval is a bootstrap over the tasks and each "
-                             "task's samples.\n\n");
+        md += QStringLiteral(
+            "\n## First-turn pass@n (unbiased estimator)\n\n"
+            "Not the study's best-of-n: the chance that one of n of a task's first-turn samples is "
+            "correct, averaged over every task of the run; a task with fewer than n samples counts "
+            "its missing ones as failures (\"short\"). Its 95 % interval is a bootstrap over the tasks and each "
+            "task's samples.\n\n");
         md += mdHeader({QStringLiteral("run"), QStringLiteral("level"), QStringLiteral("n"), QStringLiteral("tasks"),
                         QStringLiteral("short"), QStringLiteral("pass@n %")},
                        2);
@@ -1246,7 +1272,8 @@ QString reportMarkdown(const Report& report)
             return names.isEmpty() ? QStringLiteral("none") : names.join(QStringLiteral(", "));
         };
         md += QStringLiteral("\n## Routing estimate\n\n") + routingCaveat() + QStringLiteral("\n\n");
-        md += QStringLiteral("Runs used: %1. Left out: %2.\n\n").arg(labels(routing.candidates), labels(routing.leftOut));
+        md +=
+            QStringLiteral("Runs used: %1. Left out: %2.\n\n").arg(labels(routing.candidates), labels(routing.leftOut));
         md += mdHeader({QStringLiteral("level"), QStringLiteral("run"), QStringLiteral("tasks"),
                         QStringLiteral("solved"), QStringLiteral("correct %")},
                        2);
@@ -1283,7 +1310,8 @@ QString reportCsv(const Report& report)
                   QString::number(r.evaluations));
         csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("responses"),
                   QString::number(r.usage.responses));
-        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("tokens_in"), optionalText(r.usage.tokensIn));
+        csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("tokens_in"),
+                  optionalText(r.usage.tokensIn));
         csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("tokens_out"),
                   optionalText(r.usage.tokensOut));
         csv.value(run, id, QString(), QStringLiteral("all"), QStringLiteral("model_time_ms"),
@@ -1383,7 +1411,8 @@ QString reportCsv(const Report& report)
         const QString id = QString::number(r.run.id);
         const auto points = [&](const QString& level, const QList<BestOfNPoint>& curve) {
             for (const BestOfNPoint& p : curve) {
-                csv.value(bestOfN, id, QString(), level, QStringLiteral("tasks_n%1").arg(p.n), QString::number(p.tasks));
+                csv.value(bestOfN, id, QString(), level, QStringLiteral("tasks_n%1").arg(p.n),
+                          QString::number(p.tasks));
                 csv.value(bestOfN, id, QString(), level, QStringLiteral("short_n%1").arg(p.n),
                           QString::number(p.shortTasks));
                 csv.estimate(bestOfN, id, QString(), level, QStringLiteral("correct_pct_n%1").arg(p.n), p.passPct);
@@ -1448,11 +1477,12 @@ QJsonObject recordedJson(const RunReport& run)
             {QStringLiteral("sample"), c.recorded.sample},
             {QStringLiteral("candidate_id"), double(c.recorded.candidateId)},
             {QStringLiteral("ours"),
-             QJsonObject{{QStringLiteral("evaluation_id"), c.evaluationId ? QJsonValue(double(*c.evaluationId)) : QJsonValue()},
-                         {QStringLiteral("status"), c.status.isEmpty() ? QJsonValue() : QJsonValue(c.status)},
-                         {QStringLiteral("compiled"), c.compiled},
-                         {QStringLiteral("correct"), run.compileOnly ? QJsonValue() : QJsonValue(c.correct)},
-                         {QStringLiteral("speedup"), c.speedup ? QJsonValue(*c.speedup) : QJsonValue()}}},
+             QJsonObject{
+                 {QStringLiteral("evaluation_id"), c.evaluationId ? QJsonValue(double(*c.evaluationId)) : QJsonValue()},
+                 {QStringLiteral("status"), c.status.isEmpty() ? QJsonValue() : QJsonValue(c.status)},
+                 {QStringLiteral("compiled"), c.compiled},
+                 {QStringLiteral("correct"), run.compileOnly ? QJsonValue() : QJsonValue(c.correct)},
+                 {QStringLiteral("speedup"), c.speedup ? QJsonValue(*c.speedup) : QJsonValue()}}},
             {QStringLiteral("theirs"), theirs},
         });
     }
@@ -1461,9 +1491,11 @@ QJsonObject recordedJson(const RunReport& run)
         {QStringLiteral("hardware"), QJsonArray::fromStringList(hardware)},
         {QStringLiteral("sources"), QJsonArray::fromStringList(sources)},
         {QStringLiteral("samples"), int(run.recorded.size())},
-        {QStringLiteral("theirs"), QJsonObject{{QStringLiteral("compiled"), theirCompiled}, {QStringLiteral("correct"), theirCorrect}}},
-        {QStringLiteral("ours"), QJsonObject{{QStringLiteral("compiled"), ourCompiled},
-                                             {QStringLiteral("correct"), run.compileOnly ? QJsonValue() : QJsonValue(ourCorrect)}}},
+        {QStringLiteral("theirs"),
+         QJsonObject{{QStringLiteral("compiled"), theirCompiled}, {QStringLiteral("correct"), theirCorrect}}},
+        {QStringLiteral("ours"),
+         QJsonObject{{QStringLiteral("compiled"), ourCompiled},
+                     {QStringLiteral("correct"), run.compileOnly ? QJsonValue() : QJsonValue(ourCorrect)}}},
         // A compile-only run measured no correctness: nothing to set beside theirs.
         {QStringLiteral("both_correct"), run.compileOnly ? QJsonValue() : QJsonValue(both)},
         {QStringLiteral("only_theirs_correct"), run.compileOnly ? QJsonValue() : QJsonValue(onlyTheirs)},
@@ -1574,12 +1606,13 @@ QJsonObject reportJson(const Report& report)
                 array.append(double(id));
             return array;
         };
-        routing = QJsonObject{{QStringLiteral("levels"), levels},
-                              {QStringLiteral("runs_used"), ids(report.routing->candidates)},
-                              {QStringLiteral("runs_left_out"), ids(report.routing->leftOut)},
-                              {QStringLiteral("combined"), metricsJson(report.routing->estimate.combined)},
-                              {QStringLiteral("problems"), QJsonArray::fromStringList(report.routing->estimate.problems)},
-                              {QStringLiteral("note"), routingCaveat()}};
+        routing =
+            QJsonObject{{QStringLiteral("levels"), levels},
+                        {QStringLiteral("runs_used"), ids(report.routing->candidates)},
+                        {QStringLiteral("runs_left_out"), ids(report.routing->leftOut)},
+                        {QStringLiteral("combined"), metricsJson(report.routing->estimate.combined)},
+                        {QStringLiteral("problems"), QJsonArray::fromStringList(report.routing->estimate.problems)},
+                        {QStringLiteral("note"), routingCaveat()}};
     }
 
     QJsonArray ablations;

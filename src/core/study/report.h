@@ -17,8 +17,8 @@
 // request failed, its evaluations were all machine failures, or it was never reached) counts as a
 // failure, neither correct nor compiled, and is listed with the reason (RunReport::unevaluated).
 
-#include "core/study/runstats.h"
 #include "core/store/runstore.h"
+#include "core/study/runstats.h"
 
 #include <QJsonObject>
 #include <QList>
@@ -56,8 +56,9 @@ std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluati
 namespace UnevaluatedKind {
 inline const QString ModelRequestFailed = QStringLiteral("model_request_failed"); ///< the model request failed
 inline const QString MachineFailure = QStringLiteral("machine_failure"); ///< evaluated only into machine failures
-inline const QString NotEvaluated = QStringLiteral("not_evaluated"); ///< answered, the run stopped before the evaluation
-inline const QString NotStarted = QStringLiteral("not_started");     ///< named by the run, never asked for
+inline const QString NotEvaluated =
+    QStringLiteral("not_evaluated");                             ///< answered, the run stopped before the evaluation
+inline const QString NotStarted = QStringLiteral("not_started"); ///< named by the run, never asked for
 } // namespace UnevaluatedKind
 
 /// A task of a run that has no evaluation of a candidate; it counts as a failure.
@@ -65,8 +66,9 @@ struct UnevaluatedTask
 {
     QString task;
     int level = 0;
-    QString kind;   ///< an UnevaluatedKind
-    QString reason; ///< "model request failed: http_error: HTTP 500 …", "not evaluated: machine failure (worker_lost: …)"
+    QString kind; ///< an UnevaluatedKind
+    QString
+        reason; ///< "model request failed: http_error: HTTP 500 …", "not evaluated: machine failure (worker_lost: …)"
 };
 
 /// A unit of a run without a usable result: its latest model request failed, or every
@@ -75,7 +77,7 @@ struct UnevaluatedTask
 struct UnfinishedUnit
 {
     UnitKey unit;
-    QString kind;   ///< UnevaluatedKind::ModelRequestFailed or MachineFailure
+    QString kind; ///< UnevaluatedKind::ModelRequestFailed or MachineFailure
     QString reason;
 };
 
@@ -107,9 +109,9 @@ struct ReportOptions
 /// turns and selection.
 struct FirstTurnPassAtN
 {
-    int samples = 0;                           ///< the most first-turn samples any task has
+    int samples = 0; ///< the most first-turn samples any task has
     QList<BestOfNPoint> overall;
-    QMap<int, QList<BestOfNPoint>> perLevel;   ///< level -> curve over that level's tasks
+    QMap<int, QList<BestOfNPoint>> perLevel; ///< level -> curve over that level's tasks
     /// First-turn samples with status correct that do not count (below the roofline floor), and
     /// why, one line each ("L1/1 sample 3: measured … below the roofline floor …").
     int notCounted = 0;
@@ -146,7 +148,7 @@ struct SweepPoint
 {
     int n = 0;
     qint64 run = 0;
-    Metrics overall;            ///< correct %, compiled % … over every task of the run
+    Metrics overall; ///< correct %, compiled % … over every task of the run
     QMap<int, Metrics> perLevel;
 };
 
@@ -177,13 +179,13 @@ struct RecordedComparison
 struct RunReport
 {
     RunInfo run;
-    QList<TaskOutcome> outcomes;       ///< one per task of the run (unevaluated ones as failures), sorted by task id
+    QList<TaskOutcome> outcomes;        ///< one per task of the run (unevaluated ones as failures), sorted by task id
     QList<UnevaluatedTask> unevaluated; ///< the tasks without an evaluation of a candidate, sorted by task id
     QMap<QString, qint64> chosenEvaluation; ///< task -> id of the evaluation selected for it
-    int evaluations = 0;               ///< evaluations stored for the run
+    int evaluations = 0;                    ///< evaluations stored for the run
     RunSummary summary;
     RunUsage usage;
-    QStringList ablated;                ///< switches that were off (Ablations::offNames), from the stored regime
+    QStringList ablated; ///< switches that were off (Ablations::offNames), from the stored regime
     std::optional<FirstTurnPassAtN> firstTurnPassAtN; ///< runs with at least two first-turn samples per task
     /// A compile-only run (isCompileOnlyRun): its correct, fast_1 and speedup numbers say nothing
     /// and are shown as "not measured", never as 0 %.
@@ -220,11 +222,11 @@ QString notMainRegimeReason(const RunInfo& run);
 /// are candidates; sweeps, ablations, the pilot and routed runs never are.
 struct RoutingReport
 {
-    QMap<int, qint64> runForLevel; ///< level -> the run whose outcomes are taken for it
-    QList<qint64> candidates;      ///< the main regime runs it chose from, in report order
-    QList<qint64> leftOut;         ///< the report's other runs, not candidates
+    QMap<int, qint64> runForLevel;    ///< level -> the run whose outcomes are taken for it
+    QList<qint64> candidates;         ///< the main regime runs it chose from, in report order
+    QList<qint64> leftOut;            ///< the report's other runs, not candidates
     QMap<qint64, QString> leftOutWhy; ///< run -> notMainRegimeReason, for each run left out
-    RoutingEstimate estimate;      ///< keyed by run label
+    RoutingEstimate estimate;         ///< keyed by run label
 };
 
 /// What an ablated run is compared with: a run with the same regime, tasks, n, turns,
@@ -244,7 +246,7 @@ struct AblationRow
     QString regime;
     QStringList switchedOff;
     std::optional<PairedComparison> comparison; ///< ablated (A) against baseline (B)
-    QString note; ///< with no baseline: what run it would need
+    QString note;                               ///< with no baseline: what run it would need
 };
 
 /// A task's one best across the report's runs (taskbest.h's bestCandidateOfTask): the run and the
@@ -262,11 +264,11 @@ struct Report
     QString database;
     QList<RunReport> runs;
     QMap<QString, TaskBest> bestOfTask; ///< task -> its best across `runs` (tasks with an evaluation)
-    QList<PairReport> pairs; ///< every pair (i < j) in the order of `runs`
+    QList<PairReport> pairs;            ///< every pair (i < j) in the order of `runs`
     std::optional<RoutingReport> routing;
     QList<AblationRow> ablations; ///< one per run with switches off
     QList<SweepCurve> sweeps;     ///< one per sweep with a run in the report, in order of first run
-    QList<int> levels;       ///< the levels any run has, ascending
+    QList<int> levels;            ///< the levels any run has, ascending
 };
 
 /// Builds the report of the given runs (in that order; empty: every run of the store). Returns

@@ -21,8 +21,7 @@ class IndexDraw
 public:
     explicit IndexDraw(std::uint64_t seed)
         : m_engine(seed)
-    {
-    }
+    {}
     std::size_t below(std::size_t n)
     {
         const std::uint64_t bound = n;
@@ -438,8 +437,8 @@ QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList
         // Every task's pass@n 0 (or every one 1): a proportion at its edge, as in computeMetrics.
         const bool none = std::all_of(values.cbegin(), values.cend(), [](double v) { return v == 0.0; });
         const bool all = std::all_of(values.cbegin(), values.cend(), [](double v) { return v == 1.0; });
-        point.passPct = none || all ? proportion(none ? 0 : int(values.size()), int(values.size()), std::move(replicates),
-                                                 options.confidence)
+        point.passPct = none || all ? proportion(none ? 0 : int(values.size()), int(values.size()),
+                                                 std::move(replicates), options.confidence)
                                     : interval(mean, std::move(replicates), options.confidence);
         curve.append(point);
     }

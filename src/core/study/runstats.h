@@ -23,9 +23,9 @@ namespace kwb {
 /// The outcome of one task in one run: the status and speedup of the candidate selected for it.
 struct TaskOutcome
 {
-    QString task;  ///< "L2/1"
-    int level = 0; ///< 1, 2 or 3
-    QString status; ///< "correct" counts as correct; anything else does not
+    QString task;         ///< "L2/1"
+    int level = 0;        ///< 1, 2 or 3
+    QString status;       ///< "correct" counts as correct; anything else does not
     double speedup = 0.0; ///< reference time / candidate time; <= 0 or NaN when not timed
     bool compiled = false;
     /// The selected answer launches no kernel of its own (only torch's: EvaluationResult::torchOnly);
@@ -84,7 +84,7 @@ struct Estimate
 struct Metrics
 {
     int tasks = 0;
-    int correct = 0;  ///< "solved" in the study's per-level column
+    int correct = 0; ///< "solved" in the study's per-level column
     int fast1 = 0;
     /// Correct with the speed-up's 95 % interval wholly above 1 (TaskOutcome::clearlyFastP(1)): the
     /// headline, where plain fast_1 counts a 1.002× that noise could have made.
@@ -103,7 +103,7 @@ struct Metrics
     }
     int compiled = 0;
     Estimate correctPct;
-    Estimate fast1Pct;    ///< over ALL tasks, not over the correct ones
+    Estimate fast1Pct;      ///< over ALL tasks, not over the correct ones
     Estimate clearFast1Pct; ///< over ALL tasks
     Estimate compiledPct;
     /// Geometric mean of the speedups of correct kernels (those with a positive finite speedup);
@@ -137,8 +137,8 @@ Metrics computeMetrics(const QList<TaskOutcome>& outcomes, const BootstrapOption
 /// Run A against run B on the tasks they share.
 struct PairedComparison
 {
-    int tasks = 0;    ///< tasks in both runs
-    int onlyA = 0;    ///< correct in A, not in B
+    int tasks = 0; ///< tasks in both runs
+    int onlyA = 0; ///< correct in A, not in B
     int onlyB = 0;
     int both = 0;
     int neither = 0;
@@ -189,10 +189,10 @@ QList<BestOfNPoint> bestOfNCurve(const QList<SampleOutcomes>& tasks, const QList
 /// Routing: each level's tasks are taken from the run of the regime chosen for that level.
 struct RoutingEstimate
 {
-    QMap<int, QString> routing;   ///< level -> regime, as given
-    Metrics combined;             ///< over the tasks the routing picked
+    QMap<int, QString> routing; ///< level -> regime, as given
+    Metrics combined;           ///< over the tasks the routing picked
     QMap<int, Metrics> perLevel;
-    QStringList problems;         ///< a level routed to a regime without a run, a level with no tasks
+    QStringList problems; ///< a level routed to a regime without a run, a level with no tasks
 };
 
 RoutingEstimate estimateRouting(const QMap<QString, QList<TaskOutcome>>& runsByRegime,

@@ -10,8 +10,8 @@
 // speed-up); ties go to the run listed first. A candidate a run did not keep is never a task's
 // best, even where it is faster: the run itself did not stand by it (pilot v1 keeps its last turn).
 
-#include "core/protocol/evaluationresult.h"
 #include "core/config/runconfig.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
 

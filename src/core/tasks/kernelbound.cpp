@@ -100,19 +100,17 @@ QString boundSentence(double intensity, IntensityBasis basis, double ridge)
     QString basisName = intensityBasisText(basis);
     basisName = basisName.left(basisName.indexOf(QLatin1String(" ("))); // "one kernel"
     if (bound == Bound::Unknown)
-        return std::isfinite(intensity) && intensity >= 0 ? QStringLiteral("unknown: %1 (%2), no ridge point known")
-                                         .arg(flopPerByteText(intensity), basisName)
-                                   : QStringLiteral("unknown: no intensity");
+        return std::isfinite(intensity) && intensity >= 0
+                   ? QStringLiteral("unknown: %1 (%2), no ridge point known").arg(flopPerByteText(intensity), basisName)
+                   : QStringLiteral("unknown: no intensity");
     return QStringLiteral("%1: %2 (%3) is %4 the ridge point, %5")
         .arg(boundText(bound), flopPerByteText(intensity), basisName,
-             bound == Bound::Memory ? QStringLiteral("below") : QStringLiteral("at or above"),
-             flopPerByteText(ridge));
+             bound == Bound::Memory ? QStringLiteral("below") : QStringLiteral("at or above"), flopPerByteText(ridge));
 }
 
 QString taskBoundSentence(const AnalyzeResult& analysis, double ridge)
 {
-    return boundSentence(trafficModel(analysis).intensity(IntensityBasis::OneKernel), IntensityBasis::OneKernel,
-                         ridge);
+    return boundSentence(trafficModel(analysis).intensity(IntensityBasis::OneKernel), IntensityBasis::OneKernel, ridge);
 }
 
 bool isLibraryOp(const TaskOp& op)

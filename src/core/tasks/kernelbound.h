@@ -61,13 +61,13 @@ QString flopPerByteText(double intensity);
 /// The analytic HBM traffic of a task under each model, in bytes.
 struct TrafficModel
 {
-    double unfusedBytes = 0;  ///< bytes_unfused
+    double unfusedBytes = 0;   ///< bytes_unfused
     double oneKernelBytes = 0; ///< bytes_fused
     /// Library ops as their own kernels, each run of other ops one fused pass. Empty when the
     /// chain has no library op (then "library op + epilogue" does not apply).
     std::optional<double> libraryEpilogueBytes;
-    int libraryOps = 0;    ///< matmul and conv ops with bytes
-    int fusedPasses = 0;   ///< runs of other ops, each one pass
+    int libraryOps = 0;  ///< matmul and conv ops with bytes
+    int fusedPasses = 0; ///< runs of other ops, each one pass
     double flops = 0;
 
     double intensity(IntensityBasis basis) const;

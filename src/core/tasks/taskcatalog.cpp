@@ -40,8 +40,7 @@ const QString kEagerSlot = QStringLiteral("eager");
 TaskCatalog::TaskCatalog(QObject* parent)
     : QObject(parent)
     , m_jobs(new JobTracker(this))
-{
-}
+{}
 
 // The tracker, a child, waits for a reader still running; it only reads a file, so that is short.
 TaskCatalog::~TaskCatalog() = default;
@@ -87,7 +86,8 @@ void TaskCatalog::load()
 {
     cancel();
     if (!m_supervisor) {
-        const QString reason = m_unavailableReason.isEmpty() ? tr("no worker to ask for the tasks") : m_unavailableReason;
+        const QString reason =
+            m_unavailableReason.isEmpty() ? tr("no worker to ask for the tasks") : m_unavailableReason;
         // Later, like every other ending, so a caller that connects after load() sees it.
         const int generation = m_generation;
         QMetaObject::invokeMethod(
@@ -136,7 +136,8 @@ void TaskCatalog::cancel()
             m_supervisor->cancelRequest(analyzeRequest);
     }
     if (m_state == State::LoadingTasks || m_state == State::Analyzing)
-        setState(m_tasks.isEmpty() ? State::Idle : State::Ready, m_tasks.isEmpty() ? QString() : tr("analysis cancelled"));
+        setState(m_tasks.isEmpty() ? State::Idle : State::Ready,
+                 m_tasks.isEmpty() ? QString() : tr("analysis cancelled"));
 }
 
 void TaskCatalog::sendTasksRequest()
@@ -155,8 +156,8 @@ void TaskCatalog::sendNextAnalyze()
         return;
     }
     m_analyzeTask = m_tasks.at(m_nextAnalyze++).id;
-    m_analyzeRequest = m_supervisor->sendRequest(WorkerRequests::analyze(m_analyzeTask, QStringLiteral("full")),
-                                                 m_analyzeTimeoutMs);
+    m_analyzeRequest =
+        m_supervisor->sendRequest(WorkerRequests::analyze(m_analyzeTask, QStringLiteral("full")), m_analyzeTimeoutMs);
 }
 
 void TaskCatalog::finishAnalysis()
@@ -191,7 +192,8 @@ bool TaskCatalog::applyTasksResponse(const WorkerResponse& response)
     m_tasks = std::move(tasks);
     m_index = std::move(index);
     m_loadErrors = std::move(errors);
-    m_analyzed = int(std::count_if(m_tasks.cbegin(), m_tasks.cend(), [](const TaskInfo& t) { return t.isKernelBenchOnly(); }));
+    m_analyzed =
+        int(std::count_if(m_tasks.cbegin(), m_tasks.cend(), [](const TaskInfo& t) { return t.isKernelBenchOnly(); }));
     m_nextAnalyze = 0;
     Q_EMIT tasksReset();
     Q_EMIT progressChanged(m_analyzed, int(m_tasks.size()));
@@ -348,7 +350,8 @@ QHash<QString, EagerTime> TaskCatalog::eagerTimesFromStore(const RunStore& store
                 continue;
             const auto it = times.constFind(e.task);
             if (it != times.cend()) {
-                const bool newer = e.created > it->measured || (e.created == it->measured && e.id > evaluationOf.value(e.task));
+                const bool newer =
+                    e.created > it->measured || (e.created == it->measured && e.id > evaluationOf.value(e.task));
                 if (!newer)
                     continue;
             }
@@ -365,8 +368,8 @@ void TaskCatalog::loadEagerTimes(const QString& databasePath, const QString& gpu
         m_jobs->cancel(kEagerSlot);
         m_eager.clear();
         m_eagerGpu = gpuName;
-        m_eagerError = gpuName.isEmpty() ? tr("no GPU to look up eager times for")
-                                         : tr("no run database at %1").arg(databasePath);
+        m_eagerError =
+            gpuName.isEmpty() ? tr("no GPU to look up eager times for") : tr("no run database at %1").arg(databasePath);
         Q_EMIT eagerTimesChanged();
         return;
     }

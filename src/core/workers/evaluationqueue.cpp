@@ -3,8 +3,8 @@
 #include "core/workers/gpulease.h"
 
 #include "core/protocol/defaults.h"
-#include "core/protocol/workerresponses.h"
 #include "core/protocol/workerrequests.h"
+#include "core/protocol/workerresponses.h"
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
@@ -51,8 +51,7 @@ QList<int> ordinalsOf(const QList<WorkerTarget>& targets)
 
 EvaluationQueue::EvaluationQueue(const QList<int>& gpuOrdinals, QObject* parent)
     : EvaluationQueue(localTargets(gpuOrdinals), parent)
-{
-}
+{}
 
 EvaluationQueue::EvaluationQueue(const QList<WorkerTarget>& targets, QObject* parent)
     : QObject(parent)
@@ -68,8 +67,7 @@ EvaluationQueue::EvaluationQueue(const QList<WorkerTarget>& targets, QObject* pa
         while (m_gpus.at(index).gpuSlots.size() < slotCount(m_gpus.at(index)))
             addSlot(index);
     }
-    connect(GpuLeases::instance(), &GpuLeases::granted, this,
-            [this](qint64 ticket, int) { onLeaseGranted(ticket); });
+    connect(GpuLeases::instance(), &GpuLeases::granted, this, [this](qint64 ticket, int) { onLeaseGranted(ticket); });
     m_compileWaitTimer.setSingleShot(true);
     connect(&m_compileWaitTimer, &QTimer::timeout, this, &EvaluationQueue::scheduleWork);
 }
@@ -642,8 +640,8 @@ void EvaluationQueue::startCompiles()
         job.cubinArch = arch;
         compiling.insert(job.compileKey + arch.toUtf8());
         m_compilers[free].job = job.id;
-        const int timeoutMs = buildsExtension(job) ? std::max(m_compileTimeoutMs, m_extensionBuildTimeoutMs)
-                                                   : m_compileTimeoutMs;
+        const int timeoutMs =
+            buildsExtension(job) ? std::max(m_compileTimeoutMs, m_extensionBuildTimeoutMs) : m_compileTimeoutMs;
         job.compileRequest = m_compilers.at(free).supervisor->sendRequest(request, timeoutMs);
     }
 }
@@ -675,8 +673,7 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
             // found, as for any other candidate. The hash is the worker's, of the block its
             // parser found: evaluate loads the module only for that same block.
             const CompileInfo compiled = response.compile.value_or(CompileInfo());
-            if (response.ok() && compiled.ok && !compiled.cubinB64.isEmpty() &&
-                !compiled.sourceHash.isEmpty()) {
+            if (response.ok() && compiled.ok && !compiled.cubinB64.isEmpty() && !compiled.sourceHash.isEmpty()) {
                 job.cubin = compiled.cubinB64;
                 if (!compiled.arch.isEmpty())
                     job.cubinArch = compiled.arch;
@@ -732,7 +729,8 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestI
         return;
     const ResponseHeader& header = response.header;
     // Its allocation may have failed for the other job's memory: the machine's doing.
-    if (header.ok && m_jobs.at(index).besideAnother && response.evaluation && response.evaluation->outOfDeviceMemory()) {
+    if (header.ok && m_jobs.at(index).besideAnother && response.evaluation &&
+        response.evaluation->outOfDeviceMemory()) {
         m_jobs[index].alone = true;
         requeueRunningJob(gpuIndex, slotIndex, index);
         return;

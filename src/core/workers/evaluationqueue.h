@@ -189,7 +189,7 @@ private:
         bool lost = false; ///< a remote host that is gone: no more jobs
         QString lostReason;
         QList<Slot> gpuSlots;
-        qint64 lease = 0;        ///< the GpuLeases ticket asked for or held, 0: none
+        qint64 lease = 0; ///< the GpuLeases ticket asked for or held, 0: none
         bool leaseHeld = false;
     };
     struct Compiler

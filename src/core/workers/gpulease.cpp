@@ -301,10 +301,13 @@ void GpuLeases::schedule()
     if (m_scheduled)
         return;
     m_scheduled = true;
-    QMetaObject::invokeMethod(this, [this] {
-        m_scheduled = false;
-        grantWaiting();
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+            m_scheduled = false;
+            grantWaiting();
+        },
+        Qt::QueuedConnection);
 }
 
 void GpuLeases::grantWaiting()

@@ -17,7 +17,6 @@ namespace kwb {
 
 namespace {
 
-
 QByteArray readSmallFile(const QString& path)
 {
     QFile file(path);
@@ -99,9 +98,8 @@ int defaultHostThreadLimit()
 
 std::optional<qint64> parseByteSize(const QString& text, QString* error)
 {
-    static const QRegularExpression re(
-        QStringLiteral("^\\s*([0-9]+(?:\\.[0-9]+)?)\\s*([KMGT]?)(?:I?B)?\\s*$"),
-        QRegularExpression::CaseInsensitiveOption);
+    static const QRegularExpression re(QStringLiteral("^\\s*([0-9]+(?:\\.[0-9]+)?)\\s*([KMGT]?)(?:I?B)?\\s*$"),
+                                       QRegularExpression::CaseInsensitiveOption);
     const QRegularExpressionMatch match = re.match(text);
     const auto fail = [&](const QString& why) -> std::optional<qint64> {
         if (error)
@@ -112,9 +110,11 @@ std::optional<qint64> parseByteSize(const QString& text, QString* error)
         return fail(QStringLiteral("\"%1\" is not a size (a number with K, M, G or T, e.g. 8G or 512M)").arg(text));
     const double number = match.captured(1).toDouble();
     const QString unit = match.captured(2).toUpper();
-    const int shift = unit.isEmpty() ? 0 : unit == QLatin1String("K") ? 10 : unit == QLatin1String("M") ? 20
-                                                                         : unit == QLatin1String("G") ? 30
-                                                                                                      : 40;
+    const int shift = unit.isEmpty()               ? 0
+                      : unit == QLatin1String("K") ? 10
+                      : unit == QLatin1String("M") ? 20
+                      : unit == QLatin1String("G") ? 30
+                                                   : 40;
     const double bytes = std::ldexp(number, shift);
     if (!(bytes >= 1.0))
         return fail(QStringLiteral("\"%1\": the size must be more than zero").arg(text));
@@ -187,8 +187,8 @@ QList<qint64> childProcesses(qint64 pid, bool allThreads)
     static const bool haveChildrenFiles = QFile::exists(QStringLiteral("/proc/self/task/%1/children").arg(::getpid()));
     if (!haveChildrenFiles)
         return childProcessesByScan(pid);
-    const QStringList threads = allThreads ? QDir(taskDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot)
-                                           : QStringList{QString::number(pid)};
+    const QStringList threads =
+        allThreads ? QDir(taskDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot) : QStringList{QString::number(pid)};
     for (const QString& tid : threads) {
         const QList<QByteArray> words =
             readSmallFile(taskDir + QLatin1Char('/') + tid + QStringLiteral("/children")).simplified().split(' ');

@@ -54,11 +54,11 @@ struct WorkerLimits
 /// What one poll of a process tree found (/proc/PID/status of the process and its descendants).
 struct ProcessTreeUsage
 {
-    bool found = false;    ///< the root process was readable
-    qint64 rssBytes = 0;   ///< VmRSS, summed
-    qint64 peakBytes = 0;  ///< max(VmHWM, VmRSS) of each process, summed: peaks between polls count
-    int threads = 0;       ///< Threads, summed
-    QList<qint64> pids;    ///< the root first, then descendants (breadth-first)
+    bool found = false;   ///< the root process was readable
+    qint64 rssBytes = 0;  ///< VmRSS, summed
+    qint64 peakBytes = 0; ///< max(VmHWM, VmRSS) of each process, summed: peaks between polls count
+    int threads = 0;      ///< Threads, summed
+    QList<qint64> pids;   ///< the root first, then descendants (breadth-first)
 };
 
 /// Reads the process `pid` and its descendants: a few small file reads per process. With

@@ -6,8 +6,7 @@ namespace kwb {
 
 JobTracker::JobTracker(QObject* parent)
     : QObject(parent)
-{
-}
+{}
 
 JobTracker::~JobTracker()
 {
@@ -89,8 +88,8 @@ void JobTracker::startOnPool(std::function<void()> function)
     });
 }
 
-qint64 JobTracker::request(const QString& slot, WorkerSupervisor* supervisor, const QJsonObject& request,
-                           int timeoutMs, std::function<void(const WorkerReply&)> done)
+qint64 JobTracker::request(const QString& slot, WorkerSupervisor* supervisor, const QJsonObject& request, int timeoutMs,
+                           std::function<void(const WorkerReply&)> done)
 {
     const qint64 job = begin(slot);
     watch(supervisor);

@@ -59,7 +59,7 @@ public:
     {
         using Result = std::decay_t<std::invoke_result_t<Work&>>;
         const qint64 id = begin(slot);
-        auto deliver = std::function<void(Result&&)>(std::move(done));
+        auto deliver = std::function<void(Result &&)>(std::move(done));
         startOnPool([this, slot, id, work = std::move(work), deliver = std::move(deliver)]() mutable {
             auto result = std::make_shared<Result>(work());
             QMetaObject::invokeMethod(

@@ -20,8 +20,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -45,11 +45,9 @@ QString bubblewrapProgram(const QString& configured)
 QStringList sandboxNamespaceArguments(bool asPid1 = true)
 {
     QStringList arguments{
-        QStringLiteral("--die-with-parent"), QStringLiteral("--new-session"),
-        QStringLiteral("--unshare-pid"),
-        QStringLiteral("--unshare-net"), QStringLiteral("--unshare-ipc"),
-        QStringLiteral("--unshare-uts"), QStringLiteral("--unshare-cgroup-try"),
-        QStringLiteral("--cap-drop"), QStringLiteral("ALL"),
+        QStringLiteral("--die-with-parent"),    QStringLiteral("--new-session"), QStringLiteral("--unshare-pid"),
+        QStringLiteral("--unshare-net"),        QStringLiteral("--unshare-ipc"), QStringLiteral("--unshare-uts"),
+        QStringLiteral("--unshare-cgroup-try"), QStringLiteral("--cap-drop"),    QStringLiteral("ALL"),
     };
     if (asPid1) // else bwrap's own init is PID 1 and reaps (an extension build: ninja's children)
         arguments << QStringLiteral("--as-pid-1");
@@ -74,13 +72,17 @@ QStringList procSettingsReadOnly()
 const QStringList& etcFiles()
 {
     static const QStringList files{
-        QStringLiteral("/etc/ld.so.cache"),  QStringLiteral("/etc/ld.so.conf"), QStringLiteral("/etc/ld.so.conf.d"),
+        QStringLiteral("/etc/ld.so.cache"),     QStringLiteral("/etc/ld.so.conf"),
+        QStringLiteral("/etc/ld.so.conf.d"),
         QStringLiteral("/etc/alternatives"), // Debian's libblas/liblapack (libtorch links them) are links through it
-        QStringLiteral("/etc/localtime"),    QStringLiteral("/etc/nsswitch.conf"), QStringLiteral("/etc/host.conf"),
-        QStringLiteral("/etc/os-release"),   QStringLiteral("/etc/debian_version"), QStringLiteral("/etc/lsb-release"),
-        QStringLiteral("/etc/python3"),      QStringLiteral("/etc/python3.11"), QStringLiteral("/etc/python3.12"),
-        QStringLiteral("/etc/python3.13"),   QStringLiteral("/etc/OpenCL"), QStringLiteral("/etc/vulkan"),
-        QStringLiteral("/etc/nvidia"),       QStringLiteral("/etc/gcrypt"), QStringLiteral("/etc/ssl/openssl.cnf"),
+        QStringLiteral("/etc/localtime"),       QStringLiteral("/etc/nsswitch.conf"),
+        QStringLiteral("/etc/host.conf"),       QStringLiteral("/etc/os-release"),
+        QStringLiteral("/etc/debian_version"),  QStringLiteral("/etc/lsb-release"),
+        QStringLiteral("/etc/python3"),         QStringLiteral("/etc/python3.11"),
+        QStringLiteral("/etc/python3.12"),      QStringLiteral("/etc/python3.13"),
+        QStringLiteral("/etc/OpenCL"),          QStringLiteral("/etc/vulkan"),
+        QStringLiteral("/etc/nvidia"),          QStringLiteral("/etc/gcrypt"),
+        QStringLiteral("/etc/ssl/openssl.cnf"),
     };
     return files;
 }
@@ -124,7 +126,8 @@ QString sandboxIdentityDir()
     const QString gid = QString::number(::getgid());
     std::map<QString, QByteArray> files;
     for (const IdentityLine& line : identityLines()) {
-        if ((line.ifNotRoot == 'u' && uid == QLatin1String("0")) || (line.ifNotRoot == 'g' && gid == QLatin1String("0")))
+        if ((line.ifNotRoot == 'u' && uid == QLatin1String("0")) ||
+            (line.ifNotRoot == 'g' && gid == QLatin1String("0")))
             continue;
         QString text = QString::fromLatin1(line.text);
         text.replace(QLatin1String("%u"), uid).replace(QLatin1String("%g"), gid);
@@ -143,10 +146,10 @@ QString sandboxIdentityDir()
 // folders that hold the user's files or the host's sockets (the user's home is refused too).
 const QStringList& refusedBindPaths()
 {
-    static const QStringList refused{QStringLiteral("/"), QStringLiteral("/home"), QStringLiteral("/root"),
-                                     QStringLiteral("/tmp"), QStringLiteral("/run"), QStringLiteral("/var"),
-                                     QStringLiteral("/var/run"), QStringLiteral("/etc"), QStringLiteral("/proc"),
-                                     QStringLiteral("/dev"), QStringLiteral("/mnt"), QStringLiteral("/media")};
+    static const QStringList refused{QStringLiteral("/"),        QStringLiteral("/home"), QStringLiteral("/root"),
+                                     QStringLiteral("/tmp"),     QStringLiteral("/run"),  QStringLiteral("/var"),
+                                     QStringLiteral("/var/run"), QStringLiteral("/etc"),  QStringLiteral("/proc"),
+                                     QStringLiteral("/dev"),     QStringLiteral("/mnt"),  QStringLiteral("/media")};
     return refused;
 }
 
@@ -154,22 +157,23 @@ const QStringList& refusedBindPaths()
 // worker's path inside one needs no bind of its own.
 const QStringList& topLevelLinksOrFolders()
 {
-    static const QStringList tops{QStringLiteral("/bin"), QStringLiteral("/sbin"), QStringLiteral("/lib"), QStringLiteral("/lib32"),
-                                  QStringLiteral("/lib64"), QStringLiteral("/libx32")};
+    static const QStringList tops{QStringLiteral("/bin"),   QStringLiteral("/sbin"),  QStringLiteral("/lib"),
+                                  QStringLiteral("/lib32"), QStringLiteral("/lib64"), QStringLiteral("/libx32")};
     return tops;
 }
 QStringList systemRoots()
 {
-    return QStringList{QStringLiteral("/usr"), QStringLiteral("/opt"), QStringLiteral("/sys")} + topLevelLinksOrFolders();
+    return QStringList{QStringLiteral("/usr"), QStringLiteral("/opt"), QStringLiteral("/sys")} +
+           topLevelLinksOrFolders();
 }
 
 // The worker's environment variables that name folders it reads (colon-separated lists): bound
 // read-only, here from the worker's environment, on a remote host from the environment there.
 const QStringList& readOnlyPathVariables()
 {
-    static const QStringList names{QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("LD_LIBRARY_PATH"),
-                                   QStringLiteral("PYTHONPATH"),    QStringLiteral("PYTHONHOME"),
-                                   QStringLiteral("CUDA_HOME"),     QStringLiteral("CUDA_PATH"),
+    static const QStringList names{QStringLiteral("KWB_TASKS_DIR"),       QStringLiteral("LD_LIBRARY_PATH"),
+                                   QStringLiteral("PYTHONPATH"),          QStringLiteral("PYTHONHOME"),
+                                   QStringLiteral("CUDA_HOME"),           QStringLiteral("CUDA_PATH"),
                                    QStringLiteral("KWB_CUDA_INCLUDE_DIR")};
     return names;
 }
@@ -178,8 +182,9 @@ const QStringList& readOnlyPathVariables()
 // (not every folder on it: a user's ~/.cargo/bin or ~/.pyenv would show the home's layout).
 const QStringList& builderTools()
 {
-    static const QStringList tools{QStringLiteral("ninja"), QStringLiteral("c++"), QStringLiteral("g++"), QStringLiteral("gcc"),
-                                   QStringLiteral("cc"),    QStringLiteral("nvcc"), QStringLiteral("python3"), QStringLiteral("sh")};
+    static const QStringList tools{QStringLiteral("ninja"),   QStringLiteral("c++"), QStringLiteral("g++"),
+                                   QStringLiteral("gcc"),     QStringLiteral("cc"),  QStringLiteral("nvcc"),
+                                   QStringLiteral("python3"), QStringLiteral("sh")};
     return tools;
 }
 
@@ -226,16 +231,16 @@ struct SandboxStep
         Fixed,    ///< `words`, as they are
         TopLevel, ///< words[0]: a link → --symlink to its target (relative to /), a folder → --ro-bind, else nothing
         Devices,  ///< --dev-bind each entry of /dev whose name matches the glob words[0]
-        Identity, ///< the made-up /etc/passwd and /etc/group (identityLines()), read-only
-        ReadOnly, ///< the role's read-only paths, each by its real path (a bind onto a path through a link
-                  ///< fails), where bindablePath() and not under systemRoots()
-        ToolPath, ///< --setenv PATH: the folders of builderTools() found on PATH, then /usr/bin:/bin
-        Scratch,  ///< --bind the scratch folder (on a remote host also its variables, scratchEnvironment())
-        Cache,    ///< the extension cache, read-only
+        Identity,     ///< the made-up /etc/passwd and /etc/group (identityLines()), read-only
+        ReadOnly,     ///< the role's read-only paths, each by its real path (a bind onto a path through a link
+                      ///< fails), where bindablePath() and not under systemRoots()
+        ToolPath,     ///< --setenv PATH: the folders of builderTools() found on PATH, then /usr/bin:/bin
+        Scratch,      ///< --bind the scratch folder (on a remote host also its variables, scratchEnvironment())
+        Cache,        ///< the extension cache, read-only
         StagingMount, ///< the builder's: an empty tmpfs at the extension cache's path (see sandboxLayout)
-        Broker,   ///< the build broker's socket folder, read-only
-        Exact,    ///< here only: files bound read-only as they are (the GPU's quiet lock and its companions)
-        Chdir,    ///< --chdir the scratch folder (kwb's working folder is not in the sandbox)
+        Broker,       ///< the build broker's socket folder, read-only
+        Exact,        ///< here only: files bound read-only as they are (the GPU's quiet lock and its companions)
+        Chdir,        ///< --chdir the scratch folder (kwb's working folder is not in the sandbox)
     };
     Kind kind;
     QStringList words = {};
@@ -245,8 +250,9 @@ QList<SandboxStep> sandboxLayout(SandboxRole role)
 {
     using Kind = SandboxStep::Kind;
     const bool worker = role == SandboxRole::Worker;
-    QList<SandboxStep> steps{{Kind::Fixed, sandboxNamespaceArguments(worker)},
-                             {Kind::Fixed, {QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr")}}};
+    QList<SandboxStep> steps{
+        {Kind::Fixed, sandboxNamespaceArguments(worker)},
+        {Kind::Fixed, {QStringLiteral("--ro-bind"), QStringLiteral("/usr"), QStringLiteral("/usr")}}};
     for (const QString& top : topLevelLinksOrFolders())
         steps.append({Kind::TopLevel, {top}});
     QStringList etc{QStringLiteral("--ro-bind-try"), QStringLiteral("/opt"), QStringLiteral("/opt")};
@@ -254,16 +260,18 @@ QList<SandboxStep> sandboxLayout(SandboxRole role)
         etc << QStringLiteral("--ro-bind-try") << file << file;
     steps.append({Kind::Fixed, etc});
     steps.append({Kind::Identity});
-    steps.append({Kind::Fixed, QStringList{QStringLiteral("--proc"), QStringLiteral("/proc")} + procSettingsReadOnly()});
+    steps.append(
+        {Kind::Fixed, QStringList{QStringLiteral("--proc"), QStringLiteral("/proc")} + procSettingsReadOnly()});
     // Private /tmp and /dev/shm, bounded: their pages are the host's memory, which the host
     // limits (resident memory) do not count. A build's /tmp holds nvcc's intermediate files.
     steps.append({Kind::Fixed,
-                  {QStringLiteral("--dev"), QStringLiteral("/dev"), QStringLiteral("--size"), QString::number(kSandboxShmBytes),
-                   QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"), QStringLiteral("--ro-bind-try"), QStringLiteral("/sys"),
-                   QStringLiteral("/sys"), QStringLiteral("--size"),
-                   QString::number(worker ? kSandboxTmpBytes : kSandboxBuildTmpBytes), QStringLiteral("--tmpfs"),
-                   QStringLiteral("/tmp")}});
-    if (worker) // the GPU's device nodes (nvidia0…, nvidiactl, nvidia-uvm, nvidia-modeset, nvidia-caps/); a build needs none
+                  {QStringLiteral("--dev"), QStringLiteral("/dev"), QStringLiteral("--size"),
+                   QString::number(kSandboxShmBytes), QStringLiteral("--tmpfs"), QStringLiteral("/dev/shm"),
+                   QStringLiteral("--ro-bind-try"), QStringLiteral("/sys"), QStringLiteral("/sys"),
+                   QStringLiteral("--size"), QString::number(worker ? kSandboxTmpBytes : kSandboxBuildTmpBytes),
+                   QStringLiteral("--tmpfs"), QStringLiteral("/tmp")}});
+    if (worker) // the GPU's device nodes (nvidia0…, nvidiactl, nvidia-uvm, nvidia-modeset, nvidia-caps/); a build needs
+                // none
         steps.append({Kind::Devices, {QStringLiteral("nvidia*")}});
     steps.append({Kind::ReadOnly});
     if (worker) {
@@ -278,10 +286,11 @@ QList<SandboxStep> sandboxLayout(SandboxRole role)
         // outside every folder shown (a user's ~/.cache). An empty tmpfs there is that place,
         // writable, while the cache's entries stay unseen by the build.
         steps.append({Kind::StagingMount});
-        steps.append({Kind::Fixed,
-                      {QStringLiteral("--setenv"), QStringLiteral("HOME"), QStringLiteral("/tmp"), QStringLiteral("--setenv"),
-                       QStringLiteral("TMPDIR"), QStringLiteral("/tmp"), QStringLiteral("--unsetenv"),
-                       QStringLiteral("KWB_BUILD_BROKER"), QStringLiteral("--unsetenv"), QStringLiteral("CUDA_CACHE_PATH")}});
+        steps.append(
+            {Kind::Fixed,
+             {QStringLiteral("--setenv"), QStringLiteral("HOME"), QStringLiteral("/tmp"), QStringLiteral("--setenv"),
+              QStringLiteral("TMPDIR"), QStringLiteral("/tmp"), QStringLiteral("--unsetenv"),
+              QStringLiteral("KWB_BUILD_BROKER"), QStringLiteral("--unsetenv"), QStringLiteral("CUDA_CACHE_PATH")}});
     }
     // Last after the binds: bwrap's own root is a tmpfs that stays writable (and unbounded) otherwise.
     steps.append({Kind::Fixed, {QStringLiteral("--remount-ro"), QStringLiteral("/")}});
@@ -294,11 +303,11 @@ QList<SandboxStep> sandboxLayout(SandboxRole role)
 struct LocalSandbox
 {
     QString scratchDir;
-    QStringList readOnly;   ///< resolved and filtered (SandboxStep::Kind::ReadOnly)
+    QStringList readOnly; ///< resolved and filtered (SandboxStep::Kind::ReadOnly)
     QString extensionCache;
     QString brokerDir;
-    QStringList exact;      ///< bound as they are
-    QStringList toolDirs;   ///< the builder's (builderToolDirs())
+    QStringList exact;    ///< bound as they are
+    QStringList toolDirs; ///< the builder's (builderToolDirs())
 };
 
 // The folders of builderTools() found on `path` (a PATH value), each as found and as resolved.
@@ -310,7 +319,8 @@ QStringList builderToolDirs(const QString& path)
         const QString found = QStandardPaths::findExecutable(tool, pathDirs);
         if (found.isEmpty())
             continue;
-        for (const QString& dir : {QFileInfo(found).absolutePath(), QFileInfo(QFileInfo(found).canonicalFilePath()).absolutePath()})
+        for (const QString& dir :
+             {QFileInfo(found).absolutePath(), QFileInfo(QFileInfo(found).canonicalFilePath()).absolutePath()})
             if (!toolDirs.contains(dir))
                 toolDirs << dir;
     }
@@ -335,13 +345,12 @@ QStringList bubblewrapArguments(SandboxRole role, const LocalSandbox& paths)
     };
     for (const SandboxStep& step : sandboxLayout(role)) {
         switch (step.kind) {
-        case Kind::Fixed:
-            arguments += step.words;
-            break;
+        case Kind::Fixed: arguments += step.words; break;
         case Kind::TopLevel: {
             const QFileInfo info(step.words.at(0));
             if (info.isSymLink())
-                arguments << QStringLiteral("--symlink") << info.symLinkTarget().replace(QRegularExpression(QStringLiteral("^/")), QString())
+                arguments << QStringLiteral("--symlink")
+                          << info.symLinkTarget().replace(QRegularExpression(QStringLiteral("^/")), QString())
                           << step.words.at(0);
             else if (info.isDir())
                 bindReadOnly(step.words.at(0));
@@ -349,17 +358,20 @@ QStringList bubblewrapArguments(SandboxRole role, const LocalSandbox& paths)
         }
         case Kind::Devices: {
             const QDir dev(QStringLiteral("/dev"));
-            for (const QString& node : dev.entryList({step.words.at(0)}, QDir::System | QDir::Dirs | QDir::NoDotAndDotDot))
+            for (const QString& node :
+                 dev.entryList({step.words.at(0)}, QDir::System | QDir::Dirs | QDir::NoDotAndDotDot))
                 arguments << QStringLiteral("--dev-bind") << dev.filePath(node) << dev.filePath(node);
             break;
         }
         case Kind::Identity:
             if (const QString identity = sandboxIdentityDir(); !identity.isEmpty())
-                arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd") << QStringLiteral("/etc/passwd")
-                          << QStringLiteral("--ro-bind") << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
+                arguments << QStringLiteral("--ro-bind") << identity + QStringLiteral("/passwd")
+                          << QStringLiteral("/etc/passwd") << QStringLiteral("--ro-bind")
+                          << identity + QStringLiteral("/group") << QStringLiteral("/etc/group");
             break;
         case Kind::ReadOnly:
-            for (const QString& path : paths.readOnly + (role == SandboxRole::Builder ? paths.toolDirs : QStringList())) {
+            for (const QString& path :
+                 paths.readOnly + (role == SandboxRole::Builder ? paths.toolDirs : QStringList())) {
                 const QString real = QFileInfo(path).canonicalFilePath();
                 if (!bindablePath(real) || inside(real))
                     continue;
@@ -369,23 +381,20 @@ QStringList bubblewrapArguments(SandboxRole role, const LocalSandbox& paths)
             break;
         case Kind::ToolPath:
             arguments << QStringLiteral("--setenv") << QStringLiteral("PATH")
-                      << (paths.toolDirs + QStringList{QStringLiteral("/usr/bin"), QStringLiteral("/bin")}).join(QLatin1Char(':'));
+                      << (paths.toolDirs + QStringList{QStringLiteral("/usr/bin"), QStringLiteral("/bin")})
+                             .join(QLatin1Char(':'));
             break;
         case Kind::Scratch:
             if (!paths.scratchDir.isEmpty())
                 arguments << QStringLiteral("--bind") << paths.scratchDir << paths.scratchDir;
             break;
-        case Kind::Cache:
-            bindReadOnly(paths.extensionCache);
-            break;
+        case Kind::Cache: bindReadOnly(paths.extensionCache); break;
         case Kind::StagingMount:
             if (!paths.extensionCache.isEmpty())
-                arguments << QStringLiteral("--size") << QString::number(kSandboxStagingMountBytes) << QStringLiteral("--tmpfs")
-                          << paths.extensionCache;
+                arguments << QStringLiteral("--size") << QString::number(kSandboxStagingMountBytes)
+                          << QStringLiteral("--tmpfs") << paths.extensionCache;
             break;
-        case Kind::Broker:
-            bindReadOnly(paths.brokerDir);
-            break;
+        case Kind::Broker: bindReadOnly(paths.brokerDir); break;
         case Kind::Exact:
             for (const QString& path : paths.exact)
                 bindReadOnly(path);
@@ -425,16 +434,21 @@ QString remoteLayoutScript(SandboxRole role)
             break;
         }
         case Kind::Devices: // the glob unquoted, expanded there
-            lines << QStringLiteral("for x in /dev/%1; do if [ -e \"$x\" ]; then a --dev-bind \"$x\" \"$x\"; fi; done").arg(step.words.at(0));
+            lines << QStringLiteral("for x in /dev/%1; do if [ -e \"$x\" ]; then a --dev-bind \"$x\" \"$x\"; fi; done")
+                         .arg(step.words.at(0));
             break;
         case Kind::Identity: {
-            QStringList identity{QStringLiteral("if [ ! -e \"$t/etc\" ]; then mkdir \"$t/etc\"; u=$(id -u); g=$(id -g)")};
+            QStringList identity{
+                QStringLiteral("if [ ! -e \"$t/etc\" ]; then mkdir \"$t/etc\"; u=$(id -u); g=$(id -g)")};
             for (const IdentityLine& line : identityLines()) {
                 // The lines hold no quote, $ or backslash: safe in double quotes.
                 QString text = QString::fromLatin1(line.text);
-                text.replace(QLatin1String("%u"), QLatin1String("$u")).replace(QLatin1String("%g"), QLatin1String("$g"));
-                const QString write = QStringLiteral("printf '%s\\n' \"%1\" >> \"$t/etc/%2\"").arg(text, QLatin1String(line.file));
-                identity << (line.ifNotRoot ? QStringLiteral("if [ \"$%1\" != 0 ]; then %2; fi").arg(QString(QLatin1Char(line.ifNotRoot)), write)
+                text.replace(QLatin1String("%u"), QLatin1String("$u"))
+                    .replace(QLatin1String("%g"), QLatin1String("$g"));
+                const QString write =
+                    QStringLiteral("printf '%s\\n' \"%1\" >> \"$t/etc/%2\"").arg(text, QLatin1String(line.file));
+                identity << (line.ifNotRoot ? QStringLiteral("if [ \"$%1\" != 0 ]; then %2; fi")
+                                                  .arg(QString(QLatin1Char(line.ifNotRoot)), write)
                                             : write);
             }
             identity << QStringLiteral("fi");
@@ -449,7 +463,8 @@ QString remoteLayoutScript(SandboxRole role)
             variables << QStringLiteral("KWB_SANDBOX_READ_ONLY");
             lines << QStringLiteral("x=$(dirname \"$w\"); case $x in */bin) x=$(dirname \"$x\");; esac; ro \"$x\"\n"
                                     "x=$(readlink -f \"$w\") && ro \"$(dirname \"$x\")\"\n"
-                                    "for v in %1; do eval \"x=\\${$v-}\"; IFS=:; set -f; for p in $x; do ro \"$p\"; done; set +f; unset IFS; done")
+                                    "for v in %1; do eval \"x=\\${$v-}\"; IFS=:; set -f; for p in $x; do ro \"$p\"; "
+                                    "done; set +f; unset IFS; done")
                          .arg(variables.join(QLatin1Char(' ')));
             if (role == SandboxRole::Worker)
                 lines << QStringLiteral("if [ -n \"$k\" ]; then ro \"$k\"; fi"); // its tasks (remoteWorkerScript)
@@ -457,30 +472,23 @@ QString remoteLayoutScript(SandboxRole role)
                 lines << QStringLiteral("IFS=:; set -f; for p in $tools; do ro \"$p\"; done; set +f; unset IFS");
             break;
         }
-        case Kind::ToolPath:
-            lines << QStringLiteral("a --setenv PATH \"${tools:+$tools:}/usr/bin:/bin\"");
-            break;
+        case Kind::ToolPath: lines << QStringLiteral("a --setenv PATH \"${tools:+$tools:}/usr/bin:/bin\""); break;
         case Kind::Scratch: {
             QStringList scratch{QStringLiteral("a --bind \"$d\" \"$d\"")};
             for (const auto& [name, relative] : scratchEnvironment())
-                scratch << QStringLiteral("--setenv %1 \"$d%2\"").arg(name, relative.isEmpty() ? QString() : QLatin1Char('/') + relative);
+                scratch << QStringLiteral("--setenv %1 \"$d%2\"")
+                               .arg(name, relative.isEmpty() ? QString() : QLatin1Char('/') + relative);
             lines << scratch.join(QLatin1Char(' '));
             break;
         }
-        case Kind::Cache:
-            lines << QStringLiteral("if [ -n \"$c\" ]; then a --ro-bind \"$c\" \"$c\"; fi");
-            break;
+        case Kind::Cache: lines << QStringLiteral("if [ -n \"$c\" ]; then a --ro-bind \"$c\" \"$c\"; fi"); break;
         case Kind::StagingMount:
-            lines << QStringLiteral("if [ -n \"$c\" ]; then a --size %1 --tmpfs \"$c\"; fi").arg(kSandboxStagingMountBytes);
+            lines << QStringLiteral("if [ -n \"$c\" ]; then a --size %1 --tmpfs \"$c\"; fi")
+                         .arg(kSandboxStagingMountBytes);
             break;
-        case Kind::Broker:
-            lines << QStringLiteral("if [ -n \"$s\" ]; then a --ro-bind \"$s\" \"$s\"; fi");
-            break;
-        case Kind::Exact:
-            break; // this machine's files mean nothing there
-        case Kind::Chdir:
-            lines << QStringLiteral("a --chdir \"$d\"");
-            break;
+        case Kind::Broker: lines << QStringLiteral("if [ -n \"$s\" ]; then a --ro-bind \"$s\" \"$s\"; fi"); break;
+        case Kind::Exact: break; // this machine's files mean nothing there
+        case Kind::Chdir: lines << QStringLiteral("a --chdir \"$d\""); break;
         }
     }
     return lines.join(QLatin1Char('\n')) + QLatin1Char('\n');
@@ -539,13 +547,14 @@ QString workerTasksDir(const QString& program, const QProcessEnvironment& enviro
 // above bin/, where lib/ and share/kernel-workbench/tasks are), its tasks (--tasks-dir,
 // KWB_TASKS_DIR, or the source tree's for a build tree), the folders named in its library and
 // Python paths, and what the user lists in KWB_SANDBOX_READ_ONLY (colon-separated).
-QStringList workerReadOnlyPaths(const QString& program, const QStringList& arguments, const QProcessEnvironment& environment)
+QStringList workerReadOnlyPaths(const QString& program, const QStringList& arguments,
+                                const QProcessEnvironment& environment)
 {
     QStringList paths;
     const QFileInfo exe(program);
     const QDir programDir = exe.absoluteDir();
     paths << (programDir.dirName() == QLatin1String("bin") ? QFileInfo(programDir.absolutePath()).absolutePath()
-                                                          : programDir.absolutePath());
+                                                           : programDir.absolutePath());
     const QString canonical = exe.canonicalFilePath();
     if (!canonical.isEmpty() && canonical != exe.absoluteFilePath())
         paths << QFileInfo(canonical).absolutePath();
@@ -560,7 +569,8 @@ QStringList workerReadOnlyPaths(const QString& program, const QStringList& argum
     for (const QString& variable : readOnlyPathVariables())
         for (const QString& path : environment.value(variable).split(QLatin1Char(':'), Qt::SkipEmptyParts))
             paths << path;
-    for (const QString& path : qEnvironmentVariable("KWB_SANDBOX_READ_ONLY").split(QLatin1Char(':'), Qt::SkipEmptyParts))
+    for (const QString& path :
+         qEnvironmentVariable("KWB_SANDBOX_READ_ONLY").split(QLatin1Char(':'), Qt::SkipEmptyParts))
         paths << path;
     return paths;
 }
@@ -674,8 +684,9 @@ std::optional<int> helloDeviceCount(const QString& program, const QStringList& a
         *why = process.errorString();
         return std::nullopt;
     }
-    process.write(R"({"id":"probe","type":"hello"})" "\n");
-    process.closeWriteChannel(); // the worker ends at EOF once it has answered
+    process.write(R"({"id":"probe","type":"hello"})"
+                  "\n");
+    process.closeWriteChannel();           // the worker ends at EOF once it has answered
     if (!process.waitForFinished(60000)) { // a real worker loads libtorch first
         process.kill();
         process.waitForFinished(2000);
@@ -684,14 +695,16 @@ std::optional<int> helloDeviceCount(const QString& program, const QStringList& a
     }
     for (const QByteArray& line : process.readAllStandardOutput().split('\n')) {
         const QJsonObject hello = QJsonDocument::fromJson(line).object();
-        if (hello.value(QLatin1String("id")).toString() == QLatin1String("probe") && hello.contains(QLatin1String("cuda_device_count")))
+        if (hello.value(QLatin1String("id")).toString() == QLatin1String("probe") &&
+            hello.contains(QLatin1String("cuda_device_count")))
             return hello.value(QLatin1String("cuda_device_count")).toInt();
     }
     const QList<QByteArray> lines = process.readAllStandardError().trimmed().split('\n');
     *why = QStringLiteral("no hello (exit code %1)%2")
                .arg(process.exitCode())
-               .arg(lines.isEmpty() || lines.last().isEmpty() ? QString()
-                                                                : QStringLiteral(": ") + QString::fromUtf8(lines.last()).left(300));
+               .arg(lines.isEmpty() || lines.last().isEmpty()
+                        ? QString()
+                        : QStringLiteral(": ") + QString::fromUtf8(lines.last()).left(300));
     return std::nullopt;
 }
 
@@ -755,20 +768,22 @@ SandboxProbe runProbe(const QString& configured, const QString& worker, const QP
     QString insideWhy;
     paths.readOnly = workerReadOnlyPaths(worker, {}, environment);
     const LocalSandbox& withReadOnly = paths;
-    const std::optional<int> sandboxed =
-        helloDeviceCount(bwrap, bubblewrapArguments(SandboxRole::Worker, withReadOnly) << QStringLiteral("--") << worker,
-                         inside, &insideWhy);
+    const std::optional<int> sandboxed = helloDeviceCount(
+        bwrap, bubblewrapArguments(SandboxRole::Worker, withReadOnly) << QStringLiteral("--") << worker, inside,
+        &insideWhy);
     if (!sandboxed) {
         probe.works = false;
         probe.reason = QStringLiteral("the worker does not answer in bwrap: %1").arg(insideWhy);
     } else if (*sandboxed < *outside) {
         probe.works = false;
-        probe.reason = QStringLiteral("the worker sees %1 GPU(s) in bwrap and %2 outside").arg(*sandboxed).arg(*outside);
+        probe.reason =
+            QStringLiteral("the worker sees %1 GPU(s) in bwrap and %2 outside").arg(*sandboxed).arg(*outside);
     }
     return probe;
 }
 
-WorkerLaunchOptions withWorker(WorkerLaunchOptions options, const QString& program, const QProcessEnvironment& environment)
+WorkerLaunchOptions withWorker(WorkerLaunchOptions options, const QString& program,
+                               const QProcessEnvironment& environment)
 {
     if (options.worker.isEmpty()) {
         options.worker = program.contains(QLatin1Char('/')) ? program : QStandardPaths::findExecutable(program);
@@ -807,17 +822,20 @@ static QString probeCacheKey(const QString& configured, const QString& worker)
         parts << info.canonicalFilePath() << QString::number(info.size())
               << QString::number(info.lastModified().toMSecsSinceEpoch());
     }
-    for (const QString& file : {QStringLiteral("/proc/sys/kernel/osrelease"), QStringLiteral("/proc/sys/user/max_user_namespaces"),
-                                QStringLiteral("/proc/sys/kernel/unprivileged_userns_clone"), QStringLiteral("/proc/driver/nvidia/version")}) {
+    for (const QString& file :
+         {QStringLiteral("/proc/sys/kernel/osrelease"), QStringLiteral("/proc/sys/user/max_user_namespaces"),
+          QStringLiteral("/proc/sys/kernel/unprivileged_userns_clone"),
+          QStringLiteral("/proc/driver/nvidia/version")}) {
         QFile f(file);
         parts << (f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.read(4096)).trimmed() : QStringLiteral("-"));
     }
     parts << QString::number(::getuid());
-    return QString::fromLatin1(QCryptographicHash::hash(parts.join(QLatin1Char('\n')).toUtf8(), QCryptographicHash::Sha256).toHex());
+    return QString::fromLatin1(
+        QCryptographicHash::hash(parts.join(QLatin1Char('\n')).toUtf8(), QCryptographicHash::Sha256).toHex());
 }
 
-SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker, const QProcessEnvironment& environment,
-                                 bool checkDevices)
+SandboxProbe probeBubblewrapOnce(const QString& bubblewrap, const QString& worker,
+                                 const QProcessEnvironment& environment, bool checkDevices)
 {
     return runProbe(bubblewrap, worker, environment, checkDevices);
 }
@@ -840,15 +858,18 @@ SandboxProbe probeBubblewrap(const QString& bubblewrap, const QString& worker, c
     QJsonObject cached;
     if (QFile file(cacheFile); file.open(QIODevice::ReadOnly))
         cached = QJsonDocument::fromJson(file.read(1 << 20)).object();
-    if (const QJsonObject entry = cached.value(diskKey).toObject(); !diskKey.isEmpty() && entry.contains(QLatin1String("works"))) {
-        const SandboxProbe probe{entry.value(QLatin1String("works")).toBool(), entry.value(QLatin1String("reason")).toString()};
+    if (const QJsonObject entry = cached.value(diskKey).toObject();
+        !diskKey.isEmpty() && entry.contains(QLatin1String("works"))) {
+        const SandboxProbe probe{entry.value(QLatin1String("works")).toBool(),
+                                 entry.value(QLatin1String("reason")).toString()};
         probes.insert(key, probe);
         return probe;
     }
     const SandboxProbe probe = runProbe(bubblewrap, worker, environment, checkDevices);
     probes.insert(key, probe);
     if (!diskKey.isEmpty()) {
-        cached.insert(diskKey, QJsonObject{{QStringLiteral("works"), probe.works}, {QStringLiteral("reason"), probe.reason}});
+        cached.insert(diskKey,
+                      QJsonObject{{QStringLiteral("works"), probe.works}, {QStringLiteral("reason"), probe.reason}});
         QDir().mkpath(QFileInfo(cacheFile).absolutePath());
         QSaveFile file(cacheFile);
         if (file.open(QIODevice::WriteOnly)) {
@@ -895,14 +916,20 @@ QString shellQuote(const QString& text)
 const QStringList& workerEnvironmentNames()
 {
     static const QStringList names = {
-        QStringLiteral("PATH"),          QStringLiteral("HOME"), // CUDA's JIT cache lives in ~/.nv
-        QStringLiteral("TMPDIR"),        QStringLiteral("TZ"),
-        QStringLiteral("LANG"),          QStringLiteral("LANGUAGE"),
+        QStringLiteral("PATH"),
+        QStringLiteral("HOME"), // CUDA's JIT cache lives in ~/.nv
+        QStringLiteral("TMPDIR"),
+        QStringLiteral("TZ"),
+        QStringLiteral("LANG"),
+        QStringLiteral("LANGUAGE"),
         QStringLiteral("LD_LIBRARY_PATH"), // libtorch and the toolkit outside the loader's paths
-        QStringLiteral("KWB_TASKS_DIR"), QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
+        QStringLiteral("KWB_TASKS_DIR"),
+        QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
         QStringLiteral("KWB_EXTENSION_CACHE"), // KernelBench builds: one folder the pool and the GPU share
-        QStringLiteral("ASAN_OPTIONS"),  QStringLiteral("UBSAN_OPTIONS"),
-        QStringLiteral("LSAN_OPTIONS"),  QStringLiteral("TSAN_OPTIONS")};
+        QStringLiteral("ASAN_OPTIONS"),
+        QStringLiteral("UBSAN_OPTIONS"),
+        QStringLiteral("LSAN_OPTIONS"),
+        QStringLiteral("TSAN_OPTIONS")};
     return names;
 }
 
@@ -910,17 +937,17 @@ const QStringList& workerEnvironmentPrefixes()
 {
     // The device (CUDA_VISIBLE_DEVICES, CUDA_CACHE_PATH, container NVIDIA_*), the libraries'
     // switches (CUBLAS_WORKSPACE_CONFIG, PYTORCH_CUDA_ALLOC_CONF, OMP_NUM_THREADS) and the locale.
-    static const QStringList prefixes = {QStringLiteral("LC_"),     QStringLiteral("CUDA_"),
-                                         QStringLiteral("NVIDIA_"), QStringLiteral("CUBLAS_"),
-                                         QStringLiteral("CUDNN_"),  QStringLiteral("TORCH_"),
-                                         QStringLiteral("PYTORCH_"), QStringLiteral("OMP_")};
+    static const QStringList prefixes = {
+        QStringLiteral("LC_"),    QStringLiteral("CUDA_"),  QStringLiteral("NVIDIA_"),  QStringLiteral("CUBLAS_"),
+        QStringLiteral("CUDNN_"), QStringLiteral("TORCH_"), QStringLiteral("PYTORCH_"), QStringLiteral("OMP_")};
     return prefixes;
 }
 
 const QStringList& secretNameWords()
 {
-    static const QStringList words = {QStringLiteral("KEY"),      QStringLiteral("TOKEN"),  QStringLiteral("SECRET"),
-                                      QStringLiteral("PASSWORD"), QStringLiteral("PASSWD"), QStringLiteral("CREDENTIAL")};
+    static const QStringList words = {QStringLiteral("KEY"),    QStringLiteral("TOKEN"),
+                                      QStringLiteral("SECRET"), QStringLiteral("PASSWORD"),
+                                      QStringLiteral("PASSWD"), QStringLiteral("CREDENTIAL")};
     return words;
 }
 
@@ -1004,8 +1031,8 @@ else
   "$@"
 fi
 )SH");
-    return script.arg(remoteLayoutFunctions(), remoteLayoutScript(SandboxRole::Worker), remoteLayoutScript(SandboxRole::Builder),
-                      remoteKeepFunction());
+    return script.arg(remoteLayoutFunctions(), remoteLayoutScript(SandboxRole::Worker),
+                      remoteLayoutScript(SandboxRole::Builder), remoteKeepFunction());
 }
 
 namespace {
@@ -1024,10 +1051,12 @@ WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironmen
     launch.remote = true;
     launch.exitCodeCarriesSignal = true;
     const bool sandbox = options.osSandbox && !osSandboxTurnedOffByEnvironment();
-    launch.sandbox = sandbox ? kSandboxRemote
-                             : (osSandboxTurnedOffByEnvironment()
-                                    ? QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"))
-                                    : QStringLiteral("none: turned off (--no-os-sandbox)"));
+    launch.sandbox =
+        sandbox
+            ? kSandboxRemote
+            : (osSandboxTurnedOffByEnvironment()
+                   ? QStringLiteral("none: turned off (KWB_OS_SANDBOX=%1)").arg(qEnvironmentVariable("KWB_OS_SANDBOX"))
+                   : QStringLiteral("none: turned off (--no-os-sandbox)"));
     // This machine's --tasks-dir means nothing there: the remote worker uses its own tasks.
     QStringList workerArguments;
     for (qsizetype i = 0; i < arguments.size(); ++i) {
@@ -1042,30 +1071,30 @@ WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironmen
     workerArguments << QStringLiteral("--max-host-memory") << limit(options.hostMemoryBytes)
                     << QStringLiteral("--max-host-threads") << limit(options.hostThreads)
                     << QStringLiteral("--end-on-stdin-eof");
-    const QStringList scriptArguments = QStringList{QStringLiteral("kwb-worker"), sandbox ? QStringLiteral("1") : QStringLiteral("0"),
-                                                    target.kind == WorkerTarget::Kind::Slurm ? QString() : QString::number(target.gpu),
-                                                    QString::number(target.environment.size())}
-                                        + target.environment + QStringList{target.remoteWorker} + workerArguments;
+    const QStringList scriptArguments =
+        QStringList{QStringLiteral("kwb-worker"), sandbox ? QStringLiteral("1") : QStringLiteral("0"),
+                    target.kind == WorkerTarget::Kind::Slurm ? QString() : QString::number(target.gpu),
+                    QString::number(target.environment.size())} +
+        target.environment + QStringList{target.remoteWorker} + workerArguments;
     if (target.kind == WorkerTarget::Kind::Ssh) {
         // One string for the remote login shell; the script runs under sh whatever that shell is.
         QStringList command{QStringLiteral("sh"), QStringLiteral("-c"), shellQuote(remoteWorkerScript())};
         for (const QString& argument : scriptArguments)
             command << shellQuote(argument);
         launch.program = programFromEnvironment("KWB_SSH", QStringLiteral("ssh"));
-        launch.arguments = QStringList{QStringLiteral("-T"),
-                                       QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
-                                       // A host that stops answering counts as lost after ~15 s.
-                                       QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=5"),
-                                       QStringLiteral("-o"), QStringLiteral("ServerAliveCountMax=3"),
-                                       target.host, command.join(QLatin1Char(' '))};
+        launch.arguments =
+            QStringList{QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                        // A host that stops answering counts as lost after ~15 s.
+                        QStringLiteral("-o"), QStringLiteral("ServerAliveInterval=5"), QStringLiteral("-o"),
+                        QStringLiteral("ServerAliveCountMax=3"), target.host, command.join(QLatin1Char(' '))};
         // The user's ssh (agent, config) runs here; nothing of this environment is sent there.
         launch.environment = QProcessEnvironment::systemEnvironment();
         return launch;
     }
     launch.program = programFromEnvironment("KWB_SRUN", QStringLiteral("srun"));
-    launch.arguments = QStringList{QStringLiteral("--partition=") + target.host, QStringLiteral("--ntasks=1"),
-                                   QStringLiteral("--gpus=1"), QStringLiteral("--quiet"),
-                                   QStringLiteral("--kill-on-bad-exit=1")};
+    launch.arguments =
+        QStringList{QStringLiteral("--partition=") + target.host, QStringLiteral("--ntasks=1"),
+                    QStringLiteral("--gpus=1"), QStringLiteral("--quiet"), QStringLiteral("--kill-on-bad-exit=1")};
     if (!target.timeLimit.isEmpty())
         launch.arguments << QStringLiteral("--time=") + target.timeLimit;
     launch.arguments << QStringLiteral("sh") << QStringLiteral("-c") << remoteWorkerScript() << scriptArguments;
@@ -1075,16 +1104,16 @@ WorkerLaunch launchRemote(const QStringList& arguments, const QProcessEnvironmen
     const QProcessEnvironment system = QProcessEnvironment::systemEnvironment();
     for (const QString& name : system.keys())
         // Not SLURM_JWT: srun hands its environment to the job, and a token must not reach a candidate.
-        if ((name.startsWith(QLatin1String("SLURM_")) && name != QLatin1String("SLURM_JWT")) || name == QLatin1String("USER") ||
-            name == QLatin1String("LOGNAME"))
+        if ((name.startsWith(QLatin1String("SLURM_")) && name != QLatin1String("SLURM_JWT")) ||
+            name == QLatin1String("USER") || name == QLatin1String("LOGNAME"))
             launch.environment.insert(name, system.value(name));
     return launch;
 }
 
 } // namespace
 
-WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
-                          const QProcessEnvironment& environment, const WorkerLaunchOptions& options)
+WorkerLaunch launchWorker(const QString& program, const QStringList& arguments, const QProcessEnvironment& environment,
+                          const WorkerLaunchOptions& options)
 {
     if (options.target.isRemote())
         return launchRemote(arguments, environment, options);
@@ -1124,7 +1153,8 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
     paths.scratchDir = options.scratchDir; // also the working folder: paths relative to kwb's are made absolute below
     paths.readOnly = workerReadOnlyPaths(program, workerArguments, environment);
     paths.extensionCache = extensions;
-    if (const QString broker = buildBrokerSocket(resolved, launch.program, extensions, launch.environment); !broker.isEmpty()) {
+    if (const QString broker = buildBrokerSocket(resolved, launch.program, extensions, launch.environment);
+        !broker.isEmpty()) {
         paths.brokerDir = QFileInfo(broker).absolutePath();
         launch.environment.insert(QStringLiteral("KWB_BUILD_BROKER"), broker);
     }
@@ -1135,7 +1165,8 @@ WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
         paths.exact << options.gpuQuietLock;
         // Its writers-first gate and its evaluations' turn, where the supervisor made them (bwrap
         // refuses a missing source).
-        for (const QString& beside : {GpuLeases::quietIntentPath(options.gpuQuietLock), GpuLeases::quietTurnPath(options.gpuQuietLock)})
+        for (const QString& beside :
+             {GpuLeases::quietIntentPath(options.gpuQuietLock), GpuLeases::quietTurnPath(options.gpuQuietLock)})
             if (QFileInfo::exists(beside))
                 paths.exact << beside;
     }

@@ -34,9 +34,9 @@ inline const QString kSandboxBubblewrap = QStringLiteral("bubblewrap");
 
 struct WorkerLaunchOptions
 {
-    bool osSandbox = true;  ///< wrap in bubblewrap where it works (and KWB_OS_SANDBOX is not 0)
-    QString bubblewrap;     ///< the bwrap program; empty: `bwrap` in PATH
-    QString scratchDir;     ///< the one writable folder (TMPDIR and CUDA's JIT cache); required for the sandbox
+    bool osSandbox = true; ///< wrap in bubblewrap where it works (and KWB_OS_SANDBOX is not 0)
+    QString bubblewrap;    ///< the bwrap program; empty: `bwrap` in PATH
+    QString scratchDir;    ///< the one writable folder (TMPDIR and CUDA's JIT cache); required for the sandbox
     /// The worker the probe asks for hello in and out of the sandbox where this host has an
     /// NVIDIA GPU (empty: launchWorker()'s program); its environment.
     QString worker;
@@ -140,8 +140,8 @@ QString workerSandboxStatus(const WorkerLimits& limits);
 /// The program, arguments and environment that start `program arguments` with `environment`
 /// under the options. In the sandbox the environment also gets TMPDIR and CUDA_CACHE_PATH in
 /// the scratch folder (the rest of the file system, ~/.nv included, is read-only there).
-WorkerLaunch launchWorker(const QString& program, const QStringList& arguments,
-                          const QProcessEnvironment& environment, const WorkerLaunchOptions& options);
+WorkerLaunch launchWorker(const QString& program, const QStringList& arguments, const QProcessEnvironment& environment,
+                          const WorkerLaunchOptions& options);
 
 /// bubblewrap's exit code for a child that died by a signal is 128 + the signal. Returns the
 /// signal, or 0 for an ordinary exit code. A sandboxed worker and everything it starts cannot

@@ -11,9 +11,9 @@
 #include <QScopeGuard>
 
 #include <csignal>
-#include <utility>
 #include <sys/types.h>
 #include <unistd.h>
+#include <utility>
 
 namespace kwb {
 
@@ -537,7 +537,8 @@ void WorkerSupervisor::onRequestTimeout()
                     QStringLiteral("the worker did not answer %1 within the wall-clock limit of %2")
                         .arg(m_state == WorkerState::Warming ? kWarmType : kHelloType, limit));
     else
-        abortWorker(wireName(EvaluationStatus::Timeout), QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
+        abortWorker(wireName(EvaluationStatus::Timeout),
+                    QStringLiteral("no response within the wall-clock limit of %1").arg(limit));
 }
 
 void WorkerSupervisor::onLimitTimer()
@@ -558,7 +559,8 @@ void WorkerSupervisor::onLimitTimer()
     const int threadLimit = m_launch.limits.effectiveHostThreads();
     QString over;
     if (usage.peakBytes > memoryLimit)
-        over = QStringLiteral("host memory %1 over the limit of %2").arg(formatBytes(usage.peakBytes), formatBytes(memoryLimit));
+        over = QStringLiteral("host memory %1 over the limit of %2")
+                   .arg(formatBytes(usage.peakBytes), formatBytes(memoryLimit));
     else if (usage.threads > threadLimit)
         over = QStringLiteral("host threads %1 over the limit of %2").arg(usage.threads).arg(threadLimit);
     if (over.isEmpty())
@@ -639,7 +641,8 @@ void WorkerSupervisor::retireWorker()
 
 void WorkerSupervisor::sendRetireEof()
 {
-    if (!m_process || m_state != WorkerState::Stopping || m_stopStage != StopStage::EndOfInput || m_stopTimer.isActive())
+    if (!m_process || m_state != WorkerState::Stopping || m_stopStage != StopStage::EndOfInput ||
+        m_stopTimer.isActive())
         return;
     const QString lock = m_launch.target.isRemote() ? QString() : quietLockOf(m_process);
     if (!lock.isEmpty() && m_exitLockFd < 0) {
@@ -672,13 +675,15 @@ void WorkerSupervisor::onErrorOccurred(QProcess* process, QProcess::ProcessError
 {
     if (process != m_process || error != QProcess::FailedToStart)
         return; // other errors are followed by finished(), which handles them
-    const QString message = QStringLiteral("could not start the worker %1: %2").arg(m_launch.program, process->errorString());
+    const QString message =
+        QStringLiteral("could not start the worker %1: %2").arg(m_launch.program, process->errorString());
     const qint64 pid = m_pid;
     releaseProcess();
     m_requestTimer.stop();
     if (m_active) {
         const qint64 id = m_active->request.id;
-        const QString status = m_active->failStatus.isEmpty() ? wireName(EvaluationStatus::StartFailed) : m_active->failStatus;
+        const QString status =
+            m_active->failStatus.isEmpty() ? wireName(EvaluationStatus::StartFailed) : m_active->failStatus;
         m_active.reset();
         emitStderr(id);
         Q_EMIT requestFailed(id, status, message);
@@ -692,8 +697,8 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
     if (process != m_process)
         return;
     // ssh says 255 when the connection failed or broke (the remote script's own codes stay below).
-    const bool connectionLost =
-        m_launch.target.kind == WorkerTarget::Kind::Ssh && exitStatus == QProcess::NormalExit && exitCode == kSshConnectionLost;
+    const bool connectionLost = m_launch.target.kind == WorkerTarget::Kind::Ssh && exitStatus == QProcess::NormalExit &&
+                                exitCode == kSshConnectionLost;
     m_connectionLost = connectionLost;
     unwrapSignal(process, &exitCode, &exitStatus);
     // Whatever is still buffered was written before the worker ended: a worker that answers and
@@ -742,9 +747,10 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
         } else if (!overHostLimit.isEmpty()) {
             // As locally: before hello the worker itself is too big, nothing of a candidate ran.
             if (beforeReady(stateAtEnd))
-                Q_EMIT requestFailed(id, wireName(EvaluationStatus::StartFailed),
-                                     QStringLiteral("the worker went over its limits before answering hello: %1 (on %2)")
-                                         .arg(overHostLimit, m_launch.target.location()));
+                Q_EMIT requestFailed(
+                    id, wireName(EvaluationStatus::StartFailed),
+                    QStringLiteral("the worker went over its limits before answering hello: %1 (on %2)")
+                        .arg(overHostLimit, m_launch.target.location()));
             else
                 Q_EMIT requestFailed(id, wireName(EvaluationStatus::ResourceLimit),
                                      QStringLiteral("%1 (on %2)").arg(overHostLimit, m_launch.target.location()));

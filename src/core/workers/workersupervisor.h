@@ -48,18 +48,16 @@ namespace kwb {
 struct EvaluationResult;
 struct SupervisorTuning;
 
-
 // A request that ends without a response fails with an EvaluationStatus's wire name
 // (core/protocol/evaluationstatus.h): timeout, crashed, worker_lost, protocol_error,
 // start_failed, bad_request, cancelled or resource_limit (the worker went over its host-memory or
 // host-thread limit, WorkerLimits, and was killed: the message names the limit and the peak; during
-// an `evaluate` it is the candidate's doing, like `crashed`; before hello it is `start_failed`). `worker_lost`: the worker, busy with the request, was
-// ended by a signal that the supervisor did not send and that a candidate's code cannot raise
-// through the sandbox: SIGKILL (the OOM killer, `kill -9`), SIGTERM, SIGINT, SIGHUP, SIGQUIT. A
-// worker that dies by any other signal or exits (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, an exit code)
-// during a request is `crashed`: the candidate's code was running in it. The supervisor's own
-// ends (time-out, cancel, protocol error) keep their status. A worker that dies between requests
-// fails no request: the next one starts a fresh worker.
+// an `evaluate` it is the candidate's doing, like `crashed`; before hello it is `start_failed`). `worker_lost`: the
+// worker, busy with the request, was ended by a signal that the supervisor did not send and that a candidate's code
+// cannot raise through the sandbox: SIGKILL (the OOM killer, `kill -9`), SIGTERM, SIGINT, SIGHUP, SIGQUIT. A worker
+// that dies by any other signal or exits (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, an exit code) during a request is
+// `crashed`: the candidate's code was running in it. The supervisor's own ends (time-out, cancel, protocol error) keep
+// their status. A worker that dies between requests fails no request: the next one starts a fresh worker.
 
 class WorkerSupervisor : public QObject
 {
@@ -78,7 +76,7 @@ public:
     {
         /// The worker's response, decoded once here (it may say ok: false); empty on failure.
         WorkerResponse response;
-        QString status;       ///< empty when there is a response, else an EvaluationStatus wire name
+        QString status; ///< empty when there is a response, else an EvaluationStatus wire name
         QString message;
         QByteArray stderrTail; ///< the worker's stderr during the request, last stderrLimit() bytes
         qint64 stderrDroppedBytes = 0;

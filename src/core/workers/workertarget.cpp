@@ -82,7 +82,8 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
     if (part.startsWith(QLatin1String("ssh:"))) {
         const QStringList fields = part.mid(4).split(QLatin1Char(':'));
         if (fields.size() < 2)
-            return fail(error, QStringLiteral("'%1': ssh:HOST:GPUS needs a host and GPUs, e.g. ssh:gpu-box:0,1").arg(part));
+            return fail(error,
+                        QStringLiteral("'%1': ssh:HOST:GPUS needs a host and GPUs, e.g. ssh:gpu-box:0,1").arg(part));
         const QString host = fields.at(0).trimmed();
         if (!validHost(host))
             return fail(error, QStringLiteral("'%1': '%2' is not a host name or ssh alias").arg(part, host));
@@ -94,7 +95,8 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
         QStringList options;
         for (qsizetype i = 2; i < fields.size(); ++i) {
             const QString& field = fields.at(i);
-            if (options.isEmpty() || field.startsWith(QLatin1String("worker=")) || field.startsWith(QLatin1String("env=")))
+            if (options.isEmpty() || field.startsWith(QLatin1String("worker=")) ||
+                field.startsWith(QLatin1String("env=")))
                 options.append(field);
             else
                 options.last() += QLatin1Char(':') + field;
@@ -108,7 +110,9 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
                 continue;
             }
             if (!option.startsWith(QLatin1String("worker=")) || !validWorkerPath(option.mid(7)))
-                return fail(error, QStringLiteral("'%1': unknown option '%2' (known: worker=PATH, env=NAME=VALUE)").arg(part, option));
+                return fail(
+                    error,
+                    QStringLiteral("'%1': unknown option '%2' (known: worker=PATH, env=NAME=VALUE)").arg(part, option));
             worker = option.mid(7);
         }
         for (int gpu : gpus) {
@@ -133,8 +137,9 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
             const QString key = item.left(eq).trimmed();
             const QString value = eq < 0 ? QString() : item.mid(eq + 1).trimmed();
             if (eq < 0 || value.isEmpty())
-                return fail(error, QStringLiteral("'%1': '%2' is not KEY=VALUE (keys: partition, gpus, time, worker, env)")
-                                       .arg(part, item));
+                return fail(error,
+                            QStringLiteral("'%1': '%2' is not KEY=VALUE (keys: partition, gpus, time, worker, env)")
+                                .arg(part, item));
             if (key == QLatin1String("partition")) {
                 if (!validHost(value))
                     return fail(error, QStringLiteral("'%1': '%2' is not a partition name").arg(part, value));
@@ -143,13 +148,17 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
                 bool ok = false;
                 count = value.toInt(&ok);
                 if (!ok || count < 1 || count > kMaxGpusPerPart)
-                    return fail(error, QStringLiteral("'%1': gpus must be 1 to %2, got '%3'").arg(part).arg(kMaxGpusPerPart).arg(value));
+                    return fail(error, QStringLiteral("'%1': gpus must be 1 to %2, got '%3'")
+                                           .arg(part)
+                                           .arg(kMaxGpusPerPart)
+                                           .arg(value));
             } else if (key == QLatin1String("time")) {
                 // Slurm's forms: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
                 static const QRegularExpression pattern(QStringLiteral("^(\\d+-)?\\d+(:\\d+){0,2}$"));
                 if (!pattern.match(value).hasMatch())
-                    return fail(error, QStringLiteral("'%1': time '%2' is not a Slurm time (MINUTES, HH:MM:SS, D-HH:MM)")
-                                           .arg(part, value));
+                    return fail(error,
+                                QStringLiteral("'%1': time '%2' is not a Slurm time (MINUTES, HH:MM:SS, D-HH:MM)")
+                                    .arg(part, value));
                 time = value;
             } else if (key == QLatin1String("worker")) {
                 if (!validWorkerPath(value))
@@ -159,7 +168,9 @@ bool parsePart(const QString& part, const QList<int>& defaultLocalGpus, QList<Wo
                 if (!parseEnvironmentAssignment(value, part, &environment, error))
                     return false;
             } else {
-                return fail(error, QStringLiteral("'%1': unknown key '%2' (keys: partition, gpus, time, worker, env)").arg(part, key));
+                return fail(
+                    error,
+                    QStringLiteral("'%1': unknown key '%2' (keys: partition, gpus, time, worker, env)").arg(part, key));
             }
         }
         if (partition.isEmpty())
@@ -193,12 +204,9 @@ WorkerTarget WorkerTarget::local(int gpu)
 QString WorkerTarget::location() const
 {
     switch (kind) {
-    case Kind::Local:
-        return QStringLiteral("local:%1").arg(gpu);
-    case Kind::Ssh:
-        return QStringLiteral("%1:%2").arg(host).arg(gpu);
-    case Kind::Slurm:
-        return QStringLiteral("slurm-%1:%2").arg(host).arg(gpu);
+    case Kind::Local: return QStringLiteral("local:%1").arg(gpu);
+    case Kind::Ssh: return QStringLiteral("%1:%2").arg(host).arg(gpu);
+    case Kind::Slurm: return QStringLiteral("slurm-%1:%2").arg(host).arg(gpu);
     }
     return {};
 }
@@ -206,12 +214,9 @@ QString WorkerTarget::location() const
 QString WorkerTarget::leaseKey() const
 {
     switch (kind) {
-    case Kind::Local:
-        return {};
-    case Kind::Ssh:
-        return remoteGpuKey(QStringLiteral("ssh"), host, gpu);
-    case Kind::Slurm:
-        return remoteGpuKey(QStringLiteral("slurm"), host, gpu);
+    case Kind::Local: return {};
+    case Kind::Ssh: return remoteGpuKey(QStringLiteral("ssh"), host, gpu);
+    case Kind::Slurm: return remoteGpuKey(QStringLiteral("slurm"), host, gpu);
     }
     return {};
 }

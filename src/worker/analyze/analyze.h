@@ -63,21 +63,23 @@
 namespace torch {
 namespace jit {
 struct Graph;
-}  // namespace jit
-}  // namespace torch
+} // namespace jit
+} // namespace torch
 
 namespace kwb {
 
 /// One argument of the forward, in graph-input order.
-struct ArgInfo {
+struct ArgInfo
+{
     enum Kind { Tensor, Float, Int, ParamDict } kind = Tensor;
-    std::vector<int64_t> shape;  ///< Tensor: its shape
-    int elemBytes = 4;           ///< Tensor: element size; ParamDict: element size of every entry
-    double value = 0;            ///< Float / Int: the value
-    std::map<std::string, std::vector<int64_t>> dict;  ///< ParamDict: name -> shape
+    std::vector<int64_t> shape;                       ///< Tensor: its shape
+    int elemBytes = 4;                                ///< Tensor: element size; ParamDict: element size of every entry
+    double value = 0;                                 ///< Float / Int: the value
+    std::map<std::string, std::vector<int64_t>> dict; ///< ParamDict: name -> shape
 };
 
-struct AnalyzeError : std::runtime_error {
+struct AnalyzeError : std::runtime_error
+{
     using std::runtime_error::runtime_error;
 };
 
@@ -95,7 +97,7 @@ constexpr double kDefaultRidge = 10.0;
 ///  forward returns a tensor of unknown shape).
 /// Categories: conv | matmul | elementwise | reduction | norm | pool | view | data | uncounted.
 /// Throws AnalyzeError (see above).
-nlohmann::json analyzeGraph(const std::shared_ptr<torch::jit::Graph>& graph,
-                            const std::vector<ArgInfo>& args, double ridge = kDefaultRidge);
+nlohmann::json analyzeGraph(const std::shared_ptr<torch::jit::Graph>& graph, const std::vector<ArgInfo>& args,
+                            double ridge = kDefaultRidge);
 
-}  // namespace kwb
+} // namespace kwb

@@ -27,13 +27,14 @@ constexpr int64_t kMaxLoopIterations = 100000;
 
 // The abstract value of one graph Value: a tensor shape, a known constant, a list or tuple of
 // abstract values, the parameter dictionary, or unknown (a number computed from tensor data).
-struct AVal {
+struct AVal
+{
     enum Kind { Unknown, Tensor, Const, List, Tuple, Dict } kind = Unknown;
     // Tensor
     Shape shape;
     int elemBytes = 4;
     bool contiguous = true;
-    bool hostScalar = false;  // a 0-d tensor made from a Python number (prim::NumToTensor): 0 bytes
+    bool hostScalar = false; // a 0-d tensor made from a Python number (prim::NumToTensor): 0 bytes
     // Const (also the known value of a hostScalar tensor)
     c10::IValue iv;
     // List / Tuple
@@ -41,7 +42,8 @@ struct AVal {
     // Dict: index of the ParamDict argument
     int dictArg = -1;
 
-    static AVal tensor(Shape s, int elemBytes, bool contiguous = true) {
+    static AVal tensor(Shape s, int elemBytes, bool contiguous = true)
+    {
         AVal a;
         a.kind = Tensor;
         a.shape = std::move(s);
@@ -49,7 +51,8 @@ struct AVal {
         a.contiguous = contiguous;
         return a;
     }
-    static AVal constant(c10::IValue v) {
+    static AVal constant(c10::IValue v)
+    {
         AVal a;
         a.kind = Const;
         a.iv = std::move(v);
@@ -61,27 +64,35 @@ struct AVal {
     // A tensor whose shape is unknown: the output of an op the analyser cannot count and whose
     // shape libtorch's meta kernels could not give either. Every op that reads one is uncounted too.
     bool opaque = false;
-    static AVal opaqueTensor() {
+    static AVal opaqueTensor()
+    {
         AVal a;
         a.opaque = true;
         return a;
     }
-    bool hasOpaque() const {
-        if (opaque) return true;
+    bool hasOpaque() const
+    {
+        if (opaque)
+            return true;
         for (const AVal& i : items)
-            if (i.hasOpaque()) return true;
+            if (i.hasOpaque())
+                return true;
         return false;
     }
 };
 
-inline int64_t numel(const Shape& s) {
+inline int64_t numel(const Shape& s)
+{
     int64_t n = 1;
-    for (int64_t d : s) n *= d;
+    for (int64_t d : s)
+        n *= d;
     return n;
 }
 
-inline int64_t tensorBytes(const AVal& a) {
-    if (!a.isTensor() || a.hostScalar) return 0;
+inline int64_t tensorBytes(const AVal& a)
+{
+    if (!a.isTensor() || a.hostScalar)
+        return 0;
     return numel(a.shape) * a.elemBytes;
 }
 
@@ -97,9 +108,13 @@ std::string where(const Node* n);
 const std::unordered_map<std::string, int>& elementwiseFlops();
 bool isComparison(const std::string& s);
 
-class Analyzer {
+class Analyzer
+{
 public:
-    Analyzer(const std::vector<ArgInfo>& args, double ridge) : args_(args), ridge_(ridge) {}
+    Analyzer(const std::vector<ArgInfo>& args, double ridge)
+        : args_(args)
+        , ridge_(ridge)
+    {}
     nlohmann::json run(const std::shared_ptr<Graph>& source);
 
 private:
@@ -114,86 +129,118 @@ private:
     std::map<std::string, int64_t> paramsUsed_;
     // Ops the analyser cannot count: {"index", "op", "line"?, "reason"} (analyze.h).
     nlohmann::json uncounted_ = nlohmann::json::array();
-    bool opaqueSeen_ = false;  // an uncounted op left a tensor of unknown shape
+    bool opaqueSeen_ = false; // an uncounted op left a tensor of unknown shape
 
     [[noreturn]] void fail(const std::string& msg) const { throw AnalyzeError(msg + where(cur_)); }
 
-
     // ---- values ------------------------------------------------------------------------------
-    const AVal& val(const Value* v) const {
+    const AVal& val(const Value* v) const
+    {
         auto it = env_.find(v);
-        if (it == env_.end()) fail("internal error: value %" + v->debugName() + " has no abstract state");
+        if (it == env_.end())
+            fail("internal error: value %" + v->debugName() + " has no abstract state");
         return it->second;
     }
     void set(const Value* v, AVal a) { env_[v] = std::move(a); }
-    void setUnknown(const Node* n) {
-        for (const Value* o : n->outputs()) set(o, AVal());
+    void setUnknown(const Node* n)
+    {
+        for (const Value* o : n->outputs())
+            set(o, AVal());
     }
 
-    static void collectTensors(const AVal& a, std::vector<const AVal*>& out) {
-        if (a.isTensor()) out.push_back(&a);
+    static void collectTensors(const AVal& a, std::vector<const AVal*>& out)
+    {
+        if (a.isTensor())
+            out.push_back(&a);
         else if (a.kind == AVal::List || a.kind == AVal::Tuple)
-            for (const auto& it : a.items) collectTensors(it, out);
+            for (const auto& it : a.items)
+                collectTensors(it, out);
     }
 
     // Named argument access through the node's schema (argument positions follow the schema).
-    int argIndex(const Node* n, const char* name) const {
+    int argIndex(const Node* n, const char* name) const
+    {
         const c10::FunctionSchema* s = n->maybeSchema();
-        if (!s) return -1;
+        if (!s)
+            return -1;
         const auto& as = s->arguments();
         for (size_t i = 0; i < as.size() && i < n->inputs().size(); ++i)
-            if (as[i].name() == name) return static_cast<int>(i);
+            if (as[i].name() == name)
+                return static_cast<int>(i);
         return -1;
     }
-    const AVal* arg(const Node* n, const char* name) const {
+    const AVal* arg(const Node* n, const char* name) const
+    {
         const int i = argIndex(n, name);
         return i < 0 ? nullptr : &val(n->inputs()[i]);
     }
-    const AVal& tensorArg(const Node* n, const char* name) const {
+    const AVal& tensorArg(const Node* n, const char* name) const
+    {
         const AVal* a = arg(n, name);
-        if (!a) fail(std::string(n->kind().toQualString()) + ": no argument '" + name + "'");
-        if (!a->isTensor()) fail(std::string(n->kind().toQualString()) + ": argument '" + name + "' is not a tensor");
+        if (!a)
+            fail(std::string(n->kind().toQualString()) + ": no argument '" + name + "'");
+        if (!a->isTensor())
+            fail(std::string(n->kind().toQualString()) + ": argument '" + name + "' is not a tensor");
         return *a;
     }
-    const AVal* optTensorArg(const Node* n, const char* name) const {
+    const AVal* optTensorArg(const Node* n, const char* name) const
+    {
         const AVal* a = arg(n, name);
-        if (!a || a->isNone()) return nullptr;
-        if (!a->isTensor()) fail(std::string(n->kind().toQualString()) + ": argument '" + name + "' is not a tensor");
+        if (!a || a->isNone())
+            return nullptr;
+        if (!a->isTensor())
+            fail(std::string(n->kind().toQualString()) + ": argument '" + name + "' is not a tensor");
         return a;
     }
 
-    int64_t toInt(const AVal& a, const std::string& what) const {
-        if (a.isConst() && a.iv.isInt()) return a.iv.toInt();
-        if (a.isConst() && a.iv.isBool()) return a.iv.toBool() ? 1 : 0;
-        if (a.isTensor() && a.hostScalar && a.iv.isInt()) return a.iv.toInt();
+    int64_t toInt(const AVal& a, const std::string& what) const
+    {
+        if (a.isConst() && a.iv.isInt())
+            return a.iv.toInt();
+        if (a.isConst() && a.iv.isBool())
+            return a.iv.toBool() ? 1 : 0;
+        if (a.isTensor() && a.hostScalar && a.iv.isInt())
+            return a.iv.toInt();
         fail(what + " is not known statically");
     }
-    double toDouble(const AVal& a, const std::string& what) const {
-        if (a.isConst() && a.iv.isDouble()) return a.iv.toDouble();
-        if (a.isConst() && a.iv.isInt()) return static_cast<double>(a.iv.toInt());
-        if (a.isConst() && a.iv.isBool()) return a.iv.toBool() ? 1.0 : 0.0;
+    double toDouble(const AVal& a, const std::string& what) const
+    {
+        if (a.isConst() && a.iv.isDouble())
+            return a.iv.toDouble();
+        if (a.isConst() && a.iv.isInt())
+            return static_cast<double>(a.iv.toInt());
+        if (a.isConst() && a.iv.isBool())
+            return a.iv.toBool() ? 1.0 : 0.0;
         fail(what + " is not known statically");
     }
-    bool toBool(const AVal& a, const std::string& what) const {
-        if (a.isConst() && a.iv.isBool()) return a.iv.toBool();
-        if (a.isConst() && a.iv.isInt()) return a.iv.toInt() != 0;
+    bool toBool(const AVal& a, const std::string& what) const
+    {
+        if (a.isConst() && a.iv.isBool())
+            return a.iv.toBool();
+        if (a.isConst() && a.iv.isInt())
+            return a.iv.toInt() != 0;
         fail(what + " is not known statically");
     }
-    Shape toIntList(const AVal& a, const std::string& what) const {
+    Shape toIntList(const AVal& a, const std::string& what) const
+    {
         Shape r;
         if (a.isConst()) {
-            if (a.iv.isInt()) return {a.iv.toInt()};
-            if (a.iv.isIntList()) return a.iv.toIntVector();
+            if (a.iv.isInt())
+                return {a.iv.toInt()};
+            if (a.iv.isIntList())
+                return a.iv.toIntVector();
             if (a.iv.isList()) {
                 for (const c10::IValue& e : a.iv.toListRef()) {
-                    if (!e.isInt()) fail(what + " is not a list of ints");
+                    if (!e.isInt())
+                        fail(what + " is not a list of ints");
                     r.push_back(e.toInt());
                 }
                 return r;
             }
             if (a.iv.isTuple()) {
                 for (const c10::IValue& e : a.iv.toTupleRef().elements()) {
-                    if (!e.isInt()) fail(what + " is not a list of ints");
+                    if (!e.isInt())
+                        fail(what + " is not a list of ints");
                     r.push_back(e.toInt());
                 }
                 return r;
@@ -201,91 +248,97 @@ private:
             fail(what + " is not a list of ints");
         }
         if (a.kind == AVal::List || a.kind == AVal::Tuple) {
-            for (const AVal& e : a.items) r.push_back(toInt(e, what + " (an element)"));
+            for (const AVal& e : a.items)
+                r.push_back(toInt(e, what + " (an element)"));
             return r;
         }
         fail(what + " is not known statically");
     }
     // Named int argument with a default when absent or None.
-    int64_t intArg(const Node* n, const char* name, int64_t dflt) const {
+    int64_t intArg(const Node* n, const char* name, int64_t dflt) const
+    {
         const AVal* a = arg(n, name);
-        if (!a || a->isNone()) return dflt;
+        if (!a || a->isNone())
+            return dflt;
         return toInt(*a, std::string("argument '") + name + "' of " + n->kind().toQualString());
     }
-    bool boolArg(const Node* n, const char* name, bool dflt) const {
+    bool boolArg(const Node* n, const char* name, bool dflt) const
+    {
         const AVal* a = arg(n, name);
-        if (!a || a->isNone()) return dflt;
+        if (!a || a->isNone())
+            return dflt;
         return toBool(*a, std::string("argument '") + name + "' of " + n->kind().toQualString());
     }
-    double doubleArg(const Node* n, const char* name, double dflt) const {
+    double doubleArg(const Node* n, const char* name, double dflt) const
+    {
         const AVal* a = arg(n, name);
-        if (!a || a->isNone()) return dflt;
+        if (!a || a->isNone())
+            return dflt;
         return toDouble(*a, std::string("argument '") + name + "' of " + n->kind().toQualString());
     }
     // Int-list argument expanded to `k` entries (a single value is repeated); `dflt` when absent,
     // None or empty.
-    Shape listArg(const Node* n, const char* name, size_t k, int64_t dflt) const {
+    Shape listArg(const Node* n, const char* name, size_t k, int64_t dflt) const
+    {
         const AVal* a = arg(n, name);
         Shape v;
-        if (a && !a->isNone()) v = toIntList(*a, std::string("argument '") + name + "' of " + n->kind().toQualString());
-        if (v.empty()) return Shape(k, dflt);
-        if (v.size() == 1 && k > 1) return Shape(k, v[0]);
+        if (a && !a->isNone())
+            v = toIntList(*a, std::string("argument '") + name + "' of " + n->kind().toQualString());
+        if (v.empty())
+            return Shape(k, dflt);
+        if (v.size() == 1 && k > 1)
+            return Shape(k, v[0]);
         if (v.size() != k)
             fail(std::string(n->kind().toQualString()) + ": argument '" + name + "' has " + std::to_string(v.size()) +
                  " entries, expected " + std::to_string(k));
         return v;
     }
 
-    int64_t normDim(int64_t d, size_t rank, const std::string& op) const {
+    int64_t normDim(int64_t d, size_t rank, const std::string& op) const
+    {
         const int64_t r = rank == 0 ? 1 : static_cast<int64_t>(rank);
         if (d < -r || d >= r)
-            fail(op + ": dimension " + std::to_string(d) + " out of range for a tensor of rank " + std::to_string(rank));
+            fail(op + ": dimension " + std::to_string(d) + " out of range for a tensor of rank " +
+                 std::to_string(rank));
         return d < 0 ? d + r : d;
     }
 
-    Shape broadcast(const Shape& a, const Shape& b, const std::string& op) const {
+    Shape broadcast(const Shape& a, const Shape& b, const std::string& op) const
+    {
         const size_t r = std::max(a.size(), b.size());
         Shape out(r);
         for (size_t i = 0; i < r; ++i) {
             const int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
             const int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
-            if (da == db || db == 1) out[r - 1 - i] = da;
-            else if (da == 1) out[r - 1 - i] = db;
-            else fail(op + ": shapes " + shapeStr(a) + " and " + shapeStr(b) + " do not broadcast");
+            if (da == db || db == 1)
+                out[r - 1 - i] = da;
+            else if (da == 1)
+                out[r - 1 - i] = db;
+            else
+                fail(op + ": shapes " + shapeStr(a) + " and " + shapeStr(b) + " do not broadcast");
         }
         return out;
     }
 
     // ---- recording ---------------------------------------------------------------------------
-    int64_t ioBytes(const Node* n) const {
+    int64_t ioBytes(const Node* n) const
+    {
         int64_t b = 0;
         std::vector<const AVal*> ts;
-        for (const Value* v : n->inputs()) collectTensors(val(v), ts);
-        for (const Value* v : n->outputs()) collectTensors(val(v), ts);
-        for (const AVal* t : ts) b += tensorBytes(*t);
+        for (const Value* v : n->inputs())
+            collectTensors(val(v), ts);
+        for (const Value* v : n->outputs())
+            collectTensors(val(v), ts);
+        for (const AVal* t : ts)
+            b += tensorBytes(*t);
         return b;
     }
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-    const AVal& tensorArgOrList(const Node* n, const char* name) const {
+    const AVal& tensorArgOrList(const Node* n, const char* name) const
+    {
         const AVal* a = arg(n, name);
-        if (!a) fail(std::string(n->kind().toQualString()) + ": no argument '" + name + "'");
+        if (!a)
+            fail(std::string(n->kind().toQualString()) + ": no argument '" + name + "'");
         return *a;
     }
 
@@ -346,4 +399,4 @@ private:
     bool gatherOp(const Node* n, const std::string& s);
 };
 
-}  // namespace kwb::analyzer
+} // namespace kwb::analyzer

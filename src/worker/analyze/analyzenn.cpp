@@ -15,29 +15,51 @@ namespace {
 // its two projections (4), three sigmoids (9), a tanh (1), c = f·c + i·g (3), tanh(c) (1) and
 // o·tanh(c) (1); GRU adds the r and z projections (2), two sigmoids (6), n = tanh(x_n + r·h_n) (3)
 // and h = (1 − z)·n + z·h (3); a plain RNN adds its projections and applies tanh or relu (2).
-struct CellKind {
+struct CellKind
+{
     int gates;
     int elementwise;
 };
 
-CellKind cellKind(const std::string& s) {
-    if (s.rfind("lstm", 0) == 0) return {4, 19};
-    if (s.rfind("gru", 0) == 0) return {3, 14};
+CellKind cellKind(const std::string& s)
+{
+    if (s.rfind("lstm", 0) == 0)
+        return {4, 19};
+    if (s.rfind("gru", 0) == 0)
+        return {3, 14};
     return {1, 2};
 }
 
-}  // namespace
+} // namespace
 
-bool Analyzer::nnOp(const Node* n, const std::string& s) {
-    if (s == "lstm" || s == "gru" || s == "rnn_tanh" || s == "rnn_relu") return rnn(n, s), true;
-    if (s == "lstm_cell" || s == "gru_cell" || s == "rnn_tanh_cell" || s == "rnn_relu_cell") return rnnCell(n, s), true;
-    if (s == "scaled_dot_product_attention") return attention(n), true;
-    if (s == "cosine_similarity" || s == "pairwise_distance") return cosineSimilarity(n, s), true;
-    static const std::set<std::string> losses = {
-        "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "cross_entropy_loss", "nll_loss", "nll_loss_nd",
-        "nll_loss2d", "binary_cross_entropy", "binary_cross_entropy_with_logits", "hinge_embedding_loss",
-        "soft_margin_loss", "margin_ranking_loss", "triplet_margin_loss", "cosine_embedding_loss"};
-    if (losses.count(s)) return loss(n, s), true;
+bool Analyzer::nnOp(const Node* n, const std::string& s)
+{
+    if (s == "lstm" || s == "gru" || s == "rnn_tanh" || s == "rnn_relu")
+        return rnn(n, s), true;
+    if (s == "lstm_cell" || s == "gru_cell" || s == "rnn_tanh_cell" || s == "rnn_relu_cell")
+        return rnnCell(n, s), true;
+    if (s == "scaled_dot_product_attention")
+        return attention(n), true;
+    if (s == "cosine_similarity" || s == "pairwise_distance")
+        return cosineSimilarity(n, s), true;
+    static const std::set<std::string> losses = {"mse_loss",
+                                                 "l1_loss",
+                                                 "smooth_l1_loss",
+                                                 "huber_loss",
+                                                 "kl_div",
+                                                 "cross_entropy_loss",
+                                                 "nll_loss",
+                                                 "nll_loss_nd",
+                                                 "nll_loss2d",
+                                                 "binary_cross_entropy",
+                                                 "binary_cross_entropy_with_logits",
+                                                 "hinge_embedding_loss",
+                                                 "soft_margin_loss",
+                                                 "margin_ranking_loss",
+                                                 "triplet_margin_loss",
+                                                 "cosine_embedding_loss"};
+    if (losses.count(s))
+        return loss(n, s), true;
     return false;
 }
 
@@ -47,18 +69,21 @@ bool Analyzer::nnOp(const Node* n, const std::string& s) {
 // with a projection. Per step, layer and direction: 2·G·H·(in + P) for the two products (P = H, or
 // the projection size), 2·G·H for the biases, the cell's element-wise FLOPs per hidden unit and,
 // with a projection, 2·P·H.
-void Analyzer::rnn(const Node* n, const std::string& s) {
+void Analyzer::rnn(const Node* n, const std::string& s)
+{
     const std::string qual = n->kind().toQualString();
     const CellKind kind = cellKind(s);
     const AVal& x = tensorArg(n, "input");
     const AVal& params = tensorArgOrList(n, "params");
-    if (params.kind != AVal::List && params.kind != AVal::Tuple) fail(qual + ": the parameter list is not known statically");
+    if (params.kind != AVal::List && params.kind != AVal::Tuple)
+        fail(qual + ": the parameter list is not known statically");
     const bool biases = boolArg(n, "has_biases", true);
     const int64_t layers = intArg(n, "num_layers", 1);
     const bool bidirectional = boolArg(n, "bidirectional", false);
     const bool batchFirst = boolArg(n, "batch_first", false);
     const int64_t dirs = bidirectional ? 2 : 1;
-    if (layers < 1) fail(qual + ": num_layers must be positive");
+    if (layers < 1)
+        fail(qual + ": num_layers must be positive");
     const size_t groups = static_cast<size_t>(layers * dirs);
     if (params.items.empty() || params.items.size() % groups != 0)
         fail(qual + ": " + std::to_string(params.items.size()) + " parameters for " + std::to_string(groups) +
@@ -69,9 +94,11 @@ void Analyzer::rnn(const Node* n, const std::string& s) {
         fail(qual + ": " + std::to_string(per) + " parameters per layer direction, expected " +
              std::to_string(biases ? 4 : 2));
     for (const AVal& p : params.items)
-        if (!p.isTensor()) fail(qual + ": a parameter is not a tensor");
+        if (!p.isTensor())
+            fail(qual + ": a parameter is not a tensor");
     const bool batched = x.shape.size() == 3;
-    if (!batched && x.shape.size() != 2) fail(qual + ": input " + shapeStr(x.shape) + " is neither 2-D nor 3-D");
+    if (!batched && x.shape.size() != 2)
+        fail(qual + ": input " + shapeStr(x.shape) + " is neither 2-D nor 3-D");
     const int64_t T = batched && batchFirst ? x.shape[1] : x.shape[0];
     const int64_t B = batched ? (batchFirst ? x.shape[0] : x.shape[1]) : 1;
     int64_t in = x.shape.back();
@@ -90,11 +117,14 @@ void Analyzer::rnn(const Node* n, const std::string& s) {
                      shapeStr(wih) + " expects " + std::to_string(wih[1]));
             H = wih[0] / kind.gates;
             P = whh[1];
-            if (!proj && P != H) fail(qual + ": w_hh " + shapeStr(whh) + " is not square in the hidden size");
+            if (!proj && P != H)
+                fail(qual + ": w_hh " + shapeStr(whh) + " is not square in the hidden size");
             const int64_t G = kind.gates * H;
             int64_t step = 2 * G * (in + P) + kind.elementwise * H;
-            if (biases) step += 2 * G;
-            if (proj) step += 2 * P * H;
+            if (biases)
+                step += 2 * G;
+            if (proj)
+                step += 2 * P * H;
             flops += T * B * step;
             outWidth += P;
         }
@@ -105,13 +135,15 @@ void Analyzer::rnn(const Node* n, const std::string& s) {
     Shape cShape = batched ? Shape{layers * dirs, B, H} : Shape{layers * dirs, H};
     set(n->outputs()[0], AVal::tensor(out, x.elemBytes));
     set(n->outputs()[1], AVal::tensor(hShape, x.elemBytes));
-    if (n->outputs().size() > 2) set(n->outputs()[2], AVal::tensor(cShape, x.elemBytes));
+    if (n->outputs().size() > 2)
+        set(n->outputs()[2], AVal::tensor(cShape, x.elemBytes));
     record(n, "matmul", flops, ioBytes(n));
 }
 
 // One step: aten::lstm_cell(input, hx[h, c], w_ih, w_hh, b_ih?, b_hh?) -> (h, c); gru_cell,
 // rnn_tanh_cell, rnn_relu_cell(input, hx, w_ih, w_hh, b_ih?, b_hh?) -> h. FLOPs as one step of rnn().
-void Analyzer::rnnCell(const Node* n, const std::string& s) {
+void Analyzer::rnnCell(const Node* n, const std::string& s)
+{
     const std::string qual = n->kind().toQualString();
     const CellKind kind = cellKind(s);
     const AVal& x = tensorArg(n, "input");
@@ -119,19 +151,21 @@ void Analyzer::rnnCell(const Node* n, const std::string& s) {
     const AVal& whh = tensorArg(n, "w_hh");
     const AVal* bih = optTensorArg(n, "b_ih");
     const AVal* bhh = optTensorArg(n, "b_hh");
-    if (x.shape.empty() || x.shape.size() > 2) fail(qual + ": input " + shapeStr(x.shape) + " is neither 1-D nor 2-D");
+    if (x.shape.empty() || x.shape.size() > 2)
+        fail(qual + ": input " + shapeStr(x.shape) + " is neither 1-D nor 2-D");
     if (wih.shape.size() != 2 || whh.shape.size() != 2 || wih.shape[0] % kind.gates != 0 ||
         whh.shape[0] != wih.shape[0] || wih.shape[1] != x.shape.back())
         fail(qual + ": weights " + shapeStr(wih.shape) + " and " + shapeStr(whh.shape) + " do not fit input " +
              shapeStr(x.shape) + " and " + std::to_string(kind.gates) + " gates");
     const int64_t H = wih.shape[0] / kind.gates;
-    if (whh.shape[1] != H) fail(qual + ": w_hh " + shapeStr(whh.shape) + " is not square in the hidden size");
+    if (whh.shape[1] != H)
+        fail(qual + ": w_hh " + shapeStr(whh.shape) + " is not square in the hidden size");
     const int64_t B = x.shape.size() == 2 ? x.shape[0] : 1;
     const int64_t G = kind.gates * H;
-    const int64_t flops =
-        B * (2 * G * (x.shape.back() + H) + kind.elementwise * H + (bih ? G : 0) + (bhh ? G : 0));
+    const int64_t flops = B * (2 * G * (x.shape.back() + H) + kind.elementwise * H + (bih ? G : 0) + (bhh ? G : 0));
     Shape out = x.shape.size() == 2 ? Shape{B, H} : Shape{H};
-    for (const Value* o : n->outputs()) set(o, AVal::tensor(out, x.elemBytes));
+    for (const Value* o : n->outputs())
+        set(o, AVal::tensor(out, x.elemBytes));
     record(n, "matmul", flops, ioBytes(n));
 }
 
@@ -141,7 +175,8 @@ void Analyzer::rnnCell(const Node* n, const std::string& s) {
 // 2·Ev for P·V, 5 for the softmax, 1 for the scale, 1 for an additive mask, 1 for dropout. A causal
 // mask computes only the pairs it keeps (key j ≤ query i, the top-left alignment torch uses):
 // that is what a kernel that skips masked blocks does, and the bound no kernel can beat.
-void Analyzer::attention(const Node* n) {
+void Analyzer::attention(const Node* n)
+{
     const std::string qual = n->kind().toQualString();
     const AVal& q = tensorArg(n, "query");
     const AVal& k = tensorArg(n, "key");
@@ -156,7 +191,8 @@ void Analyzer::attention(const Node* n) {
     if (k.shape.back() != E)
         fail(qual + ": query " + shapeStr(q.shape) + " and key " + shapeStr(k.shape) + " differ in the embedding size");
     if (v.shape[v.shape.size() - 2] != S)
-        fail(qual + ": key " + shapeStr(k.shape) + " and value " + shapeStr(v.shape) + " differ in the sequence length");
+        fail(qual + ": key " + shapeStr(k.shape) + " and value " + shapeStr(v.shape) +
+             " differ in the sequence length");
     // The batch of the result is the query's; key and value broadcast to it, or (grouped-query
     // attention) have a head count that divides the query's.
     const Shape qb(q.shape.begin(), q.shape.end() - 2);
@@ -165,14 +201,16 @@ void Analyzer::attention(const Node* n) {
         bool ok = tb.size() <= qb.size();
         for (size_t i = 0; ok && i < tb.size(); ++i) {
             const int64_t a = qb[qb.size() - 1 - i], b = tb[tb.size() - 1 - i];
-            ok = a == b || b == 1 || (i == 0 && b > 0 && a % b == 0);  // i == 0: the heads
+            ok = a == b || b == 1 || (i == 0 && b > 0 && a % b == 0); // i == 0: the heads
         }
-        if (!ok) fail(qual + ": " + shapeStr(t->shape) + " does not fit the query " + shapeStr(q.shape));
+        if (!ok)
+            fail(qual + ": " + shapeStr(t->shape) + " does not fit the query " + shapeStr(q.shape));
     }
     int64_t pairs = L * S;
     if (causal) {
         pairs = 0;
-        for (int64_t i = 0; i < L; ++i) pairs += std::min(i + 1, S);
+        for (int64_t i = 0; i < L; ++i)
+            pairs += std::min(i + 1, S);
     }
     const int64_t batch = numel(qb);
     const int64_t perPair = 2 * E + 2 * Ev + 5 + 1 + (mask ? 1 : 0) + (p > 0 ? 1 : 0);
@@ -187,17 +225,21 @@ void Analyzer::attention(const Node* n) {
 // broadcast shape, per element 6 FLOPs (x·y, x·x, y·y, each a multiply-add) for the similarity, 4
 // for the distance (difference, eps, power, add); per result 4 (two roots, product, division) or
 // 1 (the root).
-void Analyzer::cosineSimilarity(const Node* n, const std::string& s) {
+void Analyzer::cosineSimilarity(const Node* n, const std::string& s)
+{
     const std::string qual = n->kind().toQualString();
     const AVal& a = tensorArg(n, "x1");
     const AVal& b = tensorArg(n, "x2");
     const Shape bs = broadcast(a.shape, b.shape, qual);
-    if (bs.empty()) fail(qual + ": inputs are 0-d");
+    if (bs.empty())
+        fail(qual + ": inputs are 0-d");
     const bool cosine = s == "cosine_similarity";
     const size_t d = static_cast<size_t>(cosine ? normDim(intArg(n, "dim", 1), bs.size(), qual) : bs.size() - 1);
     Shape out = bs;
-    if (!cosine && boolArg(n, "keepdim", false)) out[d] = 1;
-    else out.erase(out.begin() + static_cast<std::ptrdiff_t>(d));
+    if (!cosine && boolArg(n, "keepdim", false))
+        out[d] = 1;
+    else
+        out.erase(out.begin() + static_cast<std::ptrdiff_t>(d));
     set(n->output(), AVal::tensor(out, std::max(a.elemBytes, b.elemBytes)));
     record(n, "reduction", (cosine ? 6 : 4) * numel(bs) + (cosine ? 4 : 1) * numel(out), ioBytes(n));
 }
@@ -209,10 +251,12 @@ void Analyzer::cosineSimilarity(const Node* n, const std::string& s) {
 // (pick the target's log-probability, add) or, for class probabilities, 2 per logit; nll_loss 2 per
 // sample. triplet_margin: two distances of 4 per element (three with swap), then 5 per sample
 // (roots, difference, margin, clamp); cosine_embedding: the similarity's 6 per element, 6 per sample.
-void Analyzer::loss(const Node* n, const std::string& s) {
+void Analyzer::loss(const Node* n, const std::string& s)
+{
     const std::string qual = n->kind().toQualString();
     const int64_t reduction = intArg(n, "reduction", 1);
-    if (reduction < 0 || reduction > 2) fail(qual + ": unknown reduction " + std::to_string(reduction));
+    if (reduction < 0 || reduction > 2)
+        fail(qual + ": unknown reduction " + std::to_string(reduction));
     const bool reduce = reduction != 0;
     auto finish = [&](const Shape& perSample, int elemBytes, int64_t flops) {
         set(n->output(), AVal::tensor(reduce ? Shape{} : perSample, elemBytes));
@@ -221,7 +265,8 @@ void Analyzer::loss(const Node* n, const std::string& s) {
     if (s == "cross_entropy_loss" || s == "nll_loss" || s == "nll_loss_nd" || s == "nll_loss2d") {
         const AVal& x = tensorArg(n, "self");
         const AVal& t = tensorArg(n, "target");
-        if (x.shape.empty()) fail(qual + ": input is 0-d");
+        if (x.shape.empty())
+            fail(qual + ": input is 0-d");
         const size_t c = x.shape.size() == 1 ? 0 : 1;
         Shape perSample = x.shape;
         perSample.erase(perSample.begin() + static_cast<std::ptrdiff_t>(c));
@@ -230,9 +275,11 @@ void Analyzer::loss(const Node* n, const std::string& s) {
             fail(qual + ": target " + shapeStr(t.shape) + " does not fit input " + shapeStr(x.shape));
         const AVal* w = optTensorArg(n, "weight");
         if (w && numel(w->shape) != x.shape[c])
-            fail(qual + ": weight " + shapeStr(w->shape) + " does not match " + std::to_string(x.shape[c]) + " classes");
+            fail(qual + ": weight " + shapeStr(w->shape) + " does not match " + std::to_string(x.shape[c]) +
+                 " classes");
         int64_t flops = 2 * (probabilities ? numel(x.shape) : numel(perSample));
-        if (s == "cross_entropy_loss") flops += 5 * numel(x.shape);
+        if (s == "cross_entropy_loss")
+            flops += 5 * numel(x.shape);
         return finish(perSample, x.elemBytes, flops);
     }
     if (s == "triplet_margin_loss" || s == "cosine_embedding_loss") {
@@ -240,12 +287,14 @@ void Analyzer::loss(const Node* n, const std::string& s) {
         const AVal& a = tensorArg(n, triplet ? "anchor" : "input1");
         const AVal& b = tensorArg(n, triplet ? "positive" : "input2");
         Shape bs = broadcast(a.shape, b.shape, qual);
-        if (triplet) bs = broadcast(bs, tensorArg(n, "negative").shape, qual);
-        if (bs.empty()) fail(qual + ": inputs are 0-d");
+        if (triplet)
+            bs = broadcast(bs, tensorArg(n, "negative").shape, qual);
+        if (bs.empty())
+            fail(qual + ": inputs are 0-d");
         const Shape perSample(bs.begin(), bs.end() - 1);
         const int64_t distances = triplet ? (boolArg(n, "swap", false) ? 3 : 2) : 0;
-        const int64_t flops = triplet ? distances * 4 * numel(bs) + 5 * numel(perSample)
-                                      : 6 * numel(bs) + 6 * numel(perSample);
+        const int64_t flops =
+            triplet ? distances * 4 * numel(bs) + 5 * numel(perSample) : 6 * numel(bs) + 6 * numel(perSample);
         return finish(perSample, std::max(a.elemBytes, b.elemBytes), flops);
     }
     // Element-wise losses over the broadcast shape of their inputs.
@@ -265,7 +314,8 @@ void Analyzer::loss(const Node* n, const std::string& s) {
     const bool ranking = s == "margin_ranking_loss";
     const AVal& x = tensorArg(n, ranking ? "input1" : "self");
     Shape bs = broadcast(x.shape, tensorArg(n, rule.first).shape, qual);
-    if (ranking) bs = broadcast(bs, tensorArg(n, "target").shape, qual);
+    if (ranking)
+        bs = broadcast(bs, tensorArg(n, "target").shape, qual);
     for (const char* extra : {"weight", "pos_weight"}) {
         const AVal* w = optTensorArg(n, extra);
         if (w && broadcast(w->shape, bs, qual) != bs)
@@ -274,4 +324,4 @@ void Analyzer::loss(const Node* n, const std::string& s) {
     finish(bs, x.elemBytes, rule.second * numel(bs));
 }
 
-}  // namespace kwb::analyzer
+} // namespace kwb::analyzer

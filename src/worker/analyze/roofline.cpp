@@ -125,12 +125,14 @@ double boundFlops(const json& analysis)
 
 double boundBytes(const json& analysis, const Ceilings& c, bool l2Flush)
 {
-    const double reads = analysis.value(ProtocolNames::Key::kInputBytes, 0.0) + analysis.value(ProtocolNames::Key::kParamBytes, 0.0);
+    const double reads =
+        analysis.value(ProtocolNames::Key::kInputBytes, 0.0) + analysis.value(ProtocolNames::Key::kParamBytes, 0.0);
     const double writes = analysis.value(ProtocolNames::Key::kOutputBytes, 0.0);
     return std::max(0.0, reads - (l2Flush ? 0.0 : c.l2Bytes)) + std::max(0.0, writes - c.l2Bytes);
 }
 
-json assess(const Floor& floor, const Ceilings& c, double candidateMs, double referenceMs, std::optional<double> speedup)
+json assess(const Floor& floor, const Ceilings& c, double candidateMs, double referenceMs,
+            std::optional<double> speedup)
 {
     json flags = json::array();
     const double limit = floor.floorMs() * (1 - kMargin);

@@ -18,14 +18,16 @@ inline constexpr double kMargin = 0.10;
 inline constexpr double kSpeedupWarning = 10.0;
 
 /// What the evaluation's settings allow the candidate to compute in.
-struct Precision {
-    bool tf32 = false;       ///< the profile allows TF32 (cuBLAS or cuDNN)
+struct Precision
+{
+    bool tf32 = false;               ///< the profile allows TF32 (cuBLAS or cuDNN)
     bool lowPrecisionInputs = false; ///< a float16 / bfloat16 tensor input
-    double tolerance = 1e-4; ///< max(atol, rtol) of the evaluation
-    bool l2Flush = true;     ///< the timed calls start with a flushed L2
+    double tolerance = 1e-4;         ///< max(atol, rtol) of the evaluation
+    bool l2Flush = true;             ///< the timed calls start with a flushed L2
 };
 
-struct Ceilings {
+struct Ceilings
+{
     double computeGflops = 0;  ///< 0: unknown (no compute floor)
     double memoryGbps = 0;     ///< 0: unknown (no memory floor)
     std::string computeKind;   ///< "fp32", "tensor_tf32", "tensor_bf16"
@@ -44,7 +46,8 @@ double theoreticalBf16Gflops(const nlohmann::json& facts);
 /// flat fields: hbm_copy_gbps, fp32_fma_gflops, tensor_*_gflops) where `measured` has them.
 Ceilings chooseCeilings(const nlohmann::json& facts, const nlohmann::json& measured, const Precision& precision);
 
-struct Floor {
+struct Floor
+{
     double computeMs = 0, memoryMs = 0;
     double floorMs() const { return computeMs > memoryMs ? computeMs : memoryMs; }
 };

@@ -8,86 +8,115 @@
 
 namespace kwb {
 
-std::string answerFormatName(AnswerFormat f) { return f == AnswerFormat::KernelBench ? "kernelbench" : "native"; }
-
-std::optional<AnswerFormat> requestedAnswerFormat(const nlohmann::json& request) {
-    auto it = request.find(ProtocolNames::Field::kAnswerFormat);
-    if (it == request.end() || it->is_null()) return std::nullopt;
-    if (it->is_string() && *it == "native") return AnswerFormat::Native;
-    if (it->is_string() && *it == "kernelbench") return AnswerFormat::KernelBench;
-    throw std::invalid_argument("answer_format must be \"native\" or \"kernelbench\" (or absent: detected from the answer)");
+std::string answerFormatName(AnswerFormat f)
+{
+    return f == AnswerFormat::KernelBench ? "kernelbench" : "native";
 }
 
-std::string codeBlockName(CodeBlock c) { return c == CodeBlock::Last ? "last" : "first"; }
+std::optional<AnswerFormat> requestedAnswerFormat(const nlohmann::json& request)
+{
+    auto it = request.find(ProtocolNames::Field::kAnswerFormat);
+    if (it == request.end() || it->is_null())
+        return std::nullopt;
+    if (it->is_string() && *it == "native")
+        return AnswerFormat::Native;
+    if (it->is_string() && *it == "kernelbench")
+        return AnswerFormat::KernelBench;
+    throw std::invalid_argument(
+        "answer_format must be \"native\" or \"kernelbench\" (or absent: detected from the answer)");
+}
 
-CodeBlock requestedCodeBlock(const nlohmann::json& request) {
+std::string codeBlockName(CodeBlock c)
+{
+    return c == CodeBlock::Last ? "last" : "first";
+}
+
+CodeBlock requestedCodeBlock(const nlohmann::json& request)
+{
     auto it = request.find(ProtocolNames::Field::kCodeBlock);
-    if (it == request.end() || it->is_null()) return CodeBlock::First;
-    if (it->is_string() && *it == "first") return CodeBlock::First;
-    if (it->is_string() && *it == "last") return CodeBlock::Last;
+    if (it == request.end() || it->is_null())
+        return CodeBlock::First;
+    if (it->is_string() && *it == "first")
+        return CodeBlock::First;
+    if (it->is_string() && *it == "last")
+        return CodeBlock::Last;
     throw std::invalid_argument("code_block must be \"first\" or \"last\" (or absent: first)");
 }
 
 namespace {
 
-const std::regex& modelNewLine() {
+const std::regex& modelNewLine()
+{
     static const std::regex re(R"(^[ \t]*class[ \t]+ModelNew\b)");
     return re;
 }
 
-std::vector<std::string> lines(const std::string& text) {
+std::vector<std::string> lines(const std::string& text)
+{
     std::vector<std::string> out;
     std::istringstream in(text);
     for (std::string l; std::getline(in, l);) {
-        if (!l.empty() && l.back() == '\r') l.pop_back();
+        if (!l.empty() && l.back() == '\r')
+            l.pop_back();
         out.push_back(l);
     }
     return out;
 }
 
-bool definesModelNew(const std::vector<std::string>& ls, size_t from, size_t to) {
+bool definesModelNew(const std::vector<std::string>& ls, size_t from, size_t to)
+{
     for (size_t i = from; i < to; ++i)
-        if (std::regex_search(ls[i], modelNewLine())) return true;
+        if (std::regex_search(ls[i], modelNewLine()))
+            return true;
     return false;
 }
 
 // "```python" -> "python"; nullopt for a line that is not a fence.
-std::optional<std::string> fenceTag(const std::string& line) {
+std::optional<std::string> fenceTag(const std::string& line)
+{
     size_t i = line.find_first_not_of(" \t");
-    if (i == std::string::npos || line.compare(i, 3, "```") != 0) return std::nullopt;
+    if (i == std::string::npos || line.compare(i, 3, "```") != 0)
+        return std::nullopt;
     std::string tag = line.substr(i + 3);
     const size_t end = tag.find_last_not_of(" \t");
     tag = end == std::string::npos ? "" : tag.substr(0, end + 1);
     return tag;
 }
 
-}  // namespace
+} // namespace
 
-AnswerFormat detectAnswerFormat(const std::string& answer) {
+AnswerFormat detectAnswerFormat(const std::string& answer)
+{
     const auto ls = lines(answer);
     return definesModelNew(ls, 0, ls.size()) ? AnswerFormat::KernelBench : AnswerFormat::Native;
 }
 
-KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which) {
+KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which)
+{
     KernelBenchSource out;
     if (answer.size() > kMaxAnswerBytes) {
-        out.error = FormatError{"too_large", "the answer is larger than " + std::to_string(kMaxAnswerBytes) + " bytes", 0};
+        out.error =
+            FormatError{"too_large", "the answer is larger than " + std::to_string(kMaxAnswerBytes) + " bytes", 0};
         return out;
     }
     const auto ls = lines(answer);
     bool anyFence = false;
-    size_t takenOpen = 0, takenClose = 0;  // the fence lines of the block taken
+    size_t takenOpen = 0, takenClose = 0; // the fence lines of the block taken
     for (size_t i = 0; i < ls.size(); ++i) {
         auto tag = fenceTag(ls[i]);
-        if (!tag) continue;
+        if (!tag)
+            continue;
         anyFence = true;
         size_t close = i + 1;
-        while (close < ls.size() && !(fenceTag(ls[close]) && fenceTag(ls[close])->empty())) ++close;
+        while (close < ls.size() && !(fenceTag(ls[close]) && fenceTag(ls[close])->empty()))
+            ++close;
         if (close == ls.size()) {
             // Cut off (often: the model ran out of tokens). The blocks before it stand.
-            if (out.modelNewBlocks > 0) break;
-            out.error = FormatError{"unclosed_fence", "the code block opened on line " + std::to_string(i + 1) +
-                                                          " is never closed with ```", int(i + 1)};
+            if (out.modelNewBlocks > 0)
+                break;
+            out.error = FormatError{
+                "unclosed_fence",
+                "the code block opened on line " + std::to_string(i + 1) + " is never closed with ```", int(i + 1)};
             return out;
         }
         if ((*tag == "python" || *tag == "py" || tag->empty()) && definesModelNew(ls, i + 1, close)) {
@@ -99,7 +128,8 @@ KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock 
         i = close;
     }
     if (out.modelNewBlocks > 0) {
-        for (size_t k = takenOpen + 1; k < takenClose; ++k) out.source += ls[k] + "\n";
+        for (size_t k = takenOpen + 1; k < takenClose; ++k)
+            out.source += ls[k] + "\n";
         out.line = int(takenOpen + 2);
         out.ok = true;
         return out;
@@ -110,11 +140,12 @@ KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock 
         out.ok = true;
         return out;
     }
-    out.error = FormatError{"no_model_new",
-                            "no ```python block defines class ModelNew: a KernelBench-format answer is one Python module "
-                            "with class ModelNew(nn.Module), its CUDA built with torch.utils.cpp_extension.load_inline",
-                            0};
+    out.error =
+        FormatError{"no_model_new",
+                    "no ```python block defines class ModelNew: a KernelBench-format answer is one Python module "
+                    "with class ModelNew(nn.Module), its CUDA built with torch.utils.cpp_extension.load_inline",
+                    0};
     return out;
 }
 
-}  // namespace kwb
+} // namespace kwb

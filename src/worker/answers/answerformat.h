@@ -13,7 +13,7 @@ namespace kwb {
 
 enum class AnswerFormat { Native, KernelBench };
 
-std::string answerFormatName(AnswerFormat f);  // "native" | "kernelbench"
+std::string answerFormatName(AnswerFormat f); // "native" | "kernelbench"
 
 /// The request's `answer_format`: "native", "kernelbench", or absent/null (nullopt: detect from
 /// the answer). Throws std::invalid_argument (a bad_request) for anything else.
@@ -29,7 +29,7 @@ AnswerFormat detectAnswerFormat(const std::string& answer);
 /// `extract_last_code` do (Kernel-Coder's). The request's `code_block`.
 enum class CodeBlock { First, Last };
 
-std::string codeBlockName(CodeBlock c);  // "first" | "last"
+std::string codeBlockName(CodeBlock c); // "first" | "last"
 
 /// The request's `code_block`: "first", "last", or absent/null (first). Throws
 /// std::invalid_argument (a bad_request) for anything else.
@@ -40,13 +40,14 @@ CodeBlock requestedCodeBlock(const nlohmann::json& request);
 /// answer without any fence (a KernelBench generation file), the whole text. A fence never closed
 /// ends the search (what follows it is inside it); it is an error only when no block before it
 /// defines ModelNew.
-struct KernelBenchSource {
+struct KernelBenchSource
+{
     bool ok = false;
     std::string source;
-    int line = 0;               // answer line of the module's first line
-    int modelNewBlocks = 0;     // closed blocks that define ModelNew (0: the whole text, or none)
-    std::optional<FormatError> error;  // too_large | unclosed_fence | no_model_new
+    int line = 0;                     // answer line of the module's first line
+    int modelNewBlocks = 0;           // closed blocks that define ModelNew (0: the whole text, or none)
+    std::optional<FormatError> error; // too_large | unclosed_fence | no_model_new
 };
 KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which = CodeBlock::First);
 
-}  // namespace kwb
+} // namespace kwb

@@ -12,54 +12,61 @@
 namespace kwb {
 
 // One parameter of an extern "C" __global__ kernel as written in the cuda block.
-struct KernelParam {
-    std::string type;  // as written, whitespace normalised, qualifiers kept ("const float*")
-    std::string name;  // empty for an unnamed parameter
+struct KernelParam
+{
+    std::string type; // as written, whitespace normalised, qualifiers kept ("const float*")
+    std::string name; // empty for an unnamed parameter
     enum Kind { Pointer, Int, Float, Other } kind = Other;
-    int bytes = 0;  // size of the argument slot; 0 where the parser cannot know (structs, typedefs)
+    int bytes = 0; // size of the argument slot; 0 where the parser cannot know (structs, typedefs)
 };
 
-struct KernelDecl {
+struct KernelDecl
+{
     std::string name;
     bool externC = false;
-    int line = 0;  // 1-based line within the cuda block
+    int line = 0; // 1-based line within the cuda block
     std::vector<KernelParam> params;
 };
 
 // A kb.launch / kb.launch_smem call found in the python block.
-struct LaunchSite {
-    std::string kernel;  // the literal name; empty when the first argument is not a string literal
-    bool smem = false;   // kb.launch_smem
-    int line = 0;        // 1-based line within the python block
+struct LaunchSite
+{
+    std::string kernel; // the literal name; empty when the first argument is not a string literal
+    bool smem = false;  // kb.launch_smem
+    int line = 0;       // 1-based line within the python block
 };
 
-struct SigParam {
-    std::string name, type;  // e.g. {"x","Tensor"}, {"s","float"}, {"p","Dict[str, Tensor]"}
+struct SigParam
+{
+    std::string name, type; // e.g. {"x","Tensor"}, {"s","float"}, {"p","Dict[str, Tensor]"}
 };
 
-struct FormatError {
+struct FormatError
+{
     // too_large | no_code_block | no_python_block | duplicate_block | wrong_language_tag |
     // untagged_block | unclosed_fence | unknown_kernel | not_extern_c | missing_forward |
     // signature_mismatch
     std::string code;
-    std::string message;  // written for the model: it goes back into the next prompt
-    int line = 0;         // 1-based line in the answer; 0 when no single line applies
+    std::string message; // written for the model: it goes back into the next prompt
+    int line = 0;        // 1-based line in the answer; 0 when no single line applies
 };
 
-struct ParsedCandidate {
+struct ParsedCandidate
+{
     bool hasCuda = false;
     std::string cuda;
-    int cudaLine = 0;  // answer line of the cuda block's first content line (fence line + 1)
+    int cudaLine = 0; // answer line of the cuda block's first content line (fence line + 1)
     std::string python;
-    int pythonLine = 0;  // answer line of the python block's first content line
-    std::vector<KernelDecl> kernels;  // every non-template __global__ kernel, extern "C" or not
+    int pythonLine = 0;              // answer line of the python block's first content line
+    std::vector<KernelDecl> kernels; // every non-template __global__ kernel, extern "C" or not
     std::vector<LaunchSite> launches;
     std::vector<SigParam> forwardSignature;
 };
 
-struct ParseResult {
+struct ParseResult
+{
     bool ok = false;
-    ParsedCandidate candidate;  // filled as far as parsing got, also on error
+    ParsedCandidate candidate; // filled as far as parsing got, also on error
     std::optional<FormatError> error;
 };
 
@@ -84,4 +91,4 @@ ParseResult parseAnswer(const std::string& markdown, const std::vector<SigParam>
 // __device__ helpers and templates are not kernels the host can launch by name.
 std::vector<KernelDecl> findKernels(const std::string& cuda);
 
-}  // namespace kwb
+} // namespace kwb

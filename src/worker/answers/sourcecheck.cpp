@@ -21,7 +21,10 @@ bool isIdentChar(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isDigit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 SourceIssue limitIssue(const std::string& what, int line)
 {
@@ -31,7 +34,7 @@ SourceIssue limitIssue(const std::string& what, int line)
             line};
 }
 
-}  // namespace
+} // namespace
 
 // ---- TorchScript host code ------------------------------------------------------------------
 
@@ -47,7 +50,7 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
     int functions = 0;
     int line = 1, depth = 0, ops = 0, statementLine = 1;
     std::size_t statementStart = 0;
-    bool lineStart = true;  // at the start of a physical line that begins a statement
+    bool lineStart = true; // at the start of a physical line that begins a statement
     std::size_t i = 0;
     auto statementTooLong = [&]() { return i - statementStart > std::size_t(L::kMaxLogicalLine); };
     while (i < n) {
@@ -107,7 +110,7 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
             continue;
         }
         if (c == '\\' && (i + 1 < n && (s[i + 1] == '\n' || (s[i + 1] == '\r' && i + 2 < n && s[i + 2] == '\n')))) {
-            i += s[i + 1] == '\n' ? 2 : 3;  // explicit line joining: the statement goes on
+            i += s[i + 1] == '\n' ? 2 : 3; // explicit line joining: the statement goes on
             ++line;
             continue;
         }
@@ -127,7 +130,7 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
                     break;
                 } else if (s[i] == '\n') {
                     if (!triple)
-                        break;  // unterminated: the parser reports it
+                        break; // unterminated: the parser reports it
                     ++line;
                     ++i;
                 } else {
@@ -135,7 +138,8 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
                 }
             }
             if (statementTooLong())
-                return limitIssue("has a statement longer than " + std::to_string(L::kMaxLogicalLine) + " characters", statementLine);
+                return limitIssue("has a statement longer than " + std::to_string(L::kMaxLogicalLine) + " characters",
+                                  statementLine);
             continue;
         }
         if (isIdentChar(c)) {
@@ -149,7 +153,7 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
                     if (std::strlen(k) == len && s.compare(b, len, k) == 0)
                         ++ops;
         } else if (c == '(' || c == '[' || c == '{') {
-            ++ops;  // calls and subscripts chain like operators: f()()(), x[0][0]
+            ++ops; // calls and subscripts chain like operators: f()()(), x[0][0]
             if (++depth > L::kMaxBracketDepth)
                 return limitIssue("nests brackets deeper than " + std::to_string(L::kMaxBracketDepth), line);
             ++i;
@@ -162,15 +166,17 @@ std::optional<SourceIssue> checkHostCodeShape(const std::string& s)
             const bool loneEquals = c == '=' && (i == 0 || !std::strchr(opChars, s[i - 1])) &&
                                     (i + 1 >= n || !std::strchr(opChars, s[i + 1]));
             if (!loneEquals)
-                ++ops;  // each character: `----x` nests as deeply as `- - - - x`
+                ++ops; // each character: `----x` nests as deeply as `- - - - x`
             ++i;
         } else {
             ++i;
         }
         if (ops > L::kMaxOperators)
-            return limitIssue("has a statement with more than " + std::to_string(L::kMaxOperators) + " operators", statementLine);
+            return limitIssue("has a statement with more than " + std::to_string(L::kMaxOperators) + " operators",
+                              statementLine);
         if (statementTooLong())
-            return limitIssue("has a statement longer than " + std::to_string(L::kMaxLogicalLine) + " characters", statementLine);
+            return limitIssue("has a statement longer than " + std::to_string(L::kMaxLogicalLine) + " characters",
+                              statementLine);
     }
     return std::nullopt;
 }
@@ -240,10 +246,11 @@ bool isRawPrefix(const std::string& w)
 // Text after translation phases 1-3 as far as includes care: splices removed, comments replaced
 // by one space, raw strings by "", with each character's original line and whether it belongs
 // to a literal. Lines are kept as marks where they change (a toolkit header is read whole).
-struct Cleaned {
+struct Cleaned
+{
     std::string text;
     std::vector<char> literal;
-    std::vector<std::pair<std::size_t, int>> marks;  // (index in text, line from there on)
+    std::vector<std::pair<std::size_t, int>> marks; // (index in text, line from there on)
     void put(char c, int l, bool lit)
     {
         if (marks.empty() || marks.back().second != l)
@@ -281,7 +288,8 @@ struct Cleaned {
 std::size_t spliceEnd(const std::string& s, std::size_t i, bool spliceAfterSpaces)
 {
     std::size_t j = i + 1;
-    while (j < s.size() && (s[j] == '\r' || (spliceAfterSpaces && (s[j] == ' ' || s[j] == '\t' || s[j] == '\f' || s[j] == '\v'))))
+    while (j < s.size() &&
+           (s[j] == '\r' || (spliceAfterSpaces && (s[j] == ' ' || s[j] == '\t' || s[j] == '\f' || s[j] == '\v'))))
         ++j;
     return j < s.size() && s[j] == '\n' ? j : std::string::npos;
 }
@@ -320,12 +328,14 @@ std::optional<SourceIssue> clean(const std::string& src, bool spliceAfterSpaces,
             }
         } else if (i + 2 < src.size() && src[i + 1] == '?' && (src[i + 2] == '=' || src[i + 2] == '/')) {
             const int line = 1 + int(std::count(src.begin(), src.begin() + std::ptrdiff_t(i), '\n'));
-            return SourceIssue{"include_refused", "the cuda block contains the trigraph ??" + std::string(1, src[i + 2]) +
-                                                      "; write the character itself", line};
+            return SourceIssue{"include_refused",
+                               "the cuda block contains the trigraph ??" + std::string(1, src[i + 2]) +
+                                   "; write the character itself",
+                               line};
         }
         t += src[i++];
     }
-    auto to = [&](std::size_t k) {  // t index -> src index
+    auto to = [&](std::size_t k) { // t index -> src index
         auto it = std::upper_bound(spliced.begin(), spliced.end(), std::make_pair(k, std::size_t(-1)));
         return k + (it == spliced.begin() ? 0 : std::prev(it)->second);
     };
@@ -333,7 +343,7 @@ std::optional<SourceIssue> clean(const std::string& src, bool spliceAfterSpaces,
     std::size_t lineK = 0, spliceIdx = 0;
     int lineAtK = 1;
     auto lineAt = [&](std::size_t k) {
-        if (k < lineK) {  // not expected; correct anyway
+        if (k < lineK) { // not expected; correct anyway
             lineK = 0;
             spliceIdx = 0;
             lineAtK = 1;
@@ -383,7 +393,8 @@ std::optional<SourceIssue> clean(const std::string& src, bool spliceAfterSpaces,
                     ++i;
                 else if (inNumber && t[i] == '\'' && i + 1 < n && isIdentChar(t[i + 1]))
                     ++i;
-                else if (inNumber && (t[i] == '+' || t[i] == '-') && (t[i - 1] == 'e' || t[i - 1] == 'E' || t[i - 1] == 'p' || t[i - 1] == 'P'))
+                else if (inNumber && (t[i] == '+' || t[i] == '-') &&
+                         (t[i - 1] == 'e' || t[i - 1] == 'E' || t[i - 1] == 'p' || t[i - 1] == 'P'))
                     ++i;
                 else
                     break;
@@ -407,7 +418,8 @@ std::optional<SourceIssue> clean(const std::string& src, bool spliceAfterSpaces,
                     std::size_t e = t.find(close, i + 2 + len);
                     if (e == std::string::npos) {
                         if (strict)
-                            return SourceIssue{"include_refused", "the cuda block has an unterminated raw string literal", lineAt(b)};
+                            return SourceIssue{"include_refused",
+                                               "the cuda block has an unterminated raw string literal", lineAt(b)};
                         e = n;
                     }
                     for (std::size_t k = b; k < i; ++k)
@@ -420,15 +432,16 @@ std::optional<SourceIssue> clean(const std::string& src, bool spliceAfterSpaces,
                     continue;
                 }
                 if (strict)
-                    return SourceIssue{"include_refused",
-                                       "the cuda block has a raw string literal whose delimiter NVRTC does not accept (" + word +
-                                           "\"" + printable(src, o + 1, 20) +
-                                           "…): a delimiter has at most 16 characters and no space, quote, backslash, "
-                                           "parenthesis or control character; NVRTC would read the literal's text as code",
-                                       lineAt(b)};
+                    return SourceIssue{
+                        "include_refused",
+                        "the cuda block has a raw string literal whose delimiter NVRTC does not accept (" + word +
+                            "\"" + printable(src, o + 1, 20) +
+                            "…): a delimiter has at most 16 characters and no space, quote, backslash, "
+                            "parenthesis or control character; NVRTC would read the literal's text as code",
+                        lineAt(b)};
                 // not strict: as NVRTC, the prefix is an identifier and the quote opens an ordinary string
             }
-            const int first = lineAt(b);  // in this order: lineAt wants indices that never decrease
+            const int first = lineAt(b); // in this order: lineAt wants indices that never decrease
             out.putRun(t, b, i, first, lineAt(i - 1));
             inNumber = false;
             continue;
@@ -458,13 +471,15 @@ std::optional<SourceIssue> clean(const std::string& src, bool spliceAfterSpaces,
 
 bool isRegularFile(const std::string& p)
 {
-    struct stat st {};
+    struct stat st
+    {};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 bool existsHere(const std::string& p)
 {
-    struct stat st {};
+    struct stat st
+    {};
     return ::stat(p.c_str(), &st) == 0;
 }
 
@@ -490,8 +505,8 @@ std::string includeProblem(const std::string& name, bool quoted, const std::vect
         b = e + 1;
     }
     if (quoted && existsHere(name))
-        return shown + " would be read from the worker's working directory first; include toolkit headers as <" +
-               name + ">";
+        return shown + " would be read from the worker's working directory first; include toolkit headers as <" + name +
+               ">";
     for (const std::string& d : dirs) {
         const std::string p = d + "/" + name;
         if (!isRegularFile(p))
@@ -564,15 +579,17 @@ void forEachWord(const Cleaned& c, std::size_t b, std::size_t e, F&& f)
 
 // ---- what the toolkit's computed includes are made of ----
 
-struct MacroDef {
+struct MacroDef
+{
     std::vector<std::string> body;                   // identifiers of the replacement list, parameters aside
     std::vector<std::pair<std::string, bool>> left;  // identifiers left of ##: (word, is a parameter)
     std::vector<std::pair<std::string, bool>> right; // right of ##
 };
 
-struct ToolkitScan {
+struct ToolkitScan
+{
     std::map<std::string, std::vector<MacroDef>> defs;
-    std::vector<std::pair<std::string, std::string>> seeds;  // identifier, site
+    std::vector<std::pair<std::string, std::string>> seeds; // identifier, site
     std::vector<std::string> sites;
     std::size_t files = 0;
 };
@@ -598,7 +615,8 @@ void scanToolkitFile(const std::string& text, const std::string& shownPath, Tool
                     std::size_t last = e;
                     while (last > m && std::isspace(static_cast<unsigned char>(t[last - 1])))
                         --last;
-                    const std::string site = shownPath + ":" + std::to_string(c.lineOf(at)) + ": #" + name + " " + t.substr(m, last - m);
+                    const std::string site =
+                        shownPath + ":" + std::to_string(c.lineOf(at)) + ": #" + name + " " + t.substr(m, last - m);
                     scan.sites.push_back(site);
                     forEachWord(c, m, e, [&](const std::string& w, std::size_t) { scan.seeds.emplace_back(w, site); });
                 }
@@ -681,7 +699,8 @@ void walkToolkit(const std::string& dir, const std::string& shown, int depth, st
     for (const std::string& name : names) {
         const std::string path = dir + "/" + name;
         const std::string rel = shown.empty() ? name : shown + "/" + name;
-        struct stat st {};
+        struct stat st
+        {};
         if (::stat(path.c_str(), &st) != 0 || !seen.insert({st.st_dev, st.st_ino}).second)
             continue;
         if (S_ISDIR(st.st_mode)) {
@@ -705,7 +724,8 @@ std::shared_ptr<ToolkitIncludeMacros> computeToolkitIncludeMacros(const std::vec
     ToolkitScan scan;
     std::set<std::pair<dev_t, ino_t>> seen;
     for (const std::string& d : dirs) {
-        struct stat st {};
+        struct stat st
+        {};
         if (::stat(d.c_str(), &st) == 0 && seen.insert({st.st_dev, st.st_ino}).second)
             walkToolkit(d, "", 0, seen, scan);
     }
@@ -762,7 +782,7 @@ std::shared_ptr<ToolkitIncludeMacros> computeToolkitIncludeMacros(const std::vec
     return out;
 }
 
-}  // namespace
+} // namespace
 
 std::string ToolkitIncludeMacros::whyRefused(const std::string& name) const
 {
@@ -795,7 +815,8 @@ const ToolkitIncludeMacros& toolkitIncludeMacros(const std::vector<std::string>&
 
 namespace {
 
-std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::string>& dirs, const ToolkitIncludeMacros& toolkit)
+std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::string>& dirs,
+                                       const ToolkitIncludeMacros& toolkit)
 {
     const std::string& t = c.text;
     const std::size_t n = t.size();
@@ -809,9 +830,9 @@ std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::
         std::size_t i = 0, j = 0, k = 0;
         if (directiveOn(c, b, e, i, j, k)) {
             const std::string name = t.substr(j, k - j);
-            static const char* plain[] = {"define", "undef", "if",     "ifdef", "ifndef",  "elif",    "elifdef",
-                                          "elifndef", "else", "endif", "error", "warning", "pragma"};
-            bool known = name.empty() && (k >= e || t.find_first_not_of(" \t\r", k) >= e);  // null directive
+            static const char* plain[] = {"define",   "undef", "if",    "ifdef", "ifndef",  "elif",  "elifdef",
+                                          "elifndef", "else",  "endif", "error", "warning", "pragma"};
+            bool known = name.empty() && (k >= e || t.find_first_not_of(" \t\r", k) >= e); // null directive
             for (const char* p : plain)
                 known = known || name == p;
             if (name == "include") {
@@ -863,10 +884,11 @@ std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::
             } else if (word == "__has_embed") {
                 bad = issue(word + " is refused in the cuda block", p);
             } else if (word == "_Pragma") {
-                if (lineMentionsInclude < 0) {  // once per line, so the scan stays linear
+                if (lineMentionsInclude < 0) { // once per line, so the scan stays linear
                     static const std::string inc = "include";
                     const auto end = t.begin() + std::ptrdiff_t(e);
-                    lineMentionsInclude = std::search(t.begin() + std::ptrdiff_t(b), end, inc.begin(), inc.end()) != end;
+                    lineMentionsInclude =
+                        std::search(t.begin() + std::ptrdiff_t(b), end, inc.begin(), inc.end()) != end;
                 }
                 if (lineMentionsInclude)
                     bad = issue(word + " is refused in the cuda block when it concerns includes", p);
@@ -883,7 +905,7 @@ std::optional<SourceIssue> scanCleaned(const Cleaned& c, const std::vector<std::
     return std::nullopt;
 }
 
-}  // namespace
+} // namespace
 
 std::optional<SourceIssue> checkCudaSource(const std::string& cuda, const std::vector<std::string>& includeDirs)
 {
@@ -906,4 +928,4 @@ std::optional<SourceIssue> checkCudaSource(const std::string& cuda, const std::v
     return std::nullopt;
 }
 
-}  // namespace kwb
+} // namespace kwb

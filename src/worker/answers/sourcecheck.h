@@ -11,22 +11,24 @@
 
 namespace kwb {
 
-struct SourceIssue {
-    std::string code;     // host_code_limit | include_refused
-    std::string message;  // written for the model: it goes back into the next prompt
-    int line = 0;         // 1-based line within the checked source
+struct SourceIssue
+{
+    std::string code;    // host_code_limit | include_refused
+    std::string message; // written for the model: it goes back into the next prompt
+    int line = 0;        // 1-based line within the checked source
 };
 
 // Bounds on the shape of host code, far above honest code (the 30 task references and the
 // fixture candidates reach bracket depth 4, 19 operators in a statement as counted here,
-// 213-character statements and 2 indentation levels) and far below what overflows the 8 MiB stack in TorchScript's recursive
-// parser and emitter (measured: ~2,800 nested brackets, ~5,200 unary minus, ~8,700 `+` terms,
-// ~1,400 indentation levels, ~3,200 elif branches; docs/sandbox.md).
-struct HostCodeLimits {
-    static constexpr int kMaxBracketDepth = 100;        // ( [ { open at once
-    static constexpr int kMaxOperators = 1000;          // operators in one statement (logical line)
-    static constexpr int kMaxLogicalLine = 20000;       // characters in one statement
-    static constexpr int kMaxBlockDepth = 50;           // nested blocks, each elif counting as one
+// 213-character statements and 2 indentation levels) and far below what overflows the 8 MiB stack in TorchScript's
+// recursive parser and emitter (measured: ~2,800 nested brackets, ~5,200 unary minus, ~8,700 `+` terms, ~1,400
+// indentation levels, ~3,200 elif branches; docs/sandbox.md).
+struct HostCodeLimits
+{
+    static constexpr int kMaxBracketDepth = 100;  // ( [ { open at once
+    static constexpr int kMaxOperators = 1000;    // operators in one statement (logical line)
+    static constexpr int kMaxLogicalLine = 20000; // characters in one statement
+    static constexpr int kMaxBlockDepth = 50;     // nested blocks, each elif counting as one
     // Functions (nested ones too): compiling a call to a function defined later compiles that
     // one inside the call, so the frontend's recursion adds up along a call chain (compileScript
     // runs on a large stack for that; this bounds the sum). Honest answers have up to 8.
@@ -54,11 +56,12 @@ std::string blankImportLines(const std::string& python);
 // #import, and, transitively, every identifier in the replacement list of a toolkit #define of a
 // name already in the set (function-like macros' parameters aside): any of them, defined by the
 // answer, takes part in the file name.
-struct ToolkitIncludeMacros {
-    std::vector<std::string> dirs;                 // the include folders scanned
-    std::size_t files = 0;                         // files read
-    std::vector<std::string> sites;                // "cccl/thrust/mr/memory_resource.h:36: #include THRUST_MR_STD_MR_HEADER"
-    std::map<std::string, std::string> steering;   // name -> the computed include it takes part in (a site)
+struct ToolkitIncludeMacros
+{
+    std::vector<std::string> dirs;  // the include folders scanned
+    std::size_t files = 0;          // files read
+    std::vector<std::string> sites; // "cccl/thrust/mr/memory_resource.h:36: #include THRUST_MR_STD_MR_HEADER"
+    std::map<std::string, std::string> steering; // name -> the computed include it takes part in (a site)
     // `##` in a macro of the set makes names that are written nowhere: a name beginning with a
     // prefix (the identifier left of ##) or ending with a suffix (right of it) is refused too, and
     // where a parameter is pasted, any name beginning with an identifier of the set (CUDA 13.0
@@ -91,4 +94,4 @@ const ToolkitIncludeMacros& toolkitIncludeMacros(const std::vector<std::string>&
 // preprocessor does.
 std::optional<SourceIssue> checkCudaSource(const std::string& cuda, const std::vector<std::string>& includeDirs);
 
-}  // namespace kwb
+} // namespace kwb

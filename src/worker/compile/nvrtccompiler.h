@@ -10,15 +10,17 @@
 
 namespace kwb {
 
-struct CompileResult {
+struct CompileResult
+{
     bool ok = false;
-    std::string log;    // NVRTC's log (warnings too) through compilerMessagesOnly; our own explanation when NVRTC did not run
-    std::string arch;   // "sm_90"
+    std::string
+        log; // NVRTC's log (warnings too) through compilerMessagesOnly; our own explanation when NVRTC did not run
+    std::string arch; // "sm_90"
     std::vector<char> cubin;
-    std::string ptx;        // NVRTC's PTX of the module (kernelfacts.h splits it per kernel)
-    std::string ptxasInfo;  // ptxas -v's "ptxas info" lines, taken out of `log` (kernelfacts.h reads them)
-    double ms = 0;      // wall time of create + compile + cubin extraction
-    std::vector<std::string> options;  // as passed to nvrtcCompileProgram
+    std::string ptx;                  // NVRTC's PTX of the module (kernelfacts.h splits it per kernel)
+    std::string ptxasInfo;            // ptxas -v's "ptxas info" lines, taken out of `log` (kernelfacts.h reads them)
+    double ms = 0;                    // wall time of create + compile + cubin extraction
+    std::vector<std::string> options; // as passed to nvrtcCompileProgram
     /// Set when the source was refused before NVRTC ran (checkCudaForNvrtc); `log` says why too.
     std::optional<SourceIssue> refused;
 };
@@ -46,8 +48,8 @@ CompileResult compileCuda(const std::string& source, const std::string& arch,
 // CUDA context is being made (evaluate/loadstages.cpp) and use them later without compiling again.
 const CompileResult& compileOwnKernel(const char* source, const std::string& arch);
 
-std::string nvrtcVersionString();                // "13.0"
-std::vector<std::string> nvrtcSupportedArchs();  // {"sm_75", ..., "sm_120"}
+std::string nvrtcVersionString();               // "13.0"
+std::vector<std::string> nvrtcSupportedArchs(); // {"sm_75", ..., "sm_120"}
 
 // The include directories compileCuda passes (existing ones only).
 std::vector<std::string> nvrtcIncludeDirs();
@@ -70,4 +72,4 @@ inline constexpr std::size_t kMaxCompileLogLine = 400;
 std::string compilerMessagesOnly(const std::string& log, const std::string& programName,
                                  const std::vector<std::string>& includeDirs);
 
-}  // namespace kwb
+} // namespace kwb

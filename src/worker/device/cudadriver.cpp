@@ -7,18 +7,21 @@
 namespace kwb {
 
 #define KWB_STR2(x) #x
-#define KWB_XSTR(x) KWB_STR2(x)  // the exported name cuda.h maps to, e.g. cuDevicePrimaryCtxRelease_v2
+#define KWB_XSTR(x) KWB_STR2(x) // the exported name cuda.h maps to, e.g. cuDevicePrimaryCtxRelease_v2
 
-struct CudaDriverLoader {
-    struct Entry {
-        const char* base;      // name for cuGetProcAddress
-        const char* exported;  // name for dlsym (drivers without cuGetProcAddress_v2)
+struct CudaDriverLoader
+{
+    struct Entry
+    {
+        const char* base;     // name for cuGetProcAddress
+        const char* exported; // name for dlsym (drivers without cuGetProcAddress_v2)
         int version;
         void** slot;
         bool optional;
     };
 
-    static CudaDriver* load(std::string* why) {
+    static CudaDriver* load(std::string* why)
+    {
         // RTLD_LOCAL: nothing else in the process should bind to our copy's symbols by accident
         void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
@@ -31,7 +34,8 @@ struct CudaDriverLoader {
 
         std::vector<Entry> entries;
 #define KWB_ENTRY(name, ver) entries.push_back({#name, KWB_XSTR(name), ver, reinterpret_cast<void**>(&d->name), false});
-#define KWB_OPTIONAL_ENTRY(name, ver) entries.push_back({#name, KWB_XSTR(name), ver, reinterpret_cast<void**>(&d->name), true});
+#define KWB_OPTIONAL_ENTRY(name, ver)                                                                                  \
+    entries.push_back({#name, KWB_XSTR(name), ver, reinterpret_cast<void**>(&d->name), true});
         KWB_CUDA_DRIVER_FUNCTIONS(KWB_ENTRY)
         KWB_CUDA_DRIVER_OPTIONAL_FUNCTIONS(KWB_OPTIONAL_ENTRY)
 #undef KWB_ENTRY
@@ -50,7 +54,8 @@ struct CudaDriverLoader {
         for (const Entry& e : entries) {
             *e.slot = nullptr;
             if (getProc) {
-                if (e.version > d->driverVersion) continue;  // the driver would answer INVALID_VALUE
+                if (e.version > d->driverVersion)
+                    continue; // the driver would answer INVALID_VALUE
                 CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
                 void* fn = nullptr;
                 if (getProc(e.base, &fn, e.version, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) == CUDA_SUCCESS &&
@@ -75,26 +80,33 @@ struct CudaDriverLoader {
     }
 };
 
-const CudaDriver* CudaDriver::get(std::string* whyNot) {
+const CudaDriver* CudaDriver::get(std::string* whyNot)
+{
     static std::string why;
-    static const CudaDriver* driver = CudaDriverLoader::load(&why);  // thread-safe, once
-    if (whyNot) *whyNot = driver ? std::string() : why;
+    static const CudaDriver* driver = CudaDriverLoader::load(&why); // thread-safe, once
+    if (whyNot)
+        *whyNot = driver ? std::string() : why;
     return driver;
 }
 
-std::string CudaDriver::errorString(CUresult r) const {
+std::string CudaDriver::errorString(CUresult r) const
+{
     const char* name = nullptr;
     const char* text = nullptr;
-    if (cuGetErrorName) cuGetErrorName(r, &name);
-    if (cuGetErrorString) cuGetErrorString(r, &text);
+    if (cuGetErrorName)
+        cuGetErrorName(r, &name);
+    if (cuGetErrorString)
+        cuGetErrorString(r, &text);
     std::string s = name ? name : "CUresult " + std::to_string(static_cast<int>(r));
-    if (text) s += std::string(": ") + text;
+    if (text)
+        s += std::string(": ") + text;
     return s;
 }
 
 // ---------------------------------------------------------------------------------------------
 
-std::unique_ptr<LoadedModule> LoadedModule::load(const std::vector<char>& cubin, std::string* error, int ordinal) {
+std::unique_ptr<LoadedModule> LoadedModule::load(const std::vector<char>& cubin, std::string* error, int ordinal)
+{
     std::string why;
     const CudaDriver* d = CudaDriver::get(&why);
     if (!d) {
@@ -121,7 +133,7 @@ std::unique_ptr<LoadedModule> LoadedModule::load(const std::vector<char>& cubin,
             *error = "cuDevicePrimaryCtxRetain: " + d->errorString(r);
             return nullptr;
         }
-        m->m_retainedPrimary = true;  // from here on the destructor releases it
+        m->m_retainedPrimary = true; // from here on the destructor releases it
         if ((r = d->cuCtxSetCurrent(m->m_context)) != CUDA_SUCCESS) {
             *error = "cuCtxSetCurrent: " + d->errorString(r);
             return nullptr;
@@ -138,34 +150,44 @@ std::unique_ptr<LoadedModule> LoadedModule::load(const std::vector<char>& cubin,
     return m;
 }
 
-LoadedModule::~LoadedModule() {
-    if (!m_driver) return;
+LoadedModule::~LoadedModule()
+{
+    if (!m_driver)
+        return;
     CUcontext previous = nullptr;
     m_driver->cuCtxGetCurrent(&previous);
     const bool switchCtx = previous != m_context;
-    if (switchCtx) m_driver->cuCtxSetCurrent(m_context);
-    if (m_module) m_driver->cuModuleUnload(m_module);
-    if (switchCtx) m_driver->cuCtxSetCurrent(previous);
-    if (m_retainedPrimary) m_driver->cuDevicePrimaryCtxRelease(m_device);
+    if (switchCtx)
+        m_driver->cuCtxSetCurrent(m_context);
+    if (m_module)
+        m_driver->cuModuleUnload(m_module);
+    if (switchCtx)
+        m_driver->cuCtxSetCurrent(previous);
+    if (m_retainedPrimary)
+        m_driver->cuDevicePrimaryCtxRelease(m_device);
 }
 
-LoadedModule::Function* LoadedModule::lookup(const std::string& name, std::string* error) {
+LoadedModule::Function* LoadedModule::lookup(const std::string& name, std::string* error)
+{
     auto it = m_functions.find(name);
-    if (it != m_functions.end()) return &it->second;
+    if (it != m_functions.end())
+        return &it->second;
     const CudaDriver* d = m_driver;
     Function f;
     CUresult r = d->cuModuleGetFunction(&f.handle, m_module, name.c_str());
     if (r != CUDA_SUCCESS) {
         if (error)
-            *error = r == CUDA_ERROR_NOT_FOUND
-                         ? "the compiled module has no kernel named \"" + name + "\" (is it declared extern \"C\" __global__?)"
-                         : "cuModuleGetFunction(\"" + name + "\"): " + d->errorString(r);
+            *error = r == CUDA_ERROR_NOT_FOUND ? "the compiled module has no kernel named \"" + name +
+                                                     "\" (is it declared extern \"C\" __global__?)"
+                                               : "cuModuleGetFunction(\"" + name + "\"): " + d->errorString(r);
         return nullptr;
     }
-    if ((r = d->cuFuncGetAttribute(&f.maxThreadsPerBlock, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f.handle)) != CUDA_SUCCESS ||
+    if ((r = d->cuFuncGetAttribute(&f.maxThreadsPerBlock, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f.handle)) !=
+            CUDA_SUCCESS ||
         (r = d->cuFuncGetAttribute(&f.dynamicSharedLimit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f.handle)) !=
             CUDA_SUCCESS) {
-        if (error) *error = "cuFuncGetAttribute(\"" + name + "\"): " + d->errorString(r);
+        if (error)
+            *error = "cuFuncGetAttribute(\"" + name + "\"): " + d->errorString(r);
         return nullptr;
     }
     if (d->cuFuncGetParamInfo) {
@@ -174,9 +196,11 @@ LoadedModule::Function* LoadedModule::lookup(const std::string& name, std::strin
         for (size_t i = 0; i < 8192; ++i) {
             Param p;
             r = d->cuFuncGetParamInfo(f.handle, i, &p.offset, &p.size);
-            if (r == CUDA_ERROR_INVALID_VALUE) break;
+            if (r == CUDA_ERROR_INVALID_VALUE)
+                break;
             if (r != CUDA_SUCCESS) {
-                if (error) *error = "cuFuncGetParamInfo(\"" + name + "\", " + std::to_string(i) + "): " + d->errorString(r);
+                if (error)
+                    *error = "cuFuncGetParamInfo(\"" + name + "\", " + std::to_string(i) + "): " + d->errorString(r);
                 return nullptr;
             }
             f.params.push_back(p);
@@ -186,14 +210,17 @@ LoadedModule::Function* LoadedModule::lookup(const std::string& name, std::strin
     return &m_functions.emplace(name, std::move(f)).first->second;
 }
 
-CUfunction LoadedModule::function(const std::string& name, std::string* error) {
+CUfunction LoadedModule::function(const std::string& name, std::string* error)
+{
     Function* f = lookup(name, error);
     return f ? f->handle : nullptr;
 }
 
-bool LoadedModule::paramInfo(const std::string& name, std::vector<Param>* params, std::string* error) {
+bool LoadedModule::paramInfo(const std::string& name, std::vector<Param>* params, std::string* error)
+{
     Function* f = lookup(name, error);
-    if (!f) return false;
+    if (!f)
+        return false;
     if (!f->paramsKnown) {
         if (error)
             *error = "the NVIDIA driver (CUDA " + std::to_string(m_driver->driverVersion) +
@@ -206,10 +233,12 @@ bool LoadedModule::paramInfo(const std::string& name, std::vector<Param>* params
 
 std::string LoadedModule::launch(const std::string& name, const std::array<unsigned, 3>& grid,
                                  const std::array<unsigned, 3>& block, unsigned sharedBytes, CUstream stream,
-                                 const std::vector<std::vector<char>>& argBuffers) {
+                                 const std::vector<std::vector<char>>& argBuffers)
+{
     std::string error;
     Function* f = lookup(name, &error);
-    if (!f) return error;
+    if (!f)
+        return error;
     const CudaDriver* d = m_driver;
     auto dims = [](const std::array<unsigned, 3>& a) {
         return "[" + std::to_string(a[0]) + ", " + std::to_string(a[1]) + ", " + std::to_string(a[2]) + "]";
@@ -227,7 +256,8 @@ std::string LoadedModule::launch(const std::string& name, const std::array<unsig
                        std::to_string(f->params[i].size) + " bytes";
     }
     for (int i = 0; i < 3; ++i)
-        if (grid[i] == 0 || block[i] == 0) return what + ": every grid and block dimension must be at least 1";
+        if (grid[i] == 0 || block[i] == 0)
+            return what + ": every grid and block dimension must be at least 1";
     const unsigned long long threads = 1ull * block[0] * block[1] * block[2];
     if (threads > static_cast<unsigned long long>(f->maxThreadsPerBlock))
         return what + ": " + std::to_string(threads) + " threads per block, more than this kernel's limit of " +
@@ -243,11 +273,13 @@ std::string LoadedModule::launch(const std::string& name, const std::array<unsig
     }
     std::vector<void*> params;
     params.reserve(argBuffers.size());
-    for (const std::vector<char>& b : argBuffers) params.push_back(const_cast<char*>(b.data()));
+    for (const std::vector<char>& b : argBuffers)
+        params.push_back(const_cast<char*>(b.data()));
     CUresult r = d->cuLaunchKernel(f->handle, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedBytes,
                                    stream, params.empty() ? nullptr : params.data(), nullptr);
-    if (r != CUDA_SUCCESS) return what + ", " + std::to_string(sharedBytes) + " bytes shared: " + d->errorString(r);
+    if (r != CUDA_SUCCESS)
+        return what + ", " + std::to_string(sharedBytes) + " bytes shared: " + d->errorString(r);
     return {};
 }
 
-}  // namespace kwb
+} // namespace kwb

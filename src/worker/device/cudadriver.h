@@ -17,33 +17,34 @@ namespace kwb {
 // X(name, abi version): each pointer has the type of the function as cuda.h declares it, and is
 // asked of cuGetProcAddress at that ABI version. Asking at the newest version instead would hand
 // back e.g. cuCtxSynchronize_v2(CUcontext) for cuCtxSynchronize(void) on a CUDA 13 driver.
-#define KWB_CUDA_DRIVER_FUNCTIONS(X)  \
-    X(cuInit, 2000)                   \
-    X(cuDriverGetVersion, 2020)       \
-    X(cuDeviceGet, 2000)              \
-    X(cuDeviceGetCount, 2000)         \
-    X(cuDeviceGetAttribute, 2000)     \
-    X(cuDeviceGetName, 2000)          \
-    X(cuDevicePrimaryCtxRetain, 7000) \
-    X(cuDevicePrimaryCtxRelease, 11000) \
-    X(cuCtxSetCurrent, 4000)          \
-    X(cuCtxGetCurrent, 4000)          \
-    X(cuCtxGetDevice, 2000)           \
-    X(cuCtxSynchronize, 2000)         \
-    X(cuModuleLoadData, 2000)         \
-    X(cuModuleUnload, 2000)           \
-    X(cuModuleGetFunction, 2000)      \
-    X(cuFuncGetAttribute, 2020)       \
-    X(cuFuncSetAttribute, 9000)       \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
-    X(cuLaunchKernel, 4000)           \
-    X(cuGetErrorString, 6000)         \
+#define KWB_CUDA_DRIVER_FUNCTIONS(X)                                                                                   \
+    X(cuInit, 2000)                                                                                                    \
+    X(cuDriverGetVersion, 2020)                                                                                        \
+    X(cuDeviceGet, 2000)                                                                                               \
+    X(cuDeviceGetCount, 2000)                                                                                          \
+    X(cuDeviceGetAttribute, 2000)                                                                                      \
+    X(cuDeviceGetName, 2000)                                                                                           \
+    X(cuDevicePrimaryCtxRetain, 7000)                                                                                  \
+    X(cuDevicePrimaryCtxRelease, 11000)                                                                                \
+    X(cuCtxSetCurrent, 4000)                                                                                           \
+    X(cuCtxGetCurrent, 4000)                                                                                           \
+    X(cuCtxGetDevice, 2000)                                                                                            \
+    X(cuCtxSynchronize, 2000)                                                                                          \
+    X(cuModuleLoadData, 2000)                                                                                          \
+    X(cuModuleUnload, 2000)                                                                                            \
+    X(cuModuleGetFunction, 2000)                                                                                       \
+    X(cuFuncGetAttribute, 2020)                                                                                        \
+    X(cuFuncSetAttribute, 9000)                                                                                        \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                                               \
+    X(cuLaunchKernel, 4000)                                                                                            \
+    X(cuGetErrorString, 6000)                                                                                          \
     X(cuGetErrorName, 6000)
 
 // Present from driver 12.4 on; null on older drivers.
 #define KWB_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo, 12040)
 
-class CudaDriver {
+class CudaDriver
+{
 public:
     // The process-wide driver, loaded and cuInit'ed on first use; null with the reason in *whyNot
     // (e.g. "libcuda.so.1 not found: no NVIDIA driver (...)") when there is none or it has no device.
@@ -52,7 +53,7 @@ public:
     // "CUDA_ERROR_INVALID_VALUE: invalid argument"
     std::string errorString(CUresult r) const;
 
-    int driverVersion = 0;  // e.g. 13000
+    int driverVersion = 0; // e.g. 13000
     bool viaGetProcAddress = false;
 
 #define KWB_DRIVER_MEMBER(name, ver) PFN_##name##_v##ver name = nullptr;
@@ -66,9 +67,11 @@ private:
 };
 
 // A cubin loaded into a context. Not thread-safe: use it from one thread.
-class LoadedModule {
+class LoadedModule
+{
 public:
-    struct Param {
+    struct Param
+    {
         size_t offset = 0, size = 0;
     };
 
@@ -98,12 +101,13 @@ public:
                        const std::vector<std::vector<char>>& argBuffers);
 
 private:
-    struct Function {
+    struct Function
+    {
         CUfunction handle = nullptr;
         bool paramsKnown = false;
         std::vector<Param> params;
         int maxThreadsPerBlock = 0;
-        int dynamicSharedLimit = 0;  // current CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        int dynamicSharedLimit = 0; // current CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     };
     LoadedModule() = default;
     Function* lookup(const std::string& name, std::string* error);
@@ -116,4 +120,4 @@ private:
     std::map<std::string, Function> m_functions;
 };
 
-}  // namespace kwb
+} // namespace kwb

@@ -2,8 +2,8 @@
 
 #include "core/protocol/protocolnames.h"
 
-#include "worker/device/cudadriver.h"
 #include "worker/compile/nvrtccompiler.h"
+#include "worker/device/cudadriver.h"
 
 #include <cuda_runtime_api.h>
 
@@ -23,48 +23,61 @@ namespace {
 
 using json = nlohmann::json;
 
-struct CudaFailure : std::runtime_error {
+struct CudaFailure : std::runtime_error
+{
     using std::runtime_error::runtime_error;
 };
 
-void check(cudaError_t e, const char* what) {
-    if (e == cudaSuccess) return;
-    cudaGetLastError();  // clear it unless sticky
+void check(cudaError_t e, const char* what)
+{
+    if (e == cudaSuccess)
+        return;
+    cudaGetLastError(); // clear it unless sticky
     throw CudaFailure(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
-struct DeviceBuffer {
+struct DeviceBuffer
+{
     void* p = nullptr;
     explicit DeviceBuffer(size_t bytes) { check(cudaMalloc(&p, bytes), "cudaMalloc"); }
-    ~DeviceBuffer() {
-        if (p) cudaFree(p);
+    ~DeviceBuffer()
+    {
+        if (p)
+            cudaFree(p);
     }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-struct Event {
+struct Event
+{
     cudaEvent_t e = nullptr;
     Event() { check(cudaEventCreate(&e), "cudaEventCreate"); }
-    ~Event() {
-        if (e) cudaEventDestroy(e);
+    ~Event()
+    {
+        if (e)
+            cudaEventDestroy(e);
     }
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
 };
 
-struct Stream {
+struct Stream
+{
     cudaStream_t s = nullptr;
     Stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
-    ~Stream() {
-        if (s) cudaStreamDestroy(s);
+    ~Stream()
+    {
+        if (s)
+            cudaStreamDestroy(s);
     }
     Stream(const Stream&) = delete;
     Stream& operator=(const Stream&) = delete;
 };
 
 // Milliseconds of the work `enqueue` puts on `stream`, by CUDA events.
-double timeMs(cudaStream_t stream, const std::function<void()>& enqueue) {
+double timeMs(cudaStream_t stream, const std::function<void()>& enqueue)
+{
     Event start, stop;
     check(cudaEventRecord(start.e, stream), "cudaEventRecord");
     enqueue();
@@ -76,27 +89,31 @@ double timeMs(cudaStream_t stream, const std::function<void()>& enqueue) {
 }
 
 // Best (highest) and median of throughputs.
-void summarize(std::vector<double> v, json& out, const char* bestKey, const char* medianKey) {
+void summarize(std::vector<double> v, json& out, const char* bestKey, const char* medianKey)
+{
     std::sort(v.begin(), v.end());
     out[bestKey] = v.back();
     const size_t n = v.size();
     out[medianKey] = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string fmt(const char* f, double v) {
+std::string fmt(const char* f, double v)
+{
     char buf[64];
     std::snprintf(buf, sizeof buf, f, v);
     return buf;
 }
 
-int attribute(cudaDeviceAttr a, int ordinal) {
+int attribute(cudaDeviceAttr a, int ordinal)
+{
     int v = 0;
     check(cudaDeviceGetAttribute(&v, a, ordinal), "cudaDeviceGetAttribute");
     return v;
 }
 
 template <class T>
-std::vector<char> argBytes(T v) {
+std::vector<char> argBytes(T v)
+{
     std::vector<char> b(sizeof(T));
     std::memcpy(b.data(), &v, sizeof(T));
     return b;
@@ -173,13 +190,15 @@ constexpr int kWarmups = 2;
 constexpr int kReps = 10;
 constexpr double kTargetMs = 25.0;
 
-json measureCopy(const json& facts, cudaStream_t stream) {
+json measureCopy(const json& facts, cudaStream_t stream)
+{
     const size_t MiB = size_t(1) << 20;
     size_t freeBytes = 0, totalBytes = 0;
     check(cudaMemGetInfo(&freeBytes, &totalBytes), "cudaMemGetInfo");
     size_t bytes = 2048 * MiB;
     const size_t reserve = 512 * MiB;
-    if (freeBytes < 2 * bytes + reserve) bytes = freeBytes > reserve ? (freeBytes - reserve) / 2 / MiB * MiB : 0;
+    if (freeBytes < 2 * bytes + reserve)
+        bytes = freeBytes > reserve ? (freeBytes - reserve) / 2 / MiB * MiB : 0;
     if (bytes < 256 * MiB)
         throw CudaFailure("only " + std::to_string(freeBytes / MiB) + " MiB free on the device; the copy needs 1 GiB");
 
@@ -187,50 +206,63 @@ json measureCopy(const json& facts, cudaStream_t stream) {
     check(cudaMemsetAsync(src.p, 1, bytes, stream), "cudaMemsetAsync");
     check(cudaMemsetAsync(dst.p, 0, bytes, stream), "cudaMemsetAsync");
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    auto copy = [&] { check(cudaMemcpyAsync(dst.p, src.p, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"); };
+    auto copy = [&] {
+        check(cudaMemcpyAsync(dst.p, src.p, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+    };
     const int warmups = 3, reps = 20;
-    for (int i = 0; i < warmups; ++i) timeMs(stream, copy);
+    for (int i = 0; i < warmups; ++i)
+        timeMs(stream, copy);
     std::vector<double> gbs;
-    for (int i = 0; i < reps; ++i) gbs.push_back(2.0 * static_cast<double>(bytes) / (timeMs(stream, copy) * 1e-3) / 1e9);
+    for (int i = 0; i < reps; ++i)
+        gbs.push_back(2.0 * static_cast<double>(bytes) / (timeMs(stream, copy) * 1e-3) / 1e9);
 
     json r;
     summarize(gbs, r, "gbs_best", "gbs_median");
     r[ProtocolNames::Key::kBytes] = bytes;
     r["reps"] = reps;
     const double theoretical = facts.value(ProtocolNames::Key::kHbmTheoreticalGbs, 0.0);
-    if (theoretical > 0) r["fraction_of_theoretical"] = r[ProtocolNames::Key::kGbsBest].get<double>() / theoretical;
-    r[ProtocolNames::Key::kMethod] = "cudaMemcpyAsync device-to-device of " + std::to_string(bytes / MiB) +
-                  " MiB between two buffers (far larger than the L2), timed with CUDA events; GB/s = (bytes read + "
-                  "bytes written) / time = 2 x size / time; " + std::to_string(warmups) + " warm-up copies, " +
-                  std::to_string(reps) + " timed, best and median";
+    if (theoretical > 0)
+        r["fraction_of_theoretical"] = r[ProtocolNames::Key::kGbsBest].get<double>() / theoretical;
+    r[ProtocolNames::Key::kMethod] =
+        "cudaMemcpyAsync device-to-device of " + std::to_string(bytes / MiB) +
+        " MiB between two buffers (far larger than the L2), timed with CUDA events; GB/s = (bytes read + "
+        "bytes written) / time = 2 x size / time; " +
+        std::to_string(warmups) + " warm-up copies, " + std::to_string(reps) + " timed, best and median";
     return r;
 }
 
-struct PeakKernel {
+struct PeakKernel
+{
     const char* source;
     const char* name;
-    int block;               // threads per block
-    double flopsPerIter;     // per block, one loop iteration
-    bool takesAB;            // fma_peak(out, iters, a, b) rather than (out, iters)
+    int block;           // threads per block
+    double flopsPerIter; // per block, one loop iteration
+    bool takesAB;        // fma_peak(out, iters, a, b) rather than (out, iters)
     std::string description;
 };
 
-json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream_t stream) {
+json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream_t stream)
+{
     const std::string arch = facts.at(ProtocolNames::Field::kArch).get<std::string>();
     CompileResult c = compileCuda(k.source, arch);
-    if (!c.ok) throw CudaFailure("NVRTC could not compile " + std::string(k.name) + " for " + arch + ": " + c.log);
+    if (!c.ok)
+        throw CudaFailure("NVRTC could not compile " + std::string(k.name) + " for " + arch + ": " + c.log);
     std::string err;
     std::unique_ptr<LoadedModule> mod = LoadedModule::load(c.cubin, &err, ordinal);
-    if (!mod) throw CudaFailure("loading " + std::string(k.name) + ": " + err);
+    if (!mod)
+        throw CudaFailure("loading " + std::string(k.name) + ": " + err);
     CUfunction fn = mod->function(k.name, &err);
-    if (!fn) throw CudaFailure(err);
+    if (!fn)
+        throw CudaFailure(err);
     const CudaDriver* d = CudaDriver::get();
     int perSm = 0;
     CUresult cr = d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, k.block, 0);
-    if (cr != CUDA_SUCCESS) throw CudaFailure("cuOccupancyMaxActiveBlocksPerMultiprocessor: " + d->errorString(cr));
-    if (perSm < 1) throw CudaFailure(std::string(k.name) + " cannot run a block of " + std::to_string(k.block) + " threads");
+    if (cr != CUDA_SUCCESS)
+        throw CudaFailure("cuOccupancyMaxActiveBlocksPerMultiprocessor: " + d->errorString(cr));
+    if (perSm < 1)
+        throw CudaFailure(std::string(k.name) + " cannot run a block of " + std::to_string(k.block) + " threads");
     const int smCount = facts.at(ProtocolNames::Key::kSmCount).get<int>();
-    const unsigned grid = static_cast<unsigned>(smCount * perSm);  // exactly one full wave: no tail
+    const unsigned grid = static_cast<unsigned>(smCount * perSm); // exactly one full wave: no tail
 
     const int outElems = static_cast<int>(grid) * k.block;
     DeviceBuffer out(sizeof(float) * static_cast<size_t>(outElems));
@@ -243,7 +275,8 @@ json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream
             args.push_back(argBytes(0.0001f));
         }
         std::string e = mod->launch(k.name, {grid, 1, 1}, {static_cast<unsigned>(k.block), 1, 1}, 0, cs, args);
-        if (!e.empty()) throw CudaFailure(e);
+        if (!e.empty())
+            throw CudaFailure(e);
     };
 
     // Calibrate the loop count so that one launch lasts about kTargetMs.
@@ -253,10 +286,12 @@ json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream
     const double scale = probe > 0 ? kTargetMs / probe : 64.0;
     iters = static_cast<int>(std::min(double(1 << 24), std::max(double(iters), iters * scale)));
 
-    for (int i = 0; i < kWarmups; ++i) timeMs(stream, [&] { launch(iters); });
+    for (int i = 0; i < kWarmups; ++i)
+        timeMs(stream, [&] { launch(iters); });
     std::vector<double> gflops;
     const double flops = k.flopsPerIter * grid * static_cast<double>(iters);
-    for (int i = 0; i < kReps; ++i) gflops.push_back(flops / (timeMs(stream, [&] { launch(iters); }) * 1e-3) / 1e9);
+    for (int i = 0; i < kReps; ++i)
+        gflops.push_back(flops / (timeMs(stream, [&] { launch(iters); }) * 1e-3) / 1e9);
 
     json r;
     summarize(gflops, r, "gflops_best", "gflops_median");
@@ -265,23 +300,36 @@ json measurePeak(const PeakKernel& k, const json& facts, int ordinal, cudaStream
     r["block"] = k.block;
     r["blocks_per_sm"] = perSm;
     r["reps"] = kReps;
-    r[ProtocolNames::Key::kMethod] = k.description + " Grid: one full wave (" + std::to_string(perSm) + " blocks of " +
-                  std::to_string(k.block) + " threads per SM at the occupancy the driver reports, " +
-                  std::to_string(smCount) + " SMs); loop count calibrated to ~" + fmt("%.0f", kTargetMs) +
-                  " ms per launch; timed with CUDA events; " + std::to_string(kWarmups) + " warm-ups, " +
-                  std::to_string(kReps) + " timed launches, best and median.";
+    r[ProtocolNames::Key::kMethod] =
+        k.description + " Grid: one full wave (" + std::to_string(perSm) + " blocks of " + std::to_string(k.block) +
+        " threads per SM at the occupancy the driver reports, " + std::to_string(smCount) +
+        " SMs); loop count calibrated to ~" + fmt("%.0f", kTargetMs) + " ms per launch; timed with CUDA events; " +
+        std::to_string(kWarmups) + " warm-ups, " + std::to_string(kReps) + " timed launches, best and median.";
     return r;
 }
 
-json errorField(const std::string& what) { return json{{ProtocolNames::Key::kError, what}}; }
+json errorField(const std::string& what)
+{
+    return json{{ProtocolNames::Key::kError, what}};
+}
 
-}  // namespace
+} // namespace
 
-const char* fmaPeakKernelSource() { return kFmaSource; }
-const char* wmmaBf16KernelSource() { return kWmmaBf16Source; }
-const char* wmmaTf32KernelSource() { return kWmmaTf32Source; }
+const char* fmaPeakKernelSource()
+{
+    return kFmaSource;
+}
+const char* wmmaBf16KernelSource()
+{
+    return kWmmaBf16Source;
+}
+const char* wmmaTf32KernelSource()
+{
+    return kWmmaTf32Source;
+}
 
-int cudaDeviceCount() {
+int cudaDeviceCount()
+{
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess) {
         cudaGetLastError();
@@ -290,29 +338,35 @@ int cudaDeviceCount() {
     return count;
 }
 
-bool useCudaDevice(int ordinal, std::string* why) {
+bool useCudaDevice(int ordinal, std::string* why)
+{
     int current = -1;
-    if (cudaGetDevice(&current) == cudaSuccess && current == ordinal) return true;  // no context made here
+    if (cudaGetDevice(&current) == cudaSuccess && current == ordinal)
+        return true; // no context made here
     const cudaError_t e = cudaSetDevice(ordinal);
-    if (e == cudaSuccess) return true;
+    if (e == cudaSuccess)
+        return true;
     cudaGetLastError();
-    if (why) *why = std::string("cudaSetDevice(") + std::to_string(ordinal) + "): " + cudaGetErrorString(e);
+    if (why)
+        *why = std::string("cudaSetDevice(") + std::to_string(ordinal) + "): " + cudaGetErrorString(e);
     return false;
 }
 
 namespace {
-json readDeviceFacts(int ordinal) {
+json readDeviceFacts(int ordinal)
+{
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, cudaGetErrorString(e)}};
     }
-    if (count == 0) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "no CUDA device"}};
+    if (count == 0)
+        return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "no CUDA device"}};
     if (ordinal < 0 || ordinal >= count)
         return json{{ProtocolNames::Key::kAvailable, false},
-                    {ProtocolNames::Key::kReason, "device ordinal " + std::to_string(ordinal) + " out of range: " + std::to_string(count) +
-                                   " device(s)"}};
+                    {ProtocolNames::Key::kReason, "device ordinal " + std::to_string(ordinal) +
+                                                      " out of range: " + std::to_string(count) + " device(s)"}};
     try {
         cudaDeviceProp p{};
         check(cudaGetDeviceProperties(&p, ordinal), "cudaGetDeviceProperties");
@@ -338,7 +392,8 @@ json readDeviceFacts(int ordinal) {
         j["memory_bus_bits"] = busBits;
         // DDR: two transfers per memory clock
         j[ProtocolNames::Key::kHbmTheoreticalGbs] = 2.0 * memClock * 1e3 * (busBits / 8.0) / 1e9;
-        j[ProtocolNames::Key::kHbmTheoreticalGbps] = j[ProtocolNames::Key::kHbmTheoreticalGbs]; // the documented name (docs/protocol.md)
+        j[ProtocolNames::Key::kHbmTheoreticalGbps] =
+            j[ProtocolNames::Key::kHbmTheoreticalGbs]; // the documented name (docs/protocol.md)
         j["max_threads_per_sm"] = p.maxThreadsPerMultiProcessor;
         j["smem_per_sm"] = static_cast<unsigned long long>(p.sharedMemPerMultiprocessor);
         j["smem_per_block_optin"] = static_cast<unsigned long long>(p.sharedMemPerBlockOptin);
@@ -346,7 +401,8 @@ json readDeviceFacts(int ordinal) {
         j["warp_size"] = p.warpSize;
         j["ecc"] = p.ECCEnabled != 0;
         char bus[32] = {0};
-        if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess) j["pci_bus_id"] = std::string(bus);
+        if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess)
+            j["pci_bus_id"] = std::string(bus);
         cudaGetLastError();
         j[ProtocolNames::Key::kDriverVersion] = version(driver);
         j[ProtocolNames::Key::kRuntimeVersion] = version(runtime);
@@ -355,23 +411,29 @@ json readDeviceFacts(int ordinal) {
         return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, ex.what()}};
     }
 }
-}  // namespace
+} // namespace
 
-json deviceFacts(int ordinal) {
+json deviceFacts(int ordinal)
+{
     // A device's properties do not change while the process lives; cudaGetDeviceProperties costs
     // milliseconds and an evaluation asks several times (arch, L2 size, reuse key, roofline).
     static std::mutex mutex;
     static std::map<int, json> known;
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = known.find(ordinal); it != known.end()) return it->second;
+    if (auto it = known.find(ordinal); it != known.end())
+        return it->second;
     json facts = readDeviceFacts(ordinal);
-    if (facts.value(ProtocolNames::Key::kAvailable, false)) known[ordinal] = facts;
+    if (facts.value(ProtocolNames::Key::kAvailable, false))
+        known[ordinal] = facts;
     return facts;
 }
 
-json measureCeilings(int ordinal) {
+json measureCeilings(int ordinal)
+{
     json facts = deviceFacts(ordinal);
-    if (!facts.value(ProtocolNames::Key::kAvailable, false)) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, facts.value(ProtocolNames::Key::kReason, "")}};
+    if (!facts.value(ProtocolNames::Key::kAvailable, false))
+        return json{{ProtocolNames::Key::kAvailable, false},
+                    {ProtocolNames::Key::kReason, facts.value(ProtocolNames::Key::kReason, "")}};
 
     json out;
     try {
@@ -405,8 +467,13 @@ json measureCeilings(int ordinal) {
     const bool haveDriver = CudaDriver::get(&why) != nullptr;
     const char* noDriver = "the CUDA driver API is unavailable: ";
     guarded("fp32_fma", [&] {
-        if (!haveDriver) return errorField(noDriver + why);
-        PeakKernel k{kFmaSource, "fma_peak", 256, 2.0 * 8 * 16 * 256, true,
+        if (!haveDriver)
+            return errorField(noDriver + why);
+        PeakKernel k{kFmaSource,
+                     "fma_peak",
+                     256,
+                     2.0 * 8 * 16 * 256,
+                     true,
                      "NVRTC kernel fma_peak: each thread runs 8 independent chains of fmaf, 16 per chain per loop "
                      "iteration, on registers only; GFLOP/s = 2 x FMAs / time."};
         return measurePeak(k, facts, ordinal, stream->s);
@@ -418,22 +485,38 @@ json measureCeilings(int ordinal) {
                      "is the mma.sync peak, not the device's dense tensor peak."
                    : "";
     guarded("tensor_bf16", [&] {
-        if (major < 8) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "bf16 wmma needs sm_80 or newer"}};
-        if (!haveDriver) return errorField(noDriver + why);
+        if (major < 8)
+            return json{{ProtocolNames::Key::kAvailable, false},
+                        {ProtocolNames::Key::kReason, "bf16 wmma needs sm_80 or newer"}};
+        if (!haveDriver)
+            return errorField(noDriver + why);
         // 8 warps per block, 8 accumulators per warp, one 16x16x16 mma = 2*16*16*16 flops
-        PeakKernel k{kWmmaBf16Source, "wmma_bf16_peak", 256, 8.0 * 8 * 2 * 16 * 16 * 16, false,
+        PeakKernel k{kWmmaBf16Source,
+                     "wmma_bf16_peak",
+                     256,
+                     8.0 * 8 * 2 * 16 * 16 * 16,
+                     false,
                      "NVRTC kernel wmma_bf16_peak: nvcuda::wmma m16n16k16, bf16 inputs, fp32 accumulate, fragments "
                      "held in registers (8 independent accumulators per warp, no memory traffic in the loop); "
-                     "GFLOP/s = 2*16*16*16 per mma_sync / time." + hopperNote};
+                     "GFLOP/s = 2*16*16*16 per mma_sync / time." +
+                         hopperNote};
         return measurePeak(k, facts, ordinal, stream->s);
     });
     guarded("tensor_tf32", [&] {
-        if (major < 8) return json{{ProtocolNames::Key::kAvailable, false}, {ProtocolNames::Key::kReason, "tf32 wmma needs sm_80 or newer"}};
-        if (!haveDriver) return errorField(noDriver + why);
-        PeakKernel k{kWmmaTf32Source, "wmma_tf32_peak", 256, 8.0 * 8 * 2 * 16 * 16 * 8, false,
+        if (major < 8)
+            return json{{ProtocolNames::Key::kAvailable, false},
+                        {ProtocolNames::Key::kReason, "tf32 wmma needs sm_80 or newer"}};
+        if (!haveDriver)
+            return errorField(noDriver + why);
+        PeakKernel k{kWmmaTf32Source,
+                     "wmma_tf32_peak",
+                     256,
+                     8.0 * 8 * 2 * 16 * 16 * 8,
+                     false,
                      "NVRTC kernel wmma_tf32_peak: nvcuda::wmma m16n16k8, tf32 inputs (wmma::precision::tf32), fp32 "
                      "accumulate, fragments held in registers (8 independent accumulators per warp); "
-                     "GFLOP/s = 2*16*16*8 per mma_sync / time." + hopperNote};
+                     "GFLOP/s = 2*16*16*8 per mma_sync / time." +
+                         hopperNote};
         return measurePeak(k, facts, ordinal, stream->s);
     });
     // The documented flat summary (docs/protocol.md: hbm_copy_gbps, fp32_fma_gflops, …): the best
@@ -449,4 +532,4 @@ json measureCeilings(int ordinal) {
     return out;
 }
 
-}  // namespace kwb
+} // namespace kwb

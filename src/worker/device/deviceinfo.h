@@ -25,8 +25,8 @@ bool useCudaDevice(int ordinal, std::string* why);
 nlohmann::json measureCeilings(int ordinal);
 
 // The NVRTC sources of the peak kernels (exposed so CPU tests can compile them).
-const char* fmaPeakKernelSource();    // extern "C" fma_peak(float* out, int iters, float a, float b)
-const char* wmmaBf16KernelSource();   // extern "C" wmma_bf16_peak(float* out, int iters)
-const char* wmmaTf32KernelSource();   // extern "C" wmma_tf32_peak(float* out, int iters)
+const char* fmaPeakKernelSource();  // extern "C" fma_peak(float* out, int iters, float a, float b)
+const char* wmmaBf16KernelSource(); // extern "C" wmma_bf16_peak(float* out, int iters)
+const char* wmmaTf32KernelSource(); // extern "C" wmma_tf32_peak(float* out, int iters)
 
-}  // namespace kwb
+} // namespace kwb

@@ -20,7 +20,8 @@ std::vector<int64_t> paramFingerprints(const Evaluation& ev)
 /// Whether the evaluator's own copies of a trial's inputs (`prints`: taken before the candidate
 /// ran) and of the parameters are as they were: the reference runs on clones of them after the
 /// candidate, so a candidate writing outside its arguments into them must be caught first.
-std::string ownCopiesProblem(const Evaluation& ev, const std::vector<c10::IValue>& inputs, const std::vector<int64_t>& prints)
+std::string ownCopiesProblem(const Evaluation& ev, const std::vector<c10::IValue>& inputs,
+                             const std::vector<int64_t>& prints)
 {
     if (fingerprints(inputs) != prints || paramFingerprints(ev) != ev.paramPrints)
         return "the evaluator's own copy of the inputs or parameters changed while the candidate ran: "
@@ -76,7 +77,8 @@ bool referenceStage(Evaluation& ev)
         ev.refFn = &forwardFunction(*ev.refUnit);
         ev.reference = nativeCallable(*ev.refFn);
     }
-    ev.params = makeParams(ev.task, ev.scale, ev.dev, ev.seed, ev.ownWeights ? DrawnOn::CpuAsKernelBench : DrawnOn::Device);
+    ev.params =
+        makeParams(ev.task, ev.scale, ev.dev, ev.seed, ev.ownWeights ? DrawnOn::CpuAsKernelBench : DrawnOn::Device);
     ev.paramPrints = paramFingerprints(ev);
     ev.rangeSeed = trialSeed(ev.seed, ev.prof.correctnessTrials);
     ev.res[protocol::Key::kReferenceOutputsOn] = "after_candidate";
@@ -302,7 +304,8 @@ bool stressTrials(Evaluation& ev, json& corr)
         json& record = corr["stress"].back();
         const std::string what = std::string("right on KernelBench's inputs but wrong on ") +
                                  (s.heavy ? "heavy-tailed (Student-t) inputs" : std::string("inputs ") + s.name);
-        if (!extraTrial(ev, corr, record, inputs, what, ev.prof.rangeTolerance, ev.prof.rangeTolerance, true, s.decides))
+        if (!extraTrial(ev, corr, record, inputs, what, ev.prof.rangeTolerance, ev.prof.rangeTolerance, true,
+                        s.decides))
             return false;
     }
     return true;
@@ -318,8 +321,14 @@ bool correctnessStage(Evaluation& ev)
     ev.startStage("correctness");
     const Task& task = ev.task;
     const ProtocolProfile& prof = ev.prof;
-    json corr = {{protocol::Field::kTrials, prof.correctnessTrials}, {protocol::Key::kPassed, 0}, {protocol::Key::kAtol, prof.atol}, {protocol::Key::kRtol, prof.rtol},
-                 {protocol::Key::kMaxAbsDiff, 0.0}, {protocol::Key::kMaxRelDiff, 0.0}, {protocol::Key::kDeterministic, nullptr}, {protocol::Key::kFailure, nullptr}};
+    json corr = {{protocol::Field::kTrials, prof.correctnessTrials},
+                 {protocol::Key::kPassed, 0},
+                 {protocol::Key::kAtol, prof.atol},
+                 {protocol::Key::kRtol, prof.rtol},
+                 {protocol::Key::kMaxAbsDiff, 0.0},
+                 {protocol::Key::kMaxRelDiff, 0.0},
+                 {protocol::Key::kDeterministic, nullptr},
+                 {protocol::Key::kFailure, nullptr}};
     double maxAbs = 0, maxRel = 0;
     at::Tensor firstOutput;
     // Where the trials' time goes (stage_detail_ms.correctness); each part ends at a synchronisation.
@@ -347,13 +356,15 @@ bool correctnessStage(Evaluation& ev)
         const bool ran = runCandidate(ev, std::move(args), &outV, &err);
         lap("candidate");
         if (!ran)
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, k}, {protocol::Key::kReason, err}}, "runtime_error", err);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, k}, {protocol::Key::kReason, err}},
+                                   "runtime_error", err);
         std::string problem = outputProblem(ev, outV, argsSeen, inputs);
         if (problem.empty())
             problem = ownCopiesProblem(ev, inputs, prints);
         lap("write_checks");
         if (!problem.empty())
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, k}, {protocol::Key::kReason, problem}}, "incorrect", problem);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, k}, {protocol::Key::kReason, problem}},
+                                   "incorrect", problem);
         at::Tensor out = outV.toTensor();
         at::Tensor ref;
         const bool refRan = runReferenceAfter(ev, inputs, &ref);
@@ -402,17 +413,23 @@ bool correctnessStage(Evaluation& ev)
         c10::IValue outV;
         std::string err;
         if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, "second run: " + err}}, "runtime_error", err);
+            return failCorrectness(ev, corr,
+                                   {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, "second run: " + err}},
+                                   "runtime_error", err);
         if (!outV.isTensor())
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, "second run: forward returned " + outV.tagKind()}},
-                                   "incorrect", "second run: forward returned " + outV.tagKind() + ", expected a Tensor");
+            return failCorrectness(ev, corr,
+                                   {{protocol::Key::kTrial, 0},
+                                    {protocol::Key::kReason, "second run: forward returned " + outV.tagKind()}},
+                                   "incorrect",
+                                   "second run: forward returned " + outV.tagKind() + ", expected a Tensor");
         at::Tensor again = outV.toTensor();
         const bool identical = equalValues(again, firstOutput);
         corr[protocol::Key::kDeterministic] = identical;
         if (!identical) {
             const std::string own = ownCopiesProblem(ev, inputs, prints);
             if (!own.empty())
-                return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, own}}, "incorrect", own);
+                return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, own}},
+                                       "incorrect", own);
             at::Tensor ref;
             if (!runReferenceAfter(ev, inputs, &ref))
                 return false;
@@ -422,7 +439,8 @@ bool correctnessStage(Evaluation& ev)
                 const std::string reason =
                     "nondeterministic: a second run on the same inputs gave a different, wrong result: " +
                     comparisonReason(again, c);
-                return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, reason}}, "incorrect", reason);
+                return failCorrectness(ev, corr, {{protocol::Key::kTrial, 0}, {protocol::Key::kReason, reason}},
+                                       "incorrect", reason);
             }
         }
         outV = c10::IValue();
@@ -434,17 +452,20 @@ bool correctnessStage(Evaluation& ev)
         // indices) the evaluator does not know, so it draws no N(0,1) inputs of its own.
         corr[protocol::Key::kRangeTrial] = {{"skipped", "KernelBench only: its inputs are get_inputs()'s alone"}};
     } else if (prof.rangeTrial) {
-        json range = {{protocol::Key::kGenerator, "randn"}, {protocol::Key::kAtol, prof.rangeTolerance}, {protocol::Key::kRtol, prof.rangeTolerance}};
+        json range = {{protocol::Key::kGenerator, "randn"},
+                      {protocol::Key::kAtol, prof.rangeTolerance},
+                      {protocol::Key::kRtol, prof.rangeTolerance}};
         auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
         const auto prints = fingerprints(inputs);
         c10::IValue outV;
         std::string err;
         if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, err}}, "runtime_error",
-                                   "range trial (N(0,1) inputs): " + err);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, err}},
+                                   "runtime_error", "range trial (N(0,1) inputs): " + err);
         const std::string own = ownCopiesProblem(ev, inputs, prints);
         if (!own.empty())
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, own}}, "incorrect", own);
+            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, own}},
+                                   "incorrect", own);
         at::Tensor ref;
         if (!runReferenceAfter(ev, inputs, &ref))
             return false;

@@ -8,24 +8,24 @@
 #include "worker/evaluate/evaluator.h"
 
 #include "worker/analyze/analyze.h"
-#include "worker/answers/answerformat.h"
-#include "worker/python/candidatecallable.h"
-#include "worker/answers/candidateparser.h"
-#include "worker/measure/clockprobe.h"
-#include "worker/device/cudadriver.h"
-#include "worker/measure/cuptitracer.h"
-#include "worker/device/deviceinfo.h"
-#include "worker/measure/dramprofiler.h"
-#include "worker/measure/measure.h"
-#include "worker/compile/nvrtccompiler.h"
-#include "worker/evaluate/outputcompare.h"
-#include "worker/measure/profiles.h"
-#include "worker/protocol/protocol.h"
-#include "worker/python/pythonhost.h"
 #include "worker/analyze/roofline.h"
-#include "worker/python/scripthost.h"
+#include "worker/answers/answerformat.h"
+#include "worker/answers/candidateparser.h"
+#include "worker/compile/nvrtccompiler.h"
+#include "worker/device/cudadriver.h"
+#include "worker/device/deviceinfo.h"
+#include "worker/evaluate/outputcompare.h"
 #include "worker/evaluate/tensorfingerprint.h"
 #include "worker/evaluate/torchglobals.h"
+#include "worker/measure/clockprobe.h"
+#include "worker/measure/cuptitracer.h"
+#include "worker/measure/dramprofiler.h"
+#include "worker/measure/measure.h"
+#include "worker/measure/profiles.h"
+#include "worker/protocol/protocol.h"
+#include "worker/python/candidatecallable.h"
+#include "worker/python/pythonhost.h"
+#include "worker/python/scripthost.h"
 
 #include <ATen/Context.h>
 #include <ATen/record_function.h>
@@ -42,11 +42,11 @@
 #include <exception>
 #include <functional>
 #include <future>
-#include <thread>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <unistd.h>
 
@@ -80,7 +80,7 @@ enum class DrawnOn { Device, CpuAsKernelBench };
 ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t seed,
                      DrawnOn drawnOn = DrawnOn::Device);
 std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed,
-                                   const std::string& generatorOverride = {});
+                                    const std::string& generatorOverride = {});
 std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const ParamDict& params, const Task& task,
                                    bool weightsToo);
 std::string aliasedArgument(const at::Tensor& out, const std::vector<c10::IValue>& args, const Task& task);
@@ -88,7 +88,8 @@ bool equalValues(const at::Tensor& a, const at::Tensor& b);
 std::string modifiedArgument(const std::vector<c10::IValue>& args, const std::vector<c10::IValue>& inputs,
                              const ParamDict& params, const Task& task);
 
-struct CudaFault {
+struct CudaFault
+{
     bool any = false;
     bool sticky = false;
     std::string message;
@@ -97,7 +98,8 @@ CudaFault syncCuda();
 bool allFinite(const at::Tensor& t);
 json degenerateCheck(const std::vector<at::Tensor>& refs);
 
-struct Comparison {
+struct Comparison
+{
     bool ok = true;
     std::string reason;
     double maxAbs = 0, maxRel = 0;
@@ -137,8 +139,13 @@ extern std::atomic<bool> g_cudaContextReady;
 
 /// One `evaluate` request on its way through the stages: its settings, the response being built,
 /// and what each stage leaves for the next.
-struct Evaluation {
-    Evaluation(const Task& t, const json& r, bool& h) : task(t), req(r), healthy(h) {}
+struct Evaluation
+{
+    Evaluation(const Task& t, const json& r, bool& h)
+        : task(t)
+        , req(r)
+        , healthy(h)
+    {}
 
     /// torch's global settings as the evaluator sets them for this evaluation (deviceStage).
     TorchGlobals globals;
@@ -272,12 +279,13 @@ struct Evaluation {
     double outputBytes = 0;                 ///< the reference output's size (timing-set rule)
     /// What the reference and timing stages need that is CPU work only: made on a thread of its
     /// own while a fresh worker creates its CUDA context (deviceStage), else when first asked.
-    struct Prepared {
+    struct Prepared
+    {
         std::shared_ptr<jit::CompilationUnit> refUnit;
         std::exception_ptr refError;
-        json analysis;         ///< analyzeTask, for the roofline (timing stage)
+        json analysis; ///< analyzeTask, for the roofline (timing stage)
         std::string analysisError;
-        double ms = 0;         ///< the preparation's own time
+        double ms = 0; ///< the preparation's own time
     };
     std::shared_future<std::shared_ptr<Prepared>> prepared;
     const Prepared& prep()
@@ -391,7 +399,8 @@ struct Evaluation {
         if (cuda && g_cudaContextReady) {
             size_t freeBytes = 0, totalBytes = 0;
             if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
-                res[protocol::Key::kGpuMemory] = {{protocol::Key::kFreeBytes, uint64_t(freeBytes)}, {protocol::Key::kTotalBytes, uint64_t(totalBytes)}};
+                res[protocol::Key::kGpuMemory] = {{protocol::Key::kFreeBytes, uint64_t(freeBytes)},
+                                                  {protocol::Key::kTotalBytes, uint64_t(totalBytes)}};
             else
                 cudaGetLastError();
         }

@@ -10,9 +10,12 @@ using namespace evaluation;
 
 namespace {
 /// The native format's candidate: its TorchScript forward, called on the arguments as given.
-class NativeCallable final : public CandidateCallable {
+class NativeCallable final : public CandidateCallable
+{
 public:
-    explicit NativeCallable(jit::Function& fn) : m_fn(&fn) {}
+    explicit NativeCallable(jit::Function& fn)
+        : m_fn(&fn)
+    {}
     std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override
     {
         return [fn = m_fn, args = std::move(args)]() mutable { return (*fn)(std::move(args)); };
@@ -218,7 +221,9 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
     const bool haveCuda = evaluator.cudaAvailable(&ev.noCudaWhy);
     const protocol::Device requested = protocol::parseDevice(
         req, protocol::kDeviceCuda | protocol::kDeviceCpu | protocol::kDeviceNone, cudaDeviceCount());
-    ev.device = requested.kind == protocol::Device::Cpu ? "cpu" : requested.kind == protocol::Device::None ? "none" : "cuda";
+    ev.device = requested.kind == protocol::Device::Cpu    ? "cpu"
+                : requested.kind == protocol::Device::None ? "none"
+                                                           : "cuda";
     if (ev.device == "cuda" && !(haveCuda && useCudaDevice(requested.ordinal, &ev.noCudaWhy)))
         ev.device = "none";
     ev.cuda = ev.device == "cuda";
@@ -239,7 +244,8 @@ void setUp(Evaluation& ev, const Evaluator& evaluator)
 }
 
 /// Sets the launch context kb.launch uses for as long as the candidate may run.
-struct LaunchScope {
+struct LaunchScope
+{
     explicit LaunchScope(LaunchContext* c) { setLaunchContext(c); }
     ~LaunchScope() { setLaunchContext(nullptr); }
     LaunchScope(const LaunchScope&) = delete;
@@ -286,7 +292,8 @@ json Evaluator::evaluate(const Task& task, const json& req)
             return ev.response();
         ev.traceHold.reset(); // the trace (and CUPTI's detach) ran under the timing's exclusive hold
         if (ev.retimeAfterTrace && ev.doTime) {
-            json before = {{protocol::Key::kSpeedup, ev.res.value(protocol::Key::kSpeedup, json())}, {protocol::Key::kTiming, ev.res.value(protocol::Key::kTiming, json())}};
+            json before = {{protocol::Key::kSpeedup, ev.res.value(protocol::Key::kSpeedup, json())},
+                           {protocol::Key::kTiming, ev.res.value(protocol::Key::kTiming, json())}};
             ev.reuseReference = false; // the second timing is measured, not taken from the first
             const bool timed = timingStage(ev);
             if (ev.retimeAttached && !ev.profileTraffic)
@@ -370,7 +377,14 @@ json Evaluator::warm(int ordinal, bool python)
     if (m_warm)
         return withPython({{protocol::Field::kDevice, "cuda"},
                            {protocol::Key::kAlreadyWarm, true},
-                           {protocol::Key::kWarmMs, {{"cpu", 0.0}, {"quiet_wait", 0.0}, {"context", 0.0}, {"cublas", 0.0}, {"cudnn", 0.0}, {"evaluator", 0.0}, {"total", 0.0}}}});
+                           {protocol::Key::kWarmMs,
+                            {{"cpu", 0.0},
+                             {"quiet_wait", 0.0},
+                             {"context", 0.0},
+                             {"cublas", 0.0},
+                             {"cudnn", 0.0},
+                             {"evaluator", 0.0},
+                             {"total", 0.0}}}});
     // The CPU-only part first, holding no lock: NVRTC for the evaluator's own kernels (a thread of
     // its own, as deviceStage does) and TorchScript's first compile.
     auto ownKernels = std::async(std::launch::async, [ordinal] {
@@ -438,7 +452,7 @@ json Evaluator::warm(int ordinal, bool python)
         (void)degenerateCheck({u, n});
         (void)allFinite(n);
         (void)equalValues(u, p);
-        (void)forwardFunction(*script)({u});
+        (void)forwardFunction (*script)({u});
         p.fill_(std::numeric_limits<float>::quiet_NaN());
         measure::warmCudaTimer();
     });
@@ -463,7 +477,8 @@ json Evaluator::profile(const Task& task, const json& req)
     ensureOpCallback();
     // Traced trials below; CUPTI is detached after them, so a worker that profiled times as it
     // did before (detachCupti).
-    struct Detach {
+    struct Detach
+    {
         ~Detach() { detachCupti(); }
     } detach;
 
@@ -527,8 +542,13 @@ json Evaluator::profile(const Task& task, const json& req)
     auto byTime = [](const json& a, const json& b) { return a[protocol::Key::kTimeNs] > b[protocol::Key::kTimeNs]; };
     std::sort(opsOut.begin(), opsOut.end(), byTime);
     std::sort(kernelsOut.begin(), kernelsOut.end(), byTime);
-    return {{protocol::Field::kTask, task.id}, {protocol::Field::kScale, scale == Scale::Full ? "full" : "smoke"}, {protocol::Field::kTrials, trials},
-            {protocol::Field::kTf32, tf32}, {protocol::Key::kTotalNs, total / uint64_t(trials)}, {protocol::Key::kOps, opsOut}, {protocol::Key::kKernels, kernelsOut}};
+    return {{protocol::Field::kTask, task.id},
+            {protocol::Field::kScale, scale == Scale::Full ? "full" : "smoke"},
+            {protocol::Field::kTrials, trials},
+            {protocol::Field::kTf32, tf32},
+            {protocol::Key::kTotalNs, total / uint64_t(trials)},
+            {protocol::Key::kOps, opsOut},
+            {protocol::Key::kKernels, kernelsOut}};
 }
 
 } // namespace kwb

@@ -19,7 +19,8 @@ uint64_t trialSeed(uint64_t baseSeed, int trial);
 /// The libtorch version this worker was built against.
 std::string torchVersion();
 
-class Evaluator {
+class Evaluator
+{
 public:
     Evaluator();
 

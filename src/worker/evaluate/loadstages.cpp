@@ -119,10 +119,15 @@ json kernelBenchEcho(const KernelBenchSource& kb, CodeBlock codeBlock)
     json kernels = json::array();
     for (const auto& k : findKernels(kb.source))
         kernels.push_back(k.name);
-    return {{"cuda", nullptr}, {"python", kb.ok ? json(kb.source) : json(nullptr)}, {"kernels", kernels},
-            {"source_hash", kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)}, {"cuda_line", nullptr},
-            {"python_line", kb.ok ? json(kb.line) : json(nullptr)}, {"answer_format", "kernelbench"},
-            {"code_block", codeBlockName(codeBlock)}, {"model_new_blocks", kb.modelNewBlocks}};
+    return {{"cuda", nullptr},
+            {"python", kb.ok ? json(kb.source) : json(nullptr)},
+            {"kernels", kernels},
+            {"source_hash", kb.ok ? json(protocol::sourceHash(kb.source)) : json(nullptr)},
+            {"cuda_line", nullptr},
+            {"python_line", kb.ok ? json(kb.line) : json(nullptr)},
+            {"answer_format", "kernelbench"},
+            {"code_block", codeBlockName(codeBlock)},
+            {"model_new_blocks", kb.modelNewBlocks}};
 }
 
 /// 1 (KernelBench format). The module's source; a worker built without Python refuses it here.
@@ -166,10 +171,15 @@ bool kernelBenchFailure(Evaluation& ev, const json& err)
         ev.res["error_code"] = err["code"];
     if (status == "rejected") {
         json v = json::array();
-        const json detail = err.contains("detail") && err["detail"].is_array() ? err["detail"] : json::array({{{"line", err.value("line", 0)}, {"reason", message}}});
+        const json detail = err.contains("detail") && err["detail"].is_array()
+                                ? err["detail"]
+                                : json::array({{{"line", err.value("line", 0)}, {"reason", message}}});
         for (const auto& r : detail)
-            v.push_back({{"op", "python"}, {"reason", r.value("reason", std::string())},
-                         {"where", r.value("line", 0) > 0 ? "answer line " + std::to_string(answerLine(ev, r.value("line", 0))) : ""}});
+            v.push_back(
+                {{"op", "python"},
+                 {"reason", r.value("reason", std::string())},
+                 {"where",
+                  r.value("line", 0) > 0 ? "answer line " + std::to_string(answerLine(ev, r.value("line", 0))) : ""}});
         ev.res["sandbox"] = v;
         if (line > 0)
             message += " (answer line " + std::to_string(line) + ")";
@@ -181,7 +191,8 @@ bool kernelBenchFailure(Evaluation& ev, const json& err)
         return ev.stop("no_device", "load", message);
     }
     if (status == "format_error") {
-        ev.res["format_error"] = {{"code", err.value("code", std::string("missing_model_new"))}, {"message", message}, {"line", line}};
+        ev.res["format_error"] = {
+            {"code", err.value("code", std::string("missing_model_new"))}, {"message", message}, {"line", line}};
         return ev.stop("format_error", "parse", message);
     }
     if (status == "compile_error") {
@@ -219,7 +230,8 @@ bool parametersMatch(Evaluation& ev, const json& modelParams)
     }
     for (const auto& [name, v] : model) {
         theirs.push_back({{"name", name}, {"shape", v.first}, {"buffer", v.second}});
-        const bool known = std::any_of(ev.task.params.begin(), ev.task.params.end(), [&](const ParamSpec& p) { return p.name == name; });
+        const bool known = std::any_of(ev.task.params.begin(), ev.task.params.end(),
+                                       [&](const ParamSpec& p) { return p.name == name; });
         if (!known && !v.second)
             problems.push_back("unexpected parameter " + name + " " + shapeString(v.first));
     }
@@ -296,7 +308,8 @@ bool kernelBenchLoadStage(Evaluation& ev)
         }
         storeExtensionFacts(ev, b["builds"], arch);
         ev.res["compile"] = ev.compile;
-        return ev.stop("no_device", "load", "built and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
+        return ev.stop("no_device", "load",
+                       "built and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
     }
     KernelBenchReference ref;
     if (ev.task.isKernelBenchOnly() && !kernelBenchReference(ev, &ref))
@@ -307,8 +320,9 @@ bool kernelBenchLoadStage(Evaluation& ev)
     ev.compile["extensions"] = m.builds;
     std::string log;
     for (const auto& b : m.builds)
-        log += "load_inline '" + b.value("name", std::string()) + "': " +
-               (b.value("cached", false) ? "taken from the cache " : "built in ") + b.value("build_dir", std::string()) + "\n";
+        log += "load_inline '" + b.value("name", std::string()) +
+               "': " + (b.value("cached", false) ? "taken from the cache " : "built in ") +
+               b.value("build_dir", std::string()) + "\n";
     ev.compile["log"] = log;
     if (!m.callable)
         return kernelBenchFailure(ev, m.error);
@@ -413,8 +427,10 @@ bool compileHostCode(Evaluation& ev)
         return ev.stop("rejected", "sandbox", e.what());
     } catch (const std::exception& e) {
         ev.compile["ok"] = false;
-        ev.compile["log"] = ev.compile["log"].get<std::string>() + "TorchScript (line numbers count from the python block, "
-                            "which opens on answer line " + std::to_string(cand.pythonLine) + "):\n" + e.what();
+        ev.compile["log"] = ev.compile["log"].get<std::string>() +
+                            "TorchScript (line numbers count from the python block, "
+                            "which opens on answer line " +
+                            std::to_string(cand.pythonLine) + "):\n" + e.what();
         ev.res["compile"] = ev.compile;
         return ev.stop("compile_error", "compile", "the python block is not valid TorchScript");
     }
@@ -447,7 +463,8 @@ bool sandboxStage(Evaluation& ev)
         for (const auto& x : violations) {
             v.push_back({{"op", x.op}, {"reason", x.reason}, {"where", x.where}});
             if (msg.empty())
-                msg = x.op + " is not allowed in host code: " + x.reason + (x.where.empty() ? "" : " (" + x.where + ")");
+                msg =
+                    x.op + " is not allowed in host code: " + x.reason + (x.where.empty() ? "" : " (" + x.where + ")");
         }
         ev.res["sandbox"] = v;
         return ev.stop("rejected", "sandbox", msg);
@@ -455,7 +472,8 @@ bool sandboxStage(Evaluation& ev)
     const auto launched = launchedKernelNames(*graph);
     for (const auto& name : launched) {
         if (std::find(ev.kernelNames.begin(), ev.kernelNames.end(), name) == ev.kernelNames.end())
-            return ev.stop("format_error", "parse", "kb.launch names kernel '" + name + "', which the cuda block does not declare");
+            return ev.stop("format_error", "parse",
+                           "kb.launch names kernel '" + name + "', which the cuda block does not declare");
     }
     ev.launchesKernels = !launched.empty();
     ev.res["torch_only"] = !ev.launchesKernels;
@@ -564,7 +582,8 @@ bool globalsUnchanged(Evaluation& ev, const char* stage)
 bool deviceStage(Evaluation& ev)
 {
     if (ev.device == "none")
-        return ev.stop("no_device", "load", "compiled and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
+        return ev.stop("no_device", "load",
+                       "compiled and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
     if (ev.cuda) {
         ev.shareGpu(); // from here on the evaluation uses the GPU
 

@@ -1,7 +1,7 @@
 #include "worker/evaluate/outputcompare.h"
 
-#include "worker/device/cudadriver.h"
 #include "worker/compile/nvrtccompiler.h"
+#include "worker/device/cudadriver.h"
 
 #include <cuda_runtime.h>
 
@@ -174,7 +174,8 @@ constexpr size_t kFixed = 8;
 constexpr size_t kSlots = kFixed + kFingerprintBatch;
 
 /// The loaded kernels and their result buffer, for the first device used in this process.
-struct Loaded {
+struct Loaded
+{
     int ordinal = -1;
     std::unique_ptr<LoadedModule> module;
     unsigned long long* result = nullptr; ///< device: kSlots words
@@ -318,7 +319,8 @@ std::optional<FusedComparison> fusedCompare(const float* a, const float* b, int6
 {
     const unsigned long long count = n > 0 ? static_cast<unsigned long long>(n) : 0;
     const float atolF = static_cast<float>(atol), rtolF = static_cast<float>(rtol); // as ATen casts its scalars
-    const auto host = runOne<3>(ordinal, "kwb_allclose_f32", count == 0, {arg(a), arg(b), arg(count), arg(atolF), arg(rtolF)}, why);
+    const auto host =
+        runOne<3>(ordinal, "kwb_allclose_f32", count == 0, {arg(a), arg(b), arg(count), arg(atolF), arg(rtolF)}, why);
     if (!host)
         return std::nullopt;
     FusedComparison c;

@@ -20,7 +20,8 @@
 
 namespace kwb {
 
-struct FusedComparison {
+struct FusedComparison
+{
     int64_t mismatches = 0; ///< elements where !(|a − b| <= atol + rtol·|b|), NaN included
     double maxAbs = 0;      ///< max over elements of |a − b| where finite, else 0
     double maxRel = 0;      ///< max of that over (|b| + 1e-12); NaN where any quotient is NaN
@@ -39,7 +40,8 @@ void precompileFusedCompare(int ordinal);
 std::optional<FusedComparison> fusedCompare(const float* a, const float* b, int64_t n, double atol, double rtol,
                                             int ordinal, std::string* why);
 
-struct FusedStats {
+struct FusedStats
+{
     int64_t zeros = 0;     ///< elements == 0 (either sign)
     int64_t nonFinite = 0; ///< NaN or ±Inf
     int64_t nans = 0;
@@ -57,7 +59,8 @@ std::optional<int64_t> fusedUnequalFloats(const float* a, const float* b, int64_
 std::optional<int64_t> fusedUnequalBytes(const void* a, const void* b, int64_t bytes, int ordinal, std::string* why);
 
 /// A span of device memory.
-struct DeviceBytes {
+struct DeviceBytes
+{
     const void* data = nullptr;
     int64_t bytes = 0;
 };
@@ -65,6 +68,7 @@ struct DeviceBytes {
 inline constexpr size_t kFingerprintBatch = 64;
 /// tensorfingerprint.h's fingerprint of each span: the sum (mod 2^64) of its 64-bit words
 /// and of its trailing bytes (< 8). Each span 8-byte aligned, else nullopt.
-std::optional<std::vector<uint64_t>> fusedWordSums(const std::vector<DeviceBytes>& spans, int ordinal, std::string* why);
+std::optional<std::vector<uint64_t>> fusedWordSums(const std::vector<DeviceBytes>& spans, int ordinal,
+                                                   std::string* why);
 
 } // namespace kwb

@@ -43,7 +43,8 @@ ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t 
 {
     torch::manual_seed(seed);
     ParamDict dict;
-    const auto opts = at::TensorOptions().dtype(at::kFloat).device(drawnOn == DrawnOn::Device ? device : at::Device(at::kCPU));
+    const auto opts =
+        at::TensorOptions().dtype(at::kFloat).device(drawnOn == DrawnOn::Device ? device : at::Device(at::kCPU));
     for (size_t i = 0; i < task.params.size(); ++i) {
         const ParamSpec& p = task.params[i];
         const auto shape = task.paramShape(i, scale);
@@ -68,7 +69,7 @@ ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t 
 }
 
 std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed,
-                                   const std::string& generatorOverride)
+                                    const std::string& generatorOverride)
 {
     if (task.isKernelBenchOnly()) {
         // KernelBench's own draw: get_inputs() of its problem file, seeded (no generator of ours to override).
@@ -97,8 +98,8 @@ std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device de
 
 /// Fresh copies of everything a forward may write to, so one run cannot influence another.
 /// With weightsToo = false, parameters that are not buffers are passed as they are (timing).
-std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const ParamDict& params,
-                                   const Task& task, bool weightsToo)
+std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const ParamDict& params, const Task& task,
+                                   bool weightsToo)
 {
     std::vector<c10::IValue> stack;
     stack.reserve(inputs.size() + 1);
@@ -243,18 +244,22 @@ json degenerateCheck(const std::vector<at::Tensor>& refs)
     const double zeroFraction = (stats ? double(stats->zeros) : (r == 0).sum().item<double>()) / double(r.numel());
     json d;
     if (zeroFraction >= 0.999) {
-        d = {{protocol::Key::kKind, zeroFraction == 1.0 ? "all_zero" : "mostly_zero"}, {protocol::Key::kZeroFraction, zeroFraction}};
-        d[protocol::Key::kMessage] = zeroFraction == 1.0 ? "every output element of the reference is 0: a candidate returning zeros passes"
-                                           : "almost every output element of the reference is 0: a candidate returning zeros "
-                                             "nearly passes, and correctness says little";
+        d = {{protocol::Key::kKind, zeroFraction == 1.0 ? "all_zero" : "mostly_zero"},
+             {protocol::Key::kZeroFraction, zeroFraction}};
+        d[protocol::Key::kMessage] =
+            zeroFraction == 1.0 ? "every output element of the reference is 0: a candidate returning zeros passes"
+                                : "almost every output element of the reference is 0: a candidate returning zeros "
+                                  "nearly passes, and correctness says little";
         return d;
     }
     // max == min as ATen has it: a NaN anywhere makes both NaN, never equal.
     if (stats ? stats->nans == 0 && stats->min == stats->max : (r.max() == r.min()).item<bool>())
-        return {{protocol::Key::kKind, "constant"}, {protocol::Key::kZeroFraction, zeroFraction},
+        return {{protocol::Key::kKind, "constant"},
+                {protocol::Key::kZeroFraction, zeroFraction},
                 {protocol::Key::kMessage, "the reference output is one constant value"}};
     if (refs.size() > 1 && equalValues(refs[0], refs[1]))
-        return {{protocol::Key::kKind, "input_independent"}, {protocol::Key::kZeroFraction, zeroFraction},
+        return {{protocol::Key::kKind, "input_independent"},
+                {protocol::Key::kZeroFraction, zeroFraction},
                 {protocol::Key::kMessage, "two different inputs gave the same reference output"}};
     return nullptr;
 }
@@ -298,10 +303,10 @@ Comparison compareOutputs(const at::Tensor& cand, const at::Tensor& ref, double 
     int64_t nonFinite = 0;
     if (diff.numel()) {
         at::Tensor finiteDiff = torch::where(torch::isfinite(diff), diff, torch::zeros_like(diff));
-        const at::Tensor summary = at::stack({badFinite.sum().to(at::kDouble), bad.sum().to(at::kDouble),
-                                              finiteDiff.max().to(at::kDouble),
-                                              (finiteDiff / (b.abs() + 1e-12)).max().to(at::kDouble)})
-                                       .to(at::kCPU);
+        const at::Tensor summary =
+            at::stack({badFinite.sum().to(at::kDouble), bad.sum().to(at::kDouble), finiteDiff.max().to(at::kDouble),
+                       (finiteDiff / (b.abs() + 1e-12)).max().to(at::kDouble)})
+                .to(at::kCPU);
         const double* v = summary.data_ptr<double>();
         nonFinite = int64_t(v[0]);
         c.mismatches = int64_t(v[1]);
@@ -311,7 +316,8 @@ Comparison compareOutputs(const at::Tensor& cand, const at::Tensor& ref, double 
     if (nonFinite > 0) {
         c.ok = false;
         const int64_t idx = badFinite.flatten().nonzero().index({0, 0}).item<int64_t>();
-        c.reason = std::to_string(nonFinite) + " output elements are NaN or Inf where the reference is finite (first at flat index " +
+        c.reason = std::to_string(nonFinite) +
+                   " output elements are NaN or Inf where the reference is finite (first at flat index " +
                    std::to_string(idx) + ")";
         c.detail = {{"non_finite", nonFinite}, {"first_index", idx}};
         return c;

@@ -7,7 +7,8 @@ namespace kwb::evaluation {
 namespace {
 
 /// Raised from a timing prepare when a checked timed call's output differs from its reference.
-struct TimedOutputMismatch : std::runtime_error {
+struct TimedOutputMismatch : std::runtime_error
+{
     using std::runtime_error::runtime_error;
 };
 
@@ -153,7 +154,8 @@ bool timingStage(Evaluation& ev)
     // allocator could hand its block to the candidate's torch.empty on the same inputs right after
     // (an R C pair), and a candidate that stops computing once it is timed would return the answer.
     at::Tensor refOut;
-    struct ReleaseOnExit { // a mismatch or a fault leaves the stage early: the same release then
+    struct ReleaseOnExit
+    { // a mismatch or a fault leaves the stage early: the same release then
         Evaluation& ev;
         at::Tensor& t;
         ~ReleaseOnExit()
@@ -191,7 +193,8 @@ bool timingStage(Evaluation& ev)
         if (!force && checked.count(call) == 0)
             return;
         const auto t0 = Clock::now();
-        struct AddTime {
+        struct AddTime
+        {
             double& to;
             Clock::time_point t0;
             ~AddTime() { to += msSince(t0); }
@@ -200,7 +203,8 @@ bool timingStage(Evaluation& ev)
         if (reason.empty()) {
             at::Tensor ranAgain = refOutFollows ? at::Tensor() : referenceOutput(ev, sets[size_t(set)]);
             const at::Tensor& ref = refOutFollows ? refOut : ranAgain;
-            const Comparison c = out.defined() ? compareOutputs(out, ref, ev.prof.atol, ev.prof.rtol) : Comparison{false, "no tensor output"};
+            const Comparison c = out.defined() ? compareOutputs(out, ref, ev.prof.atol, ev.prof.rtol)
+                                               : Comparison{false, "no tensor output"};
             releaseReference(ev, ranAgain);
             if (!c.ok)
                 reason = c.reason;
@@ -208,8 +212,9 @@ bool timingStage(Evaluation& ev)
         ++checks;
         if (!reason.empty())
             throw TimedOutputMismatch("output of a timed call differs from its reference: the candidate may reuse an "
-                                      "earlier result (timed call " + std::to_string(call + 1) + ", input set " +
-                                      std::to_string(set + 1) + " of " + std::to_string(nSets) + ": " + reason + ")");
+                                      "earlier result (timed call " +
+                                      std::to_string(call + 1) + ", input set " + std::to_string(set + 1) + " of " +
+                                      std::to_string(nSets) + ": " + reason + ")");
     };
     auto prepareRef = [&, warm = 0](int index) mutable -> measure::Call {
         const auto t0 = Clock::now();
@@ -267,7 +272,8 @@ bool timingStage(Evaluation& ev)
     if (ev.warmupShared)
         settings.quiet = takeQuiet;
     else
-        takeQuiet(); // the old order (the request's `timing_warmup_shared`: false): the setup and warm-up under the hold
+        takeQuiet(); // the old order (the request's `timing_warmup_shared`: false): the setup and warm-up under the
+                     // hold
     measure::Comparison timed;
     const auto mismatch = [&](const TimedOutputMismatch& e) {
         ev.res[protocol::Key::kTiming] = {{"input_sets", nSets}, {"checked_calls", checks}};

@@ -74,16 +74,21 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
     json out = json::array();
     for (const auto& [name, e] : byName) {
         const bool custom = isCustomKernel(name, customNames);
-        out.push_back({{protocol::Key::kName, name}, {protocol::Key::kCalls, e.first}, {protocol::Key::kTimeNs, e.second}, {protocol::Key::kCustom, custom}});
+        out.push_back({{protocol::Key::kName, name},
+                       {protocol::Key::kCalls, e.first},
+                       {protocol::Key::kTimeNs, e.second},
+                       {protocol::Key::kCustom, custom}});
     }
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) { return a[protocol::Key::kTimeNs] > b[protocol::Key::kTimeNs]; });
+    std::sort(out.begin(), out.end(),
+              [](const json& a, const json& b) { return a[protocol::Key::kTimeNs] > b[protocol::Key::kTimeNs]; });
     return out;
 }
 
 namespace {
 
 /// CUPTI's id of the stream the timer records its events on (the legacy default stream, where
-/// torch's ops and kb.launch run): a fill kernel's, traced alone (where the shared trace lost its record). nullopt where it cannot be traced.
+/// torch's ops and kb.launch run): a fill kernel's, traced alone (where the shared trace lost its record). nullopt
+/// where it cannot be traced.
 std::optional<uint32_t> timedStreamId(at::Device dev)
 {
     KernelTracer tracer;
@@ -114,7 +119,8 @@ bool traceStage(Evaluation& ev)
     // stage's profiler, which cannot start after a detach (detachCupti) and retires this worker
     // instead (trafficStage), or the attached retime (evaluate).
     // Its time is `stage_detail_ms.trace.detach`: after the stage's end, inside the request's total.
-    struct Detach {
+    struct Detach
+    {
         Evaluation& ev;
         bool on;
         ~Detach()
@@ -132,7 +138,8 @@ bool traceStage(Evaluation& ev)
     if (ev.cuda) {
         KernelTracer tracer;
         std::string err;
-        auto args = cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
+        auto args =
+            cloneArgs(ev.timingInputs, ev.params, ev.task, true); // before tracing: clones are not the candidate's
         syncCuda();
         auto t0 = Clock::now();
         if (tracer.start(&err)) {
@@ -149,9 +156,9 @@ bool traceStage(Evaluation& ev)
             tracer.stop();
             auto records = tracer.take();
             std::optional<uint32_t> timed;
-            const auto marker = std::min_element(records.begin(), records.end(), [](const KernelRecord& x, const KernelRecord& y) {
-                return x.startNs < y.startNs;
-            });
+            const auto marker =
+                std::min_element(records.begin(), records.end(),
+                                 [](const KernelRecord& x, const KernelRecord& y) { return x.startNs < y.startNs; });
             if (marker != records.end() && marker->name.find("FillFunctor") != std::string::npos) {
                 timed = marker->streamId;
                 records.erase(marker);

@@ -1,7 +1,7 @@
 #include "worker/measure/clockprobe.h"
 
-#include "worker/device/cudadriver.h"
 #include "worker/compile/nvrtccompiler.h"
+#include "worker/device/cudadriver.h"
 
 #include <cuda_runtime.h>
 
@@ -43,7 +43,8 @@ void ClockProbe::precompile(int ordinal)
     compileOwnKernel(kSource, "sm_" + std::to_string(major * 10 + minor));
 }
 
-struct ClockProbe::Impl {
+struct ClockProbe::Impl
+{
     std::unique_ptr<LoadedModule> module;
     unsigned long long* host = nullptr; ///< mapped pinned memory: [slot][sm][clock, ns]
     unsigned long long* device = nullptr;

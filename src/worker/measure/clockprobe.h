@@ -7,7 +7,8 @@
 
 namespace kwb {
 
-class ClockProbe {
+class ClockProbe
+{
 public:
     /// Null with *why set where there is no device, NVRTC fails or the module does not load.
     static std::unique_ptr<ClockProbe> create(int ordinal, std::string* why);

@@ -31,7 +31,8 @@ std::string readLine(const std::string& path)
 
 bool parseInt(const std::string& s, int* out)
 {
-    if (s.empty() || s.size() > 6 || !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    if (s.empty() || s.size() > 6 ||
+        !std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
         return false;
     *out = std::stoi(s);
     return true;
@@ -134,7 +135,9 @@ std::vector<int> allowedCpus()
     return out;
 }
 
-ThreadPin::ThreadPin(int cpu, int niceDelta, std::string why) : m_cpu(cpu), m_why(std::move(why))
+ThreadPin::ThreadPin(int cpu, int niceDelta, std::string why)
+    : m_cpu(cpu)
+    , m_why(std::move(why))
 {
 #ifdef __linux__
     if (cpu < 0 || cpu >= CPU_SETSIZE) {
@@ -186,7 +189,8 @@ ThreadPin::~ThreadPin()
 
 json ThreadPin::toJson() const
 {
-    json j = {{"cpu", m_pinned ? json(m_cpu) : json(nullptr)}, {"numa_local", m_pinned && numaLocal},
+    json j = {{"cpu", m_pinned ? json(m_cpu) : json(nullptr)},
+              {"numa_local", m_pinned && numaLocal},
               {"nice", m_niceChanged ? json(m_newNice) : json(nullptr)}};
     if (!m_why.empty())
         j["reason"] = m_why;

@@ -25,7 +25,8 @@ std::vector<int> localCpus(const std::string& busId, const std::string& sysfs = 
 
 /// This GPU's rank and the number of NVIDIA GPUs (vendor 0x10de, display class 0x03) whose
 /// local_cpulist is the same as its own, ordered by bus id: GPUs sharing a node get distinct CPUs.
-struct NodeRank {
+struct NodeRank
+{
     int rank = 0, count = 1;
 };
 NodeRank gpuRankOnNode(const std::string& busId, const std::string& sysfs = "/sys");
@@ -38,7 +39,8 @@ int timingCpu(const std::vector<int>& allowed, const std::vector<int>& local, No
 
 /// The calling thread pinned to one CPU (and its nice value lowered by `niceDelta` where allowed)
 /// for the scope's life; the thread's earlier CPU set and nice value come back at its end.
-class ThreadPin {
+class ThreadPin
+{
 public:
     /// cpu < 0: nothing is changed (`why` says why, toJson reports it).
     ThreadPin(int cpu, int niceDelta, std::string why);

@@ -8,21 +8,23 @@
 
 namespace kwb {
 
-struct KernelRecord {
-    std::string name;  // demangled
+struct KernelRecord
+{
+    std::string name; // demangled
     uint64_t startNs = 0, endNs = 0;
     uint32_t correlationId = 0;
-    uint64_t externalId = 0;  // the innermost pushExternalId at launch time; 0 if none
-    uint32_t streamId = 0;  // CUPTI's id of the stream it ran on
+    uint64_t externalId = 0; // the innermost pushExternalId at launch time; 0 if none
+    uint32_t streamId = 0;   // CUPTI's id of the stream it ran on
     uint32_t gridX = 0, gridY = 0, gridZ = 0, blockX = 0, blockY = 0, blockZ = 0;
 };
 
 // CUPTI's activity callbacks are per process, so one tracer runs at a time; start() on a second
 // one fails. Synchronize the device before stop() or take(), or kernels still running are lost.
-class KernelTracer {
+class KernelTracer
+{
 public:
     KernelTracer() = default;
-    ~KernelTracer();  // stops if running
+    ~KernelTracer(); // stops if running
     KernelTracer(const KernelTracer&) = delete;
     KernelTracer& operator=(const KernelTracer&) = delete;
 
@@ -30,7 +32,7 @@ public:
     // to API records) driver and runtime API activity. False with a reason: no GPU, CUPTI error,
     // another tracer running.
     bool start(std::string* err);
-    void stop();  // disables tracing and flushes what was recorded
+    void stop(); // disables tracing and flushes what was recorded
     bool running() const { return m_running; }
 
     // Kernels recorded so far (flushing first when still running), in completion order;
@@ -62,4 +64,4 @@ bool cuptiWasDetached();
 // "void foo<float>(float*, int)" from "_Z3fooIfEvPfi"; the name itself when it is not mangled.
 std::string demangleKernelName(const char* name);
 
-}  // namespace kwb
+} // namespace kwb

@@ -33,13 +33,13 @@ std::string callFailed(const char* call, CUptiResult r)
     return text;
 }
 
-#define KWB_CUPTI(call, params)                                  \
-    do {                                                         \
-        const CUptiResult r_ = call(&params);                    \
-        if (r_ != CUPTI_SUCCESS) {                               \
-            out.reason = callFailed(#call, r_);                  \
-            return out;                                          \
-        }                                                        \
+#define KWB_CUPTI(call, params)                                                                                        \
+    do {                                                                                                               \
+        const CUptiResult r_ = call(&params);                                                                          \
+        if (r_ != CUPTI_SUCCESS) {                                                                                     \
+            out.reason = callFailed(#call, r_);                                                                        \
+            return out;                                                                                                \
+        }                                                                                                              \
     } while (0)
 
 /// Ranges of one pass: the work, then the drain.
@@ -56,7 +56,7 @@ Params params(size_t structSize)
     return p;
 }
 
-}  // namespace
+} // namespace
 
 DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuStep& work, const GpuStep& drain)
 {
@@ -81,7 +81,8 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
     chip.deviceIndex = static_cast<size_t>(ordinal);
     KWB_CUPTI(cuptiDeviceGetChipName, chip);
 
-    auto avail = params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+    auto avail =
+        params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
     avail.ctx = ctx;
     KWB_CUPTI(cuptiProfilerGetCounterAvailability, avail);
     std::vector<uint8_t> availability(avail.counterAvailabilityImageSize);
@@ -94,28 +95,33 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
     host.pChipName = chip.pChipName;
     host.pCounterAvailabilityImage = availability.data();
     KWB_CUPTI(cuptiProfilerHostInitialize, host);
-    struct HostGuard {
+    struct HostGuard
+    {
         CUpti_Profiler_Host_Object* object;
         ~HostGuard()
         {
-            auto p = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
-p.pHostObject = object;
+            auto p =
+                params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+            p.pHostObject = object;
             cuptiProfilerHostDeinitialize(&p);
         }
     } hostGuard{host.pHostObject};
 
     const char* metrics[] = {kDramReadMetric, kDramWriteMetric};
     constexpr size_t kMetrics = sizeof(metrics) / sizeof(metrics[0]);
-    auto add = params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    auto add =
+        params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     add.pHostObject = host.pHostObject;
     add.ppMetricNames = metrics;
     add.numMetrics = kMetrics;
     KWB_CUPTI(cuptiProfilerHostConfigAddMetrics, add);
-    auto configSize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+    auto configSize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+        CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     configSize.pHostObject = host.pHostObject;
     KWB_CUPTI(cuptiProfilerHostGetConfigImageSize, configSize);
     std::vector<uint8_t> config(configSize.configImageSize);
-    auto configImage = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+    auto configImage =
+        params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
     configImage.pHostObject = host.pHostObject;
     configImage.configImageSize = config.size();
     configImage.pConfigImage = config.data();
@@ -126,17 +132,19 @@ p.pHostObject = object;
     enable.ctx = ctx;
     KWB_CUPTI(cuptiRangeProfilerEnable, enable);
     CUpti_RangeProfiler_Object* profiler = enable.pRangeProfilerObject;
-    struct ProfilerGuard {
+    struct ProfilerGuard
+    {
         CUpti_RangeProfiler_Object* object;
         ~ProfilerGuard()
         {
             auto p = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
-p.pRangeProfilerObject = object;
+            p.pRangeProfilerObject = object;
             cuptiRangeProfilerDisable(&p);
         }
     } profilerGuard{profiler};
 
-    auto dataSize = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    auto dataSize = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
     dataSize.pRangeProfilerObject = profiler;
     dataSize.pMetricNames = metrics;
     dataSize.numMetrics = kMetrics;
@@ -144,7 +152,8 @@ p.pRangeProfilerObject = object;
     dataSize.maxNumRangeTreeNodes = kRanges;
     KWB_CUPTI(cuptiRangeProfilerGetCounterDataSize, dataSize);
     std::vector<uint8_t> counterData(dataSize.counterDataSize);
-    auto dataInit = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    auto dataInit = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
     dataInit.pRangeProfilerObject = profiler;
     dataInit.counterDataSize = counterData.size();
     dataInit.pCounterData = counterData.data();
@@ -181,45 +190,49 @@ p.pRangeProfilerObject = object;
             return out;
         }
         auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-start.pRangeProfilerObject = profiler;
+        start.pRangeProfilerObject = profiler;
         KWB_CUPTI(cuptiRangeProfilerStart, start);
-        for (const auto& [name, step] : {std::pair<const char*, const GpuStep*>{kWorkRange, &work}, {kDrainRange, &drain}}) {
+        for (const auto& [name, step] :
+             {std::pair<const char*, const GpuStep*>{kWorkRange, &work}, {kDrainRange, &drain}}) {
             auto push = params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
-push.pRangeProfilerObject = profiler; push.pRangeName = name;
+            push.pRangeProfilerObject = profiler;
+            push.pRangeName = name;
             KWB_CUPTI(cuptiRangeProfilerPushRange, push);
             const bool ok = (*step)(&err);
             auto pop = params<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
-pop.pRangeProfilerObject = profiler;
+            pop.pRangeProfilerObject = profiler;
             KWB_CUPTI(cuptiRangeProfilerPopRange, pop);
             if (!ok) {
                 auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-stop.pRangeProfilerObject = profiler;
+                stop.pRangeProfilerObject = profiler;
                 cuptiRangeProfilerStop(&stop);
                 out.reason = std::string("the ") + name + " failed under the profiler: " + err;
                 return out;
             }
         }
         auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-stop.pRangeProfilerObject = profiler;
+        stop.pRangeProfilerObject = profiler;
         KWB_CUPTI(cuptiRangeProfilerStop, stop);
         allSubmitted = stop.isAllPassSubmitted != 0;
         ++out.passes;
     }
 
     auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
-decode.pRangeProfilerObject = profiler;
+    decode.pRangeProfilerObject = profiler;
     KWB_CUPTI(cuptiRangeProfilerDecodeData, decode);
     if (decode.numOfRangeDropped > 0) {
         out.reason = std::to_string(decode.numOfRangeDropped) + " profiler ranges were dropped";
         return out;
     }
-    auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+    auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
     info.pCounterDataImage = counterData.data();
     info.counterDataImageSize = counterData.size();
     KWB_CUPTI(cuptiRangeProfilerGetCounterDataInfo, info);
     bool sawWork = false, sawDrain = false;
     for (size_t i = 0; i < info.numTotalRanges; ++i) {
-        auto range = params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
+        auto range = params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
+            CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
         range.pCounterDataImage = counterData.data();
         range.counterDataImageSize = counterData.size();
         range.rangeIndex = i;
@@ -227,7 +240,8 @@ decode.pRangeProfilerObject = profiler;
         KWB_CUPTI(cuptiRangeProfilerCounterDataGetRangeInfo, range);
         const std::string name = range.rangeName ? range.rangeName : "";
         double values[kMetrics] = {};
-        auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+        auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+            CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
         eval.pHostObject = host.pHostObject;
         eval.pCounterDataImage = counterData.data();
         eval.counterDataImageSize = counterData.size();
@@ -250,7 +264,8 @@ decode.pRangeProfilerObject = profiler;
         }
     }
     if (!sawWork || !sawDrain) {
-        out.reason = "the profiler returned " + std::to_string(info.numTotalRanges) + " ranges without the work's and the drain's";
+        out.reason = "the profiler returned " + std::to_string(info.numTotalRanges) +
+                     " ranges without the work's and the drain's";
         out.readBytes = out.writeBytes = 0;
         return out;
     }
@@ -258,4 +273,4 @@ decode.pRangeProfilerObject = profiler;
     return out;
 }
 
-}  // namespace kwb
+} // namespace kwb

@@ -14,12 +14,13 @@ namespace kwb {
 inline constexpr const char* kDramReadMetric = "dram__bytes_read.sum";
 inline constexpr const char* kDramWriteMetric = "dram__bytes_write.sum";
 
-struct DramTraffic {
+struct DramTraffic
+{
     bool profiled = false;
-    std::string reason;     ///< why not, where !profiled ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: …")
-    double readBytes = 0;   ///< the work's range: every byte read from HBM
-    double writeBytes = 0;  ///< the work's range and the drain's: every byte the work wrote back to HBM
-    int passes = 0;         ///< replay passes the metrics needed (the work ran this many times)
+    std::string reason;    ///< why not, where !profiled ("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: …")
+    double readBytes = 0;  ///< the work's range: every byte read from HBM
+    double writeBytes = 0; ///< the work's range and the drain's: every byte the work wrote back to HBM
+    int passes = 0;        ///< replay passes the metrics needed (the work ran this many times)
 };
 
 /// Each function returns false with a message in *err where it failed.
@@ -34,4 +35,4 @@ using GpuStep = std::function<bool(std::string* err)>;
 /// another profiling session) or of a step is `profiled: false` with the reason; nothing throws.
 DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuStep& work, const GpuStep& drain);
 
-}  // namespace kwb
+} // namespace kwb

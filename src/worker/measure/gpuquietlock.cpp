@@ -9,7 +9,8 @@
 
 namespace kwb {
 
-GpuQuietLock::GpuQuietLock(std::string path) : m_path(std::move(path))
+GpuQuietLock::GpuQuietLock(std::string path)
+    : m_path(std::move(path))
 {
     m_fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (m_fd < 0) {

@@ -23,7 +23,8 @@
 
 namespace kwb {
 
-class GpuQuietLock {
+class GpuQuietLock
+{
 public:
     /// Opens `path` (O_RDONLY | O_CLOEXEC: flock needs no write access, and the sandbox may make
     /// the file's folder read-only); on failure error() says why and every hold is a no-op.
@@ -46,7 +47,8 @@ public:
     enum class Mode { Shared, Exclusive };
     /// The lock held for a scope, released when it ends. Made with a null lock (or one that could
     /// not be opened) it holds nothing and waited 0 ms.
-    class Hold {
+    class Hold
+    {
     public:
         Hold(const GpuQuietLock* lock, Mode mode);
         ~Hold();
@@ -71,7 +73,8 @@ public:
     /// latest. Without a gate (no intent file, no lock) it holds nothing. With `wait` false it
     /// takes the gate only where it is free now: a process that holds the lock shared must never
     /// wait for the gate, whose holder may be waiting for that very shared hold to end.
-    class Intent {
+    class Intent
+    {
     public:
         explicit Intent(const GpuQuietLock* lock, bool wait = true);
         ~Intent();
@@ -89,7 +92,8 @@ public:
     /// An evaluation's turn on the GPU: `<path>.turn` held exclusively from construction (waiting
     /// for the evaluation before this one to pass its measurements) until release() or the end
     /// of its scope. Without a turn file (an older supervisor) or a lock it holds nothing.
-    class Turn {
+    class Turn
+    {
     public:
         explicit Turn(const GpuQuietLock* lock);
         ~Turn() { release(); }

@@ -2,9 +2,9 @@
 
 #include "core/protocol/protocolnames.h"
 
+#include "worker/device/deviceinfo.h"
 #include "worker/measure/clockprobe.h"
 #include "worker/measure/cpuaffinity.h"
-#include "worker/device/deviceinfo.h"
 
 // Only for the L2 flush buffer: allocated by torch's caching allocator and zeroed by its fill
 // kernel, on the stream the timed calls use.
@@ -48,13 +48,17 @@ ClockProbe* processProbe(std::string* why)
 /// Times one call at a time: CUDA events on the legacy default stream (the stream torch and
 /// kb.launch use here), the flush buffer zeroed before each call and the clock probe around it;
 /// or the steady clock on the CPU.
-struct Sampler {
+struct Sampler
+{
     bool cuda = false;
     at::Tensor* flush = nullptr;
     ClockProbe* probe = nullptr;
     cudaEvent_t start = nullptr, stop = nullptr;
 
-    Sampler(bool c, at::Tensor* f, ClockProbe* p) : cuda(c), flush(f), probe(p)
+    Sampler(bool c, at::Tensor* f, ClockProbe* p)
+        : cuda(c)
+        , flush(f)
+        , probe(p)
     {
         if (cuda) {
             cudaEventCreate(&start);
@@ -105,7 +109,8 @@ std::unique_ptr<affinity::ThreadPin> pinTimingThread()
 {
     int ordinal = 0;
     cudaGetDevice(&ordinal);
-    struct Choice {
+    struct Choice
+    {
         int cpu = -1;
         bool local = false;
     };
@@ -117,7 +122,8 @@ std::unique_ptr<affinity::ThreadPin> pinTimingThread()
         chosen[ordinal] = {cpu, std::binary_search(local.begin(), local.end(), cpu)};
     }
     const Choice c = chosen[ordinal];
-    auto pin = std::make_unique<affinity::ThreadPin>(c.cpu, 5, c.cpu < 0 ? "the CPUs this process may use are unknown" : "");
+    auto pin =
+        std::make_unique<affinity::ThreadPin>(c.cpu, 5, c.cpu < 0 ? "the CPUs this process may use are unknown" : "");
     pin->numaLocal = c.local;
     return pin;
 }
@@ -314,7 +320,8 @@ json Comparison::toJson() const
     if (clockProbe.empty())
         j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", medianClockMhz}};
     else
-        j["sm_clock_mhz"] = {{"default", defaultClockMhz}, {"median", nullptr}, {ProtocolNames::Key::kReason, clockProbe}};
+        j["sm_clock_mhz"] = {
+            {"default", defaultClockMhz}, {"median", nullptr}, {ProtocolNames::Key::kReason, clockProbe}};
     return j;
 }
 

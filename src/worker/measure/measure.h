@@ -53,13 +53,14 @@ inline std::vector<int> checkedCalls(int set, int sets, int trials)
     return out;
 }
 
-struct Settings {
-    bool cuda = false;  ///< CUDA events on the legacy default stream; else the steady clock
+struct Settings
+{
+    bool cuda = false; ///< CUDA events on the legacy default stream; else the steady clock
     /// fixed or adaptive; its warmup (untimed calls first: cuDNN/cuBLAS handles, algorithm
     /// choice, caches) and trials (fixed: the timed calls; adaptive: the most pairs)
     Method method;
-    bool l2Flush = true;             ///< CUDA only: a buffer of twice the L2 size zeroed before each call
-    std::string statistic = "mean";  ///< "mean" or "median": what the speedup compares
+    bool l2Flush = true;            ///< CUDA only: a buffer of twice the L2 size zeroed before each call
+    std::string statistic = "mean"; ///< "mean" or "median": what the speedup compares
     /// Adaptive only: the reference samples of an earlier candidate under the same key, or null.
     /// When set and its key matches, only every kReuseStride-th pair times the reference; those
     /// fresh samples are pooled with the cached ones only while they agree (referenceAgrees),
@@ -84,7 +85,8 @@ inline constexpr double kRewarmAfterWaitMs = 1.0;
 inline constexpr int kReuseStride = 4;
 
 /// The times of one series of calls, in milliseconds.
-struct Samples {
+struct Samples
+{
     std::vector<double> ms;
     /// mean_ms, median_ms, std_ms (sample), min_ms, max_ms, trials; {} without samples.
     nlohmann::json toJson() const;
@@ -93,24 +95,26 @@ struct Samples {
 };
 
 /// The reference and the candidate, timed the same way (interleaved, or one after the other).
-struct Comparison {
+struct Comparison
+{
     Samples reference, candidate; ///< the samples kept (throttled ones dropped in the adaptive method)
-    std::string clock;  ///< "cuda_events" or "steady_clock"
-    std::string method; ///< "adaptive" or "fixed"
+    std::string clock;            ///< "cuda_events" or "steady_clock"
+    std::string method;           ///< "adaptive" or "fixed"
     StopReason stop = StopReason::None;
     std::optional<SpeedupInterval> interval; ///< of the mean ratio (delta method)
-    int throttled = 0;        ///< samples that ran below the throttle threshold (dropped in adaptive pairs)
+    int throttled = 0; ///< samples that ran below the throttle threshold (dropped in adaptive pairs)
     double defaultClockMhz = 0, medianClockMhz = 0; ///< 0: not measured
-    std::string clockProbe;   ///< why the SM clock was not measured, or ""
-    int referenceReused = 0;  ///< cached reference samples pooled in (0: none)
-    bool reuseRejected = false; ///< a cache was offered but its samples disagreed with fresh ones
-    double wallMs = 0;        ///< the timing loop's wall time (its warm-up included, quietWaitMs not)
-    double setupMs = 0;       ///< before the loop: the flush buffer, the clock probe, the CPU pin
-    double warmupMs = 0;      ///< the warm-up calls
-    int warmupPairs = 0;      ///< adaptive: the warm-up pairs run (at least warmup, and min_warmup_ms of them; rewarm included)
-    double quietWaitMs = 0;   ///< Settings::quiet's wait: neither in wallMs nor in the stopping rule's time
-    int rewarmPairs = 0;      ///< adaptive: untimed pairs run after that wait (kRewarmAfterWaitMs)
-    nlohmann::json cpu;       ///< where the loop's thread ran (cpuaffinity.h's ThreadPin), null on the CPU
+    std::string clockProbe;                         ///< why the SM clock was not measured, or ""
+    int referenceReused = 0;                        ///< cached reference samples pooled in (0: none)
+    bool reuseRejected = false;                     ///< a cache was offered but its samples disagreed with fresh ones
+    double wallMs = 0;   ///< the timing loop's wall time (its warm-up included, quietWaitMs not)
+    double setupMs = 0;  ///< before the loop: the flush buffer, the clock probe, the CPU pin
+    double warmupMs = 0; ///< the warm-up calls
+    int warmupPairs =
+        0; ///< adaptive: the warm-up pairs run (at least warmup, and min_warmup_ms of them; rewarm included)
+    double quietWaitMs = 0; ///< Settings::quiet's wait: neither in wallMs nor in the stopping rule's time
+    int rewarmPairs = 0;    ///< adaptive: untimed pairs run after that wait (kRewarmAfterWaitMs)
+    nlohmann::json cpu;     ///< where the loop's thread ran (cpuaffinity.h's ThreadPin), null on the CPU
     /// {"reference","candidate","clock","method","stop_reason","samples","throttled",
     ///  "speedup_interval",…}: the response's `timing`.
     nlohmann::json toJson() const;

@@ -12,7 +12,9 @@ using json = nlohmann::json;
 
 json Method::toJson() const
 {
-    json j = {{ProtocolNames::Key::kKind, kind}, {ProtocolNames::Field::kWarmup, warmup}, {ProtocolNames::Field::kTrials, trials}};
+    json j = {{ProtocolNames::Key::kKind, kind},
+              {ProtocolNames::Field::kWarmup, warmup},
+              {ProtocolNames::Field::kTrials, trials}};
     if (adaptive()) {
         j["min_samples"] = minSamples;
         j["min_warmup_ms"] = minWarmupMs;
@@ -31,9 +33,10 @@ json Method::toJson() const
 
 double tQuantile975(int df)
 {
-    static constexpr double kTable[] = {12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-                                        2.2010,  2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
-                                        2.0796,  2.0739, 2.0687, 2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423};
+    static constexpr double kTable[] = {12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060,
+                                        2.2622,  2.2281, 2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199,
+                                        2.1098,  2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639,
+                                        2.0595,  2.0555, 2.0518, 2.0484, 2.0452, 2.0423};
     if (df < 1)
         return std::numeric_limits<double>::infinity();
     if (df <= 30)
@@ -53,7 +56,11 @@ double SpeedupInterval::relativeHalfWidth() const
 json SpeedupInterval::toJson() const
 {
     const double half = relativeHalfWidth();
-    json j = {{ProtocolNames::Key::kValue, value}, {ProtocolNames::Key::kLow, low}, {ProtocolNames::Key::kHigh, high}, {ProtocolNames::Key::kLevel, 0.95}, {ProtocolNames::Key::kSamples, samples},
+    json j = {{ProtocolNames::Key::kValue, value},
+              {ProtocolNames::Key::kLow, low},
+              {ProtocolNames::Key::kHigh, high},
+              {ProtocolNames::Key::kLevel, 0.95},
+              {ProtocolNames::Key::kSamples, samples},
               {ProtocolNames::Key::kRelativeHalfWidth, std::isfinite(half) ? json(half) : json(nullptr)}};
     if (batches > 0) {
         const auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
@@ -178,7 +185,8 @@ const char* stopReasonName(StopReason r)
     return "";
 }
 
-StopReason stopRule(const Method& m, int pairs, double gpuMs, double wallMs, const std::optional<SpeedupInterval>& interval)
+StopReason stopRule(const Method& m, int pairs, double gpuMs, double wallMs,
+                    const std::optional<SpeedupInterval>& interval)
 {
     const int enough = std::min(m.minSamples, m.trials); // a cap below the minimum wins
     if (pairs >= enough && gpuMs >= m.minGpuMs && interval && interval->relativeHalfWidth() <= m.target)
@@ -195,12 +203,14 @@ bool throttled(double smClockMhz, double defaultClockMhz, double threshold)
     return smClockMhz > 0 && defaultClockMhz > 0 && smClockMhz < threshold * defaultClockMhz;
 }
 
-std::vector<Pair> keepUnthrottled(const std::vector<Pair>& pairs, double defaultClockMhz, double threshold, int* dropped)
+std::vector<Pair> keepUnthrottled(const std::vector<Pair>& pairs, double defaultClockMhz, double threshold,
+                                  int* dropped)
 {
     std::vector<Pair> kept;
     int n = 0;
     for (const Pair& p : pairs) {
-        if (throttled(p.referenceClockMhz, defaultClockMhz, threshold) || throttled(p.candidateClockMhz, defaultClockMhz, threshold))
+        if (throttled(p.referenceClockMhz, defaultClockMhz, threshold) ||
+            throttled(p.candidateClockMhz, defaultClockMhz, threshold))
             ++n;
         else
             kept.push_back(p);

@@ -68,7 +68,10 @@ nlohmann::json ProtocolProfile::toJson() const
             {ProtocolNames::Field::kTimingMethod, timing.toJson()},
             {ProtocolNames::Key::kTimingStat, statistic},
             {ProtocolNames::Key::kInputGenerator, "rand"},
-            {ProtocolNames::Key::kRangeTrial, rangeTrial ? json{{ProtocolNames::Key::kGenerator, "randn"}, {ProtocolNames::Key::kAtol, rangeTolerance}, {ProtocolNames::Key::kRtol, rangeTolerance}} : json(nullptr)},
+            {ProtocolNames::Key::kRangeTrial, rangeTrial ? json{{ProtocolNames::Key::kGenerator, "randn"},
+                                                                {ProtocolNames::Key::kAtol, rangeTolerance},
+                                                                {ProtocolNames::Key::kRtol, rangeTolerance}}
+                                                         : json(nullptr)},
             {ProtocolNames::Key::kGraphOptimize, false}};
 }
 

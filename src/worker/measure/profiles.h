@@ -13,7 +13,8 @@
 namespace kwb {
 
 /// A named set of evaluation settings, recorded with every result (ARCHITECTURE.md §6).
-struct ProtocolProfile {
+struct ProtocolProfile
+{
     std::string name;
     double atol = 1e-4;
     double rtol = 1e-4;

@@ -115,7 +115,10 @@ bool writeResponse(int fd, nlohmann::json response)
 nlohmann::json errorResponse(const nlohmann::json& id, const std::string& type, const std::string& code,
                              const std::string& message)
 {
-    return {{Field::kId, id}, {Field::kType, type}, {Key::kOk, false}, {Key::kError, {{Key::kCode, code}, {Key::kMessage, message}}}};
+    return {{Field::kId, id},
+            {Field::kType, type},
+            {Key::kOk, false},
+            {Key::kError, {{Key::kCode, code}, {Key::kMessage, message}}}};
 }
 
 bool nestedDeeperThan(const std::string& text, int maxDepth)
@@ -196,7 +199,8 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
         if (!(id.is_string() || id.is_number() || id.is_null()))
             return RequestProblem{"bad_request", "id must be a string, a number or null, not " + describeValue(id)};
         if (id.is_string() && id.get_ref<const std::string&>().size() > kMaxIdBytes)
-            return RequestProblem{"bad_request", "id is a string of " + std::to_string(id.get_ref<const std::string&>().size()) +
+            return RequestProblem{"bad_request", "id is a string of " +
+                                                     std::to_string(id.get_ref<const std::string&>().size()) +
                                                      " bytes; at most " + std::to_string(kMaxIdBytes) + " are echoed"};
     }
     if (request.contains(protocol::Field::kType) && request[protocol::Field::kType].is_string() &&
@@ -205,7 +209,8 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
     // Counts a request may set, with what a run can need; a count beyond is a mistake or an
     // attempt to hold the GPU (hours of trials) or memory (one set of outputs per trial).
     // The bounds are core/protocol/protocollimits.h's, which the client checks too.
-    struct Count {
+    struct Count
+    {
         const char* field;
         int lo, hi;
     };
@@ -216,8 +221,8 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request)
         {Field::kTrials, TrialLimits::Profile.min, TrialLimits::Profile.max}};
     for (const Count& c : kCounts) {
         if (request.contains(c.field) && !integerIn(request[c.field], c.lo, c.hi))
-            return RequestProblem{"bad_request", std::string(c.field) + " must be an integer from " + std::to_string(c.lo) +
-                                                     " to " + std::to_string(c.hi) + ", not " +
+            return RequestProblem{"bad_request", std::string(c.field) + " must be an integer from " +
+                                                     std::to_string(c.lo) + " to " + std::to_string(c.hi) + ", not " +
                                                      describeValue(request[c.field])};
     }
     return std::nullopt;

@@ -33,9 +33,13 @@ constexpr const char* kTrafficField = Key::kTraffic;
 
 /// Reads one '\n'-terminated line from a file descriptor. Returns nullopt at EOF.
 /// A line longer than maxBytes is consumed up to its end and reported through *tooLong.
-class LineReader {
+class LineReader
+{
 public:
-    explicit LineReader(int fd, std::size_t maxBytes = kMaxLineBytes) : m_fd(fd), m_max(maxBytes) {}
+    explicit LineReader(int fd, std::size_t maxBytes = kMaxLineBytes)
+        : m_fd(fd)
+        , m_max(maxBytes)
+    {}
     std::optional<std::string> next(bool* tooLong);
 
 private:
@@ -73,7 +77,8 @@ nlohmann::json echoedId(const nlohmann::json& request);
 std::string echoedType(const nlohmann::json& request);
 
 /// What a request-level check reports before any work: the error code and message.
-struct RequestProblem {
+struct RequestProblem
+{
     std::string code, message;
 };
 
@@ -89,9 +94,10 @@ std::optional<RequestProblem> checkRequest(const nlohmann::json& request);
 /// request type takes those of `allowed` (DeviceForm bits). Anything else throws
 /// std::invalid_argument (a bad_request) naming the value and the forms allowed.
 enum DeviceForm : unsigned { kDeviceCuda = 1, kDeviceCpu = 2, kDeviceNone = 4 };
-struct Device {
+struct Device
+{
     enum Kind { Absent, Cuda, Cpu, None } kind = Absent;
-    int ordinal = 0;  // Cuda: N of "cuda:N", 0 for "cuda"
+    int ordinal = 0; // Cuda: N of "cuda:N", 0 for "cuda"
 };
 Device parseDevice(const nlohmann::json& request, unsigned allowed, int cudaDeviceCount);
 

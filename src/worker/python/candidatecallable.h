@@ -17,7 +17,8 @@ struct Function;
 
 namespace kwb {
 
-class CandidateCallable {
+class CandidateCallable
+{
 public:
     virtual ~CandidateCallable() = default;
     /// Takes one call's arguments (the task's inputs, then the parameter dict) outside any timer,
@@ -37,12 +38,13 @@ std::unique_ptr<CandidateCallable> nativeCallable(torch::jit::Function& forward)
 
 /// A KernelBench-format answer loaded: its module run (extensions built or taken from the cache),
 /// ModelNew(*init_inputs) built after seeding, on `device` ("cpu" or "cuda").
-struct KernelBenchModel {
-    std::unique_ptr<CandidateCallable> callable;  // null when the load failed
+struct KernelBenchModel
+{
+    std::unique_ptr<CandidateCallable> callable; // null when the load failed
     /// On failure: {"status","stage","message","code","line","detail"} (kernelbench_host.py's AnswerError).
     nlohmann::json error;
-    nlohmann::json builds = nlohmann::json::array();      // [{name,key,build_dir,cached,ms,with_cuda}]
-    nlohmann::json parameters = nlohmann::json::array();  // [[name, shape, is_buffer]] of the model
+    nlohmann::json builds = nlohmann::json::array();     // [{name,key,build_dir,cached,ms,with_cuda}]
+    nlohmann::json parameters = nlohmann::json::array(); // [[name, shape, is_buffer]] of the model
 };
 /// The reference of a KernelBench-only task (Task::referencePython: KernelBench's problem file),
 /// run in the embedded interpreter: Model(*get_init_inputs()) made as KernelBench makes it, after
@@ -61,4 +63,4 @@ std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t s
 KernelBenchModel loadKernelBenchModel(const std::string& source, const nlohmann::json& initInputs, uint64_t seed,
                                       const std::string& device, const std::string& arch);
 
-}  // namespace kwb
+} // namespace kwb

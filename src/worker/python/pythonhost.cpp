@@ -26,22 +26,29 @@ namespace {
 std::string g_nativeCodeRefusal;
 }
 
-void refuseNativeCode(const std::string& why) {
-    g_nativeCodeRefusal = "no OS sandbox here (" + why +
-                          "): a KernelBench-format answer runs native host code (its load_inline extension), which only "
-                          "the OS sandbox contains; evaluate it where bubblewrap works, or pass --no-os-sandbox to run "
-                          "it without one";
+void refuseNativeCode(const std::string& why)
+{
+    g_nativeCodeRefusal =
+        "no OS sandbox here (" + why +
+        "): a KernelBench-format answer runs native host code (its load_inline extension), which only "
+        "the OS sandbox contains; evaluate it where bubblewrap works, or pass --no-os-sandbox to run "
+        "it without one";
 }
 
-std::string nativeCodeRefusal() { return g_nativeCodeRefusal; }
+std::string nativeCodeRefusal()
+{
+    return g_nativeCodeRefusal;
+}
 
-std::string extensionCacheDir() {
-    if (const char* env = std::getenv("KWB_EXTENSION_CACHE"); env && *env) return env;
+std::string extensionCacheDir()
+{
+    if (const char* env = std::getenv("KWB_EXTENSION_CACHE"); env && *env)
+        return env;
     const char* tmp = std::getenv("TMPDIR");
     return std::string(tmp && *tmp ? tmp : "/tmp") + "/kwb-extensions";
 }
 
-}  // namespace python
+} // namespace python
 
 #ifndef KWB_WITH_PYTHON
 
@@ -50,18 +57,36 @@ constexpr const char* kNoPython =
     "this kwb-worker was built without Python (KWB_WORKER_PYTHON off, or no Python whose torch is its libtorch), "
     "so KernelBench-format answers (class ModelNew with load_inline) cannot be evaluated; answer in the native "
     "format (docs/candidate-format.md) or use a worker built with Python";
-bool available(std::string* why) {
-    if (why) *why = kNoPython;
+bool available(std::string* why)
+{
+    if (why)
+        *why = kNoPython;
     return false;
 }
-json checkSource(const std::string&) { throw std::runtime_error(kNoPython); }
-json build(const std::string&, const std::string&) { throw std::runtime_error(kNoPython); }
-std::string takeError() { return {}; }
-int runBuildBroker(const std::string&) { throw std::runtime_error(kNoPython); }
-int buildExtension(const std::string&, const std::string&) { throw std::runtime_error(kNoPython); }
-}  // namespace python
+json checkSource(const std::string&)
+{
+    throw std::runtime_error(kNoPython);
+}
+json build(const std::string&, const std::string&)
+{
+    throw std::runtime_error(kNoPython);
+}
+std::string takeError()
+{
+    return {};
+}
+int runBuildBroker(const std::string&)
+{
+    throw std::runtime_error(kNoPython);
+}
+int buildExtension(const std::string&, const std::string&)
+{
+    throw std::runtime_error(kNoPython);
+}
+} // namespace python
 
-KernelBenchModel loadKernelBenchModel(const std::string&, const json&, uint64_t, const std::string&, const std::string&) {
+KernelBenchModel loadKernelBenchModel(const std::string&, const json&, uint64_t, const std::string&, const std::string&)
+{
     throw std::runtime_error(python::kNoPython);
 }
 KernelBenchReference loadKernelBenchReference(const std::string&, uint64_t, const std::string&)
@@ -85,15 +110,23 @@ const char* const kExtensionCacheSource =
     ;
 
 /// Owns one reference.
-struct Ref {
+struct Ref
+{
     PyObject* p = nullptr;
     Ref() = default;
-    explicit Ref(PyObject* o) : p(o) {}
+    explicit Ref(PyObject* o)
+        : p(o)
+    {}
     Ref(const Ref&) = delete;
     Ref& operator=(const Ref&) = delete;
-    Ref(Ref&& o) noexcept : p(o.p) { o.p = nullptr; }
+    Ref(Ref&& o) noexcept
+        : p(o.p)
+    {
+        o.p = nullptr;
+    }
     ~Ref() { Py_XDECREF(p); }
-    PyObject* release() {
+    PyObject* release()
+    {
         PyObject* r = p;
         p = nullptr;
         return r;
@@ -101,11 +134,13 @@ struct Ref {
     explicit operator bool() const { return p != nullptr; }
 };
 
-PyObject* g_host = nullptr;  // the _kwb_host module
+PyObject* g_host = nullptr; // the _kwb_host module
 std::string g_startError;
 
-std::string pyString(PyObject* o) {
-    if (!o) return {};
+std::string pyString(PyObject* o)
+{
+    if (!o)
+        return {};
     Ref s(PyObject_Str(o));
     if (!s) {
         PyErr_Clear();
@@ -118,10 +153,11 @@ std::string pyString(PyObject* o) {
 /// Starts the interpreter once: named after the Python found at configure time (so sys.prefix and
 /// site-packages are that Python's, where its torch lives), no signal handlers of its own (the
 /// worker's SIGINT/SIGTERM stay the worker's), then kernelbench_host.py as _kwb_host.
-PyObject* g_extensions = nullptr;  // the _kwb_extensions module (extension_cache.py)
+PyObject* g_extensions = nullptr; // the _kwb_extensions module (extension_cache.py)
 
 /// The interpreter and extension_cache.py as _kwb_extensions, without torch (the build broker).
-bool startInterpreter() {
+bool startInterpreter()
+{
     static std::once_flag once;
     std::call_once(once, [] {
         PyConfig config;
@@ -130,59 +166,77 @@ bool startInterpreter() {
         config.parse_argv = 0;
         config.buffered_stdio = 0;
         PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, KWB_PYTHON_EXECUTABLE);
-        if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+        if (!PyStatus_Exception(st))
+            st = Py_InitializeFromConfig(&config);
         PyConfig_Clear(&config);
         if (PyStatus_Exception(st)) {
             g_startError = std::string("the embedded Python did not start: ") + (st.err_msg ? st.err_msg : "?");
             return;
         }
         Ref code(Py_CompileString(kExtensionCacheSource, "extension_cache.py", Py_file_input));
-        if (code) g_extensions = PyImport_ExecCodeModule("_kwb_extensions", code.p);
-        if (!g_extensions) g_startError = "extension_cache.py did not load: " + python::takeError();
+        if (code)
+            g_extensions = PyImport_ExecCodeModule("_kwb_extensions", code.p);
+        if (!g_extensions)
+            g_startError = "extension_cache.py did not load: " + python::takeError();
     });
     return g_extensions != nullptr;
 }
 
 /// Then kernelbench_host.py as _kwb_host (imports torch).
-bool start() {
+bool start()
+{
     static std::once_flag once;
     std::call_once(once, [] {
-        if (!startInterpreter()) return;
+        if (!startInterpreter())
+            return;
         Ref code(Py_CompileString(kHostSource, "kernelbench_host.py", Py_file_input));
-        if (code) g_host = PyImport_ExecCodeModule("_kwb_host", code.p);
-        if (!g_host) g_startError = "kernelbench_host.py did not load: " + python::takeError();
+        if (code)
+            g_host = PyImport_ExecCodeModule("_kwb_host", code.p);
+        if (!g_host)
+            g_startError = "kernelbench_host.py did not load: " + python::takeError();
     });
     return g_host != nullptr;
 }
 
 /// _kwb_host.<fn>(args...) with new references given; throws with Python's message on an exception.
-Ref callHost(const char* fn, std::initializer_list<PyObject*> args) {
-    if (!start()) throw std::runtime_error(g_startError);
+Ref callHost(const char* fn, std::initializer_list<PyObject*> args)
+{
+    if (!start())
+        throw std::runtime_error(g_startError);
     Ref tuple(PyTuple_New(Py_ssize_t(args.size())));
     Py_ssize_t i = 0;
     for (PyObject* a : args) {
-        if (!a) throw std::runtime_error("embedded Python: " + python::takeError());
+        if (!a)
+            throw std::runtime_error("embedded Python: " + python::takeError());
         PyTuple_SET_ITEM(tuple.p, i++, a);
     }
     Ref f(PyObject_GetAttrString(g_host, fn));
     Ref out(f ? PyObject_Call(f.p, tuple.p, nullptr) : nullptr);
-    if (!out) throw std::runtime_error(python::takeError());
+    if (!out)
+        throw std::runtime_error(python::takeError());
     return out;
 }
 
-PyObject* str(const std::string& s) { return PyUnicode_FromStringAndSize(s.data(), Py_ssize_t(s.size())); }
+PyObject* str(const std::string& s)
+{
+    return PyUnicode_FromStringAndSize(s.data(), Py_ssize_t(s.size()));
+}
 
-json jsonResult(Ref r) {
+json jsonResult(Ref r)
+{
     const char* c = PyUnicode_AsUTF8(r.p);
-    if (!c) throw std::runtime_error(python::takeError());
+    if (!c)
+        throw std::runtime_error(python::takeError());
     return json::parse(c);
 }
 
-void capsuleDestructor(PyObject* capsule) {
+void capsuleDestructor(PyObject* capsule)
+{
     // Still named "dltensor": never consumed, so the tensor it holds is ours to release.
     if (PyCapsule_IsValid(capsule, "dltensor")) {
         auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-        if (m && m->deleter) m->deleter(m);
+        if (m && m->deleter)
+            m->deleter(m);
     }
 }
 
@@ -190,7 +244,8 @@ void capsuleDestructor(PyObject* capsule) {
 // a tuple tagged "bool" (kernelbench_host.py's _to_capsule and _from_capsule).
 constexpr const char* kBoolTag = "bool";
 
-PyObject* toPython(const c10::IValue& v) {
+PyObject* toPython(const c10::IValue& v)
+{
     if (v.isTensor()) {
         const at::Tensor& t = v.toTensor();
         if (t.scalar_type() == at::kBool)
@@ -198,16 +253,21 @@ PyObject* toPython(const c10::IValue& v) {
                                  kBoolTag);
         return PyCapsule_New(at::toDLPack(t), "dltensor", capsuleDestructor);
     }
-    if (v.isDouble()) return PyFloat_FromDouble(v.toDouble());
-    if (v.isInt()) return PyLong_FromLongLong(v.toInt());
-    if (v.isBool()) return PyBool_FromLong(v.toBool());
+    if (v.isDouble())
+        return PyFloat_FromDouble(v.toDouble());
+    if (v.isInt())
+        return PyLong_FromLongLong(v.toInt());
+    if (v.isBool())
+        return PyBool_FromLong(v.toBool());
     throw std::invalid_argument(std::string("cannot pass a ") + v.tagKind() + " to ModelNew.forward");
 }
 
-at::Tensor fromCapsule(PyObject* capsule) {
+at::Tensor fromCapsule(PyObject* capsule)
+{
     auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
-    if (!m) throw std::runtime_error("embedded Python: forward's output is not a DLPack capsule");
-    at::Tensor t = at::fromDLPack(m);  // owns m now
+    if (!m)
+        throw std::runtime_error("embedded Python: forward's output is not a DLPack capsule");
+    at::Tensor t = at::fromDLPack(m); // owns m now
     PyCapsule_SetName(capsule, "used_dltensor");
     return t;
 }
@@ -228,10 +288,14 @@ c10::IValue fromPython(PyObject* o)
     throw std::runtime_error("embedded Python: a value that is neither a tensor nor a number");
 }
 
-class KernelBenchCallable final : public CandidateCallable {
+class KernelBenchCallable final : public CandidateCallable
+{
 public:
-    explicit KernelBenchCallable(long handle) : m_handle(handle) {}
-    ~KernelBenchCallable() override {
+    explicit KernelBenchCallable(long handle)
+        : m_handle(handle)
+    {}
+    ~KernelBenchCallable() override
+    {
         try {
             callHost("release", {PyLong_FromLong(m_handle)});
         } catch (const std::exception&) {
@@ -239,11 +303,13 @@ public:
     }
     void keepOwnWeights() override { m_ownWeights = true; }
     void seedEachCall(uint64_t seed) override { m_seed = seed; }
-    std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override {
+    std::function<c10::IValue()> bind(std::vector<c10::IValue> args) override
+    {
         Ref list(PyList_New(0)), params(PyDict_New());
         for (const auto& a : args) {
             if (a.isGenericDict()) {
-                if (m_ownWeights) continue;
+                if (m_ownWeights)
+                    continue;
                 for (const auto& e : a.toGenericDict()) {
                     Ref value(toPython(e.value()));
                     PyDict_SetItemString(params.p, e.key().toStringRef().c_str(), value.p);
@@ -268,18 +334,23 @@ private:
     std::optional<uint64_t> m_seed;
 };
 
-}  // namespace
+} // namespace
 
 namespace python {
 
-bool available(std::string* why) {
-    if (start()) return true;
-    if (why) *why = g_startError;
+bool available(std::string* why)
+{
+    if (start())
+        return true;
+    if (why)
+        *why = g_startError;
     return false;
 }
 
-std::string takeError() {
-    if (!PyErr_Occurred()) return {};
+std::string takeError()
+{
+    if (!PyErr_Occurred())
+        return {};
     PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
@@ -296,42 +367,55 @@ std::string takeError() {
         Ref file(code ? PyObject_GetAttrString(code.p, "co_filename") : nullptr);
         if (file && pyString(file.p) == "<answer>") {
             Ref ln(PyObject_GetAttrString(cur, "tb_lineno"));
-            if (ln) line = int(PyLong_AsLong(ln.p));
+            if (ln)
+                line = int(PyLong_AsLong(ln.p));
         }
         Ref next(PyObject_GetAttrString(cur, "tb_next"));
-        if (!next) break;
-        cur = next.p;  // kept alive by the chain from b
+        if (!next)
+            break;
+        cur = next.p; // kept alive by the chain from b
     }
     PyErr_Clear();
-    if (line > 0) msg += " (answer line " + std::to_string(line) + ")";
+    if (line > 0)
+        msg += " (answer line " + std::to_string(line) + ")";
     return msg;
 }
 
-int runBuildBroker(const std::string& configPath) {
-    if (!startInterpreter()) throw std::runtime_error(g_startError);
+int runBuildBroker(const std::string& configPath)
+{
+    if (!startInterpreter())
+        throw std::runtime_error(g_startError);
     Ref f(PyObject_GetAttrString(g_extensions, "serve_broker"));
     Ref out(f ? PyObject_CallFunction(f.p, "s", configPath.c_str()) : nullptr);
-    if (!out) throw std::runtime_error(python::takeError());
+    if (!out)
+        throw std::runtime_error(python::takeError());
     return 0;
 }
 
-int buildExtension(const std::string& requestPath, const std::string& outDir) {
-    if (!startInterpreter()) throw std::runtime_error(g_startError);
+int buildExtension(const std::string& requestPath, const std::string& outDir)
+{
+    if (!startInterpreter())
+        throw std::runtime_error(g_startError);
     Ref f(PyObject_GetAttrString(g_extensions, "build_extension"));
     Ref out(f ? PyObject_CallFunction(f.p, "ss", requestPath.c_str(), outDir.c_str()) : nullptr);
-    if (!out) throw std::runtime_error(python::takeError());
+    if (!out)
+        throw std::runtime_error(python::takeError());
     return int(PyLong_AsLong(out.p));
 }
 
-json checkSource(const std::string& source) { return jsonResult(callHost("check_json", {str(source)})); }
+json checkSource(const std::string& source)
+{
+    return jsonResult(callHost("check_json", {str(source)}));
+}
 
-json build(const std::string& source, const std::string& arch) {
+json build(const std::string& source, const std::string& arch)
+{
     std::filesystem::create_directories(extensionCacheDir());
     callHost("configure", {str(extensionCacheDir()), str(arch)});
     return jsonResult(callHost("build_json", {str(source)}));
 }
 
-}  // namespace python
+} // namespace python
 
 KernelBenchReference loadKernelBenchReference(const std::string& source, uint64_t seed, const std::string& device)
 {
@@ -356,11 +440,12 @@ std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t s
 }
 
 KernelBenchModel loadKernelBenchModel(const std::string& source, const json& initInputs, uint64_t seed,
-                                      const std::string& device, const std::string& arch) {
+                                      const std::string& device, const std::string& arch)
+{
     std::filesystem::create_directories(python::extensionCacheDir());
     callHost("configure", {str(python::extensionCacheDir()), str(arch)});
-    json r = jsonResult(callHost("load_model_json", {str(source), str(initInputs.dump()),
-                                                     PyLong_FromUnsignedLongLong(seed), str(device)}));
+    json r = jsonResult(callHost(
+        "load_model_json", {str(source), str(initInputs.dump()), PyLong_FromUnsignedLongLong(seed), str(device)}));
     KernelBenchModel m;
     if (!r.value("ok", false)) {
         r.erase("ok");
@@ -377,4 +462,4 @@ KernelBenchModel loadKernelBenchModel(const std::string& source, const json& ini
 
 #endif
 
-}  // namespace kwb
+} // namespace kwb

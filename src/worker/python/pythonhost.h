@@ -41,4 +41,4 @@ int buildExtension(const std::string& requestPath, const std::string& outDir);
 /// The Python error being handled, as "Type: message (answer line N)", cleared; "" if none.
 std::string takeError();
 
-}  // namespace kwb::python
+} // namespace kwb::python

@@ -1,7 +1,7 @@
 #include "worker/python/scripthost.h"
 
-#include "worker/device/cudadriver.h"
 #include "worker/answers/sourcecheck.h"
+#include "worker/device/cudadriver.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/frontend/lexer.h>
@@ -14,11 +14,11 @@
 
 #include <pthread.h>
 
+#include <cctype>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <mutex>
-#include <cctype>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -88,7 +88,8 @@ jit::CompilationUnit& functionalPrelude()
     return *cu;
 }
 
-struct FunctionalNamespace : jit::SugaredValue {
+struct FunctionalNamespace : jit::SugaredValue
+{
     std::string kind() const override { return "torch.nn.functional"; }
     std::shared_ptr<jit::SugaredValue> attr(const jit::SourceRange& loc, jit::GraphFunction& m,
                                             const std::string& field) override
@@ -99,7 +100,8 @@ struct FunctionalNamespace : jit::SugaredValue {
     }
 };
 
-struct NnNamespace : jit::SugaredValue {
+struct NnNamespace : jit::SugaredValue
+{
     std::string kind() const override { return "torch.nn"; }
     std::shared_ptr<jit::SugaredValue> attr(const jit::SourceRange& loc, jit::GraphFunction&,
                                             const std::string& field) override
@@ -116,14 +118,15 @@ struct NnNamespace : jit::SugaredValue {
 const std::unordered_map<std::string, c10::ScalarType>& dtypeNames()
 {
     static const std::unordered_map<std::string, c10::ScalarType> names = {
-        {"float32", at::kFloat}, {"float", at::kFloat},   {"float16", at::kHalf},  {"half", at::kHalf},
+        {"float32", at::kFloat},     {"float", at::kFloat},    {"float16", at::kHalf},  {"half", at::kHalf},
         {"bfloat16", at::kBFloat16}, {"float64", at::kDouble}, {"double", at::kDouble}, {"int32", at::kInt},
-        {"int", at::kInt},       {"int64", at::kLong},    {"long", at::kLong},     {"int16", at::kShort},
-        {"int8", at::kChar},     {"uint8", at::kByte},    {"bool", at::kBool}};
+        {"int", at::kInt},           {"int64", at::kLong},     {"long", at::kLong},     {"int16", at::kShort},
+        {"int8", at::kChar},         {"uint8", at::kByte},     {"bool", at::kBool}};
     return names;
 }
 
-struct TorchNamespace : jit::SugaredValue {
+struct TorchNamespace : jit::SugaredValue
+{
     std::string kind() const override { return "torch"; }
     std::shared_ptr<jit::SugaredValue> attr(const jit::SourceRange& loc, jit::GraphFunction& m,
                                             const std::string& field) override
@@ -131,13 +134,13 @@ struct TorchNamespace : jit::SugaredValue {
         if (field == "nn")
             return std::make_shared<NnNamespace>();
         if (auto it = dtypeNames().find(field); it != dtypeNames().end())
-            return std::make_shared<jit::SimpleValue>(
-                m.graph()->insertConstant(static_cast<int64_t>(it->second), loc));
+            return std::make_shared<jit::SimpleValue>(m.graph()->insertConstant(static_cast<int64_t>(it->second), loc));
         return std::make_shared<jit::BuiltinModule>("aten")->attr(loc, m, field);
     }
 };
 
-struct KbResolver : jit::Resolver {
+struct KbResolver : jit::Resolver
+{
     std::shared_ptr<jit::SugaredValue> resolveValue(const std::string& name, jit::GraphFunction& m,
                                                     const jit::SourceRange& loc) override
     {
@@ -231,13 +234,13 @@ void launchFromStack(jit::Stack& stack, bool withShared)
     stack.erase(stack.end() - n, stack.end());
 
     const std::string name = args.at(0).toStringRef();
-    TORCH_CHECK(g_launch && g_launch->module,
-                "kb.launch(\"", name, "\"): no compiled CUDA module is loaded (the answer has no cuda block, "
+    TORCH_CHECK(g_launch && g_launch->module, "kb.launch(\"", name,
+                "\"): no compiled CUDA module is loaded (the answer has no cuda block, "
                 "or this code runs without a GPU)");
     const auto grid = dims3(args.at(1), "grid", name);
     const auto block = dims3(args.at(2), "block", name);
-    TORCH_CHECK(grid[0] < (int64_t(1) << 31) && grid[1] < 65536 && grid[2] < 65536, "kb.launch(\"", name,
-                "\"): grid [", grid[0], ", ", grid[1], ", ", grid[2], "] exceeds [2^31-1, 65535, 65535]");
+    TORCH_CHECK(grid[0] < (int64_t(1) << 31) && grid[1] < 65536 && grid[2] < 65536, "kb.launch(\"", name, "\"): grid [",
+                grid[0], ", ", grid[1], ", ", grid[2], "] exceeds [2^31-1, 65535, 65535]");
     TORCH_CHECK(block[0] * block[1] * block[2] <= 1024 && block[2] <= 64, "kb.launch(\"", name, "\"): block [",
                 block[0], ", ", block[1], ", ", block[2], "] exceeds 1024 threads (z at most 64)");
     std::size_t first = 3;
@@ -260,8 +263,8 @@ void launchFromStack(jit::Stack& stack, bool withShared)
         TORCH_CHECK(false, "kb.launch(\"", name, "\"): ", err);
     }
     const std::size_t given = args.size() - first;
-    TORCH_CHECK(given == sizes.size(), "kb.launch(\"", name, "\"): the kernel takes ", sizes.size(),
-                " arguments, ", given, " given");
+    TORCH_CHECK(given == sizes.size(), "kb.launch(\"", name, "\"): the kernel takes ", sizes.size(), " arguments, ",
+                given, " given");
     std::vector<std::vector<char>> buffers(given);
     for (std::size_t i = 0; i < given; ++i)
         packArgument(args[first + i], sizes[i], i, name, buffers[i]);
@@ -315,11 +318,22 @@ const std::unordered_set<std::string>& allowedOps()
 {
     static const std::unordered_set<std::string> allowed = [] {
         std::unordered_set<std::string> s;
-        const char* prim[] = {"Constant", "ListConstruct", "ListUnpack", "TupleConstruct", "TupleUnpack",
-                              "TupleIndex", "DictConstruct", "If", "Loop", "RaiseException", "Uninitialized",
-                              "unchecked_cast", "NumToTensor", "device", "dtype", "layout", "is_cuda", "min",
-                              "max", "abs", "shape", "data", "isinstance", "Return", "Param", "AutogradZero",
-                              "grad", "requires_grad", "str", "TupleSlice", "StringIndex", "type"};
+        const char* prim[] = {"Constant",      "ListConstruct",
+                              "ListUnpack",    "TupleConstruct",
+                              "TupleUnpack",   "TupleIndex",
+                              "DictConstruct", "If",
+                              "Loop",          "RaiseException",
+                              "Uninitialized", "unchecked_cast",
+                              "NumToTensor",   "device",
+                              "dtype",         "layout",
+                              "is_cuda",       "min",
+                              "max",           "abs",
+                              "shape",         "data",
+                              "isinstance",    "Return",
+                              "Param",         "AutogradZero",
+                              "grad",          "requires_grad",
+                              "str",           "TupleSlice",
+                              "StringIndex",   "type"};
         for (const char* n : prim)
             s.insert(std::string("prim::") + n);
         // aten: tensor math, shapes, creation without RNG, and the scalar/list/str/dict builtins that
@@ -327,68 +341,63 @@ const std::unordered_set<std::string>& allowedOps()
         // timers or the console.
         const char* aten[] = {
             // scalar, list, str, dict builtins
-            "add", "sub", "mul", "div", "floordiv", "remainder", "neg", "pow", "eq", "ne", "lt", "le", "gt",
-            "ge", "__and__", "__or__", "__xor__", "__not__", "__is__", "__isnot__", "__contains__",
-            "__getitem__", "_set_item", "__range_length", "__derive_index", "__round_to_zero_floordiv",
-            "Int", "Float", "Bool", "ScalarImplicit", "IntImplicit", "FloatImplicit", "len", "append",
-            "extend", "insert", "pop", "list", "copy", "keys", "values", "items", "get", "dict",
-            "setdefault", "format", "str", "join", "split", "slice", "sorted", "sort", "reverse",
-            "index", "count", "clear", "mathremainder", "floor", "ceil", "sqrt", "exp", "log", "log10",
-            "log1p", "fabs", "abs", "gcd", "factorial", "isnan", "isinf", "isfinite", "trunc", "round",
-            "min", "max", "sum", "any", "all", "size", "dim", "numel", "stride", "element_size",
-            "is_contiguous", "item", "tolist", "device", "dtype", "is_floating_point", "__interpolate",
-            "modf", "frexp", "copysign", "hypot", "degrees", "radians", "atan2", "fmod", "lower",
-            "upper", "startswith", "endswith", "strip", "replace", "find", "__upsample",
+            "add", "sub", "mul", "div", "floordiv", "remainder", "neg", "pow", "eq", "ne", "lt", "le", "gt", "ge",
+            "__and__", "__or__", "__xor__", "__not__", "__is__", "__isnot__", "__contains__", "__getitem__",
+            "_set_item", "__range_length", "__derive_index", "__round_to_zero_floordiv", "Int", "Float", "Bool",
+            "ScalarImplicit", "IntImplicit", "FloatImplicit", "len", "append", "extend", "insert", "pop", "list",
+            "copy", "keys", "values", "items", "get", "dict", "setdefault", "format", "str", "join", "split", "slice",
+            "sorted", "sort", "reverse", "index", "count", "clear", "mathremainder", "floor", "ceil", "sqrt", "exp",
+            "log", "log10", "log1p", "fabs", "abs", "gcd", "factorial", "isnan", "isinf", "isfinite", "trunc", "round",
+            "min", "max", "sum", "any", "all", "size", "dim", "numel", "stride", "element_size", "is_contiguous",
+            "item", "tolist", "device", "dtype", "is_floating_point", "__interpolate", "modf", "frexp", "copysign",
+            "hypot", "degrees", "radians", "atan2", "fmod", "lower", "upper", "startswith", "endswith", "strip",
+            "replace", "find", "__upsample",
             // elementwise
-            "abs_", "acos", "asin", "atan", "cos", "cosh", "sin", "sinh", "tan", "tanh", "tanh_", "erf",
-            "erfc", "erfinv", "exp2", "expm1", "exp_", "log2", "log_", "frac", "reciprocal",
-            "rsqrt", "sigmoid", "sigmoid_", "sign", "sgn", "square", "relu", "relu_", "relu6", "gelu",
-            "silu", "mish", "softplus", "elu", "selu", "celu", "leaky_relu", "leaky_relu_", "hardtanh",
-            "hardtanh_", "hardsigmoid", "hardswish", "hardshrink", "softshrink", "log_sigmoid",
-            "threshold", "threshold_", "clamp", "clamp_", "clamp_min", "clamp_max", "clip", "nan_to_num",
-            "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-            "bitwise_xor", "bitwise_not", "add_", "sub_", "mul_", "div_", "pow_", "true_divide",
-            "floor_divide", "rsub", "maximum", "minimum", "fmax", "fmin", "where", "lerp", "addcmul",
-            "addcdiv", "masked_fill", "masked_fill_", "neg_", "sqrt_", "floor_", "ceil_", "round_",
-            "erf_", "prelu", "glu", "logit", "xlogy", "heaviside", "eq_", "ne_",
+            "abs_", "acos", "asin", "atan", "cos", "cosh", "sin", "sinh", "tan", "tanh", "tanh_", "erf", "erfc",
+            "erfinv", "exp2", "expm1", "exp_", "log2", "log_", "frac", "reciprocal", "rsqrt", "sigmoid", "sigmoid_",
+            "sign", "sgn", "square", "relu", "relu_", "relu6", "gelu", "silu", "mish", "softplus", "elu", "selu",
+            "celu", "leaky_relu", "leaky_relu_", "hardtanh", "hardtanh_", "hardsigmoid", "hardswish", "hardshrink",
+            "softshrink", "log_sigmoid", "threshold", "threshold_", "clamp", "clamp_", "clamp_min", "clamp_max", "clip",
+            "nan_to_num", "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+            "bitwise_xor", "bitwise_not", "add_", "sub_", "mul_", "div_", "pow_", "true_divide", "floor_divide", "rsub",
+            "maximum", "minimum", "fmax", "fmin", "where", "lerp", "addcmul", "addcdiv", "masked_fill", "masked_fill_",
+            "neg_", "sqrt_", "floor_", "ceil_", "round_", "erf_", "prelu", "glu", "logit", "xlogy", "heaviside", "eq_",
+            "ne_",
             // reductions
-            "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "var", "std", "var_mean",
-            "std_mean", "norm", "frobenius_norm", "cumsum", "cumprod", "softmax", "log_softmax",
-            "_softmax", "topk", "argsort", "median", "nansum", "aminmax", "cummax", "cummin",
-            "linalg_vector_norm", "count_nonzero",
+            "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp", "var", "std", "var_mean", "std_mean",
+            "norm", "frobenius_norm", "cumsum", "cumprod", "softmax", "log_softmax", "_softmax", "topk", "argsort",
+            "median", "nansum", "aminmax", "cummax", "cummin", "linalg_vector_norm", "count_nonzero",
             // linear algebra
-            "matmul", "mm", "bmm", "addmm", "addmm_", "addbmm", "baddbmm", "linear", "t", "einsum", "dot",
-            "mv", "addmv", "outer", "ger", "tensordot", "bilinear", "cosine_similarity",
+            "matmul", "mm", "bmm", "addmm", "addmm_", "addbmm", "baddbmm", "linear", "t", "einsum", "dot", "mv",
+            "addmv", "outer", "ger", "tensordot", "bilinear", "cosine_similarity",
             // nn
-            "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-            "convolution", "_convolution", "batch_norm", "layer_norm", "group_norm", "instance_norm",
-            "native_batch_norm", "native_layer_norm", "max_pool1d", "max_pool2d", "max_pool3d",
-            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d",
-            "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-            "adaptive_avg_pool3d", "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-            "dropout", "feature_dropout", "embedding", "pad", "constant_pad_nd", "reflection_pad1d",
-            "reflection_pad2d", "replication_pad1d", "replication_pad2d", "replication_pad3d",
-            "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_bilinear2d",
-            "upsample_trilinear3d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "one_hot",
-            "pairwise_distance", "cdist", "softmin", "hinge_embedding_loss", "mse_loss", "l1_loss",
+            "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution",
+            "_convolution", "batch_norm", "layer_norm", "group_norm", "instance_norm", "native_batch_norm",
+            "native_layer_norm", "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
+            "max_pool2d_with_indices", "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "adaptive_max_pool3d", "dropout", "feature_dropout", "embedding", "pad",
+            "constant_pad_nd", "reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d",
+            "replication_pad3d", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+            "upsample_bilinear2d", "upsample_trilinear3d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
+            "one_hot", "pairwise_distance", "cdist", "softmin", "hinge_embedding_loss", "mse_loss", "l1_loss",
             "scaled_dot_product_attention",
             // shapes and views
-            "view", "reshape", "flatten", "unflatten", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_",
-            "permute", "transpose", "transpose_", "contiguous", "expand", "expand_as", "repeat",
-            "repeat_interleave", "narrow", "select", "index_select", "gather", "scatter", "scatter_",
-            "scatter_add", "scatter_add_", "index_add", "index_add_", "index_put", "index_put_",
-            "index_copy", "index_fill", "masked_select", "masked_scatter", "take", "cat", "concat",
-            "stack", "hstack", "vstack", "chunk", "unbind", "tensor_split", "split_with_sizes",
-            "view_as", "reshape_as", "flip", "roll", "movedim", "moveaxis", "swapaxes", "diagonal",
-            "diag", "tril", "triu", "unfold", "as_strided", "broadcast_to", "broadcast_tensors",
-            "nonzero", "mT", "numpy_T", "_shape_as_tensor", "tile", "split_copy", "alias",
+            "view", "reshape", "flatten", "unflatten", "squeeze", "squeeze_", "unsqueeze", "unsqueeze_", "permute",
+            "transpose", "transpose_", "contiguous", "expand", "expand_as", "repeat", "repeat_interleave", "narrow",
+            "select", "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add",
+            "index_add_", "index_put", "index_put_", "index_copy", "index_fill", "masked_select", "masked_scatter",
+            "take", "cat", "concat", "stack", "hstack", "vstack", "chunk", "unbind", "tensor_split", "split_with_sizes",
+            "view_as", "reshape_as", "flip", "roll", "movedim", "moveaxis", "swapaxes", "diagonal", "diag", "tril",
+            "triu", "unfold", "as_strided", "broadcast_to", "broadcast_tensors", "nonzero", "mT", "numpy_T",
+            "_shape_as_tensor", "tile", "split_copy", "alias",
             // creation and conversion (no RNG)
-            "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",
-            "full_like", "arange", "linspace", "logspace", "eye", "tensor", "scalar_tensor", "new_empty",
-            "new_zeros", "new_ones", "new_full", "new_empty_strided", "to", "type_as", "copy_", "fill_",
-            "zero_", "clone", "detach", "detach_", "cpu", "cuda", "float", "double", "half", "bfloat16",
-            "long", "int", "bool", "resize_", "as_tensor", "from_numpy_unavailable", "_cast_Float",
-            "complex", "real", "imag", "is_nonzero", "equal", "allclose", "isclose"};
+            "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+            "arange", "linspace", "logspace", "eye", "tensor", "scalar_tensor", "new_empty", "new_zeros", "new_ones",
+            "new_full", "new_empty_strided", "to", "type_as", "copy_", "fill_", "zero_", "clone", "detach", "detach_",
+            "cpu", "cuda", "float", "double", "half", "bfloat16", "long", "int", "bool", "resize_", "as_tensor",
+            "from_numpy_unavailable", "_cast_Float", "complex", "real", "imag", "is_nonzero", "equal", "allclose",
+            "isclose"};
         for (const char* n : aten)
             s.insert(std::string("aten::") + n);
         s.insert("kb::launch");
@@ -460,11 +469,9 @@ bool isLiteral(const jit::TreeRef& e)
     case jit::TK_STRINGLITERAL:
     case jit::TK_TRUE:
     case jit::TK_FALSE:
-    case jit::TK_NONE:
-        return true;
+    case jit::TK_NONE: return true;
     case jit::TK_UNARY_MINUS:
-    case '-':
-        return e->trees().size() == 1 && e->trees()[0]->kind() == jit::TK_CONST;
+    case '-': return e->trees().size() == 1 && e->trees()[0]->kind() == jit::TK_CONST;
     case jit::TK_TUPLE_LITERAL:
     case jit::TK_LIST_LITERAL:
         for (const auto& list : e->trees())
@@ -472,8 +479,7 @@ bool isLiteral(const jit::TreeRef& e)
                 if (!isLiteral(x))
                     return false;
         return true;
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -500,9 +506,10 @@ void checkParsedSource(const jit::TreeRef& root)
         case jit::TK_PARAM: {
             const jit::Param param(t);
             if (param.defaultValue().present() && !isLiteral(param.defaultValue().get()))
-                refuse("default value", "the default of parameter '" + param.ident().name() +
-                                            "' is not a literal: defaults are evaluated while compiling, before the "
-                                            "sandbox check; use a number, string, True/False/None or a tuple of those",
+                refuse("default value",
+                       "the default of parameter '" + param.ident().name() +
+                           "' is not a literal: defaults are evaluated while compiling, before the "
+                           "sandbox check; use a number, string, True/False/None or a tuple of those",
                        lineOf(t));
             break;
         }
@@ -515,8 +522,7 @@ void checkParsedSource(const jit::TreeRef& root)
         case '.': // Select: x.name
             checkDenied(jit::Select(t).selector().name(), lineOf(t));
             break;
-        default:
-            break;
+        default: break;
         }
         // reversed, so the walk meets the source's nodes in order (the first refusal is the first in the text)
         for (auto it = t->trees().rbegin(); it != t->trees().rend(); ++it)
@@ -532,7 +538,8 @@ void checkParsedSource(const jit::TreeRef& root)
 void runOnLargeStack(const std::function<void()>& work)
 {
     constexpr std::size_t kStackBytes = std::size_t(256) << 20;
-    struct Job {
+    struct Job
+    {
         const std::function<void()>* work;
         std::exception_ptr error;
     } job{&work, nullptr};
@@ -561,18 +568,20 @@ void runOnLargeStack(const std::function<void()>& work)
 } // namespace
 
 ScriptRejected::ScriptRejected(std::string op_, std::string reason_, int line_)
-    : ScriptError(op_ + " is not allowed in host code: " + reason_ + (line_ > 0 ? " (line " + std::to_string(line_) + ")" : "")),
-      op(std::move(op_)), reason(std::move(reason_)), line(line_)
-{
-}
+    : ScriptError(op_ + " is not allowed in host code: " + reason_ +
+                  (line_ > 0 ? " (line " + std::to_string(line_) + ")" : ""))
+    , op(std::move(op_))
+    , reason(std::move(reason_))
+    , line(line_)
+{}
 
 ScriptFormatError::ScriptFormatError(std::string code_, const std::string& message, int line_)
-    : ScriptError(message), code(std::move(code_)), line(line_)
-{
-}
+    : ScriptError(message)
+    , code(std::move(code_))
+    , line(line_)
+{}
 
-namespace {
-} // namespace
+namespace {} // namespace
 
 void configureScriptRuntime()
 {
@@ -580,12 +589,12 @@ void configureScriptRuntime()
     std::call_once(once, [] {
         jit::setGraphExecutorOptimize(false);
         static jit::RegisterOperators ops({
-            jit::Operator("kb::launch(str name, int[] grid, int[] block, ...) -> ()",
-                          [](jit::Stack& stack) { launchFromStack(stack, false); },
-                          c10::AliasAnalysisKind::CONSERVATIVE),
-            jit::Operator("kb::launch_smem(str name, int[] grid, int[] block, int shared_bytes, ...) -> ()",
-                          [](jit::Stack& stack) { launchFromStack(stack, true); },
-                          c10::AliasAnalysisKind::CONSERVATIVE),
+            jit::Operator(
+                "kb::launch(str name, int[] grid, int[] block, ...) -> ()",
+                [](jit::Stack& stack) { launchFromStack(stack, false); }, c10::AliasAnalysisKind::CONSERVATIVE),
+            jit::Operator(
+                "kb::launch_smem(str name, int[] grid, int[] block, int shared_bytes, ...) -> ()",
+                [](jit::Stack& stack) { launchFromStack(stack, true); }, c10::AliasAnalysisKind::CONSERVATIVE),
         });
         (void)functionalPrelude();
     });

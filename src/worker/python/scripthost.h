@@ -15,24 +15,27 @@ namespace kwb {
 
 class LoadedModule;
 
-struct ScriptError : std::runtime_error {
+struct ScriptError : std::runtime_error
+{
     using std::runtime_error::runtime_error;
 };
 
 /// The source was refused by the sandbox before compiling (status `rejected`): a denied op named
 /// anywhere in it, or a default value that is not a literal.
-struct ScriptRejected : ScriptError {
+struct ScriptRejected : ScriptError
+{
     ScriptRejected(std::string op, std::string reason, int line);
-    std::string op;      // the denied op ("aten::save") or "default value"
+    std::string op; // the denied op ("aten::save") or "default value"
     std::string reason;
-    int line = 0;        // 1-based line in the compiled source, 0 if unknown
+    int line = 0; // 1-based line in the compiled source, 0 if unknown
 };
 
 /// The source's shape is out of bounds (checkHostCodeShape: status `format_error`).
-struct ScriptFormatError : ScriptError {
+struct ScriptFormatError : ScriptError
+{
     ScriptFormatError(std::string code, const std::string& message, int line);
-    std::string code;    // "host_code_limit"
-    int line = 0;        // 1-based line in the compiled source
+    std::string code; // "host_code_limit"
+    int line = 0;     // 1-based line in the compiled source
 };
 
 /// Once per process: graph executor optimisation off (no fusion groups, see docs/decisions.md),
@@ -58,10 +61,11 @@ void inlineAllCalls(torch::jit::Graph& graph);
 /// A copy of forward's graph with every call inlined.
 std::shared_ptr<torch::jit::Graph> inlinedGraph(torch::jit::Function& fn);
 
-struct SandboxViolation {
-    std::string op;      // qualified op name, e.g. "prim::Print"
-    std::string reason;  // why it is not allowed
-    std::string where;   // source line of the node, if known
+struct SandboxViolation
+{
+    std::string op;     // qualified op name, e.g. "prim::Print"
+    std::string reason; // why it is not allowed
+    std::string where;  // source line of the node, if known
 };
 
 /// Every node (blocks included) must be on the allowlist (docs/sandbox.md).
@@ -74,10 +78,11 @@ bool isAllowedOp(const std::string& qualifiedName, std::string* reason);
 std::vector<std::string> launchedKernelNames(const torch::jit::Graph& graph);
 
 /// What kb.launch uses while a candidate runs. Set by the evaluator around candidate calls.
-struct LaunchContext {
+struct LaunchContext
+{
     LoadedModule* module = nullptr;
-    void* stream = nullptr;      // CUstream
-    int launches = 0;            // kb.launch calls made
+    void* stream = nullptr; // CUstream
+    int launches = 0;       // kb.launch calls made
     /// Parameter sizes from the kernels' declarations, for drivers without cuFuncGetParamInfo.
     std::map<std::string, std::vector<std::size_t>> declaredSizes;
 };

@@ -119,7 +119,6 @@ std::vector<long> childrenOf(long pid, bool allThreads)
 
 namespace {
 
-
 // "VmRSS:	  123456 kB" -> bytes (a plain number as it is); -1 when missing.
 std::int64_t statusField(const std::string& status, const std::string& name)
 {
@@ -166,7 +165,6 @@ std::int64_t machineMemoryBytes()
         return lowest;
     return lowest > 0 ? std::min(total, lowest) : total;
 }
-
 
 void writeStderr(const std::string& line)
 {

@@ -16,26 +16,28 @@ namespace kwb {
 
 // Which dimension values apply: [dims] alone, or [dims] overridden by [smoke].
 enum class Scale { Full, Smoke };
-Scale parseScale(const std::string& s);  // "full" | "smoke"; throws std::invalid_argument
-std::string scaleName(Scale s);  // "full" | "smoke"
+Scale parseScale(const std::string& s); // "full" | "smoke"; throws std::invalid_argument
+std::string scaleName(Scale s);         // "full" | "smoke"
 
-struct InputSpec {
+struct InputSpec
+{
     std::string name;
-    std::string kind = "tensor";          // tensor | float | int
-    std::vector<std::string> shape;       // dimension names or integer literals ("1")
+    std::string kind = "tensor";    // tensor | float | int
+    std::vector<std::string> shape; // dimension names or integer literals ("1")
     std::string dtype = "float32";
-    std::string generator = "rand";       // rand = U[0,1) (KernelBench v0.1) | randn = N(0,1)
-    double value = 0;                     // float and int kinds
+    std::string generator = "rand"; // rand = U[0,1) (KernelBench v0.1) | randn = N(0,1)
+    double value = 0;               // float and int kinds
     bool isTensor() const { return kind == "tensor"; }
 };
 
-struct ParamSpec {
-    std::string name;                     // PyTorch state_dict name
-    std::vector<std::string> shape;       // empty: a 0-d tensor
-    std::string init;                     // uniform_fan_in | randn | ones | zeros | constant
-    std::vector<std::string> fanIn;       // factors of fan_in (uniform_fan_in only)
-    double value = 0;                     // constant only
-    bool buffer = false;                  // running state (BatchNorm), not a learned parameter
+struct ParamSpec
+{
+    std::string name;               // PyTorch state_dict name
+    std::vector<std::string> shape; // empty: a 0-d tensor
+    std::string init;               // uniform_fan_in | randn | ones | zeros | constant
+    std::vector<std::string> fanIn; // factors of fan_in (uniform_fan_in only)
+    double value = 0;               // constant only
+    bool buffer = false;            // running state (BatchNorm), not a learned parameter
 };
 
 // A shape set (docs/task-format.md, "Shape sets"): other values of the dimensions that size the
@@ -49,11 +51,12 @@ struct ShapeSet
     std::map<std::string, int64_t> smoke; // overrides at smoke scale (of [smoke], then [dims])
 };
 
-struct Task {
+struct Task
+{
     std::string id, title, source, description, forward, path;
     int level = 0, number = 0;
-    std::vector<std::pair<std::string, int64_t>> dims;  // file order
-    std::map<std::string, int64_t> smoke;               // overrides of dims
+    std::vector<std::pair<std::string, int64_t>> dims; // file order
+    std::map<std::string, int64_t> smoke;              // overrides of dims
     std::vector<InputSpec> inputs;
     std::vector<ParamSpec> params;
     std::optional<double> atol, rtol;
@@ -77,7 +80,7 @@ struct Task {
     // initInputs with every dimension resolved at scale s (what ModelNew(*init_inputs) gets).
     nlohmann::json initInputValues(Scale s) const;
 
-    int64_t dim(const std::string& name, Scale s) const;  // throws std::out_of_range if unknown
+    int64_t dim(const std::string& name, Scale s) const; // throws std::out_of_range if unknown
     // Entries are dimension names or integer literals; throws std::out_of_range on an unknown name.
     std::vector<int64_t> resolveShape(const std::vector<std::string>& shape, Scale s) const;
     std::vector<int64_t> inputShape(size_t i, Scale s) const;
@@ -95,24 +98,26 @@ int64_t numel(const std::vector<int64_t>& shape);
 // A problem in one task file. field is a path inside the file ("inputs[0].shape[2]", "dims.N");
 // it is empty for problems of the whole file (unreadable, TOML syntax).
 // It derives from std::exception so a generic handler reports it too (what() = toString()).
-struct TaskLoadError : std::exception {
+struct TaskLoadError : std::exception
+{
     std::string path, field, message;
     TaskLoadError() = default;
     TaskLoadError(std::string path, std::string field, std::string message);
-    std::string toString() const;  // "path: field: message" ("path: message" when field is empty)
+    std::string toString() const; // "path: field: message" ("path: message" when field is empty)
     const char* what() const noexcept override { return what_.c_str(); }
 
 private:
     std::string what_;
 };
 
-struct TaskSet {
-    std::vector<Task> tasks;            // sorted by (level, number)
-    std::vector<TaskLoadError> errors;  // one per bad file (the first problem found in it)
+struct TaskSet
+{
+    std::vector<Task> tasks;           // sorted by (level, number)
+    std::vector<TaskLoadError> errors; // one per bad file (the first problem found in it)
     const Task* find(const std::string& id) const;
 };
 
-Task loadTaskFile(const std::string& path);  // throws TaskLoadError (the first problem found)
+Task loadTaskFile(const std::string& path); // throws TaskLoadError (the first problem found)
 // Every *.toml under dir, recursively. A bad file goes to errors and never stops the others;
 // a duplicate id is an error of the later file (in path order).
 TaskSet loadTaskDir(const std::string& dir);
@@ -120,7 +125,7 @@ TaskSet loadTaskDir(const std::string& dir);
 // All fields; dims as an ordered list of {name, full, smoke}; shapes also resolved per scale.
 nlohmann::json toJson(const Task& t);
 
-int dtypeSize(const std::string& dtype);  // bytes per element; throws std::invalid_argument
+int dtypeSize(const std::string& dtype); // bytes per element; throws std::invalid_argument
 bool isKnownDtype(const std::string& dtype);
 
-}  // namespace kwb
+} // namespace kwb

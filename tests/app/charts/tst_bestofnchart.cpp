@@ -7,9 +7,9 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QHelpEvent>
 #include <QLineSeries>
 #include <QSignalSpy>
-#include <QHelpEvent>
 #include <QTest>
 #include <QToolTip>
 #include <QValueAxis>
@@ -188,7 +188,8 @@ private Q_SLOTS:
     {
         QList<BestOfNSeries> curves = regimes();
         curves[0].notCounted = 1;
-        curves[0].notCountedWhy = {QStringLiteral("L1/1 sample 3: measured 0.133 ms is below the roofline floor 2.1 ms")};
+        curves[0].notCountedWhy = {
+            QStringLiteral("L1/1 sample 3: measured 0.133 ms is below the roofline floor 2.1 ms")};
         BestOfNChart chart;
         chart.setCurves(curves);
         QVERIFY(chart.curveSeries().at(0)->name().contains(QLatin1String("1 not counted")));
@@ -265,7 +266,8 @@ private Q_SLOTS:
         QCOMPARE(chart.curveSeries()[1]->pen().style(), Qt::DashLine);
         QCOMPARE(chart.curveSeries()[0]->points().at(1).y(), 26.7);
         const QString s = chart.toolTipText(0, 1);
-        QVERIFY2(s.contains(QLatin1String("n = 2: 26.7 % correct, the whole regime with 2 candidates per turn")), qPrintable(s));
+        QVERIFY2(s.contains(QLatin1String("n = 2: 26.7 % correct, the whole regime with 2 candidates per turn")),
+                 qPrintable(s));
         QVERIFY2(s.contains(QLatin1String("30 tasks, every one counted")), qPrintable(s));
         const QString f = chart.toolTipText(1, 0);
         QVERIFY2(f.contains(QLatin1String("n = 1: 10.0 % correct (first-turn pass@1)")), qPrintable(f));

@@ -129,8 +129,8 @@ private:
              [] {
                  auto chart = std::make_unique<TrafficChart>();
                  chart->setAnalysis(decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))));
-                 chart->setMeasured(decodeProfile(loadChartData(QStringLiteral("profile_L2_1.json"))), 4265.890857861522,
-                                    QStringLiteral("measured copy"));
+                 chart->setMeasured(decodeProfile(loadChartData(QStringLiteral("profile_L2_1.json"))),
+                                    4265.890857861522, QStringLiteral("measured copy"));
                  return Made{std::move(chart), QSize(900, 520)};
              }},
             {QStringLiteral("traffic-L2_2"),

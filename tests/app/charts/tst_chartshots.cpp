@@ -120,7 +120,8 @@ private Q_SLOTS:
     void v100RooflineWithH200Times()
     {
         RooflinePage page;
-        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))), QStringLiteral("Run database"));
+        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))),
+                              QStringLiteral("Run database"));
         page.setPoints(h200Points());
         QVERIFY(page.selectGpu(QStringLiteral("v100-sxm2-32gb")));
         RooflineChart* chart = page.chart();
@@ -147,7 +148,8 @@ private Q_SLOTS:
         // On screen too: every marker's pixel lies on or under the FP32/memory roof's pixel.
         for (int m = 0; m < chart->markers().size(); ++m) {
             const RooflineMarker& mk = chart->markers().at(m);
-            QVERIFY(chart->markerAt(chart->viewportPosition(mk.point, mk.role == RooflineMarker::Role::Candidate)) >= 0);
+            QVERIFY(chart->markerAt(chart->viewportPosition(mk.point, mk.role == RooflineMarker::Role::Candidate)) >=
+                    0);
         }
 
         // Back on the GPU the times were measured on: measured markers, the star among them.
@@ -260,7 +262,8 @@ private Q_SLOTS:
         for (const QRectF& r : {unfused, library}) {
             const QPoint c = r.center().toPoint() + origin;
             QVERIFY(chart.rect().contains(c));
-            QVERIFY2(image.pixelColor(c) != QColor(Qt::white), qPrintable(QStringLiteral("%1,%2").arg(c.x()).arg(c.y())));
+            QVERIFY2(image.pixelColor(c) != QColor(Qt::white),
+                     qPrintable(QStringLiteral("%1,%2").arg(c.x()).arg(c.y())));
         }
         // The bound is hatched: partly painted, mostly white, not a solid bar.
         int painted = 0, all = 0;

@@ -168,7 +168,8 @@ private Q_SLOTS:
                           Qt::NoModifier, Qt::NoScrollPhase, false);
         QCoreApplication::sendEvent(chart.viewport(), &wheel);
         QVERIFY(chart.isZoomed());
-        QVERIFY2(x->max() / x->min() < 0.9 * (max / min), qPrintable(QStringLiteral("%1..%2").arg(x->min()).arg(x->max())));
+        QVERIFY2(x->max() / x->min() < 0.9 * (max / min),
+                 qPrintable(QStringLiteral("%1..%2").arg(x->min()).arg(x->max())));
         QVERIFY(x->min() > min && x->max() < max);
         chart.resetZoom();
         QVERIFY(!chart.isZoomed());
@@ -303,11 +304,14 @@ private Q_SLOTS:
         QCOMPARE(chart.arrows().at(1).second, QPointF(1.25, 450.0));
 
         const QString tipMeasured = chart.toolTipText(2, true);
-        QVERIFY2(tipMeasured.contains(QLatin1String("intensity 1.25 FLOP/B: measured HBM traffic")), qPrintable(tipMeasured));
+        QVERIFY2(tipMeasured.contains(QLatin1String("intensity 1.25 FLOP/B: measured HBM traffic")),
+                 qPrintable(tipMeasured));
         QVERIFY2(tipMeasured.contains(QLatin1String("measured: 3 GB of HBM traffic")), qPrintable(tipMeasured));
-        QVERIFY2(tipMeasured.contains(QLatin1String("analytic 2.00 FLOP/B: one kernel (analytic)")), qPrintable(tipMeasured));
+        QVERIFY2(tipMeasured.contains(QLatin1String("analytic 2.00 FLOP/B: one kernel (analytic)")),
+                 qPrintable(tipMeasured));
         const QString tipAnalytic = chart.toolTipText(1, true);
-        QVERIFY2(tipAnalytic.contains(QLatin1String("intensity 2.00 FLOP/B: one kernel (analytic)")), qPrintable(tipAnalytic));
+        QVERIFY2(tipAnalytic.contains(QLatin1String("intensity 2.00 FLOP/B: one kernel (analytic)")),
+                 qPrintable(tipAnalytic));
         QVERIFY2(tipAnalytic.contains(QLatin1String("no traffic profile")), qPrintable(tipAnalytic));
         QVERIFY(chart.placementNote().contains(QLatin1String("measured HBM traffic")));
 
@@ -318,7 +322,8 @@ private Q_SLOTS:
         for (const RooflineMarker& mk : chart.markers())
             QVERIFY(mk.basis != IntensityBasis::Measured);
         const QString elsewhere = chart.toolTipText(2, true);
-        QVERIFY2(elsewhere.contains(QLatin1String("its measured traffic (1.25 FLOP/B) belongs to NVIDIA V100")), qPrintable(elsewhere));
+        QVERIFY2(elsewhere.contains(QLatin1String("its measured traffic (1.25 FLOP/B) belongs to NVIDIA V100")),
+                 qPrintable(elsewhere));
     }
 
     void toolTips()
@@ -333,8 +338,9 @@ private Q_SLOTS:
         QVERIFY(ref.contains(QLatin1String("eager reference")));
         QVERIFY(ref.contains(QLatin1String("intensity 0.25 FLOP/B: eager, op by op (analytic)")));
         QVERIFY2(ref.contains(QLatin1String("100 GFLOP/s: 44.4 % of the roof here (225 GFLOP/s)")), qPrintable(ref));
-        QVERIFY2(ref.contains(QLatin1String("here: memory-bound: 0.25 FLOP/B (eager, op by op) is below the ridge point")),
-                 qPrintable(ref));
+        QVERIFY2(
+            ref.contains(QLatin1String("here: memory-bound: 0.25 FLOP/B (eager, op by op) is below the ridge point")),
+            qPrintable(ref));
 
         const QString cand = chart.toolTipText(1, true);
         QVERIFY2(cand.contains(QLatin1String("best candidate")), qPrintable(cand));
@@ -523,7 +529,8 @@ private Q_SLOTS:
         const int star = chart.markers().size() - 1;
         QCOMPARE(chart.markers().at(star).role, RooflineMarker::Role::NotCounted);
         const QString tip = chart.markerToolTip(star);
-        QVERIFY2(tip.contains(QLatin1String("Not counted")) && tip.contains(QLatin1String("below the roofline floor 2.1 ms")),
+        QVERIFY2(tip.contains(QLatin1String("Not counted")) &&
+                     tip.contains(QLatin1String("below the roofline floor 2.1 ms")),
                  qPrintable(tip));
         QVERIFY(tip.contains(QLatin1String("task: compute-bound")) == false); // 3 FLOP/B < 17.4
         QVERIFY(tip.contains(QLatin1String("task: memory-bound: 3.00 FLOP/B (one kernel)")));
@@ -624,8 +631,8 @@ private Q_SLOTS:
     void pageWithoutAGpu()
     {
         RooflinePage page;
-        page.setCurrentDevice(kwb::decodeDeviceFacts(QJsonObject{{QStringLiteral("available"), false},
-                                                                 {QStringLiteral("reason"), QStringLiteral("no CUDA device")}}));
+        page.setCurrentDevice(kwb::decodeDeviceFacts(QJsonObject{
+            {QStringLiteral("available"), false}, {QStringLiteral("reason"), QStringLiteral("no CUDA device")}}));
         QComboBox* combo = page.gpuCombo();
         QCOMPARE(combo->itemData(0).toString(), QStringLiteral("current"));
         auto* model = qobject_cast<QStandardItemModel*>(combo->model());

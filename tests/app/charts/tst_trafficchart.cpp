@@ -70,7 +70,8 @@ private Q_SLOTS:
             QCOMPARE(b.ops.size() + b.zeroByteOps, analyze.value(QStringLiteral("ops")).toArray().size());
             QCOMPARE(b.fusedReadBytes + b.fusedWriteBytes, b.fusedBytes);
         }
-        QCOMPARE(trafficBreakdown(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_2.json")))).ops.size(), 6);
+        QCOMPARE(trafficBreakdown(kwb::decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_2.json")))).ops.size(),
+                 6);
     }
 
     void badResponses()
@@ -194,7 +195,8 @@ private Q_SLOTS:
                 seen << text;
         }
         QToolTip::hideText();
-        QCOMPARE(seen, (QStringList{chart.opToolTip(TrafficChart::kUnfusedTotal), chart.opToolTip(TrafficChart::kLibraryEpilogue),
+        QCOMPARE(seen, (QStringList{chart.opToolTip(TrafficChart::kUnfusedTotal),
+                                    chart.opToolTip(TrafficChart::kLibraryEpilogue),
                                     chart.opToolTip(TrafficChart::kOneKernel), chart.opToolTip(0), chart.opToolTip(1),
                                     chart.opToolTip(2)}));
         QVERIFY(chart.opToolTip(TrafficChart::kLibraryEpilogue).contains(QLatin1String("1 fused pass")));

@@ -44,7 +44,8 @@ QString fixture(const QString& relative)
 /// A recorded worker response (tests/protocol/recorded/NAME.response.json), decoded.
 EvaluationResult recorded(const QString& name)
 {
-    const QString path = QDir(QStringLiteral(KWB_FIXTURES_DIR "/../protocol/recorded")).filePath(name + QStringLiteral(".response.json"));
+    const QString path = QDir(QStringLiteral(KWB_FIXTURES_DIR "/../protocol/recorded"))
+                             .filePath(name + QStringLiteral(".response.json"));
     return decodeEvaluation(QJsonDocument::fromJson(readFile(path)).object());
 }
 
@@ -268,7 +269,8 @@ private Q_SLOTS:
         view.setCandidates(m_reference, timedOut);
         QVERIFY(view.showsAnswers());
         const QString note = view.sourceNote();
-        QVERIFY2(note.contains(QLatin1String("No parse by the worker is stored for the right candidate")), qPrintable(note));
+        QVERIFY2(note.contains(QLatin1String("No parse by the worker is stored for the right candidate")),
+                 qPrintable(note));
         QVERIFY(note.contains(QLatin1String("whole answers are compared")));
         QVERIFY(note.contains(QLatin1String("timeout")));
         // The first diff holds the answers, Markdown and all; the python diff is empty.

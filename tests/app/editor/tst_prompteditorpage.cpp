@@ -8,8 +8,8 @@
 #include "app/editor/prompteditorpage.h"
 #include "app/editor/sidebysidediffview.h"
 #include "core/config/regime.h"
-#include "core/run/regimefile.h"
 #include "core/config/runconfig.h"
+#include "core/run/regimefile.h"
 
 #include <QAbstractItemModelTester>
 #include <QDialog>

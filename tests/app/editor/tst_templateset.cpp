@@ -65,7 +65,8 @@ private Q_SLOTS:
         QCOMPARE(shipped.templates().last(), QStringLiteral("partials/top_ops.mustache"));
         QVERIFY(shipped.contains(QStringLiteral("partials/reference.mustache")));
         QVERIFY(!shipped.contains(QStringLiteral("agent/nothing.mustache")));
-        QVERIFY(shipped.load(QStringLiteral("zero-shot/generator.mustache"))->contains(QLatin1String("{{> reference}}")));
+        QVERIFY(
+            shipped.load(QStringLiteral("zero-shot/generator.mustache"))->contains(QLatin1String("{{> reference}}")));
         QVERIFY(shipped.compare(shipped).isEmpty());
     }
 

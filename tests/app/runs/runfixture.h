@@ -29,7 +29,7 @@ struct FixtureUnit
     QString status; ///< empty: no evaluation
     std::optional<double> speedup;
     std::optional<double> maxAbsDiff;
-    QString error;  ///< a failed request (no candidate)
+    QString error; ///< a failed request (no candidate)
     qint64 tokensIn = 100;
     qint64 tokensOut = 50;
     qint64 latencyMs = 2000;
@@ -38,13 +38,13 @@ struct FixtureUnit
 inline QJsonObject evaluationResult(const FixtureUnit& u)
 {
     const bool compiled = u.status != QLatin1String("compile_error") && u.status != QLatin1String("format_error");
-    QJsonObject result{{QStringLiteral("status"), u.status},
-                       {QStringLiteral("message"), u.status == QLatin1String("correct") ? QString()
-                                                                                         : QStringLiteral("fixture: ") + u.status},
-                       {QStringLiteral("compile"),
-                        QJsonObject{{QStringLiteral("ok"), compiled},
-                                    {QStringLiteral("log"), compiled ? QString()
-                                                                     : QStringLiteral("kernel.cu(3): error: fixture")}}}};
+    QJsonObject result{
+        {QStringLiteral("status"), u.status},
+        {QStringLiteral("message"),
+         u.status == QLatin1String("correct") ? QString() : QStringLiteral("fixture: ") + u.status},
+        {QStringLiteral("compile"),
+         QJsonObject{{QStringLiteral("ok"), compiled},
+                     {QStringLiteral("log"), compiled ? QString() : QStringLiteral("kernel.cu(3): error: fixture")}}}};
     if (u.speedup)
         result.insert(QStringLiteral("speedup"), *u.speedup);
     if (u.maxAbsDiff)
@@ -94,10 +94,10 @@ inline qint64 addRun(RunStore& store, const QString& regimeName, const Ablations
                      const QString& status = RunStatus::Finished)
 {
     const Regime regime = Regime::builtin(regimeName)->withAblations(ablations);
-    const QJsonObject config{{QStringLiteral("regime"), regime.toJson()},
-                             {QStringLiteral("tasks"), QJsonArray{QStringLiteral("L1/1"), QStringLiteral("L1/2"),
-                                                                  QStringLiteral("L2/1")}},
-                             {QStringLiteral("model"), QStringLiteral("fixture-model")}};
+    const QJsonObject config{
+        {QStringLiteral("regime"), regime.toJson()},
+        {QStringLiteral("tasks"), QJsonArray{QStringLiteral("L1/1"), QStringLiteral("L1/2"), QStringLiteral("L2/1")}},
+        {QStringLiteral("model"), QStringLiteral("fixture-model")}};
     const auto id = store.createRun(regimeName + QStringLiteral(" L1:1-2,L2:1"), regimeName, config);
     if (!id)
         return 0;

@@ -5,12 +5,12 @@
 
 #include "app/runs/launchpage.h"
 #include "app/runs/runmanager.h"
-#include "core/workers/memorycgroup.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/regimefile.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
+#include "core/workers/memorycgroup.h"
 #include "grabcheck.h"
 #include "scriptedllmserver.h"
 
@@ -79,7 +79,7 @@ class TestLaunchPage : public QObject
 
     QTemporaryDir m_dir;
 
-    template<typename T>
+    template <typename T>
     static T* child(QWidget& page, const char* name)
     {
         T* widget = page.findChild<T*>(QString::fromLatin1(name));
@@ -216,7 +216,8 @@ private Q_SLOTS:
 
         auto* regime = child<QComboBox>(page, "regimeCombo");
         regime->setCurrentIndex(regime->findText(QStringLiteral("iterative")));
-        QCOMPARE(child<QLabel>(page, "regimeDescription")->text(), Regime::builtin(QStringLiteral("iterative"))->description);
+        QCOMPARE(child<QLabel>(page, "regimeDescription")->text(),
+                 Regime::builtin(QStringLiteral("iterative"))->description);
         child<QCheckBox>(page, "ablateMonotone")->setChecked(true);
         child<QSpinBox>(page, "nSpin")->setValue(2);
         child<QDoubleSpinBox>(page, "temperatureSpin")->setValue(0.3);
@@ -338,26 +339,28 @@ private Q_SLOTS:
         RunManager manager;
         LaunchPage page(&manager);
         auto* profile = child<QComboBox>(page, "profileCombo");
-        QCOMPARE(profile->currentText(), QStringLiteral("kernelbench-fp32")); // before any hello: the known names, the default
+        QCOMPARE(profile->currentText(),
+                 QStringLiteral("kernelbench-fp32")); // before any hello: the known names, the default
         // A worker announcing a profile this client has never heard of, and its own default.
-        page.setWorkerProfiles(decodeHello(QJsonObject{
-            {QStringLiteral("ok"), true},
-            {QStringLiteral("default_profile"), QStringLiteral("future-fp32")},
-            {QStringLiteral("profiles"),
-             QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("future-fp32")},
-                                    {QStringLiteral("atol"), 1e-3},
-                                    {QStringLiteral("tf32"), false}},
-                        QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-v0.1")}}}}}));
+        page.setWorkerProfiles(decodeHello(
+            QJsonObject{{QStringLiteral("ok"), true},
+                        {QStringLiteral("default_profile"), QStringLiteral("future-fp32")},
+                        {QStringLiteral("profiles"),
+                         QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("future-fp32")},
+                                                {QStringLiteral("atol"), 1e-3},
+                                                {QStringLiteral("tf32"), false}},
+                                    QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-v0.1")}}}}}));
         QCOMPARE(profile->count(), 2);
         QCOMPARE(profile->itemText(0), QStringLiteral("future-fp32"));
         QVERIFY(profile->itemData(0, Qt::ToolTipRole).toString().contains(QLatin1String("atol 0.001")));
         // "kernelbench" (the selection) is not the worker's: its default is taken.
         QCOMPARE(profile->currentText(), QStringLiteral("future-fp32"));
         profile->setCurrentText(QStringLiteral("kernelbench-v0.1"));
-        page.setWorkerProfiles(decodeHello(QJsonObject{
-            {QStringLiteral("ok"), true},
-            {QStringLiteral("profiles"), QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("future-fp32")}},
-                                                    QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-v0.1")}}}}}));
+        page.setWorkerProfiles(decodeHello(
+            QJsonObject{{QStringLiteral("ok"), true},
+                        {QStringLiteral("profiles"),
+                         QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("future-fp32")}},
+                                    QJsonObject{{QStringLiteral("name"), QStringLiteral("kernelbench-v0.1")}}}}}));
         QCOMPARE(profile->currentText(), QStringLiteral("kernelbench-v0.1")); // the user's choice kept
         page.setWorkerProfiles(decodeHello(QJsonObject{{QStringLiteral("ok"), true}}));
         QCOMPARE(profile->count(), 2); // a hello without profiles changes nothing
@@ -420,13 +423,26 @@ private Q_SLOTS:
         QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
         environment.insert(QStringLiteral("KWB_PROMPTS_DIR"), QStringLiteral(KWB_PROMPTS_DIR));
         kwb.setProcessEnvironment(environment);
-        kwb.start(QStringLiteral(KWB_CLI),
-                  {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("run"), QStringLiteral("--regime"),
-                   QStringLiteral("iterative"), QStringLiteral("--tasks"), QStringLiteral("L1:1,L2:1"),
-                   QStringLiteral("--ablate"), QStringLiteral("monotone"), QStringLiteral("--n"), QStringLiteral("2"),
-                   QStringLiteral("--endpoint"), server.baseUrl().toString(), QStringLiteral("--model"),
-                   QStringLiteral("m"), QStringLiteral("--scale"), QStringLiteral("smoke"),
-                   QStringLiteral("--timing-trials"), QStringLiteral("7"), QStringLiteral("--db"), cliDb});
+        kwb.start(QStringLiteral(KWB_CLI), {QStringLiteral("--worker=" KWB_FAKEWORKER),
+                                            QStringLiteral("run"),
+                                            QStringLiteral("--regime"),
+                                            QStringLiteral("iterative"),
+                                            QStringLiteral("--tasks"),
+                                            QStringLiteral("L1:1,L2:1"),
+                                            QStringLiteral("--ablate"),
+                                            QStringLiteral("monotone"),
+                                            QStringLiteral("--n"),
+                                            QStringLiteral("2"),
+                                            QStringLiteral("--endpoint"),
+                                            server.baseUrl().toString(),
+                                            QStringLiteral("--model"),
+                                            QStringLiteral("m"),
+                                            QStringLiteral("--scale"),
+                                            QStringLiteral("smoke"),
+                                            QStringLiteral("--timing-trials"),
+                                            QStringLiteral("7"),
+                                            QStringLiteral("--db"),
+                                            cliDb});
         QVERIFY(exited.wait(60000));
         QVERIFY2(kwb.exitCode() == 0, kwb.readAllStandardError().constData());
 
@@ -472,12 +488,14 @@ private Q_SLOTS:
         QCOMPARE(b.protocolProfile, a.protocolProfile);
         // As stored: nothing `kwb run` keeps is missing, nothing is added.
         QCOMPARE(pageRun.configJson.keys(), cliRun.configJson.keys());
-        for (const char* key : {"regime", "level_regimes", "routing", "tasks", "task_spec", "scale", "timeout_s",
-                                "timing_trials", "isolation", "worker_limits", "sandbox", "memory_cgroup", "sweep", "prompts_dir"})
+        for (const char* key :
+             {"regime", "level_regimes", "routing", "tasks", "task_spec", "scale", "timeout_s", "timing_trials",
+              "isolation", "worker_limits", "sandbox", "memory_cgroup", "sweep", "prompts_dir"})
             QVERIFY2(pageRun.configJson.value(QLatin1String(key)) == cliRun.configJson.value(QLatin1String(key)), key);
         // Whether local workers had a memory cgroup of their own (issue 32 item 4), and if not why.
         QCOMPARE(a.memoryCgroup, memoryCgroupStatus());
-        QVERIFY(a.memoryCgroup.startsWith(QLatin1String("cgroup v")) || a.memoryCgroup.startsWith(QLatin1String("none: ")));
+        QVERIFY(a.memoryCgroup.startsWith(QLatin1String("cgroup v")) ||
+                a.memoryCgroup.startsWith(QLatin1String("none: ")));
         QCOMPARE(b.versions.worker, a.versions.worker);
         QCOMPARE(b.gpu.name, a.gpu.name);
 

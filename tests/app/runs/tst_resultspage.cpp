@@ -9,7 +9,6 @@
 #include "runfixture.h"
 
 #include <QFile>
-#include <cmath>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
@@ -17,6 +16,7 @@
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cmath>
 
 using namespace kwb;
 using namespace kwb::app;
@@ -81,7 +81,9 @@ private Q_SLOTS:
     void emptyStates()
     {
         ResultsPage page;
-        QVERIFY(page.findChild<QLabel*>(QStringLiteral("tablesEmpty"))->text().contains(QStringLiteral("File > Open run database")));
+        QVERIFY(page.findChild<QLabel*>(QStringLiteral("tablesEmpty"))
+                    ->text()
+                    .contains(QStringLiteral("File > Open run database")));
         QString error;
         QVERIFY(!page.setDatabase(m_dir.filePath(QStringLiteral("missing.db")), &error));
         QVERIFY(error.contains(QStringLiteral("no such file")));
@@ -118,7 +120,8 @@ private Q_SLOTS:
         QVERIFY2(
             tip.startsWith(QStringLiteral("Not measured: none of the 2 timed correct tasks has a speed-up interval")),
             qPrintable(tip));
-        QVERIFY2(tip.contains(QStringLiteral("plain fast_1 (any speed-up above 1): 1 of 3, 33.3 % [")), qPrintable(tip));
+        QVERIFY2(tip.contains(QStringLiteral("plain fast_1 (any speed-up above 1): 1 of 3, 33.3 % [")),
+                 qPrintable(tip));
         // Compiled: every task but L2/1's compile error.
         QVERIFY(cell(runs, agent, QStringLiteral("Compiled %")).startsWith(QStringLiteral("66.7 % [")));
         // 3 of 3: the exact binomial interval [0.025^(1/3), 1], not the bootstrap's [100–100].
@@ -135,8 +138,8 @@ private Q_SLOTS:
         // compiled and the speedup per level (it had only solved and correct %).
         const auto levelRow = [&](qint64 run, const QString& level) {
             for (int r = 0; r < levels->model()->rowCount(); ++r)
-                if (cell(levels, r, QStringLiteral("Run")).startsWith(QStringLiteral("#%1 ").arg(run))
-                    && cell(levels, r, QStringLiteral("Level")) == level)
+                if (cell(levels, r, QStringLiteral("Run")).startsWith(QStringLiteral("#%1 ").arg(run)) &&
+                    cell(levels, r, QStringLiteral("Level")) == level)
                     return r;
             return -1;
         };
@@ -153,16 +156,16 @@ private Q_SLOTS:
                     .startsWith(QStringLiteral("50.0 % [")));
         // The same cells as the Markdown export writes.
         const QString md = reportMarkdown(*page.report());
-        QVERIFY(md.contains(QStringLiteral("| ") + levels->model()->index(agentL1, 0).data().toString() + QStringLiteral(" | L1 | 2 | ")
-                            + cell(levels, agentL1, QStringLiteral("Correct %"))));
+        QVERIFY(md.contains(QStringLiteral("| ") + levels->model()->index(agentL1, 0).data().toString() +
+                            QStringLiteral(" | L1 | 2 | ") + cell(levels, agentL1, QStringLiteral("Correct %"))));
 
         const auto* pairs = page.findChild<QTableView*>(QStringLiteral("pairTable"));
         QCOMPARE(pairs->model()->rowCount(), 3);
         QCOMPARE(cell(pairs, 0, QStringLiteral("A")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
         QCOMPARE(cell(pairs, 0, QStringLiteral("B")), QStringLiteral("#%1 zero-shot").arg(m_fixture.zeroShot));
-        QCOMPARE(cell(pairs, 0, QStringLiteral("Only A")), QStringLiteral("1"));  // L1/2
+        QCOMPARE(cell(pairs, 0, QStringLiteral("Only A")), QStringLiteral("1")); // L1/2
         QCOMPARE(cell(pairs, 0, QStringLiteral("Only B")), QStringLiteral("0"));
-        QCOMPARE(cell(pairs, 0, QStringLiteral("Both")), QStringLiteral("1"));    // L1/1
+        QCOMPARE(cell(pairs, 0, QStringLiteral("Both")), QStringLiteral("1")); // L1/1
         QCOMPARE(cell(pairs, 0, QStringLiteral("Sign-test p")), QStringLiteral("1.000"));
         QVERIFY(cell(pairs, 0, QStringLiteral("A − B, points [95 %]")).startsWith(QStringLiteral("+33.3 [")));
         QVERIFY(page.findChild<QLabel*>(QStringLiteral("noiseCaveat"))->text().contains(QStringLiteral("noise")));
@@ -190,7 +193,8 @@ private Q_SLOTS:
         const auto* ablations = page.findChild<QTableView*>(QStringLiteral("ablationTable"));
         QCOMPARE(ablations->model()->rowCount(), 1);
         QCOMPARE(cell(ablations, 0, QStringLiteral("Switched off")), QStringLiteral("best_of_n"));
-        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")), QStringLiteral("#%1 agent −best_of_n").arg(m_fixture.ablated));
+        QCOMPARE(cell(ablations, 0, QStringLiteral("Run")),
+                 QStringLiteral("#%1 agent −best_of_n").arg(m_fixture.ablated));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Against")), QStringLiteral("#%1 agent").arg(m_fixture.agent));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Tasks")), QStringLiteral("3"));
         QCOMPARE(cell(ablations, 0, QStringLiteral("Correct %")), QStringLiteral("33.3"));
@@ -245,8 +249,14 @@ private Q_SLOTS:
         const QJsonObject object = QJsonDocument::fromJson(jsonFile.readAll()).object();
         QCOMPARE(object.value(QLatin1String("runs")).toArray().size(), 3);
         QCOMPARE(object.value(QLatin1String("comparisons")).toArray().size(), 3);
-        QCOMPARE(object.value(QLatin1String("runs")).toArray().first().toObject().value(QLatin1String("overall"))
-                     .toObject().value(QLatin1String("correct")).toInt(),
+        QCOMPARE(object.value(QLatin1String("runs"))
+                     .toArray()
+                     .first()
+                     .toObject()
+                     .value(QLatin1String("overall"))
+                     .toObject()
+                     .value(QLatin1String("correct"))
+                     .toInt(),
                  2);
 
         QFile mdFile(md);
@@ -288,8 +298,8 @@ private Q_SLOTS:
             RunStore store;
             QVERIFY(store.open(db));
             const qint64 run = kwb::test::addRun(store, QStringLiteral("zero-shot"));
-            const qint64 prompt = *store.addPrompt(PromptRecord{0, run, QStringLiteral("L1/1"), 1, 0,
-                                                                QStringLiteral("generator"), QStringLiteral("p"), QString()});
+            const qint64 prompt = *store.addPrompt(PromptRecord{
+                0, run, QStringLiteral("L1/1"), 1, 0, QStringLiteral("generator"), QStringLiteral("p"), QString()});
             ResponseRecord response;
             response.promptId = prompt;
             response.text = QStringLiteral("answer");
@@ -297,12 +307,13 @@ private Q_SLOTS:
             candidate.responseId = *store.addResponse(response);
             candidate.task = QStringLiteral("L1/1");
             candidate.turn = 1;
-            const QJsonObject result{
-                {QStringLiteral("status"), QStringLiteral("correct")},
-                {QStringLiteral("speedup"), 20.6},
-                {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor"), QStringLiteral("speedup_over_10x")}},
-                {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 2.1}, {QStringLiteral("candidate_ms"), 0.133},
-                                                         {QStringLiteral("margin"), 0.1}}}};
+            const QJsonObject result{{QStringLiteral("status"), QStringLiteral("correct")},
+                                     {QStringLiteral("speedup"), 20.6},
+                                     {QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor"),
+                                                                          QStringLiteral("speedup_over_10x")}},
+                                     {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 2.1},
+                                                                              {QStringLiteral("candidate_ms"), 0.133},
+                                                                              {QStringLiteral("margin"), 0.1}}}};
             QVERIFY(store.addEvaluation(*store.addCandidate(candidate), result));
         }
         ResultsPage page;
@@ -315,9 +326,10 @@ private Q_SLOTS:
         QVERIFY(cell(runs, 0, QStringLiteral("Correct %")).startsWith(QStringLiteral("0.0 %")));
         auto* note = page.findChild<QLabel*>(QStringLiteral("notCountedNote"));
         QVERIFY(note && !note->isHidden());
-        QVERIFY2(note->text().contains(QStringLiteral("L1/1 turn 1 sample 0: not counted: measured 0.133 ms is below the "
-                                                      "roofline floor 2.1 ms")),
-                 qPrintable(note->text()));
+        QVERIFY2(
+            note->text().contains(QStringLiteral("L1/1 turn 1 sample 0: not counted: measured 0.133 ms is below the "
+                                                 "roofline floor 2.1 ms")),
+            qPrintable(note->text()));
         // An honest database has no such note.
         QVERIFY(page.setDatabase(m_db));
         QVERIFY(ready.wait(20000));

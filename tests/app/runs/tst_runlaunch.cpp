@@ -54,13 +54,16 @@ private Q_SLOTS:
 
     void noEvaluatorFromHello()
     {
-        const QJsonObject gpu{{QStringLiteral("ok"), true}, {QStringLiteral("protocol"), 1},
-                              {QStringLiteral("cuda_device_count"), 1}, {QStringLiteral("driver"), QStringLiteral("ok")}};
+        const QJsonObject gpu{{QStringLiteral("ok"), true},
+                              {QStringLiteral("protocol"), 1},
+                              {QStringLiteral("cuda_device_count"), 1},
+                              {QStringLiteral("driver"), QStringLiteral("ok")}};
         QVERIFY(noEvaluatorReason(decodeHello(gpu), {}).isEmpty());
         QJsonObject none = gpu;
         none.insert(QStringLiteral("cuda_device_count"), 0);
         none.insert(QStringLiteral("driver"), QStringLiteral("libcuda.so.1 not found"));
-        QVERIFY(noEvaluatorReason(decodeHello(none), {}).contains(QStringLiteral("no CUDA device (driver: libcuda.so.1 not found)")));
+        QVERIFY(noEvaluatorReason(decodeHello(none), {})
+                    .contains(QStringLiteral("no CUDA device (driver: libcuda.so.1 not found)")));
         QJsonObject badDriver = gpu;
         badDriver.insert(QStringLiteral("driver"), QStringLiteral("driver too old"));
         QVERIFY(noEvaluatorReason(decodeHello(badDriver), {}).contains(QStringLiteral("driver too old")));
@@ -199,7 +202,8 @@ private Q_SLOTS:
         QCOMPARE(config->sweep->ns, (QList<int>{1, 2, 4}));
         // As stored: the sweep's n values, no timing trials of its own, a fresh worker per candidate.
         const QJsonObject stored = config->toJson();
-        QCOMPARE(stored.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(), (QJsonArray{1, 2, 4}));
+        QCOMPARE(stored.value(QLatin1String("sweep")).toObject().value(QLatin1String("ns")).toArray(),
+                 (QJsonArray{1, 2, 4}));
         QVERIFY(stored.value(QLatin1String("timing_trials")).isNull());
         QCOMPARE(stored.value(QLatin1String("isolation")).toString(), QStringLiteral("fresh"));
 
@@ -226,10 +230,10 @@ private Q_SLOTS:
         QString error;
         const auto plan = planRun(request, &error);
         QVERIFY(plan);
-        const DeviceFacts device =
-            decodeDeviceFacts(QJsonObject{{QStringLiteral("available"), true}, {QStringLiteral("arch"), QStringLiteral("sm_90")}});
-        const HelloInfo hello =
-            decodeHello(QJsonObject{{QStringLiteral("worker"), QStringLiteral("kwb-worker 0.1")}, {QStringLiteral("protocol"), 1}});
+        const DeviceFacts device = decodeDeviceFacts(
+            QJsonObject{{QStringLiteral("available"), true}, {QStringLiteral("arch"), QStringLiteral("sm_90")}});
+        const HelloInfo hello = decodeHello(
+            QJsonObject{{QStringLiteral("worker"), QStringLiteral("kwb-worker 0.1")}, {QStringLiteral("protocol"), 1}});
         const auto config = runConfigFor(*plan, device, hello, &error);
         QVERIFY2(config, qPrintable(error));
         QVERIFY(config->templates.contains(QStringLiteral("agent/triager")));
@@ -264,10 +268,15 @@ private Q_SLOTS:
         QCOMPARE(evaluationOptionsFor(*resumed), evaluationOptionsFor(*plan));
 
         // What later turns are shown and the seeds' turn stride are stored and resumed.
-        QCOMPARE(config->toJson().value(QLatin1String("seeds")).toObject().value(QLatin1String("turn_stride")).toInteger(),
-                 kModelSeedTurnStride);
+        QCOMPARE(
+            config->toJson().value(QLatin1String("seeds")).toObject().value(QLatin1String("turn_stride")).toInteger(),
+            kModelSeedTurnStride);
         QCOMPARE(resumed->modelSeedTurnStride, kModelSeedTurnStride);
-        QCOMPARE(config->toJson().value(QLatin1String("regime")).toObject().value(QLatin1String("feedback_source")).toString(),
+        QCOMPARE(config->toJson()
+                     .value(QLatin1String("regime"))
+                     .toObject()
+                     .value(QLatin1String("feedback_source"))
+                     .toString(),
                  QStringLiteral("last"));
         QVERIFY(resumed->regime.feedbackSource == FeedbackSource::Last);
         RunRequest best = request;
@@ -369,7 +378,7 @@ private Q_SLOTS:
     // it (its reference is KernelBench's Model), without asking the worker to analyse it.
     void factsLoaderLeavesOutKernelBenchOnlyTasks()
     {
-        qputenv("FAKEWORKER_LIST_ALL", "1"); // the fake then lists every recorded task
+        qputenv("FAKEWORKER_LIST_ALL", "1");              // the fake then lists every recorded task
         qputenv("KWB_WORKER_ENV", "FAKEWORKER_LIST_ALL"); // passed to the worker (workerEnvironment)
         WorkerSupervisor supervisor;
         supervisor.setProgram(QStringLiteral(KWB_FAKEWORKER));

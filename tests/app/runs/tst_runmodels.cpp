@@ -164,8 +164,10 @@ private Q_SLOTS:
         // L2/1: a compile error with its log, and a failed request.
         const QModelIndex l21 = model.indexOfTask(QStringLiteral("L2/1"));
         QCOMPARE(cell(model, l21, RunTreeModel::StatusColumn), QStringLiteral("compile_error"));
-        const QModelIndex compileError = model.indexOf(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});
-        QCOMPARE(compileError.data(RunTreeModel::CompileLogRole).toString(), QStringLiteral("kernel.cu(3): error: fixture"));
+        const QModelIndex compileError =
+            model.indexOf(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});
+        QCOMPARE(compileError.data(RunTreeModel::CompileLogRole).toString(),
+                 QStringLiteral("kernel.cu(3): error: fixture"));
         const QModelIndex failed = model.indexOf(UnitKey{QStringLiteral("L2/1"), 1, 1, QStringLiteral("generator")});
         QCOMPARE(model.index(failed.row(), RunTreeModel::StatusColumn, failed.parent()).data().toString(),
                  QStringLiteral("request failed"));
@@ -182,7 +184,8 @@ private Q_SLOTS:
         model.load(m_store, m_fixture.zeroShot);
         QItemSelectionModel selection(&model);
         const UnitKey selected{QStringLiteral("L1/2"), 1, 0, QStringLiteral("generator")};
-        selection.setCurrentIndex(model.indexOf(selected), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        selection.setCurrentIndex(model.indexOf(selected),
+                                  QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
 
         QSignalSpy reset(&model, &QAbstractItemModel::modelReset);
         QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
@@ -216,8 +219,8 @@ private Q_SLOTS:
         evaluation.role = fresh.role;
         evaluation.status = QStringLiteral("correct");
         evaluation.speedup = 3.25;
-        evaluation.result = QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
-                                        {QStringLiteral("speedup"), 3.25}};
+        evaluation.result =
+            QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}, {QStringLiteral("speedup"), 3.25}};
         model.appendEvaluation(evaluation);
         QCOMPARE(model.indexOf(fresh, RunTreeModel::StatusColumn).data().toString(), QStringLiteral("correct"));
         QCOMPARE(cell(model, model.indexOfTask(fresh.task), RunTreeModel::SpeedupColumn), QStringLiteral("3.25×"));

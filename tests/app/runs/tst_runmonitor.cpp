@@ -12,25 +12,25 @@
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
 #include "core/protocol/evaluationresult.h"
-#include "core/workers/evaluationqueue.h"
 #include "core/store/runstore.h"
+#include "core/workers/evaluationqueue.h"
+#include "fakeworkerenvironment.h"
 #include "grabcheck.h"
 #include "runfixture.h"
-#include "fakeworkerenvironment.h"
 #include "scriptedllmserver.h"
 
 #include <QCheckBox>
-#include <QHeaderView>
-#include <QScreen>
-#include <QThread>
 #include <QElapsedTimer>
+#include <QHeaderView>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScreen>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThread>
 #include <QTimer>
 #include <QTreeView>
 #include <QTreeWidget>
@@ -73,7 +73,8 @@ class TestRunMonitor : public QObject
 
     RunSessionEnvironment environment()
     {
-        return kwb::test::fakeWorkerEnvironment<RunSessionEnvironment>(m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
+        return kwb::test::fakeWorkerEnvironment<RunSessionEnvironment>(
+            m_dir.filePath(QStringLiteral("run%1.db").arg(++m_dbCount)));
     }
 
     RunPlan plan(const QString& regime, const QStringList& tasks, int n = 0, int turns = 0, double timeoutS = 60)
@@ -94,7 +95,7 @@ class TestRunMonitor : public QObject
         return *p;
     }
 
-    template<typename T>
+    template <typename T>
     static T* child(QWidget& page, const char* name)
     {
         T* widget = page.findChild<T*>(QString::fromLatin1(name));
@@ -128,10 +129,13 @@ class TestRunMonitor : public QObject
         const auto onScreenIsFresh = [viewport] {
             const QPoint at = viewport->mapTo(viewport->window(), QPoint(0, 0));
             const qreal dpr = viewport->devicePixelRatioF();
-            const QImage onScreen = viewport->window()->windowHandle()->screen()
-                                        ->grabWindow(viewport->window()->winId(), at.x(), at.y(), viewport->width(), viewport->height())
-                                        .toImage()
-                                        .convertToFormat(QImage::Format_RGB32);
+            const QImage onScreen =
+                viewport->window()
+                    ->windowHandle()
+                    ->screen()
+                    ->grabWindow(viewport->window()->winId(), at.x(), at.y(), viewport->width(), viewport->height())
+                    .toImage()
+                    .convertToFormat(QImage::Format_RGB32);
             const QImage fresh = viewport->grab().toImage().convertToFormat(QImage::Format_RGB32);
             return onScreen.size() == fresh.size() * dpr && onScreen == fresh.scaled(onScreen.size());
         };
@@ -176,19 +180,27 @@ class TestRunMonitor : public QObject
                 a << name(i);
             for (const QModelIndex& i : std::as_const(expected))
                 b << name(i);
-            problems << QStringLiteral("view rows [%1], model rows [%2]").arg(a.join(QLatin1String(", ")), b.join(QLatin1String(", ")));
+            problems << QStringLiteral("view rows [%1], model rows [%2]")
+                            .arg(a.join(QLatin1String(", ")), b.join(QLatin1String(", ")));
         }
         const QFontMetrics metrics(tree->font());
         QRect previous;
         for (const QModelIndex& index : std::as_const(shown)) {
             const QRect rect = tree->visualRect(index);
             if (previous.isValid() && rect.top() != previous.bottom() + 1)
-                problems << QStringLiteral("%1 at y %2, the row above ends at %3").arg(name(index)).arg(rect.top()).arg(previous.bottom());
-            if (rect.isValid() && tree->viewport()->rect().contains(rect.center()) && tree->indexAt(rect.center()) != index)
+                problems << QStringLiteral("%1 at y %2, the row above ends at %3")
+                                .arg(name(index))
+                                .arg(rect.top())
+                                .arg(previous.bottom());
+            if (rect.isValid() && tree->viewport()->rect().contains(rect.center()) &&
+                tree->indexAt(rect.center()) != index)
                 problems << QStringLiteral("indexAt(%1) is not %2").arg(rect.center().y()).arg(name(index));
             const QString text = index.data().toString();
             if (metrics.horizontalAdvance(text) > rect.width())
-                problems << QStringLiteral("%1 clipped: %2 px in %3").arg(name(index)).arg(metrics.horizontalAdvance(text)).arg(rect.width());
+                problems << QStringLiteral("%1 clipped: %2 px in %3")
+                                .arg(name(index))
+                                .arg(metrics.horizontalAdvance(text))
+                                .arg(rect.width());
             previous = rect;
         }
         if (!fresh)
@@ -212,7 +224,8 @@ private Q_SLOTS:
             return e;
         };
         // The worker's verdicts on a candidate are the model's business, not the run's problems.
-        for (const char* status : {"correct", "incorrect", "compile_error", "format_error", "runtime_error", "rejected"})
+        for (const char* status :
+             {"correct", "incorrect", "compile_error", "format_error", "runtime_error", "rejected"})
             QVERIFY2(!isRunProblem(record(status, true)), status);
         // The machine's failures (by the table's category) are, from the worker or the supervisor.
         QVERIFY(isRunProblem(record("no_device", true)));
@@ -261,7 +274,8 @@ private Q_SLOTS:
         connect(model, &QAbstractItemModel::modelReset, this, [&] { resetsAfterRows += rowsSeen ? 1 : 0; });
         connect(model, &QAbstractItemModel::rowsInserted, this, [&] { rowsSeen = true; });
         QSignalSpy inserted(model, &QAbstractItemModel::rowsInserted);
-        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
+        QVERIFY(
+            manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
         RunSession* session = manager.current();
         QCOMPARE(page.session(), session);
 
@@ -272,9 +286,11 @@ private Q_SLOTS:
         QList<int> progressSeen;
         connect(session, &RunSession::textStreamed, this, [&](const UnitKey& unit, const QString&) {
             const QModelIndex current = tree->currentIndex();
-            if (model->unitKey(current) == unit && current.siblingAtColumn(RunTreeModel::StatusColumn).data().toString()
-                                                       == QStringLiteral("generating…")
-                && !text->toPlainText().isEmpty() && text->toPlainText() == current.data(RunTreeModel::TextRole).toString())
+            if (model->unitKey(current) == unit &&
+                current.siblingAtColumn(RunTreeModel::StatusColumn).data().toString() ==
+                    QStringLiteral("generating…") &&
+                !text->toPlainText().isEmpty() &&
+                text->toPlainText() == current.data(RunTreeModel::TextRole).toString())
                 ++partialSeen;
         });
         auto* bar = child<QProgressBar>(page, "progressBar");
@@ -297,7 +313,8 @@ private Q_SLOTS:
         const QModelIndex l11 = model->indexOfTask(QStringLiteral("L1/1"));
         QCOMPARE(l11.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(), QStringLiteral("correct"));
         // The speed-up with its 95 % interval, as the recorded H200 answer has it.
-        QCOMPARE(l11.siblingAtColumn(RunTreeModel::SpeedupColumn).data().toString(), QStringLiteral("1.071× [1.070–1.072]"));
+        QCOMPARE(l11.siblingAtColumn(RunTreeModel::SpeedupColumn).data().toString(),
+                 QStringLiteral("1.071× [1.070–1.072]"));
 
         // The selected (last followed) unit shows the stored answer, its compile log and evaluation.
         const std::optional<UnitKey> selected = model->unitKey(tree->currentIndex());
@@ -313,12 +330,15 @@ private Q_SLOTS:
         // The evaluation in words; the worker's JSON behind the toggle.
         const QString summary = child<QPlainTextEdit>(page, "evaluationText")->toPlainText();
         QVERIFY2(summary.startsWith(QStringLiteral("Status: correct")), qPrintable(summary));
-        QVERIFY2(summary.contains(QStringLiteral("Speed-up: 1.071× [1.070–1.072] over the reference (95 % interval in brackets)")),
+        QVERIFY2(summary.contains(
+                     QStringLiteral("Speed-up: 1.071× [1.070–1.072] over the reference (95 % interval in brackets)")),
                  qPrintable(summary));
         QVERIFY(summary.contains(QStringLiteral("atol + rtol·|ref|")));
         QVERIFY(!summary.contains(QStringLiteral("\"status\"")));
         child<QCheckBox>(page, "rawJsonToggle")->setChecked(true);
-        QVERIFY(child<QPlainTextEdit>(page, "evaluationText")->toPlainText().contains(QStringLiteral("\"status\": \"correct\"")));
+        QVERIFY(child<QPlainTextEdit>(page, "evaluationText")
+                    ->toPlainText()
+                    .contains(QStringLiteral("\"status\": \"correct\"")));
         child<QCheckBox>(page, "rawJsonToggle")->setChecked(false);
         QVERIFY(child<QLabel>(page, "unitHeader")->text().contains(QStringLiteral("speedup 1.071× [1.070–1.072]")));
         QCOMPARE(page.problemCount(), 0);
@@ -334,8 +354,10 @@ private Q_SLOTS:
         QTest::addColumn<int>("n");
         QTest::addColumn<int>("turns");
         QTest::addColumn<QString>("firstStatus");
-        QTest::newRow("iterative: a retry on turn 2") << QStringLiteral("iterative") << 2 << 2 << QStringLiteral("compile_error");
-        QTest::newRow("agent: notes roles, then samples") << QStringLiteral("agent") << 2 << 1 << QStringLiteral("correct");
+        QTest::newRow("iterative: a retry on turn 2")
+            << QStringLiteral("iterative") << 2 << 2 << QStringLiteral("compile_error");
+        QTest::newRow("agent: notes roles, then samples")
+            << QStringLiteral("agent") << 2 << 1 << QStringLiteral("correct");
     }
 
     void streamedTextLandsOnItsUnit()
@@ -346,7 +368,8 @@ private Q_SLOTS:
         QFETCH(QString, firstStatus);
         // Every HTTP call gets a text of its own, so a piece given to the wrong unit shows.
         for (int i = 0; i < 40; ++i)
-            m_server->enqueue(streamed(answer(QStringLiteral("reply-%1").arg(i), i < 4 ? firstStatus : QStringLiteral("correct")), 3));
+            m_server->enqueue(streamed(
+                answer(QStringLiteral("reply-%1").arg(i), i < 4 ? firstStatus : QStringLiteral("correct")), 3));
         RunSession session(plan(regime, {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, n, turns), environment());
         QHash<UnitKey, QString> streamedText;
         int started = 0;
@@ -391,8 +414,8 @@ private Q_SLOTS:
     void hangingCandidateDoesNotBlockTheUi()
     {
         // The fake worker hangs on this answer; the evaluation's time-out (2 s) ends it.
-        m_server->setDefaultReply(streamed(answer(QStringLiteral("hangs"), QStringLiteral("correct"),
-                                                  QStringLiteral("fake: hang"))));
+        m_server->setDefaultReply(
+            streamed(answer(QStringLiteral("hangs"), QStringLiteral("correct"), QStringLiteral("fake: hang"))));
         RunManager manager;
         RunMonitorPage page(&manager);
         page.resize(1280, 800);
@@ -415,7 +438,7 @@ private Q_SLOTS:
         sampler.start(100);
         QVERIFY(waitFinished(session, 30000));
         ticker.stop();
-        QVERIFY2(ticks >= 40, qPrintable(QString::number(ticks))); // ~2 s at 25 ms while the worker hung
+        QVERIFY2(ticks >= 40, qPrintable(QString::number(ticks)));             // ~2 s at 25 ms while the worker hung
         QVERIFY2(texts.size() >= 2, qPrintable(texts.join(QLatin1Char('|')))); // the elapsed time kept moving
         QCOMPARE(session->state(), RunSession::State::Finished);
         const QModelIndex task = page.treeModel()->indexOfTask(QStringLiteral("L1/1"));
@@ -439,7 +462,8 @@ private Q_SLOTS:
         page.show();
         RunSessionEnvironment env = environment();
         env.maxTasksInFlight = 1;
-        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
+        QVERIFY(
+            manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
         RunSession* session = manager.current();
         QTRY_COMPARE_WITH_TIMEOUT(session->requestsInFlight(), 1, 20000);
         auto* pause = child<QPushButton>(page, "monitorPause");
@@ -482,7 +506,8 @@ private Q_SLOTS:
         page.show();
         RunSessionEnvironment env = environment();
         env.maxTasksInFlight = 1;
-        QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
+        QVERIFY(
+            manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}), env));
         RunSession* session = manager.current();
         auto* problems = child<QTreeWidget>(page, "problemList");
         // The 500 fails L1/1's request (no retries here): a model problem and a task error.
@@ -490,9 +515,11 @@ private Q_SLOTS:
         QCOMPARE(problems->topLevelItem(0)->text(2), QStringLiteral("model"));
         QVERIFY(problems->topLevelItem(0)->text(3).contains(QStringLiteral("http")));
         QCOMPARE(problems->topLevelItem(0)->text(1), QStringLiteral("L1/1"));
-        const QModelIndex failed = page.treeModel()->indexOf(UnitKey{QStringLiteral("L1/1"), 1, 0, QStringLiteral("generator")});
+        const QModelIndex failed =
+            page.treeModel()->indexOf(UnitKey{QStringLiteral("L1/1"), 1, 0, QStringLiteral("generator")});
         QVERIFY(failed.isValid());
-        QCOMPARE(failed.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(), QStringLiteral("request failed"));
+        QCOMPARE(failed.siblingAtColumn(RunTreeModel::StatusColumn).data().toString(),
+                 QStringLiteral("request failed"));
 
         // L2/1's answer takes 5 s: cancel it.
         QTRY_COMPARE_WITH_TIMEOUT(session->requestsInFlight(), 1, 20000);
@@ -501,7 +528,8 @@ private Q_SLOTS:
         QCOMPARE(session->state(), RunSession::State::Cancelled);
         QVERIFY(!manager.isBusy());
         // The unit that was generating is gone (nothing of it was stored).
-        QVERIFY(!page.treeModel()->indexOf(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")}).isValid());
+        QVERIFY(
+            !page.treeModel()->indexOf(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")}).isValid());
         RunStore store;
         QVERIFY(store.open(env.databasePath));
         QCOMPARE(store.run(session->runId())->status, RunStatus::Cancelled);
@@ -513,9 +541,10 @@ private Q_SLOTS:
         // page as narrow as the window at 1280×720 leaves it: rows arrive under rows already drawn.
         for (int i = 0; i < 6; ++i)
             m_server->enqueue(streamed(answer(QStringLiteral("turn-1 reply-%1 with text enough for many pieces").arg(i),
-                                              QStringLiteral("compile_error")), 4));
-        m_server->setDefaultReply(streamed(answer(QStringLiteral("turn-2 reply with text enough for many pieces"),
-                                                  QStringLiteral("correct")), 4));
+                                              QStringLiteral("compile_error")),
+                                       4));
+        m_server->setDefaultReply(streamed(
+            answer(QStringLiteral("turn-2 reply with text enough for many pieces"), QStringLiteral("correct")), 4));
         RunManager manager;
         RunMonitorPage page(&manager);
         page.resize(900, 600);
@@ -524,7 +553,8 @@ private Q_SLOTS:
         auto* tree = child<QTreeView>(page, "runTree");
         RunTreeModel* model = page.treeModel();
         RunSessionEnvironment env = environment();
-        QVERIFY(manager.submit(plan(QStringLiteral("iterative"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 3, 2), env));
+        QVERIFY(manager.submit(
+            plan(QStringLiteral("iterative"), {QStringLiteral("L1/1"), QStringLiteral("L2/1")}, 3, 2), env));
         RunSession* first = manager.current();
 
         // Checked whenever the model changed, from the event loop, until the run is over.
@@ -566,7 +596,8 @@ private Q_SLOTS:
 
         // A new run: the Monitor follows it, and nothing of the earlier run's sample stays.
         m_server->setDefaultReply(streamed(answer(QStringLiteral("second run"), QStringLiteral("correct")), 4));
-        ScriptedLlmServer::Reply slow = streamed(answer(QStringLiteral("second run, slow"), QStringLiteral("correct")), 0);
+        ScriptedLlmServer::Reply slow =
+            streamed(answer(QStringLiteral("second run, slow"), QStringLiteral("correct")), 0);
         slow.delayMs = 1500;
         m_server->enqueue(slow);
         QVERIFY(manager.submit(plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")}), environment()));
@@ -581,11 +612,12 @@ private Q_SLOTS:
         QCOMPARE(model->unitCount(), 0);
         // While its first answer is awaited: no row, text or header of the run before (a
         // one-turn run over L1/1 alone; the one before had two turns and L2/1).
-        QTRY_VERIFY2_WITH_TIMEOUT(second->requestsInFlight() == 1,
-                                  qPrintable(RunSession::stateText(second->state()) + QStringLiteral(": ") + second->errorString()),
-                                  20000);
+        QTRY_VERIFY2_WITH_TIMEOUT(
+            second->requestsInFlight() == 1,
+            qPrintable(RunSession::stateText(second->state()) + QStringLiteral(": ") + second->errorString()), 20000);
         const QString header = child<QLabel>(page, "unitHeader")->text();
-        QVERIFY2(!header.contains(QStringLiteral("turn 2")) && !header.contains(QStringLiteral("L2/1")), qPrintable(header));
+        QVERIFY2(!header.contains(QStringLiteral("turn 2")) && !header.contains(QStringLiteral("L2/1")),
+                 qPrintable(header));
         QVERIFY2(!child<QPlainTextEdit>(page, "modelText")->toPlainText().contains(QStringLiteral("turn-")),
                  qPrintable(child<QPlainTextEdit>(page, "modelText")->toPlainText().left(80)));
         QVERIFY(!model->indexOfTask(QStringLiteral("L2/1")).isValid());
@@ -641,15 +673,20 @@ private Q_SLOTS:
                     const QModelIndex index = page.treeModel()->index(r, RunTreeModel::ItemColumn, parent);
                     const QString text = index.data().toString();
                     QVERIFY2(metrics.horizontalAdvance(text) <= tree->visualRect(index).width(),
-                             qPrintable(QStringLiteral("%1: %2 px in %3").arg(text).arg(metrics.horizontalAdvance(text)).arg(tree->visualRect(index).width())));
+                             qPrintable(QStringLiteral("%1: %2 px in %3")
+                                            .arg(text)
+                                            .arg(metrics.horizontalAdvance(text))
+                                            .arg(tree->visualRect(index).width())));
                     check(index);
                 }
             };
             check(QModelIndex());
         }
         page.selectUnit(UnitKey{QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator")});
-        QCOMPARE(child<QPlainTextEdit>(page, "compileLog")->toPlainText(), QStringLiteral("kernel.cu(3): error: fixture"));
-        QCOMPARE(child<QPlainTextEdit>(page, "modelText")->toPlainText(), QStringLiteral("L2/1 turn 1 generator sample 0"));
+        QCOMPARE(child<QPlainTextEdit>(page, "compileLog")->toPlainText(),
+                 QStringLiteral("kernel.cu(3): error: fixture"));
+        QCOMPARE(child<QPlainTextEdit>(page, "modelText")->toPlainText(),
+                 QStringLiteral("L2/1 turn 1 generator sample 0"));
         // The prompts the sample was sent (issue 38 item 3), from the store: sample 1 of L1/1 was
         // asked after the analyzer (asked once, stored as sample 0), never sample 0's prompt.
         page.selectUnit(UnitKey{QStringLiteral("L1/1"), 1, 1, QStringLiteral("generator")});

@@ -66,11 +66,11 @@ QJsonObject replay(QJsonObject recorded, const QJsonObject& request)
 
 QJsonObject error(const QJsonObject& request, const QString& code, const QString& message)
 {
-    return QJsonObject{{QStringLiteral("id"), request.value(QStringLiteral("id"))},
-                       {QStringLiteral("type"), request.value(QStringLiteral("type"))},
-                       {QStringLiteral("ok"), false},
-                       {QStringLiteral("error"),
-                        QJsonObject{{QStringLiteral("code"), code}, {QStringLiteral("message"), message}}}};
+    return QJsonObject{
+        {QStringLiteral("id"), request.value(QStringLiteral("id"))},
+        {QStringLiteral("type"), request.value(QStringLiteral("type"))},
+        {QStringLiteral("ok"), false},
+        {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), code}, {QStringLiteral("message"), message}}}};
 }
 
 } // namespace
@@ -134,8 +134,9 @@ int main(int argc, char** argv)
                 for (;;)
                     ::pause();
             const auto it = id == forget ? analyses.cend() : analyses.constFind(id);
-            writeLine(it == analyses.cend() ? error(request, QStringLiteral("unknown_task"), QStringLiteral("no task ") + id)
-                                            : replay(*it, request));
+            writeLine(it == analyses.cend()
+                          ? error(request, QStringLiteral("unknown_task"), QStringLiteral("no task ") + id)
+                          : replay(*it, request));
         } else if (type == QLatin1String("shutdown")) {
             writeLine(QJsonObject{{QStringLiteral("id"), request.value(QStringLiteral("id"))},
                                   {QStringLiteral("type"), type},

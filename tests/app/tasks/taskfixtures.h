@@ -66,8 +66,8 @@ inline void feedRecorded(TaskCatalog& catalog, bool withAnalyses = true)
 inline QStringList replayArguments(const QStringList& extra = {})
 {
     return QStringList{QStringLiteral("--tasks"), dataPath("tasks.json"), QStringLiteral("--analyses"),
-                       dataPath("analyze.json")}
-        + extra;
+                       dataPath("analyze.json")} +
+           extra;
 }
 
 } // namespace kwb::test

@@ -73,7 +73,8 @@ private Q_SLOTS:
 void TestTaskCatalog::loadsTasksThenAnalysesWithoutBlocking()
 {
     // A slow start (like libtorch loading) must not hold the caller.
-    Fixture f(QStringLiteral(KWB_REPLAYWORKER), replayArguments({QStringLiteral("--hello-delay"), QStringLiteral("1000")}));
+    Fixture f(QStringLiteral(KWB_REPLAYWORKER),
+              replayArguments({QStringLiteral("--hello-delay"), QStringLiteral("1000")}));
     QSignalSpy reset(&f.catalog, &TaskCatalog::tasksReset);
     QSignalSpy updated(&f.catalog, &TaskCatalog::taskUpdated);
     QSignalSpy progress(&f.catalog, &TaskCatalog::progressChanged);
@@ -126,8 +127,8 @@ void TestTaskCatalog::loadsTasksThenAnalysesWithoutBlocking()
 
 void TestTaskCatalog::keepsLoaderErrors()
 {
-    Fixture f(QStringLiteral(KWB_REPLAYWORKER),
-              {QStringLiteral("--tasks"), dataPath("tasks_bad.json"), QStringLiteral("--analyses"), dataPath("analyze.json")});
+    Fixture f(QStringLiteral(KWB_REPLAYWORKER), {QStringLiteral("--tasks"), dataPath("tasks_bad.json"),
+                                                 QStringLiteral("--analyses"), dataPath("analyze.json")});
     f.catalog.load();
     QVERIFY(waitForState(f.catalog, {TaskCatalog::State::Ready, TaskCatalog::State::Failed}));
     QCOMPARE(f.catalog.state(), TaskCatalog::State::Ready);
@@ -160,8 +161,8 @@ void TestTaskCatalog::readsTaskFields()
     QCOMPARE(t->dims.at(0).full, 128);
     QCOMPARE(t->dims.at(0).smoke, 2);
     QCOMPARE(t->inputs.size(), 1);
-    QCOMPARE(t->inputs.at(0).shape, (QStringList{QStringLiteral("N"), QStringLiteral("C_in"), QStringLiteral("H"),
-                                                 QStringLiteral("W")}));
+    QCOMPARE(t->inputs.at(0).shape,
+             (QStringList{QStringLiteral("N"), QStringLiteral("C_in"), QStringLiteral("H"), QStringLiteral("W")}));
     QCOMPARE(t->inputs.at(0).full, shape({128, 64, 128, 128}));
     QCOMPARE(t->inputs.at(0).smoke, shape({2, 64, 12, 12}));
     QCOMPARE(t->inputs.at(0).generator, QStringLiteral("rand"));
@@ -215,9 +216,12 @@ void TestTaskCatalog::kernelBenchOnlyTasksAreListedNotAnalysed()
     QJsonObject response = recordedTasks();
     QJsonArray tasks = response.value(QLatin1String("tasks")).toArray();
     const int recorded = int(tasks.size());
-    QJsonObject lstm{{QStringLiteral("id"), QStringLiteral("L3/35")}, {QStringLiteral("level"), 3},
-                     {QStringLiteral("number"), 35}, {QStringLiteral("title"), QStringLiteral("LSTM")},
-                     {QStringLiteral("kernelbench_only"), QStringLiteral("line 18: nn.LSTM (no functional translation here)")}};
+    QJsonObject lstm{
+        {QStringLiteral("id"), QStringLiteral("L3/35")},
+        {QStringLiteral("level"), 3},
+        {QStringLiteral("number"), 35},
+        {QStringLiteral("title"), QStringLiteral("LSTM")},
+        {QStringLiteral("kernelbench_only"), QStringLiteral("line 18: nn.LSTM (no functional translation here)")}};
     tasks.append(lstm);
     response.insert(QStringLiteral("tasks"), tasks);
     QVERIFY(catalog.applyTasksResponse(response));
@@ -241,7 +245,8 @@ void TestTaskCatalog::workerMissingFails()
     f.catalog.load();
     QVERIFY(clock.elapsed() < 500);
     QVERIFY(waitForState(f.catalog, {TaskCatalog::State::Failed}, 10000));
-    QVERIFY2(f.catalog.errorMessage().contains(wireName(EvaluationStatus::StartFailed)), qPrintable(f.catalog.errorMessage()));
+    QVERIFY2(f.catalog.errorMessage().contains(wireName(EvaluationStatus::StartFailed)),
+             qPrintable(f.catalog.errorMessage()));
     QVERIFY(f.catalog.errorMessage().contains(QLatin1String("could not get the tasks")));
     QCOMPARE(f.catalog.taskCount(), 0);
 }
@@ -252,7 +257,8 @@ void TestTaskCatalog::workerDyingAtStartFails()
     Fixture f(QStringLiteral(KWB_FAKEWORKER), {QStringLiteral("--hello"), QStringLiteral("exit_127")});
     f.catalog.load();
     QVERIFY(waitForState(f.catalog, {TaskCatalog::State::Failed}, 10000));
-    QVERIFY2(f.catalog.errorMessage().contains(wireName(EvaluationStatus::StartFailed)), qPrintable(f.catalog.errorMessage()));
+    QVERIFY2(f.catalog.errorMessage().contains(wireName(EvaluationStatus::StartFailed)),
+             qPrintable(f.catalog.errorMessage()));
     QCOMPARE(f.catalog.taskCount(), 0);
 
     // The next load tries again (and fails the same way), it is not stuck.
@@ -288,7 +294,8 @@ void TestTaskCatalog::crashOnOneTaskAnalysesTheRest()
     QCOMPARE(f.catalog.state(), TaskCatalog::State::Ready);
     const TaskInfo* crashed = f.catalog.task(QStringLiteral("L2/1"));
     QCOMPARE(crashed->analysisState, TaskInfo::Analysis::Failed);
-    QVERIFY2(crashed->analysisError.startsWith(wireName(EvaluationStatus::Crashed)), qPrintable(crashed->analysisError));
+    QVERIFY2(crashed->analysisError.startsWith(wireName(EvaluationStatus::Crashed)),
+             qPrintable(crashed->analysisError));
     int done = 0;
     for (const TaskInfo& t : f.catalog.tasks())
         done += t.hasAnalysis() ? 1 : 0;
@@ -311,7 +318,8 @@ void TestTaskCatalog::hangOnOneTaskTimesOutAndGoesOn()
 
 void TestTaskCatalog::reloadCancelsTheLoadInFlight()
 {
-    Fixture f(QStringLiteral(KWB_REPLAYWORKER), replayArguments({QStringLiteral("--hello-delay"), QStringLiteral("200")}));
+    Fixture f(QStringLiteral(KWB_REPLAYWORKER),
+              replayArguments({QStringLiteral("--hello-delay"), QStringLiteral("200")}));
     QSignalSpy reset(&f.catalog, &TaskCatalog::tasksReset);
     f.catalog.load();
     f.catalog.load(); // the first request is cancelled; only the second one's answer counts
@@ -340,7 +348,8 @@ void TestTaskCatalog::reloadCancelsTheLoadInFlight()
 void TestTaskCatalog::supervisorGoneMidLoad()
 {
     auto* supervisor = new WorkerSupervisor;
-    supervisor->setProgram(QStringLiteral(KWB_REPLAYWORKER), replayArguments({QStringLiteral("--hello-delay"), QStringLiteral("300")}));
+    supervisor->setProgram(QStringLiteral(KWB_REPLAYWORKER),
+                           replayArguments({QStringLiteral("--hello-delay"), QStringLiteral("300")}));
     TaskCatalog catalog;
     catalog.setSupervisor(supervisor);
     catalog.load();
@@ -376,7 +385,8 @@ void addEvaluation(RunStore& store, qint64 runId, const QString& task, std::opti
     candidate.parsedOk = true;
     const std::optional<qint64> candidateId = store.addCandidate(candidate);
     QVERIFY(candidateId);
-    QJsonObject result{{QStringLiteral("status"), referenceMs ? QStringLiteral("correct") : QStringLiteral("compile_error")}};
+    QJsonObject result{
+        {QStringLiteral("status"), referenceMs ? QStringLiteral("correct") : QStringLiteral("compile_error")}};
     if (referenceMs)
         result.insert(QStringLiteral("timing"),
                       QJsonObject{{QStringLiteral("reference"), QJsonObject{{QStringLiteral("mean_ms"), *referenceMs}}},
@@ -387,9 +397,9 @@ void addEvaluation(RunStore& store, qint64 runId, const QString& task, std::opti
 qint64 createRun(RunStore& store, const QString& gpuName)
 {
     // As a run stores its configuration (core/config/runconfig.h): the worker's device answer as `gpu`.
-    const QJsonObject config{{QStringLiteral("model"), QStringLiteral("qwen")},
-                             {QStringLiteral("gpu"), QJsonObject{{QStringLiteral("available"), true},
-                                                                 {QStringLiteral("name"), gpuName}}}};
+    const QJsonObject config{
+        {QStringLiteral("model"), QStringLiteral("qwen")},
+        {QStringLiteral("gpu"), QJsonObject{{QStringLiteral("available"), true}, {QStringLiteral("name"), gpuName}}}};
     const std::optional<qint64> id = store.createRun(QStringLiteral("run"), QStringLiteral("zero-shot"), config);
     if (!id)
         qFatal("createRun: %s", qPrintable(store.errorString()));
@@ -405,7 +415,7 @@ void fillStore(RunStore& store)
     addEvaluation(store, h200, QStringLiteral("L1/1"), 0.9);
     addEvaluation(store, a100, QStringLiteral("L2/1"), 7.0);
     addEvaluation(store, a100, QStringLiteral("L1/5"), 3.0);
-    addEvaluation(store, laterH200, QStringLiteral("L2/1"), 2.25); // the most recent on the H200
+    addEvaluation(store, laterH200, QStringLiteral("L2/1"), 2.25);         // the most recent on the H200
     addEvaluation(store, laterH200, QStringLiteral("L1/1"), std::nullopt); // did not compile: no timing
 }
 

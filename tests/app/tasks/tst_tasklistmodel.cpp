@@ -78,7 +78,8 @@ void TestTaskListModel::treeByLevel()
     QCOMPARE(l21.row(), 0);
     QVERIFY(model.flags(l21) & Qt::ItemIsSelectable);
     QCOMPARE(l21.data().toString(), QStringLiteral("L2/1"));
-    QCOMPARE(l21.siblingAtColumn(TaskListModel::TitleColumn).data().toString(), QStringLiteral("Conv2d, ReLU, bias add"));
+    QCOMPARE(l21.siblingAtColumn(TaskListModel::TitleColumn).data().toString(),
+             QStringLiteral("Conv2d, ReLU, bias add"));
     QCOMPARE(l21.siblingAtColumn(TaskListModel::OpsColumn).data().toString(),
              QStringLiteral("conv2d \u2192 relu \u2192 add"));
     QCOMPARE(l21.siblingAtColumn(TaskListModel::FlopsColumn).data().toString(), QStringLiteral("300.4 GFLOP"));
@@ -115,11 +116,11 @@ void TestTaskListModel::followsTheCatalog()
     QCOMPARE(ops.data().toString(), QStringLiteral("conv2d \u2192 relu \u2192 add"));
 
     // A failed analysis says so in the list, with the reason as tooltip.
-    QVERIFY(catalog.applyAnalyzeResponse(QJsonObject{
-        {QStringLiteral("ok"), false},
-        {QStringLiteral("task"), QStringLiteral("L1/4")},
-        {QStringLiteral("error"),
-         QJsonObject{{QStringLiteral("code"), QStringLiteral("task_error")}, {QStringLiteral("message"), QStringLiteral("bad shape")}}}}));
+    QVERIFY(catalog.applyAnalyzeResponse(
+        QJsonObject{{QStringLiteral("ok"), false},
+                    {QStringLiteral("task"), QStringLiteral("L1/4")},
+                    {QStringLiteral("error"), QJsonObject{{QStringLiteral("code"), QStringLiteral("task_error")},
+                                                          {QStringLiteral("message"), QStringLiteral("bad shape")}}}}));
     const QModelIndex failed = model.indexOfTask(QStringLiteral("L1/4"), TaskListModel::OpsColumn);
     QCOMPARE(failed.data().toString(), QStringLiteral("analysis failed"));
     QCOMPARE(failed.data(Qt::ToolTipRole).toString(), QStringLiteral("task_error: bad shape"));
@@ -138,12 +139,16 @@ void TestTaskListModel::followsTheCatalog()
     QVERIFY(catalog.applyAnalyzeResponse(partial));
     const QModelIndex flops = model.indexOfTask(QStringLiteral("L2/2"), TaskListModel::FlopsColumn);
     QCOMPARE(flops.data().toString(), QStringLiteral("cannot count: aten::kthvalue"));
-    QVERIFY(flops.data(Qt::ToolTipRole).toString().contains(QLatin1String("aten::kthvalue (line 3): no rule for this op")));
+    QVERIFY(
+        flops.data(Qt::ToolTipRole).toString().contains(QLatin1String("aten::kthvalue (line 3): no rule for this op")));
     QVERIFY(!flops.data(TaskListModel::FlopsRole).isValid());
     QVERIFY(!flops.data(TaskListModel::IntensityFusedRole).isValid());
     QVERIFY(!flops.siblingAtColumn(TaskListModel::IntensityColumn).data().isValid());
     QCOMPARE(flops.data(TaskListModel::SortRole).toDouble(), -1.0);
-    QVERIFY(flops.siblingAtColumn(TaskListModel::OpsColumn).data().toString().startsWith(QLatin1String("conv_transpose2d")));
+    QVERIFY(flops.siblingAtColumn(TaskListModel::OpsColumn)
+                .data()
+                .toString()
+                .startsWith(QLatin1String("conv_transpose2d")));
 
     // Eager times change the eager column of every level.
     changed.clear();

@@ -416,13 +416,15 @@ void TestTasksPage::liveLoadFromReplayWorker()
     QVERIFY(QTest::qWaitFor([&] { return catalog.state() == TaskCatalog::State::Ready; }, 20000));
     QCOMPARE(labelText(page, "taskCount"), QStringLiteral("9 tasks"));
     // One analysis crashed the worker: the banner says so and offers a reload.
-    QCOMPARE(labelText(page, "stateText"), QStringLiteral("1 of 9 tasks could not be analysed (the Ops column says why)"));
+    QCOMPARE(labelText(page, "stateText"),
+             QStringLiteral("1 of 9 tasks could not be analysed (the Ops column says why)"));
     QVERIFY(page.findChild<QPushButton*>()->isVisible());
     const QModelIndex ops = page.model()->indexOfTask(QStringLiteral("L2/2"), TaskListModel::OpsColumn);
     QCOMPARE(ops.data().toString(), QStringLiteral("analysis failed"));
     QVERIFY(ops.data(Qt::ToolTipRole).toString().startsWith(QLatin1String("crashed")));
     QVERIFY(page.showTask(QStringLiteral("L2/2")));
-    QVERIFY(labelText(page, "analysisNote").startsWith(QLatin1String("The worker could not analyse this task: crashed")));
+    QVERIFY(
+        labelText(page, "analysisNote").startsWith(QLatin1String("The worker could not analyse this task: crashed")));
 }
 
 void TestTasksPage::grabsToANonUniformImage()

@@ -60,7 +60,9 @@ class TestDiffPage : public QObject
     {
         QString error;
         QVERIFY2(page.setDatabase(m_path, &error), qPrintable(error));
-        page.setTasks({{kEmpty, QStringLiteral("no candidates")}, {kL11, QStringLiteral("ReLU")}, {kL21, QStringLiteral("Conv")}});
+        page.setTasks({{kEmpty, QStringLiteral("no candidates")},
+                       {kL11, QStringLiteral("ReLU")},
+                       {kL21, QStringLiteral("Conv")}});
     }
 
 private Q_SLOTS:
@@ -95,7 +97,8 @@ private Q_SLOTS:
         QVERIFY(page.candidates().isEmpty());
         QVERIFY(page.isLoading());
         const QList<QLabel*> labels = page.findChildren<QLabel*>();
-        QVERIFY(std::any_of(labels.cbegin(), labels.cend(), [](QLabel* l) { return l->text().startsWith(QStringLiteral("Loading")); }));
+        QVERIFY(std::any_of(labels.cbegin(), labels.cend(),
+                            [](QLabel* l) { return l->text().startsWith(QStringLiteral("Loading")); }));
         QTRY_COMPARE(loaded.size(), 1);
         QCOMPARE(loaded.at(0).at(0).toString(), kL21);
         QCOMPARE(page.candidates().size(), m_l21Count);
@@ -108,7 +111,8 @@ private Q_SLOTS:
         QVERIFY(std::any_of(shownLabels.cbegin(), shownLabels.cend(),
                             [&](QLabel* l) { return l->text() == timed + QStringLiteral(" vs eager"); }));
         const QList<QComboBox*> pickers = page.findChildren<QComboBox*>();
-        QVERIFY(std::any_of(pickers.cbegin(), pickers.cend(), [&](QComboBox* c) { return c->currentText().endsWith(timed); }));
+        QVERIFY(std::any_of(pickers.cbegin(), pickers.cend(),
+                            [&](QComboBox* c) { return c->currentText().endsWith(timed); }));
         // What each side was asked, from the store (issue 38 item 3): the fixture's generator prompt.
         const QString leftPrompts = page.view()->promptDiff()->leftEditor()->toPlainText();
         QVERIFY2(leftPrompts.contains(QStringLiteral("turn 1 · generator · sample")) &&

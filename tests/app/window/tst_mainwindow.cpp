@@ -3,26 +3,27 @@
 // Files that are not run stores (issue 38), on real files: never written, said what they are, a
 // new store offered elsewhere; a read-only store read as it is, which the window says.
 
+#include "../../support/storefiles.h"
 #include "app/analysispages.h"
 #include "app/charts/bestofnchart.h"
 #include "app/charts/rooflinechart.h"
 #include "app/charts/rooflinepage.h"
-#include "app/editor/candidatediffview.h"
 #include "app/charts/trafficchart.h"
+#include "app/editor/candidatediffview.h"
 #include "app/mainwindow.h"
-#include "app/workbenchdata.h"
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
+#include "app/runs/runmonitorpage.h"
 #include "app/tasks/taskspage.h"
+#include "app/workbenchdata.h"
 #include "core/tasks/taskcatalog.h"
 #include "core/workers/jobtracker.h"
-#include "app/runs/runmonitorpage.h"
 #include "windowfixture.h"
-#include "../../support/storefiles.h"
 
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QImage>
 #include <QLabel>
@@ -30,7 +31,6 @@
 #include <QPushButton>
 #include <QSet>
 #include <QSettings>
-#include <QFile>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -67,9 +67,10 @@ private Q_SLOTS:
         MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
         window.resize(1440, 900);
         window.show();
-        QCOMPARE(window.pageNames(), (QStringList{QStringLiteral("tasks"), QStringLiteral("prompts"), QStringLiteral("launch"),
-                                                  QStringLiteral("monitor"), QStringLiteral("results"), QStringLiteral("roofline"),
-                                                  QStringLiteral("traffic"), QStringLiteral("bestofn"), QStringLiteral("diff")}));
+        QCOMPARE(window.pageNames(),
+                 (QStringList{QStringLiteral("tasks"), QStringLiteral("prompts"), QStringLiteral("launch"),
+                              QStringLiteral("monitor"), QStringLiteral("results"), QStringLiteral("roofline"),
+                              QStringLiteral("traffic"), QStringLiteral("bestofn"), QStringLiteral("diff")}));
         QTRY_VERIFY_WITH_TIMEOUT(window.catalog()->state() == TaskCatalog::State::Ready, 60000);
         QCOMPARE(window.catalog()->taskCount(), 9);
 
@@ -190,7 +191,8 @@ private Q_SLOTS:
         window.showLaunchedRun(launched, QStringLiteral("#1 zero-shot"));
         QVERIFY(bar->isVisibleTo(results));
         QCOMPARE(results->offeredDatabase(), launched);
-        QVERIFY(results->findChild<QLabel*>(QStringLiteral("offerText"))->text().contains(QStringLiteral("launched.db")));
+        QVERIFY(
+            results->findChild<QLabel*>(QStringLiteral("offerText"))->text().contains(QStringLiteral("launched.db")));
         QTest::mouseClick(results->findChild<QPushButton*>(QStringLiteral("openOffered")), Qt::LeftButton);
         QCOMPARE(window.database(), QFileInfo(launched).absoluteFilePath());
         QCOMPARE(results->database(), launched);
@@ -214,7 +216,7 @@ private Q_SLOTS:
         QVERIFY(roofline);
         QList<qsizetype> shown; // roofline points at each update of the charts
         connect(&window, &MainWindow::chartDataUpdated, this, [&] { shown << roofline->chart()->points().size(); });
-        QVERIFY(window.openDatabase(m_db)); // two tasks with times
+        QVERIFY(window.openDatabase(m_db));  // two tasks with times
         QVERIFY(window.openDatabase(empty)); // none
         QTRY_VERIFY_WITH_TIMEOUT(!shown.isEmpty(), 30000);
         // Both scans have ended and every queued result has been handled.
@@ -269,8 +271,9 @@ private Q_SLOTS:
         QCOMPARE(asked.first().first().toString(), QStringLiteral("L2/1"));
         QVERIFY(!button->isEnabled()); // one measurement at a time
         QVERIFY(!page.chart()->hasMeasured());
-        page.setProfile(QStringLiteral("L2/1"), decodeProfile(json(QStringLiteral(KWB_CHARTS_TEST_DATA "/profile_L2_1.json")).object()),
-                        4239.0, QStringLiteral("measured copy bandwidth"));
+        page.setProfile(QStringLiteral("L2/1"),
+                        decodeProfile(json(QStringLiteral(KWB_CHARTS_TEST_DATA "/profile_L2_1.json")).object()), 4239.0,
+                        QStringLiteral("measured copy bandwidth"));
         QVERIFY(page.chart()->hasMeasured());
         QVERIFY(button->isEnabled());
         // Another task shows its own (none), and coming back shows the kept measurement.
@@ -297,7 +300,8 @@ private Q_SLOTS:
         window.show();
         QString error;
         QVERIFY(!window.openDatabase(foreign, &error));
-        QVERIFY2(error.contains(QLatin1String("another program")) && error.contains(QLatin1String("tables: foo")), qPrintable(error));
+        QVERIFY2(error.contains(QLatin1String("another program")) && error.contains(QLatin1String("tables: foo")),
+                 qPrintable(error));
         QVERIFY(window.database().isEmpty());
         QMessageBox* box = window.openDatabaseOrExplain(foreign);
         QVERIFY(box);
@@ -353,7 +357,8 @@ private Q_SLOTS:
         window.show();
         QString error;
         QVERIFY(!window.openDatabase(damaged, &error));
-        QVERIFY2(error.contains(QLatin1String("damaged SQLite database")) && error.contains(QLatin1String("rows read before the damage")),
+        QVERIFY2(error.contains(QLatin1String("damaged SQLite database")) &&
+                     error.contains(QLatin1String("rows read before the damage")),
                  qPrintable(error));
         QMessageBox* box = window.openDatabaseOrExplain(damaged);
         QVERIFY(box);
@@ -390,9 +395,12 @@ private Q_SLOTS:
             QVERIFY(window.isDatabaseReadOnly());
             QCOMPARE(window.databaseStatus(), QStringLiteral("Runs: study.db (read-only)"));
             QVERIFY(window.windowTitle().contains(QLatin1String("read-only")));
-            QVERIFY2(window.databaseStatusTip().contains(QLatin1String("Launch")), qPrintable(window.databaseStatusTip()));
+            QVERIFY2(window.databaseStatusTip().contains(QLatin1String("Launch")),
+                     qPrintable(window.databaseStatusTip()));
             auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
-            QVERIFY(results->findChild<QLabel*>(QStringLiteral("databaseLabel"))->text().contains(QLatin1String("read-only")));
+            QVERIFY(results->findChild<QLabel*>(QStringLiteral("databaseLabel"))
+                        ->text()
+                        .contains(QLatin1String("read-only")));
             QTRY_VERIFY_WITH_TIMEOUT(results->report().has_value(), 30000);
             QCOMPARE(results->report()->runs.size(), 2);
             // Launch writes elsewhere; pointed at this file, it says why it cannot and does not start.
@@ -400,7 +408,8 @@ private Q_SLOTS:
             QVERIFY(QFileInfo(launch->databasePath()).absoluteFilePath() != QFileInfo(path).absoluteFilePath());
             const QString launchDb = launch->databasePath();
             launch->setDatabasePath(path);
-            QVERIFY2(launch->databaseProblem().contains(QLatin1String("may not be written")), qPrintable(launch->databaseProblem()));
+            QVERIFY2(launch->databaseProblem().contains(QLatin1String("may not be written")),
+                     qPrintable(launch->databaseProblem()));
             auto* start = launch->findChild<QPushButton*>(QStringLiteral("startButton"));
             QVERIFY(!start->isEnabled());
             QVERIFY(!start->toolTip().isEmpty());
@@ -438,12 +447,13 @@ private Q_SLOTS:
         QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(1).toString()));
         const QStringList files = QDir(dir).entryList({QStringLiteral("*.png")}, QDir::Files, QDir::Name);
         // The welcome page, the nine pages, then Results at 1280×720, the V100 roofline and L3/10.
-        QCOMPARE(files, (QStringList{QStringLiteral("00-welcome.png"), QStringLiteral("01-tasks.png"), QStringLiteral("02-prompts.png"),
-                                     QStringLiteral("03-launch.png"), QStringLiteral("04-monitor.png"),
-                                     QStringLiteral("05-results-1280x720.png"), QStringLiteral("05-results.png"),
-                                     QStringLiteral("06-roofline-v100.png"), QStringLiteral("06-roofline.png"),
-                                     QStringLiteral("07-traffic-L3_10.png"), QStringLiteral("07-traffic.png"),
-                                     QStringLiteral("08-bestofn.png"), QStringLiteral("09-diff.png")}));
+        QCOMPARE(files, (QStringList{QStringLiteral("00-welcome.png"), QStringLiteral("01-tasks.png"),
+                                     QStringLiteral("02-prompts.png"), QStringLiteral("03-launch.png"),
+                                     QStringLiteral("04-monitor.png"), QStringLiteral("05-results-1280x720.png"),
+                                     QStringLiteral("05-results.png"), QStringLiteral("06-roofline-v100.png"),
+                                     QStringLiteral("06-roofline.png"), QStringLiteral("07-traffic-L3_10.png"),
+                                     QStringLiteral("07-traffic.png"), QStringLiteral("08-bestofn.png"),
+                                     QStringLiteral("09-diff.png")}));
         for (const QString& f : files) {
             const QImage image(QDir(dir).filePath(f));
             if (f == QLatin1String("05-results-1280x720.png")) // and the window back at its size after it

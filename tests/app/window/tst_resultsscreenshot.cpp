@@ -114,11 +114,12 @@ private Q_SLOTS:
                 speedupColumn = c;
         QVERIFY(speedupColumn > 0);
         QCOMPARE(tableOne->horizontalScrollBar()->value(), 0);
-        QVERIFY2(tableOne->columnViewportPosition(speedupColumn) + tableOne->columnWidth(speedupColumn)
-                     <= tableOne->viewport()->width(),
-                 qPrintable(QStringLiteral("speedup column ends at %1, viewport %2 wide")
-                                .arg(tableOne->columnViewportPosition(speedupColumn) + tableOne->columnWidth(speedupColumn))
-                                .arg(tableOne->viewport()->width())));
+        QVERIFY2(
+            tableOne->columnViewportPosition(speedupColumn) + tableOne->columnWidth(speedupColumn) <=
+                tableOne->viewport()->width(),
+            qPrintable(QStringLiteral("speedup column ends at %1, viewport %2 wide")
+                           .arg(tableOne->columnViewportPosition(speedupColumn) + tableOne->columnWidth(speedupColumn))
+                           .arg(tableOne->viewport()->width())));
 
         // Ten runs, ten names: in Table I, in the run list and in the pairs.
         QCOMPARE(columnTexts(tableOne, 0).size(), 10);
@@ -128,8 +129,8 @@ private Q_SLOTS:
         QCOMPARE(pairs->model()->rowCount(), 45);
         QSet<QString> pairNames;
         for (int r = 0; r < pairs->model()->rowCount(); ++r)
-            pairNames.insert(pairs->model()->index(r, 0).data().toString() + QStringLiteral(" | ")
-                             + pairs->model()->index(r, 1).data().toString());
+            pairNames.insert(pairs->model()->index(r, 0).data().toString() + QStringLiteral(" | ") +
+                             pairs->model()->index(r, 1).data().toString());
         QCOMPARE(pairNames.size(), 45);
         QVERIFY(columnTexts(tableOne, 0).contains(QStringLiteral("#6 agent n=8 1 turn sweep")));
         QVERIFY(columnTexts(tableOne, 0).contains(QStringLiteral("#7 agent −best_of_n")));

@@ -75,7 +75,10 @@ class TestWindowFit : public QObject
             QVERIFY2(screen.contains(global),
                      qPrintable(QStringLiteral("%1: %2 \"%3\" at %4,%5 %6×%7 (minimum width %8)")
                                     .arg(where, QString::fromLatin1(w->metaObject()->className()), w->objectName())
-                                    .arg(global.x()).arg(global.y()).arg(global.width()).arg(global.height())
+                                    .arg(global.x())
+                                    .arg(global.y())
+                                    .arg(global.width())
+                                    .arg(global.height())
                                     .arg(w->minimumSizeHint().width())));
         }
     }
@@ -126,7 +129,8 @@ private Q_SLOTS:
         const std::optional<RunPlan> plan = planRun(request, &error);
         QVERIFY2(plan, qPrintable(error));
         RunSessionEnvironment environment;
-        environment.databasePath = longFolder(m_dir.filePath(QStringLiteral("missing")), 500) + QStringLiteral("/runs.db");
+        environment.databasePath =
+            longFolder(m_dir.filePath(QStringLiteral("missing")), 500) + QStringLiteral("/runs.db");
         environment.workerProgram = QStringLiteral(KWB_REPLAYWORKER);
         RunSession session(*plan, environment);
         auto* monitor = qobject_cast<RunMonitorPage*>(window.page(QStringLiteral("monitor")));
@@ -183,9 +187,11 @@ private Q_SLOTS:
         big.setGeometry(QRect(200, 50, 2766, 1400));
         QSettings().setValue(QStringLiteral("window/geometry"), big.saveGeometry());
         MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
-        QVERIFY2(screen.contains(window.frameGeometry()),
-                 qPrintable(QStringLiteral("restored at %1,%2 %3×%4")
-                                .arg(window.x()).arg(window.y()).arg(window.width()).arg(window.height())));
+        QVERIFY2(screen.contains(window.frameGeometry()), qPrintable(QStringLiteral("restored at %1,%2 %3×%4")
+                                                                         .arg(window.x())
+                                                                         .arg(window.y())
+                                                                         .arg(window.width())
+                                                                         .arg(window.height())));
     }
 
     void fitRectKeepsInside_data()

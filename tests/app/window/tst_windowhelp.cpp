@@ -52,7 +52,8 @@ private Q_SLOTS:
         QVERIFY2(text.contains(QStringLiteral("PyTorch: ") + hello.torch), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("CUDA runtime: ") + hello.cudaRuntime), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("NVRTC: ") + hello.nvrtc), qPrintable(text));
-        QVERIFY2(text.contains(QStringLiteral("CUDA driver: 13.0")), qPrintable(text)); // the device's, not the hello's "ok"
+        QVERIFY2(text.contains(QStringLiteral("CUDA driver: 13.0")),
+                 qPrintable(text)); // the device's, not the hello's "ok"
         QVERIFY2(text.contains(QStringLiteral("GPU: NVIDIA H200")), qPrintable(text));
         // Without a hello, no version is guessed.
         const QString none = AboutDialog(std::nullopt, std::nullopt, QString()).versionsText();

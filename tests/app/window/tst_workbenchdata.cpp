@@ -106,7 +106,8 @@ private Q_SLOTS:
         QVERIFY(!points[0].candidateIntensity); // torch only: same intensity
         QVERIFY(p.detail.contains(QStringLiteral("best candidate 8.510 ms")));
         // Its own evaluation's speed-up, with the interval, as everywhere a speed-up is shown.
-        QVERIFY2(p.detail.contains(QStringLiteral("speed-up 1.07\u00D7 [1.07\u20131.08] in its evaluation")), qPrintable(p.detail));
+        QVERIFY2(p.detail.contains(QStringLiteral("speed-up 1.07\u00D7 [1.07\u20131.08] in its evaluation")),
+                 qPrintable(p.detail));
     }
 
     // The roofline's inputs: the GPU the times come from, the traffic model a candidate's
@@ -117,24 +118,28 @@ private Q_SLOTS:
         QTemporaryDir dir;
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("n.db"))));
-        const QJsonObject config{{QStringLiteral("gpu"), kwb::test::h200Device()},
-                                 {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
-                                                                        {QStringLiteral("n"), 2},
-                                                                        {QStringLiteral("ablated"), QJsonArray()}}}};
+        const QJsonObject config{
+            {QStringLiteral("gpu"), kwb::test::h200Device()},
+            {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
+                                                   {QStringLiteral("n"), 2},
+                                                   {QStringLiteral("ablated"), QJsonArray()}}}};
         const qint64 run = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config).value_or(0);
         const QJsonArray kernels{QJsonObject{{QStringLiteral("name"), QStringLiteral("sm90_xmma_fprop")},
-                                             {QStringLiteral("calls"), 1}, {QStringLiteral("time_ns"), 8e6},
+                                             {QStringLiteral("calls"), 1},
+                                             {QStringLiteral("time_ns"), 8e6},
                                              {QStringLiteral("custom"), false}},
                                  QJsonObject{{QStringLiteral("name"), QStringLiteral("bias_relu")},
-                                             {QStringLiteral("calls"), 1}, {QStringLiteral("time_ns"), 5e5},
+                                             {QStringLiteral("calls"), 1},
+                                             {QStringLiteral("time_ns"), 5e5},
                                              {QStringLiteral("custom"), true}}};
-        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 8.51, 1, QStringLiteral("k"),
-                     QJsonObject{{QStringLiteral("kernels"), kernels}});
-        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 1, QStringLiteral("correct"), 9.11, 0.40, 1, QStringLiteral("k"),
-                     QJsonObject{{QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}},
-                                 {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 4.5},
-                                                                          {QStringLiteral("candidate_ms"), 0.40},
-                                                                          {QStringLiteral("margin"), 0.1}}}});
+        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 8.51, 1,
+                                QStringLiteral("k"), QJsonObject{{QStringLiteral("kernels"), kernels}});
+        kwb::test::addCandidate(
+            store, run, QStringLiteral("L2/1"), 1, 1, QStringLiteral("correct"), 9.11, 0.40, 1, QStringLiteral("k"),
+            QJsonObject{{QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}},
+                        {QStringLiteral("roofline"), QJsonObject{{QStringLiteral("floor_ms"), 4.5},
+                                                                 {QStringLiteral("candidate_ms"), 0.40},
+                                                                 {QStringLiteral("margin"), 0.1}}}});
         const QHash<QString, TaskTimes> times = taskTimesFromStore(store);
         const TaskTimes& t = times.value(QStringLiteral("L2/1"));
         QCOMPARE(*t.bestCandidateMs, 8.51); // not the impossible 0.40 ms
@@ -161,23 +166,29 @@ private Q_SLOTS:
         QTemporaryDir dir;
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("t.db"))));
-        const QJsonObject config{{QStringLiteral("gpu"), kwb::test::h200Device()},
-                                 {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
-                                                                        {QStringLiteral("n"), 2},
-                                                                        {QStringLiteral("ablated"), QJsonArray()}}}};
+        const QJsonObject config{
+            {QStringLiteral("gpu"), kwb::test::h200Device()},
+            {QStringLiteral("regime"), QJsonObject{{QStringLiteral("name"), QStringLiteral("agent")},
+                                                   {QStringLiteral("n"), 2},
+                                                   {QStringLiteral("ablated"), QJsonArray()}}}};
         const qint64 run = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config).value_or(0);
-        const QJsonArray own{QJsonObject{{QStringLiteral("name"), QStringLiteral("fused")}, {QStringLiteral("calls"), 1},
-                                         {QStringLiteral("time_ns"), 5e5}, {QStringLiteral("custom"), true}}};
+        const QJsonArray own{QJsonObject{{QStringLiteral("name"), QStringLiteral("fused")},
+                                         {QStringLiteral("calls"), 1},
+                                         {QStringLiteral("time_ns"), 5e5},
+                                         {QStringLiteral("custom"), true}}};
         const double bytes = 2.5e9;
-        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 8.51, 1, QStringLiteral("k"),
-                                QJsonObject{{QStringLiteral("kernels"), own},
-                                            {QLatin1String(kTrafficKey), QJsonObject{{QStringLiteral("profiled"), true},
-                                                                                     {QStringLiteral("dram_bytes"), bytes},
-                                                                                     {QStringLiteral("kernels"), 1}}}});
-        kwb::test::addCandidate(store, run, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"), 2.67, 2.60, 1, QStringLiteral("k"),
-                                QJsonObject{{QStringLiteral("kernels"), own},
-                                            {QLatin1String(kTrafficKey), QJsonObject{{QStringLiteral("profiled"), false},
-                                                                                     {QStringLiteral("reason"), QStringLiteral("no permission")}}}});
+        kwb::test::addCandidate(
+            store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 8.51, 1, QStringLiteral("k"),
+            QJsonObject{{QStringLiteral("kernels"), own},
+                        {QLatin1String(kTrafficKey), QJsonObject{{QStringLiteral("profiled"), true},
+                                                                 {QStringLiteral("dram_bytes"), bytes},
+                                                                 {QStringLiteral("kernels"), 1}}}});
+        kwb::test::addCandidate(
+            store, run, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"), 2.67, 2.60, 1, QStringLiteral("k"),
+            QJsonObject{{QStringLiteral("kernels"), own},
+                        {QLatin1String(kTrafficKey),
+                         QJsonObject{{QStringLiteral("profiled"), false},
+                                     {QStringLiteral("reason"), QStringLiteral("no permission")}}}});
         const QHash<QString, TaskTimes> times = taskTimesFromStore(store);
         QCOMPARE(times.value(QStringLiteral("L2/1")).bestDramBytes.value_or(0), bytes);
         QVERIFY(!times.value(QStringLiteral("L1/1")).bestDramBytes);
@@ -210,9 +221,11 @@ private Q_SLOTS:
         QTemporaryDir dir;
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("floor.db"))));
-        const qint64 run = store.createRun(QStringLiteral("zero-shot"), QStringLiteral("zero-shot"), QJsonObject{}).value_or(0);
-        kwb::test::addCandidate(store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 0.44, 1, QStringLiteral("k"),
-                                QJsonObject{{QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}}});
+        const qint64 run =
+            store.createRun(QStringLiteral("zero-shot"), QStringLiteral("zero-shot"), QJsonObject{}).value_or(0);
+        kwb::test::addCandidate(
+            store, run, QStringLiteral("L2/1"), 1, 0, QStringLiteral("correct"), 9.11, 0.44, 1, QStringLiteral("k"),
+            QJsonObject{{QStringLiteral("flags"), QJsonArray{QStringLiteral("below_roofline_floor")}}});
         const QList<CandidateEntry> cheat = candidatesOfTask(store, QStringLiteral("L2/1"));
         QCOMPARE(cheat.size(), 1);
         QVERIFY2(cheat[0].label().endsWith(QStringLiteral("correct (not counted: below the roofline floor)")),
@@ -253,7 +266,8 @@ private Q_SLOTS:
                                      {QStringLiteral("sweep"), QJsonObject{{QStringLiteral("id"), QStringLiteral("s1")},
                                                                            {QStringLiteral("ns"), QJsonArray{1, 2, 4}},
                                                                            {QStringLiteral("n"), n}}}};
-            return store.createRun(QStringLiteral("agent sweep n=%1").arg(n), QStringLiteral("agent"), config).value_or(0);
+            return store.createRun(QStringLiteral("agent sweep n=%1").arg(n), QStringLiteral("agent"), config)
+                .value_or(0);
         };
         const qint64 n1 = sweepRun(1), n2 = sweepRun(2), n4 = sweepRun(4);
         using kwb::test::addCandidate;
@@ -272,8 +286,9 @@ private Q_SLOTS:
         // n = 4: all three correct at turn 1, each by one of its four first-turn samples.
         for (const QString& task : tasks)
             for (int sample = 0; sample < 4; ++sample)
-                addCandidate(store, n4, task, 1, sample, sample == 3 ? QStringLiteral("correct") : QStringLiteral("incorrect"),
-                             2.0, sample == 3 ? 1.9 : 2.0, 1, k);
+                addCandidate(store, n4, task, 1, sample,
+                             sample == 3 ? QStringLiteral("correct") : QStringLiteral("incorrect"), 2.0,
+                             sample == 3 ? 1.9 : 2.0, 1, k);
 
         QString error;
         const std::optional<Report> report = buildReport(store, {}, ReportOptions{}, &error);

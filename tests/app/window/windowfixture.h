@@ -29,8 +29,8 @@ struct WindowFixture
 /// status, reference and candidate mean ms, custom launches. As the worker answers: a correct
 /// candidate has passed every correctness trial and is timed (its speed-up with a ±0.4 % interval);
 /// an incorrect one stopped at correctness (its max |diff|, no timing); a compile error has neither.
-inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QString& status,
-                           double refMs, double candMs, int customLaunches, const QString& cuda,
+inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int turn, int sample,
+                           const QString& status, double refMs, double candMs, int customLaunches, const QString& cuda,
                            const QJsonObject& extra = {})
 {
     PromptRecord prompt{0, run, task, turn, sample, QStringLiteral("generator"), QStringLiteral("write it"), QString()};
@@ -49,46 +49,56 @@ inline qint64 addCandidate(RunStore& store, qint64 run, const QString& task, int
     c.sample = sample;
     const qint64 candidateId = store.addCandidate(c).value_or(0);
     // The blocks come from the worker's echo, as in a real run (the store fills the candidate).
-    const QJsonObject echo{{QStringLiteral("cuda"), cuda},
-                           {QStringLiteral("python"), QStringLiteral("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n")},
-                           {QStringLiteral("kernels"), QJsonArray{QStringLiteral("bias_relu")}},
-                           {QStringLiteral("source_hash"), QStringLiteral("%1").arg(qHash(cuda), 16, 16, QLatin1Char('0'))},
-                           {QStringLiteral("cuda_line"), 2},
-                           {QStringLiteral("python_line"), QJsonValue::Null}};
-    QJsonObject result{{QStringLiteral("status"), status},
-                       {QStringLiteral("candidate"), echo},
-                       {QStringLiteral("custom_launches"), customLaunches},
-                       {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), status != QLatin1String("compile_error")},
-                                                               {QStringLiteral("log"), status == QLatin1String("compile_error")
-                                                                                           ? QStringLiteral("error: expected ';'")
-                                                                                           : QString()}}}};
+    const QJsonObject echo{
+        {QStringLiteral("cuda"), cuda},
+        {QStringLiteral("python"),
+         QStringLiteral("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x\n")},
+        {QStringLiteral("kernels"), QJsonArray{QStringLiteral("bias_relu")}},
+        {QStringLiteral("source_hash"), QStringLiteral("%1").arg(qHash(cuda), 16, 16, QLatin1Char('0'))},
+        {QStringLiteral("cuda_line"), 2},
+        {QStringLiteral("python_line"), QJsonValue::Null}};
+    QJsonObject result{
+        {QStringLiteral("status"), status},
+        {QStringLiteral("candidate"), echo},
+        {QStringLiteral("custom_launches"), customLaunches},
+        {QStringLiteral("compile"),
+         QJsonObject{{QStringLiteral("ok"), status != QLatin1String("compile_error")},
+                     {QStringLiteral("log"),
+                      status == QLatin1String("compile_error") ? QStringLiteral("error: expected ';'") : QString()}}}};
     const bool correct = status == QLatin1String("correct"), incorrect = status == QLatin1String("incorrect");
     if (correct || incorrect) {
         // max |diff| from the times, so each candidate has its own: ~1e-6 when correct, far beyond atol when not.
         const double diff = correct ? 1e-6 * refMs : 0.1 * candMs;
-        QJsonObject correctness{{QStringLiteral("trials"), 5}, {QStringLiteral("passed"), correct ? 5 : 0},
-                                {QStringLiteral("atol"), 1e-4}, {QStringLiteral("rtol"), 1e-4},
-                                {QStringLiteral("max_abs_diff"), diff}, {QStringLiteral("max_rel_diff"), correct ? 2e-5 : 3.7}};
+        QJsonObject correctness{
+            {QStringLiteral("trials"), 5},          {QStringLiteral("passed"), correct ? 5 : 0},
+            {QStringLiteral("atol"), 1e-4},         {QStringLiteral("rtol"), 1e-4},
+            {QStringLiteral("max_abs_diff"), diff}, {QStringLiteral("max_rel_diff"), correct ? 2e-5 : 3.7}};
         if (incorrect) {
-            correctness.insert(QStringLiteral("failure"),
-                               QJsonObject{{QStringLiteral("trial"), 0},
-                                           {QStringLiteral("reason"), QStringLiteral("outputs differ beyond atol/rtol")}});
+            correctness.insert(
+                QStringLiteral("failure"),
+                QJsonObject{{QStringLiteral("trial"), 0},
+                            {QStringLiteral("reason"), QStringLiteral("outputs differ beyond atol/rtol")}});
             result.insert(QStringLiteral("message"), QStringLiteral("trial 1: outputs differ beyond atol/rtol"));
         }
         result.insert(QStringLiteral("correctness"), correctness);
     }
     if (correct && refMs > 0 && candMs > 0) {
         const double speedup = refMs / candMs;
-        result.insert(QStringLiteral("timing"),
-                      QJsonObject{{QStringLiteral("method"), QStringLiteral("adaptive")},
-                                  {QStringLiteral("stop_reason"), QStringLiteral("target_reached")},
-                                  {QStringLiteral("samples"), 12},
-                                  {QStringLiteral("reference"), QJsonObject{{QStringLiteral("mean_ms"), refMs}, {QStringLiteral("trials"), 12}}},
-                                  {QStringLiteral("candidate"), QJsonObject{{QStringLiteral("mean_ms"), candMs}, {QStringLiteral("trials"), 12}}},
-                                  {QStringLiteral("speedup_interval"),
-                                   QJsonObject{{QStringLiteral("value"), speedup}, {QStringLiteral("low"), speedup * 0.996},
-                                               {QStringLiteral("high"), speedup * 1.004}, {QStringLiteral("level"), 0.95},
-                                               {QStringLiteral("relative_half_width"), 0.004}, {QStringLiteral("samples"), 12}}}});
+        result.insert(
+            QStringLiteral("timing"),
+            QJsonObject{{QStringLiteral("method"), QStringLiteral("adaptive")},
+                        {QStringLiteral("stop_reason"), QStringLiteral("target_reached")},
+                        {QStringLiteral("samples"), 12},
+                        {QStringLiteral("reference"),
+                         QJsonObject{{QStringLiteral("mean_ms"), refMs}, {QStringLiteral("trials"), 12}}},
+                        {QStringLiteral("candidate"),
+                         QJsonObject{{QStringLiteral("mean_ms"), candMs}, {QStringLiteral("trials"), 12}}},
+                        {QStringLiteral("speedup_interval"), QJsonObject{{QStringLiteral("value"), speedup},
+                                                                         {QStringLiteral("low"), speedup * 0.996},
+                                                                         {QStringLiteral("high"), speedup * 1.004},
+                                                                         {QStringLiteral("level"), 0.95},
+                                                                         {QStringLiteral("relative_half_width"), 0.004},
+                                                                         {QStringLiteral("samples"), 12}}}});
         result.insert(QStringLiteral("speedup"), speedup);
     }
     for (auto it = extra.begin(); it != extra.end(); ++it) // flags, kernels, roofline, …
@@ -106,10 +116,15 @@ inline WindowFixture writeWindowFixture(RunStore& store)
                                                                   {QStringLiteral("n"), n},
                                                                   {QStringLiteral("ablated"), QJsonArray()}}}};
     };
-    f.zeroShot = store.createRun(QStringLiteral("zero-shot"), QStringLiteral("zero-shot"), config(QStringLiteral("zero-shot"), 1)).value_or(0);
-    f.agent = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config(QStringLiteral("agent"), 4)).value_or(0);
-    const QString good = QStringLiteral("extern \"C\" __global__ void bias_relu(float* y, const float* b, int n)\n{\n"
-                                        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = fmaxf(y[i] + b[i % 16], 0.f);\n}");
+    f.zeroShot =
+        store
+            .createRun(QStringLiteral("zero-shot"), QStringLiteral("zero-shot"), config(QStringLiteral("zero-shot"), 1))
+            .value_or(0);
+    f.agent = store.createRun(QStringLiteral("agent"), QStringLiteral("agent"), config(QStringLiteral("agent"), 4))
+                  .value_or(0);
+    const QString good = QStringLiteral(
+        "extern \"C\" __global__ void bias_relu(float* y, const float* b, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) y[i] = fmaxf(y[i] + b[i % 16], 0.f);\n}");
     const QString bad = QStringLiteral("extern \"C\" __global__ void bias_relu(float* y, const float* b, int n)\n{\n"
                                        "    int i = blockIdx.x * blockDim.x + threadIdx.x\n    y[i] = y[i] + b[i];\n}");
     addCandidate(store, f.zeroShot, QStringLiteral("L1/1"), 1, 0, QStringLiteral("correct"), 2.68, 2.68, 0, QString());
