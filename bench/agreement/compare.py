@@ -60,6 +60,17 @@ def kwb_verdicts(db):
     return out
 
 
+def kb_finished(r):
+    if r.get("kind", "module") != "module":
+        return True  # no code: KernelBench's verdict is final without a build
+    if "phase_s" not in r:
+        return True  # an earlier kb_eval.py's final file: every line is a verdict
+    phases = r["phase_s"]
+    if "compile" not in phases:
+        return False
+    return bool(r.get("compile_failed")) or "verdict" in phases
+
+
 def short(text, n=220):
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -72,7 +83,11 @@ def main():
     ap.add_argument("--explain", default=None)
     ap.add_argument("--head", default="", help="lines to put under the title (machine, commits, date)")
     a = ap.parse_args()
-    kb = [json.loads(line) for path in a.kb for line in open(path) if line.strip()]
+    kb_all = [json.loads(line) for path in a.kb for line in open(path) if line.strip()]
+    # A generation KernelBench's side never finished (its build ran past kb_eval.py's limit on a
+    # loaded machine, or a call ended first) has no verdict of KernelBench's: left out, listed.
+    kb = [r for r in kb_all if kb_finished(r)]
+    kb_unfinished = [r for r in kb_all if not kb_finished(r)]
     ours = {}
     for db in a.db:
         ours.update(kwb_verdicts(db))
@@ -151,6 +166,15 @@ def main():
           f"with the disagreements explained as deliberate, theirs or noise counted as agreeing: "
           f"{min(n, total['xa'] + explained)} of {n}.")
 
+    if kb_unfinished:
+        print("\n## Not compared: KernelBench's evaluator did not finish\n")
+        print("| generation | KernelBench | kwb |")
+        print("|---|---|---|")
+        for r in kb_unfinished:
+            o = ours.get(r["path"])
+            mine = "no evaluation" if o is None else f"`{o['status']}`"
+            why = f"{r.get('error_name') or 'unfinished'}: {short(r.get('error') or 'no build', 140)}"
+            print(f"| `{r['path'].split('/', 2)[-1]}` | {why.replace('|', '/')} | {mine} |")
     if machine:
         print("\n## Not compared: the machine failed kwb's evaluation\n")
         print("| generation | KernelBench | kwb |")
