@@ -153,6 +153,14 @@ class Convert(unittest.TestCase):
         self.assertIsNone(c.reason)
         self.assertIn("    x = torch.relu(x)\n    x = x + 1.0\n", c.forward)
 
+    def test_an_einops_call_says_it_needs_einops(self):
+        # Mamba2's (L3/48-49) rearrange: not translated, so KernelBench's Model runs, which imports einops
+        mamba = PROBLEM.replace("import torch\n", "import torch\nfrom einops import rearrange\n", 1).replace(
+            "LAYER", "pass").replace("        x = self.conv(x)\n", "        x = rearrange(x, 'b c h w -> b h w c')\n")
+        c = kc.convert(3, 99, "99_Test", mamba)
+        self.assertRegex(c.reason, r"^line \d+: needs einops: einops.rearrange is not translated here, and "
+                                   "KernelBench's Model runs only where the worker's Python has the einops package")
+
     def test_an_input_the_format_cannot_draw(self):
         c = kc.convert(1, 99, "99_Test", PROBLEM.replace("LAYER", "pass").replace(
             "torch.rand(batch_size, in_channels, height, width)", "torch.randint(0, 2, (batch_size,))"))
