@@ -192,6 +192,8 @@ json compileKernelBench(const std::string& answer, std::string arch, CodeBlock c
         {protocol::Field::kAnswerFormat, "kernelbench"},
         {protocol::Field::kCodeBlock, codeBlockName(codeBlock)},
         {"model_new_blocks", kb.modelNewBlocks}};
+    if (kb.ok) // before torch's import (python::available): the broker builds while it runs
+        python::requestBuildsEarly(kb.source, arch);
     std::string why;
     if (kb.ok && !python::available(&why))
         kb.error = FormatError{"kernelbench_unavailable", why, 0};
@@ -414,8 +416,9 @@ int Worker::run()
                 response = handle(request);
         }
         // Nothing a candidate started outlives its request (a fork, a setsid daemon): killed
-        // before the answer goes out (sandboxinit.h).
+        // before the answer goes out (sandboxinit.h); nor a build asked for early and not taken.
         endCandidateProcesses();
+        python::dropEarlyRequests();
         if (!protocol::writeResponse(m_fd, response))
             return 2; // the reader is gone
         if (m_shutdown)

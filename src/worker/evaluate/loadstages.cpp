@@ -19,6 +19,12 @@ std::string currentArch()
     return facts.value("arch", std::string());
 }
 
+/// The architecture an evaluation compiles for: the GPU's, else the request's (sm_90 by default).
+std::string buildArch(const Evaluation& ev)
+{
+    return ev.cuda ? currentArch() : ev.req.value(protocol::Field::kArch, std::string("sm_90"));
+}
+
 bool kernelBenchParse(Evaluation& ev, const std::string& answer, CodeBlock codeBlock);
 
 /// `compile.kernel_facts` (issue 40): each compiled kernel's registers, memory, PTX and SASS,
@@ -136,6 +142,9 @@ bool kernelBenchParse(Evaluation& ev, const std::string& answer, CodeBlock codeB
     ev.kb = extractKernelBenchSource(answer, codeBlock);
     ev.res["candidate"] = kernelBenchEcho(ev.kb, codeBlock);
     ev.endStage();
+    // Before torch's import (python::available): the broker builds while it runs.
+    if (ev.kb.ok)
+        python::requestBuildsEarly(ev.kb.source, buildArch(ev));
     std::string why;
     if (ev.kb.ok && !python::available(&why))
         ev.kb.error = FormatError{"kernelbench_unavailable", why, 0};
@@ -292,7 +301,7 @@ bool kernelBenchReference(Evaluation& ev, KernelBenchReference* ref)
 bool kernelBenchLoadStage(Evaluation& ev)
 {
     ev.startStage("compile");
-    const std::string arch = ev.cuda ? currentArch() : ev.req.value(protocol::Field::kArch, std::string("sm_90"));
+    const std::string arch = buildArch(ev);
     ev.compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", ev.kernelNames}, {"ms", 0.0}};
     const auto t0 = Clock::now();
     json builds;
@@ -444,7 +453,7 @@ bool compileHostCode(Evaluation& ev)
 bool compileStage(Evaluation& ev)
 {
     ev.startStage("compile");
-    const std::string arch = ev.cuda ? currentArch() : ev.req.value(protocol::Field::kArch, std::string("sm_90"));
+    const std::string arch = buildArch(ev);
     ev.compile = {{"ok", true}, {"log", ""}, {"arch", arch}, {"kernels", ev.kernelNames}, {"ms", 0.0}};
     if (!compileCudaBlock(ev, arch) || !compileHostCode(ev))
         return false;

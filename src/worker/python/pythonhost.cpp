@@ -71,6 +71,8 @@ json build(const std::string&, const std::string&)
 {
     throw std::runtime_error(kNoPython);
 }
+void requestBuildsEarly(const std::string&, const std::string&) {}
+void dropEarlyRequests() {}
 std::string takeError()
 {
     return {};
@@ -221,6 +223,15 @@ PyObject* str(const std::string& s)
 {
     return PyUnicode_FromStringAndSize(s.data(), Py_ssize_t(s.size()));
 }
+
+/// When the answer's module has run (or failed): python::dropEarlyRequests.
+struct DropEarlyRequests
+{
+    DropEarlyRequests() = default;
+    DropEarlyRequests(const DropEarlyRequests&) = delete;
+    DropEarlyRequests& operator=(const DropEarlyRequests&) = delete;
+    ~DropEarlyRequests() { python::dropEarlyRequests(); }
+};
 
 json jsonResult(Ref r)
 {
@@ -408,10 +419,39 @@ json checkSource(const std::string& source)
     return jsonResult(callHost("check_json", {str(source)}));
 }
 
+void requestBuildsEarly(const std::string& source, const std::string& arch)
+{
+    // The broker's socket is kwb's word that builds go through one; the interpreter without torch
+    // starts in milliseconds, torch comes after.
+    if (!std::getenv("KWB_BUILD_BROKER") || !startInterpreter())
+        return;
+    Ref f(PyObject_GetAttrString(g_extensions, "request_early"));
+    Ref s(str(source)), a(str(arch));
+    Ref out(f && s && a ? PyObject_CallFunctionObjArgs(f.p, s.p, a.p, nullptr) : nullptr);
+    if (!out)
+        PyErr_Clear(); // only a head start: the module's load_inline asks the broker as always
+}
+
+void dropEarlyRequests()
+{
+    if (!g_extensions)
+        return;
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback); // an error being raised stays the caller's
+    Ref f(PyObject_GetAttrString(g_extensions, "drop_early"));
+    Ref out(f ? PyObject_CallNoArgs(f.p) : nullptr);
+    if (!out)
+        PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+}
+
 json build(const std::string& source, const std::string& arch)
 {
     std::filesystem::create_directories(extensionCacheDir());
     callHost("configure", {str(extensionCacheDir()), str(arch)});
+    DropEarlyRequests drop;
     return jsonResult(callHost("build_json", {str(source)}));
 }
 
@@ -444,6 +484,7 @@ KernelBenchModel loadKernelBenchModel(const std::string& source, const json& ini
 {
     std::filesystem::create_directories(python::extensionCacheDir());
     callHost("configure", {str(python::extensionCacheDir()), str(arch)});
+    DropEarlyRequests drop;
     json r = jsonResult(callHost(
         "load_model_json", {str(source), str(initInputs.dump()), PyLong_FromUnsignedLongLong(seed), str(device)}));
     KernelBenchModel m;

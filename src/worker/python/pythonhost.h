@@ -27,6 +27,16 @@ nlohmann::json checkSource(const std::string& source);
 /// folder per extension, keyed by the hash of its sources, flags, torch, arch and Python.
 std::string extensionCacheDir();
 
+/// Sends the build broker (KWB_BUILD_BROKER) the builds of the answer's load_inline calls whose
+/// arguments its source states plainly, before torch is imported and the module runs
+/// (extension_cache.py's request_early): the module's load_inline takes those requests' replies,
+/// so a compile error or a library is there seconds sooner; nothing else changes. Without a broker
+/// or Python it does nothing, and it never fails an evaluation.
+void requestBuildsEarly(const std::string& source, const std::string& arch);
+/// Closes the early requests no load_inline took (the broker stops their builds). The module's
+/// load does so when it has run; the worker again after every request, whatever ended it.
+void dropEarlyRequests();
+
 /// The compile step alone (the `compile` request): runs the module (its load_inline calls build
 /// into the cache) for `arch`. {"ok","status","stage","message","line","builds":[…],"refusals":[…]}.
 nlohmann::json build(const std::string& source, const std::string& arch);
