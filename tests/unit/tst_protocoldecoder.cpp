@@ -466,6 +466,29 @@ private Q_SLOTS:
         // A profile op without an index was launched outside any top-level op.
         QCOMPARE(decodeProfile(json(R"({"ops":[{"op":"x","time_ns":5}]})")).ops.first().index, -1);
     }
+
+    void taskShapeSets()
+    {
+        // A tasks entry as src/worker/tasks/task.cpp writes it: KernelBench's shape, then the file's sets.
+        const TaskList list = decodeTaskList(json(R"({"ok":true,"errors":[],"tasks":[{"id":"L2/1",
+            "dims":[{"name":"N","full":128,"smoke":2},{"name":"H","full":128,"smoke":12}],
+            "shape_sets":[
+              {"name":"kernelbench","held_out":false,"dims":[{"name":"N","full":128,"smoke":2},{"name":"H","full":128,"smoke":12}]},
+              {"name":"odd","held_out":false,"dims":[{"name":"N","full":127,"smoke":2},{"name":"H","full":127,"smoke":11}]},
+              {"name":"held_out","held_out":true,"dims":[{"name":"N","full":128,"smoke":2},{"name":"H","full":97,"smoke":15}]}]},
+            {"id":"L3/35","kernelbench_only":"an LSTM","shape_sets":[]}]})"));
+        QVERIFY(list.ok);
+        const TaskSpec& t = list.tasks.first();
+        QCOMPARE(t.shapeSets.size(), 3);
+        QCOMPARE(t.shapeSets.at(0).name, QStringLiteral("kernelbench"));
+        QCOMPARE(t.shapeSets.at(1).dims.at(1).smoke, qint64(11));
+        QVERIFY(!t.shapeSets.at(1).heldOut && t.shapeSets.at(2).heldOut);
+        QCOMPARE(t.shapeSets.at(0).differencesFrom(t.dims, false), QString());
+        QCOMPARE(t.shapeSets.at(1).differencesFrom(t.dims, false), QStringLiteral("N=127, H=127"));
+        QCOMPARE(t.shapeSets.at(1).differencesFrom(t.dims, true), QStringLiteral("H=11"));
+        QCOMPARE(t.shapeSets.at(2).differencesFrom(t.dims, false), QStringLiteral("H=97"));
+        QVERIFY(list.tasks.at(1).shapeSets.isEmpty());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestProtocolDecoder)

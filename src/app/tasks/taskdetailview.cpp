@@ -484,6 +484,19 @@ void TaskDetailView::fillShapes(const TaskInfo& task)
         output->setText(ShapeName, tr("forward()"));
         output->setText(ShapeFull, taskformat::shape(task.analysis.outputShape));
     }
+    if (!task.shapeSets.isEmpty()) {
+        // Where correctness is checked besides KernelBench's shape: each set's dimensions that differ.
+        QTreeWidgetItem* sets = group(tr("Shape sets checked (%1)").arg(task.shapeSets.size()));
+        for (const TaskShapeSet& set : task.shapeSets) {
+            auto* item = new QTreeWidgetItem(sets);
+            item->setText(ShapeName, set.name);
+            const QString full = set.differencesFrom(task.dims, false), smoke = set.differencesFrom(task.dims, true);
+            item->setText(ShapeFull, full.isEmpty() ? tr("as above") : full);
+            item->setText(ShapeSmoke, smoke.isEmpty() ? tr("as above") : smoke);
+            if (set.heldOut)
+                item->setText(ShapeKind, tr("held out: never shown in a prompt"));
+        }
+    }
     m_shapes->expandAll();
 }
 

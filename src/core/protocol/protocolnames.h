@@ -136,6 +136,8 @@ inline constexpr const char* kInputs = "inputs";
 inline constexpr const char* kParams = "params";
 inline constexpr const char* kTolerance = "tolerance";
 inline constexpr const char* kKernelBenchOnly = "kernelbench_only";
+inline constexpr const char* kShapeSets = "shape_sets"; // also the correctness record's, per set checked
+inline constexpr const char* kHeldOut = "held_out";
 // a task's tensor (inputs, params)
 inline constexpr const char* kKind = "kind";
 inline constexpr const char* kDtype = "dtype";

@@ -162,9 +162,18 @@ TaskSpec decodeTaskSpec(const QJsonObject& json)
     t.source = str(json, Key::kSource);
     t.forward = str(json, Key::kForward);
     t.path = str(json, Key::kPath);
-    for (const QJsonValue& v : arr(json, Key::kDims)) {
-        const QJsonObject d = v.toObject();
-        t.dims.append(TaskDim{str(d, Key::kName), qint64(number(d, Key::kFull)), qint64(number(d, Key::kSmoke))});
+    const auto dimsOf = [](const QJsonObject& o) {
+        QList<TaskDim> dims;
+        for (const QJsonValue& v : arr(o, Key::kDims)) {
+            const QJsonObject d = v.toObject();
+            dims.append(TaskDim{str(d, Key::kName), qint64(number(d, Key::kFull)), qint64(number(d, Key::kSmoke))});
+        }
+        return dims;
+    };
+    t.dims = dimsOf(json);
+    for (const QJsonValue& v : arr(json, Key::kShapeSets)) {
+        const QJsonObject set = v.toObject();
+        t.shapeSets.append(TaskShapeSet{str(set, Key::kName), at(set, Key::kHeldOut).toBool(), dimsOf(set)});
     }
     for (const QJsonValue& v : arr(json, Key::kInputs))
         t.inputs.append(tensor(v.toObject()));
@@ -175,6 +184,20 @@ TaskSpec decodeTaskSpec(const QJsonObject& json)
     t.rtol = optNumber(tolerance, Key::kRtol);
     t.kernelBenchOnly = str(json, Key::kKernelBenchOnly);
     return t;
+}
+
+QString TaskShapeSet::differencesFrom(const QList<TaskDim>& base, bool smoke) const
+{
+    QStringList parts;
+    for (const TaskDim& d : dims) {
+        const qint64 value = smoke ? d.smoke : d.full;
+        const auto same = std::find_if(base.begin(), base.end(), [&](const TaskDim& b) {
+            return b.name == d.name && (smoke ? b.smoke : b.full) == value;
+        });
+        if (same == base.end())
+            parts << d.name + QLatin1Char('=') + QString::number(value);
+    }
+    return parts.join(QStringLiteral(", "));
 }
 
 QString TaskLoadError::toString() const

@@ -118,6 +118,18 @@ struct TaskTensor
     bool isTensor() const { return kind == QLatin1String("tensor"); }
 };
 
+/// One assignment of the dimensions at which correctness is checked (a `tasks` entry's
+/// `shape_sets`): KernelBench's own shape ("kernelbench") first, then the task file's sets, the
+/// held-out one (never shown in a prompt) last. A KernelBench-only task has none.
+struct TaskShapeSet
+{
+    QString name;
+    bool heldOut = false;
+    QList<TaskDim> dims; ///< every dimension, at both scales
+    /// "N=31, D=15": the dimensions whose value (at smoke or full scale) differs from `base`'s.
+    QString differencesFrom(const QList<TaskDim>& base, bool smoke) const;
+};
+
 /// One entry of a `tasks` response: the task file as the worker read it.
 struct TaskSpec
 {
@@ -132,6 +144,7 @@ struct TaskSpec
     QList<TaskDim> dims;
     QList<TaskTensor> inputs;
     QList<TaskTensor> params;
+    QList<TaskShapeSet> shapeSets;
     std::optional<double> atol; ///< absent: the protocol profile's tolerance applies
     std::optional<double> rtol;
     /// Non-empty: the task has no TorchScript reference (its file's `kernelbench_only`, the

@@ -87,6 +87,7 @@ private Q_SLOTS:
     void detailFromGoldenAnalyzeResponse();
     void detailOpChainShapesAndCode();
     void eagerTimeAndRoofs();
+    void shapeSetsInTheDetail();
     void searchFieldAndFilters();
     void doubleClickActivatesAndShowTaskSelects();
     void highlighterFactory();
@@ -180,6 +181,69 @@ void TestTasksPage::detailOpChainShapesAndCode()
 
     detail.showTask(QStringLiteral("L9/9"));
     QVERIFY(labelText(detail, "emptyState").startsWith(QLatin1String("Select a task")));
+}
+
+// Issue 39 item 1: the sets at which correctness is checked, as the worker lists them.
+void TestTasksPage::shapeSetsInTheDetail()
+{
+    QJsonObject response = recordedTasks();
+    QJsonArray tasks = response.value(QLatin1String("tasks")).toArray();
+    for (int i = 0; i < tasks.size(); ++i) {
+        QJsonObject t = tasks.at(i).toObject();
+        if (t.value(QLatin1String("id")).toString() != QLatin1String("L2/1"))
+            continue;
+        const QJsonArray dims = t.value(QLatin1String("dims")).toArray();
+        // Each set a full assignment, as src/worker/tasks/task.cpp writes it: N and H changed.
+        const auto with = [&dims](qint64 n, qint64 h, qint64 hSmoke) {
+            QJsonArray out;
+            for (const QJsonValue& v : dims) {
+                QJsonObject d = v.toObject();
+                const QString name = d.value(QLatin1String("name")).toString();
+                if (name == QLatin1String("N"))
+                    d.insert(QLatin1String("full"), n);
+                if (name == QLatin1String("H")) {
+                    d.insert(QLatin1String("full"), h);
+                    d.insert(QLatin1String("smoke"), hSmoke);
+                }
+                out.append(d);
+            }
+            return out;
+        };
+        const auto set = [](const char* name, bool heldOut, const QJsonArray& d) {
+            return QJsonObject{{QStringLiteral("name"), QLatin1String(name)},
+                               {QStringLiteral("held_out"), heldOut},
+                               {QStringLiteral("dims"), d}};
+        };
+        t.insert(QStringLiteral("shape_sets"),
+                 QJsonArray{set("kernelbench", false, dims), set("odd", false, with(127, 127, 11)),
+                            set("held_out", true, with(128, 97, 15))});
+        tasks.replace(i, t);
+    }
+    response.insert(QStringLiteral("tasks"), tasks);
+    TaskCatalog catalog;
+    QVERIFY(catalog.applyTasksResponse(response));
+    TaskDetailView detail(&catalog);
+    detail.showTask(QStringLiteral("L2/1"));
+    const auto* shapes = detail.findChild<QTreeWidget*>(QStringLiteral("shapes"));
+    const QTreeWidgetItem* sets = shapes->topLevelItem(shapes->topLevelItemCount() - 1);
+    QCOMPARE(sets->text(0), QStringLiteral("Shape sets checked (3)"));
+    QCOMPARE(sets->child(0)->text(0), QStringLiteral("kernelbench"));
+    QCOMPARE(sets->child(0)->text(2), QStringLiteral("as above"));
+    QCOMPARE(sets->child(1)->text(2), QStringLiteral("N=127, H=127"));
+    QCOMPARE(sets->child(1)->text(3), QStringLiteral("H=11"));
+    QCOMPARE(sets->child(1)->text(4), QString());
+    QCOMPARE(sets->child(2)->text(2), QStringLiteral("H=97"));
+    QCOMPARE(sets->child(2)->text(4), QStringLiteral("held out: never shown in a prompt"));
+
+    // A task without sets (the recorded list predates them) shows no such group.
+    TaskCatalog plain;
+    feedRecorded(plain);
+    TaskDetailView other(&plain);
+    other.showTask(QStringLiteral("L2/1"));
+    const auto* otherShapes = other.findChild<QTreeWidget*>(QStringLiteral("shapes"));
+    QVERIFY(!otherShapes->topLevelItem(otherShapes->topLevelItemCount() - 1)
+                 ->text(0)
+                 .startsWith(QLatin1String("Shape sets")));
 }
 
 void TestTasksPage::eagerTimeAndRoofs()
