@@ -2,6 +2,7 @@
 // against hand-computed values, errors, and every task file under tasks/ at full scale against
 // the facts sheet (shared/design/kernelbench-tasks.md §3.3, §4.1, §5.1, §6).
 #include "worker/analyze/analyze.h"
+#include "worker/analyze/roofline.h"
 #include "worker/python/scripthost.h"
 #include "worker/tasks/task.h"
 
@@ -190,6 +191,11 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(r["ops"][0]["category"] == "conv");
     CHECK(I(r["ops"][0]["flops"]) == 299909578752LL);
     CHECK((I(r["ops"][0]["flops"]) - 260112384LL) / 2 == 149824733184LL);
+    // The floor's share: the channel contraction at every output point, 2 · 260,112,384 · 64
+    // (Winograd and FFT save the 9 taps, not that); the relu and add have none.
+    CHECK(I(r["ops"][0]["min_flops"]) == 33294385152LL);
+    CHECK(!r["ops"][1].contains("min_flops"));
+    CHECK(kwb::roofline::boundFlops(r) == 33294385152.0);
     CHECK(I(r["flops"]) == 300429803520LL);
     // bytes: x 134,217,728·4 = 536,870,912; weight 73,728·4 = 294,912; conv.bias 512; bias 512;
     // out 260,112,384·4 = 1,040,449,536.
@@ -598,6 +604,21 @@ def forward(x: Tensor, y: Tensor, z: Tensor, d: Tensor, p: Dict[str, Tensor]) ->
     // conv_transpose3d, stride (2, 1, 2), output_padding (1, 0, 1): (1, 4, 7, 5, 11); MAC = 120·4·8
     CHECK(S(ops[4]["output"]) == Shape{1, 4, 7, 5, 11});
     CHECK(I(ops[4]["flops"]) == 2 * 120 * 4 * 8);
+    // min_flops: 2 · outputs · C_in/groups, or the direct count where that is less (a transposed
+    // conv whose strides leave outputs without taps): 600·2 < 2,700; 288·3; 75·1; 144·4; 3,080 < 3,840.
+    CHECK(I(ops[0]["min_flops"]) == 2 * 600 * 2);
+    CHECK(I(ops[1]["min_flops"]) == 2 * 288 * 3);
+    CHECK(I(ops[2]["min_flops"]) == 2 * 75);
+    CHECK(I(ops[3]["min_flops"]) == 2 * 144 * 4);
+    CHECK(I(ops[4]["min_flops"]) == 2 * 1540 * 2);
+    // A stride larger than the kernel: 4 of every 9 outputs get a tap, one each: the direct count.
+    const auto sparse = analyze(R"(
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return torch.conv_transpose2d(x, p["w"], None, [3, 3])
+)",
+                                {tensor({1, 2, 4, 4}), params({{"w", {2, 5, 2, 2}}})});
+    CHECK(S(sparse["ops"][0]["output"]) == Shape{1, 5, 11, 11});
+    CHECK(I(sparse["ops"][0]["min_flops"]) == I(sparse["ops"][0]["flops"]));
     // output_padding must be smaller than the stride or the dilation, as torch requires
     CHECK(errorOf(R"(
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
@@ -1018,7 +1039,7 @@ TEST_CASE("every task file: every op counted at both scales; full-scale analysis
     REQUIRE(set.tasks.size() >= 30);
     std::printf("\n%-6s %12s %12s %7s   %12s %12s %7s   %s\n", "task", "GFLOP", "sheet", "diff", "fused MB", "sheet MB",
                 "diff", "unfused/fused");
-    int analysed = 0;
+    int analysed = 0, convTasks = 0;
     for (const kwb::Task& t : set.tasks) {
         CAPTURE(t.id);
         if (t.isKernelBenchOnly())
@@ -1038,6 +1059,22 @@ TEST_CASE("every task file: every op counted at both scales; full-scale analysis
         for (const Json& u : r["uncounted"])
             FAIL_CHECK(t.id << ": cannot count " << u.dump());
         CHECK(smoke["uncounted"].empty());
+        // The roofline floor counts every conv (issue 39 item 5): its channel contraction, never
+        // more than its direct FLOPs, and the matmuls whole.
+        double bound = 0;
+        bool conv = false;
+        for (const Json& op : r["ops"]) {
+            if (op["category"] == "conv") {
+                conv = true;
+                CHECK(I(op["min_flops"]) > 0);
+                CHECK(I(op["min_flops"]) <= I(op["flops"]));
+                bound += double(I(op["min_flops"]));
+            } else if (op["category"] == "matmul") {
+                bound += double(I(op["flops"]));
+            }
+        }
+        CHECK(kwb::roofline::boundFlops(r) == bound);
+        convTasks += conv ? 1 : 0;
         auto it = sheet().find(t.id);
         if (it == sheet().end()) {
             MESSAGE(t.id << ": not in the facts sheet; analysed without a reference");
@@ -1056,4 +1093,6 @@ TEST_CASE("every task file: every op counted at both scales; full-scale analysis
         CHECK(std::fabs(dB) < 0.05);
     }
     MESSAGE(analysed << " task files analysed");
+    MESSAGE(convTasks << " of them with convolutions in their roofline floor");
+    CHECK(convTasks >= 100);
 }

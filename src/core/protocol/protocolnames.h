@@ -181,6 +181,7 @@ inline constexpr const char* kCategory = "category";
 inline constexpr const char* kOutput = "output";
 inline constexpr const char* kOutputCount = "output_count";
 inline constexpr const char* kFlops = "flops";
+inline constexpr const char* kMinFlops = "min_flops"; // an op's FLOPs no implementation avoids (roofline.h)
 inline constexpr const char* kBytes = "bytes";
 inline constexpr const char* kLine = "line";
 inline constexpr const char* kOutputShape = "output_shape";

@@ -324,7 +324,7 @@ void Analyzer::bindInputs(const Graph& g)
     }
 }
 
-void Analyzer::record(const Node* n, const char* category, int64_t flops, int64_t bytes)
+void Analyzer::record(const Node* n, const char* category, int64_t flops, int64_t bytes, int64_t minFlops)
 {
     nlohmann::json op;
     op[ProtocolNames::Key::kIndex] = static_cast<int64_t>(ops_.size());
@@ -343,6 +343,8 @@ void Analyzer::record(const Node* n, const char* category, int64_t flops, int64_
     if (outs.size() > 1)
         op[ProtocolNames::Key::kOutputCount] = static_cast<int64_t>(outs.size());
     op[ProtocolNames::Key::kFlops] = flops;
+    if (minFlops >= 0)
+        op[ProtocolNames::Key::kMinFlops] = minFlops;
     op[ProtocolNames::Key::kBytes] = bytes;
     op[ProtocolNames::Key::kCategory] = category;
     const int line = lineOf(n);

@@ -90,8 +90,13 @@ void Analyzer::conv(const Node* n, bool transposed)
     }
     const int64_t outElems = numel(out);
     const int64_t mac = transposed ? numel(x.shape) * (cout / groups) * kprod : outElems * (cin / groups) * kprod;
+    // The floor's share (roofline::boundFlops): Winograd and FFT multiply fewer times than the
+    // direct `mac`, but each still contracts the channels at every output point (a transform
+    // domain of at least as many points as outputs, a Cout × Cin/groups product at each), as a
+    // 1×1 convolution does; a transposed one where strides skip outputs does even less.
+    const int64_t channelMac = std::min(mac, outElems * (cin / groups));
     set(n->output(), AVal::tensor(out, x.elemBytes));
-    record(n, "conv", 2 * mac + (b ? outElems : 0), ioBytes(n));
+    record(n, "conv", 2 * mac + (b ? outElems : 0), ioBytes(n), 2 * channelMac);
 }
 
 void Analyzer::pool(const Node* n, const std::string& s)

@@ -345,7 +345,9 @@ private:
     // analyze.cpp: the interpreter
     // ---- graph inputs ------------------------------------------------------------------------
     void bindInputs(const Graph& g);
-    void record(const Node* n, const char* category, int64_t flops, int64_t bytes);
+    /// One op of `ops`; `minFlops` >= 0: also its `min_flops`, the FLOPs that bound every
+    /// implementation of it (roofline::boundFlops), where they are not simply `flops`.
+    void record(const Node* n, const char* category, int64_t flops, int64_t bytes, int64_t minFlops = -1);
     // ---- interpreter -------------------------------------------------------------------------
     void runBlock(const Block* b);
     void runNode(const Node* n);

@@ -118,8 +118,9 @@ double boundFlops(const json& analysis)
     double flops = 0;
     if (analysis.contains(ProtocolNames::Key::kOps) && analysis[ProtocolNames::Key::kOps].is_array())
         for (const json& op : analysis[ProtocolNames::Key::kOps])
-            if (op.value(ProtocolNames::Key::kCategory, std::string()) == "matmul")
-                flops += op.value(ProtocolNames::Key::kFlops, 0.0);
+            flops += op.value(ProtocolNames::Key::kCategory, std::string()) == "matmul"
+                         ? op.value(ProtocolNames::Key::kFlops, 0.0)
+                         : op.value(ProtocolNames::Key::kMinFlops, 0.0);
     return flops;
 }
 

@@ -56,8 +56,10 @@ struct Floor
 Floor floorOf(double flops, double bytes, const Ceilings& c);
 
 /// The FLOPs that bound every implementation: those of matmul ops (no GPU library computes a dense
-/// product in fewer); conv FLOPs are left out (Winograd and FFT do fewer), as are the element-wise
-/// counts (conventions, not minima). From `analyze`'s `ops`.
+/// product in fewer), and each conv's `min_flops`: its channel contraction at every output point,
+/// 2 × outputs × Cin/groups, which Winograd and FFT still do (they save the kernel's taps, so its
+/// direct count is no bound). Element-wise counts are left out (conventions, not minima). From
+/// `analyze`'s `ops`.
 double boundFlops(const nlohmann::json& analysis);
 /// The HBM bytes every implementation moves: every input and parameter read once (less the L2's
 /// size without an L2 flush: they may be resident), the output written once less the L2's size
