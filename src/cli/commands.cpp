@@ -9,6 +9,7 @@
 #include "core/store/runstore.h"
 #include "core/study/report.h"
 #include "core/workers/gpulease.h"
+#include "core/study/reportformat.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workerlocator.h"
 

@@ -12,6 +12,7 @@
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
 #include "core/study/report.h"
+#include "core/study/reportformat.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>

@@ -32,6 +32,7 @@
 #include "core/store/runstore.h"
 #include "core/study/provenance.h"
 #include "core/study/report.h"
+#include "core/study/reportformat.h"
 
 #include <QCryptographicHash>
 #include <QJsonArray>

@@ -4,6 +4,7 @@
 // (the study's own Table I counts give its 53 %).
 
 #include "core/study/report.h"
+#include "core/study/reportformat.h"
 #include "core/study/runstats.h"
 
 #include <QTest>

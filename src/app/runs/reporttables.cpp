@@ -1,6 +1,7 @@
 #include "app/runs/reporttables.h"
 
 #include "core/study/provenance.h"
+#include "core/study/reportformat.h"
 #include "core/tasks/kernelbound.h"
 
 #include <QCoreApplication>

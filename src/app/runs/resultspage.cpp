@@ -5,6 +5,7 @@
 #include "app/widgets/elidedlabel.h"
 #include "core/store/runstore.h"
 #include "core/study/evaluationsummary.h"
+#include "core/study/reportformat.h"
 #include "core/workers/jobtracker.h"
 
 #include <QComboBox>

@@ -1,6 +1,6 @@
 #pragma once
 // `kwb report`: the study's Tables I–II for runs of a RunStore, with the statistics that say how
-// far to trust them (runstats.h), rendered as Markdown, CSV or JSON.
+// far to trust them (runstats.h); reportformat.h renders them as Markdown, CSV or JSON.
 //
 // Per run: each task's selected outcome (selectOutcome: the candidate the run's own selection
 // keeps, by the rule the run controller applies, selection.h), then correct %, fast_1 % and
@@ -138,7 +138,7 @@ struct FastP
     double fastPct() const { return tasks ? 100.0 * fast / tasks : 0.0; }
     double clearPct() const { return tasks ? 100.0 * clear / tasks : 0.0; }
     /// "12.5 % / 10.0 %" (plain / clear), the clear share "n/a" where undecided.
-    QString plainAndClearText() const;
+    QString plainAndClearText() const; // written in reportformat.cpp, with the other cells
 };
 /// One FastP per kFastPThresholds entry.
 QList<FastP> fastPOf(const QList<TaskOutcome>& outcomes);
@@ -280,57 +280,5 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
 /// without evaluations has no sample: pass 0); nullopt when no task has two samples.
 std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord>& evaluations,
                                                     const QStringList& tasks, const BootstrapOptions& options);
-
-/// A percentage over tasks as every table prints it, the window's and the Markdown export's:
-/// "66.7 % [33–100]", the value with one decimal and its 95 % interval in whole percent (over
-/// 10–30 tasks its ends fall on whole tasks; the CSV and JSON exports keep the exact ends); "–"
-/// when there is no value (no task).
-QString percentText(const Estimate& estimate);
-/// Clear fast_1 as a cell: percentText of it, or "n/a" where it was not measured
-/// (Metrics::clearFast1Measured: a fast task's speed-up without an interval, or none kept).
-QString clearFast1Text(const Metrics& metrics);
-/// The geometric-mean speed-up so: "1.23× [1.05–1.40] (n = 4)", "–" when no correct kernel was timed.
-QString geomeanSpeedupText(const Metrics& metrics);
-
-/// The correct kernels' fraction of the roofline bound as a cell: "41 % of bound (n = 7)" (the
-/// geometric mean, Metrics::boundFractionGeomean), "n/a" where correct kernels have no floor
-/// stored (a worker before it), "–" without a correct kernel.
-QString boundFractionCellText(const Metrics& metrics);
-
-/// A table of the report as text cells: what the Markdown export writes and the window shows, so
-/// both read one definition of each column.
-struct ReportTable
-{
-    QStringList headers;
-    QList<QStringList> rows;
-    int textColumns = 1; ///< left-aligned columns from the left; the others are numbers
-};
-
-/// Table II, per run and level (the levels each run has): tasks, correct %, fast_1 % and
-/// compiled % with their 95 % intervals, the geometric-mean speedup with its count and the
-/// correct kernels' fraction of the roofline bound (boundFractionCellText); a
-/// compile-only run's correctness columns say "not measured".
-ReportTable perLevelTable(const Report& report);
-
-/// Markdown: a run table (Tables I–II columns), a per-level table, the paired comparisons, the
-/// ablation table, the best-of-n curves, the routing estimate and the noise caveat.
-QString reportMarkdown(const Report& report);
-
-/// CSV, one long table: header `section,run,run_b,level,metric,value,low,high` (RFC 4180
-/// quoting). section `run` (level `all` or a number; metrics tasks, correct, correct_pct, fast1,
-/// fast1_pct, compiled, compiled_pct, geomean_speedup, geomean_count, and for level `all` also
-/// evaluations, responses, tokens_in, tokens_out, model_time_ms), `provenance` (run: where its
-/// answers came from, RunProvenance::toJson's keys, a template as `template:<name>`), `paired` (run vs run_b: tasks,
-/// both, only_a, only_b, neither, correct_pct_a, correct_pct_b, difference_pct, sign_test_p) and
-/// `routing` (run: the run chosen for the level; level `all` for the combined estimate) and
-/// `unevaluated` (run, the task's level, metric: the task id, value: the reason; the run's section
-/// also has the metric `unevaluated`, their count). low/high
-/// are the 95 % interval where the metric has one; a missing number is an empty cell.
-QString reportCsv(const Report& report);
-
-/// JSON: {"database", "runs": [...] (each with its "provenance", RunProvenance::toJson), "comparisons":
-/// [...], "routing": {...}|null, "notes"}.
-/// See docs/cli.md.
-QJsonObject reportJson(const Report& report);
 
 } // namespace kwb

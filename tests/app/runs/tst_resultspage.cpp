@@ -5,6 +5,7 @@
 #include "app/runs/reporttables.h"
 #include "app/runs/resultspage.h"
 #include "app/runs/runlistmodel.h"
+#include "core/study/reportformat.h"
 #include "grabcheck.h"
 #include "runfixture.h"
 
