@@ -87,7 +87,7 @@ const Task& Worker::task(const json& request, bool kernelBenchOnlyToo)
         throw RequestError("bad_request", "missing string field 'task' (e.g. \"L2/1\")");
     const std::string id = request[protocol::Field::kTask];
     if (const Task* t = tasks().find(id)) {
-        // No forward to analyse, profile or run alone: only `evaluate` runs its reference,
+        // No forward to analyse or profile: only `evaluate` and `run_reference` run its reference,
         // KernelBench's Model in the embedded Python (docs/task-format.md, "KernelBench only").
         if (t->isKernelBenchOnly() && !kernelBenchOnlyToo)
             throw RequestError("kernelbench_only", id + " is KernelBench only: " + t->kernelbenchOnly);
@@ -351,7 +351,7 @@ json Worker::handle(const json& request)
         } else if (type == protocol::Request::kRunReference) {
             const protocol::Device device =
                 protocol::parseDevice(request, protocol::kDeviceCuda | protocol::kDeviceCpu, cudaDeviceCount());
-            const Task& t = task(request);
+            const Task& t = task(request, /*kernelBenchOnlyToo=*/true); // KernelBench's Model, in the Python
             std::string why;
             if (device.kind == protocol::Device::Cuda &&
                 !(m_evaluator.cudaAvailable(&why) && useCudaDevice(device.ordinal, &why)))

@@ -25,7 +25,7 @@ public:
 
 private:
     const TaskSet& tasks();
-    /// The request's task; a KernelBench-only one only where kernelBenchOnlyToo (evaluate), else
+    /// The request's task; a KernelBench-only one only where kernelBenchOnlyToo (evaluate, run_reference), else
     /// the error kernelbench_only.
     const Task& task(const nlohmann::json& request, bool kernelBenchOnlyToo = false);
     nlohmann::json hello();

@@ -162,7 +162,7 @@ TEST_CASE("stdout noise from the worker's libraries cannot reach the protocol st
     CHECK_FALSE(worker.running());
 }
 
-TEST_CASE("a KernelBench-only task is listed, refused with its reason by analyze and run_reference, and a "
+TEST_CASE("a KernelBench-only task is listed, refused with its reason by analyze, run by run_reference, and a "
           "native-format answer to it is a format_error")
 {
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
@@ -179,16 +179,37 @@ TEST_CASE("a KernelBench-only task is listed, refused with its reason by analyze
     REQUIRE(lstm.is_object());
     CHECK(lstm["kernelbench_only"].get<std::string>().find("nn.LSTM") != std::string::npos);
     CHECK(lstm["forward"] == "");
-    for (const json& request :
-         {json{{"type", "analyze"}, {"task", "L3/35"}},
-          json{{"type", "run_reference"}, {"task", "L3/35"}, {"scale", "smoke"}, {"device", "cpu"}}}) {
-        CAPTURE(request.dump());
-        auto reply = worker.request(request, 120);
-        REQUIRE(reply.outcome == WorkerClient::Outcome::Ok);
-        CHECK(reply.response["ok"] == false);
-        CHECK(reply.response["error"]["code"] == "kernelbench_only");
-        CHECK(reply.response["error"]["message"].get<std::string>().find("L3/35 is KernelBench only: line") == 0);
+    auto analyze = worker.request({{"type", "analyze"}, {"task", "L3/35"}}, 120);
+    REQUIRE(analyze.outcome == WorkerClient::Outcome::Ok);
+    CHECK(analyze.response["ok"] == false);
+    CHECK(analyze.response["error"]["code"] == "kernelbench_only");
+    CHECK(analyze.response["error"]["message"].get<std::string>().find("L3/35 is KernelBench only: line") == 0);
+    // run_reference runs KernelBench's Model (L3/34's RNN: 256 steps of 8 x 1024, small enough for
+    // a CPU) at KernelBench's sizes, seeded as evaluate seeds it: the same seed, the same output.
+    const json run = {{"type", "run_reference"}, {"task", "L3/34"}, {"scale", "smoke"}, {"device", "cpu"}};
+    auto first = worker.request(run, 300);
+    REQUIRE(first.outcome == WorkerClient::Outcome::Ok);
+    if (first.response["ok"] == false &&
+        first.response["error"]["message"].get<std::string>().find("built without Python") != std::string::npos) {
+        MESSAGE("this worker has no embedded Python: KernelBench's Model cannot run (" << first.response.dump() << ")");
+        return;
     }
+    auto again = worker.request(run, 300);
+    json withSeed = run;
+    withSeed["seed"] = 7;
+    auto other = worker.request(withSeed, 300);
+    for (const auto* reply : {&first, &again, &other}) {
+        REQUIRE(reply->outcome == WorkerClient::Outcome::Ok);
+        CAPTURE(reply->response.dump());
+        REQUIRE(reply->response["ok"] == true);
+        CHECK(reply->response["output_shape"] == json({256, 8, 128}));
+        CHECK(reply->response["finite"] == true);
+        CHECK(reply->response["reference"]["kind"] == "kernelbench_python");
+        CHECK(reply->response["notes"][0]["code"] == "kernelbench_only_scale");
+    }
+    CHECK(first.response["mean"] == again.response["mean"]);
+    CHECK(first.response["max"] == again.response["max"]);
+    CHECK(first.response["mean"] != other.response["mean"]);
     // evaluate takes it (its reference is KernelBench's Model, tst_kernelbench); a native-format
     // answer has nothing to be held to, and is told so.
     auto native = worker.request({{"type", "evaluate"},

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""scripts/check-kernelbench-tasks.py on the CPU (issue 37 item 2), with three tasks small enough
+for any machine, in a tasks folder and a KernelBench folder of their own: a task whose forward is
+KernelBench's (agree), one whose forward doubles it (values differ), and a KernelBench-only one,
+which kwb-worker's run_reference runs through KernelBench's Model in its embedded Python (agree).
+A second call finds all three in its --state and runs none again.
+
+    test_check_kernelbench_tasks.py PYTHON_WITH_TORCH KWB_WORKER
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "check-kernelbench-tasks.py")
+
+RELU = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.rand(64, 256)]
+
+def get_init_inputs():
+    return []
+'''
+
+HINGE = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, predictions, targets):
+        return torch.clamp(1 - predictions * targets.unsqueeze(1), min=0)
+
+def get_inputs():
+    return [torch.rand(128, 64), torch.randint(0, 2, (128,)).float() * 2 - 1]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def native_task(number, source, body):
+    return '''id = "L1/%d"
+level = 1
+number = %d
+title = "Tiny %d"
+source = "%s"
+init_inputs = []
+forward = \'\'\'
+def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
+    return %s
+\'\'\'
+
+[dims]
+n = 64
+d = 256
+
+[smoke]
+n = 2
+d = 8
+
+[[inputs]]
+name = "x"
+shape = ["n", "d"]
+dtype = "float32"
+generator = "rand"
+''' % (number, number, number, source, body)
+
+
+def kernelbench_only_task(number, source, python):
+    return '''id = "L1/%d"
+level = 1
+number = %d
+title = "Tiny %d"
+source = "%s"
+kernelbench_only = "an input made by torch.randint"
+reference_python = \'\'\'
+%s\'\'\'
+''' % (number, number, number, source, python)
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    python, worker = sys.argv[1], sys.argv[2]
+    failures = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory(prefix="kwb-kbtasks-test-") as tmp:
+        tasks, kb = os.path.join(tmp, "tasks"), os.path.join(tmp, "kb")
+        write(os.path.join(kb, "level1/1_TinyReLU.py"), RELU)
+        write(os.path.join(kb, "level1/2_TinyReLU.py"), RELU)
+        write(os.path.join(kb, "level1/3_TinyHinge.py"), HINGE)
+        write(os.path.join(tasks, "level1/01_tiny.toml"), native_task(1, "level1/1_TinyReLU.py", "torch.relu(x)"))
+        write(os.path.join(tasks, "level1/02_tiny.toml"),
+              native_task(2, "level1/2_TinyReLU.py", "torch.relu(x) * 2.0"))
+        write(os.path.join(tasks, "level1/03_tiny.toml"), kernelbench_only_task(3, "level1/3_TinyHinge.py", HINGE))
+        out, state = os.path.join(tmp, "t.md"), os.path.join(tmp, "t.jsonl")
+        args = [python, SCRIPT, "--worker", worker, "--tasks-dir", tasks, "--kernelbench", kb, "--out", out,
+                "--device", "cpu", "--jobs", "2", "--task-timeout", "120", "--host-memory-gb", "1"]
+        first = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        print(first.stderr)
+        check(first.returncode == 0, "the first call exits 0")
+        rows = {}
+        if os.path.exists(state):
+            with open(state) as f:
+                rows = {r["task"]: r for r in map(json.loads, f)}
+        check(sorted(rows) == ["L1/1", "L1/2", "L1/3"], "all three in --state: %s" % sorted(rows))
+        verdicts = {t: r["verdict"] for t, r in rows.items()}
+        check(verdicts == {"L1/1": "agree", "L1/2": "values differ", "L1/3": "agree"}, "verdicts %s" % verdicts)
+        for t, r in rows.items():
+            k, w = r["kernelbench"], r["worker"]
+            check(k.get("shape") == w.get("shape") and k.get("eager_ms", 0) > 0 and k.get("trials", 0) >= 3,
+                  "%s: shapes %s / %s, KernelBench timed %s calls" % (t, w.get("shape"), k.get("shape"),
+                                                                      k.get("trials")))
+        if "L1/3" in rows:
+            check(rows["L1/3"]["state"] == "KernelBench only" and rows["L1/3"]["worker"].get("shape") == [128, 64],
+                  "L1/3 is KernelBench only and the worker ran its Model: %s" % rows["L1/3"]["worker"])
+        table = open(out).read() if os.path.exists(out) else ""
+        check(any(line.startswith("| L1/2 |") and "| values differ |" in line for line in table.splitlines()),
+              "the table has L1/2's row")
+        check("Verdicts: 2 agree, 1 values differ" in table, "the table counts the verdicts")
+        again = subprocess.run(args, capture_output=True, text=True, timeout=600)
+        check(again.returncode == 0 and "0 tasks to do (3 done before)" in again.stderr,
+              "a second call runs nothing again: %s" % again.stderr.strip().splitlines()[:1])
+        with open(state) as f:
+            check(len(f.readlines()) == 3, "--state still has three rows")
+    print("%d failed" % len(failures) if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
