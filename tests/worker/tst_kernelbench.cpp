@@ -392,6 +392,95 @@ TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from t
     CHECK(w["message"].get<std::string>().find("scaled") != std::string::npos);
 }
 
+// Issue 39: work the timing does not see. A KernelBench-format ModelNew keeps state between calls,
+// which a native forward cannot: these answers are right on every call the checks could predict.
+namespace {
+
+json timedOnCpu(const Task& t, const std::string& answer, int trials)
+{
+    Evaluator ev;
+    // The fixed method (KernelBench's): exactly `trials` timed calls, the last ones on each set checked.
+    return ev.evaluate(t, {{"type", "evaluate"},
+                           {"answer", answer},
+                           {"device", "cpu"},
+                           {"scale", "smoke"},
+                           {"correctness_trials", 2},
+                           {"profile", "kernelbench"},
+                           {"timing_trials", trials},
+                           {"warmup", 1}});
+}
+
+} // namespace
+
+TEST_CASE("timing: a result kept per input and replayed is this call's no more: each round rotates the sets")
+{
+    if (!pythonOrSkip())
+        return;
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    // Computes once per input it has seen, keyed by what a rotation keeps (the sorted values), and
+    // replays that result (a copy) afterwards: L2/1's 4.82x result cache on the H200 (issue 39).
+    // When every round of the timing repeated the sets, each replay was right.
+    const char* memo = R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.memo = {}
+    def forward(self, A, s):
+        key = (tuple(A.shape), tuple(A.flatten().sort().values[:8].tolist()), float(s))
+        if key in self.memo:
+            return self.memo[key].clone()
+        out = A * s
+        self.memo[key] = out.clone()
+        return out
+)";
+    const json r = timedOnCpu(t, fenced(memo), 12);
+    INFO(r.dump());
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["stage"] == "timing");
+    CHECK(r["message"].get<std::string>().find("output of a timed call differs from its reference") == 0);
+}
+
+TEST_CASE("timing: every timed output is poisoned once settled, and calls are checked at random besides")
+{
+    if (!pythonOrSkip())
+        return;
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    // New outputs through correctness and the first timed calls, then the last one again, unchanged.
+    const char* stale = R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.out = None
+    def forward(self, A, s):
+        self.calls += 1
+        if self.out is None or self.calls <= 20:
+            self.out = A * s
+        return self.out
+)";
+    json r = timedOnCpu(t, fenced(stale), 40);
+    INFO(r.dump());
+    CHECK(r["status"] == "incorrect");
+    CHECK(r["stage"] == "timing");
+    CHECK(r["message"].get<std::string>().find("output elements were never written: they still hold the canary") !=
+          std::string::npos);
+
+    // An honest answer: besides the first and last call on each set, calls drawn at random (1 in
+    // 16 of 392 others: none drawn has probability 1e-11), every round on other inputs.
+    r = timedOnCpu(t,
+                   fenced("import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                          "    def forward(self, A, s):\n        return A * s\n"),
+                   400);
+    INFO(r.dump());
+    CHECK(r["status"] == "correct");
+    CHECK(r["timing"]["input_sets"] == 4);
+    CHECK(r["timing"]["random_checks"].get<int>() > 0);
+    CHECK(r["timing"]["checked_calls"].get<int>() >= 8 + r["timing"]["random_checks"].get<int>());
+    CHECK(r["timing"]["inputs_vary_per_round"] == true);
+}
+
 // Issue 39 item 4: torch's global settings are the evaluator's. An extension's C++ runs natively
 // at import and in forward, where no Python check sees it: what its import changes is set back
 // (a flag), what it changes while it runs is rejected, and neither reaches the next evaluation.

@@ -15,6 +15,7 @@
 #include "worker/analyze/roofline.h"
 #include "worker/measure/measure.h"
 #include "worker/measure/profiles.h"
+#include "worker/measure/streamwork.h"
 
 #include <doctest/doctest.h>
 
@@ -163,4 +164,58 @@ TEST_CASE("profiles say what they pin")
     CHECK(findProtocolProfile("kernelbench")->tf32CuBLAS);
     CHECK_FALSE(findProtocolProfile("kernelbench-fp32")->tf32CuBLAS);
     setTorchTf32Defaults(false, true);
+}
+
+namespace {
+KernelRecord kernel(const char* name, uint32_t stream, uint64_t start, uint64_t end)
+{
+    KernelRecord r;
+    r.name = name;
+    r.streamId = stream;
+    r.startNs = start;
+    r.endNs = end;
+    return r;
+}
+} // namespace
+
+TEST_CASE("unseen work: kernels on another stream still running when the call's end marker starts (issue 39 item 7)")
+{
+    constexpr uint32_t timed = 7, side = 13;
+    const char* fill =
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+        "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
+    // Library work (a cuDNN convolution) moved to a stream of the answer's own behind a short
+    // kernel on the timed one: the marker runs right after the short kernel, the convolution goes on.
+    std::vector<KernelRecord> hidden = {kernel("short_epilogue", timed, 1000, 1200),
+                                        kernel("sm90_xmma_fprop_implicit_gemm", side, 1100, 90000),
+                                        kernel(fill, timed, 1300, 1310)};
+    const std::optional<KernelRecord> marker = takeEndMarker(hidden, timed);
+    REQUIRE(marker);
+    CHECK(marker->startNs == 1300);
+    CHECK(hidden.size() == 2); // the marker is not the candidate's
+    const UnseenWork u = unseenWork(hidden, timed, *marker);
+    CHECK(u.kernels == 1);
+    CHECK(u.ns == 90000 - 1300);
+    CHECK(u.first == "sm90_xmma_fprop_implicit_gemm");
+
+    // The same streams joined before the call returns (the timed stream waits for the side one):
+    // the marker starts after the side kernel ended, and nothing is unseen.
+    std::vector<KernelRecord> joined = {kernel("short_epilogue", timed, 1000, 1200),
+                                        kernel("sm90_xmma_fprop_implicit_gemm", side, 1100, 90000),
+                                        kernel(fill, timed, 90100, 90110)};
+    const auto m2 = takeEndMarker(joined, timed);
+    REQUIRE(m2);
+    CHECK(unseenWork(joined, timed, *m2).kernels == 0);
+    // Everything on the timed stream: nothing is unseen, however long.
+    std::vector<KernelRecord> plain = {kernel("conv", timed, 0, 50000), kernel(fill, timed, 50010, 50020)};
+    const auto m3 = takeEndMarker(plain, timed);
+    REQUIRE(m3);
+    CHECK(unseenWork(plain, timed, *m3).kernels == 0);
+    // A kernel elsewhere that ends exactly as the marker starts was inside the bracket.
+    CHECK(unseenWork({kernel("k", side, 0, 1300)}, timed, *marker).kernels == 0);
+
+    // No fill last on the timed stream (its record lost): no marker, and the records stay.
+    std::vector<KernelRecord> lost = {kernel("conv", timed, 0, 50000), kernel(fill, side, 10, 20)};
+    CHECK_FALSE(takeEndMarker(lost, timed));
+    CHECK(lost.size() == 2);
 }

@@ -149,13 +149,70 @@ std::string comparisonReason(const at::Tensor& out, const Comparison& c)
            c.reason;
 }
 
+/// What an extra trial does where the candidate misses the float32 reference.
+enum class OnMismatch {
+    Fail, ///< `incorrect` (the shape sets: the profile's tolerance, the generator's inputs)
+    /// Judged again against the reference in float64, allowed kReferenceErrorFactor × the float32
+    /// reference's own error (referenceerror.cpp); where there is no float64 reference, `incorrect`.
+    Float64ElseFail,
+    /// The same; but where there is no float64 reference, recorded (passed: false, reason) and the
+    /// status left alone: the float32 reference's own error is unknown there (see stressTrials).
+    Float64ElseRecord,
+};
+
+/// The stress trial's second look where the candidate missed the float32 reference `ref`:
+/// the float64 reference's verdict into `record`["float64"], and `*c` replaced by it. False where
+/// there is no float64 reference (`record`["float64"] says why); a sticky CUDA fault ends the
+/// evaluation (*ended).
+bool judgeAgainstFloat64(Evaluation& ev, json& record, const std::vector<c10::IValue>& inputs, const at::Tensor& out,
+                         const at::Tensor& ref, double tolerance, Comparison* c, bool* ended)
+{
+    std::string why;
+    at::Tensor ref64 = referenceInFloat64(ev, inputs, &why);
+    if (ev.cuda) {
+        CudaFault f = ev.checkCuda();
+        if (f.sticky) {
+            *ended = true;
+            ev.stop("runtime_error", "reference", "the reference itself failed in float64: " + f.message);
+            return false;
+        }
+        if (f.any) {
+            why = "the reference failed in float64: " + f.message;
+            ref64 = at::Tensor();
+        }
+    }
+    if (ref64.defined() && !allFinite(ref64)) {
+        why = "the float64 reference is not finite on these inputs";
+        releaseReference(ev, ref64);
+    }
+    if (!ref64.defined()) {
+        record["float64"] = {{"unavailable", why}};
+        return false;
+    }
+    const CalibratedComparison cc = compareWithReferenceError(out, ref, ref64, tolerance);
+    releaseReference(ev, ref64);
+    record["float64"] = {{"reference_error", cc.referenceError},
+                         {protocol::Key::kAtol, cc.atol},
+                         {protocol::Key::kRtol, tolerance},
+                         {protocol::Key::kMaxAbsDiff, cc.maxAbs},
+                         {protocol::Key::kPassed, cc.ok}};
+    Comparison judged;
+    judged.ok = cc.ok;
+    judged.reason = cc.reason;
+    judged.maxAbs = c->maxAbs;
+    judged.mismatches = cc.mismatches;
+    *c = judged;
+    return true;
+}
+
 /// One checked call beyond the main trials (a shape set, a stress draw): the candidate on
 /// `inputs`, the write checks, the reference after it on clones, the comparison at atol/rtol, or
 /// with atolOfRms at atol × the reference output's RMS (the output's magnitude); the candidate's
 /// output is poisoned after. `record` (inside `corr`) gets what was found; `what` starts every
 /// message. False where the evaluation ends (its end set).
 bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10::IValue>& inputs,
-                const std::string& what, double atol, double rtol, bool atolOfRms, bool decides = true)
+                const std::string& what, double atol, double rtol, bool atolOfRms,
+                OnMismatch onMismatch = OnMismatch::Fail)
 {
     const json trial = record.value(protocol::Key::kName, json("extra"));
     const auto prints = fingerprints(inputs);
@@ -190,10 +247,22 @@ bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10:
     }
     record[protocol::Key::kAtol] = atol;
     record[protocol::Key::kRtol] = rtol;
-    const Comparison c = compareOutputs(out, ref, atol, rtol);
+    Comparison c = compareOutputs(out, ref, atol, rtol);
+    record[protocol::Key::kMaxAbsDiff] = c.maxAbs;
+    bool decides = true;
+    const bool sameLayout = out.sizes() == ref.sizes() && out.scalar_type() == ref.scalar_type();
+    if (!c.ok && onMismatch != OnMismatch::Fail && sameLayout && canaryCount(out) == 0) {
+        record["float32_reason"] = c.reason;
+        bool ended = false;
+        const bool judged = judgeAgainstFloat64(ev, record, inputs, out, ref, rtol, &c, &ended);
+        if (ended) {
+            releaseReference(ev, ref);
+            return false;
+        }
+        decides = judged || onMismatch == OnMismatch::Float64ElseFail;
+    }
     releaseReference(ev, ref);
     record[protocol::Key::kPassed] = c.ok;
-    record[protocol::Key::kMaxAbsDiff] = c.maxAbs;
     if (!c.ok && !decides) {
         // Recorded, not a verdict: see stressTrials.
         record[protocol::Key::kReason] = comparisonReason(out, c);
@@ -233,7 +302,7 @@ bool shapeSetTrials(Evaluation& ev, json& corr)
     const Task& task = ev.task;
     if (task.shapeSets.empty())
         return true;
-    corr["shape_sets"] = json::array();
+    corr[protocol::Key::kShapeSets] = json::array();
     std::vector<std::vector<std::vector<int64_t>>> seen;
     const auto shapesOf = [&](const Task& t) {
         std::vector<std::vector<int64_t>> shapes;
@@ -249,9 +318,9 @@ bool shapeSetTrials(Evaluation& ev, json& corr)
         json dims = json::object();
         for (const auto& [name, value] : at.dims)
             dims[name] = at.dim(name, ev.scale);
-        corr["shape_sets"].push_back(
-            {{protocol::Key::kName, set.name}, {"held_out", set.heldOut}, {protocol::Key::kDims, dims}});
-        json& record = corr["shape_sets"].back();
+        corr[protocol::Key::kShapeSets].push_back(
+            {{protocol::Key::kName, set.name}, {protocol::Key::kHeldOut, set.heldOut}, {protocol::Key::kDims, dims}});
+        json& record = corr[protocol::Key::kShapeSets].back();
         const auto shapes = shapesOf(at);
         if (std::find(seen.begin(), seen.end(), shapes) != seen.end()) {
             record["skipped"] = "the same input shapes as a set already checked at this scale";
@@ -279,16 +348,18 @@ bool stressTrials(Evaluation& ev, json& corr)
         const char* name;
         double scale;
         bool heavy;
-        bool decides; ///< false: a mismatch is recorded (passed: false, reason), the status unchanged
+        OnMismatch onMismatch;
     };
-    // x1e-3 does not decide yet: on the H200 (2866daa) the hand-written L2/3 reference (conv
-    // transpose, LayerNorm, pooling, GELU) differed from torch's in 113 of 33.5 M outputs there
-    // (2.4e-5 where the output's RMS sets atol), an honest candidate whose LayerNorm sits near its
-    // eps at that scale; the tolerance needs the reference's own error on such inputs (a float64
-    // reference) before it can fail anyone. x64 and the heavy-tailed draw passed every reference
-    // and trust fixture there.
-    static const Stress kStress[] = {
-        {"x1e-3", 1e-3, false, false}, {"x64", 64, false, true}, {"heavy_tailed", 1, true, true}};
+    // A miss of the float32 reference is judged again against a float64 one, allowing the float32
+    // reference's own error (judgeAgainstFloat64): on the H200 (2866daa) the hand-written L2/3
+    // reference (conv transpose, LayerNorm, pooling, GELU) differed from torch's at x1e-3 in 113 of
+    // 33.5 M outputs (2.4e-5 where the output's RMS sets atol), an honest LayerNorm near its eps,
+    // where float32 itself cannot do better. Where a forward has no float64 reference, x1e-3 only
+    // records: without one it failed that honest answer; x64 and the heavy-tailed draw, which
+    // every reference and trust fixture passed there at the plain tolerance, still decide.
+    static const Stress kStress[] = {{"x1e-3", 1e-3, false, OnMismatch::Float64ElseRecord},
+                                     {"x64", 64, false, OnMismatch::Float64ElseFail},
+                                     {"heavy_tailed", 1, true, OnMismatch::Float64ElseFail}};
     if (ev.task.isKernelBenchOnly()) {
         // As for the range trial: get_inputs()'s structure (symmetric, triangular, a mask, class
         // indices) is not the evaluator's to know, and a rescaled or redrawn input may break it.
@@ -305,7 +376,7 @@ bool stressTrials(Evaluation& ev, json& corr)
         const std::string what = std::string("right on KernelBench's inputs but wrong on ") +
                                  (s.heavy ? "heavy-tailed (Student-t) inputs" : std::string("inputs ") + s.name);
         if (!extraTrial(ev, corr, record, inputs, what, ev.prof.rangeTolerance, ev.prof.rangeTolerance, true,
-                        s.decides))
+                        s.onMismatch))
             return false;
     }
     return true;

@@ -22,6 +22,7 @@
 #include "worker/measure/dramprofiler.h"
 #include "worker/measure/measure.h"
 #include "worker/measure/profiles.h"
+#include "worker/measure/streamwork.h"
 #include "worker/protocol/protocol.h"
 #include "worker/python/candidatecallable.h"
 #include "worker/python/pythonhost.h"
@@ -82,7 +83,12 @@ ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t 
 std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed,
                                     const std::string& generatorOverride = {});
 std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const ParamDict& params, const Task& task,
-                                   bool weightsToo);
+                                   bool weightsToo, int64_t variant = 0);
+/// A fresh copy of `t`; for `variant` > 0 its elements rotated in memory order by a shift the
+/// variant sets (never 0 where `t` has two elements or more): the timing's calls get an input they
+/// have not seen in each round over the sets, the same values in other places, so that a result
+/// kept from an earlier call is not this call's (timingstage.cpp).
+at::Tensor variantOf(const at::Tensor& t, int64_t variant);
 std::string aliasedArgument(const at::Tensor& out, const std::vector<c10::IValue>& args, const Task& task);
 bool equalValues(const at::Tensor& a, const at::Tensor& b);
 std::string modifiedArgument(const std::vector<c10::IValue>& args, const std::vector<c10::IValue>& inputs,
@@ -125,6 +131,28 @@ std::vector<c10::IValue> stressInputs(const std::vector<c10::IValue>& inputs, do
                                       uint64_t seed);
 /// sqrt(mean(t²)) in double; 0 for an empty or non-floating tensor.
 double rootMeanSquare(const at::Tensor& t);
+
+// The numeric stress trials' calibrated tolerance (referenceerror.cpp).
+/// How many times the float32 reference's own largest error (against float64) a candidate may be
+/// off: float32 rounding of a different order of work lands within a few of it; a result right
+/// only at unit scale is off by the output's own size.
+inline constexpr double kReferenceErrorFactor = 16;
+struct CalibratedComparison
+{
+    bool ok = true;
+    double referenceError = 0; ///< max over elements of |float32 reference − float64 reference|
+    double atol = 0;           ///< tolerance × RMS(float64 reference) + kReferenceErrorFactor × referenceError
+    double maxAbs = 0;         ///< max |candidate − float64 reference| where finite
+    int64_t mismatches = 0;
+    std::string reason;
+};
+struct Evaluation;
+/// The reference on `inputs` and the parameters in float64 (floating tensors widened, the rest as
+/// they are); undefined with *why where its forward does not compute in float64.
+at::Tensor referenceInFloat64(Evaluation& ev, const std::vector<c10::IValue>& inputs, std::string* why);
+/// `cand` against `ref64`, element by element: |cand − ref64| <= atol + tolerance × |ref64|.
+CalibratedComparison compareWithReferenceError(const at::Tensor& cand, const at::Tensor& ref32, const at::Tensor& ref64,
+                                               double tolerance);
 
 // Op attribution for profiling (tracestages.cpp): while g_attribute is set, each top-level op's
 // name is kept in g_opNames and its kernels carry its index + 1 as CUPTI's external id.

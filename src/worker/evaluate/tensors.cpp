@@ -98,13 +98,14 @@ std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device de
 
 /// Fresh copies of everything a forward may write to, so one run cannot influence another.
 /// With weightsToo = false, parameters that are not buffers are passed as they are (timing).
+/// `variant` > 0: each tensor input's copy is a rotation of it instead (variantOf).
 std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const ParamDict& params, const Task& task,
-                                   bool weightsToo)
+                                   bool weightsToo, int64_t variant)
 {
     std::vector<c10::IValue> stack;
     stack.reserve(inputs.size() + 1);
     for (const auto& v : inputs)
-        stack.push_back(v.isTensor() ? c10::IValue(v.toTensor().clone()) : v);
+        stack.push_back(v.isTensor() ? c10::IValue(variantOf(v.toTensor(), variant)) : v);
     ParamDict copy;
     for (const ParamSpec& p : task.params) {
         at::Tensor t = params.at(p.name);
@@ -112,6 +113,16 @@ std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const
     }
     stack.emplace_back(copy);
     return stack;
+}
+
+at::Tensor variantOf(const at::Tensor& t, int64_t variant)
+{
+    const int64_t n = t.numel();
+    if (variant <= 0 || n <= 1)
+        return t.clone();
+    // A large odd stride spreads the variants' shifts over the tensor; never 0 (the input itself).
+    const int64_t shift = 1 + ((variant - 1) * 7919) % (n - 1);
+    return t.contiguous().view({-1}).roll(shift).view(t.sizes());
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // their outputs checked on every input set, and the roofline check of the result.
 #include "worker/evaluate/evaluation.h"
 
+#include <random>
+
 namespace kwb::evaluation {
 
 namespace {
@@ -105,8 +107,10 @@ measure::ReuseKey reuseKey(const Evaluation& ev, int inputSets)
 
 /// 7. timing: the eager reference and the candidate, the same way, in this process (measure.cpp).
 /// The calls rotate over input sets (measure::timingSetCount) so that consecutive calls never see
-/// the same inputs; the candidate's outputs of the first and last timed call on each set are
-/// checked against that set's reference output made after it (settle, below).
+/// the same inputs, and each round over the sets rotates the sets' elements anew (variantOf), so
+/// that no call sees inputs an earlier call saw; the candidate's outputs of the first and last
+/// timed call on each set, and of timed calls drawn at random, are checked against the reference
+/// output of their inputs made after them (settle, below); every output is poisoned once settled.
 bool timingStage(Evaluation& ev)
 {
     if (!ev.doTime)
@@ -147,6 +151,27 @@ bool timingStage(Evaluation& ev)
     for (int k = 0; k < nSets; ++k)
         for (int call : measure::checkedCalls(k, nSets, trials))
             checked.insert(call);
+    // Call `index` runs on set index % nSets, rotated by its round (index / nSets; the first round
+    // is the sets themselves). A KernelBench-only task's inputs are get_inputs()'s, whose structure
+    // (a mask, a triangle) a rotation may break: its calls repeat the sets.
+    const bool vary = !ev.task.isKernelBenchOnly();
+    const auto variantOfCall = [&](int index) -> int64_t { return vary && index >= 0 ? index / nSets : 0; };
+    const auto inputsOf = [&](int set, int64_t variant) {
+        if (variant == 0)
+            return sets[size_t(set)];
+        std::vector<c10::IValue> v;
+        for (const c10::IValue& x : sets[size_t(set)])
+            v.push_back(x.isTensor() ? c10::IValue(variantOf(x.toTensor(), variant)) : x);
+        return v;
+    };
+    // Besides those, each timed call is checked with probability kRandomCheck, drawn after it ran
+    // from a generator the candidate cannot know: a candidate that computes only on the calls it
+    // can predict to be checked (the first sight of a set, the fixed method's last calls) and
+    // returns anything on the others is found.
+    constexpr double kRandomCheck = 1.0 / 16;
+    std::mt19937_64 rng(std::random_device{}());
+    std::bernoulli_distribution drawCheck(kRandomCheck);
+    int randomChecks = 0;
 
     // The reference's last timed (or warm-up) output: kept past its call and released filled with
     // NaN in the next prepare, outside the timed bracket and before the next call, as every other
@@ -172,8 +197,18 @@ bool timingStage(Evaluation& ev)
     // that a check knows whether the reference output kept (refOut) was made after the candidate's
     // call on the same set: a candidate-first pair (C R) on one set.
     int seq = 0, refOutSet = -1, refOutSeq = -1;
+    int64_t refOutVariant = 0;
     at::Tensor pendingOut;
     int pendingSet = -1, pendingCall = -1, pendingSeq = -1, checks = 0;
+    int64_t pendingVariant = 0;
+    std::optional<bool> pendingDrawn; // the pending call's random draw, made once, after it ran
+    const auto pendingChecked = [&]() {
+        if (checked.count(pendingCall))
+            return true;
+        if (!pendingDrawn)
+            pendingDrawn = pendingCall >= 0 && drawCheck(rng);
+        return *pendingDrawn;
+    };
     // Checks the output kept from the last checked call (not timed: it runs in the next prepare,
     // before refOut is released). Every timed call's output is kept until the next prepare; it is
     // checked where the call is one of `checked`, or (force) where it is the last timed call, which
@@ -186,12 +221,40 @@ bool timingStage(Evaluation& ev)
         if (pendingSet < 0)
             return;
         const int set = pendingSet, call = pendingCall;
-        const bool refOutFollows = refOut.defined() && refOutSet == set && refOutSeq > pendingSeq;
+        const int64_t variant = pendingVariant;
+        const bool refOutFollows =
+            refOut.defined() && refOutSet == set && refOutVariant == variant && refOutSeq > pendingSeq;
+        const bool check = call >= 0 && (force || pendingChecked());
+        const bool drawn = check && !force && checked.count(call) == 0;
         pendingSet = -1;
+        pendingDrawn.reset();
         at::Tensor out = pendingOut;
         pendingOut = at::Tensor();
-        if (!force && checked.count(call) == 0)
+        // The output is poisoned on every way out (output poisoning, docs/protocol.md): a block the
+        // candidate keeps and returns again, or one the allocator hands its next output, holds the
+        // canary wherever that call writes nothing. Never the evaluator's weights, which timed calls
+        // share: an output that is one of them fails here and is left as it is.
+        if (out.defined()) {
+            const std::string param = aliasedArgument(out, {c10::IValue(ev.params)}, ev.task);
+            if (!param.empty())
+                throw TimedOutputMismatch("the output of timed call " + std::to_string(call + 1) +
+                                          " shares memory with the parameter '" + param +
+                                          "'; forward must return a new tensor");
+        }
+        struct PoisonOnExit
+        {
+            at::Tensor& t;
+            ~PoisonOnExit()
+            {
+                try {
+                    poison(t);
+                } catch (...) { // a faulted context: the fill fails, and the worker ends after this evaluation
+                }
+            }
+        } poisonOut{out};
+        if (!check)
             return;
+        randomChecks += drawn ? 1 : 0;
         const auto t0 = Clock::now();
         struct AddTime
         {
@@ -201,26 +264,32 @@ bool timingStage(Evaluation& ev)
         } addTime{checksMs, t0};
         std::string reason = ownCopiesProblem(ev, sets[size_t(set)], prints[size_t(set)]);
         if (reason.empty()) {
-            at::Tensor ranAgain = refOutFollows ? at::Tensor() : referenceOutput(ev, sets[size_t(set)]);
+            at::Tensor ranAgain = refOutFollows ? at::Tensor() : referenceOutput(ev, inputsOf(set, variant));
             const at::Tensor& ref = refOutFollows ? refOut : ranAgain;
             const Comparison c = out.defined() ? compareOutputs(out, ref, ev.prof.atol, ev.prof.rtol)
                                                : Comparison{false, "no tensor output"};
             releaseReference(ev, ranAgain);
-            if (!c.ok)
-                reason = c.reason;
+            if (!c.ok) {
+                const int64_t untouched = out.defined() ? canaryCount(out) : 0;
+                reason = untouched == 0 ? c.reason
+                                        : std::to_string(untouched) + " of " + std::to_string(out.numel()) +
+                                              " output elements were never written: they still hold the canary "
+                                              "earlier outputs were filled with; " +
+                                              c.reason;
+            }
         }
         ++checks;
         if (!reason.empty())
             throw TimedOutputMismatch("output of a timed call differs from its reference: the candidate may reuse an "
                                       "earlier result (timed call " +
-                                      std::to_string(call + 1) + ", input set " + std::to_string(set + 1) + " of " +
-                                      std::to_string(nSets) + ": " + reason + ")");
+                                      std::to_string(call + 1) + (drawn ? ", drawn at random" : "") + ", input set " +
+                                      std::to_string(set + 1) + " of " + std::to_string(nSets) + ": " + reason + ")");
     };
     auto prepareRef = [&, warm = 0](int index) mutable -> measure::Call {
         const auto t0 = Clock::now();
         // A candidate call checked against the reference output about to be released (C R, then R).
-        if (pendingSet >= 0 && refOut.defined() && refOutSet == pendingSet && refOutSeq > pendingSeq &&
-            checked.count(pendingCall)) {
+        if (pendingSet >= 0 && refOut.defined() && refOutSet == pendingSet && refOutVariant == pendingVariant &&
+            refOutSeq > pendingSeq && pendingCall >= 0 && pendingChecked()) {
             prepareMs += msSince(t0);
             settle(false);
         }
@@ -228,35 +297,38 @@ bool timingStage(Evaluation& ev)
         releaseReference(ev, refOut);
         restoreGlobals(ev);
         const int set = index < 0 ? warm++ % nSets : index % nSets;
-        auto call = ev.reference->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false));
+        const int64_t variant = variantOfCall(index);
+        auto call = ev.reference->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false, variant));
         const int mySeq = ++seq, mySet = index < 0 ? -1 : set; // a warm-up's output checks nothing
         prepareMs += msSince(t1);
-        return [call = std::move(call), &refOut, &refOutSet, &refOutSeq, mySeq, mySet]() mutable {
-            const c10::IValue out = call();
-            if (out.isTensor()) {
-                refOut = out.toTensor();
-                refOutSet = mySet;
-                refOutSeq = mySeq;
-            }
-        };
+        return
+            [call = std::move(call), &refOut, &refOutSet, &refOutSeq, &refOutVariant, mySeq, mySet, variant]() mutable {
+                const c10::IValue out = call();
+                if (out.isTensor()) {
+                    refOut = out.toTensor();
+                    refOutSet = mySet;
+                    refOutSeq = mySeq;
+                    refOutVariant = variant;
+                }
+            };
     };
     auto prepareCand = [&, warm = 0](int index) mutable -> measure::Call {
         settle(false);
         releaseReference(ev, refOut);
         const auto t0 = Clock::now();
         const int set = index < 0 ? warm++ % nSets : index % nSets;
-        auto call = ev.callable->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false));
+        const int64_t variant = variantOfCall(index);
+        auto call = ev.callable->bind(cloneArgs(sets[size_t(set)], ev.params, ev.task, false, variant));
         const int mySeq = ++seq;
         prepareMs += msSince(t0);
-        const bool keep = index >= 0;
-        return [&, call = std::move(call), keep, set, index, mySeq]() mutable {
+        // Every output is kept until the next prepare (settle): a warm-up's (index -1) only to be poisoned.
+        return [&, call = std::move(call), set, index, mySeq, variant]() mutable {
             c10::IValue out = call();
-            if (keep) {
-                pendingOut = out.isTensor() ? out.toTensor() : at::Tensor();
-                pendingSet = set;
-                pendingCall = index;
-                pendingSeq = mySeq;
-            }
+            pendingOut = out.isTensor() ? out.toTensor() : at::Tensor();
+            pendingSet = set;
+            pendingCall = index;
+            pendingSeq = mySeq;
+            pendingVariant = variant;
         };
     };
     measure::Settings settings;
@@ -276,7 +348,8 @@ bool timingStage(Evaluation& ev)
                      // hold
     measure::Comparison timed;
     const auto mismatch = [&](const TimedOutputMismatch& e) {
-        ev.res[protocol::Key::kTiming] = {{"input_sets", nSets}, {"checked_calls", checks}};
+        ev.res[protocol::Key::kTiming] = {
+            {"input_sets", nSets}, {"checked_calls", checks}, {"random_checks", randomChecks}};
         return ev.stop("incorrect", "timing", e.what());
     };
     try {
@@ -308,6 +381,8 @@ bool timingStage(Evaluation& ev)
     ev.res[protocol::Key::kTiming] = timed.toJson();
     ev.res[protocol::Key::kTiming]["input_sets"] = nSets;
     ev.res[protocol::Key::kTiming]["checked_calls"] = checks;
+    ev.res[protocol::Key::kTiming]["random_checks"] = randomChecks;
+    ev.res[protocol::Key::kTiming]["inputs_vary_per_round"] = vary;
     if (auto s = timed.speedup(ev.prof.statistic))
         ev.res[protocol::Key::kSpeedup] = *s;
     rooflineCheck(ev, timed);

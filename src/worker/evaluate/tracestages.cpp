@@ -105,6 +105,23 @@ std::optional<uint32_t> timedStreamId(at::Device dev)
     return records.front().streamId;
 }
 
+/// The candidate once, then the end marker on the timed stream (a one-element fill, queued where
+/// the timer records its stop event: streamwork.h), then the synchronisation that lets every
+/// stream finish; runCandidate's result.
+bool runCandidateMarked(Evaluation& ev, std::vector<c10::IValue> args, c10::IValue* out, std::string* err)
+{
+    try {
+        *out = ev.callable->bind(std::move(args))();
+        (void)torch::zeros({1}, at::TensorOptions().device(ev.dev));
+    } catch (const std::exception& e) {
+        *err = e.what();
+    }
+    CudaFault f = ev.checkCuda();
+    if (f.any)
+        *err = (err->empty() ? "" : *err + "\n") + "CUDA error after the candidate ran: " + f.message;
+    return err->empty();
+}
+
 } // namespace
 
 /// 8. trace: which kernels ran (CUPTI), once on the timing inputs, after timing: CUPTI attached
@@ -152,7 +169,7 @@ bool traceStage(Evaluation& ev)
             const int before = ev.launchCtx.launches;
             c10::IValue outV;
             std::string runErr;
-            runCandidate(ev, std::move(args), &outV, &runErr);
+            runCandidateMarked(ev, std::move(args), &outV, &runErr);
             tracer.stop();
             auto records = tracer.take();
             std::optional<uint32_t> timed;
@@ -167,6 +184,7 @@ bool traceStage(Evaluation& ev)
                 timed = timedStreamId(ev.dev); // the fill's record is not there: traced alone
                 ev.addDetail("trace", "stream_probe_alone", msSince(t1));
             }
+            const std::optional<KernelRecord> endMarker = timed ? takeEndMarker(records, *timed) : std::nullopt;
             ev.res[protocol::Key::kKernels] = kernelSummary(records, ev.kernelNames);
             ev.res[protocol::Key::kCustomLaunches] = ev.launchCtx.launches - before;
             int elsewhere = 0;
@@ -182,6 +200,22 @@ bool traceStage(Evaluation& ev)
                                std::to_string(elsewhere) + " of " + std::to_string(records.size()) +
                                    " kernels (its own) ran on a stream other than the current one (first: " + example +
                                    "): the timer cannot see that work; launch on the current stream");
+            }
+            // Any kernel, a library's too, still running elsewhere when the call returned.
+            const UnseenWork unseen = endMarker ? unseenWork(records, *timed, *endMarker) : UnseenWork{};
+            if (!endMarker)
+                ev.res["unseen_work_note"] =
+                    "no end marker in the trace: work left on other streams was not looked for";
+            if (unseen.kernels > 0) {
+                ev.res[protocol::Key::kTorchOnly] = !ev.launchesKernels;
+                ev.res.erase(protocol::Key::kSpeedup);
+                ev.res["unseen_work"] = {{"kernels", unseen.kernels}, {"ns", unseen.ns}, {"first", unseen.first}};
+                return ev.stop("incorrect", "timing",
+                               std::to_string(unseen.kernels) +
+                                   " kernels on a stream other than the current one (first: " + unseen.first + ", " +
+                                   std::to_string(unseen.ns / 1000) +
+                                   " us of work) were still running when the call returned: the timer cannot see that "
+                                   "work; join such streams to the current one before forward returns");
             }
         } else {
             ev.res["kernels_error"] = err;
