@@ -49,6 +49,7 @@
 
 #include "core/protocol/workerrequests.h"
 #include "core/workers/evaluationqueue.h"
+#include "core/workers/memorycgroup.h"
 #include "core/workers/supervisortuning.h"
 #include "core/workers/workersupervisor.h"
 
@@ -389,6 +390,14 @@ int main(int argc, char** argv)
     for (const QString& k : parser.value(compileOption).split(QLatin1Char(','), Qt::SkipEmptyParts))
         compiles.append(compileThroughput(candidates, worker, k.toInt()));
 
+    // The queue's throughput means something only with how its workers were isolated (issue 32:
+    // bubblewrap from PATH and a memory cgroup per worker, or why not).
+    {
+        WorkerSupervisor probe;
+        probe.setProgram(worker);
+        std::printf("- worker sandbox: %s\n- memory cgroup: %s\n\n", qPrintable(probe.sandboxStatus()),
+                    qPrintable(memoryCgroupStatus()));
+    }
     std::printf("| mode | slots | spares | candidates | correct | compiled ahead | total s | candidates/min | median "
                 "overhead ms | median wall ms "
                 "| warmed spares | median warm total ms (quiet wait) | handed off |\n");

@@ -10,6 +10,8 @@
 #include "core/study/report.h"
 #include "core/workers/gpulease.h"
 #include "core/study/reportformat.h"
+#include "core/workers/gpulease.h"
+#include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workerlocator.h"
 
@@ -524,16 +526,26 @@ int runDevice(Session& session, bool json, bool ceilings)
     GpuLeases::instance()->release(lease);
     if (const int code = reportFailure(outcome, json))
         return code;
+    // How this host isolates its workers, beside the GPU they see: what a run would record
+    // (docs/security.md), so a user can check a new machine before a study.
+    const QString sandbox = session.supervisor().sandboxStatus();
+    const QString memoryCgroup = memoryCgroupStatus();
     QJsonObject response = outcome.response.raw; // printed as it came with --json
     if (json) {
         response.remove(QStringLiteral("id"));
         response.remove(QStringLiteral("type"));
+        response.insert(QStringLiteral("host"), QJsonObject{{QStringLiteral("sandbox"), sandbox},
+                                                            {QStringLiteral("memory_cgroup"), memoryCgroup}});
         printJson(response);
         return ExitSuccess;
     }
     const DeviceFacts device = outcome.response.device.value_or(DeviceFacts());
+    KeyValueList host;
+    host.add(QStringLiteral("worker sandbox"), sandbox);
+    host.add(QStringLiteral("memory cgroup"), memoryCgroup);
     if (!device.available) {
-        out() << "no GPU: " << (device.reason.isEmpty() ? QStringLiteral("no reason given") : device.reason) << '\n';
+        out() << "no GPU: " << (device.reason.isEmpty() ? QStringLiteral("no reason given") : device.reason) << '\n'
+              << host.render();
         out().flush();
         return ExitSuccess;
     }
@@ -559,7 +571,7 @@ int runDevice(Session& session, bool json, bool ceilings)
             table.add(QStringLiteral("TF32 tensor (measured)"),
                       siValue(known(device.tensorTf32.value * 1e9), QStringLiteral("FLOP/s")));
     }
-    out() << table.render();
+    out() << table.render() << host.render();
     out().flush();
     return ExitSuccess;
 }

@@ -134,6 +134,12 @@ private Q_SLOTS:
         QTest::newRow("no device") << QStringList{worker, QStringLiteral("device")}
                                    << QStringList{QStringLiteral("FAKEWORKER_NO_DEVICE=1")} << 0
                                    << QStringLiteral("no GPU");
+        // How the host isolates workers is printed with the GPU and without one (issue 32).
+        QTest::newRow("device shows the memory cgroup")
+            << QStringList{worker, QStringLiteral("device")} << QStringList() << 0 << QStringLiteral("memory cgroup ");
+        QTest::newRow("no device shows the sandbox")
+            << QStringList{worker, QStringLiteral("device")} << QStringList{QStringLiteral("FAKEWORKER_NO_DEVICE=1")}
+            << 0 << QStringLiteral("worker sandbox ");
         QTest::newRow("worker from environment")
             << QStringList{QStringLiteral("tasks")} << QStringList{QStringLiteral("KWB_WORKER=" KWB_FAKEWORKER)} << 0
             << QStringLiteral("L2/1");
