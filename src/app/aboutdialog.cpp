@@ -1,6 +1,7 @@
 #include "aboutdialog.h"
 
 #include "app/editor/syntaxhighlighting.h"
+#include "core/config/buildinfo.h"
 #include "core/protocol/protocolcodec.h"
 
 #include <QClipboard>
@@ -19,6 +20,8 @@ QList<QPair<QString, QString>> AboutDialog::versionRows(const std::optional<Hell
 {
     QList<QPair<QString, QString>> rows;
     rows.append({tr("Kernel Workbench"), QStringLiteral(KWB_VERSION)});
+    // The commit names the code exactly (a version is shared by many); runs store it too.
+    rows.append({tr("Built from commit"), kwbCommit()});
     rows.append({tr("Protocol (this build)"), QString::number(kProtocolVersion)});
     const QString unknown =
         workerProgram.isEmpty() ? tr("unknown: no worker found") : tr("unknown: the worker has not answered yet");

@@ -2,6 +2,7 @@
 
 #include "mainwindow.h"
 
+#include "core/config/buildinfo.h"
 #include "core/model/secrets.h"
 
 #include <QApplication>
@@ -49,7 +50,8 @@ int main(int argc, char** argv)
     for (int i = 1; i < argc; ++i) {
         const QByteArray argument(argv[i]);
         if (argument == "--version" || argument == "-v") {
-            std::printf("kernel-workbench %s\n", KWB_VERSION);
+            std::printf("kernel-workbench %s\n",
+                        qPrintable(kwb::versionWithCommit(QStringLiteral(KWB_VERSION), kwb::kwbCommit())));
             return 0;
         }
         if (argument == "--help" || argument == "-h" || argument == "--help-all") {

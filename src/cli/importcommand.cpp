@@ -20,6 +20,7 @@
 
 #include "commands.h"
 
+#include "core/config/buildinfo.h"
 #include "core/config/regime.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/workerrequests.h"
@@ -254,6 +255,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         config.protocolProfile = options.profile;
         config.seeds.evaluation = kRunEvaluationSeed;
         config.versions.kwb = QStringLiteral(KWB_VERSION);
+        config.versions.kwbCommit = kwbCommit();
         config.import = QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")},
                                     {QStringLiteral("directory"), folderPath},
                                     {QStringLiteral("root"), dir.absolutePath()},

@@ -3,6 +3,7 @@
 
 #include "commands.h"
 
+#include "core/config/buildinfo.h"
 #include "core/model/llmclient.h"
 #include "core/model/secrets.h"
 #include "core/protocol/defaults.h"
@@ -39,7 +40,9 @@ int main(int argc, char** argv)
                  "Exit codes: 0 success (eval: correct), 1 candidate not correct, 2 usage error,\n"
                  "3 worker could not start or broke the protocol, 4 unknown task or bad request\n"
                  "(report: missing or unreadable database, unknown run), 130 run interrupted by Ctrl-C."};
-    app.set_version_flag("--version", std::string("kwb ") + KWB_VERSION);
+    app.set_version_flag(
+        "--version",
+        (QStringLiteral("kwb ") + kwb::versionWithCommit(QStringLiteral(KWB_VERSION), kwb::kwbCommit())).toStdString());
     app.require_subcommand(1);
     app.fallthrough(); // global options may come after the subcommand
 

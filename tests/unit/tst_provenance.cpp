@@ -90,6 +90,11 @@ private Q_SLOTS:
                                                    {QStringLiteral("arch"), QStringLiteral("sm_90")}});
         RunProvenance p = runProvenance(runWith(config));
         QCOMPARE(p.versions, QStringLiteral("kwb 0.1.0 · worker 0.1.0 · Qt 6.4.2"));
+        // kwb's commit beside its version, where the run stored one (issue 38 item 1).
+        config.versions.kwbCommit = QStringLiteral("036ecb77d146-dirty");
+        QCOMPARE(runProvenance(runWith(config)).versions,
+                 QStringLiteral("kwb 0.1.0 (036ecb77d146-dirty) · worker 0.1.0 · Qt 6.4.2"));
+        config.versions.kwbCommit.clear();
         QCOMPARE(p.gpu, QStringLiteral("NVIDIA H200 (sm_90)"));
         QCOMPARE(
             p.templateHashes.value(QStringLiteral("agent/analyzer")),

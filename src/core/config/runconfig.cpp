@@ -88,6 +88,7 @@ QJsonObject RunConfig::toJson() const
             versionsJson.insert(QLatin1String(name), value);
     };
     version("kwb", versions.kwb);
+    version("kwb_commit", versions.kwbCommit);
     version("qt", versions.qt);
     version("worker", versions.worker);
     version("torch", versions.torch);
@@ -166,6 +167,7 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
         return versionsJson.value(QLatin1String(name)).toString();
     };
     c.versions.kwb = version("kwb");
+    c.versions.kwbCommit = version("kwb_commit");
     c.versions.qt = version("qt");
     c.versions.worker = version("worker");
     c.versions.torch = version("torch");

@@ -71,6 +71,7 @@ struct RunSeeds
 struct RunVersions
 {
     QString kwb, qt, worker, torch, driver;
+    QString kwbCommit; ///< kwbCommit() of the program that made the run; empty in runs stored before it was kept
     std::optional<int> protocol;
 };
 

@@ -1,5 +1,6 @@
 #include "core/run/runlaunch.h"
 
+#include "core/config/buildinfo.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/evaluationresult.h"
 #include "core/protocol/protocolcodec.h"
@@ -478,6 +479,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const DeviceFacts& de
     config.protocolProfile = plan.profile;
     config.gpu = device;
     config.versions.kwb = QStringLiteral(KWB_VERSION);
+    config.versions.kwbCommit = kwbCommit();
     config.versions.qt = QString::fromLatin1(qVersion());
     config.versions.worker = info.worker;
     config.versions.torch = info.torch;

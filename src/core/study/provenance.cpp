@@ -1,5 +1,7 @@
 #include "core/study/provenance.h"
 
+#include "core/config/buildinfo.h"
+
 #include <QCryptographicHash>
 #include <QDir>
 #include <QJsonObject>
@@ -104,7 +106,8 @@ RunProvenance runProvenance(const RunInfo& run)
         if (!value.isEmpty())
             versions << QStringLiteral("%1 %2").arg(QLatin1String(program), value);
     };
-    version("kwb", config.versions.kwb);
+    if (!config.versions.kwb.isEmpty())
+        version("kwb", versionWithCommit(config.versions.kwb, config.versions.kwbCommit));
     version("worker", config.versions.worker);
     version("torch", config.versions.torch);
     version("Qt", config.versions.qt);

@@ -55,8 +55,9 @@ struct RunProvenance
     /// Each template the run used (as runs store them: "agent/generator") -> the SHA-256 of its
     /// text (hex), the hash the run stored beside it: which wording, exactly.
     QMap<QString, QString> templateHashes;
-    /// The programs' versions the run recorded (RunVersions): "kwb 0.1.0 · worker 0.1.0 · torch
-    /// 2.11.0 · Qt 6.4.2"; "–" when none was. Runs record kwb's version, not its commit.
+    /// The programs' versions the run recorded (RunVersions): "kwb 0.1.0 (036ecb77d146) · worker
+    /// 0.1.0 · torch 2.11.0 · Qt 6.4.2", kwb's commit in parentheses (versionWithCommit; runs stored
+    /// before runs kept it have none); "–" when none was.
     QString versions;
     /// The GPU its candidates were evaluated on (the worker's `device` answer): "NVIDIA H200
     /// (sm_90, CUDA driver 13.0)", "no GPU: <reason>", "–" when none was stored.

@@ -5,6 +5,7 @@
 
 #include "app/runs/launchpage.h"
 #include "app/runs/runmanager.h"
+#include "core/config/buildinfo.h"
 #include "core/model/llmclient.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/regimefile.h"
@@ -498,6 +499,12 @@ private Q_SLOTS:
                 a.memoryCgroup.startsWith(QLatin1String("none: ")));
         QCOMPARE(b.versions.worker, a.versions.worker);
         QCOMPARE(b.gpu.name, a.gpu.name);
+        // The commit of the code that made the run (issue 38 item 1), stored by both alike.
+        QCOMPARE(a.versions.kwbCommit, kwbCommit());
+        QCOMPARE(b.versions.kwbCommit, a.versions.kwbCommit);
+        QCOMPARE(
+            cliRun.configJson.value(QLatin1String("versions")).toObject().value(QLatin1String("kwb_commit")).toString(),
+            kwbCommit());
 
         // The evaluations went out with the same options (the fake worker echoes the request).
         const auto cliEvals = cliStore.evaluations(cliRun.id);

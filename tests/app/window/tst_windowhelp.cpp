@@ -6,6 +6,7 @@
 #include "app/analysispages.h"
 #include "app/mainwindow.h"
 #include "app/pagehelp.h"
+#include "core/config/buildinfo.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/tasks/taskcatalog.h"
 
@@ -47,6 +48,7 @@ private Q_SLOTS:
         AboutDialog about(hello, gpu, QStringLiteral("/opt/kwb/bin/kwb-worker"));
         const QString text = about.versionsText();
         QVERIFY2(text.contains(QStringLiteral("Kernel Workbench: " KWB_VERSION)), qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("Built from commit: ") + kwbCommit()), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("Worker: ") + hello.worker), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("Worker protocol: %1").arg(*hello.protocol)), qPrintable(text));
         QVERIFY2(text.contains(QStringLiteral("PyTorch: ") + hello.torch), qPrintable(text));
