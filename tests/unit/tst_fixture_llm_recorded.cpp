@@ -405,6 +405,58 @@ private Q_SLOTS:
                 QVERIFY2(answer.startsWith(QLatin1String("No recorded answer for task L2/1")), qPrintable(answer));
         }
     }
+
+    // The real model text shipped for an example study (packaging/examples/recorded-qwen3-coder-480b,
+    // issue 38 item 3): its licence beside it, every one of the study's 30 tasks served its own
+    // file, and the README's zero-shot run stores them as recorded answers.
+    void recordedQwen3CoderServesTheStudysTasks()
+    {
+        const QString dir = QStringLiteral(KWB_RECORDED_EXAMPLE_DIR);
+        QVERIFY(readText(dir + QStringLiteral("/LICENSE")).startsWith(QLatin1String("MIT License")));
+        QVERIFY(readText(dir + QStringLiteral("/README.md"))
+                    .contains(QLatin1String("9202a5c5786ab959fcaa3b4ce0356348bb87c86a")));
+        Server server;
+        QVERIFY(server.start({QStringLiteral("--recorded"), dir}));
+        QStringList study;
+        for (int level = 1; level <= 3; ++level) {
+            for (int problem = 1; problem <= 10; ++problem) {
+                const QString task = QStringLiteral("L%1/%2").arg(level).arg(problem);
+                study << task;
+                const QString file =
+                    dir + QStringLiteral("/runs/qwencoder_level%1_run/level_%1_problem_%2_sample_0_kernel.py")
+                              .arg(level)
+                              .arg(problem);
+                QCOMPARE(answerFor(server.base, task), fenced(readText(file)));
+            }
+        }
+        server.process.waitForReadyRead(1000);
+        const QByteArray err = server.process.readAllStandardError();
+        QVERIFY2(err.contains("30 recorded answers of 30 tasks"), err.constData());
+
+        // The README's zero-shot run, on the two tasks the fake worker knows: each stores its file.
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        Server fresh;
+        QVERIFY(fresh.start({QStringLiteral("--recorded"), dir}));
+        const QString db = tmp.filePath(QStringLiteral("study.db"));
+        const qint64 run = runRegime(fresh.base.toString(), db,
+                                     {QStringLiteral("--regime"), QStringLiteral("zero-shot"), QStringLiteral("--n"),
+                                      QStringLiteral("1"), QStringLiteral("--tasks"), QStringLiteral("L1:1,L2:1")});
+        QVERIFY(run > 0);
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(runProvenance(store.runs().first()).source, AnswerSource::RecordedServer);
+        const QList<EvaluationRecord> rows = store.evaluations(run);
+        QCOMPARE(rows.size(), 2);
+        for (const EvaluationRecord& e : rows) {
+            const int level = e.task.mid(1, 1).toInt();
+            QCOMPARE(
+                store.candidate(e.candidateId)->answer,
+                fenced(readText(
+                    dir +
+                    QStringLiteral("/runs/qwencoder_level%1_run/level_%1_problem_1_sample_0_kernel.py").arg(level))));
+        }
+    }
 };
 
 QTEST_GUILESS_MAIN(TestFixtureLlmRecorded)
