@@ -152,20 +152,24 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     QEventLoop loop;
     QElapsedTimer clock;
     int submitted = 0;
+    // The benchmark's own switches of the worker, sent with every evaluate request.
+    QJsonObject benchmarkFields;
+    // "nointent": the timing announces its intent on the quiet lock only when it asks for the
+    // lock, not from the last correctness trial on (docs/protocol.md, the quiet lock)
+    if (words.contains(QLatin1String("nointent")))
+        benchmarkFields.insert(QStringLiteral("timing_intent"), false);
+    if (words.contains(QLatin1String("lockwarmup")))
+        benchmarkFields.insert(QStringLiteral("timing_warmup_shared"), false);
+    if (words.contains(QLatin1String("traceshared")))
+        benchmarkFields.insert(QStringLiteral("trace_exclusive"), false);
+    SupervisorTuning::setRequestFields(queue, benchmarkFields);
     const auto submitNext = [&] {
         const int i = submitted++;
-        // 0: the profile's own timing (the study's adaptive method), no count sent
-        QJsonObject options =
-            timingTrials > 0 ? QJsonObject{{QStringLiteral("timing_trials"), timingTrials}} : QJsonObject{};
-        // "nointent": the timing announces its intent on the quiet lock only when it asks for the
-        // lock, not from the last correctness trial on (docs/protocol.md, the quiet lock)
-        if (words.contains(QLatin1String("nointent")))
-            options.insert(QStringLiteral("timing_intent"), false);
-        if (words.contains(QLatin1String("lockwarmup")))
-            options.insert(QStringLiteral("timing_warmup_shared"), false);
-        if (words.contains(QLatin1String("traceshared")))
-            options.insert(QStringLiteral("trace_exclusive"), false);
-        const qint64 id = queue.submit(candidates[i].task, candidates[i].answer, options);
+        WorkerRequests::Evaluate request;
+        request.task = candidates[i].task;
+        request.answer = candidates[i].answer;
+        request.timingTrials = timingTrials; // 0: the profile's own timing (the study's adaptive method)
+        const qint64 id = queue.submit(request);
         index.insert(id, i);
     };
     // When each job was handed to its GPU's supervisor and when each worker took over (ms on
@@ -229,8 +233,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         else if (gapMs >= 0 && submitted < candidates.size())
             QTimer::singleShot(gapMs, &queue, submitNext);
     };
-    QObject::connect(&queue, &EvaluationQueue::jobFinished, &queue, [&](qint64 id, const QJsonObject& result) {
-        finish(id, result.value(QLatin1String("status")).toString(), result);
+    QObject::connect(&queue, &EvaluationQueue::jobFinished, &queue, [&](qint64 id, const EvaluationResult& evaluation) {
+        finish(id, evaluation.statusName, evaluation.raw);
     });
     QObject::connect(&queue, &EvaluationQueue::jobFailed, &queue,
                      [&](qint64 id, const QString& status, const QString&) { finish(id, status, QJsonObject()); });

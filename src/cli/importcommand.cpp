@@ -383,14 +383,15 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         }
 
         WorkerRequests::Evaluate evaluate;
+        evaluate.task = g.task;
+        evaluate.answer = answer;
         evaluate.answerFormat = QString::fromLatin1(defaults::kAnswerFormatKernelBench);
         evaluate.profile = options.profile;
         evaluate.scale = options.scale;
         evaluate.seed = kRunEvaluationSeed;
         evaluate.codeBlock = options.codeBlock;
         evaluate.device = options.device;
-        pending.insert(queue.submit(g.task, answer, WorkerRequests::evaluateOptions(evaluate)),
-                       Pending{*candidateId, g});
+        pending.insert(queue.submit(evaluate), Pending{*candidateId, g});
     }
     for (VerdictFile& vf : scan.verdictFiles)
         vf.matched = matchedPerFile.value(vf.file);
@@ -415,9 +416,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         if (pending.isEmpty())
             loop.quit();
     };
-    QObject::connect(
-        &queue, &EvaluationQueue::jobFinished, &loop,
-        [&](qint64 id, const QJsonObject&, const EvaluationResult& evaluation) { record(id, evaluation); });
+    QObject::connect(&queue, &EvaluationQueue::jobFinished, &loop,
+                     [&](qint64 id, const EvaluationResult& evaluation) { record(id, evaluation); });
     // The worker refused the request (bad_request), or the job ended without a verdict.
     QObject::connect(&queue, &EvaluationQueue::jobFailed, &loop,
                      [&](qint64 id, const QString& status, const QString& message) {

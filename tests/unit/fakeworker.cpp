@@ -12,8 +12,8 @@
 // "fake: MODE" in an evaluate request's answer (so `kwb eval` can be tested with a candidate
 // file), else --mode / $FAKEWORKER_MODE, else "answer". Modes:
 //   answer            the recorded response for the request's type (with "pid")
-//   slow              answer after "delay_ms" (default 300) milliseconds; "delay_ms_by_device":
-//                     {CUDA_VISIBLE_DEVICES value: ms} overrides it for a worker on that device
+//   slow              answer after "delay_ms" (default 300) milliseconds; "delay_ms_on_N" overrides
+//                     it for a worker whose CUDA_VISIBLE_DEVICES is N (both fields or answer markers)
 //   hang              never answer
 //   hang_ignore_term  ignore SIGTERM, never answer (only SIGKILL ends it)
 //   abort / segv      die by SIGABRT / SIGSEGV
@@ -777,10 +777,11 @@ void serve(const QJsonObject& request)
         std::fputs("FLOOD-END\n", stderr);
         std::fflush(stderr);
     } else if (mode == QLatin1String("slow")) {
-        int delayMs = request.value(QStringLiteral("delay_ms")).toInt(300);
+        const QString delay = parameter(request, QStringLiteral("delay_ms"));
         // One request, slow on one GPU only (a host lost mid-job, its job fast elsewhere).
-        const QJsonObject byDevice = request.value(QStringLiteral("delay_ms_by_device")).toObject();
-        delayMs = byDevice.value(qEnvironmentVariable("CUDA_VISIBLE_DEVICES")).toInt(delayMs);
+        const QString onDevice =
+            parameter(request, QStringLiteral("delay_ms_on_") + qEnvironmentVariable("CUDA_VISIBLE_DEVICES"));
+        const int delayMs = !onDevice.isEmpty() ? onDevice.toInt() : delay.isEmpty() ? 300 : delay.toInt();
         std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
     } else if (mode == QLatin1String("unhealthy")) {
         QJsonObject response = answer(request);

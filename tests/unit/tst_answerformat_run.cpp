@@ -59,8 +59,7 @@ private Q_SLOTS:
         QVERIFY(plan);
         QCOMPARE(plan->answerFormat, QStringLiteral("native"));
         QCOMPARE(plan->runName(), QStringLiteral("zero-shot L1:1,L2:1"));
-        QCOMPARE(evaluationOptionsFor(*plan).value(QLatin1String("answer_format")).toString(),
-                 QStringLiteral("native"));
+        QCOMPARE(evaluationOptionsFor(*plan).answerFormat, QStringLiteral("native"));
     }
 
     void kernelbenchIsPlannedNamedAndSent()
@@ -68,8 +67,7 @@ private Q_SLOTS:
         const std::optional<RunPlan> plan = planRun(request(QStringLiteral("kernelbench")), nullptr);
         QVERIFY(plan);
         QCOMPARE(plan->runName(), QStringLiteral("zero-shot [kernelbench] L1:1,L2:1"));
-        QCOMPARE(evaluationOptionsFor(*plan).value(QLatin1String("answer_format")).toString(),
-                 QStringLiteral("kernelbench"));
+        QCOMPARE(evaluationOptionsFor(*plan).answerFormat, QStringLiteral("kernelbench"));
     }
 
     void anUnknownFormatIsRefused()
@@ -94,8 +92,7 @@ private Q_SLOTS:
         const std::optional<RunPlan> resumed = planResume(info, &error);
         QVERIFY2(resumed, qPrintable(error));
         QCOMPARE(resumed->answerFormat, QStringLiteral("kernelbench"));
-        QCOMPARE(evaluationOptionsFor(*resumed).value(QLatin1String("answer_format")).toString(),
-                 QStringLiteral("kernelbench"));
+        QCOMPARE(evaluationOptionsFor(*resumed).answerFormat, QStringLiteral("kernelbench"));
 
         // A run stored before the answer format existed was native.
         QJsonObject old = config->toJson();

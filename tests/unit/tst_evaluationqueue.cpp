@@ -49,11 +49,12 @@ struct Recorder
             started.append(id);
             startedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
         });
-        QObject::connect(&queue, &EvaluationQueue::jobFinished, &context, [this](qint64 id, const QJsonObject& result) {
-            ended.append(id);
-            results.insert(id, result);
-            endedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
-        });
+        QObject::connect(&queue, &EvaluationQueue::jobFinished, &context,
+                         [this](qint64 id, const EvaluationResult& evaluation) {
+                             ended.append(id);
+                             results.insert(id, evaluation.raw);
+                             endedAtMs.insert(id, QDateTime::currentMSecsSinceEpoch());
+                         });
         QObject::connect(&queue, &EvaluationQueue::jobFailed, &context,
                          [this](qint64 id, const QString& status, const QString& message) {
                              ended.append(id);
@@ -104,20 +105,33 @@ QString kernelBenchAnswer(const QString& marker)
         .arg(marker);
 }
 
-QJsonObject kernelBenchOptions()
+// A job's evaluate request, as the run controller builds it.
+WorkerRequests::Evaluate job(const QString& task, const QString& answer)
 {
-    return QJsonObject{{QStringLiteral("answer_format"), QStringLiteral("kernelbench")}};
+    WorkerRequests::Evaluate request;
+    request.task = task;
+    request.answer = answer;
+    return request;
 }
 
-QJsonObject slowOptions(int delayMs)
+// The same in KernelBench's answer format.
+WorkerRequests::Evaluate kernelBenchJob(const QString& task, const QString& answer)
 {
-    return QJsonObject{{QStringLiteral("delay_ms"), delayMs}};
+    WorkerRequests::Evaluate request = job(task, answer);
+    request.answerFormat = QStringLiteral("kernelbench");
+    return request;
+}
+
+// An answer the fake worker answers after delayMs (its markers: mode and delay_ms).
+QString slowAnswerAfter(int delayMs, const QString& kernelComment = QString())
+{
+    return answer(QStringLiteral("fake: slow delay_ms: %1").arg(delayMs), kernelComment);
 }
 
 // A job the fake worker answers after delayMs.
 qint64 submitSlow(EvaluationQueue& queue, int delayMs)
 {
-    return queue.submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(delayMs));
+    return queue.submit(job(QStringLiteral("L1/1"), slowAnswerAfter(delayMs)));
 }
 
 // Whether two jobs' spans (Recorder::span) overlap, and the message when they do not.
@@ -260,8 +274,8 @@ private Q_SLOTS:
         b->setEvaluationsPerGpu(2); // two slots (the default is one)
         Recorder ra(*a), rb(*b);
         for (int i = 0; i < 2; ++i) {
-            a->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(150));
-            b->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(150));
+            a->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(150)));
+            b->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(150)));
         }
         QVERIFY(QTest::qWaitFor([&] { return ra.ended.size() == 2 && rb.ended.size() == 2; }, kWaitMs));
         for (const Recorder* r : {&ra, &rb}) {
@@ -451,7 +465,7 @@ private Q_SLOTS:
             kWaitMs));
         auto queue = makeQueue({0}, 0);
         Recorder recorder(*queue);
-        queue->submit(QStringLiteral("L1/1"), answer());
+        queue->submit(job(QStringLiteral("L1/1"), answer()));
         for (int i = 0; i < 30; ++i)
             QTest::qWait(10);
         QVERIFY(recorder.started.isEmpty());
@@ -472,8 +486,9 @@ private Q_SLOTS:
         auto releaseLater = qScopeGuard([ticket] { GpuLeases::instance()->release(ticket); });
         auto queue = makeQueue({0}, 0);
         Recorder recorder(*queue);
-        queue->submit(QStringLiteral("L1/1"), answer(),
-                      QJsonObject{{QStringLiteral("device"), QStringLiteral("none")}});
+        WorkerRequests::Evaluate compileOnly = job(QStringLiteral("L1/1"), answer());
+        compileOnly.device = QStringLiteral("none");
+        queue->submit(compileOnly);
         QVERIFY(recorder.waitForEnded(1));
         QCOMPARE(recorder.results.first().value(QLatin1String("status")).toString(), QStringLiteral("no_device"));
     }
@@ -485,7 +500,7 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         QList<qint64> ids;
         for (int i = 0; i < 4; ++i)
-            ids.append(queue->submit(QStringLiteral("L1/1"), answer(), slowOptions(50)));
+            ids.append(queue->submit(job(QStringLiteral("L1/1"), answer())));
         QVERIFY(ids[0] < ids[1] && ids[1] < ids[2] && ids[2] < ids[3]);
         QCOMPARE(queue->pendingCount(), 4);
         QVERIFY(recorder.started.isEmpty()); // nothing from inside submit()
@@ -513,7 +528,7 @@ private Q_SLOTS:
         QVERIFY(recorder.progress.size() <= 1 + 4); // submissions coalesce
 
         // A new batch counts from zero.
-        const qint64 next = queue->submit(QStringLiteral("L1/1"), answer());
+        const qint64 next = queue->submit(job(QStringLiteral("L1/1"), answer()));
         QVERIFY(recorder.waitForEnded(5));
         QVERIFY(recorder.results.contains(next));
         QTRY_COMPARE(recorder.progress.last(), qMakePair(1, 1));
@@ -523,10 +538,8 @@ private Q_SLOTS:
     {
         auto queue = makeQueue({0, 1}, 0);
         Recorder recorder(*queue);
-        const qint64 first =
-            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
-        const qint64 second =
-            queue->submit(QStringLiteral("L2/1"), answer(QStringLiteral("fake: slow")), slowOptions(600));
+        const qint64 first = queue->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(600)));
+        const qint64 second = queue->submit(job(QStringLiteral("L2/1"), slowAnswerAfter(600)));
         QVERIFY(recorder.waitForEnded(2));
         const QJsonObject a = recorder.results.value(first);
         const QJsonObject b = recorder.results.value(second);
@@ -686,7 +699,7 @@ private Q_SLOTS:
             QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("1"));
         }
         // Turned on by the first KernelBench-format job, on every slot.
-        queue.submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine")), kernelBenchOptions());
+        queue.submit(kernelBenchJob(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine"))));
         for (WorkerSupervisor* supervisor : supervisors)
             QVERIFY(supervisor->warmPython());
         queue.cancelAll();
@@ -703,7 +716,7 @@ private Q_SLOTS:
         setOnceFile(*queue, QStringLiteral("oom"));
         Recorder recorder(*queue);
         const qint64 slow = submitSlow(*queue, 1000);
-        const qint64 oom = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once")));
+        const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once"))));
         const qint64 next = submitSlow(*queue, 200);
         QVERIFY(recorder.waitForEnded(3));
         QTest::qWait(200); // nothing more comes
@@ -732,7 +745,7 @@ private Q_SLOTS:
         queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         setOnceFile(*queue, QStringLiteral("oom"));
         Recorder recorder(*queue);
-        const qint64 oom = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once")));
+        const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once"))));
         QVERIFY(recorder.waitForEnded(1));
         const QJsonObject result = recorder.results.value(oom);
         QCOMPARE(result.value(QLatin1String("status")).toString(), QStringLiteral("runtime_error"));
@@ -750,8 +763,7 @@ private Q_SLOTS:
         setOnceFile(*queue, QStringLiteral("hang"));
         Recorder recorder(*queue);
         const qint64 slow = submitSlow(*queue, 1000);
-        const qint64 hang = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang_once")),
-                                          QJsonObject{{QStringLiteral("timeout_ms"), 2000}});
+        const qint64 hang = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang_once"))), 2000);
         QVERIFY(recorder.waitForEnded(2));
         QVERIFY2(recorder.failures.isEmpty(), qPrintable(recorder.messages.values().join(QLatin1Char(';'))));
         QCOMPARE(recorder.results.value(hang).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
@@ -767,11 +779,14 @@ private Q_SLOTS:
         auto queue = makeQueue({0}, 0);
         queue->setEvaluationsPerGpu(2); // two slots (the default is one)
         Recorder recorder(*queue);
-        const QJsonObject longLimit{{QStringLiteral("timeout_ms"), 60000}};
-        const qint64 first = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")), longLimit);
-        const qint64 second = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")), longLimit);
-        const qint64 third = queue->submit(QStringLiteral("L1/1"), answer());
-        const qint64 fourth = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")), longLimit);
+        const int longLimit = 60000;
+        const qint64 first =
+            queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))), longLimit);
+        const qint64 second =
+            queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))), longLimit);
+        const qint64 third = queue->submit(job(QStringLiteral("L1/1"), answer()));
+        const qint64 fourth =
+            queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))), longLimit);
         QTRY_COMPARE_WITH_TIMEOUT(recorder.started, (QList<qint64>{first, second}), kWaitMs);
         QTest::qWait(200); // let the hangs reach their workers
         QVERIFY(queue->cancel(second));
@@ -796,8 +811,7 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         QList<qint64> ids;
         for (int i = 0; i < 4; ++i)
-            ids.append(queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow"), QString::number(i)),
-                                     slowOptions(300)));
+            ids.append(queue->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(300, QString::number(i)))));
         QVERIFY(recorder.waitForEnded(4));
         QCOMPARE(recorder.ended, ids);
         QCOMPARE(queue->arch(), QStringLiteral("sm_90")); // asked the GPU worker once
@@ -858,16 +872,18 @@ private Q_SLOTS:
     {
         auto queue = makeQueue({0}, 1);
         Recorder recorder(*queue);
-        QJsonObject kernelbench = slowOptions(300);
-        kernelbench.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
-        kernelbench.insert(QStringLiteral("code_block"), QStringLiteral("last")); // issue 33: the build's module too
         // Native jobs leave the spares' embedded Python alone; the first KernelBench one asks
         // the GPU's spares to start it while they warm.
         QVERIFY(!queue->gpuSupervisor(0)->warmPython());
         QList<qint64> ids;
-        for (int i = 0; i < 3; ++i)
-            ids.append(queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow"), QString::number(i)),
-                                     i < 2 ? kernelbench : slowOptions(300)));
+        for (int i = 0; i < 3; ++i) {
+            WorkerRequests::Evaluate request = job(QStringLiteral("L1/1"), slowAnswerAfter(300, QString::number(i)));
+            if (i < 2) {
+                request.answerFormat = QStringLiteral("kernelbench");
+                request.codeBlock = QStringLiteral("last"); // issue 33: the build's module too
+            }
+            ids.append(queue->submit(request));
+        }
         QVERIFY(queue->gpuSupervisor(0)->warmPython());
         QVERIFY(recorder.waitForEnded(3));
         QStringList compiled; // "answer_format" or "-" per compile request, in order
@@ -900,11 +916,10 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         QList<qint64> ids;
         for (int i = 0; i < 5; ++i)
-            ids.append(queue->submit(
+            ids.append(queue->submit(kernelBenchJob(
                 QStringLiteral("L1/1"),
                 kernelBenchAnswer(
-                    QStringLiteral("%1 %2").arg(i < 3 ? QStringLiteral("build_barrier: 3") : QString()).arg(i)),
-                kernelBenchOptions()));
+                    QStringLiteral("%1 %2").arg(i < 3 ? QStringLiteral("build_barrier: 3") : QString()).arg(i)))));
         QVERIFY(recorder.waitForEnded(5));
         QVERIFY(recorder.failures.isEmpty());
         const QList<QJsonObject> built = builds();
@@ -933,8 +948,8 @@ private Q_SLOTS:
         Recorder recorder(*queue);
         const QString slowAnswer = kernelBenchAnswer(QStringLiteral("build_gate: open_a"));
         const QString quickAnswer = kernelBenchAnswer(QStringLiteral("quick"));
-        const qint64 slow = queue->submit(QStringLiteral("L1/1"), slowAnswer, kernelBenchOptions());
-        const qint64 quick = queue->submit(QStringLiteral("L2/1"), quickAnswer, kernelBenchOptions());
+        const qint64 slow = queue->submit(kernelBenchJob(QStringLiteral("L1/1"), slowAnswer));
+        const qint64 quick = queue->submit(kernelBenchJob(QStringLiteral("L2/1"), quickAnswer));
         auto gate = qScopeGuard([&] { openGate(QStringLiteral("open_a")); }); // never leave a build hanging
         QVERIFY(recorder.waitForEnded(1));
         QCOMPARE(recorder.ended, (QList<qint64>{quick}));
@@ -968,7 +983,7 @@ private Q_SLOTS:
         const QString same = kernelBenchAnswer(QStringLiteral("build_gate: open_same"));
         QList<qint64> ids;
         for (int i = 0; i < 3; ++i)
-            ids.append(queue->submit(QStringLiteral("L1/1"), same, kernelBenchOptions()));
+            ids.append(queue->submit(kernelBenchJob(QStringLiteral("L1/1"), same)));
         auto gate = qScopeGuard([&] { openGate(QStringLiteral("open_same")); });
         QTRY_VERIFY_WITH_TIMEOUT(loggedCompiles() >= 1, kWaitMs); // the build is running
         QVERIFY(recorder.started.isEmpty());
@@ -995,9 +1010,9 @@ private Q_SLOTS:
         queue->setArch(QStringLiteral("sm_90"));
         Recorder recorder(*queue);
         const qint64 good =
-            queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine")), kernelBenchOptions());
-        const qint64 broken = queue->submit(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("compile_error")),
-                                            kernelBenchOptions());
+            queue->submit(kernelBenchJob(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine"))));
+        const qint64 broken =
+            queue->submit(kernelBenchJob(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("compile_error"))));
         QVERIFY(recorder.waitForEnded(2));
         QVERIFY(!recorder.failures.contains(broken)); // a verdict on the candidate, not a job failure
         QCOMPARE(recorder.results.value(good).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
@@ -1015,10 +1030,9 @@ private Q_SLOTS:
         queue->setEvaluationsPerGpu(1);          // the second job waits for the GPU, so its compile runs ahead
         queue->setArch(QStringLiteral("sm_90")); // no device request needed
         Recorder recorder(*queue);
-        const qint64 first =
-            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
-        const qint64 broken = queue->submit(
-            QStringLiteral("L1/1"), answer(QStringLiteral("status: compile_error"), QStringLiteral("compile_error")));
+        const qint64 first = queue->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(400)));
+        const qint64 broken = queue->submit(job(
+            QStringLiteral("L1/1"), answer(QStringLiteral("status: compile_error"), QStringLiteral("compile_error"))));
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.results.value(first).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
         // Not a job failure: the GPU worker compiles again and says compile_error itself.
@@ -1044,12 +1058,11 @@ private Q_SLOTS:
         queue->setEvaluationsPerGpu(1); // the second job waits for the GPU, so its compile runs ahead
         queue->setArch(QStringLiteral("sm_90"));
         Recorder recorder(*queue);
-        const qint64 first =
-            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(400));
+        const qint64 first = queue->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(400)));
         const QString torchOnly = QStringLiteral("cuBLAS is the ceiling here.\n\n```python\n"
                                                  "def forward(A: Tensor, B: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
                                                  "    return torch.matmul(A, B)\n```\n");
-        const qint64 torch = queue->submit(QStringLiteral("L1/1"), torchOnly);
+        const qint64 torch = queue->submit(job(QStringLiteral("L1/1"), torchOnly));
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.ended, (QList<qint64>{first, torch}));
         QVERIFY(!recorder.failures.contains(torch));
@@ -1071,11 +1084,11 @@ private Q_SLOTS:
         queue->setCompileWaitLimit(400);
         queue->setCompileTimeout(10000);
         Recorder recorder(*queue);
-        const qint64 first =
-            queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")), slowOptions(200));
+        const qint64 first = queue->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(200)));
         // Its compile hangs (a source that takes minutes in NVRTC): once the GPU is free, the job
         // waits the limit, then goes uncompiled.
-        const qint64 second = queue->submit(QStringLiteral("L1/1"), answer(QString(), QStringLiteral("nvrtc: hang")));
+        const qint64 second =
+            queue->submit(job(QStringLiteral("L1/1"), answer(QString(), QStringLiteral("nvrtc: hang"))));
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.ended, (QList<qint64>{first, second}));
         QCOMPARE(recorder.results.value(second).value(QLatin1String("cubin_received")).toBool(), false);
@@ -1088,9 +1101,8 @@ private Q_SLOTS:
         auto queue = makeQueue({0}, 1);
         queue->setEvaluationsPerGpu(1); // the next job waits for the hang to end
         Recorder recorder(*queue);
-        const qint64 hang = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")),
-                                          QJsonObject{{QStringLiteral("timeout_ms"), 500}});
-        const qint64 next = queue->submit(QStringLiteral("L1/1"), answer());
+        const qint64 hang = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))), 500);
+        const qint64 next = queue->submit(job(QStringLiteral("L1/1"), answer()));
         QVERIFY(recorder.waitForEnded(2));
         QCOMPARE(recorder.ended, (QList<qint64>{hang, next}));
         QCOMPARE(recorder.failures.value(hang), wireName(EvaluationStatus::Timeout));
@@ -1106,10 +1118,9 @@ private Q_SLOTS:
         auto queue = makeQueue({0}, 1);
         queue->setEvaluationsPerGpu(1); // the others queue behind the hang
         Recorder recorder(*queue);
-        const qint64 running = queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")),
-                                             QJsonObject{{QStringLiteral("timeout_ms"), 60000}});
-        const qint64 queued = queue->submit(QStringLiteral("L1/1"), answer());
-        const qint64 last = queue->submit(QStringLiteral("L1/1"), answer());
+        const qint64 running = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))), 60000);
+        const qint64 queued = queue->submit(job(QStringLiteral("L1/1"), answer()));
+        const qint64 last = queue->submit(job(QStringLiteral("L1/1"), answer()));
         QTRY_COMPARE(recorder.started, QList<qint64>{running});
 
         QVERIFY(queue->cancel(queued));
@@ -1134,9 +1145,9 @@ private Q_SLOTS:
         queue->setEvaluationsPerGpu(1); // the others queue behind the hang
         Recorder recorder(*queue);
         QList<qint64> ids;
-        ids.append(queue->submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang"))));
-        ids.append(queue->submit(QStringLiteral("L1/1"), answer()));
-        ids.append(queue->submit(QStringLiteral("L1/1"), answer()));
+        ids.append(queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: hang")))));
+        ids.append(queue->submit(job(QStringLiteral("L1/1"), answer())));
+        ids.append(queue->submit(job(QStringLiteral("L1/1"), answer())));
         QTRY_COMPARE(recorder.started.size(), 1);
         QTest::qWait(200);
         queue->cancelAll();
@@ -1151,7 +1162,7 @@ private Q_SLOTS:
         auto queue = makeQueue({0}, 0);
         Recorder recorder(*queue);
         // A request the worker cannot serve (here: too large for a line) is no verdict on a candidate.
-        const qint64 id = queue->submit(QStringLiteral("L1/1"), QString(kMaxLineBytes, QLatin1Char('x')));
+        const qint64 id = queue->submit(job(QStringLiteral("L1/1"), QString(kMaxLineBytes, QLatin1Char('x'))));
         QVERIFY(recorder.waitForEnded(1));
         QCOMPARE(recorder.failures.value(id), wireName(EvaluationStatus::BadRequest));
     }
@@ -1190,7 +1201,7 @@ private Q_SLOTS:
     {
         auto queue = makeQueue({0}, 0);
         Recorder recorder(*queue);
-        const qint64 id = queue->submit(QStringLiteral("L1/1"), QStringLiteral("fake: sigkill"));
+        const qint64 id = queue->submit(job(QStringLiteral("L1/1"), QStringLiteral("fake: sigkill")));
         QVERIFY(recorder.waitForEnded(1));
         QCOMPARE(recorder.failures.value(id), wireName(EvaluationStatus::WorkerLost));
     }

@@ -256,6 +256,16 @@ private Q_SLOTS:
         QCOMPARE(withAll.value(QLatin1String("timing_trials")).toInt(), 7);
         QCOMPARE(withAll.value(QLatin1String("profile_traffic")).toBool(), true);
         QCOMPARE(withAll.value(QLatin1String("code_block")).toString(), QStringLiteral("last"));
+        // The module EvaluationQueue compiled ahead goes with the request, its four fields together.
+        QVERIFY(!withAll.contains(QLatin1String("cubin_b64")));
+        evaluate.module = WorkerRequests::CompiledModule{QStringLiteral("AAAA"), QStringLiteral("sm_90"),
+                                                         QStringLiteral("c0ffee"), QStringLiteral("ptxas info")};
+        const QJsonObject withModule = WorkerRequests::evaluate(evaluate);
+        QCOMPARE(withModule.value(QLatin1String("cubin_b64")).toString(), QStringLiteral("AAAA"));
+        QCOMPARE(withModule.value(QLatin1String("cubin_arch")).toString(), QStringLiteral("sm_90"));
+        QCOMPARE(withModule.value(QLatin1String("cubin_source_hash")).toString(), QStringLiteral("c0ffee"));
+        QCOMPARE(withModule.value(QLatin1String("compile_log")).toString(), QStringLiteral("ptxas info"));
+        QCOMPARE(withModule.size(), withAll.size() + 4);
     }
 };
 

@@ -48,6 +48,15 @@ QString answer(const QString& marker = QString())
         .arg(marker);
 }
 
+// A queue job's evaluate request (the fake worker reads its mode and delays from the answer's markers).
+WorkerRequests::Evaluate job(const QString& task, const QString& answer)
+{
+    WorkerRequests::Evaluate request;
+    request.task = task;
+    request.answer = answer;
+    return request;
+}
+
 QJsonObject evaluate(const QString& mode = QString())
 {
     QJsonObject request{{QStringLiteral("type"), QStringLiteral("evaluate")},
@@ -808,9 +817,9 @@ private Q_SLOTS:
         QMap<qint64, int> endings;
         QMap<qint64, QJsonObject> results;
         QStringList lost;
-        connect(&queue, &EvaluationQueue::jobFinished, this, [&](qint64 id, const QJsonObject& result) {
+        connect(&queue, &EvaluationQueue::jobFinished, this, [&](qint64 id, const EvaluationResult& evaluation) {
             ++endings[id];
-            results.insert(id, result);
+            results.insert(id, evaluation.raw);
         });
         connect(&queue, &EvaluationQueue::jobFailed, this,
                 [&](qint64 id, const QString& status, const QString& message) {
@@ -827,12 +836,10 @@ private Q_SLOTS:
         // The first job goes to the ssh worker (GPU 1 there) and takes long there only; the others
         // queue behind.
         const qint64 first = queue.submit(
-            QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow")),
-            QJsonObject{{QStringLiteral("delay_ms"), 0},
-                        {QStringLiteral("delay_ms_by_device"), QJsonObject{{QStringLiteral("1"), 60000}}}});
+            job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow delay_ms: 0 delay_ms_on_1: 60000"))));
         QList<qint64> ids{first};
         for (int i = 0; i < 3; ++i)
-            ids << queue.submit(QStringLiteral("L1/1"), answer());
+            ids << queue.submit(job(QStringLiteral("L1/1"), answer()));
         QVERIFY(QTest::qWaitFor([&] { return remotePid != 0; }, kWaitMs));
         QTest::qWait(300);
         QVERIFY(!endings.contains(first));
@@ -874,15 +881,15 @@ private Q_SLOTS:
         queue.setKillGracePeriod(300);
         QMap<qint64, QJsonObject> results;
         connect(&queue, &EvaluationQueue::jobFinished, this,
-                [&](qint64 id, const QJsonObject& result) { results.insert(id, result); });
+                [&](qint64 id, const EvaluationResult& evaluation) { results.insert(id, evaluation.raw); });
         connect(&queue, &EvaluationQueue::jobFailed, this,
                 [&](qint64 id, const QString& status, const QString& message) {
                     results.insert(id, QJsonObject{{QStringLiteral("failed"), status + QLatin1String(": ") + message}});
                 });
         QList<qint64> ids;
         for (int i = 0; i < 8; ++i)
-            ids << queue.submit(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow\n// %1").arg(i)),
-                                QJsonObject{{QStringLiteral("delay_ms"), 300}});
+            ids << queue.submit(
+                job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow delay_ms: 300\n// %1").arg(i))));
         QVERIFY2(QTest::qWaitFor([&] { return results.size() == ids.size(); }, 4 * kWaitMs),
                  qPrintable(QStringLiteral("%1 of %2 jobs ended").arg(results.size()).arg(ids.size())));
         QCOMPARE(queue.arch(), QStringLiteral("sm_90")); // the first worker's device facts

@@ -103,15 +103,13 @@ QJsonObject evaluate(const Evaluate& e)
     insertIfSet(request, Field::kDevice, e.device);
     if (e.profileTraffic)
         request.insert(QLatin1String(kProfileTrafficKey), true);
+    if (e.module) {
+        request.insert(QLatin1String(Field::kCubinB64), e.module->cubinB64);
+        request.insert(QLatin1String(Field::kCubinArch), e.module->arch);
+        request.insert(QLatin1String(Field::kCubinSourceHash), e.module->sourceHash);
+        request.insert(QLatin1String(Field::kCompileLog), e.module->compileLog);
+    }
     return request;
-}
-
-QJsonObject evaluateOptions(const Evaluate& e)
-{
-    QJsonObject options = evaluate(e);
-    for (const char* key : {Field::kType, Field::kTask, Field::kAnswer})
-        options.remove(QLatin1String(key));
-    return options;
 }
 
 } // namespace kwb::WorkerRequests

@@ -39,6 +39,16 @@ struct Compile
 };
 QJsonObject compile(const Compile& request);
 
+/// A module compiled ahead (`compile` with return_cubin) that an evaluation loads instead of
+/// compiling: the worker loads it only for the source whose hash it names (docs/protocol.md).
+struct CompiledModule
+{
+    QString cubinB64;
+    QString arch;       ///< the arch it was built for ("sm_90")
+    QString sourceHash; ///< the worker's hash of the source it was built from
+    QString compileLog;
+};
+
 /// `evaluate` of one answer.
 struct Evaluate
 {
@@ -53,10 +63,8 @@ struct Evaluate
     QString arch;            ///< empty: the device's
     QString device;          ///< "none", "cpu" or empty (the GPU)
     bool profileTraffic = false;
+    std::optional<CompiledModule> module; ///< set by EvaluationQueue, from its compile ahead
 };
 QJsonObject evaluate(const Evaluate& request);
-/// evaluate() without its type, task and answer: the options EvaluationQueue::submit takes (the
-/// queue adds the task, the answer and the module it compiled ahead).
-QJsonObject evaluateOptions(const Evaluate& request);
 
 } // namespace kwb::WorkerRequests

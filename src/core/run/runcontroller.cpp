@@ -49,7 +49,8 @@ RunController::RunController(LlmClient* llm, EvaluationQueue* queue, RunStore* s
 {
     connect(m_llm, &LlmClient::completionFinished, this, &RunController::onCompletionFinished);
     connect(m_llm, &LlmClient::completionFailed, this, &RunController::onCompletionFailed);
-    connect(m_queue, &EvaluationQueue::jobFinished, this, &RunController::onJobFinished);
+    connect(m_queue, &EvaluationQueue::jobFinished, this,
+            [this](qint64 jobId, const EvaluationResult& evaluation) { onJobFinished(jobId, evaluation.raw); });
     connect(m_queue, &EvaluationQueue::jobFailed, this, &RunController::onJobFailed);
 }
 
@@ -442,7 +443,10 @@ void RunController::submitCandidate(TaskState* state, int sample, qint64 respons
         Q_EMIT taskError(cand.task, m_store->errorString());
         return;
     }
-    const qint64 job = m_queue->submit(cand.task, answer, m_evalOptions);
+    WorkerRequests::Evaluate request = m_evalOptions;
+    request.task = cand.task;
+    request.answer = answer;
+    const qint64 job = m_queue->submit(request);
     m_jobTask.insert(job, state->index);
     state->jobs.insert(job, PendingEval{sample, *candidateId, answer, seed});
     ++m_evaluationsSubmitted;
@@ -647,7 +651,7 @@ void RunController::turnDone(TaskState* state)
 
 bool RunController::isCompileOnly() const
 {
-    return m_evalOptions.value(QLatin1String("device")).toString() == QLatin1String("none");
+    return m_evalOptions.device == QLatin1String("none");
 }
 
 std::optional<CandidateOutcome> RunController::selectJudged(const TaskState* state) const

@@ -33,6 +33,7 @@
 #include "core/config/regime.h"
 #include "core/prompts/promptrenderer.h"
 #include "core/prompts/tokenbudget.h"
+#include "core/protocol/workerrequests.h"
 #include "core/run/selection.h"
 #include "core/store/runstore.h"
 
@@ -136,8 +137,9 @@ public:
     /// The seed distance between turns (modelSeedFor); a run's stored `seeds.turn_stride`.
     void setModelSeedTurnStride(qint64 stride) { m_seedTurnStride = stride; }
     qint64 modelSeedTurnStride() const { return m_seedTurnStride; }
-    /// Fields added to every evaluate request (scale, timing_trials, timeout_ms, …).
-    void setEvaluationOptions(const QJsonObject& options) { m_evalOptions = options; }
+    /// The evaluate request every candidate is sent with (profile, scale, seed, timing_trials, …);
+    /// each candidate sets its task and answer.
+    void setEvaluationOptions(const WorkerRequests::Evaluate& options) { m_evalOptions = options; }
 
     /// Runs the tasks into run `runId` of the store (created by the caller; for a resume, the same
     /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
@@ -278,7 +280,7 @@ private:
     Regime m_regime;
     QMap<int, Regime> m_levelRegimes;
     int m_maxInFlight = 2;
-    QJsonObject m_evalOptions;
+    WorkerRequests::Evaluate m_evalOptions; ///< without its task and answer, which each candidate sets
     ContextBudget m_budget;
     qint64 m_seedTurnStride = kModelSeedTurnStride;
 

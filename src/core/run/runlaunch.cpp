@@ -541,7 +541,7 @@ QList<RunPlan> sweepRunPlans(const RunPlan& plan)
     return plans;
 }
 
-QJsonObject evaluationOptionsFor(const RunPlan& plan)
+WorkerRequests::Evaluate evaluationOptionsFor(const RunPlan& plan)
 {
     WorkerRequests::Evaluate evaluate;
     evaluate.profile = plan.profile;
@@ -552,7 +552,7 @@ QJsonObject evaluationOptionsFor(const RunPlan& plan)
     if (plan.compileOnly) // stops after the sandbox check, even where a GPU exists (docs/protocol.md)
         evaluate.device = QStringLiteral("none");
     evaluate.profileTraffic = plan.profileTraffic;
-    return WorkerRequests::evaluateOptions(evaluate);
+    return evaluate;
 }
 
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,
@@ -647,7 +647,7 @@ void RunFactsLoader::send(Kind kind, const QJsonObject& request, int index)
     // Device facts and profile timings run on the GPU (the facts worker's device 0, which is this
     // process's GPU 0): they take its lease like an evaluation, so they never overlap a timing.
     const QString holder = QStringLiteral("run facts: %1%2 (pid %3)")
-                               .arg(request.value(QLatin1String("type")).toString(),
+                               .arg(WorkerRequests::typeOf(request),
                                     index >= 0 ? QLatin1Char(' ') + m_plan.taskIds.value(index) : QString())
                                .arg(QCoreApplication::applicationPid());
     ++m_waitingForLease;

@@ -12,6 +12,7 @@
 #include "core/config/regime.h"
 #include "core/config/runconfig.h"
 #include "core/protocol/defaults.h"
+#include "core/protocol/workerrequests.h"
 #include "core/protocol/workerresponse.h"
 #include "core/run/runcontroller.h"
 #include "core/store/runstore.h"
@@ -240,7 +241,7 @@ LlmSettings llmSettingsFor(const RunPlan& plan, const QString& apiKey);
 /// The fields every evaluate request of the run carries: profile, scale, seed, answer_format (and
 /// timing_trials when set; "device": "none" for a compile-only run). The queue's compile-ahead
 /// requests take answer_format from them too.
-QJsonObject evaluationOptionsFor(const RunPlan& plan);
+WorkerRequests::Evaluate evaluationOptionsFor(const RunPlan& plan);
 /// Worker program, time-out, isolation, worker limits, one compile worker (HeadlessRun sets the
 /// run's number after), and the device's arch for compile-ahead.
 void configureQueue(EvaluationQueue& queue, const QString& workerProgram, const QStringList& workerArguments,

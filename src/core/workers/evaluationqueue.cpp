@@ -238,26 +238,24 @@ void EvaluationQueue::setCompileWorkerCount(int count)
     }
 }
 
-qint64 EvaluationQueue::submit(const QString& taskId, const QString& answer, const QJsonObject& options)
+qint64 EvaluationQueue::submit(const WorkerRequests::Evaluate& request, int timeoutMs)
 {
     const qint64 id = ++m_nextId;
     Job job;
     job.id = id;
-    job.task = taskId;
-    job.answer = answer;
-    job.options = options;
-    job.timeoutMs = options.value(QLatin1String("timeout_ms")).toInt(-1);
-    job.options.remove(QLatin1String("timeout_ms"));
+    job.request = request;
+    job.request.module.reset(); // the queue's own, from its compile ahead
+    job.timeoutMs = timeoutMs;
     // Every answer is compiled ahead: the worker's parser finds its cuda block (the client has
     // no parser of its own); a torch-only answer costs one cheap compile that returns nothing.
     if (m_compileWorkerCount > 0)
         job.compile = CompileState::Waiting;
     QCryptographicHash key(QCryptographicHash::Sha256);
-    key.addData(job.options.value(QLatin1String("answer_format")).toString().toUtf8());
+    key.addData(request.answerFormat.toUtf8());
     key.addData(QByteArrayView("\n", 1));
-    key.addData(job.options.value(QLatin1String("code_block")).toString().toUtf8()); // which block is the module
+    key.addData(request.codeBlock.toUtf8()); // which block is the module
     key.addData(QByteArrayView("\n", 1));
-    key.addData(answer.toUtf8());
+    key.addData(request.answer.toUtf8());
     job.compileKey = key.result();
     // A KernelBench-format answer runs in the worker's embedded Python: from now on the GPUs'
     // spares start it while they warm, off the candidate's path.
@@ -354,8 +352,7 @@ qsizetype EvaluationQueue::indexOfJob(qint64 id) const
 
 QString EvaluationQueue::archFor(const Job& job) const
 {
-    const QString own = job.options.value(QLatin1String("arch")).toString();
-    return own.isEmpty() ? m_arch : own;
+    return job.request.arch.isEmpty() ? m_arch : job.request.arch;
 }
 
 void EvaluationQueue::requestArch()
@@ -466,7 +463,7 @@ void EvaluationQueue::work()
         if (needsGpu(job) && gpu.lease == 0) {
             const QString holder = QStringLiteral("evaluate job %1 %2 (pid %3)")
                                        .arg(job.id)
-                                       .arg(job.task)
+                                       .arg(job.request.task)
                                        .arg(QCoreApplication::applicationPid());
             GpuLeases* leases = GpuLeases::instance();
             const QString remoteKey = gpu.target.leaseKey();
@@ -522,16 +519,18 @@ qsizetype EvaluationQueue::nextReadyJob()
 void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIndex)
 {
     Job& job = m_jobs[jobIndex];
-    QJsonObject request = job.options;
-    request.insert(QStringLiteral("type"), QStringLiteral("evaluate"));
-    request.insert(QStringLiteral("task"), job.task);
-    request.insert(QStringLiteral("answer"), job.answer);
+    const auto requestFor = [this](const WorkerRequests::Evaluate& evaluate) {
+        QJsonObject request = WorkerRequests::evaluate(evaluate);
+        for (auto it = m_benchmarkFields.constBegin(); it != m_benchmarkFields.constEnd(); ++it)
+            request.insert(it.key(), it.value());
+        return request;
+    };
+    QJsonObject request = requestFor(job.request);
     if (job.compile == CompileState::Done && !job.cubin.isEmpty()) {
-        QJsonObject withCubin = request;
-        withCubin.insert(QStringLiteral("cubin_b64"), job.cubin);
-        withCubin.insert(QStringLiteral("cubin_arch"), job.cubinArch);
-        withCubin.insert(QStringLiteral("cubin_source_hash"), job.cubinSourceHash);
-        withCubin.insert(QStringLiteral("compile_log"), job.compileLog);
+        WorkerRequests::Evaluate withModule = job.request;
+        withModule.module =
+            WorkerRequests::CompiledModule{job.cubin, job.cubinArch, job.cubinSourceHash, job.compileLog};
+        const QJsonObject withCubin = requestFor(withModule);
         // A cubin must never cost a job its evaluation: past the line limit it is left out.
         if (!ProtocolCodec::encodeRequest(withCubin).isEmpty())
             request = withCubin;
@@ -553,7 +552,7 @@ void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIn
     // remote job keeps them: a lost host's job goes to another worker; so does a job that may yet
     // run beside another: it may be evaluated again alone.
     if (!gpu.target.isRemote() && (m_evaluationsPerGpu == 1 || job.alone)) {
-        job.answer.clear();
+        job.request.answer.clear();
         job.cubin.clear();
     }
 }
@@ -584,8 +583,7 @@ void EvaluationQueue::ensureCompilers()
 
 bool EvaluationQueue::buildsExtension(const Job& job)
 {
-    return job.options.value(QLatin1String("answer_format")).toString() ==
-           QLatin1String(defaults::kAnswerFormatKernelBench);
+    return job.request.answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench);
 }
 
 bool EvaluationQueue::compileAheadCanTake(const Job& job) const
@@ -628,13 +626,13 @@ void EvaluationQueue::startCompiles()
         if (free < 0)
             break;
         WorkerRequests::Compile compile;
-        compile.answer = job.answer;
+        compile.answer = job.request.answer;
         compile.arch = arch;
         compile.returnCubin = true;
         // The front end the evaluation will use builds ahead too (a KernelBench answer's
         // load_inline into the extension cache).
-        compile.answerFormat = job.options.value(QLatin1String("answer_format")).toString();
-        compile.codeBlock = job.options.value(QLatin1String("code_block")).toString();
+        compile.answerFormat = job.request.answerFormat;
+        compile.codeBlock = job.request.codeBlock;
         const QJsonObject request = WorkerRequests::compile(compile);
         job.compile = CompileState::Running;
         job.cubinArch = arch;
@@ -749,7 +747,7 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestI
         result.insert(QStringLiteral("slot"), slotIndex);
         EvaluationResult evaluation = response.evaluation.value_or(EvaluationResult());
         evaluation.raw = result;
-        Q_EMIT jobFinished(id, result, evaluation);
+        Q_EMIT jobFinished(id, evaluation);
     }
     noteProgress();
 }
@@ -838,8 +836,7 @@ bool EvaluationQueue::requeueFromLostHost(int gpuIndex, int slotIndex, qsizetype
 
 bool EvaluationQueue::needsGpu(const Job& job)
 {
-    const QString device = job.options.value(QLatin1String("device")).toString();
-    return device != QLatin1String("none") && device != QLatin1String("cpu");
+    return job.request.device != QLatin1String("none") && job.request.device != QLatin1String("cpu");
 }
 
 void EvaluationQueue::onLeaseGranted(qint64 ticket)

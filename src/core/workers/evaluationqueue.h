@@ -39,6 +39,7 @@
 // a running one, so the lease goes back at that job's end. Jobs with "device" "none" or "cpu" take
 // no lease.
 
+#include "core/protocol/workerrequests.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QJsonObject>
@@ -56,6 +57,7 @@ namespace kwb {
 class EvaluationQueue : public QObject
 {
     Q_OBJECT
+    friend struct SupervisorTuning; // the benchmark's switches (supervisortuning.h)
 public:
     static constexpr int kDefaultCompileTimeoutMs = 60 * 1000;
     /// How long an idle GPU waits for a compile that is already running before it evaluates
@@ -120,10 +122,11 @@ public:
     WorkerSupervisor* gpuSupervisor(int index) const { return m_gpus.value(index).gpuSlots.value(0).supervisor; }
     QList<WorkerSupervisor*> gpuSupervisors(int index) const;
 
-    /// Queues an evaluation of `answer` for task `taskId` and returns its job id (rising).
-    /// `options` are evaluate fields (profile, scale, seed, timing_trials, device, arch, …) plus
-    /// "timeout_ms", the job's wall-clock limit, which the queue keeps for itself.
-    qint64 submit(const QString& taskId, const QString& answer, const QJsonObject& options = {});
+    /// Queues the evaluation `request` asks for (its task, its answer and its evaluate fields:
+    /// profile, scale, seed, timing_trials, device, arch, …; the module is the queue's, from its
+    /// compile ahead) and returns its job id (rising). `timeoutMs` is the job's wall-clock limit
+    /// (-1: setTimeout()'s).
+    qint64 submit(const WorkerRequests::Evaluate& request, int timeoutMs = -1);
     /// Cancels a queued or running job; it then fails with status `cancelled`. Returns false when
     /// the id is not pending.
     bool cancel(qint64 id);
@@ -137,12 +140,11 @@ Q_SIGNALS:
     /// Jobs ended and jobs submitted since the queue was last empty; coalesced to one signal per
     /// event-loop turn.
     void jobProgress(int done, int total);
-    /// The worker's evaluate response as it sent it (its "status" says correct, incorrect,
-    /// compile_error, …), with "gpu": the ordinal it ran on, "worker": where
-    /// (WorkerTarget::location(), "local:0", "gpu-box:1"), and "slot": which of that GPU's slots
-    /// (0-based): what the run store keeps, byte for byte. `evaluation`: the same, decoded once by
-    /// the supervisor (its raw is `result`).
-    void jobFinished(qint64 id, const QJsonObject& result, const kwb::EvaluationResult& evaluation);
+    /// The worker's evaluate response, decoded once by the supervisor (its status says correct,
+    /// incorrect, compile_error, …). Its `raw` is the response as the worker sent it, with "gpu":
+    /// the ordinal it ran on, "worker": where (WorkerTarget::location(), "local:0", "gpu-box:1"),
+    /// and "slot": which of that GPU's slots (0-based): what the run store keeps, byte for byte.
+    void jobFinished(qint64 id, const kwb::EvaluationResult& evaluation);
     /// The job ended without a response: status is an EvaluationStatus wire name (timeout, crashed,
     /// start_failed, cancelled, …) or the error code of a worker that refused the request.
     void jobFailed(qint64 id, const QString& status, const QString& message);
@@ -157,9 +159,7 @@ private:
     struct Job
     {
         qint64 id = 0;
-        QString task;
-        QString answer;
-        QJsonObject options;
+        WorkerRequests::Evaluate request; ///< its answer is let go once the supervisor holds it
         int timeoutMs = -1;
         CompileState compile = CompileState::None; ///< None: compile-ahead is off
         qint64 compileRequest = 0;
@@ -275,6 +275,9 @@ private:
     int m_compileTimeoutMs = kDefaultCompileTimeoutMs;
     int m_compileWaitMs = kDefaultCompileWaitMs;
     int m_extensionBuildTimeoutMs = kDefaultExtensionBuildTimeoutMs;
+    /// Fields only the benchmark's A/B runs add to every evaluate request (SupervisorTuning): no
+    /// part of the product's protocol (protocolnames.h).
+    QJsonObject m_benchmarkFields;
 
     QString m_arch;
     qint64 m_deviceRequest = 0; // the `device` request asking for m_arch, while it runs

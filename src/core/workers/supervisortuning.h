@@ -4,8 +4,10 @@
 // defaults, which those runs measured (docs/decisions.md, sessions 10-13): nothing under src/
 // includes this header, only bench/ and tests/ (the supervisor names it its friend).
 
+#include "core/workers/evaluationqueue.h"
 #include "core/workers/workersupervisor.h"
 
+#include <QJsonObject>
 #include <QList>
 
 namespace kwb {
@@ -51,6 +53,11 @@ struct SupervisorTuning
     static void setLimitPolling(WorkerSupervisor& s, bool enabled) { s.m_limitPolling = enabled; }
     /// Whether new local workers get a memory cgroup (on by default, where the machine allows).
     static void setMemoryCgroup(WorkerSupervisor& s, bool enabled) { s.m_launch.memoryCgroup = enabled; }
+
+    /// Fields the queue adds to every evaluate request: the benchmark's A/B switches of the worker
+    /// (timing_intent, timing_warmup_shared, trace_exclusive), no part of the product's protocol
+    /// (protocolnames.h).
+    static void setRequestFields(EvaluationQueue& q, const QJsonObject& fields) { q.m_benchmarkFields = fields; }
 };
 
 } // namespace kwb

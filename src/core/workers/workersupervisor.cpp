@@ -1,5 +1,6 @@
 #include "workersupervisor.h"
 
+#include "core/protocol/protocolnames.h"
 #include "core/protocol/workerrequests.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/hostlimitdefaults.h"
@@ -24,10 +25,12 @@ QString seconds(int ms)
     return QString::number(ms / 1000.0, 'g', 4) + QStringLiteral(" s");
 }
 
-const QString kHelloType = QStringLiteral("hello");
-const QString kWarmType = QStringLiteral("warm");
-const QString kEvaluateType = QStringLiteral("evaluate");
-const QString kShutdownType = QStringLiteral("shutdown");
+// The request types the supervisor treats apart, by their one spelling (protocolnames.h).
+const QString kHelloType = QLatin1String(ProtocolNames::Request::kHello);
+const QString kWarmType = QLatin1String(ProtocolNames::Request::kWarm);
+const QString kEvaluateType = QLatin1String(ProtocolNames::Request::kEvaluate);
+const QString kShutdownType = QLatin1String(ProtocolNames::Request::kShutdown);
+const QLatin1String kIdField(ProtocolNames::Field::kId);
 
 } // namespace
 
@@ -148,7 +151,7 @@ qint64 WorkerSupervisor::sendRequest(const QJsonObject& request, int timeoutMs)
         return id;
     }
     QJsonObject withId = request;
-    withId.insert(QLatin1String("id"), id);
+    withId.insert(kIdField, id);
     QString error;
     pending.line = ProtocolCodec::encodeRequest(withId, &error);
     if (pending.line.isEmpty()) {
@@ -332,7 +335,7 @@ void WorkerSupervisor::onStarted(QProcess* process)
     m_state = WorkerState::Handshaking;
     m_handshakeId = m_spares.nextId(QStringLiteral("kwb-hello"));
     QJsonObject hello = WorkerRequests::hello();
-    hello.insert(QLatin1String("id"), m_handshakeId);
+    hello.insert(kIdField, m_handshakeId);
     process->write(ProtocolCodec::encodeRequest(hello));
 }
 
@@ -432,8 +435,7 @@ void WorkerSupervisor::handleResponse(const QJsonObject& response)
     // An answer nobody asked for means the stream is out of step with the requests.
     abortWorker(wireName(EvaluationStatus::ProtocolError),
                 QStringLiteral("the worker sent a response with unexpected id %1")
-                    .arg(QString::fromUtf8(
-                        QJsonDocument(QJsonObject{{QLatin1String("id"), id}}).toJson(QJsonDocument::Compact))));
+                    .arg(QString::fromUtf8(QJsonDocument(QJsonObject{{kIdField, id}}).toJson(QJsonDocument::Compact))));
 }
 
 void WorkerSupervisor::acceptResponse(const QJsonObject& response)
@@ -763,9 +765,10 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
             Q_EMIT requestFailed(id, wireName(EvaluationStatus::StartFailed), message);
         } else if (active.request.type == kShutdownType && exitStatus == QProcess::NormalExit && exitCode == 0) {
             // The worker's way to answer `shutdown` is to exit with code 0.
-            Q_EMIT responseAvailable(id, decodeWorkerResponse(QJsonObject{{QLatin1String("id"), id},
-                                                                          {QLatin1String("type"), kShutdownType},
-                                                                          {QLatin1String("ok"), true}}));
+            Q_EMIT responseAvailable(
+                id, decodeWorkerResponse(QJsonObject{{kIdField, id},
+                                                     {QLatin1String(ProtocolNames::Field::kType), kShutdownType},
+                                                     {QLatin1String(ProtocolNames::Key::kOk), true}}));
         } else if (connectionLost) {
             QString message = QStringLiteral("lost the connection to %1 during the request (ssh exited with code %2)")
                                   .arg(m_launch.target.host)

@@ -291,8 +291,9 @@ private Q_SLOTS:
         QCOMPARE(plan->workerLimits.toJson(), expected->workerLimits.toJson());
         QCOMPARE(plan->workerLimits.hostMemoryBytes, qint64(3) << 29);
         QCOMPARE(plan->runName(), QStringLiteral("iterative -monotone L1:1-2,L2:3"));
-        QCOMPARE(evaluationOptionsFor(*plan).value(QLatin1String("timing_trials")).toInt(), 20);
-        QCOMPARE(evaluationOptionsFor(*plan), evaluationOptionsFor(*expected));
+        QCOMPARE(evaluationOptionsFor(*plan).timingTrials, 20);
+        QCOMPARE(WorkerRequests::evaluate(evaluationOptionsFor(*plan)),
+                 WorkerRequests::evaluate(evaluationOptionsFor(*expected)));
         QVERIFY(child<QLabel>(page, "effectiveRegime")->text().contains(QStringLiteral("selection: last")));
 
         const RunSessionEnvironment env = page.environment();

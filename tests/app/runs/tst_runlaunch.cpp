@@ -264,8 +264,9 @@ private Q_SLOTS:
         QCOMPARE(resumed->timingTrials, 12);
         QCOMPARE(resumed->isolation, QStringLiteral("reuse"));
         QVERIFY(resumed->sweepNs.isEmpty());
-        QCOMPARE(evaluationOptionsFor(*resumed).value(QLatin1String("timing_trials")).toInt(), 12);
-        QCOMPARE(evaluationOptionsFor(*resumed), evaluationOptionsFor(*plan));
+        QCOMPARE(evaluationOptionsFor(*resumed).timingTrials, 12);
+        QCOMPARE(WorkerRequests::evaluate(evaluationOptionsFor(*resumed)),
+                 WorkerRequests::evaluate(evaluationOptionsFor(*plan)));
 
         // What later turns are shown and the seeds' turn stride are stored and resumed.
         QCOMPARE(
