@@ -445,6 +445,8 @@ private Q_SLOTS:
         QCOMPARE(a.ops.first().outputCount, 2);
         QCOMPARE(*a.inputBytes, 4.0);
         QCOMPARE(*a.outputBytes, 2.0);
+        QVERIFY(!a.boundFlops); // an older worker's
+        QCOMPARE(*decodeAnalyze(json(R"({"task":"L2/1","flops":9,"bound_flops":3})")).boundFlops, 3.0);
         const AnalyzeResult failed =
             decodeAnalyze(json(R"({"ok":false,"error":{"code":"task_error","message":"boom"}})"));
         QVERIFY(failed.failed && !failed.hasOps);

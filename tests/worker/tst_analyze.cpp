@@ -196,6 +196,7 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     CHECK(I(r["ops"][0]["min_flops"]) == 33294385152LL);
     CHECK(!r["ops"][1].contains("min_flops"));
     CHECK(kwb::roofline::boundFlops(r) == 33294385152.0);
+    CHECK(r["bound_flops"].get<double>() == 33294385152.0); // the response says what the floor counts
     CHECK(I(r["flops"]) == 300429803520LL);
     // bytes: x 134,217,728·4 = 536,870,912; weight 73,728·4 = 294,912; conv.bias 512; bias 512;
     // out 260,112,384·4 = 1,040,449,536.
@@ -1074,6 +1075,7 @@ TEST_CASE("every task file: every op counted at both scales; full-scale analysis
             }
         }
         CHECK(kwb::roofline::boundFlops(r) == bound);
+        CHECK(r["bound_flops"].get<double>() == bound);
         convTasks += conv ? 1 : 0;
         auto it = sheet().find(t.id);
         if (it == sheet().end()) {

@@ -126,8 +126,9 @@ TaskDetailView::TaskDetailView(TaskCatalog* catalog, QWidget* parent)
     m_eager = addFigure(grid, 5, 0, tr("Eager reference"), QStringLiteral("eagerValue"));
     m_eagerName = qobject_cast<QLabel*>(grid->itemAtPosition(5, 0)->widget());
     m_achieved = addFigure(grid, 6, 0, tr("Eager achieves"), QStringLiteral("achievedValue"));
+    m_floorFlops = addFigure(grid, 7, 0, tr("Evaluator's floor counts"), QStringLiteral("floorFlopsValue"));
     // The long rows take the whole width.
-    for (QLabel* wide : {m_bound, m_floor, m_eager, m_achieved}) {
+    for (QLabel* wide : {m_bound, m_floor, m_eager, m_achieved, m_floorFlops}) {
         const int index = grid->indexOf(wide);
         int row = 0, column = 0, rowSpan = 0, columnSpan = 0;
         grid->getItemPosition(index, &row, &column, &rowSpan, &columnSpan);
@@ -140,7 +141,7 @@ TaskDetailView::TaskDetailView(TaskCatalog* catalog, QWidget* parent)
     m_analysisNote = new QLabel(figures);
     m_analysisNote->setObjectName(QStringLiteral("analysisNote"));
     m_analysisNote->setWordWrap(true);
-    grid->addWidget(m_analysisNote, 7, 0, 1, 4);
+    grid->addWidget(m_analysisNote, 8, 0, 1, 4);
     layout->addWidget(figures);
 
     m_tabs = new QTabWidget(content);
@@ -301,7 +302,7 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
     // Totals that leave uncounted ops out are no task's: shown as none, with the ops named.
     if (!task.hasAnalysis() || !task.analysis.complete()) {
         for (QLabel* l : {m_flops, m_bytesUnfused, m_bytesFused, m_intensityUnfused, m_intensityFused, m_bound, m_floor,
-                          m_achieved}) {
+                          m_achieved, m_floorFlops}) {
             l->setText(dash);
             l->setToolTip(QString());
         }
@@ -326,6 +327,16 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
     m_bytesFused->setToolTip(taskformat::exact(a.bytesFused, QStringLiteral("bytes")) +
                              tr("\nInputs, parameters and output moved once: the least any kernel moves."));
     m_intensityUnfused->setText(taskformat::intensity(a.intensityUnfused) + QStringLiteral(" FLOP/B"));
+    // What an evaluation's below_roofline_floor counts (a bound, where the floor above, with every
+    // FLOP at the FP32 peak, is an estimate): the worker's one definition, roofline::boundFlops.
+    m_floorFlops->setText(a.boundFlops ? tr("%1: the matmuls and each convolution's channel contraction, what every "
+                                            "implementation computes")
+                                             .arg(taskformat::si(*a.boundFlops, QStringLiteral("FLOP")))
+                                       : tr("not in this worker's analysis"));
+    m_floorFlops->setToolTip(tr("An evaluation is flagged below_roofline_floor (never counted correct) when it is "
+                                "faster than these FLOPs at the compute ceiling or the fused bytes at the bandwidth "
+                                "ceiling, less 10 %. Convolutions count 2 x outputs x input channels per group: "
+                                "Winograd and FFT save the kernel's taps, not that."));
     m_intensityFused->setText(taskformat::intensity(a.intensityFused) + QStringLiteral(" FLOP/B"));
 
     const bool haveRoofs = m_computeGflops > 0 && m_bandwidthGBps > 0;

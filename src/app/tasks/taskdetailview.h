@@ -76,6 +76,7 @@ private:
     QLabel* m_intensityFused = nullptr;
     QLabel* m_bound = nullptr;
     QLabel* m_floor = nullptr;
+    QLabel* m_floorFlops = nullptr;
     QLabel* m_eager = nullptr;
     QLabel* m_achieved = nullptr;
     QLabel* m_eagerName = nullptr;

@@ -260,6 +260,7 @@ AnalyzeResult decodeAnalyze(const QJsonObject& r)
     a.inputBytes = optNumber(r, Key::kInputBytes);
     a.paramBytes = optNumber(r, Key::kParamBytes);
     a.outputBytes = optNumber(r, Key::kOutputBytes);
+    a.boundFlops = optNumber(r, Key::kBoundFlops);
     const std::optional<double> unfused = optNumber(r, Key::kIntensityUnfused);
     const std::optional<double> fused = optNumber(r, Key::kIntensityFused);
     a.intensityUnfused = unfused ? *unfused : (a.bytesUnfused > 0 ? a.flops / a.bytesUnfused : 0);

@@ -220,6 +220,9 @@ struct AnalyzeResult
     double bytesFused = 0; ///< inputs, parameters and output once: the least any kernel moves
     /// bytes_fused split into the task's inputs, parameters and output (newer workers only).
     std::optional<double> inputBytes, paramBytes, outputBytes;
+    /// `bound_flops`: the FLOPs an evaluation's roofline floor counts (the matmuls, each conv's
+    /// channel contraction: what every implementation computes); unset from an older worker.
+    std::optional<double> boundFlops;
     double intensityUnfused = 0;
     double intensityFused = 0;
     int opCount = 0; ///< from the response; equals ops.size() when the ops are listed

@@ -9,6 +9,7 @@
 // gigabytes), while this analysis must never allocate a tensor. Everything the immutable pass
 // leaves (lists, tensor-shaped values) is folded by the interpreter below.
 #include "worker/analyze/analyzeinternal.h"
+#include "worker/analyze/roofline.h"
 
 #include "core/protocol/protocolnames.h"
 #include "worker/python/scripthost.h"
@@ -272,6 +273,7 @@ nlohmann::json Analyzer::run(const std::shared_ptr<Graph>& source)
     r[ProtocolNames::Key::kOutputBytes] = outputBytes;
     r["params_used"] = used;
     r[ProtocolNames::Key::kUncounted] = uncounted_;
+    r[ProtocolNames::Key::kBoundFlops] = roofline::boundFlops(r); // what an evaluation's floor counts
     return r;
 }
 

@@ -88,6 +88,7 @@ private Q_SLOTS:
     void detailOpChainShapesAndCode();
     void eagerTimeAndRoofs();
     void shapeSetsInTheDetail();
+    void evaluatorFloorFlops();
     void searchFieldAndFilters();
     void doubleClickActivatesAndShowTaskSelects();
     void highlighterFactory();
@@ -244,6 +245,27 @@ void TestTasksPage::shapeSetsInTheDetail()
     QVERIFY(!otherShapes->topLevelItem(otherShapes->topLevelItemCount() - 1)
                  ->text(0)
                  .startsWith(QLatin1String("Shape sets")));
+}
+
+// Issue 39 item 5: what an evaluation's roofline floor counts, as the worker's analysis says.
+void TestTasksPage::evaluatorFloorFlops()
+{
+    TaskCatalog catalog;
+    QVERIFY(catalog.applyTasksResponse(recordedTasks()));
+    for (const QJsonValue& v : recordedAnalyses()) {
+        QJsonObject a = v.toObject();
+        if (a.value(QLatin1String("task")).toString() == QLatin1String("L2/1"))
+            a.insert(QStringLiteral("bound_flops"), 33294385152.0); // 2 · 260,112,384 outputs · 64 channels
+        QVERIFY(catalog.applyAnalyzeResponse(a));
+    }
+    TaskDetailView detail(&catalog);
+    detail.showTask(QStringLiteral("L2/1"));
+    QCOMPARE(labelText(detail, "floorFlopsValue"),
+             QStringLiteral("33.29 GFLOP: the matmuls and each convolution's channel contraction, what every "
+                            "implementation computes"));
+    QCOMPARE(labelText(detail, "flopsValue"), QStringLiteral("300.4 GFLOP"));
+    detail.showTask(QStringLiteral("L1/1")); // recorded before the field
+    QCOMPARE(labelText(detail, "floorFlopsValue"), QStringLiteral("not in this worker's analysis"));
 }
 
 void TestTasksPage::eagerTimeAndRoofs()
