@@ -671,7 +671,7 @@ QString initValueText(const QJsonValue& value, const QHash<QString, qint64>& dim
                                             parts.size() == 1 ? QStringLiteral(",") : QString());
     }
     if (value.isObject())
-        return QString::number(dims.value(value.toObject().value(QLatin1String("dim")).toString()));
+        return QString::number(dims.value(value.toObject().value(QLatin1String(ProtocolNames::Key::kDim)).toString()));
     if (value.isBool())
         return value.toBool() ? QStringLiteral("True") : QStringLiteral("False");
     const double d = value.toDouble();
@@ -680,14 +680,13 @@ QString initValueText(const QJsonValue& value, const QHash<QString, qint64>& dim
                : QString::number(d, 'g', 17);
 }
 
-QString initInputsText(const QJsonObject& taskJson)
+QString initInputsText(const TaskSpec& task)
 {
     QHash<QString, qint64> dims;
-    for (const QJsonValue& d : taskJson.value(QLatin1String("dims")).toArray())
-        dims.insert(d.toObject().value(QLatin1String("name")).toString(),
-                    qint64(d.toObject().value(QLatin1String("full")).toDouble()));
+    for (const TaskDim& d : task.dims)
+        dims.insert(d.name, d.full);
     QStringList parts;
-    for (const QJsonValue& v : taskJson.value(QLatin1String("init_inputs")).toArray())
+    for (const QJsonValue& v : task.initInputs)
         parts << initValueText(v, dims);
     return parts.join(QStringLiteral(", "));
 }
@@ -740,11 +739,10 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
     c[QStringLiteral("task_source")] = orFalse(task.source);
     c[QStringLiteral("reference")] = reference;
     c[QStringLiteral("signature")] = forwardSignature(reference);
-    c[QStringLiteral("model_init")] = orFalse(initInputsText(taskJson));
+    c[QStringLiteral("model_init")] = orFalse(initInputsText(task));
     // KernelBench's problem file, the reference as KernelBench's prompt shows it (the study
     // preset, prompts-kernelbench/), where the task list carries it.
-    c[QStringLiteral("reference_python")] =
-        orFalse(taskJson.value(QLatin1String("reference_python")).toString().trimmed());
+    c[QStringLiteral("reference_python")] = orFalse(task.referencePython.trimmed());
     // The competence-matched guidance (and, in KernelBench's format, the load_inline pin) is on
     // unless the regime's competence ablation switches it off (RunController::context).
     c[QStringLiteral("competence")] = true;

@@ -136,6 +136,13 @@ inline constexpr const char* kInputs = "inputs";
 inline constexpr const char* kParams = "params";
 inline constexpr const char* kTolerance = "tolerance";
 inline constexpr const char* kKernelBenchOnly = "kernelbench_only";
+/// KernelBench's problem file, where the task list carries it (a KernelBench-only task's reference).
+inline constexpr const char* kReferencePython = "reference_python";
+/// KernelBench's constructor arguments; an entry {"dim": name} is that dimension.
+inline constexpr const char* kInitInputs = "init_inputs";
+inline constexpr const char* kDim = "dim";
+inline constexpr const char* kParameterCount = "parameter_count";
+inline constexpr const char* kBufferCount = "buffer_count";
 inline constexpr const char* kShapeSets = "shape_sets"; // also the correctness record's, per set checked
 inline constexpr const char* kHeldOut = "held_out";
 // a task's tensor (inputs, params)
@@ -146,6 +153,10 @@ inline constexpr const char* kInit = "init";
 inline constexpr const char* kShape = "shape";
 inline constexpr const char* kValue = "value";
 inline constexpr const char* kBuffer = "buffer";
+/// A parameter's fan_in as its factors, and its value at each scale.
+inline constexpr const char* kFanIn = "fan_in";
+inline constexpr const char* kFanInFull = "fan_in_full";
+inline constexpr const char* kFanInSmoke = "fan_in_smoke";
 // device (and its ceilings, Field::kCeilings)
 inline constexpr const char* kAvailable = "available";
 inline constexpr const char* kReason = "reason";

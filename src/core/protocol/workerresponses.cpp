@@ -183,6 +183,8 @@ TaskSpec decodeTaskSpec(const QJsonObject& json)
     t.atol = optNumber(tolerance, Key::kAtol);
     t.rtol = optNumber(tolerance, Key::kRtol);
     t.kernelBenchOnly = str(json, Key::kKernelBenchOnly);
+    t.initInputs = arr(json, Key::kInitInputs);
+    t.referencePython = str(json, Key::kReferencePython);
     return t;
 }
 

@@ -7,6 +7,7 @@
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/evaluationresult.h"
 
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QJsonValue>
 #include <QList>
@@ -150,6 +151,11 @@ struct TaskSpec
     /// Non-empty: the task has no TorchScript reference (its file's `kernelbench_only`, the
     /// converter's reason); it can be listed, never analysed or evaluated.
     QString kernelBenchOnly;
+    /// KernelBench's constructor arguments (`init_inputs`): numbers, booleans, lists and
+    /// {"dim": name} for a dimension (TaskDim::full at full scale).
+    QJsonArray initInputs;
+    /// KernelBench's problem file, where the task list carries it (KernelBench-only tasks).
+    QString referencePython;
     /// The entry as the worker sent it: the prompt templates' context (RunTaskInput) renders it.
     QJsonObject json;
 

@@ -1,5 +1,7 @@
 #include "worker/tasks/task.h"
 
+#include "core/protocol/protocolnames.h"
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -833,74 +835,78 @@ TaskSet loadTaskDir(const std::string& dir)
 nlohmann::json toJson(const Task& t)
 {
     using nlohmann::json;
+    // The `tasks` response's keys, as core decodes them (protocolnames.h).
+    namespace Key = ProtocolNames::Key;
     json j;
-    j["id"] = t.id;
-    j["level"] = t.level;
-    j["number"] = t.number;
-    j["title"] = t.title;
-    j["source"] = t.source;
-    j["description"] = t.description;
-    j["forward"] = t.forward;
-    j["path"] = t.path;
-    json dims = json::array();
-    for (const auto& [name, full] : t.dims)
-        dims.push_back({{"name", name}, {"full", full}, {"smoke", t.dim(name, Scale::Smoke)}});
-    j["dims"] = dims;
+    j[ProtocolNames::Field::kId] = t.id;
+    j[Key::kLevel] = t.level;
+    j[Key::kNumber] = t.number;
+    j[Key::kTitle] = t.title;
+    j[Key::kSource] = t.source;
+    j[Key::kDescription] = t.description;
+    j[Key::kForward] = t.forward;
+    j[Key::kPath] = t.path;
+    const auto dimsOf = [](const Task& at) {
+        json dims = json::array();
+        for (const auto& [name, full] : at.dims)
+            dims.push_back({{Key::kName, name}, {Key::kFull, full}, {Key::kSmoke, at.dim(name, Scale::Smoke)}});
+        return dims;
+    };
+    const json dims = dimsOf(t);
+    j[Key::kDims] = dims;
     json inputs = json::array();
     for (size_t i = 0; i < t.inputs.size(); ++i) {
         const InputSpec& in = t.inputs[i];
-        json o = {{"name", in.name}, {"kind", in.kind}};
+        json o = {{Key::kName, in.name}, {Key::kKind, in.kind}};
         if (in.isTensor()) {
-            o["shape"] = in.shape;
-            o["full"] = t.inputShape(i, Scale::Full);
-            o["smoke"] = t.inputShape(i, Scale::Smoke);
-            o["dtype"] = in.dtype;
-            o["generator"] = in.generator;
+            o[Key::kShape] = in.shape;
+            o[Key::kFull] = t.inputShape(i, Scale::Full);
+            o[Key::kSmoke] = t.inputShape(i, Scale::Smoke);
+            o[Key::kDtype] = in.dtype;
+            o[Key::kGenerator] = in.generator;
         } else {
-            o["value"] = in.value;
+            o[Key::kValue] = in.value;
         }
         inputs.push_back(o);
     }
-    j["inputs"] = inputs;
+    j[Key::kInputs] = inputs;
     json params = json::array();
     for (size_t i = 0; i < t.params.size(); ++i) {
         const ParamSpec& p = t.params[i];
-        json o = {{"name", p.name},
-                  {"shape", p.shape},
-                  {"full", t.paramShape(i, Scale::Full)},
-                  {"smoke", t.paramShape(i, Scale::Smoke)},
-                  {"init", p.init},
-                  {"buffer", p.buffer}};
+        json o = {{Key::kName, p.name},
+                  {Key::kShape, p.shape},
+                  {Key::kFull, t.paramShape(i, Scale::Full)},
+                  {Key::kSmoke, t.paramShape(i, Scale::Smoke)},
+                  {Key::kInit, p.init},
+                  {Key::kBuffer, p.buffer}};
         if (!p.fanIn.empty()) {
-            o["fan_in"] = p.fanIn;
-            o["fan_in_full"] = t.fanIn(i, Scale::Full);
-            o["fan_in_smoke"] = t.fanIn(i, Scale::Smoke);
+            o[Key::kFanIn] = p.fanIn;
+            o[Key::kFanInFull] = t.fanIn(i, Scale::Full);
+            o[Key::kFanInSmoke] = t.fanIn(i, Scale::Smoke);
         }
         if (p.init == "constant")
-            o["value"] = p.value;
+            o[Key::kValue] = p.value;
         params.push_back(o);
     }
-    j["params"] = params;
+    j[Key::kParams] = params;
     // KernelBench's shape first, then the file's sets, each a full assignment of the dimensions.
     json sets = json::array();
     if (!t.isKernelBenchOnly()) {
-        sets.push_back({{"name", "kernelbench"}, {"held_out", false}, {"dims", dims}});
-        for (size_t k = 0; k < t.shapeSets.size(); ++k) {
-            const Task at = t.atShapeSet(k);
-            json d = json::array();
-            for (const auto& [name, full] : at.dims)
-                d.push_back({{"name", name}, {"full", full}, {"smoke", at.dim(name, Scale::Smoke)}});
-            sets.push_back({{"name", t.shapeSets[k].name}, {"held_out", t.shapeSets[k].heldOut}, {"dims", d}});
-        }
+        sets.push_back({{Key::kName, "kernelbench"}, {Key::kHeldOut, false}, {Key::kDims, dims}});
+        for (size_t k = 0; k < t.shapeSets.size(); ++k)
+            sets.push_back({{Key::kName, t.shapeSets[k].name},
+                            {Key::kHeldOut, t.shapeSets[k].heldOut},
+                            {Key::kDims, dimsOf(t.atShapeSet(k))}});
     }
-    j["shape_sets"] = sets;
-    j["init_inputs"] = t.initInputs;
-    j["kernelbench_only"] = t.isKernelBenchOnly() ? json(t.kernelbenchOnly) : json(nullptr);
-    j["reference_python"] = t.problemFile.empty() ? json(nullptr) : json(t.problemFile);
-    j["tolerance"] = {{"atol", t.atol ? json(*t.atol) : json(nullptr)},
-                      {"rtol", t.rtol ? json(*t.rtol) : json(nullptr)}};
-    j["parameter_count"] = {{"full", t.parameterCount(Scale::Full)}, {"smoke", t.parameterCount(Scale::Smoke)}};
-    j["buffer_count"] = {{"full", t.bufferCount(Scale::Full)}, {"smoke", t.bufferCount(Scale::Smoke)}};
+    j[Key::kShapeSets] = sets;
+    j[Key::kInitInputs] = t.initInputs;
+    j[Key::kKernelBenchOnly] = t.isKernelBenchOnly() ? json(t.kernelbenchOnly) : json(nullptr);
+    j[Key::kReferencePython] = t.problemFile.empty() ? json(nullptr) : json(t.problemFile);
+    j[Key::kTolerance] = {{Key::kAtol, t.atol ? json(*t.atol) : json(nullptr)},
+                          {Key::kRtol, t.rtol ? json(*t.rtol) : json(nullptr)}};
+    j[Key::kParameterCount] = {{Key::kFull, t.parameterCount(Scale::Full)},
+                               {Key::kSmoke, t.parameterCount(Scale::Smoke)}};
+    j[Key::kBufferCount] = {{Key::kFull, t.bufferCount(Scale::Full)}, {Key::kSmoke, t.bufferCount(Scale::Smoke)}};
     return j;
 }
 
