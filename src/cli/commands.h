@@ -89,6 +89,11 @@ int runReport(const ReportCommandOptions& options);
 /// did not load; needs no worker. ExitSuccess (broken files are listed, as `kwb tasks` lists them).
 int runRegimes(bool json);
 
+/// `kwb gpus`: the roofline's GPU table (core/tasks/gputable.h), the shipped GPUs and the user's, with
+/// any user file left out; needs no worker. ExitSuccess (left-out files are listed), ExitUsage when the
+/// shipped table cannot be read (its error names the file, the entry and the field).
+int runGpus(bool json);
+
 /// Owns the supervisor for one kwb run: finds the worker and sends requests to it.
 class Session
 {

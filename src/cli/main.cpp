@@ -80,6 +80,9 @@ int main(int argc, char** argv)
     CLI::App* regimes =
         app.add_subcommand("regimes", "list the regimes, built in and yours, and any broken regime files");
     addJson(regimes);
+    CLI::App* gpus =
+        app.add_subcommand("gpus", "list the roofline's GPU table, shipped and yours, and any broken GPU files");
+    addJson(gpus);
 
     std::string analyzeTask;
     std::string analyzeScale = "full";
@@ -396,6 +399,8 @@ int main(int argc, char** argv)
 
     if (regimes->parsed()) // reads regime files only: no worker
         return runRegimes(json);
+    if (gpus->parsed()) // reads the GPU table only: no worker
+        return runGpus(json);
     if (report->parsed()) { // reads the run store only: no worker
         reportOptions.database = QString::fromStdString(reportDb);
         reportOptions.runs = QString::fromStdString(reportRuns);

@@ -269,6 +269,60 @@ private Q_SLOTS:
         QCOMPARE(json.value(QLatin1String("errors")).toArray().size(), 1);
         QCOMPARE(json.value(QLatin1String("user_dir")).toString(), dir);
     }
+
+    // `kwb gpus`: the shipped GPU table, a user's file that did not load with why, and a shipped
+    // table that cannot be read refused with the file, line and column; no worker needed.
+    void gpusListsTheTableAndTheBrokenFiles()
+    {
+        const QString dir = m_dir.filePath(QStringLiteral("gpuconfig/kernel-workbench/gpus"));
+        QVERIFY(QDir().mkpath(dir));
+        QFile broken(dir + QStringLiteral("/broken.json"));
+        QVERIFY(broken.open(QIODevice::WriteOnly));
+        broken.write("{\"format\": 1,\n\"gpus\": [}\n");
+        broken.close();
+        const auto kwb = [this](const QStringList& arguments, const QString& table, QString* output, QString* errors) {
+            QProcess process;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("XDG_CONFIG_HOME"), m_dir.filePath(QStringLiteral("gpuconfig")));
+            env.insert(QStringLiteral("KWB_WORKER"), QStringLiteral("/nonexistent/kwb-worker")); // never started
+            if (table.isEmpty())
+                env.remove(QStringLiteral("KWB_GPU_TABLE"));
+            else
+                env.insert(QStringLiteral("KWB_GPU_TABLE"), table);
+            process.setProcessEnvironment(env);
+            process.start(QStringLiteral(KWB_CLI), arguments);
+            process.waitForFinished(30000);
+            *output = QString::fromUtf8(process.readAllStandardOutput());
+            *errors = QString::fromUtf8(process.readAllStandardError());
+            return process.exitStatus() == QProcess::NormalExit ? process.exitCode() : -1;
+        };
+        QString text, errors;
+        QCOMPARE(kwb({QStringLiteral("gpus")}, QString(), &text, &errors), 0);
+        QVERIFY2(text.contains(QStringLiteral("h200-sxm-141gb ")) && text.contains(QStringLiteral("GPUs from ")) &&
+                     text.contains(QStringLiteral("; yours go in ") + dir) &&
+                     text.contains(QStringLiteral(", 1 file left out")) &&
+                     text.contains(dir + QStringLiteral("/broken.json:2:")),
+                 qPrintable(text));
+
+        QCOMPARE(kwb({QStringLiteral("gpus"), QStringLiteral("--json")}, QString(), &text, &errors), 0);
+        const QJsonObject json = QJsonDocument::fromJson(text.toUtf8()).object();
+        QCOMPARE(json.value(QLatin1String("ok")).toBool(), true);
+        QStringList keys;
+        for (const QJsonValue& g : json.value(QLatin1String("gpus")).toArray())
+            keys << g.toObject().value(QLatin1String("key")).toString();
+        QVERIFY2(keys.contains(QStringLiteral("h200-sxm-141gb")), qPrintable(keys.join(QLatin1Char(' '))));
+        QCOMPARE(json.value(QLatin1String("skipped")).toArray().size(), 1);
+        QCOMPARE(json.value(QLatin1String("user_dir")).toString(), dir);
+
+        // The shipped table itself broken: no table, and the error says where.
+        const QString table = m_dir.filePath(QStringLiteral("datasheets.json"));
+        QFile bad(table);
+        QVERIFY(bad.open(QIODevice::WriteOnly));
+        bad.write("{\"format\": 1,\n\"gpus\": 7}\n");
+        bad.close();
+        QCOMPARE(kwb({QStringLiteral("gpus")}, table, &text, &errors), 2);
+        QVERIFY2(errors.contains(QStringLiteral("kwb gpus: ") + table), qPrintable(errors));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)
