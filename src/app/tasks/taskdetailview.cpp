@@ -309,6 +309,11 @@ void TaskDetailView::fillFigures(const TaskInfo& task)
         m_analysisNote->setText(
             task.hasAnalysis()
                 ? tr("The worker %1, so this task has no FLOPs, bytes or bound.").arg(task.analysis.uncountedText())
+            : task.isKernelBenchOnly()
+                ? tr("KernelBench only (%1): the analyser counts a task's TorchScript forward, which this task does "
+                     "not have, so it has no FLOPs, bytes, bound or point on the roofline. It is evaluated against "
+                     "KernelBench's own Model, in KernelBench's answer format.")
+                      .arg(task.kernelBenchOnly)
             : task.analysisState == TaskInfo::Analysis::Failed
                 ? tr("The worker could not analyse this task: %1").arg(task.analysisError)
                 : tr("Analysing: the worker is reading the shapes of this task…"));

@@ -207,12 +207,16 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
         case IdColumn: return task.id;
         case TitleColumn: return task.title;
         case OpsColumn:
+            if (task.isKernelBenchOnly())
+                return tr("KernelBench only");
             if (task.analysisState == TaskInfo::Analysis::Failed)
                 return tr("analysis failed");
             return task.hasAnalysis() ? taskformat::opChain(shortOpNames(task), 4) : tr("analysing…");
         case FlopsColumn:
             if (uncounted)
                 return task.analysis.uncountedText();
+            if (task.isKernelBenchOnly())
+                return tr("not counted");
             return analysed ? taskformat::si(task.analysis.flops, QStringLiteral("FLOP")) : QVariant();
         case IntensityColumn: return analysed ? taskformat::intensity(task.analysis.intensityFused) : QVariant();
         case EagerColumn: return eager ? taskformat::milliseconds(eager->meanMs) : QVariant();
@@ -228,6 +232,10 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
                 return task.analysisError;
             return task.hasAnalysis() ? taskformat::opChain(shortOpNames(task), 1000) : QVariant();
         case FlopsColumn:
+            if (task.isKernelBenchOnly())
+                return tr("No TorchScript forward to count (%1), so this task has no FLOPs, bytes or point on the "
+                          "roofline")
+                    .arg(task.analysisError);
             if (uncounted) {
                 QStringList lines;
                 for (const UncountedOp& u : task.analysis.uncounted)
@@ -266,7 +274,7 @@ QVariant TaskListModel::taskData(const TaskInfo& task, int column, int role) con
     case FlopsRole: return analysed ? QVariant(task.analysis.flops) : QVariant();
     case IntensityFusedRole: return analysed ? QVariant(task.analysis.intensityFused) : QVariant();
     case EagerMsRole: return eager ? QVariant(eager->meanMs) : QVariant();
-    case UncountedRole: return uncounted;
+    case UncountedRole: return uncounted || task.isKernelBenchOnly();
     case SortRole:
         switch (column) {
         case IdColumn: return task.level * 100000 + task.number;

@@ -28,7 +28,7 @@ public:
         FlopsRole,                     ///< double; invalid until analysed
         IntensityFusedRole,            ///< double FLOP/B; invalid until analysed
         EagerMsRole,                   ///< double; invalid when not measured on the current GPU
-        UncountedRole,                 ///< bool: analysed, but with ops the worker cannot count
+        UncountedRole,                 ///< bool: ops the worker cannot count (some, or all: KernelBench only)
         SortRole,                      ///< a number or text that sorts as the column should
     };
 

@@ -390,6 +390,7 @@ void TasksPage::updateFilterChoices()
     int memory = 0, compute = 0, uncounted = 0;
     if (m_catalog) {
         for (const TaskInfo& t : m_catalog->tasks()) {
+            uncounted += t.isKernelBenchOnly() ? 1 : 0; // nothing to count: no TorchScript forward
             if (!t.hasAnalysis())
                 continue;
             if (!t.analysis.complete()) {

@@ -9,11 +9,13 @@
 #include "grabcheck.h"
 #include "runfixture.h"
 
+#include <QComboBox>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
@@ -335,6 +337,67 @@ private Q_SLOTS:
         QVERIFY(page.setDatabase(m_db));
         QVERIFY(ready.wait(20000));
         QVERIFY(note->isHidden());
+    }
+
+    // Issue 37 item 5: a run over all of KernelBench (100 + 100 + 50 tasks). The Per task table
+    // shows one level at a time, every task of it in order of its number (L1/100 last, not after
+    // L1/10), each run's kept candidate in its row.
+    void perTaskTableAtAllOfKernelBench()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("all.db"));
+        {
+            RunStore store;
+            QVERIFY(store.open(db));
+            QJsonArray ids;
+            for (const auto& [level, count] : {std::pair{1, 100}, std::pair{2, 100}, std::pair{3, 50}})
+                for (int n = 1; n <= count; ++n)
+                    ids.append(QStringLiteral("L%1/%2").arg(level).arg(n));
+            const QJsonObject config{{QStringLiteral("regime"), Regime::builtin(QStringLiteral("zero-shot"))->toJson()},
+                                     {QStringLiteral("tasks"), ids},
+                                     {QStringLiteral("model"), QStringLiteral("fixture-model")}};
+            const auto run = store.createRun(QStringLiteral("zero-shot all"), QStringLiteral("zero-shot"), config);
+            QVERIFY(run);
+            store.setRunStatus(*run, RunStatus::Finished);
+            for (const QJsonValue& id : ids) {
+                FixtureUnit u;
+                u.task = id.toString();
+                const int number = u.task.section(QLatin1Char('/'), 1).toInt();
+                u.status = number % 3 ? QStringLiteral("correct") : QStringLiteral("incorrect");
+                u.speedup = 1.0 + number / 100.0;
+                u.maxAbsDiff = number % 3 ? 1e-6 : 0.5;
+                QVERIFY(addUnit(store, *run, u));
+            }
+        }
+        ResultsPage page;
+        page.setBootstrapOptions(BootstrapOptions{100, 7, 0.95});
+        QSignalSpy ready(&page, &ResultsPage::reportReady);
+        QVERIFY(page.setDatabase(db));
+        QVERIFY(ready.wait(60000));
+        auto* level = page.findChild<QComboBox*>(QStringLiteral("taskLevel"));
+        QCOMPARE(level->count(), 3);
+        QCOMPARE(level->itemText(2), QStringLiteral("L3"));
+        const auto* table = page.findChild<QTableView*>(QStringLiteral("taskTable"));
+        QVERIFY(page.showTaskLevel(1));
+        QCOMPARE(table->model()->rowCount(), 100);
+        QCOMPARE(table->model()->index(0, 0).data().toString(), QStringLiteral("L1/1"));
+        QCOMPARE(table->model()->index(9, 0).data().toString(), QStringLiteral("L1/10"));
+        QCOMPARE(table->model()->index(99, 0).data().toString(), QStringLiteral("L1/100"));
+        QCOMPARE(table->model()->index(99, 2).data().toString(), QStringLiteral("correct 2.00\u00D7")); // the run
+        QCOMPARE(table->model()->index(98, 2).data().toString(), QStringLiteral("incorrect"));
+        QCOMPARE(page.findChild<QLabel*>(QStringLiteral("taskCount"))->text().section(QLatin1Char(':'), 0, 0),
+                 QStringLiteral("100 tasks of level 1"));
+        QVERIFY(page.showTaskLevel(3));
+        QCOMPARE(table->model()->rowCount(), 50);
+        QCOMPARE(table->model()->index(49, 0).data().toString(), QStringLiteral("L3/50"));
+        QVERIFY(!page.showTaskLevel(4));
+        // The tab in view, for the picture: level 2's hundred rows, scrolled by the table.
+        QVERIFY(page.showTaskLevel(2));
+        auto* tabs = qobject_cast<QTabWidget*>(table->parentWidget()->parentWidget()->parentWidget());
+        QVERIFY(tabs);
+        tabs->setCurrentWidget(table->parentWidget());
+        const QImage image = grabPage(&page, QStringLiteral("resultspage_all_of_kernelbench"));
+        QVERIFY(!image.isNull());
+        QVERIFY2(distinctColours(image) > 8, qPrintable(QString::number(distinctColours(image))));
     }
 
     void grabsToAPng()

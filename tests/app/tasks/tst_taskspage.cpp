@@ -97,6 +97,7 @@ private Q_SLOTS:
     void liveLoadFromReplayWorker();
     void grabsToANonUniformImage();
     void boundFilterCountsAndUncountedTasks();
+    void allOfKernelBenchWithKernelBenchOnlyTasks();
 };
 
 void TestTasksPage::detailFromGoldenAnalyzeResponse()
@@ -601,6 +602,90 @@ void TestTasksPage::boundFilterCountsAndUncountedTasks()
     QCOMPARE(bound->count(), 3);
     QCOMPARE(bound->currentIndex(), 0);
     QCOMPARE(viewIds(*view).size(), 9);
+}
+
+// Issue 37 items 3 and 5: KernelBench's 250 tasks (100, 100, 50), made from the recorded nine by
+// level, three of them KernelBench only as the converter writes them (no forward: nothing the
+// analyser can count). The level filter counts each level, a KernelBench-only task says so in the
+// list and in the detail instead of FLOPs, and "Ops not counted" finds exactly those.
+void TestTasksPage::allOfKernelBenchWithKernelBenchOnlyTasks()
+{
+    const QJsonObject recorded = recordedTasks();
+    QHash<int, QList<QJsonObject>> byLevel; // the recorded tasks of each level, the models for its 100 or 50
+    for (const QJsonValue& v : recorded.value(QLatin1String("tasks")).toArray())
+        byLevel[v.toObject().value(QLatin1String("level")).toInt()].append(v.toObject());
+    QHash<QString, QJsonObject> analysisOf;
+    for (const QJsonValue& v : recordedAnalyses())
+        analysisOf.insert(v.toObject().value(QLatin1String("task")).toString(), v.toObject());
+    const QHash<QString, QString> kernelBenchOnly{
+        {QStringLiteral("L1/100"), QStringLiteral("line 22: an input made by torch.randint")},
+        {QStringLiteral("L3/35"), QStringLiteral("line 18: nn.LSTM (no functional translation here)")},
+        {QStringLiteral("L3/48"), QStringLiteral("line 53: needs einops: einops.rearrange is not translated here")}};
+    QJsonArray tasks;
+    QList<QJsonObject> analyses;
+    for (const auto& [level, count] : {std::pair{1, 100}, std::pair{2, 100}, std::pair{3, 50}}) {
+        for (int n = 1; n <= count; ++n) {
+            QJsonObject t = byLevel.value(level).at(n % byLevel.value(level).size());
+            const QString model = t.value(QLatin1String("id")).toString();
+            const QString id = QStringLiteral("L%1/%2").arg(level).arg(n);
+            t.insert(QStringLiteral("id"), id);
+            t.insert(QStringLiteral("number"), n);
+            if (kernelBenchOnly.contains(id)) {
+                t.insert(QStringLiteral("kernelbench_only"), kernelBenchOnly.value(id));
+                t.insert(QStringLiteral("forward"), QString());
+                t.insert(QStringLiteral("reference_python"), QStringLiteral("class Model(nn.Module): ..."));
+            } else {
+                QJsonObject a = analysisOf.value(model);
+                a.insert(QStringLiteral("task"), id);
+                analyses.append(a);
+            }
+            tasks.append(t);
+        }
+    }
+    QJsonObject response = recorded;
+    response.insert(QStringLiteral("tasks"), tasks);
+    TaskCatalog catalog;
+    QVERIFY(catalog.applyTasksResponse(response));
+    for (const QJsonObject& a : analyses)
+        QVERIFY(catalog.applyAnalyzeResponse(a));
+    TasksPage page(&catalog);
+    page.resize(1440, 900);
+    page.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&page));
+    page.setRoofs(66900, 4800, QStringLiteral("NVIDIA H200"));
+    const auto* view = page.findChild<QTreeView*>(QStringLiteral("taskList"));
+    QCOMPARE(viewIds(*view).size(), 250);
+    QCOMPARE(labelText(page, "taskCount"), QStringLiteral("250 tasks"));
+    auto* level = page.findChild<QComboBox*>(QStringLiteral("levelFilter"));
+    QCOMPARE(level->itemText(1), QStringLiteral("Level 1 (100)"));
+    QCOMPARE(level->itemText(2), QStringLiteral("Level 2 (100)"));
+    QCOMPARE(level->itemText(3), QStringLiteral("Level 3 (50)"));
+
+    auto* bound = page.findChild<QComboBox*>(QStringLiteral("boundFilter"));
+    QCOMPARE(bound->itemText(3), QStringLiteral("Ops not counted (3)"));
+    bound->setCurrentIndex(3);
+    QCOMPARE(viewIds(*view), (QStringList{QStringLiteral("L1/100"), QStringLiteral("L3/35"), QStringLiteral("L3/48")}));
+    const QAbstractItemModel* proxy = page.proxyModel();
+    const QModelIndex level3 = proxy->index(1, 0);
+    QCOMPARE(proxy->index(1, TaskListModel::OpsColumn, level3).data().toString(), QStringLiteral("KernelBench only"));
+    const QModelIndex flops = proxy->index(1, TaskListModel::FlopsColumn, level3);
+    QCOMPARE(flops.data().toString(), QStringLiteral("not counted"));
+    QVERIFY2(flops.data(Qt::ToolTipRole).toString().contains(QStringLiteral("needs einops")),
+             qPrintable(flops.data(Qt::ToolTipRole).toString()));
+    QVERIFY(page.showTask(QStringLiteral("L3/48")));
+    QCoreApplication::processEvents();
+    QVERIFY2(labelText(page, "analysisNote").startsWith(QStringLiteral("KernelBench only (line 53: needs einops")),
+             qPrintable(labelText(page, "analysisNote")));
+    QCOMPARE(labelText(page, "flopsValue"), QStringLiteral("–"));
+
+    // Level 3 alone, every bound: its 50, the two KernelBench-only ones among them saying so.
+    bound->setCurrentIndex(0);
+    level->setCurrentIndex(level->findData(3));
+    QCOMPARE(viewIds(*view).size(), 50);
+    QCOMPARE(labelText(page, "taskCount"), QStringLiteral("50 of 250 tasks match"));
+    const QString path = QDir(QStringLiteral(KWB_TASKS_TEST_OUTPUT)).filePath(QStringLiteral("tasks_page_250.png"));
+    QVERIFY(page.grab().toImage().save(path));
+    qInfo("screenshot: %s", qPrintable(path));
 }
 
 QTEST_MAIN(TestTasksPage)
