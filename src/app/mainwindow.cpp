@@ -982,6 +982,14 @@ void MainWindow::stageScreenshots(const QString& dir)
                     if (unit.data(RunTreeModel::StatusRole).toString() == QLatin1String("correct"))
                         shown = tree->unitKey(unit); // the last correct one
                 }
+    // Each task's one best and every run's kept candidate, on the tour's level.
+    shots->append({QStringLiteral("05-results-per-task.png"),
+                   [this, warn, task] {
+                       if (!m_database.isEmpty() && !m_resultsPage->showTaskLevel(task.mid(1, 1).toInt()))
+                           warn(tr("no level of %1 in the results' per-task table").arg(task));
+                       showPage(QStringLiteral("results"));
+                   },
+                   QSize()});
             }
             if (shown)
                 m_monitorPage->selectUnit(*shown);

@@ -626,6 +626,7 @@ bool ResultsPage::showTaskLevel(int level)
         return false;
     m_taskLevel->setCurrentIndex(at);
     fillTaskTable();
+    m_detailTabs->setCurrentWidget(m_taskTable->parentWidget());
     return true;
 }
 

@@ -65,7 +65,8 @@ public:
     bool exportTo(const QString& path, ExportFormat format, QString* error = nullptr) const;
 
     RunListModel* runListModel() const { return m_runs; }
-    /// Shows the per-task table of a level of the report (false: no such level in it).
+    /// Brings the Per task tab forward with the table of a level of the report (false: no such
+    /// level in it).
     bool showTaskLevel(int level);
 
     /// A run was launched into `path`, which is not the database shown: a bar above the tables

@@ -14,11 +14,14 @@
 #include "app/runs/runlistmodel.h"
 #include "app/runs/runmonitorpage.h"
 #include "app/runs/runsession.h"
+#include "core/study/report.h"
+#include "core/tasks/kernelbound.h"
 
 #include <QDir>
 #include <QHeaderView>
 #include <QLabel>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QScrollBar>
 #include <QSet>
 #include <QSignalSpy>
@@ -175,7 +178,7 @@ private Q_SLOTS:
         QVERIFY(results->showTaskLevel(2));
         auto* detailTabs = results->findChild<QTabWidget*>(QStringLiteral("detailTabs"));
         auto* perTask = results->findChild<QTableView*>(QStringLiteral("taskTable"));
-        detailTabs->setCurrentWidget(perTask->parentWidget());
+        QCOMPARE(detailTabs->currentWidget(), perTask->parentWidget()); // brought forward
         QTest::qWait(100);
         QCOMPARE(perTask->model()->rowCount(), 10);
         QCOMPARE(perTask->model()->index(0, 0).data().toString(), QStringLiteral("L2/1"));
@@ -197,6 +200,65 @@ private Q_SLOTS:
         QVERIFY(routingNote->isVisible());
         QTest::qWait(100);
         QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/results-routing-1280x720.png")));
+    }
+
+    // The Per task tab and Table II's roofline-bound column on the 2026-12-01 study database, whose
+    // evaluations stored the roofline floor (the 2026-11-30 one predates it: n/a there): L2/1's
+    // best candidate reads its fraction of the bound, the same number the report holds, between 0
+    // and 100 %. What docs/screenshots/05-results-per-task-study-set.png shows (README).
+    void perTaskWithTheBoundFraction()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("study-set.db"));
+        QProcess xz;
+        xz.setStandardOutputFile(db);
+        xz.start(QStringLiteral("xz"), {QStringLiteral("-dc"), QStringLiteral(KWB_STUDY_SET_DB_XZ)});
+        QVERIFY2(xz.waitForFinished(60000) && xz.exitCode() == 0, qPrintable(xz.errorString()));
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.resize(1440, 900);
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QVERIFY(window.openDatabase(db));
+        window.showPage(QStringLiteral("results"));
+        auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+        QTRY_VERIFY_WITH_TIMEOUT(results->report().has_value() && !results->isBuilding(), 120000);
+        const Report& report = *results->report();
+
+        // The report: L2/1's best is correct, its fraction of the bound measured and below it.
+        QVERIFY(report.bestOfTask.contains(QStringLiteral("L2/1")));
+        const TaskBest best = report.bestOfTask.value(QStringLiteral("L2/1"));
+        const TaskOutcome* outcome = nullptr;
+        for (const RunReport& run : report.runs)
+            if (run.run.id == best.run)
+                for (const TaskOutcome& o : run.outcomes)
+                    if (o.task == QLatin1String("L2/1"))
+                        outcome = &o;
+        QVERIFY(outcome && outcome->correct());
+        QVERIFY2(outcome->boundFraction > 0 && outcome->boundFraction <= 1,
+                 qPrintable(QString::number(outcome->boundFraction)));
+
+        // The window: the Per task tab in front, L2/1's row naming that best with that fraction.
+        QVERIFY(results->showTaskLevel(2));
+        auto* detailTabs = results->findChild<QTabWidget*>(QStringLiteral("detailTabs"));
+        auto* perTask = results->findChild<QTableView*>(QStringLiteral("taskTable"));
+        QCOMPARE(detailTabs->currentWidget(), perTask->parentWidget());
+        QCOMPARE(perTask->model()->index(0, 0).data().toString(), QStringLiteral("L2/1"));
+        const QString bestCell = perTask->model()->index(0, 1).data().toString();
+        QVERIFY2(bestCell.endsWith(boundFractionText(outcome->boundFraction)), qPrintable(bestCell));
+        const QRegularExpressionMatch pct = QRegularExpression(QStringLiteral("([0-9.]+) % of bound$")).match(bestCell);
+        QVERIFY2(pct.hasMatch() && pct.captured(1).toDouble() > 0 && pct.captured(1).toDouble() <= 100,
+                 qPrintable(bestCell));
+
+        // Table II's last column: the geomean fraction over each run's correct tasks of a level.
+        auto* tableTwo = results->findChild<QTableView*>(QStringLiteral("levelTable"));
+        const int last = tableTwo->model()->columnCount() - 1;
+        QCOMPARE(tableTwo->model()->headerData(last, Qt::Horizontal).toString(),
+                 QStringLiteral("Roofline bound (geomean, n)"));
+        int measured = 0;
+        for (int r = 0; r < tableTwo->model()->rowCount(); ++r)
+            measured += tableTwo->model()->index(r, last).data().toString().contains(QLatin1String("% of bound (n = "));
+        QVERIFY2(measured > 0, "no run and level with a measured fraction of the bound");
+        QTest::qWait(200);
+        QVERIFY(window.grab().toImage().save(QStringLiteral(KWB_WINDOW_TEST_OUTPUT "/results-pertask-bound.png")));
     }
 
     // The other pages issue 38 item 3 changed, at 1280×720 on the same study, each picture saved
