@@ -18,6 +18,7 @@
 #include "app/runs/runmonitorpage.h"
 #include "app/runs/runsession.h"
 #include "app/runs/runtreemodel.h"
+#include "app/storerefusal.h"
 #include "app/tasks/taskspage.h"
 #include "app/widgets/elidedlabel.h"
 #include "app/widgets/windowgeometry.h"
@@ -655,47 +656,14 @@ QMessageBox* MainWindow::openDatabaseOrExplain(const QString& path)
     QString error;
     if (openDatabase(path, &error))
         return nullptr;
-    return explainRefusal(path, RunStore::inspect(path), error);
-}
-
-QMessageBox* MainWindow::explainRefusal(const QString& path, const StoreFile& file, const QString& error)
-{
-    using Kind = StoreFile::Kind;
-    // What the file is, in RunStore's words; where it is a run store (or nothing), why it did not open.
-    const bool store = file.kind == Kind::Missing || file.kind == Kind::Current || file.kind == Kind::Older;
-    auto* box = new QMessageBox(QMessageBox::Warning, tr("Open Run Database"),
-                                store ? (error.startsWith(path) ? error : tr("Cannot open %1: %2").arg(path, error))
-                                      : file.summary(),
-                                QMessageBox::NoButton, this);
-    box->setObjectName(QStringLiteral("refusedDatabase"));
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    const QString folder = QFileInfo(path).absolutePath();
-    const bool canMakeHere = file.kind == Kind::Empty && !file.readOnly;
-    if (canMakeHere) {
-        box->setInformativeText(tr("Make it a run store, or make a new run store in another file?"));
-        QPushButton* make = box->addButton(tr("Make It a Run Store"), QMessageBox::AcceptRole);
-        make->setObjectName(QStringLiteral("makeRunStore"));
-        connect(
-            make, &QPushButton::clicked, this,
-            [this, path] {
-                QString why;
-                if (!createDatabase(path, &why))
-                    QMessageBox::warning(this, tr("Make It a Run Store"), why);
-            },
-            Qt::QueuedConnection); // once the box has closed
-    } else if (!store) {
-        box->setInformativeText(tr("Make a new run store in another file? This one stays as it is."));
-    }
-    if (file.kind != Kind::Current && file.kind != Kind::Older) {
-        QPushButton* elsewhere = box->addButton(tr("New Run Store Elsewhere…"), QMessageBox::ActionRole);
-        elsewhere->setObjectName(QStringLiteral("newRunStore"));
-        const QString start = file.readOnly || file.kind == Kind::Missing ? QDir::homePath() : folder;
-        connect(
-            elsewhere, &QPushButton::clicked, this, [this, start] { chooseNewDatabase(start); }, Qt::QueuedConnection);
-    }
-    box->addButton(canMakeHere || file.kind != Kind::Missing ? QMessageBox::Cancel : QMessageBox::Close);
-    box->open();
-    return box;
+    return showStoreRefusal(
+        this, path, RunStore::inspect(path), error,
+        [this, path] {
+            QString why;
+            if (!createDatabase(path, &why))
+                QMessageBox::warning(this, tr("Make It a Run Store"), why);
+        },
+        [this](const QString& folder) { chooseNewDatabase(folder); });
 }
 
 bool MainWindow::createDatabase(const QString& path, QString* error)

@@ -26,7 +26,6 @@ class QMessageBox;
 class QStackedWidget;
 
 namespace kwb {
-struct StoreFile;
 class JobTracker;
 class TaskCatalog;
 class WorkerSupervisor;
@@ -131,7 +130,6 @@ private:
     void chooseDatabase();
     /// A save dialog for a new run store, starting in `folder`, then createDatabase().
     void chooseNewDatabase(const QString& folder = QString());
-    QMessageBox* explainRefusal(const QString& path, const StoreFile& file, const QString& error);
     void exportCurrentChart();
     void refreshChartData();
     void applyChartData(const DeviceFacts& runDevice, const QVariant& points);
