@@ -950,14 +950,6 @@ void MainWindow::stageScreenshots(const QString& dir)
                     if (unit.data(RunTreeModel::StatusRole).toString() == QLatin1String("correct"))
                         shown = tree->unitKey(unit); // the last correct one
                 }
-    // Each task's one best and every run's kept candidate, on the tour's level.
-    shots->append({QStringLiteral("05-results-per-task.png"),
-                   [this, warn, task] {
-                       if (!m_database.isEmpty() && !m_resultsPage->showTaskLevel(task.mid(1, 1).toInt()))
-                           warn(tr("no level of %1 in the results' per-task table").arg(task));
-                       showPage(QStringLiteral("results"));
-                   },
-                   QSize()});
             }
             if (shown)
                 m_monitorPage->selectUnit(*shown);
@@ -990,6 +982,14 @@ void MainWindow::stageScreenshots(const QString& dir)
     }
     shots->append(
         {QStringLiteral("05-results-1280x720.png"), [this] { showPage(QStringLiteral("results")); }, QSize(1280, 720)});
+    // Each task's one best and every run's kept candidate, on the tour's level.
+    shots->append({QStringLiteral("05-results-per-task.png"),
+                   [this, warn, task] {
+                       if (!m_database.isEmpty() && !m_resultsPage->showTaskLevel(task.mid(1, 1).toInt()))
+                           warn(tr("no level of %1 in the results' per-task table").arg(task));
+                       showPage(QStringLiteral("results"));
+                   },
+                   QSize()});
     shots->append({QStringLiteral("06-roofline-v100.png"),
                    [this, warn] {
                        if (!m_rooflinePage->selectGpu(QStringLiteral("v100-sxm2-32gb")))
