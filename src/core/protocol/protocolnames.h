@@ -310,4 +310,30 @@ inline constexpr const char* kSass = "sass";
 inline constexpr const char* kSassNote = "sass_note";
 } // namespace KernelFact
 
+/// `launches` of an evaluate response (docs/protocol.md §evaluate, "launches"): each kernel the
+/// trace saw, per launch configuration, as it ran. Its "name", "calls", "time_ns" and "custom" are
+/// Key's; "registers", "static_shared_bytes" and "local_bytes" KernelFact's (the same facts, here
+/// as the driver launched them); "error" Key::kError.
+namespace KernelLaunch {
+inline constexpr const char* kLaunches = "launches";
+inline constexpr const char* kLaunchesOmitted = "launches_omitted";
+inline constexpr const char* kGrid = "grid";
+inline constexpr const char* kBlock = "block";
+inline constexpr const char* kDynamicSharedBytes = "dynamic_shared_bytes";
+inline constexpr const char* kSharedCarveoutBytes = "shared_carveout_bytes";
+inline constexpr const char* kOccupancy = "occupancy";
+inline constexpr const char* kActiveBlocksPerSm = "active_blocks_per_sm";
+inline constexpr const char* kActiveWarpsPerSm = "active_warps_per_sm";
+inline constexpr const char* kMaxWarpsPerSm = "max_warps_per_sm";
+inline constexpr const char* kFraction = "fraction";
+inline constexpr const char* kLimitedBy = "limited_by";
+inline constexpr const char* kBlocksBy = "blocks_by";
+// limited_by's words, and blocks_by's keys
+inline constexpr const char* kByRegisters = "registers";
+inline constexpr const char* kBySharedMemory = "shared_memory";
+inline constexpr const char* kByWarps = "warps";
+inline constexpr const char* kByBlocks = "blocks";
+inline constexpr const char* kByBarriers = "barriers";
+} // namespace KernelLaunch
+
 } // namespace kwb::ProtocolNames

@@ -2,6 +2,7 @@
 // that launched it, for `profile`), the trace stage (8, CUPTI's kernel records) and the traffic
 // stage (9, CUPTI's DRAM counters).
 #include "worker/evaluate/evaluation.h"
+#include "worker/measure/kernellaunches.h"
 
 namespace kwb::evaluation {
 
@@ -85,6 +86,25 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
 }
 
 namespace {
+
+/// `launches`: each traced kernel's configuration and theoretical occupancy (kernellaunches.h).
+void launchesOf(Evaluation& ev, const std::vector<KernelRecord>& records)
+{
+    int ordinal = 0;
+    std::string why;
+    std::optional<SmLimits> sm;
+    if (cudaGetDevice(&ordinal) == cudaSuccess)
+        sm = smLimits(ordinal, &why);
+    else
+        why = "no current CUDA device";
+    cudaGetLastError();
+    std::size_t omitted = 0;
+    ev.res[ProtocolNames::KernelLaunch::kLaunches] = kernelLaunches(
+        records, [&ev](const std::string& name) { return isCustomKernel(name, ev.kernelNames); }, sm ? &*sm : nullptr,
+        why, &omitted);
+    if (omitted > 0)
+        ev.res[ProtocolNames::KernelLaunch::kLaunchesOmitted] = omitted;
+}
 
 /// CUPTI's id of the stream the timer records its events on (the legacy default stream, where
 /// torch's ops and kb.launch run): a fill kernel's, traced alone (where the shared trace lost its record). nullopt
@@ -186,6 +206,7 @@ bool traceStage(Evaluation& ev)
             }
             const std::optional<KernelRecord> endMarker = timed ? takeEndMarker(records, *timed) : std::nullopt;
             ev.res[protocol::Key::kKernels] = kernelSummary(records, ev.kernelNames);
+            launchesOf(ev, records);
             ev.res[protocol::Key::kCustomLaunches] = ev.launchCtx.launches - before;
             int elsewhere = 0;
             std::string example;

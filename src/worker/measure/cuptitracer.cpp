@@ -5,6 +5,7 @@
 #include <cupti.h>
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -78,6 +79,11 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
             r.blockX = static_cast<uint32_t>(k->blockX);
             r.blockY = static_cast<uint32_t>(k->blockY);
             r.blockZ = static_cast<uint32_t>(k->blockZ);
+            r.registersPerThread = k->registersPerThread;
+            r.staticSharedBytes = static_cast<uint32_t>(std::max(k->staticSharedMemory, 0));
+            r.dynamicSharedBytes = static_cast<uint32_t>(std::max(k->dynamicSharedMemory, 0));
+            r.localBytesPerThread = k->localMemoryPerThread;
+            r.sharedCarveoutBytes = k->sharedMemoryExecuted;
             kernels.push_back(std::move(r));
         } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
             const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);

@@ -16,6 +16,11 @@ struct KernelRecord
     uint64_t externalId = 0; // the innermost pushExternalId at launch time; 0 if none
     uint32_t streamId = 0;   // CUPTI's id of the stream it ran on
     uint32_t gridX = 0, gridY = 0, gridZ = 0, blockX = 0, blockY = 0, blockZ = 0;
+    // The launch's resources as the driver ran it (kernellaunches.h).
+    uint32_t registersPerThread = 0;
+    uint32_t staticSharedBytes = 0, dynamicSharedBytes = 0;
+    uint32_t localBytesPerThread = 0;
+    uint32_t sharedCarveoutBytes = 0; // the SM's shared memory as configured for it (0: not reported)
 };
 
 // CUPTI's activity callbacks are per process, so one tracer runs at a time; start() on a second
