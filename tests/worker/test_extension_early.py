@@ -11,6 +11,7 @@
 #   a_request_no_call_takes_is_cancelled   an early request the module did not take, closed when
 #                                  the module has run (drop_early): the broker stops its build and
 #                                  publishes nothing
+#   cxx_early_pass_rule            when a C++-only build gets the broker's early syntax pass
 # The worker's side (the request sent as the answer is read, before torch) is tst_kernelbench_early.
 # Usage: test_extension_early.py SRC/worker/python [--only=CASE]   (exit 77: skipped, saying why)
 import glob
@@ -125,6 +126,20 @@ def reads_what_the_module_passes():
             assert keys == module_calls(source), f"{what}: not the module's call"
 
 
+def cxx_early_pass_rule():
+    """A C++-only build's early syntax pass: alone on a machine not saturated, as this 2-core one
+    at load 1.5 (where it reported a failure 2 s sooner at no cost to a success), not in a queue
+    of builds or at a load of the cores or more."""
+    assert ec.early_pass_for_cxx(True, 1.5, 2)
+    assert ec.early_pass_for_cxx(True, 0.2, 2)
+    assert not ec.early_pass_for_cxx(True, 2.0, 2)
+    assert not ec.early_pass_for_cxx(False, 0.2, 2)
+    cxx, cuda = {"name": "x", "cpp_sources": "int f();"}, {"name": "x", "cpp_sources": "", "cuda_sources": "int g();"}
+    assert ec._early_pass_pays({"early_syntax_cxx": "never"}, cuda, False)  # beside nvcc, always
+    assert ec._early_pass_pays({"early_syntax_cxx": "always"}, cxx, False)
+    assert not ec._early_pass_pays({"early_syntax_cxx": "never"}, cxx, True)
+
+
 BUILDER = r"""
 import sys
 sys.path.insert(0, {src!r})
@@ -227,7 +242,8 @@ if __name__ == "__main__":
     if any(shutil.which(tool) is None for tool in (os.environ.get("CXX", "c++"), "ninja")):
         print("skipped: no c++ or ninja on PATH")
         sys.exit(77)
-    cases = [reads_what_the_module_passes, early_request_is_the_builds_request, a_request_no_call_takes_is_cancelled]
+    cases = [reads_what_the_module_passes, cxx_early_pass_rule, early_request_is_the_builds_request,
+             a_request_no_call_takes_is_cancelled]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     cases = [c for c in cases if not only or c.__name__ in only]
     ROOT = tempfile.mkdtemp(prefix="kwb-early-")

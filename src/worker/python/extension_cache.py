@@ -28,7 +28,7 @@
 # the builder finds torch wrote those bytes and would run that command. Where ninja also runs nvcc
 # it always runs (ninja reports a main.cpp error only after nvcc; without the broker the builder
 # runs it beside ninja); for a C++-only build, whose compile fails as soon as the pass does, only
-# where a core is idle (_early_pass_pays).
+# while it is the broker's one build on a machine that is not saturated (_early_pass_pays).
 import fcntl
 import hashlib
 import json
@@ -783,22 +783,29 @@ _in_flight_lock = threading.Lock()
 def _early_pass_pays(config, arguments, alone):
     """Whether a build gets the early syntax pass. Where ninja also runs nvcc, always: it replaces
     the builder's own pass beside nvcc, started 2 s sooner. A C++-only build's pass is a second
-    compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error about
-    2 s sooner: only while it is the broker's one build and the machine has a core to spare (load
-    average below its cores less one). On a busy 2-core machine it saved a failure 1.3-2.8 s and
-    cost a success 0-2.6 s (bench/results/2026-12-04-kb-build-early-pass-2core.md); in a queue
-    of builds it would cost every success. config's "early_syntax_cxx": "always" (the tests') or
-    "never" overrides that."""
+    compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error 2 s
+    sooner (the builder's start): early_pass_for_cxx says when. config's "early_syntax_cxx": "always"
+    (the tests') or "never" overrides that."""
     if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False:
         return True
     rule = config.get("early_syntax_cxx", "idle")
     if rule in ("always", "never"):
         return rule == "always"
     try:
-        spare = os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+        load = os.getloadavg()[0]
     except OSError:
-        spare = False
-    return alone and spare
+        return False
+    return early_pass_for_cxx(alone, load, os.cpu_count() or 1)
+
+
+def early_pass_for_cxx(alone, load, cores):
+    """A C++-only build's early pass: while it is the broker's one build (in a queue of builds the
+    second compile would cost every success) on a machine that is not saturated (1-min load
+    average below its cores). Most small models' answers fail to build, and on a 2-core machine
+    at load 1.5-1.9 the pass reported a failure in 5.9 s against 7.9 s and cost a success nothing
+    (10.0 s both; bench/results/2026-12-04-kb-build-early-request-2core.md); at load 2-5.6 it cost
+    a success 2.6 s and saved a failure 1.3 s (2026-12-04-kb-build-early-pass-2core.md)."""
+    return alone and load < cores
 
 
 def _run_builder(config, conn, arguments, arch, staging, pch=None):
