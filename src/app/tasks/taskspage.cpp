@@ -20,6 +20,7 @@
 #include <QShortcut>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QStandardItemModel>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -242,14 +243,14 @@ void TasksPage::setRoofs(double computeGflops, double bandwidthGBps, const QStri
     m_roofsGpu = valid ? gpuName : QString();
     m_proxy->setRidgeIntensity(valid ? kwb::ridgeIntensity(computeGflops, bandwidthGBps) : 0);
     m_detail->setRoofs(valid ? computeGflops : 0, valid ? bandwidthGBps : 0, m_roofsGpu);
-    m_boundFilter->setEnabled(valid);
     updateFilterChoices(); // the counts per bound are this GPU's
     if (valid)
         m_boundFilter->setToolTip(tr("Which side of the ridge point of %1 (%2 FLOP/B) a task's fused intensity falls")
                                       .arg(gpuName.isEmpty() ? tr("the current GPU") : gpuName)
                                       .arg(computeGflops / bandwidthGBps, 0, 'f', 1));
     else
-        m_boundFilter->setToolTip(tr("Needs the current GPU's roofs (a worker with a GPU)"));
+        m_boundFilter->setToolTip(tr("Memory- and compute-bound need the current GPU's roofs (a worker with a "
+                                     "GPU); the tasks whose ops are not counted need none"));
     updateCount();
     updateEmptyState();
 }
@@ -410,6 +411,14 @@ void TasksPage::updateFilterChoices()
     if (uncounted > 0)
         boundItems.append({tr("Ops not counted (%1)").arg(uncounted), int(FilterBound::Uncounted)});
     setChoices(m_boundFilter, boundItems);
+    // Without roofs there are no sides, but the tasks that cannot be counted can still be found
+    // (a machine without a GPU, where all 37 KernelBench-only tasks are among them).
+    if (auto* model = qobject_cast<QStandardItemModel*>(m_boundFilter->model()))
+        for (const int row : {1, 2})
+            model->item(row)->setEnabled(ridge > 0);
+    m_boundFilter->setEnabled(ridge > 0 || uncounted > 0);
+    if (ridge <= 0 && m_boundFilter->currentIndex() > 0 && m_boundFilter->currentIndex() < 3)
+        m_boundFilter->setCurrentIndex(0); // a side chosen on roofs that have gone
 
     // A filter value that no longer exists falls back to "all".
     m_proxy->setLevel(m_levelFilter->currentData().toInt());
