@@ -1,5 +1,7 @@
 #include "app/workbenchdata.h"
 
+#include "app/charts/rooflinekernels.h"
+
 #include "core/config/runconfig.h"
 #include "core/protocol/workerresponses.h"
 #include "core/run/runlaunch.h"
@@ -99,6 +101,18 @@ QHash<QString, TaskTimes> taskTimesFromStore(const RunStore& store, const QStrin
         t.bestEvaluation = found.key();
         t.bestLabel = found->first;
         t.bestSpeedup = formatSpeedup(e);
+        // Kept for its kernels (issue 40): 250 tasks' SASS would cost megabytes for nothing.
+        EvaluationResult kept = e;
+        kept.raw = QJsonObject{{QStringLiteral("roofline"), e.raw.value(QStringLiteral("roofline"))}};
+        kept.candidate.reset();
+        if (kept.compile) {
+            kept.compile->log.clear();
+            for (KernelFactsInfo& k : kept.compile->kernelFacts) {
+                k.ptx.reset();
+                k.sass.reset();
+            }
+        }
+        t.best = kept;
     }
     // A time that does not count is drawn only where it beats the counted best.
     for (TaskTimes& t : times) {
@@ -158,6 +172,8 @@ QList<RooflinePoint> rooflinePoints(const QList<TaskInfo>& tasks, const QHash<QS
                 p.candidateMeasuredBytes = *t->bestDramBytes;
                 p.candidateMeasuredIntensity = flops / *t->bestDramBytes;
             }
+            if (t->best)
+                p.kernels = rooflineKernels(a, *t->best, &p.kernelsWhy);
             detail +=
                 QStringLiteral("; best candidate %1 ms (%2)").arg(*t->bestCandidateMs, 0, 'f', 3).arg(t->bestLabel);
             if (!t->bestSpeedup.isEmpty())

@@ -32,6 +32,9 @@ struct TaskTimes
     std::optional<double> bestDramBytes;
     /// Its fraction of the roofline bound (core rooflineBoundFraction()); none without a stored floor.
     std::optional<double> bestBoundFraction;
+    /// The best candidate's evaluation, without its texts (PTX, SASS, logs, the raw response but
+    /// its `roofline`): what places its kernels one by one (core kernelPlacement()).
+    std::optional<EvaluationResult> best;
     QString gpuName; ///< the GPU the eager time was measured on
     /// The fastest candidate with status correct that does not count (below the roofline floor),
     /// kept only when faster than the best counted one.

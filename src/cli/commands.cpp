@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "evalkernels.h"
 #include "textformat.h"
 
 #include "core/protocol/kernelfacts.h"
@@ -413,6 +414,17 @@ int runEval(Session& session, const EvalOptions& options)
     const double speedup = e.speedup.value_or(kNaN);
     const double maxAbsDiff = e.correctness && e.correctness->maxAbsDiff ? *e.correctness->maxAbsDiff : kNaN;
     const int exitCode = e.isCorrect() ? ExitSuccess : ExitNotCorrect;
+    // Each kernel placed by the work it did (issue 40) needs the task's analysis: asked only where
+    // the trace saw launches, so a GPU ran the candidate.
+    KernelPlacement placement;
+    if (!e.launches.isEmpty()) {
+        const WorkerSupervisor::Outcome analysis =
+            session.supervisor().run(WorkerRequests::analyze(options.task, options.scale));
+        if (analysis.hasResponse() && analysis.response.analyze)
+            placement = kernelPlacement(*analysis.response.analyze, e);
+        else
+            placement.reason = QStringLiteral("the task's analysis failed: ") + analysis.message;
+    }
 
     if (options.json) {
         QJsonObject result{
@@ -431,6 +443,7 @@ int runEval(Session& session, const EvalOptions& options)
             {QStringLiteral("reference_ms"), numberOrNull(e.timing.reference ? e.timing.reference->meanMs : kNaN)},
             {QStringLiteral("candidate_ms"), numberOrNull(e.timing.candidate ? e.timing.candidate->meanMs : kNaN)},
             {QStringLiteral("dram_bytes"), numberOrNull(e.measuredDramBytes().value_or(kNaN))},
+            {QStringLiteral("kernel_work"), kernelWorkJson(e, placement)},
             {QStringLiteral("profile"), options.profile},
             {QStringLiteral("scale"), options.scale},
             {QStringLiteral("timeout_s"), options.timeoutS},
@@ -500,6 +513,7 @@ int runEval(Session& session, const EvalOptions& options)
         table.add(QStringLiteral("speedup"), formatSpeedup(speedup, e.timing.interval));
     if (const QString traffic = formatTraffic(e.traffic); !traffic.isEmpty())
         table.add(QStringLiteral("traffic"), traffic);
+    addKernelRows(table, e, placement);
     if (e.torchOnly)
         table.add(QStringLiteral("note"), QStringLiteral("torch-only: the candidate launched no custom kernel"));
     if (e.degenerate)

@@ -163,6 +163,48 @@ private Q_SLOTS:
         QVERIFY(!evaluationSummary(decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}}))
                      .contains(QLatin1String("Kernels")));
     }
+
+    // issue 40 item 2: each launch as the GPU ran it, with its occupancy, the longest first; none
+    // where the evaluation has no trace.
+    void launchesAreRead()
+    {
+        const auto launch = [](const QString& name, bool own, int block, int blocks, double fraction) {
+            return QJsonObject{{QStringLiteral("name"), name},
+                               {QStringLiteral("custom"), own},
+                               {QStringLiteral("calls"), 2},
+                               {QStringLiteral("time_ns"), 1.5e6},
+                               {QStringLiteral("grid"), QJsonArray{128, 4, 1}},
+                               {QStringLiteral("block"), QJsonArray{block, 1, 1}},
+                               {QStringLiteral("registers"), 40},
+                               {QStringLiteral("static_shared_bytes"), 4096},
+                               {QStringLiteral("dynamic_shared_bytes"), 0},
+                               {QStringLiteral("occupancy"),
+                                QJsonObject{{QStringLiteral("active_blocks_per_sm"), blocks},
+                                            {QStringLiteral("active_warps_per_sm"), blocks * block / 32},
+                                            {QStringLiteral("max_warps_per_sm"), 64},
+                                            {QStringLiteral("fraction"), fraction},
+                                            {QStringLiteral("limited_by"), QJsonArray{QStringLiteral("registers")}}}}};
+        };
+        QJsonArray launches{launch(QStringLiteral("heavy"), true, 256, 6, 0.75)};
+        for (int i = 0; i < 9; ++i)
+            launches.append(
+                launch(QStringLiteral("lib_%1_").arg(i) + QString(80, QLatin1Char('x')), false, 128, 4, 0.25));
+        const EvaluationResult e = decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")},
+                                                                {QStringLiteral("launches"), launches},
+                                                                {QStringLiteral("launches_omitted"), 2}});
+        const QString text = evaluationSummary(e);
+        QVERIFY2(
+            text.contains(QStringLiteral("Launches (the trace of one call, the longest first):\n  heavy (its own): "
+                                         "grid 128\u00d74\u00d71 of 256 threads, 40 registers, 4 KiB shared: 75 % "
+                                         "theoretical occupancy, 6 blocks per SM (limited by registers); 2 calls, "
+                                         "1.500 ms")),
+            qPrintable(text));
+        QVERIFY2(text.contains(QStringLiteral("  lib_0_xxx")), qPrintable(text));
+        QVERIFY2(!text.contains(QString(80, QLatin1Char('x'))), qPrintable(text));        // long names cut
+        QVERIFY2(text.contains(QStringLiteral("  \u2026 and 4 more")), qPrintable(text)); // 10 − 8 shown + 2 omitted
+        QVERIFY(!evaluationSummary(decodeEvaluation(QJsonObject{{QStringLiteral("status"), QStringLiteral("correct")}}))
+                     .contains(QLatin1String("Launches")));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestEvaluationSummary)

@@ -229,13 +229,23 @@ void RooflineChart::updateRanges()
         if (positiveFinite(bw))
             xHi = std::max(xHi, r.value / bw * 3.0);
     }
-    for (const RooflineMarker& mk : std::as_const(m_markers)) {
-        if (!positiveFinite(mk.at.x()) || !positiveFinite(mk.at.y()))
+    QList<QPointF> at;
+    for (const RooflineMarker& mk : std::as_const(m_markers))
+        at.append(mk.at);
+    // A task's kernels appear when it is selected: the axes hold them from the start, so a
+    // selection never moves the chart.
+    for (const RooflinePoint& p : std::as_const(m_points))
+        if (drawsMeasured(p.measuredOn))
+            for (const RooflineKernel& k : p.kernels)
+                at.append(QPointF(k.intensity, k.gflops));
+    for (const QPointF& pt : std::as_const(at)) {
+        if (!positiveFinite(pt.x()) || !positiveFinite(pt.y()))
             continue;
-        xLo = std::min(xLo, mk.at.x() / 1.5);
-        xHi = std::max(xHi, mk.at.x() * 1.5);
-        yLo = std::min(yLo, mk.at.y() / 1.5);
-        yHi = std::max(yHi, mk.at.y() * 1.5);
+        const QPointF mkAt = pt;
+        xLo = std::min(xLo, mkAt.x() / 1.5);
+        xHi = std::max(xHi, mkAt.x() * 1.5);
+        yLo = std::min(yLo, mkAt.y() / 1.5);
+        yHi = std::max(yHi, mkAt.y() * 1.5);
     }
     m_xMin = decadeFloor(xLo);
     m_xMax = decadeCeil(xHi);
@@ -508,6 +518,28 @@ void RooflineChart::rebuildPoints()
         m_arrowEnds.append({from, mk.at});
     }
 
+    // The selected task's kernels (issue 40): one series, filled on selection (rebuildKernelMarkers),
+    // where any task has kernels to draw on these roofs.
+    m_baseMarkers = int(m_markers.size());
+    m_kernelSeries = nullptr;
+    const bool anyKernels = std::any_of(m_points.cbegin(), m_points.cend(), [this](const RooflinePoint& p) {
+        return !p.kernels.isEmpty() && drawsMeasured(p.measuredOn);
+    });
+    if (anyKernels) {
+        m_kernelSeries = new QScatterSeries;
+        m_kernelSeries->setName(QStringLiteral("kernels of the selected candidate (click one)"));
+        m_kernelSeries->setObjectName(QStringLiteral("points:kernels"));
+        m_kernelSeries->setMarkerShape(QScatterSeries::MarkerShapePentagon);
+        m_kernelSeries->setMarkerSize(kMarkerSize - 1);
+        m_kernelSeries->setColor(QColor(0x8e, 0x44, 0xad));
+        m_kernelSeries->setPen(QPen(QColor(0x5b, 0x2c, 0x6f), 1.2));
+        c->addSeries(m_kernelSeries);
+        m_kernelSeries->attachAxis(m_axisX);
+        m_kernelSeries->attachAxis(m_axisY);
+        connect(m_kernelSeries, &QScatterSeries::hovered, this,
+                [this](const QPointF& value, bool state) { onPointHovered(m_kernelSeries, value, state); });
+    }
+
     // Task labels, shown on demand (relayoutOverlay places them), and the selection's rings.
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.8);
@@ -522,13 +554,48 @@ void RooflineChart::rebuildPoints()
     rebuildSelection();
 }
 
+void RooflineChart::rebuildKernelMarkers()
+{
+    m_markers.resize(m_baseMarkers);
+    if (!m_kernelSeries)
+        return; // no task has kernels on these roofs
+    QList<QPointF> at;
+    QList<int> indices;
+    QList<PointRef> refs;
+    for (int i = 0; i < m_points.size() && !m_selected.isEmpty(); ++i) {
+        const RooflinePoint& p = m_points.at(i);
+        // Measured times only, on the roofs of the GPU that measured them.
+        if (p.task != m_selected || !p.candidateGflops || !drawsMeasured(p.measuredOn))
+            continue;
+        for (int k = 0; k < p.kernels.size(); ++k) {
+            const RooflineKernel& kernel = p.kernels.at(k);
+            if (!positiveFinite(kernel.intensity) || !positiveFinite(kernel.gflops))
+                continue;
+            RooflineMarker mk{i, RooflineMarker::Role::Kernel, kernel.basis, true,
+                              QPointF(kernel.intensity, kernel.gflops)};
+            mk.kernel = k;
+            indices.append(int(m_markers.size()));
+            refs.append(PointRef{i, true, int(m_markers.size())});
+            at.append(mk.at);
+            m_markers.append(mk);
+        }
+    }
+    m_kernelSeries->replace(at);
+    m_seriesMarkers.insert(m_kernelSeries, indices);
+    m_seriesPoints.insert(m_kernelSeries, refs);
+}
+
 void RooflineChart::rebuildSelection()
 {
+    rebuildKernelMarkers();
     qDeleteAll(m_selectionRings);
     m_selectionRings.clear();
     m_selectionMarkers.clear();
     for (int m = 0; m < m_markers.size(); ++m) {
         if (m_selected.isEmpty() || m_points.at(m_markers.at(m).point).task != m_selected)
+            continue;
+        // A kernel has a ring only while it is the one selected.
+        if (m_markers.at(m).role == RooflineMarker::Role::Kernel && m_markers.at(m).kernel != m_selectedKernel)
             continue;
         auto* ring = new QGraphicsPathItem(chart());
         ring->setPen(QPen(kSelectionColor, 2.4));
@@ -823,6 +890,8 @@ void RooflineChart::mouseReleaseEvent(QMouseEvent* event)
             band->hide();
         const int m = markerAt(event->position().toPoint());
         selectTask(m >= 0 ? m_points.at(m_markers.at(m).point).task : QString());
+        // One click from a kernel's marker to its reading (issue 40 item 4).
+        selectKernel(m >= 0 && m_markers.at(m).role == RooflineMarker::Role::Kernel ? m_markers.at(m).kernel : -1);
     }
     QChartView::mouseReleaseEvent(event);
 }
@@ -876,9 +945,38 @@ void RooflineChart::selectTask(const QString& task)
     if (selected == m_selected)
         return;
     m_selected = selected;
+    m_selectedKernel = -1;
     rebuildSelection();
     relayoutOverlay();
     Q_EMIT taskSelected(m_selected);
+}
+
+void RooflineChart::selectKernel(int kernel)
+{
+    const RooflinePoint* p = nullptr;
+    for (const RooflinePoint& q : std::as_const(m_points))
+        if (!m_selected.isEmpty() && q.task == m_selected)
+            p = &q;
+    const int selected = p && kernel >= 0 && kernel < p->kernels.size() ? kernel : -1;
+    if (selected == m_selectedKernel)
+        return;
+    m_selectedKernel = selected;
+    rebuildSelection();
+    relayoutOverlay();
+    Q_EMIT kernelSelected(m_selected, m_selectedKernel);
+}
+
+QString RooflineChart::kernelReadingText() const
+{
+    for (const RooflinePoint& p : m_points) {
+        if (m_selected.isEmpty() || p.task != m_selected || m_selectedKernel < 0 ||
+            m_selectedKernel >= p.kernels.size())
+            continue;
+        const RooflineKernel& k = p.kernels.at(m_selectedKernel);
+        return QStringLiteral("%1 (%2): %3")
+            .arg(k.label, k.ops, k.reading.isEmpty() ? QStringLiteral("no reading") : k.reading);
+    }
+    return QString();
 }
 
 QStringList RooflineChart::selectionLines() const
@@ -898,6 +996,8 @@ QStringList RooflineChart::selectionLines() const
     for (const RooflineMarker& mk : std::as_const(m_markers)) {
         if (mk.point != index)
             continue;
+        if (mk.role == RooflineMarker::Role::Kernel)
+            continue; // below, by name
         const QString role = mk.role == RooflineMarker::Role::Reference   ? QStringLiteral("eager reference")
                              : mk.role == RooflineMarker::Role::Candidate ? QStringLiteral("best candidate")
                                                                           : QStringLiteral("not counted");
@@ -911,6 +1011,12 @@ QStringList RooflineChart::selectionLines() const
             line += QStringLiteral(", %1× the reference").arg(QString::number(mk.at.y() / *reference, 'f', 2));
         lines << line;
     }
+    if (const QString reading = kernelReadingText(); !reading.isEmpty())
+        lines << QStringLiteral("kernel ") + reading;
+    else if (!p.kernels.isEmpty() && drawsMeasured(p.measuredOn))
+        lines << QStringLiteral("its kernels: %1 (purple pentagons; click one for its reading)").arg(p.kernels.size());
+    else if (!p.kernelsWhy.isEmpty())
+        lines << QStringLiteral("its kernels are not placed one by one: ") + p.kernelsWhy;
     return lines;
 }
 
@@ -970,6 +1076,16 @@ QString RooflineChart::markerToolTip(int marker) const
     const RooflineMarker& mk = m_markers.at(marker);
     const RooflinePoint& p = m_points.at(mk.point);
     const double x = mk.at.x(), y = mk.at.y();
+    if (mk.role == RooflineMarker::Role::Kernel && mk.kernel >= 0 && mk.kernel < p.kernels.size()) {
+        const RooflineKernel& k = p.kernels.at(mk.kernel);
+        return QStringList{
+            QStringLiteral("<b>%1</b> · kernel %2").arg(p.task.toHtmlEscaped(), k.label.toHtmlEscaped()),
+            QStringLiteral("does %1").arg(k.ops.toHtmlEscaped()),
+            QStringLiteral("intensity %1: %2").arg(intensityText(x), intensityBasisText(mk.basis)),
+            QStringLiteral("%1 in its own time, measured on %2").arg(humanGflops(y), p.measuredOn.toHtmlEscaped()),
+            k.reading.toHtmlEscaped()}
+            .join(QStringLiteral("<br>"));
+    }
     const QString role = mk.role == RooflineMarker::Role::Reference   ? QStringLiteral("eager reference")
                          : mk.role == RooflineMarker::Role::Candidate ? QStringLiteral("best candidate")
                                                                       : QStringLiteral("not counted");

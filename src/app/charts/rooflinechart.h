@@ -36,6 +36,21 @@ class QXYSeries;
 
 namespace kwb::app {
 
+/// One kernel of a task's best candidate, placed by the work it did (core/tasks/kernelwork.h) at
+/// its own time in the candidate's trace: drawn while its task is selected, and only against the
+/// roofs of the GPU it ran on.
+struct RooflineKernel
+{
+    QString label;          ///< "relu_bias_add"; "library kernels (2)" for the library's group
+    QString ops;            ///< the task's ops it did: "relu, add"
+    double intensity = 0.0; ///< FLOP/B of its work
+    double gflops = 0.0;    ///< its FLOPs / its time
+    IntensityBasis basis = IntensityBasis::OneKernel;
+    bool custom = false;
+    /// kernelWorkReading(): "memory-bound: 65 % of HBM bandwidth (…); no spills; 100 % occupancy".
+    QString reading;
+};
+
 /// One task on the roofline. FLOPs are the task's (analyze's `flops`); GFLOP/s is FLOPs / time,
 /// so reference and candidate GFLOP/s compare as their times do.
 struct RooflinePoint
@@ -65,6 +80,11 @@ struct RooflinePoint
     std::optional<double> candidateMeasuredBytes;
     std::optional<double> candidateMeasuredIntensity;
 
+    /// The best candidate's kernels, each placed by its work (issue 40); kernelsWhy says why there
+    /// are none where the candidate was traced but its kernels cannot be matched to the task's ops.
+    QList<RooflineKernel> kernels;
+    QString kernelsWhy;
+
     double candidateX() const { return candidateIntensity.value_or(intensity); }
 
     /// Where the best candidate is placed, and by which intensity: at its measured traffic where a
@@ -86,12 +106,13 @@ struct RooflinePoint
 /// One marker as the chart places it: the chart's model, for tests and tooltips.
 struct RooflineMarker
 {
-    enum class Role { Reference, Candidate, NotCounted };
+    enum class Role { Reference, Candidate, NotCounted, Kernel };
     int point = -1; ///< index into RooflineChart::points()
     Role role = Role::Reference;
     IntensityBasis basis = IntensityBasis::EagerUnfused;
     bool measured = true; ///< a measured time on its own GPU; false: analytic (attainable on these roofs)
     QPointF at;           ///< data coordinates (FLOP/B, GFLOP/s)
+    int kernel = -1;      ///< Role::Kernel: index into the point's kernels
 };
 
 class RooflineChart : public QChartView
@@ -160,6 +181,12 @@ public:
     QString selectionText() const;
     /// selectionText() line by line (the label on the chart).
     QStringList selectionLines() const;
+    /// Selects one kernel of the selected task (index into its point's kernels; -1: none): its
+    /// reading joins the selection's lines. Emits kernelSelected.
+    void selectKernel(int kernel);
+    int selectedKernel() const { return m_selectedKernel; }
+    /// The selected kernel's one line: "relu_bias_add (relu, add): memory-bound: …"; empty if none.
+    QString kernelReadingText() const;
     /// The selection's ring and label as drawn, in viewport coordinates (empty when hidden).
     QList<QRect> selectionRings() const;
     QRect selectionLabelRect() const;
@@ -179,6 +206,8 @@ Q_SIGNALS:
     void taskActivated(const QString& task);
     /// The selection changed (empty: none).
     void taskSelected(const QString& task);
+    /// A kernel marker of the selected task was clicked (-1: the kernel selection was cleared).
+    void kernelSelected(const QString& task, int kernel);
 
 private:
     struct PointRef
@@ -205,6 +234,7 @@ private:
     PointRef pointAt(QXYSeries* series, const QPointF& value) const;
     void onPointHovered(QXYSeries* series, const QPointF& value, bool state);
     void rebuildSelection();
+    void rebuildKernelMarkers();
     QString roofToolTip(const Roof& roof) const;
 
     GpuRoofs m_roofs;
@@ -227,6 +257,9 @@ private:
     bool m_labelsShown = false;
     QList<QGraphicsSimpleTextItem*> m_pointLabels; ///< one per point, in points() order
     QString m_selected;
+    int m_selectedKernel = -1;
+    int m_baseMarkers = 0;                    ///< markers before the selected task's kernel markers
+    QScatterSeries* m_kernelSeries = nullptr; ///< the selected task's kernels
     QList<QGraphicsPathItem*> m_selectionRings;
     QList<int> m_selectionMarkers; ///< the marker each ring is around
     QGraphicsRectItem* m_selectionBox = nullptr;

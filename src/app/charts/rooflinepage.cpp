@@ -94,6 +94,7 @@ RooflinePage::RooflinePage(QWidget* parent)
     });
     connect(m_chart, &RooflineChart::taskActivated, this, &RooflinePage::taskActivated);
     connect(m_chart, &RooflineChart::taskSelected, this, &RooflinePage::showSelection);
+    connect(m_chart, &RooflineChart::kernelSelected, this, [this](const QString& task, int) { showSelection(task); });
     connect(m_labels, &QCheckBox::toggled, m_chart, &RooflineChart::setLabelsShown);
     connect(m_find, qOverload<int>(&QComboBox::activated), this,
             [this](int index) { m_chart->selectTask(m_find->itemData(index).toString()); });
@@ -210,6 +211,12 @@ void RooflinePage::updateHelp()
         if (any([](const RooflineMarker& m) { return m.role == RooflineMarker::Role::NotCounted; }))
             parts << QStringLiteral("A red star is a time below the roofline floor: physically impossible, so not "
                                     "counted anywhere.");
+        if (std::any_of(m_chart->points().cbegin(), m_chart->points().cend(), [this](const RooflinePoint& p) {
+                return !p.kernels.isEmpty() && m_chart->drawsMeasured(p.measuredOn);
+            }))
+            parts << QStringLiteral("Select a task to see its best candidate's kernels as purple pentagons, each at "
+                                    "its own work and time (library kernels together); click one for its reading: "
+                                    "how bound it is, its spills and occupancy.");
         if (m_chart->isDense())
             parts << QStringLiteral("With %1 tasks the markers are small and half transparent: a darker patch is "
                                     "many tasks.")

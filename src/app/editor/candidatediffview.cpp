@@ -380,7 +380,11 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
     auto factsNote = [](const CandidateSide& side) {
         return side.evaluation && side.evaluation->compile ? side.evaluation->compile->kernelFactsNote : QString();
     };
-    m_kernels->setKernels(facts(left), factsNote(left), facts(right), factsNote(right));
+    auto launches = [](const CandidateSide& side) {
+        return side.evaluation ? side.evaluation->launches : QList<KernelLaunchConfig>();
+    };
+    m_kernels->setKernels(facts(left), factsNote(left), facts(right), factsNote(right), launches(left),
+                          launches(right));
     m_bottomTabs->setTabText(
         1, left.prompts.isEmpty() && right.prompts.isEmpty() ? tr("Prompts sent")
            : m_promptDiff->changeCount() == 0

@@ -100,10 +100,14 @@ KernelCompareView::KernelCompareView(QWidget* parent)
 }
 
 void KernelCompareView::setKernels(const QList<KernelFactsInfo>& left, const QString& leftNote,
-                                   const QList<KernelFactsInfo>& right, const QString& rightNote)
+                                   const QList<KernelFactsInfo>& right, const QString& rightNote,
+                                   const QList<KernelLaunchConfig>& leftLaunches,
+                                   const QList<KernelLaunchConfig>& rightLaunches)
 {
     m_left = left;
     m_right = right;
+    m_leftLaunches = leftLaunches;
+    m_rightLaunches = rightLaunches;
     m_leftNote = leftNote;
     m_rightNote = rightNote;
     m_names.clear();
@@ -184,9 +188,34 @@ void KernelCompareView::showKernel()
     const QString name = currentKernel();
     const KernelFactsInfo* l = findKernel(m_left, name);
     const KernelFactsInfo* r = findKernel(m_right, name);
-    const QStringList labels = kernelFactLabels();
-    const QList<KernelFactRow> leftRows = l ? kernelFactRows(*l) : QList<KernelFactRow>();
-    const QList<KernelFactRow> rightRows = r ? kernelFactRows(*r) : QList<KernelFactRow>();
+    QStringList labels = kernelFactLabels();
+    QList<KernelFactRow> leftRows = l ? kernelFactRows(*l) : QList<KernelFactRow>();
+    QList<KernelFactRow> rightRows = r ? kernelFactRows(*r) : QList<KernelFactRow>();
+    // As the GPU ran it, where either side was traced: its longest-running launch.
+    if (!m_leftLaunches.isEmpty() || !m_rightLaunches.isEmpty()) {
+        // Not its time: two runs of the same kernel differ in it, and every pair would "differ".
+        const QStringList launchLabels{tr("Launch (as run)"), tr("Theoretical occupancy")};
+        const auto launchRows = [&](const KernelFactsInfo* k, const QList<KernelLaunchConfig>& launches) {
+            const QList<KernelLaunchConfig> mine = k ? launchesOf(launches, *k) : QList<KernelLaunchConfig>();
+            QList<KernelFactRow> rows;
+            if (mine.isEmpty()) {
+                const QString none = launches.isEmpty() ? tr("(not traced)") : tr("(not launched)");
+                for (const QString& label : launchLabels)
+                    rows.append(KernelFactRow{label, none});
+                return rows;
+            }
+            const KernelLaunchConfig& first = mine.front();
+            const QString more = mine.size() > 1 ? tr(" (+%1 more)").arg(mine.size() - 1) : QString();
+            rows.append(KernelFactRow{launchLabels[0], launchShapeText(first) + more});
+            rows.append(KernelFactRow{launchLabels[1], occupancyText(first.occupancy)});
+            return rows;
+        };
+        labels << launchLabels;
+        if (l)
+            leftRows << launchRows(l, m_leftLaunches);
+        if (r)
+            rightRows << launchRows(r, m_rightLaunches);
+    }
     const QColor differ = differColour(isDarkPalette(palette()));
     m_table->setRowCount(name.isEmpty() ? 0 : int(labels.size()));
     for (int i = 0; !name.isEmpty() && i < labels.size(); ++i) {

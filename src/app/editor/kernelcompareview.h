@@ -4,10 +4,12 @@
 // against nothing); its facts (core/protocol/kernelfacts.h: registers, spills, shared and
 // constant memory, the block limit) in a table whose differing rows are highlighted, each side's
 // one-line reading, and its SASS or PTX diffed line by line (changed lines marked as in the code
-// diff). The facts are the worker's `compile.kernel_facts`, read from the cubin: the view
+// diff). The facts are the worker's `compile.kernel_facts`, read from the cubin, and where a GPU
+// ran the candidates its `launches` (the launch, its theoretical occupancy, its time): the view
 // computes none of them.
 
 #include "core/protocol/kernelfacts.h"
+#include "core/protocol/kernellaunches.h"
 
 #include <QWidget>
 
@@ -25,9 +27,12 @@ class KernelCompareView : public QWidget
 public:
     explicit KernelCompareView(QWidget* parent = nullptr);
 
-    /// Each side's kernels and the worker's note on what it could not read.
+    /// Each side's kernels and the worker's note on what it could not read; each side's launches
+    /// as the GPU ran them (the evaluation's `launches`; empty where it was not traced), which add
+    /// the launch, its theoretical occupancy and its time to the facts table.
     void setKernels(const QList<KernelFactsInfo>& left, const QString& leftNote, const QList<KernelFactsInfo>& right,
-                    const QString& rightNote);
+                    const QString& rightNote, const QList<KernelLaunchConfig>& leftLaunches = {},
+                    const QList<KernelLaunchConfig>& rightLaunches = {});
     void clear();
 
     /// The kernels offered, by symbol, in the chooser's order (the left's first).
@@ -58,6 +63,7 @@ private:
     void showCode();
 
     QList<KernelFactsInfo> m_left, m_right;
+    QList<KernelLaunchConfig> m_leftLaunches, m_rightLaunches;
     QString m_leftNote, m_rightNote;
     QStringList m_names;
     QComboBox* m_chooser = nullptr;

@@ -268,6 +268,7 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         e.kernels.append(
             KernelLaunch{str(k, Key::kName), integer(k, Key::kCalls), number(k, Key::kTimeNs), flag(k, Key::kCustom)});
     }
+    e.launches = decodeKernelLaunches(r, &e.launchesOmitted);
     e.customLaunches = optInt(r, Key::kCustomLaunches);
     e.torchOnly = flag(r, Key::kTorchOnly);
     const QJsonValue degenerate = at(r, Key::kDegenerate);

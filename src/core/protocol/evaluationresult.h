@@ -7,6 +7,7 @@
 
 #include "core/protocol/evaluationstatus.h"
 #include "core/protocol/kernelfacts.h"
+#include "core/protocol/kernellaunches.h"
 #include "core/protocol/protocolnames.h"
 
 #include <QJsonObject>
@@ -169,6 +170,10 @@ struct EvaluationResult
     TimingInfo timing;
     std::optional<double> speedup; ///< finite numbers only
     QList<KernelLaunch> kernels;
+    /// `launches`: each traced kernel's configuration and theoretical occupancy (issue 40), the
+    /// longest first; launchesOmitted the configurations left out of the list.
+    QList<KernelLaunchConfig> launches;
+    int launchesOmitted = 0;
     std::optional<int> customLaunches;
     bool torchOnly = false;
     std::optional<DegenerateInfo> degenerate;

@@ -149,6 +149,19 @@ QString evaluationSummary(const EvaluationResult& e)
     }
     if (e.compile && !e.compile->kernelFactsNote.isEmpty())
         lines << QStringLiteral("Kernel facts: %1").arg(e.compile->kernelFactsNote);
+    if (!e.launches.isEmpty()) {
+        // As the GPU ran them (issue 40): a library's kernels too, whose names run long.
+        lines << QStringLiteral("Launches (the trace of one call, the longest first):");
+        constexpr int kShown = 8;
+        for (qsizetype i = 0; i < e.launches.size() && i < kShown; ++i) {
+            const KernelLaunchConfig& l = e.launches.at(i);
+            const QString name = l.name.size() > 60 ? l.name.left(59) + QChar(0x2026) : l.name;
+            lines << QStringLiteral("  %1%2: %3")
+                         .arg(name, l.custom ? QStringLiteral(" (its own)") : QString(), launchReading(l));
+        }
+        if (const qsizetype more = e.launches.size() - kShown + e.launchesOmitted; more > 0)
+            lines << QStringLiteral("  … and %1 more").arg(more);
+    }
     const QStringList flags = explainedFlags(e);
     if (!flags.isEmpty())
         lines << QStringLiteral("Flags:") << flags;

@@ -31,7 +31,8 @@ QStringList explainedFlags(const EvaluationResult& evaluation);
 /// The readable summary, a line per fact: status (and whether it counts), speed-up with both
 /// times and their spread, correctness against the stated tolerance (atol + rtol·|ref|, with why
 /// a large relative difference can pass), NaN/Inf outputs, the failure, flags, degenerate
-/// references, the profile, each compiled kernel in a line (kernelReading).
+/// references, the profile, each compiled kernel in a line (kernelReading), each launch as the GPU
+/// ran it (launchReading).
 QString evaluationSummary(const EvaluationResult& evaluation);
 
 } // namespace kwb

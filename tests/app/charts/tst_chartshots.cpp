@@ -9,13 +9,16 @@
 //   drawn as a bound (hatched, dashed, "bound"), each total as time at the H200's bandwidth;
 // - the HBM traffic of L2/1 with its times at the H200's bandwidth, its one kernel a solid bar;
 // - all of KernelBench's analysed tasks on the V100's roofs (issue 37 item 5): every one placed,
-//   small half-transparent markers, labels that do not overlap, one task selected.
+//   small half-transparent markers, labels that do not overlap, one task selected;
+// - L2/1's best candidate's kernels on the H200, one clicked, with its reading (issue 40).
 
 #include "chartstestdata.h"
 
 #include "app/charts/chartformat.h"
+#include "app/charts/rooflinekernels.h"
 #include "app/charts/rooflinepage.h"
 #include "app/charts/trafficchart.h"
+#include "core/protocol/evaluationresult.h"
 #include "core/protocol/workerresponses.h"
 #include "core/tasks/kernelbound.h"
 
@@ -27,6 +30,7 @@
 #include <QImage>
 #include <QJsonArray>
 #include <QTest>
+#include <QXYSeries>
 
 using namespace kwb;
 using namespace kwb::app;
@@ -165,6 +169,73 @@ private Q_SLOTS:
             if (m.role != RooflineMarker::Role::NotCounted)
                 QVERIFY(m.at.y() <= chart->roofs().attainableGflops(m.at.x()));
         QVERIFY(!grabAndSave(&page, QStringLiteral("06-roofline-h200.png"), QSize(1280, 720)).isNull());
+    }
+
+    // Issue 40 items 3-5: L2/1 on the H200 it was timed on, its best candidate's kernels placed
+    // one by one from the recorded H200 evaluation of the reference (cuDNN's conv and torch's bias
+    // add together as the library's kernels, the candidate's relu_bias_add epilogue by itself),
+    // the epilogue clicked: memory-bound, left of the ridge and under the memory roof, with its
+    // reading under the chart; the library's kernels right of the ridge.
+    void h200KernelsOfL2_1()
+    {
+        QFile f(QStringLiteral(KWB_SOURCE_DIR "/tests/protocol/recorded/evaluate_correct.h200.response.json"));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const EvaluationResult e = decodeEvaluation(QJsonDocument::fromJson(f.readAll()).object());
+        QList<RooflinePoint> points = h200Points();
+        QString why;
+        points[0].kernels = rooflineKernels(decodeAnalyze(loadChartData(QStringLiteral("analyze_L2_1.json"))), e, &why);
+        QVERIFY2(why.isEmpty(), qPrintable(why));
+        QCOMPARE(points[0].kernels.size(), 2);
+        RooflinePage page;
+        page.setCurrentDevice(kwb::decodeDeviceFacts(loadChartData(QStringLiteral("device_h200.json"))),
+                              QStringLiteral("Run database"));
+        page.setPoints(points);
+        QVERIFY(page.selectGpu(QStringLiteral("current")));
+        page.resize(1280, 720); // laid out as grabbed, so a click lands where the marker is drawn
+        page.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&page));
+        RooflineChart* chart = page.chart();
+        QVERIFY(page.helpText().contains(QLatin1String("purple pentagons")));
+        chart->selectTask(QStringLiteral("L2/1"));
+        const double ridge = chart->roofs().fp32RidgeIntensity();
+        int epilogue = -1, library = -1;
+        for (int m = 0; m < chart->markers().size(); ++m) {
+            const RooflineMarker& mk = chart->markers().at(m);
+            if (mk.role != RooflineMarker::Role::Kernel)
+                continue;
+            QVERIFY(mk.measured);
+            QVERIFY2(mk.at.y() <= chart->roofs().attainableGflops(mk.at.x()),
+                     qPrintable(QStringLiteral("%1 above the roof").arg(mk.at.y())));
+            (points[0].kernels.at(mk.kernel).custom ? epilogue : library) = m;
+        }
+        QVERIFY(epilogue >= 0 && library >= 0);
+        QVERIFY(chart->markers().at(epilogue).at.x() < ridge); // memory-bound
+        QVERIFY(chart->markers().at(library).at.x() > ridge);  // the conv: compute-bound
+        auto* kernels = qobject_cast<QXYSeries*>([&] {
+            for (QAbstractSeries* s : chart->chart()->series())
+                if (s->objectName() == QLatin1String("points:kernels"))
+                    return s;
+            return static_cast<QAbstractSeries*>(nullptr);
+        }());
+        QVERIFY(kernels);
+        const QPoint at = chart->mapFromScene(
+            chart->chart()->mapToScene(chart->chart()->mapToPosition(chart->markers().at(epilogue).at, kernels)));
+        QTest::mouseClick(chart->viewport(), Qt::LeftButton, {}, at);
+        QCOMPARE(chart->selectedKernel(), points[0].kernels.at(0).custom ? 0 : 1);
+        // 2 080 899 584 B in the traced 669 888 ns: 3.11 TB/s of the evaluation's 4.81 TB/s.
+        QVERIFY2(page.selectionInfo().contains(
+                     QStringLiteral("kernel relu_bias_add (relu, add): memory-bound: 65 % of HBM bandwidth (3.11 TB/s "
+                                    "of 4.81 TB/s theoretical; library op + fused epilogue, analytic)")),
+                 qPrintable(page.selectionInfo()));
+
+        const QImage image = grabAndSave(&page, QStringLiteral("06-roofline-h200-kernels.png"), QSize(1280, 720));
+        QVERIFY(!image.isNull());
+        // The clicked kernel is painted where the chart places it now (its purple, not the white
+        // plot; the reading's longer line under the chart may have moved it since the click).
+        const QPoint now = chart->mapFromScene(
+            chart->chart()->mapToScene(chart->chart()->mapToPosition(chart->markers().at(epilogue).at, kernels)));
+        const QColor c = image.pixelColor(chart->viewport()->mapTo(&page, now));
+        QVERIFY2(c.red() < 200 && c.blue() > c.green(), qPrintable(c.name()));
     }
 
     void kernelBenchOnTheV100()

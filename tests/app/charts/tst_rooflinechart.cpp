@@ -425,6 +425,79 @@ private Q_SLOTS:
         QVERIFY(chart.selectedTask().isEmpty());
     }
 
+    // Issue 40 items 3-4: the selected task's best candidate shows its kernels, each at its own work
+    // and time; one click on a kernel gives its reading. Only on the GPU the times are from.
+    void kernelsOfTheSelectedCandidateAndTheirReading()
+    {
+        QList<RooflinePoint> points = studyPoints();
+        RooflinePoint& l2 = points[1];
+        l2.kernels = {RooflineKernel{QStringLiteral("library kernels (2)"), QStringLiteral("conv2d"), 190.0, 9000.0,
+                                     IntensityBasis::LibraryEpilogue, false, QStringLiteral("compute-bound: 64 %")},
+                      RooflineKernel{QStringLiteral("relu_bias_add"), QStringLiteral("relu, add"), 0.25, 180.0,
+                                     IntensityBasis::LibraryEpilogue, true,
+                                     QStringLiteral("memory-bound: 80 % of HBM bandwidth (720 GB/s of 900 GB/s; "
+                                                    "library op + fused epilogue, analytic); 4 B spilled per "
+                                                    "thread; 100 % occupancy")}};
+        points[0].kernelsWhy = QStringLiteral("2 kernels of its own: which ops each did is not known");
+        RooflineChart chart;
+        chart.setRoofs(*findGpu(QStringLiteral("v100-sxm2-32gb")));
+        chart.setPoints(points);
+        chart.resize(900, 600);
+        chart.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&chart));
+        QXYSeries* kernels = seriesNamed(chart.chart(), QStringLiteral("points:kernels"));
+        QVERIFY(kernels);
+        QCOMPARE(kernels->count(), 0); // nothing selected: no kernels drawn
+        // The axes hold the kernels from the start: 0.25 FLOP/B and 9 TFLOP/s are in range.
+        auto* x = qobject_cast<QLogValueAxis*>(chart.chart()->axes(Qt::Horizontal).first());
+        QVERIFY(x->min() <= 0.25 && x->max() >= 190.0);
+
+        QSignalSpy kernelSpy(&chart, &RooflineChart::kernelSelected);
+        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, chart.viewportPosition(1, true));
+        QCOMPARE(chart.selectedTask(), QStringLiteral("L2/1"));
+        QCOMPARE(kernels->count(), 2);
+        QCOMPARE(kernels->at(1), QPointF(0.25, 180.0));
+        QVERIFY2(chart.selectionText().contains(QStringLiteral("its kernels: 2 (purple pentagons")),
+                 qPrintable(chart.selectionText()));
+        int epilogue = -1;
+        for (int m = 0; m < chart.markers().size(); ++m)
+            if (chart.markers().at(m).role == RooflineMarker::Role::Kernel && chart.markers().at(m).kernel == 1)
+                epilogue = m;
+        QVERIFY(epilogue >= 0);
+        QVERIFY(chart.markerToolTip(epilogue).contains(QStringLiteral("memory-bound: 80 % of HBM bandwidth")));
+        QVERIFY(chart.markerToolTip(epilogue).contains(QStringLiteral("does relu, add")));
+        const QPoint at =
+            chart.mapFromScene(chart.chart()->mapToScene(chart.chart()->mapToPosition(QPointF(0.25, 180.0), kernels)));
+        QCOMPARE(chart.markerAt(at), epilogue);
+
+        // One click: the kernel's reading in the selection, a ring on it too.
+        QTest::mouseClick(chart.viewport(), Qt::LeftButton, {}, at);
+        QCOMPARE(chart.selectedTask(), QStringLiteral("L2/1"));
+        QCOMPARE(chart.selectedKernel(), 1);
+        QCOMPARE(kernelSpy.size(), 1);
+        QCOMPARE(kernelSpy.at(0).at(1).toInt(), 1);
+        QCOMPARE(chart.kernelReadingText(),
+                 QStringLiteral("relu_bias_add (relu, add): memory-bound: 80 % of HBM bandwidth (720 GB/s of 900 "
+                                "GB/s; library op + fused epilogue, analytic); 4 B spilled per thread; 100 % "
+                                "occupancy"));
+        QVERIFY(chart.selectionText().contains(QStringLiteral("kernel relu_bias_add (relu, add): memory-bound")));
+        QCOMPARE(chart.selectionRings().size(), 3); // reference, candidate, the kernel
+
+        // Another task: its kernels go, and it says why it has none.
+        chart.selectTask(QStringLiteral("L1/19"));
+        QCOMPARE(kernels->count(), 0);
+        QCOMPARE(chart.selectedKernel(), -1);
+        QVERIFY(chart.selectionText().contains(QStringLiteral("not placed one by one: 2 kernels of its own")));
+
+        // On another GPU's roofs the kernels' times mean nothing: not drawn, no legend entry.
+        chart.setRoofs(*findGpu(QStringLiteral("a100-sxm-80gb")));
+        chart.selectTask(QStringLiteral("L2/1"));
+        QVERIFY(!seriesNamed(chart.chart(), QStringLiteral("points:kernels")));
+        QVERIFY(std::none_of(chart.markers().cbegin(), chart.markers().cend(),
+                             [](const RooflineMarker& m) { return m.role == RooflineMarker::Role::Kernel; }));
+        QVERIFY(!chart.selectionText().contains(QStringLiteral("pentagons")));
+    }
+
     // Issue 37 item 5: all 250 tasks on one chart. Small, half-transparent markers; labels on
     // demand never overlap and stay in the plot; a zoom makes room for more of them.
     void twoHundredFiftyTasksReadable()

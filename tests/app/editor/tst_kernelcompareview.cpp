@@ -3,7 +3,8 @@
 // compiled for sm_90 on a machine without a GPU; README there). The table must say what the JSON
 // says, highlight exactly the facts that differ in it, diff the kernels' PTX, give each side's
 // one-line reading, and the Monitor's summary must carry the same reading. The screenshot is
-// written to screenshots/ and checked for the highlight's colour in the table.
+// written to screenshots/ and checked for the highlight's colour in the table; a second one with
+// the launches a GPU adds (launch as run, theoretical occupancy).
 
 #include "app/editor/candidatediffview.h"
 #include "app/editor/kernelcompareview.h"
@@ -127,6 +128,77 @@ private Q_SLOTS:
         QVERIFY2(summary.contains(QLatin1String("relu_bias_add: ") +
                                   kernelReading(m_reference.evaluation->compile->kernelFacts[0])),
                  qPrintable(summary));
+    }
+
+    // Issue 40 item 2: where a GPU ran the candidates, the table adds each kernel's launch as run
+    // and its theoretical occupancy (the evaluation's `launches`), highlighted where they differ;
+    // a side that was not traced says so.
+    void launchesJoinTheFacts()
+    {
+        const auto launch = [](int block, int blocks, double fraction) {
+            KernelLaunchConfig k;
+            k.name = QStringLiteral("relu_bias_add");
+            k.custom = true;
+            k.calls = 1;
+            k.timeNs = 669888;
+            k.grid = {{16384, 4, 1}};
+            k.block = {{block, 1, 1}};
+            k.registers = 26;
+            k.staticSharedBytes = 0;
+            k.dynamicSharedBytes = 0;
+            OccupancyInfo occupancy;
+            occupancy.activeBlocksPerSm = blocks;
+            occupancy.activeWarpsPerSm = blocks * block / 32;
+            occupancy.maxWarpsPerSm = 64;
+            occupancy.fraction = fraction;
+            occupancy.limitedBy = QStringList{QStringLiteral("warps")};
+            k.occupancy = occupancy;
+            return k;
+        };
+        CandidateSide left = m_reference, right = m_wrong;
+        EvaluationResult l = *left.evaluation, r = *right.evaluation;
+        l.launches = {launch(256, 8, 1.0)};
+        r.launches = {launch(1024, 2, 1.0)};
+        left.evaluation = l;
+        right.evaluation = r;
+        CandidateDiffView view;
+        view.setCandidates(left, right);
+        KernelCompareView* kernels = view.kernelView();
+        const QTableWidget* table = kernels->factsTable();
+        QCOMPARE(cell(table, QStringLiteral("Launch (as run)"), 1),
+                 QStringLiteral("grid 16384\u00d74\u00d71 of 256 threads"));
+        QCOMPARE(cell(table, QStringLiteral("Launch (as run)"), 2),
+                 QStringLiteral("grid 16384\u00d74\u00d71 of 1024 threads"));
+        QCOMPARE(cell(table, QStringLiteral("Theoretical occupancy"), 1),
+                 QStringLiteral("100 % (8 blocks/SM, limited by warps)"));
+        QVERIFY(kernels->differingFacts().contains(QStringLiteral("Launch (as run)")));
+        QVERIFY(kernels->differingFacts().contains(QStringLiteral("Theoretical occupancy")));
+
+        // One side not traced (a CPU evaluation): said, and a difference.
+        r.launches.clear();
+        right.evaluation = r;
+        view.setCandidates(left, right);
+        QCOMPARE(cell(table, QStringLiteral("Theoretical occupancy"), 2), QStringLiteral("(not traced)"));
+        // Neither traced: no launch rows at all (as before issue 40's item 2).
+        l.launches.clear();
+        left.evaluation = l;
+        view.setCandidates(left, right);
+        QCOMPARE(cell(table, QStringLiteral("Launch (as run)"), 1), QStringLiteral("(no row Launch (as run))"));
+
+        // The picture, with the launch rows.
+        l.launches = {launch(256, 8, 1.0)};
+        r.launches = {launch(1024, 2, 1.0)};
+        left.evaluation = l;
+        right.evaluation = r;
+        view.resize(1440, 900);
+        view.setCandidates(left, right);
+        view.showBottomTab(2);
+        view.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&view));
+        QTest::qWait(50);
+        QDir().mkpath(QStringLiteral(KWB_SCREENSHOT_DIR));
+        QVERIFY(view.grab().toImage().save(
+            QDir(QStringLiteral(KWB_SCREENSHOT_DIR)).filePath(QStringLiteral("kernels-tab-launches.png"))));
     }
 
     void codeIsDiffedAndMissingSassSaysWhy()

@@ -205,6 +205,15 @@ private Q_SLOTS:
         const RooflinePoint& analytic = points[0];
         QVERIFY(!analytic.candidateMeasuredIntensity);
         QVERIFY(analytic.candidatePlacement(true).basis != IntensityBasis::Measured);
+        // Issue 40: its one kernel did the whole task, placed by the measured bytes at its own
+        // traced time; without a profile by the one-kernel model.
+        QCOMPARE(measured.kernels.size(), 1);
+        QCOMPARE(measured.kernels[0].label, QStringLiteral("fused"));
+        QCOMPARE(measured.kernels[0].basis, IntensityBasis::Measured);
+        QVERIFY(qAbs(measured.kernels[0].intensity - flops / bytes) < 1e-9 * flops / bytes);
+        QVERIFY(qAbs(measured.kernels[0].gflops - flops / 5e5) < 1e-9 * flops / 5e5);
+        QCOMPARE(analytic.kernels.size(), 1);
+        QCOMPARE(analytic.kernels[0].basis, IntensityBasis::OneKernel);
     }
 
     void candidates()
