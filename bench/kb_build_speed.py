@@ -25,10 +25,14 @@
 # Usage: bench/kb_build_speed.py [--reps N] [--base COMMIT] [--parts stages,builds,broker] [--python PY]
 #                                [--cuda]   (--cuda: the answer of the nvcc case instead, on a machine
 #                                            with nvcc: its build with and without the header)
-#                                [--device] (the GPU machine's step, under 4 min: load_inline's own
-#                                            builds and this tree's broker side by side, a .cu answer,
-#                                            one with a C++ error in its bindings, a C++-only compile
-#                                            error; ninja's per-stage times of load_inline's builds)
+#                                [--device [--kwb 'KWB --worker W'] [--only WORDS]]
+#                                           (the GPU machine's step, under 4 min: load_inline's own
+#                                            builds (no header; ninja's per-stage times) and this
+#                                            tree's broker (the header) side by side: a C++-only answer
+#                                            and one with a compile error, a .cu answer, one with a C++
+#                                            error in its bindings and one with an error in its kernel;
+#                                            the failing ones through `kwb eval` too with --kwb; the
+#                                            libraries built both ways run on the same inputs)
 # Prints a Markdown section (for bench/results/). Run it alone on the machine (flock
 # /tmp/kwb-build.lock on the shared 2-core one): other compiles change every number.
 import argparse
@@ -341,7 +345,7 @@ def plain_result(started):
                 stages[fields[3]] = (int(fields[1]) - int(fields[0])) / 1000.0
     except OSError:
         pass
-    result["wall_s"], result["stages"] = seconds, stages
+    result["wall_s"], result["stages"], result["dir"] = seconds, stages, out
     try:
         with open(os.path.join(out, "main.cpp"), "rb") as f:
             result["main_cpp"] = f.read()
@@ -350,12 +354,72 @@ def plain_result(started):
     return result
 
 
+OUTPUTS = r"""
+import hashlib, importlib.util, sys, torch
+name, directory, function, device = sys.argv[1:5]
+spec = importlib.util.spec_from_file_location(name, f"{directory}/{name}.so")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+a = torch.randn(2048, 1024, generator=torch.Generator().manual_seed(7)).to(device)
+out = getattr(module, function)(a, 3.5)
+torch.cuda.synchronize() if device == "cuda" else None
+print(hashlib.sha256(out.cpu().numpy().tobytes()).hexdigest(), bool(torch.equal(out, a * 3.5)))
+"""
+
+
+def library_outputs(name, directory, function, device):
+    """The library's function on fixed inputs, in a process of its own (one library of a name per
+    process): (sha256 of the output's bytes, whether it is torch's a * 3.5), or the error."""
+    done = subprocess.run([ARGS.python, "-c", OUTPUTS, name, directory, function, device], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        return None, (done.stderr.strip().splitlines() or ["?"])[-1][:200]
+    digest, equal = done.stdout.split()[-2:]
+    return digest, equal == "True"
+
+
+def answer_markdown(arguments, function):
+    """A KernelBench-format answer to L1/5 (A * s) whose load_inline gets these arguments, each a
+    keyword with a literal (as models write them: the worker reads such calls before torch)."""
+    call = ", ".join(f"{k}={v!r}" for k, v in arguments.items())
+    return ("```python\nimport torch\nfrom torch.utils.cpp_extension import load_inline\n\n"
+            f"ext = load_inline({call})\n\n\nclass ModelNew(torch.nn.Module):\n"
+            f"    def forward(self, A, s):\n        return ext.{function or 'scale'}(A, s)\n```\n")
+
+
+def kwb_evals(answers, headers, ec):
+    """Each answer through `kwb eval` (ARGS.kwb: the command), its cache cold but the headers made:
+    the time a user waits for a compile error, the worker's start and torch's import included."""
+    print("### Through `kwb eval` (a fresh kwb, its broker and a sandboxed worker each; the header made; "
+          "the time a user waits)\n")
+    print("| answer | wall s | status | header on g++'s line |\n|---|---:|---|---|", flush=True)
+    for n, (label, arguments, function) in enumerate(answers):
+        path = os.path.join(WORK, f"answer-{n}.md")
+        with open(path, "w") as f:
+            f.write(answer_markdown(arguments, function))
+        cache = os.path.join(WORK, f"kwb-cache-{n}")
+        link_headers(headers, cache, ec)
+        t0 = time.monotonic()
+        done = subprocess.run(shlex.split(ARGS.kwb) + ["eval", "L1/5", path, "--json"], capture_output=True, text=True,
+                              env=dict(os.environ, KWB_EXTENSION_CACHE=cache))
+        seconds = time.monotonic() - t0
+        try:
+            result = json.loads(done.stdout)
+            status, message = result.get("status", "?"), str(result.get("message", ""))
+        except ValueError:
+            status, message = f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}", ""
+        print(f"| {label} | {seconds:.1f} | {status} | {'yes' if '-include' in message else 'no'} |", flush=True)
+    print()
+
+
 def device_quick(ec, answers, arch):
     """The GPU machine's step: load_inline's own builds and the headers' builds all at once, then
-    this tree's broker one request at a time."""
+    this tree's broker one request at a time, `kwb eval` where ARGS.kwb names it, and the libraries
+    built both ways run on the same inputs. answers: (label, arguments, the function to call or
+    None where the answer does not build)."""
     headers = ARGS.headers or os.path.join(WORK, "stages-cache")
     t0 = time.monotonic()
-    plain = {label: plain_build(arguments, arch, ec) for label, arguments in answers}
+    plain = {label: plain_build(arguments, arch, ec) for label, arguments, _ in answers}
     # The headers in threads of this process beside them: their g++ runs are processes.
     import threading
     made = {}
@@ -367,7 +431,7 @@ def device_quick(ec, answers, arch):
             made[label] = (time.monotonic() - t, found is not None and found[1]["ok"])
         except Exception as e:  # noqa: BLE001 (reported in the table)
             made[label] = (time.monotonic() - t, f"failed: {str(e).splitlines()[-1][:200] if str(e) else e}")
-    threads = [threading.Thread(target=make, args=(label, arguments)) for label, arguments in answers]
+    threads = [threading.Thread(target=make, args=(label, arguments)) for label, arguments, _ in answers]
     for t in threads:
         t.start()
     plain = {label: plain_result(started) for label, started in plain.items()}
@@ -375,18 +439,18 @@ def device_quick(ec, answers, arch):
         t.join()
     first_s = time.monotonic() - t0
     f = lambda v: "–" if v is None else f"{v:.1f}"  # noqa: E731
-    print(f"### load_inline's own builds (arch {arch}; one run each, all at once with the headers' builds: "
-          f"{first_s:.0f} s in all)\n")
+    print(f"### Without the header: load_inline's own builds (arch {arch}; one run each, all at once with the "
+          f"headers' builds: {first_s:.0f} s in all)\n")
     print("| answer | wall s | torch import s | main.o s | cuda.cuda.o s | link s | result | header made s |")
     print("|---|---:|---:|---:|---:|---:|---|---:|")
-    for label, _ in answers:
+    for label, _, _ in answers:
         p = plain[label]
         st = p["stages"]
         so = next((v for k, v in st.items() if k.endswith(".so")), None)
         print(f"| {label} | {p['wall_s']:.1f} | {p['import_s']:.1f} | {f(st.get('main.o'))} | {f(st.get('cuda.cuda.o'))} | "
               f"{f(so)} | {'built' if p['ok'] else 'compile_error'} | {made.get(label, (0.0, '?'))[0]:.0f} |")
     print(flush=True)
-    for label, arguments in answers:
+    for label, arguments, _ in answers:
         # The early pass counts only where the broker's guess of main.cpp is torch's file.
         guess = ec.load_inline_main_cpp(arguments)
         same = guess is not None and plain[label]["main_cpp"] == guess.encode()
@@ -397,16 +461,56 @@ def device_quick(ec, answers, arch):
     link_headers(headers, cache, ec)
     sock, broker = start_broker(SRC, cache, "after")
     time.sleep(2)
-    print(f"### The same answers through this tree's broker, one at a time "
-          f"({'in bwrap' if PREFIX else 'without a sandbox (no working bwrap: no early pass)'}, the header made)\n")
+    print(f"### With the header: the same answers through this tree's broker, one at a time "
+          f"({'in bwrap' if PREFIX else 'without a sandbox (no working bwrap: no early pass)'})\n")
     print("| answer | broker s | result | pch |\n|---|---:|---|---|", flush=True)
+    entries = {}
+
+    def through_broker(label, arguments):
+        remove_entry(cache, arguments, arch, ec)
+        seconds, m = brokered(sock, arguments, arch, ec)
+        entries[label] = ec.entry_dir(cache, arguments["name"], ec.build_key(arguments, arch))
+        how = "built" if m["ok"] else ("compile_error, by the syntax pass" if "[syntax check]" in m["message"]
+                                       else "compile_error")
+        print(f"| {label} | {seconds:.1f} | {how} | {m.get('pch') or '(none)'} |", flush=True)
+
+    def same_outputs():
+        print(f"### The libraries built both ways, run on the same inputs (2048×1024, ×3.5; {time.monotonic() - t0:.0f} "
+              "s into the step)\n")
+        print("| answer | load_inline's own | through the broker | same output bytes |\n|---|---|---|---|")
+        for label, arguments, function in answers:
+            if function is None or label not in entries or not plain[label]["ok"]:
+                continue
+            device = "cuda" if arguments.get("cuda_sources") else "cpu"
+            mine = library_outputs(arguments["name"], plain[label]["dir"], function, device)
+            theirs = library_outputs(arguments["name"], entries[label], function, device)
+            word = lambda o: o[1] if isinstance(o[1], str) else ("torch's a * 3.5" if o[1] else "NOT torch's a * 3.5")  # noqa: E731
+            print(f"| {label} | {word(mine)} | {word(theirs)} | {'yes' if mine[0] and mine[0] == theirs[0] else 'NO'} |",
+                  flush=True)
+        print()
+
+    # The quick ones first, then the .cu answer that builds and the outputs, the .cu error last: a
+    # step cut by its time limit still has the rest.
+    slow = [a for a in answers if a[1].get("cuda_sources") and "C++ error" not in a[0]]
+    slow.sort(key=lambda a: a[2] is None)
     try:
-        for label, arguments in answers:
-            remove_entry(cache, arguments, arch, ec)
-            seconds, m = brokered(sock, arguments, arch, ec)
-            how = "built" if m["ok"] else ("compile_error, by the syntax pass" if "[syntax check]" in m["message"]
-                                           else "compile_error")
-            print(f"| {label} | {seconds:.1f} | {how} | {m.get('pch') or '(none)'} |", flush=True)
+        for label, arguments, _ in [a for a in answers if a not in slow]:
+            through_broker(label, arguments)
+        print()
+        if ARGS.kwb:
+            kwb_evals([a for a in answers if a not in slow and a[2] is None], headers, ec)
+        for n, (label, arguments, function) in enumerate(slow):
+            if n == 0:
+                print(f"(the slower ones, {time.monotonic() - t0:.0f} s into the step)\n")
+                print("| answer | broker s | result | pch |\n|---|---:|---|---|", flush=True)
+            if function is None and not any(a[2] is None for a in slow[:n]):
+                print()
+                same_outputs()
+                print("| answer | broker s | result | pch |\n|---|---:|---|---|", flush=True)
+            through_broker(label, arguments)
+        if all(a[2] is not None for a in slow):
+            print()
+            same_outputs()
     finally:
         broker.kill()
         broker.wait()
@@ -424,6 +528,10 @@ def main():
     parser.add_argument("--device", action="store_true")
     parser.add_argument("--headers", help="broker and device parts: a cache folder whose precompiled headers "
                                           "are taken (made there where missing)")
+    parser.add_argument("--kwb", help="device part: the command that runs kwb (e.g. 'kwb --worker W'), to time "
+                                      "`kwb eval` of the failing answers too")
+    parser.add_argument("--only", help="device part: the answers whose labels hold one of these words (comma-"
+                                       "separated), e.g. C++-only on a machine without nvcc")
     ARGS = parser.parse_args()
     SRC = os.path.join(REPO, "src", "worker", "python")
     WORK = tempfile.mkdtemp(prefix="kwb-bench-kb-build-")
@@ -444,10 +552,17 @@ def main():
         if ARGS.device:
             arch = os.environ.get("KWB_BENCH_ARCH", "sm_90")
             bad = dict(CUDA_ANSWER, name="kwb_bench_cuda_bad", cpp_sources=CUDA_ANSWER["cpp_sources"].rstrip(";"))
-            device_quick(ec, [("CUDA answer (.cu + bindings)", CUDA_ANSWER),
-                              ("CUDA answer, C++ error in its bindings", bad),
-                              (f"{BAD} (C++-only, compile error)", load_arguments(os.path.join(FIXTURES, BAD))),
-                              (f"{GOOD} (C++-only)", load_arguments(os.path.join(FIXTURES, GOOD)))], arch)
+            # The commonest failure of small models' CUDA: a name the kernel does not declare.
+            bad_cu = dict(CUDA_ANSWER, name="kwb_bench_cuda_bad_kernel",
+                          cuda_sources=CUDA_ANSWER["cuda_sources"].replace("c[i] = a[i] * s;", "c[i] = a[j] * s;"))
+            answers = [(f"{BAD} (C++-only, compile error)", load_arguments(os.path.join(FIXTURES, BAD)), None),
+                       (f"{GOOD} (C++-only)", load_arguments(os.path.join(FIXTURES, GOOD)), "scale"),
+                       ("CUDA answer, C++ error in its bindings", bad, None),
+                       ("CUDA answer (.cu + bindings)", CUDA_ANSWER, "scale_forward"),
+                       ("CUDA answer, error in its kernel (.cu)", bad_cu, None)]
+            if ARGS.only:
+                answers = [a for a in answers if any(word in a[0] for word in ARGS.only.split(","))]
+            device_quick(ec, answers, arch)
             return
         if ARGS.cuda:
             bad = dict(CUDA_ANSWER, name="kwb_bench_cuda_bad",

@@ -444,22 +444,29 @@ PY
     cat "$md"
     ;;
   kb-build-speed)
-    # Issue 35 item 1 on the GPU machine's CPU ($OUT/kb-build-speed.md; bench/kb_build_speed.py
-    # --device), within 4 min: load_inline's own builds (ninja's per-stage times) of a .cu answer,
-    # one with a C++ error in its bindings, a C++-only compile error and a C++-only answer, all at
-    # once with the precompiled headers' builds; then the same answers through this tree's broker
-    # (bwrap, the header made, the early syntax pass) one at a time. Needs python3 with torch (the
-    # worker's), nvcc and ninja; KB_BUILD_ARCH (default sm_90).
+    # Issue 35 item 1 on the GPU machine's CPU, one markdown file ($OUT/kb-build-speed.md;
+    # bench/kb_build_speed.py --device), within 4 min: load_inline's own builds (no header; ninja's
+    # per-stage times) of a C++-only answer and one with a compile error, a .cu answer, one with a
+    # C++ error in its bindings and one with an error in its kernel, all at once with the
+    # precompiled headers' builds; the same answers through this tree's broker (bwrap, the header,
+    # the early syntax pass) one at a time; the failing ones through `kwb eval` where the build
+    # step made kwb-worker (the worker's early request included); the libraries built both ways
+    # run on the same inputs. Needs python3 with torch (the worker's), nvcc on PATH or in
+    # /usr/local/cuda, ninja; KB_BUILD_ARCH (default sm_90). No network.
     log kb-build-speed
     [[ -f build-carry/qt-bundle.tar.xz ]] && need_bundle  # bwrap for the broker's sandbox, where the machine lacks it
+    [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH=$PATH:/usr/local/cuda/bin
+    kwb_cmd=()
+    [[ -x $worker && -x $bundle/run ]] && kwb_cmd=(--kwb "$bundle/run kwb --worker $worker")
     md=$OUT/kb-build-speed.md
     { results_head "KernelBench-format extension builds on the GPU machine's CPU (issue 35 item 1)"
       echo; echo "- host compiler: $(c++ --version | head -1); nvcc: $(nvcc --version 2>&1 | tail -1)"
-      echo "- torch: $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"; echo
-      KWB_BENCH_ARCH=${KB_BUILD_ARCH:-sm_90} timeout -k 5 220 python3 bench/kb_build_speed.py --device --base ''
-      echo "(exit $?: 124 is the step's 220 s limit)"
+      echo "- torch: $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"
+      echo "- kwb eval: ${kwb_cmd[1]:-not run (no build-gpu/bin/kwb-worker or no bundle)}"; echo
+      KWB_BENCH_ARCH=${KB_BUILD_ARCH:-sm_90} timeout -k 5 230 python3 bench/kb_build_speed.py --device --base '' "${kwb_cmd[@]}"
+      echo "(exit $?: 124 is the step's 230 s limit)"
     } > "$md" 2> "$OUT/kb-build-speed.log"
-    tail -30 "$md"
+    tail -40 "$md"
     ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.
