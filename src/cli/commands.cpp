@@ -9,7 +9,6 @@
 #include "core/protocol/workerresponses.h"
 #include "core/store/runstore.h"
 #include "core/study/report.h"
-#include "core/workers/gpulease.h"
 #include "core/study/reportformat.h"
 #include "core/workers/gpulease.h"
 #include "core/workers/memorycgroup.h"
