@@ -110,7 +110,7 @@ void RunTreeModel::describeEvaluation(RunTreeUnit& u)
     if (u.maxAbsDiffText.isEmpty() && u.maxAbsDiff)
         u.maxAbsDiffText = QString::number(*u.maxAbsDiff, 'g', 3);
     u.notCounted = e.isCorrect() && !e.countsAsCorrect();
-    u.outcome = CandidateOutcome::fromEvaluation(e.raw, 1, u.sample);
+    u.outcome = CandidateOutcome::fromEvaluation(e, 1, u.sample);
     u.outcome.status = evaluationStatusFromWire(u.status);
     u.outcome.speedup = u.speedup;
 }

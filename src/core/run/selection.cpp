@@ -10,11 +10,17 @@ namespace kwb {
 
 CandidateOutcome CandidateOutcome::fromEvaluation(const QJsonObject& result, int turn, int sample)
 {
+    CandidateOutcome c = fromEvaluation(decodeEvaluation(result), turn, sample);
+    c.result = result;
+    return c;
+}
+
+CandidateOutcome CandidateOutcome::fromEvaluation(const EvaluationResult& e, int turn, int sample)
+{
     CandidateOutcome c;
     c.turn = turn;
     c.sample = sample;
-    c.result = result;
-    const EvaluationResult e = decodeEvaluation(result);
+    c.result = e.raw;
     c.status = e.status;
     c.compiled = e.compiled();
     c.belowRooflineFloor = e.belowRooflineFloor();

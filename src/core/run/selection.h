@@ -40,6 +40,9 @@ struct CandidateOutcome
     /// From an evaluate response (or a supervisor failure {"status", "message"}): compiled is
     /// EvaluationResult::compiled().
     static CandidateOutcome fromEvaluation(const QJsonObject& result, int turn = 1, int sample = 0);
+    /// The same from a response already decoded (a store's EvaluationRecord::decoded, a page's):
+    /// not decoded a second time; `result` is its raw.
+    static CandidateOutcome fromEvaluation(const EvaluationResult& evaluation, int turn = 1, int sample = 0);
 };
 
 /// True when a ranks strictly above b on the monotone key.
