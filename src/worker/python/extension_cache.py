@@ -702,7 +702,7 @@ class _EarlySyntaxPass:
     run that command; else the builder's own build decides."""
 
     def __init__(self, config, arguments, staging, pch):
-        self.process, self.output, self.copy = None, None, None
+        self.process, self.output, self.copy, self.pch = None, None, None, pch
         prefix = list(config.get("builder_prefix") or [])
         name = str(arguments.get("name", ""))
         text = load_inline_main_cpp(arguments)
@@ -831,7 +831,8 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None):
                         break
                     early.failure(wait_s=0.2)
                 result = early.failure() or result
-            elif result["ok"] and early.done() and result.get("pch", "").startswith("used: "):
+            elif result["ok"] and early.process is not None and early.done() and \
+                    result.get("pch", "").startswith("used: "):  # what g++ said of the header in the pass
                 result["pch"] = early.pch_note()
         return result
     finally:
