@@ -446,14 +446,15 @@ private Q_SLOTS:
         QVERIFY(finished.wait(120000));
         QVERIFY2(finished.first().at(0).toBool(), qPrintable(finished.first().at(1).toString()));
         const QStringList files = QDir(dir).entryList({QStringLiteral("*.png")}, QDir::Files, QDir::Name);
-        // The welcome page, the nine pages, then Results at 1280×720, the V100 roofline and L3/10.
+        // The welcome page, the nine pages, then Results at 1280×720 and its Per task tab, the V100
+        // roofline and L3/10.
         QCOMPARE(files, (QStringList{QStringLiteral("00-welcome.png"), QStringLiteral("01-tasks.png"),
                                      QStringLiteral("02-prompts.png"), QStringLiteral("03-launch.png"),
                                      QStringLiteral("04-monitor.png"), QStringLiteral("05-results-1280x720.png"),
-                                     QStringLiteral("05-results.png"), QStringLiteral("06-roofline-v100.png"),
-                                     QStringLiteral("06-roofline.png"), QStringLiteral("07-traffic-L3_10.png"),
-                                     QStringLiteral("07-traffic.png"), QStringLiteral("08-bestofn.png"),
-                                     QStringLiteral("09-diff.png")}));
+                                     QStringLiteral("05-results-per-task.png"), QStringLiteral("05-results.png"),
+                                     QStringLiteral("06-roofline-v100.png"), QStringLiteral("06-roofline.png"),
+                                     QStringLiteral("07-traffic-L3_10.png"), QStringLiteral("07-traffic.png"),
+                                     QStringLiteral("08-bestofn.png"), QStringLiteral("09-diff.png")}));
         for (const QString& f : files) {
             const QImage image(QDir(dir).filePath(f));
             if (f == QLatin1String("05-results-1280x720.png")) // and the window back at its size after it
