@@ -37,7 +37,7 @@
 //
 // Usage: kwb-bench-eval-stages [--only SUBSTRING[,SUBSTRING…]] [--profile NAME] [--repeat N] [--warm|--warm-python]
 //                              [--json FILE]
-#include "worker_client.hpp"
+#include "workerclient.h"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>

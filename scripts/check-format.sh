@@ -29,6 +29,7 @@ fi
 
 differ=()
 for file in "${files[@]}"; do
+  [[ -f $file ]] || continue # listed by git but removed in the working tree (a rename not yet committed)
   if ! "$formatter" --dry-run --Werror "$file" >/dev/null 2>&1; then
     differ+=("$file")
   fi

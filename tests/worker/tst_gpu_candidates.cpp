@@ -3,7 +3,7 @@
 // evaluated by a real kwb-worker on the GPU and must get the status the manifest expects. A worker
 // that times out or dies is replaced, and the next candidate must still be evaluated right.
 // Exits 77 (skipped) where there is no CUDA device.
-#include "worker_client.hpp"
+#include "workerclient.h"
 
 #define TOML_HEADER_ONLY 1
 #include <toml++/toml.h>

@@ -6,7 +6,7 @@
 // fill an sm_80/sm_90 SM (8 blocks, 64 warps): theoretical occupancy 1. cuDNN's convolution has an
 // occupancy of its own in (0, 1], and every launch's time adds up to the trace's kernels.
 // Exits 77 (skipped) without a CUDA device.
-#include "worker_client.hpp"
+#include "workerclient.h"
 
 #include <cmath>
 #include <csignal>

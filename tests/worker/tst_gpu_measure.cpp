@@ -8,8 +8,8 @@
 // it shared, as a warming spare does; a warm and an evaluation's GPU work wait while it is held
 // exclusively, as a timing does). Exits 77 (skipped) where there is no CUDA device.
 // KWB_GPU_MEASURE=TASK:FILE picks the candidate (default L1/5:reference/L1_05.md).
-#include "temp_file.hpp"
-#include "worker_client.hpp"
+#include "tempfile.h"
+#include "workerclient.h"
 
 #include <atomic>
 #include <chrono>

@@ -12,7 +12,7 @@
 //     above the one-kernel minimum: [1.5, 5]x (3.65x on the H200, 2026-12-01: read 2.63 GB,
 //     written 3.13 GB against 1.58 GB).
 // KWB_GPU_TRAFFIC=TASK:FILE:LOW:HIGH[,…] replaces the list. Exits 77 (skipped) without a CUDA device.
-#include "worker_client.hpp"
+#include "workerclient.h"
 
 #include <cmath>
 #include <csignal>

@@ -1,7 +1,7 @@
 // The GPU's quiet lock (src/worker/measure/gpuquietlock.h): flock on a file, held exclusively by a
 // measurement and shared by a warm-up. Each check takes a second descriptor of the same file, as
 // another worker process would (flock locks belong to the open file, not the process).
-#include "temp_file.hpp"
+#include "tempfile.h"
 #include "worker/measure/gpuquietlock.h"
 
 #include <doctest/doctest.h>

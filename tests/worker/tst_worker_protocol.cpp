@@ -1,7 +1,7 @@
 // Golden request/response files (tests/protocol/) fed through a real kwb-worker process.
 // Each *.response.json holds the fields that must match; "*" matches any value that is present.
-#include "temp_file.hpp"
-#include "worker_client.hpp"
+#include "tempfile.h"
+#include "workerclient.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "worker_client.hpp"
+#include "workerclient.h"
 
 #include <chrono>
 #include <csignal>
