@@ -121,6 +121,43 @@ for step in "$@"; do
     done
     $bundle/run kwb report --db "$db" > "$OUT/study-kernelbench-report.md" 2>&1
     ;;
+  study-recorded)
+    # Issue 36 item 7: the study preset (KernelBench's format, prompts-kernelbench/) over the 30
+    # tasks against real model text: kwb-fixture-llm --recorded serves a licensed folder of recorded
+    # answers (default packaging/examples/recorded-qwen3-coder-480b: one answer per task, so every
+    # sample and turn of a task gets the same text and builds once; the cache makes the later
+    # regimes cheap). The five regimes, the agent's best-of-n sweep and its four ablations, into one
+    # database (STUDY_DB keeps it between warm calls; a run cut by STUDY_TIMEOUT is listed as such
+    # and `kwb run --resume` continues it), then the report beside the recorder's verdicts
+    # (kwb import of the same folder).
+    log study-recorded
+    need_bundle
+    recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
+    db=${STUDY_DB:-$OUT/study-recorded.db}
+    export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/study-recorded-extensions}
+    $bundle/run kwb-fixture-llm --recorded "$recorded" --answer-format kernelbench --tasks "$root/tasks" \
+      --log "$OUT/llm-recorded.log" > /tmp/llm-recorded.url 2> "$OUT/llm-recorded.err" &
+    pid=$!; sleep 1
+    for r in ${STUDY_RUNS:-zero-shot profiling-guided iterative agent pilot-v1 sweep ablate:best-of-n ablate:feedback-analyzer ablate:monotone ablate:competence}; do
+      case $r in
+        sweep) cmd=(sweep --regime agent --n ${SWEEP_NS:-1,2,4,8}) ;;
+        ablate:*) cmd=(run --regime agent --ablate "${r#ablate:}") ;;
+        *) cmd=(run --regime "$r") ;;
+      esac
+      log "study-recorded $r"
+      timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${cmd[@]}" --answer-format kernelbench \
+        --tasks study --endpoint "$(head -1 /tmp/llm-recorded.url)" --model recorded-model --db "$db" \
+        --compile-workers ${STUDY_COMPILE_WORKERS:-12} --timing-trials ${STUDY_TRIALS:-10} \
+        --isolation ${STUDY_ISOLATION:-reuse} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
+      echo "rc=$?" >> "$OUT/study-recorded-${r/:/-}.txt"; tail -3 "$OUT/study-recorded-${r/:/-}.txt"
+    done
+    kill $pid; wait $pid 2>/dev/null
+    $bundle/run kwb --worker "$worker" import kernelbench "$recorded" --db "$db" --compile-workers 12 \
+      > "$OUT/study-recorded-import.txt" 2>&1
+    $bundle/run kwb report --db "$db" > "$OUT/study-recorded-report.md" 2>&1
+    [[ $db == "$OUT/study-recorded.db" ]] || cp "$db" "$OUT/study-recorded.db"
+    head -40 "$OUT/study-recorded-report.md"
+    ;;
   kb-bench)
     # Issue 14's benchmark, one Markdown file ($OUT/kb-bench.md, for bench/results/). KB_PARTS picks
     # "twins" and/or "run" (each fits one call; run them as two calls):
