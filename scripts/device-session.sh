@@ -146,7 +146,7 @@ for step in "$@"; do
       esac
       log "study-recorded $r"
       timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${cmd[@]}" --answer-format kernelbench \
-        --tasks study --endpoint "$(head -1 /tmp/llm-recorded.url)" --model recorded-model --db "$db" \
+        --tasks study --endpoint "$(head -1 /tmp/llm-recorded.url)" --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${STUDY_COMPILE_WORKERS:-12} --timing-trials ${STUDY_TRIALS:-10} \
         --isolation ${STUDY_ISOLATION:-reuse} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
       echo "rc=$?" >> "$OUT/study-recorded-${r/:/-}.txt"; tail -3 "$OUT/study-recorded-${r/:/-}.txt"

@@ -66,6 +66,7 @@
 #include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QHash>
@@ -409,6 +410,26 @@ RecordedAnswers readRecorded(const QString& dir, const std::function<bool(const 
 
 /// The answer for a task the folder has nothing for: plain text, no module, so the run stores it
 /// as the model's failure to answer (the worker's format_error), as a model that cannot would.
+// The model id the server lists with --recorded: "recorded-model", and where the folder's
+// generation configs name the model that wrote the text (KernelBench's generate_samples.py writes
+// `model_name:` into each run's generation_config.yaml), "recorded-model:<those names>", so a run
+// and every page that shows it say whose text was replayed (core/study/provenance.h).
+QString recordedModelId(const QString& dir)
+{
+    static const QRegularExpression modelLine(QStringLiteral("^model_name:\\s*['\"]?([^'\"#]+?)['\"]?\\s*(#.*)?$"),
+                                              QRegularExpression::MultilineOption);
+    QStringList names;
+    QDirIterator it(dir, {QStringLiteral("generation_config.yaml")}, QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        const QRegularExpressionMatch m = modelLine.match(readText(it.next()));
+        if (m.hasMatch() && !names.contains(m.captured(1).trimmed()))
+            names << m.captured(1).trimmed();
+    }
+    names.sort();
+    return names.isEmpty() ? QStringLiteral("recorded-model")
+                           : QStringLiteral("recorded-model:") + names.join(QLatin1Char('+'));
+}
+
 QString noRecordedAnswer(const QString& task, const QString& dir, const RecordedAnswers& recorded)
 {
     QStringList tasks = recorded.texts.keys();
@@ -550,7 +571,7 @@ int main(int argc, char** argv)
     ScriptedLlmServer server;
     // The model a run stores names what answered it (core/study/provenance.h: fixture answers,
     // or a model's recorded text replayed).
-    server.setModels({recordedMode ? QStringLiteral("recorded-model") : QStringLiteral("fixture-model")});
+    server.setModels({recordedMode ? recordedModelId(recordedDir) : QStringLiteral("fixture-model")});
     server.setResponder([&](const QJsonObject& request) {
         ScriptedLlmServer::Reply reply;
         reply.delayMs = delayMs;

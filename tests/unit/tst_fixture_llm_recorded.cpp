@@ -256,6 +256,11 @@ private Q_SLOTS:
         QTest::addColumn<int>("source");
         QTest::newRow("recorded") << QStringList{QStringLiteral("--recorded"), kFixture}
                                   << QString::fromLatin1(kRecordedModel) << int(AnswerSource::RecordedServer);
+        // A folder whose generation configs name the model that wrote the text: the server says whose.
+        QTest::newRow("recorded, the model named")
+            << QStringList{QStringLiteral("--recorded"), QStringLiteral(KWB_RECORDED_EXAMPLE_DIR)}
+            << QStringLiteral("recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8")
+            << int(AnswerSource::RecordedServer);
         QTest::newRow("fixtures") << QStringList{QStringLiteral("--candidates"), QStringLiteral(KWB_FIXTURE_CANDIDATES)}
                                   << QString::fromLatin1(kFixtureModel) << int(AnswerSource::FixtureServer);
     }

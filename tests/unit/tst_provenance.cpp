@@ -38,6 +38,14 @@ private Q_SLOTS:
         QCOMPARE(int(answerSource(config)), int(AnswerSource::RecordedServer));
         // Survives the store's JSON, as the window reads it.
         QCOMPARE(int(answerSource(RunConfig::fromJson(config.toJson()))), int(AnswerSource::RecordedServer));
+        // The recorded server that knows whose text it replays says so, and is still one; a model
+        // that only begins with the same letters is not.
+        config.model = QStringLiteral("recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8");
+        QCOMPARE(int(answerSource(config)), int(AnswerSource::RecordedServer));
+        QCOMPARE(runProvenance(runWith(config)).sourceText(),
+                 QStringLiteral("recorded answers (recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8)"));
+        config.model = QStringLiteral("recorded-modeller-7b");
+        QCOMPARE(int(answerSource(config)), int(AnswerSource::Model));
         config.import = QJsonObject{{QStringLiteral("format"), QStringLiteral("kernelbench")},
                                     {QStringLiteral("directory"), QStringLiteral("/data/gens")}};
         QCOMPARE(int(answerSource(config)), int(AnswerSource::Imported));
@@ -169,6 +177,13 @@ private Q_SLOTS:
         const QString note = standInAnswersNote({runWith(model), runWith(fixture), runWith(recorded)});
         QVERIFY(note.startsWith(QStringLiteral("Not a live model: 1 of its 3 runs were answered by kwb-fixture-llm")));
         QVERIFY(note.contains(QStringLiteral("1 of its 3 runs replayed a model's recorded answers")));
+        // The banner names whose text each recorded run replayed.
+        RunConfig named = recorded;
+        named.model = QStringLiteral("recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8");
+        const QString both = standInAnswersNote({runWith(recorded), runWith(named)});
+        QVERIFY2(both.contains(QStringLiteral(
+                     "model \"recorded-model\", \"recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8\")")),
+                 qPrintable(both));
     }
 };
 

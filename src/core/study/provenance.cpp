@@ -20,7 +20,9 @@ AnswerSource answerSource(const RunConfig& config)
         return AnswerSource::Imported;
     if (config.model == QLatin1String(kFixtureModel))
         return AnswerSource::FixtureServer;
-    if (config.model == QLatin1String(kRecordedModel))
+    // kwb-fixture-llm --recorded lists "recorded-model:<the model that wrote the text>" where its
+    // folder names that model (the generation configs), plain kRecordedModel where not.
+    if (config.model == QLatin1String(kRecordedModel) || config.model.startsWith(QLatin1String(kRecordedModel) + u':'))
         return AnswerSource::RecordedServer;
     return config.model.isEmpty() ? AnswerSource::Unknown : AnswerSource::Model;
 }
@@ -220,10 +222,13 @@ QList<TemplateComparison> compareTemplates(const QMap<QString, QString>& setText
 QString standInAnswersNote(const QList<RunInfo>& runs)
 {
     int fixture = 0, recorded = 0;
+    QStringList recordedModels; // as the runs stored them: "recorded-model:<whose text>" where the server knew
     for (const RunInfo& run : runs) {
         const AnswerSource source = answerSource(run.config);
         fixture += source == AnswerSource::FixtureServer;
         recorded += source == AnswerSource::RecordedServer;
+        if (source == AnswerSource::RecordedServer && !recordedModels.contains(run.config.model))
+            recordedModels << run.config.model;
     }
     if (!fixture && !recorded)
         return QString();
@@ -240,7 +245,7 @@ QString standInAnswersNote(const QList<RunInfo>& runs)
                                 "model \"%3\"): real model text, not written for these prompts")
                      .arg(recorded)
                      .arg(runs.size())
-                     .arg(QLatin1String(kRecordedModel));
+                     .arg(recordedModels.join(QStringLiteral("\", \"")));
     return QStringLiteral("Not a live model: ") + parts.join(QStringLiteral("; ")) + QLatin1Char('.');
 }
 
