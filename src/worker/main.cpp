@@ -7,6 +7,7 @@
 #include "worker/worker.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -22,6 +23,10 @@ int main(int argc, char** argv)
     kwb::closeInheritedDescriptors();
     // The extension cache's two other roles (pythonhost.h): they run no answer's code.
     if (argc == 3 && std::strcmp(argv[1], "--build-broker") == 0) {
+        // A worker may close a request's connection before its reply (an early request no
+        // load_inline took): the reply's write must fail with EPIPE, which the broker handles,
+        // not end the broker by SIGPIPE (its embedded Python installs no signal handlers).
+        std::signal(SIGPIPE, SIG_IGN);
         try {
             return kwb::python::runBuildBroker(argv[2]);
         } catch (const std::exception& e) {
