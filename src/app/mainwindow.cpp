@@ -2,6 +2,7 @@
 
 #include "app/aboutdialog.h"
 #include "app/analysispages.h"
+#include "app/chartrefresher.h"
 #include "app/charts/bestofnchart.h"
 #include "app/charts/chartexport.h"
 #include "app/charts/rooflinechart.h"
@@ -12,19 +13,18 @@
 #include "app/editor/syntaxhighlighting.h"
 #include "app/examplestudy.h"
 #include "app/pagehelp.h"
+#include "app/recentstores.h"
 #include "app/runs/launchpage.h"
 #include "app/runs/resultspage.h"
 #include "app/runs/runmanager.h"
 #include "app/runs/runmonitorpage.h"
 #include "app/runs/runsession.h"
-#include "app/runs/runtreemodel.h"
+#include "app/screenshottour.h"
 #include "app/storerefusal.h"
 #include "app/tasks/taskspage.h"
 #include "app/widgets/elidedlabel.h"
 #include "app/widgets/windowgeometry.h"
 #include "app/workbenchdata.h"
-#include "core/config/regime.h"
-#include "core/config/runconfig.h"
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/protocolcodec.h"
 #include "core/protocol/workerrequests.h"
@@ -43,14 +43,10 @@
 #include <QCloseEvent>
 #include <QCoreApplication>
 #include <QDir>
-#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QImage>
-#include <QJsonArray>
-#include <QJsonObject>
 #include <QKeySequence>
 #include <QLabel>
 #include <QListWidget>
@@ -60,13 +56,7 @@
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
-#include <QTimer>
 #include <QVBoxLayout>
-#include <QVariant>
-
-#include <cstdio>
-
-Q_DECLARE_METATYPE(QList<kwb::app::RooflinePoint>)
 
 namespace kwb::app {
 
@@ -90,19 +80,12 @@ QString gpuSummary(const DeviceFacts& facts)
 }
 
 // The window's job slots: a newer job of a slot drops the older one's result.
-const QString kChartsSlot = QStringLiteral("charts");
 const QString kDeviceSlot = QStringLiteral("device");
 QString profileSlot(const QString& task)
 {
     return QStringLiteral("profile/") + task;
 }
 
-void warnScreenshots(const QString& what)
-{
-    std::fprintf(stderr, "kernel-workbench: screenshots: %s\n", qPrintable(what));
-}
-
-constexpr int kMaxRecent = 8;
 /// CUPTI runs of a task the Traffic page measures (`profile` trials).
 constexpr int kTrafficProfileTrials = 5;
 
@@ -111,7 +94,6 @@ constexpr int kTrafficProfileTrials = 5;
 MainWindow::MainWindow(const QString& workerPath, QWidget* parent)
     : QMainWindow(parent)
 {
-    qRegisterMetaType<QList<RooflinePoint>>();
     setWindowTitle(tr("Kernel Workbench"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/kernel-workbench.svg")));
     resize(1400, 880);
@@ -129,6 +111,8 @@ MainWindow::MainWindow(const QString& workerPath, QWidget* parent)
     statusBar()->addPermanentWidget(m_deviceLabel);
 
     buildPages();
+    m_charts = new ChartRefresher(m_jobs, {m_catalog, m_tasksPage, m_promptsPage, m_rooflinePage, m_trafficPage}, this);
+    connect(m_charts, &ChartRefresher::updated, this, &MainWindow::chartDataUpdated);
     setupMenus();
     startWorker(workerPath);
     restoreSettings();
@@ -256,7 +240,7 @@ void MainWindow::buildPages()
     });
     connect(m_runs, &RunManager::sessionFinished, this, [this](RunSession* session) {
         showLaunchedRun(session->environment().databasePath, session->label());
-        refreshChartData();
+        m_charts->refresh(m_database);
     });
     connect(m_resultsPage, &ResultsPage::openRequested, this,
             [this](const QString& path) { openDatabaseOrExplain(path); });
@@ -380,20 +364,6 @@ bool MainWindow::openExampleStudy(QString* error)
     return true;
 }
 
-void MainWindow::useTableGpuForTasks()
-{
-    if (m_tasksRoofsFromDevice)
-        return;
-    // The GPU chosen on the Roofline page when it is one of the table's, else the H200 of the
-    // shipped study; named as such, so nobody takes it for this machine's.
-    const GpuRoofs* gpu = findGpu(m_rooflinePage->selectedGpuKey());
-    if (!gpu || !gpu->isValid())
-        gpu = findGpu(QStringLiteral("h200-sxm-141gb"));
-    if (gpu && gpu->isValid())
-        m_tasksPage->setRoofs(gpu->fp32Gflops(), gpu->bandwidthGBps(),
-                              tr("%1 (GPU table; no GPU here)").arg(gpu->name));
-}
-
 void MainWindow::setupMenus()
 {
     QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -404,8 +374,8 @@ void MainWindow::setupMenus()
     create->setShortcut(QKeySequence::New);
     create->setToolTip(tr("Make a new, empty run store in a file of your choice"));
     connect(create, &QAction::triggered, this, [this] { chooseNewDatabase(); });
-    m_recentMenu = file->addMenu(tr("Open &Recent"));
-    updateRecentMenu();
+    m_recent = new RecentStores(file->addMenu(tr("Open &Recent")), this);
+    connect(m_recent, &RecentStores::openRequested, this, [this](const QString& path) { openDatabaseOrExplain(path); });
     file->addSeparator();
     QAction* exportChart = file->addAction(QIcon::fromTheme(QStringLiteral("document-export")), tr("&Export Chart…"));
     exportChart->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -457,7 +427,7 @@ void MainWindow::startWorker(const QString& workerPath)
         setWorkerStatus(tr("Worker: not found"), found.error);
         m_trafficPage->setMeasureAvailable(false, tr("no worker found"));
         setDeviceStatus(tr("GPU: unknown"));
-        useTableGpuForTasks();
+        m_charts->useTableGpuForTasks();
         m_catalog->setUnavailable(found.error);
         m_deviceDone = true;
         // Emitted later, so a caller that connects after construction still sees it.
@@ -497,13 +467,13 @@ void MainWindow::startWorker(const QString& workerPath)
                                 setWorkerStatus(tr("Worker: %1").arg(reply.status),
                                                 found.program + QStringLiteral(": ") + reply.message);
                                 setDeviceStatus(tr("GPU: unknown"), reply.message);
-                                useTableGpuForTasks();
+                                m_charts->useTableGpuForTasks();
                             } else if (response.ok() && response.device) {
                                 setDeviceStatus(tr("GPU: %1").arg(gpuSummary(*response.device)));
                                 onDevice(*response.device);
                             } else {
                                 setDeviceStatus(tr("GPU: unknown"), response.header.errorMessage);
-                                useTableGpuForTasks();
+                                m_charts->useTableGpuForTasks();
                             }
                             m_deviceDone = true;
                             Q_EMIT deviceProbeFinished();
@@ -516,7 +486,7 @@ void MainWindow::startWorker(const QString& workerPath)
 
 void MainWindow::measureTraffic(const QString& task)
 {
-    if (!m_supervisor || !m_liveDevice.available) {
+    if (!m_supervisor || !m_charts->liveDevice().available) {
         m_trafficPage->setProfileFailed(task, tr("no GPU on this machine"));
         return;
     }
@@ -537,7 +507,7 @@ void MainWindow::measureTraffic(const QString& task)
                                     m_trafficPage->setProfileFailed(task, response.header.errorMessage);
                                     return;
                                 }
-                                const GpuRoofs roofs = fromDeviceFacts(m_liveDevice);
+                                const GpuRoofs roofs = fromDeviceFacts(m_charts->liveDevice());
                                 const Roof* memory = roofs.primaryMemory();
                                 m_trafficPage->setProfile(task, *response.profile, roofs.bandwidthGBps(),
                                                           memory && memory->origin == Roof::Origin::Measured
@@ -549,22 +519,8 @@ void MainWindow::measureTraffic(const QString& task)
 
 void MainWindow::onDevice(const DeviceFacts& facts)
 {
-    m_liveDevice = facts;
-    const bool available = facts.available;
-    m_trafficPage->setMeasureAvailable(available, facts.reason);
-    if (available) {
-        m_rooflinePage->setCurrentDevice(facts);
-        m_trafficPage->setCurrentDevice(facts);
-        // The prompt preview renders the response as the worker wrote it (the renderer's context is JSON).
-        m_promptsPage->setDevice(facts);
-        const GpuRoofs roofs = fromDeviceFacts(facts);
-        if (roofs.isValid()) {
-            m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
-            m_tasksRoofsFromDevice = true;
-        }
-    } else {
-        useTableGpuForTasks();
-    }
+    m_trafficPage->setMeasureAvailable(facts.available, facts.reason);
+    m_charts->setLiveDevice(facts);
 }
 
 void MainWindow::onCatalogState()
@@ -582,7 +538,7 @@ void MainWindow::onCatalogState()
         tasks.append({t.id, t.title});
     m_launchPage->setTaskCatalog(tasks);
     m_diffPage->setTasks(tasks);
-    refreshChartData();
+    m_charts->refresh(m_database);
 }
 
 bool MainWindow::openDatabase(const QString& path, QString* error)
@@ -618,13 +574,8 @@ bool MainWindow::openDatabase(const QString& path, QString* error)
                                       : tr("%1 — Kernel Workbench").arg(QFileInfo(path).fileName()));
     if (!note.isEmpty())
         statusBar()->showMessage(note, 15000); // a migration, a read-only open: said once
-    QSettings settings;
-    QStringList recent = settings.value(QStringLiteral("recentDatabases")).toStringList();
-    recent.removeAll(m_database);
-    recent.prepend(m_database);
-    settings.setValue(QStringLiteral("recentDatabases"), QStringList(recent.mid(0, kMaxRecent)));
-    updateRecentMenu();
-    refreshChartData();
+    m_recent->add(m_database);
+    m_charts->refresh(m_database);
     return true;
 }
 
@@ -712,65 +663,6 @@ void MainWindow::showLaunchedRun(const QString& database, const QString& runLabe
         m_resultsPage->offerDatabase(database, runLabel);
 }
 
-void MainWindow::refreshChartData()
-{
-    if (m_database.isEmpty())
-        return;
-    // The scan reads every evaluation of the file: off the GUI thread, with a connection of its
-    // own. A newer scan (another database, a finished run, the catalog ready) drops this one's
-    // result, so the charts never show a database that is no longer open.
-    struct Scan
-    {
-        bool opened = false;
-        DeviceFacts runDevice;
-        QHash<QString, TaskTimes> times;
-    };
-    const QString path = m_database;
-    m_jobs->run(
-        kChartsSlot,
-        [path] {
-            Scan scan;
-            RunStore store;
-            if (!store.open(path))
-                return scan;
-            scan.opened = true;
-            scan.runDevice = latestRunDevice(store);
-            scan.times = taskTimesFromStore(store, scan.runDevice.name);
-            return scan;
-        },
-        [this](Scan&& scan) {
-            if (!scan.opened)
-                return;
-            const QList<RooflinePoint> points = rooflinePoints(m_catalog->tasks(), scan.times);
-            applyChartData(scan.runDevice, QVariant::fromValue(points));
-        });
-}
-
-void MainWindow::applyChartData(const DeviceFacts& runDevice, const QVariant& points)
-{
-    m_runDevice = runDevice;
-    const DeviceFacts& liveFacts = m_liveDevice;
-    const bool live = liveFacts.available;
-    if (!runDevice.raw.isEmpty()) {
-        // Times were measured on the database's GPU: place the tasks against its roofs.
-        const DeviceFacts& runFacts = runDevice;
-        const QString runGpu = runFacts.name;
-        m_rooflinePage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
-        m_trafficPage->setCurrentDevice(runFacts, live && liveFacts.name == runGpu ? QString() : tr("Run database"));
-        m_rooflinePage->selectGpu(QStringLiteral("current"));
-        m_catalog->loadEagerTimes(m_database, runGpu);
-        const GpuRoofs roofs = fromDeviceFacts(runFacts);
-        if (roofs.isValid()) {
-            m_tasksPage->setRoofs(roofs.fp32Gflops(), roofs.bandwidthGBps(), roofs.name);
-            m_tasksRoofsFromDevice = true;
-        }
-        if (!live)
-            m_promptsPage->setDevice(runDevice);
-    }
-    m_rooflinePage->setPoints(points.value<QList<RooflinePoint>>());
-    Q_EMIT chartDataUpdated();
-}
-
 void MainWindow::chooseDatabase()
 {
     const QString start = m_database.isEmpty() ? QDir::homePath() : QFileInfo(m_database).absolutePath();
@@ -779,19 +671,6 @@ void MainWindow::chooseDatabase()
     if (path.isEmpty())
         return;
     openDatabaseOrExplain(path);
-}
-
-void MainWindow::updateRecentMenu()
-{
-    m_recentMenu->clear();
-    const QStringList recent = QSettings().value(QStringLiteral("recentDatabases")).toStringList();
-    for (const QString& path : recent) {
-        QAction* a = m_recentMenu->addAction(QFileInfo(path).fileName());
-        a->setToolTip(path);
-        a->setEnabled(QFileInfo::exists(path));
-        connect(a, &QAction::triggered, this, [this, path] { openDatabaseOrExplain(path); });
-    }
-    m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
 QWidget* MainWindow::currentChartWidget() const
@@ -856,182 +735,12 @@ QString MainWindow::currentPage() const
 
 void MainWindow::writeScreenshots(const QString& dir, int waitMs)
 {
-    if (!QDir().mkpath(dir)) {
-        // From the event loop, never inside this call, like every other ending.
-        QMetaObject::invokeMethod(
-            this, [this, dir] { Q_EMIT screenshotsFinished(false, tr("cannot create %1").arg(dir)); },
-            Qt::QueuedConnection);
-        return;
-    }
-    const auto catalogDone = [this] {
-        return m_catalog->state() == TaskCatalog::State::Ready || m_catalog->state() == TaskCatalog::State::Failed;
-    };
-    whenReady([this, catalogDone] { return m_deviceDone && catalogDone(); }, waitMs,
-              [this, dir, waitMs](bool ready) {
-                  if (!ready)
-                      warnScreenshots(tr("the worker did not finish (device %1, catalog state %2)")
-                                          .arg(m_deviceDone)
-                                          .arg(int(m_catalog->state())));
-                  if (m_catalog->state() == TaskCatalog::State::Failed)
-                      warnScreenshots(tr("no task catalog: %1").arg(m_catalog->errorMessage()));
-                  if (m_database.isEmpty()) {
-                      stageScreenshots(dir);
-                      return;
-                  }
-                  whenReady(
-                      [this] {
-                          return !m_jobs->isBusy(kChartsSlot) && m_resultsPage->report().has_value() &&
-                                 !m_resultsPage->isBuilding();
-                      },
-                      waitMs,
-                      [this, dir](bool reportReady) {
-                          if (!reportReady)
-                              warnScreenshots(tr("the results report was not ready"));
-                          stageScreenshots(dir);
-                      });
-              });
-}
-
-void MainWindow::whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then)
-{
-    // Polled from the window's event loop, the only one: no loop of its own to re-enter.
-    auto* timer = new QTimer(this);
-    timer->setInterval(50);
-    QElapsedTimer clock;
-    clock.start();
-    connect(timer, &QTimer::timeout, this, [timer, clock, waitMs, ready = std::move(ready), then = std::move(then)] {
-        const bool done = ready();
-        if (!done && clock.elapsed() <= waitMs)
-            return;
-        timer->stop();
-        timer->deleteLater(); // not inside its own signal
-        then(done);
+    auto* tour = new ScreenshotTour(this, dir, waitMs);
+    connect(tour, &ScreenshotTour::finished, this, [this, tour](bool ok, const QString& error) {
+        tour->deleteLater();
+        Q_EMIT screenshotsFinished(ok, error);
     });
-    timer->start();
-}
-
-struct MainWindow::Screenshot
-{
-    QString file;
-    std::function<void()> show;
-    QSize windowSize; ///< the window's size for this picture; invalid: as it is
-};
-
-void MainWindow::stageScreenshots(const QString& dir)
-{
-    const auto warn = warnScreenshots;
-    // A state worth a picture on every page.
-    const QString task = QStringLiteral("L2/1");
-    m_tasksPage->showTask(task);
-    m_trafficPage->showTask(task);
-    m_promptsPage->setPreviewTask(task);
-    m_promptsPage->openTemplate(defaultPromptsDir(), QStringLiteral("agent/generator.mustache"));
-    m_promptsPage->renderPreviewNow();
-    if (!m_database.isEmpty()) {
-        RunStore store;
-        if (store.open(m_database)) {
-            qint64 agent = 0;
-            for (const RunInfo& run : store.runs())
-                if (run.config.regime.fields.roles.contains(RegimeRole::Triager) && // by its roles, not its name
-                    run.config.regime.fields.ablated.isEmpty()) {
-                    agent = run.id;
-                    break;
-                }
-            if (agent && !m_monitorPage->openRun(m_database, agent))
-                warn(tr("cannot open run %1 in the monitor").arg(agent));
-            // The Monitor with a sample of the task in view: its answer beside the tree.
-            const RunTreeModel* tree = m_monitorPage->treeModel();
-            const QModelIndex taskRow = tree->indexOfTask(task);
-            std::optional<UnitKey> shown;
-            for (int t = 0; t < tree->rowCount(taskRow); ++t) {
-                const QModelIndex turn = tree->index(t, 0, taskRow);
-                for (int u = 0; u < tree->rowCount(turn); ++u) {
-                    const QModelIndex unit = tree->index(u, 0, turn);
-                    if (unit.data(RunTreeModel::StatusRole).toString() == QLatin1String("correct"))
-                        shown = tree->unitKey(unit); // the last correct one
-                }
-            }
-            if (shown)
-                m_monitorPage->selectUnit(*shown);
-            else if (agent)
-                warn(tr("no correct sample of %1 in run %2 for the monitor").arg(task).arg(agent));
-        }
-        // The diff reads the task's candidates in the background: count them once they are in.
-        auto* counted = new QObject(this);
-        connect(m_diffPage, &DiffPage::candidatesLoaded, counted, [this, counted, task, warn](const QString& loaded) {
-            if (loaded != task)
-                return;
-            if (m_diffPage->candidates().size() < 2)
-                warn(tr("fewer than two candidates of %1 for the diff").arg(task));
-            counted->deleteLater();
-        });
-        if (!m_diffPage->showTask(task)) {
-            warn(tr("no task %1 for the diff").arg(task));
-            counted->deleteLater();
-        }
-    }
-
-    // The welcome page, the nine pages, then the views the README shows besides: Results at
-    // 1280×720, the roofline on the study's GPU from the table, the traffic of the longest chain.
-    auto shots = std::make_shared<QList<Screenshot>>();
-    shots->append({QStringLiteral("00-welcome.png"), [this] { showWelcome(); }, QSize()});
-    for (int i = 0; i < m_pageNames.size(); ++i) {
-        const QString name = m_pageNames.at(i);
-        shots->append({QStringLiteral("%1-%2.png").arg(i + 1, 2, 10, QLatin1Char('0')).arg(name),
-                       [this, name] { showPage(name); }, QSize()});
-    }
-    shots->append(
-        {QStringLiteral("05-results-1280x720.png"), [this] { showPage(QStringLiteral("results")); }, QSize(1280, 720)});
-    // Each task's one best and every run's kept candidate, on the tour's level.
-    shots->append({QStringLiteral("05-results-per-task.png"),
-                   [this, warn, task] {
-                       if (!m_database.isEmpty() && !m_resultsPage->showTaskLevel(task.mid(1, 1).toInt()))
-                           warn(tr("no level of %1 in the results' per-task table").arg(task));
-                       showPage(QStringLiteral("results"));
-                   },
-                   QSize()});
-    shots->append({QStringLiteral("06-roofline-v100.png"),
-                   [this, warn] {
-                       if (!m_rooflinePage->selectGpu(QStringLiteral("v100-sxm2-32gb")))
-                           warn(tr("no V100 in the GPU table"));
-                       showPage(QStringLiteral("roofline"));
-                   },
-                   QSize()});
-    shots->append({QStringLiteral("07-traffic-L3_10.png"),
-                   [this] {
-                       m_trafficPage->showTask(QStringLiteral("L3/10"));
-                       showPage(QStringLiteral("traffic"));
-                   },
-                   QSize()});
-    grabScreenshot(dir, shots, 0);
-}
-
-void MainWindow::grabScreenshot(const QString& dir, std::shared_ptr<const QList<Screenshot>> shots, int index)
-{
-    if (index >= shots->size()) {
-        std::fflush(stdout);
-        Q_EMIT screenshotsFinished(true, QString());
-        return;
-    }
-    const Screenshot& shot = shots->at(index);
-    const QSize before = size();
-    if (shot.windowSize.isValid())
-        resize(shot.windowSize);
-    shot.show();
-    // Layout, chart animations off, deferred paints: the picture after 400 ms of the event loop.
-    QTimer::singleShot(400, this, [this, dir, shots, index, before] {
-        const Screenshot& shot = shots->at(index);
-        const QImage image = grab().toImage();
-        const QString file = QDir(dir).filePath(shot.file);
-        if (shot.windowSize.isValid())
-            resize(before);
-        if (!image.save(file)) {
-            Q_EMIT screenshotsFinished(false, tr("cannot write %1").arg(file));
-            return;
-        }
-        std::printf("%s\n", qPrintable(file));
-        grabScreenshot(dir, shots, index + 1);
-    });
+    tour->start();
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)
@@ -1065,7 +774,7 @@ void MainWindow::restoreSettings()
     keepOnScreen(this); // saved on another screen, or before sizes were kept to it
     // First start (no page and no database remembered): the welcome page, with the example study.
     if (!settings.contains(QStringLiteral("window/page")) && !settings.contains(QStringLiteral("lastDatabase")) &&
-        settings.value(QStringLiteral("recentDatabases")).toStringList().isEmpty())
+        RecentStores::paths().isEmpty())
         showWelcome();
     else
         showPage(settings.value(QStringLiteral("window/page"), QStringLiteral("tasks")).toString());
@@ -1088,9 +797,10 @@ void MainWindow::setDeviceStatus(const QString& text, const QString& tooltip)
 QDialog* MainWindow::showAbout()
 {
     // The device answer where one came (a GPU, or the worker's reason for none).
-    const bool answered = m_liveDevice.available || !m_liveDevice.reason.isEmpty();
-    auto* dialog = new AboutDialog(m_hello, answered ? std::optional<DeviceFacts>(m_liveDevice) : std::nullopt,
-                                   m_workerProgram, this);
+    const DeviceFacts& device = m_charts->liveDevice();
+    const bool answered = device.available || !device.reason.isEmpty();
+    auto* dialog =
+        new AboutDialog(m_hello, answered ? std::optional<DeviceFacts>(device) : std::nullopt, m_workerProgram, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->open();
     return dialog;

@@ -9,19 +9,14 @@
 #include "core/protocol/devicefacts.h"
 #include "core/protocol/workerresponses.h"
 
-#include <QHash>
-#include <QJsonObject>
 #include <QMainWindow>
 #include <QStringList>
 
-#include <functional>
-#include <memory>
 #include <optional>
 
 class QDialog;
 class QLabel;
 class QListWidget;
-class QMenu;
 class QMessageBox;
 class QStackedWidget;
 
@@ -34,9 +29,11 @@ class WorkerSupervisor;
 namespace kwb::app {
 
 class BestOfNPage;
+class ChartRefresher;
 class DiffPage;
 class LaunchPage;
 class PromptEditorPage;
+class RecentStores;
 class ResultsPage;
 class RooflinePage;
 class RunManager;
@@ -98,14 +95,15 @@ public:
     void showPage(const QString& name);
     QString currentPage() const;
 
-    /// Puts each page in a state worth a picture (a task with data, a template, a run, a pair of
-    /// candidates) and writes DIR/<n>-<page>.png for every page. Returns at once: it waits, from
+    /// Writes DIR/<n>-<page>.png for every page (ScreenshotTour). Returns at once: it waits, from
     /// the event loop, for the catalog, the device probe and the results report (at most `waitMs`
     /// each), then ends in screenshotsFinished(). Missing data is reported on stderr, not an error.
     void writeScreenshots(const QString& dir, int waitMs);
+    /// The device probe has ended (deviceProbeFinished() was or is about to be emitted).
+    bool isDeviceProbeDone() const { return m_deviceDone; }
 
     TaskCatalog* catalog() const { return m_catalog; }
-    /// The window's background jobs (slots "charts", "device", "profile/<task>").
+    /// The window's background jobs (slots ChartRefresher::jobSlot(), "device", "profile/<task>").
     JobTracker* jobs() const { return m_jobs; }
 
 Q_SIGNALS:
@@ -131,30 +129,19 @@ private:
     /// A save dialog for a new run store, starting in `folder`, then createDatabase().
     void chooseNewDatabase(const QString& folder = QString());
     void exportCurrentChart();
-    void refreshChartData();
-    void applyChartData(const DeviceFacts& runDevice, const QVariant& points);
-    void updateRecentMenu();
     void setWorkerStatus(const QString& text, const QString& tooltip = QString());
     void setDeviceStatus(const QString& text, const QString& tooltip = QString());
     void restoreSettings();
     QWidget* buildWelcome();
-    /// Without a GPU here or in the open database: the Tasks page's bounds from a GPU of the table.
-    void useTableGpuForTasks();
     QWidget* currentChartWidget() const;
-    /// Calls then(true) once ready() holds, or then(false) after waitMs.
-    void whenReady(std::function<bool()> ready, int waitMs, std::function<void(bool)> then);
-    void stageScreenshots(const QString& dir);
-    struct Screenshot;
-    /// Shows shots[index], waits for its layout and paints, grabs it, then the next.
-    void grabScreenshot(const QString& dir, std::shared_ptr<const QList<Screenshot>> shots, int index);
 
     JobTracker* m_jobs = nullptr;
     WorkerSupervisor* m_supervisor = nullptr;
     TaskCatalog* m_catalog = nullptr;
     RunManager* m_runs = nullptr;
-    DeviceFacts m_liveDevice;         ///< from this machine's worker (available or not)
+    ChartRefresher* m_charts = nullptr; ///< this machine's GPU, the open database's and its times
+    RecentStores* m_recent = nullptr;
     std::optional<HelloInfo> m_hello; ///< the worker's hello, once it has started
-    DeviceFacts m_runDevice;          ///< the GPU the open database was measured on
     bool m_deviceDone = false;
     QString m_database;
     bool m_databaseReadOnly = false;
@@ -167,10 +154,8 @@ private:
     QLabel* m_deviceLabel = nullptr;
     QLabel* m_databaseLabel = nullptr;
     QLabel* m_provenanceBanner = nullptr; ///< standInAnswersNote of the open study; hidden when empty
-    QMenu* m_recentMenu = nullptr;
     QWidget* m_welcome = nullptr;
     QLabel* m_welcomeStatus = nullptr;
-    bool m_tasksRoofsFromDevice = false; ///< the Tasks page's bounds come from a real GPU
 
     TasksPage* m_tasksPage = nullptr;
     PromptEditorPage* m_promptsPage = nullptr;
