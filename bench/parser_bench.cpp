@@ -1,7 +1,7 @@
 // How long the candidate parser takes on answers of the largest accepted size, in the shapes of
-// tests/worker/answer_shapes.hpp (the ones that were quadratic or could recurse deeply).
+// tests/worker/answershapes.h (the ones that were quadratic or could recurse deeply).
 // Usage: kwb-bench-parser [BYTES]   (default: kMaxAnswerBytes). Prints a Markdown table.
-#include "answer_shapes.hpp"
+#include "answershapes.h"
 #include "worker/answers/candidateparser.h"
 
 #include <chrono>

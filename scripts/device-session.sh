@@ -79,7 +79,7 @@ for step in "$@"; do
     cat "$OUT/supervisor.md"
     ;;
   study)
-    # Every regime over the 30 tasks against the fixture server (tests/tools/fixture_llm_server.cpp).
+    # Every regime over the 30 tasks against the fixture server (tests/tools/fixturellmserver.cpp).
     log study
     need_bundle
     # STUDY_DB: a path the machine keeps between warm calls (e.g. under build-gpu/), so a study split

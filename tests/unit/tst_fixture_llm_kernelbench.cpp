@@ -1,4 +1,4 @@
-// kwb-fixture-llm --answer-format kernelbench (tests/tools/fixture_llm_server.cpp): for each of
+// kwb-fixture-llm --answer-format kernelbench (tests/tools/fixturellmserver.cpp): for each of
 // the 30 tasks, answers in KernelBench's format under the "improves with more tries" policy: the
 // first need(task) answers are the study's load_inline mistakes (a keyword load_inline lacks, a
 // function called by another name than `functions` binds, a ModelNew signature the task does not

@@ -1,4 +1,4 @@
-// kwb-fixture-llm --recorded DIR (tests/tools/fixture_llm_server.cpp; issue 33 item 5): serves
+// kwb-fixture-llm --recorded DIR (tests/tools/fixturellmserver.cpp; issue 33 item 5): serves
 // the generations of a folder laid out as `kwb import kernelbench` reads it, per task, over the
 // OpenAI API. Against tests/fixtures/real-generations (real layout, synthetic contents: its
 // README), whose files are named here, not found by the server's rules: L1/1 has sample 0 (a

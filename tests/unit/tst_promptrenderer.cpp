@@ -7,7 +7,7 @@
 #include "core/prompts/promptrenderer.h"
 #include "core/prompts/templateset.h"
 #include "core/store/runstore.h"
-#include "tst_promptrenderer_data.h"
+#include "promptrendererdata.h"
 
 #include <QDir>
 #include <QFile>

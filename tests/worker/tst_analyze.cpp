@@ -11,7 +11,7 @@
 #include <torch/library.h>
 #include <torch/version.h>
 
-#include "doctest_after_torch.hpp"
+#include "doctestaftertorch.h"
 
 #include <algorithm>
 #include <cmath>

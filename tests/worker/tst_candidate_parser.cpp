@@ -1,5 +1,5 @@
 // Candidate-format parser: every error code, line numbers, the documented example.
-#include "answer_shapes.hpp"
+#include "answershapes.h"
 #include "worker/answers/candidateparser.h"
 
 #include <doctest/doctest.h>

@@ -11,7 +11,7 @@
 #include "worker/python/scripthost.h"
 #include "worker/tasks/task.h"
 
-#include "doctest_after_torch.hpp"
+#include "doctestaftertorch.h"
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>

@@ -5,7 +5,7 @@
 // every table and the window say what answered; this is the one place that decides it.
 //
 // How a run records its server: by the model name it stored (RunConfig::model). kwb-fixture-llm
-// (tests/tools/fixture_llm_server.cpp) lists one model, kFixtureModel for its fixture answers and
+// (tests/tools/fixturellmserver.cpp) lists one model, kFixtureModel for its fixture answers and
 // kRecordedModel when it serves a folder of recorded real answers (--recorded); the window's
 // Launch page takes the model the server lists, and the scripts and docs name it. An imported run
 // (`kwb import`) asked no server: its answers are a folder's generations.
