@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -224,62 +226,280 @@ TEST_CASE("texts are capped, each and together")
     CHECK(many.size() == kMaxFactKernels);
 }
 
-TEST_CASE("kernels of a shared object nvcc built, compressed and not")
+namespace {
+
+// A torch extension's kind of source: a plain kernel, a template, an extern "C" one, host launches.
+const char* kExtensionSource = R"(
+__global__ void scale_kernel(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }
+template <typename T> __global__ void tmax(const T* a, T* b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) b[i] = max(a[i], T(0)); }
+extern "C" __global__ void plain(float* x) { x[threadIdx.x] = 1; }
+void launch(float* x, int n) { scale_kernel<<<1, 1>>>(x, 2, n); tmax<float><<<1, 1>>>(x, x, n); plain<<<1, 1>>>(x); }
+)";
+
+// The source built as a shared object with SASS and PTX for sm_90 and nvcc's `flags` (how it
+// compresses); written to `so` where given. Empty where nvcc failed.
+std::vector<char> nvccExtension(const std::string& nvcc, const std::string& flags, const std::string& so = {})
+{
+    char dir[] = "/tmp/kwb-kernelfacts-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    const std::string cu = std::string(dir) + "/k.cu", out = so.empty() ? std::string(dir) + "/k.so" : so;
+    std::ofstream(cu) << kExtensionSource;
+    const std::string cmd = nvcc + " -shared -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 " +
+                            "-gencode arch=compute_90,code=compute_90 " + flags + " " + cu + " -o " + out;
+    std::vector<char> bytes;
+    if (std::system(cmd.c_str()) == 0) {
+        std::ifstream in(out, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    std::system(("rm -rf " + std::string(dir)).c_str());
+    return bytes;
+}
+
+template <typename T>
+T fieldAt(const std::vector<char>& b, std::size_t at)
+{
+    T v{};
+    std::memcpy(&v, b.data() + at, sizeof v);
+    return v;
+}
+
+template <typename T>
+void setField(std::vector<char>& b, std::size_t at, T v)
+{
+    std::memcpy(b.data() + at, &v, sizeof v);
+}
+
+// Where each fatbin entry's header is in the file, in order, found on their own here: every
+// fatbinary starts {u32 0xBA55ED50, u16 version 1, u16 header size 16, u64 size}; entries
+// {u16 kind, u16, u32 header size, u64 payload size, …}.
+std::vector<std::size_t> entryHeaders(const std::vector<char>& so)
+{
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i + 16 <= so.size(); i += 8) {
+        if (fieldAt<uint32_t>(so, i) != 0xBA55ED50u || fieldAt<uint16_t>(so, i + 4) != 1 ||
+            fieldAt<uint16_t>(so, i + 6) != 16)
+            continue;
+        const std::size_t end = i + 16 + fieldAt<uint64_t>(so, i + 8);
+        for (std::size_t p = i + 16; p + 0x40 <= end && end <= so.size();
+             p += fieldAt<uint32_t>(so, p + 4) + fieldAt<uint64_t>(so, p + 8))
+            out.push_back(p);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("kernels of a shared object nvcc built, uncompressed")
 {
     const std::string nvcc = nvccPath();
     if (nvcc.empty()) {
         MESSAGE("skipped: no nvcc next to the CUDA include directories");
         return;
     }
-    char dir[] = "/tmp/kwb-kernelfacts-XXXXXX";
-    REQUIRE(::mkdtemp(dir));
-    const std::string cu = std::string(dir) + "/k.cu";
-    std::ofstream(cu) << R"(
-__global__ void scale_kernel(float* x, float a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= a; }
-template <typename T> __global__ void tmax(const T* a, T* b, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) b[i] = max(a[i], T(0)); }
-extern "C" __global__ void plain(float* x) { x[threadIdx.x] = 1; }
-void launch(float* x, int n) { scale_kernel<<<1, 1>>>(x, 2, n); tmax<float><<<1, 1>>>(x, x, n); plain<<<1, 1>>>(x); }
-)";
-    for (const char* mode : {"none", "size"}) {
-        CAPTURE(mode);
-        const std::string so = std::string(dir) + "/k_" + mode + ".so";
-        const std::string cmd = nvcc + " -shared -Xcompiler -fPIC -gencode arch=compute_90,code=sm_90 " +
-                                "-gencode arch=compute_90,code=compute_90 -compress-mode=" + mode + " " + cu + " -o " +
-                                so;
-        REQUIRE(std::system(cmd.c_str()) == 0);
-        std::string note;
-        const std::vector<KernelFacts> ks = extensionKernelFacts(so, "ext", 90, "", &note);
-        if (std::string(mode) == "size") {
-            // nvcc compressed its cubins (zstd): said, not guessed at
-            CHECK(ks.empty());
-            CHECK(note.find("zstd") != std::string::npos);
-            continue;
-        }
-        INFO(note);
-        CHECK(note.empty());
-        REQUIRE(ks.size() == 3);
-        const KernelFacts* scale = byName(ks, "_Z12scale_kernelPffi");
-        REQUIRE(scale);
-        CHECK(scale->demangled == "scale_kernel(float*, float, int)");
-        CHECK(scale->module == "ext");
-        CHECK(scale->arch == "sm_90");
-        CHECK(scale->registers.value_or(0) > 0);
-        CHECK(scale->paramBytes == 16);
-        REQUIRE(byName(ks, "_Z4tmaxIfEvPKT_PS0_i"));
-        CHECK(byName(ks, "_Z4tmaxIfEvPKT_PS0_i")->demangled == "void tmax<float>(float const*, float*, int)");
-        REQUIRE(byName(ks, "plain"));
-        // the fatbin holds PTX too (compute_90): each kernel gets its entry
-        REQUIRE(byName(ks, "plain")->ptx);
-        CHECK(byName(ks, "plain")->ptx->find(".entry plain(") != std::string::npos);
-        // the facts match the JSON the worker sends
-        const nlohmann::json j = kernelFactsJson(ks);
-        REQUIRE(j.size() == 3);
-        CHECK(j[0].contains("registers"));
-        CHECK(j[0].at("module") == "ext");
-        CHECK(j[0].at("sass").is_null());
-        CHECK(j[0].contains("sass_note"));
+    char so[] = "/tmp/kwb-kernelfacts-so-XXXXXX";
+    const int fd = ::mkstemp(so);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    REQUIRE_FALSE(nvccExtension(nvcc, "--compress-mode=none", so).empty());
+    std::string note;
+    const std::vector<KernelFacts> ks = extensionKernelFacts(so, "ext", 90, "", &note);
+    ::unlink(so);
+    INFO(note);
+    CHECK(note.empty());
+    REQUIRE(ks.size() == 3);
+    const KernelFacts* scale = byName(ks, "_Z12scale_kernelPffi");
+    REQUIRE(scale);
+    CHECK(scale->demangled == "scale_kernel(float*, float, int)");
+    CHECK(scale->module == "ext");
+    CHECK(scale->arch == "sm_90");
+    CHECK(scale->registers.value_or(0) > 0);
+    CHECK(scale->paramBytes == 16);
+    REQUIRE(byName(ks, "_Z4tmaxIfEvPKT_PS0_i"));
+    CHECK(byName(ks, "_Z4tmaxIfEvPKT_PS0_i")->demangled == "void tmax<float>(float const*, float*, int)");
+    REQUIRE(byName(ks, "plain"));
+    // the fatbin holds PTX too (compute_90): each kernel gets its entry
+    REQUIRE(byName(ks, "plain")->ptx);
+    CHECK(byName(ks, "plain")->ptx->find(".entry plain(") != std::string::npos);
+    // the facts match the JSON the worker sends
+    const nlohmann::json j = kernelFactsJson(ks);
+    REQUIRE(j.size() == 3);
+    CHECK(j[0].contains("registers"));
+    CHECK(j[0].at("module") == "ext");
+    CHECK(j[0].at("sass").is_null());
+    CHECK(j[0].contains("sass_note"));
+}
+
+TEST_CASE("a compressed extension gives the facts, PTX and SASS of the uncompressed build")
+{
+    const std::string nvcc = nvccPath();
+    if (nvcc.empty()) {
+        MESSAGE("skipped: no nvcc next to the CUDA include directories");
+        return;
     }
-    std::system(("rm -rf " + std::string(dir)).c_str());
+    const std::string nvdisasm = findNvdisasm(nvrtcIncludeDirs());
+    auto facts = [&](const std::string& flags, std::vector<FatbinEntry>* entries) {
+        char so[] = "/tmp/kwb-kernelfacts-so-XXXXXX";
+        const int fd = ::mkstemp(so);
+        REQUIRE(fd >= 0);
+        ::close(fd);
+        const std::vector<char> bytes = nvccExtension(nvcc, flags, so);
+        REQUIRE_FALSE(bytes.empty());
+        std::string error, note;
+        *entries = fatbinEntries(bytes, &error);
+        const std::vector<KernelFacts> ks = extensionKernelFacts(so, "ext", 90, nvdisasm, &note);
+        ::unlink(so);
+        CHECK(note.empty());
+        return kernelFactsJson(ks);
+    };
+    std::vector<FatbinEntry> plainEntries;
+    const nlohmann::json plain = facts("--compress-mode=none", &plainEntries);
+    for (const FatbinEntry& e : plainEntries)
+        CHECK(e.compression.empty());
+    REQUIRE(plain.size() == 3);
+    for (const auto& k : plain) {
+        CHECK(k.at("ptx").is_string());
+        CHECK(k.at("sass").is_string() == !nvdisasm.empty());
+    }
+    // What nvcc compresses how: size → zstd, speed → LZ4, -compress-all → the cubins too; nvcc
+    // 13's default compresses the PTX (zstd) and leaves cubins as they are.
+    const std::map<std::string, std::pair<std::string, std::string>> modes{
+        {"", {"", ""}}, // the default: not held to what it compresses, only to the same facts
+        {"--compress-mode=size", {"zstd", "zstd"}},
+        {"--compress-mode=speed", {"LZ4", ""}},
+        {"--compress-mode=speed -Xfatbin -compress-all", {"LZ4", "LZ4"}},
+        {"--compress-mode=default -Xfatbin -compress-all", {"zstd", "zstd"}}};
+    for (const auto& [flags, expected] : modes) {
+        CAPTURE(flags);
+        std::vector<FatbinEntry> entries;
+        const nlohmann::json j = facts(flags, &entries);
+        REQUIRE(entries.size() == plainEntries.size());
+        for (std::size_t i = 0; i < entries.size(); ++i) {
+            CAPTURE(i);
+            CHECK(entries[i].unreadable.empty());
+            CHECK(entries[i].bytes == plainEntries[i].bytes);
+            if (!flags.empty())
+                CHECK(entries[i].compression == (entries[i].elf ? expected.second : expected.first));
+        }
+        CHECK(j == plain);
+    }
+}
+
+TEST_CASE("a compressed entry with a lying header, a truncated payload or no library says why")
+{
+    const std::string nvcc = nvccPath();
+    if (nvcc.empty()) {
+        MESSAGE("skipped: no nvcc next to the CUDA include directories");
+        return;
+    }
+    for (const std::string flags : {"--compress-mode=size", "--compress-mode=speed -Xfatbin -compress-all"}) {
+        CAPTURE(flags);
+        const std::vector<char> so = nvccExtension(nvcc, flags);
+        REQUIRE_FALSE(so.empty());
+        std::string error;
+        const std::vector<FatbinEntry> good = fatbinEntries(so, &error);
+        const std::vector<std::size_t> headers = entryHeaders(so);
+        REQUIRE(headers.size() == good.size());
+        // the last cubin: the kernels'
+        std::size_t last = good.size();
+        for (std::size_t i = 0; i < good.size(); ++i)
+            if (good[i].elf)
+                last = i;
+        REQUIRE(last < good.size());
+        REQUIRE_FALSE(good[last].compression.empty());
+        REQUIRE(good[last].unreadable.empty());
+        const std::size_t h = headers[last];
+        const auto packed = fieldAt<uint32_t>(so, h + 0x10);
+        const auto payload = fieldAt<uint64_t>(so, h + 8);
+        const auto unpacked = fieldAt<uint64_t>(so, h + 0x38);
+        REQUIRE(unpacked == good[last].bytes.size());
+        auto reason = [&](const std::function<void(std::vector<char>&)>& spoil) {
+            std::vector<char> bad = so;
+            spoil(bad);
+            std::string e;
+            const std::vector<FatbinEntry> entries = fatbinEntries(bad, &e);
+            REQUIRE(entries.size() == good.size());
+            for (std::size_t i = 0; i < entries.size(); ++i)
+                if (i != last)
+                    CHECK(entries[i].bytes == good[i].bytes); // the others are still read
+            CHECK(entries[last].bytes.empty());
+            return entries[last].unreadable;
+        };
+        const bool zstd = good[last].compression == "zstd";
+        // sizes past the caps, of an entry and of the extension: refused before memory is taken
+        CHECK(reason([&](auto& b) { setField<uint64_t>(b, h + 0x38, 300ull << 20); }).find("past the 256 MiB") !=
+              std::string::npos);
+        CHECK(reason([&](auto& b) {
+                  setField<uint64_t>(b, h + 0x38, 1ull << 30);
+              }).find("past the 512 MiB decompressed per extension") != std::string::npos);
+        // a size a little off
+        const std::string more = reason([&](auto& b) { setField<uint64_t>(b, h + 0x38, unpacked + 8); });
+        CHECK(more.find(std::to_string(unpacked + 8)) != std::string::npos);
+        CHECK(more.find("header says") != std::string::npos);
+        CHECK_FALSE(reason([&](auto& b) { setField<uint64_t>(b, h + 0x38, unpacked - 8); }).empty());
+        CHECK(reason([&](auto& b) { setField<uint64_t>(b, h + 0x38, 0); }).find("no uncompressed size") !=
+              std::string::npos);
+        // a truncated payload
+        const std::string cut = reason([&](auto& b) { setField<uint32_t>(b, h + 0x10, packed / 2); });
+        CHECK(cut.find(zstd ? "zstd:" : "LZ4") != std::string::npos);
+        // a compressed size outside the payload
+        CHECK(reason([&](auto& b) { setField<uint32_t>(b, h + 0x10, uint32_t(payload + 1)); }).find("not within") !=
+              std::string::npos);
+        CHECK(reason([&](auto& b) { setField<uint32_t>(b, h + 0x10, 0); }).find("not within") != std::string::npos);
+        if (zstd) {
+            CHECK(reason([&](auto& b) {
+                      setField<uint32_t>(b, h + fieldAt<uint32_t>(so, h + 4), 0);
+                  }).find("not a zstd frame") != std::string::npos);
+        } else {
+            // more than any LZ4 block of its size could make
+            CHECK(reason([&](auto& b) {
+                      setField<uint64_t>(b, h + 0x38, uint64_t(packed) * 300);
+                  }).find("bytes of LZ4 can hold") != std::string::npos);
+        }
+        // an entry header size past the fatbinary: the entries before it are read, nothing past it
+        {
+            std::vector<char> bad = so;
+            setField<uint32_t>(bad, h + 4, 0xfffffff0u);
+            std::string e;
+            const std::vector<FatbinEntry> entries = fatbinEntries(bad, &e);
+            REQUIRE(entries.size() == last);
+            for (std::size_t i = 0; i < last; ++i)
+                CHECK(entries[i].bytes == good[i].bytes);
+        }
+        // an extension whose PTX cannot be read: its kernels are described, the PTX note says why
+        std::size_t ptxAt = good.size();
+        for (std::size_t i = 0; i < good.size(); ++i)
+            if (!good[i].elf)
+                ptxAt = i;
+        REQUIRE(ptxAt < good.size());
+        {
+            std::vector<char> bad = so;
+            setField<uint32_t>(bad, headers[ptxAt] + 0x10, fieldAt<uint32_t>(so, headers[ptxAt] + 0x10) / 2);
+            char path[] = "/tmp/kwb-kernelfacts-so-XXXXXX";
+            const int fd = ::mkstemp(path);
+            REQUIRE(fd >= 0);
+            REQUIRE(::write(fd, bad.data(), bad.size()) == ssize_t(bad.size()));
+            ::close(fd);
+            std::string note;
+            const std::vector<KernelFacts> ks = extensionKernelFacts(path, "ext", 90, "", &note);
+            ::unlink(path);
+            CHECK(note.empty());
+            REQUIRE(ks.size() == 3);
+            for (const KernelFacts& k : ks) {
+                CHECK_FALSE(k.ptx);
+                CHECK(k.ptxNote.find("the extension's PTX for compute_90 compressed with " + good[ptxAt].compression +
+                                     " (nvcc's fatbin compression) could not be read: ") == 0);
+            }
+        }
+        // without the library: each compressed entry names it
+        const FatbinInflater none("libkwb-no-such-zstd.so.1", "libkwb-no-such-lz4.so.1");
+        const std::vector<FatbinEntry> missing = fatbinEntries(so, &error, none);
+        REQUIRE(missing.size() == good.size());
+        for (const FatbinEntry& e : missing) {
+            CHECK(e.bytes.empty());
+            CHECK(e.unreadable.find(zstd ? "libkwb-no-such-zstd.so.1 not found"
+                                         : "libkwb-no-such-lz4.so.1 not found") != std::string::npos);
+        }
+    }
 }
 
 TEST_CASE("what is not a cubin or has no device code says so")

@@ -404,7 +404,7 @@ std::vector<KernelFacts> cubinKernelFacts(const char* data, std::size_t size, co
     return out;
 }
 
-std::vector<FatbinEntry> fatbinEntries(const std::vector<char>& so, std::string* error)
+std::vector<FatbinEntry> fatbinEntries(const std::vector<char>& so, std::string* error, const FatbinInflater& inflater)
 {
     std::vector<FatbinEntry> out;
     const Elf elf(so.data(), so.size());
@@ -422,8 +422,11 @@ std::vector<FatbinEntry> fatbinEntries(const std::vector<char>& so, std::string*
     const char* base = so.data() + fat->offset;
     const std::size_t size = fat->size;
     // Each fatbinary: {u32 magic 0xBA55ED50, u16 version, u16 header size, u64 payload size},
-    // then entries {u16 kind (1 PTX, 2 ELF), u16, u32 header size, u64 payload size, …, u32 sm at
-    // 0x1c, u64 flags at 0x28}; fatbinaries follow each other 8-byte aligned.
+    // then entries {u16 kind (1 PTX, 2 ELF), u16, u32 header size, u64 payload size (padded to 8),
+    // u32 compressed size at 0x10, u32 sm at 0x1c, u64 flags at 0x28, u64 uncompressed size at
+    // 0x38}; fatbinaries follow each other 8-byte aligned. The two sizes are 0 where the entry is
+    // not compressed (seen in nvcc 13's fatbins, checked against cuobjdump's -elf and -ptx).
+    uint64_t inflated = 0;
     for (std::size_t q = 0; q + 16 <= size;) {
         uint32_t magic = 0;
         uint16_t headerSize = 0;
@@ -431,30 +434,53 @@ std::vector<FatbinEntry> fatbinEntries(const std::vector<char>& so, std::string*
         readAt(base, size, q, &magic);
         readAt(base, size, q + 6, &headerSize);
         readAt(base, size, q + 8, &fatSize);
-        if (magic != 0xBA55ED50u || headerSize < 16 || fatSize > size - q - headerSize)
+        // Each size is checked against the room left (the file is the candidate's: a size field can lie).
+        if (magic != 0xBA55ED50u || headerSize < 16 || headerSize > size - q || fatSize > size - q - headerSize)
             break;
         const std::size_t end = q + headerSize + fatSize;
         for (std::size_t p = q + headerSize; p + 0x40 <= end;) {
             uint16_t kind = 0;
-            uint32_t entryHeader = 0, sm = 0;
-            uint64_t payload = 0, flags = 0;
+            uint32_t entryHeader = 0, sm = 0, packed = 0;
+            uint64_t payload = 0, flags = 0, unpacked = 0;
             readAt(base, size, p, &kind);
             readAt(base, size, p + 4, &entryHeader);
             readAt(base, size, p + 8, &payload);
+            readAt(base, size, p + 0x10, &packed);
             readAt(base, size, p + 0x1c, &sm);
             readAt(base, size, p + 0x28, &flags);
-            if (entryHeader < 0x40 || payload > end - p - entryHeader)
+            readAt(base, size, p + 0x38, &unpacked);
+            if (entryHeader < 0x40 || entryHeader > end - p || payload > end - p - entryHeader)
                 break;
             if (kind == 1 || kind == 2) {
                 FatbinEntry e;
                 e.elf = kind == 2;
                 e.sm = int(sm);
-                if (flags & 0x8000)
-                    e.unreadable = "compressed with zstd (nvcc's fatbin compression): not read";
-                else if (flags & 0x2000)
-                    e.unreadable = "compressed with LZ4 (nvcc's fatbin compression): not read";
-                else
-                    e.bytes.assign(base + p + entryHeader, base + p + entryHeader + payload);
+                const char* data = base + p + entryHeader;
+                if (flags & (0x8000 | 0x2000)) {
+                    std::string why;
+                    const bool zstd = flags & 0x8000;
+                    e.compression = zstd ? "zstd" : "LZ4";
+                    if (packed == 0 || packed > payload)
+                        why = "its compressed size " + std::to_string(packed) + " is not within its " +
+                              std::to_string(payload) + "-byte payload";
+                    else if (unpacked > kMaxFatbinInflatedBytes - inflated)
+                        why = "its header says it decompresses to " + std::to_string(unpacked) + " bytes, past the " +
+                              std::to_string(kMaxFatbinInflatedBytes / (1024 * 1024)) +
+                              " MiB decompressed per extension (its entries together)";
+                    else
+                        why = inflater.inflate(zstd ? FatbinCompression::Zstd : FatbinCompression::Lz4, data, packed,
+                                               unpacked, &e.bytes);
+                    if (why.empty())
+                        inflated += unpacked;
+                    else
+                        e.unreadable = "compressed with " + e.compression +
+                                       " (nvcc's fatbin compression) could not be read: " + why;
+                } else {
+                    e.bytes.assign(data, data + payload);
+                }
+                if (!e.elf) // PTX is text: the padding to 8 bytes is no part of it
+                    while (!e.bytes.empty() && e.bytes.back() == '\0')
+                        e.bytes.pop_back();
                 out.push_back(std::move(e));
             }
             p += entryHeader + payload;
@@ -667,10 +693,13 @@ std::vector<KernelFacts> extensionKernelFacts(const std::string& soPath, const s
     }
     const bool haveArch =
         std::any_of(entries.begin(), entries.end(), [&](const FatbinEntry& e) { return e.elf && e.sm == sm; });
-    std::string ptx;
-    for (const FatbinEntry& e : entries)
+    std::string ptx, ptxUnreadable;
+    for (const FatbinEntry& e : entries) {
         if (!e.elf && e.unreadable.empty() && (e.sm == sm || ptx.empty()))
             ptx.assign(e.bytes.begin(), e.bytes.end());
+        else if (!e.elf && !e.unreadable.empty())
+            ptxUnreadable = "the extension's PTX for compute_" + std::to_string(e.sm) + " " + e.unreadable;
+    }
     for (const FatbinEntry& e : entries) {
         if (!e.elf || (haveArch && e.sm != sm))
             continue;
@@ -685,7 +714,8 @@ std::vector<KernelFacts> extensionKernelFacts(const std::string& soPath, const s
             k.module = module;
         if (ptx.empty())
             for (KernelFacts& k : ks)
-                k.ptxNote = "the extension's fatbinary holds no PTX (built for SASS only)";
+                k.ptxNote = ptxUnreadable.empty() ? "the extension's fatbinary holds no PTX (built for SASS only)"
+                                                  : ptxUnreadable;
         else
             addPtx(ks, ptx);
         addSass(ks, e.bytes, nvdisasm);

@@ -22,6 +22,8 @@
 // .nv.constant<N> (the module's __constant__ data and the compiler's constants, shared by every
 // kernel of the module).
 
+#include "worker/compile/fatbininflate.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -70,15 +72,21 @@ std::vector<KernelFacts> cubinKernelFacts(const char* data, std::size_t size, co
 struct FatbinEntry
 {
     bool elf = false;
-    int sm = 0; ///< 90 for sm_90
-    std::vector<char> bytes;
-    std::string unreadable; ///< set (bytes empty) where it is compressed or malformed
+    int sm = 0;              ///< 90 for sm_90
+    std::vector<char> bytes; ///< the cubin, or the PTX without the NULs that pad it; decompressed
+    std::string compression; ///< "zstd" or "LZ4" where nvcc compressed it, else empty
+    std::string unreadable;  ///< set (bytes empty) where it could not be decompressed, and why
 };
+/// The most bytes fatbinEntries decompresses for one shared object, all entries together (the
+/// size of the largest .so the worker reads): a fatbin of many entries with lying sizes costs no more.
+inline constexpr uint64_t kMaxFatbinInflatedBytes = 512ull * 1024 * 1024;
 /// The entries of every fatbinary in a shared object's .nv_fatbin section (what nvcc puts in a
-/// torch extension). Compressed entries (nvcc's fatbin compression: flag 0x2000 LZ4, 0x8000 zstd)
-/// are listed with `unreadable` set: they are not decompressed here. `error`: the file is no
-/// ELF64 or has no .nv_fatbin section.
-std::vector<FatbinEntry> fatbinEntries(const std::vector<char>& sharedObject, std::string* error);
+/// torch extension). Entries nvcc compressed (flag 0x8000 zstd, 0x2000 LZ4; nvcc 13 compresses PTX
+/// by default, cubins too with -Xfatbin -compress-all or --compress-mode=size)
+/// are decompressed with `inflater`; one that cannot be is listed with `unreadable` saying why.
+/// `error`: the file is no ELF64 or has no .nv_fatbin section.
+std::vector<FatbinEntry> fatbinEntries(const std::vector<char>& sharedObject, std::string* error,
+                                       const FatbinInflater& inflater = FatbinInflater::system());
 
 /// Adds ptxas -v's spill counts (its "Function properties for X" lines) to the kernels named.
 void addPtxasInfo(std::vector<KernelFacts>& kernels, const std::string& ptxasInfo);
@@ -107,7 +115,7 @@ std::size_t capKernelTexts(std::vector<KernelFacts>& kernels);
 
 /// The facts of a torch extension (its built .so): every kernel of the cubins for `sm` (all cubins
 /// where none is for it), PTX from the fatbin where it holds any, SASS with nvdisasm. `note` says
-/// what could not be read (a compressed cubin, no fatbin).
+/// what could not be read (a cubin that would not decompress, no fatbin).
 std::vector<KernelFacts> extensionKernelFacts(const std::string& soPath, const std::string& module, int sm,
                                               const std::string& nvdisasm, std::string* note);
 
