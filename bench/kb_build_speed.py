@@ -423,6 +423,7 @@ def device_quick(ec, answers, arch):
     # The headers in threads of this process beside them: their g++ runs are processes.
     import threading
     made = {}
+    failures = {}  # a header's failed build: its whole message (the table keeps the last line)
 
     def make(label, arguments):
         t = time.monotonic()
@@ -431,6 +432,7 @@ def device_quick(ec, answers, arch):
             made[label] = (time.monotonic() - t, found is not None and found[1]["ok"])
         except Exception as e:  # noqa: BLE001 (reported in the table)
             made[label] = (time.monotonic() - t, f"failed: {str(e).splitlines()[-1][:200] if str(e) else e}")
+            failures[label] = str(e)
     threads = [threading.Thread(target=make, args=(label, arguments)) for label, arguments, _ in answers]
     for t in threads:
         t.start()
@@ -456,6 +458,10 @@ def device_quick(ec, answers, arch):
         same = guess is not None and plain[label]["main_cpp"] == guess.encode()
         print(f"- {label}: header: {made.get(label, ('', '?'))[1]}; the broker's main.cpp "
               f"{'is' if same else 'is NOT'} the one load_inline wrote")
+    for label, message in failures.items():
+        # The compiler's own words: the table's last line ("compilation terminated.") says too little.
+        tail = "\n".join(message.splitlines()[-25:])
+        print(f"\n<details><summary>{label}: the header's build failed</summary>\n\n```\n{tail[-3000:]}\n```\n</details>")
     print()
     cache = os.path.join(WORK, "cache-after")
     link_headers(headers, cache, ec)

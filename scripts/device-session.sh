@@ -3,6 +3,7 @@
 # results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
 #   KWB_COMMIT=<commit> scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
+# kb-only-crash (a diagnosis, session 20): run_reference of a KernelBench-only task in several request orders.
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -504,6 +505,44 @@ PY
       echo "(exit $?: 124 is the step's 230 s limit)"
     } > "$md" 2> "$OUT/kb-build-speed.log"
     tail -40 "$md"
+    ;;
+  kb-only-crash)
+    # Session 20's 250-task check: kwb-worker ended by SIGSEGV in run_reference of every
+    # KernelBench-only task it reached on the H200 (37 of 37), while evaluate of the KernelBench-only
+    # fixtures (kbonly_*) passed. Which request order crashes, and where: Python's faulthandler
+    # prints the Python stack on a fatal signal, the worker's stderr is kept. TASK (default L1/13).
+    log kb-only-crash
+    PYTHONFAULTHANDLER=1 timeout 300 python3 - "$worker" "${TASK:-L1/13}" > "$OUT/kb-only-crash.txt" 2>&1 <<'PY'
+import json, subprocess, sys
+worker, task = sys.argv[1], sys.argv[2]
+ref = {"type": "run_reference", "task": task, "scale": "full", "seed": 42}
+orders = {"cuda alone": [dict(ref, device="cuda")], "cpu alone": [dict(ref, device="cpu")],
+          "warm, then cuda": [{"type": "warm"}, dict(ref, device="cuda")],
+          "warm with python, then cuda": [{"type": "warm", "python": True}, dict(ref, device="cuda")],
+          "cuda twice": [dict(ref, device="cuda"), dict(ref, device="cuda")]}
+for name, requests in orders.items():
+    p = subprocess.Popen([worker, "--tasks-dir", "tasks"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    said = []
+    for i, request in enumerate(requests, 1):
+        p.stdin.write(json.dumps(dict(request, id=i)) + "\n")
+        p.stdin.flush()
+        while True:
+            line = p.stdout.readline()
+            if not line:
+                break
+            reply = json.loads(line)
+            if reply.get("id") == i:
+                said.append({k: reply.get(k) for k in ("type", "ok", "output_shape", "mean", "ms", "error") if k in reply})
+                break
+        if not line:
+            break
+    p.stdin.close()
+    code = p.wait(timeout=120)
+    print(f"== {name}: exit {code}; replies {json.dumps(said)[:600]}")
+    print("   stderr: " + "\n   ".join(p.stderr.read().splitlines()[-30:]))
+PY
+    cat "$OUT/kb-only-crash.txt" | cut -c1-300
     ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.
