@@ -15,6 +15,10 @@
 #   verify_remembers_until_a_file_changes  an entry's hashes are checked once per process while its
 #                           files keep their identity (the broker's header before each build); a
 #                           chmod-ed file is hashed again, a changed one refused
+#   builds_in_one_process_take_turns  build_into from several threads of one process (it replaces
+#                           torch's module functions and sets TORCH_CUDA_ARCH_LIST while it builds):
+#                           one at a time, and torch's functions and the environment are as they
+#                           were once all are done
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
 import os
@@ -23,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 HOST = os.path.abspath(sys.argv[1])
@@ -325,11 +330,53 @@ def verify_remembers_until_a_file_changes():
         assert "hash mismatch" in str(e), e
 
 
+def builds_in_one_process_take_turns():
+    import importlib.util
+    sys.path.insert(0, STUB)
+    import torch.utils.cpp_extension as cpp
+    spec = importlib.util.spec_from_file_location("extension_cache_turns", EXT)
+    ec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ec)
+    real_import = cpp._import_module_from_library
+    arch_before = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    inside, most, seen_arch = [0], [0], []
+    count = threading.Lock()
+
+    def load_inline(**arguments):  # what torch's would do to the process's state, slowly
+        with count:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        seen_arch.append((arguments["name"], os.environ.get("TORCH_CUDA_ARCH_LIST")))
+        time.sleep(0.2)
+        with count:
+            inside[0] -= 1
+
+    cpp._kwb_real_load_inline = load_inline
+    results = {}
+    try:
+        threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, ec.build_into(
+            {"name": f"turn{i}", "cpp_sources": "int f();"}, "sm_90" if i % 2 else "", fresh(f"turns{i}"))))
+            for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        del cpp._kwb_real_load_inline
+    assert all(r.get("ok") for r in results.values()) and len(results) == 4, results
+    assert most[0] == 1, f"{most[0]} builds ran at once in one process"
+    assert cpp._import_module_from_library is real_import, "torch's module import is left replaced"
+    assert os.environ.get("TORCH_CUDA_ARCH_LIST") == arch_before, os.environ.get("TORCH_CUDA_ARCH_LIST")
+    for name, arch in seen_arch:  # each build saw its own arch list (sm_90 for the odd ones, none else)
+        assert (arch == "9.0") == (int(name[-1]) % 2 == 1), seen_arch
+
+
 if __name__ == "__main__":
     setup()
     failed = 0
     for case in (one_build_per_key, killed_build_is_retried, failure_is_cached, broker_builds_once_for_two_workers,
-                 changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes):
+                 changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
+                 builds_in_one_process_take_turns):
         try:
             case()
             print(f"PASS {case.__name__}")

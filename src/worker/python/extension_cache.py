@@ -635,14 +635,27 @@ def build_into(arguments, arch, out_dir, pch=None):
     arguments.pop("kwb_pch", None)
     arguments["build_directory"] = out_dir
     arguments["verbose"] = False
-    name = str(arguments.get("name", "ext"))
-    # The name's version is per process in torch (name_v1 after a second source): always 0 here.
-    cpp.JIT_EXTENSION_VERSIONER.entries.pop(name, None)
     archs = _cuda_arch_list(arch)
     if making_pch and not archs:
         # torch works out nvcc's flags too, asking the GPU for its arch where none is named (there
         # is none in the builder's sandbox); the header's build uses only g++'s.
         archs = "8.0"
+    # Process-wide state below (torch's module functions, the environment): one build at a time in
+    # a process. Threads that build at once (a benchmark making headers beside builds) otherwise
+    # take each other's hooks and flags, and the last to finish can leave the import replaced.
+    with _build_into_lock:
+        return _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs)
+
+
+_build_into_lock = threading.Lock()
+
+
+def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs):
+    if making_pch and not (hasattr(cpp, "_write_ninja_file") and hasattr(cpp, "_run_ninja_build")):
+        return {"ok": False, "message": "this torch's cpp_extension has no _write_ninja_file or _run_ninja_build, "
+                                        "where the flags of a precompiled header are read"}
+    # The name's version is per process in torch (name_v1 after a second source): always 0 here.
+    cpp.JIT_EXTENSION_VERSIONER.entries.pop(str(arguments.get("name", "ext")), None)
     old = os.environ.get("TORCH_CUDA_ARCH_LIST")
     if archs:
         os.environ["TORCH_CUDA_ARCH_LIST"] = archs
@@ -650,9 +663,6 @@ def build_into(arguments, arch, out_dir, pch=None):
     cpp._import_module_from_library = lambda *a, **k: None
     load_inline = getattr(cpp, "_kwb_real_load_inline", cpp.load_inline)
     hooks = _BuildHooks(cpp, pch, making_pch)
-    if making_pch and not (hasattr(cpp, "_write_ninja_file") and hasattr(cpp, "_run_ninja_build")):
-        return {"ok": False, "message": "this torch's cpp_extension has no _write_ninja_file or _run_ninja_build, "
-                                        "where the flags of a precompiled header are read"}
     try:
         with hooks:
             load_inline(**arguments)
