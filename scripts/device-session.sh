@@ -133,6 +133,14 @@ for step in "$@"; do
     # (kwb import of the same folder).
     log study-recorded
     need_bundle
+    # After each run: the database checkpointed and everything of the step in one archive, so a call
+    # cut by its limit (only a few files come back) still returns what ran (session 20 lost it).
+    keep_study() {
+      python3 -c "import sqlite3,sys;c=sqlite3.connect(sys.argv[1]);c.execute('PRAGMA wal_checkpoint(TRUNCATE)');c.close()" "$db" 2>/dev/null
+      tar -czf "$OUT/.study-recorded.tgz" -C "$(dirname "$db")" "$(basename "$db")" -C "$OUT" \
+        $(cd "$OUT" && ls study-recorded-*.txt study-recorded-report.md llm-recorded.* 2>/dev/null) 2>/dev/null &&
+        mv "$OUT/.study-recorded.tgz" "$OUT/study-recorded.tgz"
+    }
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
     db=${STUDY_DB:-$OUT/study-recorded.db}
     export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/study-recorded-extensions}
@@ -151,11 +159,14 @@ for step in "$@"; do
         --compile-workers ${STUDY_COMPILE_WORKERS:-12} --timing-trials ${STUDY_TRIALS:-10} \
         --isolation ${STUDY_ISOLATION:-reuse} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
       echo "rc=$?" >> "$OUT/study-recorded-${r/:/-}.txt"; tail -3 "$OUT/study-recorded-${r/:/-}.txt"
+      keep_study
     done
     kill $pid; wait $pid 2>/dev/null
-    $bundle/run kwb --worker "$worker" import kernelbench "$recorded" --db "$db" --compile-workers 12 \
-      > "$OUT/study-recorded-import.txt" 2>&1
+    timeout ${STUDY_IMPORT_TIMEOUT:-150} $bundle/run kwb --worker "$worker" import kernelbench "$recorded" --db "$db" \
+      --compile-workers 12 > "$OUT/study-recorded-import.txt" 2>&1
+    echo "rc=$?" >> "$OUT/study-recorded-import.txt"
     $bundle/run kwb report --db "$db" > "$OUT/study-recorded-report.md" 2>&1
+    keep_study
     [[ $db == "$OUT/study-recorded.db" ]] || cp "$db" "$OUT/study-recorded.db"
     head -40 "$OUT/study-recorded-report.md"
     ;;
