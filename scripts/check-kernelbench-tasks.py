@@ -358,6 +358,11 @@ class Run:
             self.free += min(host_bytes(t), self.budget)
             self.cond.notify_all()
 
+    def keep(self, row):
+        """A finished row, appended to --state at once (the last row of a task is the one that counts)."""
+        self.log.write(json.dumps(row) + "\n")
+        self.log.flush()
+
     def finish(self, t, side, value):
         with self.cond:
             half = self.halves.setdefault(t["id"], {})
@@ -367,8 +372,7 @@ class Run:
             row = {"task": t["id"], "state": "KernelBench only" if t.get("kernelbench_only") else
                    "converted" if t["number"] > 10 else "hand-written", **half}
             row["verdict"] = row_verdict(row, bool(t.get("kernelbench_only")))
-            self.log.write(json.dumps(row) + "\n")
-            self.log.flush()
+            self.keep(row)
             self.done[t["id"]] = row
             print("%-7s %-16s eager %s ms, %.0f s in" % (t["id"], row["verdict"], fmt(half["kernelbench"].get(
                 "eager_ms")), time.monotonic() - self.start), file=sys.stderr)
@@ -393,8 +397,7 @@ class NoiseRun(Run):
             if len(row["kernelbench"]["draws"]) < len(NOISE_SEEDS):
                 return
             row["verdict"] = row_verdict(row, bool(t.get("kernelbench_only")))
-            self.log.write(json.dumps(row) + "\n")
-            self.log.flush()
+            self.keep(row)
             print("%-7s %-16s (KernelBench drawn under seeds %s too)" % (
                 t["id"], row["verdict"], ", ".join(map(str, NOISE_SEEDS))), file=sys.stderr)
 

@@ -72,33 +72,8 @@ def get_init_inputs():
     return [256, 3]
 '''
 
-LINEAR_TASK = '''id = "L1/4"
-level = 1
-number = 4
-title = "Tiny 4"
-source = "level1/4_TinyLinear.py"
-init_inputs = ["d", "k"]
-forward = \'\'\'
-def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
-    return torch.linear(x, p["fc.weight"], p["fc.bias"])
-\'\'\'
-
-[dims]
-n = 64
-d = 256
-k = 3
-
-[smoke]
-n = 2
-d = 8
-k = 3
-
-[[inputs]]
-name = "x"
-shape = ["n", "d"]
-dtype = "float32"
-generator = "rand"
-
+# The Linear's weights and bias, made as nn.Linear makes them.
+LINEAR_PARAMS = '''
 [[params]]
 name = "fc.weight"
 shape = ["k", "d"]
@@ -113,13 +88,13 @@ fan_in = ["d"]
 '''
 
 
-def native_task(number, source, body):
+def native_task(number, source, body, init_inputs="[]", extra_dims="", params=""):
     return '''id = "L1/%d"
 level = 1
 number = %d
 title = "Tiny %d"
 source = "%s"
-init_inputs = []
+init_inputs = %s
 forward = \'\'\'
 def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
     return %s
@@ -128,17 +103,17 @@ def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:
 [dims]
 n = 64
 d = 256
-
+%s
 [smoke]
 n = 2
 d = 8
-
+%s
 [[inputs]]
 name = "x"
 shape = ["n", "d"]
 dtype = "float32"
 generator = "rand"
-''' % (number, number, number, source, body)
+%s''' % (number, number, number, source, init_inputs, body, extra_dims, extra_dims, params)
 
 
 def kernelbench_only_task(number, source, python):
@@ -178,7 +153,9 @@ def main():
               native_task(2, "level1/2_TinyReLU.py", "torch.relu(x) * 2.0"))
         write(os.path.join(tasks, "level1/03_tiny.toml"), kernelbench_only_task(3, "level1/3_TinyHinge.py", HINGE))
         write(os.path.join(kb, "level1/4_TinyLinear.py"), LINEAR)
-        write(os.path.join(tasks, "level1/04_tiny.toml"), LINEAR_TASK)
+        write(os.path.join(tasks, "level1/04_tiny.toml"),
+              native_task(4, "level1/4_TinyLinear.py", 'torch.linear(x, p["fc.weight"], p["fc.bias"])',
+                          '["d", "k"]', "k = 3\n", LINEAR_PARAMS))
         out, state = os.path.join(tmp, "t.md"), os.path.join(tmp, "t.jsonl")
         args = [python, SCRIPT, "--worker", worker, "--tasks-dir", tasks, "--kernelbench", kb, "--out", out,
                 "--device", "cpu", "--jobs", "2", "--task-timeout", "120", "--host-memory-gb", "1"]
