@@ -224,6 +224,26 @@ TEST_CASE("a KernelBench-only task is listed, refused with its reason by analyze
     CHECK(native.response["message"].get<std::string>().find("L3/35 is KernelBench only (line 18: nn.LSTM") == 0);
 }
 
+TEST_CASE("a fresh worker's first request may be run_reference of a KernelBench-only task")
+{
+    // Nothing before it starts the embedded Python: the request itself must (session 20 on the H200:
+    // every such first request ended the worker by SIGSEGV, on the CPU as on the GPU, while one
+    // after `warm` with Python, or after an evaluate, ran). Python 3.11 here may survive the bug.
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE(worker.start(&err));
+    auto first =
+        worker.request({{"type", "run_reference"}, {"task", "L3/34"}, {"scale", "full"}, {"device", "cpu"}}, 300);
+    REQUIRE(first.outcome == WorkerClient::Outcome::Ok);
+    CAPTURE(first.response.dump());
+    if (first.response["ok"] == false &&
+        first.response["error"]["message"].get<std::string>().find("built without Python") != std::string::npos)
+        return;
+    CHECK(first.response["ok"] == true);
+    CHECK(first.response["output_shape"] == json({256, 8, 128}));
+    CHECK(worker.running());
+}
+
 TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without compiling again")
 {
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});

@@ -200,11 +200,20 @@ bool start()
     return g_host != nullptr;
 }
 
-/// _kwb_host.<fn>(args...) with new references given; throws with Python's message on an exception.
-Ref callHost(const char* fn, std::initializer_list<PyObject*> args)
+/// Starts the host or throws. A Python object may be made only once the interpreter runs, and
+/// callHost's arguments are made before it is called: so every entry point that makes them calls
+/// this first (a worker whose first request was run_reference of a KernelBench-only task made its
+/// arguments before any interpreter and died by SIGSEGV, session 20 on the H200).
+void requireHost()
 {
     if (!start())
         throw std::runtime_error(g_startError);
+}
+
+/// _kwb_host.<fn>(args...) with new references given; throws with Python's message on an exception.
+Ref callHost(const char* fn, std::initializer_list<PyObject*> args)
+{
+    requireHost();
     Ref tuple(PyTuple_New(Py_ssize_t(args.size())));
     Py_ssize_t i = 0;
     for (PyObject* a : args) {
@@ -416,6 +425,7 @@ int buildExtension(const std::string& requestPath, const std::string& outDir)
 
 json checkSource(const std::string& source)
 {
+    requireHost();
     return jsonResult(callHost("check_json", {str(source)}));
 }
 
@@ -449,6 +459,7 @@ void dropEarlyRequests()
 
 json build(const std::string& source, const std::string& arch)
 {
+    requireHost();
     std::filesystem::create_directories(extensionCacheDir());
     callHost("configure", {str(extensionCacheDir()), str(arch)});
     DropEarlyRequests drop;
@@ -459,6 +470,7 @@ json build(const std::string& source, const std::string& arch)
 
 KernelBenchReference loadKernelBenchReference(const std::string& source, uint64_t seed, const std::string& device)
 {
+    requireHost();
     json r = jsonResult(callHost("load_reference_json", {str(source), PyLong_FromUnsignedLongLong(seed), str(device)}));
     KernelBenchReference ref;
     if (!r.value("ok", false)) {
@@ -482,6 +494,7 @@ std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t s
 KernelBenchModel loadKernelBenchModel(const std::string& source, const json& initInputs, uint64_t seed,
                                       const std::string& device, const std::string& arch)
 {
+    requireHost();
     std::filesystem::create_directories(python::extensionCacheDir());
     callHost("configure", {str(python::extensionCacheDir()), str(arch)});
     DropEarlyRequests drop;
