@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What we run on the GPU machine (../shared/device/README.md), one step per argument, logs and
-# results under $OUT (default ./out). Needs .deps (unpack-header-deps.sh) and, for the steps that
+# results under $OUT (default ./out). Needs .deps (`../shared/device/unpack-header-deps.sh libtomlplusplus-dev
+# doctest-dev`: with nlohmann-json alone the build stops at toml++) and, for the steps that
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
 #   KWB_COMMIT=<commit> scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
 # kb-only-crash (a diagnosis, session 20): run_reference of a KernelBench-only task in several request orders.
