@@ -23,6 +23,7 @@ constructor arguments, all at full scale) and fails otherwise (docs/decisions.md
 """
 import argparse
 import ast
+import json
 import math
 import os
 import re
@@ -75,7 +76,9 @@ class Converted:
         self.init_inputs = []
         self.forward = None
         self.docstring = ""
-        self.free = []        # dimensions the shape sets vary (free_dims), in dims order
+        self.free = []        # dimensions the shape sets vary (free_dims), in dims order; KernelBench
+                              # only: [(constant, value)] (free_constants)
+        self.kept = {}        # KernelBench only: constants get_inputs() reads that stay, and why
 
 
 def entry(v):
@@ -290,16 +293,16 @@ def free_dims(c, ctx):
     return [n for n in c.dims if n in sized and n not in fixed]
 
 
-def shape_sets_of(free, dims, smoke):
+def shape_sets_of(free, dims, smoke, full_only=False):
     """[(name, held_out, {dim: full value}, {dim: smoke value})] over the free dimensions (names of
-    dims, in dims order; smoke: the smoke scale's overrides); empty where no free dimension
-    changes at full scale."""
+    dims, in dims order; smoke: the smoke scale's overrides; full_only: None in place of the smoke
+    values); empty where no free dimension changes at full scale."""
     if not any(shape_set_value(rule, dims[n]) != dims[n] for _, rule, _ in SHAPE_SETS for n in free):
         return []
     out = []
     for name, rule, smoke_rule in SHAPE_SETS:
         full = {n: shape_set_value(rule, dims[n]) for n in free}
-        small = {n: shape_set_value(smoke_rule, smoke.get(n, dims[n])) for n in free}
+        small = None if full_only else {n: shape_set_value(smoke_rule, smoke.get(n, dims[n])) for n in free}
         out.append((name, name == "held_out", full, small))
     return out
 
@@ -311,8 +314,194 @@ def shape_sets_toml(sets):
         if held_out:
             out.append("held_out = true\n")
         out.append("dims = { %s }\n" % ", ".join("%s = %d" % kv for kv in full.items()))
-        out.append("smoke = { %s }\n" % ", ".join("%s = %d" % kv for kv in small.items()))
+        if small is not None:
+            out.append("smoke = { %s }\n" % ", ".join("%s = %d" % kv for kv in small.items()))
     return "".join(out)
+
+
+# ---- shape sets of a KernelBench-only task ------------------------------------------------------
+# Its inputs are get_inputs()'s, sized by the problem file's module-level constants; a set overrides
+# the free ones (free_constants) while get_inputs() runs (kernelbench_host.py, reference_inputs), at
+# full scale only (such a task has KernelBench's sizes at every scale).
+
+# Free constants a reference cannot run with other values although the rule sees no use of them by
+# Model: found by running KernelBench's Model at every set (--run-sets). Kept in every set.
+KB_ONLY_COUPLED = {
+}
+
+# The expressions a derived module value may have (input_shape = (num_classes,)): the worker
+# evaluates them again with the set's values (no calls: nothing drawn, nothing run).
+_PLAIN_NODES = (ast.Constant, ast.Name, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.Starred, ast.expr_context,
+                ast.operator, ast.unaryop)
+
+
+def _int_literal(node):
+    """The value of an int written with literals alone (4096, 8192 * 2), else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _int_literal(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+        a, b = _int_literal(node.left), _int_literal(node.right)
+        if a is None or b is None:
+            return None
+        if isinstance(node.op, ast.FloorDiv):
+            return a // b if b else None
+        return a + b if isinstance(node.op, ast.Add) else a - b if isinstance(node.op, ast.Sub) else a * b
+    return None
+
+
+def _names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _scope_globals(table, rebound):
+    """The module-level names a function or class body (and what it nests) reads; names it
+    rebinds with `global` go to rebound."""
+    out = set()
+    for s in table.get_symbols():
+        if s.is_declared_global() and s.is_assigned():
+            rebound.add(s.get_name())
+        if s.is_global() and s.is_referenced():
+            out.add(s.get_name())
+    for child in table.get_children():
+        out |= _scope_globals(child, rebound)
+    return out
+
+
+def free_constants(source, key=None):
+    """The module-level int constants of a KernelBench problem file that a shape set may change, in
+    module order, with their values: [(name, value)]; and {name: why it stays} for the others that
+    get_inputs() reads. A constant is free when get_inputs() reads it (directly, through functions
+    it calls, or through other module values) and nothing that makes or is Model does:
+    get_init_inputs(), Model's class (its body, methods and defaults) and whatever module function,
+    class or value those read, and any module statement that is not a definition or a plain
+    assignment. Conservative: a name assigned more than once or rebound by `global` stays, as does one
+    whose value Model's code (or what it reads) writes as a literal (a default image size of 224,
+    the rule of the smoke scale: a coincidence of values can be a coupling), one that a derived
+    module value with a call reads (it could not be evaluated again), and one KB_ONLY_COUPLED keeps."""
+    import symtable
+    tree = ast.parse(source)
+    assigned = {}  # name -> [value node, or None where not a plain `name = value`]
+    reads = {}     # module name -> the module names its definition or value reads
+    opaque = set()
+    rebound = set()
+    order = []
+    defs = set()
+
+    def bind(name, value, read):
+        assigned.setdefault(name, []).append(value)
+        reads.setdefault(name, set()).update(read)
+        if name not in order:
+            order.append(name)
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            header = list(stmt.decorator_list)
+            if isinstance(stmt, ast.ClassDef):
+                header += stmt.bases + [k.value for k in stmt.keywords]
+            else:
+                a = stmt.args
+                header += a.defaults + [d for d in a.kw_defaults if d is not None]
+                header += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs if x.annotation]
+                header += [stmt.returns] if stmt.returns else []
+            defs.add(stmt.name)
+            bind(stmt.name, None, set().union(*[_names(h) for h in header]) if header else set())
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                bind((alias.asname or alias.name).split(".")[0], None, set())
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    bind(target.id, stmt.value, _names(stmt.value))
+                elif (isinstance(target, (ast.Tuple, ast.List)) and isinstance(stmt.value, (ast.Tuple, ast.List))
+                      and len(target.elts) == len(stmt.value.elts)
+                      and all(isinstance(e, ast.Name) for e in target.elts)
+                      and not any(isinstance(e, ast.Starred) for e in stmt.value.elts)):
+                    for t, v in zip(target.elts, stmt.value.elts):
+                        bind(t.id, v, _names(v))
+                else:
+                    opaque.update(_names(stmt))
+                    for n in ast.walk(target):
+                        if isinstance(n, ast.Name):
+                            bind(n.id, None, _names(stmt.value))
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # a docstring
+        else:
+            opaque.update(_names(stmt))
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    bind(n.id, None, set())
+    for table in symtable.symtable(source, "<problem>", "exec").get_children():
+        if table.get_name() in defs:
+            reads[table.get_name()] |= _scope_globals(table, rebound)
+    for name in ("get_inputs", "get_init_inputs", "Model"):
+        if name not in defs:
+            return [], {}
+
+    def closure(start):
+        seen, todo = set(), list(start)
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo += reads.get(n, ())
+        return seen
+
+    used = closure(reads["get_inputs"])
+    model_side = closure({"Model", "get_init_inputs"} | opaque)
+    # The ints Model's side writes as literals: in Model's class and the functions, classes and
+    # module values it reads, not the module's own int constants (their names are followed above).
+    literals = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names, value = [stmt.name], stmt
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names, value = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)], stmt.value
+            if _int_literal(value) is not None or (isinstance(value, (ast.Tuple, ast.List)) and
+                                                   all(_int_literal(e) is not None for e in value.elts)):
+                continue
+        else:
+            continue  # opaque statements: their names are Model's side already
+        if any(n in model_side for n in names):
+            literals |= {n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and type(n.value) is int}
+    free, kept = [], {}
+    for name in order:
+        if name not in used or name in defs:
+            continue
+        values = assigned[name]
+        value = _int_literal(values[0]) if len(values) == 1 and values[0] is not None else None
+        if value is None:
+            continue  # not an int constant (a tuple, a float, a module): nothing to change
+        derived = [n for n in used if n != name and n not in defs and name in closure(reads.get(n, ()))]
+        if value <= 3:
+            why = None  # the rule keeps it
+        elif name in model_side:
+            why = "Model's side reads it (get_init_inputs, Model or what they read)"
+        elif name in rebound:
+            why = "a function rebinds it (global)"
+        elif value in literals:
+            why = "Model's code writes its value %d as a literal" % value
+        elif any(len(assigned[n]) != 1 or assigned[n][0] is None or
+                 not all(isinstance(x, _PLAIN_NODES) for x in ast.walk(assigned[n][0])) for n in derived):
+            why = "a module value read with it is not plain arithmetic on literals and names"
+        elif name in KB_ONLY_COUPLED.get(key, {}):
+            why = KB_ONLY_COUPLED[key][name]
+        else:
+            free.append((name, value))
+            continue
+        if why:
+            kept[name] = why
+    return free, kept
+
+
+def kernelbench_only_sets(free):
+    """The shape sets of a KernelBench-only task over its free constants: [(name, held_out,
+    {constant: value}, None)], full scale only; empty where none changes."""
+    return shape_sets_of([n for n, _ in free], dict(free), {}, full_only=True)
 
 
 # A hand-written task's shape sets are the converter's too: written below this line, which the
@@ -424,7 +613,8 @@ def to_toml(c, commit):
         # KernelBench's line continuations); it cannot hold ''' itself.
         assert "'''" not in c.source, c.source_path
         out.append("\nreference_python = '''\n%s'''\n" % c.source.rstrip("\n") + "\n")
-        return "".join(out).rstrip("\n") + "\n"
+        c.free, c.kept = free_constants(c.source, "L%d/%d" % (c.level, c.number))
+        return "".join(out).rstrip("\n") + "\n" + shape_sets_toml(kernelbench_only_sets(c.free))
     out.append("\n" + init_line)
     out.append("\nforward = '''\n%s'''\n" % c.forward)
     out.append("\n[dims]\n")
@@ -531,7 +721,7 @@ def generate(src_dir, tasks_dir):
     (STUDY_DIR) and of the hand-written files with their shape sets; the check of the hand-written
     ones; the report."""
     commit, files = read_sources(src_dir)
-    out, study, hand_sets, problems, report = {}, {}, {}, [], []
+    out, study, hand_sets, problems, report, kb_sets = {}, {}, {}, [], [], {}
     for level, number, stem, source in files:
         c = convert(level, number, stem, source)
         c.source_path = "level%d/%s.py" % (level, stem)
@@ -554,7 +744,88 @@ def generate(src_dir, tasks_dir):
             continue
         out[os.path.join("level%d" % level, file_name(number, stem))] = text
         report.append((key, "kernelbench_only" if c.reason else "converted", c.reason))
-    return out, study, hand_sets, problems, report
+        if c.reason:
+            kb_sets[key] = (c.free, c.kept, source)
+    return out, study, hand_sets, problems, report, kb_sets
+
+
+# --run-sets: KernelBench's Model at each shape set of KernelBench-only tasks, through the worker's
+# own code (kernelbench_host.py: the reference made as evaluate makes it, get_inputs() with the
+# set's module values), in a Python that has torch. One JSON line per run.
+RUN_SETS = r"""
+import importlib.util, json, sys, time
+import torch
+sys.dont_write_bytecode = True  # no __pycache__ left in src/worker/python
+sys.path.insert(0, sys.argv[1])
+import extension_cache
+sys.modules["_kwb_extensions"] = extension_cache
+spec = importlib.util.spec_from_file_location("_kwb_host", sys.argv[1] + "/kernelbench_host.py")
+host = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host)
+device, seed = sys.argv[2], 42
+
+
+def run(handle, source, values):
+    t0 = time.monotonic()
+    inputs = [host._from_capsule(x) for x in host.reference_inputs(source, seed, device, values)]
+    out = host._from_capsule(host.call(host.bind(handle, inputs, {}, seed)))
+    shapes = [list(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+    return {"inputs": shapes, "output": list(out.shape), "s": round(time.monotonic() - t0, 2)}
+
+
+for task in json.load(sys.stdin):
+    try:
+        handle = host.load_reference(task["source"], seed, device)["handle"]
+    except BaseException as e:
+        print(json.dumps({"id": task["id"], "set": "-", "error": "Model: %s" % e}), flush=True)
+        continue
+    for name, values in task["sets"]:
+        try:
+            row = run(handle, task["source"], values)
+        except BaseException as e:
+            row = {"error": "%s: %s" % (type(e).__name__, e)}
+        print(json.dumps(dict(id=task["id"], set=name, **row)), flush=True)
+    host.release(handle)
+    torch.cuda.empty_cache() if device == "cuda" else None
+"""
+
+
+def run_sets(kb_sets, ids, python, device):
+    """Runs KernelBench's Model at every shape set of the KernelBench-only tasks `ids` ("all": every
+    one with sets); where a set fails, at KernelBench's own sizes too (a failure there is not the
+    set's). Returns the number of sets the reference cannot run."""
+    todo = []
+    for key, (free, _, source) in kb_sets.items():
+        sets = kernelbench_only_sets(free)
+        if sets and (ids == ["all"] or key in ids):
+            todo.append({"id": key, "source": source, "sets": [(n, full) for n, _, full, _ in sets]})
+    proc = subprocess.Popen([python, "-c", RUN_SETS, os.path.join(ROOT, "src", "worker", "python"), device],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc.stdin.write(json.dumps(todo))
+    proc.stdin.close()
+    failed = {}
+    for line in proc.stdout:
+        row = json.loads(line)
+        print(line.rstrip(), flush=True)
+        if "error" in row:
+            failed.setdefault(row["id"], []).append(row["set"])
+    proc.wait()
+    bad = 0
+    if failed:
+        again = [{"id": t["id"], "source": t["source"], "sets": [("kernelbench", {})]} for t in todo if t["id"] in failed]
+        out = subprocess.run([python, "-c", RUN_SETS, os.path.join(ROOT, "src", "worker", "python"), device],
+                             input=json.dumps(again), capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            row = json.loads(line)
+            if "error" in row:
+                print("%s: fails at KernelBench's own sizes too (%s): not its sets' fault" % (row["id"], row["error"]))
+            else:
+                bad += len(failed[row["id"]])
+                print("%s: the reference cannot run its sets %s: keep the constant in KB_ONLY_COUPLED"
+                      % (row["id"], ", ".join(failed[row["id"]])))
+    print("%d tasks, %d sets run on %s: %d the reference cannot run" % (len(todo), sum(len(t["sets"]) for t in todo),
+                                                                        device, bad), file=sys.stderr)
+    return bad
 
 
 def import_source(git_dir, commit, dest):
@@ -594,22 +865,37 @@ def main():
                     "directory (a clone or a bare mirror) into --source, then convert")
     ap.add_argument("--commit", help="the KernelBench commit for --import-source")
     ap.add_argument("--report", action="store_true", help="print every task's state and reason")
+    ap.add_argument("--run-sets", metavar="IDS", help="run KernelBench's Model at each shape set of these "
+                    "KernelBench-only tasks (L3/35,L1/95 or all) in --python, which needs torch; write nothing")
+    ap.add_argument("--python", default=os.environ.get("KWB_PYTHON", "python3"), help="the Python with torch "
+                    "for --run-sets (default $KWB_PYTHON or python3)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda, for --run-sets")
     a = ap.parse_args()
     if a.import_source:
         if not a.commit:
             ap.error("--import-source needs --commit")
         n = import_source(a.import_source, a.commit, a.source)
         print("copied %d problem files at %s into %s" % (n, a.commit, a.source))
-    out, study, hand_sets, problems, report = generate(a.source, a.tasks)
+    out, study, hand_sets, problems, report, kb_sets = generate(a.source, a.tasks)
     if a.report:
         for key, state, reason in report:
             print("%-7s %-16s %s" % (key, state, reason or ""))
+            if key in kb_sets:
+                free, kept, _ = kb_sets[key]
+                print("%-24s shape sets over: %s" % ("", ", ".join("%s = %d" % f for f in free) or "none"))
+                for name, why in kept.items():
+                    print("%-24s %s stays: %s" % ("", name, why))
     counts = {}
     for _, state, _ in report:
         counts[state] = counts.get(state, 0) + 1
     print("tasks: %s" % ", ".join("%d %s" % (v, k) for k, v in sorted(counts.items())), file=sys.stderr)
+    without = [k for k, (free, _, _) in kb_sets.items() if not kernelbench_only_sets(free)]
+    print("KernelBench only: %d with shape sets, %d without (%s: no free constant, --report says why)"
+          % (len(kb_sets) - len(without), len(without), ", ".join(without)), file=sys.stderr)
     for p in problems:
         print("hand-written task disagrees: %s" % p, file=sys.stderr)
+    if a.run_sets:
+        return 1 if run_sets(kb_sets, a.run_sets.split(","), a.python, a.device) else 0
     if a.check:
         bad = []
         for rel, text, path in sorted([(rel, text, os.path.join(a.tasks, rel)) for rel, text in out.items()] +

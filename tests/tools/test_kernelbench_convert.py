@@ -167,5 +167,96 @@ class Convert(unittest.TestCase):
         self.assertIn("an input made by torch.randint", c.reason)
 
 
+# A KernelBench-only problem file (an LSTM): its inputs sized by module constants.
+KB_ONLY = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, input_size, hidden_size, image_size=32):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size, hidden_size, batch_first=True)
+        SHARED
+    def forward(self, x, labels):
+        batch_size = x.size(0)  # a local: not the module's batch_size
+        out, _ = self.lstm(x)
+        return out[:, -1, :] + labels.float().mean()
+
+batch_size = 10
+sequence_length = 512
+input_size = 128
+hidden_size = 256
+num_classes = 4096
+input_shape = (num_classes,)
+image_size = 32
+features = input_size * 2
+
+def get_inputs():
+    return [torch.rand(batch_size, sequence_length, input_size), torch.randint(0, num_classes, input_shape)]
+
+def get_init_inputs():
+    return [input_size, hidden_size]
+'''
+
+
+class KernelBenchOnlySets(unittest.TestCase):
+    def free(self, source):
+        return kc.free_constants(source)
+
+    def test_the_batch_and_the_sequence_are_free_the_constructor_arguments_stay(self):
+        free, kept = self.free(KB_ONLY.replace("SHARED", "pass"))
+        self.assertEqual(free, [("batch_size", 10), ("sequence_length", 512), ("num_classes", 4096)])
+        self.assertIn("input_size", kept)  # get_init_inputs reads it
+        self.assertNotIn("hidden_size", kept)  # get_inputs does not read it: nothing to change
+        self.assertNotIn("image_size", free + list(kept))
+
+    def test_a_constant_reached_through_another_module_value(self):
+        # num_classes reaches get_inputs() through input_shape: free (the worker evaluates input_shape
+        # again); input_size reaches get_init_inputs() through features: stays
+        source = KB_ONLY.replace("SHARED", "pass").replace("return [input_size, hidden_size]",
+                                                          "return [features // 2, hidden_size]")
+        free, kept = self.free(source)
+        self.assertIn(("num_classes", 4096), free)
+        self.assertEqual(kept["input_size"], "Model's side reads it (get_init_inputs, Model or what they read)")
+        # a module value with a call in it could not be evaluated again
+        called = source.replace("input_shape = (num_classes,)", "input_shape = tuple([num_classes])")
+        free, kept = self.free(called)
+        self.assertNotIn("num_classes", dict(free))
+        self.assertIn("not plain arithmetic", kept["num_classes"])
+
+    def test_couplings_that_stay(self):
+        # Model reads the module's batch_size itself (L3/33's hidden state)
+        free, kept = self.free(KB_ONLY.replace("SHARED", "self.h0 = torch.randn(batch_size, hidden_size)"))
+        self.assertNotIn("batch_size", dict(free))
+        self.assertIn("Model's side reads it", kept["batch_size"])
+        # ... or through a module function it calls
+        helper = KB_ONLY.replace("SHARED", "self.n = steps()") + "\ndef steps():\n    return sequence_length\n"
+        self.assertIn("sequence_length", self.free(helper)[1])
+        # a value Model writes as a literal (a default image size the input must match: L3/29, L3/32)
+        sized = KB_ONLY.replace("SHARED", "pass").replace("torch.rand(batch_size, sequence_length, input_size)",
+                                                          "torch.rand(batch_size, image_size, input_size)")
+        free, kept = self.free(sized)
+        self.assertEqual(kept["image_size"], "Model's code writes its value 32 as a literal")
+        # rebound by a function (global)
+        rebound = KB_ONLY.replace("SHARED", "pass") + "\ndef grow():\n    global batch_size\n    batch_size = 20\n"
+        self.assertEqual(self.free(rebound)[1]["batch_size"], "a function rebinds it (global)")
+
+    def test_the_sets_override_module_constants_at_full_scale(self):
+        c = kc.convert(3, 99, "99_Test", KB_ONLY.replace("SHARED", "pass"))
+        self.assertIn("torch.randint", c.reason)  # KernelBench only
+        c.source_path = "level3/99_Test.py"
+        text = kc.to_toml(c, "423217d")
+        self.assertIn("\n\n[[shape_sets]]\nname = \"odd\"\n"
+                      "dims = { batch_size = 9, sequence_length = 511, num_classes = 4095 }\n", text)
+        self.assertIn("name = \"held_out\"\nheld_out = true\n"
+                      "dims = { batch_size = 7, sequence_length = 385, num_classes = 3073 }\n", text)
+        self.assertNotIn("smoke", text.split("reference_python")[1].split("'''")[-1])
+        # no free constant (every one read by Model's side): no sets
+        fixed = KB_ONLY.replace("SHARED", "self.k = batch_size * sequence_length * num_classes")
+        c = kc.convert(3, 99, "99_Test", fixed)
+        c.source_path = "level3/99_Test.py"
+        self.assertNotIn("[[shape_sets]]", kc.to_toml(c, "423217d"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1138,6 +1138,14 @@ TEST_CASE("KernelBench only: an answer to L3/34 is evaluated against KernelBench
     CHECK(ok["profile"]["scale"] == "full");
     REQUIRE(ok["notes"].is_array());
     CHECK(ok["notes"][0]["code"] == "kernelbench_only_scale");
+    // and at its shape sets: get_inputs() with other sequence lengths and batch sizes (256 x 8 is
+    // KernelBench's), which this ModelNew, looping over x.size(0), handles
+    const json& sets = ok["correctness"]["shape_sets"];
+    REQUIRE(sets.size() == 3);
+    CHECK(sets[0]["dims"] == json({{"batch_size", 7}, {"sequence_length", 255}}));
+    CHECK(sets[0]["inputs"] == "input 0 [255, 7, 1024], input 1 [7, 256]");
+    CHECK(sets[2]["held_out"] == true);
+    CHECK(sets[2]["passed"] == true);
 
     std::string relu = kRnnAnswer;
     relu.replace(relu.find("torch.tanh("), 11, "torch.relu(");
@@ -1191,4 +1199,124 @@ class ModelNew(nn.Module):
     CHECK(noRef["status"] == "runtime_error");
     CHECK(noRef["stage"] == "reference");
     CHECK(noRef["message"].get<std::string>().find("No module named 'kwb_no_such_module'") != std::string::npos);
+}
+
+namespace {
+
+// A problem file whose inputs are sized by module constants, one of them through another module
+// value (input_shape, as L1/95's), and whose get_inputs() fails at one batch size.
+const char* kSizedByConstants = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x, labels):
+        return x.mean(dim=0) + labels.float().mean()
+
+batch_size = 64
+num_classes = 16
+input_shape = (num_classes,)
+
+def get_inputs():
+    if batch_size == 13:
+        raise ValueError("thirteen")
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]
+
+def get_init_inputs():
+    return []
+)";
+
+std::vector<std::vector<int64_t>> shapesOf(const std::vector<c10::IValue>& inputs)
+{
+    std::vector<std::vector<int64_t>> out;
+    for (const auto& v : inputs)
+        out.push_back(v.toTensor().sizes().vec());
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("KernelBench only: a shape set's inputs are get_inputs() with its module values, put back after each "
+          "call, a failed one too")
+{
+    if (!pythonOrSkip())
+        return;
+    using Shapes = std::vector<std::vector<int64_t>>;
+    const std::string src = kSizedByConstants;
+    CHECK(shapesOf(kernelBenchInputs(src, 7, "cpu")) == Shapes{{64, 16}, {64}});
+    const auto odd = kernelBenchInputs(src, 7, "cpu", {{"batch_size", 63}, {"num_classes", 15}});
+    CHECK(shapesOf(odd) == Shapes{{63, 15}, {63}}); // input_shape follows num_classes
+    CHECK(odd[1].toTensor().max().item<int64_t>() < 15);
+    // the seed rule holds at a set: the same seed draws the same values
+    const auto again = kernelBenchInputs(src, 7, "cpu", {{"batch_size", 63}, {"num_classes", 15}});
+    CHECK(odd[0].toTensor().equal(again[0].toTensor()));
+    CHECK(shapesOf(kernelBenchInputs(src, 7, "cpu")) == Shapes{{64, 16}, {64}}); // the module's own again
+
+    // get_inputs() failing at a set, and a name the module has no int constant of: the reference's
+    // errors, and the module's values come back either way.
+    CHECK_THROWS_WITH(kernelBenchInputs(src, 7, "cpu", {{"batch_size", 13}, {"num_classes", 5}}),
+                      doctest::Contains("thirteen"));
+    CHECK_THROWS_WITH(kernelBenchInputs(src, 7, "cpu", {{"num_classes", 5}, {"input_shape", 3}}),
+                      doctest::Contains("'input_shape', which is not a module-level integer constant"));
+    CHECK(shapesOf(kernelBenchInputs(src, 7, "cpu")) == Shapes{{64, 16}, {64}});
+}
+
+TEST_CASE("KernelBench only: an answer right only at KernelBench's sizes is incorrect at a shape set, which is named")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const std::string mean = R"(import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.mean(dim=0)
+
+batch_size = 64
+dim = 32
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+)";
+    Task t = ownKernelBenchOnlyTask(mean);
+    t.shapeSets = {{"odd", false, {{"batch_size", 63}, {"dim", 31}}, {}},
+                   {"half", false, {{"batch_size", 33}}, {}},
+                   {"again", false, {{"batch_size", 33}}, {}}, // the same inputs: checked once
+                   {"held_out", true, {{"batch_size", 49}, {"dim", 25}}, {}}};
+    const std::string answer = R"(import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x.sum(dim=0) / DIVISOR
+)";
+    std::string right = answer, fixed = answer;
+    right.replace(right.find("DIVISOR"), 7, "x.size(0)");
+    fixed.replace(fixed.find("DIVISOR"), 7, "64"); // KernelBench's batch_size, written in
+    const json ok = evaluateOnCpu(t, fenced(right));
+    INFO(ok.dump());
+    CHECK(ok["status"] == "correct");
+    const json& sets = ok["correctness"]["shape_sets"];
+    REQUIRE(sets.size() == 4);
+    CHECK(sets[0]["dims"] == json({{"batch_size", 63}, {"dim", 31}}));
+    CHECK(sets[0]["inputs"] == "input 0 [63, 31]");
+    CHECK(sets[1]["inputs"] == "input 0 [33, 32]");
+    CHECK(sets[2]["skipped"].is_string());
+    CHECK(sets[3]["passed"] == true);
+
+    const json wrong = evaluateOnCpu(t, fenced(fixed));
+    INFO(wrong.dump());
+    CHECK(wrong["status"] == "incorrect");
+    CHECK(wrong["stage"] == "correctness");
+    CHECK(wrong["correctness"]["passed"] == 2); // right on every trial at KernelBench's sizes
+    CHECK(wrong["message"].get<std::string>().rfind("incorrect on shape set 'odd' (input 0 [63, 31])", 0) == 0);
 }

@@ -107,6 +107,9 @@ TEST_CASE("each bad fixture names its path and field")
         {"shape_set_tied.toml", "shape_sets[0].dims.C", "sizes a parameter"},
         {"shape_set_duplicate.toml", "shape_sets[1].name", "duplicate shape set name 'odd'"},
         {"shape_set_undefined.toml", "shape_sets[0].smoke.M", "undefined dimension 'M'"},
+        {"kb_only_shape_set_unknown.toml", "shape_sets[0].dims.batch", "'batch' is not assigned at the top level"},
+        {"kb_only_shape_set_smoke.toml", "shape_sets[0].smoke", "full scale only"},
+        {"kb_only_shape_set_zero.toml", "shape_sets[0].dims.batch_size", "must be positive"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.file);
@@ -144,7 +147,7 @@ TEST_CASE("loading the bad folder: one bad file never stops the others; duplicat
     REQUIRE(s.tasks.size() == 1);
     CHECK(s.tasks[0].id == "L1/1");
     CHECK(s.tasks[0].path == kBad + "/dup_a.toml");
-    CHECK(s.errors.size() == 27);
+    CHECK(s.errors.size() == 30);
     bool sawDuplicate = false;
     for (const TaskLoadError& e : s.errors) {
         CAPTURE(e.toString());
@@ -504,16 +507,14 @@ TEST_CASE("toJson")
 TEST_CASE("shape sets: KernelBench's shape first, then the converter's, a full assignment at each scale")
 {
     // Issue 39 item 1: every task with a forward but two has three sets besides KernelBench's (L3/9
-    // and L3/24 draw 224 x 224 images as literals, and their batch is 2: no free dimension).
-    int without = 0;
+    // and L3/24 draw 224 x 224 images as literals, and their batch is 2: no free dimension), and
+    // every KernelBench-only task but five (L3/28, L3/30, L3/33, L3/48, L3/49: no free constant).
+    int without = 0, kernelBenchOnlyWithout = 0;
     for (const Task& t : realTasks().tasks) {
-        if (t.isKernelBenchOnly()) {
-            CHECK(toJson(t)["shape_sets"].empty());
-            continue;
-        }
         CAPTURE(t.id);
         if (t.shapeSets.empty()) {
-            ++without;
+            ++(t.isKernelBenchOnly() ? kernelBenchOnlyWithout : without);
+            CHECK(toJson(t)["shape_sets"].empty() == t.isKernelBenchOnly());
             continue;
         }
         REQUIRE(t.shapeSets.size() == 3);
@@ -521,11 +522,13 @@ TEST_CASE("shape sets: KernelBench's shape first, then the converter's, a full a
         CHECK_FALSE(t.shapeSets[0].heldOut);
         for (const ShapeSet& s : t.shapeSets)
             for (const auto& [name, value] : s.full) {
-                CHECK(value <= t.dim(name, Scale::Full)); // smaller, odd (or 3 and below, kept)
-                CHECK((value % 2 == 1 || value == t.dim(name, Scale::Full)));
+                CHECK((value % 2 == 1 || value <= 3));
+                if (!t.isKernelBenchOnly()) // smaller, odd (or 3 and below, kept)
+                    CHECK((value < t.dim(name, Scale::Full) || value == t.dim(name, Scale::Full)));
             }
     }
     CHECK(without == 2);
+    CHECK(kernelBenchOnlyWithout == 5);
 
     const Task& t = task("L2/1");
     const Task odd = t.atShapeSet(0);
@@ -543,4 +546,21 @@ TEST_CASE("shape sets: KernelBench's shape first, then the converter's, a full a
     CHECK(j[1]["dims"][0] == nlohmann::json({{"name", "N"}, {"full", 127}, {"smoke", 2}}));
     CHECK(j[3]["held_out"] == true);
     CHECK(j[3]["dims"][3] == nlohmann::json({{"name", "H"}, {"full", 97}, {"smoke", 15}}));
+
+    // A KernelBench-only task's sets override its problem file's module constants (batch_size = 10,
+    // sequence_length = 512), at every scale; KernelBench's own changes none.
+    const Task& lstm = task("L3/35");
+    REQUIRE(lstm.isKernelBenchOnly());
+    REQUIRE(lstm.shapeSets.size() == 3);
+    CHECK(lstm.atShapeSet(0).moduleValues ==
+          std::map<std::string, int64_t>{{"batch_size", 9}, {"sequence_length", 511}});
+    CHECK(lstm.atShapeSet(2).moduleValues ==
+          std::map<std::string, int64_t>{{"batch_size", 7}, {"sequence_length", 385}});
+    CHECK(lstm.moduleValues.empty());
+    const nlohmann::json k = toJson(lstm)["shape_sets"];
+    REQUIRE(k.size() == 4);
+    CHECK(k[0] == nlohmann::json({{"name", "kernelbench"}, {"held_out", false}, {"dims", nlohmann::json::array()}}));
+    CHECK(k[2]["name"] == "half");
+    CHECK(k[2]["dims"] == nlohmann::json::parse(R"([{"name": "batch_size", "full": 5, "smoke": 5},
+                                                    {"name": "sequence_length", "full": 257, "smoke": 257}])"));
 }

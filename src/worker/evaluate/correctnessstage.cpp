@@ -292,18 +292,28 @@ std::string inputShapesText(const Task& task, const std::vector<c10::IValue>& in
     return out;
 }
 
+std::vector<std::vector<int64_t>> tensorShapes(const std::vector<c10::IValue>& inputs)
+{
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& v : inputs)
+        if (v.isTensor())
+            shapes.push_back(v.toTensor().sizes().vec());
+    return shapes;
+}
+
 /// Correctness at the task's other shape sets (docs/task-format.md, "Shape sets"): one trial each
 /// on the generator's inputs, at the profile's tolerance, the parameters as made. A set whose
-/// input shapes at this scale are KernelBench's or an earlier set's is skipped. A held-out set's
-/// failure does not name its shapes in the message (the message is fed back to the model); the
-/// correctness record has them.
-bool shapeSetTrials(Evaluation& ev, json& corr)
+/// input shapes at this scale are KernelBench's (`kernelBenchShapes`: the first trial's) or an
+/// earlier set's is skipped; a KernelBench-only task's, known only once get_inputs() has drawn
+/// them with the set's module values, after the draw. A held-out set's failure does not name its
+/// shapes in the message (the message is fed back to the model); the correctness record has them.
+bool shapeSetTrials(Evaluation& ev, json& corr, const std::vector<std::vector<int64_t>>& kernelBenchShapes)
 {
     const Task& task = ev.task;
     if (task.shapeSets.empty())
         return true;
     corr[protocol::Key::kShapeSets] = json::array();
-    std::vector<std::vector<std::vector<int64_t>>> seen;
+    std::vector<std::vector<std::vector<int64_t>>> seen{kernelBenchShapes};
     const auto shapesOf = [&](const Task& t) {
         std::vector<std::vector<int64_t>> shapes;
         for (size_t i = 0; i < t.inputs.size(); ++i)
@@ -311,23 +321,40 @@ bool shapeSetTrials(Evaluation& ev, json& corr)
                 shapes.push_back(t.inputShape(i, ev.scale));
         return shapes;
     };
-    seen.push_back(shapesOf(task));
     for (size_t k = 0; k < task.shapeSets.size(); ++k) {
         const ShapeSet& set = task.shapeSets[k];
         const Task at = task.atShapeSet(k);
         json dims = json::object();
         for (const auto& [name, value] : at.dims)
             dims[name] = at.dim(name, ev.scale);
+        for (const auto& [name, value] : at.moduleValues)
+            dims[name] = value;
         corr[protocol::Key::kShapeSets].push_back(
             {{protocol::Key::kName, set.name}, {protocol::Key::kHeldOut, set.heldOut}, {protocol::Key::kDims, dims}});
         json& record = corr[protocol::Key::kShapeSets].back();
-        const auto shapes = shapesOf(at);
+        const uint64_t seed = trialSeed(ev.seed, 1000 + int(k));
+        std::vector<c10::IValue> inputs;
+        if (task.isKernelBenchOnly()) {
+            try {
+                inputs = makeInputs(at, ev.scale, ev.dev, seed);
+            } catch (const std::exception& e) {
+                // The task file's set or the problem file's get_inputs(), never the answer.
+                ev.res[protocol::Key::kCorrectness] = corr;
+                return ev.stop("runtime_error", "reference",
+                               "the reference itself failed: KernelBench's " + task.source +
+                                   ": get_inputs() at shape "
+                                   "set '" +
+                                   set.name + "': " + e.what());
+            }
+        }
+        const auto shapes = task.isKernelBenchOnly() ? tensorShapes(inputs) : shapesOf(at);
         if (std::find(seen.begin(), seen.end(), shapes) != seen.end()) {
             record["skipped"] = "the same input shapes as a set already checked at this scale";
             continue;
         }
         seen.push_back(shapes);
-        const auto inputs = makeInputs(at, ev.scale, ev.dev, trialSeed(ev.seed, 1000 + int(k)));
+        if (!task.isKernelBenchOnly())
+            inputs = makeInputs(at, ev.scale, ev.dev, seed);
         record[protocol::Key::kInputs] = inputShapesText(task, inputs);
         const std::string what =
             set.heldOut ? "incorrect on the held-out shape set (its shapes are not shown)"
@@ -402,6 +429,7 @@ bool correctnessStage(Evaluation& ev)
                  {protocol::Key::kFailure, nullptr}};
     double maxAbs = 0, maxRel = 0;
     at::Tensor firstOutput;
+    std::vector<std::vector<int64_t>> kernelBenchShapes; // the first trial's input shapes (shapeSetTrials)
     // Where the trials' time goes (stage_detail_ms.correctness); each part ends at a synchronisation.
     Clock::time_point lapStart = Clock::now();
     const auto lap = [&](const char* part) {
@@ -419,6 +447,8 @@ bool correctnessStage(Evaluation& ev)
         const auto trialStart = Clock::now();
         auto inputs = makeInputs(task, ev.scale, ev.dev, trialSeed(ev.seed, k));
         const auto prints = fingerprints(inputs);
+        if (k == 0)
+            kernelBenchShapes = tensorShapes(inputs);
         lap("inputs");
         c10::IValue outV;
         std::string err;
@@ -571,7 +601,7 @@ bool correctnessStage(Evaluation& ev)
         corr[protocol::Key::kRangeTrial] = range;
         lap("range_trial");
     }
-    if (!shapeSetTrials(ev, corr))
+    if (!shapeSetTrials(ev, corr, kernelBenchShapes))
         return false;
     lap("shape_sets");
     if (!stressTrials(ev, corr))

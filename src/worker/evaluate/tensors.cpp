@@ -72,10 +72,11 @@ std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device de
                                     const std::string& generatorOverride)
 {
     if (task.isKernelBenchOnly()) {
-        // KernelBench's own draw: get_inputs() of its problem file, seeded (no generator of ours to override).
+        // KernelBench's own draw: get_inputs() of its problem file, seeded (no generator of ours to
+        // override), with a shape set's module values where the task is at one (atShapeSet).
         if (!generatorOverride.empty())
             throw std::logic_error(task.id + " is KernelBench only: its inputs are get_inputs()'s, drawn as they are");
-        return kernelBenchInputs(task.referencePython, seed, device.is_cuda() ? "cuda" : "cpu");
+        return kernelBenchInputs(task.referencePython, seed, device.is_cuda() ? "cuda" : "cpu", task.moduleValues);
     }
     torch::manual_seed(seed);
     std::vector<c10::IValue> inputs;

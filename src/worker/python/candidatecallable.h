@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,8 +58,10 @@ struct KernelBenchReference
 };
 KernelBenchReference loadKernelBenchReference(const std::string& source, uint64_t seed, const std::string& device);
 /// get_inputs() of a KernelBench-only task's problem file after torch.manual_seed(seed), on `device`
-/// (KernelBench's draw of a correctness trial's inputs). Throws std::runtime_error with the reason.
-std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t seed, const std::string& device);
+/// (KernelBench's draw of a correctness trial's inputs), with `moduleValues` (a shape set's module
+/// constants) in place of the module's for that call only. Throws std::runtime_error with the reason.
+std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t seed, const std::string& device,
+                                           const std::map<std::string, int64_t>& moduleValues = {});
 
 KernelBenchModel loadKernelBenchModel(const std::string& source, const nlohmann::json& initInputs, uint64_t seed,
                                       const std::string& device, const std::string& arch);

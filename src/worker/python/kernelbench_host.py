@@ -1273,10 +1273,84 @@ def _draw_inputs(namespace, seed, device):
     return [_to_capsule(x.to(torch.device(device))) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def reference_inputs(source, seed, device):
+_module_assignments = {}  # source -> its top-level assignments: [(targets, names read, compiled value)]
+
+
+def _assignments(source):
+    out = _module_assignments.get(source)
+    if out is None:
+        out = []
+        for stmt in ast.parse(source).body:
+            if isinstance(stmt, ast.Assign):
+                reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+                out.append((stmt.targets, reads, compile(ast.Expression(stmt.value), _REFERENCE_FILE, "eval")))
+        _module_assignments[source] = out
+    return out
+
+
+def _override(namespace, source, overrides):
+    """A shape set's values put into the module's namespace (docs/task-format.md, "KernelBench
+    only"): each a module-level int constant; every top-level `name = expression` that reads one,
+    directly or through another, evaluated again in file order (input_shape = (num_classes,)).
+    Returns the names' previous values (absent: _ABSENT), which the caller puts back."""
+    saved = {}
+    try:
+        for name, value in overrides.items():
+            if type(namespace.get(name)) is not int or name.startswith("__"):
+                raise ReferenceError(f"a shape set names '{name}', which is not a module-level integer constant of "
+                                     "the problem file")
+            if type(value) is not int or value <= 0:
+                raise ReferenceError(f"a shape set gives '{name}' the value {value!r}: a positive integer is needed")
+            saved[name] = namespace[name]
+            namespace[name] = value
+        changed = set(overrides)
+        for targets, reads, code in _assignments(source):
+            if not reads & changed:
+                continue
+            value = eval(code, namespace)  # the trusted problem file's own expression
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    pairs = [(target.id, value)]
+                elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in target.elts):
+                    pairs = list(zip([e.id for e in target.elts], value))
+                else:
+                    raise ReferenceError(f"a module value the shape set changes is assigned to {ast.unparse(target)}")
+                for name, v in pairs:
+                    if name in overrides:
+                        continue
+                    saved.setdefault(name, namespace.get(name, _ABSENT))
+                    namespace[name] = v
+                    changed.add(name)
+    except BaseException as e:  # noqa: B902 (the namespace is put back whatever failed)
+        _restore(namespace, saved)
+        if isinstance(e, ReferenceError):
+            raise
+        raise ReferenceError(f"the shape set's module values failed: {_describe(e)}") from None
+    return saved
+
+
+_ABSENT = object()
+
+
+def _restore(namespace, saved):
+    for name, value in saved.items():
+        if value is _ABSENT:
+            namespace.pop(name, None)
+        else:
+            namespace[name] = value
+
+
+def reference_inputs(source, seed, device, overrides=None):
     """get_inputs() of the problem file after torch.manual_seed(seed), on the device: a list of
-    capsules (a bool tensor as (capsule, "bool")) and plain numbers."""
-    inputs = _reference_call("get_inputs()", _draw_inputs, _reference_namespace(source), seed, device)
+    capsules (a bool tensor as (capsule, "bool")) and plain numbers. overrides ({constant: value},
+    a shape set's): the module's values get_inputs() reads for this call only (_override), put
+    back after it, whatever happens; the module's namespace is shared by every call."""
+    namespace = _reference_namespace(source)
+    saved = _override(namespace, source, overrides) if overrides else {}
+    try:
+        inputs = _reference_call("get_inputs()", _draw_inputs, namespace, seed, device)
+    finally:
+        _restore(namespace, saved)
     for x in inputs:
         if not (type(x) is tuple or type(x).__name__ == "PyCapsule" or type(x) in (int, float, bool)):
             raise ReferenceError(f"get_inputs() returned a {type(x).__name__}: the evaluator passes tensors and "

@@ -95,7 +95,8 @@ KernelBenchReference loadKernelBenchReference(const std::string&, uint64_t, cons
 {
     throw std::runtime_error(python::kNoPython);
 }
-std::vector<c10::IValue> kernelBenchInputs(const std::string&, uint64_t, const std::string&)
+std::vector<c10::IValue> kernelBenchInputs(const std::string&, uint64_t, const std::string&,
+                                           const std::map<std::string, int64_t>&)
 {
     throw std::runtime_error(python::kNoPython);
 }
@@ -482,9 +483,19 @@ KernelBenchReference loadKernelBenchReference(const std::string& source, uint64_
     return ref;
 }
 
-std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t seed, const std::string& device)
+std::vector<c10::IValue> kernelBenchInputs(const std::string& source, uint64_t seed, const std::string& device,
+                                           const std::map<std::string, int64_t>& moduleValues)
 {
-    Ref list = callHost("reference_inputs", {str(source), PyLong_FromUnsignedLongLong(seed), str(device)});
+    if (!start())
+        throw std::runtime_error(g_startError);
+    Ref values(PyDict_New()); // a shape set's module values; empty: KernelBench's own
+    for (const auto& [name, value] : moduleValues) {
+        Ref v(PyLong_FromLongLong(value));
+        if (!v.p || PyDict_SetItemString(values.p, name.c_str(), v.p) != 0)
+            throw std::runtime_error("embedded Python: " + python::takeError());
+    }
+    Ref list =
+        callHost("reference_inputs", {str(source), PyLong_FromUnsignedLongLong(seed), str(device), values.release()});
     std::vector<c10::IValue> out;
     for (Py_ssize_t i = 0; i < PyList_Size(list.p); ++i)
         out.push_back(fromPython(PyList_GET_ITEM(list.p, i)));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -82,6 +83,34 @@ bool isIdentifier(const std::string& s)
     return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
+/// The names a Python module assigns at its top level (`batch_size = 16`, `depth, height, width =
+/// 16, 64, 64`, `n: int = 3`): lines that start in column 0 with an assignment. A plain scan, not
+/// a parser: wider than Python's answer where a string spans lines, never narrower.
+std::set<std::string> topLevelAssignments(const std::string& source)
+{
+    std::set<std::string> names;
+    std::istringstream in(source);
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || std::isspace(static_cast<unsigned char>(line[0])))
+            continue;
+        size_t eq = line.find('=');
+        while (eq != std::string::npos &&
+               ((eq + 1 < line.size() && line[eq + 1] == '=') || (eq > 0 && std::strchr("=<>!", line[eq - 1]))))
+            eq = line.find('=', eq + 2);
+        if (eq == std::string::npos)
+            continue;
+        std::string lhs = line.substr(0, eq);
+        lhs = lhs.substr(0, lhs.find(':')); // an annotation
+        std::istringstream parts(lhs);
+        for (std::string part; std::getline(parts, part, ',');) {
+            const auto b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");
+            if (b != std::string::npos && isIdentifier(part.substr(b, e - b + 1)))
+                names.insert(part.substr(b, e - b + 1));
+        }
+    }
+    return names;
+}
+
 std::string typeName(const toml::node& n)
 {
     switch (n.type()) {
@@ -144,10 +173,10 @@ public:
             t_.referencePython = requiredString(root, "reference_python");
             if (t_.referencePython.find("class Model") == std::string::npos)
                 fail("reference_python", "no 'class Model' found");
-            for (const char* k :
-                 {"forward", "dims", "smoke", "inputs", "params", "init_inputs", "tolerance", "shape_sets"})
+            for (const char* k : {"forward", "dims", "smoke", "inputs", "params", "init_inputs", "tolerance"})
                 if (root.contains(k))
                     fail(k, "a KernelBench-only task has none (its reference is reference_python)");
+            readShapeSets(root);
             return std::move(t_);
         }
         if (root.contains("reference_python"))
@@ -214,9 +243,14 @@ private:
 
     // [[shape_sets]]: each may change only dimensions that size inputs and nothing else (not a
     // parameter's shape or fan_in, not a constructor argument), which is what lets the evaluator
-    // make the parameters and a KernelBench-format ModelNew once, at KernelBench's shape.
+    // make the parameters and a KernelBench-format ModelNew once, at KernelBench's shape. A
+    // KernelBench-only task's sets name module-level constants of reference_python instead, at
+    // full scale only (whether each is an int the Python side checks when it draws).
     void readShapeSets(const toml::table& root)
     {
+        const bool moduleValues = t_.isKernelBenchOnly();
+        const std::set<std::string> assigned =
+            moduleValues ? topLevelAssignments(t_.referencePython) : std::set<std::string>{};
         const toml::array* arr = requiredArrayOfTables(root, "shape_sets", false);
         if (!arr)
             return;
@@ -250,6 +284,9 @@ private:
             }
             for (const char* scale : {"dims", "smoke"}) {
                 const toml::node* n = tbl.get(scale);
+                if (n && moduleValues && std::string(scale) == "smoke")
+                    fail(join(pre, scale), "a KernelBench-only task has KernelBench's sizes at every scale: its "
+                                           "sets are full scale only (dims)");
                 if (!n) {
                     if (std::string(scale) == "dims")
                         fail(pre + ".dims", "missing (required)");
@@ -261,7 +298,11 @@ private:
                 for (const auto& [key, node] : *values) {
                     const std::string k(key.str());
                     const std::string field = join(pre, scale) + "." + k;
-                    if (!hasDim(k))
+                    if (moduleValues && !assigned.count(k))
+                        fail(field, "'" + k +
+                                        "' is not assigned at the top level of reference_python (a shape set "
+                                        "of a KernelBench-only task names its module-level int constants)");
+                    if (!moduleValues && !hasDim(k))
                         fail(field, "undefined dimension '" + k + "'");
                     if (tied.count(k))
                         fail(field, "'" + k +
@@ -750,6 +791,10 @@ Task Task::atShapeSet(size_t k) const
     const ShapeSet& set = shapeSets.at(k);
     Task t = *this;
     t.shapeSets.clear();
+    if (isKernelBenchOnly()) {
+        t.moduleValues = set.full; // at every scale: such a task has KernelBench's sizes alone
+        return t;
+    }
     for (auto& [name, value] : t.dims) {
         auto it = set.full.find(name);
         if (it == set.full.end())
@@ -889,15 +934,23 @@ nlohmann::json toJson(const Task& t)
         params.push_back(o);
     }
     j[Key::kParams] = params;
-    // KernelBench's shape first, then the file's sets, each a full assignment of the dimensions.
+    // KernelBench's shape first, then the file's sets, each a full assignment of the dimensions. A
+    // KernelBench-only task has no dimensions: its sets list the module constants they change
+    // (full and smoke alike: it runs at KernelBench's scale), KernelBench's none.
+    const auto moduleValuesOf = [](const ShapeSet& set) {
+        json values = json::array();
+        for (const auto& [name, value] : set.full)
+            values.push_back({{Key::kName, name}, {Key::kFull, value}, {Key::kSmoke, value}});
+        return values;
+    };
     json sets = json::array();
-    if (!t.isKernelBenchOnly()) {
+    if (!t.isKernelBenchOnly() || !t.shapeSets.empty())
         sets.push_back({{Key::kName, "kernelbench"}, {Key::kHeldOut, false}, {Key::kDims, dims}});
-        for (size_t k = 0; k < t.shapeSets.size(); ++k)
-            sets.push_back({{Key::kName, t.shapeSets[k].name},
-                            {Key::kHeldOut, t.shapeSets[k].heldOut},
-                            {Key::kDims, dimsOf(t.atShapeSet(k))}});
-    }
+    for (size_t k = 0; k < t.shapeSets.size(); ++k)
+        sets.push_back(
+            {{Key::kName, t.shapeSets[k].name},
+             {Key::kHeldOut, t.shapeSets[k].heldOut},
+             {Key::kDims, t.isKernelBenchOnly() ? moduleValuesOf(t.shapeSets[k]) : dimsOf(t.atShapeSet(k))}});
     j[Key::kShapeSets] = sets;
     j[Key::kInitInputs] = t.initInputs;
     j[Key::kKernelBenchOnly] = t.isKernelBenchOnly() ? json(t.kernelbenchOnly) : json(nullptr);

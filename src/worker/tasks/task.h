@@ -43,11 +43,12 @@ struct ParamSpec
 // A shape set (docs/task-format.md, "Shape sets"): other values of the dimensions that size the
 // inputs and nothing else, at which correctness is checked besides KernelBench's shape ([dims]).
 // The parameters and the constructor arguments do not depend on them, so they are made once.
+// A KernelBench-only task's sets override module-level constants of its problem file instead.
 struct ShapeSet
 {
     std::string name;
     bool heldOut = false;                 // never shown in a prompt
-    std::map<std::string, int64_t> full;  // overrides of [dims]
+    std::map<std::string, int64_t> full;  // overrides of [dims] (KernelBench only: of module constants)
     std::map<std::string, int64_t> smoke; // overrides at smoke scale (of [smoke], then [dims])
 };
 
@@ -73,6 +74,9 @@ struct Task
     // else kernelbench-src/<source> beside the level folders where loadTaskDir finds it.
     std::string problemFile;
     std::vector<ShapeSet> shapeSets; // besides KernelBench's shape; file order
+    // KernelBench only, at a shape set (atShapeSet): the module-level constants get_inputs() runs
+    // with in place of the problem file's; empty: KernelBench's own.
+    std::map<std::string, int64_t> moduleValues;
 
     // This task at shape set k's dimensions (both scales), with no shape sets of its own.
     Task atShapeSet(size_t k) const;
