@@ -32,7 +32,8 @@ of an earlier call carried in and brought back with $OUT:
         --out $OUT/kernelbench-tasks-h200.md --jobs 12 --deadline 500
 
 Results are appended to a JSON-lines file (--state, default beside --out) as each task finishes, and a
-task already there is not run again. --tasks L2/1,L3:11-20 or --level 2 picks tasks; --device cpu
+task already there is not run again; so is each side of a task as it finishes ({"task", "half"}), so a
+side done before the deadline cut its other one is not run again by the next call. --tasks L2/1,L3:11-20 or --level 2 picks tasks; --device cpu
 runs both sides on the CPU (times by the wall clock), which is how the script is checked without a GPU.
 """
 import argparse
@@ -268,7 +269,9 @@ def verdict(w, k):
     return "agree" if ok else "values differ"
 
 
-NOISE_SEEDS = (43, 44)
+# Four more draws: two (session 20's) left rows whose statistic is itself noisy (L1/4's row mean over
+# a shared 1M-long vector, L2/66's softmax maximum after dropout) as "values differ".
+NOISE_SEEDS = (43, 44, 45, 46)
 
 
 def noise_verdict(w, k):
@@ -326,13 +329,16 @@ def write_table(rows, out, meta):
 class Run:
     """The tasks to do, the host memory they may hold, and the rows as both sides finish."""
 
-    def __init__(self, a, tasks, done, log, lock):
+    def __init__(self, a, tasks, done, log, lock, halves=None):
         self.a, self.done, self.log, self.lock = a, done, log, lock
-        self.pending = sorted(tasks, key=host_bytes, reverse=True)  # the longest first: less idle at the end
+        # A side an earlier call finished (its other side cut by the deadline) is not run again.
+        self.halves = {t["id"]: dict(halves[t["id"]]) for t in tasks if halves and t["id"] in halves}
+        ordered = sorted(tasks, key=host_bytes, reverse=True)  # the longest first: less idle at the end
+        self.pending = [t for t in ordered if "kernelbench" not in self.halves.get(t["id"], {})]
+        self.worker_todo = [t for t in ordered if "worker" not in self.halves.get(t["id"], {})]
         self.budget = int(a.host_memory_gb * (1 << 30))
         self.free = self.budget
         self.cond = threading.Condition()
-        self.halves = {}
         self.start = time.monotonic()
         self.lock_s = 0.0
 
@@ -368,6 +374,7 @@ class Run:
             half = self.halves.setdefault(t["id"], {})
             half[side] = value
             if len(half) < 2:
+                self.keep({"task": t["id"], "half": side, side: value})  # kept for a call that finishes the row
                 return
             row = {"task": t["id"], "state": "KernelBench only" if t.get("kernelbench_only") else
                    "converted" if t["number"] > 10 else "hand-written", **half}
@@ -511,12 +518,15 @@ def main():
             avail = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
         a.host_memory_gb = 0.6 * avail / (1 << 20)
     state = a.state or os.path.splitext(a.out)[0] + ".jsonl"
-    done = {}
+    done, halves = {}, {}
     if os.path.exists(state):
         with open(state) as f:
             for line in f:
                 r = json.loads(line)
-                done[r["task"]] = r
+                if "half" in r:
+                    halves.setdefault(r["task"], {})[r["half"]] = r[r["half"]]
+                else:
+                    done[r["task"]] = r
 
     lister = Worker(a.worker, a.tasks_dir)
     listing = lister.request({"type": "tasks"}, timeout=300)
@@ -532,11 +542,12 @@ def main():
     todo = [t for t in tasks if t["id"] not in done]
     jobs = max(1, min(a.jobs, len(todo)))
     threads = max(1, (os.cpu_count() or 2) // (jobs + 1))
-    print("%d tasks to do (%d done before), %d KernelBench processes, %.0f GB of host memory for them" % (
-        len(todo), len(tasks) - len(todo), jobs, a.host_memory_gb), file=sys.stderr)
+    print("%d tasks to do (%d done before, %d half done), %d KernelBench processes, %.0f GB of host memory for "
+          "them" % (len(todo), len(tasks) - len(todo), len([t for t in todo if t["id"] in halves]), jobs,
+                    a.host_memory_gb), file=sys.stderr)
     with tempfile.NamedTemporaryFile(prefix="kwb-kbtasks-", suffix=".lock") as lockfile, open(state, "a") as log:
-        run = Run(a, todo, done, log, lockfile.name)
-        pool = [threading.Thread(target=worker_side, args=(run, list(run.pending)))]
+        run = Run(a, todo, done, log, lockfile.name, halves)
+        pool = [threading.Thread(target=worker_side, args=(run, run.worker_todo))]
         pool += [threading.Thread(target=kernelbench_side, args=(run, threads)) for _ in range(jobs)]
         for th in pool:
             th.start()

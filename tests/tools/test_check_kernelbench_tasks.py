@@ -6,7 +6,8 @@ draws under other seeds), a KernelBench-only one, which kwb-worker's run_referen
 KernelBench's Model in its embedded Python (agree), and a Linear over rand inputs whose few
 output columns move with the draw of the weights (the band says values differ; KernelBench's own
 draws under other seeds differ as much: agree within seed noise). A second call finds all four in
-its --state and runs none again.
+its --state and runs none again; a third, with one task's worker side kept as a half, runs only its
+other side.
 
     test_check_kernelbench_tasks.py PYTHON_WITH_TORCH KWB_WORKER
 """
@@ -170,10 +171,11 @@ def main():
         verdicts = {t: r["verdict"] for t, r in rows.items()}
         check(verdicts == {"L1/1": "agree", "L1/2": "values differ", "L1/3": "agree",
                            "L1/4": "agree within seed noise"}, "verdicts %s" % verdicts)
-        for t in ("L1/2", "L1/4"):  # the band failed: KernelBench drawn under seeds 43 and 44 too
+        for t in ("L1/2", "L1/4"):  # the band failed: KernelBench drawn under seeds 43-46 too
             draws = rows.get(t, {}).get("kernelbench", {}).get("draws", {})
-            check(sorted(draws) == ["43", "44"] and all("eager_ms" not in d and "max" in d for d in draws.values()),
-                  "%s has KernelBench's untimed draws under seeds 43 and 44: %s" % (t, draws))
+            check(sorted(draws) == ["43", "44", "45", "46"]
+                  and all("eager_ms" not in d and "max" in d for d in draws.values()),
+                  "%s has KernelBench's untimed draws under seeds 43-46: %s" % (t, draws))
         if "L1/4" in rows:  # what the noise pass is for: the band alone calls it a difference
             r = rows["L1/4"]
             band = r["kernelbench"]["max"] - r["kernelbench"]["min"]
@@ -194,11 +196,28 @@ def main():
         with open(state) as f:
             lines_before = len(f.readlines())
         again = subprocess.run(args, capture_output=True, text=True, timeout=600)
-        check(again.returncode == 0 and "0 tasks to do (4 done before)" in again.stderr
+        check(again.returncode == 0 and "0 tasks to do (4 done before, 0 half done)" in again.stderr
               and "noise pass" not in again.stderr,
               "a second call runs nothing again: %s" % again.stderr.strip().splitlines()[:2])
         with open(state) as f:
             check(len(f.readlines()) == lines_before, "--state has no new rows")
+        # A side finished before the deadline cut the other is kept ({"task", "half"}) and not run
+        # again: L1/1's row dropped, its worker side kept with a mark (ms -1) the worker never gives.
+        if "L1/1" in rows:
+            with open(state, "w") as f:
+                for t, r in rows.items():
+                    if t != "L1/1":
+                        f.write(json.dumps(r) + "\n")
+                f.write(json.dumps({"task": "L1/1", "half": "worker", "worker": dict(rows["L1/1"]["worker"], ms=-1)})
+                        + "\n")
+            resumed = subprocess.run(args, capture_output=True, text=True, timeout=600)
+            with open(state) as f:
+                last = [r for r in map(json.loads, f) if r["task"] == "L1/1"][-1]
+            check(resumed.returncode == 0 and "1 tasks to do (3 done before, 1 half done)" in resumed.stderr
+                  and last.get("verdict") == "agree" and last["worker"].get("ms") == -1
+                  and last["kernelbench"].get("eager_ms", 0) > 0,
+                  "a kept half is not run again, the other half is: %s / %s" % (
+                      resumed.stderr.strip().splitlines()[:1], last))
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 
