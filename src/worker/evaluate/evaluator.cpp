@@ -175,13 +175,17 @@ json Evaluator::runReference(const Task& task, Scale scale, const std::string& d
         out = fn(cloneArgs(inputs, params, task, true)).toTensor();
         ms = msSince(t0);
     }
-    at::Tensor o = out.to(at::kCPU, at::kDouble);
+    // The statistics where the output lies, the mean summed in float64 without a float64 copy: the
+    // copy to the host in float64 of L1/19-24's 4096 x 393,216 outputs (6.4 GB each) took seconds
+    // per task (400 M floats on this CPU: 25.1 s with the copy, 6.8 s without, the same values).
+    const bool any = out.numel() > 0;
+    const at::Tensor o = at::isFloatingType(out.scalar_type()) ? out : out.to(at::kDouble);
     json body = {{protocol::Field::kTask, task.id},
                  {protocol::Key::kOutputShape, out.sizes().vec()},
                  {protocol::Key::kDtype, c10::toString(out.scalar_type())},
-                 {protocol::Key::kMin, o.numel() ? o.min().item<double>() : 0.0},
-                 {protocol::Key::kMax, o.numel() ? o.max().item<double>() : 0.0},
-                 {protocol::Key::kMean, o.numel() ? o.mean().item<double>() : 0.0},
+                 {protocol::Key::kMin, any ? o.min().item<double>() : 0.0},
+                 {protocol::Key::kMax, any ? o.max().item<double>() : 0.0},
+                 {protocol::Key::kMean, any ? o.mean(at::kDouble).item<double>() : 0.0},
                  {protocol::Key::kFinite, torch::isfinite(o).all().item<bool>()},
                  {protocol::Key::kMs, ms}};
     body.update(extra);
