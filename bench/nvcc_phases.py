@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Usage (on the GPU machine, nvcc on PATH, python3 with torch): bench/nvcc_phases.py
 # Where nvcc's time goes for a KernelBench-format CUDA answer's .cu (issue 35): load_inline's own
-# nvcc command (from the build.ninja torch writes), run with --time, twice; and its phases listed.
+# nvcc command (from the build.ninja torch writes), run with --time, as it is and with --threads 0;
+# and its phases listed.
 import csv, io, os, re, subprocess, sys, tempfile, time
 import torch.utils.cpp_extension as ce
 CUDA = r'''
@@ -34,10 +35,12 @@ get = lambda k: (re.search(r"^%s = (.*)$" % k, ninja, re.M) or [None, ""])[1]
 cu = [f for f in os.listdir(d) if f.endswith(".cu")][0]
 base = f"{get('nvcc')} {get('cuda_cflags')} -c {cu} -o cuda.o {get('cuda_post_cflags')}"
 print("command:", base[:2000])
-for k in range(2):
+# run 0 as load_inline runs it; run 1 with --threads 0 (nvcc may run independent steps side by
+# side: whether that covers one arch's host and device chains is what it shows)
+for k, extra in enumerate(("", " --threads 0")):
     t0 = time.monotonic()
-    r = subprocess.run(base + f" --time t{k}.csv", shell=True, cwd=d, capture_output=True, text=True)
-    print(f"run {k}: rc {r.returncode}, {time.monotonic() - t0:.1f} s", r.stderr[-500:])
+    r = subprocess.run(base + extra + f" --time t{k}.csv", shell=True, cwd=d, capture_output=True, text=True)
+    print(f"run {k}{extra}: rc {r.returncode}, {time.monotonic() - t0:.1f} s", r.stderr[-500:])
     rows = list(csv.reader(open(os.path.join(d, f"t{k}.csv"))))
     for row in rows[1:]:
         print("  %-40s %10s ms" % (row[1].strip(), row[6].strip()))

@@ -556,6 +556,25 @@ for name, requests in orders.items():
 PY
     cat "$OUT/kb-only-crash.txt" | cut -c1-300
     ;;
+  check-tasks)
+    # Issue 37 item 2: the 250-task check against KernelBench's references, resumed from the committed
+    # state (bench/results/2026-12-04-kernelbench-tasks-h200-state.jsonl: rows and finished halves),
+    # until CHECK_DEADLINE s (default 480); the state and table come back in $OUT (commit the state
+    # over the committed one). CHECK_TASKS picks tasks (scripts/check-kernelbench-tasks.py --tasks).
+    log check-tasks
+    state=$OUT/kbtasks-state.jsonl
+    [[ -f $state ]] || cp bench/results/2026-12-04-kernelbench-tasks-h200-state.jsonl "$state"
+    timeout $(( ${CHECK_DEADLINE:-480} + 60 )) python3 scripts/check-kernelbench-tasks.py --worker "$worker" --tasks-dir tasks \
+      --kernelbench tasks/kernelbench-src --state "$state" --out "$OUT/kernelbench-tasks-h200.md" --jobs 10 \
+      --deadline "${CHECK_DEADLINE:-480}" ${CHECK_TASKS:+--tasks "$CHECK_TASKS"} > "$OUT/check-tasks.log" 2>&1
+    grep -v '^  ' "$OUT/check-tasks.log" | tail -5
+    ;;
+  nvcc-phases)
+    # Issue 35 item 1: where nvcc's time goes for a CUDA answer's .cu (bench/nvcc_phases.py).
+    log nvcc-phases
+    PATH=$PATH:/usr/local/cuda/bin timeout 200 python3 bench/nvcc_phases.py > "$OUT/nvcc-phases.txt" 2>&1
+    head -20 "$OUT/nvcc-phases.txt"
+    ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.
     log pack
