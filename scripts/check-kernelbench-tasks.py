@@ -33,8 +33,11 @@ of an earlier call carried in and brought back with $OUT:
 
 Results are appended to a JSON-lines file (--state, default beside --out) as each task finishes, and a
 task already there is not run again; so is each side of a task as it finishes ({"task", "half"}), so a
-side done before the deadline cut its other one is not run again by the next call. --tasks L2/1,L3:11-20 or --level 2 picks tasks; --device cpu
-runs both sides on the CPU (times by the wall clock), which is how the script is checked without a GPU.
+side done before the deadline cut its other one is not run again by the next call. --tasks
+L2/1,L3:11-20 or --level 2 picks tasks; --device cpu runs both sides on the CPU (times by the wall
+clock), which is how the script is checked without a GPU. A call's deadline leaves tasks unstarted
+once less than a quarter of --task-timeout is left: with a short --deadline pass a short
+--task-timeout too.
 """
 import argparse
 import contextlib
@@ -558,10 +561,12 @@ def main():
         differ = [t for t in tasks if done.get(t["id"], {}).get("verdict") == "values differ"]
         noise = NoiseRun(a, differ, done, log, lockfile.name, run.start)
         if noise.pending:
-            print("noise pass: %d rows, %d more KernelBench draws" % (len(differ), len(noise.pending)),
-                  file=sys.stderr)
-            pool = [threading.Thread(target=kernelbench_side, args=(noise, threads))
-                    for _ in range(max(1, min(jobs, len(noise.pending))))]
+            # its own count of processes: a call with no task left to run (jobs 1) still has draws
+            noise_jobs = max(1, min(a.jobs, len(noise.pending)))
+            print("noise pass: %d rows, %d more KernelBench draws, %d KernelBench processes" % (
+                len(differ), len(noise.pending), noise_jobs), file=sys.stderr)
+            noise_threads = max(1, (os.cpu_count() or 2) // (noise_jobs + 1))
+            pool = [threading.Thread(target=kernelbench_side, args=(noise, noise_threads)) for _ in range(noise_jobs)]
             for th in pool:
                 th.start()
             for th in pool:

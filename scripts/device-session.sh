@@ -566,7 +566,7 @@ PY
     [[ -f $state ]] || cp bench/results/2026-12-04-kernelbench-tasks-h200-state.jsonl "$state"
     timeout $(( ${CHECK_DEADLINE:-480} + 60 )) python3 scripts/check-kernelbench-tasks.py --worker "$worker" --tasks-dir tasks \
       --kernelbench tasks/kernelbench-src --state "$state" --out "$OUT/kernelbench-tasks-h200.md" --jobs 10 \
-      --deadline "${CHECK_DEADLINE:-480}" ${CHECK_TASKS:+--tasks "$CHECK_TASKS"} > "$OUT/check-tasks.log" 2>&1
+      --deadline "${CHECK_DEADLINE:-480}" --task-timeout "${CHECK_TASK_TIMEOUT:-120}" ${CHECK_TASKS:+--tasks "$CHECK_TASKS"} > "$OUT/check-tasks.log" 2>&1
     grep -v '^  ' "$OUT/check-tasks.log" | tail -5
     ;;
   nvcc-phases)
