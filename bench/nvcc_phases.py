@@ -1,10 +1,27 @@
 #!/usr/bin/env python3
-# Usage (on the GPU machine, nvcc on PATH, python3 with torch): bench/nvcc_phases.py
-# Where nvcc's time goes for a KernelBench-format CUDA answer's .cu (issue 35): load_inline's own
-# nvcc command (from the build.ninja torch writes), run with --time, as it is and with --threads 0;
-# and its phases listed.
-import csv, io, os, re, subprocess, sys, tempfile, time
+# Usage (on the GPU machine, nvcc on PATH, python3 with torch): bench/nvcc_phases.py [--alone]
+# Where nvcc's time goes for a KernelBench-format CUDA answer's .cu (issue 35 item 1), and what
+# would shorten it: load_inline's own nvcc command (from the build.ninja torch writes, with torch's
+# ninja run replaced) timed with --time per phase, beside variants of it:
+#   as load_inline runs it
+#   --threads 0       whether nvcc runs one arch's host and device chains side by side
+#   no python.h       torch/extension.h shadowed (-I, ahead of torch's -isystem) by one that
+#                     includes torch/all.h alone: what pybind11 and Python.h cost each pass
+#   torch/types.h     shadowed by torch/types.h (ATen, c10, the Tensor API): what torch's C++
+#                     frontend costs on top
+# All at once (each nvcc is one process per phase; the machine has 16 cores), or one after another
+# with --alone. Each variant's object is compared with load_inline's (same bytes or not).
+import csv
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
 import torch.utils.cpp_extension as ce
+
 CUDA = r'''
 #include <torch/extension.h>
 __global__ void scale_k(const float* a, float* c, float s, long n) {
@@ -18,36 +35,78 @@ torch::Tensor scale_forward(torch::Tensor A, double s) {
     return c;
 }
 '''
+SHIMS = {"no python.h": "#pragma once\n#include <torch/all.h>\n",
+         "torch/types.h": "#pragma once\n#include <torch/types.h>\n"}
+
+
 class Stop(Exception):
     pass
-def stop(*a, **k):
+
+
+def stop(*args, **kwargs):
     raise Stop()
-ce._run_ninja_build = stop
-os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
-d = tempfile.mkdtemp(prefix="kwb-nvcc-")
-try:
-    ce.load_inline(name="kwb_nvcc_phases", cpp_sources="torch::Tensor scale_forward(torch::Tensor A, double s);",
-                   cuda_sources=CUDA, functions=["scale_forward"], build_directory=d)
-except Stop:
-    pass
-ninja = open(os.path.join(d, "build.ninja")).read()
-get = lambda k: (re.search(r"^%s = (.*)$" % k, ninja, re.M) or [None, ""])[1]
-cu = [f for f in os.listdir(d) if f.endswith(".cu")][0]
-base = f"{get('nvcc')} {get('cuda_cflags')} -c {cu} -o cuda.o {get('cuda_post_cflags')}"
-print("command:", base[:2000])
-# run 0 as load_inline runs it; run 1 with --threads 0 (nvcc may run independent steps side by
-# side: whether that covers one arch's host and device chains is what it shows)
-for k, extra in enumerate(("", " --threads 0")):
-    t0 = time.monotonic()
-    r = subprocess.run(base + extra + f" --time t{k}.csv", shell=True, cwd=d, capture_output=True, text=True)
-    print(f"run {k}{extra}: rc {r.returncode}, {time.monotonic() - t0:.1f} s", r.stderr[-500:])
-    rows = list(csv.reader(open(os.path.join(d, f"t{k}.csv"))))
-    for row in rows[1:]:
-        print("  %-40s %10s ms" % (row[1].strip(), row[6].strip()))
-for what, extra in (("-E only", " -E -o /dev/null"),):
-    t0 = time.monotonic()
-    r = subprocess.run(f"{get('nvcc')} {get('cuda_cflags')} {get('cuda_post_cflags')} {cu}" + extra, shell=True, cwd=d,
-                       capture_output=True, text=True)
-    print(f"{what}: rc {r.returncode}, {time.monotonic() - t0:.1f} s")
-r = subprocess.run(base + " --dryrun", shell=True, cwd=d, capture_output=True, text=True)
-print("dryrun:\n" + "\n".join(l[:300] for l in r.stderr.splitlines() if l.startswith("#$") and "=" not in l.split()[1][:1]))
+
+
+def main():
+    ce._run_ninja_build = stop  # torch writes build.ninja, then this stops it: the commands are read
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    d = tempfile.mkdtemp(prefix="kwb-nvcc-")
+    try:
+        ce.load_inline(name="kwb_nvcc_phases", cpp_sources="torch::Tensor scale_forward(torch::Tensor A, double s);",
+                       cuda_sources=CUDA, functions=["scale_forward"], build_directory=d)
+    except Stop:
+        pass
+    ninja = open(os.path.join(d, "build.ninja")).read()
+
+    def get(key):
+        m = re.search(r"^%s = (.*)$" % key, ninja, re.M)
+        return m.group(1) if m else ""
+
+    cu = [f for f in os.listdir(d) if f.endswith(".cu")][0]
+    nvcc, flags, post = get("nvcc"), get("cuda_cflags"), get("cuda_post_cflags")
+    print("command: %s %s -c %s -o cuda.o %s\n" % (nvcc, flags, cu, post))
+    variants = [("as load_inline runs it", ""), ("--threads 0", " --threads 0")]
+    for name, text in SHIMS.items():
+        shim = os.path.join(d, "shim-" + re.sub(r"\W", "_", name), "torch")
+        os.makedirs(shim)
+        with open(os.path.join(shim, "extension.h"), "w") as f:
+            f.write(text)
+        variants.append((name, " -I" + os.path.dirname(shim)))
+    results = {}
+
+    def run(k, name, extra):
+        out = "v%d.o" % k
+        t0 = time.monotonic()
+        r = subprocess.run("%s %s%s -c %s -o %s %s --time t%d.csv" % (nvcc, flags, extra, cu, out, post, k),
+                           shell=True, cwd=d, capture_output=True, text=True)
+        phases = []
+        if os.path.exists(os.path.join(d, "t%d.csv" % k)):
+            phases = [(row[1].strip(), float(row[6])) for row in list(csv.reader(open(os.path.join(d, "t%d.csv" % k))))[1:]
+                      if len(row) > 6]
+        results[k] = (name, r.returncode, time.monotonic() - t0, phases, r.stderr[-400:])
+
+    threads = [threading.Thread(target=run, args=(k, n, e)) for k, (n, e) in enumerate(variants)]
+    for th in threads:
+        th.start()
+        if "--alone" in sys.argv:
+            th.join()
+    for th in threads:
+        th.join()
+    base = open(os.path.join(d, "v0.o"), "rb").read() if os.path.exists(os.path.join(d, "v0.o")) else b""
+    names = ["gcc (preprocessing 4)", "cudafe++", "gcc (preprocessing 1)", "cicc", "ptxas", "gcc (compiling)"]
+    print("| variant | rc | wall s | " + " | ".join(names) + " (ms) | object as load_inline's |")
+    print("|---|--:|--:|" + "--:|" * len(names) + "---|")
+    for k in sorted(results):
+        name, rc, wall, phases, err = results[k]
+        ms = {p: v for p, v in phases}
+        obj = os.path.join(d, "v%d.o" % k)
+        same = "-" if k == 0 else ("same bytes" if os.path.exists(obj) and open(obj, "rb").read() == base
+                                   else "differs" if os.path.exists(obj) else "none")
+        print("| %s | %d | %.1f | %s | %s |" % (name, rc, wall, " | ".join("%.0f" % ms.get(p, 0) for p in names), same))
+        if rc:
+            print("\n    " + err.replace("\n", "\n    "))
+    print("\n(%s)" % ("one after another" if "--alone" in sys.argv else "all at once"))
+
+
+if __name__ == "__main__":
+    main()
