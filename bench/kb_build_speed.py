@@ -19,8 +19,11 @@
 #   broker   each build as kwb gets it (issue 35 (a)): a request to the build broker (serve_broker,
 #            its builds in bwrap where bwrap works, as kwb's), with the header made and the broker
 #            started 2 s before (its start hash-checks the headers), REPS times, alternating the
-#            broker of BASE and this tree's (the early syntax pass beside the builder, the
-#            header's hashes remembered). The answer's entry is removed before each request.
+#            broker of BASE and this tree's (kwb's rules: the spare builder, the early syntax
+#            pass). The answer's entry is removed before each request, and each request waits
+#            --gap s (default 3) after the one before, so this tree's next spare builder, started
+#            when a build ends, is ready as it is for answers that come seconds apart (a single
+#            `kwb eval` gets one still starting: time that through kwb eval).
 #
 # Usage: bench/kb_build_speed.py [--reps N] [--base COMMIT] [--parts stages,builds,broker] [--python PY]
 #                                [--cuda]   (--cuda: the answer of the nvcc case instead, on a machine
@@ -260,24 +263,25 @@ def broker_part(ec, before_dir, answers, arch):
     headers = ARGS.headers or os.path.join(WORK, "stages-cache")
     for _, arguments in answers:
         ec.ensure_pch(arguments, headers, lambda a, r, staging: ec.build_in_process(a, r, staging, headers))
-    versions = ([("before", before_dir, {})] if before_dir else []) + [
-        ("after", SRC, {}), ("always", SRC, {"early_syntax_cxx": "always"})]
+    versions = ([("before", before_dir, {})] if before_dir else []) + [("after", SRC, {})]
     brokers = {}
     for label, module_dir, extra in versions:
         cache = os.path.join(WORK, f"cache-{label}")
         link_headers(headers, cache, ec)
         brokers[label] = (cache,) + start_broker(module_dir, cache, label, **extra)
     time.sleep(2)
-    times, notes, loads = {}, {}, []
+    times, notes, loads, builders = {}, {}, [], {}
     try:
         for rep in range(ARGS.reps):
             for label, arguments in answers:
                 for how, (cache, sock, _) in brokers.items():
                     remove_entry(cache, arguments, arch, ec)
+                    time.sleep(ARGS.gap)
                     loads.append(os.getloadavg()[0])
                     seconds, m = brokered(sock, arguments, arch, ec)
                     times.setdefault((label, how), []).append(seconds)
                     notes[(label, how)] = (m["ok"], m.get("pch", ""), "[syntax check]" in m.get("message", ""))
+                    builders.setdefault((label, how), []).append(m.get("builder") or "fresh")
     finally:
         for _, _, process in brokers.values():
             process.kill()
@@ -286,16 +290,16 @@ def broker_part(ec, before_dir, answers, arch):
     print(f"The broker's builds {'in bwrap (as kwb runs them)' if PREFIX else 'without a sandbox (no working bwrap here: no early pass)'}; "
           "the header made; a request from a client that has the answer's load_inline arguments to the "
           "broker's reply.\n")
-    print("\"after\" is kwb's rule (a C++-only build gets the early pass only while the machine has a core to "
-          "spare: 1-min load average below its cores less one); \"early pass always\" gives every build one.\n")
-    print(f"| answer | before ({ARGS.base}) | after | early pass always |\n|---|---:|---:|---:|")
+    print(f"Each request {ARGS.gap:g} s after the one before. \"after\" is this tree's broker as kwb runs it.\n")
+    print(f"| answer | before ({ARGS.base}) | after |\n|---|---:|---:|")
     for label, _ in answers:
         before = summary(times[(label, "before")]) if before_dir else "–"
-        print(f"| {label} | {before} | {summary(times[(label, 'after')])} | {summary(times[(label, 'always')])} |")
+        print(f"| {label} | {before} | {summary(times[(label, 'after')])} |")
     print(f"\n1-min load average before each request: {min(loads):.2f}–{max(loads):.2f} ({os.cpu_count()} cores)\n")
     for (label, how), (ok, note, syntax) in sorted(notes.items()):
+        kinds = ", ".join(f"{k} {builders[(label, how)].count(k)}" for k in sorted(set(builders[(label, how)])))
         print(f"- {label}, {how}: {'built' if ok else 'compile_error'}{' (reported by a syntax pass)' if syntax else ''}; "
-              f"pch: {note or '(none)'}")
+              f"builder: {kinds}; pch: {note or '(none)'}")
     print()
 
 
@@ -527,6 +531,7 @@ def main():
     global ARGS, WORK, SRC, PREFIX
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--gap", type=float, default=3.0, help="broker part: seconds between requests")
     parser.add_argument("--base", default="HEAD", help="the commit whose extension_cache.py is 'before'")
     parser.add_argument("--parts", default="stages,builds")
     parser.add_argument("--python", default=sys.executable, help="a Python with torch (the worker's)")

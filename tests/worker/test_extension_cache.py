@@ -19,9 +19,21 @@
 #                           torch's module functions and sets TORCH_CUDA_ARCH_LIST while it builds):
 #                           one at a time, and torch's functions and the environment are as they
 #                           were once all are done
+#   request_is_served_by_the_spare  the broker's spare builder (started before any request) builds
+#                           the first request: no builder process is started for it
+#   spare_is_never_reused   two requests, two spares: each process builds once and ends; the
+#                           next spare is started when the build ends
+#   broker_end_leaves_no_spare  the broker killed (as kwb's end kills it): its spare ends, and the
+#                           next broker on the cache removes the folder it left
+#   dead_spare_is_replaced  a spare killed before its request: the request is built all the same
+#                           (by a builder of its own), and a new spare builds the next one
+#   spare_sees_only_its_folder  (bwrap) a spare in a sandbox like kwb's (an empty tmpfs over the
+#                           cache): its view of the cache is its own folder, not the other build's
+#                           staging folder or entry
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,7 +63,7 @@ TORCH_STUB = {
     "torch/utils/__init__.py": "from . import cpp_extension, dlpack\n",
     "torch/utils/dlpack.py": "def from_dlpack(x): return x\ndef to_dlpack(x): return x\n",
     "torch/utils/cpp_extension.py": """
-        import os, time, types
+        import json, os, time, types
         class _Versioner:
             def __init__(self): self.entries = {}
         JIT_EXTENSION_VERSIONER = _Versioner()
@@ -76,7 +88,10 @@ TORCH_STUB = {
                 return _import_module_from_library(name, build_directory, True)
             os.close(fd)
             with open(os.environ["STUB_BUILD_LOG"], "a") as log:
-                log.write(f"{os.getpid()} {name}\\n")
+                # What the builder sees of a folder (STUB_LIST: the cache), where asked.
+                seen = json.dumps(sorted(os.listdir(os.environ["STUB_LIST"])), separators=(",", ":")) \\
+                    if os.environ.get("STUB_LIST") else ""
+                log.write(f"{os.getpid()} {name} {seen}\\n")
             gate = os.environ.get("STUB_BUILD_GATE")
             while gate and not os.path.exists(gate):
                 time.sleep(0.02)
@@ -102,6 +117,8 @@ spec.loader.exec_module(ext)
 BUILDER = "#!" + sys.executable + "\n" + LOADER + """
 import torch.utils.cpp_extension
 assert sys.argv[1] == "--build-extension"
+with open(os.environ["STUB_BUILD_LOG"] + ".starts", "a") as log:  # each builder process: pid, REQUEST, OUT
+    log.write(f"{os.getpid()} {sys.argv[2]} {sys.argv[3]}\\n")
 sys.exit(ext.build_extension(sys.argv[2], sys.argv[3]))
 """
 
@@ -173,11 +190,15 @@ def blocked_on_flock(pid):
         return any("->" in line and "FLOCK" in line and f" {pid} " in line for line in f)
 
 
+CASE = [""]  # the cache of the case that runs
+
+
 def fresh(name):
-    cache = os.path.join(ROOT, name)
+    cache = CASE[0] = os.path.join(ROOT, name)
     os.makedirs(cache)
-    if os.path.exists(BUILD_LOG):
-        os.remove(BUILD_LOG)
+    for log in (BUILD_LOG, BUILD_LOG + ".starts"):
+        if os.path.exists(log):
+            os.remove(log)
     return cache
 
 
@@ -218,17 +239,17 @@ def failure_is_cached():
     assert len(builds()) == 1, builds()
 
 
-def start_broker(cache, gate=None):
-    """A broker as kwb starts one (without the builder's sandbox here): its socket's path."""
+def start_broker(cache, gate=None, prefix=(), **env_extra):
+    """A broker as kwb starts one (without the builder's sandbox here, unless prefix): its socket's path."""
     sock = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.sock")
-    env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG)
+    env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG, **env_extra)
     env.pop("STUB_BUILD_GATE", None)
     if gate:
         env["STUB_BUILD_GATE"] = gate
     config = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.json")
     with open(config, "w") as f:
         json.dump({"socket": sock, "cache_dir": cache, "worker": os.path.join(ROOT, "builder.py"),
-                   "builder_prefix": [], "environment": env}, f)
+                   "builder_prefix": list(prefix), "environment": env}, f)
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     BROKERS.append(process)
@@ -371,12 +392,136 @@ def builds_in_one_process_take_turns():
         assert (arch == "9.0") == (int(name[-1]) % 2 == 1), seen_arch
 
 
+def starts(folders=False):
+    """The builder processes started so far for answers' builds in this case's cache (not the
+    headers' the broker makes beside them, nor a builder of an earlier case's broker): [(pid,
+    REQUEST)], REQUEST "-" for a spare (with folders: [(pid, REQUEST, OUT)])."""
+    if not os.path.exists(BUILD_LOG + ".starts"):
+        return []
+    with open(BUILD_LOG + ".starts") as f:
+        rows = [line.split() for line in f if line.strip()]
+    rows = [r for r in rows if r[2].startswith(CASE[0] + os.sep) and "kwb_torch_pch" not in r[2]]
+    return [(int(r[0]), r[1], r[2]) if folders else (int(r[0]), r[1]) for r in rows]
+
+
+def spares():
+    return [pid for pid, request in starts() if request == "-"]
+
+
+def spare_ready(count=1):
+    """Waits for the broker's count-th spare to have torch imported (its SPARE_READY): its pid."""
+    wait_for(lambda: len(spares()) >= count, f"spare {count} to start")
+    pid, _, folder = [row for row in starts(folders=True) if row[1] == "-"][count - 1]
+    wait_for(lambda: os.path.exists(os.path.join(folder, "kwb-spare-ready")), f"spare {count} to be ready")
+    return pid
+
+
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def manifest_of(worker_result):
+    with open(os.path.join(worker_result["builds"][0]["build_dir"], "kwb-entry.json")) as f:
+        return json.load(f)
+
+
+def request_is_served_by_the_spare():
+    cache = fresh("spare-serves")
+    sock = start_broker(cache)
+    spare = spare_ready()
+    before = len(starts())
+    a = result(start(cache, "__global__ void s1() {}", broker=sock))
+    assert a["ok"], a
+    assert [int(b[0]) for b in builds()] == [spare], (builds(), starts())
+    # Started since the request: the next spare alone, no builder for this build.
+    assert all(request == "-" for _, request in starts()[before:]), starts()
+    assert manifest_of(a)["builder"] == "spare", manifest_of(a)
+    assert not [n for n in os.listdir(cache) if n.startswith(".staging-ext")], os.listdir(cache)
+
+
+def spare_is_never_reused():
+    cache = fresh("spare-once")
+    sock = start_broker(cache)
+    first = spare_ready()
+    a = result(start(cache, "__global__ void s2a() {}", broker=sock))
+    second = spare_ready(2)
+    b = result(start(cache, "__global__ void s2b() {}", broker=sock))
+    assert a["ok"] and b["ok"], (a, b)
+    assert first != second and [int(x[0]) for x in builds()] == [first, second], (builds(), starts())
+    assert [request for _, request in starts()] == ["-"] * len(starts()), starts()  # no builder of its own
+    wait_for(lambda: gone(first), "the first spare to end after its build")
+    assert manifest_of(b)["builder"] == "spare", manifest_of(b)
+
+
+def broker_end_leaves_no_spare():
+    cache = fresh("spare-end")
+    start_broker(cache)
+    broker = BROKERS[-1]
+    spare = spare_ready()
+    left = [n for n in os.listdir(cache) if n.startswith(".spare-")]
+    broker.kill()  # as the broker ends with kwb (its parent watch: SIGKILL)
+    broker.wait()
+    wait_for(lambda: gone(spare), "the spare to end with its broker")
+    # Its folder is left (a killed broker removes nothing); the next broker on the cache removes it.
+    assert [n for n in os.listdir(cache) if n.startswith(".spare-")] == left, os.listdir(cache)
+    start_broker(cache)
+    spare_ready(2)
+    now = [n for n in os.listdir(cache) if n.startswith(".spare-")]
+    assert len(now) == 1 and now != left, (left, now)
+
+
+def dead_spare_is_replaced():
+    cache = fresh("spare-dead")
+    sock = start_broker(cache)
+    spare = spare_ready()
+    os.kill(spare, signal.SIGKILL)
+    a = result(start(cache, "__global__ void s4a() {}", broker=sock))
+    assert a["ok"], a
+    builder = int(builds()[0][0])
+    assert builder != spare and dict(starts())[builder] != "-", (builds(), starts())  # a builder of its own
+    assert manifest_of(a)["builder"] == "fresh", manifest_of(a)
+    replaced = spare_ready(2)
+    b = result(start(cache, "__global__ void s4b() {}", broker=sock))
+    assert b["ok"] and int(builds()[1][0]) == replaced, (b, builds(), starts())
+
+
+def spare_sees_only_its_folder():
+    if shutil.which("bwrap") is None or subprocess.run(["bwrap", "--dev-bind", "/", "/", "--", "true"],
+                                                        capture_output=True).returncode != 0:
+        print("  not run: no working bwrap here")
+        return
+    cache = fresh("spare-view")
+    gate = os.path.join(ROOT, "gate-spare-view")
+    # kwb's builder sandbox hides the cache under an empty tmpfs (docs/sandbox.md); the rest here is
+    # the host's, for the stand-in torch and the logs.
+    sock = start_broker(cache, gate, prefix=["bwrap", "--dev-bind", "/", "/", "--tmpfs", cache], STUB_LIST=cache)
+    spare_ready()
+    first = start(cache, "__global__ void s5a() {}", broker=sock)
+    wait_for(lambda: len(builds()) == 1, "the first build")
+    open(gate, "w").close()
+    assert result(first)["ok"]
+    spare_ready(2)
+    on_host = sorted(n for n in os.listdir(cache) if not n.endswith(".lock"))
+    b = result(start(cache, "__global__ void s5b() {}", broker=sock))
+    assert b["ok"], b
+    for pid, name, seen in builds():
+        seen = json.loads(seen)
+        # Its own folder alone, under the name it had as a spare; the first build's entry hidden.
+        assert len(seen) == 1 and seen[0].startswith(".spare-"), (name, seen, on_host)
+    assert any(not n.startswith(".") for n in on_host), on_host  # the first entry was there to see
+
+
 if __name__ == "__main__":
     setup()
     failed = 0
     for case in (one_build_per_key, killed_build_is_retried, failure_is_cached, broker_builds_once_for_two_workers,
                  changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
-                 builds_in_one_process_take_turns):
+                 builds_in_one_process_take_turns, request_is_served_by_the_spare, spare_is_never_reused,
+                 broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder):
         try:
             case()
             print(f"PASS {case.__name__}")

@@ -15,9 +15,14 @@
 #   builder_checks_the_early_pass   the builder says the broker's early syntax pass covers its
 #                            build (EARLY_VALID) where load_inline wrote the main.cpp and would run
 #                            the command the pass's record names, and not where the bytes differ
-#   broker_early_syntax_pass  through a broker with a sandbox (bwrap): the answers built by it
-#                            (the early pass beside the builder) are the libraries built without
-#                            it; a compile error is reported by the early pass, with g++'s message
+#   broker_early_syntax_pass  through a broker with a sandbox (bwrap) and no spare builder: the
+#                            answers built by it (the early pass beside the builder) are the
+#                            libraries built without it; a compile error is reported by the early
+#                            pass, with g++'s message
+#   broker_spare_builds_with_the_header  through a broker in bwrap with the cache under an empty
+#                            tmpfs (kwb's builder sandbox): its ready spare builder, the header bound
+#                            into it, builds an answer (torch's outputs) and reports a compile error
+#                            with g++'s message (ninja's compile: no early pass here)
 #   nvcc_build_stopped_at_a_cpp_error (--nvcc) an answer with CUDA sources whose C++ part does not
 #                            compile: reported by the syntax pass while nvcc still runs, nvcc ended
 #   nvcc_build_stopped_by_the_brokers_pass (--nvcc) the same through a broker in bwrap: its early
@@ -267,6 +272,8 @@ def broker_makes_pch_for_the_next_build():
         second = load_arguments(answer_module(os.path.join(FIXTURES, "L1_23_softmax.md")))
         _, m1, _, _, _ = ec.ask_broker(sock, second, "")
         assert m1["ok"] and m1["pch"] == f"used: {ec.pch_entry(first, cache)[0]}", m1
+        # The spare builder started again for the header once it was made, and took the build.
+        assert m1["builder"].startswith("spare"), m1
         assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
     finally:
         broker.kill()
@@ -325,8 +332,11 @@ def broker_early_syntax_pass():
     for n in os.listdir(os.path.join(ROOT, "c1")):
         if n.startswith(ec.PCH_NAME + "-"):
             shutil.copytree(os.path.join(ROOT, "c1", n), os.path.join(cache, n), copy_function=os.link)
-    # Every C++-only build with the pass (kwb's rule gives one only where a core is idle).
-    sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/"], early_syntax_cxx="always")
+    # Every C++-only build with the pass (kwb's rule gives one only where a core is idle), each by
+    # a fresh builder: a spare's folder name has another length than c1's staging folders
+    # (broker_spare_builds_with_the_header builds with one).
+    sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/"], early_syntax_cxx="always",
+                                 spare_builder=False)
     try:
         for name in GOOD:
             arguments = load_arguments(answer_module(os.path.join(FIXTURES, name)))
@@ -346,6 +356,47 @@ def broker_early_syntax_pass():
         assert m["message"].startswith("RuntimeError: Error building extension 'kwb_cpp_relu_undeclared': "), m["message"][:300]
         assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
         print(f"  compile error reported by the broker in {seconds:.1f} s")
+    finally:
+        broker.kill()
+        broker.wait()
+
+
+def broker_spare_builds_with_the_header():
+    if not _bwrap_works():
+        print("  not run: no working bwrap here (the spare builder's folder is renamed under its mount)")
+        return
+    cache = os.path.join(ROOT, "c3")
+    os.makedirs(cache)
+    good = os.path.join(FIXTURES, "L1_05_scale.md")
+    arguments = load_arguments(answer_module(good))
+    header = ec.pch_entry(arguments, os.path.join(ROOT, "c1"))[0]  # same_results_both_ways made it
+    shutil.copytree(header, os.path.join(cache, os.path.basename(header)), copy_function=os.link)
+
+    def spare_ready():
+        deadline = time.monotonic() + 120
+        while not any(os.path.exists(os.path.join(cache, n, ec.SPARE_READY))
+                      for n in os.listdir(cache) if n.startswith(ec.SPARE_PREFIX)):
+            assert time.monotonic() < deadline, "no spare builder became ready"
+            time.sleep(0.1)
+
+    sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/", "--tmpfs", cache], early_syntax_cxx="never")
+    try:
+        spare_ready()
+        _, m, _, _, _ = ec.ask_broker(sock, arguments, "")
+        assert m["ok"] and m["pch"] == "used: " + os.path.join(cache, os.path.basename(header)), m
+        assert m["builder"] == "spare", m
+        _, expected = inputs_for("L1_05_scale.md")
+        assert torch.allclose(torch.tensor(run_answer(good, cache)), expected, atol=1e-5, rtol=1e-5), "not torch's result"
+        spare_ready()  # the next one, started when that build ended
+        bad = load_arguments(answer_module(os.path.join(FIXTURES, "L1_19_relu_undeclared.md")))
+        t0 = time.monotonic()
+        _, m, _, _, _ = ec.ask_broker(sock, bad, "")
+        seconds = time.monotonic() - t0
+        assert not m["ok"] and m["builder"] == "spare" and m["pch"].startswith("used: "), m
+        assert "[syntax check]" not in m["message"], m["message"][-2000:]  # ninja's own compile, in the spare
+        assert "error: \u2018zero\u2019 was not declared in this scope" in m["message"], m["message"][-2000:]
+        assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
+        print(f"  compile error reported by the broker's spare builder in {seconds:.1f} s")
     finally:
         broker.kill()
         broker.wait()
@@ -404,12 +455,30 @@ def nvcc_build_stopped_by_the_brokers_pass():
         assert not m["ok"] and m["pch"].startswith("used: "), m
         assert "[syntax check]" in m["message"] and "error:" in m["message"], m["message"][-2000:]
         time.sleep(0.5)
-        assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_descendant(int(p), broker.pid)], \
-            "processes of the stopped build are left"
+        # The broker's next spare builder aside (its folder is still a spare's).
+        spares = [os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(ec.SPARE_PREFIX)]
+        assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_descendant(int(p), broker.pid)
+                    and not _names_any(int(p), spares)], "processes of the stopped build are left"
         print(f"  the C++ error reported by the broker in {seconds:.1f} s while nvcc was building")
     finally:
         broker.kill()
         broker.wait()
+
+
+def _names_any(pid, folders):
+    """Whether the process's command line names one of the folders (or is a descendant of one that
+    does: a spare's bwrap and what runs in it)."""
+    try:
+        while pid > 1:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if set(f.read().decode(errors="replace").split("\0")) & set(folders):
+                    return True
+            with open(f"/proc/{pid}/stat") as f:
+                stat_line = f.read()
+            pid = int(stat_line[stat_line.rfind(")") + 2:].split()[1])
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _is_descendant(pid, ancestor=None):
@@ -437,7 +506,8 @@ if __name__ == "__main__":
         cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass]
     else:
         cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
-                 broker_early_syntax_pass, damaged_pch_is_not_used, broker_makes_pch_for_the_next_build]
+                 broker_early_syntax_pass, broker_spare_builds_with_the_header, damaged_pch_is_not_used,
+                 broker_makes_pch_for_the_next_build]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     cases = [c for c in cases if not only or c.__name__ in only]
     ROOT = tempfile.mkdtemp(prefix="kwb-pch-")

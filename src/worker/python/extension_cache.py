@@ -29,6 +29,11 @@
 # it always runs (ninja reports a main.cpp error only after nvcc; without the broker the builder
 # runs it beside ninja); for a C++-only build, whose compile fails as soon as the pass does, only
 # while it is the broker's one build on a machine that is not saturated (_early_pass_pays).
+#
+# The spare builder (docs/sandbox.md, "The spare builder"): the broker keeps the next builder
+# process started, sandboxed as any builder and torch imported, waiting for its build's request
+# (_Spare); a build takes it, one build per process as before, and its ninja starts within 0.05 s
+# of the request.
 import fcntl
 import hashlib
 import json
@@ -57,6 +62,12 @@ RESULT = "kwb-build-result.json"
 # builder; and the builder's word that load_inline's main.cpp and command are those.
 EARLY_RECORD = "kwb-early-syntax.json"
 EARLY_VALID = "kwb-early-syntax-valid.json"
+# The builder's output (the end of it is the message of a build that left no result).
+BUILDER_LOG = ".kwb-builder.log"
+# A spare builder's folder in the cache (renamed to its build's staging folder once its build is
+# done), and its word that torch is imported and it waits for the request's path on stdin.
+SPARE_PREFIX = ".spare-"
+SPARE_READY = "kwb-spare-ready"
 # A build's message (the compiler's output, as load_inline raises it) is kept up to this size;
 # each line up to LINE_CAP characters.
 MESSAGE_CAP = 64 * 1024
@@ -266,7 +277,7 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
             build_ms = (time.monotonic() - t0) * 1000.0
             if result is None:
                 raise MachineError("the build was cancelled (its worker ended)")
-            for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID):
+            for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID, SPARE_READY):
                 if os.path.lexists(os.path.join(staging, n)):
                     os.remove(os.path.join(staging, n))
             files = {}
@@ -289,7 +300,8 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                     files[rel] = _hash_file(path)
             manifest = {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
                         "message": "" if ok else cap_message(result.get("message", "the build failed")),
-                        "files": files, "build_ms": build_ms, "pch": str(result.get("pch", ""))}
+                        "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
+                        "builder": str(result.get("builder", ""))}
             _write_json(os.path.join(staging, MANIFEST), manifest)
             _seal(staging)
             os.chmod(staging, 0o755)
@@ -680,7 +692,21 @@ def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs):
 
 def build_extension(request_path, out_dir):
     """`kwb-worker --build-extension REQUEST OUT`: the builder in its own sandbox. The broker binds
-    the precompiled header's entry it names (verified) read-only."""
+    the precompiled header's entry it names (verified) read-only. REQUEST "-": a spare builder
+    (_Spare), which imports torch's cpp_extension first, says so (OUT/SPARE_READY) and then reads
+    its request's path from stdin; at end of file (the broker let it go or ended) it builds nothing."""
+    if request_path == "-":
+        import torch.utils.cpp_extension  # noqa: F401 (the start a build would wait for)
+        compiler_identity()  # its `c++ --version` too (kept for the process)
+        with open(os.path.join(out_dir, SPARE_READY), "w"):
+            pass
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = os.read(0, 4096)
+            if not chunk:
+                return 0
+            line += chunk
+        request_path = line.decode().strip()
     with open(request_path) as f:
         request = json.load(f)
     result = build_into(request["arguments"], request.get("arch", ""), out_dir, request.get("pch"))
@@ -818,7 +844,192 @@ def early_pass_for_cxx(alone, load, cores):
     return alone and load < cores
 
 
+class _Spare:
+    """A builder started before its build: sandboxed as _run_builder_beside starts one, its one
+    writable folder a .spare-* folder in the cache, the header it expects (pch) read-only, torch
+    imported, waiting for its request's path on stdin. The build runs in that folder, which
+    becomes the build's staging folder once the builder has ended (hand_over: renamed while no
+    process works in it, so the builder's paths hold in any sandbox). Started by _SpareKeeper's
+    thread alone: bwrap's --die-with-parent (and kwb-worker's parent watch) end a process when the
+    thread that started it ends, and a request's thread ends with its request."""
+
+    def __init__(self, config, pch):
+        self.pch, self.lost, self.process = pch, False, None
+        self.view = tempfile.mkdtemp(prefix=SPARE_PREFIX, dir=config["cache_dir"])
+        # Held while this broker owns the folder: a broker starting on this cache removes the spare
+        # folders no live broker holds (one killed with its kwb cannot remove its own).
+        self.fd = os.open(self.view, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        command = list(config.get("builder_prefix") or [])
+        if command:
+            command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", self.view, self.view, "--"]
+        command += [config["worker"], "--build-extension", "-", self.view]
+        try:
+            with open(os.path.join(self.view, BUILDER_LOG), "wb") as log:
+                self.process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.PIPE,
+                                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError:
+            self.discard()
+            raise
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def ready(self):
+        return os.path.exists(os.path.join(self.view, SPARE_READY))
+
+    def hand_over(self, staging):
+        """Its folder, the build done, becomes the build's staging folder (publish's empty one
+        replaced), for publish to hash and rename into place."""
+        try:
+            os.rename(self.view, staging)
+        except OSError as e:
+            raise MachineError(f"the spare builder's folder did not become the staging folder: {e}") from None
+        finally:
+            os.close(self.fd)  # the key's lock covers a staging folder
+            self.fd = None
+
+    def go(self, request_path):
+        """Sends the request's path: its process, or None where it died before reading it (the
+        build then starts a builder of its own in this folder)."""
+        try:
+            self.process.stdin.write((request_path + "\n").encode())
+            self.process.stdin.close()
+            return self.process
+        except OSError:
+            self.lost = True
+            self.end()
+            return None
+
+    def end(self):
+        if self.process is not None:
+            if self.process.poll() is None:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+            self.process.wait()
+
+    def discard(self):
+        """Ends its process (at end of file on stdin it would end by itself, once torch is
+        imported) and removes its folder, which no build took."""
+        self.end()
+        if self.fd is not None:
+            _remove(self.view)
+            os.close(self.fd)
+            self.fd = None
+
+
+class _SpareKeeper:
+    """The broker's one spare builder: started as the broker starts and again when a build ends
+    (not while it runs: on 2 cores the spare's start, a core for a second, would slow that build's
+    compile), for the header the last build used, or a newly made one. A build takes it only where
+    it expects that build's header (each builder sees at most its one header), else starts its own
+    builder as before."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.spare, self.wanted, self.pending, self.config = None, None, False, None
+
+    def start(self, config):
+        if config.get("spare_builder", True) is False:
+            return
+        self.config = config
+        self.wanted = _newest_pch(config["cache_dir"])
+        self.pending = True
+        threading.Thread(target=self._keep, daemon=True).start()
+
+    def want(self, pch=None):
+        """A spare for builds with this header (None: the one wanted before) unless one waits."""
+        if self.config is None:
+            return
+        with self.cond:
+            if pch is not None:
+                self.wanted = pch
+            self.pending = True
+            self.cond.notify()
+
+    def take(self, pch):
+        """The spare for a build with this header (None: none), now its build's alone."""
+        with self.cond:
+            spare = self.spare
+            if spare is None or spare.pch != pch:
+                return None
+            self.spare = None
+        if not spare.alive():  # died waiting: this build starts its own; a new one after it
+            spare.discard()
+            return None
+        return spare
+
+    def _keep(self):
+        _remove_stale_spares(self.config["cache_dir"])
+        while True:
+            with self.cond:
+                while not self.pending:
+                    self.cond.wait()
+                self.pending = False
+                if self.spare is not None and self.spare.alive() and self.spare.pch == self.wanted:
+                    continue
+                old, self.spare, pch = self.spare, None, self.wanted
+            if old is not None:
+                old.discard()
+            try:
+                spare = _Spare(self.config, pch)
+            except OSError:
+                continue  # no spare: builds start their own builders, as before
+            with self.cond:
+                self.spare = spare
+
+
+_spares = _SpareKeeper()
+
+
+def _newest_pch(cache_dir):
+    """The cache's most recently made precompiled header, for the first spare to expect."""
+    found = []
+    try:
+        for n in os.listdir(cache_dir):
+            directory = os.path.join(cache_dir, n)
+            manifest = read_manifest(directory) if n.startswith(PCH_NAME + "-") else None
+            if manifest is not None and manifest.get("ok"):
+                found.append((os.stat(os.path.join(directory, MANIFEST)).st_mtime, directory))
+    except OSError:
+        pass
+    return max(found)[1] if found else None
+
+
+def _remove_stale_spares(cache_dir):
+    """Spare folders left by brokers that ended (their lock is free)."""
+    try:
+        names = [n for n in os.listdir(cache_dir) if n.startswith(SPARE_PREFIX)]
+    except OSError:
+        return
+    for n in names:
+        path = os.path.join(cache_dir, n)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _remove(path)
+        except OSError:
+            pass  # a live broker's
+        finally:
+            os.close(fd)
+
+
 def _run_builder(config, conn, arguments, arch, staging, pch=None):
+    # The spare where it expects this build's header; not for the broker's own header builds,
+    # which no request waits for. Its folder is the build's until the builder has ended.
+    spare = None if _is_pch_request(arguments) else _spares.take(pch)
+    how = "fresh" if spare is None else "spare" if spare.ready() else "spare (starting)"
+    if spare is not None:
+        staging, published = spare.view, staging
     with open(os.path.join(staging, REQUEST), "w") as f:
         json.dump({"arguments": arguments, "arch": arch, "pch": pch}, f)
     with _in_flight_lock:
@@ -827,9 +1038,12 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None):
     early = None
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     try:
+        # The same rule with a spare: its ninja's compile starts within 0.05 s of the request, as
+        # the pass does, and whether -fsyntax-only ends sooner than that -c was within the noise
+        # on 2 cores (bench/results/2026-12-04-kb-build-warm-builder-2core.md).
         if pch and _early_pass_pays(config, arguments, alone):
             early = _EarlySyntaxPass(config, arguments, staging, pch)
-        result = _run_builder_beside(config, conn, arguments, staging, pch, early)
+        result = _run_builder_beside(config, conn, arguments, staging, pch, early, spare)
         if early is not None and result is not None:
             if not result["ok"] and os.path.exists(os.path.join(staging, EARLY_VALID)):
                 # The builder's failure (nvcc's before the pass ended, say): the pass's message
@@ -844,26 +1058,35 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None):
             elif result["ok"] and early.process is not None and early.done() and \
                     result.get("pch", "").startswith("used: "):  # what g++ said of the header in the pass
                 result["pch"] = early.pch_note()
+        if result is not None:
+            result["builder"] = "fresh" if spare is not None and spare.lost else how
         return result
     finally:
         with _in_flight_lock:
             _in_flight[0] -= 1
         if early is not None:
             early.close()
+        if spare is not None:
+            spare.hand_over(published)
+        if not _is_pch_request(arguments):
+            _spares.want(pch)
 
 
-def _run_builder_beside(config, conn, arguments, staging, pch, early):
-    """The sandboxed builder's result; a compile error of the early pass ends it."""
-    command = list(config.get("builder_prefix") or [])
-    if command:
-        # The precompiled header's entry, read-only, where the builder's view of the cache (an
-        # empty tmpfs) holds nothing else but the staging folder.
-        command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", staging, staging, "--"]
-    command += [config["worker"], "--build-extension", os.path.join(staging, REQUEST), staging]
-    log_path = os.path.join(staging, ".kwb-builder.log")
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None):
+    """The sandboxed builder's result (the spare's where one took the build: staging is its
+    folder); a compile error of the early pass ends it."""
+    log_path = os.path.join(staging, BUILDER_LOG)
+    process = spare.go(os.path.join(staging, REQUEST)) if spare is not None else None
+    if process is None:
+        command = list(config.get("builder_prefix") or [])
+        if command:
+            # The precompiled header's entry, read-only, where the builder's view of the cache (an
+            # empty tmpfs) holds nothing else but the staging folder.
+            command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", staging, staging, "--"]
+        command += [config["worker"], "--build-extension", os.path.join(staging, REQUEST), staging]
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.DEVNULL, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     try:
         while True:
@@ -935,8 +1158,10 @@ def _make_pch_in_background(config, arguments):
 
     def make():
         try:
-            ensure_pch(arguments, config["cache_dir"],
-                       lambda a, r, staging: _run_builder(config, None, a, r, staging), block=False)
+            made = ensure_pch(arguments, config["cache_dir"],
+                              lambda a, r, staging: _run_builder(config, None, a, r, staging), block=False)
+            if made is not None:
+                _spares.want(made[0])  # the next builds take it: a spare that expects it
         except Exception as e:  # noqa: BLE001 (a header that is not made leaves builds as they were)
             with _pch_making_lock:
                 _pch_failed[key] = (str(e).strip().splitlines() or ["?"])[-1][:300]
@@ -1014,6 +1239,7 @@ def serve_broker(config_path):
         os.remove(config_path)  # read once; kwb wrote it for this broker alone
     except OSError:
         return 0  # kwb ended before this broker started: nothing to serve
+    _spares.start(config)  # first: a request can come as soon as the socket is there
     path = config["socket"]
     if os.path.exists(path):
         os.remove(path)
