@@ -327,6 +327,12 @@ def shape_sets_toml(sets):
 # Free constants a reference cannot run with other values although the rule sees no use of them by
 # Model: found by running KernelBench's Model at every set (--run-sets). Kept in every set.
 KB_ONLY_COUPLED = {
+    # Model's predictions * targets broadcasts targets, (batch_size,), against the last dimension of
+    # predictions, (batch_size, *input_shape) with input_shape = (32768,): it runs only where the
+    # batch is 32768 too (--run-sets: "The size of tensor a (32768) must match the size of tensor b
+    # (32767)" at every set)
+    "L1/100": {"batch_size": "Model broadcasts targets (batch_size,) against predictions' last dimension, "
+                             "input_shape = (32768,): the reference runs only at batch_size = 32768"},
 }
 
 # The expressions a derived module value may have (input_shape = (num_classes,)): the worker

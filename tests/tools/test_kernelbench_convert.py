@@ -237,6 +237,14 @@ class KernelBenchOnlySets(unittest.TestCase):
                                                           "torch.rand(batch_size, image_size, input_size)")
         free, kept = self.free(sized)
         self.assertEqual(kept["image_size"], "Model's code writes its value 32 as a literal")
+        # a coupling only running the reference shows (--run-sets): L1/100's batch must equal its
+        # 32768 columns, which KB_ONLY_COUPLED keeps
+        with open(os.path.join(kc.SRC_DIR, "level1", "100_HingeLoss.py")) as f:
+            hinge = f.read()
+        self.assertEqual(self.free(hinge)[0], [("batch_size", 32768)])
+        free, kept = kc.free_constants(hinge, "L1/100")
+        self.assertEqual(free, [])
+        self.assertIn("the reference runs only at batch_size = 32768", kept["batch_size"])
         # rebound by a function (global)
         rebound = KB_ONLY.replace("SHARED", "pass") + "\ndef grow():\n    global batch_size\n    batch_size = 20\n"
         self.assertEqual(self.free(rebound)[1]["batch_size"], "a function rebinds it (global)")
