@@ -608,7 +608,9 @@ PY
       if [[ -n $cmd ]]; then
         mapfile -t args <<< "$cmd"
         n=0; for a in "${args[@]}"; do [[ $a == -- ]] && break; n=$((n + 1)); done
-        pre=("${args[@]:0:$n}")
+        # The probes' own working folder: the worker's (kwb's probe folder, bound above) goes when
+        # that kwb ends, and python3 then fails in os.getcwd (session 21); bwrap takes the last --chdir.
+        pre=("${args[@]:0:$n}" --chdir /)
         echo; echo '## Inside that sandbox'; echo
         echo '```'
         echo "\$ nvidia-smi -L (NVML)"; timeout 60 "${pre[@]}" -- nvidia-smi -L 2>&1 | head -3
