@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # An answer's extension builds asked for before its module runs (issue 35; src/worker/python/
-# extension_cache.py, request_early), with the real torch, g++ and a real broker, on the CPU:
+# early_requests.py, request_early), with the real torch, g++ and a real broker, on the CPU:
 #   reads_what_the_module_passes   the load_inline calls read from the source alone are the ones
 #                                  the module makes (every KernelBench-format fixture, the same build
 #                                  keys), and calls whose arguments are not stated plainly are not read
@@ -30,6 +30,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtu
 ROOT = None
 sys.path.insert(0, WORKER_SRC)
 import extension_cache as ec  # noqa: E402
+import early_requests as er  # noqa: E402
 
 try:
     import torch.utils.cpp_extension as cpp
@@ -75,7 +76,7 @@ def module_calls(source):
 
 
 def read_keys(source):
-    return [ec.build_key(json.loads(json.dumps(a)), "sm_90") for a in ec.load_inline_calls(source)]
+    return [ec.build_key(json.loads(json.dumps(a)), "sm_90") for a in er.load_inline_calls(source)]
 
 
 CALL = 'load_inline(name="x", cpp_sources=src, functions=["f"])'
@@ -196,7 +197,7 @@ def early_request_is_the_builds_request():
     try:
         arguments = {"name": "kwb_early_bad", "cpp_sources": "int f() { return 1; }",
                      "extra_cflags": ["-fkwb-no-such-option"]}
-        keys = ec.request_early(FAILING, "")
+        keys = er.request_early(FAILING, "")
         assert keys == [ec.build_key(arguments, "")], keys
         # No load_inline is called: the build is done and published all the same.
         entry = ec.entry_dir(cache, "kwb_early_bad", keys[0])
@@ -206,7 +207,7 @@ def early_request_is_the_builds_request():
         directory, manifest, cached, _, build_ms = ec.entry_for(arguments, "", None)
         assert directory == entry and not cached and build_ms > 0, (directory, cached, build_ms)
         assert "-fkwb-no-such-option" in manifest["message"] and "error:" in manifest["message"], manifest["message"]
-        assert not ec._early
+        assert not er._early
     finally:
         broker.kill()
         broker.wait()
@@ -221,15 +222,15 @@ def a_request_no_call_takes_is_cancelled():
     os.makedirs(cache)
     broker = start_broker(cache)
     try:
-        keys = ec.request_early(SLOW, "")
+        keys = er.request_early(SLOW, "")
         assert len(keys) == 1, keys
         entry = ec.entry_dir(cache, "kwb_early_dropped", keys[0])
 
         def staging():
             return [n for n in os.listdir(cache) if n.startswith(".staging-")]
         wait_for(lambda: staging(), "the build started", 120)
-        ec.drop_early()  # the module ran without taking it
-        assert not ec._early
+        er.drop_early()  # the module ran without taking it
+        assert not er._early
         # torch's header alone takes g++ 20 s here: an end sooner is the broker's cancelling.
         wait_for(lambda: not staging(), "the build's staging folder removed", 60)
         assert not os.path.exists(entry), "a build no one took was published"

@@ -1,6 +1,6 @@
 // Issue 35: a KernelBench-format answer's extension build asked for as the worker reads the
 // answer, before torch's import and the module's run (python::requestBuildsEarly,
-// extension_cache.py's request_early), through a stand-in for the build broker on the socket
+// early_requests.py's request_early), through a stand-in for the build broker on the socket
 // KWB_BUILD_BROKER names: it records each request and its connection's end, and answers a build
 // with a compile error of its own wording. The request reaches it even where the module fails
 // before its load_inline (whose verdict stays the module's own); where load_inline is reached,

@@ -111,6 +111,9 @@ const char* const kHostSource =
 const char* const kExtensionCacheSource =
 #include "extension_cache_py.inc"
     ;
+const char* const kEarlyRequestsSource =
+#include "early_requests_py.inc"
+    ;
 
 /// Owns one reference.
 struct Ref
@@ -157,8 +160,10 @@ std::string pyString(PyObject* o)
 /// site-packages are that Python's, where its torch lives), no signal handlers of its own (the
 /// worker's SIGINT/SIGTERM stay the worker's), then kernelbench_host.py as _kwb_host.
 PyObject* g_extensions = nullptr; // the _kwb_extensions module (extension_cache.py)
+PyObject* g_early = nullptr;      // the _kwb_early module (early_requests.py)
 
-/// The interpreter and extension_cache.py as _kwb_extensions, without torch (the build broker).
+/// The interpreter, extension_cache.py as _kwb_extensions and early_requests.py as _kwb_early (which
+/// imports the first), without torch (the build broker, the builds asked for early).
 bool startInterpreter()
 {
     static std::once_flag once;
@@ -179,10 +184,17 @@ bool startInterpreter()
         Ref code(Py_CompileString(kExtensionCacheSource, "extension_cache.py", Py_file_input));
         if (code)
             g_extensions = PyImport_ExecCodeModule("_kwb_extensions", code.p);
-        if (!g_extensions)
+        if (!g_extensions) {
             g_startError = "extension_cache.py did not load: " + python::takeError();
+            return;
+        }
+        Ref early(Py_CompileString(kEarlyRequestsSource, "early_requests.py", Py_file_input));
+        if (early)
+            g_early = PyImport_ExecCodeModule("_kwb_early", early.p);
+        if (!g_early)
+            g_startError = "early_requests.py did not load: " + python::takeError();
     });
-    return g_extensions != nullptr;
+    return g_extensions != nullptr && g_early != nullptr;
 }
 
 /// Then kernelbench_host.py as _kwb_host (imports torch).
@@ -436,7 +448,7 @@ void requestBuildsEarly(const std::string& source, const std::string& arch)
     // starts in milliseconds, torch comes after.
     if (!std::getenv("KWB_BUILD_BROKER") || !startInterpreter())
         return;
-    Ref f(PyObject_GetAttrString(g_extensions, "request_early"));
+    Ref f(PyObject_GetAttrString(g_early, "request_early"));
     Ref s(str(source)), a(str(arch));
     Ref out(f && s && a ? PyObject_CallFunctionObjArgs(f.p, s.p, a.p, nullptr) : nullptr);
     if (!out)
@@ -445,13 +457,13 @@ void requestBuildsEarly(const std::string& source, const std::string& arch)
 
 void dropEarlyRequests()
 {
-    if (!g_extensions)
+    if (!g_early)
         return;
     PyObject* type = nullptr;
     PyObject* value = nullptr;
     PyObject* traceback = nullptr;
     PyErr_Fetch(&type, &value, &traceback); // an error being raised stays the caller's
-    Ref f(PyObject_GetAttrString(g_extensions, "drop_early"));
+    Ref f(PyObject_GetAttrString(g_early, "drop_early"));
     Ref out(f ? PyObject_CallNoArgs(f.p) : nullptr);
     if (!out)
         PyErr_Clear();

@@ -29,7 +29,7 @@ std::string extensionCacheDir();
 
 /// Sends the build broker (KWB_BUILD_BROKER) the builds of the answer's load_inline calls whose
 /// arguments its source states plainly, before torch is imported and the module runs
-/// (extension_cache.py's request_early): the module's load_inline takes those requests' replies,
+/// (early_requests.py's request_early): the module's load_inline takes those requests' replies,
 /// so a compile error or a library is there seconds sooner; nothing else changes. Without a broker
 /// or Python it does nothing, and it never fails an evaluation.
 void requestBuildsEarly(const std::string& source, const std::string& arch);
