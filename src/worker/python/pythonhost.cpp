@@ -162,6 +162,16 @@ std::string pyString(PyObject* o)
 PyObject* g_extensions = nullptr; // the _kwb_extensions module (extension_cache.py)
 PyObject* g_early = nullptr;      // the _kwb_early module (early_requests.py)
 
+/// One of the embedded scripts run as the module `name`; nullptr with g_startError set where it fails.
+PyObject* loadModule(const char* source, const char* file, const char* name)
+{
+    Ref code(Py_CompileString(source, file, Py_file_input));
+    PyObject* module = code ? PyImport_ExecCodeModule(name, code.p) : nullptr;
+    if (!module)
+        g_startError = std::string(file) + " did not load: " + python::takeError();
+    return module;
+}
+
 /// The interpreter, extension_cache.py as _kwb_extensions and early_requests.py as _kwb_early (which
 /// imports the first), without torch (the build broker, the builds asked for early).
 bool startInterpreter()
@@ -181,18 +191,9 @@ bool startInterpreter()
             g_startError = std::string("the embedded Python did not start: ") + (st.err_msg ? st.err_msg : "?");
             return;
         }
-        Ref code(Py_CompileString(kExtensionCacheSource, "extension_cache.py", Py_file_input));
-        if (code)
-            g_extensions = PyImport_ExecCodeModule("_kwb_extensions", code.p);
-        if (!g_extensions) {
-            g_startError = "extension_cache.py did not load: " + python::takeError();
-            return;
-        }
-        Ref early(Py_CompileString(kEarlyRequestsSource, "early_requests.py", Py_file_input));
-        if (early)
-            g_early = PyImport_ExecCodeModule("_kwb_early", early.p);
-        if (!g_early)
-            g_startError = "early_requests.py did not load: " + python::takeError();
+        g_extensions = loadModule(kExtensionCacheSource, "extension_cache.py", "_kwb_extensions");
+        if (g_extensions)
+            g_early = loadModule(kEarlyRequestsSource, "early_requests.py", "_kwb_early");
     });
     return g_extensions != nullptr && g_early != nullptr;
 }
@@ -204,11 +205,7 @@ bool start()
     std::call_once(once, [] {
         if (!startInterpreter())
             return;
-        Ref code(Py_CompileString(kHostSource, "kernelbench_host.py", Py_file_input));
-        if (code)
-            g_host = PyImport_ExecCodeModule("_kwb_host", code.p);
-        if (!g_host)
-            g_startError = "kernelbench_host.py did not load: " + python::takeError();
+        g_host = loadModule(kHostSource, "kernelbench_host.py", "_kwb_host");
     });
     return g_host != nullptr;
 }
