@@ -51,9 +51,29 @@ for step in "$@"; do
       timeout 300 python3 scripts/kb-prebuild.py "$worker" tasks tests/fixtures/candidates/kernelbench/*.md \
         > "$OUT/gpu-tests-prebuild.txt" 2>&1; tail -1 "$OUT/gpu-tests-prebuild.txt"
     fi
-    KWB_GPU_TIMING_TRIALS=${KWB_GPU_TIMING_TRIALS:-5} KWB_GPU_RESULTS=$OUT/gpu-candidates.json \
-      timeout ${GPU_TESTS_TIMEOUT:-540} ./build-gpu/bin/tst_gpu_candidates > "$OUT/gpu-tests.txt" 2>&1
-    echo "rc=$?" >> "$OUT/gpu-tests.txt"; tail -5 "$OUT/gpu-tests.txt"
+    if [[ -n ${GPU_TESTS_PARTS:-} ]]; then
+      # GPU_TESTS_PARTS="adversarial/;reference/,failing/,kernelbench/": one test process per part
+      # (a KWB_GPU_ONLY list each), side by side under one quiet lock: their compiles overlap, their
+      # GPU stages take turns and every timing has the GPU to itself (as the product's queue).
+      lock=/tmp/kwb-gpu-tests-lock; rm -f $lock $lock.intent $lock.turn
+      i=0; pids=()
+      IFS=';' read -ra parts <<< "$GPU_TESTS_PARTS"
+      for part in "${parts[@]}"; do
+        i=$((i + 1))
+        KWB_GPU_ONLY=$part KWB_GPU_QUIET_LOCK=$lock KWB_GPU_TIMING_TRIALS=${KWB_GPU_TIMING_TRIALS:-5} \
+          KWB_GPU_RESULTS=$OUT/gpu-candidates-$i.json timeout ${GPU_TESTS_TIMEOUT:-540} ./build-gpu/bin/tst_gpu_candidates \
+          > "$OUT/gpu-tests-$i.txt" 2>&1 &
+        pids+=($!)
+      done
+      i=0
+      for p in "${pids[@]}"; do i=$((i + 1)); wait "$p"; echo "rc=$?" >> "$OUT/gpu-tests-$i.txt"; done
+      for f in "$OUT"/gpu-tests-[0-9]*.txt; do echo "== $f"; cat "$f"; done > "$OUT/gpu-tests.txt"
+      grep -E '^== |passed, .* failed|^rc=' "$OUT/gpu-tests.txt"
+    else
+      KWB_GPU_TIMING_TRIALS=${KWB_GPU_TIMING_TRIALS:-5} KWB_GPU_RESULTS=$OUT/gpu-candidates.json \
+        timeout ${GPU_TESTS_TIMEOUT:-540} ./build-gpu/bin/tst_gpu_candidates > "$OUT/gpu-tests.txt" 2>&1
+      echo "rc=$?" >> "$OUT/gpu-tests.txt"; tail -5 "$OUT/gpu-tests.txt"
+    fi
     ;;
   gpu-traffic)
     # Issue 15: measured HBM traffic (CUPTI DRAM counters) of reference candidates against analyze.

@@ -33,7 +33,17 @@ int main()
     const std::string src = KWB_SOURCE_DIR;
     const std::string dir = src + "/tests/fixtures/candidates/";
     const std::string workerPath = kwb::test::findWorker(KWB_WORKER_PATH);
-    const std::vector<std::string> args = {"--tasks-dir", src + "/tasks"};
+    std::vector<std::string> args = {"--tasks-dir", src + "/tasks"};
+    // KWB_GPU_QUIET_LOCK: the GPU's quiet lock (its file, .intent and .turn made here when missing),
+    // as the supervisor gives local workers. Several runs of this test over parts of the fixtures
+    // (KWB_GPU_ONLY) can then share one GPU: compiles overlap, GPU stages take turns and every
+    // timing has the GPU to itself, as in the product's queue.
+    if (const char* lock = std::getenv("KWB_GPU_QUIET_LOCK"); lock && *lock) {
+        for (const char* suffix : {"", ".intent", ".turn"})
+            std::ofstream(std::string(lock) + suffix, std::ios::app);
+        args.push_back("--gpu-quiet-lock");
+        args.push_back(lock);
+    }
     WorkerClient worker(workerPath, args);
     std::string err;
     if (!worker.start(&err)) {
@@ -53,7 +63,9 @@ int main()
     auto device = worker.request({{"type", "device"}}, 60);
     std::cout << "device: " << device.response.value("name", std::string("?")) << " "
               << device.response.value("arch", std::string()) << ", torch "
-              << hello.response.value("torch", std::string()) << "\n";
+              << hello.response.value("torch", std::string()) << ", quiet lock "
+              << hello.response.value("gpu_quiet_lock", json()).dump() << " (turns "
+              << hello.response.value("gpu_quiet_lock_turns", false) << ")\n";
 
     const std::string only = std::getenv("KWB_GPU_ONLY") ? std::getenv("KWB_GPU_ONLY") : "";
     const int timingTrials = envInt("KWB_GPU_TIMING_TRIALS", 10);
