@@ -11,6 +11,7 @@
 #include "worker/tasks/task.h"
 
 #include <ATen/Context.h> // at::hasCUDA: whether this torch was built with CUDA
+#include <Python.h>       // the interpreter state dict, where pybind11 3 keeps its modules
 #include <doctest/doctest.h>
 #include <toml++/toml.h>
 
@@ -390,6 +391,79 @@ TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from t
     const json w = evaluateOnCpu(t, fenced(wrong));
     CHECK(w["status"] == "runtime_error");
     CHECK(w["message"].get<std::string>().find("scaled") != std::string::npos);
+}
+
+TEST_CASE("evaluate: two answers whose extensions share a name, in one process, each run their own code")
+{
+    // Real models name their extensions alike ("matmul" in 5 of Qwen3-Coder's 10 level-1 answers):
+    // in one worker, the second answer's module must run its own functions, not the first's.
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const auto sub = [](std::string text, const std::string& from, const std::string& to) {
+        REQUIRE(text.find(from) != std::string::npos);
+        return text.replace(text.find(from), from.size(), to);
+    };
+    const std::string same = sub(kScaleCpp, "name=\"kwb_test_scale\"", "name=\"kwb_test_same\"");
+    const std::string offByOne = sub(same, "return a * s;", "return a * s + 1.0;");
+    // The second also has a helper the first lacks: its module is its own, attributes and all.
+    std::string twice =
+        sub(same, "return a * s; }", "return a * s; }\ntorch::Tensor id(torch::Tensor a) { return a; }");
+    twice = sub(twice, "functions=[\"scale\"]", "functions=[\"scale\", \"id\"]");
+    twice = sub(twice, "return self.ext.scale(A, s)", "return self.ext.id(self.ext.scale(A, s))");
+    const json wrong = evaluateOnCpu(t, fenced(offByOne));
+    INFO(wrong.dump());
+    CHECK(wrong["status"] == "incorrect");
+    const json right = evaluateOnCpu(t, fenced(twice));
+    INFO(right.dump());
+    CHECK(right["status"] == "correct");
+    const json wrongAgain = evaluateOnCpu(t, fenced(offByOne));
+    INFO(wrongAgain.dump());
+    CHECK(wrongAgain["status"] == "incorrect");
+}
+
+TEST_CASE("evaluate: a module pybind11 kept from another library of the same name is forgotten; one of this "
+          "library is kept")
+{
+    // pybind11 3 (torch 2.11's) hands back the module it made for a name whenever a library of that
+    // name loads again (pythonhost.cpp). Debian's torch has pybind11 2, which keeps none: the cache
+    // is made here as pybind11 3 makes it, in the interpreter's state dict.
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const std::string answer = kScaleCpp;
+    const auto cacheWith = [](const std::string& file) {
+        PyObject* state = PyInterpreterState_GetDict(PyInterpreterState_Get());
+        REQUIRE(state);
+        PyObject* cache = PyDict_New();
+        PyObject* module = PyModule_New("kwb_test_scale");
+        REQUIRE(PyModule_AddStringConstant(module, "__file__", file.c_str()) == 0);
+        REQUIRE(PyDict_SetItemString(cache, "kwb_test_scale", module) == 0);
+        REQUIRE(PyDict_SetItemString(state, "__pybind11_module_cache", cache) == 0);
+        Py_DECREF(cache);
+        return module; // the cache and the caller hold it
+    };
+    const auto cached = [] {
+        PyObject* cache =
+            PyDict_GetItemString(PyInterpreterState_GetDict(PyInterpreterState_Get()), "__pybind11_module_cache");
+        return cache ? PyDict_GetItemString(cache, "kwb_test_scale") : nullptr;
+    };
+    PyObject* other = cacheWith("/elsewhere/kwb_test_scale.so");
+    const json first = evaluateOnCpu(t, fenced(answer));
+    INFO(first.dump());
+    REQUIRE(first["status"] == "correct");
+    CHECK(cached() != other); // forgotten before this answer's library loaded
+    Py_DECREF(other);
+    const std::string built =
+        (fs::path(first["compile"]["extensions"][0]["build_dir"].get<std::string>()) / "kwb_test_scale.so").string();
+    PyObject* mine = cacheWith(built);
+    const json again = evaluateOnCpu(t, fenced(answer));
+    CHECK(again["status"] == "correct");
+    CHECK(cached() == mine); // the same library's module stays: its init must not run twice
+    Py_DECREF(mine);
+    PyDict_DelItemString(PyInterpreterState_GetDict(PyInterpreterState_Get()), "__pybind11_module_cache");
 }
 
 // Issue 39: work the timing does not see. A KernelBench-format ModelNew keeps state between calls,

@@ -244,6 +244,44 @@ TEST_CASE("a fresh worker's first request may be run_reference of a KernelBench-
     CHECK(worker.running());
 }
 
+TEST_CASE("a fresh worker's first answer may make a tensor from a Python number (torch's lazy imports)")
+{
+    // The first tensor made from a Python number makes torch's C++ import torch.storage through the
+    // builtins of the answer's frame (PyImport_ImportModule): the sandbox's import guard failed
+    // torch's internal assert, so an honest nn.Parameter(torch.tensor(1.0)) was a runtime_error in a
+    // fresh worker (session 22: 2 of 30 recorded Qwen3-Coder answers, correct by KernelBench).
+    // The answer's own import of that module stays refused.
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE(worker.start(&err));
+    const std::string answer = "```python\nimport torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+                               "    def __init__(self):\n        super().__init__()\n"
+                               "        self.one = nn.Parameter(torch.tensor(1.0))\n\n"
+                               "    def forward(self, A, s):\n        return A * s * self.one\n```\n";
+    const json request = {{"type", "evaluate"},
+                          {"task", "L1/5"},
+                          {"scale", "smoke"},
+                          {"device", "cpu"},
+                          {"answer", answer},
+                          {"time", false},
+                          {"answer_format", "kernelbench"}};
+    auto first = worker.request(request, 300);
+    REQUIRE(first.outcome == WorkerClient::Outcome::Ok);
+    CAPTURE(first.response.dump());
+    if (first.response["ok"] == false &&
+        first.response["error"]["message"].get<std::string>().find("built without Python") != std::string::npos)
+        return;
+    CHECK(first.response["status"] == "correct");
+    json importing = request;
+    std::string imports = answer;
+    imports.replace(imports.find("import torch.nn as nn\n"), 22, "import torch.nn as nn\nimport torch.storage\n");
+    importing["answer"] = imports;
+    auto refused = worker.request(importing, 300);
+    REQUIRE(refused.outcome == WorkerClient::Outcome::Ok);
+    CAPTURE(refused.response.dump());
+    CHECK(refused.response["status"] == "rejected");
+}
+
 TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without compiling again")
 {
     WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});

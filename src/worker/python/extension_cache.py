@@ -1312,6 +1312,13 @@ def build_in_process(arguments, arch, staging, cache_dir=None):
 early_reply = None
 
 
+def forget_module_of_other_library(name, path):
+    """Replaced by the worker's C function of that name (pythonhost.cpp: pybind11 3 hands back the
+    module of an earlier library with the same name). Python has no access to that cache, so where
+    these files run without the worker (tests, the broker) there is nothing to forget."""
+    return False
+
+
 def entry_for(arguments, arch, cache_dir):
     """The verified entry of a load_inline call: (directory, manifest, cached, waited_ms, build_ms).
     Through the broker where kwb started one (KWB_BUILD_BROKER), else built in this process."""

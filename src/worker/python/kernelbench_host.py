@@ -5,6 +5,7 @@
 # answer. Tensors cross to and from C++ as DLPack capsules (no copies: one libtorch serves both).
 import ast
 import builtins
+import dis
 import json
 import os
 import sys
@@ -779,8 +780,32 @@ def _view_of(module):
     return view
 
 
+def _torch_lazy_import(name):
+    """Whether an import is torch's own, made lazily from its C++ while the answer's frame is the
+    current one: PyImport_ImportModule("torch.storage") the first time a tensor is made from a
+    Python number (nn.Parameter(torch.tensor(1.0)), a common honest __init__) takes __import__ from
+    the calling frame's builtins, the answer's, and an ImportError there fails torch's internal
+    assert. Let through where the answer's instruction is not an import (a call into C code) and the
+    module is torch's and already loaded: nothing runs, and the C code reads it from sys.modules.
+    An import statement of the answer's is held to the allowlist as always."""
+    if not (name == "torch" or name.startswith("torch.")) or name not in sys.modules:
+        return False
+    _hook_depth[0] += 1  # the host reads the frame, not the answer
+    try:
+        frame = sys._getframe(2)  # the frame _guarded_import was called from
+        code = frame.f_code.co_code
+        return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] not in _IMPORT_OPCODES
+    finally:
+        _hook_depth[0] -= 1
+
+
+_IMPORT_OPCODES = {dis.opmap[op] for op in ("IMPORT_NAME", "IMPORT_FROM") if op in dis.opmap}
+
+
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level or name not in ALLOWED_MODULES and not (name == "torch.utils" and fromlist):
+        if not level and _torch_lazy_import(name):
+            return _view_of(sys.modules[name])
         raise ImportError(f"kwb sandbox: import of '{name}' is not allowed")
     return _view_of(builtins.__import__(name, globals, locals, fromlist, level))
 
@@ -907,6 +932,8 @@ def _kwb_load_inline(*args, **kwargs):
             # The same sources and flags failed before (or just now): the compiler's messages.
             raise BuildError(manifest.get("message") or "the extension failed to build")
         t0 = time.monotonic()
+        # Another answer's module of this name, kept by pybind11 3 (pythonhost.cpp), is not this one.
+        _ext.forget_module_of_other_library(name, os.path.join(directory, name + getattr(_cpp, "LIB_EXT", ".so")))
         module = _cpp._import_module_from_library(name, directory, bool(arguments.get("is_python_module", True)))
         load_ms = (time.monotonic() - t0) * 1000.0
     finally:

@@ -172,6 +172,43 @@ PyObject* loadModule(const char* source, const char* file, const char* name)
     return module;
 }
 
+/// pybind11 3 keeps every module it made in the interpreter's state dict, by module name, and hands
+/// that module back when a library of the same name is loaded later (pybind11/pybind11#5782): in a
+/// reused worker on the H200 (torch 2.11), the second answer naming its extension "matmul" ran the
+/// first answer's functions (session 22, recorded Qwen3-Coder answers: 6 of 30 verdicts wrong).
+/// So before the host loads a library as module `name`, it forgets a cached module of that name
+/// made from another file; one made from this very file is kept (loading it again must not run its
+/// init twice). _kwb_extensions.forget_module_of_other_library(name, path) -> bool (forgotten).
+PyObject* forgetModuleOfOtherLibrary(PyObject*, PyObject* args)
+{
+    PyObject* name = nullptr;
+    PyObject* path = nullptr;
+    if (!PyArg_ParseTuple(args, "UU", &name, &path))
+        return nullptr;
+    PyObject* state = PyInterpreterState_GetDict(PyInterpreterState_Get());                           // borrowed
+    PyObject* cache = state ? PyDict_GetItemString(state, "__pybind11_module_cache") : nullptr;       // borrowed
+    PyObject* module = cache && PyDict_Check(cache) ? PyDict_GetItemWithError(cache, name) : nullptr; // borrowed
+    if (!module) {
+        if (PyErr_Occurred())
+            return nullptr;
+        Py_RETURN_FALSE;
+    }
+    Ref file(PyObject_GetAttrString(module, "__file__"));
+    if (!file)
+        PyErr_Clear(); // no file: not this library's
+    const int same = file ? PyObject_RichCompareBool(file.p, path, Py_EQ) : 0;
+    if (same < 0)
+        return nullptr;
+    if (same == 1)
+        Py_RETURN_FALSE;
+    if (PyDict_DelItem(cache, name) != 0)
+        return nullptr;
+    Py_RETURN_TRUE;
+}
+
+PyMethodDef kForgetModuleOfOtherLibrary = {"forget_module_of_other_library", forgetModuleOfOtherLibrary, METH_VARARGS,
+                                           "forgets pybind11's cached module NAME unless made from PATH"};
+
 /// The interpreter, extension_cache.py as _kwb_extensions and early_requests.py as _kwb_early (which
 /// imports the first), without torch (the build broker, the builds asked for early).
 bool startInterpreter()
@@ -192,8 +229,15 @@ bool startInterpreter()
             return;
         }
         g_extensions = loadModule(kExtensionCacheSource, "extension_cache.py", "_kwb_extensions");
-        if (g_extensions)
+        if (g_extensions) {
+            Ref forget(PyCFunction_New(&kForgetModuleOfOtherLibrary, nullptr));
+            if (!forget || PyObject_SetAttrString(g_extensions, kForgetModuleOfOtherLibrary.ml_name, forget.p) != 0) {
+                g_startError = "extension_cache.py: " + python::takeError();
+                g_extensions = nullptr;
+                return;
+            }
             g_early = loadModule(kEarlyRequestsSource, "early_requests.py", "_kwb_early");
+        }
     });
     return g_extensions != nullptr && g_early != nullptr;
 }
