@@ -127,9 +127,9 @@ json Worker::hello()
     out[protocol::Key::kGpuQuietLock] =
         m_quietLock && m_quietLock->usable() ? json(m_quietLock->path()) : json(nullptr);
     // Whether its holds pass the writers-first gate (<lock>.intent, gpuquietlock.h).
-    out["gpu_quiet_lock_writers_first"] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
+    out[protocol::Key::kGpuQuietLockWritersFirst] = m_quietLock && m_quietLock->usable() && m_quietLock->writersFirst();
     // Whether its evaluations take turns on the GPU (<lock>.turn, gpuquietlock.h).
-    out["gpu_quiet_lock_turns"] = m_quietLock && m_quietLock->usable() && m_quietLock->turns();
+    out[protocol::Key::kGpuQuietLockTurns] = m_quietLock && m_quietLock->usable() && m_quietLock->turns();
     if (m_quietLock && !m_quietLock->usable())
         out[protocol::Key::kGpuQuietLockError] = m_quietLock->error();
     return out;

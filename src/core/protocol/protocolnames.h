@@ -105,6 +105,8 @@ inline constexpr const char* kProfiles = "profiles";
 inline constexpr const char* kDefaultProfile = "default_profile";
 inline constexpr const char* kGpuQuietLock = "gpu_quiet_lock";
 inline constexpr const char* kGpuQuietLockError = "gpu_quiet_lock_error";
+inline constexpr const char* kGpuQuietLockWritersFirst = "gpu_quiet_lock_writers_first";
+inline constexpr const char* kGpuQuietLockTurns = "gpu_quiet_lock_turns";
 // a protocol profile's settings (hello's profiles, evaluate's profile; with Field's
 // correctness_trials, timing_trials, warmup, tf32)
 inline constexpr const char* kName = "name";
