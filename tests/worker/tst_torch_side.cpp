@@ -792,6 +792,20 @@ TEST_CASE("evaluate: an output that aliases an input, and a candidate right only
     CHECK(r["status"] == "correct");
     CHECK(r["correctness"]["range_trial"]["passed"] == true);
 
+    // Off by 0.02 only where an input is negative, on outputs of RMS 1000 on N(0,1) inputs: the
+    // size of fp32 rounding in a long honest sum (L1/6: 0.012 near zero, RMS ~700). The range
+    // trial's atol is 1e-2 of the output's RMS, so it passes; at a fixed 1e-2 it failed.
+    Task scaled =
+        inlineTask("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n    return x * 1000.0\n", {64, 64});
+    r = ev.evaluate(scaled, {{"answer", answerFor("def forward(x: Tensor, p: Dict[str, Tensor]) -> Tensor:\n"
+                                                  "    return x * 1000.0 + torch.where(x < 0.0, 0.02, 0.0)\n")},
+                             {"device", "cpu"},
+                             {"time", false}});
+    CHECK(r["status"] == "correct");
+    CHECK(r["correctness"]["range_trial"]["passed"] == true);
+    CHECK(r["correctness"]["range_trial"]["max_abs_diff"].get<double>() > 0.01);
+    CHECK(r["correctness"]["range_trial"]["atol"].get<double>() > 1.0);
+
     // Computing in place into the input and returning it: refused, outputs must be new tensors.
     r = ev.evaluate(
         t,

@@ -553,52 +553,18 @@ bool correctnessStage(Evaluation& ev)
         // indices) the evaluator does not know, so it draws no N(0,1) inputs of its own.
         corr[protocol::Key::kRangeTrial] = {{"skipped", "KernelBench only: its inputs are get_inputs()'s alone"}};
     } else if (prof.rangeTrial) {
-        json range = {{protocol::Key::kGenerator, "randn"},
-                      {protocol::Key::kAtol, prof.rangeTolerance},
-                      {protocol::Key::kRtol, prof.rangeTolerance}};
-        auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
-        const auto prints = fingerprints(inputs);
-        c10::IValue outV;
-        std::string err;
-        if (!runCandidate(ev, cloneArgs(inputs, ev.params, task, true), &outV, &err))
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, err}},
-                                   "runtime_error", "range trial (N(0,1) inputs): " + err);
-        const std::string own = ownCopiesProblem(ev, inputs, prints);
-        if (!own.empty())
-            return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, own}},
-                                   "incorrect", own);
-        at::Tensor ref;
-        if (!runReferenceAfter(ev, inputs, &ref))
+        // Judged as the stress trials are (extraTrial): atol is the tolerance times the
+        // reference's RMS on these inputs, and a miss is judged again against the float64
+        // reference. With a fixed atol of 1e-2, an honest fp32 dot product over L1/6's 524,288
+        // terms missed by 0.012 at an output near zero of an output whose RMS is ~700: six
+        // answers KernelBench calls correct were `incorrect` here (2026-12-04 agreement study).
+        // A candidate right only on [0,1) misses by the output's own size, far above 1e-2 of it.
+        json& range = corr[protocol::Key::kRangeTrial]; // filled in as it runs, so a failure reports it
+        range = {{protocol::Key::kName, "range"}, {protocol::Key::kGenerator, "randn"}};
+        const auto inputs = makeInputs(task, ev.scale, ev.dev, ev.rangeSeed, "randn");
+        if (!extraTrial(ev, corr, range, inputs, "right on U[0,1) inputs but wrong on N(0,1) inputs",
+                        prof.rangeTolerance, prof.rangeTolerance, true, OnMismatch::Float64ElseFail))
             return false;
-        // Skipped where the reference itself is not finite on N(0,1) inputs (a task defined only
-        // on [0,1) would be).
-        if (!allFinite(ref)) {
-            range["skipped"] = "the reference is not finite on N(0,1) inputs";
-        } else {
-            Comparison c;
-            if (outV.isTensor()) {
-                c = compareOutputs(outV.toTensor(), ref, prof.rangeTolerance, prof.rangeTolerance);
-            } else {
-                c.ok = false;
-                c.reason = "forward returned " + outV.tagKind() + ", expected a Tensor";
-            }
-            range[protocol::Key::kPassed] = c.ok;
-            range[protocol::Key::kMaxAbsDiff] = c.maxAbs;
-            if (!c.ok) {
-                releaseReference(ev, ref);
-                corr[protocol::Key::kRangeTrial] = range;
-                const std::string reason = outV.isTensor() ? comparisonReason(outV.toTensor(), c) : c.reason;
-                return failCorrectness(ev, corr, {{protocol::Key::kTrial, "range"}, {protocol::Key::kReason, reason}},
-                                       "incorrect", "right on U[0,1) inputs but wrong on N(0,1) inputs: " + reason);
-            }
-        }
-        releaseReference(ev, ref);
-        if (outV.isTensor()) {
-            at::Tensor out = outV.toTensor();
-            outV = c10::IValue();
-            poison(out);
-        }
-        corr[protocol::Key::kRangeTrial] = range;
         lap("range_trial");
     }
     if (!shapeSetTrials(ev, corr, kernelBenchShapes))
