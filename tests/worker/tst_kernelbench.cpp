@@ -284,6 +284,24 @@ TEST_CASE("static check: the pure private helpers of torch.nn.init that honest a
     CHECK(refusals[0]["reason"].get<std::string>().find("torch's private internals") != std::string::npos);
 }
 
+TEST_CASE("evaluate: the pure private helpers of torch.nn.init the static check passes also run")
+{
+    // The module view refused every private name at run time, these too, with "kwb sandbox: None":
+    // Qwen3-Coder's L3/3 (its reset_parameters as nn.Linear's) was `rejected` (session 22, H200).
+    if (!pythonOrSkip())
+        return;
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const std::string answer = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+                               "    def __init__(self):\n        super().__init__()\n"
+                               "        fan_in, _ = nn.init._calculate_fan_in_and_fan_out(torch.empty(4, 3))\n"
+                               "        self.fan = fan_in + torch.nn.init._calculate_correct_fan(torch.empty(4, 3), "
+                               "'fan_out') - 6\n\n"
+                               "    def forward(self, A, s):\n        return A * s * self.fan\n";
+    const json r = evaluateOnCpu(t, fenced(answer));
+    INFO(r.dump());
+    CHECK(r["status"] == "correct");
+}
+
 TEST_CASE("static check: a custom autograd Function is allowed; autograd's hooks and profiler are not")
 {
     if (!pythonOrSkip())

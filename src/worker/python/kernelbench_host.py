@@ -750,8 +750,9 @@ def _view_getattr(space, real):
     def __getattr__(name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(f"module '{parent}' has no attribute '{name}' an answer may read")
-        if name.startswith("_"):
-            raise SandboxError(f"kwb sandbox: {attribute_reason(f'{parent}.{name}')}")
+        # A private name has a reason unless it is one of the pure helpers the static check lets
+        # through (PURE_PRIVATE_HELPERS): refused here with "kwb sandbox: None", an honest answer
+        # calling nn.init._calculate_fan_in_and_fan_out was `rejected` (Qwen3-Coder's L3/3, session 22).
         reason = attribute_reason(f"{parent}.{name}")
         if reason:
             raise SandboxError(f"kwb sandbox: {reason}")
