@@ -147,6 +147,7 @@ struct RunCommandOptions
     QList<WorkerTarget> workers;                  ///< --workers; empty: this machine's GPU 0
     bool compileOnly = false;                     ///< --compile-only: "device" "none", correctness not measured
     bool profileTraffic = false;                  ///< --profile-traffic: every evaluation counts its HBM bytes
+    bool evaluateIdenticalOnce = false;           ///< --evaluate-identical-once
     int pauseGenerationWhileTiming = -1;          ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     int contextTokens = defaults::kContextTokens; ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens

@@ -227,6 +227,10 @@ int main(int argc, char** argv)
         command->add_flag("--profile-traffic", runOptions.profileTraffic,
                           "count each correct candidate's HBM bytes with CUPTI after timing, for the roofline "
                           "(stored with the run)");
+        command->add_flag("--evaluate-identical-once", runOptions.evaluateIdenticalOnce,
+                          "evaluate byte-identical answers of a task once: later copies are stored with the first "
+                          "one's verdict and timing, marked reused_from_candidate (never a machine failure's; "
+                          "stored with the run)");
         command->add_flag("--stop-when-correct", runStopWhenCorrect,
                           "no further turn once a task has a correct candidate (default: the regime's; the agent "
                           "goes on for speed; stored with the run)");

@@ -908,6 +908,35 @@ private Q_SLOTS:
         QVERIFY2(md.out.contains(QStringLiteral("Not evaluated:")), qPrintable(md.out));
     }
 
+    // --evaluate-identical-once: the scripted server answers every sample with the same text, so
+    // the first is evaluated and the others carry its verdict; the run stores the setting.
+    void evaluateIdenticalOnce()
+    {
+        for (const bool once : {true, false}) {
+            const QString db = newDb();
+            QStringList args = runArgs(db, QStringLiteral("L1:1"));
+            args << QStringLiteral("--n") << QStringLiteral("3");
+            if (once)
+                args << QStringLiteral("--evaluate-identical-once");
+            const Result r = runKwb(args, 60000);
+            QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+            RunStore store;
+            QVERIFY(store.open(db));
+            const QList<RunInfo> runs = store.runs();
+            QCOMPARE(runs.first().configJson.value(QLatin1String("evaluate_identical_once")).toBool(!once), once);
+            const QList<EvaluationRecord> evaluations = store.evaluations(runs.first().id);
+            QCOMPARE(evaluations.size(), 3);
+            int reused = 0;
+            for (const EvaluationRecord& e : evaluations) {
+                QCOMPARE(e.status, QStringLiteral("correct"));
+                reused += e.result.contains(QLatin1String("reused_from_candidate")) ? 1 : 0;
+            }
+            QCOMPARE(reused, once ? 2 : 0);
+            const Result md = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
+            QCOMPARE(md.out.contains(QStringLiteral("evaluated identical answers once: 2 of its 3 evaluations")), once);
+        }
+    }
+
     // Every evaluation took GPU 0's lease (the log says grant and release) and records whether
     // generation paused while it timed: on by default for the local scripted server, off when asked.
     void leaseLogAndPauseSetting()

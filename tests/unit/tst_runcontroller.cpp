@@ -670,6 +670,142 @@ private Q_SLOTS:
         QCOMPARE(evals.first().status, wireName(EvaluationStatus::WorkerLost));
     }
 
+    void identicalAnswersAreEvaluatedOnce()
+    {
+        // Best-of-4 where three samples are the same text: with evaluate-identical-once the queue
+        // gets two evaluations; the copies are stored with the first one's verdict and say whose.
+        Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        regime.n = 4;
+        regime.stopWhenCorrect = true;
+        auto c = setUp(regime);
+        c->setEvaluateIdenticalOnce(true);
+        const QString same = answer(QStringLiteral("same"), QStringLiteral("correct"));
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({same, answer(QStringLiteral("other"), QStringLiteral("incorrect")), same, same}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(c->evaluationsSubmitted(), 2);
+        QCOMPARE(c->evaluationsReused(), 2);
+        auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 4);
+        std::sort(evals.begin(), evals.end(), [](const auto& a, const auto& b) { return a.sample < b.sample; });
+        QCOMPARE(evals.at(0).status, QStringLiteral("correct"));
+        QVERIFY(!evals.at(0).result.contains(QLatin1String("reused_from_candidate")));
+        QCOMPARE(evals.at(1).status, QStringLiteral("incorrect"));
+        for (int s : {2, 3}) {
+            QCOMPARE(evals.at(s).status, QStringLiteral("correct"));
+            QCOMPARE(evals.at(s).result.value(QLatin1String("reused_from_candidate")).toInteger(),
+                     evals.at(0).candidateId);
+            QVERIFY(evals.at(s).candidateId != evals.at(0).candidateId);
+        }
+        QCOMPARE(c->selected().value(QStringLiteral("L2/1")).sample, 0); // ties keep the lower sample
+
+        // Off (the default): every sample is evaluated.
+        auto d = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({same, same, same, same}));
+        const qint64 run2 = newRun(regime);
+        QVERIFY(runToEnd(*d, run2, {taskInput()}));
+        QCOMPARE(d->evaluationsSubmitted(), 4);
+        QCOMPARE(d->evaluationsReused(), 0);
+    }
+
+    void resumeReusesAStoredVerdictOfAnIdenticalAnswer()
+    {
+        // A run stopped after evaluating sample 0; sample 1, the same text, was answered but not
+        // evaluated: resumed with evaluate-identical-once it takes sample 0's stored verdict.
+        Regime two = *Regime::builtin(QStringLiteral("zero-shot"));
+        two.n = 2;
+        auto c = setUp(two);
+        c->setEvaluateIdenticalOnce(true);
+        const qint64 run = newRun(two);
+        const QString text = answer(QStringLiteral("stored"), QStringLiteral("incorrect"));
+        qint64 first = 0;
+        for (int sample : {0, 1}) {
+            PromptRecord prompt{
+                0, run, QStringLiteral("L2/1"), 1, sample, RegimeRole::Generator, QStringLiteral("p"), QString()};
+            ResponseRecord response;
+            response.promptId = m_store->addPrompt(prompt).value_or(0);
+            response.text = text;
+            const auto responseId = m_store->addResponse(response);
+            QVERIFY(responseId);
+            if (sample == 0) {
+                CandidateRecord cand;
+                cand.responseId = *responseId;
+                cand.task = QStringLiteral("L2/1");
+                cand.turn = 1;
+                cand.sample = 0;
+                first = m_store->addCandidate(cand).value_or(0);
+                QVERIFY(m_store->addEvaluation(first,
+                                               QJsonObject{{QStringLiteral("status"), QStringLiteral("incorrect")},
+                                                           {QStringLiteral("message"), QStringLiteral("off by one")}}));
+            }
+        }
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        QCOMPARE(m_server->requests().size(), 0);
+        QCOMPARE(c->evaluationsSubmitted(), 0);
+        QCOMPARE(c->evaluationsReused(), 1);
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 2);
+        for (const auto& e : evals) {
+            QCOMPARE(e.status, QStringLiteral("incorrect"));
+            if (e.sample == 1)
+                QCOMPARE(e.result.value(QLatin1String("reused_from_candidate")).toInteger(), first);
+        }
+    }
+
+    void identicalAnswersAcrossTurnsAndTasks()
+    {
+        // Iterative: turn 2 repeats turn 1's incorrect answer word for word, which takes turn 1's
+        // verdict; turn 3 differs and is evaluated. A second task with the same text is its own.
+        const Regime regime = *Regime::builtin(QStringLiteral("iterative"));
+        auto c = setUp(regime);
+        c->setEvaluateIdenticalOnce(true);
+        c->setMaxTasksInFlight(1);
+        const QString wrong = answer(QStringLiteral("w"), QStringLiteral("incorrect"));
+        m_server->enqueue(reply({wrong}));
+        m_server->enqueue(reply({wrong}));
+        m_server->enqueue(reply({answer(QStringLiteral("fixed"), QStringLiteral("correct"))}));
+        m_server->enqueue(reply({wrong}));
+        m_server->enqueue(reply({wrong}));
+        m_server->enqueue(reply({wrong}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput(), taskInput(QStringLiteral("L2/2"))}));
+        QCOMPARE(m_server->requests().size(), 6);
+        // L2/1: turns 1 and 3; L2/2: turn 1 only (its turns 2 and 3 reuse it, not L2/1's)
+        QCOMPARE(c->evaluationsSubmitted(), 3);
+        QCOMPARE(c->evaluationsReused(), 3);
+        QCOMPARE(m_store->evaluations(run).size(), 6);
+    }
+
+    void identicalAnswersAfterAMachineFailureAreEvaluated()
+    {
+        // The first of three identical answers is the machine's failure (the fake worker is
+        // SIGKILLed: worker_lost): nothing is reused, each one is evaluated.
+        Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        regime.n = 3;
+        regime.turns = 1;
+        auto c = setUp(regime);
+        c->setEvaluateIdenticalOnce(true);
+        const QString killed =
+            QStringLiteral("fake: sigkill\n") + answer(QStringLiteral("k"), QStringLiteral("correct"));
+        m_server->enqueue(reply({QStringLiteral("ANALYSIS")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH")}));
+        m_server->enqueue(reply({killed, killed, killed}));
+        const qint64 run = newRun(regime);
+        QSignalSpy finished(c.get(), &RunController::runFinished);
+        QVERIFY(c->start(run, {taskInput()}));
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(c->evaluationsSubmitted(), 3);
+        QCOMPARE(c->evaluationsReused(), 0);
+        const auto evals = m_store->evaluations(run);
+        QCOMPARE(evals.size(), 3);
+        for (const auto& e : evals)
+            QCOMPARE(e.status, wireName(EvaluationStatus::WorkerLost));
+    }
+
     void routingPerLevel()
     {
         auto c = setUp(*Regime::builtin(QStringLiteral("zero-shot")));

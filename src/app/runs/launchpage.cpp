@@ -548,6 +548,14 @@ QWidget* LaunchPage::buildEvaluationBox()
             m_pauseGeneration->setChecked(isLocalEndpoint(text.trimmed()));
     });
     form->addRow(m_pauseGeneration);
+    m_evaluateIdenticalOnce = new QCheckBox(tr("Evaluate identical answers once"), box);
+    m_evaluateIdenticalOnce->setObjectName(QStringLiteral("evaluateIdenticalOnceCheck"));
+    m_evaluateIdenticalOnce->setToolTip(
+        tr("An answer of a task identical byte for byte to one already sent is not evaluated again: it is stored "
+           "with that one's verdict and timing, marked as reused (a machine failure is never reused). Saves GPU "
+           "time where a model or a recorded server repeats itself; each copy no longer draws its own timing "
+           "noise. Off: every answer is evaluated. Stored with the run."));
+    form->addRow(m_evaluateIdenticalOnce);
     form->addRow(tr("Database"), dbRow);
     m_databaseProblem = new QLabel(box);
     m_databaseProblem->setObjectName(QStringLiteral("databaseProblem"));
@@ -832,6 +840,7 @@ RunRequest LaunchPage::request() const
     r.workerLimits.osSandbox = m_osSandbox->isChecked();
     r.compileOnly = m_compileOnly->isChecked();
     r.pauseGenerationWhileTiming = m_pauseGeneration->isChecked();
+    r.evaluateIdenticalOnce = m_evaluateIdenticalOnce->isChecked();
     r.answerFormat = m_answerFormat->currentData().toString();
     // The default set follows the answer format (defaultPromptsDirFor); a set chosen elsewhere stays.
     r.promptsDir = m_promptsDir == defaultPromptsDir() ? defaultPromptsDirFor(r.answerFormat) : m_promptsDir;

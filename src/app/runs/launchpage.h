@@ -175,6 +175,7 @@ private:
     QComboBox* m_answerFormat = nullptr;
     QSpinBox* m_compileWorkers = nullptr; ///< RunEnvironment::compileWorkers; its minimum -1: automatic
     QCheckBox* m_pauseGeneration = nullptr;
+    QCheckBox* m_evaluateIdenticalOnce = nullptr;
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;
     QLabel* m_databaseProblem = nullptr; ///< why runs cannot be written into it; hidden when they can

@@ -138,6 +138,7 @@ QJsonObject RunConfig::toJson() const
                                                : QJsonValue());
     json.insert(QStringLiteral("prompts_dir"), promptsDir);
     json.insert(QLatin1String(kProfileTrafficKey), profileTraffic);
+    json.insert(QStringLiteral("evaluate_identical_once"), evaluateIdenticalOnce);
     if (pauseGenerationWhileTiming)
         json.insert(QStringLiteral("pause_generation_while_timing"), *pauseGenerationWhileTiming);
     json.insert(QStringLiteral("context_tokens"), contextTokens);
@@ -209,6 +210,7 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
     c.answerFormat = value("answer_format").toString(c.answerFormat);
     c.compileOnly = value("compile_only").toBool(false);
     c.profileTraffic = json.value(QLatin1String(kProfileTrafficKey)).toBool(false);
+    c.evaluateIdenticalOnce = value("evaluate_identical_once").toBool(false);
     if (value("pause_generation_while_timing").isBool())
         c.pauseGenerationWhileTiming = value("pause_generation_while_timing").toBool();
     c.contextTokens = value("context_tokens").toInt(0);

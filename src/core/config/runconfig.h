@@ -112,6 +112,9 @@ struct RunConfig
     QString answerFormat = defaults::answerFormat(); ///< runs stored before it were native
     bool compileOnly = false;
     bool profileTraffic = false;
+    /// Identical answers of a task evaluated once (RunController::setEvaluateIdenticalOnce);
+    /// runs stored before it evaluated every one.
+    bool evaluateIdenticalOnce = false;
     /// No new model request while an evaluation holds a GPU; unset: not stored (planResume
     /// decides from the endpoint).
     std::optional<bool> pauseGenerationWhileTiming;

@@ -26,6 +26,9 @@ namespace kwb {
 /// protocolnames.h's, which the worker writes and reads too.
 inline constexpr const char* kProfileTrafficKey = ProtocolNames::Field::kProfileTraffic;
 inline constexpr const char* kTrafficKey = ProtocolNames::Key::kTraffic;
+/// Added to a stored evaluation by the run controller, not the worker: the candidate row whose
+/// evaluation this one copies (an identical answer, evaluate identical once).
+inline constexpr const char* kReusedFromCandidateKey = "reused_from_candidate";
 
 /// `traffic`: the HBM bytes one call of a correct candidate moved (CUPTI's DRAM counters), or why
 /// it was not profiled. A record that breaks the format (an unknown key, a profiled record without

@@ -56,6 +56,16 @@ RunController::RunController(LlmClient* llm, EvaluationQueue* queue, RunStore* s
 
 RunController::~RunController() = default;
 
+namespace {
+
+/// The key of an answer for evaluate-identical-once: its task and its exact text.
+QString identityKey(const QString& task, const QString& answer)
+{
+    return task + QChar(0) + answer;
+}
+
+} // namespace
+
 bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
 {
     if (m_running || !m_regime.isValid())
@@ -79,6 +89,23 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
         if (!isMachineFault(e.status, isCompileOnly()))
             m_storedEvaluations.insert(UnitKey{e.task, e.turn, e.sample, e.role}, e);
     m_storedAnswers = m_store->answeredUnits(runId);
+    m_identical.clear();
+    m_identicalJob.clear();
+    m_evaluationsReused = 0;
+    if (m_evaluateIdenticalOnce) {
+        // A resumed run reuses what it evaluated before: the first stored verdict of each answer,
+        // traced back to the candidate that was evaluated itself.
+        for (auto e = m_storedEvaluations.cbegin(); e != m_storedEvaluations.cend(); ++e) {
+            const auto answer = m_storedAnswers.constFind(e.key());
+            if (answer == m_storedAnswers.cend() || !isReusableVerdict(e->result))
+                continue;
+            const QString key = identityKey(e->task, answer->text);
+            const qint64 from = e->result.value(QLatin1String(kReusedFromCandidateKey)).toInteger(e->candidateId);
+            const auto known = m_identical.constFind(key);
+            if (known == m_identical.cend() || from < known->candidateId)
+                m_identical.insert(key, IdenticalAnswer{0, from, {}, e->result});
+        }
+    }
     QTimer::singleShot(0, this, [this] {
         Q_EMIT progress(0, int(m_tasks.size()));
         pump();
@@ -191,7 +218,8 @@ void RunController::cancel()
     for (qint64 id : requests)
         cancelRequest(id);
     for (qint64 id : jobs)
-        m_queue->cancel(id);
+        if (id > 0) // not a follower of an identical answer (evaluate identical once)
+            m_queue->cancel(id);
     m_active.clear();
     m_store->setRunStatus(m_runId, RunStatus::Cancelled);
     QTimer::singleShot(0, this, [this] {
@@ -443,13 +471,80 @@ void RunController::submitCandidate(TaskState* state, int sample, qint64 respons
         Q_EMIT taskError(cand.task, m_store->errorString());
         return;
     }
+    submitJob(state, PendingEval{sample, *candidateId, answer, seed});
+}
+
+void RunController::submitJob(TaskState* state, const PendingEval& pending)
+{
+    const QString key = identityKey(state->input.id(), pending.answer);
+    if (m_evaluateIdenticalOnce) {
+        const auto same = m_identical.find(key);
+        if (same != m_identical.end()) {
+            const qint64 own = m_nextOwnJob--;
+            m_jobTask.insert(own, state->index);
+            state->jobs.insert(own, pending);
+            if (same->result) // from the event loop: the samples after this one are not sent yet
+                QMetaObject::invokeMethod(
+                    this, [this, own, key] { deliverReused(own, key); }, Qt::QueuedConnection);
+            else
+                same->followers.append(own);
+            return;
+        }
+    }
     WorkerRequests::Evaluate request = m_evalOptions;
-    request.task = cand.task;
-    request.answer = answer;
+    request.task = state->input.id();
+    request.answer = pending.answer;
     const qint64 job = m_queue->submit(request);
     m_jobTask.insert(job, state->index);
-    state->jobs.insert(job, PendingEval{sample, *candidateId, answer, seed});
+    state->jobs.insert(job, pending);
     ++m_evaluationsSubmitted;
+    if (m_evaluateIdenticalOnce) {
+        m_identical.insert(key, IdenticalAnswer{job, pending.candidateId, {}, std::nullopt});
+        m_identicalJob.insert(job, key);
+    }
+}
+
+bool RunController::isReusableVerdict(const QJsonObject& result) const
+{
+    // Only a verdict about the candidate: a machine fault, a request that never reached an
+    // evaluation or an out-of-memory on a shared GPU says nothing about it.
+    const EvaluationResult decoded = decodeEvaluation(result);
+    return statusCategory(decoded.status) != StatusCategory::NotEvaluated &&
+           !isMachineFault(decoded.status, isCompileOnly()) && !decoded.outOfDeviceMemory();
+}
+
+void RunController::settleIdentical(TaskState* state, qint64 jobId, const QJsonObject& result)
+{
+    const QString key = m_identicalJob.take(jobId);
+    const auto same = m_identical.find(key);
+    if (key.isEmpty() || same == m_identical.end())
+        return;
+    const QList<qint64> followers = same->followers;
+    same->followers.clear();
+    if (isReusableVerdict(result)) {
+        same->result = result;
+        for (qint64 own : followers)
+            QMetaObject::invokeMethod(
+                this, [this, own, key] { deliverReused(own, key); }, Qt::QueuedConnection);
+        return;
+    }
+    m_identical.erase(same);
+    for (qint64 own : followers) {
+        m_jobTask.remove(own);
+        const PendingEval pending = state->jobs.take(own);
+        submitJob(state, pending); // the first becomes the one evaluated, the others wait for it
+    }
+}
+
+void RunController::deliverReused(qint64 jobId, const QString& key)
+{
+    const auto same = m_identical.constFind(key);
+    if (!m_jobTask.contains(jobId) || same == m_identical.cend() || !same->result)
+        return; // cancelled meanwhile
+    QJsonObject reused = *same->result;
+    reused.insert(QLatin1String(kReusedFromCandidateKey), double(same->candidateId));
+    ++m_evaluationsReused;
+    onJobFinished(jobId, reused);
 }
 
 void RunController::onCompletionFinished(qint64 requestId, const QVector<Completion>& completions)
@@ -569,6 +664,8 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
     if (!state)
         return;
     const PendingEval pending = state->jobs.take(jobId);
+    if (m_evaluateIdenticalOnce)
+        settleIdentical(state, jobId, result);
     QJsonObject stored = result;
     stored.insert(QStringLiteral("generation_paused"), m_pauseGenerationWhileTiming);
     // The seed its answer was asked with, kept beside the verdict (the prompt rows have no column

@@ -140,6 +140,13 @@ public:
     /// The evaluate request every candidate is sent with (profile, scale, seed, timing_trials, …);
     /// each candidate sets its task and answer.
     void setEvaluationOptions(const WorkerRequests::Evaluate& options) { m_evalOptions = options; }
+    /// Answers of one task byte for byte identical to one already sent this run are evaluated
+    /// once: each later one is stored with the first one's evaluation plus `reused_from_candidate`
+    /// (its candidate row), and waits for it while it runs. A verdict the machine failed (a
+    /// machine fault, out of device memory) is never reused: the next identical answer is
+    /// evaluated instead. Off by default; a run stores it as `evaluate_identical_once`.
+    void setEvaluateIdenticalOnce(bool on) { m_evaluateIdenticalOnce = on; }
+    bool evaluatesIdenticalOnce() const { return m_evaluateIdenticalOnce; }
 
     /// Runs the tasks into run `runId` of the store (created by the caller; for a resume, the same
     /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
@@ -187,6 +194,8 @@ public:
     /// Model requests and evaluations this controller started (resumed units are not counted).
     int modelRequests() const { return m_modelRequests; }
     int evaluationsSubmitted() const { return m_evaluationsSubmitted; }
+    /// Candidates stored with another identical answer's evaluation (setEvaluateIdenticalOnce).
+    int evaluationsReused() const { return m_evaluationsReused; }
 
 Q_SIGNALS:
     void taskStarted(const QString& task);
@@ -263,6 +272,16 @@ private:
     void requestModel(TaskState* state, const QString& role, const QString& prompt, const QList<int>& samples);
     void submitCandidate(TaskState* state, int sample, qint64 responseId, const QString& answer,
                          std::optional<qint64> seed);
+    /// Sends the candidate's evaluation to the queue, or (evaluate identical once) waits for or
+    /// takes that of an identical answer: a job id of the controller's own (negative) then.
+    void submitJob(TaskState* state, const PendingEval& pending);
+    /// After an evaluated answer's result: its identical followers get it, or are evaluated
+    /// themselves where it is the machine's failure.
+    void settleIdentical(TaskState* state, qint64 jobId, const QJsonObject& result);
+    /// Delivers the reused evaluation to the follower `jobId` (from the event loop).
+    void deliverReused(qint64 jobId, const QString& key);
+    /// A result that says something about the candidate (evaluate identical once reuses only those).
+    bool isReusableVerdict(const QJsonObject& result) const;
     void recordOutcome(TaskState* state, const CandidateOutcome& outcome);
     void maybeTurnDone(TaskState* state);
     QString templateHash(const QString& templatePath);
@@ -283,6 +302,20 @@ private:
     WorkerRequests::Evaluate m_evalOptions; ///< without its task and answer, which each candidate sets
     ContextBudget m_budget;
     qint64 m_seedTurnStride = kModelSeedTurnStride;
+    bool m_evaluateIdenticalOnce = false;
+    /// Evaluate identical once: an answer (keyed by task and text) sent to the queue, its job
+    /// while it runs, the followers waiting for it, and its result once it is a reusable verdict.
+    struct IdenticalAnswer
+    {
+        qint64 job = 0;
+        qint64 candidateId = 0;
+        QList<qint64> followers;
+        std::optional<QJsonObject> result;
+    };
+    QHash<QString, IdenticalAnswer> m_identical;
+    QHash<qint64, QString> m_identicalJob; ///< a queue job evaluating an answer others may reuse -> its key
+    qint64 m_nextOwnJob = -1;              ///< the controller's own job ids (followers), negative
+    int m_evaluationsReused = 0;
 
     qint64 m_runId = 0;
     QList<RunTaskInput> m_tasks;

@@ -340,6 +340,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.answerFormat = request.answerFormat;
     plan.compileOnly = request.compileOnly;
     plan.profileTraffic = request.profileTraffic;
+    plan.evaluateIdenticalOnce = request.evaluateIdenticalOnce;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     if (request.contextTokens < 0 || request.maxOutputTokens < 1)
         return failWith(QStringLiteral("context tokens must be 0 (no check) or more, max output tokens at least 1"));
@@ -436,6 +437,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.resumeRunId = run.id;
     plan.compileOnly = config.compileOnly;
     plan.profileTraffic = config.profileTraffic;
+    plan.evaluateIdenticalOnce = config.evaluateIdenticalOnce;
     plan.pauseGenerationWhileTiming = config.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     plan.contextTokens = config.contextTokens;
     plan.maxOutputTokens = config.maxOutputTokens;
@@ -505,6 +507,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const DeviceFacts& de
     config.answerFormat = plan.answerFormat;
     config.compileOnly = plan.compileOnly;
     config.profileTraffic = plan.profileTraffic;
+    config.evaluateIdenticalOnce = plan.evaluateIdenticalOnce;
     config.pauseGenerationWhileTiming = plan.pauseGenerationWhileTiming;
     config.contextTokens = plan.contextTokens;
     config.maxOutputTokens = plan.maxOutputTokens;
@@ -577,6 +580,7 @@ void configureController(RunController& controller, const RunPlan& plan)
     controller.setEvaluationOptions(evaluationOptionsFor(plan));
     controller.setContextBudget(contextBudgetFor(plan));
     controller.setModelSeedTurnStride(plan.modelSeedTurnStride);
+    controller.setEvaluateIdenticalOnce(plan.evaluateIdenticalOnce);
 }
 
 ContextBudget contextBudgetFor(const RunPlan& plan)

@@ -153,6 +153,9 @@ struct RunRequest
     bool compileOnly = false;
     /// Every evaluate request asks for the candidate's measured HBM traffic (`profile_traffic`).
     bool profileTraffic = false;
+    /// Byte-identical answers of a task are evaluated once, the copies stored with that verdict
+    /// (`evaluate_identical_once`, RunController::setEvaluateIdenticalOnce).
+    bool evaluateIdenticalOnce = false;
     /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
     /// endpoint is on this machine (isLocalEndpoint), where the model server may share the GPU.
     std::optional<bool> pauseGenerationWhileTiming;
@@ -195,6 +198,7 @@ struct RunPlan
     qint64 resumeRunId = 0;                          ///< 0: a new run
     bool compileOnly = false;                        ///< stored as `compile_only`
     bool profileTraffic = false;                     ///< stored as `profile_traffic`, sent with every evaluate
+    bool evaluateIdenticalOnce = false;              ///< stored as `evaluate_identical_once`
     bool pauseGenerationWhileTiming = false;         ///< stored as `pause_generation_while_timing`
     int contextTokens = 0;                           ///< stored as `context_tokens` (0: not checked)
     int maxOutputTokens = 0; ///< stored as `max_output_tokens`, sent as max_tokens (0: not sent)

@@ -490,6 +490,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         RunOutcomes outcomes = runOutcomes(store, info, evaluations);
         run.compileOnly = isCompileOnlyRun(info);
         run.evaluations = int(evaluations.size());
+        for (const EvaluationRecord& e : evaluations)
+            run.reusedEvaluations += e.result.contains(QLatin1String(kReusedFromCandidateKey)) ? 1 : 0;
         run.outcomes = outcomes.outcomes;
         run.chosenEvaluation = outcomes.chosenEvaluation;
         run.unevaluated = outcomes.unevaluated;

@@ -183,6 +183,9 @@ struct RunReport
     QList<UnevaluatedTask> unevaluated; ///< the tasks without an evaluation of a candidate, sorted by task id
     QMap<QString, qint64> chosenEvaluation; ///< task -> id of the evaluation selected for it
     int evaluations = 0;                    ///< evaluations stored for the run
+    /// Of those, copies of an identical answer's evaluation (`reused_from_candidate`, a run made
+    /// with evaluate identical once): not measured again.
+    int reusedEvaluations = 0;
     RunSummary summary;
     RunUsage usage;
     QStringList ablated; ///< switches that were off (Ablations::offNames), from the stored regime

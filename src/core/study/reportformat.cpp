@@ -1,5 +1,7 @@
 #include "core/study/reportformat.h"
 
+#include "core/config/runconfig.h"
+
 #include "core/study/provenance.h"
 
 #include "core/tasks/kernelbound.h"
@@ -465,6 +467,13 @@ QString reportMarkdown(const Report& report)
         for (auto it = set->cbegin(); it != set->cend(); ++it)
             md += QStringLiteral("- `%1` %2\n").arg(it.key(), it.value());
     }
+    for (const RunReport& run : report.runs)
+        if (RunConfig::fromJson(run.run.configJson).evaluateIdenticalOnce)
+            md += QStringLiteral("\n%1 evaluated identical answers once: %2 of its %3 evaluations are an earlier "
+                                 "identical answer's, reused (`reused_from_candidate`), not measured again.\n")
+                      .arg(run.label())
+                      .arg(run.reusedEvaluations)
+                      .arg(run.evaluations);
 
     md += QStringLiteral("\n## Per level\n\n");
     const ReportTable levels = perLevelTable(report);

@@ -138,6 +138,21 @@ private Q_SLOTS:
         QVERIFY(plan->regime.selection == SelectionMode::Last);
     }
 
+    // "Evaluate identical answers once" reaches the plan (off by default), which stores it with the run.
+    void evaluateIdenticalOnceReachesThePlan()
+    {
+        RunManager manager;
+        LaunchPage page(&manager);
+        checkTask(page, QStringLiteral("L1/1"));
+        auto* once = child<QCheckBox>(page, "evaluateIdenticalOnceCheck");
+        QVERIFY(!once->isChecked());
+        QString error;
+        QVERIFY2(planRun(page.request(), &error), qPrintable(error));
+        QCOMPARE(planRun(page.request(), &error)->evaluateIdenticalOnce, false);
+        once->setChecked(true);
+        QCOMPARE(planRun(page.request(), &error)->evaluateIdenticalOnce, true);
+    }
+
     // The overrides offer what a regime file may say (regimefile.h's bounds), no less: a regime of
     // 32 turns could be written but not launched when the box stopped at 10.
     void overridesReachTheRegimeFileBounds()
