@@ -151,7 +151,9 @@ for step in "$@"; do
     # regimes cheap). The five regimes, the agent's best-of-n sweep and its four ablations, into one
     # database (STUDY_DB keeps it between warm calls; a run cut by STUDY_TIMEOUT is listed as such
     # and `kwb run --resume` continues it), then the report beside the recorder's verdicts
-    # (kwb import of the same folder).
+    # (kwb import of the same folder). Every run evaluates a task's identical answers once
+    # (--evaluate-identical-once; STUDY_EVAL_ARGS= turns it off): the recorded server repeats one
+    # text per task, which would otherwise be measured again for every sample, turn and regime.
     log study-recorded
     need_bundle
     # After each run: the database checkpointed and everything of the step in one archive, so a call
@@ -178,14 +180,17 @@ for step in "$@"; do
       timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${cmd[@]}" --answer-format kernelbench \
         --tasks study --endpoint "$(head -1 /tmp/llm-recorded.url)" --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${STUDY_COMPILE_WORKERS:-12} --timing-trials ${STUDY_TRIALS:-10} \
-        --isolation ${STUDY_ISOLATION:-reuse} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
+        --isolation ${STUDY_ISOLATION:-reuse} ${STUDY_EVAL_ARGS---evaluate-identical-once} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
       echo "rc=$?" >> "$OUT/study-recorded-${r/:/-}.txt"; tail -3 "$OUT/study-recorded-${r/:/-}.txt"
       keep_study
     done
     kill $pid; wait $pid 2>/dev/null
-    timeout ${STUDY_IMPORT_TIMEOUT:-150} $bundle/run kwb --worker "$worker" import kernelbench "$recorded" --db "$db" \
-      --compile-workers 12 > "$OUT/study-recorded-import.txt" 2>&1
-    echo "rc=$?" >> "$OUT/study-recorded-import.txt"
+    # STUDY_IMPORT_TIMEOUT=0: no import (a later call's runs into the same database already have it).
+    if [[ ${STUDY_IMPORT_TIMEOUT:-150} != 0 ]]; then
+      timeout ${STUDY_IMPORT_TIMEOUT:-150} $bundle/run kwb --worker "$worker" import kernelbench "$recorded" --db "$db" \
+        --compile-workers 12 > "$OUT/study-recorded-import.txt" 2>&1
+      echo "rc=$?" >> "$OUT/study-recorded-import.txt"
+    fi
     $bundle/run kwb report --db "$db" > "$OUT/study-recorded-report.md" 2>&1
     keep_study
     [[ $db == "$OUT/study-recorded.db" ]] || cp "$db" "$OUT/study-recorded.db"
