@@ -513,7 +513,7 @@ bool RunController::isReusableVerdict(const QJsonObject& result) const
            !isMachineFault(decoded.status, isCompileOnly()) && !decoded.outOfDeviceMemory();
 }
 
-void RunController::settleIdentical(TaskState* state, qint64 jobId, const QJsonObject& result)
+void RunController::settleIdentical(qint64 jobId, const QJsonObject& result)
 {
     const QString key = m_identicalJob.take(jobId);
     const auto same = m_identical.find(key);
@@ -530,9 +530,14 @@ void RunController::settleIdentical(TaskState* state, qint64 jobId, const QJsonO
     }
     m_identical.erase(same);
     for (qint64 own : followers) {
+        // A follower is of the same task id, normally the same task state; looked up all the same.
+        const auto task = m_jobTask.constFind(own);
+        TaskState* of = task == m_jobTask.cend() ? nullptr : stateFor(*task);
         m_jobTask.remove(own);
-        const PendingEval pending = state->jobs.take(own);
-        submitJob(state, pending); // the first becomes the one evaluated, the others wait for it
+        if (!of)
+            continue;
+        const PendingEval pending = of->jobs.take(own);
+        submitJob(of, pending); // the first becomes the one evaluated, the others wait for it
     }
 }
 
@@ -665,7 +670,7 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
         return;
     const PendingEval pending = state->jobs.take(jobId);
     if (m_evaluateIdenticalOnce)
-        settleIdentical(state, jobId, result);
+        settleIdentical(jobId, result);
     QJsonObject stored = result;
     stored.insert(QStringLiteral("generation_paused"), m_pauseGenerationWhileTiming);
     // The seed its answer was asked with, kept beside the verdict (the prompt rows have no column

@@ -277,7 +277,7 @@ private:
     void submitJob(TaskState* state, const PendingEval& pending);
     /// After an evaluated answer's result: its identical followers get it, or are evaluated
     /// themselves where it is the machine's failure.
-    void settleIdentical(TaskState* state, qint64 jobId, const QJsonObject& result);
+    void settleIdentical(qint64 jobId, const QJsonObject& result);
     /// Delivers the reused evaluation to the follower `jobId` (from the event loop).
     void deliverReused(qint64 jobId, const QString& key);
     /// A result that says something about the candidate (evaluate identical once reuses only those).
