@@ -620,8 +620,16 @@ QVariant RunTreeModel::data(const QModelIndex& index, int role) const
         return {};
     case Qt::ToolTipRole:
         if (node->kind == UnitKind && index.column() == StatusColumn) {
-            const QString message = node->unit.error.isEmpty() ? node->unit.evaluation.message : node->unit.error;
-            return message.isEmpty() ? QVariant() : QVariant(message);
+            QString tip = node->unit.error.isEmpty() ? node->unit.evaluation.message : node->unit.error;
+            // A copy of an identical answer's evaluation (evaluate identical once) says so: its
+            // numbers were measured once, for that candidate.
+            const QJsonValue from = node->unit.evaluation.raw.value(QLatin1String(kReusedFromCandidateKey));
+            if (from.isDouble())
+                tip += (tip.isEmpty() ? QString() : QStringLiteral("\n\n")) +
+                       tr("The same answer as candidate %1: its evaluation, reused (evaluate identical once), "
+                          "not measured again.")
+                           .arg(from.toInteger());
+            return tip.isEmpty() ? QVariant() : QVariant(tip);
         }
         return {};
     case KindRole: return int(node->kind);

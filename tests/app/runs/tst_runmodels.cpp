@@ -176,6 +176,46 @@ private Q_SLOTS:
         QVERIFY(!model.unitKey(l21));
     }
 
+    void aReusedEvaluationSaysWhose()
+    {
+        // A candidate stored with an identical answer's evaluation (evaluate identical once): the
+        // status tooltip names the candidate measured.
+        RunStore store;
+        QVERIFY(store.open(m_dir.filePath(QStringLiteral("reused.db"))));
+        const qint64 run = addRun(store, QStringLiteral("zero-shot"));
+        FixtureUnit first;
+        first.task = QStringLiteral("L1/1");
+        first.status = QStringLiteral("incorrect");
+        QVERIFY(addUnit(store, run, first));
+        const qint64 measured = store.evaluations(run).first().candidateId;
+        PromptRecord p{0,        run, QStringLiteral("L1/1"), 1, 1, QStringLiteral("generator"), QStringLiteral("p"),
+                       QString()};
+        ResponseRecord r;
+        r.promptId = store.addPrompt(p).value_or(0);
+        r.text = first.text;
+        CandidateRecord c;
+        c.responseId = store.addResponse(r).value_or(0);
+        c.task = QStringLiteral("L1/1");
+        c.turn = 1;
+        c.sample = 1;
+        const auto copy = store.addCandidate(c);
+        QVERIFY(copy);
+        QJsonObject reused = evaluationResult(first);
+        reused.insert(QLatin1String(kReusedFromCandidateKey), double(measured));
+        QVERIFY(store.addEvaluation(*copy, reused));
+        RunTreeModel model;
+        model.load(store, run);
+        const QModelIndex a = model.indexOf(UnitKey{QStringLiteral("L1/1"), 1, 0, QStringLiteral("generator")});
+        const QModelIndex b = model.indexOf(UnitKey{QStringLiteral("L1/1"), 1, 1, QStringLiteral("generator")});
+        const auto tip = [&](const QModelIndex& i) {
+            return model.index(i.row(), RunTreeModel::StatusColumn, i.parent()).data(Qt::ToolTipRole).toString();
+        };
+        QCOMPARE(tip(a), QStringLiteral("fixture: incorrect"));
+        QVERIFY2(
+            tip(b).startsWith(QStringLiteral("fixture: incorrect\n\nThe same answer as candidate %1").arg(measured)),
+            qPrintable(tip(b)));
+    }
+
     void liveAppendsInsertRowsAndKeepTheSelection()
     {
         RunTreeModel model;
