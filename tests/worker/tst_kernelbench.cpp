@@ -314,6 +314,10 @@ TEST_CASE("static check: a custom autograd Function is allowed; autograd's hooks
                               "        return CustomMatmulFunction.apply(a, b)\n")
               .empty());
     CHECK(python::checkSource("import torch.autograd\n").empty());
+    // torch's math namespaces, as attributes or imported (a real 7B answer to L1/71 imported torch.fft).
+    CHECK(python::checkSource("import torch.fft\nimport torch.linalg as la\nfrom torch.special import erf\n"
+                              "y = torch.fft.rfft\nz = la.norm\n")
+              .empty());
     for (const char* source : {"from torch.autograd import graph\n", "from torch.autograd import profiler\n",
                                "import torch.autograd\ng = torch.autograd.graph\n"}) {
         CAPTURE(source);
@@ -1159,6 +1163,67 @@ TEST_CASE("honest failures: load_inline's keywords, module names and placeholder
         const json r = evaluateOnCpu(t, fenced(c.module));
         CHECK(r["status"] == c.status); // never `rejected`
     }
+}
+
+TEST_CASE("honest failures: an import of a module that exists nowhere is the ModuleNotFoundError it would be")
+{
+    // Real 7B answers import modules they made up (`from custom_cuda_ops import ...`, `from model
+    // import ...`, their own extension's name) and relative ones: KernelBench's harness fails them
+    // with Python's own error (not compiled). The allowlist refuses the import before anything runs,
+    // as always; the status says what it is: no attempt on the sandbox. One that exists (os) is
+    // refused on purpose, also beside a made-up one.
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const std::string h = "import torch\nimport torch.nn as nn\n";
+    struct Case
+    {
+        std::string module;
+        const char* status;
+        const char* message;
+        int line;
+    };
+    const Case cases[] = {
+        {h + "from kwb_made_up_ops import scale\n" + kScaleModel, "runtime_error",
+         "(line 3): ModuleNotFoundError: No module named 'kwb_made_up_ops'", 3},
+        {h + "import kwb_made_up_ops.sub as ops\n" + kScaleModel, "runtime_error", "No module named 'kwb_made_up_ops'",
+         3},
+        {h + "from .kernels import scale\n" + kScaleModel, "runtime_error",
+         "ImportError: attempted relative import with no known parent package", 3},
+        {h + "import os\n" + kScaleModel, "rejected", "import of 'os'", 3},
+        {h + "import kwb_made_up_ops\nimport os\n" + kScaleModel, "rejected", "only math", 3},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.module);
+        CHECK(!python::checkSource(c.module).empty()); // refused before it runs, either way
+        const json r = evaluateOnCpu(t, fenced(c.module));
+        INFO(r.dump());
+        CHECK(r["status"] == c.status);
+        CHECK(r["message"].get<std::string>().find(c.message) != std::string::npos);
+        if (std::string(c.status) == "runtime_error") {
+            const json e = loadError(c.module);
+            REQUIRE(e.is_object());
+            CHECK(e["code"] == "missing_module");
+            CHECK(e["line"] == c.line);
+        }
+    }
+}
+
+TEST_CASE("evaluate: torch's math namespaces imported by name run as their attributes do")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const std::string module = "import torch\nimport torch.nn as nn\nimport torch.fft\nimport torch.linalg as la\n"
+                               "from torch.special import expm1\n\nclass ModelNew(nn.Module):\n"
+                               "    def forward(self, A, s):\n"
+                               "        k = expm1(torch.zeros(1)).sum() + torch.fft.fft(torch.zeros(4)).real.sum()\n"
+                               "        return A * s + k * la.norm(A)\n";
+    REQUIRE(python::checkSource(module).empty());
+    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
+    INFO(r.dump());
+    CHECK(r["status"] == "correct");
 }
 
 namespace {

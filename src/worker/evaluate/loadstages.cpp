@@ -175,7 +175,7 @@ bool kernelBenchFailure(Evaluation& ev, const json& err)
     std::string message = err.value("message", std::string());
     const int line = answerLine(ev, err.value("line", 0));
     // An honest mistake's kind, for a researcher to tally (undefined_name, load_inline_keyword,
-    // extension_name_mismatch, placeholder: kernelbench_host.py); a format error has its own.
+    // extension_name_mismatch, placeholder, missing_module: kernelbench_host.py); a format error has its own.
     if (err.contains("code") && err["code"].is_string() && status != "format_error")
         ev.res["error_code"] = err["code"];
     if (status == "rejected") {

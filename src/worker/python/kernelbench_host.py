@@ -6,6 +6,7 @@
 import ast
 import builtins
 import dis
+import importlib.machinery
 import json
 import os
 import sys
@@ -30,8 +31,11 @@ import torch.utils.dlpack as _dlpack
 # torch.autograd: a custom autograd Function is an honest answer (a real QwQ-32B answer, correct under
 # KernelBench, was refused for `from torch.autograd import Function`); it is reachable as torch.autograd
 # anyway, and its hooks and profiler stay refused by name (DENIED_ATTRIBUTES below).
-ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.utils.cpp_extension", "math",
-                   "typing"}
+# torch.fft, torch.linalg, torch.special: torch's math namespaces, loaded by `import torch` and read
+# as its attributes already; `import torch.fft` (a real 7B answer to L1/71) was refused while
+# `torch.fft.fft` was not (session 23). Their members go through the same attribute checks.
+ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.fft", "torch.linalg",
+                   "torch.special", "torch.utils.cpp_extension", "math", "typing"}
 # `from torch.utils.cpp_extension import X`: only the builder of inline extensions.
 ALLOWED_FROM = {"torch.utils.cpp_extension": {"load_inline"}}
 
@@ -351,8 +355,11 @@ class _Checker(ast.NodeVisitor):
                 for name in node.names:
                     self.literals[name] = None
 
-    def refuse(self, node, reason):
-        self.refusals.append({"line": getattr(node, "lineno", 0), "reason": reason})
+    def refuse(self, node, reason, missing_module=None):
+        refusal = {"line": getattr(node, "lineno", 0), "reason": reason}
+        if missing_module:
+            refusal["missing_module"] = missing_module
+        self.refusals.append(refusal)
 
     def dotted(self, node):
         """The attribute chain of a node as a dotted path with its root's alias resolved, or None."""
@@ -387,7 +394,8 @@ class _Checker(ast.NodeVisitor):
     def visit_Import(self, node):
         for a in node.names:
             if a.name not in ALLOWED_MODULES:
-                self.refuse(node, f"import of '{a.name}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported")
+                self.refuse(node, f"import of '{a.name}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported",
+                            missing_module(a.name, 0))
                 continue
             if a.asname:
                 self.aliases[a.asname] = a.name
@@ -398,7 +406,8 @@ class _Checker(ast.NodeVisitor):
     def visit_ImportFrom(self, node):
         mod = node.module or ""
         if node.level or mod not in ALLOWED_MODULES and mod != "torch.utils":
-            self.refuse(node, f"import from '{'.' * node.level}{mod}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported")
+            self.refuse(node, f"import from '{'.' * node.level}{mod}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported",
+                        missing_module(mod, node.level))
             return
         for a in node.names:
             full = f"{mod}.{a.name}"
@@ -570,6 +579,26 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Await(self, node):
         self.refuse(node, "async code is not allowed")
+
+
+def missing_module(name, level):
+    """Where an import the allowlist refuses names a module that exists nowhere, what Python would
+    say running it ("No module named 'custom_cuda_ops'": a module the model made up, or its own
+    extension's name): an honest mistake, the study's "mismatched module names", not an attempt on
+    the sandbox. None where the module exists (refused on purpose) or cannot be told apart.
+    Looked up without importing anything: the top-level name in sys.modules, the built-in and
+    frozen modules, and sys.path's finders."""
+    if level:
+        return "attempted relative import with no known parent package"
+    top = name.split(".")[0]
+    if not top.isidentifier() or top in sys.modules or top in sys.builtin_module_names:
+        return None
+    try:
+        if importlib.machinery.FrozenImporter.find_spec(top) or importlib.machinery.PathFinder.find_spec(top):
+            return None
+    except (ImportError, ValueError, OSError):
+        return None
+    return f"No module named '{top}'"
 
 
 def analyse_source(source):
@@ -974,7 +1003,7 @@ _next_handle = [1]
 class AnswerError(Exception):
     """A failure while loading an answer, with the status and stage the evaluator reports, and a
     code naming an honest mistake where one is recognised (undefined_name, load_inline_keyword,
-    extension_name_mismatch, placeholder) or the format_error's code."""
+    extension_name_mismatch, placeholder, missing_module) or the format_error's code."""
 
     def __init__(self, status, stage, message, code=None, line=0, detail=None):
         super().__init__(message)
@@ -1042,6 +1071,14 @@ def run_module(source):
     if refusals:
         if refusals[0].get("syntax"):
             raise AnswerError("compile_error", "compile", f"line {refusals[0]['line']}: {refusals[0]['reason']}", line=refusals[0]["line"])
+        if all(r.get("missing_module") for r in refusals):
+            # Only imports of modules that exist nowhere: the module would fail at its first one
+            # with the error below, as in KernelBench's harness. Nothing of it runs here either.
+            first = min(refusals, key=lambda r: r["line"])
+            error = "ImportError" if first["missing_module"].startswith("attempted") else "ModuleNotFoundError"
+            raise AnswerError("runtime_error", "compile",
+                              f"the answer's module failed (line {first['line']}): {error}: {first['missing_module']}",
+                              code="missing_module", line=first["line"])
         raise AnswerError("rejected", "sandbox", refusals[0]["reason"], line=refusals[0]["line"], detail=refusals)
     code = compile(source, _ANSWER_FILE, "exec")
     namespace = {"__name__": "kwb_answer", "__builtins__": _answer_builtins()}
