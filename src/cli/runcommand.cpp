@@ -472,6 +472,7 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     if (tty)
         err() << '\n';
     const int done = run.tasksDone(), total = run.tasksTotal(), evaluated = run.candidatesEvaluated();
+    const int reused = run.controller() ? run.controller()->evaluationsReused() : 0;
 
     const auto selected = run.selected();
     int correctTasks = 0, compiledTasks = 0;
@@ -492,8 +493,10 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
         err() << "kwb run: run " << runId << " finished: "
               << (plan.compileOnly ? QStringLiteral("compile-only: correctness not measured, ")
                                    : QStringLiteral("%1/%2 tasks correct, ").arg(correctTasks).arg(total))
-              << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated in "
-              << elapsedClock(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
+              << compiledTasks << '/' << total << " compiled, " << evaluated << " candidates evaluated"
+              << (reused > 0 ? QStringLiteral(" (%1 identical to an earlier answer, its evaluation reused)").arg(reused)
+                             : QString())
+              << " in " << elapsedClock(clock.elapsed()) << "\n  report: " << reportCommand << '\n';
     }
     // What the store now holds for this run: the curve of a sweep, and whether anything is left
     // without an evaluation (a failed model request, a machine failure, a task never reached).

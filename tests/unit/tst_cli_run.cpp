@@ -932,6 +932,9 @@ private Q_SLOTS:
                 reused += e.result.contains(QLatin1String("reused_from_candidate")) ? 1 : 0;
             }
             QCOMPARE(reused, once ? 2 : 0);
+            QCOMPARE(r.err.contains(QStringLiteral("3 candidates evaluated (2 identical to an earlier answer, its "
+                                                   "evaluation reused)")),
+                     once);
             const Result md = runKwb({QStringLiteral("report"), QStringLiteral("--db"), db});
             QCOMPARE(md.out.contains(QStringLiteral("evaluated identical answers once: 2 of its 3 evaluations")), once);
         }
