@@ -154,6 +154,8 @@ for step in "$@"; do
     # (kwb import of the same folder). Every run evaluates a task's identical answers once
     # (--evaluate-identical-once; STUDY_EVAL_ARGS= turns it off): the recorded server repeats one
     # text per task, which would otherwise be measured again for every sample, turn and regime.
+    # A run left `running` in STUDY_DB by an earlier call is resumed first (STUDY_RESUME=0: not);
+    # STUDY_RUNS= (empty) resumes only.
     log study-recorded
     need_bundle
     # After each run: the database checkpointed and everything of the step in one archive, so a call
@@ -170,7 +172,19 @@ for step in "$@"; do
     $bundle/run kwb-fixture-llm --recorded "$recorded" --answer-format kernelbench --tasks "$root/tasks" \
       --log "$OUT/llm-recorded.log" > /tmp/llm-recorded.url 2> "$OUT/llm-recorded.err" &
     pid=$!; sleep 1
-    for r in ${STUDY_RUNS:-zero-shot profiling-guided iterative agent pilot-v1 sweep ablate:best-of-n ablate:feedback-analyzer ablate:monotone ablate:competence}; do
+    # Runs an earlier call cut (STUDY_TIMEOUT, the call's own limit) go on first: every generated
+    # run of the database still `running` is resumed against this call's server (STUDY_RESUME=0: not).
+    if [[ ${STUDY_RESUME:-1} == 1 && -f $db ]]; then
+      for id in $(python3 -c "import sqlite3,sys;print(' '.join(str(r[0]) for r in sqlite3.connect(sys.argv[1]).execute(\"select id from runs where status='running' and regime!='import' order by id\")))" "$db"); do
+        log "study-recorded resume $id"
+        timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" run --resume "$id" --db "$db" \
+          --endpoint "$(head -1 /tmp/llm-recorded.url)" --compile-workers ${STUDY_COMPILE_WORKERS:-12} \
+          > "$OUT/study-recorded-resume-$id.txt" 2>&1
+        echo "rc=$?" >> "$OUT/study-recorded-resume-$id.txt"; tail -2 "$OUT/study-recorded-resume-$id.txt"
+        keep_study
+      done
+    fi
+    for r in ${STUDY_RUNS-zero-shot profiling-guided iterative agent pilot-v1 sweep ablate:best-of-n ablate:feedback-analyzer ablate:monotone ablate:competence}; do
       case $r in
         sweep) cmd=(sweep --regime agent --n ${SWEEP_NS:-1,2,4,8}) ;;
         ablate:*) cmd=(run --regime agent --ablate "${r#ablate:}") ;;
