@@ -1191,6 +1191,7 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
          3},
         {h + "from .kernels import scale\n" + kScaleModel, "runtime_error",
          "ImportError: attempted relative import with no known parent package", 3},
+        {h + "import torch.made_up_ops\n" + kScaleModel, "runtime_error", "No module named 'torch.made_up_ops'", 3},
         {h + "import os\n" + kScaleModel, "rejected", "import of 'os'", 3},
         {h + "import kwb_made_up_ops\nimport os\n" + kScaleModel, "rejected", "only math", 3},
     };
@@ -1210,16 +1211,52 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
     }
 }
 
-TEST_CASE("evaluate: torch's math namespaces imported by name run as their attributes do")
+TEST_CASE("static check: a torch module readable as an attribute may be imported by name; what it names is "
+          "checked as an attribute")
+{
+    // `import torch.nn.init as init` and `from torch.nn.parameter import Parameter` are common honest
+    // lines; torch.nn.init.kaiming_uniform_ was readable as an attribute all along.
+    if (!pythonOrSkip())
+        return;
+    for (const char* source :
+         {"import torch.nn.init as init\n", "import torch.nn.init\n", "from torch.nn.init import kaiming_uniform_\n",
+          "from torch.nn.parameter import Parameter\n", "from torch.cuda.amp import autocast\n"}) {
+        CAPTURE(source);
+        CHECK(python::checkSource(source).empty());
+    }
+    struct Refused
+    {
+        const char* source;
+        const char* reason;
+    };
+    for (const Refused& r : {Refused{"import torch.jit\n", "compiles Python at run time"},
+                             Refused{"import torch.backends.cudnn as cudnn\n", "numeric settings"},
+                             Refused{"from torch.utils.data import DataLoader\n", "only cpp_extension"},
+                             Refused{"from torch.cuda import synchronize\n", "synchronisation is the evaluator's"},
+                             Refused{"import torch.cuda\ntorch.cuda.synchronize()\n", "synchronisation"},
+                             Refused{"import torch.nn.init as init\ninit._no_grad_fill_\n", "private internals"},
+                             Refused{"from torch.nn.modules.conv import _ConvNd\n", "private internals"}}) {
+        CAPTURE(r.source);
+        const json refusals = python::checkSource(r.source);
+        REQUIRE(!refusals.empty());
+        CHECK(refusals[0]["reason"].get<std::string>().find(r.reason) != std::string::npos);
+    }
+}
+
+TEST_CASE(
+    "evaluate: torch modules imported by name (math namespaces, nn.init, nn.parameter) run as their attributes do")
 {
     if (!pythonOrSkip())
         return;
     cacheDir();
     const std::string module = "import torch\nimport torch.nn as nn\nimport torch.fft\nimport torch.linalg as la\n"
-                               "from torch.special import expm1\n\nclass ModelNew(nn.Module):\n"
+                               "from torch.special import expm1\nimport torch.nn.init as init\n"
+                               "from torch.nn.parameter import Parameter\n\nclass ModelNew(nn.Module):\n"
+                               "    def __init__(self):\n        super().__init__()\n"
+                               "        self.zero = Parameter(init.zeros_(torch.empty(1)))\n"
                                "    def forward(self, A, s):\n"
                                "        k = expm1(torch.zeros(1)).sum() + torch.fft.fft(torch.zeros(4)).real.sum()\n"
-                               "        return A * s + k * la.norm(A)\n";
+                               "        return A * s + k * la.norm(A) + self.zero.sum()\n";
     REQUIRE(python::checkSource(module).empty());
     const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
     INFO(r.dump());

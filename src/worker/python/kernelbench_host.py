@@ -393,9 +393,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Import(self, node):
         for a in node.names:
-            if a.name not in ALLOWED_MODULES:
-                self.refuse(node, f"import of '{a.name}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported",
-                            missing_module(a.name, 0))
+            if a.name not in ALLOWED_MODULES and not torch_module_import(a.name):
+                why = torch_import_reason(a.name)
+                self.refuse(node, why or f"import of '{a.name}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported",
+                            None if why else missing_module(a.name, 0))
                 continue
             if a.asname:
                 self.aliases[a.asname] = a.name
@@ -405,9 +406,10 @@ class _Checker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         mod = node.module or ""
-        if node.level or mod not in ALLOWED_MODULES and mod != "torch.utils":
-            self.refuse(node, f"import from '{'.' * node.level}{mod}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported",
-                        missing_module(mod, node.level))
+        if node.level or mod not in ALLOWED_MODULES and mod != "torch.utils" and not torch_module_import(mod):
+            why = None if node.level else torch_import_reason(mod)
+            self.refuse(node, why or f"import from '{'.' * node.level}{mod}': only {', '.join(sorted(ALLOWED_MODULES))} may be imported",
+                        None if why else missing_module(mod, node.level))
             return
         for a in node.names:
             full = f"{mod}.{a.name}"
@@ -581,6 +583,30 @@ class _Checker(ast.NodeVisitor):
         self.refuse(node, "async code is not allowed")
 
 
+def torch_module_import(name):
+    """Whether an import of `name` beyond the allowlist is of a torch module the answer can read
+    as attributes of `torch` already (`import torch.nn.init as init`, `from torch.nn.parameter
+    import Parameter`, common in honest answers): loaded (nothing new runs), every step of the
+    chain allowed by the attribute rules, and the chain reaching that very module. What it then
+    names goes through the same rules as an attribute read."""
+    if not name.startswith("torch.") or name not in sys.modules:
+        return False
+    if attribute_reason(name) or resolve_reason(name):
+        return False
+    obj = sys.modules["torch"]
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return obj is sys.modules[name]
+
+
+def torch_import_reason(name):
+    """Why a torch module may not be imported, where the attribute rules say (torch.jit: "compiles
+    Python at run time"), else None."""
+    return (attribute_reason(name) or resolve_reason(name)) if name.startswith("torch.") else None
+
+
 def missing_module(name, level):
     """Where an import the allowlist refuses names a module that exists nowhere, what Python would
     say running it ("No module named 'custom_cuda_ops'": a module the model made up, or its own
@@ -590,15 +616,26 @@ def missing_module(name, level):
     frozen modules, and sys.path's finders."""
     if level:
         return "attempted relative import with no known parent package"
-    top = name.split(".")[0]
-    if not top.isidentifier() or top in sys.modules or top in sys.builtin_module_names:
+    parts = name.split(".")
+    if not all(p.isidentifier() for p in parts):
         return None
-    try:
-        if importlib.machinery.FrozenImporter.find_spec(top) or importlib.machinery.PathFinder.find_spec(top):
+    for i in range(len(parts)):
+        prefix = ".".join(parts[:i + 1])
+        if prefix in sys.modules or (i == 0 and prefix in sys.builtin_module_names):
+            continue
+        # A submodule is looked for in its loaded parent's package path only; the first name in
+        # the built-in, frozen and sys.path finders.
+        path = getattr(sys.modules[".".join(parts[:i])], "__path__", None) if i else None
+        if i and path is None:
+            return f"No module named '{prefix}'"  # the parent is a module, not a package
+        try:
+            if (not i and importlib.machinery.FrozenImporter.find_spec(prefix)) or \
+                    importlib.machinery.PathFinder.find_spec(prefix, path):
+                return None
+        except (ImportError, ValueError, OSError):
             return None
-    except (ImportError, ValueError, OSError):
-        return None
-    return f"No module named '{top}'"
+        return f"No module named '{prefix}'"
+    return None
 
 
 def analyse_source(source):
@@ -833,7 +870,8 @@ _IMPORT_OPCODES = {dis.opmap[op] for op in ("IMPORT_NAME", "IMPORT_FROM") if op 
 
 
 def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-    if level or name not in ALLOWED_MODULES and not (name == "torch.utils" and fromlist):
+    if level or name not in ALLOWED_MODULES and not (name == "torch.utils" and fromlist) \
+            and not torch_module_import(name):
         if not level and _torch_lazy_import(name):
             return _view_of(sys.modules[name])
         raise ImportError(f"kwb sandbox: import of '{name}' is not allowed")
