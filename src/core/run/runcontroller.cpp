@@ -103,7 +103,7 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
             const qint64 from = e->result.value(QLatin1String(kReusedFromCandidateKey)).toInteger(e->candidateId);
             const auto known = m_identical.constFind(key);
             if (known == m_identical.cend() || from < known->candidateId)
-                m_identical.insert(key, IdenticalAnswer{0, from, {}, e->result});
+                m_identical.insert(key, IdenticalAnswer{from, {}, e->result});
         }
     }
     QTimer::singleShot(0, this, [this] {
@@ -476,7 +476,7 @@ void RunController::submitCandidate(TaskState* state, int sample, qint64 respons
 
 void RunController::submitJob(TaskState* state, const PendingEval& pending)
 {
-    const QString key = identityKey(state->input.id(), pending.answer);
+    const QString key = m_evaluateIdenticalOnce ? identityKey(state->input.id(), pending.answer) : QString();
     if (m_evaluateIdenticalOnce) {
         const auto same = m_identical.find(key);
         if (same != m_identical.end()) {
@@ -499,7 +499,7 @@ void RunController::submitJob(TaskState* state, const PendingEval& pending)
     state->jobs.insert(job, pending);
     ++m_evaluationsSubmitted;
     if (m_evaluateIdenticalOnce) {
-        m_identical.insert(key, IdenticalAnswer{job, pending.candidateId, {}, std::nullopt});
+        m_identical.insert(key, IdenticalAnswer{pending.candidateId, {}, std::nullopt});
         m_identicalJob.insert(job, key);
     }
 }

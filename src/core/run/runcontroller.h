@@ -146,7 +146,6 @@ public:
     /// machine fault, out of device memory) is never reused: the next identical answer is
     /// evaluated instead. Off by default; a run stores it as `evaluate_identical_once`.
     void setEvaluateIdenticalOnce(bool on) { m_evaluateIdenticalOnce = on; }
-    bool evaluatesIdenticalOnce() const { return m_evaluateIdenticalOnce; }
 
     /// Runs the tasks into run `runId` of the store (created by the caller; for a resume, the same
     /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
@@ -303,11 +302,10 @@ private:
     ContextBudget m_budget;
     qint64 m_seedTurnStride = kModelSeedTurnStride;
     bool m_evaluateIdenticalOnce = false;
-    /// Evaluate identical once: an answer (keyed by task and text) sent to the queue, its job
-    /// while it runs, the followers waiting for it, and its result once it is a reusable verdict.
+    /// Evaluate identical once: an answer (keyed by task and text) sent to the queue, the
+    /// followers waiting for it while it runs, and its result once it is a reusable verdict.
     struct IdenticalAnswer
     {
-        qint64 job = 0;
         qint64 candidateId = 0;
         QList<qint64> followers;
         std::optional<QJsonObject> result;

@@ -31,11 +31,10 @@ import torch.utils.dlpack as _dlpack
 # torch.autograd: a custom autograd Function is an honest answer (a real QwQ-32B answer, correct under
 # KernelBench, was refused for `from torch.autograd import Function`); it is reachable as torch.autograd
 # anyway, and its hooks and profiler stay refused by name (DENIED_ATTRIBUTES below).
-# torch.fft, torch.linalg, torch.special: torch's math namespaces, loaded by `import torch` and read
-# as its attributes already; `import torch.fft` (a real 7B answer to L1/71) was refused while
-# `torch.fft.fft` was not (session 23). Their members go through the same attribute checks.
-ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.fft", "torch.linalg",
-                   "torch.special", "torch.utils.cpp_extension", "math", "typing"}
+# Other torch modules the answer can read as attributes (torch.fft, torch.nn.init) may be imported
+# too: torch_module_import.
+ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.utils.cpp_extension", "math",
+                   "typing"}
 # `from torch.utils.cpp_extension import X`: only the builder of inline extensions.
 ALLOWED_FROM = {"torch.utils.cpp_extension": {"load_inline"}}
 
@@ -608,14 +607,14 @@ def torch_import_reason(name):
 
 
 def missing_module(name, level):
-    """Where an import the allowlist refuses names a module that exists nowhere, what Python would
-    say running it ("No module named 'custom_cuda_ops'": a module the model made up, or its own
+    """Where an import the allowlist refuses names a module that exists nowhere, the error Python
+    would raise running it ("ModuleNotFoundError: No module named 'custom_cuda_ops'": a module the model made up, or its own
     extension's name): an honest mistake, the study's "mismatched module names", not an attempt on
     the sandbox. None where the module exists (refused on purpose) or cannot be told apart.
     Looked up without importing anything: the top-level name in sys.modules, the built-in and
     frozen modules, and sys.path's finders."""
     if level:
-        return "attempted relative import with no known parent package"
+        return "ImportError: attempted relative import with no known parent package"
     parts = name.split(".")
     if not all(p.isidentifier() for p in parts):
         return None
@@ -627,14 +626,14 @@ def missing_module(name, level):
         # the built-in, frozen and sys.path finders.
         path = getattr(sys.modules[".".join(parts[:i])], "__path__", None) if i else None
         if i and path is None:
-            return f"No module named '{prefix}'"  # the parent is a module, not a package
+            return f"ModuleNotFoundError: No module named '{prefix}'"  # the parent is a module, not a package
         try:
             if (not i and importlib.machinery.FrozenImporter.find_spec(prefix)) or \
                     importlib.machinery.PathFinder.find_spec(prefix, path):
                 return None
         except (ImportError, ValueError, OSError):
             return None
-        return f"No module named '{prefix}'"
+        return f"ModuleNotFoundError: No module named '{prefix}'"
     return None
 
 
@@ -1113,9 +1112,8 @@ def run_module(source):
             # Only imports of modules that exist nowhere: the module would fail at its first one
             # with the error below, as in KernelBench's harness. Nothing of it runs here either.
             first = min(refusals, key=lambda r: r["line"])
-            error = "ImportError" if first["missing_module"].startswith("attempted") else "ModuleNotFoundError"
             raise AnswerError("runtime_error", "compile",
-                              f"the answer's module failed (line {first['line']}): {error}: {first['missing_module']}",
+                              f"the answer's module failed (line {first['line']}): {first['missing_module']}",
                               code="missing_module", line=first["line"])
         raise AnswerError("rejected", "sandbox", refusals[0]["reason"], line=refusals[0]["line"], detail=refusals)
     code = compile(source, _ANSWER_FILE, "exec")
