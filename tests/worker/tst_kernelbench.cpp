@@ -1193,7 +1193,7 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
          "ImportError: attempted relative import with no known parent package", 3},
         {h + "import torch.made_up_ops\n" + kScaleModel, "runtime_error", "No module named 'torch.made_up_ops'", 3},
         {h + "import os\n" + kScaleModel, "rejected", "import of 'os'", 3},
-        {h + "import kwb_made_up_ops\nimport os\n" + kScaleModel, "rejected", "only math", 3},
+        {h + "import kwb_made_up_ops\nimport os\n" + kScaleModel, "rejected", "may be imported", 3},
     };
     for (const Case& c : cases) {
         CAPTURE(c.module);
@@ -1261,6 +1261,97 @@ TEST_CASE(
     const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
     INFO(r.dump());
     CHECK(r["status"] == "correct");
+}
+
+TEST_CASE("static check: what strong models copy from torch and KernelBench's references passes; torch's own "
+          "methods stay torch's")
+{
+    // Gemini 2.5 Pro's and Claude Opus 4's answers (github.com/technoabsurdist/KernelBench, session 24's
+    // sweep): a layer class as base, nn.BatchNorm's own extra_repr, nn.Conv3d's _triple, the Swin
+    // references' itertools and collections.abc. Several were correct under KernelBench and `rejected` here.
+    if (!pythonOrSkip())
+        return;
+    for (const char* source :
+         {"import torch.nn as nn\nclass BN(nn.BatchNorm2d):\n    def __init__(self, n):\n        super().__init__(n)\n"
+          "    def forward(self, x):\n        return x\n    def extra_repr(self):\n"
+          "        return '{num_features}, eps={eps}'.format(**self.__dict__)\n",
+          "import torch\nclass Block(torch.nn.Sequential):\n    def __init__(self):\n"
+          "        super().__init__(torch.nn.ReLU())\n",
+          "from torch.nn import Linear\nclass L(Linear):\n    pass\nclass M(L):\n    def forward(self, x):\n"
+          "        return x\n",
+          "from itertools import repeat\nimport collections.abc\nimport collections\n"
+          "def pair(x):\n    if isinstance(x, collections.abc.Iterable):\n        return tuple(x)\n"
+          "    return tuple(repeat(x, 2))\nd = collections.OrderedDict()\n",
+          "from torch.nn.modules.utils import _triple\nimport torch\nk = _triple(3)\np = "
+          "torch.nn.modules.utils._pair(2)\n"}) {
+        CAPTURE(source);
+        CHECK(python::checkSource(source).empty());
+    }
+    struct Refused
+    {
+        const char* source;
+        const char* reason;
+    };
+    for (const Refused& r :
+         {// Torch's code calls these (nn.LSTM's .to() calls flatten_parameters): they stay torch's.
+          Refused{"import torch.nn as nn\nclass R(nn.LSTM):\n    def flatten_parameters(self):\n        pass\n",
+                  "which its torch base class has"},
+          Refused{"import torch.nn as nn\nclass A(nn.BatchNorm2d):\n    pass\nclass B(A):\n"
+                  "    def reset_running_stats(self):\n        pass\n",
+                  "which its torch base class has"},
+          Refused{"import torch.nn as nn\nclass M(nn.Module):\n    def to(self, *a):\n        return self\n",
+                  "which torch.nn.Module has"},
+          Refused{"import torch\nclass P(torch.nn.DataParallel):\n    pass\n", "a layer class of torch.nn"},
+          Refused{"import torch\nclass P(torch.nn.modules.conv._ConvNd):\n    pass\n", "derives from"},
+          Refused{"from torch.nn.modules.utils import _reverse_repeat_tuple\n", "private internals"},
+          Refused{"import collections.abc\nimport torch\ncollections.abc.Sequence.register(torch.Tensor)\n",
+                  "registers classes process-wide"},
+          // Only unpacked into a literal template: no other read of __dict__.
+          Refused{"import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+                  "        d = self.__dict__\n        return x\n",
+                  "special attributes"},
+          Refused{"import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n"
+                  "        return '{}'.format(self.__dict__)\n",
+                  "special attributes"},
+          Refused{"import numpy as np\n", "may be imported"}}) {
+        CAPTURE(r.source);
+        const json refusals = python::checkSource(r.source);
+        REQUIRE(!refusals.empty());
+        CHECK(refusals[0]["reason"].get<std::string>().find(r.reason) != std::string::npos);
+    }
+}
+
+TEST_CASE("evaluate: a layer class as base, extra_repr, itertools and nn's _pair run; a torch method overridden "
+          "past the static check is rejected when the class is made")
+{
+    if (!pythonOrSkip())
+        return;
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const std::string module =
+        "import torch\nimport torch.nn as nn\nfrom itertools import repeat\nimport collections.abc\n"
+        "from torch.nn.modules.utils import _pair\n\nclass Scale(nn.Identity):\n"
+        "    def forward(self, x, s):\n        return x * s\n"
+        "    def extra_repr(self):\n        return '{training}'.format(**self.__dict__)\n\n"
+        "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.body = Scale()\n        self.k = len(tuple(repeat(1, 2))) + _pair(1)[0] - 2\n\n"
+        "    def forward(self, A, s):\n"
+        "        assert isinstance(_pair(2), collections.abc.Iterable)\n"
+        "        return self.body(A, s) * self.k\n";
+    REQUIRE(python::checkSource(module).empty());
+    json r = evaluateOnCpu(t, fenced(module));
+    INFO(r.dump());
+    CHECK(r["status"] == "correct");
+    // The base is a name the static check cannot follow; the class statement's own check sees the
+    // real base and its members.
+    const std::string hidden = "import torch\nimport torch.nn as nn\n\nB = [nn.BatchNorm2d][0]\n\nclass Norm(B):\n"
+                               "    def _check_input_dim(self, x):\n        pass\n\n"
+                               "class ModelNew(nn.Module):\n    def forward(self, A, s):\n        return A * s\n";
+    REQUIRE(python::checkSource(hidden).empty());
+    r = evaluateOnCpu(t, fenced(hidden));
+    INFO(r.dump());
+    CHECK(r["status"] == "rejected");
+    CHECK(r.dump().find("which its torch base class has") != std::string::npos);
 }
 
 namespace {

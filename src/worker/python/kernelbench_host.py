@@ -33,8 +33,11 @@ import torch.utils.dlpack as _dlpack
 # anyway, and its hooks and profiler stay refused by name (DENIED_ATTRIBUTES below).
 # Other torch modules the answer can read as attributes (torch.fft, torch.nn.init) may be imported
 # too: torch_module_import.
+# itertools and collections(.abc): KernelBench's own Swin references (L3/29, L3/30) import them for
+# their _ntuple helper, and honest answers copy it (Gemini 2.5 Pro's L3/29, correct under KernelBench,
+# was `rejected`); pure data structures and iterators, their abc registries refused by name below.
 ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.utils.cpp_extension", "math",
-                   "typing"}
+                   "typing", "itertools", "collections", "collections.abc"}
 # `from torch.utils.cpp_extension import X`: only the builder of inline extensions.
 ALLOWED_FROM = {"torch.utils.cpp_extension": {"load_inline"}}
 
@@ -105,6 +108,9 @@ DENIED_ATTRIBUTE_NAMES = {
     "get_parameter": "reads attributes by name (the evaluator's own use)",
     "get_buffer": "reads attributes by name (the evaluator's own use)",
     "get_type_hints": "evaluates strings as code", "ForwardRef": "evaluates strings as code",
+    # collections.abc.Iterable.register(torch.Tensor): a process-wide registry torch's own code asks
+    # (isinstance(x, Sequence)), which would outlive the answer in a reused worker.
+    "register": "registers classes process-wide (an abc's registry)",
 }
 # Interpreter frames and code objects: a frame's globals are the harness's (its modules, the
 # sandbox's own state).
@@ -119,12 +125,24 @@ ALLOWED_CPP_EXTENSION = {"load_inline"}
 # Private torch helpers that honest answers copy from nn.Linear/nn.Conv's reset_parameters: pure
 # arithmetic on a tensor's shape, nothing of the process reached. Refusing them made a real
 # QwQ-32B answer `rejected` (issue 33's agreement study).
-PURE_PRIVATE_HELPERS = {"torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan"}
+# nn.Conv's argument normalisers (_triple(3) == (3, 3, 3)) likewise: Gemini 2.5 Pro's L1/60 imported
+# _triple from torch.nn.modules.utils, as nn.Conv3d does.
+PURE_PRIVATE_HELPERS = {"torch.nn.init._calculate_fan_in_and_fan_out", "torch.nn.init._calculate_correct_fan",
+                        "torch.nn.modules.utils._single", "torch.nn.modules.utils._pair",
+                        "torch.nn.modules.utils._triple", "torch.nn.modules.utils._quadruple",
+                        "torch.nn.modules.utils._ntuple"}
 ALLOWED_DUNDERS = {"__init__"}
 DENIED_DEFS = {"__torch_function__": "a tensor subclass's dispatch hook", "__torch_dispatch__": "a tensor subclass's dispatch hook",
                "__del__": "runs code when objects die", "__getattr__": "computes attributes", "__getattribute__": "computes attributes"}
-# Base classes a class of the answer may have (or a class of the answer itself).
+# Base classes a class of the answer may have (or a class of the answer itself, or a layer class of
+# torch.nn: torch_layer_class).
 ALLOWED_BASES = {"torch.nn.Module", "torch.autograd.Function", "object"}
+BASES_RULE = "classes may derive from torch.nn.Module, a layer class of torch.nn, torch.autograd.Function or the " \
+             "answer's own classes"
+# Members a class may define although a torch base has them: forward is the answer's, and extra_repr
+# only feeds repr(), which the evaluator never calls (Gemini 2.5 Pro wrote one on 6 of 250 tasks,
+# L1/33 correct under KernelBench, all `rejected` before).
+OVERRIDABLE = {"forward", "extra_repr"}
 # Special methods a class of the answer may define: the others run when Python or the evaluator
 # handles the answer's objects (printing, comparing, hashing, destroying them), outside forward.
 ALLOWED_CLASS_DUNDERS = {"__init__"}
@@ -153,7 +171,7 @@ def _torch_members():
 NN_MODULE_MEMBERS, TORCH_PRIVATE_MEMBERS = _torch_members()
 # Read by generic module code (walking module._modules); writing them (or defining them) stays refused.
 TORCH_PRIVATE_MEMBERS -= {"_modules", "_parameters", "_buffers"}
-CLASS_PROTECTED = NN_MODULE_MEMBERS - {"forward"}
+CLASS_PROTECTED = NN_MODULE_MEMBERS - OVERRIDABLE
 WRITE_PROTECTED = NN_MODULE_MEMBERS - {"training"}
 
 # Modules whose objects an answer may not reach through an allowed module's attributes (a
@@ -171,6 +189,31 @@ DENIED_ORIGINS = {
 }
 _DENIED_BUILTIN_NAMES = ("open", "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "setattr",
                          "delattr", "getattr", "breakpoint", "input", "exit", "quit", "help")
+
+
+def torch_layer_class(value):
+    """A public layer class of torch.nn (nn.Linear, nn.BatchNorm2d, nn.Sequential): an nn.Module
+    subclass defined under torch.nn.modules and exported as torch.nn.<its name>. An answer's class
+    may derive from one (Gemini 2.5 Pro's `class FusedBatchNormReLU(nn.BatchNorm2d)`), and then
+    overrides none of its members but forward (torch_members_of)."""
+    try:
+        return isinstance(value, type) and issubclass(value, torch.nn.Module) \
+            and str(getattr(value, "__module__", "")).startswith("torch.nn.modules.") \
+            and getattr(torch.nn, value.__name__, None) is value
+    except Exception:
+        return False
+
+
+def torch_members_of(cls):
+    """The members (not special) that torch's classes among cls's bases define: what torch's own code
+    calls (nn.LSTM's _apply, run by the evaluator's .to(), calls flatten_parameters) stays torch's."""
+    members = set()
+    for klass in getattr(cls, "__mro__", ()):
+        # nn.Module's classes only: an autograd.Function's backward and setup_context are the answer's.
+        if isinstance(klass, type) and issubclass(klass, torch.nn.Module) \
+                and str(getattr(klass, "__module__", "")).split(".")[0] == "torch":
+            members |= {n for n in vars(klass) if not (n.startswith("__") and n.endswith("__"))}
+    return members - OVERRIDABLE
 
 
 def attribute_reason(path):
@@ -280,6 +323,21 @@ def resolve_reason(path):
     return None
 
 
+def resolve_value(path):
+    """The object a dotted chain rooted at an imported module names (after resolve_reason has
+    passed it), or None."""
+    parts = path.split(".")
+    obj = sys.modules.get(parts[0])
+    for name in parts[1:]:
+        if obj is None:
+            return None
+        try:
+            obj = getattr(obj, name)
+        except Exception:
+            return None
+    return obj
+
+
 def _format_attribute_fields(text, depth=0):
     """The replacement fields of a str.format template that read an attribute ('{0.__class__}')."""
     found = []
@@ -331,7 +389,8 @@ class _Checker(ast.NodeVisitor):
         self.refusals = []
         self.notes = []  # honest mistakes seen in the source: [{"code", "line", "message"}]
         self.aliases = {}  # local name -> dotted module path, or "torch.nn.Module" for `from torch.nn import Module`
-        self.classes = set()
+        self.classes = {}  # the answer's class name -> members its torch bases protect
+        self.format_reads = set()  # ids of `x.__dict__` nodes unpacked into a literal template's format()
         # Names bound only to string literals (a kernel's source, a format template): name -> [text]
         self.literals = {}
         literal_targets = set()
@@ -437,7 +496,8 @@ class _Checker(ast.NodeVisitor):
         elif node.attr.startswith("register_") and "hook" in node.attr:
             self.refuse(node, f"'{node.attr}' is not allowed: a hook runs the answer's code inside the evaluator's "
                               "own calls (and a process-wide one inside later answers')")
-        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS:
+        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS \
+                and id(node) not in self.format_reads:
             self.refuse(node, f"attribute '{node.attr}': special attributes reach past the answer's own objects")
         if node.attr in ("format", "format_map"):
             self.check_format(node)
@@ -481,6 +541,14 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node):
         if isinstance(node.func, ast.Name) and node.func.id == "type" and (len(node.args) != 1 or node.keywords):
             self.refuse(node, "type(name, bases, namespace) makes a class past the checks on class statements")
+        # '{num_features}, eps={eps}'.format(**self.__dict__), nn.BatchNorm's own extra_repr, which
+        # answers copy (Gemini 2.5 Pro's L1/33, correct under KernelBench): the dict is only unpacked
+        # into a literal template whose fields (checked below) name no attribute, so nothing is
+        # written through it and only the fields named are read.
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "format" and self.texts(node.func.value):
+            for kw in node.keywords:
+                if kw.arg is None and isinstance(kw.value, ast.Attribute) and kw.value.attr == "__dict__":
+                    self.format_reads.add(id(kw.value))
         if self.is_load_inline(node.func):
             self.check_load_inline(node)
         self.generic_visit(node)
@@ -508,12 +576,19 @@ class _Checker(ast.NodeVisitor):
                 return
 
     def visit_ClassDef(self, node):
+        protected = set(CLASS_PROTECTED)
         for base in node.bases:
             path = self.dotted(base)
             if isinstance(base, ast.Name) and (base.id in self.classes or base.id == "object"):
+                protected |= self.classes.get(base.id, set())
                 continue
             if path in ALLOWED_BASES:
                 continue
+            if path and not attribute_reason(path) and not resolve_reason(path):
+                layer = resolve_value(path)
+                if torch_layer_class(layer):
+                    protected |= torch_members_of(layer)
+                    continue
             root = base
             while isinstance(root, ast.Attribute):
                 root = root.value
@@ -522,8 +597,7 @@ class _Checker(ast.NodeVisitor):
                 # class is made, docs/sandbox.md) or an undefined one (the answer's NameError).
                 continue
             shown = path or ast.unparse(base)
-            why = "a tensor subclass can compute lazily or fake its results" if "Tensor" in shown else \
-                  "classes may derive from torch.nn.Module, torch.autograd.Function or the answer's own classes"
+            why = "a tensor subclass can compute lazily or fake its results" if "Tensor" in shown else BASES_RULE
             self.refuse(node, f"class {node.name} derives from {shown}: {why}")
         for kw in node.keywords:
             self.refuse(node, f"class {node.name}: keyword '{kw.arg}' in its bases (metaclasses) is not allowed")
@@ -531,7 +605,7 @@ class _Checker(ast.NodeVisitor):
             self.refuse(node, f"class {node.name}: class decorators are not allowed")
         for stmt in node.body:
             for name, where in self.member_names(stmt):
-                self.check_member(node.name, name, where)
+                self.check_member(node.name, name, where, protected)
         if node.name == "ModelNew":
             for stmt in node.body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "forward" \
@@ -540,7 +614,7 @@ class _Checker(ast.NodeVisitor):
                                        "message": f"placeholder: ModelNew.forward (line {stmt.lineno}) does nothing (its "
                                                   "body is only pass, ..., return None or raise NotImplementedError): "
                                                   "write the forward pass that runs the kernels"})
-        self.classes.add(node.name)
+        self.classes[node.name] = protected
         self.generic_visit(node)
 
     @staticmethod
@@ -556,15 +630,17 @@ class _Checker(ast.NodeVisitor):
                     out.append((n.id, stmt))
         return out
 
-    def check_member(self, cls, name, where):
+    def check_member(self, cls, name, where, protected=CLASS_PROTECTED):
         if name in DENIED_DEFS and isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return  # visit_FunctionDef names it, with its own reason
         if name.startswith("__") and name.endswith("__") and name not in ALLOWED_CLASS_DUNDERS:
             self.refuse(where, f"class {cls} defines '{name}': special methods run when Python or the evaluator handles "
                                "the answer's objects (printing, comparing, hashing, destroying them); only __init__ may be defined")
-        elif name in CLASS_PROTECTED:
-            self.refuse(where, f"class {cls} defines '{name}', which torch.nn.Module has: the evaluator calls the model's "
-                               "own nn.Module methods; give helpers other names (only __init__ and forward are overridden)")
+        elif name in protected:
+            owner = "torch.nn.Module" if name in CLASS_PROTECTED else "its torch base class"
+            self.refuse(where, f"class {cls} defines '{name}', which {owner} has: the evaluator and torch call the "
+                               "model's own torch methods; give helpers other names (only __init__, forward and "
+                               "extra_repr are overridden)")
 
     def visit_FunctionDef(self, node):
         if node.name in DENIED_DEFS:
@@ -924,6 +1000,8 @@ _CLASS_BOOKKEEPING = {"__module__", "__qualname__", "__doc__", "__dict__", "__we
 def _base_allowed(base):
     if base is object or base is torch.nn.Module or base is getattr(getattr(torch, "autograd", None), "Function", None):
         return True
+    if torch_layer_class(base):
+        return True
     return isinstance(base, type) and base in _answer_classes
 
 
@@ -935,18 +1013,18 @@ def _guarded_build_class(func, name, *bases, **keywords):
         if not _base_allowed(base):
             shown = f"{getattr(base, '__module__', '?')}.{getattr(base, '__qualname__', type(base).__name__)}" \
                 if isinstance(base, type) else type(base).__name__
-            raise SandboxError(f"kwb sandbox: class {name} derives from {shown}: classes may derive from "
-                               "torch.nn.Module, torch.autograd.Function or the answer's own classes")
+            raise SandboxError(f"kwb sandbox: class {name} derives from {shown}: {BASES_RULE}")
     cls = builtins.__build_class__(func, name, *bases)
     is_module = issubclass(cls, torch.nn.Module)
+    protected = set().union(*(torch_members_of(b) for b in bases)) if bases else set()
     for member in vars(cls):
         if member.startswith("__") and member.endswith("__"):
             if member not in ALLOWED_CLASS_DUNDERS and member not in _CLASS_BOOKKEEPING:
                 raise SandboxError(f"kwb sandbox: class {name} defines '{member}': only __init__ may be defined among "
                                    "the special methods")
-        elif is_module and member in CLASS_PROTECTED:
-            raise SandboxError(f"kwb sandbox: class {name} defines '{member}', which torch.nn.Module has: the evaluator "
-                               "calls the model's own nn.Module methods")
+        elif is_module and member in CLASS_PROTECTED or member in protected:
+            raise SandboxError(f"kwb sandbox: class {name} defines '{member}', which its torch base class has: the "
+                               "evaluator and torch call the model's own torch methods")
     _answer_classes.add(cls)
     return cls
 
