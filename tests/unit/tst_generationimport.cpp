@@ -285,8 +285,9 @@ private Q_SLOTS:
                  SkipKind::WorkerHasNoTask);
         QCOMPARE(skipped.value(QStringLiteral("level_4_problem_1_solution_0_kernel.py")).kind, SkipKind::Level);
         QCOMPARE(skipped.value(QStringLiteral("solution_0_kernel.py")).kind, SkipKind::Unnamed);
-        QVERIFY(skipped.value(QStringLiteral("solution_0_kernel.py"))
-                    .reason.contains(QLatin1String("no level, problem number")));
+        // The level is the run folder's (best_of_n_level1); the problem is nowhere.
+        QCOMPARE(skipped.value(QStringLiteral("solution_0_kernel.py")).reason,
+                 QStringLiteral("no problem number in its name or folders"));
         QCOMPARE(skipped.value(QStringLiteral("metrics.json")).kind, SkipKind::NotAGeneration);
         QCOMPARE(skipped.value(QStringLiteral("config.yaml")).kind, SkipKind::NotAGeneration);
         QCOMPARE(skipped.value(QStringLiteral("eval_results.json")).kind, SkipKind::Verdicts); // the broken one
@@ -303,6 +304,70 @@ private Q_SLOTS:
         QCOMPARE(scan.verdicts.at(0).runFolder, QStringLiteral("runs/best_of_n_level1"));
         QCOMPARE(scan.verdicts.at(3).task, QStringLiteral("L3/1")); // config.yaml's level
         QCOMPARE(scan.verdicts.at(3).runFolder, QStringLiteral("runs/only_verdicts"));
+    }
+
+    // A fork's layout (github.com/technoabsurdist/KernelBench's Claude Opus 4 runs, session 24):
+    // runs/opus4_level2_20250903_065424/problem_10_kernel.py, one sample per problem, the level in
+    // the run folder's name, the verdicts in detailed_results.json one level down.
+    void forkLayoutLevelFromRunFolderOneSamplePerProblem()
+    {
+        QCOMPARE(parseGenerationPath(QStringLiteral("runs/opus4_level2_20250903_065424/problem_10_kernel.py")).level,
+                 2);
+        QCOMPARE(parseGenerationPath(QStringLiteral("runs/qwencoder_level1_run/x/problem_3.py")).level, 1);
+        QCOMPARE(parseGenerationPath(QStringLiteral("runs/level1_vs_level2/problem_3.py")).level, -1); // two levels
+        QCOMPARE(parseGenerationPath(QStringLiteral("runs/sublevel1/problem_3.py")).level, -1);        // not a word
+        QCOMPARE(parseGenerationPath(QStringLiteral("runs/Opus-Level-3/problem_3.py")).level, 3);
+        // The file's own level wins over its run folder's.
+        QCOMPARE(parseGenerationPath(QStringLiteral("runs/x_level2/level_1_problem_3_sample_0_kernel.py")).level, 1);
+
+        QTemporaryDir tmp;
+        QVERIFY(tmp.isValid());
+        const QDir dir(tmp.path());
+        const QString run = QStringLiteral("runs/opus4_level2_20250903_065424/");
+        writeAt(dir, run + QStringLiteral("problem_1_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, run + QStringLiteral("problem_4_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, run + QStringLiteral("problem_4_sample_1_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, run + QStringLiteral("checkpoint.json"), R"J({"results": []})J");
+        writeAt(dir, run + QStringLiteral("detailed_results.json"),
+                R"J({"run_info": {"level": 2, "model": "claude-opus-4-1-20250805"},
+                     "results": [{"problem_id": 1, "success": true,
+                                  "eval_result": {"compiled": true, "correctness": true, "runtime": 6.82,
+                                                  "metadata": {"hardware": "NVIDIA A100-SXM4-40GB"}}},
+                                 {"problem_id": 4, "eval_result": {"compiled": false, "correctness": false}},
+                                 {"problem_id": 4, "eval_result": {"compiled": true, "correctness": false}}]})J");
+        // No level in the names: the run's config says it.
+        writeAt(dir, QStringLiteral("runs/gen/generation_config.yaml"), "level: 3\nmodel_name: m\n");
+        writeAt(dir, QStringLiteral("runs/gen/problem_5_kernel.py"), "class ModelNew: pass\n");
+        writeAt(dir, QStringLiteral("runs/nowhere/problem_6_kernel.py"), "class ModelNew: pass\n");
+
+        const GenerationScan scan = scanKernelBenchFolder(dir.path(), studyTask);
+        QStringList found;
+        for (const FoundGeneration& g : scan.generations)
+            found << QStringLiteral("%1 %2#%3").arg(g.file, g.task).arg(g.sample);
+        QCOMPARE(found, (QStringList{QStringLiteral("runs/gen/problem_5_kernel.py L3/5#0"),
+                                     run + QStringLiteral("problem_1_kernel.py L2/1#0"),
+                                     run + QStringLiteral("problem_4_kernel.py L2/4#0"),
+                                     run + QStringLiteral("problem_4_sample_1_kernel.py L2/4#1")}));
+        QHash<QString, SkippedFile> skipped;
+        for (const SkippedFile& s : scan.skipped)
+            skipped.insert(s.file.section(QLatin1Char('/'), -1), s);
+        QCOMPARE(skipped.value(QStringLiteral("problem_6_kernel.py")).kind, SkipKind::Unnamed);
+        QCOMPARE(skipped.value(QStringLiteral("problem_6_kernel.py")).reason,
+                 QStringLiteral("no level number in its name or folders"));
+        QCOMPARE(skipped.value(QStringLiteral("checkpoint.json")).kind, SkipKind::NotAGeneration);
+        // Problem 4's two entries name no sample: which is which cannot be told, so neither is placed.
+        QCOMPARE(scan.verdictFiles.size(), 1);
+        QCOMPARE(scan.verdictFiles.at(0).entries, 1);
+        QCOMPARE(scan.verdictFiles.at(0).unplaced, 2);
+        QCOMPARE(scan.verdictFiles.at(0).hardware, QStringList{QStringLiteral("NVIDIA A100-SXM4-40GB")});
+        QCOMPARE(scan.verdicts.size(), 1);
+        QCOMPARE(scan.verdicts.at(0).task, QStringLiteral("L2/1"));
+        QCOMPARE(scan.verdicts.at(0).sample, 0);
+        QCOMPARE(scan.verdicts.at(0).verdict.value(QLatin1String("correct")).toBool(), true);
+        QCOMPARE(scan.verdicts.at(0).verdict.value(QLatin1String("runtime_ms")).toDouble(), 6.82);
+        QCOMPARE(
+            scan.verdicts.at(0).verdict.value(QLatin1String("recorded")).toObject().value(QLatin1String("success")),
+            QJsonValue(true));
     }
 
     // Any task the worker lists is imported, problem 57 as problem 1 (issue 37 item 6); a task

@@ -87,11 +87,29 @@ QString taskId(int level, int problem)
     return QStringLiteral("L%1/%2").arg(level).arg(problem);
 }
 
+// eval_results.json (KernelBench, Kernel-Coder), results.json, detailed_results.json (a fork's, with its
+// run's level in run_info).
 bool isVerdictFileName(const QString& fileName)
 {
-    static const QRegularExpression pattern(QStringLiteral("^eval(uation)?_results?.*\\.json$"),
+    static const QRegularExpression pattern(QStringLiteral("^(eval(uation)?_|detailed_)?results?.*\\.json$"),
                                             QRegularExpression::CaseInsensitiveOption);
     return pattern.match(fileName).hasMatch();
+}
+
+// The level a run folder's name gives among other words (opus4_level2_20250903_065424,
+// qwencoder_level1_run), -1 where it names none or two different ones.
+int levelInName(const QString& name)
+{
+    static const QRegularExpression pattern(QStringLiteral("(?:^|[^a-z0-9])level[_-]?(\\d+)(?![0-9])"),
+                                            QRegularExpression::CaseInsensitiveOption);
+    int level = -1;
+    for (auto it = pattern.globalMatch(name); it.hasNext();) {
+        const int found = it.next().captured(1).toInt();
+        if (level >= 0 && found != level)
+            return -1;
+        level = found;
+    }
+    return level;
 }
 
 QString parentOf(const QString& relativePath)
@@ -192,6 +210,38 @@ bool looksLikeEntry(const QJsonObject& object)
            object.contains(QLatin1String("correct"));
 }
 
+// An entry whose verdict is one level down ({"problem_id": 3, "eval_result": {"compiled", …}}, a
+// fork's detailed_results.json): the verdict, with the entry's other fields (where it belongs)
+// beside it.
+QJsonObject unwrapEntry(const QJsonObject& entry)
+{
+    if (looksLikeEntry(entry))
+        return entry;
+    for (const char* name : {"eval_result", "evaluation", "result"}) {
+        const QJsonObject inner = entry.value(QLatin1String(name)).toObject();
+        if (inner.isEmpty() || !looksLikeEntry(inner))
+            continue;
+        QJsonObject merged = inner;
+        for (auto it = entry.constBegin(); it != entry.constEnd(); ++it)
+            if (it.key() != QLatin1String(name) && !merged.contains(it.key()))
+                merged.insert(it.key(), it.value());
+        return merged;
+    }
+    return entry;
+}
+
+// The level a verdict file names for all its entries ({"run_info": {"level": 2}, "results": […]}).
+int fileLevel(const QJsonObject& root)
+{
+    for (const QJsonObject& o :
+         {root, root.value(QLatin1String("run_info")).toObject(), root.value(QLatin1String("config")).toObject()}) {
+        const int level = intField(o, {"level"});
+        if (level >= 0)
+            return level;
+    }
+    return -1;
+}
+
 // Where one entry belongs: its own fields first, then what its keys in the file said.
 Parts placeOf(const QJsonObject& entry, const Parts& fromKeys, int defaultLevel)
 {
@@ -269,6 +319,10 @@ GenerationPath parseGenerationPath(const QString& relativePath)
         fill(parts.epoch, fromFolder->epoch);
     }
     path.runFolder = components.mid(0, folder + 1).join(QLatin1Char('/'));
+    // Forks that name files problem_P_kernel.py keep the level in the run folder's name: the
+    // innermost folder that names one, where the file and its own folders do not.
+    for (int i = folder; i >= 0 && parts.level < 0; --i)
+        parts.level = levelInName(components.at(i));
     path.level = parts.level;
     path.problem = parts.problem;
     path.sample = parts.sample;
@@ -359,8 +413,8 @@ bool parseRecordedVerdicts(const QByteArray& text, int defaultLevel, const QStri
         return false;
     }
     int left = 0, found = 0;
-    const auto add = [&](const QJsonObject& entry, const Parts& fromKeys) {
-        const Parts at = placeOf(entry, fromKeys, defaultLevel);
+    const auto add = [&](const QJsonObject& entry, const Parts& fromKeys, int level) {
+        const Parts at = placeOf(entry, fromKeys, level);
         if (at.level < 0 || at.problem < 0 || at.sample < 0) {
             ++left;
             return;
@@ -374,34 +428,55 @@ bool parseRecordedVerdicts(const QByteArray& text, int defaultLevel, const QStri
         v.hardware = v.verdict.value(QLatin1String("hardware")).toString();
         verdicts->append(v);
     };
+    // A list of entries: an entry that names its problem but no sample is the problem's one sample
+    // when no other entry of the list is of that problem.
+    const auto addList = [&](const QJsonArray& list, const Parts& fromKeys, int level) {
+        QHash<QPair<int, int>, int> unnumbered; // (level, problem) -> entries without a sample
+        QList<QJsonObject> entries;
+        for (const QJsonValue& e : list) {
+            if (!e.isObject()) {
+                ++left;
+                continue;
+            }
+            entries << unwrapEntry(e.toObject());
+            const Parts at = placeOf(entries.constLast(), fromKeys, level);
+            if (at.sample < 0)
+                ++unnumbered[{at.level, at.problem}];
+        }
+        for (const QJsonObject& entry : std::as_const(entries)) {
+            Parts keys = fromKeys;
+            const Parts at = placeOf(entry, fromKeys, level);
+            if (at.sample < 0 && at.problem >= 0 && unnumbered.value({at.level, at.problem}) == 1)
+                keys.sample = 0;
+            add(entry, keys, level);
+        }
+    };
+    const QJsonObject root = document.object();
+    const QJsonValue results = root.value(QLatin1String("results"));
     if (document.isArray()) {
         // Kernel-Coder: [{"evaluation_id": "level_1_problem_13_solution_0", …}, …]
-        for (const QJsonValue& e : document.array())
-            if (e.isObject())
-                add(e.toObject(), Parts{});
-            else
-                ++left;
+        addList(document.array(), Parts{}, defaultLevel);
+    } else if (results.isArray() && !looksLikeEntry(root)) {
+        // A fork's detailed_results.json: {"run_info": {"level": 2, …}, "results": [{"problem_id": 1,
+        // "eval_result": {"compiled", "correctness", …}}, …]}.
+        const int level = fileLevel(root);
+        addList(results.toArray(), Parts{}, level >= 0 ? level : defaultLevel);
     } else {
         // KernelBench: {"<problem>": [{"sample_id": S, …}, …]}; its older files
         // {"<problem>": {"sample_id": S, …}}; {"<problem>": {"<sample>": {…}}}.
-        const QJsonObject root = document.object();
         for (auto it = root.constBegin(); it != root.constEnd(); ++it) {
             const Parts key = keyParts(it.key(), false);
             if (it.value().isArray()) {
-                for (const QJsonValue& e : it.value().toArray())
-                    if (e.isObject())
-                        add(e.toObject(), key);
-                    else
-                        ++left;
+                addList(it.value().toArray(), key, defaultLevel);
             } else if (it.value().isObject()) {
-                const QJsonObject value = it.value().toObject();
+                const QJsonObject value = unwrapEntry(it.value().toObject());
                 if (looksLikeEntry(value)) {
                     Parts withSample = key;
                     fill(withSample.sample, 0); // one sample per problem, unless the entry says which
                     Parts own = placeOf(value, Parts{}, -1);
                     if (own.sample >= 0)
                         withSample.sample = own.sample;
-                    add(value, withSample);
+                    add(value, withSample, defaultLevel);
                     continue;
                 }
                 for (auto s = value.constBegin(); s != value.constEnd(); ++s) {
@@ -412,7 +487,7 @@ bool parseRecordedVerdicts(const QByteArray& text, int defaultLevel, const QStri
                     Parts sampleKey = keyParts(s.key(), true);
                     fill(sampleKey.level, key.level);
                     fill(sampleKey.problem, key.problem);
-                    add(s.value().toObject(), sampleKey);
+                    add(unwrapEntry(s.value().toObject()), sampleKey, defaultLevel);
                 }
             } else {
                 ++left;
@@ -466,13 +541,14 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
     QList<Candidate> candidates;
     QStringList verdictPaths;
     QHash<QString, QMap<int, int>> levelsOfFolder; // run folder -> level -> files naming it
+    QHash<QString, int> configLevels;              // folder -> the level its config names, -1: none
     for (const QString& file : std::as_const(files)) {
         const QString fileName = file.section(QLatin1Char('/'), -1);
         if (isVerdictFileName(fileName)) {
             verdictPaths << file;
             continue;
         }
-        const GenerationPath path = parseGenerationPath(file);
+        GenerationPath path = parseGenerationPath(file);
         if (path.level >= 0)
             ++levelsOfFolder[path.runFolder][path.level];
         if (path.role == GenerationPath::Role::Other) {
@@ -485,6 +561,20 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
             scan.skipped.append({file, SkipKind::Prompt, QStringLiteral("a prompt, not a generation")});
             continue;
         }
+        if (path.problem >= 0 && path.level < 0) {
+            // The run's config names it (KernelBench's generation_config.yaml `level`).
+            const QString folder = parentOf(file);
+            auto known = configLevels.constFind(folder);
+            if (known == configLevels.constEnd())
+                known = configLevels.insert(
+                    folder, configLevel(QDir(root.filePath(folder.isEmpty() ? QStringLiteral(".") : folder))));
+            path.level = *known;
+        }
+        // A file that names its problem but no sample is the problem's one sample (forks that generate
+        // once per problem write problem_3_kernel.py; their verdict files say the same); a second such
+        // file of the problem in the run folder is then a duplicate, skipped with its reason.
+        if (path.problem >= 0 && path.sample < 0)
+            path.sample = 0;
         QStringList missing;
         if (path.level < 0)
             missing << QStringLiteral("level");

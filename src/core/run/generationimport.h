@@ -18,10 +18,16 @@
 //    eval_results.json is a list of {"evaluation_id": "level_1_problem_13_solution_0", "task_id",
 //    "solution_id", "compiled", "correctness", "metadata", "runtime", "runtime_stats"}.
 //  - Per-problem folders (issue 33): level1/problem3/sample0.py, level_1/problem_3/sample_0_kernel.py.
+//  - A fork that generates once per problem (github.com/technoabsurdist/KernelBench, its Claude Opus 4
+//    runs): runs/opus4_level2_20250903_065424/problem_10_kernel.py, the level in the run folder's name
+//    only, one sample per problem (sample 0); its verdicts in detailed_results.json as
+//    {"run_info": {"level": 2}, "results": [{"problem_id": 10, "eval_result": {"compiled", …}}]}.
 //
 // A path is read from its file name first, then from its folders, innermost first: each part
 // (level N, problem N, sample N or solution N, epoch N) comes from the innermost place that has
-// it. Folders made only of such parts (level1, problem_3, level_1_problem_3) belong to the file;
+// it; a level none of them names comes from the run folder's name (a word `level` with its number),
+// else from the run's config; a file that names its problem and no sample is sample 0. Folders made
+// only of such parts (level1, problem_3, level_1_problem_3) belong to the file;
 // the innermost folder with anything else in its name is the file's run folder (DIR itself when
 // there is none), and each run folder becomes a run of its own.
 
