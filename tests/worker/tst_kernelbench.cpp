@@ -1313,12 +1313,52 @@ TEST_CASE("static check: what strong models copy from torch and KernelBench's re
           Refused{"import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n"
                   "        return '{}'.format(self.__dict__)\n",
                   "special attributes"},
-          Refused{"import numpy as np\n", "may be imported"}}) {
+          Refused{"import scipy\n", "may be imported"}}) {
         CAPTURE(r.source);
         const json refusals = python::checkSource(r.source);
         REQUIRE(!refusals.empty());
         CHECK(refusals[0]["reason"].get<std::string>().find(r.reason) != std::string::npos);
     }
+}
+
+TEST_CASE("static check and evaluate: of numpy only ufuncs and float constants, as KernelBench's Swin V2 "
+          "reference uses them")
+{
+    // Every answer to L3/30 seen copies the reference's `/ np.log2(8)` (a KernelBench leaderboard answer,
+    // correct there, was `rejected`). Where numpy is not installed its import is the answer's own
+    // ModuleNotFoundError, and the refusals below cannot be resolved: skipped.
+    if (!pythonOrSkip())
+        return;
+    if (python::checkSource("import numpy\nnumpy.zeros\n").empty()) {
+        MESSAGE("numpy is not installed beside this torch: skipped");
+        return;
+    }
+    CHECK(python::checkSource("import numpy as np\nx = np.log2(8) + np.sqrt(2.0) * np.pi\nfrom numpy import exp, inf\n")
+              .empty());
+    for (const char* source : {"import numpy as np\nnp.load('w.npy')\n", "import numpy as np\nnp.fromfile('x')\n",
+                               "import numpy as np\nnp.zeros(3)\n", "import numpy as np\nnp.ctypeslib\n",
+                               "from numpy import memmap\n", "import numpy as np\nnp.log2.at\n",
+                               "import numpy.linalg\n", "import numpy as np\nnp.seterr(all='ignore')\n"}) {
+        CAPTURE(std::string(source));
+        const json refusals = python::checkSource(source);
+        REQUIRE(!refusals.empty());
+        CHECK(refusals[0]["reason"].get<std::string>().find("numpy") != std::string::npos);
+    }
+    cacheDir();
+    const std::string module = "import torch\nimport torch.nn as nn\nimport numpy as np\n\nclass ModelNew(nn.Module):\n"
+                               "    def forward(self, A, s):\n        return A * s * (np.log2(8) / 3.0)\n";
+    json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(module));
+    INFO(r.dump());
+    CHECK(r["status"] == "correct");
+    // Read at run time through a name the static check cannot follow: the module view refuses it.
+    const std::string hidden = "import torch\nimport torch.nn as nn\nimport numpy as np\n\nm = [np][0]\n"
+                               "class ModelNew(nn.Module):\n    def forward(self, A, s):\n"
+                               "        return A * s + float(m.zeros(1)[0])\n";
+    REQUIRE(python::checkSource(hidden).empty());
+    r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"), fenced(hidden));
+    INFO(r.dump());
+    CHECK(r["status"] == "rejected");
+    CHECK(r.dump().find("of numpy only its ufuncs") != std::string::npos);
 }
 
 TEST_CASE("evaluate: a layer class as base, extra_repr, itertools and nn's _pair run; a torch method overridden "
@@ -1352,6 +1392,17 @@ TEST_CASE("evaluate: a layer class as base, extra_repr, itertools and nn's _pair
     INFO(r.dump());
     CHECK(r["status"] == "rejected");
     CHECK(r.dump().find("which its torch base class has") != std::string::npos);
+    // A refusal met in forward (a trial's call, not the answer's load) is the sandbox's verdict too,
+    // not the answer's runtime error.
+    const std::string inForward = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+                                  "    def forward(self, A, s):\n        m = [torch][0]\n"
+                                  "        m.serialization.save(A, 'w.pt')\n        return A * s\n";
+    REQUIRE(python::checkSource(inForward).empty());
+    r = evaluateOnCpu(t, fenced(inForward));
+    INFO(r.dump());
+    CHECK(r["status"] == "rejected");
+    CHECK(r["stage"] == "sandbox");
+    CHECK(r["message"].get<std::string>().find("'torch.serialization' is not allowed") != std::string::npos);
 }
 
 namespace {

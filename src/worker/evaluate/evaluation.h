@@ -401,6 +401,11 @@ struct Evaluation
     /// stage it ended in. Returns false, for stages to `return stop(…)`.
     bool stop(const std::string& status, const std::string& stage, const std::string& message)
     {
+        // The sandbox refusing what the answer's forward tried (a trial's call, the timing's, the
+        // trace's) is the sandbox's verdict in whatever stage it came, as at the answer's load; the
+        // reference's own failures stay the reference's.
+        if (status == "runtime_error" && stage != "reference" && python::isSandboxRefusal(message))
+            return stop("rejected", "sandbox", message);
         endStage();
         res[protocol::Key::kStatus] = status;
         res[protocol::Key::kStage] = stage;

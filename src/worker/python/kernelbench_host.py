@@ -25,6 +25,14 @@ import torch.nn.functional
 import torch.utils.cpp_extension as _cpp
 import torch.utils.dlpack as _dlpack
 
+try:
+    # Loaded by the host, before any answer: an answer's `import numpy` then only reads it (numpy's
+    # own first import loads ctypes, which the armed sandbox refuses). Absent, that import is the
+    # answer's ModuleNotFoundError.
+    import numpy as _numpy
+except ImportError:
+    _numpy = None
+
 
 # ---- the static check ---------------------------------------------------------------------------
 
@@ -36,8 +44,11 @@ import torch.utils.dlpack as _dlpack
 # itertools and collections(.abc): KernelBench's own Swin references (L3/29, L3/30) import them for
 # their _ntuple helper, and honest answers copy it (Gemini 2.5 Pro's L3/29, correct under KernelBench,
 # was `rejected`); pure data structures and iterators, their abc registries refused by name below.
+# numpy: the same references divide by np.log2(8), which every answer to them seen copies (one of
+# the KernelBench leaderboard's, correct there, was `rejected`); of numpy only its ufuncs and float
+# constants may be read (numpy_reason).
 ALLOWED_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.autograd", "torch.utils.cpp_extension", "math",
-                   "typing", "itertools", "collections", "collections.abc"}
+                   "typing", "itertools", "collections", "collections.abc", "numpy"}
 # `from torch.utils.cpp_extension import X`: only the builder of inline extensions.
 ALLOWED_FROM = {"torch.utils.cpp_extension": {"load_inline"}}
 
@@ -249,11 +260,24 @@ def _origin(value):
     return ""
 
 
+def numpy_reason(parent, name, value):
+    """numpy gives an answer its ufuncs (elementwise math: np.log2, np.sqrt, np.exp) and its float
+    constants (np.pi, np.inf), read from numpy itself, and nothing else: its file readers and
+    writers, its ctypes bridge, its submodules and process-wide settings stay out of reach."""
+    if parent == "numpy" and not name.startswith("_") and _numpy is not None \
+            and (isinstance(value, _numpy.ufunc) or type(value) is float):
+        return None
+    return (f"'{parent}.{name}' is not allowed: of numpy only its ufuncs (elementwise math such as np.log2, "
+            "np.sqrt) and constants (np.pi) may be used; torch and math have the rest")
+
+
 def member_reason(parent, name, value):
     """Why an answer may not use `parent.name` (parent: the real dotted name of a module or of
     a member reached from one; value: what it resolves to), or None. The same rule serves the
     static check (chains resolved against the modules imported here) and the answer's view of
     its modules at run time."""
+    if parent == "numpy" or parent.startswith("numpy."):
+        return numpy_reason(parent, name, value)
     if name.startswith("_") and name != "__init__":
         return attribute_reason(f"{parent}.{name}")
     path = f"{parent}.{name}"

@@ -51,4 +51,13 @@ int buildExtension(const std::string& requestPath, const std::string& outDir);
 /// The Python error being handled, as "Type: message (answer line N)", cleared; "" if none.
 std::string takeError();
 
+/// Whether an error text (takeError's "Type: message", anywhere in it) is the host's own refusal of
+/// what the answer's code tried while it ran (kernelbench_host.py's SandboxError, every one of whose
+/// messages starts "kwb sandbox:": the audit hook, a module view, a class statement, load_inline's
+/// arguments). An answer that fakes the text only labels its own failure `rejected`.
+inline bool isSandboxRefusal(const std::string& error)
+{
+    return error.find("SandboxError: kwb sandbox: ") != std::string::npos;
+}
+
 } // namespace kwb::python
