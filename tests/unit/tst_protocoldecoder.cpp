@@ -288,6 +288,11 @@ private Q_SLOTS:
         QCOMPARE(e.message, QStringLiteral("no response"));
         QVERIFY(!e.compiled());
         QVERIFY(decodeEvaluation(json(R"({"status":"timeout","compile":{"ok":true}})")).compiled());
+        // no_device: compiled where the compile ran (NVRTC, an extension built without a GPU), not
+        // where the machine could not build the answer (a KernelBench-format answer, torch without CUDA).
+        QVERIFY(decodeEvaluation(json(R"({"status":"no_device","compile":{"ok":true}})")).compiled());
+        QVERIFY(!decodeEvaluation(json(R"({"status":"no_device","compile":{"ok":false}})")).compiled());
+        QVERIFY(!decodeEvaluation(json(R"({"status":"no_device"})")).compiled());
         const EvaluationResult future = decodeEvaluation(json(R"({"status":"quantum_error"})"));
         QCOMPARE(future.status, EvaluationStatus::Unknown);
         QCOMPARE(future.statusName, QStringLiteral("quantum_error")); // kept for display

@@ -375,6 +375,8 @@ class ModelNew(torch.nn.Module):
 )"));
     CHECK(r["status"] == "no_device");
     CHECK(r["message"].get<std::string>().find("built without CUDA") != std::string::npos);
+    // Nothing was compiled: a report does not count it as compiled (EvaluationResult::compiled).
+    CHECK(r["compile"]["ok"] == false);
 }
 
 TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from the cache")

@@ -207,9 +207,9 @@ struct EvaluationResult
     /// below the roofline floor.
     std::optional<double> trustedSpeedup() const;
     /// Whether the candidate got past NVRTC, in the study's sense: its status implies it
-    /// (statusCompiled(): correct, incorrect, runtime_error, rejected, no_device), or the
-    /// response's `compile.ok` says so (a timeout or crash after compiling). The one rule that
-    /// reports and selection share.
+    /// (statusCompiled(): correct, incorrect, runtime_error), or the response's `compile.ok` says
+    /// so (rejected after compiling, no_device where the compile ran, a timeout or crash after
+    /// compiling). The one rule that reports and selection share.
     bool compiled() const;
     /// A positive finite speed-up, or nullopt.
     std::optional<double> positiveSpeedup() const;

@@ -21,7 +21,10 @@ const QList<EvaluationStatusInfo> kTable = {
     {S::Rejected, "rejected", "rejected", C::ModelFault, false, 0xff8250df},
     {S::CompileError, "compile_error", "compile error", C::ModelFault, false, 0xffbc4c00},
     {S::FormatError, "format_error", "format error", C::ModelFault, false, 0xffbc4c00},
-    {S::NoDevice, "no_device", "no device", C::MachineFault, true, 0xff0969da},
+    // Compiled where the compile ran (a native answer's NVRTC, a KernelBench-format answer's build
+    // on a machine with no GPU); not where the machine could not build it (a KernelBench-format
+    // answer where torch has no CUDA): `compile.ok` says which.
+    {S::NoDevice, "no_device", "no device", C::MachineFault, false, 0xff0969da},
     {S::Timeout, "timeout", "timeout", C::ModelFault, false, 0xffa40e26},
     {S::Crashed, "crashed", "crashed", C::ModelFault, false, 0xffa40e26},
     {S::StartFailed, "start_failed", "worker did not start", C::MachineFault, false, 0xff0969da},

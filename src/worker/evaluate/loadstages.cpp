@@ -195,7 +195,8 @@ bool kernelBenchFailure(Evaluation& ev, const json& err)
         ev.res["compile"] = ev.compile;
         return ev.stop("rejected", "sandbox", message);
     }
-    if (status == "no_device") { // the machine cannot build it (kernelbench_host.py, MachineError)
+    if (status == "no_device") {  // the machine cannot build it (kernelbench_host.py, MachineError)
+        ev.compile["ok"] = false; // nothing was compiled: not counted as compiled (EvaluationResult::compiled)
         ev.res["compile"] = ev.compile;
         return ev.stop("no_device", "load", message);
     }
