@@ -119,6 +119,25 @@ private Q_SLOTS:
         QCOMPARE(runLabel(old), QStringLiteral("#2 agent"));
     }
 
+    void anImportIsNamedByItsRunFolder()
+    {
+        // One corpus's run folders differ by nothing else (github.com/technoabsurdist/KernelBench: 9).
+        RunInfo imported;
+        imported.id = 3;
+        imported.regime = QStringLiteral("import");
+        imported.setConfig(
+            QJsonObject{{QStringLiteral("compile_only"), true},
+                        {QStringLiteral("import"),
+                         QJsonObject{{QStringLiteral("directory"), QStringLiteral("/c/runs/gemini_level1_run")},
+                                     {QStringLiteral("run_folder"), QStringLiteral("runs/gemini_level1_run")}}}});
+        QCOMPARE(runLabel(imported), QStringLiteral("#3 import gemini_level1_run compile-only"));
+        // DIR itself is the run folder: its name.
+        imported.setConfig(QJsonObject{
+            {QStringLiteral("import"), QJsonObject{{QStringLiteral("directory"), QStringLiteral("/c/opus4_level2/")},
+                                                   {QStringLiteral("run_folder"), QString()}}}});
+        QCOMPARE(runLabel(imported), QStringLiteral("#3 import opus4_level2"));
+    }
+
     void aRegimeOfTheUsersOwnShowsItsShape()
     {
         Regime mine = builtin("agent");

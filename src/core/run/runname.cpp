@@ -30,6 +30,18 @@ QStringList runDistinctions(const RunInfo& run)
     const Regime& stored = config.regime.fields;
     const StoredRegime::Stated& has = config.regime.stated;
     QStringList parts;
+    // An import: the folder its generations came from, which is all that sets one corpus's runs
+    // apart ("#3 import gemini_level1_run compile-only", not eighteen "#n import compile-only").
+    if (!config.import.isEmpty()) {
+        QString folder = config.import.value(QStringLiteral("run_folder")).toString();
+        if (folder.isEmpty())
+            folder = config.import.value(QStringLiteral("directory")).toString();
+        while (folder.endsWith(QLatin1Char('/')))
+            folder.chop(1);
+        folder = folder.section(QLatin1Char('/'), -1);
+        if (!folder.isEmpty())
+            parts << folder;
+    }
     const QString regimeName = stored.name.isEmpty() ? run.regime : stored.name;
     for (const QString& off : stored.ablated)
         parts << QStringLiteral("−") + off;

@@ -5,7 +5,8 @@
 // switches that are off, then n, turns, temperature, feedback and selection where they differ
 // from the built-in regime with those switches off, an answer template other than the regime's
 // (another answer format), a protocol profile other than the default, a sweep, per-level routing
-// and compile-only. One definition, so a run has the same name on every page.
+// and compile-only; an import's run folder first ("#3 import gemini_level1_run compile-only"). One definition, so a run
+// has the same name on every page.
 
 #include "core/store/runstore.h"
 
