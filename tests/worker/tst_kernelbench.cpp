@@ -39,6 +39,21 @@ bool pythonOrSkip()
     return false;
 }
 
+// A source the static check refuses, and words its first refusal's reason must contain.
+struct Refused
+{
+    const char* source;
+    const char* reason;
+};
+
+void checkRefused(const Refused& r)
+{
+    CAPTURE(std::string(r.source));
+    const json refusals = python::checkSource(r.source);
+    REQUIRE(!refusals.empty());
+    CHECK(refusals[0]["reason"].get<std::string>().find(r.reason) != std::string::npos);
+}
+
 Task task(const char* relative)
 {
     return loadTaskFile(std::string(KWB_SOURCE_DIR) + "/tasks/" + relative);
@@ -1226,23 +1241,14 @@ TEST_CASE("static check: a torch module readable as an attribute may be imported
         CAPTURE(source);
         CHECK(python::checkSource(source).empty());
     }
-    struct Refused
-    {
-        const char* source;
-        const char* reason;
-    };
     for (const Refused& r : {Refused{"import torch.jit\n", "compiles Python at run time"},
                              Refused{"import torch.backends.cudnn as cudnn\n", "numeric settings"},
                              Refused{"from torch.utils.data import DataLoader\n", "only cpp_extension"},
                              Refused{"from torch.cuda import synchronize\n", "synchronisation is the evaluator's"},
                              Refused{"import torch.cuda\ntorch.cuda.synchronize()\n", "synchronisation"},
                              Refused{"import torch.nn.init as init\ninit._no_grad_fill_\n", "private internals"},
-                             Refused{"from torch.nn.modules.conv import _ConvNd\n", "private internals"}}) {
-        CAPTURE(r.source);
-        const json refusals = python::checkSource(r.source);
-        REQUIRE(!refusals.empty());
-        CHECK(refusals[0]["reason"].get<std::string>().find(r.reason) != std::string::npos);
-    }
+                             Refused{"from torch.nn.modules.conv import _ConvNd\n", "private internals"}})
+        checkRefused(r);
 }
 
 TEST_CASE(
@@ -1289,11 +1295,6 @@ TEST_CASE("static check: what strong models copy from torch and KernelBench's re
         CAPTURE(source);
         CHECK(python::checkSource(source).empty());
     }
-    struct Refused
-    {
-        const char* source;
-        const char* reason;
-    };
     for (const Refused& r :
          {// Torch's code calls these (nn.LSTM's .to() calls flatten_parameters): they stay torch's.
           Refused{"import torch.nn as nn\nclass R(nn.LSTM):\n    def flatten_parameters(self):\n        pass\n",
@@ -1315,12 +1316,8 @@ TEST_CASE("static check: what strong models copy from torch and KernelBench's re
           Refused{"import torch.nn as nn\nclass M(nn.Module):\n    def forward(self, x):\n"
                   "        return '{}'.format(self.__dict__)\n",
                   "special attributes"},
-          Refused{"import scipy\n", "may be imported"}}) {
-        CAPTURE(r.source);
-        const json refusals = python::checkSource(r.source);
-        REQUIRE(!refusals.empty());
-        CHECK(refusals[0]["reason"].get<std::string>().find(r.reason) != std::string::npos);
-    }
+          Refused{"import scipy\n", "may be imported"}})
+        checkRefused(r);
 }
 
 TEST_CASE("static check and evaluate: of numpy only ufuncs and float constants, as KernelBench's Swin V2 "
@@ -1337,15 +1334,11 @@ TEST_CASE("static check and evaluate: of numpy only ufuncs and float constants, 
     }
     CHECK(python::checkSource("import numpy as np\nx = np.log2(8) + np.sqrt(2.0) * np.pi\nfrom numpy import exp, inf\n")
               .empty());
-    for (const char* source : {"import numpy as np\nnp.load('w.npy')\n", "import numpy as np\nnp.fromfile('x')\n",
-                               "import numpy as np\nnp.zeros(3)\n", "import numpy as np\nnp.ctypeslib\n",
-                               "from numpy import memmap\n", "import numpy as np\nnp.log2.at\n",
-                               "import numpy.linalg\n", "import numpy as np\nnp.seterr(all='ignore')\n"}) {
-        CAPTURE(std::string(source));
-        const json refusals = python::checkSource(source);
-        REQUIRE(!refusals.empty());
-        CHECK(refusals[0]["reason"].get<std::string>().find("numpy") != std::string::npos);
-    }
+    for (const char* source :
+         {"import numpy as np\nnp.load('w.npy')\n", "import numpy as np\nnp.fromfile('x')\n",
+          "import numpy as np\nnp.zeros(3)\n", "import numpy as np\nnp.ctypeslib\n", "from numpy import memmap\n",
+          "import numpy as np\nnp.log2.at\n", "import numpy.linalg\n", "import numpy as np\nnp.seterr(all='ignore')\n"})
+        checkRefused({source, "numpy"});
     cacheDir();
     const std::string module = "import torch\nimport torch.nn as nn\nimport numpy as np\n\nclass ModelNew(nn.Module):\n"
                                "    def forward(self, A, s):\n        return A * s * (np.log2(8) / 3.0)\n";

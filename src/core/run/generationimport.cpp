@@ -431,21 +431,20 @@ bool parseRecordedVerdicts(const QByteArray& text, int defaultLevel, const QStri
     // A list of entries: an entry that names its problem but no sample is the problem's one sample
     // when no other entry of the list is of that problem.
     const auto addList = [&](const QJsonArray& list, const Parts& fromKeys, int level) {
-        QHash<QPair<int, int>, int> unnumbered; // (level, problem) -> entries without a sample
-        QList<QJsonObject> entries;
+        QHash<QPair<int, int>, int> unnumbered;   // (level, problem) -> entries without a sample
+        QList<QPair<QJsonObject, Parts>> entries; // each with where it says it belongs
         for (const QJsonValue& e : list) {
             if (!e.isObject()) {
                 ++left;
                 continue;
             }
-            entries << unwrapEntry(e.toObject());
-            const Parts at = placeOf(entries.constLast(), fromKeys, level);
-            if (at.sample < 0)
-                ++unnumbered[{at.level, at.problem}];
+            const QJsonObject entry = unwrapEntry(e.toObject());
+            entries.append({entry, placeOf(entry, fromKeys, level)});
+            if (entries.constLast().second.sample < 0)
+                ++unnumbered[{entries.constLast().second.level, entries.constLast().second.problem}];
         }
-        for (const QJsonObject& entry : std::as_const(entries)) {
+        for (const auto& [entry, at] : std::as_const(entries)) {
             Parts keys = fromKeys;
-            const Parts at = placeOf(entry, fromKeys, level);
             if (at.sample < 0 && at.problem >= 0 && unnumbered.value({at.level, at.problem}) == 1)
                 keys.sample = 0;
             add(entry, keys, level);
@@ -542,6 +541,13 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
     QStringList verdictPaths;
     QHash<QString, QMap<int, int>> levelsOfFolder; // run folder -> level -> files naming it
     QHash<QString, int> configLevels;              // folder -> the level its config names, -1: none
+    const auto configLevelOf = [&](const QString& folder) {
+        auto known = configLevels.constFind(folder);
+        if (known == configLevels.constEnd())
+            known = configLevels.insert(
+                folder, configLevel(QDir(root.filePath(folder.isEmpty() ? QStringLiteral(".") : folder))));
+        return *known;
+    };
     for (const QString& file : std::as_const(files)) {
         const QString fileName = file.section(QLatin1Char('/'), -1);
         if (isVerdictFileName(fileName)) {
@@ -561,15 +567,8 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
             scan.skipped.append({file, SkipKind::Prompt, QStringLiteral("a prompt, not a generation")});
             continue;
         }
-        if (path.problem >= 0 && path.level < 0) {
-            // The run's config names it (KernelBench's generation_config.yaml `level`).
-            const QString folder = parentOf(file);
-            auto known = configLevels.constFind(folder);
-            if (known == configLevels.constEnd())
-                known = configLevels.insert(
-                    folder, configLevel(QDir(root.filePath(folder.isEmpty() ? QStringLiteral(".") : folder))));
-            path.level = *known;
-        }
+        if (path.problem >= 0 && path.level < 0)
+            path.level = configLevelOf(parentOf(file)); // KernelBench's generation_config.yaml `level`
         // A file that names its problem but no sample is the problem's one sample (forks that generate
         // once per problem write problem_3_kernel.py; their verdict files say the same); a second such
         // file of the problem in the run folder is then a duplicate, skipped with its reason.
@@ -684,7 +683,7 @@ GenerationScan scanKernelBenchFolder(const QString& directory, const std::functi
                 level = -1;
         }
         if (level < 0)
-            level = configLevel(QDir(root.filePath(folder.isEmpty() ? QStringLiteral(".") : folder)));
+            level = configLevelOf(folder);
         QFile f(root.filePath(file));
         if (!f.open(QIODevice::ReadOnly)) {
             scan.skipped.append({file, SkipKind::Unreadable, QStringLiteral("unreadable: %1").arg(f.errorString())});

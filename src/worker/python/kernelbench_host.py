@@ -227,6 +227,14 @@ def torch_members_of(cls):
     return members - OVERRIDABLE
 
 
+def protected_member_reason(cls, name):
+    """Why a class of the answer may not define `name`, one of its torch bases' members (the static
+    check's and the class statement's words)."""
+    owner = "torch.nn.Module" if name in CLASS_PROTECTED else "its torch base class"
+    return (f"class {cls} defines '{name}', which {owner} has: the evaluator and torch call the model's own torch "
+            "methods; give helpers other names (only __init__, forward and extra_repr are overridden)")
+
+
 def attribute_reason(path):
     parts = path.split(".")
     if path in PURE_PRIVATE_HELPERS:
@@ -661,10 +669,7 @@ class _Checker(ast.NodeVisitor):
             self.refuse(where, f"class {cls} defines '{name}': special methods run when Python or the evaluator handles "
                                "the answer's objects (printing, comparing, hashing, destroying them); only __init__ may be defined")
         elif name in protected:
-            owner = "torch.nn.Module" if name in CLASS_PROTECTED else "its torch base class"
-            self.refuse(where, f"class {cls} defines '{name}', which {owner} has: the evaluator and torch call the "
-                               "model's own torch methods; give helpers other names (only __init__, forward and "
-                               "extra_repr are overridden)")
+            self.refuse(where, protected_member_reason(cls, name))
 
     def visit_FunctionDef(self, node):
         if node.name in DENIED_DEFS:
@@ -1047,8 +1052,7 @@ def _guarded_build_class(func, name, *bases, **keywords):
                 raise SandboxError(f"kwb sandbox: class {name} defines '{member}': only __init__ may be defined among "
                                    "the special methods")
         elif is_module and member in CLASS_PROTECTED or member in protected:
-            raise SandboxError(f"kwb sandbox: class {name} defines '{member}', which its torch base class has: the "
-                               "evaluator and torch call the model's own torch methods")
+            raise SandboxError(f"kwb sandbox: {protected_member_reason(name, member)}")
     _answer_classes.add(cls)
     return cls
 
