@@ -370,7 +370,7 @@ json Worker::handle(const json& request)
         body[protocol::Field::kId] = id;
         body[protocol::Field::kType] = type;
         body[protocol::Key::kOk] = true;
-        if (!m_evaluator.healthy())
+        if (!m_evaluator.healthy() || python::answerLibraryLoaded())
             body[protocol::Key::kWorkerHealthy] = false;
         return body;
     } catch (const RequestError& e) {
@@ -428,6 +428,12 @@ int Worker::run()
             // answer said worker_healthy: false, and the next candidate needs a fresh worker.
             std::cerr << "kwb-worker: this process cannot evaluate further (a sticky CUDA error, or CUPTI's profiler "
                          "attached); exiting\n";
+            return 3;
+        }
+        if (python::answerLibraryLoaded()) {
+            // An answer's library ran here: a thread it left, or memory it changed, must not meet
+            // the next candidate's request (the answer said worker_healthy: false).
+            std::cerr << "kwb-worker: an answer's native library was loaded in this process; exiting\n";
             return 3;
         }
     }

@@ -27,6 +27,11 @@
 #                           next broker on the cache removes the folder it left
 #   dead_spare_is_replaced  a spare killed before its request: the request is built all the same
 #                           (by a builder of its own), and a new spare builds the next one
+#   hostile_build_reads_and_changes_nothing_outside  a build that links its log, its result and
+#                           a folder to the user's files (and ends without a result, or succeeds):
+#                           nothing of them is read, chmod-ed or kept; the failure is not cached
+#   killed_compiler_is_not_cached  a compiler killed by a signal: reported, built again next time
+#   broker_limits_one_workers_share  one worker's builds run two at a time, its connections eight
 #   spare_sees_only_its_folder  (bwrap) a spare in a sandbox like kwb's (an empty tmpfs over the
 #                           cache): its view of the cache is its own folder, not the other build's
 #                           staging folder or entry
@@ -95,6 +100,22 @@ TORCH_STUB = {
             gate = os.environ.get("STUB_BUILD_GATE")
             while gate and not os.path.exists(gate):
                 time.sleep(0.02)
+            if "killed-compiler" in (cuda_sources or ""):
+                os.remove(baton)
+                raise RuntimeError(f"Error building extension '{name}': c++: fatal error: Killed signal "
+                                   "terminated program cc1plus")
+            if "hostile" in (cuda_sources or ""):
+                # What an answer's build can do to its folder (a -wrapper of its extra_cflags runs
+                # any program there): links to the user's files where the broker reads and seals.
+                for n in (".kwb-builder.log", "kwb-build-result.json"):
+                    if os.path.lexists(os.path.join(build_directory, n)):
+                        os.remove(os.path.join(build_directory, n))
+                    os.symlink(os.environ["STUB_SECRET"], os.path.join(build_directory, n))
+                os.symlink(os.environ["STUB_VICTIM"], os.path.join(build_directory, "evil"))
+                os.symlink(os.environ["STUB_SECRET"], os.path.join(build_directory, "leak.so"))
+                if "exit" in cuda_sources:
+                    os.remove(baton)
+                    os._exit(137)  # no result: the broker reads the log and the result itself
             if "error" in (cuda_sources or ""):
                 os.remove(baton)
                 raise RuntimeError(f"Error building extension '{name}': main.cu(1): error: stub")
@@ -242,7 +263,7 @@ def failure_is_cached():
 def start_broker(cache, gate=None, prefix=(), **env_extra):
     """A broker as kwb starts one (without the builder's sandbox here, unless prefix): its socket's path."""
     sock = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.sock")
-    env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG, **env_extra)
+    env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG, STUB_SECRET=SECRET, STUB_VICTIM=VICTIM, **env_extra)
     env.pop("STUB_BUILD_GATE", None)
     if gate:
         env["STUB_BUILD_GATE"] = gate
@@ -258,6 +279,82 @@ def start_broker(cache, gate=None, prefix=(), **env_extra):
 
 
 BROKERS = []
+# A file and a folder of "the user's", which a hostile build links to from its folder.
+SECRET = os.path.join(ROOT, "secret.json")
+VICTIM = os.path.join(ROOT, "victim")
+
+
+def make_secrets():
+    with open(SECRET, "w") as f:
+        json.dump({"ok": False, "message": "TOPSECRET the user's file"}, f)
+    os.makedirs(VICTIM, exist_ok=True)
+    os.chmod(VICTIM, 0o700)
+
+
+def hostile_build_reads_and_changes_nothing_outside():
+    """The broker works outside every sandbox on a folder the answer's build wrote: it reads the
+    build's log and result only as regular files of that folder, through no link, and never chmods
+    or keeps a link; a build that ended without a result is reported and not cached."""
+    make_secrets()
+    cache = fresh("broker-hostile")
+    sock = start_broker(cache)
+    a = result(start(cache, "__global__ void h1() {} // hostile exit", broker=sock))
+    assert not a["ok"] and "ended without a result" in a["message"], a
+    assert "TOPSECRET" not in a["message"], a
+    assert os.stat(VICTIM).st_mode & 0o777 == 0o700, oct(os.stat(VICTIM).st_mode)
+    b = result(start(cache, "__global__ void h1() {} // hostile exit", broker=sock))
+    assert len(builds()) == 2, builds()  # not cached: built again
+    assert "TOPSECRET" not in b["message"], b
+    # A build that succeeds beside its links: the entry is the library alone, the links gone.
+    c = result(start(cache, "__global__ void h2() {} // hostile", broker=sock))
+    assert c["ok"], c
+    entry = c["builds"][0]["build_dir"]
+    assert sorted(os.listdir(entry)) == ["ext.so", "kwb-entry.json"], os.listdir(entry)
+    assert os.stat(VICTIM).st_mode & 0o777 == 0o700, oct(os.stat(VICTIM).st_mode)
+    with open(SECRET) as f:
+        assert "TOPSECRET" in f.read()
+
+
+def killed_compiler_is_not_cached():
+    cache = fresh("broker-killed-compiler")
+    sock = start_broker(cache)
+    a = result(start(cache, "killed-compiler", broker=sock))
+    assert not a["ok"] and "Killed signal terminated program" in a["message"], a
+    b = result(start(cache, "killed-compiler", broker=sock))
+    assert not b["ok"], b
+    assert len(builds()) == 2, builds()  # a compiler killed by a signal says nothing of the sources
+    assert not [n for n in os.listdir(cache) if not n.startswith(".")], os.listdir(cache)
+
+
+def broker_limits_one_workers_share():
+    """One worker's (one sandbox's: here every process of the test's) builds run at most
+    MAX_PEER_BUILDS at a time, and it holds at most MAX_PEER_CONNECTIONS connections."""
+    import socket
+    cache = fresh("broker-share")
+    gate = os.path.join(ROOT, "gate-share")
+    sock = start_broker(cache, gate)
+    workers = [start(cache, f"__global__ void q{i}() {{}}", broker=sock) for i in range(3)]
+    wait_for(lambda: len(builds()) == 2, "two builds")
+    time.sleep(1.0)
+    assert len(builds()) == 2, builds()  # the third waits for one of them
+    open(gate, "w").close()
+    assert all(result(w)["ok"] for w in workers)
+    assert len(builds()) == 3, builds()
+    held = []
+    for _ in range(8):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(sock)
+        held.append(c)
+    time.sleep(0.3)
+    extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    extra.connect(sock)
+    extra.settimeout(10)
+    reply = extra.recv(4096).decode()
+    assert "refused a connection" in reply, reply
+    for c in held + [extra]:
+        c.close()
+    time.sleep(0.3)
+    assert result(start(cache, "__global__ void q9() {}", broker=sock))["ok"]  # its share is back
 
 
 def broker_builds_once_for_two_workers():
@@ -519,6 +616,8 @@ if __name__ == "__main__":
     setup()
     failed = 0
     for case in (one_build_per_key, killed_build_is_retried, failure_is_cached, broker_builds_once_for_two_workers,
+                 hostile_build_reads_and_changes_nothing_outside, killed_compiler_is_not_cached,
+                 broker_limits_one_workers_share,
                  changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
                  builds_in_one_process_take_turns, request_is_served_by_the_spare, spare_is_never_reused,
                  broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder):

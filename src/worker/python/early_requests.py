@@ -155,6 +155,11 @@ def _module_names(tree):
     return {name: value for name, value in values.items() if count.get(name) == 1}, imported
 
 
+# The most builds one answer asks for before its module runs (the broker runs at most
+# ext.MAX_PEER_BUILDS of one worker's at a time either way).
+MAX_EARLY_CALLS = 4
+
+
 def load_inline_calls(source):
     """The arguments of each load_inline call in an answer's source that states all of them plainly,
     as load_inline would be asked (build_directory and verbose aside, as the worker's load_inline
@@ -180,7 +185,12 @@ def load_inline_calls(source):
         return imported.get(node.id) if isinstance(node, ast.Name) else None
 
     calls = []
+    # At most MAX_EARLY_CALLS, in the source's order: a call read here may never run (under `if
+    # False:`, in a function no one calls), and without a bound an answer's source alone could start
+    # any number of builds (docs/sandbox.md). The calls after them are asked for when they run.
     for node in ast.walk(tree):
+        if len(calls) >= MAX_EARLY_CALLS:
+            break
         if not isinstance(node, ast.Call) or dotted(node.func) != "torch.utils.cpp_extension.load_inline":
             continue
         if len(node.args) > len(positional) or any(isinstance(a, ast.Starred) for a in node.args):

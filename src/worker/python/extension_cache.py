@@ -45,6 +45,7 @@ import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -149,10 +150,49 @@ def entry_dir(cache_dir, name, key):
 
 def _hash_file(path):
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    # Never through a link: a build's folder is written by the answer's build (docs/sandbox.md).
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def read_builder_file(directory, name, limit):
+    """The bytes of a file a sandboxed builder wrote in its folder, read by the broker outside every
+    sandbox: only a regular file at that very name (no link followed, no FIFO or device opened), at
+    most `limit` bytes (a larger one reads as None). The answer's own build may have written
+    anything there: a link to the user's files, /dev/zero, a FIFO no one writes."""
+    try:
+        fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = f.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def log_tail(log, limit=8192):
+    """The end of a builder's output, read through the broker's own handle of the file it opened
+    (the builder may have replaced the name by a link), at most `limit` bytes."""
+    log.flush()
+    size = os.fstat(log.fileno()).st_size
+    log.seek(max(0, size - limit))
+    return log.read(limit).decode(errors="replace")
+
+
+# A compiler (or nvcc's front end) ended by a signal: the OOM killer, the machine, or another
+# process's doing, not a verdict on the sources. Such a failure is reported and not cached.
+_KILLED_COMPILER = ("Killed signal terminated program", "died due to signal", "terminated by signal",
+                    "internal compiler error: Killed")
+
+
+def transient_failure(result):
+    """Whether a failed build says nothing lasting about its sources (not cached): no result from
+    the builder, the time limit, or a compiler killed by a signal."""
+    return bool(result.get("transient")) or any(m in str(result.get("message", "")) for m in _KILLED_COMPILER)
 
 
 def read_manifest(directory):
@@ -217,20 +257,30 @@ def _write_json(path, record):
 
 
 def _seal(directory):
-    """Read-only files and folders: a finished entry is not written again."""
+    """Read-only files and folders: a finished entry is not written again. Links are not followed
+    (publish has removed them; a chmod through one would change the user's own files)."""
     for root, dirs, names in os.walk(directory, topdown=False):
-        for n in names:
-            os.chmod(os.path.join(root, n), 0o444)
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o555)
+        for n in names + dirs:
+            path = os.path.join(root, n)
+            if not os.path.islink(path):
+                os.chmod(path, 0o555 if n in dirs else 0o444)
     os.chmod(directory, 0o555)
+
+
+def _discard(path):
+    """A name in a build's folder gone, whatever the builder made it (a file, a link, a folder)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        _remove(path)
+    elif os.path.lexists(path):
+        os.remove(path)
 
 
 def _remove(directory):
     def writable(func, path, _):
         try:
             os.chmod(os.path.dirname(path), 0o755)
-            os.chmod(path, 0o755)
+            if not os.path.islink(path):  # a link is removed, never followed
+                os.chmod(path, 0o755)
             func(path)
         except OSError:
             pass
@@ -277,11 +327,17 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
             build_ms = (time.monotonic() - t0) * 1000.0
             if result is None:
                 raise MachineError("the build was cancelled (its worker ended)")
-            for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID, SPARE_READY):
-                if os.path.lexists(os.path.join(staging, n)):
-                    os.remove(os.path.join(staging, n))
-            files = {}
             ok = bool(result.get("ok"))
+            if not ok and transient_failure(result):
+                # Reported to this request, never cached: the next request of the key builds again.
+                return directory, {"format": CACHE_FORMAT, "key": key, "name": name, "ok": False,
+                                   "message": cap_message(result.get("message", "the build failed")),
+                                   "files": {}, "build_ms": build_ms, "pch": str(result.get("pch", "")),
+                                   "builder": str(result.get("builder", "")), "cached": False}, \
+                    False, waited_ms, build_ms
+            for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID, SPARE_READY, BUILDER_LOG):
+                _discard(os.path.join(staging, n))
+            files = {}
             if ok:
                 for product in products:
                     path = os.path.join(staging, product)
@@ -289,6 +345,10 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                         ok, result = False, {"ok": False, "message": f"the build made no {product}"}
                         break
             for root, dirs, names in os.walk(staging):
+                for d in list(dirs):  # a link to a folder is listed with the folders: never kept
+                    if os.path.islink(os.path.join(root, d)):
+                        os.remove(os.path.join(root, d))
+                        dirs.remove(d)
                 for n in names:
                     path = os.path.join(root, n)
                     rel = os.path.relpath(path, staging)
@@ -792,9 +852,8 @@ class _EarlySyntaxPass:
                 "Killed signal terminated program" in self.output or "internal compiler error" in self.output:
             return None
         try:
-            with open(os.path.join(self.staging, EARLY_VALID)) as f:
-                prefix = json.load(f)["error_prefix"]
-        except (OSError, ValueError, KeyError, TypeError):
+            prefix = json.loads(read_builder_file(self.staging, EARLY_VALID, 64 * 1024))["error_prefix"]
+        except (ValueError, KeyError, TypeError):  # None (no such regular file) is a TypeError
             return None
         message = "RuntimeError: " + syntax_failure(prefix, self.command, self.source, self.output)
         return {"ok": False, "message": cap_message(message), "pch": self.pch_note()}
@@ -854,7 +913,7 @@ class _Spare:
     thread that started it ends, and a request's thread ends with its request."""
 
     def __init__(self, config, pch):
-        self.pch, self.lost, self.process = pch, False, None
+        self.pch, self.lost, self.process, self.log = pch, False, None, None
         self.view = tempfile.mkdtemp(prefix=SPARE_PREFIX, dir=config["cache_dir"])
         # Held while this broker owns the folder: a broker starting on this cache removes the spare
         # folders no live broker holds (one killed with its kwb cannot remove its own).
@@ -865,9 +924,10 @@ class _Spare:
             command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", self.view, self.view, "--"]
         command += [config["worker"], "--build-extension", "-", self.view]
         try:
-            with open(os.path.join(self.view, BUILDER_LOG), "wb") as log:
-                self.process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.PIPE,
-                                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            # The broker's own handle: the build's messages are read through it, not by name.
+            self.log = open(os.path.join(self.view, BUILDER_LOG), "w+b")
+            self.process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.PIPE,
+                                            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError:
             self.discard()
             raise
@@ -888,6 +948,9 @@ class _Spare:
         finally:
             os.close(self.fd)  # the key's lock covers a staging folder
             self.fd = None
+            if self.log is not None:
+                self.log.close()
+                self.log = None
 
     def go(self, request_path):
         """Sends the request's path: its process, or None where it died before reading it (the
@@ -913,6 +976,9 @@ class _Spare:
             except OSError:
                 pass
             self.process.wait()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
 
     def discard(self):
         """Ends its process (at end of file on stdin it would end by itself, once torch is
@@ -1075,8 +1141,8 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None):
 def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None):
     """The sandboxed builder's result (the spare's where one took the build: staging is its
     folder); a compile error of the early pass ends it."""
-    log_path = os.path.join(staging, BUILDER_LOG)
     process = spare.go(os.path.join(staging, REQUEST)) if spare is not None else None
+    log = spare.log if process is not None else None
     if process is None:
         command = list(config.get("builder_prefix") or [])
         if command:
@@ -1084,9 +1150,10 @@ def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None
             # empty tmpfs) holds nothing else but the staging folder.
             command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", staging, staging, "--"]
         command += [config["worker"], "--build-extension", os.path.join(staging, REQUEST), staging]
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.DEVNULL, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+        _discard(os.path.join(staging, BUILDER_LOG))  # a spare that died first may have left one
+        log = open(os.path.join(staging, BUILDER_LOG), "w+b")  # read through this handle, not by name
+        process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + BUILD_TIMEOUT_S
     try:
         while True:
@@ -1097,36 +1164,42 @@ def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None
                 pass
             failed = early.failure() if early is not None else None
             if failed is not None:
-                os.remove(log_path)
                 return failed
             if _peer_gone(conn) or time.monotonic() > deadline:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
                 if time.monotonic() > deadline:
-                    return {"ok": False, "message": f"the build took over {BUILD_TIMEOUT_S} s"}
+                    return {"ok": False, "message": f"the build took over {BUILD_TIMEOUT_S} s", "transient": True}
                 return None
+        log_text = log_tail(log)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    with open(log_path, "rb") as f:
-        log_text = f.read()[-8192:].decode(errors="replace")
-    os.remove(log_path)
-    result_path = os.path.join(staging, RESULT)
+        if spare is None or log is not spare.log:
+            log.close()
     try:
-        with open(result_path) as f:
-            result = json.load(f)
+        result = json.loads(read_builder_file(staging, RESULT, 4 * MESSAGE_CAP))
         if isinstance(result, dict) and "ok" in result:
-            return {"ok": bool(result["ok"]), "message": str(result.get("message", "")), "pch": str(result.get("pch", ""))}
-    except (OSError, ValueError):
+            return {"ok": bool(result["ok"]), "message": cap_message(str(result.get("message", ""))),
+                    "pch": str(result.get("pch", ""))[:LINE_CAP]}
+    except (ValueError, TypeError):  # TypeError: no such regular file (None)
         pass
-    # No result: the builder did not run to its end. bwrap's own failures are the machine's.
+    # No result: the builder did not run to its end. bwrap's own failures are the machine's; any
+    # other end is reported to this request and not cached (the answer's build can kill itself,
+    # and so can the machine).
     if log_text.lstrip().startswith("bwrap:") or code in (126, 127):
         raise MachineError(f"the build sandbox did not start (exit code {code}): {log_text.strip()[-500:]}")
-    return {"ok": False, "message": cap_message(f"the build ended without a result (exit code {code}): {log_text.strip()}")}
+    return {"ok": False, "transient": True,
+            "message": cap_message(f"the build ended without a result (exit code {code}): {log_text.strip()}")}
 
 
-def _read_line(conn, limit=256 * 1024 * 1024):
+# A request holds one answer's sources (at most 1 MiB, up to six bytes each in JSON); a reply one
+# manifest. Anything longer is refused before it is all read.
+LINE_LIMIT = 16 * 1024 * 1024
+
+
+def _read_line(conn, limit=LINE_LIMIT):
     data = bytearray()
     while not data.endswith(b"\n"):
         chunk = conn.recv(1 << 20)
@@ -1189,7 +1262,67 @@ def _build_with_pch(config, conn, arguments, arch, staging):
     return result
 
 
-def _serve_one(config, conn):
+# One worker's (one sandbox's) share of the broker, outside every sandbox and every worker's memory
+# limit: the connections it may hold open and the builds it may run at once. An answer's native code
+# can reach the broker's socket, and an answer's source can state many load_inline calls; without a
+# share, one answer could start any number of compilers on the host. An honest worker has one
+# request open per load_inline call being made (and early_requests.MAX_EARLY_CALLS asked ahead).
+MAX_PEER_CONNECTIONS = 8
+MAX_PEER_BUILDS = 2
+_peers = {}  # peer key -> {"connections": n, "builds": semaphore}
+_peers_lock = threading.Lock()
+
+
+def _peer_key(conn):
+    """The sandbox a connection comes from: its process's PID namespace (each sandboxed worker has
+    its own), from the kernel's record of the connecting process (SO_PEERCRED)."""
+    try:
+        pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except (OSError, struct.error):
+        return "unknown"
+
+
+def _admit(conn):
+    """The connection's peer record, its connection counted; None where that peer has
+    MAX_PEER_CONNECTIONS open already (the connection is then refused)."""
+    key = _peer_key(conn)
+    with _peers_lock:
+        peer = _peers.setdefault(key, {"key": key, "connections": 0,
+                                       "builds": threading.BoundedSemaphore(MAX_PEER_BUILDS)})
+        if peer["connections"] >= MAX_PEER_CONNECTIONS:
+            return None
+        peer["connections"] += 1
+        return peer
+
+
+def _serve_peer(config, conn, peer):
+    try:
+        _serve_one(config, conn, peer["builds"])
+    finally:
+        with _peers_lock:
+            peer["connections"] -= 1
+            if peer["connections"] == 0:  # no build of its runs: a worker that ended leaves nothing
+                _peers.pop(peer["key"], None)
+
+
+def _refuse(conn):
+    with conn:
+        try:
+            conn.settimeout(1.0)
+            conn.sendall((json.dumps({"machine_error": f"the build broker refused a connection: this worker has "
+                                                        f"{MAX_PEER_CONNECTIONS} open already"}) + "\n").encode())
+        except OSError:
+            pass
+
+
+def _serve_one(config, conn, builds=None):
+    builds = builds or threading.BoundedSemaphore(MAX_PEER_BUILDS)
+
+    def build(a, r, staging):
+        with builds:  # this worker's builds, at most MAX_PEER_BUILDS at once
+            return _build_with_pch(config, conn, a, r, staging)
+
     with conn:
         try:
             request = json.loads(_read_line(conn))
@@ -1198,9 +1331,7 @@ def _serve_one(config, conn):
                 raise ValueError("arguments must be an object")
             if _is_pch_request(arguments):
                 raise ValueError("a precompiled header is made by the broker alone")
-            directory, manifest, cached, waited_ms, build_ms = publish(
-                arguments, arch, config["cache_dir"],
-                lambda a, r, staging: _build_with_pch(config, conn, a, r, staging))
+            directory, manifest, cached, waited_ms, build_ms = publish(arguments, arch, config["cache_dir"], build)
             reply = {"entry": directory, "manifest": manifest, "cached": cached, "waited_ms": waited_ms,
                      "build_ms": build_ms}
         except MachineError as e:
@@ -1254,7 +1385,11 @@ def serve_broker(config_path):
     threading.Thread(target=_verify_headers, args=(config["cache_dir"],), daemon=True).start()
     while True:
         conn, _ = server.accept()
-        threading.Thread(target=_serve_one, args=(config, conn), daemon=True).start()
+        peer = _admit(conn)
+        if peer is None:
+            threading.Thread(target=_refuse, args=(conn,), daemon=True).start()
+            continue
+        threading.Thread(target=_serve_peer, args=(config, conn, peer), daemon=True).start()
 
 
 def _send_request(path, arguments, arch, connect_timeout_s):

@@ -11,6 +11,7 @@
 
 #include <ATen/DLConvertor.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -38,6 +39,17 @@ void refuseNativeCode(const std::string& why)
 std::string nativeCodeRefusal()
 {
     return g_nativeCodeRefusal;
+}
+
+namespace {
+// Set as the host is about to load an answer's library (forgetModuleOfOtherLibrary, called before
+// every such load); never cleared: the process has run the answer's native code from then on.
+std::atomic<bool> g_answerLibraryLoaded{false};
+} // namespace
+
+bool answerLibraryLoaded()
+{
+    return g_answerLibraryLoaded.load();
 }
 
 std::string extensionCacheDir()
@@ -181,6 +193,8 @@ PyObject* loadModule(const char* source, const char* file, const char* name)
 /// init twice). _kwb_extensions.forget_module_of_other_library(name, path) -> bool (forgotten).
 PyObject* forgetModuleOfOtherLibrary(PyObject*, PyObject* args)
 {
+    // kernelbench_host.py calls this right before it loads an answer's library, whatever follows.
+    python::g_answerLibraryLoaded = true;
     PyObject* name = nullptr;
     PyObject* path = nullptr;
     if (!PyArg_ParseTuple(args, "UU", &name, &path))

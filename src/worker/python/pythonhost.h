@@ -19,6 +19,11 @@ void refuseNativeCode(const std::string& why);
 /// The refusal's message ("" while native code may run): what a refused answer's evaluation says.
 std::string nativeCodeRefusal();
 
+/// Whether this process has loaded an answer's library (a load_inline extension): its native code
+/// may have left a thread or changed the process's memory, which no check can rule out, so the
+/// worker is not used for another candidate (it answers, then exits; docs/sandbox.md).
+bool answerLibraryLoaded();
+
 /// The static check of a module's source (Python's ast): [{"line","reason"}], empty when it may
 /// run; a syntax error is one entry with "syntax": true. Throws std::runtime_error when !available().
 nlohmann::json checkSource(const std::string& source);
