@@ -247,12 +247,21 @@ void ScriptedLlmServer::answerJson(QTcpSocket* socket, const QJsonObject& reques
 {
     const int n = std::max(1, request.value(QStringLiteral("n")).toInt(1));
     QJsonArray choices;
-    for (int i = 0; i < n; ++i)
-        choices.append(QJsonObject{
-            {QStringLiteral("index"), i},
-            {QStringLiteral("message"), QJsonObject{{QStringLiteral("role"), QStringLiteral("assistant")},
-                                                    {QStringLiteral("content"), choiceText(reply, request, i)}}},
-            {QStringLiteral("finish_reason"), reply.finishReason}});
+    for (int i = 0; i < n; ++i) {
+        const QString text = choiceText(reply, request, i);
+        QJsonObject message{{QStringLiteral("role"), QStringLiteral("assistant")}, {QStringLiteral("content"), text}};
+        if (reply.contentParts)
+            message.insert(QStringLiteral("content"),
+                           QJsonArray{QJsonObject{{QStringLiteral("type"), QStringLiteral("text")},
+                                                  {QStringLiteral("text"), text.left(text.size() / 2)}},
+                                      QJsonObject{{QStringLiteral("type"), QStringLiteral("text")},
+                                                  {QStringLiteral("text"), text.mid(text.size() / 2)}}});
+        if (!reply.reasoning.isEmpty())
+            message.insert(reply.reasoningField, reply.reasoning.value(i, reply.reasoning.last()));
+        choices.append(QJsonObject{{QStringLiteral("index"), i},
+                                   {QStringLiteral("message"), message},
+                                   {QStringLiteral("finish_reason"), reply.finishReason}});
+    }
     const QJsonObject usage{{QStringLiteral("prompt_tokens"), reply.promptTokens},
                             {QStringLiteral("completion_tokens"), reply.completionTokens * n},
                             {QStringLiteral("total_tokens"), reply.promptTokens + reply.completionTokens * n}};
@@ -315,6 +324,13 @@ void ScriptedLlmServer::answerStream(QTcpSocket* socket, const QJsonObject& requ
         longest = std::max(longest, int(texts.last().size()));
     }
     const int step = std::max(1, reply.chunkChars);
+    // Reasoning first, as a reasoning parser streams it: its own deltas, before the content's.
+    for (int i = 0; i < n && !reply.reasoning.isEmpty(); ++i) {
+        const QString thought = reply.reasoning.value(i, reply.reasoning.last());
+        for (int offset = 0; offset < thought.size(); offset += step)
+            events.append(
+                event(chunkObject({choice(i, {{reply.reasoningField, thought.mid(offset, step)}}, QJsonValue::Null)})));
+    }
     for (int offset = 0; offset < longest; offset += step)
         for (int i = 0; i < n; ++i)
             if (offset < texts.at(i).size())

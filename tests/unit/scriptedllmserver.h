@@ -49,6 +49,12 @@ public:
         QStringList texts = {QStringLiteral("Hello from the scripted server.")};
         /// Send the texts as they are: recorded model text has code with such braces (f"{i}").
         bool verbatim = false;
+        /// Reasoning sent apart from the content, one per choice (as `reasoningField`: vLLM's
+        /// reasoning parser's `reasoning_content`, Ollama's `reasoning`); none when empty.
+        QStringList reasoning;
+        QString reasoningField = QStringLiteral("reasoning_content");
+        /// JSON answers: the content as a list of text parts (two), not a string.
+        bool contentParts = false;
         QString finishReason = QStringLiteral("stop");
         int promptTokens = 12;
         int completionTokens = 7;

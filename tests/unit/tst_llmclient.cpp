@@ -95,6 +95,9 @@ private Q_SLOTS:
     void streaming_data();
     void streaming();
     void streamingServerN();
+    void reasoningSentApart_data();
+    void reasoningSentApart();
+    void contentAsParts();
     void streamingWithoutUsage();
     void retriedFaults_data();
     void retriedFaults();
@@ -370,6 +373,73 @@ void TestLlmClient::streaming()
     QCOMPARE(completions.at(0).completionTokens, 7);
     QVERIFY(completions.at(0).firstByteMs >= 0);
     QVERIFY(completions.at(0).totalMs >= completions.at(0).firstByteMs);
+}
+
+void TestLlmClient::reasoningSentApart_data()
+{
+    QTest::addColumn<bool>("stream");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("content");
+    QTest::addColumn<QString>("stored");
+    const QString answer = QStringLiteral("```python\nclass ModelNew: pass\n```");
+    const QString thought = QStringLiteral("Draft:\n```python\nclass ModelNew: draft\n```\nbetter");
+    const QString whole = QStringLiteral("<think>\n") + thought + QStringLiteral("\n</think>\n\n") + answer;
+    for (bool stream : {false, true})
+        for (const char* field : {"reasoning_content", "reasoning"}) {
+            const QString tag = QStringLiteral("%1, %2").arg(stream ? "streamed" : "json", field);
+            QTest::newRow(qPrintable(tag)) << stream << QString::fromLatin1(field) << answer << whole;
+            // Cut off while thinking: no content, so the section stays open (modeltext.h: reasoning only).
+            QTest::newRow(qPrintable(tag + QStringLiteral(", no content")))
+                << stream << QString::fromLatin1(field) << QString() << QStringLiteral("<think>\n") + thought;
+        }
+}
+
+// A server with a reasoning parser sends the thinking apart from the content: it is kept, as a
+// leading <think> section of the one stored text, and the worker's parsers find the answer after it.
+void TestLlmClient::reasoningSentApart()
+{
+    QFETCH(bool, stream);
+    QFETCH(QString, field);
+    QFETCH(QString, content);
+    QFETCH(QString, stored);
+    ScriptedLlmServer server;
+    QVERIFY(server.start());
+    ScriptedLlmServer::Reply reply;
+    reply.texts = {content};
+    reply.verbatim = true;
+    reply.reasoning = {QStringLiteral("Draft:\n```python\nclass ModelNew: draft\n```\nbetter")};
+    reply.reasoningField = field;
+    reply.finishReason = content.isEmpty() ? QStringLiteral("length") : QStringLiteral("stop");
+    server.setDefaultReply(reply);
+    LlmClient client;
+    LlmSettings settings = testSettings(server);
+    settings.stream = stream;
+    client.setSettings(settings);
+    Spies spies(client);
+    client.complete(kMessages);
+    QVERIFY(spies.waitForEnd());
+    QVERIFY2(spies.failed.isEmpty(), qPrintable(spies.message()));
+    QCOMPARE(spies.completions().at(0).text, stored);
+    if (stream)
+        QCOMPARE(spies.streamed(0), content); // the live view streams the content
+}
+
+void TestLlmClient::contentAsParts()
+{
+    ScriptedLlmServer server;
+    QVERIFY(server.start());
+    ScriptedLlmServer::Reply reply;
+    reply.texts = {QStringLiteral("```cuda\n__global__ void k() {}\n```")};
+    reply.verbatim = true;
+    reply.contentParts = true;
+    server.setDefaultReply(reply);
+    LlmClient client;
+    client.setSettings(testSettings(server));
+    Spies spies(client);
+    client.complete(kMessages);
+    QVERIFY(spies.waitForEnd());
+    QVERIFY2(spies.failed.isEmpty(), qPrintable(spies.message()));
+    QCOMPARE(spies.completions().at(0).text, reply.texts.at(0));
 }
 
 void TestLlmClient::streamingServerN()

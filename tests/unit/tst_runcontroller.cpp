@@ -296,6 +296,35 @@ private Q_SLOTS:
         QCOMPARE(wireName(chosen.status), QStringLiteral("incorrect"));
     }
 
+    // A reasoning model's thinking (core/protocol/modeltext.h) stays in the stored response, and is
+    // passed on neither as a notes role's text nor as the previous answer.
+    void reasoningIsNotPassedOn()
+    {
+        const Regime regime = *Regime::builtin(QStringLiteral("agent"));
+        auto c = setUp(regime);
+        m_server->enqueue(reply({QStringLiteral("<think>\nPLAN-A-THOUGHT\n</think>\n\nANALYSIS-TEXT")}));
+        m_server->enqueue(reply({QStringLiteral("RESEARCH-TEXT")}));
+        m_server->enqueue(reply({QStringLiteral("DRAFT-THOUGHT\n</think>\n") +
+                                 answer(QStringLiteral("t1"), QStringLiteral("incorrect"))})); // x4
+        m_server->enqueue(reply({QStringLiteral("DIAGNOSIS")}));
+        m_server->enqueue(reply({answer(QStringLiteral("t2"), QStringLiteral("correct"))}));
+        const qint64 run = newRun(regime);
+        QVERIFY(runToEnd(*c, run, {taskInput()}));
+        const auto requests = m_server->requests();
+        QVERIFY(requests.size() >= 4);
+        QString later;
+        for (int i = 1; i < requests.size(); ++i)
+            later += userPrompt(requests.at(i));
+        QVERIFY2(later.contains(QStringLiteral("ANALYSIS-TEXT")), qPrintable(later));
+        QVERIFY2(later.contains(QStringLiteral("t1 status")), qPrintable(later));
+        QVERIFY2(!later.contains(QStringLiteral("PLAN-A-THOUGHT")), qPrintable(later));
+        QVERIFY2(!later.contains(QStringLiteral("DRAFT-THOUGHT")), qPrintable(later));
+        bool kept = false;
+        for (const auto& r : m_store->responses(run, 0, true))
+            kept = kept || r.response.text.contains(QStringLiteral("PLAN-A-THOUGHT"));
+        QVERIFY(kept);
+    }
+
     void pilotLastTurnWins()
     {
         const Regime regime = *Regime::builtin(QStringLiteral("pilot-v1"));

@@ -1,9 +1,11 @@
 // Candidate-format parser: every error code, line numbers, the documented example.
 #include "answershapes.h"
+#include "worker/answers/answerformat.h"
 #include "worker/answers/candidateparser.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -450,4 +452,78 @@ TEST_CASE("deeply nested but balanced brackets in a kernel signature and in forw
     CHECK(err.empty());
     REQUIRE(sig.size() == 2);
     CHECK(sig[1].name == "s");
+}
+
+// Reasoning models' responses (core/protocol/modeltext.h): the answer follows the reasoning, and
+// drafts written while thinking are not it, in either format; lines stay the response's.
+TEST_CASE("a reasoning section before the answer")
+{
+    const std::string draftNative = "```cuda\nextern \"C\" __global__ void draft(float* y) {}\n```\n";
+    const std::string thinking = "<think>\nThe epilogue is memory-bound. A first try:\n" + draftNative +
+                                 "\nNo: fuse the bias too.\n</think>\n\n";
+    const ParseResult opened = parseAnswer(thinking + good(), kSig);
+    REQUIRE(opened.ok);
+    CHECK(opened.candidate.kernels.size() == 1);
+    CHECK(opened.candidate.kernels.at(0).name == "bias_relu");
+    const int before = int(std::count(thinking.begin(), thinking.end(), '\n'));
+    CHECK(opened.candidate.cudaLine == before + 4); // "Here is the kernel.", a blank line, the fence
+
+    // The chat template opened the section (DeepSeek-R1's distills): only the closing tag comes.
+    const std::string closedOnly = "The epilogue is memory-bound.\n" + draftNative + "  </think>\n" + good();
+    const ParseResult templ = parseAnswer(closedOnly, kSig);
+    REQUIRE(templ.ok);
+    CHECK(templ.candidate.kernels.at(0).name == "bias_relu");
+    CHECK(templ.candidate.cudaLine == 9);
+
+    // Cut off while thinking: reasoning only, an honest format error of its own.
+    const ParseResult cut = parseAnswer("<think>\nLet me plan the kernel.\n" + draftNative, kSig);
+    REQUIRE(cut.error);
+    CHECK(cut.error->code == "reasoning_unfinished");
+    CHECK(cut.error->line == 1);
+    // An empty section (thinking switched off) is nothing; other text around tags is the answer's.
+    CHECK(parseAnswer("<think>\n\n</think>\n\n" + good(), kSig).ok);
+    CHECK(parseAnswer("<THINKING>plan</THINKING>" + good(), kSig).ok);
+    const ParseResult mention = parseAnswer(good() + "\nI used no </think> tags.\n", kSig);
+    CHECK(mention.ok);
+    CHECK(mention.candidate.cudaLine == 4);
+    // An opening tag later in the text is not a section: the draft stays part of the answer.
+    CHECK(parseAnswer("Hi <think>\n" + draftNative + "</think>\n" + good(), kSig).error->code == "duplicate_block");
+
+    // KernelBench's format: the module after the thinking, not the draft inside it.
+    const std::string draftModule = "```python\nclass ModelNew(nn.Module):\n    pass  # draft\n```\n";
+    const std::string module = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass  # final\n```\n";
+    const std::string response = "<think>\n" + draftModule + "</think>\n" + module;
+    CHECK(detectAnswerFormat(response) == AnswerFormat::KernelBench);
+    const KernelBenchSource kb = extractKernelBenchSource(response);
+    REQUIRE(kb.ok);
+    CHECK(kb.source.find("final") != std::string::npos);
+    CHECK(kb.modelNewBlocks == 1);
+    CHECK(kb.line == 8);
+    // A ModelNew only drafted while thinking does not make the answer KernelBench's.
+    CHECK(detectAnswerFormat("<think>\n" + draftModule + "</think>\n" + good()) == AnswerFormat::Native);
+    const KernelBenchSource kbCut = extractKernelBenchSource("<think>\n" + draftModule);
+    REQUIRE(kbCut.error);
+    CHECK(kbCut.error->code == "reasoning_unfinished");
+    // A generation file without fences: the module is what follows the section.
+    const KernelBenchSource bare =
+        extractKernelBenchSource("<think>plan</think>\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass\n");
+    REQUIRE(bare.ok);
+    CHECK(bare.source.find("plan") == std::string::npos);
+    CHECK(bare.source.find("class ModelNew") != std::string::npos);
+}
+
+// KernelBench takes whatever the module binds to ModelNew: a class statement or a top-level alias.
+TEST_CASE("ModelNew bound by an assignment")
+{
+    const std::string alias =
+        "```python\nimport torch\nclass Model(torch.nn.Module):\n    pass\n\nModelNew = Model\n```\n";
+    CHECK(detectAnswerFormat(alias) == AnswerFormat::KernelBench);
+    const KernelBenchSource kb = extractKernelBenchSource(alias);
+    REQUIRE(kb.ok);
+    CHECK(kb.source.find("ModelNew = Model") != std::string::npos);
+    CHECK(extractKernelBenchSource("```python\nModelNew: type = Model\n```\n").ok);
+    // A comparison or a use of the name is not a binding; nor is an indented (local) assignment.
+    CHECK_FALSE(extractKernelBenchSource("```python\nModelNew == Model\n```\n").ok);
+    CHECK_FALSE(extractKernelBenchSource("```python\nx = ModelNew\n```\n").ok);
+    CHECK_FALSE(extractKernelBenchSource("```python\ndef f():\n    ModelNew = 1\n```\n").ok);
 }

@@ -21,6 +21,38 @@ namespace {
 
 // In JSON one byte of text may take up to six ("\u001f"); the rest of a body is small.
 constexpr qsizetype kJsonEscapeFactor = 6;
+
+// A message's content: a string, or (some servers) a list of parts whose text parts are joined.
+QString contentText(const QJsonValue& content)
+{
+    if (!content.isArray())
+        return content.toString();
+    QString text;
+    for (const QJsonValue& part : content.toArray())
+        text += part.isString() ? part.toString() : part.toObject().value(QStringLiteral("text")).toString();
+    return text;
+}
+
+// The thinking a server split off the content (reasoning_content: vLLM's and SGLang's reasoning
+// parsers, llama.cpp's server, DeepSeek's API; reasoning: Ollama, OpenRouter).
+QString reasoningText(const QJsonObject& message)
+{
+    const QString text = message.value(QStringLiteral("reasoning_content")).toString();
+    return text.isEmpty() ? message.value(QStringLiteral("reasoning")).toString() : text;
+}
+
+// One stored text per response: reasoning the server sent apart goes first as a <think> section,
+// the form other servers send it in, which core/protocol/modeltext.h reads for every reader. With
+// no content after it (the model was cut off while thinking) the section is left open, as such a
+// response arrives from a server that does not split it off.
+QString withReasoning(const QString& reasoning, const QString& content)
+{
+    if (reasoning.isEmpty())
+        return content;
+    if (content.trimmed().isEmpty())
+        return QStringLiteral("<think>\n") + reasoning;
+    return QStringLiteral("<think>\n") + reasoning + QStringLiteral("\n</think>\n\n") + content;
+}
 constexpr qsizetype kEnvelopeBytes = qsizetype(64) << 10;
 // What a too_large message keeps of the text: enough to recognise it, never the answer.
 constexpr int kTooLargeHeadChars = 200;
@@ -478,14 +510,18 @@ bool LlmClient::absorbChunk(Call* call, const QJsonObject& object, bool streamed
         }
         ChoiceState& state = call->state[index];
         QString text;
+        QString reasoning;
         if (streamed) {
-            text = choice.value(QStringLiteral("delta")).toObject().value(QStringLiteral("content")).toString();
-            state.bytes += text.toUtf8().size();
+            const QJsonObject delta = choice.value(QStringLiteral("delta")).toObject();
+            text = contentText(delta.value(QStringLiteral("content")));
+            reasoning = reasoningText(delta);
+            state.bytes += text.toUtf8().size() + reasoning.toUtf8().size();
         } else {
             const QJsonValue message = choice.value(QStringLiteral("message"));
-            text = message.isObject() ? message.toObject().value(QStringLiteral("content")).toString()
+            text = message.isObject() ? contentText(message.toObject().value(QStringLiteral("content")))
                                       : choice.value(QStringLiteral("text")).toString(); // legacy completions shape
-            state.bytes = text.toUtf8().size();
+            reasoning = reasoningText(message.toObject());
+            state.bytes = text.toUtf8().size() + reasoning.toUtf8().size();
         }
         if (state.bytes > settings.maxAnswerBytes) {
             *kind = LlmFailure::TooLarge;
@@ -495,10 +531,13 @@ bool LlmClient::absorbChunk(Call* call, const QJsonObject& object, bool streamed
             state.text.clear(); // neither kept nor shown
             return false;
         }
-        if (streamed)
+        if (streamed) {
             state.text += text;
-        else
+            state.reasoning += reasoning;
+        } else {
             state.text = text;
+            state.reasoning = reasoning;
+        }
         const QString finish = choice.value(QStringLiteral("finish_reason")).toString();
         if (!finish.isEmpty())
             state.finishReason = finish;
@@ -789,7 +828,7 @@ void LlmClient::callSucceeded(Call* call)
         Completion& completion = request->completions[call->firstIndex + i];
         const ChoiceState& state = call->state[i];
         completion.index = call->firstIndex + i;
-        completion.text = state.text;
+        completion.text = withReasoning(state.reasoning, state.text);
         completion.finishReason = state.finishReason;
         completion.promptTokens = call->promptTokens;
         completion.completionTokens = call->completionTokens;

@@ -114,6 +114,8 @@ struct ChatMessage
 struct Completion
 {
     int index = 0; ///< 0 … n-1
+    /// The response: its content, after a `<think>` section holding the reasoning where the server
+    /// sent that apart (`reasoning_content`, `reasoning`); core/protocol/modeltext.h reads it.
     QString text;
     QString finishReason;      ///< as the server says: "stop", "length", …; empty when it says nothing
     int promptTokens = -1;     ///< from `usage`; -1 when the server gave none
@@ -175,8 +177,9 @@ private:
     struct ChoiceState
     {
         QString text;
+        QString reasoning; ///< what the server sent as reasoning_content or reasoning
         QString finishReason;
-        qsizetype bytes = 0; ///< UTF-8 size of text, counted as it arrives
+        qsizetype bytes = 0; ///< UTF-8 size of text and reasoning, counted as they arrive
     };
     /// One HTTP call: all n candidates (server n) or one of them.
     struct Call

@@ -1,6 +1,7 @@
 #include "core/run/runcontroller.h"
 
 #include "core/model/llmclient.h"
+#include "core/protocol/modeltext.h"
 #include "core/protocol/workerresponses.h"
 #include "core/workers/evaluationqueue.h"
 
@@ -410,10 +411,11 @@ void RunController::advance(TaskState* state)
     generate(state);
 }
 
-void RunController::storeNotes(TaskState* state, const QString& role, const QString& text)
+void RunController::storeNotes(TaskState* state, const QString& role, const QString& response)
 {
     // A notes role's text feeds the next prompt: the analyzer's and researcher's within the turn,
-    // the triager's or critic's as the rewrite of the feedback.
+    // the triager's or critic's as the rewrite of the feedback; its reasoning section is not passed on.
+    const QString text = QString::fromStdString(answerAfterReasoning(response.toStdString()));
     if (role == RegimeRole::Analyzer)
         state->analysis = text;
     else if (role == RegimeRole::Researcher)
@@ -742,7 +744,8 @@ void RunController::turnDone(TaskState* state)
     if (!shown)
         return finishTask(state);
     QJsonObject feedback = shown->result;
-    feedback.insert(kFeedbackAnswerKey, shown->answer);
+    // The answer without its reasoning (core/protocol/modeltext.h): the thinking is not shown again.
+    feedback.insert(kFeedbackAnswerKey, QString::fromStdString(answerAfterReasoning(shown->answer.toStdString())));
     state->feedback = feedback;
     state->rewrite.clear();
     ++state->turn;

@@ -249,7 +249,7 @@ private:
     void startTask(int index);
     void advance(TaskState* state);
     void generate(TaskState* state);
-    void storeNotes(TaskState* state, const QString& role, const QString& text);
+    void storeNotes(TaskState* state, const QString& role, const QString& response);
     void turnDone(TaskState* state);
     void finishTask(TaskState* state, const QString& error = QString());
     /// Evaluated with "device" "none" (a compile-only run).

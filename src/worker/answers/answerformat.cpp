@@ -1,4 +1,5 @@
 #include "worker/answers/answerformat.h"
+#include "core/protocol/modeltext.h"
 #include "core/protocol/protocolnames.h"
 
 #include <regex>
@@ -45,9 +46,12 @@ CodeBlock requestedCodeBlock(const nlohmann::json& request)
 
 namespace {
 
+// `class ModelNew` (indented too: a class inside a fence's indented block), or the module's own
+// top-level binding of the name (`ModelNew = Model`, DeepSeek-V4-Pro's L3/44, which KernelBench
+// loads: it takes whatever the module binds to ModelNew).
 const std::regex& modelNewLine()
 {
-    static const std::regex re(R"(^[ \t]*class[ \t]+ModelNew\b)");
+    static const std::regex re(R"(^[ \t]*class[ \t]+ModelNew\b|^ModelNew[ \t]*(:[^=\n]*)?=[^=])");
     return re;
 }
 
@@ -87,18 +91,27 @@ std::optional<std::string> fenceTag(const std::string& line)
 
 AnswerFormat detectAnswerFormat(const std::string& answer)
 {
-    const auto ls = lines(answer);
+    // A ModelNew drafted while reasoning does not make the answer KernelBench's.
+    const auto ls = lines(blankReasoning(answer, findReasoningSection(answer)));
     return definesModelNew(ls, 0, ls.size()) ? AnswerFormat::KernelBench : AnswerFormat::Native;
 }
 
-KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which)
+KernelBenchSource extractKernelBenchSource(const std::string& response, CodeBlock which)
 {
     KernelBenchSource out;
-    if (answer.size() > kMaxAnswerBytes) {
+    if (response.size() > kMaxAnswerBytes) {
         out.error =
             FormatError{"too_large", "the answer is larger than " + std::to_string(kMaxAnswerBytes) + " bytes", 0};
         return out;
     }
+    // The blocks are looked for after a reasoning section (core/protocol/modeltext.h), on the
+    // response's own line numbers.
+    const auto reasoning = findReasoningSection(response);
+    if (reasoning && !reasoning->closed) {
+        out.error = FormatError{"reasoning_unfinished", unfinishedReasoningMessage(), 1};
+        return out;
+    }
+    const std::string answer = blankReasoning(response, reasoning);
     const auto ls = lines(answer);
     bool anyFence = false;
     size_t takenOpen = 0, takenClose = 0; // the fence lines of the block taken

@@ -46,7 +46,7 @@ struct KernelBenchSource
     std::string source;
     int line = 0;                     // answer line of the module's first line
     int modelNewBlocks = 0;           // closed blocks that define ModelNew (0: the whole text, or none)
-    std::optional<FormatError> error; // too_large | unclosed_fence | no_model_new
+    std::optional<FormatError> error; // too_large | reasoning_unfinished | unclosed_fence | no_model_new
 };
 KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which = CodeBlock::First);
 

@@ -1,4 +1,5 @@
 #include "worker/answers/candidateparser.h"
+#include "core/protocol/modeltext.h"
 
 #include <algorithm>
 #include <cctype>
@@ -1076,7 +1077,12 @@ ParseResult parseAnswer(const std::string& markdown, const std::vector<SigParam>
                                   "repeating code.",
                               0));
 
-    const std::vector<std::string> lines = splitLines(markdown);
+    // The blocks are looked for after a reasoning section (core/protocol/modeltext.h), on the
+    // response's own line numbers: drafts written while thinking are not the answer.
+    const auto reasoning = findReasoningSection(markdown);
+    if (reasoning && !reasoning->closed)
+        return fail(makeError("reasoning_unfinished", unfinishedReasoningMessage(), 1));
+    const std::vector<std::string> lines = splitLines(blankReasoning(markdown, reasoning));
     FenceScan scan;
     scanFences(lines, 0, lines.size(), 1, &scan);
 
