@@ -1211,6 +1211,14 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
         {h + "import torch.made_up_ops\n" + kScaleModel, "runtime_error", "No module named 'torch.made_up_ops'", 3},
         {h + "import os\n" + kScaleModel, "rejected", "import of 'os'", 3},
         {h + "import kwb_made_up_ops\nimport os\n" + kScaleModel, "rejected", "may be imported", 3},
+        // Where the import does not run, or its error is caught (CUDA-L1's `try: import cupy` /
+        // `except ImportError:` with a torch fallback, and cupy imported in a method that only
+        // runs where it loaded), the module runs as it would anywhere.
+        {h +
+             "try:\n    import kwb_made_up_cupy as cp\nexcept ImportError:\n    cp = None\n"
+             "def with_cupy():\n    import kwb_made_up_cupy\n" +
+             kScaleModel,
+         "correct", "", 0},
     };
     for (const Case& c : cases) {
         CAPTURE(c.module);
@@ -1218,7 +1226,7 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
         const json r = evaluateOnCpu(t, fenced(c.module));
         INFO(r.dump());
         CHECK(r["status"] == c.status);
-        CHECK(r["message"].get<std::string>().find(c.message) != std::string::npos);
+        CHECK(r.value("message", std::string()).find(c.message) != std::string::npos);
         if (std::string(c.status) == "runtime_error") {
             const json e = loadError(c.module);
             REQUIRE(e.is_object());
@@ -1660,4 +1668,46 @@ class ModelNew(nn.Module):
     CHECK(wrong["stage"] == "correctness");
     CHECK(wrong["correctness"]["passed"] == 2); // right on every trial at KernelBench's sizes
     CHECK(wrong["message"].get<std::string>().rfind("incorrect on shape set 'odd' (input 0 [63, 31])", 0) == 0);
+}
+
+TEST_CASE("getattr reads what an attribute may read: a literal name at the static check, a computed one when it "
+          "runs")
+{
+    // codex-gpt-5.5's L3/38 (github.com/yenhao-huang/KernelBench, correct under KernelBench) reads
+    // `getattr(self.lstm, "weight_ih_l" + suffix)`; CUDA-L1's `getattr(conv, 'bias', None)`.
+    if (!pythonOrSkip())
+        return;
+    CHECK(python::checkSource("import torch.nn as nn\nlin = nn.Linear(2, 2)\nw = getattr(lin, 'bias', None)\n"
+                              "n = 'wei' + 'ght'\nv = getattr(lin, n)\nf = getattr\n")
+              .empty());
+    for (const Refused& r :
+         {Refused{"import torch\nx = getattr(torch.ones(1), '__class__')\n", "special attributes"},
+          Refused{"import torch\nc = getattr(torch, '_C')\n", "private"},
+          Refused{"import torch\ns = getattr(torch.cuda, 'synchronize')\n", "synchronisation"},
+          Refused{"import torch\nm = torch.nn.Linear(1, 1)\nh = getattr(m, '_forward_hooks')\n", "private internals"},
+          Refused{"t = getattr('{0.__class__}', 'format')\n", "format fields"}})
+        checkRefused(r);
+
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const std::string h = "import torch\nimport torch.nn as nn\n";
+    const std::string model = "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                              "        self.scale = nn.Parameter(torch.ones(1), requires_grad=False)\n"
+                              "    def forward(self, A, s):\n";
+    // A computed name that may be read: the answer runs.
+    CHECK(evaluateOnCpu(
+              t, fenced(h + model + "        k = 'sca' + 'le'\n        return A * s * getattr(self, k)\n"))["status"] ==
+          "correct");
+    // Computed names refused when they run: a special attribute, torch's private internals, a module's
+    // attribute its view refuses, and getattr reached under another name.
+    for (const char* body : {"        k = '__cla' + 'ss__'\n        getattr(A, k)\n        return A * s\n",
+                             "        k = '_forward' + '_hooks'\n        getattr(self, k)\n        return A * s\n",
+                             "        k = 'synchro' + 'nize'\n        getattr(torch.cuda, k)()\n        return A * s\n",
+                             "        g = getattr\n        g(torch, '_' + 'C')\n        return A * s\n"}) {
+        CAPTURE(body);
+        const json r = evaluateOnCpu(t, fenced(h + model + body));
+        INFO(r.dump());
+        CHECK(r["status"] == "rejected");
+        CHECK(r["message"].get<std::string>().find("kwb sandbox") != std::string::npos);
+    }
 }

@@ -57,7 +57,7 @@ DENIED_NAMES = {
     "compile": "builds code at run time", "__import__": "imports past the allowlist",
     "globals": "reaches the module's namespace", "locals": "reaches a frame's namespace",
     "vars": "reaches an object's namespace", "setattr": "writes attributes by name",
-    "delattr": "deletes attributes by name", "getattr": "reads attributes by name (past the attribute checks)",
+    "delattr": "deletes attributes by name",
     "breakpoint": "starts a debugger", "memoryview": "reaches raw memory",
     "exit": "ends the worker", "quit": "ends the worker", "__builtins__": "reaches the builtins",
     "os": "the os module", "sys": "the sys module", "subprocess": "starts processes", "socket": "opens sockets",
@@ -133,6 +133,23 @@ for _n in ("os", "sys", "subprocess", "ctypes", "_ctypes", "builtins", "importli
            "multiprocessing", "inspect", "posix", "pickle", "marshal", "shutil", "mmap", "gc"):
     DENIED_ATTRIBUTE_NAMES[_n] = f"reaches the {_n} module"
 ALLOWED_CPP_EXTENSION = {"load_inline"}
+
+
+def attribute_name_reason(attr, dunder_ok=False):
+    """Why reading `.attr` is refused on any object, by its name alone: the static check's rule for
+    `x.attr`, and getattr's at run time for a name computed there (_guarded_getattr). None where
+    the name may be read (a chain rooted at a module is checked besides, by its path)."""
+    if attr in DENIED_ATTRIBUTE_NAMES:
+        return f"attribute '{attr}' is not allowed: {DENIED_ATTRIBUTE_NAMES[attr]}"
+    if attr in TORCH_PRIVATE_MEMBERS:
+        return (f"attribute '{attr}' is not allowed: torch's private internals (a module's hook tables and parameter "
+                "dictionaries, a tensor's or storage's internals)")
+    if attr.startswith("register_") and "hook" in attr:
+        return (f"'{attr}' is not allowed: a hook runs the answer's code inside the evaluator's own calls (and a "
+                "process-wide one inside later answers')")
+    if attr.startswith("__") and attr.endswith("__") and attr not in ALLOWED_DUNDERS and not dunder_ok:
+        return f"attribute '{attr}': special attributes reach past the answer's own objects"
+    return None
 # Private torch helpers that honest answers copy from nn.Linear/nn.Conv's reset_parameters: pure
 # arithmetic on a tensor's shape, nothing of the process reached. Refusing them made a real
 # QwQ-32B answer `rejected` (issue 33's agreement study).
@@ -520,17 +537,9 @@ class _Checker(ast.NodeVisitor):
         return attribute_reason(path)
 
     def visit_Attribute(self, node):
-        if node.attr in DENIED_ATTRIBUTE_NAMES:
-            self.refuse(node, f"attribute '{node.attr}' is not allowed: {DENIED_ATTRIBUTE_NAMES[node.attr]}")
-        elif node.attr in TORCH_PRIVATE_MEMBERS:
-            self.refuse(node, f"attribute '{node.attr}' is not allowed: torch's private internals (a module's hook "
-                              "tables and parameter dictionaries, a tensor's or storage's internals)")
-        elif node.attr.startswith("register_") and "hook" in node.attr:
-            self.refuse(node, f"'{node.attr}' is not allowed: a hook runs the answer's code inside the evaluator's "
-                              "own calls (and a process-wide one inside later answers')")
-        if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in ALLOWED_DUNDERS \
-                and id(node) not in self.format_reads:
-            self.refuse(node, f"attribute '{node.attr}': special attributes reach past the answer's own objects")
+        reason = attribute_name_reason(node.attr, dunder_ok=id(node) in self.format_reads)
+        if reason:
+            self.refuse(node, reason)
         if node.attr in ("format", "format_map"):
             self.check_format(node)
         path = self.dotted(node)
@@ -573,6 +582,15 @@ class _Checker(ast.NodeVisitor):
     def visit_Call(self, node):
         if isinstance(node.func, ast.Name) and node.func.id == "type" and (len(node.args) != 1 or node.keywords):
             self.refuse(node, "type(name, bases, namespace) makes a class past the checks on class statements")
+        if isinstance(node.func, ast.Name) and node.func.id == "getattr" and "getattr" not in self.aliases \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            # getattr(x, 'name') is x.name: the same rules, here; a computed name meets them at run time.
+            name = node.args[1].value
+            path = self.dotted(node.args[0])
+            reason = getattr_name_reason(name) or (path and (attribute_reason(f"{path}.{name}") or
+                                                            resolve_reason(f"{path}.{name}")))
+            if reason:
+                self.refuse(node, reason)
         # '{num_features}, eps={eps}'.format(**self.__dict__), nn.BatchNorm's own extra_repr, which
         # answers copy (Gemini 2.5 Pro's L1/33, correct under KernelBench): the dict is only unpacked
         # into a literal template whose fields (checked below) name no attribute, so nothing is
@@ -978,6 +996,14 @@ def _guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
             and not torch_module_import(name):
         if not level and _torch_lazy_import(name):
             return _view_of(sys.modules[name])
+        missing = missing_module(name, level)
+        if missing:
+            # A module that exists nowhere: Python's own error, where Python raises it (an answer's
+            # `try: import cupy` / `except ImportError:` falls back as it would anywhere).
+            kind, _, text = missing.partition(": ")
+            error = (ModuleNotFoundError if kind == "ModuleNotFoundError" else ImportError)(text)
+            error.kwb_missing_module = True
+            raise error
         raise ImportError(f"kwb sandbox: import of '{name}' is not allowed")
     return _view_of(builtins.__import__(name, globals, locals, fromlist, level))
 
@@ -1061,8 +1087,36 @@ def _guarded_build_class(func, name, *bases, **keywords):
 RUNTIME_ONLY_DENIED = {"input", "help", "copyright", "credits", "license"}
 
 
+def getattr_name_reason(name):
+    """Why getattr may not read `name` (attribute_name_reason's rule; and str.format's, whose fields
+    read attributes by name and whose template getattr would hand over unchecked)."""
+    if name in ("format", "format_map"):
+        return f"getattr(…, '{name}'): format fields read attributes by name; use an f-string"
+    return attribute_name_reason(name)
+
+
+def _guarded_getattr(obj, name, *default):
+    """getattr as the answer sees it: a name read by string passes the rule a `.name` in the source
+    passes (attribute_name_reason), checked when the name is known, at run time (codex-gpt-5.5's
+    `getattr(self.lstm, "weight_ih_l" + suffix)`, correct under KernelBench, was `rejected`). A
+    module's attributes go through its view's checks besides, as `.name` does."""
+    if type(name) is not str:
+        raise TypeError(f"attribute name must be string, not '{type(name).__name__}'")
+    if len(default) > 1:
+        raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
+    reason = getattr_name_reason(name)
+    if reason:
+        raise SandboxError(f"kwb sandbox: {reason}")
+    return getattr(obj, name, *default)
+
+
+_guarded_getattr.__name__ = "getattr"
+_guarded_getattr.__qualname__ = "getattr"
+
+
 def _answer_builtins():
     safe = {k: v for k, v in vars(builtins).items() if k not in DENIED_NAMES and k not in RUNTIME_ONLY_DENIED}
+    safe["getattr"] = _guarded_getattr
     safe["__import__"] = _guarded_import
     safe["__build_class__"] = _guarded_build_class
     return safe
@@ -1204,6 +1258,8 @@ def _build_code(message, notes):
 
 
 def _runtime_code(e):
+    if isinstance(e, ImportError) and getattr(e, "kwb_missing_module", False):
+        return "missing_module"
     return "undefined_name" if isinstance(e, NameError) else None
 
 
@@ -1214,14 +1270,11 @@ def run_module(source):
     if refusals:
         if refusals[0].get("syntax"):
             raise AnswerError("compile_error", "compile", f"line {refusals[0]['line']}: {refusals[0]['reason']}", line=refusals[0]["line"])
-        if all(r.get("missing_module") for r in refusals):
-            # Only imports of modules that exist nowhere: the module would fail at its first one
-            # with the error below, as in KernelBench's harness. Nothing of it runs here either.
-            first = min(refusals, key=lambda r: r["line"])
-            raise AnswerError("runtime_error", "compile",
-                              f"the answer's module failed (line {first['line']}): {first['missing_module']}",
-                              code="missing_module", line=first["line"])
-        raise AnswerError("rejected", "sandbox", refusals[0]["reason"], line=refusals[0]["line"], detail=refusals)
+        # Only imports of modules that exist nowhere: the module runs, and fails where Python would
+        # (an import that runs, unguarded) with Python's error (_guarded_import), or falls back where
+        # the answer catches it (`try: import cupy` / `except ImportError:`, CUDA-L1's answers).
+        if not all(r.get("missing_module") for r in refusals):
+            raise AnswerError("rejected", "sandbox", refusals[0]["reason"], line=refusals[0]["line"], detail=refusals)
     code = compile(source, _ANSWER_FILE, "exec")
     namespace = {"__name__": "kwb_answer", "__builtins__": _answer_builtins()}
     _builds.clear()
