@@ -1299,7 +1299,10 @@ TEST_CASE("static check: what strong models copy from torch and KernelBench's re
           "def pair(x):\n    if isinstance(x, collections.abc.Iterable):\n        return tuple(x)\n"
           "    return tuple(repeat(x, 2))\nd = collections.OrderedDict()\n",
           "from torch.nn.modules.utils import _triple\nimport torch\nk = _triple(3)\np = "
-          "torch.nn.modules.utils._pair(2)\n"}) {
+          "torch.nn.modules.utils._pair(2)\n",
+          // gemma-4-26B's L3/16 (correct under KernelBench): a mode switch no harness calls.
+          "import torch.nn as nn\nclass F(nn.BatchNorm2d):\n    def train(self, mode=True):\n"
+          "        super().train(mode)\n        return self\n"}) {
         CAPTURE(source);
         CHECK(python::checkSource(source).empty());
     }

@@ -83,7 +83,8 @@ DENIED_ATTRIBUTES = {
     "torch.ops.load_library": "loads native libraries", "torch.classes": "loads native classes",
     "torch.ops.import_module": "imports modules by name",
     "torch.library": "registers operators", "torch._C": "torch's internals", "torch.multiprocessing": "starts processes",
-    "torch.distributed": "opens connections", "torch.backends": "changes the process's numeric settings",
+    "torch.distributed": "opens connections",
+    "torch.backends": "holds the process's numeric settings (cudnn.benchmark, TF32), which are the evaluator's",
     "torch.set_default_tensor_type": "changes the process's defaults", "torch.set_default_dtype": "changes the process's defaults",
     "torch.Tensor._make_subclass": "makes tensor subclasses", "torch._tensor": "torch's internals",
     "torch.overrides": "tensor subclass machinery", "torch.utils.dlpack": "tensor exchange is the evaluator's",
@@ -169,8 +170,11 @@ BASES_RULE = "classes may derive from torch.nn.Module, a layer class of torch.nn
              "answer's own classes"
 # Members a class may define although a torch base has them: forward is the answer's, and extra_repr
 # only feeds repr(), which the evaluator never calls (Gemini 2.5 Pro wrote one on 6 of 250 tasks,
-# L1/33 correct under KernelBench, all `rejected` before).
-OVERRIDABLE = {"forward", "extra_repr"}
+# L1/33 correct under KernelBench, all `rejected` before). train and eval switch the model's mode,
+# which neither the evaluator nor KernelBench's harness ever does (the model is run as constructed)
+# and torch calls from nothing else: only the answer's own code reaches them (gemma-4-26B's no-op
+# `train` in L3/16, correct under KernelBench; CUDA-L1's `train` that refreshes fused weights).
+OVERRIDABLE = {"forward", "extra_repr", "train", "eval"}
 # Special methods a class of the answer may define: the others run when Python or the evaluator
 # handles the answer's objects (printing, comparing, hashing, destroying them), outside forward.
 ALLOWED_CLASS_DUNDERS = {"__init__"}
@@ -249,7 +253,7 @@ def protected_member_reason(cls, name):
     check's and the class statement's words)."""
     owner = "torch.nn.Module" if name in CLASS_PROTECTED else "its torch base class"
     return (f"class {cls} defines '{name}', which {owner} has: the evaluator and torch call the model's own torch "
-            "methods; give helpers other names (only __init__, forward and extra_repr are overridden)")
+            "methods; give helpers other names (only __init__, forward, extra_repr, train and eval are overridden)")
 
 
 def attribute_reason(path):
