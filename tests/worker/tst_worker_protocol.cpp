@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <poll.h>
@@ -990,4 +991,50 @@ TEST_CASE("without --gpu-quiet-lock hello says null and no error")
     REQUIRE(hello.contains("gpu_quiet_lock"));
     CHECK(hello["gpu_quiet_lock"].is_null());
     CHECK_FALSE(hello.contains("gpu_quiet_lock_error"));
+}
+
+TEST_CASE("a worker that loaded an answer's library answers worker_healthy: false and exits; one that loaded none "
+          "goes on")
+{
+    // The library's code ran in this process: a thread it left, or memory it changed, must not meet
+    // the next candidate (the red-team review of 2026-12-05: a thread left by a `compile` request
+    // forged the next request's response in a reused compile worker). docs/sandbox.md.
+    const fs::path cache = fs::temp_directory_path() / ("kwb-protocol-retire-" + std::to_string(::getpid()));
+    fs::create_directories(cache);
+    ::setenv("KWB_EXTENSION_CACHE", cache.c_str(), 1);
+    WorkerClient worker(kwb::test::findWorker(KWB_WORKER_PATH), {"--tasks-dir", kSource + "/tasks"});
+    std::string err;
+    REQUIRE_MESSAGE(worker.start(&err), err);
+    const json torchOnly = {{"type", "evaluate"},
+                            {"task", "L1/5"},
+                            {"scale", "smoke"},
+                            {"device", "cpu"},
+                            {"time", false},
+                            {"answer",
+                             "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, A, s):\n"
+                             "        return A * s\n```\n"}};
+    auto first = worker.request(torchOnly, 300);
+    REQUIRE(first.outcome == WorkerClient::Outcome::Ok);
+    CAPTURE(first.response.dump());
+    if (first.response["ok"] == false) { // a worker built without Python
+        CHECK(first.response["error"]["message"].get<std::string>().find("without Python") != std::string::npos);
+        return;
+    }
+    CHECK(first.response["status"] == "correct");
+    CHECK_FALSE(first.response.contains("worker_healthy")); // no library loaded: the worker goes on
+    json library = torchOnly;
+    library["answer"] = readFile(kSource + "/tests/fixtures/candidates/kernelbench/cpp_only/L1_05_scale.md");
+    auto second = worker.request(library, 600);
+    REQUIRE(second.outcome == WorkerClient::Outcome::Ok);
+    CAPTURE(second.response.dump());
+    CHECK(second.response["status"] == "correct");
+    CHECK(second.response["worker_healthy"] == false);
+    auto third = worker.request(torchOnly, 60);
+    CHECK(third.outcome == WorkerClient::Outcome::Exited);
+    CHECK(third.exitCode == 3);
+    std::error_code ec;
+    for (auto& entry : fs::recursive_directory_iterator(cache, ec))
+        fs::permissions(entry.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+    fs::remove_all(cache, ec);
+    ::unsetenv("KWB_EXTENSION_CACHE");
 }
