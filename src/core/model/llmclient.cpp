@@ -49,7 +49,7 @@ QString withReasoning(const QString& reasoning, const QString& content)
 {
     if (reasoning.isEmpty())
         return content;
-    if (content.trimmed().isEmpty())
+    if (content.isEmpty())
         return QStringLiteral("<think>\n") + reasoning;
     return QStringLiteral("<think>\n") + reasoning + QStringLiteral("\n</think>\n\n") + content;
 }
@@ -531,18 +531,27 @@ bool LlmClient::absorbChunk(Call* call, const QJsonObject& object, bool streamed
             state.text.clear(); // neither kept nor shown
             return false;
         }
+        // What is shown as it arrives adds up to the stored text (withReasoning): the reasoning in
+        // its <think> section, closed when the content starts.
+        QString shown;
         if (streamed) {
+            if (!reasoning.isEmpty())
+                shown += (state.reasoning.isEmpty() ? QStringLiteral("<think>\n") : QString()) + reasoning;
+            if (!text.isEmpty() && state.text.isEmpty() && !(state.reasoning + reasoning).isEmpty())
+                shown += QStringLiteral("\n</think>\n\n");
+            shown += text;
             state.text += text;
             state.reasoning += reasoning;
         } else {
             state.text = text;
             state.reasoning = reasoning;
+            shown = withReasoning(reasoning, text);
         }
         const QString finish = choice.value(QStringLiteral("finish_reason")).toString();
         if (!finish.isEmpty())
             state.finishReason = finish;
-        if (!text.isEmpty()) {
-            pieces->append({call->firstIndex + index, text});
+        if (!shown.isEmpty()) {
+            pieces->append({call->firstIndex + index, shown});
             if (streamed)
                 call->textShown = true;
         }
