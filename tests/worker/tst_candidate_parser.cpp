@@ -527,3 +527,20 @@ TEST_CASE("ModelNew bound by an assignment")
     CHECK_FALSE(extractKernelBenchSource("```python\nx = ModelNew\n```\n").ok);
     CHECK_FALSE(extractKernelBenchSource("```python\ndef f():\n    ModelNew = 1\n```\n").ok);
 }
+
+// QwQ-32B's habit in Kernel-Coder's runs: the code only inside the thinking, a summary after it.
+TEST_CASE("code written only while reasoning is its own format error, in both formats")
+{
+    const std::string module = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass\n```\n";
+    const std::string summary = "The provided solution fuses the epilogue.\n";
+    const KernelBenchSource kb = extractKernelBenchSource("Plan.\n" + module + "</think>\n\n" + summary);
+    REQUIRE(kb.error);
+    CHECK(kb.error->code == "code_only_in_reasoning");
+    CHECK(kb.error->message.find("</think>") != std::string::npos);
+    const ParseResult native = parseAnswer("<think>\n" + good() + "</think>\n" + summary, kSig);
+    REQUIRE(native.error);
+    CHECK(native.error->code == "code_only_in_reasoning");
+    // Nothing after the thinking and no code in it: the usual errors.
+    CHECK(extractKernelBenchSource("<think>plan</think>\n" + summary).error->code == "no_model_new");
+    CHECK(parseAnswer("<think>plan</think>\n" + summary, kSig).error->code == "no_code_block");
+}

@@ -153,6 +153,10 @@ KernelBenchSource extractKernelBenchSource(const std::string& response, CodeBloc
         out.ok = true;
         return out;
     }
+    if (reasoning && reasoningHasCodeBlock(response, *reasoning)) {
+        out.error = FormatError{"code_only_in_reasoning", codeOnlyInReasoningMessage(), 1};
+        return out;
+    }
     out.error =
         FormatError{"no_model_new",
                     "no ```python block defines class ModelNew: a KernelBench-format answer is one Python module "

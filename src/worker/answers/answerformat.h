@@ -44,9 +44,10 @@ struct KernelBenchSource
 {
     bool ok = false;
     std::string source;
-    int line = 0;                     // answer line of the module's first line
-    int modelNewBlocks = 0;           // closed blocks that define ModelNew (0: the whole text, or none)
-    std::optional<FormatError> error; // too_large | reasoning_unfinished | unclosed_fence | no_model_new
+    int line = 0;           // answer line of the module's first line
+    int modelNewBlocks = 0; // closed blocks that define ModelNew (0: the whole text, or none)
+    // too_large | reasoning_unfinished | unclosed_fence | code_only_in_reasoning | no_model_new
+    std::optional<FormatError> error;
 };
 KernelBenchSource extractKernelBenchSource(const std::string& answer, CodeBlock which = CodeBlock::First);
 

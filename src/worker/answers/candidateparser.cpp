@@ -1094,6 +1094,8 @@ ParseResult parseAnswer(const std::string& markdown, const std::vector<SigParam>
                                   "answer was cut off by the length limit, make it shorter: no explanations, no "
                                   "repeated code.)",
                               scan.unclosedLine));
+    if (scan.blocks.empty() && reasoning && reasoningHasCodeBlock(markdown, *reasoning))
+        return fail(makeError("code_only_in_reasoning", codeOnlyInReasoningMessage(), 1));
     if (scan.blocks.empty())
         return fail(makeError("no_code_block",
                               std::string("the answer has no fenced code block. ") + kFormatReminder +
