@@ -79,6 +79,31 @@ ScriptedLlmServer::Reply fault(ScriptedLlmServer::Action action)
     return reply;
 }
 
+// One request of kMessages to a server answering `reply`: the first candidate's stored text and
+// what was streamed of it; false (and why) where the request failed.
+bool answerOnce(const ScriptedLlmServer::Reply& reply, bool stream, QString* text, QString* streamed, QString* why)
+{
+    ScriptedLlmServer server;
+    if (!server.start()) {
+        *why = QStringLiteral("the scripted server did not start");
+        return false;
+    }
+    server.setDefaultReply(reply);
+    LlmClient client;
+    LlmSettings settings = testSettings(server);
+    settings.stream = stream;
+    client.setSettings(settings);
+    Spies spies(client);
+    client.complete(kMessages);
+    if (!spies.waitForEnd() || !spies.failed.isEmpty()) {
+        *why = spies.message();
+        return false;
+    }
+    *text = spies.completions().at(0).text;
+    *streamed = spies.streamed(0);
+    return true;
+}
+
 } // namespace
 
 class TestLlmClient : public QObject
@@ -402,44 +427,28 @@ void TestLlmClient::reasoningSentApart()
     QFETCH(QString, field);
     QFETCH(QString, content);
     QFETCH(QString, stored);
-    ScriptedLlmServer server;
-    QVERIFY(server.start());
     ScriptedLlmServer::Reply reply;
     reply.texts = {content};
     reply.verbatim = true;
     reply.reasoning = {QStringLiteral("Draft:\n```python\nclass ModelNew: draft\n```\nbetter")};
     reply.reasoningField = field;
     reply.finishReason = content.isEmpty() ? QStringLiteral("length") : QStringLiteral("stop");
-    server.setDefaultReply(reply);
-    LlmClient client;
-    LlmSettings settings = testSettings(server);
-    settings.stream = stream;
-    client.setSettings(settings);
-    Spies spies(client);
-    client.complete(kMessages);
-    QVERIFY(spies.waitForEnd());
-    QVERIFY2(spies.failed.isEmpty(), qPrintable(spies.message()));
-    QCOMPARE(spies.completions().at(0).text, stored);
+    QString text, streamed, why;
+    QVERIFY2(answerOnce(reply, stream, &text, &streamed, &why), qPrintable(why));
+    QCOMPARE(text, stored);
     if (stream)
-        QCOMPARE(spies.streamed(0), stored); // what the live view is shown adds up to what is stored
+        QCOMPARE(streamed, stored); // what the live view is shown adds up to what is stored
 }
 
 void TestLlmClient::contentAsParts()
 {
-    ScriptedLlmServer server;
-    QVERIFY(server.start());
     ScriptedLlmServer::Reply reply;
     reply.texts = {QStringLiteral("```cuda\n__global__ void k() {}\n```")};
     reply.verbatim = true;
     reply.contentParts = true;
-    server.setDefaultReply(reply);
-    LlmClient client;
-    client.setSettings(testSettings(server));
-    Spies spies(client);
-    client.complete(kMessages);
-    QVERIFY(spies.waitForEnd());
-    QVERIFY2(spies.failed.isEmpty(), qPrintable(spies.message()));
-    QCOMPARE(spies.completions().at(0).text, reply.texts.at(0));
+    QString text, streamed, why;
+    QVERIFY2(answerOnce(reply, false, &text, &streamed, &why), qPrintable(why));
+    QCOMPARE(text, reply.texts.at(0));
 }
 
 void TestLlmClient::streamingServerN()
