@@ -9,7 +9,7 @@ ralph_<model>_cuda_all (the fork's scripts/ralph_*: one answer per problem, leve
   raw_generation/level_L/problem_P.txt    -> ..._response.txt, only where no generated kernel exists
   per_problem/level_L/problem_P.json      -> OUT/.../eval_results.json (KernelBench's form), entries with
                                              status "evaluated" only (their eval_result); other statuses
-                                             (static_failed, evaluation_error, ...) go to side_statuses.json
+                                             (static_failed, evaluation_error, ...) go to OUT.side_statuses.json (beside OUT)
   problem_name is checked against tasks/kernelbench-src (our KernelBench copy at 423217d).
 openrouter_deepseek_v4_pro_leaderboard_l{1,2,3}: already KernelBench's layout; copied as they are.
 Level 4 is left out (kwb's worker has levels 1-3)."""
@@ -62,5 +62,5 @@ for folder, model in MODELS.items():
         json.dump(v, open(f"{run}/eval_results.json", "w"), indent=1)
 for L in (1, 2, 3):
     shutil.copytree(f"{SRC}/openrouter_deepseek_v4_pro_leaderboard_l{L}", f"{OUT}/openrouter_deepseek_v4_pro_leaderboard_l{L}")
-json.dump(side, open(os.path.join(OUT, "side_statuses.json"), "w"), indent=1)
+json.dump(side, open(OUT.rstrip("/") + ".side_statuses.json", "w"), indent=1)  # beside OUT: not a generation
 print("numbering mismatches:", bad)
