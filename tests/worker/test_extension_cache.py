@@ -334,10 +334,12 @@ def broker_limits_one_workers_share():
     gate = os.path.join(ROOT, "gate-share")
     sock = start_broker(cache, gate)
     workers = [start(cache, f"__global__ void q{i}() {{}}", broker=sock) for i in range(3)]
-    wait_for(lambda: len(builds()) == 2, "two builds")
-    time.sleep(1.0)
-    assert len(builds()) == 2, builds()  # the third waits for one of them
-    open(gate, "w").close()
+    try:
+        wait_for(lambda: len(builds()) == 2, "two builds")
+        time.sleep(1.0)
+        assert len(builds()) == 2, builds()  # the third waits for one of them
+    finally:
+        open(gate, "w").close()  # a failed case leaves no builder waiting for it
     assert all(result(w)["ok"] for w in workers)
     assert len(builds()) == 3, builds()
     held = []
