@@ -51,6 +51,23 @@ inline std::size_t findNoCase(std::string_view text, std::string_view tag, std::
 
 inline constexpr std::string_view kNames[] = {"think", "thinking"};
 
+/// Where the first line whose text (after spaces or tabs) satisfies `starts(text, at)` has that
+/// text, or npos.
+template <typename Starts>
+std::size_t findLineStart(std::string_view text, Starts starts)
+{
+    for (std::size_t line = 0; line < text.size();) {
+        const std::size_t start = text.find_first_not_of(" \t", line);
+        if (start != std::string_view::npos && starts(text, start))
+            return start;
+        const std::size_t next = text.find('\n', line);
+        if (next == std::string_view::npos)
+            break;
+        line = next + 1;
+    }
+    return std::string_view::npos;
+}
+
 } // namespace modeltext_detail
 
 /// The reasoning section at the start of a response, if it has one:
@@ -75,24 +92,19 @@ inline std::optional<ReasoningSection> findReasoningSection(std::string_view tex
             return ReasoningSection{text.size(), false};
         return ReasoningSection{at + close.size(), true};
     }
-    for (std::size_t line = 0; line < text.size();) {
-        const std::size_t start = text.find_first_not_of(" \t", line);
-        if (start == std::string_view::npos)
-            break;
-        for (std::string_view name : kNames) {
-            const std::string close = "</" + std::string(name) + ">";
-            if (startsWithNoCase(text, start, close)) {
-                if (findNoCase(text.substr(0, start), "<" + std::string(name)) != std::string_view::npos)
-                    return std::nullopt;
-                return ReasoningSection{start + close.size(), true};
+    std::string_view name; // of the closing tag found at a line's start
+    const std::size_t start = findLineStart(text, [&name](std::string_view t, std::size_t at) {
+        for (std::string_view n : kNames)
+            if (startsWithNoCase(t, at, "</" + std::string(n) + ">")) {
+                name = n;
+                return true;
             }
-        }
-        const std::size_t next = text.find('\n', line);
-        if (next == std::string_view::npos)
-            break;
-        line = next + 1;
-    }
-    return std::nullopt;
+        return false;
+    });
+    if (start == std::string_view::npos ||
+        findNoCase(text.substr(0, start), "<" + std::string(name)) != std::string_view::npos)
+        return std::nullopt;
+    return ReasoningSection{start + ("</" + std::string(name) + ">").size(), true};
 }
 
 /// The response with its reasoning section's characters removed but its line breaks kept: the
@@ -128,17 +140,9 @@ inline std::string answerAfterReasoning(std::string_view text)
 /// 589 responses of Kernel-Coder's runs, then summarised "the provided solution" after the section).
 inline bool reasoningHasCodeBlock(std::string_view text, const ReasoningSection& section)
 {
-    const std::string_view reasoning = text.substr(0, section.end);
-    for (std::size_t line = 0; line < reasoning.size();) {
-        const std::size_t start = reasoning.find_first_not_of(" \t", line);
-        if (start != std::string_view::npos && reasoning.compare(start, 3, "```") == 0)
-            return true;
-        const std::size_t next = reasoning.find('\n', line);
-        if (next == std::string_view::npos)
-            break;
-        line = next + 1;
-    }
-    return false;
+    return modeltext_detail::findLineStart(text.substr(0, section.end), [](std::string_view t, std::size_t at) {
+               return t.compare(at, 3, "```") == 0;
+           }) != std::string_view::npos;
 }
 
 /// The parsers' message where the code is only inside the reasoning (reasoningHasCodeBlock).

@@ -15,6 +15,13 @@ namespace kwb {
 
 namespace {
 
+// What the model answered, its reasoning section left out (core/protocol/modeltext.h): what a
+// later prompt is shown of an answer or a notes role's text.
+QString withoutReasoning(const QString& response)
+{
+    return QString::fromStdString(answerAfterReasoning(response.toStdString()));
+}
+
 QJsonValue textOrFalse(const QString& text)
 {
     return text.isEmpty() ? QJsonValue(false) : QJsonValue(text);
@@ -415,7 +422,7 @@ void RunController::storeNotes(TaskState* state, const QString& role, const QStr
 {
     // A notes role's text feeds the next prompt: the analyzer's and researcher's within the turn,
     // the triager's or critic's as the rewrite of the feedback; its reasoning section is not passed on.
-    const QString text = QString::fromStdString(answerAfterReasoning(response.toStdString()));
+    const QString text = withoutReasoning(response);
     if (role == RegimeRole::Analyzer)
         state->analysis = text;
     else if (role == RegimeRole::Researcher)
@@ -745,7 +752,7 @@ void RunController::turnDone(TaskState* state)
         return finishTask(state);
     QJsonObject feedback = shown->result;
     // The answer without its reasoning (core/protocol/modeltext.h): the thinking is not shown again.
-    feedback.insert(kFeedbackAnswerKey, QString::fromStdString(answerAfterReasoning(shown->answer.toStdString())));
+    feedback.insert(kFeedbackAnswerKey, withoutReasoning(shown->answer));
     state->feedback = feedback;
     state->rewrite.clear();
     ++state->turn;

@@ -189,10 +189,15 @@ _KILLED_COMPILER = ("Killed signal terminated program", "died due to signal", "t
                     "internal compiler error: Killed")
 
 
+def compiler_killed(output):
+    """Whether a build's messages say its compiler was ended by a signal (_KILLED_COMPILER)."""
+    return any(m in output for m in _KILLED_COMPILER)
+
+
 def transient_failure(result):
     """Whether a failed build says nothing lasting about its sources (not cached): no result from
     the builder, the time limit, or a compiler killed by a signal."""
-    return bool(result.get("transient")) or any(m in str(result.get("message", "")) for m in _KILLED_COMPILER)
+    return bool(result.get("transient")) or compiler_killed(str(result.get("message", "")))
 
 
 def read_manifest(directory):
@@ -328,13 +333,16 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
             if result is None:
                 raise MachineError("the build was cancelled (its worker ended)")
             ok = bool(result.get("ok"))
+
+            def record(ok, files):
+                return {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
+                        "message": "" if ok else cap_message(result.get("message", "the build failed")),
+                        "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
+                        "builder": str(result.get("builder", ""))}
+
             if not ok and transient_failure(result):
                 # Reported to this request, never cached: the next request of the key builds again.
-                return directory, {"format": CACHE_FORMAT, "key": key, "name": name, "ok": False,
-                                   "message": cap_message(result.get("message", "the build failed")),
-                                   "files": {}, "build_ms": build_ms, "pch": str(result.get("pch", "")),
-                                   "builder": str(result.get("builder", "")), "cached": False}, \
-                    False, waited_ms, build_ms
+                return directory, dict(record(False, {}), cached=False), False, waited_ms, build_ms
             for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID, SPARE_READY, BUILDER_LOG):
                 _discard(os.path.join(staging, n))
             files = {}
@@ -358,10 +366,7 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                         os.remove(path)
                         continue
                     files[rel] = _hash_file(path)
-            manifest = {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
-                        "message": "" if ok else cap_message(result.get("message", "the build failed")),
-                        "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
-                        "builder": str(result.get("builder", ""))}
+            manifest = record(ok, files)
             _write_json(os.path.join(staging, MANIFEST), manifest)
             _seal(staging)
             os.chmod(staging, 0o755)
@@ -849,7 +854,7 @@ class _EarlySyntaxPass:
         # g++'s own exit for an error in the source; a compiler killed or crashed (a machine's
         # failure, perhaps not the build's) is left to the builder.
         if not self.done() or self.process.returncode != 1 or "error:" not in self.output or \
-                "Killed signal terminated program" in self.output or "internal compiler error" in self.output:
+                compiler_killed(self.output) or "internal compiler error" in self.output:
             return None
         try:
             prefix = json.loads(read_builder_file(self.staging, EARLY_VALID, 64 * 1024))["error_prefix"]
