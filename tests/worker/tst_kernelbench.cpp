@@ -246,12 +246,12 @@ TEST_CASE("static check: each refusal with its line and reason")
         const char* reason;
     };
     const Case cases[] = {
-        {"import torch\nimport os\n", 2, "import of 'os'"},
-        {"import subprocess\n", 1, "import of 'subprocess'"},
-        {"from socket import socket\n", 1, "import from 'socket'"},
-        {"import threading\n", 1, "import of 'threading'"},
-        {"import ctypes\n", 1, "import of 'ctypes'"},
-        {"import importlib\n", 1, "import of 'importlib'"},
+        {"import torch\nimport os\nos.getcwd()\n", 2, "import of 'os'"},
+        {"import subprocess\nsubprocess.run\n", 1, "import of 'subprocess'"},
+        {"from socket import socket\nsocket()\n", 1, "import from 'socket'"},
+        {"import threading\nthreading.Thread\n", 1, "import of 'threading'"},
+        {"import ctypes\nctypes.CDLL\n", 1, "import of 'ctypes'"},
+        {"import importlib\nimportlib.import_module\n", 1, "import of 'importlib'"},
         {"from torch.utils.cpp_extension import load\n", 1, "only load_inline may be imported"},
         {"x = 1\nf = open('/etc/passwd')\n", 2, "'open' is not allowed: opens files"},
         {"y = eval('1+1')\n", 1, "'eval' is not allowed"},
@@ -345,8 +345,9 @@ TEST_CASE("evaluate: a refused KernelBench answer is rejected at the sandbox sta
     if (!pythonOrSkip())
         return;
     cacheDir();
-    const json r = evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"),
-                                 fenced("import torch\nimport os\nclass ModelNew(torch.nn.Module):\n    pass\n"));
+    const json r =
+        evaluateOnCpu(task("level1/05_matrix_scalar_multiplication.toml"),
+                      fenced("import torch\nimport os\nclass ModelNew(torch.nn.Module):\n    root = os.sep\n"));
     CHECK(r["status"] == "rejected");
     CHECK(r["stage"] == "sandbox");
     CHECK(r["answer_format"] == "kernelbench");
@@ -1209,8 +1210,8 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
         {h + "from .kernels import scale\n" + kScaleModel, "runtime_error",
          "ImportError: attempted relative import with no known parent package", 3},
         {h + "import torch.made_up_ops\n" + kScaleModel, "runtime_error", "No module named 'torch.made_up_ops'", 3},
-        {h + "import os\n" + kScaleModel, "rejected", "import of 'os'", 3},
-        {h + "import kwb_made_up_ops\nimport os\n" + kScaleModel, "rejected", "may be imported", 3},
+        {h + "import os\nhome = os.environ.get('HOME')\n" + kScaleModel, "rejected", "import of 'os'", 3},
+        {h + "import kwb_made_up_ops\nimport os\ncwd = os.getcwd\n" + kScaleModel, "rejected", "may be imported", 3},
         // Where the import does not run, or its error is caught (CUDA-L1's `try: import cupy` /
         // `except ImportError:` with a torch fallback, and cupy imported in a method that only
         // runs where it loaded), the module runs as it would anywhere.
@@ -1236,6 +1237,35 @@ TEST_CASE("honest failures: an import of a module that exists nowhere is the Mod
     }
 }
 
+TEST_CASE("honest failures: an import the answer never uses is not made, and not refused; one it uses is")
+{
+    // 20 of CUDA-L1's answers are refused only for an `import os` left over (docs/agreement.md). An
+    // import whose names the source never mentions again is noted and never made: the name is bound
+    // to an empty stand-in, so nothing of the module can be reached, whatever the answer does.
+    if (!pythonOrSkip())
+        return;
+    for (const char* unused :
+         {"import os\nimport torch\n", "import os.path as osp, sys\nimport torch\n", "from os import path, environ\n",
+          "import torch\ndef f():\n    import subprocess\n    return 1\n"})
+        CHECK_MESSAGE(python::checkSource(unused).empty(), unused);
+    for (const Refused& r :
+         {Refused{"import os\nx = os.environ\n", "import of 'os'"},
+          Refused{"import os\ndef f(os):\n    return os\n", "import of 'os'"}, // a mention
+          Refused{"from os import *\n", "import from 'os'"},
+          Refused{"import sys\nimport subprocess\nsubprocess.run(['true'])\n", "import of 'subprocess'"}})
+        checkRefused(r);
+
+    cacheDir();
+    const Task t = task("level1/05_matrix_scalar_multiplication.toml");
+    const std::string h =
+        "import torch\nimport torch.nn as nn\nimport os\nimport os.path as osp\nfrom sys import argv\n";
+    // Unused at the top and in forward (a stand-in each time): the answer runs and is correct.
+    const json r = evaluateOnCpu(t, fenced(h + "class ModelNew(nn.Module):\n    def forward(self, A, s):\n"
+                                               "        import time\n        return A * s\n"));
+    INFO(r.dump());
+    CHECK(r["status"] == "correct");
+}
+
 TEST_CASE("static check: a torch module readable as an attribute may be imported by name; what it names is "
           "checked as an attribute")
 {
@@ -1249,13 +1279,14 @@ TEST_CASE("static check: a torch module readable as an attribute may be imported
         CAPTURE(source);
         CHECK(python::checkSource(source).empty());
     }
-    for (const Refused& r : {Refused{"import torch.jit\n", "compiles Python at run time"},
-                             Refused{"import torch.backends.cudnn as cudnn\n", "numeric settings"},
-                             Refused{"from torch.utils.data import DataLoader\n", "only cpp_extension"},
-                             Refused{"from torch.cuda import synchronize\n", "synchronisation is the evaluator's"},
-                             Refused{"import torch.cuda\ntorch.cuda.synchronize()\n", "synchronisation"},
-                             Refused{"import torch.nn.init as init\ninit._no_grad_fill_\n", "private internals"},
-                             Refused{"from torch.nn.modules.conv import _ConvNd\n", "private internals"}})
+    for (const Refused& r :
+         {Refused{"import torch.jit\ntorch.jit.script\n", "compiles Python at run time"},
+          Refused{"import torch.backends.cudnn as cudnn\ncudnn.benchmark = True\n", "numeric settings"},
+          Refused{"from torch.utils.data import DataLoader\nDataLoader\n", "only cpp_extension"},
+          Refused{"from torch.cuda import synchronize\n", "synchronisation is the evaluator's"},
+          Refused{"import torch.cuda\ntorch.cuda.synchronize()\n", "synchronisation"},
+          Refused{"import torch.nn.init as init\ninit._no_grad_fill_\n", "private internals"},
+          Refused{"from torch.nn.modules.conv import _ConvNd\n", "private internals"}})
         checkRefused(r);
 }
 
@@ -1348,7 +1379,8 @@ TEST_CASE("static check and evaluate: of numpy only ufuncs and float constants, 
     for (const char* source :
          {"import numpy as np\nnp.load('w.npy')\n", "import numpy as np\nnp.fromfile('x')\n",
           "import numpy as np\nnp.zeros(3)\n", "import numpy as np\nnp.ctypeslib\n", "from numpy import memmap\n",
-          "import numpy as np\nnp.log2.at\n", "import numpy.linalg\n", "import numpy as np\nnp.seterr(all='ignore')\n"})
+          "import numpy as np\nnp.log2.at\n", "import numpy.linalg\nnumpy.linalg.inv\n",
+          "import numpy as np\nnp.seterr(all='ignore')\n"})
         checkRefused({source, "numpy"});
     cacheDir();
     const std::string module = "import torch\nimport torch.nn as nn\nimport numpy as np\n\nclass ModelNew(nn.Module):\n"
