@@ -47,7 +47,10 @@ for step in "$@"; do
     # test's own serial cold builds take one each); KWB_GPU_ONLY picks fixtures (paths' substrings).
     log gpu-tests
     export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/gpu-tests-extensions}
-    if [[ -z ${KWB_GPU_ONLY:-} || $KWB_GPU_ONLY == *kernelbench* ]]; then
+    # Skipped where neither KWB_GPU_ONLY nor GPU_TESTS_PARTS names them (session 26 spent 78 s of a
+    # budget-cut call prebuilding for an adversarial-only part).
+    only=${GPU_TESTS_PARTS:-${KWB_GPU_ONLY:-}}
+    if [[ -z $only || $only == *kernelbench* ]]; then
       timeout 300 python3 scripts/kb-prebuild.py "$worker" tasks tests/fixtures/candidates/kernelbench/*.md \
         > "$OUT/gpu-tests-prebuild.txt" 2>&1; tail -1 "$OUT/gpu-tests-prebuild.txt"
     fi

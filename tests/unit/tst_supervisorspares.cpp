@@ -814,6 +814,35 @@ private Q_SLOTS:
         QCOMPARE(supervisor->workerHello().quietLock, GpuLeases::quietLockPath(workerGpuKey(workerEnvironment())));
     }
 
+    void reuseModeKeepsOneSpareOnceAWorkerRetires()
+    {
+        // A KernelBench-format answer's library retires the reused worker it ran in (worker_healthy:
+        // false): from then on one spare waits, so the next request skips the process start and
+        // the 500 ms hello. One, not the default three.
+        auto supervisor = makeSupervisor({QStringLiteral("--hello-delay"), QStringLiteral("500")},
+                                         WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTest::qWait(200);
+        QCOMPARE(supervisor->liveSpareCount(), 0); // a healthy reused worker: no spare, as before
+        const Ending retired = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("unhealthy"))));
+        QVERIFY2(retired.hasResponse, qPrintable(retired.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+        QCOMPARE(supervisor->liveSpareCount(), 1);
+        for (int i = 0; i < 3; ++i) {
+            QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerReady(), kWaitMs);
+            const qint64 sparePid = supervisor->spareWorkerPid();
+            const Ending next = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("unhealthy"))));
+            QVERIFY2(next.hasResponse, qPrintable(next.message));
+            QCOMPARE(pidOf(next), sparePid);
+            QVERIFY2(next.elapsedMs < 400, qPrintable(QString::number(next.elapsedMs)));
+            QVERIFY(supervisor->liveSpareCount() <= 1);
+        }
+        // A change of isolation starts over: reuse again keeps no spare until a worker retires.
+        supervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        QCOMPARE(supervisor->liveSpareCount(), 0);
+        QTest::qWait(300); // the spare ended is reaped before the supervisor goes
+    }
+
     void warmSpareOff()
     {
         QString log;

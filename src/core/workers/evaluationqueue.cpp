@@ -264,6 +264,8 @@ qint64 EvaluationQueue::submit(const WorkerRequests::Evaluate& request, int time
         for (const Gpu& gpu : std::as_const(m_gpus))
             for (const Slot& slot : gpu.gpuSlots)
                 slot.supervisor->setWarmPython(true); // only this: the spares already started stay
+        for (const Compiler& compiler : std::as_const(m_compilers))
+            compiler.supervisor->setWarmPython(true);
     }
     if (m_jobs.isEmpty()) {
         // A new batch: say how the last one ended before counting from zero.
@@ -567,6 +569,10 @@ void EvaluationQueue::ensureCompilers()
         compiler.supervisor = new WorkerSupervisor(this);
         // Compiling leaves nothing behind that could spoil the next compile: keep the worker.
         compiler.supervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        // Except a KernelBench-format answer's compile, which loads its library and retires the
+        // worker: its spare then starts torch's Python as soon as it is up (no GPU to wait for).
+        compiler.supervisor->setWarmWhileBusy(true);
+        compiler.supervisor->setWarmPython(m_warmPython);
         compiler.supervisor->setProgram(m_program, m_arguments);
         compiler.supervisor->setProcessEnvironment(noGpu);
         compiler.supervisor->setKillGracePeriod(m_killGraceMs);

@@ -56,28 +56,40 @@ void SparePool::endAll(int waitMs)
 void SparePool::setEnabled(bool enabled)
 {
     m_enabled = enabled;
-    if (!wanted())
-        discardAll();
+    trim();
 }
 
 void SparePool::setFreshWorkers(bool fresh)
 {
     m_freshWorkers = fresh;
-    if (!wanted())
-        discardAll();
+    trim();
+}
+
+void SparePool::setRetiringWorkers(bool retiring)
+{
+    m_retiringWorkers = retiring;
+    trim();
 }
 
 bool SparePool::wanted() const
 {
-    // Reuse mode keeps its worker, so a spare would only sit there holding memory.
-    return m_enabled && m_count > 0 && m_freshWorkers && !m_launch->program.isEmpty();
+    // Reuse mode keeps its worker, so a spare would only sit there holding memory, until a worker
+    // it kept retires (setRetiringWorkers).
+    return m_enabled && m_count > 0 && (m_freshWorkers || m_retiringWorkers) && !m_launch->program.isEmpty();
 }
 
 void SparePool::setCount(int count)
 {
     m_count = std::max(0, count);
+    trim();
+}
+
+void SparePool::trim()
+{
+    if (!wanted())
+        discardAll();
     // The youngest are the furthest behind (they started last).
-    while (m_spares.size() > m_count)
+    while (m_spares.size() > keptCount())
         discard(m_spares.last().process);
 }
 
@@ -114,7 +126,7 @@ void SparePool::topUp()
     // a spare becomes ready); every missing one where startsAtOnce().
     const bool atOnce = startsAtOnce();
     do {
-        if (!wanted() || m_spares.size() >= m_count)
+        if (!wanted() || m_spares.size() >= keptCount())
             return;
         startOne();
     } while (atOnce);

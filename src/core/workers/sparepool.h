@@ -85,8 +85,18 @@ public:
     void setEnabled(bool enabled);
     bool enabled() const { return m_enabled; }
     void setFreshWorkers(bool fresh);
-    /// Whether the supervisor wants spares now: enabled, fresh workers, a count, a program.
+    /// Whether a worker the supervisor reuses has retired after a request (it answered
+    /// `worker_healthy: false`: a KernelBench-format answer's library was loaded in it, or a sticky
+    /// CUDA error): from then on one spare is kept, so that the next request does not wait for a
+    /// process start and torch's import. One, not count(): a reused worker that retires now and
+    /// then needs no more, and the compile pool keeps a supervisor per compile worker.
+    void setRetiringWorkers(bool retiring);
+    bool retiringWorkers() const { return m_retiringWorkers; }
+    /// Whether the supervisor wants spares now: enabled, workers replaced (fresh, or retiring), a
+    /// count, a program.
     bool wanted() const;
+    /// How many are kept now: count() with fresh workers, at most one for retiring ones.
+    int keptCount() const { return m_freshWorkers ? m_count : std::min(m_count, 1); }
     void setWarmWhileBusy(bool enabled) { m_warmWhileBusy = enabled; }
     bool warmWhileBusy() const { return m_warmWhileBusy; }
     void setWarmPython(bool enabled) { m_warmPython = enabled; }
@@ -131,6 +141,8 @@ public:
     QString nextId(const QString& prefix);
 
 private:
+    /// None where no spare is wanted; else at most keptCount(), the youngest ended first.
+    void trim();
     void startOne();
     SpareWorker* spareOf(const QProcess* process);
     int nextIndex() const;
@@ -152,6 +164,7 @@ private:
     std::function<bool()> m_idle;
     bool m_enabled = true;
     bool m_freshWorkers = true;
+    bool m_retiringWorkers = false;
     int m_count = kDefaultCount;
     bool m_warm = true;
     bool m_warmWhileBusy = false;

@@ -119,6 +119,7 @@ void WorkerSupervisor::setIsolation(Isolation isolation)
 {
     m_isolation = isolation;
     m_spares.setFreshWorkers(isolation == Isolation::FreshPerRequest);
+    m_spares.setRetiringWorkers(false);
 }
 
 qint64 WorkerSupervisor::spareWorkerPid() const
@@ -348,8 +349,9 @@ void WorkerSupervisor::writeActiveRequest()
     m_active->besideLeaving = !m_leaving.isEmpty();
     if (!m_active->besideLeaving)
         m_active->request.line.clear(); // up to 16 MiB: QProcess has its own copy now
-    // This worker is retired after the evaluation: its successor loads meanwhile.
-    if (m_active->request.type == kEvaluateType)
+    // This worker is retired after the evaluation (fresh workers; retiring ones after any
+    // request, a compile among them): its successor loads meanwhile.
+    if (m_active->request.type == kEvaluateType || m_spares.retiringWorkers())
         m_spares.topUp();
 }
 
@@ -483,8 +485,9 @@ void WorkerSupervisor::completeActive()
         m_state = WorkerState::Idle;
     emitStderr(id);
 
-    // The worker says its CUDA context is unusable (sticky error) and exits after answering.
+    // The worker says it cannot take another request and exits after answering.
     const bool unhealthy = !response.header.workerHealthy;
+    noteRetiringWorker(response);
     if (m_state == WorkerState::Idle && (unhealthy || (evaluate && m_isolation == Isolation::FreshPerRequest)))
         if (!handOffLeavingWorker(result))
             retireWorker();
@@ -623,6 +626,17 @@ void WorkerSupervisor::abortWorker(const QString& status, const QString& message
     m_stopTimer.start(m_killGraceMs);
 }
 
+void WorkerSupervisor::noteRetiringWorker(const WorkerResponse& response)
+{
+    // An answer's library was loaded in the worker, or a sticky CUDA error: in reuse mode its
+    // successors start ahead from now on (one spare, sparepool.h), since KernelBench-format answers
+    // retire every worker they run in.
+    if (response.header.workerHealthy || m_isolation != Isolation::ReuseWhileHealthy || m_spares.retiringWorkers())
+        return;
+    m_spares.setRetiringWorkers(true);
+    m_spares.topUp(); // the first successor starts beside the leaving worker
+}
+
 bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)
 {
     if (m_launch.target.isRemote() || !m_leaving.mayTake(m_process, answer))
@@ -743,6 +757,7 @@ void WorkerSupervisor::onFinished(QProcess* process, int exitCode, QProcess::Exi
                              : QString(),
                          cgroupEnding.evidence);
         if (active.answered) {
+            noteRetiringWorker(active.response); // it exited before its answer was delivered
             Q_EMIT responseAvailable(id, active.response);
         } else if (!active.failStatus.isEmpty()) {
             Q_EMIT requestFailed(id, active.failStatus, active.failMessage + QStringLiteral("; worker ") + description);

@@ -10,10 +10,12 @@
 // The supervisor keeps the request queue and the running worker's life (start, handshake,
 // time-out, host limits, cancel, retire); beside it, in rooms of their own:
 // - workerprocess.h: how one worker process is started, signalled and described;
-// - sparepool.h: in FreshPerRequest mode, the spares: the next workers, started while an
-//   evaluation runs (at once where the host has the cores, else one after another) and warmed
-//   (`warm`: its CUDA context and the libraries' first calls, under the GPU's quiet lock), so the
-//   next request skips the process start and the first-use costs;
+// - sparepool.h: in FreshPerRequest mode (and in reuse mode once a worker retired after a
+//   request: a KernelBench-format answer's library retires every worker it ran in), the spares:
+//   the next workers, started while an evaluation runs (at once where the host has the cores,
+//   else one after another) and warmed (`warm`: its CUDA context and the libraries' first calls,
+//   under the GPU's quiet lock), so the next request skips the process start and the first-use
+//   costs;
 // - leavingworkers.h: a worker that answered its evaluation, let go as it exits while the next
 //   request starts on a spare, its exit held under the GPU's quiet lock (gpulease.h).
 // Local workers (both modes) get `--gpu-quiet-lock` for their GPU; remote ones neither lock nor warm.
@@ -101,9 +103,9 @@ public:
     void setProcessEnvironment(const QProcessEnvironment& environment);
     void setIsolation(Isolation isolation);
     Isolation isolation() const { return m_isolation; }
-    /// Whether to start the next workers ahead, while an `evaluate` runs (FreshPerRequest mode
-    /// only; on by default; sparepool.h). A spare is sent `hello` (and `warm`) and nothing else
-    /// until it takes over; a spare that dies is replaced at the next top-up.
+    /// Whether to start the next workers ahead, while an `evaluate` runs (FreshPerRequest mode;
+    /// in reuse mode one, once a worker has retired after a request; on by default; sparepool.h). A spare is sent
+    /// `hello` (and `warm`) and nothing else until it takes over; a spare that dies is replaced at the next top-up.
     void setSpareWorker(bool enabled) { m_spares.setEnabled(enabled); }
     bool spareWorker() const { return m_spares.enabled(); }
     /// Evaluations will come (a queue holds some that wait for their compile or for the GPU's
@@ -276,6 +278,8 @@ private:
     /// retireWorker() without waiting for the end (leavingworkers.h): where the answer says the
     /// device has room for both (gpu_memory) and the worker has a quiet lock; false: nothing done
     /// (retire it instead).
+    /// A reused worker that answered `worker_healthy: false`: from now on one spare is kept.
+    void noteRetiringWorker(const WorkerResponse& response);
     bool handOffLeavingWorker(const EvaluationResult& answer);
     void releaseProcess();
     /// The worker's process, no longer this supervisor's (disconnected, every field of it reset);
