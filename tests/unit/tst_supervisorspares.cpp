@@ -837,7 +837,11 @@ private Q_SLOTS:
             QVERIFY2(next.elapsedMs < 400, qPrintable(QString::number(next.elapsedMs)));
             QVERIFY(supervisor->liveSpareCount() <= 1);
         }
-        // A change of isolation starts over: reuse again keeps no spare until a worker retires.
+        // The same isolation set again (a queue passes every setting again when one changes) keeps
+        // the spare; a change starts over: back in reuse mode, no spare until a worker retires.
+        supervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        QCOMPARE(supervisor->liveSpareCount(), 1);
+        supervisor->setIsolation(WorkerSupervisor::Isolation::FreshPerRequest);
         supervisor->setIsolation(WorkerSupervisor::Isolation::ReuseWhileHealthy);
         QCOMPARE(supervisor->liveSpareCount(), 0);
         QTest::qWait(300); // the spare ended is reaped before the supervisor goes

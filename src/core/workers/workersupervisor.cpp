@@ -117,9 +117,12 @@ void WorkerSupervisor::setTarget(const WorkerTarget& target)
 
 void WorkerSupervisor::setIsolation(Isolation isolation)
 {
+    // A queue passes all its settings again whenever one changes: the same isolation keeps what
+    // this supervisor has learnt of its workers.
+    if (isolation != m_isolation)
+        m_spares.setRetiringWorkers(false);
     m_isolation = isolation;
     m_spares.setFreshWorkers(isolation == Isolation::FreshPerRequest);
-    m_spares.setRetiringWorkers(false);
 }
 
 qint64 WorkerSupervisor::spareWorkerPid() const
