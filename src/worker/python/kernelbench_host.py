@@ -441,9 +441,6 @@ class _Checker(ast.NodeVisitor):
     def __init__(self, tree):
         self.refusals = []
         self.notes = []  # honest mistakes seen in the source: [{"code", "line", "message"}]
-        # Modules of refused imports whose names the answer never mentions again: never imported
-        # (the import hands over an empty stand-in, _guarded_import), so not refused either.
-        self.unused_imports = set()
         # Every name the source mentions outside import statements, in any role (read, written,
         # deleted, a parameter, a def, global): an import binding none of them is unused.
         self.mentioned = set()
@@ -529,7 +526,7 @@ class _Checker(ast.NodeVisitor):
         exists nowhere keeps Python's own error (missing_module)."""
         if any(b in self.mentioned for b in bound) or missing_module(module, getattr(node, "level", 0)):
             return False
-        self.unused_imports.add(module)
+        # run_module hands the noted modules to _guarded_import, which binds an empty stand-in.
         self.notes.append({"code": "unused_import", "line": node.lineno, "module": module,
                            "message": f"line {node.lineno}: the answer never uses what it imports from '{module}', "
                                       "so it was not imported"})
