@@ -30,7 +30,11 @@
 #   hostile_build_reads_and_changes_nothing_outside  a build that links its log, its result and
 #                           a folder to the user's files (and ends without a result, or succeeds):
 #                           nothing of them is read, chmod-ed or kept; the failure is not cached
-#   killed_compiler_is_not_cached  a compiler killed by a signal: reported, built again next time
+#   killed_compiler_is_not_cached  a compiler killed by SIGKILL: the machine's failure (MachineError,
+#                           the worker's no_device), not cached, built again next time
+#   runaway_compiler_stops_at_the_data_limit  a real g++ made to grow without end (`#include
+#                           "/dev/zero"`) under the broker: it stops at the broker's RLIMIT_DATA with
+#                           its own "out of memory", the answer's compile error, cached and named
 #   broker_limits_one_workers_share  one worker's builds run two at a time, its connections eight
 #   spare_sees_only_its_folder  (bwrap) a spare in a sandbox like kwb's (an empty tmpfs over the
 #                           cache): its view of the cache is its own folder, not the other build's
@@ -116,6 +120,20 @@ TORCH_STUB = {
                 if "exit" in cuda_sources:
                     os.remove(baton)
                     os._exit(137)  # no result: the broker reads the log and the result itself
+            if "dev-zero" in (cuda_sources or ""):
+                # A real compiler the sources make grow without end, as torch raises its failure.
+                import subprocess
+                source = os.path.join(build_directory, "main.cpp")
+                with open(source, "w") as f:
+                    f.write('#include "/dev/zero"\\n')
+                # A safety net of the test's own, above the broker's limit: where that limit is
+                # missing, g++ stops here without the broker's note instead of taking the machine.
+                import resource
+                net = lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+                run = subprocess.run(["g++", "-fsyntax-only", source], capture_output=True, text=True, timeout=120,
+                                     preexec_fn=net)
+                os.remove(baton)
+                raise RuntimeError(f"Error building extension '{name}': {run.stdout}{run.stderr}")
             if "error" in (cuda_sources or ""):
                 os.remove(baton)
                 raise RuntimeError(f"Error building extension '{name}': main.cu(1): error: stub")
@@ -157,6 +175,8 @@ try:
     print(json.dumps({{"ok": True, "builds": host._builds}}))
 except host.BuildError as e:
     print(json.dumps({{"ok": False, "message": str(e)}}))
+except host.MachineError as e:
+    print(json.dumps({{"ok": False, "machine": True, "message": str(e)}}))
 """
 
 
@@ -260,7 +280,7 @@ def failure_is_cached():
     assert len(builds()) == 1, builds()
 
 
-def start_broker(cache, gate=None, prefix=(), **env_extra):
+def start_broker(cache, gate=None, prefix=(), config_extra=None, **env_extra):
     """A broker as kwb starts one (without the builder's sandbox here, unless prefix): its socket's path."""
     sock = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.sock")
     env = dict(os.environ, STUB_BUILD_LOG=BUILD_LOG, STUB_SECRET=SECRET, STUB_VICTIM=VICTIM, **env_extra)
@@ -270,7 +290,7 @@ def start_broker(cache, gate=None, prefix=(), **env_extra):
     config = os.path.join(ROOT, f"broker-{os.path.basename(cache)}.json")
     with open(config, "w") as f:
         json.dump({"socket": sock, "cache_dir": cache, "worker": os.path.join(ROOT, "builder.py"),
-                   "builder_prefix": list(prefix), "environment": env}, f)
+                   "builder_prefix": list(prefix), "environment": env, **(config_extra or {})}, f)
     process = subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     BROKERS.append(process)
@@ -320,10 +340,33 @@ def killed_compiler_is_not_cached():
     sock = start_broker(cache)
     a = result(start(cache, "killed-compiler", broker=sock))
     assert not a["ok"] and "Killed signal terminated program" in a["message"], a
+    assert a.get("machine") and "SIGKILL" in a["message"], a  # the machine's failure, not the answer's
     b = result(start(cache, "killed-compiler", broker=sock))
-    assert not b["ok"], b
+    assert not b["ok"] and b.get("machine"), b
     assert len(builds()) == 2, builds()  # a compiler killed by a signal says nothing of the sources
     assert not [n for n in os.listdir(cache) if not n.startswith(".")], os.listdir(cache)
+
+
+def runaway_compiler_stops_at_the_data_limit():
+    """The broker sets its own RLIMIT_DATA (here 512 MiB; by default half the machine within 3 and
+    8 GiB), which its builds inherit: a compiler the sources make grow stops there with its own
+    message, a compile error of the answer (cached: the same sources do the same again), with the
+    limit named. Without it, cc1plus doubles its buffer until the machine's memory is gone."""
+    cache = fresh("broker-runaway")
+    limit = 512 << 20
+    sock = start_broker(cache, config_extra={"build_data_limit_bytes": limit})
+    broker = BROKERS[-1]
+    with open(f"/proc/{broker.pid}/limits") as f:
+        row = [line for line in f if line.startswith("Max data size")][0].split()
+    assert row[3:5] == [str(limit), str(limit)], row  # soft and hard: a build cannot raise it
+    t0 = time.monotonic()
+    a = result(start(cache, "__global__ void r1() {} // dev-zero", broker=sock))
+    assert not a["ok"] and not a.get("machine"), a
+    assert "out of memory" in a["message"] and "0.5 GiB of data memory" in a["message"], a
+    assert time.monotonic() - t0 < 60, "the compiler ran on instead of stopping at the limit"
+    b = result(start(cache, "__global__ void r1() {} // dev-zero", broker=sock))
+    assert not b["ok"] and b["message"] == a["message"], (a, b)
+    assert len(builds()) == 1, builds()  # cached: the answer's compile error
 
 
 def broker_limits_one_workers_share():
@@ -619,7 +662,7 @@ if __name__ == "__main__":
     failed = 0
     for case in (one_build_per_key, killed_build_is_retried, failure_is_cached, broker_builds_once_for_two_workers,
                  hostile_build_reads_and_changes_nothing_outside, killed_compiler_is_not_cached,
-                 broker_limits_one_workers_share,
+                 runaway_compiler_stops_at_the_data_limit, broker_limits_one_workers_share,
                  changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
                  builds_in_one_process_take_turns, request_is_served_by_the_spare, spare_is_never_reused,
                  broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder):

@@ -39,6 +39,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import select
 import shlex
 import shutil
@@ -187,11 +188,81 @@ def log_tail(log, limit=8192):
 # process's doing, not a verdict on the sources. Such a failure is reported and not cached.
 _KILLED_COMPILER = ("Killed signal terminated program", "died due to signal", "terminated by signal",
                     "internal compiler error: Killed")
+# Of those, SIGKILL (g++'s and nvcc's words for it): what the OOM killer and kill -9 send, never a
+# compiler's own crash (SIGSEGV, SIGABRT: a compiler bug the sources trigger, the same each time).
+# Each process of a build has a data limit far below the machine's memory (build_data_limit), so a
+# compiler the sources make grow fails at that limit with its own message; a SIGKILL is then the
+# machine's doing (too many builds for its memory, a user's kill): no_device, not compile_error.
+_SIGKILLED_COMPILER = re.compile(r"Killed signal terminated program|internal compiler error: Killed|"
+                                 r"died due to signal 9\b")
 
 
 def compiler_killed(output):
     """Whether a build's messages say its compiler was ended by a signal (_KILLED_COMPILER)."""
     return any(m in output for m in _KILLED_COMPILER)
+
+
+def compiler_killed_by_machine(output):
+    """Whether a build's messages say its compiler was ended by SIGKILL (_SIGKILLED_COMPILER). An
+    answer's build can print these words itself (a -wrapper of its extra_cflags); it gains nothing
+    by it: a machine's fault is never compiled or correct, and it is evaluated again."""
+    return _SIGKILLED_COMPILER.search(output) is not None
+
+
+# The data memory (RLIMIT_DATA: heap and private mappings) each process of a build may take: the
+# builder, ninja, g++'s cc1plus, nvcc's cudafe++/cicc/ptxas, the early syntax pass. The broker runs
+# outside every worker's memory limit, and an answer's sources can make a compiler grow without
+# end (`#include "/dev/zero"`: cc1plus doubles its buffer until the machine runs out, and the OOM
+# killer picks among everything on it). Under the limit such a compiler stops with its own "out of
+# memory" message, a compile error of the answer, cached as any. Honest builds stay far below:
+# torch/extension.h in cc1plus 1.4 GB, nvcc's largest phase 2.5 GB (torch 1.13's headers), torch's
+# import 0.2 GB; nvcc builds under 3 GiB. bench/results/2026-12-05-build-memory-2core.md.
+_GiB = 1 << 30
+
+
+def build_data_limit(total_bytes):
+    """Per process of a build on a machine of total_bytes: half of it, within 3 and 8 GiB."""
+    if total_bytes <= 0:
+        return 8 * _GiB
+    return max(3 * _GiB, min(8 * _GiB, total_bytes // 2))
+
+
+def machine_memory():
+    """MemTotal in bytes, 0 when unreadable."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+# Words of a compiler that hit the data limit (g++, nvcc's phases, a C++ program's bad_alloc).
+_OUT_OF_MEMORY = re.compile(r"out of memory|virtual memory exhausted|Memory allocation failure|std::bad_alloc",
+                            re.IGNORECASE)
+_build_limits = {"data": 0}  # what this broker set (limit_build_memory), for messages
+
+
+def limit_build_memory(limit):
+    """The broker's own RLIMIT_DATA, soft and hard, which every build it starts inherits (a
+    sandboxed build, without capabilities, cannot raise it). Set before any thread or child:
+    preexec_fn is not safe in a threaded process. Never raised above a limit already lower."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    _build_limits["data"] = limit
+
+
+def note_memory_limit(message):
+    """A failed build's message, with the data limit named where a compiler ran out of memory."""
+    limit = _build_limits["data"]
+    if not limit or not _OUT_OF_MEMORY.search(message):
+        return message
+    return (f"{message}\n[kwb: each process of a build may take at most {limit / _GiB:.1f} GiB of data memory "
+            f"here (RLIMIT_DATA); a compiler out of memory has hit that limit]")
 
 
 def transient_failure(result):
@@ -340,9 +411,14 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                         "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
                         "builder": str(result.get("builder", ""))}
 
+            if not ok:
+                result = dict(result, message=note_memory_limit(str(result.get("message", "the build failed"))))
             if not ok and transient_failure(result):
                 # Reported to this request, never cached: the next request of the key builds again.
-                return directory, dict(record(False, {}), cached=False), False, waited_ms, build_ms
+                # A compiler killed by SIGKILL is the machine's failure (the worker's no_device).
+                machine = compiler_killed_by_machine(str(result.get("message", "")))
+                return directory, dict(record(False, {}), cached=False, machine_fault=machine), False, waited_ms, \
+                    build_ms
             for n in (REQUEST, RESULT, EARLY_RECORD, EARLY_VALID, SPARE_READY, BUILDER_LOG):
                 _discard(os.path.join(staging, n))
             files = {}
@@ -1375,6 +1451,8 @@ def serve_broker(config_path):
         os.remove(config_path)  # read once; kwb wrote it for this broker alone
     except OSError:
         return 0  # kwb ended before this broker started: nothing to serve
+    # Before the spare and any thread: every build inherits it (build_data_limit; a test sets it).
+    limit_build_memory(int(config.get("build_data_limit_bytes") or build_data_limit(machine_memory())))
     _spares.start(config)  # first: a request can come as soon as the socket is there
     path = config["socket"]
     if os.path.exists(path):

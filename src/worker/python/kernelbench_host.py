@@ -1210,6 +1210,11 @@ def _kwb_load_inline(*args, **kwargs):
     _state["building"] += 1
     try:
         directory, manifest, cached, waited_ms, build_ms = _ext.entry_for(arguments, arch, _build_config["cache_dir"])
+        if not manifest.get("ok") and manifest.get("machine_fault"):
+            # Its compiler was killed (SIGKILL: the OOM killer, a user): not cached, built again when asked.
+            raise MachineError("the build's compiler was killed by SIGKILL (the machine's doing, such as its "
+                               "OOM killer; not a verdict on the sources, which build again when asked): "
+                               + (manifest.get("message") or ""))
         if not manifest.get("ok"):
             # The same sources and flags failed before (or just now): the compiler's messages.
             raise BuildError(manifest.get("message") or "the extension failed to build")
