@@ -277,7 +277,8 @@ int main(int argc, char** argv)
                          "CPU workers compiling candidates ahead of the GPU, 0: none (default: 1 for native "
                          "answers, " +
                              std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
-                             " here for kernelbench, 3/4 of the cores; stored with the run)")
+                             " here for kernelbench: 3/4 of the cores, at most one per 6 GiB of 3/4 of the memory; "
+                             "stored with the run)")
             ->check(CLI::Range(0, 256));
         addWorkerLimits(command);
         addJson(command);
@@ -338,7 +339,7 @@ int main(int argc, char** argv)
                      "CPU workers building the generations' extensions ahead of the GPU, 0: none "
                      "(default " +
                          std::to_string(kwb::defaultCompileWorkers(kwb::defaults::kAnswerFormatKernelBench)) +
-                         " here, 3/4 of the cores)")
+                         " here: 3/4 of the cores, at most one per 6 GiB of 3/4 of the memory)")
         ->check(CLI::Range(0, 256));
     importKernelBench
         ->add_option("--code-block", importCodeBlock,

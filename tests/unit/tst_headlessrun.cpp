@@ -244,9 +244,16 @@ private Q_SLOTS:
     // worker's barrier holds each until four have started), none on the GPU.
     void compilePoolIsSizedStoredAndFed()
     {
-        QCOMPARE(defaultCompileWorkers(QStringLiteral("native"), 16), 1);
-        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16), 12);
-        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 2), 1);
+        constexpr qint64 GiB = qint64(1) << 30;
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("native"), 16, 128 * GiB), 1);
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16, 128 * GiB), 12); // the H200 machine
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 2, 24 * GiB), 1);    // CI's
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16, 0), 12);         // memory unknown
+        // The memory bounds it: a 16-core workstation with 32 GiB builds 4 at once (24 GiB of builds),
+        // one with 8 GiB still one.
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16, 32 * GiB), 4);
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16, 8 * GiB), 1);
+        QCOMPARE(defaultCompileWorkers(QStringLiteral("native"), 16, 8 * GiB), 1);
         QCOMPARE(defaultTasksInFlight(12, 1, 1), 13);
         QCOMPARE(defaultTasksInFlight(1, 1, 1), 2);
         QCOMPARE(defaultTasksInFlight(12, 1, 4), 4);

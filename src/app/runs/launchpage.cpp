@@ -532,8 +532,8 @@ QWidget* LaunchPage::buildEvaluationBox()
     m_compileWorkers->setValue(RunEnvironment::kAutomatic);
     m_compileWorkers->setToolTip(
         tr("CPU workers compiling candidates ahead of the GPU (0: none). Automatic: 1 for "
-           "native answers, %1 here for KernelBench's (3/4 of the cores: its builds take a "
-           "minute each). Stored with the run.")
+           "native answers, %1 here for KernelBench's (3/4 of the cores, at most one per 6 GiB "
+           "of 3/4 of the memory: its builds take a minute and about 4 GB each). Stored with the run.")
             .arg(defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
     form->addRow(tr("Compile workers"), m_compileWorkers);
     m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);

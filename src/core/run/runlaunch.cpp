@@ -9,6 +9,7 @@
 #include "core/protocol/workerresponses.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/gpulease.h"
+#include "core/workers/hostlimits.h"
 #include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workersupervisor.h"
@@ -154,16 +155,20 @@ QString defaultLaunchDatabase()
     return QDir(userDataDir()).filePath(QStringLiteral("launched-runs.db"));
 }
 
-int defaultCompileWorkers(const QString& answerFormat, int cores)
+int defaultCompileWorkers(const QString& answerFormat, int cores, qint64 memoryBytes)
 {
-    if (answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench))
-        return std::max(1, cores * 3 / 4);
-    return 1;
+    if (answerFormat != QLatin1String(defaults::kAnswerFormatKernelBench))
+        return 1;
+    const int byCores = std::max(1, cores * 3 / 4);
+    if (memoryBytes <= 0)
+        return byCores;
+    const qint64 byMemory = memoryBytes / 4 * 3 / kKernelBenchCompileWorkerBytes;
+    return int(std::max<qint64>(1, std::min<qint64>(byCores, byMemory)));
 }
 
 int defaultCompileWorkers(const QString& answerFormat)
 {
-    return defaultCompileWorkers(answerFormat, QThread::idealThreadCount());
+    return defaultCompileWorkers(answerFormat, QThread::idealThreadCount(), machineMemoryBytes());
 }
 
 int defaultTasksInFlight(int compileWorkers, int gpus, int samplesPerTurn)

@@ -92,10 +92,18 @@ QString defaultPromptsDirFor(const QString& answerFormat);
 /// ninja over torch's headers: 60-100 s on the H200, one compiler process per source file, two or
 /// three files) takes far longer than its evaluation, so the pool sets the pace: three quarters of
 /// the cores (12 of the H200 machine's 16, 1 of 2), the rest left to kwb, the GPU's worker and a
-/// model server.
-int defaultCompileWorkers(const QString& answerFormat, int cores);
-/// defaultCompileWorkers on this machine (QThread::idealThreadCount()).
+/// model server; and at most one per kKernelBenchCompileWorkerBytes of three quarters of the
+/// memory (`memoryBytes`; 0: unknown, cores alone), since a build's compilers side by side take
+/// about 4.2 GB (bench/results/2026-12-05-build-memory-2core.md): 12 compile workers of a 16-core,
+/// 32 GiB workstation would ask for 50 GB at once, and the kernel's OOM killer would pick among them
+/// and everything else on the machine.
+int defaultCompileWorkers(const QString& answerFormat, int cores, qint64 memoryBytes);
+/// defaultCompileWorkers on this machine (QThread::idealThreadCount(), machineMemoryBytes()).
 int defaultCompileWorkers(const QString& answerFormat);
+/// The memory one KernelBench-format compile worker is given room for: its build's compilers side
+/// by side (4.2 GB measured on torch 1.13's headers; torch 2.11's are larger), the worker and its
+/// spare with torch imported (0.24 GB each).
+inline constexpr qint64 kKernelBenchCompileWorkerBytes = qint64(6) << 30;
 /// How many tasks a run keeps in flight unless told: enough that each compile worker and GPU has a
 /// candidate to work on (a task's turn gives `samplesPerTurn` of them), and at least 2, so the model
 /// writes for one task while another's candidates are evaluated.
