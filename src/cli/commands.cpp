@@ -515,6 +515,8 @@ int runEval(Session& session, const EvalOptions& options)
     addKernelRows(table, e, placement);
     if (e.torchOnly)
         table.add(QStringLiteral("note"), QStringLiteral("torch-only: the candidate launched no custom kernel"));
+    for (const EvaluationNote& note : e.notes)
+        table.add(QStringLiteral("note"), note.code + QStringLiteral(": ") + note.message);
     if (e.degenerate)
         table.add(QStringLiteral("warning"), QStringLiteral("degenerate reference (") + e.degenerate->kind +
                                                  QStringLiteral("): ") + e.degenerate->message);

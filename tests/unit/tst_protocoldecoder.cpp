@@ -142,6 +142,8 @@ private Q_SLOTS:
             "speedup":2.0,"kernels":[{"name":"bias_relu","calls":1,"time_ns":1400,"custom":true}],
             "custom_launches":1,"torch_only":false,"degenerate":null,"reference_outputs_on":"device",
             "stage_ms":{"parse":0.1,"total":900},"worker_healthy":true,
+            "notes":[{"code":"unused_import","message":"the answer never uses what it imports from 'os'","line":6},
+                     {"code":"kernelbench_only_scale","message":"ran at full scale"},{}],
             "candidate":{"cuda":"__global__ void bias_relu(){}","python":"def forward(x): return x","kernels":["bias_relu"],
                          "source_hash":"abc","cuda_line":3,"python_line":12}})"));
         QCOMPARE(e.status, EvaluationStatus::Correct);
@@ -161,6 +163,11 @@ private Q_SLOTS:
         QVERIFY(e.kernels.first().custom);
         QCOMPARE(*e.customLaunches, 1);
         QVERIFY(!e.degenerate);
+        QCOMPARE(e.notes.size(), 2); // an empty note is none
+        QCOMPARE(e.notes.at(0).code, QStringLiteral("unused_import"));
+        QCOMPARE(e.notes.at(0).line, 6);
+        QCOMPARE(e.notes.at(1).message, QStringLiteral("ran at full scale"));
+        QCOMPARE(e.notes.at(1).line, 0);
         QCOMPARE(e.referenceOutputsOn, QStringLiteral("device"));
         QCOMPARE(e.stageMs.value(QStringLiteral("total")), 900.0);
         QVERIFY(e.workerHealthy);

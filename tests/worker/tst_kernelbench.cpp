@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 
 #include <unistd.h>
@@ -1264,6 +1265,20 @@ TEST_CASE("honest failures: an import the answer never uses is not made, and not
                                                "        import time\n        return A * s\n"));
     INFO(r.dump());
     CHECK(r["status"] == "correct");
+    // Each import not made is a note of the result, with its line in the answer (the fence is line 3).
+    std::map<std::string, std::string> notes;
+    for (const auto& n : r.value("notes", json::array()))
+        if (n.value("code", "") == "unused_import")
+            notes[n.value("message", "")] = std::to_string(n.value("line", 0));
+    CHECK(notes.size() == 4);
+    bool os = false, time = false;
+    for (const auto& [message, line] : notes) {
+        os = os || (message.find("imports from 'os'") != std::string::npos && line == "6" &&
+                    message.find("(answer line 6)") != std::string::npos);
+        time = time || (message.find("imports from 'time'") != std::string::npos && line == "11");
+    }
+    CHECK(os);
+    CHECK(time);
 }
 
 TEST_CASE("static check: a torch module readable as an attribute may be imported by name; what it names is "

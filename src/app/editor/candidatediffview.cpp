@@ -140,6 +140,8 @@ QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& e
         out << QStringLiteral("speedup: %1").arg(formatSpeedup(e));
     if (e.torchOnly)
         out << QStringLiteral("torch only: no custom kernel ran");
+    for (const EvaluationNote& note : e.notes)
+        out << QStringLiteral("note (%1): %2").arg(note.code, note.message);
     const QString stderrTail = e.log.trimmed();
     if (!stderrTail.isEmpty())
         out << QString() << QStringLiteral("worker log:") << stderrTail;

@@ -276,6 +276,11 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         const QJsonObject d = degenerate.toObject();
         e.degenerate = DegenerateInfo{str(d, Key::kKind), optNumber(d, Key::kZeroFraction), str(d, Key::kMessage)};
     }
+    for (const QJsonValue& v : arr(r, Key::kNotes)) {
+        const QJsonObject n = v.toObject();
+        if (!str(n, Key::kCode).isEmpty() || !str(n, Key::kMessage).isEmpty())
+            e.notes.append(EvaluationNote{str(n, Key::kCode), str(n, Key::kMessage), integer(n, Key::kLine)});
+    }
     if (at(r, Field::kProfile).isObject())
         e.profile = decodeProfileSettings(obj(r, Field::kProfile));
     const QJsonObject stages = obj(r, Key::kStageMs);

@@ -135,6 +135,16 @@ struct DegenerateInfo
     QString message;
 };
 
+/// Something the evaluation noticed that is not its verdict (`notes`, docs/protocol.md): a
+/// KernelBench-only task run at full scale, parameters named unlike the reference's, an import the
+/// answer never uses and was not made.
+struct EvaluationNote
+{
+    QString code; ///< kernelbench_only_scale, parameters_differ, unused_import
+    QString message;
+    int line = 0; ///< the answer's line, where the note is about one (0: none)
+};
+
 /// A protocol profile's settings, as `evaluate` reports them and `hello` announces them.
 struct ProfileSettings
 {
@@ -180,6 +190,7 @@ struct EvaluationResult
     std::optional<int> customLaunches;
     bool torchOnly = false;
     std::optional<DegenerateInfo> degenerate;
+    QList<EvaluationNote> notes;
     std::optional<ProfileSettings> profile;
     QMap<QString, double> stageMs;
     bool workerHealthy = true;

@@ -245,6 +245,7 @@ inline constexpr const char* kCustom = "custom";
 inline constexpr const char* kCustomLaunches = "custom_launches";
 inline constexpr const char* kTorchOnly = "torch_only";
 inline constexpr const char* kDegenerate = "degenerate";
+inline constexpr const char* kNotes = "notes";
 inline constexpr const char* kZeroFraction = "zero_fraction";
 inline constexpr const char* kStageMs = "stage_ms";
 inline constexpr const char* kStageDetailMs = "stage_detail_ms";

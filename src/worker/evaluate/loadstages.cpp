@@ -167,6 +167,19 @@ int answerLine(const Evaluation& ev, int moduleLine)
     return moduleLine > 0 ? ev.kb.line + moduleLine - 1 : 0;
 }
 
+/// The host's notes on the answer (kernelbench_host.py's result_notes: module lines) in the result's
+/// `notes`, with answer lines.
+void addKernelBenchNotes(Evaluation& ev, const json& notes)
+{
+    for (const auto& n : notes) {
+        const int line = answerLine(ev, n.value("line", 0));
+        ev.res["notes"].push_back({{"code", n.value("code", std::string())},
+                                   {"message", n.value("message", std::string()) +
+                                                   (line > 0 ? " (answer line " + std::to_string(line) + ")" : "")},
+                                   {"line", line}});
+    }
+}
+
 /// The end of a KernelBench-format load that failed: the status kernelbench_host.py gave it.
 bool kernelBenchFailure(Evaluation& ev, const json& err)
 {
@@ -265,7 +278,7 @@ bool parametersMatch(Evaluation& ev, const json& modelParams)
     message += ". The evaluator's weights were not copied: ModelNew keeps those it made under the run's seed, the "
                "reference's are made as KernelBench's Model(*init_inputs) makes them, and the outputs decide";
     ev.res["parameters"] = {{"reference", reference}, {"model", theirs}, {"weights", "own"}};
-    ev.res["notes"] = json::array({{{"code", "parameters_differ"}, {"message", message}}});
+    ev.res["notes"].push_back({{"code", "parameters_differ"}, {"message", message}});
     return false;
 }
 
@@ -317,6 +330,7 @@ bool kernelBenchLoadStage(Evaluation& ev)
             return kernelBenchFailure(ev, err);
         }
         storeExtensionFacts(ev, b["builds"], arch);
+        addKernelBenchNotes(ev, b.value("notes", json::array()));
         ev.res["compile"] = ev.compile;
         return ev.stop("no_device", "load",
                        "built and passed the sandbox check; no CUDA device to run it (" + ev.noCudaWhy + ")");
@@ -336,6 +350,7 @@ bool kernelBenchLoadStage(Evaluation& ev)
     ev.compile["log"] = log;
     if (!m.callable)
         return kernelBenchFailure(ev, m.error);
+    addKernelBenchNotes(ev, m.notes);
     storeExtensionFacts(ev, m.builds, arch);
     ev.res["compile"] = ev.compile;
     for (const auto& b : m.builds)

@@ -46,6 +46,7 @@ struct KernelBenchModel
     nlohmann::json error;
     nlohmann::json builds = nlohmann::json::array();     // [{name,key,build_dir,cached,ms,with_cuda}]
     nlohmann::json parameters = nlohmann::json::array(); // [[name, shape, is_buffer]] of the model
+    nlohmann::json notes = nlohmann::json::array();      // [{code,message,line}]: kernelbench_host.py's result_notes
 };
 /// The reference of a KernelBench-only task (Task::referencePython: KernelBench's problem file),
 /// run in the embedded interpreter: Model(*get_init_inputs()) made as KernelBench makes it, after

@@ -528,8 +528,8 @@ class _Checker(ast.NodeVisitor):
             return False
         # run_module hands the noted modules to _guarded_import, which binds an empty stand-in.
         self.notes.append({"code": "unused_import", "line": node.lineno, "module": module,
-                           "message": f"line {node.lineno}: the answer never uses what it imports from '{module}', "
-                                      "so it was not imported"})
+                           "message": f"the answer never uses what it imports from '{module}', so it was not "
+                                      "imported (its names are bound to an empty module)"})
         return True
 
     def visit_Import(self, node):
@@ -1355,18 +1355,26 @@ def run_module(source):
                       code=_runtime_code(e), line=line, detail=list(_builds))
 
 
+def result_notes(notes):
+    """The static check's notes a result shows, as the protocol's `notes` ({"code", "message",
+    "line"}: a module line): an import never used and not made. A placeholder's note becomes the
+    answer's status instead."""
+    return [{"code": n["code"], "message": n["message"], "line": n["line"]} for n in notes if n["code"] == "unused_import"]
+
+
 def build(source):
     """The compile step alone (the `compile` request): runs the module, so its extensions build
-    into the cache. Returns {"ok", "status", "code", "message", "line", "builds", "refusals"}."""
+    into the cache. Returns {"ok", "status", "code", "message", "line", "builds", "refusals", "notes"}."""
     try:
-        namespace, builds, _notes = run_module(source)
+        namespace, builds, notes = run_module(source)
     except AnswerError as e:
         return {"ok": False, "status": e.status, "stage": e.stage, "code": e.code, "message": e.message, "line": e.line,
                 "builds": e.detail if e.status != "rejected" else [], "refusals": e.detail if e.status == "rejected" else []}
     if not isinstance(namespace.get("ModelNew"), type):
         return {"ok": False, "status": "format_error", "stage": "parse", "code": "missing_model_new",
                 "message": "the answer defines no class ModelNew", "line": 0, "builds": builds, "refusals": []}
-    return {"ok": True, "status": "", "stage": "", "code": None, "message": "", "line": 0, "builds": builds, "refusals": []}
+    return {"ok": True, "status": "", "stage": "", "code": None, "message": "", "line": 0, "builds": builds, "refusals": [],
+            "notes": result_notes(notes)}
 
 
 # torch 1.13's DLPack has no bool: a bool tensor crosses as its bytes (a uint8 view, no copy) with
@@ -1398,7 +1406,7 @@ def _construct(cls, init_inputs, seed, device):
 
 def load_model(source, init_inputs, seed, device):
     """Runs the module, builds ModelNew as KernelBench does (seeded, on the CPU, without grad, then
-    moved), and returns {"handle", "builds", "parameters": [[name, shape, is_buffer]...]}."""
+    moved), and returns {"handle", "builds", "parameters": [[name, shape, is_buffer]...], "notes"}."""
     namespace, builds, notes = run_module(source)
     cls = namespace.get("ModelNew")
     if not isinstance(cls, type) or not issubclass(cls, torch.nn.Module):
@@ -1426,7 +1434,7 @@ def load_model(source, init_inputs, seed, device):
     handle = _next_handle[0]
     _next_handle[0] += 1
     _models[handle] = model
-    return {"handle": handle, "builds": builds + list(_builds), "parameters": params}
+    return {"handle": handle, "builds": builds + list(_builds), "parameters": params, "notes": result_notes(notes)}
 
 
 def _tuples(x):

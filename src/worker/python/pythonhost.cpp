@@ -588,6 +588,7 @@ KernelBenchModel loadKernelBenchModel(const std::string& source, const json& ini
     }
     m.builds = r["builds"];
     m.parameters = r["parameters"];
+    m.notes = r.value("notes", json::array());
     m.callable = std::make_unique<KernelBenchCallable>(r["handle"].get<long>());
     return m;
 }

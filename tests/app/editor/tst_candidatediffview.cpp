@@ -255,6 +255,12 @@ private Q_SLOTS:
             labels << l->text();
         QVERIFY(labels.contains(QStringLiteral("1.071× [1.070–1.072] vs eager")));
         QVERIFY(CandidateSide::evaluationReport(std::nullopt).startsWith(QLatin1String("Not evaluated")));
+        // The worker's notes, each on its own line.
+        EvaluationResult noted = decodeEvaluation(failureResult(QStringLiteral("correct"), QString()));
+        noted.notes = {
+            EvaluationNote{QStringLiteral("unused_import"), QStringLiteral("never uses 'os' (answer line 6)"), 6}};
+        QVERIFY(CandidateSide::evaluationReport(noted).contains(
+            QStringLiteral("note (unused_import): never uses 'os' (answer line 6)")));
     }
 
     void withoutAnEchoTheAnswersAreCompared()
