@@ -24,6 +24,30 @@ results_head() {
   echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
 }
 
+# The machine's memory, load and our processes every 5 s ($OUT/machine-watch.txt), and a guard: under
+# 5 % of the memory available (at least 4 GiB) every kwb process of ours is killed and the guard says
+# so. Two calls of the study step (sessions 26 and 27) ended with the machine no longer answering
+# and nothing returned; if our processes take the machine, this leaves the evidence and the machine.
+machine_watch() {
+  local total floor avail
+  total=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+  floor=$(( total / 20 > 4194304 ? total / 20 : 4194304 ))
+  while sleep 5; do
+    avail=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+    echo "$(date -u +%H:%M:%S) avail_MiB=$((avail / 1024)) load=$(cut -d' ' -f1 /proc/loadavg) procs=$(ls /proc | grep -c '^[0-9]') kwb=$(pgrep -c -f kwb-worker) cc1plus=$(pgrep -c cc1plus) cicc=$(pgrep -c cicc) python=$(pgrep -c python3)"
+    if (( avail < floor )); then
+      echo "$(date -u +%H:%M:%S) GUARD: MemAvailable $((avail / 1024)) MiB under $((floor / 1024)) MiB: killing kwb, kwb-worker"
+      ps -eo pid,rss,comm --sort=-rss | head -15
+      pkill -9 -f kwb-worker; pkill -9 -x kwb
+    fi
+  done >> "$OUT/machine-watch.txt" 2>&1
+}
+if [[ ${KWB_MACHINE_WATCH:-1} == 1 ]]; then
+  machine_watch &
+  watch_pid=$!
+  trap 'kill $watch_pid 2>/dev/null' EXIT
+fi
+
 need_bundle() {
   [[ -x $bundle/run ]] || tar xf build-carry/qt-bundle.tar.xz -C /tmp
   # bubblewrap for the OS sandbox travels in the bundle where the machine lacks it: without it on
