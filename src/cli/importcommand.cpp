@@ -326,6 +326,10 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     queue.setWorkerLimits(session.supervisor().limits());
     queue.setTimeout(int(std::lround(options.timeoutS * 1000.0)));
     queue.setCompileWorkerCount(compileWorkers);
+    if (const QString warning =
+            compileWorkersMemoryWarning(QString::fromLatin1(defaults::kAnswerFormatKernelBench), compileWorkers);
+        !warning.isEmpty())
+        err() << "kwb: warning: " << warning << '\n';
     for (const FoundGeneration& g : std::as_const(scan.generations)) {
         ImportRun& run = runOf(g.runFolder);
         if (run.done.contains(unitOf(g))) {

@@ -405,6 +405,9 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     QObject::connect(&run, &HeadlessRun::runReady, &run, [&] {
         err() << "kwb run: " << run.compileWorkers() << " compile worker(s), " << run.tasksInFlight()
               << " task(s) in flight\n";
+        if (const QString warning = compileWorkersMemoryWarning(run.plan().answerFormat, run.compileWorkers());
+            !warning.isEmpty())
+            err() << "kwb: warning: " << warning << '\n';
         err().flush();
         clock.start();
         ticker.start();

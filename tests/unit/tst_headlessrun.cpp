@@ -254,6 +254,15 @@ private Q_SLOTS:
         QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16, 32 * GiB), 4);
         QCOMPARE(defaultCompileWorkers(QStringLiteral("kernelbench"), 16, 8 * GiB), 1);
         QCOMPARE(defaultCompileWorkers(QStringLiteral("native"), 16, 8 * GiB), 1);
+        // A chosen number over what the memory holds is warned about; within it, or native, not.
+        QVERIFY(compileWorkersMemoryWarning(QStringLiteral("kernelbench"), 4, 32 * GiB).isEmpty());
+        QVERIFY(compileWorkersMemoryWarning(QStringLiteral("native"), 64, 8 * GiB).isEmpty());
+        QVERIFY(compileWorkersMemoryWarning(QStringLiteral("kernelbench"), 12, 0).isEmpty()); // unknown
+        const QString warning = compileWorkersMemoryWarning(QStringLiteral("kernelbench"), 12, 32 * GiB);
+        QVERIFY2(warning.startsWith(QStringLiteral("12 compile workers may build 12 KernelBench-format extensions at "
+                                                   "once, about 72 GiB (6 GiB each), where 3/4 of this "
+                                                   "machine's 32 GiB hold 4:")),
+                 qPrintable(warning));
         QCOMPARE(defaultTasksInFlight(12, 1, 1), 13);
         QCOMPARE(defaultTasksInFlight(1, 1, 1), 2);
         QCOMPARE(defaultTasksInFlight(12, 1, 4), 4);

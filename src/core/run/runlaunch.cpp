@@ -171,6 +171,25 @@ int defaultCompileWorkers(const QString& answerFormat)
     return defaultCompileWorkers(answerFormat, QThread::idealThreadCount(), machineMemoryBytes());
 }
 
+QString compileWorkersMemoryWarning(const QString& answerFormat, int workers, qint64 memoryBytes)
+{
+    if (answerFormat != QLatin1String(defaults::kAnswerFormatKernelBench) || memoryBytes <= 0)
+        return {};
+    const qint64 fit = std::max<qint64>(1, memoryBytes / 4 * 3 / kKernelBenchCompileWorkerBytes);
+    if (workers <= fit)
+        return {};
+    return QStringLiteral("%1 compile workers may build %1 KernelBench-format extensions at once, about %2 (%3 "
+                          "each), where 3/4 of this machine's %4 hold %5: the kernel's OOM killer may end builds "
+                          "(their candidates are then the machine's no_device) or other programs")
+        .arg(QString::number(workers), formatBytes(workers * kKernelBenchCompileWorkerBytes),
+             formatBytes(kKernelBenchCompileWorkerBytes), formatBytes(memoryBytes), QString::number(fit));
+}
+
+QString compileWorkersMemoryWarning(const QString& answerFormat, int workers)
+{
+    return compileWorkersMemoryWarning(answerFormat, workers, machineMemoryBytes());
+}
+
 int defaultTasksInFlight(int compileWorkers, int gpus, int samplesPerTurn)
 {
     const int busy = std::max(0, compileWorkers) + std::max(1, gpus);

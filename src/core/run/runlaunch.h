@@ -100,6 +100,12 @@ QString defaultPromptsDirFor(const QString& answerFormat);
 int defaultCompileWorkers(const QString& answerFormat, int cores, qint64 memoryBytes);
 /// defaultCompileWorkers on this machine (QThread::idealThreadCount(), machineMemoryBytes()).
 int defaultCompileWorkers(const QString& answerFormat);
+/// Where `workers` compile workers of this answer format may take more memory at once than
+/// defaultCompileWorkers allows for (`memoryBytes`: the machine's), a warning saying so, for a
+/// chosen `--compile-workers`; else empty.
+QString compileWorkersMemoryWarning(const QString& answerFormat, int workers, qint64 memoryBytes);
+/// compileWorkersMemoryWarning on this machine (machineMemoryBytes()).
+QString compileWorkersMemoryWarning(const QString& answerFormat, int workers);
 /// The memory one KernelBench-format compile worker is given room for: its build's compilers side
 /// by side (4.2 GB measured on torch 1.13's headers; torch 2.11's are larger), the worker and its
 /// spare with torch imported (0.24 GB each).
