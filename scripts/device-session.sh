@@ -179,8 +179,10 @@ for step in "$@"; do
     # database (STUDY_DB keeps it between warm calls; a run cut by STUDY_TIMEOUT is listed as such
     # and `kwb run --resume` continues it), then the report beside the recorder's verdicts
     # (kwb import of the same folder). Every run evaluates a task's identical answers once
-    # (--evaluate-identical-once; STUDY_EVAL_ARGS= turns it off): the recorded server repeats one
-    # text per task, which would otherwise be measured again for every sample, turn and regime.
+    # (--evaluate-identical-once), and every run after the first takes the earlier runs' verdicts of
+    # the same text (--identical-across-runs; STUDY_EVAL_ARGS= turns both off): the recorded server
+    # repeats one text per task, which would otherwise be measured again for every sample, turn and
+    # run (about 420 evaluations of 30 texts).
     # A run left `running` in STUDY_DB by an earlier call is resumed first (STUDY_RESUME=0: not);
     # STUDY_RUNS= (empty) resumes only.
     log study-recorded
@@ -221,7 +223,7 @@ for step in "$@"; do
       timeout ${STUDY_TIMEOUT:-300} $bundle/run kwb --worker "$worker" "${cmd[@]}" --answer-format kernelbench \
         --tasks study --endpoint "$(head -1 /tmp/llm-recorded.url)" --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${STUDY_COMPILE_WORKERS:-12} --timing-trials ${STUDY_TRIALS:-10} \
-        --isolation ${STUDY_ISOLATION:-reuse} ${STUDY_EVAL_ARGS---evaluate-identical-once} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
+        --isolation ${STUDY_ISOLATION:-reuse} ${STUDY_EVAL_ARGS---identical-across-runs} > "$OUT/study-recorded-${r/:/-}.txt" 2>&1
       echo "rc=$?" >> "$OUT/study-recorded-${r/:/-}.txt"; tail -3 "$OUT/study-recorded-${r/:/-}.txt"
       keep_study
     done

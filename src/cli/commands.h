@@ -148,6 +148,7 @@ struct RunCommandOptions
     bool compileOnly = false;                     ///< --compile-only: "device" "none", correctness not measured
     bool profileTraffic = false;                  ///< --profile-traffic: every evaluation counts its HBM bytes
     bool evaluateIdenticalOnce = false;           ///< --evaluate-identical-once
+    bool identicalAcrossRuns = false;             ///< --identical-across-runs
     int pauseGenerationWhileTiming = -1;          ///< --[no-]pause-generation-while-timing; -1: on for a local endpoint
     int contextTokens = defaults::kContextTokens; ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens

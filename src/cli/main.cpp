@@ -231,6 +231,10 @@ int main(int argc, char** argv)
                           "evaluate byte-identical answers of a task once: later copies are stored with the first "
                           "one's verdict and timing, marked reused_from_candidate (never a machine failure's; "
                           "stored with the run)");
+        command->add_flag("--identical-across-runs", runOptions.identicalAcrossRuns,
+                          "--evaluate-identical-once, and also reuse the verdicts of this database's other runs made "
+                          "with the same evaluation settings (profile, scale, trials, limits, seeds, kwb build, GPU), "
+                          "marked reused_from_run (stored with the run)");
         command->add_flag("--stop-when-correct", runStopWhenCorrect,
                           "no further turn once a task has a correct candidate (default: the regime's; the agent "
                           "goes on for speed; stored with the run)");

@@ -143,9 +143,10 @@ int runRun(Session& session, const RunCommandOptions& options)
             plan.workerLimits.osSandbox = false;
         if (options.pauseGenerationWhileTiming >= 0)
             plan.pauseGenerationWhileTiming = options.pauseGenerationWhileTiming == 1;
-        if (options.evaluateIdenticalOnce && !plan.evaluateIdenticalOnce)
-            err() << "kwb run: --resume keeps the run's evaluation of every answer; --evaluate-identical-once is "
-                     "ignored\n";
+        if ((options.evaluateIdenticalOnce && !plan.evaluateIdenticalOnce) ||
+            (options.identicalAcrossRuns && !plan.identicalAcrossRuns))
+            err() << "kwb run: --resume keeps the run's evaluation of identical answers; --evaluate-identical-once "
+                     "and --identical-across-runs are ignored\n";
         // The answer format is the run's: its prompts ask for it and its stored answers are in it.
         if (!options.answerFormat.isEmpty() && options.answerFormat != plan.answerFormat)
             err() << "kwb run: --resume keeps the run's answer format (" << plan.answerFormat << "); --answer-format "
@@ -195,7 +196,8 @@ int runRun(Session& session, const RunCommandOptions& options)
         request.sweepNs = options.sweepNs;
         request.compileOnly = options.compileOnly;
         request.profileTraffic = options.profileTraffic;
-        request.evaluateIdenticalOnce = options.evaluateIdenticalOnce;
+        request.evaluateIdenticalOnce = options.evaluateIdenticalOnce || options.identicalAcrossRuns;
+        request.identicalAcrossRuns = options.identicalAcrossRuns;
         request.contextTokens = options.contextTokens;
         request.maxOutputTokens = options.maxOutputTokens;
         if (!options.answerFormat.isEmpty())

@@ -16,6 +16,7 @@
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
+#include <functional>
 
 #include <algorithm>
 #include <memory>
@@ -833,6 +834,74 @@ private Q_SLOTS:
         QCOMPARE(evals.size(), 3);
         for (const auto& e : evals)
             QCOMPARE(e.status, wireName(EvaluationStatus::WorkerLost));
+    }
+
+    void identicalAnswersAcrossRunsOfTheSameSettings()
+    {
+        // Run A evaluates an answer; run B of the same evaluation settings (another regime, the
+        // same kwb build, GPU, profile) gets the same text and, with identical_across_runs, stores
+        // A's verdict with reused_from_run; run C of another kwb build evaluates it again.
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        const auto runWith = [&](const QString& commit) {
+            RunConfig config;
+            config.regime = StoredRegime::of(regime);
+            config.versions.kwbCommit = commit;
+            config.protocolProfile = QStringLiteral("kernelbench-fp32");
+            const auto id = m_store->createRun(QStringLiteral("test"), regime.name, config.toJson());
+            if (!id)
+                qFatal("createRun: %s", qPrintable(m_store->errorString()));
+            return *id;
+        };
+        const QString text = answer(QStringLiteral("shared"), QStringLiteral("incorrect"));
+        auto a = setUp(regime);
+        a->setEvaluateIdenticalOnce(true);
+        m_server->enqueue(reply({text}));
+        const qint64 runA = runWith(QStringLiteral("abc123"));
+        QVERIFY(runToEnd(*a, runA, {taskInput()}));
+        QCOMPARE(a->evaluationsSubmitted(), 1);
+        QCOMPARE(m_store->evaluations(runA).size(), 1);
+        const qint64 evaluatedInA = m_store->evaluations(runA).first().candidateId;
+
+        auto b = setUp(regime, false); // the same store
+        b->setEvaluateIdenticalOnce(true);
+        b->setIdenticalAcrossRuns(true);
+        m_server->enqueue(reply({text}));
+        const qint64 runB = runWith(QStringLiteral("abc123"));
+        QVERIFY(runToEnd(*b, runB, {taskInput()}));
+        QCOMPARE(b->evaluationsSubmitted(), 0);
+        QCOMPARE(b->evaluationsReused(), 1);
+        const auto inB = m_store->evaluations(runB);
+        QCOMPARE(inB.size(), 1);
+        QCOMPARE(inB.first().status, QStringLiteral("incorrect"));
+        QCOMPARE(inB.first().result.value(QLatin1String("reused_from_candidate")).toInteger(), evaluatedInA);
+        QCOMPARE(inB.first().result.value(QLatin1String("reused_from_run")).toInteger(), runA);
+
+        auto c = setUp(regime, false);
+        c->setEvaluateIdenticalOnce(true);
+        c->setIdenticalAcrossRuns(true);
+        m_server->enqueue(reply({text}));
+        const qint64 runC = runWith(QStringLiteral("def456"));
+        QVERIFY(runToEnd(*c, runC, {taskInput()}));
+        QCOMPARE(c->evaluationsSubmitted(), 1); // another build's verdicts are not this one's
+        QVERIFY(!m_store->evaluations(runC).first().result.contains(QLatin1String("reused_from_run")));
+
+        // What makes two runs' verdicts the same, and what does not.
+        RunConfig x;
+        x.versions.kwbCommit = QStringLiteral("abc123");
+        RunConfig y = x;
+        y.model = QStringLiteral("another model");
+        y.promptsDir = QStringLiteral("/elsewhere");
+        QVERIFY(RunConfig::sameEvaluationSettings(x, y));
+        for (const auto& change : QList<std::function<void(RunConfig&)>>{
+                 [](RunConfig& r) { r.timingTrials = 10; }, [](RunConfig& r) { r.scale = QStringLiteral("smoke"); },
+                 [](RunConfig& r) { r.gpu.name = QStringLiteral("NVIDIA H100"); },
+                 [](RunConfig& r) { r.workerLimits.hostMemoryBytes = 1 << 30; },
+                 [](RunConfig& r) { r.seeds.evaluation = 7; }, [](RunConfig& r) { r.timeoutS = 10; },
+                 [](RunConfig& r) { r.versions.kwbCommit.clear(); }}) {
+            RunConfig z = x;
+            change(z);
+            QVERIFY(!RunConfig::sameEvaluationSettings(x, z) || !RunConfig::sameEvaluationSettings(z, x));
+        }
     }
 
     void routingPerLevel()

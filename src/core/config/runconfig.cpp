@@ -139,11 +139,26 @@ QJsonObject RunConfig::toJson() const
     json.insert(QStringLiteral("prompts_dir"), promptsDir);
     json.insert(QLatin1String(kProfileTrafficKey), profileTraffic);
     json.insert(QStringLiteral("evaluate_identical_once"), evaluateIdenticalOnce);
+    json.insert(QStringLiteral("identical_across_runs"), identicalAcrossRuns);
     if (pauseGenerationWhileTiming)
         json.insert(QStringLiteral("pause_generation_while_timing"), *pauseGenerationWhileTiming);
     json.insert(QStringLiteral("context_tokens"), contextTokens);
     json.insert(QStringLiteral("max_output_tokens"), maxOutputTokens);
     return json;
+}
+
+bool RunConfig::sameEvaluationSettings(const RunConfig& a, const RunConfig& b)
+{
+    const auto sameGpu = [](const DeviceFacts& x, const DeviceFacts& y) {
+        return x.available == y.available && x.name == y.name && x.arch == y.arch && x.smCount == y.smCount &&
+               x.driverVersion == y.driverVersion;
+    };
+    return !a.versions.kwbCommit.isEmpty() && a.versions.kwbCommit == b.versions.kwbCommit &&
+           a.versions.worker == b.versions.worker && a.versions.torch == b.versions.torch &&
+           a.protocolProfile == b.protocolProfile && a.scale == b.scale && a.timingTrials == b.timingTrials &&
+           a.timeoutS == b.timeoutS && a.seeds.evaluation == b.seeds.evaluation && a.answerFormat == b.answerFormat &&
+           a.compileOnly == b.compileOnly && a.profileTraffic == b.profileTraffic && a.isolation == b.isolation &&
+           a.workerLimits.toJson() == b.workerLimits.toJson() && a.sandbox == b.sandbox && sameGpu(a.gpu, b.gpu);
 }
 
 RunConfig RunConfig::fromJson(const QJsonObject& json)
@@ -211,6 +226,7 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
     c.compileOnly = value("compile_only").toBool(false);
     c.profileTraffic = json.value(QLatin1String(kProfileTrafficKey)).toBool(false);
     c.evaluateIdenticalOnce = value("evaluate_identical_once").toBool(false);
+    c.identicalAcrossRuns = value("identical_across_runs").toBool(false);
     if (value("pause_generation_while_timing").isBool())
         c.pauseGenerationWhileTiming = value("pause_generation_while_timing").toBool();
     c.contextTokens = value("context_tokens").toInt(0);

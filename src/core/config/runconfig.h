@@ -115,6 +115,9 @@ struct RunConfig
     /// Identical answers of a task evaluated once (RunController::setEvaluateIdenticalOnce);
     /// runs stored before it evaluated every one.
     bool evaluateIdenticalOnce = false;
+    /// With it, verdicts of the store's other runs of the same evaluation settings reused too
+    /// (RunController::setIdenticalAcrossRuns); runs stored before it did not.
+    bool identicalAcrossRuns = false;
     /// No new model request while an evaluation holds a GPU; unset: not stored (planResume
     /// decides from the endpoint).
     std::optional<bool> pauseGenerationWhileTiming;
@@ -127,6 +130,13 @@ struct RunConfig
     QJsonObject import;
 
     bool isImport() const { return !import.isEmpty(); }
+    /// Whether a verdict of one run holds for the byte-identical answer of the same task in the
+    /// other: the same evaluation request (profile, scale, timing trials, evaluation seed, answer
+    /// format, compile-only, traffic), the same limits and sandbox (a timeout, a resource limit),
+    /// the same build of kwb and its worker (kwb_commit, known), torch, and the same GPU (name,
+    /// arch, SMs, driver). Not the model, endpoint, prompts or regime: they decide the answer, not
+    /// its verdict.
+    static bool sameEvaluationSettings(const RunConfig& a, const RunConfig& b);
     bool isSweep() const { return sweep.has_value(); }
     /// Routed: by a routing, or with regimes per level.
     bool isRouted() const { return routing.has_value() || !levelRegimes.isEmpty(); }

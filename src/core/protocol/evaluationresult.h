@@ -29,6 +29,8 @@ inline constexpr const char* kTrafficKey = ProtocolNames::Key::kTraffic;
 /// Added to a stored evaluation by the run controller, not the worker: the candidate row whose
 /// evaluation this one copies (an identical answer, evaluate identical once).
 inline constexpr const char* kReusedFromCandidateKey = "reused_from_candidate";
+/// Beside it where that candidate is another run's (identical_across_runs): that run's id.
+inline constexpr const char* kReusedFromRunKey = "reused_from_run";
 
 /// `traffic`: the HBM bytes one call of a correct candidate moved (CUPTI's DRAM counters), or why
 /// it was not profiled. A record that breaks the format (an unknown key, a profiled record without

@@ -7,6 +7,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QSet>
 #include <QTimer>
 
 #include <algorithm>
@@ -101,17 +102,14 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     m_identicalJob.clear();
     m_evaluationsReused = 0;
     if (m_evaluateIdenticalOnce) {
-        // A resumed run reuses what it evaluated before: the first stored verdict of each answer,
-        // traced back to the candidate that was evaluated itself.
-        for (auto e = m_storedEvaluations.cbegin(); e != m_storedEvaluations.cend(); ++e) {
-            const auto answer = m_storedAnswers.constFind(e.key());
-            if (answer == m_storedAnswers.cend() || !isReusableVerdict(e->result))
-                continue;
-            const QString key = identityKey(e->task, answer->text);
-            const qint64 from = e->result.value(QLatin1String(kReusedFromCandidateKey)).toInteger(e->candidateId);
-            const auto known = m_identical.constFind(key);
-            if (known == m_identical.cend() || from < known->candidateId)
-                m_identical.insert(key, IdenticalAnswer{from, {}, e->result});
+        // A resumed run reuses what it evaluated before; with identical_across_runs, then what the
+        // store's runs of the same evaluation settings did (this run's own verdicts win).
+        seedIdentical(runId);
+        const std::optional<RunInfo> self = m_identicalAcrossRuns ? m_store->run(runId) : std::nullopt;
+        if (self) {
+            for (const RunInfo& other : m_store->runs())
+                if (other.id != runId && RunConfig::sameEvaluationSettings(self->config, other.config))
+                    seedIdentical(other.id);
         }
     }
     QTimer::singleShot(0, this, [this] {
@@ -513,6 +511,30 @@ void RunController::submitJob(TaskState* state, const PendingEval& pending)
     }
 }
 
+void RunController::seedIdentical(qint64 runId)
+{
+    // The first stored verdict of each answer, traced back to the candidate evaluated itself and
+    // its run. An answer already known from an earlier call (this run's own first) keeps that.
+    const bool own = runId == m_runId;
+    const QHash<UnitKey, ResponseRecord> answers = own ? m_storedAnswers : m_store->answeredUnits(runId);
+    QSet<QString> seeded;
+    for (const EvaluationRecord& e : m_store->evaluations(runId)) {
+        const auto answer = answers.constFind(UnitKey{e.task, e.turn, e.sample, e.role});
+        if (answer == answers.cend() || !isReusableVerdict(e.result))
+            continue;
+        const QString key = identityKey(e.task, answer->text);
+        const qint64 from = e.result.value(QLatin1String(kReusedFromCandidateKey)).toInteger(e.candidateId);
+        qint64 origin = e.result.value(QLatin1String(kReusedFromRunKey)).toInteger(own ? 0 : runId);
+        if (origin == m_runId)
+            origin = 0;
+        const auto known = m_identical.constFind(key);
+        if (known == m_identical.cend() || (seeded.contains(key) && from < known->candidateId)) {
+            m_identical.insert(key, IdenticalAnswer{from, {}, e.result, origin});
+            seeded.insert(key);
+        }
+    }
+}
+
 bool RunController::isReusableVerdict(const QJsonObject& result) const
 {
     // Only a verdict about the candidate: a machine fault, a request that never reached an
@@ -557,6 +579,9 @@ void RunController::deliverReused(qint64 jobId, const QString& key)
         return; // cancelled meanwhile
     QJsonObject reused = *same->result;
     reused.insert(QLatin1String(kReusedFromCandidateKey), double(same->candidateId));
+    reused.remove(QLatin1String(kReusedFromRunKey)); // the stored result's own, if it was reused itself
+    if (same->fromRun != 0)
+        reused.insert(QLatin1String(kReusedFromRunKey), double(same->fromRun));
     ++m_evaluationsReused;
     onJobFinished(jobId, reused);
 }

@@ -146,6 +146,11 @@ public:
     /// machine fault, out of device memory) is never reused: the next identical answer is
     /// evaluated instead. Off by default; a run stores it as `evaluate_identical_once`.
     void setEvaluateIdenticalOnce(bool on) { m_evaluateIdenticalOnce = on; }
+    /// With setEvaluateIdenticalOnce: also reuse the verdicts of the store's other runs whose
+    /// evaluation settings are this run's (RunConfig::sameEvaluationSettings: profile, scale,
+    /// trials, limits, seeds, worker, GPU), each stored with `reused_from_candidate` and
+    /// `reused_from_run`. Off by default; a run stores it as `identical_across_runs`.
+    void setIdenticalAcrossRuns(bool on) { m_identicalAcrossRuns = on; }
 
     /// Runs the tasks into run `runId` of the store (created by the caller; for a resume, the same
     /// run again). False when already running or when a regime is not valid. Ends in runFinished(),
@@ -302,6 +307,7 @@ private:
     ContextBudget m_budget;
     qint64 m_seedTurnStride = kModelSeedTurnStride;
     bool m_evaluateIdenticalOnce = false;
+    bool m_identicalAcrossRuns = false;
     /// Evaluate identical once: an answer (keyed by task and text) sent to the queue, the
     /// followers waiting for it while it runs, and its result once it is a reusable verdict.
     struct IdenticalAnswer
@@ -309,7 +315,11 @@ private:
         qint64 candidateId = 0;
         QList<qint64> followers;
         std::optional<QJsonObject> result;
+        qint64 fromRun = 0; ///< the run whose candidate `candidateId` is, where not this one (0)
     };
+    /// Seeds m_identical with the reusable verdicts stored for `runId` (this run's on a resume,
+    /// another's with setIdenticalAcrossRuns), each traced to the candidate and run evaluated.
+    void seedIdentical(qint64 runId);
     QHash<QString, IdenticalAnswer> m_identical;
     QHash<qint64, QString> m_identicalJob; ///< a queue job evaluating an answer others may reuse -> its key
     qint64 m_nextOwnJob = -1;              ///< the controller's own job ids (followers), negative

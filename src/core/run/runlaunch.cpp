@@ -365,6 +365,7 @@ std::optional<RunPlan> planRun(const RunRequest& request, QString* error)
     plan.compileOnly = request.compileOnly;
     plan.profileTraffic = request.profileTraffic;
     plan.evaluateIdenticalOnce = request.evaluateIdenticalOnce;
+    plan.identicalAcrossRuns = request.evaluateIdenticalOnce && request.identicalAcrossRuns;
     plan.pauseGenerationWhileTiming = request.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     if (request.contextTokens < 0 || request.maxOutputTokens < 1)
         return failWith(QStringLiteral("context tokens must be 0 (no check) or more, max output tokens at least 1"));
@@ -462,6 +463,7 @@ std::optional<RunPlan> planResume(const RunInfo& run, QString* error)
     plan.compileOnly = config.compileOnly;
     plan.profileTraffic = config.profileTraffic;
     plan.evaluateIdenticalOnce = config.evaluateIdenticalOnce;
+    plan.identicalAcrossRuns = config.identicalAcrossRuns;
     plan.pauseGenerationWhileTiming = config.pauseGenerationWhileTiming.value_or(isLocalEndpoint(plan.endpoint));
     plan.contextTokens = config.contextTokens;
     plan.maxOutputTokens = config.maxOutputTokens;
@@ -532,6 +534,7 @@ std::optional<RunConfig> runConfigFor(const RunPlan& plan, const DeviceFacts& de
     config.compileOnly = plan.compileOnly;
     config.profileTraffic = plan.profileTraffic;
     config.evaluateIdenticalOnce = plan.evaluateIdenticalOnce;
+    config.identicalAcrossRuns = plan.identicalAcrossRuns;
     config.pauseGenerationWhileTiming = plan.pauseGenerationWhileTiming;
     config.contextTokens = plan.contextTokens;
     config.maxOutputTokens = plan.maxOutputTokens;
@@ -605,6 +608,7 @@ void configureController(RunController& controller, const RunPlan& plan)
     controller.setContextBudget(contextBudgetFor(plan));
     controller.setModelSeedTurnStride(plan.modelSeedTurnStride);
     controller.setEvaluateIdenticalOnce(plan.evaluateIdenticalOnce);
+    controller.setIdenticalAcrossRuns(plan.identicalAcrossRuns);
 }
 
 ContextBudget contextBudgetFor(const RunPlan& plan)

@@ -170,6 +170,9 @@ struct RunRequest
     /// Byte-identical answers of a task are evaluated once, the copies stored with that verdict
     /// (`evaluate_identical_once`, RunController::setEvaluateIdenticalOnce).
     bool evaluateIdenticalOnce = false;
+    /// With it, the store's runs of the same evaluation settings lend their verdicts too
+    /// (`identical_across_runs`, RunController::setIdenticalAcrossRuns).
+    bool identicalAcrossRuns = false;
     /// No new model request while an evaluation holds a GPU's lease; nullopt: on exactly when the
     /// endpoint is on this machine (isLocalEndpoint), where the model server may share the GPU.
     std::optional<bool> pauseGenerationWhileTiming;
@@ -213,6 +216,7 @@ struct RunPlan
     bool compileOnly = false;                        ///< stored as `compile_only`
     bool profileTraffic = false;                     ///< stored as `profile_traffic`, sent with every evaluate
     bool evaluateIdenticalOnce = false;              ///< stored as `evaluate_identical_once`
+    bool identicalAcrossRuns = false;                ///< stored as `identical_across_runs`
     bool pauseGenerationWhileTiming = false;         ///< stored as `pause_generation_while_timing`
     int contextTokens = 0;                           ///< stored as `context_tokens` (0: not checked)
     int maxOutputTokens = 0; ///< stored as `max_output_tokens`, sent as max_tokens (0: not sent)

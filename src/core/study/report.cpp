@@ -490,8 +490,10 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         RunOutcomes outcomes = runOutcomes(store, info, evaluations);
         run.compileOnly = isCompileOnlyRun(info);
         run.evaluations = int(evaluations.size());
-        for (const EvaluationRecord& e : evaluations)
+        for (const EvaluationRecord& e : evaluations) {
             run.reusedEvaluations += e.result.contains(QLatin1String(kReusedFromCandidateKey)) ? 1 : 0;
+            run.reusedFromOtherRuns += e.result.contains(QLatin1String(kReusedFromRunKey)) ? 1 : 0;
+        }
         run.outcomes = outcomes.outcomes;
         run.chosenEvaluation = outcomes.chosenEvaluation;
         run.unevaluated = outcomes.unevaluated;

@@ -186,6 +186,7 @@ struct RunReport
     /// Of those, copies of an identical answer's evaluation (`reused_from_candidate`, a run made
     /// with evaluate identical once): not measured again.
     int reusedEvaluations = 0;
+    int reusedFromOtherRuns = 0; ///< of those, another run's verdicts (identical_across_runs)
     RunSummary summary;
     RunUsage usage;
     QStringList ablated; ///< switches that were off (Ablations::offNames), from the stored regime

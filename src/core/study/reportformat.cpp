@@ -470,10 +470,15 @@ QString reportMarkdown(const Report& report)
     for (const RunReport& run : report.runs)
         if (RunConfig::fromJson(run.run.configJson).evaluateIdenticalOnce)
             md += QStringLiteral("\n%1 evaluated identical answers once: %2 of its %3 evaluations are an earlier "
-                                 "identical answer's, reused (`reused_from_candidate`), not measured again.\n")
+                                 "identical answer's, reused (`reused_from_candidate`), not measured again%4.\n")
                       .arg(run.label())
                       .arg(run.reusedEvaluations)
-                      .arg(run.evaluations);
+                      .arg(run.evaluations)
+                      .arg(run.reusedFromOtherRuns > 0
+                               ? QStringLiteral("; %1 of them another run's of the same evaluation settings "
+                                                "(`reused_from_run`)")
+                                     .arg(run.reusedFromOtherRuns)
+                               : QString());
 
     md += QStringLiteral("\n## Per level\n\n");
     const ReportTable levels = perLevelTable(report);
