@@ -556,6 +556,16 @@ QWidget* LaunchPage::buildEvaluationBox()
            "time where a model or a recorded server repeats itself; each copy no longer draws its own timing "
            "noise. Off: every answer is evaluated. Stored with the run."));
     form->addRow(m_evaluateIdenticalOnce);
+    m_identicalAcrossRuns = new QCheckBox(tr("… also from the database's other runs"), box);
+    m_identicalAcrossRuns->setObjectName(QStringLiteral("identicalAcrossRunsCheck"));
+    m_identicalAcrossRuns->setToolTip(
+        tr("An answer identical to one another run of this database evaluated takes that verdict, where that run's "
+           "evaluation settings are this one's (profile, scale, trials, limits, seeds, the same kwb build and "
+           "GPU; not the model, prompts or regime). For regimes and sweeps against a recorded server. Stored with "
+           "the run."));
+    m_identicalAcrossRuns->setEnabled(false);
+    connect(m_evaluateIdenticalOnce, &QCheckBox::toggled, m_identicalAcrossRuns, &QWidget::setEnabled);
+    form->addRow(m_identicalAcrossRuns);
     form->addRow(tr("Database"), dbRow);
     m_databaseProblem = new QLabel(box);
     m_databaseProblem->setObjectName(QStringLiteral("databaseProblem"));
@@ -841,6 +851,7 @@ RunRequest LaunchPage::request() const
     r.compileOnly = m_compileOnly->isChecked();
     r.pauseGenerationWhileTiming = m_pauseGeneration->isChecked();
     r.evaluateIdenticalOnce = m_evaluateIdenticalOnce->isChecked();
+    r.identicalAcrossRuns = r.evaluateIdenticalOnce && m_identicalAcrossRuns->isChecked();
     r.answerFormat = m_answerFormat->currentData().toString();
     // The default set follows the answer format (defaultPromptsDirFor); a set chosen elsewhere stays.
     r.promptsDir = m_promptsDir == defaultPromptsDir() ? defaultPromptsDirFor(r.answerFormat) : m_promptsDir;

@@ -176,6 +176,7 @@ private:
     QSpinBox* m_compileWorkers = nullptr; ///< RunEnvironment::compileWorkers; its minimum -1: automatic
     QCheckBox* m_pauseGeneration = nullptr;
     QCheckBox* m_evaluateIdenticalOnce = nullptr;
+    QCheckBox* m_identicalAcrossRuns = nullptr; ///< enabled with m_evaluateIdenticalOnce
     bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;
     QLabel* m_databaseProblem = nullptr; ///< why runs cannot be written into it; hidden when they can

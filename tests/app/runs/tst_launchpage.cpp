@@ -149,8 +149,16 @@ private Q_SLOTS:
         QString error;
         QVERIFY2(planRun(page.request(), &error), qPrintable(error));
         QCOMPARE(planRun(page.request(), &error)->evaluateIdenticalOnce, false);
+        auto* across = child<QCheckBox>(page, "identicalAcrossRunsCheck");
+        QVERIFY(!across->isEnabled()); // only with the first
         once->setChecked(true);
         QCOMPARE(planRun(page.request(), &error)->evaluateIdenticalOnce, true);
+        QCOMPARE(planRun(page.request(), &error)->identicalAcrossRuns, false);
+        QVERIFY(across->isEnabled());
+        across->setChecked(true);
+        QCOMPARE(planRun(page.request(), &error)->identicalAcrossRuns, true);
+        once->setChecked(false);
+        QCOMPARE(planRun(page.request(), &error)->identicalAcrossRuns, false);
     }
 
     // The overrides offer what a regime file may say (regimefile.h's bounds), no less: a regime of
