@@ -534,6 +534,11 @@ class Suite:
                 else f"log: {log[:300]}")
         r.check("compile_log_extra_include_paths_home", "TEST_HOME_CONFIG_ABSENT" in log and "INCLUDE_PATH_CONFIG_ABSENT" in log,
                 "the test's home not visible to the build" if "TEST_HOME_CONFIG_ABSENT" in log else f"log: {log[:300]}")
+        dev_zero = log[log.find("dev_zero: "):][:4000] if "dev_zero: " in log else ""
+        r.check("compile_runaway_stops_at_the_data_limit",
+                "out of memory" in dev_zero and "RLIMIT_DATA" in dev_zero,
+                "cc1plus on /dev/zero stopped at the broker's data limit" if "RLIMIT_DATA" in dev_zero
+                else f"log: {dev_zero[:300] or log[:300]}")
         r.check("compile_wrappers_ran", log.count(": Error building extension") + log.count(": BUILT") >= 6,
                 f"{log.count(': Error building extension')} builds failed as expected" if "wrapper_tmp" in log else f"log: {log[:300]}")
         effects = os.listdir(self.host_dir) + [n for n in os.listdir("/tmp") if n.startswith(self.tmp_name)]
