@@ -536,6 +536,23 @@ QWidget* LaunchPage::buildEvaluationBox()
            "of 3/4 of the memory: its builds take a minute and about 4 GB each). Stored with the run.")
             .arg(defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
     form->addRow(tr("Compile workers"), m_compileWorkers);
+    // A number chosen over what the memory holds for KernelBench-format builds (the CLI's warning).
+    m_compileWorkersWarning = new QLabel(box);
+    m_compileWorkersWarning->setObjectName(QStringLiteral("compileWorkersWarning"));
+    m_compileWorkersWarning->setWordWrap(true);
+    m_compileWorkersWarning->setStyleSheet(QStringLiteral("color: #9a6700;"));
+    m_compileWorkersWarning->setVisible(false);
+    form->addRow(QString(), m_compileWorkersWarning);
+    const auto checkCompileWorkers = [this] {
+        const int n = m_compileWorkers->value();
+        const QString warning = n == RunEnvironment::kAutomatic
+                                    ? QString()
+                                    : compileWorkersMemoryWarning(m_answerFormat->currentData().toString(), n);
+        m_compileWorkersWarning->setText(warning);
+        m_compileWorkersWarning->setVisible(!warning.isEmpty());
+    };
+    connect(m_compileWorkers, &QSpinBox::valueChanged, this, checkCompileWorkers);
+    connect(m_answerFormat, &QComboBox::currentIndexChanged, this, checkCompileWorkers);
     m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);
     m_pauseGeneration->setObjectName(QStringLiteral("pauseGenerationCheck"));
     m_pauseGeneration->setToolTip(tr("No new model request while an evaluation holds the GPU (requests already "

@@ -177,7 +177,8 @@ private:
     QCheckBox* m_pauseGeneration = nullptr;
     QCheckBox* m_evaluateIdenticalOnce = nullptr;
     QCheckBox* m_identicalAcrossRuns = nullptr; ///< enabled with m_evaluateIdenticalOnce
-    bool m_pauseGenerationTouched = false; ///< the user set it: the endpoint no longer decides
+    QLabel* m_compileWorkersWarning = nullptr;  ///< compileWorkersMemoryWarning, where it has one
+    bool m_pauseGenerationTouched = false;      ///< the user set it: the endpoint no longer decides
     QLineEdit* m_database = nullptr;
     QLabel* m_databaseProblem = nullptr; ///< why runs cannot be written into it; hidden when they can
 

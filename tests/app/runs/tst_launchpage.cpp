@@ -161,6 +161,31 @@ private Q_SLOTS:
         QCOMPARE(planRun(page.request(), &error)->identicalAcrossRuns, false);
     }
 
+    // A compile-worker count over what this machine's memory holds for KernelBench-format builds is
+    // said under the box (as kwb run warns); automatic, a count within it or native answers: nothing.
+    void compileWorkersOverTheMemoryAreWarnedOf()
+    {
+        RunManager manager;
+        LaunchPage page(&manager);
+        auto* spin = child<QSpinBox>(page, "compileWorkersSpin");
+        auto* format = child<QComboBox>(page, "answerFormatCombo");
+        auto* warning = child<QLabel>(page, "compileWorkersWarning");
+        const int kernelbench = format->findData(QStringLiteral("kernelbench"));
+        QVERIFY(kernelbench >= 0);
+        format->setCurrentIndex(kernelbench);
+        QVERIFY(warning->isHidden());
+        spin->setValue(256); // over any machine's memory here: 1.5 TiB of builds
+        QVERIFY(!warning->isHidden());
+        QVERIFY2(warning->text().startsWith(QStringLiteral("256 compile workers may build 256")),
+                 qPrintable(warning->text()));
+        QVERIFY(warning->wordWrap()); // a long line wraps, never widens the window
+        format->setCurrentIndex(format->findData(QStringLiteral("native")));
+        QVERIFY(warning->isHidden());
+        format->setCurrentIndex(kernelbench);
+        spin->setValue(1);
+        QVERIFY(warning->isHidden());
+    }
+
     // The overrides offer what a regime file may say (regimefile.h's bounds), no less: a regime of
     // 32 turns could be written but not launched when the box stopped at 10.
     void overridesReachTheRegimeFileBounds()
