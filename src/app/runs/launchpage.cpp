@@ -108,6 +108,31 @@ QString profileSummary(const ProfileSettings& p)
 
 } // namespace
 
+namespace {
+
+/// A check box of the form, with its name for tests and its tooltip.
+QCheckBox* checkBox(QWidget* parent, const QString& text, const QString& objectName, const QString& toolTip)
+{
+    auto* box = new QCheckBox(text, parent);
+    box->setObjectName(objectName);
+    box->setToolTip(toolTip);
+    return box;
+}
+
+/// A line under a field saying what is wrong with it: hidden until there is something to say,
+/// wrapped so that no text widens the window.
+QLabel* problemLabel(QWidget* parent, const QString& objectName, const QString& colour)
+{
+    auto* label = new QLabel(parent);
+    label->setObjectName(objectName);
+    label->setWordWrap(true);
+    label->setStyleSheet(QStringLiteral("color: %1;").arg(colour));
+    label->setVisible(false);
+    return label;
+}
+
+} // namespace
+
 LaunchPage::LaunchPage(RunManager* manager, QWidget* parent)
     : QWidget(parent)
     , m_manager(manager)
@@ -537,11 +562,7 @@ QWidget* LaunchPage::buildEvaluationBox()
             .arg(defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
     form->addRow(tr("Compile workers"), m_compileWorkers);
     // A number chosen over what the memory holds for KernelBench-format builds (the CLI's warning).
-    m_compileWorkersWarning = new QLabel(box);
-    m_compileWorkersWarning->setObjectName(QStringLiteral("compileWorkersWarning"));
-    m_compileWorkersWarning->setWordWrap(true);
-    m_compileWorkersWarning->setStyleSheet(QStringLiteral("color: #9a6700;"));
-    m_compileWorkersWarning->setVisible(false);
+    m_compileWorkersWarning = problemLabel(box, QStringLiteral("compileWorkersWarning"), QStringLiteral("#9a6700"));
     form->addRow(QString(), m_compileWorkersWarning);
     const auto checkCompileWorkers = [this] {
         const int n = m_compileWorkers->value();
@@ -565,17 +586,15 @@ QWidget* LaunchPage::buildEvaluationBox()
             m_pauseGeneration->setChecked(isLocalEndpoint(text.trimmed()));
     });
     form->addRow(m_pauseGeneration);
-    m_evaluateIdenticalOnce = new QCheckBox(tr("Evaluate identical answers once"), box);
-    m_evaluateIdenticalOnce->setObjectName(QStringLiteral("evaluateIdenticalOnceCheck"));
-    m_evaluateIdenticalOnce->setToolTip(
+    m_evaluateIdenticalOnce = checkBox(
+        box, tr("Evaluate identical answers once"), QStringLiteral("evaluateIdenticalOnceCheck"),
         tr("An answer of a task identical byte for byte to one already sent is not evaluated again: it is stored "
            "with that one's verdict and timing, marked as reused (a machine failure is never reused). Saves GPU "
            "time where a model or a recorded server repeats itself; each copy no longer draws its own timing "
            "noise. Off: every answer is evaluated. Stored with the run."));
     form->addRow(m_evaluateIdenticalOnce);
-    m_identicalAcrossRuns = new QCheckBox(tr("… also from the database's other runs"), box);
-    m_identicalAcrossRuns->setObjectName(QStringLiteral("identicalAcrossRunsCheck"));
-    m_identicalAcrossRuns->setToolTip(
+    m_identicalAcrossRuns = checkBox(
+        box, tr("… also from the database's other runs"), QStringLiteral("identicalAcrossRunsCheck"),
         tr("An answer identical to one another run of this database evaluated takes that verdict, where that run's "
            "evaluation settings are this one's (profile, scale, trials, limits, seeds, the same kwb build and "
            "GPU; not the model, prompts or regime). For regimes and sweeps against a recorded server. Stored with "
@@ -584,11 +603,7 @@ QWidget* LaunchPage::buildEvaluationBox()
     connect(m_evaluateIdenticalOnce, &QCheckBox::toggled, m_identicalAcrossRuns, &QWidget::setEnabled);
     form->addRow(m_identicalAcrossRuns);
     form->addRow(tr("Database"), dbRow);
-    m_databaseProblem = new QLabel(box);
-    m_databaseProblem->setObjectName(QStringLiteral("databaseProblem"));
-    m_databaseProblem->setWordWrap(true);
-    m_databaseProblem->setStyleSheet(QStringLiteral("color: #b01e1e;"));
-    m_databaseProblem->setVisible(false);
+    m_databaseProblem = problemLabel(box, QStringLiteral("databaseProblem"), QStringLiteral("#b01e1e"));
     form->addRow(QString(), m_databaseProblem);
     return box;
 }
