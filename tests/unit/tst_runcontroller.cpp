@@ -885,6 +885,19 @@ private Q_SLOTS:
         QCOMPARE(c->evaluationsSubmitted(), 1); // another build's verdicts are not this one's
         QVERIFY(!m_store->evaluations(runC).first().result.contains(QLatin1String("reused_from_run")));
 
+        // The same build and settings, but the task file was edited between the runs (another
+        // forward): A's verdict was judged against another task and is not taken.
+        auto d = setUp(regime, false);
+        d->setEvaluateIdenticalOnce(true);
+        d->setIdenticalAcrossRuns(true);
+        m_server->enqueue(reply({text}));
+        RunTaskInput edited = taskInput();
+        edited.task.insert(QStringLiteral("forward"), QStringLiteral("def forward(x, p):\n    return x * 2\n"));
+        const qint64 runD = runWith(QStringLiteral("abc123"));
+        QVERIFY(runToEnd(*d, runD, {edited}));
+        QCOMPARE(d->evaluationsSubmitted(), 1);
+        QCOMPARE(d->evaluationsReused(), 0);
+
         // What makes two runs' verdicts the same, and what does not.
         RunConfig x;
         x.versions.kwbCommit = QStringLiteral("abc123");

@@ -5,8 +5,10 @@
 #include "core/protocol/workerresponses.h"
 #include "core/workers/evaluationqueue.h"
 
+#include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
+#include <QJsonDocument>
 #include <QSet>
 #include <QTimer>
 
@@ -73,6 +75,18 @@ QString identityKey(const QString& task, const QString& answer)
     return task + QChar(0) + answer;
 }
 
+/// Where a stored evaluation keeps the digest of the task definition it was judged against.
+constexpr const char* kTaskDigestKey = "task_digest";
+
+/// SHA-256 of a task's `tasks` entry (its forward, inputs, parameters, shapes, tolerance, reference):
+/// a task id alone does not say that a user's task file was not edited between two runs.
+QString taskDigest(const QJsonObject& task)
+{
+    return QString::fromLatin1(
+        QCryptographicHash::hash(QJsonDocument(task).toJson(QJsonDocument::Compact), QCryptographicHash::Sha256)
+            .toHex());
+}
+
 } // namespace
 
 bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
@@ -101,6 +115,9 @@ bool RunController::start(qint64 runId, const QList<RunTaskInput>& tasks)
     m_identical.clear();
     m_identicalJob.clear();
     m_evaluationsReused = 0;
+    m_taskDigests.clear();
+    for (const RunTaskInput& input : std::as_const(m_tasks))
+        m_taskDigests.insert(input.id(), taskDigest(input.task));
     if (m_evaluateIdenticalOnce) {
         // A resumed run reuses what it evaluated before; with identical_across_runs, then what the
         // store's runs of the same evaluation settings did (this run's own verdicts win).
@@ -522,6 +539,9 @@ void RunController::seedIdentical(qint64 runId)
         const auto answer = answers.constFind(UnitKey{e.task, e.turn, e.sample, e.role});
         if (answer == answers.cend() || !isReusableVerdict(e.result))
             continue;
+        // Another run's verdict only where it was judged against this run's definition of the task.
+        if (!own && e.result.value(QLatin1String(kTaskDigestKey)).toString() != m_taskDigests.value(e.task))
+            continue;
         const QString key = identityKey(e.task, answer->text);
         const qint64 from = e.result.value(QLatin1String(kReusedFromCandidateKey)).toInteger(e.candidateId);
         qint64 origin = e.result.value(QLatin1String(kReusedFromRunKey)).toInteger(own ? 0 : runId);
@@ -707,6 +727,7 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
         settleIdentical(jobId, result);
     QJsonObject stored = result;
     stored.insert(QStringLiteral("generation_paused"), m_pauseGenerationWhileTiming);
+    stored.insert(QLatin1String(kTaskDigestKey), m_taskDigests.value(state->input.id()));
     // The seed its answer was asked with, kept beside the verdict (the prompt rows have no column
     // for it): a reader checks that no two turns of a task drew with one seed.
     if (pending.seed)

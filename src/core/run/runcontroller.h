@@ -308,6 +308,7 @@ private:
     qint64 m_seedTurnStride = kModelSeedTurnStride;
     bool m_evaluateIdenticalOnce = false;
     bool m_identicalAcrossRuns = false;
+    QHash<QString, QString> m_taskDigests; ///< task id -> taskDigest of its `tasks` entry, stored with each verdict
     /// Evaluate identical once: an answer (keyed by task and text) sent to the queue, the
     /// followers waiting for it while it runs, and its result once it is a reusable verdict.
     struct IdenticalAnswer
