@@ -27,6 +27,9 @@ int main(int argc, char** argv)
         // load_inline took): the reply's write must fail with EPIPE, which the broker handles,
         // not end the broker by SIGPIPE (its embedded Python installs no signal handlers).
         std::signal(SIGPIPE, SIG_IGN);
+        // Before the interpreter and any thread: every build the broker starts inherits it.
+        if (const std::string why = kwb::limitBuildMemory(); !why.empty())
+            std::cerr << "kwb-worker --build-broker: no data limit for builds: " << why << "\n";
         try {
             return kwb::python::runBuildBroker(argv[2]);
         } catch (const std::exception& e) {

@@ -2,6 +2,7 @@
 // must end the request with the right status, and the next request must run on a good worker.
 // Limits are short (hundreds of milliseconds) so the whole suite stays fast.
 
+#include "core/workers/hostlimitdefaults.h"
 #include "supervisortesting.h"
 
 class TestWorkerSupervisor : public SupervisorTestBase
@@ -443,6 +444,11 @@ private Q_SLOTS:
         QCOMPARE(defaultHostMemoryLimitFor(6 * GiB), 2 * GiB);
         QCOMPARE(defaultHostMemoryLimitFor(4 * GiB), 1 * GiB);
         QCOMPARE(defaultHostMemoryLimitFor(128 * GiB), 64 * GiB);
+        // A build's processes (the broker's RLIMIT_DATA): half the machine within 3 and 8 GiB.
+        QCOMPARE(buildDataLimitForTotal(128 * GiB), 8 * GiB);
+        QCOMPARE(buildDataLimitForTotal(12 * GiB), 6 * GiB);
+        QCOMPARE(buildDataLimitForTotal(4 * GiB), 3 * GiB);
+        QCOMPARE(buildDataLimitForTotal(0), 8 * GiB); // unknown
         QVERIFY(machineMemoryBytes() > 0);
         QCOMPARE(defaultHostMemoryLimit(), defaultHostMemoryLimitFor(machineMemoryBytes()));
         QVERIFY(defaultHostThreadLimit() >= 512);

@@ -348,8 +348,9 @@ def killed_compiler_is_not_cached():
 
 
 def runaway_compiler_stops_at_the_data_limit():
-    """The broker sets its own RLIMIT_DATA (here 512 MiB; by default half the machine within 3 and
-    8 GiB), which its builds inherit: a compiler the sources make grow stops there with its own
+    """The broker has its own RLIMIT_DATA (here 512 MiB from its config; kwb-worker's broker sets
+    buildDataLimitForTotal of the machine, half of it within 3 and 8 GiB), which its builds
+    inherit: a compiler the sources make grow stops there with its own
     message, a compile error of the answer (cached: the same sources do the same again), with the
     limit named. Without it, cc1plus doubles its buffer until the machine's memory is gone."""
     cache = fresh("broker-runaway")

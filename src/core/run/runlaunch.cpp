@@ -155,6 +155,17 @@ QString defaultLaunchDatabase()
     return QDir(userDataDir()).filePath(QStringLiteral("launched-runs.db"));
 }
 
+namespace {
+
+/// How many KernelBench-format builds 3/4 of `memoryBytes` holds, at kKernelBenchCompileWorkerBytes
+/// each (at least one).
+qint64 kernelBenchBuildsThatFit(qint64 memoryBytes)
+{
+    return std::max<qint64>(1, memoryBytes / 4 * 3 / kKernelBenchCompileWorkerBytes);
+}
+
+} // namespace
+
 int defaultCompileWorkers(const QString& answerFormat, int cores, qint64 memoryBytes)
 {
     if (answerFormat != QLatin1String(defaults::kAnswerFormatKernelBench))
@@ -162,8 +173,7 @@ int defaultCompileWorkers(const QString& answerFormat, int cores, qint64 memoryB
     const int byCores = std::max(1, cores * 3 / 4);
     if (memoryBytes <= 0)
         return byCores;
-    const qint64 byMemory = memoryBytes / 4 * 3 / kKernelBenchCompileWorkerBytes;
-    return int(std::max<qint64>(1, std::min<qint64>(byCores, byMemory)));
+    return int(std::min<qint64>(byCores, kernelBenchBuildsThatFit(memoryBytes)));
 }
 
 int defaultCompileWorkers(const QString& answerFormat)
@@ -175,7 +185,7 @@ QString compileWorkersMemoryWarning(const QString& answerFormat, int workers, qi
 {
     if (answerFormat != QLatin1String(defaults::kAnswerFormatKernelBench) || memoryBytes <= 0)
         return {};
-    const qint64 fit = std::max<qint64>(1, memoryBytes / 4 * 3 / kKernelBenchCompileWorkerBytes);
+    const qint64 fit = kernelBenchBuildsThatFit(memoryBytes);
     if (workers <= fit)
         return {};
     return QStringLiteral("%1 compile workers may build %1 KernelBench-format extensions at once, about %2 (%3 "

@@ -18,6 +18,20 @@ constexpr std::int64_t defaultHostMemoryLimitForTotal(std::int64_t totalBytes)
     return std::max(std::min(totalBytes / 2, totalBytes - 4 * GiB), totalBytes / 4);
 }
 
+/// The data memory (RLIMIT_DATA) each process of a KernelBench-format build may take, set by the
+/// build broker on itself (kwb-worker --build-broker) so that every build inherits it: half of the
+/// machine, within 3 and 8 GiB; 8 GiB when unknown. The broker runs outside every worker's memory
+/// limit, and an answer's sources can make a compiler grow without end (`#include "/dev/zero"`);
+/// honest builds' processes stay under 3 GiB (nvcc's largest phase 2.5 GB, cc1plus on torch's
+/// header 1.4 GB: bench/results/2026-12-05-build-memory-2core.md). docs/sandbox.md.
+constexpr std::int64_t buildDataLimitForTotal(std::int64_t totalBytes)
+{
+    constexpr std::int64_t GiB = std::int64_t(1) << 30;
+    if (totalBytes <= 0)
+        return 8 * GiB;
+    return std::max(3 * GiB, std::min(8 * GiB, totalBytes / 2));
+}
+
 /// 512, or 4 per CPU where that is more.
 constexpr int defaultHostThreadLimitForCpus(int cpus)
 {

@@ -190,7 +190,7 @@ _KILLED_COMPILER = ("Killed signal terminated program", "died due to signal", "t
                     "internal compiler error: Killed")
 # Of those, SIGKILL (g++'s and nvcc's words for it): what the OOM killer and kill -9 send, never a
 # compiler's own crash (SIGSEGV, SIGABRT: a compiler bug the sources trigger, the same each time).
-# Each process of a build has a data limit far below the machine's memory (build_data_limit), so a
+# Each process of a build has a data limit far below the machine's memory (buildDataLimitForTotal), so a
 # compiler the sources make grow fails at that limit with its own message; a SIGKILL is then the
 # machine's doing (too many builds for its memory, a user's kill): no_device, not compile_error.
 _SIGKILLED_COMPILER = re.compile(r"Killed signal terminated program|internal compiler error: Killed|"
@@ -210,50 +210,28 @@ def compiler_killed_by_machine(output):
 
 
 # The data memory (RLIMIT_DATA: heap and private mappings) each process of a build may take: the
-# builder, ninja, g++'s cc1plus, nvcc's cudafe++/cicc/ptxas, the early syntax pass. The broker runs
-# outside every worker's memory limit, and an answer's sources can make a compiler grow without
-# end (`#include "/dev/zero"`: cc1plus doubles its buffer until the machine runs out, and the OOM
-# killer picks among everything on it). Under the limit such a compiler stops with its own "out of
-# memory" message, a compile error of the answer, cached as any. Honest builds stay far below:
-# torch/extension.h in cc1plus 1.4 GB, nvcc's largest phase 2.5 GB (torch 1.13's headers), torch's
-# import 0.2 GB; nvcc builds under 3 GiB. bench/results/2026-12-05-build-memory-2core.md.
+# builder, ninja, g++'s cc1plus, nvcc's cudafe++/cicc/ptxas, the early syntax pass. The broker's
+# binary sets it on itself before this module runs (kwb-worker --build-broker: limitBuildMemory,
+# buildDataLimitForTotal in hostlimitdefaults.h, which says why and how much), so every build
+# inherits it. A compiler over it stops with its own "out of memory" message, a compile error of
+# the answer, cached as any.
 _GiB = 1 << 30
-
-
-def build_data_limit(total_bytes):
-    """Per process of a build on a machine of total_bytes: half of it, within 3 and 8 GiB."""
-    if total_bytes <= 0:
-        return 8 * _GiB
-    return max(3 * _GiB, min(8 * _GiB, total_bytes // 2))
-
-
-def machine_memory():
-    """MemTotal in bytes, 0 when unreadable."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 # Words of a compiler that hit the data limit (g++, nvcc's phases, a C++ program's bad_alloc).
 _OUT_OF_MEMORY = re.compile(r"out of memory|virtual memory exhausted|Memory allocation failure|std::bad_alloc",
                             re.IGNORECASE)
-_build_limits = {"data": 0}  # what this broker set (limit_build_memory), for messages
+_build_limits = {"data": 0}  # the limit this broker's builds inherit (limit_build_memory), for messages
 
 
-def limit_build_memory(limit):
-    """The broker's own RLIMIT_DATA, soft and hard, which every build it starts inherits (a
-    sandboxed build, without capabilities, cannot raise it). Set before any thread or child:
-    preexec_fn is not safe in a threaded process. Never raised above a limit already lower."""
+def limit_build_memory(limit=None):
+    """Records the RLIMIT_DATA every build of this broker inherits; with `limit` (a test's broker
+    run without the binary), sets it first, soft and hard (a sandboxed build, without
+    capabilities, cannot raise it), never above a hard limit already lower. Before any thread or
+    child: preexec_fn is not safe in a threaded process."""
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    _build_limits["data"] = limit
+    if limit is not None:
+        soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, soft))
+    _build_limits["data"] = 0 if soft == resource.RLIM_INFINITY else soft
 
 
 def note_memory_limit(message):
@@ -1451,8 +1429,10 @@ def serve_broker(config_path):
         os.remove(config_path)  # read once; kwb wrote it for this broker alone
     except OSError:
         return 0  # kwb ended before this broker started: nothing to serve
-    # Before the spare and any thread: every build inherits it (build_data_limit; a test sets it).
-    limit_build_memory(int(config.get("build_data_limit_bytes") or build_data_limit(machine_memory())))
+    # Before the spare and any thread: the limit every build inherits (the binary set it; a test's
+    # config sets its own).
+    override = config.get("build_data_limit_bytes")
+    limit_build_memory(int(override) if override else None)
     _spares.start(config)  # first: a request can come as soon as the socket is there
     path = config["socket"]
     if os.path.exists(path):

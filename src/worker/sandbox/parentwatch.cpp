@@ -7,11 +7,13 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -172,6 +174,20 @@ void writeStderr(const std::string& line)
 }
 
 } // namespace
+
+std::string limitBuildMemory()
+{
+    rlimit current{};
+    if (::getrlimit(RLIMIT_DATA, &current) != 0)
+        return std::string("getrlimit: ") + std::strerror(errno);
+    rlim_t limit = rlim_t(buildDataLimitForTotal(machineMemoryBytes()));
+    if (current.rlim_max != RLIM_INFINITY)
+        limit = std::min(limit, current.rlim_max);
+    const rlimit wanted{limit, limit};
+    if (::setrlimit(RLIMIT_DATA, &wanted) != 0)
+        return std::string("setrlimit: ") + std::strerror(errno);
+    return {};
+}
 
 std::int64_t effectiveHostMemoryLimit(std::int64_t memoryBytes)
 {

@@ -39,6 +39,11 @@ std::string readSmallFile(const std::string& path);
 /// main thread's; each once.
 std::vector<long> childrenOf(long pid, bool allThreads);
 
+/// Sets this process's RLIMIT_DATA, soft and hard, to buildDataLimitForTotal of this machine's
+/// memory (MemTotal, or a lower cgroup memory.max), for the build broker before it starts
+/// anything: every build inherits it. Never above a hard limit already lower. "" or why it failed.
+std::string limitBuildMemory();
+
 /// What watchHostLimits() enforces for these arguments here (0: the default resolved).
 std::int64_t effectiveHostMemoryLimit(std::int64_t memoryBytes);
 int effectiveHostThreadLimit(int threads);
