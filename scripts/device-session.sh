@@ -198,8 +198,11 @@ for step in "$@"; do
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
     db=${STUDY_DB:-$OUT/study-recorded.db}
     export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/study-recorded-extensions}
+    # One port for every call (STUDY_LLM_PORT): runs pair (ablations with their baseline, the report's
+    # comparisons) only where their endpoints are the same URL, and session 28's runs, each with a
+    # server of its own on a free port, had no ablation baseline.
     $bundle/run kwb-fixture-llm --recorded "$recorded" --answer-format kernelbench --tasks "$root/tasks" \
-      --log "$OUT/llm-recorded.log" > /tmp/llm-recorded.url 2> "$OUT/llm-recorded.err" &
+      --port ${STUDY_LLM_PORT:-18431} --log "$OUT/llm-recorded.log" > /tmp/llm-recorded.url 2> "$OUT/llm-recorded.err" &
     pid=$!; sleep 1
     # Runs an earlier call cut (STUDY_TIMEOUT, the call's own limit) go on first: every generated
     # run of the database still `running` is resumed against this call's server (STUDY_RESUME=0: not).

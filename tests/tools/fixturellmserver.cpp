@@ -485,8 +485,13 @@ int main(int argc, char** argv)
                        "choice) mod count. A task without one gets a plain-text answer saying so (no module: "
                        "format_error); other roles a fixed note. See the source's header."),
         QStringLiteral("DIR"));
+    // A fixed port keeps the endpoint one URL across calls: runs compare (ablation baselines, the
+    // report's pairs) only where their endpoints are the same.
+    const QCommandLineOption portOption(QStringLiteral("port"),
+                                        QStringLiteral("listen on 127.0.0.1:PORT (default: any free port)"),
+                                        QStringLiteral("PORT"), QStringLiteral("0"));
     parser.addOptions({candidatesOption, seedOption, maxNeedOption, delayOption, logOption, statelessOption,
-                       formatOption, tasksOption, recordedOption});
+                       formatOption, tasksOption, recordedOption, portOption});
     parser.process(app);
 
     const QString dir = parser.value(candidatesOption);
@@ -688,8 +693,14 @@ int main(int argc, char** argv)
         reply.completionTokens = int(chars / 4);
         return reply;
     });
-    if (!server.start()) {
-        std::fprintf(stderr, "kwb-fixture-llm: cannot listen on 127.0.0.1\n");
+    bool portOk = false;
+    const uint port = parser.value(portOption).toUInt(&portOk);
+    if (!portOk || port > 65535) {
+        std::fprintf(stderr, "kwb-fixture-llm: --port takes a number from 0 to 65535\n");
+        return 2;
+    }
+    if (!server.start(quint16(port))) {
+        std::fprintf(stderr, "kwb-fixture-llm: cannot listen on 127.0.0.1:%u\n", port);
         return 1;
     }
     std::printf("%s\n", qPrintable(server.baseUrl().toString()));

@@ -80,9 +80,9 @@ ScriptedLlmServer::~ScriptedLlmServer()
     }
 }
 
-bool ScriptedLlmServer::start()
+bool ScriptedLlmServer::start(quint16 port)
 {
-    return m_server.listen(QHostAddress::LocalHost, 0);
+    return m_server.listen(QHostAddress::LocalHost, port);
 }
 
 QUrl ScriptedLlmServer::baseUrl() const

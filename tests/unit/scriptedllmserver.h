@@ -76,7 +76,8 @@ public:
     ~ScriptedLlmServer() override;
 
     /// Listens on 127.0.0.1 with a free port.
-    bool start();
+    /// Listens on 127.0.0.1:`port` (0: any free port, as the tests use).
+    bool start(quint16 port = 0);
     quint16 port() const { return m_server.serverPort(); }
     /// `http://127.0.0.1:<port>/v1`
     QUrl baseUrl() const;
