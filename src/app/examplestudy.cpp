@@ -9,19 +9,20 @@
 
 namespace kwb::app {
 
-ExampleStudyUnpacker::ExampleStudyUnpacker(QObject* parent)
+ExampleStudyUnpacker::ExampleStudyUnpacker(ExampleStudy which, QObject* parent)
     : QObject(parent)
+    , m_which(which)
 {}
 
 bool ExampleStudyUnpacker::start(QString* error)
 {
-    const QString archive = exampleStudyArchive();
+    const QString archive = exampleStudyArchive(m_which);
     if (archive.isEmpty()) {
         if (error)
             *error = tr("the example study is not installed");
         return false;
     }
-    const QString target = exampleStudyDatabase();
+    const QString target = exampleStudyDatabase(m_which);
     QDir().mkpath(QFileInfo(target).absolutePath());
     const QString partial = target + QStringLiteral(".part");
     auto* xz = new QProcess(this);

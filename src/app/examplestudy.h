@@ -4,6 +4,8 @@
 // exampleStudyDatabase() by xz in the background (27.8 MB from 0.3 MB), so the window stays
 // responsive. The window opens what it unpacked; this class only makes the file.
 
+#include "app/workbenchdata.h"
+
 #include <QObject>
 #include <QString>
 
@@ -13,7 +15,7 @@ class ExampleStudyUnpacker : public QObject
 {
     Q_OBJECT
 public:
-    explicit ExampleStudyUnpacker(QObject* parent = nullptr);
+    explicit ExampleStudyUnpacker(ExampleStudy which, QObject* parent = nullptr);
 
     /// Starts xz on the installed archive; `unpacked` or `failed` follows from the event loop.
     /// False with *error, and nothing started, where no example study is installed.
@@ -25,6 +27,9 @@ Q_SIGNALS:
     /// Why not, as the welcome page says it: xz failed or is not installed, or the file could
     /// not be written.
     void failed(const QString& message);
+
+private:
+    ExampleStudy m_which;
 };
 
 } // namespace kwb::app

@@ -290,13 +290,25 @@ QWidget* MainWindow::buildWelcome()
         return b;
     };
     QPushButton* example =
-        button(QStringLiteral("welcomeExample"), tr("Open the example study (NVIDIA H200, 10 runs × 30 tasks)"),
+        button(QStringLiteral("welcomeExample"),
+               tr("Open the example study (a fixture server, not a model; NVIDIA H200, 10 runs × 30 tasks)"),
                tr("The study re-run on an H200 with a fixture model server: every regime and ablation, ready for the "
                   "Results, Roofline, Best-of-n and Diff pages. Timed on 2026-11-30, before the worker timed ahead of "
                   "its CUPTI trace: launch-bound level-3 speed-ups there carry the tracer's cost (up to 13 %). "
                   "Unpacked once into %1.")
                    .arg(QDir::toNativeSeparators(exampleStudyDatabase())));
     example->setEnabled(!exampleStudyArchive().isEmpty());
+    // Real model text (issue 38): what a model's answers do in every stage, labelled as replayed.
+    QPushButton* recorded = button(
+        QStringLiteral("welcomeRecordedExample"),
+        tr("Open real model answers (Qwen3-Coder-480B, 5 regimes × 30 tasks)"),
+        tr("Qwen3-Coder-480B's answers to KernelBench's own prompt (technoabsurdist/KernelBench, MIT), replayed by "
+           "a recorded server to five regimes in KernelBench's format and evaluated on an H100 (zero-shot) and an "
+           "H200 (the other four), 2026-12-05. Every sample and turn of a task got the same recorded answer, so "
+           "the regimes tie: the runs show what real answers do (compile errors, wrong shapes, correct but slower "
+           "than PyTorch), not which loop is better. Unpacked once into %1.")
+            .arg(QDir::toNativeSeparators(exampleStudyDatabase(ExampleStudy::RecordedAnswers))));
+    recorded->setEnabled(!exampleStudyArchive(ExampleStudy::RecordedAnswers).isEmpty());
     QPushButton* open =
         button(QStringLiteral("welcomeOpen"), tr("Open a run database…"), tr("A file `kwb run` or Launch wrote"));
     QPushButton* launch = button(QStringLiteral("welcomeLaunch"), tr("Launch a run…"),
@@ -309,11 +321,15 @@ QWidget* MainWindow::buildWelcome()
     m_welcomeStatus->setWordWrap(true);
     outer->addWidget(m_welcomeStatus);
     outer->addStretch(2);
-    connect(example, &QPushButton::clicked, this, [this] {
-        QString error;
-        if (!openExampleStudy(&error))
-            m_welcomeStatus->setText(error);
-    });
+    const auto openOnClick = [this](QPushButton* b, ExampleStudy which) {
+        connect(b, &QPushButton::clicked, this, [this, which] {
+            QString error;
+            if (!openExampleStudy(which, &error))
+                m_welcomeStatus->setText(error);
+        });
+    };
+    openOnClick(example, ExampleStudy::FixtureServer);
+    openOnClick(recorded, ExampleStudy::RecordedAnswers);
     connect(open, &QPushButton::clicked, this, &MainWindow::chooseDatabase);
     connect(launch, &QPushButton::clicked, this, [this] { showPage(QStringLiteral("launch")); });
     connect(tasks, &QPushButton::clicked, this, [this] { showPage(QStringLiteral("tasks")); });
@@ -332,9 +348,9 @@ bool MainWindow::isWelcomeShown() const
     return m_stack->currentWidget() == m_welcome;
 }
 
-bool MainWindow::openExampleStudy(QString* error)
+bool MainWindow::openExampleStudy(ExampleStudy which, QString* error)
 {
-    const QString target = exampleStudyDatabase();
+    const QString target = exampleStudyDatabase(which);
     if (QFileInfo(target).isFile()) {
         const bool ok = openDatabase(target, error);
         if (ok)
@@ -342,7 +358,7 @@ bool MainWindow::openExampleStudy(QString* error)
         return ok;
     }
     // Unpacked in the background (examplestudy.h), then opened.
-    auto* unpacker = new ExampleStudyUnpacker(this);
+    auto* unpacker = new ExampleStudyUnpacker(which, this);
     if (!unpacker->start(error)) {
         delete unpacker;
         return false;

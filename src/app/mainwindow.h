@@ -28,6 +28,8 @@ class WorkerSupervisor;
 
 namespace kwb::app {
 
+enum class ExampleStudy; // workbenchdata.h
+
 class BestOfNPage;
 class ChartRefresher;
 class DiffPage;
@@ -77,9 +79,9 @@ public:
     /// database when none is open, refreshes when it is the open one, else offers to open it.
     void showLaunchedRun(const QString& database, const QString& runLabel = QString());
 
-    /// Unpacks the shipped example study into the user's data dir (once, in the background) and
-    /// opens it. False with *error when there is no example to open.
-    bool openExampleStudy(QString* error = nullptr);
+    /// Unpacks a shipped example study into the user's data dir (once, in the background) and
+    /// opens it. False with *error when there is no such example to open.
+    bool openExampleStudy(ExampleStudy which, QString* error = nullptr);
     /// The welcome page: shown on the first start (no page and no database remembered).
     void showWelcome();
     bool isWelcomeShown() const;

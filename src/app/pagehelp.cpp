@@ -15,9 +15,11 @@ QString pageHelpText(const QString& page)
 {
     // docs/ paths are the repository's (README.md "The window" shows every page).
     if (page == QLatin1String("welcome"))
-        return tr("<p><b>Welcome</b>: open the shipped example study (a run database of every regime over 30 tasks, "
-                  "evaluated on an H200 with a fixture model server, not a language model), open a run database "
-                  "of your own, launch a run or browse the tasks. Help &gt; Welcome brings this page back.</p>");
+        return tr("<p><b>Welcome</b>: open a shipped example study: every regime over 30 tasks, evaluated on an H200 "
+                  "with a fixture model server, not a language model; or five regimes on a real model's recorded "
+                  "answers (Qwen3-Coder-480B, the same answer for every regime, so the regimes tie). Or open a run "
+                  "database of your own, launch a run or browse the tasks. Help &gt; Welcome brings this page "
+                  "back.</p>");
     if (page == QLatin1String("tasks"))
         return tr("<p><b>Tasks</b>: the KernelBench tasks by level, with search (id, title, op) and filters by level, "
                   "op category and bound (memory- or compute-bound on the GPU named above the figures, each with "

@@ -280,19 +280,42 @@ QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& tas
     return entries;
 }
 
-QString exampleStudyArchive()
+namespace {
+
+// The installed name of each example (app/CMakeLists.txt installs them so) and its source copy.
+struct ExampleStudyFiles
 {
-    const QString installed = QDir(QCoreApplication::applicationDirPath())
-                                  .filePath(QStringLiteral("../share/kernel-workbench/examples/study-h200.db.xz"));
+    const char* name;
+    const char* source;
+};
+
+ExampleStudyFiles exampleStudyFiles(ExampleStudy which)
+{
+    switch (which) {
+    case ExampleStudy::RecordedAnswers: return {"study-recorded-qwen3-coder", KWB_SOURCE_RECORDED_EXAMPLE_STUDY};
+    case ExampleStudy::FixtureServer: break;
+    }
+    return {"study-h200", KWB_SOURCE_EXAMPLE_STUDY};
+}
+
+} // namespace
+
+QString exampleStudyArchive(ExampleStudy which)
+{
+    const ExampleStudyFiles files = exampleStudyFiles(which);
+    const QString installed =
+        QDir(QCoreApplication::applicationDirPath())
+            .filePath(QStringLiteral("../share/kernel-workbench/examples/%1.db.xz").arg(QLatin1String(files.name)));
     if (QFileInfo(installed).isFile())
         return QDir::cleanPath(installed);
-    const QString source = QStringLiteral(KWB_SOURCE_EXAMPLE_STUDY);
+    const QString source = QString::fromUtf8(files.source);
     return QFileInfo(source).isFile() ? source : QString();
 }
 
-QString exampleStudyDatabase()
+QString exampleStudyDatabase(ExampleStudy which)
 {
-    return QDir(userDataDir()).filePath(QStringLiteral("examples/study-h200.db"));
+    return QDir(userDataDir())
+        .filePath(QStringLiteral("examples/%1.db").arg(QLatin1String(exampleStudyFiles(which).name)));
 }
 
 } // namespace kwb::app

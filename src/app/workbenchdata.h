@@ -81,11 +81,19 @@ struct CandidateEntry
 /// (RunStore::candidatesOfTask, labelled by run), the task's best marked.
 QList<CandidateEntry> candidatesOfTask(const RunStore& store, const QString& task);
 
-/// The shipped example study (the H200 fixture-server study, 10 runs over 30 tasks), xz-packed:
-/// share/kernel-workbench/examples/study-h200.db.xz next to the program, else the source tree's
-/// bench/results copy. Empty when neither exists.
-QString exampleStudyArchive();
-/// Where the example study is unpacked on first open: userDataDir()/examples/study-h200.db.
-QString exampleStudyDatabase();
+/// The shipped example studies the welcome page opens.
+enum class ExampleStudy {
+    /// Every regime and ablation over 30 tasks on an H200, answered by the fixture server (10 runs).
+    FixtureServer,
+    /// Five regimes over 30 tasks in KernelBench's format, answered with Qwen3-Coder-480B's recorded
+    /// answers (real model text, packaging/examples/recorded-qwen3-coder-480b); H100 and H200.
+    RecordedAnswers,
+};
+
+/// An example study, xz-packed: share/kernel-workbench/examples/<name>.db.xz next to the program,
+/// else the source tree's copy. Empty when neither exists.
+QString exampleStudyArchive(ExampleStudy which = ExampleStudy::FixtureServer);
+/// Where an example study is unpacked on first open: userDataDir()/examples/<name>.db.
+QString exampleStudyDatabase(ExampleStudy which = ExampleStudy::FixtureServer);
 
 } // namespace kwb::app

@@ -90,9 +90,11 @@ QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& e
     if (e.compile) {
         const QString log = e.compile->log.trimmed();
         if (!log.isEmpty()) {
+            // Native answers' CUDA goes through NVRTC; KernelBench's format builds with load_inline (nvcc).
+            const QString compiler = e.isKernelBenchFormat() ? QStringLiteral("load_inline") : QStringLiteral("NVRTC");
             out << QString()
-                << (e.compile->arch.isEmpty() ? QStringLiteral("compile log (NVRTC):")
-                                              : QStringLiteral("compile log (NVRTC, %1):").arg(e.compile->arch));
+                << (e.compile->arch.isEmpty() ? QStringLiteral("compile log (%1):").arg(compiler)
+                                              : QStringLiteral("compile log (%1, %2):").arg(compiler, e.compile->arch));
             out << log;
         } else if (e.compile->okKnown && !e.compile->ok) {
             out << QStringLiteral("compile: failed, no log");
@@ -362,14 +364,23 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
         return text;
     };
     const bool anyCuda = !leftCuda.isEmpty() || !rightCuda.isEmpty();
+    // In KernelBench's format the CUDA sits inside the module (load_inline), so no CUDA block is no
+    // sign of a torch-only answer, and the module is Python, not TorchScript.
+    const auto kernelBench = [](const CandidateSide& side) {
+        return side.evaluation && side.evaluation->isKernelBenchFormat();
+    };
+    const bool anyKernelBench = kernelBench(left) || kernelBench(right);
+    const QString noCudaWhy = anyKernelBench ? tr(" (KernelBench's format: the CUDA is in the module, below)")
+                                             : tr(" (torch-only candidates)");
     m_cudaCaption->setText(caption(m_answers ? tr("Answer (Markdown)") : tr("CUDA block"), m_cudaDiff,
                                    !leftCuda.isEmpty(), !rightCuda.isEmpty()) +
-                           (anyCuda || m_answers ? QString() : tr(" (torch-only candidates)")));
+                           (anyCuda || m_answers ? QString() : noCudaWhy));
     m_cudaDiff->setVisible(anyCuda);
     const bool anyPython = !leftPython.isEmpty() || !rightPython.isEmpty();
     m_pythonCaption->setText(m_answers ? tr("Python block: see the answers above")
-                                       : caption(tr("Python block (TorchScript)"), m_pythonDiff, !leftPython.isEmpty(),
-                                                 !rightPython.isEmpty()));
+                                       : caption(anyKernelBench ? tr("Module (KernelBench's format, load_inline)")
+                                                                : tr("Python block (TorchScript)"),
+                                                 m_pythonDiff, !leftPython.isEmpty(), !rightPython.isEmpty()));
     m_pythonDiff->setVisible(anyPython);
 
     m_leftLog->setPlainText(CandidateSide::evaluationReport(left.evaluation));

@@ -1,5 +1,6 @@
 #include "core/protocol/evaluationresult.h"
 
+#include "core/protocol/defaults.h"
 #include "core/protocol/protocoljson.h"
 
 #include <cmath>
@@ -271,6 +272,7 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
     e.launches = decodeKernelLaunches(r, &e.launchesOmitted);
     e.customLaunches = optInt(r, Key::kCustomLaunches);
     e.torchOnly = flag(r, Key::kTorchOnly);
+    e.answerFormat = str(r, Field::kAnswerFormat);
     const QJsonValue degenerate = at(r, Key::kDegenerate);
     if (degenerate.isObject()) {
         const QJsonObject d = degenerate.toObject();
@@ -303,6 +305,11 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         e.traffic = decodeTraffic(at(r, kTrafficKey));
     e.flags = strings(r, Key::kFlags);
     return e;
+}
+
+bool EvaluationResult::isKernelBenchFormat() const
+{
+    return answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench);
 }
 
 bool EvaluationResult::compiled() const

@@ -191,6 +191,12 @@ struct EvaluationResult
     int launchesOmitted = 0;
     std::optional<int> customLaunches;
     bool torchOnly = false;
+    /// `answer_format` as the worker echoes it ("native", "kernelbench"); empty in results from
+    /// before it was echoed, which were all native.
+    QString answerFormat;
+    /// KernelBench's format: the answer's CUDA is inside its Python module (load_inline, nvcc), not
+    /// a block of its own, and the module is Python, not TorchScript.
+    bool isKernelBenchFormat() const;
     std::optional<DegenerateInfo> degenerate;
     QList<EvaluationNote> notes;
     std::optional<ProfileSettings> profile;

@@ -313,6 +313,50 @@ private Q_SLOTS:
         QCOMPARE(view.pythonDiff()->currentChange(), 0);
     }
 
+    // Seen in the real-text example (session 28): a KernelBench-format answer's CUDA is inside its
+    // module, so having no CUDA block does not make it torch-only, and load_inline built it, not NVRTC.
+    void kernelBenchFormatIsNotTorchOnly()
+    {
+        CandidateDiffView view;
+        CandidateSide a = m_reference, b = m_wrong;
+        a.blocks->cuda.clear();
+        b.blocks->cuda.clear();
+        QJsonObject raw = failureResult(QStringLiteral("compile_error"), QStringLiteral("Error building extension"));
+        raw.insert(QStringLiteral("answer_format"), QStringLiteral("kernelbench"));
+        raw.insert(QStringLiteral("compile"),
+                   QJsonObject{{QStringLiteral("ok"), false},
+                               {QStringLiteral("arch"), QStringLiteral("sm_90")},
+                               {QStringLiteral("log"), QStringLiteral("cuda.cu(167): error: expression must be a "
+                                                                      "modifiable lvalue")}});
+        b.evaluation = decodeEvaluation(raw);
+        QVERIFY(b.evaluation->isKernelBenchFormat());
+        QVERIFY(!a.evaluation->isKernelBenchFormat());
+        view.setCandidates(a, b);
+        QStringList labels;
+        for (QLabel* l : view.findChildren<QLabel*>())
+            labels << l->text();
+        const QString all = labels.join(QLatin1Char('\n'));
+        QVERIFY2(all.contains(QStringLiteral("CUDA block: neither candidate has one (KernelBench's format: the CUDA "
+                                             "is in the module, below)")),
+                 qPrintable(all));
+        QVERIFY(!all.contains(QStringLiteral("(torch-only candidates)")));
+        QVERIFY(all.contains(QStringLiteral("Module (KernelBench's format, load_inline)")));
+        QVERIFY(!all.contains(QStringLiteral("TorchScript")));
+        const QString right = view.rightLog()->toPlainText();
+        QVERIFY2(right.contains(QStringLiteral("compile log (load_inline, sm_90):")), qPrintable(right));
+        QVERIFY(!right.contains(QStringLiteral("NVRTC")));
+
+        // Two native answers keep the native words.
+        b = m_wrong;
+        b.blocks->cuda.clear();
+        view.setCandidates(a, b);
+        labels.clear();
+        for (QLabel* l : view.findChildren<QLabel*>())
+            labels << l->text();
+        QVERIFY(labels.join(QLatin1Char('\n')).contains(QStringLiteral("(torch-only candidates)")));
+        QVERIFY(labels.join(QLatin1Char('\n')).contains(QStringLiteral("Python block (TorchScript)")));
+    }
+
     void rendersOffscreen()
     {
         CandidateDiffView view;

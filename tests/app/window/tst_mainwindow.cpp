@@ -150,6 +150,32 @@ private Q_SLOTS:
         QSettings().clear();
     }
 
+    // Issue 38 item 3: the example of real model text opens beside the fixture one, into a file of
+    // its own, with the banner saying whose recorded answers these are.
+    void theRecordedAnswersExampleSaysWhatAnswered()
+    {
+        QSettings().clear();
+        QFile::remove(exampleStudyDatabase(ExampleStudy::RecordedAnswers));
+        QVERIFY(exampleStudyDatabase(ExampleStudy::RecordedAnswers) !=
+                exampleStudyDatabase(ExampleStudy::FixtureServer));
+        MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
+        window.show();
+        QVERIFY(window.isWelcomeShown());
+        auto* recorded = window.findChild<QPushButton*>(QStringLiteral("welcomeRecordedExample"));
+        QVERIFY(recorded && recorded->isEnabled());
+        QVERIFY(recorded->text().contains(QStringLiteral("Qwen3-Coder-480B")));
+        QTest::mouseClick(recorded, Qt::LeftButton);
+        QTRY_COMPARE_WITH_TIMEOUT(window.database(),
+                                  QFileInfo(exampleStudyDatabase(ExampleStudy::RecordedAnswers)).absoluteFilePath(),
+                                  60000);
+        QCOMPARE(window.currentPage(), QStringLiteral("results"));
+        auto* results = qobject_cast<ResultsPage*>(window.page(QStringLiteral("results")));
+        QTRY_COMPARE_WITH_TIMEOUT(results->checkedRuns().size(), 5, 30000);
+        QTRY_VERIFY_WITH_TIMEOUT(window.provenanceBanner().contains(QStringLiteral("Qwen3-Coder-480B")), 30000);
+        QVERIFY2(window.provenanceBanner().contains(QStringLiteral("recorded")), qPrintable(window.provenanceBanner()));
+        QSettings().clear();
+    }
+
     void withoutAGpuTheTasksPageUsesTheTable()
     {
         MainWindow window(QStringLiteral(KWB_REPLAYWORKER));
