@@ -189,14 +189,21 @@ for step in "$@"; do
     need_bundle
     # After each run: the database checkpointed and everything of the step in one archive, so a call
     # cut by its limit (only a few files come back) still returns what ran (session 20 lost it).
+    # xz, and the database only there: session 28's 12 runs made a 148 MB database (1.25 MB in xz),
+    # too large for a call to return as a plain or gzip'd file.
     keep_study() {
       python3 -c "import sqlite3,sys;c=sqlite3.connect(sys.argv[1]);c.execute('PRAGMA wal_checkpoint(TRUNCATE)');c.close()" "$db" 2>/dev/null
-      tar -czf "$OUT/.study-recorded.tgz" -C "$(dirname "$db")" "$(basename "$db")" -C "$OUT" \
+      XZ_OPT="-T0 -3" tar -cJf "$OUT/.study-recorded.txz" -C "$(dirname "$db")" "$(basename "$db")" -C "$OUT" \
         $(cd "$OUT" && ls study-recorded-*.txt study-recorded-report.md llm-recorded.* 2>/dev/null) 2>/dev/null &&
-        mv "$OUT/.study-recorded.tgz" "$OUT/study-recorded.tgz"
+        mv "$OUT/.study-recorded.txz" "$OUT/study-recorded.txz"
     }
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
     db=${STUDY_DB:-$OUT/study-recorded.db}
+    # STUDY_SEED: an xz'd database an earlier call returned (committed under bench/results), carried
+    # into a fresh machine's STUDY_DB, so its runs' verdicts are taken (--identical-across-runs).
+    if [[ -n ${STUDY_SEED:-} && ! -f $db ]]; then
+      xz -dc "$STUDY_SEED" > "$db" || { echo "study-recorded: cannot unpack $STUDY_SEED"; rm -f "$db"; }
+    fi
     export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/study-recorded-extensions}
     # One port for every call (STUDY_LLM_PORT): runs pair (ablations with their baseline, the report's
     # comparisons) only where their endpoints are the same URL, and session 28's runs, each with a
@@ -239,7 +246,7 @@ for step in "$@"; do
     fi
     $bundle/run kwb report --db "$db" > "$OUT/study-recorded-report.md" 2>&1
     keep_study
-    [[ $db == "$OUT/study-recorded.db" ]] || cp "$db" "$OUT/study-recorded.db"
+    [[ $db == "$OUT/study-recorded.db" ]] && rm -f "$db" # kept in study-recorded.txz
     head -40 "$OUT/study-recorded-report.md"
     ;;
   kb-bench)
