@@ -323,6 +323,101 @@ private Q_SLOTS:
         QCOMPARE(broken->pythonLine, 0);
     }
 
+    // A reused verdict stores its origin's SASS, PTX and candidate echo once (session 28: 49 of a
+    // 12-run study's 148 MB were such copies); every read gives the whole result back.
+    void reusedVerdictSharesItsBulkWithTheOrigin()
+    {
+        RunStore store;
+        QVERIFY2(store.open(dbPath()), qPrintable(store.errorString()));
+        const auto runId = store.createRun(QStringLiteral("r"), QStringLiteral("zero_shot"), QJsonObject());
+        QVERIFY(runId);
+        const auto origin = addChain(store, *runId, QStringLiteral("L2/1"), 1, 0, QStringLiteral("generator"));
+        const auto copy = addChain(store, *runId, QStringLiteral("L2/1"), 1, 1, QStringLiteral("generator"));
+        const auto other = addChain(store, *runId, QStringLiteral("L2/1"), 1, 2, QStringLiteral("generator"));
+        QVERIFY(origin && copy && other);
+        QFile file(QStringLiteral(KWB_PROTOCOL_RECORDED_DIR "/evaluate_correct.h200.response.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QJsonObject full = QJsonDocument::fromJson(file.readAll()).object();
+        const QString sass = QStringLiteral("LDG.E R2, desc[UR6][R2.64] ;\n").repeated(400);
+        QJsonObject compile = full.value(QLatin1String("compile")).toObject();
+        compile.insert(QStringLiteral("kernel_facts"),
+                       QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("relu_bias_add")},
+                                              {QStringLiteral("registers"), 16},
+                                              {QStringLiteral("sass"), sass}}});
+        full.insert(QStringLiteral("compile"), compile);
+        const auto originEval = store.addEvaluation(origin->candidate, full);
+        QVERIFY2(originEval, qPrintable(store.errorString()));
+
+        QJsonObject reused = full;
+        reused.insert(QStringLiteral("reused_from_candidate"), double(origin->candidate));
+        const auto copyEval = store.addEvaluation(copy->candidate, reused);
+        QVERIFY2(copyEval, qPrintable(store.errorString()));
+        // A copy whose facts differ from its origin's keeps its own.
+        QJsonObject differs = reused;
+        QJsonObject otherCompile = compile;
+        otherCompile.insert(QStringLiteral("kernel_facts"), QJsonArray{QJsonObject{{QStringLiteral("registers"), 8}}});
+        differs.insert(QStringLiteral("compile"), otherCompile);
+        const auto otherEval = store.addEvaluation(other->candidate, differs);
+        QVERIFY(otherEval);
+
+        // What is on disk, through a connection of the test's own.
+        QSqlDatabase raw = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("raw-shared"));
+        raw.setDatabaseName(dbPath());
+        QVERIFY(raw.open());
+        const auto storedText = [&](qint64 id) {
+            QSqlQuery query(raw);
+            query.prepare(QStringLiteral("SELECT result FROM evaluations WHERE id = ?"));
+            query.addBindValue(id);
+            return query.exec() && query.next() ? query.value(0).toString() : QString();
+        };
+        const QString copyText = storedText(*copyEval);
+        const QJsonObject copyStored = QJsonDocument::fromJson(copyText.toUtf8()).object();
+        QVERIFY2(!copyText.contains(QStringLiteral("LDG.E")), qPrintable(copyText.left(300)));
+        QVERIFY(!copyStored.contains(QStringLiteral("candidate")));
+        QVERIFY(!copyStored.value(QStringLiteral("compile")).toObject().contains(QStringLiteral("kernel_facts")));
+        QCOMPARE(copyStored.value(QStringLiteral("shared_parts_of_evaluation")).toObject(),
+                 (QJsonObject{{QStringLiteral("evaluation"), double(*originEval)},
+                              {QStringLiteral("parts"),
+                               QJsonArray{QStringLiteral("compile.kernel_facts"), QStringLiteral("candidate")}}}));
+        QVERIFY(copyText.size() * 4 < storedText(*originEval).size());
+        const QJsonObject otherStored = QJsonDocument::fromJson(storedText(*otherEval).toUtf8()).object();
+        QCOMPARE(otherStored.value(QStringLiteral("compile")).toObject().value(QStringLiteral("kernel_facts")),
+                 otherCompile.value(QStringLiteral("kernel_facts")));
+        QVERIFY(!otherStored.contains(QStringLiteral("candidate"))); // only the echo is shared
+        QCOMPARE(otherStored.value(QStringLiteral("shared_parts_of_evaluation"))
+                     .toObject()
+                     .value(QStringLiteral("parts"))
+                     .toArray(),
+                 QJsonArray{QStringLiteral("candidate")});
+
+        // Every read gives the whole result back, decoded.
+        const std::optional<EvaluationRecord> one = store.evaluation(*copyEval);
+        QVERIFY(one);
+        QCOMPARE(one->result, reused);
+        QVERIFY(one->decoded && one->decoded->compile && one->decoded->compile->kernelFacts.size() == 1);
+        QCOMPARE(one->decoded->compile->kernelFacts.first().sass, sass);
+        QVERIFY(one->decoded->candidate);
+        const QList<EvaluationRecord> all = store.evaluations(*runId);
+        QCOMPARE(all.size(), 3);
+        QCOMPARE(all.at(0).result, full);
+        QCOMPARE(all.at(1).result, reused);
+        QCOMPARE(all.at(2).result, differs);
+
+        // An origin deleted by hand: the copy reads without the parts, and says where they were.
+        {
+            QSqlQuery drop(raw);
+            QVERIFY(drop.exec(QStringLiteral("DELETE FROM evaluations WHERE id = %1").arg(*originEval)));
+        }
+        raw.close();
+        raw = QSqlDatabase();
+        QSqlDatabase::removeDatabase(QStringLiteral("raw-shared"));
+        const std::optional<EvaluationRecord> orphan = store.evaluation(*copyEval);
+        QVERIFY(orphan);
+        QCOMPARE(orphan->decoded->statusName, QStringLiteral("correct"));
+        QVERIFY(orphan->result.contains(QStringLiteral("shared_parts_of_evaluation")));
+        QVERIFY(!orphan->decoded->candidate);
+    }
+
     void candidatesOfTaskOverRuns()
     {
         // The Diff page's query: every evaluated candidate of one task over all runs, by run, turn

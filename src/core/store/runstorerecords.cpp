@@ -38,6 +38,75 @@ QJsonObject jsonObject(const QString& text)
     return QJsonDocument::fromJson(text.toUtf8()).object();
 }
 
+// A reused verdict (`reused_from_candidate`: RunController's identical answers) is a copy of its
+// origin's result. The bulky parts of the copy, each kernel's SASS and PTX and the candidate echo,
+// are stored once: in session 28 they were 49 of a 12-run study's 148 MB. The reused row names the
+// row that holds them, and every read puts them back (completeRecord), so no reader sees the
+// difference.
+constexpr const char* kSharedPartsKey = "shared_parts_of_evaluation";
+
+struct SharedPart
+{
+    const char* parent; // nullptr: a key of the result itself
+    const char* key;
+    const char* name; // as the reference lists it
+};
+
+constexpr SharedPart kSharedParts[] = {{"compile", "kernel_facts", "compile.kernel_facts"},
+                                       {nullptr, "candidate", "candidate"}};
+
+QJsonValue partOf(const QJsonObject& result, const SharedPart& part)
+{
+    const QJsonObject holder = part.parent ? result.value(QLatin1String(part.parent)).toObject() : result;
+    return holder.value(QLatin1String(part.key));
+}
+
+/// Sets a part, or removes it where `value` is undefined.
+void setPart(QJsonObject* result, const SharedPart& part, const QJsonValue& value)
+{
+    QJsonObject holder = part.parent ? result->value(QLatin1String(part.parent)).toObject() : *result;
+    if (value.isUndefined())
+        holder.remove(QLatin1String(part.key));
+    else
+        holder.insert(QLatin1String(part.key), value);
+    if (part.parent)
+        result->insert(QLatin1String(part.parent), holder);
+    else
+        *result = holder;
+}
+
+/// `stored` (scrubbed) without the parts it shares with the evaluation of the candidate it was
+/// reused from, and a reference to that row; unchanged where it is no reuse or nothing is the same.
+QJsonObject shareWithOrigin(const QSqlDatabase& db, QJsonObject stored)
+{
+    const qint64 from = stored.value(QLatin1String(kReusedFromCandidateKey)).toInteger(0);
+    if (from <= 0)
+        return stored;
+    // The row that holds its parts itself: the origin's latest evaluation that is no copy.
+    QSqlQuery query(db);
+    query.prepare(QStringLiteral("SELECT id, result FROM evaluations WHERE candidate_id = ? AND json_valid(result)"
+                                 " AND json_type(result, '$.reused_from_candidate') IS NULL"
+                                 " AND json_type(result, '$.shared_parts_of_evaluation') IS NULL"
+                                 " ORDER BY id DESC LIMIT 1"));
+    query.addBindValue(from);
+    if (!query.exec() || !query.next())
+        return stored;
+    const qint64 originId = query.value(0).toLongLong();
+    const QJsonObject origin = jsonObject(query.value(1).toString());
+    QJsonArray shared;
+    for (const SharedPart& part : kSharedParts) {
+        const QJsonValue value = partOf(stored, part);
+        if (value.isUndefined() || value != partOf(origin, part))
+            continue;
+        setPart(&stored, part, QJsonValue(QJsonValue::Undefined));
+        shared.append(QLatin1String(part.name));
+    }
+    if (!shared.isEmpty())
+        stored.insert(QLatin1String(kSharedPartsKey),
+                      QJsonObject{{QStringLiteral("evaluation"), double(originId)}, {QStringLiteral("parts"), shared}});
+    return stored;
+}
+
 /// A null QString binds as SQL NULL; the text columns are NOT NULL and take '' instead.
 QString text(const QString& value)
 {
@@ -251,7 +320,7 @@ std::optional<qint64> RunStore::addEvaluation(qint64 candidateId, const QJsonObj
     query.addBindValue(status);
     query.addBindValue(optionalValue(speedup));
     query.addBindValue(optionalValue(maxAbsDiff));
-    query.addBindValue(jsonText(secrets::scrub(result))); // logs may quote the environment
+    query.addBindValue(jsonText(shareWithOrigin(db, secrets::scrub(result)))); // logs may quote the environment
     query.addBindValue(nowText());
     const QString worker = result.value(QLatin1String("worker")).toString(); // EvaluationQueue's "where it ran"
     query.addBindValue(worker.isEmpty() ? QVariant(QMetaType::fromType<QString>()) : QVariant(worker));
@@ -471,8 +540,34 @@ EvaluationRecord evaluationRecord(const QSqlQuery& query)
     record.created = parseTime(query.value(12).toString());
     record.worker = query.value(13).toString();
     record.dramBytes = optionalDouble(query.value(14));
-    record.decoded = decodeEvaluation(record.result); // once: every reader of the row reads this
-    return record;
+    return record; // completeRecord() finishes it
+}
+
+/// Puts back the parts a reused row shares with its origin (shareWithOrigin), then decodes the
+/// row once: every reader of the row reads `decoded`. `origins` keeps the origins read so far.
+void completeRecord(const QSqlDatabase& db, EvaluationRecord* record, QHash<qint64, QJsonObject>* origins)
+{
+    const QJsonObject shared = record->result.value(QLatin1String(kSharedPartsKey)).toObject();
+    if (!shared.isEmpty()) {
+        const qint64 originId = shared.value(QStringLiteral("evaluation")).toInteger();
+        auto origin = origins->constFind(originId);
+        if (origin == origins->cend()) {
+            QSqlQuery query(db);
+            query.prepare(QStringLiteral("SELECT result FROM evaluations WHERE id = ?"));
+            query.addBindValue(originId);
+            origin = origins->insert(originId, query.exec() && query.next() ? jsonObject(query.value(0).toString())
+                                                                            : QJsonObject());
+        }
+        // An origin deleted by hand leaves the parts missing and the reference saying where they were.
+        if (!origin->isEmpty()) {
+            const QJsonArray names = shared.value(QStringLiteral("parts")).toArray();
+            for (const SharedPart& part : kSharedParts)
+                if (names.contains(QLatin1String(part.name)))
+                    setPart(&record->result, part, partOf(*origin, part));
+            record->result.remove(QLatin1String(kSharedPartsKey));
+        }
+    }
+    record->decoded = decodeEvaluation(record->result);
 }
 
 } // namespace
@@ -486,7 +581,10 @@ std::optional<EvaluationRecord> RunStore::evaluation(qint64 evaluationId) const
     query.addBindValue(evaluationId);
     if (!execOrFail(query, QStringLiteral("read evaluation")) || !query.next())
         return std::nullopt;
-    return evaluationRecord(query);
+    EvaluationRecord record = evaluationRecord(query);
+    QHash<qint64, QJsonObject> origins;
+    completeRecord(QSqlDatabase::database(m_connection, false), &record, &origins);
+    return record;
 }
 
 QList<TaskCandidate> RunStore::candidatesOfTask(const QString& task) const
@@ -565,8 +663,11 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
     query.addBindValue(afterId);
     if (!execOrFail(query, QStringLiteral("list evaluations")))
         return list;
-    while (query.next())
+    QHash<qint64, QJsonObject> origins;
+    while (query.next()) {
         list.append(evaluationRecord(query));
+        completeRecord(QSqlDatabase::database(m_connection, false), &list.last(), &origins);
+    }
     return list;
 }
 
