@@ -418,6 +418,59 @@ private Q_SLOTS:
         QVERIFY(!orphan->decoded->candidate);
     }
 
+    // A turn's n samples are sent one prompt: its text is stored once per run, task and role, and
+    // every read gives each prompt its text.
+    void identicalPromptsStoredOnce()
+    {
+        RunStore store;
+        QVERIFY2(store.open(dbPath()), qPrintable(store.errorString()));
+        const auto runA = store.createRun(QStringLiteral("a"), QStringLiteral("agent"), QJsonObject());
+        const auto runB = store.createRun(QStringLiteral("b"), QStringLiteral("agent"), QJsonObject());
+        QVERIFY(runA && runB);
+        const QString task = QStringLiteral("L2/1");
+        const QString big = QStringLiteral("Write a fused kernel for conv2d + ReLU + bias.\n").repeated(200);
+        const QString hash = sha256Hex(QStringLiteral("template"));
+        QList<qint64> ids;
+        for (int sample = 0; sample < 4; ++sample)
+            ids << *store.addPrompt({0, *runA, task, 1, sample, QStringLiteral("generator"), big, hash});
+        ids << *store.addPrompt({0, *runA, task, 1, 0, QStringLiteral("analyzer"), big, hash}); // another role
+        ids << *store.addPrompt({0, *runA, task, 2, 0, QStringLiteral("generator"), big + QStringLiteral("x"), hash});
+        ids << *store.addPrompt({0, *runB, task, 1, 0, QStringLiteral("generator"), big, hash}); // another run
+        ids << *store.addPrompt({0, *runA, QStringLiteral("L1/1"), 1, 0, QStringLiteral("generator"), big, hash});
+
+        QSqlDatabase raw = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("raw-prompts"));
+        raw.setDatabaseName(dbPath());
+        QVERIFY(raw.open());
+        {
+            QSqlQuery query(raw);
+            QVERIFY(query.exec(QStringLiteral("SELECT id, length(text), text_of FROM prompts ORDER BY id")));
+            QList<QPair<int, QVariant>> rows;
+            while (query.next())
+                rows.append({query.value(1).toInt(), query.value(2)});
+            QCOMPARE(rows.size(), 8);
+            QCOMPARE(rows.at(0).first, big.size());
+            QVERIFY(rows.at(0).second.isNull());
+            for (int i = 1; i < 4; ++i) {
+                QCOMPARE(rows.at(i).first, 0);
+                QCOMPARE(rows.at(i).second.toLongLong(), ids.at(0));
+            }
+            for (int i = 4; i < 8; ++i) { // another role, another text, another run, another task
+                QCOMPARE(rows.at(i).first, i == 5 ? big.size() + 1 : big.size());
+                QVERIFY(rows.at(i).second.isNull());
+            }
+        }
+        raw.close();
+        raw = QSqlDatabase();
+        QSqlDatabase::removeDatabase(QStringLiteral("raw-prompts"));
+
+        const QList<PromptRecord> prompts = store.prompts(*runA, task);
+        QCOMPARE(prompts.size(), 6);
+        for (const PromptRecord& p : prompts)
+            QCOMPARE(p.text, p.turn == 2 ? big + QStringLiteral("x") : big);
+        QCOMPARE(prompts.at(2).sample, 2);
+        QCOMPARE(store.prompts(*runB, task).value(0).text, big);
+    }
+
     void candidatesOfTaskOverRuns()
     {
         // The Diff page's query: every evaluated candidate of one task over all runs, by run, turn

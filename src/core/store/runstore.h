@@ -330,7 +330,7 @@ public:
     /// The schema the file had when open() migrated it (0: not migrated).
     int migratedFrom() const { return m_migratedFrom; }
     /// What open() did that a user should hear of, one sentence, or empty: a migration ("… was a
-    /// run store of schema 1; it is now migrated to schema 7, which builds before this one cannot
+    /// run store of schema 1; it is now migrated to schema 8, which builds before this one cannot
     /// open."), a read-only open and why, an older read-only store read through a migrated copy.
     QString openNote() const;
 

@@ -223,17 +223,34 @@ std::optional<qint64> RunStore::addPrompt(const PromptRecord& prompt)
         fail(QStringLiteral("run store not open"));
         return std::nullopt;
     }
-    QSqlQuery query(QSqlDatabase::database(m_connection, false));
-    query.prepare(QStringLiteral("INSERT INTO prompts (run_id, task, turn, sample, role, text, template_hash, created)"
-                                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    QSqlDatabase db = QSqlDatabase::database(m_connection, false);
+    const QString scrubbed = text(secrets::scrub(prompt.text));
+    // The text once per run, task and role (migration 8): a later identical prompt names the row
+    // that holds it.
+    QVariant textOf(QMetaType::fromType<qint64>());
+    if (!scrubbed.isEmpty()) {
+        QSqlQuery same(db);
+        same.prepare(QStringLiteral("SELECT id FROM prompts WHERE run_id = ? AND task = ? AND role = ?"
+                                    " AND text_of IS NULL AND text = ? ORDER BY id LIMIT 1"));
+        same.addBindValue(prompt.runId);
+        same.addBindValue(text(prompt.task));
+        same.addBindValue(text(prompt.role));
+        same.addBindValue(scrubbed);
+        if (same.exec() && same.next())
+            textOf = same.value(0).toLongLong();
+    }
+    QSqlQuery query(db);
+    query.prepare(QStringLiteral("INSERT INTO prompts (run_id, task, turn, sample, role, text, template_hash, created,"
+                                 " text_of) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     query.addBindValue(prompt.runId);
     query.addBindValue(text(prompt.task));
     query.addBindValue(prompt.turn);
     query.addBindValue(prompt.sample);
     query.addBindValue(text(prompt.role));
-    query.addBindValue(text(secrets::scrub(prompt.text)));
+    query.addBindValue(textOf.isNull() ? scrubbed : QStringLiteral(""));
     query.addBindValue(text(prompt.templateHash));
     query.addBindValue(nowText());
+    query.addBindValue(textOf);
     if (!execOrFail(query, QStringLiteral("add prompt")))
         return std::nullopt;
     return query.lastInsertId().toLongLong();
@@ -462,8 +479,9 @@ QList<PromptRecord> RunStore::prompts(qint64 runId, const QString& task) const
         return list;
     QSqlQuery query(QSqlDatabase::database(m_connection, false));
     query.setForwardOnly(true);
-    query.prepare(QStringLiteral("SELECT id, turn, sample, role, text, template_hash FROM prompts"
-                                 " WHERE run_id = ? AND task = ? ORDER BY id"));
+    query.prepare(QStringLiteral("SELECT p.id, p.turn, p.sample, p.role, coalesce(o.text, p.text), p.template_hash"
+                                 " FROM prompts p LEFT JOIN prompts o ON o.id = p.text_of"
+                                 " WHERE p.run_id = ? AND p.task = ? ORDER BY p.id"));
     query.addBindValue(runId);
     query.addBindValue(task);
     if (!execOrFail(query, QStringLiteral("list prompts")))
