@@ -473,6 +473,64 @@ private Q_SLOTS:
             qPrintable(md));
     }
 
+    // Runs that got one answer per task (a recorded server's) cannot differ by what the model
+    // wrote: the report says so, by the worker's source hash of each evaluated candidate.
+    void sameAnswersSaidWhereEveryRunGotThem()
+    {
+        QTemporaryDir dir;
+        RunStore store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("same.db"))));
+        const QStringList tasks{QStringLiteral("L1/1"), QStringLiteral("L1/2")};
+        const qint64 zero = store.createRun(QStringLiteral("z"), QStringLiteral("zero-shot"),
+                                            runConfig(QStringLiteral("zero-shot"), tasks))
+                                .value_or(0);
+        const qint64 agent =
+            store.createRun(QStringLiteral("a"), QStringLiteral("agent"), runConfig(QStringLiteral("agent"), tasks))
+                .value_or(0);
+        QVERIFY(zero > 0 && agent > 0);
+        const auto add = [&](qint64 run, const QString& task, int sample, const QString& hash) {
+            PromptRecord prompt{0, run, task, 1, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
+            ResponseRecord response;
+            response.promptId = store.addPrompt(prompt).value_or(0);
+            response.text = QStringLiteral("answer");
+            CandidateRecord candidate;
+            candidate.responseId = store.addResponse(response).value_or(0);
+            candidate.task = task;
+            candidate.turn = 1;
+            candidate.sample = sample;
+            const QJsonObject echo{{QStringLiteral("cuda"), QString()},
+                                   {QStringLiteral("python"), QStringLiteral("class ModelNew: ...")},
+                                   {QStringLiteral("source_hash"), hash}};
+            QVERIFY(store.addEvaluation(store.addCandidate(candidate).value_or(0),
+                                        QJsonObject{{QStringLiteral("status"), QStringLiteral("incorrect")},
+                                                    {QStringLiteral("candidate"), echo}}));
+        };
+        for (const QString& task : tasks) {
+            add(zero, task, 0, task + QStringLiteral("-text"));
+            for (int sample = 0; sample < 3; ++sample)
+                add(agent, task, sample, task + QStringLiteral("-text"));
+        }
+        QString error;
+        std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY2(r, qPrintable(error));
+        QCOMPARE(r->distinctAnswersOfTask.value(QStringLiteral("L1/1")), 1);
+        const QString all = QStringLiteral("All 2 runs got one and the same answer for each of their 2 tasks: their "
+                                           "numbers cannot differ by what the model wrote, only by measurement.");
+        QCOMPARE(sameAnswersNote(*r), all);
+        QVERIFY(reportMarkdown(*r).contains(QStringLiteral("**%1**").arg(all)));
+        // One run alone says nothing of the kind.
+        r = buildReport(store, {agent}, ReportOptions{}, &error);
+        QVERIFY(r && sameAnswersNote(*r).isEmpty());
+
+        // Another answer for L1/2 in one sample: only L1/1 is the same everywhere.
+        add(agent, QStringLiteral("L1/2"), 3, QStringLiteral("another text"));
+        r = buildReport(store, {}, ReportOptions{}, &error);
+        QVERIFY(r);
+        QCOMPARE(r->distinctAnswersOfTask.value(QStringLiteral("L1/2")), 2);
+        QCOMPARE(sameAnswersNote(*r),
+                 QStringLiteral("1 of the 2 tasks got one and the same answer in every run and sample."));
+    }
+
     // The CSV and JSON exports carry what the Markdown says of where the answers came from, and
     // the three name the same model, endpoint, format, prompt set, template hashes, versions, GPU.
     void exportsSayWhatAnswered()

@@ -599,9 +599,12 @@ void ResultsPage::showReport(const std::optional<Report>& report, const QString&
                   noiseCaveatText()
             : tr("No checked run has a part switched off (Launch page: ablation switches)."));
     m_tablesStack->setCurrentIndex(1);
-    m_statusLabel->setText(tr("%1 compared; 95 % intervals: exact binomial (Clopper–Pearson) for every share of tasks, "
-                              "bootstrap over tasks for the geometric mean (%2 resamples, seed %3).")
-                               .arg(counted(report->runs.size(), tr("run"), tr("runs")))
+    // Said first: a recorded server's one answer per task makes every regime tie, whatever the loop.
+    const QString same = sameAnswersNote(*report);
+    m_statusLabel->setText(tr("%1 compared.").arg(counted(report->runs.size(), tr("run"), tr("runs"))) +
+                           (same.isEmpty() ? QString() : QLatin1Char(' ') + same) +
+                           tr(" 95 % intervals: exact binomial (Clopper–Pearson) for every share of tasks, bootstrap "
+                              "over tasks for the geometric mean (%1 resamples, seed %2).")
                                .arg(m_bootstrap.resamples)
                                .arg(m_bootstrap.seed));
     Q_EMIT reportReady();

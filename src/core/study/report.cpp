@@ -110,6 +110,26 @@ std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluati
     return outcomeOf(evaluations.at(*chosen), compileOnly);
 }
 
+QString sameAnswersNote(const Report& report)
+{
+    if (report.runs.size() < 2 || report.distinctAnswersOfTask.isEmpty())
+        return QString();
+    int single = 0;
+    for (const int n : report.distinctAnswersOfTask)
+        single += n == 1 ? 1 : 0;
+    const int tasks = int(report.distinctAnswersOfTask.size());
+    if (single == tasks)
+        return QStringLiteral("All %1 runs got one and the same answer for each of their %2 tasks: their numbers "
+                              "cannot differ by what the model wrote, only by measurement.")
+            .arg(report.runs.size())
+            .arg(tasks);
+    if (single > 0)
+        return QStringLiteral("%1 of the %2 tasks got one and the same answer in every run and sample.")
+            .arg(single)
+            .arg(tasks);
+    return QString();
+}
+
 std::optional<FirstTurnPassAtN> firstTurnPassAtNFor(const QList<EvaluationRecord>& evaluations,
                                                     const QStringList& tasks, const BootstrapOptions& options)
 {
@@ -479,6 +499,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
 
     Report report;
     report.database = store.path();
+    QMap<QString, QSet<QString>> answersOfTask; // task -> source hashes of its evaluated candidates
     QSet<int> levels;
     QMap<QString, QList<PickCandidate>> picks; // task -> every candidate of the runs, for its one best
     for (const RunInfo& info : infos) {
@@ -493,6 +514,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         for (const EvaluationRecord& e : evaluations) {
             run.reusedEvaluations += e.result.contains(QLatin1String(kReusedFromCandidateKey)) ? 1 : 0;
             run.reusedFromOtherRuns += e.result.contains(QLatin1String(kReusedFromRunKey)) ? 1 : 0;
+            if (e.decoded && e.decoded->candidate && !e.decoded->candidate->sourceHash.isEmpty())
+                answersOfTask[e.task].insert(e.decoded->candidate->sourceHash);
         }
         run.outcomes = outcomes.outcomes;
         run.chosenEvaluation = outcomes.chosenEvaluation;
@@ -624,6 +647,8 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         routing.estimate = estimateRouting(byLabel, labelForLevel, options.bootstrap);
         report.routing = routing;
     }
+    for (auto it = answersOfTask.cbegin(); it != answersOfTask.cend(); ++it)
+        report.distinctAnswersOfTask.insert(it.key(), int(it->size()));
     return report;
 }
 

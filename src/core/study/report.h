@@ -273,7 +273,16 @@ struct Report
     QList<AblationRow> ablations; ///< one per run with switches off
     QList<SweepCurve> sweeps;     ///< one per sweep with a run in the report, in order of first run
     QList<int> levels;            ///< the levels any run has, ascending
+    /// task -> the distinct answers its evaluations in `runs` judged (the worker's source hash of
+    /// each evaluated candidate; a candidate without an echo is not counted).
+    QMap<QString, int> distinctAnswersOfTask;
 };
+
+/// Where two or more runs got one and the same answer for every task they evaluated (a recorded
+/// server's one text per task), one sentence saying that their numbers cannot differ by what the
+/// model wrote; where only some tasks did, how many; empty otherwise. For the report's Markdown and
+/// the Results page alike.
+QString sameAnswersNote(const Report& report);
 
 /// Builds the report of the given runs (in that order; empty: every run of the store). Returns
 /// nullopt with `error` set for a run id the store does not have, or a store that is not open.

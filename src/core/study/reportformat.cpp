@@ -449,6 +449,8 @@ QString reportMarkdown(const Report& report)
     const QString standIn = standInAnswersNote(infos);
     if (!standIn.isEmpty())
         md += QStringLiteral("**%1**\n\n").arg(standIn);
+    if (const QString same = sameAnswersNote(report); !same.isEmpty())
+        md += QStringLiteral("**%1**\n\n").arg(same);
     md += mdHeader({QStringLiteral("run"), QStringLiteral("answered by"), QStringLiteral("model"),
                     QStringLiteral("endpoint"), QStringLiteral("answer format"), QStringLiteral("prompt set"),
                     QStringLiteral("versions"), QStringLiteral("GPU")},
