@@ -481,8 +481,9 @@ private Q_SLOTS:
         RunStore store;
         QVERIFY(store.open(dir.filePath(QStringLiteral("same.db"))));
         const QStringList tasks{QStringLiteral("L1/1"), QStringLiteral("L1/2")};
-        const qint64 zero = store.createRun(QStringLiteral("z"), QStringLiteral("zero-shot"),
-                                            runConfig(QStringLiteral("zero-shot"), tasks))
+        const qint64 zero = store
+                                .createRun(QStringLiteral("z"), QStringLiteral("zero-shot"),
+                                           runConfig(QStringLiteral("zero-shot"), tasks))
                                 .value_or(0);
         const qint64 agent =
             store.createRun(QStringLiteral("a"), QStringLiteral("agent"), runConfig(QStringLiteral("agent"), tasks))
