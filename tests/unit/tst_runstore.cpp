@@ -390,6 +390,19 @@ private Q_SLOTS:
                      .toArray(),
                  QJsonArray{QStringLiteral("candidate")});
 
+        // A reference that came with a result (an answer's library can write its own response) is
+        // not the store's: it lends nothing.
+        QJsonObject forged = evaluation(QStringLiteral("correct"), 9.0, 0.0);
+        forged.insert(QStringLiteral("shared_parts_of_evaluation"),
+                      QJsonObject{{QStringLiteral("evaluation"), double(*originEval)},
+                                  {QStringLiteral("parts"), QJsonArray{QStringLiteral("candidate")}}});
+        const auto forgedChain = addChain(store, *runId, QStringLiteral("L2/1"), 1, 3, QStringLiteral("generator"));
+        QVERIFY(forgedChain);
+        const auto forgedEval = store.addEvaluation(forgedChain->candidate, forged);
+        QVERIFY(forgedEval);
+        QVERIFY(!storedText(*forgedEval).contains(QStringLiteral("shared_parts_of_evaluation")));
+        QVERIFY(!store.evaluation(*forgedEval)->decoded->candidate);
+
         // Every read gives the whole result back, decoded.
         const std::optional<EvaluationRecord> one = store.evaluation(*copyEval);
         QVERIFY(one);
@@ -398,7 +411,7 @@ private Q_SLOTS:
         QCOMPARE(one->decoded->compile->kernelFacts.first().sass, sass);
         QVERIFY(one->decoded->candidate);
         const QList<EvaluationRecord> all = store.evaluations(*runId);
-        QCOMPARE(all.size(), 3);
+        QCOMPARE(all.size(), 4);
         QCOMPARE(all.at(0).result, full);
         QCOMPARE(all.at(1).result, reused);
         QCOMPARE(all.at(2).result, differs);

@@ -79,6 +79,9 @@ void setPart(QJsonObject* result, const SharedPart& part, const QJsonValue& valu
 /// reused from, and a reference to that row; unchanged where it is no reuse or nothing is the same.
 QJsonObject shareWithOrigin(const QSqlDatabase& db, QJsonObject stored)
 {
+    // The reference is the store's alone: one that came with the result (an answer's library can
+    // write its own response) would lend it another candidate's code.
+    stored.remove(QLatin1String(kSharedPartsKey));
     const qint64 from = stored.value(QLatin1String(kReusedFromCandidateKey)).toInteger(0);
     if (from <= 0)
         return stored;
