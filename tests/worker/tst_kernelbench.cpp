@@ -421,6 +421,13 @@ TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from t
     CHECK(again["compile"]["extensions"][0]["cached"] == true);
     CHECK(again["compile"]["extensions"][0]["build_dir"] == ext["build_dir"]);
     CHECK(fs::last_write_time(so) == built);
+    // What the build cost is kept and said, also where it was found built: the build's own time.
+    REQUIRE(ext["built_ms"].is_number());
+    CHECK(ext["built_ms"].get<double>() > 100.0);
+    CHECK(again["compile"]["extensions"][0]["built_ms"] == ext["built_ms"]);
+    CHECK(first["compile"]["log"].get<std::string>().find(" s)\n") != std::string::npos);
+    CHECK(again["compile"]["log"].get<std::string>().find("taken from the cache ") != std::string::npos);
+    CHECK(again["compile"]["log"].get<std::string>().find("(its build took ") != std::string::npos);
     // The compile request's path (compile ahead) finds it too.
     const json b = python::build(kScaleCpp, "sm_90");
     CHECK(b["ok"] == true);

@@ -5,6 +5,8 @@
 
 #include "worker/compile/kernelfacts.h"
 
+#include <cstdio>
+
 namespace kwb::evaluation {
 
 /// Whether this process made its CUDA context and torch's CUDA state yet (deviceStage, or an
@@ -343,10 +345,18 @@ bool kernelBenchLoadStage(Evaluation& ev)
     ev.compile["ms"] = msSince(t0);
     ev.compile["extensions"] = m.builds;
     std::string log;
-    for (const auto& b : m.builds)
+    for (const auto& b : m.builds) {
         log += "load_inline '" + b.value("name", std::string()) +
                "': " + (b.value("cached", false) ? "taken from the cache " : "built in ") +
-               b.value("build_dir", std::string()) + "\n";
+               b.value("build_dir", std::string());
+        // The build's own time, also for a cached one (built ahead of its turn or for another sample).
+        if (const auto built = b.find("built_ms"); built != b.end() && built->is_number()) {
+            char seconds[32];
+            std::snprintf(seconds, sizeof seconds, "%.1f s", built->get<double>() / 1000.0);
+            log += std::string(b.value("cached", false) ? " (its build took " : " (") + seconds + ")";
+        }
+        log += "\n";
+    }
     ev.compile["log"] = log;
     if (!m.callable)
         return kernelBenchFailure(ev, m.error);

@@ -1226,9 +1226,11 @@ def _kwb_load_inline(*args, **kwargs):
     finally:
         _state["building"] -= 1
     # "pch": whether the build had torch's precompiled header, and where not, why (extension_cache.py).
+    # "built_ms": how long the build itself took, also where this request found it built (an early
+    # build ahead of the answer's turn, another sample's): what a cold answer costs.
     _builds.append({"name": name, "key": manifest.get("key"), "build_dir": directory, "cached": cached,
                     "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
-                    "pch": manifest.get("pch", "")})
+                    "pch": manifest.get("pch", ""), "built_ms": manifest.get("build_ms")})
     return module
 
 
