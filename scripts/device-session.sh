@@ -199,10 +199,15 @@ for step in "$@"; do
     }
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
     db=${STUDY_DB:-$OUT/study-recorded.db}
-    # STUDY_SEED: an xz'd database an earlier call returned (committed under bench/results), carried
-    # into a fresh machine's STUDY_DB, so its runs' verdicts are taken (--identical-across-runs).
+    # STUDY_SEED: a database an earlier call returned, xz'd (as committed under bench/results) or
+    # this step's study-recorded.txz, carried into a fresh machine's STUDY_DB: its runs go on
+    # there, and runs of the same build and GPU lend their verdicts (--identical-across-runs).
     if [[ -n ${STUDY_SEED:-} && ! -f $db ]]; then
-      xz -dc "$STUDY_SEED" > "$db" || { echo "study-recorded: cannot unpack $STUDY_SEED"; rm -f "$db"; }
+      if [[ $STUDY_SEED == *.txz ]]; then
+        tar -xJOf "$STUDY_SEED" --wildcards '*.db' > "$db"
+      else
+        xz -dc "$STUDY_SEED" > "$db"
+      fi || { echo "study-recorded: cannot unpack $STUDY_SEED"; rm -f "$db"; }
     fi
     export KWB_EXTENSION_CACHE=${KWB_EXTENSION_CACHE:-$root/build-gpu/study-recorded-extensions}
     # One port for every call (STUDY_LLM_PORT): runs pair (ablations with their baseline, the report's
