@@ -112,20 +112,27 @@ std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluati
 
 QString sameAnswersNote(const Report& report)
 {
-    if (report.runs.size() < 2 || report.distinctAnswersOfTask.isEmpty())
+    if (report.runs.isEmpty() || report.distinctAnswersOfTask.isEmpty())
         return QString();
     int single = 0;
     for (const int n : report.distinctAnswersOfTask)
         single += n == 1 ? 1 : 0;
     const int tasks = int(report.distinctAnswersOfTask.size());
+    if (report.runs.size() == 1) {
+        // One run: only where its samples or turns repeat a task, and every task got one answer.
+        bool repeated = false;
+        for (const int n : report.answeredEvaluationsOfTask)
+            repeated = repeated || n > 1;
+        return repeated && single == tasks
+                   ? QStringLiteral("Every sample and turn of each of its %1 tasks got the same answer: they cannot "
+                                    "differ by what the model wrote, only by measurement.")
+                         .arg(tasks)
+                   : QString();
+    }
     if (single == tasks)
         return QStringLiteral("All %1 runs got one and the same answer for each of their %2 tasks: their numbers "
                               "cannot differ by what the model wrote, only by measurement.")
             .arg(report.runs.size())
-            .arg(tasks);
-    if (single > 0)
-        return QStringLiteral("%1 of the %2 tasks got one and the same answer in every run and sample.")
-            .arg(single)
             .arg(tasks);
     return QString();
 }
@@ -514,8 +521,10 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         for (const EvaluationRecord& e : evaluations) {
             run.reusedEvaluations += e.result.contains(QLatin1String(kReusedFromCandidateKey)) ? 1 : 0;
             run.reusedFromOtherRuns += e.result.contains(QLatin1String(kReusedFromRunKey)) ? 1 : 0;
-            if (e.decoded && e.decoded->candidate && !e.decoded->candidate->sourceHash.isEmpty())
+            if (e.decoded && e.decoded->candidate && !e.decoded->candidate->sourceHash.isEmpty()) {
                 answersOfTask[e.task].insert(e.decoded->candidate->sourceHash);
+                ++report.answeredEvaluationsOfTask[e.task];
+            }
         }
         run.outcomes = outcomes.outcomes;
         run.chosenEvaluation = outcomes.chosenEvaluation;

@@ -276,11 +276,15 @@ struct Report
     /// task -> the distinct answers its evaluations in `runs` judged (the worker's source hash of
     /// each evaluated candidate; a candidate without an echo is not counted).
     QMap<QString, int> distinctAnswersOfTask;
+    /// task -> how many of its evaluations in `runs` were counted there.
+    QMap<QString, int> answeredEvaluationsOfTask;
 };
 
 /// Where two or more runs got one and the same answer for every task they evaluated (a recorded
 /// server's one text per task), one sentence saying that their numbers cannot differ by what the
-/// model wrote; where only some tasks did, how many; empty otherwise. For the report's Markdown and
+/// model wrote; one run whose samples and turns all got one answer per task, that its samples
+/// cannot differ; empty otherwise (also where only some tasks got one answer: a fixture server's
+/// tasks with a single fixture say nothing about the others). For the report's Markdown and
 /// the Results page alike.
 QString sameAnswersNote(const Report& report);
 
