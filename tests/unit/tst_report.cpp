@@ -93,9 +93,9 @@ qint64 addEvaluation(RunStore& store, qint64 runId, const QString& task, int tur
     return *evaluationId;
 }
 
-/// An evaluation of `task` at (turn, sample) in `run` (prompt, response, candidate and evaluation).
-void addSample(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QString& status,
-               double speedup = 1.0)
+/// An evaluation of `task` at (turn, sample) in `run` with this result (prompt, response,
+/// candidate and evaluation).
+void addSampleResult(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QJsonObject& result)
 {
     PromptRecord prompt{0, run, task, turn, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
     ResponseRecord response;
@@ -107,11 +107,18 @@ void addSample(RunStore& store, qint64 run, const QString& task, int turn, int s
     candidate.turn = turn;
     candidate.sample = sample;
     candidate.parsedOk = true;
+    if (!store.addEvaluation(store.addCandidate(candidate).value_or(0), result))
+        qFatal("addSampleResult: %s", qPrintable(store.errorString()));
+}
+
+/// An evaluation of `task` at (turn, sample) in `run` with this status (and speed-up, where it has one).
+void addSample(RunStore& store, qint64 run, const QString& task, int turn, int sample, const QString& status,
+               double speedup = 1.0)
+{
     QJsonObject result{{QStringLiteral("status"), status}};
     if (status == QLatin1String("correct") || status == QLatin1String("incorrect"))
         result.insert(QStringLiteral("speedup"), speedup);
-    if (!store.addEvaluation(store.addCandidate(candidate).value_or(0), result))
-        qFatal("addSample: %s", qPrintable(store.errorString()));
+    addSampleResult(store, run, task, turn, sample, result);
 }
 
 /// A run's configuration as `kwb run` stores it: the regime (built in, with the switches off and
@@ -490,21 +497,12 @@ private Q_SLOTS:
                 .value_or(0);
         QVERIFY(zero > 0 && agent > 0);
         const auto add = [&](qint64 run, const QString& task, int sample, const QString& hash) {
-            PromptRecord prompt{0, run, task, 1, sample, QStringLiteral("generator"), QStringLiteral("p"), QString()};
-            ResponseRecord response;
-            response.promptId = store.addPrompt(prompt).value_or(0);
-            response.text = QStringLiteral("answer");
-            CandidateRecord candidate;
-            candidate.responseId = store.addResponse(response).value_or(0);
-            candidate.task = task;
-            candidate.turn = 1;
-            candidate.sample = sample;
             const QJsonObject echo{{QStringLiteral("cuda"), QString()},
                                    {QStringLiteral("python"), QStringLiteral("class ModelNew: ...")},
                                    {QStringLiteral("source_hash"), hash}};
-            QVERIFY(store.addEvaluation(store.addCandidate(candidate).value_or(0),
-                                        QJsonObject{{QStringLiteral("status"), QStringLiteral("incorrect")},
-                                                    {QStringLiteral("candidate"), echo}}));
+            addSampleResult(store, run, task, 1, sample,
+                            QJsonObject{{QStringLiteral("status"), QStringLiteral("incorrect")},
+                                        {QStringLiteral("candidate"), echo}});
         };
         for (const QString& task : tasks) {
             add(zero, task, 0, task + QStringLiteral("-text"));
@@ -514,25 +512,36 @@ private Q_SLOTS:
         QString error;
         std::optional<Report> r = buildReport(store, {}, ReportOptions{}, &error);
         QVERIFY2(r, qPrintable(error));
-        QCOMPARE(r->distinctAnswersOfTask.value(QStringLiteral("L1/1")), 1);
-        const QString all = QStringLiteral("All 2 runs got one and the same answer for each of their 2 tasks: their "
-                                           "numbers cannot differ by what the model wrote, only by measurement.");
+        QCOMPARE(r->answersJudged.distinctOfTask.value(QStringLiteral("L1/1")), 1);
+        const QString all =
+            QStringLiteral("All 2 runs got one and the same answer for each of the 2 tasks they evaluated: their "
+                           "numbers cannot differ by what the model wrote, only by measurement.");
         QCOMPARE(sameAnswersNote(*r), all);
         QVERIFY(reportMarkdown(*r).contains(QStringLiteral("**%1**").arg(all)));
         // One run: its samples got one answer per task; a run of one sample each says nothing.
         r = buildReport(store, {agent}, ReportOptions{}, &error);
         QVERIFY(r);
-        QCOMPARE(sameAnswersNote(*r), QStringLiteral("Every sample and turn of each of its 2 tasks got the same "
-                                                     "answer: they cannot differ by what the model wrote, only by "
-                                                     "measurement."));
+        QCOMPARE(sameAnswersNote(*r), QStringLiteral("Every sample and turn of each of the 2 tasks it evaluated got "
+                                                     "the same answer: they cannot differ by what the model wrote, "
+                                                     "only by measurement."));
         r = buildReport(store, {zero}, ReportOptions{}, &error);
         QVERIFY(r && sameAnswersNote(*r).isEmpty());
 
-        // Another answer for L1/2 in one sample: the runs can differ, and nothing is said.
-        add(agent, QStringLiteral("L1/2"), 3, QStringLiteral("another text"));
+        // A timeout has no echo: its answer is unknown, so nothing is claimed for the runs.
+        addSampleResult(store, zero, QStringLiteral("L1/1"), 1, 1,
+                        QJsonObject{{QStringLiteral("status"), QStringLiteral("timeout")}});
         r = buildReport(store, {}, ReportOptions{}, &error);
         QVERIFY(r);
-        QCOMPARE(r->distinctAnswersOfTask.value(QStringLiteral("L1/2")), 2);
+        QCOMPARE(r->answersJudged.withoutHash, 1);
+        QVERIFY(sameAnswersNote(*r).isEmpty());
+        r = buildReport(store, {agent}, ReportOptions{}, &error);
+        QVERIFY(r && !sameAnswersNote(*r).isEmpty());
+
+        // Another answer for L1/2 in one sample: the run's samples can differ, and nothing is said.
+        add(agent, QStringLiteral("L1/2"), 3, QStringLiteral("another text"));
+        r = buildReport(store, {agent}, ReportOptions{}, &error);
+        QVERIFY(r);
+        QCOMPARE(r->answersJudged.distinctOfTask.value(QStringLiteral("L1/2")), 2);
         QVERIFY(sameAnswersNote(*r).isEmpty());
     }
 

@@ -684,10 +684,11 @@ QList<EvaluationRecord> RunStore::evaluationsAfter(qint64 runId, qint64 afterId)
     query.addBindValue(afterId);
     if (!execOrFail(query, QStringLiteral("list evaluations")))
         return list;
+    const QSqlDatabase db = QSqlDatabase::database(m_connection, false);
     QHash<qint64, QJsonObject> origins;
     while (query.next()) {
         list.append(evaluationRecord(query));
-        completeRecord(QSqlDatabase::database(m_connection, false), &list.last(), &origins);
+        completeRecord(db, &list.last(), &origins);
     }
     return list;
 }

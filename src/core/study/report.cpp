@@ -112,28 +112,24 @@ std::optional<TaskOutcome> selectOutcome(const QList<EvaluationRecord>& evaluati
 
 QString sameAnswersNote(const Report& report)
 {
-    if (report.runs.isEmpty() || report.distinctAnswersOfTask.isEmpty())
+    const Report::AnswersJudged& judged = report.answersJudged;
+    if (report.runs.isEmpty() || judged.distinctOfTask.isEmpty() || judged.withoutHash > 0)
         return QString();
-    int single = 0;
-    for (const int n : report.distinctAnswersOfTask)
-        single += n == 1 ? 1 : 0;
-    const int tasks = int(report.distinctAnswersOfTask.size());
-    if (report.runs.size() == 1) {
-        // One run: only where its samples or turns repeat a task, and every task got one answer.
-        bool repeated = false;
-        for (const int n : report.answeredEvaluationsOfTask)
-            repeated = repeated || n > 1;
-        return repeated && single == tasks
-                   ? QStringLiteral("Every sample and turn of each of its %1 tasks got the same answer: they cannot "
-                                    "differ by what the model wrote, only by measurement.")
-                         .arg(tasks)
-                   : QString();
-    }
-    if (single == tasks)
-        return QStringLiteral("All %1 runs got one and the same answer for each of their %2 tasks: their numbers "
-                              "cannot differ by what the model wrote, only by measurement.")
+    for (const int n : judged.distinctOfTask)
+        if (n != 1)
+            return QString();
+    const int tasks = int(judged.distinctOfTask.size());
+    if (report.runs.size() > 1)
+        return QStringLiteral("All %1 runs got one and the same answer for each of the %2 tasks they evaluated: "
+                              "their numbers cannot differ by what the model wrote, only by measurement.")
             .arg(report.runs.size())
             .arg(tasks);
+    // One run: only where its samples or turns repeat a task.
+    for (const int n : judged.evaluationsOfTask)
+        if (n > 1)
+            return QStringLiteral("Every sample and turn of each of the %1 tasks it evaluated got the same answer: "
+                                  "they cannot differ by what the model wrote, only by measurement.")
+                .arg(tasks);
     return QString();
 }
 
@@ -523,7 +519,9 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
             run.reusedFromOtherRuns += e.result.contains(QLatin1String(kReusedFromRunKey)) ? 1 : 0;
             if (e.decoded && e.decoded->candidate && !e.decoded->candidate->sourceHash.isEmpty()) {
                 answersOfTask[e.task].insert(e.decoded->candidate->sourceHash);
-                ++report.answeredEvaluationsOfTask[e.task];
+                ++report.answersJudged.evaluationsOfTask[e.task];
+            } else {
+                ++report.answersJudged.withoutHash;
             }
         }
         run.outcomes = outcomes.outcomes;
@@ -657,7 +655,7 @@ std::optional<Report> buildReport(const RunStore& store, const QList<qint64>& ru
         report.routing = routing;
     }
     for (auto it = answersOfTask.cbegin(); it != answersOfTask.cend(); ++it)
-        report.distinctAnswersOfTask.insert(it.key(), int(it->size()));
+        report.answersJudged.distinctOfTask.insert(it.key(), int(it->size()));
     return report;
 }
 

@@ -273,19 +273,23 @@ struct Report
     QList<AblationRow> ablations; ///< one per run with switches off
     QList<SweepCurve> sweeps;     ///< one per sweep with a run in the report, in order of first run
     QList<int> levels;            ///< the levels any run has, ascending
-    /// task -> the distinct answers its evaluations in `runs` judged (the worker's source hash of
-    /// each evaluated candidate; a candidate without an echo is not counted).
-    QMap<QString, int> distinctAnswersOfTask;
-    /// task -> how many of its evaluations in `runs` were counted there.
-    QMap<QString, int> answeredEvaluationsOfTask;
+    /// What the evaluations of `runs` judged, by the worker's source hash of each evaluated
+    /// candidate: per task the distinct answers and the evaluations, and how many evaluations had no
+    /// hash (no echo: a timeout, a lost worker), whose answers are unknown.
+    struct AnswersJudged
+    {
+        QMap<QString, int> distinctOfTask;
+        QMap<QString, int> evaluationsOfTask;
+        int withoutHash = 0;
+    } answersJudged;
 };
 
 /// Where two or more runs got one and the same answer for every task they evaluated (a recorded
 /// server's one text per task), one sentence saying that their numbers cannot differ by what the
 /// model wrote; one run whose samples and turns all got one answer per task, that its samples
-/// cannot differ; empty otherwise (also where only some tasks got one answer: a fixture server's
-/// tasks with a single fixture say nothing about the others). For the report's Markdown and
-/// the Results page alike.
+/// cannot differ; empty otherwise: where only some tasks got one answer (a fixture server's tasks
+/// with a single fixture say nothing about the others), or any evaluation's answer is unknown.
+/// For the report's Markdown and the Results page alike.
 QString sameAnswersNote(const Report& report);
 
 /// Builds the report of the given runs (in that order; empty: every run of the store). Returns
