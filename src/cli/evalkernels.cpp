@@ -58,6 +58,18 @@ void addKernelRows(KeyValueList& table, const EvaluationResult& e, const KernelP
     }
     if (placement.kernels.isEmpty() && !placement.reason.isEmpty())
         table.add(QStringLiteral("kernel work"), QStringLiteral("not placed per kernel: ") + placement.reason);
+    const QList<KernelTrafficReading> traffic = kernelTrafficReadings(e);
+    for (qsizetype i = 0; i < traffic.size() && i < kShown; ++i) {
+        const KernelTrafficReading& k = traffic.at(i);
+        table.add(QStringLiteral("kernel traffic"), shortName(k.traffic.name) +
+                                                        (k.custom ? QStringLiteral(" (its own)") : QString()) +
+                                                        QStringLiteral(": ") + k.text);
+    }
+    if (traffic.size() > kShown)
+        table.add(QStringLiteral("kernel traffic"), QStringLiteral("\u2026 and %1 more").arg(traffic.size() - kShown));
+    if (traffic.isEmpty() && e.traffic && e.traffic->profiled && !e.traffic->perKernelReason.isEmpty())
+        table.add(QStringLiteral("kernel traffic"),
+                  QStringLiteral("not counted per kernel: ") + e.traffic->perKernelReason);
 }
 
 QJsonArray kernelWorkJson(const EvaluationResult& e, const KernelPlacement& placement)

@@ -222,6 +222,92 @@ private Q_SLOTS:
         QCOMPARE(p.kernels[0].bytes, 1577616384.0); // bytes_fused: the least it can move
     }
 
+    void eachKernelsCountedBytesPlaceTheLibraryAndTheEpilogue()
+    {
+        // `traffic.per_kernel` (CUPTI's auto ranges): what cuDNN's kernels and the epilogue each
+        // moved. The FLOPs stay the model's split; the bytes become the counted ones, the writes
+        // left in the L2 after the call going with the epilogue, which launched last.
+        const AnalyzeResult a = load(QStringLiteral("analyze_L2_1.json"));
+        QJsonObject r = l21Evaluation(520000, true);
+        const auto kernel = [](const char* name, double read, double write) {
+            return QJsonObject{{QStringLiteral("name"), QLatin1String(name)},
+                               {QStringLiteral("calls"), 1},
+                               {QStringLiteral("dram_read_bytes"), read},
+                               {QStringLiteral("dram_write_bytes"), write}};
+        };
+        QJsonObject epilogue = kernel("relu_bias_add", 1.04e9, 0.45e9);
+        epilogue.insert(QStringLiteral("written_back_after_bytes"), 0.06e9);
+        QJsonObject traffic = r.value(QStringLiteral("traffic")).toObject();
+        traffic.insert(QStringLiteral("per_kernel"),
+                       QJsonObject{{QStringLiteral("profiled"), true},
+                                   {QStringLiteral("method"), QStringLiteral("cupti_auto_range")},
+                                   {QStringLiteral("replay"), QStringLiteral("user")},
+                                   {QStringLiteral("passes"), 1},
+                                   {QStringLiteral("kernels"),
+                                    QJsonArray{kernel("cudnn_nchw_to_nhwc", 0.27e9, 0.27e9),
+                                               kernel("sm90_xmma_fprop_implicit_gemm", 1.30e9, 1.04e9), epilogue}}});
+        r.insert(QStringLiteral("traffic"), traffic);
+        const EvaluationResult e = decodeEvaluation(r);
+        QVERIFY(e.traffic && e.traffic->profiled);
+        QVERIFY2(e.traffic->perKernelReason.isEmpty(), qPrintable(e.traffic->perKernelReason));
+        QCOMPARE(e.traffic->perKernel.size(), 3);
+        QCOMPARE(e.traffic->perKernelReplay, QStringLiteral("user"));
+        KernelPlacement p = kernelPlacement(a, e);
+        QCOMPARE(p.kernels.size(), 2);
+        QCOMPARE(p.kernels[0].basis, IntensityBasis::Measured);
+        QCOMPARE(p.kernels[0].bytes, 0.27e9 + 0.27e9 + 1.30e9 + 1.04e9);
+        QCOMPARE(p.kernels[0].flops, 299909578752.0);
+        QCOMPARE(p.kernels[1].basis, IntensityBasis::Measured);
+        QCOMPARE(p.kernels[1].bytes, 1.04e9 + 0.45e9 + 0.06e9);
+        QVERIFY(achievedText(p.kernels[1], rooflinePeaks(e)).endsWith(QStringLiteral("; measured)")));
+
+        // Every kernel's own reading, longest-running first, with its bandwidth against the peak.
+        const QList<KernelTrafficReading> readings = kernelTrafficReadings(e);
+        QCOMPARE(readings.size(), 3);
+        QCOMPARE(readings[0].traffic.name, QStringLiteral("sm90_xmma_fprop_implicit_gemm"));
+        QVERIFY(!readings[0].custom);
+        QCOMPARE(readings[2].traffic.name, QStringLiteral("cudnn_nchw_to_nhwc"));
+        QCOMPARE(readings[1].traffic.name, QStringLiteral("relu_bias_add"));
+        QVERIFY(readings[1].custom);
+        // 1.55 GB in 520 us: 2.98 TB/s, 62 % of 4.8 TB/s.
+        QCOMPARE(readings[1].text, QStringLiteral("1.04 GB read, 0.45 GB written + 0.06 GB written back after the "
+                                                  "call in 520 us: 2.98 TB/s, 62 % of HBM bandwidth (measured)"));
+
+        // A kernel the profile did not count on its own leaves both sides to the model.
+        traffic.insert(QStringLiteral("per_kernel"),
+                       QJsonObject{{QStringLiteral("profiled"), true},
+                                   {QStringLiteral("kernels"),
+                                    QJsonArray{kernel("sm90_xmma_fprop_implicit_gemm", 1.30e9, 1.04e9), epilogue}}});
+        r.insert(QStringLiteral("traffic"), traffic);
+        p = kernelPlacement(a, decodeEvaluation(r));
+        QCOMPARE(p.kernels[0].basis, IntensityBasis::LibraryEpilogue);
+        QCOMPARE(p.kernels[1].basis, IntensityBasis::LibraryEpilogue);
+        QCOMPARE(p.kernels[1].bytes, 128.0 * 128 * 126 * 126 * 4 * 2 + 128 * 4);
+
+        // Malformed per-kernel records say why and leave the whole call's profile standing.
+        for (const QJsonObject& bad :
+             {QJsonObject{{QStringLiteral("profiled"), true}, {QStringLiteral("kernel"), QJsonArray{}}},
+              QJsonObject{{QStringLiteral("profiled"), true},
+                          {QStringLiteral("kernels"), QJsonArray{kernel("k", -1, 0)}}},
+              QJsonObject{{QStringLiteral("profiled"), true},
+                          {QStringLiteral("kernels"), QJsonArray{kernel("k", 1, 0), kernel("k", 1, 0)}}},
+              QJsonObject{{QStringLiteral("profiled"), true}, {QStringLiteral("kernels"), QJsonArray{}}}}) {
+            traffic.insert(QStringLiteral("per_kernel"), bad);
+            r.insert(QStringLiteral("traffic"), traffic);
+            const EvaluationResult m = decodeEvaluation(r);
+            QVERIFY(m.measuredDramBytes());
+            QVERIFY(m.traffic->perKernel.isEmpty());
+            QVERIFY2(m.traffic->perKernelReason.startsWith(QLatin1String("malformed per-kernel traffic record")),
+                     qPrintable(m.traffic->perKernelReason));
+            QVERIFY(kernelTrafficReadings(m).isEmpty());
+        }
+        traffic.insert(QStringLiteral("per_kernel"),
+                       QJsonObject{{QStringLiteral("profiled"), false},
+                                   {QStringLiteral("reason"), QStringLiteral("2000 kernel launches in one call")}});
+        r.insert(QStringLiteral("traffic"), traffic);
+        QCOMPARE(decodeEvaluation(r).traffic->perKernelReason, QStringLiteral("2000 kernel launches in one call"));
+    }
+
     void noPlacementWithoutAnUnambiguousMapping()
     {
         const AnalyzeResult a = load(QStringLiteral("analyze_L2_1.json"));

@@ -125,6 +125,41 @@ int main()
               c.task + ": dram_bytes = read + write");
         check(minimal > 0 && bytes >= c.low * minimal && bytes <= c.high * minimal,
               c.task + ": measured bytes within the stated factor of the minimal bytes", t);
+
+        // Per kernel (issue 40 item 2): every traced kernel counted on its own, named by the
+        // trace, its launches summing to the trace's; the kernels' reads and writes (with what
+        // was written back after the call) add up to the whole call's within the counters' noise
+        // between two replays (5 %).
+        const json pk = t.value("per_kernel", json::object());
+        const json kernels = pk.value("kernels", json::array());
+        double read = 0, written = 0;
+        int calls = 0, tracedCalls = 0;
+        bool named = true;
+        for (const json& k : kernels) {
+            read += num(k, "dram_read_bytes");
+            written += num(k, "dram_write_bytes") + num(k, "written_back_after_bytes");
+            calls += k.value("calls", 0);
+            bool traced = false;
+            for (const json& tk : r.value("kernels", json::array()))
+                traced = traced || tk.value("name", std::string()) == k.value("name", std::string("?"));
+            named = named && traced;
+            std::printf("  per kernel: %s x%d: read %.4g B, written %.4g B, after the call %.4g B\n",
+                        k.value("name", std::string("?")).substr(0, 80).c_str(), k.value("calls", 0),
+                        num(k, "dram_read_bytes"), num(k, "dram_write_bytes"), num(k, "written_back_after_bytes"));
+        }
+        for (const json& tk : r.value("kernels", json::array()))
+            tracedCalls += tk.value("calls", 0);
+        std::printf("  per kernel: %s, replay %s, %.0f passes; read %.4g of %.4g B, written %.4g of %.4g B\n",
+                    pk.value("profiled", false) ? "profiled" : pk.value("reason", std::string("?")).c_str(),
+                    pk.value("replay", std::string("?")).c_str(), num(pk, "passes"), read, num(t, "dram_read_bytes"),
+                    written, num(t, "dram_write_bytes"));
+        check(pk.value("profiled", false), c.task + ": each kernel's traffic counted", pk);
+        check(named && !kernels.empty() && calls == tracedCalls,
+              c.task + ": per-kernel entries are the trace's kernels and launches", pk);
+        check(std::abs(read - num(t, "dram_read_bytes")) <= 0.05 * num(t, "dram_read_bytes"),
+              c.task + ": the kernels' reads add up to the call's", pk);
+        check(std::abs(written - num(t, "dram_write_bytes")) <= 0.05 * num(t, "dram_write_bytes") + 1e6,
+              c.task + ": the kernels' writes add up to the call's", pk);
     }
     std::printf("%s: %d failure(s)\n", checks.failures ? "FAIL" : "PASS", checks.failures);
     return checks.failures ? 1 : 0;

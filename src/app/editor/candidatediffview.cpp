@@ -6,6 +6,7 @@
 #include "app/editor/sidebysidediffview.h"
 #include "core/protocol/evaluationstatus.h"
 #include "core/study/evaluationsummary.h"
+#include "core/tasks/kernelwork.h"
 
 #include <QAction>
 #include <QFontDatabase>
@@ -142,6 +143,14 @@ QString CandidateSide::evaluationReport(const std::optional<EvaluationResult>& e
         out << QStringLiteral("speedup: %1").arg(formatSpeedup(e));
     if (e.torchOnly)
         out << QStringLiteral("torch only: no custom kernel ran");
+    if (const QString traffic = formatTraffic(e.traffic); !traffic.isEmpty()) {
+        out << QStringLiteral("HBM traffic: %1").arg(traffic);
+        for (const KernelTrafficReading& k : kernelTrafficReadings(e))
+            out << QStringLiteral("  %1%2: %3")
+                       .arg(k.traffic.name, k.custom ? QStringLiteral(" (its own)") : QString(), k.text);
+        if (e.traffic->profiled && e.traffic->perKernel.isEmpty() && !e.traffic->perKernelReason.isEmpty())
+            out << QStringLiteral("  not counted per kernel: %1").arg(e.traffic->perKernelReason);
+    }
     for (const EvaluationNote& note : e.notes)
         out << QStringLiteral("note (%1): %2").arg(note.code, note.message);
     const QString stderrTail = e.log.trimmed();
@@ -398,6 +407,11 @@ void CandidateDiffView::setCandidates(const CandidateSide& left, const Candidate
     };
     m_kernels->setKernels(facts(left), factsNote(left), facts(right), factsNote(right), launches(left),
                           launches(right));
+    auto traffic = [](const CandidateSide& side) {
+        return side.evaluation && side.evaluation->traffic ? side.evaluation->traffic->perKernel
+                                                           : QList<KernelTraffic>();
+    };
+    m_kernels->setTraffic(traffic(left), traffic(right));
     m_bottomTabs->setTabText(
         1, left.prompts.isEmpty() && right.prompts.isEmpty() ? tr("Prompts sent")
            : m_promptDiff->changeCount() == 0

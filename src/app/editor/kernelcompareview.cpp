@@ -2,6 +2,7 @@
 
 #include "app/editor/sidebysidediffview.h"
 #include "app/editor/syntaxhighlighting.h"
+#include "core/tasks/kernelwork.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -108,6 +109,8 @@ void KernelCompareView::setKernels(const QList<KernelFactsInfo>& left, const QSt
     m_right = right;
     m_leftLaunches = leftLaunches;
     m_rightLaunches = rightLaunches;
+    m_leftTraffic.clear();
+    m_rightTraffic.clear();
     m_leftNote = leftNote;
     m_rightNote = rightNote;
     m_names.clear();
@@ -150,6 +153,13 @@ void KernelCompareView::setKernels(const QList<KernelFactsInfo>& left, const QSt
         }
     }
     m_chooser->setEnabled(!m_names.isEmpty());
+    showKernel();
+}
+
+void KernelCompareView::setTraffic(const QList<KernelTraffic>& left, const QList<KernelTraffic>& right)
+{
+    m_leftTraffic = left;
+    m_rightTraffic = right;
     showKernel();
 }
 
@@ -215,6 +225,23 @@ void KernelCompareView::showKernel()
             leftRows << launchRows(l, m_leftLaunches);
         if (r)
             rightRows << launchRows(r, m_rightLaunches);
+    }
+    // Bytes, not bandwidth: the bytes a kernel moves repeat from run to run, its time does not.
+    if (!m_leftTraffic.isEmpty() || !m_rightTraffic.isEmpty()) {
+        const QString label = tr("HBM traffic (measured)");
+        const auto trafficRow = [&](const KernelFactsInfo& k, const QList<KernelTraffic>& traffic) {
+            if (traffic.isEmpty())
+                return KernelFactRow{label, tr("(not counted per kernel)")};
+            for (const KernelTraffic& t : traffic)
+                if (t.name == k.name || (!k.demangled.isEmpty() && t.name == k.demangled))
+                    return KernelFactRow{label, kernelTrafficText(t)};
+            return KernelFactRow{label, tr("(not launched)")};
+        };
+        labels << label;
+        if (l)
+            leftRows << trafficRow(*l, m_leftTraffic);
+        if (r)
+            rightRows << trafficRow(*r, m_rightTraffic);
     }
     const QColor differ = differColour(isDarkPalette(palette()));
     m_table->setRowCount(name.isEmpty() ? 0 : int(labels.size()));

@@ -8,6 +8,7 @@
 // ran the candidates its `launches` (the launch, its theoretical occupancy, its time): the view
 // computes none of them.
 
+#include "core/protocol/evaluationresult.h"
 #include "core/protocol/kernelfacts.h"
 #include "core/protocol/kernellaunches.h"
 
@@ -34,6 +35,9 @@ public:
                     const QString& rightNote, const QList<KernelLaunchConfig>& leftLaunches = {},
                     const QList<KernelLaunchConfig>& rightLaunches = {});
     void clear();
+    /// Each side's measured HBM traffic per kernel (`traffic.per_kernel`; empty where not counted),
+    /// a row of the facts table where either side has it. Call after setKernels.
+    void setTraffic(const QList<KernelTraffic>& left, const QList<KernelTraffic>& right);
 
     /// The kernels offered, by symbol, in the chooser's order (the left's first).
     QStringList kernelNames() const { return m_names; }
@@ -64,6 +68,7 @@ private:
 
     QList<KernelFactsInfo> m_left, m_right;
     QList<KernelLaunchConfig> m_leftLaunches, m_rightLaunches;
+    QList<KernelTraffic> m_leftTraffic, m_rightTraffic;
     QString m_leftNote, m_rightNote;
     QStringList m_names;
     QComboBox* m_chooser = nullptr;

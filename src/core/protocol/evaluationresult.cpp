@@ -122,6 +122,57 @@ ProfileSettings decodeProfileSettings(const QJsonObject& p)
     return s;
 }
 
+/// `traffic.per_kernel` into `t`; a malformed record leaves no kernels and says why, without
+/// touching the whole call's profile.
+void decodePerKernelTraffic(const QJsonObject& o, TrafficProfile& t)
+{
+    const auto malformed = [&t](const QString& why) {
+        t.perKernel.clear();
+        t.perKernelReason = QStringLiteral("malformed per-kernel traffic record (%1)").arg(why);
+    };
+    static const QStringList kKeys{QLatin1String(Key::kProfiled), QLatin1String(Key::kReason),
+                                   QLatin1String(Key::kMethod),   QLatin1String(Key::kReplay),
+                                   QLatin1String(Key::kPasses),   QLatin1String(Key::kKernels)};
+    for (auto it = o.begin(); it != o.end(); ++it)
+        if (!kKeys.contains(it.key()))
+            return malformed(QStringLiteral("unknown key \"%1\"").arg(it.key()));
+    if (!flag(o, Key::kProfiled)) {
+        t.perKernelReason = str(o, Key::kReason);
+        if (t.perKernelReason.isEmpty())
+            t.perKernelReason = QStringLiteral("no reason given");
+        return;
+    }
+    t.perKernelReplay = str(o, Key::kReplay);
+    const QJsonValue kernels = o.value(QLatin1String(Key::kKernels));
+    if (!kernels.isArray() || kernels.toArray().isEmpty())
+        return malformed(QStringLiteral("profiled without kernels"));
+    static const QStringList kKernelKeys{QLatin1String(Key::kName), QLatin1String(Key::kCalls),
+                                         QLatin1String(Key::kDramReadBytes), QLatin1String(Key::kDramWriteBytes),
+                                         QLatin1String(Key::kWrittenBackAfterBytes)};
+    for (const QJsonValue& v : kernels.toArray()) {
+        const QJsonObject k = v.toObject();
+        for (auto it = k.begin(); it != k.end(); ++it)
+            if (!kKernelKeys.contains(it.key()))
+                return malformed(QStringLiteral("unknown kernel key \"%1\"").arg(it.key()));
+        KernelTraffic kt;
+        kt.name = str(k, Key::kName);
+        kt.calls = optInt(k, Key::kCalls).value_or(0);
+        const std::optional<double> read = optNumber(k, Key::kDramReadBytes);
+        const std::optional<double> write = optNumber(k, Key::kDramWriteBytes);
+        const std::optional<double> after = optNumber(k, Key::kWrittenBackAfterBytes);
+        const auto bytes = [](const std::optional<double>& b) { return b && std::isfinite(*b) && *b >= 0; };
+        if (kt.name.isEmpty() || kt.calls <= 0 || !bytes(read) || !bytes(write) ||
+            (k.contains(QLatin1String(Key::kWrittenBackAfterBytes)) && !bytes(after)))
+            return malformed(QStringLiteral("a kernel without a name, calls or byte counts"));
+        if (t.kernel(kt.name))
+            return malformed(QStringLiteral("kernel \"%1\" twice").arg(kt.name));
+        kt.readBytes = *read;
+        kt.writeBytes = *write;
+        kt.writtenBackAfterBytes = after.value_or(0);
+        t.perKernel << kt;
+    }
+}
+
 TrafficProfile decodeTraffic(const QJsonValue& value)
 {
     TrafficProfile t;
@@ -131,10 +182,11 @@ TrafficProfile decodeTraffic(const QJsonValue& value)
     }
     const QJsonObject o = value.toObject();
     // The record's whole vocabulary: a misspelt key would otherwise read as a missing number.
-    static const QStringList kKeys{
-        QLatin1String(Key::kProfiled),       QLatin1String(Key::kDramBytes), QLatin1String(Key::kDramReadBytes),
-        QLatin1String(Key::kDramWriteBytes), QLatin1String(Key::kKernels),   QLatin1String(Key::kPasses),
-        QLatin1String(Key::kMethod),         QLatin1String(Key::kL2),        QLatin1String(Key::kReason)};
+    static const QStringList kKeys{QLatin1String(Key::kProfiled),      QLatin1String(Key::kDramBytes),
+                                   QLatin1String(Key::kDramReadBytes), QLatin1String(Key::kDramWriteBytes),
+                                   QLatin1String(Key::kKernels),       QLatin1String(Key::kPasses),
+                                   QLatin1String(Key::kMethod),        QLatin1String(Key::kL2),
+                                   QLatin1String(Key::kReason),        QLatin1String(Key::kPerKernel)};
     for (auto it = o.begin(); it != o.end(); ++it)
         if (!kKeys.contains(it.key())) {
             t.reason = QStringLiteral("malformed traffic record (unknown key \"%1\")").arg(it.key());
@@ -155,6 +207,11 @@ TrafficProfile decodeTraffic(const QJsonValue& value)
     }
     t.profiled = true;
     t.dramBytes = bytes;
+    const QJsonValue perKernel = o.value(QLatin1String(Key::kPerKernel));
+    if (perKernel.isObject())
+        decodePerKernelTraffic(perKernel.toObject(), t);
+    else if (!perKernel.isUndefined())
+        t.perKernelReason = QStringLiteral("malformed per-kernel traffic record (not an object)");
     return t;
 }
 

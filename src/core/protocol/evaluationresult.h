@@ -35,6 +35,19 @@ inline constexpr const char* kReusedFromRunKey = "reused_from_run";
 /// `traffic`: the HBM bytes one call of a correct candidate moved (CUPTI's DRAM counters), or why
 /// it was not profiled. A record that breaks the format (an unknown key, a profiled record without
 /// positive dram_bytes) decodes as not profiled, with the reason naming the fault.
+/// One kernel's share of `traffic`, summed over its launches in the call (`traffic.per_kernel`).
+struct KernelTraffic
+{
+    QString name; ///< as traced (the trace's `kernels[].name`)
+    int calls = 0;
+    double readBytes = 0;
+    double writeBytes = 0; ///< written back to HBM while it ran
+    /// Only on the kernel that launched last: the call's writes that reached HBM after its last
+    /// kernel (lines left dirty in the L2, most often the output's), counted as this kernel's.
+    double writtenBackAfterBytes = 0;
+    double bytes() const { return readBytes + writeBytes + writtenBackAfterBytes; }
+};
+
 struct TrafficProfile
 {
     bool profiled = false;
@@ -43,6 +56,17 @@ struct TrafficProfile
     std::optional<int> kernels, passes;
     QString method; ///< "cupti_range_profiler"
     QString reason; ///< why not profiled
+    /// Each kernel's bytes (CUPTI's auto ranges); empty with `perKernelReason` where not counted.
+    QList<KernelTraffic> perKernel;
+    QString perKernelReason;
+    QString perKernelReplay; ///< "user" (the call as it runs) or "kernel" (CUPTI replayed each kernel alone)
+    const KernelTraffic* kernel(const QString& name) const
+    {
+        for (const KernelTraffic& k : perKernel)
+            if (k.name == name)
+                return &k;
+        return nullptr;
+    }
 };
 
 /// `format_error`: the answer breaks docs/candidate-format.md.

@@ -286,6 +286,11 @@ inline constexpr const char* kDramReadBytes = "dram_read_bytes";
 inline constexpr const char* kDramWriteBytes = "dram_write_bytes";
 inline constexpr const char* kPasses = "passes";
 inline constexpr const char* kL2 = "l2";
+/// `traffic.per_kernel`: each kernel's bytes, from CUPTI's auto ranges (one per launch).
+inline constexpr const char* kPerKernel = "per_kernel";
+inline constexpr const char* kReplay = "replay";
+/// On the kernel that launched last: the call's writes that reached HBM after its last kernel.
+inline constexpr const char* kWrittenBackAfterBytes = "written_back_after_bytes";
 } // namespace Key
 
 /// `compile.kernel_facts` of an evaluate response (docs/protocol.md §evaluate, "kernel_facts"):

@@ -6,6 +6,7 @@
 
 #include <QJsonObject>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -148,7 +149,63 @@ KernelPlacement kernelPlacement(const AnalyzeResult& a, const EvaluationResult& 
         out.reason = QStringLiteral("the fused pass moves no bytes by the model");
         return out;
     }
+    // Which FLOPs each side did stays the model's split; what each moved is counted, where the
+    // profile counted every kernel of both sides on its own (`traffic.per_kernel`).
+    const auto measuredBytes = [&e](const QStringList& names) -> std::optional<double> {
+        double sum = 0;
+        for (const QString& name : names) {
+            const KernelTraffic* k = e.traffic && e.traffic->profiled ? e.traffic->kernel(name) : nullptr;
+            if (!k)
+                return std::nullopt;
+            sum += k->bytes();
+        }
+        return sum > 0 ? std::optional<double>(sum) : std::nullopt;
+    };
+    const std::optional<double> libMeasured = measuredBytes(library), mineMeasured = measuredBytes(own);
+    if (libMeasured && mineMeasured) {
+        lib.bytes = *libMeasured;
+        mine.bytes = *mineMeasured;
+        lib.basis = mine.basis = IntensityBasis::Measured;
+    }
     out.kernels << lib << mine;
+    return out;
+}
+
+QString kernelTrafficText(const KernelTraffic& k)
+{
+    const auto gb = [](double bytes) { return QString::number(bytes / 1e9, 'g', 3) + QStringLiteral(" GB"); };
+    QString text = gb(k.readBytes) + QStringLiteral(" read, ") + gb(k.writeBytes) + QStringLiteral(" written");
+    if (k.writtenBackAfterBytes > 0)
+        text += QStringLiteral(" + ") + gb(k.writtenBackAfterBytes) + QStringLiteral(" written back after the call");
+    return text;
+}
+
+QList<KernelTrafficReading> kernelTrafficReadings(const EvaluationResult& e)
+{
+    QList<KernelTrafficReading> out;
+    if (!e.traffic || !e.traffic->profiled)
+        return out;
+    const RooflinePeaks peaks = rooflinePeaks(e);
+    for (const KernelTraffic& k : e.traffic->perKernel) {
+        KernelTrafficReading r{k, false, 0, QString()};
+        for (const KernelLaunch& l : e.kernels)
+            if (l.name == k.name) {
+                r.custom = l.custom;
+                r.timeNs = l.timeNs;
+            }
+        QString text = kernelTrafficText(k);
+        if (r.timeNs > 0 && k.bytes() > 0) {
+            const double gbps = k.bytes() / r.timeNs; // bytes per ns = GB/s
+            text += QStringLiteral(" in %1 us: %2")
+                        .arg(QString::number(r.timeNs / 1e3, 'g', 3), rate(gbps * 1e9, QStringLiteral("B/s")));
+            if (peaks.memoryGBps > 0)
+                text += QStringLiteral(", %1 of HBM bandwidth").arg(percent(gbps / peaks.memoryGBps));
+        }
+        r.text = text + QStringLiteral(" (measured)");
+        out << r;
+    }
+    std::sort(out.begin(), out.end(),
+              [](const KernelTrafficReading& a, const KernelTrafficReading& b) { return a.timeNs > b.timeNs; });
     return out;
 }
 

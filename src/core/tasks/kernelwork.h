@@ -8,12 +8,14 @@
 //   - one kernel of its own and nothing else: it did the whole task; its bytes are the measured
 //     HBM traffic where `profile_traffic` ran, else the one-kernel model (the least it can move);
 //   - one kernel of its own beside library kernels (cuBLAS, cuDNN), on a chain whose non-library
-//     ops form one fused pass: the library kernels together did the library ops (their bytes and
-//     FLOPs), the candidate's kernel the pass (library op + fused epilogue, analytic: the measured
-//     total cannot be split between them).
+//     ops form one fused pass: the library kernels together did the library ops (their FLOPs), the
+//     candidate's kernel the pass (library op + fused epilogue); the bytes each side moved are
+//     counted where `profile_traffic` counted every kernel on its own (`traffic.per_kernel`), else
+//     the model's (library op + fused epilogue, analytic).
 // Anything else (several kernels of its own, torch's kernels only, several passes) has no
 // placement, and the reason says why.
 
+#include "core/protocol/evaluationresult.h"
 #include "core/tasks/kernelbound.h"
 
 #include <QList>
@@ -21,10 +23,6 @@
 #include <QStringList>
 
 namespace kwb {
-
-struct EvaluationResult;
-struct KernelFactsInfo;
-struct KernelLaunchConfig;
 
 struct KernelWork
 {
@@ -67,6 +65,21 @@ RooflinePeaks rooflinePeaks(const EvaluationResult& evaluation);
 /// or for a compute-bound kernel "compute-bound: 41 % of the compute peak (…)". Empty without peaks
 /// or time.
 QString achievedText(const KernelWork& work, const RooflinePeaks& peaks);
+
+/// "1.07 GB read, 0.537 GB written + 0.0625 GB written back after the call".
+QString kernelTrafficText(const KernelTraffic& kernel);
+
+/// Each kernel's measured HBM traffic (`traffic.per_kernel`) with its achieved bandwidth against
+/// the evaluation's peak where it was traced, longest-running first: what every kernel moved,
+/// also where kernelPlacement() cannot say which ops it did. Empty without a per-kernel profile.
+struct KernelTrafficReading
+{
+    KernelTraffic traffic;
+    bool custom = false;
+    double timeNs = 0; ///< its time in the traced call; 0: not traced
+    QString text;      ///< kernelTrafficText(), its time and bandwidth, "(measured)"
+};
+QList<KernelTrafficReading> kernelTrafficReadings(const EvaluationResult& evaluation);
 
 /// The one line a roofline point opens to: achievedText(), the kernel's spills from its facts
 /// ("4 B spilled per thread", "no spills") and its occupancy as launched ("100 % occupancy").

@@ -361,6 +361,9 @@ struct Evaluation
     bool reuseReference = true;
     /// The request's `profile_traffic`: count the candidate's HBM bytes after timing (trafficStage).
     bool profileTraffic = false;
+    /// The traced call's kernels by name in launch order (CUPTI's correlation ids), markers left
+    /// out: what names the traffic stage's per-launch ranges, which CUPTI numbers only.
+    std::vector<std::string> tracedLaunchOrder;
     /// The request's `retime_after_trace`: time again after the trace, keeping the first timing
     /// as `timing_before_trace` (the check that tracing leaves the timing as it was); "attached"
     /// keeps CUPTI attached for that second timing, as every evaluation had it before 2026-12-01

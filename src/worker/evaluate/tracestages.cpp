@@ -206,6 +206,17 @@ bool traceStage(Evaluation& ev)
             }
             const std::optional<KernelRecord> endMarker = timed ? takeEndMarker(records, *timed) : std::nullopt;
             ev.res[protocol::Key::kKernels] = kernelSummary(records, ev.kernelNames);
+            {
+                std::vector<const KernelRecord*> byLaunch;
+                for (const auto& r : records)
+                    byLaunch.push_back(&r);
+                std::sort(byLaunch.begin(), byLaunch.end(), [](const KernelRecord* x, const KernelRecord* y) {
+                    return x->correlationId < y->correlationId;
+                });
+                ev.tracedLaunchOrder.clear();
+                for (const KernelRecord* r : byLaunch)
+                    ev.tracedLaunchOrder.push_back(r->name);
+            }
             launchesOf(ev, records);
             ev.res[protocol::Key::kCustomLaunches] = ev.launchCtx.launches - before;
             int elsewhere = 0;
@@ -248,6 +259,67 @@ bool traceStage(Evaluation& ev)
     return true;
 }
 
+namespace {
+
+/// More launches than this in one call are not counted one by one (a range each in the counter
+/// data; thousands of launches would make the profile slower than the evaluation).
+constexpr size_t kMaxPerKernelLaunches = 1024;
+
+/// `traffic.per_kernel`: the call again under CUPTI's auto ranges, one per kernel launch, named
+/// by the trace's launch order and summed per kernel name. What the last kernels leave dirty in
+/// the L2 reaches HBM after the last range: the whole-call total's writes less the kernels' own
+/// go to the kernel that launched last (`written_back_after_bytes`), most often the one that
+/// wrote the output. Never fails the traffic profile: a failure here is its own reason.
+json perKernelTraffic(Evaluation& ev, int ordinal, const DramTraffic& whole, const GpuStep& prepare,
+                      const GpuStep& work)
+{
+    const auto notCounted = [](const std::string& reason) {
+        return json{{protocol::Key::kProfiled, false}, {protocol::Key::kReason, reason}};
+    };
+    const std::vector<std::string>& order = ev.tracedLaunchOrder;
+    if (order.empty())
+        return notCounted("no kernel trace names the launches");
+    if (order.size() > kMaxPerKernelLaunches)
+        return notCounted(std::to_string(order.size()) +
+                          " kernel launches in one call: counted one by one only up to " +
+                          std::to_string(kMaxPerKernelLaunches));
+    // A few ranges more than the trace saw, so that a call launching more this time is caught by
+    // its count rather than by ranges dropped.
+    const PerLaunchTraffic p = measureDramTrafficPerLaunch(ordinal, prepare, work, order.size() + 8);
+    if (!p.profiled)
+        return notCounted(p.reason);
+    if (p.launches.size() != order.size())
+        return notCounted("the call launched " + std::to_string(p.launches.size()) +
+                          " kernels under the profiler and " + std::to_string(order.size()) +
+                          " in the trace: which launch is which kernel is not known");
+    json kernels = json::array();
+    std::map<std::string, size_t> at;
+    double written = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+        auto [it, fresh] = at.emplace(order[i], kernels.size());
+        if (fresh)
+            kernels.push_back({{protocol::Key::kName, order[i]},
+                               {protocol::Key::kCalls, 0},
+                               {protocol::Key::kDramReadBytes, 0.0},
+                               {protocol::Key::kDramWriteBytes, 0.0}});
+        json& k = kernels[it->second];
+        k[protocol::Key::kCalls] = k[protocol::Key::kCalls].get<int>() + 1;
+        k[protocol::Key::kDramReadBytes] = k[protocol::Key::kDramReadBytes].get<double>() + p.launches[i].readBytes;
+        k[protocol::Key::kDramWriteBytes] = k[protocol::Key::kDramWriteBytes].get<double>() + p.launches[i].writeBytes;
+        written += p.launches[i].writeBytes;
+    }
+    // Two replays of the same call: the kernels' writes may exceed the whole's by the counters'
+    // noise, never by the output; nothing is left after them then.
+    kernels[at.at(order.back())][protocol::Key::kWrittenBackAfterBytes] = std::max(0.0, whole.writeBytes - written);
+    return {{protocol::Key::kProfiled, true},
+            {protocol::Key::kMethod, "cupti_auto_range"},
+            {protocol::Key::kReplay, p.replay},
+            {protocol::Key::kPasses, p.passes},
+            {protocol::Key::kKernels, kernels}};
+}
+
+} // namespace
+
 /// 9. traffic (only with `profile_traffic`, only for a correct candidate, after timing, under the
 /// GPU the evaluation already holds): the HBM bytes one call of the candidate on the timing inputs
 /// moves, counted by CUPTI's range profiler (dramprofiler.h). Never changes the verdict: any
@@ -259,6 +331,7 @@ void trafficStage(Evaluation& ev)
     ev.startStage("traffic");
     json t = {{protocol::Key::kProfiled, false}};
     DramTraffic d;
+    json perKernel;
     int ordinal = 0;
     bool profiled = false; // the range profiler started: CUPTI stays attached to this process
     if (!ev.cuda) {
@@ -311,6 +384,8 @@ void trafficStage(Evaluation& ev)
             } else {
                 profiled = true;
                 d = measureDramTraffic(ordinal, prepare, work, readAll);
+                if (d.profiled)
+                    perKernel = perKernelTraffic(ev, ordinal, d, prepare, work);
             }
         } catch (const std::exception& e) {
             d.reason = e.what();
@@ -336,6 +411,8 @@ void trafficStage(Evaluation& ev)
              {protocol::Key::kPasses, d.passes},
              {protocol::Key::kMethod, "cupti_range_profiler"},
              {protocol::Key::kL2, "cold"}};
+        if (!perKernel.is_null())
+            t[protocol::Key::kPerKernel] = perKernel;
     } else {
         t[protocol::Key::kReason] = d.reason;
     }

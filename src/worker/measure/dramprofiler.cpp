@@ -8,6 +8,8 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <vector>
 
@@ -42,8 +44,7 @@ std::string callFailed(const char* call, CUptiResult r)
         }                                                                                                              \
     } while (0)
 
-/// Ranges of one pass: the work, then the drain.
-constexpr size_t kRanges = 2;
+/// User ranges of one pass: the work, then the drain.
 constexpr const char* kWorkRange = "work";
 constexpr const char* kDrainRange = "drain";
 
@@ -56,11 +57,34 @@ Params params(size_t structSize)
     return p;
 }
 
-} // namespace
+const char* const kMetrics[] = {kDramReadMetric, kDramWriteMetric};
+constexpr size_t kMetricCount = sizeof(kMetrics) / sizeof(kMetrics[0]);
 
-DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuStep& work, const GpuStep& drain)
+struct RangeCount
 {
-    DramTraffic out;
+    std::string name;
+    double read = 0, write = 0;
+};
+
+/// What one profiling session counted, range by range in the counter data's order.
+struct RangeCounts
+{
+    std::string reason; ///< why not, where empty ranges
+    std::vector<RangeCount> ranges;
+    int passes = 0;
+    bool ok = false;
+};
+
+/// The profiler's side of one pass, between its start and stop: the work in its ranges.
+using PassBody = std::function<bool(CUpti_RangeProfiler_Object*, std::string* err)>;
+
+/// One range profiler session on the current context: DRAM bytes read and written per range of
+/// `mode`, replayed by `replay` (user replay: `prepare` then `body` once per pass, until CUPTI has
+/// every pass). Everything it enabled is disabled again on every way out.
+RangeCounts countRanges(int ordinal, CUpti_ProfilerRange mode, CUpti_ProfilerReplayMode replay, size_t maxRanges,
+                        const GpuStep& prepare, const PassBody& body)
+{
+    RangeCounts out;
     std::string whyNot;
     const CudaDriver* driver = CudaDriver::get(&whyNot);
     if (!driver) {
@@ -107,13 +131,12 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
         }
     } hostGuard{host.pHostObject};
 
-    const char* metrics[] = {kDramReadMetric, kDramWriteMetric};
-    constexpr size_t kMetrics = sizeof(metrics) / sizeof(metrics[0]);
+    const char** metrics = const_cast<const char**>(kMetrics);
     auto add =
         params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     add.pHostObject = host.pHostObject;
     add.ppMetricNames = metrics;
-    add.numMetrics = kMetrics;
+    add.numMetrics = kMetricCount;
     KWB_CUPTI(cuptiProfilerHostConfigAddMetrics, add);
     auto configSize = params<CUpti_Profiler_Host_GetConfigImageSize_Params>(
         CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
@@ -147,9 +170,9 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
         CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
     dataSize.pRangeProfilerObject = profiler;
     dataSize.pMetricNames = metrics;
-    dataSize.numMetrics = kMetrics;
-    dataSize.maxNumOfRanges = kRanges;
-    dataSize.maxNumRangeTreeNodes = kRanges;
+    dataSize.numMetrics = kMetricCount;
+    dataSize.maxNumOfRanges = maxRanges;
+    dataSize.maxNumRangeTreeNodes = maxRanges;
     KWB_CUPTI(cuptiRangeProfilerGetCounterDataSize, dataSize);
     std::vector<uint8_t> counterData(dataSize.counterDataSize);
     auto dataInit = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
@@ -159,21 +182,21 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
     dataInit.pCounterData = counterData.data();
     KWB_CUPTI(cuptiRangeProfilerCounterDataImageInitialize, dataInit);
 
-    // User ranges, replayed by us: a range spans all the work's kernels and the write-backs
-    // between them, which per-kernel ranges would miss.
     auto set = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
     set.pRangeProfilerObject = profiler;
     set.configSize = config.size();
     set.pConfig = config.data();
     set.counterDataImageSize = counterData.size();
     set.pCounterDataImage = counterData.data();
-    set.range = CUPTI_UserRange;
-    set.replayMode = CUPTI_UserReplay;
-    set.maxRangesPerPass = kRanges;
+    set.range = mode;
+    set.replayMode = replay;
+    set.maxRangesPerPass = maxRanges;
     set.numNestingLevels = 1;
     set.minNestingLevel = 1;
     set.passIndex = 0;
-    set.targetNestingLevel = 1;
+    // User ranges are counted at their one nesting level; auto ranges at 0, as CUPTI's own
+    // auto-range samples set it.
+    set.targetNestingLevel = mode == CUPTI_UserRange ? 1 : 0;
     KWB_CUPTI(cuptiRangeProfilerSetConfig, set);
 
     // A pass count no metric set of two counters needs: a profiler that never says "done" stops here.
@@ -192,26 +215,14 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
         auto start = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
         start.pRangeProfilerObject = profiler;
         KWB_CUPTI(cuptiRangeProfilerStart, start);
-        for (const auto& [name, step] :
-             {std::pair<const char*, const GpuStep*>{kWorkRange, &work}, {kDrainRange, &drain}}) {
-            auto push = params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
-            push.pRangeProfilerObject = profiler;
-            push.pRangeName = name;
-            KWB_CUPTI(cuptiRangeProfilerPushRange, push);
-            const bool ok = (*step)(&err);
-            auto pop = params<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
-            pop.pRangeProfilerObject = profiler;
-            KWB_CUPTI(cuptiRangeProfilerPopRange, pop);
-            if (!ok) {
-                auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-                stop.pRangeProfilerObject = profiler;
-                cuptiRangeProfilerStop(&stop);
-                out.reason = std::string("the ") + name + " failed under the profiler: " + err;
-                return out;
-            }
-        }
+        const bool ok = body(profiler, &err);
         auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
         stop.pRangeProfilerObject = profiler;
+        if (!ok) {
+            cuptiRangeProfilerStop(&stop);
+            out.reason = err;
+            return out;
+        }
         KWB_CUPTI(cuptiRangeProfilerStop, stop);
         allSubmitted = stop.isAllPassSubmitted != 0;
         ++out.passes;
@@ -221,7 +232,8 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
     decode.pRangeProfilerObject = profiler;
     KWB_CUPTI(cuptiRangeProfilerDecodeData, decode);
     if (decode.numOfRangeDropped > 0) {
-        out.reason = std::to_string(decode.numOfRangeDropped) + " profiler ranges were dropped";
+        out.reason = std::to_string(decode.numOfRangeDropped) + " profiler ranges were dropped (at most " +
+                     std::to_string(maxRanges) + " fit)";
         return out;
     }
     auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
@@ -229,7 +241,6 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
     info.pCounterDataImage = counterData.data();
     info.counterDataImageSize = counterData.size();
     KWB_CUPTI(cuptiRangeProfilerGetCounterDataInfo, info);
-    bool sawWork = false, sawDrain = false;
     for (size_t i = 0; i < info.numTotalRanges; ++i) {
         auto range = params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
             CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
@@ -238,8 +249,7 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
         range.rangeIndex = i;
         range.rangeDelimiter = "/";
         KWB_CUPTI(cuptiRangeProfilerCounterDataGetRangeInfo, range);
-        const std::string name = range.rangeName ? range.rangeName : "";
-        double values[kMetrics] = {};
+        double values[kMetricCount] = {};
         auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
             CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
         eval.pHostObject = host.pHostObject;
@@ -247,27 +257,120 @@ DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuSte
         eval.counterDataImageSize = counterData.size();
         eval.rangeIndex = i;
         eval.ppMetricNames = metrics;
-        eval.numMetrics = kMetrics;
+        eval.numMetrics = kMetricCount;
         eval.pMetricValues = values;
         KWB_CUPTI(cuptiProfilerHostEvaluateToGpuValues, eval);
-        if (!std::isfinite(values[0]) || !std::isfinite(values[1]) || values[0] < 0 || values[1] < 0) {
-            out.reason = "range " + name + " has no finite byte counts";
+        RangeCount c{range.rangeName ? range.rangeName : "", values[0], values[1]};
+        if (!std::isfinite(c.read) || !std::isfinite(c.write) || c.read < 0 || c.write < 0) {
+            out.reason = "range " + c.name + " has no finite byte counts";
             return out;
         }
-        if (name == kWorkRange) {
+        out.ranges.push_back(std::move(c));
+    }
+    out.ok = true;
+    return out;
+}
+
+/// One user range around a step: false with the step's or the profiler's failure in *err.
+bool inRange(CUpti_RangeProfiler_Object* profiler, const char* name, const GpuStep& step, std::string* err)
+{
+    auto push = params<CUpti_RangeProfiler_PushRange_Params>(CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
+    push.pRangeProfilerObject = profiler;
+    push.pRangeName = name;
+    if (const CUptiResult r = cuptiRangeProfilerPushRange(&push); r != CUPTI_SUCCESS) {
+        *err = callFailed("cuptiRangeProfilerPushRange", r);
+        return false;
+    }
+    std::string stepErr;
+    const bool ok = step(&stepErr);
+    auto pop = params<CUpti_RangeProfiler_PopRange_Params>(CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+    pop.pRangeProfilerObject = profiler;
+    if (const CUptiResult r = cuptiRangeProfilerPopRange(&pop); r != CUPTI_SUCCESS) {
+        *err = callFailed("cuptiRangeProfilerPopRange", r);
+        return false;
+    }
+    if (!ok)
+        *err = std::string("the ") + name + " failed under the profiler: " + stepErr;
+    return ok;
+}
+
+} // namespace
+
+DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuStep& work, const GpuStep& drain)
+{
+    DramTraffic out;
+    // User ranges, replayed by us: a range spans all the work's kernels and the write-backs
+    // between them, which per-kernel ranges would miss.
+    const RangeCounts counted =
+        countRanges(ordinal, CUPTI_UserRange, CUPTI_UserReplay, 2, prepare,
+                    [&](CUpti_RangeProfiler_Object* profiler, std::string* err) {
+                        return inRange(profiler, kWorkRange, work, err) && inRange(profiler, kDrainRange, drain, err);
+                    });
+    out.passes = counted.passes;
+    if (!counted.ok) {
+        out.reason = counted.reason;
+        return out;
+    }
+    bool sawWork = false, sawDrain = false;
+    for (const RangeCount& c : counted.ranges) {
+        if (c.name == kWorkRange) {
             sawWork = true;
-            out.readBytes = values[0];
-            out.writeBytes += values[1];
-        } else if (name == kDrainRange) {
+            out.readBytes = c.read;
+            out.writeBytes += c.write;
+        } else if (c.name == kDrainRange) {
             sawDrain = true;
-            out.writeBytes += values[1]; // the drain's reads are its own buffer's
+            out.writeBytes += c.write; // the drain's reads are its own buffer's
         }
     }
     if (!sawWork || !sawDrain) {
-        out.reason = "the profiler returned " + std::to_string(info.numTotalRanges) +
+        out.reason = "the profiler returned " + std::to_string(counted.ranges.size()) +
                      " ranges without the work's and the drain's";
         out.readBytes = out.writeBytes = 0;
         return out;
+    }
+    out.profiled = true;
+    return out;
+}
+
+PerLaunchTraffic measureDramTrafficPerLaunch(int ordinal, const GpuStep& prepare, const GpuStep& work,
+                                             size_t maxLaunches)
+{
+    PerLaunchTraffic out;
+    const PassBody body = [&work](CUpti_RangeProfiler_Object*, std::string* err) {
+        std::string stepErr;
+        if (work(&stepErr))
+            return true;
+        *err = "the work failed under the profiler: " + stepErr;
+        return false;
+    };
+    // Auto ranges under user replay keep the L2 as a real call leaves it between its kernels;
+    // where the driver takes auto ranges only with its own kernel replay, that is the fallback
+    // (each kernel then replayed alone, the L2 as CUPTI leaves it), and said.
+    RangeCounts counted = countRanges(ordinal, CUPTI_AutoRange, CUPTI_UserReplay, maxLaunches, prepare, body);
+    out.replay = "user";
+    if (!counted.ok && counted.passes == 0 && counted.reason.rfind("cuptiRangeProfilerSetConfig", 0) == 0) {
+        const std::string userReplayRefused = counted.reason;
+        counted = countRanges(ordinal, CUPTI_AutoRange, CUPTI_KernelReplay, maxLaunches, prepare, body);
+        out.replay = "kernel";
+        if (!counted.ok)
+            counted.reason += " (under user replay: " + userReplayRefused + ")";
+    }
+    out.passes = counted.passes;
+    if (!counted.ok) {
+        out.reason = counted.reason;
+        return out;
+    }
+    // The counter data holds auto ranges in launch order, named by their index ("0", "1", …, as
+    // CUPTI's samples print them): a numeric name elsewhere than its place is refused.
+    for (size_t i = 0; i < counted.ranges.size(); ++i) {
+        const std::string& name = counted.ranges[i].name;
+        size_t index = 0;
+        const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
+        if (ec == std::errc() && end == name.data() + name.size() && index != i) {
+            out.reason = "auto range " + std::to_string(i) + " is named \"" + name + "\": not in launch order";
+            return out;
+        }
+        out.launches.push_back(LaunchTraffic{counted.ranges[i].read, counted.ranges[i].write});
     }
     out.profiled = true;
     return out;

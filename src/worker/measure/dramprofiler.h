@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kwb {
 
@@ -34,5 +35,31 @@ using GpuStep = std::function<bool(std::string* err)>;
 /// returns. A failure of the profiler (no permission for the GPU's counters, an unsupported chip,
 /// another profiling session) or of a step is `profiled: false` with the reason; nothing throws.
 DramTraffic measureDramTraffic(int ordinal, const GpuStep& prepare, const GpuStep& work, const GpuStep& drain);
+
+/// HBM bytes of each kernel launch of `work`, in launch order (CUPTI's auto ranges: one range per
+/// kernel, named by its index; the caller knows which kernel each index is).
+struct LaunchTraffic
+{
+    double readBytes = 0;
+    double writeBytes = 0; ///< written back to HBM while this kernel ran
+};
+struct PerLaunchTraffic
+{
+    bool profiled = false;
+    std::string reason;
+    std::vector<LaunchTraffic> launches;
+    int passes = 0;
+    /// "user": each pass is `prepare` then the whole `work` (the kernels share the L2 as in a
+    /// real call, only the first starts cold); "kernel": CUPTI replayed each kernel itself, where
+    /// this driver refuses auto ranges under user replay.
+    std::string replay;
+};
+
+/// Per pass: `prepare` (not counted), then `work` with every kernel it launches in a range of its
+/// own. No drain: what the last kernels leave dirty in the L2 reaches HBM after the last range,
+/// so the caller sets it against measureDramTraffic's total. At most `maxLaunches` ranges; a
+/// `work` that launches more is `profiled: false`.
+PerLaunchTraffic measureDramTrafficPerLaunch(int ordinal, const GpuStep& prepare, const GpuStep& work,
+                                             size_t maxLaunches);
 
 } // namespace kwb

@@ -201,6 +201,59 @@ private Q_SLOTS:
             QDir(QStringLiteral(KWB_SCREENSHOT_DIR)).filePath(QStringLiteral("kernels-tab-launches.png"))));
     }
 
+    void measuredTrafficPerKernelIsARowAndAReportLine()
+    {
+        // `traffic.per_kernel` (issue 40 item 2): each side's counted bytes in the table, and the
+        // evaluation report's line per kernel with its bandwidth.
+        CandidateSide left = m_reference, right = m_wrong;
+        EvaluationResult l = *left.evaluation, r = *right.evaluation;
+        QVERIFY(l.compile && !l.compile->kernelFacts.isEmpty());
+        const QString name = l.compile->kernelFacts.front().name;
+        KernelTraffic k;
+        k.name = name;
+        k.calls = 1;
+        k.readBytes = 1.04e9;
+        k.writeBytes = 0.45e9;
+        k.writtenBackAfterBytes = 0.06e9;
+        TrafficProfile t;
+        t.profiled = true;
+        t.dramBytes = 1.55e9;
+        t.kernels = 1;
+        t.perKernel = {k};
+        l.traffic = t;
+        l.kernels = {KernelLaunch{name, 1, 520000, true}};
+        left.evaluation = l;
+        TrafficProfile notPerKernel;
+        notPerKernel.profiled = true;
+        notPerKernel.dramBytes = 1.5e9;
+        notPerKernel.perKernelReason = QStringLiteral("2000 kernel launches in one call");
+        r.traffic = notPerKernel;
+        right.evaluation = r;
+        CandidateDiffView view;
+        view.setCandidates(left, right);
+        const QTableWidget* table = view.kernelView()->factsTable();
+        QCOMPARE(cell(table, QStringLiteral("HBM traffic (measured)"), 1),
+                 QStringLiteral("1.04 GB read, 0.45 GB written + 0.06 GB written back after the call"));
+        QCOMPARE(cell(table, QStringLiteral("HBM traffic (measured)"), 2), QStringLiteral("(not counted per kernel)"));
+        QVERIFY(view.kernelView()->differingFacts().contains(QStringLiteral("HBM traffic (measured)")));
+        const QString report = CandidateSide::evaluationReport(l);
+        QVERIFY2(report.contains(QStringLiteral("HBM traffic: measured 1.55 GB of HBM traffic (1 kernel)")),
+                 qPrintable(report));
+        QVERIFY2(report.contains(name + QStringLiteral(" (its own): 1.04 GB read, 0.45 GB written + 0.06 GB written "
+                                                       "back after the call in 520 us: 2.98 TB/s")),
+                 qPrintable(report));
+        QVERIFY(CandidateSide::evaluationReport(r).contains(
+            QStringLiteral("not counted per kernel: 2000 kernel launches in one call")));
+        // Neither side counted per kernel: no row.
+        l.traffic.reset();
+        left.evaluation = l;
+        r.traffic.reset();
+        right.evaluation = r;
+        view.setCandidates(left, right);
+        QCOMPARE(cell(table, QStringLiteral("HBM traffic (measured)"), 1),
+                 QStringLiteral("(no row HBM traffic (measured))"));
+    }
+
     void codeIsDiffedAndMissingSassSaysWhy()
     {
         CandidateDiffView view;
