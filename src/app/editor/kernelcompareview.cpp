@@ -252,13 +252,16 @@ void KernelCompareView::showKernel()
         const QStringList cells{labels[i], lv, rv};
         for (int c = 0; c < 3; ++c) {
             auto* item = new QTableWidgetItem(cells[c]);
+            // The whole value too: a narrow column elides the long ones (launch, traffic).
+            QString tip = c == 0 ? QString() : cells[c];
             if (differs) {
                 item->setBackground(differ);
                 QFont f = item->font();
                 f.setBold(true);
                 item->setFont(f);
-                item->setToolTip(tr("differs between the candidates"));
+                tip += (tip.isEmpty() ? QString() : QStringLiteral("\n")) + tr("differs between the candidates");
             }
+            item->setToolTip(tip);
             m_table->setItem(i, c, item);
         }
     }

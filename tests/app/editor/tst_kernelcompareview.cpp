@@ -185,9 +185,22 @@ private Q_SLOTS:
         view.setCandidates(left, right);
         QCOMPARE(cell(table, QStringLiteral("Launch (as run)"), 1), QStringLiteral("(no row Launch (as run))"));
 
-        // The picture, with the launch rows.
+        // The picture, with the launch rows and the left's counted bytes: relu_bias_add's as the
+        // H200 measured them (bench/results/2026-12-05-gpu-traffic-per-kernel-h200-session29.md);
+        // the right is incorrect, and an incorrect candidate's traffic is never profiled.
         l.launches = {launch(256, 8, 1.0)};
         r.launches = {launch(1024, 2, 1.0)};
+        KernelTraffic measured;
+        measured.name = QStringLiteral("relu_bias_add");
+        measured.calls = 1;
+        measured.readBytes = 1.053e9;
+        measured.writeBytes = 1.047e9;
+        measured.writtenBackAfterBytes = 1.698e7;
+        TrafficProfile traffic;
+        traffic.profiled = true;
+        traffic.dramBytes = 5.7615e9;
+        traffic.perKernel = {measured};
+        l.traffic = traffic;
         left.evaluation = l;
         right.evaluation = r;
         view.resize(1440, 900);
@@ -197,6 +210,9 @@ private Q_SLOTS:
         QVERIFY(QTest::qWaitForWindowExposed(&view));
         QTest::qWait(50);
         QDir().mkpath(QStringLiteral(KWB_SCREENSHOT_DIR));
+        QCOMPARE(cell(table, QStringLiteral("HBM traffic (measured)"), 1),
+                 QStringLiteral("1.05 GB read, 1.05 GB written + 0.017 GB written back after the call"));
+        QCOMPARE(cell(table, QStringLiteral("HBM traffic (measured)"), 2), QStringLiteral("(not counted per kernel)"));
         QVERIFY(view.grab().toImage().save(
             QDir(QStringLiteral(KWB_SCREENSHOT_DIR)).filePath(QStringLiteral("kernels-tab-launches.png"))));
     }
