@@ -47,17 +47,17 @@ void addKernelRows(KeyValueList& table, const EvaluationResult& e, const KernelP
     }
     if (const qsizetype more = e.launches.size() - kShown + e.launchesOmitted; more > 0)
         table.add(QStringLiteral("launch"), QStringLiteral("\u2026 and %1 more").arg(more));
-    if (e.launches.isEmpty())
-        return;
-    const RooflinePeaks peaks = rooflinePeaks(e);
-    for (const KernelWork& w : placement.kernels) {
-        const QString reading = kernelWorkReading(w, peaks, factsOf(e, w), launchOf(e, w));
-        table.add(QStringLiteral("kernel work"),
-                  shortName(w.label) + QStringLiteral(" (") + w.ops + QStringLiteral("): ") +
-                      (reading.isEmpty() ? QStringLiteral("no peaks to hold it against") : reading));
+    if (!e.launches.isEmpty()) {
+        const RooflinePeaks peaks = rooflinePeaks(e);
+        for (const KernelWork& w : placement.kernels) {
+            const QString reading = kernelWorkReading(w, peaks, factsOf(e, w), launchOf(e, w));
+            table.add(QStringLiteral("kernel work"),
+                      shortName(w.label) + QStringLiteral(" (") + w.ops + QStringLiteral("): ") +
+                          (reading.isEmpty() ? QStringLiteral("no peaks to hold it against") : reading));
+        }
+        if (placement.kernels.isEmpty() && !placement.reason.isEmpty())
+            table.add(QStringLiteral("kernel work"), QStringLiteral("not placed per kernel: ") + placement.reason);
     }
-    if (placement.kernels.isEmpty() && !placement.reason.isEmpty())
-        table.add(QStringLiteral("kernel work"), QStringLiteral("not placed per kernel: ") + placement.reason);
     const QList<KernelTrafficReading> traffic = kernelTrafficReadings(e);
     for (qsizetype i = 0; i < traffic.size() && i < kShown; ++i) {
         const KernelTrafficReading& k = traffic.at(i);

@@ -615,6 +615,38 @@ QJsonObject answer(const QJsonObject& request)
                 response.insert(QStringLiteral("timing"), timing);
             }
         }
+        // A "traffic: per_kernel" marker adds a measured traffic record counted per kernel, the
+        // recorded L2/1 kernels' as the H200 measured them (2026-12-05, tst_gpu_traffic).
+        if (marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("traffic")) ==
+            QLatin1String("per_kernel")) {
+            const QList<double> read{0.537e9, 1.040e9, 1.053e9}, written{1.029e9, 1.038e9, 1.047e9};
+            QJsonArray perKernel;
+            const QJsonArray kernels = response.value(QStringLiteral("kernels")).toArray();
+            for (qsizetype i = 0; i < kernels.size() && i < read.size(); ++i) {
+                QJsonObject k{{QStringLiteral("name"), kernels.at(i).toObject().value(QStringLiteral("name"))},
+                              {QStringLiteral("calls"), 1},
+                              {QStringLiteral("dram_read_bytes"), read.at(i)},
+                              {QStringLiteral("dram_write_bytes"), written.at(i)}};
+                if (i + 1 == std::min<qsizetype>(kernels.size(), read.size()))
+                    k.insert(QStringLiteral("written_back_after_bytes"), 1.7e7);
+                perKernel.append(k);
+            }
+            response.insert(QStringLiteral("traffic"),
+                            QJsonObject{{QStringLiteral("profiled"), true},
+                                        {QStringLiteral("dram_bytes"), 5.7615e9},
+                                        {QStringLiteral("dram_read_bytes"), 2.631e9},
+                                        {QStringLiteral("dram_write_bytes"), 3.1305e9},
+                                        {QStringLiteral("kernels"), kernels.size()},
+                                        {QStringLiteral("passes"), 1},
+                                        {QStringLiteral("method"), QStringLiteral("cupti_range_profiler")},
+                                        {QStringLiteral("l2"), QStringLiteral("cold")},
+                                        {QStringLiteral("per_kernel"),
+                                         QJsonObject{{QStringLiteral("profiled"), true},
+                                                     {QStringLiteral("method"), QStringLiteral("cupti_auto_range")},
+                                                     {QStringLiteral("replay"), QStringLiteral("user")},
+                                                     {QStringLiteral("passes"), 1},
+                                                     {QStringLiteral("kernels"), perKernel}}}});
+        }
         QJsonObject profile = response.value(QStringLiteral("profile")).toObject();
         profile.insert(QStringLiteral("name"),
                        request.value(QStringLiteral("profile")).toString(QStringLiteral("kernelbench-fp32")));

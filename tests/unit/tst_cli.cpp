@@ -88,6 +88,13 @@ private Q_SLOTS:
                                               << QStringList() << 4 << QStringLiteral("unknown_task");
         QTest::newRow("eval correct") << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), correct}
                                       << QStringList() << 0 << QStringLiteral("status       correct");
+        // Each kernel's measured bytes (issue 40): a row per kernel, its bandwidth against the peak.
+        QTest::newRow("eval traffic per kernel")
+            << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L2/1"),
+                           candidate(QStringLiteral("traffic.md"), QStringLiteral("traffic: per_kernel"))}
+            << QStringList() << 0
+            << QStringLiteral("relu_bias_add (its own): 1.05 GB read, 1.05 GB written + 0.017 GB "
+                              "written back after the call in ");
         QTest::newRow("eval compile error")
             << QStringList{worker, QStringLiteral("eval"), QStringLiteral("L1/1"), compileError} << QStringList() << 1
             << QStringLiteral("compile log:");

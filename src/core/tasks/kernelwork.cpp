@@ -196,8 +196,9 @@ QList<KernelTrafficReading> kernelTrafficReadings(const EvaluationResult& e)
         QString text = kernelTrafficText(k);
         if (r.timeNs > 0 && k.bytes() > 0) {
             const double gbps = k.bytes() / r.timeNs; // bytes per ns = GB/s
-            text += QStringLiteral(" in %1 us: %2")
-                        .arg(QString::number(r.timeNs / 1e3, 'g', 3), rate(gbps * 1e9, QStringLiteral("B/s")));
+            const QString time = r.timeNs >= 1e6 ? QString::number(r.timeNs / 1e6, 'g', 3) + QStringLiteral(" ms")
+                                                 : QString::number(r.timeNs / 1e3, 'g', 3) + QStringLiteral(" us");
+            text += QStringLiteral(" in %1: %2").arg(time, rate(gbps * 1e9, QStringLiteral("B/s")));
             if (peaks.memoryGBps > 0)
                 text += QStringLiteral(", %1 of HBM bandwidth").arg(percent(gbps / peaks.memoryGBps));
         }
