@@ -465,14 +465,20 @@ PY
         --compile-workers ${AGREEMENT_COMPILE_WORKERS:-14} --json > "$adir/kwb-import.json" 2> "$adir/kwb-import.stderr"
       echo "exit $? wall_s $(( $(date +%s) - s ))" | tee "$adir/kwb-wall.txt"
       tail -3 "$adir/kwb-import.stderr"
-      cp "$adir/kwb.db" "$adir/kwb-import.json" "$adir/kwb-wall.txt" "$OUT/" ;;
+      # The database's WAL into its file first: an import cut by its limit left everything in the
+      # WAL, and the plain copy (session 29) came back as an empty 4 KB database. xz: a few files
+      # of at most 16 MiB come back from a call.
+      python3 -c "import sqlite3,sys;c=sqlite3.connect(sys.argv[1]);c.execute('PRAGMA wal_checkpoint(TRUNCATE)');c.close()" "$adir/kwb.db"
+      xz -c "$adir/kwb.db" > "$OUT/kwb.db.xz"
+      cp "$adir/kwb-import.json" "$adir/kwb-import.stderr" "$adir/kwb-wall.txt" "$OUT/" ;;
     agreement-kb)
       s=$(date +%s)
       timeout ${AGREEMENT_TIMEOUT:-560} python3 bench/agreement/kb_eval.py --kernelbench "$root/build-carry/kernelbench" \
         --gens "$gens" --out "$adir/kb.jsonl" --build-root "$adir/kb-build" \
         --compile-workers ${AGREEMENT_COMPILE_WORKERS:-14} --gpu-procs ${AGREEMENT_GPU_PROCS:-4} ${AGREEMENT_KB_ARGS:-} 2>&1 | tail -8
       echo "exit ${PIPESTATUS[0]} wall_s $(( $(date +%s) - s ))" | tee "$adir/kb-wall.txt"
-      cp "$adir/kb.jsonl" "$adir/kb-wall.txt" "$OUT/" 2>/dev/null ;;
+      # A cut call has only the partial file (kb_eval.py exits 3 or is stopped): bring it back too.
+      cp "$adir/kb.jsonl" "$adir/kb.jsonl.partial" "$adir/kb-wall.txt" "$OUT/" 2>/dev/null ;;
     agreement-report)
       python3 bench/agreement/compare.py --kb "$adir/kb.jsonl" --db "$adir/kwb.db" \
         ${AGREEMENT_EXPLAIN:+--explain "$AGREEMENT_EXPLAIN"} --head "$(results_head x | tail -n +3)" > "$OUT/agreement.md"

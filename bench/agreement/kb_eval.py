@@ -133,6 +133,10 @@ def main():
                     help="verdicts only: leave the timed pass of the correct ones to a later call (on a quiet GPU)")
     ap.add_argument("--deadline", type=float, default=0,
                     help="seconds after which no new work starts; what is done is kept in OUT.partial and a later call with the same OUT goes on from there")
+    ap.add_argument("--cut-at", type=float, default=0,
+                    help="seconds after which builds and evaluations still running are cut; what they did not finish "
+                         "stays unfinished (not a verdict) for a later call with the same OUT. Without it a build or an "
+                         "evaluation begun before --deadline runs to its own limit (session 29 lost its timed pass so)")
     ap.add_argument("--only", default="", help="substring of paths to keep (for a quick try)")
     a = ap.parse_args()
     kb_src = os.path.join(os.path.abspath(a.kernelbench), "src")
@@ -169,6 +173,12 @@ def main():
                     r["phase_s"].pop("compile", None)
                 results[path] = r
     stop_at = time.time() + a.deadline if a.deadline else float("inf")
+    cut_at = time.time() + a.cut_at if a.cut_at else float("inf")
+
+    def limited(limit):
+        """The step's own limit, or what is left before --cut-at where that comes first (True then)."""
+        left = cut_at - time.time()
+        return (max(1.0, left), True) if left < limit else (limit, False)
 
     def save():
         with open(partial + ".tmp", "w") as f:
@@ -197,10 +207,13 @@ def main():
                                            or os.path.isdir(it["build_dir"])
                                            or a.no_timing and "verdict" in r["phase_s"]):
             return
-        if time.time() > stop_at:
+        if time.time() > stop_at or time.time() > cut_at:
             return
         start = time.time()
-        kind, value = isolated(ctx, compile_one, (kb_src, it["source"], it["build_dir"]), a.compile_timeout)
+        limit, cut = limited(a.compile_timeout)
+        kind, value = isolated(ctx, compile_one, (kb_src, it["source"], it["build_dir"]), limit)
+        if kind == "timeout" and cut:
+            return  # cut by --cut-at, not by its limit: unfinished, built again by a later call
         results[it["path"]]["phase_s"]["compile"] = round(time.time() - start, 2)
         if kind == "ok" and not value["ok"]:
             # A failed build is final: evaluating would build again and fail the same way (the
@@ -219,10 +232,15 @@ def main():
         # The deadline stops new builds and timings; a verdict of a finished build is a few seconds.
         if ("timed" if timed else "verdict") in results[it["path"]]["phase_s"] or timed and time.time() > stop_at:
             return
+        if time.time() > cut_at:
+            return
         start = time.time()
         for attempt in range(2):  # KernelBench retries a lock-file error
+            limit, cut = limited(a.eval_timeout)
             kind, value = isolated(ctx, eval_one, (kb_src, it["ref"], it["source"], it["build_dir"], timed,
-                                                  a.correct_trials, a.perf_trials), a.eval_timeout)
+                                                  a.correct_trials, a.perf_trials), limit)
+            if kind == "timeout" and cut:
+                return  # cut by --cut-at: no verdict, evaluated again by a later call
             if not (kind == "ok" and value is None):
                 break
         r = results[it["path"]]
