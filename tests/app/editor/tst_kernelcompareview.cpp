@@ -53,6 +53,22 @@ QString cell(const QTableWidget* table, const QString& label, int column)
     return QStringLiteral("(no row %1)").arg(label);
 }
 
+/// A traffic profile of one call, counted per kernel, with one kernel.
+TrafficProfile countedPerKernel(const QString& kernel, double read, double written, double after, double total)
+{
+    KernelTraffic k;
+    k.name = kernel;
+    k.calls = 1;
+    k.readBytes = read;
+    k.writeBytes = written;
+    k.writtenBackAfterBytes = after;
+    TrafficProfile t;
+    t.profiled = true;
+    t.dramBytes = total;
+    t.perKernel = {k};
+    return t;
+}
+
 } // namespace
 
 class TestKernelCompareView : public QObject
@@ -190,17 +206,7 @@ private Q_SLOTS:
         // the right is incorrect, and an incorrect candidate's traffic is never profiled.
         l.launches = {launch(256, 8, 1.0)};
         r.launches = {launch(1024, 2, 1.0)};
-        KernelTraffic measured;
-        measured.name = QStringLiteral("relu_bias_add");
-        measured.calls = 1;
-        measured.readBytes = 1.053e9;
-        measured.writeBytes = 1.047e9;
-        measured.writtenBackAfterBytes = 1.698e7;
-        TrafficProfile traffic;
-        traffic.profiled = true;
-        traffic.dramBytes = 5.7615e9;
-        traffic.perKernel = {measured};
-        l.traffic = traffic;
+        l.traffic = countedPerKernel(QStringLiteral("relu_bias_add"), 1.053e9, 1.047e9, 1.698e7, 5.7615e9);
         left.evaluation = l;
         right.evaluation = r;
         view.resize(1440, 900);
@@ -225,18 +231,8 @@ private Q_SLOTS:
         EvaluationResult l = *left.evaluation, r = *right.evaluation;
         QVERIFY(l.compile && !l.compile->kernelFacts.isEmpty());
         const QString name = l.compile->kernelFacts.front().name;
-        KernelTraffic k;
-        k.name = name;
-        k.calls = 1;
-        k.readBytes = 1.04e9;
-        k.writeBytes = 0.45e9;
-        k.writtenBackAfterBytes = 0.06e9;
-        TrafficProfile t;
-        t.profiled = true;
-        t.dramBytes = 1.55e9;
-        t.kernels = 1;
-        t.perKernel = {k};
-        l.traffic = t;
+        l.traffic = countedPerKernel(name, 1.04e9, 0.45e9, 0.06e9, 1.55e9);
+        l.traffic->kernels = 1;
         l.kernels = {KernelLaunch{name, 1, 520000, true}};
         left.evaluation = l;
         TrafficProfile notPerKernel;
