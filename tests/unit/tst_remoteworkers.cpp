@@ -908,10 +908,16 @@ private Q_SLOTS:
                 [&](qint64 id, const QString& status, const QString& message) {
                     results.insert(id, QJsonObject{{QStringLiteral("failed"), status + QLatin1String(": ") + message}});
                 });
+        // Which host takes which job is a race, so the order is made to hold under any load: the
+        // first two jobs (no cubin yet) keep both hosts busy for 3 s while compile-ahead attaches
+        // cubins to the eight queued behind them, each of which then holds its host for 1 s, so
+        // the sm_80 host takes some of them unless its ssh session comes up 7 s after the local
+        // worker (with eight 300 ms jobs CI once saw it take only jobs without a cubin).
         QList<qint64> ids;
-        for (int i = 0; i < 8; ++i)
+        for (int i = 0; i < 10; ++i)
             ids << queue.submit(
-                job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: slow delay_ms: 300\n// %1").arg(i))));
+                job(QStringLiteral("L1/1"),
+                    answer(QStringLiteral("fake: slow delay_ms: %1\n// %2").arg(i < 2 ? 3000 : 1000).arg(i))));
         QVERIFY2(QTest::qWaitFor([&] { return results.size() == ids.size(); }, 4 * kWaitMs),
                  qPrintable(QStringLiteral("%1 of %2 jobs ended").arg(results.size()).arg(ids.size())));
         QCOMPARE(queue.arch(), QStringLiteral("sm_90")); // the first worker's device facts
