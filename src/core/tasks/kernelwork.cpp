@@ -194,8 +194,10 @@ QList<KernelTrafficReading> kernelTrafficReadings(const EvaluationResult& e)
                 r.timeNs = l.timeNs;
             }
         QString text = kernelTrafficText(k);
-        if (r.timeNs > 0 && k.bytes() > 0) {
-            const double gbps = k.bytes() / r.timeNs; // bytes per ns = GB/s
+        KernelWork moved; // its bandwidth by the one definition the placed kernels use
+        moved.bytes = k.bytes();
+        moved.timeNs = r.timeNs;
+        if (const double gbps = moved.achievedGBps(); std::isfinite(gbps)) {
             const QString time = r.timeNs >= 1e6 ? QString::number(r.timeNs / 1e6, 'g', 3) + QStringLiteral(" ms")
                                                  : QString::number(r.timeNs / 1e3, 'g', 3) + QStringLiteral(" us");
             text += QStringLiteral(" in %1: %2").arg(time, rate(gbps * 1e9, QStringLiteral("B/s")));
