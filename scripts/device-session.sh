@@ -473,7 +473,9 @@ PY
       cp "$adir/kwb-import.json" "$adir/kwb-import.stderr" "$adir/kwb-wall.txt" "$OUT/" ;;
     agreement-kb)
       s=$(date +%s)
-      timeout ${AGREEMENT_TIMEOUT:-560} python3 bench/agreement/kb_eval.py --kernelbench "$root/build-carry/kernelbench" \
+      # Its own limit (AGREEMENT_KB_TIMEOUT): session 30's final call gave both steps one
+      # AGREEMENT_TIMEOUT of 300 s, which killed this step long before its --deadline.
+      timeout ${AGREEMENT_KB_TIMEOUT:-${AGREEMENT_TIMEOUT:-560}} python3 bench/agreement/kb_eval.py --kernelbench "$root/build-carry/kernelbench" \
         --gens "$gens" --out "$adir/kb.jsonl" --build-root "$adir/kb-build" \
         --compile-workers ${AGREEMENT_COMPILE_WORKERS:-14} --gpu-procs ${AGREEMENT_GPU_PROCS:-4} ${AGREEMENT_KB_ARGS:-} 2>&1 | tail -8
       echo "exit ${PIPESTATUS[0]} wall_s $(( $(date +%s) - s ))" | tee "$adir/kb-wall.txt"
