@@ -5,6 +5,7 @@
 # run kwb, build-carry/qt-bundle.tar.xz (scripts/device-bundle.sh) carried along.
 #   KWB_COMMIT=<commit> scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
 # kb-only-crash (a diagnosis, session 20): run_reference of a KernelBench-only task in several request orders.
+# split-check (issue 35): AGREEMENT_GENS's answers built whole and split, outputs compared (bench/kb_split_check.py).
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -486,6 +487,20 @@ PY
         ${AGREEMENT_EXPLAIN:+--explain "$AGREEMENT_EXPLAIN"} --head "$(results_head x | tail -n +3)" > "$OUT/agreement.md"
       head -12 "$OUT/agreement.md" ;;
     esac
+    ;;
+  split-check)
+    # Issue 35: every answer of a generations folder (AGREEMENT_GENS, as agreement-kwb's) built whole
+    # and split with this tree's builder, and the libraries that both ways built run on the same
+    # inputs, outputs compared bit for bit (bench/kb_split_check.py; docs/sandbox.md "The split build").
+    log split-check
+    gens=${AGREEMENT_GENS:-$root/build-carry/agreement/gens}
+    timeout ${SPLIT_CHECK_TIMEOUT:-540} python3 bench/kb_split_check.py --gens "$gens" \
+      --kernelbench "$root/build-carry/kernelbench" --jobs ${SPLIT_CHECK_JOBS:-14} \
+      ${SPLIT_CHECK_LIMIT:+--limit $SPLIT_CHECK_LIMIT} --out "$OUT/split-check.md" 2> "$OUT/split-check.log"
+    echo "exit $?"
+    head -6 "$OUT/split-check.md" 2>/dev/null
+    tail -4 "$OUT/split-check.md" 2>/dev/null
+    tail -5 "$OUT/split-check.log"
     ;;
   record)
     # Re-records the H200 responses of tests/protocol/recorded/*.h200.request (tests/protocol/README.md):

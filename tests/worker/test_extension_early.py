@@ -140,8 +140,16 @@ def cxx_early_pass_rule():
     assert ec.early_pass_for_cxx(True, 0.2, 2)
     assert not ec.early_pass_for_cxx(True, 2.0, 2)
     assert not ec.early_pass_for_cxx(False, 0.2, 2)
-    cxx, cuda = {"name": "x", "cpp_sources": "int f();"}, {"name": "x", "cpp_sources": "", "cuda_sources": "int g();"}
-    assert ec._early_pass_pays({"early_syntax_cxx": "never"}, cuda, False)  # beside nvcc, always
+    cxx = {"name": "x", "cpp_sources": "int f();"}
+    # a .cu nvcc builds whole (a kernel used other than by a launch): beside nvcc, always
+    whole = {"name": "x", "cpp_sources": "", "cuda_sources": "__global__ void k() {}\nvoid f() { cudaFuncSetAttribute(k, "
+             "cudaFuncAttributeMaxDynamicSharedMemorySize, 0); k<<<1, 1>>>(); }"}
+    assert ec._early_pass_pays({"early_syntax_cxx": "never"}, whole, False)
+    # a .cu the builder will split (docs/sandbox.md "The split build"): nvcc is done as soon as g++,
+    # so the C++-only rule
+    split = {"name": "x", "cpp_sources": "", "cuda_sources": "__global__ void k() {}\nvoid f() { k<<<1, 1>>>(); }"}
+    assert not ec._early_pass_pays({"early_syntax_cxx": "never"}, split, False)
+    assert ec._early_pass_pays({"early_syntax_cxx": "always"}, split, False)
     assert ec._early_pass_pays({"early_syntax_cxx": "always"}, cxx, False)
     assert not ec._early_pass_pays({"early_syntax_cxx": "never"}, cxx, True)
 

@@ -27,6 +27,12 @@
 #                            compile: reported by the syntax pass while nvcc still runs, nvcc ended
 #   nvcc_build_stopped_by_the_brokers_pass (--nvcc) the same through a broker in bwrap: its early
 #                            pass reports the error and ends the builder and its nvcc
+#   split_build_of_a_cuda_answer (--nvcc) a CUDA answer built split (cuda_split.py): the device unit
+#                            by nvcc without torch, the host unit by g++ with the header, linked
+#   split_build_falls_back_to_the_whole (--nvcc) an error in the kernel: the split build fails and
+#                            the whole .cu is built as load_inline builds it; that build's message
+#   split_build_reports_a_main_cpp_error (--nvcc) an error in load_inline's main.cpp during a split
+#                            build is the build's failure, without a whole build
 # Usage: test_extension_pch.py SRC/worker [--nvcc] [--only=CASE]   (exit 77: skipped, saying why)
 import hashlib
 import json
@@ -465,6 +471,74 @@ def nvcc_build_stopped_by_the_brokers_pass():
         broker.wait()
 
 
+# The split build (cuda_split.py) with the real torch: a CUDA answer's .cu as a device unit (nvcc, no
+# torch) and a host unit (g++ with the header). This machine's torch (1.13, no CUDA libraries)
+# cannot build a .cu whole under CUDA 13, so the split's link gets stand-ins for torch's CUDA
+# libraries (empty; a shared library may leave symbols to load time); whether the library computes
+# what load_inline's computes is the GPU machine's to check (bench/kb_split_check.py).
+SPLIT_ANSWER = dict(NVCC_ANSWER, name="kwb_split_ok", cpp_sources=NVCC_ANSWER["cpp_sources"] + ";",
+                    extra_cflags=["-std=c++17"])
+
+
+def _stand_in_cuda_libraries():
+    folder = os.path.join(ROOT, "stand-in-libs")
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        for lib in ("c10_cuda", "torch_cuda"):
+            subprocess.run([os.environ.get("CXX", "c++"), "-shared", "-o", os.path.join(folder, f"lib{lib}.so"),
+                            "-x", "c++", "/dev/null"], check=True)
+    return ["-L" + folder]
+
+
+def split_build_of_a_cuda_answer():
+    cache = os.path.join(ROOT, "split")
+    answer = dict(SPLIT_ANSWER, extra_ldflags=_stand_in_cuda_libraries())
+    make_pch(answer, cache)
+    t0 = time.monotonic()
+    directory, m = ec.entry_for(answer, "sm_80", cache)[:2]
+    seconds = time.monotonic() - t0
+    assert m["ok"], m["message"][-3000:]
+    assert m["split"] == "used" and m["pch"].startswith("used: "), (m["split"], m["pch"])
+    assert {"cuda.kwb-host.cpp", "cuda.kwb-device.cu"} <= set(m["files"]), sorted(m["files"])
+    library = os.path.join(directory, "kwb_split_ok.so")
+    symbols = subprocess.run(["nm", "-C", "--defined-only", library], capture_output=True, text=True).stdout
+    exported = subprocess.run(["nm", "-D", "-C", "--defined-only", library], capture_output=True, text=True).stdout
+    # the launcher in the library, not exported from it; the answer's own host function is, as before
+    assert "kwb_split_launch_scale_k(" in symbols and "kwb_split_launch" not in exported, exported[-2000:]
+    assert "scale_forward(" in exported, exported[-2000:]
+    cuobjdump = os.path.join(cpp.CUDA_HOME, "bin", "cuobjdump")
+    if os.path.exists(cuobjdump):
+        elf = subprocess.run([cuobjdump, "--list-elf", library], capture_output=True, text=True).stdout
+        assert "sm_80" in elf, elf
+    print(f"  built split in {seconds:.1f} s (a whole build of this .cu does not compile under this torch)")
+
+
+def split_build_falls_back_to_the_whole():
+    cache = os.path.join(ROOT, "split")  # the header made by the case before, where it ran
+    answer = dict(SPLIT_ANSWER, name="kwb_split_kernel_error", extra_ldflags=_stand_in_cuda_libraries(),
+                  cuda_sources=SPLIT_ANSWER["cuda_sources"].replace("c[i] = a[i] * s;", "c[i] = a[i] * s + undeclared;"))
+    make_pch(answer, cache)
+    _, m = ec.entry_for(answer, "sm_80", cache)[:2]
+    assert not m["ok"] and m["split"].startswith("failed, built whole: "), (m["ok"], m["split"])
+    assert "undeclared" in m["split"], m["split"]
+    # the message is the whole build's (nvcc of load_inline's cuda.cu), not the split's units
+    assert "FAILED: cuda.cuda.o" in m["message"] and ".kwb-" not in m["message"], m["message"][-3000:]
+    assert not any(".kwb-" in f for f in m["files"]), sorted(m["files"])
+
+
+def split_build_reports_a_main_cpp_error():
+    cache = os.path.join(ROOT, "split")
+    answer = dict(SPLIT_ANSWER, name="kwb_split_main_error", extra_ldflags=_stand_in_cuda_libraries(),
+                  cpp_sources=NVCC_ANSWER["cpp_sources"] + "; int broken = ;")
+    make_pch(answer, cache)
+    t0 = time.monotonic()
+    _, m = ec.entry_for(answer, "sm_80", cache)[:2]
+    seconds = time.monotonic() - t0
+    assert not m["ok"] and m["split"] == "used: load_inline's C++ source did not compile", m["split"]
+    assert "FAILED: main.o" in m["message"] and "expected primary-expression" in m["message"], m["message"][-3000:]
+    print(f"  main.cpp's error reported in {seconds:.1f} s, without a whole build")
+
+
 def _names_any(pid, folders):
     """Whether the process's command line names one of the folders (or is a descendant of one that
     does: a spare's bwrap and what runs in it)."""
@@ -503,7 +577,8 @@ if __name__ == "__main__":
         if not os.path.exists(os.path.join(cpp.CUDA_HOME or "/nonexistent", "bin", "nvcc")):
             print(f"skipped: no nvcc under CUDA_HOME ({cpp.CUDA_HOME})")
             sys.exit(77)
-        cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass]
+        cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass, split_build_of_a_cuda_answer,
+                 split_build_falls_back_to_the_whole, split_build_reports_a_main_cpp_error]
     else:
         cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
                  broker_early_syntax_pass, broker_spare_builds_with_the_header, damaged_pch_is_not_used,

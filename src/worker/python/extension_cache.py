@@ -53,6 +53,17 @@ import tempfile
 import threading
 import time
 
+# The answer's `.cu` split for nvcc and g++ (cuda_split.py): `_kwb_cuda_split` in the worker
+# (pythonhost.cpp loads it first), else the file beside this one (a test or a benchmark that loads
+# this folder's files, by path or from sys.path).
+cuda_split = sys.modules.get("_kwb_cuda_split")
+if cuda_split is None:
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location(
+        "cuda_split", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_split.py"))
+    cuda_split = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(cuda_split)
+
 # Bumped when the build rule or the entry's layout changes, so older entries are not taken.
 # 3: the precompiled header on the compile line and the syntax pass beside nvcc (their failures'
 # messages), the manifest's "pch", and the precompiled header's own entries.
@@ -76,6 +87,8 @@ MESSAGE_CAP = 64 * 1024
 LINE_CAP = 2000
 # Files a finished build does not need (the loader reads the library only).
 INTERMEDIATE_SUFFIXES = (".o", ".ninja_deps", ".ninja_log", ".cuda.o")
+# The libraries a build links (its link step's output in ninja's FAILED: line).
+LIB_SUFFIXES = (".so", ".pyd", ".dylib")
 BUILD_TIMEOUT_S = 1800
 
 # The precompiled header's entry: a one-line header that includes torch/extension.h, its .gch
@@ -387,6 +400,7 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                 return {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
                         "message": "" if ok else cap_message(result.get("message", "the build failed")),
                         "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
+                        "split": str(result.get("split", "")),
                         "builder": str(result.get("builder", ""))}
 
             if not ok:
@@ -586,11 +600,15 @@ class _BuildHooks:
     build whose flags are the PCH's gets -I<pch>/include first, and a syntax-only pass of its C++
     sources before ninja runs; a PCH request compiles the header where ninja would build."""
 
-    def __init__(self, cpp, pch, making_pch):
+    def __init__(self, cpp, pch, making_pch, split=True):
         self.cpp, self.pch, self.making_pch = cpp, pch, making_pch
         self.note = ""  # what became of the precompiled header: the entry's "pch"
         self.record = None  # {"cxx", "compiler", "cflags" (without the name), "post_cflags"}
         self.cflags, self.sources, self.use_pch = [], [], False
+        # The split build of the CUDA sources (cuda_split.py): wanted, the ninja file's arguments
+        # without it (written again where the split build fails), what became of it (the entry's
+        # "split").
+        self.split_wanted, self.unsplit, self.split_note = split, None, ""
 
     def __enter__(self):
         self.real_write = getattr(self.cpp, "_write_ninja_file", None)
@@ -628,7 +646,56 @@ class _BuildHooks:
                 a["cflags"] = cflags
         self.cflags, self.post = cflags, post
         self.sources = [os.path.abspath(f) for f in (a.get("sources") or [])]
+        if self.split_wanted and not self.making_pch and a.get("with_cuda"):
+            self.split_sources(a)
         return self.real_write(*bound.args, **bound.kwargs)
+
+    def split_sources(self, a):
+        """Each CUDA source as its device unit (nvcc) and its host unit (g++, with the precompiled
+        header where this build has it) in the ninja file, where cuda_split reads it and the flags
+        allow; else as it was, and split_note says why."""
+        is_cuda = getattr(self.cpp, "_is_cuda_file", lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"))
+        sources, objects = list(a.get("sources") or []), list(a.get("objects") or [])
+        if len(sources) != len(objects) or not any(is_cuda(s) for s in sources):
+            return
+        try:
+            cxx_args = shlex.split(" ".join(self.cflags + self.post))
+            nvcc_args = shlex.split(" ".join([f.strip() for f in (a.get("cuda_cflags") or []) + (a.get("cuda_post_cflags") or [])]))
+            macros = cuda_split.host_macros(cxx_args, nvcc_args)
+            host_compiler = compiler_identity("gcc").partition(": ")[2].partition(" ")[2]
+            if host_compiler != self.record["compiler"].partition(": ")[2].partition(" ")[2]:
+                raise cuda_split.NotSplit("nvcc's host compiler (gcc) is not load_inline's C++ compiler")
+            new_sources, new_objects, written = [], [], []
+            for source, obj in zip(sources, objects):
+                if not is_cuda(source):
+                    new_sources.append(source)
+                    new_objects.append(obj)
+                    continue
+                path = os.path.abspath(source)
+                with open(path) as f:
+                    text = f.read()
+                split = cuda_split.split_cuda_source(text, path, macros)
+                stem = os.path.splitext(path)[0]
+                host, device = stem + ".kwb-host.cpp", stem + ".kwb-device.cu"
+                for unit, content in ((host, split.host), (device, split.device)):
+                    with open(unit, "w") as f:
+                        f.write(content)
+                    written.append(unit)
+                base = os.path.splitext(os.path.basename(obj))[0].removesuffix(".cuda")
+                folder = os.path.dirname(obj)
+                new_sources += [host, device]
+                new_objects += [os.path.join(folder, base + ".kwb-host.o"), os.path.join(folder, base + ".kwb-device.cuda.o")]
+        except cuda_split.NotSplit as e:
+            self.split_note = f"not used: {e}"
+            return
+        except (OSError, UnicodeDecodeError) as e:
+            self.split_note = f"not used: the source does not read ({e})"
+            return
+        self.unsplit = dict(a)
+        a["sources"], a["objects"] = new_sources, new_objects
+        self.split_files = written
+        self.sources = [os.path.abspath(f) for f in new_sources]
+        self.split_note = "used"
 
     def mismatch(self):
         """Why the precompiled header's flags are not this build's, or ""."""
@@ -647,6 +714,37 @@ class _BuildHooks:
         error_prefix = kwargs.get("error_prefix", args[2] if len(args) > 2 else "Error building extension")
         if self.making_pch:
             return self.make_pch(build_directory, error_prefix)
+        if self.unsplit is not None:
+            # The split build decides a success only: where it fails, the whole `.cu` is built as
+            # load_inline builds it (main.cpp's object is ninja's to keep), and that build's
+            # failure is the answer's. The broker's early pass over main.cpp may end it, as it may
+            # end a whole build: main.cpp is load_inline's own either way.
+            if self.early_pass_covers(build_directory):
+                _write_json(os.path.join(build_directory, EARLY_VALID), {"error_prefix": error_prefix})
+            try:
+                self.real_run(*args, **kwargs)
+                # A shared library may leave symbols to load time, so a launcher the host unit
+                # calls and the device unit lacks would link, and fail only as the answer loads.
+                missing = self.missing_launchers(build_directory)
+                if not missing:
+                    return None
+                self.split_note = f"failed, built whole: the host unit calls launchers the device unit lacks ({missing})"
+            except Exception as e:  # noqa: B902 (torch raises RuntimeError; anything else alike)
+                failed = re.findall(r"^FAILED: (\S+)", str(e), re.M)
+                if failed and not any(".kwb-" in f or f.endswith(LIB_SUFFIXES) for f in failed):
+                    # A compile of load_inline's own C++ source (main.cpp), with its own flags and
+                    # header, failed: that is the whole build's failure too.
+                    self.split_note = "used: load_inline's C++ source did not compile"
+                    raise
+                lines = str(e).splitlines()
+                said = next((l for l in lines if re.search(r"error( [0-9A-Z-]+)?:|undefined reference", l)),
+                            next((l for l in lines if l.startswith("FAILED:")), lines[0] if lines else ""))
+                self.split_note = f"failed, built whole: {said.strip()[:300]}"
+            self.real_write(**self.unsplit)
+            for unit in self.split_files:
+                _discard(unit)
+            self.sources = [os.path.abspath(f) for f in (self.unsplit.get("sources") or [])]
+            self.unsplit = None
         if self.early_pass_covers(build_directory):
             # The broker's pass compiles this main.cpp with this command: it stops this build at
             # a compile error there, so none runs here.
@@ -656,6 +754,18 @@ class _BuildHooks:
             return self.run_beside_syntax_pass(args, kwargs, build_directory, error_prefix)
         return self.real_run(*args, **kwargs)
 
+    def missing_launchers(self, build_directory):
+        """The split library's undefined launcher symbols (nm -D), "" where there are none."""
+        library = os.path.join(build_directory, str(self.unsplit.get("library_target") or ""))
+        nm = shutil.which("nm")
+        if nm is None or not os.path.isfile(library):
+            return "no nm or no library to check"
+        done = subprocess.run([nm, "-D", "--undefined-only", library], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=120)
+        if done.returncode != 0:
+            return f"nm failed: {done.stderr.strip()[:200]}"
+        return " ".join(l.split()[-1] for l in done.stdout.splitlines() if cuda_split.LAUNCHER_PREFIX in l)[:500]
+
     def early_pass_covers(self, build_directory):
         """Whether the broker's early syntax pass (its record in the build folder) ran the syntax
         command this build's own pass would run, over the bytes torch wrote into main.cpp."""
@@ -663,7 +773,10 @@ class _BuildHooks:
             with open(os.path.join(build_directory, EARLY_RECORD)) as f:
                 record = json.load(f)
             source = record["source"]
-            if not self.use_pch or self.cxx_sources() != [source]:
+            # load_inline's own C++ sources (a split build's host unit is not one: the pass does
+            # not cover it, and its failure is never the answer's alone)
+            mine = [f for f in self.cxx_sources() if ".kwb-host." not in os.path.basename(f)]
+            if not self.use_pch or mine != [source]:
                 return False
             if syntax_command(self.record["cxx"], self.cflags, self.post, source) != record["command"]:
                 return False
@@ -753,7 +866,7 @@ def _terminate_children(name):
                 pass
 
 
-def build_into(arguments, arch, out_dir, pch=None):
+def build_into(arguments, arch, out_dir, pch=None, split=None):
     """Builds with torch's load_inline into out_dir without loading the result (its import step
     replaced): {"ok": True, "pch": note} or {"ok": False, "message": load_inline's error, "pch":
     note}. pch: a verified precompiled header's entry (pch_entry) to build with where its flags
@@ -774,14 +887,16 @@ def build_into(arguments, arch, out_dir, pch=None):
     # Process-wide state below (torch's module functions, the environment): one build at a time in
     # a process. Threads that build at once (a benchmark making headers beside builds) otherwise
     # take each other's hooks and flags, and the last to finish can leave the import replaced.
+    if split is None:  # KWB_CUDA_SPLIT=0: every `.cu` built whole, as load_inline builds it
+        split = os.environ.get("KWB_CUDA_SPLIT", "1") != "0"
     with _build_into_lock:
-        return _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs)
+        return _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split)
 
 
 _build_into_lock = threading.Lock()
 
 
-def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs):
+def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split):
     if making_pch and not (hasattr(cpp, "_write_ninja_file") and hasattr(cpp, "_run_ninja_build")):
         return {"ok": False, "message": "this torch's cpp_extension has no _write_ninja_file or _run_ninja_build, "
                                         "where the flags of a precompiled header are read"}
@@ -793,13 +908,14 @@ def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs):
     real_import = cpp._import_module_from_library
     cpp._import_module_from_library = lambda *a, **k: None
     load_inline = getattr(cpp, "_kwb_real_load_inline", cpp.load_inline)
-    hooks = _BuildHooks(cpp, pch, making_pch)
+    hooks = _BuildHooks(cpp, pch, making_pch, split)
     try:
         with hooks:
             load_inline(**arguments)
-        return {"ok": True, "pch": hooks.note}
+        return {"ok": True, "pch": hooks.note, "split": hooks.split_note}
     except Exception as e:  # the compiler's messages, as load_inline raises them
-        return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": hooks.note}
+        return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": hooks.note,
+                "split": hooks.split_note}
     finally:
         cpp._import_module_from_library = real_import
         if archs:
@@ -940,7 +1056,7 @@ def _early_pass_pays(config, arguments, alone):
     compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error 2 s
     sooner (the builder's start): early_pass_for_cxx says when. config's "early_syntax_cxx": "always"
     (the tests') or "never" overrides that."""
-    if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False:
+    if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False and not _split_likely(arguments):
         return True
     rule = config.get("early_syntax_cxx", "idle")
     if rule in ("always", "never"):
@@ -950,6 +1066,23 @@ def _early_pass_pays(config, arguments, alone):
     except OSError:
         return False
     return early_pass_for_cxx(alone, load, os.cpu_count() or 1)
+
+
+def _split_likely(arguments):
+    """Whether the builder will likely build the CUDA sources split (cuda_split.py): then nvcc is
+    done as soon as g++ is, and the build is timed as a C++-only one for the early pass. Read from
+    the sources alone (the flags are torch's to make); a wrong guess costs time, never a verdict."""
+    if os.environ.get("KWB_CUDA_SPLIT", "1") == "0":
+        return False
+    sources = arguments.get("cuda_sources")
+    sources = [sources] if isinstance(sources, str) else sources
+    if not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+        return False
+    try:
+        cuda_split.split_cuda_source("\n".join(sources), "cuda.cu")
+        return True
+    except (cuda_split.NotSplit, RecursionError):
+        return False
 
 
 def early_pass_for_cxx(alone, load, cores):
@@ -1241,7 +1374,7 @@ def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None
         result = json.loads(read_builder_file(staging, RESULT, 4 * MESSAGE_CAP))
         if isinstance(result, dict) and "ok" in result:
             return {"ok": bool(result["ok"]), "message": cap_message(str(result.get("message", ""))),
-                    "pch": str(result.get("pch", ""))[:LINE_CAP]}
+                    "pch": str(result.get("pch", ""))[:LINE_CAP], "split": str(result.get("split", ""))[:LINE_CAP]}
     except (ValueError, TypeError):  # TypeError: no such regular file (None)
         pass
     # No result: the builder did not run to its end. bwrap's own failures are the machine's; any

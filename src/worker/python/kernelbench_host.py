@@ -1225,12 +1225,14 @@ def _kwb_load_inline(*args, **kwargs):
         load_ms = (time.monotonic() - t0) * 1000.0
     finally:
         _state["building"] -= 1
-    # "pch": whether the build had torch's precompiled header, and where not, why (extension_cache.py).
+    # "pch": whether the build had torch's precompiled header, and where not, why (extension_cache.py);
+    # "split": whether its CUDA sources were built split (cuda_split.py), and where not, why.
     # "built_ms": how long the build itself took, also where this request found it built (an early
     # build ahead of the answer's turn, another sample's): what a cold answer costs.
     _builds.append({"name": name, "key": manifest.get("key"), "build_dir": directory, "cached": cached,
                     "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
-                    "pch": manifest.get("pch", ""), "built_ms": manifest.get("build_ms")})
+                    "pch": manifest.get("pch", ""), "split": manifest.get("split", ""),
+                    "built_ms": manifest.get("build_ms")})
     return module
 
 

@@ -120,6 +120,9 @@ namespace {
 const char* const kHostSource =
 #include "kernelbench_host_py.inc"
     ;
+const char* const kCudaSplitSource =
+#include "cuda_split_py.inc"
+    ;
 const char* const kExtensionCacheSource =
 #include "extension_cache_py.inc"
     ;
@@ -223,8 +226,9 @@ PyObject* forgetModuleOfOtherLibrary(PyObject*, PyObject* args)
 PyMethodDef kForgetModuleOfOtherLibrary = {"forget_module_of_other_library", forgetModuleOfOtherLibrary, METH_VARARGS,
                                            "forgets pybind11's cached module NAME unless made from PATH"};
 
-/// The interpreter, extension_cache.py as _kwb_extensions and early_requests.py as _kwb_early (which
-/// imports the first), without torch (the build broker, the builds asked for early).
+/// The interpreter, cuda_split.py as _kwb_cuda_split, extension_cache.py as _kwb_extensions (which
+/// imports the first) and early_requests.py as _kwb_early (which imports the second), without torch
+/// (the build broker, the builds asked for early).
 bool startInterpreter()
 {
     static std::once_flag once;
@@ -242,6 +246,8 @@ bool startInterpreter()
             g_startError = std::string("the embedded Python did not start: ") + (st.err_msg ? st.err_msg : "?");
             return;
         }
+        if (!loadModule(kCudaSplitSource, "cuda_split.py", "_kwb_cuda_split"))
+            return;
         g_extensions = loadModule(kExtensionCacheSource, "extension_cache.py", "_kwb_extensions");
         if (g_extensions) {
             Ref forget(PyCFunction_New(&kForgetModuleOfOtherLibrary, nullptr));
