@@ -50,7 +50,13 @@ def main():
     ap.add_argument("--samples", default="0-3")
     ap.add_argument("--epoch", type=int, default=0, help="for runs whose names carry an epoch")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--only-listed", default="",
+                    help="a file of paths (runs/<run>/<name>, '#' lines aside): keep only these, e.g. "
+                         "bench/agreement/speed-comparison-51.txt")
     a = ap.parse_args()
+    listed = None
+    if a.only_listed:
+        listed = {l.strip() for l in open(a.only_listed) if l.strip() and not l.startswith("#")}
     commit = git(a.git_dir, "rev-parse", a.commit + "^{commit}").decode().strip()
     problems, samples = numbers(a.problems), numbers(a.samples)
     manifest = {"source": a.source, "commit": commit, "problems": a.problems, "samples": a.samples, "files": []}
@@ -64,6 +70,8 @@ def main():
                 continue
             level, problem, epoch, sample = int(m[1]), int(m[2]), m[3], int(m[4])
             if problem not in problems or sample not in samples or (epoch is not None and int(epoch) != a.epoch):
+                continue
+            if listed is not None and f"{folder}/{name}" not in listed:
                 continue
             text = git(a.git_dir, "show", f"{commit}:{folder}/{name}")
             if not text.strip():

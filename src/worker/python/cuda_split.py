@@ -21,8 +21,11 @@
 #
 # The split is only ever an attempt: extension_cache builds the whole `.cu` as load_inline does when
 # this says no (`NotSplit`, with why) and when a split build fails, so every failure an answer gets
-# is load_inline's own build's. What it declines (each a rule any answer is read by, not a guess):
-# a template kernel (which instantiations the host needs is known only after the host compiles), a
+# is load_inline's own build's. A template kernel gets a template launcher, made in the device unit
+# for each template argument list the host's launches name (`scalar_t` inside an AT_DISPATCH macro
+# whose types need no torch header as each of them). What it declines (each a rule any answer is
+# read by, not a guess): a template kernel launched without its arguments or under another dispatch
+# (which instantiations the host needs is known only after the host compiles), a
 # kernel named other than by a launch in host code (cudaFuncSetAttribute, a function pointer), a
 # launch in device code or in a macro, device-only names used by host code (cudaMemcpyToSymbol of a
 # __constant__), torch's names in code the device unit needs, an anonymous namespace or `static`
