@@ -462,7 +462,10 @@ PY
     agreement-kwb)
       rm -f "$adir/kwb.db"
       s=$(date +%s)
+      # The kernelbench profile: KernelBench's own settings (PyTorch's TF32 defaults). Session 30 ran
+      # kwb's default, kernelbench-fp32, and its conv references took twice KernelBench's time.
       timeout ${AGREEMENT_TIMEOUT:-560} $bundle/run kwb --worker "$worker" import kernelbench "$gens" --db "$adir/kwb.db" \
+        --profile ${AGREEMENT_PROFILE:-kernelbench} \
         --compile-workers ${AGREEMENT_COMPILE_WORKERS:-14} --json > "$adir/kwb-import.json" 2> "$adir/kwb-import.stderr"
       echo "exit $? wall_s $(( $(date +%s) - s ))" | tee "$adir/kwb-wall.txt"
       tail -3 "$adir/kwb-import.stderr"
