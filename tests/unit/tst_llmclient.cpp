@@ -768,8 +768,8 @@ void TestLlmClient::oversizeAnswerIsRefused_data()
     QTest::addColumn<int>("mebibytes");
     // 3 MiB of text fits the body bound and is refused once read; 24 MiB is refused mid-body.
     QTest::newRow("plain, read whole") << false << 3;
-    QTest::newRow("plain, stopped mid-body") << false << 24;
-    QTest::newRow("stream") << true << 24;
+    QTest::newRow("plain, stopped mid-body") << false << 48;
+    QTest::newRow("stream") << true << 48;
 }
 
 void TestLlmClient::oversizeAnswerIsRefused()
@@ -802,9 +802,11 @@ void TestLlmClient::oversizeAnswerIsRefused()
     else
         QVERIFY2(message.contains(QLatin1String("BIGANSWER")), qPrintable(message));
     // The client stopped reading: the server could not hand over the rest (at most what the
-    // client read before refusing, about the bound, plus the loopback's buffers).
+    // client read before refusing, about the bound, plus the loopback's and Qt's buffers: 22.6 MB
+    // of a 24 MiB answer on a loaded 2-core machine, so the answer is twice that and the bound
+    // leaves those buffers 16 MiB).
     if (mebibytes > 8)
-        QVERIFY2(server.bytesWritten() < qint64(mebibytes - 4) << 20,
+        QVERIFY2(server.bytesWritten() < qint64(mebibytes - 16) << 20,
                  qPrintable(QString::number(server.bytesWritten())));
     // Streamed text shown before the limit is at most the limit.
     qsizetype shown = 0;
