@@ -39,6 +39,17 @@ class NotSplit(Exception):
 
 
 LAUNCHER_PREFIX = "kwb_split_launch_"
+# What the builder names the two units (and their objects) of `<stem>.cu`: `<stem>.kwb-host.cpp`
+# and `<stem>.kwb-device.cu` beside it.
+HOST_UNIT, DEVICE_UNIT = ".kwb-host", ".kwb-device"
+
+
+def is_split_unit(path):
+    """Whether a source or object is one of a split build's units (not load_inline's own file)."""
+    name = path.rsplit("/", 1)[-1]
+    return HOST_UNIT + "." in name or DEVICE_UNIT + "." in name
+
+
 # Real answers' sources are a few KB; the reading is linear in practice, and this bounds what a
 # crafted one can cost the broker, which reads the source outside any sandbox.
 MAX_SOURCE_CHARS = 256 * 1024

@@ -676,7 +676,7 @@ class _BuildHooks:
                     text = f.read()
                 split = cuda_split.split_cuda_source(text, path, macros)
                 stem = os.path.splitext(path)[0]
-                host, device = stem + ".kwb-host.cpp", stem + ".kwb-device.cu"
+                host, device = stem + cuda_split.HOST_UNIT + ".cpp", stem + cuda_split.DEVICE_UNIT + ".cu"
                 for unit, content in ((host, split.host), (device, split.device)):
                     with open(unit, "w") as f:
                         f.write(content)
@@ -684,7 +684,8 @@ class _BuildHooks:
                 base = os.path.splitext(os.path.basename(obj))[0].removesuffix(".cuda")
                 folder = os.path.dirname(obj)
                 new_sources += [host, device]
-                new_objects += [os.path.join(folder, base + ".kwb-host.o"), os.path.join(folder, base + ".kwb-device.cuda.o")]
+                new_objects += [os.path.join(folder, base + cuda_split.HOST_UNIT + ".o"),
+                                os.path.join(folder, base + cuda_split.DEVICE_UNIT + ".cuda.o")]
         except cuda_split.NotSplit as e:
             self.split_note = f"not used: {e}"
             return
@@ -731,7 +732,7 @@ class _BuildHooks:
                 self.split_note = f"failed, built whole: the host unit calls launchers the device unit lacks ({missing})"
             except Exception as e:  # noqa: B902 (torch raises RuntimeError; anything else alike)
                 failed = re.findall(r"^FAILED: (\S+)", str(e), re.M)
-                if failed and not any(".kwb-" in f or f.endswith(LIB_SUFFIXES) for f in failed):
+                if failed and not any(cuda_split.is_split_unit(f) or f.endswith(LIB_SUFFIXES) for f in failed):
                     # A compile of load_inline's own C++ source (main.cpp), with its own flags and
                     # header, failed: that is the whole build's failure too.
                     self.split_note = "used: load_inline's C++ source did not compile"
@@ -775,7 +776,7 @@ class _BuildHooks:
             source = record["source"]
             # load_inline's own C++ sources (a split build's host unit is not one: the pass does
             # not cover it, and its failure is never the answer's alone)
-            mine = [f for f in self.cxx_sources() if ".kwb-host." not in os.path.basename(f)]
+            mine = [f for f in self.cxx_sources() if not cuda_split.is_split_unit(f)]
             if not self.use_pch or mine != [source]:
                 return False
             if syntax_command(self.record["cxx"], self.cflags, self.post, source) != record["command"]:
