@@ -9,6 +9,7 @@
 #   Usage: test_cuda_split.py SRC/worker/python [--only=CASE]
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -305,6 +306,20 @@ def reads_any_text_without_crashing():
         print(f"  {len(text)} crafted characters read in {time.monotonic() - t0:.1f} s")
 
 
+def nvcc_include_flags(nvcc):
+    """The include directories nvcc itself hands its host compiler: CUDA's headers sit under
+    targets/<arch>/include in NVIDIA's layout and elsewhere in a distribution's, so ask nvcc."""
+    done = subprocess.run([nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
+                          capture_output=True, text=True)
+    flags = []
+    for line in done.stderr.splitlines():
+        m = re.match(r"#\$ (?:SYSTEM_)?INCLUDES=(.*)$", line)
+        if m:
+            flags += shlex.split(m.group(1))
+    assert any(f.startswith("-I") or f == "-isystem" for f in flags), f"nvcc names no include directory:\n{done.stderr[-2000:]}"
+    return flags
+
+
 def compiles_with_nvcc_and_gxx():
     """The device units by nvcc with torch's CUDA flags and no torch; the host units by g++ with a
     stand-in torch header (the launcher calls and prototypes must agree; a real torch's host unit
@@ -313,7 +328,7 @@ def compiles_with_nvcc_and_gxx():
     if nvcc is None:
         print("  (no nvcc: the units are not compiled)")
         return
-    cuda_inc = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), "include")
+    cuda_includes = nvcc_include_flags(nvcc)
     root = tempfile.mkdtemp(prefix="kwb-split-")
     try:
         stand_in = os.path.join(root, "torch")
@@ -345,7 +360,7 @@ def compiles_with_nvcc_and_gxx():
                                    "-std=c++17", "-c", dev, "-o", dev + ".o"], capture_output=True, text=True)
             assert done.returncode == 0, f"nvcc of the device unit {n}:\n{done.stderr[-3000:]}"
             device_s = time.monotonic() - t0
-            done = subprocess.run([os.environ.get("CXX", "c++"), "-I", root, "-isystem", cuda_inc, "-fPIC",
+            done = subprocess.run([os.environ.get("CXX", "c++"), "-I", root, *cuda_includes, "-fPIC",
                                    "-std=c++17", "-c", host, "-o", host + ".o"], capture_output=True, text=True)
             assert done.returncode == 0, f"g++ of the host unit {n}:\n{done.stderr[-3000:]}"
             # the host object needs exactly the launchers the device object defines
