@@ -216,6 +216,14 @@ def declines_what_it_cannot_split_faithfully():
     declined(k + "void f(torch::Tensor t) {\n#ifdef X\n k<<<1, 1>>>(t.data_ptr<float>()); }\n#else\n }\n#endif\n",
              "unbalanced")
     declined(k + "void f() { int x = (1;\n}\n", "unbalanced")
+    # the host unit is g++'s: what only nvcc defines or compiles for the host side stays whole
+    declined("#ifdef __CUDACC__\n#define HD __host__ __device__\n#else\n#define HD\n#endif\n" + k + host, "tests __CUDACC__")
+    declined("#if defined(X) && __CUDACC_VER_MAJOR__ >= 12 // new\n#endif\n" + k + host, "tests __CUDACC_VER_MAJOR__")
+    declined(k + "void f(torch::Tensor t) { int v = __NVCC__; k<<<1, 32>>>(t.data_ptr<float>()); }\n", "tests __NVCC__")
+    declined("#include <cub/cub.cuh>\n" + k + host, "cub's headers")
+    declined("#  include \"thrust/reduce.h\"\n" + k + host, "thrust's headers")
+    # named in a comment or a string only: split as ever
+    split("// needs __CUDACC__? no\n#define NAME \"__NVCC__\" /* __CUDACC__ */\n" + k + host)
     # torch in a host function, in a host struct, in a using: the host unit's alone, split
     s = split("using torch::Tensor;\nstruct Args { torch::Tensor t; };\n" + k + host)
     assert "Args" not in s.device and "using torch" not in s.device and "struct Args" in s.host

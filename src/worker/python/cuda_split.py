@@ -30,7 +30,8 @@
 # launch in device code or in a macro, device-only names used by host code (cudaMemcpyToSymbol of a
 # __constant__), torch's names in code the device unit needs, an anonymous namespace or `static`
 # around a kernel (its launcher would be another unit's), a preprocessor directive inside a
-# declaration, and anything the reading below does not parse.
+# declaration, a test of a macro only nvcc defines for the host (`#ifdef __CUDACC__`), cub's,
+# thrust's or CUTLASS's headers, and anything the reading below does not parse.
 import re
 
 
@@ -59,6 +60,13 @@ MAX_SOURCE_CHARS = 256 * 1024
 TORCH_NAMES = {"torch", "at", "c10", "caffe2", "pybind11", "py", "scalar_t", "THCudaCheck"}
 TORCH_PREFIXES = ("AT_", "TORCH_", "C10_", "PYBIND11_", "CUDA_KERNEL_ASSERT")
 TORCH_INCLUDE = re.compile(r'#\s*include\s*[<"]\s*(torch|ATen|c10|caffe2|pybind11|THC|Python\.h)')
+# Macros nvcc defines for a `.cu`'s host side that g++ does not (nvcc -E -dM against g++ -E -dM after
+# the same CUDA headers, CUDA 13): code that tests them reads differently in the host unit than in
+# load_inline's build, so a source that names one is built whole.
+NVCC_HOST_MACROS = re.compile(r"\b(__CUDACC\w*|__NVCC\w*|__CUDA_ARCH_LIST__|__CUDA_MINIMUM_ARCH__|__CUDA_API_VER_\w*)")
+# Headers only nvcc compiles for the host (their host code launches kernels; g++ 12 with CUDA 13's
+# CCCL stops in them): a split build of a source that includes one would fail and fall back anyway.
+NVCC_ONLY_INCLUDE = re.compile(r'#\s*include\s*[<"]\s*(cub|thrust|cutlass|cute)/')
 # Headers torch/extension.h brings into a `.cu` before the answer's own code (under nvcc): the
 # device unit includes them first so the kernels see the same declarations (math overloads,
 # fixed-width integers, half types) as in load_inline's build.
@@ -553,6 +561,17 @@ def _split(text, path, host_macros):
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     toks = _tokens(text)
+    for t in toks:
+        if t.kind == "id" and NVCC_HOST_MACROS.fullmatch(t.text):
+            raise NotSplit(f"the source tests {t.text}, which only nvcc defines for the host code")
+        if t.kind == "pp":
+            directive = re.sub(r'//.*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', " ", t.text, flags=re.S)
+            m = NVCC_HOST_MACROS.search(directive)
+            if m:
+                raise NotSplit(f"the source tests {m.group(1)}, which only nvcc defines for the host code")
+            m = NVCC_ONLY_INCLUDE.match(t.text)
+            if m:
+                raise NotSplit(f"{m.group(1)}'s headers, which only nvcc compiles for the host")
     items = _items(toks, 0, len(toks))
 
     dev, host = [], []  # each unit's rewrites: ((start offset, end offset), the text in its place)
