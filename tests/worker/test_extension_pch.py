@@ -3,7 +3,8 @@
 # precompiled header") with the real torch and g++, on the CPU: the C++-only answers of
 # tests/fixtures/candidates/kernelbench/cpp_only built without and with the header.
 #   same_results_both_ways   each answer built in a cache without a header and in one with it:
-#                            the same library bytes, the same outputs (and torch's own results)
+#                            the same library bytes, the same outputs (and torch's own results);
+#                            extra_cflags=[""] takes the default flags' header
 #   compile_error_with_pch   an answer with a compile error, through the worker's own route
 #                            (kernelbench_host.build): compile_error with g++'s message, built with
 #                            the header
@@ -176,6 +177,17 @@ def same_results_both_ways():
     # -O3 (L1/19) keys a header of its own: two headers for the four answers.
     headers = [n for n in os.listdir(with_pch) if n.startswith(ec.PCH_NAME)]
     assert len(headers) == 2, headers
+    # KernelBench's own example passes extra_cflags=[""] (and so do most real answers): an empty
+    # flag is no flag, so such a build takes the default flags' header and makes the same library.
+    path = os.path.join(FIXTURES, GOOD[0])
+    arguments = dict(load_arguments(answer_module(path)), extra_cflags=[""])
+    assert ec.pch_arguments(arguments) == ec.pch_arguments(dict(arguments, extra_cflags=[])), ec.pch_arguments(arguments)
+    d0, m0 = build(arguments, plain)
+    d1, m1 = build(arguments, with_pch)
+    assert m0["ok"] and m1["ok"], (m0["message"], m1["message"])
+    assert m1["pch"].startswith("used: "), m1["pch"]
+    assert library_bytes(d0, arguments["name"]) == library_bytes(d1, arguments["name"]), "extra_cflags=['']: the libraries differ"
+    assert len([n for n in os.listdir(with_pch) if n.startswith(ec.PCH_NAME)]) == 2
 
 
 HOST_BUILD = r"""

@@ -488,14 +488,19 @@ def pch_arguments(arguments):
     depend on (the answer's allowed extra_cflags, whether CUDA's include folder is on the path, the
     compiler); build_key adds torch and Python."""
     extra = arguments.get("extra_cflags") or []
-    if not isinstance(extra, list) or not all(isinstance(f, str) and PCH_FLAG.fullmatch(f.strip()) for f in extra):
+    if not isinstance(extra, list) or not all(isinstance(f, str) for f in extra):
+        return None, "its extra_cflags are not among those a precompiled header is made for"
+    # An empty flag is no flag: torch joins the flags with spaces into build.ninja, so
+    # KernelBench's own example's extra_cflags=[""] compiles exactly as none does.
+    extra = [f.strip() for f in extra if f.strip()]
+    if not all(PCH_FLAG.fullmatch(f) for f in extra):
         return None, "its extra_cflags are not among those a precompiled header is made for"
     if arguments.get("extra_include_paths"):
         return None, "it has extra_include_paths"
     with_cuda = arguments.get("with_cuda")
     if with_cuda is None:
         with_cuda = bool(arguments.get("cuda_sources"))
-    return {"name": PCH_NAME, "cpp_sources": "", "extra_cflags": [f.strip() for f in extra],
+    return {"name": PCH_NAME, "cpp_sources": "", "extra_cflags": extra,
             "with_cuda": bool(with_cuda), "kwb_pch": {"compiler": compiler_identity()}}, ""
 
 
@@ -630,8 +635,10 @@ class _BuildHooks:
     def write(self, *args, **kwargs):
         bound = self.signature.bind(*args, **kwargs)
         a = bound.arguments
-        cflags = [f.strip() for f in (a.get("cflags") or [])]
-        post = [f.strip() for f in (a.get("post_cflags") or [])]
+        # Empty flags dropped (pch_arguments: the same command), so a build with extra_cflags=[""]
+        # matches the header made for none.
+        cflags = [f.strip() for f in (a.get("cflags") or []) if f.strip()]
+        post = [f.strip() for f in (a.get("post_cflags") or []) if f.strip()]
         cxx = os.environ.get("CXX", "c++")
         self.record = {"cxx": cxx, "compiler": compiler_identity(cxx),
                        "cflags": [f for f in cflags if not f.startswith("-DTORCH_EXTENSION_NAME=")], "post_cflags": post}
