@@ -6,6 +6,7 @@
 #   KWB_COMMIT=<commit> scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
 # kb-only-crash (a diagnosis, session 20): run_reference of a KernelBench-only task in several request orders.
 # split-check (issue 35): AGREEMENT_GENS's answers built whole and split, outputs compared (bench/kb_split_check.py).
+# cold-zero-shot (issue 35): a cold zero-shot run on recorded real answers, built whole and split (bench/kb_cold_table.py).
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -254,6 +255,45 @@ for step in "$@"; do
     keep_study
     [[ $db == "$OUT/study-recorded.db" ]] && rm -f "$db" # kept in study-recorded.txz
     head -40 "$OUT/study-recorded-report.md"
+    ;;
+  cold-zero-shot)
+    # Issue 35 items 2-3: a cold KernelBench-format zero-shot run over the 30 tasks against real
+    # model text (kwb-fixture-llm --recorded, as study-recorded), once per COLD_MODES entry, each
+    # with an empty extension cache (the torch header made during the run, as a new user's first
+    # run makes it) and a database of its own: "whole" builds every .cu as load_inline does
+    # (KWB_CUDA_SPLIT=0), "split" is this tree's default. Side by side in one call; the table
+    # (bench/kb_cold_table.py) has candidates/min and where the build time went. Modes alternate
+    # as listed; put a throwaway first to warm the page cache (torch's headers) for both.
+    log cold-zero-shot
+    need_bundle
+    recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
+    $bundle/run kwb-fixture-llm --recorded "$recorded" --answer-format kernelbench --tasks "$root/tasks" \
+      --port ${STUDY_LLM_PORT:-18431} --log "$OUT/llm-cold.log" > /tmp/llm-cold.url 2> "$OUT/llm-cold.err" &
+    pid=$!; sleep 1
+    rows=()
+    for mode in ${COLD_MODES:-whole split}; do
+      cache=$(mktemp -d /tmp/kwb-cold-cache-XXXX); db=$OUT/cold-$mode.db; rm -f "$db"
+      split=1; [[ $mode == whole* ]] && split=0
+      log "cold-zero-shot $mode"
+      s=$(date +%s.%N)
+      KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $bundle/run kwb --worker "$worker" \
+        run --regime zero-shot --answer-format kernelbench --tasks study --endpoint "$(head -1 /tmp/llm-cold.url)" \
+        --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
+        --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \
+        --json > "$OUT/cold-$mode.json" 2> "$OUT/cold-$mode.txt"
+      echo "rc=$?" >> "$OUT/cold-$mode.txt"
+      e=$(date +%s.%N)
+      rows+=("$mode=$db=$(python3 -c "print(float('$e') - float('$s'))")")
+      rm -rf "$cache"
+    done
+    kill $pid; wait $pid 2>/dev/null
+    { results_head "A cold KernelBench-format zero-shot run, built whole and split (issue 35)"
+      echo "- answers: $(basename "$recorded") (kwb-fixture-llm --recorded), ${COLD_COMPILE_WORKERS:-12} compile workers, isolation ${COLD_ISOLATION:-reuse}"
+      echo
+      python3 bench/kb_cold_table.py "${rows[@]}"
+    } > "$OUT/cold-zero-shot.md" 2>> "$OUT/cold-zero-shot.log"
+    for mode in ${COLD_MODES:-whole split}; do xz -T0 -3 -f "$OUT/cold-$mode.db"; done
+    cat "$OUT/cold-zero-shot.md"
     ;;
   kb-bench)
     # Issue 14's benchmark, one Markdown file ($OUT/kb-bench.md, for bench/results/). KB_PARTS picks

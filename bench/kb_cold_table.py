@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# Issue 35 item 3: a cold KernelBench-format run's before/after table from kwb's own databases
+# (the device step cold-zero-shot: the same recorded answers built whole and split, side by side).
+#
+#   python3 bench/kb_cold_table.py MODE=DB[=WALL_S] [MODE=DB[=WALL_S] ...] [--run ID]
+#
+# MODE: the column's name; DB: a kwb database (plain or .xz); WALL_S: the run's wall time as the
+# caller measured it (else the span of the run's evaluations' timestamps, which misses the time
+# before the first one ends). One generated run per database (the last, or --run ID). Prints
+# Markdown: candidates/min, every extension's build time (built_ms: the build's own wall time, kept
+# with the entry), how many builds ran at once on average, the header and the split as each build
+# reports them, and the evaluations' stages (where the rest of the time went).
+import argparse
+import collections
+import json
+import lzma
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+from datetime import datetime
+
+
+def open_db(path):
+    if path.endswith(".xz"):
+        fd, plain = tempfile.mkstemp(suffix=".db")
+        with os.fdopen(fd, "wb") as out, lzma.open(path) as data:
+            out.write(data.read())
+        path = plain
+    return sqlite3.connect(path)
+
+
+def when(stamp):
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def read(db_path, run_id=None):
+    db = open_db(db_path)
+    if run_id is None:
+        row = db.execute("SELECT id FROM runs WHERE regime != 'import' ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            raise SystemExit(f"{db_path}: no generated run")
+        run_id = row[0]
+    rows = db.execute(
+        "SELECT e.status, e.created, e.result FROM evaluations e JOIN candidates c ON e.candidate_id = c.id "
+        "JOIN responses r ON c.response_id = r.id JOIN prompts p ON r.prompt_id = p.id WHERE p.run_id = ?",
+        (run_id,)).fetchall()
+    candidates = db.execute(
+        "SELECT COUNT(*) FROM candidates c JOIN responses r ON c.response_id = r.id JOIN prompts p ON "
+        "r.prompt_id = p.id WHERE p.run_id = ?", (run_id,)).fetchone()[0]
+    started = db.execute("SELECT MIN(p.created) FROM prompts p WHERE p.run_id = ?", (run_id,)).fetchone()[0]
+    status = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+    out = {"run": run_id, "status": status, "candidates": candidates, "evaluations": len(rows),
+           "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
+           "split": collections.Counter(), "stages": collections.defaultdict(float), "first": None, "last": None}
+    for status_, created, result in rows:
+        out["statuses"][status_] += 1
+        t = when(created)
+        out["first"] = t if out["first"] is None else min(out["first"], t)
+        out["last"] = t if out["last"] is None else max(out["last"], t)
+        try:
+            d = json.loads(result)
+        except ValueError:
+            continue
+        for stage, ms in (d.get("stage_ms") or {}).items():
+            if stage != "total" and isinstance(ms, (int, float)):
+                out["stages"][stage] += ms / 1000.0
+        for ext in (d.get("compile") or {}).get("extensions") or []:
+            key = ext.get("key") or ext.get("build_dir")
+            if key in out["builds"] or not isinstance(ext.get("built_ms"), (int, float)):
+                continue  # one build per entry, however many evaluations loaded it
+            out["builds"][key] = ext["built_ms"] / 1000.0
+            out["pch"][_word(ext.get("pch"))] += 1
+            out["split"][_word(ext.get("split")) if ext.get("with_cuda") else "(no .cu)"] += 1
+    out["started"] = when(started) if started else None
+    return out
+
+
+def _word(note):
+    """A header's or split's note by its kind: used / not used: <why> / failed."""
+    note = str(note or "(none)")
+    if note.startswith("used"):
+        return "used"
+    head, _, why = note.partition(": ")
+    return f"{head}: {why[:60]}" if why else head
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("columns", nargs="+", help="MODE=DB[=WALL_S]")
+    parser.add_argument("--run", type=int)
+    args = parser.parse_args()
+    columns = []
+    for spec in args.columns:
+        parts = spec.split("=")
+        if len(parts) < 2:
+            parser.error(f"{spec}: not MODE=DB[=WALL_S]")
+        r = read(parts[1], args.run)
+        r["mode"] = parts[0]
+        span = (r["last"] - r["started"]) if r["started"] and r["last"] else None
+        r["wall"] = float(parts[2]) if len(parts) > 2 and parts[2] else span
+        r["wall_from"] = "measured by the caller" if len(parts) > 2 and parts[2] else "first prompt to last evaluation"
+        columns.append(r)
+
+    def cell(r, f):
+        try:
+            return f(r)
+        except (TypeError, ValueError, ZeroDivisionError, statistics.StatisticsError):
+            return "–"
+    rows = [
+        ("run (status)", lambda r: f"#{r['run']} ({r['status']})"),
+        ("wall s", lambda r: f"{r['wall']:.0f} ({r['wall_from']})"),
+        ("candidates / evaluations", lambda r: f"{r['candidates']} / {r['evaluations']}"),
+        ("candidates/min", lambda r: f"{60.0 * r['evaluations'] / r['wall']:.1f}"),
+        ("verdicts", lambda r: ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common())),
+        ("extensions built", lambda r: str(len(r["builds"]))),
+        ("build s, median [min–max]", lambda r: f"{statistics.median(r['builds'].values()):.1f} "
+                                                f"[{min(r['builds'].values()):.1f}–{max(r['builds'].values()):.1f}]"),
+        ("build s, all builds", lambda r: f"{sum(r['builds'].values()):.0f}"),
+        ("builds at once, on average", lambda r: f"{sum(r['builds'].values()) / r['wall']:.1f}"),
+        ("torch header", lambda r: "; ".join(f"{k} {v}" for k, v in r["pch"].most_common())),
+        ("split", lambda r: "; ".join(f"{k} {v}" for k, v in r["split"].most_common())),
+    ]
+    print("| | " + " | ".join(r["mode"] for r in columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    for name, f in rows:
+        print(f"| {name} | " + " | ".join(cell(r, f) for r in columns) + " |")
+    print()
+    print("Where the evaluations' time went (their stages, summed over the run's evaluations, s; "
+          "the builds above run in the compile pool before these):")
+    print()
+    stages = sorted({s for r in columns for s in r["stages"]}, key=lambda s: -max(r["stages"].get(s, 0) for r in columns))
+    print("| stage | " + " | ".join(r["mode"] for r in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for s in stages:
+        print(f"| {s} | " + " | ".join(f"{r['stages'].get(s, 0.0):.1f}" for r in columns) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
