@@ -300,11 +300,13 @@ def broker_makes_pch_for_the_next_build():
 
 def builder_checks_the_early_pass():
     cache = os.path.join(ROOT, "c1")  # the default flags' header is there (same_results_both_ways)
-    arguments = load_arguments(answer_module(os.path.join(FIXTURES, "L1_19_relu_undeclared.md")))
-    pch, why = ec.pch_entry(arguments, cache)
-    assert pch, why
-    info = json.load(open(os.path.join(pch, ec.PCH_INFO)))
-    for honest in (True, False):
+    plain = load_arguments(answer_module(os.path.join(FIXTURES, "L1_19_relu_undeclared.md")))
+    # and with an empty flag more (KernelBench's example's extra_cflags=[""]): the same header and command
+    for arguments, honest in ((plain, True), (plain, False),
+                              (dict(plain, extra_cflags=list(plain.get("extra_cflags") or []) + [""]), True)):
+        pch, why = ec.pch_entry(arguments, cache)
+        assert pch, why
+        info = json.load(open(os.path.join(pch, ec.PCH_INFO)))
         staging = tempfile.mkdtemp(dir=ROOT)
         source = os.path.join(staging, "main.cpp")
         text = ec.load_inline_main_cpp(arguments) + ("" if honest else "\n// another main.cpp")
