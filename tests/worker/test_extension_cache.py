@@ -38,6 +38,8 @@
 #   broker_limits_one_workers_share  one worker's builds run two at a time, its connections eight
 #   spare_sees_only_its_folder  (bwrap) a spare in a sandbox like kwb's (an empty tmpfs over the
 #                           cache): its view of the cache is its own folder, not the other build's
+#   precompiled_headers_are_capped  a cache that holds MAX_PCH_HEADERS torch headers makes no more
+#                           (each flag set keys its own; an answer can name any set), saying why
 #                           staging folder or entry
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
@@ -535,6 +537,34 @@ def builds_in_one_process_take_turns():
         assert (arch == "9.0") == (int(name[-1]) % 2 == 1), seen_arch
 
 
+def precompiled_headers_are_capped():
+    import importlib.util
+    sys.path.insert(0, STUB)
+    spec = importlib.util.spec_from_file_location("extension_cache_cap", EXT)
+    ec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ec)
+    cache = fresh("pch-cap")
+    started = []
+    ec.ensure_pch = lambda *a, **k: started.append(a)  # a header's build: counted, never run
+    config = {"cache_dir": cache}
+    # each allowed flag set keys a header of its own: an answer stream can name any number
+    for n in range(ec.MAX_PCH_HEADERS):
+        os.makedirs(os.path.join(cache, f"{ec.PCH_NAME}-{n:020d}"))
+        os.makedirs(os.path.join(cache, f".staging-{ec.PCH_NAME}-{n:020d}-x"))  # hidden: not counted
+    for flags in (["-Wabc"], ["-Wabd"]):
+        ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": flags})
+    wait_for(lambda: not ec._pch_making, "the refused headers' threads")
+    assert not started, started
+    why = ec._pch_failed.get(ec.build_key(ec.pch_arguments({"extra_cflags": ["-Wabc"]})[0], ""))
+    assert why and f"the most it makes ({ec.MAX_PCH_HEADERS})" in why, ec._pch_failed
+    # under the cap the header is made (in the background)
+    shutil.rmtree(os.path.join(cache, f"{ec.PCH_NAME}-{0:020d}"))
+    ec._pch_failed.clear()
+    ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": ["-Wabc"]})
+    wait_for(lambda: started and not ec._pch_making, "the header's build")
+    assert len(started) == 1 and started[0][0]["extra_cflags"] == ["-Wabc"], started
+
+
 def starts(folders=False):
     """The builder processes started so far for answers' builds in this case's cache (not the
     headers' the broker makes beside them, nor a builder of an earlier case's broker): [(pid,
@@ -666,7 +696,8 @@ if __name__ == "__main__":
                  runaway_compiler_stops_at_the_data_limit, broker_limits_one_workers_share,
                  changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
                  builds_in_one_process_take_turns, request_is_served_by_the_spare, spare_is_never_reused,
-                 broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder):
+                 broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder,
+                 precompiled_headers_are_capped):
         try:
             case()
             print(f"PASS {case.__name__}")

@@ -1412,8 +1412,20 @@ def _read_line(conn, limit=LINE_LIMIT):
 
 
 _pch_making = set()  # the precompiled headers this broker is making (their request's key)
-_pch_failed = {}  # those whose build failed in this broker: key -> the message's last line
+_pch_failed = {}  # those it will not make: key -> why (a failed build's last line, or the cap)
 _pch_making_lock = threading.Lock()
+# Each set of allowed extra_cflags keys a header of its own (a few hundred MB, half a minute of a
+# core), and an answer can name any set (`-W` flags alone are unbounded): a cache holds at most this
+# many, real answers need three or four (none or [""], -O3, -O2, -std=c++14).
+MAX_PCH_HEADERS = 8
+
+
+def pch_headers_in(cache_dir):
+    """How many precompiled headers a cache holds (published ones: a staging folder is hidden)."""
+    try:
+        return sum(1 for n in os.listdir(cache_dir) if n.startswith(PCH_NAME + "-"))
+    except OSError:
+        return 0
 
 
 def _make_pch_in_background(config, arguments):
@@ -1427,6 +1439,10 @@ def _make_pch_in_background(config, arguments):
     with _pch_making_lock:
         if key in _pch_making or key in _pch_failed:
             return
+        held = pch_headers_in(config["cache_dir"])
+        if held + len(_pch_making) >= MAX_PCH_HEADERS:
+            _pch_failed[key] = f"the cache holds {held} precompiled headers, the most it makes ({MAX_PCH_HEADERS})"
+            return
         _pch_making.add(key)
 
     def make():
@@ -1437,7 +1453,7 @@ def _make_pch_in_background(config, arguments):
                 _spares.want(made[0])  # the next builds take it: a spare that expects it
         except Exception as e:  # noqa: BLE001 (a header that is not made leaves builds as they were)
             with _pch_making_lock:
-                _pch_failed[key] = (str(e).strip().splitlines() or ["?"])[-1][:300]
+                _pch_failed[key] = "its build failed in this broker: " + (str(e).strip().splitlines() or ["?"])[-1][:300]
         finally:
             with _pch_making_lock:
                 _pch_making.discard(key)
@@ -1451,11 +1467,8 @@ def _build_with_pch(config, conn, arguments, arch, staging):
     pch, why = pch_entry(arguments, config["cache_dir"])
     if pch is None and why == NO_PCH_YET:
         request, _ = pch_arguments(arguments)
-        failed = _pch_failed.get(build_key(request, ""))
-        if failed is None:
-            _make_pch_in_background(config, arguments)
-        else:
-            why = f"its build failed in this broker: {failed}"
+        _make_pch_in_background(config, arguments)  # once per header; or refused, saying why
+        why = _pch_failed.get(build_key(request, ""), why)
     result = _run_builder(config, conn, arguments, arch, staging, pch)
     if result is not None and pch is None:
         result["pch"] = f"not used: {why}"
