@@ -5,8 +5,8 @@
 #   python3 bench/kb_cold_table.py MODE=DB[=WALL_S] [MODE=DB[=WALL_S] ...] [--run ID]
 #
 # MODE: the column's name; DB: a kwb database (plain or .xz); WALL_S: the run's wall time as the
-# caller measured it (else the span of the run's evaluations' timestamps, which misses the time
-# before the first one ends). One generated run per database (the last, or --run ID). Prints
+# caller measured it (else from the run's first prompt to its last evaluation, which misses kwb's
+# start). One generated run per database (the last, or --run ID). Prints
 # Markdown: candidates/min, every extension's build time (built_ms: the build's own wall time, kept
 # with the entry), how many builds ran at once on average, the header and the split as each build
 # reports them, and the evaluations' stages (where the rest of the time went).
@@ -53,11 +53,10 @@ def read(db_path, run_id=None):
     status = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
     out = {"run": run_id, "status": status, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
-           "split": collections.Counter(), "stages": collections.defaultdict(float), "first": None, "last": None}
+           "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None}
     for status_, created, result in rows:
         out["statuses"][status_] += 1
         t = when(created)
-        out["first"] = t if out["first"] is None else min(out["first"], t)
         out["last"] = t if out["last"] is None else max(out["last"], t)
         try:
             d = json.loads(result)

@@ -38,9 +38,9 @@
 #   broker_limits_one_workers_share  one worker's builds run two at a time, its connections eight
 #   spare_sees_only_its_folder  (bwrap) a spare in a sandbox like kwb's (an empty tmpfs over the
 #                           cache): its view of the cache is its own folder, not the other build's
+#                           staging folder or entry
 #   precompiled_headers_are_capped  a cache that holds MAX_PCH_HEADERS torch headers makes no more
 #                           (each flag set keys its own; an answer can name any set), saying why
-#                           staging folder or entry
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
 import os
@@ -552,7 +552,8 @@ def precompiled_headers_are_capped():
         os.makedirs(os.path.join(cache, f"{ec.PCH_NAME}-{n:020d}"))
         os.makedirs(os.path.join(cache, f".staging-{ec.PCH_NAME}-{n:020d}-x"))  # hidden: not counted
     for flags in (["-Wabc"], ["-Wabd"]):
-        ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": flags})
+        refused = ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": flags})
+        assert refused and "the most it makes" in refused, refused  # the build's "pch" says so
     wait_for(lambda: not ec._pch_making, "the refused headers' threads")
     assert not started, started
     why = ec._pch_failed.get(ec.build_key(ec.pch_arguments({"extra_cflags": ["-Wabc"]})[0], ""))
@@ -560,7 +561,7 @@ def precompiled_headers_are_capped():
     # under the cap the header is made (in the background)
     shutil.rmtree(os.path.join(cache, f"{ec.PCH_NAME}-{0:020d}"))
     ec._pch_failed.clear()
-    ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": ["-Wabc"]})
+    assert ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": ["-Wabc"]}) is None
     wait_for(lambda: started and not ec._pch_making, "the header's build")
     assert len(started) == 1 and started[0][0]["extra_cflags"] == ["-Wabc"], started
 

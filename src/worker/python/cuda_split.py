@@ -139,6 +139,11 @@ def _directive_end(text, k):
     return n
 
 
+def _directive_code(text):
+    """A directive's text with its comments and string literals blanked (what the preprocessor acts on)."""
+    return re.sub(r'//.*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', " ", text, flags=re.S)
+
+
 def _tokens(text):
     """Significant tokens (no whitespace or comments); each preprocessor directive one token of kind
     'pp' from its '#' to the end of its last continued line."""
@@ -565,8 +570,7 @@ def _split(text, path, host_macros):
         if t.kind == "id" and NVCC_HOST_MACROS.fullmatch(t.text):
             raise NotSplit(f"the source tests {t.text}, which only nvcc defines for the host code")
         if t.kind == "pp":
-            directive = re.sub(r'//.*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', " ", t.text, flags=re.S)
-            m = NVCC_HOST_MACROS.search(directive)
+            m = NVCC_HOST_MACROS.search(_directive_code(t.text))
             if m:
                 raise NotSplit(f"the source tests {m.group(1)}, which only nvcc defines for the host code")
             m = NVCC_ONLY_INCLUDE.match(t.text)
@@ -584,7 +588,7 @@ def _split(text, path, host_macros):
             span = (toks[item.first].start, toks[item.last].end)
             source = text[span[0]:span[1]]
             if item.kind == "pp":
-                if "<<<" in re.sub(r'//.*|/\*.*?\*/|"(?:[^"\\]|\\.)*"', "", source, flags=re.S):
+                if "<<<" in _directive_code(source):
                     raise NotSplit("a launch in a macro")
                 if TORCH_INCLUDE.match(source):
                     dev.append((span, _blank(source)))

@@ -1431,18 +1431,19 @@ def pch_headers_in(cache_dir):
 def _make_pch_in_background(config, arguments):
     """Starts making the precompiled header for builds like this one, once per broker and header
     (and skipped where another process holds its key): the build that asked goes on without it,
-    so no build waits the header's half minute; the next ones take it."""
+    so no build waits the header's half minute; the next ones take it. Returns why it is not made
+    (its build failed in this broker, or the cache holds the most headers it makes), else None."""
     request, _ = pch_arguments(arguments)
     if request is None:
-        return
+        return None
     key = build_key(request, "")
     with _pch_making_lock:
         if key in _pch_making or key in _pch_failed:
-            return
+            return _pch_failed.get(key)
         held = pch_headers_in(config["cache_dir"])
         if held + len(_pch_making) >= MAX_PCH_HEADERS:
             _pch_failed[key] = f"the cache holds {held} precompiled headers, the most it makes ({MAX_PCH_HEADERS})"
-            return
+            return _pch_failed[key]
         _pch_making.add(key)
 
     def make():
@@ -1459,6 +1460,7 @@ def _make_pch_in_background(config, arguments):
                 _pch_making.discard(key)
 
     threading.Thread(target=make, daemon=True).start()
+    return None
 
 
 def _build_with_pch(config, conn, arguments, arch, staging):
@@ -1466,9 +1468,7 @@ def _build_with_pch(config, conn, arguments, arch, staging):
     (else it is started for the next builds); the entry's "pch" says which."""
     pch, why = pch_entry(arguments, config["cache_dir"])
     if pch is None and why == NO_PCH_YET:
-        request, _ = pch_arguments(arguments)
-        _make_pch_in_background(config, arguments)  # once per header; or refused, saying why
-        why = _pch_failed.get(build_key(request, ""), why)
+        why = _make_pch_in_background(config, arguments) or why
     result = _run_builder(config, conn, arguments, arch, staging, pch)
     if result is not None and pch is None:
         result["pch"] = f"not used: {why}"
