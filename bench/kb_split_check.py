@@ -33,9 +33,15 @@ import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 import extension_cache as ec
 import torch.utils.cpp_extension as cpp
-out, mode, pch, arch = sys.argv[3], sys.argv[4], sys.argv[5] or None, sys.argv[6]
+out, mode, pch, arch, cpu = sys.argv[3], sys.argv[4], sys.argv[5] or None, sys.argv[6], json.loads(sys.argv[7])
 calls = []
 def load_inline(**arguments):
+    if cpu:  # a torch without CUDA (see CPU_STD): the C++17 both compilers need, and stand-in CUDA libraries
+        for field in ("extra_cflags", "extra_cuda_cflags"):
+            flags = list(arguments.get(field) or [])
+            if not any(f.strip().startswith("-std=") for f in flags):
+                arguments[field] = flags + [cpu["std"]]
+        arguments["extra_ldflags"] = list(arguments.get("extra_ldflags") or []) + cpu["ldflags"]
     folder = os.path.join(out, f"call{len(calls)}")
     os.makedirs(folder, exist_ok=True)
     t0 = time.monotonic()
@@ -47,11 +53,13 @@ def load_inline(**arguments):
     return None
 cpp._kwb_real_load_inline = cpp.load_inline  # build_into's own load_inline, not this one
 cpp.load_inline = load_inline
+module_error = None
 try:
     exec(compile(open(sys.argv[2]).read(), "answer.py", "exec"), {"__name__": "answer"})
-except BaseException as e:  # the module's own failure after its builds (it got no library)
-    pass
-print(json.dumps(calls))
+except BaseException as e:  # the module's own failure: after a failed build (it got no library), or its own
+    import traceback
+    module_error = "".join(traceback.format_exception_only(type(e), e)).strip()[-2000:]
+print("\n" + json.dumps({"calls": calls, "module_error": module_error}))
 """
 
 # One library run: the reference's inputs (seed 42), the answer's ModelNew from the built folders.
@@ -83,18 +91,54 @@ torch.save(y.cpu() if isinstance(y, torch.Tensor) else [t.cpu() for t in y], sys
 """
 
 
+# A torch without CUDA (the CPU machine's 1.13) cannot build a `.cu` as it stands under CUDA 13:
+# torch gives nvcc -std=c++14, which CUDA 13's CCCL refuses, and links libc10_cuda and libtorch_cuda,
+# which it does not have. There every build (and the header) gets -std=c++17 for both compilers
+# where the answer names no standard, and links against empty stand-ins for those two libraries, as
+# tests/worker/test_extension_pch.py does: a check of the builds only, whose libraries cannot run.
+CPU_STD = "-std=c++17"
+
+
+def stand_in_cuda_libraries(folder):
+    os.makedirs(folder, exist_ok=True)
+    for lib in ("c10_cuda", "torch_cuda"):
+        subprocess.run([os.environ.get("CXX", "c++"), "-shared", "-o", os.path.join(folder, f"lib{lib}.so"),
+                        "-x", "c++", "/dev/null"], check=True)
+    return ["-L" + folder]
+
+
 def reference_file(kb_root, level, problem):
     found = glob.glob(os.path.join(kb_root, "KernelBench", f"level{level}", f"{problem}_*.py"))
     return found[0] if len(found) == 1 else None
 
 
-def build(answer, folder, mode, pch, arch):
-    done = subprocess.run([sys.executable, "-c", BUILD, WORKER_PY, answer, folder, mode, pch or "", arch],
-                          capture_output=True, text=True, timeout=1200)
+def build(answer, folder, mode, pch, arch, cpu=None):
+    t0 = time.monotonic()
     try:
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        done = subprocess.run([sys.executable, "-c", BUILD, WORKER_PY, answer, folder, mode, pch or "", arch,
+                               json.dumps(cpu)], capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired as e:
+        return [{"ok": False, "message": f"the build process ran past {e.timeout} s", "split": "",
+                 "seconds": round(time.monotonic() - t0, 2)}]
+    try:
+        result = json.loads(done.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return [{"ok": False, "message": f"the build process: {done.stderr[-500:]}", "seconds": 0, "split": ""}]
+        return [{"ok": False, "message": f"the build process (exit {done.returncode}): {done.stderr[-1500:]}",
+                 "split": "", "seconds": round(time.monotonic() - t0, 2)}]
+    calls, module_error = result["calls"], result["module_error"]
+    if not calls:  # the module failed (or ended) before it asked for any build
+        why = module_error or f"it built nothing; its stderr: {done.stderr[-800:]}"
+        return [{"ok": False, "message": f"the module, before any build: {why}", "split": "",
+                 "seconds": round(time.monotonic() - t0, 2)}]
+    return calls
+
+
+def reason(call):
+    """A failed build's reason in one line: the first compiler error, else the message's last line."""
+    lines = [line.strip() for line in str(call.get("message") or "no message").splitlines() if line.strip()]
+    chosen = next((line for line in lines if " error" in line or line.startswith("error")), None)
+    line = chosen or (lines[-1] if lines else "no message")
+    return line.replace("|", "\\|")[:160]
 
 
 def run(answer, reference, folders, out):
@@ -125,17 +169,40 @@ def main():
     ap.add_argument("--out", default="-")
     a = ap.parse_args()
     import torch
+    if not a.arch and not torch.cuda.is_available():
+        sys.exit("no GPU here: name the arch to build for (--arch sm_80 where torch is 1.13, as on the CPU machine)")
     arch = a.arch or "sm_%d%d" % torch.cuda.get_device_capability()
     sys.path.insert(0, WORKER_PY)
     import extension_cache as ec
+    import torch.utils.cpp_extension as cpp
+    old = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    os.environ["TORCH_CUDA_ARCH_LIST"] = ec._cuda_arch_list(arch) or ""
+    try:
+        getattr(cpp, "_get_cuda_arch_flags", lambda: None)()  # torch's own check, private: only its ValueError counts
+    except ValueError as e:
+        sys.exit(f"--arch {arch}: this torch ({torch.__version__}) does not build for it ({type(e).__name__}: {e}); "
+                 f"name an arch it knows (e.g. sm_80 where torch is older than the device)")
+    except Exception:  # noqa: BLE001 (anything else is the builds' to report)
+        pass
+    finally:
+        if old is None:
+            os.environ.pop("TORCH_CUDA_ARCH_LIST", None)
+        else:
+            os.environ["TORCH_CUDA_ARCH_LIST"] = old
 
     manifest = json.load(open(os.path.join(a.gens, "manifest.json")))
     answers = [f for f in manifest["files"] if f["path"].endswith(".py")]
     answers = answers[:a.limit] if a.limit else answers
     root = tempfile.mkdtemp(prefix="kwb-split-check-")
+    cpu = None
+    if torch.version.cuda is None:
+        cpu = {"std": CPU_STD, "ldflags": stand_in_cuda_libraries(os.path.join(root, "stand-in-libs"))}
+        print(f"this torch ({torch.__version__}) has no CUDA: builds only, each with {CPU_STD} and stand-in "
+              f"CUDA libraries; nothing is run", file=sys.stderr, flush=True)
     # The precompiled header both ways' main.cpp (and the split's host unit) get, made once.
     t0 = time.monotonic()
-    header = ec.ensure_pch({"name": "x", "cpp_sources": "", "cuda_sources": "x"}, os.path.join(root, "cache"),
+    header = ec.ensure_pch({"name": "x", "cpp_sources": "", "cuda_sources": "x",
+                            "extra_cflags": [CPU_STD] if cpu else []}, os.path.join(root, "cache"),
                            lambda args, r, staging: ec.build_in_process(args, r, staging))
     pch = header[0] if header and header[1].get("ok") else None
     header_s = time.monotonic() - t0
@@ -146,7 +213,7 @@ def main():
     def one(f, mode):
         folder = os.path.join(root, mode, f["path"].replace("/", "_"))
         os.makedirs(folder, exist_ok=True)
-        return f["path"], mode, build(os.path.join(a.gens, f["path"]), folder, mode, pch, arch)
+        return f["path"], mode, build(os.path.join(a.gens, f["path"]), folder, mode, pch, arch, cpu)
 
     t0 = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
@@ -164,7 +231,7 @@ def main():
     def outputs(row):
         reference = reference_file(a.kernelbench, row["level"], row["problem"])
         w, s = row.get("whole") or [], row.get("split") or []
-        if not reference or not w or not s or not all(c["ok"] for c in w + s):
+        if cpu or not reference or not w or not s or not all(c["ok"] for c in w + s):
             return
         answer = os.path.join(a.gens, row["path"])
         base = os.path.join(root, "out", row["path"].replace("/", "_"))
@@ -188,27 +255,34 @@ def main():
     run_s = time.monotonic() - t0
 
     records = list(rows.values())
-    json.dump(records, open(os.path.join(root, "split-check.json") if a.out == "-" else
-                            os.path.splitext(a.out)[0] + ".json", "w"), indent=1)
+    records_path = os.path.join(root, "split-check.json") if a.out == "-" else os.path.splitext(a.out)[0] + ".json"
+    with open(records_path, "w") as f:
+        json.dump(records, f, indent=1)
     out = sys.stdout if a.out == "-" else open(a.out, "w")
     cuda = [r for r in records if any(c.get("cuda") for c in r.get("whole") or [])]
     used = [r for r in cuda if any(c.get("split") == "used" for c in r.get("split") or [])]
     print(f"## Whole and split builds of {len(records)} answers ({len(cuda)} with CUDA sources)\n", file=out)
+    if cpu:
+        print(f"- a torch without CUDA ({torch.__version__}), arch {arch}: builds only, each with {CPU_STD} and "
+              f"stand-in CUDA libraries (no runs)", file=out)
     print(f"- header made in {header_s:.0f} s; whole builds {whole_s:.0f} s ({a.jobs} at once); split builds "
           f"{split_s:.0f} s ({a.split_jobs} at once); runs {run_s:.0f} s", file=out)
     print(f"- split used for {len(used)} of {len(cuda)}; the rest: " + ", ".join(
-        sorted({(c.get('split') or '?')[:90] for r in cuda for c in r.get('split') or [] if c.get('split') != 'used'}))
+        sorted({(c.get('split') or ('build failed: ' + reason(c) if not c.get('ok') else '?'))[:90]
+                for r in cuda for c in r.get('split') or [] if c.get('split') != 'used'}) or ["none"])
         + "\n", file=out)
-    print("| answer | whole s | split s | whole | split | split note | outputs |", file=out)
-    print("|---|--:|--:|---|---|---|---|", file=out)
+    print("| answer | whole s | split s | whole | split | split note | outputs | failure |", file=out)
+    print("|---|--:|--:|---|---|---|---|---|", file=out)
     for r in records:
         w, s = r.get("whole") or [{}], r.get("split") or [{}]
         note = "; ".join((c.get("split") or "")[:80] for c in s)
         diff = r.get("max_abs_diff")
         shown = r.get("outputs", "–") + ("" if diff in (None, 0.0) else f" (max diff {diff:.3g})")
+        failed = "; ".join(f"{how}: {reason(c)}" for how, calls in (("whole", w), ("split", s)) for c in calls
+                           if not c.get("ok"))
         print(f"| `{r['path'].split('/')[-1]}` | {sum(c.get('seconds', 0) for c in w):.1f} | "
               f"{sum(c.get('seconds', 0) for c in s):.1f} | {'ok' if all(c.get('ok') for c in w) else 'failed'} | "
-              f"{'ok' if all(c.get('ok') for c in s) else 'failed'} | {note} | {shown} |", file=out)
+              f"{'ok' if all(c.get('ok') for c in s) else 'failed'} | {note} | {shown} | {failed or '–'} |", file=out)
     agree = sum(all(c.get("ok") for c in r.get("whole") or [{}]) == all(c.get("ok") for c in r.get("split") or [{}])
                 for r in records)
     same = [r for r in records if "same" in r]
@@ -219,7 +293,7 @@ def main():
     if used_s:
         print(f"Split builds that succeeded: median {statistics.median(used_s):.1f} s (max {max(used_s):.1f}); the "
               f"same answers whole: median {statistics.median(whole_used):.1f} s.", file=out)
-    print(f"(records: {os.path.join(root, 'split-check.json')})", file=sys.stderr)
+    print(f"(records: {records_path}; builds under {root})", file=sys.stderr)
 
 
 if __name__ == "__main__":
