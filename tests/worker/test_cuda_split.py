@@ -222,6 +222,19 @@ def declines_what_it_cannot_split_faithfully():
     declined(k + "void f(torch::Tensor t) { int v = __NVCC__; k<<<1, 32>>>(t.data_ptr<float>()); }\n", "tests __NVCC__")
     declined("#include <cub/cub.cuh>\n" + k + host, "cub's headers")
     declined("#  include \"thrust/reduce.h\"\n" + k + host, "thrust's headers")
+    # a template argument the device unit cannot see where it instantiates (a real answer's: local
+    # constexprs of the host function), or declared only after the kernel
+    tk2 = "template <int TX>\n__global__ void k(float* x) { x[TX] = 0; }\n"
+    declined(tk2 + "void f(torch::Tensor t) { constexpr int TX = 16; k<TX><<<1, 1>>>(t.data_ptr<float>()); }\n",
+             "argument TX is not declared at file scope")
+    declined(tk2 + "constexpr int LATE = 4;\nvoid f(torch::Tensor t) { k<LATE><<<1, 1>>>(t.data_ptr<float>()); }\n",
+             "argument LATE is not declared at file scope before the kernel")
+    declined(tk2 + "template <int B> void g(torch::Tensor t) { k<B><<<1, 1>>>(t.data_ptr<float>()); }\n", "argument B")
+    # what the device unit declares before the kernel: a macro, a constant, a type's member, literals
+    s = split("#define TILE 16\nconstexpr int W = 2;\nnamespace cfg { constexpr int R = 3; }\n"
+              "struct Cfg { static constexpr int C = 4; };\n" + tk2 +
+              "void f(torch::Tensor t) { k<TILE * W + cfg::R + Cfg::C + sizeof(float) + 1><<<1, 1>>>(t.data_ptr<float>()); }\n")
+    assert "&kwb_split_launch_k<TILE * W + cfg::R + Cfg::C + sizeof(float) + 1>;" in s.device, s.device
     # named in a comment or a string only: split as ever
     split("// needs __CUDACC__? no\n#define NAME \"__NVCC__\" /* __CUDACC__ */\n" + k + host)
     # torch in a host function, in a host struct, in a using: the host unit's alone, split

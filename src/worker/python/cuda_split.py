@@ -25,7 +25,9 @@
 # for each template argument list the host's launches name (`scalar_t` inside an AT_DISPATCH macro
 # whose types need no torch header as each of them). What it declines (each a rule any answer is
 # read by, not a guess): a template kernel launched without its arguments or under another dispatch
-# (which instantiations the host needs is known only after the host compiles), a
+# (which instantiations the host needs is known only after the host compiles), or with an argument
+# that names what the device unit does not declare before the kernel (a constexpr local to the host
+# function, a host template's parameter: the instantiation is made at the device unit's file scope), a
 # kernel named other than by a launch in host code (cudaFuncSetAttribute, a function pointer), a
 # launch in device code or in a macro, device-only names used by host code (cudaMemcpyToSymbol of a
 # __constant__), torch's names in code the device unit needs, an anonymous namespace or `static`
@@ -86,6 +88,11 @@ _TYPE_WORDS = {"int", "float", "double", "char", "bool", "void", "long", "short"
                "uint16_t", "uint32_t", "uint64_t", "half", "__half", "__nv_bfloat16", "float2", "float4", "int2",
                "int4", "dim3"}
 _CLASS_KEYS = {"struct", "class", "union", "enum", "typedef", "using"}
+# Words a kernel's template argument may hold that no declaration of the source gives.
+_ARGUMENT_WORDS = _TYPE_WORDS | _SPECIFIERS | {
+    "sizeof", "alignof", "true", "false", "nullptr", "std", "typename", "static_cast", "const_cast",
+    "reinterpret_cast", "decltype", "noexcept"}
+_DEFINE = re.compile(r"#\s*define\s+([A-Za-z_]\w*)")
 
 _TOKEN = re.compile(r"""
     (?P<ws>[ \t\r\f\v]+|\\\n|\n)
@@ -581,6 +588,10 @@ def _split(text, path, host_macros):
     dev, host = [], []  # each unit's rewrites: ((start offset, end offset), the text in its place)
     kernels = {}
     device_names = set()  # names only the device unit declares (device functions and variables)
+    # Names the device unit declares at file or namespace scope (macros, types, constants, functions,
+    # namespaces), each with the token where it is first declared: a template kernel's instantiations
+    # are made there after the kernel, so their arguments may name only these (declared before it).
+    visible = {}
     host_items = []  # items whose tokens go to the host unit (checked for launches and names)
 
     def walk(items):
@@ -592,8 +603,13 @@ def _split(text, path, host_macros):
                     raise NotSplit("a launch in a macro")
                 if TORCH_INCLUDE.match(source):
                     dev.append((span, _blank(source)))
+                defined = _DEFINE.match(source)
+                if defined:
+                    visible.setdefault(defined.group(1), item.first)
                 continue
             if item.kind == "scope":
+                if item.scope_name:
+                    visible.setdefault(item.scope_name, item.first)
                 if item.scope_name == "" and any(_classify(toks, c) in ("kernel", "kernel-decl")
                                                  for c in _flatten(item.children)):
                     raise NotSplit("a kernel in an anonymous namespace (its launcher would be another unit's)")
@@ -619,11 +635,13 @@ def _split(text, path, host_macros):
                     if known is not None and known.defined:
                         raise NotSplit(f"two kernels named {kernel.name}")
                     kernel.defined = True
+                    kernel.definition_end = item.last
                     kernels[kernel.name] = kernel
                     kernel.dev_entry = len(dev)
                     dev.append((span, source + " " + launcher_definition(kernel)))
                 else:
                     kernels.setdefault(kernel.name, kernel)
+                visible.setdefault(kernel.name, item.first)
                 host.append((span, launcher_prototype(kernel) + _blank(source)))
             elif kind == "device":
                 if _mentions_torch(names):
@@ -633,6 +651,7 @@ def _split(text, path, host_macros):
                 name = _declared_name(toks, item)
                 if name:
                     device_names.add(name)
+                    visible.setdefault(name, item.first)
                 host.append((span, _blank(source)))
             elif kind == "both":
                 if _mentions_torch(names):
@@ -643,6 +662,9 @@ def _split(text, path, host_macros):
                     continue
                 if _launches(toks, item):
                     raise NotSplit("a launch in device code")
+                name = _declared_name(toks, item)
+                if name:
+                    visible.setdefault(name, item.first)
                 host_items.append(item)
             else:
                 dev.append((span, _blank(source)))
@@ -672,7 +694,7 @@ def _split(text, path, host_macros):
                 if kernel.template and k + 1 <= item.last and _is_op(toks[k + 1], "<"):
                     close = _angle_end(toks, k + 1, item.last)
                     if close + 1 <= item.last and _is_op(toks[close + 1], "<<<") and close > k + 2:
-                        targs = _instances(text, toks, k, close, kernel, dispatches[-1] if dispatches else None)
+                        targs = _instances(text, toks, k, close, kernel, dispatches[-1] if dispatches else None, visible)
                         k = _rewrite_launch(text, toks, k, close + 1, item.last, kernel, host, targs)
                         continue
                 if k + 1 <= item.last and _is_op(toks[k + 1], "<<<"):
@@ -717,10 +739,21 @@ def _flatten(items):
             yield item
 
 
-def _instances(text, toks, k, close, kernel, dispatch):
+def _instances(text, toks, k, close, kernel, dispatch, visible):
     """The template arguments of the launch `kernel<...><<<` at toks[k] (its '>' at close), as
     written (the launcher is called with them), and each instantiation the device unit must make
-    added to kernel.instances: scalar_t in an AT_DISPATCH macro's lambda as each of its types."""
+    added to kernel.instances: scalar_t in an AT_DISPATCH macro's lambda as each of its types.
+    visible: the names the device unit declares at file scope, with where (see _split)."""
+    for j in range(k + 2, close):
+        t = toks[j]
+        if t.kind != "id" or t.text in _ARGUMENT_WORDS or _mentions_torch([t.text]):
+            continue  # torch's names (scalar_t among them) are read below
+        if j > 0 and toks[j - 1].kind == "op" and toks[j - 1].text in ("::", ".", "->"):
+            continue  # a member: its qualifier is checked
+        if visible.get(t.text, len(toks)) > getattr(kernel, "definition_end", -1):
+            # e.g. a constexpr local to the host function: the device unit cannot instantiate with it
+            raise NotSplit(f"the template kernel {kernel.name}'s argument {t.text} is not declared at file scope "
+                           "before the kernel")
     pieces = _top_level_commas(toks, k + 2, close - 1)
     written = text[toks[k + 2].start:toks[close - 1].end]
     variants = [[]]
