@@ -167,7 +167,12 @@ def main():
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--arch", default="")
     ap.add_argument("--out", default="-")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="seconds from the start after which no build starts (those answers are listed as not "
+                         "built) and, a minute later, no run: a step cut by its limit still writes its table")
     a = ap.parse_args()
+    started = time.monotonic()
+    past = (lambda grace=0.0: a.deadline > 0 and time.monotonic() - started > a.deadline + grace)
     import torch
     if not a.arch and not torch.cuda.is_available():
         sys.exit("no GPU here: name the arch to build for (--arch sm_80 where torch is 1.13, as on the CPU machine)")
@@ -211,27 +216,34 @@ def main():
     rows = {f["path"]: {"path": f["path"], "level": f["level"], "problem": f["problem"]} for f in answers}
 
     def one(f, mode):
+        if past():
+            return f["path"], mode, None
         folder = os.path.join(root, mode, f["path"].replace("/", "_"))
         os.makedirs(folder, exist_ok=True)
         return f["path"], mode, build(os.path.join(a.gens, f["path"]), folder, mode, pch, arch, cpu)
 
+    # Answer by answer, each one's split build beside its whole one (split builds are the short ones),
+    # so that a deadline leaves pairs, not whole builds without their split.
     t0 = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        for path, mode, calls in pool.map(lambda f: one(f, "whole"), answers):
-            rows[path]["whole"] = calls
-    whole_s = time.monotonic() - t0
-    t0 = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(a.split_jobs) as pool:
-        for path, mode, calls in pool.map(lambda f: one(f, "split"), answers):
-            rows[path]["split"] = calls
-    split_s = time.monotonic() - t0
-    print(f"builds: whole {whole_s:.0f} s ({a.jobs} at once), split {split_s:.0f} s ({a.split_jobs} at once)",
-          file=sys.stderr, flush=True)
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as whole_pool, \
+            concurrent.futures.ThreadPoolExecutor(a.split_jobs) as split_pool:
+        futures = [pool.submit(one, f, mode) for f in answers
+                   for pool, mode in ((whole_pool, "whole"), (split_pool, "split"))]
+        for future in futures:
+            path, mode, calls = future.result()
+            if calls is not None:
+                rows[path][mode] = calls
+    builds_s = time.monotonic() - t0
+    skipped = [r["path"] for r in rows.values() if "whole" not in r or "split" not in r]
+    whole_s = sum(c.get("seconds", 0) for r in rows.values() for c in r.get("whole") or [])
+    split_s = sum(c.get("seconds", 0) for r in rows.values() for c in r.get("split") or [])
+    print(f"builds: {builds_s:.0f} s (whole {a.jobs} at once, split {a.split_jobs} at once); "
+          f"{len(skipped)} answers not built by the deadline", file=sys.stderr, flush=True)
 
     def outputs(row):
         reference = reference_file(a.kernelbench, row["level"], row["problem"])
         w, s = row.get("whole") or [], row.get("split") or []
-        if cpu or not reference or not w or not s or not all(c["ok"] for c in w + s):
+        if cpu or past(60) or not reference or not w or not s or not all(c["ok"] for c in w + s):
             return
         answer = os.path.join(a.gens, row["path"])
         base = os.path.join(root, "out", row["path"].replace("/", "_"))
@@ -254,7 +266,7 @@ def main():
         list(pool.map(outputs, rows.values()))
     run_s = time.monotonic() - t0
 
-    records = list(rows.values())
+    records = [r for r in rows.values() if r["path"] not in skipped]
     records_path = os.path.join(root, "split-check.json") if a.out == "-" else os.path.splitext(a.out)[0] + ".json"
     with open(records_path, "w") as f:
         json.dump(records, f, indent=1)
@@ -265,8 +277,10 @@ def main():
     if cpu:
         print(f"- a torch without CUDA ({torch.__version__}), arch {arch}: builds only, each with {CPU_STD} and "
               f"stand-in CUDA libraries (no runs)", file=out)
-    print(f"- header made in {header_s:.0f} s; whole builds {whole_s:.0f} s ({a.jobs} at once); split builds "
-          f"{split_s:.0f} s ({a.split_jobs} at once); runs {run_s:.0f} s", file=out)
+    print(f"- header made in {header_s:.0f} s; builds {builds_s:.0f} s (whole ones {a.jobs} at once, {whole_s:.0f} "
+          f"build-s; split ones {a.split_jobs} at once, {split_s:.0f} build-s); runs {run_s:.0f} s", file=out)
+    if skipped:
+        print(f"- not built by the deadline ({a.deadline:.0f} s), left out: {len(skipped)} of {len(rows)}", file=out)
     print(f"- split used for {len(used)} of {len(cuda)}; the rest: " + ", ".join(
         sorted({(c.get('split') or ('build failed: ' + reason(c) if not c.get('ok') else '?'))[:90]
                 for r in cuda for c in r.get('split') or [] if c.get('split') != 'used'}) or ["none"])
