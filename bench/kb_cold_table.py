@@ -8,7 +8,7 @@
 # caller measured it (else from the run's first prompt to its last evaluation, which misses kwb's
 # start). One generated run per database (the last, or --run ID). Prints
 # Markdown: candidates/min, every extension's build time (built_ms: the build's own wall time, kept
-# with the entry), how many builds ran at once on average, the header and the split as each build
+# with the entry), the build-seconds per wall-second, the header and the split as each build
 # reports them, and the evaluations' stages (where the rest of the time went).
 import argparse
 import collections
@@ -117,7 +117,8 @@ def main():
         ("build s, median [min–max]", lambda r: f"{statistics.median(r['builds'].values()):.1f} "
                                                 f"[{min(r['builds'].values()):.1f}–{max(r['builds'].values()):.1f}]"),
         ("build s, all builds", lambda r: f"{sum(r['builds'].values()):.0f}"),
-        ("builds at once, on average", lambda r: f"{sum(r['builds'].values()) / r['wall']:.1f}"),
+        # all builds' seconds over the run's wall time: the run's tail of evaluations counts too
+        ("build-seconds per wall-second", lambda r: f"{sum(r['builds'].values()) / r['wall']:.1f}"),
         ("torch header", lambda r: "; ".join(f"{k} {v}" for k, v in r["pch"].most_common())),
         ("split", lambda r: "; ".join(f"{k} {v}" for k, v in r["split"].most_common())),
     ]
