@@ -342,6 +342,7 @@ class _Kernel:
         self.template = template  # (header text, [names]) or None
         self.instances = []  # a template kernel's template arguments the host's launches use
         self.defined = False
+        self.definition_end = -1  # the last token of its definition (its instantiations follow it)
 
 
 def _angle_end(toks, i, last):
@@ -750,7 +751,7 @@ def _instances(text, toks, k, close, kernel, dispatch, visible):
             continue  # torch's names (scalar_t among them) are read below
         if j > 0 and toks[j - 1].kind == "op" and toks[j - 1].text in ("::", ".", "->"):
             continue  # a member: its qualifier is checked
-        if visible.get(t.text, len(toks)) > getattr(kernel, "definition_end", -1):
+        if visible.get(t.text, len(toks)) > kernel.definition_end:
             # e.g. a constexpr local to the host function: the device unit cannot instantiate with it
             raise NotSplit(f"the template kernel {kernel.name}'s argument {t.text} is not declared at file scope "
                            "before the kernel")
