@@ -410,6 +410,7 @@ TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from t
     CHECK(first["timing"]["candidate"]["trials"] == 3);
     REQUIRE(first["compile"]["extensions"].size() == 1);
     const json ext = first["compile"]["extensions"][0];
+    CHECK(ext["ok"] == true);
     CHECK(ext["cached"] == false);
     const fs::path so = fs::path(ext["build_dir"].get<std::string>()) / "kwb_test_scale.so";
     REQUIRE(fs::exists(so));

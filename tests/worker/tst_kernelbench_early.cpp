@@ -143,6 +143,8 @@ private:
                                    {"name", name},
                                    {"message", "RuntimeError: Error building extension '" + name +
                                                    "': the stand-in broker: error: no compiler here"},
+                                   {"pch", "not used: the stand-in broker has none"},
+                                   {"build_ms", 1.0},
                                    {"files", json::object()}};
             const std::string reply = json({{"entry", "/nonexistent"},
                                             {"manifest", manifest},
@@ -253,6 +255,13 @@ TEST_CASE("early build: load_inline takes the early request's reply and asks not
     CHECK(r["status"] == "compile_error");
     CHECK(r["message"].get<std::string>().find("the stand-in broker: error: no compiler here") != std::string::npos);
     CHECK(b.requestsFor("kwb_early_taken").size() == 1);
+    // The failed build is in the result with what it had: a researcher asks why it took so long.
+    REQUIRE(r["compile"]["extensions"].size() == 1);
+    const json failed = r["compile"]["extensions"][0];
+    CHECK(failed["name"] == "kwb_early_taken");
+    CHECK(failed["ok"] == false);
+    CHECK(failed["pch"] == "not used: the stand-in broker has none");
+    CHECK(failed["built_ms"] == 1.0);
 
     // A call whose arguments the source does not state plainly is asked for by load_inline alone.
     const json late = evaluateOnCpu(answer("kwb_early_late", "cpp_source = cpp_source + ''.join([])\n"));

@@ -1185,7 +1185,7 @@ import _kwb_extensions as _ext  # noqa: E402 (loaded by pythonhost.cpp before th
 _real_load_inline = _cpp.load_inline
 _cpp._kwb_real_load_inline = _real_load_inline  # what _ext.build_into builds with
 _build_config = {"cache_dir": None, "arch": ""}
-_builds = []  # the builds of the answer being loaded: [{name, key, build_dir, cached, ms, with_cuda}]
+_builds = []  # the builds of the answer being loaded, failed ones too: [{name, ok, key, build_dir, cached, ms, ...}]
 BuildError = _ext.BuildError
 MachineError = _ext.MachineError
 build_key = _ext.build_key
@@ -1210,6 +1210,9 @@ def _kwb_load_inline(*args, **kwargs):
     _state["building"] += 1
     try:
         directory, manifest, cached, waited_ms, build_ms = _ext.entry_for(arguments, arch, _build_config["cache_dir"])
+        if not manifest.get("ok"):
+            # A failed build is a result too: which header and split it had and what it cost.
+            _record_build(name, directory, manifest, cached, build_ms, waited_ms, wants_cuda)
         if not manifest.get("ok") and manifest.get("machine_fault"):
             # Its compiler was killed (SIGKILL: the OOM killer, a user): not cached, built again when asked.
             raise MachineError("the build's compiler was killed by SIGKILL (the machine's doing, such as its "
@@ -1225,15 +1228,20 @@ def _kwb_load_inline(*args, **kwargs):
         load_ms = (time.monotonic() - t0) * 1000.0
     finally:
         _state["building"] -= 1
-    # "pch": whether the build had torch's precompiled header, and where not, why (extension_cache.py);
-    # "split": whether its CUDA sources were built split (cuda_split.py), and where not, why.
-    # "built_ms": how long the build itself took, also where this request found it built (an early
-    # build ahead of the answer's turn, another sample's): what a cold answer costs.
-    _builds.append({"name": name, "key": manifest.get("key"), "build_dir": directory, "cached": cached,
-                    "ms": build_ms + load_ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
+    _record_build(name, directory, manifest, cached, build_ms + load_ms, waited_ms, wants_cuda)
+    return module
+
+
+def _record_build(name, directory, manifest, cached, ms, waited_ms, wants_cuda):
+    """One load_inline build of the answer being loaded, in the result's compile.extensions.
+    "ok": whether it built; "pch": whether the build had torch's precompiled header, and where not,
+    why (extension_cache.py); "split": whether its CUDA sources were built split (cuda_split.py), and
+    where not, why; "built_ms": how long the build itself took, also where this request found it
+    built (an early build ahead of the answer's turn, another sample's): what a cold answer costs."""
+    _builds.append({"name": name, "ok": bool(manifest.get("ok")), "key": manifest.get("key"), "build_dir": directory,
+                    "cached": cached, "ms": ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
                     "pch": manifest.get("pch", ""), "split": manifest.get("split", ""),
                     "built_ms": manifest.get("build_ms")})
-    return module
 
 
 import inspect  # noqa: E402 (after the wrapper's definition reads better)
