@@ -396,7 +396,7 @@ def kwb_evals(answers, headers, ec):
     the time a user waits for a compile error, the worker's start and torch's import included."""
     print("### Through `kwb eval` (a fresh kwb, its broker and a sandboxed worker each; the header made; "
           "the time a user waits)\n")
-    print("| answer | wall s | status | header on g++'s line |\n|---|---:|---|---|", flush=True)
+    print("| answer | wall s | status | reported by | pch (the build's own note) |\n|---|---:|---|---|---|", flush=True)
     for n, (label, arguments, function) in enumerate(answers):
         path = os.path.join(WORK, f"answer-{n}.md")
         with open(path, "w") as f:
@@ -410,9 +410,17 @@ def kwb_evals(answers, headers, ec):
         try:
             result = json.loads(done.stdout)
             status, message = result.get("status", "?"), str(result.get("message", ""))
+            builds = (result.get("compile") or {}).get("extensions") or []
         except ValueError:
-            status, message = f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}", ""
-        print(f"| {label} | {seconds:.1f} | {status} | {'yes' if '-include' in message else 'no'} |", flush=True)
+            status, message, builds = f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}", "", []
+        # Each build's own note (kernelbench_host.py lists failed builds too): whether it had the
+        # header, and where not, why; g++'s line alone cannot say why.
+        notes = "; ".join(str(b.get("pch") or "(none)") for b in builds) or "(no build listed)"
+        by = "the syntax pass" if "[syntax check]" in message else "ninja's compile" if status == "compile_error" else "–"
+        print(f"| {label} | {seconds:.1f} | {status} | {by} | {notes} |", flush=True)
+    # Where kwb's broker did not take them, its note says what it looked for; this is what they are.
+    for made_for in sorted({ec.pch_wanted(arguments) for _, arguments, _ in answers}):
+        print(f"\n- a header linked in: {made_for} (made by this script's python3)")
     print()
 
 

@@ -82,6 +82,7 @@ def _word(note):
     if note.startswith("used"):
         return "used"
     head, _, why = note.partition(": ")
+    why = why.split(" (one for ")[0]  # what the header was looked for under (extension_cache.pch_wanted): one kind
     return f"{head}: {why[:60]}" if why else head
 
 

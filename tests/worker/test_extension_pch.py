@@ -282,7 +282,10 @@ def broker_makes_pch_for_the_next_build():
     try:
         first = load_arguments(answer_module(os.path.join(FIXTURES, "L1_05_scale.md")))
         _, m0, _, _, _ = ec.ask_broker(sock, first, "")
-        assert m0["ok"] and m0["pch"] == "not used: " + ec.NO_PCH_YET, m0
+        assert m0["ok"] and m0["pch"] == f"not used: {ec.NO_PCH_YET} ({ec.pch_wanted(first)})", m0
+        # The note names what the header it looked for is keyed by: a cache whose headers were made
+        # under another compiler or torch says so in every build's note.
+        assert ec.compiler_identity() in m0["pch"] and ec.torch_versions()[0] in m0["pch"], m0["pch"]
         deadline = time.monotonic() + 600
         while ec.pch_entry(first, cache)[0] is None:
             assert time.monotonic() < deadline, "the broker made no precompiled header"

@@ -507,6 +507,24 @@ def pch_arguments(arguments):
 NO_PCH_YET = "none is made yet for these flags"
 
 
+def pch_wanted(arguments):
+    """What the header a build with these arguments can take is keyed by, in words (build_key's
+    ingredients): where a cache's headers were made in another environment (another compiler on
+    PATH, another torch or Python), the build's note says which one it looked for."""
+    request, why = pch_arguments(arguments)
+    if request is None:
+        return why
+    version, cuda = torch_versions()
+    return (f"one for {request['kwb_pch']['compiler']}, torch {version} (CUDA {cuda}), Python "
+            f"{sys.version_info[0]}.{sys.version_info[1]}, {'with' if request['with_cuda'] else 'without'} CUDA, "
+            f"extra_cflags {' '.join(request['extra_cflags']) or 'none'}")
+
+
+def _not_used(why, arguments):
+    """A build's "pch" note where it had no header."""
+    return f"not used: {why}" + (f" ({pch_wanted(arguments)})" if why == NO_PCH_YET else "")
+
+
 def pch_entry(arguments, cache_dir):
     """The verified precompiled header's entry a build with these load_inline arguments can use:
     (directory, "") or (None, why not). It only looks; ensure_pch makes one."""
@@ -1471,7 +1489,7 @@ def _build_with_pch(config, conn, arguments, arch, staging):
         why = _make_pch_in_background(config, arguments) or why
     result = _run_builder(config, conn, arguments, arch, staging, pch)
     if result is not None and pch is None:
-        result["pch"] = f"not used: {why}"
+        result["pch"] = _not_used(why, arguments)
     return result
 
 
@@ -1655,7 +1673,7 @@ def build_in_process(arguments, arch, staging, cache_dir=None):
     pch, why = pch_entry(arguments, cache_dir) if cache_dir and not _is_pch_request(arguments) else (None, "")
     result = build_into(arguments, arch, staging, pch)
     if pch is None and why and not result.get("pch"):
-        result["pch"] = f"not used: {why}"
+        result["pch"] = _not_used(why, arguments)
     return result
 
 
