@@ -7,6 +7,7 @@
 # kb-only-crash (a diagnosis, session 20): run_reference of a KernelBench-only task in several request orders.
 # split-check (issue 35): AGREEMENT_GENS's answers built whole and split, outputs compared (bench/kb_split_check.py).
 # cold-zero-shot (issue 35): a cold zero-shot run on recorded real answers, built whole and split (bench/kb_cold_table.py).
+# header-phases (issue 35): g++'s phases with torch's header precompiled, -Wfatal-errors (bench/header_phases.py).
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -739,6 +740,18 @@ PY
     log nvcc-phases
     PATH=$PATH:/usr/local/cuda/bin timeout 200 python3 bench/nvcc_phases.py > "$OUT/nvcc-phases.txt" 2>&1
     head -20 "$OUT/nvcc-phases.txt"
+    ;;
+  header-phases)
+    # Issue 35 item 1: g++'s phases for an answer's main.cpp with torch's header precompiled, and
+    # how soon -Wfatal-errors knows an error (bench/header_phases.py; the 2-core run is
+    # bench/results/2026-12-06-header-phases-2core.md). About 4 min with torch 2.11 (HP_PARTS: a
+    # shorter list of its parts).
+    log header-phases
+    { results_head "g++'s phases with torch's header precompiled, on the GPU machine's CPU (issue 35 item 1)"
+      echo; timeout -k 5 ${HP_LIMIT:-330} python3 bench/header_phases.py --reps 3 --parts "${HP_PARTS:-pch,first,slim,headers}"
+      echo "(exit $?: 124 is the step's ${HP_LIMIT:-330} s limit)"
+    } > "$OUT/header-phases.md" 2> "$OUT/header-phases.log"
+    tail -30 "$OUT/header-phases.md"
     ;;
   pack)
     # The machine returns only a few files: everything goes back as one archive.
