@@ -274,6 +274,42 @@ private Q_SLOTS:
         QVERIFY(analyzer.text.contains(QStringLiteral("- 0. `aten::conv2d` (conv): output 128×128×126×126")));
     }
 
+    // A KernelBench-format answer's failed build: load_inline's error once, as the message, and no
+    // "Compiler log (NVRTC ...)" section (its compile log is that message again); a built one's
+    // log is kwb's note of the cache, not for the model either.
+    void kernelBenchFeedbackHasNoNvrtcLog()
+    {
+        const PromptRenderer renderer(promptsDir());
+        const QString error = QStringLiteral("RuntimeError: Error building extension 'relu_ext': main.cpp:3:45: error: "
+                                             "'zero' was not declared in this scope");
+        QJsonObject failed{{QStringLiteral("status"), QStringLiteral("compile_error")},
+                           {QStringLiteral("stage"), QStringLiteral("compile")},
+                           {QStringLiteral("message"), error},
+                           {QStringLiteral("answer_format"), QStringLiteral("kernelbench")},
+                           {QStringLiteral("compile"), QJsonObject{{QStringLiteral("ok"), false},
+                                                                   {QStringLiteral("log"), error},
+                                                                   {QStringLiteral("arch"), QStringLiteral("sm_90")}}},
+                           {QStringLiteral("answer"), QStringLiteral("```python\nclass ModelNew: pass\n```")}};
+        QJsonObject c = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), {}, {}, failed);
+        QCOMPARE(c.value(QStringLiteral("feedback")).toObject().value(QStringLiteral("compile_log")),
+                 QJsonValue(false));
+        auto retry = renderer.render(QStringLiteral("iterative/retry.mustache"), c);
+        QVERIFY2(retry.ok, qPrintable(retry.error));
+        QCOMPARE(retry.text.count(QStringLiteral("'zero' was not declared in this scope")), 1);
+        QVERIFY2(!retry.text.contains(QStringLiteral("Compiler log (NVRTC")), qPrintable(retry.text));
+
+        QJsonObject built = failed;
+        built[QStringLiteral("status")] = QStringLiteral("incorrect");
+        built[QStringLiteral("message")] = QStringLiteral("outputs differ");
+        built[QStringLiteral("compile")] = QJsonObject{
+            {QStringLiteral("ok"), true},
+            {QStringLiteral("log"), QStringLiteral("load_inline 'relu_ext': built in /home/u/.cache/x (12.3 s)\n")}};
+        c = PromptRenderer::buildContext(parse(kTask), parse(kAnalyze), {}, {}, built);
+        retry = renderer.render(QStringLiteral("iterative/retry.mustache"), c);
+        QVERIFY2(!retry.text.contains(QStringLiteral(".cache/x")), qPrintable(retry.text));
+        // A native answer's NVRTC log stays (renderedFacts).
+    }
+
     // The study's two agent wordings differ: the repair puts correctness first and keeps torch for
     // the heavy compute; the pilot asks every role for custom tiled CUDA.
     void competenceMatchedVersusPilot()

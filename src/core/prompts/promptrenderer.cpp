@@ -877,7 +877,12 @@ QJsonObject PromptRenderer::buildContext(const QJsonObject& taskJson, const QJso
             {QStringLiteral("status"), feedback.statusName},
             {QStringLiteral("stage"), orFalse(feedback.stage)},
             {QStringLiteral("message"), orFalse(feedback.messageOrError().trimmed())},
-            {QStringLiteral("compile_log"), orFalse(feedback.compile ? feedback.compile->log.trimmed() : QString())},
+            // NVRTC's log for a native answer. A KernelBench-format result's compile log is its
+            // message again (a failed build: load_inline's error) or kwb's note of where each
+            // extension was built (cache paths, no compiler's word): neither is for the model.
+            {QStringLiteral("compile_log"),
+             orFalse(feedback.compile && !feedback.isKernelBenchFormat() ? feedback.compile->log.trimmed()
+                                                                         : QString())},
             {QStringLiteral("correctness"), orFalse(correctnessText)},
             // The speed-up that counts (none below the roofline floor, where not_counted says why),
             // with its 95 % interval where the timing has one: the model reads what a user reads.
