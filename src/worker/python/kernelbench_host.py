@@ -1213,12 +1213,11 @@ def _kwb_load_inline(*args, **kwargs):
         if not manifest.get("ok"):
             # A failed build is a result too: which header and split it had and what it cost.
             _record_build(name, directory, manifest, cached, build_ms, waited_ms, wants_cuda)
-        if not manifest.get("ok") and manifest.get("machine_fault"):
-            # Its compiler was killed (SIGKILL: the OOM killer, a user): not cached, built again when asked.
-            raise MachineError("the build's compiler was killed by SIGKILL (the machine's doing, such as its "
-                               "OOM killer; not a verdict on the sources, which build again when asked): "
-                               + (manifest.get("message") or ""))
-        if not manifest.get("ok"):
+            if manifest.get("machine_fault"):
+                # Its compiler was killed (SIGKILL: the OOM killer, a user): not cached, built again when asked.
+                raise MachineError("the build's compiler was killed by SIGKILL (the machine's doing, such as its "
+                                   "OOM killer; not a verdict on the sources, which build again when asked): "
+                                   + (manifest.get("message") or ""))
             # The same sources and flags failed before (or just now): the compiler's messages.
             raise BuildError(manifest.get("message") or "the extension failed to build")
         t0 = time.monotonic()
