@@ -11,8 +11,10 @@
 #            the instantiation at the end of the unit (g++'s "phase lang. deferred", which a
 #            precompiled header does not save) each part brings.
 #   first    the same answer with a compile error (an undeclared name, as models write it): the
-#            syntax pass with the header as the broker runs it, and with -Wfatal-errors, which
-#            stops at the first error, before the end-of-unit instantiation: how soon g++ knows.
+#            full syntax pass with the header, with -Wfatal-errors, which stops at the first error,
+#            before the end-of-unit instantiation, and with the broker's parse stop (every error
+#            of the answer's lines, then a stop; extension_cache.PARSE_STOP_NAME): how soon g++
+#            knows; and the answer without the error through the parse stop: what a success pays.
 #   slim     a prototype, not what kwb builds: <torch/extension.h> answered by a header of
 #            <torch/types.h> and <torch/python.h> alone (the C++ frontend's nn, optim, data,
 #            serialize, jit, ... left out), precompiled, the same main.cpp compiled with it.
@@ -114,16 +116,30 @@ def main():
             f.write(open(main_cpp).read().replace("return a * s;", "return torch::clamp_min(a, zero) * s;"))
         print("### A compile error: when g++ knows (-fsyntax-only with the header)\n")
         print("| pass | wall s (median) | runs | failed | error lines | note lines |\n|---|---:|---:|---|---:|---:|")
-        for label, extra in [("the syntax pass as the broker runs it", ""), ("-Wfatal-errors", "-Wfatal-errors ")]:
+        stop = ec.PARSE_STOP_NAME + "bench"
+        for name, text in [("failing-stop.cpp", open(os.path.join(work, "failing.cpp")).read()),
+                           ("answer-stop.cpp", open(main_cpp).read())]:
+            with open(os.path.join(work, name), "w") as f:
+                f.write(text + ("" if text.endswith("\n") else "\n") + ec.parse_stop_text(stop))
+        answer_lines = len(open(main_cpp).read().splitlines())
+        for label, extra, source in [("the full syntax pass", "", "failing.cpp"),
+                                     ("-Wfatal-errors", "-Wfatal-errors ", "failing.cpp"),
+                                     ("the parse stop (the broker's early pass)", "", "failing-stop.cpp"),
+                                     ("the parse stop, the answer without the error", "", "answer-stop.cpp")]:
             runs = []
             for _ in range(args.reps):
                 t0 = time.monotonic()
-                done = subprocess.run(compile_(extra + cflags, "failing.cpp", "-fsyntax-only"), shell=True, cwd=work,
+                done = subprocess.run(compile_(extra + cflags, source, "-fsyntax-only"), shell=True, cwd=work,
                                       capture_output=True, text=True)
                 runs.append((time.monotonic() - t0, done))
             out = runs[-1][1].stderr
+            failed = all(r[1].returncode == 1 for r in runs)
+            if "stop" in source:  # what the broker keeps: the answer's lines, the stop's own cut off
+                out, how = ec.split_at_parse_stop(out, source, answer_lines, stop)
+                failed = out is not None and "error:" in out
+                out = out or ""
             print(f"| {label} | {statistics.median(r[0] for r in runs):.2f} | "
-                  f"{', '.join(f'{r[0]:.2f}' for r in runs)} | {'yes' if all(r[1].returncode == 1 for r in runs) else 'NO'} | "
+                  f"{', '.join(f'{r[0]:.2f}' for r in runs)} | {'yes' if failed else 'no'} | "
                   f"{out.count(': error: ')} | {out.count(': note: ')} |")
         print()
     if "headers" in parts:

@@ -41,6 +41,11 @@
 #                           staging folder or entry
 #   precompiled_headers_are_capped  a cache that holds MAX_PCH_HEADERS torch headers makes no more
 #                           (each flag set keys its own; an answer can name any set), saying why
+#   parse_stop_cuts_at_the_answers_end  the early pass's parse stop with the real g++: every error
+#                           of the answer's lines is kept (the full pass's messages for them), the
+#                           stop's own are cut; an answer that reaches the stop with no error, a
+#                           missing #include (fatal before it), and answers the stop cannot stand for
+#                           (a brace left open, an unterminated #if, a macro that rewrites it)
 # Usage: test_extension_cache.py PATH/TO/kernelbench_host.py
 import json
 import os
@@ -537,6 +542,56 @@ def builds_in_one_process_take_turns():
         assert (arch == "9.0") == (int(name[-1]) % 2 == 1), seen_arch
 
 
+def parse_stop_cuts_at_the_answers_end():
+    import importlib.util
+    import secrets
+    spec = importlib.util.spec_from_file_location("extension_cache_stop", EXT)
+    ec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ec)
+    if shutil.which("g++") is None:
+        print("  not run: no g++")
+        return
+    folder = tempfile.mkdtemp(dir=ROOT)
+    source = os.path.join(folder, "main.cpp")
+
+    def compile_(text, stop=True):
+        name = ec.PARSE_STOP_NAME + secrets.token_hex(8)
+        with open(source, "w") as f:
+            f.write(text + (ec.parse_stop_text(name) if stop else ""))
+        p = subprocess.run(["g++", "-fsyntax-only", source], capture_output=True, text=True, cwd=folder)
+        return p, name
+
+    errors = textwrap.dedent("""\
+        #include <vector>
+        int f() { return undeclared_name; }
+        struct S { int a; };
+        int h() { S s; return s.b; }
+        std::vector<int> v = 3.5;
+        """)
+    p, name = compile_(errors)
+    out, how = ec.split_at_parse_stop(p.stderr, source, 5, name)
+    full, _ = compile_(errors, stop=False)
+    # Without the stop, g++ lists the same messages: here every error is found while parsing.
+    assert how == "stopped" and out == full.stderr and out.count(" error: ") == 3, (how, out, full.stderr)
+    assert name not in out and "compilation terminated" not in out, out
+    p, name = compile_("#include <vector>\nint f(std::vector<int> v) { return v.size(); }\n")
+    assert ec.split_at_parse_stop(p.stderr, source, 2, name) == ("", "stopped"), p.stderr
+    # An error only the end-of-unit instantiation finds: not on the answer's lines by then.
+    p, name = compile_("template <class T> T tw(T x) { return x.nope(); }\nint g() { return tw(1); }\n")
+    assert ec.split_at_parse_stop(p.stderr, source, 2, name) == ("", "stopped"), p.stderr
+    p, name = compile_("#include <kwb_no_such_header.h>\nint f() { return 0; }\n")
+    out, how = ec.split_at_parse_stop(p.stderr, source, 2, name)
+    assert how == "fatal" and "kwb_no_such_header.h" in out, (how, out)
+    for text, lines in (("int f() { return 0;\n", 1), ("#if 0\nint f() { return 0; }\n", 2),
+                        ("#define template nothing\nint f() { return 0; }\n", 2),
+                        ("int f() { return 0; }\n#define v w\n", 2)):
+        p, name = compile_(text)
+        out, how = ec.split_at_parse_stop(p.stderr, source, lines, name)
+        assert out is None, (text, how, out, p.stderr)
+    assert ec.parse_stop_usable(["-O3", "-std=c++17"]) and not ec.parse_stop_usable(["-ftemplate-depth=5000"])
+    assert not ec.parse_stop_usable(["-Wfatal-errors"]) and not ec.parse_stop_usable(["-fmax-errors=3"])
+
+
 def precompiled_headers_are_capped():
     import importlib.util
     sys.path.insert(0, STUB)
@@ -698,7 +753,7 @@ if __name__ == "__main__":
                  changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
                  builds_in_one_process_take_turns, request_is_served_by_the_spare, spare_is_never_reused,
                  broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder,
-                 precompiled_headers_are_capped):
+                 precompiled_headers_are_capped, parse_stop_cuts_at_the_answers_end):
         try:
             case()
             print(f"PASS {case.__name__}")

@@ -27,8 +27,9 @@
 # main.cpp as load_inline will write it and the header's recorded flags, and it counts only where
 # the builder finds torch wrote those bytes and would run that command. Where ninja also runs nvcc
 # it always runs (ninja reports a main.cpp error only after nvcc; without the broker the builder
-# runs it beside ninja); for a C++-only build, whose compile fails as soon as the pass does, only
-# while it is the broker's one build on a machine that is not saturated (_early_pass_pays).
+# runs it beside ninja). Its copy of main.cpp ends with the parse stop (PARSE_STOP_NAME), so g++
+# reports the answer's errors and stops before the end-of-unit instantiation that is most of a
+# pass: about a second of a core, so it runs for C++-only builds too (_early_pass_pays).
 #
 # The spare builder (docs/sandbox.md, "The spare builder"): the broker keeps the next builder
 # process started, sandboxed as any builder and torch imported, waiting for its build's request
@@ -40,6 +41,7 @@ import json
 import os
 import re
 import resource
+import secrets
 import select
 import shlex
 import shutil
@@ -400,7 +402,7 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                 return {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
                         "message": "" if ok else cap_message(result.get("message", "the build failed")),
                         "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
-                        "split": str(result.get("split", "")),
+                        "split": str(result.get("split", "")), "syntax": str(result.get("syntax", "")),
                         "builder": str(result.get("builder", ""))}
 
             if not ok:
@@ -579,6 +581,62 @@ def syntax_command(cxx, cflags, post_cflags, source):
 def syntax_failure(error_prefix, command, source, output):
     """The message of a build stopped by a syntax pass (raised as torch raises a failed build)."""
     return f"{error_prefix}: [syntax check] {command}\nFAILED: {source}\n{output}"
+
+
+# The early pass's end-of-parse stop (issue 35; docs/decisions.md, 2026-12-06): with torch's
+# header precompiled, 95 % of a syntax pass is g++ instantiating, at the end of the unit, the
+# function templates the header used, the same for every answer; an error in the answer's own code
+# is known when parsing ends. A template whose instantiation recurses past g++'s depth limit,
+# appended after the answer, is a fatal error at parse time (g++ 12: "template instantiation
+# depth exceeds maximum", then "compilation terminated."): g++ prints every diagnostic of the
+# answer's lines and stops before that instantiation. The name is random per pass, so an answer
+# cannot name it (a macro of the answer's that touched it shows as a diagnostic on its lines, and
+# the pass is not used). What is left out: errors that only the end-of-unit instantiation finds
+# (those of the answer's own function templates); the builder's compile reports those.
+PARSE_STOP_NAME = "kwb_parsed_"
+
+
+def parse_stop_text(name):
+    """The lines appended after the answer: their instantiation stops g++ once parsing is done."""
+    return (f"template <int N> struct {name} {{ static const int v = {name}<N + 1>::v; }};\n"
+            f"static const int {name}_v = {name}<0>::v;\n")
+
+
+def parse_stop_usable(flags):
+    """Whether the stop can be appended: not where the build sets its own template depth (the
+    stop would recurse that deep) or makes every error fatal (its first error stops g++ anyway)."""
+    return not any(f.startswith(("-ftemplate-depth", "-Wfatal-errors", "-fmax-errors")) for f in flags)
+
+
+_DIAGNOSTIC = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(\d+:)? ")
+
+
+def split_at_parse_stop(output, source, answer_lines, name):
+    """g++'s output of a pass over SOURCE (ANSWER_LINES lines of the answer, then the stop named
+    NAME) cut where the stop's own diagnostics begin: (the answer's part, "stopped") where the stop
+    ended the pass; (output, "fatal") where a fatal error on the answer's lines ended it first (a
+    missing #include: the build stops there too); (None, why) where the pass cannot stand for the
+    build's compile (a diagnostic on the stop's lines that is not the stop's, an answer that left
+    a brace open), so the builder decides."""
+    lines = output.splitlines()
+
+    def line_of(text):
+        m = _DIAGNOSTIC.match(text)
+        return int(m.group("line")) if m and m.group("file") == source else None
+
+    cut = next((i for i, l in enumerate(lines) if name in l or (line_of(l) or 0) > answer_lines), None)
+    if cut is None:
+        ends_fatal = lines and lines[-1].strip() == "compilation terminated." and any(
+            "fatal error:" in l and 0 < (line_of(l) or 0) <= answer_lines for l in lines)
+        return (output, "fatal") if ends_fatal else (None, "the pass did not reach the stop")
+    tail = lines[cut:]
+    # The stop's diagnostics alone: its instantiation context and one fatal error, on its lines.
+    located = [line_of(l) for l in tail if _DIAGNOSTIC.match(l) and _DIAGNOSTIC.match(l).group("file") == source]
+    errors = [l for l in tail if " error:" in l]
+    if not (tail[-1].strip() == "compilation terminated." and len(errors) == 1 and "fatal error:" in errors[0]
+            and name in "\n".join(tail) and all(n is not None and n > answer_lines for n in located)):
+        return None, "a diagnostic on the stop's lines that is not the stop's"
+    return "\n".join(lines[:cut]) + ("\n" if cut else ""), "stopped"
 
 
 def _pch_not_taken(output):
@@ -994,12 +1052,15 @@ class _EarlySyntaxPass:
     2 cores: g++ generates no code after an error). main.cpp as load_inline will write it
     (load_inline_main_cpp) and the command from the header's recorded flags; in a sandbox of the
     builder's kind where the build's folder shows a copy of that main.cpp alone, read-only (torch
-    rewrites main.cpp in the build's folder while this pass may read it). A compile error here
-    is the build's only where the builder said (EARLY_VALID) that torch wrote those bytes and would
-    run that command; else the builder's own build decides."""
+    rewrites main.cpp in the build's folder while this pass may read it), ended by the parse stop
+    where the flags allow it. A compile error here is the build's only where the builder said
+    (EARLY_VALID) that torch wrote those bytes and would run that command, and, with the stop,
+    where split_at_parse_stop finds the answer's errors before it; else the builder's own build
+    decides."""
 
     def __init__(self, config, arguments, staging, pch):
         self.process, self.output, self.copy, self.pch = None, None, None, pch
+        self.stop, self.answer_lines, self.stopped = None, 0, None
         prefix = list(config.get("builder_prefix") or [])
         name = str(arguments.get("name", ""))
         text = load_inline_main_cpp(arguments)
@@ -1019,8 +1080,15 @@ class _EarlySyntaxPass:
             return
         self.pch, self.staging = pch, staging
         self.copy = tempfile.mkdtemp(prefix="kwb-early-syntax-")
+        # The copy g++ reads ends with the parse stop (PARSE_STOP_NAME); the record names the bytes
+        # torch writes, which the builder compares.
+        copied = data
+        if parse_stop_usable(cflags + list(info["post_cflags"])):
+            self.stop = PARSE_STOP_NAME + secrets.token_hex(8)
+            self.answer_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+            copied = data + (b"" if text.endswith("\n") else b"\n") + parse_stop_text(self.stop).encode()
         with open(os.path.join(self.copy, "main.cpp"), "wb") as f:
-            f.write(data)
+            f.write(copied)
         _write_json(os.path.join(staging, EARLY_RECORD), {"command": self.command, "source": self.source,
                                                           "sha256": hashlib.sha256(data).hexdigest()})
         self.log = tempfile.TemporaryFile()
@@ -1052,12 +1120,32 @@ class _EarlySyntaxPass:
         if not self.done() or self.process.returncode != 1 or "error:" not in self.output or \
                 compiler_killed(self.output) or "internal compiler error" in self.output:
             return None
+        output = self.answer_output()
+        if output is None or "error:" not in output:
+            return None  # the answer parsed (the builder's compile decides), or the pass cannot tell
         try:
             prefix = json.loads(read_builder_file(self.staging, EARLY_VALID, 64 * 1024))["error_prefix"]
         except (ValueError, KeyError, TypeError):  # None (no such regular file) is a TypeError
             return None
-        message = "RuntimeError: " + syntax_failure(prefix, self.command, self.source, self.output)
-        return {"ok": False, "message": cap_message(message), "pch": self.pch_note()}
+        message = "RuntimeError: " + syntax_failure(prefix, self.command, self.source, output)
+        failure = {"ok": False, "message": cap_message(message), "pch": self.pch_note()}
+        if self.stopped == "stopped":
+            failure["syntax"] = ("parsed only: g++ stopped after the answer's last line (kwb's early pass); an error "
+                                 "that only the end-of-unit template instantiation finds is not in this log")
+        return failure
+
+    def answer_output(self):
+        """The pass's output on the answer's lines (the parse stop's own diagnostics cut off), or
+        None where the pass cannot stand for the build's compile."""
+        if self.stop is None:
+            return self.output
+        output, self.stopped = split_at_parse_stop(self.output, self.source, self.answer_lines, self.stop)
+        return output
+
+    def parsed_clean(self):
+        """Whether the pass has ended at the parse stop with no error on the answer's lines."""
+        return self.done() and self.stop is not None and self.answer_output() is not None and \
+            self.stopped == "stopped" and "error:" not in self.answer_output()
 
     def pch_note(self):
         return (self.output is not None and _pch_not_taken(self.output)) or f"used: {self.pch}"
@@ -1087,6 +1175,11 @@ def _early_pass_pays(config, arguments, alone):
     rule = config.get("early_syntax_cxx", "idle")
     if rule in ("always", "never"):
         return rule == "always"
+    # With the parse stop the pass is g++'s parse alone (about 1 s of a core against a compile's
+    # 10-18): worth it on any machine, since most small models' answers fail to build.
+    flags = arguments.get("extra_cflags") or []
+    if isinstance(flags, list) and all(isinstance(f, str) for f in flags) and parse_stop_usable(flags):
+        return True
     try:
         load = os.getloadavg()[0]
     except OSError:
