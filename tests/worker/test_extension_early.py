@@ -133,9 +133,10 @@ def reads_what_the_module_passes():
 
 
 def cxx_early_pass_rule():
-    """A C++-only build's early syntax pass: alone on a machine not saturated, as this 2-core one
-    at load 1.5 (where it reported a failure 2 s sooner at no cost to a success), not in a queue
-    of builds or at a load of the cores or more."""
+    """A C++-only build's early syntax pass: always with the parse stop; without it (the answer's
+    flags set the template depth), alone on a machine not saturated, as this 2-core one at load 1.5
+    (where it reported a failure 2 s sooner at no cost to a success), not in a queue of builds or
+    at a load of the cores or more."""
     assert ec.early_pass_for_cxx(True, 1.5, 2)
     assert ec.early_pass_for_cxx(True, 0.2, 2)
     assert not ec.early_pass_for_cxx(True, 2.0, 2)
@@ -152,6 +153,11 @@ def cxx_early_pass_rule():
     assert ec._early_pass_pays({"early_syntax_cxx": "always"}, split, False)
     assert ec._early_pass_pays({"early_syntax_cxx": "always"}, cxx, False)
     assert not ec._early_pass_pays({"early_syntax_cxx": "never"}, cxx, True)
+    # kwb's own rule: with the parse stop the pass is g++'s parse alone, so in a queue too; not
+    # where the answer's flags rule the stop out (then the load rule above)
+    assert ec._early_pass_pays({}, cxx, False) and ec._early_pass_pays({}, split, False)
+    assert ec._early_pass_pays({}, dict(cxx, extra_cflags=["-O3"]), False)
+    assert not ec._early_pass_pays({}, dict(cxx, extra_cflags=["-ftemplate-depth=2000"]), False)
 
 
 BUILDER = r"""

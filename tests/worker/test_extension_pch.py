@@ -377,6 +377,9 @@ def broker_early_syntax_pass():
         assert "[syntax check]" in m["message"], m["message"][-2000:]
         assert "error: \u2018zero\u2019 was not declared in this scope" in m["message"], m["message"][-2000:]
         assert m["message"].startswith("RuntimeError: Error building extension 'kwb_cpp_relu_undeclared': "), m["message"][:300]
+        # Stopped after the answer's lines (the parse stop): its own diagnostics are not in the message.
+        assert m["syntax"].startswith("parsed only: "), m
+        assert ec.PARSE_STOP_NAME not in m["message"] and "compilation terminated" not in m["message"], m["message"][-2000:]
         assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
         print(f"  compile error reported by the broker in {seconds:.1f} s")
     finally:

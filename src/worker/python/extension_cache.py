@@ -1166,10 +1166,11 @@ _in_flight_lock = threading.Lock()
 
 def _early_pass_pays(config, arguments, alone):
     """Whether a build gets the early syntax pass. Where ninja also runs nvcc, always: it replaces
-    the builder's own pass beside nvcc, started 2 s sooner. A C++-only build's pass is a second
-    compile of main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error 2 s
-    sooner (the builder's start): early_pass_for_cxx says when. config's "early_syntax_cxx": "always"
-    (the tests') or "never" overrides that."""
+    the builder's own pass beside nvcc, started 2 s sooner. A C++-only build: always where the
+    parse stop applies (the pass is then g++'s parse alone); else the pass is a second compile of
+    main.cpp beside ninja's (6.5 s of a core on 2 cores) that reports an error 2 s sooner (the
+    builder's start), and early_pass_for_cxx says when. config's "early_syntax_cxx": "always" or
+    "never" (the tests') overrides that."""
     if arguments.get("cuda_sources") and arguments.get("with_cuda") is not False and not _split_likely(arguments):
         return True
     rule = config.get("early_syntax_cxx", "idle")
