@@ -564,6 +564,13 @@ def main():
         os.makedirs(before_dir)
         with open(os.path.join(before_dir, "extension_cache.py"), "w") as f:
             f.write(shown.stdout)
+        # The modules it loads from its own folder (cuda_split.py since the split build).
+        for helper in ("cuda_split.py",):
+            text = subprocess.run(["git", "-C", REPO, "show", f"{ARGS.base}:src/worker/python/{helper}"],
+                                  capture_output=True, text=True)
+            if text.returncode == 0:
+                with open(os.path.join(before_dir, helper), "w") as f:
+                    f.write(text.stdout)
     else:  # a tree without its history (the GPU machine's copy): "cold" is load_inline's plain build
         print(f"(no 'before' column: no extension_cache.py of {ARGS.base or 'a base commit'} here)\n")
     PREFIX = bwrap_prefix()
