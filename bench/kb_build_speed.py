@@ -410,7 +410,8 @@ def kwb_evals(answers, headers, ec):
         try:
             result = json.loads(done.stdout)
             status, message = result.get("status", "?"), str(result.get("message", ""))
-            builds = (result.get("compile") or {}).get("extensions") or []
+            # kwb eval --json: the worker's own result is its "response" (the builds are there).
+            builds = ((result.get("response") or {}).get("compile") or {}).get("extensions") or []
         except ValueError:
             status, message, builds = f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}", "", []
         # Each build's own note (kernelbench_host.py lists failed builds too): whether it had the

@@ -675,6 +675,10 @@ PY
     md=$OUT/kb-build-speed.md
     { results_head "KernelBench-format extension builds on the GPU machine's CPU (issue 35 item 1)"
       echo; echo "- host compiler: $(c++ --version | head -1); nvcc: $(nvcc --version 2>&1 | tail -1)"
+      # What load_inline takes (CXX, else c++; CC for nvcc's -ccbin) against what kwb's builder
+      # sees (CXX and CC are not passed to workers; session 34: /opt/gcc/bin/g++ against
+      # /usr/bin/x86_64-linux-gnu-g++-13).
+      echo "- CXX=${CXX-(unset)} CC=${CC-(unset)}; c++ is $(readlink -f "$(command -v c++)"); g++ is $(readlink -f "$(command -v g++)")"
       echo "- torch: $(python3 -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>&1 | tail -1)"
       echo "- kwb eval: ${kwb_cmd[1]:-not run (no build-gpu/bin/kwb-worker or no bundle)}"; echo
       # 330 s: on session 32's H100 machine the five builds took 81 s at once and 230 s cut the step
