@@ -631,10 +631,10 @@ def split_at_parse_stop(output, source, answer_lines, name):
         return (output, "fatal") if ends_fatal else (None, "the pass did not reach the stop")
     tail = lines[cut:]
     # The stop's diagnostics alone: its instantiation context and one fatal error, on its lines.
-    located = [line_of(l) for l in tail if _DIAGNOSTIC.match(l) and _DIAGNOSTIC.match(l).group("file") == source]
+    located = [n for n in map(line_of, tail) if n is not None]
     errors = [l for l in tail if " error:" in l]
     if not (tail[-1].strip() == "compilation terminated." and len(errors) == 1 and "fatal error:" in errors[0]
-            and name in "\n".join(tail) and all(n is not None and n > answer_lines for n in located)):
+            and name in "\n".join(tail) and all(n > answer_lines for n in located)):
         return None, "a diagnostic on the stop's lines that is not the stop's"
     return "\n".join(lines[:cut]) + ("\n" if cut else ""), "stopped"
 
@@ -1141,11 +1141,6 @@ class _EarlySyntaxPass:
             return self.output
         output, self.stopped = split_at_parse_stop(self.output, self.source, self.answer_lines, self.stop)
         return output
-
-    def parsed_clean(self):
-        """Whether the pass has ended at the parse stop with no error on the answer's lines."""
-        return self.done() and self.stop is not None and self.answer_output() is not None and \
-            self.stopped == "stopped" and "error:" not in self.answer_output()
 
     def pch_note(self):
         return (self.output is not None and _pch_not_taken(self.output)) or f"used: {self.pch}"
