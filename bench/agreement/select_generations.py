@@ -88,7 +88,8 @@ def main():
             verdicts = json.loads(git(a.git_dir, "show", f"{commit}:{folder}/eval_results.json"))
         except subprocess.CalledProcessError:
             verdicts = None
-        if isinstance(verdicts, list):  # Kernel-Coder's shape: entries named by evaluation_id
+        # A run the list keeps nothing of gets no folder (and no verdicts file to write into one).
+        if isinstance(verdicts, list) and picked:  # Kernel-Coder's shape: entries named by evaluation_id
             kept = [v for v in verdicts if v.get("evaluation_id") in picked]
             with open(os.path.join(a.out, folder, "eval_results.json"), "w") as f:
                 json.dump(kept, f, indent=1)
