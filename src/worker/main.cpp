@@ -1,4 +1,5 @@
 // kwb-worker: evaluates tasks and candidates for the workbench. Speaks docs/protocol.md.
+#include "worker/measure/cpuaffinity.h"
 #include "worker/measure/gpuquietlock.h"
 #include "worker/protocol/protocol.h"
 #include "worker/python/pythonhost.h"
@@ -30,6 +31,9 @@ int main(int argc, char** argv)
         // Before the interpreter and any thread: every build the broker starts inherits it.
         if (const std::string why = kwb::limitBuildMemory(); !why.empty())
             std::cerr << "kwb-worker --build-broker: no data limit for builds: " << why << "\n";
+        // Builds overlap other candidates' timings: their compilers stay off the timing threads' CPUs.
+        if (const std::string why = kwb::affinity::keepBuildsOffTimingCpus(); !why.empty())
+            std::cerr << "kwb-worker --build-broker: builds share the timing CPUs: " << why << "\n";
         try {
             return kwb::python::runBuildBroker(argv[2]);
         } catch (const std::exception& e) {

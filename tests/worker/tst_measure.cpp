@@ -23,6 +23,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+#include <thread>
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -341,7 +343,65 @@ TEST_CASE("a GPU's rank among the NVIDIA GPUs of its node, from a sysfs tree")
     CHECK((c.rank == 0 && c.count == 1));
     CHECK((none.rank == 0 && none.count == 1));
     CHECK(localCpus("0000:99:00.0", root).empty());
+    CHECK(nvidiaGpus(root) == std::vector<std::string>{"0000:1b:00.0", "0000:43:00.0", "0000:c1:00.0"});
+    // Where the three GPUs' timing threads run, for a process that may use all 32 CPUs: the two
+    // sharing node 0 eight apart from its top, the third at node 1's top.
+    std::vector<int> all(32);
+    std::iota(all.begin(), all.end(), 0);
+    CHECK(hostTimingCpus(all, root) == std::vector<int>{7, 15, 31});
+    // None of node 1 allowed (a cpuset): its GPU takes the set's top, as 1b's does.
+    CHECK(hostTimingCpus({0, 1, 2, 3}, root) == std::vector<int>{1, 3});
     std::filesystem::remove_all(root);
+    CHECK(nvidiaGpus(root).empty());
+    CHECK(hostTimingCpus(all, root).empty());
+}
+
+TEST_CASE("builds keep off the timing CPUs where at least two CPUs are left")
+{
+    using namespace kwb::affinity;
+    CHECK(buildCpus({0, 1, 2, 3}, {3}) == std::vector<int>{0, 1, 2});
+    CHECK(buildCpus({0, 1, 2}, {2}) == std::vector<int>{0, 1});
+    CHECK(buildCpus({0, 1}, {1}) == std::vector<int>{0, 1});          // two CPUs: builds would lose half
+    CHECK(buildCpus({0, 1, 2}, {1, 2}) == std::vector<int>{0, 1, 2}); // one left for builds: all of them
+    CHECK(buildCpus({0, 1, 2, 3}, {}) == std::vector<int>{0, 1, 2, 3});
+    CHECK(buildCpus({4, 5, 6}, {0, 6}) == std::vector<int>{4, 5}); // a timing CPU outside the set
+    // Applied (on a thread of its own: the set is per thread until a process starts), with one GPU
+    // in a sysfs tree made here whose node is every CPU this process may use.
+    const std::vector<int> mine = allowedCpus();
+    REQUIRE_FALSE(mine.empty());
+    const std::string root =
+        (std::filesystem::temp_directory_path() / ("kwb-sysfs-builds-" + std::to_string(::getpid()))).string();
+    writeFile(root + "/bus/pci/devices/0000:17:00.0/vendor", "0x10de");
+    writeFile(root + "/bus/pci/devices/0000:17:00.0/class", "0x030200");
+    writeFile(root + "/bus/pci/devices/0000:17:00.0/local_cpulist",
+              std::to_string(mine.front()) + "-" + std::to_string(mine.back()));
+    std::vector<int> applied;
+    std::string why = "not run";
+    std::thread([&] {
+        why = keepBuildsOffTimingCpus(root);
+        applied = allowedCpus();
+    }).join();
+    std::filesystem::remove_all(root);
+    CHECK(why == "");
+    CHECK(applied == buildCpus(mine, {mine.back()}));
+    CHECK((mine.size() < 3 || std::find(applied.begin(), applied.end(), mine.back()) == applied.end()));
+    CHECK(allowedCpus() == mine);
+    // A compile's scope on a thread: this machine's build CPUs inside, the thread's own set after.
+    std::thread([&] {
+        {
+            const BuildCpusScope scope;
+            CHECK(allowedCpus() == buildCpus(mine, hostTimingCpus(mine)));
+            CHECK(scope.applied() == (allowedCpus() != mine));
+        }
+        CHECK(allowedCpus() == mine);
+    }).join();
+    // This machine's own: never a timing CPU among the builds' where any was taken off.
+    const std::vector<int> allowed = allowedCpus(), timing = hostTimingCpus(allowed);
+    const std::vector<int> builds = buildCpus(allowed, timing);
+    CHECK(!builds.empty());
+    if (builds != allowed)
+        for (int c : timing)
+            CHECK(std::find(builds.begin(), builds.end(), c) == builds.end());
 }
 
 TEST_CASE("a pinned thread runs on its CPU for the scope and gets its CPUs and nice value back")

@@ -4,6 +4,7 @@
 #include "worker/evaluate/evaluation.h"
 
 #include "worker/compile/kernelfacts.h"
+#include "worker/measure/cpuaffinity.h"
 
 #include <cstdio>
 
@@ -420,7 +421,10 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
     }
     if (!cand.hasCuda)
         return true;
-    ev.cr = refusedCuda ? CompileResult{} : compileCuda(cand.cuda, arch);
+    if (!refusedCuda) {
+        const affinity::BuildCpusScope offTimingCpus; // other workers may be timing meanwhile
+        ev.cr = compileCuda(cand.cuda, arch);
+    }
     if (refusedCuda)
         ev.cr.refused = refusedCuda;
     ev.compile["ok"] = ev.cr.ok;

@@ -82,20 +82,27 @@ std::vector<int> localCpus(const std::string& busId, const std::string& sysfs)
     return parseCpuList(readLine(sysfs + "/bus/pci/devices/" + sysfsBusId(busId) + "/local_cpulist"));
 }
 
+std::vector<std::string> nvidiaGpus(const std::string& sysfs)
+{
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(sysfs + "/bus/pci/devices", ec)) {
+        const std::string dir = entry.path().string();
+        if (readLine(dir + "/vendor") == "0x10de" && readLine(dir + "/class").rfind("0x03", 0) == 0)
+            out.push_back(entry.path().filename().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 NodeRank gpuRankOnNode(const std::string& busId, const std::string& sysfs)
 {
     const std::string mine = sysfsBusId(busId);
     const std::vector<int> myCpus = localCpus(mine, sysfs);
     std::vector<std::string> sharing;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(sysfs + "/bus/pci/devices", ec)) {
-        const std::string dir = entry.path().string();
-        if (readLine(dir + "/vendor") != "0x10de" || readLine(dir + "/class").rfind("0x03", 0) != 0)
-            continue;
-        if (parseCpuList(readLine(dir + "/local_cpulist")) == myCpus)
-            sharing.push_back(entry.path().filename().string());
-    }
-    std::sort(sharing.begin(), sharing.end());
+    for (const std::string& gpu : nvidiaGpus(sysfs))
+        if (localCpus(gpu, sysfs) == myCpus)
+            sharing.push_back(gpu);
     const auto it = std::find(sharing.begin(), sharing.end(), mine);
     if (it == sharing.end())
         return {};
@@ -118,6 +125,68 @@ int timingCpu(const std::vector<int>& allowed, const std::vector<int>& local, No
     const int step = std::max(1, n / count);
     const int k = ((rank.rank % count) + count) % count;
     return pool[size_t(n - 1 - (k * step) % n)];
+}
+
+std::vector<int> hostTimingCpus(const std::vector<int>& allowed, const std::string& sysfs)
+{
+    std::vector<int> out;
+    for (const std::string& gpu : nvidiaGpus(sysfs))
+        if (const int cpu = timingCpu(allowed, localCpus(gpu, sysfs), gpuRankOnNode(gpu, sysfs)); cpu >= 0)
+            out.push_back(cpu);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<int>& timing)
+{
+    std::vector<int> rest;
+    for (int c : allowed)
+        if (std::find(timing.begin(), timing.end(), c) == timing.end())
+            rest.push_back(c);
+    return rest.size() >= 2 ? rest : allowed;
+}
+
+namespace {
+/// The calling thread's CPU set made `cpus`: "" or why not.
+std::string setThreadCpus(const std::vector<int>& cpus)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+        if (c >= 0 && c < CPU_SETSIZE)
+            CPU_SET(c, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return std::string("sched_setaffinity: ") + std::strerror(errno);
+    return "";
+#else
+    (void)cpus;
+    return "not Linux";
+#endif
+}
+} // namespace
+
+std::string keepBuildsOffTimingCpus(const std::string& sysfs)
+{
+    const std::vector<int> allowed = allowedCpus();
+    const std::vector<int> builds = buildCpus(allowed, hostTimingCpus(allowed, sysfs));
+    return builds == allowed ? "" : setThreadCpus(builds);
+}
+
+BuildCpusScope::BuildCpusScope()
+{
+    m_old = allowedCpus();
+    // The process's set (a cpuset) and the GPUs do not change while it runs.
+    static const std::vector<int> timing = hostTimingCpus(m_old);
+    const std::vector<int> builds = buildCpus(m_old, timing);
+    m_applied = builds != m_old && setThreadCpus(builds).empty();
+}
+
+BuildCpusScope::~BuildCpusScope()
+{
+    if (m_applied)
+        setThreadCpus(m_old);
 }
 
 std::vector<int> allowedCpus()

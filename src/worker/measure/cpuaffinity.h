@@ -37,6 +37,41 @@ NodeRank gpuRankOnNode(const std::string& busId, const std::string& sysfs = "/sy
 /// comes last). -1 where `allowed` is empty.
 int timingCpu(const std::vector<int>& allowed, const std::vector<int>& local, NodeRank rank);
 
+/// The PCI bus ids (sysfs's form) of every NVIDIA GPU sysfs lists (vendor 0x10de, display class
+/// 0x03), sorted.
+std::vector<std::string> nvidiaGpus(const std::string& sysfs = "/sys");
+
+/// Where this host's timing threads run: timingCpu() of every GPU of nvidiaGpus(), for a process
+/// that may use `allowed` (sorted, unique; {} without a GPU).
+std::vector<int> hostTimingCpus(const std::vector<int>& allowed, const std::string& sysfs = "/sys");
+
+/// The CPUs the extension builds may use: `allowed` less `timing`, where at least two CPUs are left
+/// (a build's compiler on a timing CPU delays the timing thread's wake-up after a synchronize by
+/// up to a scheduler period, and that delay lands inside the timed interval); `allowed` as it is
+/// on a machine too small to spare them (the builds would lose half their CPUs).
+std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<int>& timing);
+
+/// The calling process (its thread, before any other starts; what it starts inherits the set)
+/// kept to buildCpus(): why that failed, or "" (done, or nothing to do).
+std::string keepBuildsOffTimingCpus(const std::string& sysfs = "/sys");
+
+/// The calling thread kept to buildCpus() for the scope's life, its earlier set back at the end:
+/// a compile in a worker (NVRTC, on the calling thread) while another worker may be timing. The
+/// host's timing CPUs are read from /sys once per process.
+class BuildCpusScope
+{
+public:
+    BuildCpusScope();
+    ~BuildCpusScope();
+    BuildCpusScope(const BuildCpusScope&) = delete;
+    BuildCpusScope& operator=(const BuildCpusScope&) = delete;
+    bool applied() const { return m_applied; }
+
+private:
+    std::vector<int> m_old;
+    bool m_applied = false;
+};
+
 /// The calling thread pinned to one CPU (and its nice value lowered by `niceDelta` where allowed)
 /// for the scope's life; the thread's earlier CPU set and nice value come back at its end.
 class ThreadPin
