@@ -36,6 +36,14 @@ def machine_failed(o):
     return o["status"] in MACHINE or "MachineError" in o["message"] or "build sandbox did not start" in o["message"]
 
 
+def trial_spread(res):
+    """The answer's timed trials' standard deviation over their mean (kwb's `timing.candidate`), or None: a
+    spread far above its siblings' says the timing was disturbed (session 35: a matmul at ±20 % while its
+    import's builds shared the timing CPU, its twins at ±0.2 %)."""
+    c = (res.get("timing") or {}).get("candidate") or {}
+    return c["std_ms"] / c["mean_ms"] if c.get("mean_ms") and c.get("std_ms") is not None else None
+
+
 def kwb_verdicts(db):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     rows = con.execute(
@@ -56,7 +64,8 @@ def kwb_verdicts(db):
         out[m.group(1)] = {"status": status, "speedup": speedup, "stage": res.get("stage", ""),
                            "code": res.get("error_code") or (res.get("format_error") or {}).get("code") or "",
                            "message": message, "recorded": json.loads(recorded) if recorded else None,
-                           "notes": res.get("notes") or [], "profile": (res.get("profile") or {}).get("name", "?")}
+                           "notes": res.get("notes") or [], "profile": (res.get("profile") or {}).get("name", "?"),
+                           "spread": trial_spread(res)}
     return out
 
 
@@ -193,8 +202,8 @@ def main():
         print("**Not the comparison the issue asks for:** KernelBench runs at PyTorch's TF32 defaults, which is kwb's "
               "`kernelbench` profile; any other profile times other kernels for a conv or a matmul (`kwb import --profile "
               "kernelbench`).\n")
-    print("| generation | KernelBench | kwb | kwb / KB |")
-    print("|---|---:|---:|---:|")
+    print("| generation | KernelBench | kwb | kwb / KB | kwb trials' spread |")
+    print("|---|---:|---:|---:|---:|")
     ratios = []
     for r, o in both_correct:
         ks, ws = r.get("speedup"), o.get("speedup")
@@ -202,10 +211,11 @@ def main():
         if ratio:
             ratios.append(ratio)
         name = r["path"].split("/", 2)[-1]
+        spread = "–" if o.get("spread") is None else f"{100 * o['spread']:.1f} %"
         if ratio:
-            print(f"| `{name}` | {ks:.3f} | {ws:.3f} | {ratio:.3f} |")
+            print(f"| `{name}` | {ks:.3f} | {ws:.3f} | {ratio:.3f} | {spread} |")
         else:
-            print(f"| `{name}` | {'not timed' if ks is None else f'{ks:.3f}'} | {'–' if ws is None else f'{ws:.3f}'} | – |")
+            print(f"| `{name}` | {'not timed' if ks is None else f'{ks:.3f}'} | {'–' if ws is None else f'{ws:.3f}'} | – | {spread} |")
     if ratios:
         within = sum(abs(x - 1) <= 0.03 for x in ratios)
         print(f"\n{len(ratios)} pairs: median kwb/KB {statistics.median(ratios):.3f}, within 3 %: {within} of {len(ratios)}.")
