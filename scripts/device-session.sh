@@ -538,7 +538,9 @@ PY
       # A cut call has only the partial file (kb_eval.py exits 3 or is stopped): bring it back too.
       cp "$adir/kb.jsonl" "$adir/kb.jsonl.partial" "$adir/kb-wall.txt" "$OUT/" 2>/dev/null ;;
     agreement-report)
-      python3 bench/agreement/compare.py --kb "$adir/kb.jsonl" --db "$adir/kwb.db" \
+      # AGREEMENT_KB_JSONL: KernelBench's side from an earlier call (a committed results file), so a
+      # recheck of kwb's side alone needs no KernelBench run.
+      python3 bench/agreement/compare.py --kb "${AGREEMENT_KB_JSONL:-$adir/kb.jsonl}" --db "$adir/kwb.db" \
         ${AGREEMENT_EXPLAIN:+--explain "$AGREEMENT_EXPLAIN"} --head "$(results_head x | tail -n +3)" > "$OUT/agreement.md"
       head -12 "$OUT/agreement.md" ;;
     esac
