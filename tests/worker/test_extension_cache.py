@@ -616,8 +616,20 @@ def precompiled_headers_are_capped():
     # under the cap the header is made (in the background)
     shutil.rmtree(os.path.join(cache, f"{ec.PCH_NAME}-{0:020d}"))
     ec._pch_failed.clear()
-    assert ec._make_pch_in_background(config, {"name": "a", "cpp_sources": "", "extra_cflags": ["-Wabc"]}) is None
-    wait_for(lambda: started and not ec._pch_making, "the header's build")
+    release = threading.Event()
+    ec.ensure_pch = lambda *a, **k: (started.append(a), release.wait(30))  # held until released
+    build = {"name": "a", "cpp_sources": "", "extra_cflags": ["-Wabc"]}
+    assert ec.pch_making_for(build) is None
+    assert ec._make_pch_in_background(config, build) is None
+    wait_for(lambda: started, "the header's build")
+    time.sleep(0.2)
+    # while it is being made, a build with the same flags learns for how long; another flag set not
+    making = ec.pch_making_for(dict(build, name="b"))
+    assert making is not None and 0.2 <= making < 30, making
+    assert ec.pch_making_for({"name": "c", "cpp_sources": "", "extra_cflags": ["-Wabd"]}) is None
+    release.set()
+    wait_for(lambda: not ec._pch_making, "the header's build")
+    assert ec.pch_making_for(build) is None
     assert len(started) == 1 and started[0][0]["extra_cflags"] == ["-Wabc"], started
 
 

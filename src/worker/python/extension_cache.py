@@ -1518,7 +1518,7 @@ def _read_line(conn, limit=LINE_LIMIT):
     return bytes(data)
 
 
-_pch_making = set()  # the precompiled headers this broker is making (their request's key)
+_pch_making = {}  # the precompiled headers this broker is making: their request's key -> when begun (monotonic s)
 _pch_failed = {}  # those it will not make: key -> why (a failed build's last line, or the cap)
 _pch_making_lock = threading.Lock()
 # Each set of allowed extra_cflags keys a header of its own (a few hundred MB, half a minute of a
@@ -1533,6 +1533,18 @@ def pch_headers_in(cache_dir):
         return sum(1 for n in os.listdir(cache_dir) if n.startswith(PCH_NAME + "-"))
     except OSError:
         return 0
+
+
+def pch_making_for(arguments):
+    """How long (s) this broker has been making the header that builds like this one would take, or
+    None where it is not making it: a build that starts without the header says so, and the record
+    shows whether waiting for it would have paid (session 35: 29 of 36 cold builds went without)."""
+    request, _ = pch_arguments(arguments)
+    if request is None:
+        return None
+    with _pch_making_lock:
+        begun = _pch_making.get(build_key(request, ""))
+    return None if begun is None else time.monotonic() - begun
 
 
 def _make_pch_in_background(config, arguments):
@@ -1551,7 +1563,7 @@ def _make_pch_in_background(config, arguments):
         if held + len(_pch_making) >= MAX_PCH_HEADERS:
             _pch_failed[key] = f"the cache holds {held} precompiled headers, the most it makes ({MAX_PCH_HEADERS})"
             return _pch_failed[key]
-        _pch_making.add(key)
+        _pch_making[key] = time.monotonic()
 
     def make():
         try:
@@ -1564,7 +1576,7 @@ def _make_pch_in_background(config, arguments):
                 _pch_failed[key] = "its build failed in this broker: " + (str(e).strip().splitlines() or ["?"])[-1][:300]
         finally:
             with _pch_making_lock:
-                _pch_making.discard(key)
+                _pch_making.pop(key, None)
 
     threading.Thread(target=make, daemon=True).start()
     return None
@@ -1574,11 +1586,15 @@ def _build_with_pch(config, conn, arguments, arch, staging):
     """One build through the sandboxed builder, with the precompiled header where there is one
     (else it is started for the next builds); the entry's "pch" says which."""
     pch, why = pch_entry(arguments, config["cache_dir"])
+    making_for = None
     if pch is None and why == NO_PCH_YET:
+        making_for = pch_making_for(arguments)  # None: this build is the one that starts it
         why = _make_pch_in_background(config, arguments) or why
     result = _run_builder(config, conn, arguments, arch, staging, pch)
     if result is not None and pch is None:
         result["pch"] = _not_used(why, arguments)
+        if making_for is not None and why == NO_PCH_YET:
+            result["pch"] += f"; this broker had been making it for {making_for:.1f} s"
     return result
 
 
