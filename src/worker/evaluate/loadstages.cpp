@@ -421,12 +421,12 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
     }
     if (!cand.hasCuda)
         return true;
-    if (!refusedCuda) {
+    if (refusedCuda) {
+        ev.cr.refused = refusedCuda;
+    } else {
         const affinity::BuildCpusScope offTimingCpus; // other workers may be timing meanwhile
         ev.cr = compileCuda(cand.cuda, arch);
     }
-    if (refusedCuda)
-        ev.cr.refused = refusedCuda;
     ev.compile["ok"] = ev.cr.ok;
     ev.compile["log"] = ev.cr.log;
     ev.compile["ms"] = ev.cr.ms;

@@ -37,6 +37,24 @@ bool parseInt(const std::string& s, int* out)
     *out = std::stoi(s);
     return true;
 }
+
+/// The calling thread's CPU set made `cpus`: "" or why not.
+std::string setThreadCpus(const std::vector<int>& cpus)
+{
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+        if (c >= 0 && c < CPU_SETSIZE)
+            CPU_SET(c, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return std::string("sched_setaffinity: ") + std::strerror(errno);
+    return "";
+#else
+    (void)cpus;
+    return "not Linux";
+#endif
+}
 } // namespace
 
 std::vector<int> parseCpuList(const std::string& text)
@@ -147,26 +165,6 @@ std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<in
     return rest.size() >= 2 ? rest : allowed;
 }
 
-namespace {
-/// The calling thread's CPU set made `cpus`: "" or why not.
-std::string setThreadCpus(const std::vector<int>& cpus)
-{
-#ifdef __linux__
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cpus)
-        if (c >= 0 && c < CPU_SETSIZE)
-            CPU_SET(c, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
-        return std::string("sched_setaffinity: ") + std::strerror(errno);
-    return "";
-#else
-    (void)cpus;
-    return "not Linux";
-#endif
-}
-} // namespace
-
 std::string keepBuildsOffTimingCpus(const std::string& sysfs)
 {
     const std::vector<int> allowed = allowedCpus();
@@ -215,15 +213,8 @@ ThreadPin::ThreadPin(int cpu, int niceDelta, std::string why)
         return;
     }
     m_oldCpus = allowedCpus();
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) == 0) {
-        m_pinned = true;
-        m_why.clear();
-    } else {
-        m_why = std::string("sched_setaffinity: ") + std::strerror(errno);
-    }
+    m_why = setThreadCpus({cpu});
+    m_pinned = m_why.empty();
     // The nice value is per thread on Linux (setpriority on the thread id).
     const id_t tid = id_t(syscall(SYS_gettid));
     errno = 0;
@@ -244,13 +235,8 @@ ThreadPin::ThreadPin(int cpu, int niceDelta, std::string why)
 ThreadPin::~ThreadPin()
 {
 #ifdef __linux__
-    if (m_pinned && !m_oldCpus.empty()) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        for (int c : m_oldCpus)
-            CPU_SET(c, &set);
-        sched_setaffinity(0, sizeof set, &set);
-    }
+    if (m_pinned && !m_oldCpus.empty())
+        setThreadCpus(m_oldCpus);
     if (m_niceChanged)
         setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), m_oldNice);
 #endif

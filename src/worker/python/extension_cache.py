@@ -1535,15 +1535,19 @@ def pch_headers_in(cache_dir):
         return 0
 
 
+def _pch_key(arguments):
+    """The key of the header builds with these arguments would take, or None where none can serve them."""
+    request, _ = pch_arguments(arguments)
+    return None if request is None else build_key(request, "")
+
+
 def pch_making_for(arguments):
     """How long (s) this broker has been making the header that builds like this one would take, or
     None where it is not making it: a build that starts without the header says so, and the record
     shows whether waiting for it would have paid (session 35: 29 of 36 cold builds went without)."""
-    request, _ = pch_arguments(arguments)
-    if request is None:
-        return None
+    key = _pch_key(arguments)
     with _pch_making_lock:
-        begun = _pch_making.get(build_key(request, ""))
+        begun = _pch_making.get(key)
     return None if begun is None else time.monotonic() - begun
 
 
@@ -1552,10 +1556,9 @@ def _make_pch_in_background(config, arguments):
     (and skipped where another process holds its key): the build that asked goes on without it,
     so no build waits the header's half minute; the next ones take it. Returns why it is not made
     (its build failed in this broker, or the cache holds the most headers it makes), else None."""
-    request, _ = pch_arguments(arguments)
-    if request is None:
+    key = _pch_key(arguments)
+    if key is None:
         return None
-    key = build_key(request, "")
     with _pch_making_lock:
         if key in _pch_making or key in _pch_failed:
             return _pch_failed.get(key)
