@@ -22,6 +22,12 @@ int main(int argc, char** argv)
     kwb::watchParent();
     // Nothing kwb's process happened to leave open reaches an answer (sandboxinit.h).
     kwb::closeInheritedDescriptors();
+    // Before any thread, in the roles kwb starts: builds, compile workers' torch imports and a
+    // worker's own other threads overlap other candidates' timings, so all of it stays off the
+    // timing threads' CPUs (the timing thread pins itself onto its own for each measurement). A
+    // builder, started by the broker, has the broker's set already: from it, it would take another.
+    const bool builder = argc == 4 && std::strcmp(argv[1], "--build-extension") == 0;
+    const std::string sharedTimingCpus = builder ? "" : kwb::affinity::keepOffTimingCpus();
     // The extension cache's two other roles (pythonhost.h): they run no answer's code.
     if (argc == 3 && std::strcmp(argv[1], "--build-broker") == 0) {
         // A worker may close a request's connection before its reply (an early request no
@@ -31,9 +37,8 @@ int main(int argc, char** argv)
         // Before the interpreter and any thread: every build the broker starts inherits it.
         if (const std::string why = kwb::limitBuildMemory(); !why.empty())
             std::cerr << "kwb-worker --build-broker: no data limit for builds: " << why << "\n";
-        // Builds overlap other candidates' timings: their compilers stay off the timing threads' CPUs.
-        if (const std::string why = kwb::affinity::keepBuildsOffTimingCpus(); !why.empty())
-            std::cerr << "kwb-worker --build-broker: builds share the timing CPUs: " << why << "\n";
+        if (!sharedTimingCpus.empty())
+            std::cerr << "kwb-worker --build-broker: builds share the timing CPUs: " << sharedTimingCpus << "\n";
         try {
             return kwb::python::runBuildBroker(argv[2]);
         } catch (const std::exception& e) {
@@ -41,7 +46,7 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    if (argc == 4 && std::strcmp(argv[1], "--build-extension") == 0) {
+    if (builder) {
         if (const char* why = kwb::denyKeyrings(); *why)
             std::cerr << "kwb-worker --build-extension: " << why << "\n";
         try {
@@ -55,6 +60,8 @@ int main(int argc, char** argv)
     // kill it, and a candidate cannot fake one (sandboxinit.h).
     if (const char* why = kwb::setUpSandboxInit(); *why)
         std::cerr << "kwb-worker: the sandbox's init: " << why << "\n";
+    if (!sharedTimingCpus.empty())
+        std::cerr << "kwb-worker: its threads share the timing CPUs: " << sharedTimingCpus << "\n";
     // Then, before anything can print: responses get a private descriptor, fd 1 becomes stderr.
     const int protocolFd = kwb::protocol::takeOverStdout();
     if (protocolFd < 0) {

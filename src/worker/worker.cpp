@@ -7,7 +7,6 @@
 #include "worker/compile/nvrtccompiler.h"
 #include "worker/device/cudadriver.h"
 #include "worker/device/deviceinfo.h"
-#include "worker/measure/cpuaffinity.h"
 #include "worker/measure/profiles.h"
 #include "worker/protocol/protocol.h"
 #include "worker/python/pythonhost.h"
@@ -274,11 +273,7 @@ json Worker::compileOnly(const json& request)
                {protocol::Key::kSourceHash, nullptr}};
     } else {
         const std::string& source = candidate.cuda;
-        CompileResult r;
-        {
-            const affinity::BuildCpusScope offTimingCpus; // a compile worker: others are timing meanwhile
-            r = compileCuda(source, arch);
-        }
+        const CompileResult r = compileCuda(source, arch);
         json kernels = json::array();
         for (const auto& d : candidate.kernels)
             kernels.push_back(d.name);

@@ -356,13 +356,13 @@ TEST_CASE("a GPU's rank among the NVIDIA GPUs of its node, from a sysfs tree")
     CHECK(hostTimingCpus(all, root).empty());
 }
 
-TEST_CASE("builds keep off the timing CPUs where at least two CPUs are left")
+TEST_CASE("a worker keeps off the timing CPUs where at least two CPUs are left; its timing thread still pins onto one")
 {
     using namespace kwb::affinity;
     CHECK(buildCpus({0, 1, 2, 3}, {3}) == std::vector<int>{0, 1, 2});
     CHECK(buildCpus({0, 1, 2}, {2}) == std::vector<int>{0, 1});
-    CHECK(buildCpus({0, 1}, {1}) == std::vector<int>{0, 1});          // two CPUs: builds would lose half
-    CHECK(buildCpus({0, 1, 2}, {1, 2}) == std::vector<int>{0, 1, 2}); // one left for builds: all of them
+    CHECK(buildCpus({0, 1}, {1}) == std::vector<int>{0, 1});          // two CPUs: the rest would lose half
+    CHECK(buildCpus({0, 1, 2}, {1, 2}) == std::vector<int>{0, 1, 2}); // one left: all of them
     CHECK(buildCpus({0, 1, 2, 3}, {}) == std::vector<int>{0, 1, 2, 3});
     CHECK(buildCpus({4, 5, 6}, {0, 6}) == std::vector<int>{4, 5}); // a timing CPU outside the set
     // Applied (on a thread of its own: the set is per thread until a process starts), with one GPU
@@ -375,33 +375,38 @@ TEST_CASE("builds keep off the timing CPUs where at least two CPUs are left")
     writeFile(root + "/bus/pci/devices/0000:17:00.0/class", "0x030200");
     writeFile(root + "/bus/pci/devices/0000:17:00.0/local_cpulist",
               std::to_string(mine.front()) + "-" + std::to_string(mine.back()));
-    std::vector<int> applied;
+    std::vector<int> applied, onTiming, after;
     std::string why = "not run";
+    bool pinned = false;
     std::thread([&] {
-        why = keepBuildsOffTimingCpus(root);
+        why = keepOffTimingCpus(root);
         applied = allowedCpus();
+        // The timing thread's pin leaves the narrowed set for its CPU, and comes back to the set.
+        {
+            const ThreadPin pin(mine.back(), 0, "");
+            pinned = pin.pinned();
+            onTiming = allowedCpus();
+        }
+        after = allowedCpus();
     }).join();
     std::filesystem::remove_all(root);
     CHECK(why == "");
     CHECK(applied == buildCpus(mine, {mine.back()}));
     CHECK((mine.size() < 3 || std::find(applied.begin(), applied.end(), mine.back()) == applied.end()));
+    CHECK(pinned);
+    CHECK(onTiming == std::vector<int>{mine.back()});
+    CHECK(after == applied);
+    // The timing CPU is chosen from the set the process started with, not the narrowed one: every
+    // worker for a GPU picks the same CPU.
+    CHECK(processCpus() == mine);
     CHECK(allowedCpus() == mine);
-    // A compile's scope on a thread: this machine's build CPUs inside, the thread's own set after.
-    std::thread([&] {
-        {
-            const BuildCpusScope scope;
-            CHECK(allowedCpus() == buildCpus(mine, hostTimingCpus(mine)));
-            CHECK(scope.applied() == (allowedCpus() != mine));
-        }
-        CHECK(allowedCpus() == mine);
-    }).join();
-    // This machine's own: never a timing CPU among the builds' where any was taken off.
-    const std::vector<int> allowed = allowedCpus(), timing = hostTimingCpus(allowed);
-    const std::vector<int> builds = buildCpus(allowed, timing);
-    CHECK(!builds.empty());
-    if (builds != allowed)
+    // This machine's own: never a timing CPU among the rest's where any was taken off.
+    const std::vector<int> timing = hostTimingCpus(mine);
+    const std::vector<int> rest = buildCpus(mine, timing);
+    CHECK(!rest.empty());
+    if (rest != mine)
         for (int c : timing)
-            CHECK(std::find(builds.begin(), builds.end(), c) == builds.end());
+            CHECK(std::find(rest.begin(), rest.end(), c) == rest.end());
 }
 
 TEST_CASE("a pinned thread runs on its CPU for the scope and gets its CPUs and nice value back")

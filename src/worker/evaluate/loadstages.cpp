@@ -4,7 +4,6 @@
 #include "worker/evaluate/evaluation.h"
 
 #include "worker/compile/kernelfacts.h"
-#include "worker/measure/cpuaffinity.h"
 
 #include <cstdio>
 
@@ -424,7 +423,6 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
     if (refusedCuda) {
         ev.cr.refused = refusedCuda;
     } else {
-        const affinity::BuildCpusScope offTimingCpus; // other workers may be timing meanwhile
         ev.cr = compileCuda(cand.cuda, arch);
     }
     ev.compile["ok"] = ev.cr.ok;

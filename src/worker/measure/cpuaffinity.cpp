@@ -165,26 +165,17 @@ std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<in
     return rest.size() >= 2 ? rest : allowed;
 }
 
-std::string keepBuildsOffTimingCpus(const std::string& sysfs)
+std::vector<int> processCpus()
 {
-    const std::vector<int> allowed = allowedCpus();
-    const std::vector<int> builds = buildCpus(allowed, hostTimingCpus(allowed, sysfs));
-    return builds == allowed ? "" : setThreadCpus(builds);
+    static const std::vector<int> atStart = allowedCpus(); // a process's cpuset does not change
+    return atStart;
 }
 
-BuildCpusScope::BuildCpusScope()
+std::string keepOffTimingCpus(const std::string& sysfs)
 {
-    m_old = allowedCpus();
-    // The process's set (a cpuset) and the GPUs do not change while it runs.
-    static const std::vector<int> timing = hostTimingCpus(m_old);
-    const std::vector<int> builds = buildCpus(m_old, timing);
-    m_applied = builds != m_old && setThreadCpus(builds).empty();
-}
-
-BuildCpusScope::~BuildCpusScope()
-{
-    if (m_applied)
-        setThreadCpus(m_old);
+    const std::vector<int> all = processCpus();
+    const std::vector<int> rest = buildCpus(all, hostTimingCpus(all, sysfs));
+    return rest == all ? "" : setThreadCpus(rest);
 }
 
 std::vector<int> allowedCpus()

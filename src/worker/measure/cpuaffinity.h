@@ -45,32 +45,22 @@ std::vector<std::string> nvidiaGpus(const std::string& sysfs = "/sys");
 /// that may use `allowed` (sorted, unique; {} without a GPU).
 std::vector<int> hostTimingCpus(const std::vector<int>& allowed, const std::string& sysfs = "/sys");
 
-/// The CPUs the extension builds may use: `allowed` less `timing`, where at least two CPUs are left
-/// (a build's compiler on a timing CPU delays the timing thread's wake-up after a synchronize by
-/// up to a scheduler period, and that delay lands inside the timed interval); `allowed` as it is
-/// on a machine too small to spare them (the builds would lose half their CPUs).
+/// The CPUs everything but the timing thread may use: `allowed` less `timing`, where at least two
+/// CPUs are left (a compiler, a compile worker's torch import or a worker's own other threads on a
+/// timing CPU delay the timing thread's wake-up after a synchronize by up to a scheduler period,
+/// and that delay lands inside the timed interval); `allowed` as it is on a machine too small to
+/// spare them (the rest would lose half their CPUs).
 std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<int>& timing);
 
-/// The calling process (its thread, before any other starts; what it starts inherits the set)
-/// kept to buildCpus(): why that failed, or "" (done, or nothing to do).
-std::string keepBuildsOffTimingCpus(const std::string& sysfs = "/sys");
+/// The CPUs this process could use when it started, before keepOffTimingCpus() narrowed them:
+/// the set the timing thread's CPU is chosen from, so every worker for a GPU picks the same one.
+std::vector<int> processCpus();
 
-/// The calling thread kept to buildCpus() for the scope's life, its earlier set back at the end:
-/// a compile in a worker (NVRTC, on the calling thread) while another worker may be timing. The
-/// host's timing CPUs are read from /sys once per process.
-class BuildCpusScope
-{
-public:
-    BuildCpusScope();
-    ~BuildCpusScope();
-    BuildCpusScope(const BuildCpusScope&) = delete;
-    BuildCpusScope& operator=(const BuildCpusScope&) = delete;
-    bool applied() const { return m_applied; }
-
-private:
-    std::vector<int> m_old;
-    bool m_applied = false;
-};
+/// The calling process kept to buildCpus(processCpus(), its host's timing CPUs), called by its
+/// first thread before any other starts, so every thread and process it starts inherits the set;
+/// the timing thread leaves it for its own CPU for each measurement (ThreadPin). Why that failed,
+/// or "" (done, or nothing to do).
+std::string keepOffTimingCpus(const std::string& sysfs = "/sys");
 
 /// The calling thread pinned to one CPU (and its nice value lowered by `niceDelta` where allowed)
 /// for the scope's life; the thread's earlier CPU set and nice value come back at its end.

@@ -118,7 +118,7 @@ std::unique_ptr<affinity::ThreadPin> pinTimingThread()
     if (!chosen.count(ordinal)) {
         const std::string bus = deviceFacts(ordinal).value("pci_bus_id", std::string());
         const std::vector<int> local = affinity::localCpus(bus);
-        const int cpu = affinity::timingCpu(affinity::allowedCpus(), local, affinity::gpuRankOnNode(bus));
+        const int cpu = affinity::timingCpu(affinity::processCpus(), local, affinity::gpuRankOnNode(bus));
         chosen[ordinal] = {cpu, std::binary_search(local.begin(), local.end(), cpu)};
     }
     const Choice c = chosen[ordinal];
