@@ -304,6 +304,26 @@ def flags_that_must_agree():
     assert cs.host_macros(torch_cxx + ["-O3"], torch_nvcc + ["-O3", "-std=c++17"]) == lines
 
 
+def nvcc_host_compiler_from_flags():
+    # torch adds `-ccbin $CC` where CC is set; an answer's extra_cuda_cflags can name one too
+    assert cs.nvcc_host_compiler(["-O3", "-std=c++17"]) == ("gcc", ["-O3", "-std=c++17"])
+    assert cs.nvcc_host_compiler(["-ccbin", "/opt/gcc/bin/gcc", "-O3"]) == ("/opt/gcc/bin/gcc", ["-O3"])
+    assert cs.nvcc_host_compiler(["-O3", "--compiler-bindir=clang++"]) == ("clang++", ["-O3"])
+    assert cs.nvcc_host_compiler(["-ccbin='g++-12'"]) == ("g++-12", [])
+    folder = tempfile.mkdtemp()
+    try:
+        assert cs.nvcc_host_compiler(["--compiler-bindir", folder]) == (os.path.join(folder, "gcc"), [])
+    finally:
+        os.rmdir(folder)
+    for flags in (["-ccbin"], ["-ccbin="], ["--compiler-bindir", "''"]):
+        try:
+            cs.nvcc_host_compiler(flags)
+        except cs.NotSplit as e:
+            assert "names no host compiler" in str(e), (flags, str(e))
+            continue
+        raise AssertionError(f"{flags}: not declined")
+
+
 def reads_any_text_without_crashing():
     # Every prefix of the fixtures: declined or split, never another exception (an answer cut off
     # mid-token by a length limit is an honest answer too).
@@ -409,6 +429,7 @@ if __name__ == "__main__":
     cases = [keeps_every_line_where_it_was, device_unit_has_kernels_and_launchers,
              host_unit_launches_through_the_launcher, multiline_launch_in_a_namespace, template_kernels_by_their_dispatch,
              declines_what_it_cannot_split_faithfully, unnamed_and_typed_parameters, flags_that_must_agree,
+             nvcc_host_compiler_from_flags,
              reads_any_text_without_crashing, compiles_with_nvcc_and_gxx]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     failed = 0

@@ -34,6 +34,7 @@
 # around a kernel (its launcher would be another unit's), a preprocessor directive inside a
 # declaration, a test of a macro only nvcc defines for the host (`#ifdef __CUDACC__`), cub's,
 # thrust's or CUTLASS's headers, and anything the reading below does not parse.
+import os
 import re
 
 
@@ -887,6 +888,29 @@ def _opt_level(flag):
     if flag.startswith("--optimize"):
         return flag.partition("=")[2] or "?"
     return flag[2:] or "1"
+
+
+def nvcc_host_compiler(nvcc_args):
+    """nvcc's host compiler as its arguments name it, and the arguments without that option:
+    `-ccbin`/`--compiler-bindir` names a compiler or the folder of nvcc's default `gcc` (torch adds
+    `-ccbin $CC` where CC is set); else `gcc` on PATH, nvcc's default. The caller compares it with
+    load_inline's C++ compiler: the host unit is that compiler's."""
+    compiler, rest, k = "gcc", [], 0
+    while k < len(nvcc_args):
+        a = nvcc_args[k]
+        name, eq, value = a.partition("=")
+        if name not in ("-ccbin", "--compiler-bindir"):
+            rest.append(a)
+            k += 1
+            continue
+        if not eq:
+            value = nvcc_args[k + 1] if k + 1 < len(nvcc_args) else ""
+        k += 1 if eq else 2
+        value = value.strip("'\"")
+        if not value:
+            raise NotSplit(f"{name} names no host compiler")
+        compiler = os.path.join(value, "gcc") if os.path.isdir(value) else value
+    return compiler, rest
 
 
 def host_macros(cxx_args, nvcc_args):

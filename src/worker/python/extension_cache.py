@@ -744,10 +744,13 @@ class _BuildHooks:
         try:
             cxx_args = shlex.split(" ".join(self.cflags + self.post))
             nvcc_args = shlex.split(" ".join([f.strip() for f in (a.get("cuda_cflags") or []) + (a.get("cuda_post_cflags") or [])]))
+            ccbin, nvcc_args = cuda_split.nvcc_host_compiler(nvcc_args)
             macros = cuda_split.host_macros(cxx_args, nvcc_args)
-            host_compiler = compiler_identity("gcc").partition(": ")[2].partition(" ")[2]
+            # The same compiler and version, whatever its name (gcc and g++ of one toolchain, or a
+            # wrapper): its --version line without the program's name.
+            host_compiler = compiler_identity(ccbin).partition(": ")[2].partition(" ")[2]
             if host_compiler != self.record["compiler"].partition(": ")[2].partition(" ")[2]:
-                raise cuda_split.NotSplit("nvcc's host compiler (gcc) is not load_inline's C++ compiler")
+                raise cuda_split.NotSplit(f"nvcc's host compiler ({ccbin}) is not load_inline's C++ compiler")
             new_sources, new_objects, written = [], [], []
             for source, obj in zip(sources, objects):
                 if not is_cuda(source):
