@@ -851,6 +851,39 @@ private Q_SLOTS:
         QTest::qWait(300); // the spare ended is reaped before the supervisor goes
     }
 
+    void aGpuSlotKeepsSeveralSparesOnceWorkersRetire()
+    {
+        // A GPU slot (EvaluationQueue::configureSlot) keeps SparePool::kDefaultCount spares once its
+        // reused workers retire: every KernelBench-format candidate retires one, and with a
+        // single spare every other candidate waited for a start. Two requests in a row both find
+        // a ready worker.
+        auto supervisor = makeSupervisor({QStringLiteral("--hello-delay"), QStringLiteral("500")},
+                                         WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        supervisor->setSparesForRetiringWorkers(SparePool::kDefaultCount);
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate())).hasResponse);
+        QTest::qWait(200);
+        QCOMPARE(supervisor->liveSpareCount(), 0); // a healthy reused worker: no spare
+        QVERIFY(waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("unhealthy")))).hasResponse);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == SparePool::kDefaultCount, kWaitMs);
+        for (int round = 0; round < 2; ++round) {
+            // every spare ready (each has answered hello), then two candidates back to back
+            QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == SparePool::kDefaultCount &&
+                                         !supervisor->spareWorkerPids().contains(0),
+                                     kWaitMs);
+            QTest::qWait(1500); // their 500 ms hellos answered
+            const QList<qint64> ready = supervisor->spareWorkerPids();
+            for (int i = 0; i < 2; ++i) {
+                const Ending next =
+                    waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("unhealthy"))));
+                QVERIFY2(next.hasResponse, qPrintable(next.message));
+                QVERIFY(ready.contains(pidOf(next)));
+                QVERIFY2(next.elapsedMs < 400, qPrintable(QString::number(next.elapsedMs)));
+                QVERIFY(supervisor->liveSpareCount() <= SparePool::kDefaultCount);
+            }
+        }
+        QTest::qWait(300); // the spares ended are reaped before the supervisor goes
+    }
+
     void warmSpareOff()
     {
         QString log;

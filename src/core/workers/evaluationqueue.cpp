@@ -138,6 +138,10 @@ void EvaluationQueue::configureSlot(const Gpu& gpu, WorkerSupervisor* supervisor
     // one is evaluated too (59.9 -> 69.1 candidates/min over L1+L2 on an H200, docs/decisions.md).
     supervisor->setWarmWhileBusy(true);
     supervisor->setWarmPython(m_warmPython);
+    // Every KernelBench-format candidate retires the worker it ran in, even in reuse mode: with one
+    // spare, every other candidate waited for a worker's start (session 36's cold run on an H100:
+    // verdicts 1-2 s and 4-5.5 s apart in turn). A slot keeps as many as fresh workers do.
+    supervisor->setSparesForRetiringWorkers(SparePool::kDefaultCount);
 }
 
 void EvaluationQueue::configureSlots()

@@ -71,6 +71,12 @@ void SparePool::setRetiringWorkers(bool retiring)
     trim();
 }
 
+void SparePool::setRetiringCount(int count)
+{
+    m_retiringCount = std::max(0, count);
+    trim();
+}
+
 bool SparePool::wanted() const
 {
     // Reuse mode keeps its worker, so a spare would only sit there holding memory, until a worker

@@ -87,16 +87,21 @@ public:
     void setFreshWorkers(bool fresh);
     /// Whether a worker the supervisor reuses has retired after a request (it answered
     /// `worker_healthy: false`: a KernelBench-format answer's library was loaded in it, or a sticky
-    /// CUDA error): from then on one spare is kept, so that the next request does not wait for a
-    /// process start and torch's import. One, not count(): a reused worker that retires now and
-    /// then needs no more, and the compile pool keeps a supervisor per compile worker.
+    /// CUDA error): from then on retiringCount() spares are kept, so that the next request does not
+    /// wait for a process start and torch's import.
     void setRetiringWorkers(bool retiring);
     bool retiringWorkers() const { return m_retiringWorkers; }
+    /// How many spares are kept once workers retire (at most count()): one by default, as a
+    /// reused worker that retires now and then needs no more, and the compile pool keeps a
+    /// supervisor per compile worker. A GPU slot, where every KernelBench-format candidate retires
+    /// its worker, keeps as many as fresh workers do (EvaluationQueue::configureSlot).
+    void setRetiringCount(int count);
+    int retiringCount() const { return m_retiringCount; }
     /// Whether the supervisor wants spares now: enabled, workers replaced (fresh, or retiring), a
     /// count, a program.
     bool wanted() const;
-    /// How many are kept now: count() with fresh workers, at most one for retiring ones.
-    int keptCount() const { return m_freshWorkers ? m_count : std::min(m_count, 1); }
+    /// How many are kept now: count() with fresh workers, at most retiringCount() for retiring ones.
+    int keptCount() const { return m_freshWorkers ? m_count : std::min(m_count, m_retiringCount); }
     void setWarmWhileBusy(bool enabled) { m_warmWhileBusy = enabled; }
     bool warmWhileBusy() const { return m_warmWhileBusy; }
     void setWarmPython(bool enabled) { m_warmPython = enabled; }
@@ -166,6 +171,7 @@ private:
     bool m_freshWorkers = true;
     bool m_retiringWorkers = false;
     int m_count = kDefaultCount;
+    int m_retiringCount = 1;
     bool m_warm = true;
     bool m_warmWhileBusy = false;
     bool m_warmPython = false;

@@ -108,6 +108,9 @@ public:
     /// `hello` (and `warm`) and nothing else until it takes over; a spare that dies is replaced at the next top-up.
     void setSpareWorker(bool enabled) { m_spares.setEnabled(enabled); }
     bool spareWorker() const { return m_spares.enabled(); }
+    /// How many spares reuse mode keeps once a worker has retired (one by default; sparepool.h).
+    void setSparesForRetiringWorkers(int count) { m_spares.setRetiringCount(count); }
+    int sparesForRetiringWorkers() const { return m_spares.retiringCount(); }
     /// Evaluations will come (a queue holds some that wait for their compile or for the GPU's
     /// `device` answer): with no spare alive, the first starts now, so that the evaluation after
     /// the first finds it warm. sendRequest() does the same for an `evaluate`. Nothing in reuse
