@@ -53,7 +53,7 @@ def read(db_path, run_id=None):
     status = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
     out = {"run": run_id, "status": status, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
-           "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None}
+           "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": []}
     for status_, created, result in rows:
         out["statuses"][status_] += 1
         t = when(created)
@@ -65,6 +65,8 @@ def read(db_path, run_id=None):
         for stage, ms in (d.get("stage_ms") or {}).items():
             if stage != "total" and isinstance(ms, (int, float)):
                 out["stages"][stage] += ms / 1000.0
+        total = (d.get("stage_ms") or {}).get("total")
+        out["verdicts"].append((t, total / 1000.0 if isinstance(total, (int, float)) else 0.0))
         for ext in (d.get("compile") or {}).get("extensions") or []:
             key = ext.get("key") or ext.get("build_dir")
             if key in out["builds"] or not isinstance(ext.get("built_ms"), (int, float)):
@@ -73,6 +75,10 @@ def read(db_path, run_id=None):
             out["pch"][_word(ext.get("pch"))] += 1
             out["split"][_word(ext.get("split")) if ext.get("with_cuda") else "(no .cu)"] += 1
     out["started"] = when(started) if started else None
+    # Between one verdict and the next, beyond the next evaluation's own time (its stages' total):
+    # where a slot waited for a worker's start or for a build (one slot per GPU: in order).
+    out["verdicts"].sort()
+    out["between"] = [max(0.0, (b[0] - a[0]) - b[1]) for a, b in zip(out["verdicts"], out["verdicts"][1:])]
     return out
 
 
@@ -114,6 +120,9 @@ def main():
         ("candidates / evaluations", lambda r: f"{r['candidates']} / {r['evaluations']}"),
         ("candidates/min", lambda r: f"{60.0 * r['evaluations'] / r['wall']:.1f}"),
         ("verdicts", lambda r: ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common())),
+        ("first verdict s (after the first prompt)", lambda r: f"{r['verdicts'][0][0] - r['started']:.1f}"),
+        ("between verdicts beyond the evaluation's own time, s: median [max], sum",
+         lambda r: f"{statistics.median(r['between']):.1f} [{max(r['between']):.1f}], {sum(r['between']):.0f}"),
         ("extensions built", lambda r: str(len(r["builds"]))),
         ("build s, median [min–max]", lambda r: f"{statistics.median(r['builds'].values()):.1f} "
                                                 f"[{min(r['builds'].values()):.1f}–{max(r['builds'].values()):.1f}]"),
