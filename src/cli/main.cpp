@@ -10,6 +10,7 @@
 #include "core/protocol/triallimits.h"
 #include "core/run/regimefile.h"
 #include "core/run/runlaunch.h"
+#include "core/workers/evaluationqueue.h"
 #include "core/workers/hostlimits.h"
 #include "core/workers/workertarget.h"
 
@@ -284,6 +285,13 @@ int main(int argc, char** argv)
                              " here for kernelbench: 3/4 of the cores, at most one per 6 GiB of 3/4 of the memory; "
                              "stored with the run)")
             ->check(CLI::Range(0, 256));
+        command
+            ->add_option("--evaluations-per-gpu", runOptions.evaluationsPerGpu,
+                         "candidates evaluated at once on each local GPU (default 1): their timings still "
+                         "run one at a time under the GPU's quiet lock, while the other stages (a "
+                         "KernelBench answer's module and reference built on the CPU, a worker's start) "
+                         "overlap; stored with the run where not 1")
+            ->check(CLI::Range(1, kwb::EvaluationQueue::kMaxEvaluationsPerGpu));
         addWorkerLimits(command);
         addJson(command);
     };

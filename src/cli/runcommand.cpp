@@ -367,6 +367,7 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     environment.workers = options.workers;
     if (options.compileWorkers >= 0) // else the default for the run's answer format (HeadlessRun)
         environment.compileWorkers = options.compileWorkers;
+    environment.evaluationsPerGpu = options.evaluationsPerGpu;
     HeadlessRun run(plan, environment);
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
         err() << "kwb run: warning: " << message << '\n';
@@ -406,7 +407,10 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     QObject::connect(&ticker, &QTimer::timeout, &run, [&] { printProgress(false); });
     QObject::connect(&run, &HeadlessRun::runReady, &run, [&] {
         err() << "kwb run: " << run.compileWorkers() << " compile worker(s), " << run.tasksInFlight()
-              << " task(s) in flight\n";
+              << " task(s) in flight";
+        if (options.evaluationsPerGpu != EvaluationQueue::kDefaultEvaluationsPerGpu)
+            err() << ", " << options.evaluationsPerGpu << " evaluations at once per GPU";
+        err() << '\n';
         if (const QString warning = compileWorkersMemoryWarning(run.plan().answerFormat, run.compileWorkers());
             !warning.isEmpty())
             err() << "kwb: warning: " << warning << '\n';

@@ -392,6 +392,35 @@ private Q_SLOTS:
         QVERIFY2(bad.err.contains(QStringLiteral("--compile-workers")), qPrintable(bad.err));
     }
 
+    // --evaluations-per-gpu: the queue's slots per local GPU, said and stored with the run where not
+    // one (a run's pace depends on it); a task in flight per slot; out of [1, 4] refused.
+    void evaluationsPerGpuAreUsedAndStored()
+    {
+        const QString db = newDb();
+        const Result r = runKwb(runArgs(db) << QStringLiteral("--evaluations-per-gpu") << QStringLiteral("2"));
+        QVERIFY2(r.exitCode == 0, qPrintable(QStringLiteral("exit %1\n%2%3").arg(r.exitCode).arg(r.out, r.err)));
+        QVERIFY2(
+            r.err.contains(QStringLiteral("1 compile worker(s), 3 task(s) in flight, 2 evaluations at once per GPU")),
+            qPrintable(r.err));
+        RunStore store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.run(1)->configJson.value(QLatin1String("evaluations_per_gpu")).toInt(), 2);
+
+        const QString plainDb = newDb();
+        const Result plain = runKwb(runArgs(plainDb));
+        QVERIFY2(plain.exitCode == 0, qPrintable(plain.err));
+        QVERIFY2(!plain.err.contains(QStringLiteral("evaluations at once")), qPrintable(plain.err));
+        RunStore plainStore;
+        QVERIFY(plainStore.open(plainDb));
+        QVERIFY(!plainStore.run(1)->configJson.contains(QLatin1String("evaluations_per_gpu")));
+
+        for (const QString& bad : {QStringLiteral("0"), QStringLiteral("5")}) {
+            const Result refused = runKwb(runArgs(newDb()) << QStringLiteral("--evaluations-per-gpu") << bad);
+            QCOMPARE(refused.exitCode, 2);
+            QVERIFY2(refused.err.contains(QStringLiteral("--evaluations-per-gpu")), qPrintable(refused.err));
+        }
+    }
+
     // A regime of the user's own (a TOML file in $XDG_CONFIG_HOME/kernel-workbench/regimes, no
     // compiling): `kwb run --regime NAME` runs it with its settings and stores them with the run;
     // a broken file is named, with its line, where its regime is asked for.

@@ -113,6 +113,8 @@ QJsonObject RunConfig::toJson() const
                      {QStringLiteral("compile_only"), compileOnly}};
     if (compileWorkers)
         json.insert(QStringLiteral("compile_workers"), *compileWorkers);
+    if (evaluationsPerGpu)
+        json.insert(QStringLiteral("evaluations_per_gpu"), *evaluationsPerGpu);
     if (!memoryCgroup.isEmpty())
         json.insert(QStringLiteral("memory_cgroup"), memoryCgroup);
     if (isImport()) {
@@ -233,6 +235,8 @@ RunConfig RunConfig::fromJson(const QJsonObject& json)
     c.maxOutputTokens = value("max_output_tokens").toInt(0);
     if (value("compile_workers").isDouble())
         c.compileWorkers = value("compile_workers").toInt();
+    if (value("evaluations_per_gpu").isDouble())
+        c.evaluationsPerGpu = value("evaluations_per_gpu").toInt();
     c.import = value("import").toObject();
     return c;
 }

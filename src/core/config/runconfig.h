@@ -124,6 +124,9 @@ struct RunConfig
     int contextTokens = 0;             ///< 0: prompts were not checked against a context (runs before the budget)
     int maxOutputTokens = 0;           ///< 0: max_tokens was not sent
     std::optional<int> compileWorkers; ///< how it was run (issue 14); unset: not recorded
+    /// Evaluations at once per local GPU (EvaluationQueue::setEvaluationsPerGpu), how it was run;
+    /// unset: one (runs before it, and runs that kept the default).
+    std::optional<int> evaluationsPerGpu;
     /// What `kwb import` brought in and from where (format, folders, files, skipped, recorded
     /// verdicts), kept as the import wrote it: a record of provenance that nothing reads back but
     /// its presence. Empty: the run was generated.

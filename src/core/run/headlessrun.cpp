@@ -74,8 +74,10 @@ int HeadlessRun::tasksInFlight() const
     int samples = m_plan.regime.n;
     for (const Regime& regime : m_plan.levelRegimes)
         samples = std::min(samples, regime.n);
-    const int gpus =
-        int(m_environment.workers.isEmpty() ? m_environment.gpuOrdinals.size() : m_environment.workers.size());
+    // Each evaluation slot of a local GPU keeps a task busy as a GPU does.
+    const int gpus = m_environment.workers.isEmpty()
+                         ? int(m_environment.gpuOrdinals.size()) * std::max(1, m_environment.evaluationsPerGpu)
+                         : int(m_environment.workers.size());
     return defaultTasksInFlight(compileWorkers(), gpus, samples);
 }
 
@@ -288,6 +290,8 @@ void HeadlessRun::createAndStart(const DeviceFacts& device, const HelloInfo& hel
             return fail(Failure::Configuration, error);
         // How it was run, beside what it is: a run's pace depends on it (issue 14).
         config->compileWorkers = compileWorkers();
+        if (m_environment.evaluationsPerGpu != EvaluationQueue::kDefaultEvaluationsPerGpu)
+            config->evaluationsPerGpu = m_environment.evaluationsPerGpu;
         const std::optional<qint64> id = m_store.createRun(m_plan.runName(), m_plan.regimeLabel(), config->toJson());
         if (!id)
             return fail(Failure::CreateRun, QStringLiteral("cannot create the run: %1").arg(m_store.errorString()));
@@ -304,6 +308,7 @@ void HeadlessRun::createAndStart(const DeviceFacts& device, const HelloInfo& hel
         arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;
     configureQueue(*m_queue, m_environment.workerProgram, arguments, m_plan, device);
     m_queue->setCompileWorkerCount(compileWorkers());
+    m_queue->setEvaluationsPerGpu(m_environment.evaluationsPerGpu);
     m_queue->setKillGracePeriod(m_environment.killGraceMs);
 
     m_controller = new RunController(m_llm, m_queue, &m_store, m_plan.promptsDir, this);
