@@ -267,7 +267,8 @@ for step in "$@"; do
     # as listed; put a throwaway first to warm the page cache (torch's headers) for both. A mode
     # "M+header" (after M) starts from M's cache with every extension removed and only the torch
     # headers M's run made kept: every answer still built cold, as a researcher's second run on the
-    # machine builds new answers, without the header's one-time half minute.
+    # machine builds new answers, without the header's one-time half minute. A mode "M@N" runs M with
+    # N evaluations at once on the GPU (--evaluations-per-gpu N; its cache is M's, as for +header).
     log cold-zero-shot
     need_bundle
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
@@ -277,14 +278,16 @@ for step in "$@"; do
     rows=(); declare -A caches=()
     for mode in ${COLD_MODES:-whole split}; do
       db=$OUT/cold-$mode.db; rm -f "$db"
-      if [[ $mode == *+header ]]; then
-        cache=${caches[${mode%+header}]:?"cold-zero-shot: $mode needs ${mode%+header} before it"}
+      evals=1; base=$mode
+      [[ $mode == *@* ]] && { evals=${mode##*@}; base=${mode%@*}; }
+      if [[ $base == *+header ]]; then
+        cache=${caches[${base%+header}]:?"cold-zero-shot: $mode needs ${base%+header} before it"}
         find "$cache" -mindepth 1 -maxdepth 1 ! -name 'kwb_torch_pch-*' -exec rm -rf {} +
         echo "$mode: starts with $(ls "$cache" | tr '\n' ' ')" >> "$OUT/cold-zero-shot.log"
       else
         cache=$(mktemp -d /tmp/kwb-cold-cache-XXXX)
       fi
-      caches[$mode]=$cache
+      caches[$base]=$cache
       split=1; [[ $mode == whole* ]] && split=0
       log "cold-zero-shot $mode"
       s=$(date +%s.%N)
@@ -292,6 +295,7 @@ for step in "$@"; do
         run --regime zero-shot --answer-format kernelbench --tasks study --endpoint "$(head -1 /tmp/llm-cold.url)" \
         --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \
+        --evaluations-per-gpu "$evals" \
         --json > "$OUT/cold-$mode.json" 2> "$OUT/cold-$mode.txt"
       echo "rc=$?" >> "$OUT/cold-$mode.txt"
       e=$(date +%s.%N)
