@@ -50,8 +50,12 @@ def read(db_path, run_id=None):
         "SELECT COUNT(*) FROM candidates c JOIN responses r ON c.response_id = r.id JOIN prompts p ON "
         "r.prompt_id = p.id WHERE p.run_id = ?", (run_id,)).fetchone()[0]
     started = db.execute("SELECT MIN(p.created) FROM prompts p WHERE p.run_id = ?", (run_id,)).fetchone()[0]
-    status = db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
-    out = {"run": run_id, "status": status, "candidates": candidates, "evaluations": len(rows),
+    status, config = db.execute("SELECT status, config FROM runs WHERE id = ?", (run_id,)).fetchone()
+    try:  # `kwb run --evaluations-per-gpu N` stores N where it is not 1
+        slots = int(json.loads(config).get("evaluations_per_gpu") or 1)
+    except (ValueError, TypeError, AttributeError):
+        slots = 1
+    out = {"run": run_id, "status": status, "slots": slots, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
            "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": []}
     for status_, created, result in rows:
@@ -76,9 +80,12 @@ def read(db_path, run_id=None):
             out["split"][_word(ext.get("split")) if ext.get("with_cuda") else "(no .cu)"] += 1
     out["started"] = when(started) if started else None
     # Between one verdict and the next, beyond the next evaluation's own time (its stages' total):
-    # where a slot waited for a worker's start or for a build (one slot per GPU: in order).
+    # where the slot waited for a worker's start or for a build. Only with one slot per GPU, whose
+    # evaluations run in turn; with more they overlap, and the row says so.
     out["verdicts"].sort()
     out["between"] = [max(0.0, (b[0] - a[0]) - b[1]) for a, b in zip(out["verdicts"], out["verdicts"][1:])]
+    if slots > 1:
+        out["between"] = None
     return out
 
 
@@ -122,7 +129,8 @@ def main():
         ("verdicts", lambda r: ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common())),
         ("first verdict s (after the first prompt)", lambda r: f"{r['verdicts'][0][0] - r['started']:.1f}"),
         ("between verdicts beyond the evaluation's own time, s: median [max], sum",
-         lambda r: f"{statistics.median(r['between']):.1f} [{max(r['between']):.1f}], {sum(r['between']):.0f}"),
+         lambda r: f"– ({r['slots']} evaluations at once)" if r["between"] is None else
+         f"{statistics.median(r['between']):.1f} [{max(r['between']):.1f}], {sum(r['between']):.0f}"),
         ("extensions built", lambda r: str(len(r["builds"]))),
         ("build s, median [min–max]", lambda r: f"{statistics.median(r['builds'].values()):.1f} "
                                                 f"[{min(r['builds'].values()):.1f}–{max(r['builds'].values()):.1f}]"),

@@ -287,10 +287,12 @@ int main(int argc, char** argv)
             ->check(CLI::Range(0, 256));
         command
             ->add_option("--evaluations-per-gpu", runOptions.evaluationsPerGpu,
-                         "candidates evaluated at once on each local GPU (default 1): their timings still "
-                         "run one at a time under the GPU's quiet lock, while the other stages (a "
-                         "KernelBench answer's module and reference built on the CPU, a worker's start) "
-                         "overlap; stored with the run where not 1")
+                         "candidates evaluated at once on each local GPU (default " +
+                             std::to_string(kwb::EvaluationQueue::kDefaultEvaluationsPerGpu) +
+                             "; a remote worker has one): their timings still "
+                             "run one at a time under the GPU's quiet lock, while the other stages (a "
+                             "KernelBench answer's module and reference built on the CPU, a worker's start) "
+                             "overlap; stored with the run where not the default")
             ->check(CLI::Range(1, kwb::EvaluationQueue::kMaxEvaluationsPerGpu));
         addWorkerLimits(command);
         addJson(command);

@@ -408,8 +408,8 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     QObject::connect(&run, &HeadlessRun::runReady, &run, [&] {
         err() << "kwb run: " << run.compileWorkers() << " compile worker(s), " << run.tasksInFlight()
               << " task(s) in flight";
-        if (options.evaluationsPerGpu != EvaluationQueue::kDefaultEvaluationsPerGpu)
-            err() << ", " << options.evaluationsPerGpu << " evaluations at once per GPU";
+        if (run.evaluationsPerGpu() != EvaluationQueue::kDefaultEvaluationsPerGpu)
+            err() << ", " << run.evaluationsPerGpu() << " evaluations at once per GPU";
         err() << '\n';
         if (const QString warning = compileWorkersMemoryWarning(run.plan().answerFormat, run.compileWorkers());
             !warning.isEmpty())

@@ -312,6 +312,35 @@ private Q_SLOTS:
         }
     }
 
+    // --evaluations-per-gpu: each local GPU's slots keep a task in flight as a GPU does; a remote
+    // target has one slot, so a run of remote workers alone has (and stores) one.
+    void evaluationSlotsCountOnLocalGpusOnly()
+    {
+        const RunPlan p = plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")}, 1);
+        RunEnvironment env = environment();
+        env.compileWorkers = 1;
+        env.maxTasksInFlight = 0; // automatic
+        env.gpuOrdinals = {0, 1};
+        env.evaluationsPerGpu = 2;
+        const HeadlessRun local(p, env);
+        QCOMPARE(local.evaluationsPerGpu(), 2);
+        QCOMPARE(local.tasksInFlight(), 5); // 1 compile worker and 2 GPUs of 2 slots, 1 candidate a task
+        WorkerTarget remote;
+        remote.kind = WorkerTarget::Kind::Ssh;
+        remote.host = QStringLiteral("gpu-box");
+        env.workers = {remote, remote};
+        const HeadlessRun remoteOnly(p, env);
+        QCOMPARE(remoteOnly.evaluationsPerGpu(), 1);
+        QCOMPARE(remoteOnly.tasksInFlight(), 3);
+        env.workers = {remote, WorkerTarget::local(0)};
+        const HeadlessRun mixed(p, env);
+        QCOMPARE(mixed.evaluationsPerGpu(), 2);
+        QCOMPARE(mixed.tasksInFlight(), 4);
+        env.workers.clear();
+        env.evaluationsPerGpu = 9; // beyond the queue's most: what the queue would make of it
+        QCOMPARE(HeadlessRun(p, env).evaluationsPerGpu(), EvaluationQueue::kMaxEvaluationsPerGpu);
+    }
+
     void pauseThenResumeAsksNothingTwice_data()
     {
         QTest::addColumn<QString>("regime");

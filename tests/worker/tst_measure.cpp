@@ -359,12 +359,12 @@ TEST_CASE("a GPU's rank among the NVIDIA GPUs of its node, from a sysfs tree")
 TEST_CASE("a worker keeps off the timing CPUs where at least two CPUs are left; its timing thread still pins onto one")
 {
     using namespace kwb::affinity;
-    CHECK(buildCpus({0, 1, 2, 3}, {3}) == std::vector<int>{0, 1, 2});
-    CHECK(buildCpus({0, 1, 2}, {2}) == std::vector<int>{0, 1});
-    CHECK(buildCpus({0, 1}, {1}) == std::vector<int>{0, 1});          // two CPUs: the rest would lose half
-    CHECK(buildCpus({0, 1, 2}, {1, 2}) == std::vector<int>{0, 1, 2}); // one left: all of them
-    CHECK(buildCpus({0, 1, 2, 3}, {}) == std::vector<int>{0, 1, 2, 3});
-    CHECK(buildCpus({4, 5, 6}, {0, 6}) == std::vector<int>{4, 5}); // a timing CPU outside the set
+    CHECK(offTimingCpus({0, 1, 2, 3}, {3}) == std::vector<int>{0, 1, 2});
+    CHECK(offTimingCpus({0, 1, 2}, {2}) == std::vector<int>{0, 1});
+    CHECK(offTimingCpus({0, 1}, {1}) == std::vector<int>{0, 1});          // two CPUs: the rest would lose half
+    CHECK(offTimingCpus({0, 1, 2}, {1, 2}) == std::vector<int>{0, 1, 2}); // one left: all of them
+    CHECK(offTimingCpus({0, 1, 2, 3}, {}) == std::vector<int>{0, 1, 2, 3});
+    CHECK(offTimingCpus({4, 5, 6}, {0, 6}) == std::vector<int>{4, 5}); // a timing CPU outside the set
     // Applied (on a thread of its own: the set is per thread until a process starts), with one GPU
     // in a sysfs tree made here whose node is every CPU this process may use.
     const std::vector<int> mine = allowedCpus();
@@ -391,7 +391,7 @@ TEST_CASE("a worker keeps off the timing CPUs where at least two CPUs are left; 
     }).join();
     std::filesystem::remove_all(root);
     CHECK(why == "");
-    CHECK(applied == buildCpus(mine, {mine.back()}));
+    CHECK(applied == offTimingCpus(mine, {mine.back()}));
     CHECK((mine.size() < 3 || std::find(applied.begin(), applied.end(), mine.back()) == applied.end()));
     CHECK(pinned);
     CHECK(onTiming == std::vector<int>{mine.back()});
@@ -402,7 +402,7 @@ TEST_CASE("a worker keeps off the timing CPUs where at least two CPUs are left; 
     CHECK(allowedCpus() == mine);
     // This machine's own: never a timing CPU among the rest's where any was taken off.
     const std::vector<int> timing = hostTimingCpus(mine);
-    const std::vector<int> rest = buildCpus(mine, timing);
+    const std::vector<int> rest = offTimingCpus(mine, timing);
     CHECK(!rest.empty());
     if (rest != mine)
         for (int c : timing)

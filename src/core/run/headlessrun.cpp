@@ -66,6 +66,15 @@ int HeadlessRun::compileWorkers() const
                                                                       : std::max(0, m_environment.compileWorkers);
 }
 
+int HeadlessRun::evaluationsPerGpu() const
+{
+    const bool local =
+        m_environment.workers.isEmpty() || std::any_of(m_environment.workers.begin(), m_environment.workers.end(),
+                                                       [](const WorkerTarget& w) { return !w.isRemote(); });
+    return local ? std::clamp(m_environment.evaluationsPerGpu, 1, EvaluationQueue::kMaxEvaluationsPerGpu)
+                 : EvaluationQueue::kDefaultEvaluationsPerGpu;
+}
+
 int HeadlessRun::tasksInFlight() const
 {
     if (m_environment.maxTasksInFlight > 0)
@@ -74,10 +83,13 @@ int HeadlessRun::tasksInFlight() const
     int samples = m_plan.regime.n;
     for (const Regime& regime : m_plan.levelRegimes)
         samples = std::min(samples, regime.n);
-    // Each evaluation slot of a local GPU keeps a task busy as a GPU does.
-    const int gpus = m_environment.workers.isEmpty()
-                         ? int(m_environment.gpuOrdinals.size()) * std::max(1, m_environment.evaluationsPerGpu)
-                         : int(m_environment.workers.size());
+    // Each evaluation slot keeps a task busy as a GPU does (a remote target has one).
+    int gpus = int(m_environment.gpuOrdinals.size()) * evaluationsPerGpu();
+    if (!m_environment.workers.isEmpty()) {
+        gpus = 0;
+        for (const WorkerTarget& w : m_environment.workers)
+            gpus += w.isRemote() ? 1 : evaluationsPerGpu();
+    }
     return defaultTasksInFlight(compileWorkers(), gpus, samples);
 }
 
@@ -290,8 +302,8 @@ void HeadlessRun::createAndStart(const DeviceFacts& device, const HelloInfo& hel
             return fail(Failure::Configuration, error);
         // How it was run, beside what it is: a run's pace depends on it (issue 14).
         config->compileWorkers = compileWorkers();
-        if (m_environment.evaluationsPerGpu != EvaluationQueue::kDefaultEvaluationsPerGpu)
-            config->evaluationsPerGpu = m_environment.evaluationsPerGpu;
+        if (evaluationsPerGpu() != EvaluationQueue::kDefaultEvaluationsPerGpu)
+            config->evaluationsPerGpu = evaluationsPerGpu();
         const std::optional<qint64> id = m_store.createRun(m_plan.runName(), m_plan.regimeLabel(), config->toJson());
         if (!id)
             return fail(Failure::CreateRun, QStringLiteral("cannot create the run: %1").arg(m_store.errorString()));
@@ -308,7 +320,7 @@ void HeadlessRun::createAndStart(const DeviceFacts& device, const HelloInfo& hel
         arguments << QStringLiteral("--tasks-dir") << m_environment.tasksDir;
     configureQueue(*m_queue, m_environment.workerProgram, arguments, m_plan, device);
     m_queue->setCompileWorkerCount(compileWorkers());
-    m_queue->setEvaluationsPerGpu(m_environment.evaluationsPerGpu);
+    m_queue->setEvaluationsPerGpu(evaluationsPerGpu());
     m_queue->setKillGracePeriod(m_environment.killGraceMs);
 
     m_controller = new RunController(m_llm, m_queue, &m_store, m_plan.promptsDir, this);

@@ -129,6 +129,9 @@ public:
     int compileWorkers() const;
     /// The tasks the run keeps in flight (the environment's, or defaultTasksInFlight).
     int tasksInFlight() const;
+    /// The evaluations at once on each local GPU (the environment's), or one where the run has
+    /// only remote workers: a remote target always has one slot (EvaluationQueue).
+    int evaluationsPerGpu() const;
     /// 0 until the run exists in the store.
     qint64 runId() const { return m_runId; }
     /// The run's own connection to the database (use from this thread only).

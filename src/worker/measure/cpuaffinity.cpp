@@ -156,7 +156,7 @@ std::vector<int> hostTimingCpus(const std::vector<int>& allowed, const std::stri
     return out;
 }
 
-std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<int>& timing)
+std::vector<int> offTimingCpus(const std::vector<int>& allowed, const std::vector<int>& timing)
 {
     std::vector<int> rest;
     for (int c : allowed)
@@ -174,7 +174,7 @@ std::vector<int> processCpus()
 std::string keepOffTimingCpus(const std::string& sysfs)
 {
     const std::vector<int> all = processCpus();
-    const std::vector<int> rest = buildCpus(all, hostTimingCpus(all, sysfs));
+    const std::vector<int> rest = offTimingCpus(all, hostTimingCpus(all, sysfs));
     return rest == all ? "" : setThreadCpus(rest);
 }
 

@@ -50,13 +50,13 @@ std::vector<int> hostTimingCpus(const std::vector<int>& allowed, const std::stri
 /// timing CPU delay the timing thread's wake-up after a synchronize by up to a scheduler period,
 /// and that delay lands inside the timed interval); `allowed` as it is on a machine too small to
 /// spare them (the rest would lose half their CPUs).
-std::vector<int> buildCpus(const std::vector<int>& allowed, const std::vector<int>& timing);
+std::vector<int> offTimingCpus(const std::vector<int>& allowed, const std::vector<int>& timing);
 
 /// The CPUs this process could use when it started, before keepOffTimingCpus() narrowed them:
 /// the set the timing thread's CPU is chosen from, so every worker for a GPU picks the same one.
 std::vector<int> processCpus();
 
-/// The calling process kept to buildCpus(processCpus(), its host's timing CPUs), called by its
+/// The calling process kept to offTimingCpus(processCpus(), its host's timing CPUs), called by its
 /// first thread before any other starts, so every thread and process it starts inherits the set;
 /// the timing thread leaves it for its own CPU for each measurement (ThreadPin). Why that failed,
 /// or "" (done, or nothing to do).
