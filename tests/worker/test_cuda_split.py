@@ -125,10 +125,23 @@ def declined(text, why):
 
 
 def body_lines(unit, prelude):
-    """The unit's lines after its prelude and #line (which keep the answer's line numbers)."""
+    """The unit's lines after its prelude and #line (which keep the answer's line numbers), each
+    launcher the device unit sets off under a #line of its own joined back onto its kernel's line."""
     lines = unit.split("\n")
     assert lines[len(prelude)] == f'#line 1 "{PATH}"', lines[:len(prelude) + 1]
-    return lines[len(prelude) + 1:]
+    lines = lines[len(prelude) + 1:]
+    joined = []
+    k = 0
+    while k < len(lines):
+        if lines[k] == f'#line 1 "{cs.LAUNCHER_FILE}"':
+            # the launcher, then the answer's numbering resumed on the kernel's last line
+            assert re.fullmatch(rf'#line {len(joined)} "{re.escape(PATH)}"', lines[k + 2]), lines[k:k + 3]
+            joined[-1] += " " + lines[k + 1] + lines[k + 3]
+            k += 4
+            continue
+        joined.append(lines[k])
+        k += 1
+    return joined
 
 
 def keeps_every_line_where_it_was():
@@ -151,7 +164,8 @@ def device_unit_has_kernels_and_launchers():
     assert "torch" not in text.replace("TORCH_CHECK", ""), "torch reached the device unit"
     assert "#include <torch/extension.h>" not in text and "#include <cuda_runtime.h>" in text
     assert "__device__ __forceinline__ float gelu" in text
-    # the launcher right after the kernel, on its last line: the kernel's own parameters, passed on
+    # the launcher right after the kernel (body_lines joins it onto the kernel's last line): the
+    # kernel's own parameters, passed on
     last = next(l for l in dev if l.startswith("}") and cs.LAUNCHER_PREFIX in l)
     assert ('__attribute__((visibility("hidden"))) void kwb_split_launch_gelu_scale_kernel(dim3 kwb_split_grid, '
             "dim3 kwb_split_block, size_t "

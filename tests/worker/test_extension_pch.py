@@ -30,8 +30,12 @@
 #                            pass reports the error and ends the builder and its nvcc
 #   split_build_of_a_cuda_answer (--nvcc) a CUDA answer built split (cuda_split.py): the device unit
 #                            by nvcc without torch, the host unit by g++ with the header, linked
-#   split_build_falls_back_to_the_whole (--nvcc) an error in the kernel: the split build fails and
-#                            the whole .cu is built as load_inline builds it; that build's message
+#   a_kernels_own_error_from_the_device_unit (--nvcc) a kernel naming what nothing declares, and
+#                            threadIdx.w: the device unit's messages are the answer's compile error,
+#                            without a whole build
+#   split_build_falls_back_to_the_whole (--nvcc) kernel errors the device unit cannot decide (a
+#                            syntax error; a name torch's headers declare at file scope): the whole
+#                            .cu is built as load_inline builds it; that build's message
 #   split_build_reports_a_main_cpp_error (--nvcc) an error in load_inline's main.cpp during a split
 #                            build is the build's failure, without a whole build
 # Usage: test_extension_pch.py SRC/worker [--nvcc] [--only=CASE]   (exit 77: skipped, saying why)
@@ -533,17 +537,43 @@ def split_build_of_a_cuda_answer():
     print(f"  built split in {seconds:.1f} s (a whole build of this .cu does not compile under this torch)")
 
 
-def split_build_falls_back_to_the_whole():
+def a_kernels_own_error_from_the_device_unit():
     cache = os.path.join(ROOT, "split")  # the header made by the case before, where it ran
-    answer = dict(SPLIT_ANSWER, name="kwb_split_kernel_error", extra_ldflags=_stand_in_cuda_libraries(),
-                  cuda_sources=SPLIT_ANSWER["cuda_sources"].replace("c[i] = a[i] * s;", "c[i] = a[i] * s + undeclared;"))
-    make_pch(answer, cache)
-    _, m = ec.entry_for(answer, "sm_80", cache)[:2]
-    assert not m["ok"] and m["split"].startswith("failed, built whole: "), (m["ok"], m["split"])
-    assert "undeclared" in m["split"], m["split"]
-    # the message is the whole build's (nvcc of load_inline's cuda.cu), not the split's units
-    assert "FAILED: cuda.cuda.o" in m["message"] and ".kwb-" not in m["message"], m["message"][-3000:]
-    assert not any(".kwb-" in f for f in m["files"]), sorted(m["files"])
+    for n, (wrong, said) in enumerate((("c[i] = a[i] * s + undeclared_scale;", 'identifier "undeclared_scale" is undefined'),
+                                       ("c[i] = a[i] * s + threadIdx.w;", 'class "uint3" has no member "w"'))):
+        answer = dict(SPLIT_ANSWER, name=f"kwb_split_kernel_error{n}", extra_ldflags=_stand_in_cuda_libraries(),
+                      cuda_sources=SPLIT_ANSWER["cuda_sources"].replace("c[i] = a[i] * s;", wrong))
+        make_pch(answer, cache)
+        t0 = time.monotonic()
+        _, m = ec.entry_for(answer, "sm_80", cache)[:2]
+        seconds = time.monotonic() - t0
+        assert not m["ok"] and m["split"].startswith("failed: the kernels' own error"), (m["ok"], m["split"])
+        assert said in m["split"], m["split"]
+        # nvcc's own message, on the answer's own line of its cuda.cu (the device unit's #line)
+        assert said in m["message"] and "cuda.kwb-device.cuda.o" in m["message"], m["message"][-3000:]
+        # (the line load_inline's cuda.cu has it on, which nvcc quotes under its message)
+        assert re.search(rf"/cuda\.cu\(\d+\): error: [^\n]*\n *if \(i < n\) {re.escape(wrong)}\n", m["message"]), \
+            m["message"][-3000:]
+        assert "cuda.cuda.o" not in m["message"].replace("kwb-device.cuda.o", ""), m["message"][-3000:]
+        assert not any(".kwb-" in f for f in m["files"]), sorted(m["files"])
+        print(f"  {said}: reported in {seconds:.1f} s, without a whole build")
+
+
+def split_build_falls_back_to_the_whole():
+    cache = os.path.join(ROOT, "split")
+    for n, (wrong, why) in enumerate((("c[i] = a[i] * s +;", "an error the rules do not decide"),
+                                      # PyObject: Python.h (through torch/extension.h) declares it at file scope
+                                      ("PyObject* p = 0; c[i] = a[i] * s + (p == 0);",
+                                       "torch's headers declare PyObject where the kernel could see it"))):
+        answer = dict(SPLIT_ANSWER, name=f"kwb_split_kernel_whole{n}", extra_ldflags=_stand_in_cuda_libraries(),
+                      cuda_sources=SPLIT_ANSWER["cuda_sources"].replace("c[i] = a[i] * s;", wrong))
+        make_pch(answer, cache)
+        _, m = ec.entry_for(answer, "sm_80", cache)[:2]
+        assert not m["ok"] and m["split"].startswith("failed, built whole: "), (m["ok"], m["split"])
+        assert why in m["split"], m["split"]
+        # the message is the whole build's (nvcc of load_inline's cuda.cu), not the split's units
+        assert "FAILED: cuda.cuda.o" in m["message"] and ".kwb-" not in m["message"], m["message"][-3000:]
+        assert not any(".kwb-" in f for f in m["files"]), sorted(m["files"])
 
 
 def split_build_reports_a_main_cpp_error():
@@ -598,7 +628,8 @@ if __name__ == "__main__":
             print(f"skipped: no nvcc under CUDA_HOME ({cpp.CUDA_HOME})")
             sys.exit(77)
         cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass, split_build_of_a_cuda_answer,
-                 split_build_falls_back_to_the_whole, split_build_reports_a_main_cpp_error]
+                 a_kernels_own_error_from_the_device_unit, split_build_falls_back_to_the_whole,
+                 split_build_reports_a_main_cpp_error]
     else:
         cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
                  broker_early_syntax_pass, broker_spare_builds_with_the_header, damaged_pch_is_not_used,

@@ -43,6 +43,9 @@ class NotSplit(Exception):
 
 
 LAUNCHER_PREFIX = "kwb_split_launch_"
+# The file name the device unit's launchers are compiled under (`#line`): nvcc's messages about them
+# are the split's own, never the answer's.
+LAUNCHER_FILE = "kwb-split-launcher"
 # What the builder names the two units (and their objects) of `<stem>.cu`: `<stem>.kwb-host.cpp`
 # and `<stem>.kwb-device.cu` beside it.
 HOST_UNIT, DEVICE_UNIT = ".kwb-host", ".kwb-device"
@@ -640,7 +643,7 @@ def _split(text, path, host_macros):
                     kernel.definition_end = item.last
                     kernels[kernel.name] = kernel
                     kernel.dev_entry = len(dev)
-                    dev.append((span, source + " " + launcher_definition(kernel)))
+                    dev.append((span, source))
                 else:
                     kernels.setdefault(kernel.name, kernel)
                 visible.setdefault(kernel.name, item.first)
@@ -716,13 +719,19 @@ def _split(text, path, host_macros):
                 raise NotSplit("a launch of something not a kernel of this source")
             k += 1
 
+    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
     for kernel in kernels.values():
-        if kernel.template and kernel.defined and kernel.instances:
+        if kernel.defined:
             span, content = dev[kernel.dev_entry]
-            dev[kernel.dev_entry] = (span, content + launcher_instances(kernel))
+            launcher = launcher_definition(kernel)
+            if kernel.template and kernel.instances:
+                launcher += launcher_instances(kernel)
+            # on lines of their own under a file name of their own (the answer's numbering resumes
+            # after them), so a message about a launcher never reads as one about the answer's line
+            resume = text.count("\n", 0, span[1]) + 1
+            dev[kernel.dev_entry] = (span, f'{content}\n#line 1 "{LAUNCHER_FILE}"\n{launcher}\n#line {resume} "{quoted}"\n')
     device = _apply(text, dev)
     host_text = _apply(text, host)
-    quoted = path.replace("\\", "\\\\").replace('"', '\\"')
     device = ("".join(f"#include <{h}>\n" for h in DEVICE_PRELUDE) + f'#line 1 "{quoted}"\n' + device)
     host_text = ("".join(f"{m}\n" for m in host_macros) + "".join(f"#include <{h}>\n" for h in HOST_PRELUDE)
                  + f'#line 1 "{quoted}"\n' + host_text)

@@ -66,6 +66,16 @@ if cuda_split is None:
     cuda_split = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(cuda_split)
 
+# Whether a failed device unit's error is the answer's own (split_verdict.py): `_kwb_split_verdict` in
+# the worker, else the file beside this one.
+split_verdict = sys.modules.get("_kwb_split_verdict")
+if split_verdict is None:
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location(
+        "split_verdict", os.path.join(os.path.dirname(os.path.abspath(__file__)), "split_verdict.py"))
+    split_verdict = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(split_verdict)
+
 # Bumped when the build rule or the entry's layout changes, so older entries are not taken.
 # 3: the precompiled header on the compile line and the syntax pass beside nvcc (their failures'
 # messages), the manifest's "pch", and the precompiled header's own entries.
@@ -690,6 +700,7 @@ class _BuildHooks:
         # without it (written again where the split build fails), what became of it (the entry's
         # "split").
         self.split_wanted, self.unsplit, self.split_note = split, None, ""
+        self.split_objects = None
 
     def __enter__(self):
         self.real_write = getattr(self.cpp, "_write_ninja_file", None)
@@ -780,6 +791,7 @@ class _BuildHooks:
             return
         self.unsplit = dict(a)
         a["sources"], a["objects"] = new_sources, new_objects
+        self.split_objects = new_objects
         self.split_files = written
         self.sources = [os.path.abspath(f) for f in new_sources]
         self.split_note = "used"
@@ -809,7 +821,7 @@ class _BuildHooks:
             if self.early_pass_covers(build_directory):
                 _write_json(os.path.join(build_directory, EARLY_VALID), {"error_prefix": error_prefix})
             try:
-                self.real_run(*args, **kwargs)
+                self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
                 # A shared library may leave symbols to load time, so a launcher the host unit
                 # calls and the device unit lacks would link, and fail only as the answer loads.
                 missing = self.missing_launchers(build_directory)
@@ -826,7 +838,16 @@ class _BuildHooks:
                 lines = str(e).splitlines()
                 said = next((l for l in lines if re.search(r"error( [0-9A-Z-]+)?:|undefined reference", l)),
                             next((l for l in lines if l.startswith("FAILED:")), lines[0] if lines else ""))
-                self.split_note = f"failed, built whole: {said.strip()[:300]}"
+                reason, block, why_not = self.kernel_error(build_directory, str(e), failed)
+                if reason:
+                    # the answer's own error, which the whole build would report after parsing
+                    # torch's headers: reported now, in the device unit's own messages
+                    self.split_note = f"failed: {reason}"
+                    for unit in self.split_files:
+                        _discard(unit)
+                    raise RuntimeError(f"{error_prefix}: {block}") from None
+                self.split_note = f"failed, built whole: {said.strip()[:300]}" + (
+                    f" (not the answer's alone: {why_not[:200]})" if why_not else "")
             self.real_write(**self.unsplit)
             for unit in self.split_files:
                 _discard(unit)
@@ -840,6 +861,71 @@ class _BuildHooks:
         if self.use_pch and len(self.cxx_sources()) < len(self.sources):
             return self.run_beside_syntax_pass(args, kwargs, build_directory, error_prefix)
         return self.real_run(*args, **kwargs)
+
+    def run_ending_at_the_device_units_failure(self, args, kwargs, build_directory):
+        """torch's ninja build of the split units. ninja waits for its running compiles after one
+        fails, so where the device unit's compile (a second or two) ends without its object, the
+        others (g++'s, several seconds) are ended: the build has failed, and kernel_error or the
+        whole build decides what the answer gets."""
+        device = next((f for f in self.sources if f.endswith(cuda_split.DEVICE_UNIT + ".cu")), None)
+        objects = [o for o in (self.split_objects or []) if cuda_split.DEVICE_UNIT + "." in o]
+        if device is None or len(objects) != 1:
+            return self.real_run(*args, **kwargs)
+        obj = objects[0] if os.path.isabs(objects[0]) else os.path.join(build_directory, objects[0])
+        outcome = {}
+
+        def ninja():
+            try:
+                self.real_run(*args, **kwargs)
+            except BaseException as e:  # noqa: B902 (re-raised in the caller's thread)
+                outcome["error"] = e
+
+        thread = threading.Thread(target=ninja, daemon=True)
+        thread.start()
+        seen = False
+        while thread.is_alive():
+            thread.join(0.05)
+            if _descendant_naming(device):
+                seen = True
+            elif seen and thread.is_alive() and not os.path.exists(obj):
+                thread.join(0.1)  # ninja prints the failed command's output as it ends
+                while thread.is_alive():  # ninja kills its running commands' process groups on SIGTERM
+                    _terminate_children("ninja")
+                    thread.join(0.05)
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+
+    def kernel_error(self, build_directory, message, failed):
+        """Where the split's device unit failed: (the answer's error's reason, the device unit's
+        compile as ninja printed it, "") when split_verdict finds its errors the answer's own, else
+        ("", "", why not). Reads torch's headers as the device unit's own compile command
+        preprocesses them (nvcc --dryrun's preprocessor commands: the host side's and each arch's)."""
+        device_units = [f for f in re.findall(r"^FAILED: (?:\[code=\d+\] )?(\S+)", message, re.M)
+                        if cuda_split.DEVICE_UNIT + "." in f]
+        if len(device_units) != 1 or len([s for s in self.sources if s.endswith(cuda_split.DEVICE_UNIT + ".cu")]) != 1:
+            return "", "", ""
+        block = _failed_block(message, device_units[0])
+        if not block:
+            return "", "", "ninja's output has no block for the device unit"
+        device = next(s for s in self.sources if s.endswith(cuda_split.DEVICE_UNIT + ".cu"))
+        original = device[:-len(cuda_split.DEVICE_UNIT + ".cu")] + ".cu"
+        try:
+            with open(original) as f:
+                cu_text = f.read()
+            with open(device) as f:
+                device_text = f.read()
+            ninja = _ninja_variables(os.path.join(build_directory, "build.ninja"))
+            probe = os.path.join(build_directory, "kwb-torch-probe.cu")
+            with open(probe, "w") as f:
+                f.write(split_verdict.directives_only(cu_text))
+            views = _preprocessed_views(ninja, probe, device, build_directory)
+        except (OSError, UnicodeDecodeError, KeyError, subprocess.SubprocessError, ValueError) as e:
+            return "", "", f"torch's headers were not read ({e})"
+        if not views:
+            return "", "", "nvcc named no preprocessing to read torch's headers with"
+        reason, why_not = split_verdict.answer_error(block, original, cu_text, device_text, views, cuda_split.LAUNCHER_FILE)
+        return reason, block, why_not
 
     def missing_launchers(self, build_directory):
         """The split library's undefined launcher symbols (nm -D), "" where there are none."""
@@ -930,6 +1016,91 @@ class _BuildHooks:
                 raise RuntimeError(f"{error_prefix}: g++ does not take the precompiled header for load_inline's "
                                    f"main.cpp: {check}\n{shown}")
         _write_json(os.path.join(build_directory, PCH_INFO), self.record)
+
+
+def _failed_block(message, target):
+    """ninja's lines for a failed target: `FAILED: target`, its command, and what it printed."""
+    lines = message.splitlines()
+    start = next((k for k, l in enumerate(lines) if l.startswith("FAILED:") and target in l.split()[1:]), None)
+    if start is None:
+        return ""
+    end = start + 1
+    while end < len(lines) and not re.match(r"FAILED:|ninja: |\[\d+/\d+\] ", lines[end]):
+        end += 1
+    return "\n".join(lines[start:end])
+
+
+def _ninja_variables(path):
+    """The top-level variables of torch's build.ninja (name: value)."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"([A-Za-z_]\w*) = (.*)$", line.rstrip("\n"))
+            if m:
+                out[m.group(1)] = m.group(2)
+    return out
+
+
+def _preprocessed_views(ninja, probe, device, cwd):
+    """For each view nvcc's compile of a `.cu` with the build's flags parses (its host side, each
+    arch): (split_verdict's Declarations of the probe preprocessed there with -dD, or None; the
+    device unit's macros there). nvcc --dryrun names the preprocessor commands; they run at once."""
+    nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")
+
+    def commands(source):
+        code, out = _run_sh(f"{nvcc} --dryrun {flags} -c {shlex.quote(source)} -o /dev/null {post}", cwd)
+        if code != 0:
+            raise ValueError(f"nvcc --dryrun: {out.strip()[-300:]}")
+        found = []
+        for line in out.splitlines():
+            line = line[3:] if line.startswith("#$ ") else ""
+            if " -E " in line and re.search(r' -o "?[^" ]+"?\s*$', line):
+                found.append(line)
+        return found
+
+    runs = []
+    for kind, source, extra in (("probe", probe, "-dD"), ("own", device, "-dM")):
+        for k, line in enumerate(commands(source)):
+            out = os.path.join(cwd, f"kwb-view-{kind}-{k}.ii")
+            command = re.sub(r' -o "?[^" ]+"?\s*$', f" -o {shlex.quote(out)}", line).replace(" -E ", f" -E {extra} ", 1)
+            runs.append((kind, k, out, subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+                                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    texts = {}
+    for kind, k, out, process in runs:
+        if process.wait(timeout=120) != 0:
+            raise ValueError(f"a preprocessing of the {kind} view {k} failed")
+        with open(out, errors="replace") as f:
+            texts[(kind, k)] = f.read()
+        _discard(out)
+    views = []
+    for k in range(len([1 for kind, *_ in runs if kind == "probe"])):
+        if ("own", k) not in texts:
+            raise ValueError("the device unit's views are not the probe's")
+        views.append((split_verdict.scan(texts[("probe", k)]), split_verdict.macros_only(texts[("own", k)])))
+    return views
+
+
+def _descendant_naming(path):
+    """Whether a process below this one (ninja's compile of a source, and what it runs) has `path`
+    on its command line; read through /proc's children lists, so only this process's tree."""
+    todo, seen = [os.getpid()], set()
+    needle = path.encode()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            if pid != os.getpid():
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if needle in f.read():
+                        return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def _terminate_children(name):

@@ -123,6 +123,9 @@ const char* const kHostSource =
 const char* const kCudaSplitSource =
 #include "cuda_split_py.inc"
     ;
+const char* const kSplitVerdictSource =
+#include "split_verdict_py.inc"
+    ;
 const char* const kExtensionCacheSource =
 #include "extension_cache_py.inc"
     ;
@@ -226,9 +229,9 @@ PyObject* forgetModuleOfOtherLibrary(PyObject*, PyObject* args)
 PyMethodDef kForgetModuleOfOtherLibrary = {"forget_module_of_other_library", forgetModuleOfOtherLibrary, METH_VARARGS,
                                            "forgets pybind11's cached module NAME unless made from PATH"};
 
-/// The interpreter, cuda_split.py as _kwb_cuda_split, extension_cache.py as _kwb_extensions (which
-/// imports the first) and early_requests.py as _kwb_early (which imports the second), without torch
-/// (the build broker, the builds asked for early).
+/// The interpreter, cuda_split.py as _kwb_cuda_split, split_verdict.py as _kwb_split_verdict,
+/// extension_cache.py as _kwb_extensions (which imports the first two) and early_requests.py as _kwb_early (which
+/// imports the second), without torch (the build broker, the builds asked for early).
 bool startInterpreter()
 {
     static std::once_flag once;
@@ -246,7 +249,8 @@ bool startInterpreter()
             g_startError = std::string("the embedded Python did not start: ") + (st.err_msg ? st.err_msg : "?");
             return;
         }
-        if (!loadModule(kCudaSplitSource, "cuda_split.py", "_kwb_cuda_split"))
+        if (!loadModule(kCudaSplitSource, "cuda_split.py", "_kwb_cuda_split") ||
+            !loadModule(kSplitVerdictSource, "split_verdict.py", "_kwb_split_verdict"))
             return;
         g_extensions = loadModule(kExtensionCacheSource, "extension_cache.py", "_kwb_extensions");
         if (g_extensions) {

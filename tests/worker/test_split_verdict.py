@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+# Whether a failed device unit's error is the answer's own (src/worker/python/split_verdict.py, issue
+# 35): the scan of preprocessed headers at namespace scope, and the rules over nvcc's messages. No
+# compiler needed (test_extension_pch.py's a_kernels_own_error_from_the_device_unit runs nvcc).
+# Usage: test_split_verdict.py SRC/worker/python
+import os
+import sys
+
+sys.path.insert(0, sys.argv[1])
+import cuda_split  # noqa: E402
+import split_verdict as sv  # noqa: E402
+
+HEADERS = r'''# 1 "probe.cu"
+# 1 "/usr/include/stdio.h" 1 3
+#define TORCH_CHECK(c, ...) ((void)(c))
+#define PI_ISH 3
+#undef PI_ISH
+#define HEADER_MACRO 2
+extern "C" {
+int printf(const char* __restrict __format, ...);
+typedef struct _object { long ob_refcnt; } PyObject;
+}
+int (*global_handler)(int signal_number);
+int parenthesised_name_itself (paren_global);
+enum Colour { kRed, kGreen };
+enum class Scoped { kHidden };
+static union { int anon_member; };
+template <typename Hidden_T, int HiddenN = (1 > 0)> struct Box { int box_member; };
+template <size_t index, std::enable_if_t<index<tuple_size<H>::value, int> = 0> int tricky_name(H head_param) { int body_local; }
+const char* text = "a { brace in a literal";
+char c = '{';
+namespace at {
+int sigmoid(int x) { return x; }
+namespace detail { int deep_name; }
+}
+namespace std { inline namespace __cxx11 { int std_inline_name; } int std_name(int); }
+namespace nominated { int nominated_name; }
+using namespace nominated;
+namespace { int unnamed_ns_name; }
+inline namespace v1 { int inline_ns_name; }
+void function_with_body(int param_name) { int local_name; if (1) { } }
+class Klass { int member_name; void method(); };
+'''
+
+
+def scan_finds_namespace_scope_names():
+    d = sv.scan(HEADERS)
+    assert d is not None
+    visible = d.visible_at_file_scope()
+    for name in ("printf", "PyObject", "global_handler", "paren_global", "kRed", "kGreen", "Colour", "Box", "tricky_name",
+                 "anon_member", "nominated_name", "unnamed_ns_name", "inline_ns_name", "function_with_body", "Klass",
+                 "text", "c"):
+        assert name in visible, name
+    # parameters, template parameters, bodies, classes' members, scoped enumerators, namespaces' own
+    for name in ("param_name", "local_name", "member_name", "box_member", "kHidden", "Hidden_T", "HiddenN", "signal_number",
+                 "body_local", "sigmoid", "deep_name", "std_name", "std_inline_name", "brace"):
+        assert name not in visible, name
+    # head_param: inside a template head that does not read as one, so it counts (never dropped unsure)
+    assert "head_param" in visible
+    assert "sigmoid" in d.names[("at",)] and "deep_name" in d.names[("at", "detail")]
+    assert "std_inline_name" in d.names[("std",)] and "std_name" in d.outside(sv.TORCH_NAMESPACES)
+    assert "sigmoid" not in d.outside(sv.TORCH_NAMESPACES)
+    assert "TORCH_CHECK" in d.macros and "PI_ISH" not in d.macros
+
+
+def scan_gives_up_on_unbalanced_text():
+    assert sv.scan("namespace a { int x;") is None
+    assert sv.scan("int x; }") is None
+    assert sv.scan('const char* s = "unterminated;\n') is None
+
+
+ANSWER = '''#include <torch/extension.h>
+#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), "need CUDA")
+__global__ void k(const float* a, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] * SCALE + undeclared_scale;
+}
+torch::Tensor f(torch::Tensor a) {
+    CHECK_CUDA(a);
+    auto c = torch::empty_like(a);
+    k<<<1, 32>>>(a.data_ptr<float>(), c.data_ptr<float>(), a.numel());
+    return c;
+}
+'''
+PATH = "/build/cuda.cu"
+
+
+def views(extra=""):
+    d = sv.scan(HEADERS + extra)
+    return [(d, {}), (d, {})]
+
+
+def message(text, line=5, code="    if (i < n) c[i] = a[i] * SCALE + undeclared_scale;", file=PATH):
+    return f"FAILED: cuda.kwb-device.cuda.o\nnvcc ...\n{file}({line}): error: {text}\n{code}\n      ^\n\n1 error detected\n"
+
+
+def decide(output, answer=ANSWER, v=None):
+    s = cuda_split.split_cuda_source(answer, PATH)
+    return sv.answer_error(output, PATH, answer, s.device, v if v is not None else views(), cuda_split.LAUNCHER_FILE)
+
+
+def rules_claim_what_torch_cannot_mend():
+    reason, why = decide(message('identifier "undeclared_scale" is undefined'))
+    assert reason and 'identifier "undeclared_scale" is undefined' in reason and not why, (reason, why)
+    reason, why = decide(message('class "uint3" has no member "w"', code="  int j = threadIdx.w;"))
+    assert reason, why
+
+
+def rules_leave_the_rest_to_the_whole_build():
+    cases = [  # (what the kernel's line computes, nvcc's message, why the rules decline)
+        ("printf(i)", 'identifier "printf" is undefined', "printf"),  # torch declares it at file scope
+        ("nominated_name", 'identifier "nominated_name" is undefined', "nominated_name"),  # a using-directive's
+        ("std_name(i)", 'identifier "std_name" is undefined', "argument-dependent"),
+        ("a[i] +", 'expected an expression', "rules do not decide"),
+        ("u.w", 'class "uint3" has no member "w"', "built-in variable"),
+    ]
+    for expression, said, why in cases:
+        code = f"    if (i < n) c[i] = {expression};"
+        answer = ANSWER.replace("    if (i < n) c[i] = a[i] * SCALE + undeclared_scale;", code)
+        reason, why_not = decide(message(said, code=code), answer=answer)
+        assert not reason and why in why_not, (why, reason, why_not)
+    for output, why in ((message('identifier "undeclared_scale" is undefined', file=cuda_split.LAUNCHER_FILE),
+                         "outside the answer's lines"),
+                        (message('identifier "kwb_split_p6" is undefined'), "not the answer's")):
+        reason, why_not = decide(output)
+        assert not reason and why in why_not, (why, reason, why_not)
+    # a name the host code has too (which the device unit leaves out) may be declared there
+    host_too = ANSWER.replace("auto c = ", "int undeclared_scale = 1; auto c = ")
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=host_too)
+    assert not reason and "host code" in why_not, why_not
+    # a macro torch defines that the kernels use reads differently in the two builds
+    macro = ANSWER.replace("a[i] * SCALE", "a[i] * HEADER_MACRO")
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=macro)
+    assert not reason and "HEADER_MACRO" in why_not, why_not
+    # token pasting, unreadable headers
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=ANSWER + "#define CAT(a, b) a##b\n")
+    assert not reason and "##" in why_not
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), v=[(None, {})])
+    assert not reason and "could not be read" in why_not
+
+
+def launchers_are_set_off_under_their_own_file():
+    s = cuda_split.split_cuda_source(ANSWER, PATH)
+    assert f'#line 1 "{cuda_split.LAUNCHER_FILE}"' in s.device
+    part = sv.answer_part(s.device, cuda_split.LAUNCHER_FILE)
+    assert cuda_split.LAUNCHER_PREFIX not in part and "undeclared_scale" in part
+    assert "TORCH_CHECK" not in sv.used_names(part) and "undeclared_scale" in sv.used_names(part)
+
+
+def directives_only_keeps_lines():
+    text = "#include <a.h>\nint x;\n#define M(a) \\\n  (a)\nint y;\n"
+    out = sv.directives_only(text)
+    assert out.split("\n")[:5] == ["#include <a.h>", "", "#define M(a) \\", "  (a)", ""], out
+
+
+if __name__ == "__main__":
+    failed = 0
+    for case in (scan_finds_namespace_scope_names, scan_gives_up_on_unbalanced_text, rules_claim_what_torch_cannot_mend,
+                 rules_leave_the_rest_to_the_whole_build, launchers_are_set_off_under_their_own_file, directives_only_keeps_lines):
+        try:
+            case()
+            print(f"PASS {case.__name__}")
+        except AssertionError as e:
+            failed += 1
+            print(f"FAIL {case.__name__}: {e}")
+    sys.exit(1 if failed else 0)
