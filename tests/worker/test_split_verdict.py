@@ -61,6 +61,7 @@ def scan_finds_namespace_scope_names():
     assert "std_inline_name" in d.names[("std",)] and "std_name" in d.outside(sv.TORCH_NAMESPACES)
     assert "sigmoid" not in d.outside(sv.TORCH_NAMESPACES)
     assert "TORCH_CHECK" in d.macros and "PI_ISH" not in d.macros
+    assert sv.View(HEADERS, {}).macros() == d.macros
 
 
 def scan_gives_up_on_unbalanced_text():
@@ -86,8 +87,7 @@ PATH = "/build/cuda.cu"
 
 
 def views(extra=""):
-    d = sv.scan(HEADERS + extra)
-    return [(d, {}), (d, {})]
+    return [sv.View(HEADERS + extra, {}), sv.View(HEADERS + extra, {})]
 
 
 def message(text, line=5, code="    if (i < n) c[i] = a[i] * SCALE + undeclared_scale;", file=PATH):
@@ -135,8 +135,16 @@ def rules_leave_the_rest_to_the_whole_build():
     # token pasting, unreadable headers
     reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=ANSWER + "#define CAT(a, b) a##b\n")
     assert not reason and "##" in why_not
-    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), v=[(None, {})])
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), v=[])
     assert not reason and "could not be read" in why_not
+    # a view whose text cannot be scanned, where the name occurs: nothing may be concluded
+    broken = sv.View(HEADERS + "namespace open { int undeclared_scale;", {})
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), v=[broken])
+    assert not reason and "could not be read" in why_not, why_not
+    # where the name occurs nowhere in the headers, no scan is needed (and an unreadable text is no matter)
+    unread = sv.View(HEADERS + "namespace open { int other;", {})
+    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), v=[unread])
+    assert reason and unread._declared is None and not unread._scanned, why_not
 
 
 def launchers_are_set_off_under_their_own_file():

@@ -872,16 +872,7 @@ class _BuildHooks:
         if device is None or len(objects) != 1:
             return self.real_run(*args, **kwargs)
         obj = objects[0] if os.path.isabs(objects[0]) else os.path.join(build_directory, objects[0])
-        outcome = {}
-
-        def ninja():
-            try:
-                self.real_run(*args, **kwargs)
-            except BaseException as e:  # noqa: B902 (re-raised in the caller's thread)
-                outcome["error"] = e
-
-        thread = threading.Thread(target=ninja, daemon=True)
-        thread.start()
+        thread, outcome = self.ninja_in_a_thread(args, kwargs)
         seen = False
         while thread.is_alive():
             thread.join(0.05)
@@ -961,10 +952,8 @@ class _BuildHooks:
         is_cuda = getattr(self.cpp, "_is_cuda_file", lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"))
         return [s for s in self.sources if not is_cuda(s)]
 
-    def run_beside_syntax_pass(self, args, kwargs, build_directory, error_prefix):
-        """torch's ninja build with g++ -fsyntax-only of the C++ sources beside it: a compile error
-        there ends ninja (and its nvcc) and is raised as torch raises a failed build, with the
-        compiler's messages; else ninja's own result."""
+    def ninja_in_a_thread(self, args, kwargs):
+        """torch's ninja build started in a thread: (the thread, {"error": what it raised})."""
         outcome = {}
 
         def ninja():
@@ -975,6 +964,13 @@ class _BuildHooks:
 
         thread = threading.Thread(target=ninja, daemon=True)
         thread.start()
+        return thread, outcome
+
+    def run_beside_syntax_pass(self, args, kwargs, build_directory, error_prefix):
+        """torch's ninja build with g++ -fsyntax-only of the C++ sources beside it: a compile error
+        there ends ninja (and its nvcc) and is raised as torch raises a failed build, with the
+        compiler's messages; else ninja's own result."""
+        thread, outcome = self.ninja_in_a_thread(args, kwargs)
         failure = None
         for source in self.cxx_sources():
             command = syntax_command(self.record["cxx"], self.cflags, self.post, source)
@@ -1043,8 +1039,8 @@ def _ninja_variables(path):
 
 def _preprocessed_views(ninja, probe, device, cwd):
     """For each view nvcc's compile of a `.cu` with the build's flags parses (its host side, each
-    arch): (split_verdict's Declarations of the probe preprocessed there with -dD, or None; the
-    device unit's macros there). nvcc --dryrun names the preprocessor commands; they run at once."""
+    arch): a split_verdict.View of the probe preprocessed there with -dD and the device unit's macros
+    there. nvcc --dryrun names the preprocessor commands; they run at once."""
     nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")
 
     def commands(source):
@@ -1076,7 +1072,7 @@ def _preprocessed_views(ninja, probe, device, cwd):
     for k in range(len([1 for kind, *_ in runs if kind == "probe"])):
         if ("own", k) not in texts:
             raise ValueError("the device unit's views are not the probe's")
-        views.append((split_verdict.scan(texts[("probe", k)]), split_verdict.macros_only(texts[("own", k)])))
+        views.append(split_verdict.View(texts[("probe", k)], split_verdict.macros_only(texts[("own", k)])))
     return views
 
 
