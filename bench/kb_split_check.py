@@ -304,6 +304,15 @@ def main():
     whole_used = [sum(c["seconds"] for c in r["whole"]) for r in used if all(c.get("ok") for c in r["split"])]
     print(f"\nBuilt or failed alike both ways: {agree} of {len(records)}. Outputs compared: {len(same)}, the same "
           f"(bit for bit, or within a nondeterministic answer's own spread): {sum(r['same'] for r in same)}.", file=out)
+    decided = [r for r in records if any((c.get("split") or "").startswith("failed: the kernels' own error")
+                                         for c in r.get("split") or [])]
+    if decided:
+        # split_verdict.py's rule (docs/sandbox.md): a kernel's error reported from the device unit alone
+        whole_failed = sum(not all(c.get("ok") for c in r.get("whole") or [{}]) for r in decided)
+        print(f"Kernel errors reported from the device unit, without a whole build: {len(decided)}; the whole "
+              f"build failed too for {whole_failed} of them. Split s for those: median "
+              f"{statistics.median(sum(c.get('seconds', 0) for c in r['split']) for r in decided):.1f}, whole s: median "
+              f"{statistics.median(sum(c.get('seconds', 0) for c in r['whole']) for r in decided):.1f}.", file=out)
     if used_s:
         print(f"Split builds that succeeded: median {statistics.median(used_s):.1f} s (max {max(used_s):.1f}); the "
               f"same answers whole: median {statistics.median(whole_used):.1f} s.", file=out)
