@@ -279,6 +279,11 @@ def unnamed_and_typed_parameters():
     dev = s.device
     assert "float* kwb_split_p0, const int kwb_split_p1, P p, const unsigned long long m" in dev, dev
     assert "(kwb_split_p0, kwb_split_p1, p, m); }" in dev
+    # a parameter named as a type (a real answer's `int dim3`) keeps its name; a type after qualifiers alone is one
+    s = split("__global__ void k(float* x, int dim3, const float4, float* half) { }\n"
+              "void f(float* x) { k<<<1, 1>>>(x, 2, make_float4(0, 0, 0, 0), x); }\n")
+    assert "float* x, int dim3, const float4 kwb_split_p2, float* half)" in s.device, s.device
+    assert "(x, dim3, kwb_split_p2, half); }" in s.device, s.device
 
 
 def flags_that_must_agree():

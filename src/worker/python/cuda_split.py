@@ -91,6 +91,10 @@ _TYPE_WORDS = {"int", "float", "double", "char", "bool", "void", "long", "short"
                "__grid_constant__", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
                "uint16_t", "uint32_t", "uint64_t", "half", "__half", "__nv_bfloat16", "float2", "float4", "int2",
                "int4", "dim3"}
+# What a parameter's type may end with and still be incomplete without another word
+_FUNDAMENTAL = {"int", "float", "double", "char", "bool", "void", "long", "short", "unsigned", "signed", "auto"}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct", "class", "enum", "union",
+               "typename", "__grid_constant__"}
 _CLASS_KEYS = {"struct", "class", "union", "enum", "typedef", "using"}
 # Words a kernel's template argument may hold that no declaration of the source gives.
 _ARGUMENT_WORDS = _TYPE_WORDS | _SPECIFIERS | {
@@ -441,8 +445,13 @@ def _kernel_of(text, toks, item, head_last):
             raise NotSplit("a kernel parameter the launcher cannot pass on as written")
         piece = text[p[0].start:p[-1].end]
         last = p[-1]
-        named = (last.kind == "id" and len(p) >= 2 and last.text not in _TYPE_WORDS and not _is_op(p[-2], "::")
-                 and not (p[-2].kind == "op" and p[-2].text in ("<", ",")))
+        # the last word is the name unless it is still the type: a type word is a name too after a
+        # complete type (`int dim3`, a real answer's), never after qualifiers alone (`const float4`)
+        named = (last.kind == "id" and len(p) >= 2 and not _is_op(p[-2], "::")
+                 and not (p[-2].kind == "op" and p[-2].text in ("<", ","))
+                 and (last.text not in _TYPE_WORDS or (
+                     last.text not in _FUNDAMENTAL | _QUALIFIERS
+                     and any((t.kind == "id" and t.text not in _QUALIFIERS) or _is_op(t, "*") for t in p[:-1]))))
         if named:
             names.append(last.text)
         else:
