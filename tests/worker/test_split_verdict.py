@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Whether a failed device unit's error is the answer's own (src/worker/python/split_verdict.py, issue
 # 35): the scan of preprocessed headers at namespace scope, and the rules over nvcc's messages. No
-# compiler needed (test_extension_pch.py's a_kernels_own_error_from_the_device_unit runs nvcc).
+# compiler needed (test_extension_pch.py's a_kernels_own_error_from_the_device_unit runs nvcc); and
+# how the builder reads ninja's failures (extension_cache.py).
 # Usage: test_split_verdict.py SRC/worker/python
 import os
 import sys
@@ -161,10 +162,24 @@ def directives_only_keeps_lines():
     assert out.split("\n")[:5] == ["#include <a.h>", "", "#define M(a) \\", "  (a)", ""], out
 
 
+def ninjas_failed_lines_of_either_version():
+    import extension_cache as ec  # standard library only until a build runs
+    # ninja 1.11's `FAILED: obj` and 1.12's `FAILED: [code=2] obj` (the GPU machine's): the target
+    # either way, so a split unit's failure is never read as load_inline's main.cpp's
+    output = ("[1/3] nvcc ...\nFAILED: [code=2] cuda.kwb-device.cuda.o \nnvcc -c cuda.kwb-device.cu\n"
+              "/b/cuda.cu(5): error: identifier \"x\" is undefined\nFAILED: main.o\ng++ -c main.cpp\n"
+              "ninja: build stopped: subcommand failed.\n")
+    assert ec._failed_targets(output) == ["cuda.kwb-device.cuda.o", "main.o"], ec._failed_targets(output)
+    block = ec._failed_block(output, "cuda.kwb-device.cuda.o")
+    assert block.startswith("FAILED: [code=2] cuda.kwb-device.cuda.o") and block.endswith('is undefined'), block
+    assert ec._failed_block(output, "main.o") == "FAILED: main.o\ng++ -c main.cpp"
+
+
 if __name__ == "__main__":
     failed = 0
     for case in (scan_finds_namespace_scope_names, scan_gives_up_on_unbalanced_text, rules_claim_what_torch_cannot_mend,
-                 rules_leave_the_rest_to_the_whole_build, launchers_are_set_off_under_their_own_file, directives_only_keeps_lines):
+                 rules_leave_the_rest_to_the_whole_build, launchers_are_set_off_under_their_own_file, directives_only_keeps_lines,
+                 ninjas_failed_lines_of_either_version):
         try:
             case()
             print(f"PASS {case.__name__}")

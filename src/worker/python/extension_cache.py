@@ -829,7 +829,7 @@ class _BuildHooks:
                     return None
                 self.split_note = f"failed, built whole: the host unit calls launchers the device unit lacks ({missing})"
             except Exception as e:  # noqa: B902 (torch raises RuntimeError; anything else alike)
-                failed = re.findall(r"^FAILED: (\S+)", str(e), re.M)
+                failed = _failed_targets(str(e))
                 if failed and not any(cuda_split.is_split_unit(f) or f.endswith(LIB_SUFFIXES) for f in failed):
                     # A compile of load_inline's own C++ source (main.cpp), with its own flags and
                     # header, failed: that is the whole build's failure too.
@@ -892,8 +892,7 @@ class _BuildHooks:
         compile as ninja printed it, "") when split_verdict finds its errors the answer's own, else
         ("", "", why not). Reads torch's headers as the device unit's own compile command
         preprocesses them (nvcc --dryrun's preprocessor commands: the host side's and each arch's)."""
-        device_units = [f for f in re.findall(r"^FAILED: (?:\[code=\d+\] )?(\S+)", message, re.M)
-                        if cuda_split.DEVICE_UNIT + "." in f]
+        device_units = [f for f in _failed_targets(message) if cuda_split.DEVICE_UNIT + "." in f]
         if len(device_units) != 1 or len([s for s in self.sources if s.endswith(cuda_split.DEVICE_UNIT + ".cu")]) != 1:
             return "", "", ""
         block = _failed_block(message, device_units[0])
@@ -1012,6 +1011,13 @@ class _BuildHooks:
                 raise RuntimeError(f"{error_prefix}: g++ does not take the precompiled header for load_inline's "
                                    f"main.cpp: {check}\n{shown}")
         _write_json(os.path.join(build_directory, PCH_INFO), self.record)
+
+
+def _failed_targets(message):
+    """The targets of ninja's `FAILED:` lines: `FAILED: obj`, or `FAILED: [code=2] obj` from ninja
+    1.12 on (the GPU machine's; read as a target named "[code=2]", every split kernel error passed
+    for load_inline's own main.cpp's until session 37)."""
+    return re.findall(r"^FAILED: (?:\[code=-?\d+\] )?(\S+)", message, re.M)
 
 
 def _failed_block(message, target):
