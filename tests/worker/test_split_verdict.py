@@ -63,6 +63,14 @@ def scan_finds_namespace_scope_names():
     assert "sigmoid" not in d.outside(sv.TORCH_NAMESPACES)
     assert "TORCH_CHECK" in d.macros and "PI_ISH" not in d.macros
     assert sv.View(HEADERS, {}).macros() == d.macros
+    # torch's namespaces skipped (View's fast scan) give the same answers, until a using-directive
+    # at file scope nominates one: then the whole text is read
+    fast = sv.scan(HEADERS, skip_torch=True)
+    assert fast.skipped == {"at"} and fast.visible_at_file_scope() == visible, fast.skipped
+    assert fast.outside(sv.TORCH_NAMESPACES) == d.outside(sv.TORCH_NAMESPACES)
+    nominating = HEADERS + "using namespace at;\n"
+    assert sv.scan(nominating, skip_torch=True).visible_at_file_scope() is None
+    assert "sigmoid" in sv.View(nominating, {}).declarations().visible_at_file_scope()
 
 
 def scan_gives_up_on_unbalanced_text():

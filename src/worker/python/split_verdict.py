@@ -112,10 +112,12 @@ class Declarations:
 
     def __init__(self):
         self.names, self.directives, self.macros = {}, [], {}
+        self.skipped = set()  # top-level namespaces whose bodies were not read
 
     def visible_at_file_scope(self):
         """Names unqualified lookup at file scope may find: the file scope's and those of every
-        namespace a using-directive there nominates (following theirs in turn)."""
+        namespace a using-directive there nominates (following theirs in turn); None where one
+        nominates a namespace whose body the scan did not read."""
         seen, todo = set(), [()]
         out = set()
         while todo:
@@ -126,6 +128,8 @@ class Declarations:
             out |= self.names.get(path, set())
             for where, which in self.directives:
                 if where == path:
+                    if which and which[0] in self.skipped:
+                        return None
                     # `using namespace a::b` names a::b from here, or from an enclosing namespace
                     todo += [p for p in self.names if p[-len(which):] == which]
         return out
@@ -139,9 +143,10 @@ class Declarations:
         return out
 
 
-def scan(text):
+def scan(text, skip_torch=False):
     """The Declarations of a preprocessed text (gcc -E -dD's output), or None where its brackets do
-    not balance or a literal does not end (then nothing may be concluded from it)."""
+    not balance or a literal does not end (then nothing may be concluded from it). skip_torch: the
+    bodies of torch's namespaces at file scope not read (Declarations.skipped names them)."""
     d = Declarations()
     names = d.names
     text = "\n" + text  # every directive line after a newline
@@ -226,6 +231,12 @@ def scan(text):
         if t == "{":
             scope = _scope_of(head)
             head = []
+            # torch's own namespaces at file scope are read for their braces only (most of the text,
+            # and no kernel at file scope sees into them), unless a using-directive nominates one
+            # (visible_at_file_scope then asks for a full scan)
+            if scope and not path and skip_torch and scope[0] in TORCH_NAMESPACES:
+                d.skipped.add(scope[0])
+                scope = None
             if scope is None:
                 depth = 1
                 while depth:
@@ -432,9 +443,12 @@ class View:
         return False
 
     def declarations(self):
-        """scan()'s Declarations of the text, or None where it cannot be read."""
+        """scan()'s Declarations of the text (torch's namespaces skipped where no using-directive
+        needs them), or None where it cannot be read."""
         if not self._scanned:
-            self._declared, self._scanned = scan(self.text), True
+            self._declared, self._scanned = scan(self.text, skip_torch=True), True
+            if self._declared is not None and self._declared.visible_at_file_scope() is None:
+                self._declared = scan(self.text)
         return self._declared
 
 
