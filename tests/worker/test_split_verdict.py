@@ -105,7 +105,8 @@ def message(text, line=5, code="    if (i < n) c[i] = a[i] * SCALE + undeclared_
 
 def decide(output, answer=ANSWER, v=None):
     s = cuda_split.split_cuda_source(answer, PATH)
-    return sv.answer_error(output, PATH, answer, s.device, v if v is not None else views(), cuda_split.LAUNCHER_FILE)
+    return sv.answer_error(output, PATH, answer, s.device, v if v is not None else views(), cuda_split.LAUNCHER_FILE,
+                           s.left_out)
 
 
 def rules_claim_what_torch_cannot_mend():
@@ -133,10 +134,23 @@ def rules_leave_the_rest_to_the_whole_build():
                         (message('identifier "kwb_split_p6" is undefined'), "not the answer's")):
         reason, why_not = decide(output)
         assert not reason and why in why_not, (why, reason, why_not)
-    # a name the host code has too (which the device unit leaves out) may be declared there
-    host_too = ANSWER.replace("auto c = ", "int undeclared_scale = 1; auto c = ")
-    reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=host_too)
-    assert not reason and "host code" in why_not, why_not
+    # what the device unit leaves out may declare the name at file scope: a host variable, a host
+    # function's name, or a macro of the answer's used there
+    said = message('identifier "undeclared_scale" is undefined')
+    for declaring in ("int undeclared_scale = 1;\n", "int undeclared_scale() { return 1; }\n",
+                      "#define DECLARE(v) int v##_unused; float undeclared_scale = 2.f;\n".replace("v##_unused", "v")
+                      + "DECLARE(one)\n"):
+        answer = ANSWER.replace("torch::Tensor f(", declaring + "torch::Tensor f(")
+        reason, why_not = decide(said, answer=answer)
+        assert not reason and "host code" in why_not, (declaring, why_not)
+    # a host function's local or parameter of that name is no kernel's (the real answers' common case)
+    for local in ("int undeclared_scale = 1; auto c = ", "auto c = "):
+        answer = ANSWER.replace("auto c = ", local).replace("torch::Tensor a)", "torch::Tensor a, int undeclared_scale)")
+        reason, why_not = decide(said, answer=answer)
+        assert reason, (local, why_not)
+    # a macro whose braces do not balance could reach out of a body
+    reason, why_not = decide(said, answer="#define OPEN {\n" + ANSWER)
+    assert not reason and "unbalanced" in why_not, why_not
     # a macro torch defines that the kernels use reads differently in the two builds
     macro = ANSWER.replace("a[i] * SCALE", "a[i] * HEADER_MACRO")
     reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=macro)

@@ -325,6 +325,18 @@ def _declarator(head):
     return None
 
 
+def _declaring_names(toks, item):
+    """The names of an item the device unit leaves out that could declare at namespace scope: all of
+    a declaration's, a function's outside its parameters and body."""
+    if item.kind != "function":
+        return _ids(toks, item.first, item.last)
+    head = toks[item.first:item.body]
+    found = _declarator(head)
+    if found is None:
+        return _ids(toks, item.first, item.body - 1)
+    return [t.text for k, t in enumerate(head) if t.kind == "id" and not found[1] <= k <= found[2]]
+
+
 def _ids(toks, first, last):
     return [t.text for t in toks[first:last + 1] if t.kind == "id"]
 
@@ -522,10 +534,14 @@ def _blank(text):
 
 
 class Split:
-    """The two units of a split `.cu`: device (for nvcc) and host (for g++), and the kernels."""
+    """The two units of a split `.cu`: device (for nvcc) and host (for g++), the kernels, and the
+    names in what the device unit leaves out that could declare something at namespace scope (a
+    host function's name and return type, a host variable, a macro's use there: not what a host
+    function's parameters or body hold, which no kernel sees)."""
 
-    def __init__(self, device, host, kernels):
+    def __init__(self, device, host, kernels, left_out=()):
         self.device, self.host, self.kernels = device, host, kernels
+        self.left_out = set(left_out)
 
 
 def _classify(toks, item):
@@ -607,6 +623,7 @@ def _split(text, path, host_macros):
     # are made there after the kernel, so their arguments may name only these (declared before it).
     visible = {}
     host_items = []  # items whose tokens go to the host unit (checked for launches and names)
+    left_out = set()  # names of what the device unit leaves out that could declare at namespace scope
 
     def walk(items):
         for item in items:
@@ -672,6 +689,7 @@ def _split(text, path, host_macros):
                     if item.kind == "function" and ("__device__" in names):
                         raise NotSplit("device code names torch")
                     dev.append((span, _blank(source)))  # the host's alone (a type or alias of torch's)
+                    left_out.update(_declaring_names(toks, item))
                     host_items.append(item)
                     continue
                 if _launches(toks, item):
@@ -682,6 +700,7 @@ def _split(text, path, host_macros):
                 host_items.append(item)
             else:
                 dev.append((span, _blank(source)))
+                left_out.update(_declaring_names(toks, item))
                 host_items.append(item)
 
     walk(items)
@@ -744,7 +763,7 @@ def _split(text, path, host_macros):
     device = ("".join(f"#include <{h}>\n" for h in DEVICE_PRELUDE) + f'#line 1 "{quoted}"\n' + device)
     host_text = ("".join(f"{m}\n" for m in host_macros) + "".join(f"#include <{h}>\n" for h in HOST_PRELUDE)
                  + f'#line 1 "{quoted}"\n' + host_text)
-    return Split(device, host_text, list(kernels.values()))
+    return Split(device, host_text, list(kernels.values()), left_out)
 
 
 def _launches(toks, item):

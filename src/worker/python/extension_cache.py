@@ -914,7 +914,12 @@ class _BuildHooks:
             return "", "", f"torch's headers were not read ({e})"
         if not views:
             return "", "", "nvcc named no preprocessing to read torch's headers with"
-        reason, why_not = split_verdict.answer_error(block, original, cu_text, device_text, views, cuda_split.LAUNCHER_FILE)
+        try:
+            left_out = cuda_split.split_cuda_source(cu_text, original).left_out
+        except cuda_split.NotSplit as e:  # it split a moment ago: the same reading of the same text
+            return "", "", f"the source does not read again ({e})"
+        reason, why_not = split_verdict.answer_error(block, original, cu_text, device_text, views, cuda_split.LAUNCHER_FILE,
+                                                     left_out)
         return reason, block, why_not
 
     def missing_launchers(self, build_directory):

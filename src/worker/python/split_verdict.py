@@ -456,11 +456,30 @@ def _word_char(c):
     return c.isalnum() or c == "_"
 
 
-def answer_error(output, cu_path, cu_text, device_text, views, launcher_file):
+def _answer_macros(text):
+    """The answer's own macros: name -> the names in its body."""
+    out = {}
+    lines = _strip_literals(text).split("\n")
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        while line.endswith("\\") and k + 1 < len(lines):
+            k += 1
+            line = line[:-1] + " " + lines[k]
+        k += 1
+        m = _DEFINE.match(line.strip())
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, left_out):
     """Whether the device unit's failed compile (its output) is the answer's own error: (reason, "")
     where it is, ("", why not) where the whole build must decide.
     cu_path: the file name the `.cu`'s own lines carry; cu_text: the answer's `.cu`; device_text: the
-    device unit; views: a View for each view nvcc parses (its host side, each arch)."""
+    device unit; views: a View for each view nvcc parses (its host side, each arch); left_out: the
+    names of what the device unit leaves out that could declare at namespace scope (cuda_split's
+    Split.left_out)."""
     found = [m for m in messages(output) if m.severity != "remark"]
     errors = [m for m in found if m.severity in ("error", "catastrophic error")]
     if not errors:
@@ -471,10 +490,20 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file):
         return "", "torch's headers could not be read"
     answer = answer_part(device_text, launcher_file)
     used = used_names(answer)
-    # where a name occurs more often in the `.cu` than in the device unit's share of it, the
-    # answer's host code (left out of the device unit) has it, and may declare it
     in_cu = _counts(_strip_literals(cu_text))
-    in_unit = _counts(_strip_literals(answer))
+    # What the device unit leaves out may declare a name at namespace scope, itself or through the
+    # answer's macros it uses (`#define DECL int x;` then `DECL` at file scope). A macro whose braces
+    # do not balance could reach out of a body, so then nothing is concluded.
+    macros = _answer_macros(cu_text)
+    if any(body.count("{") != body.count("}") for body in macros.values()):
+        return "", "a macro of the answer's with unbalanced braces"
+    declaring, todo = set(left_out), [w for w in left_out if w in macros]
+    while todo:
+        for w in _IDENT.findall(macros.pop(todo.pop(), "")):
+            if w not in declaring:
+                declaring.add(w)
+                if w in macros:
+                    todo.append(w)
     # namespaces the answer opens or nominates: unqualified lookup in its kernels searches them too
     own_namespaces = set(re.findall(r"\bnamespace\s+([A-Za-z_]\w*)", _strip_literals(cu_text)))
     for view in views:
@@ -491,8 +520,8 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file):
             name = u.group("name")
             if name not in in_cu:
                 return "", f"{name} is not the answer's"
-            if in_cu[name] > in_unit.get(name, 0):
-                return "", f"{name} is in the answer's host code too, which the device unit leaves out"
+            if name in declaring:
+                return "", f"{name} is in the answer's host code, which the device unit leaves out, where it may be declared"
             call = not e.code or re.search(rf"\b{re.escape(name)}\s*\(", e.code) is not None
             for view in views:
                 if not view.mentions(name):
