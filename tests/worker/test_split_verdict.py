@@ -100,7 +100,7 @@ def views(extra=""):
 
 
 def message(text, line=5, code="    if (i < n) c[i] = a[i] * SCALE + undeclared_scale;", file=PATH):
-    return f"FAILED: cuda.kwb-device.cuda.o\nnvcc ...\n{file}({line}): error: {text}\n{code}\n      ^\n\n1 error detected\n"
+    return f"FAILED: cuda.kwb-device.cuda.o\nnvcc ...\n{file}({line}): error: {text}\n{code}\n      ^\n\n1 error detected in the compilation of \"/build/cuda.kwb-device.cu\".\n"
 
 
 def decide(output, answer=ANSWER, v=None):
@@ -155,6 +155,10 @@ def rules_leave_the_rest_to_the_whole_build():
     macro = ANSWER.replace("a[i] * SCALE", "a[i] * HEADER_MACRO")
     reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=macro)
     assert not reason and "HEADER_MACRO" in why_not, why_not
+    # an error in another form first (here the host compiler's): what EDG says after it may follow from it
+    reason, why_not = decide("FAILED: x\nnvcc ...\n/build/cuda.cu:3:1: error: expected ';'\n"
+                             + message('identifier "undeclared_scale" is undefined').split("\n", 2)[2])
+    assert not reason and "another form" in why_not, why_not
     # token pasting, unreadable headers
     reason, why_not = decide(message('identifier "undeclared_scale" is undefined'), answer=ANSWER + "#define CAT(a, b) a##b\n")
     assert not reason and "##" in why_not

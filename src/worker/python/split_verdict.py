@@ -484,6 +484,12 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
     errors = [m for m in found if m.severity in ("error", "catastrophic error")]
     if not errors:
         return "", "no error message of nvcc's to read"
+    # an error in another form (nvcc's own, the host compiler's) may come first, and what EDG says
+    # after it may be its consequence
+    other = next((line for line in output.splitlines()[2:] if re.search(r"\berror\b", line, re.I)
+                  and not _MESSAGE.match(line) and not re.match(r"\d+ errors? detected in the compilation of ", line)), None)
+    if other is not None:
+        return "", f"an error message of another form ({other.strip()[:120]})"
     if "##" in cu_text:
         return "", "the source pastes tokens (##)"
     if not views:
@@ -522,7 +528,7 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
                 return "", f"{name} is not the answer's"
             if name in declaring:
                 return "", f"{name} is in the answer's host code, which the device unit leaves out, where it may be declared"
-            call = not e.code or re.search(rf"\b{re.escape(name)}\s*\(", e.code) is not None
+            call = not e.code or re.search(rf"\b{re.escape(name)}\s*[(<]", e.code) is not None
             for view in views:
                 if not view.mentions(name):
                     continue  # no header of this view has the word at all
