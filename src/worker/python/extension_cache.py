@@ -55,26 +55,22 @@ import tempfile
 import threading
 import time
 
-# The answer's `.cu` split for nvcc and g++ (cuda_split.py): `_kwb_cuda_split` in the worker
-# (pythonhost.cpp loads it first), else the file beside this one (a test or a benchmark that loads
-# this folder's files, by path or from sys.path).
-cuda_split = sys.modules.get("_kwb_cuda_split")
-if cuda_split is None:
-    import importlib.util
-    _spec = importlib.util.spec_from_file_location(
-        "cuda_split", os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_split.py"))
-    cuda_split = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(cuda_split)
+def _sibling(embedded, name):
+    """A module the worker loads before this one (pythonhost.cpp) as `embedded`, else the file
+    beside this one (a test or a benchmark that loads this folder's files, by path or from sys.path)."""
+    module = sys.modules.get(embedded)
+    if module is None:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                         name + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
 
-# Whether a failed device unit's error is the answer's own (split_verdict.py): `_kwb_split_verdict` in
-# the worker, else the file beside this one.
-split_verdict = sys.modules.get("_kwb_split_verdict")
-if split_verdict is None:
-    import importlib.util
-    _spec = importlib.util.spec_from_file_location(
-        "split_verdict", os.path.join(os.path.dirname(os.path.abspath(__file__)), "split_verdict.py"))
-    split_verdict = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(split_verdict)
+
+# The answer's `.cu` split for nvcc and g++, and whether a failed device unit's error is the answer's own.
+cuda_split = _sibling("_kwb_cuda_split", "cuda_split")
+split_verdict = _sibling("_kwb_split_verdict", "split_verdict")
 
 # Bumped when the build rule or the entry's layout changes, so older entries are not taken.
 # 3: the precompiled header on the compile line and the syntax pass beside nvcc (their failures'

@@ -370,10 +370,8 @@ def answer_part(device_text, launcher_file):
     return "\n".join(out)
 
 
-def used_names(text):
-    """The names a text's code and conditionals use, and through its own macros' bodies those
-    macros use (a macro the code never expands reads the same either way)."""
-    code, defined, conditions = [], {}, []
+def _logical_lines(text):
+    """The text's lines without comments and literals, each directive's continued lines joined."""
     lines = _strip_literals(text).split("\n")
     k = 0
     while k < len(lines):
@@ -382,6 +380,14 @@ def used_names(text):
             k += 1
             line = line[:-1] + " " + lines[k]
         k += 1
+        yield line
+
+
+def used_names(text):
+    """The names a text's code and conditionals use, and through its own macros' bodies those
+    macros use (a macro the code never expands reads the same either way)."""
+    code, defined, conditions = [], {}, []
+    for line in _logical_lines(text):
         stripped = line.strip()
         if not stripped.startswith("#"):
             code.append(line)
@@ -459,14 +465,7 @@ def _word_char(c):
 def _answer_macros(text):
     """The answer's own macros: name -> the names in its body."""
     out = {}
-    lines = _strip_literals(text).split("\n")
-    k = 0
-    while k < len(lines):
-        line = lines[k]
-        while line.endswith("\\") and k + 1 < len(lines):
-            k += 1
-            line = line[:-1] + " " + lines[k]
-        k += 1
+    for line in _logical_lines(text):
         m = _DEFINE.match(line.strip())
         if m:
             out[m.group(1)] = m.group(2)
