@@ -696,7 +696,9 @@ class _BuildHooks:
         # without it (written again where the split build fails), what became of it (the entry's
         # "split").
         self.split_wanted, self.unsplit, self.split_note = split, None, ""
-        self.split_objects = None
+        # each device unit's object and what its reading gave: {device unit: (object, the .cu,
+        # cuda_split's Split.left_out)}, for run_ending_at_the_device_units_failure and kernel_error
+        self.split_reads = {}
 
     def __enter__(self):
         self.real_write = getattr(self.cpp, "_write_ninja_file", None)
@@ -758,7 +760,7 @@ class _BuildHooks:
             host_compiler = compiler_identity(ccbin).partition(": ")[2].partition(" ")[2]
             if host_compiler != self.record["compiler"].partition(": ")[2].partition(" ")[2]:
                 raise cuda_split.NotSplit(f"nvcc's host compiler ({ccbin}) is not load_inline's C++ compiler")
-            new_sources, new_objects, written = [], [], []
+            new_sources, new_objects, written, reads = [], [], [], {}
             for source, obj in zip(sources, objects):
                 if not is_cuda(source):
                     new_sources.append(source)
@@ -779,6 +781,7 @@ class _BuildHooks:
                 new_sources += [host, device]
                 new_objects += [os.path.join(folder, base + cuda_split.HOST_UNIT + ".o"),
                                 os.path.join(folder, base + cuda_split.DEVICE_UNIT + ".cuda.o")]
+                reads[device] = (new_objects[-1], path, split.left_out)
         except cuda_split.NotSplit as e:
             self.split_note = f"not used: {e}"
             return
@@ -787,7 +790,7 @@ class _BuildHooks:
             return
         self.unsplit = dict(a)
         a["sources"], a["objects"] = new_sources, new_objects
-        self.split_objects = new_objects
+        self.split_reads = reads
         self.split_files = written
         self.sources = [os.path.abspath(f) for f in new_sources]
         self.split_note = "used"
@@ -834,7 +837,7 @@ class _BuildHooks:
                 lines = str(e).splitlines()
                 said = next((l for l in lines if re.search(r"error( [0-9A-Z-]+)?:|undefined reference", l)),
                             next((l for l in lines if l.startswith("FAILED:")), lines[0] if lines else ""))
-                reason, block, why_not = self.kernel_error(build_directory, str(e), failed)
+                reason, block, why_not = self.kernel_error(build_directory, str(e))
                 if reason:
                     # the answer's own error, which the whole build would report after parsing
                     # torch's headers: reported now, in the device unit's own messages
@@ -863,11 +866,10 @@ class _BuildHooks:
         fails, so where the device unit's compile (a second or two) ends without its object, the
         others (g++'s, several seconds) are ended: the build has failed, and kernel_error or the
         whole build decides what the answer gets."""
-        device = next((f for f in self.sources if f.endswith(cuda_split.DEVICE_UNIT + ".cu")), None)
-        objects = [o for o in (self.split_objects or []) if cuda_split.DEVICE_UNIT + "." in o]
-        if device is None or len(objects) != 1:
+        if len(self.split_reads) != 1:
             return self.real_run(*args, **kwargs)
-        obj = objects[0] if os.path.isabs(objects[0]) else os.path.join(build_directory, objects[0])
+        (device, (obj, _, _)), = self.split_reads.items()
+        obj = os.path.join(build_directory, obj)  # (an absolute object's path stays as it is)
         thread, outcome = self.ninja_in_a_thread(args, kwargs)
         seen = False
         while thread.is_alive():
@@ -883,19 +885,18 @@ class _BuildHooks:
         if "error" in outcome:
             raise outcome["error"]
 
-    def kernel_error(self, build_directory, message, failed):
+    def kernel_error(self, build_directory, message):
         """Where the split's device unit failed: (the answer's error's reason, the device unit's
         compile as ninja printed it, "") when split_verdict finds its errors the answer's own, else
         ("", "", why not). Reads torch's headers as the device unit's own compile command
         preprocesses them (nvcc --dryrun's preprocessor commands: the host side's and each arch's)."""
         device_units = [f for f in _failed_targets(message) if cuda_split.DEVICE_UNIT + "." in f]
-        if len(device_units) != 1 or len([s for s in self.sources if s.endswith(cuda_split.DEVICE_UNIT + ".cu")]) != 1:
+        if len(device_units) != 1 or len(self.split_reads) != 1:
             return "", "", ""
         block = _failed_block(message, device_units[0])
         if not block:
             return "", "", "ninja's output has no block for the device unit"
-        device = next(s for s in self.sources if s.endswith(cuda_split.DEVICE_UNIT + ".cu"))
-        original = device[:-len(cuda_split.DEVICE_UNIT + ".cu")] + ".cu"
+        (device, (_, original, left_out)), = self.split_reads.items()
         try:
             with open(original) as f:
                 cu_text = f.read()
@@ -910,10 +911,6 @@ class _BuildHooks:
             return "", "", f"torch's headers were not read ({e})"
         if not views:
             return "", "", "nvcc named no preprocessing to read torch's headers with"
-        try:
-            left_out = cuda_split.split_cuda_source(cu_text, original).left_out
-        except cuda_split.NotSplit as e:  # it split a moment ago: the same reading of the same text
-            return "", "", f"the source does not read again ({e})"
         reason, why_not = split_verdict.answer_error(block, original, cu_text, device_text, views, cuda_split.LAUNCHER_FILE,
                                                      left_out)
         return reason, block, why_not
@@ -1061,20 +1058,25 @@ def _preprocessed_views(ninja, probe, device, cwd):
                 found.append(line)
         return found
 
-    runs = []
-    for kind, source, extra in (("probe", probe, "-dD"), ("own", device, "-dM")):
-        for k, line in enumerate(commands(source)):
-            out = os.path.join(cwd, f"kwb-view-{kind}-{k}.ii")
-            command = re.sub(r' -o "?[^" ]+"?\s*$', f" -o {shlex.quote(out)}", line).replace(" -E ", f" -E {extra} ", 1)
-            runs.append((kind, k, out, subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
-                                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
-    texts = {}
-    for kind, k, out, process in runs:
-        if process.wait(timeout=120) != 0:
-            raise ValueError(f"a preprocessing of the {kind} view {k} failed")
-        with open(out, errors="replace") as f:
-            texts[(kind, k)] = f.read()
-        _discard(out)
+    runs, texts = [], {}
+    try:
+        for kind, source, extra in (("probe", probe, "-dD"), ("own", device, "-dM")):
+            for k, line in enumerate(commands(source)):
+                out = os.path.join(cwd, f"kwb-view-{kind}-{k}.ii")
+                command = re.sub(r' -o "?[^" ]+"?\s*$', f" -o {shlex.quote(out)}", line).replace(" -E ", f" -E {extra} ", 1)
+                runs.append((kind, k, out, subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+                                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+        for kind, k, out, process in runs:
+            if process.wait(timeout=120) != 0:
+                raise ValueError(f"a preprocessing of the {kind} view {k} failed")
+            with open(out, errors="replace") as f:
+                texts[(kind, k)] = f.read()
+    finally:  # none left running or lying in the build's folder, however it ended
+        for _, _, out, process in runs:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            _discard(out)
     views = []
     for k in range(len([1 for kind, *_ in runs if kind == "probe"])):
         if ("own", k) not in texts:

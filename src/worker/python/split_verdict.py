@@ -113,11 +113,17 @@ class Declarations:
     def __init__(self):
         self.names, self.directives, self.macros = {}, [], {}
         self.skipped = set()  # top-level namespaces whose bodies were not read
+        self._visible, self._outside = False, {}  # what the two methods below found (asked per name)
 
     def visible_at_file_scope(self):
         """Names unqualified lookup at file scope may find: the file scope's and those of every
         namespace a using-directive there nominates (following theirs in turn); None where one
         nominates a namespace whose body the scan did not read."""
+        if self._visible is False:
+            self._visible = self._visible_at_file_scope()
+        return self._visible
+
+    def _visible_at_file_scope(self):
         seen, todo = set(), [()]
         out = set()
         while todo:
@@ -136,11 +142,14 @@ class Declarations:
 
     def outside(self, namespaces):
         """Names declared at namespace scope anywhere but in the given top-level namespaces."""
-        out = set()
-        for path, names in self.names.items():
-            if not path or path[0] not in namespaces:
-                out |= names
-        return out
+        key = frozenset(namespaces)
+        if key not in self._outside:
+            out = set()
+            for path, names in self.names.items():
+                if not path or path[0] not in namespaces:
+                    out |= names
+            self._outside[key] = out
+        return self._outside[key]
 
 
 def scan(text, skip_torch=False):
@@ -339,12 +348,7 @@ def _directive(d, line):
 
 def macros_only(text):
     """The macros a `gcc -E -dM` output defines (name: definition)."""
-    out = {}
-    for line in text.splitlines():
-        m = _DEFINE.match(line.strip())
-        if m:
-            out[m.group(1)] = m.group(2).strip()
-    return out
+    return {m.group(1): m.group(2).strip() for m in _DEFINE_LINE.finditer("\n" + text)}
 
 
 _IDENT = re.compile(r"\b[A-Za-z_]\w*")
@@ -495,7 +499,7 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
         return "", "torch's headers could not be read"
     answer = answer_part(device_text, launcher_file)
     used = used_names(answer)
-    in_cu = _counts(_strip_literals(cu_text))
+    in_cu = set(_IDENT.findall(_strip_literals(cu_text)))
     # What the device unit leaves out may declare a name at namespace scope, itself or through the
     # answer's macros it uses (`#define DECL int x;` then `DECL` at file scope). A macro whose braces
     # do not balance could reach out of a body, so then nothing is concluded.
@@ -552,10 +556,3 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
             continue
         return "", f"an error the rules do not decide ({e.text[:120]})"
     return "the kernels' own error, which torch's headers cannot mend: " + "; ".join(dict.fromkeys(said)), ""
-
-
-def _counts(text):
-    out = {}
-    for w in _IDENT.findall(text):
-        out[w] = out.get(w, 0) + 1
-    return out
