@@ -36,6 +36,11 @@
 #                                            error in its bindings and one with an error in its kernel;
 #                                            the failing ones through `kwb eval` too with --kwb; the
 #                                            libraries built both ways run on the same inputs)
+#                                [--parts broker --kernel-errors [--base-dir DIR]]
+#                                           (the broker part on two .cu answers with an error in a
+#                                            kernel, BASE's broker beside this tree's; DIR: BASE's
+#                                            src/worker/python where git has no history, as on the
+#                                            GPU machine)
 # Prints a Markdown section (for bench/results/). Run it alone on the machine (flock
 # /tmp/kwb-build.lock on the shared 2-core one): other compiles change every number.
 import argparse
@@ -280,7 +285,8 @@ def broker_part(ec, before_dir, answers, arch):
                     loads.append(os.getloadavg()[0])
                     seconds, m = brokered(sock, arguments, arch, ec)
                     times.setdefault((label, how), []).append(seconds)
-                    notes[(label, how)] = (m["ok"], m.get("pch", ""), "[syntax check]" in m.get("message", ""))
+                    notes[(label, how)] = (m["ok"], m.get("pch", ""), "[syntax check]" in m.get("message", ""),
+                                           m.get("split", ""))
                     builders.setdefault((label, how), []).append(m.get("builder") or "fresh")
     finally:
         for _, _, process in brokers.values():
@@ -296,10 +302,10 @@ def broker_part(ec, before_dir, answers, arch):
         before = summary(times[(label, "before")]) if before_dir else "–"
         print(f"| {label} | {before} | {summary(times[(label, 'after')])} |")
     print(f"\n1-min load average before each request: {min(loads):.2f}–{max(loads):.2f} ({os.cpu_count()} cores)\n")
-    for (label, how), (ok, note, syntax) in sorted(notes.items()):
+    for (label, how), (ok, note, syntax, split) in sorted(notes.items()):
         kinds = ", ".join(f"{k} {builders[(label, how)].count(k)}" for k in sorted(set(builders[(label, how)])))
         print(f"- {label}, {how}: {'built' if ok else 'compile_error'}{' (reported by a syntax pass)' if syntax else ''}; "
-              f"builder: {kinds}; pch: {note or '(none)'}")
+              f"builder: {kinds}; pch: {note or '(none)'}" + (f"; split: {split[:600]}" if split else ""))
     print()
 
 
@@ -542,6 +548,11 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--gap", type=float, default=3.0, help="broker part: seconds between requests")
     parser.add_argument("--base", default="HEAD", help="the commit whose extension_cache.py is 'before'")
+    parser.add_argument("--base-dir", help="a folder holding BASE's src/worker/python files (`git archive BASE "
+                                           "src/worker/python`, unpacked), for a tree without its history")
+    parser.add_argument("--kernel-errors", action="store_true",
+                        help="broker part: two .cu answers with an error in a kernel (a name torch's headers have "
+                             "somewhere, and one they lack), on nvcc's arch KWB_BENCH_ARCH, instead of the C++ ones")
     parser.add_argument("--parts", default="stages,builds")
     parser.add_argument("--python", default=sys.executable, help="a Python with torch (the worker's)")
     parser.add_argument("--cuda", action="store_true")
@@ -557,16 +568,18 @@ def main():
     WORK = tempfile.mkdtemp(prefix="kwb-bench-kb-build-")
     sys.path.insert(0, SRC)
     import extension_cache as ec
-    before_dir = None
+    before_dir = os.path.join(os.path.abspath(ARGS.base_dir), "src", "worker", "python") if ARGS.base_dir else None
     shown = subprocess.run(["git", "-C", REPO, "show", f"{ARGS.base}:src/worker/python/extension_cache.py"],
-                           capture_output=True, text=True) if ARGS.base else None
-    if shown is not None and shown.returncode == 0:
+                           capture_output=True, text=True) if ARGS.base and not before_dir else None
+    if before_dir:
+        assert os.path.isfile(os.path.join(before_dir, "extension_cache.py")), f"no extension_cache.py in {before_dir}"
+    elif shown is not None and shown.returncode == 0:
         before_dir = os.path.join(WORK, "before")
         os.makedirs(before_dir)
         with open(os.path.join(before_dir, "extension_cache.py"), "w") as f:
             f.write(shown.stdout)
         # The modules it loads from its own folder (cuda_split.py since the split build).
-        for helper in ("cuda_split.py",):
+        for helper in ("cuda_split.py", "split_verdict.py"):
             text = subprocess.run(["git", "-C", REPO, "show", f"{ARGS.base}:src/worker/python/{helper}"],
                                   capture_output=True, text=True)
             if text.returncode == 0:
@@ -598,6 +611,16 @@ def main():
             answers = [("CUDA answer (.cu + bindings)", dict(CUDA_ANSWER, extra_cuda_cflags=extra)),
                        ("CUDA answer, C++ error in its bindings", dict(bad, extra_cuda_cflags=extra))]
             builds(ec, before_dir, answers, os.environ.get("KWB_BENCH_ARCH", "sm_90"))
+            return
+        if ARGS.kernel_errors:
+            # The commonest failure of small models' CUDA: a name the kernel does not declare; `j`
+            # occurs in torch's headers (their declarations are read), `undeclared_scale` does not.
+            answers = [(f"`.cu`, `{said}` in its kernel", dict(CUDA_ANSWER, name=f"kwb_bench_cuda_kernel_error{n}",
+                                                               cuda_sources=CUDA_ANSWER["cuda_sources"].replace(
+                                                                   "c[i] = a[i] * s;", wrong)))
+                       for n, (said, wrong) in enumerate((("a[j]", "c[i] = a[j] * s;"),
+                                                          ("undeclared_scale", "c[i] = a[i] * undeclared_scale;")))]
+            broker_part(ec, before_dir, answers, os.environ.get("KWB_BENCH_ARCH", "sm_90"))
             return
         good = load_arguments(os.path.join(FIXTURES, GOOD))
         bad = load_arguments(os.path.join(FIXTURES, BAD))

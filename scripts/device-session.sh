@@ -6,6 +6,7 @@
 #   KWB_COMMIT=<commit> scripts/device-session.sh build gpu-tests gpu-traffic eval-timeout bench measure study study-kernelbench kb-bench record pack
 # kb-only-crash (a diagnosis, session 20): run_reference of a KernelBench-only task in several request orders.
 # split-check (issue 35): AGREEMENT_GENS's answers built whole and split, outputs compared (bench/kb_split_check.py).
+# kb-kernel-errors (issue 35): a kernel's compile error through the broker, KB_BASE_DIR's beside this tree's.
 # cold-zero-shot (issue 35): a cold zero-shot run on recorded real answers, built whole and split (bench/kb_cold_table.py).
 # header-phases (issue 35): g++'s phases with torch's header precompiled, -Wfatal-errors (bench/header_phases.py).
 # remote-workers also needs build-carry/ssh-bundle.tar.xz (scripts/ssh-bundle.sh).
@@ -693,6 +694,24 @@ PY
       echo "(exit $?: 124 is the step's ${KB_BUILD_LIMIT:-330} s limit)"
     } > "$md" 2> "$OUT/kb-build-speed.log"
     tail -40 "$md"
+    ;;
+  kb-kernel-errors)
+    # Issue 35 item 1's kernel error, before and after: two .cu answers with an error in a kernel
+    # (`a[j]`, whose name torch's headers have somewhere, and `undeclared_scale`) through a broker of
+    # KB_BASE_DIR's src/worker/python (`git archive BASE src/worker/python`, unpacked into
+    # build-carry; this copy has no history) and one of this tree's, alternating, KB_REPS times each
+    # (bench/kb_build_speed.py --kernel-errors). Needs what kb-build-speed needs.
+    log kb-kernel-errors
+    [[ -f build-carry/qt-bundle.tar.xz ]] && need_bundle
+    [[ -x /usr/local/cuda/bin/nvcc ]] && export PATH=$PATH:/usr/local/cuda/bin
+    { results_head "A kernel's own compile error through the broker, before and after (issue 35 item 1)"
+      echo; echo "- base: ${KB_BASE:-?} (${KB_BASE_DIR:-no base folder})"; echo
+      KWB_BENCH_ARCH=${KB_BUILD_ARCH:-sm_90} timeout -k 5 ${KB_BUILD_LIMIT:-330} python3 bench/kb_build_speed.py \
+        --parts broker --kernel-errors --reps ${KB_REPS:-3} --base "${KB_BASE:-base}" \
+        ${KB_BASE_DIR:+--base-dir "$KB_BASE_DIR"}
+      echo "(exit $?: 124 is the step's ${KB_BUILD_LIMIT:-330} s limit)"
+    } > "$OUT/kb-kernel-errors.md" 2> "$OUT/kb-kernel-errors.log"
+    tail -25 "$OUT/kb-kernel-errors.md"
     ;;
   kb-only-crash)
     # Session 20's 250-task check: kwb-worker ended by SIGSEGV in run_reference of every

@@ -514,6 +514,27 @@ def _stand_in_cuda_libraries():
     return ["-L" + folder]
 
 
+def _reading_left_behind():
+    """What a build's reading of torch's headers (extension_cache._TorchViews) left: its probe in
+    the entry's files, its folder in this test's temporary folder, or a preprocessing still
+    running below this process (its children lists: only processes this test started)."""
+    left = [d for d in os.listdir(tempfile.gettempdir()) if d.startswith("kwb-torch-views-")]
+    todo = [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                command = f.read()
+            if pid != os.getpid() and (b"kwb-torch-probe" in command or b"kwb-torch-views-" in command):
+                left.append(f"process {pid}")
+        except (OSError, ValueError):
+            continue
+    return left
+
+
 def split_build_of_a_cuda_answer():
     cache = os.path.join(ROOT, "split")
     answer = dict(SPLIT_ANSWER, extra_ldflags=_stand_in_cuda_libraries())
@@ -524,6 +545,9 @@ def split_build_of_a_cuda_answer():
     assert m["ok"], m["message"][-3000:]
     assert m["split"] == "used" and m["pch"].startswith("used: "), (m["split"], m["pch"])
     assert {"cuda.kwb-host.cpp", "cuda.kwb-device.cu"} <= set(m["files"]), sorted(m["files"])
+    # torch's headers, read ahead for a kernel error that did not come: nothing of it kept or running
+    assert ec._TorchViews.PROBE not in m["files"] and not _reading_left_behind(), (sorted(m["files"]),
+                                                                                 _reading_left_behind())
     library = os.path.join(directory, "kwb_split_ok.so")
     symbols = subprocess.run(["nm", "-C", "--defined-only", library], capture_output=True, text=True).stdout
     exported = subprocess.run(["nm", "-D", "-C", "--defined-only", library], capture_output=True, text=True).stdout
@@ -556,6 +580,8 @@ def a_kernels_own_error_from_the_device_unit():
             m["message"][-3000:]
         assert "cuda.cuda.o" not in m["message"].replace("kwb-device.cuda.o", ""), m["message"][-3000:]
         assert not any(".kwb-" in f for f in m["files"]), sorted(m["files"])
+        assert ec._TorchViews.PROBE not in m["files"] and not _reading_left_behind(), (sorted(m["files"]),
+                                                                                     _reading_left_behind())
         print(f"  {said}: reported in {seconds:.1f} s, without a whole build")
 
 
@@ -637,6 +663,9 @@ if __name__ == "__main__":
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     cases = [c for c in cases if not only or c.__name__ in only]
     ROOT = tempfile.mkdtemp(prefix="kwb-pch-")
+    # the builds' own temporary folders in this test's (checked by _reading_left_behind)
+    os.makedirs(os.path.join(ROOT, "tmp"))
+    tempfile.tempdir = os.path.join(ROOT, "tmp")
     failed = 0
     for case in cases:
         t0 = time.monotonic()

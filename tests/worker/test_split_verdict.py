@@ -201,11 +201,130 @@ def ninjas_failed_lines_of_either_version():
     assert ec._failed_block(output, "main.o") == "FAILED: main.o\ng++ -c main.cpp"
 
 
+def _stand_in_toolchain(root, seconds):
+    """A build folder whose build.ninja names a stand-in nvcc: its --dryrun names two preprocessor
+    commands (two views) of a stand-in preprocessor that takes `seconds`, records its niceness
+    and pid in root/runs, and writes a view (-dD: a declaration, -dM: a macro); `#error` in the
+    source makes it fail as gcc would."""
+    cpp, nvcc = os.path.join(root, "cpp"), os.path.join(root, "nvcc")
+    with open(cpp, "w") as f:
+        f.write("#!/bin/sh\nfor a; do case $a in *.cu) src=$a;; esac; prev_o=$o; o=$a; done\n"
+                f'echo "$(nice) $$" >> {root}/runs\nsleep {seconds}\n'
+                'if grep -q "#error" "$src"; then echo "$src:1:2: error: #error stop" >&2; exit 1; fi\n'
+                'case " $* " in *" -dD "*) echo "int declared_at_file_scope;" > "$o";; *) echo "#define OWN 1" > "$o";; esac\n')
+    with open(nvcc, "w") as f:
+        f.write("#!/bin/sh\nfor a; do case $a in *.cu) src=$a;; esac; done\n"
+                f'echo "#\\$ _HERE_=/nowhere"\necho "#\\$ {cpp} -D__VIEW__=0 -E -x c++ \\"$src\\" -o \\"/tmp/a.ii\\""\n'
+                f'echo "#\\$ {cpp} -D__VIEW__=1 -E -x c++ \\"$src\\" -o \\"/tmp/b.ii\\""\n')
+    for tool in (cpp, nvcc):
+        os.chmod(tool, 0o755)
+    build = os.path.join(root, "build")
+    os.makedirs(build)
+    with open(os.path.join(build, "build.ninja"), "w") as f:
+        f.write(f"nvcc = {nvcc}\ncuda_cflags = -O2\ncuda_post_cflags = -c\n")
+    original, device = os.path.join(build, "cuda.cu"), os.path.join(build, "cuda.kwb-device.cu")
+    for path in (original, device):
+        with open(path, "w") as f:
+            f.write("#include <stdio.h>\n__global__ void k() {}\n")
+    return build, original, device
+
+
+def _runs(root):
+    """(niceness, pid) of each stand-in preprocessing so far."""
+    with open(os.path.join(root, "runs")) as f:
+        return [tuple(int(w) for w in line.split()) for line in f]
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def torch_views_read_ahead():
+    import shutil
+    import tempfile
+    import time
+    import extension_cache as ec
+    if ec._TorchViews.NICE is None:
+        print("  (no `nice` on PATH: the views are read at need only; not tested)")
+        return
+    base = tempfile.mkdtemp(prefix="kwb-views-test-")
+    tempfile.tempdir = base  # the readings' own folders where this case can see them
+
+    def left_in_tmp():
+        return [d for d in os.listdir(base) if d.startswith("kwb-torch-views-")]
+    try:
+        # Read ahead and done before they are needed: nothing run again, at normal priority or not.
+        root = tempfile.mkdtemp(prefix="case-")
+        build, original, device = _stand_in_toolchain(root, 0.2)
+        views = ec._TorchViews(build, original, device, ahead=True)
+        time.sleep(1.5)
+        got = views.views()
+        assert len(got) == 2 and all(v.mentions("declared_at_file_scope") and v.own_macros == {"OWN": "1"} for v in got), \
+            [(v.text, v.own_macros) for v in got]
+        assert sorted(n for n, _ in _runs(root)) == [19] * 4, _runs(root)  # 2 views, the probe's and the unit's
+        assert os.path.exists(os.path.join(build, ec._TorchViews.PROBE))
+        views.stop()
+        assert not os.path.exists(os.path.join(build, ec._TorchViews.PROBE))
+        assert not left_in_tmp(), left_in_tmp()
+
+        # Needed before they are done: each started again at normal priority, the first to end read.
+        root = tempfile.mkdtemp(prefix="case-")
+        build, original, device = _stand_in_toolchain(root, 1.5)
+        views = ec._TorchViews(build, original, device, ahead=True)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        got = views.views()
+        waited = time.monotonic() - t0
+        assert len(got) == 2 and waited < 3.0, (len(got), waited)
+        assert sorted(n for n, _ in _runs(root)) == [0] * 4 + [19] * 4, _runs(root)
+        views.stop()
+        assert not any(_alive(pid) for _, pid in _runs(root)), _runs(root)
+
+        # Not ahead (no reading started with ninja): normal priority from the start.
+        root = tempfile.mkdtemp(prefix="case-")
+        build, original, device = _stand_in_toolchain(root, 0.1)
+        views = ec._TorchViews(build, original, device, ahead=False)
+        assert len(views.views()) == 2 and sorted(n for n, _ in _runs(root)) == [0] * 4, _runs(root)
+        views.stop()
+
+        # Stopped while they run (the device unit built): every process ended, nothing left.
+        root = tempfile.mkdtemp(prefix="case-")
+        build, original, device = _stand_in_toolchain(root, 30)
+        views = ec._TorchViews(build, original, device, ahead=True)
+        time.sleep(0.5)
+        views.stop()
+        assert views.stopped_unread() and len(_runs(root)) == 4, _runs(root)
+        assert not any(_alive(pid) for _, pid in _runs(root)), _runs(root)
+        assert not os.path.exists(os.path.join(build, ec._TorchViews.PROBE))
+        assert not left_in_tmp(), left_in_tmp()
+
+        # A preprocessing that fails: the reading says so, in the preprocessor's words.
+        root = tempfile.mkdtemp(prefix="case-")
+        build, original, device = _stand_in_toolchain(root, 0)
+        with open(original, "w") as f:
+            f.write("#error stop\n")
+        views = ec._TorchViews(build, original, device, ahead=True)
+        try:
+            views.views()
+            raise AssertionError("a failed preprocessing gave views")
+        except ValueError as e:
+            assert "a preprocessing of the probe view" in str(e) and "#error stop" in str(e), str(e)
+        views.stop()
+        assert not left_in_tmp(), left_in_tmp()
+    finally:
+        tempfile.tempdir = None
+        shutil.rmtree(base, ignore_errors=True)
+
+
 if __name__ == "__main__":
     failed = 0
     for case in (scan_finds_namespace_scope_names, scan_gives_up_on_unbalanced_text, rules_claim_what_torch_cannot_mend,
                  rules_leave_the_rest_to_the_whole_build, launchers_are_set_off_under_their_own_file, directives_only_keeps_lines,
-                 ninjas_failed_lines_of_either_version):
+                 ninjas_failed_lines_of_either_version, torch_views_read_ahead):
         try:
             case()
             print(f"PASS {case.__name__}")

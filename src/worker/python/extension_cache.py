@@ -699,6 +699,7 @@ class _BuildHooks:
         # each device unit's object and what its reading gave: {device unit: (object, the .cu,
         # cuda_split's Split.left_out)}, for run_ending_at_the_device_units_failure and kernel_error
         self.split_reads = {}
+        self.torch_views = None  # the device unit's _TorchViews, read with ninja for kernel_error
 
     def __enter__(self):
         self.real_write = getattr(self.cpp, "_write_ninja_file", None)
@@ -820,6 +821,7 @@ class _BuildHooks:
             if self.early_pass_covers(build_directory):
                 _write_json(os.path.join(build_directory, EARLY_VALID), {"error_prefix": error_prefix})
             try:
+                self.torch_views = self.torch_views_ahead(build_directory)
                 self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
                 # A shared library may leave symbols to load time, so a launcher the host unit
                 # calls and the device unit lacks would link, and fail only as the answer loads.
@@ -846,7 +848,10 @@ class _BuildHooks:
                         _discard(unit)
                     raise RuntimeError(f"{error_prefix}: {block}") from None
                 self.split_note = f"failed, built whole: {said.strip()[:300]}" + (
-                    f" (not the answer's alone: {why_not[:200]})" if why_not else "")
+                    f" (not the answer's alone: {why_not[:400]})" if why_not else "")
+            finally:
+                if self.torch_views is not None:
+                    self.torch_views.stop()
             self.real_write(**self.unsplit)
             for unit in self.split_files:
                 _discard(unit)
@@ -881,6 +886,8 @@ class _BuildHooks:
                 while thread.is_alive():  # ninja kills its running commands' process groups on SIGTERM
                     _terminate_children("ninja")
                     thread.join(0.05)
+            elif seen and self.torch_views is not None and os.path.exists(obj):
+                self.torch_views.stop()  # the device unit built: no kernel error to read them for
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
@@ -902,11 +909,9 @@ class _BuildHooks:
                 cu_text = f.read()
             with open(device) as f:
                 device_text = f.read()
-            ninja = _ninja_variables(os.path.join(build_directory, "build.ninja"))
-            probe = os.path.join(build_directory, "kwb-torch-probe.cu")
-            with open(probe, "w") as f:
-                f.write(split_verdict.directives_only(cu_text))
-            views = _preprocessed_views(ninja, probe, device, build_directory)
+            if self.torch_views is None or self.torch_views.stopped_unread():
+                self.torch_views = _TorchViews(build_directory, original, device, ahead=False)
+            views = self.torch_views.views()
         except (OSError, UnicodeDecodeError, KeyError, subprocess.SubprocessError, ValueError) as e:
             return "", "", f"torch's headers were not read ({e})"
         if not views:
@@ -914,6 +919,18 @@ class _BuildHooks:
         reason, why_not = split_verdict.answer_error(block, original, cu_text, device_text, views, cuda_split.LAUNCHER_FILE,
                                                      left_out)
         return reason, block, why_not
+
+    def torch_views_ahead(self, build_directory):
+        """The split's device unit's _TorchViews, started with ninja at the lowest priority; None
+        where there is no one device unit, or its reading cannot start (kernel_error then starts
+        it itself, and says why where it fails again)."""
+        if len(self.split_reads) != 1:
+            return None
+        (device, (_, original, _)), = self.split_reads.items()
+        try:
+            return _TorchViews(build_directory, original, device, ahead=True)
+        except (OSError, UnicodeDecodeError, KeyError, ValueError):
+            return None
 
     def missing_launchers(self, build_directory):
         """The split library's undefined launcher symbols (nm -D), "" where there are none."""
@@ -1041,54 +1058,175 @@ def _ninja_variables(path):
     return out
 
 
-def _preprocessed_views(ninja, probe, device, cwd):
-    """For each view nvcc's compile of a `.cu` with the build's flags parses (its host side, each
-    arch): a split_verdict.View of the probe preprocessed there with -dD and the device unit's macros
-    there. nvcc --dryrun names the preprocessor commands; they run at once."""
-    nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")
+class _TorchViews:
+    """torch's headers as the answer's directives include them, for split_verdict, in each view nvcc
+    parses (its host side, each arch): the probe (the `.cu`'s directives alone, every other line
+    blank, written beside it so its quoted includes resolve as the `.cu`'s) preprocessed with -dD,
+    and the device unit's own macros (-dM), by the preprocessor commands nvcc --dryrun names for the
+    build's own flags. Read ahead (with ninja), they run under `nice -n 19`: where cores are idle
+    they are done before a device unit fails (its compile takes a second or two), and where the
+    build's own compiles fill the machine they take next to nothing from them. Where they are
+    needed unfinished, each unfinished preprocessing starts again at normal priority and the first
+    of the two to end is read. Their outputs go to a private folder; stop() ends every process and
+    removes that folder and the probe, however the reading ended."""
 
-    def commands(source):
-        code, out = _run_sh(f"{nvcc} --dryrun {flags} -c {shlex.quote(source)} -o /dev/null {post}", cwd)
-        if code != 0:
-            raise ValueError(f"nvcc --dryrun: {out.strip()[-300:]}")
-        found = []
-        for line in out.splitlines():
-            line = line[3:] if line.startswith("#$ ") else ""
-            if " -E " in line and re.search(r' -o "?[^" ]+"?\s*$', line):
-                found.append(line)
-        return found
+    NICE = shutil.which("nice")
+    PROBE = "kwb-torch-probe.cu"
 
-    runs, texts = [], {}
-    try:
-        for kind, source, extra in (("probe", probe, "-dD"), ("own", device, "-dM")):
+    def __init__(self, build_directory, original, device, ahead):
+        with open(original) as f:
+            directives = split_verdict.directives_only(f.read())
+        ninja = _ninja_variables(os.path.join(build_directory, "build.ninja"))
+        self._lock = threading.Lock()
+        self._needed, self._finished = threading.Event(), threading.Event()
+        self._stopped, self._processes = False, []
+        self._views, self._error = None, ""
+        self._probe = os.path.join(build_directory, self.PROBE)
+        with open(self._probe, "w") as f:
+            f.write(directives)
+        self._dir = tempfile.mkdtemp(prefix="kwb-torch-views-")
+        ahead = ahead and self.NICE is not None
+        if not ahead:
+            self._needed.set()
+        threading.Thread(target=self._read, args=(ninja, device, build_directory, ahead), daemon=True).start()
+
+    def views(self, timeout=120):
+        """A split_verdict.View for each view; ValueError where they were not read."""
+        self._needed.set()
+        if not self._finished.wait(timeout):
+            self.stop()
+            raise ValueError(f"reading torch's headers took over {timeout} s")
+        if self._views is None:
+            raise ValueError(self._error or "stopped")
+        return self._views
+
+    def stopped_unread(self):
+        """Whether stop() ended the reading before its views were read."""
+        with self._lock:
+            return self._stopped and self._views is None
+
+    def stop(self):
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            processes = list(self._processes)
+        for process in processes:
+            _kill_group(process)
+            process.wait()
+        shutil.rmtree(self._dir, ignore_errors=True)
+        _discard(self._probe)
+
+    def _read(self, ninja, device, cwd, ahead):
+        try:
+            views = self._preprocess(ninja, device, cwd, ahead)
+            with self._lock:
+                if not self._stopped:
+                    self._views = views
+        except Exception as e:  # noqa: B902 (said by views(): the whole build decides)
+            self._error = str(e) if isinstance(e, (OSError, ValueError)) else f"{type(e).__name__}: {e}"
+        finally:
+            self._finished.set()
+
+    def _preprocess(self, ninja, device, cwd, ahead):
+        nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")
+        output = re.compile(r' -o "?[^" ]+"?\s*$')
+
+        def commands(source):
+            code, out = _run_sh(f"{nvcc} --dryrun {flags} -c {shlex.quote(source)} -o /dev/null {post}", cwd)
+            if code != 0:
+                raise ValueError(f"nvcc --dryrun: {out.strip()[-300:]}")
+            return [line[3:] for line in out.splitlines() if line.startswith("#$ ") and " -E " in line
+                    and output.search(line)]
+
+        wanted = {}  # (kind, k): the command, its output's path left as {out}
+        for kind, source, extra in (("probe", self._probe, "-dD"), ("own", device, "-dM")):
             for k, line in enumerate(commands(source)):
-                out = os.path.join(cwd, f"kwb-view-{kind}-{k}.ii")
-                command = re.sub(r' -o "?[^" ]+"?\s*$', f" -o {shlex.quote(out)}", line).replace(" -E ", f" -E {extra} ", 1)
-                runs.append((kind, k, out, subprocess.Popen(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
-                                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
-        for kind, k, out, process in runs:
-            if process.wait(timeout=120) != 0:
-                raise ValueError(f"a preprocessing of the {kind} view {k} failed")
-            with open(out, errors="replace") as f:
-                texts[(kind, k)] = f.read()
-    finally:  # none left running or lying in the build's folder, however it ended
-        for _, _, out, process in runs:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            _discard(out)
-    views = []
-    for k in range(len([1 for kind, *_ in runs if kind == "probe"])):
-        if ("own", k) not in texts:
-            raise ValueError("the device unit's views are not the probe's")
-        views.append(split_verdict.View(texts[("probe", k)], split_verdict.macros_only(texts[("own", k)])))
-    return views
+                wanted[(kind, k)] = output.sub(" -o {out}", line.replace("{", "{{").replace("}", "}}")).replace(
+                    " -E ", f" -E {extra} ", 1)
+        running = {key: [] for key in wanted}
+
+        def start(key, nice):
+            with self._lock:
+                if self._stopped:
+                    raise ValueError("stopped")
+                out = os.path.join(self._dir, f"{key[0]}-{key[1]}-{len(running[key])}.ii")
+                argv = ["/bin/sh", "-c", wanted[key].format(out=shlex.quote(out))]
+                with open(out + ".log", "wb") as log:
+                    # its own process group: the shell's compiler and the compiler's cc1plus end with it
+                    process = subprocess.Popen([self.NICE, "-n", "19"] + argv if nice else argv, cwd=cwd,
+                                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+                self._processes.append(process)
+                running[key].append((out, process))
+
+        for key in wanted:
+            start(key, ahead)
+        texts, again = {}, not ahead  # again: the unfinished ones started again at normal priority
+        while len(texts) < len(wanted):
+            if not again and self._needed.is_set():
+                again = True
+                for key in wanted:
+                    if key not in texts:
+                        start(key, False)
+            for key in wanted:
+                for out, process in running[key] if key not in texts else ():
+                    code = process.poll()
+                    if self._stopped:
+                        raise ValueError("stopped")
+                    if code == 0:
+                        with open(out, errors="replace") as f:
+                            texts[key] = f.read()
+                        for _, other in running[key]:
+                            _kill_group(other)
+                        break
+                    if code is not None:
+                        with open(out + ".log", errors="replace") as f:
+                            said = " ".join(f.read().split())[-300:]
+                        raise ValueError(f"a preprocessing of the {key[0]} view {key[1]} failed (exit {code}: {said})")
+            if len(texts) < len(wanted):
+                self._needed.wait(0.02) if not again else time.sleep(0.01)
+        views = []
+        for kind, k in sorted(wanted):
+            if kind == "probe":
+                if ("own", k) not in texts:
+                    raise ValueError("the device unit's views are not the probe's")
+                views.append(split_verdict.View(texts[("probe", k)], split_verdict.macros_only(texts[("own", k)])))
+        return views
+
+
+def _kill_group(process):
+    """SIGKILL to a process started in a group of its own and to what is left of that group."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:  # the group is gone
+        pass
+
+
+def _children(pid):
+    """A process's children (/proc's children lists of its threads)."""
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def _descendant_naming(path):
-    """Whether a process below this one (ninja's compile of a source, and what it runs) has `path`
-    on its command line; read through /proc's children lists, so only this process's tree."""
-    todo, seen = [os.getpid()], set()
+    """Whether a process below this one's ninja (ninja's compile of a source, and what it runs) has
+    `path` on its command line; read through /proc's children lists, so only that tree (not the
+    builder's own preprocessings of torch's headers, which name the device unit too)."""
+    todo, seen = [], set()
+    for child in _children(os.getpid()):
+        try:
+            with open(f"/proc/{child}/comm") as f:
+                if f.read().strip() == "ninja":
+                    todo += _children(child)
+        except OSError:
+            continue
     needle = path.encode()
     while todo:
         pid = todo.pop()
@@ -1096,15 +1234,12 @@ def _descendant_naming(path):
             continue
         seen.add(pid)
         try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
-            if pid != os.getpid():
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if needle in f.read():
-                        return True
-        except (OSError, ValueError):
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if needle in f.read():
+                    return True
+        except OSError:
             continue
+        todo += _children(pid)
     return False
 
 
