@@ -38,7 +38,8 @@
 #                                            libraries built both ways run on the same inputs)
 #                                [--parts broker --kernel-errors [--base-dir DIR]]
 #                                           (the broker part on two .cu answers with an error in a
-#                                            kernel, BASE's broker beside this tree's; DIR: BASE's
+#                                            kernel and the .cu that builds, BASE's broker beside this
+#                                            tree's; DIR: BASE's
 #                                            src/worker/python where git has no history, as on the
 #                                            GPU machine)
 # Prints a Markdown section (for bench/results/). Run it alone on the machine (flock
@@ -552,7 +553,8 @@ def main():
                                            "src/worker/python`, unpacked), for a tree without its history")
     parser.add_argument("--kernel-errors", action="store_true",
                         help="broker part: two .cu answers with an error in a kernel (a name torch's headers have "
-                             "somewhere, and one they lack), on nvcc's arch KWB_BENCH_ARCH, instead of the C++ ones")
+                             "somewhere, and one they lack) and the .cu that builds, on nvcc's arch KWB_BENCH_ARCH, "
+                             "instead of the C++ ones")
     parser.add_argument("--parts", default="stages,builds")
     parser.add_argument("--python", default=sys.executable, help="a Python with torch (the worker's)")
     parser.add_argument("--cuda", action="store_true")
@@ -615,11 +617,13 @@ def main():
         if ARGS.kernel_errors:
             # The commonest failure of small models' CUDA: a name the kernel does not declare; `j`
             # occurs in torch's headers (their declarations are read), `undeclared_scale` does not.
+            # And the same `.cu` without the error: what reading torch's headers ahead costs a success.
             answers = [(f"`.cu`, `{said}` in its kernel", dict(CUDA_ANSWER, name=f"kwb_bench_cuda_kernel_error{n}",
                                                                cuda_sources=CUDA_ANSWER["cuda_sources"].replace(
                                                                    "c[i] = a[i] * s;", wrong)))
                        for n, (said, wrong) in enumerate((("a[j]", "c[i] = a[j] * s;"),
                                                           ("undeclared_scale", "c[i] = a[i] * undeclared_scale;")))]
+            answers.append(("`.cu` that builds (split)", CUDA_ANSWER))
             broker_part(ec, before_dir, answers, os.environ.get("KWB_BENCH_ARCH", "sm_90"))
             return
         good = load_arguments(os.path.join(FIXTURES, GOOD))

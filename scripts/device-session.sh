@@ -697,7 +697,8 @@ PY
     ;;
   kb-kernel-errors)
     # Issue 35 item 1's kernel error, before and after: two .cu answers with an error in a kernel
-    # (`a[j]`, whose name torch's headers have somewhere, and `undeclared_scale`) through a broker of
+    # (`a[j]`, whose name torch's headers have somewhere, and `undeclared_scale`), and the same .cu
+    # that builds (what the reading ahead costs a success), through a broker of
     # KB_BASE_DIR's src/worker/python (`git archive BASE src/worker/python`, unpacked into
     # build-carry; this copy has no history) and one of this tree's, alternating, KB_REPS times each
     # (bench/kb_build_speed.py --kernel-errors). Needs what kb-build-speed needs.

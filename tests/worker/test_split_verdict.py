@@ -266,6 +266,9 @@ def torch_views_read_ahead():
         assert len(got) == 2 and all(v.mentions("declared_at_file_scope") and v.own_macros == {"OWN": "1"} for v in got), \
             [(v.text, v.own_macros) for v in got]
         assert sorted(n for n, _ in _runs(root)) == [19] * 4, _runs(root)  # 2 views, the probe's and the unit's
+        # and their scans read ahead too, as the verdict reads them
+        assert all(v._scanned and v._macros is not None for v in got)
+        assert "declared_at_file_scope" in got[0].declarations().visible_at_file_scope()
         assert os.path.exists(os.path.join(build, ec._TorchViews.PROBE))
         views.stop()
         assert not os.path.exists(os.path.join(build, ec._TorchViews.PROBE))
@@ -281,6 +284,7 @@ def torch_views_read_ahead():
         waited = time.monotonic() - t0
         assert len(got) == 2 and waited < 3.0, (len(got), waited)
         assert sorted(n for n, _ in _runs(root)) == [0] * 4 + [19] * 4, _runs(root)
+        assert not any(v._scanned for v in got)  # needed: nothing read ahead, the verdict asks
         views.stop()
         assert not any(_alive(pid) for _, pid in _runs(root)), _runs(root)
 

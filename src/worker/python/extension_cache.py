@@ -1067,8 +1067,9 @@ class _TorchViews:
     they are done before a device unit fails (its compile takes a second or two), and where the
     build's own compiles fill the machine they take next to nothing from them. Where they are
     needed unfinished, each unfinished preprocessing starts again at normal priority and the first
-    of the two to end is read. Their outputs go to a private folder; stop() ends every process and
-    removes that folder and the probe, however the reading ended."""
+    of the two to end is read; where they are done before that, their scans are read ahead too
+    (View.prepare). Their outputs go to a private folder; stop() ends every process and removes
+    that folder and the probe, however the reading ended."""
 
     NICE = shutil.which("nice")
     PROBE = "kwb-torch-probe.cu"
@@ -1112,7 +1113,8 @@ class _TorchViews:
             self._stopped = True
             processes = list(self._processes)
         for process in processes:
-            _kill_group(process)
+            if process.poll() is None:  # (a reaped one's number may be another's by now)
+                _kill_group(process)
             process.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
         _discard(self._probe)
@@ -1127,6 +1129,14 @@ class _TorchViews:
             self._error = str(e) if isinstance(e, (OSError, ValueError)) else f"{type(e).__name__}: {e}"
         finally:
             self._finished.set()
+        # Read ahead and done while the device unit still compiles (cores were idle): what the
+        # verdict reads of them (the macros, the scan of namespace scope) read now too. Once they
+        # are needed or stopped, no more: the verdict reads what it needs itself, a view this
+        # thread is reading taken as it ends.
+        for view in self._views or ():
+            if self._needed.is_set() or self._stopped:
+                break
+            view.prepare()
 
     def _preprocess(self, ninja, device, cwd, ahead):
         nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")
@@ -1178,14 +1188,17 @@ class _TorchViews:
                         with open(out, errors="replace") as f:
                             texts[key] = f.read()
                         for _, other in running[key]:
-                            _kill_group(other)
+                            if other.poll() is None:
+                                _kill_group(other)
                         break
                     if code is not None:
                         with open(out + ".log", errors="replace") as f:
                             said = " ".join(f.read().split())[-300:]
                         raise ValueError(f"a preprocessing of the {key[0]} view {key[1]} failed (exit {code}: {said})")
-            if len(texts) < len(wanted):
-                self._needed.wait(0.02) if not again else time.sleep(0.01)
+            if len(texts) < len(wanted) and not again:
+                self._needed.wait(0.02)
+            elif len(texts) < len(wanted):
+                time.sleep(0.01)
         views = []
         for kind, k in sorted(wanted):
             if kind == "probe":
@@ -1223,7 +1236,7 @@ def _descendant_naming(path):
     for child in _children(os.getpid()):
         try:
             with open(f"/proc/{child}/comm") as f:
-                if f.read().strip() == "ninja":
+                if f.read().startswith("ninja"):
                     todo += _children(child)
         except OSError:
             continue

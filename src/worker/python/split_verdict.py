@@ -23,6 +23,7 @@
 # scan of namespace scope: it keeps every name it cannot rule out, so it can only make the rule
 # decline more often, never claim a name torch declares is missing.
 import re
+import threading
 
 # The kinds of message the rules can decide (EDG's text, with or without its error number).
 _MESSAGE = re.compile(r'^(?P<file>.*?)\((?P<line>\d+)\): (?P<severity>error|warning|remark|catastrophic error)'
@@ -428,9 +429,21 @@ class View:
         self.text, self.own_macros = "\n" + text, own_macros
         self._declared = self._macros = None
         self._scanned = False
+        # what macros() and declarations() read, made once by whichever thread asks first (the
+        # builder reads them ahead where it has the time: extension_cache._TorchViews)
+        self._lock = threading.Lock()
+
+    def prepare(self):
+        """macros() and declarations() read now, ahead of a name to ask about."""
+        self.macros()
+        self.declarations()
 
     def macros(self):
         """The macros the text defines at its end (gcc -dD: its #define and #undef lines in order)."""
+        with self._lock:
+            return self._read_macros()
+
+    def _read_macros(self):
         if self._macros is None:
             events = sorted([(m.start(), m.group(1), m.group(2).strip()) for m in _DEFINE_LINE.finditer(self.text)] +
                             [(m.start(), m.group(1), None) for m in _UNDEF_LINE.finditer(self.text)])
@@ -455,6 +468,10 @@ class View:
     def declarations(self):
         """scan()'s Declarations of the text (torch's namespaces skipped where no using-directive
         needs them), or None where it cannot be read."""
+        with self._lock:
+            return self._read_declarations()
+
+    def _read_declarations(self):
         if not self._scanned:
             self._declared, self._scanned = scan(self.text, skip_torch=True), True
             if self._declared is not None and self._declared.visible_at_file_scope() is None:
