@@ -201,6 +201,31 @@ def ninjas_failed_lines_of_either_version():
     assert ec._failed_block(output, "main.o") == "FAILED: main.o\ng++ -c main.cpp"
 
 
+def scans_at_once_as_one_by_one():
+    # read_at_once scans all but one view in forked children: the same Declarations as each alone,
+    # a view that does not read (unbalanced) None either way, and no child left behind
+    texts = [HEADERS, HEADERS.replace("int (*global_handler)", "int (*other_handler)"), HEADERS + "\nnamespace open {\n"]
+    alone = [sv.View(t, {}) for t in texts]
+    together = [sv.View(t, {}) for t in texts]
+    sv.read_at_once(together)
+    assert all(v._scanned for v in together)
+    for a, b in zip(alone, together):
+        da, db = a.declarations(), b.declarations()
+        if da is None:
+            assert db is None
+            continue
+        assert (da.names, da.directives, da.macros, da.skipped) == (db.names, db.directives, db.macros, db.skipped)
+        assert da.visible_at_file_scope() == db.visible_at_file_scope()
+    assert together[2].declarations() is None and "other_handler" in together[1].declarations().visible_at_file_scope()
+    try:
+        os.waitpid(-1, os.WNOHANG)
+        raise AssertionError("a scan's child was left unwaited")
+    except ChildProcessError:
+        pass  # no child at all
+    sv.read_at_once(together)  # read already: nothing forked, nothing changed
+    assert together[0].declarations() is not None
+
+
 def _stand_in_toolchain(root, seconds):
     """A build folder whose build.ninja names a stand-in nvcc: its --dryrun names two preprocessor
     commands (two views) of a stand-in preprocessor that takes `seconds`, records its niceness
@@ -328,7 +353,7 @@ if __name__ == "__main__":
     failed = 0
     for case in (scan_finds_namespace_scope_names, scan_gives_up_on_unbalanced_text, rules_claim_what_torch_cannot_mend,
                  rules_leave_the_rest_to_the_whole_build, launchers_are_set_off_under_their_own_file, directives_only_keeps_lines,
-                 ninjas_failed_lines_of_either_version, torch_views_read_ahead):
+                 ninjas_failed_lines_of_either_version, scans_at_once_as_one_by_one, torch_views_read_ahead):
         try:
             case()
             print(f"PASS {case.__name__}")

@@ -1068,7 +1068,7 @@ class _TorchViews:
     build's own compiles fill the machine they take next to nothing from them. Where they are
     needed unfinished, each unfinished preprocessing starts again at normal priority and the first
     of the two to end is read; where they are done before that, their scans are read ahead too
-    (View.prepare). Their outputs go to a private folder; stop() ends every process and removes
+    (split_verdict.read_at_once). Their outputs go to a private folder; stop() ends every process and removes
     that folder and the probe, however the reading ended."""
 
     NICE = shutil.which("nice")
@@ -1135,8 +1135,10 @@ class _TorchViews:
         # thread is reading taken as it ends.
         for view in self._views or ():
             if self._needed.is_set() or self._stopped:
-                break
-            view.prepare()
+                return
+            view.macros()
+        if self._views and not self._needed.is_set() and not self._stopped:
+            split_verdict.read_at_once(self._views)
 
     def _preprocess(self, ninja, device, cwd, ahead):
         nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")

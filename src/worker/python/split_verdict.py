@@ -22,8 +22,11 @@
 # preprocesses the answer's includes (every view nvcc parses: the host side's and each arch's), by a
 # scan of namespace scope: it keeps every name it cannot rule out, so it can only make the rule
 # decline more often, never claim a name torch declares is missing.
+import os
+import pickle
 import re
 import threading
+import warnings
 
 # The kinds of message the rules can decide (EDG's text, with or without its error number).
 _MESSAGE = re.compile(r'^(?P<file>.*?)\((?P<line>\d+)\): (?P<severity>error|warning|remark|catastrophic error)'
@@ -433,10 +436,6 @@ class View:
         # builder reads them ahead where it has the time: extension_cache._TorchViews)
         self._lock = threading.Lock()
 
-    def prepare(self):
-        """macros() and declarations() read now, ahead of a name to ask about."""
-        self.macros()
-        self.declarations()
 
     def macros(self):
         """The macros the text defines at its end (gcc -dD: its #define and #undef lines in order)."""
@@ -473,10 +472,95 @@ class View:
 
     def _read_declarations(self):
         if not self._scanned:
-            self._declared, self._scanned = scan(self.text, skip_torch=True), True
-            if self._declared is not None and self._declared.visible_at_file_scope() is None:
-                self._declared = scan(self.text)
+            self._declared, self._scanned = self._scan(), True
         return self._declared
+
+    def _scan(self):
+        declared = scan(self.text, skip_torch=True)
+        if declared is not None and declared.visible_at_file_scope() is None:
+            declared = scan(self.text)
+        return declared
+
+
+def read_at_once(views):
+    """Each view's declarations() read, their scans at once where there are several: each but the
+    first in a forked copy of this process (the scan is Python, and threads would take turns),
+    which sends back what it found, pickled, and ends. A view another thread is reading is left to
+    it; one whose child fails is scanned here."""
+    mine = []
+    for view in views:
+        if view._lock.acquire(blocking=False):
+            if view._scanned:
+                view._lock.release()
+            else:
+                mine.append(view)
+    try:
+        children = []
+        for view in mine[1:]:
+            child = _scan_in_a_child(view)
+            if child is not None:
+                children.append((view, child))
+        if mine:
+            mine[0]._read_declarations()
+        for view, (pid, reading) in children:
+            chunks = []
+            while True:
+                chunk = os.read(reading, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            os.close(reading)
+            _, status = os.waitpid(pid, 0)
+            try:
+                if status != 0:
+                    raise ValueError(f"the scan's child ended with status {status}")
+                view._declared, view._scanned = _from_plain(pickle.loads(b"".join(chunks))), True
+            except (ValueError, pickle.UnpicklingError, EOFError, TypeError):
+                view._read_declarations()
+        for view in mine:
+            view._read_declarations()  # (none left unread however a child ended)
+    finally:
+        for view in mine:
+            view._lock.release()
+
+
+def _scan_in_a_child(view):
+    """(pid, the pipe's reading end) of a forked child that scans the view, or None where no child
+    could be made. The child touches no lock (another thread's may be copied held) and leaves by
+    os._exit, running no handler of this process's."""
+    reading, writing = os.pipe()
+    try:
+        with warnings.catch_warnings():  # (3.12 warns of fork in a process with threads)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(reading)
+        os.close(writing)
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            os.close(reading)
+            data = pickle.dumps(_to_plain(view._scan()))
+            while data:
+                data = data[os.write(writing, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writing)
+    return pid, reading
+
+
+def _to_plain(declared):
+    return None if declared is None else (declared.names, declared.directives, declared.macros, declared.skipped)
+
+
+def _from_plain(plain):
+    if plain is None:
+        return None
+    declared = Declarations()
+    declared.names, declared.directives, declared.macros, declared.skipped = plain
+    return declared
 
 
 def _word_char(c):
@@ -549,9 +633,9 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
             if name in declaring:
                 return "", f"{name} is in the answer's host code, which the device unit leaves out, where it may be declared"
             call = not e.code or re.search(rf"\b{re.escape(name)}\s*[(<]", e.code) is not None
-            for view in views:
-                if not view.mentions(name):
-                    continue  # no header of this view has the word at all
+            having = [view for view in views if view.mentions(name)]  # (the others lack the word)
+            read_at_once(having)
+            for view in having:
                 declared = view.declarations()
                 if declared is None:
                     return "", "torch's headers could not be read"
