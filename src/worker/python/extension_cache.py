@@ -1076,7 +1076,9 @@ class _TorchViews:
 
     def __init__(self, build_directory, original, device, ahead):
         with open(original) as f:
-            directives = split_verdict.directives_only(f.read())
+            text = f.read()
+        directives = split_verdict.directives_only(text)
+        self._keep = split_verdict.opened_namespaces(text)  # (the namespaces the verdict's scans read)
         ninja = _ninja_variables(os.path.join(build_directory, "build.ninja"))
         self._lock = threading.Lock()
         self._needed, self._finished = threading.Event(), threading.Event()
@@ -1138,7 +1140,7 @@ class _TorchViews:
                 return
             view.macros()
         if self._views and not self._needed.is_set() and not self._stopped:
-            split_verdict.read_at_once(self._views)
+            split_verdict.read_at_once(self._views, self._keep)
 
     def _preprocess(self, ninja, device, cwd, ahead):
         nvcc, flags, post = ninja["nvcc"], ninja.get("cuda_cflags", ""), ninja.get("cuda_post_cflags", "")

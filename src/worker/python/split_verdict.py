@@ -117,7 +117,7 @@ class Declarations:
     def __init__(self):
         self.names, self.directives, self.macros = {}, [], {}
         self.skipped = set()  # top-level namespaces whose bodies were not read
-        self._visible, self._outside = False, {}  # what the two methods below found (asked per name)
+        self._visible, self._outside, self._from = False, {}, {}  # what the methods below found (per name)
 
     def visible_at_file_scope(self):
         """Names unqualified lookup at file scope may find: the file scope's and those of every
@@ -144,6 +144,31 @@ class Declarations:
                     todo += [p for p in self.names if p[-len(which):] == which]
         return out
 
+    def visible_from(self, namespaces):
+        """Names unqualified lookup may find in the given namespaces (by name, at any depth: more
+        than lookup from one of them finds) and in those their using-directives nominate, followed
+        in turn (torch's `namespace torch { using namespace at; }`); None where one nominates a
+        namespace whose body the scan did not read."""
+        key = frozenset(namespaces)
+        if key not in self._from:
+            seen, out = set(), set()
+            todo = [p for p in self.names if key & set(p)]
+            while todo:
+                path = todo.pop()
+                if path in seen:
+                    continue
+                seen.add(path)
+                out |= self.names.get(path, set())
+                for where, which in self.directives:
+                    if where == path:
+                        if which and which[0] in self.skipped:
+                            out = None
+                            todo = []
+                            break
+                        todo += [p for p in self.names if p[-len(which):] == which]
+            self._from[key] = out
+        return self._from[key]
+
     def outside(self, namespaces):
         """Names declared at namespace scope anywhere but in the given top-level namespaces."""
         key = frozenset(namespaces)
@@ -156,10 +181,11 @@ class Declarations:
         return self._outside[key]
 
 
-def scan(text, skip_torch=False):
+def scan(text, skip_torch=False, keep=frozenset()):
     """The Declarations of a preprocessed text (gcc -E -dD's output), or None where its brackets do
     not balance or a literal does not end (then nothing may be concluded from it). skip_torch: the
-    bodies of torch's namespaces at file scope not read (Declarations.skipped names them)."""
+    bodies of torch's namespaces at file scope not read, but those in keep (namespaces the answer
+    opens or nominates, whose names its kernels see); Declarations.skipped names the skipped ones."""
     d = Declarations()
     names = d.names
     text = "\n" + text  # every directive line after a newline
@@ -247,7 +273,7 @@ def scan(text, skip_torch=False):
             # torch's own namespaces at file scope are read for their braces only (most of the text,
             # and no kernel at file scope sees into them), unless a using-directive nominates one
             # (visible_at_file_scope then asks for a full scan)
-            if scope and not path and skip_torch and scope[0] in TORCH_NAMESPACES:
+            if scope and not path and skip_torch and scope[0] in TORCH_NAMESPACES and scope[0] not in keep:
                 d.skipped.add(scope[0])
                 scope = None
             if scope is None:
@@ -430,10 +456,10 @@ class View:
 
     def __init__(self, text, own_macros):
         self.text, self.own_macros = "\n" + text, own_macros
-        self._declared = self._macros = None
-        self._scanned = False
-        # what macros() and declarations() read, made once by whichever thread asks first (the
-        # builder reads them ahead where it has the time: extension_cache._TorchViews)
+        self._macros = None
+        self._scans = {}  # the namespaces kept: the Declarations read (None: unreadable)
+        # what macros() and the scans read, made once by whichever thread asks first (the builder
+        # reads them ahead where it has the time: extension_cache._TorchViews)
         self._lock = threading.Lock()
 
 
@@ -464,44 +490,50 @@ class View:
             k = text.find(name, k + 1)
         return False
 
-    def declarations(self):
-        """scan()'s Declarations of the text (torch's namespaces skipped where no using-directive
-        needs them), or None where it cannot be read."""
+    def declarations(self, keep=frozenset()):
+        """scan()'s Declarations of the text, torch's namespaces skipped but those in keep (the
+        answer opens or nominates them) and those a using-directive nominates, or None where it
+        cannot be read."""
         with self._lock:
-            return self._read_declarations()
+            return self._read(frozenset(keep))
 
-    def _read_declarations(self):
-        if not self._scanned:
-            self._declared, self._scanned = self._scan(), True
-        return self._declared
+    def scanned(self, keep=frozenset()):
+        return frozenset(keep) in self._scans
 
-    def _scan(self):
-        declared = scan(self.text, skip_torch=True)
-        if declared is not None and declared.visible_at_file_scope() is None:
+    def _read(self, keep):
+        if keep not in self._scans:
+            self._scans[keep] = self._scan(keep)
+        return self._scans[keep]
+
+    def _scan(self, keep):
+        declared = scan(self.text, skip_torch=True, keep=keep)
+        if declared is not None and (declared.visible_at_file_scope() is None or declared.visible_from(keep) is None):
+            # a using-directive nominates a namespace whose body was skipped: read them all
             declared = scan(self.text)
         return declared
 
 
-def read_at_once(views):
-    """Each view's declarations() read, their scans at once where there are several: each but the
-    first in a forked copy of this process (the scan is Python, and threads would take turns),
-    which sends back what it found, pickled, and ends. A view another thread is reading is left to
-    it; one whose child fails is scanned here."""
+def read_at_once(views, keep=frozenset()):
+    """Each view's declarations(keep) read, several at once: each but the first in a forked copy of
+    this process (the scan is Python, and threads would take turns), which sends back what it
+    found, pickled, and ends. A view another thread is reading is left to it (it holds the view's
+    lock); one whose child fails is scanned here."""
+    keep = frozenset(keep)
     mine = []
     for view in views:
         if view._lock.acquire(blocking=False):
-            if view._scanned:
+            if keep in view._scans:
                 view._lock.release()
             else:
                 mine.append(view)
     try:
         children = []
         for view in mine[1:]:
-            child = _scan_in_a_child(view)
+            child = _scan_in_a_child(view, keep)
             if child is not None:
                 children.append((view, child))
         if mine:
-            mine[0]._read_declarations()
+            mine[0]._read(keep)
         for view, (pid, reading) in children:
             chunks = []
             while True:
@@ -514,17 +546,17 @@ def read_at_once(views):
             try:
                 if status != 0:
                     raise ValueError(f"the scan's child ended with status {status}")
-                view._declared, view._scanned = _from_plain(pickle.loads(b"".join(chunks))), True
+                view._scans[keep] = _from_plain(pickle.loads(b"".join(chunks)))
             except (ValueError, pickle.UnpicklingError, EOFError, TypeError):
-                view._read_declarations()
+                pass
         for view in mine:
-            view._read_declarations()  # (none left unread however a child ended)
+            view._read(keep)  # (none left unread however a child ended)
     finally:
         for view in mine:
             view._lock.release()
 
 
-def _scan_in_a_child(view):
+def _scan_in_a_child(view, keep):
     """(pid, the pipe's reading end) of a forked child that scans the view, or None where no child
     could be made. The child touches no lock (another thread's may be copied held) and leaves by
     os._exit, running no handler of this process's."""
@@ -541,7 +573,7 @@ def _scan_in_a_child(view):
         code = 1
         try:
             os.close(reading)
-            data = pickle.dumps(_to_plain(view._scan()))
+            data = pickle.dumps(_to_plain(view._scan(keep)))
             while data:
                 data = data[os.write(writing, data):]
             code = 0
@@ -561,6 +593,13 @@ def _from_plain(plain):
     declared = Declarations()
     declared.names, declared.directives, declared.macros, declared.skipped = plain
     return declared
+
+
+def opened_namespaces(cu_text):
+    """The namespaces an answer's source opens or nominates (`namespace X`, `using namespace X`):
+    unqualified lookup in its kernels searches them too, so their bodies in torch's headers are read
+    whatever else the scan skips."""
+    return frozenset(re.findall(r"\bnamespace\s+([A-Za-z_]\w*)", _strip_literals(cu_text)))
 
 
 def _word_char(c):
@@ -615,7 +654,7 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
                 if w in macros:
                     todo.append(w)
     # namespaces the answer opens or nominates: unqualified lookup in its kernels searches them too
-    own_namespaces = set(re.findall(r"\bnamespace\s+([A-Za-z_]\w*)", _strip_literals(cu_text)))
+    own_namespaces = opened_namespaces(cu_text)
     for view in views:
         differing = {name for name, body in view.macros().items() if view.own_macros.get(name) != body}
         clash = sorted(differing & used)
@@ -634,14 +673,15 @@ def answer_error(output, cu_path, cu_text, device_text, views, launcher_file, le
                 return "", f"{name} is in the answer's host code, which the device unit leaves out, where it may be declared"
             call = not e.code or re.search(rf"\b{re.escape(name)}\s*[(<]", e.code) is not None
             having = [view for view in views if view.mentions(name)]  # (the others lack the word)
-            read_at_once(having)
+            read_at_once(having, own_namespaces)
             for view in having:
-                declared = view.declarations()
+                declared = view.declarations(own_namespaces)
                 if declared is None:
                     return "", "torch's headers could not be read"
                 if name in view.macros() or name in declared.visible_at_file_scope():
                     return "", f"torch's headers declare {name} where the kernel could see it"
-                if any(name in names for path, names in declared.names.items() if own_namespaces & set(path)):
+                through = declared.visible_from(own_namespaces)
+                if through is None or name in through:
                     return "", f"torch's headers declare {name} in a namespace the answer opens or nominates"
                 if call and name in declared.outside(TORCH_NAMESPACES):
                     return "", f"torch's headers declare a {name} that argument-dependent lookup could find"
