@@ -231,7 +231,11 @@ def scans_at_once_as_one_by_one():
     texts = [HEADERS, HEADERS.replace("int (*global_handler)", "int (*other_handler)"), HEADERS + "\nnamespace open {\n"]
     alone = [sv.View(t, {}) for t in texts]
     together = [sv.View(t, {}) for t in texts]
+    forked, real = [], sv._scan_in_a_child
+    sv._scan_in_a_child = lambda view, keep: forked.append(view) or real(view, keep)
+    sv.FORK_SCANS = True  # (as in a builder process; a worker building in its own process does not fork)
     sv.read_at_once(together)
+    assert forked == together[1:], len(forked)
     assert all(v.scanned() for v in together)
     for a, b in zip(alone, together):
         da, db = a.declarations(), b.declarations()
@@ -248,9 +252,14 @@ def scans_at_once_as_one_by_one():
         pass  # no child at all
     sv.read_at_once(together)  # read already: nothing forked, nothing changed
     assert together[0].declarations() is not None
+    sv.FORK_SCANS = False  # one after another: no child
+    sv.read_at_once([sv.View(HEADERS, {}), sv.View(HEADERS, {})])
+    assert len(forked) == 2, len(forked)
+    sv.FORK_SCANS = True
     sv.read_at_once(together[:2], {"at"})  # torch's `at` kept: read this time
     assert all(v.scanned({"at"}) for v in together[:2]) and "at" in together[0].declarations().skipped
     assert "sigmoid" in together[1].declarations({"at"}).names[("at",)]
+    sv._scan_in_a_child, sv.FORK_SCANS = real, False
 
 
 def _stand_in_toolchain(root, niced_s, normal_s=None):

@@ -1345,6 +1345,7 @@ def build_extension(request_path, out_dir):
     the precompiled header's entry it names (verified) read-only. REQUEST "-": a spare builder
     (_Spare), which imports torch's cpp_extension first, says so (OUT/SPARE_READY) and then reads
     its request's path from stdin; at end of file (the broker let it go or ended) it builds nothing."""
+    split_verdict.FORK_SCANS = True  # a process for this one build: it may fork to scan at once
     if request_path == "-":
         import torch.utils.cpp_extension  # noqa: F401 (the start a build would wait for)
         compiler_identity()  # its `c++ --version` too (kept for the process)

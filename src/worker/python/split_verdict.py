@@ -513,11 +513,18 @@ class View:
         return declared
 
 
+# Whether read_at_once may fork: only in a process made for one build (`kwb-worker
+# --build-extension`: no CUDA context, no answer's code), which extension_cache.build_extension says.
+# A worker that builds in its own process (no sandbox) holds a CUDA context and an answer's threads:
+# it scans one view after another.
+FORK_SCANS = False
+
+
 def read_at_once(views, keep=frozenset()):
-    """Each view's declarations(keep) read, several at once: each but the first in a forked copy of
-    this process (the scan is Python, and threads would take turns), which sends back what it
-    found, pickled, and ends. A view another thread is reading is left to it (it holds the view's
-    lock); one whose child fails is scanned here."""
+    """Each view's declarations(keep) read, several at once where FORK_SCANS allows: each but the
+    first in a forked copy of this process (the scan is Python, and threads would take turns), which
+    sends back what it found, pickled, and ends. A view another thread is reading is left to it (it
+    holds the view's lock); one whose child fails is scanned here."""
     keep = frozenset(keep)
     mine = []
     for view in views:
@@ -528,7 +535,7 @@ def read_at_once(views, keep=frozenset()):
                 mine.append(view)
     try:
         children = []
-        for view in mine[1:]:
+        for view in mine[1:] if FORK_SCANS else ():
             child = _scan_in_a_child(view, keep)
             if child is not None:
                 children.append((view, child))
