@@ -1068,8 +1068,8 @@ class _TorchViews:
     build's own compiles fill the machine they take next to nothing from them. Where they are
     needed unfinished, each unfinished preprocessing starts again at normal priority and the first
     of the two to end is read; where they are done before that, their scans are read ahead too
-    (split_verdict.read_at_once). Their outputs go to a private folder; stop() ends every process and removes
-    that folder and the probe, however the reading ended."""
+    (split_verdict.read_at_once). Their outputs go to a private folder; stop() ends every process
+    and removes that folder and the probe, however the reading ended."""
 
     NICE = shutil.which("nice")
     PROBE = "kwb-torch-probe.cu"

@@ -124,12 +124,23 @@ class Declarations:
         namespace a using-directive there nominates (following theirs in turn); None where one
         nominates a namespace whose body the scan did not read."""
         if self._visible is False:
-            self._visible = self._visible_at_file_scope()
+            self._visible = self._following_directives([()])
         return self._visible
 
-    def _visible_at_file_scope(self):
-        seen, todo = set(), [()]
-        out = set()
+    def visible_from(self, namespaces):
+        """Names unqualified lookup may find in the given namespaces (by name, at any depth: more
+        than lookup from one of them finds) and in those their using-directives nominate, followed
+        in turn (torch's `namespace torch { using namespace at; }`); None where one nominates a
+        namespace whose body the scan did not read."""
+        key = frozenset(namespaces)
+        if key not in self._from:
+            self._from[key] = self._following_directives([p for p in self.names if key & set(p)])
+        return self._from[key]
+
+    def _following_directives(self, todo):
+        """The names of the namespaces in todo and of those their using-directives nominate, in
+        turn; None where one nominates a namespace whose body the scan did not read."""
+        seen, out = set(), set()
         while todo:
             path = todo.pop()
             if path in seen:
@@ -143,31 +154,6 @@ class Declarations:
                     # `using namespace a::b` names a::b from here, or from an enclosing namespace
                     todo += [p for p in self.names if p[-len(which):] == which]
         return out
-
-    def visible_from(self, namespaces):
-        """Names unqualified lookup may find in the given namespaces (by name, at any depth: more
-        than lookup from one of them finds) and in those their using-directives nominate, followed
-        in turn (torch's `namespace torch { using namespace at; }`); None where one nominates a
-        namespace whose body the scan did not read."""
-        key = frozenset(namespaces)
-        if key not in self._from:
-            seen, out = set(), set()
-            todo = [p for p in self.names if key & set(p)]
-            while todo:
-                path = todo.pop()
-                if path in seen:
-                    continue
-                seen.add(path)
-                out |= self.names.get(path, set())
-                for where, which in self.directives:
-                    if where == path:
-                        if which and which[0] in self.skipped:
-                            out = None
-                            todo = []
-                            break
-                        todo += [p for p in self.names if p[-len(which):] == which]
-            self._from[key] = out
-        return self._from[key]
 
     def outside(self, namespaces):
         """Names declared at namespace scope anywhere but in the given top-level namespaces."""
