@@ -300,16 +300,27 @@ json Evaluator::evaluate(const Task& task, const json& req)
         if (!g_cudaContextReady)
             ev.shareGpu(); // the context made beside the compile is GPU work
         startContextBeside(ev);
-        if (!compileStage(ev) || !sandboxStage(ev) || !deviceStage(ev) || !loadStage(ev))
+        if (!compileStage(ev))
             return ev.response();
+        // Steps outside the staged clocks, under "between" in stage_detail_ms: where a reused
+        // worker's time goes that no stage's clock holds.
+        const auto tSandbox = Clock::now();
+        const bool passed = sandboxStage(ev);
+        ev.addDetail("between", "sandbox", msSince(tSandbox));
+        if (!passed || !deviceStage(ev) || !loadStage(ev))
+            return ev.response();
+        const auto tCallable = Clock::now();
         ev.callable = nativeCallable(*ev.candFn);
+        ev.addDetail("between", "callable", msSince(tCallable));
     }
     LaunchScope launchScope(&ev.launchCtx);
     try {
         if (!referenceStage(ev) || !correctnessStage(ev) || !globalsUnchanged(ev, "correctness"))
             return ev.response();
         // 7. timing, then 8. the trace (CUPTI), never the other way round (traceStage).
+        const auto tInputs = Clock::now();
         ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);
+        ev.addDetail("between", "timing_inputs", msSince(tInputs));
         if (!timingStage(ev) || !globalsUnchanged(ev, "timing"))
             return ev.response();
         // Measured: the next evaluation on this GPU may start its GPU stages beside the trace.

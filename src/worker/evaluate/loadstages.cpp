@@ -411,11 +411,13 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.cr.cubin = std::move(shippedCubin);
         ev.compile["cached"] = true;
         ev.compile["log"] = req.value(protocol::Field::kCompileLog, std::string());
+        const auto tFacts = Clock::now();
         std::vector<KernelFacts> ks = cubinKernelFacts(ev.cr.cubin.data(), ev.cr.cubin.size(), arch, nullptr);
         for (KernelFacts& k : ks)
             k.ptxNote = "compiled ahead: the PTX does not come with the cubin";
         addSass(ks, ev.cr.cubin, findNvdisasm(nvrtcIncludeDirs()));
         storeKernelFacts(ev, std::move(ks), "compiled ahead: no ptxas report, so no spill counts");
+        ev.addDetail("compile", "kernel_facts", msSince(tFacts));
         return true;
     }
     if (!cand.hasCuda)
@@ -423,7 +425,9 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
     if (refusedCuda) {
         ev.cr.refused = refusedCuda;
     } else {
+        const auto tNvrtc = Clock::now();
         ev.cr = compileCuda(cand.cuda, arch);
+        ev.addDetail("compile", "nvrtc", msSince(tNvrtc));
     }
     ev.compile["ok"] = ev.cr.ok;
     ev.compile["log"] = ev.cr.log;
@@ -440,7 +444,9 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.res["compile"] = ev.compile;
         return ev.stop("compile_error", "compile", "NVRTC could not compile the cuda block");
     }
+    const auto tFacts = Clock::now();
     storeKernelFacts(ev, compiledKernelFacts(ev.cr, findNvdisasm(nvrtcIncludeDirs())), "");
+    ev.addDetail("compile", "kernel_facts", msSince(tFacts));
     return true;
 }
 
@@ -448,9 +454,11 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
 bool compileHostCode(Evaluation& ev)
 {
     const ParsedCandidate& cand = ev.cand();
+    const auto t0 = Clock::now();
     try {
         ev.candUnit = compileScript(cand.python);
         ev.candFn = &forwardFunction(*ev.candUnit);
+        ev.addDetail("compile", "torchscript", msSince(t0));
     } catch (const ScriptFormatError& e) {
         // The shape bounds (nesting, statement size): the answer's form, not its TorchScript.
         const int line = e.line > 0 ? cand.pythonLine + e.line - 1 : 0;
