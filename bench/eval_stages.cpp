@@ -8,8 +8,11 @@
 // correctness, timing, the total wall time, and the GPU-time floor: the time the GPU must spend in
 // the forwards the protocol runs, from the measured per-forward means t_ref and t_cand:
 //   correctness: trials_c × (t_ref + t_cand), the determinism run t_cand, the range trial
-//   t_ref + t_cand, the CUPTI-traced run t_cand; timing: warmup × (t_ref + t_cand) plus every
-//   timed sample (reference samples × t_ref + candidate samples × t_cand).
+//   t_ref + t_cand, each numeric stress trial t_ref + t_cand (counted since session 39: the
+//   protocol runs three since 2026-12-04), the CUPTI-traced run t_cand; timing: warmup ×
+//   (t_ref + t_cand) plus every timed sample (reference samples × t_ref + candidate samples ×
+//   t_cand). The shape sets' trials run at other shapes, whose forward times are not measured:
+//   they count nothing, so the floor stays a lower bound.
 // wall / floor is the protocol's overhead. Each row also says how the timing stopped, its pairs,
 // throttled samples, the speed-up's 95 % interval and whether the speed-up lies in it.
 //
@@ -126,7 +129,11 @@ Run evaluateFresh(const std::string& workerPath, const std::string& src, const s
         // reference samples kept (a fresh worker pools no cached ones) and candidate samples kept
         const double nr = num(t["reference"], "trials") - num(t, "reference_reused"),
                      nc = num(t["candidate"], "trials");
-        run.floorMs = ct * (tr + tc) + tc + (tr + tc) + tc + wu * (tr + tc) + nr * tr + nc * tc;
+        // the numeric stress trials (docs/protocol.md): each runs the candidate and the reference
+        // once at KernelBench's shape (a float64 reference where one is judged again is left out)
+        const json stress = r.value("correctness", json::object()).value("stress", json());
+        const double ns = stress.is_array() ? double(stress.size()) : 0.0;
+        run.floorMs = ct * (tr + tc) + tc + (tr + tc) + ns * (tr + tc) + tc + wu * (tr + tc) + nr * tr + nc * tc;
     }
     worker.stop();
     return run;

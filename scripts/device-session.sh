@@ -501,6 +501,8 @@ PY
       kill $smi 2>/dev/null
       echo
       echo "GPU memory in use while the queue ran (nvidia-smi every 250 ms): max $(sort -n "$OUT/queue-gpu-memory.txt" | tail -1) MiB, median $(sort -n "$OUT/queue-gpu-memory.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') MiB"
+      # Issue 35's target: each mode against the GPU floor of the stages part, where it ran too.
+      [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor.json"; }
     } >> "$md"
     cat "$md"
     ;;

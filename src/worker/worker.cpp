@@ -4,6 +4,7 @@
 #include "worker/analyze/roofline.h"
 #include "worker/answers/answerformat.h"
 #include "worker/answers/candidateparser.h"
+#include "worker/compile/kernelfacts.h"
 #include "worker/compile/nvrtccompiler.h"
 #include "worker/device/cudadriver.h"
 #include "worker/device/deviceinfo.h"
@@ -288,6 +289,12 @@ json Worker::compileOnly(const json& request)
             out[protocol::Key::kRefused] = {{protocol::Key::kCode, r.refused->code},
                                             {protocol::Key::kMessage, r.refused->message},
                                             {protocol::Key::kLine, r.refused->line}};
+        if (r.ok) {
+            // Read here, beside the GPU (a CPU-only compile worker ahead of the evaluation), and
+            // handed on with the cubin as `cubin_kernel_facts`: nvdisasm's 0.4-0.7 s a cubin is
+            // then not the GPU worker's (docs/protocol.md, compile ahead).
+            out.update(kernelFactsRecord(compiledKernelFacts(r, findNvdisasm(nvrtcIncludeDirs())), ""));
+        }
         if (request.value(protocol::Field::kReturnCubin, false) && r.ok)
             out[protocol::Field::kCubinB64] = protocol::encodeBase64(r.cubin);
     }

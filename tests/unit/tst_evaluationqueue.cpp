@@ -823,6 +823,11 @@ private Q_SLOTS:
             QVERIFY2(echo.contains(QLatin1String("cubin_b64")), qPrintable(QString::number(i)));
             QCOMPARE(echo.value(QLatin1String("cubin_arch")).toString(), QStringLiteral("sm_90"));
             QVERIFY(echo.contains(QLatin1String("compile_log")));
+            // The kernels' facts the compile read travel with its cubin, so the GPU worker does not
+            // read them again (nvdisasm: docs/protocol.md, compile ahead).
+            const QJsonObject facts = echo.value(QLatin1String("cubin_kernel_facts")).toObject();
+            QCOMPARE(facts.keys(), QStringList{QStringLiteral("kernel_facts")});
+            QVERIFY(!facts.value(QLatin1String("kernel_facts")).toArray().isEmpty());
             // The compile's source hash (the worker's, of the block its parser found) travels with
             // the cubin, so the worker can refuse a mismatch: it is the hash evaluate reports for
             // the block it parsed from the same answer.

@@ -301,19 +301,42 @@ TEST_CASE("compile ahead: a cubin from `compile` is loaded by `evaluate` without
     const std::string cubin = compiled.response["cubin_b64"];
     CHECK(cubin.rfind("f0VMR", 0) == 0); // base64 of "\x7fELF"
 
+    // The compile reads the kernels' facts beside the GPU, ptxas's spill counts among them.
+    const json facts = compiled.response["kernel_facts"];
+    REQUIRE(facts.is_array());
+    REQUIRE(facts.size() == 1);
+    CHECK(facts[0]["name"] == "relu_bias_add");
+    CHECK(facts[0]["spill_store_bytes"].is_number());
+
     const std::string hash = compiled.response["source_hash"];
-    auto shipped = worker.request({{"type", "evaluate"},
-                                   {"task", "L2/1"},
-                                   {"answer", answer},
-                                   {"device", "none"},
-                                   {"arch", "sm_90"},
-                                   {"cubin_b64", cubin},
-                                   {"cubin_arch", "sm_90"},
-                                   {"cubin_source_hash", hash}},
-                                  120);
+    json withCubin = {{"type", "evaluate"}, {"task", "L2/1"},     {"answer", answer},      {"device", "none"},
+                      {"arch", "sm_90"},    {"cubin_b64", cubin}, {"cubin_arch", "sm_90"}, {"cubin_source_hash", hash}};
+    auto shipped = worker.request(withCubin, 120);
     REQUIRE(shipped.outcome == WorkerClient::Outcome::Ok);
     CHECK(shipped.response["status"] == "no_device");
     CHECK(shipped.response["compile"]["cached"] == true);
+    // Without the compile's facts the worker reads them from the cubin (no ptxas report there).
+    CHECK(shipped.response["compile"]["kernel_facts"][0]["name"] == "relu_bias_add");
+    CHECK(shipped.response["compile"]["kernel_facts"][0]["spill_store_bytes"].is_null());
+    CHECK(shipped.response["compile"]["kernel_facts_note"] == "compiled ahead: no ptxas report, so no spill counts");
+
+    // With them (the queue hands them on), the worker keeps the compile's facts as they came.
+    json marked = facts;
+    marked[0]["sass_note"] = "read by the compile request";
+    withCubin["cubin_kernel_facts"] = {{"kernel_facts", marked}};
+    auto handedOn = worker.request(withCubin, 120);
+    REQUIRE(handedOn.outcome == WorkerClient::Outcome::Ok);
+    CHECK(handedOn.response["compile"]["cached"] == true);
+    CHECK(handedOn.response["compile"]["kernel_facts"] == marked);
+    CHECK_FALSE(handedOn.response["compile"].contains("kernel_facts_note"));
+    CHECK_FALSE(handedOn.response["stage_detail_ms"]["compile"].contains("kernel_facts_wait"));
+
+    // A record of another shape is not taken (it would be merged into the compile record as it is).
+    withCubin["cubin_kernel_facts"] = {{"kernel_facts", marked}, {"ok", false}};
+    auto odd = worker.request(withCubin, 120);
+    REQUIRE(odd.outcome == WorkerClient::Outcome::Ok);
+    CHECK(odd.response["compile"]["ok"] == true);
+    CHECK(odd.response["compile"]["kernel_facts"][0]["spill_store_bytes"].is_null());
 
     // A cubin for another architecture is not used: the worker compiles for its own.
     auto other = worker.request({{"type", "evaluate"},

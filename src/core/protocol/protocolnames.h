@@ -74,6 +74,8 @@ inline constexpr const char* kCubinSourceHash = "cubin_source_hash";
 inline constexpr const char* kCubinB64 = "cubin_b64";
 inline constexpr const char* kCubinArch = "cubin_arch";
 inline constexpr const char* kCompileLog = "compile_log";
+/// the compile request's kernel_facts and kernel_facts_note, handed on with its cubin
+inline constexpr const char* kCubinKernelFacts = "cubin_kernel_facts";
 // profile
 inline constexpr const char* kTf32 = "tf32";
 // device

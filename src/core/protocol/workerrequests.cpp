@@ -86,6 +86,20 @@ QJsonObject compile(const Compile& c)
     return request;
 }
 
+QJsonObject kernelFactsOf(const QJsonObject& compileResponse)
+{
+    namespace K = ProtocolNames::KernelFact;
+    QJsonObject facts;
+    const QJsonValue kernels = compileResponse.value(QLatin1String(K::kKernelFacts));
+    if (!kernels.isArray())
+        return facts;
+    facts.insert(QLatin1String(K::kKernelFacts), kernels);
+    const QJsonValue note = compileResponse.value(QLatin1String(K::kKernelFactsNote));
+    if (note.isString())
+        facts.insert(QLatin1String(K::kKernelFactsNote), note);
+    return facts;
+}
+
 QJsonObject evaluate(const Evaluate& e)
 {
     QJsonObject request = ofType(Request::kEvaluate);
@@ -108,6 +122,8 @@ QJsonObject evaluate(const Evaluate& e)
         request.insert(QLatin1String(Field::kCubinArch), e.module->arch);
         request.insert(QLatin1String(Field::kCubinSourceHash), e.module->sourceHash);
         request.insert(QLatin1String(Field::kCompileLog), e.module->compileLog);
+        if (!e.module->kernelFacts.isEmpty())
+            request.insert(QLatin1String(Field::kCubinKernelFacts), e.module->kernelFacts);
     }
     return request;
 }

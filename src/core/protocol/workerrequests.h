@@ -47,7 +47,14 @@ struct CompiledModule
     QString arch;       ///< the arch it was built for ("sm_90")
     QString sourceHash; ///< the worker's hash of the source it was built from
     QString compileLog;
+    /// The compile response's kernel_facts and kernel_facts_note (kernelFactsOf), handed on as
+    /// `cubin_kernel_facts` so the GPU worker does not read them again; empty: none.
+    QJsonObject kernelFacts;
 };
+
+/// A compile response's `kernel_facts` and `kernel_facts_note`, as an object of those two keys;
+/// empty where it has no facts.
+QJsonObject kernelFactsOf(const QJsonObject& compileResponse);
 
 /// `evaluate` of one answer.
 struct Evaluate

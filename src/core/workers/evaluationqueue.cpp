@@ -534,8 +534,8 @@ void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIn
     QJsonObject request = requestFor(job.request);
     if (job.compile == CompileState::Done && !job.cubin.isEmpty()) {
         WorkerRequests::Evaluate withModule = job.request;
-        withModule.module =
-            WorkerRequests::CompiledModule{job.cubin, job.cubinArch, job.cubinSourceHash, job.compileLog};
+        withModule.module = WorkerRequests::CompiledModule{job.cubin, job.cubinArch, job.cubinSourceHash,
+                                                           job.compileLog, job.cubinKernelFacts};
         const QJsonObject withCubin = requestFor(withModule);
         // A cubin must never cost a job its evaluation: past the line limit it is left out.
         if (!ProtocolCodec::encodeRequest(withCubin).isEmpty())
@@ -665,6 +665,7 @@ void EvaluationQueue::shareCompile(const Job& compiled)
         job.cubinArch = compiled.cubinArch;
         job.cubinSourceHash = compiled.cubinSourceHash;
         job.compileLog = compiled.compileLog;
+        job.cubinKernelFacts = compiled.cubinKernelFacts;
     }
 }
 
@@ -687,6 +688,7 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
                     job.cubinArch = compiled.arch;
                 job.compileLog = compiled.log;
                 job.cubinSourceHash = compiled.sourceHash;
+                job.cubinKernelFacts = WorkerRequests::kernelFactsOf(response.raw);
             }
             // A KernelBench build's outcome is in the extension cache, a failure's too: the
             // same answer's other jobs are not built again.

@@ -167,10 +167,11 @@ private:
         QString cubinArch;
         QString cubinSourceHash; ///< the worker's hash of the compiled source: it loads the cubin only for that source
         QString compileLog;
-        QByteArray compileKey;   ///< the answer and its format: jobs with the same key compile once
-        qint64 waitSinceMs = -1; // when an idle GPU first waited for its running compile
-        int gpu = -1;            // index into m_gpus once dispatched
-        int slot = -1;           // index into its Gpu's gpuSlots
+        QJsonObject cubinKernelFacts; ///< the compile's kernel facts, handed on with the cubin
+        QByteArray compileKey;        ///< the answer and its format: jobs with the same key compile once
+        qint64 waitSinceMs = -1;      // when an idle GPU first waited for its running compile
+        int gpu = -1;                 // index into m_gpus once dispatched
+        int slot = -1;                // index into its Gpu's gpuSlots
         qint64 gpuRequest = 0;
         bool besideAnother = false;           ///< another slot of its GPU ran a job while this one ran
         bool alone = false;                   ///< evaluated again: only while its GPU runs nothing else

@@ -772,4 +772,33 @@ nlohmann::json kernelFactsJson(const std::vector<KernelFacts>& kernels)
     return out;
 }
 
+nlohmann::json kernelFactsRecord(std::vector<KernelFacts> kernels, std::string note)
+{
+    namespace K = ProtocolNames::KernelFact;
+    if (const std::size_t dropped = capKernelTexts(kernels))
+        note += (note.empty() ? "" : "; ") + std::to_string(dropped) + " more kernels not described (the first " +
+                std::to_string(kMaxFactKernels) + " are)";
+    nlohmann::json record = {{K::kKernelFacts, kernelFactsJson(kernels)}};
+    if (!note.empty())
+        record[K::kKernelFactsNote] = note;
+    return record;
+}
+
+bool isKernelFactsRecord(const nlohmann::json& record)
+{
+    namespace K = ProtocolNames::KernelFact;
+    if (!record.is_object() || !record.contains(K::kKernelFacts) || !record.at(K::kKernelFacts).is_array())
+        return false;
+    // Nothing else: the record is merged into the compile record as it is.
+    if (record.size() != (record.contains(K::kKernelFactsNote) ? 2u : 1u))
+        return false;
+    if (record.contains(K::kKernelFactsNote) && !record.at(K::kKernelFactsNote).is_string())
+        return false;
+    const nlohmann::json& facts = record.at(K::kKernelFacts);
+    return facts.size() <= kMaxFactKernels && std::all_of(facts.begin(), facts.end(), [](const nlohmann::json& k) {
+               return k.is_object() && k.contains(ProtocolNames::Key::kName) &&
+                      k.at(ProtocolNames::Key::kName).is_string();
+           });
+}
+
 } // namespace kwb

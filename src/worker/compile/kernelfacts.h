@@ -127,6 +127,16 @@ std::vector<KernelFacts> compiledKernelFacts(const CompileResult& compiled, cons
 /// `compile.kernel_facts` (docs/protocol.md §evaluate): one object per kernel.
 nlohmann::json kernelFactsJson(const std::vector<KernelFacts>& kernels);
 
+/// What `compile` answers and an evaluation's compile record both hold (docs/protocol.md): the
+/// kernels' facts, capped (capKernelTexts), as `kernel_facts`, and `kernel_facts_note` where
+/// `note` or the cap has something to say.
+nlohmann::json kernelFactsRecord(std::vector<KernelFacts> kernels, std::string note);
+
+/// Whether `record` has kernelFactsRecord's shape: `kernel_facts` an array of objects, each with
+/// a string `name`, and `kernel_facts_note`, where present, a string (what an evaluation takes
+/// from its request's `cubin_kernel_facts`).
+bool isKernelFactsRecord(const nlohmann::json& record);
+
 /// "void tk<64>(float*)" for "_Z2tkILi64EEvPf"; `name` itself where it is not a mangled name.
 std::string demangle(const std::string& name);
 

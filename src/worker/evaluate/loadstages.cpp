@@ -30,38 +30,41 @@ std::string buildArch(const Evaluation& ev)
 bool kernelBenchParse(Evaluation& ev, const std::string& answer, CodeBlock codeBlock);
 
 /// `compile.kernel_facts` (issue 40): each compiled kernel's registers, memory, PTX and SASS,
-/// capped (kernelfacts.h); `note` says what could not be read.
-void storeKernelFacts(Evaluation& ev, std::vector<KernelFacts> kernels, std::string note)
+/// read on a thread of its own (`read` gives kernelFactsRecord's object) and merged in by
+/// Evaluation::joinKernelFacts before the timing. `read` holds copies of what it reads.
+void readKernelFactsBeside(Evaluation& ev, std::function<json()> read)
 {
-    namespace K = ProtocolNames::KernelFact;
-    if (const std::size_t dropped = capKernelTexts(kernels))
-        note += (note.empty() ? "" : "; ") + std::to_string(dropped) + " more kernels not described (the first " +
-                std::to_string(kMaxFactKernels) + " are)";
-    ev.compile[K::kKernelFacts] = kernelFactsJson(kernels);
-    if (!note.empty())
-        ev.compile[K::kKernelFactsNote] = note;
+    ev.pendingKernelFacts = std::async(std::launch::async, [read = std::move(read)] {
+        try {
+            return read();
+        } catch (const std::exception& e) {
+            return kernelFactsRecord({}, std::string("the kernels' facts could not be read: ") + e.what());
+        }
+    });
 }
 
 /// The facts of each torch extension a KernelBench-format answer built (`builds`: name, build_dir,
-/// with_cuda), read from its .so after the build.
-void storeExtensionFacts(Evaluation& ev, const json& builds, const std::string& arch)
+/// with_cuda), read from its .so after the build, beside the stages that follow.
+void readExtensionFactsBeside(Evaluation& ev, const json& builds, const std::string& arch)
 {
     const int sm = std::atoi(arch.c_str() + std::min<std::size_t>(3, arch.size()));
-    const std::string nvdisasm = findNvdisasm(nvrtcIncludeDirs());
-    std::vector<KernelFacts> all;
-    std::string note;
-    for (const auto& b : builds) {
-        if (!b.value("with_cuda", false))
-            continue;
-        const std::string name = b.value("name", std::string());
-        std::string why;
-        std::vector<KernelFacts> ks =
-            extensionKernelFacts(b.value("build_dir", std::string()) + "/" + name + ".so", name, sm, nvdisasm, &why);
-        all.insert(all.end(), ks.begin(), ks.end());
-        if (!why.empty())
-            note += (note.empty() ? "" : "; ") + why;
-    }
-    storeKernelFacts(ev, std::move(all), note);
+    readKernelFactsBeside(ev, [builds, sm] {
+        const std::string nvdisasm = findNvdisasm(nvrtcIncludeDirs());
+        std::vector<KernelFacts> all;
+        std::string note;
+        for (const auto& b : builds) {
+            if (!b.value("with_cuda", false))
+                continue;
+            const std::string name = b.value("name", std::string());
+            std::string why;
+            std::vector<KernelFacts> ks = extensionKernelFacts(b.value("build_dir", std::string()) + "/" + name + ".so",
+                                                               name, sm, nvdisasm, &why);
+            all.insert(all.end(), ks.begin(), ks.end());
+            if (!why.empty())
+                note += (note.empty() ? "" : "; ") + why;
+        }
+        return kernelFactsRecord(std::move(all), note);
+    });
 }
 
 } // namespace
@@ -331,7 +334,7 @@ bool kernelBenchLoadStage(Evaluation& ev)
                 err["detail"] = b["refusals"];
             return kernelBenchFailure(ev, err);
         }
-        storeExtensionFacts(ev, b["builds"], arch);
+        readExtensionFactsBeside(ev, b["builds"], arch);
         addKernelBenchNotes(ev, b.value("notes", json::array()));
         ev.res["compile"] = ev.compile;
         return ev.stop("no_device", "load",
@@ -361,7 +364,7 @@ bool kernelBenchLoadStage(Evaluation& ev)
     if (!m.callable)
         return kernelBenchFailure(ev, m.error);
     addKernelBenchNotes(ev, m.notes);
-    storeExtensionFacts(ev, m.builds, arch);
+    readExtensionFactsBeside(ev, m.builds, arch);
     ev.res["compile"] = ev.compile;
     for (const auto& b : m.builds)
         ev.launchesKernels = ev.launchesKernels || b.value("with_cuda", false);
@@ -411,13 +414,20 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.cr.cubin = std::move(shippedCubin);
         ev.compile["cached"] = true;
         ev.compile["log"] = req.value(protocol::Field::kCompileLog, std::string());
-        const auto tFacts = Clock::now();
-        std::vector<KernelFacts> ks = cubinKernelFacts(ev.cr.cubin.data(), ev.cr.cubin.size(), arch, nullptr);
-        for (KernelFacts& k : ks)
-            k.ptxNote = "compiled ahead: the PTX does not come with the cubin";
-        addSass(ks, ev.cr.cubin, findNvdisasm(nvrtcIncludeDirs()));
-        storeKernelFacts(ev, std::move(ks), "compiled ahead: no ptxas report, so no spill counts");
-        ev.addDetail("compile", "kernel_facts", msSince(tFacts));
+        // The facts the compile request read with the cubin (ptxas's spills among them), else
+        // read here from the cubin alone.
+        const auto shippedFacts = req.find(protocol::Field::kCubinKernelFacts);
+        if (shippedFacts != req.end() && isKernelFactsRecord(*shippedFacts)) {
+            ev.compile.update(*shippedFacts);
+            return true;
+        }
+        readKernelFactsBeside(ev, [cubin = ev.cr.cubin, arch] {
+            std::vector<KernelFacts> ks = cubinKernelFacts(cubin.data(), cubin.size(), arch, nullptr);
+            for (KernelFacts& k : ks)
+                k.ptxNote = "compiled ahead: the PTX does not come with the cubin";
+            addSass(ks, cubin, findNvdisasm(nvrtcIncludeDirs()));
+            return kernelFactsRecord(std::move(ks), "compiled ahead: no ptxas report, so no spill counts");
+        });
         return true;
     }
     if (!cand.hasCuda)
@@ -444,9 +454,9 @@ bool compileCudaBlock(Evaluation& ev, const std::string& arch)
         ev.res["compile"] = ev.compile;
         return ev.stop("compile_error", "compile", "NVRTC could not compile the cuda block");
     }
-    const auto tFacts = Clock::now();
-    storeKernelFacts(ev, compiledKernelFacts(ev.cr, findNvdisasm(nvrtcIncludeDirs())), "");
-    ev.addDetail("compile", "kernel_facts", msSince(tFacts));
+    readKernelFactsBeside(ev, [compiled = ev.cr] {
+        return kernelFactsRecord(compiledKernelFacts(compiled, findNvdisasm(nvrtcIncludeDirs())), "");
+    });
     return true;
 }
 
