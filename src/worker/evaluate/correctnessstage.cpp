@@ -215,24 +215,38 @@ bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10:
                 OnMismatch onMismatch = OnMismatch::Fail)
 {
     const json trial = record.value(protocol::Key::kName, json("extra"));
+    // Where an extra trial's time goes (stage_detail_ms.correctness.extra_*), each part ending at
+    // a synchronisation: the candidate's run, the checks of what it wrote, the reference, the
+    // comparison (float64 where judged again).
+    auto lapStart = Clock::now();
+    const auto lap = [&](const char* part) {
+        const auto now = Clock::now();
+        ev.addDetail("correctness", part, std::chrono::duration<double, std::milli>(now - lapStart).count());
+        lapStart = now;
+    };
     const auto prints = fingerprints(inputs);
     c10::IValue outV;
     std::string err;
     auto args = cloneArgs(inputs, ev.params, ev.task, true);
     const auto argsSeen = args;
-    if (!runCandidate(ev, std::move(args), &outV, &err))
+    const bool ran = runCandidate(ev, std::move(args), &outV, &err);
+    lap("extra_candidate");
+    if (!ran)
         return failCorrectness(ev, corr, {{protocol::Key::kTrial, trial}, {protocol::Key::kReason, err}},
                                "runtime_error", what + ": " + err);
     std::string problem = outputProblem(ev, outV, argsSeen, inputs);
     if (problem.empty())
         problem = ownCopiesProblem(ev, inputs, prints);
+    lap("extra_checks");
     if (!problem.empty())
         return failCorrectness(ev, corr, {{protocol::Key::kTrial, trial}, {protocol::Key::kReason, problem}},
                                "incorrect", what + ": " + problem);
     at::Tensor out = outV.toTensor();
     outV = c10::IValue();
     at::Tensor ref;
-    if (!runReferenceAfter(ev, inputs, &ref))
+    const bool referenceRan = runReferenceAfter(ev, inputs, &ref);
+    lap("extra_reference");
+    if (!referenceRan)
         return false;
     if (atolOfRms) {
         if (!allFinite(ref)) {
@@ -262,6 +276,7 @@ bool extraTrial(Evaluation& ev, json& corr, json& record, const std::vector<c10:
         decides = judged || onMismatch == OnMismatch::Float64ElseFail;
     }
     releaseReference(ev, ref);
+    lap("extra_compare");
     record[protocol::Key::kPassed] = c.ok;
     if (!c.ok && !decides) {
         // Recorded, not a verdict: see stressTrials.
@@ -353,8 +368,11 @@ bool shapeSetTrials(Evaluation& ev, json& corr, const std::vector<std::vector<in
             continue;
         }
         seen.push_back(shapes);
-        if (!task.isKernelBenchOnly())
+        if (!task.isKernelBenchOnly()) {
+            const auto t0 = Clock::now();
             inputs = makeInputs(at, ev.scale, ev.dev, seed);
+            ev.addDetail("correctness", "extra_inputs", msSince(t0));
+        }
         record[protocol::Key::kInputs] = inputShapesText(task, inputs);
         const std::string what =
             set.heldOut ? "incorrect on the held-out shape set (its shapes are not shown)"
@@ -397,7 +415,9 @@ bool stressTrials(Evaluation& ev, json& corr)
     for (size_t j = 0; j < std::size(kStress); ++j) {
         const Stress& s = kStress[j];
         const uint64_t seed = trialSeed(ev.seed, 2000 + int(j));
+        const auto t0 = Clock::now();
         const auto inputs = stressInputs(makeInputs(ev.task, ev.scale, ev.dev, seed), s.scale, s.heavy, seed + 1);
+        ev.addDetail("correctness", "extra_inputs", msSince(t0));
         corr["stress"].push_back({{protocol::Key::kName, s.name}});
         json& record = corr["stress"].back();
         const std::string what = std::string("right on KernelBench's inputs but wrong on ") +
