@@ -491,6 +491,11 @@ json Evaluator::warm(int ordinal, bool python)
         (void)compareOutputs(u, u.clone(), 1e-4, 1e-4);
         (void)degenerateCheck({u, n});
         (void)allFinite(n);
+        // The range and stress trials' own ops (every evaluation that passes its trials runs
+        // them): the inputs' rescaling and Student-t draw, the output's RMS in float64.
+        (void)rootMeanSquare(n);
+        (void)stressInputs({c10::IValue(u)}, 64, false, 1);
+        (void)stressInputs({c10::IValue(n)}, 1, true, 2);
         (void)equalValues(u, p);
         (void)forwardFunction (*script)({u});
         p.fill_(std::numeric_limits<float>::quiet_NaN());
