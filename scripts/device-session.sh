@@ -503,6 +503,20 @@ PY
       echo "GPU memory in use while the queue ran (nvidia-smi every 250 ms): max $(sort -n "$OUT/queue-gpu-memory.txt" | tail -1) MiB, median $(sort -n "$OUT/queue-gpu-memory.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') MiB"
       # Issue 35's target: each mode against the GPU floor of the stages part, where it ran too.
       [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor.json"; }
+      # MEASURE_BASE_WORKER: the same queue again with a base commit's worker (built beside, e.g.
+      # in /tmp; waited for up to 300 s), under this tree's queue: the before of a before/after
+      # table in one call. MEASURE_BASE names it.
+      if [[ -n ${MEASURE_BASE_WORKER:-} ]]; then
+        waited=0
+        while [[ ! -x $MEASURE_BASE_WORKER ]] && ((waited < 300)); do sleep 2; waited=$((waited + 2)); done
+        echo
+        echo "### The same queue with ${MEASURE_BASE:-the base}'s worker"
+        echo
+        timeout 300 $bundle/run kwb-bench-supervisor --worker "$MEASURE_BASE_WORKER" --candidates tests/fixtures/candidates \
+          --tasks L1,L2 --timing-trials 0 --modes "${MEASURE_MODES:-fresh+spare+ahead,reuse+ahead}" --compile-workers 4 \
+          --json "$OUT/measure-supervisor-base.json" 2>> "$OUT/measure.log"
+        [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor-base.json"; }
+      fi
     } >> "$md"
     cat "$md"
     ;;
