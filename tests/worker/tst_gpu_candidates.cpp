@@ -153,6 +153,30 @@ int main()
                 std::cout << "  flags:" << flagNote << " (floor " << r.value("roofline_floor_ms", json()).dump()
                           << ")\n";
         }
+        // The kernels' facts, read beside the GPU stages (loadstages.cpp), are in the compile record
+        // of every correct answer that compiled kernels: NVRTC's, or its extensions' (named by module).
+        if (ok && got == "correct") {
+            const json compile = r.value("compile", json::object());
+            bool extensionKernels = false;
+            for (const json& b : compile.value("extensions", json::array()))
+                extensionKernels = extensionKernels || b.value("with_cuda", false);
+            const bool nvrtcKernels = !compile.value("kernels", json::array()).empty();
+            const json facts = compile.value("kernel_facts", json());
+            if ((extensionKernels || nvrtcKernels) && (!facts.is_array() || facts.empty())) {
+                ok = false;
+                std::cout << "  no kernel_facts in the compile record: "
+                          << compile.value("kernel_facts_note", json()).dump() << "\n";
+            }
+            if (extensionKernels && facts.is_array())
+                for (const json& k : facts)
+                    if (!k.contains("module") || !k.value("sass", json()).is_string()) {
+                        ok = false;
+                        std::cout << "  an extension's kernel fact without its module or SASS: "
+                                  << k.value("name", std::string()) << " " << k.value("sass_note", json()).dump()
+                                  << "\n";
+                        break;
+                    }
+        }
         // The case must not reach the next evaluation: the sentinel, in the same worker where it
         // survived, must be correct.
         std::string sentinel;

@@ -412,6 +412,8 @@ TEST_CASE("evaluate: a C++-only extension at smoke scale on the CPU, then from t
     const json ext = first["compile"]["extensions"][0];
     CHECK(ext["ok"] == true);
     CHECK(ext["cached"] == false);
+    // The facts read beside the evaluation are merged into its compile record (none: C++ only).
+    CHECK(first["compile"]["kernel_facts"] == json::array());
     const fs::path so = fs::path(ext["build_dir"].get<std::string>()) / "kwb_test_scale.so";
     REQUIRE(fs::exists(so));
     const auto built = fs::last_write_time(so);
