@@ -497,6 +497,14 @@ QJsonObject answer(const QJsonObject& request)
             const QByteArray cubin = "FAKECUBIN " + arch.toUtf8() + ' ' + source.toUtf8();
             response.insert(QStringLiteral("cubin_b64"), QString::fromLatin1(cubin.toBase64()));
         }
+        // "kernel_facts_mib: N" in the answer: the facts carry N MiB of SASS (a request with them
+        // passes the line limit).
+        if (const int mib =
+                marker(request.value(QStringLiteral("answer")).toString(), QStringLiteral("kernel_facts_mib")).toInt();
+            mib > 0)
+            response.insert(QStringLiteral("kernel_facts"),
+                            QJsonArray{QJsonObject{{QStringLiteral("name"), QStringLiteral("k")},
+                                                   {QStringLiteral("sass"), QString(mib << 20, QLatin1Char('S'))}}});
         if (withAnswer) {
             response.insert(QStringLiteral("kernels"), candidate.value(QStringLiteral("kernels")));
             response.insert(QStringLiteral("candidate"), candidate);

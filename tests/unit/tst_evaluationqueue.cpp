@@ -1162,6 +1162,25 @@ private Q_SLOTS:
         QCOMPARE(queue->pendingCount(), 0);
     }
 
+    void kernelFactsPastTheLineLimitAreLeftOutBeforeTheCubin()
+    {
+        auto queue = makeQueue({0}, 1);
+        queue->setEvaluationsPerGpu(1);
+        Recorder recorder(*queue);
+        // The first job holds the GPU while the second compiles ahead. The second's answer (1 MiB of
+        // prose) and its compile's 15 MiB of facts pass the request's line limit together; the
+        // compile's answer, which echoes only the blocks, does not.
+        const qint64 first = queue->submit(job(QStringLiteral("L1/1"), slowAnswerAfter(300)));
+        const QString prose = QString(1 << 20, QLatin1Char('p'));
+        const qint64 big =
+            queue->submit(job(QStringLiteral("L1/1"), answer(prose + QStringLiteral(" kernel_facts_mib: 15"))));
+        QVERIFY(recorder.waitForEnded(2));
+        QCOMPARE(recorder.results.value(first).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        const QJsonObject echo = recorder.echo(big);
+        QVERIFY(echo.contains(QLatin1String("cubin_b64")));
+        QVERIFY(!echo.contains(QLatin1String("cubin_kernel_facts")));
+    }
+
     void refusedRequestIsJobFailure()
     {
         auto queue = makeQueue({0}, 0);

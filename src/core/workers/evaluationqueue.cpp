@@ -536,10 +536,17 @@ void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIn
         WorkerRequests::Evaluate withModule = job.request;
         withModule.module = WorkerRequests::CompiledModule{job.cubin, job.cubinArch, job.cubinSourceHash,
                                                            job.compileLog, job.cubinKernelFacts};
-        const QJsonObject withCubin = requestFor(withModule);
-        // A cubin must never cost a job its evaluation: past the line limit it is left out.
-        if (!ProtocolCodec::encodeRequest(withCubin).isEmpty())
-            request = withCubin;
+        // A cubin must never cost a job its evaluation: past the line limit its kernel facts are
+        // left out first (the worker reads them itself), then the cubin.
+        for (const bool withFacts : {true, false}) {
+            if (!withFacts)
+                withModule.module->kernelFacts = QJsonObject();
+            const QJsonObject withCubin = requestFor(withModule);
+            if (!ProtocolCodec::encodeRequest(withCubin).isEmpty()) {
+                request = withCubin;
+                break;
+            }
+        }
     }
     job.compile = CompileState::Done; // a compile still running is no longer waited for
     job.gpu = gpuIndex;
@@ -560,6 +567,7 @@ void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIn
     if (!gpu.target.isRemote() && (m_evaluationsPerGpu == 1 || job.alone)) {
         job.request.answer.clear();
         job.cubin.clear();
+        job.cubinKernelFacts = QJsonObject();
     }
 }
 
