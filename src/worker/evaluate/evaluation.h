@@ -286,8 +286,8 @@ struct Evaluation
     json compile;
     /// The compile record's kernel_facts (kernelFactsRecord) while they are still being read:
     /// nvdisasm takes 0.4-0.7 s a cubin on the H100 machine (session 39), so the facts are read
-    /// beside the reference and the correctness trials, and joinKernelFacts merges them in before
-    /// the timing, so that no sample is timed beside nvdisasm.
+    /// beside the reference and the correctness trials, and joinKernelFacts merges them in after
+    /// those (Evaluator::evaluate), so that nothing measured runs beside nvdisasm.
     std::future<json> pendingKernelFacts;
     /// Merges facts read beside (pendingKernelFacts) into the compile record, the response's too
     /// where it holds one; the wait, where any, is stage_detail_ms.compile.kernel_facts_wait.

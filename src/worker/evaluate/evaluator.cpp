@@ -317,6 +317,9 @@ json Evaluator::evaluate(const Task& task, const json& req)
     try {
         if (!referenceStage(ev) || !correctnessStage(ev) || !globalsUnchanged(ev, "correctness"))
             return ev.response();
+        // The kernels' facts read beside end here: nothing measured from now on (timing, trace,
+        // traffic) runs beside nvdisasm.
+        ev.joinKernelFacts();
         // 7. timing, then 8. the trace (CUPTI), never the other way round (traceStage).
         const auto tInputs = Clock::now();
         ev.timingInputs = makeInputs(ev.task, ev.scale, ev.dev, ev.seed);

@@ -31,7 +31,7 @@ bool kernelBenchParse(Evaluation& ev, const std::string& answer, CodeBlock codeB
 
 /// `compile.kernel_facts` (issue 40): each compiled kernel's registers, memory, PTX and SASS,
 /// read on a thread of its own (`read` gives kernelFactsRecord's object) and merged in by
-/// Evaluation::joinKernelFacts before the timing. `read` holds copies of what it reads.
+/// Evaluation::joinKernelFacts after the correctness trials. `read` holds copies of what it reads.
 void readKernelFactsBeside(Evaluation& ev, std::function<json()> read)
 {
     ev.pendingKernelFacts = std::async(std::launch::async, [read = std::move(read)] {
@@ -39,6 +39,8 @@ void readKernelFactsBeside(Evaluation& ev, std::function<json()> read)
             return read();
         } catch (const std::exception& e) {
             return kernelFactsRecord({}, std::string("the kernels' facts could not be read: ") + e.what());
+        } catch (...) {
+            return kernelFactsRecord({}, "the kernels' facts could not be read");
         }
     });
 }
