@@ -225,9 +225,20 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
                                 {QStringLiteral("stage_ms"), result.value(QLatin1String("stage_ms"))},
                                 {QStringLiteral("stage_detail_ms"), result.value(QLatin1String("stage_detail_ms"))},
                                 {QStringLiteral("timing"), result.value(QLatin1String("timing"))}});
-        std::fprintf(stderr, "  %-18s %-8s %-14s wall %8.0f ms  worker %8.0f ms%s\n", qPrintable(mode),
+        // A reference candidate not judged correct is the benchmark's own finding: why, kept.
+        const QString message = result.value(QLatin1String("message")).toString();
+        if (status != QLatin1String("correct")) {
+            QJsonObject last = jobs.last().toObject();
+            last.insert(QStringLiteral("stage"), result.value(QLatin1String("stage")));
+            last.insert(QStringLiteral("message"), message);
+            last.insert(QStringLiteral("failure"),
+                        result.value(QLatin1String("correctness")).toObject().value(QLatin1String("failure")));
+            jobs.last() = last;
+        }
+        std::fprintf(stderr, "  %-18s %-8s %-14s wall %8.0f ms  worker %8.0f ms%s%s%s\n", qPrintable(mode),
                      qPrintable(c.task), qPrintable(status), wall, workerMs,
-                     wasCached ? "  (cubin compiled ahead)" : "");
+                     wasCached ? "  (cubin compiled ahead)" : "", message.isEmpty() ? "" : ": ",
+                     qPrintable(message.left(300)));
         if (++done == candidates.size())
             loop.quit();
         else if (gapMs >= 0 && submitted < candidates.size())
