@@ -6,7 +6,8 @@
 // Then the spare worker's `warm` (a warmed worker's evaluation pays no context and times as a
 // fresh one does) and the GPU's quiet lock (the timing stage waits while another process holds
 // it shared, as a warming spare does; a warm and an evaluation's GPU work wait while it is held
-// exclusively, as a timing does). Exits 77 (skipped) where there is no CUDA device.
+// exclusively, as a timing does). A reused worker gives torch's cached GPU memory back after each
+// evaluation. Exits 77 (skipped) where there is no CUDA device.
 // KWB_GPU_MEASURE=TASK:FILE picks the candidate (default L1/5:reference/L1_05.md).
 #include "tempfile.h"
 #include "workerclient.h"
@@ -399,6 +400,18 @@ int main()
         if (pass == 1)
             check(num(t, "reference_reused") > 0 || t.value("reuse_rejected", false),
                   "the second candidate reuses the reference's samples or says it rejected them");
+        // This worker is reused: what torch cached of the evaluation's tensors is given back, so
+        // another evaluation on the GPU finds it free (L1/5 works on a 4 GiB matrix: GiBs freed).
+        const json memory = r.value("gpu_memory", json::object());
+        std::printf("  gpu_memory after the evaluation: released %.0f MiB, held %.0f MiB, free %.0f of %.0f MiB\n",
+                    num(memory, "released_bytes") / 1048576.0, num(memory, "held_bytes") / 1048576.0,
+                    num(memory, "free_bytes") / 1048576.0, num(memory, "total_bytes") / 1048576.0);
+        check(num(memory, "released_bytes") >= 1024.0 * 1048576.0, "the evaluation's cached GPU memory is given back",
+              memory);
+        check(memory.contains("held_bytes") && num(memory, "held_bytes") < num(memory, "released_bytes") / 4,
+              "torch holds little between evaluations", memory);
+        check(r.value("stage_detail_ms", json::object()).value("release", json::object()).contains("empty_cache"),
+              "the release is timed (stage_detail_ms.release)", r.value("stage_detail_ms", json()));
     }
     json fixed = req;
     fixed["profile"] = "kernelbench";

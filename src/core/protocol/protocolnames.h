@@ -254,6 +254,8 @@ inline constexpr const char* kStageDetailMs = "stage_detail_ms";
 inline constexpr const char* kGpuMemory = "gpu_memory";
 inline constexpr const char* kFreeBytes = "free_bytes";
 inline constexpr const char* kTotalBytes = "total_bytes";
+inline constexpr const char* kReleasedBytes = "released_bytes";
+inline constexpr const char* kHeldBytes = "held_bytes";
 inline constexpr const char* kReferenceOutputsOn = "reference_outputs_on";
 inline constexpr const char* kFlags = "flags";
 // evaluate's correctness

@@ -227,11 +227,16 @@ struct Evaluation
     /// Whether the timing is the evaluation's last exclusive measurement: no second timing after
     /// the trace, no traffic profile (each takes its own exclusive hold later).
     bool timingIsLastMeasurement() const { return !retimeAfterTrace && !profileTraffic; }
+    /// A KernelBench-format answer's module and ModelNew(...) run before the turn is taken, under
+    /// a share only (kernelBenchLoadStage: mostly CPU work, the answer's model built on the CPU as
+    /// KernelBench builds it, tens of seconds for L3's largest), so the evaluation that holds the
+    /// turn runs its GPU stages beside them; takeTurn() after the load.
+    bool turnAfterLoad = false;
     void shareGpu()
     {
         if (gpuShare || !cuda || !quietLock)
             return;
-        if (!turnTaken) {
+        if (!turnTaken && !turnAfterLoad) {
             turnTaken = true;
             turn = std::make_unique<GpuQuietLock::Turn>(quietLock);
             addDetail("share", "turn_wait", turn->waitMs());
@@ -244,6 +249,16 @@ struct Evaluation
     /// Lets the share go before an exclusive hold: flock would convert this process's shared lock
     /// (one open file) in place, and a hold never waits while it holds another.
     void measureGpu() { gpuShare.reset(); }
+    /// The turn deferred by turnAfterLoad, taken now: the share is let go while waiting for it (a
+    /// turn is never waited for while holding a hold) and taken again after.
+    void takeTurn()
+    {
+        turnAfterLoad = false;
+        if (turnTaken || !gpuShare)
+            return;
+        gpuShare.reset();
+        shareGpu();
+    }
 
     // settings
     ProtocolProfile prof;

@@ -4,6 +4,9 @@
 #include <dlfcn.h>
 #include <filesystem>
 #include <link.h>
+#if KWB_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 namespace kwb {
 using namespace evaluation;
@@ -283,18 +286,78 @@ struct LaunchScope
 
 } // namespace
 
+namespace {
+
+/// Torch's caching allocator keeps what an evaluation freed for the next one, so a reused worker
+/// held its largest working set between jobs (tens of GiB), and a second evaluation on the GPU
+/// (the queue's slots, or another program) ran out of memory beside it: a runtime_error that was
+/// the machine's, not the candidate's (bench/results/2026-12-06-gpu-slots-h100-session40.md).
+/// Given back after every evaluation that used the GPU, under a share of the quiet lock (cudaFree
+/// is not run beside another evaluation's timing). gpu_memory then says what was given back
+/// (released_bytes), what torch still holds (held_bytes: tensors the evaluator keeps) and the
+/// device's free memory after it. Torch without CUDA has no such cache: nothing to do.
+void releaseCachedGpuMemory(json& r, int ordinal, const GpuQuietLock* quietLock)
+{
+#if KWB_TORCH_CUDA
+    namespace allocator = c10::cuda::CUDACachingAllocator;
+    // reserved_bytes[0]: StatType::AGGREGATE, the first in every torch version
+    const auto reserved = [ordinal] {
+        return allocator::getDeviceStats(static_cast<c10::DeviceIndex>(ordinal)).reserved_bytes[0].current;
+    };
+    const int64_t before = reserved();
+    const GpuQuietLock::Hold share(quietLock, GpuQuietLock::Mode::Shared);
+    const auto t0 = Clock::now();
+    allocator::emptyCache();
+    const int64_t after = reserved();
+    json& detail = r[protocol::Key::kStageDetailMs]["release"];
+    detail["quiet_wait"] = share.waitMs();
+    detail["empty_cache"] = msSince(t0);
+    json& memory = r[protocol::Key::kGpuMemory];
+    if (!memory.is_object())
+        memory = json::object();
+    memory[protocol::Key::kReleasedBytes] = before - after;
+    memory[protocol::Key::kHeldBytes] = after;
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess) {
+        memory[protocol::Key::kFreeBytes] = uint64_t(freeBytes);
+        memory[protocol::Key::kTotalBytes] = uint64_t(totalBytes);
+    } else {
+        cudaGetLastError();
+    }
+#else
+    (void)r, (void)ordinal, (void)quietLock;
+#endif
+}
+
+} // namespace
+
 json Evaluator::evaluate(const Task& task, const json& req)
+{
+    int ordinal = -1; // the device the evaluation used, where it made or found a CUDA context
+    json r = evaluateOnce(task, req, &ordinal);
+    // The evaluation's tensors are gone with it: what torch caches of them goes back now.
+    if (ordinal >= 0 && g_cudaContextReady && m_healthy)
+        releaseCachedGpuMemory(r, ordinal, m_quietLock);
+    return r;
+}
+
+json Evaluator::evaluateOnce(const Task& task, const json& req, int* ordinal)
 {
     Evaluation ev(task, req, m_healthy);
     ev.referenceCaches = &m_referenceCaches;
     ev.quietLock = m_quietLock;
     setUp(ev, *this);
+    if (ev.cuda)
+        *ordinal = ev.ordinal;
     if (!parseStage(ev))
         return ev.response();
     if (ev.format == AnswerFormat::KernelBench) {
-        // The build runs before the device is touched; a missing device stops after it.
+        // The build runs before the device is touched; a missing device stops after it. The
+        // module and ModelNew(...) before the evaluations' turn (Evaluation::turnAfterLoad).
+        ev.turnAfterLoad = true;
         if ((ev.device != "none" && !deviceStage(ev)) || !kernelBenchLoadStage(ev))
             return ev.response();
+        ev.takeTurn();
         resetGlobalsAfterImport(ev);
     } else {
         if (!g_cudaContextReady)

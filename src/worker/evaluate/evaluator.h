@@ -63,6 +63,10 @@ public:
     bool healthy() const { return m_healthy; }
 
 private:
+    /// evaluate() but the release of torch's cached GPU memory after it; *ordinal: the CUDA device
+    /// it used (left as it was where none).
+    nlohmann::json evaluateOnce(const Task& task, const nlohmann::json& request, int* ordinal);
+
     bool m_healthy = true;
     bool m_warm = false;
     const GpuQuietLock* m_quietLock = nullptr;
