@@ -695,6 +695,9 @@ class ModelNew(nn.Module):
     CHECK(own["status"] == "correct");
     CHECK(own["format_error"].is_null());
     CHECK(own["parameters"]["weights"] == "own");
+    // the task's parameters drawn as KernelBench draws them in the load, before the GPU's turn
+    CHECK(own["stage_detail_ms"]["compile"].contains("task_parameters_cpu"));
+    CHECK(!ok["stage_detail_ms"].value("compile", json::object()).contains("task_parameters_cpu"));
     CHECK(own["parameters"]["reference"].size() == 3);
     CHECK(own["parameters"]["model"].size() == 3);
     REQUIRE(own["notes"].size() == 1);

@@ -77,8 +77,15 @@ bool referenceStage(Evaluation& ev)
         ev.refFn = &forwardFunction(*ev.refUnit);
         ev.reference = nativeCallable(*ev.refFn);
     }
-    ev.params =
-        makeParams(ev.task, ev.scale, ev.dev, ev.seed, ev.ownWeights ? DrawnOn::CpuAsKernelBench : DrawnOn::Device);
+    if (ev.paramsOnCpu) { // drawn before the turn (kernelBenchLoadStage): moved now
+        ev.params = ParamDict();
+        for (const auto& entry : *ev.paramsOnCpu)
+            ev.params.insert(entry.key(), entry.value().to(ev.dev));
+        ev.paramsOnCpu.reset();
+    } else {
+        ev.params =
+            makeParams(ev.task, ev.scale, ev.dev, ev.seed, ev.ownWeights ? DrawnOn::CpuAsKernelBench : DrawnOn::Device);
+    }
     ev.paramPrints = paramFingerprints(ev);
     ev.rangeSeed = trialSeed(ev.seed, ev.prof.correctnessTrials);
     ev.res[protocol::Key::kReferenceOutputsOn] = "after_candidate";

@@ -334,6 +334,9 @@ struct Evaluation
     /// task's Model in the embedded Python (kernelBenchLoadStage).
     std::unique_ptr<CandidateCallable> reference;
     ParamDict params;
+    /// The task's parameters drawn on the CPU as KernelBench draws them (ownWeights), before the
+    /// evaluations' turn (kernelBenchLoadStage); referenceStage moves them to the device.
+    std::optional<ParamDict> paramsOnCpu;
     std::vector<int64_t> paramPrints; ///< byte fingerprints of the parameters as made
     uint64_t rangeSeed = 0;
     std::vector<at::Tensor> degenerateRefs; ///< trials 0 and 1's reference outputs, for degenerateCheck
