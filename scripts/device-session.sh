@@ -270,6 +270,7 @@ for step in "$@"; do
     # headers M's run made kept: every answer still built cold, as a researcher's second run on the
     # machine builds new answers, without the header's one-time half minute. A mode "M@N" runs M with
     # N evaluations at once on the GPU (--evaluations-per-gpu N; its cache is M's, as for +header).
+    # COLD_TASKS: other tasks than the study's 30 (`kwb run --tasks`, e.g. L3 for its ten).
     log cold-zero-shot
     need_bundle
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
@@ -293,7 +294,7 @@ for step in "$@"; do
       log "cold-zero-shot $mode"
       s=$(date +%s.%N)
       KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $bundle/run kwb --worker "$worker" \
-        run --regime zero-shot --answer-format kernelbench --tasks study --endpoint "$(head -1 /tmp/llm-cold.url)" \
+        run --regime zero-shot --answer-format kernelbench --tasks ${COLD_TASKS:-study} --endpoint "$(head -1 /tmp/llm-cold.url)" \
         --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \
         --evaluations-per-gpu "$evals" \
