@@ -256,6 +256,7 @@ inline constexpr const char* kFreeBytes = "free_bytes";
 inline constexpr const char* kTotalBytes = "total_bytes";
 inline constexpr const char* kReleasedBytes = "released_bytes";
 inline constexpr const char* kHeldBytes = "held_bytes";
+inline constexpr const char* kReleaseError = "release_error";
 inline constexpr const char* kReferenceOutputsOn = "reference_outputs_on";
 inline constexpr const char* kFlags = "flags";
 // evaluate's correctness

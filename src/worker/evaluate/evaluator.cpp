@@ -335,9 +335,15 @@ json Evaluator::evaluate(const Task& task, const json& req)
 {
     int ordinal = -1; // the device the evaluation used, where it made or found a CUDA context
     json r = evaluateOnce(task, req, &ordinal);
-    // The evaluation's tensors are gone with it: what torch caches of them goes back now.
-    if (ordinal >= 0 && g_cudaContextReady && m_healthy)
-        releaseCachedGpuMemory(r, ordinal, m_quietLock);
+    // The evaluation's tensors are gone with it: what torch caches of them goes back now. The
+    // verdict stands whatever the release does: a failure of it is a note of the machine's.
+    if (ordinal >= 0 && g_cudaContextReady && m_healthy) {
+        try {
+            releaseCachedGpuMemory(r, ordinal, m_quietLock);
+        } catch (const std::exception& e) {
+            r[protocol::Key::kGpuMemory][protocol::Key::kReleaseError] = std::string(e.what()).substr(0, 500);
+        }
+    }
     return r;
 }
 
