@@ -120,11 +120,15 @@ inline bool quietLockFree(const QString& path)
     return free;
 }
 
-// gpu_memory as kwb-worker's evaluate answers it, in GiB.
-inline QJsonObject gpuMemory(double freeGiB, double totalGiB)
+// gpu_memory as kwb-worker's evaluate answers it, in GiB (released: torch's cache given back
+// before the answer, where the worker's torch has CUDA; negative: no such field).
+inline QJsonObject gpuMemory(double freeGiB, double totalGiB, double releasedGiB = -1)
 {
-    return QJsonObject{{QStringLiteral("free_bytes"), freeGiB * 1024 * kMiB},
-                       {QStringLiteral("total_bytes"), totalGiB * 1024 * kMiB}};
+    QJsonObject m{{QStringLiteral("free_bytes"), freeGiB * 1024 * kMiB},
+                  {QStringLiteral("total_bytes"), totalGiB * 1024 * kMiB}};
+    if (releasedGiB >= 0)
+        m.insert(QStringLiteral("released_bytes"), releasedGiB * 1024 * kMiB);
+    return m;
 }
 
 // A TCP listener on 127.0.0.1 (the kernel completes connections to it without accept()).

@@ -49,6 +49,10 @@ private Q_SLOTS:
         QTest::newRow("room for both") << QJsonValue(gpuMemory(100, 141)) << true;
         QTest::newRow("more used than free") << QJsonValue(gpuMemory(40, 141)) << false;
         QTest::newRow("free within a context of used") << QJsonValue(gpuMemory(70.8, 141)) << false;
+        // Free read after the worker gave its cache back: the evaluation's own size still counts.
+        QTest::newRow("room after the release, not for what it gave back")
+            << QJsonValue(gpuMemory(100, 141, 60)) << false;
+        QTest::newRow("room for both after the release") << QJsonValue(gpuMemory(120, 141, 10)) << true;
         QTest::newRow("no gpu_memory (a CPU evaluation, an older worker)") << QJsonValue() << false;
     }
 

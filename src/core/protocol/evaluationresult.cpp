@@ -351,6 +351,7 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         const QJsonObject m = obj(r, Key::kGpuMemory);
         e.gpuFreeBytes = optNumber(m, Key::kFreeBytes);
         e.gpuTotalBytes = optNumber(m, Key::kTotalBytes);
+        e.gpuReleasedBytes = optNumber(m, Key::kReleasedBytes);
     }
     e.referenceOutputsOn = str(r, Key::kReferenceOutputsOn);
     if (at(r, Key::kCandidate).isObject()) {

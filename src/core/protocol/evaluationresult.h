@@ -229,6 +229,8 @@ struct EvaluationResult
     /// `gpu_memory`: the device's free and total bytes as the answer left (cudaMemGetInfo, every
     /// process's use counted); absent on a CPU evaluation or from an older worker.
     std::optional<double> gpuFreeBytes, gpuTotalBytes;
+    /// What the worker gave back of torch's cache after the evaluation (free_bytes is read after).
+    std::optional<double> gpuReleasedBytes;
     QString referenceOutputsOn; ///< "device", "host" or empty
     std::optional<CandidateEcho> candidate;
     /// `traffic`: present only where the request asked for it (profile_traffic).

@@ -19,13 +19,14 @@ namespace {
 
 // Room on the device, as the answer left, for the next worker beside this one while it exits: at
 // least as much free as is used (so an evaluation as large as the one that ended fits) and 1 GiB
-// more (a CUDA context and the libraries' workspaces).
+// more (a CUDA context and the libraries' workspaces). What the worker gave back of torch's cache
+// before answering counts as used: the next evaluation may need as much.
 bool roomBesideLeavingWorker(const EvaluationResult& e)
 {
     constexpr double kContextBytes = 1024.0 * 1024.0 * 1024.0;
     if (!e.gpuFreeBytes || !e.gpuTotalBytes || !(*e.gpuTotalBytes > 0))
         return false;
-    const double used = *e.gpuTotalBytes - *e.gpuFreeBytes;
+    const double used = *e.gpuTotalBytes - *e.gpuFreeBytes + std::max(0.0, e.gpuReleasedBytes.value_or(0.0));
     return *e.gpuFreeBytes >= used + kContextBytes;
 }
 
