@@ -165,6 +165,21 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
 /// earlier `warm`: Evaluator::warm).
 extern std::atomic<bool> g_cudaContextReady;
 
+/// gpu_memory's free_bytes and total_bytes (cudaMemGetInfo: every process's use counted) into
+/// `memory`, an object after it; where the call fails, its error is cleared and nothing is set.
+inline void readDeviceMemory(json& memory)
+{
+    size_t freeBytes = 0, totalBytes = 0;
+    if (cudaMemGetInfo(&freeBytes, &totalBytes) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    if (!memory.is_object())
+        memory = json::object();
+    memory[protocol::Key::kFreeBytes] = uint64_t(freeBytes);
+    memory[protocol::Key::kTotalBytes] = uint64_t(totalBytes);
+}
+
 /// One `evaluate` request on its way through the stages: its settings, the response being built,
 /// and what each stage leaves for the next.
 struct Evaluation
@@ -469,12 +484,10 @@ struct Evaluation
         // The device's memory as this answer leaves (docs/protocol.md §evaluate, gpu_memory): the
         // supervisor lets the next worker start beside this one's exit only where it fits.
         if (cuda && g_cudaContextReady) {
-            size_t freeBytes = 0, totalBytes = 0;
-            if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess)
-                res[protocol::Key::kGpuMemory] = {{protocol::Key::kFreeBytes, uint64_t(freeBytes)},
-                                                  {protocol::Key::kTotalBytes, uint64_t(totalBytes)}};
-            else
-                cudaGetLastError();
+            json memory;
+            readDeviceMemory(memory);
+            if (memory.is_object())
+                res[protocol::Key::kGpuMemory] = std::move(memory);
         }
         joinKernelFacts();
         if (globalsReset && res.contains(protocol::Key::kFlags) && res[protocol::Key::kFlags].is_array())

@@ -317,13 +317,7 @@ void releaseCachedGpuMemory(json& r, int ordinal, const GpuQuietLock* quietLock)
         memory = json::object();
     memory[protocol::Key::kReleasedBytes] = before - after;
     memory[protocol::Key::kHeldBytes] = after;
-    size_t freeBytes = 0, totalBytes = 0;
-    if (cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess) {
-        memory[protocol::Key::kFreeBytes] = uint64_t(freeBytes);
-        memory[protocol::Key::kTotalBytes] = uint64_t(totalBytes);
-    } else {
-        cudaGetLastError();
-    }
+    readDeviceMemory(memory);
 #else
     (void)r, (void)ordinal, (void)quietLock;
 #endif
