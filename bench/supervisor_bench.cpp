@@ -55,6 +55,7 @@
 
 #include <QCommandLineParser>
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
@@ -250,6 +251,9 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
     QObject::connect(&queue, &EvaluationQueue::jobFailed, &queue,
                      [&](qint64 id, const QString& status, const QString&) { finish(id, status, QJsonObject()); });
     clock.start();
+    // The mode's span on the wall clock, to place it in samples taken beside it (nvidia-smi's
+    // utilization, bench/queue_floor.py).
+    const qint64 startedEpochMs = QDateTime::currentMSecsSinceEpoch();
     for (int i = 0; i < (gapMs >= 0 ? 1 : int(candidates.size())); ++i)
         submitNext();
     loop.exec();
@@ -262,6 +266,8 @@ QJsonObject runMode(const QString& mode, const QList<Candidate>& candidates, con
         {QStringLiteral("correct"), correct},
         {QStringLiteral("compiled_ahead"), cached},
         {QStringLiteral("total_s"), totalS},
+        {QStringLiteral("started_epoch_ms"), startedEpochMs},
+        {QStringLiteral("ended_epoch_ms"), QDateTime::currentMSecsSinceEpoch()},
         {QStringLiteral("candidates_per_minute"), candidates.size() * 60.0 / totalS},
         {QStringLiteral("median_overhead_ms"), median(overheads)},
         {QStringLiteral("median_wall_ms"), median(walls)},

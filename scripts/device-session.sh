@@ -496,6 +496,10 @@ PY
       # The GPU's memory in use every 250 ms while the queue runs (warmed spares hold contexts).
       nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 250 > "$OUT/queue-gpu-memory.txt" 2>&1 &
       smi=$!
+      # How busy the GPU was (utilization.gpu: the share of the driver's last sample period, 1/6 to
+      # 1 s, in which a kernel ran), every 100 ms, placed in each mode's span by queue_floor.py.
+      nvidia-smi --query-gpu=timestamp,utilization.gpu --format=csv,noheader,nounits -lms 100 > "$OUT/queue-gpu-busy.csv" 2>&1 &
+      smibusy=$!
       timeout 300 $bundle/run kwb-bench-supervisor --worker "$worker" --candidates tests/fixtures/candidates \
         --tasks L1,L2 --timing-trials 0 --modes "${MEASURE_MODES:-fresh+spare+ahead,reuse+ahead}" --compile-workers 4 \
         --json "$OUT/measure-supervisor.json" 2>> "$OUT/measure.log"
@@ -503,7 +507,7 @@ PY
       echo
       echo "GPU memory in use while the queue ran (nvidia-smi every 250 ms): max $(sort -n "$OUT/queue-gpu-memory.txt" | tail -1) MiB, median $(sort -n "$OUT/queue-gpu-memory.txt" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}') MiB"
       # Issue 35's target: each mode against the GPU floor of the stages part, where it ran too.
-      [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor.json"; }
+      [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor.json" "$OUT/queue-gpu-busy.csv"; }
       # MEASURE_BASE_WORKER: the same queue again with a base commit's worker (built beside, e.g.
       # in /tmp; waited for up to 300 s), under this tree's queue: the before of a before/after
       # table in one call. MEASURE_BASE names it.
@@ -516,8 +520,9 @@ PY
         timeout 300 $bundle/run kwb-bench-supervisor --worker "$MEASURE_BASE_WORKER" --candidates tests/fixtures/candidates \
           --tasks L1,L2 --timing-trials 0 --modes "${MEASURE_MODES:-fresh+spare+ahead,reuse+ahead}" --compile-workers 4 \
           --json "$OUT/measure-supervisor-base.json" 2>> "$OUT/measure.log"
-        [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor-base.json"; }
+        [[ -f $OUT/measure-stages.json ]] && { echo; python3 bench/queue_floor.py "$OUT/measure-stages.json" "$OUT/measure-supervisor-base.json" "$OUT/queue-gpu-busy.csv"; }
       fi
+      kill $smibusy 2>/dev/null
     } >> "$md"
     cat "$md"
     ;;
