@@ -25,6 +25,9 @@
 //   sigkill_once      like sigkill when the file $FAKEWORKER_ONCE does not exist (it creates it), else answer
 //   hang_once         like hang, the same first time only, else answer
 //   oom_once          the first time only (as sigkill_once), a runtime_error "CUDA out of memory", else answer
+//   oom               that runtime_error every time; both with gpu_memory.out_of_memory, torch's
+//                     allocator's report (4 GiB asked for, 1 GiB of 80 free, bus 0000:19:00.0),
+//                     unless the request's "fake_gpu_memory" says otherwise
 //   exit              exit with code 3 without answering
 //   flood             write "flood_bytes" (default 5 MiB) to stderr, then answer
 //   broken            write a line that is not JSON
@@ -896,18 +899,29 @@ void serve(const QJsonObject& request)
         writeLine(response);
         return;
     }
-    if (mode == QLatin1String("oom_once")) {
-        // An allocation that fails the first time only, as torch says it.
-        if (firstTime()) {
-            QJsonObject response = answer(request);
-            response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
-            response.insert(QStringLiteral("stage"), QStringLiteral("correctness"));
-            response.insert(QStringLiteral("message"),
-                            QStringLiteral("CUDA out of memory. Tried to allocate 2.00 GiB"));
-            response.insert(QStringLiteral("gpu_memory"), request.value(QStringLiteral("fake_gpu_memory")));
-            writeLine(response);
-            return;
-        }
+    if ((mode == QLatin1String("oom_once") && firstTime()) || mode == QLatin1String("oom")) {
+        // An allocation that fails (the first time only, or always), as torch says it and as its
+        // allocator reports it to kwb-worker.
+        QJsonObject response = answer(request);
+        response.insert(QStringLiteral("status"), QStringLiteral("runtime_error"));
+        response.insert(QStringLiteral("stage"), QStringLiteral("correctness"));
+        response.insert(QStringLiteral("message"), QStringLiteral("CUDA out of memory. Tried to allocate 4.00 GiB"));
+        constexpr double kGiB = double(1LL << 30);
+        const QJsonObject report{
+            {QStringLiteral("gpu_memory"),
+             QJsonObject{{QStringLiteral("free_bytes"), 1 * kGiB},
+                         {QStringLiteral("total_bytes"), 80 * kGiB},
+                         {QStringLiteral("out_of_memory"),
+                          QJsonObject{{QStringLiteral("count"), 1},
+                                      {QStringLiteral("requested_bytes"), 4 * kGiB},
+                                      {QStringLiteral("free_bytes"), 1 * kGiB},
+                                      {QStringLiteral("total_bytes"), 80 * kGiB},
+                                      {QStringLiteral("pci_bus_id"), QStringLiteral("0000:19:00.0")}}}}}};
+        response.insert(QStringLiteral("gpu_memory"), request.value(QStringLiteral("fake_gpu_memory")).isObject()
+                                                          ? request.value(QStringLiteral("fake_gpu_memory"))
+                                                          : report.value(QStringLiteral("gpu_memory")));
+        writeLine(response);
+        return;
     }
     std::fprintf(stderr, "fake worker %d: served %s\n", int(::getpid()),
                  request.value(QStringLiteral("type")).toString().toUtf8().constData());

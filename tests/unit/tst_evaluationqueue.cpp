@@ -5,6 +5,7 @@
 
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/gpulease.h"
+#include "core/workers/supervisortuning.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -203,6 +204,12 @@ class TestEvaluationQueue : public QObject
         queue->setWorkerLimits(limits);
         queue->setKillGracePeriod(300);
         queue->setCompileWorkerCount(compileWorkers);
+        // No test asks this machine's driver who holds its GPU: those that need an answer set one.
+        queue->setMemoryElsewhereProbe([](const QString&, qint64) {
+            MemoryElsewhere unknown;
+            unknown.why = QStringLiteral("not asked in tests");
+            return unknown;
+        });
         return queue;
     }
 
@@ -752,6 +759,194 @@ private Q_SLOTS:
         QVERIFY(result.value(QLatin1String("message")).toString().contains(QLatin1String("out of memory")));
         QCOMPARE(recorder.started, QList<qint64>{oom});
         QCOMPARE(loggedEvaluates(), 1);
+    }
+
+    // nvidia-smi's compute-apps lines: MiB to bytes, a name with commas kept whole, "[N/A]" and
+    // messages left out.
+    void parseComputeAppsLines()
+    {
+        const QList<GpuProcessUse> apps = parseComputeApps("4242, 61440, /usr/bin/python3\n"
+                                                           "17, [N/A], /opt/x\n"
+                                                           "No running processes found\n"
+                                                           " 99 , 512 , /srv/a,b server \n");
+        QCOMPARE(apps.size(), 2);
+        QCOMPARE(apps.at(0).pid, 4242);
+        QCOMPARE(apps.at(0).usedBytes, 60.0 * (1LL << 30));
+        QCOMPARE(apps.at(1).pid, 99);
+        QCOMPARE(apps.at(1).usedBytes, 512.0 * (1LL << 20));
+        QCOMPARE(apps.at(1).name, QStringLiteral("/srv/a,b server"));
+        QVERIFY(parseComputeApps("").isEmpty());
+    }
+
+    // The candidate's processes are not "elsewhere"; one not visible here is left out; where none
+    // is visible (another PID namespace) nothing is known. And the rule on the shortfall.
+    void memoryElsewhereAndTheRule()
+    {
+        const QList<GpuProcessUse> apps{{10, 8.0 * (1LL << 30), QStringLiteral("/w/kwb-worker")},
+                                        {20, 2.0 * (1LL << 30), QStringLiteral("/usr/bin/vllm")},
+                                        {30, 5.0 * (1LL << 30), QStringLiteral("gone")}};
+        const MemoryElsewhere m = memoryElsewhere(
+            apps, [](qint64 pid) { return pid == 10; }, [](qint64 pid) { return pid != 30; });
+        QVERIFY(m.known);
+        QCOMPARE(m.bytes, 2.0 * (1LL << 30));
+        QCOMPARE(m.holders, QStringList{QStringLiteral("vllm (pid 20): 2.00 GiB")});
+        const MemoryElsewhere foreign = memoryElsewhere(
+            apps, [](qint64) { return false; }, [](qint64) { return false; });
+        QVERIFY(!foreign.known);
+        QVERIFY(foreign.why.contains(QLatin1String("PID namespace")));
+        const MemoryElsewhere none = memoryElsewhere(
+            {}, [](qint64) { return false; }, [](qint64) { return false; });
+        QVERIFY(none.known);
+        QCOMPARE(none.bytes, 0.0);
+
+        EvaluationResult r;
+        r.status = EvaluationStatus::RuntimeError;
+        QCOMPARE(judgeOutOfMemory(r, m), OutOfMemoryFault::None); // no allocator report
+        r.gpuOutOfMemory = AllocatorOutOfMemoryReport{1, 3.0 * (1LL << 30), 1.0 * (1LL << 30), 80.0 * (1LL << 30), {}};
+        QCOMPARE(judgeOutOfMemory(r, m), OutOfMemoryFault::Machines); // 2 GiB short, 2 GiB elsewhere
+        QCOMPARE(judgeOutOfMemory(r, none), OutOfMemoryFault::Candidates);
+        QCOMPARE(judgeOutOfMemory(r, foreign), OutOfMemoryFault::Unknown);
+        r.gpuOutOfMemory->requestedBytes = 3.5 * (1LL << 30);
+        QCOMPARE(judgeOutOfMemory(r, m), OutOfMemoryFault::Candidates); // 2.5 GiB short
+        r.gpuOutOfMemory->requestedBytes = 0.5 * (1LL << 30);
+        QCOMPARE(judgeOutOfMemory(r, m), OutOfMemoryFault::Candidates); // no shortfall: not for want of memory
+        r.gpuOutOfMemory->requestedBytes = 3.0 * (1LL << 30);
+        r.status = EvaluationStatus::Incorrect;
+        QCOMPARE(judgeOutOfMemory(r, m), OutOfMemoryFault::None); // only a runtime_error
+    }
+
+    // The probe runs nvidia-smi (here a script the test writes, first on PATH) for the worker's
+    // GPU in NVML's form of its bus id, and counts the worker's process tree (a process the test
+    // starts) as the candidate's; this test process stands for another program on the GPU.
+    void probeMemoryElsewhereAsksNvidiaSmi()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QProcess worker; // stands for the answering worker
+        worker.start(QStringLiteral("sleep"), {QStringLiteral("30")});
+        QVERIFY(worker.waitForStarted());
+        const auto stop = qScopeGuard([&] {
+            worker.kill();
+            worker.waitForFinished();
+        });
+        const QString script = dir.filePath(QStringLiteral("nvidia-smi"));
+        QFile f(script);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QStringLiteral("#!/bin/sh\necho \"$@\" > '%1'\necho '%2, 10240, /w/kwb-worker'\necho '%3, 30720, "
+                               "/usr/bin/model-server'\necho '999999999, 1024, /gone'\n")
+                    .arg(dir.filePath(QStringLiteral("args")))
+                    .arg(worker.processId())
+                    .arg(QCoreApplication::applicationPid())
+                    .toUtf8());
+        f.close();
+        QVERIFY(f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        const QByteArray path = qgetenv("PATH");
+        qputenv("PATH", dir.path().toUtf8() + ':' + path);
+        const auto restore = qScopeGuard([&] { qputenv("PATH", path); });
+        const MemoryElsewhere m = probeMemoryElsewhere(QStringLiteral("0000:19:00.0"), worker.processId());
+        QVERIFY2(m.known, qPrintable(m.why));
+        QCOMPARE(m.bytes, 30.0 * (1LL << 30));
+        QCOMPARE(m.holders.size(), 1);
+        QVERIFY(m.holders.first().startsWith(
+            QStringLiteral("model-server (pid %1)").arg(QCoreApplication::applicationPid())));
+        QFile args(dir.filePath(QStringLiteral("args")));
+        QVERIFY(args.open(QIODevice::ReadOnly));
+        QVERIFY2(args.readAll().contains("-i 00000000:19:00.0"), "nvidia-smi asked for another GPU");
+        // Without a bus id, or with nvidia-smi failing, nothing is known.
+        QVERIFY(!probeMemoryElsewhere(QString(), worker.processId()).known);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n");
+        f.close();
+        const MemoryElsewhere failed = probeMemoryElsewhere(QStringLiteral("0000:19:00.0"), worker.processId());
+        QVERIFY(!failed.known);
+        QVERIFY2(failed.why.contains(QLatin1String("NVIDIA-SMI has failed")), qPrintable(failed.why));
+    }
+
+    // Memory held by processes outside the candidate's covers what its allocation lacked (torch's
+    // allocator: 4 GiB asked for, 1 GiB free): evaluated again alone once, then the machine's,
+    // out_of_memory_elsewhere, with who held it; the probe is asked about the bus the worker
+    // named and the worker that answered.
+    void outOfMemoryElsewhereIsTheMachines()
+    {
+        auto queue = makeQueue({0}, 0);
+        QList<QPair<QString, qint64>> asked;
+        queue->setMemoryElsewhereProbe([&asked](const QString& bus, qint64 pid) {
+            asked.append({bus, pid});
+            return memoryElsewhere(
+                {{4242, 60.0 * (1LL << 30), QStringLiteral("/usr/bin/python3")}}, [](qint64) { return false; },
+                [](qint64) { return true; });
+        });
+        Recorder recorder(*queue);
+        const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom"))));
+        QVERIFY(recorder.waitForEnded(1));
+        QTest::qWait(200); // nothing more comes
+        QCOMPARE(recorder.started.count(oom), 2);
+        QCOMPARE(loggedEvaluates(), 2);
+        QVERIFY2(recorder.failures.value(oom) == QStringLiteral("out_of_memory_elsewhere"),
+                 QJsonDocument(recorder.results.value(oom)).toJson(QJsonDocument::Compact).left(3000).constData());
+        QVERIFY(isMachineFailure(recorder.failures.value(oom)));
+        const QString message = recorder.messages.value(oom);
+        QVERIFY2(message.contains(QLatin1String("60.00 GiB")) &&
+                     message.contains(QLatin1String("python3 (pid 4242)")) &&
+                     message.contains(QLatin1String("asked torch for 4.00 GiB with 1.00 GiB free")) &&
+                     message.contains(QLatin1String("CUDA out of memory")),
+                 qPrintable(message));
+        QCOMPARE(asked.size(), 2);
+        QCOMPARE(asked.first().first, QStringLiteral("0000:19:00.0"));
+        QVERIFY(asked.first().second > 0 && asked.last().second > 0);
+        QTRY_COMPARE(recorder.progress.last(), qMakePair(1, 1));
+    }
+
+    // Once alone, the allocation that failed for memory held elsewhere may succeed: that verdict.
+    void outOfMemoryElsewhereOnceThenItsVerdict()
+    {
+        auto queue = makeQueue({0}, 0);
+        setOnceFile(*queue, QStringLiteral("oom"));
+        queue->setMemoryElsewhereProbe([](const QString&, qint64) {
+            return memoryElsewhere(
+                {{4242, 60.0 * (1LL << 30), QStringLiteral("vllm")}}, [](qint64) { return false; },
+                [](qint64) { return true; });
+        });
+        Recorder recorder(*queue);
+        const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once"))));
+        QVERIFY(recorder.waitForEnded(1));
+        QVERIFY2(recorder.failures.isEmpty(), qPrintable(recorder.messages.values().join(QLatin1Char(';'))));
+        QCOMPARE(recorder.results.value(oom).value(QLatin1String("status")).toString(), QStringLiteral("correct"));
+        QCOMPARE(recorder.started.count(oom), 2);
+    }
+
+    // Where what others held would not have covered the shortfall (1 GiB elsewhere, 3 GiB short),
+    // or who held it cannot be told, or the allocator made no report (a RuntimeError with torch's
+    // words that the candidate raised itself), the runtime_error is the candidate's, at once.
+    void outOfMemoryNotCoveredIsTheCandidates()
+    {
+        const auto run = [this](const QString& mode, const std::optional<double>& elsewhereGiB) {
+            auto queue = makeQueue({0}, 0);
+            int asked = 0;
+            queue->setMemoryElsewhereProbe([&asked, elsewhereGiB](const QString&, qint64) {
+                ++asked;
+                if (!elsewhereGiB)
+                    return MemoryElsewhere{};
+                return memoryElsewhere(
+                    {{4242, *elsewhereGiB * (1LL << 30), QStringLiteral("other")}}, [](qint64) { return false; },
+                    [](qint64) { return true; });
+            });
+            if (mode == QLatin1String("forged"))
+                SupervisorTuning::setRequestFields(
+                    *queue, QJsonObject{{QStringLiteral("fake_gpu_memory"),
+                                         QJsonObject{{QStringLiteral("free_bytes"), 1.0 * (1LL << 30)}}}});
+            Recorder recorder(*queue);
+            const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom"))));
+            if (!recorder.waitForEnded(1))
+                return QStringLiteral("no end");
+            return QStringLiteral("%1 started %2 asked %3")
+                .arg(recorder.results.value(oom).value(QLatin1String("status")).toString())
+                .arg(recorder.started.count(oom))
+                .arg(asked);
+        };
+        QCOMPARE(run(QStringLiteral("covered"), 1.0), QStringLiteral("runtime_error started 1 asked 1"));
+        QCOMPARE(run(QStringLiteral("unknown"), std::nullopt), QStringLiteral("runtime_error started 1 asked 1"));
+        QCOMPARE(run(QStringLiteral("forged"), 60.0), QStringLiteral("runtime_error started 1 asked 0"));
     }
 
     // A time-out beside another job is the machine's too: evaluated again alone (after the other

@@ -308,7 +308,7 @@ private Q_SLOTS:
     void statusTableIsComplete()
     {
         const QList<EvaluationStatusInfo>& table = evaluationStatusTable();
-        QCOMPARE(table.size(), int(EvaluationStatus::ResourceLimit) + 1);
+        QCOMPARE(table.size(), int(EvaluationStatus::OutOfMemoryElsewhere) + 1);
         QSet<QString> names;
         for (int i = 0; i < table.size(); ++i) {
             const EvaluationStatusInfo& info = table.at(i);

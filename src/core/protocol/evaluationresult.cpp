@@ -352,6 +352,12 @@ EvaluationResult decodeEvaluation(const QJsonObject& r)
         e.gpuFreeBytes = optNumber(m, Key::kFreeBytes);
         e.gpuTotalBytes = optNumber(m, Key::kTotalBytes);
         e.gpuReleasedBytes = optNumber(m, Key::kReleasedBytes);
+        if (at(m, Key::kOutOfMemory).isObject()) {
+            const QJsonObject o = obj(m, Key::kOutOfMemory);
+            e.gpuOutOfMemory = AllocatorOutOfMemoryReport{integer(o, Key::kCount), number(o, Key::kRequestedBytes),
+                                                          number(o, Key::kFreeBytes), number(o, Key::kTotalBytes),
+                                                          str(o, Key::kPciBusId)};
+        }
     }
     e.referenceOutputsOn = str(r, Key::kReferenceOutputsOn);
     if (at(r, Key::kCandidate).isObject()) {

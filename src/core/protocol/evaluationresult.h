@@ -191,6 +191,17 @@ struct CandidateEcho
     int cudaLine = 0, pythonLine = 0; ///< where each block starts in the answer (0: unknown)
 };
 
+/// `gpu_memory.out_of_memory`: torch's caching allocator's own report that it ran out of device
+/// memory during the evaluation (the last time of `count`): what it asked for, and the device's
+/// free and total bytes at that moment; the device's PCI bus id, for kwb to ask the driver who
+/// held the rest (core/workers/gpumemoryelsewhere.h).
+struct AllocatorOutOfMemoryReport
+{
+    int count = 0;
+    double requestedBytes = 0, freeBytes = 0, totalBytes = 0;
+    QString pciBusId;
+};
+
 struct EvaluationResult
 {
     /// false for an `ok: false` response (a refused request): then errorCode/errorMessage say why.
@@ -231,6 +242,8 @@ struct EvaluationResult
     std::optional<double> gpuFreeBytes, gpuTotalBytes;
     /// What the worker gave back of torch's cache after the evaluation (free_bytes is read after).
     std::optional<double> gpuReleasedBytes;
+    /// `gpu_memory.out_of_memory`: torch's allocator ran out during the evaluation (its own report).
+    std::optional<AllocatorOutOfMemoryReport> gpuOutOfMemory;
     QString referenceOutputsOn; ///< "device", "host" or empty
     std::optional<CandidateEcho> candidate;
     /// `traffic`: present only where the request asked for it (profile_traffic).

@@ -35,6 +35,11 @@ const QList<EvaluationStatusInfo> kTable = {
     // During an evaluate the candidate's host code ran in the worker that went over the limit;
     // over it before hello is start_failed (core/workers/workersupervisor.h).
     {S::ResourceLimit, "resource_limit", "over a host limit", C::ModelFault, false, 0xffa40e26},
+    // Built and started; its allocation failed for memory other processes held (the queue ran it
+    // again alone first): whether it compiled, `compile.ok` of a stored response would say, and
+    // there is none.
+    {S::OutOfMemoryElsewhere, "out_of_memory_elsewhere", "GPU memory held elsewhere", C::MachineFault, false,
+     0xff0969da},
 };
 } // namespace
 
@@ -104,7 +109,8 @@ QString categoryLabel(StatusCategory category)
 
 bool isMachineFailure(EvaluationStatus status)
 {
-    return status == EvaluationStatus::StartFailed || status == EvaluationStatus::WorkerLost;
+    return status == EvaluationStatus::StartFailed || status == EvaluationStatus::WorkerLost ||
+           status == EvaluationStatus::OutOfMemoryElsewhere;
 }
 
 } // namespace kwb

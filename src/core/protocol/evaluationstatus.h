@@ -9,7 +9,8 @@
 //   code was running in the worker when it hung or died).
 // - MachineFault: nothing is known about the candidate, so `kwb run --resume` evaluates it again:
 //   `no_device` (no GPU to run it), `start_failed` (no worker answered hello), `worker_lost` (the
-//   worker was ended from outside), `protocol_error` (the worker broke the protocol).
+//   worker was ended from outside), `protocol_error` (the worker broke the protocol),
+//   `out_of_memory_elsewhere` (other processes held the GPU memory the evaluation lacked).
 // - NotEvaluated: the request never reached a candidate's evaluation: `bad_request`, `cancelled`,
 //   and `unknown` (a status this build does not know: a newer worker's, kept by its wire name).
 //
@@ -40,6 +41,9 @@ enum class EvaluationStatus {
     BadRequest,
     Cancelled,
     ResourceLimit, ///< over the host-memory or thread limit (core/workers/hostlimits.h)
+    /// torch's allocator ran out where other processes held the memory it lacked, again when
+    /// evaluated alone (core/workers/gpumemoryelsewhere.h)
+    OutOfMemoryElsewhere,
 };
 
 enum class StatusCategory { Success, ModelFault, MachineFault, NotEvaluated };
@@ -73,9 +77,8 @@ QString statusColourName(EvaluationStatus status);
 QString categoryLabel(StatusCategory category);
 
 /// The machine's failures that `kwb run --resume` evaluates again and a report lists as not
-/// evaluated: start_failed and worker_lost (docs/protocol.md). A worker that dies by a signal a
-/// candidate can raise (SIGSEGV, SIGABRT, …) or exits during a request is `crashed`, the
-/// candidate's.
+/// evaluated: start_failed, worker_lost and out_of_memory_elsewhere (docs/protocol.md). A worker that dies by a signal
+/// a candidate can raise (SIGSEGV, SIGABRT, …) or exits during a request is `crashed`, the candidate's.
 bool isMachineFailure(EvaluationStatus status);
 inline bool isMachineFailure(const QString& wire)
 {

@@ -257,6 +257,10 @@ inline constexpr const char* kTotalBytes = "total_bytes";
 inline constexpr const char* kReleasedBytes = "released_bytes";
 inline constexpr const char* kHeldBytes = "held_bytes";
 inline constexpr const char* kReleaseError = "release_error";
+inline constexpr const char* kOutOfMemory = "out_of_memory";
+inline constexpr const char* kRequestedBytes = "requested_bytes";
+inline constexpr const char* kCount = "count";
+inline constexpr const char* kPciBusId = "pci_bus_id";
 inline constexpr const char* kReferenceOutputsOn = "reference_outputs_on";
 inline constexpr const char* kFlags = "flags";
 // evaluate's correctness

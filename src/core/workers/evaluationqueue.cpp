@@ -561,10 +561,11 @@ void EvaluationQueue::dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIn
     Slot& slot = gpu.gpuSlots[slotIndex];
     slot.runningJob = job.id;
     job.gpuRequest = slot.supervisor->sendRequest(request, job.timeoutMs < 0 ? m_timeoutMs : job.timeoutMs);
-    // The supervisor holds the request now; the answer and the module can be up to 16 MiB. A
-    // remote job keeps them: a lost host's job goes to another worker; so does a job that may yet
-    // run beside another: it may be evaluated again alone.
-    if (!gpu.target.isRemote() && (m_evaluationsPerGpu == 1 || job.alone)) {
+    // The supervisor holds the request now; the answer and the module can be up to 16 MiB. A job
+    // keeps them while it may yet be sent again: a lost host's job goes to another worker, a job
+    // beside another or one that ran out of memory other processes held is evaluated again alone
+    // (once for the latter: after that, the copy goes).
+    if (!gpu.target.isRemote() && job.ranOutElsewhere) {
         job.request.answer.clear();
         job.cubin.clear();
         job.cubinKernelFacts = QJsonObject();
@@ -752,6 +753,29 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestI
         m_jobs[index].alone = true;
         requeueRunningJob(gpuIndex, slotIndex, index);
         return;
+    }
+    // Or for memory another process held (a model server on the same GPU, a spare of this queue):
+    // evaluated again alone once, then the machine's (gpumemoryelsewhere.h). Only a local GPU's
+    // processes can be asked for.
+    if (header.ok && response.evaluation && response.evaluation->gpuOutOfMemory &&
+        !m_gpus.at(gpuIndex).target.isRemote()) {
+        const WorkerSupervisor* slot = m_gpus.at(gpuIndex).gpuSlots.at(slotIndex).supervisor;
+        const MemoryElsewhere elsewhere =
+            m_memoryElsewhereProbe(response.evaluation->gpuOutOfMemory->pciBusId, slot->answeringWorkerPid());
+        if (judgeOutOfMemory(*response.evaluation, elsewhere) == OutOfMemoryFault::Machines) {
+            if (!m_jobs.at(index).ranOutElsewhere) {
+                m_jobs[index].ranOutElsewhere = true;
+                m_jobs[index].alone = true;
+                requeueRunningJob(gpuIndex, slotIndex, index);
+                return;
+            }
+            const qint64 id = retireRunningJob(gpuIndex, slotIndex, index);
+            Q_EMIT jobFailed(id, wireName(EvaluationStatus::OutOfMemoryElsewhere),
+                             describeOutOfMemoryElsewhere(*response.evaluation, elsewhere) + QStringLiteral(". ") +
+                                 response.evaluation->messageOrError().left(500));
+            noteProgress();
+            return;
+        }
     }
     const qint64 id = retireRunningJob(gpuIndex, slotIndex, index);
     if (!header.ok) {

@@ -40,6 +40,7 @@
 // no lease.
 
 #include "core/protocol/workerrequests.h"
+#include "core/workers/gpumemoryelsewhere.h"
 #include "core/workers/workersupervisor.h"
 
 #include <QJsonObject>
@@ -50,6 +51,7 @@
 #include <QStringList>
 #include <QTimer>
 
+#include <functional>
 #include <optional>
 
 namespace kwb {
@@ -112,6 +114,11 @@ public:
     /// kDefaultEvaluationsPerGpu); 1: one job at a time per GPU. A remote target always has one.
     void setEvaluationsPerGpu(int n);
     int evaluationsPerGpu() const { return m_evaluationsPerGpu; }
+    /// Who held a local GPU's memory when a job's allocation failed there (gpumemoryelsewhere.h):
+    /// the bus id the worker named and the answering worker's pid. probeMemoryElsewhere by
+    /// default; tests put their own.
+    using MemoryElsewhereProbe = std::function<MemoryElsewhere(const QString& pciBusId, qint64 workerPid)>;
+    void setMemoryElsewhereProbe(MemoryElsewhereProbe probe) { m_memoryElsewhereProbe = std::move(probe); }
     /// The GPUs' architecture ("sm_90") for compile-ahead. Without it the queue asks the first
     /// GPU's worker once (`device`); a job's options may name its own "arch".
     void setArch(const QString& arch) { m_arch = arch; }
@@ -175,6 +182,7 @@ private:
         qint64 gpuRequest = 0;
         bool besideAnother = false;           ///< another slot of its GPU ran a job while this one ran
         bool alone = false;                   ///< evaluated again: only while its GPU runs nothing else
+        bool ranOutElsewhere = false;         ///< an allocation failed for memory held elsewhere once already
         std::optional<QByteArray> stderrTail; ///< its worker's, kept for the final signal
         qint64 stderrDropped = 0;
     };
@@ -287,6 +295,9 @@ private:
     qint64 m_nextId = 0;
     QList<Job> m_jobs; // queued and running, in submission order
     bool m_workScheduled = false;
+    MemoryElsewhereProbe m_memoryElsewhereProbe = [](const QString& bus, qint64 pid) {
+        return probeMemoryElsewhere(bus, pid);
+    };
     QTimer m_compileWaitTimer;
 
     int m_done = 0;

@@ -490,6 +490,7 @@ void WorkerSupervisor::completeActive()
 
     // The worker says it cannot take another request and exits after answering.
     const bool unhealthy = !response.header.workerHealthy;
+    m_answeringPid = m_pid;
     noteRetiringWorker(response);
     if (m_state == WorkerState::Idle && (unhealthy || (evaluate && m_isolation == Isolation::FreshPerRequest)))
         if (!handOffLeavingWorker(result))

@@ -177,6 +177,9 @@ public:
     /// The running worker's process id, 0 when none runs. In the sandbox it is bwrap's until the
     /// worker has answered hello, then the worker's own.
     qint64 workerPid() const { return m_pid; }
+    /// The worker that answered the last request, kept after it is retired or handed off (it
+    /// may still be exiting): whose processes an out-of-memory's check counts as the candidate's.
+    qint64 answeringWorkerPid() const { return m_answeringPid; }
     /// The process id of the spare that would take over next (0 when there is none; see
     /// SparePool::next()), whether it may take over now (it has answered hello and is not
     /// warming), and whether it is also warm (it answered warm with its timings).
@@ -306,6 +309,7 @@ private:
 
     // The running worker.
     QProcess* m_process = nullptr;
+    qint64 m_answeringPid = 0;
     qint64 m_pid = 0;
     WorkerState m_state = WorkerState::None;
     StopStage m_stopStage = StopStage::None;

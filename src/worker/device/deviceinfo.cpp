@@ -402,7 +402,7 @@ json readDeviceFacts(int ordinal)
         j["ecc"] = p.ECCEnabled != 0;
         char bus[32] = {0};
         if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess)
-            j["pci_bus_id"] = std::string(bus);
+            j[ProtocolNames::Key::kPciBusId] = std::string(bus);
         cudaGetLastError();
         j[ProtocolNames::Key::kDriverVersion] = version(driver);
         j[ProtocolNames::Key::kRuntimeVersion] = version(runtime);

@@ -167,6 +167,20 @@ extern std::atomic<bool> g_cudaContextReady;
 
 /// gpu_memory's free_bytes and total_bytes (cudaMemGetInfo: every process's use counted) into
 /// `memory`, an object after it; where the call fails, its error is cleared and nothing is set.
+/// Torch's caching allocator's own reports of running out of device memory (its out-of-memory
+/// observer, torch 2 with CUDA): how many this process has had, and the last one's request and
+/// the device's free and total bytes at that moment. Made by the allocator, not read from a
+/// message: a candidate that raises torch's words itself makes none.
+struct AllocatorOutOfMemory
+{
+    int64_t count = 0;
+    int64_t requestedBytes = 0, freeBytes = 0, totalBytes = 0;
+};
+/// Starts watching (once per process, after the allocator is up: createCudaContext); false where
+/// this torch cannot (no CUDA, older than 2), and allocatorOutOfMemory() then stays at zero.
+bool watchAllocatorOutOfMemory();
+AllocatorOutOfMemory allocatorOutOfMemory();
+
 inline void readDeviceMemory(json& memory)
 {
     size_t freeBytes = 0, totalBytes = 0;

@@ -4,8 +4,13 @@
 #include <dlfcn.h>
 #include <filesystem>
 #include <link.h>
+#include <mutex>
 #if KWB_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR >= 2
+#define KWB_ALLOCATOR_OOM_OBSERVER 1 // attachOutOfMemoryObserver came with torch 2.0
+#endif
 #endif
 
 namespace kwb {
@@ -323,12 +328,59 @@ void releaseCachedGpuMemory(json& r, int ordinal, const GpuQuietLock* quietLock)
 #endif
 }
 
+std::mutex g_outOfMemoryMutex;
+AllocatorOutOfMemory g_outOfMemory; // guarded by g_outOfMemoryMutex
+
 } // namespace
+
+bool evaluation::watchAllocatorOutOfMemory()
+{
+#if KWB_ALLOCATOR_OOM_OBSERVER
+    static std::once_flag once;
+    std::call_once(once, [] {
+        // Called by the allocator on the allocating thread, before it throws; the parameters'
+        // integer types differ between torch versions, hence auto.
+        c10::cuda::CUDACachingAllocator::attachOutOfMemoryObserver(
+            [](int64_t /*device*/, auto requested, auto total, auto freeBytes) {
+                const std::lock_guard<std::mutex> lock(g_outOfMemoryMutex);
+                ++g_outOfMemory.count;
+                g_outOfMemory.requestedBytes = int64_t(requested);
+                g_outOfMemory.totalBytes = int64_t(total);
+                g_outOfMemory.freeBytes = int64_t(freeBytes);
+            });
+    });
+    return true;
+#else
+    return false;
+#endif
+}
+
+AllocatorOutOfMemory evaluation::allocatorOutOfMemory()
+{
+    const std::lock_guard<std::mutex> lock(g_outOfMemoryMutex);
+    return g_outOfMemory;
+}
 
 json Evaluator::evaluate(const Task& task, const json& req)
 {
     int ordinal = -1; // the device the evaluation used, where it made or found a CUDA context
+    const int64_t outOfMemoryBefore = allocatorOutOfMemory().count;
     json r = evaluateOnce(task, req, &ordinal);
+    // Where the allocator ran out during this evaluation: its own numbers, for kwb to tell the
+    // candidate's demand from memory other processes held (docs/protocol.md, gpu_memory).
+    if (const AllocatorOutOfMemory oom = allocatorOutOfMemory(); oom.count > outOfMemoryBefore) {
+        json& memory = r[protocol::Key::kGpuMemory];
+        if (!memory.is_object())
+            memory = json::object();
+        memory[protocol::Key::kOutOfMemory] = {{protocol::Key::kCount, oom.count - outOfMemoryBefore},
+                                               {protocol::Key::kRequestedBytes, oom.requestedBytes},
+                                               {protocol::Key::kFreeBytes, oom.freeBytes},
+                                               {protocol::Key::kTotalBytes, oom.totalBytes}};
+        char bus[32] = {0};
+        if (ordinal >= 0 && cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess)
+            memory[protocol::Key::kOutOfMemory][protocol::Key::kPciBusId] = std::string(bus);
+        cudaGetLastError();
+    }
     // The evaluation's tensors are gone with it: what torch caches of them goes back now. The
     // verdict stands whatever the release does: a failure of it is a note of the machine's.
     if (ordinal >= 0 && g_cudaContextReady && m_healthy) {

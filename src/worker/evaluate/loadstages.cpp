@@ -558,6 +558,7 @@ void createCudaContext(at::Device dev)
 {
     torch::zeros({1}, at::TensorOptions().device(dev)).add_(1);
     cudaDeviceSynchronize();
+    watchAllocatorOutOfMemory(); // the allocator is up now: its observer reaches every device
     g_cudaContextReady = true;
 }
 

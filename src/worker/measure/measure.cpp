@@ -116,7 +116,7 @@ std::unique_ptr<affinity::ThreadPin> pinTimingThread()
     };
     static std::map<int, Choice> chosen; // sysfs is read once per device and process
     if (!chosen.count(ordinal)) {
-        const std::string bus = deviceFacts(ordinal).value("pci_bus_id", std::string());
+        const std::string bus = deviceFacts(ordinal).value(ProtocolNames::Key::kPciBusId, std::string());
         const std::vector<int> local = affinity::localCpus(bus);
         const int cpu = affinity::timingCpu(affinity::processCpus(), local, affinity::gpuRankOnNode(bus));
         chosen[ordinal] = {cpu, std::binary_search(local.begin(), local.end(), cpu)};
