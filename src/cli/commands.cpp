@@ -11,6 +11,7 @@
 #include "core/study/report.h"
 #include "core/study/reportformat.h"
 #include "core/workers/gpulease.h"
+#include "core/workers/gpumemoryelsewhere.h"
 #include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workerlocator.h"
@@ -402,6 +403,23 @@ int runEval(Session& session, const EvalOptions& options)
     if (!candidateFailure) {
         if (const int code = reportFailure(outcome, options.json))
             return code;
+    }
+
+    // Out of memory for memory other processes held is the machine's, as the queue judges it
+    // (core/workers/gpumemoryelsewhere.h): `eval` evaluates once, so it says so and stops there.
+    if (!candidateFailure && outcome.response.evaluation && outcome.response.evaluation->gpuOutOfMemory &&
+        !target.isRemote()) {
+        const EvaluationResult& r = *outcome.response.evaluation;
+        const MemoryElsewhere elsewhere =
+            probeMemoryElsewhere(r.gpuOutOfMemory->pciBusId, session.supervisor().answeringWorkerPid());
+        if (judgeOutOfMemory(r, elsewhere) == OutOfMemoryFault::Machines) {
+            WorkerSupervisor::Outcome machine;
+            machine.status = wireName(EvaluationStatus::OutOfMemoryElsewhere);
+            machine.message = describeOutOfMemoryElsewhere(r, elsewhere) + QStringLiteral(". ") +
+                              r.messageOrError().left(500) + QStringLiteral(" (evaluate it again once the GPU is free)");
+            machine.stderrTail = outcome.stderrTail;
+            return reportFailure(machine, options.json);
+        }
     }
 
     const QJsonObject& response = outcome.response.raw; // printed as it came with --json

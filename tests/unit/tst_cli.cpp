@@ -210,6 +210,45 @@ private Q_SLOTS:
         QVERIFY(sent.value(QLatin1String("answer")).toString().contains(QLatin1String("__global__")));
     }
 
+    // `kwb eval` of an answer whose allocation failed (the fake worker: torch's allocator's report,
+    // 4 GiB asked for with 1 GiB free) while another process held 60 GiB of that GPU (a fake
+    // nvidia-smi first on kwb's PATH lists this test process): the machine's, exit 3,
+    // out_of_memory_elsewhere with who held it. Where nobody else held enough (nvidia-smi lists
+    // nothing), the candidate's runtime_error, exit 1.
+    void evalOutOfMemoryElsewhereIsTheMachines()
+    {
+        const QString path = candidate(QStringLiteral("oom.md"), QStringLiteral("fake: oom"));
+        const QString bin = m_dir.filePath(QStringLiteral("smi-bin"));
+        QVERIFY(QDir().mkpath(bin));
+        const auto run = [&](const QByteArray& listing) {
+            QFile smi(bin + QStringLiteral("/nvidia-smi"));
+            if (!smi.open(QIODevice::WriteOnly))
+                return qMakePair(-1, QString());
+            smi.write("#!/bin/sh\nprintf '" + listing + "'\n");
+            smi.close();
+            smi.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+            QProcess kwb;
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(QStringLiteral("PATH"), bin + QLatin1Char(':') + env.value(QStringLiteral("PATH")));
+            kwb.setProcessEnvironment(env);
+            kwb.start(QStringLiteral(KWB_CLI),
+                      {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"), path});
+            if (!kwb.waitForFinished(30000))
+                return qMakePair(-2, QString());
+            return qMakePair(kwb.exitCode(), QString::fromUtf8(kwb.readAllStandardOutput() + kwb.readAllStandardError()));
+        };
+        const QByteArray self = QByteArray::number(QCoreApplication::applicationPid());
+        const auto held = run(self + ", 61440, /usr/bin/model-server\\n");
+        QVERIFY2(held.first == 3, qPrintable(held.second));
+        QVERIFY2(held.second.contains(QLatin1String("out_of_memory_elsewhere")) &&
+                     held.second.contains(QLatin1String("60.00 GiB")) &&
+                     held.second.contains(QStringLiteral("model-server (pid %1)").arg(QString::fromLatin1(self))),
+                 qPrintable(held.second));
+        const auto alone = run(QByteArray());
+        QVERIFY2(alone.first == 1, qPrintable(alone.second));
+        QVERIFY2(alone.second.contains(QLatin1String("runtime_error")), qPrintable(alone.second));
+    }
+
     void analyzeJsonFields()
     {
         QProcess kwb;
