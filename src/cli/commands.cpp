@@ -416,7 +416,8 @@ int runEval(Session& session, const EvalOptions& options)
             WorkerSupervisor::Outcome machine;
             machine.status = wireName(EvaluationStatus::OutOfMemoryElsewhere);
             machine.message = describeOutOfMemoryElsewhere(r, elsewhere) + QStringLiteral(". ") +
-                              r.messageOrError().left(500) + QStringLiteral(" (evaluate it again once the GPU is free)");
+                              r.messageOrError().left(500) +
+                              QStringLiteral(" (evaluate it again once the GPU is free)");
             machine.stderrTail = outcome.stderrTail;
             return reportFailure(machine, options.json);
         }

@@ -231,11 +231,12 @@ private Q_SLOTS:
             QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
             env.insert(QStringLiteral("PATH"), bin + QLatin1Char(':') + env.value(QStringLiteral("PATH")));
             kwb.setProcessEnvironment(env);
-            kwb.start(QStringLiteral(KWB_CLI),
-                      {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"), QStringLiteral("L1/1"), path});
+            kwb.start(QStringLiteral(KWB_CLI), {QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("eval"),
+                                                QStringLiteral("L1/1"), path});
             if (!kwb.waitForFinished(30000))
                 return qMakePair(-2, QString());
-            return qMakePair(kwb.exitCode(), QString::fromUtf8(kwb.readAllStandardOutput() + kwb.readAllStandardError()));
+            return qMakePair(kwb.exitCode(),
+                             QString::fromUtf8(kwb.readAllStandardOutput() + kwb.readAllStandardError()));
         };
         const QByteArray self = QByteArray::number(QCoreApplication::applicationPid());
         const auto held = run(self + ", 61440, /usr/bin/model-server\\n");

@@ -43,13 +43,15 @@ std::string answerAsking(double gib)
 const char* const kForged =
     "An answer that raises torch's words itself.\n\n```python\nimport torch\nimport torch.nn as nn\n\n"
     "class ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
-    "    def forward(self, A, B):\n        raise RuntimeError('CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a "
+    "    def forward(self, A, B):\n        raise RuntimeError('CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 "
+    "has a "
     "total capacity of 79.18 GiB of which 406.56 MiB is free.')\n```\n";
 
 /// nvidia-smi's compute processes of the GPU `bus` (NVML's form), as kwb asks.
 std::string computeApps(const std::string& bus)
 {
-    const std::string cmd = "nvidia-smi --query-compute-apps=pid,used_memory,process_name --format=csv,noheader,nounits -i " + bus;
+    const std::string cmd =
+        "nvidia-smi --query-compute-apps=pid,used_memory,process_name --format=csv,noheader,nounits -i " + bus;
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
     std::string out;
     if (!pipe)
@@ -87,7 +89,8 @@ int main()
                 oom.value("message", std::string()).c_str());
     check(oom.value("status", std::string()) == "runtime_error", "asking for more than is left: runtime_error",
           oom.value("message", std::string()));
-    check(report.is_object() && num(report, "count") >= 1, "the allocator's report is in gpu_memory.out_of_memory", report);
+    check(report.is_object() && num(report, "count") >= 1, "the allocator's report is in gpu_memory.out_of_memory",
+          report);
     check(num(report, "requested_bytes") >= 10 * kGiB, "it says what was asked for (10 GiB)", report);
     check(num(report, "free_bytes") >= 0 && num(report, "free_bytes") < 6 * kGiB, "and the free bytes then (< 6 GiB)",
           report);
@@ -102,7 +105,8 @@ int main()
     const json forged = worker.request(r, 300).response;
     std::printf("forged words: status %s, gpu_memory %s\n", forged.value("status", std::string("?")).c_str(),
                 forged.value("gpu_memory", json()).dump().c_str());
-    check(forged.value("status", std::string()) == "runtime_error", "torch's words raised by the answer: runtime_error");
+    check(forged.value("status", std::string()) == "runtime_error",
+          "torch's words raised by the answer: runtime_error");
     check(!forged.value("gpu_memory", json::object()).contains("out_of_memory"), "and no allocator report");
 
     // nvidia-smi lists this process with what it holds, asked for the bus as kwb asks (NVML's

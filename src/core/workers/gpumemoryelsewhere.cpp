@@ -22,7 +22,8 @@ QString gib(double bytes)
 /// CUDA's cudaDeviceGetPCIBusId writes four ("0000:19:00.0").
 QString nvmlBusId(const QString& cudaBusId)
 {
-    static const QRegularExpression form(QStringLiteral("^([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\\.([0-7])$"));
+    static const QRegularExpression form(
+        QStringLiteral("^([0-9A-Fa-f]{1,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\\.([0-7])$"));
     const QRegularExpressionMatch m = form.match(cudaBusId.trimmed());
     if (!m.hasMatch())
         return {};
@@ -94,14 +95,16 @@ MemoryElsewhere probeMemoryElsewhere(const QString& pciBusId, qint64 workerPid, 
         return unknown;
     }
     QProcess smi;
-    smi.start(QStringLiteral("nvidia-smi"), {QStringLiteral("--query-compute-apps=pid,used_memory,process_name"),
-                                             QStringLiteral("--format=csv,noheader,nounits"), QStringLiteral("-i"), bus});
+    smi.start(QStringLiteral("nvidia-smi"),
+              {QStringLiteral("--query-compute-apps=pid,used_memory,process_name"),
+               QStringLiteral("--format=csv,noheader,nounits"), QStringLiteral("-i"), bus});
     if (!smi.waitForFinished(timeoutMs) || smi.exitStatus() != QProcess::NormalExit || smi.exitCode() != 0) {
         smi.kill();
         smi.waitForFinished(1000);
         unknown.why = QStringLiteral("nvidia-smi could not list the GPU's processes: %1")
-                          .arg(smi.error() == QProcess::FailedToStart ? QStringLiteral("not found")
-                                                                      : QString::fromUtf8(smi.readAllStandardError().left(300)).trimmed());
+                          .arg(smi.error() == QProcess::FailedToStart
+                                   ? QStringLiteral("not found")
+                                   : QString::fromUtf8(smi.readAllStandardError().left(300)).trimmed());
         return unknown;
     }
     // The candidate's processes: the answering worker and what it started (sandboxed: bwrap, the

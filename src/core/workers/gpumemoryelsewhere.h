@@ -56,10 +56,10 @@ MemoryElsewhere memoryElsewhere(const QList<GpuProcessUse>& processes, const std
 MemoryElsewhere probeMemoryElsewhere(const QString& pciBusId, qint64 workerPid, int timeoutMs = 5000);
 
 enum class OutOfMemoryFault {
-    None,        ///< not an allocator's out-of-memory (or none reported): the verdict stands
-    Candidates,  ///< the request would not have fit even without the memory held elsewhere
-    Machines,    ///< the memory held elsewhere covers the shortfall
-    Unknown,     ///< who held the rest cannot be told here: the verdict stands
+    None,       ///< not an allocator's out-of-memory (or none reported): the verdict stands
+    Candidates, ///< the request would not have fit even without the memory held elsewhere
+    Machines,   ///< the memory held elsewhere covers the shortfall
+    Unknown,    ///< who held the rest cannot be told here: the verdict stands
 };
 
 /// The rule: the candidate's runtime_error with an allocator's report, whose shortfall (requested
