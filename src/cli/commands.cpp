@@ -565,11 +565,25 @@ int runDevice(Session& session, bool json, bool ceilings)
     const QString sandbox = session.supervisor().sandboxStatus();
     const QString memoryCgroup = memoryCgroupStatus();
     QJsonObject response = outcome.response.raw; // printed as it came with --json
+    // What other processes hold of a local GPU (a model server beside the evaluations): what a
+    // candidate's out-of-memory would be judged against (core/workers/gpumemoryelsewhere.h).
+    const bool local = !session.supervisor().target().isRemote() &&
+                       response.value(QLatin1String(ProtocolNames::Key::kPciBusId)).isString();
+    const MemoryElsewhere elsewhere =
+        local ? probeMemoryElsewhere(response.value(QLatin1String(ProtocolNames::Key::kPciBusId)).toString(),
+                                     session.supervisor().answeringWorkerPid())
+              : MemoryElsewhere{};
     if (json) {
         response.remove(QStringLiteral("id"));
         response.remove(QStringLiteral("type"));
-        response.insert(QStringLiteral("host"), QJsonObject{{QStringLiteral("sandbox"), sandbox},
-                                                            {QStringLiteral("memory_cgroup"), memoryCgroup}});
+        QJsonObject hostJson{{QStringLiteral("sandbox"), sandbox}, {QStringLiteral("memory_cgroup"), memoryCgroup}};
+        if (local)
+            hostJson.insert(QStringLiteral("gpu_memory_elsewhere"),
+                            elsewhere.known ? QJsonObject{{QStringLiteral("bytes"), elsewhere.bytes},
+                                                          {QStringLiteral("holders"),
+                                                           QJsonArray::fromStringList(elsewhere.holders)}}
+                                            : QJsonObject{{QStringLiteral("unknown"), elsewhere.why}});
+        response.insert(QStringLiteral("host"), hostJson);
         printJson(response);
         return ExitSuccess;
     }
@@ -589,6 +603,16 @@ int runDevice(Session& session, bool json, bool ceilings)
     table.add(QStringLiteral("SMs"), numberOrDash(device.smCount));
     table.add(QStringLiteral("L2 cache"), siValue(known(double(device.l2Bytes)), QStringLiteral("B")));
     table.add(QStringLiteral("memory"), siValue(known(double(device.memoryBytes)), QStringLiteral("B")));
+    if (local) {
+        // In GiB, as torch's own out-of-memory messages and the holders' list say it.
+        const QString total = QString::number(elsewhere.bytes / double(1LL << 30), 'f', 2) + QStringLiteral(" GiB");
+        table.add(QStringLiteral("held by other processes"),
+                  !elsewhere.known              ? QStringLiteral("unknown: ") + elsewhere.why
+                  : elsewhere.holders.isEmpty() ? QStringLiteral("none")
+                  : elsewhere.holders.size() == 1
+                      ? elsewhere.holders.first()
+                      : total + QStringLiteral(" (") + elsewhere.holders.join(QStringLiteral(", ")) + QLatin1Char(')'));
+    }
     table.add(QStringLiteral("SM clock"), siValue(known(device.smClockKhz * 1e3), QStringLiteral("Hz")));
     table.add(QStringLiteral("memory clock"), siValue(known(device.memoryClockKhz * 1e3), QStringLiteral("Hz")));
     table.add(QStringLiteral("HBM (theoretical)"),

@@ -250,6 +250,48 @@ private Q_SLOTS:
         QVERIFY2(alone.second.contains(QLatin1String("runtime_error")), qPrintable(alone.second));
     }
 
+    // `kwb device` says what other processes hold of a local GPU (the fake nvidia-smi lists this
+    // test process with 10 GiB on the recorded device's bus), in its table and under --json.
+    void deviceShowsMemoryHeldElsewhere()
+    {
+        const QString bin = m_dir.filePath(QStringLiteral("smi-device-bin"));
+        QVERIFY(QDir().mkpath(bin));
+        QFile smi(bin + QStringLiteral("/nvidia-smi"));
+        QVERIFY(smi.open(QIODevice::WriteOnly));
+        smi.write("#!/bin/sh\ncase \"$*\" in *'-i 00000000:00:06.0'*) printf '" +
+                  QByteArray::number(QCoreApplication::applicationPid()) +
+                  ", 10240, /usr/bin/model-server\\n' ;; *) exit 6 ;; esac\n");
+        smi.close();
+        QVERIFY(smi.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("PATH"), bin + QLatin1Char(':') + env.value(QStringLiteral("PATH")));
+        for (const bool json : {false, true}) {
+            QProcess kwb;
+            kwb.setProcessEnvironment(env);
+            QStringList args{QStringLiteral("--worker=" KWB_FAKEWORKER), QStringLiteral("device")};
+            if (json)
+                args << QStringLiteral("--json");
+            kwb.start(QStringLiteral(KWB_CLI), args);
+            QVERIFY(kwb.waitForFinished(30000));
+            QCOMPARE(kwb.exitCode(), 0);
+            const QByteArray out = kwb.readAllStandardOutput();
+            if (!json) {
+                QVERIFY2(out.contains("held by other processes") && out.contains("model-server (pid ") &&
+                             out.contains("10.00 GiB"),
+                         out.constData());
+                continue;
+            }
+            const QJsonObject held = QJsonDocument::fromJson(out)
+                                         .object()
+                                         .value(QLatin1String("host"))
+                                         .toObject()
+                                         .value(QLatin1String("gpu_memory_elsewhere"))
+                                         .toObject();
+            QCOMPARE(held.value(QLatin1String("bytes")).toDouble(), 10.0 * (1LL << 30));
+            QCOMPARE(held.value(QLatin1String("holders")).toArray().size(), 1);
+        }
+    }
+
     void analyzeJsonFields()
     {
         QProcess kwb;
