@@ -9,6 +9,7 @@
 #include "core/protocol/workerresponses.h"
 #include "core/workers/evaluationqueue.h"
 #include "core/workers/gpulease.h"
+#include "core/workers/gpumemoryelsewhere.h"
 #include "core/workers/hostlimits.h"
 #include "core/workers/memorycgroup.h"
 #include "core/workers/workerlauncher.h"
@@ -795,6 +796,20 @@ void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& respon
         // Without its envelope: what the run stores (RunConfig::gpu) and the prompts render.
         m_device = decodeDeviceFacts(responseBody(response));
         const bool gpu = m_device.available;
+        // A model server beside the evaluations on a local GPU: said before the run, where it
+        // holds a tenth of the memory or more (core/workers/gpumemoryelsewhere.h).
+        if (gpu && !m_supervisor->target().isRemote()) {
+            const MemoryElsewhere elsewhere =
+                probeMemoryElsewhere(m_device.raw.value(QLatin1String(ProtocolNames::Key::kPciBusId)).toString(),
+                                     m_supervisor->answeringWorkerPid());
+            if (elsewhere.known && m_device.memoryBytes > 0 && elsewhere.bytes >= 0.1 * double(m_device.memoryBytes))
+                Q_EMIT warning(QStringLiteral("other processes hold %1 GiB of the GPU's %2 GiB (%3): an evaluation "
+                                              "that runs out of memory there is evaluated again alone, then stored "
+                                              "as out_of_memory_elsewhere, the machine's failure")
+                                   .arg(elsewhere.bytes / double(1LL << 30), 0, 'f', 2)
+                                   .arg(double(m_device.memoryBytes) / double(1LL << 30), 0, 'f', 2)
+                                   .arg(elsewhere.holders.mid(0, 3).join(QStringLiteral(", "))));
+        }
         for (int i = 0; i < m_inputs.size(); ++i) {
             RunTaskInput& input = m_inputs[i];
             input.device = m_device.raw;

@@ -6,6 +6,7 @@
 
 #include <QElapsedTimer>
 #include <QJsonArray>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -356,6 +357,40 @@ private Q_SLOTS:
         QVERIFY2(warnings.first().first().toString().startsWith(QStringLiteral("profile L1/1")),
                  qPrintable(warnings.first().first().toString()));
         QVERIFY(!loader.isLoading());
+    }
+
+    // Other processes holding a tenth of the GPU's memory or more (a model server beside the
+    // evaluations): a warning before the run. A fake nvidia-smi, first on PATH, lists this test
+    // process with 80 GiB on the recorded device's bus.
+    void factsLoaderWarnsOfMemoryHeldElsewhere()
+    {
+        QTemporaryDir bin;
+        QVERIFY(bin.isValid());
+        QFile smi(bin.filePath(QStringLiteral("nvidia-smi")));
+        QVERIFY(smi.open(QIODevice::WriteOnly));
+        smi.write("#!/bin/sh\nprintf '" + QByteArray::number(QCoreApplication::applicationPid()) +
+                  ", 81920, /usr/bin/model-server\\n'\n");
+        smi.close();
+        QVERIFY(smi.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+        const QByteArray path = qgetenv("PATH");
+        qputenv("PATH", bin.path().toUtf8() + ':' + path);
+        const auto restore = qScopeGuard([&] { qputenv("PATH", path); });
+        WorkerSupervisor supervisor;
+        supervisor.setProgram(QStringLiteral(KWB_FAKEWORKER));
+        RunFactsLoader loader(&supervisor);
+        RunRequest request;
+        request.taskIds = {QStringLiteral("L1/1")};
+        request.regime = QStringLiteral("zero-shot");
+        QSignalSpy loaded(&loader, &RunFactsLoader::loaded);
+        QSignalSpy warnings(&loader, &RunFactsLoader::warning);
+        loader.load(*planRun(request, nullptr));
+        QVERIFY(loaded.wait(30000));
+        QStringList texts;
+        for (const QList<QVariant>& w : std::as_const(warnings))
+            texts << w.first().toString();
+        QVERIFY2(texts.filter(QStringLiteral("other processes hold 80.00 GiB")).size() == 1 &&
+                     texts.join(QLatin1Char('\n')).contains(QLatin1String("model-server (pid ")),
+                 qPrintable(texts.join(QLatin1Char('\n'))));
     }
 
     void factsLoaderFailsOnUnknownTasks()
