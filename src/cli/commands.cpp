@@ -415,8 +415,7 @@ int runEval(Session& session, const EvalOptions& options)
         if (judgeOutOfMemory(r, elsewhere) == OutOfMemoryFault::Machines) {
             WorkerSupervisor::Outcome machine;
             machine.status = wireName(EvaluationStatus::OutOfMemoryElsewhere);
-            machine.message = describeOutOfMemoryElsewhere(r, elsewhere) + QStringLiteral(". ") +
-                              r.messageOrError().left(500) +
+            machine.message = describeOutOfMemoryElsewhere(r, elsewhere) +
                               QStringLiteral(" (evaluate it again once the GPU is free)");
             machine.stderrTail = outcome.stderrTail;
             return reportFailure(machine, options.json);
@@ -603,16 +602,8 @@ int runDevice(Session& session, bool json, bool ceilings)
     table.add(QStringLiteral("SMs"), numberOrDash(device.smCount));
     table.add(QStringLiteral("L2 cache"), siValue(known(double(device.l2Bytes)), QStringLiteral("B")));
     table.add(QStringLiteral("memory"), siValue(known(double(device.memoryBytes)), QStringLiteral("B")));
-    if (local) {
-        // In GiB, as torch's own out-of-memory messages and the holders' list say it.
-        const QString total = QString::number(elsewhere.bytes / double(1LL << 30), 'f', 2) + QStringLiteral(" GiB");
-        table.add(QStringLiteral("held by other processes"),
-                  !elsewhere.known              ? QStringLiteral("unknown: ") + elsewhere.why
-                  : elsewhere.holders.isEmpty() ? QStringLiteral("none")
-                  : elsewhere.holders.size() == 1
-                      ? elsewhere.holders.first()
-                      : total + QStringLiteral(" (") + elsewhere.holders.join(QStringLiteral(", ")) + QLatin1Char(')'));
-    }
+    if (local)
+        table.add(QStringLiteral("held by other processes"), summarizeMemoryElsewhere(elsewhere));
     table.add(QStringLiteral("SM clock"), siValue(known(device.smClockKhz * 1e3), QStringLiteral("Hz")));
     table.add(QStringLiteral("memory clock"), siValue(known(device.memoryClockKhz * 1e3), QStringLiteral("Hz")));
     table.add(QStringLiteral("HBM (theoretical)"),

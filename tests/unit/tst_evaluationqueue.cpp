@@ -31,6 +31,14 @@ namespace {
 
 constexpr int kWaitMs = 15000;
 
+/// What a probe of the GPU's processes finds: one process (pid 4242, visible, not the
+/// candidate's) holding `gib` GiB.
+MemoryElsewhere heldElsewhere(double gib, const QString& name)
+{
+    return memoryElsewhere(
+        {{4242, gib * (1LL << 30), name}}, [](qint64) { return false; }, [](qint64) { return true; });
+}
+
 struct Recorder
 {
     QList<qint64> started;
@@ -872,9 +880,7 @@ private Q_SLOTS:
         QList<QPair<QString, qint64>> asked;
         queue->setMemoryElsewhereProbe([&asked](const QString& bus, qint64 pid) {
             asked.append({bus, pid});
-            return memoryElsewhere(
-                {{4242, 60.0 * (1LL << 30), QStringLiteral("/usr/bin/python3")}}, [](qint64) { return false; },
-                [](qint64) { return true; });
+            return heldElsewhere(60, QStringLiteral("/usr/bin/python3"));
         });
         Recorder recorder(*queue);
         const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom"))));
@@ -902,11 +908,8 @@ private Q_SLOTS:
     {
         auto queue = makeQueue({0}, 0);
         setOnceFile(*queue, QStringLiteral("oom"));
-        queue->setMemoryElsewhereProbe([](const QString&, qint64) {
-            return memoryElsewhere(
-                {{4242, 60.0 * (1LL << 30), QStringLiteral("vllm")}}, [](qint64) { return false; },
-                [](qint64) { return true; });
-        });
+        queue->setMemoryElsewhereProbe(
+            [](const QString&, qint64) { return heldElsewhere(60, QStringLiteral("vllm")); });
         Recorder recorder(*queue);
         const qint64 oom = queue->submit(job(QStringLiteral("L1/1"), answer(QStringLiteral("fake: oom_once"))));
         QVERIFY(recorder.waitForEnded(1));
@@ -927,9 +930,7 @@ private Q_SLOTS:
                 ++asked;
                 if (!elsewhereGiB)
                     return MemoryElsewhere{};
-                return memoryElsewhere(
-                    {{4242, *elsewhereGiB * (1LL << 30), QStringLiteral("other")}}, [](qint64) { return false; },
-                    [](qint64) { return true; });
+                return heldElsewhere(*elsewhereGiB, QStringLiteral("other"));
             });
             if (mode == QLatin1String("forged"))
                 SupervisorTuning::setRequestFields(

@@ -16,18 +16,11 @@
 #include <unistd.h>
 
 using json = nlohmann::json;
+using kwb::test::numberOr;
 using kwb::test::WorkerClient;
 
 namespace {
 kwb::test::CheckLog checks;
-void check(bool ok, const std::string& what, const json& detail = json())
-{
-    checks.check(ok, what, detail);
-}
-double num(const json& j, const char* key)
-{
-    return kwb::test::numberOr(j, key);
-}
 constexpr double kGiB = double(1LL << 30);
 
 std::string answerAsking(double gib)
@@ -77,7 +70,7 @@ int main()
         return std::printf("SKIP: no CUDA device for the test's own allocation\n"), 77;
     const size_t hogBytes = freeBytes - size_t(6 * kGiB);
     void* hog = nullptr;
-    check(cudaMalloc(&hog, hogBytes) == cudaSuccess, "the test holds all but 6 GiB of the GPU");
+    checks.check(cudaMalloc(&hog, hogBytes) == cudaSuccess, "the test holds all but 6 GiB of the GPU");
     std::printf("the test holds %.2f GiB of %.2f GiB\n", double(hogBytes) / kGiB, double(totalBytes) / kGiB);
 
     json r = base;
@@ -87,27 +80,28 @@ int main()
     std::printf("asking for 10 GiB: status %s, out_of_memory %s\n  message: %.300s\n",
                 oom.value("status", std::string("?")).c_str(), report.dump().c_str(),
                 oom.value("message", std::string()).c_str());
-    check(oom.value("status", std::string()) == "runtime_error", "asking for more than is left: runtime_error",
-          oom.value("message", std::string()));
-    check(report.is_object() && num(report, "count") >= 1, "the allocator's report is in gpu_memory.out_of_memory",
-          report);
-    check(num(report, "requested_bytes") >= 10 * kGiB, "it says what was asked for (10 GiB)", report);
-    check(num(report, "free_bytes") >= 0 && num(report, "free_bytes") < 6 * kGiB, "and the free bytes then (< 6 GiB)",
-          report);
-    check(std::abs(num(report, "total_bytes") - double(totalBytes)) < kGiB, "and the device's total", report);
+    checks.check(oom.value("status", std::string()) == "runtime_error", "asking for more than is left: runtime_error",
+                 oom.value("message", std::string()));
+    checks.check(report.is_object() && numberOr(report, "count") >= 1,
+                 "the allocator's report is in gpu_memory.out_of_memory", report);
+    checks.check(numberOr(report, "requested_bytes") >= 10 * kGiB, "it says what was asked for (10 GiB)", report);
+    checks.check(numberOr(report, "free_bytes") >= 0 && numberOr(report, "free_bytes") < 6 * kGiB,
+                 "and the free bytes then (< 6 GiB)", report);
+    checks.check(std::abs(numberOr(report, "total_bytes") - double(totalBytes)) < kGiB, "and the device's total",
+                 report);
     const std::string bus = report.is_object() ? report.value("pci_bus_id", std::string()) : std::string();
-    check(!bus.empty(), "and the device's PCI bus id", report);
+    checks.check(!bus.empty(), "and the device's PCI bus id", report);
     // The shortfall is covered by what this process holds: kwb's rule would call it the machine's.
-    check(num(report, "requested_bytes") - num(report, "free_bytes") <= double(hogBytes),
-          "what the test holds covers the shortfall");
+    checks.check(numberOr(report, "requested_bytes") - numberOr(report, "free_bytes") <= double(hogBytes),
+                 "what the test holds covers the shortfall");
 
     r["answer"] = kForged;
     const json forged = worker.request(r, 300).response;
     std::printf("forged words: status %s, gpu_memory %s\n", forged.value("status", std::string("?")).c_str(),
                 forged.value("gpu_memory", json()).dump().c_str());
-    check(forged.value("status", std::string()) == "runtime_error",
-          "torch's words raised by the answer: runtime_error");
-    check(!forged.value("gpu_memory", json::object()).contains("out_of_memory"), "and no allocator report");
+    checks.check(forged.value("status", std::string()) == "runtime_error",
+                 "torch's words raised by the answer: runtime_error");
+    checks.check(!forged.value("gpu_memory", json::object()).contains("out_of_memory"), "and no allocator report");
 
     // nvidia-smi lists this process with what it holds, asked for the bus as kwb asks (NVML's
     // eight-digit domain).
@@ -118,11 +112,11 @@ int main()
         std::printf("nvidia-smi -i %s:\n%s", nvmlBus.c_str(), apps.c_str());
         const std::string mine = std::to_string(::getpid()) + ",";
         const size_t at = apps.find(mine);
-        check(at != std::string::npos && (at == 0 || apps[at - 1] == '\n'), "nvidia-smi lists this process on that GPU",
-              apps);
+        checks.check(at != std::string::npos && (at == 0 || apps[at - 1] == '\n'),
+                     "nvidia-smi lists this process on that GPU", apps);
         if (at != std::string::npos) {
             const double mib = std::atof(apps.c_str() + at + mine.size());
-            check(mib * 1048576.0 >= double(hogBytes), "with at least what it holds", apps.substr(at, 80));
+            checks.check(mib * 1048576.0 >= double(hogBytes), "with at least what it holds", apps.substr(at, 80));
         }
     }
     cudaFree(hog);
@@ -131,8 +125,8 @@ int main()
     r["answer"] = answerAsking(10);
     const json alone = worker.request(r, 300).response;
     std::printf("asking for 10 GiB with the memory back: status %s\n", alone.value("status", std::string("?")).c_str());
-    check(!alone.value("gpu_memory", json::object()).contains("out_of_memory"),
-          "with the memory back the allocation succeeds: no report", alone.value("message", std::string()));
+    checks.check(!alone.value("gpu_memory", json::object()).contains("out_of_memory"),
+                 "with the memory back the allocation succeeds: no report", alone.value("message", std::string()));
     worker.stop();
     std::printf("%s: %d failure(s)\n", checks.failures ? "FAIL" : "PASS", checks.failures);
     return checks.failures ? 1 : 0;

@@ -803,12 +803,11 @@ void RunFactsLoader::handle(const Pending& pending, const WorkerResponse& respon
                 probeMemoryElsewhere(m_device.raw.value(QLatin1String(ProtocolNames::Key::kPciBusId)).toString(),
                                      m_supervisor->answeringWorkerPid());
             if (elsewhere.known && m_device.memoryBytes > 0 && elsewhere.bytes >= 0.1 * double(m_device.memoryBytes))
-                Q_EMIT warning(QStringLiteral("other processes hold %1 GiB of the GPU's %2 GiB (%3): an evaluation "
+                Q_EMIT warning(QStringLiteral("other processes hold %1 of the GPU's %2 (%3): an evaluation "
                                               "that runs out of memory there is evaluated again alone, then stored "
                                               "as out_of_memory_elsewhere, the machine's failure")
-                                   .arg(elsewhere.bytes / double(1LL << 30), 0, 'f', 2)
-                                   .arg(double(m_device.memoryBytes) / double(1LL << 30), 0, 'f', 2)
-                                   .arg(elsewhere.holders.mid(0, 3).join(QStringLiteral(", "))));
+                                   .arg(formatGiB(elsewhere.bytes), formatGiB(double(m_device.memoryBytes)),
+                                        summarizeMemoryElsewhere(elsewhere)));
         }
         for (int i = 0; i < m_inputs.size(); ++i) {
             RunTaskInput& input = m_inputs[i];

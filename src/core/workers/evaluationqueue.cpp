@@ -771,8 +771,7 @@ void EvaluationQueue::onGpuResponse(int gpuIndex, int slotIndex, qint64 requestI
             }
             const qint64 id = retireRunningJob(gpuIndex, slotIndex, index);
             Q_EMIT jobFailed(id, wireName(EvaluationStatus::OutOfMemoryElsewhere),
-                             describeOutOfMemoryElsewhere(*response.evaluation, elsewhere) + QStringLiteral(". ") +
-                                 response.evaluation->messageOrError().left(500));
+                             describeOutOfMemoryElsewhere(*response.evaluation, elsewhere));
             noteProgress();
             return;
         }

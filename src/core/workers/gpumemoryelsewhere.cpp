@@ -13,11 +13,6 @@ namespace kwb {
 
 namespace {
 
-QString gib(double bytes)
-{
-    return QStringLiteral("%1 GiB").arg(bytes / double(1LL << 30), 0, 'f', 2);
-}
-
 /// nvidia-smi's -i takes NVML's form of a bus id, an eight-digit domain ("00000000:19:00.0");
 /// CUDA's cudaDeviceGetPCIBusId writes four ("0000:19:00.0").
 QString nvmlBusId(const QString& cudaBusId)
@@ -33,6 +28,23 @@ QString nvmlBusId(const QString& cudaBusId)
 }
 
 } // namespace
+
+QString formatGiB(double bytes)
+{
+    return QStringLiteral("%1 GiB").arg(bytes / double(1LL << 30), 0, 'f', 2);
+}
+
+QString summarizeMemoryElsewhere(const MemoryElsewhere& elsewhere)
+{
+    if (!elsewhere.known)
+        return QStringLiteral("unknown: ") + elsewhere.why;
+    if (elsewhere.holders.isEmpty())
+        return QStringLiteral("none");
+    if (elsewhere.holders.size() == 1)
+        return elsewhere.holders.first();
+    return formatGiB(elsewhere.bytes) + QStringLiteral(" (") + elsewhere.holders.mid(0, 3).join(QStringLiteral(", ")) +
+           (elsewhere.holders.size() > 3 ? QStringLiteral(", …") : QString()) + QLatin1Char(')');
+}
 
 QList<GpuProcessUse> parseComputeApps(const QByteArray& text)
 {
@@ -80,7 +92,7 @@ MemoryElsewhere memoryElsewhere(const QList<GpuProcessUse>& processes, const std
         m.holders << QStringLiteral("%1 (pid %2): %3")
                          .arg(p.name.isEmpty() ? QStringLiteral("?") : QFileInfo(p.name).fileName())
                          .arg(p.pid)
-                         .arg(gib(p.usedBytes));
+                         .arg(formatGiB(p.usedBytes));
     }
     return m;
 }
@@ -131,7 +143,7 @@ OutOfMemoryFault judgeOutOfMemory(const EvaluationResult& result, const MemoryEl
 QString describeOutOfMemoryElsewhere(const EvaluationResult& result, const MemoryElsewhere& elsewhere)
 {
     QString text = QStringLiteral("%1 of this GPU's memory held by %2 other process%3")
-                       .arg(gib(elsewhere.bytes))
+                       .arg(formatGiB(elsewhere.bytes))
                        .arg(elsewhere.holders.size())
                        .arg(elsewhere.holders.size() == 1 ? QString() : QStringLiteral("es"));
     if (!elsewhere.holders.isEmpty())
@@ -139,9 +151,9 @@ QString describeOutOfMemoryElsewhere(const EvaluationResult& result, const Memor
                                             (elsewhere.holders.size() > 3 ? QStringLiteral(", …") : QString()));
     if (result.gpuOutOfMemory)
         text += QStringLiteral("; the evaluation asked torch for %1 with %2 free of %3")
-                    .arg(gib(result.gpuOutOfMemory->requestedBytes), gib(result.gpuOutOfMemory->freeBytes),
-                         gib(result.gpuOutOfMemory->totalBytes));
-    return text;
+                    .arg(formatGiB(result.gpuOutOfMemory->requestedBytes), formatGiB(result.gpuOutOfMemory->freeBytes),
+                         formatGiB(result.gpuOutOfMemory->totalBytes));
+    return text + QStringLiteral(". ") + result.messageOrError().left(500);
 }
 
 } // namespace kwb

@@ -66,8 +66,15 @@ enum class OutOfMemoryFault {
 /// minus free, positive) the memory held elsewhere covers, is the machine's.
 OutOfMemoryFault judgeOutOfMemory(const EvaluationResult& result, const MemoryElsewhere& elsewhere);
 
-/// "70.12 GiB held by 2 other processes on this GPU (python3 (pid 4242): 70.00 GiB, …); the
-/// candidate asked for 4.00 GiB with 1.20 GiB free", for the status's message.
+/// out_of_memory_elsewhere's message: "70.12 GiB of this GPU's memory held by 2 other processes
+/// (python3 (pid 4242): 70.00 GiB, …); the evaluation asked torch for 4.00 GiB with 1.20 GiB free
+/// of 80.00 GiB. <the worker's message>".
 QString describeOutOfMemoryElsewhere(const EvaluationResult& result, const MemoryElsewhere& elsewhere);
+
+/// "70.12 GiB", as torch's own out-of-memory messages and the holders' list write sizes.
+QString formatGiB(double bytes);
+/// For a line of its own (kwb device, a run's warning): "unknown: <why>", "none", the one holder,
+/// or the sum and the first three holders.
+QString summarizeMemoryElsewhere(const MemoryElsewhere& elsewhere);
 
 } // namespace kwb

@@ -165,8 +165,6 @@ json kernelSummary(const std::vector<KernelRecord>& records, const std::vector<s
 /// earlier `warm`: Evaluator::warm).
 extern std::atomic<bool> g_cudaContextReady;
 
-/// gpu_memory's free_bytes and total_bytes (cudaMemGetInfo: every process's use counted) into
-/// `memory`, an object after it; where the call fails, its error is cleared and nothing is set.
 /// Torch's caching allocator's own reports of running out of device memory (its out-of-memory
 /// observer, torch 2 with CUDA): how many this process has had, and the last one's request and
 /// the device's free and total bytes at that moment. Made by the allocator, not read from a
@@ -181,6 +179,8 @@ struct AllocatorOutOfMemory
 bool watchAllocatorOutOfMemory();
 AllocatorOutOfMemory allocatorOutOfMemory();
 
+/// gpu_memory's free_bytes and total_bytes (cudaMemGetInfo: every process's use counted) into
+/// `memory`, an object after it; where the call fails, its error is cleared and nothing is set.
 inline void readDeviceMemory(json& memory)
 {
     size_t freeBytes = 0, totalBytes = 0;
