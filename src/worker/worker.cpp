@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <stdexcept>
+#include <system_error>
 
 #ifndef KWB_VERSION
 #define KWB_VERSION "0.0.0"
@@ -77,6 +78,12 @@ Worker::Worker(int protocolFd, std::string tasksDir, std::unique_ptr<GpuQuietLoc
 
 const TaskSet& Worker::tasks()
 {
+    if (!m_tasks && m_tasksAhead.valid()) {
+        try {
+            m_tasks = m_tasksAhead.get();
+        } catch (...) { // read again below, where its error reaches the request
+        }
+    }
     if (!m_tasks)
         m_tasks = std::make_unique<TaskSet>(loadTaskDir(m_tasksDir));
     return *m_tasks;
@@ -395,6 +402,16 @@ json Worker::handle(const json& request)
 
 int Worker::run()
 {
+    // A fresh worker's first evaluate read the whole task folder (250 tasks' files) outside every
+    // stage: 48-52 ms of its request on the 2-core machine, 0.7 ms on the next request. Read now,
+    // beside hello and the spare's warm, it is off the candidate's path.
+    if (!m_tasks) {
+        try {
+            m_tasksAhead = std::async(std::launch::async,
+                                      [dir = m_tasksDir] { return std::make_unique<TaskSet>(loadTaskDir(dir)); });
+        } catch (const std::system_error&) { // no thread to spare: read on the first request, as before
+        }
+    }
     protocol::LineReader reader(0);
     for (;;) {
         bool tooLong = false;

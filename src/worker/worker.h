@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <future>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,8 @@ private:
     int m_fd;
     std::string m_tasksDir;
     std::unique_ptr<TaskSet> m_tasks;
+    /// The task folder read on a thread of its own from run()'s start, beside hello and warm.
+    std::future<std::unique_ptr<TaskSet>> m_tasksAhead;
     std::unique_ptr<GpuQuietLock> m_quietLock;
     Evaluator m_evaluator;
     bool m_shutdown = false;
