@@ -270,6 +270,7 @@ for step in "$@"; do
     # headers M's run made kept: every answer still built cold, as a researcher's second run on the
     # machine builds new answers, without the header's one-time half minute. A mode "M@N" runs M with
     # N evaluations at once on the GPU (--evaluations-per-gpu N; its cache is M's, as for +header).
+    # A mode "M+cached" (after M) runs on M's cache as M left it: no build, the evaluations' own rate.
     # COLD_TASKS: other tasks than the study's 30 (`kwb run --tasks`, e.g. L3 for its ten).
     log cold-zero-shot
     need_bundle
@@ -286,6 +287,9 @@ for step in "$@"; do
         cache=${caches[${base%+header}]:?"cold-zero-shot: $mode needs ${base%+header} before it"}
         find "$cache" -mindepth 1 -maxdepth 1 ! -name 'kwb_torch_pch-*' -exec rm -rf {} +
         echo "$mode: starts with $(ls "$cache" | tr '\n' ' ')" >> "$OUT/cold-zero-shot.log"
+      elif [[ $base == *+cached ]]; then
+        cache=${caches[${base%+cached}]:?"cold-zero-shot: $mode needs ${base%+cached} before it"}
+        echo "$mode: starts with $(ls "$cache" | wc -l) entries of ${base%+cached}'s cache" >> "$OUT/cold-zero-shot.log"
       else
         cache=$(mktemp -d /tmp/kwb-cold-cache-XXXX)
       fi
