@@ -12,7 +12,8 @@ KernelBench-format run's builds spend their cores on).
 A process's CPU time is its last reading, so the period's tail of a process that ended between two
 readings is lost (at most PERIOD_S of CPU each): the table undercounts short processes a little, and
 says how many processes it saw. Only the sampler's parent's descendants are counted (their
-/proc/PID/stat and cmdline); of other processes only the parent's pid in /proc/PID/stat is read.
+/proc/PID/stat, cmdline, and a kwb-worker's environ for its role); of other processes only the
+parent's pid in /proc/PID/stat is read.
 """
 import json
 import os
@@ -23,21 +24,21 @@ import time
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-WORKER, GPU_WORKER = "kwb-worker (compile, or GPU before its context)", "kwb-worker with the GPU open"
+POOL_WORKER, GPU_WORKER = "kwb-worker, compile pool", "kwb-worker, GPU slot"
 
 
-def uses_gpu(pid):
-    """Whether the process holds one of the driver's device files open (a CUDA context)."""
+def in_compile_pool(pid):
+    """Whether the worker was started for the compile pool, which the queue starts with
+    CUDA_VISIBLE_DEVICES empty (a GPU slot's worker has it unset or naming its GPU). Read from
+    /proc/PID/environ of the sampler's own descendants only."""
     try:
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/dev/nvidia"):
-                return True
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return b"\0CUDA_VISIBLE_DEVICES=\0" in b"\0" + f.read()
     except OSError:
-        pass
-    return False
+        return False
 
 
-def kind(comm, cmdline):
+def kind(pid, comm, cmdline):
     """A short name for what the process is: the program, and for kwb-worker its role."""
     args = cmdline.split("\0")
     if comm.startswith("kwb-worker"):
@@ -45,7 +46,7 @@ def kind(comm, cmdline):
             return "kwb-worker --build-extension (builder)"
         if "--build-broker" in args:
             return "kwb-worker --build-broker"
-        return WORKER
+        return POOL_WORKER if in_compile_pool(pid) else GPU_WORKER
     if comm in ("sh", "bash") and len(args) > 2:
         return f"{comm} -c"
     return comm
@@ -103,9 +104,7 @@ def sample(out, period):
                 r = seen[pid] = {"pid": pid, "comm": "", "nice": nice, "first": now,
                                  "cpu_base": cpu if first_sweep else 0.0, "cpu_s": cpu}
             if r["comm"] != comm:  # (what it became after an exec: `nice` becomes the program it runs)
-                r["comm"], r["kind"] = comm, kind(comm, cmdline(pid))
-            if r["kind"] == WORKER and uses_gpu(pid):
-                r["kind"] = GPU_WORKER
+                r["comm"], r["kind"] = comm, kind(pid, comm, cmdline(pid))
             r["cpu_s"], r["last"], r["nice"] = cpu, now, max(r["nice"], nice)
         first_sweep = False
         time.sleep(period)
