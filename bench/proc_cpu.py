@@ -5,13 +5,15 @@ KernelBench-format run's builds spend their cores on).
   proc_cpu.py sample OUT.jsonl [PERIOD_S]   reads /proc every PERIOD_S (default 0.25) until SIGTERM or
                                            SIGINT; writes one line per process seen below the shell
                                            that started it: pid, kind, nice, first and last seen
-                                           (epoch s), CPU s (user + system) since sampling began
+                                           (epoch s), CPU s (user + system; cpu_base: what it had
+                                           used before sampling began)
   proc_cpu.py table OUT.jsonl [FROM TO]...  Markdown: CPU s by kind and nice, for processes last seen
                                            in each [FROM, TO) window (epoch s), one column each
 
 A process's CPU time is its last reading, so the period's tail of a process that ended between two
 readings is lost (at most PERIOD_S of CPU each): the table undercounts short processes a little, and
-says how many processes it saw. Only the sampler's parent's descendants are counted (their
+says how many processes it saw. A process whose parent ended (handed to init) is no longer
+followed; its last reading stays. Only the sampler's parent's descendants are counted (their
 /proc/PID/stat, cmdline, and a kwb-worker's environ for its role); of other processes only the
 parent's pid in /proc/PID/stat is read.
 """
