@@ -43,7 +43,7 @@ def read(db_path, run_id=None):
             raise SystemExit(f"{db_path}: no generated run")
         run_id = row[0]
     rows = db.execute(
-        "SELECT e.status, e.created, e.result FROM evaluations e JOIN candidates c ON e.candidate_id = c.id "
+        "SELECT e.status, e.created, e.result, c.task FROM evaluations e JOIN candidates c ON e.candidate_id = c.id "
         "JOIN responses r ON c.response_id = r.id JOIN prompts p ON r.prompt_id = p.id WHERE p.run_id = ?",
         (run_id,)).fetchall()
     candidates = db.execute(
@@ -57,8 +57,9 @@ def read(db_path, run_id=None):
         slots = 1
     out = {"run": run_id, "status": status, "slots": slots, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
-           "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": []}
-    for status_, created, result in rows:
+           "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": [],
+           "longest": []}
+    for status_, created, result, task in rows:
         out["statuses"][status_] += 1
         t = when(created)
         out["last"] = t if out["last"] is None else max(out["last"], t)
@@ -71,6 +72,7 @@ def read(db_path, run_id=None):
                 out["stages"][stage] += ms / 1000.0
         total = (d.get("stage_ms") or {}).get("total")
         out["verdicts"].append((t, total / 1000.0 if isinstance(total, (int, float)) else 0.0))
+        out["longest"].append((out["verdicts"][-1][1], task))
         for ext in (d.get("compile") or {}).get("extensions") or []:
             key = ext.get("key") or ext.get("build_dir")
             if key in out["builds"] or not isinstance(ext.get("built_ms"), (int, float)):
@@ -83,6 +85,7 @@ def read(db_path, run_id=None):
     # where the slot waited for a worker's start or for a build. Only with one slot per GPU, whose
     # evaluations run in turn; with more they overlap, and the row says so.
     out["verdicts"].sort()
+    out["longest"].sort(reverse=True)
     out["between"] = [max(0.0, (b[0] - a[0]) - b[1]) for a, b in zip(out["verdicts"], out["verdicts"][1:])]
     if slots > 1:
         out["between"] = None
@@ -127,6 +130,9 @@ def main():
         ("candidates / evaluations", lambda r: f"{r['candidates']} / {r['evaluations']}"),
         ("candidates/min", lambda r: f"{60.0 * r['evaluations'] / r['wall']:.1f}"),
         ("verdicts", lambda r: ", ".join(f"{k} {v}" for k, v in r["statuses"].most_common())),
+        # the evaluations' own time (their stages' totals, waits inside them included) and where most went
+        ("evaluations' own s: all; the three longest",
+         lambda r: f"{sum(v for _, v in r['verdicts']):.0f}; " + ", ".join(f"{t} {v:.1f}" for v, t in r["longest"][:3])),
         ("first verdict s (after the first prompt)", lambda r: f"{r['verdicts'][0][0] - r['started']:.1f}"),
         ("between verdicts beyond the evaluation's own time, s: median [max], sum",
          lambda r: f"– ({r['slots']} evaluations at once)" if r["between"] is None else
