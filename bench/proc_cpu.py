@@ -15,7 +15,7 @@ readings is lost (at most PERIOD_S of CPU each): the table undercounts short pro
 says how many processes it saw. A process whose parent ended (handed to init) is no longer
 followed; its last reading stays. Only the sampler's parent's descendants are counted (their
 /proc/PID/stat, cmdline, and a kwb-worker's environ for its role); of other processes only the
-parent's pid in /proc/PID/stat is read.
+parent's pid of /proc/PID/stat is used.
 """
 import json
 import os
