@@ -695,8 +695,11 @@ class ModelNew(nn.Module):
     CHECK(own["status"] == "correct");
     CHECK(own["format_error"].is_null());
     CHECK(own["parameters"]["weights"] == "own");
-    // the task's parameters drawn as KernelBench draws them in the load, before the GPU's turn
+    // the task's parameters drawn as KernelBench draws them in the load, before the GPU's turn;
+    // beside ModelNew's construction, since the word `bias` (a task parameter's name) is nowhere in
+    // this answer, so its names could not be the task's
     CHECK(own["stage_detail_ms"]["compile"].contains("task_parameters_cpu"));
+    CHECK(own["stage_detail_ms"]["compile"].contains("task_parameters_cpu_beside"));
     CHECK(!ok["stage_detail_ms"].value("compile", json::object()).contains("task_parameters_cpu"));
     CHECK(own["parameters"]["reference"].size() == 3);
     CHECK(own["parameters"]["model"].size() == 3);
@@ -725,6 +728,26 @@ class ModelNew(nn.Module):
     INFO(flatResult.dump());
     CHECK(flatResult["status"] == "correct");
     CHECK(flatResult["parameters"]["weights"] == "own");
+    // `conv` and `bias` are words of it, so the names could have matched: drawn after, not beside
+    CHECK(flatResult["stage_detail_ms"]["compile"].contains("task_parameters_cpu"));
+    CHECK(!flatResult["stage_detail_ms"]["compile"].contains("task_parameters_cpu_beside"));
+
+    // Names that cannot be the task's and a constructor that fails: the draw started beside it is
+    // stopped, and the failure is the answer's runtime_error as before.
+    const char* failing = R"(import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, bias_shape):
+        super().__init__()
+        self.c = nn.Conv2d(in_channels, out_channels, kernel_size)
+        raise ValueError("no shift made")
+    def forward(self, x):
+        return self.c(x)
+)";
+    const json failed = evaluateOnCpu(t, fenced(failing));
+    INFO(failed.dump());
+    CHECK(failed["status"] == "runtime_error");
+    CHECK(failed["message"].get<std::string>().find("no shift made") != std::string::npos);
 
     // The same names made otherwise (the per-channel bias drawn before the conv's weights): other
     // weights than KernelBench's Model makes, so other outputs: compiled, and incorrect.

@@ -12,6 +12,7 @@
 #include "worker/tasks/task.h"
 
 #include "doctestaftertorch.h"
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
@@ -869,6 +870,49 @@ TEST_CASE("evaluate: every end records the time of its stage, and echoes the blo
         CHECK(r["profile"]["name"] == p.name);
         CHECK(r["profile"]["l2_flush"] == p.l2Flush);
     }
+}
+
+TEST_CASE("parameters as KernelBench draws them: a generator of their own, in slices, the seeded global one's "
+          "values; stoppable")
+{
+    using namespace kwb::evaluation;
+    // One uniform draw in slices of 64 takes the numbers one draw of the whole takes, and a CPU
+    // generator of its own made from the seed gives what torch::manual_seed(seed) gives: so the
+    // draw can run beside ModelNew's, which draws from the global one (kernelBenchLoadStage).
+    torch::manual_seed(7);
+    const at::Tensor whole = torch::empty({1000}).uniform_(-0.3, 0.3);
+    at::Tensor sliced = torch::empty({1000});
+    uniformInSlices(sliced, -0.3, 0.3, at::detail::createCPUGenerator(7), 64);
+    CHECK(torch::equal(whole, sliced));
+    // randn below 16 elements and above, with a tail (torch's normal fill draws in groups of 16)
+    for (const int64_t n : {5, 37}) {
+        torch::manual_seed(7);
+        const at::Tensor global = torch::randn({n});
+        CHECK(torch::equal(global, torch::randn({n}, at::detail::createCPUGenerator(7))));
+    }
+    // Every task's parameters (smoke): the draw as KernelBench makes them equals the global
+    // generator's draw at the same seed, tensor by tensor; the global generator is left as it was.
+    for (const Task& t : allTasks().tasks) {
+        if (t.params.empty())
+            continue;
+        CAPTURE(t.id);
+        const ParamDict global = makeParams(t, Scale::Smoke, at::Device(at::kCPU), 42, DrawnOn::Device);
+        torch::manual_seed(5);
+        const ParamDict own = makeParams(t, Scale::Smoke, at::Device(at::kCPU), 42, DrawnOn::CpuAsKernelBench);
+        const at::Tensor next = torch::rand({4});
+        torch::manual_seed(5);
+        CHECK(torch::equal(next, torch::rand({4})));
+        REQUIRE(own.size() == global.size());
+        for (const auto& entry : global)
+            CHECK(torch::equal(entry.value(), own.at(entry.key())));
+    }
+    std::atomic<bool> stop{true};
+    const Task* l2 = allTasks().find("L2/1");
+    REQUIRE(l2);
+    CHECK_THROWS_AS(makeParams(*l2, Scale::Smoke, at::Device(at::kCPU), 42, DrawnOn::CpuAsKernelBench, &stop),
+                    DrawStopped);
+    at::Tensor t = torch::empty({100});
+    CHECK_THROWS_AS(uniformInSlices(t, 0, 1, at::detail::createCPUGenerator(1), 10, &stop), DrawStopped);
 }
 
 TEST_CASE("trial seeds are distinct and reproducible")

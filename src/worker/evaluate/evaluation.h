@@ -47,6 +47,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <unistd.h>
@@ -78,8 +79,25 @@ using ParamDict = c10::Dict<std::string, at::Tensor>;
 /// weights is compared with a reference holding those.
 enum class DrawnOn { Device, CpuAsKernelBench };
 
-ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t seed,
-                     DrawnOn drawnOn = DrawnOn::Device);
+/// A draw ended by its `stop` flag (makeParams, uniformInSlices).
+struct DrawStopped : std::runtime_error
+{
+    DrawStopped()
+        : std::runtime_error("the draw was stopped")
+    {}
+};
+
+/// Elements per slice of a uniform draw on the CPU: ~0.1 s of torch's serial draw, the longest a
+/// stop waits.
+inline constexpr int64_t kDrawSliceElements = int64_t(1) << 24;
+
+/// `stop`, where given, ends the draw (DrawStopped) between tensors and between slices of one.
+ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t seed, DrawnOn drawnOn = DrawnOn::Device,
+                     const std::atomic<bool>* stop = nullptr);
+/// t (contiguous, on the CPU).uniform_(from, to, gen), `sliceElements` at a time in memory order:
+/// the same values as one draw of the whole, stoppable between slices.
+void uniformInSlices(at::Tensor& t, double from, double to, const at::Generator& gen, int64_t sliceElements,
+                     const std::atomic<bool>* stop = nullptr);
 std::vector<c10::IValue> makeInputs(const Task& task, Scale scale, at::Device device, uint64_t seed,
                                     const std::string& generatorOverride = {});
 std::vector<c10::IValue> cloneArgs(const std::vector<c10::IValue>& inputs, const ParamDict& params, const Task& task,

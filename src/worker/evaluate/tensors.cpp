@@ -3,6 +3,8 @@
 // finiteness, the degenerate reference, the tolerance comparison, byte fingerprints).
 #include "worker/evaluate/evaluation.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 namespace kwb::evaluation {
 
 double msSince(Clock::time_point t0)
@@ -39,21 +41,50 @@ std::string shapeString(at::IntArrayRef s)
     return out + "]";
 }
 
-ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t seed, DrawnOn drawnOn)
+void uniformInSlices(at::Tensor& t, double from, double to, const at::Generator& gen, int64_t sliceElements,
+                     const std::atomic<bool>* stop)
 {
-    torch::manual_seed(seed);
+    // A contiguous tensor's uniform draw takes the generator's numbers in memory order (torch's
+    // serial CPU kernel), so drawing it slice by slice takes them in the same order: the same
+    // values, with a place between slices to stop (tst_torch_side checks it on every torch).
+    at::Tensor flat = t.view({-1});
+    const int64_t n = flat.numel();
+    for (int64_t at = 0; at < n; at += sliceElements) {
+        if (stop && stop->load())
+            throw DrawStopped();
+        flat.narrow(0, at, std::min(sliceElements, n - at)).uniform_(from, to, gen);
+    }
+}
+
+ParamDict makeParams(const Task& task, Scale scale, at::Device device, uint64_t seed, DrawnOn drawnOn,
+                     const std::atomic<bool>* stop)
+{
+    // As KernelBench: a CPU generator of the draw's own, in the state torch::manual_seed(seed) puts
+    // the global one in, so the draw can run on a thread beside the answer's ModelNew, which draws
+    // from the global one (kernelBenchLoadStage). On the device: its generator, seeded as all are.
+    const bool asKernelBench = drawnOn == DrawnOn::CpuAsKernelBench;
+    std::optional<at::Generator> cpuGen;
+    if (asKernelBench)
+        cpuGen = at::detail::createCPUGenerator(seed);
+    else
+        torch::manual_seed(seed);
     ParamDict dict;
-    const auto opts =
-        at::TensorOptions().dtype(at::kFloat).device(drawnOn == DrawnOn::Device ? device : at::Device(at::kCPU));
+    const auto opts = at::TensorOptions().dtype(at::kFloat).device(asKernelBench ? at::Device(at::kCPU) : device);
     for (size_t i = 0; i < task.params.size(); ++i) {
+        if (stop && stop->load())
+            throw DrawStopped();
         const ParamSpec& p = task.params[i];
         const auto shape = task.paramShape(i, scale);
         at::Tensor t;
         if (p.init == "uniform_fan_in") {
             const double bound = 1.0 / std::sqrt(task.fanIn(i, scale));
-            t = torch::empty(shape, opts).uniform_(-bound, bound);
+            t = torch::empty(shape, opts);
+            if (cpuGen)
+                uniformInSlices(t, -bound, bound, *cpuGen, kDrawSliceElements, stop);
+            else
+                t.uniform_(-bound, bound);
         } else if (p.init == "randn") {
-            t = torch::randn(shape, opts);
+            t = cpuGen ? torch::randn(shape, *cpuGen, opts) : torch::randn(shape, opts);
         } else if (p.init == "ones") {
             t = torch::ones(shape, opts);
         } else if (p.init == "zeros") {
