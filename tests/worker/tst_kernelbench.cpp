@@ -731,6 +731,8 @@ class ModelNew(nn.Module):
     // `conv` and `bias` are words of it, so the names could have matched: drawn after, not beside
     CHECK(flatResult["stage_detail_ms"]["compile"].contains("task_parameters_cpu"));
     CHECK(!flatResult["stage_detail_ms"]["compile"].contains("task_parameters_cpu_beside"));
+    // torch's Python started (here by an earlier evaluation in this process): its time, in no stage
+    CHECK(flatResult["stage_detail_ms"]["between"]["python_start"].get<double>() >= 0.0);
 
     // Names that cannot be the task's and a constructor that fails: the draw started beside it is
     // stopped, and the failure is the answer's runtime_error as before.

@@ -153,9 +153,15 @@ bool kernelBenchParse(Evaluation& ev, const std::string& answer, CodeBlock codeB
     // Before torch's import (python::available): the broker builds while it runs.
     if (ev.kb.ok)
         python::requestBuildsEarly(ev.kb.source, buildArch(ev));
+    // torch's import where no `warm` made it (1-6 s), in no stage: between.python_start says so.
     std::string why;
-    if (ev.kb.ok && !python::available(&why))
-        ev.kb.error = FormatError{"kernelbench_unavailable", why, 0};
+    if (ev.kb.ok) {
+        const auto t0 = Clock::now();
+        const bool available = python::available(&why);
+        ev.addDetail("between", "python_start", msSince(t0));
+        if (!available)
+            ev.kb.error = FormatError{"kernelbench_unavailable", why, 0};
+    }
     if (ev.kb.error) {
         const FormatError& e = *ev.kb.error;
         ev.res["format_error"] = {{"code", e.code}, {"message", e.message}, {"line", e.line}};
