@@ -46,7 +46,8 @@ void uniformInSlices(at::Tensor& t, double from, double to, const at::Generator&
 {
     // A contiguous tensor's uniform draw takes the generator's numbers in memory order (torch's
     // serial CPU kernel), so drawing it slice by slice takes them in the same order: the same
-    // values, with a place between slices to stop (tst_torch_side checks it on every torch).
+    // values, with a place between slices to stop (tst_torch_side checks it against the torch it
+    // is built with: 1.13 in CI, 2.11 on the GPU machine in session 43).
     at::Tensor flat = t.view({-1});
     const int64_t n = flat.numel();
     for (int64_t at = 0; at < n; at += sliceElements) {
