@@ -4,6 +4,7 @@
 #include "worker/evaluate/evaluation.h"
 
 #include "worker/compile/kernelfacts.h"
+#include "worker/sandbox/parentwatch.h"
 
 #include <cctype>
 #include <cstdio>
@@ -345,22 +346,10 @@ bool namesCannotMatch(const Task& task, const std::string& source)
 bool roomToDrawBeside(const Task& task, Scale scale)
 {
     double bytes = 0;
-    for (size_t i = 0; i < task.params.size(); ++i) {
-        double n = 4;
-        for (const int64_t d : task.paramShape(i, scale))
-            n *= double(d);
-        bytes += n;
-    }
-    std::FILE* f = std::fopen("/proc/meminfo", "r");
-    if (!f)
-        return false;
-    char line[256];
-    long long availableKiB = -1;
-    while (availableKiB < 0 && std::fgets(line, sizeof line, f))
-        if (std::sscanf(line, "MemAvailable: %lld kB", &availableKiB) != 1)
-            availableKiB = -1;
-    std::fclose(f);
-    return availableKiB > 0 && 4 * bytes <= double(availableKiB) * 1024;
+    for (size_t i = 0; i < task.params.size(); ++i)
+        bytes += 4.0 * double(numel(task.paramShape(i, scale)));
+    const std::int64_t available = statusField(readSmallFile("/proc/meminfo"), "MemAvailable");
+    return available > 0 && 4 * bytes <= double(available);
 }
 
 /// The task's parameters drawn as KernelBench draws them (makeParams, its own CPU generator) on a

@@ -119,9 +119,6 @@ std::vector<long> childrenOf(long pid, bool allThreads)
     return children;
 }
 
-namespace {
-
-// "VmRSS:	  123456 kB" -> bytes (a plain number as it is); -1 when missing.
 std::int64_t statusField(const std::string& status, const std::string& name)
 {
     std::size_t at = 0;
@@ -140,6 +137,8 @@ std::int64_t statusField(const std::string& status, const std::string& name)
         ++end;
     return end[0] == 'k' && end[1] == 'B' ? value * 1024 : value;
 }
+
+namespace {
 
 // MemTotal, or the lowest cgroup v2 memory.max on the way to the root where lower: as
 // machineMemoryBytes() in hostlimits.cpp.

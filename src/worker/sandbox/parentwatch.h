@@ -35,6 +35,9 @@ void watchHostLimits(std::int64_t memoryBytes, int threads);
 
 /// A /proc or /sys file, whole (they report no size; at most ~64 KiB); "" when unreadable.
 std::string readSmallFile(const std::string& path);
+/// A field of /proc/PID/status or /proc/meminfo: "VmRSS:	  123456 kB" -> bytes (a plain number
+/// as it is); -1 when missing.
+std::int64_t statusField(const std::string& status, const std::string& name);
 /// The children of `pid`, from every thread's /proc/PID/task/TID/children (`allThreads`) or the
 /// main thread's; each once.
 std::vector<long> childrenOf(long pid, bool allThreads);
