@@ -269,7 +269,8 @@ for step in "$@"; do
     # "M+header" (after M) starts from M's cache with every extension removed and only the torch
     # headers M's run made kept: every answer still built cold, as a researcher's second run on the
     # machine builds new answers, without the header's one-time half minute. A mode "M@N" runs M with
-    # N evaluations at once on the GPU (--evaluations-per-gpu N; its cache is M's, as for +header).
+    # N evaluations at once on the GPU (--evaluations-per-gpu N; its cache as M's would be); M alone runs the
+    # product's default for the format (defaultEvaluationsPerGpu).
     # A mode "M+cached" (after M) runs on M's cache as M left it: no build, the evaluations' own rate.
     # COLD_TASKS: other tasks than the study's 30 (`kwb run --tasks`, e.g. L3 for its ten).
     log cold-zero-shot
@@ -281,8 +282,9 @@ for step in "$@"; do
     rows=(); declare -A caches=()
     for mode in ${COLD_MODES:-whole split}; do
       db=$OUT/cold-$mode.db; rm -f "$db"
-      evals=1; base=$mode
-      [[ $mode == *@* ]] && { evals=${mode##*@}; base=${mode%@*}; }
+      # Without "@N" the product's default for the format (defaultEvaluationsPerGpu: 2 since session 44).
+      evals=(); base=$mode
+      [[ $mode == *@* ]] && { evals=(--evaluations-per-gpu "${mode##*@}"); base=${mode%@*}; }
       if [[ $base == *+header ]]; then
         cache=${caches[${base%+header}]:?"cold-zero-shot: $mode needs ${base%+header} before it"}
         find "$cache" -mindepth 1 -maxdepth 1 ! -name 'kwb_torch_pch-*' -exec rm -rf {} +
@@ -301,7 +303,7 @@ for step in "$@"; do
         run --regime zero-shot --answer-format kernelbench --tasks ${COLD_TASKS:-study} --endpoint "$(head -1 /tmp/llm-cold.url)" \
         --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \
-        --evaluations-per-gpu "$evals" \
+        "${evals[@]}" \
         --json > "$OUT/cold-$mode.json" 2> "$OUT/cold-$mode.txt"
       echo "rc=$?" >> "$OUT/cold-$mode.txt"
       e=$(date +%s.%N)

@@ -154,9 +154,9 @@ struct RunCommandOptions
     int contextTokens = defaults::kContextTokens; ///< --context-tokens (0: no check)
     int maxOutputTokens = defaults::kMaxOutputTokens; ///< --max-tokens
     int stopWhenCorrect = -1;                         ///< --[no-]stop-when-correct; -1: the regime's
-    QString feedback;        ///< --feedback last|best (toString(FeedbackSource)); empty: the regime's
-    int compileWorkers = -1; ///< --compile-workers N; -1: defaultCompileWorkers (core/run/runlaunch.h)
-    int evaluationsPerGpu = EvaluationQueue::kDefaultEvaluationsPerGpu; ///< --evaluations-per-gpu N
+    QString feedback;           ///< --feedback last|best (toString(FeedbackSource)); empty: the regime's
+    int compileWorkers = -1;    ///< --compile-workers N; -1: defaultCompileWorkers (core/run/runlaunch.h)
+    int evaluationsPerGpu = -1; ///< --evaluations-per-gpu N; -1: defaultEvaluationsPerGpu (core/run/runlaunch.h)
     bool json = false;
 };
 

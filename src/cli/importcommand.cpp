@@ -225,6 +225,11 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     const int compileWorkers = options.compileWorkers >= 0
                                    ? options.compileWorkers
                                    : defaultCompileWorkers(QString::fromLatin1(defaults::kAnswerFormatKernelBench));
+    // A remote worker's GPU has one slot (EvaluationQueue::slotCount).
+    const int evaluationsPerGpu =
+        session.supervisor().target().isRemote()
+            ? EvaluationQueue::kDefaultEvaluationsPerGpu
+            : defaultEvaluationsPerGpu(QString::fromLatin1(defaults::kAnswerFormatKernelBench));
     for (ImportRun& run : runs) {
         int samplesPerTask = 0, files = 0;
         QMap<QString, int> perTask;
@@ -276,6 +281,8 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
         config.answerFormat = QString::fromLatin1(defaults::kAnswerFormatKernelBench);
         config.sandbox = workerSandboxStatus(session.supervisor().limits());
         config.compileWorkers = compileWorkers;
+        if (evaluationsPerGpu != EvaluationQueue::kDefaultEvaluationsPerGpu)
+            config.evaluationsPerGpu = evaluationsPerGpu;
         // --device none: compiled and sandbox-checked only, as `kwb run --compile-only`; the
         // report then says "not measured" instead of counting no_device as a fault.
         config.compileOnly = options.device == QLatin1String("none");
@@ -326,6 +333,7 @@ int runImportKernelBench(Session& session, const ImportOptions& options)
     queue.setWorkerLimits(session.supervisor().limits());
     queue.setTimeout(int(std::lround(options.timeoutS * 1000.0)));
     queue.setCompileWorkerCount(compileWorkers);
+    queue.setEvaluationsPerGpu(evaluationsPerGpu);
     if (const QString warning =
             compileWorkersMemoryWarning(QString::fromLatin1(defaults::kAnswerFormatKernelBench), compileWorkers);
         !warning.isEmpty())

@@ -287,12 +287,14 @@ int main(int argc, char** argv)
             ->check(CLI::Range(0, 256));
         command
             ->add_option("--evaluations-per-gpu", runOptions.evaluationsPerGpu,
-                         "candidates evaluated at once on each local GPU (default " +
-                             std::to_string(kwb::EvaluationQueue::kDefaultEvaluationsPerGpu) +
-                             "; a remote worker has one): their timings still "
+                         "candidates evaluated at once on each local GPU (default: " +
+                             std::to_string(kwb::defaultEvaluationsPerGpu(kwb::defaults::kAnswerFormatNative)) +
+                             " for native answers, " +
+                             std::to_string(kwb::defaultEvaluationsPerGpu(kwb::defaults::kAnswerFormatKernelBench)) +
+                             " for kernelbench; a remote worker has one): their timings still "
                              "run one at a time under the GPU's quiet lock, while the other stages (a "
                              "KernelBench answer's module and reference built on the CPU, a worker's start) "
-                             "overlap; stored with the run where not the default")
+                             "overlap; stored with the run where not 1")
             ->check(CLI::Range(1, kwb::EvaluationQueue::kMaxEvaluationsPerGpu));
         addWorkerLimits(command);
         addJson(command);

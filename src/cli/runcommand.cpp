@@ -367,7 +367,8 @@ int executePlan(Session& session, const RunCommandOptions& options, RunStore& st
     environment.workers = options.workers;
     if (options.compileWorkers >= 0) // else the default for the run's answer format (HeadlessRun)
         environment.compileWorkers = options.compileWorkers;
-    environment.evaluationsPerGpu = options.evaluationsPerGpu;
+    if (options.evaluationsPerGpu > 0) // else the default for the run's answer format (HeadlessRun)
+        environment.evaluationsPerGpu = options.evaluationsPerGpu;
     HeadlessRun run(plan, environment);
     QObject::connect(&run, &HeadlessRun::warning, &run, [](const QString& message) {
         err() << "kwb run: warning: " << message << '\n';

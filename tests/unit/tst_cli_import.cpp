@@ -522,7 +522,10 @@ private Q_SLOTS:
         QVERIFY(kwb.waitForFinished(120000));
         server.kill();
         server.waitForFinished();
-        QVERIFY2(kwb.exitCode() == 0, kwb.readAllStandardError().constData());
+        const QByteArray errText = kwb.readAllStandardError();
+        QVERIFY2(kwb.exitCode() == 0, errText.constData());
+        // Two evaluations at once per GPU unless told, for this format (defaultEvaluationsPerGpu).
+        QVERIFY2(errText.contains("2 evaluations at once per GPU"), errText.constData());
 
         RunStore store;
         QVERIFY(store.open(db));
@@ -532,6 +535,7 @@ private Q_SLOTS:
         const RunConfig& config = runs.first().config;
         QCOMPARE(config.answerFormat, QStringLiteral("kernelbench"));
         QVERIFY(config.promptsDir.endsWith(QLatin1String("/prompts-kernelbench")));
+        QCOMPARE(config.evaluationsPerGpu, std::optional<int>(2));
         // The study preset's instruction and one-shot example (prompts-kernelbench/, docs/prompts.md).
         QVERIFY(config.templates.value(QStringLiteral("partials/contract"))
                     .contains(QLatin1String("Name your optimized architecture ModelNew")));
@@ -647,6 +651,7 @@ private Q_SLOTS:
         const QList<RunInfo> runs = store.runs();
         QCOMPARE(runs.size(), 1);
         QCOMPARE(runs.first().config.compileWorkers, std::optional<int>(3));
+        QCOMPARE(runs.first().config.evaluationsPerGpu, std::optional<int>(2)); // KernelBench's default
         QCOMPARE(store.evaluations(runs.first().id).size(), 3);
     }
 

@@ -341,6 +341,36 @@ private Q_SLOTS:
         QCOMPARE(HeadlessRun(p, env).evaluationsPerGpu(), EvaluationQueue::kMaxEvaluationsPerGpu);
     }
 
+    // Unless told, the answer format decides (defaultEvaluationsPerGpu): one slot for native
+    // answers, two for KernelBench's, whose loads are CPU work a second slot overlaps; told, the
+    // number given; a remote target still has one.
+    void evaluationSlotsDefaultByAnswerFormat()
+    {
+        RunPlan native = plan(QStringLiteral("zero-shot"), {QStringLiteral("L1/1")}, 1);
+        RunPlan kernelbench = native;
+        kernelbench.answerFormat = QStringLiteral("kernelbench");
+        RunEnvironment env = environment();
+        QCOMPARE(env.evaluationsPerGpu, RunEnvironment::kAutomatic);
+        env.compileWorkers = 1;
+        env.maxTasksInFlight = 0; // automatic
+        QCOMPARE(HeadlessRun(native, env).evaluationsPerGpu(), 1);
+        QCOMPARE(HeadlessRun(native, env).tasksInFlight(), 2);
+        QCOMPARE(HeadlessRun(kernelbench, env).evaluationsPerGpu(), 2);
+        QCOMPARE(HeadlessRun(kernelbench, env).tasksInFlight(), 3); // 1 compile worker, 2 slots
+        QCOMPARE(defaultEvaluationsPerGpu(QStringLiteral("kernelbench")), 2);
+        QCOMPARE(defaultEvaluationsPerGpu(QStringLiteral("native")), EvaluationQueue::kDefaultEvaluationsPerGpu);
+        env.evaluationsPerGpu = 1;
+        QCOMPARE(HeadlessRun(kernelbench, env).evaluationsPerGpu(), 1);
+        env.evaluationsPerGpu = 3;
+        QCOMPARE(HeadlessRun(native, env).evaluationsPerGpu(), 3);
+        env.evaluationsPerGpu = RunEnvironment::kAutomatic;
+        WorkerTarget remote;
+        remote.kind = WorkerTarget::Kind::Ssh;
+        remote.host = QStringLiteral("gpu-box");
+        env.workers = {remote};
+        QCOMPARE(HeadlessRun(kernelbench, env).evaluationsPerGpu(), 1);
+    }
+
     void pauseThenResumeAsksNothingTwice_data()
     {
         QTest::addColumn<QString>("regime");

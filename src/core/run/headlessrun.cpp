@@ -71,8 +71,12 @@ int HeadlessRun::evaluationsPerGpu() const
     const bool local =
         m_environment.workers.isEmpty() || std::any_of(m_environment.workers.begin(), m_environment.workers.end(),
                                                        [](const WorkerTarget& w) { return !w.isRemote(); });
-    return local ? std::clamp(m_environment.evaluationsPerGpu, 1, EvaluationQueue::kMaxEvaluationsPerGpu)
-                 : EvaluationQueue::kDefaultEvaluationsPerGpu;
+    if (!local)
+        return EvaluationQueue::kDefaultEvaluationsPerGpu;
+    const int asked = m_environment.evaluationsPerGpu == RunEnvironment::kAutomatic
+                          ? defaultEvaluationsPerGpu(m_plan.answerFormat)
+                          : m_environment.evaluationsPerGpu;
+    return std::clamp(asked, 1, EvaluationQueue::kMaxEvaluationsPerGpu);
 }
 
 int HeadlessRun::tasksInFlight() const

@@ -63,10 +63,10 @@ struct RunEnvironment
     /// format (core/run/runlaunch.h). A new run stores the number used (`extra.compile_workers`).
     int compileWorkers = kAutomatic;
     static constexpr int kAutomatic = -1;
-    /// Evaluations at once per local GPU (EvaluationQueue::setEvaluationsPerGpu: one by default;
-    /// a remote worker has one). A new run stores a number other than one
-    /// (`extra.evaluations_per_gpu`).
-    int evaluationsPerGpu = EvaluationQueue::kDefaultEvaluationsPerGpu;
+    /// Evaluations at once per local GPU (EvaluationQueue::setEvaluationsPerGpu; a remote worker
+    /// has one); kAutomatic: defaultEvaluationsPerGpu for the plan's answer format
+    /// (core/run/runlaunch.h). A new run stores a number other than one (`extra.evaluations_per_gpu`).
+    int evaluationsPerGpu = kAutomatic;
     /// A model call's idle limit. Without streaming nothing arrives before the whole answer, so
     /// there it should be the deadline (llmSettingsFor's timeoutMs), as `kwb run` sets it.
     int requestTimeoutMs = 300 * 1000;

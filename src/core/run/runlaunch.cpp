@@ -182,6 +182,13 @@ int defaultCompileWorkers(const QString& answerFormat)
     return defaultCompileWorkers(answerFormat, QThread::idealThreadCount(), machineMemoryBytes());
 }
 
+int defaultEvaluationsPerGpu(const QString& answerFormat)
+{
+    return answerFormat == QLatin1String(defaults::kAnswerFormatKernelBench)
+               ? 2
+               : EvaluationQueue::kDefaultEvaluationsPerGpu;
+}
+
 QString compileWorkersMemoryWarning(const QString& answerFormat, int workers, qint64 memoryBytes)
 {
     if (answerFormat != QLatin1String(defaults::kAnswerFormatKernelBench) || memoryBytes <= 0)

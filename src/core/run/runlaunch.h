@@ -100,6 +100,17 @@ QString defaultPromptsDirFor(const QString& answerFormat);
 int defaultCompileWorkers(const QString& answerFormat, int cores, qint64 memoryBytes);
 /// defaultCompileWorkers on this machine (QThread::idealThreadCount(), machineMemoryBytes()).
 int defaultCompileWorkers(const QString& answerFormat);
+/// How many evaluations each local GPU runs at once unless told (`--evaluations-per-gpu`), by
+/// answer format; the one place that decides (EvaluationQueue::kDefaultEvaluationsPerGpu is the
+/// queue's own, and what a run's record means where it names none). Native answers: 1, since their
+/// CPU parts are milliseconds the spares already hide, and two slots measured no faster (H200,
+/// session 11; H100, session 42). KernelBench's format: 2, since loading such an answer is seconds
+/// of CPU work (its module run, ModelNew and the task's model built on the CPU as KernelBench
+/// builds them) that a second slot runs beside the other answer's GPU stages (docs/decisions.md,
+/// session 44). GPU work still takes turns under the quiet lock, so no timing overlaps anything;
+/// a job that ran out of GPU memory or time beside another is evaluated again alone
+/// (evaluationqueue.h), and a worker the machine's OOM killer ends is the machine's failure.
+int defaultEvaluationsPerGpu(const QString& answerFormat);
 /// Where `workers` compile workers of this answer format may take more memory at once than
 /// defaultCompileWorkers allows for (`memoryBytes`: the machine's), a warning saying so, for a
 /// chosen `--compile-workers`; else empty.
