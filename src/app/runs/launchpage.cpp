@@ -9,6 +9,7 @@
 #include "core/protocol/workerresponses.h"
 #include "core/run/regimefile.h"
 #include "core/study/report.h"
+#include "core/workers/evaluationqueue.h"
 #include "core/workers/workerlauncher.h"
 #include "core/workers/workertarget.h"
 
@@ -574,6 +575,20 @@ QWidget* LaunchPage::buildEvaluationBox()
     };
     connect(m_compileWorkers, &QSpinBox::valueChanged, this, checkCompileWorkers);
     connect(m_answerFormat, &QComboBox::currentIndexChanged, this, checkCompileWorkers);
+    // Its minimum, 0, reads "automatic" (no slot count is 0): defaultEvaluationsPerGpu for the format.
+    m_evaluationsPerGpu = new QSpinBox(box);
+    m_evaluationsPerGpu->setObjectName(QStringLiteral("evaluationsPerGpuSpin"));
+    m_evaluationsPerGpu->setRange(0, EvaluationQueue::kMaxEvaluationsPerGpu);
+    m_evaluationsPerGpu->setSpecialValueText(tr("automatic"));
+    m_evaluationsPerGpu->setValue(0);
+    m_evaluationsPerGpu->setToolTip(
+        tr("Candidates evaluated at once on each local GPU (a remote worker has one). Automatic: %1 for native "
+           "answers, %2 for KernelBench's, whose answers' models are built on the CPU while the other "
+           "answer uses the GPU. Timings still run one at a time under the GPU's quiet lock; a candidate "
+           "that ran out of GPU memory or time beside another is evaluated again alone. Stored with the run.")
+            .arg(defaultEvaluationsPerGpu(QString::fromLatin1(defaults::kAnswerFormatNative)))
+            .arg(defaultEvaluationsPerGpu(QString::fromLatin1(defaults::kAnswerFormatKernelBench))));
+    form->addRow(tr("Evaluations per GPU"), m_evaluationsPerGpu);
     m_pauseGeneration = new QCheckBox(tr("Pause generation while a candidate is timed"), box);
     m_pauseGeneration->setObjectName(QStringLiteral("pauseGenerationCheck"));
     m_pauseGeneration->setToolTip(tr("No new model request while an evaluation holds the GPU (requests already "
@@ -920,6 +935,8 @@ RunSessionEnvironment LaunchPage::environment() const
         env.workers = parseWorkerSpec(spec, env.gpuOrdinals, nullptr).value_or(QList<WorkerTarget>());
     if (m_compileWorkers->value() != RunEnvironment::kAutomatic) // automatic: the manager's default
         env.compileWorkers = m_compileWorkers->value();
+    if (m_evaluationsPerGpu->value() > 0) // 0, automatic: the manager's default
+        env.evaluationsPerGpu = m_evaluationsPerGpu->value();
     return env;
 }
 

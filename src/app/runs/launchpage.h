@@ -173,7 +173,8 @@ private:
     QLineEdit* m_workers = nullptr; ///< a worker spec (core/workers/workertarget.h); empty: local
     QCheckBox* m_compileOnly = nullptr;
     QComboBox* m_answerFormat = nullptr;
-    QSpinBox* m_compileWorkers = nullptr; ///< RunEnvironment::compileWorkers; its minimum -1: automatic
+    QSpinBox* m_compileWorkers = nullptr;    ///< RunEnvironment::compileWorkers; its minimum -1: automatic
+    QSpinBox* m_evaluationsPerGpu = nullptr; ///< RunEnvironment::evaluationsPerGpu; its minimum 0: automatic
     QCheckBox* m_pauseGeneration = nullptr;
     QCheckBox* m_evaluateIdenticalOnce = nullptr;
     QCheckBox* m_identicalAcrossRuns = nullptr; ///< enabled with m_evaluateIdenticalOnce

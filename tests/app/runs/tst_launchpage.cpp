@@ -11,6 +11,7 @@
 #include "core/run/regimefile.h"
 #include "core/run/runlaunch.h"
 #include "core/store/runstore.h"
+#include "core/workers/evaluationqueue.h"
 #include "core/workers/memorycgroup.h"
 #include "grabcheck.h"
 #include "scriptedllmserver.h"
@@ -354,6 +355,16 @@ private Q_SLOTS:
         child<QSpinBox>(page, "compileWorkersSpin")->setValue(6);
         QCOMPARE(page.environment().compileWorkers, 6);
         child<QSpinBox>(page, "compileWorkersSpin")->setValue(RunEnvironment::kAutomatic);
+        // Evaluations per GPU: automatic (0) keeps the manager's, whose default is the format's
+        // (defaultEvaluationsPerGpu); a number is `--evaluations-per-gpu N`.
+        auto* perGpu = child<QSpinBox>(page, "evaluationsPerGpuSpin");
+        QCOMPARE(perGpu->value(), 0);
+        QCOMPARE(perGpu->text(), QStringLiteral("automatic"));
+        QCOMPARE(page.environment().evaluationsPerGpu, RunEnvironment::kAutomatic);
+        QCOMPARE(perGpu->maximum(), EvaluationQueue::kMaxEvaluationsPerGpu);
+        perGpu->setValue(1);
+        QCOMPARE(page.environment().evaluationsPerGpu, 1);
+        perGpu->setValue(0);
 
         // The study's routing: a regime per level.
         QTest::mouseClick(child<QPushButton>(page, "studyRouting"), Qt::LeftButton);
