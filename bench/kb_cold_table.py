@@ -57,7 +57,7 @@ def read(db_path, run_id=None):
         slots = 1
     out = {"run": run_id, "status": status, "slots": slots, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
-           "split": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": [],
+           "split": collections.Counter(), "joined": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": [],
            "longest": []}
     for status_, created, result, task in rows:
         out["statuses"][status_] += 1
@@ -80,6 +80,8 @@ def read(db_path, run_id=None):
             out["builds"][key] = ext["built_ms"] / 1000.0
             out["pch"][_word(ext.get("pch"))] += 1
             out["split"][_word(ext.get("split")) if ext.get("with_cuda") else "(no .cu)"] += 1
+            if ext.get("with_cuda"):  # main.cpp in one unit with the host unit (since session 45)
+                out["joined"][str(ext.get("joined") or "(none)")[:70]] += 1
     out["started"] = when(started) if started else None
     # Between one verdict and the next, beyond the next evaluation's own time (its stages' total):
     # where the slot waited for a worker's start or for a build. Only with one slot per GPU, whose
@@ -145,6 +147,7 @@ def main():
         ("build-seconds per wall-second", lambda r: f"{sum(r['builds'].values()) / r['wall']:.1f}"),
         ("torch header", lambda r: "; ".join(f"{k} {v}" for k, v in r["pch"].most_common())),
         ("split", lambda r: "; ".join(f"{k} {v}" for k, v in r["split"].most_common())),
+        ("main.cpp joined with the host unit", lambda r: "; ".join(f"{k} {v}" for k, v in r["joined"].most_common())),
     ]
     print("| | " + " | ".join(r["mode"] for r in columns) + " |")
     print("|---|" + "---|" * len(columns))

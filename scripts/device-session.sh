@@ -263,7 +263,8 @@ for step in "$@"; do
     # model text (kwb-fixture-llm --recorded, as study-recorded), once per COLD_MODES entry, each
     # with an empty extension cache (the torch header made during the run, as a new user's first
     # run makes it) and a database of its own: "whole" builds every .cu as load_inline does
-    # (KWB_CUDA_SPLIT=0), "split" is this tree's default. Side by side in one call; the table
+    # (KWB_CUDA_SPLIT=0), "apart" splits without joining main.cpp with the host unit
+    # (KWB_CUDA_SPLIT=apart), "split" is this tree's default. Side by side in one call; the table
     # (bench/kb_cold_table.py) has candidates/min and where the build time went. Modes alternate
     # as listed; put a throwaway first to warm the page cache (torch's headers) for both. A mode
     # "M+header" (after M) starts from M's cache with every extension removed and only the torch
@@ -296,7 +297,7 @@ for step in "$@"; do
         cache=$(mktemp -d /tmp/kwb-cold-cache-XXXX)
       fi
       caches[$base]=$cache
-      split=1; [[ $mode == whole* ]] && split=0
+      split=1; [[ $mode == whole* ]] && split=0; [[ $mode == apart* ]] && split=apart
       log "cold-zero-shot $mode"
       s=$(date +%s.%N)
       KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $bundle/run kwb --worker "$worker" \

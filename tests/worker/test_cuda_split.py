@@ -366,6 +366,60 @@ def reads_any_text_without_crashing():
         print(f"  {len(text)} crafted characters read in {time.monotonic() - t0:.1f} s")
 
 
+# load_inline's main.cpp as it writes it for ELEMENTWISE (functions=["gelu_scale"])
+MAIN = ("#include <torch/extension.h>\ntorch::Tensor gelu_scale(torch::Tensor x, double scale);\n\n"
+        "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n"
+        "m.def(\"gelu_scale\", torch::wrap_pybind_function(gelu_scale), \"gelu_scale\");\n}")
+
+
+def joins_main_cpp_only_where_neither_part_can_read_differently():
+    host = split(ELEMENTWISE).host
+    assert cs.join_declined(MAIN, host) == "", cs.join_declined(MAIN, host)
+    joinable = {
+        "its parameters named otherwise": MAIN.replace("torch::Tensor x, double scale", "torch::Tensor input, double s"),
+        "unnamed parameters": MAIN.replace("torch::Tensor x, double scale", "torch::Tensor, double"),
+        "a top-level const": MAIN.replace("double scale", "const double scale"),
+        "a wrapper whose name the host never spells": MAIN.replace(
+            ";\n\nPYBIND11", ";\ntorch::Tensor twice(torch::Tensor x) { return gelu_scale(x, 2.0); }\n\nPYBIND11"),
+        "comments": "// the bindings\n" + MAIN.replace(";\n", "; /* from the .cu */\n", 1),
+    }
+    for what, main in joinable.items():
+        assert cs.join_declined(main, host) == "", (what, cs.join_declined(main, host))
+    declined = {
+        "a macro": (MAIN + "\n#define BLOCK 128\n", host, "a directive other than torch's header's include"),
+        "another include": ("#include <vector>\n" + MAIN, host, "a directive other than torch's header's include"),
+        "a using-directive": ("using namespace torch;\n" + MAIN, host, "something other than a function"),
+        "a type": ("struct Opts { int n; };\n" + MAIN, host, "something other than a function"),
+        "a variable": ("static int calls = 0;\n" + MAIN, host, "something other than a function"),
+        "other parameter types": (MAIN.replace("double scale", "float scale"), host, "no definition of the host unit has"),
+        "a reference where the host takes a value": (MAIN.replace("double scale", "const double& scale"), host,
+                                                     "no definition of the host unit has"),
+        "a default argument": (MAIN.replace("double scale", "double scale = 1.0"), host, "something other than a function"),
+        "a prototype the host does not define": ("torch::Tensor other(torch::Tensor x);\n" + MAIN, host,
+                                                 "no definition of the host unit has"),
+        "a template": ("template <typename T> T twice(T x) { return x + x; }\n" + MAIN, host, "other than a plain function"),
+        "a static wrapper": ("static int helper() { return 1; }\n" + MAIN, host, "other than a plain function"),
+        "a wrapper named as something of the host's": ("int blocks(int x) { return x; }\n" + MAIN, host, "a name the host unit spells"),
+        "a namespace in main.cpp": ("namespace ext { int f(); }\n" + MAIN, host, "opens a namespace"),
+        "a namespace in the host unit": (MAIN, host + "\nnamespace at { void hook(); }\n", "the host unit opens a namespace"),
+        "an explicit specialisation": (MAIN, host + "\ntemplate <> struct std::hash<int>;\n", "specialises a template"),
+        "the module's names in the host": (MAIN, host + "\nextern \"C\" void* PyInit_other();\n", "a name of the module's"),
+    }
+    for what, (main, host_text, why) in declined.items():
+        said = cs.join_declined(main, host_text)
+        assert why in said, (what, said)
+    # a using-directive in the host unit is its own lookup's alone: joinable
+    assert cs.join_declined(MAIN, host + "\nusing namespace std;\n") == ""
+    # the one unit keeps main.cpp's lines under its own name, then the host unit as it was
+    unit = cs.joined_unit("/build/main.cpp", MAIN, host)
+    assert unit.startswith('#line 1 "/build/main.cpp"\n' + MAIN + "\n") and unit.endswith(host), unit[:200]
+    # and any text reads without another exception than a reason
+    for text in (MAIN, host):
+        for end in range(0, len(text), 5):
+            assert isinstance(cs.join_declined(text[:end], host), str)
+            assert isinstance(cs.join_declined(MAIN, text[:end]), str)
+
+
 def nvcc_include_flags(nvcc):
     """The include directories nvcc itself hands its host compiler: CUDA's headers sit under
     targets/<arch>/include in NVIDIA's layout and elsewhere in a distribution's, so ask nvcc."""
@@ -448,7 +502,7 @@ if __name__ == "__main__":
     cases = [keeps_every_line_where_it_was, device_unit_has_kernels_and_launchers,
              host_unit_launches_through_the_launcher, multiline_launch_in_a_namespace, template_kernels_by_their_dispatch,
              declines_what_it_cannot_split_faithfully, unnamed_and_typed_parameters, flags_that_must_agree,
-             nvcc_host_compiler_from_flags,
+             nvcc_host_compiler_from_flags, joins_main_cpp_only_where_neither_part_can_read_differently,
              reads_any_text_without_crashing, compiles_with_nvcc_and_gxx]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     failed = 0

@@ -29,13 +29,17 @@
 #   nvcc_build_stopped_by_the_brokers_pass (--nvcc) the same through a broker in bwrap: its early
 #                            pass reports the error and ends the builder and its nvcc
 #   split_build_of_a_cuda_answer (--nvcc) a CUDA answer built split (cuda_split.py): the device unit
-#                            by nvcc without torch, the host unit by g++ with the header, linked
+#                            by nvcc without torch, the host unit by g++ with the header in one
+#                            unit with main.cpp, linked
 #   a_kernels_own_error_from_the_device_unit (--nvcc) a kernel naming what nothing declares, and
 #                            threadIdx.w: the device unit's messages are the answer's compile error,
 #                            without a whole build
 #   split_build_falls_back_to_the_whole (--nvcc) kernel errors the device unit cannot decide (a
 #                            syntax error; a name torch's headers declare at file scope): the whole
 #                            .cu is built as load_inline builds it; that build's message
+#   split_build_joins_main_cpp_or_builds_apart (--nvcc) main.cpp and the host unit as one unit only
+#                            where cuda_split allows it; main.cpp's error there built apart; the
+#                            host code's own error goes on to the whole build
 #   split_build_reports_a_main_cpp_error (--nvcc) an error in load_inline's main.cpp during a split
 #                            build is the build's failure, without a whole build
 # Usage: test_extension_pch.py SRC/worker [--nvcc] [--only=CASE]   (exit 77: skipped, saying why)
@@ -545,6 +549,8 @@ def split_build_of_a_cuda_answer():
     assert m["ok"], m["message"][-3000:]
     assert m["split"] == "used" and m["pch"].startswith("used: "), (m["split"], m["pch"])
     assert {"cuda.kwb-host.cpp", "cuda.kwb-device.cu"} <= set(m["files"]), sorted(m["files"])
+    # main.cpp (prototypes and the module) and the host unit compiled as one unit
+    assert m["joined"] == "used" and "main.kwb-joined.cpp" in m["files"], (m["joined"], sorted(m["files"]))
     # torch's headers, read ahead for a kernel error that did not come: nothing of it kept or running
     assert ec._TorchViews.PROBE not in m["files"] and not _reading_left_behind(), (sorted(m["files"]),
                                                                                  _reading_left_behind())
@@ -602,6 +608,40 @@ def split_build_falls_back_to_the_whole():
         assert not any(".kwb-" in f for f in m["files"]), sorted(m["files"])
 
 
+def split_build_joins_main_cpp_or_builds_apart():
+    """main.cpp joined with the host unit where cuda_split allows it; a joined unit that fails on
+    main.cpp's lines is built apart, and that build's verdict is the answer's; the host code's own
+    error goes on as a host unit's failure (the whole build decides)."""
+    cache = os.path.join(ROOT, "split")
+    libs = _stand_in_cuda_libraries()
+    declined = dict(SPLIT_ANSWER, name="kwb_join_declined", extra_ldflags=libs,
+                    cpp_sources=SPLIT_ANSWER["cpp_sources"] + "\n#define UNUSED 1\n")
+    make_pch(declined, cache)
+    _, m = ec.entry_for(declined, "sm_80", cache)[:2]
+    assert m["ok"] and m["split"] == "used", (m["split"], m["message"][-2000:])
+    assert m["joined"].startswith("not used: main.cpp has a directive"), m["joined"]
+    assert "main.kwb-joined.cpp" not in m["files"], sorted(m["files"])
+    # an error in a wrapper main.cpp defines: the joined unit fails on main.cpp's line, the build
+    # apart reports main.cpp's own failure, as without the join
+    wrapper = dict(SPLIT_ANSWER, name="kwb_join_main_error", extra_ldflags=libs, cpp_sources=SPLIT_ANSWER["cpp_sources"] +
+                   "\ntorch::Tensor twice(torch::Tensor A) { return not_declared_anywhere(A); }\n")
+    t0 = time.monotonic()
+    _, m = ec.entry_for(wrapper, "sm_80", cache)[:2]
+    seconds = time.monotonic() - t0
+    assert not m["ok"] and m["joined"].startswith("failed, built apart: main.cpp: "), (m["joined"], m["split"])
+    assert m["split"] == "used: load_inline's C++ source did not compile", m["split"]
+    assert "FAILED: main.o" in m["message"] and "not_declared_anywhere" in m["message"], m["message"][-3000:]
+    print(f"  main.cpp's error in a joined unit, built apart: {seconds:.1f} s")
+    # the host code's own error: every error on the .cu's lines
+    host_error = dict(SPLIT_ANSWER, name="kwb_join_host_error", extra_ldflags=libs,
+                      cuda_sources=SPLIT_ANSWER["cuda_sources"].replace("auto c = torch::empty_like(A);",
+                                                                        "auto c = torch::empty_like(A, no_such_option);"))
+    _, m = ec.entry_for(host_error, "sm_80", cache)[:2]
+    assert not m["ok"] and m["joined"] == "used: the host code's own error", (m["joined"], m["split"])
+    assert m["split"].startswith("failed, built whole: "), m["split"]
+    assert "FAILED: cuda.cuda.o" in m["message"] and ".kwb-" not in m["message"], m["message"][-3000:]
+
+
 def split_build_reports_a_main_cpp_error():
     cache = os.path.join(ROOT, "split")
     answer = dict(SPLIT_ANSWER, name="kwb_split_main_error", extra_ldflags=_stand_in_cuda_libraries(),
@@ -655,7 +695,7 @@ if __name__ == "__main__":
             sys.exit(77)
         cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass, split_build_of_a_cuda_answer,
                  a_kernels_own_error_from_the_device_unit, split_build_falls_back_to_the_whole,
-                 split_build_reports_a_main_cpp_error]
+                 split_build_joins_main_cpp_or_builds_apart, split_build_reports_a_main_cpp_error]
     else:
         cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
                  broker_early_syntax_pass, broker_spare_builds_with_the_header, damaged_pch_is_not_used,

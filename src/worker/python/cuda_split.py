@@ -47,14 +47,15 @@ LAUNCHER_PREFIX = "kwb_split_launch_"
 # are the split's own, never the answer's.
 LAUNCHER_FILE = "kwb-split-launcher"
 # What the builder names the two units (and their objects) of `<stem>.cu`: `<stem>.kwb-host.cpp`
-# and `<stem>.kwb-device.cu` beside it.
-HOST_UNIT, DEVICE_UNIT = ".kwb-host", ".kwb-device"
+# and `<stem>.kwb-device.cu` beside it; and the host unit joined with load_inline's main.cpp
+# (join_declined), `main.kwb-joined.cpp`.
+HOST_UNIT, DEVICE_UNIT, JOINED_UNIT = ".kwb-host", ".kwb-device", ".kwb-joined"
 
 
 def is_split_unit(path):
     """Whether a source or object is one of a split build's units (not load_inline's own file)."""
     name = path.rsplit("/", 1)[-1]
-    return HOST_UNIT + "." in name or DEVICE_UNIT + "." in name
+    return any(unit + "." in name for unit in (HOST_UNIT, DEVICE_UNIT, JOINED_UNIT))
 
 
 # Real answers' sources are a few KB; the reading is linear in practice, and this bounds what a
@@ -991,3 +992,124 @@ def host_macros(cxx_args, nvcc_args):
         elif c_macros.get(name) != n_macros[name]:
             lines += ([f"#undef {name}"] if name in c_macros else []) + [f"#define {name} {n_macros[name]}"]
     return lines
+
+
+# load_inline's main.cpp compiled in one unit with the host unit (issue 35, session 45): with torch's
+# header precompiled, three quarters of each C++ compile is g++ instantiating torch's templates at
+# the unit's end, the same work for every unit (bench/results/2026-12-06-header-phases-2core.md), so
+# main.cpp and the host unit compiled apart pay it twice. Compiled as one unit, main.cpp's text
+# first, they pay it once. This is only ever an attempt too: where the joined unit fails, both are
+# compiled apart as before, and that build decides. What join_declined checks is that neither part
+# can read differently joined than alone, for any answer:
+#   - main.cpp comes first, so its own lookups see what they see alone (torch's header is
+#     precompiled and included first in both units, so its `#include <torch/extension.h>` adds
+#     nothing), and the host unit's macros and includes come after it, as alone;
+#   - main.cpp may hold only that include, function prototypes each of which redeclares a function
+#     the host unit defines with the same parameter types (a redeclaration adds nothing to what the
+#     host code's calls can find), definitions of functions whose names the host unit never spells
+#     (it cannot call them, by any lookup), and PYBIND11_MODULE (whose names, PyInit_* and
+#     pybind11_*, the host unit may not spell either);
+#   - the host unit opens no namespace (a function in torch's, pybind11's or std's namespaces could
+#     join the overloads main.cpp's templates find by argument-dependent lookup where they are
+#     instantiated, at the unit's end) and specialises no template explicitly (`template <>`).
+_TORCH_EXTENSION_INCLUDE = re.compile(r"#\s*include\s*<\s*torch/extension\.h\s*>\s*$")
+_JOIN_SPECIFIERS = {"template", "static", "inline", "extern", "friend", "typedef", "using", "operator", "virtual",
+                    "constexpr", "consteval", "__attribute__", "decltype", "auto", "namespace", "struct", "class",
+                    "union", "enum", "noexcept", "throw", "requires"}
+_MODULE_NAMES = ("PyInit_", "pybind11_")
+
+
+def _parameter_types(toks, open_, close):
+    """A declarator's parameters as comparable type texts (names and top-level const dropped), or
+    None where a parameter has a default or a form the comparison does not read."""
+    types = []
+    for p in _split_params(toks, open_, close):
+        words = [t.text for t in p]
+        if not words or "=" in words or "..." in words or any(t.kind not in ("id", "op", "num") for t in p):
+            return None
+        if any(w in ("(", "[") for w in words):
+            return None  # a function pointer or an array: read no further
+        last = p[-1]
+        if last.kind == "id" and len(p) >= 2 and last.text not in _TYPE_WORDS | _FUNDAMENTAL | _QUALIFIERS and (
+                p[-2].kind == "id" or p[-2].text in ("*", "&", "&&", ">")):
+            words = words[:-1]  # the parameter's name
+        if not any(w in ("*", "&", "&&", "<") for w in words):
+            words = [w for w in words if w not in ("const", "volatile")]  # a top-level qualifier
+        types.append(" ".join(words))
+    return types
+
+
+def _prototype(toks, first, last):
+    """(name, parameter types) of a declaration or definition head toks[first..last] that declares
+    one plain function at namespace scope, else None."""
+    head = toks[first:last + 1]
+    if not head or any(t.kind == "id" and t.text in _JOIN_SPECIFIERS for t in head):
+        return None
+    if not _looks_like_function(head):
+        return None
+    name, open_, close = _declarator(head)
+    if close != len(head) - 1 or (name > 0 and _is_op(head[name - 1], "::")):
+        return None  # something after the parameters (a qualifier, a trailing type), or a qualified name
+    types = _parameter_types(head, open_, close)
+    return None if types is None else (head[name].text, types)
+
+
+def join_declined(main_text, host_text):
+    """Why load_inline's main.cpp (main_text) and a split's host unit (host_text) may not be compiled
+    as one unit, main.cpp's text first, or "" where they may (the rules above)."""
+    if len(main_text) + len(host_text) > 2 * MAX_SOURCE_CHARS:
+        return "the sources are longer than the reading goes"
+    try:
+        main_toks, host_toks = _tokens(main_text), _tokens(host_text)
+        main_items, host_items = _items(main_toks, 0, len(main_toks)), _items(host_toks, 0, len(host_toks))
+    except NotSplit as e:
+        return f"a source the reading does not know ({e})"
+    except RecursionError:
+        return "declarations nested deeper than the reading goes"
+    for k, t in enumerate(host_toks):
+        if t.kind == "id" and t.text == "namespace" and not (k > 0 and host_toks[k - 1].text == "using"):
+            return "the host unit opens a namespace"
+        if t.kind == "id" and t.text == "template" and k + 2 < len(host_toks) and _is_op(host_toks[k + 1], "<") \
+                and _is_op(host_toks[k + 2], ">"):
+            return "the host unit specialises a template explicitly"
+    # Every name the host unit spells anywhere (its directives, comments and strings too: more
+    # than it can use, never fewer).
+    host_spells = set(re.findall(r"[A-Za-z_]\w*", host_text))
+    defined = {}  # the host unit's function definitions at file scope: name -> [parameter types]
+    for item in host_items:
+        if item.kind == "function":
+            found = _prototype(host_toks, item.first, item.body - 1)
+            if found is not None:
+                defined.setdefault(found[0], []).append(found[1])
+    for item in main_items:
+        if item.kind == "pp":
+            if not _TORCH_EXTENSION_INCLUDE.match(main_toks[item.first].text):
+                return f"main.cpp has a directive other than torch's header's include ({main_toks[item.first].text[:80]})"
+            continue
+        if item.kind == "function" and main_toks[item.first].text == "PYBIND11_MODULE":
+            spelled = sorted(n for n in host_spells if n.startswith(_MODULE_NAMES))
+            if spelled:
+                return f"the host unit spells a name of the module's ({spelled[0]})"
+            continue
+        if item.kind == "decl":
+            found = _prototype(main_toks, item.first, item.last - 1)
+            if found is None:
+                return "main.cpp declares something other than a function"
+            if found[1] not in defined.get(found[0], []):
+                return f"main.cpp declares {found[0]} with parameters no definition of the host unit has"
+            continue
+        if item.kind == "function":
+            found = _prototype(main_toks, item.first, item.body - 1)
+            if found is None:
+                return "main.cpp defines something other than a plain function"
+            if found[0] in host_spells:
+                return f"main.cpp defines {found[0]}, a name the host unit spells"
+            continue
+        return "main.cpp opens a namespace or a linkage block"
+    return ""
+
+
+def joined_unit(main_path, main_text, host_text):
+    """The one unit: main.cpp's text under its own name (`#line`), then the host unit's."""
+    quoted = main_path.replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line 1 "{quoted}"\n' + main_text + ("" if main_text.endswith("\n") else "\n") + host_text

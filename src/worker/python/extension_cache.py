@@ -408,7 +408,8 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                 return {"format": CACHE_FORMAT, "key": key, "name": name, "ok": ok,
                         "message": "" if ok else cap_message(result.get("message", "the build failed")),
                         "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
-                        "split": str(result.get("split", "")), "syntax": str(result.get("syntax", "")),
+                        "split": str(result.get("split", "")), "joined": str(result.get("joined", "")),
+                        "syntax": str(result.get("syntax", "")),
                         "builder": str(result.get("builder", ""))}
 
             if not ok:
@@ -700,6 +701,10 @@ class _BuildHooks:
         # cuda_split's Split.left_out)}, for run_ending_at_the_device_units_failure and kernel_error
         self.split_reads = {}
         self.torch_views = None  # the device unit's _TorchViews, read with ninja for kernel_error
+        # main.cpp and the host unit compiled as one unit (cuda_split.join_declined): what became of
+        # it (the entry's "joined"), the ninja file's arguments with the two apart (written again
+        # where the joined unit fails), and {"unit", "object", "main", "cu"} while it is built joined.
+        self.join_note, self.apart, self.joined = "", None, None
 
     def __enter__(self):
         self.real_write = getattr(self.cpp, "_write_ninja_file", None)
@@ -795,6 +800,78 @@ class _BuildHooks:
         self.split_files = written
         self.sources = [os.path.abspath(f) for f in new_sources]
         self.split_note = "used"
+        self.join_sources(a, is_cuda)
+
+    def join_sources(self, a, is_cuda):
+        """load_inline's main.cpp and the split's host unit as one unit in the ninja file, where
+        cuda_split.join_declined allows it (torch's header's instantiation paid once, not twice);
+        else as they were, and join_note says why."""
+        if os.environ.get("KWB_CUDA_SPLIT", "1") == "apart":
+            self.join_note = "not used: KWB_CUDA_SPLIT=apart"
+            return
+        if not self.use_pch:
+            # main.cpp's include of torch's header would then come before the host unit's macros
+            self.join_note = "not used: no precompiled header"
+            return
+        sources, objects = list(a["sources"]), list(a["objects"])
+        mains = [k for k, f in enumerate(sources) if not is_cuda(f) and not cuda_split.is_split_unit(f)]
+        hosts = [k for k, f in enumerate(sources) if cuda_split.HOST_UNIT + "." in os.path.basename(f)]
+        if len(mains) != 1 or len(hosts) != 1 or os.path.basename(sources[mains[0]]) != "main.cpp":
+            self.join_note = "not used: not one main.cpp and one host unit"
+            return
+        main, host = os.path.abspath(sources[mains[0]]), os.path.abspath(sources[hosts[0]])
+        try:
+            with open(main) as f:
+                main_text = f.read()
+            with open(host) as f:
+                host_text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            self.join_note = f"not used: a source does not read ({e})"
+            return
+        why = cuda_split.join_declined(main_text, host_text)
+        if why:
+            self.join_note = f"not used: {why}"
+            return
+        unit = os.path.join(os.path.dirname(main), "main" + cuda_split.JOINED_UNIT + ".cpp")
+        with open(unit, "w") as f:
+            f.write(cuda_split.joined_unit(main, main_text, host_text))
+        obj = os.path.join(os.path.dirname(objects[mains[0]]), "main" + cuda_split.JOINED_UNIT + ".o")
+        self.apart = dict(a)
+        self.apart["sources"], self.apart["objects"] = sources, objects
+        keep = [k for k in range(len(sources)) if k != hosts[0]]
+        a["sources"] = [unit if k == mains[0] else sources[k] for k in keep]
+        a["objects"] = [obj if k == mains[0] else objects[k] for k in keep]
+        cu = next(iter(self.split_reads.values()))[1]  # the `.cu` (one: one host unit)
+        self.joined = {"unit": unit, "object": obj, "main": main, "cu": cu}
+        self.split_files.append(unit)
+        self.sources = [os.path.abspath(f) for f in a["sources"]]
+        self.join_note = "used"
+
+    def build_apart_after(self, message):
+        """Where the joined unit failed with more than the host code's own errors: the ninja file
+        written again with main.cpp and the host unit apart (True), as before joining, so that
+        build decides. The host code's own errors (every error on the `.cu`'s lines, main.cpp named
+        nowhere) are what the host unit alone would give: False, and the split's rules go on."""
+        if self.joined is None:
+            return False
+        obj = self.joined["object"]
+        targets = _failed_targets(message)
+        failed = [f for f in targets if os.path.basename(f) == os.path.basename(obj)]
+        if not failed or any(cuda_split.DEVICE_UNIT + "." in f for f in targets):
+            return False  # the device unit's failure (the joined unit's compile ended with it) decides
+        block = _failed_block(message, failed[0])
+        errors = re.findall(r"^(.*?):\d+:(?:\d+:)? (?:fatal )?error: (.*)$", block, re.M)
+        if errors and all(f == self.joined["cu"] for f, _ in errors) and self.joined["main"] not in block:
+            self.join_note = "used: the host code's own error"
+            return False
+        said = next((f"{os.path.basename(f)}: {e}" for f, e in errors), "no error line")
+        self.join_note = f"failed, built apart: {said[:300]}"
+        self.real_write(**self.apart)
+        _discard(self.joined["unit"])
+        self.split_files.remove(self.joined["unit"])
+        self.sources = [os.path.abspath(f) for f in self.apart["sources"]]
+        self.joined = None
+        return True
 
     def mismatch(self):
         """Why the precompiled header's flags are not this build's, or ""."""
@@ -822,7 +899,12 @@ class _BuildHooks:
                 _write_json(os.path.join(build_directory, EARLY_VALID), {"error_prefix": error_prefix})
             try:
                 self.torch_views = self.torch_views_ahead(build_directory)
-                self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
+                try:
+                    self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
+                except Exception as e:  # noqa: B902 (as below)
+                    if not self.build_apart_after(str(e)):
+                        raise
+                    self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
                 # A shared library may leave symbols to load time, so a launcher the host unit
                 # calls and the device unit lacks would link, and fail only as the answer loads.
                 missing = self.missing_launchers(build_directory)
@@ -954,6 +1036,8 @@ class _BuildHooks:
             # load_inline's own C++ sources (a split build's host unit is not one: the pass does
             # not cover it, and its failure is never the answer's alone)
             mine = [f for f in self.cxx_sources() if not cuda_split.is_split_unit(f)]
+            if self.joined is not None:  # main.cpp in the joined unit: compiled, not apart
+                mine = [self.joined["main"]]
             if not self.use_pch or mine != [source]:
                 return False
             if syntax_command(self.record["cxx"], self.cflags, self.post, source) != record["command"]:
@@ -1327,10 +1411,10 @@ def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split):
     try:
         with hooks:
             load_inline(**arguments)
-        return {"ok": True, "pch": hooks.note, "split": hooks.split_note}
+        return {"ok": True, "pch": hooks.note, "split": hooks.split_note, "joined": hooks.join_note}
     except Exception as e:  # the compiler's messages, as load_inline raises them
         return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": hooks.note,
-                "split": hooks.split_note}
+                "split": hooks.split_note, "joined": hooks.join_note}
     finally:
         cpp._import_module_from_library = real_import
         if archs:
@@ -1821,7 +1905,8 @@ def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None
         result = json.loads(read_builder_file(staging, RESULT, 4 * MESSAGE_CAP))
         if isinstance(result, dict) and "ok" in result:
             return {"ok": bool(result["ok"]), "message": cap_message(str(result.get("message", ""))),
-                    "pch": str(result.get("pch", ""))[:LINE_CAP], "split": str(result.get("split", ""))[:LINE_CAP]}
+                    "pch": str(result.get("pch", ""))[:LINE_CAP], "split": str(result.get("split", ""))[:LINE_CAP],
+                    "joined": str(result.get("joined", ""))[:LINE_CAP]}
     except (ValueError, TypeError):  # TypeError: no such regular file (None)
         pass
     # No result: the builder did not run to its end. bwrap's own failures are the machine's; any
