@@ -621,6 +621,12 @@ def split_build_joins_main_cpp_or_builds_apart():
     assert m["ok"] and m["split"] == "used", (m["split"], m["message"][-2000:])
     assert m["joined"].startswith("not used: main.cpp has a directive"), m["joined"]
     assert "main.kwb-joined.cpp" not in m["files"], sorted(m["files"])
+    # without the header (a cold run's first builds): joined all the same, torch's header first
+    cold = dict(SPLIT_ANSWER, name="kwb_join_no_header", extra_ldflags=libs)
+    directory, m = ec.entry_for(cold, "sm_80", os.path.join(ROOT, "split-no-header"))[:2]
+    assert m["ok"] and m["pch"].startswith("not used") and m["joined"] == "used", (m["pch"], m["joined"])
+    with open(os.path.join(directory, "main.kwb-joined.cpp")) as f:
+        assert f.read().startswith("#include <torch/extension.h>\n#line 1 "), "torch's header not first"
     # an error in a wrapper main.cpp defines: the joined unit fails on main.cpp's line, the build
     # apart reports main.cpp's own failure, as without the join
     wrapper = dict(SPLIT_ANSWER, name="kwb_join_main_error", extra_ldflags=libs, cpp_sources=SPLIT_ANSWER["cpp_sources"] +

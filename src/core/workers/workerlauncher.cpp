@@ -926,7 +926,7 @@ const QStringList& workerEnvironmentNames()
         QStringLiteral("KWB_TASKS_DIR"),
         QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
         QStringLiteral("KWB_EXTENSION_CACHE"), // KernelBench builds: one folder the pool and the GPU share
-        QStringLiteral("KWB_CUDA_SPLIT"),      // 0: every KernelBench-format .cu built whole (docs/sandbox.md)
+        QStringLiteral("KWB_CUDA_SPLIT"),      // 0: a .cu built whole; apart: main.cpp apart (docs/sandbox.md)
         QStringLiteral("ASAN_OPTIONS"),
         QStringLiteral("UBSAN_OPTIONS"),
         QStringLiteral("LSAN_OPTIONS"),

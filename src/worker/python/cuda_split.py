@@ -1001,9 +1001,10 @@ def host_macros(cxx_args, nvcc_args):
 # first, they pay it once. This is only ever an attempt too: where the joined unit fails, both are
 # compiled apart as before, and that build decides. What join_declined checks is that neither part
 # can read differently joined than alone, for any answer:
-#   - main.cpp comes first, so its own lookups see what they see alone (torch's header is
-#     precompiled and included first in both units, so its `#include <torch/extension.h>` adds
-#     nothing), and the host unit's macros and includes come after it, as alone;
+#   - main.cpp comes first, so its own lookups see what they see alone (torch's header comes
+#     before both, precompiled or, where the header is not made yet, included first, so main.cpp's
+#     `#include <torch/extension.h>` adds nothing), and the host unit's macros and includes come
+#     after it, as alone where the header is precompiled;
 #   - main.cpp may hold only that include, function prototypes each of which redeclares a function
 #     the host unit defines with the same parameter types (a redeclaration adds nothing to what the
 #     host code's calls can find), definitions of functions whose names the host unit never spells
@@ -1109,7 +1110,8 @@ def join_declined(main_text, host_text):
     return ""
 
 
-def joined_unit(main_path, main_text, host_text):
-    """The one unit: main.cpp's text under its own name (`#line`), then the host unit's."""
+def joined_unit(main_path, main_text, host_text, lead=""):
+    """The one unit: lead (torch's header's include where it is not precompiled ahead of the unit),
+    main.cpp's text under its own name (`#line`), then the host unit's."""
     quoted = main_path.replace("\\", "\\\\").replace('"', '\\"')
-    return f'#line 1 "{quoted}"\n' + main_text + ("" if main_text.endswith("\n") else "\n") + host_text
+    return lead + f'#line 1 "{quoted}"\n' + main_text + ("" if main_text.endswith("\n") else "\n") + host_text

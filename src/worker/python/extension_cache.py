@@ -809,10 +809,6 @@ class _BuildHooks:
         if os.environ.get("KWB_CUDA_SPLIT", "1") == "apart":
             self.join_note = "not used: KWB_CUDA_SPLIT=apart"
             return
-        if not self.use_pch:
-            # main.cpp's include of torch's header would then come before the host unit's macros
-            self.join_note = "not used: no precompiled header"
-            return
         sources, objects = list(a["sources"]), list(a["objects"])
         mains = [k for k, f in enumerate(sources) if not is_cuda(f) and not cuda_split.is_split_unit(f)]
         hosts = [k for k, f in enumerate(sources) if cuda_split.HOST_UNIT + "." in os.path.basename(f)]
@@ -833,8 +829,11 @@ class _BuildHooks:
             self.join_note = f"not used: {why}"
             return
         unit = os.path.join(os.path.dirname(main), "main" + cuda_split.JOINED_UNIT + ".cpp")
+        # Without the precompiled header (a cold run's first builds, before it is made) torch's
+        # header is included first all the same, as the header's -include would: the one unit is
+        # then the same text either way, and main.cpp's own include of it adds nothing.
         with open(unit, "w") as f:
-            f.write(cuda_split.joined_unit(main, main_text, host_text))
+            f.write(cuda_split.joined_unit(main, main_text, host_text, lead="" if self.use_pch else PCH_INCLUDE))
         obj = os.path.join(os.path.dirname(objects[mains[0]]), "main" + cuda_split.JOINED_UNIT + ".o")
         self.apart = dict(a)
         self.apart["sources"], self.apart["objects"] = sources, objects
