@@ -391,12 +391,12 @@ def joins_main_cpp_only_where_neither_part_can_read_differently():
         "a using-directive": ("using namespace torch;\n" + MAIN, host, "something other than a function"),
         "a type": ("struct Opts { int n; };\n" + MAIN, host, "something other than a function"),
         "a variable": ("static int calls = 0;\n" + MAIN, host, "something other than a function"),
-        "other parameter types": (MAIN.replace("double scale", "float scale"), host, "no definition of the host unit has"),
+        "other parameter types": (MAIN.replace("double scale", "float scale"), host, "does not declare the same way"),
         "a reference where the host takes a value": (MAIN.replace("double scale", "const double& scale"), host,
-                                                     "no definition of the host unit has"),
+                                                     "does not declare the same way"),
         "a default argument": (MAIN.replace("double scale", "double scale = 1.0"), host, "something other than a function"),
         "a prototype the host does not define": ("torch::Tensor other(torch::Tensor x);\n" + MAIN, host,
-                                                 "no definition of the host unit has"),
+                                                 "does not declare the same way"),
         "a template": ("template <typename T> T twice(T x) { return x + x; }\n" + MAIN, host, "other than a plain function"),
         "a static wrapper": ("static int helper() { return 1; }\n" + MAIN, host, "other than a plain function"),
         "a wrapper named as something of the host's": ("int blocks(int x) { return x; }\n" + MAIN, host, "a name the host unit spells"),
@@ -405,9 +405,24 @@ def joins_main_cpp_only_where_neither_part_can_read_differently():
         "an explicit specialisation": (MAIN, host + "\ntemplate <> struct std::hash<int>;\n", "specialises a template"),
         "the module's names in the host": (MAIN, host + "\nextern \"C\" void* PyInit_other();\n", "a name of the module's"),
     }
+    # the host unit names the function before its own declaration of it: alone an undeclared name
+    # (or another overload), joined main.cpp's prototype would answer it
+    early_call = LOAD_INLINE_HEAD + "torch::Tensor twice(torch::Tensor x) { return gelu_scale(x, 2.0); }\n" + \
+        ELEMENTWISE[len(LOAD_INLINE_HEAD):]
+    declined["a call before the host's declaration"] = (MAIN, split(early_call).host, "does not declare the same way")
+    other_first = LOAD_INLINE_HEAD + "torch::Tensor gelu_scale(torch::Tensor x, float scale);\n" + \
+        ELEMENTWISE[len(LOAD_INLINE_HEAD):]
+    declined["another overload declared first"] = (MAIN, split(other_first).host, "does not declare the same way")
+    macro_first = LOAD_INLINE_HEAD + "#define SCALED(x) gelu_scale(x, 2.0)\n" + ELEMENTWISE[len(LOAD_INLINE_HEAD):]
+    declined["a macro naming it first"] = (MAIN, split(macro_first).host, "does not declare the same way")
+    declined["a host macro main.cpp spells"] = (MAIN, "#define double float\n" + host, "defines a macro main.cpp spells")
     for what, (main, host_text, why) in declined.items():
         said = cs.join_declined(main, host_text)
         assert why in said, (what, said)
+    # the same declaration first, then a call, then the definition: joinable
+    declared_first = LOAD_INLINE_HEAD + "torch::Tensor gelu_scale(torch::Tensor input, double);\n" + \
+        "torch::Tensor twice(torch::Tensor x) { return gelu_scale(x, 2.0); }\n" + ELEMENTWISE[len(LOAD_INLINE_HEAD):]
+    assert cs.join_declined(MAIN, split(declared_first).host) == "", cs.join_declined(MAIN, split(declared_first).host)
     # a using-directive in the host unit is its own lookup's alone: joinable
     assert cs.join_declined(MAIN, host + "\nusing namespace std;\n") == ""
     # the one unit keeps main.cpp's lines under its own name, then the host unit as it was

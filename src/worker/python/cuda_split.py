@@ -1006,13 +1006,14 @@ def host_macros(cxx_args, nvcc_args):
 #     `#include <torch/extension.h>` adds nothing), and the host unit's macros and includes come
 #     after it, as alone where the header is precompiled;
 #   - main.cpp may hold only that include, function prototypes each of which redeclares a function
-#     the host unit defines with the same parameter types (a redeclaration adds nothing to what the
-#     host code's calls can find), definitions of functions whose names the host unit never spells
-#     (it cannot call them, by any lookup), and PYBIND11_MODULE (whose names, PyInit_* and
-#     pybind11_*, the host unit may not spell either);
+#     the host unit declares with the same parameter types before it mentions the name anywhere else
+#     (a redeclaration then adds nothing to what the host code's calls can find), definitions of
+#     functions whose names the host unit never spells (it cannot call them, by any lookup), and
+#     PYBIND11_MODULE (whose names, PyInit_* and pybind11_*, the host unit may not spell either);
 #   - the host unit opens no namespace (a function in torch's, pybind11's or std's namespaces could
 #     join the overloads main.cpp's templates find by argument-dependent lookup where they are
-#     instantiated, at the unit's end) and specialises no template explicitly (`template <>`).
+#     instantiated, at the unit's end), specialises no template explicitly (`template <>`) and
+#     defines no macro main.cpp spells (main.cpp's words would read otherwise in the host's part).
 _TORCH_EXTENSION_INCLUDE = re.compile(r"#\s*include\s*<\s*torch/extension\.h\s*>\s*$")
 _JOIN_SPECIFIERS = {"template", "static", "inline", "extern", "friend", "typedef", "using", "operator", "virtual",
                     "constexpr", "consteval", "__attribute__", "decltype", "auto", "namespace", "struct", "class",
@@ -1073,15 +1074,25 @@ def join_declined(main_text, host_text):
         if t.kind == "id" and t.text == "template" and k + 2 < len(host_toks) and _is_op(host_toks[k + 1], "<") \
                 and _is_op(host_toks[k + 2], ">"):
             return "the host unit specialises a template explicitly"
+    # A macro of the host unit's that main.cpp spells would read main.cpp's words (a prototype's
+    # types) otherwise in the host unit's part than in main.cpp's.
+    main_spells = {t.text for t in main_toks if t.kind == "id"}
+    for t in host_toks:
+        defined_macro = _DEFINE.match(t.text) if t.kind == "pp" else None
+        if defined_macro and defined_macro.group(1) in main_spells:
+            return f"the host unit defines a macro main.cpp spells ({defined_macro.group(1)})"
     # Every name the host unit spells anywhere (its directives, comments and strings too: more
     # than it can use, never fewer).
     host_spells = set(re.findall(r"[A-Za-z_]\w*", host_text))
-    defined = {}  # the host unit's function definitions at file scope: name -> [parameter types]
+    # What the host unit declares at file scope, by the token of the declared name: (name, types)
+    declares = {}
     for item in host_items:
-        if item.kind == "function":
-            found = _prototype(host_toks, item.first, item.body - 1)
+        if item.kind in ("function", "decl"):
+            head_last = item.body - 1 if item.kind == "function" else item.last - 1
+            found = _prototype(host_toks, item.first, head_last)
             if found is not None:
-                defined.setdefault(found[0], []).append(found[1])
+                name_at = _declarator(host_toks[item.first:head_last + 1])[0] + item.first
+                declares[name_at] = found
     for item in main_items:
         if item.kind == "pp":
             if not _TORCH_EXTENSION_INCLUDE.match(main_toks[item.first].text):
@@ -1096,8 +1107,14 @@ def join_declined(main_text, host_text):
             found = _prototype(main_toks, item.first, item.last - 1)
             if found is None:
                 return "main.cpp declares something other than a function"
-            if found[1] not in defined.get(found[0], []):
-                return f"main.cpp declares {found[0]} with parameters no definition of the host unit has"
+            # Joined, main.cpp's prototype is visible from the host unit's first line on, so the
+            # host unit's first mention of the name (a macro's too) must be its own declaration of
+            # that same function: before it, alone, the name is undeclared (or another overload's).
+            first = next((k for k, t in enumerate(host_toks) if (t.kind == "id" and t.text == found[0]) or (
+                t.kind == "pp" and found[0] in re.findall(r"[A-Za-z_]\w*", t.text))), None)
+            if first is None or declares.get(first) != found:
+                return (f"main.cpp declares {found[0]}, which the host unit does not declare the same way "
+                        "before any other mention of it")
             continue
         if item.kind == "function":
             found = _prototype(main_toks, item.first, item.body - 1)
