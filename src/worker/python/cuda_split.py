@@ -1084,6 +1084,11 @@ def join_declined(main_text, host_text):
     # Every name the host unit spells anywhere (its directives, comments and strings too: more
     # than it can use, never fewer).
     host_spells = set(re.findall(r"[A-Za-z_]\w*", host_text))
+    # Where the host unit first mentions each name: an identifier's token, or a directive naming it
+    first_mention = {}
+    for k, t in enumerate(host_toks):
+        for word in ([t.text] if t.kind == "id" else re.findall(r"[A-Za-z_]\w*", t.text) if t.kind == "pp" else []):
+            first_mention.setdefault(word, k)
     # What the host unit declares at file scope, by the token of the declared name: (name, types)
     declares = {}
     for item in host_items:
@@ -1110,8 +1115,7 @@ def join_declined(main_text, host_text):
             # Joined, main.cpp's prototype is visible from the host unit's first line on, so the
             # host unit's first mention of the name (a macro's too) must be its own declaration of
             # that same function: before it, alone, the name is undeclared (or another overload's).
-            first = next((k for k, t in enumerate(host_toks) if (t.kind == "id" and t.text == found[0]) or (
-                t.kind == "pp" and found[0] in re.findall(r"[A-Za-z_]\w*", t.text))), None)
+            first = first_mention.get(found[0])
             if first is None or declares.get(first) != found:
                 return (f"main.cpp declares {found[0]}, which the host unit does not declare the same way "
                         "before any other mention of it")
