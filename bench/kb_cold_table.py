@@ -57,8 +57,8 @@ def read(db_path, run_id=None):
         slots = 1
     out = {"run": run_id, "status": status, "slots": slots, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
-           "split": collections.Counter(), "joined": collections.Counter(), "stages": collections.defaultdict(float), "last": None, "verdicts": [],
-           "longest": []}
+           "split": collections.Counter(), "joined": collections.Counter(), "stages": collections.defaultdict(float),
+           "last": None, "verdicts": [], "longest": []}
     for status_, created, result, task in rows:
         out["statuses"][status_] += 1
         t = when(created)

@@ -428,6 +428,18 @@ def _template_of(text, toks, first, last):
     return text[toks[first].start:toks[close].end], names, close + 1
 
 
+def _names_itself(p):
+    """Whether a parameter's last word (p: its tokens) is its name. It is unless it is still the
+    type: a type word is a name too after a complete type (`int dim3`, a real answer's), never after
+    qualifiers alone (`const float4`)."""
+    last = p[-1]
+    return (last.kind == "id" and len(p) >= 2 and not _is_op(p[-2], "::")
+            and not (p[-2].kind == "op" and p[-2].text in ("<", ","))
+            and (last.text not in _TYPE_WORDS or (
+                last.text not in _FUNDAMENTAL | _QUALIFIERS
+                and any((t.kind == "id" and t.text not in _QUALIFIERS) or _is_op(t, "*") for t in p[:-1]))))
+
+
 def _kernel_of(text, toks, item, head_last):
     """The kernel an item declares or defines: its name, its parameters (named) for the launcher,
     its template header where it has one."""
@@ -458,14 +470,7 @@ def _kernel_of(text, toks, item, head_last):
             raise NotSplit("a kernel parameter the launcher cannot pass on as written")
         piece = text[p[0].start:p[-1].end]
         last = p[-1]
-        # the last word is the name unless it is still the type: a type word is a name too after a
-        # complete type (`int dim3`, a real answer's), never after qualifiers alone (`const float4`)
-        named = (last.kind == "id" and len(p) >= 2 and not _is_op(p[-2], "::")
-                 and not (p[-2].kind == "op" and p[-2].text in ("<", ","))
-                 and (last.text not in _TYPE_WORDS or (
-                     last.text not in _FUNDAMENTAL | _QUALIFIERS
-                     and any((t.kind == "id" and t.text not in _QUALIFIERS) or _is_op(t, "*") for t in p[:-1]))))
-        if named:
+        if _names_itself(p):
             names.append(last.text)
         else:
             names.append(f"kwb_split_p{n}")
@@ -1031,10 +1036,8 @@ def _parameter_types(toks, open_, close):
             return None
         if any(w in ("(", "[") for w in words):
             return None  # a function pointer or an array: read no further
-        last = p[-1]
-        if last.kind == "id" and len(p) >= 2 and last.text not in _TYPE_WORDS | _FUNDAMENTAL | _QUALIFIERS and (
-                p[-2].kind == "id" or p[-2].text in ("*", "&", "&&", ">")):
-            words = words[:-1]  # the parameter's name
+        if _names_itself(p):
+            words = words[:-1]
         if not any(w in ("*", "&", "&&", "<") for w in words):
             words = [w for w in words if w not in ("const", "volatile")]  # a top-level qualifier
         types.append(" ".join(words))

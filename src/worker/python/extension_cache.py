@@ -806,7 +806,7 @@ class _BuildHooks:
         """load_inline's main.cpp and the split's host unit as one unit in the ninja file, where
         cuda_split.join_declined allows it (torch's header's instantiation paid once, not twice);
         else as they were, and join_note says why."""
-        if os.environ.get("KWB_CUDA_SPLIT", "1") == "apart":
+        if split_setting() == "apart":
             self.join_note = "not used: KWB_CUDA_SPLIT=apart"
             return
         sources, objects = list(a["sources"]), list(a["objects"])
@@ -1364,6 +1364,13 @@ def _terminate_children(name):
                 pass
 
 
+def split_setting():
+    """KWB_CUDA_SPLIT (docs/sandbox.md): "0" builds every `.cu` whole, as load_inline does; "apart"
+    splits it but keeps main.cpp and the host unit apart; anything else (the default) splits and
+    joins where cuda_split allows."""
+    return os.environ.get("KWB_CUDA_SPLIT", "1")
+
+
 def build_into(arguments, arch, out_dir, pch=None, split=None):
     """Builds with torch's load_inline into out_dir without loading the result (its import step
     replaced): {"ok": True, "pch": note} or {"ok": False, "message": load_inline's error, "pch":
@@ -1386,7 +1393,7 @@ def build_into(arguments, arch, out_dir, pch=None, split=None):
     # a process. Threads that build at once (a benchmark making headers beside builds) otherwise
     # take each other's hooks and flags, and the last to finish can leave the import replaced.
     if split is None:  # KWB_CUDA_SPLIT=0: every `.cu` built whole, as load_inline builds it
-        split = os.environ.get("KWB_CUDA_SPLIT", "1") != "0"
+        split = split_setting() != "0"
     with _build_into_lock:
         return _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split)
 
@@ -1602,7 +1609,7 @@ def _split_likely(arguments):
     """Whether the builder will likely build the CUDA sources split (cuda_split.py): then nvcc is
     done as soon as g++ is, and the build is timed as a C++-only one for the early pass. Read from
     the sources alone (the flags are torch's to make); a wrong guess costs time, never a verdict."""
-    if os.environ.get("KWB_CUDA_SPLIT", "1") == "0":
+    if split_setting() == "0":
         return False
     sources = arguments.get("cuda_sources")
     sources = [sources] if isinstance(sources, str) else sources
