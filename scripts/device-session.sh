@@ -274,39 +274,52 @@ for step in "$@"; do
     # product's default for the format (defaultEvaluationsPerGpu).
     # A mode "M+cached" (after M) runs on M's cache as M left it: no build, the evaluations' own rate.
     # COLD_TASKS: other tasks than the study's 30 (`kwb run --tasks`, e.g. L3 for its ten).
+    # A mode "base:M" runs M with the kwb of COLD_BASE_BUNDLE (a qt-bundle.tar.xz made from another
+    # commit, scripts/device-bundle.sh) beside this tree's worker: a change of kwb's own (the run's
+    # scheduling) side by side with the kwb before it.
     log cold-zero-shot
     need_bundle
+    base_bundle=
+    if [[ -n ${COLD_BASE_BUNDLE:-} ]]; then
+      base_bundle=/tmp/kwb-base-bundle
+      mkdir -p $base_bundle && tar xf "$COLD_BASE_BUNDLE" -C $base_bundle --strip-components=1
+    fi
     recorded=${RECORDED_DIR:-$root/packaging/examples/recorded-qwen3-coder-480b}
     $bundle/run kwb-fixture-llm --recorded "$recorded" --answer-format kernelbench --tasks "$root/tasks" \
       --port ${STUDY_LLM_PORT:-18431} --log "$OUT/llm-cold.log" > /tmp/llm-cold.url 2> "$OUT/llm-cold.err" &
     pid=$!; sleep 1
     rows=(); declare -A caches=()
     for mode in ${COLD_MODES:-whole split}; do
-      db=$OUT/cold-$mode.db; rm -f "$db"
+      file=${mode//:/-} # a file name without ':'
+      db=$OUT/cold-$file.db; rm -f "$db"
       # Without "@N" the product's default for the format (defaultEvaluationsPerGpu: 2 since session 44).
-      evals=(); base=$mode
-      [[ $mode == *@* ]] && { evals=(--evaluations-per-gpu "${mode##*@}"); base=${mode%@*}; }
+      evals=(); base=$mode; kwb_bundle=$bundle
+      if [[ $mode == base:* ]]; then
+        kwb_bundle=${base_bundle:?"cold-zero-shot: $mode needs COLD_BASE_BUNDLE"}; base=${mode#base:}
+      fi
+      [[ $base == *@* ]] && { evals=(--evaluations-per-gpu "${base##*@}"); base=${base%@*}; }
+      key=${mode%@*} # the cache's: "base:split+cached" runs on base:split's
       if [[ $base == *+header ]]; then
-        cache=${caches[${base%+header}]:?"cold-zero-shot: $mode needs ${base%+header} before it"}
+        cache=${caches[${key%+header}]:?"cold-zero-shot: $mode needs ${key%+header} before it"}
         find "$cache" -mindepth 1 -maxdepth 1 ! -name 'kwb_torch_pch-*' -exec rm -rf {} +
         echo "$mode: starts with $(ls "$cache" | tr '\n' ' ')" >> "$OUT/cold-zero-shot.log"
       elif [[ $base == *+cached ]]; then
-        cache=${caches[${base%+cached}]:?"cold-zero-shot: $mode needs ${base%+cached} before it"}
-        echo "$mode: starts with $(ls "$cache" | wc -l) entries of ${base%+cached}'s cache" >> "$OUT/cold-zero-shot.log"
+        cache=${caches[${key%+cached}]:?"cold-zero-shot: $mode needs ${key%+cached} before it"}
+        echo "$mode: starts with $(ls "$cache" | wc -l) entries of ${key%+cached}'s cache" >> "$OUT/cold-zero-shot.log"
       else
         cache=$(mktemp -d /tmp/kwb-cold-cache-XXXX)
       fi
-      caches[$base]=$cache
-      split=1; [[ $mode == whole* ]] && split=0; [[ $mode == apart* ]] && split=apart
+      caches[$key]=$cache
+      split=1; [[ $base == whole* ]] && split=0; [[ $base == apart* ]] && split=apart
       log "cold-zero-shot $mode"
       s=$(date +%s.%N)
-      KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $bundle/run kwb --worker "$worker" \
+      KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $kwb_bundle/run kwb --worker "$worker" \
         run --regime zero-shot --answer-format kernelbench --tasks ${COLD_TASKS:-study} --endpoint "$(head -1 /tmp/llm-cold.url)" \
         --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \
         "${evals[@]}" \
-        --json > "$OUT/cold-$mode.json" 2> "$OUT/cold-$mode.txt"
-      echo "rc=$?" >> "$OUT/cold-$mode.txt"
+        --json > "$OUT/cold-$file.json" 2> "$OUT/cold-$file.txt"
+      echo "rc=$?" >> "$OUT/cold-$file.txt"
       e=$(date +%s.%N)
       rows+=("$mode=$db=$(python3 -c "print(float('$e') - float('$s'))")")
     done
@@ -317,7 +330,7 @@ for step in "$@"; do
       echo
       python3 bench/kb_cold_table.py "${rows[@]}"
     } > "$OUT/cold-zero-shot.md" 2>> "$OUT/cold-zero-shot.log"
-    for mode in ${COLD_MODES:-whole split}; do xz -T0 -3 -f "$OUT/cold-$mode.db"; done
+    for mode in ${COLD_MODES:-whole split}; do xz -T0 -3 -f "$OUT/cold-${mode//:/-}.db"; done
     cat "$OUT/cold-zero-shot.md"
     ;;
   kb-bench)

@@ -601,6 +601,51 @@ private Q_SLOTS:
         QCOMPARE(wireName(again->selected().value(QStringLiteral("L1/1")).status), QStringLiteral("correct"));
     }
 
+    void aTaskBuiltAheadWaitingForTheGpuLetsTheNextOneStart()
+    {
+        // Two tasks in flight, evaluations of 1.5 s on one GPU. While the first task's candidate
+        // is evaluated, the second's is compiled ahead and then waits only for the GPU: it no
+        // longer holds the window, so a third task is asked for and built meanwhile; at most
+        // twice the window is started. Without compile-ahead the GPU's worker compiles, so each
+        // task holds its place until it ends, as before.
+        const Regime regime = *Regime::builtin(QStringLiteral("zero-shot"));
+        for (const int compileWorkers : {1, 0}) {
+            auto c = setUp(regime);
+            m_queue->setCompileWorkerCount(compileWorkers);
+            c->setMaxTasksInFlight(2);
+            m_server->setDefaultReply(reply({QStringLiteral("fake: slow\ndelay_ms: 1500\n") +
+                                             answer(QStringLiteral("s"), QStringLiteral("correct"))}));
+            int started = 0;
+            int most = 0;
+            QStringList events;
+            connect(c.get(), &RunController::taskStarted, this, [&](const QString& t) {
+                most = std::max(most, ++started);
+                events << QStringLiteral("start ") + t;
+            });
+            connect(c.get(), &RunController::taskFinished, this, [&](const QString& t, const QString&) {
+                --started;
+                events << QStringLiteral("end ") + t;
+            });
+            const qint64 run = newRun(regime);
+            QVERIFY(runToEnd(*c, run,
+                             {taskInput(QStringLiteral("L1/1")), taskInput(QStringLiteral("L2/1")),
+                              taskInput(QStringLiteral("L3/1"))}));
+            const auto evals = m_store->evaluations(run);
+            QCOMPARE(evals.size(), 3);
+            for (const auto& e : evals)
+                QCOMPARE(e.status, QStringLiteral("correct"));
+            QCOMPARE(events.size(), 6);
+            const QString trace = events.join(QStringLiteral(", "));
+            if (compileWorkers > 0) {
+                QVERIFY2(events.indexOf(QStringLiteral("start L3/1")) < events.indexOf(QStringLiteral("end L1/1")),
+                         qPrintable(trace));
+                QVERIFY2(most >= 3 && most <= c->maxTasksStarted(), qPrintable(trace));
+            } else {
+                QVERIFY2(most == 2, qPrintable(trace));
+            }
+        }
+    }
+
     void resumeContinuesAtTheNextTurn()
     {
         // Turn 1 of an iterative run was answered and evaluated before the process was killed.

@@ -63,6 +63,13 @@ RunController::RunController(LlmClient* llm, EvaluationQueue* queue, RunStore* s
     connect(m_queue, &EvaluationQueue::jobFinished, this,
             [this](qint64 jobId, const EvaluationResult& evaluation) { onJobFinished(jobId, evaluation.raw); });
     connect(m_queue, &EvaluationQueue::jobFailed, this, &RunController::onJobFailed);
+    connect(m_queue, &EvaluationQueue::jobBuiltAhead, this, [this](qint64 jobId) {
+        if (!m_jobTask.contains(jobId))
+            return;
+        m_builtAhead.insert(jobId);
+        pump();
+    });
+    connect(m_queue, &EvaluationQueue::jobStarted, this, [this](qint64 jobId) { m_builtAhead.remove(jobId); });
 }
 
 RunController::~RunController() = default;
@@ -244,6 +251,7 @@ void RunController::cancel()
         if (id > 0) // not a follower of an identical answer (evaluate identical once)
             m_queue->cancel(id);
     m_active.clear();
+    m_builtAhead.clear();
     m_store->setRunStatus(m_runId, RunStatus::Cancelled);
     QTimer::singleShot(0, this, [this] {
         m_running = false;
@@ -261,9 +269,26 @@ void RunController::pump()
 {
     if (m_cancelled)
         return;
-    while (int(m_active.size()) < m_maxInFlight && m_next < m_tasks.size())
+    // A task whose candidates are built and wait for the GPU is not counted against the window,
+    // so the compile workers go on building the next tasks' answers (a KernelBench-format build
+    // takes tens of seconds, its evaluation a few); the started tasks stay bounded.
+    const auto busy = [this] {
+        return std::count_if(m_active.cbegin(), m_active.cend(),
+                             [this](const auto& entry) { return !waitsOnlyForGpu(*entry.second); });
+    };
+    while (m_next < m_tasks.size() && int(m_active.size()) < maxTasksStarted() && busy() < m_maxInFlight)
         startTask(m_next++);
     maybeFinishRun();
+}
+
+bool RunController::waitsOnlyForGpu(const TaskState& state) const
+{
+    if (state.llmRequest != 0 || state.deferred || state.jobs.isEmpty())
+        return false;
+    for (auto it = state.jobs.cbegin(); it != state.jobs.cend(); ++it)
+        if (it.key() > 0 && !m_builtAhead.contains(it.key())) // > 0: the queue's (else a follower's)
+            return false;
+    return true;
 }
 
 void RunController::maybeFinishRun()
@@ -720,6 +745,7 @@ void RunController::onJobFinished(qint64 jobId, const QJsonObject& result)
         return;
     TaskState* state = stateFor(*it);
     m_jobTask.erase(it);
+    m_builtAhead.remove(jobId);
     if (!state)
         return;
     const PendingEval pending = state->jobs.take(jobId);
@@ -855,6 +881,7 @@ void RunController::finishTask(TaskState* state, const QString& error)
     for (auto it = m_jobTask.begin(); it != m_jobTask.end();) {
         if (*it == index) {
             m_queue->cancel(it.key());
+            m_builtAhead.remove(it.key());
             it = m_jobTask.erase(it);
         } else {
             ++it;

@@ -5,9 +5,10 @@
 // the task's candidate (selection.h). Every prompt, response, candidate and evaluation goes into
 // the RunStore as it finishes.
 //
-// Generation and evaluation overlap: up to maxTasksInFlight() tasks run at once, so the model
-// writes for one task while the GPU evaluates another's candidates. Within a task the turns are
-// sequential (a turn needs the previous turn's evaluation).
+// Generation and evaluation overlap: up to maxTasksInFlight() tasks generate, build or evaluate at
+// once, so the model writes for one task while the GPU evaluates another's candidates, and as many
+// more may wait, built ahead, for a GPU slot. Within a task the turns are sequential (a turn needs
+// the previous turn's evaluation).
 //
 // Resume: start() on an existing run skips every unit RunStore::completedUnits() reports (its
 // stored evaluation is used instead) and reuses stored model answers (answeredUnits()) instead of
@@ -42,6 +43,7 @@
 #include <QList>
 #include <QMap>
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <QVector>
 
@@ -132,8 +134,14 @@ public:
     void setRegimeForLevel(int level, const Regime& regime) { m_levelRegimes.insert(level, regime); }
     Regime regimeFor(const RunTaskInput& task) const { return m_levelRegimes.value(task.level(), m_regime); }
 
+    /// How many tasks are kept generating, building or evaluating at once; as many more may wait,
+    /// their candidates built ahead, for a GPU slot (pump). A built task waiting for the GPU holds
+    /// no compile worker, so counting it would leave the workers idle while the GPUs are behind.
     void setMaxTasksInFlight(int count) { m_maxInFlight = qMax(1, count); }
     int maxTasksInFlight() const { return m_maxInFlight; }
+    /// The most tasks started and not finished at once: maxTasksInFlight() busy ones plus as many
+    /// waiting, built, for a GPU.
+    int maxTasksStarted() const { return 2 * m_maxInFlight; }
     /// The seed distance between turns (modelSeedFor); a run's stored `seeds.turn_stride`.
     void setModelSeedTurnStride(qint64 stride) { m_seedTurnStride = stride; }
     qint64 modelSeedTurnStride() const { return m_seedTurnStride; }
@@ -251,6 +259,9 @@ private:
     };
 
     void pump();
+    /// Whether the task waits only for a GPU slot: no model request, and every job it sent was
+    /// built ahead and not yet taken by a GPU (or waits for an identical answer's evaluation).
+    bool waitsOnlyForGpu(const TaskState& state) const;
     void startTask(int index);
     void advance(TaskState* state);
     void generate(TaskState* state);
@@ -303,6 +314,7 @@ private:
     Regime m_regime;
     QMap<int, Regime> m_levelRegimes;
     int m_maxInFlight = 2;
+    QSet<qint64> m_builtAhead;              ///< queue jobs built ahead that no GPU has taken yet (jobBuiltAhead)
     WorkerRequests::Evaluate m_evalOptions; ///< without its task and answer, which each candidate sets
     ContextBudget m_budget;
     qint64 m_seedTurnStride = kModelSeedTurnStride;

@@ -663,8 +663,9 @@ void EvaluationQueue::startCompiles()
     }
 }
 
-void EvaluationQueue::shareCompile(const Job& compiled)
+QList<qint64> EvaluationQueue::shareCompile(const Job& compiled)
 {
+    QList<qint64> shared;
     for (Job& job : m_jobs) {
         if (job.id == compiled.id || job.gpu >= 0 || job.compile != CompileState::Waiting ||
             job.compileKey != compiled.compileKey || archFor(job) != compiled.cubinArch)
@@ -675,17 +676,21 @@ void EvaluationQueue::shareCompile(const Job& compiled)
         job.cubinSourceHash = compiled.cubinSourceHash;
         job.compileLog = compiled.compileLog;
         job.cubinKernelFacts = compiled.cubinKernelFacts;
+        shared.append(job.id);
     }
+    return shared;
 }
 
 void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, const WorkerResponse& response)
 {
     const qint64 jobId = std::exchange(m_compilers[compilerIndex].job, 0);
     const qsizetype index = indexOfJob(jobId);
+    QList<qint64> built;
     if (index >= 0) {
         Job& job = m_jobs[index];
         if (job.compileRequest == requestId && job.compile == CompileState::Running && job.gpu < 0) {
             job.compile = CompileState::Done;
+            built.append(job.id);
             // A failed compile, or an answer without a cuda block (ok_compile false, no hash),
             // attaches nothing: the GPU worker parses and compiles again and reports what it
             // found, as for any other candidate. The hash is the worker's, of the block its
@@ -701,19 +706,26 @@ void EvaluationQueue::onCompileResponse(int compilerIndex, qint64 requestId, con
             }
             // A KernelBench build's outcome is in the extension cache, a failure's too: the
             // same answer's other jobs are not built again.
-            shareCompile(job);
+            built += shareCompile(job);
         }
     }
     scheduleWork();
+    // Last: a receiver may submit new jobs from here.
+    for (qint64 id : std::as_const(built))
+        Q_EMIT jobBuiltAhead(id);
 }
 
 void EvaluationQueue::onCompileFailure(int compilerIndex, qint64 requestId)
 {
     const qint64 jobId = std::exchange(m_compilers[compilerIndex].job, 0);
     const qsizetype index = indexOfJob(jobId);
-    if (index >= 0 && m_jobs.at(index).compileRequest == requestId && m_jobs.at(index).compile == CompileState::Running)
+    const bool ended =
+        index >= 0 && m_jobs.at(index).compileRequest == requestId && m_jobs.at(index).compile == CompileState::Running;
+    if (ended)
         m_jobs[index].compile = CompileState::Done; // evaluated uncompiled; the GPU worker decides
     scheduleWork();
+    if (ended)
+        Q_EMIT jobBuiltAhead(jobId);
 }
 
 void EvaluationQueue::failJobsWithoutWorkers()

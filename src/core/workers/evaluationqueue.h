@@ -144,6 +144,10 @@ public:
 Q_SIGNALS:
     /// The job was handed to a slot's supervisor; again for a job evaluated again alone.
     void jobStarted(qint64 id);
+    /// The job's compile ahead ended (built, failed, or an identical answer's taken): until
+    /// jobStarted it waits only for a GPU slot, and holds no compile worker. A run keeps more
+    /// tasks going meanwhile (RunController::pump). Never for a job that was not compiled ahead.
+    void jobBuiltAhead(qint64 id);
     /// Jobs ended and jobs submitted since the queue was last empty; coalesced to one signal per
     /// event-loop turn.
     void jobProgress(int done, int total);
@@ -229,8 +233,8 @@ private:
     qsizetype nextReadyJob();
     void dispatchToGpu(int gpuIndex, int slotIndex, qsizetype jobIndex);
     void startCompiles();
-    /// Gives a finished compile's outcome to the jobs that wait for the same key and arch.
-    void shareCompile(const Job& compiled);
+    /// Gives a finished compile's outcome to the jobs that wait for the same key and arch; their ids.
+    QList<qint64> shareCompile(const Job& compiled);
     /// Whether the compile ahead is the build of load_inline extensions (a KernelBench-format
     /// answer), which the GPU must not do itself while the queue builds it.
     static bool buildsExtension(const Job& job);
