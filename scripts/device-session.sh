@@ -274,6 +274,9 @@ for step in "$@"; do
     # product's default for the format (defaultEvaluationsPerGpu).
     # A mode "M+cached" (after M) runs on M's cache as M left it: no build, the evaluations' own rate.
     # COLD_TASKS: other tasks than the study's 30 (`kwb run --tasks`, e.g. L3 for its ten).
+    # A mode "nopause:M" runs M with --no-pause-generation-while-timing: the fixture server is on
+    # this host, so a run pauses its model requests while its jobs hold the GPU by default, as for
+    # a local model server on the GPU (runlaunch.h); the fixture's replies need no GPU.
     # A mode "base:M" runs M with the kwb of COLD_BASE_BUNDLE (a qt-bundle.tar.xz made from another
     # commit, scripts/device-bundle.sh) beside this tree's worker: a change of kwb's own (the run's
     # scheduling) side by side with the kwb before it.
@@ -293,10 +296,14 @@ for step in "$@"; do
       file=${mode//:/-} # a file name without ':'
       db=$OUT/cold-$file.db; rm -f "$db"
       # Without "@N" the product's default for the format (defaultEvaluationsPerGpu: 2 since session 44).
-      evals=(); base=$mode; kwb_bundle=$bundle
-      if [[ $mode == base:* ]]; then
-        kwb_bundle=${base_bundle:?"cold-zero-shot: $mode needs COLD_BASE_BUNDLE"}; base=${mode#base:}
-      fi
+      evals=(); base=$mode; kwb_bundle=$bundle; extra=()
+      while :; do
+        case $base in
+          base:*) kwb_bundle=${base_bundle:?"cold-zero-shot: $mode needs COLD_BASE_BUNDLE"}; base=${base#base:} ;;
+          nopause:*) extra+=(--no-pause-generation-while-timing); base=${base#nopause:} ;;
+          *) break ;;
+        esac
+      done
       [[ $base == *@* ]] && { evals=(--evaluations-per-gpu "${base##*@}"); base=${base%@*}; }
       key=${mode%@*} # the cache's: "base:split+cached" runs on base:split's
       if [[ $base == *+header ]]; then
@@ -317,7 +324,7 @@ for step in "$@"; do
         run --regime zero-shot --answer-format kernelbench --tasks ${COLD_TASKS:-study} --endpoint "$(head -1 /tmp/llm-cold.url)" \
         --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \
-        "${evals[@]}" \
+        "${evals[@]}" "${extra[@]}" \
         --json > "$OUT/cold-$file.json" 2> "$OUT/cold-$file.txt"
       echo "rc=$?" >> "$OUT/cold-$file.txt"
       e=$(date +%s.%N)
