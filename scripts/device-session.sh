@@ -277,6 +277,8 @@ for step in "$@"; do
     # A mode "nopause:M" runs M with --no-pause-generation-while-timing: the fixture server is on
     # this host, so a run pauses its model requests while its jobs hold the GPU by default, as for
     # a local model server on the GPU (runlaunch.h); the fixture's replies need no GPU.
+    # A mode "nonice:M" runs M with KWB_BEFORE_HEADER_NICE=0: builds without torch's header while
+    # the broker makes it run at its niceness, as before session 46 (extension_cache.py).
     # A mode "base:M" runs M with the kwb of COLD_BASE_BUNDLE (a qt-bundle.tar.xz made from another
     # commit, scripts/device-bundle.sh) beside this tree's worker: a change of kwb's own (the run's
     # scheduling) side by side with the kwb before it.
@@ -296,11 +298,12 @@ for step in "$@"; do
       file=${mode//:/-} # a file name without ':'
       db=$OUT/cold-$file.db; rm -f "$db"
       # Without "@N" the product's default for the format (defaultEvaluationsPerGpu: 2 since session 44).
-      evals=(); base=$mode; kwb_bundle=$bundle; extra=()
+      evals=(); base=$mode; kwb_bundle=$bundle; extra=(); nice_env=()
       while :; do
         case $base in
           base:*) kwb_bundle=${base_bundle:?"cold-zero-shot: $mode needs COLD_BASE_BUNDLE"}; base=${base#base:} ;;
           nopause:*) extra+=(--no-pause-generation-while-timing); base=${base#nopause:} ;;
+          nonice:*) nice_env=(KWB_BEFORE_HEADER_NICE=0); base=${base#nonice:} ;;
           *) break ;;
         esac
       done
@@ -320,7 +323,7 @@ for step in "$@"; do
       split=1; [[ $base == whole* ]] && split=0; [[ $base == apart* ]] && split=apart
       log "cold-zero-shot $mode"
       s=$(date +%s.%N)
-      KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $kwb_bundle/run kwb --worker "$worker" \
+      env "${nice_env[@]}" KWB_CUDA_SPLIT=$split KWB_EXTENSION_CACHE=$cache timeout -s INT ${COLD_TIMEOUT:-400} $kwb_bundle/run kwb --worker "$worker" \
         run --regime zero-shot --answer-format kernelbench --tasks ${COLD_TASKS:-study} --endpoint "$(head -1 /tmp/llm-cold.url)" \
         --model "${RECORDED_MODEL:-recorded-model:Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8}" --db "$db" \
         --compile-workers ${COLD_COMPILE_WORKERS:-12} --timing-trials ${COLD_TRIALS:-10} --isolation ${COLD_ISOLATION:-reuse} \

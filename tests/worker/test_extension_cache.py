@@ -36,6 +36,8 @@
 #                           "/dev/zero"`) under the broker: it stops at the broker's RLIMIT_DATA with
 #                           its own "out of memory", the answer's compile error, cached and named
 #   broker_limits_one_workers_share  one worker's builds run two at a time, its connections eight
+#   builds_before_the_header_run_niced  the broker's builder is asked for nice 10 where the header
+#                           is being made (KWB_BEFORE_HEADER_NICE 0-19 instead), for none with it
 #   spare_sees_only_its_folder  (bwrap) a spare in a sandbox like kwb's (an empty tmpfs over the
 #                           cache): its view of the cache is its own folder, not the other build's
 #                           staging folder or entry
@@ -756,6 +758,35 @@ def spare_sees_only_its_folder():
     assert any(not n.startswith(".") for n in on_host), on_host  # the first entry was there to see
 
 
+def builds_before_the_header_run_niced():
+    import importlib.util
+    sys.path.insert(0, STUB)
+    spec = importlib.util.spec_from_file_location("extension_cache_nice", EXT)
+    ec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ec)
+    cache = fresh("pch-nice")
+    asked = []
+    ec.ensure_pch = lambda *a, **k: None  # the header's build: never run here
+    ec._run_builder = lambda config, conn, arguments, arch, staging, pch=None, nice=0: (
+        asked.append((pch, nice)), {"ok": True, "pch": "", "nice": nice})[1]
+    arguments = {"name": "a", "cpp_sources": "", "extra_cflags": [""]}
+    for env, want in ((None, ec.BEFORE_HEADER_NICE), ("0", 0), ("5", 5), ("20", ec.BEFORE_HEADER_NICE),
+                      ("-3", ec.BEFORE_HEADER_NICE), ("x", ec.BEFORE_HEADER_NICE)):
+        if env is None:
+            os.environ.pop("KWB_BEFORE_HEADER_NICE", None)
+        else:
+            os.environ["KWB_BEFORE_HEADER_NICE"] = env
+        result = ec._build_with_pch({"cache_dir": cache}, None, arguments, "", cache)
+        assert asked[-1] == (None, want), (env, asked[-1])
+        assert result["pch"].startswith("not used: " + ec.NO_PCH_YET), result
+        assert result["pch"].endswith(f"; built at nice {want} meanwhile") == (want > 0), (env, result["pch"])
+    os.environ.pop("KWB_BEFORE_HEADER_NICE", None)
+    # With the header made, a build runs at the broker's own niceness.
+    ec.pch_entry = lambda arguments, cache_dir: ("/made/header", "")
+    ec._build_with_pch({"cache_dir": cache}, None, arguments, "", cache)
+    assert asked[-1] == ("/made/header", 0), asked[-1]
+
+
 if __name__ == "__main__":
     setup()
     failed = 0
@@ -765,7 +796,7 @@ if __name__ == "__main__":
                  changed_entry_is_refused, broker_cancels_when_the_worker_goes, verify_remembers_until_a_file_changes,
                  builds_in_one_process_take_turns, request_is_served_by_the_spare, spare_is_never_reused,
                  broker_end_leaves_no_spare, dead_spare_is_replaced, spare_sees_only_its_folder,
-                 precompiled_headers_are_capped, parse_stop_cuts_at_the_answers_end):
+                 precompiled_headers_are_capped, parse_stop_cuts_at_the_answers_end, builds_before_the_header_run_niced):
         try:
             case()
             print(f"PASS {case.__name__}")

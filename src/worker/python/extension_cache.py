@@ -522,6 +522,14 @@ NO_PCH_YET = "none is made yet for these flags"
 BEFORE_HEADER_NICE = 10
 
 
+def before_header_nice():
+    """The niceness of a build without the header while the broker makes it: BEFORE_HEADER_NICE,
+    or KWB_BEFORE_HEADER_NICE where it is 0 to 19 (0: at the broker's own, as before; for runs side
+    by side, device-session.sh's mode `nonice:M`)."""
+    value = os.environ.get("KWB_BEFORE_HEADER_NICE", "")
+    return int(value) if value.isdigit() and int(value) <= 19 else BEFORE_HEADER_NICE
+
+
 def pch_wanted(arguments):
     """What the header a build with these arguments can take is keyed by, in words (build_key's
     ingredients): where a cache's headers were made in another environment (another compiler on
@@ -2030,7 +2038,7 @@ def _build_with_pch(config, conn, arguments, arch, staging):
         making_for = pch_making_for(arguments)  # None: this build is the one that starts it
         why = _make_pch_in_background(config, arguments) or why
     # Without the header while it is being made: niced, so that the header's compile keeps its core.
-    nice = BEFORE_HEADER_NICE if pch is None and why == NO_PCH_YET else 0
+    nice = before_header_nice() if pch is None and why == NO_PCH_YET else 0
     result = _run_builder(config, conn, arguments, arch, staging, pch, nice)
     if result is not None and pch is None:
         result["pch"] = _not_used(why, arguments)
