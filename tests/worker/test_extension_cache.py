@@ -468,11 +468,20 @@ def broker_cancels_when_the_worker_goes():
     assert not [n for n in os.listdir(cache) if not n.startswith(".")], os.listdir(cache)
 
 
-def verify_remembers_until_a_file_changes():
+def own_extension_cache(name, stub=False):
+    """A copy of extension_cache.py of this process's own (its module state apart from any other
+    case's), with the stand-in torch first on the path where `stub`."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("extension_cache_here", EXT)
+    if stub:
+        sys.path.insert(0, STUB)
+    spec = importlib.util.spec_from_file_location(name, EXT)
     ec = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ec)
+    return ec
+
+
+def verify_remembers_until_a_file_changes():
+    ec = own_extension_cache("extension_cache_here")
     cache = fresh("remembered")
 
     def build(arguments, arch, staging):
@@ -504,12 +513,9 @@ def verify_remembers_until_a_file_changes():
 
 
 def builds_in_one_process_take_turns():
-    import importlib.util
     sys.path.insert(0, STUB)
     import torch.utils.cpp_extension as cpp
-    spec = importlib.util.spec_from_file_location("extension_cache_turns", EXT)
-    ec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ec)
+    ec = own_extension_cache("extension_cache_turns")
     real_import = cpp._import_module_from_library
     arch_before = os.environ.get("TORCH_CUDA_ARCH_LIST")
     inside, most, seen_arch = [0], [0], []
@@ -545,11 +551,8 @@ def builds_in_one_process_take_turns():
 
 
 def parse_stop_cuts_at_the_answers_end():
-    import importlib.util
     import secrets
-    spec = importlib.util.spec_from_file_location("extension_cache_stop", EXT)
-    ec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ec)
+    ec = own_extension_cache("extension_cache_stop")
     if shutil.which("g++") is None:
         print("  not run: no g++")
         return
@@ -595,11 +598,7 @@ def parse_stop_cuts_at_the_answers_end():
 
 
 def precompiled_headers_are_capped():
-    import importlib.util
-    sys.path.insert(0, STUB)
-    spec = importlib.util.spec_from_file_location("extension_cache_cap", EXT)
-    ec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ec)
+    ec = own_extension_cache("extension_cache_cap", stub=True)
     cache = fresh("pch-cap")
     started = []
     ec.ensure_pch = lambda *a, **k: started.append(a)  # a header's build: counted, never run
@@ -759,11 +758,7 @@ def spare_sees_only_its_folder():
 
 
 def builds_before_the_header_run_niced():
-    import importlib.util
-    sys.path.insert(0, STUB)
-    spec = importlib.util.spec_from_file_location("extension_cache_nice", EXT)
-    ec = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ec)
+    ec = own_extension_cache("extension_cache_nice", stub=True)
     cache = fresh("pch-nice")
     asked = []
     ec.ensure_pch = lambda *a, **k: None  # the header's build: never run here

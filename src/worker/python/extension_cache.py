@@ -1844,8 +1844,11 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None, nice=0):
     how = "fresh" if spare is None else "spare" if spare.ready() else "spare (starting)"
     if spare is not None:
         staging, published = spare.view, staging
+    request = {"arguments": arguments, "arch": arch, "pch": pch}
+    if nice:
+        request["nice"] = nice
     with open(os.path.join(staging, REQUEST), "w") as f:
-        json.dump(dict({"arguments": arguments, "arch": arch, "pch": pch}, **({"nice": nice} if nice else {})), f)
+        json.dump(request, f)
     with _in_flight_lock:
         _in_flight[0] += 1
         alone = _in_flight[0] == 1
