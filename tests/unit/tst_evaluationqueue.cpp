@@ -1395,10 +1395,13 @@ private Q_SLOTS:
         // Issue 14: the extension cache kwb is told of is the workers' (compile pool's and GPU's).
         const QString extensions = m_dir.filePath(QStringLiteral("extensions-from-kwb"));
         qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
+        // The broker the workers start inherits their environment: its switches reach it this way.
+        qputenv("KWB_BEFORE_HEADER_NICE", "0");
         const auto unset = qScopeGuard([] {
             qunsetenv("KWB_API_KEY");
             qunsetenv("FOO");
             qunsetenv("KWB_EXTENSION_CACHE");
+            qunsetenv("KWB_BEFORE_HEADER_NICE");
         });
         EvaluationQueue queue(QList<int>{2});
         queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
@@ -1414,6 +1417,7 @@ private Q_SLOTS:
             QCOMPARE(environment.value(QLatin1String("PATH")).toString(), qEnvironmentVariable("PATH"));
             QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("2"));
             QCOMPARE(environment.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(), extensions);
+            QCOMPARE(environment.value(QLatin1String("KWB_BEFORE_HEADER_NICE")).toString(), QStringLiteral("0"));
         }
     }
 

@@ -925,8 +925,9 @@ const QStringList& workerEnvironmentNames()
         QStringLiteral("LD_LIBRARY_PATH"), // libtorch and the toolkit outside the loader's paths
         QStringLiteral("KWB_TASKS_DIR"),
         QStringLiteral("KWB_CUDA_INCLUDE_DIR"),
-        QStringLiteral("KWB_EXTENSION_CACHE"), // KernelBench builds: one folder the pool and the GPU share
-        QStringLiteral("KWB_CUDA_SPLIT"),      // 0: a .cu built whole; apart: main.cpp apart (docs/sandbox.md)
+        QStringLiteral("KWB_EXTENSION_CACHE"),    // KernelBench builds: one folder the pool and the GPU share
+        QStringLiteral("KWB_CUDA_SPLIT"),         // 0: a .cu built whole; apart: main.cpp apart (docs/sandbox.md)
+        QStringLiteral("KWB_BEFORE_HEADER_NICE"), // builds while the broker makes torch's header (docs/sandbox.md)
         QStringLiteral("ASAN_OPTIONS"),
         QStringLiteral("UBSAN_OPTIONS"),
         QStringLiteral("LSAN_OPTIONS"),
