@@ -86,6 +86,27 @@ torch::Tensor row_sums(torch::Tensor x) {
 '''
 
 
+# cub in a kernel, CUDA's min in host code: what only nvcc declares or compiles for the host side
+CUB_AND_MIN = LOAD_INLINE_HEAD + r'''#include <torch/extension.h>
+#include <cub/cub.cuh>
+
+__global__ void row_sum_kernel(const float* __restrict__ x, float* out, int cols) {
+    using Reduce = cub::BlockReduce<float, 256>;
+    __shared__ typename Reduce::TempStorage storage;
+    float acc = 0.f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) acc += x[blockIdx.x * cols + c];
+    float total = Reduce(storage).Sum(acc);
+    if (threadIdx.x == 0) out[blockIdx.x] = total;
+}
+
+torch::Tensor row_sum(torch::Tensor x) {
+    auto out = torch::zeros({x.size(0)}, x.options());
+    int rows = max((int)x.size(0), 0);
+    row_sum_kernel<<<min(rows, 65535), 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), (int)x.size(1));
+    return out;
+}
+'''
+
 TEMPLATED = LOAD_INLINE_HEAD + r'''#include <torch/extension.h>
 
 template <typename scalar_t>
@@ -234,8 +255,16 @@ def declines_what_it_cannot_split_faithfully():
     declined("#ifdef __CUDACC__\n#define HD __host__ __device__\n#else\n#define HD\n#endif\n" + k + host, "tests __CUDACC__")
     declined("#if defined(X) && __CUDACC_VER_MAJOR__ >= 12 // new\n#endif\n" + k + host, "tests __CUDACC_VER_MAJOR__")
     declined(k + "void f(torch::Tensor t) { int v = __NVCC__; k<<<1, 32>>>(t.data_ptr<float>()); }\n", "tests __NVCC__")
-    declined("#include <cub/cub.cuh>\n" + k + host, "cub's headers")
-    declined("#  include \"thrust/reduce.h\"\n" + k + host, "thrust's headers")
+    # cub's, thrust's or CUTLASS's headers, where the host unit would need them: named by host code,
+    # by a macro both units get, by a directive's test, through libcu++'s `cuda::`
+    cub_host = "void f(torch::Tensor t) { size_t b = 0; cub::DeviceReduce::Sum(nullptr, b, (float*)0, (float*)0, 1); }\n"
+    declined("#include <cub/cub.cuh>\n" + k + cub_host, "cub's headers, which only nvcc compiles for the host, named there (cub::)")
+    declined("#  include \"thrust/reduce.h\"\n" + k + "void g() { thrust::device_vector<float> v(4); }\n" + host,
+             "thrust's headers")
+    declined("#include <cub/cub.cuh>\nusing namespace cub;\n" + k + host, "named there (cub)")
+    declined("#include <cub/cub.cuh>\n#define CHECK(x) CubDebugExit(x)\n" + k + host, "named there (CubDebugExit)")
+    declined("#include <thrust/reduce.h>\n#if THRUST_VERSION >= 100000\n#define NEW 1\n#endif\n" + k + host, "(THRUST_)")
+    declined("#include <cub/cub.cuh>\n" + k + "void g() { cuda::std::size_t n = 0; }\n" + host, "(cuda::)")
     # a template argument the device unit cannot see where it instantiates (a real answer's: local
     # constexprs of the host function), or declared only after the kernel
     tk2 = "template <int TX>\n__global__ void k(float* x) { x[TX] = 0; }\n"
@@ -249,6 +278,12 @@ def declines_what_it_cannot_split_faithfully():
               "struct Cfg { static constexpr int C = 4; };\n" + tk2 +
               "void f(torch::Tensor t) { k<TILE * W + cfg::R + Cfg::C + sizeof(float) + 1><<<1, 1>>>(t.data_ptr<float>()); }\n")
     assert "&kwb_split_launch_k<TILE * W + cfg::R + Cfg::C + sizeof(float) + 1>;" in s.device, s.device
+    # included, and used by kernels only or not at all: the device unit includes it, the host unit not
+    for kernel in (k, "__global__ void k(float* x) { using R = cub::BlockReduce<float, 32>; __shared__ R::TempStorage s;\n"
+                      "  float v = R(s).Sum(x[threadIdx.x]); if (threadIdx.x == 0) x[0] = v; }\n"):
+        s = split("#include <torch/extension.h>\n#include <cub/cub.cuh> // reductions\n" + kernel + host
+                  + "// cub::DeviceReduce, \"cub::\" in a comment and a string\n")
+        assert "#include <cub/cub.cuh>" in s.device and "cub/" not in s.host, s.host
     # named in a comment or a string only: split as ever
     split("// needs __CUDACC__? no\n#define NAME \"__NVCC__\" /* __CUDACC__ */\n" + k + host)
     # torch in a host function, in a host struct, in a using: the host unit's alone, split
@@ -477,7 +512,7 @@ def compiles_with_nvcc_and_gxx():
                         "#define TORCH_CHECK(c, ...) do { if (!(c)) throw std::runtime_error(\"check\"); } while (0)\n"
                         "#define AT_DISPATCH_FLOATING_TYPES(T, NAME, ...) [&] { { using scalar_t = double; (__VA_ARGS__)(); }"
                         " { using scalar_t = float; (__VA_ARGS__)(); } }()\n")
-        for n, text in enumerate((ELEMENTWISE, NAMESPACED, TEMPLATED)):
+        for n, text in enumerate((ELEMENTWISE, NAMESPACED, TEMPLATED, CUB_AND_MIN)):
             s = split(text, ["#define __CUDA_NO_HALF_OPERATORS__ 1"])
             dev, host = os.path.join(root, f"{n}.device.cu"), os.path.join(root, f"{n}.host.cpp")
             open(dev, "w").write(s.device)
@@ -513,12 +548,85 @@ def compiles_with_nvcc_and_gxx():
         shutil.rmtree(root, ignore_errors=True)
 
 
+# Host code calling CUDA's unqualified min and max over pairs of argument types: whether each call
+# compiles (SFINAE), and its result's type and value. nvcc's host pass declares CUDA's overloads; the
+# host unit has them only from the split's prelude.
+MIN_MAX_PROBE = r"""#include <cstdint>
+#include <cstdio>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+template <class A, class B, class = void> struct can_min : std::false_type {};
+template <class A, class B> struct can_min<A, B, decltype((void)min(std::declval<A>(), std::declval<B>()))> : std::true_type {};
+template <class A, class B, class = void> struct can_max : std::false_type {};
+template <class A, class B> struct can_max<A, B, decltype((void)max(std::declval<A>(), std::declval<B>()))> : std::true_type {};
+template <class R> void show(const char* op, const char* a, const char* b, R r) {
+  std::printf("%s(%s,%s) -> %zu %s %.3f\n", op, a, b, sizeof(R),
+              std::is_floating_point<R>::value ? "float" : std::is_signed<R>::value ? "signed" : "unsigned", double(r));
+}
+template <class A, class B> void row(const char* a, const char* b) {
+  if constexpr (can_min<A, B>::value) show("min", a, b, min(A(-1), B(5))); else std::printf("min(%s,%s) -> none\n", a, b);
+  if constexpr (can_max<A, B>::value) show("max", a, b, max(A(-1), B(5))); else std::printf("max(%s,%s) -> none\n", a, b);
+}
+#define ROW(X) row<X, int>(#X, "int"); row<X, unsigned>(#X, "unsigned"); row<X, long>(#X, "long"); \
+  row<X, unsigned long>(#X, "unsigned long"); row<X, long long>(#X, "long long"); \
+  row<X, unsigned long long>(#X, "unsigned long long"); row<X, float>(#X, "float"); row<X, double>(#X, "double"); \
+  row<X, short>(#X, "short"); row<X, char>(#X, "char"); row<X, bool>(#X, "bool"); row<X, size_t>(#X, "size_t"); \
+  row<X, int64_t>(#X, "int64_t");
+int main() {
+  ROW(int) ROW(unsigned) ROW(long) ROW(unsigned long) ROW(long long) ROW(unsigned long long) ROW(float)
+  ROW(double) ROW(short) ROW(char) ROW(bool) ROW(size_t) ROW(int64_t)
+  std::printf("umin %u llmax %lld ullmin %llu\n", umin(3u, 9u), llmax(-4ll, 2ll), ullmin(7ull, 8ull));
+  return 0;
+}
+"""
+
+
+def host_min_max_as_nvcc():
+    """An unqualified min in host code splits: the host unit declares CUDA's overloads (only where the
+    source names one), and g++ resolves every pair of argument types as nvcc's host pass does."""
+    assert cs.HOST_MIN_MAX not in split(ELEMENTWISE).host
+    host = split(MIN_MAX_PROBE).host
+    assert cs.HOST_MIN_MAX in host
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc is None:
+        print("  (no nvcc: the resolution is not compared)")
+        return
+    root = tempfile.mkdtemp(prefix="kwb-split-minmax-")
+    try:
+        cu, cpp, bare = (os.path.join(root, n) for n in ("probe.cu", "probe.kwb-host.cpp", "bare.kwb-host.cpp"))
+        open(cu, "w").write(MIN_MAX_PROBE)
+        open(cpp, "w").write(host)
+        open(bare, "w").write(host.replace(cs.HOST_MIN_MAX, ""))
+        tables = []
+        for compiler, source in ((nvcc, cu), (os.environ.get("CXX", "c++"), cpp)):
+            flags = nvcc_include_flags(nvcc) if source == cpp else []
+            exe = source + ".exe"
+            done = subprocess.run([compiler, "-std=c++17", *flags, source, "-o", exe], capture_output=True, text=True)
+            assert done.returncode == 0, f"{compiler} {source}:\n{done.stderr[-3000:]}"
+            tables.append(subprocess.run([exe], capture_output=True, text=True, check=True).stdout)
+        nvcc_table, gxx_table = tables
+        lines = nvcc_table.splitlines()
+        # the probe tells calls apart: some pairs are ambiguous under CUDA's set, others resolve to
+        # another type than the arguments'
+        assert "min(int,long) -> none" in lines and "min(int,unsigned) -> 4 unsigned 5.000" in lines, nvcc_table
+        assert len(lines) == 2 * 13 * 13 + 1, len(lines)
+        differ = [(a, b) for a, b in zip(lines, gxx_table.splitlines()) if a != b]
+        assert nvcc_table == gxx_table, f"nvcc against the host unit: {differ[:5]}"
+        # and without the prelude, g++ knows no min at all
+        done = subprocess.run([os.environ.get("CXX", "c++"), "-std=c++17", *nvcc_include_flags(nvcc), "-fsyntax-only",
+                               bare], capture_output=True, text=True)
+        assert done.returncode != 0 and "min" in done.stderr, done.stderr[-1000:]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 if __name__ == "__main__":
     cases = [keeps_every_line_where_it_was, device_unit_has_kernels_and_launchers,
              host_unit_launches_through_the_launcher, multiline_launch_in_a_namespace, template_kernels_by_their_dispatch,
              declines_what_it_cannot_split_faithfully, unnamed_and_typed_parameters, flags_that_must_agree,
              nvcc_host_compiler_from_flags, joins_main_cpp_only_where_neither_part_can_read_differently,
-             reads_any_text_without_crashing, compiles_with_nvcc_and_gxx]
+             reads_any_text_without_crashing, compiles_with_nvcc_and_gxx, host_min_max_as_nvcc]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     failed = 0
     for case in [c for c in cases if not only or c.__name__ in only]:

@@ -31,6 +31,9 @@
 #   split_build_of_a_cuda_answer (--nvcc) a CUDA answer built split (cuda_split.py): the device unit
 #                            by nvcc without torch, the host unit by g++ with the header in one
 #                            unit with main.cpp, linked
+#   split_build_of_what_only_nvcc_declares (--nvcc) host code calling CUDA's unqualified min and
+#                            max, which only nvcc's host pass declares, in a .cu that includes cub
+#                            for nothing: built split under torch's real header
 #   a_kernels_own_error_from_the_device_unit (--nvcc) a kernel naming what nothing declares, and
 #                            threadIdx.w: the device unit's messages are the answer's compile error,
 #                            without a whole build
@@ -61,6 +64,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtu
 ROOT = None  # the test's folder (made by the run, not by the runner's import of this file)
 sys.path.insert(0, WORKER_SRC)
 import extension_cache as ec  # noqa: E402
+import cuda_split as cs  # noqa: E402
 
 try:
     import torch
@@ -569,6 +573,27 @@ def split_build_of_a_cuda_answer():
     print(f"  built split in {seconds:.1f} s (a whole build of this .cu does not compile under this torch)")
 
 
+def split_build_of_what_only_nvcc_declares():
+    """Host code calling CUDA's unqualified min and max (which only nvcc's host pass declares), in a
+    `.cu` that includes cub without using it (a real answer's shape): built split, the host unit with
+    CUDA's overloads after torch's real header (cuda_split.HOST_MIN_MAX) and without cub's headers."""
+    cache = os.path.join(ROOT, "split")  # the header made by split_build_of_a_cuda_answer, where it ran
+    source = SPLIT_ANSWER["cuda_sources"].replace(
+        "scale_k<<<(n + 255) / 256, 256>>>",
+        "int blocks = min((int)((n + 255) / 256), 65535);\n    scale_k<<<max(blocks, 1), 256>>>")
+    source = source.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n#include <cub/cub.cuh>\n")
+    assert "min((int)" in source and "cub/cub.cuh" in source
+    answer = dict(SPLIT_ANSWER, name="kwb_split_nvcc_only", extra_ldflags=_stand_in_cuda_libraries(), cuda_sources=source)
+    make_pch(answer, cache)
+    directory, m = ec.entry_for(answer, "sm_80", cache)[:2]
+    assert m["ok"], m["message"][-3000:]
+    assert m["split"] == "used" and m["pch"].startswith("used: "), (m["split"], m["pch"])
+    units = {f: open(os.path.join(directory, f)).read() for f in m["files"] if f.startswith("cuda.kwb-")}
+    assert "cub/cub.cuh" in units["cuda.kwb-device.cu"], sorted(units)
+    host = next(text for f, text in units.items() if f.endswith(".cpp"))
+    assert "cub/" not in host and cs.HOST_MIN_MAX in host, host[:3000]
+
+
 def a_kernels_own_error_from_the_device_unit():
     cache = os.path.join(ROOT, "split")  # the header made by the case before, where it ran
     for n, (wrong, said) in enumerate((("c[i] = a[i] * s + undeclared_scale;", 'identifier "undeclared_scale" is undefined'),
@@ -702,7 +727,7 @@ if __name__ == "__main__":
             print(f"skipped: no nvcc under CUDA_HOME ({cpp.CUDA_HOME})")
             sys.exit(77)
         cases = [nvcc_build_stopped_at_a_cpp_error, nvcc_build_stopped_by_the_brokers_pass, split_build_of_a_cuda_answer,
-                 a_kernels_own_error_from_the_device_unit, split_build_falls_back_to_the_whole,
+                 split_build_of_what_only_nvcc_declares, a_kernels_own_error_from_the_device_unit, split_build_falls_back_to_the_whole,
                  split_build_joins_main_cpp_or_builds_apart, split_build_reports_a_main_cpp_error]
     else:
         cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,

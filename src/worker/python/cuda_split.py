@@ -33,7 +33,8 @@
 # __constant__), torch's names in code the device unit needs, an anonymous namespace or `static`
 # around a kernel (its launcher would be another unit's), a preprocessor directive inside a
 # declaration, a test of a macro only nvcc defines for the host (`#ifdef __CUDACC__`), cub's,
-# thrust's or CUTLASS's headers, and anything the reading below does not parse.
+# thrust's or CUTLASS's headers where host code names them, and anything the reading below does not
+# parse.
 import os
 import re
 
@@ -72,8 +73,16 @@ TORCH_INCLUDE = re.compile(r'#\s*include\s*[<"]\s*(torch|ATen|c10|caffe2|pybind1
 # load_inline's build, so a source that names one is built whole.
 NVCC_HOST_MACROS = re.compile(r"\b(__CUDACC\w*|__NVCC\w*|__CUDA_ARCH_LIST__|__CUDA_MINIMUM_ARCH__|__CUDA_API_VER_\w*)")
 # Headers only nvcc compiles for the host (their host code launches kernels; g++ 12 with CUDA 13's
-# CCCL stops in them): a split build of a source that includes one would fail and fall back anyway.
+# CCCL stops in them). The device unit includes them as the answer does; the host unit leaves them
+# out where nothing it holds names them (NVCC_ONLY_NAMES), as in answers that include cub and use
+# it in kernels only, or not at all: a host unit that still needed one of their declarations does
+# not compile, and the whole `.cu` is built.
 NVCC_ONLY_INCLUDE = re.compile(r'#\s*include\s*[<"]\s*(cub|thrust|cutlass|cute)/')
+# What names those libraries: their namespaces (and libcu++'s `cuda::`, which they bring), their
+# macros and CCCL's, including in a directive's test (`#if CUB_VERSION`), where a missing macro
+# would read as 0 rather than fail.
+NVCC_ONLY_NAMES = re.compile(r"\b(?:cub|thrust|cutlass|cute)\b|\bcuda\s*::|\b_*(?:CUB|THRUST|CUTLASS|CUTE|CCCL|LIBCUDACXX)_"
+                             r"|\b_*Cub[A-Z]\w*")
 # Headers torch/extension.h brings into a `.cu` before the answer's own code (under nvcc): the
 # device unit includes them first so the kernels see the same declarations (math overloads,
 # fixed-width integers, half types) as in load_inline's build.
@@ -81,6 +90,51 @@ DEVICE_PRELUDE = ("cstddef", "cstdint", "cmath", "cfloat", "climits", "cassert",
                   "type_traits", "utility", "cuda_fp16.h", "cuda_bf16.h")
 # What nvcc includes into every `.cu` for the host side too; the half types as torch brings them.
 HOST_PRELUDE = ("cuda_runtime.h", "cuda_fp16.h", "cuda_bf16.h")
+# CUDA's integer and floating-point min and max, which nvcc's host pass declares at file scope in
+# every `.cu` (crt/math_functions.hpp, only under __CUDACC__) and g++ with cuda_runtime.h does not.
+# Host code that calls an unqualified `min` compiles under nvcc only; the host unit gets the same
+# overload set, spelled as that header spells it (the helpers `inline`, the overloads `static
+# inline`, `long` as wide as `int` or `long long`), where the source names one of them, so each call
+# resolves to the same function, type and value as in load_inline's build (test_cuda_split's
+# host_min_max_as_nvcc compares both compilers' resolution over pairs of argument types).
+MIN_MAX_NAMES = {"min", "max", "umin", "umax", "llmin", "llmax", "ullmin", "ullmax"}
+
+
+def _min_max_prelude():
+    lines = []
+    for op, cmp in (("min", "<"), ("max", ">")):
+        for t, name in (("int", op), ("unsigned int", "u" + op), ("long long int", "ll" + op),
+                        ("unsigned long long int", "ull" + op)):
+            lines.append(f"inline {t} {name}(const {t} a, const {t} b) {{ if (a {cmp} b) return a; return b; }}")
+    # C's fmin and fmax as compiler builtins: the same IEEE results, without <math.h>'s declarations,
+    # which cuda_runtime.h gives g++ no more than nvcc's host pass.
+    for op, f in (("min", "__builtin_fmin"), ("max", "__builtin_fmax")):
+        u, ll, ull = "u" + op, "ll" + op, "ull" + op
+        ui, uli, ulli = "unsigned int", "unsigned long int", "unsigned long long int"
+        lines += [
+            f"static inline {ui} {op}(const {ui} a, const {ui} b) {{ return {u}(a, b); }}",
+            f"static inline {ui} {op}(const int a, const {ui} b) {{ return {u}(static_cast<{ui}>(a), b); }}",
+            f"static inline {ui} {op}(const {ui} a, const int b) {{ return {u}(a, static_cast<{ui}>(b)); }}",
+            f"static inline long int {op}(const long int a, const long int b) {{ if (sizeof(long int) == sizeof(int))"
+            f" return static_cast<long int>(::{op}(static_cast<int>(a), static_cast<int>(b)));"
+            f" return static_cast<long int>({ll}(static_cast<long long int>(a), static_cast<long long int>(b))); }}"]
+        for a, b in ((uli, uli), ("long int", uli), (uli, "long int")):
+            lines.append(f"static inline {uli} {op}(const {a} a, const {b} b) {{ if (sizeof({uli}) == sizeof({ui}))"
+                         f" return static_cast<{uli}>({u}(static_cast<{ui}>(a), static_cast<{ui}>(b)));"
+                         f" return static_cast<{uli}>({ull}(static_cast<{ulli}>(a), static_cast<{ulli}>(b))); }}")
+        lines += [
+            f"static inline long long int {op}(const long long int a, const long long int b) {{ return {ll}(a, b); }}",
+            f"static inline {ulli} {op}(const {ulli} a, const {ulli} b) {{ return {ull}(a, b); }}",
+            f"static inline {ulli} {op}(const long long int a, const {ulli} b) {{ return {ull}(static_cast<{ulli}>(a), b); }}",
+            f"static inline {ulli} {op}(const {ulli} a, const long long int b) {{ return {ull}(a, static_cast<{ulli}>(b)); }}",
+            f"static inline float {op}(const float a, const float b) {{ return {f}f(a, b); }}",
+            f"static inline double {op}(const double a, const double b) {{ return {f}(a, b); }}",
+            f"static inline double {op}(const float a, const double b) {{ return {f}(static_cast<double>(a), b); }}",
+            f"static inline double {op}(const double a, const float b) {{ return {f}(a, static_cast<double>(b)); }}"]
+    return "\n".join(lines) + "\n"
+
+
+HOST_MIN_MAX = _min_max_prelude()
 
 _SPECIFIERS = {"__global__", "__device__", "__host__", "__forceinline__", "__noinline__", "inline", "static",
                "constexpr", "extern", "template", "__inline__", "virtual", "explicit", "friend"}
@@ -609,6 +663,7 @@ def _split(text, path, host_macros):
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     toks = _tokens(text)
+    nvcc_only = None  # the first of NVCC_ONLY_INCLUDE's libraries the source includes
     for t in toks:
         if t.kind == "id" and NVCC_HOST_MACROS.fullmatch(t.text):
             raise NotSplit(f"the source tests {t.text}, which only nvcc defines for the host code")
@@ -618,7 +673,7 @@ def _split(text, path, host_macros):
                 raise NotSplit(f"the source tests {m.group(1)}, which only nvcc defines for the host code")
             m = NVCC_ONLY_INCLUDE.match(t.text)
             if m:
-                raise NotSplit(f"{m.group(1)}'s headers, which only nvcc compiles for the host")
+                nvcc_only = nvcc_only or m.group(1)
     items = _items(toks, 0, len(toks))
 
     dev, host = [], []  # each unit's rewrites: ((start offset, end offset), the text in its place)
@@ -640,6 +695,8 @@ def _split(text, path, host_macros):
                     raise NotSplit("a launch in a macro")
                 if TORCH_INCLUDE.match(source):
                     dev.append((span, _blank(source)))
+                if NVCC_ONLY_INCLUDE.match(source):
+                    host.append((span, _blank(source)))
                 defined = _DEFINE.match(source)
                 if defined:
                     visible.setdefault(defined.group(1), item.first)
@@ -766,10 +823,31 @@ def _split(text, path, host_macros):
             dev[kernel.dev_entry] = (span, f'{content}\n#line 1 "{LAUNCHER_FILE}"\n{launcher}\n#line {resume} "{quoted}"\n')
     device = _apply(text, dev)
     host_text = _apply(text, host)
+    if nvcc_only:
+        named = _names_nvcc_only(_tokens(host_text))
+        if named:
+            raise NotSplit(f"{nvcc_only}'s headers, which only nvcc compiles for the host, named there ({named})")
     device = ("".join(f"#include <{h}>\n" for h in DEVICE_PRELUDE) + f'#line 1 "{quoted}"\n' + device)
+    names_min_max = any(t.kind == "id" and t.text in MIN_MAX_NAMES for t in toks)
     host_text = ("".join(f"{m}\n" for m in host_macros) + "".join(f"#include <{h}>\n" for h in HOST_PRELUDE)
-                 + f'#line 1 "{quoted}"\n' + host_text)
+                 + (HOST_MIN_MAX if names_min_max else "") + f'#line 1 "{quoted}"\n' + host_text)
     return Split(device, host_text, list(kernels.values()), left_out)
+
+
+def _names_nvcc_only(toks):
+    """The first word of NVCC_ONLY_NAMES among the tokens the unit compiles (identifiers, and a
+    directive's words outside its comments and strings), or None."""
+    for k, t in enumerate(toks):
+        if t.kind == "pp":
+            m = NVCC_ONLY_NAMES.search(_directive_code(t.text))
+            if m:
+                return m.group(0)
+        elif t.kind == "id":
+            scoped = t.text + ("::" if k + 1 < len(toks) and _is_op(toks[k + 1], "::") else "")
+            m = NVCC_ONLY_NAMES.match(scoped)
+            if m and m.end() >= len(t.text):
+                return scoped
+    return None
 
 
 def _launches(toks, item):
