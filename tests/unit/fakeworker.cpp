@@ -694,6 +694,7 @@ QJsonObject answer(const QJsonObject& request)
 void answerWarm(const QJsonObject& request)
 {
     qint64 waitMs = 0, warmMs = 0;
+    const bool again = g_warm; // as kwb-worker: already_warm, every GPU part 0, the Python's own time
     if (!g_warm) {
         const bool locked = g_quietLockFd >= 0 && g_warmMode == QLatin1String("answer");
         const qint64 asked = nowMs();
@@ -726,12 +727,17 @@ void answerWarm(const QJsonObject& request)
             errorResponse(request, QStringLiteral("internal"), QStringLiteral("fake worker: warm failed")));
     QJsonObject response = envelope(request);
     response.insert(QStringLiteral("device"), QStringLiteral("cuda"));
-    response.insert(QStringLiteral("warm_ms"), QJsonObject{{QStringLiteral("quiet_wait"), double(waitMs)},
-                                                           {QStringLiteral("context"), double(warmMs)},
-                                                           {QStringLiteral("cublas"), 0.0},
-                                                           {QStringLiteral("cudnn"), 0.0},
-                                                           {QStringLiteral("evaluator"), 0.0},
-                                                           {QStringLiteral("total"), double(waitMs + warmMs)}});
+    QJsonObject parts{{QStringLiteral("quiet_wait"), double(waitMs)},
+                      {QStringLiteral("context"), double(warmMs)},
+                      {QStringLiteral("cublas"), 0.0},
+                      {QStringLiteral("cudnn"), 0.0},
+                      {QStringLiteral("evaluator"), 0.0},
+                      {QStringLiteral("total"), double(waitMs + warmMs)}};
+    if (request.value(QLatin1String("python")).toBool())
+        parts.insert(QStringLiteral("python"), 7.0);
+    if (again)
+        response.insert(QStringLiteral("already_warm"), true);
+    response.insert(QStringLiteral("warm_ms"), parts);
     writeLine(response);
 }
 

@@ -616,6 +616,49 @@ private Q_SLOTS:
         QVERIFY(warms >= 1);
     }
 
+    void spareWarmedBeforeTheFirstKernelBenchJobStartsItsPython()
+    {
+        // A run's spares start before its first KernelBench-format job turns the Python on
+        // (EvaluationQueue): each is warmed again then, for the Python alone, before it takes a job.
+        QProcessEnvironment extra;
+        extra.insert(QStringLiteral("FAKEWORKER_WARM_DELAY_MS"), QStringLiteral("60")); // the first warm's context
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        const QStringList warmedOnce{QStringLiteral("hello"), QStringLiteral("warm")};
+        QCOMPARE(typesReadBy(log, sparePid), warmedOnce);
+        const auto pythonAsked = [&] {
+            QList<bool> asked;
+            for (const QJsonObject& entry : loggedRequests(log))
+                if (entry.value(QLatin1String("pid")).toInteger() == sparePid &&
+                    entry.value(QLatin1String("type")).toString() == QLatin1String("warm"))
+                    asked.append(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("python")));
+            return asked;
+        };
+        QCOMPARE(pythonAsked(), QList<bool>{false});
+
+        supervisor->setWarmPython(true);
+        QTRY_COMPARE_WITH_TIMEOUT(pythonAsked(), (QList<bool>{false, true}), kWaitMs);
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        // Once only: turned on again, nothing more is sent.
+        supervisor->setWarmPython(true);
+        const Ending second = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
+        QVERIFY2(second.hasResponse, qPrintable(second.message));
+        QCOMPARE(pidOf(second), sparePid);
+        QCOMPARE(typesReadBy(log, sparePid), (QStringList{QStringLiteral("hello"), QStringLiteral("warm"),
+                                                          QStringLiteral("warm"), QStringLiteral("evaluate")}));
+        // It takes over with the first warm's timings and the Python's beside them.
+        const HelloInfo hello = helloOf(available, sparePid);
+        QVERIFY(hello.warmMs);
+        QVERIFY2(hello.warmMs->value(QStringLiteral("context")) >= 60,
+                 qPrintable(QString::number(hello.warmMs->value(QStringLiteral("context")))));
+        QCOMPARE(hello.warmMs->value(QStringLiteral("python")), 7.0);
+    }
+
     void requestWaitsForAWarmingSpare()
     {
         // The spare's warm-up lasts until the test opens its gate.

@@ -267,7 +267,7 @@ qint64 EvaluationQueue::submit(const WorkerRequests::Evaluate& request, int time
         m_warmPython = true;
         for (const Gpu& gpu : std::as_const(m_gpus))
             for (const Slot& slot : gpu.gpuSlots)
-                slot.supervisor->setWarmPython(true); // only this: the spares already started stay
+                slot.supervisor->setWarmPython(true); // the spares already warmed: again, for the Python
         for (const Compiler& compiler : std::as_const(m_compilers))
             compiler.supervisor->setWarmPython(true);
     }

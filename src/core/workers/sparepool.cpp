@@ -20,8 +20,17 @@ std::optional<HelloInfo> helloAfterWarm(const HelloInfo& hello, const QJsonObjec
     if (responseType(answer) != ResponseType::Warm)
         return std::nullopt;
     HelloInfo warmed = hello;
-    if (const WarmInfo warm = decodeWarm(answer); warm.ms)
+    const WarmInfo warm = decodeWarm(answer);
+    if (warm.alreadyWarm && hello.warmMs && warm.ms) {
+        // A second warm (the Python's, asked for after the first): the first's timings stay, with
+        // the Python's added.
+        QMap<QString, double> merged = *hello.warmMs;
+        if (const auto python = warm.ms->constFind(QStringLiteral("python")); python != warm.ms->cend())
+            merged.insert(python.key(), python.value());
+        warmed.warmMs = merged;
+    } else if (warm.ms) {
         warmed.warmMs = warm.ms;
+    }
     return warmed;
 }
 
@@ -97,6 +106,28 @@ void SparePool::trim()
     // The youngest are the furthest behind (they started last).
     while (m_spares.size() > keptCount())
         discard(m_spares.last().process);
+}
+
+void SparePool::setWarmPython(bool enabled)
+{
+    const bool turnedOn = enabled && !m_warmPython;
+    m_warmPython = enabled;
+    // The spares started before the first KernelBench-format job (a run's first answers, while
+    // its builds take 20-40 s) would otherwise each make an evaluation wait for torch's import:
+    // 5-12 s apiece on a busy machine (session 47's cold runs, four at each run's start).
+    if (!turnedOn || m_launch->target.isRemote())
+        return;
+    if (m_warmWhileBusy)
+        warmIdleSpare();
+    else
+        armIdleWarm();
+}
+
+bool SparePool::warmDue(const SpareWorker& spare) const
+{
+    if (!spare.warmAnswered)
+        return true;
+    return m_warmPython && spare.knowsWarm && !spare.warmSentPython;
 }
 
 void SparePool::setWarm(bool enabled)
@@ -242,9 +273,9 @@ void SparePool::warmIdleSpare()
             if (spare.state == WorkerState::Warming)
                 return;
     for (SpareWorker& spare : m_spares) {
-        if (spare.state == WorkerState::Idle && !spare.warmAnswered && warmWanted(spare.hello)) {
+        if (spare.state == WorkerState::Idle && warmDue(spare) && warmWanted(spare.hello)) {
             spare.state = WorkerState::Warming;
-            spare.warmId = sendWarm(spare.process);
+            spare.warmId = sendWarm(spare);
             if (!m_warmWhileBusy)
                 return;
         }
@@ -259,12 +290,13 @@ bool SparePool::warmWanted(const HelloInfo& hello) const
     return m_warm && !m_launch->target.isRemote() && !saysNoLock;
 }
 
-QString SparePool::sendWarm(QProcess* process)
+QString SparePool::sendWarm(SpareWorker& spare)
 {
     const QString id = nextId(QStringLiteral("kwb-warm"));
     QJsonObject request = WorkerRequests::warm(m_warmPython);
     request.insert(QLatin1String("id"), id);
-    process->write(ProtocolCodec::encodeRequest(request));
+    spare.warmSentPython = m_warmPython;
+    spare.process->write(ProtocolCodec::encodeRequest(request));
     return id;
 }
 
@@ -331,6 +363,7 @@ bool SparePool::takeAnswer(SpareWorker& spare, const QJsonObject& response)
         const std::optional<HelloInfo> hello = helloAfterWarm(spare.hello, response, spare.warmId);
         if (!hello)
             return false;
+        spare.knowsWarm = decodeHeader(response).ok;
         spare.hello = *hello;
         spare.state = WorkerState::Idle;
         spare.warmAnswered = true;

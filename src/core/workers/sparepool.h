@@ -48,7 +48,9 @@ struct SpareWorker
     QString handshakeId;
     QString warmId;
     HelloInfo hello;
-    bool warmAnswered = false; // warmed, or an older worker said unknown_type: not sent again
+    bool warmAnswered = false;   // warmed, or an older worker said unknown_type: not sent again
+    bool warmSentPython = false; // the last warm sent asked for the embedded Python
+    bool knowsWarm = false;      // it answered a warm as one: a second warm starts what the first did not
     /// Ready, and its hello carries the warm answer's timings.
     bool warmed() const { return state == WorkerState::Idle && hello.warmed(); }
 };
@@ -104,7 +106,9 @@ public:
     int keptCount() const { return m_freshWorkers ? m_count : std::min(m_count, m_retiringCount); }
     void setWarmWhileBusy(bool enabled) { m_warmWhileBusy = enabled; }
     bool warmWhileBusy() const { return m_warmWhileBusy; }
-    void setWarmPython(bool enabled) { m_warmPython = enabled; }
+    /// Whether a warm starts the embedded Python too (from a KernelBench-format job on). Turned on,
+    /// the spares already warmed without it are warmed again, for the Python alone.
+    void setWarmPython(bool enabled);
     bool warmPython() const { return m_warmPython; }
 
     // The benchmark's switches (supervisortuning.h): the product runs with the defaults.
@@ -157,7 +161,9 @@ private:
     void warmIdleSpare();
     bool warmWanted(const HelloInfo& hello) const;
     /// Writes `warm` to the process; returns its id.
-    QString sendWarm(QProcess* process);
+    QString sendWarm(SpareWorker& spare);
+    /// Whether a warm is still due: never sent, or sent without the Python that is now wanted.
+    bool warmDue(const SpareWorker& spare) const;
     void onStarted(QProcess* process);
     void onOutput(QProcess* process);
     void onFinished(QProcess* process);
