@@ -58,7 +58,7 @@ def read(db_path, run_id=None):
     out = {"run": run_id, "status": status, "slots": slots, "candidates": candidates, "evaluations": len(rows),
            "statuses": collections.Counter(), "builds": {}, "pch": collections.Counter(),
            "split": collections.Counter(), "joined": collections.Counter(), "stages": collections.defaultdict(float),
-           "last": None, "verdicts": [], "longest": []}
+           "last": None, "verdicts": [], "longest": [], "python_start": [], "turn_wait": 0.0, "params_cpu": 0.0}
     for status_, created, result, task in rows:
         out["statuses"][status_] += 1
         t = when(created)
@@ -70,6 +70,17 @@ def read(db_path, run_id=None):
         for stage, ms in (d.get("stage_ms") or {}).items():
             if stage != "total" and isinstance(ms, (int, float)):
                 out["stages"][stage] += ms / 1000.0
+        # Waits inside the evaluations (stage_detail_ms): torch's import in a worker that had not
+        # started it, the turn behind the other slot's evaluation, the task's parameters drawn on the CPU.
+        detail = d.get("stage_detail_ms") or {}
+        python_start = (detail.get("between") or {}).get("python_start")
+        if isinstance(python_start, (int, float)) and python_start >= 100:
+            out["python_start"].append(python_start / 1000.0)
+        turn_wait = (detail.get("share") or {}).get("turn_wait")
+        out["turn_wait"] += turn_wait / 1000.0 if isinstance(turn_wait, (int, float)) else 0.0
+        for part in ("task_parameters_cpu", "task_parameters_cpu_beside"):
+            ms = (detail.get("compile") or {}).get(part)
+            out["params_cpu"] += ms / 1000.0 if isinstance(ms, (int, float)) else 0.0
         total = (d.get("stage_ms") or {}).get("total")
         out["verdicts"].append((t, total / 1000.0 if isinstance(total, (int, float)) else 0.0))
         out["longest"].append((out["verdicts"][-1][1], task))
@@ -135,6 +146,11 @@ def main():
         # the evaluations' own time (their stages' totals, waits inside them included) and where most went
         ("evaluations' own s: all; the three longest",
          lambda r: f"{sum(v for _, v in r['verdicts']):.0f}; " + ", ".join(f"{t} {v:.1f}" for v, t in r["longest"][:3])),
+        ("evaluations that waited for torch's import (≥ 0.1 s): count, s [min–max], sum",
+         lambda r: "0" if not r["python_start"] else
+         f"{len(r['python_start'])}, [{min(r['python_start']):.1f}–{max(r['python_start']):.1f}], {sum(r['python_start']):.1f}"),
+        ("the turns' waits, s (two slots: behind the other's evaluation)", lambda r: f"{r['turn_wait']:.1f}"),
+        ("the task's parameters drawn on the CPU, s", lambda r: f"{r['params_cpu']:.1f}"),
         ("first verdict s (after the first prompt)", lambda r: f"{r['verdicts'][0][0] - r['started']:.1f}"),
         ("between verdicts beyond the evaluation's own time, s: median [max], sum",
          lambda r: f"– ({r['slots']} evaluations at once)" if r["between"] is None else

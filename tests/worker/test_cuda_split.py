@@ -614,9 +614,20 @@ def host_min_max_as_nvcc():
         differ = [(a, b) for a, b in zip(lines, gxx_table.splitlines()) if a != b]
         assert nvcc_table == gxx_table, f"nvcc against the host unit: {differ[:5]}"
         # and without the prelude, g++ knows no min at all
-        done = subprocess.run([os.environ.get("CXX", "c++"), "-std=c++17", *nvcc_include_flags(nvcc), "-fsyntax-only",
-                               bare], capture_output=True, text=True)
+        gxx = os.environ.get("CXX", "c++")
+        done = subprocess.run([gxx, "-std=c++17", *nvcc_include_flags(nvcc), "-fsyntax-only", bare],
+                              capture_output=True, text=True)
         assert done.returncode != 0 and "min" in done.stderr, done.stderr[-1000:]
+        # Host code defining a max of its own: nvcc refuses it (CUDA's is defined already), and so
+        # does g++ with the prelude, so the split fails and the whole build's error is the answer's
+        own = "inline float max(float a, float b) { return a > b ? a : b; }\nfloat f(float x) { return max(x, 2.f); }\n"
+        open(cu, "w").write(own)
+        open(cpp, "w").write(split(own).host)
+        assert cs.HOST_MIN_MAX in split(own).host
+        for compiler, source, flags in ((nvcc, cu, []), (gxx, cpp, nvcc_include_flags(nvcc))):
+            done = subprocess.run([compiler, "-std=c++17", *flags, "-c", source, "-o", source + ".o"],
+                                  capture_output=True, text=True)
+            assert done.returncode != 0 and "max(float, float)" in done.stderr, (compiler, done.stderr[-1000:])
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
