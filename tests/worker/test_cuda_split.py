@@ -265,6 +265,8 @@ def declines_what_it_cannot_split_faithfully():
     declined("#include <cub/cub.cuh>\n#define CHECK(x) CubDebugExit(x)\n" + k + host, "named there (CubDebugExit)")
     declined("#include <thrust/reduce.h>\n#if THRUST_VERSION >= 100000\n#define NEW 1\n#endif\n" + k + host, "(THRUST_)")
     declined("#include <cub/cub.cuh>\n" + k + "void g() { cuda::std::size_t n = 0; }\n" + host, "(cuda::)")
+    declined("#include <cub/cub.cuh>\n" + k + "int g() { return CUB_PTX_ARCH; }\n" + host, "(CUB_PTX_ARCH)")
+    declined("#include <thrust/sort.h>\n" + k + "int g() { return _CCCL_STD_VER; }\n" + host, "(_CCCL_STD_VER)")
     # a template argument the device unit cannot see where it instantiates (a real answer's: local
     # constexprs of the host function), or declared only after the kernel
     tk2 = "template <int TX>\n__global__ void k(float* x) { x[TX] = 0; }\n"
@@ -284,6 +286,10 @@ def declines_what_it_cannot_split_faithfully():
         s = split("#include <torch/extension.h>\n#include <cub/cub.cuh> // reductions\n" + kernel + host
                   + "// cub::DeviceReduce, \"cub::\" in a comment and a string\n")
         assert "#include <cub/cub.cuh>" in s.device and "cub/" not in s.host, s.host
+    # names that only begin alike (cubic, cudaMalloc, a member cute_x) are not theirs
+    s = split("#include <cub/cub.cuh>\n" + k + "int cubic(int v) { int cute_x = v; void* p; cudaMalloc(&p, 4); "
+              "return cute_x * v; }\n" + host)
+    assert "cub/" not in s.host
     # named in a comment or a string only: split as ever
     split("// needs __CUDACC__? no\n#define NAME \"__NVCC__\" /* __CUDACC__ */\n" + k + host)
     # torch in a host function, in a host struct, in a using: the host unit's alone, split

@@ -844,8 +844,7 @@ def _names_nvcc_only(toks):
                 return m.group(0)
         elif t.kind == "id":
             scoped = t.text + ("::" if k + 1 < len(toks) and _is_op(toks[k + 1], "::") else "")
-            m = NVCC_ONLY_NAMES.match(scoped)
-            if m and m.end() >= len(t.text):
+            if NVCC_ONLY_NAMES.match(scoped):
                 return scoped
     return None
 
