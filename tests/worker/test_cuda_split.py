@@ -476,6 +476,11 @@ def joins_main_cpp_only_where_neither_part_can_read_differently():
             assert isinstance(cs.join_declined(MAIN, text[:end]), str)
 
 
+def find_nvcc():
+    """nvcc on PATH, else CUDA's default place, else None."""
+    return shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+
+
 def nvcc_include_flags(nvcc):
     """The include directories nvcc itself hands its host compiler: CUDA's headers sit under
     targets/<arch>/include in NVIDIA's layout and elsewhere in a distribution's, so ask nvcc."""
@@ -494,7 +499,7 @@ def compiles_with_nvcc_and_gxx():
     """The device units by nvcc with torch's CUDA flags and no torch; the host units by g++ with a
     stand-in torch header (the launcher calls and prototypes must agree; a real torch's host unit
     is built by extension_pch's split case)."""
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    nvcc = find_nvcc()
     if nvcc is None:
         print("  (no nvcc: the units are not compiled)")
         return
@@ -594,7 +599,7 @@ def host_min_max_as_nvcc():
     assert cs.HOST_MIN_MAX not in split(ELEMENTWISE).host
     host = split(MIN_MAX_PROBE).host
     assert cs.HOST_MIN_MAX in host
-    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    nvcc = find_nvcc()
     if nvcc is None:
         print("  (no nvcc: the resolution is not compared)")
         return
@@ -605,7 +610,8 @@ def host_min_max_as_nvcc():
         open(cpp, "w").write(host)
         open(bare, "w").write(host.replace(cs.HOST_MIN_MAX, ""))
         tables = []
-        for compiler, source in ((nvcc, cu), (os.environ.get("CXX", "c++"), cpp)):
+        gxx = os.environ.get("CXX", "c++")
+        for compiler, source in ((nvcc, cu), (gxx, cpp)):
             flags = nvcc_include_flags(nvcc) if source == cpp else []
             exe = source + ".exe"
             done = subprocess.run([compiler, "-std=c++17", *flags, source, "-o", exe], capture_output=True, text=True)
@@ -620,7 +626,6 @@ def host_min_max_as_nvcc():
         differ = [(a, b) for a, b in zip(lines, gxx_table.splitlines()) if a != b]
         assert nvcc_table == gxx_table, f"nvcc against the host unit: {differ[:5]}"
         # and without the prelude, g++ knows no min at all
-        gxx = os.environ.get("CXX", "c++")
         done = subprocess.run([gxx, "-std=c++17", *nvcc_include_flags(nvcc), "-fsyntax-only", bare],
                               capture_output=True, text=True)
         assert done.returncode != 0 and "min" in done.stderr, done.stderr[-1000:]

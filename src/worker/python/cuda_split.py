@@ -77,12 +77,13 @@ NVCC_HOST_MACROS = re.compile(r"\b(__CUDACC\w*|__NVCC\w*|__CUDA_ARCH_LIST__|__CU
 # out where nothing it holds names them (NVCC_ONLY_NAMES), as in answers that include cub and use
 # it in kernels only, or not at all: a host unit that still needed one of their declarations does
 # not compile, and the whole `.cu` is built.
-NVCC_ONLY_INCLUDE = re.compile(r'#\s*include\s*[<"]\s*(cub|thrust|cutlass|cute)/')
+NVCC_ONLY_LIBRARIES = ("cub", "thrust", "cutlass", "cute")
+NVCC_ONLY_INCLUDE = re.compile(r'#\s*include\s*[<"]\s*(' + "|".join(NVCC_ONLY_LIBRARIES) + ")/")
 # What names those libraries: their namespaces (and libcu++'s `cuda::`, which they bring), their
 # macros and CCCL's, including in a directive's test (`#if CUB_VERSION`), where a missing macro
 # would read as 0 rather than fail.
-NVCC_ONLY_NAMES = re.compile(r"\b(?:cub|thrust|cutlass|cute)\b|\bcuda\s*::|\b_*(?:CUB|THRUST|CUTLASS|CUTE|CCCL|LIBCUDACXX)_"
-                             r"|\b_*Cub[A-Z]\w*")
+NVCC_ONLY_NAMES = re.compile(r"\b(?:" + "|".join(NVCC_ONLY_LIBRARIES) + r")\b|\bcuda\s*::|\b_*(?:"
+                             + "|".join(n.upper() for n in NVCC_ONLY_LIBRARIES) + r"|CCCL|LIBCUDACXX)_|\b_*Cub[A-Z]\w*")
 # Headers torch/extension.h brings into a `.cu` before the answer's own code (under nvcc): the
 # device unit includes them first so the kernels see the same declarations (math overloads,
 # fixed-width integers, half types) as in load_inline's build.

@@ -515,11 +515,18 @@ def pch_arguments(arguments):
 
 NO_PCH_YET = "none is made yet for these flags"
 # The niceness of a build that runs while the broker makes the header it will not have: the
-# header's one compiler keeps its core, so the builds after it take the header sooner. A cold run's
-# first wave of builds (one per compile worker) otherwise slowed the header's compile by as many
-# compilers beside it: on 2 cores, beside two builds, 61 s against 48 s alone; beside the same two
-# at this niceness, 48 s (bench/results/2026-12-07-kb-window-h100-session46.md).
+# header's one compiler keeps its core, so the builds after it take the header sooner. On 2 cores,
+# beside two builds, the header took 61 s against 48 s alone, and 48 s beside the same two at this
+# niceness (session 46). On the GPU machine it was ready 9 s sooner, but a cold run of the study's
+# 30 answers was not shorter: the same first wave had started without it
+# (bench/results/2026-12-07-kb-cold-session47.md).
 BEFORE_HEADER_NICE = 10
+
+
+def _niceness(value):
+    """value where it is a niceness a build may be given or report (an int, 0 to 19), else 0: it
+    crosses the builder's sandbox both ways."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 19 else 0
 
 
 def before_header_nice():
@@ -1464,8 +1471,8 @@ def build_extension(request_path, out_dir):
         request_path = line.decode().strip()
     with open(request_path) as f:
         request = json.load(f)
-    nice = request.get("nice", 0)
-    if isinstance(nice, int) and 0 < nice <= 19:
+    nice = _niceness(request.get("nice", 0))
+    if nice:
         os.nice(nice)  # before any compiler starts: every process of the build inherits it
     result = build_into(request["arguments"], request.get("arch", ""), out_dir, request.get("pch"))
     if os.nice(0) > 0:
@@ -1932,11 +1939,9 @@ def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None
     try:
         result = json.loads(read_builder_file(staging, RESULT, 4 * MESSAGE_CAP))
         if isinstance(result, dict) and "ok" in result:
-            nice = result.get("nice", 0)
             return {"ok": bool(result["ok"]), "message": cap_message(str(result.get("message", ""))),
                     "pch": str(result.get("pch", ""))[:LINE_CAP], "split": str(result.get("split", ""))[:LINE_CAP],
-                    "joined": str(result.get("joined", ""))[:LINE_CAP],
-                    "nice": nice if isinstance(nice, int) and 0 <= nice <= 19 else 0}
+                    "joined": str(result.get("joined", ""))[:LINE_CAP], "nice": _niceness(result.get("nice", 0))}
     except (ValueError, TypeError):  # TypeError: no such regular file (None)
         pass
     # No result: the builder did not run to its end. bwrap's own failures are the machine's; any
