@@ -624,6 +624,7 @@ private Q_SLOTS:
         extra.insert(QStringLiteral("FAKEWORKER_WARM_DELAY_MS"), QStringLiteral("60")); // the first warm's context
         QString log;
         auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::FreshPerRequest, extra);
+        SupervisorTuning::setSpareCount(*supervisor, 1); // the one spare takes the next request
         QSignalSpy available(supervisor.get(), &WorkerSupervisor::workerAvailable);
         const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate()));
         QVERIFY2(first.hasResponse, qPrintable(first.message));
