@@ -279,6 +279,8 @@ for step in "$@"; do
     # a local model server on the GPU (runlaunch.h); the fixture's replies need no GPU.
     # A mode "nonice:M" runs M with KWB_BEFORE_HEADER_NICE=0: builds without torch's header while
     # the broker makes it run at its niceness, as before session 46 (extension_cache.py).
+    # A mode "noprep:M" runs M with KWB_BUILD_PREPARER=0: no preparer, each builder imports torch
+    # and plans its own build, as before session 48 (extension_cache.py).
     # A mode "base:M" runs M with the kwb of COLD_BASE_BUNDLE (a qt-bundle.tar.xz made from another
     # commit, scripts/device-bundle.sh) beside this tree's worker: a change of kwb's own (the run's
     # scheduling) side by side with the kwb before it.
@@ -303,7 +305,8 @@ for step in "$@"; do
         case $base in
           base:*) kwb_bundle=${base_bundle:?"cold-zero-shot: $mode needs COLD_BASE_BUNDLE"}; base=${base#base:} ;;
           nopause:*) extra+=(--no-pause-generation-while-timing); base=${base#nopause:} ;;
-          nonice:*) nice_env=(KWB_BEFORE_HEADER_NICE=0); base=${base#nonice:} ;;
+          nonice:*) nice_env+=(KWB_BEFORE_HEADER_NICE=0); base=${base#nonice:} ;;
+          noprep:*) nice_env+=(KWB_BUILD_PREPARER=0); base=${base#noprep:} ;;
           *) break ;;
         esac
       done

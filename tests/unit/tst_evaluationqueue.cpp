@@ -1397,11 +1397,13 @@ private Q_SLOTS:
         qputenv("KWB_EXTENSION_CACHE", extensions.toUtf8());
         // The broker the workers start inherits their environment: its switches reach it this way.
         qputenv("KWB_BEFORE_HEADER_NICE", "0");
+        qputenv("KWB_BUILD_PREPARER", "0");
         const auto unset = qScopeGuard([] {
             qunsetenv("KWB_API_KEY");
             qunsetenv("FOO");
             qunsetenv("KWB_EXTENSION_CACHE");
             qunsetenv("KWB_BEFORE_HEADER_NICE");
+            qunsetenv("KWB_BUILD_PREPARER");
         });
         EvaluationQueue queue(QList<int>{2});
         queue.setProgram(QStringLiteral(KWB_FAKEWORKER));
@@ -1418,6 +1420,7 @@ private Q_SLOTS:
             QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("2"));
             QCOMPARE(environment.value(QLatin1String("KWB_EXTENSION_CACHE")).toString(), extensions);
             QCOMPARE(environment.value(QLatin1String("KWB_BEFORE_HEADER_NICE")).toString(), QStringLiteral("0"));
+            QCOMPARE(environment.value(QLatin1String("KWB_BUILD_PREPARER")).toString(), QStringLiteral("0"));
         }
     }
 

@@ -9,6 +9,13 @@
 #                            (kernelbench_host.build): compile_error with g++'s message, built with
 #                            the header
 #   failed_pch_is_not_published  a header's build that fails or leaves no .gch: raised, no entry
+#   planned_build_is_load_inlines_own  each answer built by torch's own load_inline (its ninja run
+#                            by torch) and as planned and run apart (prepare_into, run_plan: no
+#                            header, no split): the same library bytes; a compile error: the same
+#                            message
+#   preparer_plans_what_runs_no_program  extension_cache.preparable: what would make torch run a
+#                            program as it plans (use_pch, SYCL, a standalone build, an unknown
+#                            argument, an answer's -ccbin in any spelling) is not planned apart
 #   damaged_pch_is_not_used  a header whose .gch changed after its build: the answer builds without
 #                            it and says why
 #   broker_makes_pch_for_the_next_build   the broker builds the first answer without a header and
@@ -20,6 +27,12 @@
 #                            answers built by it (the early pass beside the builder) are the
 #                            libraries built without it; a compile error is reported by the early
 #                            pass, with g++'s message
+#   broker_preparer_plans_the_builds  through a broker in bwrap with the cache under an empty tmpfs
+#                            and no spare: each answer planned by the broker's preparer (torch
+#                            imported there once) and built by a builder that imports no torch:
+#                            the libraries built in-process; a compile error's message; an answer
+#                            that names nvcc's host compiler built by a builder that imports
+#                            torch; the preparer killed: started again, and the next build planned
 #   broker_spare_builds_with_the_header  through a broker in bwrap with the cache under an empty
 #                            tmpfs (kwb's builder sandbox): its ready spare builder, the header bound
 #                            into it, builds an answer (torch's outputs) and reports a compile error
@@ -52,6 +65,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -200,6 +214,57 @@ def same_results_both_ways():
     assert m1["pch"].startswith("used: "), m1["pch"]
     assert library_bytes(d0, arguments["name"]) == library_bytes(d1, arguments["name"]), "extra_cflags=['']: the libraries differ"
     assert len([n for n in os.listdir(with_pch) if n.startswith(ec.PCH_NAME)]) == 2
+
+
+def _plain_load_inline(arguments, folder):
+    """torch's own load_inline into folder, its ninja run by torch, nothing loaded: None or the
+    message torch raised."""
+    real_import = cpp._import_module_from_library
+    cpp._import_module_from_library = lambda *a, **k: None
+    cpp.JIT_EXTENSION_VERSIONER.entries.pop(arguments["name"], None)
+    try:
+        cpp.load_inline(**dict(json.loads(json.dumps(arguments)), build_directory=folder, verbose=False))
+        return None
+    except Exception as e:  # noqa: B902 (compared with the planned build's)
+        return f"{type(e).__name__}: {e}"
+    finally:
+        cpp._import_module_from_library = real_import
+
+
+def planned_build_is_load_inlines_own():
+    # Folders of one length: the build folder's path is in the library (see library_bytes).
+    for k, name in enumerate(["L1_05_scale.md", "L1_01_matmul.md", "L1_19_relu_undeclared.md"]):
+        arguments = load_arguments(answer_module(os.path.join(FIXTURES, name)))
+        own, planned = os.path.join(ROOT, f"own{k}"), os.path.join(ROOT, f"pln{k}")
+        os.makedirs(own)
+        os.makedirs(planned)
+        said = _plain_load_inline(arguments, own)
+        kind, plan = ec.prepare_into(arguments, "", planned, split=False)
+        assert kind == "plan", (kind, plan)
+        assert os.path.exists(os.path.join(planned, "build.ninja")) and not os.path.exists(os.path.join(planned, "main.o"))
+        result = ec.run_plan(plan)
+        assert open(os.path.join(own, "build.ninja")).read().replace(own, planned) == \
+            open(os.path.join(planned, "build.ninja")).read(), f"{name}: the ninja files differ"
+        if said is None:
+            assert result["ok"], result
+            assert library_bytes(own, arguments["name"]) == library_bytes(planned, arguments["name"]), \
+                f"{name}: the libraries differ"
+        else:  # torch's message (as the cache keeps messages), its folder's name aside
+            assert not result["ok"] and result["message"] == ec.cap_message(said.replace(own, planned)), (said[-1500:], result)
+            assert "error:" in said, said[-1500:]
+
+
+def preparer_plans_what_runs_no_program():
+    plain = load_arguments(answer_module(os.path.join(FIXTURES, GOOD[0])))
+    assert ec.preparable(plain) == "", ec.preparable(plain)
+    assert ec.preparable(dict(plain, use_pch=False, extra_cuda_cflags=["-O3", "--use_fast_math"])) == ""
+    for changed in ({"use_pch": True}, {"sycl_sources": "x"}, {"is_standalone": True}, {"other": 1},
+                    {"extra_cuda_cflags": ["-ccbin", "/usr/bin/g++"]}, {"extra_cuda_cflags": ["-ccbin=/tmp/x"]},
+                    {"extra_cuda_cflags": ["-O3 --compiler-bindir /tmp/x"]},
+                    {"extra_cuda_cflags": ["--compiler-bindir=/tmp"]}, {"extra_cuda_cflags": ["'-ccbin' x"]},
+                    {"extra_cuda_cflags": ["-ccbin\t/x"]}, {"extra_cuda_cflags": "-ccbin /x"},
+                    {"extra_cuda_cflags": ["'unclosed"]}):
+        assert ec.preparable(dict(plain, **changed)), changed
 
 
 HOST_BUILD = r"""
@@ -401,6 +466,89 @@ def broker_early_syntax_pass():
         broker.wait()
 
 
+def _preparers(broker):
+    """The preparer processes below the broker this test started (its children's command lines)."""
+    found, todo = [], [broker.pid]
+    while todo:
+        pid = todo.pop()
+        for child in _children_of(pid):
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as f:
+                    words = f.read().split(b"\0")
+            except OSError:
+                continue
+            # (the process bwrap started, not bwrap's own, whose command line names it too)
+            if _is_preparer(child) and os.path.basename(words[0]) != b"bwrap":
+                found.append(child)
+            todo.append(child)
+    return found
+
+
+def _is_preparer(pid):
+    """Whether the process (one this test's broker started) is its preparer, or bwrap's around it."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().split(b"\0")
+    except OSError:
+        return False
+    return ec.PREPARE_ROLE.encode() in words and b"--build-extension" in words
+
+
+def _children_of(pid):
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def broker_preparer_plans_the_builds():
+    if not _bwrap_works():
+        print("  not run: no working bwrap here (the preparer works in the builder's sandbox)")
+        return
+    # c1's headers (same_results_both_ways), in a cache of c1's name length, so the libraries compare.
+    cache = os.path.join(ROOT, "c4")
+    os.makedirs(cache)
+    for n in os.listdir(os.path.join(ROOT, "c1")):
+        if n.startswith(ec.PCH_NAME + "-"):
+            shutil.copytree(os.path.join(ROOT, "c1", n), os.path.join(cache, n), copy_function=os.link)
+    sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/", "--tmpfs", cache], early_syntax_cxx="never",
+                                 spare_builder=False)
+    try:
+        for name in GOOD:
+            arguments = load_arguments(answer_module(os.path.join(FIXTURES, name)))
+            d, m, _, _, _ = ec.ask_broker(sock, arguments, "")
+            assert m["ok"] and m["pch"].startswith("used: "), m
+            assert m["planned"].startswith("by the preparer in ") and "imported torch" not in m["planned"], m
+            d1 = ec.entry_for(arguments, "", os.path.join(ROOT, "c1"))[0]
+            assert library_bytes(d1, arguments["name"]) == library_bytes(d, arguments["name"]), f"{name}: the libraries differ"
+            assert not {ec.WHOLE_NINJA, ec.APART_NINJA} & set(m["files"]), sorted(m["files"])
+        assert len(_preparers(broker)) == 1, _preparers(broker)
+        bad = load_arguments(answer_module(os.path.join(FIXTURES, "L1_19_relu_undeclared.md")))
+        _, m, _, _, _ = ec.ask_broker(sock, bad, "")
+        assert not m["ok"] and m["planned"].startswith("by the preparer in "), m
+        assert "error: \u2018zero\u2019 was not declared in this scope" in m["message"], m["message"][-2000:]
+        assert m["message"].startswith("RuntimeError: Error building extension 'kwb_cpp_relu_undeclared': "), m["message"][:300]
+        # An answer that names nvcc's host compiler: a builder that imports torch builds it, as before.
+        named = dict(load_arguments(answer_module(os.path.join(FIXTURES, GOOD[1]))), extra_cuda_cflags=["-ccbin", "g++"])
+        _, m, _, _, _ = ec.ask_broker(sock, named, "")
+        assert m["ok"] and m["planned"].startswith("not: the answer names nvcc's host compiler"), m
+        # The preparer killed (by this test, which started it): started again, and the next build planned.
+        for pid in _preparers(broker):
+            os.kill(pid, signal.SIGKILL)
+        again = dict(load_arguments(answer_module(os.path.join(FIXTURES, GOOD[0]))), name="kwb_after_kill")
+        _, m, _, _, _ = ec.ask_broker(sock, again, "")
+        assert m["ok"] and m["planned"].startswith("by the preparer in "), m
+        assert len(_preparers(broker)) == 1, _preparers(broker)
+        assert not [n for n in os.listdir(cache) if n.startswith(".staging")], os.listdir(cache)
+    finally:
+        broker.kill()
+        broker.wait()
+
+
 def broker_spare_builds_with_the_header():
     if not _bwrap_works():
         print("  not run: no working bwrap here (the spare builder's folder is renamed under its mount)")
@@ -495,10 +643,10 @@ def nvcc_build_stopped_by_the_brokers_pass():
         assert not m["ok"] and m["pch"].startswith("used: "), m
         assert "[syntax check]" in m["message"] and "error:" in m["message"], m["message"][-2000:]
         time.sleep(0.5)
-        # The broker's next spare builder aside (its folder is still a spare's).
+        # The broker's next spare builder aside (its folder is still a spare's), and its preparer.
         spares = [os.path.join(cache, n) for n in os.listdir(cache) if n.startswith(ec.SPARE_PREFIX)]
         assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_descendant(int(p), broker.pid)
-                    and not _names_any(int(p), spares)], "processes of the stopped build are left"
+                    and not _names_any(int(p), spares) and not _is_preparer(int(p))], "processes of the stopped build are left"
         print(f"  the C++ error reported by the broker in {seconds:.1f} s while nvcc was building")
     finally:
         broker.kill()
@@ -730,9 +878,10 @@ if __name__ == "__main__":
                  split_build_of_what_only_nvcc_declares, a_kernels_own_error_from_the_device_unit, split_build_falls_back_to_the_whole,
                  split_build_joins_main_cpp_or_builds_apart, split_build_reports_a_main_cpp_error]
     else:
-        cases = [failed_pch_is_not_published, same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
-                 broker_early_syntax_pass, broker_spare_builds_with_the_header, damaged_pch_is_not_used,
-                 broker_makes_pch_for_the_next_build]
+        cases = [failed_pch_is_not_published, preparer_plans_what_runs_no_program, planned_build_is_load_inlines_own,
+                 same_results_both_ways, compile_error_with_pch, builder_checks_the_early_pass,
+                 broker_early_syntax_pass, broker_preparer_plans_the_builds, broker_spare_builds_with_the_header,
+                 damaged_pch_is_not_used, broker_makes_pch_for_the_next_build]
     only = [a.split("=", 1)[1] for a in sys.argv[2:] if a.startswith("--only=")]
     cases = [c for c in cases if not only or c.__name__ in only]
     ROOT = tempfile.mkdtemp(prefix="kwb-pch-")

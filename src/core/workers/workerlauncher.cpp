@@ -928,6 +928,7 @@ const QStringList& workerEnvironmentNames()
         QStringLiteral("KWB_EXTENSION_CACHE"),    // KernelBench builds: one folder the pool and the GPU share
         QStringLiteral("KWB_CUDA_SPLIT"),         // 0: a .cu built whole; apart: main.cpp apart (docs/sandbox.md)
         QStringLiteral("KWB_BEFORE_HEADER_NICE"), // builds while the broker makes torch's header (docs/sandbox.md)
+        QStringLiteral("KWB_BUILD_PREPARER"),     // 0: no preparer, each builder imports torch (docs/sandbox.md)
         QStringLiteral("ASAN_OPTIONS"),
         QStringLiteral("UBSAN_OPTIONS"),
         QStringLiteral("LSAN_OPTIONS"),

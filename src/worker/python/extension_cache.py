@@ -99,6 +99,31 @@ INTERMEDIATE_SUFFIXES = (".o", ".ninja_deps", ".ninja_log", ".cuda.o")
 LIB_SUFFIXES = (".so", ".pyd", ".dylib")
 BUILD_TIMEOUT_S = 1800
 
+# The prepared build (docs/sandbox.md "The preparer"): torch's load_inline writes a build's sources
+# and ninja files in the broker's preparer, a sandboxed process that imported torch once; the
+# builder then runs the plan without importing torch (about 5 CPU s of each builder on the GPU
+# machine, bench/results/2026-12-07-kb-cold-cpu-h100-session43.md). The ninja files of the split's
+# fallbacks, written with build.ninja by torch's writer: the `.cu` whole, and main.cpp apart from
+# the host unit.
+PLAN_FORMAT = 1
+WHOLE_NINJA = "kwb-whole.ninja"
+APART_NINJA = "kwb-apart.ninja"
+# The load_inline arguments a preparer takes. The preparer is one process for many builds, so no
+# argument may make torch run a program there: torch's own JIT header (use_pch), SYCL's compiler,
+# a standalone executable and arguments this list does not know go to a builder of their own that
+# imports torch, as every build did before; so does a `-ccbin` of the answer's (split_sources runs
+# the compiler it names for its --version).
+PREPARE_KEYS = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags",
+                "extra_ldflags", "extra_include_paths", "with_cuda", "is_python_module",
+                "with_pytorch_error_handling", "keep_intermediates", "no_implicit_headers", "use_pch", "kwb_pch"}
+# `kwb-worker --build-extension PREPARE_ROLE <cache>`: the broker's preparer (serve_preparer).
+PREPARE_ROLE = "--prepare"
+PREPARE_TIMEOUT_S = 60
+# The preparer's tmpfs at the cache's path, where it writes each build's files before sending them.
+PREPARER_TMPFS_BYTES = 64 * 1024 * 1024
+# In a spare builder's environment: import torch while waiting (its broker has no preparer).
+SPARE_TORCH = "KWB_SPARE_IMPORTS_TORCH"
+
 # The precompiled header's entry: a one-line header that includes torch/extension.h, its .gch
 # (g++ takes it for `-include` of the header), and the flags and compiler it was made with. Not a
 # .gch of torch/extension.h found first on the include path: g++ 12 then fails an answer's own
@@ -410,7 +435,7 @@ def publish(arguments, arch, cache_dir, run_build, block=True):
                         "files": files, "build_ms": build_ms, "pch": str(result.get("pch", "")),
                         "split": str(result.get("split", "")), "joined": str(result.get("joined", "")),
                         "syntax": str(result.get("syntax", "")),
-                        "builder": str(result.get("builder", ""))}
+                        "builder": str(result.get("builder", "")), "planned": str(result.get("planned", ""))}
 
             if not ok:
                 result = dict(result, message=note_memory_limit(str(result.get("message", "the build failed"))))
@@ -704,16 +729,22 @@ def _run_sh(command, cwd):
 
 
 class _BuildHooks:
-    """torch's cpp_extension with the precompiled header's parts around its ninja file and its
-    build. The flags are read where torch writes build.ninja, so they are load_inline's own; a
-    build whose flags are the PCH's gets -I<pch>/include first, and a syntax-only pass of its C++
-    sources before ninja runs; a PCH request compiles the header where ninja would build."""
+    """torch's cpp_extension with the precompiled header's parts around its ninja file, and its
+    build not run but planned (_PlannedBuild runs it, without torch). The flags are read where
+    torch writes build.ninja, so they are load_inline's own; a build whose flags are the PCH's
+    gets `-include` of its header; a `.cu` is split where cuda_split allows it, and the ninja
+    files of the split's fallbacks are written beside build.ninja by torch's own writer."""
 
-    def __init__(self, cpp, pch, making_pch, split=True):
+    def __init__(self, cpp, pch, making_pch, split=True, pch_info=None):
         self.cpp, self.pch, self.making_pch = cpp, pch, making_pch
+        # The header's PCH_INFO as the broker read it from the verified entry (a preparer does
+        # not see the entry), else read from the entry here.
+        self.pch_info = pch_info
+        # What torch asked of its ninja build (the build's folder, its error's prefix): the plan's.
+        self.run_call = None
         self.note = ""  # what became of the precompiled header: the entry's "pch"
         self.record = None  # {"cxx", "compiler", "cflags" (without the name), "post_cflags"}
-        self.cflags, self.sources, self.use_pch = [], [], False
+        self.cflags, self.post, self.sources, self.use_pch = [], [], [], False
         # The split build of the CUDA sources (cuda_split.py): wanted, the ninja file's arguments
         # without it (written again where the split build fails), what became of it (the entry's
         # "split").
@@ -721,7 +752,7 @@ class _BuildHooks:
         # each device unit's object and what its reading gave: {device unit: (object, the .cu,
         # cuda_split's Split.left_out)}, for run_ending_at_the_device_units_failure and kernel_error
         self.split_reads = {}
-        self.torch_views = None  # the device unit's _TorchViews, read with ninja for kernel_error
+        self.split_files = []
         # main.cpp and the host unit compiled as one unit (cuda_split.join_declined): what became of
         # it (the entry's "joined"), the ninja file's arguments with the two apart (written again
         # where the joined unit fails), and {"unit", "object", "main", "cu"} while it is built joined.
@@ -867,6 +898,101 @@ class _BuildHooks:
         self.sources = [os.path.abspath(f) for f in a["sources"]]
         self.join_note = "used"
 
+    def mismatch(self):
+        """Why the precompiled header's flags are not this build's, or ""."""
+        info = self.pch_info
+        if info is None:
+            try:
+                with open(os.path.join(self.pch, PCH_INFO)) as f:
+                    info = json.load(f)
+            except (OSError, ValueError) as e:
+                return f"its {PCH_INFO} does not read ({e})"
+        if not isinstance(info, dict):
+            return f"its {PCH_INFO} is not an object"
+        for field, what in (("compiler", "compiler"), ("cflags", "flags"), ("post_cflags", "flags after the source")):
+            if info.get(field) != self.record[field]:
+                return f"its {what} are not this build's ({info.get(field)!r} against {self.record[field]!r})"
+        return ""
+
+    def run(self, *args, **kwargs):
+        """torch's ninja build, not run: what torch asked of it, for the plan."""
+        self.run_call = {"build_directory": kwargs.get("build_directory", args[0] if args else None),
+                         "error_prefix": kwargs.get("error_prefix", args[2] if len(args) > 2 else "Error building extension")}
+
+    def plan(self):
+        """The build as _PlannedBuild runs it: the hooks' state, the ninja command torch would run,
+        and the ninja files of the split's fallbacks, written now by torch's own writer (the `.cu`
+        whole, as load_inline writes it; main.cpp and the host unit apart). None where torch asked
+        for no build."""
+        if self.run_call is None:
+            return None
+        folder = self.run_call["build_directory"]
+        path_name = next(iter(self.signature.parameters))  # (torch's `path`)
+
+        def write_beside(arguments, name):
+            self.real_write(**dict(arguments, **{path_name: os.path.join(folder, name)}))
+            return name
+
+        is_cuda = getattr(self.cpp, "_is_cuda_file", lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"))
+        every = set(self.sources)
+        unsplit = apart = None
+        if self.unsplit is not None:
+            unsplit = {"sources": [os.path.abspath(f) for f in (self.unsplit.get("sources") or [])],
+                       "library_target": str(self.unsplit.get("library_target") or ""),
+                       "ninja": write_beside(self.unsplit, WHOLE_NINJA)}
+            every.update(unsplit["sources"])
+        if self.apart is not None:
+            apart = {"sources": [os.path.abspath(f) for f in (self.apart.get("sources") or [])],
+                     "ninja": write_beside(self.apart, APART_NINJA)}
+            every.update(apart["sources"])
+        workers = getattr(self.cpp, "_get_num_workers", lambda verbose: None)(False)
+        return {"format": PLAN_FORMAT, "build_directory": folder, "error_prefix": self.run_call["error_prefix"],
+                "ninja": ["ninja", "-v"] + (["-j", str(workers)] if workers is not None else []),
+                "making_pch": self.making_pch, "pch": self.pch, "note": self.note, "record": self.record,
+                "cflags": self.cflags, "post": self.post, "sources": self.sources,
+                "use_pch": self.use_pch, "cuda_files": sorted(f for f in every if is_cuda(f)),
+                "split_note": self.split_note, "join_note": self.join_note, "unsplit": unsplit, "apart": apart,
+                "joined": self.joined, "split_files": self.split_files,
+                "split_reads": {d: [o, p, sorted(left)] for d, (o, p, left) in self.split_reads.items()}}
+
+
+class _PlannedBuild:
+    """A build as _BuildHooks planned it, run without torch (the builder of a prepared build
+    imports none): ninja as torch's _run_ninja_build runs it, with the precompiled header's syntax
+    pass beside it, the split's device unit's failure read as the answer's own error where it is,
+    and the split's fallbacks from the ninja files torch wrote for them."""
+
+    def __init__(self, plan):
+        self.build_directory, self.error_prefix = plan["build_directory"], plan["error_prefix"]
+        self.ninja = [str(a) for a in plan["ninja"]]
+        self.making_pch, self.pch, self.note = bool(plan["making_pch"]), plan["pch"], plan["note"]
+        self.record, self.cflags, self.post = plan["record"], list(plan["cflags"]), list(plan["post"])
+        self.sources, self.use_pch = list(plan["sources"]), bool(plan["use_pch"])
+        self.cuda_files = set(plan["cuda_files"])
+        self.split_note, self.join_note = plan["split_note"], plan["join_note"]
+        self.unsplit, self.apart, self.joined = plan["unsplit"], plan["apart"], plan["joined"]
+        self.split_files = list(plan["split_files"])
+        # each device unit's object and what its reading gave: {device unit: (object, the .cu,
+        # cuda_split's Split.left_out)}, for run_ending_at_the_device_units_failure and kernel_error
+        self.split_reads = {d: (o, p, set(left)) for d, (o, p, left) in plan["split_reads"].items()}
+        self.torch_views = None  # the device unit's _TorchViews, read with ninja for kernel_error
+
+    def ninja_build(self):
+        """ninja as torch's _run_ninja_build runs it (the command torch would run, in the plan),
+        its failure raised as torch raises it: the error's prefix, then ninja's output."""
+        try:
+            subprocess.run(self.ninja, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           cwd=self.build_directory, check=True, env=os.environ.copy())
+        except subprocess.CalledProcessError as e:
+            message = self.error_prefix
+            if e.output:
+                message += f": {e.output.decode()}"  # (strict, as torch decodes it on Linux)
+            raise RuntimeError(message) from e
+
+    def use_ninja(self, name):
+        """The fallback's ninja file (written by torch when the build was planned) as build.ninja."""
+        os.replace(os.path.join(self.build_directory, name), os.path.join(self.build_directory, "build.ninja"))
+
     def build_apart_after(self, message):
         """Where the joined unit failed with more than the host code's own errors: the ninja file
         written again with main.cpp and the host unit apart (True), as before joining, so that
@@ -886,28 +1012,15 @@ class _BuildHooks:
             return False
         said = next((f"{os.path.basename(f)}: {e}" for f, e in errors), "no error line")
         self.join_note = f"failed, built apart: {said[:300]}"
-        self.real_write(**self.apart)
+        self.use_ninja(self.apart["ninja"])
         _discard(self.joined["unit"])
         self.split_files.remove(self.joined["unit"])
-        self.sources = [os.path.abspath(f) for f in self.apart["sources"]]
+        self.sources = list(self.apart["sources"])
         self.joined = None
         return True
 
-    def mismatch(self):
-        """Why the precompiled header's flags are not this build's, or ""."""
-        try:
-            with open(os.path.join(self.pch, PCH_INFO)) as f:
-                info = json.load(f)
-        except (OSError, ValueError) as e:
-            return f"its {PCH_INFO} does not read ({e})"
-        for field, what in (("compiler", "compiler"), ("cflags", "flags"), ("post_cflags", "flags after the source")):
-            if info.get(field) != self.record[field]:
-                return f"its {what} are not this build's ({info.get(field)!r} against {self.record[field]!r})"
-        return ""
-
-    def run(self, *args, **kwargs):
-        build_directory = kwargs.get("build_directory", args[0] if args else None)
-        error_prefix = kwargs.get("error_prefix", args[2] if len(args) > 2 else "Error building extension")
+    def run(self):
+        build_directory, error_prefix = self.build_directory, self.error_prefix
         if self.making_pch:
             return self.make_pch(build_directory, error_prefix)
         if self.unsplit is not None:
@@ -920,11 +1033,11 @@ class _BuildHooks:
             try:
                 self.torch_views = self.torch_views_ahead(build_directory)
                 try:
-                    self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
+                    self.run_ending_at_the_device_units_failure(build_directory)
                 except Exception as e:  # noqa: B902 (as below)
                     if not self.build_apart_after(str(e)):
                         raise
-                    self.run_ending_at_the_device_units_failure(args, kwargs, build_directory)
+                    self.run_ending_at_the_device_units_failure(build_directory)
                 # A shared library may leave symbols to load time, so a launcher the host unit
                 # calls and the device unit lacks would link, and fail only as the answer loads.
                 missing = self.missing_launchers(build_directory)
@@ -954,30 +1067,30 @@ class _BuildHooks:
             finally:
                 if self.torch_views is not None:
                     self.torch_views.stop()
-            self.real_write(**self.unsplit)
+            self.use_ninja(self.unsplit["ninja"])
             for unit in self.split_files:
                 _discard(unit)
-            self.sources = [os.path.abspath(f) for f in (self.unsplit.get("sources") or [])]
+            self.sources = list(self.unsplit["sources"])
             self.unsplit = None
         if self.early_pass_covers(build_directory):
             # The broker's pass compiles this main.cpp with this command: it stops this build at
             # a compile error there, so none runs here.
             _write_json(os.path.join(build_directory, EARLY_VALID), {"error_prefix": error_prefix})
-            return self.real_run(*args, **kwargs)
+            return self.ninja_build()
         if self.use_pch and len(self.cxx_sources()) < len(self.sources):
-            return self.run_beside_syntax_pass(args, kwargs, build_directory, error_prefix)
-        return self.real_run(*args, **kwargs)
+            return self.run_beside_syntax_pass(build_directory, error_prefix)
+        return self.ninja_build()
 
-    def run_ending_at_the_device_units_failure(self, args, kwargs, build_directory):
+    def run_ending_at_the_device_units_failure(self, build_directory):
         """torch's ninja build of the split units. ninja waits for its running compiles after one
         fails, so where the device unit's compile (a second or two) ends without its object, the
         others (g++'s, several seconds) are ended: the build has failed, and kernel_error or the
         whole build decides what the answer gets."""
         if len(self.split_reads) != 1:
-            return self.real_run(*args, **kwargs)
+            return self.ninja_build()
         (device, (obj, _, _)), = self.split_reads.items()
         obj = os.path.join(build_directory, obj)  # (an absolute object's path stays as it is)
-        thread, outcome = self.ninja_in_a_thread(args, kwargs)
+        thread, outcome = self.ninja_in_a_thread()
         seen = False
         while thread.is_alive():
             thread.join(0.05)
@@ -1036,7 +1149,7 @@ class _BuildHooks:
 
     def missing_launchers(self, build_directory):
         """The split library's undefined launcher symbols (nm -D), "" where there are none."""
-        library = os.path.join(build_directory, str(self.unsplit.get("library_target") or ""))
+        library = os.path.join(build_directory, self.unsplit["library_target"])
         nm = shutil.which("nm")
         if nm is None or not os.path.isfile(library):
             return "no nm or no library to check"
@@ -1067,16 +1180,15 @@ class _BuildHooks:
             return False
 
     def cxx_sources(self):
-        is_cuda = getattr(self.cpp, "_is_cuda_file", lambda p: os.path.splitext(p)[1] in (".cu", ".cuh"))
-        return [s for s in self.sources if not is_cuda(s)]
+        return [s for s in self.sources if s not in self.cuda_files]
 
-    def ninja_in_a_thread(self, args, kwargs):
+    def ninja_in_a_thread(self):
         """torch's ninja build started in a thread: (the thread, {"error": what it raised})."""
         outcome = {}
 
         def ninja():
             try:
-                self.real_run(*args, **kwargs)
+                self.ninja_build()
             except BaseException as e:  # noqa: B902 (re-raised in the caller's thread)
                 outcome["error"] = e
 
@@ -1084,11 +1196,11 @@ class _BuildHooks:
         thread.start()
         return thread, outcome
 
-    def run_beside_syntax_pass(self, args, kwargs, build_directory, error_prefix):
+    def run_beside_syntax_pass(self, build_directory, error_prefix):
         """torch's ninja build with g++ -fsyntax-only of the C++ sources beside it: a compile error
         there ends ninja (and its nvcc) and is raised as torch raises a failed build, with the
         compiler's messages; else ninja's own result."""
-        thread, outcome = self.ninja_in_a_thread(args, kwargs)
+        thread, outcome = self.ninja_in_a_thread()
         failure = None
         for source in self.cxx_sources():
             command = syntax_command(self.record["cxx"], self.cflags, self.post, source)
@@ -1396,7 +1508,48 @@ def build_into(arguments, arch, out_dir, pch=None, split=None):
     """Builds with torch's load_inline into out_dir without loading the result (its import step
     replaced): {"ok": True, "pch": note} or {"ok": False, "message": load_inline's error, "pch":
     note}. pch: a verified precompiled header's entry (pch_entry) to build with where its flags
-    are this build's; a request from pch_arguments makes that header instead of a library."""
+    are this build's; a request from pch_arguments makes that header instead of a library. The
+    build planned and then run in this process (prepare_into, run_plan), as a preparer and a
+    builder do it apart."""
+    kind, value = prepare_into(arguments, arch, out_dir, pch, split, build_unplanned=True)
+    if kind != "plan":
+        return value
+    with _build_into_lock:
+        return run_plan(value)
+
+
+_build_into_lock = threading.Lock()
+
+
+def preparable(arguments):
+    """Why a preparer may not plan a build of these load_inline arguments ("" where it may): see
+    PREPARE_KEYS."""
+    if not isinstance(arguments, dict):
+        return "the arguments are not an object"
+    unknown = sorted(str(k) for k in arguments if k not in PREPARE_KEYS)
+    if unknown:
+        return f"load_inline's {', '.join(unknown)[:200]} is not planned apart"
+    if arguments.get("use_pch"):
+        return "use_pch: torch compiles its own header as it plans"
+    flags = arguments.get("extra_cuda_cflags") or []
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        return "extra_cuda_cflags is not a list of strings"
+    try:
+        words = shlex.split(" ".join(f.strip() for f in flags))
+    except ValueError as e:
+        return f"extra_cuda_cflags do not read as shell words ({e})"
+    if any(w.partition("=")[0] in ("-ccbin", "--compiler-bindir") for w in words):
+        return "the answer names nvcc's host compiler (-ccbin), which the split asks for its --version"
+    return ""
+
+
+def prepare_into(arguments, arch, out_dir, pch=None, split=None, pch_info=None, build_unplanned=False):
+    """torch's load_inline into out_dir up to its ninja build, which is planned, not run: ("plan",
+    the plan for run_plan), ("result", the build's result) where load_inline failed before its
+    build (or asked for none), or ("declined", why) where this torch's cpp_extension cannot be
+    hooked. build_unplanned: such a torch's load_inline builds here instead, as it would alone
+    (a result). pch_info: the header's PCH_INFO as read from its verified entry (a preparer does
+    not see the entry)."""
     import torch.utils.cpp_extension as cpp
     # A copy all the way down: load_inline inserts its #include into a list of cpp_sources in place,
     # which changed the caller's arguments, and with them the key its entry is checked against.
@@ -1416,16 +1569,16 @@ def build_into(arguments, arch, out_dir, pch=None, split=None):
     if split is None:  # KWB_CUDA_SPLIT=0: every `.cu` built whole, as load_inline builds it
         split = split_setting() != "0"
     with _build_into_lock:
-        return _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split)
+        return _prepare_locked(cpp, arguments, pch, making_pch, archs, split, pch_info, build_unplanned)
 
 
-_build_into_lock = threading.Lock()
-
-
-def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split):
-    if making_pch and not (hasattr(cpp, "_write_ninja_file") and hasattr(cpp, "_run_ninja_build")):
-        return {"ok": False, "message": "this torch's cpp_extension has no _write_ninja_file or _run_ninja_build, "
-                                        "where the flags of a precompiled header are read"}
+def _prepare_locked(cpp, arguments, pch, making_pch, archs, split, pch_info, build_unplanned):
+    hookable = hasattr(cpp, "_write_ninja_file") and hasattr(cpp, "_run_ninja_build")
+    if not hookable and making_pch:
+        return "result", {"ok": False, "message": "this torch's cpp_extension has no _write_ninja_file or "
+                                                  "_run_ninja_build, where the flags of a precompiled header are read"}
+    if not hookable and not build_unplanned:
+        return "declined", "this torch's cpp_extension has no _write_ninja_file or _run_ninja_build"
     # The name's version is per process in torch (name_v1 after a second source): always 0 here.
     cpp.JIT_EXTENSION_VERSIONER.entries.pop(str(arguments.get("name", "ext")), None)
     old = os.environ.get("TORCH_CUDA_ARCH_LIST")
@@ -1434,14 +1587,17 @@ def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split):
     real_import = cpp._import_module_from_library
     cpp._import_module_from_library = lambda *a, **k: None
     load_inline = getattr(cpp, "_kwb_real_load_inline", cpp.load_inline)
-    hooks = _BuildHooks(cpp, pch, making_pch, split)
+    hooks = _BuildHooks(cpp, pch, making_pch, split, pch_info)
     try:
         with hooks:
             load_inline(**arguments)
-        return {"ok": True, "pch": hooks.note, "split": hooks.split_note, "joined": hooks.join_note}
+            plan = hooks.plan() if hookable else None
+        if plan is None:  # built by torch itself (build_unplanned), or no build asked for
+            return "result", {"ok": True, "pch": hooks.note, "split": hooks.split_note, "joined": hooks.join_note}
+        return "plan", plan
     except Exception as e:  # the compiler's messages, as load_inline raises them
-        return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": hooks.note,
-                "split": hooks.split_note, "joined": hooks.join_note}
+        return "result", {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": hooks.note,
+                          "split": hooks.split_note, "joined": hooks.join_note}
     finally:
         cpp._import_module_from_library = real_import
         if archs:
@@ -1451,14 +1607,34 @@ def _build_into_locked(cpp, arguments, out_dir, pch, making_pch, archs, split):
                 os.environ["TORCH_CUDA_ARCH_LIST"] = old
 
 
+def run_plan(plan):
+    """The planned build (prepare_into) run, without torch: the result build_into gives."""
+    build = _PlannedBuild(plan)
+    try:
+        build.run()
+        return {"ok": True, "pch": build.note, "split": build.split_note, "joined": build.join_note}
+    except Exception as e:  # noqa: B902 (ninja's failure, raised as torch raises it; anything else alike)
+        return {"ok": False, "message": cap_message(f"{type(e).__name__}: {e}"), "pch": build.note,
+                "split": build.split_note, "joined": build.join_note}
+    finally:
+        for name in (WHOLE_NINJA, APART_NINJA):
+            _discard(os.path.join(build.build_directory, name))
+
+
 def build_extension(request_path, out_dir):
     """`kwb-worker --build-extension REQUEST OUT`: the builder in its own sandbox. The broker binds
-    the precompiled header's entry it names (verified) read-only. REQUEST "-": a spare builder
-    (_Spare), which imports torch's cpp_extension first, says so (OUT/SPARE_READY) and then reads
-    its request's path from stdin; at end of file (the broker let it go or ended) it builds nothing."""
+    the precompiled header's entry it names (verified) read-only. A request with a plan (the
+    preparer's) is run without torch (run_plan); one without is built by load_inline here. REQUEST
+    "-": a spare builder (_Spare), which says it has started (OUT/SPARE_READY; torch imported first
+    where SPARE_TORCH is set: the broker has no preparer) and then reads its request's path from
+    stdin; at end of file (the broker let it go or ended) it builds nothing. REQUEST PREPARE_ROLE:
+    the broker's preparer (serve_preparer)."""
+    if request_path == PREPARE_ROLE:
+        return serve_preparer(out_dir)
     split_verdict.FORK_SCANS = True  # a process for this one build: it may fork to scan at once
     if request_path == "-":
-        import torch.utils.cpp_extension  # noqa: F401 (the start a build would wait for)
+        if os.environ.get(SPARE_TORCH) == "1":
+            import torch.utils.cpp_extension  # noqa: F401 (the start an unplanned build would wait for)
         compiler_identity()  # its `c++ --version` too (kept for the process)
         with open(os.path.join(out_dir, SPARE_READY), "w"):
             pass
@@ -1474,11 +1650,234 @@ def build_extension(request_path, out_dir):
     nice = _niceness(request.get("nice", 0))
     if nice:
         os.nice(nice)  # before any compiler starts: every process of the build inherits it
-    result = build_into(request["arguments"], request.get("arch", ""), out_dir, request.get("pch"))
+    if isinstance(request.get("plan"), dict):
+        result = run_plan(request["plan"])
+    else:
+        result = build_into(request["arguments"], request.get("arch", ""), out_dir, request.get("pch"))
+    result["torch_imported"] = "torch" in sys.modules  # (the entry's "builder" says so)
     if os.nice(0) > 0:
         result["nice"] = os.nice(0)  # what the build ran at, as the process itself reads it
     _write_json(os.path.join(out_dir, RESULT), result)
     return 0
+
+
+# ---- the preparer: torch's load_inline planning builds for the broker, in a builder's sandbox --
+
+# What a preparer may write into a build's folder: plain names (load_inline's sources, the split's
+# units, the ninja files), nothing the broker or the builder reads back as theirs.
+_PLANNED_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
+_NOT_PLANNED = {REQUEST, RESULT, EARLY_RECORD, EARLY_VALID, BUILDER_LOG, SPARE_READY, MANIFEST}
+
+
+def serve_preparer(cache_dir):
+    """`kwb-worker --build-extension --prepare CACHE`: the broker's preparer (_Preparer), in the
+    builder's sandbox (its view, its environment, so torch plans what a builder's load_inline
+    would), torch imported once. Reads one request per line on stdin ({"arguments", "arch",
+    "build_directory", "pch", "pch_info", "split"}), plans it in that folder (made here, under the
+    sandbox's tmpfs at the cache's path; the broker writes the files into the real one) and
+    answers one line on its own copy of stdout: {"plan", "files": {name: text}}, {"result"} where
+    load_inline failed before its build, or {"declined": why}. Anything else the process prints
+    goes to stderr."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    import torch.utils.cpp_extension  # noqa: F401
+    compiler_identity()
+    out.write(json.dumps({"ready": True}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            reply = _prepare_request(request)
+        except Exception as e:  # noqa: B902 (this request is built unplanned; the next is served)
+            reply = {"declined": f"the preparer failed: {type(e).__name__}: {e}"[:LINE_CAP]}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+def _prepare_request(request):
+    arguments, folder = request["arguments"], str(request["build_directory"])
+    why = preparable(arguments)
+    if why:
+        return {"declined": why}
+    if not os.path.isabs(folder) or os.path.normpath(folder) != folder:
+        return {"declined": "the build's folder is not an absolute path"}
+    os.makedirs(folder)
+    try:
+        kind, value = prepare_into(arguments, str(request.get("arch", "")), folder, request.get("pch"),
+                                   bool(request.get("split", True)), request.get("pch_info"))
+        if kind != "plan":
+            return {kind: value}
+        files = {}
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if name in ("lock", "build.ninja.lock"):
+                continue  # torch's FileBaton's, gone once it built
+            if not _PLANNED_FILE.fullmatch(name) or name in _NOT_PLANNED or not os.path.isfile(path) \
+                    or os.path.islink(path):
+                return {"declined": f"the plan left {name!r} in the build's folder"[:LINE_CAP]}
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as f:
+                files[name] = f.read()  # (the bytes torch wrote, carried through JSON as text)
+        return {"plan": value, "files": files}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class _Preparer:
+    """The broker's preparer (serve_preparer): started as the broker starts, by its own thread
+    (bwrap's --die-with-parent ends a process when the thread that started it ends), and again
+    when it dies, at most MAX_STARTS times. plan_into asks it for one build at a time; a build it
+    cannot plan (not preparable, the preparer not started or failing, no sandbox) is built by a
+    builder that imports torch, as before."""
+
+    MAX_STARTS = 5
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.lock = threading.Lock()  # one request at a time
+        self.process, self.ready, self.config, self.why = None, False, None, "no preparer was started"
+        self.starts = 0
+
+    def start(self, config):
+        if config.get("preparer", True) is False or os.environ.get("KWB_BUILD_PREPARER") == "0":
+            self.why = "the preparer is off (KWB_BUILD_PREPARER=0)"
+            return
+        if not config.get("builder_prefix"):
+            self.why = "no build sandbox: builds import torch themselves"
+            return
+        self.config = config
+        threading.Thread(target=self._keep, daemon=True).start()
+
+    def usable(self):
+        """Whether a preparer runs, or is started again."""
+        with self.cond:  # (reentrant: plan_into's wait asks it holding the condition)
+            return self.config is not None and (self.process is not None or self.starts < self.MAX_STARTS)
+
+    def _keep(self):
+        config = self.config
+        while True:
+            with self.cond:
+                if self.starts >= self.MAX_STARTS:
+                    self.why = f"the preparer ended {self.starts} times"
+                    self.process, self.ready = None, False
+                    self.cond.notify_all()
+                    return
+                self.starts += 1
+            # Its view of the cache: a tmpfs of its own, where it makes each build's folder.
+            command = list(config["builder_prefix"]) + ["--size", str(PREPARER_TMPFS_BYTES), "--tmpfs",
+                                                        config["cache_dir"], "--", config["worker"],
+                                                        "--build-extension", PREPARE_ROLE, config["cache_dir"]]
+            try:
+                process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError as e:
+                with self.cond:
+                    self.why = f"the preparer did not start: {e}"
+                    self.starts = self.MAX_STARTS
+                    self.cond.notify_all()
+                return
+            with self.cond:
+                self.process, self.ready = process, False
+            line = _read_pipe_line(process.stdout, PREPARE_TIMEOUT_S * 4)
+            with self.cond:
+                self.ready = line is not None and json.loads(line or "{}").get("ready") is True
+                if not self.ready:
+                    self.why = "the preparer did not start (no word of torch's import)"
+                self.cond.notify_all()
+            if self.ready:
+                process.wait()
+            else:
+                _kill_group(process)
+                process.wait()
+            with self.cond:
+                self.process, self.ready = None, False
+                self.cond.notify_all()
+
+    def plan_into(self, arguments, arch, folder, pch):
+        """Plans the build in folder (the preparer's files written there by this broker): (the plan,
+        "planned in S s") or (None, why not)."""
+        why = preparable(arguments)
+        if why:
+            return None, why
+        t0 = time.monotonic()
+        pch_info = None
+        if pch:
+            try:
+                with open(os.path.join(pch, PCH_INFO)) as f:
+                    pch_info = json.load(f)
+            except (OSError, ValueError):
+                pch_info = None  # the preparer says the header is not used, as a builder would
+        request = {"arguments": arguments, "arch": arch, "build_directory": folder, "pch": pch,
+                   "pch_info": pch_info, "split": split_setting() != "0"}
+        line, last = None, None
+        for _ in range(2):
+            with self.cond:
+                # A build that comes while torch is still imported there waits for it (a builder of
+                # its own would import torch too), and for the next one where the last one died.
+                self.cond.wait_for(lambda: (self.ready and self.process is not last) or not self.usable(),
+                                   timeout=PREPARE_TIMEOUT_S)
+                process = self.process if self.ready and self.process is not last else None
+                if process is None:
+                    return None, self.why if not self.usable() else "the preparer was not ready in time"
+            with self.lock:
+                asked = time.monotonic()
+                try:
+                    process.stdin.write((json.dumps(request) + "\n").encode())
+                    process.stdin.flush()
+                    line = _read_pipe_line(process.stdout, PREPARE_TIMEOUT_S)
+                except OSError:
+                    line = None
+                if line is not None:
+                    break
+                _kill_group(process)  # dead or stuck: ended, and started again by its thread
+                if time.monotonic() - asked > 1.0:
+                    return None, "the preparer did not answer"
+                last = process  # it had died: once more with the next one
+        if line is None:
+            return None, "the preparer did not answer"
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None, "the preparer's answer did not read"
+        if "plan" not in reply:
+            return None, str(reply.get("declined") or "the preparer planned no build (load_inline failed first)")[:LINE_CAP]
+        files = reply.get("files")
+        if not isinstance(files, dict) or not isinstance(reply["plan"], dict):
+            return None, "the preparer's answer is not a plan"
+        for name, text in files.items():
+            if not isinstance(name, str) or not _PLANNED_FILE.fullmatch(name) or name in _NOT_PLANNED or \
+                    not isinstance(text, str):
+                return None, f"the preparer named a file {str(name)[:100]!r}"
+        try:
+            for name, text in files.items():
+                # The folder is this broker's until the builder starts (a spare's waits for its request).
+                fd = os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
+                    f.write(text)
+        except OSError as e:  # (load_inline writes its files again where it builds unplanned)
+            return None, f"the plan's files were not written: {e}"
+        return reply["plan"], f"by the preparer in {time.monotonic() - t0:.2f} s"
+
+
+
+def _read_pipe_line(pipe, timeout):
+    """One line from a pipe within timeout s (None: end of file, or no line in time)."""
+    fd, data, deadline = pipe.fileno(), b"", time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or len(data) > LINE_LIMIT:
+            return None
+        readable, _, _ = select.select([fd], [], [], left)
+        if not readable:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return None
+        data += chunk
+    return data.decode(errors="replace")
+
+
+_preparer = _Preparer()
 
 
 # ---- the broker: one per kwb process and cache, outside the workers' sandboxes ------------------
@@ -1678,10 +2077,13 @@ class _Spare:
         if command:
             command += (["--ro-bind", pch, pch] if pch else []) + ["--bind", self.view, self.view, "--"]
         command += [config["worker"], "--build-extension", "-", self.view]
+        environment = config.get("environment")
+        if not _preparer.usable():  # its build will import torch: done while it waits
+            environment = dict(os.environ if environment is None else environment, **{SPARE_TORCH: "1"})
         try:
             # The broker's own handle: the build's messages are read through it, not by name.
             self.log = open(os.path.join(self.view, BUILDER_LOG), "w+b")
-            self.process = subprocess.Popen(command, env=config.get("environment"), stdin=subprocess.PIPE,
+            self.process = subprocess.Popen(command, env=environment, stdin=subprocess.PIPE,
                                             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         except OSError:
             self.discard()
@@ -1854,6 +2256,10 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None, nice=0):
     request = {"arguments": arguments, "arch": arch, "pch": pch}
     if nice:
         request["nice"] = nice
+    # Planned by the preparer (torch imported there once), the builder runs it without torch.
+    plan, planned = _preparer.plan_into(arguments, arch, staging, pch)
+    if plan is not None:
+        request["plan"] = plan
     with open(os.path.join(staging, REQUEST), "w") as f:
         json.dump(request, f)
     with _in_flight_lock:
@@ -1884,6 +2290,9 @@ def _run_builder(config, conn, arguments, arch, staging, pch=None, nice=0):
                 result["pch"] = early.pch_note()
         if result is not None:
             result["builder"] = "fresh" if spare is not None and spare.lost else how
+            result["planned"] = planned if plan is not None else f"not: {planned}"
+            if plan is not None and result.get("torch_imported"):
+                result["planned"] += " (the builder imported torch all the same)"
         return result
     finally:
         with _in_flight_lock:
@@ -1941,7 +2350,8 @@ def _run_builder_beside(config, conn, arguments, staging, pch, early, spare=None
         if isinstance(result, dict) and "ok" in result:
             return {"ok": bool(result["ok"]), "message": cap_message(str(result.get("message", ""))),
                     "pch": str(result.get("pch", ""))[:LINE_CAP], "split": str(result.get("split", ""))[:LINE_CAP],
-                    "joined": str(result.get("joined", ""))[:LINE_CAP], "nice": _niceness(result.get("nice", 0))}
+                    "joined": str(result.get("joined", ""))[:LINE_CAP], "nice": _niceness(result.get("nice", 0)),
+                    "torch_imported": bool(result.get("torch_imported", True))}
     except (ValueError, TypeError):  # TypeError: no such regular file (None)
         pass
     # No result: the builder did not run to its end. bwrap's own failures are the machine's; any
@@ -2169,6 +2579,7 @@ def serve_broker(config_path):
     # config sets its own).
     override = config.get("build_data_limit_bytes")
     limit_build_memory(int(override) if override else None)
+    _preparer.start(config)  # first: the spare asks whether there is one
     _spares.start(config)  # first: a request can come as soon as the socket is there
     path = config["socket"]
     if os.path.exists(path):

@@ -1237,12 +1237,14 @@ def _record_build(name, directory, manifest, cached, ms, waited_ms, wants_cuda):
     why (extension_cache.py); "split": whether its CUDA sources were built split (cuda_split.py), and
     where not, why; "joined": whether load_inline's main.cpp was compiled in one unit with the split's
     host unit (cuda_split.join_declined), and where not, why; "syntax": set where the message is the broker's early pass stopped after
-    parsing (what that log may lack); "built_ms": how long the build itself took, also where this request found it
+    parsing (what that log may lack); "planned": whether the broker's preparer planned the build (its builder imported no
+    torch), and where not, why; "built_ms": how long the build itself took, also where this request found it
     built (an early build ahead of the answer's turn, another sample's): what a cold answer costs."""
     _builds.append({"name": name, "ok": bool(manifest.get("ok")), "key": manifest.get("key"), "build_dir": directory,
                     "cached": cached, "ms": ms, "waited_ms": waited_ms, "with_cuda": wants_cuda,
                     "pch": manifest.get("pch", ""), "split": manifest.get("split", ""), "joined": manifest.get("joined", ""),
-                    "syntax": manifest.get("syntax", ""), "built_ms": manifest.get("build_ms")})
+                    "syntax": manifest.get("syntax", ""), "planned": manifest.get("planned", ""),
+                    "built_ms": manifest.get("build_ms")})
 
 
 import inspect  # noqa: E402 (after the wrapper's definition reads better)
