@@ -423,17 +423,22 @@ def _start_broker(cache, prefix, **extra):
     return sock, subprocess.Popen([sys.executable, os.path.join(ROOT, "broker.py"), config])
 
 
-def broker_early_syntax_pass():
-    if not _bwrap_works():
-        print("  not run: no working bwrap here (the early pass needs the builder's sandbox)")
-        return
-    # The headers of c1 (same_results_both_ways), linked into a cache without its answers; a
-    # folder of c1's name length, so the libraries compare (library_bytes).
-    cache = os.path.join(ROOT, "c2")
+def _cache_with_c1_headers(name):
+    """A new cache holding the headers of c1 (same_results_both_ways) and none of its answers; its
+    folder's name of c1's length, so the libraries built in it compare (library_bytes)."""
+    cache = os.path.join(ROOT, name)
     os.makedirs(cache)
     for n in os.listdir(os.path.join(ROOT, "c1")):
         if n.startswith(ec.PCH_NAME + "-"):
             shutil.copytree(os.path.join(ROOT, "c1", n), os.path.join(cache, n), copy_function=os.link)
+    return cache
+
+
+def broker_early_syntax_pass():
+    if not _bwrap_works():
+        print("  not run: no working bwrap here (the early pass needs the builder's sandbox)")
+        return
+    cache = _cache_with_c1_headers("c2")
     # Every C++-only build with the pass (kwb's rule gives one only where a core is idle), each by
     # a fresh builder: a spare's folder name has another length than c1's staging folders
     # (broker_spare_builds_with_the_header builds with one).
@@ -471,7 +476,7 @@ def _preparers(broker):
     found, todo = [], [broker.pid]
     while todo:
         pid = todo.pop()
-        for child in _children_of(pid):
+        for child in ec._children(pid):
             try:
                 with open(f"/proc/{child}/cmdline", "rb") as f:
                     words = f.read().split(b"\0")
@@ -494,27 +499,11 @@ def _is_preparer(pid):
     return ec.PREPARE_ROLE.encode() in words and b"--build-extension" in words
 
 
-def _children_of(pid):
-    out = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return out
-
-
 def broker_preparer_plans_the_builds():
     if not _bwrap_works():
         print("  not run: no working bwrap here (the preparer works in the builder's sandbox)")
         return
-    # c1's headers (same_results_both_ways), in a cache of c1's name length, so the libraries compare.
-    cache = os.path.join(ROOT, "c4")
-    os.makedirs(cache)
-    for n in os.listdir(os.path.join(ROOT, "c1")):
-        if n.startswith(ec.PCH_NAME + "-"):
-            shutil.copytree(os.path.join(ROOT, "c1", n), os.path.join(cache, n), copy_function=os.link)
+    cache = _cache_with_c1_headers("c4")
     sock, broker = _start_broker(cache, ["bwrap", "--dev-bind", "/", "/", "--tmpfs", cache], early_syntax_cxx="never",
                                  spare_builder=False)
     try:
