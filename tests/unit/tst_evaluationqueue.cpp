@@ -713,10 +713,15 @@ private Q_SLOTS:
             const QJsonObject environment = outcome.response.raw.value(QLatin1String("environment")).toObject();
             QCOMPARE(environment.value(QLatin1String("CUDA_VISIBLE_DEVICES")).toString(), QStringLiteral("1"));
         }
-        // Turned on by the first KernelBench-format job, on every slot.
-        queue.submit(kernelBenchJob(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine"))));
+        // Turned on by the first KernelBench-format job, on every slot: the Python in the spares,
+        // and the spares themselves, which reuse mode starts only once a worker retires.
         for (WorkerSupervisor* supervisor : supervisors)
+            QVERIFY(!supervisor->retiringWorkersExpected());
+        queue.submit(kernelBenchJob(QStringLiteral("L1/1"), kernelBenchAnswer(QStringLiteral("fine"))));
+        for (WorkerSupervisor* supervisor : supervisors) {
             QVERIFY(supervisor->warmPython());
+            QVERIFY(supervisor->retiringWorkersExpected());
+        }
         queue.cancelAll();
     }
 

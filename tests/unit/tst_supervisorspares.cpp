@@ -899,6 +899,43 @@ private Q_SLOTS:
         QTest::qWait(300); // the spare ended is reaped before the supervisor goes
     }
 
+    void reuseModeStartsSparesWhereRetiringWorkersAreExpected()
+    {
+        // EvaluationQueue's word at a run's first KernelBench-format job: in reuse mode the spare
+        // starts then, before any request, warms with the Python, and the first request runs in it
+        // (session 48: each cold run's first evaluations waited 4-7 s for torch's import).
+        QString log;
+        auto supervisor = makeLoggedSupervisor(&log, {}, WorkerSupervisor::Isolation::ReuseWhileHealthy);
+        supervisor->setWarmWhileBusy(true); // as the queue's GPU slots
+        QTest::qWait(300);
+        QCOMPARE(supervisor->liveSpareCount(), 0); // reuse mode: no spare until a worker retires
+        supervisor->setWarmPython(true);
+        supervisor->expectRetiringWorkers();
+        QVERIFY(supervisor->retiringWorkersExpected());
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->spareWorkerWarmed(), kWaitMs);
+        QCOMPARE(supervisor->liveSpareCount(), 1);
+        const qint64 sparePid = supervisor->spareWorkerPid();
+        QList<bool> pythonAsked;
+        for (const QJsonObject& entry : loggedRequests(log))
+            if (entry.value(QLatin1String("pid")).toInteger() == sparePid &&
+                entry.value(QLatin1String("type")).toString() == QLatin1String("warm"))
+                pythonAsked.append(entry.value(QLatin1String("keys")).toArray().contains(QStringLiteral("python")));
+        QCOMPARE(pythonAsked, QList<bool>{true});
+        const Ending first = waitForEnd(*supervisor, supervisor->sendRequest(evaluate(QStringLiteral("unhealthy"))));
+        QVERIFY2(first.hasResponse, qPrintable(first.message));
+        QCOMPARE(pidOf(first), sparePid);
+        QCOMPARE(typesReadBy(log, sparePid),
+                 (QStringList{QStringLiteral("hello"), QStringLiteral("warm"), QStringLiteral("evaluate")}));
+        // Said again: nothing more. Fresh workers per request keep their spares anyway: the word
+        // changes nothing there.
+        supervisor->expectRetiringWorkers();
+        QTRY_VERIFY_WITH_TIMEOUT(supervisor->liveSpareCount() == 1, kWaitMs);
+        auto fresh = makeSupervisor({}, WorkerSupervisor::Isolation::FreshPerRequest);
+        fresh->expectRetiringWorkers();
+        QVERIFY(!fresh->retiringWorkersExpected());
+        QTest::qWait(300); // the spares are reaped before the supervisors go
+    }
+
     void aGpuSlotKeepsSeveralSparesOnceWorkersRetire()
     {
         // A GPU slot (EvaluationQueue::configureSlot) keeps SparePool::kDefaultCount spares once its

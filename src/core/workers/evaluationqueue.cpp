@@ -262,12 +262,16 @@ qint64 EvaluationQueue::submit(const WorkerRequests::Evaluate& request, int time
     key.addData(request.answer.toUtf8());
     job.compileKey = key.result();
     // A KernelBench-format answer runs in the worker's embedded Python: from now on the GPUs'
-    // spares start it while they warm, off the candidate's path.
+    // spares start it while they warm, off the candidate's path. Its library retires the worker it
+    // loads in, so the GPUs' spares start now, not once the first evaluation has retired its worker
+    // (WorkerSupervisor::expectRetiringWorkers): its builds leave them the time.
     if (buildsExtension(job) && !m_warmPython) {
         m_warmPython = true;
         for (const Gpu& gpu : std::as_const(m_gpus))
-            for (const Slot& slot : gpu.gpuSlots)
+            for (const Slot& slot : gpu.gpuSlots) {
                 slot.supervisor->setWarmPython(true); // the spares already warmed: again, for the Python
+                slot.supervisor->expectRetiringWorkers();
+            }
         for (const Compiler& compiler : std::as_const(m_compilers))
             compiler.supervisor->setWarmPython(true);
     }

@@ -635,10 +635,16 @@ void WorkerSupervisor::noteRetiringWorker(const WorkerResponse& response)
     // An answer's library was loaded in the worker, or a sticky CUDA error: in reuse mode its
     // successors start ahead from now on (one spare, sparepool.h), since KernelBench-format answers
     // retire every worker they run in.
-    if (response.header.workerHealthy || m_isolation != Isolation::ReuseWhileHealthy || m_spares.retiringWorkers())
+    if (!response.header.workerHealthy)
+        expectRetiringWorkers();
+}
+
+void WorkerSupervisor::expectRetiringWorkers()
+{
+    if (m_isolation != Isolation::ReuseWhileHealthy || m_spares.retiringWorkers())
         return;
     m_spares.setRetiringWorkers(true);
-    m_spares.topUp(); // the first successor starts beside the leaving worker
+    m_spares.topUp(); // the first successor starts now (beside a leaving worker, where one leaves)
 }
 
 bool WorkerSupervisor::handOffLeavingWorker(const EvaluationResult& answer)

@@ -132,6 +132,14 @@ public:
     /// Python itself where its spare has none.
     void setWarmPython(bool enabled) { m_spares.setWarmPython(enabled); }
     bool warmPython() const { return m_spares.warmPython(); }
+    /// The queue's word that its requests will retire their workers (KernelBench-format answers,
+    /// whose libraries load in the worker): in reuse mode the spares start now, as they do once a
+    /// worker has retired, so that the first evaluations find workers whose Python is started (in
+    /// session 48's cold runs, without this, each run's first four evaluations waited 4-7 s for
+    /// torch's import: the first ones in workers started for them, the next in spares started as
+    /// the first workers retired). Nothing in the other modes, whose spares start anyway.
+    void expectRetiringWorkers();
+    bool retiringWorkersExpected() const { return m_spares.retiringWorkers(); }
     /// The wall-clock limit of a request that names none, from dispatch (worker start and hello
     /// included) to its response.
     void setDefaultTimeout(int ms) { m_defaultTimeoutMs = ms; }
